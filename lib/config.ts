@@ -1,0 +1,59 @@
+/**
+ * Typed configuration, read once at start. Every setting is listed in .env.example with its default.
+ * A bad value fails fast with a message naming the variable.
+ */
+import path from 'node:path';
+
+export interface Config {
+  /** HTTP port of the API. */
+  port: number;
+  host: string;
+  nodeEnv: string;
+  /** PostgreSQL URL; unset means the embedded PostgreSQL in `dataDir`. */
+  databaseUrl?: string;
+  /** Folder of the embedded defaults (database files, admin token). */
+  dataDir: string;
+  /** Port of the embedded PostgreSQL (never 5432). */
+  embeddedPgPort: number;
+  /** Redis URL for shared counters; unset means an in-process store (single instance). */
+  redisUrl?: string;
+  /** Bound on every Redis command before the request fails open. */
+  redisTimeoutMs: number;
+  /** Operator API bearer; unset in the embedded default means generated once into `dataDir`. */
+  adminToken?: string;
+  rateLimitPerMinute: number;
+  logLevel: string;
+}
+
+function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    throw new Error(`Configuration: ${name} must be an integer between ${min} and ${max}, got "${raw}"`);
+  }
+  return n;
+}
+
+function str(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const v = env[name];
+  return v === undefined || v.trim() === '' ? undefined : v.trim();
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const embeddedPgPort = int(env, 'EMBEDDED_PG_PORT', 54329, 1024, 65535);
+  if (embeddedPgPort === 5432) throw new Error('Configuration: EMBEDDED_PG_PORT must not be 5432 (a system PostgreSQL may hold it)');
+  return {
+    port: int(env, 'PORT', 3000, 0, 65535),
+    host: str(env, 'HOST') ?? '0.0.0.0',
+    nodeEnv: str(env, 'NODE_ENV') ?? 'development',
+    databaseUrl: str(env, 'DATABASE_URL'),
+    dataDir: path.resolve(str(env, 'DATA_DIR') ?? '.data'),
+    embeddedPgPort,
+    redisUrl: str(env, 'REDIS_URL'),
+    redisTimeoutMs: int(env, 'REDIS_TIMEOUT_MS', 200, 1, 60000),
+    adminToken: str(env, 'ADMIN_TOKEN'),
+    rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 60, 1),
+    logLevel: str(env, 'LOG_LEVEL') ?? 'info',
+  };
+}
