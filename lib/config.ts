@@ -23,6 +23,8 @@ export interface Config {
   adminToken?: string;
   rateLimitPerMinute: number;
   logLevel: string;
+  /** Base URL written into the served OpenAPI documents' `servers`. */
+  publicBaseUrl: string;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
@@ -43,8 +45,9 @@ function str(env: NodeJS.ProcessEnv, name: string): string | undefined {
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const embeddedPgPort = int(env, 'EMBEDDED_PG_PORT', 54329, 1024, 65535);
   if (embeddedPgPort === 5432) throw new Error('Configuration: EMBEDDED_PG_PORT must not be 5432 (a system PostgreSQL may hold it)');
+  const port = int(env, 'PORT', 3000, 0, 65535);
   return {
-    port: int(env, 'PORT', 3000, 0, 65535),
+    port,
     host: str(env, 'HOST') ?? '0.0.0.0',
     nodeEnv: str(env, 'NODE_ENV') ?? 'development',
     databaseUrl: str(env, 'DATABASE_URL'),
@@ -55,5 +58,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     adminToken: str(env, 'ADMIN_TOKEN'),
     rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 60, 1),
     logLevel: str(env, 'LOG_LEVEL') ?? 'info',
+    publicBaseUrl: (str(env, 'PUBLIC_BASE_URL') ?? `http://localhost:${port}`).replace(/\/+$/, ''),
   };
 }

@@ -1,0 +1,31 @@
+/** One entry per operationId of admin-openapi.yaml. */
+import type { operations } from '../../generated/admin-api.js';
+import type { Handlers } from '../types.js';
+import { publishedDocument } from '../meta.js';
+import * as projects from './projects.js';
+import * as keys from './keys.js';
+import * as connections from './connections.js';
+
+export const adminHandlers: Handlers<operations> = {
+  adminGetOpenApiDocument: async (_req, deps) => ({ raw: publishedDocument(deps.adminContract, deps.config.publicBaseUrl) }),
+  adminListProjects: projects.adminListProjects,
+  adminCreateProject: projects.adminCreateProject,
+  adminGetProject: projects.adminGetProject,
+  adminUpdateProject: projects.adminUpdateProject,
+  adminDeleteProject: projects.adminDeleteProject,
+  adminListKeys: keys.adminListKeys,
+  adminCreateKey: keys.adminCreateKey,
+  adminGetKey: keys.adminGetKey,
+  adminUpdateKey: keys.adminUpdateKey,
+  adminRotateKey: keys.adminRotateKey,
+  adminRevokeKey: keys.adminRevokeKey,
+  adminListConnections: connections.adminListConnections,
+  adminCreateConnection: connections.adminCreateConnection,
+  adminGetConnection: connections.adminGetConnection,
+  adminDeleteConnection: connections.adminDeleteConnection,
+  adminAttachProject: connections.adminAttachProject,
+  adminDetachProject: connections.adminDetachProject,
+  adminListTokens: connections.adminListTokens,
+  adminIssueToken: connections.adminIssueToken,
+  adminRevokeToken: connections.adminRevokeToken,
+};

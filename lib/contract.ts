@@ -1,0 +1,58 @@
+/**
+ * Loads an OpenAPI document and indexes its operations by operationId. The document is the
+ * single source of truth: routing, validation and per-operation policy (`x-required-scopes`,
+ * `x-project-scoped`) are read from it, so the code cannot drift from what is published.
+ */
+import { readFileSync } from 'node:fs';
+import { parse } from 'yaml';
+
+export const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options'] as const;
+
+export interface OperationInfo {
+  operationId: string;
+  method: string;
+  path: string;
+  /** Scopes required on the selected project; empty means any valid credential. */
+  requiredScopes: string[];
+  /** False when no credential is needed (`security: []`). */
+  secured: boolean;
+  /** False when the operation does not act on one selected project (e.g. listing projects). */
+  projectScoped: boolean;
+}
+
+export interface Contract {
+  document: Record<string, any>;
+  operations: Map<string, OperationInfo>;
+}
+
+export function loadContract(file: string, opts: { requireScopes: boolean }): Contract {
+  const document = parse(readFileSync(file, 'utf8')) as Record<string, any>;
+  const operations = new Map<string, OperationInfo>();
+  const rootSecured = Array.isArray(document.security) && document.security.length > 0;
+  for (const [path, item] of Object.entries<Record<string, any>>(document.paths ?? {})) {
+    for (const method of METHODS) {
+      const op = item[method];
+      if (!op) continue;
+      const where = `${method.toUpperCase()} ${path} in ${file}`;
+      if (typeof op.operationId !== 'string') throw new Error(`Contract: ${where} has no operationId`);
+      if (operations.has(op.operationId)) throw new Error(`Contract: operationId ${op.operationId} is used twice`);
+      const scopes = op['x-required-scopes'];
+      if (opts.requireScopes && !(Array.isArray(scopes) && scopes.every((s) => typeof s === 'string'))) {
+        throw new Error(`Contract: ${where} needs x-required-scopes (an array of scope names)`);
+      }
+      if (op['x-project-scoped'] === false && (scopes ?? []).length > 0) {
+        // Scopes are held per project; an operation without a selected project cannot check them.
+        throw new Error(`Contract: ${where} is x-project-scoped: false, so its x-required-scopes must be empty`);
+      }
+      operations.set(op.operationId, {
+        operationId: op.operationId,
+        method,
+        path,
+        requiredScopes: scopes ?? [],
+        secured: Array.isArray(op.security) ? op.security.length > 0 : rootSecured,
+        projectScoped: op['x-project-scoped'] !== false,
+      });
+    }
+  }
+  return { document, operations };
+}

@@ -1,0 +1,24 @@
+/**
+ * What the app is built from. Tests build it with their own clock, counters and database;
+ * server.ts builds it from the configuration.
+ */
+import type { Config } from './config.js';
+import type { Clock } from './clock.js';
+import type { Logger } from './logger.js';
+import type { Database } from './db/database.js';
+import type { CounterStore } from './counters.js';
+import type { Contract } from './contract.js';
+
+export interface AppDeps {
+  config: Config;
+  db: Database;
+  clock: Clock;
+  logger: Logger;
+  counters: CounterStore;
+  /** The public /v1 contract (openapi.yaml). */
+  contract: Contract;
+  /** The operator contract (admin-openapi.yaml). */
+  adminContract: Contract;
+  /** Validate responses against the contract (on in tests). */
+  validateResponses: boolean;
+}

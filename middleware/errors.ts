@@ -1,0 +1,99 @@
+/**
+ * The one place that writes the failure envelope `{ success: false, error, request_id }`.
+ * It maps our ApiError, body-parser errors and validator errors to the spec's codes; anything
+ * else is a 500 `server_error` whose detail goes to the log, never to the client.
+ */
+import type { NextFunction, Request, Response } from 'express';
+import { ApiError, type ErrorCode } from '../lib/errors.js';
+import type { Logger } from '../lib/logger.js';
+
+interface FieldError {
+  field: string;
+  message: string;
+}
+
+export function sendError(req: Request, res: Response, err: ApiError): void {
+  if (err.headers) res.set(err.headers);
+  const error: Record<string, unknown> = { code: err.code, message: err.message };
+  if (err.details !== undefined) error.details = err.details;
+  res.status(err.status).json({ success: false, error, request_id: req.requestId });
+}
+
+/** Validator errors name fields as paths like `/body/state` or `.query.limit`. */
+function fieldName(path: unknown): string {
+  return String(path ?? '')
+    .replace(/^[./]?(body|query|params|path|headers)[./]?/, (_, where) => (where === 'body' ? '' : `${where}.`))
+    .replace(/\//g, '.')
+    .replace(/^\./, '') || 'body';
+}
+
+function fromValidator(err: any): ApiError | undefined {
+  const status = err?.status;
+  if (typeof status !== 'number' || !Array.isArray(err.errors)) return undefined;
+  const fields: FieldError[] = err.errors.map((e: any) => ({ field: fieldName(e.path), message: String(e.message) }));
+  const summary = fields.map((f) => `${f.field} ${f.message}`).join('; ');
+  switch (status) {
+    case 400: {
+      const inPath = err.errors.every((e: any) => /^[./]?(params|path)\b/.test(String(e.path ?? '')));
+      return new ApiError(inPath ? 'invalid_id' : 'invalid_request', `Invalid request: ${summary}`, { fields });
+    }
+    case 404:
+      return new ApiError('not_found', 'No such endpoint.');
+    case 405: {
+      const allow = err.headers?.Allow ?? err.headers?.allow;
+      return new ApiError('method_not_allowed', 'Method not allowed on this endpoint.', undefined, allow ? { Allow: allow } : undefined);
+    }
+    case 413:
+      return new ApiError('payload_too_large', 'Request body too large.');
+    case 415:
+      return new ApiError('unsupported_media_type', `Unsupported media type: ${summary}`);
+    default:
+      return undefined;
+  }
+}
+
+function fromBodyParser(err: any): ApiError | undefined {
+  switch (err?.type) {
+    case 'entity.parse.failed':
+      return new ApiError('invalid_json', 'Request body is not valid JSON.');
+    case 'entity.too.large':
+      return new ApiError('payload_too_large', `Request body exceeds ${err.limit} bytes.`, { limit: err.limit });
+    case 'encoding.unsupported':
+    case 'charset.unsupported':
+      return new ApiError('unsupported_media_type', String(err.message));
+    case 'request.aborted':
+    case 'request.size.invalid':
+    case 'stream.encoding.set':
+      return new ApiError('bad_request', 'Request body could not be read.');
+    default:
+      return undefined;
+  }
+}
+
+export function toApiError(err: unknown): ApiError | undefined {
+  if (err instanceof ApiError) return err;
+  return fromBodyParser(err) ?? fromValidator(err);
+}
+
+export function errorHandler(logger: Logger) {
+  return (err: unknown, req: Request, res: Response, next: NextFunction): void => {
+    if (res.headersSent) return next(err);
+    let apiError = toApiError(err);
+    if (!apiError) {
+      logger.error('unhandled error', {
+        request_id: req.requestId,
+        error: err instanceof Error ? err.stack ?? err.message : String(err),
+      });
+      apiError = new ApiError('server_error', 'Internal error. Retry with backoff; quote the request id if it persists.');
+    }
+    sendError(req, res, apiError);
+  };
+}
+
+export function notFound(req: Request, _res: Response, next: NextFunction): void {
+  next(new ApiError('not_found', `No such endpoint: ${req.method} ${req.path}`));
+}
+
+export function codeOf(err: unknown): ErrorCode | undefined {
+  return toApiError(err)?.code;
+}

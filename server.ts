@@ -1,0 +1,74 @@
+/**
+ * Starts the service: storage (embedded PostgreSQL unless DATABASE_URL is set), migrations,
+ * counters, then HTTP. Shutdown runs in reverse, PostgreSQL last.
+ */
+import type { Server } from 'node:http';
+import { loadConfig } from './lib/config.js';
+import { createLogger } from './lib/logger.js';
+import { systemClock } from './lib/clock.js';
+import { startEmbeddedPostgres } from './lib/db/embedded.js';
+import { applyMigrations } from './lib/db/migrate.js';
+import { openDatabase } from './lib/db/database.js';
+import { createCounterStore } from './lib/counters.js';
+import { loadAdminContract, loadPublicContract } from './lib/contracts.js';
+import { loadOrCreateAdminToken } from './lib/admin-token.js';
+import { createApp } from './app.js';
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger({ level: config.logLevel, json: config.nodeEnv === 'production' });
+  const stops: Array<() => Promise<void>> = [];
+
+  let databaseUrl = config.databaseUrl;
+  if (!databaseUrl) {
+    const pg = await startEmbeddedPostgres({ dataDir: config.dataDir, port: config.embeddedPgPort, logger });
+    stops.unshift(pg.stop);
+    databaseUrl = pg.url;
+    logger.info(`embedded PostgreSQL on 127.0.0.1:${config.embeddedPgPort}, data in ${config.dataDir}`);
+  }
+  const { applied } = await applyMigrations(databaseUrl, { logger });
+  if (applied.length) logger.info(`applied migrations: ${applied.join(', ')}`);
+
+  const db = await openDatabase(databaseUrl);
+  stops.unshift(() => db.close());
+  const counters = createCounterStore({ redisUrl: config.redisUrl, timeoutMs: config.redisTimeoutMs, logger });
+  stops.unshift(() => counters.close());
+
+  const admin = config.adminToken ? { token: config.adminToken, created: false } : await loadOrCreateAdminToken(config.dataDir);
+  const contract = loadPublicContract();
+  const adminContract = loadAdminContract();
+  const app = createApp({
+    config, db, clock: systemClock, logger, counters, contract, adminContract,
+    validateResponses: false, adminToken: admin.token,
+  });
+
+  const server: Server = await new Promise((resolve, reject) => {
+    const s = app.listen(config.port, config.host, () => resolve(s));
+    s.once('error', reject);
+  });
+  stops.unshift(() => new Promise<void>((r) => server.close(() => r())));
+  const port = (server.address() as { port: number }).port;
+  const base = `http://localhost:${port}`;
+
+  // The validator compiles the contract on first use: warm it before the first caller waits.
+  await Promise.all([fetch(`${base}/v1/openapi.json`), fetch(`${base}/admin/openapi.json`)]).catch(() => undefined);
+
+  console.log(`\nService API listening on ${base}  (description: ${base}/v1/openapi.json)`);
+  if (!config.adminToken) console.log(`ADMIN_TOKEN=${admin.token}`);
+  console.log(`Operator CLI: ADMIN_TOKEN=… npm run ops -- --help\n`);
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info(`${signal}: shutting down`);
+    for (const stop of stops) await stop().catch((e) => logger.warn(`shutdown step failed: ${e}`));
+    process.exit(0);
+  };
+  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(sig, () => void shutdown(sig));
+}
+
+main().catch((e) => {
+  console.error(`Failed to start: ${e instanceof Error ? e.message : String(e)}`);
+  process.exit(1);
+});

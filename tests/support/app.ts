@@ -1,0 +1,99 @@
+/**
+ * Starts the real app in-process for a test file: real PostgreSQL (the database prepared by the
+ * global setup), responses validated against the contract, a manual clock, and operator helpers
+ * that mint credentials through the operator API itself.
+ */
+import request from 'supertest';
+import type { Express } from 'express';
+import { createApp } from '../../app.js';
+import { loadConfig, type Config } from '../../lib/config.js';
+import { createLogger } from '../../lib/logger.js';
+import { ManualClock } from '../../lib/clock.js';
+import { openDatabase, type Database } from '../../lib/db/database.js';
+import { MemoryCounterStore, type CounterStore } from '../../lib/counters.js';
+import { loadAdminContract, loadPublicContract } from '../../lib/contracts.js';
+import { randomToken } from '../../lib/secrets.js';
+import type { Contract } from '../../lib/contract.js';
+import { testDatabaseUrl } from './db.js';
+
+export interface TestApp {
+  app: Express;
+  db: Database;
+  clock: ManualClock;
+  config: Config;
+  adminToken: string;
+  admin: OperatorClient;
+  close(): Promise<void>;
+}
+
+export interface TestAppOptions {
+  config?: Partial<Config>;
+  counters?: CounterStore;
+  clock?: ManualClock;
+  /** A contract and handlers of the test's own, to exercise the shared policy mechanism. */
+  contract?: Contract;
+  handlers?: Record<string, unknown>;
+}
+
+export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> {
+  const config = { ...loadConfig({}), rateLimitPerMinute: 1000, ...opts.config };
+  const db = await openDatabase(testDatabaseUrl(), { max: 5 });
+  const clock = opts.clock ?? new ManualClock(new Date('2026-03-01T12:00:00Z'));
+  const counters = opts.counters ?? new MemoryCounterStore();
+  const adminToken = 'adm_test_' + randomToken(24);
+  const app = createApp({
+    config,
+    db,
+    clock,
+    logger: createLogger({ silent: true }),
+    counters,
+    contract: opts.contract ?? loadPublicContract(),
+    handlers: opts.handlers,
+    adminContract: loadAdminContract(),
+    validateResponses: true,
+    adminToken,
+  });
+  return {
+    app, db, clock, config, adminToken,
+    admin: new OperatorClient(app, adminToken),
+    close: async () => {
+      await counters.close();
+      await db.close();
+    },
+  };
+}
+
+/** The operator API, as a test would call it; every call must succeed. */
+export class OperatorClient {
+  constructor(private readonly app: Express, private readonly token: string) {}
+
+  async call(method: 'get' | 'post' | 'patch' | 'put' | 'delete', path: string, body?: object): Promise<any> {
+    const req = request(this.app)[method](path).set('Authorization', `Bearer ${this.token}`);
+    const res = body === undefined ? await req : await req.send(body);
+    if (res.status >= 300) throw new Error(`${method.toUpperCase()} ${path} → ${res.status} ${JSON.stringify(res.body)}`);
+    return res.body.data;
+  }
+
+  async project(name = 'Test project', extra: object = {}): Promise<{ id: string; name: string }> {
+    return (await this.call('post', '/admin/projects', { name, ...extra })).project;
+  }
+
+  /** A project API key; returns the key record and its secret. */
+  async key(projectId: string, scopes: string[], mode: 'live' | 'test' = 'live'): Promise<{ id: string; secret: string }> {
+    const data = await this.call('post', `/admin/projects/${projectId}/keys`, { name: 'test key', scopes, mode });
+    return { id: data.key.id, secret: data.secret };
+  }
+
+  /** A connection with the given projects attached (the first is the default) and a token. */
+  async connection(attach: Array<{ projectId: string; scopes: string[]; isDefault?: boolean }>, expiresInSeconds = 3600) {
+    const { connection } = await this.call('post', '/admin/connections', { name: 'agent' });
+    for (const a of attach) {
+      await this.call('put', `/admin/connections/${connection.id}/projects/${a.projectId}`, {
+        scopes: a.scopes,
+        ...(a.isDefault !== undefined ? { is_default: a.isDefault } : {}),
+      });
+    }
+    const data = await this.call('post', `/admin/connections/${connection.id}/tokens`, { expires_in_seconds: expiresInSeconds });
+    return { connectionId: connection.id as string, tokenId: data.token.id as string, secret: data.secret as string };
+  }
+}
