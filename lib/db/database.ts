@@ -1,0 +1,66 @@
+/**
+ * One pg.Pool per process and a PrismaClient on top of it (driver adapter, Prisma 7).
+ *
+ * Policy and why: the pool is ours, not Prisma's, so code that needs plain SQL (advisory locks, the job
+ * backend, health checks) shares the same connections and limits. Opening checks the connection at
+ * once, so a wrong DATABASE_URL fails at start with a clear message instead of at the first request.
+ * The pool has an 'error' listener: an idle connection dropped by the server (restart, shutdown) must
+ * not crash the process. `close()` is idempotent and must run before the embedded server stops.
+ */
+import { PrismaPg } from '@prisma/adapter-pg';
+import pg from 'pg';
+import { PrismaClient } from '../../generated/prisma/client.js';
+
+export interface Database {
+  pool: pg.Pool;
+  prisma: PrismaClient;
+  close(): Promise<void>;
+}
+
+export interface DatabaseLogger {
+  warn(message: string): void;
+}
+
+/** The URL without its password, for messages. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return '(unparsable database URL)';
+  }
+}
+
+function describeError(e: unknown): string {
+  const err = e as { message?: string; code?: string; errors?: { message: string }[] };
+  return err?.message || err?.errors?.map((x) => x.message).join('; ') || err?.code || String(e);
+}
+
+export async function openDatabase(url: string, opts: { max?: number; logger?: DatabaseLogger } = {}): Promise<Database> {
+  const pool = new pg.Pool({ connectionString: url, max: opts.max ?? 10 });
+  pool.on('error', (err) => {
+    const message = `database: idle connection error: ${err.message}`;
+    if (opts.logger) opts.logger.warn(message);
+    else console.warn(message);
+  });
+  try {
+    await pool.query('SELECT 1');
+  } catch (e) {
+    await pool.end().catch(() => undefined);
+    throw new Error(`Cannot connect to PostgreSQL at ${redactUrl(url)}: ${describeError(e)}`);
+  }
+  const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
+  let closing: Promise<void> | undefined;
+  return {
+    pool,
+    prisma,
+    close() {
+      closing ??= (async () => {
+        await prisma.$disconnect().catch(() => undefined);
+        await pool.end().catch(() => undefined);
+      })();
+      return closing;
+    },
+  };
+}
