@@ -65,6 +65,159 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a message
+         * @description Sends a session (free-form) or template message through the project's WhatsApp number.
+         *
+         *     * Session types (`text`, `image`, `video`, `document`, `audio`, `interactive`) need the
+         *       customer's 24-hour window to be open (it opens with each inbound message): otherwise
+         *       409 `outside_24h_window`. A `template` send is accepted at any time.
+         *     * The message is stored on the contact's conversation keyed by its `wamid`; delivery
+         *       callbacks attach to it. Sending never changes the conversation's state; it moves the
+         *       conversation to the top of the recent-activity order.
+         *     * Counts against the daily send quota (429 `quota_exceeded` with `details.limit`,
+         *       `details.resetAt` and `Retry-After`). A send that fails upstream does not count.
+         *     * `Idempotency-Key`: a retry with the same key and body replays the first response
+         *       (for 24 hours); the same key with another body is 409 `idempotency_key_mismatch`;
+         *       while the first is running, 409 `idempotency_in_progress`. A 5xx releases the key.
+         *     * Validation codes: `missing_recipient`, `invalid_phone`, `unsupported_message_type`,
+         *       `missing_template_name`, `missing_language`, `template_variable_mismatch`,
+         *       `too_many_buttons` (more than 3 reply buttons), `invalid_request`.
+         */
+        post: operations["sendMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/messages/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a message and its delivery status
+         * @description `{id}` is a `wamid` or the numeric message id; an id that is not purely digits is a `wamid`. The response `id` is the numeric id.
+         */
+        get: operations["getMessage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/conversations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List conversations, most recent activity first */
+        get: operations["listConversations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/conversations/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a conversation */
+        get: operations["getConversation"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Change a conversation's state
+         * @description `state` is required; `status` in the body is ignored. The value must be one the project
+         *     already uses (the platform's `unstructured`, `handover`, `awaiting_form`, `done`, or one
+         *     its conversations have had); otherwise 400 `INVALID_STATE`, whose message lists the known values.
+         */
+        patch: operations["updateConversationState"];
+        trace?: never;
+    };
+    "/v1/conversations/{id}/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List a conversation's messages, newest first */
+        get: operations["listConversationMessages"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/contacts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List contacts, newest first */
+        get: operations["listContacts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/contacts/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a contact */
+        get: operations["getContact"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Update a contact's name, tags or attributes
+         * @description At least one of `name`, `tags`, `attributes`. Attributes merge: only the supplied keys
+         *     change, and a key set to null is deleted. Values are strings (at most 1,000 characters),
+         *     numbers, booleans or null; nested objects and arrays are rejected. `tags.add` adds tags,
+         *     `tags.remove` removes them. The response carries the full attributes after the merge.
+         */
+        patch: operations["updateContact"];
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -130,6 +283,239 @@ export interface components {
             success: true;
             data: components["schemas"]["ProjectList"];
         };
+        /**
+         * @description `type` says which member carries the message: `content` for `text`, `template` for
+         *     `template`, `media` for `image`, `video`, `document` and `audio`, `interactive` for
+         *     `interactive`. Members of other types are ignored.
+         */
+        SendMessageRequest: {
+            /**
+             * @description One of text, template, image, video, document, audio, interactive; anything else is 400 `unsupported_message_type`.
+             * @example text
+             */
+            type: string;
+            /**
+             * @description The recipient in international form (`+` and 8 to 15 digits; spaces, dashes, dots and parentheses are ignored). Absent is 400 `missing_recipient`; malformed is 400 `invalid_phone`.
+             * @example +14155550123
+             */
+            phone?: string;
+            /** @description The text of a `text` message. */
+            content?: string;
+            /** @description For `text`, render a preview of the first URL. */
+            preview_url?: boolean;
+            template?: components["schemas"]["TemplateSend"];
+            media?: components["schemas"]["MediaSend"];
+            interactive?: components["schemas"]["InteractiveSend"];
+        };
+        TemplateSend: {
+            /** @description Template name; absent is 400 `missing_template_name`. */
+            name?: string;
+            /** @description Language code such as `en_US`; absent is 400 `missing_language`. */
+            language?: string;
+            /** @description Body variables `{{1}}`, `{{2}}`, … in order. When the template is known, a count that differs from its placeholders is 400 `template_variable_mismatch`. */
+            variables?: string[];
+            /** @description Header parameters; a media header by our media `slug`, a channel `media_id` or a `link`, or header text variables. */
+            header?: {
+                variables?: string[];
+                media?: components["schemas"]["MediaSend"];
+            };
+            /** @description Button parameters, by button index. */
+            buttons?: {
+                index: number;
+                /**
+                 * @default quick_reply
+                 * @enum {string}
+                 */
+                sub_type: "quick_reply" | "url" | "copy_code";
+                /** @description quick_reply: payload; url: the URL suffix; copy_code: the code. */
+                payload?: string;
+            }[];
+        };
+        /** @description Exactly one of `slug` (an asset uploaded through the media API), `media_id` (a channel media id) or `link` (a public https URL). */
+        MediaSend: {
+            slug?: string;
+            media_id?: string;
+            /** Format: uri */
+            link?: string;
+            caption?: string;
+            filename?: string;
+        };
+        /** @description Reply buttons (`buttons`, 1 to 3; more is 400 `too_many_buttons`) or a list (`list`). */
+        InteractiveSend: {
+            body: string;
+            header?: string;
+            footer?: string;
+            buttons?: {
+                id: string;
+                title: string;
+            }[];
+            list?: {
+                button: string;
+                sections: {
+                    title?: string;
+                    rows: {
+                        id: string;
+                        title: string;
+                        description?: string;
+                    }[];
+                }[];
+            };
+        };
+        SendMessageResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                /** @description The channel's message id (`wamid`). */
+                id: string;
+                /** @constant */
+                status: "sent";
+            };
+        };
+        /**
+         * @description `received` for inbound messages; for outbound, `sent` → `delivered` → `read`, or `failed`.
+         * @enum {string}
+         */
+        DeliveryStatus: "received" | "sent" | "delivered" | "read" | "failed";
+        Message: {
+            /** @description Numeric message id. */
+            id: number;
+            /** @description The channel's message id. */
+            wamid: string;
+            conversation_id: number;
+            /** @enum {string} */
+            direction: "inbound" | "outbound";
+            type: string;
+            status: components["schemas"]["DeliveryStatus"];
+            /** @description The message as sent (our request shape) or as received (the channel's shape). */
+            content: {
+                [key: string]: unknown;
+            };
+            /** @description The provider's error of a `failed` message (`code`, `title`, `message`, `details`). */
+            error: {
+                [key: string]: unknown;
+            } | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            status_updated_at: string;
+        };
+        MessageResponse: {
+            /** @constant */
+            success: true;
+            data: components["schemas"]["Message"];
+        };
+        MessageListResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                messages: components["schemas"]["Message"][];
+                /** @description Pass as `cursor` for the next page; null on the last page. */
+                nextCursor: string | null;
+            };
+        };
+        ContactSummary: {
+            id: number;
+            /** @description International form with a leading `+`. */
+            phone: string;
+            name: string | null;
+        };
+        Conversation: {
+            id: number;
+            contact: components["schemas"]["ContactSummary"];
+            /** @description Lifecycle state (`unstructured`, `handover`, `awaiting_form`, `done`, or one of the project's own). */
+            state: string;
+            /**
+             * @deprecated
+             * @description Deprecated alias of `state`; always equal to it.
+             */
+            status: string;
+            /** Format: date-time */
+            last_message_at: string;
+            /** Format: date-time */
+            last_inbound_at: string | null;
+            /** @description Whether the 24-hour customer-service window is open now. */
+            window_open: boolean;
+            /** Format: date-time */
+            window_expires_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+        };
+        ConversationResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                conversation: components["schemas"]["Conversation"];
+            };
+        };
+        ConversationListResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                conversations: components["schemas"]["Conversation"][];
+                /** @description Pass as `cursor` for the next page; null on the last page. */
+                nextCursor: string | null;
+            };
+        };
+        UpdateConversationStateRequest: {
+            state: string;
+            /** @description Ignored (deprecated alias; write `state`). */
+            status?: unknown;
+        };
+        ConversationStateResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                conversation: {
+                    id: number;
+                    state: string;
+                    previous_state: string;
+                };
+            };
+        };
+        /** @description A string of at most 1,000 characters, a number, a boolean or null (null deletes the key). */
+        AttributeValue: string | number | boolean | null;
+        Contact: {
+            id: number;
+            /** @description International form with a leading `+`. */
+            phone: string;
+            name: string | null;
+            tags: string[];
+            /** @description Flat map of custom fields. */
+            attributes: {
+                [key: string]: string | number | boolean;
+            };
+            opted_in: boolean;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        ContactResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                contact: components["schemas"]["Contact"];
+            };
+        };
+        ContactListResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                contacts: components["schemas"]["Contact"][];
+                /** @description Pass as `cursor` for the next page; null on the last page. */
+                nextCursor: string | null;
+            };
+        };
+        UpdateContactRequest: {
+            name?: string;
+            tags?: {
+                add?: string[];
+                remove?: string[];
+            };
+            attributes?: {
+                [key: string]: components["schemas"]["AttributeValue"];
+            };
+        };
     };
     responses: {
         /** @description Validation failure (`invalid_request`, `invalid_json`, `invalid_project_header`, `project_required`, …). */
@@ -182,6 +568,36 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
+        /** @description The resource is gone for good (`MEDIA_EXPIRED`). */
+        Gone: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
+        /** @description The request body is too large (`payload_too_large`, `file_too_large`). */
+        PayloadTooLarge: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
+        /** @description The body's media type is not accepted (`unsupported_media_type`). */
+        UnsupportedMediaType: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
         /** @description Request rate (`rate_limited`) or daily send quota (`quota_exceeded`) exceeded. */
         TooManyRequests: {
             headers: {
@@ -218,6 +634,21 @@ export interface components {
         };
     };
     parameters: {
+        /**
+         * @description Makes a retry safe: up to 255 characters, remembered 24 hours, scoped to the project.
+         *     Empty or longer is 400 `invalid_idempotency_key`.
+         * @example 5f1c9a0e-order-1042
+         */
+        IdempotencyKey: string;
+        /** @description Page size, 1 to 100. */
+        Limit: number;
+        /** @description The `nextCursor` of the previous page (opaque). A cursor the service did not issue is 400 `invalid_cursor`. */
+        Cursor: string;
+        /**
+         * @description Numeric id.
+         * @example 42
+         */
+        NumericId: string;
         /**
          * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
          *     and for reads with an access token (the connection's default). Required for non-GET calls
@@ -329,6 +760,409 @@ export interface operations {
                     };
                 };
             };
+            500: components["responses"]["ServerError"];
+        };
+    };
+    sendMessage: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+                /**
+                 * @description Makes a retry safe: up to 255 characters, remembered 24 hours, scoped to the project.
+                 *     Empty or longer is 400 `invalid_idempotency_key`.
+                 * @example 5f1c9a0e-order-1042
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SendMessageRequest"];
+            };
+        };
+        responses: {
+            /** @description Accepted by the channel. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SendMessageResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            410: components["responses"]["Gone"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            502: components["responses"]["UpstreamError"];
+        };
+    };
+    getMessage: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /** @example wamid.HBgLMTQxNTU1NTAxMjMVAgARGBI5QTNDQTVCM0Q0Q0Q2RTY3RTcA */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The message. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MessageResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+        };
+    };
+    listConversations: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100. */
+                limit?: components["parameters"]["Limit"];
+                /** @description The `nextCursor` of the previous page (opaque). A cursor the service did not issue is 400 `invalid_cursor`. */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Only conversations in this state. */
+                state?: string;
+                /** @description Only the conversation with this contact phone number (international form). */
+                phone?: string;
+                /** @description Only conversations with activity at or after this time. */
+                since?: string;
+            };
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of conversations. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConversationListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+        };
+    };
+    getConversation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description Numeric id.
+                 * @example 42
+                 */
+                id: components["parameters"]["NumericId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The conversation. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConversationResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+        };
+    };
+    updateConversationState: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description Numeric id.
+                 * @example 42
+                 */
+                id: components["parameters"]["NumericId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateConversationStateRequest"];
+            };
+        };
+        responses: {
+            /** @description The state after the change and the one before. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConversationStateResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+        };
+    };
+    listConversationMessages: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100. */
+                limit?: components["parameters"]["Limit"];
+                /** @description The `nextCursor` of the previous page (opaque). A cursor the service did not issue is 400 `invalid_cursor`. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description Numeric id.
+                 * @example 42
+                 */
+                id: components["parameters"]["NumericId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of messages. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MessageListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+        };
+    };
+    listContacts: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100. */
+                limit?: components["parameters"]["Limit"];
+                /** @description The `nextCursor` of the previous page (opaque). A cursor the service did not issue is 400 `invalid_cursor`. */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Only the contact with this phone number (international form). */
+                phone?: string;
+                /** @description Only contacts whose name contains this text (case-insensitive). */
+                name?: string;
+                /** @description Only contacts with this tag. */
+                tag?: string;
+            };
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of contacts. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContactListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+        };
+    };
+    getContact: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description Numeric id.
+                 * @example 42
+                 */
+                id: components["parameters"]["NumericId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The contact. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContactResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+        };
+    };
+    updateContact: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description Numeric id.
+                 * @example 42
+                 */
+                id: components["parameters"]["NumericId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateContactRequest"];
+            };
+        };
+        responses: {
+            /** @description The contact after the update. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContactResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
         };
     };

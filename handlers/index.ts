@@ -3,9 +3,21 @@ import type { operations } from '../generated/api.js';
 import type { Handlers } from './types.js';
 import * as meta from './meta.js';
 import * as projects from './projects.js';
+import * as messages from './messages.js';
+import * as conversations from './conversations.js';
+import * as contacts from './contacts.js';
 
 export const handlers: Handlers<operations> = {
   ping: meta.ping,
   getOpenApiDocument: meta.getOpenApiDocument,
   listProjects: projects.listProjects,
+  sendMessage: messages.sendMessage,
+  getMessage: messages.getMessage,
+  listConversations: conversations.listConversations,
+  getConversation: conversations.getConversation,
+  updateConversationState: conversations.updateConversationState,
+  listConversationMessages: conversations.listConversationMessages,
+  listContacts: contacts.listContacts,
+  getContact: contacts.getContact,
+  updateContact: contacts.updateContact,
 };

@@ -66,3 +66,44 @@ export type ConnectionProject = Prisma.ConnectionProjectModel
  * An access token (`mcp_at_…`) of a connection. Only the SHA-256 of the secret is stored.
  */
 export type AccessToken = Prisma.AccessTokenModel
+/**
+ * Model ChannelSettings
+ * The project's WhatsApp Cloud API number. Tokens and secrets are encrypted at rest (lib/crypto-box.ts).
+ */
+export type ChannelSettings = Prisma.ChannelSettingsModel
+/**
+ * Model Contact
+ * 
+ */
+export type Contact = Prisma.ContactModel
+/**
+ * Model Conversation
+ * 
+ */
+export type Conversation = Prisma.ConversationModel
+/**
+ * Model Message
+ * 
+ */
+export type Message = Prisma.MessageModel
+/**
+ * Model Event
+ * Outbox of platform and custom events, written in the same transaction as the change that
+ * caused them; the webhook dispatcher delivers from here.
+ */
+export type Event = Prisma.EventModel
+/**
+ * Model IdempotencyRecord
+ * Idempotency-Key records of POST /v1/messages (the spec's state machine).
+ */
+export type IdempotencyRecord = Prisma.IdempotencyRecordModel
+/**
+ * Model SendCounter
+ * Messages accepted per project per UTC day, for the daily send quota.
+ */
+export type SendCounter = Prisma.SendCounterModel
+/**
+ * Model Template
+ * Message templates mirrored from the channel.
+ */
+export type Template = Prisma.TemplateModel

@@ -55,7 +55,15 @@ export const ModelName = {
   ApiKey: 'ApiKey',
   AgentConnection: 'AgentConnection',
   ConnectionProject: 'ConnectionProject',
-  AccessToken: 'AccessToken'
+  AccessToken: 'AccessToken',
+  ChannelSettings: 'ChannelSettings',
+  Contact: 'Contact',
+  Conversation: 'Conversation',
+  Message: 'Message',
+  Event: 'Event',
+  IdempotencyRecord: 'IdempotencyRecord',
+  SendCounter: 'SendCounter',
+  Template: 'Template'
 } as const
 
 export type ModelName = (typeof ModelName)[keyof typeof ModelName]
@@ -135,12 +143,141 @@ export const AccessTokenScalarFieldEnum = {
 export type AccessTokenScalarFieldEnum = (typeof AccessTokenScalarFieldEnum)[keyof typeof AccessTokenScalarFieldEnum]
 
 
+export const ChannelSettingsScalarFieldEnum = {
+  projectId: 'projectId',
+  phoneNumberId: 'phoneNumberId',
+  wabaId: 'wabaId',
+  appId: 'appId',
+  displayPhoneNumber: 'displayPhoneNumber',
+  accessTokenEnc: 'accessTokenEnc',
+  appSecretEnc: 'appSecretEnc',
+  verifyTokenEnc: 'verifyTokenEnc',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type ChannelSettingsScalarFieldEnum = (typeof ChannelSettingsScalarFieldEnum)[keyof typeof ChannelSettingsScalarFieldEnum]
+
+
+export const ContactScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  phone: 'phone',
+  name: 'name',
+  tags: 'tags',
+  attributes: 'attributes',
+  optedIn: 'optedIn',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type ContactScalarFieldEnum = (typeof ContactScalarFieldEnum)[keyof typeof ContactScalarFieldEnum]
+
+
+export const ConversationScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  contactId: 'contactId',
+  state: 'state',
+  lastMessageAt: 'lastMessageAt',
+  lastInboundAt: 'lastInboundAt',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type ConversationScalarFieldEnum = (typeof ConversationScalarFieldEnum)[keyof typeof ConversationScalarFieldEnum]
+
+
+export const MessageScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  conversationId: 'conversationId',
+  wamid: 'wamid',
+  direction: 'direction',
+  type: 'type',
+  content: 'content',
+  status: 'status',
+  error: 'error',
+  sentAt: 'sentAt',
+  statusAt: 'statusAt'
+} as const
+
+export type MessageScalarFieldEnum = (typeof MessageScalarFieldEnum)[keyof typeof MessageScalarFieldEnum]
+
+
+export const EventScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  name: 'name',
+  data: 'data',
+  createdAt: 'createdAt',
+  dispatchedAt: 'dispatchedAt'
+} as const
+
+export type EventScalarFieldEnum = (typeof EventScalarFieldEnum)[keyof typeof EventScalarFieldEnum]
+
+
+export const IdempotencyRecordScalarFieldEnum = {
+  projectId: 'projectId',
+  key: 'key',
+  fingerprint: 'fingerprint',
+  state: 'state',
+  statusCode: 'statusCode',
+  body: 'body',
+  createdAt: 'createdAt',
+  expiresAt: 'expiresAt'
+} as const
+
+export type IdempotencyRecordScalarFieldEnum = (typeof IdempotencyRecordScalarFieldEnum)[keyof typeof IdempotencyRecordScalarFieldEnum]
+
+
+export const SendCounterScalarFieldEnum = {
+  projectId: 'projectId',
+  day: 'day',
+  count: 'count'
+} as const
+
+export type SendCounterScalarFieldEnum = (typeof SendCounterScalarFieldEnum)[keyof typeof SendCounterScalarFieldEnum]
+
+
+export const TemplateScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  name: 'name',
+  language: 'language',
+  category: 'category',
+  status: 'status',
+  components: 'components',
+  channelTemplateId: 'channelTemplateId',
+  rejectedReason: 'rejectedReason',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type TemplateScalarFieldEnum = (typeof TemplateScalarFieldEnum)[keyof typeof TemplateScalarFieldEnum]
+
+
 export const SortOrder = {
   asc: 'asc',
   desc: 'desc'
 } as const
 
 export type SortOrder = (typeof SortOrder)[keyof typeof SortOrder]
+
+
+export const JsonNullValueInput = {
+  JsonNull: JsonNull
+} as const
+
+export type JsonNullValueInput = (typeof JsonNullValueInput)[keyof typeof JsonNullValueInput]
+
+
+export const NullableJsonNullValueInput = {
+  DbNull: DbNull,
+  JsonNull: JsonNull
+} as const
+
+export type NullableJsonNullValueInput = (typeof NullableJsonNullValueInput)[keyof typeof NullableJsonNullValueInput]
 
 
 export const QueryMode = {
@@ -157,4 +294,13 @@ export const NullsOrder = {
 } as const
 
 export type NullsOrder = (typeof NullsOrder)[keyof typeof NullsOrder]
+
+
+export const JsonNullValueFilter = {
+  DbNull: DbNull,
+  JsonNull: JsonNull,
+  AnyNull: AnyNull
+} as const
+
+export type JsonNullValueFilter = (typeof JsonNullValueFilter)[keyof typeof JsonNullValueFilter]
 
