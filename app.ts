@@ -13,6 +13,7 @@ import { rateLimit } from './middleware/rate-limit.js';
 import { selectProject } from './middleware/project.js';
 import { requireScopes } from './middleware/scopes.js';
 import { adminAuth } from './middleware/admin-auth.js';
+import { idempotency } from './middleware/idempotency.js';
 import { handlers } from './handlers/index.js';
 import { adminHandlers } from './handlers/admin/index.js';
 
@@ -50,6 +51,7 @@ export function createApp(deps: AppDeps & AppOptions): Express {
         selectProject(deps),
         requireScopes(deps),
       ],
+      beforeHandler: [idempotency(deps)],
     }),
   );
 

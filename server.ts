@@ -13,6 +13,8 @@ import { createCounterStore } from './lib/counters.js';
 import { loadAdminContract, loadPublicContract } from './lib/contracts.js';
 import { loadOrCreateAdminToken } from './lib/admin-token.js';
 import { createApp } from './app.js';
+import { loadOrCreateMasterKey } from './lib/master-key.js';
+import { SecretBox, deriveKey } from './lib/crypto-box.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -35,10 +37,12 @@ async function main(): Promise<void> {
   stops.unshift(() => counters.close());
 
   const admin = config.adminToken ? { token: config.adminToken, created: false } : await loadOrCreateAdminToken(config.dataDir);
+  const masterKey = await loadOrCreateMasterKey(config.dataDir, config.encryptionKey);
   const contract = loadPublicContract();
   const adminContract = loadAdminContract();
   const app = createApp({
     config, db, clock: systemClock, logger, counters, contract, adminContract,
+    secretBox: new SecretBox(masterKey), cursorSecret: deriveKey(masterKey, 'cursor'),
     validateResponses: false, adminToken: admin.token,
   });
 

@@ -19,6 +19,8 @@ export interface Config {
   redisUrl?: string;
   /** Bound on every Redis command before the request fails open. */
   redisTimeoutMs: number;
+  /** Master key (32 bytes, hex or base64); unset in the embedded default means generated into `dataDir`. */
+  encryptionKey?: string;
   /** Operator API bearer; unset in the embedded default means generated once into `dataDir`. */
   adminToken?: string;
   rateLimitPerMinute: number;
@@ -56,6 +58,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redisUrl: str(env, 'REDIS_URL'),
     redisTimeoutMs: int(env, 'REDIS_TIMEOUT_MS', 200, 1, 60000),
     adminToken: str(env, 'ADMIN_TOKEN'),
+    encryptionKey: str(env, 'ENCRYPTION_KEY'),
     rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 60, 1),
     logLevel: str(env, 'LOG_LEVEL') ?? 'info',
     publicBaseUrl: (str(env, 'PUBLIC_BASE_URL') ?? `http://localhost:${port}`).replace(/\/+$/, ''),

@@ -18,6 +18,8 @@ export interface OperationInfo {
   secured: boolean;
   /** False when the operation does not act on one selected project (e.g. listing projects). */
   projectScoped: boolean;
+  /** Honours the Idempotency-Key header (`x-idempotent: true`). */
+  idempotent: boolean;
 }
 
 export interface Contract {
@@ -51,6 +53,7 @@ export function loadContract(file: string, opts: { requireScopes: boolean }): Co
         requiredScopes: scopes ?? [],
         secured: Array.isArray(op.security) ? op.security.length > 0 : rootSecured,
         projectScoped: op['x-project-scoped'] !== false,
+        idempotent: op['x-idempotent'] === true,
       });
     }
   }

@@ -8,6 +8,7 @@ import type { Logger } from './logger.js';
 import type { Database } from './db/database.js';
 import type { CounterStore } from './counters.js';
 import type { Contract } from './contract.js';
+import type { SecretBox } from './crypto-box.js';
 
 export interface AppDeps {
   config: Config;
@@ -19,6 +20,10 @@ export interface AppDeps {
   contract: Contract;
   /** The operator contract (admin-openapi.yaml). */
   adminContract: Contract;
+  /** Encrypts channel tokens and signing secrets at rest. */
+  secretBox: SecretBox;
+  /** Signs paging cursors, so a cursor the service did not issue is refused. */
+  cursorSecret: Buffer;
   /** Validate responses against the contract (on in tests). */
   validateResponses: boolean;
 }

@@ -39,11 +39,13 @@ export interface PipelineOptions {
   pathPrefix: string;
   /** Runs after the operation is known and before the body is read: credentials, limits, scopes. */
   policy: RequestHandler[];
+  /** Runs after the body is validated, right before the handler (e.g. idempotency). */
+  beforeHandler?: RequestHandler[];
   name: string;
 }
 
 export function contractPipeline(opts: PipelineOptions): RequestHandler[] {
-  const { contract, handlers, deps, pathPrefix, policy, name } = opts;
+  const { contract, handlers, deps, pathPrefix, policy, beforeHandler = [], name } = opts;
   assertHandlers(contract, handlers, name);
   const validator = OpenApiValidator.middleware({
     apiSpec: structuredClone(contract.document) as any,
@@ -99,6 +101,7 @@ export function contractPipeline(opts: PipelineOptions): RequestHandler[] {
     ...policy.map(onlyHere),
     onlyHere(body),
     ...steps.slice(at + 1),
+    ...beforeHandler.map(onlyHere),
     dispatch,
   ];
 }

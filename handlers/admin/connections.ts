@@ -105,6 +105,7 @@ export const adminIssueToken: Handler<Ops['adminIssueToken']> = async (req, deps
       connectionId: connection.id,
       secretHash: hashSecret(secret),
       hint: secretHint(secret),
+      createdAt: deps.clock.now(),
       expiresAt: new Date(deps.clock.now().getTime() + lifetimeMs),
     },
   });

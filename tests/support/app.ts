@@ -14,6 +14,8 @@ import { MemoryCounterStore, type CounterStore } from '../../lib/counters.js';
 import { loadAdminContract, loadPublicContract } from '../../lib/contracts.js';
 import { randomToken } from '../../lib/secrets.js';
 import type { Contract } from '../../lib/contract.js';
+import { SecretBox, deriveKey } from '../../lib/crypto-box.js';
+import { randomBytes } from 'node:crypto';
 import { testDatabaseUrl } from './db.js';
 
 export interface TestApp {
@@ -41,6 +43,7 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
   const clock = opts.clock ?? new ManualClock(new Date('2026-03-01T12:00:00Z'));
   const counters = opts.counters ?? new MemoryCounterStore();
   const adminToken = 'adm_test_' + randomToken(24);
+  const masterKey = randomBytes(32);
   const app = createApp({
     config,
     db,
@@ -50,6 +53,8 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
     contract: opts.contract ?? loadPublicContract(),
     handlers: opts.handlers,
     adminContract: loadAdminContract(),
+    secretBox: new SecretBox(masterKey),
+    cursorSecret: deriveKey(masterKey, 'cursor'),
     validateResponses: true,
     adminToken,
   });

@@ -1,0 +1,139 @@
+/**
+ * Turns a POST /v1/messages body into the channel's message payload, applying the spec's send
+ * validation codes in a fixed order: recipient, type, then the type's own rules. Nothing here
+ * touches storage or the network, so every rule is cheap to test.
+ */
+import type { components } from '../../generated/api.js';
+import { ApiError } from '../errors.js';
+import { normalizePhone } from '../phone.js';
+
+type SendRequest = components['schemas']['SendMessageRequest'];
+type MediaSend = components['schemas']['MediaSend'];
+
+export const SESSION_TYPES = ['text', 'image', 'video', 'document', 'audio', 'interactive'] as const;
+export const MESSAGE_TYPES = [...SESSION_TYPES, 'template'] as const;
+export type MessageType = (typeof MESSAGE_TYPES)[number];
+const MEDIA_TYPES = new Set(['image', 'video', 'document', 'audio']);
+export const MAX_REPLY_BUTTONS = 3;
+
+export interface ComposedMessage {
+  phone: string;
+  type: MessageType;
+  /** Needs the 24-hour window (everything but templates). */
+  session: boolean;
+  /** The channel's payload without `to` and `messaging_product`. */
+  payload: Record<string, unknown>;
+  /** What we store as the message's content. */
+  content: Record<string, unknown>;
+  template?: { name: string; language: string; variables: string[] };
+  /** Media given by our slug, to resolve to a channel media id before sending. */
+  mediaSlug?: string;
+}
+
+function invalid(message: string, field: string): ApiError {
+  return new ApiError('invalid_request', message, { fields: [{ field, message }] });
+}
+
+function mediaObject(media: MediaSend | undefined, field: string, type: string): { object: Record<string, unknown>; slug?: string } {
+  const sources = [media?.slug, media?.media_id, media?.link].filter((v) => v !== undefined);
+  if (!media || sources.length !== 1) throw invalid(`${type} needs exactly one of media.slug, media.media_id or media.link.`, field);
+  const object: Record<string, unknown> = {};
+  if (media.media_id) object.id = media.media_id;
+  if (media.link) {
+    if (!/^https:\/\//i.test(media.link)) throw invalid('media.link must be an https URL.', `${field}.link`);
+    object.link = media.link;
+  }
+  if (media.caption !== undefined && type !== 'audio') object.caption = media.caption;
+  if (media.filename !== undefined && type === 'document') object.filename = media.filename;
+  return { object, slug: media.slug };
+}
+
+function composeTemplate(body: SendRequest): Pick<ComposedMessage, 'payload' | 'template' | 'mediaSlug'> {
+  const t = body.template;
+  if (!t?.name || t.name.trim() === '') throw new ApiError('missing_template_name', 'A template send needs template.name.');
+  if (!t.language || t.language.trim() === '') throw new ApiError('missing_language', 'A template send needs template.language (e.g. en_US).');
+  const variables = t.variables ?? [];
+  const components: Record<string, unknown>[] = [];
+  let mediaSlug: string | undefined;
+  if (t.header?.media) {
+    const { object, slug } = mediaObject(t.header.media, 'template.header.media', 'image');
+    mediaSlug = slug;
+    components.push({ type: 'header', parameters: [{ type: 'media', media: object }] });
+  } else if (t.header?.variables?.length) {
+    components.push({ type: 'header', parameters: t.header.variables.map((text) => ({ type: 'text', text })) });
+  }
+  if (variables.length) components.push({ type: 'body', parameters: variables.map((text) => ({ type: 'text', text })) });
+  for (const b of t.buttons ?? []) {
+    const subType = b.sub_type ?? 'quick_reply';
+    const parameter =
+      subType === 'quick_reply' ? { type: 'payload', payload: b.payload ?? '' }
+      : subType === 'copy_code' ? { type: 'coupon_code', coupon_code: b.payload ?? '' }
+      : { type: 'text', text: b.payload ?? '' };
+    components.push({ type: 'button', sub_type: subType, index: String(b.index), parameters: [parameter] });
+  }
+  return {
+    payload: { type: 'template', template: { name: t.name, language: { code: t.language }, ...(components.length ? { components } : {}) } },
+    template: { name: t.name, language: t.language, variables },
+    mediaSlug,
+  };
+}
+
+function composeInteractive(body: SendRequest): Record<string, unknown> {
+  const i = body.interactive;
+  if (!i) throw invalid('An interactive send needs interactive.', 'interactive');
+  const common = {
+    body: { text: i.body },
+    ...(i.header ? { header: { type: 'text', text: i.header } } : {}),
+    ...(i.footer ? { footer: { text: i.footer } } : {}),
+  };
+  if (i.buttons && i.list) throw invalid('interactive takes buttons or list, not both.', 'interactive');
+  if (i.buttons) {
+    if (i.buttons.length > MAX_REPLY_BUTTONS) {
+      throw new ApiError('too_many_buttons', `Reply buttons are limited to ${MAX_REPLY_BUTTONS}; got ${i.buttons.length}.`, { max: MAX_REPLY_BUTTONS, count: i.buttons.length });
+    }
+    return {
+      type: 'interactive',
+      interactive: { type: 'button', ...common, action: { buttons: i.buttons.map((b) => ({ type: 'reply', reply: { id: b.id, title: b.title } })) } },
+    };
+  }
+  if (i.list) {
+    return { type: 'interactive', interactive: { type: 'list', ...common, action: { button: i.list.button, sections: i.list.sections } } };
+  }
+  throw invalid('interactive needs buttons (1 to 3) or a list.', 'interactive');
+}
+
+export function composeMessage(body: SendRequest): ComposedMessage {
+  if (body.phone === undefined || body.phone.trim() === '') throw new ApiError('missing_recipient', 'A send needs phone: the recipient in international form.');
+  const phone = normalizePhone(body.phone);
+  if (!phone) throw new ApiError('invalid_phone', `"${body.phone.slice(0, 64)}" is not a phone number in international form (+ and 8 to 15 digits).`);
+  const type = body.type as MessageType;
+  if (!(MESSAGE_TYPES as readonly string[]).includes(type)) {
+    throw new ApiError('unsupported_message_type', `Message type "${String(body.type).slice(0, 32)}" is not supported; use one of ${MESSAGE_TYPES.join(', ')}.`);
+  }
+  const content: Record<string, unknown> = { type };
+  if (type === 'text') {
+    if (body.content === undefined) throw invalid('A text send needs content.', 'content');
+    content.content = body.content;
+    return { phone, type, session: true, content, payload: { type: 'text', text: { body: body.content, preview_url: body.preview_url ?? false } } };
+  }
+  if (type === 'template') {
+    const t = composeTemplate(body);
+    content.template = body.template;
+    return { phone, type, session: false, content, ...t };
+  }
+  if (MEDIA_TYPES.has(type)) {
+    const { object, slug } = mediaObject(body.media, 'media', type);
+    content.media = body.media;
+    return { phone, type, session: true, content, payload: { type, [type]: object }, mediaSlug: slug };
+  }
+  content.interactive = body.interactive;
+  return { phone, type, session: true, content, payload: composeInteractive(body) };
+}
+
+/** The number of body placeholders `{{n}}` of a template's components. */
+export function bodyPlaceholderCount(components: unknown): number {
+  if (!Array.isArray(components)) return 0;
+  const body = components.find((c) => typeof c === 'object' && c && String((c as { type?: string }).type).toUpperCase() === 'BODY') as { text?: string } | undefined;
+  const found = new Set((body?.text ?? '').match(/\{\{\s*\d+\s*\}\}/g) ?? []);
+  return found.size;
+}

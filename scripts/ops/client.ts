@@ -1,0 +1,129 @@
+/**
+ * The operator API over Node's fetch, one method per operationId of admin-openapi.yaml, typed from
+ * generated/admin-api.ts. Every call either resolves to the envelope's `data` or throws an
+ * OpsFailure carrying an error envelope: the server's own, or one made here when the server could
+ * not be reached or did not answer with our envelope. The token never appears in a message.
+ */
+import type { components, operations } from '../../generated/admin-api.js';
+
+export type Schemas = components['schemas'];
+type OpName = keyof operations;
+type Responses<Op extends OpName> = operations[Op]['responses'];
+type JsonOf<R> = R extends { content: { 'application/json': infer J } } ? J : never;
+type SuccessJson<Op extends OpName> = JsonOf<Responses<Op>[Extract<keyof Responses<Op>, 200 | 201>]>;
+/** The `data` of an operation's success response. */
+export type Data<Op extends OpName> = SuccessJson<Op> extends { data: infer D } ? D : never;
+/** The JSON request body of an operation. */
+export type Body<Op extends OpName> = operations[Op] extends { requestBody: { content: { 'application/json': infer B } } } ? B : never;
+
+/** The server's error envelope; `request_id` is absent when the failure happened before any answer. */
+export type FailureEnvelope = Omit<Schemas['ErrorEnvelope'], 'request_id'> & { request_id?: string };
+
+export class OpsFailure extends Error {
+  constructor(readonly envelope: FailureEnvelope, readonly status?: number) {
+    super(envelope.error.message);
+  }
+}
+
+export interface ClientConfig {
+  /** Base URL of the service, without a trailing slash. */
+  baseUrl: string;
+  token: string;
+  timeoutMs: number;
+}
+
+type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
+const seg = encodeURIComponent;
+
+export class AdminClient {
+  constructor(private readonly config: ClientConfig) {}
+
+  /** Where the service is, for hints such as a ready-to-run curl line. */
+  get baseUrl(): string {
+    return this.config.baseUrl;
+  }
+
+  listProjects = () => this.call('adminListProjects', 'GET', '/admin/projects');
+  createProject = (body: Body<'adminCreateProject'>) => this.call('adminCreateProject', 'POST', '/admin/projects', body);
+  getProject = (id: string) => this.call('adminGetProject', 'GET', `/admin/projects/${seg(id)}`);
+  updateProject = (id: string, body: Body<'adminUpdateProject'>) =>
+    this.call('adminUpdateProject', 'PATCH', `/admin/projects/${seg(id)}`, body);
+  deleteProject = (id: string) => this.call('adminDeleteProject', 'DELETE', `/admin/projects/${seg(id)}`);
+
+  listKeys = (projectId: string) => this.call('adminListKeys', 'GET', `/admin/projects/${seg(projectId)}/keys`);
+  createKey = (projectId: string, body: Body<'adminCreateKey'>) =>
+    this.call('adminCreateKey', 'POST', `/admin/projects/${seg(projectId)}/keys`, body);
+  getKey = (id: string) => this.call('adminGetKey', 'GET', `/admin/keys/${seg(id)}`);
+  updateKey = (id: string, body: Body<'adminUpdateKey'>) => this.call('adminUpdateKey', 'PATCH', `/admin/keys/${seg(id)}`, body);
+  rotateKey = (id: string) => this.call('adminRotateKey', 'POST', `/admin/keys/${seg(id)}/rotate`);
+  revokeKey = (id: string) => this.call('adminRevokeKey', 'POST', `/admin/keys/${seg(id)}/revoke`);
+
+  listConnections = () => this.call('adminListConnections', 'GET', '/admin/connections');
+  createConnection = (body: Body<'adminCreateConnection'>) => this.call('adminCreateConnection', 'POST', '/admin/connections', body);
+  getConnection = (id: string) => this.call('adminGetConnection', 'GET', `/admin/connections/${seg(id)}`);
+  deleteConnection = (id: string) => this.call('adminDeleteConnection', 'DELETE', `/admin/connections/${seg(id)}`);
+  attachProject = (id: string, projectId: string, body: Body<'adminAttachProject'>) =>
+    this.call('adminAttachProject', 'PUT', `/admin/connections/${seg(id)}/projects/${seg(projectId)}`, body);
+  detachProject = (id: string, projectId: string) =>
+    this.call('adminDetachProject', 'DELETE', `/admin/connections/${seg(id)}/projects/${seg(projectId)}`);
+
+  listTokens = (connectionId: string) => this.call('adminListTokens', 'GET', `/admin/connections/${seg(connectionId)}/tokens`);
+  issueToken = (connectionId: string, body: Body<'adminIssueToken'>) =>
+    this.call('adminIssueToken', 'POST', `/admin/connections/${seg(connectionId)}/tokens`, body);
+  revokeToken = (id: string) => this.call('adminRevokeToken', 'POST', `/admin/tokens/${seg(id)}/revoke`);
+
+  /** `op` names the operation for the types only; the method and path are what is sent. */
+  private async call<Op extends OpName>(_op: Op, method: Method, path: string, body?: Body<Op>): Promise<Data<Op>> {
+    const { baseUrl, token, timeoutMs } = this.config;
+    const url = baseUrl + path;
+    let status: number;
+    let text: string;
+    try {
+      const res = await fetch(url, {
+        method,
+        headers: {
+          authorization: `Bearer ${token}`,
+          accept: 'application/json',
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+      status = res.status;
+      text = await res.text();
+    } catch (e) {
+      throw this.transportFailure(e);
+    }
+    const json = parseJson(text);
+    if (json?.success === true && 'data' in json) return json.data as Data<Op>;
+    if (json?.success === false && typeof json.error?.code === 'string') throw new OpsFailure(json as FailureEnvelope, status);
+    const snippet = text.replace(/\s+/g, ' ').trim().slice(0, 120);
+    throw failure('bad_response', `${method} ${url} answered HTTP ${status} without the service's envelope${snippet ? `: ${snippet}` : ''}. Is --url / SERVICE_URL the messaging service?`, status);
+  }
+
+  private transportFailure(e: unknown): OpsFailure {
+    const err = e as { name?: string; message?: string; cause?: { code?: string; message?: string } };
+    if (err.name === 'TimeoutError' || err.name === 'AbortError') {
+      return failure('timeout', `no answer from ${this.config.baseUrl} within ${this.config.timeoutMs / 1000} s`);
+    }
+    const reason = err.cause?.code ?? err.cause?.message ?? err.message ?? String(e);
+    return failure('unreachable', redact(`cannot reach ${this.config.baseUrl}: ${reason}`, this.config.token));
+  }
+}
+
+function parseJson(text: string): any {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** A failure found on this side of the wire, in the same envelope shape as the server's. */
+export function failure(code: string, message: string, status?: number): OpsFailure {
+  return new OpsFailure({ success: false, error: { code, message } }, status);
+}
+
+export function redact(text: string, secret: string): string {
+  return secret ? text.split(secret).join('***') : text;
+}

@@ -1,0 +1,247 @@
+/**
+ * Every command of the operator CLI: one entry per operation of admin-openapi.yaml, each with its
+ * usage and a run() that calls the API and returns the `data` (printed as is with --json) and the
+ * text for people. Argument counts and accepted flags are checked by the dispatcher (main.ts) from
+ * `args` and `flags`; run() only checks what is specific to it.
+ */
+import { flagSet, flagValue, parseDuration, parseInteger, parseList, UsageError, type ParsedArgs } from './args.js';
+import type { AdminClient, Body, Schemas } from './client.js';
+import * as f from './format.js';
+
+export type Group = 'projects' | 'keys' | 'connections' | 'tokens';
+
+export interface Result {
+  data: unknown;
+  human: string;
+}
+
+export interface Command {
+  group: Group;
+  name: string;
+  /** Positional arguments, all required, e.g. ['<projectId>', '<name>']. */
+  args: string[];
+  /** Usage of the command's own flags, e.g. '--name NAME --scopes a,b [--test]'. */
+  options?: string;
+  /** Flags the command accepts besides the global ones. */
+  flags?: string[];
+  summary: string;
+  run(api: AdminClient, pos: string[], args: ParsedArgs): Promise<Result>;
+}
+
+export const GROUPS: Record<Group, string> = {
+  projects: 'Projects, their state and daily send quota',
+  keys: 'Project API keys (pk_live_…, pk_test_…)',
+  connections: 'Agent connections and the projects they reach',
+  tokens: 'Access tokens of agent connections (mcp_at_…)',
+};
+
+/** Scope names are checked by the server, whose error lists the accepted ones. */
+const scopeList = (raw: string, what: string) => parseList(raw, what) as Schemas['Scope'][];
+
+function required(args: ParsedArgs, name: string, cmd: string): string {
+  const v = flagValue(args, name);
+  if (v === undefined) throw new UsageError(`${cmd} needs --${name}`);
+  return v;
+}
+
+const done = (title: string, body: string, extra = '') => `${title}\n\n${body}\n${extra}`.trimEnd();
+
+export const COMMANDS: Command[] = [
+  {
+    group: 'projects', name: 'list', args: [], summary: 'List all projects, deleted ones included',
+    async run(api) {
+      const data = await api.listProjects();
+      return { data, human: f.projectTable(data.projects) };
+    },
+  },
+  {
+    group: 'projects', name: 'create', args: ['<name>'], options: '[--id ID] [--quota N]', flags: ['id', 'quota'],
+    summary: 'Create a project (id generated as prj_… unless --id is given)',
+    async run(api, [name], args) {
+      const id = flagValue(args, 'id');
+      const quota = flagValue(args, 'quota');
+      const data = await api.createProject({
+        name,
+        ...(id !== undefined ? { id } : {}),
+        ...(quota !== undefined ? { daily_send_quota: parseInteger(quota, '--quota') } : {}),
+      });
+      return { data, human: done(`Created project ${data.project.id}.`, f.projectRecord(data.project)) };
+    },
+  },
+  {
+    group: 'projects', name: 'show', args: ['<id>'], summary: 'Show one project',
+    async run(api, [id]) {
+      const data = await api.getProject(id);
+      return { data, human: f.projectRecord(data.project) };
+    },
+  },
+  {
+    group: 'projects', name: 'rename', args: ['<id>', '<name>'], summary: 'Rename a project',
+    async run(api, [id, name]) {
+      const data = await api.updateProject(id, { name });
+      return { data, human: done(`Renamed project ${data.project.id}.`, f.projectRecord(data.project)) };
+    },
+  },
+  {
+    group: 'projects', name: 'pause', args: ['<id>'], summary: 'Pause a project (its keys get 403 project_inactive)',
+    async run(api, [id]) {
+      const data = await api.updateProject(id, { status: 'paused' });
+      return { data, human: done(`Paused project ${data.project.id}: its keys are refused until it is resumed.`, f.projectRecord(data.project)) };
+    },
+  },
+  {
+    group: 'projects', name: 'resume', args: ['<id>'], summary: 'Resume a paused project',
+    async run(api, [id]) {
+      const data = await api.updateProject(id, { status: 'active' });
+      return { data, human: done(`Resumed project ${data.project.id}.`, f.projectRecord(data.project)) };
+    },
+  },
+  {
+    group: 'projects', name: 'delete', args: ['<id>'], summary: 'Delete a project (records kept; it can no longer change)',
+    async run(api, [id]) {
+      const data = await api.deleteProject(id);
+      return { data, human: done(`Deleted project ${data.project.id}: its keys no longer work.`, f.projectRecord(data.project)) };
+    },
+  },
+  {
+    group: 'projects', name: 'quota', args: ['<id>', '<n>'], summary: 'Set the daily send quota',
+    async run(api, [id, n]) {
+      const data = await api.updateProject(id, { daily_send_quota: parseInteger(n, 'the quota') });
+      return { data, human: done(`Set the daily send quota of ${data.project.id} to ${data.project.daily_send_quota}.`, f.projectRecord(data.project)) };
+    },
+  },
+
+  {
+    group: 'keys', name: 'list', args: ['<projectId>'], summary: "List a project's keys (never their secrets)",
+    async run(api, [projectId]) {
+      const data = await api.listKeys(projectId);
+      return { data, human: f.keyTable(data.keys) };
+    },
+  },
+  {
+    group: 'keys', name: 'create', args: ['<projectId>'], options: '--name NAME --scopes a,b [--test]',
+    flags: ['name', 'scopes', 'test'], summary: 'Mint a key; --test mints a pk_test_ key. The secret is shown once',
+    async run(api, [projectId], args) {
+      const name = required(args, 'name', 'keys create');
+      const scopes = scopeList(required(args, 'scopes', 'keys create'), '--scopes');
+      const data = await api.createKey(projectId, { name, scopes, mode: flagSet(args, 'test') ? 'test' : 'live' });
+      const title = `Created ${data.key.mode} key ${data.key.id} for project ${data.key.project_id}.`;
+      return { data, human: done(title, f.keyRecord(data.key), f.secretBlock(data.secret, 'SERVICE_API_KEY', api.baseUrl)) };
+    },
+  },
+  {
+    group: 'keys', name: 'show', args: ['<keyId>'], summary: 'Show one key',
+    async run(api, [keyId]) {
+      const data = await api.getKey(keyId);
+      return { data, human: f.keyRecord(data.key) };
+    },
+  },
+  {
+    group: 'keys', name: 'scopes', args: ['<keyId>', '<a,b>'], summary: "Replace a key's scopes (effective on its next request)",
+    async run(api, [keyId, list]) {
+      const data = await api.updateKey(keyId, { scopes: scopeList(list, 'the scopes') });
+      return { data, human: done(`Updated the scopes of key ${data.key.id}.`, f.keyRecord(data.key)) };
+    },
+  },
+  {
+    group: 'keys', name: 'rename', args: ['<keyId>', '<name>'], summary: 'Rename a key',
+    async run(api, [keyId, name]) {
+      const data = await api.updateKey(keyId, { name });
+      return { data, human: done(`Renamed key ${data.key.id}.`, f.keyRecord(data.key)) };
+    },
+  },
+  {
+    group: 'keys', name: 'rotate', args: ['<keyId>'], summary: 'Issue a new secret; the old one stops working at once',
+    async run(api, [keyId]) {
+      const data = await api.rotateKey(keyId);
+      const title = `Rotated key ${data.key.id}: the previous secret no longer works.`;
+      return { data, human: done(title, f.keyRecord(data.key), f.secretBlock(data.secret, 'SERVICE_API_KEY', api.baseUrl)) };
+    },
+  },
+  {
+    group: 'keys', name: 'revoke', args: ['<keyId>'], summary: 'Revoke a key (later use gives 401 invalid_api_key)',
+    async run(api, [keyId]) {
+      const data = await api.revokeKey(keyId);
+      return { data, human: done(`Revoked key ${data.key.id}.`, f.keyRecord(data.key)) };
+    },
+  },
+
+  {
+    group: 'connections', name: 'list', args: [], summary: 'List agent connections with their projects',
+    async run(api) {
+      const data = await api.listConnections();
+      return { data, human: f.connectionTable(data.connections) };
+    },
+  },
+  {
+    group: 'connections', name: 'create', args: ['<name>'], summary: 'Create an agent connection',
+    async run(api, [name]) {
+      const data = await api.createConnection({ name });
+      return { data, human: done(`Created connection ${data.connection.id}.`, f.connectionRecord(data.connection)) };
+    },
+  },
+  {
+    group: 'connections', name: 'show', args: ['<id>'], summary: 'Show one connection and its projects',
+    async run(api, [id]) {
+      const data = await api.getConnection(id);
+      return { data, human: f.connectionRecord(data.connection) };
+    },
+  },
+  {
+    group: 'connections', name: 'delete', args: ['<id>'], summary: 'Delete a connection and its tokens',
+    async run(api, [id]) {
+      const data = await api.deleteConnection(id);
+      return { data, human: done(`Deleted connection ${data.connection.id} and its tokens.`, f.connectionRecord(data.connection)) };
+    },
+  },
+  {
+    group: 'connections', name: 'attach', args: ['<connectionId>', '<projectId>'], options: '--scopes a,b [--default]',
+    flags: ['scopes', 'default'], summary: 'Attach a project, or change its scopes; --default makes it the default',
+    async run(api, [id, projectId], args) {
+      const scopes = scopeList(required(args, 'scopes', 'connections attach'), '--scopes');
+      const data = await api.attachProject(id, projectId, { scopes, ...(flagSet(args, 'default') ? { is_default: true } : {}) });
+      return { data, human: done(`Attached ${projectId} to connection ${data.connection.id}.`, f.connectionRecord(data.connection)) };
+    },
+  },
+  {
+    group: 'connections', name: 'detach', args: ['<connectionId>', '<projectId>'], summary: 'Detach a project from a connection',
+    async run(api, [id, projectId]) {
+      const data = await api.detachProject(id, projectId);
+      return { data, human: done(`Detached ${projectId} from connection ${data.connection.id}.`, f.connectionRecord(data.connection)) };
+    },
+  },
+
+  {
+    group: 'tokens', name: 'list', args: ['<connectionId>'], summary: "List a connection's tokens (never their secrets)",
+    async run(api, [connectionId]) {
+      const data = await api.listTokens(connectionId);
+      return { data, human: f.tokenTable(data.tokens) };
+    },
+  },
+  {
+    group: 'tokens', name: 'issue', args: ['<connectionId>'], options: '[--expires-in SECONDS]', flags: ['expires-in'],
+    summary: 'Issue an access token (30 days unless --expires-in: 3600, 12h, 90d…). The secret is shown once',
+    async run(api, [connectionId], args) {
+      const raw = flagValue(args, 'expires-in');
+      // The generated type marks expires_in_seconds required because it has a default; the
+      // contract lets it be omitted, and then the server's default (30 days) applies.
+      const body = (raw === undefined ? {} : { expires_in_seconds: parseDuration(raw, '--expires-in') }) as Body<'adminIssueToken'>;
+      const data = await api.issueToken(connectionId, body);
+      const title = `Issued token ${data.token.id} for connection ${data.token.connection_id}, valid until ${f.when(data.token.expires_at)}.`;
+      return { data, human: done(title, f.tokenRecord(data.token), f.secretBlock(data.secret, 'SERVICE_ACCESS_TOKEN', api.baseUrl)) };
+    },
+  },
+  {
+    group: 'tokens', name: 'revoke', args: ['<tokenId>'], summary: 'Revoke an access token (later use gives 401 invalid_token)',
+    async run(api, [tokenId]) {
+      const data = await api.revokeToken(tokenId);
+      return { data, human: done(`Revoked token ${data.token.id}.`, f.tokenRecord(data.token)) };
+    },
+  },
+];
+
+export function findCommand(group: string, name: string): Command | undefined {
+  return COMMANDS.find((c) => c.group === group && c.name === name);
+}
+
+export const isGroup = (s: string | undefined): s is Group => s !== undefined && Object.hasOwn(GROUPS, s);
