@@ -15,6 +15,7 @@ import { requireScopes } from './middleware/scopes.js';
 import { adminAuth } from './middleware/admin-auth.js';
 import { idempotency } from './middleware/idempotency.js';
 import { handlers } from './handlers/index.js';
+import { channelWebhookRouter } from './channel/webhook.js';
 import { adminHandlers } from './handlers/admin/index.js';
 
 export interface AppOptions {
@@ -65,6 +66,8 @@ export function createApp(deps: AppDeps & AppOptions): Express {
       policy: [adminAuth(deps.adminToken, deps.adminContract)],
     }),
   );
+
+  app.use(channelWebhookRouter(deps));
 
   app.use(notFound);
   app.use(errorHandler(deps.logger));

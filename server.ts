@@ -15,6 +15,9 @@ import { loadOrCreateAdminToken } from './lib/admin-token.js';
 import { createApp } from './app.js';
 import { loadOrCreateMasterKey } from './lib/master-key.js';
 import { SecretBox, deriveKey } from './lib/crypto-box.js';
+import { CloudApiClient } from './channel/cloud-api.js';
+import { createSimulator } from './simulator/app.js';
+import { simulatedChannelProvisioner } from './lib/simulated-channel.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -38,11 +41,33 @@ async function main(): Promise<void> {
 
   const admin = config.adminToken ? { token: config.adminToken, created: false } : await loadOrCreateAdminToken(config.dataDir);
   const masterKey = await loadOrCreateMasterKey(config.dataDir, config.encryptionKey);
+
+  // Without GRAPH_BASE_URL the bundled Cloud API simulator is the upstream (the embedded default).
+  let graphBaseUrl = config.graphBaseUrl;
+  let simulatorUrl: string | undefined;
+  if (!graphBaseUrl) {
+    const sim = createSimulator({ logger });
+    const simServer: Server = await new Promise((resolve, reject) => {
+      const s = sim.app.listen(config.simulatorPort, '127.0.0.1', () => resolve(s));
+      s.once('error', (e) => reject(new Error(`Cloud API simulator: cannot listen on 127.0.0.1:${config.simulatorPort} (${e.message}); set SIMULATOR_PORT`)));
+    });
+    stops.unshift(async () => {
+      await sim.close();
+      await new Promise<void>((r) => simServer.close(() => r()));
+    });
+    simulatorUrl = graphBaseUrl = `http://127.0.0.1:${(simServer.address() as { port: number }).port}`;
+  }
+  const channel = new CloudApiClient({ baseUrl: graphBaseUrl, version: config.graphApiVersion, timeoutMs: config.graphTimeoutMs, logger });
+  const secretBox = new SecretBox(masterKey);
+  let callbackBaseUrl = '';
   const contract = loadPublicContract();
   const adminContract = loadAdminContract();
   const app = createApp({
     config, db, clock: systemClock, logger, counters, contract, adminContract,
-    secretBox: new SecretBox(masterKey), cursorSecret: deriveKey(masterKey, 'cursor'),
+    channel, secretBox, cursorSecret: deriveKey(masterKey, 'cursor'),
+    provisionChannel: simulatorUrl
+      ? (projectId: string) => simulatedChannelProvisioner({ db, secretBox, logger }, simulatorUrl, callbackBaseUrl)(projectId)
+      : undefined,
     validateResponses: false, adminToken: admin.token,
   });
 
@@ -53,12 +78,14 @@ async function main(): Promise<void> {
   stops.unshift(() => new Promise<void>((r) => server.close(() => r())));
   const port = (server.address() as { port: number }).port;
   const base = `http://localhost:${port}`;
+  callbackBaseUrl = `http://127.0.0.1:${port}`;
 
   // The validator compiles the contract on first use: warm it before the first caller waits.
   await Promise.all([fetch(`${base}/v1/openapi.json`), fetch(`${base}/admin/openapi.json`)]).catch(() => undefined);
 
   console.log(`\nService API listening on ${base}  (description: ${base}/v1/openapi.json)`);
   if (!config.adminToken) console.log(`ADMIN_TOKEN=${admin.token}`);
+  if (simulatorUrl) console.log(`WhatsApp Cloud API simulator on ${simulatorUrl} (new projects get a simulated number; control API: ${simulatorUrl}/_sim)`);
   console.log(`Operator CLI: ADMIN_TOKEN=… npm run ops -- --help\n`);
 
   let stopping = false;

@@ -71,6 +71,35 @@ export interface paths {
         patch: operations["adminUpdateProject"];
         trace?: never;
     };
+    "/admin/projects/{projectId}/channel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        /** Get a project's channel settings (never its secrets) */
+        get: operations["adminGetChannel"];
+        /**
+         * Set a project's channel settings
+         * @description The WhatsApp Cloud API number the project sends from and receives on. The access token,
+         *     app secret and webhook verify token are encrypted at rest and never returned. Configure the
+         *     returned `webhook_url` as the app's callback URL at Meta, with the same verify token.
+         */
+        put: operations["adminSetChannel"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/projects/{projectId}/keys": {
         parameters: {
             query?: never;
@@ -364,6 +393,26 @@ export interface components {
             created_at: string;
             projects: components["schemas"]["ConnectionProject"][];
         };
+        Channel: {
+            project_id: string;
+            phone_number_id: string;
+            waba_id: string;
+            app_id: string;
+            display_phone_number: string | null;
+            /** @description The callback URL to configure at Meta for this project. */
+            webhook_url: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        SetChannelRequest: {
+            phone_number_id: string;
+            waba_id: string;
+            app_id: string;
+            display_phone_number?: string;
+            access_token: string;
+            app_secret: string;
+            verify_token: string;
+        };
         CreateConnectionRequest: {
             name: string;
         };
@@ -443,6 +492,21 @@ export interface components {
                         key: components["schemas"]["ApiKey"];
                         /** @description The bearer value, `pk_live_…` or `pk_test_…`. Never returned again. */
                         secret: string;
+                    };
+                };
+            };
+        };
+        /** @description The channel settings, without secrets. */
+        ChannelResponse: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    success: true;
+                    data: {
+                        channel: components["schemas"]["Channel"];
                     };
                 };
             };
@@ -609,6 +673,52 @@ export interface operations {
         };
         responses: {
             200: components["responses"]["ProjectResponse"];
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+        };
+    };
+    adminGetChannel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["ChannelResponse"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+        };
+    };
+    adminSetChannel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SetChannelRequest"];
+            };
+        };
+        responses: {
+            200: components["responses"]["ChannelResponse"];
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             404: components["responses"]["Error"];

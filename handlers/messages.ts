@@ -2,11 +2,19 @@
 import type { operations } from '../generated/api.js';
 import type { Handler } from './types.js';
 import { ApiError } from '../lib/errors.js';
+import { findMessageRow } from '../lib/conversations.js';
+import { messageView } from '../lib/views.js';
 
 export const sendMessage: Handler<operations['sendMessage']> = async () => {
   throw new ApiError('server_error', 'not implemented yet');
 };
 
-export const getMessage: Handler<operations['getMessage']> = async () => {
-  throw new ApiError('server_error', 'not implemented yet');
+/**
+ * GET /v1/messages/{id}: an id of digits only is the numeric message id, anything else a `wamid`;
+ * the response `id` is always the numeric id, with the current delivery status.
+ */
+export const getMessage: Handler<operations['getMessage']> = async (req, deps) => {
+  const row = await findMessageRow(deps.db.pool, req.auth!.project.id, req.params.id);
+  if (!row) throw new ApiError('not_found', `No message "${req.params.id}" in this project.`);
+  return { data: messageView(row) };
 };

@@ -25,6 +25,12 @@ export interface Config {
   adminToken?: string;
   rateLimitPerMinute: number;
   logLevel: string;
+  /** Graph API base URL; unset in the embedded default means the bundled simulator. */
+  graphBaseUrl?: string;
+  graphApiVersion: string;
+  graphTimeoutMs: number;
+  /** Port of the bundled Cloud API simulator (embedded default). */
+  simulatorPort: number;
   /** Base URL written into the served OpenAPI documents' `servers`. */
   publicBaseUrl: string;
 }
@@ -61,6 +67,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     encryptionKey: str(env, 'ENCRYPTION_KEY'),
     rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 60, 1),
     logLevel: str(env, 'LOG_LEVEL') ?? 'info',
+    graphBaseUrl: str(env, 'GRAPH_BASE_URL')?.replace(/\/+$/, ''),
+    graphApiVersion: str(env, 'GRAPH_API_VERSION') ?? 'v21.0',
+    graphTimeoutMs: int(env, 'GRAPH_TIMEOUT_MS', 10000, 100, 120000),
+    simulatorPort: int(env, 'SIMULATOR_PORT', 4010, 0, 65535),
     publicBaseUrl: (str(env, 'PUBLIC_BASE_URL') ?? `http://localhost:${port}`).replace(/\/+$/, ''),
   };
 }

@@ -9,6 +9,7 @@ import type { Database } from './db/database.js';
 import type { CounterStore } from './counters.js';
 import type { Contract } from './contract.js';
 import type { SecretBox } from './crypto-box.js';
+import type { CloudApiClient } from '../channel/cloud-api.js';
 
 export interface AppDeps {
   config: Config;
@@ -20,10 +21,14 @@ export interface AppDeps {
   contract: Contract;
   /** The operator contract (admin-openapi.yaml). */
   adminContract: Contract;
+  /** The WhatsApp Cloud API (or the simulator). */
+  channel: CloudApiClient;
   /** Encrypts channel tokens and signing secrets at rest. */
   secretBox: SecretBox;
   /** Signs paging cursors, so a cursor the service did not issue is refused. */
   cursorSecret: Buffer;
+  /** Connects a new project to a channel (the embedded default's simulator); optional. */
+  provisionChannel?: (projectId: string) => Promise<void>;
   /** Validate responses against the contract (on in tests). */
   validateResponses: boolean;
 }

@@ -5,6 +5,7 @@ import { publishedDocument } from '../meta.js';
 import * as projects from './projects.js';
 import * as keys from './keys.js';
 import * as connections from './connections.js';
+import * as channel from './channel.js';
 
 export const adminHandlers: Handlers<operations> = {
   adminGetOpenApiDocument: async (_req, deps) => ({ raw: publishedDocument(deps.adminContract, deps.config.publicBaseUrl) }),
@@ -13,6 +14,8 @@ export const adminHandlers: Handlers<operations> = {
   adminGetProject: projects.adminGetProject,
   adminUpdateProject: projects.adminUpdateProject,
   adminDeleteProject: projects.adminDeleteProject,
+  adminGetChannel: channel.adminGetChannel,
+  adminSetChannel: channel.adminSetChannel,
   adminListKeys: keys.adminListKeys,
   adminCreateKey: keys.adminCreateKey,
   adminGetKey: keys.adminGetKey,

@@ -26,6 +26,11 @@ export const adminCreateProject: Handler<Ops['adminCreateProject']> = async (req
     const project = await deps.db.prisma.project.create({
       data: { id: id?.toLowerCase() ?? newId('prj', 12), name, dailySendQuota: daily_send_quota },
     });
+    if (deps.provisionChannel) {
+      await deps.provisionChannel(project.id).catch((e) =>
+        deps.logger.warn('could not connect the new project to a channel', { project_id: project.id, error: String(e) }),
+      );
+    }
     return { status: 201, data: { project: projectView(project) } };
   } catch (e) {
     if (isUniqueViolation(e)) throw new ApiError('conflict', `A project with id "${id}" already exists.`);

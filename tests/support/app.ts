@@ -17,9 +17,30 @@ import type { Contract } from '../../lib/contract.js';
 import { SecretBox, deriveKey } from '../../lib/crypto-box.js';
 import { randomBytes } from 'node:crypto';
 import { testDatabaseUrl } from './db.js';
+import type { AddressInfo, Server } from 'node:net';
+import { CloudApiClient } from '../../channel/cloud-api.js';
+import { createSimulator, type Simulator, type SimulatorOptions } from '../../simulator/app.js';
+import { simulatedChannelProvisioner } from '../../lib/simulated-channel.js';
+
+function listen(app: { listen(port: number, host: string, cb: () => void): Server }): Promise<Server> {
+  return new Promise((resolve) => {
+    const server = app.listen(0, '127.0.0.1', () => resolve(server));
+  });
+}
+
+function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    (server as any).closeAllConnections?.();
+    server.close(() => resolve());
+  });
+}
 
 export interface TestApp {
   app: Express;
+  /** Set with the simulator option. */
+  sim?: { simulator: Simulator; url: string };
+  /** The app's own URL, when it listens (simulator option). */
+  baseUrl?: string;
   db: Database;
   clock: ManualClock;
   config: Config;
@@ -35,6 +56,8 @@ export interface TestAppOptions {
   /** A contract and handlers of the test's own, to exercise the shared policy mechanism. */
   contract?: Contract;
   handlers?: Record<string, unknown>;
+  /** Start the Cloud API simulator and connect new projects to it (the app then listens on a port for its callbacks). */
+  simulator?: boolean | SimulatorOptions;
 }
 
 export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> {
@@ -44,24 +67,49 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
   const counters = opts.counters ?? new MemoryCounterStore();
   const adminToken = 'adm_test_' + randomToken(24);
   const masterKey = randomBytes(32);
+  const logger = createLogger({ silent: !process.env.TEST_LOG, level: 'debug' });
+  const stops: Array<() => Promise<void>> = [];
+  let sim: TestApp['sim'];
+  if (opts.simulator) {
+    const simulator = createSimulator({ clock, ...(typeof opts.simulator === 'object' ? opts.simulator : {}) });
+    const server = await listen(simulator.app);
+    stops.push(async () => {
+      await simulator.close();
+      await closeServer(server);
+    });
+    sim = { simulator, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+  }
+  const channel = new CloudApiClient({ baseUrl: sim?.url ?? 'http://127.0.0.1:9', version: 'v21.0', timeoutMs: 2000 });
+  const secretBox = new SecretBox(masterKey);
+  let callbackBase = '';
   const app = createApp({
+    channel,
+    provisionChannel: sim ? (projectId) => simulatedChannelProvisioner({ db, secretBox, logger }, sim!.url, callbackBase)(projectId) : undefined,
     config,
     db,
     clock,
-    logger: createLogger({ silent: true }),
+    logger,
     counters,
     contract: opts.contract ?? loadPublicContract(),
     handlers: opts.handlers,
     adminContract: loadAdminContract(),
-    secretBox: new SecretBox(masterKey),
+    secretBox,
     cursorSecret: deriveKey(masterKey, 'cursor'),
     validateResponses: true,
     adminToken,
   });
+  let baseUrl: string | undefined;
+  if (sim) {
+    const server = await listen(app);
+    baseUrl = callbackBase = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    stops.unshift(() => closeServer(server));
+  }
   return {
-    app, db, clock, config, adminToken,
+    app, db, clock, config, adminToken, sim, baseUrl,
     admin: new OperatorClient(app, adminToken),
     close: async () => {
+      for (const stop of stops) await stop();
+      await channel.close?.();
       await counters.close();
       await db.close();
     },

@@ -1,0 +1,45 @@
+/** Operator API: a project's WhatsApp channel. Secrets go in, never out. */
+import type { operations } from '../../generated/admin-api.js';
+import type { Handler } from '../types.js';
+import { ApiError } from '../../lib/errors.js';
+import { saveChannel, webhookUrl } from '../../lib/channel-settings.js';
+import { findProject } from './projects.js';
+
+type Ops = operations;
+
+function view(row: { projectId: string; phoneNumberId: string; wabaId: string; appId: string; displayPhoneNumber: string | null; updatedAt: Date }, baseUrl: string) {
+  return {
+    project_id: row.projectId,
+    phone_number_id: row.phoneNumberId,
+    waba_id: row.wabaId,
+    app_id: row.appId,
+    display_phone_number: row.displayPhoneNumber,
+    webhook_url: webhookUrl(baseUrl, row.projectId),
+    updated_at: row.updatedAt.toISOString(),
+  };
+}
+
+export const adminGetChannel: Handler<Ops['adminGetChannel']> = async (req, deps) => {
+  const project = await findProject(deps, req.params.projectId);
+  const row = await deps.db.prisma.channelSettings.findUnique({ where: { projectId: project.id } });
+  if (!row) throw new ApiError('not_found', `Project "${project.id}" has no channel configured.`);
+  return { data: { channel: view(row, deps.config.publicBaseUrl) } };
+};
+
+export const adminSetChannel: Handler<Ops['adminSetChannel']> = async (req, deps) => {
+  const project = await findProject(deps, req.params.projectId);
+  if (project.status === 'deleted') throw new ApiError('conflict', `Project "${project.id}" is deleted.`);
+  const b = req.body;
+  const taken = await deps.db.prisma.channelSettings.findUnique({ where: { phoneNumberId: b.phone_number_id } });
+  if (taken && taken.projectId !== project.id) throw new ApiError('conflict', `Phone number id ${b.phone_number_id} belongs to another project.`);
+  const row = await saveChannel(deps, project.id, {
+    phoneNumberId: b.phone_number_id,
+    wabaId: b.waba_id,
+    appId: b.app_id,
+    accessToken: b.access_token,
+    appSecret: b.app_secret,
+    verifyToken: b.verify_token,
+    displayPhoneNumber: b.display_phone_number,
+  });
+  return { data: { channel: view(row, deps.config.publicBaseUrl) } };
+};

@@ -1,0 +1,70 @@
+/**
+ * A project's channel settings: stored with their secrets sealed (lib/crypto-box.ts), opened only
+ * when a call to the channel or a webhook check needs them.
+ */
+import type { AppDeps } from './deps.js';
+import { ApiError } from './errors.js';
+
+export interface ChannelCredentials {
+  phoneNumberId: string;
+  wabaId: string;
+  appId: string;
+  accessToken: string;
+}
+
+export interface OpenChannel extends ChannelCredentials {
+  projectId: string;
+  appSecret: string;
+  verifyToken: string;
+  displayPhoneNumber: string | null;
+}
+
+export interface ChannelInput {
+  phoneNumberId: string;
+  wabaId: string;
+  appId: string;
+  accessToken: string;
+  appSecret: string;
+  verifyToken: string;
+  displayPhoneNumber?: string;
+}
+
+type Deps = Pick<AppDeps, 'db' | 'secretBox'>;
+
+export async function saveChannel(deps: Deps, projectId: string, input: ChannelInput) {
+  const data = {
+    phoneNumberId: input.phoneNumberId,
+    wabaId: input.wabaId,
+    appId: input.appId,
+    displayPhoneNumber: input.displayPhoneNumber ?? null,
+    accessTokenEnc: deps.secretBox.seal(input.accessToken),
+    appSecretEnc: deps.secretBox.seal(input.appSecret),
+    verifyTokenEnc: deps.secretBox.seal(input.verifyToken),
+  };
+  return deps.db.prisma.channelSettings.upsert({ where: { projectId }, create: { projectId, ...data }, update: data });
+}
+
+export async function openChannel(deps: Deps, projectId: string): Promise<OpenChannel | undefined> {
+  const row = await deps.db.prisma.channelSettings.findUnique({ where: { projectId } });
+  if (!row) return undefined;
+  return {
+    projectId,
+    phoneNumberId: row.phoneNumberId,
+    wabaId: row.wabaId,
+    appId: row.appId,
+    displayPhoneNumber: row.displayPhoneNumber,
+    accessToken: deps.secretBox.open(row.accessTokenEnc),
+    appSecret: deps.secretBox.open(row.appSecretEnc),
+    verifyToken: deps.secretBox.open(row.verifyTokenEnc),
+  };
+}
+
+export async function requireChannel(deps: Deps, projectId: string): Promise<OpenChannel> {
+  const channel = await openChannel(deps, projectId);
+  if (!channel) throw new ApiError('channel_not_configured', 'This project has no WhatsApp channel configured yet; an operator sets it up.');
+  return channel;
+}
+
+export function webhookUrl(publicBaseUrl: string, projectId: string): string {
+  return `${publicBaseUrl}/channel/${projectId}/webhook`;
+}

@@ -1,0 +1,160 @@
+/**
+ * What the channel tells us, applied to storage. An inbound message creates or updates the contact
+ * and conversation, is stored once (keyed by its wamid, so the provider's retries are harmless),
+ * opens the 24-hour window and raises `message.received`. A status update attaches to its message
+ * by wamid and only moves forward (sent → delivered → read; failed keeps the provider's error),
+ * raising `message.status`. A template decision updates the template and raises
+ * `template.approved` or `template.rejected`. Each change and its event commit together.
+ */
+import type { AppDeps } from '../deps.js';
+import type { OpenChannel } from '../channel-settings.js';
+import { recordEvent } from '../events.js';
+import { conversationView, messageView } from '../views.js';
+import { upsertConversation } from './conversation-store.js';
+
+/** Forward order of delivery statuses; a lower rank never overwrites a higher one. */
+export const STATUS_RANK: Record<string, number> = { sent: 1, delivered: 2, read: 3, failed: 4 };
+
+/** A status for an unknown wamid this recent may precede our own record of the send: retry later. */
+const UNKNOWN_STATUS_GRACE_MS = 5 * 60 * 1000;
+
+export interface WebhookOutcome {
+  messages: number;
+  statuses: number;
+  templates: number;
+  /** Something could not be applied yet; answer non-2xx so the provider retries. */
+  retryLater: boolean;
+}
+
+interface MetaMessage {
+  id: string;
+  from: string;
+  timestamp?: string;
+  type: string;
+  [k: string]: unknown;
+}
+
+interface MetaStatus {
+  id: string;
+  status: string;
+  timestamp?: string;
+  recipient_id?: string;
+  errors?: unknown[];
+}
+
+async function applyMessage(deps: AppDeps, channel: OpenChannel, m: MetaMessage, profileName: string | undefined, now: Date): Promise<boolean> {
+  const phone = String(m.from ?? '').replace(/\D/g, '');
+  if (!m.id || !phone) return false;
+  return deps.db.prisma.$transaction(async (tx) => {
+    const seen = await tx.message.findUnique({ where: { projectId_wamid: { projectId: channel.projectId, wamid: m.id } }, select: { id: true } });
+    if (seen) return false;
+    // The window runs from when we received the message: our clock, not the provider's.
+    const conversation = await upsertConversation(tx, channel.projectId, phone, now, { inbound: true, profileName });
+    const { id: _omit, from: _from, ...rest } = m;
+    const message = await tx.message.create({
+      data: {
+        projectId: channel.projectId,
+        conversationId: conversation.id,
+        wamid: m.id,
+        direction: 'inbound',
+        type: String(m.type ?? 'unknown').slice(0, 32),
+        content: rest as object,
+        status: 'received',
+        sentAt: m.timestamp ? new Date(Number(m.timestamp) * 1000) : now,
+        statusAt: now,
+      },
+    });
+    await recordEvent(tx, channel.projectId, 'message.received', {
+      conversation_id: Number(conversation.id),
+      message: messageView(message),
+      conversation: conversationView(conversation, now),
+    }, now);
+    return true;
+  });
+}
+
+/** Returns false when the message is unknown (maybe not recorded yet). */
+async function applyStatus(deps: AppDeps, channel: OpenChannel, s: MetaStatus, now: Date): Promise<boolean> {
+  const rank = STATUS_RANK[s.status];
+  if (!s.id || rank === undefined) return true; // statuses we do not track (e.g. "deleted") are acknowledged
+  const error = s.status === 'failed' ? (s.errors?.[0] ?? { message: 'failed without detail' }) : null;
+  return deps.db.prisma.$transaction(async (tx) => {
+    const updated = await tx.$queryRaw<{ id: bigint; conversation_id: bigint }[]>`
+      UPDATE messages SET status = ${s.status}, status_at = ${now}, error = ${error === null ? null : JSON.stringify(error)}::jsonb
+      WHERE project_id = ${channel.projectId} AND wamid = ${s.id} AND direction = 'outbound'
+        AND (CASE status WHEN 'sent' THEN 1 WHEN 'delivered' THEN 2 WHEN 'read' THEN 3 WHEN 'failed' THEN 4 ELSE 0 END) < ${rank}
+      RETURNING id, conversation_id`;
+    if (updated.length === 0) {
+      const exists = await tx.message.findUnique({ where: { projectId_wamid: { projectId: channel.projectId, wamid: s.id } }, select: { id: true } });
+      return exists !== null; // known but not a step forward: done; unknown: maybe later
+    }
+    await recordEvent(tx, channel.projectId, 'message.status', {
+      message_id: s.id,
+      id: Number(updated[0].id),
+      conversation_id: Number(updated[0].conversation_id),
+      status: s.status,
+      ...(error ? { error } : {}),
+    }, now);
+    return true;
+  });
+}
+
+interface TemplateUpdate {
+  event?: string;
+  message_template_id?: string | number;
+  message_template_name?: string;
+  message_template_language?: string;
+  reason?: string;
+}
+
+async function applyTemplateStatus(deps: AppDeps, channel: OpenChannel, v: TemplateUpdate, now: Date): Promise<boolean> {
+  const status = String(v.event ?? '').toUpperCase();
+  const where = v.message_template_id !== undefined
+    ? { projectId: channel.projectId, channelTemplateId: String(v.message_template_id) }
+    : { projectId: channel.projectId, name: String(v.message_template_name), language: String(v.message_template_language) };
+  return deps.db.prisma.$transaction(async (tx) => {
+    const template = await tx.template.findFirst({ where });
+    if (!template) return true; // a template made outside the service: nothing of ours to update
+    if (template.status === status) return true;
+    await tx.template.update({
+      where: { id: template.id },
+      data: { status, rejectedReason: status === 'REJECTED' ? (v.reason ?? null) : null },
+    });
+    const name = status === 'APPROVED' ? 'template.approved' : status === 'REJECTED' ? 'template.rejected' : undefined;
+    if (name) {
+      await recordEvent(tx, channel.projectId, name, {
+        name: template.name, language: template.language, category: template.category, status,
+        ...(v.reason && status === 'REJECTED' ? { reason: v.reason } : {}),
+      }, now);
+    }
+    return true;
+  });
+}
+
+export async function applyWebhook(deps: AppDeps, channel: OpenChannel, payload: any): Promise<WebhookOutcome> {
+  const outcome: WebhookOutcome = { messages: 0, statuses: 0, templates: 0, retryLater: false };
+  const now = deps.clock.now();
+  for (const entry of Array.isArray(payload?.entry) ? payload.entry : []) {
+    for (const change of Array.isArray(entry?.changes) ? entry.changes : []) {
+      const value = change?.value ?? {};
+      if (change?.field === 'messages') {
+        // Changes for another number of the same business account are not this project's.
+        if (value.metadata?.phone_number_id && String(value.metadata.phone_number_id) !== channel.phoneNumberId) continue;
+        const names = new Map<string, string>();
+        for (const c of Array.isArray(value.contacts) ? value.contacts : []) {
+          if (c?.wa_id && c?.profile?.name) names.set(String(c.wa_id), String(c.profile.name).slice(0, 200));
+        }
+        for (const m of Array.isArray(value.messages) ? value.messages : []) {
+          if (await applyMessage(deps, channel, m, names.get(String(m?.from)), now)) outcome.messages++;
+        }
+        for (const s of Array.isArray(value.statuses) ? value.statuses : []) {
+          if (await applyStatus(deps, channel, s, now)) outcome.statuses++;
+          else if (!s.timestamp || now.getTime() - Number(s.timestamp) * 1000 < UNKNOWN_STATUS_GRACE_MS) outcome.retryLater = true;
+        }
+      } else if (change?.field === 'message_template_status_update') {
+        if (await applyTemplateStatus(deps, channel, value, now)) outcome.templates++;
+      }
+    }
+  }
+  return outcome;
+}

@@ -1,0 +1,122 @@
+/**
+ * WhatsApp Cloud API simulator: a standalone Express app that answers the Graph API calls the service
+ * makes (messages, templates, media, resumable upload) and calls the registered webhook like Meta.
+ * Shares no code with the service, only the wire format. Control API under /_sim (see README.md).
+ */
+import express, { type NextFunction, type Request, type Response } from 'express';
+import { Dispatcher } from './callbacks.js';
+import type { SimContext } from './context.js';
+import { controlRouter } from './control.js';
+import { GraphError, paramError, sendGraphError } from './errors.js';
+import { graphRouter } from './graph.js';
+import { downloadMedia } from './media.js';
+import { StatusEngine } from './progression.js';
+import { DEFAULT_LIMITS, SimState, type AutoStatusDelays, type Clock, type SimLimits, type SimLogger, type Template } from './state.js';
+import { templateWebhook } from './webhooks.js';
+
+export type { AutoStatusDelays, Clock, SimLimits, SimLogger } from './state.js';
+export { signBody } from './callbacks.js';
+
+export interface SimulatorOptions {
+  /** Source of "now" for timestamps, media expiry (30 days) and the customer-service window. */
+  clock?: Clock;
+  /** Automatic sent → delivered → read; null disables automatic statuses. Default { sent: 0, delivered: 300, read: 1000 }. */
+  autoStatusDelaysMs?: AutoStatusDelays | null;
+  /** Approve new templates automatically after this many ms; null (default) waits for the control API. */
+  templateAutoDecisionMs?: number | null;
+  logger?: SimLogger;
+  /** Base URL put in media download URLs; default: the Host of the request. */
+  publicBaseUrl?: string;
+  limits?: Partial<SimLimits>;
+}
+
+export interface Simulator {
+  app: express.Express;
+  state: SimState;
+  close(): Promise<void>;
+}
+
+export const DEFAULT_AUTO_STATUS_DELAYS: AutoStatusDelays = { sent: 0, delivered: 300, read: 1000 };
+
+export function createSimulator(opts: SimulatorOptions = {}): Simulator {
+  const base = opts.clock ?? { now: () => new Date() };
+  let offsetMs = 0;
+  const clock: Clock = { now: () => new Date(base.now().getTime() + offsetMs) };
+  const log = opts.logger ?? {};
+  const state = new SimState(clock, { ...DEFAULT_LIMITS, ...opts.limits });
+  const dispatcher = new Dispatcher(state, log);
+  const delays = opts.autoStatusDelaysMs === undefined ? DEFAULT_AUTO_STATUS_DELAYS : opts.autoStatusDelaysMs;
+  const statuses = new StatusEngine(state, dispatcher, delays);
+  const held = new Set<Response>();
+
+  const ctx: SimContext = {
+    state,
+    dispatcher,
+    statuses,
+    log,
+    held,
+    publicBaseUrl: opts.publicBaseUrl?.replace(/\/+$/, '') ?? null,
+    templateAutoDecisionMs: opts.templateAutoDecisionMs ?? null,
+    async decideTemplate(t: Template, decision: Template['status'], reason?: string) {
+      if (t.timer) clearTimeout(t.timer);
+      t.timer = null;
+      t.status = decision;
+      t.rejected_reason = decision === 'REJECTED' ? (reason ?? 'INVALID_FORMAT') : 'NONE';
+      const pn = state.byWaba.get(t.waba_id);
+      if (!pn) return { delivered: false, status_code: null };
+      const why = decision === 'REJECTED' ? t.rejected_reason : (reason ?? 'NONE');
+      const body = JSON.stringify(templateWebhook(state, pn, t, decision, why));
+      const r = await dispatcher.deliverNow({ pnid: pn.phone_number_id, field: 'message_template_status_update', kind: 'template', ref: t.id, body, attempt: 0 });
+      return { delivered: r.delivered, status_code: r.status_code };
+    },
+  };
+
+  const endHeld = () => {
+    for (const res of held) res.socket?.destroy();
+    held.clear();
+  };
+
+  const app = express();
+  app.set('x-powered-by', false);
+  app.set('etag', false);
+
+  // Refuse oversized bodies before reading them.
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    const len = Number(req.get('content-length') ?? 0);
+    if (len > state.limits.uploadLimitBytes) {
+      res.set('connection', 'close');
+      sendGraphError(res, new GraphError(413, paramError('Request body too large', `The request body exceeds ${state.limits.uploadLimitBytes} bytes.`).body));
+      return;
+    }
+    next();
+  });
+
+  app.use(
+    '/_sim',
+    controlRouter(ctx, {
+      advanceClock(ms) {
+        offsetMs += ms;
+        return offsetMs;
+      },
+      reset(keepPhones) {
+        statuses.clear();
+        dispatcher.clear();
+        endHeld();
+        state.clear(keepPhones);
+      },
+    }),
+  );
+  app.get('/whatsapp_business/attachments', downloadMedia(ctx));
+  app.use('/:version', graphRouter(ctx));
+
+  return {
+    app,
+    state,
+    async close() {
+      for (const t of state.templates.values()) if (t.timer) clearTimeout(t.timer);
+      statuses.clear();
+      dispatcher.close();
+      endHeld();
+    },
+  };
+}

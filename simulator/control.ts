@@ -1,0 +1,233 @@
+/** The control API under /_sim (JSON, no auth). Documented in simulator/README.md. */
+import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import type { SimContext } from './context.js';
+import { FaultInputError, parseFault } from './faults.js';
+import { accessToken, displayPhoneNumber, numericId } from './ids.js';
+import { ControlError, injectInbound } from './inbound.js';
+import type { AutoStatusDelays, PhoneNumber, Template } from './state.js';
+import { templateView } from './templates.js';
+import { isObj, type Obj } from './validate.js';
+import type { StatusError } from './webhooks.js';
+
+export interface ControlHooks {
+  advanceClock(ms: number): number;
+  reset(keepPhones: boolean): void;
+}
+
+type H = (req: Request, res: Response) => unknown;
+const wrap = (h: H) => async (req: Request, res: Response, next: NextFunction) => {
+  try {
+    const out = await h(req, res);
+    if (out !== undefined && !res.headersSent) res.json(out);
+  } catch (e) {
+    next(e);
+  }
+};
+
+const fail = (status: number, message: string): never => {
+  throw new ControlError(status, message);
+};
+const body = (req: Request): Obj => (isObj(req.body) ? req.body : {});
+const limitOf = (v: unknown, def: number, max: number) => Math.min(Math.max(Number(v) || def, 1), max);
+
+function checkUrl(v: unknown): string {
+  if (typeof v !== 'string') fail(400, 'callback_url (http or https URL) is required');
+  try {
+    const u = new URL(v as string);
+    if (u.protocol === 'http:' || u.protocol === 'https:') return u.toString();
+  } catch {
+    /* fall through */
+  }
+  return fail(400, 'callback_url must be an http or https URL');
+}
+
+function phoneView(p: PhoneNumber): Obj {
+  return {
+    phone_number_id: p.phone_number_id,
+    waba_id: p.waba_id,
+    app_id: p.app_id,
+    access_token: p.access_token,
+    display_phone_number: p.display_phone_number,
+    verified_name: p.verified_name,
+    callback_url: p.callback_url,
+    enforce_customer_window: p.enforce_customer_window,
+    webhook_verification: p.verify_token ? p.verification : null,
+    created_at: p.created_at,
+  };
+}
+
+function parseDelays(v: unknown): AutoStatusDelays | null {
+  if (v === null) return null;
+  if (!isObj(v)) return fail(400, 'auto_status_delays_ms must be null or { sent?, delivered, read }');
+  const n = (x: unknown, name: string, nullable: boolean): number | null => {
+    if (x === null && nullable) return null;
+    if (typeof x !== 'number' || x < 0 || x > 3_600_000) return fail(400, `auto_status_delays_ms.${name} must be a number of ms${nullable ? ' or null' : ''}`);
+    return x;
+  };
+  return { sent: v.sent === undefined ? 0 : (n(v.sent, 'sent', false) as number), delivered: n(v.delivered, 'delivered', true), read: n(v.read, 'read', true) };
+}
+
+export function controlRouter(ctx: SimContext, hooks: ControlHooks): Router {
+  const { state, dispatcher } = ctx;
+  const r = express.Router();
+  r.use(express.json({ limit: 25 * 1024 * 1024 }));
+
+  r.get('/health', (_req, res) => void res.json({ ok: true }));
+
+  r.post(
+    '/phone-numbers',
+    wrap(async (req, res) => {
+      const b = body(req);
+      const callback_url = checkUrl(b.callback_url);
+      if (typeof b.app_secret !== 'string' || !b.app_secret) fail(400, 'app_secret (non-empty string) is required');
+      if (b.verify_token !== undefined && b.verify_token !== null && typeof b.verify_token !== 'string') fail(400, 'verify_token must be a string');
+      if (b.display_phone_number !== undefined && (typeof b.display_phone_number !== 'string' || !/^\+?\d{6,20}$/.test(b.display_phone_number))) {
+        fail(400, 'display_phone_number must be digits');
+      }
+      const display = typeof b.display_phone_number === 'string' ? b.display_phone_number.replace(/\D/g, '') : displayPhoneNumber();
+      const pn: PhoneNumber = {
+        phone_number_id: numericId(15),
+        waba_id: numericId(15),
+        app_id: numericId(16),
+        access_token: accessToken(),
+        display_phone_number: display,
+        verified_name: typeof b.verified_name === 'string' ? b.verified_name : 'Simulated Business',
+        callback_url,
+        app_secret: b.app_secret as string,
+        verify_token: typeof b.verify_token === 'string' ? b.verify_token : null,
+        enforce_customer_window: b.enforce_customer_window === true,
+        verification: { ok: null, at: null, status_code: null, error: null },
+        lastVerifyAttemptMs: 0,
+        created_at: state.clock.now().toISOString(),
+      };
+      state.addPhone(pn);
+      if (pn.verify_token) await dispatcher.verify(pn);
+      res.status(201);
+      return phoneView(pn);
+    }),
+  );
+  r.get('/phone-numbers', wrap(() => ({ data: [...state.phones.values()].map(phoneView) })));
+  const phoneOr404 = (id: string) => state.phones.get(id) ?? fail(404, `unknown phone_number_id ${id}`);
+  r.get('/phone-numbers/:id', wrap((req) => phoneView(phoneOr404(String(req.params.id)))));
+  r.patch(
+    '/phone-numbers/:id',
+    wrap(async (req) => {
+      const pn = phoneOr404(String(req.params.id));
+      const b = body(req);
+      let reverify = false;
+      if (b.callback_url !== undefined) (pn.callback_url = checkUrl(b.callback_url)), (reverify = true);
+      if (b.app_secret !== undefined) pn.app_secret = typeof b.app_secret === 'string' && b.app_secret ? b.app_secret : fail(400, 'app_secret must be a non-empty string');
+      if (b.verify_token !== undefined) (pn.verify_token = typeof b.verify_token === 'string' ? b.verify_token : null), (reverify = true);
+      if (b.enforce_customer_window !== undefined) pn.enforce_customer_window = b.enforce_customer_window === true;
+      if (reverify) {
+        pn.verification = { ok: null, at: null, status_code: null, error: null };
+        if (pn.verify_token) await dispatcher.verify(pn);
+      }
+      return phoneView(pn);
+    }),
+  );
+  r.post('/phone-numbers/:id/verify', wrap(async (req) => {
+    const pn = phoneOr404(String(req.params.id));
+    if (!pn.verify_token) fail(400, 'this phone number has no verify_token');
+    return { webhook_verification: await dispatcher.verify(pn) };
+  }));
+
+  r.post('/inbound', wrap((req) => injectInbound(ctx, body(req))));
+
+  r.post(
+    '/status',
+    wrap(async (req) => {
+      const b = body(req);
+      if (typeof b.wamid !== 'string') fail(400, 'wamid is required');
+      const status = b.status;
+      if (status !== 'sent' && status !== 'delivered' && status !== 'read' && status !== 'failed') return fail(400, 'status must be sent, delivered, read or failed');
+      if (b.errors !== undefined && (!Array.isArray(b.errors) || !b.errors.every((e) => isObj(e) && typeof e.code === 'number'))) {
+        fail(400, 'errors must be an array of { code, title?, message?, error_data?: { details } }');
+      }
+      const r2 = await ctx.statuses.manual(b.wamid as string, status, b.errors as StatusError[] | undefined);
+      if (!r2) return fail(404, `unknown wamid ${String(b.wamid)} (only recent messages are kept)`);
+      return { wamid: b.wamid, status, ...r2 };
+    }),
+  );
+
+  r.get('/templates', wrap((req) => {
+    const w = req.query.waba_id;
+    const list = [...state.templates.values()].filter((t) => typeof w !== 'string' || t.waba_id === w);
+    return { data: list.map((t) => ({ ...templateView(t, ['name', 'language', 'category', 'status', 'rejected_reason', 'components', 'parameter_format']), waba_id: t.waba_id, created_at: t.created_at })) };
+  }));
+  r.post(
+    '/templates/:id/decision',
+    wrap(async (req) => {
+      const t = state.templates.get(String(req.params.id)) ?? fail(404, `unknown template ${String(req.params.id)}`);
+      const b = body(req);
+      const d = b.decision;
+      if (d !== 'APPROVED' && d !== 'REJECTED' && d !== 'PAUSED' && d !== 'DISABLED') return fail(400, 'decision must be APPROVED, REJECTED, PAUSED or DISABLED');
+      if (b.reason !== undefined && typeof b.reason !== 'string') fail(400, 'reason must be a string');
+      const r2 = await ctx.decideTemplate(t as Template, d, b.reason as string | undefined);
+      return { id: (t as Template).id, status: d, ...r2 };
+    }),
+  );
+
+  r.post('/faults', wrap((req, res) => {
+    try {
+      const f = parseFault(state, body(req));
+      state.faults.push(f);
+      res.status(201);
+      return f;
+    } catch (e) {
+      if (e instanceof FaultInputError) return fail(400, e.message);
+      throw e;
+    }
+  }));
+  r.get('/faults', wrap(() => ({ data: state.faults })));
+  r.delete('/faults', wrap(() => {
+    const cleared = state.faults.length;
+    state.faults = [];
+    return { cleared };
+  }));
+
+  r.get('/messages', wrap((req) => {
+    const { phone_number_id: p, to } = req.query;
+    const digits = typeof to === 'string' ? to.replace(/\D/g, '') : null;
+    const all = state.messages.toArray().filter((m) => (typeof p !== 'string' || m.phone_number_id === p) && (digits === null || m.to === digits));
+    const data = all.slice(-limitOf(req.query.limit, 100, state.limits.messageLogSize));
+    return { data: data.map((m) => ({ wamid: m.wamid, phone_number_id: m.phone_number_id, to: m.to, type: m.type, status: m.meta.status, at: m.at, payload: m.payload })) };
+  }));
+  r.get('/callbacks', wrap((req) => {
+    const { phone_number_id: p, kind } = req.query;
+    const all = state.callbackLog.toArray().filter((c) => (typeof p !== 'string' || c.phone_number_id === p) && (typeof kind !== 'string' || c.kind.startsWith(kind)));
+    return { data: all.slice(-limitOf(req.query.limit, 100, state.limits.callbackLogSize)) };
+  }));
+  r.get('/stats', wrap(() => ({ ...state.stats, callbacks_pending: dispatcher.pending, messages_logged: state.messages.size, media_bytes: state.mediaBytes })));
+
+  r.get('/config', wrap(() => ({ auto_status_delays_ms: ctx.statuses.autoDelays, template_auto_decision_ms: ctx.templateAutoDecisionMs })));
+  r.patch('/config', wrap((req) => {
+    const b = body(req);
+    if (b.auto_status_delays_ms !== undefined) ctx.statuses.setDelays(parseDelays(b.auto_status_delays_ms));
+    if (b.template_auto_decision_ms !== undefined) {
+      const v = b.template_auto_decision_ms;
+      if (v !== null && (typeof v !== 'number' || v < 0)) fail(400, 'template_auto_decision_ms must be null or a number of ms');
+      ctx.templateAutoDecisionMs = v as number | null;
+    }
+    return { auto_status_delays_ms: ctx.statuses.autoDelays, template_auto_decision_ms: ctx.templateAutoDecisionMs };
+  }));
+  r.post('/clock', wrap((req) => {
+    const ms = body(req).advance_ms;
+    if (typeof ms !== 'number' || !Number.isFinite(ms)) fail(400, 'advance_ms (number) is required');
+    return { offset_ms: hooks.advanceClock(ms as number), now: state.clock.now().toISOString() };
+  }));
+  r.post('/reset', wrap((req) => {
+    hooks.reset(body(req).keep_phone_numbers === true);
+    return { ok: true };
+  }));
+
+  r.use((_req: Request, res: Response) => void res.status(404).json({ error: { message: 'unknown control endpoint' } }));
+  r.use((err: unknown, _req: Request, res: Response, next: NextFunction) => {
+    void next;
+    const e = err as { status?: number; message?: string; type?: string };
+    const status = err instanceof ControlError ? err.status : e?.type === 'entity.parse.failed' ? 400 : e?.type === 'entity.too.large' ? 413 : 500;
+    if (status === 500) ctx.log.error?.('simulator: control error', { error: String(err) });
+    res.status(status).json({ error: { message: e?.message ?? 'error' } });
+  });
+  return r;
+}

@@ -1,0 +1,158 @@
+/** The Graph API surface under /:version (v21.0 etc.), with fault injection in front of it. */
+import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import { requireAnyToken, requireToken, tokenOf, type SimContext } from './context.js';
+import { GraphError, paramError, sendGraphError, unknownPath, unsupportedRequest } from './errors.js';
+import { fbtraceId } from './ids.js';
+import { applyFault, takeFault, type Operation } from './faults.js';
+import { createUploadSession, deleteMedia, getMedia, uploadChunk, uploadMedia, uploadStatus } from './media.js';
+import { sendMessage } from './messages.js';
+import { getTemplate, createTemplate, deleteTemplates, listTemplates } from './templates.js';
+
+const safeDecode = (s: string) => {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
+};
+
+type Handler = (req: Request, res: Response) => void | Promise<void>;
+
+/** Express 5 forwards rejections; this also turns sync throws of GraphError into responses. */
+const wrap = (h: Handler) => async (req: Request, res: Response, next: NextFunction) => {
+  try {
+    await h(req, res);
+  } catch (e) {
+    next(e);
+  }
+};
+
+function operationOf(ctx: SimContext, segs: string[]): Operation {
+  const [node, edge] = segs;
+  if (edge === 'messages') return 'messages';
+  if (edge === 'media') return 'media';
+  if (edge === 'message_templates') return 'templates';
+  if (edge === 'uploads' || node?.startsWith('upload:')) return 'uploads';
+  if (!edge && node && ctx.state.media.has(node)) return 'media';
+  return 'other';
+}
+
+function phoneOf(ctx: SimContext, req: Request, node: string | undefined): string | null {
+  const t = tokenOf(req);
+  const byToken = t ? ctx.state.byToken.get(t) : undefined;
+  if (byToken) return byToken.phone_number_id;
+  if (!node) return null;
+  const s = ctx.state;
+  return s.phones.get(node)?.phone_number_id ?? s.byWaba.get(node)?.phone_number_id ?? s.byApp.get(node)?.phone_number_id ?? s.media.get(node)?.pnid ?? null;
+}
+
+export function graphRouter(ctx: SimContext): Router {
+  const { state } = ctx;
+  const r = express.Router({ mergeParams: true });
+  const json = express.json({ limit: state.limits.jsonLimitBytes, type: () => true });
+  const raw = express.raw({ limit: state.limits.uploadLimitBytes, type: () => true });
+
+  r.use(async (req: Request, res: Response, next: NextFunction) => {
+    try {
+      const version = String(req.params.version);
+      if (!/^v\d{1,2}\.\d{1,2}$/.test(version)) throw unknownPath(req.path === '/' ? `/${version}` : `/${version}${req.path}`);
+      state.stats.graph_requests++;
+      const segs = req.path.split('/').filter(Boolean).map(safeDecode);
+      const fault = takeFault(state, phoneOf(ctx, req, segs[0]), operationOf(ctx, segs));
+      if (fault && (await applyFault(fault, req, res, ctx.held))) return;
+      if (!res.headersSent) res.set('x-fb-trace-id', fbtraceId());
+      next();
+    } catch (e) {
+      next(e);
+    }
+  });
+
+  r.post('/:node/messages', json, wrap(sendMessage(ctx)));
+  r.post('/:node/media', wrap(uploadMedia(ctx)));
+  r.get('/:node/message_templates', wrap(listTemplates(ctx)));
+  r.post('/:node/message_templates', json, wrap(createTemplate(ctx)));
+  r.delete('/:node/message_templates', wrap(deleteTemplates(ctx)));
+  r.post('/:node/uploads', wrap(createUploadSession(ctx)));
+
+  r.get(
+    '/:node',
+    wrap((req, res) => {
+      const node = String(req.params.node);
+      if (node.startsWith('upload:')) return uploadStatus(ctx, req, res);
+      const media = state.media.get(node);
+      if (media) return getMedia(ctx, req, res, media);
+      const tpl = state.templates.get(node);
+      if (tpl) return getTemplate(req, res, state, tpl);
+      const pn = state.phones.get(node);
+      if (pn) {
+        requireToken(req, pn);
+        res.json({
+          verified_name: pn.verified_name,
+          code_verification_status: 'VERIFIED',
+          display_phone_number: pn.display_phone_number,
+          quality_rating: 'GREEN',
+          platform_type: 'CLOUD_API',
+          throughput: { level: 'STANDARD' },
+          id: pn.phone_number_id,
+        });
+        return;
+      }
+      const waba = state.byWaba.get(node);
+      if (waba) {
+        requireToken(req, waba);
+        res.json({ id: waba.waba_id, name: waba.verified_name, timezone_id: '1', message_template_namespace: `sim_${waba.waba_id}` });
+        return;
+      }
+      requireAnyToken(state, req);
+      throw unsupportedRequest('get', node);
+    }),
+  );
+
+  r.post(
+    '/:node',
+    (req: Request, res: Response, next: NextFunction) => (String(req.params.node).startsWith('upload:') ? raw(req, res, next) : json(req, res, next)),
+    wrap((req, res) => {
+      const node = String(req.params.node);
+      if (node.startsWith('upload:')) return uploadChunk(ctx, req, res);
+      requireAnyToken(state, req);
+      throw unsupportedRequest('post', node);
+    }),
+  );
+
+  r.delete(
+    '/:node',
+    wrap((req, res) => {
+      const node = String(req.params.node);
+      const media = state.media.get(node);
+      if (media) return deleteMedia(ctx, req, res, media);
+      requireAnyToken(state, req);
+      throw unsupportedRequest('delete', node);
+    }),
+  );
+
+  r.all(
+    '/*rest',
+    wrap((req) => {
+      throw unknownPath(`/${String(req.params.version)}${req.path}`);
+    }),
+  );
+
+  r.use((err: unknown, req: Request, res: Response, next: NextFunction) => {
+    void next;
+    if (res.headersSent) return;
+    sendGraphError(res, toGraphError(err, ctx));
+  });
+  return r;
+}
+
+export function toGraphError(err: unknown, ctx: SimContext): GraphError {
+  if (err instanceof GraphError) return err;
+  const e = err as { type?: string; status?: number; message?: string };
+  if (e?.type === 'entity.too.large') return new GraphError(413, paramError('Request body too large', e.message).body);
+  if (e?.type === 'entity.parse.failed') return paramError('Invalid parameter', 'The request body could not be parsed as JSON.');
+  if (e?.status && e.status >= 400 && e.status < 500) return paramError('Invalid parameter', e.message);
+  ctx.log.error?.('simulator: unexpected error', { error: String(err) });
+  return new GraphError(500, {
+    error: { message: 'An unexpected error has occurred. Please retry your request later.', type: 'OAuthException', code: 2, is_transient: true, fbtrace_id: fbtraceId() },
+  });
+}

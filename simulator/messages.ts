@@ -1,0 +1,143 @@
+/** POST /:version/:phoneNumberId/messages */
+import type { Request, Response } from 'express';
+import { requireAnyToken, requireToken, type SimContext } from './context.js';
+import { paramError, unsupportedRequest, waError } from './errors.js';
+import { wamid as newWamid } from './ids.js';
+import type { MessageMeta, SimState, Template } from './state.js';
+import { isObj, MEDIA_TYPES, validateInteractive, validateMediaMessage, validateMediaRef, validateOther, validateText, type Obj } from './validate.js';
+import type { StatusError } from './webhooks.js';
+
+const TYPES = ['audio', 'contacts', 'document', 'image', 'interactive', 'location', 'reaction', 'sticker', 'template', 'text', 'video'];
+const WINDOW_MS = 24 * 3600 * 1000;
+
+/** `{{1}}`-style (positional) or `{{name}}` (named) placeholders, counted once each. */
+export function placeholders(text: unknown): number {
+  if (typeof text !== 'string') return 0;
+  return new Set(Array.from(text.matchAll(/\{\{\s*([A-Za-z0-9_]+)\s*\}\}/g), (m) => m[1])).size;
+}
+
+function componentParams(components: unknown, type: string): unknown[] | null {
+  if (!Array.isArray(components)) return null;
+  const c = components.find((x) => isObj(x) && typeof x.type === 'string' && x.type.toLowerCase() === type);
+  if (!c) return null;
+  return Array.isArray((c as Obj).parameters) ? ((c as Obj).parameters as unknown[]) : [];
+}
+
+function findTemplate(state: SimState, wabaId: string, name: string, lang: string): Template | undefined {
+  for (const t of state.templates.values()) if (t.waba_id === wabaId && t.name === name && t.language === lang) return t;
+  return undefined;
+}
+
+/** Template sends: the template must exist, be approved, and get the parameters it declares. */
+function validateTemplateSend(state: SimState, wabaId: string, o: Obj): Template {
+  if (typeof o.name !== 'string' || !o.name) throw waError(131008, "The parameter template['name'] is required.");
+  if (!isObj(o.language) || typeof o.language.code !== 'string') throw waError(131008, "The parameter template['language']['code'] is required.");
+  const code = o.language.code;
+  const t = findTemplate(state, wabaId, o.name, code);
+  if (!t || t.status === 'PENDING' || t.status === 'REJECTED') {
+    throw waError(132001, `template name (${o.name}) does not exist in ${code}`);
+  }
+  if (t.status === 'PAUSED') throw waError(132015);
+  if (t.status === 'DISABLED') throw waError(132016);
+  const body = t.components.find((c) => String(c.type).toUpperCase() === 'BODY');
+  const expectedBody = placeholders(body?.text);
+  const givenBody = componentParams(o.components, 'body')?.length ?? 0;
+  if (expectedBody !== givenBody) {
+    throw waError(132000, `body: number of localizable_params (${givenBody}) does not match the expected number of params (${expectedBody})`);
+  }
+  const header = t.components.find((c) => String(c.type).toUpperCase() === 'HEADER');
+  if (header) {
+    const format = String(header.format ?? 'TEXT').toUpperCase();
+    const given = componentParams(o.components, 'header');
+    if (format === 'TEXT') {
+      const expected = placeholders(header.text);
+      if (expected !== (given?.length ?? 0)) {
+        throw waError(132000, `header: number of localizable_params (${given?.length ?? 0}) does not match the expected number of params (${expected})`);
+      }
+    } else if (format === 'IMAGE' || format === 'VIDEO' || format === 'DOCUMENT') {
+      const p = given?.[0];
+      const kind = format.toLowerCase();
+      if (!isObj(p) || p.type !== kind || !isObj(p[kind])) {
+        const got = isObj(p) && typeof p.type === 'string' ? p.type.toUpperCase() : 'NONE';
+        throw waError(132012, `header: Format mismatch, expected ${format}, received ${got}`);
+      }
+      validateMediaRef(state, p[kind] as Obj, `template['components'][header]['parameters'][0]['${kind}']`);
+    }
+  }
+  return t;
+}
+
+export function sendMessage(ctx: SimContext) {
+  return (req: Request, res: Response): void => {
+    const { state } = ctx;
+    const node = String(req.params.node);
+    const pn = state.phones.get(node);
+    if (!pn) {
+      requireAnyToken(state, req);
+      throw unsupportedRequest('post', node);
+    }
+    requireToken(req, pn);
+    const b: unknown = req.body;
+    if (!isObj(b) || b.messaging_product === undefined) throw paramError('The parameter messaging_product is required.');
+    if (b.messaging_product !== 'whatsapp') throw paramError(`Param messaging_product must be one of {WHATSAPP} - got "${String(b.messaging_product)}".`);
+
+    // Mark an inbound message as read (optionally with a typing indicator).
+    if (b.status !== undefined) {
+      if (b.status !== 'read') throw paramError(`Param status must be one of {READ} - got "${String(b.status)}".`);
+      if (typeof b.message_id !== 'string' || !b.message_id) throw paramError('The parameter message_id is required.');
+      res.json({ success: true });
+      return;
+    }
+    if (b.recipient_type !== undefined && b.recipient_type !== 'individual') {
+      throw paramError(`Param recipient_type must be one of {INDIVIDUAL} - got "${String(b.recipient_type)}".`);
+    }
+    if (b.to === undefined || b.to === null || b.to === '') throw paramError('The parameter to is required.');
+    if (typeof b.to !== 'string' || !/^\+?[0-9][0-9 ()-]{4,24}$/.test(b.to.trim())) {
+      throw paramError('Invalid parameter', `Param to must be a phone number in international format - got "${String(b.to)}".`);
+    }
+    const waId = b.to.replace(/\D/g, '');
+    const type = b.type === undefined ? 'text' : b.type;
+    if (typeof type !== 'string' || !TYPES.includes(type)) {
+      throw paramError(`Param type must be one of {${TYPES.map((t) => t.toUpperCase()).join(', ')}} - got "${String(type)}".`);
+    }
+    const obj = b[type];
+    if (type === 'contacts') {
+      if (!Array.isArray(obj) || obj.length === 0) throw waError(131008, 'The parameter contacts is required.');
+    } else if (!isObj(obj)) {
+      throw waError(131008, `The parameter ${type} is required.`);
+    }
+    if (b.context !== undefined && (!isObj(b.context) || typeof b.context.message_id !== 'string')) {
+      throw paramError('Invalid parameter', "Param context['message_id'] must be a string.");
+    }
+
+    let category = 'service';
+    if (type === 'text') validateText(obj as Obj);
+    else if (MEDIA_TYPES.has(type)) validateMediaMessage(state, type, obj as Obj);
+    else if (type === 'interactive') validateInteractive(state, obj as Obj);
+    else if (type === 'template') category = validateTemplateSend(state, pn.waba_id, obj as Obj).category.toLowerCase();
+    else validateOther(type, obj as Obj);
+
+    let asyncError = (res.locals as { asyncError?: StatusError }).asyncError ?? null;
+    if (!asyncError && type !== 'template' && pn.enforce_customer_window) {
+      const last = state.lastInbound.get(`${pn.phone_number_id}:${waId}`);
+      if (last === undefined || state.nowMs() - last > WINDOW_MS) {
+        asyncError = { code: 131047, title: 'Re-engagement message', message: 'Re-engagement message', error_data: { details: 'Message failed to send because more than 24 hours have passed since the customer last replied to this number.' } };
+      }
+    } else if (asyncError) {
+      const a = asyncError as { code: number; title?: string; message?: string; details?: string };
+      asyncError = { code: a.code, title: a.title ?? a.message, message: a.message ?? a.title, error_data: a.details ? { details: a.details } : undefined };
+    }
+
+    const id = newWamid(waId);
+    const meta: MessageMeta = { pnid: pn.phone_number_id, to: waId, category, status: 'accepted', convId: null, stop: false };
+    state.index.set(id, meta);
+    state.messages.push({ wamid: id, phone_number_id: pn.phone_number_id, to: waId, type, at: state.clock.now().toISOString(), payload: b, meta });
+    state.stats.messages_sent++;
+    ctx.statuses.start(id, asyncError);
+    res.json({
+      messaging_product: 'whatsapp',
+      contacts: [{ input: b.to, wa_id: waId }],
+      messages: [type === 'template' ? { id, message_status: 'accepted' } : { id }],
+    });
+  };
+}

@@ -1,0 +1,111 @@
+/** Builders for Meta's webhook envelopes (`object: whatsapp_business_account`, `entry[].changes[]`). */
+import { conversationId } from './ids.js';
+import type { MessageMeta, PhoneNumber, SimState, Template } from './state.js';
+
+export interface StatusError {
+  code: number;
+  title?: string;
+  message?: string;
+  error_data?: { details?: string };
+  href?: string;
+}
+
+function envelope(pn: PhoneNumber, field: string, value: Record<string, unknown>, time?: number): Record<string, unknown> {
+  const entry: Record<string, unknown> = { id: pn.waba_id, changes: [{ value, field }] };
+  if (time !== undefined) entry.time = time;
+  return { object: 'whatsapp_business_account', entry: [entry] };
+}
+
+function messagesValue(pn: PhoneNumber, rest: Record<string, unknown>): Record<string, unknown> {
+  return {
+    messaging_product: 'whatsapp',
+    metadata: { display_phone_number: pn.display_phone_number, phone_number_id: pn.phone_number_id },
+    ...rest,
+  };
+}
+
+/**
+ * Conversation and pricing objects as Meta sends them with `sent` (conversation with its expiration)
+ * and `delivered` (conversation without it); `read` carries neither. Per-message pricing (PMP):
+ * template messages are billable `regular`, free-form replies are `free_customer_service`.
+ */
+function conversationAndPricing(state: SimState, meta: MessageMeta, withExpiry: boolean): Record<string, unknown> {
+  const now = state.nowSec();
+  const key = `${meta.pnid}:${meta.to}:${meta.category}`;
+  let conv = state.conversations.get(key);
+  if (!meta.convId) {
+    if (!conv || conv.expiresSec <= now) {
+      conv = { id: conversationId(), expiresSec: now + 24 * 3600 };
+      state.conversations.set(key, conv);
+    }
+    meta.convId = conv.id;
+  }
+  const expiresSec = conv && conv.id === meta.convId ? conv.expiresSec : now + 24 * 3600;
+  const service = meta.category === 'service';
+  return {
+    conversation: {
+      id: meta.convId,
+      ...(withExpiry ? { expiration_timestamp: String(expiresSec) } : {}),
+      origin: { type: meta.category },
+    },
+    pricing: {
+      billable: !service,
+      pricing_model: 'PMP',
+      category: meta.category,
+      type: service ? 'free_customer_service' : 'regular',
+    },
+  };
+}
+
+export function statusWebhook(
+  state: SimState,
+  pn: PhoneNumber,
+  wamid: string,
+  meta: MessageMeta,
+  status: 'sent' | 'delivered' | 'read' | 'failed',
+  errors?: StatusError[],
+): Record<string, unknown> {
+  const s: Record<string, unknown> = { id: wamid, status, timestamp: String(state.nowSec()), recipient_id: meta.to };
+  if (status === 'sent' || status === 'delivered') Object.assign(s, conversationAndPricing(state, meta, status === 'sent'));
+  if (status === 'failed') {
+    s.errors = (errors && errors.length ? errors : [{ code: 131026, title: 'Message undeliverable' }]).map((e) => {
+      const title = e.title ?? e.message ?? 'Error';
+      return {
+        code: e.code,
+        title,
+        message: e.message ?? title,
+        error_data: { details: e.error_data?.details ?? title },
+        href: 'https://developers.facebook.com/docs/whatsapp/cloud-api/support/error-codes/',
+      };
+    });
+  }
+  return envelope(pn, 'messages', messagesValue(pn, { statuses: [s] }));
+}
+
+export function inboundWebhook(
+  pn: PhoneNumber,
+  contact: { wa_id: string; name: string },
+  message: Record<string, unknown>,
+): Record<string, unknown> {
+  return envelope(
+    pn,
+    'messages',
+    messagesValue(pn, { contacts: [{ profile: { name: contact.name }, wa_id: contact.wa_id }], messages: [message] }),
+  );
+}
+
+export function templateWebhook(state: SimState, pn: PhoneNumber, t: Template, event: string, reason: string): Record<string, unknown> {
+  return envelope(
+    pn,
+    'message_template_status_update',
+    {
+      event,
+      message_template_id: Number(t.id),
+      message_template_name: t.name,
+      message_template_language: t.language,
+      reason,
+      message_template_category: t.category,
+    },
+    state.nowSec(),
+  );
+}
