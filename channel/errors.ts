@@ -299,6 +299,8 @@ export function isTemplateExists(e: unknown): e is ChannelError {
 export function isTemplateRejection(e: unknown): e is ChannelError {
   if (!(e instanceof ChannelError) || e.kind !== 'rejected') return false;
   if (e.httpStatus === undefined || e.httpStatus < 400 || e.httpStatus >= 500) return false;
+  // "Object with ID … does not exist": the channel's ids are wrong, not the template.
+  if (e.graphCode === 100 && e.subcode === 33) return false;
   if (e.operation === 'createTemplate') return !isTemplateExists(e);
   if (e.operation !== 'sendMessage') return false;
   if (e.graphCode !== undefined && e.graphCode >= 132000 && e.graphCode < 133000) return true;

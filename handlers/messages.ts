@@ -4,10 +4,11 @@ import type { Handler } from './types.js';
 import { ApiError } from '../lib/errors.js';
 import { findMessageRow } from '../lib/conversations.js';
 import { messageView } from '../lib/views.js';
+import { sendMessage as send } from '../lib/messaging/send-message.js';
 
-export const sendMessage: Handler<operations['sendMessage']> = async () => {
-  throw new ApiError('server_error', 'not implemented yet');
-};
+export const sendMessage: Handler<operations['sendMessage']> = async (req, deps) => ({
+  data: await send(deps, req.auth!.project, req.body),
+});
 
 /**
  * GET /v1/messages/{id}: an id of digits only is the numeric message id, anything else a `wamid`;

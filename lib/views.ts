@@ -123,7 +123,10 @@ export function attributesView(attributes: unknown): ContactView['attributes'] {
   const out: ContactView['attributes'] = {};
   if (!isPlainObject(attributes)) return out;
   for (const [k, v] of Object.entries(attributes)) {
-    if (typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v))) out[k] = v;
+    if (typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v))) {
+      // defineProperty, so a stored key "__proto__" stays an ordinary key.
+      Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true });
+    }
   }
   return out;
 }

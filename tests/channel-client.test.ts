@@ -362,8 +362,10 @@ describe('CloudApiClient against the simulator', () => {
 
     it('non-JSON 200 and redirects → unavailable; redirects are not followed', async () => {
       let hits = 0;
+      const seen: { url?: string; headers: http.IncomingHttpHeaders }[] = [];
       const odd = http.createServer((req, res) => {
         hits++;
+        seen.push({ url: req.url, headers: req.headers });
         if (req.url?.includes('/media')) {
           res.writeHead(302, { location: 'http://127.0.0.1:9/elsewhere' });
           res.end();
@@ -384,6 +386,12 @@ describe('CloudApiClient against the simulator', () => {
         expect(r.kind).toBe('unavailable');
         expect(r.httpStatus).toBe(302);
         expect(hits).toBe(2);
+        // The token travels in the Authorization header only; JSON bodies are declared as such.
+        expect(seen[0].url).toBe(`/v21.0/${creds.phoneNumberId}/messages`);
+        expect(seen[0].headers.authorization).toBe(`Bearer ${creds.accessToken}`);
+        expect(seen[0].headers['content-type']).toMatch(/^application\/json/);
+        expect(seen[1].headers['content-type']).toMatch(/^multipart\/form-data; boundary=/);
+        for (const s of seen) expect(s.url).not.toContain(creds.accessToken);
         expectNoToken(e);
       } finally {
         await closeServer(odd);

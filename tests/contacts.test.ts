@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
+import { parseContactChange } from '../lib/contacts.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -219,6 +220,16 @@ describe('PATCH /v1/contacts/{id}', () => {
     expect((await get(`/v1/contacts/${c.id}`, p.key)).body.data.contact).toMatchObject({ name: 'Grace Hopper', tags: ['t'], attributes: { k: 'v' } });
   });
 
+  it('When an attribute is named __proto__, then it is stored and returned as an ordinary key', async () => {
+    const p = await project();
+    const c = await contact(p.id);
+    const res = await patch(`/v1/contacts/${c.id}`, p.key, JSON.parse('{"attributes":{"__proto__":"x","y":1}}'));
+    expect(res.status).toBe(200);
+    const attributes = res.body.data.contact.attributes;
+    expect(Object.keys(attributes).sort()).toEqual(['__proto__', 'y']);
+    expect(Object.getOwnPropertyDescriptor(attributes, '__proto__')?.value).toBe('x');
+  });
+
   it('When two updates of different keys and tags run at once, then both survive', async () => {
     const p = await project();
     const c = await contact(p.id, { attributes: { base: 0 } });
@@ -230,6 +241,29 @@ describe('PATCH /v1/contacts/{id}', () => {
     const final = (await get(`/v1/contacts/${c.id}`, p.key)).body.data.contact;
     expect(final.attributes).toEqual({ base: 0, ...Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, i])) });
     expect([...final.tags].sort()).toEqual(Array.from({ length: n }, (_, i) => `t${i}`).sort());
+  });
+});
+
+describe('the PATCH body check behind the contract validator', () => {
+  it.each([
+    ['a nested object', { attributes: { a: { b: 1 } } }],
+    ['an array', { attributes: { a: [] } }],
+    ['a non-finite number', { attributes: { a: Infinity } }],
+    ['a 1,001-character string', { attributes: { a: 'é'.repeat(1001) } }],
+    ['101 keys', { attributes: Object.fromEntries(Array.from({ length: 101 }, (_, i) => [`k${i}`, i])) }],
+    ['no member', {}],
+    ['an unknown member', { status: 'x' }],
+    ['tags without add or remove', { tags: {} }],
+    ['an unknown tags member', { tags: { set: ['a'] } }],
+    ['an empty name', { name: '' }],
+    ['a body that is not an object', ['name']],
+  ])('When the validator let %s through, then the handler still refuses it with invalid_request', (_label, body) => {
+    expect(() => parseContactChange(body)).toThrow(expect.objectContaining({ code: 'invalid_request' }));
+  });
+
+  it('When values are flat and within bounds, then they pass, counting characters not UTF-16 units', () => {
+    const change = parseContactChange({ attributes: { emoji: '😀'.repeat(1000), n: 1.5, b: true, gone: null, __proto__x: 'y' } });
+    expect(change.attributes).toEqual(Object.assign(Object.create(null), { emoji: '😀'.repeat(1000), n: 1.5, b: true, gone: null, __proto__x: 'y' }));
   });
 });
 

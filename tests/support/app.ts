@@ -46,6 +46,7 @@ export interface TestApp {
   config: Config;
   adminToken: string;
   admin: OperatorClient;
+  secretBox: SecretBox;
   close(): Promise<void>;
 }
 
@@ -105,7 +106,7 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
     stops.unshift(() => closeServer(server));
   }
   return {
-    app, db, clock, config, adminToken, sim, baseUrl,
+    app, db, clock, config, adminToken, sim, baseUrl, secretBox,
     admin: new OperatorClient(app, adminToken),
     close: async () => {
       for (const stop of stops) await stop();
