@@ -29,6 +29,8 @@ export interface Config {
   graphBaseUrl?: string;
   graphApiVersion: string;
   graphTimeoutMs: number;
+  /** Development and tests only: let outbound requests reach private and loopback addresses. */
+  devAllowPrivateTargets: boolean;
   /** Port of the bundled Cloud API simulator (embedded default). */
   simulatorPort: number;
   /** Base URL written into the served OpenAPI documents' `servers`. */
@@ -43,6 +45,14 @@ function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0, ma
     throw new Error(`Configuration: ${name} must be an integer between ${min} and ${max}, got "${raw}"`);
   }
   return n;
+}
+
+function bool(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const raw = env[name]?.trim().toLowerCase();
+  if (raw === undefined || raw === '') return fallback;
+  if (['1', 'true', 'yes', 'on'].includes(raw)) return true;
+  if (['0', 'false', 'no', 'off'].includes(raw)) return false;
+  throw new Error(`Configuration: ${name} must be true or false, got "${env[name]}"`);
 }
 
 function str(env: NodeJS.ProcessEnv, name: string): string | undefined {
@@ -71,6 +81,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     graphApiVersion: str(env, 'GRAPH_API_VERSION') ?? 'v21.0',
     graphTimeoutMs: int(env, 'GRAPH_TIMEOUT_MS', 10000, 100, 120000),
     simulatorPort: int(env, 'SIMULATOR_PORT', 4010, 0, 65535),
+    devAllowPrivateTargets: bool(env, 'DEV_ALLOW_PRIVATE_TARGETS', false),
     publicBaseUrl: (str(env, 'PUBLIC_BASE_URL') ?? `http://localhost:${port}`).replace(/\/+$/, ''),
   };
 }

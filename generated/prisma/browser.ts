@@ -83,3 +83,33 @@ export type SendCounter = Prisma.SendCounterModel
  * Message templates mirrored from the channel.
  */
 export type Template = Prisma.TemplateModel
+/**
+ * Model WebhookEndpoint
+ * A webhook registration. The signing secret (`whsec_…`) is sealed at rest and never returned after creation.
+ */
+export type WebhookEndpoint = Prisma.WebhookEndpointModel
+/**
+ * Model WebhookDelivery
+ * One event for one registration: its id is the delivery id receivers see; retries reuse it.
+ */
+export type WebhookDelivery = Prisma.WebhookDeliveryModel
+/**
+ * Model WebhookAttempt
+ * One delivery attempt, for operators diagnosing a failing endpoint. Kept bounded per registration.
+ */
+export type WebhookAttempt = Prisma.WebhookAttemptModel
+/**
+ * Model RuntimeToken
+ * The credential a project's bot code uses on the runtime API (custom events). Only a digest is stored.
+ */
+export type RuntimeToken = Prisma.RuntimeTokenModel
+/**
+ * Model MediaAsset
+ * An uploaded media asset: bytes in the storage backend, sent by its slug or its channel media id.
+ */
+export type MediaAsset = Prisma.MediaAssetModel
+/**
+ * Model HeaderSample
+ * A template header handle issued through the header-sample operation (opaque, single-purpose).
+ */
+export type HeaderSample = Prisma.HeaderSampleModel

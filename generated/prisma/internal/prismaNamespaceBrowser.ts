@@ -63,7 +63,13 @@ export const ModelName = {
   Event: 'Event',
   IdempotencyRecord: 'IdempotencyRecord',
   SendCounter: 'SendCounter',
-  Template: 'Template'
+  Template: 'Template',
+  WebhookEndpoint: 'WebhookEndpoint',
+  WebhookDelivery: 'WebhookDelivery',
+  WebhookAttempt: 'WebhookAttempt',
+  RuntimeToken: 'RuntimeToken',
+  MediaAsset: 'MediaAsset',
+  HeaderSample: 'HeaderSample'
 } as const
 
 export type ModelName = (typeof ModelName)[keyof typeof ModelName]
@@ -255,6 +261,94 @@ export const TemplateScalarFieldEnum = {
 } as const
 
 export type TemplateScalarFieldEnum = (typeof TemplateScalarFieldEnum)[keyof typeof TemplateScalarFieldEnum]
+
+
+export const WebhookEndpointScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  url: 'url',
+  events: 'events',
+  isActive: 'isActive',
+  secretEnc: 'secretEnc',
+  failureCount: 'failureCount',
+  lastTriggeredAt: 'lastTriggeredAt',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type WebhookEndpointScalarFieldEnum = (typeof WebhookEndpointScalarFieldEnum)[keyof typeof WebhookEndpointScalarFieldEnum]
+
+
+export const WebhookDeliveryScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  webhookId: 'webhookId',
+  eventId: 'eventId',
+  event: 'event',
+  status: 'status',
+  attempts: 'attempts',
+  nextAttemptAt: 'nextAttemptAt',
+  createdAt: 'createdAt',
+  completedAt: 'completedAt'
+} as const
+
+export type WebhookDeliveryScalarFieldEnum = (typeof WebhookDeliveryScalarFieldEnum)[keyof typeof WebhookDeliveryScalarFieldEnum]
+
+
+export const WebhookAttemptScalarFieldEnum = {
+  id: 'id',
+  deliveryId: 'deliveryId',
+  webhookId: 'webhookId',
+  attempt: 'attempt',
+  statusCode: 'statusCode',
+  error: 'error',
+  durationMs: 'durationMs',
+  at: 'at'
+} as const
+
+export type WebhookAttemptScalarFieldEnum = (typeof WebhookAttemptScalarFieldEnum)[keyof typeof WebhookAttemptScalarFieldEnum]
+
+
+export const RuntimeTokenScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  hint: 'hint',
+  secretHash: 'secretHash',
+  createdAt: 'createdAt',
+  revokedAt: 'revokedAt'
+} as const
+
+export type RuntimeTokenScalarFieldEnum = (typeof RuntimeTokenScalarFieldEnum)[keyof typeof RuntimeTokenScalarFieldEnum]
+
+
+export const MediaAssetScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  slug: 'slug',
+  filename: 'filename',
+  mimeType: 'mimeType',
+  size: 'size',
+  sha256: 'sha256',
+  storageKey: 'storageKey',
+  channelMediaId: 'channelMediaId',
+  channelUploadedAt: 'channelUploadedAt',
+  createdAt: 'createdAt'
+} as const
+
+export type MediaAssetScalarFieldEnum = (typeof MediaAssetScalarFieldEnum)[keyof typeof MediaAssetScalarFieldEnum]
+
+
+export const HeaderSampleScalarFieldEnum = {
+  handle: 'handle',
+  projectId: 'projectId',
+  format: 'format',
+  filename: 'filename',
+  mimeType: 'mimeType',
+  size: 'size',
+  createdAt: 'createdAt'
+} as const
+
+export type HeaderSampleScalarFieldEnum = (typeof HeaderSampleScalarFieldEnum)[keyof typeof HeaderSampleScalarFieldEnum]
 
 
 export const SortOrder = {

@@ -1,0 +1,88 @@
+/**
+ * Outbound requests to addresses users give us (webhook URLs, media and header-sample downloads)
+ * may only reach the public internet. The rule is applied to the resolved address that is actually
+ * connected to (`pinnedLookup`), so a name that resolves to a public address when checked and a
+ * private one when connecting (DNS rebinding) cannot slip through. Private, loopback, link-local,
+ * unique-local, IPv4-mapped, documentation, carrier-grade NAT, multicast and reserved ranges are
+ * refused. `DEV_ALLOW_PRIVATE_TARGETS` lifts the address rule for local development and tests only.
+ */
+import { BlockList, isIP } from 'node:net';
+import { lookup as dnsLookup } from 'node:dns/promises';
+import type { LookupFunction } from 'node:net';
+
+const blocked = new BlockList();
+for (const [net, prefix] of [
+  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
+  ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.88.99.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['198.51.100.0', 24],
+  ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
+] as const) blocked.addSubnet(net, prefix, 'ipv4');
+for (const [net, prefix] of [
+  ['::', 128], ['::1', 128], ['::ffff:0:0', 96], ['64:ff9b::', 96], ['64:ff9b:1::', 48], ['100::', 64], ['2001::', 23],
+  ['2001:db8::', 32], ['2002::', 16], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
+] as const) blocked.addSubnet(net, prefix, 'ipv6');
+
+export class UnsafeTargetError extends Error {
+  constructor(readonly reason: 'invalid_url' | 'scheme' | 'credentials' | 'private_address' | 'unresolvable', message: string) {
+    super(message);
+    this.name = 'UnsafeTargetError';
+  }
+}
+
+export function isPublicAddress(address: string): boolean {
+  const family = isIP(address);
+  if (family === 0) return false;
+  return !blocked.check(address, family === 4 ? 'ipv4' : 'ipv6');
+}
+
+export interface TargetPolicy {
+  /** DEV_ALLOW_PRIVATE_TARGETS: private and loopback addresses allowed (development and tests only). */
+  allowPrivate: boolean;
+  /** Plain http accepted (downloads); webhooks take https only, or http to loopback under allowPrivate. */
+  allowHttp: boolean;
+}
+
+/** Parses and checks a URL's form: scheme, no credentials. */
+export function checkUrl(raw: string, policy: TargetPolicy): URL {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new UnsafeTargetError('invalid_url', 'Not a valid absolute URL.');
+  }
+  if (url.username || url.password) throw new UnsafeTargetError('credentials', 'URLs with credentials are not accepted.');
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  const loopbackHttp = policy.allowPrivate && url.protocol === 'http:' && (host === 'localhost' || /^127\./.test(host) || host === '::1');
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && (policy.allowHttp || loopbackHttp))) {
+    throw new UnsafeTargetError('scheme', policy.allowHttp ? 'Only http and https URLs are accepted.' : 'Only https URLs are accepted.');
+  }
+  return url;
+}
+
+/** Resolves a host; every address it resolves to must be public (unless allowed), and the first is returned. */
+export async function resolveTarget(hostname: string, policy: Pick<TargetPolicy, 'allowPrivate'>): Promise<{ address: string; family: 4 | 6 }> {
+  const host = hostname.replace(/^\[|\]$/g, '');
+  let addresses: { address: string; family: number }[];
+  if (isIP(host)) {
+    addresses = [{ address: host, family: isIP(host) }];
+  } else {
+    try {
+      addresses = await dnsLookup(host, { all: true, verbatim: true });
+    } catch {
+      throw new UnsafeTargetError('unresolvable', `Host "${host}" does not resolve.`);
+    }
+  }
+  if (addresses.length === 0) throw new UnsafeTargetError('unresolvable', `Host "${host}" does not resolve.`);
+  if (!policy.allowPrivate && addresses.some((a) => !isPublicAddress(a.address))) {
+    throw new UnsafeTargetError('private_address', `Host "${host}" resolves to a private, loopback or otherwise non-public address.`);
+  }
+  return { address: addresses[0].address, family: addresses[0].family === 6 ? 6 : 4 };
+}
+
+/** A `lookup` for http(s) requests that connects to the address already checked, whatever DNS says now. */
+export function pinnedLookup(address: string, family: 4 | 6): LookupFunction {
+  return ((_hostname: string, options: any, callback: any) => {
+    const cb = typeof options === 'function' ? options : callback;
+    if (options && typeof options === 'object' && options.all) cb(null, [{ address, family }]);
+    else cb(null, address, family);
+  }) as LookupFunction;
+}
