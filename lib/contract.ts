@@ -8,6 +8,8 @@ import { parse } from 'yaml';
 
 export const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options'] as const;
 
+export const DEFAULT_BODY_LIMIT = 1024 * 1024;
+
 export interface OperationInfo {
   operationId: string;
   method: string;
@@ -20,6 +22,8 @@ export interface OperationInfo {
   projectScoped: boolean;
   /** Honours the Idempotency-Key header (`x-idempotent: true`). */
   idempotent: boolean;
+  /** Largest JSON body accepted, in bytes (`x-body-limit`; default 1 MB). */
+  bodyLimit: number;
 }
 
 export interface Contract {
@@ -54,6 +58,7 @@ export function loadContract(file: string, opts: { requireScopes: boolean }): Co
         secured: Array.isArray(op.security) ? op.security.length > 0 : rootSecured,
         projectScoped: op['x-project-scoped'] !== false,
         idempotent: op['x-idempotent'] === true,
+        bodyLimit: typeof op['x-body-limit'] === 'number' ? op['x-body-limit'] : DEFAULT_BODY_LIMIT,
       });
     }
   }

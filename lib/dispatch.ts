@@ -70,7 +70,14 @@ export function contractPipeline(opts: PipelineOptions): RequestHandler[] {
     req.path.startsWith(pathPrefix) ? mw(req, res, next) : next();
 
   // The body is read only once the caller is known, so an anonymous caller cannot make us parse.
-  const body = express.json({ limit: '1mb' });
+  // Each operation's limit comes from its `x-body-limit` (one parser per distinct limit).
+  const parsers = new Map<number, RequestHandler>();
+  const body: RequestHandler = (req, res, next) => {
+    const limit = operationOf(req, contract).bodyLimit;
+    let parser = parsers.get(limit);
+    if (!parser) parsers.set(limit, (parser = express.json({ limit })));
+    return parser(req, res, next);
+  };
 
   const dispatch: RequestHandler = async (req, res, next) => {
     if (!req.path.startsWith(pathPrefix)) return next();
