@@ -234,6 +234,27 @@ describe('ops commands (in process)', () => {
     expect(JSON.parse(gone.stderr).error.code).toBe('not_found');
   });
 
+  it('When a channel is set from environment secrets, then show returns it without any secret', async () => {
+    const project = await opsJson(['projects', 'create', 'With channel']);
+    const secrets = { CHANNEL_ACCESS_TOKEN: 'EAAG-secret-token-1', CHANNEL_APP_SECRET: 'app-secret-2', CHANNEL_VERIFY_TOKEN: 'verify-3' };
+    const missing = await ops(['channel', 'set', project.project.id, '--phone-number-id', '1065', '--waba-id', '2001', '--app-id', '3001']);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('CHANNEL_ACCESS_TOKEN');
+    Object.assign(process.env, secrets);
+    try {
+      const set = await ops(['channel', 'set', project.project.id, '--phone-number-id', '1065', '--waba-id', '2001', '--app-id', '3001']);
+      expect(set.code).toBe(0);
+      expect(set.stdout).toContain(`/channel/${project.project.id}/webhook`);
+    } finally {
+      for (const k of Object.keys(secrets)) delete process.env[k];
+    }
+    const shown = await ops(['channel', 'show', project.project.id, '--json']);
+    expect(JSON.parse(shown.stdout).channel).toMatchObject({ phone_number_id: '1065', waba_id: '2001', app_id: '3001' });
+    for (const v of Object.values(secrets)) expect(shown.stdout).not.toContain(v);
+    const row = await t.db.pool.query('SELECT * FROM channel_settings WHERE project_id = $1', [project.project.id]);
+    for (const v of Object.values(secrets)) expect(JSON.stringify(row.rows[0])).not.toContain(v);
+  });
+
   it('When help is asked for, then usage is printed on stdout with exit 0', async () => {
     const all = await ops(['--help'], { ADMIN_TOKEN: undefined });
     expect(all.code).toBe(0);

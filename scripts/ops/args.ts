@@ -7,7 +7,7 @@
 /** Flags that take no value. Every other known flag takes exactly one. */
 const SWITCHES = new Set(['json', 'help', 'test', 'default']);
 /** Flags that take a value. */
-const VALUED = new Set(['url', 'token', 'timeout', 'id', 'quota', 'name', 'scopes', 'expires-in']);
+const VALUED = new Set(['url', 'token', 'timeout', 'id', 'quota', 'name', 'scopes', 'expires-in', 'phone-number-id', 'waba-id', 'app-id', 'display-phone']);
 /** Accepted by every command. */
 export const GLOBAL_FLAGS = ['json', 'help', 'url', 'token', 'timeout'];
 

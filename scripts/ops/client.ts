@@ -50,6 +50,9 @@ export class AdminClient {
     this.call('adminUpdateProject', 'PATCH', `/admin/projects/${seg(id)}`, body);
   deleteProject = (id: string) => this.call('adminDeleteProject', 'DELETE', `/admin/projects/${seg(id)}`);
 
+  getChannel = (projectId: string) => this.call('adminGetChannel', 'GET', `/admin/projects/${seg(projectId)}/channel`);
+  setChannel = (projectId: string, body: Body<'adminSetChannel'>) =>
+    this.call('adminSetChannel', 'PUT', `/admin/projects/${seg(projectId)}/channel`, body);
   listKeys = (projectId: string) => this.call('adminListKeys', 'GET', `/admin/projects/${seg(projectId)}/keys`);
   createKey = (projectId: string, body: Body<'adminCreateKey'>) =>
     this.call('adminCreateKey', 'POST', `/admin/projects/${seg(projectId)}/keys`, body);

@@ -8,7 +8,7 @@ import { flagSet, flagValue, parseDuration, parseInteger, parseList, UsageError,
 import type { AdminClient, Body, Schemas } from './client.js';
 import * as f from './format.js';
 
-export type Group = 'projects' | 'keys' | 'connections' | 'tokens';
+export type Group = 'projects' | 'keys' | 'connections' | 'tokens' | 'channel';
 
 export interface Result {
   data: unknown;
@@ -33,7 +33,26 @@ export const GROUPS: Record<Group, string> = {
   keys: 'Project API keys (pk_live_…, pk_test_…)',
   connections: 'Agent connections and the projects they reach',
   tokens: 'Access tokens of agent connections (mcp_at_…)',
+  channel: "A project's WhatsApp Cloud API number (secrets read from the environment)",
 };
+
+/** Secrets come from the environment, never from arguments (shell history, process lists). */
+function secretFromEnv(name: string): string {
+  const v = process.env[name];
+  if (!v) throw new UsageError(`channel set reads ${name} from the environment; it is not set`);
+  return v;
+}
+
+const channelRecord = (c: Schemas['Channel']) =>
+  f.record([
+    ['project', c.project_id],
+    ['phone number id', c.phone_number_id],
+    ['business account id', c.waba_id],
+    ['app id', c.app_id],
+    ['display number', c.display_phone_number ?? '-'],
+    ['webhook url', c.webhook_url],
+    ['updated', f.when(c.updated_at)],
+  ]);
 
 /** Scope names are checked by the server, whose error lists the accepted ones. */
 const scopeList = (raw: string, what: string) => parseList(raw, what) as Schemas['Scope'][];
@@ -236,6 +255,32 @@ export const COMMANDS: Command[] = [
     async run(api, [tokenId]) {
       const data = await api.revokeToken(tokenId);
       return { data, human: done(`Revoked token ${data.token.id}.`, f.tokenRecord(data.token)) };
+    },
+  },
+  {
+    group: 'channel', name: 'show', args: ['<projectId>'], summary: "Show a project's channel (never its secrets)",
+    async run(api, [projectId]) {
+      const data = await api.getChannel(projectId);
+      return { data, human: channelRecord(data.channel) };
+    },
+  },
+  {
+    group: 'channel', name: 'set', args: ['<projectId>'],
+    options: '--phone-number-id ID --waba-id ID --app-id ID [--display-phone N]',
+    flags: ['phone-number-id', 'waba-id', 'app-id', 'display-phone'],
+    summary: "Set a project's WhatsApp number; secrets from env CHANNEL_ACCESS_TOKEN, CHANNEL_APP_SECRET, CHANNEL_VERIFY_TOKEN",
+    async run(api, [projectId], args) {
+      const display = flagValue(args, 'display-phone');
+      const data = await api.setChannel(projectId, {
+        phone_number_id: required(args, 'phone-number-id', 'channel set'),
+        waba_id: required(args, 'waba-id', 'channel set'),
+        app_id: required(args, 'app-id', 'channel set'),
+        access_token: secretFromEnv('CHANNEL_ACCESS_TOKEN'),
+        app_secret: secretFromEnv('CHANNEL_APP_SECRET'),
+        verify_token: secretFromEnv('CHANNEL_VERIFY_TOKEN'),
+        ...(display !== undefined ? { display_phone_number: display } : {}),
+      });
+      return { data, human: done(`Channel of ${data.channel.project_id} set. Configure this callback URL at Meta:`, channelRecord(data.channel)) };
     },
   },
 ];
