@@ -29,7 +29,6 @@ async function main(): Promise<void> {
     const pg = await startEmbeddedPostgres({ dataDir: config.dataDir, port: config.embeddedPgPort, logger });
     stops.unshift(pg.stop);
     databaseUrl = pg.url;
-    logger.info(`embedded PostgreSQL on 127.0.0.1:${config.embeddedPgPort}, data in ${config.dataDir}`);
   }
   const { applied } = await applyMigrations(databaseUrl, { logger });
   if (applied.length) logger.info(`applied migrations: ${applied.join(', ')}`);

@@ -15,7 +15,7 @@ export function accessLog(logger: Logger) {
         status: res.statusCode,
         duration_ms: Number(process.hrtime.bigint() - started) / 1e6,
         request_id: req.requestId,
-        project_id: req.auth?.project.id,
+        ...(req.auth ? { project_id: req.auth.project.id } : {}),
       });
     });
     next();
