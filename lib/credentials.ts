@@ -29,8 +29,45 @@ export type Credential =
 
 const BEARER = /^Bearer[ \t]+([A-Za-z0-9_\-.~+/]{1,512}=*)[ \t]*$/i;
 
-function toRef(p: { id: string; name: string; status: string }): ProjectRef {
-  return { id: p.id, name: p.name, status: p.status as ProjectRef['status'] };
+interface KeyRow {
+  id: string;
+  scopes: string[];
+  revoked_at: Date | null;
+  secret_hash: string;
+  project_id: string;
+  project_name: string;
+  project_status: string;
+}
+
+interface TokenRow {
+  id: string;
+  connection_id: string;
+  revoked_at: Date | null;
+  expires_at: Date;
+  secret_hash: string;
+  project_id: string | null;
+  project_name: string | null;
+  project_status: string | null;
+  scopes: string[] | null;
+  is_default: boolean | null;
+}
+
+const KEY_SQL = `
+  SELECT k.id, k.scopes, k.revoked_at, k.secret_hash, p.id AS project_id, p.name AS project_name, p.status::text AS project_status
+  FROM api_keys k JOIN projects p ON p.id = k.project_id
+  WHERE k.secret_hash = $1`;
+
+const TOKEN_SQL = `
+  SELECT t.id, t.connection_id, t.revoked_at, t.expires_at, t.secret_hash,
+         p.id AS project_id, p.name AS project_name, p.status::text AS project_status, cp.scopes, cp.is_default
+  FROM access_tokens t
+  LEFT JOIN connection_projects cp ON cp.connection_id = t.connection_id
+  LEFT JOIN projects p ON p.id = cp.project_id
+  WHERE t.secret_hash = $1
+  ORDER BY cp.created_at`;
+
+function toRef(r: Pick<KeyRow, 'project_id' | 'project_name' | 'project_status'>): ProjectRef {
+  return { id: r.project_id, name: r.project_name, status: r.project_status as ProjectRef['status'] };
 }
 
 export async function resolveCredential(db: Database, authorization: string | undefined, now: Date): Promise<Credential> {
@@ -41,33 +78,33 @@ export async function resolveCredential(db: Database, authorization: string | un
   const secret = match[1];
   const digest = hashSecret(secret);
 
+  // One prepared statement per credential kind: this runs on every request.
   if (secret.startsWith(KEY_PREFIXES.live) || secret.startsWith(KEY_PREFIXES.test)) {
-    const key = await db.prisma.apiKey.findUnique({ where: { secretHash: digest }, include: { project: true } });
-    if (!key || key.revokedAt || !safeEqual(key.secretHash, digest)) {
+    const { rows } = await db.pool.query<KeyRow>({ name: 'credential-key', text: KEY_SQL, values: [digest] });
+    const key = rows[0];
+    if (!key || key.revoked_at || !safeEqual(key.secret_hash, digest)) {
       throw new ApiError('invalid_api_key', 'The API key is unknown, revoked or rotated.');
     }
     return {
       kind: 'api_key',
       id: key.id,
       rateKey: `key:${key.id}`,
-      grants: [{ project: toRef(key.project), scopes: key.scopes, isDefault: true }],
+      grants: [{ project: toRef(key), scopes: key.scopes, isDefault: true }],
     };
   }
 
   if (secret.startsWith(TOKEN_PREFIX)) {
-    const token = await db.prisma.accessToken.findUnique({
-      where: { secretHash: digest },
-      include: { connection: { include: { projects: { include: { project: true }, orderBy: { createdAt: 'asc' } } } } },
-    });
-    if (!token || token.revokedAt || token.expiresAt <= now || !safeEqual(token.secretHash, digest)) {
+    const { rows } = await db.pool.query<TokenRow>({ name: 'credential-token', text: TOKEN_SQL, values: [digest] });
+    const token = rows[0];
+    if (!token || token.revoked_at || token.expires_at <= now || !safeEqual(token.secret_hash, digest)) {
       throw new ApiError('invalid_token', 'The access token is unknown, revoked or expired.');
     }
     return {
       kind: 'access_token',
       id: token.id,
-      connectionId: token.connectionId,
-      rateKey: `conn:${token.connectionId}`,
-      grants: token.connection.projects.map((cp) => ({ project: toRef(cp.project), scopes: cp.scopes, isDefault: cp.isDefault })),
+      connectionId: token.connection_id,
+      rateKey: `conn:${token.connection_id}`,
+      grants: rows.filter((r) => r.project_id !== null).map((r) => ({ project: toRef(r as KeyRow), scopes: r.scopes!, isDefault: r.is_default! })),
     };
   }
 
