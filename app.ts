@@ -14,6 +14,7 @@ import { selectProject } from './middleware/project.js';
 import { requireScopes } from './middleware/scopes.js';
 import { adminAuth } from './middleware/admin-auth.js';
 import { idempotency } from './middleware/idempotency.js';
+import { invalidateCredentialsOnWrite } from './middleware/credential-writes.js';
 import { handlers } from './handlers/index.js';
 import { channelWebhookRouter } from './channel/webhook.js';
 import { adminHandlers } from './handlers/admin/index.js';
@@ -64,6 +65,7 @@ export function createApp(deps: AppDeps & AppOptions): Express {
       deps,
       pathPrefix: '/admin/',
       policy: [adminAuth(deps.adminToken, deps.adminContract)],
+      beforeHandler: [invalidateCredentialsOnWrite(deps)],
     }),
   );
 

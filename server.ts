@@ -13,6 +13,7 @@ import { createCounterStore } from './lib/counters.js';
 import { loadAdminContract, loadPublicContract } from './lib/contracts.js';
 import { loadOrCreateAdminToken } from './lib/admin-token.js';
 import { createApp } from './app.js';
+import { CredentialCache } from './lib/credential-cache.js';
 import { loadOrCreateMasterKey } from './lib/master-key.js';
 import { SecretBox, deriveKey } from './lib/crypto-box.js';
 import { CloudApiClient } from './channel/cloud-api.js';
@@ -35,6 +36,9 @@ async function main(): Promise<void> {
 
   const db = await openDatabase(databaseUrl);
   stops.unshift(() => db.close());
+  const credentialCache = new CredentialCache(db.pool, { ttlMs: config.credentialCacheTtlMs, enabled: config.credentialCacheTtlMs > 0, logger });
+  await credentialCache.start();
+  stops.unshift(() => credentialCache.stop());
   const counters = createCounterStore({ redisUrl: config.redisUrl, timeoutMs: config.redisTimeoutMs, logger });
   stops.unshift(() => counters.close());
 
@@ -63,7 +67,7 @@ async function main(): Promise<void> {
   const adminContract = loadAdminContract();
   const app = createApp({
     config, db, clock: systemClock, logger, counters, contract, adminContract,
-    channel, secretBox, cursorSecret: deriveKey(masterKey, 'cursor'),
+    channel, secretBox, credentialCache, cursorSecret: deriveKey(masterKey, 'cursor'),
     provisionChannel: simulatorUrl
       ? (projectId: string) => simulatedChannelProvisioner({ db, secretBox, logger }, simulatorUrl, callbackBaseUrl)(projectId)
       : undefined,

@@ -24,6 +24,8 @@ export interface Config {
   /** Operator API bearer; unset in the embedded default means generated once into `dataDir`. */
   adminToken?: string;
   rateLimitPerMinute: number;
+  /** Longest a resolved credential is reused without a database read (0: never cached). */
+  credentialCacheTtlMs: number;
   logLevel: string;
   /** Graph API base URL; unset in the embedded default means the bundled simulator. */
   graphBaseUrl?: string;
@@ -76,6 +78,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     adminToken: str(env, 'ADMIN_TOKEN'),
     encryptionKey: str(env, 'ENCRYPTION_KEY'),
     rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 60, 1),
+    credentialCacheTtlMs: int(env, 'CREDENTIAL_CACHE_TTL_MS', 10000, 0, 3600000),
     logLevel: str(env, 'LOG_LEVEL') ?? 'info',
     graphBaseUrl: str(env, 'GRAPH_BASE_URL')?.replace(/\/+$/, ''),
     graphApiVersion: str(env, 'GRAPH_API_VERSION') ?? 'v21.0',

@@ -7,6 +7,7 @@
 import { ApiError } from './errors.js';
 import { hashSecret, safeEqual } from './secrets.js';
 import type { Database } from './db/database.js';
+import type { CredentialCache } from './credential-cache.js';
 
 export const KEY_PREFIXES = { live: 'pk_live_', test: 'pk_test_' } as const;
 export const TOKEN_PREFIX = 'mcp_at_';
@@ -70,13 +71,20 @@ function toRef(r: Pick<KeyRow, 'project_id' | 'project_name' | 'project_status'>
   return { id: r.project_id, name: r.project_name, status: r.project_status as ProjectRef['status'] };
 }
 
-export async function resolveCredential(db: Database, authorization: string | undefined, now: Date): Promise<Credential> {
+export async function resolveCredential(
+  db: Database,
+  authorization: string | undefined,
+  now: Date,
+  cache?: CredentialCache,
+): Promise<Credential> {
   const match = authorization === undefined ? null : BEARER.exec(authorization);
   if (!match) {
     throw new ApiError('api_key_required', 'Send Authorization: Bearer <API_KEY> or Bearer <ACCESS_TOKEN>.');
   }
   const secret = match[1];
   const digest = hashSecret(secret);
+  const cached = cache?.get(digest, now.getTime());
+  if (cached) return cached;
 
   // One prepared statement per credential kind: this runs on every request.
   if (secret.startsWith(KEY_PREFIXES.live) || secret.startsWith(KEY_PREFIXES.test)) {
@@ -85,12 +93,14 @@ export async function resolveCredential(db: Database, authorization: string | un
     if (!key || key.revoked_at || !safeEqual(key.secret_hash, digest)) {
       throw new ApiError('invalid_api_key', 'The API key is unknown, revoked or rotated.');
     }
-    return {
+    const credential: Credential = {
       kind: 'api_key',
       id: key.id,
       rateKey: `key:${key.id}`,
       grants: [{ project: toRef(key), scopes: key.scopes, isDefault: true }],
     };
+    cache?.set(digest, credential, now.getTime());
+    return credential;
   }
 
   if (secret.startsWith(TOKEN_PREFIX)) {
@@ -99,13 +109,15 @@ export async function resolveCredential(db: Database, authorization: string | un
     if (!token || token.revoked_at || token.expires_at <= now || !safeEqual(token.secret_hash, digest)) {
       throw new ApiError('invalid_token', 'The access token is unknown, revoked or expired.');
     }
-    return {
+    const credential: Credential = {
       kind: 'access_token',
       id: token.id,
       connectionId: token.connection_id,
       rateKey: `conn:${token.connection_id}`,
       grants: rows.filter((r) => r.project_id !== null).map((r) => ({ project: toRef(r as KeyRow), scopes: r.scopes!, isDefault: r.is_default! })),
     };
+    cache?.set(digest, credential, now.getTime(), token.expires_at);
+    return credential;
   }
 
   throw new ApiError('api_key_required', 'The bearer is not an API key (pk_live_…, pk_test_…) or an access token (mcp_at_…).');

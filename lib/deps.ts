@@ -9,6 +9,7 @@ import type { Database } from './db/database.js';
 import type { CounterStore } from './counters.js';
 import type { Contract } from './contract.js';
 import type { SecretBox } from './crypto-box.js';
+import type { CredentialCache } from './credential-cache.js';
 import type { CloudApiClient } from '../channel/cloud-api.js';
 
 export interface AppDeps {
@@ -23,6 +24,8 @@ export interface AppDeps {
   adminContract: Contract;
   /** The WhatsApp Cloud API (or the simulator). */
   channel: CloudApiClient;
+  /** Resolved credentials, invalidated on every operator write (lib/credential-cache.ts). */
+  credentialCache?: CredentialCache;
   /** Encrypts channel tokens and signing secrets at rest. */
   secretBox: SecretBox;
   /** Signs paging cursors, so a cursor the service did not issue is refused. */

@@ -14,7 +14,7 @@ export function authenticate(deps: AppDeps) {
   return async (req: Request, _res: Response, next: NextFunction): Promise<void> => {
     const op = operationOf(req, deps.contract);
     if (!op.secured) return next();
-    req.credential = await resolveCredential(deps.db, req.headers.authorization, deps.clock.now());
+    req.credential = await resolveCredential(deps.db, req.headers.authorization, deps.clock.now(), deps.credentialCache);
     next();
   };
 }

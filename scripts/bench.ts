@@ -18,7 +18,7 @@ async function main(): Promise<void> {
     EMBEDDED_PG_PORT: process.env.BENCH_PG_PORT ?? '54331',
     RATE_LIMIT_PER_MINUTE: '1000000000',
     ADMIN_TOKEN: adminToken,
-    LOG_LEVEL: 'info',
+    LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
     NODE_ENV: 'production',
   }, /listening on http:\/\/localhost:(\d+)/);
   const bare = await startProcess('scripts/bench/bare-server.ts', { PORT: '0' }, /READY (\d+)/);

@@ -234,3 +234,31 @@ describe('OAuth agent access tokens and X-Service-Project', () => {
     expect((await get('/v1/ping', tok.secret)).body.data.projectId).toBe(b.id);
   });
 });
+
+describe('two instances sharing one database', () => {
+  it('When an operator edits scopes on one instance, then the other instance sees it without waiting for the cache to expire', async () => {
+    const other = await startTestApp({ config: { credentialCacheTtlMs: 3_600_000 } });
+    try {
+      const p = await t.admin.project();
+      const key = await t.admin.key(p.id, ['contacts:read']);
+      const ping = () => request(other.app).get('/v1/ping').set('Authorization', `Bearer ${key.secret}`);
+      expect((await ping()).body.data.scopes).toEqual(['contacts:read']); // now cached on the other instance
+      await t.admin.call('patch', `/admin/keys/${key.id}`, { scopes: ['flows:read'] });
+      let scopes: string[] = [];
+      for (let i = 0; i < 50 && scopes[0] !== 'flows:read'; i++) {
+        if (i) await new Promise((r) => setTimeout(r, 20)); // the notification travels through PostgreSQL
+        scopes = (await ping()).body.data.scopes;
+      }
+      expect(scopes).toEqual(['flows:read']);
+      await t.admin.call('post', `/admin/keys/${key.id}/revoke`);
+      let status = 200;
+      for (let i = 0; i < 50 && status === 200; i++) {
+        if (i) await new Promise((r) => setTimeout(r, 20));
+        status = (await ping()).status;
+      }
+      expect(status).toBe(401);
+    } finally {
+      await other.close();
+    }
+  });
+});

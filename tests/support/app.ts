@@ -21,6 +21,7 @@ import type { AddressInfo, Server } from 'node:net';
 import { CloudApiClient } from '../../channel/cloud-api.js';
 import { createSimulator, type Simulator, type SimulatorOptions } from '../../simulator/app.js';
 import { simulatedChannelProvisioner } from '../../lib/simulated-channel.js';
+import { CredentialCache } from '../../lib/credential-cache.js';
 
 function listen(app: { listen(port: number, host: string, cb: () => void): Server }): Promise<Server> {
   return new Promise((resolve) => {
@@ -83,8 +84,12 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
   const channel = new CloudApiClient({ baseUrl: sim?.url ?? 'http://127.0.0.1:9', version: 'v21.0', timeoutMs: 2000 });
   const secretBox = new SecretBox(masterKey);
   let callbackBase = '';
+  const credentialCache = new CredentialCache(db.pool, { ttlMs: config.credentialCacheTtlMs, enabled: config.credentialCacheTtlMs > 0 });
+  await credentialCache.start();
+  stops.push(() => credentialCache.stop());
   const app = createApp({
     channel,
+    credentialCache,
     provisionChannel: sim ? (projectId) => simulatedChannelProvisioner({ db, secretBox, logger }, sim!.url, callbackBase)(projectId) : undefined,
     config,
     db,

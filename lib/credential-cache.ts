@@ -1,0 +1,110 @@
+/**
+ * A short-lived in-process cache of resolved credentials, so the hot path does not query the
+ * database on every request. It is only trusted while this instance hears invalidations:
+ *
+ * - every operator write (keys, projects, connections, tokens) clears the local cache before its
+ *   response leaves and sends `NOTIFY credentials_changed`, which clears every other instance's;
+ * - while the LISTEN connection is down the cache is bypassed (and cleared on reconnect);
+ * - entries also expire after `ttlMs`, and access-token expiry is checked on every use.
+ *
+ * So a rotation, revocation or scope edit takes effect on this instance's next request, and on
+ * other instances as soon as PostgreSQL delivers the notification (milliseconds).
+ */
+import type pg from 'pg';
+import type { Credential } from './credentials.js';
+import type { Logger } from './logger.js';
+
+export const CHANNEL = 'credentials_changed';
+
+interface Entry {
+  credential: Credential;
+  /** Access tokens: when the token expires. */
+  expiresAt?: number;
+  cachedAt: number;
+}
+
+export class CredentialCache {
+  private readonly entries = new Map<string, Entry>();
+  private listening = false;
+  private client?: pg.PoolClient;
+  private stopped = false;
+  private retry?: NodeJS.Timeout;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly opts: { ttlMs: number; maxEntries?: number; logger?: Logger; enabled?: boolean },
+  ) {}
+
+  /** Starts listening for invalidations; until it succeeds the cache is bypassed. */
+  async start(): Promise<void> {
+    if (this.opts.enabled === false) return;
+    try {
+      const client = await this.pool.connect();
+      client.on('notification', (n) => {
+        if (n.channel === CHANNEL) this.entries.clear();
+      });
+      client.on('error', () => this.lost());
+      await client.query(`LISTEN ${CHANNEL}`);
+      this.client = client;
+      this.entries.clear();
+      this.listening = true;
+    } catch (e) {
+      this.opts.logger?.warn('credential cache: cannot listen for invalidations; bypassed until it can', { error: String(e) });
+      this.scheduleRetry();
+    }
+  }
+
+  private lost(): void {
+    this.listening = false;
+    this.entries.clear();
+    const client = this.client;
+    this.client = undefined;
+    client?.release(true);
+    this.scheduleRetry();
+  }
+
+  private scheduleRetry(): void {
+    if (this.stopped || this.retry) return;
+    this.retry = setTimeout(() => {
+      this.retry = undefined;
+      void this.start();
+    }, 1000);
+    this.retry.unref();
+  }
+
+  get(digest: string, now: number): Credential | undefined {
+    if (!this.listening) return undefined;
+    const entry = this.entries.get(digest);
+    if (!entry) return undefined;
+    if (now - entry.cachedAt > this.opts.ttlMs || (entry.expiresAt !== undefined && entry.expiresAt <= now)) {
+      this.entries.delete(digest);
+      return undefined;
+    }
+    return entry.credential;
+  }
+
+  set(digest: string, credential: Credential, now: number, expiresAt?: Date): void {
+    if (!this.listening) return;
+    if (this.entries.size >= (this.opts.maxEntries ?? 10_000)) this.entries.clear();
+    this.entries.set(digest, { credential, cachedAt: now, expiresAt: expiresAt?.getTime() });
+  }
+
+  /** After a change to credentials: clear here now, and everywhere else through PostgreSQL. */
+  async invalidate(): Promise<void> {
+    this.entries.clear();
+    await this.pool.query(`SELECT pg_notify('${CHANNEL}', '')`);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.retry) clearTimeout(this.retry);
+    this.listening = false;
+    this.entries.clear();
+    const client = this.client;
+    this.client = undefined;
+    if (client) {
+      await client.query(`UNLISTEN ${CHANNEL}`).catch(() => undefined);
+      client.release();
+    }
+  }
+}
