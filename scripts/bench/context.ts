@@ -1,0 +1,19 @@
+/** What every benchmark section gets: the running service, its operator API and the baseline. */
+export interface BenchContext {
+  /** The service, started like `npm start` (embedded PostgreSQL, bundled simulator), limits raised. */
+  base: string;
+  /** The bundled Cloud API simulator of that service. */
+  simulatorUrl: string;
+  /** A bare Express endpoint, the baseline. */
+  bareUrl: string;
+  adminToken: string;
+  /** Seconds per measured run (BENCH_DURATION). */
+  duration: number;
+  /** Calls the operator API; throws on failure; returns `data`. */
+  admin(method: string, path: string, body?: object): Promise<any>;
+  /** A project connected to a simulated number with a key of these scopes and a raised quota. */
+  project(scopes: string[]): Promise<{ id: string; key: string; phoneNumberId: string }>;
+}
+
+/** One section of `npm run bench`; it prints its own table and goal lines. */
+export type BenchSection = (ctx: BenchContext) => Promise<void>;

@@ -1,0 +1,40 @@
+/**
+ * Issue 4's goals: POST /v1/messages (text) against the simulator, single instance, limits
+ * raised: messages per second, with and without Idempotency-Key (1,000/s goal), and p99 under
+ * 50 ms at a fixed 500 per second. Recipients rotate over 200 numbers whose window is open; the
+ * simulator sends its usual status callbacks (sent, delivered, read) meanwhile.
+ */
+import { randomUUID } from 'node:crypto';
+import { load, table } from './harness.js';
+import type { BenchSection } from './context.js';
+
+const RECIPIENTS = 200;
+
+export const benchMessages: BenchSection = async (ctx) => {
+  const { key, phoneNumberId } = await ctx.project(['messages:send']);
+  const phones = Array.from({ length: RECIPIENTS }, (_, i) => `1415555${String(i).padStart(4, '0')}`);
+  for (const from of phones) {
+    const res = await fetch(`${ctx.simulatorUrl}/_sim/inbound`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ phone_number_id: phoneNumberId, from, text: 'hi' }),
+    });
+    if (!res.ok) throw new Error(`inbound failed: ${res.status}`);
+  }
+  let n = 0;
+  const body = () => JSON.stringify({ type: 'text', phone: `+${phones[n++ % RECIPIENTS]}`, content: `Order ${n} shipped` });
+  const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+  const plain = { method: 'POST' as const, path: '/v1/messages', setupRequest: (r: any) => ({ ...r, body: body() }) };
+  const keyed = { ...plain, setupRequest: (r: any) => ({ ...r, body: body(), headers: { ...r.headers, 'idempotency-key': randomUUID() } }) };
+
+  await load('warm-up', { url: ctx.base, headers, requests: [plain], duration: 2, connections: 20 });
+  const results = [
+    await load('POST /v1/messages text, max rate', { url: ctx.base, headers, requests: [plain], duration: ctx.duration, connections: 50 }),
+    await load('… with Idempotency-Key, max rate', { url: ctx.base, headers, requests: [keyed], duration: ctx.duration, connections: 50 }),
+    await load('… text at a fixed 500/s', { url: ctx.base, headers, requests: [plain], duration: ctx.duration, connections: 50, overallRate: 500 }),
+  ];
+  console.log('\n' + table(results));
+  const [max, withKey, fixed] = results;
+  console.log(`messages per second: ${max.rps} (with Idempotency-Key ${withKey.rps}); goal 1,000 → ${max.rps >= 1000 ? 'met' : 'NOT met'}`);
+  console.log(`p99 at 500/s: ${fixed.p99} ms; goal under 50 ms → ${fixed.p99 < 50 && fixed.non2xx === 0 ? 'met' : 'NOT met'}`);
+};
