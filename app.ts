@@ -12,11 +12,14 @@ import { authenticate } from './middleware/authenticate.js';
 import { rateLimit } from './middleware/rate-limit.js';
 import { selectProject } from './middleware/project.js';
 import { requireScopes } from './middleware/scopes.js';
+import { uploadBudget } from './middleware/upload-budget.js';
+import { uploadBody } from './middleware/upload-body.js';
 import { adminAuth } from './middleware/admin-auth.js';
 import { idempotency } from './middleware/idempotency.js';
 import { invalidateCredentialsOnWrite } from './middleware/credential-writes.js';
 import { handlers } from './handlers/index.js';
 import { channelWebhookRouter } from './channel/webhook.js';
+import { runtimeEventsRouter } from './handlers/runtime-events.js';
 import { adminHandlers } from './handlers/admin/index.js';
 
 export interface AppOptions {
@@ -52,6 +55,8 @@ export function createApp(deps: AppDeps & AppOptions): Express {
         }),
         selectProject(deps),
         requireScopes(deps),
+        uploadBudget(deps),
+        uploadBody(deps),
       ],
       beforeHandler: [idempotency(deps)],
     }),
@@ -70,6 +75,7 @@ export function createApp(deps: AppDeps & AppOptions): Express {
   );
 
   app.use(channelWebhookRouter(deps));
+  app.use(runtimeEventsRouter(deps));
 
   app.use(notFound);
   app.use(errorHandler(deps.logger));

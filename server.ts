@@ -19,6 +19,7 @@ import { SecretBox, deriveKey } from './lib/crypto-box.js';
 import { CloudApiClient } from './channel/cloud-api.js';
 import { createSimulator } from './simulator/app.js';
 import { simulatedChannelProvisioner } from './lib/simulated-channel.js';
+import { startWebhookDelivery } from './jobs/webhook-delivery.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -62,6 +63,10 @@ async function main(): Promise<void> {
   }
   const channel = new CloudApiClient({ baseUrl: graphBaseUrl, version: config.graphApiVersion, timeoutMs: config.graphTimeoutMs, logger });
   const secretBox = new SecretBox(masterKey);
+  // Webhook delivery (fan-out, attempts, retries on the Agenda job runner) starts after the
+  // migrations and stops before the pool closes (stops run in reverse order).
+  const webhooks = await startWebhookDelivery({ config, db, clock: systemClock, logger, secretBox });
+  stops.unshift(() => webhooks.stop());
   let callbackBaseUrl = '';
   const contract = loadPublicContract();
   const adminContract = loadAdminContract();

@@ -310,6 +310,86 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/projects/{projectId}/runtime-tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a project's runtime tokens (never their secrets)
+         * @description Runtime tokens (`rt_…`) authenticate the project's bot code on the runtime API (`POST /runtime/events`).
+         */
+        get: operations["adminListRuntimeTokens"];
+        put?: never;
+        /**
+         * Mint a runtime token for the project's bot code
+         * @description The bot sends it as `Authorization: Bearer rt_…` to `POST /runtime/events` (the `emit`
+         *     helper reads it from `SERVICE_RUNTIME_TOKEN`). Only a digest is stored; the secret is shown
+         *     only in this response.
+         */
+        post: operations["adminCreateRuntimeToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/runtime-tokens/{tokenId}/revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example rtk_5d8g1j4m7p0s */
+                tokenId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Revoke a runtime token
+         * @description Later use gives 401 `invalid_token`. Revoking twice is harmless.
+         */
+        post: operations["adminRevokeRuntimeToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/webhooks/{webhookId}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example whk_3k9x2m7q1z8c4v6b */
+                webhookId: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Recent deliveries of a webhook registration, with their attempts
+         * @description Newest first, to diagnose a failing endpoint: each delivery with its state and every
+         *     attempt (number, HTTP status or error, duration, time). The log is bounded: the most recent
+         *     deliveries of each registration are kept (pending ones always).
+         */
+        get: operations["adminListWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -419,6 +499,61 @@ export interface components {
         AttachProjectRequest: {
             scopes: components["schemas"]["Scopes"];
             is_default?: boolean;
+        };
+        RuntimeToken: {
+            id: string;
+            project_id: string;
+            /** @description The first characters of the secret, to recognise it. */
+            hint: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            revoked_at: string | null;
+        };
+        AdminWebhook: {
+            id: string;
+            project_id: string;
+            url: string;
+            events: string[];
+            is_active: boolean;
+            /** @description Consecutive failed events. */
+            failure_count: number;
+            /** Format: date-time */
+            last_triggered_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        WebhookAttemptLog: {
+            /** @description 1 to 5. */
+            attempt: number;
+            /** @description The receiver's HTTP status; null when no response arrived. */
+            status_code: number | null;
+            /** @description Why the attempt failed without a usable status (timeout, connection refused, address refused, …); null on a 2xx. */
+            error: string | null;
+            duration_ms: number;
+            /** Format: date-time */
+            at: string;
+        };
+        WebhookDeliveryLog: {
+            /** @description The delivery id the receiver sees. */
+            id: string;
+            event_id: string;
+            event: string;
+            /**
+             * @description `failed`: dropped after the fifth failed attempt; `canceled`: the registration was disabled before it completed.
+             * @enum {string}
+             */
+            status: "pending" | "succeeded" | "failed" | "canceled";
+            attempts: number;
+            /** Format: date-time */
+            next_attempt_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            completed_at: string | null;
+            attempt_log: components["schemas"]["WebhookAttemptLog"][];
         };
         AccessToken: {
             id: string;
@@ -1084,6 +1219,146 @@ export interface operations {
                     };
                 };
             };
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+        };
+    };
+    adminListRuntimeTokens: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The project's runtime tokens, oldest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            tokens: components["schemas"]["RuntimeToken"][];
+                        };
+                    };
+                };
+            };
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+        };
+    };
+    adminCreateRuntimeToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The token and its secret (shown only here). */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            token: components["schemas"]["RuntimeToken"];
+                            /** @description The bearer value, `rt_…`. Never returned again. */
+                            secret: string;
+                        };
+                    };
+                };
+            };
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+        };
+    };
+    adminRevokeRuntimeToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example rtk_5d8g1j4m7p0s */
+                tokenId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The revoked token. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            token: components["schemas"]["RuntimeToken"];
+                        };
+                    };
+                };
+            };
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+        };
+    };
+    adminListWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /** @description Deliveries per page, 1 to 100. */
+                limit?: number;
+                /** @description Only deliveries in this state. */
+                status?: "pending" | "succeeded" | "failed" | "canceled";
+            };
+            header?: never;
+            path: {
+                /** @example whk_3k9x2m7q1z8c4v6b */
+                webhookId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The registration and its recent deliveries. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            webhook: components["schemas"]["AdminWebhook"];
+                            deliveries: components["schemas"]["WebhookDeliveryLog"][];
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             404: components["responses"]["Error"];
         };

@@ -218,16 +218,763 @@ export interface paths {
         patch: operations["updateContact"];
         trace?: never;
     };
+    "/v1/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List webhook registrations
+         * @description The project's registrations, oldest first. Never includes signing secrets.
+         */
+        get: operations["listWebhooks"];
+        put?: never;
+        /**
+         * Register a webhook
+         * @description Registers an HTTPS endpoint for the named events and returns the signing secret
+         *     (`whsec_…`) **once**: it is never returned again, and no operation reads it back or rotates it.
+         *
+         *     * `url`: `https`, at most 512 characters, no credentials, resolving to a public address.
+         *       A malformed URL, another scheme, credentials or more than 512 characters is 400
+         *       `invalid_webhook_url`; a host that resolves to a private, loopback, link-local,
+         *       unique-local, IPv4-mapped or otherwise non-public address, or does not resolve, is
+         *       400 `webhook_target_forbidden`. The address is checked again on every delivery attempt.
+         *     * `events`: 1 to 50 names (otherwise 400 `invalid_event_list`), each a platform event
+         *       (`message.received`, `message.status`, `template.approved`, `template.rejected`) or a
+         *       custom name of letters, digits, `.`, `_`, `-`, at most 100 characters. A malformed name,
+         *       or an unknown name in a platform namespace (`message.…`, `template.…`, any case), is
+         *       400 `invalid_event_name`; a name listed twice is 400 `duplicate_event`.
+         *     * Subscribing to a platform event also needs its scope (`message.received` →
+         *       `events:message_received`, `message.status` → `events:message_status`, `template.*` →
+         *       `events:template_status`): 403 `insufficient_scope` otherwise. Custom events need only
+         *       `webhooks:manage`.
+         *     * `is_active` defaults to true.
+         */
+        post: operations["createWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a webhook registration
+         * @description Never includes the signing secret.
+         */
+        get: operations["getWebhook"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a webhook registration
+         * @description Removes the registration and stops its deliveries, pending retries included.
+         */
+        delete: operations["deleteWebhook"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a webhook's URL, events or active state
+         * @description Any of `url`, `events`, `is_active` (at least one). The same rules and codes as creation
+         *     apply. The signing secret never changes.
+         *
+         *     * The caller must hold the scope of every platform event the registration subscribes to
+         *       after the change (403 `insufficient_scope`), since changing the URL or re-enabling
+         *       redirects those events.
+         *     * `is_active: true` re-enables a registration (also one disabled after 10 consecutive
+         *       failed events) and resets `failure_count` to 0, so it gets a fresh run of 10.
+         *       `is_active: false` stops deliveries at once: pending retries are dropped.
+         *     * Deliveries already pending go to the new URL; events raised before the change keep
+         *       the subscription they were raised under.
+         */
+        patch: operations["updateWebhook"];
+        trace?: never;
+    };
+    "/v1/templates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List templates with their approval status
+         * @description The project's templates created through this API, newest first, with the approval status
+         *     the channel last reported (`PENDING` until the channel decides; then `APPROVED`,
+         *     `REJECTED`, `PAUSED`, `DISABLED`, …). Filters combine with AND; `name` matches exactly.
+         */
+        get: operations["listTemplates"];
+        put?: never;
+        /**
+         * Create a template
+         * @description Submits a template to the channel for approval; it is stored with status `PENDING` and
+         *     the channel's decision arrives later (events `template.approved` / `template.rejected`).
+         *
+         *     * `components` take the WhatsApp Cloud API's shape: `HEADER` (`format` `TEXT`, `IMAGE`,
+         *       `VIDEO`, `DOCUMENT` or `LOCATION`), `BODY`, `FOOTER`, `BUTTONS`.
+         *     * A media header (`IMAGE`, `VIDEO`, `DOCUMENT`) needs `example.header_handle`: an array
+         *       holding one handle from POST /v1/templates/header-sample, issued to this project for
+         *       the same format and not used by another template. Without it: 400 `invalid_request`.
+         *       A handle not issued here (a channel `media_id`, another project's handle, any other
+         *       string), of another format, or already used: 400 `invalid_header_handle`.
+         *     * The name and language already exist: 409 `template_exists`.
+         *     * The channel rejects the payload: 400 `invalid_template`, whose message carries the
+         *       provider's detail.
+         *
+         *     An image header, one body variable and a quick reply:
+         *
+         *     ```json
+         *     { "name": "order_shipped", "language": "en_US", "category": "UTILITY",
+         *       "components": [
+         *         { "type": "HEADER", "format": "IMAGE", "example": { "header_handle": ["4::aW1hZ2UvcG5n:ARb…"] } },
+         *         { "type": "BODY", "text": "Hi {{1}}, your order has shipped.", "example": { "body_text": [["Ada"]] } },
+         *         { "type": "FOOTER", "text": "Reply STOP to opt out" },
+         *         { "type": "BUTTONS", "buttons": [{ "type": "QUICK_REPLY", "text": "Track it" }] } ] }
+         *     ```
+         */
+        post: operations["createTemplate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/templates/header-sample": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Upload a template header sample
+         * @description Uploads the sample file a media header needs and returns its `handle` for
+         *     `example.header_handle`. The handle is opaque, short-lived and single-purpose: it is not a
+         *     media id (sending it as `media_id` is 400 `invalid_media_id`).
+         *
+         *     Two body shapes, no other properties in either: by URL (`format`, `source_url`, optional
+         *     `filename` and `mime`) or inline (`format`, `data`, `filename`, `mime`).
+         *
+         *     * Accepted per format: `IMAGE` `image/jpeg`, `image/png`, up to 5 MB; `VIDEO` `video/mp4`,
+         *       `video/3gpp`, up to 16 MB; `DOCUMENT` PDF, Word (`.doc`, `.docx`), Excel (`.xls`,
+         *       `.xlsx`), PowerPoint (`.ppt`, `.pptx`) or `text/plain`, up to 100 MB. Inline `data` is
+         *       base64 (a `data:…;base64,` prefix is stripped), at most 5 MB decoded.
+         *     * The declared type (`mime`, else the download's Content-Type) is not trusted: the bytes
+         *       are identified by their own signature (old Office files by their compound-file streams,
+         *       new ones by their zip content types). Plain text has no signature; it is accepted as
+         *       `text/plain` when no signature is found, the whole file is valid UTF-8 and it holds no
+         *       control characters other than tab, line feed, carriage return and form feed. A declared
+         *       type that is not accepted, content of a type not accepted, or content that disagrees
+         *       with a specific declared type (`application/octet-stream` declares nothing) is 415
+         *       `unsupported_media_type`. The response `mime_type` is the verified type, `size` the
+         *       decoded bytes.
+         *     * Over the ceiling: 413 `file_too_large`. Empty: 400 `empty_file`. `data` that is not
+         *       base64: 400 `invalid_request`.
+         *     * `source_url`: public http(s) only. Private, loopback, link-local and other non-public
+         *       addresses are refused on the address actually connected to, and again at every redirect
+         *       (at most 5): 400 `source_url_forbidden`. The download streams and aborts at the smaller
+         *       of the format's ceiling and the key's remaining upload budget; a total time limit
+         *       (`DOWNLOAD_TIMEOUT_MS`) cuts slow or endless bodies. Other download failures (host does
+         *       not resolve, HTTP status, too many redirects, time limit, body shorter or longer than
+         *       its Content-Length): 400 `download_failed` with `details.reason`.
+         *     * Upload budget (`x-upload-metered`): requests and bytes per minute per key, shared with
+         *       POST /v1/media; beyond either, 429 `rate_limited` with `Retry-After`, even within the
+         *       request rate limit.
+         */
+        post: operations["uploadHeaderSample"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/templates/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a template
+         * @description The template with this name, in `language` when given. Without `language`, a name that
+         *     exists in several languages is 400 `bad_request` (`details.languages` lists them).
+         */
+        get: operations["getTemplate"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a template
+         * @description Deletes the template at the channel and here: every language of the name, or only
+         *     `language` when given. A name (and language) unknown here is 404 `not_found`.
+         */
+        delete: operations["deleteTemplate"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/media": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List media assets
+         * @description The project's media assets, newest first, expired ones included (`expired`).
+         */
+        get: operations["listMedia"];
+        put?: never;
+        /**
+         * Upload a media asset
+         * @description Stores a file and uploads it to the channel. The answer carries a `slug` to send by
+         *     (`media.slug` in POST /v1/messages, also from bot code) and the channel's `media_id`.
+         *
+         *     Three ways to send the file: `multipart/form-data` with the file in the part named
+         *     `file` (streamed; up to 100 MB), or JSON with inline base64 `data` (at most 5 MB decoded)
+         *     or a `source_url` to download.
+         *
+         *     * Accepted (WhatsApp's media limits): images `image/jpeg`, `image/png` up to 5 MB; video
+         *       `video/mp4`, `video/3gpp` up to 16 MB; audio `audio/aac`, `audio/amr`, `audio/mpeg`,
+         *       `audio/mp4`, `audio/ogg` (OPUS) up to 16 MB; documents PDF, Word, Excel, PowerPoint,
+         *       `text/plain` up to 100 MB. The type is verified from the bytes exactly as for header
+         *       samples; 415 `unsupported_media_type`, 413 `file_too_large`, 400 `empty_file`.
+         *     * `source_url` follows the header-sample rules (400 `source_url_forbidden`,
+         *       `download_failed`).
+         *     * `slug` (optional): lower-case letters, digits, `-` and `_`; taken is 409 `conflict`.
+         *       Without it one is made from the file name.
+         *     * The channel keeps media 30 days from upload; after that the asset is 410
+         *       `MEDIA_EXPIRED` when read or sent (upload it again).
+         *     * Upload budget (`x-upload-metered`), shared with header samples: 429 `rate_limited`.
+         */
+        post: operations["uploadMedia"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/media/{slug}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a media asset
+         * @description The asset; 410 `MEDIA_EXPIRED` once the channel no longer holds it (30 days after upload).
+         */
+        get: operations["getMedia"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a media asset
+         * @description Removes the asset, its stored bytes and (best effort) the channel's copy; expired assets too.
+         */
+        delete: operations["deleteMedia"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    "message.received": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Event: an inbound message arrived
+         * @description Sent to registrations subscribed to `message.received` (needs `events:message_received`).
+         *     Fires for inbound messages only. See the `WebhookDelivery` schema for signing, retries and
+         *     auto-disable.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description `t=<unix seconds>,v1=<hex HMAC-SHA256>`: the HMAC is keyed with the registration's signing
+                     *     secret (the whole `whsec_…` string as UTF-8) over `<t>.<raw body>` (the timestamp, a dot and
+                     *     the exact received bytes). Recompute it over the raw bytes, compare in constant time, and
+                     *     reject when `t` differs from your clock by more than 300 seconds.
+                     * @example t=1767225600,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd
+                     */
+                    "X-Service-Signature": components["parameters"]["WebhookSignatureHeader"];
+                    /**
+                     * @description The event name, equal to the body's `event`.
+                     * @example message.received
+                     */
+                    "X-Service-Event": components["parameters"]["WebhookEventHeader"];
+                    "User-Agent": components["parameters"]["WebhookUserAgentHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["MessageReceivedDelivery"];
+                };
+            };
+            responses: {
+                200: components["responses"]["WebhookAcknowledged"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "message.status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Event: an outbound message changed delivery status
+         * @description Sent to registrations subscribed to `message.status` (needs `events:message_status`).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description `t=<unix seconds>,v1=<hex HMAC-SHA256>`: the HMAC is keyed with the registration's signing
+                     *     secret (the whole `whsec_…` string as UTF-8) over `<t>.<raw body>` (the timestamp, a dot and
+                     *     the exact received bytes). Recompute it over the raw bytes, compare in constant time, and
+                     *     reject when `t` differs from your clock by more than 300 seconds.
+                     * @example t=1767225600,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd
+                     */
+                    "X-Service-Signature": components["parameters"]["WebhookSignatureHeader"];
+                    /**
+                     * @description The event name, equal to the body's `event`.
+                     * @example message.received
+                     */
+                    "X-Service-Event": components["parameters"]["WebhookEventHeader"];
+                    "User-Agent": components["parameters"]["WebhookUserAgentHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["MessageStatusDelivery"];
+                };
+            };
+            responses: {
+                200: components["responses"]["WebhookAcknowledged"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "template.approved": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Event: a template was approved
+         * @description Sent to registrations subscribed to `template.approved` (needs `events:template_status`).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description `t=<unix seconds>,v1=<hex HMAC-SHA256>`: the HMAC is keyed with the registration's signing
+                     *     secret (the whole `whsec_…` string as UTF-8) over `<t>.<raw body>` (the timestamp, a dot and
+                     *     the exact received bytes). Recompute it over the raw bytes, compare in constant time, and
+                     *     reject when `t` differs from your clock by more than 300 seconds.
+                     * @example t=1767225600,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd
+                     */
+                    "X-Service-Signature": components["parameters"]["WebhookSignatureHeader"];
+                    /**
+                     * @description The event name, equal to the body's `event`.
+                     * @example message.received
+                     */
+                    "X-Service-Event": components["parameters"]["WebhookEventHeader"];
+                    "User-Agent": components["parameters"]["WebhookUserAgentHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["TemplateApprovedDelivery"];
+                };
+            };
+            responses: {
+                200: components["responses"]["WebhookAcknowledged"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "template.rejected": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Event: a template was rejected
+         * @description Sent to registrations subscribed to `template.rejected` (needs `events:template_status`).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description `t=<unix seconds>,v1=<hex HMAC-SHA256>`: the HMAC is keyed with the registration's signing
+                     *     secret (the whole `whsec_…` string as UTF-8) over `<t>.<raw body>` (the timestamp, a dot and
+                     *     the exact received bytes). Recompute it over the raw bytes, compare in constant time, and
+                     *     reject when `t` differs from your clock by more than 300 seconds.
+                     * @example t=1767225600,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd
+                     */
+                    "X-Service-Signature": components["parameters"]["WebhookSignatureHeader"];
+                    /**
+                     * @description The event name, equal to the body's `event`.
+                     * @example message.received
+                     */
+                    "X-Service-Event": components["parameters"]["WebhookEventHeader"];
+                    "User-Agent": components["parameters"]["WebhookUserAgentHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["TemplateRejectedDelivery"];
+                };
+            };
+            responses: {
+                200: components["responses"]["WebhookAcknowledged"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    custom: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Event: a custom event emitted by the project's bot code
+         * @description Custom events carry the name the bot emitted as `event` (and in `X-Service-Event`) and its
+         *     payload as `data`. Subscribing needs only `webhooks:manage`.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description `t=<unix seconds>,v1=<hex HMAC-SHA256>`: the HMAC is keyed with the registration's signing
+                     *     secret (the whole `whsec_…` string as UTF-8) over `<t>.<raw body>` (the timestamp, a dot and
+                     *     the exact received bytes). Recompute it over the raw bytes, compare in constant time, and
+                     *     reject when `t` differs from your clock by more than 300 seconds.
+                     * @example t=1767225600,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd
+                     */
+                    "X-Service-Signature": components["parameters"]["WebhookSignatureHeader"];
+                    /**
+                     * @description The event name, equal to the body's `event`.
+                     * @example message.received
+                     */
+                    "X-Service-Event": components["parameters"]["WebhookEventHeader"];
+                    "User-Agent": components["parameters"]["WebhookUserAgentHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["CustomEventDelivery"];
+                };
+            };
+            responses: {
+                200: components["responses"]["WebhookAcknowledged"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
+        /**
+         * @description Lower-case letters, digits and underscores, at most 512 characters.
+         * @example order_shipped
+         */
+        TemplateName: string;
+        /**
+         * @description A WhatsApp language code such as `en`, `en_US`, `pt_BR`.
+         * @example en_US
+         */
+        TemplateLanguage: string;
+        /** @enum {string} */
+        TemplateCategory: "MARKETING" | "UTILITY" | "AUTHENTICATION";
+        /**
+         * @description Approval status as the channel reports it: `PENDING` until decided, then `APPROVED`, `REJECTED`, `PAUSED`, `DISABLED`, or another upper-case value the channel introduces.
+         * @example APPROVED
+         */
+        TemplateStatus: string;
+        /** @description Sample values the channel reviews. A media header's `header_handle` holds one handle from POST /v1/templates/header-sample. */
+        TemplateComponentExample: {
+            header_handle?: string[];
+            header_text?: string[];
+            body_text?: string[][];
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description A component as the WhatsApp Cloud API takes it; members beyond these are passed to the channel as given. */
+        TemplateComponent: {
+            /** @enum {string} */
+            type: "HEADER" | "BODY" | "FOOTER" | "BUTTONS";
+            /**
+             * @description HEADER only; default TEXT.
+             * @enum {string}
+             */
+            format?: "TEXT" | "IMAGE" | "VIDEO" | "DOCUMENT" | "LOCATION";
+            text?: string;
+            example?: components["schemas"]["TemplateComponentExample"];
+            buttons?: ({
+                type: string;
+                text?: string;
+            } & {
+                [key: string]: unknown;
+            })[];
+        } & {
+            [key: string]: unknown;
+        };
+        CreateTemplateRequest: {
+            name: components["schemas"]["TemplateName"];
+            language: components["schemas"]["TemplateLanguage"];
+            category: components["schemas"]["TemplateCategory"];
+            components: components["schemas"]["TemplateComponent"][];
+            /** @enum {string} */
+            parameter_format?: "POSITIONAL" | "NAMED";
+            allow_category_change?: boolean;
+        };
+        Template: {
+            /** @description Our id of the template. */
+            id: string;
+            name: string;
+            language: string;
+            category: string;
+            status: components["schemas"]["TemplateStatus"];
+            components: {
+                [key: string]: unknown;
+            }[];
+            /** @description The channel's reason when `REJECTED`. */
+            rejected_reason: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        TemplateResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                template: components["schemas"]["Template"];
+            };
+        };
+        TemplateListResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                templates: components["schemas"]["Template"][];
+                /** @description Pass as `cursor` for the next page; null on the last page. */
+                nextCursor: string | null;
+            };
+        };
+        TemplateDeleteResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                deleted: {
+                    name: string;
+                    language: string;
+                }[];
+            };
+        };
+        /** @enum {string} */
+        HeaderSampleFormat: "IMAGE" | "VIDEO" | "DOCUMENT";
+        /** By URL */
+        HeaderSampleUrlRequest: {
+            format: components["schemas"]["HeaderSampleFormat"];
+            /**
+             * Format: uri
+             * @description A public http(s) URL.
+             */
+            source_url: string;
+            /** @description Overrides the name taken from the URL. */
+            filename?: string;
+            /** @description Overrides the download's Content-Type as the declared type. */
+            mime?: string;
+        };
+        /** Inline */
+        HeaderSampleInlineRequest: {
+            format: components["schemas"]["HeaderSampleFormat"];
+            /** @description Base64 (a `data:…;base64,` prefix is stripped); at most 5 MB decoded. */
+            data: string;
+            /** @description Original name with extension. */
+            filename: string;
+            /** @description Declared type; must be one accepted for the format. */
+            mime: string;
+        };
+        HeaderSampleRequest: components["schemas"]["HeaderSampleUrlRequest"] | components["schemas"]["HeaderSampleInlineRequest"];
+        HeaderSample: {
+            /** @description For `example.header_handle`; opaque, short-lived, single-purpose; not a media id. */
+            handle: string;
+            format: components["schemas"]["HeaderSampleFormat"];
+            filename: string;
+            /** @description The type verified from the bytes. */
+            mime_type: string;
+            /** @description Decoded bytes. */
+            size: number;
+        };
+        HeaderSampleResponse: {
+            /** @constant */
+            success: true;
+            data: components["schemas"]["HeaderSample"];
+        };
+        /** @example menu-2026 */
+        MediaSlugValue: string;
+        /** @enum {string} */
+        MediaKind: "image" | "video" | "audio" | "document";
+        /** By URL */
+        MediaUrlRequest: {
+            /**
+             * Format: uri
+             * @description A public http(s) URL.
+             */
+            source_url: string;
+            filename?: string;
+            /** @description Overrides the download's Content-Type as the declared type. */
+            mime?: string;
+            slug?: components["schemas"]["MediaSlugValue"];
+        };
+        /** Inline */
+        MediaInlineRequest: {
+            /** @description Base64 (a `data:…;base64,` prefix is stripped); at most 5 MB decoded. */
+            data: string;
+            filename: string;
+            mime: string;
+            slug?: components["schemas"]["MediaSlugValue"];
+        };
+        MediaUploadRequest: components["schemas"]["MediaUrlRequest"] | components["schemas"]["MediaInlineRequest"];
+        MediaUploadForm: {
+            /**
+             * Format: binary
+             * @description The file (its part's filename and Content-Type are used unless the fields below say otherwise).
+             */
+            file: string;
+            filename?: string;
+            /** @description Declared type (else the part's Content-Type). */
+            mime?: string;
+            slug?: components["schemas"]["MediaSlugValue"];
+        };
+        MediaAsset: {
+            /** @description What bots and POST /v1/messages send by (`media.slug`). */
+            slug: string;
+            /** @description The channel's media id. */
+            media_id: string | null;
+            kind: components["schemas"]["MediaKind"];
+            filename: string;
+            /** @description The type verified from the bytes. */
+            mime_type: string;
+            size: number;
+            /** @description Hex SHA-256 of the bytes. */
+            sha256: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            channel_uploaded_at: string | null;
+            /**
+             * Format: date-time
+             * @description When the channel drops the media (30 days after upload).
+             */
+            expires_at: string | null;
+            expired: boolean;
+        };
+        MediaResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                media: components["schemas"]["MediaAsset"];
+            };
+        };
+        MediaListResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                media: components["schemas"]["MediaAsset"][];
+                /** @description Pass as `cursor` for the next page; null on the last page. */
+                nextCursor: string | null;
+            };
+        };
+        MediaDeleteResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                slug: string;
+                /** @constant */
+                deleted: true;
+            };
+        };
         /**
          * @description Machine-readable error code. Clients branch on it. Upper-case codes come from the shared
          *     capability layer and are matched like any other.
          * @enum {string}
          */
-        ErrorCode: "bad_request" | "invalid_request" | "invalid_json" | "invalid_id" | "invalid_cursor" | "invalid_idempotency_key" | "invalid_project_header" | "project_required" | "invalid_template" | "invalid_phone" | "missing_recipient" | "missing_template_name" | "missing_language" | "template_variable_mismatch" | "unsupported_message_type" | "too_many_buttons" | "null_filter_value" | "unknown_column" | "api_key_required" | "invalid_api_key" | "invalid_token" | "insufficient_scope" | "project_inactive" | "project_not_attached" | "no_project_access" | "protected_file" | "platform_table_forbidden" | "not_found" | "table_not_found" | "method_not_allowed" | "outside_24h_window" | "template_exists" | "idempotency_in_progress" | "idempotency_key_mismatch" | "conflict" | "channel_not_configured" | "file_too_large" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "quota_exceeded" | "server_error" | "upstream_error" | "upstream_auth_error" | "build_failed" | "flow_generation_failed" | "flow_update_failed" | "INVALID_STATE" | "PROJECT_NOT_FOUND" | "SEGMENT_NOT_FOUND" | "MEDIA_EXPIRED" | "BROADCAST_NOT_FOUND";
+        ErrorCode: "bad_request" | "invalid_request" | "invalid_json" | "invalid_id" | "invalid_cursor" | "invalid_idempotency_key" | "invalid_project_header" | "project_required" | "invalid_template" | "invalid_header_handle" | "invalid_media_id" | "empty_file" | "source_url_forbidden" | "download_failed" | "invalid_phone" | "missing_recipient" | "missing_template_name" | "missing_language" | "template_variable_mismatch" | "unsupported_message_type" | "too_many_buttons" | "null_filter_value" | "unknown_column" | "api_key_required" | "invalid_api_key" | "invalid_token" | "insufficient_scope" | "project_inactive" | "project_not_attached" | "no_project_access" | "protected_file" | "platform_table_forbidden" | "not_found" | "table_not_found" | "method_not_allowed" | "outside_24h_window" | "template_exists" | "idempotency_in_progress" | "idempotency_key_mismatch" | "conflict" | "channel_not_configured" | "file_too_large" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "quota_exceeded" | "server_error" | "upstream_error" | "upstream_auth_error" | "build_failed" | "flow_generation_failed" | "flow_update_failed" | "invalid_webhook_url" | "webhook_target_forbidden" | "invalid_event_list" | "invalid_event_name" | "duplicate_event" | "reserved_event_name" | "INVALID_STATE" | "PROJECT_NOT_FOUND" | "SEGMENT_NOT_FOUND" | "MEDIA_EXPIRED" | "BROADCAST_NOT_FOUND";
         ErrorDetail: {
             code: components["schemas"]["ErrorCode"];
             /** @description Human-readable explanation; may change, never branch on it. */
@@ -246,6 +993,173 @@ export interface components {
             success: false;
             error: components["schemas"]["ErrorDetail"];
             request_id: string;
+        };
+        /**
+         * @description A platform event (`message.received`, `message.status`, `template.approved`,
+         *     `template.rejected`) or a custom event name: letters, digits, `.`, `_`, `-`, at most 100
+         *     characters, and not in a platform namespace (`message.…`, `template.…`).
+         * @example message.received
+         * @example order.shipped
+         */
+        EventName: string;
+        Webhook: {
+            /** @example whk_3k9x2m7q1z8c4v6b */
+            id: string;
+            project_id: string;
+            /** @description HTTPS, at most 512 characters. */
+            url: string;
+            /** @description 1 to 50 exact event names; there is no all-events subscription. */
+            events: components["schemas"]["EventName"][];
+            /** @description False after 10 consecutive failed events (auto-disable) or when disabled by the owner. */
+            is_active: boolean;
+            /**
+             * Format: date-time
+             * @description The last delivery attempt; null before the first.
+             */
+            last_triggered_at: string | null;
+            /** @description Consecutive failed events (each after its 5 attempts); reset to 0 by a success or by re-enabling. */
+            failure_count: number;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /** @description Length, count and name rules are checked by the service with the codes listed on the operation. */
+        CreateWebhookRequest: {
+            /**
+             * @description HTTPS URL, at most 512 characters, resolving to a public address.
+             * @example https://example.com/hooks/service
+             */
+            url: string;
+            /** @description 1 to 50 distinct event names. */
+            events: string[];
+            /** @default true */
+            is_active: boolean;
+        };
+        UpdateWebhookRequest: {
+            /** @description HTTPS URL, at most 512 characters, resolving to a public address. */
+            url?: string;
+            /** @description 1 to 50 distinct event names; replaces the list. */
+            events?: string[];
+            /** @description `true` re-enables and resets `failure_count`; `false` stops deliveries. */
+            is_active?: boolean;
+        };
+        WebhookResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                webhook: components["schemas"]["Webhook"];
+            };
+        };
+        WebhookCreatedResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                webhook: components["schemas"]["Webhook"];
+                /** @description The signing secret. Shown only in this response; store it now. */
+                secret: string;
+            };
+        };
+        WebhookListResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                webhooks: components["schemas"]["Webhook"][];
+            };
+        };
+        /**
+         * @description The body of every webhook delivery (HTTP POST, `Content-Type: application/json`,
+         *     `User-Agent: Service-Webhooks/1.0`, `X-Service-Event: <event>`, `X-Service-Signature`).
+         *
+         *     * Signature: `X-Service-Signature: t=<unix seconds>,v1=<hex>`, HMAC-SHA256 keyed with the
+         *       signing secret (the whole `whsec_…` string) over `<t>.<raw body>`. Verify over the raw
+         *       bytes before parsing, compare in constant time, and reject a `t` more than 300 seconds
+         *       away from your clock.
+         *     * Delivery: only to registrations subscribed to the exact event name. Success is any 2xx;
+         *       any other status (3xx included, redirects are not followed), a timeout (10 seconds) or a
+         *       connection failure is a failure. 5 attempts in total, about 5, 10, 20 and 40 seconds
+         *       apart; after the fifth failure the event is dropped. Retries reuse `id`; two
+         *       registrations get different ids for the same event. Delivery is at least once: use
+         *       `id` to ignore a repeat.
+         *     * After 10 consecutive failed events the registration is disabled (`is_active: false`)
+         *       until its owner re-enables it.
+         *     * Tolerate new event names and new fields.
+         */
+        WebhookDelivery: {
+            /**
+             * @description Delivery id; retries reuse it.
+             * @example dlv_8c2k4m6n0p1q3r5s7t9v
+             */
+            id: string;
+            event: components["schemas"]["EventName"];
+            /**
+             * Format: date-time
+             * @description When the event happened.
+             */
+            created_at: string;
+            /** @description The registration that receives it. */
+            webhook_id: string;
+            /** @description The event's payload; null when it has none. */
+            data: unknown;
+        };
+        MessageReceivedData: {
+            conversation_id: number;
+            message: components["schemas"]["Message"];
+            conversation: components["schemas"]["Conversation"];
+        };
+        MessageStatusData: {
+            /** @description The channel's message id (`wamid`). */
+            message_id: string;
+            /** @enum {string} */
+            status: "sent" | "delivered" | "read" | "failed";
+            /** @description Numeric message id. */
+            id?: number;
+            conversation_id?: number;
+            /** @description The provider's error, with `failed` only. */
+            error?: {
+                [key: string]: unknown;
+            };
+        };
+        TemplateStatusData: {
+            name: string;
+            language: string;
+            category: string;
+            /** @enum {string} */
+            status: "APPROVED" | "REJECTED";
+            /** @description The rejection reason, when the channel gives one. */
+            reason?: string;
+        };
+        MessageReceivedDelivery: components["schemas"]["WebhookDelivery"] & {
+            /** @constant */
+            event?: "message.received";
+            data?: components["schemas"]["MessageReceivedData"];
+        };
+        MessageStatusDelivery: components["schemas"]["WebhookDelivery"] & {
+            /** @constant */
+            event?: "message.status";
+            data?: components["schemas"]["MessageStatusData"];
+        };
+        TemplateApprovedDelivery: components["schemas"]["WebhookDelivery"] & {
+            /** @constant */
+            event?: "template.approved";
+            data?: components["schemas"]["TemplateStatusData"] & {
+                /** @constant */
+                status?: "APPROVED";
+            };
+        };
+        TemplateRejectedDelivery: components["schemas"]["WebhookDelivery"] & {
+            /** @constant */
+            event?: "template.rejected";
+            data?: components["schemas"]["TemplateStatusData"] & {
+                /** @constant */
+                status?: "REJECTED";
+            };
+        };
+        CustomEventDelivery: components["schemas"]["WebhookDelivery"] & {
+            /** @description The custom name, verbatim. */
+            event?: string;
+            /** @description The payload the bot emitted, verbatim (null when none). */
+            data?: unknown;
         };
         /**
          * @description The 17 scopes of the catalogue, plus `tables:read` and `tables:write` for the project's own
@@ -333,7 +1247,9 @@ export interface components {
         };
         /** @description Exactly one of `slug` (an asset uploaded through the media API), `media_id` (a channel media id) or `link` (a public https URL). */
         MediaSend: {
+            /** @description A media asset of this project (404 `not_found` when unknown, 410 `MEDIA_EXPIRED` when the channel no longer holds it). */
             slug?: string;
+            /** @description A channel media id; a header-sample handle is refused (400 `invalid_media_id`). */
             media_id?: string;
             /** Format: uri */
             link?: string;
@@ -632,8 +1548,34 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
+        /**
+         * @description Any 2xx status acknowledges the delivery; the response body is ignored (and not read beyond
+         *     64 KiB). Any other status (3xx included: redirects are never followed), no answer within
+         *     10 seconds, or a connection failure is a failed attempt.
+         */
+        WebhookAcknowledged: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
     };
     parameters: {
+        /**
+         * @description Template name (lower-case letters, digits and underscores).
+         * @example order_shipped
+         */
+        TemplateNamePath: components["schemas"]["TemplateName"];
+        /**
+         * @description Language code such as `en_US`.
+         * @example en_US
+         */
+        TemplateLanguageQuery: components["schemas"]["TemplateLanguage"];
+        /**
+         * @description The asset's slug.
+         * @example menu-2026
+         */
+        MediaSlug: components["schemas"]["MediaSlugValue"];
         /**
          * @description Makes a retry safe: up to 255 characters, remembered 24 hours, scoped to the project.
          *     Empty or longer is 400 `invalid_idempotency_key`.
@@ -656,6 +1598,25 @@ export interface components {
          * @example prj_7f3k2m9q4x1a
          */
         XServiceProject: string;
+        /**
+         * @description Webhook registration id.
+         * @example whk_3k9x2m7q1z8c4v6b
+         */
+        WebhookId: string;
+        /**
+         * @description `t=<unix seconds>,v1=<hex HMAC-SHA256>`: the HMAC is keyed with the registration's signing
+         *     secret (the whole `whsec_…` string as UTF-8) over `<t>.<raw body>` (the timestamp, a dot and
+         *     the exact received bytes). Recompute it over the raw bytes, compare in constant time, and
+         *     reject when `t` differs from your clock by more than 300 seconds.
+         * @example t=1767225600,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd
+         */
+        WebhookSignatureHeader: string;
+        /**
+         * @description The event name, equal to the body's `event`.
+         * @example message.received
+         */
+        WebhookEventHeader: string;
+        WebhookUserAgentHeader: "Service-Webhooks/1.0";
     };
     requestBodies: never;
     headers: {
@@ -1162,6 +2123,601 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+        };
+    };
+    listWebhooks: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The registrations. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+        };
+    };
+    createWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateWebhookRequest"];
+            };
+        };
+        responses: {
+            /** @description The registration and its signing secret (shown only here). */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookCreatedResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+        };
+    };
+    getWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description Webhook registration id.
+                 * @example whk_3k9x2m7q1z8c4v6b
+                 */
+                id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The registration. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+        };
+    };
+    deleteWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description Webhook registration id.
+                 * @example whk_3k9x2m7q1z8c4v6b
+                 */
+                id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The registration as it was. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+        };
+    };
+    updateWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description Webhook registration id.
+                 * @example whk_3k9x2m7q1z8c4v6b
+                 */
+                id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateWebhookRequest"];
+            };
+        };
+        responses: {
+            /** @description The registration after the change. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+        };
+    };
+    listTemplates: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100. */
+                limit?: components["parameters"]["Limit"];
+                /** @description The `nextCursor` of the previous page (opaque). A cursor the service did not issue is 400 `invalid_cursor`. */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Only templates with this name. */
+                name?: components["schemas"]["TemplateName"];
+                /** @description Only templates in this language. */
+                language?: components["schemas"]["TemplateLanguage"];
+                /** @description Only templates of this category. */
+                category?: components["schemas"]["TemplateCategory"];
+                /** @description Only templates in this approval status. */
+                status?: components["schemas"]["TemplateStatus"];
+            };
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of templates. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TemplateListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+        };
+    };
+    createTemplate: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateTemplateRequest"];
+            };
+        };
+        responses: {
+            /** @description Submitted; status `PENDING` until the channel decides. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TemplateResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            502: components["responses"]["UpstreamError"];
+        };
+    };
+    uploadHeaderSample: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["HeaderSampleRequest"];
+            };
+        };
+        responses: {
+            /** @description The handle for `example.header_handle`. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HeaderSampleResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            502: components["responses"]["UpstreamError"];
+        };
+    };
+    getTemplate: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Language code such as `en_US`.
+                 * @example en_US
+                 */
+                language?: components["parameters"]["TemplateLanguageQuery"];
+            };
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description Template name (lower-case letters, digits and underscores).
+                 * @example order_shipped
+                 */
+                name: components["parameters"]["TemplateNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The template. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TemplateResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+        };
+    };
+    deleteTemplate: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Language code such as `en_US`.
+                 * @example en_US
+                 */
+                language?: components["parameters"]["TemplateLanguageQuery"];
+            };
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description Template name (lower-case letters, digits and underscores).
+                 * @example order_shipped
+                 */
+                name: components["parameters"]["TemplateNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What was deleted. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TemplateDeleteResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            502: components["responses"]["UpstreamError"];
+        };
+    };
+    listMedia: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100. */
+                limit?: components["parameters"]["Limit"];
+                /** @description The `nextCursor` of the previous page (opaque). A cursor the service did not issue is 400 `invalid_cursor`. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of media assets. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MediaListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+        };
+    };
+    uploadMedia: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": components["schemas"]["MediaUploadForm"];
+                "application/json": components["schemas"]["MediaUploadRequest"];
+            };
+        };
+        responses: {
+            /** @description The stored asset. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MediaResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            502: components["responses"]["UpstreamError"];
+        };
+    };
+    getMedia: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description The asset's slug.
+                 * @example menu-2026
+                 */
+                slug: components["parameters"]["MediaSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The asset. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MediaResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            410: components["responses"]["Gone"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+        };
+    };
+    deleteMedia: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description The asset's slug.
+                 * @example menu-2026
+                 */
+                slug: components["parameters"]["MediaSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MediaDeleteResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
         };

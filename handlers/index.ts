@@ -6,6 +6,9 @@ import * as projects from './projects.js';
 import * as messages from './messages.js';
 import * as conversations from './conversations.js';
 import * as contacts from './contacts.js';
+import * as templates from './templates.js';
+import * as media from './media.js';
+import * as webhooks from './webhooks.js';
 
 export const handlers: Handlers<operations> = {
   ping: meta.ping,
@@ -20,4 +23,18 @@ export const handlers: Handlers<operations> = {
   listContacts: contacts.listContacts,
   getContact: contacts.getContact,
   updateContact: contacts.updateContact,
+  listTemplates: templates.listTemplates,
+  createTemplate: templates.createTemplate,
+  getTemplate: templates.getTemplate,
+  deleteTemplate: templates.deleteTemplate,
+  uploadHeaderSample: templates.uploadHeaderSample,
+  listMedia: media.listMedia,
+  uploadMedia: media.uploadMedia,
+  getMedia: media.getMedia,
+  deleteMedia: media.deleteMedia,
+  createWebhook: webhooks.createWebhook,
+  listWebhooks: webhooks.listWebhooks,
+  getWebhook: webhooks.getWebhook,
+  updateWebhook: webhooks.updateWebhook,
+  deleteWebhook: webhooks.deleteWebhook,
 };

@@ -2,6 +2,7 @@
  * Typed configuration, read once at start. Every setting is listed in .env.example with its default.
  * A bad value fails fast with a message naming the variable.
  */
+import os from 'node:os';
 import path from 'node:path';
 
 export interface Config {
@@ -37,6 +38,14 @@ export interface Config {
   simulatorPort: number;
   /** Base URL written into the served OpenAPI documents' `servers`. */
   publicBaseUrl: string;
+  /** Upload budget per credential and minute (header samples and media): bytes received. */
+  uploadBytesPerMinute: number;
+  /** Upload budget per credential and minute: upload requests. */
+  uploadRequestsPerMinute: number;
+  /** Total time limit of one URL download (media and header samples), all redirects included. */
+  downloadTimeoutMs: number;
+  /** Where uploads and downloads are kept while checked (disk-backed; not a RAM tmpfs). */
+  uploadTmpDir: string;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
@@ -86,5 +95,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     simulatorPort: int(env, 'SIMULATOR_PORT', 4010, 0, 65535),
     devAllowPrivateTargets: bool(env, 'DEV_ALLOW_PRIVATE_TARGETS', false),
     publicBaseUrl: (str(env, 'PUBLIC_BASE_URL') ?? `http://localhost:${port}`).replace(/\/+$/, ''),
+    // At least the 100 MB document ceiling, or a maximal document could never be uploaded.
+    uploadBytesPerMinute: int(env, 'UPLOAD_BYTES_PER_MINUTE', 200 * 1024 * 1024, 1),
+    uploadRequestsPerMinute: int(env, 'UPLOAD_REQUESTS_PER_MINUTE', 30, 1),
+    downloadTimeoutMs: int(env, 'DOWNLOAD_TIMEOUT_MS', 60000, 100, 600000),
+    uploadTmpDir: path.resolve(str(env, 'UPLOAD_TMP_DIR') ?? os.tmpdir()),
   };
 }

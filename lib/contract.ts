@@ -1,7 +1,8 @@
 /**
  * Loads an OpenAPI document and indexes its operations by operationId. The document is the
  * single source of truth: routing, validation and per-operation policy (`x-required-scopes`,
- * `x-project-scoped`) are read from it, so the code cannot drift from what is published.
+ * `x-project-scoped`, `x-idempotent`, `x-body-limit`, `x-upload-metered`) are read from it, so
+ * the code cannot drift from what is published.
  */
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
@@ -24,6 +25,11 @@ export interface OperationInfo {
   idempotent: boolean;
   /** Largest JSON body accepted, in bytes (`x-body-limit`; default 1 MB). */
   bodyLimit: number;
+  /**
+   * Takes a file (`x-upload-metered: true`): metered against the per-key upload budget
+   * (middleware/upload-budget.ts) and its body streamed, never buffered (middleware/upload-body.ts).
+   */
+  uploadMetered: boolean;
 }
 
 export interface Contract {
@@ -59,6 +65,7 @@ export function loadContract(file: string, opts: { requireScopes: boolean }): Co
         projectScoped: op['x-project-scoped'] !== false,
         idempotent: op['x-idempotent'] === true,
         bodyLimit: typeof op['x-body-limit'] === 'number' ? op['x-body-limit'] : DEFAULT_BODY_LIMIT,
+        uploadMetered: op['x-upload-metered'] === true,
       });
     }
   }

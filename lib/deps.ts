@@ -11,6 +11,7 @@ import type { Contract } from './contract.js';
 import type { SecretBox } from './crypto-box.js';
 import type { CredentialCache } from './credential-cache.js';
 import type { CloudApiClient } from '../channel/cloud-api.js';
+import type { BlobStore } from './storage/blob-store.js';
 
 export interface AppDeps {
   config: Config;
@@ -32,6 +33,8 @@ export interface AppDeps {
   cursorSecret: Buffer;
   /** Connects a new project to a channel (the embedded default's simulator); optional. */
   provisionChannel?: (projectId: string) => Promise<void>;
+  /** Media asset bytes; default: the local file system under DATA_DIR/media (lib/storage/blob-store.ts). */
+  blobStore?: BlobStore;
   /** Validate responses against the contract (on in tests). */
   validateResponses: boolean;
 }

@@ -54,6 +54,9 @@ export function contractPipeline(opts: PipelineOptions): RequestHandler[] {
     validateSecurity: false,
     ignorePaths: (path: string) => !path.startsWith(pathPrefix),
     validateApiSpec: true,
+    // No multer: it would buffer multipart files in memory. Upload operations stream their own
+    // bodies (middleware/upload-body.ts) and the validator checks the fields they leave in req.body.
+    fileUploader: false,
   }) as unknown as RequestHandler[];
   const named = (n: string) => validator.findIndex((mw) => mw.name === n);
   if (named('metadataMiddleware') < 0 || named('securityMiddleware') < 0) {

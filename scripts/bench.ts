@@ -10,10 +10,14 @@ import { startProcess, stopProcess } from './bench/harness.js';
 import type { BenchContext, BenchSection } from './bench/context.js';
 import { benchPing } from './bench/ping.js';
 import { benchMessages } from './bench/messages.js';
+import { benchWebhooks } from './bench/webhooks.js';
+import { benchUploads } from './bench/uploads.js';
 
 const SECTIONS: Record<string, BenchSection> = {
   ping: benchPing,
   messages: benchMessages,
+  webhooks: benchWebhooks,
+  uploads: benchUploads,
 };
 
 async function main(): Promise<void> {
@@ -32,6 +36,8 @@ async function main(): Promise<void> {
     ADMIN_TOKEN: adminToken,
     LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
     NODE_ENV: 'production',
+    // The webhook section delivers to receivers on 127.0.0.1 (a local-development setting).
+    DEV_ALLOW_PRIVATE_TARGETS: 'true',
   }, /listening on http:\/\/localhost:(\d+)[\s\S]*simulator on (http:\/\/127\.0\.0\.1:\d+)/);
   const bare = await startProcess('scripts/bench/bare-server.ts', { PORT: '0' }, /READY (\d+)/);
   const base = `http://127.0.0.1:${service.match[1]}`;

@@ -6,6 +6,8 @@ import * as projects from './projects.js';
 import * as keys from './keys.js';
 import * as connections from './connections.js';
 import * as channel from './channel.js';
+import * as webhooks from './webhooks.js';
+import * as runtimeTokens from './runtime-tokens.js';
 
 export const adminHandlers: Handlers<operations> = {
   adminGetOpenApiDocument: async (_req, deps) => ({ raw: publishedDocument(deps.adminContract, deps.config.publicBaseUrl) }),
@@ -31,4 +33,8 @@ export const adminHandlers: Handlers<operations> = {
   adminListTokens: connections.adminListTokens,
   adminIssueToken: connections.adminIssueToken,
   adminRevokeToken: connections.adminRevokeToken,
+  adminListRuntimeTokens: runtimeTokens.adminListRuntimeTokens,
+  adminCreateRuntimeToken: runtimeTokens.adminCreateRuntimeToken,
+  adminRevokeRuntimeToken: runtimeTokens.adminRevokeRuntimeToken,
+  adminListWebhookDeliveries: webhooks.adminListWebhookDeliveries,
 };

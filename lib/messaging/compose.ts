@@ -26,15 +26,29 @@ export interface ComposedMessage {
   /** What we store as the message's content. */
   content: Record<string, unknown>;
   template?: { name: string; language: string; variables: string[] };
-  /** Media given by our slug, to resolve to a channel media id before sending. */
-  mediaSlug?: string;
+  /** The message's media, for send-message.ts to resolve a slug and check a media id. */
+  media?: MediaRef;
+}
+
+export interface MediaRef {
+  /** The channel's media object in the payload (gets `id` when sent by slug). */
+  object: Record<string, unknown>;
+  /** Our media asset's slug, to resolve to the channel's media id. */
+  slug?: string;
+  /** A channel media id given by the caller (never a header-sample handle). */
+  mediaId?: string;
+  /**
+   * A template header parameter still to be typed (`image`, `video` or `document`), which
+   * depends on the template's header format or the asset's kind.
+   */
+  headerParam?: Record<string, unknown>;
 }
 
 function invalid(message: string, field: string): ApiError {
   return new ApiError('invalid_request', message, { fields: [{ field, message }] });
 }
 
-function mediaObject(media: MediaSend | undefined, field: string, type: string): { object: Record<string, unknown>; slug?: string } {
+function mediaObject(media: MediaSend | undefined, field: string, type: string): MediaRef {
   const sources = [media?.slug, media?.media_id, media?.link].filter((v) => v !== undefined);
   if (!media || sources.length !== 1) throw invalid(`${type} needs exactly one of media.slug, media.media_id or media.link.`, field);
   const object: Record<string, unknown> = {};
@@ -45,20 +59,22 @@ function mediaObject(media: MediaSend | undefined, field: string, type: string):
   }
   if (media.caption !== undefined && type !== 'audio') object.caption = media.caption;
   if (media.filename !== undefined && type === 'document') object.filename = media.filename;
-  return { object, slug: media.slug };
+  return { object, slug: media.slug, mediaId: media.media_id };
 }
 
-function composeTemplate(body: SendRequest): Pick<ComposedMessage, 'payload' | 'template' | 'mediaSlug'> {
+function composeTemplate(body: SendRequest): Pick<ComposedMessage, 'payload' | 'template' | 'media'> {
   const t = body.template;
   if (!t?.name || t.name.trim() === '') throw new ApiError('missing_template_name', 'A template send needs template.name.');
   if (!t.language || t.language.trim() === '') throw new ApiError('missing_language', 'A template send needs template.language (e.g. en_US).');
   const variables = t.variables ?? [];
   const components: Record<string, unknown>[] = [];
-  let mediaSlug: string | undefined;
+  let media: MediaRef | undefined;
   if (t.header?.media) {
-    const { object, slug } = mediaObject(t.header.media, 'template.header.media', 'image');
-    mediaSlug = slug;
-    components.push({ type: 'header', parameters: [{ type: 'media', media: object }] });
+    media = mediaObject(t.header.media, 'template.header.media', 'document');
+    delete media.object.caption; // header media take no caption
+    // Typed (image, video or document) once the template or the asset is known: see send-message.ts.
+    media.headerParam = { type: 'image', image: media.object };
+    components.push({ type: 'header', parameters: [media.headerParam] });
   } else if (t.header?.variables?.length) {
     components.push({ type: 'header', parameters: t.header.variables.map((text) => ({ type: 'text', text })) });
   }
@@ -74,7 +90,7 @@ function composeTemplate(body: SendRequest): Pick<ComposedMessage, 'payload' | '
   return {
     payload: { type: 'template', template: { name: t.name, language: { code: t.language }, ...(components.length ? { components } : {}) } },
     template: { name: t.name, language: t.language, variables },
-    mediaSlug,
+    media,
   };
 }
 
@@ -122,9 +138,9 @@ export function composeMessage(body: SendRequest): ComposedMessage {
     return { phone, type, session: false, content, ...t };
   }
   if (MEDIA_TYPES.has(type)) {
-    const { object, slug } = mediaObject(body.media, 'media', type);
+    const media = mediaObject(body.media, 'media', type);
     content.media = body.media;
-    return { phone, type, session: true, content, payload: { type, [type]: object }, mediaSlug: slug };
+    return { phone, type, session: true, content, payload: { type, [type]: media.object }, media };
   }
   content.interactive = body.interactive;
   return { phone, type, session: true, content, payload: composeInteractive(body) };

@@ -109,9 +109,11 @@ interface TemplateUpdate {
 
 async function applyTemplateStatus(deps: AppDeps, channel: OpenChannel, v: TemplateUpdate, now: Date): Promise<boolean> {
   const status = String(v.event ?? '').toUpperCase();
+  const byName = { name: String(v.message_template_name), language: String(v.message_template_language) };
+  // By the channel's id; a row still waiting for its id (created an instant ago) by name and language.
   const where = v.message_template_id !== undefined
-    ? { projectId: channel.projectId, channelTemplateId: String(v.message_template_id) }
-    : { projectId: channel.projectId, name: String(v.message_template_name), language: String(v.message_template_language) };
+    ? { projectId: channel.projectId, OR: [{ channelTemplateId: String(v.message_template_id) }, { ...byName, channelTemplateId: null }] }
+    : { projectId: channel.projectId, ...byName };
   return deps.db.prisma.$transaction(async (tx) => {
     const template = await tx.template.findFirst({ where });
     if (!template) return true; // a template made outside the service: nothing of ours to update

@@ -1,21 +1,61 @@
 /**
- * Sending a message, as POST /v1/messages promises: validate, check the 24-hour window for session
- * messages, reserve a unit of the daily quota, call the channel, then record the message on its
- * conversation keyed by the wamid. Nothing is stored unless the channel accepted the message, and
- * a failed call gives its quota back. Sending never changes the conversation's state.
+ * Sending a message, as POST /v1/messages promises: validate, resolve media (a slug to its channel
+ * media id, 404/410 MEDIA_EXPIRED; a header-sample handle given as media_id is 400), check the
+ * 24-hour window for session messages, reserve a unit of the daily quota, call the channel, then
+ * record the message on its conversation keyed by the wamid. Nothing is stored unless the channel
+ * accepted the message, and a failed call gives its quota back. Sending never changes the
+ * conversation's state.
  */
 import type { components } from '../../generated/api.js';
 import type { AppDeps } from '../deps.js';
 import type { ProjectRef } from '../credentials.js';
 import { ApiError } from '../errors.js';
 import { requireChannel } from '../channel-settings.js';
-import { bodyPlaceholderCount, composeMessage } from './compose.js';
+import { bodyPlaceholderCount, composeMessage, type ComposedMessage } from './compose.js';
+import { isHeaderHandle, resolveMediaSlug } from '../media/assets.js';
 import { releaseSend, reserveSend } from './quota.js';
 import { upsertConversation, windowOpen } from './conversation-store.js';
 import { isChannelError, isOutsideWindowError, toApiError } from '../../channel/errors.js';
 import type { GraphMessagePayload } from '../../channel/cloud-api.js';
 
 type SendRequest = components['schemas']['SendMessageRequest'];
+
+/** The format of a template's media header (image, video, document), if it has one. */
+function headerFormat(templateComponents: unknown): string | undefined {
+  if (!Array.isArray(templateComponents)) return undefined;
+  const header = templateComponents.find((c) => String(c?.type).toUpperCase() === 'HEADER');
+  const format = String(header?.format ?? '').toLowerCase();
+  return ['image', 'video', 'document'].includes(format) ? format : undefined;
+}
+
+/**
+ * The message's media: a header-sample handle given as `media_id` is refused (400
+ * `invalid_media_id`); a slug becomes the asset's channel media id (404 unknown, 410
+ * `MEDIA_EXPIRED`), and must be of the message's kind; a template header parameter is typed
+ * from the template's header format, else the asset's kind, else image.
+ */
+async function resolveMedia(deps: AppDeps, projectId: string, message: ComposedMessage, templateComponents: unknown): Promise<void> {
+  const media = message.media!;
+  if (media.mediaId !== undefined && (await isHeaderHandle(deps, media.mediaId))) {
+    const text = 'media_id is a template header-sample handle, not a media id: upload the file with POST /v1/media and send its slug or media_id.';
+    throw new ApiError('invalid_media_id', text, { fields: [{ field: media.headerParam ? 'template.header.media.media_id' : 'media.media_id', message: text }] });
+  }
+  let kind: string | undefined;
+  if (media.slug !== undefined) {
+    const asset = await resolveMediaSlug(deps, projectId, media.slug);
+    media.object.id = asset.mediaId;
+    kind = asset.kind;
+  }
+  if (media.headerParam) {
+    const type = headerFormat(templateComponents) ?? kind ?? 'image';
+    if (type !== 'document') delete media.object.filename;
+    for (const k of Object.keys(media.headerParam)) delete media.headerParam[k];
+    Object.assign(media.headerParam, { type, [type]: media.object });
+  } else if (kind !== undefined && kind !== message.type) {
+    const text = `Media asset ${media.slug} is ${kind === 'image' || kind === 'audio' ? 'an' : 'a'} ${kind}, not ${message.type === 'image' || message.type === 'audio' ? 'an' : 'a'} ${message.type}.`;
+    throw new ApiError('invalid_request', text, { fields: [{ field: 'media.slug', message: text }] });
+  }
+}
 
 function outsideWindow(): ApiError {
   return new ApiError(
@@ -29,8 +69,9 @@ export async function sendMessage(deps: AppDeps, project: ProjectRef, body: Send
   const { prisma, pool } = deps.db;
   const now = deps.clock.now();
 
+  let known: { components: unknown } | null = null;
   if (message.template) {
-    const known = await prisma.template.findUnique({
+    known = await prisma.template.findUnique({
       where: { projectId_name_language: { projectId: project.id, name: message.template.name, language: message.template.language } },
     });
     const expected = known ? bodyPlaceholderCount(known.components) : undefined;
@@ -42,10 +83,7 @@ export async function sendMessage(deps: AppDeps, project: ProjectRef, body: Send
       );
     }
   }
-  if (message.mediaSlug !== undefined) {
-    // Media assets arrive with the media API; until then a slug names nothing.
-    throw new ApiError('not_found', `No media asset "${message.mediaSlug}".`);
-  }
+  if (message.media) await resolveMedia(deps, project.id, message, known?.components);
 
   const channel = await requireChannel(deps, project.id);
   if (message.session) {

@@ -21,6 +21,7 @@ import type { AddressInfo, Server } from 'node:net';
 import { CloudApiClient } from '../../channel/cloud-api.js';
 import { createSimulator, type Simulator, type SimulatorOptions } from '../../simulator/app.js';
 import { simulatedChannelProvisioner } from '../../lib/simulated-channel.js';
+import { startWebhookDelivery, type WebhookDelivery, type WebhookDeliveryOptions } from '../../jobs/webhook-delivery.js';
 import { CredentialCache } from '../../lib/credential-cache.js';
 
 function listen(app: { listen(port: number, host: string, cb: () => void): Server }): Promise<Server> {
@@ -48,6 +49,12 @@ export interface TestApp {
   adminToken: string;
   admin: OperatorClient;
   secretBox: SecretBox;
+  /** The running webhook delivery (webhooks option). */
+  readonly webhooks?: WebhookDelivery;
+  /** Stops the webhook delivery (as a crash or deploy would) and starts a new one on the same database. */
+  restartWebhooks(): Promise<WebhookDelivery>;
+  /** Stops the webhook delivery without starting another. */
+  stopWebhooks(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -60,7 +67,20 @@ export interface TestAppOptions {
   handlers?: Record<string, unknown>;
   /** Start the Cloud API simulator and connect new projects to it (the app then listens on a port for its callbacks). */
   simulator?: boolean | SimulatorOptions;
+  /**
+   * Run webhook delivery (fan-out, attempts, retries on the job runner) against the test database,
+   * with a schedule shortened by TEST_WEBHOOK_OPTIONS (ratios kept); an object overrides it.
+   */
+  webhooks?: boolean | WebhookDeliveryOptions;
 }
+
+/** Webhook delivery in tests: the spec's schedule scaled by 0.02 (100, 200, 400, 800 ms), no jitter, quick scans. */
+export const TEST_WEBHOOK_OPTIONS = {
+  policy: { scale: 0.02, jitter: 0, attemptTimeoutMs: 2000, leaseMs: 4000, overdueGraceMs: 1500, sweepEveryMs: 500, retryBucketMs: 5 },
+  processEveryMs: 100,
+  lockLifetimeMs: 1000,
+  poolSize: 6,
+} satisfies WebhookDeliveryOptions;
 
 export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> {
   const config = { ...loadConfig({}), rateLimitPerMinute: 1000, ...opts.config };
@@ -110,8 +130,29 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
     baseUrl = callbackBase = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     stops.unshift(() => closeServer(server));
   }
+  const webhookOptions: WebhookDeliveryOptions | undefined = opts.webhooks
+    ? { ...TEST_WEBHOOK_OPTIONS, ...(typeof opts.webhooks === 'object' ? opts.webhooks : {}),
+        policy: { ...TEST_WEBHOOK_OPTIONS.policy, ...(typeof opts.webhooks === 'object' ? opts.webhooks.policy : {}) } }
+    : undefined;
+  let webhooks: WebhookDelivery | undefined;
+  const stopWebhooks = async () => {
+    const running = webhooks;
+    webhooks = undefined;
+    await running?.stop();
+  };
+  const startWebhooks = async () => (webhooks = await startWebhookDelivery({ db, clock, logger, secretBox, config }, webhookOptions ?? TEST_WEBHOOK_OPTIONS));
+  if (webhookOptions) await startWebhooks();
+  stops.unshift(stopWebhooks);
   return {
     app, db, clock, config, adminToken, sim, baseUrl, secretBox,
+    get webhooks() {
+      return webhooks;
+    },
+    stopWebhooks,
+    restartWebhooks: async () => {
+      await stopWebhooks();
+      return startWebhooks();
+    },
     admin: new OperatorClient(app, adminToken),
     close: async () => {
       for (const stop of stops) await stop();

@@ -1,0 +1,81 @@
+/**
+ * The job runner: Agenda on PostgreSQL (@agendajs/postgres-backend), sharing a pool we own.
+ * Jobs are durable rows (`agenda_jobs`), so a job scheduled before a crash or restart runs after
+ * it, on whichever instance is up; LISTEN/NOTIFY picks new jobs up at once. Jobs carry ids only
+ * and must be safe to run twice.
+ *
+ * Pitfalls handled here: `processEvery` is given in milliseconds (a string such as
+ * '500 milliseconds' is misparsed); `stop()` does not close our pool; every job run leaves a timer
+ * of max(processEvery, lockLifetime) / 2 that outlives `stop()`, so keep `lockLifetimeMs` short
+ * where a process must exit promptly (tests) and exit explicitly after a graceful shutdown.
+ */
+import { Agenda } from 'agenda';
+import { PostgresBackend } from '@agendajs/postgres-backend';
+import type pg from 'pg';
+import type { Logger } from '../lib/logger.js';
+
+export interface JobRunnerOptions {
+  pool: pg.Pool;
+  logger: Logger;
+  /** How often the runner scans for due jobs, in ms (new jobs are also noticed through NOTIFY). */
+  processEveryMs?: number;
+  /** How long a claimed job stays locked before another runner may take it, in ms. */
+  lockLifetimeMs?: number;
+  maxConcurrency?: number;
+  name?: string;
+}
+
+export interface JobDefinitionOptions {
+  concurrency?: number;
+  /** Remove one-time jobs once done (keeps `agenda_jobs` small). */
+  removeOnComplete?: boolean;
+}
+
+export interface JobRunner {
+  define<T>(name: string, handler: (data: T) => Promise<void>, opts?: JobDefinitionOptions): void;
+  /** Runs `name` with `data` at `at` (durable). */
+  schedule<T>(at: Date, name: string, data: T): Promise<void>;
+  /** Runs `name` every `intervalMs` on one runner at a time. */
+  every(intervalMs: number, name: string): Promise<void>;
+  start(): Promise<void>;
+  /** Stops taking jobs; jobs locked but not started are released for other runners. */
+  stop(): Promise<void>;
+}
+
+export function createJobRunner(opts: JobRunnerOptions): JobRunner {
+  const lockLifetime = opts.lockLifetimeMs ?? 15_000;
+  const agenda = new Agenda({
+    backend: new PostgresBackend({ pool: opts.pool }),
+    name: opts.name ?? `service-${process.pid}`,
+    processEvery: opts.processEveryMs ?? 1000,
+    maxConcurrency: opts.maxConcurrency ?? 50,
+    defaultLockLifetime: lockLifetime,
+  });
+  agenda.on('error', (e: Error) => opts.logger.warn('job runner error', { error: e.message }));
+  let started = false;
+
+  return {
+    define(name, handler, defOpts = {}) {
+      agenda.define(name, async (job) => handler(job.attrs.data as never), {
+        concurrency: defOpts.concurrency ?? 10,
+        lockLifetime,
+        removeOnComplete: defOpts.removeOnComplete ?? true,
+      });
+    },
+    async schedule(at, name, data) {
+      await agenda.schedule(at, name, data as never);
+    },
+    async every(intervalMs, name) {
+      await agenda.every(intervalMs, name);
+    },
+    async start() {
+      await agenda.start();
+      started = true;
+    },
+    async stop() {
+      if (!started) return;
+      started = false;
+      await agenda.stop(false);
+    },
+  };
+}

@@ -1,0 +1,207 @@
+/**
+ * Webhook delivery, wired: events → fan-out → attempts → retries.
+ *
+ * - Fast path (in process): a committed event raises a notification; the listener wakes the
+ *   fan-out, which turns undispatched events into delivery rows in one transaction (born claimed
+ *   by this instance) and queues their first attempts in the dispatcher (fair, bounded
+ *   concurrency per registration). Outcomes are written in batches.
+ * - Retries ride on the job runner (Agenda, durable): the retries of a batch are scheduled as
+ *   `webhook-retry` jobs at their backoff time (grouped per `retryBucketMs`), carrying ids only.
+ * - The `webhook-sweep` job (one runner at a time, every `sweepEveryMs`) is the safety net: it
+ *   fans out events whose notification was missed, retakes deliveries whose timer or claim was
+ *   lost (a crash, a full queue) once overdue by `overdueGraceMs`, and prunes the delivery log.
+ * The database rows are the truth; every path goes through a claim, so a delivery is never
+ * attempted twice at once, and an event accepted before a crash is delivered after it.
+ *
+ * Background work gets its own small pool, so a delivery burst cannot starve API requests.
+ */
+import pg from 'pg';
+import type { AppDeps } from '../lib/deps.js';
+import { systemClock, type Clock } from '../lib/clock.js';
+import { EVENTS_CHANNEL } from '../lib/events.js';
+import { deliveryPolicy, type DeliveryPolicy } from '../lib/webhooks/policy.js';
+import { Dispatcher } from '../lib/webhooks/dispatcher.js';
+import { AgentPool } from '../lib/webhooks/http-post.js';
+import { attemptDelivery, type AttemptInfo, type DeliveryItem } from '../lib/webhooks/attempt.js';
+import { OutcomeWriter } from '../lib/webhooks/outcomes.js';
+import { fanOutBatch } from '../lib/webhooks/fanout.js';
+import { overdueDeliveries, pruneDeliveries, type RecordedOutcome } from '../lib/webhooks/store.js';
+import { listen, type Listener } from '../lib/webhooks/listener.js';
+import { createJobRunner } from './runner.js';
+
+export const WEBHOOK_RETRY_JOB = 'webhook-retry';
+export const WEBHOOK_SWEEP_JOB = 'webhook-sweep';
+
+export interface RetryJobData {
+  /** [delivery id, webhook id] pairs due at the job's time. */
+  deliveries: Array<[string, string]>;
+}
+
+export interface WebhookDeliveryOptions {
+  /** Overrides of the delivery policy; `scale` shortens the retry schedule keeping its ratios. */
+  policy?: Partial<DeliveryPolicy> & { scale?: number };
+  /** Wall-clock time for leases and retry times (the job runner's own timers are wall-clock). */
+  timer?: Clock;
+  /** Connections of the background pool (the job runner holds one for LISTEN). */
+  poolSize?: number;
+  processEveryMs?: number;
+  lockLifetimeMs?: number;
+  /** Observes every attempt (benchmarks, tests). */
+  onAttempt?: (info: AttemptInfo) => void;
+}
+
+export interface WebhookDelivery {
+  readonly policy: DeliveryPolicy;
+  /** Fans out undispatched events now. */
+  kick(): void;
+  /** One sweep now (what the periodic job does). */
+  sweep(): Promise<void>;
+  stats(): { queued: number; running: number };
+  stop(): Promise<void>;
+}
+
+type Deps = Pick<AppDeps, 'db' | 'clock' | 'logger' | 'secretBox' | 'config'>;
+
+export async function startWebhookDelivery(deps: Deps, opts: WebhookDeliveryOptions = {}): Promise<WebhookDelivery> {
+  const policy = deliveryPolicy(opts.policy);
+  const timer = opts.timer ?? systemClock;
+  const { logger } = deps;
+  const pool = new pg.Pool({ ...(deps.db.pool as unknown as { options: pg.PoolConfig }).options, max: opts.poolSize ?? 10 });
+  pool.on('error', (e) => logger.warn('webhook pool: idle connection error', { error: e.message }));
+  const agents = new AgentPool();
+  const runner = createJobRunner({ pool, logger, processEveryMs: opts.processEveryMs, lockLifetimeMs: opts.lockLifetimeMs, name: `webhooks-${process.pid}` });
+  const touched = new Set<string>();
+  let stopped = false;
+  let fanning: Promise<void> | undefined;
+  let again = false;
+  let waitingForRoom = false;
+
+  const scheduleRetries = async (retries: RecordedOutcome[]) => {
+    const buckets = new Map<number, Array<[string, string]>>();
+    for (const r of retries) {
+      const due = Math.ceil(r.nextAttemptAt!.getTime() / policy.retryBucketMs) * policy.retryBucketMs;
+      buckets.set(due, [...(buckets.get(due) ?? []), [r.deliveryId, r.webhookId]]);
+    }
+    for (const [due, deliveries] of buckets) await runner.schedule<RetryJobData>(new Date(due), WEBHOOK_RETRY_JOB, { deliveries });
+  };
+
+  const outcomes = new OutcomeWriter({
+    pool,
+    logger,
+    disableAfter: policy.disableAfterFailedEvents,
+    onRetries: scheduleRetries,
+    onCommitted: (recorded) => {
+      for (const r of recorded) if (r.kind !== 'retry') touched.add(r.webhookId);
+    },
+  });
+
+  const dispatcher: Dispatcher<DeliveryItem> = new Dispatcher<DeliveryItem>({
+    perWebhook: policy.perWebhookConcurrency,
+    max: policy.maxConcurrency,
+    maxQueued: policy.maxQueued,
+    onError: (e) => logger.error('webhook attempt failed unexpectedly', { error: e instanceof Error ? e.stack ?? e.message : String(e) }),
+    run: async (item) => {
+      await attemptDelivery(
+        {
+          pool, clock: deps.clock, timer, secretBox: deps.secretBox, policy, agents, logger, outcomes,
+          allowPrivate: deps.config.devAllowPrivateTargets,
+          onAttempt: opts.onAttempt,
+        },
+        item,
+      );
+      if (waitingForRoom && dispatcher.hasRoom()) {
+        waitingForRoom = false;
+        kick();
+      }
+    },
+  });
+
+  const fanOutLoop = async () => {
+    do {
+      again = false;
+      while (!stopped) {
+        if (!dispatcher.hasRoom()) {
+          waitingForRoom = true;
+          return;
+        }
+        const batch = await fanOutBatch(pool, policy.fanOutBatch, deps.clock.now(), new Date(timer.now().getTime() + policy.leaseMs));
+        // A delivery that does not fit stays claimed until its lease ends; then the sweep takes it.
+        for (const d of batch.deliveries) dispatcher.enqueue({ id: d.id, webhookId: d.webhookId, claim: d });
+        if (batch.events < policy.fanOutBatch) break;
+      }
+    } while (again && !stopped);
+  };
+
+  const fanOut = (): Promise<void> => {
+    if (fanning) {
+      again = true;
+      return fanning;
+    }
+    const run: Promise<void> = fanOutLoop()
+      .catch((e) => {
+        logger.error('webhook fan-out failed', { error: e instanceof Error ? e.message : String(e) });
+      })
+      .finally(() => {
+        fanning = undefined;
+      });
+    fanning = run;
+    return run;
+  };
+  const kick = () => {
+    if (!stopped) void fanOut();
+  };
+
+  const sweep = async () => {
+    if (stopped) return;
+    await fanOut();
+    const room = policy.maxQueued - (dispatcher.size.queued + dispatcher.size.running);
+    if (room > 0) {
+      const overdue = await overdueDeliveries(pool, new Date(timer.now().getTime() - policy.overdueGraceMs), Math.min(room, 1000));
+      for (const d of overdue) dispatcher.enqueue(d);
+    }
+    const prune = [...touched].slice(0, 100);
+    for (const webhookId of prune) {
+      touched.delete(webhookId);
+      await pruneDeliveries(pool, webhookId, policy.keepDeliveriesPerWebhook);
+    }
+  };
+
+  runner.define<RetryJobData>(WEBHOOK_RETRY_JOB, async (data) => {
+    // Queued here, claimed when each starts; what does not fit is taken by the sweep later.
+    for (const [id, webhookId] of data?.deliveries ?? []) dispatcher.enqueue({ id, webhookId });
+  }, { concurrency: 20 });
+  runner.define(WEBHOOK_SWEEP_JOB, async () => {
+    await sweep().catch((e) => logger.error('webhook sweep failed', { error: e instanceof Error ? e.message : String(e) }));
+  }, { concurrency: 1, removeOnComplete: false });
+
+  let listener: Listener | undefined;
+  try {
+    await runner.start();
+    await runner.every(policy.sweepEveryMs, WEBHOOK_SWEEP_JOB);
+    listener = await listen(pool, EVENTS_CHANNEL, kick, logger);
+  } catch (e) {
+    await runner.stop().catch(() => undefined);
+    await pool.end().catch(() => undefined);
+    throw e;
+  }
+
+  return {
+    policy,
+    kick,
+    sweep,
+    stats: () => dispatcher.size,
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      await listener?.close();
+      await runner.stop().catch((e) => logger.warn('job runner stop failed', { error: String(e) }));
+      await fanning;
+      // In-flight attempts finish (each within its deadline) and their outcomes are written;
+      // queued ones stay claimed or pending in the database for the next instance.
+      await dispatcher.stop();
+      await outcomes.flush();
+      agents.destroy();
+      await pool.end().catch(() => undefined);
+    },
+  };
+}

@@ -1,0 +1,109 @@
+/**
+ * One delivery attempt, start to finish: hold the delivery (a fresh claim from the fan-out, a
+ * renewed one if it waited long in the queue, or a new claim), build the body
+ * `{ id, event, created_at, webhook_id, data }` and sign exactly those bytes, POST it, then hand
+ * the outcome to the batch writer with the spec's rules: a 2xx succeeds; a failure is retried
+ * after the policy's backoff until the fifth attempt, after which the event is dropped and counts
+ * as one failed event for the registration.
+ */
+import type pg from 'pg';
+import type { Clock } from '../clock.js';
+import type { Logger } from '../logger.js';
+import type { SecretBox } from '../crypto-box.js';
+import { signatureHeader } from './signature.js';
+import { postWebhook, type AgentPool, type AttemptResult } from './http-post.js';
+import { retryDelayMs, type DeliveryPolicy } from './policy.js';
+import { cancelIfOrphaned, claimDelivery, renewClaim, type ClaimedDelivery, type OutcomeKind, type RecordedOutcome } from './store.js';
+import type { OutcomeWriter } from './outcomes.js';
+import type { WorkItem } from './dispatcher.js';
+
+export const USER_AGENT = 'Service-Webhooks/1.0';
+
+export interface DeliveryItem extends WorkItem {
+  /** Present when the fan-out just created (and claimed) the delivery. */
+  claim?: ClaimedDelivery;
+}
+
+export interface AttemptInfo extends AttemptResult {
+  deliveryId: string;
+  webhookId: string;
+  attempt: number;
+  kind: OutcomeKind;
+}
+
+export interface AttemptContext {
+  pool: pg.Pool;
+  /** Stamps records and signatures. */
+  clock: Clock;
+  /** Schedules: leases and retry times (wall-clock time, as the job runner's). */
+  timer: Clock;
+  secretBox: SecretBox;
+  policy: DeliveryPolicy;
+  allowPrivate: boolean;
+  agents: AgentPool;
+  logger: Logger;
+  outcomes: OutcomeWriter;
+  onAttempt?(info: AttemptInfo): void;
+}
+
+export function deliveryBody(d: { id: string; event: string; eventCreatedAt: Date; webhookId: string; dataJson: string }): string {
+  return (
+    `{"id":${JSON.stringify(d.id)},"event":${JSON.stringify(d.event)},` +
+    `"created_at":${JSON.stringify(d.eventCreatedAt.toISOString())},"webhook_id":${JSON.stringify(d.webhookId)},"data":${d.dataJson}}`
+  );
+}
+
+/** The delivery, held by us for at least one full attempt; undefined when it is not ours to attempt. */
+async function hold(ctx: AttemptContext, item: DeliveryItem): Promise<ClaimedDelivery | undefined> {
+  const now = ctx.timer.now();
+  const leaseUntil = new Date(now.getTime() + ctx.policy.leaseMs);
+  if (item.claim) {
+    // A claim that may lapse before the attempt ends is renewed (which re-checks the registration).
+    const spare = item.claim.leaseUntil.getTime() - now.getTime();
+    return spare > ctx.policy.attemptTimeoutMs + 2000 ? item.claim : renewClaim(ctx.pool, item.id, item.claim.leaseUntil, leaseUntil);
+  }
+  return claimDelivery(ctx.pool, item.id, now, leaseUntil);
+}
+
+export async function attemptDelivery(ctx: AttemptContext, item: DeliveryItem): Promise<RecordedOutcome | undefined> {
+  const claimed = await hold(ctx, item);
+  if (!claimed) {
+    // Not due, taken by another worker, finished, or its registration is gone or disabled.
+    await cancelIfOrphaned(ctx.pool, item.id, ctx.clock.now());
+    return undefined;
+  }
+  const attempt = claimed.attempts + 1;
+  const body = deliveryBody(claimed);
+  let result: AttemptResult;
+  try {
+    const secret = ctx.secretBox.open(claimed.secretEnc);
+    const t = Math.floor(ctx.clock.now().getTime() / 1000);
+    result = await postWebhook(
+      claimed.url,
+      body,
+      {
+        'Content-Type': 'application/json',
+        'User-Agent': USER_AGENT,
+        'X-Service-Event': claimed.event,
+        'X-Service-Signature': signatureHeader(secret, t, body),
+      },
+      { timeoutMs: ctx.policy.attemptTimeoutMs, allowPrivate: ctx.allowPrivate, bodyCap: ctx.policy.responseBodyCap, agents: ctx.agents },
+    );
+  } catch (e) {
+    ctx.logger.error('webhook attempt could not be made', { delivery_id: item.id, error: e instanceof Error ? e.message : String(e) });
+    result = { ok: false, statusCode: null, error: 'internal error before sending', durationMs: 0 };
+  }
+  const delay = result.ok ? null : retryDelayMs(ctx.policy, attempt);
+  const kind: OutcomeKind = result.ok ? 'success' : delay === null ? 'dropped' : 'retry';
+  ctx.onAttempt?.({ ...result, deliveryId: item.id, webhookId: claimed.webhookId, attempt, kind });
+  return ctx.outcomes.record({
+    deliveryId: item.id,
+    attempt,
+    kind,
+    statusCode: result.statusCode,
+    error: result.ok ? null : result.error,
+    durationMs: result.durationMs,
+    at: ctx.clock.now(),
+    nextAttemptAt: delay === null ? null : new Date(ctx.timer.now().getTime() + delay),
+  });
+}

@@ -1,0 +1,82 @@
+/**
+ * Which event names a registration may subscribe to, and which the bot may emit.
+ *
+ * - Platform events are matched exactly and each needs its scope besides `webhooks:manage`.
+ * - Custom names: letters, digits, `.`, `_`, `-`, 1 to 100 characters. The platform's
+ *   namespaces (`message.`, `template.`, in any case) are reserved: an unknown name there is a typo
+ *   of a platform event at registration (400 `invalid_event_name`) and refused at emit (400
+ *   `reserved_event_name`), since matching is by name and the platform scope would not apply.
+ * - A registration lists 1 to 50 distinct names (`invalid_event_list`, `duplicate_event`).
+ */
+import { ApiError } from '../errors.js';
+import { PLATFORM_EVENTS, type PlatformEvent } from '../events.js';
+
+export const EVENT_SCOPES: Record<PlatformEvent, string> = {
+  'message.received': 'events:message_received',
+  'message.status': 'events:message_status',
+  'template.approved': 'events:template_status',
+  'template.rejected': 'events:template_status',
+};
+
+export const MAX_EVENTS_PER_WEBHOOK = 50;
+export const MAX_EVENT_NAME_LENGTH = 100;
+const CUSTOM_NAME = /^[A-Za-z0-9._-]+$/;
+const RESERVED_NAMESPACES = ['message.', 'template.'];
+
+export function isPlatformEvent(name: string): name is PlatformEvent {
+  return (PLATFORM_EVENTS as readonly string[]).includes(name);
+}
+
+function inReservedNamespace(name: string): boolean {
+  const lower = name.toLowerCase();
+  return RESERVED_NAMESPACES.some((ns) => lower.startsWith(ns));
+}
+
+function checkShape(name: unknown, where: string): string {
+  if (typeof name !== 'string' || name.length === 0 || name.length > MAX_EVENT_NAME_LENGTH || !CUSTOM_NAME.test(name)) {
+    throw new ApiError(
+      'invalid_event_name',
+      `${where}: event names are 1 to ${MAX_EVENT_NAME_LENGTH} letters, digits, ".", "_" or "-".`,
+      { event: typeof name === 'string' ? name.slice(0, 120) : name },
+    );
+  }
+  return name;
+}
+
+/** A registration's event list, validated; returned in the given order. */
+export function validateSubscription(events: unknown): string[] {
+  if (!Array.isArray(events) || events.length === 0 || events.length > MAX_EVENTS_PER_WEBHOOK) {
+    throw new ApiError('invalid_event_list', `events must list 1 to ${MAX_EVENTS_PER_WEBHOOK} event names.`, {
+      count: Array.isArray(events) ? events.length : null,
+    });
+  }
+  const seen = new Set<string>();
+  events.forEach((raw, i) => {
+    const name = checkShape(raw, `events[${i}]`);
+    if (!isPlatformEvent(name) && inReservedNamespace(name)) {
+      throw new ApiError('invalid_event_name', `events[${i}]: "${name}" is not a platform event. Platform events: ${PLATFORM_EVENTS.join(', ')}.`, {
+        event: name,
+        platform_events: [...PLATFORM_EVENTS],
+      });
+    }
+    if (seen.has(name)) throw new ApiError('duplicate_event', `events[${i}]: "${name}" is listed twice.`, { event: name });
+    seen.add(name);
+  });
+  return events as string[];
+}
+
+/** The scopes a subscription needs besides `webhooks:manage`, without repeats. */
+export function scopesForEvents(events: string[]): string[] {
+  return [...new Set(events.filter(isPlatformEvent).map((e) => EVENT_SCOPES[e]))];
+}
+
+/** A custom event name the bot emits. */
+export function validateCustomEventName(name: unknown): string {
+  const checked = checkShape(name, 'name');
+  if (isPlatformEvent(checked) || inReservedNamespace(checked)) {
+    throw new ApiError('reserved_event_name', `"${checked}" is a platform event name or in a platform namespace (message., template.); choose another name.`, {
+      event: checked,
+    });
+  }
+  return checked;
+}

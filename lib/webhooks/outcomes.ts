@@ -1,0 +1,106 @@
+/**
+ * Writes attempt outcomes in batches: whatever completed while the previous batch was being
+ * written (or within `flushMs`) goes in one transaction, so the database sees tens of commits per
+ * second instead of one per delivery, and each registration row is updated once per batch.
+ * A caller's promise resolves once its outcome is committed. Commits are asynchronous
+ * (`synchronous_commit = off`): a database crash may forget the last few hundred milliseconds of
+ * outcomes, whose deliveries are then attempted again under the same id (at least once).
+ * After a commit: retries are handed to the scheduler, grouped by due time, and registrations the
+ * batch disabled have their pending deliveries canceled.
+ */
+import type pg from 'pg';
+import type { Logger } from '../logger.js';
+import { applyEndpointChanges, cancelPending, endpointChanges, recordOutcomes, type Outcome, type RecordedOutcome } from './store.js';
+
+export interface OutcomeWriterOptions {
+  pool: pg.Pool;
+  logger: Logger;
+  disableAfter: number;
+  maxBatch?: number;
+  flushMs?: number;
+  /** Called after each commit with the retries it recorded. */
+  onRetries(retries: RecordedOutcome[]): Promise<void>;
+  /** Called after each commit with every recorded outcome and the registrations it disabled. */
+  onCommitted?(recorded: RecordedOutcome[], disabled: string[]): void;
+}
+
+interface Pending {
+  outcome: Outcome;
+  resolve: (r: RecordedOutcome | undefined) => void;
+  reject: (e: unknown) => void;
+}
+
+export class OutcomeWriter {
+  private queue: Pending[] = [];
+  private writing: Promise<void> | undefined;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly opts: OutcomeWriterOptions) {}
+
+  /** Resolves with the recorded outcome, or undefined when the delivery was no longer pending. */
+  record(outcome: Outcome): Promise<RecordedOutcome | undefined> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ outcome, resolve, reject });
+      if (this.queue.length >= (this.opts.maxBatch ?? 500)) this.flushSoon(0);
+      else this.flushSoon(this.opts.flushMs ?? 5);
+    });
+  }
+
+  private flushSoon(ms: number): void {
+    if (this.writing) return; // the running write picks the queue up when it ends
+    if (this.timer && ms > 0) return;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.flush();
+    }, ms);
+  }
+
+  /** Writes everything queued now (and what queues meanwhile). */
+  async flush(): Promise<void> {
+    while (this.writing) await this.writing;
+    if (this.queue.length === 0) return;
+    const batch = this.queue.splice(0, this.opts.maxBatch ?? 500);
+    this.writing = this.write(batch).finally(() => {
+      this.writing = undefined;
+      if (this.queue.length > 0) this.flushSoon(0);
+    });
+    await this.writing;
+  }
+
+  private async write(batch: Pending[]): Promise<void> {
+    const at = new Date(Math.max(...batch.map((p) => p.outcome.at.getTime())));
+    let recorded: RecordedOutcome[];
+    let disabled: string[];
+    const client = await this.opts.pool.connect().catch((e) => {
+      for (const p of batch) p.reject(e);
+      return undefined;
+    });
+    if (!client) return;
+    try {
+      await client.query('BEGIN');
+      await client.query('SET LOCAL synchronous_commit TO off');
+      recorded = await recordOutcomes(client, batch.map((p) => p.outcome));
+      disabled = await applyEndpointChanges(client, endpointChanges(recorded), this.opts.disableAfter);
+      if (disabled.length > 0) await cancelPending(client, disabled, at);
+      await client.query('COMMIT');
+    } catch (e) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      this.opts.logger.error('webhook outcomes could not be written; the deliveries will be retaken after their lease', { error: String(e) });
+      for (const p of batch) p.reject(e);
+      return;
+    } finally {
+      client.release();
+    }
+    if (disabled.length > 0) this.opts.logger.warn('webhooks disabled after consecutive failed events', { webhook_ids: disabled });
+    const byId = new Map(recorded.map((r) => [r.deliveryId, r]));
+    const retries = recorded.filter((r) => r.kind === 'retry');
+    if (retries.length > 0) {
+      await this.opts.onRetries(retries).catch((e) =>
+        this.opts.logger.warn('could not schedule webhook retries; the sweep will pick them up', { error: String(e), count: retries.length }),
+      );
+    }
+    this.opts.onCommitted?.(recorded, disabled);
+    for (const p of batch) p.resolve(byId.get(p.outcome.deliveryId));
+  }
+}

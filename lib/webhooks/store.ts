@@ -1,0 +1,214 @@
+/**
+ * Delivery rows are the truth about what is owed to whom; timers (Agenda jobs, the in-memory queue)
+ * only carry ids. A delivery is `pending` until it succeeds, is dropped after its last attempt
+ * (`failed`) or its registration is disabled or deleted (`canceled`). `next_attempt_at` is when it
+ * may next be attempted; whoever claims it moves it forward by a lease (a conditional UPDATE), so
+ * two workers never attempt it at once, and a crashed worker's claim lapses and is retaken.
+ * Outcomes are written in batches: one statement records the attempts and moves the deliveries,
+ * one updates each registration once (`failure_count` = consecutive failed events: +1 per dropped
+ * event, back to 0 on a success; disabled at the threshold), in one transaction.
+ * Plain SQL: this is the hot path.
+ */
+import type pg from 'pg';
+
+type Queryable = Pick<pg.Pool, 'query'>;
+
+export interface ClaimedDelivery {
+  id: string;
+  webhookId: string;
+  /** Attempts already made. */
+  attempts: number;
+  event: string;
+  url: string;
+  secretEnc: string;
+  /** The event payload as JSON text ('null' when none). */
+  dataJson: string;
+  eventCreatedAt: Date;
+  /** The claim's lease: the delivery is ours until then. */
+  leaseUntil: Date;
+}
+
+const CLAIM_RETURNING = `RETURNING d.id, d.webhook_id, d.attempts, d.event, e.url, e.secret_enc,
+  COALESCE(ev.data::text, 'null') AS data_json, ev.created_at, d.next_attempt_at`;
+
+function claimed(r: any): ClaimedDelivery {
+  return {
+    id: r.id, webhookId: r.webhook_id, attempts: r.attempts, event: r.event, url: r.url, secretEnc: r.secret_enc,
+    dataJson: r.data_json, eventCreatedAt: r.created_at, leaseUntil: r.next_attempt_at,
+  };
+}
+
+/** Claims a due delivery of an active registration. */
+export async function claimDelivery(db: Queryable, id: string, now: Date, leaseUntil: Date): Promise<ClaimedDelivery | undefined> {
+  const { rows } = await db.query(
+    `UPDATE webhook_deliveries d SET next_attempt_at = $3
+       FROM webhook_endpoints e, events ev
+      WHERE d.id = $1 AND d.status = 'pending' AND d.next_attempt_at <= $2
+        AND e.id = d.webhook_id AND e.is_active AND ev.id = d.event_id
+      ${CLAIM_RETURNING}`,
+    [id, now, leaseUntil],
+  );
+  return rows[0] ? claimed(rows[0]) : undefined;
+}
+
+/** Extends a claim we hold (lease `heldUntil`), re-reading the registration; undefined if it is no longer ours or active. */
+export async function renewClaim(db: Queryable, id: string, heldUntil: Date, leaseUntil: Date): Promise<ClaimedDelivery | undefined> {
+  const { rows } = await db.query(
+    `UPDATE webhook_deliveries d SET next_attempt_at = $3
+       FROM webhook_endpoints e, events ev
+      WHERE d.id = $1 AND d.status = 'pending' AND d.next_attempt_at = $2
+        AND e.id = d.webhook_id AND e.is_active AND ev.id = d.event_id
+      ${CLAIM_RETURNING}`,
+    [id, heldUntil, leaseUntil],
+  );
+  return rows[0] ? claimed(rows[0]) : undefined;
+}
+
+/** A pending delivery whose registration is inactive or gone, or whose event is gone, is canceled. */
+export async function cancelIfOrphaned(db: Queryable, id: string, at: Date): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE webhook_deliveries d SET status = 'canceled', completed_at = $2, next_attempt_at = NULL
+      WHERE d.id = $1 AND d.status = 'pending'
+        AND (NOT EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = d.webhook_id AND e.is_active)
+             OR NOT EXISTS (SELECT 1 FROM events ev WHERE ev.id = d.event_id))`,
+    [id, at],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
+export type OutcomeKind = 'success' | 'retry' | 'dropped';
+
+export interface Outcome {
+  deliveryId: string;
+  attempt: number;
+  kind: OutcomeKind;
+  statusCode: number | null;
+  error: string | null;
+  durationMs: number;
+  at: Date;
+  nextAttemptAt: Date | null;
+}
+
+export interface RecordedOutcome extends Outcome {
+  webhookId: string;
+}
+
+const STATUS_OF: Record<OutcomeKind, string> = { success: 'succeeded', retry: 'pending', dropped: 'failed' };
+
+/**
+ * Records attempts and moves their deliveries (only those still pending: a delivery canceled or
+ * deleted meanwhile is left alone). Returns the outcomes recorded, in the given order.
+ */
+export async function recordOutcomes(db: Queryable, outcomes: Outcome[]): Promise<RecordedOutcome[]> {
+  if (outcomes.length === 0) return [];
+  const { rows } = await db.query<{ id: string; webhook_id: string; ord: number }>(
+    `WITH o AS (
+       SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::timestamptz[], $5::int[], $6::text[], $7::int[], $8::timestamptz[], $9::int[])
+         AS o(delivery_id, attempt, status, next_attempt_at, status_code, error, duration_ms, at, ord)
+     ), d AS (
+       UPDATE webhook_deliveries w SET attempts = o.attempt, status = o.status, next_attempt_at = o.next_attempt_at,
+              completed_at = CASE WHEN o.status = 'pending' THEN NULL ELSE o.at END
+         FROM o WHERE w.id = o.delivery_id AND w.status = 'pending'
+         RETURNING w.id, w.webhook_id, o.attempt, o.status_code, o.error, o.duration_ms, o.at, o.ord
+     ), a AS (
+       INSERT INTO webhook_attempts (delivery_id, webhook_id, attempt, status_code, error, duration_ms, at)
+       SELECT id, webhook_id, attempt, status_code, error, duration_ms, at FROM d ORDER BY ord
+     )
+     SELECT id, webhook_id, ord FROM d`,
+    [
+      outcomes.map((o) => o.deliveryId),
+      outcomes.map((o) => o.attempt),
+      outcomes.map((o) => STATUS_OF[o.kind]),
+      outcomes.map((o) => o.nextAttemptAt),
+      outcomes.map((o) => o.statusCode),
+      outcomes.map((o) => o.error),
+      outcomes.map((o) => o.durationMs),
+      outcomes.map((o) => o.at),
+      outcomes.map((_, i) => i),
+    ],
+  );
+  return rows.sort((a, b) => a.ord - b.ord).map((r) => ({ ...outcomes[r.ord], webhookId: r.webhook_id }));
+}
+
+export interface EndpointChange {
+  webhookId: string;
+  /** A success happened in the batch: the count restarts from it. */
+  reset: boolean;
+  /** Dropped events after the last success (or in total when no success). */
+  failedEvents: number;
+  lastAt: Date;
+}
+
+/** Sums a batch of outcomes (in completion order) per registration. */
+export function endpointChanges(recorded: RecordedOutcome[]): EndpointChange[] {
+  const byWebhook = new Map<string, EndpointChange>();
+  for (const o of recorded) {
+    let c = byWebhook.get(o.webhookId);
+    if (!c) byWebhook.set(o.webhookId, (c = { webhookId: o.webhookId, reset: false, failedEvents: 0, lastAt: o.at }));
+    if (o.at > c.lastAt) c.lastAt = o.at;
+    if (o.kind === 'success') {
+      c.reset = true;
+      c.failedEvents = 0;
+    } else if (o.kind === 'dropped') {
+      c.failedEvents++;
+    }
+  }
+  return [...byWebhook.values()];
+}
+
+/** Applies the changes; returns the registrations this batch disabled. */
+export async function applyEndpointChanges(db: Queryable, changes: EndpointChange[], disableAfter: number): Promise<string[]> {
+  if (changes.length === 0) return [];
+  const { rows } = await db.query<{ id: string; failure_count: number; is_active: boolean; reset: boolean; failed: number }>(
+    `WITH u AS (
+       SELECT * FROM unnest($1::text[], $2::bool[], $3::int[], $4::timestamptz[]) AS u(id, reset, failed, at)
+     )
+     UPDATE webhook_endpoints e SET
+       last_triggered_at = GREATEST(COALESCE(e.last_triggered_at, u.at), u.at),
+       failure_count = CASE WHEN u.reset THEN u.failed ELSE e.failure_count + u.failed END,
+       is_active = CASE WHEN u.failed > 0 AND (CASE WHEN u.reset THEN u.failed ELSE e.failure_count + u.failed END) >= $5
+                        THEN false ELSE e.is_active END,
+       updated_at = CASE WHEN u.failed > 0 AND (CASE WHEN u.reset THEN u.failed ELSE e.failure_count + u.failed END) >= $5 AND e.is_active
+                         THEN u.at ELSE e.updated_at END
+      FROM u WHERE e.id = u.id
+      RETURNING e.id, e.failure_count, e.is_active, u.reset, u.failed`,
+    [changes.map((c) => c.webhookId), changes.map((c) => c.reset), changes.map((c) => c.failedEvents), changes.map((c) => c.lastAt), disableAfter],
+  );
+  // Disabled by this batch: the count crossed the threshold within it.
+  return rows
+    .filter((r) => r.failed > 0 && !r.is_active && r.failure_count >= disableAfter && (r.reset || r.failure_count - r.failed < disableAfter))
+    .map((r) => r.id);
+}
+
+/** After an auto-disable: the registrations receive nothing further. */
+export async function cancelPending(db: Queryable, webhookIds: string[], at: Date): Promise<number> {
+  if (webhookIds.length === 0) return 0;
+  const { rowCount } = await db.query(
+    `UPDATE webhook_deliveries SET status = 'canceled', completed_at = $2, next_attempt_at = NULL
+      WHERE webhook_id = ANY($1::text[]) AND status = 'pending'`,
+    [webhookIds, at],
+  );
+  return rowCount ?? 0;
+}
+
+/** Pending deliveries due before `before` (timers lost, e.g. in a crash), oldest first. */
+export async function overdueDeliveries(db: Queryable, before: Date, limit: number): Promise<Array<{ id: string; webhookId: string }>> {
+  const { rows } = await db.query(
+    `SELECT id, webhook_id FROM webhook_deliveries
+      WHERE status = 'pending' AND next_attempt_at <= $1
+      ORDER BY next_attempt_at LIMIT $2`,
+    [before, limit],
+  );
+  return rows.map((r) => ({ id: r.id, webhookId: r.webhook_id }));
+}
+
+/** Keeps the newest `keep` completed deliveries of a registration (attempts go with them). */
+export async function pruneDeliveries(db: Queryable, webhookId: string, keep: number): Promise<number> {
+  const { rowCount } = await db.query(
+    `DELETE FROM webhook_deliveries WHERE id IN (
+       SELECT id FROM webhook_deliveries WHERE webhook_id = $1 AND status <> 'pending'
+        ORDER BY created_at DESC, id DESC OFFSET $2)`,
+    [webhookId, keep],
+  );
+  return rowCount ?? 0;
+}

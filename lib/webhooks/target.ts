@@ -1,0 +1,55 @@
+/**
+ * Where a webhook may point, by the outbound-address policy (lib/net/public-address.ts): an
+ * absolute `https` URL of at most 512 characters without credentials, whose host resolves only to
+ * public addresses. Checked at registration (400 `invalid_webhook_url` for the URL's form, 400
+ * `webhook_target_forbidden` for where it leads) and again before every delivery attempt, where
+ * the connection then goes to the address that was checked. DEV_ALLOW_PRIVATE_TARGETS lifts the
+ * address rule and allows plain http to loopback, for local development and tests only.
+ */
+import { ApiError } from '../errors.js';
+import { UnsafeTargetError, checkUrl, resolveTarget } from '../net/public-address.js';
+
+export const MAX_WEBHOOK_URL_LENGTH = 512;
+/** DNS answers slower than this count as "does not resolve". */
+export const RESOLVE_TIMEOUT_MS = 5000;
+
+export interface ResolvedTarget {
+  url: URL;
+  address: string;
+  family: 4 | 6;
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number, host: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new UnsafeTargetError('unresolvable', `Host "${host}" did not resolve within ${ms} ms.`)), ms);
+  });
+  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** Checks form and address; throws UnsafeTargetError. */
+export async function resolveWebhookTarget(raw: string, allowPrivate: boolean, resolveTimeoutMs = RESOLVE_TIMEOUT_MS): Promise<ResolvedTarget> {
+  if (raw.length > MAX_WEBHOOK_URL_LENGTH) {
+    throw new UnsafeTargetError('invalid_url', `The URL is longer than ${MAX_WEBHOOK_URL_LENGTH} characters.`);
+  }
+  const url = checkUrl(raw, { allowPrivate, allowHttp: false });
+  const { address, family } = await withTimeout(resolveTarget(url.hostname, { allowPrivate }), resolveTimeoutMs, url.hostname);
+  return { url, address, family };
+}
+
+/** Registration-time check with the API's codes; returns the URL as given. */
+export async function validateWebhookUrl(raw: unknown, allowPrivate: boolean): Promise<string> {
+  if (typeof raw !== 'string' || raw.trim() !== raw || raw === '') {
+    throw new ApiError('invalid_webhook_url', 'url must be an absolute https URL without surrounding spaces.');
+  }
+  try {
+    await resolveWebhookTarget(raw, allowPrivate);
+    return raw;
+  } catch (e) {
+    if (!(e instanceof UnsafeTargetError)) throw e;
+    if (e.reason === 'private_address' || e.reason === 'unresolvable') {
+      throw new ApiError('webhook_target_forbidden', e.message, { reason: e.reason });
+    }
+    throw new ApiError('invalid_webhook_url', e.message, { reason: e.reason });
+  }
+}

@@ -1,0 +1,31 @@
+/**
+ * The upload budget, enforced from the contract: an operation marked `x-upload-metered: true`
+ * counts against its credential's per-minute upload budget (lib/media/budget.ts). Policy: the
+ * request is counted on arrival, before its body is read, and refused with 429 `rate_limited`
+ * (Retry-After) when the request meter is over or no byte budget is left; otherwise the budget is
+ * attached to the request, so the body reader and the handler can stop at what remains and charge
+ * what they received. Fail-open when the counter store fails. Mount after authentication.
+ */
+import type { NextFunction, Request, Response } from 'express';
+import type { AppDeps } from '../lib/deps.js';
+import { operationOf } from '../lib/dispatch.js';
+import { UploadBudget } from '../lib/media/budget.js';
+
+declare module 'express-serve-static-core' {
+  interface Request {
+    uploadBudget?: UploadBudget;
+  }
+}
+
+export function uploadBudget(deps: AppDeps) {
+  return async (req: Request, _res: Response, next: NextFunction): Promise<void> => {
+    const op = operationOf(req, deps.contract);
+    const key = req.credential?.rateKey;
+    if (!op.uploadMetered || key === undefined) return next();
+    const budget = new UploadBudget(deps, key);
+    await budget.countRequest();
+    if ((await budget.remaining()) <= 0) throw budget.exceeded('bytes');
+    req.uploadBudget = budget;
+    next();
+  };
+}

@@ -1,0 +1,177 @@
+/**
+ * Issue 5's goal: webhook fan-out, single instance. Ten registrations on local receivers subscribe
+ * to one custom event, one of them always answering 500 (10% of receivers failing, so retries run
+ * on the production schedule meanwhile). Events are raised through the runtime API at a fixed
+ * rate sized for 2,000 successful deliveries per second, then as fast as 64 concurrent emitters
+ * go. Reported: events per second raised, deliveries per second received by the healthy
+ * receivers, and the event → delivery latency (arrival time minus the event's created_at, both
+ * this machine's clock). Goal: 2,000 deliveries per second with p99 under 1 s.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { BenchSection } from './context.js';
+
+const RECEIVERS = 10;
+const FAILING = 1;
+const GOAL_RATE = 2000;
+
+interface Run {
+  name: string;
+  events: number;
+  emitErrors: number;
+  seconds: number;
+  delivered: number;
+  latencies: number[];
+  failingAttempts: number;
+}
+
+function quantile(sorted: number[], q: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+}
+
+export const benchWebhooks: BenchSection = async (ctx) => {
+  const { id: projectId, key } = await ctx.project(['webhooks:manage']);
+  const { secret: runtime } = await ctx.admin('POST', `/admin/projects/${projectId}/runtime-tokens`);
+
+  // Receivers: one local server, one path per registration.
+  let sink: { latencies: number[]; delivered: number; failingAttempts: number; lastAt: number } = { latencies: [], delivered: 0, failingAttempts: 0, lastAt: 0 };
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const failing = req.url!.startsWith('/fail');
+      if (failing) {
+        sink.failingAttempts++;
+        res.writeHead(500).end();
+        return;
+      }
+      const now = Date.now();
+      try {
+        const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+        if (body.data?.run === currentRun) {
+          sink.delivered++;
+          sink.latencies.push(now - Date.parse(body.created_at));
+          sink.lastAt = now;
+        }
+      } catch {
+        // not ours
+      }
+      res.writeHead(200).end();
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const receiverUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const webhookIds: string[] = [];
+  for (let i = 0; i < RECEIVERS; i++) {
+    const path = i < FAILING ? `/fail${i}` : `/ok${i}`;
+    const res = await fetch(`${ctx.base}/v1/webhooks`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ url: receiverUrl + path, events: ['bench.tick'] }),
+    });
+    const json = (await res.json()) as any;
+    if (res.status !== 201) throw new Error(`register webhook: ${JSON.stringify(json)}`);
+    webhookIds.push(json.data.webhook.id);
+  }
+  const healthy = RECEIVERS - FAILING;
+
+  let currentRun = '';
+  let seq = 0;
+  const emitOne = async (): Promise<boolean> => {
+    try {
+      const res = await fetch(`${ctx.base}/runtime/events`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${runtime}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ name: 'bench.tick', payload: { run: currentRun, n: seq++ } }),
+      });
+      await res.arrayBuffer();
+      return res.status === 202;
+    } catch {
+      return false;
+    }
+  };
+
+  /** Emits for `seconds`, either at `rate` events/s or as fast as `concurrency` emitters go; then waits for the healthy deliveries. */
+  const run = async (name: string, seconds: number, opts: { rate?: number; concurrency?: number }): Promise<Run> => {
+    currentRun = name;
+    sink = { latencies: [], delivered: 0, failingAttempts: 0, lastAt: 0 };
+    let events = 0;
+    let emitErrors = 0;
+    const started = Date.now();
+    const until = started + seconds * 1000;
+    const inflight = new Set<Promise<void>>();
+    const fire = () => {
+      const p = emitOne().then((ok) => {
+        if (ok) events++;
+        else emitErrors++;
+      });
+      inflight.add(p);
+      void p.finally(() => inflight.delete(p));
+    };
+    if (opts.rate) {
+      // Every 10 ms, emit what the schedule owes.
+      let sent = 0;
+      while (Date.now() < until) {
+        const owed = Math.floor(((Date.now() - started) / 1000) * opts.rate) - sent;
+        for (let i = 0; i < owed; i++) fire();
+        sent += Math.max(0, owed);
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    } else {
+      const worker = async () => {
+        while (Date.now() < until) {
+          if (await emitOne()) events++;
+          else emitErrors++;
+        }
+      };
+      await Promise.all(Array.from({ length: opts.concurrency ?? 64 }, worker));
+    }
+    await Promise.all(inflight);
+    // Wait for the healthy receivers to get every event (or give up after 30 s).
+    const deadline = Date.now() + 30_000;
+    while (sink.delivered < events * healthy && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    const seconds2 = ((sink.lastAt || Date.now()) - started) / 1000;
+    return { name, events, emitErrors, seconds: seconds2, delivered: sink.delivered, latencies: sink.latencies.sort((a, b) => a - b), failingAttempts: sink.failingAttempts };
+  };
+
+  const targetEventRate = Math.ceil(GOAL_RATE / healthy);
+  await run('warm-up', 2, { rate: 50 });
+  const runs = [
+    await run(`fixed ${targetEventRate} events/s (≈${targetEventRate * healthy} deliveries/s)`, ctx.duration, { rate: targetEventRate }),
+    await run('max rate, 64 emitters', ctx.duration, { concurrency: 64 }),
+  ];
+
+  const rows = [
+    ['webhook fan-out (10 receivers, 1 failing)', 'events/s', 'deliveries/s', 'delivered', 'p50 ms', 'p99 ms', 'max ms', 'failing attempts', 'emit errors'],
+    ...runs.map((r) => [
+      r.name,
+      (r.events / ctx.duration).toFixed(0),
+      (r.delivered / r.seconds).toFixed(0),
+      `${r.delivered}/${r.events * healthy}`,
+      String(quantile(r.latencies, 0.5)),
+      String(quantile(r.latencies, 0.99)),
+      String(r.latencies[r.latencies.length - 1] ?? NaN),
+      String(r.failingAttempts),
+      String(r.emitErrors),
+    ]),
+  ];
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
+  console.log('\n' + rows.map((r) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ')).join('\n'));
+  const fixed = runs[0];
+  const rate = fixed.delivered / fixed.seconds;
+  const p99 = quantile(fixed.latencies, 0.99);
+  const complete = fixed.delivered === fixed.events * healthy;
+  console.log(
+    `deliveries per second at the fixed rate: ${rate.toFixed(0)} with p99 event→delivery ${p99} ms` +
+      `${complete ? '' : ' (INCOMPLETE: some deliveries missing)'}; goal 2,000/s with p99 under 1,000 ms → ${rate >= GOAL_RATE * 0.98 && p99 < 1000 && complete ? 'met' : 'NOT met'}`,
+  );
+  console.log(`max rate: ${(runs[1].delivered / runs[1].seconds).toFixed(0)} deliveries/s, p99 ${quantile(runs[1].latencies, 0.99)} ms`);
+
+  for (const id of webhookIds) {
+    await fetch(`${ctx.base}/v1/webhooks/${id}`, { method: 'DELETE', headers: { Authorization: `Bearer ${key}` } }).catch(() => undefined);
+  }
+  server.closeAllConnections();
+  await new Promise<void>((r) => server.close(() => r()));
+};
