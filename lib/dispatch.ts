@@ -7,6 +7,7 @@
  */
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
+import './validator-speedups.js';
 import type { Contract, OperationInfo } from './contract.js';
 import type { AppDeps } from './deps.js';
 import type { Handler, Reply } from '../handlers/types.js';

@@ -4,7 +4,7 @@
  * anything else is replaced by a fresh id.
  */
 import type { NextFunction, Request, Response } from 'express';
-import { randomBytes } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 
 const SANE = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -15,7 +15,8 @@ declare module 'express-serve-static-core' {
 }
 
 export function newRequestId(): string {
-  return 'req_' + randomBytes(12).toString('hex');
+  // randomUUID draws from a cached entropy pool: much cheaper per request than randomBytes.
+  return 'req_' + randomUUID().replaceAll('-', '');
 }
 
 export function requestId(req: Request, res: Response, next: NextFunction): void {
