@@ -35,7 +35,7 @@ async function main(): Promise<void> {
   const { applied } = await applyMigrations(databaseUrl, { logger });
   if (applied.length) logger.info(`applied migrations: ${applied.join(', ')}`);
 
-  const db = await openDatabase(databaseUrl);
+  const db = await openDatabase(databaseUrl, { max: config.databasePoolMax });
   stops.unshift(() => db.close());
   const credentialCache = new CredentialCache(db.pool, { ttlMs: config.credentialCacheTtlMs, enabled: config.credentialCacheTtlMs > 0, logger });
   await credentialCache.start();

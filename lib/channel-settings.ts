@@ -45,17 +45,24 @@ export async function saveChannel(deps: Deps, projectId: string, input: ChannelI
 }
 
 export async function openChannel(deps: Deps, projectId: string): Promise<OpenChannel | undefined> {
-  const row = await deps.db.prisma.channelSettings.findUnique({ where: { projectId } });
+  // A prepared statement: this runs on every send and every channel callback.
+  const { rows } = await deps.db.pool.query({
+    name: 'channel-open',
+    text: `SELECT phone_number_id, waba_id, app_id, display_phone_number, access_token_enc, app_secret_enc, verify_token_enc
+           FROM channel_settings WHERE project_id = $1`,
+    values: [projectId],
+  });
+  const row = rows[0];
   if (!row) return undefined;
   return {
     projectId,
-    phoneNumberId: row.phoneNumberId,
-    wabaId: row.wabaId,
-    appId: row.appId,
-    displayPhoneNumber: row.displayPhoneNumber,
-    accessToken: deps.secretBox.open(row.accessTokenEnc),
-    appSecret: deps.secretBox.open(row.appSecretEnc),
-    verifyToken: deps.secretBox.open(row.verifyTokenEnc),
+    phoneNumberId: row.phone_number_id,
+    wabaId: row.waba_id,
+    appId: row.app_id,
+    displayPhoneNumber: row.display_phone_number,
+    accessToken: deps.secretBox.open(row.access_token_enc),
+    appSecret: deps.secretBox.open(row.app_secret_enc),
+    verifyToken: deps.secretBox.open(row.verify_token_enc),
   };
 }
 

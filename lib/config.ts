@@ -12,6 +12,8 @@ export interface Config {
   nodeEnv: string;
   /** PostgreSQL URL; unset means the embedded PostgreSQL in `dataDir`. */
   databaseUrl?: string;
+  /** Connections in this instance's PostgreSQL pool. */
+  databasePoolMax: number;
   /** Folder of the embedded defaults (database files, admin token). */
   dataDir: string;
   /** Port of the embedded PostgreSQL (never 5432). */
@@ -80,6 +82,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     host: str(env, 'HOST') ?? '0.0.0.0',
     nodeEnv: str(env, 'NODE_ENV') ?? 'development',
     databaseUrl: str(env, 'DATABASE_URL'),
+    databasePoolMax: int(env, 'DATABASE_POOL_MAX', 20, 1, 1000),
     dataDir: path.resolve(str(env, 'DATA_DIR') ?? '.data'),
     embeddedPgPort,
     redisUrl: str(env, 'REDIS_URL'),

@@ -2,6 +2,7 @@
  * Finding and recording contacts, conversations and messages: shared by sending (outbound) and
  * the channel webhook (inbound). Writes happen in one transaction per message.
  */
+import type pg from 'pg';
 import type { Prisma } from '../../generated/prisma/client.js';
 
 export const WINDOW_MS = 24 * 60 * 60 * 1000;
@@ -37,5 +38,35 @@ export async function upsertConversation(tx: Tx, projectId: string, phone: strin
       ...(opts.inbound && (!existing.lastInboundAt || existing.lastInboundAt < at) ? { lastInboundAt: at } : {}),
     },
     include: { contact: true },
+  });
+}
+
+/**
+ * Records an accepted send in one statement (contact, conversation, message), because it runs
+ * for every message: the conversation moves up the recent-activity order, its state is untouched.
+ */
+export async function recordOutbound(
+  pool: pg.Pool,
+  projectId: string,
+  message: { phone: string; type: string; content: unknown },
+  wamid: string,
+  at: Date,
+): Promise<void> {
+  await pool.query({
+    name: 'record-outbound',
+    text: `WITH ct AS (
+             INSERT INTO contacts (project_id, phone, created_at, updated_at) VALUES ($1, $2, $3, $3)
+             ON CONFLICT (project_id, phone) DO UPDATE SET phone = EXCLUDED.phone
+             RETURNING id
+           ), cv AS (
+             INSERT INTO conversations (project_id, contact_id, last_message_at, created_at, updated_at)
+             SELECT $1, ct.id, $3, $3, $3 FROM ct
+             ON CONFLICT (project_id, contact_id) DO UPDATE
+               SET last_message_at = GREATEST(conversations.last_message_at, EXCLUDED.last_message_at), updated_at = EXCLUDED.updated_at
+             RETURNING id
+           )
+           INSERT INTO messages (project_id, conversation_id, wamid, direction, type, content, status, sent_at, status_at)
+           SELECT $1, cv.id, $4, 'outbound', $5, $6::jsonb, 'sent', $3, $3 FROM cv`,
+    values: [projectId, message.phone, at, wamid, message.type, JSON.stringify(message.content)],
   });
 }

@@ -151,6 +151,8 @@ export async function applyWebhook(deps: AppDeps, channel: OpenChannel, payload:
         }
         for (const s of Array.isArray(value.statuses) ? value.statuses : []) {
           if (await applyStatus(deps, channel, s, now)) outcome.statuses++;
+          // `sent` is the state a send is recorded in, so an early `sent` loses nothing.
+          else if (s.status === 'sent') continue;
           else if (!s.timestamp || now.getTime() - Number(s.timestamp) * 1000 < UNKNOWN_STATUS_GRACE_MS) outcome.retryLater = true;
         }
       } else if (change?.field === 'message_template_status_update') {

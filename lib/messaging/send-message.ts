@@ -14,7 +14,7 @@ import { requireChannel } from '../channel-settings.js';
 import { bodyPlaceholderCount, composeMessage, type ComposedMessage } from './compose.js';
 import { isHeaderHandle, resolveMediaSlug } from '../media/assets.js';
 import { releaseSend, reserveSend } from './quota.js';
-import { upsertConversation, windowOpen } from './conversation-store.js';
+import { recordOutbound, windowOpen } from './conversation-store.js';
 import { isChannelError, isOutsideWindowError, toApiError } from '../../channel/errors.js';
 import type { GraphMessagePayload } from '../../channel/cloud-api.js';
 
@@ -86,16 +86,17 @@ export async function sendMessage(deps: AppDeps, project: ProjectRef, body: Send
   if (message.media) await resolveMedia(deps, project.id, message, known?.components);
 
   const channel = await requireChannel(deps, project.id);
-  if (message.session) {
-    const conversation = await prisma.conversation.findFirst({
-      where: { projectId: project.id, contact: { phone: message.phone } },
-      select: { lastInboundAt: true },
-    });
-    if (!windowOpen(conversation?.lastInboundAt, now)) throw outsideWindow();
-  }
-
-  const quota = await prisma.project.findUniqueOrThrow({ where: { id: project.id }, select: { dailySendQuota: true } });
-  await reserveSend(pool, project.id, quota.dailySendQuota, now);
+  const { rows } = await pool.query<{ daily_send_quota: number; last_inbound_at: Date | null }>({
+    name: 'send-preconditions',
+    text: `SELECT p.daily_send_quota, cv.last_inbound_at
+           FROM projects p
+           LEFT JOIN contacts ct ON ct.project_id = p.id AND ct.phone = $2
+           LEFT JOIN conversations cv ON cv.project_id = p.id AND cv.contact_id = ct.id
+           WHERE p.id = $1`,
+    values: [project.id, message.phone],
+  });
+  if (message.session && !windowOpen(rows[0]?.last_inbound_at, now)) throw outsideWindow();
+  await reserveSend(pool, project.id, rows[0]?.daily_send_quota ?? 0, now);
 
   let wamid: string;
   try {
@@ -108,21 +109,6 @@ export async function sendMessage(deps: AppDeps, project: ProjectRef, body: Send
     throw e;
   }
 
-  await prisma.$transaction(async (tx) => {
-    const conversation = await upsertConversation(tx, project.id, message.phone, now, { inbound: false });
-    await tx.message.create({
-      data: {
-        projectId: project.id,
-        conversationId: conversation.id,
-        wamid,
-        direction: 'outbound',
-        type: message.type,
-        content: message.content as object,
-        status: 'sent',
-        sentAt: now,
-        statusAt: now,
-      },
-    });
-  });
+  await recordOutbound(pool, project.id, message, wamid, now);
   return { id: wamid, status: 'sent' };
 }
