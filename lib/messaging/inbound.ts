@@ -8,7 +8,8 @@
  */
 import type { AppDeps } from '../deps.js';
 import type { OpenChannel } from '../channel-settings.js';
-import { recordEvent } from '../events.js';
+import { EVENTS_CHANNEL, recordEvent } from '../events.js';
+import { newId } from '../secrets.js';
 import { conversationView, messageView } from '../views.js';
 import { upsertConversation } from './conversation-store.js';
 
@@ -73,30 +74,37 @@ async function applyMessage(deps: AppDeps, channel: OpenChannel, m: MetaMessage,
   });
 }
 
-/** Returns false when the message is unknown (maybe not recorded yet). */
+/**
+ * Returns false when the message is unknown (maybe not recorded yet). One statement: the forward
+ * move, its `message.status` event and the dispatcher's wake-up commit together. It runs for
+ * every status the channel reports (three or more per message), so it stays a single round trip.
+ */
 async function applyStatus(deps: AppDeps, channel: OpenChannel, s: MetaStatus, now: Date): Promise<boolean> {
   const rank = STATUS_RANK[s.status];
   if (!s.id || rank === undefined) return true; // statuses we do not track (e.g. "deleted") are acknowledged
   const error = s.status === 'failed' ? (s.errors?.[0] ?? { message: 'failed without detail' }) : null;
-  return deps.db.prisma.$transaction(async (tx) => {
-    const updated = await tx.$queryRaw<{ id: bigint; conversation_id: bigint }[]>`
-      UPDATE messages SET status = ${s.status}, status_at = ${now}, error = ${error === null ? null : JSON.stringify(error)}::jsonb
-      WHERE project_id = ${channel.projectId} AND wamid = ${s.id} AND direction = 'outbound'
-        AND (CASE status WHEN 'sent' THEN 1 WHEN 'delivered' THEN 2 WHEN 'read' THEN 3 WHEN 'failed' THEN 4 ELSE 0 END) < ${rank}
-      RETURNING id, conversation_id`;
-    if (updated.length === 0) {
-      const exists = await tx.message.findUnique({ where: { projectId_wamid: { projectId: channel.projectId, wamid: s.id } }, select: { id: true } });
-      return exists !== null; // known but not a step forward: done; unknown: maybe later
-    }
-    await recordEvent(tx, channel.projectId, 'message.status', {
-      message_id: s.id,
-      id: Number(updated[0].id),
-      conversation_id: Number(updated[0].conversation_id),
-      status: s.status,
-      ...(error ? { error } : {}),
-    }, now);
-    return true;
+  const { rows } = await deps.db.pool.query<{ updated: number; known: boolean }>({
+    name: 'apply-status',
+    text: `WITH upd AS (
+             UPDATE messages SET status = $3, status_at = $4, error = $5::jsonb
+             WHERE project_id = $1 AND wamid = $2 AND direction = 'outbound'
+               AND (CASE status WHEN 'sent' THEN 1 WHEN 'delivered' THEN 2 WHEN 'read' THEN 3 WHEN 'failed' THEN 4 ELSE 0 END) < $6
+             RETURNING id, conversation_id
+           ), ev AS (
+             INSERT INTO events (id, project_id, name, data, created_at)
+             SELECT $7, $1, 'message.status',
+                    jsonb_build_object('message_id', $2::text, 'id', upd.id, 'conversation_id', upd.conversation_id, 'status', $3::text)
+                      || CASE WHEN $5::jsonb IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('error', $5::jsonb) END,
+                    $4
+             FROM upd
+             RETURNING project_id
+           )
+           SELECT (SELECT count(*)::int FROM ev) AS updated,
+                  EXISTS (SELECT 1 FROM messages WHERE project_id = $1 AND wamid = $2) AS known,
+                  (SELECT pg_notify($8, project_id) FROM ev LIMIT 1) IS NULL AS quiet`,
+    values: [channel.projectId, s.id, s.status, now, error === null ? null : JSON.stringify(error), rank, newId('evt', 20), EVENTS_CHANNEL],
   });
+  return rows[0].updated > 0 || rows[0].known;
 }
 
 interface TemplateUpdate {
