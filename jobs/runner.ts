@@ -44,10 +44,11 @@ export interface JobRunner {
 
 export function createJobRunner(opts: JobRunnerOptions): JobRunner {
   const lockLifetime = opts.lockLifetimeMs ?? 15_000;
+  const processEvery = opts.processEveryMs ?? 1000;
   const agenda = new Agenda({
     backend: new PostgresBackend({ pool: opts.pool }),
     name: opts.name ?? `service-${process.pid}`,
-    processEvery: opts.processEveryMs ?? 1000,
+    processEvery,
     maxConcurrency: opts.maxConcurrency ?? 50,
     defaultLockLifetime: lockLifetime,
   });
@@ -76,6 +77,9 @@ export function createJobRunner(opts: JobRunnerOptions): JobRunner {
       if (!started) return;
       started = false;
       await agenda.stop(false);
+      // Agenda releases jobs it had queued for the near future a moment after stop() returns;
+      // give it that moment before the caller closes the pool.
+      await new Promise((r) => setTimeout(r, Math.min(processEvery, 2000) + 50));
     },
   };
 }

@@ -25,7 +25,7 @@ import { AgentPool } from '../lib/webhooks/http-post.js';
 import { attemptDelivery, type AttemptInfo, type DeliveryItem } from '../lib/webhooks/attempt.js';
 import { OutcomeWriter } from '../lib/webhooks/outcomes.js';
 import { fanOutBatch } from '../lib/webhooks/fanout.js';
-import { overdueDeliveries, pruneDeliveries, type RecordedOutcome } from '../lib/webhooks/store.js';
+import { cancelIfOrphaned, claimDeliveries, overdueDeliveries, pruneLog, type RecordedOutcome } from '../lib/webhooks/store.js';
 import { listen, type Listener } from '../lib/webhooks/listener.js';
 import { createJobRunner } from './runner.js';
 
@@ -116,18 +116,23 @@ export async function startWebhookDelivery(deps: Deps, opts: WebhookDeliveryOpti
     },
   });
 
+  // Deliveries per event in the last batch: batches are sized so their deliveries fit the queue.
+  let fanOutRatio = 1;
   const fanOutLoop = async () => {
     do {
       again = false;
       while (!stopped) {
-        if (!dispatcher.hasRoom()) {
+        const room = policy.maxQueued - (dispatcher.size.queued + dispatcher.size.running);
+        if (room <= 0) {
           waitingForRoom = true;
           return;
         }
-        const batch = await fanOutBatch(pool, policy.fanOutBatch, deps.clock.now(), new Date(timer.now().getTime() + policy.leaseMs));
-        // A delivery that does not fit stays claimed until its lease ends; then the sweep takes it.
-        for (const d of batch.deliveries) dispatcher.enqueue({ id: d.id, webhookId: d.webhookId, claim: d });
-        if (batch.events < policy.fanOutBatch) break;
+        const limit = Math.max(1, Math.min(policy.fanOutBatch, Math.floor(room / fanOutRatio)));
+        const batch = await fanOutBatch(pool, limit, deps.clock.now(), new Date(timer.now().getTime() + policy.leaseMs));
+        if (batch.events > 0) fanOutRatio = Math.max(1, batch.deliveries.length / batch.events);
+        // Already claimed by us: queued even past the bound (by at most one batch).
+        for (const d of batch.deliveries) dispatcher.enqueue({ id: d.id, webhookId: d.webhookId, claim: d }, true);
+        if (batch.events < limit) break;
       }
     } while (again && !stopped);
   };
@@ -153,22 +158,46 @@ export async function startWebhookDelivery(deps: Deps, opts: WebhookDeliveryOpti
 
   const sweep = async () => {
     if (stopped) return;
-    await fanOut();
+    kick(); // never waits for a running fan-out, which may go on as long as events keep coming
     const room = policy.maxQueued - (dispatcher.size.queued + dispatcher.size.running);
     if (room > 0) {
       const overdue = await overdueDeliveries(pool, new Date(timer.now().getTime() - policy.overdueGraceMs), Math.min(room, 1000));
       for (const d of overdue) dispatcher.enqueue(d);
     }
-    const prune = [...touched].slice(0, 100);
-    for (const webhookId of prune) {
-      touched.delete(webhookId);
-      await pruneDeliveries(pool, webhookId, policy.keepDeliveriesPerWebhook);
+    // The log is pruned a metered amount per sweep (rows and time); what is left waits for the next.
+    let budget = policy.pruneBudget;
+    const until = Date.now() + policy.pruneTimeMs;
+    for (const webhookId of [...touched]) {
+      if (budget <= 0 || stopped || Date.now() > until) break;
+      const chunk = Math.min(budget, 500);
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        const { deliveries } = await pruneLog(client, webhookId, policy.keepDeliveriesPerWebhook, chunk);
+        await client.query('COMMIT');
+        budget -= deliveries;
+        if (deliveries < chunk) touched.delete(webhookId); // nothing more to prune there
+      } catch (e) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        logger.warn('webhook log pruning failed', { webhook_id: webhookId, error: String(e) });
+      } finally {
+        client.release();
+      }
     }
   };
 
   runner.define<RetryJobData>(WEBHOOK_RETRY_JOB, async (data) => {
-    // Queued here, claimed when each starts; what does not fit is taken by the sweep later.
-    for (const [id, webhookId] of data?.deliveries ?? []) dispatcher.enqueue({ id, webhookId });
+    // One claim for the whole job (as many as the queue can take); what is left, or not due yet,
+    // is claimed one by one when it starts, or taken by the sweep later.
+    const pairs = data?.deliveries ?? [];
+    const room = Math.max(0, policy.maxQueued - (dispatcher.size.queued + dispatcher.size.running));
+    const now = timer.now();
+    const claims = await claimDeliveries(pool, pairs.slice(0, room).map(([id]) => id), now, new Date(now.getTime() + policy.leaseMs));
+    const claimedIds = new Set(claims.map((c) => c.id));
+    for (const c of claims) dispatcher.enqueue({ id: c.id, webhookId: c.webhookId, claim: c });
+    for (const [id] of pairs.slice(0, room)) {
+      if (!claimedIds.has(id)) await cancelIfOrphaned(pool, id, deps.clock.now()); // deleted or disabled meanwhile
+    }
   }, { concurrency: 20 });
   runner.define(WEBHOOK_SWEEP_JOB, async () => {
     await sweep().catch((e) => logger.error('webhook sweep failed', { error: e instanceof Error ? e.message : String(e) }));

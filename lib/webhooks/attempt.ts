@@ -4,7 +4,8 @@
  * `{ id, event, created_at, webhook_id, data }` and sign exactly those bytes, POST it, then hand
  * the outcome to the batch writer with the spec's rules: a 2xx succeeds; a failure is retried
  * after the policy's backoff until the fifth attempt, after which the event is dropped and counts
- * as one failed event for the registration.
+ * as one failed event for the registration. Only the HTTP exchange holds the registration's
+ * concurrency slot; the outcome is written in the next batch.
  */
 import type pg from 'pg';
 import type { Clock } from '../clock.js';
@@ -53,6 +54,18 @@ export function deliveryBody(d: { id: string; event: string; eventCreatedAt: Dat
   );
 }
 
+/** Opened signing secrets by sealed value (a registration's secret never changes), bounded. */
+const secrets = new Map<string, string>();
+function openSecret(box: SecretBox, sealed: string): string {
+  let secret = secrets.get(sealed);
+  if (secret === undefined) {
+    secret = box.open(sealed);
+    if (secrets.size >= 1000) secrets.delete(secrets.keys().next().value as string);
+    secrets.set(sealed, secret);
+  }
+  return secret;
+}
+
 /** The delivery, held by us for at least one full attempt; undefined when it is not ours to attempt. */
 async function hold(ctx: AttemptContext, item: DeliveryItem): Promise<ClaimedDelivery | undefined> {
   const now = ctx.timer.now();
@@ -65,7 +78,12 @@ async function hold(ctx: AttemptContext, item: DeliveryItem): Promise<ClaimedDel
   return claimDelivery(ctx.pool, item.id, now, leaseUntil);
 }
 
-export async function attemptDelivery(ctx: AttemptContext, item: DeliveryItem): Promise<RecordedOutcome | undefined> {
+/**
+ * Resolves once the receiver has answered (or the attempt failed) and its outcome is queued for
+ * writing: the registration's concurrency slot is then free while the outcome is written in the
+ * next batch. `written` settles when it is committed.
+ */
+export async function attemptDelivery(ctx: AttemptContext, item: DeliveryItem): Promise<{ written: Promise<RecordedOutcome | undefined> } | undefined> {
   const claimed = await hold(ctx, item);
   if (!claimed) {
     // Not due, taken by another worker, finished, or its registration is gone or disabled.
@@ -76,7 +94,7 @@ export async function attemptDelivery(ctx: AttemptContext, item: DeliveryItem): 
   const body = deliveryBody(claimed);
   let result: AttemptResult;
   try {
-    const secret = ctx.secretBox.open(claimed.secretEnc);
+    const secret = openSecret(ctx.secretBox, claimed.secretEnc);
     const t = Math.floor(ctx.clock.now().getTime() / 1000);
     result = await postWebhook(
       claimed.url,
@@ -96,8 +114,10 @@ export async function attemptDelivery(ctx: AttemptContext, item: DeliveryItem): 
   const delay = result.ok ? null : retryDelayMs(ctx.policy, attempt);
   const kind: OutcomeKind = result.ok ? 'success' : delay === null ? 'dropped' : 'retry';
   ctx.onAttempt?.({ ...result, deliveryId: item.id, webhookId: claimed.webhookId, attempt, kind });
-  return ctx.outcomes.record({
+  await ctx.outcomes.room();
+  const written = ctx.outcomes.record({
     deliveryId: item.id,
+    webhookId: claimed.webhookId,
     attempt,
     kind,
     statusCode: result.statusCode,
@@ -106,4 +126,7 @@ export async function attemptDelivery(ctx: AttemptContext, item: DeliveryItem): 
     at: ctx.clock.now(),
     nextAttemptAt: delay === null ? null : new Date(ctx.timer.now().getTime() + delay),
   });
+  // A write that fails leaves the delivery claimed; it is retaken after its lease.
+  written.catch(() => undefined);
+  return { written };
 }

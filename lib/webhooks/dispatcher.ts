@@ -46,9 +46,12 @@ export class Dispatcher<T extends WorkItem = WorkItem> {
     return this.queued.size < this.opts.maxQueued;
   }
 
-  /** False when stopped, full, or already queued or running here. */
-  enqueue(item: T): boolean {
-    if (this.stopped || this.queued.has(item.id) || !this.hasRoom()) return false;
+  /**
+   * False when stopped, full, or already queued or running here. `force` takes it even when full
+   * (the fan-out's deliveries, already claimed; the fan-out sizes its batches to the room left).
+   */
+  enqueue(item: T, force = false): boolean {
+    if (this.stopped || this.queued.has(item.id) || (!force && !this.hasRoom())) return false;
     this.queued.add(item.id);
     let lane = this.lanes.get(item.webhookId);
     if (!lane) this.lanes.set(item.webhookId, (lane = { running: 0, queue: [], ready: false }));

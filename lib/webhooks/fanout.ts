@@ -1,8 +1,8 @@
 /**
  * Fan-out: each event of the outbox not yet dispatched becomes one delivery per active
  * registration of its project subscribed to exactly that name, each with its own id (the id the
- * receiver sees; retries reuse it). The deliveries are written in the same transaction that marks
- * the event dispatched, so an event is fanned out exactly once even with several instances
+ * receiver sees; retries reuse it). The deliveries are written in the transaction that marks the
+ * events dispatched, so an event is fanned out exactly once even with several instances
  * (`FOR UPDATE SKIP LOCKED`) or a crash halfway. Registrations made or re-enabled after the event
  * do not receive it.
  */
@@ -16,6 +16,18 @@ export interface FanOutResult {
   deliveries: ClaimedDelivery[];
 }
 
+interface PairRow {
+  events: number;
+  event_id: string | null;
+  project_id: string;
+  name: string;
+  data_json: string;
+  created_at: Date;
+  webhook_id: string;
+  url: string;
+  secret_enc: string;
+}
+
 /**
  * Fans out up to `limit` events, oldest first. `now` stamps `dispatched_at` and the deliveries'
  * `created_at`. The deliveries are born claimed by the caller until `leaseUntil`, so their first
@@ -25,63 +37,45 @@ export async function fanOutBatch(pool: pg.Pool, limit: number, now: Date, lease
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
-    const events = (
-      await client.query<{ id: string; project_id: string; name: string; data_json: string; created_at: Date }>(
-        `SELECT id, project_id, name, COALESCE(data::text, 'null') AS data_json, created_at FROM events WHERE dispatched_at IS NULL
-          ORDER BY created_at, id LIMIT $1 FOR UPDATE SKIP LOCKED`,
-        [limit],
-      )
-    ).rows;
-    if (events.length === 0) {
-      await client.query('COMMIT');
-      return { events: 0, deliveries: [] };
-    }
-    const projects = [...new Set(events.map((e) => e.project_id))];
-    const endpoints = (
-      await client.query<{ id: string; project_id: string; events: string[]; url: string; secret_enc: string }>(
-        `SELECT id, project_id, events, url, secret_enc FROM webhook_endpoints WHERE project_id = ANY($1::text[]) AND is_active`,
-        [projects],
-      )
-    ).rows;
-    const byProject = new Map<string, typeof endpoints>();
-    for (const e of endpoints) {
-      const list = byProject.get(e.project_id) ?? [];
-      list.push(e);
-      byProject.set(e.project_id, list);
-    }
-
-    const cols = { id: [] as string[], project: [] as string[], webhook: [] as string[], event: [] as string[], name: [] as string[] };
-    const planned = new Map<string, ClaimedDelivery>();
-    for (const ev of events) {
-      for (const ep of byProject.get(ev.project_id) ?? []) {
-        if (!ep.events.includes(ev.name)) continue;
-        const id = newId('dlv', 24);
-        planned.set(id, {
-          id, webhookId: ep.id, attempts: 0, event: ev.name, url: ep.url, secretEnc: ep.secret_enc,
-          dataJson: ev.data_json, eventCreatedAt: ev.created_at, leaseUntil,
-        });
-        cols.id.push(id);
-        cols.project.push(ev.project_id);
-        cols.webhook.push(ep.id);
-        cols.event.push(ev.id);
-        cols.name.push(ev.name);
-      }
-    }
+    // Lock and mark a batch of events, and pair each with its subscribed registrations.
+    const { rows } = await client.query<PairRow>(
+      `WITH ev AS (
+         SELECT id, project_id, name, data, created_at FROM events
+          WHERE dispatched_at IS NULL ORDER BY created_at, id LIMIT $1 FOR UPDATE SKIP LOCKED
+       ), upd AS (
+         UPDATE events e SET dispatched_at = $2 FROM ev WHERE e.id = ev.id RETURNING e.id
+       )
+       SELECT (SELECT count(*) FROM upd)::int AS events, p.*
+         FROM (SELECT 1) AS one
+         LEFT JOIN (
+           SELECT ev.id AS event_id, ev.project_id, ev.name, COALESCE(ev.data::text, 'null') AS data_json, ev.created_at,
+                  w.id AS webhook_id, w.url, w.secret_enc
+             FROM ev JOIN webhook_endpoints w ON w.project_id = ev.project_id AND w.is_active AND ev.name = ANY(w.events)
+         ) p ON true`,
+      [limit, now],
+    );
+    const events = rows[0]?.events ?? 0;
+    const pairs = rows.filter((r) => r.event_id !== null);
     let deliveries: ClaimedDelivery[] = [];
-    if (cols.id.length > 0) {
-      const inserted = await client.query<{ id: string; webhook_id: string }>(
+    if (pairs.length > 0) {
+      const ids = pairs.map(() => newId('dlv', 24));
+      const inserted = await client.query<{ id: string }>(
         `INSERT INTO webhook_deliveries (id, project_id, webhook_id, event_id, event, status, attempts, next_attempt_at, created_at)
          SELECT d.id, d.project_id, d.webhook_id, d.event_id, d.event, 'pending', 0, $6, $7
            FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS d(id, project_id, webhook_id, event_id, event)
          ON CONFLICT (event_id, webhook_id) DO NOTHING
-         RETURNING id, webhook_id`,
-        [cols.id, cols.project, cols.webhook, cols.event, cols.name, leaseUntil, now],
+         RETURNING id`,
+        [ids, pairs.map((p) => p.project_id), pairs.map((p) => p.webhook_id), pairs.map((p) => p.event_id), pairs.map((p) => p.name), leaseUntil, now],
       );
-      deliveries = inserted.rows.map((r) => planned.get(r.id)!);
+      const written = new Set(inserted.rows.map((r) => r.id));
+      deliveries = pairs.flatMap((p, i) =>
+        written.has(ids[i])
+          ? [{ id: ids[i], webhookId: p.webhook_id, attempts: 0, event: p.name, url: p.url, secretEnc: p.secret_enc, dataJson: p.data_json, eventCreatedAt: p.created_at, leaseUntil }]
+          : [],
+      );
     }
-    await client.query(`UPDATE events SET dispatched_at = $2 WHERE id = ANY($1::text[])`, [events.map((e) => e.id), now]);
     await client.query('COMMIT');
-    return { events: events.length, deliveries };
+    return { events, deliveries };
   } catch (e) {
     await client.query('ROLLBACK').catch(() => undefined);
     throw e;

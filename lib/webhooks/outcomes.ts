@@ -10,7 +10,7 @@
  */
 import type pg from 'pg';
 import type { Logger } from '../logger.js';
-import { applyEndpointChanges, cancelPending, endpointChanges, recordOutcomes, type Outcome, type RecordedOutcome } from './store.js';
+import { applyEndpointChanges, cancelPending, endpointChanges, lockEndpoints, recordOutcomes, type Outcome, type RecordedOutcome } from './store.js';
 
 export interface OutcomeWriterOptions {
   pool: pg.Pool;
@@ -18,6 +18,8 @@ export interface OutcomeWriterOptions {
   disableAfter: number;
   maxBatch?: number;
   flushMs?: number;
+  /** Outcomes waiting to be written before attempts are held back. */
+  maxQueued?: number;
   /** Called after each commit with the retries it recorded. */
   onRetries(retries: RecordedOutcome[]): Promise<void>;
   /** Called after each commit with every recorded outcome and the registrations it disabled. */
@@ -36,6 +38,11 @@ export class OutcomeWriter {
   private timer: NodeJS.Timeout | undefined;
 
   constructor(private readonly opts: OutcomeWriterOptions) {}
+
+  /** Backpressure: resolves when fewer than `maxQueued` outcomes wait to be written. */
+  async room(): Promise<void> {
+    while (this.queue.length >= (this.opts.maxQueued ?? 20_000)) await (this.writing ?? this.flush());
+  }
 
   /** Resolves with the recorded outcome, or undefined when the delivery was no longer pending. */
   record(outcome: Outcome): Promise<RecordedOutcome | undefined> {
@@ -68,29 +75,39 @@ export class OutcomeWriter {
     await this.writing;
   }
 
+  /** One transaction; retried when PostgreSQL picks it as a deadlock or serialization victim. */
+  private async transact(outcomes: Outcome[], at: Date): Promise<{ recorded: RecordedOutcome[]; disabled: string[] }> {
+    for (let attempt = 1; ; attempt++) {
+      const client = await this.opts.pool.connect();
+      try {
+        await client.query('BEGIN');
+        await client.query('SET LOCAL synchronous_commit TO off');
+        await lockEndpoints(client, outcomes.map((o) => o.webhookId));
+        const recorded = await recordOutcomes(client, outcomes);
+        const disabled = await applyEndpointChanges(client, endpointChanges(recorded), this.opts.disableAfter);
+        if (disabled.length > 0) await cancelPending(client, disabled, at);
+        await client.query('COMMIT');
+        return { recorded, disabled };
+      } catch (e) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        const code = (e as { code?: string }).code;
+        if (attempt >= 3 || (code !== '40P01' && code !== '40001')) throw e;
+      } finally {
+        client.release();
+      }
+    }
+  }
+
   private async write(batch: Pending[]): Promise<void> {
     const at = new Date(Math.max(...batch.map((p) => p.outcome.at.getTime())));
     let recorded: RecordedOutcome[];
     let disabled: string[];
-    const client = await this.opts.pool.connect().catch((e) => {
-      for (const p of batch) p.reject(e);
-      return undefined;
-    });
-    if (!client) return;
     try {
-      await client.query('BEGIN');
-      await client.query('SET LOCAL synchronous_commit TO off');
-      recorded = await recordOutcomes(client, batch.map((p) => p.outcome));
-      disabled = await applyEndpointChanges(client, endpointChanges(recorded), this.opts.disableAfter);
-      if (disabled.length > 0) await cancelPending(client, disabled, at);
-      await client.query('COMMIT');
+      ({ recorded, disabled } = await this.transact(batch.map((p) => p.outcome), at));
     } catch (e) {
-      await client.query('ROLLBACK').catch(() => undefined);
       this.opts.logger.error('webhook outcomes could not be written; the deliveries will be retaken after their lease', { error: String(e) });
       for (const p of batch) p.reject(e);
       return;
-    } finally {
-      client.release();
     }
     if (disabled.length > 0) this.opts.logger.warn('webhooks disabled after consecutive failed events', { webhook_ids: disabled });
     const byId = new Map(recorded.map((r) => [r.deliveryId, r]));

@@ -38,6 +38,9 @@ export interface DeliveryPolicy {
   sweepEveryMs: number;
   /** Completed deliveries kept per registration for the operators' log (pending ones are always kept). */
   keepDeliveriesPerWebhook: number;
+  /** Deliveries the sweep may delete from the log per run, and for how long it may try. */
+  pruneBudget: number;
+  pruneTimeMs: number;
   /** Events fanned out per transaction. */
   fanOutBatch: number;
   /** Retries due within this window are scheduled as one job (rounded up: never early). */
@@ -59,8 +62,10 @@ export function deliveryPolicy(overrides: Partial<DeliveryPolicy> & { scale?: nu
     overdueGraceMs: 15_000,
     sweepEveryMs: 15_000,
     keepDeliveriesPerWebhook: 200,
+    pruneBudget: 2000,
+    pruneTimeMs: 2000,
     fanOutBatch: 500,
-    retryBucketMs: 100,
+    retryBucketMs: 250,
     ...rest,
   };
   if (policy.retryDelaysMs.length !== MAX_ATTEMPTS - 1) {

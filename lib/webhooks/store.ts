@@ -51,6 +51,20 @@ export async function claimDelivery(db: Queryable, id: string, now: Date, leaseU
   return rows[0] ? claimed(rows[0]) : undefined;
 }
 
+/** Claims those of `ids` that are due (one statement for a whole retry job). */
+export async function claimDeliveries(db: Queryable, ids: string[], now: Date, leaseUntil: Date): Promise<ClaimedDelivery[]> {
+  if (ids.length === 0) return [];
+  const { rows } = await db.query(
+    `UPDATE webhook_deliveries d SET next_attempt_at = $3
+       FROM webhook_endpoints e, events ev
+      WHERE d.id = ANY($1::text[]) AND d.status = 'pending' AND d.next_attempt_at <= $2
+        AND e.id = d.webhook_id AND e.is_active AND ev.id = d.event_id
+      ${CLAIM_RETURNING}`,
+    [ids, now, leaseUntil],
+  );
+  return rows.map(claimed);
+}
+
 /** Extends a claim we hold (lease `heldUntil`), re-reading the registration; undefined if it is no longer ours or active. */
 export async function renewClaim(db: Queryable, id: string, heldUntil: Date, leaseUntil: Date): Promise<ClaimedDelivery | undefined> {
   const { rows } = await db.query(
@@ -80,6 +94,7 @@ export type OutcomeKind = 'success' | 'retry' | 'dropped';
 
 export interface Outcome {
   deliveryId: string;
+  webhookId: string;
   attempt: number;
   kind: OutcomeKind;
   statusCode: number | null;
@@ -89,9 +104,7 @@ export interface Outcome {
   nextAttemptAt: Date | null;
 }
 
-export interface RecordedOutcome extends Outcome {
-  webhookId: string;
-}
+export type RecordedOutcome = Outcome;
 
 const STATUS_OF: Record<OutcomeKind, string> = { success: 'succeeded', retry: 'pending', dropped: 'failed' };
 
@@ -127,7 +140,7 @@ export async function recordOutcomes(db: Queryable, outcomes: Outcome[]): Promis
       outcomes.map((_, i) => i),
     ],
   );
-  return rows.sort((a, b) => a.ord - b.ord).map((r) => ({ ...outcomes[r.ord], webhookId: r.webhook_id }));
+  return rows.sort((a, b) => a.ord - b.ord).map((r) => outcomes[r.ord]);
 }
 
 export interface EndpointChange {
@@ -137,6 +150,11 @@ export interface EndpointChange {
   /** Dropped events after the last success (or in total when no success). */
   failedEvents: number;
   lastAt: Date;
+}
+
+/** Locks the registrations of a batch, in id order: every writer takes them before delivery rows, so writers never deadlock. */
+export async function lockEndpoints(db: Queryable, webhookIds: string[]): Promise<void> {
+  await db.query(`SELECT id FROM webhook_endpoints WHERE id = ANY($1::text[]) ORDER BY id FOR NO KEY UPDATE`, [[...new Set(webhookIds)]]);
 }
 
 /** Sums a batch of outcomes (in completion order) per registration. */
@@ -191,7 +209,7 @@ export async function cancelPending(db: Queryable, webhookIds: string[], at: Dat
   return rowCount ?? 0;
 }
 
-/** Pending deliveries due before `before` (timers lost, e.g. in a crash), oldest first. */
+/** Pending deliveries due before `before` (their timer or claim was lost, e.g. in a crash), oldest first, with their ids only. */
 export async function overdueDeliveries(db: Queryable, before: Date, limit: number): Promise<Array<{ id: string; webhookId: string }>> {
   const { rows } = await db.query(
     `SELECT id, webhook_id FROM webhook_deliveries
@@ -202,13 +220,26 @@ export async function overdueDeliveries(db: Queryable, before: Date, limit: numb
   return rows.map((r) => ({ id: r.id, webhookId: r.webhook_id }));
 }
 
-/** Keeps the newest `keep` completed deliveries of a registration (attempts go with them). */
-export async function pruneDeliveries(db: Queryable, webhookId: string, keep: number): Promise<number> {
-  const { rowCount } = await db.query(
+/**
+ * Keeps the newest `keep` completed deliveries of a registration and its newest `keep * 5`
+ * attempts, deleting at most `budget` deliveries per call. Attempts go first, through their own
+ * (webhook_id, id) index: `webhook_attempts` has no index on `delivery_id`, so the foreign-key
+ * cascade of a delivery delete scans the table, which is why it is kept small and deletes are
+ * metered (see NOTES-webhooks-schema.md).
+ */
+export async function pruneLog(db: Queryable, webhookId: string, keep: number, budget: number): Promise<{ attempts: number; deliveries: number }> {
+  // The registration first, as every writer does, so a concurrent delete of it cannot deadlock with us.
+  await db.query(`SELECT 1 FROM webhook_endpoints WHERE id = $1 FOR KEY SHARE`, [webhookId]);
+  const attempts = await db.query(
+    `DELETE FROM webhook_attempts WHERE webhook_id = $1
+        AND id < (SELECT id FROM webhook_attempts WHERE webhook_id = $1 ORDER BY id DESC OFFSET $2 LIMIT 1)`,
+    [webhookId, keep * 5],
+  );
+  const deliveries = await db.query(
     `DELETE FROM webhook_deliveries WHERE id IN (
        SELECT id FROM webhook_deliveries WHERE webhook_id = $1 AND status <> 'pending'
-        ORDER BY created_at DESC, id DESC OFFSET $2)`,
-    [webhookId, keep],
+        ORDER BY created_at DESC, id DESC OFFSET $2 LIMIT $3)`,
+    [webhookId, keep, budget],
   );
-  return rowCount ?? 0;
+  return { attempts: attempts.rowCount ?? 0, deliveries: deliveries.rowCount ?? 0 };
 }

@@ -47,15 +47,13 @@ export const benchWebhooks: BenchSection = async (ctx) => {
         return;
       }
       const now = Date.now();
-      try {
-        const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-        if (body.data?.run === currentRun) {
-          sink.delivered++;
-          sink.latencies.push(now - Date.parse(body.created_at));
-          sink.lastAt = now;
-        }
-      } catch {
-        // not ours
+      // Cheaper than JSON.parse, so the receiver takes less of the machine from the service.
+      const raw = Buffer.concat(chunks).toString('utf8');
+      const createdAt = /"created_at":"([^"]+)"/.exec(raw)?.[1];
+      if (createdAt && /"run":\s?"([^"]*)"/.exec(raw)?.[1] === currentRun) {
+        sink.delivered++;
+        sink.latencies.push(now - Date.parse(createdAt));
+        sink.lastAt = now;
       }
       res.writeHead(200).end();
     });
@@ -79,19 +77,23 @@ export const benchWebhooks: BenchSection = async (ctx) => {
 
   let currentRun = '';
   let seq = 0;
-  const emitOne = async (): Promise<boolean> => {
-    try {
-      const res = await fetch(`${ctx.base}/runtime/events`, {
-        method: 'POST',
-        headers: { Authorization: `Bearer ${runtime}`, 'Content-Type': 'application/json' },
-        body: JSON.stringify({ name: 'bench.tick', payload: { run: currentRun, n: seq++ } }),
-      });
-      await res.arrayBuffer();
-      return res.status === 202;
-    } catch {
-      return false;
-    }
-  };
+  const emitAgent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+  const emitUrl = new URL(`${ctx.base}/runtime/events`);
+  const emitOne = (): Promise<boolean> =>
+    new Promise((resolve) => {
+      const body = Buffer.from(JSON.stringify({ name: 'bench.tick', payload: { run: currentRun, n: seq++ } }));
+      const req = http.request(
+        { host: emitUrl.hostname, port: emitUrl.port, path: emitUrl.pathname, method: 'POST', agent: emitAgent,
+          headers: { Authorization: `Bearer ${runtime}`, 'Content-Type': 'application/json', 'Content-Length': body.length } },
+        (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode === 202));
+          res.on('error', () => resolve(false));
+        },
+      );
+      req.on('error', () => resolve(false));
+      req.end(body);
+    });
 
   /** Emits for `seconds`, either at `rate` events/s or as fast as `concurrency` emitters go; then waits for the healthy deliveries. */
   const run = async (name: string, seconds: number, opts: { rate?: number; concurrency?: number }): Promise<Run> => {
@@ -172,6 +174,7 @@ export const benchWebhooks: BenchSection = async (ctx) => {
   for (const id of webhookIds) {
     await fetch(`${ctx.base}/v1/webhooks/${id}`, { method: 'DELETE', headers: { Authorization: `Bearer ${key}` } }).catch(() => undefined);
   }
+  emitAgent.destroy();
   server.closeAllConnections();
   await new Promise<void>((r) => server.close(() => r()));
 };
