@@ -36,6 +36,9 @@ export function createApp(deps: AppDeps & AppOptions): Express {
 
   app.use(requestId);
   app.use(accessLog(deps.logger));
+  // The bot's runtime API (custom events) is outside both contracts: routed first, so its hot
+  // path skips their validators.
+  app.use(runtimeEventsRouter(deps));
 
   app.use(
     contractPipeline({
@@ -75,7 +78,6 @@ export function createApp(deps: AppDeps & AppOptions): Express {
   );
 
   app.use(channelWebhookRouter(deps));
-  app.use(runtimeEventsRouter(deps));
 
   app.use(notFound);
   app.use(errorHandler(deps.logger));

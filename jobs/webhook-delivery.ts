@@ -16,6 +16,7 @@
  * Background work gets its own small pool, so a delivery burst cannot starve API requests.
  */
 import pg from 'pg';
+import { setMaxListeners } from 'node:events';
 import type { AppDeps } from '../lib/deps.js';
 import { systemClock, type Clock } from '../lib/clock.js';
 import { EVENTS_CHANNEL } from '../lib/events.js';
@@ -27,6 +28,7 @@ import { OutcomeWriter } from '../lib/webhooks/outcomes.js';
 import { fanOutBatch } from '../lib/webhooks/fanout.js';
 import { cancelIfOrphaned, claimDeliveries, overdueDeliveries, pruneLog, type RecordedOutcome } from '../lib/webhooks/store.js';
 import { listen, type Listener } from '../lib/webhooks/listener.js';
+import { WEBHOOK_CHANGES_CHANNEL } from '../lib/webhooks/registrations.js';
 import { createJobRunner } from './runner.js';
 
 export const WEBHOOK_RETRY_JOB = 'webhook-retry';
@@ -71,6 +73,10 @@ export async function startWebhookDelivery(deps: Deps, opts: WebhookDeliveryOpti
   const agents = new AgentPool();
   const runner = createJobRunner({ pool, logger, processEveryMs: opts.processEveryMs, lockLifetimeMs: opts.lockLifetimeMs, name: `webhooks-${process.pid}` });
   const touched = new Set<string>();
+  /** Registration id → when it last changed (timer ms), as announced by PostgreSQL notifications. */
+  const changes = new Map<string, number>();
+  const shutdown = new AbortController();
+  setMaxListeners(0, shutdown.signal); // one listener per attempt in flight
   let stopped = false;
   let fanning: Promise<void> | undefined;
   let again = false;
@@ -80,7 +86,9 @@ export async function startWebhookDelivery(deps: Deps, opts: WebhookDeliveryOpti
     const buckets = new Map<number, Array<[string, string]>>();
     for (const r of retries) {
       const due = Math.ceil(r.nextAttemptAt!.getTime() / policy.retryBucketMs) * policy.retryBucketMs;
-      buckets.set(due, [...(buckets.get(due) ?? []), [r.deliveryId, r.webhookId]]);
+      const bucket = buckets.get(due) ?? [];
+      bucket.push([r.deliveryId, r.webhookId]);
+      buckets.set(due, bucket);
     }
     for (const [due, deliveries] of buckets) await runner.schedule<RetryJobData>(new Date(due), WEBHOOK_RETRY_JOB, { deliveries });
   };
@@ -90,8 +98,10 @@ export async function startWebhookDelivery(deps: Deps, opts: WebhookDeliveryOpti
     logger,
     disableAfter: policy.disableAfterFailedEvents,
     onRetries: scheduleRetries,
-    onCommitted: (recorded) => {
+    onCommitted: (recorded, disabled) => {
       for (const r of recorded) if (r.kind !== 'retry') touched.add(r.webhookId);
+      // Disabled registrations receive nothing further: their queued work is dropped (already canceled in the database).
+      for (const webhookId of disabled) dispatcher.drop(webhookId);
     },
   });
 
@@ -105,6 +115,8 @@ export async function startWebhookDelivery(deps: Deps, opts: WebhookDeliveryOpti
         {
           pool, clock: deps.clock, timer, secretBox: deps.secretBox, policy, agents, logger, outcomes,
           allowPrivate: deps.config.devAllowPrivateTargets,
+          signal: shutdown.signal,
+          changes,
           onAttempt: opts.onAttempt,
         },
         item,
@@ -158,6 +170,9 @@ export async function startWebhookDelivery(deps: Deps, opts: WebhookDeliveryOpti
 
   const sweep = async () => {
     if (stopped) return;
+    // Change marks matter only to claims made before them, which last one lease at most.
+    const expired = timer.now().getTime() - policy.leaseMs;
+    for (const [id, at] of changes) if (at < expired) changes.delete(id);
     kick(); // never waits for a running fan-out, which may go on as long as events keep coming
     const room = policy.maxQueued - (dispatcher.size.queued + dispatcher.size.running);
     if (room > 0) {
@@ -187,17 +202,16 @@ export async function startWebhookDelivery(deps: Deps, opts: WebhookDeliveryOpti
   };
 
   runner.define<RetryJobData>(WEBHOOK_RETRY_JOB, async (data) => {
-    // One claim for the whole job (as many as the queue can take); what is left, or not due yet,
-    // is claimed one by one when it starts, or taken by the sweep later.
+    // One claim for the whole job (as many as the queue can take). What does not fit is taken by
+    // the sweep once overdue; what another worker holds is left to it.
     const pairs = data?.deliveries ?? [];
     const room = Math.max(0, policy.maxQueued - (dispatcher.size.queued + dispatcher.size.running));
     const now = timer.now();
     const claims = await claimDeliveries(pool, pairs.slice(0, room).map(([id]) => id), now, new Date(now.getTime() + policy.leaseMs));
     const claimedIds = new Set(claims.map((c) => c.id));
     for (const c of claims) dispatcher.enqueue({ id: c.id, webhookId: c.webhookId, claim: c });
-    for (const [id] of pairs.slice(0, room)) {
-      if (!claimedIds.has(id)) await cancelIfOrphaned(pool, id, deps.clock.now()); // deleted or disabled meanwhile
-    }
+    const unclaimed = pairs.slice(0, room).map(([id]) => id).filter((id) => !claimedIds.has(id));
+    await cancelIfOrphaned(pool, unclaimed, deps.clock.now()); // their registration was disabled or deleted meanwhile
   }, { concurrency: 20 });
   runner.define(WEBHOOK_SWEEP_JOB, async () => {
     await sweep().catch((e) => logger.error('webhook sweep failed', { error: e instanceof Error ? e.message : String(e) }));
@@ -207,7 +221,14 @@ export async function startWebhookDelivery(deps: Deps, opts: WebhookDeliveryOpti
   try {
     await runner.start();
     await runner.every(policy.sweepEveryMs, WEBHOOK_SWEEP_JOB);
-    listener = await listen(pool, EVENTS_CHANNEL, kick, logger);
+    listener = await listen(pool, {
+      [EVENTS_CHANNEL]: kick,
+      [WEBHOOK_CHANGES_CHANNEL]: (webhookId) => {
+        const now = timer.now().getTime();
+        if (webhookId) changes.set(webhookId, now);
+        else for (const lane of dispatcher.lanesWithWork()) changes.set(lane, now); // missed while reconnecting: re-read all
+      },
+    }, logger);
   } catch (e) {
     await runner.stop().catch(() => undefined);
     await pool.end().catch(() => undefined);
@@ -225,9 +246,13 @@ export async function startWebhookDelivery(deps: Deps, opts: WebhookDeliveryOpti
       await listener?.close();
       await runner.stop().catch((e) => logger.warn('job runner stop failed', { error: String(e) }));
       await fanning;
-      // In-flight attempts finish (each within its deadline) and their outcomes are written;
-      // queued ones stay claimed or pending in the database for the next instance.
-      await dispatcher.stop();
+      // In-flight attempts get `stopGraceMs` to finish and their outcomes are written; the rest are
+      // cut off unrecorded, and, like queued ones, stay claimed or pending for the next instance.
+      const drained = dispatcher.stop();
+      const graceOver = new Promise<void>((r) => setTimeout(r, policy.stopGraceMs).unref());
+      await Promise.race([drained, graceOver]);
+      shutdown.abort();
+      await drained;
       await outcomes.flush();
       agents.destroy();
       await pool.end().catch(() => undefined);

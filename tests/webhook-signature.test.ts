@@ -104,4 +104,25 @@ describe('Dispatcher', () => {
     await stopping;
     expect(d.enqueue({ id: 'late:0', webhookId: 'late' })).toBe(false);
   });
+
+  it('When a registration is dropped, then its queued work is forgotten and the others keep going', async () => {
+    const started: string[] = [];
+    const release: Array<() => void> = [];
+    const d = new Dispatcher({
+      perWebhook: 1, max: 10, maxQueued: 100, onError: () => undefined,
+      run: ({ id }) => {
+        started.push(id);
+        return new Promise<void>((r) => release.push(r));
+      },
+    });
+    for (let i = 0; i < 3; i++) d.enqueue({ id: `a:${i}`, webhookId: 'a' });
+    d.enqueue({ id: 'b:0', webhookId: 'b' });
+    expect(d.drop('a')).toBe(2); // a:0 is running; a:1 and a:2 were waiting
+    expect(d.enqueue({ id: 'a:1', webhookId: 'a' })).toBe(true); // forgotten, so it can come again
+    while (release.length) {
+      release.shift()!();
+      await new Promise((r) => setTimeout(r, 0));
+    }
+    expect(started).toEqual(['a:0', 'b:0', 'a:1']);
+  });
 });

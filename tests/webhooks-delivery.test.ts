@@ -304,6 +304,23 @@ describe('retries and disable', () => {
     expect(got.body.data).toEqual({ during: 'outage' });
   });
 
+  it('When delivery stops while an attempt hangs, then stop returns after its grace and the next instance delivers the same id', async () => {
+    const { key, runtime } = await setup();
+    const { webhook } = await register(key, '/stop-hang', ['stop.event']);
+    rx.on('/stop-hang', { kind: 'hang' });
+    await emitEvent(runtime, 'stop.event');
+    const [first] = await rx.waitFor('/stop-hang', 1);
+    const t0 = Date.now();
+    await t.stopWebhooks();
+    expect(Date.now() - t0).toBeLessThan(1500); // grace 500 ms, not the 2 s attempt deadline
+    rx.on('/stop-hang', { kind: 'status', status: 200 });
+    await t.restartWebhooks();
+    const got = await rx.waitFor('/stop-hang', 2, 10_000); // after the cut-off claim's lease (5 s) and the grace (1.5 s)
+    expect(got[1].body.id).toBe(first.body.id);
+    const [delivery] = await eventually(() => deliveriesOf(webhook.id), (d) => d[0]?.status === 'succeeded');
+    expect(delivery.attempt_log.map((a: any) => a.status_code)).toEqual([200]); // the cut-off attempt is not recorded
+  });
+
   it('When a delivery was claimed by a worker that died, then it is retaken after its lease', async () => {
     const { key, runtime } = await setup();
     const { webhook } = await register(key, '/orphan', ['orphan.event']);
@@ -366,6 +383,39 @@ describe('hostile receivers', () => {
     expect(hang.attempt_log[0].duration_ms).toBeLessThan(3000);
 
     for (const id of Object.values(hooks)) await request(t.app).delete(`/v1/webhooks/${id}`).set('Authorization', `Bearer ${key}`).expect(200);
+  });
+});
+
+describe('changes to a registration with deliveries queued', () => {
+  // 16 attempts run at once per registration (the policy's default): 20 events against a hanging
+  // receiver leave 16 in flight and 4 queued, already claimed with the registration as it was.
+  async function busy(path: string) {
+    const { key, runtime } = await setup();
+    const { webhook } = await register(key, path, ['busy.event']);
+    rx.on(path, { kind: 'hang' });
+    for (let i = 0; i < 20; i++) await emitEvent(runtime, 'busy.event', { i });
+    await rx.waitFor(path, 16);
+    await sleep(100);
+    expect(rx.at(path)).toHaveLength(16);
+    return { key, webhook };
+  }
+
+  it('When the URL changes, then queued deliveries and retries go to the new URL', async () => {
+    const { key, webhook } = await busy('/old-url');
+    const res = await request(t.app).patch(`/v1/webhooks/${webhook.id}`).set('Authorization', `Bearer ${key}`).send({ url: `${rx.url}/new-url` });
+    expect(res.status).toBe(200);
+    const got = await rx.waitFor('/new-url', 20, 10_000);
+    expect(new Set(got.map((g) => g.body.data.i)).size).toBe(20);
+    expect(rx.at('/old-url')).toHaveLength(16); // only the attempts already in flight
+  });
+
+  it('When the owner disables it, then queued deliveries are not sent and nothing is retried', async () => {
+    const { key, webhook } = await busy('/disabled-busy');
+    await request(t.app).patch(`/v1/webhooks/${webhook.id}`).set('Authorization', `Bearer ${key}`).send({ is_active: false }).expect(200);
+    await sleep(3000); // past the in-flight attempts' 2 s deadline and the first retry times
+    expect(rx.at('/disabled-busy')).toHaveLength(16);
+    const deliveries = await deliveriesOf(webhook.id);
+    expect(deliveries.filter((d) => d.status === 'pending')).toHaveLength(0);
   });
 });
 

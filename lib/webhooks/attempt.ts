@@ -44,6 +44,10 @@ export interface AttemptContext {
   agents: AgentPool;
   logger: Logger;
   outcomes: OutcomeWriter;
+  /** Aborted at shutdown: an attempt still in flight is dropped unrecorded (its claim lapses and it is retaken). */
+  signal?: AbortSignal;
+  /** When each registration last changed (timer ms), as announced; claims older than that are re-read. */
+  changes: Map<string, number>;
   onAttempt?(info: AttemptInfo): void;
 }
 
@@ -71,9 +75,14 @@ async function hold(ctx: AttemptContext, item: DeliveryItem): Promise<ClaimedDel
   const now = ctx.timer.now();
   const leaseUntil = new Date(now.getTime() + ctx.policy.leaseMs);
   if (item.claim) {
-    // A claim that may lapse before the attempt ends is renewed (which re-checks the registration).
+    // The claim is used as is unless its registration changed since it was made (new URL,
+    // disabled, deleted) or its lease could lapse during the attempt: then it is renewed, which
+    // re-reads the registration and checks that the delivery is still pending.
+    const claimedAt = item.claim.leaseUntil.getTime() - ctx.policy.leaseMs;
+    const changedAt = ctx.changes.get(item.webhookId);
+    const stale = changedAt !== undefined && changedAt >= claimedAt;
     const spare = item.claim.leaseUntil.getTime() - now.getTime();
-    return spare > ctx.policy.attemptTimeoutMs + 2000 ? item.claim : renewClaim(ctx.pool, item.id, item.claim.leaseUntil, leaseUntil);
+    return !stale && spare > ctx.policy.attemptTimeoutMs + 2000 ? item.claim : renewClaim(ctx.pool, item.id, item.claim.leaseUntil, leaseUntil);
   }
   return claimDelivery(ctx.pool, item.id, now, leaseUntil);
 }
@@ -105,12 +114,13 @@ export async function attemptDelivery(ctx: AttemptContext, item: DeliveryItem): 
         'X-Service-Event': claimed.event,
         'X-Service-Signature': signatureHeader(secret, t, body),
       },
-      { timeoutMs: ctx.policy.attemptTimeoutMs, allowPrivate: ctx.allowPrivate, bodyCap: ctx.policy.responseBodyCap, agents: ctx.agents },
+      { timeoutMs: ctx.policy.attemptTimeoutMs, allowPrivate: ctx.allowPrivate, bodyCap: ctx.policy.responseBodyCap, agents: ctx.agents, signal: ctx.signal },
     );
   } catch (e) {
     ctx.logger.error('webhook attempt could not be made', { delivery_id: item.id, error: e instanceof Error ? e.message : String(e) });
     result = { ok: false, statusCode: null, error: 'internal error before sending', durationMs: 0 };
   }
+  if (ctx.signal?.aborted) return undefined;
   const delay = result.ok ? null : retryDelayMs(ctx.policy, attempt);
   const kind: OutcomeKind = result.ok ? 'success' : delay === null ? 'dropped' : 'retry';
   ctx.onAttempt?.({ ...result, deliveryId: item.id, webhookId: claimed.webhookId, attempt, kind });

@@ -61,6 +61,22 @@ export class Dispatcher<T extends WorkItem = WorkItem> {
     return true;
   }
 
+  /** The registrations with work queued or running. */
+  lanesWithWork(): string[] {
+    return [...this.lanes.keys()];
+  }
+
+  /** Forgets the queued (not running) work of a registration, e.g. once it is disabled. */
+  drop(webhookId: string): number {
+    const lane = this.lanes.get(webhookId);
+    if (!lane) return 0;
+    const dropped = lane.queue.length;
+    for (const item of lane.queue) this.queued.delete(item.id);
+    lane.queue = [];
+    if (lane.running === 0) this.lanes.delete(webhookId);
+    return dropped;
+  }
+
   private markReady(webhookId: string, lane: Lane<T>): void {
     if (!lane.ready && lane.queue.length > 0 && lane.running < this.opts.perWebhook) {
       lane.ready = true;
@@ -71,7 +87,8 @@ export class Dispatcher<T extends WorkItem = WorkItem> {
   private pump(): void {
     while (!this.stopped && this.running < this.opts.max && this.ready.length > 0) {
       const webhookId = this.ready.shift()!;
-      const lane = this.lanes.get(webhookId)!;
+      const lane = this.lanes.get(webhookId);
+      if (!lane) continue; // dropped meanwhile
       lane.ready = false;
       const item = lane.queue.shift();
       if (item === undefined) continue;

@@ -27,6 +27,8 @@ export interface PostOptions {
   allowPrivate: boolean;
   bodyCap: number;
   agents: AgentPool;
+  /** Cuts the attempt short (shutdown); the result is then an error nobody records. */
+  signal?: AbortSignal;
 }
 
 /** Keep-alive agents, one per (scheme, host, port, checked address); least recently used evicted. */
@@ -71,11 +73,17 @@ export async function postWebhook(rawUrl: string, body: string, headers: Record<
   const elapsed = () => Math.round(performance.now() - started);
   let timer: NodeJS.Timeout | undefined;
   let onDeadline: (() => void) | undefined;
+  let onAbort: (() => void) | undefined;
   const deadline = new Promise<'timeout'>((resolve) => {
     timer = setTimeout(() => {
       onDeadline?.();
       resolve('timeout');
     }, opts.timeoutMs);
+    onAbort = () => {
+      onDeadline?.();
+      resolve('timeout');
+    };
+    opts.signal?.addEventListener('abort', onAbort, { once: true });
   });
   const timeoutResult = (): AttemptResult => ({ ok: false, statusCode: null, error: `timeout after ${opts.timeoutMs} ms`, durationMs: elapsed() });
   try {
@@ -137,5 +145,6 @@ export async function postWebhook(rawUrl: string, body: string, headers: Record<
     return result === 'timeout' ? timeoutResult() : result;
   } finally {
     clearTimeout(timer);
+    if (onAbort) opts.signal?.removeEventListener('abort', onAbort);
   }
 }

@@ -10,6 +10,7 @@
  */
 import type pg from 'pg';
 import type { Logger } from '../logger.js';
+import { WEBHOOK_CHANGES_CHANNEL } from './registrations.js';
 import { applyEndpointChanges, cancelPending, endpointChanges, lockEndpoints, recordOutcomes, type Outcome, type RecordedOutcome } from './store.js';
 
 export interface OutcomeWriterOptions {
@@ -85,7 +86,7 @@ export class OutcomeWriter {
         await lockEndpoints(client, outcomes.map((o) => o.webhookId));
         const recorded = await recordOutcomes(client, outcomes);
         const disabled = await applyEndpointChanges(client, endpointChanges(recorded), this.opts.disableAfter);
-        if (disabled.length > 0) await cancelPending(client, disabled, at);
+        if (disabled.length > 0) await cancelPending(client, disabled, at, WEBHOOK_CHANGES_CHANNEL);
         await client.query('COMMIT');
         return { recorded, disabled };
       } catch (e) {

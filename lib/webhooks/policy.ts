@@ -45,6 +45,8 @@ export interface DeliveryPolicy {
   fanOutBatch: number;
   /** Retries due within this window are scheduled as one job (rounded up: never early). */
   retryBucketMs: number;
+  /** At shutdown, how long attempts in flight may take to finish before they are cut off. */
+  stopGraceMs: number;
 }
 
 export function deliveryPolicy(overrides: Partial<DeliveryPolicy> & { scale?: number } = {}): DeliveryPolicy {
@@ -62,16 +64,17 @@ export function deliveryPolicy(overrides: Partial<DeliveryPolicy> & { scale?: nu
     overdueGraceMs: 15_000,
     sweepEveryMs: 15_000,
     keepDeliveriesPerWebhook: 200,
-    pruneBudget: 2000,
+    pruneBudget: 20_000,
     pruneTimeMs: 2000,
     fanOutBatch: 500,
     retryBucketMs: 250,
+    stopGraceMs: 3000,
     ...rest,
   };
   if (policy.retryDelaysMs.length !== MAX_ATTEMPTS - 1) {
     throw new Error(`Webhook policy: retryDelaysMs needs ${MAX_ATTEMPTS - 1} entries (${MAX_ATTEMPTS} attempts in total)`);
   }
-  if (policy.leaseMs <= policy.attemptTimeoutMs) throw new Error('Webhook policy: leaseMs must exceed attemptTimeoutMs');
+  if (policy.leaseMs <= policy.attemptTimeoutMs + 2000) throw new Error('Webhook policy: leaseMs must exceed attemptTimeoutMs by 2 s or more');
   return policy;
 }
 

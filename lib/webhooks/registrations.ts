@@ -3,7 +3,8 @@
  * at rest with the secret box, returned once by `createWebhook` and never again; nothing rotates
  * it. Subscribing to a platform event needs that event's scope, checked on create and on every
  * change (a new URL or re-enabling redirects those events too). Re-enabling an inactive
- * registration resets `failure_count` to 0; disabling it drops its pending deliveries.
+ * registration resets `failure_count` to 0; disabling it drops its pending deliveries. Every change
+ * is announced (WEBHOOK_CHANGES_CHANNEL), so deliveries already queued re-read the registration.
  */
 import type { AppDeps } from '../deps.js';
 import type { AuthContext } from '../../middleware/project.js';
@@ -15,6 +16,8 @@ import { validateWebhookUrl } from './target.js';
 
 export type WebhookView = components['schemas']['Webhook'];
 export const SECRET_PREFIX = 'whsec_';
+/** Raised (with the registration id) when a registration changes or goes, so queued deliveries re-read it. */
+export const WEBHOOK_CHANGES_CHANNEL = 'webhook_changes';
 
 type Deps = Pick<AppDeps, 'db' | 'clock' | 'config' | 'secretBox'>;
 
@@ -116,6 +119,7 @@ export async function updateWebhook(deps: Deps, auth: AuthContext, id: string, p
         data: { status: 'canceled', completedAt: now, nextAttemptAt: null },
       });
     }
+    await tx.$executeRaw`SELECT pg_notify(${WEBHOOK_CHANGES_CHANNEL}, ${current.id})`;
     return updated;
   });
   return webhookView(row);
@@ -124,6 +128,9 @@ export async function updateWebhook(deps: Deps, auth: AuthContext, id: string, p
 export async function deleteWebhook(deps: Deps, projectId: string, id: string): Promise<WebhookView> {
   const current = await findWebhook(deps, projectId, id);
   // Deliveries and their attempts go with it (foreign keys cascade); pending timers find nothing.
-  await deps.db.prisma.webhookEndpoint.delete({ where: { id: current.id } });
+  await deps.db.prisma.$transaction([
+    deps.db.prisma.webhookEndpoint.delete({ where: { id: current.id } }),
+    deps.db.prisma.$executeRaw`SELECT pg_notify(${WEBHOOK_CHANGES_CHANNEL}, ${current.id})`,
+  ]);
   return webhookView(current);
 }

@@ -78,16 +78,18 @@ export async function renewClaim(db: Queryable, id: string, heldUntil: Date, lea
   return rows[0] ? claimed(rows[0]) : undefined;
 }
 
-/** A pending delivery whose registration is inactive or gone, or whose event is gone, is canceled. */
-export async function cancelIfOrphaned(db: Queryable, id: string, at: Date): Promise<boolean> {
+/** Pending deliveries whose registration is inactive or gone, or whose event is gone, are canceled. */
+export async function cancelIfOrphaned(db: Queryable, ids: string | string[], at: Date): Promise<number> {
+  const list = Array.isArray(ids) ? ids : [ids];
+  if (list.length === 0) return 0;
   const { rowCount } = await db.query(
     `UPDATE webhook_deliveries d SET status = 'canceled', completed_at = $2, next_attempt_at = NULL
-      WHERE d.id = $1 AND d.status = 'pending'
+      WHERE d.id = ANY($1::text[]) AND d.status = 'pending'
         AND (NOT EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = d.webhook_id AND e.is_active)
              OR NOT EXISTS (SELECT 1 FROM events ev WHERE ev.id = d.event_id))`,
-    [id, at],
+    [list, at],
   );
-  return (rowCount ?? 0) > 0;
+  return rowCount ?? 0;
 }
 
 export type OutcomeKind = 'success' | 'retry' | 'dropped';
@@ -198,14 +200,15 @@ export async function applyEndpointChanges(db: Queryable, changes: EndpointChang
     .map((r) => r.id);
 }
 
-/** After an auto-disable: the registrations receive nothing further. */
-export async function cancelPending(db: Queryable, webhookIds: string[], at: Date): Promise<number> {
+/** After an auto-disable: the registrations receive nothing further (and other instances hear of it on `channel`). */
+export async function cancelPending(db: Queryable, webhookIds: string[], at: Date, channel: string): Promise<number> {
   if (webhookIds.length === 0) return 0;
   const { rowCount } = await db.query(
     `UPDATE webhook_deliveries SET status = 'canceled', completed_at = $2, next_attempt_at = NULL
       WHERE webhook_id = ANY($1::text[]) AND status = 'pending'`,
     [webhookIds, at],
   );
+  await db.query(`SELECT pg_notify($2, id) FROM unnest($1::text[]) AS id`, [webhookIds, channel]);
   return rowCount ?? 0;
 }
 
@@ -222,10 +225,8 @@ export async function overdueDeliveries(db: Queryable, before: Date, limit: numb
 
 /**
  * Keeps the newest `keep` completed deliveries of a registration and its newest `keep * 5`
- * attempts, deleting at most `budget` deliveries per call. Attempts go first, through their own
- * (webhook_id, id) index: `webhook_attempts` has no index on `delivery_id`, so the foreign-key
- * cascade of a delivery delete scans the table, which is why it is kept small and deletes are
- * metered (see NOTES-webhooks-schema.md).
+ * attempts, deleting at most `budget` deliveries per call (the sweep meters its work). Attempts go
+ * first, through their (webhook_id, id) index; the deliveries' cascade then finds little to do.
  */
 export async function pruneLog(db: Queryable, webhookId: string, keep: number, budget: number): Promise<{ attempts: number; deliveries: number }> {
   // The registration first, as every writer does, so a concurrent delete of it cannot deadlock with us.

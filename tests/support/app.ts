@@ -76,7 +76,7 @@ export interface TestAppOptions {
 
 /** Webhook delivery in tests: the spec's schedule scaled by 0.02 (100, 200, 400, 800 ms), no jitter, quick scans. */
 export const TEST_WEBHOOK_OPTIONS = {
-  policy: { scale: 0.02, jitter: 0, attemptTimeoutMs: 2000, leaseMs: 4000, overdueGraceMs: 1500, sweepEveryMs: 500, retryBucketMs: 5 },
+  policy: { scale: 0.02, jitter: 0, attemptTimeoutMs: 2000, leaseMs: 5000, overdueGraceMs: 1500, sweepEveryMs: 500, retryBucketMs: 5, stopGraceMs: 500 },
   processEveryMs: 100,
   lockLifetimeMs: 1000,
   poolSize: 6,
