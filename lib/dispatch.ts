@@ -5,7 +5,7 @@
  * found by operationId. There is no hand-kept route list: an operation without a handler stops
  * start-up.
  */
-import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import express, { type Request, type RequestHandler } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
 import './validator-speedups.js';
 import type { Contract, OperationInfo } from './contract.js';
@@ -117,4 +117,3 @@ export function contractPipeline(opts: PipelineOptions): RequestHandler[] {
   ];
 }
 
-export type { NextFunction, Response };

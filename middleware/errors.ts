@@ -4,7 +4,7 @@
  * else is a 500 `server_error` whose detail goes to the log, never to the client.
  */
 import type { NextFunction, Request, Response } from 'express';
-import { ApiError, type ErrorCode } from '../lib/errors.js';
+import { ApiError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 
 interface FieldError {
@@ -92,8 +92,4 @@ export function errorHandler(logger: Logger) {
 
 export function notFound(req: Request, _res: Response, next: NextFunction): void {
   next(new ApiError('not_found', `No such endpoint: ${req.method} ${req.path}`));
-}
-
-export function codeOf(err: unknown): ErrorCode | undefined {
-  return toApiError(err)?.code;
 }
