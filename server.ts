@@ -46,19 +46,21 @@ async function main(): Promise<void> {
   const admin = config.adminToken ? { token: config.adminToken, created: false } : await loadOrCreateAdminToken(config.dataDir);
   const masterKey = await loadOrCreateMasterKey(config.dataDir, config.encryptionKey);
 
-  // Without GRAPH_BASE_URL the bundled Cloud API simulator is the upstream (the embedded default).
-  let graphBaseUrl = config.graphBaseUrl;
-  let simulatorUrl: string | undefined;
+  // Without GRAPH_BASE_URL the simulator is the upstream: a standalone one at SIMULATOR_URL, else
+  // the bundled one in this process (the embedded default).
+  let simulatorUrl = config.simulatorUrl;
+  let graphBaseUrl = config.graphBaseUrl ?? simulatorUrl;
+  let stopSimulator: (() => Promise<void>) | undefined;
   if (!graphBaseUrl) {
     const sim = createSimulator({ logger });
     const simServer: Server = await new Promise((resolve, reject) => {
       const s = sim.app.listen(config.simulatorPort, '127.0.0.1', () => resolve(s));
       s.once('error', (e) => reject(new Error(`Cloud API simulator: cannot listen on 127.0.0.1:${config.simulatorPort} (${e.message}); set SIMULATOR_PORT`)));
     });
-    stops.unshift(async () => {
+    stopSimulator = async () => {
       await sim.close();
-      await new Promise<void>((r) => simServer.close(() => r()));
-    });
+      await closeServer(simServer, config.shutdownGraceMs);
+    };
     simulatorUrl = graphBaseUrl = `http://127.0.0.1:${(simServer.address() as { port: number }).port}`;
   }
   const channel = new CloudApiClient({ baseUrl: graphBaseUrl, version: config.graphApiVersion, timeoutMs: config.graphTimeoutMs, logger });
@@ -83,7 +85,7 @@ async function main(): Promise<void> {
     const s = app.listen(config.port, config.host, () => resolve(s));
     s.once('error', reject);
   });
-  stops.unshift(() => new Promise<void>((r) => server.close(() => r())));
+  stops.unshift(() => closeServer(server, config.shutdownGraceMs));
   const port = (server.address() as { port: number }).port;
   const base = `http://localhost:${port}`;
   callbackBaseUrl = `http://127.0.0.1:${port}`;
@@ -101,10 +103,25 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info(`${signal}: shutting down`);
+    // The bundled simulator stops first: its callback backlog would keep the server busy.
+    if (stopSimulator) await stopSimulator().catch((e) => logger.warn(`shutdown step failed: ${e}`));
     for (const stop of stops) await stop().catch((e) => logger.warn(`shutdown step failed: ${e}`));
     process.exit(0);
   };
   for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(sig, () => void shutdown(sig));
+}
+
+/** Stops accepting connections, lets requests in flight finish for up to `graceMs`, then cuts the rest. */
+function closeServer(server: Server, graceMs: number): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const deadline = setTimeout(() => server.closeAllConnections(), graceMs);
+    deadline.unref();
+    server.close(() => {
+      clearTimeout(deadline);
+      resolve();
+    });
+    server.closeIdleConnections();
+  });
 }
 
 main().catch((e) => {

@@ -29,7 +29,7 @@ export interface ChannelInput {
   displayPhoneNumber?: string;
 }
 
-type Deps = Pick<AppDeps, 'db' | 'secretBox'>;
+type Deps = Pick<AppDeps, 'db' | 'secretBox'> & Partial<Pick<AppDeps, 'credentialCache'>>;
 
 export async function saveChannel(deps: Deps, projectId: string, input: ChannelInput) {
   const data = {
@@ -45,7 +45,17 @@ export async function saveChannel(deps: Deps, projectId: string, input: ChannelI
 }
 
 export async function openChannel(deps: Deps, projectId: string): Promise<OpenChannel | undefined> {
-  // A prepared statement: this runs on every send and every channel callback.
+  // This runs on every send and every channel callback: cached (operator writes invalidate it),
+  // else one prepared statement.
+  const now = Date.now();
+  const cached = deps.credentialCache?.getChannel<OpenChannel>(projectId, now);
+  if (cached) return cached;
+  const channel = await readChannel(deps, projectId);
+  if (channel) deps.credentialCache?.setChannel(projectId, channel, now);
+  return channel;
+}
+
+async function readChannel(deps: Deps, projectId: string): Promise<OpenChannel | undefined> {
   const { rows } = await deps.db.pool.query({
     name: 'channel-open',
     text: `SELECT phone_number_id, waba_id, app_id, display_phone_number, access_token_enc, app_secret_enc, verify_token_enc

@@ -34,10 +34,14 @@ export interface Config {
   graphBaseUrl?: string;
   graphApiVersion: string;
   graphTimeoutMs: number;
+  /** On SIGTERM/SIGINT, how long requests in flight may take before their connections are cut. */
+  shutdownGraceMs: number;
   /** Development and tests only: let outbound requests reach private and loopback addresses. */
   devAllowPrivateTargets: boolean;
   /** Port of the bundled Cloud API simulator (embedded default). */
   simulatorPort: number;
+  /** A standalone simulator (`npm run simulator`) to use instead of the bundled one; new projects get a number there. */
+  simulatorUrl?: string;
   /** Base URL written into the served OpenAPI documents' `servers`. */
   publicBaseUrl: string;
   /** Upload budget per credential and minute (header samples and media): bytes received. */
@@ -95,7 +99,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     graphBaseUrl: str(env, 'GRAPH_BASE_URL')?.replace(/\/+$/, ''),
     graphApiVersion: str(env, 'GRAPH_API_VERSION') ?? 'v21.0',
     graphTimeoutMs: int(env, 'GRAPH_TIMEOUT_MS', 10000, 100, 120000),
+    shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 5000, 0, 600000),
     simulatorPort: int(env, 'SIMULATOR_PORT', 4010, 0, 65535),
+    simulatorUrl: str(env, 'SIMULATOR_URL')?.replace(/\/+$/, ''),
     devAllowPrivateTargets: bool(env, 'DEV_ALLOW_PRIVATE_TARGETS', false),
     publicBaseUrl: (str(env, 'PUBLIC_BASE_URL') ?? `http://localhost:${port}`).replace(/\/+$/, ''),
     // At least the 100 MB document ceiling, or a maximal document could never be uploaded.

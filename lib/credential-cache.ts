@@ -1,6 +1,7 @@
 /**
- * A short-lived in-process cache of resolved credentials, so the hot path does not query the
- * database on every request. It is only trusted while this instance hears invalidations:
+ * A short-lived in-process cache of resolved credentials and opened channel settings, so the hot
+ * path (every request, every send, every channel callback) does not query the database and
+ * decrypt secrets each time. It is only trusted while this instance hears invalidations:
  *
  * - every operator write (keys, projects, connections, tokens) clears the local cache before its
  *   response leaves and sends `NOTIFY credentials_changed`, which clears every other instance's;
@@ -17,7 +18,7 @@ import type { Logger } from './logger.js';
 export const CHANNEL = 'credentials_changed';
 
 interface Entry {
-  credential: Credential;
+  value: unknown;
   /** Access tokens: when the token expires. */
   expiresAt?: number;
   cachedAt: number;
@@ -72,21 +73,39 @@ export class CredentialCache {
     this.retry.unref();
   }
 
+  /** A credential by its digest. */
   get(digest: string, now: number): Credential | undefined {
-    if (!this.listening) return undefined;
-    const entry = this.entries.get(digest);
-    if (!entry) return undefined;
-    if (now - entry.cachedAt > this.opts.ttlMs || (entry.expiresAt !== undefined && entry.expiresAt <= now)) {
-      this.entries.delete(digest);
-      return undefined;
-    }
-    return entry.credential;
+    return this.lookup(digest, now) as Credential | undefined;
   }
 
   set(digest: string, credential: Credential, now: number, expiresAt?: Date): void {
+    this.store(digest, credential, now, expiresAt);
+  }
+
+  /** A project's opened channel settings (secrets decrypted). */
+  getChannel<T>(projectId: string, now: number): T | undefined {
+    return this.lookup(`channel:${projectId}`, now) as T | undefined;
+  }
+
+  setChannel<T>(projectId: string, channel: T, now: number): void {
+    this.store(`channel:${projectId}`, channel, now);
+  }
+
+  private lookup(key: string, now: number): unknown {
+    if (!this.listening) return undefined;
+    const entry = this.entries.get(key);
+    if (!entry) return undefined;
+    if (now - entry.cachedAt > this.opts.ttlMs || (entry.expiresAt !== undefined && entry.expiresAt <= now)) {
+      this.entries.delete(key);
+      return undefined;
+    }
+    return entry.value;
+  }
+
+  private store(key: string, value: unknown, now: number, expiresAt?: Date): void {
     if (!this.listening) return;
     if (this.entries.size >= (this.opts.maxEntries ?? 10_000)) this.entries.clear();
-    this.entries.set(digest, { credential, cachedAt: now, expiresAt: expiresAt?.getTime() });
+    this.entries.set(key, { value, cachedAt: now, expiresAt: expiresAt?.getTime() });
   }
 
   /** After a change to credentials: clear here now, and everywhere else through PostgreSQL. */

@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: measures the service against a baseline in the same run, on this machine.
  * The service runs as `npm start` would (embedded PostgreSQL in .data/bench unless DATABASE_URL
- * is set, the bundled Cloud API simulator), with limits raised. Each section prints a table and
+ * is set), with limits raised, against the Cloud API simulator started alone (`npm run simulator`). Each section prints a table and
  * its goal lines; goals are reported, not asserted (benchmarks are not tests).
  * `npm run bench -- ping messages` runs only the named sections.
  */
@@ -25,6 +25,12 @@ async function main(): Promise<void> {
   const unknown = wanted.filter((w) => !SECTIONS[w]);
   if (unknown.length) throw new Error(`Unknown section(s) ${unknown.join(', ')}; sections: ${Object.keys(SECTIONS).join(', ')}`);
   const adminToken = 'adm_bench_' + randomBytes(12).toString('hex');
+  // The simulator runs in its own process, as Meta would: its work is not the service's.
+  const simulator = await startProcess('simulator/main.ts', {
+    SIMULATOR_PORT: '0',
+    SIMULATOR_TEMPLATE_AUTO_APPROVE_MS: 'off',
+    SIMULATOR_LOG: 'warn',
+  }, /listening on (http:\/\/127\.0\.0\.1:\d+)/);
   const service = await startProcess('server.ts', {
     PORT: '0',
     HOST: '127.0.0.1',
@@ -32,6 +38,7 @@ async function main(): Promise<void> {
     EMBEDDED_PG_PORT: process.env.BENCH_PG_PORT ?? '54331',
     SIMULATOR_PORT: '0',
     GRAPH_BASE_URL: '',
+    SIMULATOR_URL: simulator.match[1],
     RATE_LIMIT_PER_MINUTE: '1000000000',
     ADMIN_TOKEN: adminToken,
     LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
@@ -53,7 +60,7 @@ async function main(): Promise<void> {
   };
   const ctx: BenchContext = {
     base,
-    simulatorUrl: service.match[2],
+    simulatorUrl: simulator.match[1],
     bareUrl: `http://127.0.0.1:${bare.match[1]}`,
     adminToken,
     duration: Number(process.env.BENCH_DURATION ?? 10),
@@ -74,6 +81,7 @@ async function main(): Promise<void> {
   } finally {
     await stopProcess(bare.child);
     await stopProcess(service.child);
+    await stopProcess(simulator.child);
   }
 }
 

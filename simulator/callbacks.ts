@@ -9,6 +9,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { hubChallenge } from './ids.js';
 import type { PhoneNumber, SimLogger, SimState, Verification } from './state.js';
+import { statusesWebhook } from './webhooks.js';
 
 export interface CallbackJob {
   pnid: string;
@@ -37,8 +38,18 @@ export function signBody(appSecret: string, body: string): string {
   return 'sha256=' + createHmac('sha256', appSecret).update(body, 'utf8').digest('hex');
 }
 
+interface StatusBatch {
+  pn: PhoneNumber;
+  statuses: Record<string, unknown>[];
+  after: Array<(ok: boolean) => void>;
+  timer: NodeJS.Timeout;
+}
+
 export class Dispatcher {
   private queue: CallbackJob[] = [];
+  /** Automatic statuses waiting (up to `statusBatchMs`) to share a notification, per number. */
+  private batches = new Map<string, StatusBatch>();
+  private batched = 0;
   private head = 0;
   private active = 0;
   private retryTimers = new Set<NodeJS.Timeout>();
@@ -57,7 +68,55 @@ export class Dispatcher {
   }
 
   get pending(): number {
-    return this.queue.length - this.head + this.active + this.retryTimers.size;
+    return this.queue.length - this.head + this.active + this.retryTimers.size + this.batched;
+  }
+
+  /**
+   * Queue an automatic status. Statuses of one number raised within `statusBatchMs` go out in one
+   * notification (`statuses` with several entries), as Meta batches them under load; with 0 each
+   * status is its own notification.
+   */
+  enqueueStatus(pn: PhoneNumber, status: Record<string, unknown>, onFirstAttempt?: (ok: boolean) => void): boolean {
+    const { statusBatchMs, statusBatchMax } = this.state.limits;
+    if (statusBatchMs <= 0) {
+      return this.enqueue({ pnid: pn.phone_number_id, field: 'messages', kind: `status:${status.status}`, ref: String(status.id), body: JSON.stringify(statusesWebhook(pn, [status])), attempt: 0, onFirstAttempt });
+    }
+    if (this.closed || this.pending >= this.state.limits.maxPendingCallbacks) {
+      this.state.stats.callbacks_dropped++;
+      onFirstAttempt?.(false);
+      return false;
+    }
+    let batch = this.batches.get(pn.phone_number_id);
+    if (!batch) {
+      batch = { pn, statuses: [], after: [], timer: setTimeout(() => this.flushStatuses(pn.phone_number_id), statusBatchMs) };
+      batch.timer.unref?.();
+      this.batches.set(pn.phone_number_id, batch);
+    }
+    batch.statuses.push(status);
+    if (onFirstAttempt) batch.after.push(onFirstAttempt);
+    this.batched++;
+    if (batch.statuses.length >= statusBatchMax) this.flushStatuses(pn.phone_number_id);
+    return true;
+  }
+
+  private flushStatuses(pnid: string): void {
+    const batch = this.batches.get(pnid);
+    if (!batch) return;
+    clearTimeout(batch.timer);
+    this.batches.delete(pnid);
+    this.batched -= batch.statuses.length;
+    const one = batch.statuses.length === 1 ? batch.statuses[0] : undefined;
+    const after = batch.after;
+    this.queue.push({
+      pnid,
+      field: 'messages',
+      kind: one ? `status:${one.status}` : 'status:batch',
+      ref: one ? String(one.id) : null,
+      body: JSON.stringify(statusesWebhook(batch.pn, batch.statuses)),
+      attempt: 0,
+      onFirstAttempt: after.length ? (ok) => after.forEach((f) => f(ok)) : undefined,
+    });
+    this.pump();
   }
 
   /** Queue a delivery. Returns false (and counts a drop) when the bounded queue is full. */
@@ -226,6 +285,9 @@ export class Dispatcher {
 
   /** Drop queued work (e.g. on reset) without closing. */
   clear(): void {
+    for (const b of this.batches.values()) clearTimeout(b.timer);
+    this.batches.clear();
+    this.batched = 0;
     for (const t of this.retryTimers) clearTimeout(t);
     this.retryTimers.clear();
     this.queue = [];

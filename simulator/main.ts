@@ -4,6 +4,7 @@
  *   SIMULATOR_PUBLIC_URL (base URL for media download links; default from the request Host),
  *   SIMULATOR_AUTO_STATUS=off | "<delivered_ms>,<read_ms>" (default 300,1000),
  *   SIMULATOR_TEMPLATE_AUTO_APPROVE_MS (default 3000; "off" waits for the control API),
+ *   SIMULATOR_STATUS_BATCH_MS (default 20; statuses of a number within it share a notification; 0: one each),
  *   SIMULATOR_LOG=debug|info|warn|error (default info).
  */
 import { createSimulator, DEFAULT_AUTO_STATUS_DELAYS, type AutoStatusDelays, type SimLogger } from './app.js';
@@ -35,6 +36,7 @@ const logger = makeLogger(process.env.SIMULATOR_LOG ?? 'info');
 const sim = createSimulator({
   autoStatusDelaysMs: parseDelays(process.env.SIMULATOR_AUTO_STATUS),
   templateAutoDecisionMs: approve === 'off' ? null : Number(approve),
+  limits: { statusBatchMs: Number(process.env.SIMULATOR_STATUS_BATCH_MS ?? 20) },
   publicBaseUrl: process.env.SIMULATOR_PUBLIC_URL,
   logger,
 });

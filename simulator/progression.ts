@@ -6,7 +6,7 @@
 import type { Dispatcher, AttemptResult } from './callbacks.js';
 import { DelayQueue } from './structures.js';
 import type { AutoStatusDelays, MessageMeta, SimState } from './state.js';
-import { statusWebhook, type StatusError } from './webhooks.js';
+import { statusObject, statusWebhook, type StatusError } from './webhooks.js';
 
 const MAX_SCHEDULED = 200_000;
 type Status = 'sent' | 'delivered' | 'read' | 'failed';
@@ -76,16 +76,7 @@ export class StatusEngine {
     const pn = this.state.phones.get(meta.pnid);
     if (!pn) return;
     if (RANK[status] > RANK[meta.status]) meta.status = status;
-    const body = JSON.stringify(statusWebhook(this.state, pn, wamid, meta, status, errors));
-    this.dispatcher.enqueue({
-      pnid: pn.phone_number_id,
-      field: 'messages',
-      kind: `status:${status}`,
-      ref: wamid,
-      body,
-      attempt: 0,
-      onFirstAttempt: after ? () => after() : undefined,
-    });
+    this.dispatcher.enqueueStatus(pn, statusObject(this.state, wamid, meta, status, errors), after ? () => after() : undefined);
   }
 
   /** Control API: send one status now (ends automatic progression for the message). */

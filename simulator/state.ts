@@ -29,6 +29,10 @@ export interface SimLimits {
   callbackLogSize: number;
   maxPendingCallbacks: number;
   callbackConcurrency: number;
+  /** Automatic statuses for one number raised within this many ms share one notification (0: one each). */
+  statusBatchMs: number;
+  /** At most this many statuses per notification. */
+  statusBatchMax: number;
   callbackTimeoutMs: number;
   callbackRetryDelaysMs: number[];
   maxMediaBytes: number;
@@ -43,6 +47,8 @@ export const DEFAULT_LIMITS: SimLimits = {
   callbackLogSize: 1_000,
   maxPendingCallbacks: 100_000,
   callbackConcurrency: 64,
+  statusBatchMs: 20,
+  statusBatchMax: 100,
   callbackTimeoutMs: 10_000,
   callbackRetryDelaysMs: [1_000, 5_000, 30_000],
   maxMediaBytes: 512 * 1024 * 1024,

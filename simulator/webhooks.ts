@@ -65,6 +65,21 @@ export function statusWebhook(
   status: 'sent' | 'delivered' | 'read' | 'failed',
   errors?: StatusError[],
 ): Record<string, unknown> {
+  return statusesWebhook(pn, [statusObject(state, wamid, meta, status, errors)]);
+}
+
+/** One notification carrying several statuses of one number, as Meta sends them under load. */
+export function statusesWebhook(pn: PhoneNumber, statuses: Record<string, unknown>[]): Record<string, unknown> {
+  return envelope(pn, 'messages', messagesValue(pn, { statuses }));
+}
+
+export function statusObject(
+  state: SimState,
+  wamid: string,
+  meta: MessageMeta,
+  status: 'sent' | 'delivered' | 'read' | 'failed',
+  errors?: StatusError[],
+): Record<string, unknown> {
   const s: Record<string, unknown> = { id: wamid, status, timestamp: String(state.nowSec()), recipient_id: meta.to };
   if (status === 'sent' || status === 'delivered') Object.assign(s, conversationAndPricing(state, meta, status === 'sent'));
   if (status === 'failed') {
@@ -79,7 +94,7 @@ export function statusWebhook(
       };
     });
   }
-  return envelope(pn, 'messages', messagesValue(pn, { statuses: [s] }));
+  return s;
 }
 
 export function inboundWebhook(

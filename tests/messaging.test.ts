@@ -180,6 +180,39 @@ describe('channel webhook', () => {
     expect(events.filter((e) => (e.data as any).message_id === wamid).map((e) => (e.data as any).status)).toEqual(['read']);
   });
 
+  it('When one notification carries several statuses, even two for one message, then each applies in order with its event', async () => {
+    const { project, key, phoneNumberId } = await projectWithKey();
+    await inbound(phoneNumberId, '14155550125');
+    const a = (await send(key, { type: 'text', phone: '+14155550125', content: 'a' })).body.data.id;
+    const b = (await send(key, { type: 'text', phone: '+14155550125', content: 'b' })).body.data.id;
+    const channel = (await openChannel({ db: t.db, secretBox: t.secretBox }, project.id))!;
+    const ts = String(Math.floor(Date.now() / 1000));
+    const body = JSON.stringify({ object: 'whatsapp_business_account', entry: [{ id: channel.wabaId, changes: [{ field: 'messages', value: {
+      messaging_product: 'whatsapp', metadata: { phone_number_id: phoneNumberId },
+      statuses: [
+        { id: a, status: 'delivered', timestamp: ts, recipient_id: '14155550125' },
+        { id: b, status: 'read', timestamp: ts, recipient_id: '14155550125' },
+        { id: a, status: 'read', timestamp: ts, recipient_id: '14155550125' },
+        { id: b, status: 'delivered', timestamp: ts, recipient_id: '14155550125' },
+        { id: a, status: 'deleted', timestamp: ts },
+        { id: { not: 'a string' }, status: 'read' },
+        { id: a, status: 'toString' },
+        null,
+      ] } }] }] });
+    const signature = 'sha256=' + createHmac('sha256', channel.appSecret).update(body).digest('hex');
+    const res = await request(t.app).post(`/channel/${project.id}/webhook`).set('Content-Type', 'application/json').set('X-Hub-Signature-256', signature).send(body);
+    expect(res.status).toBe(200);
+    expect(res.body.data).toMatchObject({ statuses: 8, retryLater: false });
+    const statusOf = async (w: string) => (await request(t.app).get(`/v1/messages/${w}`).set('Authorization', `Bearer ${key}`)).body.data.status;
+    expect(await statusOf(a)).toBe('read');
+    expect(await statusOf(b)).toBe('read');
+    const events = await t.db.prisma.event.findMany({ where: { projectId: project.id, name: 'message.status' }, orderBy: { createdAt: 'asc' } });
+    const of = (w: string) => events.filter((e) => (e.data as any).message_id === w).map((e) => (e.data as any).status);
+    // Both moves of `a` happened (one event each); `b`'s late delivered changed nothing.
+    expect(of(a).sort()).toEqual(['delivered', 'read']);
+    expect(of(b)).toEqual(['read']);
+  });
+
   it('When a message fails, then the provider error is kept', async () => {
     const { key, phoneNumberId } = await projectWithKey();
     await inbound(phoneNumberId, '14155550121');

@@ -75,36 +75,81 @@ async function applyMessage(deps: AppDeps, channel: OpenChannel, m: MetaMessage,
 }
 
 /**
- * Returns false when the message is unknown (maybe not recorded yet). One statement: the forward
- * move, its `message.status` event and the dispatcher's wake-up commit together. It runs for
- * every status the channel reports (three or more per message), so it stays a single round trip.
+ * Applies one notification's statuses in one statement per round: each forward move, its
+ * `message.status` event and the dispatcher's wake-up commit together. Statuses arrive three or
+ * more per message, often several per notification, so this stays one round trip for all of them.
+ * A notification naming one wamid twice is applied in rounds, in the order given, so each status
+ * is judged against the one before it. Returns, per status, whether its message is known (an
+ * unknown one may not be recorded yet).
  */
-async function applyStatus(deps: AppDeps, channel: OpenChannel, s: MetaStatus, now: Date): Promise<boolean> {
-  const rank = STATUS_RANK[s.status];
-  if (!s.id || rank === undefined) return true; // statuses we do not track (e.g. "deleted") are acknowledged
-  const error = s.status === 'failed' ? (s.errors?.[0] ?? { message: 'failed without detail' }) : null;
-  const { rows } = await deps.db.pool.query<{ updated: number; known: boolean }>({
-    name: 'apply-status',
-    text: `WITH upd AS (
-             UPDATE messages SET status = $3, status_at = $4, error = $5::jsonb
-             WHERE project_id = $1 AND wamid = $2 AND direction = 'outbound'
-               AND (CASE status WHEN 'sent' THEN 1 WHEN 'delivered' THEN 2 WHEN 'read' THEN 3 WHEN 'failed' THEN 4 ELSE 0 END) < $6
-             RETURNING id, conversation_id
-           ), ev AS (
-             INSERT INTO events (id, project_id, name, data, created_at)
-             SELECT $7, $1, 'message.status',
-                    jsonb_build_object('message_id', $2::text, 'id', upd.id, 'conversation_id', upd.conversation_id, 'status', $3::text)
-                      || CASE WHEN $5::jsonb IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('error', $5::jsonb) END,
-                    $4
-             FROM upd
-             RETURNING project_id
-           )
-           SELECT (SELECT count(*)::int FROM ev) AS updated,
-                  EXISTS (SELECT 1 FROM messages WHERE project_id = $1 AND wamid = $2) AS known,
-                  (SELECT pg_notify($8, project_id) FROM ev LIMIT 1) IS NULL AS quiet`,
-    values: [channel.projectId, s.id, s.status, now, error === null ? null : JSON.stringify(error), rank, newId('evt', 20), EVENTS_CHANNEL],
-  });
-  return rows[0].updated > 0 || rows[0].known;
+async function applyStatuses(deps: AppDeps, channel: OpenChannel, statuses: MetaStatus[], now: Date): Promise<boolean[]> {
+  const known = statuses.map(() => true);
+  // Statuses we do not track (e.g. "deleted") and malformed ones are acknowledged as known.
+  let rest = statuses
+    .map((s, i) => ({ s, i }))
+    .filter(({ s }) => typeof s?.id === 'string' && s.id.length <= 256 && Object.hasOwn(STATUS_RANK, s.status));
+  while (rest.length) {
+    const seen = new Set<string>();
+    const round = rest.filter(({ s }) => !seen.has(s.id) && seen.add(s.id));
+    rest = rest.filter((x) => !round.includes(x));
+    const rows = await applyStatusRound(deps, channel.projectId, round.map(({ s }) => s), now);
+    round.forEach(({ i }, k) => (known[i] = rows[k]));
+  }
+  return known;
+}
+
+async function applyStatusRound(deps: AppDeps, projectId: string, statuses: MetaStatus[], now: Date): Promise<boolean[]> {
+  const errors = statuses.map((s) => (s.status === 'failed' ? JSON.stringify(s.errors?.[0] ?? { message: 'failed without detail' }) : null));
+  const { rows } = await retryDeadlock(() =>
+    deps.db.pool.query<{ ord: number; known: boolean }>({
+      name: 'apply-statuses',
+      text: `WITH input AS (
+               SELECT * FROM unnest($2::text[], $3::text[], $4::int[], $5::jsonb[], $6::text[]) WITH ORDINALITY
+                 AS i(wamid, status, rank, error, event_id, ord)
+             ), upd AS (
+               UPDATE messages m SET status = i.status, status_at = $7, error = i.error
+               FROM input i
+               WHERE m.project_id = $1 AND m.wamid = i.wamid AND m.direction = 'outbound'
+                 AND (CASE m.status WHEN 'sent' THEN 1 WHEN 'delivered' THEN 2 WHEN 'read' THEN 3 WHEN 'failed' THEN 4 ELSE 0 END) < i.rank
+               RETURNING m.id, m.conversation_id, i.wamid, i.status, i.error, i.event_id, i.ord
+             ), ev AS (
+               INSERT INTO events (id, project_id, name, data, created_at)
+               SELECT upd.event_id, $1, 'message.status',
+                      jsonb_build_object('message_id', upd.wamid, 'id', upd.id, 'conversation_id', upd.conversation_id, 'status', upd.status)
+                        || CASE WHEN upd.error IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('error', upd.error) END,
+                      $7
+               FROM upd ORDER BY upd.ord
+               RETURNING project_id
+             )
+             SELECT i.ord::int AS ord,
+                    EXISTS (SELECT 1 FROM upd WHERE upd.ord = i.ord)
+                      OR EXISTS (SELECT 1 FROM messages WHERE project_id = $1 AND wamid = i.wamid) AS known,
+                    (SELECT pg_notify($8, project_id) FROM ev LIMIT 1) IS NULL AS quiet
+             FROM input i ORDER BY i.ord`,
+      values: [
+        projectId,
+        statuses.map((s) => s.id),
+        statuses.map((s) => s.status),
+        statuses.map((s) => STATUS_RANK[s.status]),
+        errors,
+        statuses.map(() => newId('evt', 20)),
+        now,
+        EVENTS_CHANNEL,
+      ],
+    }),
+  );
+  return rows.map((r) => r.known);
+}
+
+/** Two notifications touching the same messages in opposite orders can deadlock: try again. */
+async function retryDeadlock<T>(run: () => Promise<T>, attempts = 3): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await run();
+    } catch (e) {
+      if ((e as { code?: string }).code !== '40P01' || i >= attempts) throw e;
+    }
+  }
 }
 
 interface TemplateUpdate {
@@ -157,12 +202,14 @@ export async function applyWebhook(deps: AppDeps, channel: OpenChannel, payload:
         for (const m of Array.isArray(value.messages) ? value.messages : []) {
           if (await applyMessage(deps, channel, m, names.get(String(m?.from)), now)) outcome.messages++;
         }
-        for (const s of Array.isArray(value.statuses) ? value.statuses : []) {
-          if (await applyStatus(deps, channel, s, now)) outcome.statuses++;
+        const statuses: MetaStatus[] = Array.isArray(value.statuses) ? value.statuses : [];
+        const known = statuses.length ? await applyStatuses(deps, channel, statuses, now) : [];
+        statuses.forEach((s, i) => {
+          if (known[i]) outcome.statuses++;
           // `sent` is the state a send is recorded in, so an early `sent` loses nothing.
-          else if (s.status === 'sent') continue;
+          else if (s?.status === 'sent') return;
           else if (!s.timestamp || now.getTime() - Number(s.timestamp) * 1000 < UNKNOWN_STATUS_GRACE_MS) outcome.retryLater = true;
-        }
+        });
       } else if (change?.field === 'message_template_status_update') {
         if (await applyTemplateStatus(deps, channel, value, now)) outcome.templates++;
       }

@@ -2,7 +2,7 @@
 export interface BenchContext {
   /** The service, started like `npm start` (embedded PostgreSQL, bundled simulator), limits raised. */
   base: string;
-  /** The bundled Cloud API simulator of that service. */
+  /** The Cloud API simulator the service calls (its own process). */
   simulatorUrl: string;
   /** A bare Express endpoint, the baseline. */
   bareUrl: string;

@@ -3,6 +3,7 @@
  * Servers run in child processes so the load generator does not share their event loop.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
 import autocannon from 'autocannon';
 
 export interface Result {
@@ -16,11 +17,19 @@ export interface Result {
 
 export function startProcess(script: string, env: Record<string, string>, ready: RegExp, timeoutMs = 60_000): Promise<{ child: ChildProcess; match: RegExpMatchArray }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', script], {
+    // BENCH_CPU_PROF=<dir> writes a V8 CPU profile of each started process there, on exit.
+    const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+    const child = spawn(process.execPath, [...profile, '--import', 'tsx', script], {
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
+    // BENCH_LOG_DIR=<dir> keeps each started process's output there, for diagnosis.
+    if (process.env.BENCH_LOG_DIR) {
+      const file = createWriteStream(`${process.env.BENCH_LOG_DIR}/${script.replace(/\W+/g, '_')}.log`);
+      child.stdout!.pipe(file);
+      child.stderr!.pipe(file);
+    }
     const timer = setTimeout(() => reject(new Error(`${script} not ready after ${timeoutMs} ms:\n${out}`)), timeoutMs);
     const onData = (chunk: Buffer) => {
       if (out.length < 100_000) out += chunk.toString();
@@ -48,9 +57,15 @@ export async function stopProcess(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null) return;
   child.removeAllListeners('exit');
   await new Promise<void>((resolve) => {
-    child.once('exit', () => resolve());
+    const kill = setTimeout(() => {
+      console.error(`${child.pid} did not stop within 10 s of SIGTERM: killed`);
+      child.kill('SIGKILL');
+    }, 10_000);
+    child.once('exit', () => {
+      clearTimeout(kill);
+      resolve();
+    });
     child.kill('SIGTERM');
-    setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
   });
 }
 
