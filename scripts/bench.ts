@@ -6,6 +6,7 @@
  * `npm run bench -- ping messages` runs only the named sections.
  */
 import { randomBytes } from 'node:crypto';
+import type { ChildProcess } from 'node:child_process';
 import { startProcess, stopProcess } from './bench/harness.js';
 import type { BenchContext, BenchSection } from './bench/context.js';
 import { benchPing } from './bench/ping.js';
@@ -25,13 +26,28 @@ async function main(): Promise<void> {
   const unknown = wanted.filter((w) => !SECTIONS[w]);
   if (unknown.length) throw new Error(`Unknown section(s) ${unknown.join(', ')}; sections: ${Object.keys(SECTIONS).join(', ')}`);
   const adminToken = 'adm_bench_' + randomBytes(12).toString('hex');
+  // Every process started is stopped at the end, whatever happens.
+  const started: ChildProcess[] = [];
+  const start = async (...args: Parameters<typeof startProcess>) => {
+    const p = await startProcess(...args);
+    started.unshift(p.child);
+    return p;
+  };
+  try {
+    await run(wanted, adminToken, start);
+  } finally {
+    for (const child of started) await stopProcess(child);
+  }
+}
+
+async function run(wanted: string[], adminToken: string, start: typeof startProcess): Promise<void> {
   // The simulator runs in its own process, as Meta would: its work is not the service's.
-  const simulator = await startProcess('simulator/main.ts', {
+  const simulator = await start('simulator/main.ts', {
     SIMULATOR_PORT: '0',
     SIMULATOR_TEMPLATE_AUTO_APPROVE_MS: 'off',
     SIMULATOR_LOG: 'warn',
   }, /listening on (http:\/\/127\.0\.0\.1:\d+)/);
-  const service = await startProcess('server.ts', {
+  const service = await start('server.ts', {
     PORT: '0',
     HOST: '127.0.0.1',
     DATA_DIR: '.data/bench',
@@ -46,7 +62,7 @@ async function main(): Promise<void> {
     // The webhook section delivers to receivers on 127.0.0.1 (a local-development setting).
     DEV_ALLOW_PRIVATE_TARGETS: 'true',
   }, /listening on http:\/\/localhost:(\d+)[\s\S]*simulator on (http:\/\/127\.0\.0\.1:\d+)/);
-  const bare = await startProcess('scripts/bench/bare-server.ts', { PORT: '0' }, /READY (\d+)/);
+  const bare = await start('scripts/bench/bare-server.ts', { PORT: '0' }, /READY (\d+)/);
   const base = `http://127.0.0.1:${service.match[1]}`;
   const admin = async (method: string, path: string, body?: object) => {
     const res = await fetch(base + path, {
@@ -72,16 +88,10 @@ async function main(): Promise<void> {
       return { id: project.id, key: secret, phoneNumberId: channel.phone_number_id };
     },
   };
-  try {
-    for (const [name, section] of Object.entries(SECTIONS)) {
-      if (wanted.length && !wanted.includes(name)) continue;
-      console.log(`\n## ${name}`);
-      await section(ctx);
-    }
-  } finally {
-    await stopProcess(bare.child);
-    await stopProcess(service.child);
-    await stopProcess(simulator.child);
+  for (const [name, section] of Object.entries(SECTIONS)) {
+    if (wanted.length && !wanted.includes(name)) continue;
+    console.log(`\n## ${name}`);
+    await section(ctx);
   }
 }
 

@@ -30,7 +30,10 @@ export function startProcess(script: string, env: Record<string, string>, ready:
       child.stdout!.pipe(file);
       child.stderr!.pipe(file);
     }
-    const timer = setTimeout(() => reject(new Error(`${script} not ready after ${timeoutMs} ms:\n${out}`)), timeoutMs);
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${script} not ready after ${timeoutMs} ms:\n${out}`));
+    }, timeoutMs);
     const onData = (chunk: Buffer) => {
       if (out.length < 100_000) out += chunk.toString();
       const match = out.match(ready);
