@@ -2,9 +2,49 @@
  * One winston logger for the process: JSON in production, readable lines otherwise.
  * Never pass secrets, keys or Authorization headers to it.
  */
+import { writeSync } from 'node:fs';
+import { Writable } from 'node:stream';
 import winston from 'winston';
 
 export type Logger = winston.Logger;
+
+/**
+ * Standard output, written in batches: lines gather for up to `flushMs` (or 64 KB) and leave in
+ * one write, because a write per line is a system call per request. What is pending is written
+ * synchronously when the process exits, so only a hard kill can lose the last few milliseconds.
+ */
+let stdout: Writable | undefined;
+
+function batchedStdout(flushMs = 25): Writable {
+  let pending: string[] = [];
+  let size = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const flush = () => {
+    clearTimeout(timer);
+    timer = undefined;
+    if (pending.length === 0) return;
+    const text = pending.join('');
+    pending = [];
+    size = 0;
+    process.stdout.write(text);
+  };
+  process.once('exit', () => {
+    clearTimeout(timer);
+    if (pending.length) writeSync(1, pending.join(''));
+    pending = [];
+  });
+  return new Writable({
+    objectMode: true,
+    write(info: { [key: symbol]: unknown }, _enc, done) {
+      const line = String(info[Symbol.for('message')]) + '\n';
+      pending.push(line);
+      size += line.length;
+      if (size >= 64 * 1024) flush();
+      else if (!timer) timer = setTimeout(flush, flushMs).unref();
+      done();
+    },
+  });
+}
 
 export function createLogger(opts: { level?: string; json?: boolean; silent?: boolean } = {}): Logger {
   const json = opts.json ?? process.env.NODE_ENV === 'production';
@@ -22,6 +62,6 @@ export function createLogger(opts: { level?: string; json?: boolean; silent?: bo
             return `${timestamp} ${level} ${message}${extra ? ' ' + extra : ''}`;
           }),
         ),
-    transports: [new winston.transports.Console()],
+    transports: [json ? new winston.transports.Stream({ stream: (stdout ??= batchedStdout()) }) : new winston.transports.Console()],
   });
 }
