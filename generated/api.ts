@@ -251,6 +251,8 @@ export interface paths {
          *       `events:template_status`): 403 `insufficient_scope` otherwise. Custom events need only
          *       `webhooks:manage`.
          *     * `is_active` defaults to true.
+         *     * A project has at most 100 registrations (active or not): the 101st is 409
+         *       `webhook_limit_reached` with `details.limit`; delete one to make room.
          */
         post: operations["createWebhook"];
         delete?: never;
@@ -974,7 +976,7 @@ export interface components {
          *     capability layer and are matched like any other.
          * @enum {string}
          */
-        ErrorCode: "bad_request" | "invalid_request" | "invalid_json" | "invalid_id" | "invalid_cursor" | "invalid_idempotency_key" | "invalid_project_header" | "project_required" | "invalid_template" | "invalid_header_handle" | "invalid_media_id" | "empty_file" | "source_url_forbidden" | "download_failed" | "invalid_phone" | "missing_recipient" | "missing_template_name" | "missing_language" | "template_variable_mismatch" | "unsupported_message_type" | "too_many_buttons" | "null_filter_value" | "unknown_column" | "api_key_required" | "invalid_api_key" | "invalid_token" | "insufficient_scope" | "project_inactive" | "project_not_attached" | "no_project_access" | "protected_file" | "platform_table_forbidden" | "not_found" | "table_not_found" | "method_not_allowed" | "outside_24h_window" | "template_exists" | "idempotency_in_progress" | "idempotency_key_mismatch" | "conflict" | "channel_not_configured" | "file_too_large" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "quota_exceeded" | "server_error" | "upstream_error" | "upstream_auth_error" | "build_failed" | "flow_generation_failed" | "flow_update_failed" | "invalid_webhook_url" | "webhook_target_forbidden" | "invalid_event_list" | "invalid_event_name" | "duplicate_event" | "reserved_event_name" | "INVALID_STATE" | "PROJECT_NOT_FOUND" | "SEGMENT_NOT_FOUND" | "MEDIA_EXPIRED" | "BROADCAST_NOT_FOUND";
+        ErrorCode: "bad_request" | "invalid_request" | "invalid_json" | "invalid_id" | "invalid_cursor" | "invalid_idempotency_key" | "invalid_project_header" | "project_required" | "invalid_template" | "invalid_header_handle" | "invalid_media_id" | "empty_file" | "source_url_forbidden" | "download_failed" | "invalid_phone" | "missing_recipient" | "missing_template_name" | "missing_language" | "template_variable_mismatch" | "unsupported_message_type" | "too_many_buttons" | "null_filter_value" | "unknown_column" | "api_key_required" | "invalid_api_key" | "invalid_token" | "insufficient_scope" | "project_inactive" | "project_not_attached" | "no_project_access" | "protected_file" | "platform_table_forbidden" | "not_found" | "table_not_found" | "method_not_allowed" | "outside_24h_window" | "template_exists" | "idempotency_in_progress" | "idempotency_key_mismatch" | "conflict" | "channel_not_configured" | "file_too_large" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "quota_exceeded" | "server_error" | "upstream_error" | "upstream_auth_error" | "build_failed" | "flow_generation_failed" | "flow_update_failed" | "invalid_webhook_url" | "webhook_target_forbidden" | "invalid_event_list" | "invalid_event_name" | "duplicate_event" | "reserved_event_name" | "webhook_limit_reached" | "INVALID_STATE" | "PROJECT_NOT_FOUND" | "SEGMENT_NOT_FOUND" | "MEDIA_EXPIRED" | "BROADCAST_NOT_FOUND";
         ErrorDetail: {
             code: components["schemas"]["ErrorCode"];
             /** @description Human-readable explanation; may change, never branch on it. */
@@ -2195,6 +2197,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];

@@ -9,7 +9,8 @@
  *   `webhook-retry` jobs at their backoff time (grouped per `retryBucketMs`), carrying ids only.
  * - The `webhook-sweep` job (one runner at a time, every `sweepEveryMs`) is the safety net: it
  *   fans out events whose notification was missed, retakes deliveries whose timer or claim was
- *   lost (a crash, a full queue) once overdue by `overdueGraceMs`, and prunes the delivery log.
+ *   lost (a crash, a full queue) once overdue by `overdueGraceMs`, prunes the delivery log, and
+ *   deletes events older than `eventRetentionMs` (7 days).
  * The database rows are the truth; every path goes through a claim, so a delivery is never
  * attempted twice at once, and an event accepted before a crash is delivered after it.
  *
@@ -26,7 +27,7 @@ import { AgentPool } from '../lib/webhooks/http-post.js';
 import { attemptDelivery, type AttemptInfo, type DeliveryItem } from '../lib/webhooks/attempt.js';
 import { OutcomeWriter } from '../lib/webhooks/outcomes.js';
 import { fanOutBatch } from '../lib/webhooks/fanout.js';
-import { cancelIfOrphaned, claimDeliveries, overdueDeliveries, pruneLog, type RecordedOutcome } from '../lib/webhooks/store.js';
+import { cancelIfOrphaned, claimDeliveries, overdueDeliveries, pruneEvents, pruneLog, type RecordedOutcome } from '../lib/webhooks/store.js';
 import { listen, type Listener } from '../lib/webhooks/listener.js';
 import { WEBHOOK_CHANGES_CHANNEL } from '../lib/webhooks/registrations.js';
 import { createJobRunner } from './runner.js';
@@ -198,6 +199,17 @@ export async function startWebhookDelivery(deps: Deps, opts: WebhookDeliveryOpti
       } finally {
         client.release();
       }
+    }
+    // Events past their retention go the same metered way.
+    const before = new Date(deps.clock.now().getTime() - policy.eventRetentionMs);
+    while (budget > 0 && !stopped && Date.now() <= until) {
+      const chunk = Math.min(budget, 2000);
+      const deleted = await pruneEvents(pool, before, chunk).catch((e) => {
+        logger.warn('event retention: pruning failed', { error: String(e) });
+        return 0;
+      });
+      budget -= deleted;
+      if (deleted < chunk) break;
     }
   };
 

@@ -50,6 +50,7 @@ export const ERROR_STATUS = {
   idempotency_key_mismatch: 409,
   conflict: 409,
   channel_not_configured: 409,
+  webhook_limit_reached: 409,
   file_too_large: 413,
   payload_too_large: 413,
   unsupported_media_type: 415,

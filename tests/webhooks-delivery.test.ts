@@ -433,6 +433,28 @@ describe('operators\' view and bounded log', () => {
     expect(attempts.rows[0].n).toBe(KEEP);
   });
 
+  it('When events are older than the 7-day retention, then the sweep deletes them, except one a pending delivery needs', async () => {
+    const { project, key } = await setup();
+    const { webhook } = await register(key, '/retention', ['kept.event']);
+    const now = t.clock.now().getTime();
+    const day = 24 * 3600 * 1000;
+    const insert = (id: string, ageDays: number) =>
+      t.db.pool.query(`INSERT INTO events (id, project_id, name, data, created_at, dispatched_at) VALUES ($1, $2, 'kept.event', 'null', $3, $3)`,
+        [id, project.id, new Date(now - ageDays * day)]);
+    // The pending delivery first: the periodic sweep may run at any moment.
+    await t.db.pool.query(
+      `INSERT INTO webhook_deliveries (id, project_id, webhook_id, event_id, event, status, attempts, next_attempt_at, created_at)
+       VALUES ('dlv_retention_needed', $1, $2, 'evt_retention_needed', 'kept.event', 'pending', 1, now() + interval '1 day', now())`,
+      [project.id, webhook.id],
+    );
+    await insert('evt_retention_needed', 9);
+    await insert('evt_retention_old', 8);
+    await insert('evt_retention_recent', 6);
+    await t.webhooks!.sweep();
+    const { rows } = await t.db.pool.query(`SELECT id FROM events WHERE id LIKE 'evt_retention_%' ORDER BY id`);
+    expect(rows.map((r) => r.id)).toEqual(['evt_retention_needed', 'evt_retention_recent']);
+  });
+
   it('When the webhook is unknown, then the operators\' view is 404', async () => {
     const res = await request(t.app).get('/admin/webhooks/whk_nope/deliveries').set('Authorization', `Bearer ${t.adminToken}`);
     expect(res.status).toBe(404);

@@ -37,6 +37,27 @@ const api = (key: string) => ({
 });
 
 describe('createWebhook', () => {
+  it('When a project has 100 registrations, then the next is 409 webhook_limit_reached; concurrent creations never pass the limit', async () => {
+    const { project, key } = await keyFor();
+    const fill = (n: number) =>
+      t.db.pool.query(
+        `INSERT INTO webhook_endpoints (id, project_id, url, events, is_active, secret_enc, created_at, updated_at)
+         SELECT 'whk_fill_' || $1 || '_' || g, $1, $2, ARRAY['order.shipped'], false, 'x', now(), now() FROM generate_series(1, $3) g`,
+        [project.id, PUBLIC_URL, n],
+      );
+    await fill(97);
+    const results = await Promise.all(Array.from({ length: 6 }, () => api(key).create({ url: PUBLIC_URL, events: ['order.shipped'] })));
+    expect(results.filter((r) => r.status === 201)).toHaveLength(3);
+    for (const r of results.filter((r) => r.status !== 201)) {
+      expect(r.status).toBe(409);
+      expect(r.body.error).toMatchObject({ code: 'webhook_limit_reached', details: { limit: 100 } });
+    }
+    expect(await t.db.prisma.webhookEndpoint.count({ where: { projectId: project.id } })).toBe(100);
+    const one = results.find((r) => r.status === 201)!.body.data.webhook.id;
+    expect((await api(key).delete(one)).status).toBe(200);
+    expect((await api(key).create({ url: PUBLIC_URL, events: ['order.shipped'] })).status).toBe(201);
+  });
+
   it('When a registration is created, then 201 returns the resource and a whsec_ secret, shown only here', async () => {
     const { project, key } = await keyFor();
     const res = await api(key).create({ url: PUBLIC_URL, events: ['message.received', 'order.shipped'] });

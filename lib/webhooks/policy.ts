@@ -41,6 +41,8 @@ export interface DeliveryPolicy {
   /** Deliveries the sweep may delete from the log per run, and for how long it may try. */
   pruneBudget: number;
   pruneTimeMs: number;
+  /** Events (the outbox) are kept this long after their fan-out, then deleted by the sweep. */
+  eventRetentionMs: number;
   /** Events fanned out per transaction. */
   fanOutBatch: number;
   /** Retries due within this window are scheduled as one job (rounded up: never early). */
@@ -66,6 +68,7 @@ export function deliveryPolicy(overrides: Partial<DeliveryPolicy> & { scale?: nu
     keepDeliveriesPerWebhook: 200,
     pruneBudget: 20_000,
     pruneTimeMs: 2000,
+    eventRetentionMs: 7 * 24 * 3600 * 1000,
     fanOutBatch: 500,
     retryBucketMs: 250,
     stopGraceMs: 3000,

@@ -64,23 +64,34 @@ async function findWebhook(deps: Deps, projectId: string, id: string) {
   return row;
 }
 
+/** Registrations per project, active or not (our bound: fan-out cost grows with it). */
+export const MAX_WEBHOOKS_PER_PROJECT = 100;
+
 export async function createWebhook(deps: Deps, auth: AuthContext, input: { url: string; events: string[]; is_active?: boolean }) {
   const events = validateSubscription(input.events);
   requireEventScopes(auth, events);
   const url = await validateWebhookUrl(input.url, deps.config.devAllowPrivateTargets);
   const secret = newSecret(SECRET_PREFIX);
   const now = deps.clock.now();
-  const row = await deps.db.prisma.webhookEndpoint.create({
-    data: {
-      id: newId('whk', 16),
-      projectId: auth.project.id,
-      url,
-      events,
-      isActive: input.is_active ?? true,
-      secretEnc: deps.secretBox.seal(secret),
-      createdAt: now,
-      updatedAt: now,
-    },
+  const row = await deps.db.prisma.$transaction(async (tx) => {
+    // The project row is locked so that concurrent creations cannot both take the last place.
+    await tx.$queryRaw`SELECT 1 FROM projects WHERE id = ${auth.project.id} FOR NO KEY UPDATE`;
+    const count = await tx.webhookEndpoint.count({ where: { projectId: auth.project.id } });
+    if (count >= MAX_WEBHOOKS_PER_PROJECT) {
+      throw new ApiError('webhook_limit_reached', `A project has at most ${MAX_WEBHOOKS_PER_PROJECT} webhook registrations; delete one to make room.`, { limit: MAX_WEBHOOKS_PER_PROJECT });
+    }
+    return tx.webhookEndpoint.create({
+      data: {
+        id: newId('whk', 16),
+        projectId: auth.project.id,
+        url,
+        events,
+        isActive: input.is_active ?? true,
+        secretEnc: deps.secretBox.seal(secret),
+        createdAt: now,
+        updatedAt: now,
+      },
+    });
   });
   return { webhook: webhookView(row), secret };
 }

@@ -224,6 +224,22 @@ export async function overdueDeliveries(db: Queryable, before: Date, limit: numb
 }
 
 /**
+ * Deletes up to `limit` events fanned out before `before`, oldest first, except those a pending
+ * delivery still needs (its retries read the event's data). Uses the (dispatched_at, created_at) index.
+ */
+export async function pruneEvents(db: Queryable, before: Date, limit: number): Promise<number> {
+  const { rowCount } = await db.query(
+    `DELETE FROM events WHERE id IN (
+       SELECT e.id FROM events e
+        WHERE e.dispatched_at < $1
+          AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.status = 'pending')
+        ORDER BY e.dispatched_at LIMIT $2)`,
+    [before, limit],
+  );
+  return rowCount ?? 0;
+}
+
+/**
  * Keeps the newest `keep` completed deliveries of a registration and its newest `keep * 5`
  * attempts, deleting at most `budget` deliveries per call (the sweep meters its work). Attempts go
  * first, through their (webhook_id, id) index; the deliveries' cascade then finds little to do.
