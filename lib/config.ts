@@ -27,6 +27,8 @@ export interface Config {
   /** Operator API bearer; unset in the embedded default means generated once into `dataDir`. */
   adminToken?: string;
   rateLimitPerMinute: number;
+  /** Custom events per minute per runtime token (POST /runtime/events). */
+  runtimeEventsPerMinute: number;
   /** Longest a resolved credential is reused without a database read (0: never cached). */
   credentialCacheTtlMs: number;
   logLevel: string;
@@ -94,6 +96,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     adminToken: str(env, 'ADMIN_TOKEN'),
     encryptionKey: str(env, 'ENCRYPTION_KEY'),
     rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 60, 1),
+    runtimeEventsPerMinute: int(env, 'RUNTIME_EVENTS_PER_MINUTE', 6000, 1),
     credentialCacheTtlMs: int(env, 'CREDENTIAL_CACHE_TTL_MS', 10000, 0, 3600000),
     logLevel: str(env, 'LOG_LEVEL') ?? 'info',
     graphBaseUrl: str(env, 'GRAPH_BASE_URL')?.replace(/\/+$/, ''),

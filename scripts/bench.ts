@@ -56,6 +56,7 @@ async function run(wanted: string[], adminToken: string, start: typeof startProc
     GRAPH_BASE_URL: '',
     SIMULATOR_URL: simulator.match[1],
     RATE_LIMIT_PER_MINUTE: '1000000000',
+    RUNTIME_EVENTS_PER_MINUTE: '1000000000',
     ADMIN_TOKEN: adminToken,
     LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
     NODE_ENV: 'production',

@@ -479,6 +479,25 @@ describe('custom events: runtime endpoint and emit()', () => {
     expect(res.body).toMatchObject({ success: false, error: { code }, request_id: expect.any(String) });
   });
 
+  it('When a token emits more than RUNTIME_EVENTS_PER_MINUTE, then 429 rate_limited with Retry-After; another token is unaffected', async () => {
+    const { project, runtime } = await setup();
+    const other = (await t.admin.call('post', `/admin/projects/${project.id}/runtime-tokens`)).secret as string;
+    const post = (token: string) => request(t.app).post('/runtime/events').set('Authorization', `Bearer ${token}`).send({ name: 'rate.test' });
+    const saved = t.config.runtimeEventsPerMinute;
+    t.config.runtimeEventsPerMinute = 3;
+    try {
+      for (let i = 0; i < 3; i++) expect((await post(runtime)).status).toBe(202);
+      const limited = await post(runtime);
+      expect(limited.status).toBe(429);
+      expect(limited.body.error).toMatchObject({ code: 'rate_limited', details: { limit: 3 } });
+      expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
+      expect(limited.headers['ratelimit-limit']).toBe('3');
+      expect((await post(other)).status).toBe(202);
+    } finally {
+      t.config.runtimeEventsPerMinute = saved;
+    }
+  });
+
   it('When the runtime token is missing, unknown, revoked, a /v1 key, or the project is paused, then 401 / 403', async () => {
     const { project, key, runtime } = await setup();
     const post = (auth?: string) => {
