@@ -21,7 +21,8 @@ let server: Server;
 let url: string;
 
 beforeAll(async () => {
-  t = await startTestApp();
+  // Private targets allowed so that a webhook can be registered on a loopback URL (nothing delivers here).
+  t = await startTestApp({ config: { devAllowPrivateTargets: true } });
   server = await new Promise<Server>((resolve) => {
     const s = t.app.listen(0, '127.0.0.1', () => resolve(s));
   });
@@ -255,11 +256,133 @@ describe('ops commands (in process)', () => {
     for (const v of Object.values(secrets)) expect(JSON.stringify(row.rows[0])).not.toContain(v);
   });
 
+  it('When a runtime token is created, listed and revoked, then only create shows the secret and the revoked token is refused', async () => {
+    const p = await t.admin.project('With bot');
+    const emitWith = (token: string) =>
+      request(t.app).post('/runtime/events').set('Authorization', `Bearer ${token}`).send({ name: 'ops.checked', payload: null });
+
+    const created = await ops(['runtime', 'create', p.id]);
+    expect(created.code).toBe(0);
+    expect(created.stdout).toMatch(/^Created runtime token rtk_\S+ for project /);
+    expect(created.stdout).toContain('shown only once');
+    const secret = /export SERVICE_RUNTIME_TOKEN=(rt_\S+)/.exec(created.stdout)?.[1];
+    expect(secret).toBeDefined();
+    expect(created.stdout).toMatch(new RegExp(`^ +export SERVICE_RUNTIME_URL=${url} `, 'm'));
+    expect(created.stdout).not.toContain('/v1/ping'); // a runtime token is not accepted there
+    const tokenId = /^id: +(\S+)$/m.exec(created.stdout)![1];
+    expect(created.stdout).toMatch(/^status: +active$/m);
+    expect((await emitWith(secret!)).status).toBe(202);
+
+    const list = await ops(['runtime', 'list', p.id]);
+    expect(list.code).toBe(0);
+    expect(list.stdout.split('\n')[0]).toMatch(/^ID +STATUS +HINT +CREATED +REVOKED$/);
+    expect(list.stdout).toMatch(new RegExp(`^${tokenId} +active +\\S+ +\\S+ +-$`, 'm'));
+    expect(list.stdout).not.toContain(secret);
+    const listed = await opsJson(['runtime', 'list', p.id]);
+    expect(listed.tokens).toEqual([{ id: tokenId, project_id: p.id, hint: expect.any(String), created_at: expect.any(String), revoked_at: null }]);
+    expect(JSON.stringify(listed)).not.toContain(secret);
+
+    const revoked = await opsJson(['runtime', 'revoke', tokenId]);
+    expect(revoked.token).toMatchObject({ id: tokenId, revoked_at: expect.any(String) });
+    expect((await emitWith(secret!)).body.error.code).toBe('invalid_token');
+    expect((await ops(['runtime', 'list', p.id])).stdout).toMatch(new RegExp(`^${tokenId} +revoked +`, 'm'));
+
+    const unknown = await ops(['runtime', 'list', 'prj_missing']);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/^error \S+: No project "prj_missing"\. \(request \S+\)$/m);
+    expect((await opsJson(['runtime', 'list', (await t.admin.project()).id])).tokens).toEqual([]);
+  });
+
+  it('When the webhook is unknown, then webhooks deliveries exits 1 with the API error', async () => {
+    const run = await ops(['webhooks', 'deliveries', 'whk_missing']);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toMatch(/^error not_found: No webhook "whk_missing"\. \(request \S+\)$/m);
+    const json = await ops(['webhooks', 'deliveries', 'whk_missing', '--json', '--status', 'failed']);
+    expect(json.code).toBe(1);
+    expect(JSON.parse(json.stderr)).toEqual({ success: false, error: { code: 'not_found', message: expect.any(String) }, request_id: expect.any(String) });
+  });
+
+  it('When a registration has deliveries, then webhooks deliveries prints it and a table of them, newest first, within 120 columns', async () => {
+    const p = await t.admin.project('With webhook');
+    const key = await t.admin.key(p.id, ['webhooks:manage']);
+    const registered = await request(t.app).post('/v1/webhooks').set('Authorization', `Bearer ${key.secret}`)
+      .send({ url: 'http://127.0.0.1:9/hook', events: ['order.shipped'] });
+    expect(registered.status).toBe(201);
+    const webhookId: string = registered.body.data.webhook.id;
+
+    const empty = await ops(['webhooks', 'deliveries', webhookId]);
+    expect(empty.code).toBe(0);
+    expect(empty.stdout).toContain('No deliveries for this registration yet.');
+
+    // Finished deliveries only: a delivery runner of another test file may share this database.
+    const longEvent = 'inventory.reservation.expired.' + 'x'.repeat(40);
+    const longError = 'refused: ' + 'host resolves to a private address, '.repeat(5);
+    const deliveries: Array<[string, string, string, number, string]> = [
+      ['dlv_ops_ok', 'order.shipped', 'succeeded', 1, '2026-03-01T11:50:00.000Z'],
+      ['dlv_ops_failed', 'order.shipped', 'failed', 2, '2026-03-01T11:55:00.000Z'],
+      ['dlv_ops_long', longEvent, 'canceled', 1, '2026-03-01T11:58:00.000Z'],
+    ];
+    for (const [id, event, status, attempts, at] of deliveries) {
+      await t.db.pool.query(
+        `INSERT INTO webhook_deliveries (id, project_id, webhook_id, event_id, event, status, attempts, next_attempt_at, created_at, completed_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, $8, $8)`,
+        [id, p.id, webhookId, id.replace('dlv_', 'evt_'), event, status, attempts, at],
+      );
+    }
+    const attempts: Array<[string, number, number | null, string | null, number]> = [
+      ['dlv_ops_ok', 1, 200, null, 35],
+      ['dlv_ops_failed', 1, 500, null, 40],
+      ['dlv_ops_failed', 2, null, 'connection refused', 12],
+      ['dlv_ops_long', 1, null, longError, 3],
+    ];
+    for (const [deliveryId, attempt, statusCode, error, ms] of attempts) {
+      await t.db.pool.query(
+        `INSERT INTO webhook_attempts (delivery_id, webhook_id, attempt, status_code, error, duration_ms, at) VALUES ($1, $2, $3, $4, $5, $6, now())`,
+        [deliveryId, webhookId, attempt, statusCode, error, ms],
+      );
+    }
+    await t.db.pool.query(`UPDATE webhook_endpoints SET failure_count = 1, last_triggered_at = '2026-03-01T11:58:00Z' WHERE id = $1`, [webhookId]);
+
+    const run = await ops(['webhooks', 'deliveries', webhookId]);
+    expect(run.code).toBe(0);
+    const out = run.stdout;
+    expect(out).toMatch(new RegExp(`^id: +${webhookId}$`, 'm'));
+    expect(out).toMatch(/^url: +http:\/\/127\.0\.0\.1:9\/hook$/m);
+    expect(out).toMatch(/^active: +yes$/m);
+    expect(out).toMatch(/^failure count: +1$/m);
+    expect(out).toMatch(/^last triggered: +2026-03-01T11:58:00Z$/m);
+    const lines = out.trimEnd().split('\n');
+    expect(lines).toContainEqual(expect.stringMatching(/^ID +EVENT +STATUS +ATTEMPTS +CREATED +DURATION +LAST RESULT$/));
+    expect(out).toMatch(/^dlv_ops_ok +order\.shipped +succeeded +1 +2026-03-01T11:50:00Z +35 ms +HTTP 200$/m);
+    expect(out).toMatch(/^dlv_ops_failed +order\.shipped +failed +2 +2026-03-01T11:55:00Z +12 ms +connection refused$/m);
+    expect(out).toMatch(/^dlv_ops_long +inventory\.reservation\.e… +canceled +1 +2026-03-01T11:58:00Z +3 ms +refused: host resolves .*…$/m);
+    expect(out.indexOf('dlv_ops_long')).toBeLessThan(out.indexOf('dlv_ops_failed'));
+    expect(out.indexOf('dlv_ops_failed')).toBeLessThan(out.indexOf('dlv_ops_ok'));
+    for (const line of lines) expect(line.length).toBeLessThanOrEqual(120);
+    expect(out).toContain('--json shows every attempt in full');
+
+    const json = await ops(['webhooks', 'deliveries', webhookId, '--json']);
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toEqual(await t.admin.call('get', `/admin/webhooks/${webhookId}/deliveries`));
+    expect(JSON.parse(json.stdout).deliveries.find((d: { id: string }) => d.id === 'dlv_ops_long').attempt_log[0].error).toBe(longError);
+
+    const failed = await opsJson(['webhooks', 'deliveries', webhookId, '--status', 'failed']);
+    expect(failed.deliveries.map((d: { id: string }) => d.id)).toEqual(['dlv_ops_failed']);
+    const latest = await ops(['webhooks', 'deliveries', webhookId, '--limit', '1']);
+    expect(latest.stdout).toContain('dlv_ops_long');
+    expect(latest.stdout).not.toContain('dlv_ops_ok');
+    expect(latest.stdout).toContain('Showing the latest 1; --limit up to 100 shows more.');
+    const none = await ops(['webhooks', 'deliveries', webhookId, '--status', 'pending']);
+    expect(none.stdout).toContain('No pending deliveries for this registration.');
+  });
+
   it('When help is asked for, then usage is printed on stdout with exit 0', async () => {
     const all = await ops(['--help'], { ADMIN_TOKEN: undefined });
     expect(all.code).toBe(0);
     for (const line of ['projects quota <id> <n>', 'keys create <projectId> --name NAME --scopes a,b [--test]',
-      'connections attach <connectionId> <projectId> --scopes a,b [--default]', 'tokens issue <connectionId> [--expires-in SECONDS]']) {
+      'connections attach <connectionId> <projectId> --scopes a,b [--default]', 'tokens issue <connectionId> [--expires-in SECONDS]',
+      'runtime create <projectId>', 'webhooks deliveries <webhookId> [--status STATUS] [--limit N]']) {
       expect(all.stdout).toContain(line);
     }
     expect((await ops(['help'])).stdout).toBe(all.stdout);
@@ -280,6 +403,13 @@ describe('ops commands (in process)', () => {
       [['projects', 'list', '--verbose'], 'unknown option --verbose'],
       [['projects', 'quota', 'prj_x', 'ten'], 'the quota must be a whole number'],
       [['tokens', 'issue', 'con_x', '--expires-in', 'soon'], '--expires-in must be seconds'],
+      [['runtime', 'create', 'prj_x', '--name', 'bot'], 'runtime create does not take --name'],
+      [['runtime', 'revoke'], 'missing <tokenId>'],
+      [['webhooks', 'deliveries', 'whk_x', '--status', 'done'], '--status must be one of pending, succeeded, failed, canceled, got "done"'],
+      [['webhooks', 'deliveries', 'whk_x', '--limit', '0'], '--limit must be a whole number from 1 to 100, got "0"'],
+      [['webhooks', 'deliveries', 'whk_x', '--limit', '101'], '--limit must be a whole number from 1 to 100, got "101"'],
+      [['webhooks', 'deliveries', 'whk_x', '--limit', 'all'], '--limit must be a whole number, got "all"'],
+      [['webhooks', 'deliveries', 'whk_x', '--limit'], '--limit needs a value'],
     ];
     for (const [args, message] of cases) {
       const run = await ops(args, { SERVICE_URL: 'http://127.0.0.1:9' }); // nothing is called

@@ -7,7 +7,7 @@
 /** Flags that take no value. Every other known flag takes exactly one. */
 const SWITCHES = new Set(['json', 'help', 'test', 'default']);
 /** Flags that take a value. */
-const VALUED = new Set(['url', 'token', 'timeout', 'id', 'quota', 'name', 'scopes', 'expires-in', 'phone-number-id', 'waba-id', 'app-id', 'display-phone']);
+const VALUED = new Set(['url', 'token', 'timeout', 'id', 'quota', 'name', 'scopes', 'expires-in', 'phone-number-id', 'waba-id', 'app-id', 'display-phone', 'status', 'limit']);
 /** Accepted by every command. */
 export const GLOBAL_FLAGS = ['json', 'help', 'url', 'token', 'timeout'];
 
@@ -70,11 +70,20 @@ export function flagSet(args: ParsedArgs, name: string): boolean {
 }
 
 /** A whole number within bounds, or a usage error naming what was expected. */
-export function parseInteger(raw: string, what: string, min = 0): number {
+export function parseInteger(raw: string, what: string, min = 0, max = Number.MAX_SAFE_INTEGER): number {
   if (!/^-?\d+$/.test(raw.trim())) throw new UsageError(`${what} must be a whole number, got "${raw}"`);
   const n = Number(raw);
-  if (!Number.isSafeInteger(n) || n < min) throw new UsageError(`${what} must be a whole number ≥ ${min}, got "${raw}"`);
+  if (!Number.isSafeInteger(n) || n < min || n > max) {
+    const range = max === Number.MAX_SAFE_INTEGER ? `≥ ${min}` : `from ${min} to ${max}`;
+    throw new UsageError(`${what} must be a whole number ${range}, got "${raw}"`);
+  }
   return n;
+}
+
+/** One of the given values, or a usage error listing them. */
+export function parseChoice<T extends string>(raw: string, what: string, choices: readonly T[]): T {
+  if (!(choices as readonly string[]).includes(raw)) throw new UsageError(`${what} must be one of ${choices.join(', ')}, got "${raw}"`);
+  return raw as T;
 }
 
 const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400 };

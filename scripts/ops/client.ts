@@ -15,6 +15,8 @@ type SuccessJson<Op extends OpName> = JsonOf<Responses<Op>[Extract<keyof Respons
 export type Data<Op extends OpName> = SuccessJson<Op> extends { data: infer D } ? D : never;
 /** The JSON request body of an operation. */
 export type Body<Op extends OpName> = operations[Op] extends { requestBody: { content: { 'application/json': infer B } } } ? B : never;
+/** The query parameters of an operation. */
+export type Query<Op extends OpName> = NonNullable<operations[Op]['parameters']['query']>;
 
 /** The server's error envelope; `request_id` is absent when the failure happened before any answer. */
 export type FailureEnvelope = Omit<Schemas['ErrorEnvelope'], 'request_id'> & { request_id?: string };
@@ -75,6 +77,15 @@ export class AdminClient {
     this.call('adminIssueToken', 'POST', `/admin/connections/${seg(connectionId)}/tokens`, body);
   revokeToken = (id: string) => this.call('adminRevokeToken', 'POST', `/admin/tokens/${seg(id)}/revoke`);
 
+  listRuntimeTokens = (projectId: string) =>
+    this.call('adminListRuntimeTokens', 'GET', `/admin/projects/${seg(projectId)}/runtime-tokens`);
+  createRuntimeToken = (projectId: string) =>
+    this.call('adminCreateRuntimeToken', 'POST', `/admin/projects/${seg(projectId)}/runtime-tokens`);
+  revokeRuntimeToken = (id: string) => this.call('adminRevokeRuntimeToken', 'POST', `/admin/runtime-tokens/${seg(id)}/revoke`);
+
+  listWebhookDeliveries = (webhookId: string, query: Query<'adminListWebhookDeliveries'> = {}) =>
+    this.call('adminListWebhookDeliveries', 'GET', `/admin/webhooks/${seg(webhookId)}/deliveries${queryString(query)}`);
+
   /** `op` names the operation for the types only; the method and path are what is sent. */
   private async call<Op extends OpName>(_op: Op, method: Method, path: string, body?: Body<Op>): Promise<Data<Op>> {
     const { baseUrl, token, timeoutMs } = this.config;
@@ -112,6 +123,14 @@ export class AdminClient {
     const reason = err.cause?.code ?? err.cause?.message ?? err.message ?? String(e);
     return failure('unreachable', redact(`cannot reach ${this.config.baseUrl}: ${reason}`, this.config.token));
   }
+}
+
+/** `?a=1&b=x` from the parameters that are set, or '' when none is. */
+function queryString(query: Record<string, string | number | boolean | undefined>): string {
+  const params = new URLSearchParams();
+  for (const [k, v] of Object.entries(query)) if (v !== undefined) params.set(k, String(v));
+  const qs = params.toString();
+  return qs ? `?${qs}` : '';
 }
 
 function parseJson(text: string): any {

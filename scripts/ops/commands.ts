@@ -4,11 +4,11 @@
  * text for people. Argument counts and accepted flags are checked by the dispatcher (main.ts) from
  * `args` and `flags`; run() only checks what is specific to it.
  */
-import { flagSet, flagValue, parseDuration, parseInteger, parseList, UsageError, type ParsedArgs } from './args.js';
+import { flagSet, flagValue, parseChoice, parseDuration, parseInteger, parseList, UsageError, type ParsedArgs } from './args.js';
 import type { AdminClient, Body, Schemas } from './client.js';
 import * as f from './format.js';
 
-export type Group = 'projects' | 'keys' | 'connections' | 'tokens' | 'channel';
+export type Group = 'projects' | 'keys' | 'connections' | 'tokens' | 'channel' | 'runtime' | 'webhooks';
 
 export interface Result {
   data: unknown;
@@ -34,6 +34,8 @@ export const GROUPS: Record<Group, string> = {
   connections: 'Agent connections and the projects they reach',
   tokens: 'Access tokens of agent connections (mcp_at_…)',
   channel: "A project's WhatsApp Cloud API number (secrets read from the environment)",
+  runtime: "Runtime tokens (rt_…) the project's bot code uses to raise custom events",
+  webhooks: 'Webhook registrations: recent deliveries, to diagnose a failing endpoint',
 };
 
 /** Secrets come from the environment, never from arguments (shell history, process lists). */
@@ -64,6 +66,12 @@ function required(args: ParsedArgs, name: string, cmd: string): string {
 }
 
 const done = (title: string, body: string, extra = '') => `${title}\n\n${body}\n${extra}`.trimEnd();
+
+type DeliveryStatus = Schemas['WebhookDeliveryLog']['status'];
+/** Every state a delivery can be in (the record makes the compiler check the list against the contract). */
+const DELIVERY_STATES = Object.keys({ pending: 1, succeeded: 1, failed: 1, canceled: 1 } satisfies Record<DeliveryStatus, 1>) as DeliveryStatus[];
+/** The contract's bounds and default for deliveries per page. */
+const DELIVERIES_LIMIT = { min: 1, max: 100, default: 20 };
 
 export const COMMANDS: Command[] = [
   {
@@ -281,6 +289,51 @@ export const COMMANDS: Command[] = [
         ...(display !== undefined ? { display_phone_number: display } : {}),
       });
       return { data, human: done(`Channel of ${data.channel.project_id} set. Configure this callback URL at Meta:`, channelRecord(data.channel)) };
+    },
+  },
+
+  {
+    group: 'runtime', name: 'list', args: ['<projectId>'], summary: "List a project's runtime tokens (never their secrets)",
+    async run(api, [projectId]) {
+      const data = await api.listRuntimeTokens(projectId);
+      return { data, human: f.runtimeTokenTable(data.tokens) };
+    },
+  },
+  {
+    group: 'runtime', name: 'create', args: ['<projectId>'],
+    summary: "Mint a runtime token for the bot code's emit(). The secret is shown once",
+    async run(api, [projectId]) {
+      const data = await api.createRuntimeToken(projectId);
+      const title = `Created runtime token ${data.token.id} for project ${data.token.project_id}.`;
+      const secret = f.secretBlock(data.secret, 'SERVICE_RUNTIME_TOKEN', api.baseUrl, [
+        `export SERVICE_RUNTIME_URL=${api.baseUrl}    # both read by emit() in runtime/emit.ts`,
+      ]);
+      return { data, human: done(title, f.runtimeTokenRecord(data.token), secret) };
+    },
+  },
+  {
+    group: 'runtime', name: 'revoke', args: ['<tokenId>'], summary: 'Revoke a runtime token (later use gives 401 invalid_token)',
+    async run(api, [tokenId]) {
+      const data = await api.revokeRuntimeToken(tokenId);
+      return { data, human: done(`Revoked runtime token ${data.token.id}.`, f.runtimeTokenRecord(data.token)) };
+    },
+  },
+
+  {
+    group: 'webhooks', name: 'deliveries', args: ['<webhookId>'], options: '[--status STATUS] [--limit N]', flags: ['status', 'limit'],
+    summary: `Recent deliveries, newest first; --status ${DELIVERY_STATES.join('|')}, --limit ${DELIVERIES_LIMIT.min}-${DELIVERIES_LIMIT.max} (default ${DELIVERIES_LIMIT.default})`,
+    async run(api, [webhookId], args) {
+      const rawStatus = flagValue(args, 'status');
+      const rawLimit = flagValue(args, 'limit');
+      const status = rawStatus === undefined ? undefined : parseChoice(rawStatus, '--status', DELIVERY_STATES);
+      const limit = rawLimit === undefined ? undefined : parseInteger(rawLimit, '--limit', DELIVERIES_LIMIT.min, DELIVERIES_LIMIT.max);
+      const data = await api.listWebhookDeliveries(webhookId, { status, limit });
+      const shown = limit ?? DELIVERIES_LIMIT.default;
+      const empty = status ? `No ${status} deliveries for this registration.` : 'No deliveries for this registration yet.';
+      const more = data.deliveries.length === shown && shown < DELIVERIES_LIMIT.max
+        ? `Showing the latest ${shown}; --limit up to ${DELIVERIES_LIMIT.max} shows more.`
+        : '';
+      return { data, human: f.deliveriesView(data.webhook, data.deliveries, empty, more) };
     },
   },
 ];

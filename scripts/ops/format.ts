@@ -24,8 +24,16 @@ export function record(pairs: Array<[string, Cell]>): string {
   return pairs.map(([k, v]) => `${(k + ':').padEnd(width)} ${text(v)}`).join('\n');
 }
 
-/** The secret, the warning that it is shown once, a line to paste into a shell and one to try it. */
-export function secretBlock(secret: string, envName: string, baseUrl: string): string {
+/**
+ * The secret, the warning that it is shown once, a line to paste into a shell and what follows it:
+ * by default one to try the secret on /v1/ping.
+ */
+export function secretBlock(
+  secret: string,
+  envName: string,
+  baseUrl: string,
+  after = [`curl -s -H "Authorization: Bearer $${envName}" ${baseUrl}/v1/ping`],
+): string {
   return [
     '',
     '  Secret (shown only once; it cannot be retrieved again, store it now):',
@@ -35,9 +43,18 @@ export function secretBlock(secret: string, envName: string, baseUrl: string): s
     '  Ready to paste:',
     '',
     `    export ${envName}=${secret}`,
-    `    curl -s -H "Authorization: Bearer $${envName}" ${baseUrl}/v1/ping`,
+    ...after.map((line) => `    ${line}`),
     '',
   ].join('\n');
+}
+
+/** `s` itself, or cut to `max` characters ending in `…`. */
+const clip = (s: string, max: number) => (s.length <= max ? s : s.slice(0, max - 1) + '…');
+
+/** Each line clipped to `width`, and whether any had to be. */
+function fit(text: string, width: number): { text: string; cut: boolean } {
+  const lines = text.split('\n');
+  return { text: lines.map((l) => clip(l, width)).join('\n'), cut: lines.some((l) => l.length > width) };
 }
 
 export const projectRecord = (p: Schemas['AdminProject']) =>
@@ -126,3 +143,53 @@ export const tokenTable = (ts: Schemas['AccessToken'][], now = new Date()) =>
     ts.map((t) => [t.id, tokenStatus(t, now), t.hint, when(t.expires_at), when(t.created_at)]),
     'No tokens for this connection. Issue one with: npm run ops -- tokens issue <connectionId>',
   );
+
+const runtimeTokenStatus = (t: Schemas['RuntimeToken']) => (t.revoked_at ? 'revoked' : 'active');
+
+export const runtimeTokenRecord = (t: Schemas['RuntimeToken']) =>
+  record([
+    ['id', t.id],
+    ['project', t.project_id],
+    ['status', runtimeTokenStatus(t)],
+    ['hint', t.hint],
+    ['created', when(t.created_at)],
+    ['revoked', when(t.revoked_at)],
+  ]);
+
+export const runtimeTokenTable = (ts: Schemas['RuntimeToken'][]) =>
+  table(
+    ['ID', 'STATUS', 'HINT', 'CREATED', 'REVOKED'],
+    ts.map((t) => [t.id, runtimeTokenStatus(t), t.hint, when(t.created_at), when(t.revoked_at)]),
+    'No runtime tokens in this project. Create one with: npm run ops -- runtime create <projectId>',
+  );
+
+/** Output width the deliveries view keeps to; --json has everything. */
+const DELIVERIES_WIDTH = 120;
+/** Custom event names run to 100 characters; longer ones are cut in the table. */
+const EVENT_WIDTH = 24;
+
+/** The receiver's HTTP status, else why no usable status came back. */
+const attemptResult = (a: Schemas['WebhookAttemptLog'] | undefined) =>
+  a === undefined ? undefined : a.status_code !== null ? `HTTP ${a.status_code}` : a.error;
+
+export const webhookRecord = (w: Schemas['AdminWebhook']) =>
+  record([
+    ['id', w.id],
+    ['project', w.project_id],
+    ['url', w.url],
+    ['events', w.events.join(', ')],
+    ['active', w.is_active ? 'yes' : 'no'],
+    ['failure count', w.failure_count],
+    ['last triggered', when(w.last_triggered_at)],
+  ]);
+
+/** The registration, then one row per delivery with its last attempt; rows cut to 120 columns. */
+export function deliveriesView(w: Schemas['AdminWebhook'], ds: Schemas['WebhookDeliveryLog'][], empty: string, more: string): string {
+  const rows = ds.map((d) => {
+    const last = d.attempt_log.at(-1);
+    return [d.id, clip(d.event, EVENT_WIDTH), d.status, d.attempts, when(d.created_at), last ? `${last.duration_ms} ms` : undefined, attemptResult(last)];
+  });
+  const { text, cut } = fit(table(['ID', 'EVENT', 'STATUS', 'ATTEMPTS', 'CREATED', 'DURATION', 'LAST RESULT'], rows, empty), DELIVERIES_WIDTH);
+  const notes = [cut ? 'Some rows are cut to fit; --json shows every attempt in full.' : '', more].filter(Boolean);
+  return [webhookRecord(w), '', text, ...(notes.length ? ['', ...notes] : [])].join('\n');
+}

@@ -845,7 +845,7 @@ export type $WebhookDeliveryPayload<ExtArgs extends runtime.Types.Extensions.Int
     eventId: string
     event: string
     /**
-     * pending | succeeded | failed
+     * pending | succeeded | failed | canceled
      */
     status: string
     attempts: number
