@@ -4,6 +4,8 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
+import http from 'node:http';
+import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 
 export interface Result {
@@ -82,6 +84,68 @@ export async function load(name: string, opts: autocannon.Options): Promise<Resu
     errors: r.errors + r.timeouts,
     non2xx: r.non2xx,
   };
+}
+
+export interface PacedOptions {
+  url: string;
+  path: string;
+  method: string;
+  headers: Record<string, string>;
+  /** Requests per second, spread evenly (not in bursts). */
+  rate: number;
+  durationSeconds: number;
+  body: () => string;
+  /** Connections at most (keep-alive). */
+  connections?: number;
+}
+
+/**
+ * An open-loop load at a steady rate: request i leaves at start + i/rate whatever the answers
+ * do, and its latency counts from that moment (so a backlog shows, no coordinated omission).
+ * autocannon's fixed rates send each connection's share of a second in one burst at its start,
+ * which measures the burst's queue rather than the service at that rate.
+ */
+export async function paced(name: string, opts: PacedOptions): Promise<Result> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: opts.connections ?? 100 });
+  const target = new URL(opts.path, opts.url);
+  const total = Math.round(opts.rate * opts.durationSeconds);
+  const latencies: number[] = [];
+  let errors = 0;
+  let non2xx = 0;
+  const started = performance.now();
+  const one = (due: number) =>
+    new Promise<void>((resolve) => {
+      const req = http.request(target, { method: opts.method, agent, headers: opts.headers }, (res) => {
+        res.resume();
+        res.on('end', () => {
+          latencies.push(performance.now() - due);
+          if (res.statusCode! < 200 || res.statusCode! >= 300) non2xx++;
+          resolve();
+        });
+      });
+      req.on('error', () => {
+        errors++;
+        resolve();
+      });
+      req.end(opts.body());
+    });
+  const inFlight: Promise<void>[] = [];
+  let sent = 0;
+  await new Promise<void>((resolve) => {
+    const tick = () => {
+      const dueNow = Math.min(total, Math.floor(((performance.now() - started) / 1000) * opts.rate) + 1);
+      while (sent < dueNow) inFlight.push(one(started + (sent++ * 1000) / opts.rate));
+      if (sent >= total) resolve();
+      else setTimeout(tick, 1);
+    };
+    tick();
+  });
+  await Promise.all(inFlight);
+  const elapsed = (performance.now() - started) / 1000;
+  agent.destroy();
+  latencies.sort((a, b) => a - b);
+  const q = (p: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] ?? NaN);
+  return { name, rps: Math.round(latencies.length / elapsed), p50: q(0.5), p99: q(0.99), errors, non2xx };
 }
 
 export function table(results: Result[]): string {

@@ -1,11 +1,14 @@
 /**
  * Issue 4's goals: POST /v1/messages (text) against the simulator, single instance, limits
  * raised: messages per second, with and without Idempotency-Key (1,000/s goal), and p99 under
- * 50 ms at a fixed 500 per second. Recipients rotate over 200 numbers whose window is open; the
- * simulator sends its usual status callbacks (sent, delivered, read) meanwhile.
+ * 50 ms at a steady 500 per second; also the latency at 150 per second, below saturation here.
+ * Recipients rotate over 200 numbers whose window is open; the simulator sends its usual status
+ * callbacks (sent, delivered, read) meanwhile.
  */
 import { randomUUID } from 'node:crypto';
-import { load, table } from './harness.js';
+import { load, paced, table, type Result } from './harness.js';
+
+const settle = () => new Promise((r) => setTimeout(r, 3000));
 import type { BenchSection } from './context.js';
 
 const RECIPIENTS = 200;
@@ -28,13 +31,18 @@ export const benchMessages: BenchSection = async (ctx) => {
   const keyed = { ...plain, setupRequest: (r: any) => ({ ...r, body: body(), headers: { ...r.headers, 'idempotency-key': randomUUID() } }) };
 
   await load('warm-up', { url: ctx.base, headers, requests: [plain], duration: 2, connections: 20 });
-  const results = [
-    await load('POST /v1/messages text, max rate', { url: ctx.base, headers, requests: [plain], duration: ctx.duration, connections: 50 }),
-    await load('… with Idempotency-Key, max rate', { url: ctx.base, headers, requests: [keyed], duration: ctx.duration, connections: 50 }),
-    await load('… text at a fixed 500/s', { url: ctx.base, headers, requests: [plain], duration: ctx.duration, connections: 50, overallRate: 500 }),
-  ];
+  const results: Result[] = [];
+  results.push(await load('POST /v1/messages text, max rate', { url: ctx.base, headers, requests: [plain], duration: ctx.duration, connections: 50 }));
+  results.push(await load('… with Idempotency-Key, max rate', { url: ctx.base, headers, requests: [keyed], duration: ctx.duration, connections: 50 }));
+  // Below saturation on this machine, for the latency the service adds when it keeps up (after a
+  // pause that lets the status callbacks of the runs above drain).
+  await settle();
+  results.push(await paced('… text at a steady 150/s', { url: ctx.base, path: '/v1/messages', method: 'POST', headers, body, rate: 150, durationSeconds: ctx.duration }));
+  // Last: an overload leaves backlogs (callbacks, events) behind.
+  results.push(await paced('… text at a steady 500/s', { url: ctx.base, path: '/v1/messages', method: 'POST', headers, body, rate: 500, durationSeconds: ctx.duration }));
   console.log('\n' + table(results));
-  const [max, withKey, fixed] = results;
+  const [max, withKey, light, fixed] = results;
   console.log(`messages per second: ${max.rps} (with Idempotency-Key ${withKey.rps}); goal 1,000 → ${max.rps >= 1000 ? 'met' : 'NOT met'}`);
-  console.log(`p99 at 500/s: ${fixed.p99} ms; goal under 50 ms → ${fixed.p99 < 50 && fixed.non2xx === 0 ? 'met' : 'NOT met'}`);
+  console.log(`p99 at a steady 500/s: ${fixed.p99} ms (served ${fixed.rps}/s); goal under 50 ms → ${fixed.p99 < 50 && fixed.non2xx === 0 ? 'met' : 'NOT met'}`);
+  console.log(`p99 at a steady 150/s: ${light.p99} ms (p50 ${light.p50} ms)`);
 };
