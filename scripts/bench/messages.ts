@@ -7,9 +7,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { load, paced, table, type Result } from './harness.js';
+import type { BenchSection } from './context.js';
 
 const settle = () => new Promise((r) => setTimeout(r, 3000));
-import type { BenchSection } from './context.js';
 
 const RECIPIENTS = 200;
 
