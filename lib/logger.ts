@@ -8,13 +8,14 @@ import winston from 'winston';
 
 export type Logger = winston.Logger;
 
+/** The process's one batched standard output (created on first use). */
+let stdout: Writable | undefined;
+
 /**
  * Standard output, written in batches: lines gather for up to `flushMs` (or 64 KB) and leave in
  * one write, because a write per line is a system call per request. What is pending is written
  * synchronously when the process exits, so only a hard kill can lose the last few milliseconds.
  */
-let stdout: Writable | undefined;
-
 function batchedStdout(flushMs = 25): Writable {
   let pending: string[] = [];
   let size = 0;

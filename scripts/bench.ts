@@ -1,8 +1,9 @@
 /**
  * `npm run bench`: measures the service against a baseline in the same run, on this machine.
  * The service runs as `npm start` would (embedded PostgreSQL in .data/bench unless DATABASE_URL
- * is set), with limits raised, against the Cloud API simulator started alone (`npm run simulator`). Each section prints a table and
- * its goal lines; goals are reported, not asserted (benchmarks are not tests).
+ * is set), with limits raised, against the Cloud API simulator started alone (`npm run simulator`).
+ * Each section prints a table and its goal lines; goals are reported, not asserted (benchmarks
+ * are not tests).
  * `npm run bench -- ping messages` runs only the named sections.
  */
 import { randomBytes } from 'node:crypto';

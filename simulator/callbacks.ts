@@ -42,7 +42,7 @@ interface StatusBatch {
   pn: PhoneNumber;
   statuses: Record<string, unknown>[];
   after: Array<(ok: boolean) => void>;
-  timer: NodeJS.Timeout;
+  timer?: NodeJS.Timeout;
 }
 
 export class Dispatcher {
@@ -78,9 +78,6 @@ export class Dispatcher {
    */
   enqueueStatus(pn: PhoneNumber, status: Record<string, unknown>, onFirstAttempt?: (ok: boolean) => void): boolean {
     const { statusBatchMs, statusBatchMax } = this.state.limits;
-    if (statusBatchMs <= 0) {
-      return this.enqueue({ pnid: pn.phone_number_id, field: 'messages', kind: `status:${status.status}`, ref: String(status.id), body: JSON.stringify(statusesWebhook(pn, [status])), attempt: 0, onFirstAttempt });
-    }
     if (this.closed || this.pending >= this.state.limits.maxPendingCallbacks) {
       this.state.stats.callbacks_dropped++;
       onFirstAttempt?.(false);
@@ -88,14 +85,17 @@ export class Dispatcher {
     }
     let batch = this.batches.get(pn.phone_number_id);
     if (!batch) {
-      batch = { pn, statuses: [], after: [], timer: setTimeout(() => this.flushStatuses(pn.phone_number_id), statusBatchMs) };
-      batch.timer.unref?.();
+      batch = { pn, statuses: [], after: [] };
+      if (statusBatchMs > 0) {
+        batch.timer = setTimeout(() => this.flushStatuses(pn.phone_number_id), statusBatchMs);
+        batch.timer.unref?.();
+      }
       this.batches.set(pn.phone_number_id, batch);
     }
     batch.statuses.push(status);
     if (onFirstAttempt) batch.after.push(onFirstAttempt);
     this.batched++;
-    if (batch.statuses.length >= statusBatchMax) this.flushStatuses(pn.phone_number_id);
+    if (statusBatchMs <= 0 || batch.statuses.length >= statusBatchMax) this.flushStatuses(pn.phone_number_id);
     return true;
   }
 

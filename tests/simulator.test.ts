@@ -8,6 +8,7 @@ import http, { type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { createSimulator, type Simulator } from '../simulator/app.js';
+import { DEFAULT_LIMITS } from '../simulator/state.js';
 
 const SECRET = 'test-app-secret';
 const VERIFY = 'verify-me';
@@ -118,6 +119,31 @@ describe('WhatsApp Cloud API simulator', () => {
   beforeEach(async () => {
     await request(base).delete('/_sim/faults').expect(200);
     rx.setStatus(200);
+  });
+
+  it('batches the automatic statuses of one number raised together into one notification; with statusBatchMs 0 each goes alone', async () => {
+    const sendThree = async () => {
+      const res = await Promise.all(['+15551230031', '+15551230032', '+15551230033'].map((to) => send(text(to)).expect(200)));
+      return res.map((r) => r.body.messages[0].id as string);
+    };
+    const sentHooks = (wamids: string[]) => rx.got.filter((r) => (r.body.entry[0].changes[0].value.statuses ?? []).some((s: any) => wamids.includes(s.id) && s.status === 'sent'));
+    try {
+      // A window wide enough that the three sends surely fall in it, even on a busy machine.
+      sim.state.limits.statusBatchMs = 1000;
+      const batched = await sendThree();
+      await waitFor(() => batched.every((w) => statusesOf(rx.got, w).some((s) => s.status === 'sent')));
+      const [hook, ...others] = sentHooks(batched);
+      expect(others).toEqual([]);
+      expect(hook.sigOk).toBe(true);
+      expect(hook.body.entry[0].changes[0].value.statuses.map((s: any) => s.id).sort()).toEqual([...batched].sort());
+
+      sim.state.limits.statusBatchMs = 0;
+      const alone = await sendThree();
+      await waitFor(() => alone.every((w) => statusesOf(rx.got, w).some((s) => s.status === 'sent')));
+      expect(sentHooks(alone).map((h) => h.body.entry[0].changes[0].value.statuses.length)).toEqual([1, 1, 1]);
+    } finally {
+      sim.state.limits.statusBatchMs = DEFAULT_LIMITS.statusBatchMs;
+    }
   });
 
   it('registers a number and performs the hub.challenge handshake', async () => {
