@@ -79,6 +79,7 @@ async function run(wanted: string[], adminToken: string, start: typeof startProc
   const ctx: BenchContext = {
     base,
     simulatorUrl: simulator.match[1],
+    pids: { service: service.child.pid!, simulator: simulator.child.pid! },
     bareUrl: `http://127.0.0.1:${bare.match[1]}`,
     adminToken,
     duration: Number(process.env.BENCH_DURATION ?? 10),

@@ -4,6 +4,8 @@ export interface BenchContext {
   base: string;
   /** The Cloud API simulator the service calls (its own process). */
   simulatorUrl: string;
+  /** Process ids, to measure CPU use (the embedded PostgreSQL runs under the service). */
+  pids: { service: number; simulator: number };
   /** A bare Express endpoint, the baseline. */
   bareUrl: string;
   adminToken: string;

@@ -3,7 +3,7 @@
  * Servers run in child processes so the load generator does not share their event loop.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream } from 'node:fs';
+import { createWriteStream, readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
@@ -152,4 +152,38 @@ export function table(results: Result[]): string {
   const rows = [['benchmark', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'non-2xx'], ...results.map((r) => [r.name, r.rps, r.p50, r.p99, r.errors, r.non2xx].map(String))];
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
   return rows.map((r) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ')).join('\n');
+}
+
+/**
+ * CPU seconds (user + system) used so far by a process and, separately, by all its descendants
+ * (the embedded PostgreSQL runs under the service). Linux only (/proc); undefined elsewhere.
+ */
+export function cpuSeconds(pid: number): { self: number; descendants: number } | undefined {
+  try {
+    const stats = new Map<number, { ppid: number; ticks: number; ended: number }>();
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      try {
+        const raw = readFileSync(`/proc/${entry}/stat`, 'utf8');
+        // Fields after the parenthesised command name: state ppid … utime stime cutime cstime (14-17).
+        const fields = raw.slice(raw.lastIndexOf(')') + 2).split(' ');
+        // utime + stime, plus cutime + cstime: children that ended (PostgreSQL backends) count in their parent.
+        stats.set(Number(entry), { ppid: Number(fields[1]), ticks: Number(fields[11]) + Number(fields[12]), ended: Number(fields[13]) + Number(fields[14]) });
+      } catch {
+        // The process ended meanwhile.
+      }
+    }
+    const own = stats.get(pid);
+    if (!own) return undefined;
+    let descendants = 0;
+    const isDescendant = (p: number): boolean => {
+      for (let cur = stats.get(p)?.ppid; cur !== undefined && cur > 1; cur = stats.get(cur)?.ppid) if (cur === pid) return true;
+      return false;
+    };
+    for (const [p, s] of stats) if (p !== pid && isDescendant(p)) descendants += s.ticks + s.ended;
+    // Clock ticks are USER_HZ, 100 per second on Linux.
+    return { self: own.ticks / 100, descendants: descendants / 100 };
+  } catch {
+    return undefined;
+  }
 }

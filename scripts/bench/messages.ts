@@ -6,10 +6,16 @@
  * callbacks (sent, delivered, read) meanwhile.
  */
 import { randomUUID } from 'node:crypto';
-import { load, paced, table, type Result } from './harness.js';
-import type { BenchSection } from './context.js';
+import { cpuSeconds, load, paced, table, type Result } from './harness.js';
+import type { BenchContext, BenchSection } from './context.js';
 
 const settle = () => new Promise((r) => setTimeout(r, 3000));
+
+function cpuOf(ctx: BenchContext) {
+  const service = cpuSeconds(ctx.pids.service);
+  const simulator = cpuSeconds(ctx.pids.simulator);
+  return service && simulator ? { service: service.self, postgres: service.descendants, simulator: simulator.self } : undefined;
+}
 
 const RECIPIENTS = 200;
 
@@ -37,7 +43,9 @@ export const benchMessages: BenchSection = async (ctx) => {
   // Below saturation on this machine, for the latency the service adds when it keeps up (after a
   // pause that lets the status callbacks of the runs above drain).
   await settle();
+  const cpuBefore = cpuOf(ctx);
   results.push(await paced('… text at a steady 150/s', { url: ctx.base, path: '/v1/messages', method: 'POST', headers, body, rate: 150, durationSeconds: ctx.duration }));
+  const cpuAfter = cpuOf(ctx);
   // Last: an overload leaves backlogs (callbacks, events) behind.
   results.push(await paced('… text at a steady 500/s', { url: ctx.base, path: '/v1/messages', method: 'POST', headers, body, rate: 500, durationSeconds: ctx.duration }));
   console.log('\n' + table(results));
@@ -45,4 +53,10 @@ export const benchMessages: BenchSection = async (ctx) => {
   console.log(`messages per second: ${max.rps} (with Idempotency-Key ${withKey.rps}); goal 1,000 → ${max.rps >= 1000 ? 'met' : 'NOT met'}`);
   console.log(`p99 at a steady 500/s: ${fixed.p99} ms (served ${fixed.rps}/s); goal under 50 ms → ${fixed.p99 < 50 && fixed.non2xx === 0 ? 'met' : 'NOT met'}`);
   console.log(`p99 at a steady 150/s: ${light.p99} ms (p50 ${light.p50} ms)`);
+  if (cpuBefore && cpuAfter) {
+    // CPU per message is steadier than throughput on a shared machine: it says where the time goes.
+    const sent = light.rps * ctx.duration;
+    const per = (k: keyof typeof cpuBefore) => (((cpuAfter[k] - cpuBefore[k]) * 1000) / sent).toFixed(2);
+    console.log(`CPU per message at 150/s: service ${per('service')} ms, its PostgreSQL ${per('postgres')} ms, simulator ${per('simulator')} ms`);
+  }
 };
