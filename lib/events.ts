@@ -13,16 +13,35 @@ export type PlatformEvent = (typeof PLATFORM_EVENTS)[number];
 export const EVENTS_CHANNEL = 'service_events';
 
 /** A Prisma client or transaction client. */
-type Tx = Pick<Prisma.TransactionClient, 'event' | '$executeRaw'>;
+type Tx = Pick<Prisma.TransactionClient, '$executeRawUnsafe'>;
 
 /**
- * Writes an event. The notification is transactional too: PostgreSQL delivers it when the
- * caller's transaction commits, and never when it rolls back.
+ * `dispatched_at` of a new event, as SQL over the statement's project id, event name and time:
+ * NULL (waiting for the fan-out) when an active registration of the project subscribes to the
+ * name, else the event's time. An event nobody listens to then costs no fan-out and no wake-up;
+ * a registration made after the event does not receive it, as with any fan-out.
+ */
+export function dispatchedAtSql(projectId: string, name: string, at: string): string {
+  return `CASE WHEN EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.project_id = ${projectId} AND w.is_active AND ${name} = ANY (w.events))
+            THEN NULL ELSE ${at} END`;
+}
+
+/** One statement: the event, and the dispatcher's wake-up when it waits for a fan-out. */
+const INSERT_EVENT = `
+  WITH e AS (
+    INSERT INTO events (id, project_id, name, data, created_at, dispatched_at)
+    SELECT $1, $2, $3, $4::jsonb, $5::timestamptz, ${dispatchedAtSql('$2', '$3', '$5::timestamptz')}
+    RETURNING project_id, dispatched_at
+  )
+  SELECT pg_notify($6, project_id) FROM e WHERE dispatched_at IS NULL`;
+
+/**
+ * Writes an event within the caller's transaction. The wake-up is transactional too: PostgreSQL
+ * delivers it when the transaction commits, and never when it rolls back.
  */
 export async function recordEvent(tx: Tx, projectId: string, name: string, data: unknown, at: Date): Promise<string> {
   const id = newId('evt', 20);
-  await tx.event.create({ data: { id, projectId, name, data: (data ?? null) as Prisma.InputJsonValue, createdAt: at } });
-  await tx.$executeRaw`SELECT pg_notify(${EVENTS_CHANNEL}, ${projectId})`;
+  await tx.$executeRawUnsafe(INSERT_EVENT, id, projectId, name, JSON.stringify(data ?? null), at, EVENTS_CHANNEL);
   return id;
 }
 
@@ -38,10 +57,6 @@ export async function insertEvent(
   at: Date,
 ): Promise<string> {
   const id = newId('evt', 20);
-  await db.query(
-    `WITH e AS (INSERT INTO events (id, project_id, name, data, created_at) VALUES ($1, $2, $3, $4::jsonb, $5) RETURNING project_id)
-     SELECT pg_notify($6, project_id) FROM e`,
-    [id, projectId, name, JSON.stringify(data ?? null), at, EVENTS_CHANNEL],
-  );
+  await db.query(INSERT_EVENT, [id, projectId, name, JSON.stringify(data ?? null), at, EVENTS_CHANNEL]);
   return id;
 }

@@ -98,6 +98,24 @@ describe('delivery format and matching', () => {
     expect(got.body.data).toBeNull();
   });
 
+  it('When no active registration subscribes to an event, then it is stored already dispatched, and one made later does not receive it', async () => {
+    const { key, runtime } = await setup();
+    const { webhook: inactive } = await register(key, '/lonely-inactive', ['lonely.event']);
+    await request(t.app).patch(`/v1/webhooks/${inactive.id}`).set('Authorization', `Bearer ${key}`).send({ is_active: false }).expect(200);
+    const event = await emitEvent(runtime, 'lonely.event', { n: 1 });
+    const row = await t.db.prisma.event.findUniqueOrThrow({ where: { id: event.id } });
+    expect(row.dispatchedAt).not.toBeNull();
+    const { webhook } = await register(key, '/lonely', ['lonely.event']);
+    await t.webhooks!.sweep();
+    await sleep(300);
+    expect(rx.at('/lonely')).toHaveLength(0);
+    expect(await t.db.prisma.webhookDelivery.count({ where: { eventId: event.id } })).toBe(0);
+    // The next one is fanned out to the registration now subscribed.
+    await emitEvent(runtime, 'lonely.event', { n: 2 });
+    const [got] = await rx.waitFor('/lonely', 1);
+    expect(JSON.parse(got.raw)).toMatchObject({ event: 'lonely.event', webhook_id: webhook.id, data: { n: 2 } });
+  });
+
   it('When two registrations subscribe to one event, then each gets it with its own id; only exact names receive', async () => {
     const { key, runtime } = await setup();
     const a = await register(key, '/match-a', ['order.shipped', 'order.paid']);

@@ -8,7 +8,7 @@
  */
 import type { AppDeps } from '../deps.js';
 import type { OpenChannel } from '../channel-settings.js';
-import { EVENTS_CHANNEL, recordEvent } from '../events.js';
+import { dispatchedAtSql, EVENTS_CHANNEL, recordEvent } from '../events.js';
 import { newId } from '../secrets.js';
 import { conversationView, messageView } from '../views.js';
 import { upsertConversation } from './conversation-store.js';
@@ -113,18 +113,18 @@ async function applyStatusRound(deps: AppDeps, projectId: string, statuses: Meta
                  AND (CASE m.status WHEN 'sent' THEN 1 WHEN 'delivered' THEN 2 WHEN 'read' THEN 3 WHEN 'failed' THEN 4 ELSE 0 END) < i.rank
                RETURNING m.id, m.conversation_id, i.wamid, i.status, i.error, i.event_id, i.ord
              ), ev AS (
-               INSERT INTO events (id, project_id, name, data, created_at)
+               INSERT INTO events (id, project_id, name, data, created_at, dispatched_at)
                SELECT upd.event_id, $1, 'message.status',
                       jsonb_build_object('message_id', upd.wamid, 'id', upd.id, 'conversation_id', upd.conversation_id, 'status', upd.status)
                         || CASE WHEN upd.error IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('error', upd.error) END,
-                      $7
+                      $7, ${dispatchedAtSql('$1', `'message.status'`, '$7')}
                FROM upd ORDER BY upd.ord
-               RETURNING project_id
+               RETURNING project_id, dispatched_at
              )
              SELECT i.ord::int AS ord,
                     EXISTS (SELECT 1 FROM upd WHERE upd.ord = i.ord)
                       OR EXISTS (SELECT 1 FROM messages WHERE project_id = $1 AND wamid = i.wamid) AS known,
-                    (SELECT pg_notify($8, project_id) FROM ev LIMIT 1) IS NULL AS quiet
+                    (SELECT pg_notify($8, project_id) FROM ev WHERE dispatched_at IS NULL LIMIT 1) IS NULL AS quiet
              FROM input i ORDER BY i.ord`,
       values: [
         projectId,
