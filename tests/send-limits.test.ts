@@ -5,7 +5,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
-import { releaseSend, reserveSend } from '../lib/messaging/quota.js';
+import pg from 'pg';
+import { releaseSend, reserveSend, reserveSends } from '../lib/messaging/quota.js';
+import { testDatabaseUrl } from './support/db.js';
 import { ApiError } from '../lib/errors.js';
 
 let t: TestApp;
@@ -46,6 +48,23 @@ describe('daily send quota', () => {
     expect(outcomes.filter((o) => o.status === 'fulfilled').length).toBe(1000);
     const rejected = outcomes.filter((o): o is PromiseRejectedResult => o.status === 'rejected');
     expect(rejected.every((o) => o.reason instanceof ApiError && o.reason.code === 'quota_exceeded')).toBe(true);
+  });
+
+  it('When 1,200 sends race through the batched reservations of two instances for a quota of 1,000, then exactly 1,000 are reserved', async () => {
+    const { project } = await setup();
+    const now = t.clock.now();
+    // Another pool is another instance: its own batcher, the same counter row.
+    const other = new pg.Pool({ connectionString: testDatabaseUrl(), max: 10 });
+    try {
+      const outcomes = await Promise.allSettled(Array.from({ length: 1200 }, (_, i) => reserveSends(i % 2 ? other : t.db.pool, project.id, 1000, now)));
+      expect(outcomes.filter((o) => o.status === 'fulfilled').length).toBe(1000);
+      const rejected = outcomes.filter((o): o is PromiseRejectedResult => o.status === 'rejected');
+      expect(rejected.every((o) => o.reason instanceof ApiError && o.reason.code === 'quota_exceeded')).toBe(true);
+      const { rows } = await t.db.pool.query('SELECT count FROM send_counters WHERE project_id = $1', [project.id]);
+      expect(rows).toEqual([{ count: 1000 }]);
+    } finally {
+      await other.end();
+    }
   });
 
   it('When concurrent sends exceed the quota over HTTP, then exactly the quota is accepted and the rest get 429 quota_exceeded', async () => {

@@ -13,8 +13,8 @@ import { ApiError } from '../errors.js';
 import { requireChannel } from '../channel-settings.js';
 import { bodyPlaceholderCount, composeMessage, type ComposedMessage } from './compose.js';
 import { isHeaderHandle, resolveMediaSlug } from '../media/assets.js';
-import { releaseSend, reserveSend, utcDay } from './quota.js';
-import { recordOutbound, WINDOW_MS, windowOpen } from './conversation-store.js';
+import { releaseSend, reserveSends } from './quota.js';
+import { recordOutbound, windowOpen } from './conversation-store.js';
 import { isChannelError, isOutsideWindowError, toApiError } from '../../channel/errors.js';
 import type { GraphMessagePayload } from '../../channel/cloud-api.js';
 
@@ -86,28 +86,17 @@ export async function sendMessage(deps: AppDeps, project: ProjectRef, body: Send
   if (message.media) await resolveMedia(deps, project.id, message, known?.components);
 
   const channel = await requireChannel(deps, project.id);
-  // One round trip in the common case: read the quota and the window, and when the window allows
-  // it, take one unit of today's quota (the WHERE is re-checked on the latest row, so it is exact).
-  // The day's first send (no counter row yet) and a full quota go through reserveSend.
-  const { rows } = await pool.query<{ daily_send_quota: number; last_inbound_at: Date | null; reserved: boolean }>({
+  const { rows } = await pool.query<{ daily_send_quota: number; last_inbound_at: Date | null }>({
     name: 'send-preconditions',
-    text: `WITH pre AS (
-             SELECT p.daily_send_quota, cv.last_inbound_at
-             FROM projects p
-             LEFT JOIN contacts ct ON ct.project_id = p.id AND ct.phone = $2
-             LEFT JOIN conversations cv ON cv.project_id = p.id AND cv.contact_id = ct.id
-             WHERE p.id = $1
-           ), res AS (
-             UPDATE send_counters SET count = count + 1
-             WHERE project_id = $1 AND day = $3::date
-               AND count < (SELECT daily_send_quota FROM pre WHERE NOT $4::boolean OR last_inbound_at > $5)
-             RETURNING count
-           )
-           SELECT pre.*, EXISTS (SELECT 1 FROM res) AS reserved FROM pre`,
-    values: [project.id, message.phone, utcDay(now), message.session, new Date(now.getTime() - WINDOW_MS)],
+    text: `SELECT p.daily_send_quota, cv.last_inbound_at
+           FROM projects p
+           LEFT JOIN contacts ct ON ct.project_id = p.id AND ct.phone = $2
+           LEFT JOIN conversations cv ON cv.project_id = p.id AND cv.contact_id = ct.id
+           WHERE p.id = $1`,
+    values: [project.id, message.phone],
   });
   if (message.session && !windowOpen(rows[0]?.last_inbound_at, now)) throw outsideWindow();
-  if (!rows[0]?.reserved) await reserveSend(pool, project.id, rows[0]?.daily_send_quota ?? 0, now);
+  await reserveSends(pool, project.id, rows[0]?.daily_send_quota ?? 0, now);
 
   let wamid: string;
   try {
