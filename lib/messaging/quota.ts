@@ -105,7 +105,7 @@ class ReservationBatcher {
         const { rowCount } = await this.pool.query({
           name: 'quota-reserve-many',
           text: 'UPDATE send_counters SET count = count + $3 WHERE project_id = $1 AND day = $2::date AND count + $3 <= $4',
-          values: [projectId, day, batch.length, Math.min(...batch.map((w) => w.limit))],
+          values: [projectId, day, batch.length, batch.reduce((min, w) => Math.min(min, w.limit), Infinity)],
         });
         if (rowCount === 1) {
           for (const w of batch) w.resolve();
