@@ -11,7 +11,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get the operator API description */
+        /**
+         * Get the operator API description
+         * @description This document, as JSON. Needs no token.
+         */
         get: operations["adminGetOpenApiDocument"];
         put?: never;
         post?: never;
@@ -28,10 +31,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List projects */
+        /**
+         * List projects
+         * @description Every project, deleted ones included, with its `status` and daily send quota.
+         */
         get: operations["adminListProjects"];
         put?: never;
-        /** Create a project */
+        /**
+         * Create a project
+         * @description Creates an active project (id generated as `prj_…` unless given). In the embedded default it is connected to a number of the bundled simulator at once.
+         */
         post: operations["adminCreateProject"];
         delete?: never;
         options?: never;
@@ -52,7 +61,10 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** Get a project */
+        /**
+         * Get a project
+         * @description One project by id; 404 when unknown.
+         */
         get: operations["adminGetProject"];
         put?: never;
         post?: never;
@@ -84,7 +96,10 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** Get a project's channel settings (never its secrets) */
+        /**
+         * Get a project's channel settings (never its secrets)
+         * @description The project's WhatsApp Cloud API number and the callback URL to configure at Meta. Tokens and secrets are stored encrypted and never returned.
+         */
         get: operations["adminGetChannel"];
         /**
          * Set a project's channel settings
@@ -113,10 +128,16 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** List a project's API keys (never their secrets) */
+        /**
+         * List a project's API keys (never their secrets)
+         * @description The project's keys with their mode, scopes and state; secrets are never returned (only a hint).
+         */
         get: operations["adminListKeys"];
         put?: never;
-        /** Mint an API key */
+        /**
+         * Mint an API key
+         * @description Mints a `pk_live_…` or `pk_test_…` key with the given scopes. The secret is in this response only; it is stored as a digest.
+         */
         post: operations["adminCreateKey"];
         delete?: never;
         options?: never;
@@ -134,7 +155,10 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** Get an API key */
+        /**
+         * Get an API key
+         * @description One key by id, without its secret.
+         */
         get: operations["adminGetKey"];
         put?: never;
         post?: never;
@@ -201,10 +225,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List agent connections */
+        /**
+         * List agent connections
+         * @description Every agent connection with the projects it reaches, their scopes and its default project.
+         */
         get: operations["adminListConnections"];
         put?: never;
-        /** Create an agent connection */
+        /**
+         * Create an agent connection
+         * @description Creates an agent connection with no projects; attach projects, then issue tokens.
+         */
         post: operations["adminCreateConnection"];
         delete?: never;
         options?: never;
@@ -222,11 +252,17 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** Get an agent connection */
+        /**
+         * Get an agent connection
+         * @description One connection by id with its projects.
+         */
         get: operations["adminGetConnection"];
         put?: never;
         post?: never;
-        /** Delete an agent connection and its tokens */
+        /**
+         * Delete an agent connection and its tokens
+         * @description Deletes the connection and revokes its access tokens at once.
+         */
         delete: operations["adminDeleteConnection"];
         options?: never;
         head?: never;
@@ -276,10 +312,16 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** List a connection's access tokens (never their secrets) */
+        /**
+         * List a connection's access tokens (never their secrets)
+         * @description The connection's access tokens with their expiry and state; secrets are never returned.
+         */
         get: operations["adminListTokens"];
         put?: never;
-        /** Issue an access token */
+        /**
+         * Issue an access token
+         * @description Issues an `mcp_at_…` access token (30 days unless `expires_in_seconds`). The secret is in this response only; it is stored as a digest.
+         */
         post: operations["adminIssueToken"];
         delete?: never;
         options?: never;

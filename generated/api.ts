@@ -127,7 +127,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List conversations, most recent activity first */
+        /**
+         * List conversations, most recent activity first
+         * @description Keyset-paged (`limit`, `cursor` → `nextCursor`; a cursor the service did not issue is 400 `invalid_cursor`); stable while messages arrive. Filters by `state`, contact `phone` and activity `since`. Each record carries `state` and its deprecated alias `status`.
+         */
         get: operations["listConversations"];
         put?: never;
         post?: never;
@@ -144,7 +147,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a conversation */
+        /**
+         * Get a conversation
+         * @description One conversation by its numeric id, with its contact, `state` (and the deprecated alias `status`) and the 24-hour window. An unknown id is 404; a malformed one is 400 `invalid_id`.
+         */
         get: operations["getConversation"];
         put?: never;
         post?: never;
@@ -167,7 +173,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List a conversation's messages, newest first */
+        /**
+         * List a conversation's messages, newest first
+         * @description The conversation's inbound and outbound messages, keyset-paged like the conversation list, each with its current delivery status.
+         */
         get: operations["listConversationMessages"];
         put?: never;
         post?: never;
@@ -184,7 +193,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List contacts, newest first */
+        /**
+         * List contacts, newest first
+         * @description Keyset-paged (`limit`, `cursor` → `nextCursor`). Filters by `phone`, `name` (contains) and `tag`.
+         */
         get: operations["listContacts"];
         put?: never;
         post?: never;
@@ -201,7 +213,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a contact */
+        /**
+         * Get a contact
+         * @description One contact by its numeric id, with its tags and attributes. An unknown id is 404; a malformed one is 400 `invalid_id`.
+         */
         get: operations["getContact"];
         put?: never;
         post?: never;
