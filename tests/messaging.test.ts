@@ -213,6 +213,28 @@ describe('channel webhook', () => {
     expect(of(b)).toEqual(['read']);
   });
 
+  it('When a notification repeats one message\'s statuses thousands of times among thousands of unknown ones, then each forward move applies once', async () => {
+    const { project, key, phoneNumberId } = await projectWithKey();
+    await inbound(phoneNumberId, '14155550126');
+    const wamid = (await send(key, { type: 'text', phone: '+14155550126', content: 'x' })).body.data.id;
+    const channel = (await openChannel({ db: t.db, secretBox: t.secretBox }, project.id))!;
+    const old = String(Math.floor(t.clock.now().getTime() / 1000) - 3600); // unknown ids this old are not retried
+    const statuses = [
+      ...Array.from({ length: 10_000 }, (_, i) => ({ id: wamid, status: i % 2 ? 'read' : 'delivered', timestamp: old })),
+      ...Array.from({ length: 10_000 }, (_, i) => ({ id: `wamid.unknown${i}`, status: 'delivered', timestamp: old })),
+    ];
+    const body = JSON.stringify({ object: 'whatsapp_business_account', entry: [{ id: channel.wabaId, changes: [{ field: 'messages', value: {
+      messaging_product: 'whatsapp', metadata: { phone_number_id: phoneNumberId }, statuses } }] }] });
+    const signature = 'sha256=' + createHmac('sha256', channel.appSecret).update(body).digest('hex');
+    const res = await request(t.app).post(`/channel/${project.id}/webhook`).set('Content-Type', 'application/json').set('X-Hub-Signature-256', signature).send(body);
+    expect(res.status).toBe(200);
+    expect(res.body.data).toMatchObject({ statuses: 10_000, retryLater: false });
+    const got = await request(t.app).get(`/v1/messages/${wamid}`).set('Authorization', `Bearer ${key}`);
+    expect(got.body.data.status).toBe('read');
+    const events = await t.db.prisma.event.findMany({ where: { projectId: project.id, name: 'message.status' } });
+    expect(events.map((e) => (e.data as any).status).sort()).toEqual(['delivered', 'read']);
+  });
+
   it('When a message fails, then the provider error is kept', async () => {
     const { key, phoneNumberId } = await projectWithKey();
     await inbound(phoneNumberId, '14155550121');

@@ -83,18 +83,31 @@ async function applyMessage(deps: AppDeps, channel: OpenChannel, m: MetaMessage,
  * unknown one may not be recorded yet).
  */
 async function applyStatuses(deps: AppDeps, channel: OpenChannel, statuses: MetaStatus[], now: Date): Promise<boolean[]> {
-  const known = statuses.map(() => true);
   // Statuses we do not track (e.g. "deleted") and malformed ones are acknowledged as known.
-  let rest = statuses
-    .map((s, i) => ({ s, i }))
-    .filter(({ s }) => typeof s?.id === 'string' && s.id.length <= 256 && Object.hasOwn(STATUS_RANK, s.status));
-  while (rest.length) {
-    const seen = new Set<string>();
-    const round = rest.filter(({ s }) => !seen.has(s.id) && seen.add(s.id));
-    rest = rest.filter((x) => !round.includes(x));
+  const known = statuses.map(() => true);
+  // Within one notification, only a forward move of a wamid can change anything: a status not
+  // above an earlier one for the same wamid shares that one's outcome. So a wamid takes at most
+  // one round per rank (4), however long the notification.
+  const rounds: Array<Array<{ s: MetaStatus; i: number }>> = [];
+  const latest = new Map<string, { rank: number; i: number; round: number }>();
+  const sameAs: Array<[number, number]> = [];
+  statuses.forEach((s, i) => {
+    if (typeof s?.id !== 'string' || s.id.length > 256 || !Object.hasOwn(STATUS_RANK, s.status)) return;
+    const rank = STATUS_RANK[s.status];
+    const before = latest.get(s.id);
+    if (before && rank <= before.rank) {
+      sameAs.push([i, before.i]);
+      return;
+    }
+    const round = before ? before.round + 1 : 0;
+    latest.set(s.id, { rank, i, round });
+    (rounds[round] ??= []).push({ s, i });
+  });
+  for (const round of rounds) {
     const rows = await applyStatusRound(deps, channel.projectId, round.map(({ s }) => s), now);
     round.forEach(({ i }, k) => (known[i] = rows[k]));
   }
+  for (const [i, earlier] of sameAs) known[i] = known[earlier];
   return known;
 }
 
