@@ -91,7 +91,9 @@ describe('shutdown', () => {
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     const t0 = Date.now();
     child.kill('SIGTERM');
-    const code = await Promise.race([exited, new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 15_000))]);
+    let timer: NodeJS.Timeout | undefined;
+    const code = await Promise.race([exited, new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), 15_000)))]);
+    clearTimeout(timer);
     busy = false;
     await hammer;
     agent.destroy();
