@@ -10,6 +10,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { BenchSection } from './context.js';
+import { cpuSeconds } from './harness.js';
 
 const RECEIVERS = 10;
 const FAILING = 1;
@@ -141,11 +142,13 @@ export const benchWebhooks: BenchSection = async (ctx) => {
   const targetEventRate = Math.ceil(GOAL_RATE / healthy);
   await run('warm-up', 2, { rate: 50 });
   const halfRate = Math.ceil(targetEventRate / 2);
-  const runs = [
-    await run(`fixed ${targetEventRate} events/s (≈${targetEventRate * healthy} deliveries/s)`, ctx.duration, { rate: targetEventRate }),
-    await run(`fixed ${halfRate} events/s (≈${halfRate * healthy} deliveries/s)`, ctx.duration, { rate: halfRate }),
-    await run('max rate, 64 emitters', ctx.duration, { concurrency: 64 }),
-  ];
+  const runs = [await run(`fixed ${targetEventRate} events/s (≈${targetEventRate * healthy} deliveries/s)`, ctx.duration, { rate: targetEventRate })];
+  // CPU per delivery at half the goal: the service, its PostgreSQL, and this process (the receivers
+  // and the emitters), which shares the machine with them.
+  const before = { service: cpuSeconds(ctx.pids.service), bench: process.cpuUsage() };
+  runs.push(await run(`fixed ${halfRate} events/s (≈${halfRate * healthy} deliveries/s)`, ctx.duration, { rate: halfRate }));
+  const after = { service: cpuSeconds(ctx.pids.service), bench: process.cpuUsage(before.bench) };
+  runs.push(await run('max rate, 64 emitters', ctx.duration, { concurrency: 64 }));
 
   const rows = [
     ['webhook fan-out (10 receivers, 1 failing)', 'events/s', 'deliveries/s', 'delivered', 'p50 ms', 'p99 ms', 'max ms', 'failing attempts', 'emit errors'],
@@ -172,6 +175,14 @@ export const benchWebhooks: BenchSection = async (ctx) => {
       `${complete ? '' : ' (INCOMPLETE: some deliveries missing)'}; goal 2,000/s with p99 under 1,000 ms → ${rate >= GOAL_RATE * 0.98 && p99 < 1000 && complete ? 'met' : 'NOT met'}`,
   );
   console.log(`at half the goal rate: p99 event→delivery ${quantile(runs[1].latencies, 0.99)} ms`);
+  if (before.service && after.service && runs[1].delivered > 0) {
+    const per = (seconds: number) => ((seconds * 1000) / runs[1].delivered).toFixed(2);
+    console.log(
+      `CPU per delivery at half the goal rate: service ${per(after.service.self - before.service.self)} ms, ` +
+        `its PostgreSQL ${per(after.service.descendants - before.service.descendants)} ms, ` +
+        `receivers and emitters (this process) ${per((after.bench.user + after.bench.system) / 1e6)} ms`,
+    );
+  }
   console.log(`max rate: ${(runs[2].delivered / runs[2].seconds).toFixed(0)} deliveries/s, p99 ${quantile(runs[2].latencies, 0.99)} ms`);
 
   for (const id of webhookIds) {
