@@ -24,7 +24,7 @@ export function runtimeEventsRouter(deps: AppDeps): Router {
   router.post(
     '/runtime/events',
     async (req: Request, _res: Response, next) => {
-      const token = await resolveRuntimeToken(deps.db, req.headers.authorization);
+      const token = await resolveRuntimeToken(deps.db, req.headers.authorization, deps.credentialCache);
       req.runtimeProjectId = token.projectId;
       req.runtimeTokenId = token.tokenId;
       next();

@@ -48,10 +48,10 @@ export async function openChannel(deps: Deps, projectId: string): Promise<OpenCh
   // This runs on every send and every channel callback: cached (operator writes invalidate it),
   // else one prepared statement.
   const now = Date.now();
-  const cached = deps.credentialCache?.getChannel<OpenChannel>(projectId, now);
+  const cached = deps.credentialCache?.lookup(`channel:${projectId}`, now) as OpenChannel | undefined;
   if (cached) return cached;
   const channel = await readChannel(deps, projectId);
-  if (channel) deps.credentialCache?.setChannel(projectId, channel, now);
+  if (channel) deps.credentialCache?.store(`channel:${projectId}`, channel, now);
   return channel;
 }
 

@@ -1,9 +1,9 @@
 /**
- * A short-lived in-process cache of resolved credentials and opened channel settings, so the hot
- * path (every request, every send, every channel callback) does not query the database and
- * decrypt secrets each time. It is only trusted while this instance hears invalidations:
+ * A short-lived in-process cache of resolved credentials, runtime tokens and opened channel
+ * settings, so the hot paths (every request, send, channel callback and custom event) do not
+ * query the database and decrypt secrets each time. It is only trusted while this instance hears invalidations:
  *
- * - every operator write (keys, projects, connections, tokens) clears the local cache before its
+ * - every operator write (keys, projects, connections, tokens, channels) clears the local cache before its
  *   response leaves and sends `NOTIFY credentials_changed`, which clears every other instance's;
  * - while the LISTEN connection is down the cache is bypassed (and cleared on reconnect);
  * - entries also expire after `ttlMs`, and access-token expiry is checked on every use.
@@ -82,16 +82,11 @@ export class CredentialCache {
     this.store(digest, credential, now, expiresAt);
   }
 
-  /** A project's opened channel settings (secrets decrypted). */
-  getChannel<T>(projectId: string, now: number): T | undefined {
-    return this.lookup(`channel:${projectId}`, now) as T | undefined;
-  }
-
-  setChannel<T>(projectId: string, channel: T, now: number): void {
-    this.store(`channel:${projectId}`, channel, now);
-  }
-
-  private lookup(key: string, now: number): unknown {
+  /**
+   * Anything else operator writes govern, under a key of its kind, e.g. `channel:<project id>`
+   * (opened channel settings) or `rt:<digest>` (a runtime token and its project's state).
+   */
+  lookup(key: string, now: number): unknown {
     if (!this.listening) return undefined;
     const entry = this.entries.get(key);
     if (!entry) return undefined;
@@ -102,7 +97,7 @@ export class CredentialCache {
     return entry.value;
   }
 
-  private store(key: string, value: unknown, now: number, expiresAt?: Date): void {
+  store(key: string, value: unknown, now: number, expiresAt?: Date): void {
     if (!this.listening) return;
     if (this.entries.size >= (this.opts.maxEntries ?? 10_000)) this.entries.clear();
     this.entries.set(key, { value, cachedAt: now, expiresAt: expiresAt?.getTime() });

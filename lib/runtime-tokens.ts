@@ -3,6 +3,7 @@
  * events), never accepted on /v1 and never carrying scopes. Minted by operators, one project
  * each; only the SHA-256 digest is stored, the secret is shown once; revocation is immediate.
  */
+import type { CredentialCache } from './credential-cache.js';
 import type { Database } from './db/database.js';
 import { ApiError } from './errors.js';
 import { hashSecret, newId, newSecret, safeEqual, secretHint } from './secrets.js';
@@ -27,18 +28,40 @@ export async function mintRuntimeToken(db: Database, projectId: string, now: Dat
 
 const BEARER = /^Bearer[ \t]+(rt_[A-Za-z0-9]{1,200})[ \t]*$/i;
 
-/** The project of a runtime bearer; 401 when absent or unknown, 403 when the project is not active. */
-export async function resolveRuntimeToken(db: Database, authorization: string | undefined): Promise<{ projectId: string; tokenId: string }> {
+interface TokenRow {
+  id: string;
+  project_id: string;
+  secret_hash: string;
+  revoked_at: Date | null;
+  status: string;
+}
+
+/**
+ * The project of a runtime bearer; 401 when absent or unknown, 403 when the project is not
+ * active. Found tokens are cached with the credentials (revoking one, or pausing its project,
+ * is an operator write, which clears the cache everywhere).
+ */
+export async function resolveRuntimeToken(
+  db: Database,
+  authorization: string | undefined,
+  cache?: CredentialCache,
+): Promise<{ projectId: string; tokenId: string }> {
   if (!authorization) throw new ApiError('api_key_required', 'Send Authorization: Bearer <runtime token> (rt_…).');
   const match = BEARER.exec(authorization);
   if (!match) throw new ApiError('invalid_token', 'The runtime token is malformed, unknown or revoked.');
   const digest = hashSecret(match[1]);
-  const { rows } = await db.pool.query<{ id: string; project_id: string; secret_hash: string; revoked_at: Date | null; status: string }>(
-    `SELECT t.id, t.project_id, t.secret_hash, t.revoked_at, p.status::text AS status
-       FROM runtime_tokens t JOIN projects p ON p.id = t.project_id WHERE t.secret_hash = $1`,
-    [digest],
-  );
-  const row = rows[0];
+  const now = Date.now();
+  let row = cache?.lookup(`rt:${digest}`, now) as TokenRow | undefined;
+  if (!row) {
+    const { rows } = await db.pool.query<TokenRow>({
+      name: 'runtime-token',
+      text: `SELECT t.id, t.project_id, t.secret_hash, t.revoked_at, p.status::text AS status
+               FROM runtime_tokens t JOIN projects p ON p.id = t.project_id WHERE t.secret_hash = $1`,
+      values: [digest],
+    });
+    row = rows[0];
+    if (row) cache?.store(`rt:${digest}`, row, now);
+  }
   if (!row || row.revoked_at || !safeEqual(row.secret_hash, digest)) {
     throw new ApiError('invalid_token', 'The runtime token is malformed, unknown or revoked.');
   }
