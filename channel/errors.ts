@@ -326,6 +326,11 @@ function detailsOf(e: ChannelError): Record<string, unknown> {
   return d;
 }
 
+/** What an upstream failure becomes for our caller: a channel error its ApiError, anything else itself. */
+export function asApiError(e: unknown): unknown {
+  return isChannelError(e) ? toApiError(e) : e;
+}
+
 /** Map onto the spec's envelope: auth → 502 `upstream_auth_error`; anything else → 502 `upstream_error`. */
 export function toApiError(e: ChannelError): ApiError {
   const details = detailsOf(e);

@@ -23,7 +23,7 @@ import { ApiError } from './errors.js';
 import { newId } from './secrets.js';
 import { requireChannel } from './channel-settings.js';
 import { isUniqueViolation } from './db/errors.js';
-import { isChannelError, isTemplateExists, isTemplateRejection, toApiError, toInvalidTemplateError } from '../channel/errors.js';
+import { asApiError, isChannelError, isTemplateExists, isTemplateRejection, toInvalidTemplateError } from '../channel/errors.js';
 import type { GraphTemplateDefinitionComponent } from '../channel/cloud-api.js';
 
 type CreateTemplateRequest = components['schemas']['CreateTemplateRequest'];
@@ -124,8 +124,7 @@ export async function createTemplate(deps: AppDeps, project: ProjectRef, body: C
     await prisma.template.delete({ where: { id } }).catch(() => undefined);
     if (isTemplateExists(e)) throw exists(body.name, body.language);
     if (isTemplateRejection(e)) throw toInvalidTemplateError(e);
-    if (isChannelError(e)) throw toApiError(e);
-    throw e;
+    throw asApiError(e);
   }
   // A decision may already have arrived (inbound matches a row without a channel id by name and
   // language); keep it.
@@ -176,10 +175,7 @@ export async function deleteTemplate(deps: AppDeps, project: ProjectRef, name: s
     if (!one || one.channelTemplateId) await deps.channel.deleteTemplate(channel, { name, hsmId: one?.channelTemplateId ?? undefined });
   } catch (e) {
     // A 4xx rejection means the channel has no such template any more: ours goes too.
-    if (!(isChannelError(e) && e.kind === 'rejected')) {
-      if (isChannelError(e)) throw toApiError(e);
-      throw e;
-    }
+    if (!(isChannelError(e) && e.kind === 'rejected')) throw asApiError(e);
   }
   await prisma.template.deleteMany({ where: { id: { in: rows.map((r) => r.id) } } });
   return rows.map((r) => ({ name: r.name, language: r.language }));

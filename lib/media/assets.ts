@@ -24,7 +24,7 @@ import { ApiError } from '../errors.js';
 import { newId } from '../secrets.js';
 import { requireChannel } from '../channel-settings.js';
 import { isUniqueViolation } from '../db/errors.js';
-import { isChannelError, toApiError } from '../../channel/errors.js';
+import { asApiError } from '../../channel/errors.js';
 import { blobStoreOf } from '../storage/blob-store.js';
 import type { UploadBudget } from './budget.js';
 import { fileTooLarge } from './errors.js';
@@ -155,8 +155,7 @@ export async function createMediaAsset(deps: AppDeps, project: ProjectRef, incom
     try {
       ({ id: mediaId } = await deps.channel.uploadMedia(channel, { data: createReadStream(file.path), mimeType: mime, filename, size: file.size }));
     } catch (e) {
-      if (isChannelError(e)) throw toApiError(e);
-      throw e;
+      throw asApiError(e);
     }
     const uploadedAt = deps.clock.now();
     await blobs.putFile(storageKey, file.path, { size: file.size, contentType: mime, sha256: file.sha256 });

@@ -18,7 +18,7 @@ import type { AppDeps } from '../deps.js';
 import type { ProjectRef } from '../credentials.js';
 import { ApiError } from '../errors.js';
 import { requireChannel } from '../channel-settings.js';
-import { isChannelError, toApiError } from '../../channel/errors.js';
+import { asApiError } from '../../channel/errors.js';
 import type { UploadBudget } from './budget.js';
 import { fileTooLarge } from './errors.js';
 import { fetchSource } from './source.js';
@@ -73,8 +73,7 @@ export async function createHeaderSample(
         fileLength: file.size,
       }));
     } catch (e) {
-      if (isChannelError(e)) throw toApiError(e);
-      throw e;
+      throw asApiError(e);
     }
     await deps.db.prisma.headerSample.create({
       data: { handle, projectId: project.id, format, filename, mimeType: mime, size: file.size, createdAt: deps.clock.now() },

@@ -15,7 +15,7 @@ import { bodyPlaceholderCount, composeMessage, type ComposedMessage } from './co
 import { isHeaderHandle, resolveMediaSlug } from '../media/assets.js';
 import { releaseSend, reserveSends } from './quota.js';
 import { recordOutbound, windowOpen } from './conversation-store.js';
-import { isChannelError, isOutsideWindowError, toApiError } from '../../channel/errors.js';
+import { asApiError, isOutsideWindowError } from '../../channel/errors.js';
 import type { GraphMessagePayload } from '../../channel/cloud-api.js';
 
 type SendRequest = components['schemas']['SendMessageRequest'];
@@ -105,8 +105,7 @@ export async function sendMessage(deps: AppDeps, project: ProjectRef, body: Send
   } catch (e) {
     await releaseSend(pool, project.id, now).catch((err) => deps.logger.error('quota release failed', { error: String(err) }));
     if (isOutsideWindowError(e)) throw outsideWindow();
-    if (isChannelError(e)) throw toApiError(e);
-    throw e;
+    throw asApiError(e);
   }
 
   await recordOutbound(pool, project.id, message, wamid, now);
