@@ -185,6 +185,20 @@ describe('platform events', () => {
     expect(data.conversation.state).toBe(data.conversation.status);
   });
 
+  it('When the project sends a message, then message.received is not raised for it (inbound only)', async () => {
+    const { project, key } = await setup(['webhooks:manage', 'events:message_received', 'events:message_status', 'messages:send']);
+    await register(key, '/inbound-only', ['message.received']);
+    await register(key, '/inbound-only-status', ['message.status']);
+    const { phoneNumberId } = await channelOf(project.id);
+    await request(t.sim!.url).post('/_sim/inbound').send({ phone_number_id: phoneNumberId, from: '14155550172', text: 'hi' });
+    await rx.waitFor('/inbound-only', 1);
+    const sent = await request(t.app).post('/v1/messages').set('Authorization', `Bearer ${key}`).send({ type: 'text', phone: '+14155550172', content: 'Reply' });
+    expect(sent.status).toBe(200);
+    // Once its statuses have been delivered, the outbound message has had every chance to raise one.
+    await rx.waitFor('/inbound-only-status', 2);
+    expect(rx.at('/inbound-only').map((r) => r.body.data.message.direction)).toEqual(['inbound']);
+  });
+
   it('When an outbound message is delivered and read, then message.status carries message_id and status', async () => {
     const { project, key } = await setup(['webhooks:manage', 'events:message_status', 'messages:send']);
     await register(key, '/status', ['message.status']);
