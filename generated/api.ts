@@ -506,6 +506,100 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tables/{table}/rows": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Table name (lower-case letters, digits, underscores; not starting with a digit).
+                 * @example orders
+                 */
+                table: components["parameters"]["TableNamePath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read rows of a project table
+         * @description Reads rows from a base table of the project's own database, in the `public` (production,
+         *     default) or `preview` (development sandbox) schema.
+         *
+         *     * `columns`: comma-separated projection (default: every column). `filters`: a JSON array of
+         *       up to 20 predicates `{column, op, value}`, AND-joined; ops `eq neq gt gte lt lte like ilike is`.
+         *       `is` takes only null, true or false (true/false on boolean columns only). Any other op
+         *       with a null value (or the string "null") is 400 `null_filter_value`. Values are cast to
+         *       the column's type; one that does not fit is 400 `invalid_value` naming the column.
+         *     * `like`/`ilike`: `%` any sequence, `_` one character; `\` escapes: `\%`, `\_` and `\\`
+         *       match a literal `%`, `_` and `\` (any other `\` is 400). A `*` is 400. A non-text column
+         *       is matched through its text form.
+         *     * An unknown column in `columns`, `filters` or `order_by` is 400 `unknown_column`.
+         *     * Ordering: `order_by` (default: the primary key) and `direction` (`asc` default, NULLs
+         *       last; `desc`, NULLs first); every primary-key column is appended as tie-breaker. Pages of
+         *       `limit` rows (1 to 50, default 20); `pagination.hasMore` comes from one extra row (no
+         *       count). `nextCursor` (at most 200 characters) is bound to the table, schema, ordering and
+         *       filters: reusing it with another query is 400 `invalid_cursor`. Paging is exact with
+         *       duplicate and NULL sort values.
+         *     * A table without a primary key is read in physical order: `pagination.ordered` is false and
+         *       rows changed while paging may repeat or be skipped.
+         *     * Values: booleans, 16/32-bit integers and floats as numbers, json/jsonb as JSON, anything
+         *       else (bigint, numeric, dates, uuid, arrays…) as PostgreSQL's text form (timestamps in UTC).
+         *     * Platform tables (`_platform_…`) are 403 `platform_table_forbidden`; an unknown table, a
+         *       view or any other relation is 404 `table_not_found`. A query that exceeds the statement
+         *       timeout is 503 `query_timeout`.
+         */
+        get: operations["listTableRows"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete the rows of a project table that match a filter
+         * @description Deletes every row matching `filters` (required, 1 to 20 predicates, the read rules except
+         *     that `like` and `ilike` are refused). `dry_run=true` changes nothing and reports what would
+         *     be deleted. `max_affected` refuses a larger delete with 409 `max_affected_exceeded`
+         *     (nothing deleted). The response carries the affected count and at most 50 deleted rows.
+         */
+        delete: operations["deleteTableRows"];
+        options?: never;
+        head?: never;
+        /**
+         * Update the rows of a project table that match a filter
+         * @description Sets `set`'s columns on every row matching `filters` (required, 1 to 20 predicates, the
+         *     read rules except that `like` and `ilike` are refused). `dry_run: true` changes nothing and
+         *     reports what would change. `max_affected` refuses a larger change with 409
+         *     `max_affected_exceeded` (nothing changed). The response carries the affected count and at
+         *     most 50 changed rows (new values), with `rows_truncated`. A constraint violation is 409
+         *     `conflict`; a value that does not fit its column is 400 `invalid_value`.
+         */
+        patch: operations["updateTableRows"];
+        trace?: never;
+    };
+    "/v1/tables/{table}/schema": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Table name (lower-case letters, digits, underscores; not starting with a digit).
+                 * @example orders
+                 */
+                table: components["parameters"]["TableNamePath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Describe a project table's columns
+         * @description The columns of a base table of the project's `public` (default) or `preview` schema: name,
+         *     PostgreSQL type name, nullable, default expression and primary-key flag. Same 403
+         *     `platform_table_forbidden` and 404 `table_not_found` as the rows endpoint.
+         */
+        get: operations["getTableSchema"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     "message.received": {
@@ -991,7 +1085,7 @@ export interface components {
          *     capability layer and are matched like any other.
          * @enum {string}
          */
-        ErrorCode: "bad_request" | "invalid_request" | "invalid_json" | "invalid_id" | "invalid_cursor" | "invalid_idempotency_key" | "invalid_project_header" | "project_required" | "invalid_template" | "invalid_header_handle" | "invalid_media_id" | "empty_file" | "source_url_forbidden" | "download_failed" | "invalid_phone" | "missing_recipient" | "missing_template_name" | "missing_language" | "template_variable_mismatch" | "unsupported_message_type" | "too_many_buttons" | "null_filter_value" | "unknown_column" | "api_key_required" | "invalid_api_key" | "invalid_token" | "insufficient_scope" | "project_inactive" | "project_not_attached" | "no_project_access" | "protected_file" | "platform_table_forbidden" | "not_found" | "table_not_found" | "method_not_allowed" | "outside_24h_window" | "template_exists" | "idempotency_in_progress" | "idempotency_key_mismatch" | "conflict" | "channel_not_configured" | "file_too_large" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "quota_exceeded" | "server_error" | "upstream_error" | "upstream_auth_error" | "build_failed" | "flow_generation_failed" | "flow_update_failed" | "invalid_webhook_url" | "webhook_target_forbidden" | "invalid_event_list" | "invalid_event_name" | "duplicate_event" | "reserved_event_name" | "webhook_limit_reached" | "INVALID_STATE" | "PROJECT_NOT_FOUND" | "SEGMENT_NOT_FOUND" | "MEDIA_EXPIRED" | "BROADCAST_NOT_FOUND";
+        ErrorCode: "bad_request" | "invalid_request" | "invalid_json" | "invalid_id" | "invalid_cursor" | "invalid_idempotency_key" | "invalid_project_header" | "project_required" | "invalid_template" | "invalid_header_handle" | "invalid_media_id" | "empty_file" | "source_url_forbidden" | "download_failed" | "invalid_phone" | "missing_recipient" | "missing_template_name" | "missing_language" | "template_variable_mismatch" | "unsupported_message_type" | "too_many_buttons" | "null_filter_value" | "unknown_column" | "invalid_value" | "api_key_required" | "invalid_api_key" | "invalid_token" | "insufficient_scope" | "project_inactive" | "project_not_attached" | "no_project_access" | "protected_file" | "platform_table_forbidden" | "not_found" | "table_not_found" | "method_not_allowed" | "outside_24h_window" | "template_exists" | "idempotency_in_progress" | "idempotency_key_mismatch" | "conflict" | "channel_not_configured" | "file_too_large" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "quota_exceeded" | "server_error" | "upstream_error" | "upstream_auth_error" | "build_failed" | "flow_generation_failed" | "flow_update_failed" | "invalid_webhook_url" | "webhook_target_forbidden" | "invalid_event_list" | "invalid_event_name" | "duplicate_event" | "reserved_event_name" | "webhook_limit_reached" | "max_affected_exceeded" | "query_timeout" | "INVALID_STATE" | "PROJECT_NOT_FOUND" | "SEGMENT_NOT_FOUND" | "MEDIA_EXPIRED" | "BROADCAST_NOT_FOUND";
         ErrorDetail: {
             code: components["schemas"]["ErrorCode"];
             /** @description Human-readable explanation; may change, never branch on it. */
@@ -1449,6 +1543,77 @@ export interface components {
                 [key: string]: components["schemas"]["AttributeValue"];
             };
         };
+        /** @enum {string} */
+        TableSchemaName: "public" | "preview";
+        /** @description One row, keyed by column name. */
+        TableRow: {
+            [key: string]: unknown;
+        };
+        TableFilter: {
+            column: string;
+            /** @enum {string} */
+            op: "eq" | "neq" | "gt" | "gte" | "lt" | "lte" | "is";
+            value: string | number | boolean | null;
+        };
+        TableRowsResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                table: string;
+                schema: components["schemas"]["TableSchemaName"];
+                rows: components["schemas"]["TableRow"][];
+                pagination: {
+                    hasMore: boolean;
+                    /** @description Pass as `cursor` for the next page; null on the last page. */
+                    nextCursor: string | null;
+                    /** @description False for a table without a primary key: pages are in physical order and may repeat or skip rows changed meanwhile. */
+                    ordered: boolean;
+                };
+            };
+        };
+        TableColumn: {
+            name: string;
+            /** @description PostgreSQL type name, e.g. text, integer, timestamp with time zone. */
+            type: string;
+            nullable: boolean;
+            /** @description Default expression. */
+            default_value: string | null;
+            is_primary_key: boolean;
+        };
+        TableSchemaResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                table: string;
+                schema: components["schemas"]["TableSchemaName"];
+                columns: components["schemas"]["TableColumn"][];
+            };
+        };
+        UpdateTableRowsRequest: {
+            schema?: components["schemas"]["TableSchemaName"];
+            filters: components["schemas"]["TableFilter"][];
+            /** @description New values by column name (null sets NULL). */
+            set: {
+                [key: string]: string | number | boolean | null;
+            };
+            /** @default false */
+            dry_run: boolean;
+            max_affected?: number;
+        };
+        TableWriteResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                table: string;
+                schema: components["schemas"]["TableSchemaName"];
+                dry_run: boolean;
+                /** @description Rows changed (or that would change on a dry run). */
+                affected: number;
+                rows: components["schemas"]["TableRow"][];
+                /** @description True when more rows changed than are listed. */
+                rows_truncated: boolean;
+            };
+        };
     };
     responses: {
         /** @description Validation failure (`invalid_request`, `invalid_json`, `invalid_project_header`, `project_required`, …). */
@@ -1565,6 +1730,16 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
+        /** @description The query exceeded the statement timeout (`query_timeout`); narrow it or page with smaller pages. */
+        QueryTimeout: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
         /**
          * @description Any 2xx status acknowledges the delivery; the response body is ignored (and not read beyond
          *     64 KiB). Any other status (3xx included: redirects are never followed), no answer within
@@ -1634,6 +1809,18 @@ export interface components {
          */
         WebhookEventHeader: string;
         WebhookUserAgentHeader: "Service-Webhooks/1.0";
+        /**
+         * @description Table name (lower-case letters, digits, underscores; not starting with a digit).
+         * @example orders
+         */
+        TableNamePath: string;
+        /** @description `public` (production, default) or `preview` (the development sandbox). */
+        TableSchemaQuery: "public" | "preview";
+        /**
+         * @description JSON array of at most 20 predicates `{column, op, value}`, AND-joined.
+         * @example [{"column":"status","op":"eq","value":"paid"},{"column":"note","op":"like","value":"100\\%%"}]
+         */
+        TableFiltersQuery: string;
     };
     requestBodies: never;
     headers: {
@@ -2738,6 +2925,219 @@ export interface operations {
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+        };
+    };
+    listTableRows: {
+        parameters: {
+            query?: {
+                /** @description `public` (production, default) or `preview` (the development sandbox). */
+                schema?: components["parameters"]["TableSchemaQuery"];
+                /**
+                 * @description Comma-separated column names; omitted means every column.
+                 * @example id,name,created_at
+                 */
+                columns?: string;
+                /**
+                 * @description JSON array of at most 20 predicates `{column, op, value}`, AND-joined.
+                 * @example [{"column":"status","op":"eq","value":"paid"},{"column":"note","op":"like","value":"100\\%%"}]
+                 */
+                filters?: components["parameters"]["TableFiltersQuery"];
+                /**
+                 * @description Column to sort by; default the primary key. Primary-key columns are appended as tie-breakers.
+                 * @example created_at
+                 */
+                order_by?: string;
+                /** @description Sort direction of `order_by` and the tie-breakers (`asc` puts NULLs last, `desc` first). */
+                direction?: "asc" | "desc";
+                /** @description Page size, 1 to 50. */
+                limit?: number;
+                /** @description The `nextCursor` of the previous page, unchanged, with the same query. Anything else is 400 `invalid_cursor`. */
+                cursor?: string;
+            };
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description Table name (lower-case letters, digits, underscores; not starting with a digit).
+                 * @example orders
+                 */
+                table: components["parameters"]["TableNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of rows. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TableRowsResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["QueryTimeout"];
+        };
+    };
+    deleteTableRows: {
+        parameters: {
+            query: {
+                /** @description `public` (production, default) or `preview` (the development sandbox). */
+                schema?: components["parameters"]["TableSchemaQuery"];
+                /**
+                 * @description JSON array of 1 to 20 predicates `{column, op, value}`, AND-joined; no `like`/`ilike`.
+                 * @example [{"column":"id","op":"eq","value":42}]
+                 */
+                filters: string;
+                /** @description Report what would be deleted, delete nothing. */
+                dry_run?: boolean;
+                /** @description Refuse (409 `max_affected_exceeded`) when more rows would be deleted. */
+                max_affected?: number;
+            };
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description Table name (lower-case letters, digits, underscores; not starting with a digit).
+                 * @example orders
+                 */
+                table: components["parameters"]["TableNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What was deleted (or would be, on a dry run). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TableWriteResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["QueryTimeout"];
+        };
+    };
+    updateTableRows: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description Table name (lower-case letters, digits, underscores; not starting with a digit).
+                 * @example orders
+                 */
+                table: components["parameters"]["TableNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateTableRowsRequest"];
+            };
+        };
+        responses: {
+            /** @description What changed (or would change, on a dry run). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TableWriteResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["QueryTimeout"];
+        };
+    };
+    getTableSchema: {
+        parameters: {
+            query?: {
+                /** @description `public` (production, default) or `preview` (the development sandbox). */
+                schema?: components["parameters"]["TableSchemaQuery"];
+            };
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description Table name (lower-case letters, digits, underscores; not starting with a digit).
+                 * @example orders
+                 */
+                table: components["parameters"]["TableNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The table's columns, in table order. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TableSchemaResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["QueryTimeout"];
         };
     };
 }

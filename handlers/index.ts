@@ -9,6 +9,7 @@ import * as contacts from './contacts.js';
 import * as templates from './templates.js';
 import * as media from './media.js';
 import * as webhooks from './webhooks.js';
+import * as tables from './tables.js';
 
 export const handlers: Handlers<operations> = {
   ping: meta.ping,
@@ -37,4 +38,8 @@ export const handlers: Handlers<operations> = {
   getWebhook: webhooks.getWebhook,
   updateWebhook: webhooks.updateWebhook,
   deleteWebhook: webhooks.deleteWebhook,
+  listTableRows: tables.listTableRows,
+  getTableSchema: tables.getTableSchema,
+  updateTableRows: tables.updateTableRows,
+  deleteTableRows: tables.deleteTableRows,
 };

@@ -31,6 +31,8 @@ export interface Config {
   runtimeEventsPerMinute: number;
   /** Longest a resolved credential is reused without a database read (0: never cached). */
   credentialCacheTtlMs: number;
+  /** Statement (and lock) timeout of every query on a project's own tables. */
+  tablesStatementTimeoutMs: number;
   logLevel: string;
   /** Graph API base URL; unset in the embedded default means the bundled simulator. */
   graphBaseUrl?: string;
@@ -98,6 +100,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 60, 1),
     runtimeEventsPerMinute: int(env, 'RUNTIME_EVENTS_PER_MINUTE', 6000, 1),
     credentialCacheTtlMs: int(env, 'CREDENTIAL_CACHE_TTL_MS', 10000, 0, 3600000),
+    tablesStatementTimeoutMs: int(env, 'TABLES_STATEMENT_TIMEOUT_MS', 5000, 1, 600000),
     logLevel: str(env, 'LOG_LEVEL') ?? 'info',
     graphBaseUrl: str(env, 'GRAPH_BASE_URL')?.replace(/\/+$/, ''),
     graphApiVersion: str(env, 'GRAPH_API_VERSION') ?? 'v21.0',

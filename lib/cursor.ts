@@ -31,11 +31,16 @@ function mac(payloadPart: string, scope: string, secret: Buffer): Buffer {
 }
 
 /** A cursor for `payload` (a small JSON array) bound to `scope`. */
-export function encodeCursor(payload: unknown[], scope: string, secret: Buffer): string {
-  const payloadPart = Buffer.from(JSON.stringify(payload), 'utf8').toString('base64url');
-  const cursor = `${payloadPart}.${mac(payloadPart, scope, secret).toString('base64url')}`;
-  if (cursor.length > MAX_CURSOR_LENGTH) throw new Error(`cursor too long (${cursor.length} characters)`);
+export function encodeCursor(payload: unknown[], scope: string, secret: Buffer, maxLength = MAX_CURSOR_LENGTH): string {
+  const cursor = encodeCursorUnchecked(payload, scope, secret);
+  if (cursor.length > maxLength) throw new Error(`cursor too long (${cursor.length} characters)`);
   return cursor;
+}
+
+/** The cursor whatever its length (for callers that fall back to a shorter form when it is too long). */
+export function encodeCursorUnchecked(payload: unknown[], scope: string, secret: Buffer): string {
+  const payloadPart = Buffer.from(JSON.stringify(payload), 'utf8').toString('base64url');
+  return `${payloadPart}.${mac(payloadPart, scope, secret).toString('base64url')}`;
 }
 
 export function invalidCursor(): ApiError {
@@ -43,8 +48,8 @@ export function invalidCursor(): ApiError {
 }
 
 /** The payload of a cursor issued for `scope`; anything else is 400 `invalid_cursor`. */
-export function decodeCursor(cursor: string, scope: string, secret: Buffer): unknown[] {
-  if (typeof cursor !== 'string' || cursor.length === 0 || cursor.length > MAX_CURSOR_LENGTH) throw invalidCursor();
+export function decodeCursor(cursor: string, scope: string, secret: Buffer, maxLength = MAX_CURSOR_LENGTH): unknown[] {
+  if (typeof cursor !== 'string' || cursor.length === 0 || cursor.length > maxLength) throw invalidCursor();
   const parts = cursor.split('.');
   if (parts.length !== 2 || !B64URL.test(parts[0]) || !B64URL.test(parts[1])) throw invalidCursor();
   const [payloadPart, macPart] = parts;

@@ -1,0 +1,59 @@
+/** The project's own tables: rows (read, update, delete) and schema. Thin: the rules are in lib/tables/. */
+import type { operations } from '../generated/api.js';
+import type { Handler } from './types.js';
+import type { AppDeps } from '../lib/deps.js';
+import { cursorSecretOf } from '../lib/cursor.js';
+import { readRows, type TablesSettings } from '../lib/tables/rows.js';
+import { describeTable } from '../lib/tables/describe.js';
+import { deleteRows, updateRows, writeFiltersFromBody, writeFiltersFromQuery } from '../lib/tables/writes.js';
+
+function settings(deps: AppDeps): TablesSettings {
+  return { statementTimeoutMs: deps.config.tablesStatementTimeoutMs, cursorSecret: cursorSecretOf(deps) };
+}
+
+export const listTableRows: Handler<operations['listTableRows']> = async (req, deps) => {
+  const q = req.query;
+  const page = await readRows(deps.db.pool, settings(deps), {
+    projectId: req.auth!.project.id,
+    table: req.params.table,
+    schema: q.schema ?? 'public',
+    columns: q.columns,
+    filters: q.filters,
+    orderBy: q.order_by,
+    direction: q.direction,
+    limit: q.limit ?? 20,
+    cursor: q.cursor,
+  });
+  return { data: page };
+};
+
+export const getTableSchema: Handler<operations['getTableSchema']> = async (req, deps) => ({
+  data: await describeTable(deps.db.pool, settings(deps), req.auth!.project.id, req.query.schema ?? 'public', req.params.table),
+});
+
+export const updateTableRows: Handler<operations['updateTableRows']> = async (req, deps) => {
+  const b = req.body;
+  const result = await updateRows(deps.db.pool, settings(deps), {
+    projectId: req.auth!.project.id,
+    table: req.params.table,
+    schema: b.schema ?? 'public',
+    filters: writeFiltersFromBody(b.filters),
+    set: b.set,
+    dryRun: b.dry_run ?? false,
+    maxAffected: b.max_affected,
+  });
+  return { data: result };
+};
+
+export const deleteTableRows: Handler<operations['deleteTableRows']> = async (req, deps) => {
+  const q = req.query;
+  const result = await deleteRows(deps.db.pool, settings(deps), {
+    projectId: req.auth!.project.id,
+    table: req.params.table,
+    schema: q.schema ?? 'public',
+    filters: writeFiltersFromQuery(q.filters),
+    dryRun: q.dry_run ?? false,
+    maxAffected: q.max_affected,
+  });
+  return { data: result };
+};

@@ -1,0 +1,58 @@
+/**
+ * Table-row cursors: opaque, signed (lib/cursor.ts), bound to the query, at most 200 characters.
+ *
+ * Policy and why:
+ * - The MAC covers a scope made of the project, schema, table, sort column, direction and the
+ *   canonical filters, so a cursor reused with another query is 400 `invalid_cursor`.
+ * - A position that fits is carried inline (`["i", …keys]`). One that does not (long text sort
+ *   values, long text primary keys) is stored by reference: the position is kept in the project's
+ *   platform table `_platform_cursor_positions` under a 128-bit digest of (scope, position), and the
+ *   cursor carries `["r", digest]`. Nothing is ever truncated, so paging stays exact at any value length.
+ *   Stored positions are kept at least 7 days.
+ */
+import type pg from 'pg';
+import { createHash } from 'node:crypto';
+import { decodeCursor, encodeCursor, encodeCursorUnchecked, invalidCursor } from '../cursor.js';
+import { quoteIdent, PLATFORM_TABLE_PREFIX } from './names.js';
+import type { Position } from './keyset.js';
+
+export const MAX_TABLE_CURSOR_LENGTH = 200;
+export const CURSOR_POSITIONS_TABLE = `${PLATFORM_TABLE_PREFIX}cursor_positions`;
+const KEEP_DAYS = 7;
+
+function positionsTable(physicalSchema: string): string {
+  return `${quoteIdent(physicalSchema)}.${quoteIdent(CURSOR_POSITIONS_TABLE)}`;
+}
+
+/** DDL of the positions table, run at provisioning (as the service: the project role has no grant on it). */
+export function positionsTableDdl(physicalSchema: string): string {
+  return `CREATE TABLE IF NOT EXISTS ${positionsTable(physicalSchema)} (id text PRIMARY KEY, position jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now())`;
+}
+
+function isPosition(v: unknown, keys: number): v is Position {
+  return Array.isArray(v) && v.length === keys && v.every((x) => x === null || typeof x === 'string');
+}
+
+/** The cursor of `position`; `pool` queries as the service (not inside the project's transaction). */
+export async function encodeTableCursor(pool: pg.Pool, physicalSchema: string, scope: string, secret: Buffer, position: Position): Promise<string> {
+  const inline = encodeCursorUnchecked(['i', ...position], scope, secret);
+  if (inline.length <= MAX_TABLE_CURSOR_LENGTH) return inline;
+  const id = createHash('sha256').update(`${scope.length}:${scope}\n${JSON.stringify(position)}`, 'utf8').digest('base64url').slice(0, 22);
+  await pool.query(`INSERT INTO ${positionsTable(physicalSchema)} (id, position) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING`, [id, JSON.stringify(position)]);
+  if (Math.random() < 0.01) {
+    await pool.query(`DELETE FROM ${positionsTable(physicalSchema)} WHERE created_at < now() - interval '${KEEP_DAYS} days'`).catch(() => undefined);
+  }
+  return encodeCursor(['r', id], scope, secret, MAX_TABLE_CURSOR_LENGTH);
+}
+
+export async function decodeTableCursor(pool: pg.Pool, physicalSchema: string, cursor: string, scope: string, secret: Buffer, keys: number): Promise<Position> {
+  const payload = decodeCursor(cursor, scope, secret, MAX_TABLE_CURSOR_LENGTH);
+  const [kind, ...rest] = payload;
+  if (kind === 'i' && isPosition(rest, keys)) return rest;
+  if (kind === 'r' && rest.length === 1 && typeof rest[0] === 'string') {
+    const r = await pool.query<{ position: unknown }>(`SELECT position FROM ${positionsTable(physicalSchema)} WHERE id = $1`, [rest[0]]);
+    const position = r.rows[0]?.position;
+    if (isPosition(position, keys)) return position;
+  }
+  throw invalidCursor();
+}

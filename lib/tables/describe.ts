@@ -1,0 +1,28 @@
+/** The schema endpoint: a table's columns as the spec's column descriptors. */
+import type pg from 'pg';
+import { loadTable } from './catalogue.js';
+import { withProjectTx } from './isolation.js';
+import { schemaName, type TableSchema } from './names.js';
+import type { TablesSettings } from './rows.js';
+
+export interface ColumnDescriptor {
+  name: string;
+  type: string;
+  nullable: boolean;
+  default_value: string | null;
+  is_primary_key: boolean;
+}
+
+export function describeTable(pool: pg.Pool, settings: TablesSettings, projectId: string, schema: TableSchema, table: string) {
+  return withProjectTx(pool, projectId, { readOnly: true, statementTimeoutMs: settings.statementTimeoutMs, schema }, async (client) => {
+    const t = await loadTable(client, schemaName(projectId, schema), schema, table);
+    const columns: ColumnDescriptor[] = t.columns.map((c) => ({
+      name: c.name,
+      type: c.type,
+      nullable: c.nullable,
+      default_value: c.defaultValue,
+      is_primary_key: c.pkPosition > 0,
+    }));
+    return { table: t.name, schema, columns };
+  });
+}

@@ -1,0 +1,169 @@
+/**
+ * Isolation of a project's tables: every query on them runs inside a transaction that has first
+ * switched to the project's own role (`SET LOCAL ROLE`) and pinned `search_path`.
+ *
+ * Policy and why:
+ * - The role is NOLOGIN and owns only the project's two schemas (and what is created in them). It
+ *   has no grant on the service's tables, on other projects' schemas, or on the platform tables
+ *   inside its own schemas. So even a bug in query building can reach nothing but the project's own
+ *   data: PostgreSQL refuses the rest.
+ * - `search_path` is `pg_catalog, <schema>`: pg_catalog first, so a project's own functions or
+ *   operators can never shadow the built-ins our generated SQL uses (DDL mode puts the schema first
+ *   so unqualified names are created there).
+ * - Reads run in READ ONLY transactions; every statement has a statement timeout and a lock timeout.
+ * - Provisioning works as a superuser (CI) and as a non-superuser owner of the service database
+ *   with CREATEROLE: it grants itself membership of each project role (PostgreSQL 16+ gives the
+ *   creator ADMIN on the role; the explicit GRANT gives SET, which `SET LOCAL ROLE` needs).
+ * - Limit: SET ROLE confines SQL that we generate (identifiers from the catalogue, values bound as
+ *   parameters). It does not confine arbitrary SQL text that could run `RESET ROLE`; that is why
+ *   operator DDL is limited to single, whitelisted statements (lib/tables/ddl.ts).
+ */
+import type pg from 'pg';
+import { CURSOR_POSITIONS_TABLE, positionsTableDdl } from './cursor.js';
+import { isPlatformTable, quoteIdent, roleName, schemaName, TABLE_SCHEMAS, type TableSchema, PLATFORM_TABLE_PREFIX } from './names.js';
+
+export interface ProjectStorage {
+  role: string;
+  schemas: Record<TableSchema, string>;
+}
+
+export interface TxOptions {
+  readOnly: boolean;
+  /** Statement timeout in milliseconds for every statement of the transaction. */
+  statementTimeoutMs: number;
+  /** The schema `search_path` points at (after pg_catalog). */
+  schema: TableSchema;
+  /**
+   * DDL mode: the schema comes first in `search_path`, so unqualified names are created there
+   * (operator DDL). Data queries keep pg_catalog first (every name they use is qualified).
+   */
+  ddl?: boolean;
+}
+
+const databaseNames = new WeakMap<pg.Pool, Promise<string>>();
+const ensured = new WeakMap<pg.Pool, Map<string, Promise<ProjectStorage>>>();
+
+function databaseOf(pool: pg.Pool): Promise<string> {
+  let name = databaseNames.get(pool);
+  if (!name) {
+    name = pool.query<{ db: string }>('SELECT current_database() AS db').then((r) => r.rows[0].db);
+    name.catch(() => databaseNames.delete(pool));
+    databaseNames.set(pool, name);
+  }
+  return name;
+}
+
+export async function storageNames(pool: pg.Pool, projectId: string): Promise<ProjectStorage> {
+  const db = await databaseOf(pool);
+  return {
+    role: roleName(projectId, db),
+    schemas: { public: schemaName(projectId, 'public'), preview: schemaName(projectId, 'preview') },
+  };
+}
+
+/** The platform's own table in each project schema; owned by the service, never granted to the project role. */
+export const PLATFORM_META_TABLE = `${PLATFORM_TABLE_PREFIX}meta`;
+
+async function provision(pool: pg.Pool, projectId: string): Promise<ProjectStorage> {
+  const names = await storageNames(pool, projectId);
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    // One provisioning at a time per role name (CREATE ROLE is not idempotent under races).
+    await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`tables-provision:${names.role}`]);
+    const role = quoteIdent(names.role);
+    const exists = await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [names.role]);
+    if (exists.rowCount === 0) await client.query(`CREATE ROLE ${role} NOLOGIN NOINHERIT`);
+    const member = await client.query(
+      'SELECT 1 FROM pg_auth_members m JOIN pg_roles r ON r.oid = m.roleid WHERE r.rolname = $1 AND m.member = (SELECT oid FROM pg_roles WHERE rolname = current_user)',
+      [names.role],
+    );
+    if (member.rowCount === 0) await client.query(`GRANT ${role} TO CURRENT_USER`);
+    for (const s of TABLE_SCHEMAS) {
+      const schema = quoteIdent(names.schemas[s]);
+      await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema} AUTHORIZATION ${role}`);
+      // Only the project role (and the service) may even look inside.
+      await client.query(`REVOKE ALL ON SCHEMA ${schema} FROM PUBLIC`);
+      await client.query(
+        `CREATE TABLE IF NOT EXISTS ${schema}.${quoteIdent(PLATFORM_META_TABLE)} (key text PRIMARY KEY, value text NOT NULL)`,
+      );
+      // Created by the service, so owned by it: the project role has no grant on it at all.
+      await client.query(`REVOKE ALL ON ${schema}.${quoteIdent(PLATFORM_META_TABLE)} FROM PUBLIC, ${role}`);
+      await client.query(positionsTableDdl(names.schemas[s]));
+      await client.query(`REVOKE ALL ON ${schema}.${quoteIdent(CURSOR_POSITIONS_TABLE)} FROM PUBLIC, ${role}`);
+      await client.query(
+        `INSERT INTO ${schema}.${quoteIdent(PLATFORM_META_TABLE)} (key, value) VALUES ('layout', '1'), ('project_id', $1) ON CONFLICT (key) DO NOTHING`,
+        [projectId.toLowerCase()],
+      );
+    }
+    await client.query('COMMIT');
+    return names;
+  } catch (e) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw e;
+  } finally {
+    client.release();
+  }
+}
+
+/** Creates the project's role and schemas when missing (once per process and project). */
+export function ensureProjectStorage(pool: pg.Pool, projectId: string): Promise<ProjectStorage> {
+  let byProject = ensured.get(pool);
+  if (!byProject) ensured.set(pool, (byProject = new Map()));
+  const key = projectId.toLowerCase();
+  let p = byProject.get(key);
+  if (!p) {
+    p = provision(pool, key);
+    p.catch(() => byProject!.delete(key));
+    byProject.set(key, p);
+  }
+  return p;
+}
+
+/** Drops a project's schemas and role (tests, and operators removing a project for good). */
+export async function dropProjectStorage(pool: pg.Pool, projectId: string): Promise<void> {
+  const names = await storageNames(pool, projectId);
+  ensured.get(pool)?.delete(projectId.toLowerCase());
+  for (const s of TABLE_SCHEMAS) await pool.query(`DROP SCHEMA IF EXISTS ${quoteIdent(names.schemas[s])} CASCADE`);
+  await pool.query(`DROP ROLE IF EXISTS ${quoteIdent(names.role)}`);
+}
+
+/**
+ * Runs `fn` in a transaction as the project's role, with `search_path` and the timeouts set.
+ * The role switch is the first statement: nothing `fn` does runs with the service's privileges.
+ */
+export async function withProjectTx<T>(
+  pool: pg.Pool,
+  projectId: string,
+  opts: TxOptions,
+  fn: (client: pg.PoolClient, storage: ProjectStorage) => Promise<T>,
+): Promise<T> {
+  const storage = await ensureProjectStorage(pool, projectId);
+  const client = await pool.connect();
+  let broken = false;
+  try {
+    const timeout = Math.max(1, Math.floor(opts.statementTimeoutMs));
+    await client.query(
+      // Reads see one snapshot across their statements (a page may be read in two segments).
+      `BEGIN ISOLATION LEVEL ${opts.readOnly ? 'REPEATABLE READ READ ONLY' : 'READ COMMITTED READ WRITE'};` +
+        `SET LOCAL TimeZone = 'UTC';` +
+        `SET LOCAL ROLE ${quoteIdent(storage.role)};` +
+        `SET LOCAL search_path = ${opts.ddl ? `${quoteIdent(storage.schemas[opts.schema])}, pg_catalog` : `pg_catalog, ${quoteIdent(storage.schemas[opts.schema])}`};` +
+        `SET LOCAL statement_timeout = ${timeout};` +
+        `SET LOCAL lock_timeout = ${timeout};` +
+        `SET LOCAL idle_in_transaction_session_timeout = ${Math.max(timeout * 4, 10000)}`,
+    );
+    const result = await fn(client, storage);
+    await client.query('COMMIT');
+    return result;
+  } catch (e) {
+    await client.query('ROLLBACK').catch(() => {
+      broken = true;
+    });
+    throw e;
+  } finally {
+    client.release(broken);
+  }
+}
+
+export { isPlatformTable };
