@@ -432,10 +432,111 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/projects/{projectId}/tables": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a project's tables and their columns
+         * @description The base tables of the project's `public` (default) or `preview` schema, with their columns. Platform tables (`_platform_…`) are not listed.
+         */
+        get: operations["adminListTables"];
+        put?: never;
+        /**
+         * Create a table in a project's public or preview schema
+         * @description Creates a table from a structured description: names match `^[a-z_][a-z0-9_]{0,62}$`,
+         *     types are PostgreSQL type names (`text`, `integer`, `numeric(10,2)`, `timestamp with time
+         *     zone`, `uuid[]`…), defaults are SQL expressions. The table belongs to the project's role.
+         */
+        post: operations["adminCreateTable"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/projects/{projectId}/tables/ddl": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run one DDL statement in a project's public or preview schema
+         * @description One statement, run as the project's role with the schema first on the search path:
+         *     CREATE TABLE/INDEX/SEQUENCE/VIEW/TYPE, ALTER or DROP TABLE/INDEX/SEQUENCE/VIEW/TYPE,
+         *     COMMENT ON or TRUNCATE. Anything else (several statements, SET, DO, functions, grants) is
+         *     400; platform tables are 403. A PostgreSQL error is 400 (`invalid_request`, with its
+         *     message and `details.sqlstate`) or 409 (`conflict`, e.g. dependent objects or existing rows).
+         */
+        post: operations["adminRunTableDdl"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/projects/{projectId}/tables/copy-preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Copy the preview schema's structure to public
+         * @description Additive, in one transaction: tables missing in public are created like preview's (columns,
+         *     defaults with their own sequences, constraints, indexes, then foreign keys); columns and
+         *     indexes missing in public tables are added. Nothing in public is dropped or retyped and no
+         *     rows are copied; differences are reported. `dry_run` returns the statements without
+         *     running them.
+         */
+        post: operations["adminCopyPreviewSchema"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @enum {string} */
+        TableSchemaName: "public" | "preview";
+        TableColumn: {
+            name: string;
+            type: string;
+            nullable: boolean;
+            default_value: string | null;
+            is_primary_key: boolean;
+        };
         ErrorEnvelope: {
             /** @constant */
             success: false;
@@ -705,6 +806,8 @@ export interface components {
         };
     };
     parameters: {
+        /** @description `public` (production, default) or `preview` (the development sandbox). */
+        TableSchemaQuery: "public" | "preview";
         /**
          * @description Project id, matched case-insensitively.
          * @example prj_7f3k2m9q4x1a
@@ -1403,6 +1506,200 @@ export interface operations {
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             404: components["responses"]["Error"];
+        };
+    };
+    adminListTables: {
+        parameters: {
+            query?: {
+                /** @description `public` (production, default) or `preview` (the development sandbox). */
+                schema?: components["parameters"]["TableSchemaQuery"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tables, by name. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            schema: components["schemas"]["TableSchemaName"];
+                            tables: {
+                                name: string;
+                                columns: components["schemas"]["TableColumn"][];
+                            }[];
+                        };
+                    };
+                };
+            };
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            503: components["responses"]["Error"];
+        };
+    };
+    adminCreateTable: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    schema?: components["schemas"]["TableSchemaName"];
+                    name: string;
+                    columns: {
+                        name: string;
+                        type: string;
+                        /** @default true */
+                        nullable?: boolean;
+                        default?: string;
+                        /** @default false */
+                        primary_key?: boolean;
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description The created table. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            schema: components["schemas"]["TableSchemaName"];
+                            table: string;
+                            columns: components["schemas"]["TableColumn"][];
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            503: components["responses"]["Error"];
+        };
+    };
+    adminRunTableDdl: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    schema?: components["schemas"]["TableSchemaName"];
+                    sql: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The statement ran. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            schema: components["schemas"]["TableSchemaName"];
+                            /** @description The statement's leading words, e.g. CREATE TABLE. */
+                            command: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            503: components["responses"]["Error"];
+        };
+    };
+    adminCopyPreviewSchema: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @default false */
+                    dry_run?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description What was (or would be) done. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            dry_run: boolean;
+                            statements: string[];
+                            created_tables: string[];
+                            added_columns: string[];
+                            added_indexes: string[];
+                            differences: string[];
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            503: components["responses"]["Error"];
         };
     };
 }

@@ -8,6 +8,7 @@ import * as connections from './connections.js';
 import * as channel from './channel.js';
 import * as webhooks from './webhooks.js';
 import * as runtimeTokens from './runtime-tokens.js';
+import * as tables from './tables.js';
 
 export const adminHandlers: Handlers<operations> = {
   adminGetOpenApiDocument: async (_req, deps) => ({ raw: publishedDocument(deps.adminContract, deps.config.publicBaseUrl) }),
@@ -37,4 +38,8 @@ export const adminHandlers: Handlers<operations> = {
   adminCreateRuntimeToken: runtimeTokens.adminCreateRuntimeToken,
   adminRevokeRuntimeToken: runtimeTokens.adminRevokeRuntimeToken,
   adminListWebhookDeliveries: webhooks.adminListWebhookDeliveries,
+  adminListTables: tables.adminListTables,
+  adminCreateTable: tables.adminCreateTable,
+  adminRunTableDdl: tables.adminRunTableDdl,
+  adminCopyPreviewSchema: tables.adminCopyPreviewSchema,
 };

@@ -86,6 +86,16 @@ export class AdminClient {
   listWebhookDeliveries = (webhookId: string, query: Query<'adminListWebhookDeliveries'> = {}) =>
     this.call('adminListWebhookDeliveries', 'GET', `/admin/webhooks/${seg(webhookId)}/deliveries${queryString(query)}`);
 
+  listTables = (projectId: string, query: Query<'adminListTables'> = {}) =>
+    this.call('adminListTables', 'GET', `/admin/projects/${seg(projectId)}/tables${queryString(query)}`);
+  createTable = (projectId: string, body: Body<'adminCreateTable'>) =>
+    this.call('adminCreateTable', 'POST', `/admin/projects/${seg(projectId)}/tables`, body);
+  runTableDdl = (projectId: string, body: Body<'adminRunTableDdl'>) =>
+    this.call('adminRunTableDdl', 'POST', `/admin/projects/${seg(projectId)}/tables/ddl`, body);
+  /** Its body is optional in the contract (Body<> is never for such): typed here by hand. */
+  copyPreviewSchema = (projectId: string, body: { dry_run?: boolean }) =>
+    this.call('adminCopyPreviewSchema', 'POST', `/admin/projects/${seg(projectId)}/tables/copy-preview`, body as never);
+
   /** `op` names the operation for the types only; the method and path are what is sent. */
   private async call<Op extends OpName>(_op: Op, method: Method, path: string, body?: Body<Op>): Promise<Data<Op>> {
     const { baseUrl, token, timeoutMs } = this.config;

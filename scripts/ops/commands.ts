@@ -7,8 +7,9 @@
 import { flagSet, flagValue, parseChoice, parseDuration, parseInteger, parseList, UsageError, type ParsedArgs } from './args.js';
 import type { AdminClient, Body, Schemas } from './client.js';
 import * as f from './format.js';
+import { TABLE_COMMANDS } from './tables.js';
 
-export type Group = 'projects' | 'keys' | 'connections' | 'tokens' | 'channel' | 'runtime' | 'webhooks';
+export type Group = 'projects' | 'keys' | 'connections' | 'tokens' | 'channel' | 'runtime' | 'webhooks' | 'tables';
 
 export interface Result {
   data: unknown;
@@ -36,6 +37,7 @@ export const GROUPS: Record<Group, string> = {
   channel: "A project's WhatsApp Cloud API number (secrets read from the environment)",
   runtime: "Runtime tokens (rt_…) the project's bot code uses to raise custom events",
   webhooks: 'Webhook registrations: recent deliveries, to diagnose a failing endpoint',
+  tables: "A project's own tables: list, run DDL in public or preview, copy preview's structure to public",
 };
 
 /** Secrets come from the environment, never from arguments (shell history, process lists). */
@@ -336,6 +338,7 @@ export const COMMANDS: Command[] = [
       return { data, human: f.deliveriesView(data.webhook, data.deliveries, empty, more) };
     },
   },
+  ...TABLE_COMMANDS,
 ];
 
 export function findCommand(group: string, name: string): Command | undefined {

@@ -1,0 +1,28 @@
+/** Operator API: a project's tables (the dashboard's database tab). The rules are in lib/tables/ddl.ts. */
+import type { operations } from '../../generated/admin-api.js';
+import type { Handler } from '../types.js';
+import { findProject } from './projects.js';
+import { copyPreviewToPublic, createTable, listTables, runDdl } from '../../lib/tables/ddl.js';
+
+type Ops = operations;
+
+export const adminListTables: Handler<Ops['adminListTables']> = async (req, deps) => {
+  const project = await findProject(deps, req.params.projectId);
+  return { data: await listTables(deps.db.pool, project.id, req.query.schema ?? 'public') };
+};
+
+export const adminCreateTable: Handler<Ops['adminCreateTable']> = async (req, deps) => {
+  const project = await findProject(deps, req.params.projectId);
+  const b = req.body;
+  return { status: 201, data: await createTable(deps.db.pool, project.id, b.schema ?? 'public', b.name, b.columns) };
+};
+
+export const adminRunTableDdl: Handler<Ops['adminRunTableDdl']> = async (req, deps) => {
+  const project = await findProject(deps, req.params.projectId);
+  return { data: await runDdl(deps.db.pool, project.id, req.body.schema ?? 'public', req.body.sql) };
+};
+
+export const adminCopyPreviewSchema: Handler<Ops['adminCopyPreviewSchema']> = async (req, deps) => {
+  const project = await findProject(deps, req.params.projectId);
+  return { data: await copyPreviewToPublic(deps.db.pool, project.id, req.body?.dry_run ?? false) };
+};

@@ -1,0 +1,293 @@
+/**
+ * Operator DDL on a project's schemas (the dashboard's database tab): list tables, create a table
+ * from a structured description, run one DDL statement, and copy preview's structure to public.
+ *
+ * Policy and why:
+ * - Everything runs as the project's role (lib/tables/isolation.ts, DDL mode: the target schema
+ *   first in search_path), so objects are created in, and owned within, the project's storage.
+ * - A statement is sent alone through the extended protocol (PostgreSQL refuses several commands
+ *   in one prepared statement) and must start with one of a short list of DDL forms. Commands
+ *   that change the session (SET, RESET, DO, functions, grants…) are refused: SET ROLE confines
+ *   SQL we generate, not arbitrary text (README, "Project tables"). Operator DDL is trusted input:
+ *   the expressions of defaults and checks it writes run whenever rows are written.
+ * - Platform tables (`_platform_…`) are neither listed, created, changed nor copied.
+ * - Copying preview to public is additive: missing tables are created (`LIKE … INCLUDING ALL`, their
+ *   own sequences for serial columns, then foreign keys), missing columns and indexes are added;
+ *   nothing in public is dropped or retyped (differences are reported). One transaction; `dry_run`
+ *   returns the statements without running them.
+ */
+import type pg from 'pg';
+import { randomBytes } from 'node:crypto';
+import { ApiError } from '../errors.js';
+import { withProjectTx } from './isolation.js';
+import { loadTable } from './catalogue.js';
+import { IDENT_PATTERN, PLATFORM_TABLE_PREFIX, quoteIdent, isPlatformTable, type TableSchema } from './names.js';
+import { queryTimeout, sqlState } from './pg-errors.js';
+
+export const DDL_TIMEOUT_MS = 30000;
+
+/** Leading forms of the statements operators may run. */
+const ALLOWED_DDL = [
+  /^create\s+(unlogged\s+)?table\s/i,
+  /^create\s+(unique\s+)?index\s/i,
+  /^create\s+sequence\s/i,
+  /^create\s+(or\s+replace\s+)?view\s/i,
+  /^create\s+type\s/i,
+  /^alter\s+(table|index|sequence|view|type)\s/i,
+  /^drop\s+(table|index|sequence|view|type)\s/i,
+  /^comment\s+on\s/i,
+  /^truncate\s/i,
+];
+
+function ddlError(e: unknown, timeoutMs: number): unknown {
+  const state = sqlState(e);
+  if (!state) return e;
+  const message = (e as Error).message;
+  if (state === '57014' || state === '55P03') return queryTimeout(timeoutMs);
+  if (state.startsWith('23') || state === '2BP01' || state === '55006') return new ApiError('conflict', message, { sqlstate: state });
+  if (state.startsWith('42') || state.startsWith('22') || state.startsWith('0A') || state === '25006') {
+    return new ApiError('invalid_request', message, { sqlstate: state });
+  }
+  return e;
+}
+
+function ddlTx<T>(pool: pg.Pool, projectId: string, schema: TableSchema, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+  return withProjectTx(pool, projectId, { readOnly: false, statementTimeoutMs: DDL_TIMEOUT_MS, schema, ddl: true }, fn).catch((e) => {
+    throw ddlError(e, DDL_TIMEOUT_MS);
+  });
+}
+
+/** One statement through the extended protocol (a named, unprepared-after statement). */
+async function runOne(c: pg.PoolClient, sql: string): Promise<void> {
+  const name = `ddl_${randomBytes(6).toString('hex')}`;
+  await c.query({ name, text: sql });
+  await c.query(`DEALLOCATE ${name}`).catch(() => undefined);
+}
+
+function mentionsPlatformTable(sql: string): boolean {
+  return sql.toLowerCase().includes(PLATFORM_TABLE_PREFIX);
+}
+
+export function checkDdl(sql: string): string {
+  const text = sql.trim().replace(/;\s*$/, '');
+  if (text.length === 0) throw new ApiError('invalid_request', 'sql is empty.');
+  if (!ALLOWED_DDL.some((re) => re.test(text))) {
+    throw new ApiError(
+      'invalid_request',
+      'Only one DDL statement of these forms is accepted: CREATE TABLE/INDEX/SEQUENCE/VIEW/TYPE, ALTER or DROP TABLE/INDEX/SEQUENCE/VIEW/TYPE, COMMENT ON, TRUNCATE.',
+    );
+  }
+  if (mentionsPlatformTable(text)) throw new ApiError('platform_table_forbidden', `Platform tables (${PLATFORM_TABLE_PREFIX}…) are managed by the platform.`);
+  return text;
+}
+
+export async function runDdl(pool: pg.Pool, projectId: string, schema: TableSchema, sql: string): Promise<{ schema: TableSchema; command: string }> {
+  const text = checkDdl(sql);
+  return ddlTx(pool, projectId, schema, async (c) => {
+    await runOne(c, text);
+    return { schema, command: text.split(/\s+/).slice(0, 2).join(' ').toUpperCase() };
+  });
+}
+
+// ------------------------------------------------------------------ listing
+
+export async function listTables(pool: pg.Pool, projectId: string, schema: TableSchema) {
+  return ddlTx(pool, projectId, schema, async (c) => {
+    const physical = (await c.query<{ s: string }>('SELECT (current_schemas(false))[1] AS s')).rows[0].s;
+    const names = await c.query<{ name: string }>(
+      `SELECT c.relname AS name FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+        WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') ORDER BY c.relname`,
+      [physical],
+    );
+    const tables = [];
+    for (const { name } of names.rows) {
+      if (isPlatformTable(name)) continue;
+      const t = await loadTable(c, physical, schema, name);
+      tables.push({
+        name,
+        columns: t.columns.map((col) => ({ name: col.name, type: col.type, nullable: col.nullable, default_value: col.defaultValue, is_primary_key: col.pkPosition > 0 })),
+      });
+    }
+    return { schema, tables };
+  });
+}
+
+// ------------------------------------------------------------------ structured create
+
+export interface ColumnSpec {
+  name: string;
+  type: string;
+  nullable?: boolean;
+  default?: string;
+  primary_key?: boolean;
+}
+
+/** A type name: words, an optional (n) or (p,s) modifier, optional []. No quotes, no semicolons. */
+const TYPE_PATTERN = /^[a-z][a-z0-9_ ]{0,62}(\(\s*\d{1,4}\s*(,\s*\d{1,4}\s*)?\))?( with(out)? time zone)?(\[\])?$/i;
+
+export async function createTable(pool: pg.Pool, projectId: string, schema: TableSchema, name: string, columns: ColumnSpec[]) {
+  if (!IDENT_PATTERN.test(name)) throw new ApiError('invalid_request', `Table name "${name}" must match ${IDENT_PATTERN}.`);
+  if (isPlatformTable(name)) throw new ApiError('platform_table_forbidden', `"${name}" is a platform table name.`);
+  const seen = new Set<string>();
+  const defs: string[] = [];
+  for (const col of columns) {
+    if (!IDENT_PATTERN.test(col.name)) throw new ApiError('invalid_request', `Column name "${col.name}" must match ${IDENT_PATTERN}.`);
+    if (seen.has(col.name)) throw new ApiError('invalid_request', `Column "${col.name}" appears twice.`);
+    seen.add(col.name);
+    if (!TYPE_PATTERN.test(col.type)) throw new ApiError('invalid_request', `"${col.type}" is not a type name.`, { column: col.name });
+    if (col.default !== undefined && col.default.includes(';')) throw new ApiError('invalid_request', 'A default expression may not contain ";".', { column: col.name });
+    defs.push(
+      `${quoteIdent(col.name)} ${col.type}` +
+        (col.nullable === false || col.primary_key ? ' NOT NULL' : '') +
+        (col.default !== undefined ? ` DEFAULT ${col.default}` : ''),
+    );
+  }
+  const pk = columns.filter((c) => c.primary_key).map((c) => quoteIdent(c.name));
+  if (pk.length) defs.push(`PRIMARY KEY (${pk.join(', ')})`);
+  const sql = `CREATE TABLE ${quoteIdent(name)} (${defs.join(', ')})`;
+  return ddlTx(pool, projectId, schema, async (c) => {
+    await runOne(c, sql);
+    const physical = (await c.query<{ s: string }>('SELECT (current_schemas(false))[1] AS s')).rows[0].s;
+    const t = await loadTable(c, physical, schema, name);
+    return {
+      schema,
+      table: name,
+      columns: t.columns.map((col) => ({ name: col.name, type: col.type, nullable: col.nullable, default_value: col.defaultValue, is_primary_key: col.pkPosition > 0 })),
+    };
+  });
+}
+
+// ------------------------------------------------------------------ copy preview → public
+
+interface ColumnRow {
+  table: string;
+  name: string;
+  type: string;
+  notnull: boolean;
+  default_value: string | null;
+  identity: string;
+}
+
+async function setPath(c: pg.PoolClient, physical: string): Promise<void> {
+  await c.query(`SET LOCAL search_path = ${quoteIdent(physical)}, pg_catalog`);
+}
+
+async function columnsOf(c: pg.PoolClient, physical: string): Promise<ColumnRow[]> {
+  const r = await c.query<ColumnRow>(
+    `SELECT cl.relname AS table, a.attname AS name, pg_catalog.format_type(a.atttypid, a.atttypmod) AS type, a.attnotnull AS notnull,
+            pg_catalog.pg_get_expr(d.adbin, d.adrelid) AS default_value, a.attidentity AS identity
+       FROM pg_catalog.pg_attribute a
+       JOIN pg_catalog.pg_class cl ON cl.oid = a.attrelid
+       JOIN pg_catalog.pg_namespace n ON n.oid = cl.relnamespace
+       LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+      WHERE n.nspname = $1 AND cl.relkind IN ('r', 'p') AND a.attnum > 0 AND NOT a.attisdropped
+      ORDER BY cl.relname, a.attnum`,
+    [physical],
+  );
+  return r.rows.filter((row) => !isPlatformTable(row.table));
+}
+
+export interface CopyResult {
+  dry_run: boolean;
+  statements: string[];
+  created_tables: string[];
+  added_columns: string[];
+  added_indexes: string[];
+  differences: string[];
+}
+
+export async function copyPreviewToPublic(pool: pg.Pool, projectId: string, dryRun: boolean): Promise<CopyResult> {
+  return ddlTx(pool, projectId, 'public', async (c) => {
+    const [pub] = (await c.query<{ s: string }>('SELECT (current_schemas(false))[1] AS s')).rows.map((r) => r.s);
+    const prev = pub.replace(/_public$/, '_preview');
+    // Definitions are read with preview on the search path, so they print without its schema name
+    // and apply unchanged in public.
+    await setPath(c, prev);
+    const pcols = await columnsOf(c, prev);
+    const qcols = await columnsOf(c, pub);
+    const pubTables = new Set(qcols.map((r) => r.table));
+    const prevTables = [...new Set(pcols.map((r) => r.table))];
+    const indexes = await c.query<{ table: string; name: string; def: string; constraint: boolean }>(
+      `SELECT t.relname AS table, i.relname AS name, pg_catalog.pg_get_indexdef(i.oid) AS def,
+              EXISTS (SELECT 1 FROM pg_catalog.pg_constraint k WHERE k.conindid = i.oid) AS constraint
+         FROM pg_catalog.pg_index x JOIN pg_catalog.pg_class i ON i.oid = x.indexrelid JOIN pg_catalog.pg_class t ON t.oid = x.indrelid
+         JOIN pg_catalog.pg_namespace n ON n.oid = t.relnamespace WHERE n.nspname = $1 ORDER BY t.relname, i.relname`,
+      [prev],
+    );
+    const pubIndexes = await c.query<{ name: string }>(
+      `SELECT i.relname AS name FROM pg_catalog.pg_class i JOIN pg_catalog.pg_namespace n ON n.oid = i.relnamespace WHERE n.nspname = $1 AND i.relkind IN ('i', 'I')`,
+      [pub],
+    );
+    const constraints = await c.query<{ table: string; name: string; def: string; type: string }>(
+      `SELECT t.relname AS table, k.conname AS name, pg_catalog.pg_get_constraintdef(k.oid) AS def, k.contype AS type
+         FROM pg_catalog.pg_constraint k JOIN pg_catalog.pg_class t ON t.oid = k.conrelid JOIN pg_catalog.pg_namespace n ON n.oid = t.relnamespace
+        WHERE n.nspname = $1 AND k.contype IN ('f', 'u', 'c') ORDER BY k.contype DESC, t.relname, k.conname`,
+      [prev],
+    );
+    // Index and constraint definitions may name preview's schema: make them apply to public's tables.
+    const local = (def: string) => def.split(` ON ${prev}.`).join(' ON ').split(` ON ONLY ${prev}.`).join(' ON ONLY ').split(`REFERENCES ${prev}.`).join('REFERENCES ');
+    const pubConstraints = await c.query<{ table: string; name: string }>(
+      `SELECT t.relname AS table, k.conname AS name FROM pg_catalog.pg_constraint k JOIN pg_catalog.pg_class t ON t.oid = k.conrelid
+         JOIN pg_catalog.pg_namespace n ON n.oid = t.relnamespace WHERE n.nspname = $1`,
+      [pub],
+    );
+    const result: CopyResult = { dry_run: dryRun, statements: [], created_tables: [], added_columns: [], added_indexes: [], differences: [] };
+    const q = quoteIdent;
+    const prevSchema = q(prev);
+    for (const table of prevTables) {
+      const cols = pcols.filter((r) => r.table === table);
+      if (!pubTables.has(table)) {
+        result.created_tables.push(table);
+        result.statements.push(`CREATE TABLE ${q(table)} (LIKE ${prevSchema}.${q(table)} INCLUDING ALL)`);
+        for (const col of cols) {
+          // A serial column's default names preview's sequence: give public its own.
+          const m = col.default_value?.match(/^nextval\('([^']+)'::regclass\)$/);
+          if (!m) continue;
+          const seq = `${table}_${col.name}_seq`;
+          result.statements.push(`CREATE SEQUENCE ${q(seq)} OWNED BY ${q(table)}.${q(col.name)}`);
+          result.statements.push(`ALTER TABLE ${q(table)} ALTER COLUMN ${q(col.name)} SET DEFAULT nextval('${seq.replace(/'/g, "''")}'::regclass)`);
+        }
+        continue;
+      }
+      const have = new Map(qcols.filter((r) => r.table === table).map((r) => [r.name, r]));
+      for (const col of cols) {
+        const existing = have.get(col.name);
+        if (!existing) {
+          if (col.identity) {
+            result.differences.push(`${table}.${col.name}: identity column missing in public (not added)`);
+            continue;
+          }
+          result.added_columns.push(`${table}.${col.name}`);
+          result.statements.push(
+            `ALTER TABLE ${q(table)} ADD COLUMN ${q(col.name)} ${col.type}` +
+              (col.default_value && !col.default_value.startsWith('nextval(') ? ` DEFAULT ${col.default_value}` : '') +
+              (col.notnull ? ' NOT NULL' : ''),
+          );
+        } else if (existing.type !== col.type || existing.notnull !== col.notnull) {
+          result.differences.push(`${table}.${col.name}: public ${existing.type}${existing.notnull ? ' not null' : ''}, preview ${col.type}${col.notnull ? ' not null' : ''} (not changed)`);
+        }
+      }
+      for (const name of have.keys()) if (!cols.some((col) => col.name === name)) result.differences.push(`${table}.${name}: only in public (kept)`);
+      const pubIndexNames = new Set(pubIndexes.rows.map((r) => r.name));
+      for (const ix of indexes.rows.filter((r) => r.table === table && !r.constraint)) {
+        if (pubIndexNames.has(ix.name)) continue;
+        result.added_indexes.push(ix.name);
+        result.statements.push(local(ix.def));
+      }
+    }
+    for (const t of [...pubTables].filter((name) => !prevTables.includes(name))) result.differences.push(`${t}: only in public (kept)`);
+    // Foreign keys last (their targets exist by then); unique and check constraints only for tables
+    // that existed (LIKE … INCLUDING ALL brought them along for the new ones).
+    const have = new Set(pubConstraints.rows.map((r) => `${r.table}.${r.name}`));
+    for (const k of constraints.rows) {
+      if (have.has(`${k.table}.${k.name}`) || isPlatformTable(k.table)) continue;
+      if (k.type !== 'f' && result.created_tables.includes(k.table)) continue;
+      result.statements.push(`ALTER TABLE ${q(k.table)} ADD CONSTRAINT ${q(k.name)} ${local(k.def)}`);
+    }
+    if (!dryRun) {
+      await setPath(c, pub);
+      for (const s of result.statements) await runOne(c, s);
+    }
+    return result;
+  });
+}

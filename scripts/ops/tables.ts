@@ -1,0 +1,66 @@
+/**
+ * Operator CLI: a project's tables (the dashboard's database tab). `tables ddl` runs one DDL
+ * statement (from --sql or --file) in the public or preview schema; `tables copy-preview` copies
+ * preview's structure to public (additive; --dry-run prints the statements only).
+ */
+import { readFileSync } from 'node:fs';
+import { flagSet, flagValue, parseChoice, UsageError, type ParsedArgs } from './args.js';
+import type { Command } from './commands.js';
+import * as f from './format.js';
+
+const SCHEMAS = ['public', 'preview'] as const;
+
+function schemaOf(args: ParsedArgs): (typeof SCHEMAS)[number] {
+  const raw = flagValue(args, 'schema');
+  return raw === undefined ? 'public' : parseChoice(raw, '--schema', SCHEMAS);
+}
+
+function sqlOf(args: ParsedArgs): string {
+  const sql = flagValue(args, 'sql');
+  const file = flagValue(args, 'file');
+  if ((sql === undefined) === (file === undefined)) throw new UsageError('tables ddl needs exactly one of --sql or --file');
+  if (sql !== undefined) return sql;
+  try {
+    return readFileSync(file!, 'utf8');
+  } catch (e) {
+    throw new UsageError(`cannot read --file ${file}: ${(e as Error).message}`, 'usage_error', false);
+  }
+}
+
+const list = (items: string[]) => (items.length ? items.map((s) => `  ${s}`).join('\n') : '  (none)');
+
+export const TABLE_COMMANDS: Command[] = [
+  {
+    group: 'tables', name: 'list', args: ['<projectId>'], options: '[--schema public|preview]', flags: ['schema'],
+    summary: "List a project's tables and their columns (default schema public)",
+    async run(api, [projectId], args) {
+      const data = await api.listTables(projectId, { schema: schemaOf(args) });
+      const rows = data.tables.flatMap((t) =>
+        t.columns.map((c, i) => [i === 0 ? t.name : '', c.name, c.type, c.nullable ? 'yes' : 'no', c.is_primary_key ? 'pk' : '', c.default_value ?? '']),
+      );
+      return { data, human: f.table(['TABLE', 'COLUMN', 'TYPE', 'NULL', 'KEY', 'DEFAULT'], rows, `No tables in the ${data.schema} schema.`) };
+    },
+  },
+  {
+    group: 'tables', name: 'ddl', args: ['<projectId>'], options: '(--sql SQL | --file PATH) [--schema public|preview]', flags: ['schema', 'sql', 'file'],
+    summary: 'Run one DDL statement (CREATE/ALTER/DROP TABLE, INDEX, …) as the project in its public or preview schema',
+    async run(api, [projectId], args) {
+      const data = await api.runTableDdl(projectId, { schema: schemaOf(args), sql: sqlOf(args) });
+      return { data, human: `${data.command} done in the ${data.schema} schema.` };
+    },
+  },
+  {
+    group: 'tables', name: 'copy-preview', args: ['<projectId>'], options: '[--dry-run]', flags: ['dry-run'],
+    summary: "Copy preview's table structure to public (additive, no rows); --dry-run shows the statements",
+    async run(api, [projectId], args) {
+      const data = await api.copyPreviewSchema(projectId, { dry_run: flagSet(args, 'dry-run') });
+      const human = [
+        data.dry_run ? 'Dry run: nothing was changed. Statements:' : 'Statements run:',
+        list(data.statements),
+        'Differences left as they are:',
+        list(data.differences),
+      ].join('\n');
+      return { data, human };
+    },
+  },
+];
