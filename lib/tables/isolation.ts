@@ -3,9 +3,9 @@
  * switched to the project's own role (`SET LOCAL ROLE`) and pinned `search_path`.
  *
  * Policy and why:
- * - The role is NOLOGIN and owns only the project's two schemas (and what is created in them). It
- *   has no grant on the service's tables, on other projects' schemas, or on the platform tables
- *   inside its own schemas. So even a bug in query building can reach nothing but the project's own
+ * - The role is NOLOGIN; it may use and create in the project's two schemas (owned by the service)
+ *   and owns what it creates there. It has no grant on the service's tables, on other projects'
+ *   schemas, or on the platform tables inside its own schemas. So even a bug in query building can reach nothing but the project's own
  *   data: PostgreSQL refuses the rest.
  * - `search_path` is `pg_catalog, <schema>`: pg_catalog first, so a project's own functions or
  *   operators can never shadow the built-ins our generated SQL uses (DDL mode puts the schema first
@@ -13,7 +13,7 @@
  * - Reads run in READ ONLY transactions; every statement has a statement timeout and a lock timeout.
  * - Provisioning works as a superuser (CI) and as a non-superuser owner of the service database
  *   with CREATEROLE: it grants itself membership of each project role (PostgreSQL 16+ gives the
- *   creator ADMIN on the role; the explicit GRANT gives SET, which `SET LOCAL ROLE` needs).
+ *   creator ADMIN on the role; the explicit GRANT adds SET, which `SET LOCAL ROLE` needs).
  * - Limit: SET ROLE confines SQL that we generate (identifiers from the catalogue, values bound as
  *   parameters). It does not confine arbitrary SQL text that could run `RESET ROLE`; that is why
  *   operator DDL is limited to single, whitelisted statements (lib/tables/ddl.ts).
@@ -72,18 +72,28 @@ async function provision(pool: pg.Pool, projectId: string): Promise<ProjectStora
     // One provisioning at a time per role name (CREATE ROLE is not idempotent under races).
     await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`tables-provision:${names.role}`]);
     const role = quoteIdent(names.role);
+    const me = (
+      await client.query<{ superuser: boolean; version: number }>(
+        "SELECT rolsuper AS superuser, current_setting('server_version_num')::int AS version FROM pg_roles WHERE rolname = current_user",
+      )
+    ).rows[0];
     const exists = await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [names.role]);
     if (exists.rowCount === 0) await client.query(`CREATE ROLE ${role} NOLOGIN NOINHERIT`);
-    const member = await client.query(
-      'SELECT 1 FROM pg_auth_members m JOIN pg_roles r ON r.oid = m.roleid WHERE r.rolname = $1 AND m.member = (SELECT oid FROM pg_roles WHERE rolname = current_user)',
-      [names.role],
-    );
-    if (member.rowCount === 0) await client.query(`GRANT ${role} TO CURRENT_USER`);
+    if (!me.superuser) {
+      // SET LOCAL ROLE needs membership with SET. PostgreSQL 16+ gives a CREATEROLE creator ADMIN
+      // only; our own grant adds SET (and no INHERIT: the service keeps no ambient project rights).
+      if (me.version >= 160000) await client.query(`GRANT ${role} TO CURRENT_USER WITH INHERIT FALSE, SET TRUE`);
+      else if (!(await client.query('SELECT pg_has_role(current_user, $1, $2) AS m', [names.role, 'MEMBER'])).rows[0].m) {
+        await client.query(`GRANT ${role} TO CURRENT_USER`);
+      }
+    }
     for (const s of TABLE_SCHEMAS) {
       const schema = quoteIdent(names.schemas[s]);
-      await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema} AUTHORIZATION ${role}`);
-      // Only the project role (and the service) may even look inside.
+      // The service owns the schema (so it can keep platform tables there and drop it); the project
+      // role may use it and create in it, and owns what it creates. Nobody else may even look inside.
+      await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
       await client.query(`REVOKE ALL ON SCHEMA ${schema} FROM PUBLIC`);
+      await client.query(`GRANT USAGE, CREATE ON SCHEMA ${schema} TO ${role}`);
       await client.query(
         `CREATE TABLE IF NOT EXISTS ${schema}.${quoteIdent(PLATFORM_META_TABLE)} (key text PRIMARY KEY, value text NOT NULL)`,
       );
