@@ -9,6 +9,10 @@ import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
 import { dropProjectStorage, withProjectTx } from '../lib/tables/isolation.js';
 import { schemaName, type TableSchema } from '../lib/tables/names.js';
+import { readRows } from '../lib/tables/rows.js';
+import { testDatabaseUrl } from './support/db.js';
+import pg from 'pg';
+import { randomBytes } from 'node:crypto';
 
 let t: TestApp;
 let p: { id: string; key: string };
@@ -119,6 +123,29 @@ describe('listTableRows paging', () => {
         const want = (await expected('longkeys', direction === 'asc' ? 'n, k' : 'n DESC, k DESC')).map((r) => r.k);
         expect(got).toEqual(want);
       }
+    }
+  });
+});
+
+describe('connections', () => {
+  it('When the pool has a single connection, then paging with stored positions completes (a request never holds two)', async () => {
+    const pool = new pg.Pool({ connectionString: testDatabaseUrl(), max: 1, connectionTimeoutMillis: 3000 });
+    pool.on('error', () => undefined);
+    try {
+      const settings = { statementTimeoutMs: 5000, cursorSecret: randomBytes(32) };
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      for (let i = 0; i < 20; i++) {
+        const page = await readRows(pool, settings, { projectId: p.id, table: 'longkeys', schema: 'public', limit: 4, cursor });
+        seen.push(...page.rows.map((r) => String(r.k)));
+        if (!page.pagination.nextCursor) break;
+        expect(page.pagination.nextCursor.length).toBeLessThanOrEqual(200);
+        cursor = page.pagination.nextCursor;
+      }
+      expect(seen).toHaveLength(9);
+      expect(new Set(seen).size).toBe(9);
+    } finally {
+      await pool.end();
     }
   });
 });

@@ -29,11 +29,11 @@ export function positionsTableDdl(physicalSchema: string): string {
   return `CREATE TABLE IF NOT EXISTS ${positionsTable(physicalSchema)} (id text PRIMARY KEY, position jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now())`;
 }
 
-function isPosition(v: unknown, keys: number): v is Position {
-  return Array.isArray(v) && v.length === keys && v.every((x) => x === null || typeof x === 'string');
+function isPosition(v: unknown): v is Position {
+  return Array.isArray(v) && v.length > 0 && v.length <= 64 && v.every((x) => x === null || typeof x === 'string');
 }
 
-/** The cursor of `position`; `pool` queries as the service (not inside the project's transaction). */
+/** The cursor of `position`; call it after the project's transaction (see decodeTableCursor). */
 export async function encodeTableCursor(pool: pg.Pool, physicalSchema: string, scope: string, secret: Buffer, position: Position): Promise<string> {
   const inline = encodeCursorUnchecked(['i', ...position], scope, secret);
   if (inline.length <= MAX_TABLE_CURSOR_LENGTH) return inline;
@@ -45,14 +45,20 @@ export async function encodeTableCursor(pool: pg.Pool, physicalSchema: string, s
   return encodeCursor(['r', id], scope, secret, MAX_TABLE_CURSOR_LENGTH);
 }
 
-export async function decodeTableCursor(pool: pg.Pool, physicalSchema: string, cursor: string, scope: string, secret: Buffer, keys: number): Promise<Position> {
+/**
+ * The position of a cursor issued for `scope` (the caller checks it has as many keys as the
+ * ordering). Call it outside the project's transaction: it may read the positions table as the
+ * service, on a connection of its own, and a request must never hold two connections at once
+ * (a full pool would wait on itself).
+ */
+export async function decodeTableCursor(pool: pg.Pool, physicalSchema: string, cursor: string, scope: string, secret: Buffer): Promise<Position> {
   const payload = decodeCursor(cursor, scope, secret, MAX_TABLE_CURSOR_LENGTH);
   const [kind, ...rest] = payload;
-  if (kind === 'i' && isPosition(rest, keys)) return rest;
+  if (kind === 'i' && isPosition(rest)) return rest;
   if (kind === 'r' && rest.length === 1 && typeof rest[0] === 'string') {
     const r = await pool.query<{ position: unknown }>(`SELECT position FROM ${positionsTable(physicalSchema)} WHERE id = $1`, [rest[0]]);
     const position = r.rows[0]?.position;
-    if (isPosition(position, keys)) return position;
+    if (isPosition(position)) return position;
   }
   throw invalidCursor();
 }

@@ -7,7 +7,7 @@ import { ApiError } from '../errors.js';
 import { invalidCursor } from '../cursor.js';
 import { columnOf, loadTable, type ColumnInfo, type TableInfo } from './catalogue.js';
 import { canonicalFilters, compileFilters, parseFilterText } from './filters.js';
-import { withProjectTx } from './isolation.js';
+import { ensureProjectStorage, withProjectTx } from './isolation.js';
 import { segmentsAfter, type Direction, type Key, type Position } from './keyset.js';
 import { decodeTableCursor, encodeTableCursor } from './cursor.js';
 import { mapQueryErrors } from './pg-errors.js';
@@ -95,16 +95,18 @@ export async function readRows(pool: pg.Pool, settings: TablesSettings, r: RowsR
   const dir: Direction = r.direction ?? 'asc';
   const scope = rowsScope(r, canonicalFilters(preds));
   const physical = schemaName(r.projectId, r.schema);
-  return withProjectTx(pool, r.projectId, { readOnly: true, statementTimeoutMs: settings.statementTimeoutMs, schema: r.schema }, async (client) => {
+  // Cursor positions are read before and stored after the transaction (never two connections at once).
+  await ensureProjectStorage(pool, r.projectId);
+  const cursorPosition = r.cursor === undefined ? undefined : await decodeTableCursor(pool, physical, r.cursor, scope, settings.cursorSecret);
+  const page = await withProjectTx(pool, r.projectId, { readOnly: true, statementTimeoutMs: settings.statementTimeoutMs, schema: r.schema }, async (client) => {
     const table = await loadTable(client, physical, r.schema, r.table);
     const cols = projection(table, r.columns);
     const params = new Params();
     const filter = compileFilters(preds, table, params);
     const { keys, ordered } = orderingKeys(table, r.orderBy);
-    let position: Position | undefined;
-    if (r.cursor !== undefined) {
-      position = await decodeTableCursor(pool, physical, r.cursor, scope, settings.cursorSecret, keys.length);
-    }
+    // A position with another number of keys than the ordering has (the table changed) is not ours.
+    if (cursorPosition && cursorPosition.length !== keys.length) throw invalidCursor();
+    const position = cursorPosition;
     const segments = segmentsAfter(keys, dir, position);
     const select = [...cols.map(col), ...keys.map((k, i) => `CAST(${k.expr} AS text) AS ${quoteIdent(`__key_${i}`)}`)].join(', ');
     const from = `${quoteIdent(physical)}.${quoteIdent(table.name)}`;
@@ -129,17 +131,15 @@ export async function readRows(pool: pg.Pool, settings: TablesSettings, r: RowsR
       throw e;
     });
     const hasMore = got.length > r.limit;
-    const page = got.slice(0, r.limit);
-    const last = page[page.length - 1];
-    const nextCursor =
-      hasMore && last
-        ? await encodeTableCursor(pool, physical, scope, settings.cursorSecret, last.slice(cols.length) as Position)
-        : null;
+    const rows = got.slice(0, r.limit);
+    const last = rows[rows.length - 1];
     return {
       table: table.name,
-      schema: r.schema,
-      rows: toObjects(cols, page),
-      pagination: { hasMore, nextCursor, ordered },
+      rows: toObjects(cols, rows),
+      next: hasMore && last ? (last.slice(cols.length) as Position) : undefined,
+      ordered,
     };
   });
+  const nextCursor = page.next ? await encodeTableCursor(pool, physical, scope, settings.cursorSecret, page.next) : null;
+  return { table: page.table, schema: r.schema, rows: page.rows, pagination: { hasMore: page.next !== undefined, nextCursor, ordered: page.ordered } };
 }
