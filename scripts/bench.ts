@@ -14,12 +14,14 @@ import { benchPing } from './bench/ping.js';
 import { benchMessages } from './bench/messages.js';
 import { benchWebhooks } from './bench/webhooks.js';
 import { benchUploads } from './bench/uploads.js';
+import { benchTables } from './bench/tables.js';
 
 const SECTIONS: Record<string, BenchSection> = {
   ping: benchPing,
   messages: benchMessages,
   webhooks: benchWebhooks,
   uploads: benchUploads,
+  tables: benchTables,
 };
 
 async function main(): Promise<void> {
