@@ -15,6 +15,7 @@ import { createHash } from 'node:crypto';
 import { decodeCursor, encodeCursor, encodeCursorUnchecked, invalidCursor } from '../cursor.js';
 import { quoteIdent, PLATFORM_TABLE_PREFIX } from './names.js';
 import type { Position } from './keyset.js';
+import { queryTimeout, sqlState } from './pg-errors.js';
 
 export const MAX_TABLE_CURSOR_LENGTH = 200;
 export const CURSOR_POSITIONS_TABLE = `${PLATFORM_TABLE_PREFIX}cursor_positions`;
@@ -29,18 +30,39 @@ export function positionsTableDdl(physicalSchema: string): string {
   return `CREATE TABLE IF NOT EXISTS ${positionsTable(physicalSchema)} (id text PRIMARY KEY, position jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now())`;
 }
 
+/** One statement on the positions table, as the service, under the statement timeout. */
+async function positionsQuery<R extends pg.QueryResultRow>(pool: pg.Pool, timeoutMs: number, text: string, values: unknown[]): Promise<pg.QueryResult<R>> {
+  const client = await pool.connect();
+  let broken = false;
+  try {
+    await client.query(`BEGIN; SET LOCAL statement_timeout = ${Math.max(1, Math.floor(timeoutMs))}; SET LOCAL lock_timeout = ${Math.max(1, Math.floor(timeoutMs))}`);
+    const r = await client.query<R>(text, values);
+    await client.query('COMMIT');
+    return r;
+  } catch (e) {
+    await client.query('ROLLBACK').catch(() => {
+      broken = true;
+    });
+    const state = sqlState(e);
+    if (state === '57014' || state === '55P03') throw queryTimeout(timeoutMs);
+    throw e;
+  } finally {
+    client.release(broken);
+  }
+}
+
 function isPosition(v: unknown): v is Position {
   return Array.isArray(v) && v.length > 0 && v.length <= 64 && v.every((x) => x === null || typeof x === 'string');
 }
 
 /** The cursor of `position`; call it after the project's transaction (see decodeTableCursor). */
-export async function encodeTableCursor(pool: pg.Pool, physicalSchema: string, scope: string, secret: Buffer, position: Position): Promise<string> {
+export async function encodeTableCursor(pool: pg.Pool, timeoutMs: number, physicalSchema: string, scope: string, secret: Buffer, position: Position): Promise<string> {
   const inline = encodeCursorUnchecked(['i', ...position], scope, secret);
   if (inline.length <= MAX_TABLE_CURSOR_LENGTH) return inline;
   const id = createHash('sha256').update(`${scope.length}:${scope}\n${JSON.stringify(position)}`, 'utf8').digest('base64url').slice(0, 22);
-  await pool.query(`INSERT INTO ${positionsTable(physicalSchema)} (id, position) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING`, [id, JSON.stringify(position)]);
+  await positionsQuery(pool, timeoutMs, `INSERT INTO ${positionsTable(physicalSchema)} (id, position) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING`, [id, JSON.stringify(position)]);
   if (Math.random() < 0.01) {
-    await pool.query(`DELETE FROM ${positionsTable(physicalSchema)} WHERE created_at < now() - interval '${KEEP_DAYS} days'`).catch(() => undefined);
+    await positionsQuery(pool, timeoutMs, `DELETE FROM ${positionsTable(physicalSchema)} WHERE created_at < now() - make_interval(days => $1)`, [KEEP_DAYS]).catch(() => undefined);
   }
   return encodeCursor(['r', id], scope, secret, MAX_TABLE_CURSOR_LENGTH);
 }
@@ -51,12 +73,12 @@ export async function encodeTableCursor(pool: pg.Pool, physicalSchema: string, s
  * service, on a connection of its own, and a request must never hold two connections at once
  * (a full pool would wait on itself).
  */
-export async function decodeTableCursor(pool: pg.Pool, physicalSchema: string, cursor: string, scope: string, secret: Buffer): Promise<Position> {
+export async function decodeTableCursor(pool: pg.Pool, timeoutMs: number, physicalSchema: string, cursor: string, scope: string, secret: Buffer): Promise<Position> {
   const payload = decodeCursor(cursor, scope, secret, MAX_TABLE_CURSOR_LENGTH);
   const [kind, ...rest] = payload;
   if (kind === 'i' && isPosition(rest)) return rest;
   if (kind === 'r' && rest.length === 1 && typeof rest[0] === 'string') {
-    const r = await pool.query<{ position: unknown }>(`SELECT position FROM ${positionsTable(physicalSchema)} WHERE id = $1`, [rest[0]]);
+    const r = await positionsQuery<{ position: unknown }>(pool, timeoutMs, `SELECT position FROM ${positionsTable(physicalSchema)} WHERE id = $1`, [rest[0]]);
     const position = r.rows[0]?.position;
     if (isPosition(position)) return position;
   }

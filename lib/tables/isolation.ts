@@ -20,6 +20,7 @@
  */
 import type pg from 'pg';
 import { CURSOR_POSITIONS_TABLE, positionsTableDdl } from './cursor.js';
+import { queryTimeout, sqlState } from './pg-errors.js';
 import { isPlatformTable, quoteIdent, roleName, schemaName, TABLE_SCHEMAS, type TableSchema, PLATFORM_TABLE_PREFIX } from './names.js';
 
 export interface ProjectStorage {
@@ -64,11 +65,14 @@ export async function storageNames(pool: pg.Pool, projectId: string): Promise<Pr
 /** The platform's own table in each project schema; owned by the service, never granted to the project role. */
 export const PLATFORM_META_TABLE = `${PLATFORM_TABLE_PREFIX}meta`;
 
+/** Bound on creating a project's storage (it waits for a concurrent provisioning of the same project). */
+const PROVISION_TIMEOUT_MS = 30000;
+
 async function provision(pool: pg.Pool, projectId: string): Promise<ProjectStorage> {
   const names = await storageNames(pool, projectId);
   const client = await pool.connect();
   try {
-    await client.query('BEGIN');
+    await client.query(`BEGIN; SET LOCAL statement_timeout = ${PROVISION_TIMEOUT_MS}; SET LOCAL lock_timeout = ${PROVISION_TIMEOUT_MS}`);
     // One provisioning at a time per role name (CREATE ROLE is not idempotent under races).
     await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`tables-provision:${names.role}`]);
     const role = quoteIdent(names.role);
@@ -110,6 +114,8 @@ async function provision(pool: pg.Pool, projectId: string): Promise<ProjectStora
     return names;
   } catch (e) {
     await client.query('ROLLBACK').catch(() => undefined);
+    const state = sqlState(e);
+    if (state === '57014' || state === '55P03') throw queryTimeout(PROVISION_TIMEOUT_MS);
     throw e;
   } finally {
     client.release();

@@ -97,7 +97,7 @@ export async function readRows(pool: pg.Pool, settings: TablesSettings, r: RowsR
   const physical = schemaName(r.projectId, r.schema);
   // Cursor positions are read before and stored after the transaction (never two connections at once).
   await ensureProjectStorage(pool, r.projectId);
-  const cursorPosition = r.cursor === undefined ? undefined : await decodeTableCursor(pool, physical, r.cursor, scope, settings.cursorSecret);
+  const cursorPosition = r.cursor === undefined ? undefined : await decodeTableCursor(pool, settings.statementTimeoutMs, physical, r.cursor, scope, settings.cursorSecret);
   const page = await withProjectTx(pool, r.projectId, { readOnly: true, statementTimeoutMs: settings.statementTimeoutMs, schema: r.schema }, async (client) => {
     const table = await loadTable(client, physical, r.schema, r.table);
     const cols = projection(table, r.columns);
@@ -140,6 +140,6 @@ export async function readRows(pool: pg.Pool, settings: TablesSettings, r: RowsR
       ordered,
     };
   });
-  const nextCursor = page.next ? await encodeTableCursor(pool, physical, scope, settings.cursorSecret, page.next) : null;
+  const nextCursor = page.next ? await encodeTableCursor(pool, settings.statementTimeoutMs, physical, scope, settings.cursorSecret, page.next) : null;
   return { table: page.table, schema: r.schema, rows: page.rows, pagination: { hasMore: page.next !== undefined, nextCursor, ordered: page.ordered } };
 }
