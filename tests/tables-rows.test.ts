@@ -243,6 +243,26 @@ describe('table addressing', () => {
     }
   });
 
+  it('When order_by or columns carry injection attempts, then 400 and nothing changes', async () => {
+    for (const order_by of ['id desc', 'id;drop table orders', '"id"', 'id--', '(select 1)', 'ID', 'pg_catalog.pg_class']) {
+      const res = await rows(p.key, 'orders', { order_by }).expect(400);
+      expect(res.body.error.code).toBe('invalid_request');
+    }
+    for (const columns of ['id,(select 1)', 'id;drop table orders', '*', 'id, "status"', 'pg_catalog.pg_authid.rolpassword', 'ctid', 'xmin']) {
+      const res = await rows(p.key, 'orders', { columns }).expect(400);
+      expect(res.body.error.code).toBe('unknown_column');
+    }
+    for (const direction of ['sideways', 'asc; drop table orders']) {
+      expect((await rows(p.key, 'orders', { direction }).expect(400)).body.error.code).toBe('invalid_request');
+    }
+    for (const schema of ['private', 'pg_catalog', 'public; drop table orders', `p_${p.id}_public`]) {
+      expect((await rows(p.key, 'orders', { schema }).expect(400)).body.error.code).toBe('invalid_request');
+    }
+    const res = await rows(p.key, 'orders', { columns: 'id', filters: JSON.stringify([{ column: 'status', op: 'eq', value: "paid' OR '1'='1" }]) }).expect(200);
+    expect(res.body.data.rows).toEqual([]);
+    expect((await rows(p.key, 'orders').expect(200)).body.data.rows).toHaveLength(5);
+  });
+
   it('When the credential lacks tables:read, then 403 insufficient_scope', async () => {
     const q = await project(['contacts:read']);
     expect((await rows(q.key, 'orders').expect(403)).body.error.code).toBe('insufficient_scope');
