@@ -32,6 +32,13 @@ function rng(seed: number) {
   };
 }
 
+/** Mostly NULLs and two values, ids shuffled: the NULL boundary falls at every page offset. */
+function sparseRows(): string[] {
+  const r = rng(987);
+  const ids = Array.from({ length: 40 }, (_, i) => i + 1).sort(() => r() - 0.5);
+  return ids.map((id) => `(${id}, ${r() < 0.6 ? 'NULL' : Math.floor(r() * 2)})`);
+}
+
 beforeAll(async () => {
   t = await startTestApp({ config: { rateLimitPerMinute: 1_000_000 } });
   const pr = await t.admin.project();
@@ -49,6 +56,8 @@ beforeAll(async () => {
     'public',
     'CREATE TABLE items (a integer NOT NULL, b integer NOT NULL, grade integer, label text, flag boolean NOT NULL, PRIMARY KEY (a, b))',
     `INSERT INTO items VALUES ${values.join(', ')}`,
+    'CREATE TABLE sparse (id integer PRIMARY KEY, grade integer)',
+    `INSERT INTO sparse VALUES ${sparseRows().join(', ')}`,
     'CREATE TABLE longkeys (k text PRIMARY KEY, n integer)',
     `INSERT INTO longkeys SELECT repeat('k', 300) || g, g % 2 FROM generate_series(1, 9) g`,
   );
@@ -115,6 +124,16 @@ describe('listTableRows paging', () => {
       }
     });
   }
+
+  it('When most sort values are NULL and the rest duplicates, then paging is exact in both directions at page sizes 1..7', async () => {
+    for (const direction of ['asc', 'desc']) {
+      const want = (await expected('sparse', direction === 'asc' ? 'grade ASC NULLS LAST, id' : 'grade DESC NULLS FIRST, id DESC')).map((r) => r.id);
+      for (let size = 1; size <= 7; size++) {
+        const got = (await pageAll('sparse', { order_by: 'grade', direction }, size)).map((r) => r.id);
+        expect(got).toEqual(want);
+      }
+    }
+  });
 
   it('When the primary key itself is longer than a cursor can carry, then paging is still exact', async () => {
     for (const direction of ['asc', 'desc']) {
