@@ -10,6 +10,9 @@ import { dropProjectStorage } from '../lib/tables/isolation.js';
 import { schemaName } from '../lib/tables/names.js';
 import { main } from '../scripts/ops/main.js';
 import type { AddressInfo } from 'node:net';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import type { Server } from 'node:http';
 
 let t: TestApp;
@@ -192,6 +195,16 @@ describe('ops tables', () => {
     expect(JSON.parse(json.stdout).tables[0].name).toBe('kv');
     expect((await ops(['tables', 'ddl', p.id])).code).toBe(2);
     expect((await ops(['tables', 'list', p.id, '--schema', 'staging'])).code).toBe(2);
+    const file = path.join(os.tmpdir(), `table-${process.pid}-${Date.now()}.json`);
+    await fs.writeFile(file, JSON.stringify({ name: 'weird', columns: [{ name: 'id', type: 'integer', primary_key: true }, { name: '__proto__', type: 'text' }] }));
+    const created = await ops(['tables', 'create', p.id, '--file', file]);
+    await fs.rm(file, { force: true });
+    expect(created.code).toBe(0);
+    expect(created.stdout).toMatch(/^Created table weird in the public schema\./);
+    await t.db.pool.query(`INSERT INTO ${schemaName(p.id, 'public')}.weird VALUES (1, 'not a prototype')`);
+    const weird = await request(t.app).get('/v1/tables/weird/rows').set('Authorization', `Bearer ${p.key}`).expect(200);
+    expect(weird.text).toContain('"__proto__":"not a prototype"');
+    expect((await ops(['tables', 'create', p.id])).code).toBe(2);
     const refused = await ops(['tables', 'ddl', p.id, '--sql', 'SET ROLE postgres']);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain('invalid_request');

@@ -80,14 +80,9 @@ export function rowsScope(r: RowsRequest, filtersCanonical: string): string {
   return JSON.stringify(['tableRows', r.projectId.toLowerCase(), r.schema, r.table, r.orderBy ?? null, r.direction ?? 'asc', filtersCanonical]);
 }
 
+/** Rows as objects keyed by column name (defined properties: a column may be called `__proto__`). */
 function toObjects(columns: ColumnInfo[], rows: unknown[][]): Record<string, unknown>[] {
-  return rows.map((r) => {
-    const o: Record<string, unknown> = {};
-    columns.forEach((c, i) => {
-      o[c.name] = r[i];
-    });
-    return o;
-  });
+  return rows.map((r) => Object.fromEntries(columns.map((c, i) => [c.name, r[i]])));
 }
 
 export async function readRows(pool: pg.Pool, settings: TablesSettings, r: RowsRequest): Promise<RowsPage> {

@@ -64,3 +64,22 @@ export const TABLE_COMMANDS: Command[] = [
     },
   },
 ];
+
+/** `tables create`: a structured table description from a JSON file (`{ "name", "columns": [...] }`). */
+TABLE_COMMANDS.splice(1, 0, {
+  group: 'tables', name: 'create', args: ['<projectId>'], options: '--file TABLE.json [--schema public|preview]', flags: ['schema', 'file'],
+  summary: 'Create a table from a JSON description {"name", "columns": [{"name", "type", "nullable", "default", "primary_key"}]}',
+  async run(api, [projectId], args) {
+    const file = flagValue(args, 'file');
+    if (file === undefined) throw new UsageError('tables create needs --file');
+    let spec: { name?: unknown; columns?: unknown };
+    try {
+      spec = JSON.parse(readFileSync(file, 'utf8'));
+    } catch (e) {
+      throw new UsageError(`cannot read a JSON table description from ${file}: ${(e as Error).message}`, 'usage_error', false);
+    }
+    const data = await api.createTable(projectId, { schema: schemaOf(args), name: spec.name as string, columns: spec.columns as never });
+    const rows = data.columns.map((c) => [c.name, c.type, c.nullable ? 'yes' : 'no', c.is_primary_key ? 'pk' : '', c.default_value ?? '']);
+    return { data, human: `Created table ${data.table} in the ${data.schema} schema.\n\n${f.table(['COLUMN', 'TYPE', 'NULL', 'KEY', 'DEFAULT'], rows, '')}` };
+  },
+});
