@@ -116,6 +116,9 @@ async function provision(pool: pg.Pool, projectId: string): Promise<ProjectStora
     await client.query('ROLLBACK').catch(() => undefined);
     const state = sqlState(e);
     if (state === '57014' || state === '55P03') throw queryTimeout(PROVISION_TIMEOUT_MS);
+    if (state === '42501') {
+      throw new Error(`Cannot create the storage of project ${projectId}: the service's database role must be a superuser or have CREATEROLE (${(e as Error).message})`);
+    }
     throw e;
   } finally {
     client.release();
@@ -162,7 +165,8 @@ export async function withProjectTx<T>(
     await client.query(
       // Reads see one snapshot across their statements (a page may be read in two segments).
       `BEGIN ISOLATION LEVEL ${opts.readOnly ? 'REPEATABLE READ READ ONLY' : 'READ COMMITTED READ WRITE'};` +
-        `SET LOCAL TimeZone = 'UTC';` +
+        // Stable text forms: values come back, and cursor positions go round, in these.
+        `SET LOCAL TimeZone = 'UTC'; SET LOCAL DateStyle = 'ISO, YMD'; SET LOCAL IntervalStyle = 'postgres'; SET LOCAL extra_float_digits = 1;` +
         `SET LOCAL ROLE ${quoteIdent(storage.role)};` +
         `SET LOCAL search_path = ${opts.ddl ? `${quoteIdent(storage.schemas[opts.schema])}, pg_catalog` : `pg_catalog, ${quoteIdent(storage.schemas[opts.schema])}`};` +
         `SET LOCAL statement_timeout = ${timeout};` +
@@ -176,6 +180,8 @@ export async function withProjectTx<T>(
     await client.query('ROLLBACK').catch(() => {
       broken = true;
     });
+    const state = sqlState(e);
+    if (state === '57014' || state === '55P03') throw queryTimeout(opts.statementTimeoutMs);
     throw e;
   } finally {
     client.release(broken);
