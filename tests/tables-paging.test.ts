@@ -58,6 +58,15 @@ beforeAll(async () => {
     `INSERT INTO items VALUES ${values.join(', ')}`,
     'CREATE TABLE sparse (id integer PRIMARY KEY, grade integer)',
     `INSERT INTO sparse VALUES ${sparseRows().join(', ')}`,
+    `CREATE TABLE typed (id integer PRIMARY KEY, f float8, ts timestamptz, num numeric, u uuid, t text, d date, iv interval, b bytea)`,
+    `INSERT INTO typed VALUES
+      (1, 0.1, '2026-01-01 00:00:00.123456+00', 1.000000000000000000001, '00000000-0000-0000-0000-000000000001', 'a''b', '2026-01-01', '1 day', '\\x00'),
+      (2, 0.1 + 0.2, '2026-01-01 00:00:00.123457+00', 1.000000000000000000002, '00000000-0000-0000-0000-000000000002', 'a\\b', '2026-01-02', '25 hours', '\\x01'),
+      (3, 1e-300, '2026-01-01 00:00:00.123456+00', 1.000000000000000000001, '00000000-0000-0000-0000-000000000001', 'ä"b', '2026-01-01', '1 day 1 hour', '\\x00ff'),
+      (4, -0.0, NULL, NULL, NULL, NULL, NULL, NULL, NULL),
+      (5, 'Infinity', '2026-01-01 00:00:00.123456+00', -1, '00000000-0000-0000-0000-000000000003', 'a''b', '2025-12-31', '-1 day', '\\x00'),
+      (6, 0.30000000000000004, '2025-06-01 12:00:00+00', 1e20, '00000000-0000-0000-0000-000000000002', '🙂', '2026-01-01', '1 day', '\\x01'),
+      (7, 'NaN', '2026-01-01 00:00:00.123456+00', 1.000000000000000000001, '00000000-0000-0000-0000-000000000001', 'a\\b', '2026-01-02', '24 hours', '\\x00')`,
     'CREATE TABLE longkeys (k text PRIMARY KEY, n integer)',
     `INSERT INTO longkeys SELECT repeat('k', 300) || g, g % 2 FROM generate_series(1, 9) g`,
   );
@@ -131,6 +140,19 @@ describe('listTableRows paging', () => {
       for (let size = 1; size <= 7; size++) {
         const got = (await pageAll('sparse', { order_by: 'grade', direction }, size)).map((r) => r.id);
         expect(got).toEqual(want);
+      }
+    }
+  });
+
+  it('When sorted by columns of many types (floats, timestamps with microseconds, numeric, uuid, text, date, interval, bytea), then positions round-trip exactly', async () => {
+    for (const column of ['f', 'ts', 'num', 'u', 't', 'd', 'iv', 'b']) {
+      for (const direction of ['asc', 'desc']) {
+        const dir = direction === 'asc' ? 'ASC NULLS LAST' : 'DESC NULLS FIRST';
+        const want = (await expected('typed', `${column} ${dir}, id ${direction}`)).map((r) => r.id);
+        for (const size of [1, 2, 3]) {
+          const got = (await pageAll('typed', { order_by: column, direction }, size)).map((r) => r.id);
+          expect({ column, direction, size, got }).toEqual({ column, direction, size, got: want });
+        }
       }
     }
   });
