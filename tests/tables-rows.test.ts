@@ -197,6 +197,7 @@ describe('table addressing', () => {
   it('When a platform table is addressed, then 403 platform_table_forbidden, whether or not it exists', async () => {
     for (const name of ['_platform_meta', '_platform_cursor_positions', '_platform_whatever']) {
       expect((await rows(p.key, name).expect(403)).body.error.code).toBe('platform_table_forbidden');
+      expect((await rows(p.key, name, { cursor: 'forged.cursor' }).expect(403)).body.error.code).toBe('platform_table_forbidden');
       expect((await request(t.app).get(`/v1/tables/${name}/schema`).set('Authorization', `Bearer ${p.key}`).expect(403)).body.error.code).toBe(
         'platform_table_forbidden',
       );

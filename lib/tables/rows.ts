@@ -5,7 +5,7 @@
 import type pg from 'pg';
 import { ApiError } from '../errors.js';
 import { invalidCursor } from '../cursor.js';
-import { columnOf, loadTable, type ColumnInfo, type TableInfo } from './catalogue.js';
+import { columnOf, loadTable, platformTableForbidden, type ColumnInfo, type TableInfo } from './catalogue.js';
 import { canonicalFilters, compileFilters, parseFilterText } from './filters.js';
 import { ensureProjectStorage, withProjectTx } from './isolation.js';
 import { segmentsAfter, type Direction, type Key, type Position } from './keyset.js';
@@ -13,7 +13,7 @@ import { decodeTableCursor, encodeTableCursor } from './cursor.js';
 import { mapQueryErrors } from './pg-errors.js';
 import { col, Params } from './sql.js';
 import { rowTypes } from './values.js';
-import { quoteIdent, schemaName, type TableSchema } from './names.js';
+import { isPlatformTable, quoteIdent, schemaName, type TableSchema } from './names.js';
 
 export const MAX_COLUMNS_LENGTH = 2000;
 
@@ -90,6 +90,8 @@ export async function readRows(pool: pg.Pool, settings: TablesSettings, r: RowsR
   const dir: Direction = r.direction ?? 'asc';
   const scope = rowsScope(r, canonicalFilters(preds));
   const physical = schemaName(r.projectId, r.schema);
+  // A platform table is refused before anything else (a cursor is not even looked at).
+  if (isPlatformTable(r.table)) throw platformTableForbidden(r.table);
   // Cursor positions are read before and stored after the transaction (never two connections at once).
   await ensureProjectStorage(pool, r.projectId);
   const cursorPosition = r.cursor === undefined ? undefined : await decodeTableCursor(pool, settings.statementTimeoutMs, physical, r.cursor, scope, settings.cursorSecret);
