@@ -512,8 +512,8 @@ export interface paths {
         /**
          * Copy the preview schema's structure to public
          * @description Additive, in one transaction: tables missing in public are created like preview's (columns,
-         *     defaults with their own sequences, constraints, indexes, then foreign keys); columns and
-         *     indexes missing in public tables are added. Nothing in public is dropped or retyped and no
+         *     defaults with their own sequences, constraints, indexes, then foreign keys); columns,
+         *     indexes and constraints missing in public tables are added, then missing views. Nothing in public is dropped or retyped and no
          *     rows are copied; differences are reported. `dry_run` returns the statements without
          *     running them.
          */
@@ -1690,6 +1690,7 @@ export interface operations {
                             created_tables: string[];
                             added_columns: string[];
                             added_indexes: string[];
+                            added_views: string[];
                             differences: string[];
                         };
                     };

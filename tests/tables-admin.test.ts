@@ -149,11 +149,12 @@ describe('adminCopyPreviewSchema', () => {
     await ddl('preview', 'CREATE INDEX customers_name_idx ON customers (name)');
     await ddl('preview', 'CREATE TABLE orders (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, customer_id integer REFERENCES customers (id), total numeric(10,2))');
     await ddl('preview', 'CREATE TABLE tags (id serial PRIMARY KEY, label text)');
+    await ddl('preview', 'CREATE VIEW big_orders AS SELECT o.id, c.name FROM orders o JOIN customers c ON c.id = o.customer_id WHERE o.total > 100');
     await ddl('public', 'CREATE TABLE customers (id serial PRIMARY KEY, nickname text)');
     await t.db.pool.query(`INSERT INTO ${schemaName(p.id, 'public')}.customers (nickname) VALUES ('kept')`);
 
     const dry = await admin('post', `/admin/projects/${p.id}/tables/copy-preview`, { dry_run: true }).expect(200);
-    expect(dry.body.data).toMatchObject({ dry_run: true, created_tables: ['orders', 'tags'], added_columns: ['customers.name', 'customers.email'], added_indexes: ['customers_name_idx'] });
+    expect(dry.body.data).toMatchObject({ dry_run: true, created_tables: ['orders', 'tags'], added_columns: ['customers.name', 'customers.email'], added_indexes: ['customers_name_idx'], added_views: ['big_orders'] });
     expect(dry.body.data.differences).toEqual(['customers.nickname: only in public (kept)']);
     expect((await admin('get', `/admin/projects/${p.id}/tables`).expect(200)).body.data.tables.map((x: any) => x.name)).toEqual(['customers']);
 
@@ -177,6 +178,9 @@ describe('adminCopyPreviewSchema', () => {
     await t.db.pool.query(`UPDATE ${pub}.customers SET email = NULL`);
     const rows = await request(t.app).get('/v1/tables/customers/rows').set('Authorization', `Bearer ${p.key}`).expect(200);
     expect(rows.body.data.rows).toEqual([{ id: 1, nickname: 'kept', name: 'anon', email: null }]);
+    await t.db.pool.query(`INSERT INTO ${pub}.orders (customer_id, total) VALUES (1, 250)`);
+    const view = await t.db.pool.query(`SELECT count(*)::int AS n FROM ${pub}.big_orders`);
+    expect(view.rows[0].n).toBe(1); // public's view reads public's tables, not preview's (empty)
     const again = await admin('post', `/admin/projects/${p.id}/tables/copy-preview`, {}).expect(200);
     expect(again.body.data.statements).toEqual([]);
   });

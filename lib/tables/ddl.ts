@@ -12,7 +12,8 @@
  *   the expressions of defaults and checks it writes run whenever rows are written.
  * - Platform tables (`_platform_…`) are neither listed, created, changed nor copied.
  * - Copying preview to public is additive: missing tables are created (`LIKE … INCLUDING ALL`, their
- *   own sequences for serial columns, then foreign keys), missing columns and indexes are added;
+ *   own sequences for serial columns, then foreign keys), missing columns, indexes, constraints and
+ *   views are added;
  *   nothing in public is dropped or retyped (differences are reported). One transaction; `dry_run`
  *   returns the statements without running them.
  */
@@ -193,6 +194,7 @@ export interface CopyResult {
   created_tables: string[];
   added_columns: string[];
   added_indexes: string[];
+  added_views: string[];
   differences: string[];
 }
 
@@ -231,7 +233,16 @@ export async function copyPreviewToPublic(pool: pg.Pool, projectId: string, dryR
          JOIN pg_catalog.pg_namespace n ON n.oid = t.relnamespace WHERE n.nspname = $1`,
       [pub],
     );
-    const result: CopyResult = { dry_run: dryRun, statements: [], created_tables: [], added_columns: [], added_indexes: [], differences: [] };
+    const views = await c.query<{ name: string; def: string }>(
+      `SELECT v.relname AS name, pg_catalog.pg_get_viewdef(v.oid) AS def FROM pg_catalog.pg_class v
+         JOIN pg_catalog.pg_namespace n ON n.oid = v.relnamespace WHERE n.nspname = $1 AND v.relkind = 'v' ORDER BY v.oid`,
+      [prev],
+    );
+    const pubViews = await c.query<{ name: string }>(
+      `SELECT v.relname AS name FROM pg_catalog.pg_class v JOIN pg_catalog.pg_namespace n ON n.oid = v.relnamespace WHERE n.nspname = $1 AND v.relkind = 'v'`,
+      [pub],
+    );
+    const result: CopyResult = { dry_run: dryRun, statements: [], created_tables: [], added_columns: [], added_indexes: [], added_views: [], differences: [] };
     const q = quoteIdent;
     const prevSchema = q(prev);
     for (const table of prevTables) {
@@ -283,6 +294,13 @@ export async function copyPreviewToPublic(pool: pg.Pool, projectId: string, dryR
       if (have.has(`${k.table}.${k.name}`) || isPlatformTable(k.table)) continue;
       if (k.type !== 'f' && result.created_tables.includes(k.table)) continue;
       result.statements.push(`ALTER TABLE ${q(k.table)} ADD CONSTRAINT ${q(k.name)} ${local(k.def)}`);
+    }
+    // Views last, in creation order (a view may read an earlier one); existing ones are left alone.
+    const havePubViews = new Set(pubViews.rows.map((v) => v.name));
+    for (const v of views.rows) {
+      if (havePubViews.has(v.name)) continue;
+      result.added_views.push(v.name);
+      result.statements.push(`CREATE VIEW ${q(v.name)} AS ${v.def.trim().replace(/;$/, '').split(`${prev}.`).join('')}`);
     }
     if (!dryRun) {
       await setPath(c, pub);
