@@ -8,7 +8,7 @@ import { createLogger } from './lib/logger.js';
 import { systemClock } from './lib/clock.js';
 import { startEmbeddedPostgres } from './lib/db/embedded.js';
 import { applyMigrations } from './lib/db/migrate.js';
-import { openDatabase } from './lib/db/database.js';
+import { checkReachable, openDatabase } from './lib/db/database.js';
 import { createCounterStore } from './lib/counters.js';
 import { loadAdminContract, loadPublicContract } from './lib/contracts.js';
 import { loadOrCreateAdminToken } from './lib/admin-token.js';
@@ -32,10 +32,16 @@ async function main(): Promise<void> {
     stops.unshift(pg.stop);
     databaseUrl = pg.url;
   }
+  await checkReachable(databaseUrl);
   const { applied } = await applyMigrations(databaseUrl, { logger });
   if (applied.length) logger.info(`applied migrations: ${applied.join(', ')}`);
 
-  const db = await openDatabase(databaseUrl, { max: config.databasePoolMax });
+  const db = await openDatabase(databaseUrl, {
+    max: config.databasePoolMax,
+    logger,
+    acquireTimeoutMs: config.databaseAcquireTimeoutMs,
+    statementTimeoutMs: config.databaseStatementTimeoutMs,
+  });
   stops.unshift(() => db.close());
   const credentialCache = new CredentialCache(db.pool, { ttlMs: config.credentialCacheTtlMs, enabled: config.credentialCacheTtlMs > 0, logger });
   await credentialCache.start();

@@ -42,11 +42,30 @@ export interface JobRunner {
   stop(): Promise<void>;
 }
 
+/**
+ * The backend's LISTEN connection is an EventEmitter that emits 'error' when PostgreSQL restarts or
+ * its backend is terminated; unheard, that event ends the process. It reconnects by itself, but
+ * gives up for good after 10 attempts (about 50 s): an outage of any length must be survived, so
+ * attempts are unbounded (capped at 30 s apart) and a give-up is restarted.
+ */
+function watchNotifications(backend: PostgresBackend, logger: Logger): void {
+  const channel = backend.notificationChannel as unknown as
+    | (NodeJS.EventEmitter & { config?: { reconnect?: { maxAttempts: number } }; scheduleReconnect?: () => void; state?: string })
+    | undefined;
+  if (!channel) return;
+  if (channel.config?.reconnect) channel.config.reconnect.maxAttempts = Number.POSITIVE_INFINITY;
+  channel.on('error', (e: Error) => {
+    logger.warn('job runner: notification channel error (reconnecting)', { error: e.message });
+  });
+}
+
 export function createJobRunner(opts: JobRunnerOptions): JobRunner {
   const lockLifetime = opts.lockLifetimeMs ?? 15_000;
   const processEvery = opts.processEveryMs ?? 1000;
+  const backend = new PostgresBackend({ pool: opts.pool });
+  watchNotifications(backend, opts.logger);
   const agenda = new Agenda({
-    backend: new PostgresBackend({ pool: opts.pool }),
+    backend,
     name: opts.name ?? `service-${process.pid}`,
     processEvery,
     maxConcurrency: opts.maxConcurrency ?? 50,

@@ -14,6 +14,8 @@ export interface Config {
   databaseUrl?: string;
   /** Connections in this instance's PostgreSQL pool. */
   databasePoolMax: number;
+  databaseAcquireTimeoutMs: number;
+  databaseStatementTimeoutMs: number;
   /** Folder of the embedded defaults (database files, admin token). */
   dataDir: string;
   /** Port of the embedded PostgreSQL (never 5432). */
@@ -91,6 +93,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     nodeEnv: str(env, 'NODE_ENV') ?? 'development',
     databaseUrl: str(env, 'DATABASE_URL'),
     databasePoolMax: int(env, 'DATABASE_POOL_MAX', 20, 1, 1000),
+    databaseAcquireTimeoutMs: int(env, 'DATABASE_ACQUIRE_TIMEOUT_MS', 5000, 100, 600000),
+    databaseStatementTimeoutMs: int(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 30000, 0, 3600000),
     dataDir: path.resolve(str(env, 'DATA_DIR') ?? '.data'),
     embeddedPgPort,
     redisUrl: str(env, 'REDIS_URL'),

@@ -39,8 +39,9 @@ export class CredentialCache {
   /** Starts listening for invalidations; until it succeeds the cache is bypassed. */
   async start(): Promise<void> {
     if (this.opts.enabled === false) return;
+    let client: pg.PoolClient | undefined;
     try {
-      const client = await this.pool.connect();
+      client = await this.pool.connect();
       client.on('notification', (n) => {
         if (n.channel === CHANNEL) this.entries.clear();
       });
@@ -50,6 +51,7 @@ export class CredentialCache {
       this.entries.clear();
       this.listening = true;
     } catch (e) {
+      if (client && client !== this.client) client.release(true);
       this.opts.logger?.warn('credential cache: cannot listen for invalidations; bypassed until it can', { error: String(e) });
       this.scheduleRetry();
     }

@@ -60,6 +60,7 @@ export const ERROR_STATUS = {
   quota_exceeded: 429,
   server_error: 500,
   query_timeout: 503,
+  service_unavailable: 503,
   upstream_error: 502,
   upstream_auth_error: 502,
   build_failed: 502,

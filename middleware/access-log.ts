@@ -8,6 +8,18 @@ import type { Logger } from '../lib/logger.js';
 export function accessLog(logger: Logger) {
   return (req: Request, res: Response, next: NextFunction): void => {
     const started = process.hrtime.bigint();
+    // 'close' without 'finish': the client went away before the answer was written (a timeout on
+    // its side, a dropped connection); logged so an operator sees requests that were abandoned.
+    res.on('close', () => {
+      if (res.writableFinished) return;
+      logger.warn('request abandoned by the client', {
+        method: req.method,
+        path: req.path,
+        duration_ms: Number(process.hrtime.bigint() - started) / 1e6,
+        request_id: req.requestId,
+        ...(req.auth ? { project_id: req.auth.project.id } : {}),
+      });
+    });
     res.on('finish', () => {
       logger.info('request', {
         method: req.method,

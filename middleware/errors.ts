@@ -6,6 +6,8 @@
 import type { NextFunction, Request, Response } from 'express';
 import { ApiError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
+import { isDatabaseUnavailable } from '../lib/db/errors.js';
+import { createLogThrottle } from '../lib/counters.js';
 
 interface FieldError {
   field: string;
@@ -75,10 +77,31 @@ export function toApiError(err: unknown): ApiError | undefined {
   return fromBodyParser(err) ?? fromValidator(err);
 }
 
+/** Seconds a client should wait before retrying while the database is out of reach. */
+const DATABASE_RETRY_AFTER_S = 2;
+
 export function errorHandler(logger: Logger) {
+  // In an outage every request fails the same way: one line per interval with a count, not a
+  // stack per request (thousands of lines in a 15 s blink).
+  const throttles = new Map<string, ReturnType<typeof createLogThrottle>>();
   return (err: unknown, req: Request, res: Response, next: NextFunction): void => {
     if (res.headersSent) return next(err);
     let apiError = toApiError(err);
+    if (!apiError && isDatabaseUnavailable(err)) {
+      const cause = err instanceof Error ? err.message : String(err);
+      const key = String((err as { code?: unknown }).code ?? cause.slice(0, 80));
+      let throttle = throttles.get(key);
+      if (!throttle) throttles.set(key, (throttle = createLogThrottle(10_000)));
+      throttle((suppressed) =>
+        logger.warn('database unavailable; answering 503 service_unavailable', { cause, request_id: req.requestId, suppressedSinceLast: suppressed }),
+      );
+      apiError = new ApiError(
+        'service_unavailable',
+        'The database is unavailable for now. Retry after the Retry-After delay; nothing was changed.',
+        undefined,
+        { 'Retry-After': String(DATABASE_RETRY_AFTER_S) },
+      );
+    }
     if (!apiError) {
       logger.error('unhandled error', {
         request_id: req.requestId,

@@ -9,6 +9,7 @@
  */
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
+import { createLogThrottle } from '../counters.js';
 import { PrismaClient } from '../../generated/prisma/client.js';
 
 export interface Database {
@@ -37,12 +38,30 @@ function describeError(e: unknown): string {
   return err?.message || err?.errors?.map((x) => x.message).join('; ') || err?.code || String(e);
 }
 
-export async function openDatabase(url: string, opts: { max?: number; logger?: DatabaseLogger } = {}): Promise<Database> {
-  const pool = new pg.Pool({ connectionString: url, max: opts.max ?? 10 });
+export interface OpenDatabaseOptions {
+  max?: number;
+  logger?: DatabaseLogger;
+  /** Longest wait for a free connection; past it the request answers 503 (never hangs). */
+  acquireTimeoutMs?: number;
+  /** Server-side bound on every statement (PostgreSQL `statement_timeout`); 0 = none. */
+  statementTimeoutMs?: number;
+}
+
+export async function openDatabase(url: string, opts: OpenDatabaseOptions = {}): Promise<Database> {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: opts.max ?? 10,
+    connectionTimeoutMillis: opts.acquireTimeoutMs ?? 5000,
+    ...(opts.statementTimeoutMs ? { statement_timeout: opts.statementTimeoutMs } : {}),
+  });
+  // Idle connections dropped by a restart all fail at once: one line per interval with a count.
+  const throttle = createLogThrottle(10_000);
   pool.on('error', (err) => {
-    const message = `database: idle connection error: ${err.message}`;
-    if (opts.logger) opts.logger.warn(message);
-    else console.warn(message);
+    throttle((suppressed) => {
+      const message = `database: idle connection lost (${err.message}); the pool reconnects on next use` + (suppressed ? ` (${suppressed} more since last report)` : '');
+      if (opts.logger) opts.logger.warn(message);
+      else console.warn(message);
+    });
   });
   try {
     await pool.query('SELECT 1');
@@ -63,4 +82,25 @@ export async function openDatabase(url: string, opts: { max?: number; logger?: D
       return closing;
     },
   };
+}
+
+/**
+ * Fails with "cannot reach PostgreSQL at host:port (DATABASE_URL)" when nothing answers there, so
+ * start-up says what to fix instead of a bare ECONNREFUSED from the migration runner.
+ */
+export async function checkReachable(url: string, timeoutMs = 5000): Promise<void> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: timeoutMs });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+  } catch (e) {
+    let where = '(unparsable DATABASE_URL)';
+    try {
+      const u = new URL(url);
+      where = `${u.hostname}:${u.port || 5432}`;
+    } catch { /* keep the placeholder */ }
+    throw new Error(`cannot reach PostgreSQL at ${where} (DATABASE_URL): ${describeError(e)}`);
+  } finally {
+    await client.end().catch(() => undefined);
+  }
 }

@@ -72,6 +72,8 @@ export interface TestAppOptions {
    * with a schedule shortened by TEST_WEBHOOK_OPTIONS (ratios kept); an object overrides it.
    */
   webhooks?: boolean | WebhookDeliveryOptions;
+  /** A migrated database of the test's own (a private server it may stop); default: the run's database. */
+  databaseUrl?: string;
 }
 
 /** Webhook delivery in tests: the spec's schedule scaled by 0.02 (100, 200, 400, 800 ms), no jitter, quick scans. */
@@ -84,7 +86,11 @@ export const TEST_WEBHOOK_OPTIONS = {
 
 export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> {
   const config = { ...loadConfig({}), rateLimitPerMinute: 1000, ...opts.config };
-  const db = await openDatabase(testDatabaseUrl(), { max: 5 });
+  const db = await openDatabase(opts.databaseUrl ?? testDatabaseUrl(), {
+    max: 5,
+    acquireTimeoutMs: config.databaseAcquireTimeoutMs,
+    statementTimeoutMs: config.databaseStatementTimeoutMs,
+  });
   const clock = opts.clock ?? new ManualClock(new Date('2026-03-01T12:00:00Z'));
   const counters = opts.counters ?? new MemoryCounterStore();
   const adminToken = 'adm_test_' + randomToken(24);
