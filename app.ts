@@ -6,6 +6,7 @@ import express, { type Express } from 'express';
 import type { AppDeps } from './lib/deps.js';
 import { contractPipeline } from './lib/dispatch.js';
 import { requestId } from './middleware/request-id.js';
+import { securityHeaders, singleAuthorization } from './middleware/http-hardening.js';
 import { accessLog } from './middleware/access-log.js';
 import { errorHandler, notFound } from './middleware/errors.js';
 import { authenticate } from './middleware/authenticate.js';
@@ -35,7 +36,9 @@ export function createApp(deps: AppDeps & AppOptions): Express {
   app.set('query parser', 'simple');
 
   app.use(requestId);
+  app.use(securityHeaders);
   app.use(accessLog(deps.logger));
+  app.use(singleAuthorization);
   // The bot's runtime API (custom events) is outside both contracts: routed first, so its hot
   // path skips their validators.
   app.use(runtimeEventsRouter(deps));

@@ -3,6 +3,8 @@
  * counters, then HTTP. Shutdown runs in reverse, PostgreSQL last.
  */
 import type { Server } from 'node:http';
+import path from 'node:path';
+import { applyHttpTimeouts } from './lib/http-timeouts.js';
 import { loadConfig } from './lib/config.js';
 import { createLogger } from './lib/logger.js';
 import { systemClock } from './lib/clock.js';
@@ -16,6 +18,7 @@ import { createApp } from './app.js';
 import { CredentialCache } from './lib/credential-cache.js';
 import { loadOrCreateMasterKey } from './lib/master-key.js';
 import { SecretBox, deriveKey } from './lib/crypto-box.js';
+import { resealLegacySecrets } from './lib/secret-reseal.js';
 import { CloudApiClient } from './channel/cloud-api.js';
 import { createSimulator } from './simulator/app.js';
 import { simulatedChannelProvisioner } from './lib/simulated-channel.js';
@@ -71,6 +74,9 @@ async function main(): Promise<void> {
   }
   const channel = new CloudApiClient({ baseUrl: graphBaseUrl, version: config.graphApiVersion, timeoutMs: config.graphTimeoutMs, logger });
   const secretBox = new SecretBox(masterKey);
+  const sealing = await resealLegacySecrets(db.pool, secretBox);
+  if (sealing.resealed) logger.info(`re-sealed ${sealing.resealed} stored secrets bound to their rows`);
+  if (sealing.failed) logger.warn(`${sealing.failed} stored secrets do not open with this ENCRYPTION_KEY; left unchanged`);
   // Webhook delivery (fan-out, attempts, retries on the Agenda job runner) starts after the
   // migrations and stops before the pool closes (stops run in reverse order).
   const webhooks = await startWebhookDelivery({ config, db, clock: systemClock, logger, secretBox });
@@ -91,6 +97,11 @@ async function main(): Promise<void> {
     const s = app.listen(config.port, config.host, () => resolve(s));
     s.once('error', reject);
   });
+  applyHttpTimeouts(server, {
+    requestTimeoutMs: config.httpRequestTimeoutMs,
+    headersTimeoutMs: config.httpHeadersTimeoutMs,
+    keepAliveTimeoutMs: config.httpKeepAliveTimeoutMs,
+  });
   stops.unshift(() => closeServer(server, config.shutdownGraceMs));
   const port = (server.address() as { port: number }).port;
   const base = `http://localhost:${port}`;
@@ -100,7 +111,9 @@ async function main(): Promise<void> {
   await Promise.all([fetch(`${base}/v1/openapi.json`), fetch(`${base}/admin/openapi.json`)]).catch(() => undefined);
 
   console.log(`\nService API listening on ${base}  (description: ${base}/v1/openapi.json)`);
-  if (!config.adminToken) console.log(`ADMIN_TOKEN=${admin.token}`);
+  // The operator token is shown once, when it is generated; afterwards only where it is kept.
+  if (admin.created) console.log(`ADMIN_TOKEN=${admin.token}  (generated now; kept in ${path.join(config.dataDir, 'admin-token')})`);
+  else if (!config.adminToken) console.log(`Operator token: in ${path.join(config.dataDir, 'admin-token')} (ADMIN_TOKEN=$(cat …))`);
   if (simulatorUrl) console.log(`WhatsApp Cloud API simulator on ${simulatorUrl} (new projects get a simulated number; control API: ${simulatorUrl}/_sim)`);
   console.log(`Operator CLI: ADMIN_TOKEN=… npm run ops -- --help\n`);
 

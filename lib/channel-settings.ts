@@ -31,15 +31,20 @@ export interface ChannelInput {
 
 type Deps = Pick<AppDeps, 'db' | 'secretBox'> & Partial<Pick<AppDeps, 'credentialCache'>>;
 
+/** Where a channel secret is stored: its sealed value is bound to it (lib/crypto-box.ts). */
+export function channelSecretPlace(projectId: string, column: 'access_token' | 'app_secret' | 'verify_token'): string {
+  return `channel_settings:${projectId}:${column}_enc`;
+}
+
 export async function saveChannel(deps: Deps, projectId: string, input: ChannelInput) {
   const data = {
     phoneNumberId: input.phoneNumberId,
     wabaId: input.wabaId,
     appId: input.appId,
     displayPhoneNumber: input.displayPhoneNumber ?? null,
-    accessTokenEnc: deps.secretBox.seal(input.accessToken),
-    appSecretEnc: deps.secretBox.seal(input.appSecret),
-    verifyTokenEnc: deps.secretBox.seal(input.verifyToken),
+    accessTokenEnc: deps.secretBox.seal(input.accessToken, channelSecretPlace(projectId, 'access_token')),
+    appSecretEnc: deps.secretBox.seal(input.appSecret, channelSecretPlace(projectId, 'app_secret')),
+    verifyTokenEnc: deps.secretBox.seal(input.verifyToken, channelSecretPlace(projectId, 'verify_token')),
   };
   return deps.db.prisma.channelSettings.upsert({ where: { projectId }, create: { projectId, ...data }, update: data });
 }
@@ -70,9 +75,9 @@ async function readChannel(deps: Deps, projectId: string): Promise<OpenChannel |
     wabaId: row.waba_id,
     appId: row.app_id,
     displayPhoneNumber: row.display_phone_number,
-    accessToken: deps.secretBox.open(row.access_token_enc),
-    appSecret: deps.secretBox.open(row.app_secret_enc),
-    verifyToken: deps.secretBox.open(row.verify_token_enc),
+    accessToken: deps.secretBox.open(row.access_token_enc, channelSecretPlace(projectId, 'access_token')),
+    appSecret: deps.secretBox.open(row.app_secret_enc, channelSecretPlace(projectId, 'app_secret')),
+    verifyToken: deps.secretBox.open(row.verify_token_enc, channelSecretPlace(projectId, 'verify_token')),
   };
 }
 

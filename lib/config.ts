@@ -15,6 +15,9 @@ export interface Config {
   /** Connections in this instance's PostgreSQL pool. */
   databasePoolMax: number;
   databaseAcquireTimeoutMs: number;
+  httpRequestTimeoutMs: number;
+  httpHeadersTimeoutMs: number;
+  httpKeepAliveTimeoutMs: number;
   databaseStatementTimeoutMs: number;
   /** Folder of the embedded defaults (database files, admin token). */
   dataDir: string;
@@ -93,6 +96,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     nodeEnv: str(env, 'NODE_ENV') ?? 'development',
     databaseUrl: str(env, 'DATABASE_URL'),
     databasePoolMax: int(env, 'DATABASE_POOL_MAX', 20, 1, 1000),
+    httpRequestTimeoutMs: int(env, 'HTTP_REQUEST_TIMEOUT_MS', 180000, 1000, 3600000),
+    httpHeadersTimeoutMs: int(env, 'HTTP_HEADERS_TIMEOUT_MS', 20000, 1000, 600000),
+    httpKeepAliveTimeoutMs: int(env, 'HTTP_KEEPALIVE_TIMEOUT_MS', 5000, 100, 600000),
     databaseAcquireTimeoutMs: int(env, 'DATABASE_ACQUIRE_TIMEOUT_MS', 5000, 100, 600000),
     databaseStatementTimeoutMs: int(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 30000, 0, 3600000),
     dataDir: path.resolve(str(env, 'DATA_DIR') ?? '.data'),

@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
+import { webhookSecretPlace } from '../lib/webhooks/secret-place.js';
 import { startTestApp, type TestApp } from './support/app.js';
 import { Receiver } from './support/receiver.js';
 
@@ -78,9 +79,9 @@ describe('createWebhook', () => {
     // Sealed at rest, and PATCH never rotates it.
     const row = await t.db.prisma.webhookEndpoint.findUniqueOrThrow({ where: { id: webhook.id } });
     expect(row.secretEnc).not.toContain(secret);
-    expect(t.secretBox.open(row.secretEnc)).toBe(secret);
+    expect(t.secretBox.open(row.secretEnc, webhookSecretPlace(webhook.id))).toBe(secret);
     await api(key).patch(webhook.id, { url: 'https://93.184.216.35/other', is_active: false });
-    expect(t.secretBox.open((await t.db.prisma.webhookEndpoint.findUniqueOrThrow({ where: { id: webhook.id } })).secretEnc)).toBe(secret);
+    expect(t.secretBox.open((await t.db.prisma.webhookEndpoint.findUniqueOrThrow({ where: { id: webhook.id } })).secretEnc, webhookSecretPlace(webhook.id))).toBe(secret);
   });
 
   it('When is_active is false at creation, then the registration starts inactive', async () => {
@@ -270,7 +271,7 @@ describe('outbound-address policy at delivery time', () => {
     // As if https://localhost:… had resolved to a public address when it was registered.
     const port = new URL(rx.url).port;
     const row = await t.db.prisma.webhookEndpoint.create({
-      data: { id: 'whk_rebind' + project.id.slice(-6), projectId: project.id, url: `https://localhost:${port}/rebind`, events: ['x.y'], secretEnc: t.secretBox.seal('whsec_test') },
+      data: { id: 'whk_rebind' + project.id.slice(-6), projectId: project.id, url: `https://localhost:${port}/rebind`, events: ['x.y'], secretEnc: t.secretBox.seal('whsec_test', webhookSecretPlace('whk_rebind' + project.id.slice(-6))) },
     });
     await request(t.app).post('/runtime/events').set('Authorization', `Bearer ${runtime}`).send({ name: 'x.y' }).expect(202);
     let deliveries: any[] = [];

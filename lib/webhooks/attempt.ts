@@ -12,6 +12,7 @@ import type { Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
 import type { SecretBox } from '../crypto-box.js';
 import { signatureHeader } from './signature.js';
+import { webhookSecretPlace } from './secret-place.js';
 import { postWebhook, type AgentPool, type AttemptResult } from './http-post.js';
 import { retryDelayMs, type DeliveryPolicy } from './policy.js';
 import { cancelIfOrphaned, claimDelivery, renewClaim, type ClaimedDelivery, type OutcomeKind, type RecordedOutcome } from './store.js';
@@ -60,10 +61,10 @@ export function deliveryBody(d: { id: string; event: string; eventCreatedAt: Dat
 
 /** Opened signing secrets by sealed value (a registration's secret never changes), bounded. */
 const secrets = new Map<string, string>();
-function openSecret(box: SecretBox, sealed: string): string {
+function openSecret(box: SecretBox, sealed: string, webhookId: string): string {
   let secret = secrets.get(sealed);
   if (secret === undefined) {
-    secret = box.open(sealed);
+    secret = box.open(sealed, webhookSecretPlace(webhookId));
     if (secrets.size >= 1000) secrets.delete(secrets.keys().next().value as string);
     secrets.set(sealed, secret);
   }
@@ -103,7 +104,7 @@ export async function attemptDelivery(ctx: AttemptContext, item: DeliveryItem): 
   const body = deliveryBody(claimed);
   let result: AttemptResult;
   try {
-    const secret = openSecret(ctx.secretBox, claimed.secretEnc);
+    const secret = openSecret(ctx.secretBox, claimed.secretEnc, claimed.webhookId);
     const t = Math.floor(ctx.clock.now().getTime() / 1000);
     result = await postWebhook(
       claimed.url,

@@ -12,6 +12,7 @@ import type { components } from '../../generated/api.js';
 import { ApiError } from '../errors.js';
 import { newId, newSecret } from '../secrets.js';
 import { scopesForEvents, validateSubscription } from './event-names.js';
+import { webhookSecretPlace } from './secret-place.js';
 import { validateWebhookUrl } from './target.js';
 
 export type WebhookView = components['schemas']['Webhook'];
@@ -80,14 +81,15 @@ export async function createWebhook(deps: Deps, auth: AuthContext, input: { url:
     if (count >= MAX_WEBHOOKS_PER_PROJECT) {
       throw new ApiError('webhook_limit_reached', `A project has at most ${MAX_WEBHOOKS_PER_PROJECT} webhook registrations; delete one to make room.`, { limit: MAX_WEBHOOKS_PER_PROJECT });
     }
+    const id = newId('whk', 16);
     return tx.webhookEndpoint.create({
       data: {
-        id: newId('whk', 16),
+        id,
         projectId: auth.project.id,
         url,
         events,
         isActive: input.is_active ?? true,
-        secretEnc: deps.secretBox.seal(secret),
+        secretEnc: deps.secretBox.seal(secret, webhookSecretPlace(id)),
         createdAt: now,
         updatedAt: now,
       },

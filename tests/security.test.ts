@@ -1,0 +1,155 @@
+/**
+ * Security hardening, each item as the attack it stops: cacheable secret responses, sniffable
+ * bodies, two Authorization headers, a truncated GCM tag, a sealed secret moved to another row,
+ * a slow body holding a connection.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import request from 'supertest';
+import http from 'node:http';
+import net from 'node:net';
+import { createCipheriv, randomBytes } from 'node:crypto';
+import express from 'express';
+import { startTestApp, type TestApp } from './support/app.js';
+import { SecretBox, deriveKey } from '../lib/crypto-box.js';
+import { channelSecretPlace, openChannel } from '../lib/channel-settings.js';
+import { resealLegacySecrets } from '../lib/secret-reseal.js';
+import { applyHttpTimeouts } from '../lib/http-timeouts.js';
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await startTestApp({ config: { devAllowPrivateTargets: true } });
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+let pnid = 7000 + Math.floor(Math.random() * 1000) * 100;
+const channelBody = (token: string) => ({ phone_number_id: String(++pnid), waba_id: '2001', app_id: '3001', access_token: token, app_secret: 'app-secret', verify_token: 'verify' });
+
+describe('secret-bearing responses', () => {
+  it('When a key is created or rotated, a token issued or a webhook registered, then the response is no-store and nosniff', async () => {
+    const project = await t.admin.project('sec headers');
+    const created = await request(t.app).post(`/admin/projects/${project.id}/keys`).set('Authorization', `Bearer ${t.adminToken}`).send({ name: 'k', scopes: ['webhooks:manage'] });
+    expect(created.status).toBe(201);
+    const rotated = await request(t.app).post(`/admin/keys/${created.body.data.key.id}/rotate`).set('Authorization', `Bearer ${t.adminToken}`);
+    expect(rotated.status).toBe(200);
+    const runtime = await request(t.app).post(`/admin/projects/${project.id}/runtime-tokens`).set('Authorization', `Bearer ${t.adminToken}`);
+    const webhook = await request(t.app)
+      .post('/v1/webhooks')
+      .set('Authorization', `Bearer ${rotated.body.data.secret}`)
+      .send({ url: 'https://93.184.216.34/hook', events: ['order.paid'] });
+    expect(webhook.status).toBe(201);
+    for (const res of [created, rotated, runtime, webhook]) {
+      expect(res.headers['cache-control']).toBe('no-store');
+      expect(res.headers['x-content-type-options']).toBe('nosniff');
+      expect(res.headers['x-powered-by']).toBeUndefined();
+    }
+  });
+
+  it('When an error or the channel webhook answers, then it is nosniff too', async () => {
+    const unknown = await request(t.app).get('/v1/ping').set('Authorization', 'Bearer pk_live_nope');
+    expect(unknown.status).toBe(401);
+    expect(unknown.headers['x-content-type-options']).toBe('nosniff');
+    const channel = await request(t.app).post('/channel/prj_missing/webhook').send({});
+    expect(channel.headers['x-content-type-options']).toBe('nosniff');
+  });
+});
+
+describe('two Authorization headers', () => {
+  it('When a request carries two Authorization headers, then it is refused with 400 bad_request before either is used', async () => {
+    const project = await t.admin.project('two auth');
+    const key = (await t.admin.key(project.id, ['contacts:read'])).secret;
+    const server = t.app.listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    const port = (server.address() as net.AddressInfo).port;
+    const raw = await new Promise<string>((resolve) => {
+      const socket = net.connect(port, '127.0.0.1', () =>
+        socket.write(`GET /v1/ping HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nAuthorization: Bearer pk_live_other\r\nConnection: close\r\n\r\n`),
+      );
+      let got = '';
+      socket.on('data', (c) => (got += c));
+      socket.on('close', () => resolve(got));
+    });
+    server.close();
+    const res = { status: Number(raw.slice(9, 12)), body: JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4)) };
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe('bad_request');
+  });
+});
+
+describe('sealed secrets', () => {
+  const box = new SecretBox(randomBytes(32));
+
+  it('When a sealed value has its tag truncated to 4 bytes, then it does not open', () => {
+    const sealed = box.seal('token', 'x:1:y');
+    const [v, nonce, tag, data] = sealed.split('.');
+    const short = [v, nonce, Buffer.from(tag, 'base64url').subarray(0, 4).toString('base64url'), data].join('.');
+    expect(() => box.open(short, 'x:1:y')).toThrow();
+    expect(box.open(sealed, 'x:1:y')).toBe('token');
+  });
+
+  it('When a channel secret is copied into another project\'s row, then it does not open there, and the owner still opens its own', async () => {
+    const a = await t.admin.project('seal a');
+    const b = await t.admin.project('seal b');
+    await t.admin.call('put', `/admin/projects/${a.id}/channel`, channelBody('token-of-a'));
+    await t.admin.call('put', `/admin/projects/${b.id}/channel`, channelBody('token-of-b'));
+    const rowA = await t.db.prisma.channelSettings.findUniqueOrThrow({ where: { projectId: a.id } });
+    await t.db.prisma.channelSettings.update({ where: { projectId: b.id }, data: { accessTokenEnc: rowA.accessTokenEnc } });
+    await expect(openChannel({ db: t.db, secretBox: t.secretBox }, b.id)).rejects.toThrow();
+    expect((await openChannel({ db: t.db, secretBox: t.secretBox }, a.id))?.accessToken).toBe('token-of-a');
+  });
+
+  it('When secrets were sealed in the old unbound format, then start-up re-seals them bound to their row and none is lost', async () => {
+    const project = await t.admin.project('seal legacy');
+    await t.admin.call('put', `/admin/projects/${project.id}/channel`, channelBody('legacy-token'));
+    // Write a v1 value as the previous version did: same key derivation, no additional data.
+    const key = (t.secretBox as unknown as { key: Buffer }).key;
+    const nonce = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', key, nonce);
+    const data = Buffer.concat([cipher.update('legacy-token', 'utf8'), cipher.final()]);
+    const v1 = ['v1', nonce.toString('base64url'), cipher.getAuthTag().toString('base64url'), data.toString('base64url')].join('.');
+    await t.db.prisma.channelSettings.update({ where: { projectId: project.id }, data: { accessTokenEnc: v1 } });
+    expect(t.secretBox.open(v1, channelSecretPlace(project.id, 'access_token'))).toBe('legacy-token');
+
+    const { resealed, failed } = await resealLegacySecrets(t.db.pool, t.secretBox);
+    expect(resealed).toBeGreaterThanOrEqual(1);
+    expect(failed).toBe(0);
+    const row = await t.db.prisma.channelSettings.findUniqueOrThrow({ where: { projectId: project.id } });
+    expect(row.accessTokenEnc.startsWith('v2.')).toBe(true);
+    expect((await openChannel({ db: t.db, secretBox: t.secretBox }, project.id))?.accessToken).toBe('legacy-token');
+    expect(deriveKey).toBeDefined();
+  });
+});
+
+describe('server timeouts', () => {
+  it('When a client sends its body slowly past the request bound, then the server cuts the connection with 408', async () => {
+    const app = express();
+    app.post('/upload', (req, res) => {
+      req.resume();
+      req.on('end', () => res.json({ ok: true }));
+    });
+    const server = http.createServer(app);
+    applyHttpTimeouts(server, { requestTimeoutMs: 1000, headersTimeoutMs: 1000, keepAliveTimeoutMs: 500 });
+    // Node checks the request bound on an interval (connectionsCheckingInterval, 30 s by default).
+    (server as unknown as { connectionsCheckingInterval: number }).connectionsCheckingInterval = 100;
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as net.AddressInfo).port;
+    const started = Date.now();
+    const answer = await new Promise<string>((resolve) => {
+      const socket = net.connect(port, '127.0.0.1', () => {
+        socket.write('POST /upload HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: 1000000\r\n\r\n');
+        const drip = setInterval(() => socket.writable && socket.write('a'), 100);
+        let got = '';
+        socket.on('data', (c) => (got += c));
+        socket.on('close', () => {
+          clearInterval(drip);
+          resolve(got);
+        });
+        socket.on('error', () => undefined);
+      });
+    });
+    server.close();
+    expect(answer).toMatch(/^HTTP\/1\.1 408/);
+    expect(Date.now() - started).toBeLessThan(5000);
+  });
+});
