@@ -34,6 +34,7 @@ export function createApp(deps: AppDeps & AppOptions): Express {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', 'simple');
+  app.set('trust proxy', deps.config.trustProxy);
 
   app.use(requestId);
   app.use(securityHeaders);

@@ -15,6 +15,10 @@ export interface Config {
   /** Connections in this instance's PostgreSQL pool. */
   databasePoolMax: number;
   databaseAcquireTimeoutMs: number;
+  authFailuresPerMinute: number;
+  authFailuresGlobalPerMinute: number;
+  /** Express `trust proxy`: false, true, a hop count or a list of addresses. */
+  trustProxy: boolean | number | string;
   httpRequestTimeoutMs: number;
   httpHeadersTimeoutMs: number;
   httpKeepAliveTimeoutMs: number;
@@ -63,6 +67,14 @@ export interface Config {
   uploadTmpDir: string;
 }
 
+/** TRUST_PROXY: unset/false, true, a hop count, or addresses/subnets (comma-separated) as Express reads them. */
+function trustProxyOf(v: string | undefined): boolean | number | string {
+  if (v === undefined || v === '' || v === 'false') return false;
+  if (v === 'true') return true;
+  if (/^\d+$/.test(v)) return Number(v);
+  return v;
+}
+
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
@@ -99,6 +111,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     httpRequestTimeoutMs: int(env, 'HTTP_REQUEST_TIMEOUT_MS', 180000, 1000, 3600000),
     httpHeadersTimeoutMs: int(env, 'HTTP_HEADERS_TIMEOUT_MS', 20000, 1000, 600000),
     httpKeepAliveTimeoutMs: int(env, 'HTTP_KEEPALIVE_TIMEOUT_MS', 5000, 100, 600000),
+    authFailuresPerMinute: int(env, 'AUTH_FAILURES_PER_MINUTE', 20, 1),
+    authFailuresGlobalPerMinute: int(env, 'AUTH_FAILURES_GLOBAL_PER_MINUTE', 1000, 1),
+    trustProxy: trustProxyOf(str(env, 'TRUST_PROXY')),
     databaseAcquireTimeoutMs: int(env, 'DATABASE_ACQUIRE_TIMEOUT_MS', 5000, 100, 600000),
     databaseStatementTimeoutMs: int(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 30000, 0, 3600000),
     dataDir: path.resolve(str(env, 'DATA_DIR') ?? '.data'),

@@ -55,6 +55,37 @@ describe('secret-bearing responses', () => {
   });
 });
 
+describe('failed authentication throttling', () => {
+  it('When one address sends 200 unknown keys, then it is throttled with 429 rate_limited and Retry-After while a valid key from another address still answers', async () => {
+    const th = await startTestApp({ config: { trustProxy: true, authFailuresPerMinute: 20, authFailuresGlobalPerMinute: 100_000 } });
+    try {
+      const project = await th.admin.project('throttle');
+      const key = (await th.admin.key(project.id, ['contacts:read'])).secret;
+      const statuses: number[] = [];
+      let last: request.Response | undefined;
+      for (let i = 0; i < 200; i++) {
+        last = await request(th.app).get('/v1/ping').set('X-Forwarded-For', '203.0.113.9').set('Authorization', `Bearer pk_live_guess${i}`);
+        statuses.push(last.status);
+      }
+      expect(statuses.slice(0, 25)).toEqual([...Array(20).fill(401), ...Array(5).fill(429)]);
+      expect(statuses.slice(20).every((s) => s === 429)).toBe(true);
+      expect(last!.body.error.code).toBe('rate_limited');
+      expect(Number(last!.headers['retry-after'])).toBeGreaterThan(0);
+      // Even the right key from the throttled address waits: the address, not the key, is throttled.
+      const same = await request(th.app).get('/v1/ping').set('X-Forwarded-For', '203.0.113.9').set('Authorization', `Bearer ${key}`);
+      expect(same.status).toBe(429);
+      const other = await request(th.app).get('/v1/ping').set('X-Forwarded-For', '198.51.100.7').set('Authorization', `Bearer ${key}`);
+      expect(other.status).toBe(200);
+      // The window ends: the address may try again.
+      th.clock.advance(61_000);
+      const later = await request(th.app).get('/v1/ping').set('X-Forwarded-For', '203.0.113.9').set('Authorization', `Bearer ${key}`);
+      expect(later.status).toBe(200);
+    } finally {
+      await th.close();
+    }
+  }, 60_000);
+});
+
 describe('two Authorization headers', () => {
   it('When a request carries two Authorization headers, then it is refused with 400 bad_request before either is used', async () => {
     const project = await t.admin.project('two auth');

@@ -85,7 +85,8 @@ export const TEST_WEBHOOK_OPTIONS = {
 } satisfies WebhookDeliveryOptions;
 
 export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> {
-  const config = { ...loadConfig({}), rateLimitPerMinute: 1000, ...opts.config };
+  // Tests make many failed authentications from one address: throttling only where a test asks for it.
+  const config = { ...loadConfig({}), rateLimitPerMinute: 1000, authFailuresPerMinute: 1_000_000, ...opts.config };
   const db = await openDatabase(opts.databaseUrl ?? testDatabaseUrl(), {
     max: 5,
     acquireTimeoutMs: config.databaseAcquireTimeoutMs,
