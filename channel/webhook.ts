@@ -5,7 +5,7 @@
  * Applying a payload is idempotent, so the provider's retries are safe.
  */
 import express, { Router, type Request, type Response } from 'express';
-import { createHmac } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import type { AppDeps } from '../lib/deps.js';
 import { ApiError } from '../lib/errors.js';
 import { openChannel } from '../lib/channel-settings.js';
@@ -16,10 +16,14 @@ export function signatureOf(appSecret: string, rawBody: Buffer): string {
   return 'sha256=' + createHmac('sha256', appSecret).update(rawBody).digest('hex');
 }
 
+// An unknown project answers exactly like a wrong signature (same status, code, message and the
+// same HMAC work), so the unauthenticated endpoint does not tell which project ids exist.
+const NO_CHANNEL_SECRET = randomBytes(32).toString('hex');
+const WRONG_SIGNATURE = 'Missing or wrong X-Hub-Signature-256.';
+const WRONG_VERIFICATION = 'Verification failed: hub.mode must be subscribe and hub.verify_token must match.';
+
 async function channelOf(deps: AppDeps, projectId: string) {
-  const channel = /^[a-z0-9][a-z0-9_-]{2,63}$/i.test(projectId) ? await openChannel(deps, projectId.toLowerCase()) : undefined;
-  if (!channel) throw new ApiError('not_found', 'No channel webhook here.');
-  return channel;
+  return /^[a-z0-9][a-z0-9_-]{2,63}$/i.test(projectId) ? openChannel(deps, projectId.toLowerCase()) : undefined;
 }
 
 export function channelWebhookRouter(deps: AppDeps): Router {
@@ -28,8 +32,9 @@ export function channelWebhookRouter(deps: AppDeps): Router {
   router.get('/channel/:projectId/webhook', async (req: Request, res: Response) => {
     const channel = await channelOf(deps, String(req.params.projectId));
     const { 'hub.mode': mode, 'hub.verify_token': token, 'hub.challenge': challenge } = req.query;
-    if (mode !== 'subscribe' || typeof token !== 'string' || typeof challenge !== 'string' || !safeEqual(token, channel.verifyToken)) {
-      throw new ApiError('invalid_token', 'Verification failed: hub.mode must be subscribe and hub.verify_token must match.');
+    const expected = channel?.verifyToken ?? NO_CHANNEL_SECRET;
+    if (mode !== 'subscribe' || typeof token !== 'string' || typeof challenge !== 'string' || !safeEqual(token, expected) || !channel) {
+      throw new ApiError('invalid_token', WRONG_VERIFICATION);
     }
     res.status(200).type('text/plain').send(challenge.slice(0, 1000));
   });
@@ -41,8 +46,9 @@ export function channelWebhookRouter(deps: AppDeps): Router {
       const channel = await channelOf(deps, String(req.params.projectId));
       const raw: Buffer = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
       const given = req.headers['x-hub-signature-256'];
-      if (typeof given !== 'string' || !safeEqual(given, signatureOf(channel.appSecret, raw))) {
-        throw new ApiError('invalid_token', 'Missing or wrong X-Hub-Signature-256.');
+      const expected = signatureOf(channel?.appSecret ?? NO_CHANNEL_SECRET, raw);
+      if (typeof given !== 'string' || !safeEqual(given, expected) || !channel) {
+        throw new ApiError('invalid_token', WRONG_SIGNATURE);
       }
       let payload: unknown;
       try {

@@ -86,6 +86,26 @@ describe('failed authentication throttling', () => {
   }, 60_000);
 });
 
+describe('the unauthenticated channel webhook', () => {
+  it('When a project does not exist or the signature is wrong, then both answer the same 401 invalid_token', async () => {
+    const project = await t.admin.project('channel probe');
+    await t.admin.call('put', `/admin/projects/${project.id}/channel`, channelBody('tok'));
+    const body = JSON.stringify({ object: 'whatsapp_business_account', entry: [] });
+    const send = (id: string) =>
+      request(t.app).post(`/channel/${id}/webhook`).set('Content-Type', 'application/json').set('X-Hub-Signature-256', 'sha256=' + '0'.repeat(64)).send(body);
+    const wrong = await send(project.id);
+    const missing = await send('prj_doesnotexist');
+    for (const res of [wrong, missing]) {
+      expect(res.status).toBe(401);
+      expect(res.body.error).toEqual(wrong.body.error);
+    }
+    const verifyMissing = await request(t.app).get('/channel/prj_doesnotexist/webhook?hub.mode=subscribe&hub.verify_token=x&hub.challenge=1');
+    const verifyWrong = await request(t.app).get(`/channel/${project.id}/webhook?hub.mode=subscribe&hub.verify_token=x&hub.challenge=1`);
+    expect(verifyMissing.status).toBe(401);
+    expect(verifyMissing.body.error).toEqual(verifyWrong.body.error);
+  });
+});
+
 describe('two Authorization headers', () => {
   it('When a request carries two Authorization headers, then it is refused with 400 bad_request before either is used', async () => {
     const project = await t.admin.project('two auth');
