@@ -17,7 +17,7 @@ import { bindMigrationAwareSqlAdapterFactory } from '@prisma/driver-adapter-util
 import * as runtime from '@prisma/schema-engine-wasm/schema_engine_bg';
 import pg from 'pg';
 import { loadConfig } from '../lib/config.js';
-import { EMBEDDED_PASSWORD, EMBEDDED_USER, startEmbeddedPostgres } from '../lib/db/embedded.js';
+import { embeddedServiceUrl, readEmbeddedCredentials, startEmbeddedPostgres } from '../lib/db/embedded.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const schemaPath = path.join(root, 'prisma', 'schema.prisma');
@@ -76,7 +76,9 @@ async function main(): Promise<number> {
       url = embedded.url;
     } catch (e) {
       // Typically the dev server already runs the embedded PostgreSQL: any connection will do.
-      const running = `postgres://${EMBEDDED_USER}:${EMBEDDED_PASSWORD}@127.0.0.1:${config.embeddedPgPort}/service`;
+      const credentials = await readEmbeddedCredentials(config.dataDir);
+      if (!credentials) throw e;
+      const running = embeddedServiceUrl(credentials, config.embeddedPgPort);
       const client = new pg.Client({ connectionString: running });
       client.on('error', () => undefined);
       const reachable = await client.connect().then(() => true, () => false);

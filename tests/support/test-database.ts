@@ -56,7 +56,7 @@ export async function setupTestDatabase(rootDir: string): Promise<string> {
       logger: verbose,
       unref: true,
     });
-    adminUrl = withDatabase(embedded.url, 'postgres');
+    adminUrl = embedded.adminUrl;
     stopEmbedded = embedded.stop;
   }
   const name = testDatabaseName();

@@ -1,0 +1,96 @@
+/**
+ * The embedded PostgreSQL has no known password and the service is not its superuser: a local
+ * process trying `postgres`/`postgres` is refused, the service connects as a role that owns its
+ * database (migrations included) without superuser rights, and a data folder of the old scheme
+ * is converted on its first start without losing anything.
+ */
+import { afterAll, describe, expect, it } from '@jest/globals';
+import { chmod, mkdtemp, rm, stat, unlink } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { readEmbeddedCredentials, startEmbeddedPostgres, type EmbeddedPostgres } from '../lib/db/embedded.js';
+import { applyMigrations } from '../lib/db/migrate.js';
+
+const quiet = { info: () => undefined, warn: () => undefined };
+const folders: string[] = [];
+const servers: EmbeddedPostgres[] = [];
+
+afterAll(async () => {
+  for (const s of servers) await s.stop().catch(() => undefined);
+  for (const f of folders) await rm(f, { recursive: true, force: true });
+}, 30_000);
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function folder(): Promise<string> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'svc-pgcred-'));
+  await chmod(dir, 0o755);
+  folders.push(dir);
+  return dir;
+}
+
+async function query<T = any>(url: string, sql: string): Promise<T[]> {
+  const c = new pg.Client({ connectionString: url });
+  c.on('error', () => undefined);
+  await c.connect();
+  try {
+    return (await c.query(sql)).rows;
+  } finally {
+    await c.end();
+  }
+}
+
+const asLegacySuperuser = (port: number) => `postgres://postgres:postgres@127.0.0.1:${port}/postgres`;
+
+describe('embedded PostgreSQL credentials', () => {
+  it('When it starts on a new folder, then postgres/postgres is refused and the service role owns its database without being a superuser', async () => {
+    const dir = await folder();
+    const port = await freePort();
+    const server = await startEmbeddedPostgres({ dataDir: dir, port, logger: quiet });
+    servers.push(server);
+    await expect(query(asLegacySuperuser(port), 'SELECT 1')).rejects.toMatchObject({ code: '28P01' });
+    expect((await stat(path.join(dir, 'pg-credentials.json'))).mode & 0o777).toBe(0o600);
+    expect(new URL(server.url).username).toBe('service');
+    await applyMigrations(server.url, { logger: quiet });
+    const [me] = await query(server.url, `SELECT rolsuper, rolcreaterole, (SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = current_database()) AS owner FROM pg_roles WHERE rolname = current_user`);
+    expect(me).toEqual({ rolsuper: false, rolcreaterole: true, owner: 'service' });
+    // Superuser-only powers are refused to the service: reading server files, running programs.
+    await expect(query(server.url, `COPY (SELECT 1) TO PROGRAM 'true'`)).rejects.toMatchObject({ code: '42501' });
+    await server.stop();
+  }, 60_000);
+
+  it('When a folder of the old scheme (postgres/postgres, objects owned by the superuser) starts, then the password is rotated and ownership handed over with the data kept', async () => {
+    const dir = await folder();
+    const port = await freePort();
+    let server = await startEmbeddedPostgres({ dataDir: dir, port, logger: quiet });
+    servers.push(server);
+    // Put the folder back in the old state: the default password, no credentials file, the
+    // database and a table with a row owned by the superuser.
+    await query(server.adminUrl, `ALTER DATABASE service OWNER TO postgres`);
+    const adminOfService = server.adminUrl.replace(/\/postgres$/, '/service');
+    await query(adminOfService, `CREATE TABLE legacy (id serial PRIMARY KEY, v text); INSERT INTO legacy (v) VALUES ('kept')`);
+    await query(server.adminUrl, `ALTER ROLE postgres PASSWORD 'postgres'`);
+    await server.stop();
+    await unlink(path.join(dir, 'pg-credentials.json'));
+
+    server = await startEmbeddedPostgres({ dataDir: dir, port, logger: quiet });
+    servers.push(server);
+    await expect(query(asLegacySuperuser(port), 'SELECT 1')).rejects.toMatchObject({ code: '28P01' });
+    expect(await readEmbeddedCredentials(dir)).toBeDefined();
+    const rows = await query(server.url, `SELECT v FROM legacy`);
+    expect(rows).toEqual([{ v: 'kept' }]);
+    await query(server.url, `INSERT INTO legacy (v) VALUES ('new')`); // the sequence is the service's too
+    const [owner] = await query(server.url, `SELECT pg_get_userbyid(relowner) AS owner FROM pg_class WHERE relname = 'legacy'`);
+    expect(owner.owner).toBe('service');
+    await server.stop();
+  }, 60_000);
+});
