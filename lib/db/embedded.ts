@@ -181,6 +181,36 @@ function pidAlive(pid: number): boolean {
   }
 }
 
+/** The service process that runs the embedded server of a data folder (see stopLeftoverServer). */
+const OWNER_FILE = 'pg.owner';
+
+/**
+ * A service killed with SIGKILL leaves its PostgreSQL running, and the next start would find the
+ * data folder locked. The server is ours to stop when its postmaster.pid names a live postgres of
+ * this very folder and the service process that started it (pg.owner) is gone; when that process
+ * is alive, another instance uses the folder and the start is refused (as before, with the pid).
+ */
+async function stopLeftoverServer(dataDir: string, pgDir: string, logger?: EmbeddedLogger): Promise<void> {
+  const pidText = await fs.readFile(path.join(pgDir, 'postmaster.pid'), 'utf8').catch(() => '');
+  const pid = Number(pidText.split('\n')[0]);
+  if (!(pid > 0) || !pidAlive(pid)) return; // no server, or a stale file PostgreSQL cleans itself
+  const cmdline = await fs.readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+  if (!cmdline.includes('postgres') || !cmdline.includes(pgDir)) return; // not ours: start() explains
+  const owner = Number(await fs.readFile(path.join(dataDir, OWNER_FILE), 'utf8').catch(() => '0'));
+  if (owner > 0 && owner !== process.pid && pidAlive(owner)) return; // in use by a live instance
+  logger?.warn(`embedded PostgreSQL: a server (pid ${pid}) left running by a service that was killed; stopping it before starting`);
+  process.kill(pid, 'SIGINT'); // fast shutdown
+  const deadline = Date.now() + 15_000;
+  while (pidAlive(pid)) {
+    if (Date.now() > deadline) {
+      process.kill(pid, 'SIGQUIT');
+      break;
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  while (pidAlive(pid)) await new Promise((r) => setTimeout(r, 50));
+}
+
 async function explainStartFailure(log: string[], port: number, pgDir: string): Promise<string> {
   const text = log.join('\n');
   const tail = log.slice(-8).join(' | ').trim();
@@ -359,6 +389,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<Embe
     }
   }
 
+  await stopLeftoverServer(dataDir, pgDir, logger);
   try {
     await server.start();
   } catch (e) {
@@ -366,6 +397,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<Embe
     throw new Error(await explainStartFailure(log, port, pgDir));
   }
   phase = 'running';
+  await fs.writeFile(path.join(dataDir, OWNER_FILE), String(process.pid));
 
   // The package keeps the child process private; we need it to detect an early exit and to kill it on 'exit'.
   const child = (server as unknown as { process?: ChildProcess }).process;

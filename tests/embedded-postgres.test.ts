@@ -12,6 +12,9 @@ import path from 'node:path';
 import pg from 'pg';
 import { readEmbeddedCredentials, startEmbeddedPostgres, type EmbeddedPostgres } from '../lib/db/embedded.js';
 import { applyMigrations } from '../lib/db/migrate.js';
+import { spawn } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
 
 const quiet = { info: () => undefined, warn: () => undefined };
 const folders: string[] = [];
@@ -91,6 +94,31 @@ describe('embedded PostgreSQL credentials', () => {
     await query(server.url, `INSERT INTO legacy (v) VALUES ('new')`); // the sequence is the service's too
     const [owner] = await query(server.url, `SELECT pg_get_userbyid(relowner) AS owner FROM pg_class WHERE relname = 'legacy'`);
     expect(owner.owner).toBe('service');
+    await server.stop();
+  }, 60_000);
+});
+
+describe('after kill -9', () => {
+  it('When the service was killed with SIGKILL and left its PostgreSQL running, then the next start stops that server and starts', async () => {
+    const dir = await folder();
+    const port = await freePort();
+    const embedded = fileURLToPath(new URL('../lib/db/embedded.ts', import.meta.url));
+    const script = path.join(dir, 'start.mts');
+    await writeFile(script, `import { startEmbeddedPostgres } from ${JSON.stringify(embedded)};\nawait startEmbeddedPostgres({ dataDir: ${JSON.stringify(dir)}, port: ${port} });\nconsole.log('READY');\nsetInterval(() => {}, 1000);\n`);
+    const child = spawn(process.execPath, ['--import', 'tsx', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    await new Promise<void>((resolve, reject) => {
+      child.stdout!.on('data', (c) => String(c).includes('READY') && resolve());
+      child.once('exit', (code) => reject(new Error(`child exited ${code}`)));
+    });
+    child.kill('SIGKILL');
+    await new Promise((r) => child.once('exit', r));
+    const leftover = Number((await import('node:fs')).readFileSync(path.join(dir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]);
+    expect(() => process.kill(leftover, 0)).not.toThrow(); // the orphan still runs
+
+    const server = await startEmbeddedPostgres({ dataDir: dir, port, logger: quiet });
+    servers.push(server);
+    expect(await query(server.url, 'SELECT 1 AS ok')).toEqual([{ ok: 1 }]);
+    expect(() => process.kill(leftover, 0)).toThrow();
     await server.stop();
   }, 60_000);
 });
