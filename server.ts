@@ -21,6 +21,7 @@ import { SecretBox, deriveKey } from './lib/crypto-box.js';
 import { resealLegacySecrets } from './lib/secret-reseal.js';
 import { CloudApiClient } from './channel/cloud-api.js';
 import { createSimulator } from './simulator/app.js';
+import { metaCallbackRetryDelaysMs } from './simulator/state.js';
 import { simulatedChannelProvisioner } from './lib/simulated-channel.js';
 import { startWebhookDelivery } from './jobs/webhook-delivery.js';
 
@@ -61,7 +62,7 @@ async function main(): Promise<void> {
   let graphBaseUrl = config.graphBaseUrl ?? simulatorUrl;
   let stopSimulator: (() => Promise<void>) | undefined;
   if (!graphBaseUrl) {
-    const sim = createSimulator({ logger });
+    const sim = createSimulator({ logger, limits: { callbackRetryDelaysMs: metaCallbackRetryDelaysMs(config.simulatorCallbackRetryScale) } });
     const simServer: Server = await new Promise((resolve, reject) => {
       const s = sim.app.listen(config.simulatorPort, '127.0.0.1', () => resolve(s));
       s.once('error', (e) => reject(new Error(`Cloud API simulator: cannot listen on 127.0.0.1:${config.simulatorPort} (${e.message}); set SIMULATOR_PORT`)));

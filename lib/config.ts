@@ -15,6 +15,8 @@ export interface Config {
   /** Connections in this instance's PostgreSQL pool. */
   databasePoolMax: number;
   databaseAcquireTimeoutMs: number;
+  /** Compresses the bundled simulator's callback retry schedule (tests, demos); 1 = Meta's hours. */
+  simulatorCallbackRetryScale: number;
   authFailuresPerMinute: number;
   authFailuresGlobalPerMinute: number;
   /** Express `trust proxy`: false, true, a hop count or a list of addresses. */
@@ -75,6 +77,14 @@ function trustProxyOf(v: string | undefined): boolean | number | string {
   return v;
 }
 
+function positiveNumber(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = str(env, name);
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`Configuration: ${name} must be a positive number, got "${raw}"`);
+  return n;
+}
+
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
@@ -114,6 +124,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     authFailuresPerMinute: int(env, 'AUTH_FAILURES_PER_MINUTE', 20, 1),
     authFailuresGlobalPerMinute: int(env, 'AUTH_FAILURES_GLOBAL_PER_MINUTE', 1000, 1),
     trustProxy: trustProxyOf(str(env, 'TRUST_PROXY')),
+    simulatorCallbackRetryScale: positiveNumber(env, 'SIMULATOR_CALLBACK_RETRY_SCALE', 1),
     databaseAcquireTimeoutMs: int(env, 'DATABASE_ACQUIRE_TIMEOUT_MS', 5000, 100, 600000),
     databaseStatementTimeoutMs: int(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 30000, 0, 3600000),
     dataDir: path.resolve(str(env, 'DATA_DIR') ?? '.data'),

@@ -5,9 +5,12 @@
  *   SIMULATOR_AUTO_STATUS=off | "<delivered_ms>,<read_ms>" (default 300,1000),
  *   SIMULATOR_TEMPLATE_AUTO_APPROVE_MS (default 3000; "off" waits for the control API),
  *   SIMULATOR_STATUS_BATCH_MS (default 20; statuses of a number within it share a notification; 0: one each),
+ *   SIMULATOR_CALLBACK_RETRY_SCALE (default 1: a failed callback is retried like Meta, with decreasing
+ *     frequency for 7 days; 0.001 compresses that to 10 minutes),
  *   SIMULATOR_LOG=debug|info|warn|error (default info).
  */
 import { createSimulator, DEFAULT_AUTO_STATUS_DELAYS, type AutoStatusDelays, type SimLogger } from './app.js';
+import { metaCallbackRetryDelaysMs } from './state.js';
 
 const LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 
@@ -36,7 +39,10 @@ const logger = makeLogger(process.env.SIMULATOR_LOG ?? 'info');
 const sim = createSimulator({
   autoStatusDelaysMs: parseDelays(process.env.SIMULATOR_AUTO_STATUS),
   templateAutoDecisionMs: approve === 'off' ? null : Number(approve),
-  limits: { statusBatchMs: Number(process.env.SIMULATOR_STATUS_BATCH_MS ?? 20) },
+  limits: {
+    statusBatchMs: Number(process.env.SIMULATOR_STATUS_BATCH_MS ?? 20),
+    callbackRetryDelaysMs: metaCallbackRetryDelaysMs(Number(process.env.SIMULATOR_CALLBACK_RETRY_SCALE ?? 1)),
+  },
   publicBaseUrl: process.env.SIMULATOR_PUBLIC_URL,
   logger,
 });

@@ -41,6 +41,23 @@ export interface SimLimits {
   uploadLimitBytes: number;
 }
 
+/**
+ * Meta retries a callback that failed "with decreasing frequency" for up to 7 days: here 1 s, 5 s,
+ * 15 s, 30 s, 1, 2, 5, 10, 20 and 30 minutes, then every hour until 7 days have passed since the
+ * first attempt. `scale` compresses the whole schedule for tests (0.001: 7 days in 10 minutes).
+ */
+export function metaCallbackRetryDelaysMs(scale = 1): number[] {
+  const first = [1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800].map((s) => s * 1000);
+  const delays = [...first];
+  let total = first.reduce((a, b) => a + b, 0);
+  const HOUR = 3600_000;
+  while (total + HOUR <= 7 * 24 * HOUR) {
+    delays.push(HOUR);
+    total += HOUR;
+  }
+  return delays.map((d) => Math.max(1, Math.round(d * scale)));
+}
+
 export const DEFAULT_LIMITS: SimLimits = {
   messageLogSize: 10_000,
   messageIndexSize: 200_000,
@@ -50,7 +67,7 @@ export const DEFAULT_LIMITS: SimLimits = {
   statusBatchMs: 20,
   statusBatchMax: 100,
   callbackTimeoutMs: 10_000,
-  callbackRetryDelaysMs: [1_000, 5_000, 30_000],
+  callbackRetryDelaysMs: metaCallbackRetryDelaysMs(),
   maxMediaBytes: 512 * 1024 * 1024,
   mediaTtlMs: 30 * 24 * 3600 * 1000,
   jsonLimitBytes: 5 * 1024 * 1024,

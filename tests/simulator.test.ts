@@ -8,7 +8,7 @@ import http, { type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { createSimulator, type Simulator } from '../simulator/app.js';
-import { DEFAULT_LIMITS } from '../simulator/state.js';
+import { DEFAULT_LIMITS, metaCallbackRetryDelaysMs } from '../simulator/state.js';
 
 const SECRET = 'test-app-secret';
 const VERIFY = 'verify-me';
@@ -450,4 +450,49 @@ describe('WhatsApp Cloud API simulator', () => {
     expect((await request(base).get('/_sim/messages').expect(200)).body.data).toEqual([]);
     await send(text()).expect(200);
   });
+});
+
+describe('simulator callback retries (Meta keeps retrying with decreasing frequency)', () => {
+  it('has a schedule of hours: increasing delays, then hourly, for 7 days in all; a scale compresses it', () => {
+    const delays = metaCallbackRetryDelaysMs();
+    for (let i = 1; i < delays.length; i++) expect(delays[i]).toBeGreaterThanOrEqual(delays[i - 1]);
+    const total = delays.reduce((a, b) => a + b, 0);
+    expect(total).toBeGreaterThan(6.9 * DAY);
+    expect(total).toBeLessThanOrEqual(7 * DAY);
+    expect(metaCallbackRetryDelaysMs(0.001).reduce((a, b) => a + b, 0)).toBeLessThan(11 * 60_000);
+  });
+
+  it('loses no status and no inbound message across a 5-minute outage of the receiver (schedule compressed 500×)', async () => {
+    const scale = 0.002; // 5 minutes → 0.6 s
+    const rx = await startReceiver();
+    const sim = createSimulator({ autoStatusDelaysMs: { sent: 0, delivered: 10, read: 20 }, limits: { callbackRetryDelaysMs: metaCallbackRetryDelaysMs(scale), statusBatchMs: 0 } });
+    const server = http.createServer(sim.app);
+    const base = await listen(server);
+    try {
+      const pn = (await request(base).post('/_sim/phone-numbers').send({ callback_url: rx.url, app_secret: SECRET, verify_token: VERIFY }).expect(201)).body;
+      rx.setStatus(503); // the service is down
+      const outageEnds = Date.now() + 5 * 60_000 * scale;
+      const wamids: string[] = [];
+      for (let i = 0; i < 10; i++) {
+        const res = await request(base)
+          .post(`/v21.0/${pn.phone_number_id}/messages`)
+          .set('Authorization', `Bearer ${pn.access_token}`)
+          .send({ messaging_product: 'whatsapp', recipient_type: 'individual', to: `+1555000${1000 + i}`, type: 'text', text: { body: 'hi' } })
+          .expect(200);
+        wamids.push(res.body.messages[0].id);
+        await request(base).post('/_sim/inbound').send({ phone_number_id: pn.phone_number_id, from: `1555000${2000 + i}`, text: `inbound ${i}` }).expect(200);
+      }
+      await new Promise((r) => setTimeout(r, Math.max(0, outageEnds - Date.now())));
+      rx.setStatus(200); // back
+      await waitFor(() => wamids.every((w) => ['sent', 'delivered', 'read'].every((st) => statusesOf(rx.got.filter((g) => g.sigOk), w).some((s) => s.status === st))), 20_000);
+      const inbound = () => rx.got.flatMap((r) => (r.body.entry?.[0]?.changes?.[0]?.value?.messages ?? []) as any[]).map((m) => m.text?.body);
+      await waitFor(() => Array.from({ length: 10 }, (_, i) => `inbound ${i}`).every((t) => inbound().includes(t)), 20_000);
+      expect(sim.state.stats.callbacks_dropped).toBe(0);
+    } finally {
+      await sim.close();
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+      await rx.close();
+    }
+  }, 60_000);
 });
