@@ -88,7 +88,15 @@ export interface paths {
          *       `details.resetAt` and `Retry-After`). A send that fails upstream does not count.
          *     * `Idempotency-Key`: a retry with the same key and body replays the first response
          *       (for 24 hours); the same key with another body is 409 `idempotency_key_mismatch`;
-         *       while the first is running, 409 `idempotency_in_progress`. A 5xx releases the key.
+         *       while the first is running, 409 `idempotency_in_progress`. A 5xx releases the key,
+         *       except when the send's outcome is unknown (below). Replays restore `Retry-After`.
+         *     * A send is recorded before the channel is called and is never sent twice by the service.
+         *       When the channel's answer is lost (a timeout after the request went out), the answer is
+         *       502 `upstream_error` with `details.outcome: "unknown"`: the message may have been sent.
+         *       Do not resend it without the key: a retry with the same `Idempotency-Key` answers 409
+         *       `idempotency_in_progress` until the channel's status (which echoes the service's
+         *       reference) settles the outcome, then replays the send's 200 answer. Such a message keeps
+         *       its quota unit and is not listed until its outcome is known.
          *     * Validation codes: `missing_recipient`, `invalid_phone`, `unsupported_message_type`,
          *       `missing_template_name`, `missing_language`, `template_variable_mismatch`,
          *       `too_many_buttons` (more than 3 reply buttons), `invalid_request`.

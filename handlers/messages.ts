@@ -6,9 +6,12 @@ import { findMessageRow } from '../lib/conversations.js';
 import { messageView } from '../lib/views.js';
 import { sendMessage as send } from '../lib/messaging/send-message.js';
 
-export const sendMessage: Handler<operations['sendMessage']> = async (req, deps) => ({
-  data: await send(deps, req.auth!.project, req.body),
-});
+export const sendMessage: Handler<operations['sendMessage']> = async (req, deps) => {
+  // The key (validated and claimed by middleware/idempotency.ts) is linked to the send's record.
+  const header = req.http.headers['idempotency-key'];
+  const idempotencyKey = header === undefined ? undefined : Array.isArray(header) ? header.join(',') : header;
+  return { data: await send(deps, req.auth!.project, req.body, { idempotencyKey }) };
+};
 
 /**
  * GET /v1/messages/{id}: an id of digits only is the numeric message id, anything else a `wamid`;

@@ -135,7 +135,7 @@ export async function listMessageRows(
   const res = await db.query<MessageRow>(
     // ORDER BY names the table's column: the output column "id" is text (id::text).
     `SELECT ${MESSAGE_COLUMNS} FROM messages m
-     WHERE m.conversation_id = $1::bigint AND m.project_id = $2 ${keyset}
+     WHERE m.conversation_id = $1::bigint AND m.project_id = $2 AND m.status <> 'pending' ${keyset}
      ORDER BY m.id DESC
      LIMIT $3`,
     values,
@@ -198,16 +198,18 @@ const MAX_BIGINT = 9223372036854775807n;
  * A message by the lookup rule of GET /v1/messages/{id}: an id of digits only is the numeric
  * message id, anything else the channel's `wamid`. Undefined when the project has no such message.
  */
+// A `pending` message (its send's outcome not known yet, lib/messaging/send-message.ts) is not
+// shown: it has no wamid yet, and it may turn out never to have been sent.
 export async function findMessageRow(db: Queryable, projectId: string, idOrWamid: string): Promise<MessageRow | undefined> {
   if (/^[0-9]+$/.test(idOrWamid)) {
     const id = BigInt(idOrWamid);
     if (id < 1n || id > MAX_BIGINT) return undefined;
-    const res = await db.query<MessageRow>(`SELECT ${MESSAGE_COLUMNS} FROM messages WHERE project_id = $1 AND id = $2::bigint`, [
+    const res = await db.query<MessageRow>(`SELECT ${MESSAGE_COLUMNS} FROM messages WHERE project_id = $1 AND id = $2::bigint AND status <> 'pending'`, [
       projectId,
       id.toString(),
     ]);
     return res.rows[0];
   }
-  const res = await db.query<MessageRow>(`SELECT ${MESSAGE_COLUMNS} FROM messages WHERE project_id = $1 AND wamid = $2`, [projectId, idOrWamid]);
+  const res = await db.query<MessageRow>(`SELECT ${MESSAGE_COLUMNS} FROM messages WHERE project_id = $1 AND wamid = $2 AND status <> 'pending'`, [projectId, idOrWamid]);
   return res.rows[0];
 }

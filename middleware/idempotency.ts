@@ -5,7 +5,13 @@
  * body with object keys sorted, array order kept) is 409 idempotency_key_mismatch; a 2xx or 4xx
  * outcome is stored and replayed for 24 hours, a 5xx releases the key. Keys are scoped to the
  * selected project. Claiming is one atomic upsert, so concurrent requests with one key cause
- * exactly one execution. A claim left by a crashed instance is taken over after a grace period.
+ * exactly one execution. A claim left by a crashed instance is taken over after a grace period,
+ * unless it already started a send (`message_ref`, linked before the channel is called): such a
+ * key is settled from that message, never by sending again. While the send's outcome is unknown
+ * (a timeout, or a crash after the call) a retry gets 409 idempotency_in_progress; once the
+ * channel's status names the message, the retry gets the send's answer. A 5xx releases the key
+ * only when no send is pending behind it. Replays restore Retry-After (recomputed from the
+ * stored `resetAt` when the error has one).
  */
 import { createHash } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
@@ -38,7 +44,22 @@ interface Stored {
   state: string;
   status_code: number | null;
   body: unknown;
+  headers: Record<string, string> | null;
+  message_ref: string | null;
   claimed: boolean;
+}
+
+/** Headers a replay restores. */
+const REPLAYED_HEADERS = ['retry-after'];
+
+/** Retry-After of a replay: from the stored error's resetAt when it has one (the wait shrinks), else as stored. */
+function replayHeaders(record: Stored, now: Date): Record<string, string> {
+  const out: Record<string, string> = { ...(record.headers ?? {}) };
+  const resetAt = (record.body as { error?: { details?: { resetAt?: unknown } } } | null)?.error?.details?.resetAt;
+  if (out['retry-after'] !== undefined && typeof resetAt === 'string' && !Number.isNaN(Date.parse(resetAt))) {
+    out['retry-after'] = String(Math.max(1, Math.ceil((Date.parse(resetAt) - now.getTime()) / 1000)));
+  }
+  return out;
 }
 
 export function idempotency(deps: AppDeps) {
@@ -61,25 +82,32 @@ export function idempotency(deps: AppDeps) {
              ON CONFLICT (project_id, key) DO UPDATE
                SET fingerprint = EXCLUDED.fingerprint, state = 'in_progress', status_code = NULL, body = NULL,
                    created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
-               WHERE r.expires_at <= $4 OR (r.state = 'in_progress' AND r.created_at <= $6)
-             RETURNING fingerprint, state, status_code, body, true AS claimed`,
+               WHERE r.expires_at <= $4 OR (r.state = 'in_progress' AND r.created_at <= $6 AND r.message_ref IS NULL)
+             RETURNING fingerprint, state, status_code, body, headers, message_ref, true AS claimed`,
       values: [projectId, key, print, now, new Date(now.getTime() + RETENTION_MS), new Date(now.getTime() - ABANDONED_AFTER_MS)],
     });
     if (rows.length === 0) {
       const existing = await deps.db.pool.query<Stored>({
         name: 'idempotency-read',
-        text: 'SELECT fingerprint, state, status_code, body, false AS claimed FROM idempotency_records WHERE project_id = $1 AND key = $2',
+        text: 'SELECT fingerprint, state, status_code, body, headers, message_ref, false AS claimed FROM idempotency_records WHERE project_id = $1 AND key = $2',
         values: [projectId, key],
       });
-      const record = existing.rows[0];
+      let record = existing.rows[0];
       if (!record) throw new ApiError('idempotency_in_progress', 'A request with this Idempotency-Key is being processed; retry shortly.');
       if (record.fingerprint !== print) {
         throw new ApiError('idempotency_key_mismatch', 'This Idempotency-Key was used with a different request; use a new key for a new request.');
       }
+      if (record.state !== 'completed' && record.message_ref) record = (await settleFromSend(deps, projectId, key, record)) ?? record;
       if (record.state !== 'completed') {
-        throw new ApiError('idempotency_in_progress', 'A request with this Idempotency-Key is still being processed; retry shortly.');
+        throw new ApiError(
+          'idempotency_in_progress',
+          record.message_ref
+            ? "The send started with this Idempotency-Key has no known outcome yet (the channel has not reported it); retry later: it is never sent twice."
+            : 'A request with this Idempotency-Key is still being processed; retry shortly.',
+        );
       }
       res.setHeader('Idempotent-Replayed', 'true');
+      res.set(replayHeaders(record, now));
       res.status(record.status_code ?? 200).json(record.body);
       return;
     }
@@ -89,13 +117,24 @@ export function idempotency(deps: AppDeps) {
     const send = res.json.bind(res);
     res.json = (body: unknown) => {
       const status = res.statusCode;
+      const headers: Record<string, string> = {};
+      for (const h of REPLAYED_HEADERS) {
+        const v = res.getHeader(h);
+        if (v !== undefined) headers[h] = String(v);
+      }
       const settle =
         status >= 500
-          ? deps.db.pool.query({ name: 'idempotency-release', text: 'DELETE FROM idempotency_records WHERE project_id = $1 AND key = $2', values: [projectId, key] })
+          ? deps.db.pool.query({
+              // Released, unless a send whose outcome is unknown stands behind the key.
+              name: 'idempotency-release',
+              text: `DELETE FROM idempotency_records r WHERE r.project_id = $1 AND r.key = $2
+                     AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.project_id = r.project_id AND m.client_ref = r.message_ref)`,
+              values: [projectId, key],
+            })
           : deps.db.pool.query({
               name: 'idempotency-complete',
-              text: `UPDATE idempotency_records SET state = 'completed', status_code = $3, body = $4 WHERE project_id = $1 AND key = $2`,
-              values: [projectId, key, status, JSON.stringify(body)],
+              text: `UPDATE idempotency_records SET state = 'completed', status_code = $3, body = $4, headers = $5 WHERE project_id = $1 AND key = $2`,
+              values: [projectId, key, status, JSON.stringify(body), Object.keys(headers).length ? JSON.stringify(headers) : null],
             });
       settle
         .catch((e) => deps.logger.error('idempotency: could not settle key', { request_id: req.requestId, error: String(e) }))
@@ -104,4 +143,34 @@ export function idempotency(deps: AppDeps) {
     };
     next();
   };
+}
+
+/**
+ * A key whose send is recorded: once the channel has named the message (a wamid, any status but
+ * pending), the key completes with the answer the send would have given; a send that certainly
+ * failed left no message, and the key is released for a new attempt.
+ */
+async function settleFromSend(deps: AppDeps, projectId: string, key: string, record: Stored): Promise<Stored | undefined> {
+  const { rows } = await deps.db.pool.query<{ wamid: string; status: string }>({
+    name: 'idempotency-send-outcome',
+    text: 'SELECT wamid, status FROM messages WHERE project_id = $1 AND client_ref = $2',
+    values: [projectId, record.message_ref],
+  });
+  const message = rows[0];
+  if (!message) {
+    await deps.db.pool.query({
+      name: 'idempotency-release-failed-send',
+      text: `DELETE FROM idempotency_records WHERE project_id = $1 AND key = $2 AND state = 'in_progress' AND message_ref = $3`,
+      values: [projectId, key, record.message_ref],
+    });
+    return undefined;
+  }
+  if (message.status === 'pending') return undefined;
+  const body = { success: true, data: { id: message.wamid, status: 'sent' } };
+  await deps.db.pool.query({
+    name: 'idempotency-complete-from-send',
+    text: `UPDATE idempotency_records SET state = 'completed', status_code = 200, body = $4 WHERE project_id = $1 AND key = $2 AND message_ref = $3`,
+    values: [projectId, key, record.message_ref, JSON.stringify(body)],
+  });
+  return { ...record, state: 'completed', status_code: 200, body, headers: null };
 }

@@ -1,7 +1,7 @@
 /**
  * Fault injection for Graph calls: the next `count` matching calls fail with a Graph error, a plain
  * HTTP status, extra latency, or no answer at all; or (message sends only) are accepted and then
- * reported `failed` by webhook.
+ * reported `failed` by webhook, or accepted and processed with the answer lost (`lose_answer`).
  */
 import type { Request, Response } from 'express';
 import { injectedError, sendGraphError } from './errors.js';
@@ -34,8 +34,13 @@ export function parseFault(state: SimState, b: Record<string, unknown>): Fault {
     http_status: b.http_status === undefined || b.http_status === null ? null : int(b.http_status, 'http_status', 400, 599),
     latency_ms: b.latency_ms === undefined || b.latency_ms === null ? 0 : int(b.latency_ms, 'latency_ms', 0, 600_000),
     timeout: b.timeout === true,
+    lose_answer: b.lose_answer === true,
     async_error: null,
   };
+  if (f.lose_answer) {
+    if (f.operation === null) f.operation = 'messages';
+    if (f.operation !== 'messages') throw new FaultInputError('lose_answer applies to operation "messages" only');
+  }
   if (f.operation !== null && !(OPERATIONS as readonly string[]).includes(f.operation)) {
     throw new FaultInputError(`operation must be one of ${OPERATIONS.join(', ')}`);
   }
@@ -62,8 +67,8 @@ export function parseFault(state: SimState, b: Record<string, unknown>): Fault {
     if (f.operation === null) f.operation = 'messages';
     if (f.operation !== 'messages') throw new FaultInputError('async_error applies to operation "messages" only');
   }
-  const effects = [f.graph_error, f.http_status, f.timeout || null, f.async_error, f.latency_ms || null].filter((x) => x !== null);
-  if (effects.length === 0) throw new FaultInputError('give at least one of graph_error, http_status, latency_ms, timeout, async_error');
+  const effects = [f.graph_error, f.http_status, f.timeout || null, f.lose_answer || null, f.async_error, f.latency_ms || null].filter((x) => x !== null);
+  if (effects.length === 0) throw new FaultInputError('give at least one of graph_error, http_status, latency_ms, timeout, lose_answer, async_error');
   return f;
 }
 
@@ -107,6 +112,12 @@ export async function applyFault(f: Fault, req: Request, res: Response, held: Se
     return true;
   }
   if (f.async_error) (res.locals as Record<string, unknown>).asyncError = f.async_error;
+  if (f.lose_answer) {
+    // The send is processed; its answer is held until the caller gives up (the outcome it sees is unknown).
+    (res.locals as Record<string, unknown>).loseAnswer = true;
+    held.add(res);
+    res.on('close', () => held.delete(res));
+  }
   void req;
   return false;
 }

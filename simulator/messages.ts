@@ -110,6 +110,11 @@ export function sendMessage(ctx: SimContext) {
       throw paramError('Invalid parameter', "Param context['message_id'] must be a string.");
     }
 
+    // Meta returns biz_opaque_callback_data (at most 512 characters) in the message's statuses.
+    if (b.biz_opaque_callback_data !== undefined && (typeof b.biz_opaque_callback_data !== 'string' || b.biz_opaque_callback_data.length > 512)) {
+      throw paramError('Invalid parameter', 'Param biz_opaque_callback_data must be a string of at most 512 characters.');
+    }
+
     let category = 'service';
     if (type === 'text') validateText(obj as Obj);
     else if (MEDIA_TYPES.has(type)) validateMediaMessage(state, type, obj as Obj);
@@ -130,10 +135,12 @@ export function sendMessage(ctx: SimContext) {
 
     const id = newWamid(waId);
     const meta: MessageMeta = { pnid: pn.phone_number_id, to: waId, category, status: 'accepted', convId: null, stop: false };
+    if (typeof b.biz_opaque_callback_data === 'string') meta.opaque = b.biz_opaque_callback_data;
     state.index.set(id, meta);
     state.messages.push({ wamid: id, phone_number_id: pn.phone_number_id, to: waId, type, at: state.clock.now().toISOString(), payload: b, meta });
     state.stats.messages_sent++;
     ctx.statuses.start(id, asyncError);
+    if ((res.locals as { loseAnswer?: boolean }).loseAnswer) return; // held: the answer never comes
     res.json({
       messaging_product: 'whatsapp',
       contacts: [{ input: b.to, wa_id: waId }],

@@ -107,6 +107,8 @@ export interface MessageMeta {
   convId: string | null;
   /** Set when a manual status or failure ends automatic progression. */
   stop: boolean;
+  /** The send's biz_opaque_callback_data, echoed in each of its statuses. */
+  opaque?: string;
 }
 
 export interface SentMessage {
@@ -174,6 +176,8 @@ export interface Fault {
   http_status: number | null;
   latency_ms: number;
   timeout: boolean;
+  /** Message sends only: accepted and processed (statuses follow), but the answer never comes. */
+  lose_answer: boolean;
   async_error: { code: number; title?: string; message?: string; details?: string } | null;
 }
 

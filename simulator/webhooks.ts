@@ -81,6 +81,7 @@ export function statusObject(
   errors?: StatusError[],
 ): Record<string, unknown> {
   const s: Record<string, unknown> = { id: wamid, status, timestamp: String(state.nowSec()), recipient_id: meta.to };
+  if (meta.opaque !== undefined) s.biz_opaque_callback_data = meta.opaque;
   if (status === 'sent' || status === 'delivered') Object.assign(s, conversationAndPricing(state, meta, status === 'sent'));
   if (status === 'failed') {
     s.errors = (errors && errors.length ? errors : [{ code: 131026, title: 'Message undeliverable' }]).map((e) => {

@@ -42,18 +42,22 @@ export async function upsertConversation(tx: Tx, projectId: string, phone: strin
 }
 
 /**
- * Records an accepted send in one statement (contact, conversation, message), because it runs
- * for every message: the conversation moves up the recent-activity order, its state is untouched.
+ * Records a send before the channel is called, in one statement (contact, conversation, message),
+ * because it runs for every message: the message is `pending` under our reference `ref` (its wamid
+ * until the channel names one), the conversation moves up the recent-activity order, its state is
+ * untouched. With an Idempotency-Key, the key is linked to the reference in the same statement, so
+ * a crash after this point can never lead the key to send again (middleware/idempotency.ts).
  */
-export async function recordOutbound(
+export async function recordIntent(
   pool: pg.Pool,
   projectId: string,
   message: { phone: string; type: string; content: unknown },
-  wamid: string,
+  ref: string,
   at: Date,
+  idempotencyKey?: string,
 ): Promise<void> {
   await pool.query({
-    name: 'record-outbound',
+    name: 'record-intent',
     text: `WITH ct AS (
              INSERT INTO contacts (project_id, phone, created_at, updated_at) VALUES ($1, $2, $3, $3)
              ON CONFLICT (project_id, phone) DO UPDATE SET phone = EXCLUDED.phone
@@ -64,9 +68,36 @@ export async function recordOutbound(
              ON CONFLICT (project_id, contact_id) DO UPDATE
                SET last_message_at = GREATEST(conversations.last_message_at, EXCLUDED.last_message_at), updated_at = EXCLUDED.updated_at
              RETURNING id
+           ), ik AS (
+             UPDATE idempotency_records SET message_ref = $4 WHERE $7::text IS NOT NULL AND project_id = $1 AND key = $7
            )
-           INSERT INTO messages (project_id, conversation_id, wamid, direction, type, content, status, sent_at, status_at)
-           SELECT $1, cv.id, $4, 'outbound', $5, $6::jsonb, 'sent', $3, $3 FROM cv`,
-    values: [projectId, message.phone, at, wamid, message.type, JSON.stringify(message.content)],
+           INSERT INTO messages (project_id, conversation_id, wamid, client_ref, direction, type, content, status, sent_at, status_at)
+           SELECT $1, cv.id, $4, $4, 'outbound', $5, $6::jsonb, 'pending', $3, $3 FROM cv`,
+    values: [projectId, message.phone, at, ref, message.type, JSON.stringify(message.content), idempotencyKey ?? null],
+  });
+}
+
+/** The channel accepted the send: the message gets its wamid (unless a status already gave it one) and leaves `pending`. */
+export async function confirmSent(pool: pg.Pool, projectId: string, ref: string, wamid: string, at: Date): Promise<void> {
+  await pool.query({
+    name: 'confirm-sent',
+    text: `UPDATE messages SET wamid = $3, status = CASE WHEN status = 'pending' THEN 'sent' ELSE status END,
+                  status_at = CASE WHEN status = 'pending' THEN $4 ELSE status_at END
+           WHERE project_id = $1 AND client_ref = $2`,
+    values: [projectId, ref, wamid, at],
+  });
+}
+
+/**
+ * The channel certainly did not send: the pending message goes and its quota unit comes back, in
+ * one statement, so the quota can never keep a unit for a send that did not happen.
+ */
+export async function abandonIntent(pool: pg.Pool, projectId: string, ref: string, day: string): Promise<void> {
+  await pool.query({
+    name: 'abandon-intent',
+    text: `WITH gone AS (DELETE FROM messages WHERE project_id = $1 AND client_ref = $2 AND status = 'pending' RETURNING 1)
+           UPDATE send_counters SET count = count - 1
+           WHERE project_id = $1 AND day = $3::date AND count > 0 AND EXISTS (SELECT 1 FROM gone)`,
+    values: [projectId, ref, day],
   });
 }

@@ -41,6 +41,8 @@ interface MetaStatus {
   timestamp?: string;
   recipient_id?: string;
   errors?: unknown[];
+  /** Echo of what the send carried: our reference of the send (lib/messaging/send-message.ts). */
+  biz_opaque_callback_data?: string;
 }
 
 async function applyMessage(deps: AppDeps, channel: OpenChannel, m: MetaMessage, profileName: string | undefined, now: Date): Promise<boolean> {
@@ -117,12 +119,15 @@ async function applyStatusRound(deps: AppDeps, projectId: string, statuses: Meta
     deps.db.pool.query<{ ord: number; known: boolean }>({
       name: 'apply-statuses',
       text: `WITH input AS (
-               SELECT * FROM unnest($2::text[], $3::text[], $4::int[], $5::jsonb[], $6::text[]) WITH ORDINALITY
-                 AS i(wamid, status, rank, error, event_id, ord)
+               SELECT * FROM unnest($2::text[], $3::text[], $4::int[], $5::jsonb[], $6::text[], $9::text[]) WITH ORDINALITY
+                 AS i(wamid, status, rank, error, event_id, ref, ord)
              ), upd AS (
-               UPDATE messages m SET status = i.status, status_at = $7, error = i.error
+               -- A pending send (outcome unknown to us) is found by our reference, which Meta echoes
+               -- as biz_opaque_callback_data, and gets its wamid here.
+               UPDATE messages m SET status = i.status, status_at = $7, error = i.error, wamid = i.wamid
                FROM input i
-               WHERE m.project_id = $1 AND m.wamid = i.wamid AND m.direction = 'outbound'
+               WHERE m.project_id = $1 AND m.direction = 'outbound'
+                 AND (m.wamid = i.wamid OR (i.ref IS NOT NULL AND m.client_ref = i.ref AND m.status = 'pending'))
                  AND (CASE m.status WHEN 'sent' THEN 1 WHEN 'delivered' THEN 2 WHEN 'read' THEN 3 WHEN 'failed' THEN 4 ELSE 0 END) < i.rank
                RETURNING m.id, m.conversation_id, i.wamid, i.status, i.error, i.event_id, i.ord
              ), ev AS (
@@ -148,6 +153,7 @@ async function applyStatusRound(deps: AppDeps, projectId: string, statuses: Meta
         statuses.map(() => newId('evt', 20)),
         now,
         EVENTS_CHANNEL,
+        statuses.map((s) => (typeof s.biz_opaque_callback_data === 'string' && s.biz_opaque_callback_data.startsWith('snd_') ? s.biz_opaque_callback_data : null)),
       ],
     }),
   );

@@ -1,10 +1,11 @@
 /**
  * Sending a message, as POST /v1/messages promises: validate, resolve media (a slug to its channel
  * media id, 404/410 MEDIA_EXPIRED; a header-sample handle given as media_id is 400), check the
- * 24-hour window for session messages, reserve a unit of the daily quota, call the channel, then
- * record the message on its conversation keyed by the wamid. Nothing is stored unless the channel
- * accepted the message, and a failed call gives its quota back. Sending never changes the
- * conversation's state.
+ * 24-hour window for session messages, reserve a unit of the daily quota, record the message as
+ * `pending` under our reference, call the channel, then give the message its wamid. A call that
+ * certainly failed removes the message and gives its quota back in one statement; a call whose
+ * outcome is unknown (timeout) leaves it pending, and its statuses (which echo our reference)
+ * settle it. Sending never changes the conversation's state.
  */
 import type { components } from '../../generated/api.js';
 import type { AppDeps } from '../deps.js';
@@ -13,9 +14,10 @@ import { ApiError } from '../errors.js';
 import { requireChannel } from '../channel-settings.js';
 import { bodyPlaceholderCount, composeMessage, type ComposedMessage } from './compose.js';
 import { isHeaderHandle, resolveMediaSlug } from '../media/assets.js';
-import { releaseSend, reserveSends } from './quota.js';
-import { recordOutbound, windowOpen } from './conversation-store.js';
-import { asApiError, isOutsideWindowError } from '../../channel/errors.js';
+import { releaseSend, reserveSends, utcDay } from './quota.js';
+import { newId } from '../secrets.js';
+import { abandonIntent, confirmSent, recordIntent, windowOpen } from './conversation-store.js';
+import { asApiError, isChannelError, isOutsideWindowError, toApiError } from '../../channel/errors.js';
 import type { GraphMessagePayload } from '../../channel/cloud-api.js';
 
 type SendRequest = components['schemas']['SendMessageRequest'];
@@ -64,7 +66,17 @@ function outsideWindow(): ApiError {
   );
 }
 
-export async function sendMessage(deps: AppDeps, project: ProjectRef, body: SendRequest): Promise<{ id: string; status: 'sent' }> {
+export interface SendOptions {
+  /** The request's Idempotency-Key, linked to the send before the channel is called. */
+  idempotencyKey?: string;
+}
+
+/** A send whose outcome the channel left unknown (a timeout after the request went out). */
+export function isOutcomeUnknown(e: unknown): boolean {
+  return e instanceof ApiError && (e.details as { outcome?: unknown } | undefined)?.outcome === 'unknown';
+}
+
+export async function sendMessage(deps: AppDeps, project: ProjectRef, body: SendRequest, opts: SendOptions = {}): Promise<{ id: string; status: 'sent' }> {
   const message = composeMessage(body);
   const { prisma, pool } = deps.db;
   const now = deps.clock.now();
@@ -98,16 +110,35 @@ export async function sendMessage(deps: AppDeps, project: ProjectRef, body: Send
   if (message.session && !windowOpen(rows[0]?.last_inbound_at, now)) throw outsideWindow();
   await reserveSends(pool, project.id, rows[0]?.daily_send_quota ?? 0, now);
 
-  let wamid: string;
+  // The intent is stored before the channel is called: a crash or an outage after the call can
+  // leave a `pending` message, never a sent message without a row. Meta echoes `ref` as
+  // biz_opaque_callback_data in the message's statuses, which resolve a pending message.
+  const ref = newId('snd', 24);
   try {
-    const payload = { messaging_product: 'whatsapp', recipient_type: 'individual', to: message.phone, ...message.payload } as GraphMessagePayload;
-    ({ wamid } = await deps.channel.sendMessage(channel, payload));
+    await recordIntent(pool, project.id, message, ref, now, opts.idempotencyKey);
   } catch (e) {
     await releaseSend(pool, project.id, now).catch((err) => deps.logger.error('quota release failed', { error: String(err) }));
+    throw e;
+  }
+
+  let wamid: string;
+  try {
+    const payload = {
+      messaging_product: 'whatsapp', recipient_type: 'individual', to: message.phone, ...message.payload, biz_opaque_callback_data: ref,
+    } as GraphMessagePayload;
+    ({ wamid } = await deps.channel.sendMessage(channel, payload));
+  } catch (e) {
+    if (isChannelError(e) && e.outcomeUnknown) {
+      // Maybe sent: the message stays pending and keeps its quota unit until a status names it.
+      deps.logger.warn('send outcome unknown; the message stays pending until the channel reports it', { project_id: project.id, ref });
+      const api = toApiError(e);
+      throw new ApiError(api.code, `${api.message}. The outcome is unknown: the message may have been sent; its status will settle it (do not resend; a retry with the same Idempotency-Key answers once it is known).`, { ...(api.details ?? {}), outcome: 'unknown', ref });
+    }
+    await abandonIntent(pool, project.id, ref, utcDay(now));
     if (isOutsideWindowError(e)) throw outsideWindow();
     throw asApiError(e);
   }
 
-  await recordOutbound(pool, project.id, message, wamid, now);
+  await confirmSent(pool, project.id, ref, wamid, now);
   return { id: wamid, status: 'sent' };
 }

@@ -1996,6 +1996,7 @@ export const MessageScalarFieldEnum = {
   content: 'content',
   status: 'status',
   error: 'error',
+  clientRef: 'clientRef',
   sentAt: 'sentAt',
   statusAt: 'statusAt'
 } as const
@@ -2020,6 +2021,8 @@ export const IdempotencyRecordScalarFieldEnum = {
   key: 'key',
   fingerprint: 'fingerprint',
   state: 'state',
+  messageRef: 'messageRef',
+  headers: 'headers',
   statusCode: 'statusCode',
   body: 'body',
   createdAt: 'createdAt',

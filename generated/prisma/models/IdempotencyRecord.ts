@@ -39,6 +39,7 @@ export type IdempotencyRecordMinAggregateOutputType = {
   key: string | null
   fingerprint: string | null
   state: string | null
+  messageRef: string | null
   statusCode: number | null
   createdAt: Date | null
   expiresAt: Date | null
@@ -49,6 +50,7 @@ export type IdempotencyRecordMaxAggregateOutputType = {
   key: string | null
   fingerprint: string | null
   state: string | null
+  messageRef: string | null
   statusCode: number | null
   createdAt: Date | null
   expiresAt: Date | null
@@ -59,6 +61,8 @@ export type IdempotencyRecordCountAggregateOutputType = {
   key: number
   fingerprint: number
   state: number
+  messageRef: number
+  headers: number
   statusCode: number
   body: number
   createdAt: number
@@ -80,6 +84,7 @@ export type IdempotencyRecordMinAggregateInputType = {
   key?: true
   fingerprint?: true
   state?: true
+  messageRef?: true
   statusCode?: true
   createdAt?: true
   expiresAt?: true
@@ -90,6 +95,7 @@ export type IdempotencyRecordMaxAggregateInputType = {
   key?: true
   fingerprint?: true
   state?: true
+  messageRef?: true
   statusCode?: true
   createdAt?: true
   expiresAt?: true
@@ -100,6 +106,8 @@ export type IdempotencyRecordCountAggregateInputType = {
   key?: true
   fingerprint?: true
   state?: true
+  messageRef?: true
+  headers?: true
   statusCode?: true
   body?: true
   createdAt?: true
@@ -198,6 +206,8 @@ export type IdempotencyRecordGroupByOutputType = {
   key: string
   fingerprint: string
   state: string
+  messageRef: string | null
+  headers: runtime.JsonValue | null
   statusCode: number | null
   body: runtime.JsonValue | null
   createdAt: Date
@@ -232,6 +242,8 @@ export type IdempotencyRecordWhereInput = {
   key?: Prisma.StringFilter<"IdempotencyRecord"> | string
   fingerprint?: Prisma.StringFilter<"IdempotencyRecord"> | string
   state?: Prisma.StringFilter<"IdempotencyRecord"> | string
+  messageRef?: Prisma.StringNullableFilter<"IdempotencyRecord"> | string | null
+  headers?: Prisma.JsonNullableFilter<"IdempotencyRecord">
   statusCode?: Prisma.IntNullableFilter<"IdempotencyRecord"> | number | null
   body?: Prisma.JsonNullableFilter<"IdempotencyRecord">
   createdAt?: Prisma.DateTimeFilter<"IdempotencyRecord"> | Date | string
@@ -244,6 +256,8 @@ export type IdempotencyRecordOrderByWithRelationInput = {
   key?: Prisma.SortOrder
   fingerprint?: Prisma.SortOrder
   state?: Prisma.SortOrder
+  messageRef?: Prisma.SortOrderInput | Prisma.SortOrder
+  headers?: Prisma.SortOrderInput | Prisma.SortOrder
   statusCode?: Prisma.SortOrderInput | Prisma.SortOrder
   body?: Prisma.SortOrderInput | Prisma.SortOrder
   createdAt?: Prisma.SortOrder
@@ -260,6 +274,8 @@ export type IdempotencyRecordWhereUniqueInput = Prisma.AtLeast<{
   key?: Prisma.StringFilter<"IdempotencyRecord"> | string
   fingerprint?: Prisma.StringFilter<"IdempotencyRecord"> | string
   state?: Prisma.StringFilter<"IdempotencyRecord"> | string
+  messageRef?: Prisma.StringNullableFilter<"IdempotencyRecord"> | string | null
+  headers?: Prisma.JsonNullableFilter<"IdempotencyRecord">
   statusCode?: Prisma.IntNullableFilter<"IdempotencyRecord"> | number | null
   body?: Prisma.JsonNullableFilter<"IdempotencyRecord">
   createdAt?: Prisma.DateTimeFilter<"IdempotencyRecord"> | Date | string
@@ -272,6 +288,8 @@ export type IdempotencyRecordOrderByWithAggregationInput = {
   key?: Prisma.SortOrder
   fingerprint?: Prisma.SortOrder
   state?: Prisma.SortOrder
+  messageRef?: Prisma.SortOrderInput | Prisma.SortOrder
+  headers?: Prisma.SortOrderInput | Prisma.SortOrder
   statusCode?: Prisma.SortOrderInput | Prisma.SortOrder
   body?: Prisma.SortOrderInput | Prisma.SortOrder
   createdAt?: Prisma.SortOrder
@@ -291,6 +309,8 @@ export type IdempotencyRecordScalarWhereWithAggregatesInput = {
   key?: Prisma.StringWithAggregatesFilter<"IdempotencyRecord"> | string
   fingerprint?: Prisma.StringWithAggregatesFilter<"IdempotencyRecord"> | string
   state?: Prisma.StringWithAggregatesFilter<"IdempotencyRecord"> | string
+  messageRef?: Prisma.StringNullableWithAggregatesFilter<"IdempotencyRecord"> | string | null
+  headers?: Prisma.JsonNullableWithAggregatesFilter<"IdempotencyRecord">
   statusCode?: Prisma.IntNullableWithAggregatesFilter<"IdempotencyRecord"> | number | null
   body?: Prisma.JsonNullableWithAggregatesFilter<"IdempotencyRecord">
   createdAt?: Prisma.DateTimeWithAggregatesFilter<"IdempotencyRecord"> | Date | string
@@ -301,6 +321,8 @@ export type IdempotencyRecordCreateInput = {
   key: string
   fingerprint: string
   state: string
+  messageRef?: string | null
+  headers?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   statusCode?: number | null
   body?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   createdAt: Date | string
@@ -313,6 +335,8 @@ export type IdempotencyRecordUncheckedCreateInput = {
   key: string
   fingerprint: string
   state: string
+  messageRef?: string | null
+  headers?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   statusCode?: number | null
   body?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   createdAt: Date | string
@@ -323,6 +347,8 @@ export type IdempotencyRecordUpdateInput = {
   key?: Prisma.StringFieldUpdateOperationsInput | string
   fingerprint?: Prisma.StringFieldUpdateOperationsInput | string
   state?: Prisma.StringFieldUpdateOperationsInput | string
+  messageRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  headers?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   statusCode?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   body?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -335,6 +361,8 @@ export type IdempotencyRecordUncheckedUpdateInput = {
   key?: Prisma.StringFieldUpdateOperationsInput | string
   fingerprint?: Prisma.StringFieldUpdateOperationsInput | string
   state?: Prisma.StringFieldUpdateOperationsInput | string
+  messageRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  headers?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   statusCode?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   body?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -346,6 +374,8 @@ export type IdempotencyRecordCreateManyInput = {
   key: string
   fingerprint: string
   state: string
+  messageRef?: string | null
+  headers?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   statusCode?: number | null
   body?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   createdAt: Date | string
@@ -356,6 +386,8 @@ export type IdempotencyRecordUpdateManyMutationInput = {
   key?: Prisma.StringFieldUpdateOperationsInput | string
   fingerprint?: Prisma.StringFieldUpdateOperationsInput | string
   state?: Prisma.StringFieldUpdateOperationsInput | string
+  messageRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  headers?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   statusCode?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   body?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -367,6 +399,8 @@ export type IdempotencyRecordUncheckedUpdateManyInput = {
   key?: Prisma.StringFieldUpdateOperationsInput | string
   fingerprint?: Prisma.StringFieldUpdateOperationsInput | string
   state?: Prisma.StringFieldUpdateOperationsInput | string
+  messageRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  headers?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   statusCode?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   body?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -393,6 +427,8 @@ export type IdempotencyRecordCountOrderByAggregateInput = {
   key?: Prisma.SortOrder
   fingerprint?: Prisma.SortOrder
   state?: Prisma.SortOrder
+  messageRef?: Prisma.SortOrder
+  headers?: Prisma.SortOrder
   statusCode?: Prisma.SortOrder
   body?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
@@ -408,6 +444,7 @@ export type IdempotencyRecordMaxOrderByAggregateInput = {
   key?: Prisma.SortOrder
   fingerprint?: Prisma.SortOrder
   state?: Prisma.SortOrder
+  messageRef?: Prisma.SortOrder
   statusCode?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   expiresAt?: Prisma.SortOrder
@@ -418,6 +455,7 @@ export type IdempotencyRecordMinOrderByAggregateInput = {
   key?: Prisma.SortOrder
   fingerprint?: Prisma.SortOrder
   state?: Prisma.SortOrder
+  messageRef?: Prisma.SortOrder
   statusCode?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   expiresAt?: Prisma.SortOrder
@@ -481,6 +519,8 @@ export type IdempotencyRecordCreateWithoutProjectInput = {
   key: string
   fingerprint: string
   state: string
+  messageRef?: string | null
+  headers?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   statusCode?: number | null
   body?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   createdAt: Date | string
@@ -491,6 +531,8 @@ export type IdempotencyRecordUncheckedCreateWithoutProjectInput = {
   key: string
   fingerprint: string
   state: string
+  messageRef?: string | null
+  headers?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   statusCode?: number | null
   body?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   createdAt: Date | string
@@ -531,6 +573,8 @@ export type IdempotencyRecordScalarWhereInput = {
   key?: Prisma.StringFilter<"IdempotencyRecord"> | string
   fingerprint?: Prisma.StringFilter<"IdempotencyRecord"> | string
   state?: Prisma.StringFilter<"IdempotencyRecord"> | string
+  messageRef?: Prisma.StringNullableFilter<"IdempotencyRecord"> | string | null
+  headers?: Prisma.JsonNullableFilter<"IdempotencyRecord">
   statusCode?: Prisma.IntNullableFilter<"IdempotencyRecord"> | number | null
   body?: Prisma.JsonNullableFilter<"IdempotencyRecord">
   createdAt?: Prisma.DateTimeFilter<"IdempotencyRecord"> | Date | string
@@ -541,6 +585,8 @@ export type IdempotencyRecordCreateManyProjectInput = {
   key: string
   fingerprint: string
   state: string
+  messageRef?: string | null
+  headers?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   statusCode?: number | null
   body?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   createdAt: Date | string
@@ -551,6 +597,8 @@ export type IdempotencyRecordUpdateWithoutProjectInput = {
   key?: Prisma.StringFieldUpdateOperationsInput | string
   fingerprint?: Prisma.StringFieldUpdateOperationsInput | string
   state?: Prisma.StringFieldUpdateOperationsInput | string
+  messageRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  headers?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   statusCode?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   body?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -561,6 +609,8 @@ export type IdempotencyRecordUncheckedUpdateWithoutProjectInput = {
   key?: Prisma.StringFieldUpdateOperationsInput | string
   fingerprint?: Prisma.StringFieldUpdateOperationsInput | string
   state?: Prisma.StringFieldUpdateOperationsInput | string
+  messageRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  headers?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   statusCode?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   body?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -571,6 +621,8 @@ export type IdempotencyRecordUncheckedUpdateManyWithoutProjectInput = {
   key?: Prisma.StringFieldUpdateOperationsInput | string
   fingerprint?: Prisma.StringFieldUpdateOperationsInput | string
   state?: Prisma.StringFieldUpdateOperationsInput | string
+  messageRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  headers?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   statusCode?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   body?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -584,6 +636,8 @@ export type IdempotencyRecordSelect<ExtArgs extends runtime.Types.Extensions.Int
   key?: boolean
   fingerprint?: boolean
   state?: boolean
+  messageRef?: boolean
+  headers?: boolean
   statusCode?: boolean
   body?: boolean
   createdAt?: boolean
@@ -596,6 +650,8 @@ export type IdempotencyRecordSelectCreateManyAndReturn<ExtArgs extends runtime.T
   key?: boolean
   fingerprint?: boolean
   state?: boolean
+  messageRef?: boolean
+  headers?: boolean
   statusCode?: boolean
   body?: boolean
   createdAt?: boolean
@@ -608,6 +664,8 @@ export type IdempotencyRecordSelectUpdateManyAndReturn<ExtArgs extends runtime.T
   key?: boolean
   fingerprint?: boolean
   state?: boolean
+  messageRef?: boolean
+  headers?: boolean
   statusCode?: boolean
   body?: boolean
   createdAt?: boolean
@@ -620,13 +678,15 @@ export type IdempotencyRecordSelectScalar = {
   key?: boolean
   fingerprint?: boolean
   state?: boolean
+  messageRef?: boolean
+  headers?: boolean
   statusCode?: boolean
   body?: boolean
   createdAt?: boolean
   expiresAt?: boolean
 }
 
-export type IdempotencyRecordOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"projectId" | "key" | "fingerprint" | "state" | "statusCode" | "body" | "createdAt" | "expiresAt", ExtArgs["result"]["idempotencyRecord"]>
+export type IdempotencyRecordOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"projectId" | "key" | "fingerprint" | "state" | "messageRef" | "headers" | "statusCode" | "body" | "createdAt" | "expiresAt", ExtArgs["result"]["idempotencyRecord"]>
 export type IdempotencyRecordInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
 }
@@ -650,6 +710,15 @@ export type $IdempotencyRecordPayload<ExtArgs extends runtime.Types.Extensions.I
      * in_progress | completed
      */
     state: string
+    /**
+     * The send this key started (messages.client_ref): a claim left by a crash or an unknown
+     * outcome is settled from that message, never by sending again.
+     */
+    messageRef: string | null
+    /**
+     * Response headers a replay restores (Retry-After).
+     */
+    headers: runtime.JsonValue | null
     statusCode: number | null
     body: runtime.JsonValue | null
     createdAt: Date
@@ -1082,6 +1151,8 @@ export interface IdempotencyRecordFieldRefs {
   readonly key: Prisma.FieldRef<"IdempotencyRecord", 'String'>
   readonly fingerprint: Prisma.FieldRef<"IdempotencyRecord", 'String'>
   readonly state: Prisma.FieldRef<"IdempotencyRecord", 'String'>
+  readonly messageRef: Prisma.FieldRef<"IdempotencyRecord", 'String'>
+  readonly headers: Prisma.FieldRef<"IdempotencyRecord", 'Json'>
   readonly statusCode: Prisma.FieldRef<"IdempotencyRecord", 'Int'>
   readonly body: Prisma.FieldRef<"IdempotencyRecord", 'Json'>
   readonly createdAt: Prisma.FieldRef<"IdempotencyRecord", 'DateTime'>

@@ -44,6 +44,7 @@ export type MessageMinAggregateOutputType = {
   direction: string | null
   type: string | null
   status: string | null
+  clientRef: string | null
   sentAt: Date | null
   statusAt: Date | null
 }
@@ -56,6 +57,7 @@ export type MessageMaxAggregateOutputType = {
   direction: string | null
   type: string | null
   status: string | null
+  clientRef: string | null
   sentAt: Date | null
   statusAt: Date | null
 }
@@ -70,6 +72,7 @@ export type MessageCountAggregateOutputType = {
   content: number
   status: number
   error: number
+  clientRef: number
   sentAt: number
   statusAt: number
   _all: number
@@ -94,6 +97,7 @@ export type MessageMinAggregateInputType = {
   direction?: true
   type?: true
   status?: true
+  clientRef?: true
   sentAt?: true
   statusAt?: true
 }
@@ -106,6 +110,7 @@ export type MessageMaxAggregateInputType = {
   direction?: true
   type?: true
   status?: true
+  clientRef?: true
   sentAt?: true
   statusAt?: true
 }
@@ -120,6 +125,7 @@ export type MessageCountAggregateInputType = {
   content?: true
   status?: true
   error?: true
+  clientRef?: true
   sentAt?: true
   statusAt?: true
   _all?: true
@@ -221,6 +227,7 @@ export type MessageGroupByOutputType = {
   content: runtime.JsonValue
   status: string
   error: runtime.JsonValue | null
+  clientRef: string | null
   sentAt: Date
   statusAt: Date
   _count: MessageCountAggregateOutputType | null
@@ -258,6 +265,7 @@ export type MessageWhereInput = {
   content?: Prisma.JsonFilter<"Message">
   status?: Prisma.StringFilter<"Message"> | string
   error?: Prisma.JsonNullableFilter<"Message">
+  clientRef?: Prisma.StringNullableFilter<"Message"> | string | null
   sentAt?: Prisma.DateTimeFilter<"Message"> | Date | string
   statusAt?: Prisma.DateTimeFilter<"Message"> | Date | string
   project?: Prisma.XOR<Prisma.ProjectScalarRelationFilter, Prisma.ProjectWhereInput>
@@ -274,6 +282,7 @@ export type MessageOrderByWithRelationInput = {
   content?: Prisma.SortOrder
   status?: Prisma.SortOrder
   error?: Prisma.SortOrderInput | Prisma.SortOrder
+  clientRef?: Prisma.SortOrderInput | Prisma.SortOrder
   sentAt?: Prisma.SortOrder
   statusAt?: Prisma.SortOrder
   project?: Prisma.ProjectOrderByWithRelationInput
@@ -283,6 +292,7 @@ export type MessageOrderByWithRelationInput = {
 export type MessageWhereUniqueInput = Prisma.AtLeast<{
   id?: bigint | number
   projectId_wamid?: Prisma.MessageProjectIdWamidCompoundUniqueInput
+  projectId_clientRef?: Prisma.MessageProjectIdClientRefCompoundUniqueInput
   AND?: Prisma.MessageWhereInput | Prisma.MessageWhereInput[]
   OR?: Prisma.MessageWhereInput[]
   NOT?: Prisma.MessageWhereInput | Prisma.MessageWhereInput[]
@@ -294,11 +304,12 @@ export type MessageWhereUniqueInput = Prisma.AtLeast<{
   content?: Prisma.JsonFilter<"Message">
   status?: Prisma.StringFilter<"Message"> | string
   error?: Prisma.JsonNullableFilter<"Message">
+  clientRef?: Prisma.StringNullableFilter<"Message"> | string | null
   sentAt?: Prisma.DateTimeFilter<"Message"> | Date | string
   statusAt?: Prisma.DateTimeFilter<"Message"> | Date | string
   project?: Prisma.XOR<Prisma.ProjectScalarRelationFilter, Prisma.ProjectWhereInput>
   conversation?: Prisma.XOR<Prisma.ConversationScalarRelationFilter, Prisma.ConversationWhereInput>
-}, "id" | "projectId_wamid">
+}, "id" | "projectId_wamid" | "projectId_clientRef">
 
 export type MessageOrderByWithAggregationInput = {
   id?: Prisma.SortOrder
@@ -310,6 +321,7 @@ export type MessageOrderByWithAggregationInput = {
   content?: Prisma.SortOrder
   status?: Prisma.SortOrder
   error?: Prisma.SortOrderInput | Prisma.SortOrder
+  clientRef?: Prisma.SortOrderInput | Prisma.SortOrder
   sentAt?: Prisma.SortOrder
   statusAt?: Prisma.SortOrder
   _count?: Prisma.MessageCountOrderByAggregateInput
@@ -332,6 +344,7 @@ export type MessageScalarWhereWithAggregatesInput = {
   content?: Prisma.JsonWithAggregatesFilter<"Message">
   status?: Prisma.StringWithAggregatesFilter<"Message"> | string
   error?: Prisma.JsonNullableWithAggregatesFilter<"Message">
+  clientRef?: Prisma.StringNullableWithAggregatesFilter<"Message"> | string | null
   sentAt?: Prisma.DateTimeWithAggregatesFilter<"Message"> | Date | string
   statusAt?: Prisma.DateTimeWithAggregatesFilter<"Message"> | Date | string
 }
@@ -344,6 +357,7 @@ export type MessageCreateInput = {
   content: Prisma.JsonNullValueInput | runtime.InputJsonValue
   status: string
   error?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  clientRef?: string | null
   sentAt: Date | string
   statusAt: Date | string
   project: Prisma.ProjectCreateNestedOneWithoutMessagesInput
@@ -360,6 +374,7 @@ export type MessageUncheckedCreateInput = {
   content: Prisma.JsonNullValueInput | runtime.InputJsonValue
   status: string
   error?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  clientRef?: string | null
   sentAt: Date | string
   statusAt: Date | string
 }
@@ -372,6 +387,7 @@ export type MessageUpdateInput = {
   content?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   status?: Prisma.StringFieldUpdateOperationsInput | string
   error?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  clientRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   project?: Prisma.ProjectUpdateOneRequiredWithoutMessagesNestedInput
@@ -388,6 +404,7 @@ export type MessageUncheckedUpdateInput = {
   content?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   status?: Prisma.StringFieldUpdateOperationsInput | string
   error?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  clientRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -402,6 +419,7 @@ export type MessageCreateManyInput = {
   content: Prisma.JsonNullValueInput | runtime.InputJsonValue
   status: string
   error?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  clientRef?: string | null
   sentAt: Date | string
   statusAt: Date | string
 }
@@ -414,6 +432,7 @@ export type MessageUpdateManyMutationInput = {
   content?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   status?: Prisma.StringFieldUpdateOperationsInput | string
   error?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  clientRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -428,6 +447,7 @@ export type MessageUncheckedUpdateManyInput = {
   content?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   status?: Prisma.StringFieldUpdateOperationsInput | string
   error?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  clientRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -447,6 +467,11 @@ export type MessageProjectIdWamidCompoundUniqueInput = {
   wamid: string
 }
 
+export type MessageProjectIdClientRefCompoundUniqueInput = {
+  projectId: string
+  clientRef: string
+}
+
 export type MessageCountOrderByAggregateInput = {
   id?: Prisma.SortOrder
   projectId?: Prisma.SortOrder
@@ -457,6 +482,7 @@ export type MessageCountOrderByAggregateInput = {
   content?: Prisma.SortOrder
   status?: Prisma.SortOrder
   error?: Prisma.SortOrder
+  clientRef?: Prisma.SortOrder
   sentAt?: Prisma.SortOrder
   statusAt?: Prisma.SortOrder
 }
@@ -474,6 +500,7 @@ export type MessageMaxOrderByAggregateInput = {
   direction?: Prisma.SortOrder
   type?: Prisma.SortOrder
   status?: Prisma.SortOrder
+  clientRef?: Prisma.SortOrder
   sentAt?: Prisma.SortOrder
   statusAt?: Prisma.SortOrder
 }
@@ -486,6 +513,7 @@ export type MessageMinOrderByAggregateInput = {
   direction?: Prisma.SortOrder
   type?: Prisma.SortOrder
   status?: Prisma.SortOrder
+  clientRef?: Prisma.SortOrder
   sentAt?: Prisma.SortOrder
   statusAt?: Prisma.SortOrder
 }
@@ -587,6 +615,7 @@ export type MessageCreateWithoutProjectInput = {
   content: Prisma.JsonNullValueInput | runtime.InputJsonValue
   status: string
   error?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  clientRef?: string | null
   sentAt: Date | string
   statusAt: Date | string
   conversation: Prisma.ConversationCreateNestedOneWithoutMessagesInput
@@ -601,6 +630,7 @@ export type MessageUncheckedCreateWithoutProjectInput = {
   content: Prisma.JsonNullValueInput | runtime.InputJsonValue
   status: string
   error?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  clientRef?: string | null
   sentAt: Date | string
   statusAt: Date | string
 }
@@ -644,6 +674,7 @@ export type MessageScalarWhereInput = {
   content?: Prisma.JsonFilter<"Message">
   status?: Prisma.StringFilter<"Message"> | string
   error?: Prisma.JsonNullableFilter<"Message">
+  clientRef?: Prisma.StringNullableFilter<"Message"> | string | null
   sentAt?: Prisma.DateTimeFilter<"Message"> | Date | string
   statusAt?: Prisma.DateTimeFilter<"Message"> | Date | string
 }
@@ -656,6 +687,7 @@ export type MessageCreateWithoutConversationInput = {
   content: Prisma.JsonNullValueInput | runtime.InputJsonValue
   status: string
   error?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  clientRef?: string | null
   sentAt: Date | string
   statusAt: Date | string
   project: Prisma.ProjectCreateNestedOneWithoutMessagesInput
@@ -670,6 +702,7 @@ export type MessageUncheckedCreateWithoutConversationInput = {
   content: Prisma.JsonNullValueInput | runtime.InputJsonValue
   status: string
   error?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  clientRef?: string | null
   sentAt: Date | string
   statusAt: Date | string
 }
@@ -709,6 +742,7 @@ export type MessageCreateManyProjectInput = {
   content: Prisma.JsonNullValueInput | runtime.InputJsonValue
   status: string
   error?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  clientRef?: string | null
   sentAt: Date | string
   statusAt: Date | string
 }
@@ -721,6 +755,7 @@ export type MessageUpdateWithoutProjectInput = {
   content?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   status?: Prisma.StringFieldUpdateOperationsInput | string
   error?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  clientRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   conversation?: Prisma.ConversationUpdateOneRequiredWithoutMessagesNestedInput
@@ -735,6 +770,7 @@ export type MessageUncheckedUpdateWithoutProjectInput = {
   content?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   status?: Prisma.StringFieldUpdateOperationsInput | string
   error?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  clientRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -748,6 +784,7 @@ export type MessageUncheckedUpdateManyWithoutProjectInput = {
   content?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   status?: Prisma.StringFieldUpdateOperationsInput | string
   error?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  clientRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -761,6 +798,7 @@ export type MessageCreateManyConversationInput = {
   content: Prisma.JsonNullValueInput | runtime.InputJsonValue
   status: string
   error?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  clientRef?: string | null
   sentAt: Date | string
   statusAt: Date | string
 }
@@ -773,6 +811,7 @@ export type MessageUpdateWithoutConversationInput = {
   content?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   status?: Prisma.StringFieldUpdateOperationsInput | string
   error?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  clientRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   project?: Prisma.ProjectUpdateOneRequiredWithoutMessagesNestedInput
@@ -787,6 +826,7 @@ export type MessageUncheckedUpdateWithoutConversationInput = {
   content?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   status?: Prisma.StringFieldUpdateOperationsInput | string
   error?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  clientRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -800,6 +840,7 @@ export type MessageUncheckedUpdateManyWithoutConversationInput = {
   content?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   status?: Prisma.StringFieldUpdateOperationsInput | string
   error?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  clientRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -816,6 +857,7 @@ export type MessageSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs 
   content?: boolean
   status?: boolean
   error?: boolean
+  clientRef?: boolean
   sentAt?: boolean
   statusAt?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
@@ -832,6 +874,7 @@ export type MessageSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Exten
   content?: boolean
   status?: boolean
   error?: boolean
+  clientRef?: boolean
   sentAt?: boolean
   statusAt?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
@@ -848,6 +891,7 @@ export type MessageSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Exten
   content?: boolean
   status?: boolean
   error?: boolean
+  clientRef?: boolean
   sentAt?: boolean
   statusAt?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
@@ -864,11 +908,12 @@ export type MessageSelectScalar = {
   content?: boolean
   status?: boolean
   error?: boolean
+  clientRef?: boolean
   sentAt?: boolean
   statusAt?: boolean
 }
 
-export type MessageOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "conversationId" | "wamid" | "direction" | "type" | "content" | "status" | "error" | "sentAt" | "statusAt", ExtArgs["result"]["message"]>
+export type MessageOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "conversationId" | "wamid" | "direction" | "type" | "content" | "status" | "error" | "clientRef" | "sentAt" | "statusAt", ExtArgs["result"]["message"]>
 export type MessageInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
   conversation?: boolean | Prisma.ConversationDefaultArgs<ExtArgs>
@@ -907,6 +952,12 @@ export type $MessagePayload<ExtArgs extends runtime.Types.Extensions.InternalArg
      * The provider's error of a failed message.
      */
     error: runtime.JsonValue | null
+    /**
+     * Our reference of an outbound send, recorded before the channel is called and sent to it as
+     * `biz_opaque_callback_data`, which Meta echoes in status notifications: a send whose outcome
+     * was unknown (status `pending`, wamid still this reference) is resolved by its statuses.
+     */
+    clientRef: string | null
     sentAt: Date
     statusAt: Date
   }, ExtArgs["result"]["message"]>
@@ -1343,6 +1394,7 @@ export interface MessageFieldRefs {
   readonly content: Prisma.FieldRef<"Message", 'Json'>
   readonly status: Prisma.FieldRef<"Message", 'String'>
   readonly error: Prisma.FieldRef<"Message", 'Json'>
+  readonly clientRef: Prisma.FieldRef<"Message", 'String'>
   readonly sentAt: Prisma.FieldRef<"Message", 'DateTime'>
   readonly statusAt: Prisma.FieldRef<"Message", 'DateTime'>
 }
