@@ -129,6 +129,12 @@ async function main(): Promise<void> {
     process.exit(0);
   };
   for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(sig, () => void shutdown(sig));
+  // `npm start` under a supervisor: a SIGTERM to npm ends npm but is not passed on, and the service
+  // would keep serving (and holding its PostgreSQL) with no parent. When the parent goes, so do we.
+  const parent = process.ppid;
+  setInterval(() => {
+    if (process.ppid !== parent) void shutdown('parent process exited');
+  }, 500).unref();
 }
 
 /** Stops accepting connections, lets requests in flight finish for up to `graceMs`, then cuts the rest. */

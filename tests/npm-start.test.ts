@@ -1,0 +1,71 @@
+/**
+ * `npm start` as a user or a supervisor runs it: in its own process group, on the embedded
+ * defaults (a data folder of its own, free ports). A SIGTERM to the npm process (what a supervisor
+ * sends) must stop the service and its embedded PostgreSQL, not leave them running without a parent.
+ */
+import { afterAll, describe, expect, it } from '@jest/globals';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+let dir: string | undefined;
+let npm: ChildProcess | undefined;
+
+afterAll(async () => {
+  if (npm?.pid) {
+    try {
+      process.kill(-npm.pid, 'SIGKILL');
+    } catch {
+      /* already gone */
+    }
+  }
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+const answers = (port: number) =>
+  fetch(`http://127.0.0.1:${port}/v1/openapi.json`).then(
+    (r) => r.status,
+    () => 0,
+  );
+
+describe('npm start', () => {
+  it('When the npm process gets SIGTERM, then the service and its embedded PostgreSQL stop', async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'svc-npmstart-'));
+    await chmod(dir, 0o755);
+    const [port, simPort, pgPort] = [await freePort(), await freePort(), await freePort()];
+    const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: path.join(dir, 'data'), PORT: String(port), SIMULATOR_PORT: String(simPort), EMBEDDED_PG_PORT: String(pgPort), NODE_ENV: 'development' };
+    for (const k of ['DATABASE_URL', 'REDIS_URL', 'GRAPH_BASE_URL', 'SIMULATOR_URL', 'ADMIN_TOKEN', 'ENCRYPTION_KEY', 'NODE_OPTIONS']) delete env[k];
+    npm = spawn('npm', ['start'], { cwd: root, env, detached: true, stdio: 'ignore' });
+    const until = Date.now() + 60_000;
+    while ((await answers(port)) !== 200) {
+      if (Date.now() > until) throw new Error('npm start did not serve within 60 s');
+      await sleep(200);
+    }
+    const pidFile = path.join(dir, 'data', 'pg', 'postmaster.pid');
+    expect(existsSync(pidFile)).toBe(true);
+
+    process.kill(npm.pid!, 'SIGTERM');
+    const stopBy = Date.now() + 20_000;
+    while ((await answers(port)) !== 0 || existsSync(pidFile)) {
+      if (Date.now() > stopBy) throw new Error('the service or its PostgreSQL still runs 20 s after SIGTERM to npm');
+      await sleep(200);
+    }
+    expect(await answers(port)).toBe(0);
+    expect(existsSync(pidFile)).toBe(false);
+  }, 120_000);
+});
