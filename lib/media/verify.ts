@@ -32,6 +32,9 @@ const DETECTED_ALIASES: Record<string, string> = {
 export async function detectType(file: Pick<TempFile, 'path' | 'size'>): Promise<string | undefined> {
   const found = await fileTypeFromFile(file.path);
   if (!found) return (await isPlainTextFile(file.path)) ? TEXT : undefined;
+  // file-type 21 (the last line that supports Node 20) reads a UTF-16 byte-order mark (FF FE, FE FF)
+  // as an MPEG frame sync; such a file is UTF-16 text, which no format accepts.
+  if (found.mime === 'audio/mpeg' && (await startsWithUtf16Bom(file.path))) return undefined;
   if (found.mime === 'application/x-cfb') {
     const handle = await open(file.path, 'r');
     try {
@@ -47,6 +50,17 @@ export async function detectType(file: Pick<TempFile, 'path' | 'size'>): Promise
     }
   }
   return DETECTED_ALIASES[found.mime] ?? found.mime;
+}
+
+async function startsWithUtf16Bom(filePath: string): Promise<boolean> {
+  const handle = await open(filePath, 'r');
+  try {
+    const head = Buffer.alloc(2);
+    const { bytesRead } = await handle.read(head, 0, 2, 0);
+    return bytesRead === 2 && ((head[0] === 0xff && head[1] === 0xfe) || (head[0] === 0xfe && head[1] === 0xff));
+  } finally {
+    await handle.close();
+  }
 }
 
 /**
