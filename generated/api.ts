@@ -266,9 +266,10 @@ export interface paths {
          *       400 `webhook_target_forbidden`. The address is checked again on every delivery attempt.
          *     * `events`: 1 to 50 names (otherwise 400 `invalid_event_list`), each a platform event
          *       (`message.received`, `message.status`, `template.approved`, `template.rejected`) or a
-         *       custom name of letters, digits, `.`, `_`, `-`, at most 100 characters. A malformed name,
-         *       or an unknown name in a platform namespace (`message.…`, `template.…`, any case), is
-         *       400 `invalid_event_name`; a name listed twice is 400 `duplicate_event`.
+         *       custom name of letters, digits, `.`, `_`, `-`, at most 100 characters; any name that is
+         *       not exactly a platform event is custom (`message.custom` included) and is matched
+         *       exactly. A malformed name is 400 `invalid_event_name`; a name listed twice is 400
+         *       `duplicate_event`.
          *     * Subscribing to a platform event also needs its scope (`message.received` →
          *       `events:message_received`, `message.status` → `events:message_status`, `template.*` →
          *       `events:template_status`): 403 `insufficient_scope` otherwise. Custom events need only
@@ -1116,7 +1117,8 @@ export interface components {
         /**
          * @description A platform event (`message.received`, `message.status`, `template.approved`,
          *     `template.rejected`) or a custom event name: letters, digits, `.`, `_`, `-`, at most 100
-         *     characters, and not in a platform namespace (`message.…`, `template.…`).
+         *     characters. A custom name must not equal a platform event name (the bot's emit of one is
+         *     400 `reserved_event_name`); names are matched exactly.
          * @example message.received
          * @example order.shipped
          */
@@ -1795,7 +1797,7 @@ export interface components {
         IdempotencyKey: string;
         /** @description Page size, 1 to 100. */
         Limit: number;
-        /** @description The `nextCursor` of the previous page (opaque). A cursor the service did not issue is 400 `invalid_cursor`. */
+        /** @description The `nextCursor` of the previous page (opaque, at most 512 characters). Any cursor the service did not issue, a longer one included, is 400 `invalid_cursor`. */
         Cursor: string;
         /**
          * @description Numeric id.
@@ -2048,7 +2050,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 100. */
                 limit?: components["parameters"]["Limit"];
-                /** @description The `nextCursor` of the previous page (opaque). A cursor the service did not issue is 400 `invalid_cursor`. */
+                /** @description The `nextCursor` of the previous page (opaque, at most 512 characters). Any cursor the service did not issue, a longer one included, is 400 `invalid_cursor`. */
                 cursor?: components["parameters"]["Cursor"];
                 /** @description Only conversations in this state. */
                 state?: string;
@@ -2184,7 +2186,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 100. */
                 limit?: components["parameters"]["Limit"];
-                /** @description The `nextCursor` of the previous page (opaque). A cursor the service did not issue is 400 `invalid_cursor`. */
+                /** @description The `nextCursor` of the previous page (opaque, at most 512 characters). Any cursor the service did not issue, a longer one included, is 400 `invalid_cursor`. */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: {
@@ -2231,7 +2233,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 100. */
                 limit?: components["parameters"]["Limit"];
-                /** @description The `nextCursor` of the previous page (opaque). A cursor the service did not issue is 400 `invalid_cursor`. */
+                /** @description The `nextCursor` of the previous page (opaque, at most 512 characters). Any cursor the service did not issue, a longer one included, is 400 `invalid_cursor`. */
                 cursor?: components["parameters"]["Cursor"];
                 /** @description Only the contact with this phone number (international form). */
                 phone?: string;
@@ -2576,7 +2578,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 100. */
                 limit?: components["parameters"]["Limit"];
-                /** @description The `nextCursor` of the previous page (opaque). A cursor the service did not issue is 400 `invalid_cursor`. */
+                /** @description The `nextCursor` of the previous page (opaque, at most 512 characters). Any cursor the service did not issue, a longer one included, is 400 `invalid_cursor`. */
                 cursor?: components["parameters"]["Cursor"];
                 /** @description Only templates with this name. */
                 name?: components["schemas"]["TemplateName"];
@@ -2808,7 +2810,7 @@ export interface operations {
             query?: {
                 /** @description Page size, 1 to 100. */
                 limit?: components["parameters"]["Limit"];
-                /** @description The `nextCursor` of the previous page (opaque). A cursor the service did not issue is 400 `invalid_cursor`. */
+                /** @description The `nextCursor` of the previous page (opaque, at most 512 characters). Any cursor the service did not issue, a longer one included, is 400 `invalid_cursor`. */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: {

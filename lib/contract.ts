@@ -25,6 +25,8 @@ export interface OperationInfo {
   idempotent: boolean;
   /** Largest JSON body accepted, in bytes (`x-body-limit`; default 1 MB). */
   bodyLimit: number;
+  /** The 413 code of a body over `bodyLimit` (`x-body-limit-code`; default `payload_too_large`). */
+  bodyLimitCode: 'payload_too_large' | 'file_too_large';
   /**
    * Takes a file (`x-upload-metered: true`): metered against the per-key upload budget
    * (middleware/upload-budget.ts) and its body streamed, never buffered (middleware/upload-body.ts).
@@ -65,6 +67,7 @@ export function loadContract(file: string, opts: { requireScopes: boolean }): Co
         projectScoped: op['x-project-scoped'] !== false,
         idempotent: op['x-idempotent'] === true,
         bodyLimit: typeof op['x-body-limit'] === 'number' ? op['x-body-limit'] : DEFAULT_BODY_LIMIT,
+        bodyLimitCode: op['x-body-limit-code'] === 'file_too_large' ? 'file_too_large' : 'payload_too_large',
         uploadMetered: op['x-upload-metered'] === true,
       });
     }

@@ -93,7 +93,7 @@ export function uploadBody(deps: AppDeps) {
     const length = Number(req.headers['content-length']);
     if (Number.isFinite(length) && length > bodyCap) {
       res.setHeader('Connection', 'close');
-      throw new ApiError('payload_too_large', `Request body exceeds ${bodyCap} bytes.`, { limit: bodyCap });
+      throw new ApiError(json ? op.bodyLimitCode : 'payload_too_large', `Request body exceeds ${bodyCap} bytes.`, { limit: bodyCap });
     }
 
     let sink: TempFileSink | undefined;
@@ -110,7 +110,7 @@ export function uploadBody(deps: AppDeps) {
     };
     try {
       if (json) {
-        const parsed = await readJsonUpload(req, { bodyLimit: op.bodyLimit, openSink, onSink });
+        const parsed = await readJsonUpload(req, { bodyLimit: op.bodyLimit, bodyLimitCode: op.bodyLimitCode, openSink, onSink });
         req.body = parsed.body;
         if (parsed.file) {
           await parsed.file.finish();

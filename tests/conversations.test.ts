@@ -271,9 +271,9 @@ describe('cursors', () => {
     },
   );
 
-  it('When the cursor is longer than 512 characters, then 400 invalid_request', async () => {
+  it('When the cursor is longer than 512 characters, then 400 invalid_cursor (any cursor not issued by the service)', async () => {
     const p = await project(READ);
-    expectError(await get(`/v1/conversations?cursor=${'a'.repeat(513)}`, p.key), 400, 'invalid_request');
+    expectError(await get(`/v1/conversations?cursor=${'a'.repeat(513)}`, p.key), 400, 'invalid_cursor');
   });
 
   it('When a cursor of another project is used, then 400 invalid_cursor', async () => {

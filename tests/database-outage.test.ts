@@ -68,7 +68,7 @@ beforeAll(async () => {
   await applyMigrations(server!.url, { logger: quiet });
   t = await startTestApp({
     databaseUrl: server!.url,
-    config: { devAllowPrivateTargets: true, databaseAcquireTimeoutMs: 1000, credentialCacheTtlMs: 60_000 },
+    config: { devAllowPrivateTargets: true, databaseAcquireTimeoutMs: 3000, credentialCacheTtlMs: 60_000 },
     webhooks: true,
   });
   rx = await Receiver.start();

@@ -214,12 +214,12 @@ describe('header sample: bad input is a clear 4xx and stores nothing', () => {
     expect(res.body.error.code).toBe('unsupported_media_type');
   });
 
-  it('When the JSON body is over the operation limit, then 413 payload_too_large before it is read', async () => {
+  it('When the JSON body is over the operation limit, then 413 file_too_large (the sample is over its ceiling) before it is read', async () => {
     const { key } = await manager();
     const res = await request(t.app).post('/v1/templates/header-sample').set('Authorization', `Bearer ${key}`).set('Content-Type', 'application/json')
       .send(JSON.stringify({ format: 'IMAGE', data: 'A'.repeat(7_400_000), filename: 'a.png', mime: 'image/png' }));
     expect(res.status).toBe(413);
-    expect(res.body.error.code).toBe('payload_too_large');
+    expect(res.body.error.code).toBe('file_too_large');
   });
 
   it('When the key lacks templates:manage, then 403 insufficient_scope and the body is not read', async () => {

@@ -123,7 +123,7 @@ describe('project tables as a non-superuser with CREATEROLE', () => {
     it('When the service role is not a superuser (PostgreSQL 16+ role grants), then provisioning, reads, writes and isolation work', async () => {
       const version = await withClient(server!.url, (c) => c.query("SELECT current_setting('server_version_num')::int AS v"));
       expect(version.rows[0].v).toBeGreaterThanOrEqual(160000);
-      const svc = await serviceRole(server!.url);
+      const svc = await serviceRole(server!.adminUrl);
       try {
         await scenario(svc.url);
       } finally {

@@ -494,10 +494,18 @@ describe('operators\' view and bounded log', () => {
 });
 
 describe('custom events: runtime endpoint and emit()', () => {
+  it('When the bot emits a custom name in a platform namespace (message.custom), then it is delivered to its subscribers like any custom event', async () => {
+    const { key, runtime } = await setup();
+    await register(key, '/ns-custom', ['message.custom']);
+    const event = await emitEvent(runtime, 'message.custom', { n: 1 });
+    const [got] = await rx.waitFor('/ns-custom', 1);
+    expect(JSON.parse(got.raw)).toMatchObject({ event: 'message.custom', data: { n: 1 } });
+    expect(event.name).toBe('message.custom');
+  });
+
   it.each([
     ['a platform event name', 400, 'reserved_event_name', { name: 'message.received', payload: {} }],
     ['another platform event name', 400, 'reserved_event_name', { name: 'template.approved' }],
-    ['a name in a platform namespace', 400, 'reserved_event_name', { name: 'Message.Custom' }],
     ['a name with a space', 400, 'invalid_event_name', { name: 'bad name!' }],
     ['a name of 101 characters', 400, 'invalid_event_name', { name: 'x'.repeat(101) }],
     ['an empty name', 400, 'invalid_event_name', { name: '' }],

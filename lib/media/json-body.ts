@@ -159,7 +159,7 @@ export interface JsonUpload {
  */
 export async function readJsonUpload(
   source: Readable,
-  opts: { bodyLimit: number; openSink: () => Promise<TempFileSink>; onSink: (sink: TempFileSink) => void },
+  opts: { bodyLimit: number; bodyLimitCode?: 'payload_too_large' | 'file_too_large'; openSink: () => Promise<TempFileSink>; onSink: (sink: TempFileSink) => void },
 ): Promise<JsonUpload> {
   const members = new Map<string, unknown>();
   let state = S.Start;
@@ -201,7 +201,7 @@ export async function readJsonUpload(
     const chunk = Buffer.isBuffer(raw) ? raw : Buffer.from(raw);
     total += chunk.length;
     if (total > opts.bodyLimit) {
-      throw new ApiError('payload_too_large', `Request body exceeds ${opts.bodyLimit} bytes.`, { limit: opts.bodyLimit });
+      throw new ApiError(opts.bodyLimitCode ?? 'payload_too_large', `Request body exceeds ${opts.bodyLimit} bytes.`, { limit: opts.bodyLimit });
     }
     const n = chunk.length;
     let i = 0;

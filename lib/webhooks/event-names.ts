@@ -2,10 +2,10 @@
  * Which event names a registration may subscribe to, and which the bot may emit.
  *
  * - Platform events are matched exactly and each needs its scope besides `webhooks:manage`.
- * - Custom names: letters, digits, `.`, `_`, `-`, 1 to 100 characters. The platform's
- *   namespaces (`message.`, `template.`, in any case) are reserved: an unknown name there is a typo
- *   of a platform event at registration (400 `invalid_event_name`) and refused at emit (400
- *   `reserved_event_name`), since matching is by name and the platform scope would not apply.
+ * - Custom names: letters, digits, `.`, `_`, `-`, 1 to 100 characters, and (the spec's rule) not
+ *   equal to a platform event name, since matching is by exact name and the platform scope would
+ *   then apply: the bot may not emit `message.received` (400 `reserved_event_name`). Any other
+ *   name is custom, `message.custom` included; a subscription to it needs only `webhooks:manage`.
  * - A registration lists 1 to 50 distinct names (`invalid_event_list`, `duplicate_event`).
  */
 import { ApiError } from '../errors.js';
@@ -21,15 +21,9 @@ export const EVENT_SCOPES: Record<PlatformEvent, string> = {
 export const MAX_EVENTS_PER_WEBHOOK = 50;
 export const MAX_EVENT_NAME_LENGTH = 100;
 const CUSTOM_NAME = /^[A-Za-z0-9._-]+$/;
-const RESERVED_NAMESPACES = ['message.', 'template.'];
 
 export function isPlatformEvent(name: string): name is PlatformEvent {
   return (PLATFORM_EVENTS as readonly string[]).includes(name);
-}
-
-function inReservedNamespace(name: string): boolean {
-  const lower = name.toLowerCase();
-  return RESERVED_NAMESPACES.some((ns) => lower.startsWith(ns));
 }
 
 function checkShape(name: unknown, where: string): string {
@@ -53,12 +47,6 @@ export function validateSubscription(events: unknown): string[] {
   const seen = new Set<string>();
   events.forEach((raw, i) => {
     const name = checkShape(raw, `events[${i}]`);
-    if (!isPlatformEvent(name) && inReservedNamespace(name)) {
-      throw new ApiError('invalid_event_name', `events[${i}]: "${name}" is not a platform event. Platform events: ${PLATFORM_EVENTS.join(', ')}.`, {
-        event: name,
-        platform_events: [...PLATFORM_EVENTS],
-      });
-    }
     if (seen.has(name)) throw new ApiError('duplicate_event', `events[${i}]: "${name}" is listed twice.`, { event: name });
     seen.add(name);
   });
@@ -73,8 +61,8 @@ export function scopesForEvents(events: string[]): string[] {
 /** A custom event name the bot emits. */
 export function validateCustomEventName(name: unknown): string {
   const checked = checkShape(name, 'name');
-  if (isPlatformEvent(checked) || inReservedNamespace(checked)) {
-    throw new ApiError('reserved_event_name', `"${checked}" is a platform event name or in a platform namespace (message., template.); choose another name.`, {
+  if (isPlatformEvent(checked)) {
+    throw new ApiError('reserved_event_name', `"${checked}" is a platform event name; a custom event needs another name.`, {
       event: checked,
     });
   }
