@@ -3,6 +3,7 @@
  * makes (messages, templates, media, resumable upload) and calls the registered webhook like Meta.
  * Shares no code with the service, only the wire format. Control API under /_sim (see README.md).
  */
+import { persistState } from './persistence.js';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { Dispatcher } from './callbacks.js';
 import type { SimContext } from './context.js';
@@ -28,6 +29,8 @@ export interface SimulatorOptions {
   /** Base URL put in media download URLs; default: the Host of the request. */
   publicBaseUrl?: string;
   limits?: Partial<SimLimits>;
+  /** Keep numbers, templates and media in this folder across restarts (simulator/persistence.ts). */
+  dataDir?: string;
 }
 
 export interface Simulator {
@@ -48,6 +51,7 @@ export function createSimulator(opts: SimulatorOptions = {}): Simulator {
   const delays = opts.autoStatusDelaysMs === undefined ? DEFAULT_AUTO_STATUS_DELAYS : opts.autoStatusDelaysMs;
   const statuses = new StatusEngine(state, dispatcher, delays);
   const held = new Set<Response>();
+  const persistence = opts.dataDir ? persistState(state, opts.dataDir) : undefined;
 
   const ctx: SimContext = {
     state,
@@ -113,6 +117,7 @@ export function createSimulator(opts: SimulatorOptions = {}): Simulator {
     app,
     state,
     async close() {
+      persistence?.close();
       for (const t of state.templates.values()) if (t.timer) clearTimeout(t.timer);
       statuses.clear();
       dispatcher.close();
