@@ -76,6 +76,9 @@ describe('sendMessage', () => {
     expect((await send(key, { type: 'text', phone: '+14155550103', content: 'closed' })).body.error.code).toBe('outside_24h_window');
     const tpl = await send(key, { type: 'template', phone: '+14155550103', template: { name: 'hello_world', language: 'en_US' } });
     expect(tpl.status).toBe(200);
+    // Meta's schema requires the language policy on a template send.
+    const logged = (await request(t.sim!.url).get(`/_sim/messages?phone_number_id=${phoneNumberId}&to=14155550103`)).body.data;
+    expect(logged.at(-1).payload.template.language).toEqual({ policy: 'deterministic', code: 'en_US' });
   });
 
   it('When a template is sent, then its conversation moves to the top of recent activity and keeps its state', async () => {

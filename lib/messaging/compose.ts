@@ -88,7 +88,7 @@ function composeTemplate(body: SendRequest): Pick<ComposedMessage, 'payload' | '
     components.push({ type: 'button', sub_type: subType, index: String(b.index), parameters: [parameter] });
   }
   return {
-    payload: { type: 'template', template: { name: t.name, language: { code: t.language }, ...(components.length ? { components } : {}) } },
+    payload: { type: 'template', template: { name: t.name, language: { policy: 'deterministic', code: t.language }, ...(components.length ? { components } : {}) } },
     template: { name: t.name, language: t.language, variables },
     media,
   };
