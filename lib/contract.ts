@@ -43,6 +43,10 @@ export function loadContract(file: string, opts: { requireScopes: boolean }): Co
   const document = parse(readFileSync(file, 'utf8')) as Record<string, any>;
   const operations = new Map<string, OperationInfo>();
   const rootSecured = Array.isArray(document.security) && document.security.length > 0;
+  // The scope catalogue is the contract's own `Scope` enum: a name outside it could never be
+  // granted (the operator API refuses it), so the operation would be unreachable.
+  const catalogue: unknown = document.components?.schemas?.Scope?.enum;
+  const known = Array.isArray(catalogue) ? new Set(catalogue) : undefined;
   for (const [path, item] of Object.entries<Record<string, any>>(document.paths ?? {})) {
     for (const method of METHODS) {
       const op = item[method];
@@ -53,6 +57,10 @@ export function loadContract(file: string, opts: { requireScopes: boolean }): Co
       const scopes = op['x-required-scopes'];
       if (opts.requireScopes && !(Array.isArray(scopes) && scopes.every((s) => typeof s === 'string'))) {
         throw new Error(`Contract: ${where} needs x-required-scopes (an array of scope names)`);
+      }
+      const unknown = known && Array.isArray(scopes) ? scopes.filter((x) => !known.has(x)) : [];
+      if (unknown.length > 0) {
+        throw new Error(`Contract: ${where} requires scope ${unknown.map((x) => `"${x}"`).join(', ')}, which is not in the scope catalogue (components.schemas.Scope)`);
       }
       if (op['x-project-scoped'] === false && (scopes ?? []).length > 0) {
         // Scopes are held per project; an operation without a selected project cannot check them.
