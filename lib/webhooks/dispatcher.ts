@@ -51,13 +51,27 @@ export class Dispatcher<T extends WorkItem = WorkItem> {
    * (the fan-out's deliveries, already claimed; the fan-out sizes its batches to the room left).
    */
   enqueue(item: T, force = false): boolean {
-    if (this.stopped || this.queued.has(item.id) || (!force && !this.hasRoom())) return false;
+    if (!this.stopped && this.queued.has(item.id)) return this.upgrade(item);
+    if (this.stopped || (!force && !this.hasRoom())) return false;
     this.queued.add(item.id);
     let lane = this.lanes.get(item.webhookId);
     if (!lane) this.lanes.set(item.webhookId, (lane = { running: 0, queue: [], ready: false }));
     lane.queue.push(item);
     this.markReady(item.webhookId, lane);
     this.pump();
+    return true;
+  }
+
+  /**
+   * The same id again. A claimed item (a retry job's) replaces a queued unclaimed one (the sweep's):
+   * dropping it would leave its claim unused until the lease ran out, and the retry a minute late.
+   */
+  private upgrade(item: T): boolean {
+    if (!(item as { claim?: unknown }).claim) return false;
+    const lane = this.lanes.get(item.webhookId);
+    const at = lane?.queue.findIndex((q) => q.id === item.id) ?? -1;
+    if (at < 0 || (lane!.queue[at] as { claim?: unknown }).claim) return false;
+    lane!.queue[at] = item;
     return true;
   }
 

@@ -1,0 +1,38 @@
+/**
+ * The delivery queue after a restart: the start-up sweep queues overdue deliveries unclaimed
+ * while the retry jobs claim the same rows. A claimed item must win over a queued unclaimed one
+ * (before, it was dropped as a duplicate and its claim sat unused until the lease ran out).
+ */
+import { describe, expect, it } from '@jest/globals';
+import { Dispatcher } from '../lib/webhooks/dispatcher.js';
+
+interface Item {
+  id: string;
+  webhookId: string;
+  claim?: { leaseUntil: number };
+}
+
+describe('delivery queue', () => {
+  it('When a claimed item arrives for an id queued unclaimed, then the attempt runs with the claim', async () => {
+    const ran: Item[] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const d = new Dispatcher<Item>({
+      perWebhook: 1,
+      max: 1,
+      maxQueued: 10,
+      onError: () => undefined,
+      run: async (item) => {
+        if (item.id === 'busy') await gate; // holds the only slot so the next ones stay queued
+        ran.push(item);
+      },
+    });
+    expect(d.enqueue({ id: 'busy', webhookId: 'w' })).toBe(true);
+    expect(d.enqueue({ id: 'dlv_1', webhookId: 'w' })).toBe(true); // the sweep's, unclaimed
+    expect(d.enqueue({ id: 'dlv_1', webhookId: 'w', claim: { leaseUntil: 1 } })).toBe(true); // the retry job's
+    expect(d.enqueue({ id: 'dlv_1', webhookId: 'w' })).toBe(false); // a later unclaimed duplicate changes nothing
+    release();
+    await d.idle();
+    expect(ran.filter((i) => i.id === 'dlv_1')).toEqual([{ id: 'dlv_1', webhookId: 'w', claim: { leaseUntil: 1 } }]);
+  });
+});
