@@ -71,6 +71,8 @@ export async function startWebhookDelivery(deps: Deps, opts: WebhookDeliveryOpti
   const { logger } = deps;
   const pool = new pg.Pool({ ...(deps.db.pool as unknown as { options: pg.PoolConfig }).options, max: opts.poolSize ?? 10 });
   pool.on('error', (e) => logger.warn('webhook pool: idle connection error', { error: e.message }));
+  // Held clients too: a reset between two queries must not be an unheard 'error' event.
+  pool.on('connect', (client) => client.on('error', (e) => logger.warn('webhook pool: connection lost while in use', { error: e.message })));
   const agents = new AgentPool();
   const runner = createJobRunner({ pool, logger, processEveryMs: opts.processEveryMs, lockLifetimeMs: opts.lockLifetimeMs, name: `webhooks-${process.pid}` });
   const touched = new Set<string>();

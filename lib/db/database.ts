@@ -56,6 +56,14 @@ export async function openDatabase(url: string, opts: OpenDatabaseOptions = {}):
   });
   // Idle connections dropped by a restart all fail at once: one line per interval with a count.
   const throttle = createLogThrottle(10_000);
+  // A client checked out of the pool has no pool listener: a connection reset while it is held
+  // (between two queries of a transaction, say) would be an unheard 'error' event and end the
+  // process. The query in flight, if any, fails on its own; this only keeps the event heard.
+  pool.on('connect', (client) => client.on('error', (err) => throttle((suppressed) => {
+    const message = `database: connection lost while in use (${err.message})` + (suppressed ? ` (${suppressed} more since last report)` : '');
+    if (opts.logger) opts.logger.warn(message);
+    else console.warn(message);
+  })));
   pool.on('error', (err) => {
     throttle((suppressed) => {
       const message = `database: idle connection lost (${err.message}); the pool reconnects on next use` + (suppressed ? ` (${suppressed} more since last report)` : '');
