@@ -29,10 +29,48 @@ function fieldName(path: unknown): string {
     .replace(/^\./, '') || 'body';
 }
 
+const A_TYPE: Record<string, string> = { string: 'a string', number: 'a number', integer: 'an integer', boolean: 'a boolean', null: 'null', object: 'an object', array: 'an array' };
+
+/**
+ * A value that matches no branch of a oneOf/anyOf gets one error per branch from the validator
+ * ("must be number", "must be boolean", ...). They become one message saying what the field may
+ * be: "must be a string of at most 1000 characters, a number, a boolean or null".
+ */
+function mergeAlternatives(fields: FieldError[]): FieldError[] {
+  const byField = new Map<string, FieldError[]>();
+  for (const f of fields) byField.set(f.field, [...(byField.get(f.field) ?? []), f]);
+  const out: FieldError[] = [];
+  for (const [field, group] of byField) {
+    if (!group.some((f) => /must match (exactly one|a) schema in (oneOf|anyOf)/.test(f.message))) {
+      out.push(...group);
+      continue;
+    }
+    const options: string[] = [];
+    for (const { message } of group) {
+      const type = /^must be (\w+)$/.exec(message)?.[1];
+      const max = /^must NOT have more than (\d+) characters$/.exec(message)?.[1];
+      const min = /^must NOT have fewer than (\d+) characters$/.exec(message)?.[1];
+      if (max) options.push(`a string of at most ${Number(max).toLocaleString("en-US")} characters`);
+      else if (min) options.push(`a string of at least ${Number(min).toLocaleString("en-US")} characters`);
+      else if (type && A_TYPE[type]) options.push(A_TYPE[type]);
+    }
+    // A string bound replaces the plain "a string".
+    const kinds = options.some((o) => o.startsWith('a string of')) ? options.filter((o) => o !== 'a string') : options;
+    const unique = [...new Set(kinds)];
+    if (unique.length === 0) {
+      out.push(...group);
+      continue;
+    }
+    const list = unique.length === 1 ? unique[0] : `${unique.slice(0, -1).join(', ')} or ${unique[unique.length - 1]}`;
+    out.push({ field, message: `must be ${list}` });
+  }
+  return out;
+}
+
 function fromValidator(err: any): ApiError | undefined {
   const status = err?.status;
   if (typeof status !== 'number' || !Array.isArray(err.errors)) return undefined;
-  const fields: FieldError[] = err.errors.map((e: any) => ({ field: fieldName(e.path), message: String(e.message) }));
+  const fields: FieldError[] = mergeAlternatives(err.errors.map((e: any) => ({ field: fieldName(e.path), message: String(e.message) })));
   const summary = fields.map((f) => `${f.field} ${f.message}`).join('; ');
   switch (status) {
     case 400: {

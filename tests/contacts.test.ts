@@ -195,7 +195,13 @@ describe('PATCH /v1/contacts/{id}', () => {
     const p = await project();
     const c = await contact(p.id);
     expect((await patch(`/v1/contacts/${c.id}`, p.key, { attributes: { note: 'x'.repeat(1000) } })).status).toBe(200);
-    expectError(await patch(`/v1/contacts/${c.id}`, p.key, { attributes: { note: 'y'.repeat(1001), other: 'z' } }), 400, 'invalid_request');
+    const tooLong = await patch(`/v1/contacts/${c.id}`, p.key, { attributes: { note: 'y'.repeat(1001), other: 'z' } });
+    expectError(tooLong, 400, 'invalid_request');
+    // One clear message for the field, not one per branch of the value's oneOf.
+    expect(tooLong.body.error.details.fields).toEqual([
+      { field: 'attributes.note', message: 'must be a string of at most 1,000 characters, a number, a boolean or null' },
+    ]);
+    expect(tooLong.body.error.message).toBe('Invalid request: attributes.note must be a string of at most 1,000 characters, a number, a boolean or null');
     expect((await get(`/v1/contacts/${c.id}`, p.key)).body.data.contact.attributes).toEqual({ note: 'x'.repeat(1000) });
   });
 
