@@ -4,7 +4,7 @@ import type { Handler } from './types.js';
 import { ApiError } from '../lib/errors.js';
 import { cursorId, cursorScope, cursorSecretOf, decodeCursor, encodeCursor, invalidCursor, pageSize } from '../lib/cursor.js';
 import { contactView } from '../lib/views.js';
-import { findContactRow, listContactRows, parseContactChange, phoneFilter, updateContactRow, type ContactFilters } from '../lib/contacts.js';
+import { contactLimitsOf, findContactRow, listContactRows, parseContactChange, phoneFilter, updateContactRow, type ContactFilters } from '../lib/contacts.js';
 
 function pathId(raw: string): bigint {
   if (!/^[1-9][0-9]{0,17}$/.test(raw)) throw new ApiError('invalid_id', `Malformed id "${raw}": a positive integer is expected.`);
@@ -47,7 +47,7 @@ export const getContact: Handler<operations['getContact']> = async (req, deps) =
 
 export const updateContact: Handler<operations['updateContact']> = async (req, deps) => {
   const id = pathId(req.params.id);
-  const change = parseContactChange(req.body);
+  const change = parseContactChange(req.body, contactLimitsOf(deps.contract));
   const row = await updateContactRow(deps.db.pool, req.auth!.project.id, id, change, deps.clock.now());
   if (!row) throw notFound(id);
   return { data: { contact: contactView(row) } };

@@ -11,6 +11,8 @@
 import type { Queryable } from './conversations.js';
 import type { ContactRow } from './views.js';
 import { normalizePhone } from './phone.js';
+import type { Contract } from './contract.js';
+import { loadPublicContract } from './contracts.js';
 import { ApiError } from './errors.js';
 
 export interface ContactFilters {
@@ -130,8 +132,41 @@ export async function updateContactRow(
 
 // ------------------------------------------------------------------ the PATCH body
 
-const MAX_ATTRIBUTE_STRING = 1000;
-const MAX_ATTRIBUTE_KEYS = 100;
+/** The PATCH body's limits, as the contract states them (read from it, never repeated here). */
+export interface ContactLimits {
+  name: number;
+  tag: number;
+  attributeKeys: number;
+  attributeKey: number;
+  attributeString: number;
+}
+
+const limitsByDocument = new WeakMap<object, ContactLimits>();
+
+/** The limits of `UpdateContactRequest` and `AttributeValue` in a contract document. */
+export function contactLimitsOf(contract: Contract): ContactLimits {
+  let limits = limitsByDocument.get(contract.document);
+  if (limits) return limits;
+  const schemas = contract.document.components?.schemas ?? {};
+  const body = schemas.UpdateContactRequest?.properties ?? {};
+  const need = (v: unknown, where: string): number => {
+    if (typeof v !== 'number') throw new Error(`Contract: ${where} must state a number (the contact update reads its limit there)`);
+    return v;
+  };
+  const stringBranch = (schemas.AttributeValue?.oneOf ?? []).find((b: { type?: string }) => b?.type === 'string');
+  limits = {
+    name: need(body.name?.maxLength, 'UpdateContactRequest.name.maxLength'),
+    tag: need(body.tags?.properties?.add?.items?.maxLength, 'UpdateContactRequest.tags.add.items.maxLength'),
+    attributeKeys: need(body.attributes?.maxProperties, 'UpdateContactRequest.attributes.maxProperties'),
+    attributeKey: need(body.attributes?.propertyNames?.maxLength, 'UpdateContactRequest.attributes.propertyNames.maxLength'),
+    attributeString: need(stringBranch?.maxLength, 'AttributeValue (string branch).maxLength'),
+  };
+  limitsByDocument.set(contract.document, limits);
+  return limits;
+}
+
+let shipped: ContactLimits | undefined;
+const shippedLimits = () => (shipped ??= contactLimitsOf(loadPublicContract()));
 
 /** Length in characters (code points), as the contract's validator counts maxLength. */
 const chars = (s: string): number => [...s].length;
@@ -144,10 +179,10 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-function stringList(v: unknown, field: string): string[] | undefined {
+function stringList(v: unknown, field: string, max: number): string[] | undefined {
   if (v === undefined) return undefined;
-  if (!Array.isArray(v) || v.some((t) => typeof t !== 'string' || t.length === 0 || chars(t) > 100)) {
-    throw invalid(field, 'must be a list of non-empty strings of at most 100 characters');
+  if (!Array.isArray(v) || v.some((t) => typeof t !== 'string' || t.length === 0 || chars(t) > max)) {
+    throw invalid(field, `must be a list of non-empty strings of at most ${max} characters`);
   }
   return v as string[];
 }
@@ -157,39 +192,41 @@ function stringList(v: unknown, field: string): string[] | undefined {
  * (flat attribute values, string lengths, at least one member) must hold even if a validator
  * change let something through.
  */
-export function parseContactChange(body: unknown): ContactChange {
+export function parseContactChange(body: unknown, limits: ContactLimits = shippedLimits()): ContactChange {
   if (!isPlainObject(body)) throw invalid('body', 'must be an object');
   const known = new Set(['name', 'tags', 'attributes']);
   const unknown = Object.keys(body).filter((k) => !known.has(k));
   if (unknown.length) throw invalid(unknown[0], 'is not a contact field (name, tags, attributes)');
   const change: ContactChange = {};
   if (body.name !== undefined) {
-    if (typeof body.name !== 'string' || body.name.length === 0 || chars(body.name) > 200) throw invalid('name', 'must be a string of 1 to 200 characters');
+    if (typeof body.name !== 'string' || body.name.length === 0 || chars(body.name) > limits.name) {
+      throw invalid('name', `must be a string of 1 to ${limits.name} characters`);
+    }
     change.name = body.name;
   }
   if (body.tags !== undefined) {
     if (!isPlainObject(body.tags)) throw invalid('tags', 'must be an object with add and/or remove lists');
     const extra = Object.keys(body.tags).filter((k) => k !== 'add' && k !== 'remove');
     if (extra.length) throw invalid(`tags.${extra[0]}`, 'is not allowed (add, remove)');
-    const add = stringList(body.tags.add, 'tags.add');
-    const remove = stringList(body.tags.remove, 'tags.remove');
+    const add = stringList(body.tags.add, 'tags.add', limits.tag);
+    const remove = stringList(body.tags.remove, 'tags.remove', limits.tag);
     if (add === undefined && remove === undefined) throw invalid('tags', 'needs add or remove');
     change.tags = { add, remove };
   }
   if (body.attributes !== undefined) {
     if (!isPlainObject(body.attributes)) throw invalid('attributes', 'must be an object');
-    if (Object.keys(body.attributes).length > MAX_ATTRIBUTE_KEYS) throw invalid('attributes', `must have at most ${MAX_ATTRIBUTE_KEYS} keys`);
+    if (Object.keys(body.attributes).length > limits.attributeKeys) throw invalid('attributes', `must have at most ${limits.attributeKeys} keys`);
     // No prototype: a key such as "__proto__" is an ordinary key here.
     const attributes: Record<string, AttributeValue> = Object.create(null);
     for (const [key, value] of Object.entries(body.attributes)) {
       const field = `attributes.${key}`;
-      if (key.length === 0 || chars(key) > 100) throw invalid(field, 'key must be 1 to 100 characters');
+      if (key.length === 0 || chars(key) > limits.attributeKey) throw invalid(field, `key must be 1 to ${limits.attributeKey} characters`);
       if (value === null || typeof value === 'boolean') attributes[key] = value;
       else if (typeof value === 'number') {
         if (!Number.isFinite(value)) throw invalid(field, 'must be a finite number');
         attributes[key] = value;
       } else if (typeof value === 'string') {
-        if (chars(value) > MAX_ATTRIBUTE_STRING) throw invalid(field, `must be at most ${MAX_ATTRIBUTE_STRING} characters`);
+        if (chars(value) > limits.attributeString) throw invalid(field, `must be at most ${limits.attributeString} characters`);
         attributes[key] = value;
       } else {
         throw invalid(field, 'must be a string, number, boolean or null (nested objects and arrays are rejected)');
