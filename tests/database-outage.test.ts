@@ -8,30 +8,17 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
-import net from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
+import { rm } from 'node:fs/promises';
 import pg from 'pg';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../lib/db/embedded.js';
 import { applyMigrations } from '../lib/db/migrate.js';
 import { checkReachable } from '../lib/db/database.js';
 import { startTestApp, type TestApp } from './support/app.js';
 import { Receiver } from './support/receiver.js';
+import { freePort, tempFolder } from './support/local.js';
 
 const quiet = { info: () => undefined, warn: () => undefined };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 async function eventually<T>(fn: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 20_000): Promise<T> {
   const until = Date.now() + timeoutMs;
@@ -61,8 +48,7 @@ const onCrash = (e: unknown) => void crashes.push(e instanceof Error ? e.message
 beforeAll(async () => {
   process.on('uncaughtException', onCrash);
   process.on('unhandledRejection', onCrash);
-  dataDir = await mkdtemp(path.join(os.tmpdir(), 'svc-outage-'));
-  await chmod(dataDir, 0o755); // the postgres OS user (as root) must enter it
+  dataDir = await tempFolder('svc-outage-');
   port = await freePort();
   await start();
   await applyMigrations(server!.url, { logger: quiet });

@@ -5,15 +5,13 @@
  * is converted on its first start without losing anything.
  */
 import { afterAll, describe, expect, it } from '@jest/globals';
-import { chmod, mkdtemp, rm, stat, unlink } from 'node:fs/promises';
-import net from 'node:net';
-import os from 'node:os';
+import { chmod, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
 import { fallbackPgDir, readEmbeddedCredentials, startEmbeddedPostgres, type EmbeddedPostgres } from '../lib/db/embedded.js';
 import { applyMigrations } from '../lib/db/migrate.js';
+import { freePort, tempFolder } from './support/local.js';
 import { spawn } from 'node:child_process';
-import { writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 
 const quiet = { info: () => undefined, warn: () => undefined };
@@ -25,18 +23,8 @@ afterAll(async () => {
   for (const f of folders) await rm(f, { recursive: true, force: true });
 }, 30_000);
 
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 async function folder(): Promise<string> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'svc-pgcred-'));
-  await chmod(dir, 0o755);
+  const dir = await tempFolder('svc-pgcred-');
   folders.push(dir);
   return dir;
 }

@@ -6,11 +6,10 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
-import net from 'node:net';
-import os from 'node:os';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { embeddedServiceEnv, tempFolder } from './support/local.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -28,15 +27,6 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 const answers = (port: number) =>
   fetch(`http://127.0.0.1:${port}/v1/openapi.json`).then(
     (r) => r.status,
@@ -45,11 +35,8 @@ const answers = (port: number) =>
 
 describe('npm start', () => {
   it('When the npm process gets SIGTERM, then the service and its embedded PostgreSQL stop', async () => {
-    dir = await mkdtemp(path.join(os.tmpdir(), 'svc-npmstart-'));
-    await chmod(dir, 0o755);
-    const [port, simPort, pgPort] = [await freePort(), await freePort(), await freePort()];
-    const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: path.join(dir, 'data'), PORT: String(port), SIMULATOR_PORT: String(simPort), EMBEDDED_PG_PORT: String(pgPort), NODE_ENV: 'development' };
-    for (const k of ['DATABASE_URL', 'REDIS_URL', 'GRAPH_BASE_URL', 'SIMULATOR_URL', 'ADMIN_TOKEN', 'ENCRYPTION_KEY', 'NODE_OPTIONS']) delete env[k];
+    dir = await tempFolder('svc-npmstart-');
+    const { env, port } = await embeddedServiceEnv(path.join(dir, 'data'));
     npm = spawn('npm', ['start'], { cwd: root, env, detached: true, stdio: 'ignore' });
     const until = Date.now() + 60_000;
     while ((await answers(port)) !== 200) {

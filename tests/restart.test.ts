@@ -6,13 +6,12 @@
  */
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
-import net from 'node:net';
-import os from 'node:os';
+import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import request from 'supertest';
 import { createSimulator } from '../simulator/app.js';
+import { embeddedServiceEnv, tempFolder } from './support/local.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -25,18 +24,8 @@ afterAll(async () => {
   for (const f of folders) await rm(f, { recursive: true, force: true });
 });
 
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 async function folder(): Promise<string> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'svc-restart-'));
-  await chmod(dir, 0o755);
+  const dir = await tempFolder('svc-restart-');
   folders.push(dir);
   return dir;
 }
@@ -62,9 +51,7 @@ async function stopService(child: ChildProcess): Promise<void> {
 describe('restart keeps the channel', () => {
   it('When the service restarts on its data folder, then a project created before still receives and sends on its simulated number', async () => {
     const dir = await folder();
-    const [port, simPort, pgPort] = [await freePort(), await freePort(), await freePort()];
-    const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: path.join(dir, 'data'), PORT: String(port), SIMULATOR_PORT: String(simPort), EMBEDDED_PG_PORT: String(pgPort), NODE_ENV: 'development' };
-    for (const k of ['DATABASE_URL', 'REDIS_URL', 'GRAPH_BASE_URL', 'SIMULATOR_URL', 'ADMIN_TOKEN', 'ENCRYPTION_KEY', 'NODE_OPTIONS']) delete env[k];
+    const { env, port, simPort } = await embeddedServiceEnv(path.join(dir, 'data'));
     const base = `http://127.0.0.1:${port}`;
     const sim = `http://127.0.0.1:${simPort}`;
 
