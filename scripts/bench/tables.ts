@@ -49,7 +49,7 @@ export const benchTables: BenchSection = async (ctx) => {
     const fillStarted = performance.now();
     await withProjectTx(pool, projectId, { readOnly: false, statementTimeoutMs: 600_000, schema: 'public', ddl: true }, async (c) => {
       await c.query(
-        `INSERT INTO bench_rows SELECT g, CASE WHEN g % 10 = 0 THEN NULL ELSE (g * 7919) % 1000 END, (g / 7) % 10, md5(g::text) FROM generate_series(1, ${ROWS}) g`,
+        `INSERT INTO bench_rows SELECT g, CASE WHEN g % 10 = 0 THEN NULL ELSE (g::bigint * 7919) % 1000 END, (g / 7) % 10, md5(g::text) FROM generate_series(1, ${ROWS}) g`,
       );
       await c.query('CREATE INDEX bench_rows_grp_id ON bench_rows (grp, id)');
       await c.query('CREATE INDEX bench_rows_cat ON bench_rows (cat)');
