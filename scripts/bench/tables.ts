@@ -66,7 +66,10 @@ export const benchTables: BenchSection = async (ctx) => {
       // The position of the 999,950th row of the ordering, as the service writes it (text forms).
       const order = orderBy ? 'grp ASC, id ASC' : 'id ASC';
       const keys = orderBy ? 'CAST(grp AS text), CAST(id AS text)' : 'CAST(id AS text)';
-      const pos = (await pool.query({ text: `SELECT ${keys} FROM ${table} ORDER BY ${order} OFFSET ${DEEP - 1} LIMIT 1`, rowMode: 'array' })).rows[0] as (string | null)[];
+      // Read as the project's role: the service's own role has no rights on a project's tables.
+      const pos = (await withProjectTx(pool, projectId, { readOnly: true, statementTimeoutMs: 600_000, schema: 'public' }, (c) =>
+        c.query({ text: `SELECT ${keys} FROM ${table} ORDER BY ${order} OFFSET ${DEEP - 1} LIMIT 1`, rowMode: 'array' }),
+      )).rows[0] as (string | null)[];
       for (const filters of [undefined, filterText]) {
         const request = { projectId, table: 'bench_rows', schema: 'public' as const, orderBy, limit: LIMIT };
         const scope = rowsScope(request, canonicalFilters(parseFilterText(filters)));
