@@ -17,6 +17,7 @@ import { createClient } from 'redis';
 import { ManualClock } from '../lib/clock.js';
 import { MemoryCounterStore, RedisCounterStore, createCounterStore, windowStartOf, type CounterStore } from '../lib/counters.js';
 import type { Logger } from '../lib/logger.js';
+import { freePort } from './support/local.js';
 import { rateLimit } from '../middleware/rate-limit.js';
 
 const MINUTE = 60_000;
@@ -293,17 +294,6 @@ const hasRedisServer = spawnSync('redis-server', ['--version'], { stdio: 'ignore
 if (!hasRedisServer) {
   // eslint-disable-next-line no-console
   console.warn('rate-limit.test: redis-server is not on PATH; the fail-open tests are skipped');
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 function canConnect(port: number): Promise<boolean> {
