@@ -3,8 +3,10 @@
  * the contract pipelines (/v1 and /admin), then the final 404 and the one error handler.
  */
 import express, { type Express } from 'express';
-import type { AppDeps } from './lib/deps.js';
-import { contractPipeline } from './lib/dispatch.js';
+import type { AppDeps } from './http/app-deps.js';
+import { contractPipeline } from './http/dispatch.js';
+import { operationalRoutes, type Readiness } from './http/operational.js';
+import { apiReferenceRoutes } from './http/api-reference.js';
 import { requestId } from './middleware/request-id.js';
 import { securityHeaders, singleAuthorization } from './middleware/http-hardening.js';
 import { accessLog } from './middleware/access-log.js';
@@ -12,21 +14,28 @@ import { errorHandler, notFound } from './middleware/errors.js';
 import { authenticate } from './middleware/authenticate.js';
 import { rateLimit } from './middleware/rate-limit.js';
 import { selectProject } from './middleware/project.js';
-import { requireScopes } from './middleware/scopes.js';
+import { operationScopes } from './middleware/scopes.js';
 import { uploadBudget } from './middleware/upload-budget.js';
 import { uploadBody } from './middleware/upload-body.js';
+import { streamedBody } from './middleware/streamed-body.js';
 import { adminAuth } from './middleware/admin-auth.js';
 import { idempotency } from './middleware/idempotency.js';
 import { invalidateCredentialsOnWrite } from './middleware/credential-writes.js';
 import { handlers } from './handlers/index.js';
-import { channelWebhookRouter } from './channel/webhook.js';
-import { runtimeEventsRouter } from './handlers/runtime-events.js';
+import { channelWebhookRouter } from './handlers/channel-webhook.js';
+import { runtimeAuth, runtimeHandlers } from './handlers/runtime.js';
 import { adminHandlers } from './handlers/admin/index.js';
+import { filesPathSegments } from './handlers/files.js';
+import { dashboardRouter } from './http/dashboard/router.js';
 
 export interface AppOptions {
   adminToken: string;
+  /** What /readyz reports (services.ts); default: ready. */
+  readiness?: () => Promise<Readiness>;
   /** Handlers of `deps.contract`; tests pass their own with a contract of their own. */
   handlers?: Record<string, unknown>;
+  /** The Cloud API simulator, linked from the dashboard outside production. */
+  simulatorUrl?: string;
 }
 
 export function createApp(deps: AppDeps & AppOptions): Express {
@@ -38,11 +47,41 @@ export function createApp(deps: AppDeps & AppOptions): Express {
 
   app.use(requestId);
   app.use(securityHeaders);
-  app.use(accessLog(deps.logger));
+  // Probes and scrapes first: never logged per request, never rate limited.
+  app.use(operationalRoutes({
+    readiness: deps.readiness ?? (async () => ({ ready: true, checks: {} })),
+    metrics: deps.metrics,
+    adminToken: deps.adminToken,
+  }));
+  app.use(accessLog(deps.logger, deps.metrics));
+  // The API reference page (Redoc over /v1/openapi.json): public, outside the contracts.
+  app.use(apiReferenceRoutes());
   app.use(singleAuthorization);
-  // The bot's runtime API (custom events) is outside both contracts: routed first, so its hot
-  // path skips their validators.
-  app.use(runtimeEventsRouter(deps));
+  // The bot's runtime API (custom events), by its own contract: first, so its hot path skips
+  // the other pipelines.
+  app.use(
+    contractPipeline({
+      name: 'runtime-openapi.yaml',
+      contract: deps.runtimeContract,
+      handlers: runtimeHandlers as any,
+      deps,
+      pathPrefix: '/runtime/',
+      policy: [
+        runtimeAuth(deps),
+        // Per token, in the same shared counters (and fail-open) as the /v1 limit.
+        rateLimit({
+          store: deps.counters,
+          limit: () => deps.config.runtimeEventsPerMinute,
+          clock: deps.clock,
+          keyOf: (req) => (req.runtimeTokenId ? `rt:${req.runtimeTokenId}` : undefined),
+          logger: deps.logger,
+          onReject: () => deps.metrics?.rateLimited('runtime'),
+        }),
+      ],
+    }),
+  );
+  // /v1/files/{path}: a path of several segments reaches the one operation (handlers/files.ts).
+  app.use(filesPathSegments);
 
   app.use(
     contractPipeline({
@@ -59,11 +98,13 @@ export function createApp(deps: AppDeps & AppOptions): Express {
           clock: deps.clock,
           keyOf: (req) => req.credential?.rateKey,
           logger: deps.logger,
+          onReject: () => deps.metrics?.rateLimited('v1'),
         }),
         selectProject(deps),
-        requireScopes(deps),
+        operationScopes(deps),
         uploadBudget(deps),
         uploadBody(deps),
+        streamedBody(deps.contract),
       ],
       beforeHandler: [idempotency(deps)],
     }),
@@ -76,12 +117,14 @@ export function createApp(deps: AppDeps & AppOptions): Express {
       handlers: adminHandlers as any,
       deps,
       pathPrefix: '/admin/',
-      policy: [adminAuth(deps.adminToken, deps.adminContract)],
+      policy: [adminAuth(deps.adminToken, deps.adminContract), streamedBody(deps.adminContract)],
       beforeHandler: [invalidateCredentialsOnWrite(deps)],
     }),
   );
 
   app.use(channelWebhookRouter(deps));
+  // People's pages and HTML forms, outside the contracts (http/dashboard/router.ts).
+  app.use('/dashboard', dashboardRouter(deps, { simulatorUrl: deps.simulatorUrl }));
 
   app.use(notFound);
   app.use(errorHandler(deps.logger));

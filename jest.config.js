@@ -9,5 +9,7 @@ export default {
   testMatch: ['<rootDir>/tests/**/*.test.ts'],
   globalSetup: '<rootDir>/tests/support/global-setup.ts',
   globalTeardown: '<rootDir>/tests/support/global-teardown.ts',
+  // A response that breaks the contract fails the test that caused it, naming operation, path and rule.
+  setupFilesAfterEnv: ['<rootDir>/tests/support/response-violations-hook.ts'],
   testTimeout: 30000,
 };

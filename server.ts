@@ -1,57 +1,81 @@
 /**
- * Starts the service: storage (embedded PostgreSQL unless DATABASE_URL is set), migrations,
- * counters, then HTTP. Shutdown runs in reverse, PostgreSQL last.
+ * Starts the service: storage (embedded PostgreSQL unless DATABASE_URL is set), migrations, the
+ * upstream (the bundled simulator unless GRAPH_BASE_URL or SIMULATOR_URL is set), the services
+ * and jobs (services.ts, the one composition root), then HTTP. Shutdown runs in reverse,
+ * PostgreSQL last.
  */
 import type { Server } from 'node:http';
 import path from 'node:path';
-import { applyHttpTimeouts } from './lib/http-timeouts.js';
-import { loadConfig } from './lib/config.js';
-import { createLogger } from './lib/logger.js';
-import { systemClock } from './lib/clock.js';
-import { startEmbeddedPostgres } from './lib/db/embedded.js';
-import { applyMigrations } from './lib/db/migrate.js';
-import { checkReachable, openDatabase } from './lib/db/database.js';
-import { createCounterStore } from './lib/counters.js';
-import { loadAdminContract, loadPublicContract } from './lib/contracts.js';
-import { loadOrCreateAdminToken } from './lib/admin-token.js';
-import { createApp } from './app.js';
-import { CredentialCache } from './lib/credential-cache.js';
-import { loadOrCreateMasterKey } from './lib/master-key.js';
-import { SecretBox, deriveKey } from './lib/crypto-box.js';
-import { resealLegacySecrets } from './lib/secret-reseal.js';
-import { CloudApiClient } from './channel/cloud-api.js';
+import { createHttpServer } from './http/client-errors.js';
+import { applyHttpTimeouts } from './http/timeouts.js';
+import { loadConfig } from './lib/platform/config.js';
+import { createLogger } from './lib/platform/logger.js';
+import { systemClock } from './lib/platform/clock.js';
+import { startEmbeddedPostgres } from './lib/platform/db/embedded.js';
+import { applyMigrations } from './lib/platform/db/migrate.js';
+import { checkReachable } from './lib/platform/db/database.js';
+import { loadOrCreateAdminToken } from './lib/platform/admin-token.js';
+import { loadOrCreateMasterKey } from './lib/platform/master-key.js';
+import { resealLegacySecrets } from './lib/access/secret-reseal.js';
+import { createServices } from './services.js';
+import { BotRuntime } from './lib/bot/runtime.js';
 import { createSimulator } from './simulator/app.js';
 import { metaCallbackRetryDelaysMs } from './simulator/state.js';
-import { simulatedChannelProvisioner } from './lib/simulated-channel.js';
-import { startWebhookDelivery } from './jobs/webhook-delivery.js';
+
+/** What has started, in the order it stops (the last started first; PostgreSQL last). */
+const stops: Array<() => Promise<void>> = [];
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger({ level: config.logLevel, json: config.nodeEnv === 'production' });
-  const stops: Array<() => Promise<void>> = [];
+  let drainServices: (() => void) | undefined;
+  let stopSimulator: (() => Promise<void>) | undefined;
+
+  // Signals are heard from the first moment: a SIGTERM during start-up (a supervisor that gives
+  // up, a test that stops at the first answer) must still stop what has started, PostgreSQL
+  // included, never leave it running with no parent. During start-up the stop waits for the
+  // step under way, then runs.
+  let started = false;
+  let stopRequested = '';
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info(`${signal}: shutting down`);
+    // Readiness first (503), so a load balancer stops sending; then in-flight requests drain.
+    drainServices?.();
+    if (started && config.shutdownReadyDelayMs > 0) await new Promise((r) => setTimeout(r, config.shutdownReadyDelayMs));
+    // The bundled simulator stops first: its callback backlog would keep the server busy.
+    if (stopSimulator) await stopSimulator().catch((e) => logger.warn(`shutdown step failed: ${e}`));
+    for (const stop of stops) await stop().catch((e) => logger.warn(`shutdown step failed: ${e}`));
+    process.exit(0);
+  };
+  const requestStop = (reason: string) => {
+    if (started) void shutdown(reason);
+    else stopRequested ||= reason;
+  };
+  /** Between start-up steps: a stop asked for meanwhile runs now (and never returns). */
+  const checkpoint = async () => {
+    if (stopRequested) await shutdown(stopRequested).then(() => new Promise(() => undefined));
+  };
+  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(sig, () => requestStop(sig));
+  // `npm start` under a supervisor: a SIGTERM to npm ends npm but is not passed on, and the service
+  // would keep serving (and holding its PostgreSQL) with no parent. When the parent goes, so do we.
+  const parent = process.ppid;
+  setInterval(() => {
+    if (process.ppid !== parent) requestStop('parent process exited');
+  }, 500).unref();
 
   let databaseUrl = config.databaseUrl;
   if (!databaseUrl) {
     const pg = await startEmbeddedPostgres({ dataDir: config.dataDir, port: config.embeddedPgPort, logger });
     stops.unshift(pg.stop);
     databaseUrl = pg.url;
+    await checkpoint();
   }
   await checkReachable(databaseUrl);
   const { applied } = await applyMigrations(databaseUrl, { logger });
   if (applied.length) logger.info(`applied migrations: ${applied.join(', ')}`);
-
-  const db = await openDatabase(databaseUrl, {
-    max: config.databasePoolMax,
-    logger,
-    acquireTimeoutMs: config.databaseAcquireTimeoutMs,
-    statementTimeoutMs: config.databaseStatementTimeoutMs,
-  });
-  stops.unshift(() => db.close());
-  const credentialCache = new CredentialCache(db.pool, { ttlMs: config.credentialCacheTtlMs, enabled: config.credentialCacheTtlMs > 0, logger });
-  await credentialCache.start();
-  stops.unshift(() => credentialCache.stop());
-  const counters = createCounterStore({ redisUrl: config.redisUrl, timeoutMs: config.redisTimeoutMs, logger });
-  stops.unshift(() => counters.close());
 
   const admin = config.adminToken ? { token: config.adminToken, created: false } : await loadOrCreateAdminToken(config.dataDir);
   const masterKey = await loadOrCreateMasterKey(config.dataDir, config.encryptionKey);
@@ -60,7 +84,6 @@ async function main(): Promise<void> {
   // the bundled one in this process (the embedded default).
   let simulatorUrl = config.simulatorUrl;
   let graphBaseUrl = config.graphBaseUrl ?? simulatorUrl;
-  let stopSimulator: (() => Promise<void>) | undefined;
   if (!graphBaseUrl) {
     const sim = createSimulator({ logger, dataDir: path.join(config.dataDir, 'simulator'), limits: { callbackRetryDelaysMs: metaCallbackRetryDelaysMs(config.simulatorCallbackRetryScale) } });
     const simServer: Server = await new Promise((resolve, reject) => {
@@ -73,29 +96,24 @@ async function main(): Promise<void> {
     };
     simulatorUrl = graphBaseUrl = `http://127.0.0.1:${(simServer.address() as { port: number }).port}`;
   }
-  const channel = new CloudApiClient({ baseUrl: graphBaseUrl, version: config.graphApiVersion, timeoutMs: config.graphTimeoutMs, logger });
-  const secretBox = new SecretBox(masterKey);
-  const sealing = await resealLegacySecrets(db.pool, secretBox);
+  await checkpoint();
+  const services = await createServices({
+    config, logger, databaseUrl, masterKey, adminToken: admin.token, graphBaseUrl, simulatorUrl, clock: systemClock,
+    jobs: false,
+    bot: new BotRuntime(),
+  });
+  drainServices = () => services.drain();
+  stops.unshift(() => services.close());
+  const sealing = await resealLegacySecrets(services.db.pool, services.deps.secretBox);
   if (sealing.resealed) logger.info(`re-sealed ${sealing.resealed} stored secrets bound to their rows`);
   if (sealing.failed) logger.warn(`${sealing.failed} stored secrets do not open with this ENCRYPTION_KEY; left unchanged`);
-  // Webhook delivery (fan-out, attempts, retries on the Agenda job runner) starts after the
-  // migrations and stops before the pool closes (stops run in reverse order).
-  const webhooks = await startWebhookDelivery({ config, db, clock: systemClock, logger, secretBox });
-  stops.unshift(() => webhooks.stop());
-  let callbackBaseUrl = '';
-  const contract = loadPublicContract();
-  const adminContract = loadAdminContract();
-  const app = createApp({
-    config, db, clock: systemClock, logger, counters, contract, adminContract,
-    channel, secretBox, credentialCache, cursorSecret: deriveKey(masterKey, 'cursor'),
-    provisionChannel: simulatorUrl
-      ? (projectId: string) => simulatedChannelProvisioner({ db, secretBox, logger }, simulatorUrl, callbackBaseUrl)(projectId)
-      : undefined,
-    validateResponses: false, adminToken: admin.token,
-  });
+  // Background jobs (webhook delivery) start once stored secrets are sealed as they should be.
+  await checkpoint();
+  await services.startJobs();
+  const { app } = services;
 
   const server: Server = await new Promise((resolve, reject) => {
-    const s = app.listen(config.port, config.host, () => resolve(s));
+    const s = createHttpServer(app).listen(config.port, config.host, () => resolve(s));
     s.once('error', reject);
   });
   applyHttpTimeouts(server, {
@@ -106,7 +124,7 @@ async function main(): Promise<void> {
   stops.unshift(() => closeServer(server, config.shutdownGraceMs));
   const port = (server.address() as { port: number }).port;
   const base = `http://localhost:${port}`;
-  callbackBaseUrl = `http://127.0.0.1:${port}`;
+  services.setCallbackBase(`http://127.0.0.1:${port}`);
 
   // The validator compiles the contract on first use: warm it before the first caller waits.
   await Promise.all([fetch(`${base}/v1/openapi.json`), fetch(`${base}/admin/openapi.json`)]).catch(() => undefined);
@@ -116,25 +134,11 @@ async function main(): Promise<void> {
   if (admin.created) console.log(`ADMIN_TOKEN=${admin.token}  (generated now; kept in ${path.join(config.dataDir, 'admin-token')})`);
   else if (!config.adminToken) console.log(`Operator token: in ${path.join(config.dataDir, 'admin-token')} (ADMIN_TOKEN=$(cat …))`);
   if (simulatorUrl) console.log(`WhatsApp Cloud API simulator on ${simulatorUrl} (new projects get a simulated number; control API: ${simulatorUrl}/_sim)`);
+  console.log(`Dashboard on ${base}/dashboard (first owner of a project: npm run ops -- dashboard grant <projectId> <email>)`);
   console.log(`Operator CLI: ADMIN_TOKEN=… npm run ops -- --help\n`);
 
-  let stopping = false;
-  const shutdown = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info(`${signal}: shutting down`);
-    // The bundled simulator stops first: its callback backlog would keep the server busy.
-    if (stopSimulator) await stopSimulator().catch((e) => logger.warn(`shutdown step failed: ${e}`));
-    for (const stop of stops) await stop().catch((e) => logger.warn(`shutdown step failed: ${e}`));
-    process.exit(0);
-  };
-  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(sig, () => void shutdown(sig));
-  // `npm start` under a supervisor: a SIGTERM to npm ends npm but is not passed on, and the service
-  // would keep serving (and holding its PostgreSQL) with no parent. When the parent goes, so do we.
-  const parent = process.ppid;
-  setInterval(() => {
-    if (process.ppid !== parent) void shutdown('parent process exited');
-  }, 500).unref();
+  started = true;
+  await checkpoint();
 }
 
 /** Stops accepting connections, lets requests in flight finish for up to `graceMs`, then cuts the rest. */
@@ -150,7 +154,10 @@ function closeServer(server: Server, graceMs: number): Promise<void> {
   });
 }
 
-main().catch((e) => {
+main().catch(async (e) => {
   console.error(`Failed to start: ${e instanceof Error ? e.message : String(e)}`);
+  if (process.env.DEBUG_START) console.error(e?.stack);
+  // What did start (the embedded PostgreSQL above all) stops too, rather than outliving us.
+  for (const stop of stops) await stop().catch(() => undefined);
   process.exit(1);
 });

@@ -10,7 +10,6 @@
  * through a ChannelError's message, details, stack or `util.inspect`. Strings copied from the
  * provider are scrubbed of the call's token (and of anything shaped like a Meta token) as well.
  */
-import { ApiError } from '../lib/errors.js';
 
 export type ChannelErrorKind = 'auth' | 'rejected' | 'throttled' | 'unavailable';
 
@@ -24,7 +23,13 @@ export type ChannelOperation =
   | 'getMedia'
   | 'deleteMedia'
   | 'createUploadSession'
-  | 'uploadToSession';
+  | 'uploadToSession'
+  // WhatsApp Flows (channel/flows.ts)
+  | 'createFlow'
+  | 'uploadFlowAsset'
+  | 'getFlow'
+  | 'publishFlow'
+  | 'deprecateFlow';
 
 export interface ChannelErrorInit {
   kind: ChannelErrorKind;
@@ -305,52 +310,4 @@ export function isTemplateRejection(e: unknown): e is ChannelError {
   if (e.operation !== 'sendMessage') return false;
   if (e.graphCode !== undefined && e.graphCode >= 132000 && e.graphCode < 133000) return true;
   return e.messageType === 'template' && (e.graphCode === 100 || e.graphCode === 131008 || e.graphCode === 131009);
-}
-
-/** The provider's words for a rejection, for an ApiError message. */
-function providerDetail(e: ChannelError): string {
-  const parts = [e.title, e.details && e.details !== e.title ? e.details : undefined].filter(Boolean);
-  return parts.length ? parts.join(': ') : e.message;
-}
-
-function detailsOf(e: ChannelError): Record<string, unknown> {
-  const d: Record<string, unknown> = {
-    provider_code: e.graphCode,
-    provider_subcode: e.subcode,
-    provider_title: e.title,
-    provider_details: e.details,
-    http_status: e.httpStatus,
-    fbtrace_id: e.fbtraceId,
-  };
-  for (const k of Object.keys(d)) if (d[k] === undefined) delete d[k];
-  return d;
-}
-
-/** What an upstream failure becomes for our caller: a channel error its ApiError, anything else itself. */
-export function asApiError(e: unknown): unknown {
-  return isChannelError(e) ? toApiError(e) : e;
-}
-
-/** Map onto the spec's envelope: auth → 502 `upstream_auth_error`; anything else → 502 `upstream_error`. */
-export function toApiError(e: ChannelError): ApiError {
-  const details = detailsOf(e);
-  const d = Object.keys(details).length ? details : undefined;
-  if (e.kind === 'auth') {
-    return new ApiError(
-      'upstream_auth_error',
-      `The provider rejected the project's channel credentials (${providerDetail(e)}). Reconnect the WhatsApp channel or renew its access token.`,
-      d,
-    );
-  }
-  const lead: Record<Exclude<ChannelErrorKind, 'auth'>, string> = {
-    rejected: 'The messaging provider rejected the call',
-    throttled: 'The messaging provider throttled the call; retry later',
-    unavailable: 'The messaging provider is unavailable; retry later',
-  };
-  return new ApiError('upstream_error', `${lead[e.kind]}: ${e.kind === 'unavailable' && !e.graphCode ? e.message : providerDetail(e)}`, d);
-}
-
-/** For a template-payload rejection (see isTemplateRejection): 400 `invalid_template` with the provider's detail. */
-export function toInvalidTemplateError(e: ChannelError): ApiError {
-  return new ApiError('invalid_template', `The provider rejected the template: ${providerDetail(e)}`, detailsOf(e));
 }

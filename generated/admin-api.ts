@@ -218,6 +218,36 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/projects/{projectId}/dashboard-members": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Give a person a dashboard role in a project (the first owner)
+         * @description Creates the dashboard account for `email` when it does not exist, and gives it `role` (default `owner`)
+         *     in the project, replacing a role it had there. An account without a password gets a one-time setup link
+         *     (`setup_url`, valid 72 hours, returned only here) where the person chooses a password; for an account
+         *     already set up, `setup_url` is null, unless `reset_password` is true (a lost password): the password is
+         *     forgotten, the account's sessions end, and a new link is issued. Owners invite everyone else from the dashboard itself.
+         */
+        post: operations["adminGrantDashboardRole"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/connections": {
         parameters: {
             query?: never;
@@ -524,10 +554,371 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/broadcasts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Campaigns of every project (the approver's queue)
+         * @description Newest first, paged by `limit` and `offset` with `total`; filter by `status` (e.g. `pending_approval`) and `project_id`.
+         */
+        get: operations["adminListBroadcasts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/broadcasts/{broadcastId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example 3f0c2a5e-8a4b-4e1c-9d2f-6b7a1c0e5d42 */
+                broadcastId: components["parameters"]["BroadcastId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * A campaign with its pre-flight report and counts
+         * @description The Broadcast resource as /v1 shows it (live counts and recipient_count), plus `approved_by`.
+         */
+        get: operations["adminGetBroadcast"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/broadcasts/{broadcastId}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example 3f0c2a5e-8a4b-4e1c-9d2f-6b7a1c0e5d42 */
+                broadcastId: components["parameters"]["BroadcastId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve a campaign (now or at scheduled_at)
+         * @description Only from `pending_approval` (else 409 `conflict`). Freezes the audience into recipient
+         *     rows (unique per phone, variables resolved) and moves the campaign to `scheduled`; the
+         *     engine starts it at `scheduled_at` (default: the time the creator asked for, else now).
+         *     An audience with nobody eligible any more is 400 `empty_audience`.
+         */
+        post: operations["adminApproveBroadcast"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/broadcasts/{broadcastId}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example 3f0c2a5e-8a4b-4e1c-9d2f-6b7a1c0e5d42 */
+                broadcastId: components["parameters"]["BroadcastId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a campaign (also while sending)
+         * @description From `pending_approval`, `scheduled` or `sending` (else 409 `conflict`). Recipients not yet handed to the channel become `canceled`.
+         */
+        post: operations["adminCancelBroadcast"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/projects/{projectId}/broadcast-throughput": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Set the channel number's throughput
+         * @description Messages per second the project's number may take (1 to 1,000; default 80). Broadcasts use `BROADCAST_RATE_SHARE` of it (default 90%), leaving the rest for replies.
+         */
+        put: operations["adminSetBroadcastThroughput"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/projects/{projectId}/contact-imports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import contacts from a CSV file (as POST /v1/contact-imports)
+         * @description The same import as the public operation, for a project named in the path; the body is the CSV file (`text/csv`).
+         */
+        post: operations["adminCreateContactImport"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/contact-imports/{importId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example 3f0c2a5e-8a4b-4e1c-9d2f-6b7a1c0e5d42 */
+                importId: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * An import's status, counts, progress and first report rows
+         * @description The import (status, counts, progress) and its first 100 report rows in line order.
+         */
+        get: operations["adminGetContactImport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/projects/{projectId}/deployments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a project's last deployments
+         * @description The last 20 deploy attempts, newest first; `active` marks what production runs.
+         */
+        get: operations["adminListDeployments"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/projects/{projectId}/deployments/{deploymentId}/rollback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+                /** @example dep_4n8c2v6x0b1m9q3w */
+                deploymentId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Roll production back to an earlier deployment
+         * @description Promotes the kept bundle and files of an earlier succeeded deployment to production
+         *     atomically (no rebuild), recorded as a new deployment with `rollback_of`. The development
+         *     tree is left as it is. A failed or unknown deployment is 404; rolling back to the active
+         *     one is a no-op (`no_op: true`).
+         */
+        post: operations["adminRollbackDeployment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/projects/{projectId}/bot/logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read the bot's log
+         * @description What the project's bot logged (`log.*` helpers) and what the runtime recorded about it:
+         *     uncaught errors, time limits and memory limits (the invocation was stopped), start-up
+         *     failures. Newest first; the last 1,000 entries per project are kept.
+         */
+        get: operations["adminListBotLogs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/projects/{projectId}/flows": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a project's flows and their channel state
+         * @description Every flow of the project by name, with its current and published versions, the channel's flow ids and the channel's last validation errors.
+         */
+        get: operations["adminListFlows"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/projects/{projectId}/flows/{name}/publish": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+                /**
+                 * @description Flow name.
+                 * @example visit_survey
+                 */
+                name: components["parameters"]["FlowName"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Publish a flow's current version to the channel
+         * @description Publishing is irreversible at the channel, so it is an operator's decision (nothing under
+         *     /v1 publishes). The current version is validated again here first (errors: 400
+         *     `invalid_flow` with `details.findings`, nothing reaches the channel). Then the channel flow
+         *     is created (a later version gets a new channel flow: a published one is immutable), the
+         *     Flow JSON asset uploaded and the channel's `validation_errors` read back and kept on the
+         *     flow; any of them: 400 `invalid_flow` with the channel's findings, nothing is published
+         *     (the channel draft is reused next time). Then the channel publishes, and the channel flow
+         *     of the previously published version is deprecated.
+         *
+         *     `dry_run` stops after the upload: the channel's findings without publishing. The version
+         *     already published: 409 `conflict`. No channel: 409 `channel_not_configured`. The channel
+         *     failing: 502 `upstream_error` / `upstream_auth_error`.
+         */
+        post: operations["adminPublishFlow"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/projects/{projectId}/flows/{name}/deprecate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+                /**
+                 * @description Flow name.
+                 * @example visit_survey
+                 */
+                name: components["parameters"]["FlowName"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deprecate a published flow
+         * @description Deprecates the published channel flow (it can no longer be sent); the flow's status becomes `DEPRECATED`. A flow that is not published is 409 `conflict`.
+         */
+        post: operations["adminDeprecateFlow"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description The public Broadcast resource (openapi.yaml, `Broadcast`, every field), plus `approved_by`. */
+        AdminBroadcast: {
+            id: string;
+            project_id: string;
+            name: string;
+            status: string;
+            approved_by?: string | null;
+        } & {
+            [key: string]: unknown;
+        };
         /** @enum {string} */
         TableSchemaName: "public" | "preview";
         TableColumn: {
@@ -590,6 +981,33 @@ export interface components {
             rotated_at: string | null;
             /** Format: date-time */
             revoked_at: string | null;
+        };
+        GrantDashboardRoleRequest: {
+            /** Format: email */
+            email: string;
+            /**
+             * @default owner
+             * @enum {string}
+             */
+            role: "owner" | "admin" | "member";
+            /**
+             * @description Forget the account's password and end its sessions, and issue a new setup link (a lost password).
+             * @default false
+             */
+            reset_password: boolean;
+        };
+        DashboardGrant: {
+            account: {
+                id: string;
+                email: string;
+            };
+            project_id: string;
+            /** @enum {string} */
+            role: "owner" | "admin" | "member";
+            /** @description The one-time link to choose a password; null when the account already has one. */
+            setup_url: string | null;
+            /** Format: date-time */
+            setup_expires_at: string | null;
         };
         CreateKeyRequest: {
             name: string;
@@ -689,6 +1107,7 @@ export interface components {
              * @enum {string}
              */
             status: "pending" | "succeeded" | "failed" | "canceled";
+            /** @description Attempts counted so far, one in progress included (an attempt is counted when it starts, so one cut off by a crash counts and is missing from attempt_log). Never more than 5. */
             attempts: number;
             /** Format: date-time */
             next_attempt_at: string | null;
@@ -716,8 +1135,111 @@ export interface components {
              */
             expires_in_seconds: number;
         };
+        BotLogEntry: {
+            id: number;
+            /** @enum {string} */
+            level: "debug" | "info" | "warn" | "error";
+            /** @enum {string} */
+            kind: "log" | "error" | "timeout" | "memory_limit" | "startup";
+            message: string;
+            deployment_id: string | null;
+            /** Format: date-time */
+            created_at: string;
+        };
+        Diagnostic: {
+            file: string;
+            line: number;
+            column: number;
+            message: string;
+            /** @enum {string} */
+            source?: "bundle" | "typecheck" | "startup";
+        };
+        Deployment: {
+            id: string;
+            /** @enum {string} */
+            status: "succeeded" | "failed";
+            content_hash: string;
+            message: string | null;
+            created_by: string | null;
+            /** Format: date-time */
+            created_at: string;
+            active: boolean;
+            rollback_of: string | null;
+            diagnostics: components["schemas"]["Diagnostic"][];
+        };
+        DeploymentResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                deployment: components["schemas"]["Deployment"];
+                no_op: boolean;
+            };
+        };
+        DeploymentListResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                deployments: components["schemas"]["Deployment"][];
+            };
+        };
+        AdminFlow: {
+            name: string;
+            categories: string[];
+            /** @enum {string} */
+            status: "DRAFT" | "PUBLISHED" | "DEPRECATED";
+            current_version: number;
+            published_version: number | null;
+            /** Format: date-time */
+            published_at?: string | null;
+            /** @description The channel flow of the published version. */
+            channel_flow_id: string | null;
+            /** @description A channel flow made for a version not yet published. */
+            channel_draft_id: string | null;
+            /** @description The channel's validation_errors of the last upload (Meta's shape, plus `severity`). */
+            channel_findings: {
+                [key: string]: unknown;
+            }[];
+            /** Format: date-time */
+            updated_at: string;
+        };
     };
     responses: {
+        /** @description The campaign. */
+        AdminBroadcastResponse: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    success: true;
+                    data: {
+                        broadcast: components["schemas"]["AdminBroadcast"];
+                    };
+                };
+            };
+        };
+        /** @description The import, accepted and running. */
+        AdminContactImportResponse: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    success: true;
+                    data: {
+                        /** @description The public ContactImport (openapi.yaml), every field. */
+                        import: {
+                            id: string;
+                            status: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
         /** @description The error envelope. */
         Error: {
             headers: {
@@ -806,6 +1328,8 @@ export interface components {
         };
     };
     parameters: {
+        /** @example 3f0c2a5e-8a4b-4e1c-9d2f-6b7a1c0e5d42 */
+        BroadcastId: string;
         /** @description `public` (production, default) or `preview` (the development sandbox). */
         TableSchemaQuery: "public" | "preview";
         /**
@@ -817,6 +1341,11 @@ export interface components {
         KeyId: string;
         /** @example con_9h3j5k7l1p2q */
         ConnectionId: string;
+        /**
+         * @description Flow name.
+         * @example visit_survey
+         */
+        FlowName: string;
     };
     requestBodies: never;
     headers: never;
@@ -1136,6 +1665,43 @@ export interface operations {
         requestBody?: never;
         responses: {
             200: components["responses"]["KeyResponse"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+        };
+    };
+    adminGrantDashboardRole: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["GrantDashboardRoleRequest"];
+            };
+        };
+        responses: {
+            /** @description The role is given; the setup link when the account has no password yet. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["DashboardGrant"];
+                    };
+                };
+            };
+            400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             404: components["responses"]["Error"];
         };
@@ -1700,6 +2266,472 @@ export interface operations {
             401: components["responses"]["Error"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
+            503: components["responses"]["Error"];
+        };
+    };
+    adminListBroadcasts: {
+        parameters: {
+            query?: {
+                project_id?: string;
+                status?: "pending_approval" | "scheduled" | "sending" | "completed" | "canceled" | "failed";
+                limit?: number;
+                offset?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of campaigns. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            broadcasts: components["schemas"]["AdminBroadcast"][];
+                            total: number;
+                            limit: number;
+                            offset: number;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+        };
+    };
+    adminGetBroadcast: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example 3f0c2a5e-8a4b-4e1c-9d2f-6b7a1c0e5d42 */
+                broadcastId: components["parameters"]["BroadcastId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["AdminBroadcastResponse"];
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+        };
+    };
+    adminApproveBroadcast: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example 3f0c2a5e-8a4b-4e1c-9d2f-6b7a1c0e5d42 */
+                broadcastId: components["parameters"]["BroadcastId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** Format: date-time */
+                    scheduled_at?: string;
+                    /** @description Who approved (shown in the log). */
+                    approved_by?: string;
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["AdminBroadcastResponse"];
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+        };
+    };
+    adminCancelBroadcast: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example 3f0c2a5e-8a4b-4e1c-9d2f-6b7a1c0e5d42 */
+                broadcastId: components["parameters"]["BroadcastId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    reason?: string;
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["AdminBroadcastResponse"];
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+        };
+    };
+    adminSetBroadcastThroughput: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    messages_per_second: number;
+                };
+            };
+        };
+        responses: {
+            /** @description The setting. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            phone_number_id: string;
+                            messages_per_second: number;
+                            broadcast_rate: number;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+        };
+    };
+    adminCreateContactImport: {
+        parameters: {
+            query?: {
+                default_country?: string;
+                filename?: string;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "text/csv": string;
+            };
+        };
+        responses: {
+            202: components["responses"]["AdminContactImportResponse"];
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
+        };
+    };
+    adminGetContactImport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example 3f0c2a5e-8a4b-4e1c-9d2f-6b7a1c0e5d42 */
+                importId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The import and up to 100 of its report rows. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            /** @description The public ContactImport (openapi.yaml), every field. */
+                            import: {
+                                id: string;
+                                status: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                            rows: {
+                                line: number;
+                                /** @description The number as given on that line. */
+                                number?: string | null;
+                                outcome: string;
+                                reason: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+        };
+    };
+    adminListDeployments: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deployments, newest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeploymentListResponse"];
+                };
+            };
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+        };
+    };
+    adminRollbackDeployment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+                /** @example dep_4n8c2v6x0b1m9q3w */
+                deploymentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    message?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description No-op, the deployment is already active. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeploymentResponse"];
+                };
+            };
+            /** @description Rolled back. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeploymentResponse"];
+                };
+            };
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+        };
+    };
+    adminListBotLogs: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description Only entries of this level. */
+                level?: "debug" | "info" | "warn" | "error";
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Log entries, newest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            logs: components["schemas"]["BotLogEntry"][];
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+        };
+    };
+    adminListFlows: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The flows. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            flows: components["schemas"]["AdminFlow"][];
+                        };
+                    };
+                };
+            };
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            503: components["responses"]["Error"];
+        };
+    };
+    adminPublishFlow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+                /**
+                 * @description Flow name.
+                 * @example visit_survey
+                 */
+                name: components["parameters"]["FlowName"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @default false */
+                    dry_run?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Published (or, on a dry run, uploaded and checked). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            flow: components["schemas"]["AdminFlow"];
+                            published: boolean;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            502: components["responses"]["Error"];
+            503: components["responses"]["Error"];
+        };
+    };
+    adminDeprecateFlow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+                /**
+                 * @description Flow name.
+                 * @example visit_survey
+                 */
+                name: components["parameters"]["FlowName"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deprecated. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            flow: components["schemas"]["AdminFlow"];
+                        };
+                    };
+                };
+            };
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            502: components["responses"]["Error"];
             503: components["responses"]["Error"];
         };
     };

@@ -100,6 +100,9 @@ export interface paths {
          *     * Validation codes: `missing_recipient`, `invalid_phone`, `unsupported_message_type`,
          *       `missing_template_name`, `missing_language`, `template_variable_mismatch`,
          *       `too_many_buttons` (more than 3 reply buttons), `invalid_request`.
+         *     * A template send the channel refuses with a 4xx template error (unknown, paused,
+         *       disabled or not approved template; wrong parameters) is 400 `invalid_template` with the
+         *       provider's code and words in `details`; nothing is stored and the quota unit comes back.
          */
         post: operations["sendMessage"];
         delete?: never;
@@ -609,6 +612,487 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/segments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List segments
+         * @description Newest first, paged by `limit` and `offset` with `total`. Counts are not computed in the list (read one segment for its live count).
+         */
+        get: operations["listSegments"];
+        put?: never;
+        /**
+         * Create a segment
+         * @description A named audience defined by a filter (see `AudienceFilter`). The response carries the live `contact_count`.
+         */
+        post: operations["createSegment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/segments/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a segment with its live contact count
+         * @description An unknown or foreign id is 404 `SEGMENT_NOT_FOUND`; a malformed UUID is 400 `invalid_id`.
+         */
+        get: operations["getSegment"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a segment
+         * @description Broadcasts that named it keep their resolved audience definition; a pending one whose segment is gone has `recipient_count` null.
+         */
+        delete: operations["deleteSegment"];
+        options?: never;
+        head?: never;
+        /**
+         * Rename a segment or replace its filter
+         * @description Broadcasts already approved keep the audience frozen at approval; pending ones follow the new filter.
+         */
+        patch: operations["updateSegment"];
+        trace?: never;
+    };
+    "/v1/broadcasts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List campaigns, newest first
+         * @description Paged by `limit` and `offset` with `total`; optional `status` filter. Items omit the pre-flight report and `recipient_count` (null); read one broadcast for them.
+         */
+        get: operations["listBroadcasts"];
+        put?: never;
+        /**
+         * Assemble a campaign (always pending_approval)
+         * @description Assembles a campaign; it is never sent by this API. The answer is always a broadcast in
+         *     `pending_approval`, with its pre-flight report: a human releases it on the operator side.
+         *     * The template (`template_name` + `template_language`) must exist for the project (400
+         *       `invalid_template`); `template_variables.body` must have as many entries as the
+         *       template's body placeholders (400 `template_variable_mismatch`).
+         *     * `category` defaults to the template's. MARKETING campaigns only ever reach opted-in
+         *       contacts (`opted_in` true and no opt-out); every campaign skips opted-out contacts.
+         *     * `audience` is `{ segment_id }` (an unknown or foreign segment is 404 `SEGMENT_NOT_FOUND`)
+         *       or `{ filter }` (see `AudienceFilter`). An audience with no eligible recipient is 400
+         *       `empty_audience` (the pre-flight report is in `details`).
+         *     * `wave_size`: only that many recipients go first; the rest are `held` and released
+         *       `wave_interval_minutes` (default 1,440) after sending starts, `wave_scheduled_count` at
+         *       a time (absent: all remaining).
+         *     * Variables may name contact fields, resolved per recipient when the audience is frozen
+         *       at approval: `{{contact.name}}`, `{{contact.phone}}`, `{{contact.attributes.<key>}}`,
+         *       each with an optional fallback after `|` (`{{contact.name|there}}`). A recipient whose
+         *       value is empty and has no fallback is excluded (`missing_variable`).
+         */
+        post: operations["createBroadcast"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/broadcasts/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a campaign
+         * @description Every field of the Broadcast resource: `counts` (null until sending starts),
+         *     `recipient_count` resolved live (the frozen total once approved; null when the audience
+         *     cannot be resolved, e.g. its segment was deleted), the `wave_*` and retarget fields, and
+         *     the pre-flight report. An unknown or foreign id is 404 `BROADCAST_NOT_FOUND`; a malformed
+         *     UUID is 400 `invalid_id`.
+         */
+        get: operations["getBroadcast"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/broadcasts/{id}/recipients": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a campaign's recipients
+         * @description The frozen recipients (empty before approval), in a fixed order, paged by `limit` and
+         *     `offset`; `total` counts the recipients matching the filters. A failed recipient carries
+         *     the channel's error code, title and category (`retryable`, `later`, `permanent`,
+         *     `campaign`).
+         */
+        get: operations["listBroadcastRecipients"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/contact-imports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import contacts from a CSV file
+         * @description The body is the CSV file itself (`text/csv`, UTF-8, a UTF-8 byte-order mark is ignored,
+         *     at most 256 MB), streamed to storage and imported by a job: the answer is 202 with the
+         *     import, whose status, counts and progress can be read while it runs.
+         *     * Columns (header row, case-insensitive): `number` (required), `name`, `tags`
+         *       (separated by `;` or `|`), `opted_in`. Any other column is listed in
+         *       `ignored_columns`, never used; attributes are not imported.
+         *     * Numbers are normalised to E.164; a number written without `+` (or `00`) takes
+         *       `default_country` (a calling code such as `1` or `55`), leading zeros of the national
+         *       number dropped; without `default_country` such a line is rejected, never guessed.
+         *     * `opted_in` is strict: `true`, `yes`, `1`, `y` opt in (recording when and from which
+         *       import); `false`, `no`, `0`, `n` opt out; blank leaves it unknown (never true); any
+         *       other value rejects the row.
+         *     * Duplicates within the file and against existing contacts merge into one contact (tags
+         *       added, a name filled), never a second contact. Re-importing the same file changes
+         *       nothing.
+         *     * Every line not imported as is appears in the import's rows with its line number and
+         *       reason. A file that is not CSV, has no `number` column or no rows is refused at once
+         *       (400 `invalid_csv`); one with broken quoting or bad encoding on some lines reports those
+         *       lines.
+         */
+        post: operations["createContactImport"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/contact-imports/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read an import's status, counts and progress
+         * @description Readable while the import runs. An unknown or foreign id is 404 `not_found`; a malformed UUID is 400 `invalid_id`.
+         */
+        get: operations["getContactImport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/contact-imports/{id}/rows": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The lines of an import that were not imported as is
+         * @description Rejected and merged lines with their line number (the header is line 1) and reason, in line order, paged by `limit` and `offset` with `total`.
+         */
+        get: operations["listContactImportRows"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/files": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the bot's code files
+         * @description Every file of the project's `development` tree (default) or `production` tree (what the
+         *     last deploy promoted), protected ones included, without content. Each file carries its
+         *     `etag`, `version` and, when protected, `protected: true` with the `protected_reason`
+         *     (`entry_point`, `dependency_manifest`, `channel_endpoint`, `runtime_helper`,
+         *     `generated_manifest`, `internal_directory`, `flow_definition`). A new project's
+         *     development tree starts from the scaffold (see the README).
+         */
+        get: operations["listFiles"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/files/{path}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The file's path in the tree, e.g. `src/bot.ts` (slashes as-is or as `%2F`).
+                 * @example src%2Fbot.ts
+                 */
+                path: components["parameters"]["CodeFilePath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read one code file
+         * @description The file's text with its `etag` (also the `ETag` header: the quoted SHA-256 of its bytes)
+         *     and `version`. The path is checked like a write's (400 `invalid_path`); an unknown file is 404.
+         */
+        get: operations["getFile"];
+        /**
+         * Create or replace a code file of the development tree
+         * @description Writes UTF-8 text to the development tree; production changes only by a deploy. Each write
+         *     bumps the file's `version`.
+         *
+         *     * Paths: relative, `/`-separated (send slashes as-is or as `%2F`), segments of letters,
+         *       digits, `.`, `_`, `-` and `@`, at most 255 characters. Absolute paths, backslashes, `.` or
+         *       `..` segments, empty segments, NUL or control characters, `%` left after decoding and
+         *       segments ending in `.` are 400 `invalid_path`.
+         *     * Protection is judged on the canonical, lower-cased path, so no spelling (`./`, `//`, `..`,
+         *       case, percent-encoding) reaches a protected file: platform-managed files are 403
+         *       `protected_file` and flow definitions (`flows/…`) 403 `flow_file_forbidden` (flows change only
+         *       through the flow endpoints). The refused file stays unchanged. A path that differs only
+         *       in case from an existing file is 409 `conflict`.
+         *     * Concurrency: `If-Match: <etag>` writes only over that exact content, else 412
+         *       `precondition_failed` with the current ETag (header and `details.current_etag`);
+         *       `If-None-Match: *` creates only (412 when the file exists). Without either, the last
+         *       writer wins.
+         *     * Limits: a file of at most 256 KiB (encoded as UTF-8), a tree of at most 2 MiB and 200
+         *       files (413 `payload_too_large` with `details.limit`). Text only: content with NUL
+         *       characters is 415 `unsupported_media_type`.
+         */
+        put: operations["putFile"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/deployments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the last deployments
+         * @description The last 20 deploy attempts (succeeded, failed, rolled back to), newest first; `active` marks what production runs.
+         */
+        get: operations["listDeployments"];
+        put?: never;
+        /**
+         * Build the development tree and promote it to production
+         * @description Synchronous. Bundles the development tree from `src/main.ts` (esbuild; only relative
+         *     imports), type-checks it (TypeScript, strict) and runs the bundle's start-up in a sandbox
+         *     (1 second). On success exactly that bundle and those files become production atomically
+         *     and a deployment record is answered with 201; the running bot switches at its next event.
+         *     When the tree's content hash equals production's, nothing is built and 200 answers the
+         *     active deployment with `no_op: true`.
+         *
+         *     On any build error nothing in production changes and the answer is 502 `build_failed`
+         *     with `details.diagnostics[]`, each `{file, line, column, message}` pointing into the
+         *     project's source files (1-based line and column), and `details.deployment_id` of the
+         *     failed attempt's record. The last 20 deployments are kept.
+         */
+        post: operations["deployCode"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/bot/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run the development tree once against a simulated inbound message
+         * @description Builds the development tree like a deploy (502 `build_failed` with diagnostics on error;
+         *     production is never touched) and hands it one simulated inbound text message, in the
+         *     same sandbox and limits as production. Nothing leaves: sends, state changes and custom
+         *     events are captured and returned, not performed; table helpers read and write the
+         *     `preview` schema. The bot's own failure (throw, timeout, memory) is reported in
+         *     `outcome`, not as an HTTP error.
+         */
+        post: operations["previewBot"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/flows": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List flows
+         * @description The project's WhatsApp Flows by name: each with its categories, status (`DRAFT` until an
+         *     operator publishes it, then `PUBLISHED`, later `DEPRECATED`), current version with its
+         *     content hash and ETag, the channel's flow id once published, the version published, and
+         *     the findings: the validator's (warnings; a definition with errors is never stored) and
+         *     the channel's `validation_errors` of the last upload. Definitions are read one by one.
+         */
+        get: operations["listFlows"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/flows/generate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Generate a flow from a description
+         * @description Builds a new flow and stores it as version 1, status `DRAFT` (nothing reaches the channel:
+         *     publishing is an operator decision). Two kinds of description, exactly one per request:
+         *
+         *     * `description`: structured screens with their fields (`type`, `label`, `choices`,
+         *       `required`) and the final action. The deterministic generator, always available, turns it
+         *       into Flow JSON: one screen per entry, each passing what was collected so far to the next
+         *       (`navigate` with a payload covering the next screen's `data`), the last one terminal with
+         *       a Footer that completes the flow with every field. The same description always gives
+         *       the same flow.
+         *     * `prompt`: words, for the language-model generator (configured by `FLOW_MODEL_URL`;
+         *       without it 400 `invalid_request`).
+         *
+         *     Whatever the generator returns is validated by the same rules as an update. An invalid
+         *     result is given back to the generator once with the findings; still invalid, or a model
+         *     that times out or answers garbage: 502 `flow_generation_failed`, with `details.findings`
+         *     (Meta's shape plus `severity` and `pointer`) and `details.reason`. Nothing is stored then.
+         *
+         *     A description that contradicts itself or the component limits (a choice field without
+         *     choices, choices on a text field, two fields of one name, a label longer than its
+         *     component allows, more choices than the component takes): 400 `invalid_request` with
+         *     `details.fields`. A name already used: 409 `conflict`.
+         */
+        post: operations["generateFlow"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/flows/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a flow and its definition
+         * @description The flow with its Flow JSON `definition` (the current version, or `version` when given:
+         *     every earlier version stays readable) and, in the `ETag` header, the quoted SHA-256 of
+         *     that version's definition text (the same value as `version.etag`). The definition is
+         *     also readable as the file `flows/<name>.json` of the project's code tree.
+         */
+        get: operations["getFlow"];
+        /**
+         * Update a flow (a new version)
+         * @description Writes a new version of the flow (a flow not yet existing is created, as version 1,
+         *     `DRAFT`). Exactly one of:
+         *
+         *     * `definition`: the new Flow JSON, as an object or as its text (then findings' lines and
+         *       columns refer to that text). It is validated here; a definition with errors is 400
+         *       `invalid_flow` with `details.findings` (Meta's shape plus `severity` and `pointer`),
+         *       and nothing is stored. Warnings (an unreachable screen) do not block and are kept with
+         *       the version.
+         *     * `instruction`: the change in words, applied to the current definition by the
+         *       language-model generator (configured by `FLOW_MODEL_URL`; without it 400
+         *       `invalid_request`; an unknown flow: 404). Its result is validated; an invalid one is given back to the model
+         *       once with the findings; still invalid, or a model that times out or answers garbage:
+         *       502 `flow_update_failed` with `details.findings` and `details.reason`.
+         *
+         *     Concurrency as for code files: `If-Match: <etag>` writes only over that exact version,
+         *     else 412 `precondition_failed` with the current ETag (header and
+         *     `details.current_etag`, null when the flow does not exist). Without it, the last writer
+         *     wins. A definition identical to the current one writes no new version (200, same ETag).
+         *     Every other update adds a version; earlier ones stay readable (GET with `version`). A
+         *     published flow stays `PUBLISHED` with its `published_version` until an operator
+         *     publishes again.
+         */
+        put: operations["updateFlow"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/flows/{name}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a flow's versions
+         * @description Every version of the flow, newest first, with its hash, how it was made and its finding counts.
+         */
+        get: operations["listFlowVersions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     "message.received": {
@@ -1094,7 +1578,7 @@ export interface components {
          *     capability layer and are matched like any other.
          * @enum {string}
          */
-        ErrorCode: "bad_request" | "invalid_request" | "invalid_json" | "invalid_id" | "invalid_cursor" | "invalid_idempotency_key" | "invalid_project_header" | "project_required" | "invalid_template" | "invalid_header_handle" | "invalid_media_id" | "empty_file" | "source_url_forbidden" | "download_failed" | "invalid_phone" | "missing_recipient" | "missing_template_name" | "missing_language" | "template_variable_mismatch" | "unsupported_message_type" | "too_many_buttons" | "null_filter_value" | "unknown_column" | "invalid_value" | "api_key_required" | "invalid_api_key" | "invalid_token" | "insufficient_scope" | "project_inactive" | "project_not_attached" | "no_project_access" | "protected_file" | "platform_table_forbidden" | "not_found" | "table_not_found" | "method_not_allowed" | "outside_24h_window" | "template_exists" | "idempotency_in_progress" | "idempotency_key_mismatch" | "conflict" | "channel_not_configured" | "file_too_large" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "quota_exceeded" | "server_error" | "upstream_error" | "upstream_auth_error" | "build_failed" | "flow_generation_failed" | "flow_update_failed" | "invalid_webhook_url" | "webhook_target_forbidden" | "invalid_event_list" | "invalid_event_name" | "duplicate_event" | "reserved_event_name" | "webhook_limit_reached" | "max_affected_exceeded" | "query_timeout" | "service_unavailable" | "INVALID_STATE" | "PROJECT_NOT_FOUND" | "SEGMENT_NOT_FOUND" | "MEDIA_EXPIRED" | "BROADCAST_NOT_FOUND";
+        ErrorCode: "bad_request" | "invalid_request" | "invalid_json" | "invalid_id" | "invalid_cursor" | "invalid_idempotency_key" | "invalid_project_header" | "project_required" | "invalid_template" | "invalid_header_handle" | "invalid_media_id" | "empty_file" | "source_url_forbidden" | "download_failed" | "invalid_phone" | "missing_recipient" | "missing_template_name" | "missing_language" | "template_variable_mismatch" | "unsupported_message_type" | "too_many_buttons" | "null_filter_value" | "unknown_column" | "invalid_path" | "invalid_flow" | "invalid_value" | "api_key_required" | "invalid_api_key" | "invalid_token" | "insufficient_scope" | "project_inactive" | "project_not_attached" | "no_project_access" | "protected_file" | "flow_file_forbidden" | "platform_table_forbidden" | "not_found" | "table_not_found" | "method_not_allowed" | "outside_24h_window" | "template_exists" | "idempotency_in_progress" | "idempotency_key_mismatch" | "precondition_failed" | "conflict" | "channel_not_configured" | "file_too_large" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "quota_exceeded" | "server_error" | "upstream_error" | "upstream_auth_error" | "build_failed" | "flow_generation_failed" | "flow_update_failed" | "invalid_webhook_url" | "webhook_target_forbidden" | "invalid_event_list" | "invalid_event_name" | "duplicate_event" | "reserved_event_name" | "webhook_limit_reached" | "max_affected_exceeded" | "query_timeout" | "service_unavailable" | "empty_audience" | "invalid_csv" | "INVALID_STATE" | "PROJECT_NOT_FOUND" | "SEGMENT_NOT_FOUND" | "MEDIA_EXPIRED" | "BROADCAST_NOT_FOUND";
         ErrorDetail: {
             code: components["schemas"]["ErrorCode"];
             /** @description Human-readable explanation; may change, never branch on it. */
@@ -1377,7 +1861,19 @@ export interface components {
             caption?: string;
             filename?: string;
         };
-        /** @description Reply buttons (`buttons`, 1 to 3; more is 400 `too_many_buttons`) or a list (`list`). */
+        /**
+         * @description Reply buttons (`buttons`, 1 to 3; more is 400 `too_many_buttons`), a list (`list`), or a
+         *     WhatsApp Flow (`flow`): exactly one of them.
+         *
+         *     `flow` sends a published flow of the project (GET /v1/flows): `name`, the button text
+         *     `cta`, an optional `token` (the `flow_token` the completion carries back; default a fresh
+         *     `flt_…`), and the first `screen` (default the flow's first screen) with its `data` when
+         *     that screen declares data (then required). An unknown flow is 404 `not_found`; one not
+         *     published (or deprecated) is 409 `conflict`; a screen not in the flow, or data missing or
+         *     not declared by it, is 400 `invalid_request`. When the customer completes the flow, its
+         *     reply (`nfm_reply`) arrives as `message.received` with `content.flow_reply`: `{ flow_name,
+         *     flow_token, response }` (`response` parsed from the channel's `response_json`).
+         */
         InteractiveSend: {
             body: string;
             header?: string;
@@ -1396,6 +1892,19 @@ export interface components {
                         description?: string;
                     }[];
                 }[];
+            };
+            flow?: {
+                name: components["schemas"]["FlowName"];
+                /** @description The button that opens the flow. */
+                cta: string;
+                /** @description The `flow_token` returned with the completion. */
+                token?: string;
+                /** @description First screen; default the flow's first. */
+                screen?: string;
+                /** @description The first screen's declared data. */
+                data?: {
+                    [key: string]: unknown;
+                };
             };
         };
         SendMessageResponse: {
@@ -1624,6 +2133,682 @@ export interface components {
                 rows_truncated: boolean;
             };
         };
+        DeletedResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                /** @constant */
+                deleted: true;
+            };
+        };
+        /**
+         * @description The audience filter language, used by segments and inline broadcast audiences. A group
+         *     `{ match: all | any, conditions: [...] }` whose conditions are conditions or nested groups
+         *     (at most 3 levels, at most 50 conditions in all). An empty `conditions` list matches every
+         *     contact. A condition is `{ field, op, value? }`:
+         *     * `phone` (E.164 text): `eq`, `starts_with` (e.g. `+55`).
+         *     * `name`: `eq`, `contains` (case-insensitive), `exists`, `not_exists`.
+         *     * `tags`: `has` (one tag), `has_any`, `has_all`, `has_none` (an array of tags).
+         *     * `opted_in`: `eq` with `true` or `false`. `opted_out`: `eq` with `true` or `false`.
+         *     * `attributes.<key>`: `eq`, `neq` (string, number or boolean), `in` (array), `contains`
+         *       (text), `gt`, `gte`, `lt`, `lte` (number), `exists`, `not_exists`.
+         *     * `created_at`: `before`, `after` (a timestamp).
+         *     Anything else is 400 `invalid_request` naming the offending path in `details.fields`.
+         *     A retarget follow-up's audience also carries `retarget_of` (the parent broadcast's id).
+         * @example {
+         *       "match": "all",
+         *       "conditions": [
+         *         {
+         *           "field": "tags",
+         *           "op": "has",
+         *           "value": "vip"
+         *         },
+         *         {
+         *           "field": "attributes.city",
+         *           "op": "eq",
+         *           "value": "Lisbon"
+         *         },
+         *         {
+         *           "match": "any",
+         *           "conditions": [
+         *             {
+         *               "field": "opted_in",
+         *               "op": "eq",
+         *               "value": true
+         *             },
+         *             {
+         *               "field": "name",
+         *               "op": "exists"
+         *             }
+         *           ]
+         *         }
+         *       ]
+         *     }
+         */
+        AudienceFilter: {
+            /** @enum {string} */
+            match: "all" | "any";
+            conditions: {
+                [key: string]: unknown;
+            }[];
+        } & {
+            [key: string]: unknown;
+        };
+        Segment: {
+            /** Format: uuid */
+            id: string;
+            project_id: string;
+            name: string;
+            filter: components["schemas"]["AudienceFilter"];
+            /** @description Contacts matching now (null in lists). */
+            contact_count: number | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        CreateSegmentRequest: {
+            name: string;
+            filter: components["schemas"]["AudienceFilter"];
+        };
+        UpdateSegmentRequest: {
+            name?: string;
+            filter?: components["schemas"]["AudienceFilter"];
+        };
+        SegmentResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                segment: components["schemas"]["Segment"];
+            };
+        };
+        SegmentListResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                segments: components["schemas"]["Segment"][];
+                total: number;
+                limit: number;
+                offset: number;
+            };
+        };
+        /**
+         * @description `pending_approval` (created through the API) → `scheduled` (approved by an operator, now or
+         *     at `scheduled_at`) → `sending` → `completed`; `canceled` by an operator from any state
+         *     before completion (also while sending); `failed` when the channel refuses the whole
+         *     campaign (template paused or rejected, credentials rejected, spam limit), with the reason
+         *     in `status_reason`.
+         * @enum {string}
+         */
+        BroadcastStatus: "pending_approval" | "scheduled" | "sending" | "completed" | "canceled" | "failed";
+        /**
+         * @description `held` (a later wave), `queued` (waiting for its turn, or sent with the outcome not yet
+         *     known), `sent`, `delivered`, `read` (following the channel's callbacks, never moving
+         *     back), `failed`, `canceled` (the campaign stopped before it was sent).
+         * @enum {string}
+         */
+        BroadcastRecipientStatus: "held" | "queued" | "sent" | "delivered" | "read" | "failed" | "canceled";
+        /**
+         * @description `retryable`: retried by the engine (throughput 130429, pair rate 131056, channel trouble);
+         *     `later`: worth a new attempt in about 24 hours (131049, the per-user marketing limit;
+         *     gathered by auto-retargeting); `permanent`: this recipient cannot get it (not on
+         *     WhatsApp, invalid number, re-engagement); `campaign`: an error that stopped the campaign.
+         * @enum {string}
+         */
+        SendErrorCategory: "retryable" | "later" | "permanent" | "campaign";
+        /** @description Recipients per status; `sent` counts those sent and not yet delivered, and so on (each recipient once). */
+        BroadcastCounts: {
+            total: number;
+            queued: number;
+            sent: number;
+            delivered: number;
+            read: number;
+            failed: number;
+            canceled: number;
+            held: number;
+        };
+        /** @description What approving would send. Live while pending approval; frozen at approval. */
+        Preflight: {
+            eligible: number;
+            excluded: {
+                /** @description MARKETING only: contacts not opted in. */
+                not_opted_in: number;
+                opted_out: number;
+                invalid_phone: number;
+                duplicate: number;
+                /** @description MARKETING only: failed with 131049 in the last 24 hours. */
+                recent_marketing_limit: number;
+                missing_variable: number;
+            };
+            /** @description Eligible recipients at the number's broadcast rate. */
+            estimated_duration_seconds: number;
+            messages_per_second: number;
+            /** Format: date-time */
+            computed_at: string;
+        };
+        Broadcast: {
+            /** Format: uuid */
+            id: string;
+            project_id: string;
+            name: string;
+            template_name: string;
+            template_language: string;
+            /** @enum {string} */
+            category: "MARKETING" | "UTILITY" | "AUTHENTICATION";
+            /** @description The audience as given (`segment_id`) with the resolved `filter` (null when the segment is gone); a retarget follow-up's names its parent in `retarget_of`. */
+            audience: {
+                segment_id?: string;
+                /** @description On a retarget follow-up: the broadcast it retargets. */
+                retarget_of?: string;
+                filter?: components["schemas"]["AudienceFilter"] | null;
+            };
+            template_variables: components["schemas"]["BroadcastVariables"];
+            status: components["schemas"]["BroadcastStatus"];
+            /** @description Why the campaign failed or was canceled. */
+            status_reason: string | null;
+            /** Format: date-time */
+            scheduled_at: string | null;
+            /** Format: date-time */
+            started_at: string | null;
+            /** Format: date-time */
+            completed_at: string | null;
+            /** @description The credential that created it (key or connection id). */
+            created_by: string;
+            creator_name: string | null;
+            /** @description Null for API keys and agent connections, which carry no e-mail address. */
+            creator_email: string | null;
+            counts: components["schemas"]["BroadcastCounts"] | null;
+            wave_size: number | null;
+            /** Format: date-time */
+            wave_scheduled_at: string | null;
+            /** @description Size of the pending wave; null while scheduled means all remaining held. */
+            wave_scheduled_count: number | null;
+            auto_retarget_quality: boolean;
+            retarget_parent_id: string | null;
+            retarget_count: number;
+            recipient_count: number | null;
+            preflight: components["schemas"]["Preflight"] | null;
+            /** Format: date-time */
+            created_at: string;
+        };
+        /** @description Template variables; `body` in placeholder order. Values may use `{{contact.…}}` references. */
+        BroadcastVariables: {
+            body?: string[];
+            header?: string[];
+        };
+        BroadcastAudience: {
+            segment_id: string;
+        } | {
+            filter: components["schemas"]["AudienceFilter"];
+        };
+        CreateBroadcastRequest: {
+            name: string;
+            template_name: string;
+            template_language: string;
+            /** @enum {string} */
+            category?: "MARKETING" | "UTILITY" | "AUTHENTICATION";
+            audience: components["schemas"]["BroadcastAudience"];
+            template_variables?: components["schemas"]["BroadcastVariables"];
+            /**
+             * Format: date-time
+             * @description Requested start; the approver may keep or change it.
+             */
+            scheduled_at?: string;
+            wave_size?: number;
+            /** @default 1440 */
+            wave_interval_minutes: number;
+            wave_scheduled_count?: number;
+            /** @default false */
+            auto_retarget_quality: boolean;
+        };
+        BroadcastResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                broadcast: components["schemas"]["Broadcast"];
+            };
+        };
+        BroadcastListResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                broadcasts: components["schemas"]["Broadcast"][];
+                total: number;
+                limit: number;
+                offset: number;
+            };
+        };
+        BroadcastRecipient: {
+            id: number;
+            phone: string;
+            contact_id: number | null;
+            status: components["schemas"]["BroadcastRecipientStatus"];
+            wave: number;
+            variables: components["schemas"]["BroadcastVariables"];
+            /** @description The wamid once the channel accepted it. */
+            message_id: string | null;
+            attempts: number;
+            error: {
+                code: number | null;
+                title: string | null;
+                category: components["schemas"]["SendErrorCategory"];
+            } | null;
+            /** Format: date-time */
+            sent_at: string | null;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        BroadcastRecipientListResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                recipients: components["schemas"]["BroadcastRecipient"][];
+                total: number;
+                limit: number;
+                offset: number;
+            };
+        };
+        ContactImport: {
+            /** Format: uuid */
+            id: string;
+            project_id: string;
+            /** @enum {string} */
+            status: "queued" | "running" | "completed" | "failed";
+            filename: string | null;
+            default_country: string | null;
+            progress: {
+                bytes_read: number;
+                bytes_total: number;
+                fraction: number;
+            };
+            /** @description Data lines read; contacts created, updated and left unchanged; lines merged into an earlier line of the file; lines rejected. */
+            counts: {
+                rows: number;
+                created: number;
+                updated: number;
+                unchanged: number;
+                merged: number;
+                rejected: number;
+            };
+            ignored_columns: string[];
+            error: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            started_at: string | null;
+            /** Format: date-time */
+            completed_at: string | null;
+        };
+        ContactImportResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                import: components["schemas"]["ContactImport"];
+            };
+        };
+        ContactImportRow: {
+            /** @description Line number in the file (the header is line 1). */
+            line: number;
+            /** @enum {string} */
+            outcome: "rejected" | "merged";
+            reason: string;
+            /** @description The number as written (at most 64 characters). */
+            number: string | null;
+        };
+        ContactImportRowListResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                rows: components["schemas"]["ContactImportRow"][];
+                total: number;
+                limit: number;
+                offset: number;
+            };
+        };
+        /** @enum {string} */
+        CodeTree: "development" | "production";
+        /** @enum {string} */
+        ProtectedReason: "entry_point" | "dependency_manifest" | "channel_endpoint" | "runtime_helper" | "generated_manifest" | "internal_directory" | "flow_definition";
+        CodeFileInfo: {
+            path: string;
+            /** @description Bytes of UTF-8. */
+            size: number;
+            /** @description Quoted SHA-256 of the bytes, as in the ETag header. */
+            etag: string;
+            /** @description Bumped by each write. */
+            version: number;
+            protected: boolean;
+            protected_reason: components["schemas"]["ProtectedReason"] | null;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /** @description A file's `CodeFileInfo` and its `content`. */
+        CodeFile: {
+            path: string;
+            /** @description Bytes of UTF-8. */
+            size: number;
+            /** @description Quoted SHA-256 of the bytes, as in the ETag header. */
+            etag: string;
+            /** @description Bumped by each write. */
+            version: number;
+            protected: boolean;
+            protected_reason: components["schemas"]["ProtectedReason"] | null;
+            /** Format: date-time */
+            updated_at: string;
+            content: string;
+        };
+        CodeFileListResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                tree: components["schemas"]["CodeTree"];
+                files: components["schemas"]["CodeFileInfo"][];
+                total_size: number;
+                limits: {
+                    file_bytes: number;
+                    tree_bytes: number;
+                    files: number;
+                };
+            };
+        };
+        CodeFileResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                tree: components["schemas"]["CodeTree"];
+                file: components["schemas"]["CodeFile"];
+            };
+        };
+        PutFileRequest: {
+            /** @description The whole file, UTF-8 text (at most 256 KiB). */
+            content: string;
+        };
+        DeployRequest: {
+            /** @description A note recorded with the deployment. */
+            message?: string;
+        };
+        Diagnostic: {
+            /** @description The source file's path in the tree. */
+            file: string;
+            line: number;
+            column: number;
+            message: string;
+            /** @enum {string} */
+            source?: "bundle" | "typecheck" | "startup";
+        };
+        Deployment: {
+            id: string;
+            /** @enum {string} */
+            status: "succeeded" | "failed";
+            /** @description SHA-256 over the development tree's paths and bytes. */
+            content_hash: string;
+            message: string | null;
+            /** @description The credential (key or access token id) or `operator`. */
+            created_by: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** @description What production runs now. */
+            active: boolean;
+            /** @description For a rollback, the deployment it restored. */
+            rollback_of: string | null;
+            diagnostics: components["schemas"]["Diagnostic"][];
+        };
+        DeploymentResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                deployment: components["schemas"]["Deployment"];
+                no_op: boolean;
+            };
+        };
+        DeploymentListResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                deployments: components["schemas"]["Deployment"][];
+            };
+        };
+        PreviewRequest: {
+            /** @description The simulated customer's message. */
+            text: string;
+            /** @description The simulated customer (digits); default 15550000000. */
+            from?: string;
+            /** @description The conversation state the bot sees; default unstructured. */
+            state?: string;
+        };
+        PreviewResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                outcome: {
+                    /** @enum {string} */
+                    status: "ok" | "error" | "timeout" | "memory_limit";
+                    message: string | null;
+                    duration_ms: number;
+                };
+                sends: {
+                    [key: string]: unknown;
+                }[];
+                /** @description The state the bot set, if any. */
+                state: string | null;
+                events: {
+                    name: string;
+                    payload: unknown;
+                }[];
+                logs: {
+                    level: string;
+                    message: string;
+                }[];
+            };
+        };
+        /** @description Lower-case letters, digits, `_` and `-`, 1 to 64 characters; `generate` is reserved. */
+        FlowName: string;
+        /** @enum {string} */
+        FlowStatus: "DRAFT" | "PUBLISHED" | "DEPRECATED";
+        /** @enum {string} */
+        FlowCategory: "SIGN_UP" | "SIGN_IN" | "APPOINTMENT_BOOKING" | "LEAD_GENERATION" | "SHOPPING" | "CONTACT_US" | "CUSTOMER_SUPPORT" | "SURVEY" | "OTHER";
+        FlowFindingPointer: {
+            path: string;
+            line_start?: number;
+            line_end?: number;
+            column_start?: number;
+            column_end?: number;
+        };
+        /**
+         * @description One validation finding in Meta's shape (`error`, `error_type`, `message`, lines, columns,
+         *     `pointers`), plus `severity` (`error` blocks saving and publishing, `warning` does not),
+         *     the JSON `pointer` of the value concerned and the validator's `rule`. The channel's own
+         *     `validation_errors` have the same shape without `rule`.
+         */
+        FlowFinding: {
+            /** @example TEXT_TOO_LONG */
+            error: string;
+            /** @example FLOW_JSON_ERROR */
+            error_type: string;
+            message: string;
+            /** @enum {string} */
+            severity: "error" | "warning";
+            rule?: string;
+            /** @example /screens/0/layout/children/2/label */
+            pointer?: string;
+            line_start?: number;
+            line_end?: number;
+            column_start?: number;
+            column_end?: number;
+            pointers?: components["schemas"]["FlowFindingPointer"][];
+        };
+        FlowVersionInfo: {
+            number: number;
+            /** @description SHA-256 (hex) of the definition text. */
+            sha256: string;
+            /** @description The quoted sha256, as in the ETag header. */
+            etag: string;
+            /** @enum {string} */
+            source: "generate" | "update" | "model_generate" | "model_update";
+            /** Format: date-time */
+            created_at: string;
+        };
+        Flow: {
+            name: components["schemas"]["FlowName"];
+            categories: components["schemas"]["FlowCategory"][];
+            status: components["schemas"]["FlowStatus"];
+            version: components["schemas"]["FlowVersionInfo"];
+            /** @description The channel's flow id, once an operator published. */
+            channel_flow_id: string | null;
+            /** @description The version last published to the channel. */
+            published_version: number | null;
+            /** Format: date-time */
+            published_at: string | null;
+            /** @description The validator's findings for this version (warnings only). */
+            findings: components["schemas"]["FlowFinding"][];
+            /** @description The channel's `validation_errors` of the last upload (empty before any). */
+            channel_findings: components["schemas"]["FlowFinding"][];
+            /**
+             * @description The path of the definition in the code tree.
+             * @example flows/visit_survey.json
+             */
+            file: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /** @description A `Flow` with the definition of the version read. */
+        FlowWithDefinition: {
+            name: components["schemas"]["FlowName"];
+            categories: components["schemas"]["FlowCategory"][];
+            status: components["schemas"]["FlowStatus"];
+            version: components["schemas"]["FlowVersionInfo"];
+            /** @description The channel's flow id, once an operator published. */
+            channel_flow_id: string | null;
+            /** @description The version last published to the channel. */
+            published_version: number | null;
+            /** Format: date-time */
+            published_at: string | null;
+            /** @description The validator's findings for this version (warnings only). */
+            findings: components["schemas"]["FlowFinding"][];
+            /** @description The channel's `validation_errors` of the last upload (empty before any). */
+            channel_findings: components["schemas"]["FlowFinding"][];
+            /**
+             * @description The path of the definition in the code tree.
+             * @example flows/visit_survey.json
+             */
+            file: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            /** @description The Flow JSON of the version read. */
+            definition: {
+                [key: string]: unknown;
+            };
+        };
+        FlowResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                flow: components["schemas"]["FlowWithDefinition"];
+                /**
+                 * @description Which generator made it (generate and instruction updates).
+                 * @enum {string}
+                 */
+                generator?: "deterministic" | "model";
+                /** @description Generator calls used (2: the first result was invalid and was corrected). */
+                attempts?: number;
+                /** @description Update: the definition equals the current one; no version was written. */
+                unchanged?: boolean;
+            };
+        };
+        FlowListResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                flows: components["schemas"]["Flow"][];
+                /** @description Pass as `cursor` for the next page; null on the last page. */
+                nextCursor: string | null;
+            };
+        };
+        FlowVersionListResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                versions: {
+                    number: number;
+                    /** @description SHA-256 (hex) of the definition text. */
+                    sha256: string;
+                    /** @description The quoted sha256, as in the ETag header. */
+                    etag: string;
+                    /** @enum {string} */
+                    source: "generate" | "update" | "model_generate" | "model_update";
+                    /** Format: date-time */
+                    created_at: string;
+                    errors: number;
+                    warnings: number;
+                    /** @description The version the channel has. */
+                    published: boolean;
+                }[];
+            };
+        };
+        /**
+         * @description `text`, `email`, `phone`, `number`, `password` (TextInput), `paragraph` (TextArea),
+         *     `date` (DatePicker), `single_choice` (RadioButtonsGroup), `multiple_choice`
+         *     (CheckboxGroup), `dropdown` (Dropdown), `opt_in` (OptIn).
+         * @enum {string}
+         */
+        FlowFieldType: "text" | "email" | "phone" | "number" | "password" | "paragraph" | "date" | "single_choice" | "multiple_choice" | "dropdown" | "opt_in";
+        FlowFieldDescription: {
+            /** @description The field's key in the completion payload. */
+            name: string;
+            /** @description Within the component's limit: 20 characters for text inputs, paragraph and dropdown, 30 for choices, 40 for date, 120 for opt_in. */
+            label: string;
+            type: components["schemas"]["FlowFieldType"];
+            /** @default false */
+            required: boolean;
+            helper_text?: string;
+            /** @description Choice fields only; 1 to 20 (dropdown 200) distinct titles. */
+            choices?: string[];
+        };
+        FlowScreenDescription: {
+            /** @description Screen id; default derived from the title. */
+            id?: string;
+            title: string;
+            /** @description Body text shown above the fields. */
+            text?: string;
+            fields?: components["schemas"]["FlowFieldDescription"][];
+            /** @description Footer label; default "Continue" (the last screen: the final action's label). */
+            next_label?: string;
+        };
+        FlowDescription: {
+            screens: components["schemas"]["FlowScreenDescription"][];
+            final_action?: {
+                /**
+                 * @description What the last screen's Footer does: `complete` ends the flow and sends every field back (the `nfm_reply`).
+                 * @enum {string}
+                 */
+                type: "complete";
+                /** @description Default "Submit". */
+                label?: string;
+            };
+        };
+        GenerateFlowRequest: {
+            name: components["schemas"]["FlowName"];
+            /** @description Default [OTHER]. */
+            categories?: components["schemas"]["FlowCategory"][];
+            /** @description Flow JSON version; default 7.3. */
+            version?: string;
+            description?: components["schemas"]["FlowDescription"];
+            /** @description The flow in words (language-model generator). */
+            prompt?: string;
+        };
+        UpdateFlowRequest: {
+            /** @description The new Flow JSON, as an object or as its text. */
+            definition?: {
+                [key: string]: unknown;
+            } | string;
+            /** @description The change in words (language-model generator). */
+            instruction?: string;
+            categories?: components["schemas"]["FlowCategory"][];
+        };
     };
     responses: {
         /** @description Validation failure (`invalid_request`, `invalid_json`, `invalid_project_header`, `project_required`, …). */
@@ -1772,8 +2957,48 @@ export interface components {
             };
             content?: never;
         };
+        /** @description `precondition_failed`: `If-Match` no longer matches (or `If-None-Match: *` met an existing file). The current ETag is in the `ETag` header and `details.current_etag` (null when the file or flow does not exist). */
+        PreconditionFailed: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                ETag: components["headers"]["ETag"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
+        /** @description `build_failed`: the development tree did not bundle, type-check or start. `details.diagnostics[]` lists `{file, line, column, message}` in the source files; production is unchanged. */
+        BuildFailed: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
+        /** @description `flow_generation_failed` / `flow_update_failed`: the generator gave no valid flow. `details.reason` (`invalid_flow`, `timeout`, `unreachable`, `bad_response`) and `details.findings` (the last result's findings, Meta's shape plus `severity` and `pointer`). */
+        FlowFailed: {
+            headers: {
+                "X-Request-Id": components["headers"]["XRequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
     };
     parameters: {
+        /**
+         * @description A UUID; a malformed one is 400 `invalid_id`.
+         * @example 3f0c2a5e-8a4b-4e1c-9d2f-6b7a1c0e5d42
+         */
+        UuidId: string;
+        /** @description Page size, 1 to 100. */
+        OffsetLimit: number;
+        /** @description Items to skip, 0 to 1,000,000. */
+        Offset: number;
         /**
          * @description Template name (lower-case letters, digits and underscores).
          * @example order_shipped
@@ -1842,6 +3067,18 @@ export interface components {
          * @example [{"column":"status","op":"eq","value":"paid"},{"column":"note","op":"like","value":"100\\%%"}]
          */
         TableFiltersQuery: string;
+        /**
+         * @description The file's path in the tree, e.g. `src/bot.ts` (slashes as-is or as `%2F`).
+         * @example src%2Fbot.ts
+         */
+        CodeFilePath: string;
+        /** @description `development` (default, what PUT edits) or `production` (what the last deploy promoted). */
+        CodeTreeQuery: "development" | "production";
+        /**
+         * @description Flow name (lower-case letters, digits, `_` and `-`; `generate` is reserved).
+         * @example visit_survey
+         */
+        FlowNamePath: components["schemas"]["FlowName"];
     };
     requestBodies: never;
     headers: {
@@ -1855,6 +3092,8 @@ export interface components {
         RateLimitReset: number;
         /** @description Seconds to wait before retrying. */
         RetryAfter: number;
+        /** @description The quoted SHA-256 (hex) of the resource's bytes (a code file, a flow definition). */
+        ETag: string;
     };
     pathItems: never;
 }
@@ -3137,6 +4376,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
             503: components["responses"]["QueryTimeout"];
@@ -3185,6 +4425,1037 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
             503: components["responses"]["QueryTimeout"];
+        };
+    };
+    listSegments: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100. */
+                limit?: components["parameters"]["OffsetLimit"];
+                /** @description Items to skip, 0 to 1,000,000. */
+                offset?: components["parameters"]["Offset"];
+            };
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of segments. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SegmentListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createSegment: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateSegmentRequest"];
+            };
+        };
+        responses: {
+            /** @description The segment. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SegmentResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getSegment: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description A UUID; a malformed one is 400 `invalid_id`.
+                 * @example 3f0c2a5e-8a4b-4e1c-9d2f-6b7a1c0e5d42
+                 */
+                id: components["parameters"]["UuidId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The segment. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SegmentResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteSegment: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description A UUID; a malformed one is 400 `invalid_id`.
+                 * @example 3f0c2a5e-8a4b-4e1c-9d2f-6b7a1c0e5d42
+                 */
+                id: components["parameters"]["UuidId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeletedResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateSegment: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description A UUID; a malformed one is 400 `invalid_id`.
+                 * @example 3f0c2a5e-8a4b-4e1c-9d2f-6b7a1c0e5d42
+                 */
+                id: components["parameters"]["UuidId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateSegmentRequest"];
+            };
+        };
+        responses: {
+            /** @description The segment after the change. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SegmentResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listBroadcasts: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100. */
+                limit?: components["parameters"]["OffsetLimit"];
+                /** @description Items to skip, 0 to 1,000,000. */
+                offset?: components["parameters"]["Offset"];
+                /** @description Only campaigns in this status. */
+                status?: components["schemas"]["BroadcastStatus"];
+            };
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of campaigns. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BroadcastListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createBroadcast: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateBroadcastRequest"];
+            };
+        };
+        responses: {
+            /** @description The campaign, pending approval, with its pre-flight report. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BroadcastResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getBroadcast: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description A UUID; a malformed one is 400 `invalid_id`.
+                 * @example 3f0c2a5e-8a4b-4e1c-9d2f-6b7a1c0e5d42
+                 */
+                id: components["parameters"]["UuidId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The campaign. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BroadcastResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listBroadcastRecipients: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100. */
+                limit?: components["parameters"]["OffsetLimit"];
+                /** @description Items to skip, 0 to 1,000,000. */
+                offset?: components["parameters"]["Offset"];
+                /** @description Only recipients in this status. */
+                status?: components["schemas"]["BroadcastRecipientStatus"];
+                /** @description Only failed recipients of this error category. */
+                error_category?: components["schemas"]["SendErrorCategory"];
+            };
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description A UUID; a malformed one is 400 `invalid_id`.
+                 * @example 3f0c2a5e-8a4b-4e1c-9d2f-6b7a1c0e5d42
+                 */
+                id: components["parameters"]["UuidId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of recipients. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BroadcastRecipientListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createContactImport: {
+        parameters: {
+            query?: {
+                /** @description Calling code given to numbers written without one (`1`, `44`, `55`…). */
+                default_country?: string;
+                /** @description The file's name, for the report. */
+                filename?: string;
+            };
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "text/csv": string;
+            };
+        };
+        responses: {
+            /** @description The import, accepted and running. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContactImportResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getContactImport: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description A UUID; a malformed one is 400 `invalid_id`.
+                 * @example 3f0c2a5e-8a4b-4e1c-9d2f-6b7a1c0e5d42
+                 */
+                id: components["parameters"]["UuidId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The import. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContactImportResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listContactImportRows: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100. */
+                limit?: components["parameters"]["OffsetLimit"];
+                /** @description Items to skip, 0 to 1,000,000. */
+                offset?: components["parameters"]["Offset"];
+            };
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description A UUID; a malformed one is 400 `invalid_id`.
+                 * @example 3f0c2a5e-8a4b-4e1c-9d2f-6b7a1c0e5d42
+                 */
+                id: components["parameters"]["UuidId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of report rows. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContactImportRowListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listFiles: {
+        parameters: {
+            query?: {
+                /** @description `development` (default, what PUT edits) or `production` (what the last deploy promoted). */
+                tree?: components["parameters"]["CodeTreeQuery"];
+            };
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tree's files, sorted by path, with the tree's totals and limits. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodeFileListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
+    getFile: {
+        parameters: {
+            query?: {
+                /** @description `development` (default, what PUT edits) or `production` (what the last deploy promoted). */
+                tree?: components["parameters"]["CodeTreeQuery"];
+            };
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description The file's path in the tree, e.g. `src/bot.ts` (slashes as-is or as `%2F`).
+                 * @example src%2Fbot.ts
+                 */
+                path: components["parameters"]["CodeFilePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodeFileResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
+    putFile: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+                /** @description Write only if the file's current ETag is this one. */
+                "If-Match"?: string;
+                /** @description `*`: create only; refused with 412 when the file exists. */
+                "If-None-Match"?: string;
+            };
+            path: {
+                /**
+                 * @description The file's path in the tree, e.g. `src/bot.ts` (slashes as-is or as `%2F`).
+                 * @example src%2Fbot.ts
+                 */
+                path: components["parameters"]["CodeFilePath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PutFileRequest"];
+            };
+        };
+        responses: {
+            /** @description The file was replaced. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodeFileResponse"];
+                };
+            };
+            /** @description The file was created. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodeFileResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            412: components["responses"]["PreconditionFailed"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
+    listDeployments: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deployments, newest first. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeploymentListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
+    deployCode: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["DeployRequest"];
+            };
+        };
+        responses: {
+            /** @description No-op, production already runs this content. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeploymentResponse"];
+                };
+            };
+            /** @description Built and promoted. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeploymentResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            502: components["responses"]["BuildFailed"];
+        };
+    };
+    previewBot: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PreviewRequest"];
+            };
+        };
+        responses: {
+            /** @description What the bot did. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PreviewResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            502: components["responses"]["BuildFailed"];
+        };
+    };
+    listFlows: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100. */
+                limit?: components["parameters"]["Limit"];
+                /** @description The `nextCursor` of the previous page (opaque, at most 512 characters). Any cursor the service did not issue, a longer one included, is 400 `invalid_cursor`. */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Only flows in this status. */
+                status?: components["schemas"]["FlowStatus"];
+            };
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of flows, by name. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FlowListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    generateFlow: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["GenerateFlowRequest"];
+            };
+        };
+        responses: {
+            /** @description The flow, stored as version 1 (`DRAFT`), with its definition. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FlowResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            502: components["responses"]["FlowFailed"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getFlow: {
+        parameters: {
+            query?: {
+                /** @description A version number (1 is the first); default the current one. */
+                version?: number;
+            };
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description Flow name (lower-case letters, digits, `_` and `-`; `generate` is reserved).
+                 * @example visit_survey
+                 */
+                name: components["parameters"]["FlowNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The flow with the definition. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FlowResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateFlow: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+                /**
+                 * @description The ETag the change is based on (from GET or a previous write).
+                 * @example "5d41402abc4b2a76b9719d911017c592b2f1a6b1c3b1f0f0e5c0b1f2a3d4e5f6"
+                 */
+                "If-Match"?: string;
+            };
+            path: {
+                /**
+                 * @description Flow name (lower-case letters, digits, `_` and `-`; `generate` is reserved).
+                 * @example visit_survey
+                 */
+                name: components["parameters"]["FlowNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateFlowRequest"];
+            };
+        };
+        responses: {
+            /** @description The flow with its new current version (or unchanged). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FlowResponse"];
+                };
+            };
+            /** @description The flow was created, as version 1. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FlowResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            412: components["responses"]["PreconditionFailed"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            502: components["responses"]["FlowFailed"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listFlowVersions: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description Flow name (lower-case letters, digits, `_` and `-`; `generate` is reserved).
+                 * @example visit_survey
+                 */
+                name: components["parameters"]["FlowNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The versions. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FlowVersionListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
 }

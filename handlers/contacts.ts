@@ -1,15 +1,14 @@
 /** Contacts: the newest-first list, one contact, and the update of name, tags and attributes. */
 import type { operations } from '../generated/api.js';
-import type { Handler } from './types.js';
-import { ApiError } from '../lib/errors.js';
-import { cursorId, cursorScope, cursorSecretOf, decodeCursor, encodeCursor, invalidCursor, pageSize } from '../lib/cursor.js';
-import { contactView } from '../lib/views.js';
-import { contactLimitsOf, findContactRow, listContactRows, parseContactChange, phoneFilter, updateContactRow, type ContactFilters } from '../lib/contacts.js';
+import type { Handler } from '../http/handler-types.js';
+import { ApiError } from '../lib/platform/errors.js';
+import { positiveId as pathId } from '../http/path-ids.js';
+import { cursorScope, cursorSecretOf } from '../lib/platform/cursor.js';
+import { keysetPage, positions } from '../lib/platform/keyset-page.js';
+import { contactView } from '../lib/conversations/views.js';
+import { findContactRow, listContactRows, parseContactChange, phoneFilter, updateContactRow, type ContactFilters } from '../lib/conversations/contacts.js';
+import { contactLimitsOf } from '../http/contract-limits.js';
 
-function pathId(raw: string): bigint {
-  if (!/^[1-9][0-9]{0,17}$/.test(raw)) throw new ApiError('invalid_id', `Malformed id "${raw}": a positive integer is expected.`);
-  return BigInt(raw);
-}
 
 function notFound(id: bigint): ApiError {
   return new ApiError('not_found', `No contact ${id} in this project.`);
@@ -18,23 +17,17 @@ function notFound(id: bigint): ApiError {
 export const listContacts: Handler<operations['listContacts']> = async (req, deps) => {
   const projectId = req.auth!.project.id;
   const q = req.query;
-  const take = pageSize(q.limit);
   const filters: ContactFilters = {};
   if (q.phone !== undefined) filters.phone = phoneFilter(String(q.phone));
   if (q.name !== undefined) filters.name = String(q.name);
   if (q.tag !== undefined) filters.tag = String(q.tag);
-  const scope = cursorScope('listContacts', projectId, { ...filters });
-  const secret = cursorSecretOf(deps);
-  let afterId: bigint | undefined;
-  if (q.cursor !== undefined) {
-    const payload = decodeCursor(String(q.cursor), scope, secret);
-    if (payload.length !== 1) throw invalidCursor();
-    afterId = cursorId(payload[0]);
-  }
-  const rows = await listContactRows(deps.db.pool, projectId, filters, afterId, take + 1);
-  const page = rows.slice(0, take);
-  const last = page[page.length - 1];
-  const nextCursor = rows.length > take && last ? encodeCursor([String(last.id)], scope, secret) : null;
+  const { page, nextCursor } = await keysetPage(q, {
+    scope: cursorScope('listContacts', projectId, { ...filters }),
+    secret: cursorSecretOf(deps),
+    decode: positions.id,
+    read: (afterId, take) => listContactRows(deps.db.pool, projectId, filters, afterId, take),
+    encode: (r) => [String(r.id)],
+  });
   return { data: { contacts: page.map(contactView), nextCursor } };
 };
 

@@ -1,9 +1,11 @@
 /** Conversations: the recent-activity list, one conversation, its messages, and the state change. */
 import type { operations } from '../generated/api.js';
-import type { Handler } from './types.js';
-import { ApiError } from '../lib/errors.js';
-import { cursorId, cursorScope, cursorSecretOf, cursorTime, decodeCursor, encodeCursor, invalidCursor, pageSize } from '../lib/cursor.js';
-import { conversationView, messageView } from '../lib/views.js';
+import type { Handler } from '../http/handler-types.js';
+import { ApiError } from '../lib/platform/errors.js';
+import { positiveId as pathId } from '../http/path-ids.js';
+import { cursorId, cursorScope, cursorSecretOf, cursorTime, invalidCursor, pageSize } from '../lib/platform/cursor.js';
+import { keysetPage, positions } from '../lib/platform/keyset-page.js';
+import { conversationView, messageView } from '../lib/conversations/views.js';
 import {
   conversationExists,
   findConversationRow,
@@ -14,14 +16,9 @@ import {
   setConversationState,
   type ConversationFilters,
   type ConversationKey,
-} from '../lib/conversations.js';
-import { phoneFilter } from '../lib/contacts.js';
+} from '../lib/conversations/conversations.js';
+import { phoneFilter } from '../lib/conversations/contacts.js';
 
-/** The path id: the contract's pattern (`^[1-9][0-9]{0,17}$`) guarantees it fits a bigint. */
-function pathId(raw: string): bigint {
-  if (!/^[1-9][0-9]{0,17}$/.test(raw)) throw new ApiError('invalid_id', `Malformed id "${raw}": a positive integer is expected.`);
-  return BigInt(raw);
-}
 
 function notFound(id: bigint): ApiError {
   return new ApiError('not_found', `No conversation ${id} in this project.`);
@@ -46,18 +43,16 @@ export const listConversations: Handler<operations['listConversations']> = async
     phone: filters.phone,
     since: filters.since?.getTime(),
   });
-  const secret = cursorSecretOf(deps);
-  let after: ConversationKey | undefined;
-  if (q.cursor !== undefined) {
-    const payload = decodeCursor(String(q.cursor), scope, secret);
-    if (payload.length !== 2) throw invalidCursor();
-    after = { lastMessageAt: cursorTime(payload[0]), id: cursorId(payload[1]) };
-  }
-  const rows = await listConversationRows(deps.db.pool, projectId, filters, after, take + 1);
-  const page = rows.slice(0, take);
-  const last = page[page.length - 1];
-  const nextCursor =
-    rows.length > take && last ? encodeCursor([last.lastMessageAt.getTime(), String(last.id)], scope, secret) : null;
+  const { page, nextCursor } = await keysetPage(q, {
+    scope,
+    secret: cursorSecretOf(deps),
+    decode: (payload): ConversationKey => {
+      if (payload.length !== 2) throw invalidCursor();
+      return { orderAt: cursorTime(payload[0]), id: cursorId(payload[1]) };
+    },
+    read: (after, take) => listConversationRows(deps.db.pool, projectId, filters, after, take),
+    encode: (r) => [(r.orderAt ?? r.lastMessageAt).getTime(), String(r.id)],
+  });
   const now = deps.clock.now();
   return { data: { conversations: page.map((r) => conversationView(r, now)), nextCursor } };
 };
@@ -72,20 +67,15 @@ export const getConversation: Handler<operations['getConversation']> = async (re
 export const listConversationMessages: Handler<operations['listConversationMessages']> = async (req, deps) => {
   const projectId = req.auth!.project.id;
   const id = pathId(req.params.id);
-  const take = pageSize(req.query.limit);
+  pageSize(req.query.limit); // a bad limit is refused before the conversation is looked up
   if (!(await conversationExists(deps.db.pool, projectId, id))) throw notFound(id);
-  const scope = cursorScope('listConversationMessages', projectId, { conversation: id.toString() });
-  const secret = cursorSecretOf(deps);
-  let afterId: bigint | undefined;
-  if (req.query.cursor !== undefined) {
-    const payload = decodeCursor(String(req.query.cursor), scope, secret);
-    if (payload.length !== 1) throw invalidCursor();
-    afterId = cursorId(payload[0]);
-  }
-  const rows = await listMessageRows(deps.db.pool, projectId, id, afterId, take + 1);
-  const page = rows.slice(0, take);
-  const last = page[page.length - 1];
-  const nextCursor = rows.length > take && last ? encodeCursor([String(last.id)], scope, secret) : null;
+  const { page, nextCursor } = await keysetPage(req.query, {
+    scope: cursorScope('listConversationMessages', projectId, { conversation: id.toString() }),
+    secret: cursorSecretOf(deps),
+    decode: positions.id,
+    read: (afterId, take) => listMessageRows(deps.db.pool, projectId, id, afterId, take),
+    encode: (r) => [String(r.id)],
+  });
   return { data: { messages: page.map(messageView), nextCursor } };
 };
 

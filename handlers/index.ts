@@ -1,6 +1,6 @@
 /** One entry per operationId of openapi.yaml; the compiler and start-up both check the match. */
 import type { operations } from '../generated/api.js';
-import type { Handlers } from './types.js';
+import type { Handlers } from '../http/handler-types.js';
 import * as meta from './meta.js';
 import * as projects from './projects.js';
 import * as messages from './messages.js';
@@ -10,6 +10,12 @@ import * as templates from './templates.js';
 import * as media from './media.js';
 import * as webhooks from './webhooks.js';
 import * as tables from './tables.js';
+import * as segments from './segments.js';
+import * as broadcasts from './broadcasts.js';
+import * as contactImports from './contact-imports.js';
+import * as files from './files.js';
+import * as deployments from './deployments.js';
+import * as flows from './flows.js';
 
 export const handlers: Handlers<operations> = {
   ping: meta.ping,
@@ -42,4 +48,27 @@ export const handlers: Handlers<operations> = {
   getTableSchema: tables.getTableSchema,
   updateTableRows: tables.updateTableRows,
   deleteTableRows: tables.deleteTableRows,
+  createSegment: segments.createSegment,
+  listSegments: segments.listSegments,
+  getSegment: segments.getSegment,
+  updateSegment: segments.updateSegment,
+  deleteSegment: segments.deleteSegment,
+  createBroadcast: broadcasts.createBroadcast,
+  listBroadcasts: broadcasts.listBroadcasts,
+  getBroadcast: broadcasts.getBroadcast,
+  listBroadcastRecipients: broadcasts.listBroadcastRecipients,
+  createContactImport: contactImports.createContactImport,
+  getContactImport: contactImports.getContactImport,
+  listContactImportRows: contactImports.listContactImportRows,
+  listFiles: files.listFiles,
+  getFile: files.getFile,
+  putFile: files.putFile,
+  listDeployments: deployments.listDeployments,
+  deployCode: deployments.deployCode,
+  previewBot: deployments.previewBot,
+  listFlows: flows.listFlows,
+  generateFlow: flows.generateFlow,
+  getFlow: flows.getFlow,
+  updateFlow: flows.updateFlow,
+  listFlowVersions: flows.listFlowVersions,
 };

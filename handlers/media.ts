@@ -1,25 +1,20 @@
 /** Media assets (lib/media/assets.ts): upload, list, read, delete. */
 import type { operations } from '../generated/api.js';
-import type { Handler } from './types.js';
-import { cursorScope, cursorSecretOf, cursorTime, decodeCursor, encodeCursor, invalidCursor, pageSize } from '../lib/cursor.js';
+import type { Handler } from '../http/handler-types.js';
+import { cursorScope, cursorSecretOf } from '../lib/platform/cursor.js';
+import { keysetPage, positions } from '../lib/platform/keyset-page.js';
 import { createMediaAsset, deleteMediaAsset, getMediaAsset, listMediaRows, mediaView } from '../lib/media/assets.js';
 
 export const listMedia: Handler<operations['listMedia']> = async (req, deps) => {
   const projectId = req.auth!.project.id;
-  const take = pageSize(req.query.limit);
-  const scope = cursorScope('listMedia', projectId);
-  const secret = cursorSecretOf(deps);
-  let after: { at: Date; id: string } | undefined;
-  if (req.query.cursor !== undefined) {
-    const payload = decodeCursor(String(req.query.cursor), scope, secret);
-    if (payload.length !== 2 || typeof payload[1] !== 'string') throw invalidCursor();
-    after = { at: cursorTime(payload[0]), id: payload[1] };
-  }
-  const rows = await listMediaRows(deps, projectId, after, take + 1);
-  const page = rows.slice(0, take);
-  const last = page[page.length - 1];
+  const { page, nextCursor } = await keysetPage(req.query, {
+    scope: cursorScope('listMedia', projectId),
+    secret: cursorSecretOf(deps),
+    decode: positions.timeAndText,
+    read: (after, take) => listMediaRows(deps, projectId, after, take),
+    encode: (r) => [r.createdAt.getTime(), r.id],
+  });
   const now = deps.clock.now();
-  const nextCursor = rows.length > take && last ? encodeCursor([last.createdAt.getTime(), last.id], scope, secret) : null;
   return { data: { media: page.map((r) => mediaView(r, now)), nextCursor } };
 };
 

@@ -1,9 +1,9 @@
 /** Messages: sending (lib/messaging/send-message.ts) and reading one with its delivery status. */
 import type { operations } from '../generated/api.js';
-import type { Handler } from './types.js';
-import { ApiError } from '../lib/errors.js';
-import { findMessageRow } from '../lib/conversations.js';
-import { messageView } from '../lib/views.js';
+import type { Handler } from '../http/handler-types.js';
+import { ApiError } from '../lib/platform/errors.js';
+import { findMessageRow } from '../lib/conversations/conversations.js';
+import { messageView } from '../lib/conversations/views.js';
 import { sendMessage as send } from '../lib/messaging/send-message.js';
 
 export const sendMessage: Handler<operations['sendMessage']> = async (req, deps) => {

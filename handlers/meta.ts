@@ -1,7 +1,7 @@
 /** Meta: credential check and the machine-readable description. */
 import type { operations } from '../generated/api.js';
-import type { Handler } from './types.js';
-import type { Contract } from '../lib/contract.js';
+import type { Handler } from '../http/handler-types.js';
+import type { Contract } from '../http/contract.js';
 
 export const ping: Handler<operations['ping']> = async (req) => {
   const { project, scopes } = req.auth!;

@@ -1,6 +1,6 @@
 /** Projects: what the credential reaches. Works while a project is paused (see x-project-scoped). */
 import type { operations } from '../generated/api.js';
-import type { Handler } from './types.js';
+import type { Handler } from '../http/handler-types.js';
 
 export const listProjects: Handler<operations['listProjects']> = async (req) => {
   const { grants } = req.http.credential!;

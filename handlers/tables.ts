@@ -1,8 +1,8 @@
 /** The project's own tables: rows (read, update, delete) and schema. Thin: the rules are in lib/tables/. */
 import type { operations } from '../generated/api.js';
-import type { Handler } from './types.js';
-import type { AppDeps } from '../lib/deps.js';
-import { cursorSecretOf } from '../lib/cursor.js';
+import type { Handler } from '../http/handler-types.js';
+import type { AppDeps } from '../http/app-deps.js';
+import { cursorSecretOf } from '../lib/platform/cursor.js';
 import { readRows, type TablesSettings } from '../lib/tables/rows.js';
 import { describeTable } from '../lib/tables/describe.js';
 import { deleteRows, updateRows, writeFiltersFromBody, writeFiltersFromQuery } from '../lib/tables/writes.js';

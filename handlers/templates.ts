@@ -1,28 +1,23 @@
-/** Templates (lib/templates.ts) and template header samples (lib/media/header-sample.ts). */
+/** Templates (lib/templates/templates.ts) and template header samples (lib/media/header-sample.ts). */
 import type { operations } from '../generated/api.js';
-import type { Handler } from './types.js';
-import { cursorScope, cursorSecretOf, cursorTime, decodeCursor, encodeCursor, invalidCursor, pageSize } from '../lib/cursor.js';
-import { createTemplate as create, deleteTemplate as remove, findTemplate, listTemplateRows, templateView, type TemplateFilters } from '../lib/templates.js';
+import type { Handler } from '../http/handler-types.js';
+import { cursorScope, cursorSecretOf } from '../lib/platform/cursor.js';
+import { keysetPage, positions } from '../lib/platform/keyset-page.js';
+import { createTemplate as create, deleteTemplate as remove, findTemplate, listTemplateRows, templateView, type TemplateFilters } from '../lib/templates/templates.js';
 import { createHeaderSample } from '../lib/media/header-sample.js';
 
 export const listTemplates: Handler<operations['listTemplates']> = async (req, deps) => {
   const projectId = req.auth!.project.id;
   const q = req.query;
-  const take = pageSize(q.limit);
   const filters: TemplateFilters = {};
   for (const k of ['name', 'language', 'category', 'status'] as const) if (q[k] !== undefined) filters[k] = String(q[k]);
-  const scope = cursorScope('listTemplates', projectId, { ...filters });
-  const secret = cursorSecretOf(deps);
-  let after: { at: Date; id: string } | undefined;
-  if (q.cursor !== undefined) {
-    const payload = decodeCursor(String(q.cursor), scope, secret);
-    if (payload.length !== 2 || typeof payload[1] !== 'string') throw invalidCursor();
-    after = { at: cursorTime(payload[0]), id: payload[1] };
-  }
-  const rows = await listTemplateRows(deps, projectId, filters, after, take + 1);
-  const page = rows.slice(0, take);
-  const last = page[page.length - 1];
-  const nextCursor = rows.length > take && last ? encodeCursor([last.createdAt.getTime(), last.id], scope, secret) : null;
+  const { page, nextCursor } = await keysetPage(q, {
+    scope: cursorScope('listTemplates', projectId, { ...filters }),
+    secret: cursorSecretOf(deps),
+    decode: positions.timeAndText,
+    read: (after, take) => listTemplateRows(deps, projectId, filters, after, take),
+    encode: (r) => [r.createdAt.getTime(), r.id],
+  });
   return { data: { templates: page.map(templateView), nextCursor } };
 };
 

@@ -1,6 +1,6 @@
 /** Webhook registrations (tag Webhooks): thin handlers over lib/webhooks/registrations.ts. */
 import type { operations } from '../generated/api.js';
-import type { Handler } from './types.js';
+import type { Handler } from '../http/handler-types.js';
 import * as registrations from '../lib/webhooks/registrations.js';
 
 type Ops = operations;

@@ -12,7 +12,8 @@
 import { Agenda } from 'agenda';
 import { PostgresBackend } from '@agendajs/postgres-backend';
 import type pg from 'pg';
-import type { Logger } from '../lib/logger.js';
+import type { Logger } from '../lib/platform/logger.js';
+import { releaseListenClientOnFailedConnect } from './listen-client-guard.js';
 
 export interface JobRunnerOptions {
   pool: pg.Pool;
@@ -54,6 +55,7 @@ function watchNotifications(backend: PostgresBackend, logger: Logger): void {
     | undefined;
   if (!channel) return;
   if (channel.config?.reconnect) channel.config.reconnect.maxAttempts = Number.POSITIVE_INFINITY;
+  releaseListenClientOnFailedConnect(channel);
   channel.on('error', (e: Error) => {
     logger.warn('job runner: notification channel error (reconnecting)', { error: e.message });
   });

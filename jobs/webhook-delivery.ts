@@ -11,26 +11,30 @@
  *   fans out events whose notification was missed, retakes deliveries whose timer or claim was
  *   lost (a crash, a full queue) once overdue by `overdueGraceMs`, prunes the delivery log, and
  *   deletes events older than `eventRetentionMs` (7 days).
- * The database rows are the truth; every path goes through a claim, so a delivery is never
- * attempted twice at once, and an event accepted before a crash is delivered after it.
+ * The database rows are the truth; every path claims before it queues, so a delivery is never
+ * attempted twice at once, and an event accepted before a crash is delivered after it. A claim
+ * counts the attempt (lib/webhooks/claims.ts): a crash cannot give a receiver a sixth attempt, and
+ * a graceful stop gives back the claims it has not posted, due at once. At start, overdue
+ * deliveries are retaken at once (no grace): nothing of this instance can hold them yet.
  *
- * Background work gets its own small pool, so a delivery burst cannot starve API requests.
+ * It registers itself on the service's one job runner (jobs/index.ts) and works on the background
+ * pool, so a delivery burst cannot starve API requests.
  */
-import pg from 'pg';
 import { setMaxListeners } from 'node:events';
-import type { AppDeps } from '../lib/deps.js';
-import { systemClock, type Clock } from '../lib/clock.js';
-import { EVENTS_CHANNEL } from '../lib/events.js';
+import { systemClock, type Clock } from '../lib/platform/clock.js';
+import { EVENTS_CHANNEL } from '../lib/webhooks/events.js';
 import { deliveryPolicy, type DeliveryPolicy } from '../lib/webhooks/policy.js';
 import { Dispatcher } from '../lib/webhooks/dispatcher.js';
 import { AgentPool } from '../lib/webhooks/http-post.js';
 import { attemptDelivery, type AttemptInfo, type DeliveryItem } from '../lib/webhooks/attempt.js';
 import { OutcomeWriter } from '../lib/webhooks/outcomes.js';
 import { fanOutBatch } from '../lib/webhooks/fanout.js';
-import { cancelIfOrphaned, claimDeliveries, overdueDeliveries, pruneEvents, pruneLog, type RecordedOutcome } from '../lib/webhooks/store.js';
+import { cancelIfOrphaned, claimDeliveries, overdueDeliveries, pruneEvents, pruneLog, type ClaimedDelivery, type RecordedOutcome } from '../lib/webhooks/store.js';
+import { extendClaims, interruptedOutcome, releaseClaims } from '../lib/webhooks/claims.js';
+import { MAX_ATTEMPTS } from '../lib/webhooks/policy.js';
 import { listen, type Listener } from '../lib/webhooks/listener.js';
 import { WEBHOOK_CHANGES_CHANNEL } from '../lib/webhooks/registrations.js';
-import { createJobRunner } from './runner.js';
+import type { JobContext, JobModule } from './context.js';
 
 export const WEBHOOK_RETRY_JOB = 'webhook-retry';
 export const WEBHOOK_SWEEP_JOB = 'webhook-sweep';
@@ -45,10 +49,6 @@ export interface WebhookDeliveryOptions {
   policy?: Partial<DeliveryPolicy> & { scale?: number };
   /** Wall-clock time for leases and retry times (the job runner's own timers are wall-clock). */
   timer?: Clock;
-  /** Connections of the background pool (the job runner holds one for LISTEN). */
-  poolSize?: number;
-  processEveryMs?: number;
-  lockLifetimeMs?: number;
   /** Observes every attempt (benchmarks, tests). */
   onAttempt?: (info: AttemptInfo) => void;
 }
@@ -60,21 +60,15 @@ export interface WebhookDelivery {
   /** One sweep now (what the periodic job does). */
   sweep(): Promise<void>;
   stats(): { queued: number; running: number };
-  stop(): Promise<void>;
 }
 
-type Deps = Pick<AppDeps, 'db' | 'clock' | 'logger' | 'secretBox' | 'config'>;
-
-export async function startWebhookDelivery(deps: Deps, opts: WebhookDeliveryOptions = {}): Promise<WebhookDelivery> {
+/** Defines the delivery jobs on the runner; the returned module starts and stops with it. */
+export function registerWebhookDelivery(ctx: JobContext, opts: WebhookDeliveryOptions = {}): WebhookDelivery & JobModule {
+  const { deps, runner, pool } = ctx;
   const policy = deliveryPolicy(opts.policy);
   const timer = opts.timer ?? systemClock;
   const { logger } = deps;
-  const pool = new pg.Pool({ ...(deps.db.pool as unknown as { options: pg.PoolConfig }).options, max: opts.poolSize ?? 10 });
-  pool.on('error', (e) => logger.warn('webhook pool: idle connection error', { error: e.message }));
-  // Held clients too: a reset between two queries must not be an unheard 'error' event.
-  pool.on('connect', (client) => client.on('error', (e) => logger.warn('webhook pool: connection lost while in use', { error: e.message })));
   const agents = new AgentPool();
-  const runner = createJobRunner({ pool, logger, processEveryMs: opts.processEveryMs, lockLifetimeMs: opts.lockLifetimeMs, name: `webhooks-${process.pid}` });
   const touched = new Set<string>();
   /** Registration id → when it last changed (timer ms), as announced by PostgreSQL notifications. */
   const changes = new Map<string, number>();
@@ -131,6 +125,64 @@ export async function startWebhookDelivery(deps: Deps, opts: WebhookDeliveryOpti
     },
   });
 
+  /** Gives back claims that will not be posted here (uncounted, due at once), and asks a runner to retake them now. */
+  const giveBack = async (claims: ClaimedDelivery[]) => {
+    if (claims.length === 0) return;
+    try {
+      const released = await releaseClaims(pool, claims, timer.now());
+      const byId = new Map(claims.map((c) => [c.id, c.webhookId]));
+      if (released.length > 0) await runner.schedule<RetryJobData>(timer.now(), WEBHOOK_RETRY_JOB, { deliveries: released.map((id) => [id, byId.get(id)!]) });
+    } catch (e) {
+      logger.warn('webhook claims could not be given back; they are retaken after their lease', { error: String(e), count: claims.length });
+    }
+  };
+
+  /** Queues claimed deliveries; those the queue refuses (stopped, full) are given back at once. */
+  const take = async (claims: ClaimedDelivery[], force = false) => {
+    const refused = claims.filter((c) => !dispatcher.enqueue({ id: c.id, webhookId: c.webhookId, claim: c }, force));
+    await giveBack(refused);
+  };
+
+  /**
+   * Claims pending deliveries overdue by `graceMs` (their timer or claim was lost, or a stop gave
+   * them back) and queues them; those whose fifth attempt was interrupted are dropped.
+   */
+  const retakeOverdue = async (graceMs: number) => {
+    const room = policy.maxQueued - (dispatcher.size.queued + dispatcher.size.running);
+    if (room <= 0 || stopped) return;
+    const now = timer.now();
+    // Ids queued or running here are ours already (their claims are kept alive): never counted twice.
+    const overdue = (await overdueDeliveries(pool, new Date(now.getTime() - graceMs), Math.min(room, 1000))).filter((d) => !dispatcher.has(d.id));
+    const exhausted = overdue.filter((d) => d.attempts >= MAX_ATTEMPTS);
+    const open = overdue.filter((d) => d.attempts < MAX_ATTEMPTS).map((d) => d.id);
+    const claims = await claimDeliveries(pool, open, now, new Date(now.getTime() + policy.leaseMs));
+    await take(claims);
+    const claimedIds = new Set(claims.map((c) => c.id));
+    await cancelIfOrphaned(pool, open.filter((id) => !claimedIds.has(id)), deps.clock.now());
+    if (exhausted.length > 0) {
+      await cancelIfOrphaned(pool, exhausted.map((d) => d.id), deps.clock.now());
+      await outcomes.room();
+      await Promise.all(exhausted.map((d) => outcomes.record(interruptedOutcome(d, deps.clock.now())).catch(() => undefined)));
+    }
+  };
+
+  /** Extends the leases of queued claims that would lapse before the next sweeps. */
+  const keepQueuedClaims = async () => {
+    const now = timer.now().getTime();
+    const soon = now + 2 * policy.sweepEveryMs;
+    const lapsing = dispatcher.waiting().flatMap((i) => (i.claim && i.claim.leaseUntil.getTime() < soon ? [i.claim] : []));
+    for (let at = 0; at < lapsing.length; at += 1000) {
+      const chunk = lapsing.slice(at, at + 1000);
+      const leaseUntil = new Date(now + policy.leaseMs);
+      const extended = new Set(await extendClaims(pool, chunk, leaseUntil));
+      for (const c of chunk) {
+        if (!extended.has(c.id)) continue;
+        c.leaseUntil = leaseUntil;
+        c.extended = true;
+      }
+    }
+  };
+
   // Deliveries per event in the last batch: batches are sized so their deliveries fit the queue.
   let fanOutRatio = 1;
   const fanOutLoop = async () => {
@@ -146,7 +198,7 @@ export async function startWebhookDelivery(deps: Deps, opts: WebhookDeliveryOpti
         const batch = await fanOutBatch(pool, limit, deps.clock.now(), new Date(timer.now().getTime() + policy.leaseMs));
         if (batch.events > 0) fanOutRatio = Math.max(1, batch.deliveries.length / batch.events);
         // Already claimed by us: queued even past the bound (by at most one batch).
-        for (const d of batch.deliveries) dispatcher.enqueue({ id: d.id, webhookId: d.webhookId, claim: d }, true);
+        await take(batch.deliveries, true);
         if (batch.events < limit) break;
       }
     } while (again && !stopped);
@@ -177,11 +229,8 @@ export async function startWebhookDelivery(deps: Deps, opts: WebhookDeliveryOpti
     const expired = timer.now().getTime() - policy.leaseMs;
     for (const [id, at] of changes) if (at < expired) changes.delete(id);
     kick(); // never waits for a running fan-out, which may go on as long as events keep coming
-    const room = policy.maxQueued - (dispatcher.size.queued + dispatcher.size.running);
-    if (room > 0) {
-      const overdue = await overdueDeliveries(pool, new Date(timer.now().getTime() - policy.overdueGraceMs), Math.min(room, 1000));
-      for (const d of overdue) dispatcher.enqueue(d);
-    }
+    await keepQueuedClaims();
+    await retakeOverdue(policy.overdueGraceMs);
     // The log is pruned a metered amount per sweep (rows and time); what is left waits for the next.
     let budget = policy.pruneBudget;
     const until = Date.now() + policy.pruneTimeMs;
@@ -223,7 +272,7 @@ export async function startWebhookDelivery(deps: Deps, opts: WebhookDeliveryOpti
     const now = timer.now();
     const claims = await claimDeliveries(pool, pairs.slice(0, room).map(([id]) => id), now, new Date(now.getTime() + policy.leaseMs));
     const claimedIds = new Set(claims.map((c) => c.id));
-    for (const c of claims) dispatcher.enqueue({ id: c.id, webhookId: c.webhookId, claim: c });
+    await take(claims);
     const unclaimed = pairs.slice(0, room).map(([id]) => id).filter((id) => !claimedIds.has(id));
     await cancelIfOrphaned(pool, unclaimed, deps.clock.now()); // their registration was disabled or deleted meanwhile
   }, { concurrency: 20 });
@@ -232,44 +281,46 @@ export async function startWebhookDelivery(deps: Deps, opts: WebhookDeliveryOpti
   }, { concurrency: 1, removeOnComplete: false });
 
   let listener: Listener | undefined;
-  try {
-    await runner.start();
-    await runner.every(policy.sweepEveryMs, WEBHOOK_SWEEP_JOB);
-    listener = await listen(pool, {
-      [EVENTS_CHANNEL]: kick,
-      [WEBHOOK_CHANGES_CHANNEL]: (webhookId) => {
-        const now = timer.now().getTime();
-        if (webhookId) changes.set(webhookId, now);
-        else for (const lane of dispatcher.lanesWithWork()) changes.set(lane, now); // missed while reconnecting: re-read all
-      },
-    }, logger);
-  } catch (e) {
-    await runner.stop().catch(() => undefined);
-    await pool.end().catch(() => undefined);
-    throw e;
-  }
 
   return {
     policy,
     kick,
     sweep,
     stats: () => dispatcher.size,
-    async stop() {
+    /** After the runner started: the periodic sweep and the notifications that wake the fan-out. */
+    async start() {
+      await runner.every(policy.sweepEveryMs, WEBHOOK_SWEEP_JOB);
+      listener = await listen(pool, {
+        [EVENTS_CHANNEL]: kick,
+        [WEBHOOK_CHANGES_CHANNEL]: (webhookId) => {
+          const now = timer.now().getTime();
+          if (webhookId) changes.set(webhookId, now);
+          else for (const lane of dispatcher.lanesWithWork()) changes.set(lane, now); // missed while reconnecting: re-read all
+        },
+      }, logger);
+      // Overdue deliveries resume at once: a stop gave them back or a crash left their claims lapsed.
+      void retakeOverdue(0).catch((e) => logger.warn('webhook start-up retake failed; the sweep retries', { error: String(e) }));
+    },
+    /** Before the runner stops: no new work is taken. */
+    async stopIntake() {
       if (stopped) return;
       stopped = true;
       await listener?.close();
-      await runner.stop().catch((e) => logger.warn('job runner stop failed', { error: String(e) }));
+    },
+    /** After the runner stopped: work in flight finishes (or is cut off) and outcomes are written. */
+    async drain() {
       await fanning;
-      // In-flight attempts get `stopGraceMs` to finish and their outcomes are written; the rest are
-      // cut off unrecorded, and, like queued ones, stay claimed or pending for the next instance.
-      const drained = dispatcher.stop();
+      // Queued claims are given back (their attempts were not made). In-flight attempts get
+      // `stopGraceMs` to finish; the rest are cut off and recorded as failed attempts (the
+      // receiver may have them), retried on the usual schedule by the next instance.
+      const { dropped, drained } = dispatcher.stop();
+      await giveBack(dropped.flatMap((d) => (d.claim ? [d.claim] : [])));
       const graceOver = new Promise<void>((r) => setTimeout(r, policy.stopGraceMs).unref());
       await Promise.race([drained, graceOver]);
       shutdown.abort();
       await drained;
       await outcomes.flush();
       agents.destroy();
-      await pool.end().catch(() => undefined);
     },
   };
 }

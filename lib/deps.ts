@@ -1,31 +1,28 @@
 /**
- * What the app is built from. Tests build it with their own clock, counters and database;
+ * What the domain is built from (the HTTP edge adds its contracts: http/app-deps.ts). Tests build it with their own clock, counters and database;
  * server.ts builds it from the configuration.
  */
-import type { Config } from './config.js';
-import type { Clock } from './clock.js';
-import type { Logger } from './logger.js';
-import type { Database } from './db/database.js';
-import type { CounterStore } from './counters.js';
-import type { Contract } from './contract.js';
-import type { SecretBox } from './crypto-box.js';
-import type { CredentialCache } from './credential-cache.js';
+import type { Config } from './platform/config.js';
+import type { Clock } from './platform/clock.js';
+import type { Logger } from './platform/logger.js';
+import type { Database } from './platform/db/database.js';
+import type { CounterStore } from './platform/counters.js';
+import type { SecretBox } from './platform/crypto-box.js';
+import type { CredentialCache } from './access/credential-cache.js';
 import type { CloudApiClient } from '../channel/cloud-api.js';
-import type { BlobStore } from './storage/blob-store.js';
+import type { Metrics } from './platform/metrics.js';
+import type { BlobStore } from './platform/storage/blob-store.js';
+import type { BotHook } from './bot/types.js';
 
-export interface AppDeps {
+export interface Deps {
   config: Config;
   db: Database;
   clock: Clock;
   logger: Logger;
   counters: CounterStore;
-  /** The public /v1 contract (openapi.yaml). */
-  contract: Contract;
-  /** The operator contract (admin-openapi.yaml). */
-  adminContract: Contract;
   /** The WhatsApp Cloud API (or the simulator). */
   channel: CloudApiClient;
-  /** Resolved credentials, invalidated on every operator write (lib/credential-cache.ts). */
+  /** Resolved credentials, invalidated on every operator write (lib/access/credential-cache.ts). */
   credentialCache?: CredentialCache;
   /** Encrypts channel tokens and signing secrets at rest. */
   secretBox: SecretBox;
@@ -33,8 +30,10 @@ export interface AppDeps {
   cursorSecret: Buffer;
   /** Connects a new project to a channel (the embedded default's simulator); optional. */
   provisionChannel?: (projectId: string) => Promise<void>;
-  /** Media asset bytes; default: the local file system under DATA_DIR/media (lib/storage/blob-store.ts). */
+  /** Media asset bytes; default: the local file system under DATA_DIR/media (lib/platform/storage/blob-store.ts). */
   blobStore?: BlobStore;
-  /** Validate responses against the contract (on in tests). */
-  validateResponses: boolean;
+  /** Prometheus metrics of this instance (lib/platform/metrics.ts); absent where nobody scrapes. */
+  metrics?: Metrics;
+  /** The production bot runtime (lib/bot/runtime.ts); without it inbound messages reach no bot. */
+  bot?: BotHook;
 }

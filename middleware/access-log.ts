@@ -1,11 +1,15 @@
 /**
  * One structured line per request: method, path (never the query string, which may carry
- * user data), status, duration, request id and project id. Headers are never logged.
+ * user data), operationId, status, duration, request id and project id. Headers are never logged.
+ * The same request counts in the metrics, by operationId (bounded), never by raw path.
  */
 import type { NextFunction, Request, Response } from 'express';
-import type { Logger } from '../lib/logger.js';
+import type { Logger } from '../lib/platform/logger.js';
+import type { Metrics } from '../lib/platform/metrics.js';
 
-export function accessLog(logger: Logger) {
+const operationOf = (req: Request): string | undefined => (req as { openapi?: { schema?: { operationId?: unknown } } }).openapi?.schema?.operationId as string | undefined;
+
+export function accessLog(logger: Logger, metrics?: Metrics) {
   return (req: Request, res: Response, next: NextFunction): void => {
     const started = process.hrtime.bigint();
     // 'close' without 'finish': the client went away before the answer was written (a timeout on
@@ -21,11 +25,15 @@ export function accessLog(logger: Logger) {
       });
     });
     res.on('finish', () => {
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      const operation = operationOf(req);
+      metrics?.request(operation ?? 'unmatched', res.statusCode, ms / 1000);
       logger.info('request', {
         method: req.method,
         path: req.path,
+        ...(operation ? { operation } : {}),
         status: res.statusCode,
-        duration_ms: Number(process.hrtime.bigint() - started) / 1e6,
+        duration_ms: ms,
         request_id: req.requestId,
         ...(req.auth ? { project_id: req.auth.project.id } : {}),
       });

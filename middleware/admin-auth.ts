@@ -1,9 +1,9 @@
 /** The operator API's bearer: ADMIN_TOKEN, compared by digest in constant time. */
 import type { NextFunction, Request, Response } from 'express';
-import { ApiError } from '../lib/errors.js';
-import { hashSecret, safeEqual } from '../lib/secrets.js';
-import type { Contract } from '../lib/contract.js';
-import { operationOf } from '../lib/dispatch.js';
+import { ApiError } from '../lib/platform/errors.js';
+import { hashSecret, safeEqual } from '../lib/platform/secrets.js';
+import type { Contract } from '../http/contract.js';
+import { operationOf } from '../http/dispatch.js';
 
 export function adminAuth(adminToken: string, contract: Contract) {
   const expected = hashSecret(adminToken);

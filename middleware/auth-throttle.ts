@@ -14,10 +14,10 @@
  *   TRUST_PROXY is set (behind a load balancer). Store failures let requests through (fail-open).
  */
 import type { NextFunction, Request, Response } from 'express';
-import type { Clock } from '../lib/clock.js';
-import { createLogThrottle, type CounterStore } from '../lib/counters.js';
-import { ApiError } from '../lib/errors.js';
-import type { Logger } from '../lib/logger.js';
+import type { Clock } from '../lib/platform/clock.js';
+import { createLogThrottle, type CounterStore } from '../lib/platform/counters.js';
+import { ApiError } from '../lib/platform/errors.js';
+import type { Logger } from '../lib/platform/logger.js';
 
 const WINDOW_MS = 60_000;
 

@@ -4,7 +4,7 @@
  * other instance, so the change holds from the caller's next request.
  */
 import type { NextFunction, Request, Response } from 'express';
-import type { AppDeps } from '../lib/deps.js';
+import type { AppDeps } from '../http/app-deps.js';
 
 export function invalidateCredentialsOnWrite(deps: AppDeps) {
   return (req: Request, res: Response, next: NextFunction): void => {

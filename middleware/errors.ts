@@ -4,10 +4,10 @@
  * else is a 500 `server_error` whose detail goes to the log, never to the client.
  */
 import type { NextFunction, Request, Response } from 'express';
-import { ApiError } from '../lib/errors.js';
-import type { Logger } from '../lib/logger.js';
-import { isDatabaseUnavailable } from '../lib/db/errors.js';
-import { createLogThrottle } from '../lib/counters.js';
+import { ApiError } from '../lib/platform/errors.js';
+import type { Logger } from '../lib/platform/logger.js';
+import { isDatabaseUnavailable } from '../lib/platform/db/errors.js';
+import { createLogThrottle } from '../lib/platform/counters.js';
 
 interface FieldError {
   field: string;
@@ -110,7 +110,7 @@ function fromBodyParser(err: any): ApiError | undefined {
   }
 }
 
-export function toApiError(err: unknown): ApiError | undefined {
+export function apiErrorOf(err: unknown): ApiError | undefined {
   if (err instanceof ApiError) return err;
   return fromBodyParser(err) ?? fromValidator(err);
 }
@@ -124,7 +124,7 @@ export function errorHandler(logger: Logger) {
   const throttles = new Map<string, ReturnType<typeof createLogThrottle>>();
   return (err: unknown, req: Request, res: Response, next: NextFunction): void => {
     if (res.headersSent) return next(err);
-    let apiError = toApiError(err);
+    let apiError = apiErrorOf(err);
     if (!apiError && isDatabaseUnavailable(err)) {
       const cause = err instanceof Error ? err.message : String(err);
       const key = String((err as { code?: unknown }).code ?? cause.slice(0, 80));

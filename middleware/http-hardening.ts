@@ -7,7 +7,7 @@
  *   proxy and the service could each act on a different credential; such a request is refused.
  */
 import type { NextFunction, Request, Response } from 'express';
-import { ApiError } from '../lib/errors.js';
+import { ApiError } from '../lib/platform/errors.js';
 
 export function securityHeaders(_req: Request, res: Response, next: NextFunction): void {
   res.setHeader('X-Content-Type-Options', 'nosniff');

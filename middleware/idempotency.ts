@@ -15,9 +15,9 @@
  */
 import { createHash } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
-import { ApiError } from '../lib/errors.js';
-import type { AppDeps } from '../lib/deps.js';
-import { operationOf } from '../lib/dispatch.js';
+import { ApiError } from '../lib/platform/errors.js';
+import type { AppDeps } from '../http/app-deps.js';
+import { operationOf } from '../http/dispatch.js';
 
 const RETENTION_MS = 24 * 60 * 60 * 1000;
 /** Longer than any request can run (upstream timeout included). */

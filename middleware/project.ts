@@ -4,16 +4,12 @@
  * they ignore the header and work while the default project is paused.
  */
 import type { NextFunction, Request, Response } from 'express';
-import { ApiError } from '../lib/errors.js';
-import type { Credential, Grant, ProjectRef } from '../lib/credentials.js';
-import type { AppDeps } from '../lib/deps.js';
-import { operationOf } from '../lib/dispatch.js';
+import { ApiError } from '../lib/platform/errors.js';
+import type { AuthContext, Credential, Grant } from '../lib/access/types.js';
+import type { AppDeps } from '../http/app-deps.js';
+import { operationOf } from '../http/dispatch.js';
 
-export interface AuthContext {
-  credential: Credential;
-  project: ProjectRef;
-  scopes: string[];
-}
+export type { AuthContext } from '../lib/access/types.js';
 
 declare module 'express-serve-static-core' {
   interface Request {

@@ -5,10 +5,10 @@
  * Mount after authentication; `keyOf` names the credential (undefined skips limiting).
  */
 import type { NextFunction, Request, Response } from 'express';
-import type { Clock } from '../lib/clock.js';
-import { createLogThrottle, type CounterStore } from '../lib/counters.js';
-import { ApiError } from '../lib/errors.js';
-import type { Logger } from '../lib/logger.js';
+import type { Clock } from '../lib/platform/clock.js';
+import { createLogThrottle, type CounterStore } from '../lib/platform/counters.js';
+import { ApiError } from '../lib/platform/errors.js';
+import type { Logger } from '../lib/platform/logger.js';
 
 export interface RateLimitOptions {
   store: CounterStore;
@@ -22,6 +22,8 @@ export interface RateLimitOptions {
   logger?: Logger;
   /** Prefix of the store key; default `rl:`. */
   prefix?: string;
+  /** Told of each refusal (metrics). */
+  onReject?: () => void;
 }
 
 export function rateLimit(opts: RateLimitOptions): (req: Request, res: Response, next: NextFunction) => void {
@@ -67,6 +69,7 @@ export function rateLimit(opts: RateLimitOptions): (req: Request, res: Response,
         res.setHeader('RateLimit-Remaining', String(count >= limit ? 0 : limit - count));
         res.setHeader('RateLimit-Reset', reset);
         if (count > limit) {
+          opts.onReject?.();
           next(
             new ApiError(
               'rate_limited',

@@ -3,9 +3,9 @@
  *
  * Policy:
  * - Only the media types the operation declares are read here: `application/json` through
- *   lib/media/json-body.ts (the base64 `data` is decoded into a temporary file, at most 5 MB
+ *   http/upload/json-body.ts (the base64 `data` is decoded into a temporary file, at most 5 MB
  *   decoded and at most what is left of the upload budget), `multipart/form-data` through
- *   lib/media/multipart-body.ts (the `file` part into a temporary file, at most the largest media
+ *   http/upload/multipart-body.ts (the `file` part into a temporary file, at most the largest media
  *   ceiling, tightened to the kind's ceiling once the first bytes show an image, video or audio,
  *   and at most the budget). Anything else is left to the validator (415).
  * - The JSON body is at most the operation's `x-body-limit`; a Content-Length above it is refused
@@ -17,11 +17,11 @@
  *   (up to the body limit), so the client gets the answer on a healthy connection.
  */
 import type { NextFunction, Request, Response } from 'express';
-import type { AppDeps } from '../lib/deps.js';
-import { operationOf } from '../lib/dispatch.js';
-import { ApiError } from '../lib/errors.js';
-import { readJsonUpload } from '../lib/media/json-body.js';
-import { readMultipartUpload } from '../lib/media/multipart-body.js';
+import type { AppDeps } from '../http/app-deps.js';
+import { operationOf } from '../http/dispatch.js';
+import { ApiError } from '../lib/platform/errors.js';
+import { readJsonUpload } from '../http/upload/json-body.js';
+import { readMultipartUpload } from '../http/upload/multipart-body.js';
 import { TempFileSink, type LimitReason } from '../lib/media/temp-file.js';
 import { toUploadError } from '../lib/media/errors.js';
 import { sniffCeiling } from '../lib/media/verify.js';

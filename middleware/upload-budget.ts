@@ -7,8 +7,8 @@
  * what they received. Fail-open when the counter store fails. Mount after authentication.
  */
 import type { NextFunction, Request, Response } from 'express';
-import type { AppDeps } from '../lib/deps.js';
-import { operationOf } from '../lib/dispatch.js';
+import type { AppDeps } from '../http/app-deps.js';
+import { operationOf } from '../http/dispatch.js';
 import { UploadBudget } from '../lib/media/budget.js';
 
 declare module 'express-serve-static-core' {

@@ -8,13 +8,17 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { ChildProcess } from 'node:child_process';
-import { startProcess, stopProcess } from './bench/harness.js';
+import { installInterrupt, startProcess, stopProcess } from './bench/harness.js';
 import type { BenchContext, BenchSection } from './bench/context.js';
 import { benchPing } from './bench/ping.js';
 import { benchMessages } from './bench/messages.js';
 import { benchWebhooks } from './bench/webhooks.js';
 import { benchUploads } from './bench/uploads.js';
 import { benchTables } from './bench/tables.js';
+import { benchBroadcasts } from './bench/broadcasts.js';
+import { benchBot } from './bench/bot.js';
+import { benchFlows } from './bench/flows.js';
+import { benchSoak } from './bench/soak.js';
 
 const SECTIONS: Record<string, BenchSection> = {
   ping: benchPing,
@@ -22,6 +26,11 @@ const SECTIONS: Record<string, BenchSection> = {
   webhooks: benchWebhooks,
   uploads: benchUploads,
   tables: benchTables,
+  broadcasts: benchBroadcasts,
+  bot: benchBot,
+  flows: benchFlows,
+  // Not run by default (about 9 minutes): `npm run bench -- soak`.
+  soak: benchSoak,
 };
 
 async function main(): Promise<void> {
@@ -36,6 +45,10 @@ async function main(): Promise<void> {
     started.unshift(p.child);
     return p;
   };
+  // The started processes have their own process group (harness.ts): a Ctrl-C stops them here.
+  installInterrupt(() => {
+    void Promise.all(started.map((c) => stopProcess(c))).finally(() => process.exit(130));
+  });
   try {
     await run(wanted, adminToken, start);
   } finally {
@@ -65,6 +78,9 @@ async function run(wanted: string[], adminToken: string, start: typeof startProc
     NODE_ENV: 'production',
     // The webhook section delivers to receivers on 127.0.0.1 (a local-development setting).
     DEV_ALLOW_PRIVATE_TARGETS: 'true',
+    // Broadcasts: the configured rate is the rate measured; numbers without a setting are unpaced.
+    BROADCAST_RATE_SHARE: '1',
+    BROADCAST_DEFAULT_MPS: '100000',
   }, /listening on http:\/\/localhost:(\d+)[\s\S]*simulator on (http:\/\/127\.0\.0\.1:\d+)/);
   const bare = await start('scripts/bench/bare-server.ts', { PORT: '0' }, /READY (\d+)/);
   const base = `http://127.0.0.1:${service.match[1]}`;
@@ -81,7 +97,7 @@ async function run(wanted: string[], adminToken: string, start: typeof startProc
   const ctx: BenchContext = {
     base,
     simulatorUrl: simulator.match[1],
-    pids: { service: service.child.pid!, simulator: simulator.child.pid! },
+    pids: { service: service.child.pid!, simulator: simulator.child.pid!, bare: bare.child.pid! },
     bareUrl: `http://127.0.0.1:${bare.match[1]}`,
     adminToken,
     duration: Number(process.env.BENCH_DURATION ?? 10),
@@ -94,7 +110,7 @@ async function run(wanted: string[], adminToken: string, start: typeof startProc
     },
   };
   for (const [name, section] of Object.entries(SECTIONS)) {
-    if (wanted.length && !wanted.includes(name)) continue;
+    if (wanted.length ? !wanted.includes(name) : name === 'soak') continue;
     console.log(`\n## ${name}`);
     await section(ctx);
   }

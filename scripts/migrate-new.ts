@@ -16,8 +16,8 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import { bindMigrationAwareSqlAdapterFactory } from '@prisma/driver-adapter-utils';
 import * as runtime from '@prisma/schema-engine-wasm/schema_engine_bg';
 import pg from 'pg';
-import { loadConfig } from '../lib/config.js';
-import { embeddedServiceUrl, readEmbeddedCredentials, startEmbeddedPostgres } from '../lib/db/embedded.js';
+import { loadConfig } from '../lib/platform/config.js';
+import { embeddedServiceUrl, readEmbeddedCredentials, startEmbeddedPostgres } from '../lib/platform/db/embedded.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const schemaPath = path.join(root, 'prisma', 'schema.prisma');

@@ -10,10 +10,13 @@ import type { SimContext } from './context.js';
 import { controlRouter } from './control.js';
 import { GraphError, paramError, sendGraphError } from './errors.js';
 import { graphRouter } from './graph.js';
+import { flowControlRouter } from './flow-control.js';
 import { downloadMedia } from './media.js';
 import { StatusEngine } from './progression.js';
 import { DEFAULT_LIMITS, SimState, type AutoStatusDelays, type Clock, type SimLimits, type SimLogger, type Template } from './state.js';
 import { templateWebhook } from './webhooks.js';
+import { requestLog } from './request-log.js';
+import { warmSendCheck } from './meta-check.js';
 
 export type { AutoStatusDelays, Clock, SimLimits, SimLogger } from './state.js';
 export { signBody } from './callbacks.js';
@@ -51,6 +54,7 @@ export function createSimulator(opts: SimulatorOptions = {}): Simulator {
   const delays = opts.autoStatusDelaysMs === undefined ? DEFAULT_AUTO_STATUS_DELAYS : opts.autoStatusDelaysMs;
   const statuses = new StatusEngine(state, dispatcher, delays);
   const held = new Set<Response>();
+  warmSendCheck();
   const persistence = opts.dataDir ? persistState(state, opts.dataDir) : undefined;
 
   const ctx: SimContext = {
@@ -95,6 +99,7 @@ export function createSimulator(opts: SimulatorOptions = {}): Simulator {
     next();
   });
 
+  app.use('/_sim', flowControlRouter(ctx));
   app.use(
     '/_sim',
     controlRouter(ctx, {
@@ -107,6 +112,7 @@ export function createSimulator(opts: SimulatorOptions = {}): Simulator {
         dispatcher.clear();
         endHeld();
         state.clear(keepPhones);
+        requestLog(state).length = 0;
       },
     }),
   );

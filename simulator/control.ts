@@ -5,6 +5,7 @@ import { FaultInputError, parseFault } from './faults.js';
 import { accessToken, displayPhoneNumber, numericId } from './ids.js';
 import { ControlError, injectInbound } from './inbound.js';
 import type { AutoStatusDelays, PhoneNumber, Template } from './state.js';
+import { requestLog } from './request-log.js';
 import { templateView } from './templates.js';
 import { isObj, type Obj } from './validate.js';
 import type { StatusError } from './webhooks.js';
@@ -41,6 +42,12 @@ function checkUrl(v: unknown): string {
   return fail(400, 'callback_url must be an http or https URL');
 }
 
+function throughputOf(v: unknown): number | null {
+  if (v === undefined || v === null) return null;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > 100_000) fail(400, 'throughput_mps must be an integer from 1 to 100000, or null (unlimited)');
+  return v as number;
+}
+
 function phoneView(p: PhoneNumber): Obj {
   return {
     phone_number_id: p.phone_number_id,
@@ -51,6 +58,7 @@ function phoneView(p: PhoneNumber): Obj {
     verified_name: p.verified_name,
     callback_url: p.callback_url,
     enforce_customer_window: p.enforce_customer_window,
+    throughput_mps: p.throughput_mps ?? null,
     webhook_verification: p.verify_token ? p.verification : null,
     created_at: p.created_at,
   };
@@ -73,6 +81,8 @@ export function controlRouter(ctx: SimContext, hooks: ControlHooks): Router {
   r.use(express.json({ limit: 25 * 1024 * 1024 }));
 
   r.get('/health', (_req, res) => void res.json({ ok: true }));
+  // The Graph requests received and their answers (request-log.ts), oldest first.
+  r.get('/requests', wrap((req) => ({ data: requestLog(state).slice(-limitOf(req.query.limit, 100, 1000)) })));
 
   r.post(
     '/phone-numbers',
@@ -96,6 +106,7 @@ export function controlRouter(ctx: SimContext, hooks: ControlHooks): Router {
         app_secret: b.app_secret as string,
         verify_token: typeof b.verify_token === 'string' ? b.verify_token : null,
         enforce_customer_window: b.enforce_customer_window === true,
+        throughput_mps: throughputOf(b.throughput_mps),
         verification: { ok: null, at: null, status_code: null, error: null },
         lastVerifyAttemptMs: 0,
         created_at: state.clock.now().toISOString(),
@@ -119,6 +130,10 @@ export function controlRouter(ctx: SimContext, hooks: ControlHooks): Router {
       if (b.app_secret !== undefined) pn.app_secret = typeof b.app_secret === 'string' && b.app_secret ? b.app_secret : fail(400, 'app_secret must be a non-empty string');
       if (b.verify_token !== undefined) (pn.verify_token = typeof b.verify_token === 'string' ? b.verify_token : null), (reverify = true);
       if (b.enforce_customer_window !== undefined) pn.enforce_customer_window = b.enforce_customer_window === true;
+      if (b.throughput_mps !== undefined) {
+        pn.throughput_mps = throughputOf(b.throughput_mps);
+        pn.bucket = undefined;
+      }
       if (reverify) {
         pn.verification = { ok: null, at: null, status_code: null, error: null };
         if (pn.verify_token) await dispatcher.verify(pn);

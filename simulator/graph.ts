@@ -7,6 +7,8 @@ import { applyFault, takeFault, type Operation } from './faults.js';
 import { createUploadSession, deleteMedia, getMedia, uploadChunk, uploadMedia, uploadStatus } from './media.js';
 import { sendMessage } from './messages.js';
 import { getTemplate, createTemplate, deleteTemplates, listTemplates } from './templates.js';
+import { logRequest } from './request-log.js';
+import { createFlow, deleteFlow, deprecateFlow, flowOf, getFlow, listAssets, listFlows, publishFlow, uploadAsset } from './flows.js';
 
 const safeDecode = (s: string) => {
   try {
@@ -57,8 +59,13 @@ export function graphRouter(ctx: SimContext): Router {
       const version = String(req.params.version);
       if (!/^v\d{1,2}\.\d{1,2}$/.test(version)) throw unknownPath(req.path === '/' ? `/${version}` : `/${version}${req.path}`);
       state.stats.graph_requests++;
+      logRequest(state, req, res);
       const segs = req.path.split('/').filter(Boolean).map(safeDecode);
-      const fault = takeFault(state, phoneOf(ctx, req, segs[0]), operationOf(ctx, segs));
+      const operation = operationOf(ctx, segs);
+      const fault = takeFault(state, phoneOf(ctx, req, segs[0]), operation);
+      // A slow channel has the whole request before it is slow: a send's body is read first, so a
+      // caller that dies during the latency (a crash) still gets its message processed, as at Meta.
+      if (fault && operation === 'messages' && req.method === 'POST') await new Promise<void>((resolve, reject) => json(req, res, (e?: unknown) => (e ? reject(e) : resolve())));
       if (fault && (await applyFault(fault, req, res, ctx.held))) return;
       if (!res.headersSent) res.set('x-fb-trace-id', fbtraceId());
       next();
@@ -73,6 +80,12 @@ export function graphRouter(ctx: SimContext): Router {
   r.post('/:node/message_templates', json, wrap(createTemplate(ctx)));
   r.delete('/:node/message_templates', wrap(deleteTemplates(ctx)));
   r.post('/:node/uploads', wrap(createUploadSession(ctx)));
+  r.post('/:node/flows', wrap(createFlow(ctx)));
+  r.get('/:node/flows', wrap(listFlows(ctx)));
+  r.post('/:node/assets', wrap(uploadAsset(ctx)));
+  r.get('/:node/assets', wrap(listAssets(ctx)));
+  r.post('/:node/publish', wrap(publishFlow(ctx)));
+  r.post('/:node/deprecate', wrap(deprecateFlow(ctx)));
 
   r.get(
     '/:node',
@@ -83,6 +96,8 @@ export function graphRouter(ctx: SimContext): Router {
       if (media) return getMedia(ctx, req, res, media);
       const tpl = state.templates.get(node);
       if (tpl) return getTemplate(req, res, state, tpl);
+      const flow = flowOf(ctx, req);
+      if (flow) return getFlow(ctx, req, res, flow);
       const pn = state.phones.get(node);
       if (pn) {
         requireToken(req, pn);
@@ -125,6 +140,8 @@ export function graphRouter(ctx: SimContext): Router {
       const node = String(req.params.node);
       const media = state.media.get(node);
       if (media) return deleteMedia(ctx, req, res, media);
+      const flow = flowOf(ctx, req);
+      if (flow) return deleteFlow(ctx, req, res, flow);
       requireAnyToken(state, req);
       throw unsupportedRequest('delete', node);
     }),

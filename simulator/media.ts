@@ -3,6 +3,7 @@
  * Upload API (POST /:appId/uploads, POST/GET /upload:<session>) whose handles serve as template examples.
  */
 import busboy from 'busboy';
+import { recordForm } from './request-log.js';
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import type { Request, Response } from 'express';
 import { baseUrl, requireAnyToken, requireToken, tokenOf, type SimContext } from './context.js';
@@ -83,6 +84,7 @@ export function uploadMedia(ctx: SimContext) {
       bb.on('error', (e) => reject(paramError('Invalid parameter', `Malformed multipart body: ${(e as Error).message}`)));
       req.pipe(bb);
     });
+    recordForm(res, form.fields, form.file ? { bytes: form.file.data.length, mime: form.file.mime, name: form.file.name } : null);
     if (form.truncated) throw tooLarge(limit);
     if (form.fields.messaging_product === undefined) throw paramError('The parameter messaging_product is required.');
     if (form.fields.messaging_product !== 'whatsapp') throw paramError(`Param messaging_product must be one of {WHATSAPP} - got "${form.fields.messaging_product}".`);

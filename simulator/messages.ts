@@ -4,6 +4,8 @@ import { requireAnyToken, requireToken, type SimContext } from './context.js';
 import { paramError, unsupportedRequest, waError } from './errors.js';
 import { wamid as newWamid } from './ids.js';
 import type { MessageMeta, SimState, Template } from './state.js';
+import { validateFlowSend } from './flows.js';
+import { checkSendBody } from './meta-check.js';
 import { isObj, MEDIA_TYPES, validateInteractive, validateMediaMessage, validateMediaRef, validateOther, validateText, type Obj } from './validate.js';
 import type { StatusError } from './webhooks.js';
 
@@ -88,6 +90,22 @@ export function sendMessage(ctx: SimContext) {
       res.json({ success: true });
       return;
     }
+    // Meta's published schema first (simulator/meta/): what it refuses is refused, with Meta's codes.
+    const refused = checkSendBody(b);
+    if (refused) throw refused;
+    // The number's throughput (Cloud API: 80 messages per second by default, up to 1,000): a send
+    // beyond it is refused with 130429, as Meta does. Wall-clock token bucket, one second of burst.
+    if (pn.throughput_mps) {
+      const now = Date.now();
+      const bucket = (pn.bucket ??= { tokens: pn.throughput_mps, at: now });
+      bucket.tokens = Math.min(pn.throughput_mps, bucket.tokens + ((now - bucket.at) / 1000) * pn.throughput_mps);
+      bucket.at = now;
+      if (bucket.tokens < 1) {
+        state.stats.throttled = (state.stats.throttled ?? 0) + 1;
+        throw waError(130429);
+      }
+      bucket.tokens -= 1;
+    }
     if (b.recipient_type !== undefined && b.recipient_type !== 'individual') {
       throw paramError(`Param recipient_type must be one of {INDIVIDUAL} - got "${String(b.recipient_type)}".`);
     }
@@ -106,9 +124,7 @@ export function sendMessage(ctx: SimContext) {
     } else if (!isObj(obj)) {
       throw waError(131008, `The parameter ${type} is required.`);
     }
-    if (b.context !== undefined && (!isObj(b.context) || typeof b.context.message_id !== 'string')) {
-      throw paramError('Invalid parameter', "Param context['message_id'] must be a string.");
-    }
+    // `context` (and its optional message_id, a string) is checked by Meta's schema above.
 
     // Meta returns biz_opaque_callback_data (at most 512 characters) in the message's statuses.
     if (b.biz_opaque_callback_data !== undefined && (typeof b.biz_opaque_callback_data !== 'string' || b.biz_opaque_callback_data.length > 512)) {
@@ -118,7 +134,10 @@ export function sendMessage(ctx: SimContext) {
     let category = 'service';
     if (type === 'text') validateText(obj as Obj);
     else if (MEDIA_TYPES.has(type)) validateMediaMessage(state, type, obj as Obj);
-    else if (type === 'interactive') validateInteractive(state, obj as Obj);
+    else if (type === 'interactive') {
+      validateInteractive(state, obj as Obj);
+      if ((obj as Obj).type === 'flow') validateFlowSend(state, pn.phone_number_id, obj as Obj);
+    }
     else if (type === 'template') category = validateTemplateSend(state, pn.waba_id, obj as Obj).category.toLowerCase();
     else validateOther(type, obj as Obj);
 

@@ -1,5 +1,5 @@
 /**
- * What a restart must not lose: the simulator's numbers, templates and media, kept in a folder
+ * What a restart must not lose: the simulator's numbers, templates, media and flows, kept in a folder
  * (the service's data folder for the bundled simulator, SIMULATOR_DATA_DIR standalone). A project
  * connected to a simulated number keeps working after either side restarts.
  *
@@ -11,12 +11,15 @@
 import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Media, PhoneNumber, SimState, Template } from './state.js';
+import { simFlows, type SimFlow } from './flows.js';
 
 interface Snapshot {
   version: 1;
   phones: PhoneNumber[];
   templates: Array<Omit<Template, 'timer'>>;
   media: Array<Omit<Media, 'data'> & { hasData: boolean }>;
+  /** WhatsApp Flows with their Flow JSON (absent in snapshots from before flows). */
+  flows?: SimFlow[];
 }
 
 export interface SimPersistence {
@@ -39,6 +42,7 @@ export function persistState(state: SimState, dir: string, intervalMs = 500): Si
       phones: [...state.phones.values()],
       templates: [...state.templates.values()].map(({ timer: _timer, ...t }) => t),
       media: [...state.media.values()].map(({ data, ...m }) => ({ ...m, hasData: data !== null })),
+      flows: [...simFlows(state).values()],
     };
     for (const m of state.media.values()) {
       if (m.data && !written.has(m.id)) {
@@ -86,6 +90,7 @@ function load(state: SimState, file: string, mediaDir: string): void {
   const snapshot = JSON.parse(readFileSync(file, 'utf8')) as Snapshot;
   for (const p of snapshot.phones ?? []) state.addPhone(p);
   for (const t of snapshot.templates ?? []) state.templates.set(t.id, { ...t, timer: null });
+  for (const f of snapshot.flows ?? []) simFlows(state).set(f.id, f);
   for (const { hasData, ...m } of snapshot.media ?? []) {
     const bytes = hasData && existsSync(path.join(mediaDir, m.id)) ? readFileSync(path.join(mediaDir, m.id)) : null;
     state.addMedia({ ...m, data: bytes });

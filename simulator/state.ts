@@ -94,6 +94,10 @@ export interface PhoneNumber {
   enforce_customer_window: boolean;
   verification: Verification;
   lastVerifyAttemptMs: number;
+  /** Messages per second this number accepts (wall clock); beyond it, 130429. Absent or null: unlimited. */
+  throughput_mps?: number | null;
+  /** The throughput bucket: tokens left and when it was last filled (wall-clock ms). */
+  bucket?: { tokens: number; at: number };
   created_at: string;
 }
 
@@ -198,6 +202,8 @@ export interface Stats {
   graph_requests: number;
   messages_sent: number;
   faults_applied: number;
+  /** Sends refused with 130429 (beyond a number's throughput_mps). */
+  throttled?: number;
   callbacks_ok: number;
   callbacks_failed: number;
   callbacks_retried: number;

@@ -1,5 +1,6 @@
 /** Message templates: POST/GET/DELETE /:version/:wabaId/message_templates, GET /:version/:templateId. */
 import type { Request, Response } from 'express';
+import { checkTemplateCreateBody } from './meta-check.js';
 import { requireAnyToken, requireToken, type SimContext } from './context.js';
 import { paramError, unsupportedRequest, userError } from './errors.js';
 import { numericId } from './ids.js';
@@ -93,6 +94,9 @@ export function createTemplate(ctx: SimContext) {
     const { state } = ctx;
     const pn = wabaOf(state, req);
     const b: Obj = isObj(req.body) ? req.body : {};
+    // Meta's published schema of this call first (simulator/meta/): its types, as code 100.
+    const refused = checkTemplateCreateBody(b);
+    if (refused) throw refused;
     const name = b.name;
     if (name === undefined) throw paramError('The parameter name is required.');
     if (typeof name !== 'string' || !/^[a-z0-9_]{1,512}$/.test(name)) {

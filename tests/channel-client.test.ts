@@ -16,10 +16,9 @@ import {
   isOutsideWindowError,
   isTemplateExists,
   isTemplateRejection,
-  toApiError,
-  toInvalidTemplateError,
 } from '../channel/errors.js';
-import { ApiError } from '../lib/errors.js';
+import { channelApiError as toApiError, invalidTemplateApiError as toInvalidTemplateError } from '../lib/messaging/channel-errors.js';
+import { ApiError } from '../lib/platform/errors.js';
 
 // A 1x1 PNG.
 const PNG = Buffer.from(
@@ -194,7 +193,7 @@ describe('CloudApiClient against the simulator', () => {
         type: 'template',
         template: {
           name,
-          language: { code: 'en_US' },
+          language: { policy: 'deterministic', code: 'en_US' },
           components: [
             { type: 'header', parameters: [{ type: 'text', text: '42' }] },
             { type: 'body', parameters: [{ type: 'text', text: 'Ann' }, { type: 'text', text: 'Monday' }] },
@@ -212,7 +211,7 @@ describe('CloudApiClient against the simulator', () => {
           recipient_type: 'individual',
           to: TO,
           type: 'template',
-          template: { name, language: { code: 'en_US' }, components: [{ type: 'header', parameters: [{ type: 'text', text: '42' }] }] },
+          template: { name, language: { policy: 'deterministic', code: 'en_US' }, components: [{ type: 'header', parameters: [{ type: 'text', text: '42' }] }] },
         }),
       );
       expect(e.kind).toBe('rejected');

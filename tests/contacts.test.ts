@@ -6,7 +6,11 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
-import { parseContactChange } from '../lib/contacts.js';
+import { parseContactChange as parseWithLimits } from '../lib/conversations/contacts.js';
+import { contactLimitsOf } from '../http/contract-limits.js';
+import { loadPublicContract } from '../http/contracts.js';
+
+const parseContactChange = (body: unknown) => parseWithLimits(body, contactLimitsOf(loadPublicContract()));
 
 let t: TestApp;
 beforeAll(async () => {

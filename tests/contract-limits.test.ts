@@ -8,7 +8,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadContract } from '../lib/contract.js';
+import { loadContract } from '../http/contract.js';
 import { startTestApp, type TestApp } from './support/app.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');

@@ -10,15 +10,15 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { rm } from 'node:fs/promises';
 import pg from 'pg';
-import { startEmbeddedPostgres, type EmbeddedPostgres } from '../lib/db/embedded.js';
-import { applyMigrations } from '../lib/db/migrate.js';
-import { checkReachable } from '../lib/db/database.js';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from '../lib/platform/db/embedded.js';
+import { applyMigrations } from '../lib/platform/db/migrate.js';
+import { checkReachable } from '../lib/platform/db/database.js';
 import { startTestApp, type TestApp } from './support/app.js';
 import { Receiver } from './support/receiver.js';
 import { freePort, tempFolder } from './support/local.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const quiet = { info: () => undefined, warn: () => undefined };
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function eventually<T>(fn: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 20_000): Promise<T> {
   const until = Date.now() + timeoutMs;

@@ -8,8 +8,8 @@ import { afterAll, describe, expect, it } from '@jest/globals';
 import { chmod, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
-import { fallbackPgDir, readEmbeddedCredentials, startEmbeddedPostgres, type EmbeddedPostgres } from '../lib/db/embedded.js';
-import { applyMigrations } from '../lib/db/migrate.js';
+import { fallbackPgDir, readEmbeddedCredentials, startEmbeddedPostgres, type EmbeddedPostgres } from '../lib/platform/db/embedded.js';
+import { applyMigrations } from '../lib/platform/db/migrate.js';
 import { freePort, tempFolder } from './support/local.js';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -90,7 +90,7 @@ describe('after kill -9', () => {
   it('When the service was killed with SIGKILL and left its PostgreSQL running, then the next start stops that server and starts', async () => {
     const dir = await folder();
     const port = await freePort();
-    const embedded = fileURLToPath(new URL('../lib/db/embedded.ts', import.meta.url));
+    const embedded = fileURLToPath(new URL('../lib/platform/db/embedded.ts', import.meta.url));
     const script = path.join(dir, 'start.mts');
     await writeFile(script, `import { startEmbeddedPostgres } from ${JSON.stringify(embedded)};\nawait startEmbeddedPostgres({ dataDir: ${JSON.stringify(dir)}, port: ${port} });\nconsole.log('READY');\nsetInterval(() => {}, 1000);\n`);
     const child = spawn(process.execPath, ['--import', 'tsx', script], { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -129,6 +129,15 @@ describe('a data folder the postgres user cannot enter', () => {
       servers.push(server);
       expect(await query(server.url, 'SELECT v FROM kept')).toEqual([{ v: 'yes' }]);
       await server.stop();
+      // The user deletes the data folder to start afresh: the old files (whose password went with
+      // the folder) are moved aside, not reused, and a new database starts.
+      await rm(dataDir, { recursive: true, force: true });
+      server = await startEmbeddedPostgres({ dataDir, port, logger: quiet });
+      servers.push(server);
+      expect(await query(server.url, "SELECT to_regclass('kept') IS NULL AS fresh")).toEqual([{ fresh: true }]);
+      await server.stop();
+      const aside = (await import('node:fs')).readdirSync(path.dirname(fallback)).filter((n) => n.startsWith('pg.orphaned-'));
+      expect(aside).toHaveLength(1);
     } finally {
       await rm(path.dirname(fallback), { recursive: true, force: true });
     }

@@ -2,9 +2,13 @@
  * The envelope and request ids on every kind of response (spec items 6 and 7), and the published
  * description at GET /v1/openapi.json.
  */
+import { RELEASED, judge, readChangelog, readYaml } from '../scripts/contract/policy.js';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
+import { createHttpServer } from '../http/client-errors.js';
+import { connect } from 'node:net';
+import type { AddressInfo } from 'node:net';
 
 let t: TestApp;
 let key: string;
@@ -61,6 +65,29 @@ describe('failures outside the operations', () => {
     expect(res.headers['allow']).toMatch(/GET/);
   });
 
+  it('When the URL and headers exceed 16 KB, or the request is not HTTP, then Node\'s parser refusal is 400 bad_request in the envelope', async () => {
+    const server = createHttpServer(t.app).listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      const long = await request(base).get(`/v1/tables/t/rows?schema=${'x'.repeat(20_000)}`).set('Authorization', `Bearer ${key}`);
+      expectFailure(long, 400, 'bad_request');
+      expect(long.body.error.message).toMatch(/16 KB/);
+      const raw = await new Promise<string>((resolve, reject) => {
+        const socket = connect((server.address() as AddressInfo).port, '127.0.0.1', () => socket.write('GET /v1/ping HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n'));
+        let text = '';
+        socket.on('data', (d) => (text += d));
+        socket.on('end', () => resolve(text));
+        socket.on('error', reject);
+      });
+      expect(raw).toMatch(/^HTTP\/1\.1 400 /);
+      const body = JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4));
+      expect(body).toEqual({ success: false, error: { code: 'bad_request', message: expect.any(String) }, request_id: expect.stringMatching(/^req_/) });
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
   it('When the operator API is called without its token, then 401 in the envelope', async () => {
     expectFailure(await request(t.app).get('/admin/projects'), 401, 'api_key_required');
     expectFailure(await request(t.app).get('/admin/projects').set('Authorization', 'Bearer wrong'), 401, 'invalid_token');
@@ -74,7 +101,8 @@ describe('GET /v1/openapi.json', () => {
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toMatch(/application\/json/);
     expect(res.body.openapi).toBe('3.1.0');
-    expect(res.body.info.version).toBe('1.0.0');
+    // The versioning policy (README): the served version is the released snapshot's, or a legal step from it with a CHANGELOG.md entry.
+    expect(judge(readYaml(RELEASED), res.body, readChangelog()).problems).toEqual([]);
     expect(res.body.servers[0].url).toBe('https://api.example.test');
     expect(Object.keys(res.body.paths).every((p) => p.startsWith('/v1/'))).toBe(true);
     expect(JSON.stringify(res.body)).not.toContain('/admin');
@@ -115,7 +143,7 @@ describe('GET /v1/openapi.json', () => {
 
 describe('one table of codes', () => {
   it('When the code table of the service and the contract are compared, then they list the same codes', async () => {
-    const { ERROR_STATUS } = await import('../lib/errors.js');
+    const { ERROR_STATUS } = await import('../lib/platform/errors.js');
     const res = await request(t.app).get('/v1/openapi.json');
     expect([...res.body.components.schemas.ErrorCode.enum].sort()).toEqual(Object.keys(ERROR_STATUS).sort());
   });

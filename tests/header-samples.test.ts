@@ -10,7 +10,7 @@ import { startTestApp, type TestApp } from './support/app.js';
 import { startFileServer, type FileServer } from './support/file-server.js';
 import { expectNoTempFiles, projectWithKey } from './support/uploads.js';
 import * as S from './support/samples.js';
-import type { CounterStore } from '../lib/counters.js';
+import type { CounterStore } from '../lib/platform/counters.js';
 import { gzipSync } from 'node:zlib';
 
 const MB = 1024 * 1024;

@@ -11,12 +11,12 @@ import { Readable } from 'node:stream';
 import * as S from './support/samples.js';
 import { startFileServer, type FileServer } from './support/file-server.js';
 import { detectType, verifyContent } from '../lib/media/verify.js';
-import { Base64Stream, readJsonUpload } from '../lib/media/json-body.js';
+import { Base64Stream, readJsonUpload } from '../http/upload/json-body.js';
 import { LimitExceeded, TempFileSink } from '../lib/media/temp-file.js';
-import { DownloadError, safeDownload } from '../lib/net/safe-download.js';
-import { resolveTarget } from '../lib/net/public-address.js';
+import { DownloadError, safeDownload } from '../lib/platform/net/safe-download.js';
+import { resolveTarget } from '../lib/platform/net/public-address.js';
 import { HEADER_RULES, MEDIA_TYPES } from '../lib/media/types.js';
-import { ApiError } from '../lib/errors.js';
+import { ApiError } from '../lib/platform/errors.js';
 
 let dir: string;
 beforeAll(async () => {

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
-import { channelSecretPlace } from '../lib/channel-settings.js';
+import { channelSecretPlace } from '../lib/channel-settings/settings.js';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';

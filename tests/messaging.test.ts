@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { createHmac } from 'node:crypto';
 import { startTestApp, type TestApp } from './support/app.js';
-import { openChannel } from '../lib/channel-settings.js';
+import { openChannel } from '../lib/channel-settings/settings.js';
 
 let t: TestApp;
 beforeAll(async () => {

@@ -10,9 +10,9 @@ import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { embeddedServiceEnv, tempFolder } from './support/local.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 let dir: string | undefined;
 let npm: ChildProcess | undefined;
 
@@ -54,5 +54,37 @@ describe('npm start', () => {
     }
     expect(await answers(port)).toBe(0);
     expect(existsSync(pidFile)).toBe(false);
+  }, 120_000);
+
+  it('When SIGTERM reaches the service during its start-up (PostgreSQL up, HTTP not yet), then it still stops, PostgreSQL included', async () => {
+    const dir2 = await tempFolder('svc-npmstart-early-');
+    try {
+      const { env, port } = await embeddedServiceEnv(path.join(dir2, 'data'));
+      const svc = spawn('npm', ['start'], { cwd: root, env, detached: true, stdio: 'ignore' });
+      const pidFile = path.join(dir2, 'data', 'pg', 'postmaster.pid');
+      try {
+        const until = Date.now() + 60_000;
+        while (!existsSync(pidFile)) {
+          if (Date.now() > until) throw new Error('the embedded PostgreSQL did not start within 60 s');
+          await sleep(50);
+        }
+        // To npm alone, which passes it on to the service (not to PostgreSQL, which only the service stops).
+        process.kill(svc.pid!, 'SIGTERM');
+        const stopBy = Date.now() + 30_000;
+        while ((await answers(port)) !== 0 || existsSync(pidFile)) {
+          if (Date.now() > stopBy) throw new Error('the service or its PostgreSQL still runs 30 s after a SIGTERM during start-up');
+          await sleep(200);
+        }
+        expect(existsSync(pidFile)).toBe(false);
+      } finally {
+        try {
+          process.kill(-svc.pid!, 'SIGKILL');
+        } catch {
+          /* already gone */
+        }
+      }
+    } finally {
+      await rm(dir2, { recursive: true, force: true });
+    }
   }, 120_000);
 });

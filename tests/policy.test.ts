@@ -6,8 +6,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { fileURLToPath } from 'node:url';
 import request from 'supertest';
-import { loadContract } from '../lib/contract.js';
+import { loadContract } from '../http/contract.js';
 import { startTestApp, type TestApp } from './support/app.js';
+import { takeViolations } from './support/response-violations.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -157,5 +158,7 @@ describe('unexpected failures', () => {
     const res = await request(t.app).get('/v1/bad-response').set(bearer(key.secret));
     expect(res.status).toBe(500);
     expect(res.body.error.code).toBe('server_error');
+    // The test's own failure would name the operation, the path and the rule (taken here: provoked on purpose).
+    expect(takeViolations()).toEqual([expect.objectContaining({ operationId: 'badResponse', path: '/data/n', rule: 'type' })]);
   });
 });

@@ -14,11 +14,12 @@ import type { Server } from 'node:http';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import request from 'supertest';
 import { createClient } from 'redis';
-import { ManualClock } from '../lib/clock.js';
-import { MemoryCounterStore, RedisCounterStore, createCounterStore, windowStartOf, type CounterStore } from '../lib/counters.js';
-import type { Logger } from '../lib/logger.js';
+import { ManualClock } from '../lib/platform/clock.js';
+import { MemoryCounterStore, RedisCounterStore, createCounterStore, windowStartOf, type CounterStore } from '../lib/platform/counters.js';
+import type { Logger } from '../lib/platform/logger.js';
 import { freePort } from './support/local.js';
 import { rateLimit } from '../middleware/rate-limit.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const MINUTE = 60_000;
 /** 10 s into a minute: the window resets in 50 s. */
@@ -91,7 +92,6 @@ function ping(app: TestApp, credential?: string) {
   return credential === undefined ? r : r.set('x-credential', credential);
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 // ------------------------------------------------------------------------------------------------
 // Behaviours shared by both stores

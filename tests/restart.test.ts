@@ -12,9 +12,9 @@ import { fileURLToPath } from 'node:url';
 import request from 'supertest';
 import { createSimulator } from '../simulator/app.js';
 import { embeddedServiceEnv, tempFolder } from './support/local.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const folders: string[] = [];
 const children: ChildProcess[] = [];
 

@@ -10,10 +10,10 @@ import net from 'node:net';
 import { createCipheriv, randomBytes } from 'node:crypto';
 import express from 'express';
 import { startTestApp, type TestApp } from './support/app.js';
-import { SecretBox, deriveKey } from '../lib/crypto-box.js';
-import { channelSecretPlace, openChannel } from '../lib/channel-settings.js';
-import { resealLegacySecrets } from '../lib/secret-reseal.js';
-import { applyHttpTimeouts } from '../lib/http-timeouts.js';
+import { SecretBox, deriveKey } from '../lib/platform/crypto-box.js';
+import { channelSecretPlace, openChannel } from '../lib/channel-settings/settings.js';
+import { resealLegacySecrets } from '../lib/access/secret-reseal.js';
+import { applyHttpTimeouts } from '../http/timeouts.js';
 
 let t: TestApp;
 beforeAll(async () => {

@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -17,7 +18,6 @@ afterAll(async () => {
   await t.close();
 });
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 let seq = 0;
 
 async function setup() {

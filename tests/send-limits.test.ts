@@ -8,7 +8,7 @@ import { startTestApp, type TestApp } from './support/app.js';
 import pg from 'pg';
 import { releaseSend, reserveSend, reserveSends } from '../lib/messaging/quota.js';
 import { testDatabaseUrl } from './support/db.js';
-import { ApiError } from '../lib/errors.js';
+import { ApiError } from '../lib/platform/errors.js';
 
 let t: TestApp;
 beforeAll(async () => {

@@ -198,12 +198,12 @@ describe('WhatsApp Cloud API simulator', () => {
   it('validates the body like Meta (code 100 / 131008 / 131009)', async () => {
     const noProduct = await send({ to: '15551230001', type: 'text', text: { body: 'x' } }).expect(400);
     expect(noProduct.body.error).toMatchObject({ code: 100, message: '(#100) The parameter messaging_product is required.' });
-    const noBody = await send({ messaging_product: 'whatsapp', to: '15551230001', type: 'text', text: {} }).expect(400);
+    const noBody = await send({ messaging_product: 'whatsapp', recipient_type: 'individual', to: '15551230001', type: 'text', text: {} }).expect(400);
     expect(noBody.body.error).toMatchObject({ code: 131008, error_data: { messaging_product: 'whatsapp', details: expect.stringContaining("text['body']") } });
-    const badType = await send({ messaging_product: 'whatsapp', to: '15551230001', type: 'fax', fax: {} }).expect(400);
+    const badType = await send({ messaging_product: 'whatsapp', recipient_type: 'individual', to: '15551230001', type: 'fax', fax: {} }).expect(400);
     expect(badType.body.error.code).toBe(100);
     const tooManyButtons = await send({
-      messaging_product: 'whatsapp', to: '15551230001', type: 'interactive',
+      messaging_product: 'whatsapp', recipient_type: 'individual', to: '15551230001', type: 'interactive',
       interactive: { type: 'button', body: { text: 'pick' }, action: { buttons: [1, 2, 3, 4].map((i) => ({ type: 'reply', reply: { id: `b${i}`, title: `B${i}` } })) } },
     }).expect(400);
     expect(tooManyButtons.body.error.code).toBe(131009);
@@ -351,7 +351,7 @@ describe('WhatsApp Cloud API simulator', () => {
       expect(list.body.paging.cursors).toEqual({ before: expect.any(String), after: expect.any(String) });
 
       // Not approved yet: sending it fails like Meta.
-      const tplMsg = { messaging_product: 'whatsapp', to: '15551230003', type: 'template', template: { name: 'order_shipped', language: { code: 'en_US' }, components: [{ type: 'body', parameters: [{ type: 'text', text: 'Ana' }, { type: 'text', text: '42' }] }] } };
+      const tplMsg = { messaging_product: 'whatsapp', recipient_type: 'individual', to: '15551230003', type: 'template', template: { name: 'order_shipped', language: { policy: 'deterministic', code: 'en_US' }, components: [{ type: 'body', parameters: [{ type: 'text', text: 'Ana' }, { type: 'text', text: '42' }] }] } };
       expect((await send(tplMsg).expect(400)).body.error.code).toBe(132001);
 
       const d = await request(base).post(`/_sim/templates/${id}/decision`).send({ decision: 'APPROVED' }).expect(200);
@@ -385,13 +385,13 @@ describe('WhatsApp Cloud API simulator', () => {
       expect(byMediaId.body.error).toMatchObject({ code: 100, error_subcode: 2494102 });
 
       // …and a handle is not a media id for sending.
-      const byHandle = await send({ messaging_product: 'whatsapp', to: '15551230001', type: 'image', image: { id: await upload(undefined, true) } }).expect(400);
+      const byHandle = await send({ messaging_product: 'whatsapp', recipient_type: 'individual', to: '15551230001', type: 'image', image: { id: await upload(undefined, true) } }).expect(400);
       expect(byHandle.body.error.code).toBe(100);
 
       // Sending the approved media-header template needs a header image parameter.
       await request(base).post(`/_sim/templates/${tpl.body.id}/decision`).send({ decision: 'APPROVED' }).expect(200);
       const params = [{ type: 'body', parameters: [{ type: 'text', text: 'Ana' }, { type: 'text', text: '42' }] }];
-      const tplSend = (components: object[]) => send({ messaging_product: 'whatsapp', to: '15551230004', type: 'template', template: { name: 'with_image', language: { code: 'en_US' }, components } });
+      const tplSend = (components: object[]) => send({ messaging_product: 'whatsapp', recipient_type: 'individual', to: '15551230004', type: 'template', template: { name: 'with_image', language: { policy: 'deterministic', code: 'en_US' }, components } });
       expect((await tplSend(params).expect(400)).body.error.code).toBe(132012);
       await tplSend([{ type: 'header', parameters: [{ type: 'image', image: { id: media.body.id } }] }, ...params]).expect(200);
     });
@@ -403,16 +403,16 @@ describe('WhatsApp Cloud API simulator', () => {
       const id = up.body.id;
       const info = await request(base).get(`/v21.0/${id}`).set(auth()).expect(200);
       expect(info.body).toEqual({ messaging_product: 'whatsapp', url: expect.stringContaining('/whatsapp_business/attachments/?mid='), mime_type: 'application/pdf', sha256: expect.stringMatching(/^[0-9a-f]{64}$/), file_size: String(bytes.length), id });
-      await send({ messaging_product: 'whatsapp', to: '15551230001', type: 'document', document: { id, filename: 'doc.pdf' } }).expect(200);
+      await send({ messaging_product: 'whatsapp', recipient_type: 'individual', to: '15551230001', type: 'document', document: { id, filename: 'doc.pdf' } }).expect(200);
 
       clock.t += 30 * DAY - 60_000;
       await request(base).get(`/v21.0/${id}`).set(auth()).expect(200);
       clock.t += 60_000;
       const gone = await request(base).get(`/v21.0/${id}`).set(auth()).expect(400);
       expect(gone.body.error).toMatchObject({ code: 100, error_subcode: 33, type: 'GraphMethodException' });
-      const expired = await send({ messaging_product: 'whatsapp', to: '15551230001', type: 'document', document: { id } }).expect(400);
+      const expired = await send({ messaging_product: 'whatsapp', recipient_type: 'individual', to: '15551230001', type: 'document', document: { id } }).expect(400);
       expect(expired.body.error.code).toBe(131053);
-      const unknown = await send({ messaging_product: 'whatsapp', to: '15551230001', type: 'image', image: { id: '1234567890123456' } }).expect(400);
+      const unknown = await send({ messaging_product: 'whatsapp', recipient_type: 'individual', to: '15551230001', type: 'image', image: { id: '1234567890123456' } }).expect(400);
       expect(unknown.body.error.code).toBe(131053);
 
       const wrongType = await request(base).post(`/v21.0/${pn.phone_number_id}/media`).set(auth()).field('messaging_product', 'whatsapp').field('type', 'application/x-msdownload').attach('file', Buffer.from('MZ'), 'a.exe').expect(400);

@@ -9,9 +9,9 @@ import { promises as fs } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { openDatabase } from '../lib/db/database.js';
-import { startEmbeddedPostgres } from '../lib/db/embedded.js';
-import { applyMigrations, MIGRATIONS_DIR, readMigrations } from '../lib/db/migrate.js';
+import { openDatabase } from '../lib/platform/db/database.js';
+import { startEmbeddedPostgres } from '../lib/platform/db/embedded.js';
+import { applyMigrations, MIGRATIONS_DIR, readMigrations } from '../lib/platform/db/migrate.js';
 import { createScratchDatabase, testDatabaseUrl, withClient } from './support/db.js';
 
 const isRoot = process.getuid?.() === 0;

@@ -11,7 +11,7 @@ import { dropProjectStorage, withProjectTx } from '../lib/tables/isolation.js';
 import { schemaName, type TableSchema } from '../lib/tables/names.js';
 import { readRows, rowsScope } from '../lib/tables/rows.js';
 import { canonicalFilters, parseFilterText } from '../lib/tables/filters.js';
-import { encodeCursorUnchecked } from '../lib/cursor.js';
+import { encodeCursorUnchecked } from '../lib/platform/cursor.js';
 import { testDatabaseUrl } from './support/db.js';
 import pg from 'pg';
 import { randomBytes } from 'node:crypto';

@@ -16,7 +16,7 @@ import { dropProjectStorage, ensureProjectStorage, withProjectTx } from '../lib/
 import { readRows } from '../lib/tables/rows.js';
 import { deleteRows, updateRows } from '../lib/tables/writes.js';
 import { schemaName } from '../lib/tables/names.js';
-import { startEmbeddedPostgres, type EmbeddedPostgres } from '../lib/db/embedded.js';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from '../lib/platform/db/embedded.js';
 
 const settings = { statementTimeoutMs: 5000, cursorSecret: randomBytes(32) };
 

@@ -35,4 +35,35 @@ describe('delivery queue', () => {
     await d.idle();
     expect(ran.filter((i) => i.id === 'dlv_1')).toEqual([{ id: 'dlv_1', webhookId: 'w', claim: { leaseUntil: 1 } }]);
   });
+
+  it('When a claimed item arrives for an id running unclaimed, then it runs after it; stop returns the queued items', async () => {
+    const ran: Item[] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const d = new Dispatcher<Item>({
+      perWebhook: 1,
+      max: 1,
+      maxQueued: 10,
+      onError: () => undefined,
+      run: async (item) => {
+        if (!item.claim) await gate;
+        ran.push(item);
+      },
+    });
+    expect(d.enqueue({ id: 'dlv_2', webhookId: 'w' })).toBe(true); // starts at once, unclaimed
+    expect(d.enqueue({ id: 'dlv_2', webhookId: 'w' })).toBe(false); // an unclaimed duplicate is refused
+    expect(d.enqueue({ id: 'dlv_2', webhookId: 'w', claim: { leaseUntil: 5 } })).toBe(true); // the claim holder runs next
+    expect(d.enqueue({ id: 'dlv_2', webhookId: 'w', claim: { leaseUntil: 4 } })).toBe(false); // an older claim changes nothing
+    release();
+    await d.idle();
+    expect(ran.map((i) => i.claim?.leaseUntil ?? null)).toEqual([null, 5]);
+
+    const blocked = new Dispatcher<Item>({ perWebhook: 1, max: 1, maxQueued: 10, onError: () => undefined, run: () => new Promise(() => undefined) });
+    blocked.enqueue({ id: 'a', webhookId: 'w', claim: { leaseUntil: 1 } });
+    blocked.enqueue({ id: 'b', webhookId: 'w', claim: { leaseUntil: 1 } });
+    blocked.enqueue({ id: 'c', webhookId: 'v', claim: { leaseUntil: 1 } });
+    const { dropped } = blocked.stop();
+    expect(dropped.map((i) => i.id).sort()).toEqual(['b', 'c']);
+    expect(blocked.enqueue({ id: 'd', webhookId: 'w', claim: { leaseUntil: 1 } })).toBe(false);
+  });
 });

@@ -9,8 +9,10 @@ import request from 'supertest';
 import { createHmac } from 'node:crypto';
 import { startTestApp, type TestApp } from './support/app.js';
 import { Receiver } from './support/receiver.js';
-import { openChannel } from '../lib/channel-settings.js';
-import { emit } from '../runtime/emit.js';
+import { CUT_AT_SHUTDOWN } from '../lib/webhooks/claims.js';
+import { openChannel } from '../lib/channel-settings/settings.js';
+import { emit } from '../bot-client/emit.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const KEEP = 5;
 let t: TestApp;
@@ -30,7 +32,6 @@ afterAll(async () => {
   await rx?.close();
 });
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function eventually<T>(fn: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 10_000): Promise<T> {
   const until = Date.now() + timeoutMs;
@@ -347,10 +348,13 @@ describe('retries and disable', () => {
     expect(Date.now() - t0).toBeLessThan(1500); // grace 500 ms, not the 2 s attempt deadline
     rx.on('/stop-hang', { kind: 'status', status: 200 });
     await t.restartWebhooks();
-    const got = await rx.waitFor('/stop-hang', 2, 10_000); // after the cut-off claim's lease (5 s) and the grace (1.5 s)
+    const got = await rx.waitFor('/stop-hang', 2, 5000); // at the cut-off attempt's retry time, not after a lease
     expect(got[1].body.id).toBe(first.body.id);
     const [delivery] = await eventually(() => deliveriesOf(webhook.id), (d) => d[0]?.status === 'succeeded');
-    expect(delivery.attempt_log.map((a: any) => a.status_code)).toEqual([200]); // the cut-off attempt is not recorded
+    // The cut-off attempt counts (the receiver had it) and is recorded as such.
+    expect(delivery.attempt_log.map((a: any) => [a.attempt, a.status_code, a.error])).toEqual([
+      [1, null, CUT_AT_SHUTDOWN], [2, 200, null],
+    ]);
   });
 
   it('When a delivery was claimed by a worker that died, then it is retaken after its lease', async () => {
@@ -367,6 +371,33 @@ describe('retries and disable', () => {
     const [got] = await rx.waitFor('/orphan', 1, 8000);
     expect(got.body.id).toBe(mine.id);
   });
+});
+
+describe('a long queue behind a slow receiver', () => {
+  it('When deliveries wait in the queue longer than a lease, then their claims are kept alive: each is attempted once, counted once', async () => {
+    // 16 at a time, 1.5 s each: the last of 96 start after about 7.5 s, past the 5 s lease and its 1.5 s grace.
+    const { key, runtime } = await setup();
+    const { webhook } = await register(key, '/slow-lane', ['slow.event']);
+    rx.on('/slow-lane', { kind: 'status', status: 200, delayMs: 1500 });
+    for (let i = 0; i < 96; i++) await emitEvent(runtime, 'slow.event', { i });
+    // Completed deliveries are pruned to the newest 5 here: the counts are watched while they wait.
+    await rx.waitFor('/slow-lane', 1);
+    let most = 0;
+    let pending = 96;
+    while (pending > 0) {
+      const { rows } = await t.db.pool.query(
+        `SELECT count(*)::int AS n, COALESCE(max(attempts), 0) AS most FROM webhook_deliveries WHERE webhook_id = $1 AND status = 'pending'`,
+        [webhook.id],
+      );
+      most = Math.max(most, rows[0].most);
+      pending = rows[0].n;
+      await sleep(100);
+    }
+    expect(most).toBe(1);
+    const got = rx.at('/slow-lane');
+    expect(got).toHaveLength(96);
+    expect(new Set(got.map((g) => g.body.id)).size).toBe(96);
+  }, 40_000);
 });
 
 describe('hostile receivers', () => {

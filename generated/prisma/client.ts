@@ -137,3 +137,99 @@ export type MediaAsset = Prisma.MediaAssetModel
  * A template header handle issued through the header-sample operation (opaque, single-purpose).
  */
 export type HeaderSample = Prisma.HeaderSampleModel
+/**
+ * Model Segment
+ * A saved audience: a filter over contact fields, tags, attributes and opt-in (lib/broadcasts/filter.ts).
+ */
+export type Segment = Prisma.SegmentModel
+/**
+ * Model Broadcast
+ * A campaign. Created through /v1 in pending_approval; released by an operator (lib/broadcasts/approval.ts).
+ */
+export type Broadcast = Prisma.BroadcastModel
+/**
+ * Model BroadcastRecipient
+ * One frozen recipient of an approved broadcast, unique per (broadcast, phone).
+ */
+export type BroadcastRecipient = Prisma.BroadcastRecipientModel
+/**
+ * Model BroadcastPacing
+ * The shared token bucket of one channel number (all broadcasts on it draw from it; every instance agrees).
+ */
+export type BroadcastPacing = Prisma.BroadcastPacingModel
+/**
+ * Model ContactImport
+ * A contact CSV import: a job with a status, counts and progress, and a report row per refused line.
+ */
+export type ContactImport = Prisma.ContactImportModel
+/**
+ * Model ContactImportRow
+ * A line of an import that was not imported as is (refused or merged), with its reason.
+ */
+export type ContactImportRow = Prisma.ContactImportRowModel
+/**
+ * Model ContactImportPhone
+ * Phones seen so far by a running import (first line of each): duplicates within a file are found here, not in memory.
+ */
+export type ContactImportPhone = Prisma.ContactImportPhoneModel
+/**
+ * Model CodeFile
+ * The bot's code files: one row per file of a project's `development` or `production` tree
+ * (lib/code/store.ts). `version` is bumped by each write; `sha256` is the ETag.
+ */
+export type CodeFile = Prisma.CodeFileModel
+/**
+ * Model Deployment
+ * Deploy attempts (lib/deploy/deployments.ts): a succeeded one keeps its bundle and the files it
+ * was built from, so a rollback promotes them again without a rebuild. The last 20 are kept.
+ */
+export type Deployment = Prisma.DeploymentModel
+/**
+ * Model BotRelease
+ * What production runs: one row per project, switched in the same transaction as the
+ * production tree (atomic promotion).
+ */
+export type BotRelease = Prisma.BotReleaseModel
+/**
+ * Model BotLog
+ * The bot's log, readable by the operator: the bot's own `log.*` lines and the runtime's
+ * records of stopped invocations (error, timeout, memory limit, start-up).
+ */
+export type BotLog = Prisma.BotLogModel
+/**
+ * Model BotInbox
+ * The bot's inbox (lib/bot/inbox.ts): an inbound message the deployed bot has still to handle,
+ * written with the message and deleted once handled. A row whose lease ran out (its process died
+ * or could not settle it) is handed to the bot again by any instance.
+ */
+export type BotInbox = Prisma.BotInboxModel
+/**
+ * Model Flow
+ * A flow of a project: its current definition is the version `currentVersion` in FlowVersion.
+ */
+export type Flow = Prisma.FlowModel
+/**
+ * Model FlowVersion
+ * Every generate or update writes a new, immutable version.
+ */
+export type FlowVersion = Prisma.FlowVersionModel
+/**
+ * Model DashboardAccount
+ * A person who signs in to /dashboard. No password until the one-time setup link is used.
+ */
+export type DashboardAccount = Prisma.DashboardAccountModel
+/**
+ * Model DashboardMembership
+ * A person's role in one project: owner | admin | member (read-only).
+ */
+export type DashboardMembership = Prisma.DashboardMembershipModel
+/**
+ * Model DashboardSession
+ * A signed-in browser. Only the SHA-256 of the cookie's token is stored, so every instance agrees.
+ */
+export type DashboardSession = Prisma.DashboardSessionModel
+/**
+ * Model DashboardAudit
+ * Who did what, when, with the state before and after: key actions, approvals, cancels, invites.
+ */
+export type DashboardAudit = Prisma.DashboardAuditModel

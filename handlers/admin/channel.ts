@@ -1,8 +1,8 @@
 /** Operator API: a project's WhatsApp channel. Secrets go in, never out. */
 import type { operations } from '../../generated/admin-api.js';
-import type { Handler } from '../types.js';
-import { ApiError } from '../../lib/errors.js';
-import { saveChannel, webhookUrl } from '../../lib/channel-settings.js';
+import type { Handler } from '../../http/handler-types.js';
+import { ApiError } from '../../lib/platform/errors.js';
+import { saveChannel, webhookUrl } from '../../lib/channel-settings/settings.js';
 import { findProject } from './projects.js';
 
 type Ops = operations;

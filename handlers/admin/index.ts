@@ -1,6 +1,6 @@
 /** One entry per operationId of admin-openapi.yaml. */
 import type { operations } from '../../generated/admin-api.js';
-import type { Handlers } from '../types.js';
+import type { Handlers } from '../../http/handler-types.js';
 import { publishedDocument } from '../meta.js';
 import * as projects from './projects.js';
 import * as keys from './keys.js';
@@ -9,6 +9,10 @@ import * as channel from './channel.js';
 import * as webhooks from './webhooks.js';
 import * as runtimeTokens from './runtime-tokens.js';
 import * as tables from './tables.js';
+import * as broadcasts from './broadcasts.js';
+import * as code from './code.js';
+import * as flows from './flows.js';
+import * as dashboard from './dashboard.js';
 
 export const adminHandlers: Handlers<operations> = {
   adminGetOpenApiDocument: async (_req, deps) => ({ raw: publishedDocument(deps.adminContract, deps.config.publicBaseUrl) }),
@@ -19,6 +23,7 @@ export const adminHandlers: Handlers<operations> = {
   adminDeleteProject: projects.adminDeleteProject,
   adminGetChannel: channel.adminGetChannel,
   adminSetChannel: channel.adminSetChannel,
+  adminGrantDashboardRole: dashboard.adminGrantDashboardRole,
   adminListKeys: keys.adminListKeys,
   adminCreateKey: keys.adminCreateKey,
   adminGetKey: keys.adminGetKey,
@@ -42,4 +47,17 @@ export const adminHandlers: Handlers<operations> = {
   adminCreateTable: tables.adminCreateTable,
   adminRunTableDdl: tables.adminRunTableDdl,
   adminCopyPreviewSchema: tables.adminCopyPreviewSchema,
+  adminListBroadcasts: broadcasts.adminListBroadcasts,
+  adminGetBroadcast: broadcasts.adminGetBroadcast,
+  adminApproveBroadcast: broadcasts.adminApproveBroadcast,
+  adminCancelBroadcast: broadcasts.adminCancelBroadcast,
+  adminSetBroadcastThroughput: broadcasts.adminSetBroadcastThroughput,
+  adminCreateContactImport: broadcasts.adminCreateContactImport,
+  adminGetContactImport: broadcasts.adminGetContactImport,
+  adminListDeployments: code.adminListDeployments,
+  adminRollbackDeployment: code.adminRollbackDeployment,
+  adminListBotLogs: code.adminListBotLogs,
+  adminListFlows: flows.adminListFlows,
+  adminPublishFlow: flows.adminPublishFlow,
+  adminDeprecateFlow: flows.adminDeprecateFlow,
 };

@@ -1,8 +1,8 @@
 /** Operator API: runtime tokens of a project's bot code. The secret is returned once, by create. */
 import type { operations, components } from '../../generated/admin-api.js';
-import type { Handler } from '../types.js';
-import { ApiError } from '../../lib/errors.js';
-import { mintRuntimeToken, type RuntimeTokenRow } from '../../lib/runtime-tokens.js';
+import type { Handler } from '../../http/handler-types.js';
+import { ApiError } from '../../lib/platform/errors.js';
+import { mintRuntimeToken, type RuntimeTokenRow } from '../../lib/access/runtime-tokens.js';
 import { findProject } from './projects.js';
 
 type Ops = operations;

@@ -1,6 +1,6 @@
 /** Operator API: a project's tables (the dashboard's database tab). The rules are in lib/tables/ddl.ts. */
 import type { operations } from '../../generated/admin-api.js';
-import type { Handler } from '../types.js';
+import type { Handler } from '../../http/handler-types.js';
 import { findProject } from './projects.js';
 import { copyPreviewToPublic, createTable, listTables, runDdl } from '../../lib/tables/ddl.js';
 

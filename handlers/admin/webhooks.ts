@@ -1,7 +1,7 @@
 /** Operator API: a registration's recent deliveries and every attempt, to diagnose a failing endpoint. */
 import type { operations, components } from '../../generated/admin-api.js';
-import type { Handler } from '../types.js';
-import { ApiError } from '../../lib/errors.js';
+import type { Handler } from '../../http/handler-types.js';
+import { ApiError } from '../../lib/platform/errors.js';
 
 type Ops = operations;
 type S = components['schemas'];

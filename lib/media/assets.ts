@@ -18,14 +18,14 @@
 import { createReadStream } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import type { components } from '../../generated/api.js';
-import type { AppDeps } from '../deps.js';
-import type { ProjectRef } from '../credentials.js';
-import { ApiError } from '../errors.js';
-import { newId } from '../secrets.js';
-import { requireChannel } from '../channel-settings.js';
-import { isUniqueViolation } from '../db/errors.js';
-import { asApiError } from '../../channel/errors.js';
-import { blobStoreOf } from '../storage/blob-store.js';
+import type { Deps } from '../deps.js';
+import type { ProjectRef } from '../access/credentials.js';
+import { ApiError } from '../platform/errors.js';
+import { newId } from '../platform/secrets.js';
+import { requireChannel } from '../channel-settings/settings.js';
+import { isUniqueViolation } from '../platform/db/errors.js';
+import { asApiError } from '../messaging/channel-errors.js';
+import { blobStoreOf } from '../platform/storage/store-of.js';
 import type { UploadBudget } from './budget.js';
 import { fileTooLarge } from './errors.js';
 import { emptyFile } from './header-sample.js';
@@ -105,7 +105,7 @@ interface Incoming {
   multipart: boolean;
 }
 
-export async function createMediaAsset(deps: AppDeps, project: ProjectRef, incoming: Incoming, budget: UploadBudget | undefined): Promise<MediaView> {
+export async function createMediaAsset(deps: Deps, project: ProjectRef, incoming: Incoming, budget: UploadBudget | undefined): Promise<MediaView> {
   const { prisma } = deps.db;
   const body = incoming.body as { source_url?: string; filename?: string; mime?: string; slug?: string; data?: string };
   const what = 'a media asset';
@@ -189,7 +189,7 @@ export async function createMediaAsset(deps: AppDeps, project: ProjectRef, incom
   }
 }
 
-export async function listMediaRows(deps: AppDeps, projectId: string, after: { at: Date; id: string } | undefined, take: number): Promise<MediaRow[]> {
+export async function listMediaRows(deps: Deps, projectId: string, after: { at: Date; id: string } | undefined, take: number): Promise<MediaRow[]> {
   return deps.db.prisma.mediaAsset.findMany({
     where: { projectId, ...(after ? { OR: [{ createdAt: { lt: after.at } }, { createdAt: after.at, id: { lt: after.id } }] } : {}) },
     orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
@@ -197,14 +197,14 @@ export async function listMediaRows(deps: AppDeps, projectId: string, after: { a
   });
 }
 
-async function findAsset(deps: AppDeps, projectId: string, slug: string): Promise<MediaRow> {
+async function findAsset(deps: Deps, projectId: string, slug: string): Promise<MediaRow> {
   const row = await deps.db.prisma.mediaAsset.findUnique({ where: { projectId_slug: { projectId, slug } } });
   if (!row) throw notFound(slug);
   return row;
 }
 
 /** GET /v1/media/{slug}: 410 once expired at the channel. */
-export async function getMediaAsset(deps: AppDeps, projectId: string, slug: string): Promise<MediaView> {
+export async function getMediaAsset(deps: Deps, projectId: string, slug: string): Promise<MediaView> {
   const row = await findAsset(deps, projectId, slug);
   const now = deps.clock.now();
   if (isExpired(row, now)) throw expired(row);
@@ -212,7 +212,7 @@ export async function getMediaAsset(deps: AppDeps, projectId: string, slug: stri
 }
 
 /** DELETE /v1/media/{slug}: here always; at the channel best effort (it drops media after 30 days anyway). */
-export async function deleteMediaAsset(deps: AppDeps, project: ProjectRef, slug: string): Promise<void> {
+export async function deleteMediaAsset(deps: Deps, project: ProjectRef, slug: string): Promise<void> {
   const row = await findAsset(deps, project.id, slug);
   if (row.channelMediaId && !isExpired(row, deps.clock.now())) {
     try {
@@ -227,14 +227,14 @@ export async function deleteMediaAsset(deps: AppDeps, project: ProjectRef, slug:
 }
 
 /** For a send by slug: the channel media id and kind; 404 unknown, 410 expired. */
-export async function resolveMediaSlug(deps: AppDeps, projectId: string, slug: string): Promise<{ mediaId: string; kind: MediaKind }> {
+export async function resolveMediaSlug(deps: Deps, projectId: string, slug: string): Promise<{ mediaId: string; kind: MediaKind }> {
   const row = await findAsset(deps, projectId, slug);
   if (!row.channelMediaId || isExpired(row, deps.clock.now())) throw expired(row);
   return { mediaId: row.channelMediaId, kind: kindOf(row.mimeType) ?? 'document' };
 }
 
 /** True when `value` is a header-sample handle (ours, or shaped like the channel's upload handles). */
-export async function isHeaderHandle(deps: AppDeps, value: string): Promise<boolean> {
+export async function isHeaderHandle(deps: Deps, value: string): Promise<boolean> {
   if (/^\d+::/.test(value)) return true;
   return (await deps.db.prisma.headerSample.findUnique({ where: { handle: value }, select: { handle: true } })) !== null;
 }

@@ -15,16 +15,16 @@
  * - Fail-open like the rate limiter: when the counter store fails, uploads are not limited by the
  *   budget (the per-format ceilings still apply), and a throttled warning is logged.
  */
-import type { AppDeps } from '../deps.js';
-import { createLogThrottle } from '../counters.js';
-import { ApiError } from '../errors.js';
+import type { Deps } from '../deps.js';
+import { createLogThrottle } from '../platform/counters.js';
+import { ApiError } from '../platform/errors.js';
 
 export const BUDGET_WINDOW_MS = 60_000;
 const logFailure = createLogThrottle(10_000);
 
 export class UploadBudget {
   constructor(
-    private readonly deps: Pick<AppDeps, 'counters' | 'clock' | 'config' | 'logger'>,
+    private readonly deps: Pick<Deps, 'counters' | 'clock' | 'config' | 'logger'>,
     private readonly key: string,
   ) {}
 

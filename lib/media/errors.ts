@@ -8,8 +8,8 @@
  *   broken or mis-sized body) → 400 `download_failed` with details.reason.
  * Anything else is passed through unchanged.
  */
-import { ApiError } from '../errors.js';
-import { DownloadError } from '../net/safe-download.js';
+import { ApiError } from '../platform/errors.js';
+import { DownloadError } from '../platform/net/safe-download.js';
 import type { UploadBudget } from './budget.js';
 import { LimitExceeded } from './temp-file.js';
 

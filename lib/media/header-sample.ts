@@ -14,11 +14,11 @@
  */
 import { createReadStream } from 'node:fs';
 import type { components } from '../../generated/api.js';
-import type { AppDeps } from '../deps.js';
-import type { ProjectRef } from '../credentials.js';
-import { ApiError } from '../errors.js';
-import { requireChannel } from '../channel-settings.js';
-import { asApiError } from '../../channel/errors.js';
+import type { Deps } from '../deps.js';
+import type { ProjectRef } from '../access/credentials.js';
+import { ApiError } from '../platform/errors.js';
+import { requireChannel } from '../channel-settings/settings.js';
+import { asApiError } from '../messaging/channel-errors.js';
 import type { UploadBudget } from './budget.js';
 import { fileTooLarge } from './errors.js';
 import { fetchSource } from './source.js';
@@ -34,7 +34,7 @@ export function emptyFile(): ApiError {
 }
 
 export async function createHeaderSample(
-  deps: AppDeps,
+  deps: Deps,
   project: ProjectRef,
   body: HeaderSampleRequest,
   inline: TempFile | undefined,

@@ -1,13 +1,13 @@
 /**
  * A `source_url` fetched into a temporary file for checking (header samples, media). Policy: the
- * download (lib/net/safe-download.ts: public addresses only at every hop, at most 5 redirects, one
+ * download (lib/platform/net/safe-download.ts: public addresses only at every hop, at most 5 redirects, one
  * total time limit) stops at the smaller of `ceiling` and what is left of the key's upload budget;
  * the bytes received are charged to the budget whatever happens; on failure the file is removed
  * and the error mapped to the spec's codes (./errors.ts). DEV_ALLOW_PRIVATE_TARGETS lifts only
  * the address rule.
  */
-import type { AppDeps } from '../deps.js';
-import { safeDownload } from '../net/safe-download.js';
+import type { Deps } from '../deps.js';
+import { safeDownload } from '../platform/net/safe-download.js';
 import type { UploadBudget } from './budget.js';
 import { toUploadError } from './errors.js';
 import { TempFileSink, type HeadHook } from './temp-file.js';
@@ -19,7 +19,7 @@ export interface FetchedFile {
 }
 
 export async function fetchSource(
-  deps: Pick<AppDeps, 'config'>,
+  deps: Pick<Deps, 'config'>,
   url: string,
   opts: { ceiling: number; budget?: UploadBudget; what: string; onHead?: HeadHook },
 ): Promise<FetchedFile> {

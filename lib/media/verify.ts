@@ -14,7 +14,7 @@
  */
 import { open } from 'node:fs/promises';
 import { fileTypeFromBuffer, fileTypeFromFile } from 'file-type';
-import { ApiError } from '../errors.js';
+import { ApiError } from '../platform/errors.js';
 import { cfbRootNames, officeTypeOf } from './cfb.js';
 import { isPlainTextFile } from './text.js';
 import { isGenericMime, KIND_RULES, kindOf, normalizeMime, TEXT } from './types.js';

@@ -4,8 +4,9 @@
  * touches storage or the network, so every rule is cheap to test.
  */
 import type { components } from '../../generated/api.js';
-import { ApiError } from '../errors.js';
-import { normalizePhone } from '../phone.js';
+import { ApiError } from '../platform/errors.js';
+import { normalizePhone } from '../conversations/phone.js';
+import { composeFlowMessage, type FlowSendRef } from '../flows/send.js';
 
 type SendRequest = components['schemas']['SendMessageRequest'];
 type MediaSend = components['schemas']['MediaSend'];
@@ -28,6 +29,8 @@ export interface ComposedMessage {
   template?: { name: string; language: string; variables: string[] };
   /** The message's media, for send-message.ts to resolve a slug and check a media id. */
   media?: MediaRef;
+  /** A flow message's flow, for send-message.ts to resolve to the published channel flow. */
+  flow?: FlowSendRef;
 }
 
 export interface MediaRef {
@@ -115,7 +118,7 @@ function composeInteractive(body: SendRequest): Record<string, unknown> {
   if (i.list) {
     return { type: 'interactive', interactive: { type: 'list', ...common, action: { button: i.list.button, sections: i.list.sections } } };
   }
-  throw invalid('interactive needs buttons (1 to 3) or a list.', 'interactive');
+  throw invalid('interactive needs buttons (1 to 3), a list or a flow.', 'interactive');
 }
 
 export function composeMessage(body: SendRequest): ComposedMessage {
@@ -143,6 +146,14 @@ export function composeMessage(body: SendRequest): ComposedMessage {
     return { phone, type, session: true, content, payload: { type, [type]: media.object }, media };
   }
   content.interactive = body.interactive;
+  if (body.interactive?.flow) {
+    const i = body.interactive;
+    if (i.buttons || i.list) throw invalid('interactive takes one of buttons, list or flow.', 'interactive');
+    const common = { body: { text: i.body }, ...(i.header ? { header: { type: 'text', text: i.header } } : {}), ...(i.footer ? { footer: { text: i.footer } } : {}) };
+    const f = composeFlowMessage(i.flow!, common);
+    content.interactive = { ...i, flow: { ...i.flow, token: f.token } };
+    return { phone, type, session: true, content, payload: f.payload, flow: f.ref };
+  }
   return { phone, type, session: true, content, payload: composeInteractive(body) };
 }
 

@@ -4,22 +4,23 @@
  */
 import type pg from 'pg';
 import type { Prisma } from '../../generated/prisma/client.js';
-
-export const WINDOW_MS = 24 * 60 * 60 * 1000;
+import { MESSAGE_ACTIVITY_SET_SQL } from '../conversations/order.js';
 
 type Tx = Prisma.TransactionClient;
 
-export function windowOpen(lastInboundAt: Date | null | undefined, now: Date): boolean {
-  return !!lastInboundAt && lastInboundAt.getTime() + WINDOW_MS > now.getTime();
-}
+export { windowOpen } from '../conversations/window.js';
+import { SERVICE_WINDOW_MS } from '../conversations/window.js';
 
-/** The contact and conversation for a phone, created when missing. */
+/**
+ * The contact and conversation for a phone, created when missing. An existing contact is read,
+ * never rewritten (an upsert that changes nothing still writes a new row version).
+ */
 export async function upsertConversation(tx: Tx, projectId: string, phone: string, at: Date, opts: { inbound: boolean; profileName?: string }) {
-  const contact = await tx.contact.upsert({
+  const contact = (await tx.contact.findUnique({ where: { projectId_phone: { projectId, phone } } })) ?? (await tx.contact.upsert({
     where: { projectId_phone: { projectId, phone } },
     create: { projectId, phone, name: opts.profileName ?? null },
     update: {},
-  });
+  }));
   if (opts.profileName && !contact.name) {
     await tx.contact.update({ where: { id: contact.id }, data: { name: opts.profileName } });
   }
@@ -30,11 +31,18 @@ export async function upsertConversation(tx: Tx, projectId: string, phone: strin
       include: { contact: true },
     });
   }
-  // Activity only moves forward, so a late or replayed message never pulls a conversation down.
+  // Activity only moves forward, so a late or replayed message never pulls a conversation down;
+  // the order moves only when another conversation is ahead (lib/conversations/order.ts).
+  const lastMessageAt = existing.lastMessageAt > at ? existing.lastMessageAt : at;
+  const behind = at > existing.orderAt && (await tx.conversation.findFirst({
+    where: { projectId, OR: [{ orderAt: { gt: existing.orderAt } }, { orderAt: existing.orderAt, id: { gt: existing.id } }] },
+    select: { id: true },
+  })) !== null;
   return tx.conversation.update({
     where: { id: existing.id },
     data: {
-      lastMessageAt: existing.lastMessageAt > at ? existing.lastMessageAt : at,
+      lastMessageAt,
+      ...(behind ? { orderAt: lastMessageAt } : {}),
       ...(opts.inbound && (!existing.lastInboundAt || existing.lastInboundAt < at) ? { lastInboundAt: at } : {}),
     },
     include: { contact: true },
@@ -42,50 +50,80 @@ export async function upsertConversation(tx: Tx, projectId: string, phone: strin
 }
 
 /**
- * Records a send before the channel is called, in one statement (contact, conversation, message),
- * because it runs for every message: the message is `pending` under our reference `ref` (its wamid
- * until the channel names one), the conversation moves up the recent-activity order, its state is
- * untouched. With an Idempotency-Key, the key is linked to the reference in the same statement, so
- * a crash after this point can never lead the key to send again (middleware/idempotency.ts).
+ * Records a send before the channel is called, in one statement (window check, contact,
+ * conversation, message), because it runs for every message: the message is `pending` under our
+ * reference `ref` (its wamid until the channel names one), the conversation's activity moves
+ * (lib/conversations/order.ts), its state is untouched. A session message whose 24-hour window is
+ * closed records nothing and answers `open: false`. An existing contact is only read: an upsert
+ * would write a new version of an unchanged row on every send. With an Idempotency-Key, the key
+ * is linked to the reference in the same statement, so a crash after this point can never lead
+ * the key to send again (middleware/idempotency.ts).
  */
+/**
+ * Whether a session message to `phone` may be sent now (its 24-hour window is open). Read only on
+ * the rare path where the quota is used up, so that a send the window forbids anyway is answered
+ * 409 (waiting for the quota's reset would not help it) as before the quota was reserved first.
+ */
+export async function sessionWindowOpen(pool: pg.Pool, projectId: string, phone: string, at: Date): Promise<boolean> {
+  const { rows } = await pool.query<{ open: boolean }>(
+    `SELECT EXISTS (
+       SELECT 1 FROM contacts c JOIN conversations w ON w.project_id = c.project_id AND w.contact_id = c.id
+       WHERE c.project_id = $1 AND c.phone = $2
+         AND w.last_inbound_at > $3::timestamptz - interval '${SERVICE_WINDOW_MS} milliseconds'
+     ) AS open`,
+    [projectId, phone, at],
+  );
+  return rows[0].open;
+}
+
 export async function recordIntent(
   pool: pg.Pool,
   projectId: string,
-  message: { phone: string; type: string; content: unknown },
+  message: { phone: string; type: string; content: unknown; session?: boolean },
   ref: string,
   at: Date,
   idempotencyKey?: string,
-): Promise<void> {
-  await pool.query({
-    name: 'record-intent',
-    text: `WITH ct AS (
-             INSERT INTO contacts (project_id, phone, created_at, updated_at) VALUES ($1, $2, $3, $3)
-             ON CONFLICT (project_id, phone) DO UPDATE SET phone = EXCLUDED.phone
-             RETURNING id
-           ), cv AS (
-             INSERT INTO conversations (project_id, contact_id, last_message_at, created_at, updated_at)
-             SELECT $1, ct.id, $3, $3, $3 FROM ct
-             ON CONFLICT (project_id, contact_id) DO UPDATE
-               SET last_message_at = GREATEST(conversations.last_message_at, EXCLUDED.last_message_at), updated_at = EXCLUDED.updated_at
-             RETURNING id
-           ), ik AS (
-             UPDATE idempotency_records SET message_ref = $4 WHERE $7::text IS NOT NULL AND project_id = $1 AND key = $7
-           )
-           INSERT INTO messages (project_id, conversation_id, wamid, client_ref, direction, type, content, status, sent_at, status_at)
-           SELECT $1, cv.id, $4, $4, 'outbound', $5, $6::jsonb, 'pending', $3, $3 FROM cv`,
-    values: [projectId, message.phone, at, ref, message.type, JSON.stringify(message.content), idempotencyKey ?? null],
-  });
-}
-
-/** The channel accepted the send: the message gets its wamid (unless a status already gave it one) and leaves `pending`. */
-export async function confirmSent(pool: pg.Pool, projectId: string, ref: string, wamid: string, at: Date): Promise<void> {
-  await pool.query({
-    name: 'confirm-sent',
-    text: `UPDATE messages SET wamid = $3, status = CASE WHEN status = 'pending' THEN 'sent' ELSE status END,
-                  status_at = CASE WHEN status = 'pending' THEN $4 ELSE status_at END
-           WHERE project_id = $1 AND client_ref = $2`,
-    values: [projectId, ref, wamid, at],
-  });
+): Promise<{ open: boolean }> {
+  // A contact inserted by a concurrent transaction after this statement's snapshot is neither
+  // seen nor inserted (ON CONFLICT DO NOTHING), so nothing is recorded: the next try sees it.
+  for (let attempt = 1; ; attempt++) {
+    const { rows } = await pool.query<{ open: boolean; recorded: number }>({
+      name: 'record-intent',
+      text: `WITH found AS (
+               SELECT id FROM contacts WHERE project_id = $1 AND phone = $2
+             ), gate AS (
+               SELECT NOT $8::boolean OR EXISTS (
+                 SELECT 1 FROM found JOIN conversations w ON w.project_id = $1 AND w.contact_id = found.id
+                 WHERE w.last_inbound_at > $3::timestamptz - interval '${SERVICE_WINDOW_MS} milliseconds'
+               ) AS open
+             ), created AS (
+               INSERT INTO contacts (project_id, phone, created_at, updated_at)
+               SELECT $1, $2, $3, $3 WHERE NOT EXISTS (SELECT 1 FROM found) AND (SELECT open FROM gate)
+               ON CONFLICT (project_id, phone) DO NOTHING
+               RETURNING id
+             ), ct AS (
+               SELECT id FROM found WHERE (SELECT open FROM gate) UNION ALL SELECT id FROM created
+             ), cv AS (
+               INSERT INTO conversations (project_id, contact_id, last_message_at, created_at, updated_at)
+               SELECT $1, ct.id, $3, $3, $3 FROM ct
+               ON CONFLICT (project_id, contact_id) DO UPDATE SET ${MESSAGE_ACTIVITY_SET_SQL}
+               RETURNING id
+             ), ik AS (
+               UPDATE idempotency_records SET message_ref = $4
+               WHERE $7::text IS NOT NULL AND project_id = $1 AND key = $7 AND message_ref IS DISTINCT FROM $4
+                 AND (SELECT open FROM gate)
+             ), ins AS (
+               INSERT INTO messages (project_id, conversation_id, wamid, client_ref, direction, type, content, status, sent_at, status_at)
+               SELECT $1, cv.id, $4, $4, 'outbound', $5, $6::jsonb, 'pending', $3, $3 FROM cv
+               RETURNING 1
+             )
+             SELECT (SELECT open FROM gate) AS open, (SELECT count(*)::int FROM ins) AS recorded`,
+      values: [projectId, message.phone, at, ref, message.type, JSON.stringify(message.content), idempotencyKey ?? null, message.session === true],
+    });
+    if (!rows[0].open) return { open: false };
+    if (rows[0].recorded === 1) return { open: true };
+    if (attempt >= 3) throw new Error(`recording send ${ref} inserted no message (contact ${message.phone} raced ${attempt} times)`);
+  }
 }
 
 /**

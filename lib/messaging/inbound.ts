@@ -6,15 +6,19 @@
  * raising `message.status`. A template decision updates the template and raises
  * `template.approved` or `template.rejected`. Each change and its event commit together.
  */
-import type { AppDeps } from '../deps.js';
-import type { OpenChannel } from '../channel-settings.js';
-import { dispatchedAtSql, EVENTS_CHANNEL, recordEvent } from '../events.js';
-import { newId } from '../secrets.js';
-import { conversationView, messageView } from '../views.js';
+import type { Deps } from '../deps.js';
+import type { OpenChannel } from '../channel-settings/settings.js';
+import { dispatchedAtSql, EVENTS_CHANNEL, insertEventsSql, recordEvent } from '../webhooks/events.js';
+import { STATUS_RANK, statusRankSql } from './status-rank.js';
+import { newId } from '../platform/secrets.js';
+import { conversationView, messageView } from '../conversations/views.js';
 import { upsertConversation } from './conversation-store.js';
+import { notificationChanges, type MetaMessage, type MetaStatus, type TemplateUpdate } from '../../channel/notifications.js';
+import { inboundText } from '../bot/types.js';
+import { addToInbox } from '../bot/inbox.js';
+import { flowReplyOf } from '../flows/send.js';
 
-/** Forward order of delivery statuses; a lower rank never overwrites a higher one. */
-export const STATUS_RANK: Record<string, number> = { sent: 1, delivered: 2, read: 3, failed: 4 };
+export { STATUS_RANK } from './status-rank.js';
 
 /** A status for an unknown wamid this recent may precede our own record of the send: retry later. */
 const UNKNOWN_STATUS_GRACE_MS = 5 * 60 * 1000;
@@ -27,33 +31,17 @@ export interface WebhookOutcome {
   retryLater: boolean;
 }
 
-interface MetaMessage {
-  id: string;
-  from: string;
-  timestamp?: string;
-  type: string;
-  [k: string]: unknown;
-}
-
-interface MetaStatus {
-  id: string;
-  status: string;
-  timestamp?: string;
-  recipient_id?: string;
-  errors?: unknown[];
-  /** Echo of what the send carried: our reference of the send (lib/messaging/send-message.ts). */
-  biz_opaque_callback_data?: string;
-}
-
-async function applyMessage(deps: AppDeps, channel: OpenChannel, m: MetaMessage, profileName: string | undefined, now: Date): Promise<boolean> {
+async function applyMessage(deps: Deps, channel: OpenChannel, m: MetaMessage, profileName: string | undefined, now: Date): Promise<boolean> {
   const phone = String(m.from ?? '').replace(/\D/g, '');
   if (!m.id || !phone) return false;
-  return deps.db.prisma.$transaction(async (tx) => {
+  const { id: _omit, from: _from, ...rest } = m;
+  const stored = await deps.db.prisma.$transaction(async (tx) => {
     const seen = await tx.message.findUnique({ where: { projectId_wamid: { projectId: channel.projectId, wamid: m.id } }, select: { id: true } });
     if (seen) return false;
     // The window runs from when we received the message: our clock, not the provider's.
     const conversation = await upsertConversation(tx, channel.projectId, phone, now, { inbound: true, profileName });
-    const { id: _omit, from: _from, ...rest } = m;
+    const flowReply = await flowReplyOf(tx, channel.projectId, m);
+    if (flowReply) (rest as Record<string, unknown>).flow_reply = flowReply;
     const message = await tx.message.create({
       data: {
         projectId: channel.projectId,
@@ -67,13 +55,23 @@ async function applyMessage(deps: AppDeps, channel: OpenChannel, m: MetaMessage,
         statusAt: now,
       },
     });
+    // The bot's part commits with the message: a restart before the bot ran cannot drop it.
+    if (deps.bot) await addToInbox(tx, channel.projectId, message.id, now, deps.config.botInboxLeaseMs);
     await recordEvent(tx, channel.projectId, 'message.received', {
       conversation_id: Number(conversation.id),
       message: messageView(message),
       conversation: conversationView(conversation, now),
     }, now);
-    return true;
+    return { conversation, message };
   });
+  if (!stored) return false;
+  // The project's deployed bot handles the message once it is stored and `message.received` raised.
+  deps.bot?.onInboundMessage(channel.projectId, stored.message.id, {
+    id: m.id, from: phone, type: stored.message.type, text: inboundText(stored.message.type, rest as Record<string, unknown>), raw: rest as Record<string, unknown>,
+    conversation: { id: Number(stored.conversation.id), state: stored.conversation.state },
+    contact: { phone, name: profileName ?? null }, received_at: now.toISOString(),
+  });
+  return true;
 }
 
 /**
@@ -84,7 +82,7 @@ async function applyMessage(deps: AppDeps, channel: OpenChannel, m: MetaMessage,
  * is judged against the one before it. Returns, per status, whether its message is known (an
  * unknown one may not be recorded yet).
  */
-async function applyStatuses(deps: AppDeps, channel: OpenChannel, statuses: MetaStatus[], now: Date): Promise<boolean[]> {
+async function applyStatuses(deps: Deps, channel: OpenChannel, statuses: MetaStatus[], now: Date): Promise<boolean[]> {
   // Statuses we do not track (e.g. "deleted") and malformed ones are acknowledged as known.
   const known = statuses.map(() => true);
   // Within one notification, only a forward move of a wamid can change anything: a status not
@@ -113,7 +111,7 @@ async function applyStatuses(deps: AppDeps, channel: OpenChannel, statuses: Meta
   return known;
 }
 
-async function applyStatusRound(deps: AppDeps, projectId: string, statuses: MetaStatus[], now: Date): Promise<boolean[]> {
+async function applyStatusRound(deps: Deps, projectId: string, statuses: MetaStatus[], now: Date): Promise<boolean[]> {
   const errors = statuses.map((s) => (s.status === 'failed' ? JSON.stringify(s.errors?.[0] ?? { message: 'failed without detail' }) : null));
   const { rows } = await retryDeadlock(() =>
     deps.db.pool.query<{ ord: number; known: boolean }>({
@@ -128,15 +126,14 @@ async function applyStatusRound(deps: AppDeps, projectId: string, statuses: Meta
                FROM input i
                WHERE m.project_id = $1 AND m.direction = 'outbound'
                  AND (m.wamid = i.wamid OR (i.ref IS NOT NULL AND m.client_ref = i.ref AND m.status = 'pending'))
-                 AND (CASE m.status WHEN 'sent' THEN 1 WHEN 'delivered' THEN 2 WHEN 'read' THEN 3 WHEN 'failed' THEN 4 ELSE 0 END) < i.rank
+                 AND ${statusRankSql('m.status')} < i.rank
                RETURNING m.id, m.conversation_id, i.wamid, i.status, i.error, i.event_id, i.ord
              ), ev AS (
-               INSERT INTO events (id, project_id, name, data, created_at, dispatched_at)
-               SELECT upd.event_id, $1, 'message.status',
+               ${insertEventsSql(`SELECT upd.event_id, $1, 'message.status',
                       jsonb_build_object('message_id', upd.wamid, 'id', upd.id, 'conversation_id', upd.conversation_id, 'status', upd.status)
                         || CASE WHEN upd.error IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('error', upd.error) END,
                       $7, ${dispatchedAtSql('$1', `'message.status'`, '$7')}
-               FROM upd ORDER BY upd.ord
+               FROM upd ORDER BY upd.ord`)}
                RETURNING project_id, dispatched_at
              )
              SELECT i.ord::int AS ord,
@@ -171,15 +168,7 @@ async function retryDeadlock<T>(run: () => Promise<T>, attempts = 3): Promise<T>
   }
 }
 
-interface TemplateUpdate {
-  event?: string;
-  message_template_id?: string | number;
-  message_template_name?: string;
-  message_template_language?: string;
-  reason?: string;
-}
-
-async function applyTemplateStatus(deps: AppDeps, channel: OpenChannel, v: TemplateUpdate, now: Date): Promise<boolean> {
+async function applyTemplateStatus(deps: Deps, channel: OpenChannel, v: TemplateUpdate, now: Date): Promise<boolean> {
   const status = String(v.event ?? '').toUpperCase();
   const byName = { name: String(v.message_template_name), language: String(v.message_template_language) };
   // By the channel's id; a row still waiting for its id (created an instant ago) by name and language.
@@ -205,34 +194,23 @@ async function applyTemplateStatus(deps: AppDeps, channel: OpenChannel, v: Templ
   });
 }
 
-export async function applyWebhook(deps: AppDeps, channel: OpenChannel, payload: any): Promise<WebhookOutcome> {
+export async function applyWebhook(deps: Deps, channel: OpenChannel, payload: unknown): Promise<WebhookOutcome> {
   const outcome: WebhookOutcome = { messages: 0, statuses: 0, templates: 0, retryLater: false };
   const now = deps.clock.now();
-  for (const entry of Array.isArray(payload?.entry) ? payload.entry : []) {
-    for (const change of Array.isArray(entry?.changes) ? entry.changes : []) {
-      const value = change?.value ?? {};
-      if (change?.field === 'messages') {
-        // Changes for another number of the same business account are not this project's.
-        if (value.metadata?.phone_number_id && String(value.metadata.phone_number_id) !== channel.phoneNumberId) continue;
-        const names = new Map<string, string>();
-        for (const c of Array.isArray(value.contacts) ? value.contacts : []) {
-          if (c?.wa_id && c?.profile?.name) names.set(String(c.wa_id), String(c.profile.name).slice(0, 200));
-        }
-        for (const m of Array.isArray(value.messages) ? value.messages : []) {
-          if (await applyMessage(deps, channel, m, names.get(String(m?.from)), now)) outcome.messages++;
-        }
-        const statuses: MetaStatus[] = Array.isArray(value.statuses) ? value.statuses : [];
-        const known = statuses.length ? await applyStatuses(deps, channel, statuses, now) : [];
-        statuses.forEach((s, i) => {
-          if (known[i]) outcome.statuses++;
-          // `sent` is the state a send is recorded in, so an early `sent` loses nothing.
-          else if (s?.status === 'sent') return;
-          else if (!s.timestamp || now.getTime() - Number(s.timestamp) * 1000 < UNKNOWN_STATUS_GRACE_MS) outcome.retryLater = true;
-        });
-      } else if (change?.field === 'message_template_status_update') {
-        if (await applyTemplateStatus(deps, channel, value, now)) outcome.templates++;
+  for (const change of notificationChanges(payload, channel.phoneNumberId)) {
+    if (change.kind === 'messages') {
+      for (const { message, profileName } of change.messages) {
+        if (await applyMessage(deps, channel, message, profileName, now)) outcome.messages++;
       }
-    }
+      const { statuses } = change;
+      const known = statuses.length ? await applyStatuses(deps, channel, statuses, now) : [];
+      statuses.forEach((s, i) => {
+        if (known[i]) outcome.statuses++;
+        // `sent` is the state a send is recorded in, so an early `sent` loses nothing.
+        else if (s?.status === 'sent') return;
+        else if (!s.timestamp || now.getTime() - Number(s.timestamp) * 1000 < UNKNOWN_STATUS_GRACE_MS) outcome.retryLater = true;
+      });
+    } else if (await applyTemplateStatus(deps, channel, change.update, now)) outcome.templates++;
   }
   return outcome;
 }

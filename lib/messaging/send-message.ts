@@ -1,23 +1,28 @@
 /**
  * Sending a message, as POST /v1/messages promises: validate, resolve media (a slug to its channel
- * media id, 404/410 MEDIA_EXPIRED; a header-sample handle given as media_id is 400), check the
- * 24-hour window for session messages, reserve a unit of the daily quota, record the message as
- * `pending` under our reference, call the channel, then give the message its wamid. A call that
+ * media id, 404/410 MEDIA_EXPIRED; a header-sample handle given as media_id is 400), reserve a
+ * unit of the daily quota, check the 24-hour window for session messages and record the message
+ * as `pending` under our reference (one statement; a closed window gives the unit back), call the
+ * channel, then give the message its wamid. A call that
  * certainly failed removes the message and gives its quota back in one statement; a call whose
  * outcome is unknown (timeout) leaves it pending, and its statuses (which echo our reference)
  * settle it. Sending never changes the conversation's state.
  */
 import type { components } from '../../generated/api.js';
-import type { AppDeps } from '../deps.js';
-import type { ProjectRef } from '../credentials.js';
-import { ApiError } from '../errors.js';
-import { requireChannel } from '../channel-settings.js';
+import type { Deps } from '../deps.js';
+import type { ProjectRef } from '../access/credentials.js';
+import { ApiError } from '../platform/errors.js';
+import { requireChannel } from '../channel-settings/settings.js';
 import { bodyPlaceholderCount, composeMessage, type ComposedMessage } from './compose.js';
 import { isHeaderHandle, resolveMediaSlug } from '../media/assets.js';
+import { resolveFlowSend } from '../flows/send.js';
 import { releaseSend, reserveSends, utcDay } from './quota.js';
-import { newId } from '../secrets.js';
-import { abandonIntent, confirmSent, recordIntent, windowOpen } from './conversation-store.js';
-import { asApiError, isChannelError, isOutsideWindowError, toApiError } from '../../channel/errors.js';
+import { settleLater, withdrawSend } from './send-cleanup.js';
+import { newId } from '../platform/secrets.js';
+import { abandonIntent, recordIntent, sessionWindowOpen } from './conversation-store.js';
+import { confirmSends } from './confirm-batch.js';
+import { isChannelError, isOutsideWindowError, isTemplateRejection } from '../../channel/errors.js';
+import { asApiError, channelApiError, invalidTemplateApiError } from './channel-errors.js';
 import type { GraphMessagePayload } from '../../channel/cloud-api.js';
 
 type SendRequest = components['schemas']['SendMessageRequest'];
@@ -36,7 +41,7 @@ function headerFormat(templateComponents: unknown): string | undefined {
  * `MEDIA_EXPIRED`), and must be of the message's kind; a template header parameter is typed
  * from the template's header format, else the asset's kind, else image.
  */
-async function resolveMedia(deps: AppDeps, projectId: string, message: ComposedMessage, templateComponents: unknown): Promise<void> {
+async function resolveMedia(deps: Deps, projectId: string, message: ComposedMessage, templateComponents: unknown): Promise<void> {
   const media = message.media!;
   if (media.mediaId !== undefined && (await isHeaderHandle(deps, media.mediaId))) {
     const text = 'media_id is a template header-sample handle, not a media id: upload the file with POST /v1/media and send its slug or media_id.';
@@ -69,6 +74,14 @@ function outsideWindow(): ApiError {
 export interface SendOptions {
   /** The request's Idempotency-Key, linked to the send before the channel is called. */
   idempotencyKey?: string;
+  /** Called just before the channel is: a failure before it sent nothing, so a caller may try again. */
+  onChannelCall?: () => void;
+  /**
+   * The caller's own reference for this send, unique in the project: a send already recorded under
+   * it is answered from its record and the channel is not called again (a bot event handed over
+   * after a crash repeats its sends under the same references).
+   */
+  ref?: string;
 }
 
 /** A send whose outcome the channel left unknown (a timeout after the request went out). */
@@ -76,10 +89,31 @@ export function isOutcomeUnknown(e: unknown): boolean {
   return e instanceof ApiError && (e.details as { outcome?: unknown } | undefined)?.outcome === 'unknown';
 }
 
-export async function sendMessage(deps: AppDeps, project: ProjectRef, body: SendRequest, opts: SendOptions = {}): Promise<{ id: string; status: 'sent' }> {
+/** Message types a metric label may carry (anything else is `other`: labels stay bounded). */
+const METRIC_TYPES = new Set(['text', 'template', 'image', 'video', 'audio', 'document', 'sticker', 'interactive', 'location', 'reaction', 'flow']);
+
+/** Sends one message (see sendOnce) and counts it by type and outcome. */
+export async function sendMessage(deps: Deps, project: ProjectRef, body: SendRequest, opts: SendOptions = {}): Promise<{ id: string; status: 'sent' }> {
+  const rawType = (body as { type?: unknown })?.type;
+  const type = typeof rawType === 'string' && METRIC_TYPES.has(rawType) ? rawType : 'other';
+  try {
+    const sent = await sendOnce(deps, project, body, opts);
+    deps.metrics?.send(type, 'sent');
+    return sent;
+  } catch (e) {
+    deps.metrics?.send(type, e instanceof ApiError ? e.code : 'error');
+    throw e;
+  }
+}
+
+async function sendOnce(deps: Deps, project: ProjectRef, body: SendRequest, opts: SendOptions): Promise<{ id: string; status: 'sent' }> {
   const message = composeMessage(body);
   const { prisma, pool } = deps.db;
   const now = deps.clock.now();
+  if (opts.ref) {
+    const { rows } = await pool.query<{ wamid: string }>('SELECT wamid FROM messages WHERE project_id = $1 AND client_ref = $2', [project.id, opts.ref]);
+    if (rows[0]) return { id: rows[0].wamid, status: 'sent' };
+  }
 
   let known: { components: unknown } | null = null;
   if (message.template) {
@@ -96,29 +130,40 @@ export async function sendMessage(deps: AppDeps, project: ProjectRef, body: Send
     }
   }
   if (message.media) await resolveMedia(deps, project.id, message, known?.components);
+  if (message.flow) await resolveFlowSend(deps, project.id, message.flow);
 
   const channel = await requireChannel(deps, project.id);
-  const { rows } = await pool.query<{ daily_send_quota: number; last_inbound_at: Date | null }>({
-    name: 'send-preconditions',
-    text: `SELECT p.daily_send_quota, cv.last_inbound_at
-           FROM projects p
-           LEFT JOIN contacts ct ON ct.project_id = p.id AND ct.phone = $2
-           LEFT JOIN conversations cv ON cv.project_id = p.id AND cv.contact_id = ct.id
-           WHERE p.id = $1`,
-    values: [project.id, message.phone],
-  });
-  if (message.session && !windowOpen(rows[0]?.last_inbound_at, now)) throw outsideWindow();
-  await reserveSends(pool, project.id, rows[0]?.daily_send_quota ?? 0, now);
+  // Two statements before the channel is called: the quota unit (batched per project, the limit
+  // read in the statement), then the window check and the record together. A closed window gives
+  // the unit back. The spec's order stands when both refuse: outside the window is 409, whatever
+  // the quota (checked only on that rare path).
+  try {
+    await reserveSends(pool, project.id, null, now);
+  } catch (e) {
+    if (e instanceof ApiError && e.code === 'quota_exceeded' && message.session && !(await sessionWindowOpen(pool, project.id, message.phone, now))) {
+      throw outsideWindow();
+    }
+    throw e;
+  }
 
   // The intent is stored before the channel is called: a crash or an outage after the call can
   // leave a `pending` message, never a sent message without a row. Meta echoes `ref` as
   // biz_opaque_callback_data in the message's statuses, which resolve a pending message.
-  const ref = newId('snd', 24);
+  const ref = opts.ref ?? newId('snd', 24);
+  let recorded: { open: boolean };
   try {
-    await recordIntent(pool, project.id, message, ref, now, opts.idempotencyKey);
+    recorded = await recordIntent(pool, project.id, message, ref, now, opts.idempotencyKey);
   } catch (e) {
-    await releaseSend(pool, project.id, now).catch((err) => deps.logger.error('quota release failed', { error: String(err) }));
+    await withdrawSend(pool, project.id, ref, utcDay(now)).catch(() =>
+      settleLater('withdrawing a send not recorded', () => withdrawSend(pool, project.id, ref, utcDay(now)), deps.logger, { project_id: project.id, ref }),
+    );
     throw e;
+  }
+  if (!recorded.open) {
+    await releaseSend(pool, project.id, now).catch(() =>
+      settleLater('giving back the quota unit of a send outside the window', () => releaseSend(pool, project.id, now), deps.logger, { project_id: project.id }),
+    );
+    throw outsideWindow();
   }
 
   let wamid: string;
@@ -126,19 +171,24 @@ export async function sendMessage(deps: AppDeps, project: ProjectRef, body: Send
     const payload = {
       messaging_product: 'whatsapp', recipient_type: 'individual', to: message.phone, ...message.payload, biz_opaque_callback_data: ref,
     } as GraphMessagePayload;
+    opts.onChannelCall?.();
     ({ wamid } = await deps.channel.sendMessage(channel, payload));
   } catch (e) {
     if (isChannelError(e) && e.outcomeUnknown) {
       // Maybe sent: the message stays pending and keeps its quota unit until a status names it.
       deps.logger.warn('send outcome unknown; the message stays pending until the channel reports it', { project_id: project.id, ref });
-      const api = toApiError(e);
+      const api = channelApiError(e);
       throw new ApiError(api.code, `${api.message}. The outcome is unknown: the message may have been sent; its status will settle it (do not resend; a retry with the same Idempotency-Key answers once it is known).`, { ...(api.details ?? {}), outcome: 'unknown', ref });
     }
-    await abandonIntent(pool, project.id, ref, utcDay(now));
+    await abandonIntent(pool, project.id, ref, utcDay(now)).catch(() =>
+      settleLater('abandoning a send the channel refused', () => abandonIntent(pool, project.id, ref, utcDay(now)), deps.logger, { project_id: project.id, ref }),
+    );
     if (isOutsideWindowError(e)) throw outsideWindow();
+    // The spec's rule: a template send the channel refuses with a 4xx template error is 400 invalid_template (not 502).
+    if (isTemplateRejection(e)) throw invalidTemplateApiError(e);
     throw asApiError(e);
   }
 
-  await confirmSent(pool, project.id, ref, wamid, now);
+  await confirmSends(pool, project.id, ref, wamid, now);
   return { id: wamid, status: 'sent' };
 }

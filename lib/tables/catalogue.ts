@@ -5,7 +5,7 @@
  * request's name and the catalogue's own spelling is used), never from the request text.
  */
 import type pg from 'pg';
-import { ApiError } from '../errors.js';
+import { ApiError } from '../platform/errors.js';
 import { isPlatformTable, type TableSchema } from './names.js';
 
 export interface ColumnInfo {

@@ -1,5 +1,5 @@
 /**
- * Table-row cursors: opaque, signed (lib/cursor.ts), bound to the query, at most 200 characters.
+ * Table-row cursors: opaque, signed (lib/platform/cursor.ts), bound to the query, at most 200 characters.
  *
  * Policy and why:
  * - The MAC covers a scope made of the project, schema, table, sort column, direction and the
@@ -12,7 +12,7 @@
  */
 import type pg from 'pg';
 import { createHash } from 'node:crypto';
-import { decodeCursor, encodeCursor, encodeCursorUnchecked, invalidCursor } from '../cursor.js';
+import { decodeCursor, encodeCursor, encodeCursorUnchecked, invalidCursor } from '../platform/cursor.js';
 import { quoteIdent, PLATFORM_TABLE_PREFIX } from './names.js';
 import type { Position } from './keyset.js';
 import { queryTimeout, sqlState } from './pg-errors.js';

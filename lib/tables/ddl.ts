@@ -19,7 +19,7 @@
  */
 import type pg from 'pg';
 import { randomBytes } from 'node:crypto';
-import { ApiError } from '../errors.js';
+import { ApiError } from '../platform/errors.js';
 import { withProjectTx } from './isolation.js';
 import { loadTable } from './catalogue.js';
 import { IDENT_PATTERN, PLATFORM_TABLE_PREFIX, quoteIdent, isPlatformTable, type TableSchema } from './names.js';

@@ -12,7 +12,7 @@
  *   that does not fit the type is 400 `invalid_value` (the caller maps the cast failure).
  * - Columns are looked up in the catalogue: an unknown one is 400 `unknown_column`.
  */
-import { ApiError } from '../errors.js';
+import { ApiError } from '../platform/errors.js';
 import { columnOf, type ColumnInfo, type TableInfo } from './catalogue.js';
 import { col, Params, valueText } from './sql.js';
 

@@ -3,7 +3,7 @@
  * through, and never a 500 for something the caller's input caused.
  */
 import type pg from 'pg';
-import { ApiError } from '../errors.js';
+import { ApiError } from '../platform/errors.js';
 import type { ColumnInfo } from './catalogue.js';
 
 export function sqlState(e: unknown): string | undefined {

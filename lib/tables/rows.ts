@@ -3,8 +3,8 @@
  * `hasMore` from one extra row (never a count), and cursors bound to the query.
  */
 import type pg from 'pg';
-import { ApiError } from '../errors.js';
-import { invalidCursor } from '../cursor.js';
+import { ApiError } from '../platform/errors.js';
+import { invalidCursor } from '../platform/cursor.js';
 import { columnOf, loadTable, platformTableForbidden, type ColumnInfo, type TableInfo } from './catalogue.js';
 import { canonicalFilters, compileFilters, parseFilterText } from './filters.js';
 import { ensureProjectStorage, withProjectTx } from './isolation.js';

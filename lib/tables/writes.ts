@@ -13,7 +13,7 @@
  * - Each runs in one transaction as the project's role, under the statement and lock timeouts.
  */
 import type pg from 'pg';
-import { ApiError } from '../errors.js';
+import { ApiError } from '../platform/errors.js';
 import { columnOf, loadTable, type ColumnInfo, type TableInfo } from './catalogue.js';
 import { compileFilters, parseFilterText, parsePredicates, type Predicate } from './filters.js';
 import { withProjectTx } from './isolation.js';

@@ -6,11 +6,13 @@
  * after the policy's backoff until the fifth attempt, after which the event is dropped and counts
  * as one failed event for the registration. Only the HTTP exchange holds the registration's
  * concurrency slot; the outcome is written in the next batch.
+ * The attempt was counted when the delivery was claimed (claims.ts): at shutdown, a claim not yet
+ * posted is given back uncounted, and an attempt cut off in flight is recorded as a failure.
  */
 import type pg from 'pg';
-import type { Clock } from '../clock.js';
-import type { Logger } from '../logger.js';
-import type { SecretBox } from '../crypto-box.js';
+import type { Clock } from '../platform/clock.js';
+import type { Logger } from '../platform/logger.js';
+import type { SecretBox } from '../platform/crypto-box.js';
 import { signatureHeader } from './signature.js';
 import { webhookSecretPlace } from './secret-place.js';
 import { postWebhook, type AgentPool, type AttemptResult } from './http-post.js';
@@ -18,6 +20,7 @@ import { retryDelayMs, type DeliveryPolicy } from './policy.js';
 import { cancelIfOrphaned, claimDelivery, renewClaim, type ClaimedDelivery, type OutcomeKind, type RecordedOutcome } from './store.js';
 import type { OutcomeWriter } from './outcomes.js';
 import type { WorkItem } from './dispatcher.js';
+import { CUT_AT_SHUTDOWN, releaseClaims } from './claims.js';
 
 export const USER_AGENT = 'Service-Webhooks/1.0';
 
@@ -31,6 +34,8 @@ export interface AttemptInfo extends AttemptResult {
   webhookId: string;
   attempt: number;
   kind: OutcomeKind;
+  /** When the event happened (the delivery lag runs from here). */
+  eventCreatedAt: Date;
 }
 
 export interface AttemptContext {
@@ -45,7 +50,7 @@ export interface AttemptContext {
   agents: AgentPool;
   logger: Logger;
   outcomes: OutcomeWriter;
-  /** Aborted at shutdown: an attempt still in flight is dropped unrecorded (its claim lapses and it is retaken). */
+  /** Aborted at shutdown: a claim not yet posted is given back; an attempt still in flight is cut off and recorded as failed. */
   signal?: AbortSignal;
   /** When each registration last changed (timer ms), as announced; claims older than that are re-read. */
   changes: Map<string, number>;
@@ -81,7 +86,7 @@ async function hold(ctx: AttemptContext, item: DeliveryItem): Promise<ClaimedDel
     // re-reads the registration and checks that the delivery is still pending.
     const claimedAt = item.claim.leaseUntil.getTime() - ctx.policy.leaseMs;
     const changedAt = ctx.changes.get(item.webhookId);
-    const stale = changedAt !== undefined && changedAt >= claimedAt;
+    const stale = item.claim.extended === true || (changedAt !== undefined && changedAt >= claimedAt);
     const spare = item.claim.leaseUntil.getTime() - now.getTime();
     return !stale && spare > ctx.policy.attemptTimeoutMs + 2000 ? item.claim : renewClaim(ctx.pool, item.id, item.claim.leaseUntil, leaseUntil);
   }
@@ -100,7 +105,14 @@ export async function attemptDelivery(ctx: AttemptContext, item: DeliveryItem): 
     await cancelIfOrphaned(ctx.pool, item.id, ctx.clock.now());
     return undefined;
   }
-  const attempt = claimed.attempts + 1;
+  const attempt = claimed.attempt;
+  if (ctx.signal?.aborted) {
+    // Stopping before the POST: the attempt was not made, so it does not count.
+    await releaseClaims(ctx.pool, [claimed], ctx.timer.now()).catch((e) =>
+      ctx.logger.warn('webhook claim could not be given back; it is retaken after its lease', { delivery_id: item.id, error: String(e) }),
+    );
+    return undefined;
+  }
   const body = deliveryBody(claimed);
   let result: AttemptResult;
   try {
@@ -121,10 +133,11 @@ export async function attemptDelivery(ctx: AttemptContext, item: DeliveryItem): 
     ctx.logger.error('webhook attempt could not be made', { delivery_id: item.id, error: e instanceof Error ? e.message : String(e) });
     result = { ok: false, statusCode: null, error: 'internal error before sending', durationMs: 0 };
   }
-  if (ctx.signal?.aborted) return undefined;
+  // Cut off at shutdown: the receiver may have the request, so the attempt counts as a failure.
+  if (ctx.signal?.aborted && !result.ok) result = { ...result, error: CUT_AT_SHUTDOWN };
   const delay = result.ok ? null : retryDelayMs(ctx.policy, attempt);
   const kind: OutcomeKind = result.ok ? 'success' : delay === null ? 'dropped' : 'retry';
-  ctx.onAttempt?.({ ...result, deliveryId: item.id, webhookId: claimed.webhookId, attempt, kind });
+  ctx.onAttempt?.({ ...result, deliveryId: item.id, webhookId: claimed.webhookId, attempt, kind, eventCreatedAt: claimed.eventCreatedAt });
   await ctx.outcomes.room();
   const written = ctx.outcomes.record({
     deliveryId: item.id,

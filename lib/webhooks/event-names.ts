@@ -8,8 +8,8 @@
  *   name is custom, `message.custom` included; a subscription to it needs only `webhooks:manage`.
  * - A registration lists 1 to 50 distinct names (`invalid_event_list`, `duplicate_event`).
  */
-import { ApiError } from '../errors.js';
-import { PLATFORM_EVENTS, type PlatformEvent } from '../events.js';
+import { ApiError } from '../platform/errors.js';
+import { PLATFORM_EVENTS, type PlatformEvent } from './events.js';
 
 export const EVENT_SCOPES: Record<PlatformEvent, string> = {
   'message.received': 'events:message_received',

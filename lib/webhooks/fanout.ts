@@ -7,7 +7,7 @@
  * do not receive it.
  */
 import type pg from 'pg';
-import { newId } from '../secrets.js';
+import { newId } from '../platform/secrets.js';
 import type { ClaimedDelivery } from './store.js';
 
 export interface FanOutResult {
@@ -30,8 +30,9 @@ interface PairRow {
 
 /**
  * Fans out up to `limit` events, oldest first. `now` stamps `dispatched_at` and the deliveries'
- * `created_at`. The deliveries are born claimed by the caller until `leaseUntil`, so their first
- * attempt needs no claim of its own; if the caller dies, the sweep retakes them after the lease.
+ * `created_at`. The deliveries are born claimed by the caller until `leaseUntil`, their first
+ * attempt already counted (attempts = 1), so it needs no claim of its own; if the caller dies, the
+ * sweep retakes them after the lease (for their second attempt).
  */
 export async function fanOutBatch(pool: pg.Pool, limit: number, now: Date, leaseUntil: Date): Promise<FanOutResult> {
   const client = await pool.connect();
@@ -61,7 +62,7 @@ export async function fanOutBatch(pool: pg.Pool, limit: number, now: Date, lease
       const ids = pairs.map(() => newId('dlv', 24));
       const inserted = await client.query<{ id: string }>(
         `INSERT INTO webhook_deliveries (id, project_id, webhook_id, event_id, event, status, attempts, next_attempt_at, created_at)
-         SELECT d.id, d.project_id, d.webhook_id, d.event_id, d.event, 'pending', 0, $6, $7
+         SELECT d.id, d.project_id, d.webhook_id, d.event_id, d.event, 'pending', 1, $6, $7
            FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS d(id, project_id, webhook_id, event_id, event)
          ON CONFLICT (event_id, webhook_id) DO NOTHING
          RETURNING id`,
@@ -70,7 +71,7 @@ export async function fanOutBatch(pool: pg.Pool, limit: number, now: Date, lease
       const written = new Set(inserted.rows.map((r) => r.id));
       deliveries = pairs.flatMap((p, i) =>
         written.has(ids[i])
-          ? [{ id: ids[i], webhookId: p.webhook_id, attempts: 0, event: p.name, url: p.url, secretEnc: p.secret_enc, dataJson: p.data_json, eventCreatedAt: p.created_at, leaseUntil }]
+          ? [{ id: ids[i], webhookId: p.webhook_id, attempt: 1, event: p.name, url: p.url, secretEnc: p.secret_enc, dataJson: p.data_json, eventCreatedAt: p.created_at, leaseUntil }]
           : [],
       );
     }

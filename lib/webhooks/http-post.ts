@@ -11,7 +11,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { performance } from 'node:perf_hooks';
-import { UnsafeTargetError, pinnedLookup } from '../net/public-address.js';
+import { UnsafeTargetError, pinnedLookup } from '../platform/net/public-address.js';
 import { resolveWebhookTarget } from './target.js';
 
 export interface AttemptResult {

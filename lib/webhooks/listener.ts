@@ -10,7 +10,7 @@
  * re-checked. The sweep covers anything missed in between.
  */
 import pg from 'pg';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../platform/logger.js';
 
 export interface Listener {
   close(): Promise<void>;

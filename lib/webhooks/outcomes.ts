@@ -9,7 +9,7 @@
  * batch disabled have their pending deliveries canceled.
  */
 import type pg from 'pg';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../platform/logger.js';
 import { WEBHOOK_CHANGES_CHANNEL } from './registrations.js';
 import { applyEndpointChanges, cancelPending, endpointChanges, lockEndpoints, recordOutcomes, type Outcome, type RecordedOutcome } from './store.js';
 

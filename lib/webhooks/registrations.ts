@@ -6,11 +6,12 @@
  * registration resets `failure_count` to 0; disabling it drops its pending deliveries. Every change
  * is announced (WEBHOOK_CHANGES_CHANNEL), so deliveries already queued re-read the registration.
  */
-import type { AppDeps } from '../deps.js';
-import type { AuthContext } from '../../middleware/project.js';
+import type { Deps } from '../deps.js';
+import type { AuthContext } from '../access/types.js';
+import { requireScopes } from '../access/scopes.js';
 import type { components } from '../../generated/api.js';
-import { ApiError } from '../errors.js';
-import { newId, newSecret } from '../secrets.js';
+import { ApiError } from '../platform/errors.js';
+import { newId, newSecret } from '../platform/secrets.js';
 import { scopesForEvents, validateSubscription } from './event-names.js';
 import { webhookSecretPlace } from './secret-place.js';
 import { validateWebhookUrl } from './target.js';
@@ -20,7 +21,7 @@ export const SECRET_PREFIX = 'whsec_';
 /** Raised (with the registration id) when a registration changes or goes, so queued deliveries re-read it. */
 export const WEBHOOK_CHANGES_CHANNEL = 'webhook_changes';
 
-type Deps = Pick<AppDeps, 'db' | 'clock' | 'config' | 'secretBox'>;
+type RegistrationDeps = Pick<Deps, 'db' | 'clock' | 'config' | 'secretBox'>;
 
 interface WebhookRow {
   id: string;
@@ -50,16 +51,10 @@ export function webhookView(row: WebhookRow): WebhookView {
 
 function requireEventScopes(auth: AuthContext, events: string[]): void {
   const required = scopesForEvents(events);
-  const missing = required.filter((s) => !auth.scopes.includes(s));
-  if (missing.length > 0) {
-    throw new ApiError('insufficient_scope', `Subscribing to these events needs the scope ${missing.join(', ')} on project "${auth.project.id}".`, {
-      required: ['webhooks:manage', ...required],
-      missing,
-    });
-  }
+  requireScopes(auth, required, 'Subscribing to these events', ['webhooks:manage', ...required]);
 }
 
-async function findWebhook(deps: Deps, projectId: string, id: string) {
+async function findWebhook(deps: RegistrationDeps, projectId: string, id: string) {
   const row = await deps.db.prisma.webhookEndpoint.findFirst({ where: { id, projectId } });
   if (!row) throw new ApiError('not_found', `No webhook "${id}" in this project.`);
   return row;
@@ -68,7 +63,7 @@ async function findWebhook(deps: Deps, projectId: string, id: string) {
 /** Registrations per project, active or not (our bound: fan-out cost grows with it). */
 export const MAX_WEBHOOKS_PER_PROJECT = 100;
 
-export async function createWebhook(deps: Deps, auth: AuthContext, input: { url: string; events: string[]; is_active?: boolean }) {
+export async function createWebhook(deps: RegistrationDeps, auth: AuthContext, input: { url: string; events: string[]; is_active?: boolean }) {
   const events = validateSubscription(input.events);
   requireEventScopes(auth, events);
   const url = await validateWebhookUrl(input.url, deps.config.devAllowPrivateTargets);
@@ -98,16 +93,16 @@ export async function createWebhook(deps: Deps, auth: AuthContext, input: { url:
   return { webhook: webhookView(row), secret };
 }
 
-export async function listWebhooks(deps: Deps, projectId: string): Promise<WebhookView[]> {
+export async function listWebhooks(deps: RegistrationDeps, projectId: string): Promise<WebhookView[]> {
   const rows = await deps.db.prisma.webhookEndpoint.findMany({ where: { projectId }, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] });
   return rows.map(webhookView);
 }
 
-export async function getWebhook(deps: Deps, projectId: string, id: string): Promise<WebhookView> {
+export async function getWebhook(deps: RegistrationDeps, projectId: string, id: string): Promise<WebhookView> {
   return webhookView(await findWebhook(deps, projectId, id));
 }
 
-export async function updateWebhook(deps: Deps, auth: AuthContext, id: string, patch: { url?: string; events?: string[]; is_active?: boolean }) {
+export async function updateWebhook(deps: RegistrationDeps, auth: AuthContext, id: string, patch: { url?: string; events?: string[]; is_active?: boolean }) {
   const current = await findWebhook(deps, auth.project.id, id);
   const events = patch.events !== undefined ? validateSubscription(patch.events) : current.events;
   requireEventScopes(auth, events);
@@ -138,7 +133,7 @@ export async function updateWebhook(deps: Deps, auth: AuthContext, id: string, p
   return webhookView(row);
 }
 
-export async function deleteWebhook(deps: Deps, projectId: string, id: string): Promise<WebhookView> {
+export async function deleteWebhook(deps: RegistrationDeps, projectId: string, id: string): Promise<WebhookView> {
   const current = await findWebhook(deps, projectId, id);
   // Deliveries and their attempts go with it (foreign keys cascade); pending timers find nothing.
   await deps.db.prisma.$transaction([

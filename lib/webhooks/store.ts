@@ -10,14 +10,18 @@
  * Plain SQL: this is the hot path.
  */
 import type pg from 'pg';
+import { MAX_ATTEMPTS } from './policy.js';
 
 type Queryable = Pick<pg.Pool, 'query'>;
 
 export interface ClaimedDelivery {
   id: string;
   webhookId: string;
-  /** Attempts already made. */
-  attempts: number;
+  /**
+   * The attempt this claim reserved (1 to 5). Attempts are counted when claimed, before the POST,
+   * so one cut off by a crash still counts and a failing receiver never gets more than 5.
+   */
+  attempt: number;
   event: string;
   url: string;
   secretEnc: string;
@@ -26,6 +30,8 @@ export interface ClaimedDelivery {
   eventCreatedAt: Date;
   /** The claim's lease: the delivery is ours until then. */
   leaseUntil: Date;
+  /** Kept alive while queued (claims.ts extendClaims): older than a lease, so its registration is re-read before use. */
+  extended?: boolean;
 }
 
 const CLAIM_RETURNING = `RETURNING d.id, d.webhook_id, d.attempts, d.event, e.url, e.secret_enc,
@@ -33,17 +39,17 @@ const CLAIM_RETURNING = `RETURNING d.id, d.webhook_id, d.attempts, d.event, e.ur
 
 function claimed(r: any): ClaimedDelivery {
   return {
-    id: r.id, webhookId: r.webhook_id, attempts: r.attempts, event: r.event, url: r.url, secretEnc: r.secret_enc,
+    id: r.id, webhookId: r.webhook_id, attempt: r.attempts, event: r.event, url: r.url, secretEnc: r.secret_enc,
     dataJson: r.data_json, eventCreatedAt: r.created_at, leaseUntil: r.next_attempt_at,
   };
 }
 
-/** Claims a due delivery of an active registration. */
+/** Claims a due delivery of an active registration, reserving (counting) its next attempt; none past the fifth. */
 export async function claimDelivery(db: Queryable, id: string, now: Date, leaseUntil: Date): Promise<ClaimedDelivery | undefined> {
   const { rows } = await db.query(
-    `UPDATE webhook_deliveries d SET next_attempt_at = $3
+    `UPDATE webhook_deliveries d SET next_attempt_at = $3, attempts = d.attempts + 1
        FROM webhook_endpoints e, events ev
-      WHERE d.id = $1 AND d.status = 'pending' AND d.next_attempt_at <= $2
+      WHERE d.id = $1 AND d.status = 'pending' AND d.next_attempt_at <= $2 AND d.attempts < ${MAX_ATTEMPTS}
         AND e.id = d.webhook_id AND e.is_active AND ev.id = d.event_id
       ${CLAIM_RETURNING}`,
     [id, now, leaseUntil],
@@ -51,13 +57,13 @@ export async function claimDelivery(db: Queryable, id: string, now: Date, leaseU
   return rows[0] ? claimed(rows[0]) : undefined;
 }
 
-/** Claims those of `ids` that are due (one statement for a whole retry job). */
+/** Claims those of `ids` that are due, reserving their next attempts (one statement for a whole retry job or sweep). */
 export async function claimDeliveries(db: Queryable, ids: string[], now: Date, leaseUntil: Date): Promise<ClaimedDelivery[]> {
   if (ids.length === 0) return [];
   const { rows } = await db.query(
-    `UPDATE webhook_deliveries d SET next_attempt_at = $3
+    `UPDATE webhook_deliveries d SET next_attempt_at = $3, attempts = d.attempts + 1
        FROM webhook_endpoints e, events ev
-      WHERE d.id = ANY($1::text[]) AND d.status = 'pending' AND d.next_attempt_at <= $2
+      WHERE d.id = ANY($1::text[]) AND d.status = 'pending' AND d.next_attempt_at <= $2 AND d.attempts < ${MAX_ATTEMPTS}
         AND e.id = d.webhook_id AND e.is_active AND ev.id = d.event_id
       ${CLAIM_RETURNING}`,
     [ids, now, leaseUntil],
@@ -65,7 +71,7 @@ export async function claimDeliveries(db: Queryable, ids: string[], now: Date, l
   return rows.map(claimed);
 }
 
-/** Extends a claim we hold (lease `heldUntil`), re-reading the registration; undefined if it is no longer ours or active. */
+/** Extends a claim we hold (lease `heldUntil`, attempt already reserved), re-reading the registration; undefined if it is no longer ours or active. */
 export async function renewClaim(db: Queryable, id: string, heldUntil: Date, leaseUntil: Date): Promise<ClaimedDelivery | undefined> {
   const { rows } = await db.query(
     `UPDATE webhook_deliveries d SET next_attempt_at = $3
@@ -212,15 +218,18 @@ export async function cancelPending(db: Queryable, webhookIds: string[], at: Dat
   return rowCount ?? 0;
 }
 
-/** Pending deliveries due before `before` (their timer or claim was lost, e.g. in a crash), oldest first, with their ids only. */
-export async function overdueDeliveries(db: Queryable, before: Date, limit: number): Promise<Array<{ id: string; webhookId: string }>> {
+/**
+ * Pending deliveries due before `before` (their timer or claim was lost, e.g. in a crash, or a
+ * graceful stop released them), oldest first, with their ids and the attempts counted so far.
+ */
+export async function overdueDeliveries(db: Queryable, before: Date, limit: number): Promise<Array<{ id: string; webhookId: string; attempts: number }>> {
   const { rows } = await db.query(
-    `SELECT id, webhook_id FROM webhook_deliveries
+    `SELECT id, webhook_id, attempts FROM webhook_deliveries
       WHERE status = 'pending' AND next_attempt_at <= $1
       ORDER BY next_attempt_at LIMIT $2`,
     [before, limit],
   );
-  return rows.map((r) => ({ id: r.id, webhookId: r.webhook_id }));
+  return rows.map((r) => ({ id: r.id, webhookId: r.webhook_id, attempts: r.attempts }));
 }
 
 /**

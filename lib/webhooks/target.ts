@@ -1,13 +1,13 @@
 /**
- * Where a webhook may point, by the outbound-address policy (lib/net/public-address.ts): an
+ * Where a webhook may point, by the outbound-address policy (lib/platform/net/public-address.ts): an
  * absolute `https` URL of at most 512 characters without credentials, whose host resolves only to
  * public addresses. Checked at registration (400 `invalid_webhook_url` for the URL's form, 400
  * `webhook_target_forbidden` for where it leads) and again before every delivery attempt, where
  * the connection then goes to the address that was checked. DEV_ALLOW_PRIVATE_TARGETS lifts the
  * address rule and allows plain http to loopback, for local development and tests only.
  */
-import { ApiError } from '../errors.js';
-import { UnsafeTargetError, checkUrl, resolveTarget } from '../net/public-address.js';
+import { ApiError } from '../platform/errors.js';
+import { UnsafeTargetError, checkUrl, resolveTarget } from '../platform/net/public-address.js';
 
 export const MAX_WEBHOOK_URL_LENGTH = 512;
 /** DNS answers slower than this count as "does not resolve". */

@@ -5,7 +5,7 @@ export interface BenchContext {
   /** The Cloud API simulator the service calls (its own process). */
   simulatorUrl: string;
   /** Process ids, to measure CPU use (the embedded PostgreSQL runs under the service). */
-  pids: { service: number; simulator: number };
+  pids: { service: number; simulator: number; bare: number };
   /** A bare Express endpoint, the baseline. */
   bareUrl: string;
   adminToken: string;

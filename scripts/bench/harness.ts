@@ -21,9 +21,13 @@ export function startProcess(script: string, env: Record<string, string>, ready:
   return new Promise((resolve, reject) => {
     // BENCH_CPU_PROF=<dir> writes a V8 CPU profile of each started process there, on exit.
     const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-    const child = spawn(process.execPath, [...profile, '--import', 'tsx', script], {
+    // --no-node-snapshot: isolated-vm (the bot runtime) needs it on Node 20+.
+    const child = spawn(process.execPath, [...profile, '--no-node-snapshot', '--import', 'tsx', script], {
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
+      // Its own process group: a Ctrl-C reaches the bench alone, which then stops what it started
+      // (a soak stopped midway still reads its figures from the running service).
+      detached: true,
     });
     let out = '';
     // BENCH_LOG_DIR=<dir> keeps each started process's output there, for diagnosis.
@@ -186,4 +190,22 @@ export function cpuSeconds(pid: number): { self: number; descendants: number } |
   } catch {
     return undefined;
   }
+}
+
+let interruptHandler: (() => void) | undefined;
+
+/**
+ * While a section runs that can stop early (the soak), SIGINT calls `handler` instead of ending
+ * the bench; returns the function that gives SIGINT back. See installInterrupt.
+ */
+export function onInterrupt(handler: () => void): () => void {
+  interruptHandler = handler;
+  return () => {
+    if (interruptHandler === handler) interruptHandler = undefined;
+  };
+}
+
+/** SIGINT: the running section's handler if it has one, else `otherwise` (stop everything and exit). */
+export function installInterrupt(otherwise: () => void): void {
+  process.on('SIGINT', () => (interruptHandler ? interruptHandler() : otherwise()));
 }

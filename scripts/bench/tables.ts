@@ -16,10 +16,10 @@ import type { BenchSection } from './context.js';
 import { withProjectTx } from '../../lib/tables/isolation.js';
 import { rowsScope } from '../../lib/tables/rows.js';
 import { canonicalFilters, parseFilterText } from '../../lib/tables/filters.js';
-import { encodeCursorUnchecked } from '../../lib/cursor.js';
-import { loadOrCreateMasterKey } from '../../lib/master-key.js';
-import { deriveKey } from '../../lib/crypto-box.js';
-import { embeddedServiceUrl, readEmbeddedCredentials } from '../../lib/db/embedded.js';
+import { encodeCursorUnchecked } from '../../lib/platform/cursor.js';
+import { loadOrCreateMasterKey } from '../../lib/platform/master-key.js';
+import { deriveKey } from '../../lib/platform/crypto-box.js';
+import { embeddedServiceUrl, readEmbeddedCredentials } from '../../lib/platform/db/embedded.js';
 import { schemaName } from '../../lib/tables/names.js';
 
 const ROWS = Number(process.env.BENCH_TABLE_ROWS ?? 1_000_000);

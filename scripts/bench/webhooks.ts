@@ -10,7 +10,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { BenchSection } from './context.js';
-import { cpuSeconds } from './harness.js';
+import { cpuSeconds, load } from './harness.js';
 
 const RECEIVERS = 10;
 const FAILING = 1;
@@ -184,6 +184,10 @@ export const benchWebhooks: BenchSection = async (ctx) => {
     );
   }
   console.log(`max rate: ${(runs[2].delivered / runs[2].seconds).toFixed(0)} deliveries/s, p99 ${quantile(runs[2].latencies, 0.99)} ms`);
+  // Issue #24: deliveries per second against bare Express requests per second, in this run.
+  const bare = await load('bare Express GET /bare, max rate', { url: `${ctx.bareUrl}/bare`, duration: ctx.duration, connections: 50 });
+  const best = Math.max(...runs.map((r) => r.delivered / r.seconds));
+  console.log(`deliveries per second (best run) = ${((best / bare.rps) * 100).toFixed(1)}% of bare Express (${best.toFixed(0)} / ${bare.rps}); goal at least 60% → ${best >= 0.6 * bare.rps ? 'met' : 'NOT met'}`);
 
   for (const id of webhookIds) {
     await fetch(`${ctx.base}/v1/webhooks/${id}`, { method: 'DELETE', headers: { Authorization: `Bearer ${key}` } }).catch(() => undefined);

@@ -63,6 +63,9 @@ export class AdminClient {
   rotateKey = (id: string) => this.call('adminRotateKey', 'POST', `/admin/keys/${seg(id)}/rotate`);
   revokeKey = (id: string) => this.call('adminRevokeKey', 'POST', `/admin/keys/${seg(id)}/revoke`);
 
+  grantDashboardRole = (projectId: string, body: Body<'adminGrantDashboardRole'>) =>
+    this.call('adminGrantDashboardRole', 'POST', `/admin/projects/${seg(projectId)}/dashboard-members`, body);
+
   listConnections = () => this.call('adminListConnections', 'GET', '/admin/connections');
   createConnection = (body: Body<'adminCreateConnection'>) => this.call('adminCreateConnection', 'POST', '/admin/connections', body);
   getConnection = (id: string) => this.call('adminGetConnection', 'GET', `/admin/connections/${seg(id)}`);
@@ -95,6 +98,46 @@ export class AdminClient {
   /** Its body is optional in the contract (Body<> is never for such): typed here by hand. */
   copyPreviewSchema = (projectId: string, body: { dry_run?: boolean }) =>
     this.call('adminCopyPreviewSchema', 'POST', `/admin/projects/${seg(projectId)}/tables/copy-preview`, body as never);
+
+  // Broadcasts (scripts/ops/broadcasts.ts).
+  listBroadcasts = (query: Query<'adminListBroadcasts'>) => this.call('adminListBroadcasts', 'GET', `/admin/broadcasts${queryString(query)}`);
+  getBroadcast = (id: string) => this.call('adminGetBroadcast', 'GET', `/admin/broadcasts/${seg(id)}`);
+  approveBroadcast = (id: string, body: { scheduled_at?: string; approved_by?: string }) =>
+    this.call('adminApproveBroadcast', 'POST', `/admin/broadcasts/${seg(id)}/approve`, body as never);
+  cancelBroadcast = (id: string, body: { reason?: string }) => this.call('adminCancelBroadcast', 'POST', `/admin/broadcasts/${seg(id)}/cancel`, body as never);
+  setBroadcastThroughput = (projectId: string, body: Body<'adminSetBroadcastThroughput'>) =>
+    this.call('adminSetBroadcastThroughput', 'PUT', `/admin/projects/${seg(projectId)}/broadcast-throughput`, body);
+  getContactImport = (id: string) => this.call('adminGetContactImport', 'GET', `/admin/contact-imports/${seg(id)}`);
+  /** Streams a CSV file as the body (never read into memory). */
+  async createContactImport(projectId: string, file: NodeJS.ReadableStream, query: Query<'adminCreateContactImport'>): Promise<{ import: { id: string; status: string } }> {
+    const url = `${this.config.baseUrl}/admin/projects/${seg(projectId)}/contact-imports${queryString(query)}`;
+    let res: Response;
+    try {
+      res = await fetch(url, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${this.config.token}`, accept: 'application/json', 'content-type': 'text/csv' },
+        body: file as never,
+        duplex: 'half',
+      } as RequestInit);
+    } catch (e) {
+      throw this.transportFailure(e);
+    }
+    const json = parseJson(await res.text());
+    if (json?.success === true) return json.data;
+    if (json?.success === false) throw new OpsFailure(json as FailureEnvelope, res.status);
+    throw failure('bad_response', `POST ${url} answered HTTP ${res.status} without the service's envelope`, res.status);
+  }
+  listDeployments = (projectId: string) => this.call('adminListDeployments', 'GET', `/admin/projects/${seg(projectId)}/deployments`);
+  rollbackDeployment = (projectId: string, deploymentId: string, body: { message?: string }) =>
+    this.call('adminRollbackDeployment', 'POST', `/admin/projects/${seg(projectId)}/deployments/${seg(deploymentId)}/rollback`, body as never);
+  listBotLogs = (projectId: string, query: Query<'adminListBotLogs'> = {}) =>
+    this.call('adminListBotLogs', 'GET', `/admin/projects/${seg(projectId)}/bot/logs${queryString(query)}`);
+  listFlows = (projectId: string) => this.call('adminListFlows', 'GET', `/admin/projects/${seg(projectId)}/flows`);
+  /** Its body is optional in the contract: typed here by hand. */
+  publishFlow = (projectId: string, name: string, body: { dry_run?: boolean }) =>
+    this.call('adminPublishFlow', 'POST', `/admin/projects/${seg(projectId)}/flows/${seg(name)}/publish`, body as never);
+  deprecateFlow = (projectId: string, name: string) =>
+    this.call('adminDeprecateFlow', 'POST', `/admin/projects/${seg(projectId)}/flows/${seg(name)}/deprecate`);
 
   /** `op` names the operation for the types only; the method and path are what is sent. */
   private async call<Op extends OpName>(_op: Op, method: Method, path: string, body?: Body<Op>): Promise<Data<Op>> {

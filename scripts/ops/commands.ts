@@ -8,8 +8,11 @@ import { flagSet, flagValue, parseChoice, parseDuration, parseInteger, parseList
 import type { AdminClient, Body, Schemas } from './client.js';
 import * as f from './format.js';
 import { TABLE_COMMANDS } from './tables.js';
+import { BROADCAST_COMMANDS } from './broadcasts.js';
+import { CODE_COMMANDS } from './code.js';
+import { FLOW_COMMANDS } from './flows.js';
 
-export type Group = 'projects' | 'keys' | 'connections' | 'tokens' | 'channel' | 'runtime' | 'webhooks' | 'tables';
+export type Group = 'dashboard' | 'projects' | 'keys' | 'connections' | 'tokens' | 'channel' | 'runtime' | 'webhooks' | 'tables' | 'broadcasts' | 'contacts' | 'code' | 'flows';
 
 export interface Result {
   data: unknown;
@@ -26,6 +29,8 @@ export interface Command {
   /** Flags the command accepts besides the global ones. */
   flags?: string[];
   summary: string;
+  /** 'api_key': the command uses a project key (SERVICE_API_KEY), not the operator token. */
+  auth?: 'api_key';
   run(api: AdminClient, pos: string[], args: ParsedArgs): Promise<Result>;
 }
 
@@ -38,6 +43,11 @@ export const GROUPS: Record<Group, string> = {
   runtime: "Runtime tokens (rt_…) the project's bot code uses to raise custom events",
   webhooks: 'Webhook registrations: recent deliveries, to diagnose a failing endpoint',
   tables: "A project's own tables: list, run DDL in public or preview, copy preview's structure to public",
+  broadcasts: 'Campaigns: the approval queue, approve (now or later), cancel; the number throughput',
+  contacts: 'Contact CSV imports with progress and a line report',
+  code: "The bot's code: pull, push and deploy with a project key (SERVICE_API_KEY); deployments, rollback and logs",
+  flows: "A project's WhatsApp Flows: publish to the channel (an operator's decision), deprecate, list",
+  dashboard: 'People of the dashboard (/dashboard): the first owner of a project, with a one-time setup link',
 };
 
 /** Secrets come from the environment, never from arguments (shell history, process lists). */
@@ -75,7 +85,22 @@ const DELIVERY_STATES = Object.keys({ pending: 1, succeeded: 1, failed: 1, cance
 /** The contract's bounds and default for deliveries per page. */
 const DELIVERIES_LIMIT = { min: 1, max: 100, default: 20 };
 
+const DASHBOARD_ROLES = ['owner', 'admin', 'member'] as const satisfies readonly Schemas['DashboardGrant']['role'][];
+
 export const COMMANDS: Command[] = [
+  {
+    group: 'dashboard', name: 'grant', args: ['<projectId>', '<email>'], options: '[--role owner|admin|member] [--reset-password]', flags: ['role', 'reset-password'],
+    summary: 'Give a person a dashboard role (default owner); prints the one-time setup link when they have no password yet (--reset-password: a lost password)',
+    async run(api, [projectId, email], args) {
+      const rawRole = flagValue(args, 'role');
+      const role = rawRole === undefined ? 'owner' : parseChoice(rawRole, '--role', DASHBOARD_ROLES);
+      const data = await api.grantDashboardRole(projectId, { email, role, reset_password: flagSet(args, 'reset-password') });
+      const link = data.setup_url
+        ? `Setup link (works once, until ${data.setup_expires_at}; send it to the person, it is not shown again):\n  ${data.setup_url}`
+        : 'This person already has a password: they sign in at /dashboard/login.';
+      return { data, human: done(`${data.account.email} is ${data.role} of project ${data.project_id}.`, link) };
+    },
+  },
   {
     group: 'projects', name: 'list', args: [], summary: 'List all projects, deleted ones included',
     async run(api) {
@@ -308,7 +333,7 @@ export const COMMANDS: Command[] = [
       const data = await api.createRuntimeToken(projectId);
       const title = `Created runtime token ${data.token.id} for project ${data.token.project_id}.`;
       const secret = f.secretBlock(data.secret, 'SERVICE_RUNTIME_TOKEN', api.baseUrl, [
-        `export SERVICE_RUNTIME_URL=${api.baseUrl}    # both read by emit() in runtime/emit.ts`,
+        `export SERVICE_RUNTIME_URL=${api.baseUrl}    # both read by emit() in bot-client/emit.ts`,
       ]);
       return { data, human: done(title, f.runtimeTokenRecord(data.token), secret) };
     },
@@ -339,6 +364,9 @@ export const COMMANDS: Command[] = [
     },
   },
   ...TABLE_COMMANDS,
+  ...BROADCAST_COMMANDS,
+  ...CODE_COMMANDS,
+  ...FLOW_COMMANDS,
 ];
 
 export function findCommand(group: string, name: string): Command | undefined {

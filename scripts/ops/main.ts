@@ -44,7 +44,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv, io: 
     usage = commandUsage(command);
     if (help) return print(io, usage);
     checkLine(command, rest, args);
-    const config = clientConfig(args, env);
+    const config = clientConfig(args, env, command.auth === 'api_key');
     token = config.token;
     const result = await command.run(new AdminClient(config), rest, args);
     io.out(json ? JSON.stringify(result.data, null, 2) : result.human);
@@ -89,7 +89,7 @@ function checkLine(command: Command, rest: string[], args: ParsedArgs): void {
   }
 }
 
-function clientConfig(args: ParsedArgs, env: NodeJS.ProcessEnv): ClientConfig {
+function clientConfig(args: ParsedArgs, env: NodeJS.ProcessEnv, keyOnly = false): ClientConfig {
   const rawUrl = flagValue(args, 'url') ?? (env.SERVICE_URL?.trim() || DEFAULT_URL);
   let url: URL;
   try {
@@ -102,7 +102,7 @@ function clientConfig(args: ParsedArgs, env: NodeJS.ProcessEnv): ClientConfig {
   }
 
   const token = (flagValue(args, 'token') ?? env.ADMIN_TOKEN ?? '').trim();
-  if (!token) {
+  if (!token && !keyOnly) {
     throw new UsageError(
       'ADMIN_TOKEN is not set. Export ADMIN_TOKEN=<operator token> (or pass --token). ' +
         'The server prints the token when it generates one at first start, and keeps it in <DATA_DIR>/admin-token (default .data/admin-token).',

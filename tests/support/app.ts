@@ -1,28 +1,30 @@
 /**
- * Starts the real app in-process for a test file: real PostgreSQL (the database prepared by the
- * global setup), responses validated against the contract, a manual clock, and operator helpers
- * that mint credentials through the operator API itself.
+ * Starts the real app in-process for a test file, built by the same composition root as the
+ * service (services.ts): real PostgreSQL (the database prepared by the global setup), responses
+ * validated against the contract, a manual clock, and operator helpers that mint credentials
+ * through the operator API itself.
  */
 import request from 'supertest';
 import type { Express } from 'express';
-import { createApp } from '../../app.js';
-import { loadConfig, type Config } from '../../lib/config.js';
-import { createLogger } from '../../lib/logger.js';
-import { ManualClock } from '../../lib/clock.js';
-import { openDatabase, type Database } from '../../lib/db/database.js';
-import { MemoryCounterStore, type CounterStore } from '../../lib/counters.js';
-import { loadAdminContract, loadPublicContract } from '../../lib/contracts.js';
-import { randomToken } from '../../lib/secrets.js';
-import type { Contract } from '../../lib/contract.js';
-import { SecretBox, deriveKey } from '../../lib/crypto-box.js';
+import { loadConfig, type Config } from '../../lib/platform/config.js';
+import { createLogger } from '../../lib/platform/logger.js';
+import { ManualClock } from '../../lib/platform/clock.js';
+import type { Database } from '../../lib/platform/db/database.js';
+import { MemoryCounterStore, type CounterStore } from '../../lib/platform/counters.js';
+import { randomToken } from '../../lib/platform/secrets.js';
+import type { Contract } from '../../http/contract.js';
+import type { SecretBox } from '../../lib/platform/crypto-box.js';
 import { randomBytes } from 'node:crypto';
 import { testDatabaseUrl } from './db.js';
 import type { AddressInfo, Server } from 'node:net';
-import { CloudApiClient } from '../../channel/cloud-api.js';
 import { createSimulator, type Simulator, type SimulatorOptions } from '../../simulator/app.js';
-import { simulatedChannelProvisioner } from '../../lib/simulated-channel.js';
-import { startWebhookDelivery, type WebhookDelivery, type WebhookDeliveryOptions } from '../../jobs/webhook-delivery.js';
-import { CredentialCache } from '../../lib/credential-cache.js';
+import type { WebhookDelivery, WebhookDeliveryOptions } from '../../jobs/webhook-delivery.js';
+import type { JobsOptions } from '../../jobs/index.js';
+import { createServices, type Services } from '../../services.js';
+import { BotRuntime } from '../../lib/bot/runtime.js';
+import type { SandboxLimits } from '../../lib/bot/sandbox.js';
+import type { Logger } from '../../lib/platform/logger.js';
+import { recordViolations } from './response-violations.js';
 
 function listen(app: { listen(port: number, host: string, cb: () => void): Server }): Promise<Server> {
   return new Promise((resolve) => {
@@ -39,6 +41,10 @@ function closeServer(server: Server): Promise<void> {
 
 export interface TestApp {
   app: Express;
+  /** What the composition root built (readiness, drain, metrics, jobs). */
+  services: Services;
+  /** The bot runtime (bot option). */
+  bot?: BotRuntime;
   /** Set with the simulator option. */
   sim?: { simulator: Simulator; url: string };
   /** The app's own URL, when it listens (simulator option). */
@@ -72,31 +78,33 @@ export interface TestAppOptions {
    * with a schedule shortened by TEST_WEBHOOK_OPTIONS (ratios kept); an object overrides it.
    */
   webhooks?: boolean | WebhookDeliveryOptions;
+  /** Run deployed bots on inbound messages (lib/bot/runtime.ts); an object sets the sandbox limits. */
+  bot?: boolean | SandboxLimits;
   /** A migrated database of the test's own (a private server it may stop); default: the run's database. */
   databaseUrl?: string;
+  /** A logger of the test's own (default: silent unless TEST_LOG). */
+  logger?: Logger;
+  /** The validator's own response validation (answers 500 on a violation); default true. False is production's setting. */
+  validateResponses?: boolean;
 }
 
 /** Webhook delivery in tests: the spec's schedule scaled by 0.02 (100, 200, 400, 800 ms), no jitter, quick scans. */
 export const TEST_WEBHOOK_OPTIONS = {
   policy: { scale: 0.02, jitter: 0, attemptTimeoutMs: 2000, leaseMs: 5000, overdueGraceMs: 1500, sweepEveryMs: 500, retryBucketMs: 5, stopGraceMs: 500 },
-  processEveryMs: 100,
-  lockLifetimeMs: 1000,
-  poolSize: 6,
 } satisfies WebhookDeliveryOptions;
+
+/** The job runner in tests: quick scans, short locks (so a stopped runner's timers end soon), a small pool. */
+// Broadcast tests drive engines of their own (tests/support/broadcasts.ts).
+export const TEST_JOB_OPTIONS = { processEveryMs: 100, lockLifetimeMs: 1000, poolSize: 6, broadcasts: false } satisfies JobsOptions;
 
 export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> {
   // Tests make many failed authentications from one address: throttling only where a test asks for it.
-  const config = { ...loadConfig({}), rateLimitPerMinute: 1000, authFailuresPerMinute: 1_000_000, ...opts.config };
-  const db = await openDatabase(opts.databaseUrl ?? testDatabaseUrl(), {
-    max: 5,
-    acquireTimeoutMs: config.databaseAcquireTimeoutMs,
-    statementTimeoutMs: config.databaseStatementTimeoutMs,
-  });
+  // Every response is checked against the contract (a violation fails the test: response-violations.ts).
+  const config = { ...loadConfig({}), rateLimitPerMinute: 1000, authFailuresPerMinute: 1_000_000, responseCheckSample: 1, ...opts.config };
   const clock = opts.clock ?? new ManualClock(new Date('2026-03-01T12:00:00Z'));
   const counters = opts.counters ?? new MemoryCounterStore();
   const adminToken = 'adm_test_' + randomToken(24);
-  const masterKey = randomBytes(32);
-  const logger = createLogger({ silent: !process.env.TEST_LOG, level: 'debug' });
+  const logger = opts.logger ?? createLogger({ silent: !process.env.TEST_LOG, level: 'debug' });
   const stops: Array<() => Promise<void>> = [];
   let sim: TestApp['sim'];
   if (opts.simulator) {
@@ -108,64 +116,54 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
     });
     sim = { simulator, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
   }
-  const channel = new CloudApiClient({ baseUrl: sim?.url ?? 'http://127.0.0.1:9', version: 'v21.0', timeoutMs: 2000 });
-  const secretBox = new SecretBox(masterKey);
-  let callbackBase = '';
-  const credentialCache = new CredentialCache(db.pool, { ttlMs: config.credentialCacheTtlMs, enabled: config.credentialCacheTtlMs > 0 });
-  await credentialCache.start();
-  stops.push(() => credentialCache.stop());
-  const app = createApp({
-    channel,
-    credentialCache,
-    provisionChannel: sim ? (projectId) => simulatedChannelProvisioner({ db, secretBox, logger }, sim!.url, callbackBase)(projectId) : undefined,
+  const bot = opts.bot ? new BotRuntime(typeof opts.bot === 'object' ? opts.bot : undefined) : undefined;
+  const services = await createServices({
+    bot,
     config,
-    db,
-    clock,
     logger,
-    counters,
-    contract: opts.contract ?? loadPublicContract(),
-    handlers: opts.handlers,
-    adminContract: loadAdminContract(),
-    secretBox,
-    cursorSecret: deriveKey(masterKey, 'cursor'),
-    validateResponses: true,
+    databaseUrl: opts.databaseUrl ?? testDatabaseUrl(),
+    masterKey: randomBytes(32),
     adminToken,
+    graphBaseUrl: sim?.url ?? 'http://127.0.0.1:9',
+    simulatorUrl: sim?.url,
+    clock,
+    counters,
+    poolMax: 5,
+    channelVersion: 'v21.0',
+    channelTimeoutMs: 2000,
+    contract: opts.contract,
+    handlers: opts.handlers,
+    validateResponses: opts.validateResponses ?? true,
+    onResponseViolation: recordViolations,
+    processMetrics: false,
+    jobs: false,
   });
+  const { app, db } = services;
   let baseUrl: string | undefined;
   if (sim) {
     const server = await listen(app);
-    baseUrl = callbackBase = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    services.setCallbackBase(baseUrl);
     stops.unshift(() => closeServer(server));
   }
-  const webhookOptions: WebhookDeliveryOptions | undefined = opts.webhooks
-    ? { ...TEST_WEBHOOK_OPTIONS, ...(typeof opts.webhooks === 'object' ? opts.webhooks : {}),
-        policy: { ...TEST_WEBHOOK_OPTIONS.policy, ...(typeof opts.webhooks === 'object' ? opts.webhooks.policy : {}) } }
-    : undefined;
-  let webhooks: WebhookDelivery | undefined;
-  const stopWebhooks = async () => {
-    const running = webhooks;
-    webhooks = undefined;
-    await running?.stop();
+  const webhookOptions: WebhookDeliveryOptions = {
+    ...TEST_WEBHOOK_OPTIONS,
+    ...(typeof opts.webhooks === 'object' ? opts.webhooks : {}),
+    policy: { ...TEST_WEBHOOK_OPTIONS.policy, ...(typeof opts.webhooks === 'object' ? opts.webhooks.policy : {}) },
   };
-  const startWebhooks = async () => (webhooks = await startWebhookDelivery({ db, clock, logger, secretBox, config }, webhookOptions ?? TEST_WEBHOOK_OPTIONS));
-  if (webhookOptions) await startWebhooks();
-  stops.unshift(stopWebhooks);
+  const startJobs = async () => (await services.startJobs({ ...TEST_JOB_OPTIONS, webhooks: webhookOptions })).webhooks;
+  if (opts.webhooks) await startJobs();
   return {
-    app, db, clock, config, adminToken, sim, baseUrl, secretBox,
+    app, db, clock, config, adminToken, sim, baseUrl, secretBox: services.deps.secretBox, services, bot,
     get webhooks() {
-      return webhooks;
+      return services.jobs?.webhooks;
     },
-    stopWebhooks,
-    restartWebhooks: async () => {
-      await stopWebhooks();
-      return startWebhooks();
-    },
+    stopWebhooks: () => services.stopJobs(),
+    restartWebhooks: startJobs,
     admin: new OperatorClient(app, adminToken),
     close: async () => {
       for (const stop of stops) await stop();
-      await channel.close?.();
-      await counters.close();
-      await db.close();
+      await services.close();
     },
   };
 }

@@ -14,8 +14,8 @@
  * is configured.
  */
 import path from 'node:path';
-import { startEmbeddedPostgres } from '../../lib/db/embedded.js';
-import { applyMigrations } from '../../lib/db/migrate.js';
+import { startEmbeddedPostgres } from '../../lib/platform/db/embedded.js';
+import { applyMigrations } from '../../lib/platform/db/migrate.js';
 import { RESOLVED_ENV, TEST_DB_PREFIX, createDatabase, dropDatabase, testDatabaseName, withClient, withDatabase } from './db.js';
 
 export const EMBEDDED_TEST_PORT = 54330;

@@ -415,7 +415,25 @@ export const ModelName = {
   WebhookAttempt: 'WebhookAttempt',
   RuntimeToken: 'RuntimeToken',
   MediaAsset: 'MediaAsset',
-  HeaderSample: 'HeaderSample'
+  HeaderSample: 'HeaderSample',
+  Segment: 'Segment',
+  Broadcast: 'Broadcast',
+  BroadcastRecipient: 'BroadcastRecipient',
+  BroadcastPacing: 'BroadcastPacing',
+  ContactImport: 'ContactImport',
+  ContactImportRow: 'ContactImportRow',
+  ContactImportPhone: 'ContactImportPhone',
+  CodeFile: 'CodeFile',
+  Deployment: 'Deployment',
+  BotRelease: 'BotRelease',
+  BotLog: 'BotLog',
+  BotInbox: 'BotInbox',
+  Flow: 'Flow',
+  FlowVersion: 'FlowVersion',
+  DashboardAccount: 'DashboardAccount',
+  DashboardMembership: 'DashboardMembership',
+  DashboardSession: 'DashboardSession',
+  DashboardAudit: 'DashboardAudit'
 } as const
 
 export type ModelName = (typeof ModelName)[keyof typeof ModelName]
@@ -431,7 +449,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "project" | "apiKey" | "agentConnection" | "connectionProject" | "accessToken" | "channelSettings" | "contact" | "conversation" | "message" | "event" | "idempotencyRecord" | "sendCounter" | "template" | "webhookEndpoint" | "webhookDelivery" | "webhookAttempt" | "runtimeToken" | "mediaAsset" | "headerSample"
+    modelProps: "project" | "apiKey" | "agentConnection" | "connectionProject" | "accessToken" | "channelSettings" | "contact" | "conversation" | "message" | "event" | "idempotencyRecord" | "sendCounter" | "template" | "webhookEndpoint" | "webhookDelivery" | "webhookAttempt" | "runtimeToken" | "mediaAsset" | "headerSample" | "segment" | "broadcast" | "broadcastRecipient" | "broadcastPacing" | "contactImport" | "contactImportRow" | "contactImportPhone" | "codeFile" | "deployment" | "botRelease" | "botLog" | "botInbox" | "flow" | "flowVersion" | "dashboardAccount" | "dashboardMembership" | "dashboardSession" | "dashboardAudit"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -1841,6 +1859,1338 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         }
       }
     }
+    Segment: {
+      payload: Prisma.$SegmentPayload<ExtArgs>
+      fields: Prisma.SegmentFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.SegmentFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SegmentPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.SegmentFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SegmentPayload>
+        }
+        findFirst: {
+          args: Prisma.SegmentFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SegmentPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.SegmentFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SegmentPayload>
+        }
+        findMany: {
+          args: Prisma.SegmentFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SegmentPayload>[]
+        }
+        create: {
+          args: Prisma.SegmentCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SegmentPayload>
+        }
+        createMany: {
+          args: Prisma.SegmentCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.SegmentCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SegmentPayload>[]
+        }
+        delete: {
+          args: Prisma.SegmentDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SegmentPayload>
+        }
+        update: {
+          args: Prisma.SegmentUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SegmentPayload>
+        }
+        deleteMany: {
+          args: Prisma.SegmentDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.SegmentUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.SegmentUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SegmentPayload>[]
+        }
+        upsert: {
+          args: Prisma.SegmentUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SegmentPayload>
+        }
+        aggregate: {
+          args: Prisma.SegmentAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateSegment>
+        }
+        groupBy: {
+          args: Prisma.SegmentGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.SegmentGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.SegmentCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.SegmentCountAggregateOutputType> | number
+        }
+      }
+    }
+    Broadcast: {
+      payload: Prisma.$BroadcastPayload<ExtArgs>
+      fields: Prisma.BroadcastFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.BroadcastFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BroadcastPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.BroadcastFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BroadcastPayload>
+        }
+        findFirst: {
+          args: Prisma.BroadcastFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BroadcastPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.BroadcastFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BroadcastPayload>
+        }
+        findMany: {
+          args: Prisma.BroadcastFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BroadcastPayload>[]
+        }
+        create: {
+          args: Prisma.BroadcastCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BroadcastPayload>
+        }
+        createMany: {
+          args: Prisma.BroadcastCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.BroadcastCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BroadcastPayload>[]
+        }
+        delete: {
+          args: Prisma.BroadcastDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BroadcastPayload>
+        }
+        update: {
+          args: Prisma.BroadcastUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BroadcastPayload>
+        }
+        deleteMany: {
+          args: Prisma.BroadcastDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.BroadcastUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.BroadcastUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BroadcastPayload>[]
+        }
+        upsert: {
+          args: Prisma.BroadcastUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BroadcastPayload>
+        }
+        aggregate: {
+          args: Prisma.BroadcastAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateBroadcast>
+        }
+        groupBy: {
+          args: Prisma.BroadcastGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.BroadcastGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.BroadcastCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.BroadcastCountAggregateOutputType> | number
+        }
+      }
+    }
+    BroadcastRecipient: {
+      payload: Prisma.$BroadcastRecipientPayload<ExtArgs>
+      fields: Prisma.BroadcastRecipientFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.BroadcastRecipientFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BroadcastRecipientPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.BroadcastRecipientFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BroadcastRecipientPayload>
+        }
+        findFirst: {
+          args: Prisma.BroadcastRecipientFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BroadcastRecipientPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.BroadcastRecipientFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BroadcastRecipientPayload>
+        }
+        findMany: {
+          args: Prisma.BroadcastRecipientFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BroadcastRecipientPayload>[]
+        }
+        create: {
+          args: Prisma.BroadcastRecipientCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BroadcastRecipientPayload>
+        }
+        createMany: {
+          args: Prisma.BroadcastRecipientCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.BroadcastRecipientCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BroadcastRecipientPayload>[]
+        }
+        delete: {
+          args: Prisma.BroadcastRecipientDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BroadcastRecipientPayload>
+        }
+        update: {
+          args: Prisma.BroadcastRecipientUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BroadcastRecipientPayload>
+        }
+        deleteMany: {
+          args: Prisma.BroadcastRecipientDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.BroadcastRecipientUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.BroadcastRecipientUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BroadcastRecipientPayload>[]
+        }
+        upsert: {
+          args: Prisma.BroadcastRecipientUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BroadcastRecipientPayload>
+        }
+        aggregate: {
+          args: Prisma.BroadcastRecipientAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateBroadcastRecipient>
+        }
+        groupBy: {
+          args: Prisma.BroadcastRecipientGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.BroadcastRecipientGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.BroadcastRecipientCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.BroadcastRecipientCountAggregateOutputType> | number
+        }
+      }
+    }
+    BroadcastPacing: {
+      payload: Prisma.$BroadcastPacingPayload<ExtArgs>
+      fields: Prisma.BroadcastPacingFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.BroadcastPacingFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BroadcastPacingPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.BroadcastPacingFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BroadcastPacingPayload>
+        }
+        findFirst: {
+          args: Prisma.BroadcastPacingFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BroadcastPacingPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.BroadcastPacingFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BroadcastPacingPayload>
+        }
+        findMany: {
+          args: Prisma.BroadcastPacingFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BroadcastPacingPayload>[]
+        }
+        create: {
+          args: Prisma.BroadcastPacingCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BroadcastPacingPayload>
+        }
+        createMany: {
+          args: Prisma.BroadcastPacingCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.BroadcastPacingCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BroadcastPacingPayload>[]
+        }
+        delete: {
+          args: Prisma.BroadcastPacingDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BroadcastPacingPayload>
+        }
+        update: {
+          args: Prisma.BroadcastPacingUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BroadcastPacingPayload>
+        }
+        deleteMany: {
+          args: Prisma.BroadcastPacingDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.BroadcastPacingUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.BroadcastPacingUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BroadcastPacingPayload>[]
+        }
+        upsert: {
+          args: Prisma.BroadcastPacingUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BroadcastPacingPayload>
+        }
+        aggregate: {
+          args: Prisma.BroadcastPacingAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateBroadcastPacing>
+        }
+        groupBy: {
+          args: Prisma.BroadcastPacingGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.BroadcastPacingGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.BroadcastPacingCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.BroadcastPacingCountAggregateOutputType> | number
+        }
+      }
+    }
+    ContactImport: {
+      payload: Prisma.$ContactImportPayload<ExtArgs>
+      fields: Prisma.ContactImportFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.ContactImportFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContactImportPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.ContactImportFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContactImportPayload>
+        }
+        findFirst: {
+          args: Prisma.ContactImportFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContactImportPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.ContactImportFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContactImportPayload>
+        }
+        findMany: {
+          args: Prisma.ContactImportFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContactImportPayload>[]
+        }
+        create: {
+          args: Prisma.ContactImportCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContactImportPayload>
+        }
+        createMany: {
+          args: Prisma.ContactImportCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.ContactImportCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContactImportPayload>[]
+        }
+        delete: {
+          args: Prisma.ContactImportDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContactImportPayload>
+        }
+        update: {
+          args: Prisma.ContactImportUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContactImportPayload>
+        }
+        deleteMany: {
+          args: Prisma.ContactImportDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.ContactImportUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.ContactImportUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContactImportPayload>[]
+        }
+        upsert: {
+          args: Prisma.ContactImportUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContactImportPayload>
+        }
+        aggregate: {
+          args: Prisma.ContactImportAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateContactImport>
+        }
+        groupBy: {
+          args: Prisma.ContactImportGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ContactImportGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.ContactImportCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ContactImportCountAggregateOutputType> | number
+        }
+      }
+    }
+    ContactImportRow: {
+      payload: Prisma.$ContactImportRowPayload<ExtArgs>
+      fields: Prisma.ContactImportRowFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.ContactImportRowFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContactImportRowPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.ContactImportRowFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContactImportRowPayload>
+        }
+        findFirst: {
+          args: Prisma.ContactImportRowFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContactImportRowPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.ContactImportRowFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContactImportRowPayload>
+        }
+        findMany: {
+          args: Prisma.ContactImportRowFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContactImportRowPayload>[]
+        }
+        create: {
+          args: Prisma.ContactImportRowCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContactImportRowPayload>
+        }
+        createMany: {
+          args: Prisma.ContactImportRowCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.ContactImportRowCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContactImportRowPayload>[]
+        }
+        delete: {
+          args: Prisma.ContactImportRowDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContactImportRowPayload>
+        }
+        update: {
+          args: Prisma.ContactImportRowUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContactImportRowPayload>
+        }
+        deleteMany: {
+          args: Prisma.ContactImportRowDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.ContactImportRowUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.ContactImportRowUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContactImportRowPayload>[]
+        }
+        upsert: {
+          args: Prisma.ContactImportRowUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContactImportRowPayload>
+        }
+        aggregate: {
+          args: Prisma.ContactImportRowAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateContactImportRow>
+        }
+        groupBy: {
+          args: Prisma.ContactImportRowGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ContactImportRowGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.ContactImportRowCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ContactImportRowCountAggregateOutputType> | number
+        }
+      }
+    }
+    ContactImportPhone: {
+      payload: Prisma.$ContactImportPhonePayload<ExtArgs>
+      fields: Prisma.ContactImportPhoneFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.ContactImportPhoneFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContactImportPhonePayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.ContactImportPhoneFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContactImportPhonePayload>
+        }
+        findFirst: {
+          args: Prisma.ContactImportPhoneFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContactImportPhonePayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.ContactImportPhoneFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContactImportPhonePayload>
+        }
+        findMany: {
+          args: Prisma.ContactImportPhoneFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContactImportPhonePayload>[]
+        }
+        create: {
+          args: Prisma.ContactImportPhoneCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContactImportPhonePayload>
+        }
+        createMany: {
+          args: Prisma.ContactImportPhoneCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.ContactImportPhoneCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContactImportPhonePayload>[]
+        }
+        delete: {
+          args: Prisma.ContactImportPhoneDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContactImportPhonePayload>
+        }
+        update: {
+          args: Prisma.ContactImportPhoneUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContactImportPhonePayload>
+        }
+        deleteMany: {
+          args: Prisma.ContactImportPhoneDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.ContactImportPhoneUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.ContactImportPhoneUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContactImportPhonePayload>[]
+        }
+        upsert: {
+          args: Prisma.ContactImportPhoneUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ContactImportPhonePayload>
+        }
+        aggregate: {
+          args: Prisma.ContactImportPhoneAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateContactImportPhone>
+        }
+        groupBy: {
+          args: Prisma.ContactImportPhoneGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ContactImportPhoneGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.ContactImportPhoneCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ContactImportPhoneCountAggregateOutputType> | number
+        }
+      }
+    }
+    CodeFile: {
+      payload: Prisma.$CodeFilePayload<ExtArgs>
+      fields: Prisma.CodeFileFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.CodeFileFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CodeFilePayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.CodeFileFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CodeFilePayload>
+        }
+        findFirst: {
+          args: Prisma.CodeFileFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CodeFilePayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.CodeFileFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CodeFilePayload>
+        }
+        findMany: {
+          args: Prisma.CodeFileFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CodeFilePayload>[]
+        }
+        create: {
+          args: Prisma.CodeFileCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CodeFilePayload>
+        }
+        createMany: {
+          args: Prisma.CodeFileCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.CodeFileCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CodeFilePayload>[]
+        }
+        delete: {
+          args: Prisma.CodeFileDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CodeFilePayload>
+        }
+        update: {
+          args: Prisma.CodeFileUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CodeFilePayload>
+        }
+        deleteMany: {
+          args: Prisma.CodeFileDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.CodeFileUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.CodeFileUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CodeFilePayload>[]
+        }
+        upsert: {
+          args: Prisma.CodeFileUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CodeFilePayload>
+        }
+        aggregate: {
+          args: Prisma.CodeFileAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateCodeFile>
+        }
+        groupBy: {
+          args: Prisma.CodeFileGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.CodeFileGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.CodeFileCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.CodeFileCountAggregateOutputType> | number
+        }
+      }
+    }
+    Deployment: {
+      payload: Prisma.$DeploymentPayload<ExtArgs>
+      fields: Prisma.DeploymentFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.DeploymentFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DeploymentPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.DeploymentFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DeploymentPayload>
+        }
+        findFirst: {
+          args: Prisma.DeploymentFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DeploymentPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.DeploymentFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DeploymentPayload>
+        }
+        findMany: {
+          args: Prisma.DeploymentFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DeploymentPayload>[]
+        }
+        create: {
+          args: Prisma.DeploymentCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DeploymentPayload>
+        }
+        createMany: {
+          args: Prisma.DeploymentCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.DeploymentCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DeploymentPayload>[]
+        }
+        delete: {
+          args: Prisma.DeploymentDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DeploymentPayload>
+        }
+        update: {
+          args: Prisma.DeploymentUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DeploymentPayload>
+        }
+        deleteMany: {
+          args: Prisma.DeploymentDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.DeploymentUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.DeploymentUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DeploymentPayload>[]
+        }
+        upsert: {
+          args: Prisma.DeploymentUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DeploymentPayload>
+        }
+        aggregate: {
+          args: Prisma.DeploymentAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateDeployment>
+        }
+        groupBy: {
+          args: Prisma.DeploymentGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.DeploymentGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.DeploymentCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.DeploymentCountAggregateOutputType> | number
+        }
+      }
+    }
+    BotRelease: {
+      payload: Prisma.$BotReleasePayload<ExtArgs>
+      fields: Prisma.BotReleaseFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.BotReleaseFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotReleasePayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.BotReleaseFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotReleasePayload>
+        }
+        findFirst: {
+          args: Prisma.BotReleaseFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotReleasePayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.BotReleaseFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotReleasePayload>
+        }
+        findMany: {
+          args: Prisma.BotReleaseFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotReleasePayload>[]
+        }
+        create: {
+          args: Prisma.BotReleaseCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotReleasePayload>
+        }
+        createMany: {
+          args: Prisma.BotReleaseCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.BotReleaseCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotReleasePayload>[]
+        }
+        delete: {
+          args: Prisma.BotReleaseDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotReleasePayload>
+        }
+        update: {
+          args: Prisma.BotReleaseUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotReleasePayload>
+        }
+        deleteMany: {
+          args: Prisma.BotReleaseDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.BotReleaseUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.BotReleaseUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotReleasePayload>[]
+        }
+        upsert: {
+          args: Prisma.BotReleaseUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotReleasePayload>
+        }
+        aggregate: {
+          args: Prisma.BotReleaseAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateBotRelease>
+        }
+        groupBy: {
+          args: Prisma.BotReleaseGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.BotReleaseGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.BotReleaseCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.BotReleaseCountAggregateOutputType> | number
+        }
+      }
+    }
+    BotLog: {
+      payload: Prisma.$BotLogPayload<ExtArgs>
+      fields: Prisma.BotLogFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.BotLogFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotLogPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.BotLogFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotLogPayload>
+        }
+        findFirst: {
+          args: Prisma.BotLogFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotLogPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.BotLogFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotLogPayload>
+        }
+        findMany: {
+          args: Prisma.BotLogFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotLogPayload>[]
+        }
+        create: {
+          args: Prisma.BotLogCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotLogPayload>
+        }
+        createMany: {
+          args: Prisma.BotLogCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.BotLogCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotLogPayload>[]
+        }
+        delete: {
+          args: Prisma.BotLogDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotLogPayload>
+        }
+        update: {
+          args: Prisma.BotLogUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotLogPayload>
+        }
+        deleteMany: {
+          args: Prisma.BotLogDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.BotLogUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.BotLogUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotLogPayload>[]
+        }
+        upsert: {
+          args: Prisma.BotLogUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotLogPayload>
+        }
+        aggregate: {
+          args: Prisma.BotLogAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateBotLog>
+        }
+        groupBy: {
+          args: Prisma.BotLogGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.BotLogGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.BotLogCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.BotLogCountAggregateOutputType> | number
+        }
+      }
+    }
+    BotInbox: {
+      payload: Prisma.$BotInboxPayload<ExtArgs>
+      fields: Prisma.BotInboxFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.BotInboxFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotInboxPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.BotInboxFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotInboxPayload>
+        }
+        findFirst: {
+          args: Prisma.BotInboxFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotInboxPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.BotInboxFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotInboxPayload>
+        }
+        findMany: {
+          args: Prisma.BotInboxFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotInboxPayload>[]
+        }
+        create: {
+          args: Prisma.BotInboxCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotInboxPayload>
+        }
+        createMany: {
+          args: Prisma.BotInboxCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.BotInboxCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotInboxPayload>[]
+        }
+        delete: {
+          args: Prisma.BotInboxDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotInboxPayload>
+        }
+        update: {
+          args: Prisma.BotInboxUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotInboxPayload>
+        }
+        deleteMany: {
+          args: Prisma.BotInboxDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.BotInboxUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.BotInboxUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotInboxPayload>[]
+        }
+        upsert: {
+          args: Prisma.BotInboxUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotInboxPayload>
+        }
+        aggregate: {
+          args: Prisma.BotInboxAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateBotInbox>
+        }
+        groupBy: {
+          args: Prisma.BotInboxGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.BotInboxGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.BotInboxCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.BotInboxCountAggregateOutputType> | number
+        }
+      }
+    }
+    Flow: {
+      payload: Prisma.$FlowPayload<ExtArgs>
+      fields: Prisma.FlowFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.FlowFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FlowPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.FlowFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FlowPayload>
+        }
+        findFirst: {
+          args: Prisma.FlowFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FlowPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.FlowFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FlowPayload>
+        }
+        findMany: {
+          args: Prisma.FlowFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FlowPayload>[]
+        }
+        create: {
+          args: Prisma.FlowCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FlowPayload>
+        }
+        createMany: {
+          args: Prisma.FlowCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.FlowCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FlowPayload>[]
+        }
+        delete: {
+          args: Prisma.FlowDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FlowPayload>
+        }
+        update: {
+          args: Prisma.FlowUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FlowPayload>
+        }
+        deleteMany: {
+          args: Prisma.FlowDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.FlowUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.FlowUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FlowPayload>[]
+        }
+        upsert: {
+          args: Prisma.FlowUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FlowPayload>
+        }
+        aggregate: {
+          args: Prisma.FlowAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateFlow>
+        }
+        groupBy: {
+          args: Prisma.FlowGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.FlowGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.FlowCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.FlowCountAggregateOutputType> | number
+        }
+      }
+    }
+    FlowVersion: {
+      payload: Prisma.$FlowVersionPayload<ExtArgs>
+      fields: Prisma.FlowVersionFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.FlowVersionFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FlowVersionPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.FlowVersionFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FlowVersionPayload>
+        }
+        findFirst: {
+          args: Prisma.FlowVersionFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FlowVersionPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.FlowVersionFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FlowVersionPayload>
+        }
+        findMany: {
+          args: Prisma.FlowVersionFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FlowVersionPayload>[]
+        }
+        create: {
+          args: Prisma.FlowVersionCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FlowVersionPayload>
+        }
+        createMany: {
+          args: Prisma.FlowVersionCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.FlowVersionCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FlowVersionPayload>[]
+        }
+        delete: {
+          args: Prisma.FlowVersionDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FlowVersionPayload>
+        }
+        update: {
+          args: Prisma.FlowVersionUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FlowVersionPayload>
+        }
+        deleteMany: {
+          args: Prisma.FlowVersionDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.FlowVersionUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.FlowVersionUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FlowVersionPayload>[]
+        }
+        upsert: {
+          args: Prisma.FlowVersionUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$FlowVersionPayload>
+        }
+        aggregate: {
+          args: Prisma.FlowVersionAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateFlowVersion>
+        }
+        groupBy: {
+          args: Prisma.FlowVersionGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.FlowVersionGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.FlowVersionCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.FlowVersionCountAggregateOutputType> | number
+        }
+      }
+    }
+    DashboardAccount: {
+      payload: Prisma.$DashboardAccountPayload<ExtArgs>
+      fields: Prisma.DashboardAccountFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.DashboardAccountFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardAccountPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.DashboardAccountFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardAccountPayload>
+        }
+        findFirst: {
+          args: Prisma.DashboardAccountFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardAccountPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.DashboardAccountFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardAccountPayload>
+        }
+        findMany: {
+          args: Prisma.DashboardAccountFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardAccountPayload>[]
+        }
+        create: {
+          args: Prisma.DashboardAccountCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardAccountPayload>
+        }
+        createMany: {
+          args: Prisma.DashboardAccountCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.DashboardAccountCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardAccountPayload>[]
+        }
+        delete: {
+          args: Prisma.DashboardAccountDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardAccountPayload>
+        }
+        update: {
+          args: Prisma.DashboardAccountUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardAccountPayload>
+        }
+        deleteMany: {
+          args: Prisma.DashboardAccountDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.DashboardAccountUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.DashboardAccountUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardAccountPayload>[]
+        }
+        upsert: {
+          args: Prisma.DashboardAccountUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardAccountPayload>
+        }
+        aggregate: {
+          args: Prisma.DashboardAccountAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateDashboardAccount>
+        }
+        groupBy: {
+          args: Prisma.DashboardAccountGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.DashboardAccountGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.DashboardAccountCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.DashboardAccountCountAggregateOutputType> | number
+        }
+      }
+    }
+    DashboardMembership: {
+      payload: Prisma.$DashboardMembershipPayload<ExtArgs>
+      fields: Prisma.DashboardMembershipFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.DashboardMembershipFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardMembershipPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.DashboardMembershipFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardMembershipPayload>
+        }
+        findFirst: {
+          args: Prisma.DashboardMembershipFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardMembershipPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.DashboardMembershipFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardMembershipPayload>
+        }
+        findMany: {
+          args: Prisma.DashboardMembershipFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardMembershipPayload>[]
+        }
+        create: {
+          args: Prisma.DashboardMembershipCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardMembershipPayload>
+        }
+        createMany: {
+          args: Prisma.DashboardMembershipCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.DashboardMembershipCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardMembershipPayload>[]
+        }
+        delete: {
+          args: Prisma.DashboardMembershipDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardMembershipPayload>
+        }
+        update: {
+          args: Prisma.DashboardMembershipUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardMembershipPayload>
+        }
+        deleteMany: {
+          args: Prisma.DashboardMembershipDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.DashboardMembershipUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.DashboardMembershipUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardMembershipPayload>[]
+        }
+        upsert: {
+          args: Prisma.DashboardMembershipUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardMembershipPayload>
+        }
+        aggregate: {
+          args: Prisma.DashboardMembershipAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateDashboardMembership>
+        }
+        groupBy: {
+          args: Prisma.DashboardMembershipGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.DashboardMembershipGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.DashboardMembershipCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.DashboardMembershipCountAggregateOutputType> | number
+        }
+      }
+    }
+    DashboardSession: {
+      payload: Prisma.$DashboardSessionPayload<ExtArgs>
+      fields: Prisma.DashboardSessionFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.DashboardSessionFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardSessionPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.DashboardSessionFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardSessionPayload>
+        }
+        findFirst: {
+          args: Prisma.DashboardSessionFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardSessionPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.DashboardSessionFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardSessionPayload>
+        }
+        findMany: {
+          args: Prisma.DashboardSessionFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardSessionPayload>[]
+        }
+        create: {
+          args: Prisma.DashboardSessionCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardSessionPayload>
+        }
+        createMany: {
+          args: Prisma.DashboardSessionCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.DashboardSessionCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardSessionPayload>[]
+        }
+        delete: {
+          args: Prisma.DashboardSessionDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardSessionPayload>
+        }
+        update: {
+          args: Prisma.DashboardSessionUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardSessionPayload>
+        }
+        deleteMany: {
+          args: Prisma.DashboardSessionDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.DashboardSessionUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.DashboardSessionUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardSessionPayload>[]
+        }
+        upsert: {
+          args: Prisma.DashboardSessionUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardSessionPayload>
+        }
+        aggregate: {
+          args: Prisma.DashboardSessionAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateDashboardSession>
+        }
+        groupBy: {
+          args: Prisma.DashboardSessionGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.DashboardSessionGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.DashboardSessionCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.DashboardSessionCountAggregateOutputType> | number
+        }
+      }
+    }
+    DashboardAudit: {
+      payload: Prisma.$DashboardAuditPayload<ExtArgs>
+      fields: Prisma.DashboardAuditFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.DashboardAuditFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardAuditPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.DashboardAuditFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardAuditPayload>
+        }
+        findFirst: {
+          args: Prisma.DashboardAuditFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardAuditPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.DashboardAuditFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardAuditPayload>
+        }
+        findMany: {
+          args: Prisma.DashboardAuditFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardAuditPayload>[]
+        }
+        create: {
+          args: Prisma.DashboardAuditCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardAuditPayload>
+        }
+        createMany: {
+          args: Prisma.DashboardAuditCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.DashboardAuditCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardAuditPayload>[]
+        }
+        delete: {
+          args: Prisma.DashboardAuditDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardAuditPayload>
+        }
+        update: {
+          args: Prisma.DashboardAuditUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardAuditPayload>
+        }
+        deleteMany: {
+          args: Prisma.DashboardAuditDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.DashboardAuditUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.DashboardAuditUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardAuditPayload>[]
+        }
+        upsert: {
+          args: Prisma.DashboardAuditUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardAuditPayload>
+        }
+        aggregate: {
+          args: Prisma.DashboardAuditAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateDashboardAudit>
+        }
+        groupBy: {
+          args: Prisma.DashboardAuditGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.DashboardAuditGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.DashboardAuditCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.DashboardAuditCountAggregateOutputType> | number
+        }
+      }
+    }
   }
 } & {
   other: {
@@ -1902,7 +3252,8 @@ export const ApiKeyScalarFieldEnum = {
   scopes: 'scopes',
   createdAt: 'createdAt',
   rotatedAt: 'rotatedAt',
-  revokedAt: 'revokedAt'
+  revokedAt: 'revokedAt',
+  lastUsedAt: 'lastUsedAt'
 } as const
 
 export type ApiKeyScalarFieldEnum = (typeof ApiKeyScalarFieldEnum)[keyof typeof ApiKeyScalarFieldEnum]
@@ -1965,6 +3316,9 @@ export const ContactScalarFieldEnum = {
   tags: 'tags',
   attributes: 'attributes',
   optedIn: 'optedIn',
+  optedInAt: 'optedInAt',
+  optInImportId: 'optInImportId',
+  optedOutAt: 'optedOutAt',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt'
 } as const
@@ -1978,6 +3332,7 @@ export const ConversationScalarFieldEnum = {
   contactId: 'contactId',
   state: 'state',
   lastMessageAt: 'lastMessageAt',
+  orderAt: 'orderAt',
   lastInboundAt: 'lastInboundAt',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt'
@@ -2144,6 +3499,284 @@ export const HeaderSampleScalarFieldEnum = {
 } as const
 
 export type HeaderSampleScalarFieldEnum = (typeof HeaderSampleScalarFieldEnum)[keyof typeof HeaderSampleScalarFieldEnum]
+
+
+export const SegmentScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  name: 'name',
+  filter: 'filter',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type SegmentScalarFieldEnum = (typeof SegmentScalarFieldEnum)[keyof typeof SegmentScalarFieldEnum]
+
+
+export const BroadcastScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  name: 'name',
+  templateName: 'templateName',
+  templateLanguage: 'templateLanguage',
+  category: 'category',
+  audience: 'audience',
+  templateVariables: 'templateVariables',
+  status: 'status',
+  statusReason: 'statusReason',
+  scheduledAt: 'scheduledAt',
+  startedAt: 'startedAt',
+  completedAt: 'completedAt',
+  approvedAt: 'approvedAt',
+  approvedBy: 'approvedBy',
+  createdBy: 'createdBy',
+  creatorName: 'creatorName',
+  creatorEmail: 'creatorEmail',
+  waveSize: 'waveSize',
+  waveIntervalS: 'waveIntervalS',
+  waveScheduledAt: 'waveScheduledAt',
+  waveScheduledCount: 'waveScheduledCount',
+  autoRetargetQuality: 'autoRetargetQuality',
+  retargetParentId: 'retargetParentId',
+  retargetCount: 'retargetCount',
+  retargetDueAt: 'retargetDueAt',
+  preflight: 'preflight',
+  leaseOwner: 'leaseOwner',
+  leaseUntil: 'leaseUntil',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type BroadcastScalarFieldEnum = (typeof BroadcastScalarFieldEnum)[keyof typeof BroadcastScalarFieldEnum]
+
+
+export const BroadcastRecipientScalarFieldEnum = {
+  id: 'id',
+  broadcastId: 'broadcastId',
+  contactId: 'contactId',
+  phone: 'phone',
+  variables: 'variables',
+  state: 'state',
+  wave: 'wave',
+  attempts: 'attempts',
+  notBefore: 'notBefore',
+  leaseOwner: 'leaseOwner',
+  leaseUntil: 'leaseUntil',
+  messageRef: 'messageRef',
+  wamid: 'wamid',
+  errorCode: 'errorCode',
+  errorCategory: 'errorCategory',
+  errorTitle: 'errorTitle',
+  sentAt: 'sentAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type BroadcastRecipientScalarFieldEnum = (typeof BroadcastRecipientScalarFieldEnum)[keyof typeof BroadcastRecipientScalarFieldEnum]
+
+
+export const BroadcastPacingScalarFieldEnum = {
+  phoneNumberId: 'phoneNumberId',
+  throughput: 'throughput',
+  currentRate: 'currentRate',
+  nextSlotAt: 'nextSlotAt',
+  throttledAt: 'throttledAt'
+} as const
+
+export type BroadcastPacingScalarFieldEnum = (typeof BroadcastPacingScalarFieldEnum)[keyof typeof BroadcastPacingScalarFieldEnum]
+
+
+export const ContactImportScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  status: 'status',
+  defaultCountry: 'defaultCountry',
+  filename: 'filename',
+  bytesTotal: 'bytesTotal',
+  bytesRead: 'bytesRead',
+  rowsTotal: 'rowsTotal',
+  created: 'created',
+  updated: 'updated',
+  unchanged: 'unchanged',
+  merged: 'merged',
+  rejected: 'rejected',
+  error: 'error',
+  ignoredColumns: 'ignoredColumns',
+  createdAt: 'createdAt',
+  startedAt: 'startedAt',
+  completedAt: 'completedAt',
+  heartbeatAt: 'heartbeatAt'
+} as const
+
+export type ContactImportScalarFieldEnum = (typeof ContactImportScalarFieldEnum)[keyof typeof ContactImportScalarFieldEnum]
+
+
+export const ContactImportRowScalarFieldEnum = {
+  importId: 'importId',
+  line: 'line',
+  outcome: 'outcome',
+  reason: 'reason',
+  number: 'number'
+} as const
+
+export type ContactImportRowScalarFieldEnum = (typeof ContactImportRowScalarFieldEnum)[keyof typeof ContactImportRowScalarFieldEnum]
+
+
+export const ContactImportPhoneScalarFieldEnum = {
+  importId: 'importId',
+  phone: 'phone',
+  firstLine: 'firstLine'
+} as const
+
+export type ContactImportPhoneScalarFieldEnum = (typeof ContactImportPhoneScalarFieldEnum)[keyof typeof ContactImportPhoneScalarFieldEnum]
+
+
+export const CodeFileScalarFieldEnum = {
+  projectId: 'projectId',
+  tree: 'tree',
+  path: 'path',
+  content: 'content',
+  sha256: 'sha256',
+  size: 'size',
+  version: 'version',
+  updatedAt: 'updatedAt'
+} as const
+
+export type CodeFileScalarFieldEnum = (typeof CodeFileScalarFieldEnum)[keyof typeof CodeFileScalarFieldEnum]
+
+
+export const DeploymentScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  status: 'status',
+  contentHash: 'contentHash',
+  bundle: 'bundle',
+  sourceMap: 'sourceMap',
+  files: 'files',
+  diagnostics: 'diagnostics',
+  message: 'message',
+  createdBy: 'createdBy',
+  rollbackOf: 'rollbackOf',
+  createdAt: 'createdAt',
+  seq: 'seq'
+} as const
+
+export type DeploymentScalarFieldEnum = (typeof DeploymentScalarFieldEnum)[keyof typeof DeploymentScalarFieldEnum]
+
+
+export const BotReleaseScalarFieldEnum = {
+  projectId: 'projectId',
+  deploymentId: 'deploymentId',
+  contentHash: 'contentHash',
+  promotedAt: 'promotedAt'
+} as const
+
+export type BotReleaseScalarFieldEnum = (typeof BotReleaseScalarFieldEnum)[keyof typeof BotReleaseScalarFieldEnum]
+
+
+export const BotLogScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  level: 'level',
+  kind: 'kind',
+  message: 'message',
+  deploymentId: 'deploymentId',
+  createdAt: 'createdAt'
+} as const
+
+export type BotLogScalarFieldEnum = (typeof BotLogScalarFieldEnum)[keyof typeof BotLogScalarFieldEnum]
+
+
+export const BotInboxScalarFieldEnum = {
+  messageId: 'messageId',
+  projectId: 'projectId',
+  leaseUntil: 'leaseUntil',
+  attempts: 'attempts',
+  createdAt: 'createdAt'
+} as const
+
+export type BotInboxScalarFieldEnum = (typeof BotInboxScalarFieldEnum)[keyof typeof BotInboxScalarFieldEnum]
+
+
+export const FlowScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  name: 'name',
+  categories: 'categories',
+  status: 'status',
+  currentVersion: 'currentVersion',
+  channelFlowId: 'channelFlowId',
+  channelDraftId: 'channelDraftId',
+  channelDraftVersion: 'channelDraftVersion',
+  publishedVersion: 'publishedVersion',
+  publishedAt: 'publishedAt',
+  channelFindings: 'channelFindings',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type FlowScalarFieldEnum = (typeof FlowScalarFieldEnum)[keyof typeof FlowScalarFieldEnum]
+
+
+export const FlowVersionScalarFieldEnum = {
+  flowId: 'flowId',
+  version: 'version',
+  definition: 'definition',
+  sha256: 'sha256',
+  findings: 'findings',
+  source: 'source',
+  createdAt: 'createdAt'
+} as const
+
+export type FlowVersionScalarFieldEnum = (typeof FlowVersionScalarFieldEnum)[keyof typeof FlowVersionScalarFieldEnum]
+
+
+export const DashboardAccountScalarFieldEnum = {
+  id: 'id',
+  email: 'email',
+  passwordHash: 'passwordHash',
+  setupTokenHash: 'setupTokenHash',
+  setupExpiresAt: 'setupExpiresAt',
+  createdAt: 'createdAt'
+} as const
+
+export type DashboardAccountScalarFieldEnum = (typeof DashboardAccountScalarFieldEnum)[keyof typeof DashboardAccountScalarFieldEnum]
+
+
+export const DashboardMembershipScalarFieldEnum = {
+  accountId: 'accountId',
+  projectId: 'projectId',
+  role: 'role',
+  createdAt: 'createdAt'
+} as const
+
+export type DashboardMembershipScalarFieldEnum = (typeof DashboardMembershipScalarFieldEnum)[keyof typeof DashboardMembershipScalarFieldEnum]
+
+
+export const DashboardSessionScalarFieldEnum = {
+  id: 'id',
+  tokenHash: 'tokenHash',
+  accountId: 'accountId',
+  csrfToken: 'csrfToken',
+  expiresAt: 'expiresAt',
+  createdAt: 'createdAt'
+} as const
+
+export type DashboardSessionScalarFieldEnum = (typeof DashboardSessionScalarFieldEnum)[keyof typeof DashboardSessionScalarFieldEnum]
+
+
+export const DashboardAuditScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  accountId: 'accountId',
+  actor: 'actor',
+  action: 'action',
+  subject: 'subject',
+  before: 'before',
+  after: 'after',
+  at: 'at'
+} as const
+
+export type DashboardAuditScalarFieldEnum = (typeof DashboardAuditScalarFieldEnum)[keyof typeof DashboardAuditScalarFieldEnum]
 
 
 export const SortOrder = {
@@ -2488,6 +4121,24 @@ export type GlobalOmitConfig = {
   runtimeToken?: Prisma.RuntimeTokenOmit
   mediaAsset?: Prisma.MediaAssetOmit
   headerSample?: Prisma.HeaderSampleOmit
+  segment?: Prisma.SegmentOmit
+  broadcast?: Prisma.BroadcastOmit
+  broadcastRecipient?: Prisma.BroadcastRecipientOmit
+  broadcastPacing?: Prisma.BroadcastPacingOmit
+  contactImport?: Prisma.ContactImportOmit
+  contactImportRow?: Prisma.ContactImportRowOmit
+  contactImportPhone?: Prisma.ContactImportPhoneOmit
+  codeFile?: Prisma.CodeFileOmit
+  deployment?: Prisma.DeploymentOmit
+  botRelease?: Prisma.BotReleaseOmit
+  botLog?: Prisma.BotLogOmit
+  botInbox?: Prisma.BotInboxOmit
+  flow?: Prisma.FlowOmit
+  flowVersion?: Prisma.FlowVersionOmit
+  dashboardAccount?: Prisma.DashboardAccountOmit
+  dashboardMembership?: Prisma.DashboardMembershipOmit
+  dashboardSession?: Prisma.DashboardSessionOmit
+  dashboardAudit?: Prisma.DashboardAuditOmit
 }
 
 /* Types for Logging */

@@ -69,7 +69,25 @@ export const ModelName = {
   WebhookAttempt: 'WebhookAttempt',
   RuntimeToken: 'RuntimeToken',
   MediaAsset: 'MediaAsset',
-  HeaderSample: 'HeaderSample'
+  HeaderSample: 'HeaderSample',
+  Segment: 'Segment',
+  Broadcast: 'Broadcast',
+  BroadcastRecipient: 'BroadcastRecipient',
+  BroadcastPacing: 'BroadcastPacing',
+  ContactImport: 'ContactImport',
+  ContactImportRow: 'ContactImportRow',
+  ContactImportPhone: 'ContactImportPhone',
+  CodeFile: 'CodeFile',
+  Deployment: 'Deployment',
+  BotRelease: 'BotRelease',
+  BotLog: 'BotLog',
+  BotInbox: 'BotInbox',
+  Flow: 'Flow',
+  FlowVersion: 'FlowVersion',
+  DashboardAccount: 'DashboardAccount',
+  DashboardMembership: 'DashboardMembership',
+  DashboardSession: 'DashboardSession',
+  DashboardAudit: 'DashboardAudit'
 } as const
 
 export type ModelName = (typeof ModelName)[keyof typeof ModelName]
@@ -110,7 +128,8 @@ export const ApiKeyScalarFieldEnum = {
   scopes: 'scopes',
   createdAt: 'createdAt',
   rotatedAt: 'rotatedAt',
-  revokedAt: 'revokedAt'
+  revokedAt: 'revokedAt',
+  lastUsedAt: 'lastUsedAt'
 } as const
 
 export type ApiKeyScalarFieldEnum = (typeof ApiKeyScalarFieldEnum)[keyof typeof ApiKeyScalarFieldEnum]
@@ -173,6 +192,9 @@ export const ContactScalarFieldEnum = {
   tags: 'tags',
   attributes: 'attributes',
   optedIn: 'optedIn',
+  optedInAt: 'optedInAt',
+  optInImportId: 'optInImportId',
+  optedOutAt: 'optedOutAt',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt'
 } as const
@@ -186,6 +208,7 @@ export const ConversationScalarFieldEnum = {
   contactId: 'contactId',
   state: 'state',
   lastMessageAt: 'lastMessageAt',
+  orderAt: 'orderAt',
   lastInboundAt: 'lastInboundAt',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt'
@@ -352,6 +375,284 @@ export const HeaderSampleScalarFieldEnum = {
 } as const
 
 export type HeaderSampleScalarFieldEnum = (typeof HeaderSampleScalarFieldEnum)[keyof typeof HeaderSampleScalarFieldEnum]
+
+
+export const SegmentScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  name: 'name',
+  filter: 'filter',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type SegmentScalarFieldEnum = (typeof SegmentScalarFieldEnum)[keyof typeof SegmentScalarFieldEnum]
+
+
+export const BroadcastScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  name: 'name',
+  templateName: 'templateName',
+  templateLanguage: 'templateLanguage',
+  category: 'category',
+  audience: 'audience',
+  templateVariables: 'templateVariables',
+  status: 'status',
+  statusReason: 'statusReason',
+  scheduledAt: 'scheduledAt',
+  startedAt: 'startedAt',
+  completedAt: 'completedAt',
+  approvedAt: 'approvedAt',
+  approvedBy: 'approvedBy',
+  createdBy: 'createdBy',
+  creatorName: 'creatorName',
+  creatorEmail: 'creatorEmail',
+  waveSize: 'waveSize',
+  waveIntervalS: 'waveIntervalS',
+  waveScheduledAt: 'waveScheduledAt',
+  waveScheduledCount: 'waveScheduledCount',
+  autoRetargetQuality: 'autoRetargetQuality',
+  retargetParentId: 'retargetParentId',
+  retargetCount: 'retargetCount',
+  retargetDueAt: 'retargetDueAt',
+  preflight: 'preflight',
+  leaseOwner: 'leaseOwner',
+  leaseUntil: 'leaseUntil',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type BroadcastScalarFieldEnum = (typeof BroadcastScalarFieldEnum)[keyof typeof BroadcastScalarFieldEnum]
+
+
+export const BroadcastRecipientScalarFieldEnum = {
+  id: 'id',
+  broadcastId: 'broadcastId',
+  contactId: 'contactId',
+  phone: 'phone',
+  variables: 'variables',
+  state: 'state',
+  wave: 'wave',
+  attempts: 'attempts',
+  notBefore: 'notBefore',
+  leaseOwner: 'leaseOwner',
+  leaseUntil: 'leaseUntil',
+  messageRef: 'messageRef',
+  wamid: 'wamid',
+  errorCode: 'errorCode',
+  errorCategory: 'errorCategory',
+  errorTitle: 'errorTitle',
+  sentAt: 'sentAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type BroadcastRecipientScalarFieldEnum = (typeof BroadcastRecipientScalarFieldEnum)[keyof typeof BroadcastRecipientScalarFieldEnum]
+
+
+export const BroadcastPacingScalarFieldEnum = {
+  phoneNumberId: 'phoneNumberId',
+  throughput: 'throughput',
+  currentRate: 'currentRate',
+  nextSlotAt: 'nextSlotAt',
+  throttledAt: 'throttledAt'
+} as const
+
+export type BroadcastPacingScalarFieldEnum = (typeof BroadcastPacingScalarFieldEnum)[keyof typeof BroadcastPacingScalarFieldEnum]
+
+
+export const ContactImportScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  status: 'status',
+  defaultCountry: 'defaultCountry',
+  filename: 'filename',
+  bytesTotal: 'bytesTotal',
+  bytesRead: 'bytesRead',
+  rowsTotal: 'rowsTotal',
+  created: 'created',
+  updated: 'updated',
+  unchanged: 'unchanged',
+  merged: 'merged',
+  rejected: 'rejected',
+  error: 'error',
+  ignoredColumns: 'ignoredColumns',
+  createdAt: 'createdAt',
+  startedAt: 'startedAt',
+  completedAt: 'completedAt',
+  heartbeatAt: 'heartbeatAt'
+} as const
+
+export type ContactImportScalarFieldEnum = (typeof ContactImportScalarFieldEnum)[keyof typeof ContactImportScalarFieldEnum]
+
+
+export const ContactImportRowScalarFieldEnum = {
+  importId: 'importId',
+  line: 'line',
+  outcome: 'outcome',
+  reason: 'reason',
+  number: 'number'
+} as const
+
+export type ContactImportRowScalarFieldEnum = (typeof ContactImportRowScalarFieldEnum)[keyof typeof ContactImportRowScalarFieldEnum]
+
+
+export const ContactImportPhoneScalarFieldEnum = {
+  importId: 'importId',
+  phone: 'phone',
+  firstLine: 'firstLine'
+} as const
+
+export type ContactImportPhoneScalarFieldEnum = (typeof ContactImportPhoneScalarFieldEnum)[keyof typeof ContactImportPhoneScalarFieldEnum]
+
+
+export const CodeFileScalarFieldEnum = {
+  projectId: 'projectId',
+  tree: 'tree',
+  path: 'path',
+  content: 'content',
+  sha256: 'sha256',
+  size: 'size',
+  version: 'version',
+  updatedAt: 'updatedAt'
+} as const
+
+export type CodeFileScalarFieldEnum = (typeof CodeFileScalarFieldEnum)[keyof typeof CodeFileScalarFieldEnum]
+
+
+export const DeploymentScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  status: 'status',
+  contentHash: 'contentHash',
+  bundle: 'bundle',
+  sourceMap: 'sourceMap',
+  files: 'files',
+  diagnostics: 'diagnostics',
+  message: 'message',
+  createdBy: 'createdBy',
+  rollbackOf: 'rollbackOf',
+  createdAt: 'createdAt',
+  seq: 'seq'
+} as const
+
+export type DeploymentScalarFieldEnum = (typeof DeploymentScalarFieldEnum)[keyof typeof DeploymentScalarFieldEnum]
+
+
+export const BotReleaseScalarFieldEnum = {
+  projectId: 'projectId',
+  deploymentId: 'deploymentId',
+  contentHash: 'contentHash',
+  promotedAt: 'promotedAt'
+} as const
+
+export type BotReleaseScalarFieldEnum = (typeof BotReleaseScalarFieldEnum)[keyof typeof BotReleaseScalarFieldEnum]
+
+
+export const BotLogScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  level: 'level',
+  kind: 'kind',
+  message: 'message',
+  deploymentId: 'deploymentId',
+  createdAt: 'createdAt'
+} as const
+
+export type BotLogScalarFieldEnum = (typeof BotLogScalarFieldEnum)[keyof typeof BotLogScalarFieldEnum]
+
+
+export const BotInboxScalarFieldEnum = {
+  messageId: 'messageId',
+  projectId: 'projectId',
+  leaseUntil: 'leaseUntil',
+  attempts: 'attempts',
+  createdAt: 'createdAt'
+} as const
+
+export type BotInboxScalarFieldEnum = (typeof BotInboxScalarFieldEnum)[keyof typeof BotInboxScalarFieldEnum]
+
+
+export const FlowScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  name: 'name',
+  categories: 'categories',
+  status: 'status',
+  currentVersion: 'currentVersion',
+  channelFlowId: 'channelFlowId',
+  channelDraftId: 'channelDraftId',
+  channelDraftVersion: 'channelDraftVersion',
+  publishedVersion: 'publishedVersion',
+  publishedAt: 'publishedAt',
+  channelFindings: 'channelFindings',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type FlowScalarFieldEnum = (typeof FlowScalarFieldEnum)[keyof typeof FlowScalarFieldEnum]
+
+
+export const FlowVersionScalarFieldEnum = {
+  flowId: 'flowId',
+  version: 'version',
+  definition: 'definition',
+  sha256: 'sha256',
+  findings: 'findings',
+  source: 'source',
+  createdAt: 'createdAt'
+} as const
+
+export type FlowVersionScalarFieldEnum = (typeof FlowVersionScalarFieldEnum)[keyof typeof FlowVersionScalarFieldEnum]
+
+
+export const DashboardAccountScalarFieldEnum = {
+  id: 'id',
+  email: 'email',
+  passwordHash: 'passwordHash',
+  setupTokenHash: 'setupTokenHash',
+  setupExpiresAt: 'setupExpiresAt',
+  createdAt: 'createdAt'
+} as const
+
+export type DashboardAccountScalarFieldEnum = (typeof DashboardAccountScalarFieldEnum)[keyof typeof DashboardAccountScalarFieldEnum]
+
+
+export const DashboardMembershipScalarFieldEnum = {
+  accountId: 'accountId',
+  projectId: 'projectId',
+  role: 'role',
+  createdAt: 'createdAt'
+} as const
+
+export type DashboardMembershipScalarFieldEnum = (typeof DashboardMembershipScalarFieldEnum)[keyof typeof DashboardMembershipScalarFieldEnum]
+
+
+export const DashboardSessionScalarFieldEnum = {
+  id: 'id',
+  tokenHash: 'tokenHash',
+  accountId: 'accountId',
+  csrfToken: 'csrfToken',
+  expiresAt: 'expiresAt',
+  createdAt: 'createdAt'
+} as const
+
+export type DashboardSessionScalarFieldEnum = (typeof DashboardSessionScalarFieldEnum)[keyof typeof DashboardSessionScalarFieldEnum]
+
+
+export const DashboardAuditScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  accountId: 'accountId',
+  actor: 'actor',
+  action: 'action',
+  subject: 'subject',
+  before: 'before',
+  after: 'after',
+  at: 'at'
+} as const
+
+export type DashboardAuditScalarFieldEnum = (typeof DashboardAuditScalarFieldEnum)[keyof typeof DashboardAuditScalarFieldEnum]
 
 
 export const SortOrder = {

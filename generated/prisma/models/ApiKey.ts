@@ -34,6 +34,7 @@ export type ApiKeyMinAggregateOutputType = {
   createdAt: Date | null
   rotatedAt: Date | null
   revokedAt: Date | null
+  lastUsedAt: Date | null
 }
 
 export type ApiKeyMaxAggregateOutputType = {
@@ -46,6 +47,7 @@ export type ApiKeyMaxAggregateOutputType = {
   createdAt: Date | null
   rotatedAt: Date | null
   revokedAt: Date | null
+  lastUsedAt: Date | null
 }
 
 export type ApiKeyCountAggregateOutputType = {
@@ -59,6 +61,7 @@ export type ApiKeyCountAggregateOutputType = {
   createdAt: number
   rotatedAt: number
   revokedAt: number
+  lastUsedAt: number
   _all: number
 }
 
@@ -73,6 +76,7 @@ export type ApiKeyMinAggregateInputType = {
   createdAt?: true
   rotatedAt?: true
   revokedAt?: true
+  lastUsedAt?: true
 }
 
 export type ApiKeyMaxAggregateInputType = {
@@ -85,6 +89,7 @@ export type ApiKeyMaxAggregateInputType = {
   createdAt?: true
   rotatedAt?: true
   revokedAt?: true
+  lastUsedAt?: true
 }
 
 export type ApiKeyCountAggregateInputType = {
@@ -98,6 +103,7 @@ export type ApiKeyCountAggregateInputType = {
   createdAt?: true
   rotatedAt?: true
   revokedAt?: true
+  lastUsedAt?: true
   _all?: true
 }
 
@@ -184,6 +190,7 @@ export type ApiKeyGroupByOutputType = {
   createdAt: Date
   rotatedAt: Date | null
   revokedAt: Date | null
+  lastUsedAt: Date | null
   _count: ApiKeyCountAggregateOutputType | null
   _min: ApiKeyMinAggregateOutputType | null
   _max: ApiKeyMaxAggregateOutputType | null
@@ -218,6 +225,7 @@ export type ApiKeyWhereInput = {
   createdAt?: Prisma.DateTimeFilter<"ApiKey"> | Date | string
   rotatedAt?: Prisma.DateTimeNullableFilter<"ApiKey"> | Date | string | null
   revokedAt?: Prisma.DateTimeNullableFilter<"ApiKey"> | Date | string | null
+  lastUsedAt?: Prisma.DateTimeNullableFilter<"ApiKey"> | Date | string | null
   project?: Prisma.XOR<Prisma.ProjectScalarRelationFilter, Prisma.ProjectWhereInput>
 }
 
@@ -232,6 +240,7 @@ export type ApiKeyOrderByWithRelationInput = {
   createdAt?: Prisma.SortOrder
   rotatedAt?: Prisma.SortOrderInput | Prisma.SortOrder
   revokedAt?: Prisma.SortOrderInput | Prisma.SortOrder
+  lastUsedAt?: Prisma.SortOrderInput | Prisma.SortOrder
   project?: Prisma.ProjectOrderByWithRelationInput
 }
 
@@ -249,6 +258,7 @@ export type ApiKeyWhereUniqueInput = Prisma.AtLeast<{
   createdAt?: Prisma.DateTimeFilter<"ApiKey"> | Date | string
   rotatedAt?: Prisma.DateTimeNullableFilter<"ApiKey"> | Date | string | null
   revokedAt?: Prisma.DateTimeNullableFilter<"ApiKey"> | Date | string | null
+  lastUsedAt?: Prisma.DateTimeNullableFilter<"ApiKey"> | Date | string | null
   project?: Prisma.XOR<Prisma.ProjectScalarRelationFilter, Prisma.ProjectWhereInput>
 }, "id" | "secretHash">
 
@@ -263,6 +273,7 @@ export type ApiKeyOrderByWithAggregationInput = {
   createdAt?: Prisma.SortOrder
   rotatedAt?: Prisma.SortOrderInput | Prisma.SortOrder
   revokedAt?: Prisma.SortOrderInput | Prisma.SortOrder
+  lastUsedAt?: Prisma.SortOrderInput | Prisma.SortOrder
   _count?: Prisma.ApiKeyCountOrderByAggregateInput
   _max?: Prisma.ApiKeyMaxOrderByAggregateInput
   _min?: Prisma.ApiKeyMinOrderByAggregateInput
@@ -282,6 +293,7 @@ export type ApiKeyScalarWhereWithAggregatesInput = {
   createdAt?: Prisma.DateTimeWithAggregatesFilter<"ApiKey"> | Date | string
   rotatedAt?: Prisma.DateTimeNullableWithAggregatesFilter<"ApiKey"> | Date | string | null
   revokedAt?: Prisma.DateTimeNullableWithAggregatesFilter<"ApiKey"> | Date | string | null
+  lastUsedAt?: Prisma.DateTimeNullableWithAggregatesFilter<"ApiKey"> | Date | string | null
 }
 
 export type ApiKeyCreateInput = {
@@ -294,6 +306,7 @@ export type ApiKeyCreateInput = {
   createdAt?: Date | string
   rotatedAt?: Date | string | null
   revokedAt?: Date | string | null
+  lastUsedAt?: Date | string | null
   project: Prisma.ProjectCreateNestedOneWithoutApiKeysInput
 }
 
@@ -308,6 +321,7 @@ export type ApiKeyUncheckedCreateInput = {
   createdAt?: Date | string
   rotatedAt?: Date | string | null
   revokedAt?: Date | string | null
+  lastUsedAt?: Date | string | null
 }
 
 export type ApiKeyUpdateInput = {
@@ -320,6 +334,7 @@ export type ApiKeyUpdateInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   rotatedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  lastUsedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   project?: Prisma.ProjectUpdateOneRequiredWithoutApiKeysNestedInput
 }
 
@@ -334,6 +349,7 @@ export type ApiKeyUncheckedUpdateInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   rotatedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  lastUsedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
 }
 
 export type ApiKeyCreateManyInput = {
@@ -347,6 +363,7 @@ export type ApiKeyCreateManyInput = {
   createdAt?: Date | string
   rotatedAt?: Date | string | null
   revokedAt?: Date | string | null
+  lastUsedAt?: Date | string | null
 }
 
 export type ApiKeyUpdateManyMutationInput = {
@@ -359,6 +376,7 @@ export type ApiKeyUpdateManyMutationInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   rotatedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  lastUsedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
 }
 
 export type ApiKeyUncheckedUpdateManyInput = {
@@ -372,6 +390,7 @@ export type ApiKeyUncheckedUpdateManyInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   rotatedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  lastUsedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
 }
 
 export type ApiKeyListRelationFilter = {
@@ -403,6 +422,7 @@ export type ApiKeyCountOrderByAggregateInput = {
   createdAt?: Prisma.SortOrder
   rotatedAt?: Prisma.SortOrder
   revokedAt?: Prisma.SortOrder
+  lastUsedAt?: Prisma.SortOrder
 }
 
 export type ApiKeyMaxOrderByAggregateInput = {
@@ -415,6 +435,7 @@ export type ApiKeyMaxOrderByAggregateInput = {
   createdAt?: Prisma.SortOrder
   rotatedAt?: Prisma.SortOrder
   revokedAt?: Prisma.SortOrder
+  lastUsedAt?: Prisma.SortOrder
 }
 
 export type ApiKeyMinOrderByAggregateInput = {
@@ -427,6 +448,7 @@ export type ApiKeyMinOrderByAggregateInput = {
   createdAt?: Prisma.SortOrder
   rotatedAt?: Prisma.SortOrder
   revokedAt?: Prisma.SortOrder
+  lastUsedAt?: Prisma.SortOrder
 }
 
 export type ApiKeyCreateNestedManyWithoutProjectInput = {
@@ -498,6 +520,7 @@ export type ApiKeyCreateWithoutProjectInput = {
   createdAt?: Date | string
   rotatedAt?: Date | string | null
   revokedAt?: Date | string | null
+  lastUsedAt?: Date | string | null
 }
 
 export type ApiKeyUncheckedCreateWithoutProjectInput = {
@@ -510,6 +533,7 @@ export type ApiKeyUncheckedCreateWithoutProjectInput = {
   createdAt?: Date | string
   rotatedAt?: Date | string | null
   revokedAt?: Date | string | null
+  lastUsedAt?: Date | string | null
 }
 
 export type ApiKeyCreateOrConnectWithoutProjectInput = {
@@ -552,6 +576,7 @@ export type ApiKeyScalarWhereInput = {
   createdAt?: Prisma.DateTimeFilter<"ApiKey"> | Date | string
   rotatedAt?: Prisma.DateTimeNullableFilter<"ApiKey"> | Date | string | null
   revokedAt?: Prisma.DateTimeNullableFilter<"ApiKey"> | Date | string | null
+  lastUsedAt?: Prisma.DateTimeNullableFilter<"ApiKey"> | Date | string | null
 }
 
 export type ApiKeyCreateManyProjectInput = {
@@ -564,6 +589,7 @@ export type ApiKeyCreateManyProjectInput = {
   createdAt?: Date | string
   rotatedAt?: Date | string | null
   revokedAt?: Date | string | null
+  lastUsedAt?: Date | string | null
 }
 
 export type ApiKeyUpdateWithoutProjectInput = {
@@ -576,6 +602,7 @@ export type ApiKeyUpdateWithoutProjectInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   rotatedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  lastUsedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
 }
 
 export type ApiKeyUncheckedUpdateWithoutProjectInput = {
@@ -588,6 +615,7 @@ export type ApiKeyUncheckedUpdateWithoutProjectInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   rotatedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  lastUsedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
 }
 
 export type ApiKeyUncheckedUpdateManyWithoutProjectInput = {
@@ -600,6 +628,7 @@ export type ApiKeyUncheckedUpdateManyWithoutProjectInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   rotatedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  lastUsedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
 }
 
 
@@ -615,6 +644,7 @@ export type ApiKeySelect<ExtArgs extends runtime.Types.Extensions.InternalArgs =
   createdAt?: boolean
   rotatedAt?: boolean
   revokedAt?: boolean
+  lastUsedAt?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["apiKey"]>
 
@@ -629,6 +659,7 @@ export type ApiKeySelectCreateManyAndReturn<ExtArgs extends runtime.Types.Extens
   createdAt?: boolean
   rotatedAt?: boolean
   revokedAt?: boolean
+  lastUsedAt?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["apiKey"]>
 
@@ -643,6 +674,7 @@ export type ApiKeySelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Extens
   createdAt?: boolean
   rotatedAt?: boolean
   revokedAt?: boolean
+  lastUsedAt?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["apiKey"]>
 
@@ -657,9 +689,10 @@ export type ApiKeySelectScalar = {
   createdAt?: boolean
   rotatedAt?: boolean
   revokedAt?: boolean
+  lastUsedAt?: boolean
 }
 
-export type ApiKeyOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "name" | "mode" | "hint" | "secretHash" | "scopes" | "createdAt" | "rotatedAt" | "revokedAt", ExtArgs["result"]["apiKey"]>
+export type ApiKeyOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "name" | "mode" | "hint" | "secretHash" | "scopes" | "createdAt" | "rotatedAt" | "revokedAt" | "lastUsedAt", ExtArgs["result"]["apiKey"]>
 export type ApiKeyInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
 }
@@ -689,6 +722,10 @@ export type $ApiKeyPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs
     createdAt: Date
     rotatedAt: Date | null
     revokedAt: Date | null
+    /**
+     * When the key last authenticated a request, to the minute (lib/access/key-usage.ts).
+     */
+    lastUsedAt: Date | null
   }, ExtArgs["result"]["apiKey"]>
   composites: {}
 }
@@ -1123,6 +1160,7 @@ export interface ApiKeyFieldRefs {
   readonly createdAt: Prisma.FieldRef<"ApiKey", 'DateTime'>
   readonly rotatedAt: Prisma.FieldRef<"ApiKey", 'DateTime'>
   readonly revokedAt: Prisma.FieldRef<"ApiKey", 'DateTime'>
+  readonly lastUsedAt: Prisma.FieldRef<"ApiKey", 'DateTime'>
 }
     
 

@@ -40,6 +40,9 @@ export type ContactMinAggregateOutputType = {
   phone: string | null
   name: string | null
   optedIn: boolean | null
+  optedInAt: Date | null
+  optInImportId: string | null
+  optedOutAt: Date | null
   createdAt: Date | null
   updatedAt: Date | null
 }
@@ -50,6 +53,9 @@ export type ContactMaxAggregateOutputType = {
   phone: string | null
   name: string | null
   optedIn: boolean | null
+  optedInAt: Date | null
+  optInImportId: string | null
+  optedOutAt: Date | null
   createdAt: Date | null
   updatedAt: Date | null
 }
@@ -62,6 +68,9 @@ export type ContactCountAggregateOutputType = {
   tags: number
   attributes: number
   optedIn: number
+  optedInAt: number
+  optInImportId: number
+  optedOutAt: number
   createdAt: number
   updatedAt: number
   _all: number
@@ -82,6 +91,9 @@ export type ContactMinAggregateInputType = {
   phone?: true
   name?: true
   optedIn?: true
+  optedInAt?: true
+  optInImportId?: true
+  optedOutAt?: true
   createdAt?: true
   updatedAt?: true
 }
@@ -92,6 +104,9 @@ export type ContactMaxAggregateInputType = {
   phone?: true
   name?: true
   optedIn?: true
+  optedInAt?: true
+  optInImportId?: true
+  optedOutAt?: true
   createdAt?: true
   updatedAt?: true
 }
@@ -104,6 +119,9 @@ export type ContactCountAggregateInputType = {
   tags?: true
   attributes?: true
   optedIn?: true
+  optedInAt?: true
+  optInImportId?: true
+  optedOutAt?: true
   createdAt?: true
   updatedAt?: true
   _all?: true
@@ -203,6 +221,9 @@ export type ContactGroupByOutputType = {
   tags: string[]
   attributes: runtime.JsonValue
   optedIn: boolean
+  optedInAt: Date | null
+  optInImportId: string | null
+  optedOutAt: Date | null
   createdAt: Date
   updatedAt: Date
   _count: ContactCountAggregateOutputType | null
@@ -238,6 +259,9 @@ export type ContactWhereInput = {
   tags?: Prisma.StringNullableListFilter<"Contact">
   attributes?: Prisma.JsonFilter<"Contact">
   optedIn?: Prisma.BoolFilter<"Contact"> | boolean
+  optedInAt?: Prisma.DateTimeNullableFilter<"Contact"> | Date | string | null
+  optInImportId?: Prisma.StringNullableFilter<"Contact"> | string | null
+  optedOutAt?: Prisma.DateTimeNullableFilter<"Contact"> | Date | string | null
   createdAt?: Prisma.DateTimeFilter<"Contact"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Contact"> | Date | string
   project?: Prisma.XOR<Prisma.ProjectScalarRelationFilter, Prisma.ProjectWhereInput>
@@ -252,6 +276,9 @@ export type ContactOrderByWithRelationInput = {
   tags?: Prisma.SortOrder
   attributes?: Prisma.SortOrder
   optedIn?: Prisma.SortOrder
+  optedInAt?: Prisma.SortOrderInput | Prisma.SortOrder
+  optInImportId?: Prisma.SortOrderInput | Prisma.SortOrder
+  optedOutAt?: Prisma.SortOrderInput | Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
   project?: Prisma.ProjectOrderByWithRelationInput
@@ -270,6 +297,9 @@ export type ContactWhereUniqueInput = Prisma.AtLeast<{
   tags?: Prisma.StringNullableListFilter<"Contact">
   attributes?: Prisma.JsonFilter<"Contact">
   optedIn?: Prisma.BoolFilter<"Contact"> | boolean
+  optedInAt?: Prisma.DateTimeNullableFilter<"Contact"> | Date | string | null
+  optInImportId?: Prisma.StringNullableFilter<"Contact"> | string | null
+  optedOutAt?: Prisma.DateTimeNullableFilter<"Contact"> | Date | string | null
   createdAt?: Prisma.DateTimeFilter<"Contact"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Contact"> | Date | string
   project?: Prisma.XOR<Prisma.ProjectScalarRelationFilter, Prisma.ProjectWhereInput>
@@ -284,6 +314,9 @@ export type ContactOrderByWithAggregationInput = {
   tags?: Prisma.SortOrder
   attributes?: Prisma.SortOrder
   optedIn?: Prisma.SortOrder
+  optedInAt?: Prisma.SortOrderInput | Prisma.SortOrder
+  optInImportId?: Prisma.SortOrderInput | Prisma.SortOrder
+  optedOutAt?: Prisma.SortOrderInput | Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
   _count?: Prisma.ContactCountOrderByAggregateInput
@@ -304,6 +337,9 @@ export type ContactScalarWhereWithAggregatesInput = {
   tags?: Prisma.StringNullableListFilter<"Contact">
   attributes?: Prisma.JsonWithAggregatesFilter<"Contact">
   optedIn?: Prisma.BoolWithAggregatesFilter<"Contact"> | boolean
+  optedInAt?: Prisma.DateTimeNullableWithAggregatesFilter<"Contact"> | Date | string | null
+  optInImportId?: Prisma.StringNullableWithAggregatesFilter<"Contact"> | string | null
+  optedOutAt?: Prisma.DateTimeNullableWithAggregatesFilter<"Contact"> | Date | string | null
   createdAt?: Prisma.DateTimeWithAggregatesFilter<"Contact"> | Date | string
   updatedAt?: Prisma.DateTimeWithAggregatesFilter<"Contact"> | Date | string
 }
@@ -315,6 +351,9 @@ export type ContactCreateInput = {
   tags?: Prisma.ContactCreatetagsInput | string[]
   attributes?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   optedIn?: boolean
+  optedInAt?: Date | string | null
+  optInImportId?: string | null
+  optedOutAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   project: Prisma.ProjectCreateNestedOneWithoutContactsInput
@@ -329,6 +368,9 @@ export type ContactUncheckedCreateInput = {
   tags?: Prisma.ContactCreatetagsInput | string[]
   attributes?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   optedIn?: boolean
+  optedInAt?: Date | string | null
+  optInImportId?: string | null
+  optedOutAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutContactInput
@@ -341,6 +383,9 @@ export type ContactUpdateInput = {
   tags?: Prisma.ContactUpdatetagsInput | string[]
   attributes?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   optedIn?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  optedInAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  optInImportId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  optedOutAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   project?: Prisma.ProjectUpdateOneRequiredWithoutContactsNestedInput
@@ -355,6 +400,9 @@ export type ContactUncheckedUpdateInput = {
   tags?: Prisma.ContactUpdatetagsInput | string[]
   attributes?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   optedIn?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  optedInAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  optInImportId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  optedOutAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutContactNestedInput
@@ -368,6 +416,9 @@ export type ContactCreateManyInput = {
   tags?: Prisma.ContactCreatetagsInput | string[]
   attributes?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   optedIn?: boolean
+  optedInAt?: Date | string | null
+  optInImportId?: string | null
+  optedOutAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
 }
@@ -379,6 +430,9 @@ export type ContactUpdateManyMutationInput = {
   tags?: Prisma.ContactUpdatetagsInput | string[]
   attributes?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   optedIn?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  optedInAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  optInImportId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  optedOutAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -391,6 +445,9 @@ export type ContactUncheckedUpdateManyInput = {
   tags?: Prisma.ContactUpdatetagsInput | string[]
   attributes?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   optedIn?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  optedInAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  optInImportId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  optedOutAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -418,6 +475,9 @@ export type ContactCountOrderByAggregateInput = {
   tags?: Prisma.SortOrder
   attributes?: Prisma.SortOrder
   optedIn?: Prisma.SortOrder
+  optedInAt?: Prisma.SortOrder
+  optInImportId?: Prisma.SortOrder
+  optedOutAt?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -432,6 +492,9 @@ export type ContactMaxOrderByAggregateInput = {
   phone?: Prisma.SortOrder
   name?: Prisma.SortOrder
   optedIn?: Prisma.SortOrder
+  optedInAt?: Prisma.SortOrder
+  optInImportId?: Prisma.SortOrder
+  optedOutAt?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -442,6 +505,9 @@ export type ContactMinOrderByAggregateInput = {
   phone?: Prisma.SortOrder
   name?: Prisma.SortOrder
   optedIn?: Prisma.SortOrder
+  optedInAt?: Prisma.SortOrder
+  optInImportId?: Prisma.SortOrder
+  optedOutAt?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -535,6 +601,9 @@ export type ContactCreateWithoutProjectInput = {
   tags?: Prisma.ContactCreatetagsInput | string[]
   attributes?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   optedIn?: boolean
+  optedInAt?: Date | string | null
+  optInImportId?: string | null
+  optedOutAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   conversations?: Prisma.ConversationCreateNestedManyWithoutContactInput
@@ -547,6 +616,9 @@ export type ContactUncheckedCreateWithoutProjectInput = {
   tags?: Prisma.ContactCreatetagsInput | string[]
   attributes?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   optedIn?: boolean
+  optedInAt?: Date | string | null
+  optInImportId?: string | null
+  optedOutAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutContactInput
@@ -589,6 +661,9 @@ export type ContactScalarWhereInput = {
   tags?: Prisma.StringNullableListFilter<"Contact">
   attributes?: Prisma.JsonFilter<"Contact">
   optedIn?: Prisma.BoolFilter<"Contact"> | boolean
+  optedInAt?: Prisma.DateTimeNullableFilter<"Contact"> | Date | string | null
+  optInImportId?: Prisma.StringNullableFilter<"Contact"> | string | null
+  optedOutAt?: Prisma.DateTimeNullableFilter<"Contact"> | Date | string | null
   createdAt?: Prisma.DateTimeFilter<"Contact"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Contact"> | Date | string
 }
@@ -600,6 +675,9 @@ export type ContactCreateWithoutConversationsInput = {
   tags?: Prisma.ContactCreatetagsInput | string[]
   attributes?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   optedIn?: boolean
+  optedInAt?: Date | string | null
+  optInImportId?: string | null
+  optedOutAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   project: Prisma.ProjectCreateNestedOneWithoutContactsInput
@@ -613,6 +691,9 @@ export type ContactUncheckedCreateWithoutConversationsInput = {
   tags?: Prisma.ContactCreatetagsInput | string[]
   attributes?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   optedIn?: boolean
+  optedInAt?: Date | string | null
+  optInImportId?: string | null
+  optedOutAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
 }
@@ -640,6 +721,9 @@ export type ContactUpdateWithoutConversationsInput = {
   tags?: Prisma.ContactUpdatetagsInput | string[]
   attributes?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   optedIn?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  optedInAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  optInImportId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  optedOutAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   project?: Prisma.ProjectUpdateOneRequiredWithoutContactsNestedInput
@@ -653,6 +737,9 @@ export type ContactUncheckedUpdateWithoutConversationsInput = {
   tags?: Prisma.ContactUpdatetagsInput | string[]
   attributes?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   optedIn?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  optedInAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  optInImportId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  optedOutAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -664,6 +751,9 @@ export type ContactCreateManyProjectInput = {
   tags?: Prisma.ContactCreatetagsInput | string[]
   attributes?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   optedIn?: boolean
+  optedInAt?: Date | string | null
+  optInImportId?: string | null
+  optedOutAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
 }
@@ -675,6 +765,9 @@ export type ContactUpdateWithoutProjectInput = {
   tags?: Prisma.ContactUpdatetagsInput | string[]
   attributes?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   optedIn?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  optedInAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  optInImportId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  optedOutAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   conversations?: Prisma.ConversationUpdateManyWithoutContactNestedInput
@@ -687,6 +780,9 @@ export type ContactUncheckedUpdateWithoutProjectInput = {
   tags?: Prisma.ContactUpdatetagsInput | string[]
   attributes?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   optedIn?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  optedInAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  optInImportId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  optedOutAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutContactNestedInput
@@ -699,6 +795,9 @@ export type ContactUncheckedUpdateManyWithoutProjectInput = {
   tags?: Prisma.ContactUpdatetagsInput | string[]
   attributes?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   optedIn?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  optedInAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  optInImportId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  optedOutAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -742,6 +841,9 @@ export type ContactSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs 
   tags?: boolean
   attributes?: boolean
   optedIn?: boolean
+  optedInAt?: boolean
+  optInImportId?: boolean
+  optedOutAt?: boolean
   createdAt?: boolean
   updatedAt?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
@@ -757,6 +859,9 @@ export type ContactSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Exten
   tags?: boolean
   attributes?: boolean
   optedIn?: boolean
+  optedInAt?: boolean
+  optInImportId?: boolean
+  optedOutAt?: boolean
   createdAt?: boolean
   updatedAt?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
@@ -770,6 +875,9 @@ export type ContactSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Exten
   tags?: boolean
   attributes?: boolean
   optedIn?: boolean
+  optedInAt?: boolean
+  optInImportId?: boolean
+  optedOutAt?: boolean
   createdAt?: boolean
   updatedAt?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
@@ -783,11 +891,14 @@ export type ContactSelectScalar = {
   tags?: boolean
   attributes?: boolean
   optedIn?: boolean
+  optedInAt?: boolean
+  optInImportId?: boolean
+  optedOutAt?: boolean
   createdAt?: boolean
   updatedAt?: boolean
 }
 
-export type ContactOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "phone" | "name" | "tags" | "attributes" | "optedIn" | "createdAt" | "updatedAt", ExtArgs["result"]["contact"]>
+export type ContactOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "phone" | "name" | "tags" | "attributes" | "optedIn" | "optedInAt" | "optInImportId" | "optedOutAt" | "createdAt" | "updatedAt", ExtArgs["result"]["contact"]>
 export type ContactInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
   conversations?: boolean | Prisma.Contact$conversationsArgs<ExtArgs>
@@ -817,6 +928,15 @@ export type $ContactPayload<ExtArgs extends runtime.Types.Extensions.InternalArg
     tags: string[]
     attributes: runtime.JsonValue
     optedIn: boolean
+    /**
+     * When the opt-in was recorded, and from which contact import (broadcasts).
+     */
+    optedInAt: Date | null
+    optInImportId: string | null
+    /**
+     * An explicit opt-out (a `false` in an import): excluded from every broadcast.
+     */
+    optedOutAt: Date | null
     createdAt: Date
     updatedAt: Date
   }, ExtArgs["result"]["contact"]>
@@ -1251,6 +1371,9 @@ export interface ContactFieldRefs {
   readonly tags: Prisma.FieldRef<"Contact", 'String[]'>
   readonly attributes: Prisma.FieldRef<"Contact", 'Json'>
   readonly optedIn: Prisma.FieldRef<"Contact", 'Boolean'>
+  readonly optedInAt: Prisma.FieldRef<"Contact", 'DateTime'>
+  readonly optInImportId: Prisma.FieldRef<"Contact", 'String'>
+  readonly optedOutAt: Prisma.FieldRef<"Contact", 'DateTime'>
   readonly createdAt: Prisma.FieldRef<"Contact", 'DateTime'>
   readonly updatedAt: Prisma.FieldRef<"Contact", 'DateTime'>
 }

@@ -42,6 +42,7 @@ export type ConversationMinAggregateOutputType = {
   contactId: bigint | null
   state: string | null
   lastMessageAt: Date | null
+  orderAt: Date | null
   lastInboundAt: Date | null
   createdAt: Date | null
   updatedAt: Date | null
@@ -53,6 +54,7 @@ export type ConversationMaxAggregateOutputType = {
   contactId: bigint | null
   state: string | null
   lastMessageAt: Date | null
+  orderAt: Date | null
   lastInboundAt: Date | null
   createdAt: Date | null
   updatedAt: Date | null
@@ -64,6 +66,7 @@ export type ConversationCountAggregateOutputType = {
   contactId: number
   state: number
   lastMessageAt: number
+  orderAt: number
   lastInboundAt: number
   createdAt: number
   updatedAt: number
@@ -87,6 +90,7 @@ export type ConversationMinAggregateInputType = {
   contactId?: true
   state?: true
   lastMessageAt?: true
+  orderAt?: true
   lastInboundAt?: true
   createdAt?: true
   updatedAt?: true
@@ -98,6 +102,7 @@ export type ConversationMaxAggregateInputType = {
   contactId?: true
   state?: true
   lastMessageAt?: true
+  orderAt?: true
   lastInboundAt?: true
   createdAt?: true
   updatedAt?: true
@@ -109,6 +114,7 @@ export type ConversationCountAggregateInputType = {
   contactId?: true
   state?: true
   lastMessageAt?: true
+  orderAt?: true
   lastInboundAt?: true
   createdAt?: true
   updatedAt?: true
@@ -207,6 +213,7 @@ export type ConversationGroupByOutputType = {
   contactId: bigint
   state: string
   lastMessageAt: Date
+  orderAt: Date
   lastInboundAt: Date | null
   createdAt: Date
   updatedAt: Date
@@ -241,6 +248,7 @@ export type ConversationWhereInput = {
   contactId?: Prisma.BigIntFilter<"Conversation"> | bigint | number
   state?: Prisma.StringFilter<"Conversation"> | string
   lastMessageAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
+  orderAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
   lastInboundAt?: Prisma.DateTimeNullableFilter<"Conversation"> | Date | string | null
   createdAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
@@ -255,6 +263,7 @@ export type ConversationOrderByWithRelationInput = {
   contactId?: Prisma.SortOrder
   state?: Prisma.SortOrder
   lastMessageAt?: Prisma.SortOrder
+  orderAt?: Prisma.SortOrder
   lastInboundAt?: Prisma.SortOrderInput | Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
@@ -273,6 +282,7 @@ export type ConversationWhereUniqueInput = Prisma.AtLeast<{
   contactId?: Prisma.BigIntFilter<"Conversation"> | bigint | number
   state?: Prisma.StringFilter<"Conversation"> | string
   lastMessageAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
+  orderAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
   lastInboundAt?: Prisma.DateTimeNullableFilter<"Conversation"> | Date | string | null
   createdAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
@@ -287,6 +297,7 @@ export type ConversationOrderByWithAggregationInput = {
   contactId?: Prisma.SortOrder
   state?: Prisma.SortOrder
   lastMessageAt?: Prisma.SortOrder
+  orderAt?: Prisma.SortOrder
   lastInboundAt?: Prisma.SortOrderInput | Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
@@ -306,6 +317,7 @@ export type ConversationScalarWhereWithAggregatesInput = {
   contactId?: Prisma.BigIntWithAggregatesFilter<"Conversation"> | bigint | number
   state?: Prisma.StringWithAggregatesFilter<"Conversation"> | string
   lastMessageAt?: Prisma.DateTimeWithAggregatesFilter<"Conversation"> | Date | string
+  orderAt?: Prisma.DateTimeWithAggregatesFilter<"Conversation"> | Date | string
   lastInboundAt?: Prisma.DateTimeNullableWithAggregatesFilter<"Conversation"> | Date | string | null
   createdAt?: Prisma.DateTimeWithAggregatesFilter<"Conversation"> | Date | string
   updatedAt?: Prisma.DateTimeWithAggregatesFilter<"Conversation"> | Date | string
@@ -315,6 +327,7 @@ export type ConversationCreateInput = {
   id?: bigint | number
   state?: string
   lastMessageAt: Date | string
+  orderAt?: Date | string
   lastInboundAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
@@ -329,6 +342,7 @@ export type ConversationUncheckedCreateInput = {
   contactId: bigint | number
   state?: string
   lastMessageAt: Date | string
+  orderAt?: Date | string
   lastInboundAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
@@ -339,6 +353,7 @@ export type ConversationUpdateInput = {
   id?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   state?: Prisma.StringFieldUpdateOperationsInput | string
   lastMessageAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -353,6 +368,7 @@ export type ConversationUncheckedUpdateInput = {
   contactId?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   state?: Prisma.StringFieldUpdateOperationsInput | string
   lastMessageAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -365,6 +381,7 @@ export type ConversationCreateManyInput = {
   contactId: bigint | number
   state?: string
   lastMessageAt: Date | string
+  orderAt?: Date | string
   lastInboundAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
@@ -374,6 +391,7 @@ export type ConversationUpdateManyMutationInput = {
   id?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   state?: Prisma.StringFieldUpdateOperationsInput | string
   lastMessageAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -385,6 +403,7 @@ export type ConversationUncheckedUpdateManyInput = {
   contactId?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   state?: Prisma.StringFieldUpdateOperationsInput | string
   lastMessageAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -411,6 +430,7 @@ export type ConversationCountOrderByAggregateInput = {
   contactId?: Prisma.SortOrder
   state?: Prisma.SortOrder
   lastMessageAt?: Prisma.SortOrder
+  orderAt?: Prisma.SortOrder
   lastInboundAt?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
@@ -427,6 +447,7 @@ export type ConversationMaxOrderByAggregateInput = {
   contactId?: Prisma.SortOrder
   state?: Prisma.SortOrder
   lastMessageAt?: Prisma.SortOrder
+  orderAt?: Prisma.SortOrder
   lastInboundAt?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
@@ -438,6 +459,7 @@ export type ConversationMinOrderByAggregateInput = {
   contactId?: Prisma.SortOrder
   state?: Prisma.SortOrder
   lastMessageAt?: Prisma.SortOrder
+  orderAt?: Prisma.SortOrder
   lastInboundAt?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
@@ -555,6 +577,7 @@ export type ConversationCreateWithoutProjectInput = {
   id?: bigint | number
   state?: string
   lastMessageAt: Date | string
+  orderAt?: Date | string
   lastInboundAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
@@ -567,6 +590,7 @@ export type ConversationUncheckedCreateWithoutProjectInput = {
   contactId: bigint | number
   state?: string
   lastMessageAt: Date | string
+  orderAt?: Date | string
   lastInboundAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
@@ -608,6 +632,7 @@ export type ConversationScalarWhereInput = {
   contactId?: Prisma.BigIntFilter<"Conversation"> | bigint | number
   state?: Prisma.StringFilter<"Conversation"> | string
   lastMessageAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
+  orderAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
   lastInboundAt?: Prisma.DateTimeNullableFilter<"Conversation"> | Date | string | null
   createdAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
@@ -617,6 +642,7 @@ export type ConversationCreateWithoutContactInput = {
   id?: bigint | number
   state?: string
   lastMessageAt: Date | string
+  orderAt?: Date | string
   lastInboundAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
@@ -629,6 +655,7 @@ export type ConversationUncheckedCreateWithoutContactInput = {
   projectId: string
   state?: string
   lastMessageAt: Date | string
+  orderAt?: Date | string
   lastInboundAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
@@ -665,6 +692,7 @@ export type ConversationCreateWithoutMessagesInput = {
   id?: bigint | number
   state?: string
   lastMessageAt: Date | string
+  orderAt?: Date | string
   lastInboundAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
@@ -678,6 +706,7 @@ export type ConversationUncheckedCreateWithoutMessagesInput = {
   contactId: bigint | number
   state?: string
   lastMessageAt: Date | string
+  orderAt?: Date | string
   lastInboundAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
@@ -703,6 +732,7 @@ export type ConversationUpdateWithoutMessagesInput = {
   id?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   state?: Prisma.StringFieldUpdateOperationsInput | string
   lastMessageAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -716,6 +746,7 @@ export type ConversationUncheckedUpdateWithoutMessagesInput = {
   contactId?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   state?: Prisma.StringFieldUpdateOperationsInput | string
   lastMessageAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -726,6 +757,7 @@ export type ConversationCreateManyProjectInput = {
   contactId: bigint | number
   state?: string
   lastMessageAt: Date | string
+  orderAt?: Date | string
   lastInboundAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
@@ -735,6 +767,7 @@ export type ConversationUpdateWithoutProjectInput = {
   id?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   state?: Prisma.StringFieldUpdateOperationsInput | string
   lastMessageAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -747,6 +780,7 @@ export type ConversationUncheckedUpdateWithoutProjectInput = {
   contactId?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   state?: Prisma.StringFieldUpdateOperationsInput | string
   lastMessageAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -758,6 +792,7 @@ export type ConversationUncheckedUpdateManyWithoutProjectInput = {
   contactId?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   state?: Prisma.StringFieldUpdateOperationsInput | string
   lastMessageAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -768,6 +803,7 @@ export type ConversationCreateManyContactInput = {
   projectId: string
   state?: string
   lastMessageAt: Date | string
+  orderAt?: Date | string
   lastInboundAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
@@ -777,6 +813,7 @@ export type ConversationUpdateWithoutContactInput = {
   id?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   state?: Prisma.StringFieldUpdateOperationsInput | string
   lastMessageAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -789,6 +826,7 @@ export type ConversationUncheckedUpdateWithoutContactInput = {
   projectId?: Prisma.StringFieldUpdateOperationsInput | string
   state?: Prisma.StringFieldUpdateOperationsInput | string
   lastMessageAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -800,6 +838,7 @@ export type ConversationUncheckedUpdateManyWithoutContactInput = {
   projectId?: Prisma.StringFieldUpdateOperationsInput | string
   state?: Prisma.StringFieldUpdateOperationsInput | string
   lastMessageAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -842,6 +881,7 @@ export type ConversationSelect<ExtArgs extends runtime.Types.Extensions.Internal
   contactId?: boolean
   state?: boolean
   lastMessageAt?: boolean
+  orderAt?: boolean
   lastInboundAt?: boolean
   createdAt?: boolean
   updatedAt?: boolean
@@ -857,6 +897,7 @@ export type ConversationSelectCreateManyAndReturn<ExtArgs extends runtime.Types.
   contactId?: boolean
   state?: boolean
   lastMessageAt?: boolean
+  orderAt?: boolean
   lastInboundAt?: boolean
   createdAt?: boolean
   updatedAt?: boolean
@@ -870,6 +911,7 @@ export type ConversationSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.
   contactId?: boolean
   state?: boolean
   lastMessageAt?: boolean
+  orderAt?: boolean
   lastInboundAt?: boolean
   createdAt?: boolean
   updatedAt?: boolean
@@ -883,12 +925,13 @@ export type ConversationSelectScalar = {
   contactId?: boolean
   state?: boolean
   lastMessageAt?: boolean
+  orderAt?: boolean
   lastInboundAt?: boolean
   createdAt?: boolean
   updatedAt?: boolean
 }
 
-export type ConversationOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "contactId" | "state" | "lastMessageAt" | "lastInboundAt" | "createdAt" | "updatedAt", ExtArgs["result"]["conversation"]>
+export type ConversationOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "contactId" | "state" | "lastMessageAt" | "orderAt" | "lastInboundAt" | "createdAt" | "updatedAt", ExtArgs["result"]["conversation"]>
 export type ConversationInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
   contact?: boolean | Prisma.ContactDefaultArgs<ExtArgs>
@@ -917,9 +960,16 @@ export type $ConversationPayload<ExtArgs extends runtime.Types.Extensions.Intern
     contactId: bigint
     state: string
     /**
-     * Recent-activity order: the time of the last message either way.
+     * The time of the last message either way (exact; no index carries it, so moving it is a HOT update).
      */
     lastMessageAt: Date
+    /**
+     * Recent-activity order (the list's keyset): moved to the last message's time only when that
+     * changes the order, i.e. when another conversation of the project is ahead; a conversation
+     * already first keeps it. A trigger sets it to last_message_at on insert (migration
+     * 20261123120000_hot_updates), so the default here is never what is stored.
+     */
+    orderAt: Date
     /**
      * The customer's last message; the 24-hour window runs from it.
      */
@@ -1357,6 +1407,7 @@ export interface ConversationFieldRefs {
   readonly contactId: Prisma.FieldRef<"Conversation", 'BigInt'>
   readonly state: Prisma.FieldRef<"Conversation", 'String'>
   readonly lastMessageAt: Prisma.FieldRef<"Conversation", 'DateTime'>
+  readonly orderAt: Prisma.FieldRef<"Conversation", 'DateTime'>
   readonly lastInboundAt: Prisma.FieldRef<"Conversation", 'DateTime'>
   readonly createdAt: Prisma.FieldRef<"Conversation", 'DateTime'>
   readonly updatedAt: Prisma.FieldRef<"Conversation", 'DateTime'>

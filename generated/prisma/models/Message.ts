@@ -270,6 +270,7 @@ export type MessageWhereInput = {
   statusAt?: Prisma.DateTimeFilter<"Message"> | Date | string
   project?: Prisma.XOR<Prisma.ProjectScalarRelationFilter, Prisma.ProjectWhereInput>
   conversation?: Prisma.XOR<Prisma.ConversationScalarRelationFilter, Prisma.ConversationWhereInput>
+  botInbox?: Prisma.XOR<Prisma.BotInboxNullableScalarRelationFilter, Prisma.BotInboxWhereInput> | null
 }
 
 export type MessageOrderByWithRelationInput = {
@@ -287,6 +288,7 @@ export type MessageOrderByWithRelationInput = {
   statusAt?: Prisma.SortOrder
   project?: Prisma.ProjectOrderByWithRelationInput
   conversation?: Prisma.ConversationOrderByWithRelationInput
+  botInbox?: Prisma.BotInboxOrderByWithRelationInput
 }
 
 export type MessageWhereUniqueInput = Prisma.AtLeast<{
@@ -309,6 +311,7 @@ export type MessageWhereUniqueInput = Prisma.AtLeast<{
   statusAt?: Prisma.DateTimeFilter<"Message"> | Date | string
   project?: Prisma.XOR<Prisma.ProjectScalarRelationFilter, Prisma.ProjectWhereInput>
   conversation?: Prisma.XOR<Prisma.ConversationScalarRelationFilter, Prisma.ConversationWhereInput>
+  botInbox?: Prisma.XOR<Prisma.BotInboxNullableScalarRelationFilter, Prisma.BotInboxWhereInput> | null
 }, "id" | "projectId_wamid" | "projectId_clientRef">
 
 export type MessageOrderByWithAggregationInput = {
@@ -362,6 +365,7 @@ export type MessageCreateInput = {
   statusAt: Date | string
   project: Prisma.ProjectCreateNestedOneWithoutMessagesInput
   conversation: Prisma.ConversationCreateNestedOneWithoutMessagesInput
+  botInbox?: Prisma.BotInboxCreateNestedOneWithoutMessageInput
 }
 
 export type MessageUncheckedCreateInput = {
@@ -377,6 +381,7 @@ export type MessageUncheckedCreateInput = {
   clientRef?: string | null
   sentAt: Date | string
   statusAt: Date | string
+  botInbox?: Prisma.BotInboxUncheckedCreateNestedOneWithoutMessageInput
 }
 
 export type MessageUpdateInput = {
@@ -392,6 +397,7 @@ export type MessageUpdateInput = {
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   project?: Prisma.ProjectUpdateOneRequiredWithoutMessagesNestedInput
   conversation?: Prisma.ConversationUpdateOneRequiredWithoutMessagesNestedInput
+  botInbox?: Prisma.BotInboxUpdateOneWithoutMessageNestedInput
 }
 
 export type MessageUncheckedUpdateInput = {
@@ -407,6 +413,7 @@ export type MessageUncheckedUpdateInput = {
   clientRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  botInbox?: Prisma.BotInboxUncheckedUpdateOneWithoutMessageNestedInput
 }
 
 export type MessageCreateManyInput = {
@@ -523,6 +530,11 @@ export type MessageSumOrderByAggregateInput = {
   conversationId?: Prisma.SortOrder
 }
 
+export type MessageScalarRelationFilter = {
+  is?: Prisma.MessageWhereInput
+  isNot?: Prisma.MessageWhereInput
+}
+
 export type MessageCreateNestedManyWithoutProjectInput = {
   create?: Prisma.XOR<Prisma.MessageCreateWithoutProjectInput, Prisma.MessageUncheckedCreateWithoutProjectInput> | Prisma.MessageCreateWithoutProjectInput[] | Prisma.MessageUncheckedCreateWithoutProjectInput[]
   connectOrCreate?: Prisma.MessageCreateOrConnectWithoutProjectInput | Prisma.MessageCreateOrConnectWithoutProjectInput[]
@@ -607,6 +619,20 @@ export type MessageUncheckedUpdateManyWithoutConversationNestedInput = {
   deleteMany?: Prisma.MessageScalarWhereInput | Prisma.MessageScalarWhereInput[]
 }
 
+export type MessageCreateNestedOneWithoutBotInboxInput = {
+  create?: Prisma.XOR<Prisma.MessageCreateWithoutBotInboxInput, Prisma.MessageUncheckedCreateWithoutBotInboxInput>
+  connectOrCreate?: Prisma.MessageCreateOrConnectWithoutBotInboxInput
+  connect?: Prisma.MessageWhereUniqueInput
+}
+
+export type MessageUpdateOneRequiredWithoutBotInboxNestedInput = {
+  create?: Prisma.XOR<Prisma.MessageCreateWithoutBotInboxInput, Prisma.MessageUncheckedCreateWithoutBotInboxInput>
+  connectOrCreate?: Prisma.MessageCreateOrConnectWithoutBotInboxInput
+  upsert?: Prisma.MessageUpsertWithoutBotInboxInput
+  connect?: Prisma.MessageWhereUniqueInput
+  update?: Prisma.XOR<Prisma.XOR<Prisma.MessageUpdateToOneWithWhereWithoutBotInboxInput, Prisma.MessageUpdateWithoutBotInboxInput>, Prisma.MessageUncheckedUpdateWithoutBotInboxInput>
+}
+
 export type MessageCreateWithoutProjectInput = {
   id?: bigint | number
   wamid: string
@@ -619,6 +645,7 @@ export type MessageCreateWithoutProjectInput = {
   sentAt: Date | string
   statusAt: Date | string
   conversation: Prisma.ConversationCreateNestedOneWithoutMessagesInput
+  botInbox?: Prisma.BotInboxCreateNestedOneWithoutMessageInput
 }
 
 export type MessageUncheckedCreateWithoutProjectInput = {
@@ -633,6 +660,7 @@ export type MessageUncheckedCreateWithoutProjectInput = {
   clientRef?: string | null
   sentAt: Date | string
   statusAt: Date | string
+  botInbox?: Prisma.BotInboxUncheckedCreateNestedOneWithoutMessageInput
 }
 
 export type MessageCreateOrConnectWithoutProjectInput = {
@@ -691,6 +719,7 @@ export type MessageCreateWithoutConversationInput = {
   sentAt: Date | string
   statusAt: Date | string
   project: Prisma.ProjectCreateNestedOneWithoutMessagesInput
+  botInbox?: Prisma.BotInboxCreateNestedOneWithoutMessageInput
 }
 
 export type MessageUncheckedCreateWithoutConversationInput = {
@@ -705,6 +734,7 @@ export type MessageUncheckedCreateWithoutConversationInput = {
   clientRef?: string | null
   sentAt: Date | string
   statusAt: Date | string
+  botInbox?: Prisma.BotInboxUncheckedCreateNestedOneWithoutMessageInput
 }
 
 export type MessageCreateOrConnectWithoutConversationInput = {
@@ -733,6 +763,82 @@ export type MessageUpdateManyWithWhereWithoutConversationInput = {
   data: Prisma.XOR<Prisma.MessageUpdateManyMutationInput, Prisma.MessageUncheckedUpdateManyWithoutConversationInput>
 }
 
+export type MessageCreateWithoutBotInboxInput = {
+  id?: bigint | number
+  wamid: string
+  direction: string
+  type: string
+  content: Prisma.JsonNullValueInput | runtime.InputJsonValue
+  status: string
+  error?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  clientRef?: string | null
+  sentAt: Date | string
+  statusAt: Date | string
+  project: Prisma.ProjectCreateNestedOneWithoutMessagesInput
+  conversation: Prisma.ConversationCreateNestedOneWithoutMessagesInput
+}
+
+export type MessageUncheckedCreateWithoutBotInboxInput = {
+  id?: bigint | number
+  projectId: string
+  conversationId: bigint | number
+  wamid: string
+  direction: string
+  type: string
+  content: Prisma.JsonNullValueInput | runtime.InputJsonValue
+  status: string
+  error?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  clientRef?: string | null
+  sentAt: Date | string
+  statusAt: Date | string
+}
+
+export type MessageCreateOrConnectWithoutBotInboxInput = {
+  where: Prisma.MessageWhereUniqueInput
+  create: Prisma.XOR<Prisma.MessageCreateWithoutBotInboxInput, Prisma.MessageUncheckedCreateWithoutBotInboxInput>
+}
+
+export type MessageUpsertWithoutBotInboxInput = {
+  update: Prisma.XOR<Prisma.MessageUpdateWithoutBotInboxInput, Prisma.MessageUncheckedUpdateWithoutBotInboxInput>
+  create: Prisma.XOR<Prisma.MessageCreateWithoutBotInboxInput, Prisma.MessageUncheckedCreateWithoutBotInboxInput>
+  where?: Prisma.MessageWhereInput
+}
+
+export type MessageUpdateToOneWithWhereWithoutBotInboxInput = {
+  where?: Prisma.MessageWhereInput
+  data: Prisma.XOR<Prisma.MessageUpdateWithoutBotInboxInput, Prisma.MessageUncheckedUpdateWithoutBotInboxInput>
+}
+
+export type MessageUpdateWithoutBotInboxInput = {
+  id?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  wamid?: Prisma.StringFieldUpdateOperationsInput | string
+  direction?: Prisma.StringFieldUpdateOperationsInput | string
+  type?: Prisma.StringFieldUpdateOperationsInput | string
+  content?: Prisma.JsonNullValueInput | runtime.InputJsonValue
+  status?: Prisma.StringFieldUpdateOperationsInput | string
+  error?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  clientRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  project?: Prisma.ProjectUpdateOneRequiredWithoutMessagesNestedInput
+  conversation?: Prisma.ConversationUpdateOneRequiredWithoutMessagesNestedInput
+}
+
+export type MessageUncheckedUpdateWithoutBotInboxInput = {
+  id?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  projectId?: Prisma.StringFieldUpdateOperationsInput | string
+  conversationId?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  wamid?: Prisma.StringFieldUpdateOperationsInput | string
+  direction?: Prisma.StringFieldUpdateOperationsInput | string
+  type?: Prisma.StringFieldUpdateOperationsInput | string
+  content?: Prisma.JsonNullValueInput | runtime.InputJsonValue
+  status?: Prisma.StringFieldUpdateOperationsInput | string
+  error?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  clientRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+}
+
 export type MessageCreateManyProjectInput = {
   id?: bigint | number
   conversationId: bigint | number
@@ -759,6 +865,7 @@ export type MessageUpdateWithoutProjectInput = {
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   conversation?: Prisma.ConversationUpdateOneRequiredWithoutMessagesNestedInput
+  botInbox?: Prisma.BotInboxUpdateOneWithoutMessageNestedInput
 }
 
 export type MessageUncheckedUpdateWithoutProjectInput = {
@@ -773,6 +880,7 @@ export type MessageUncheckedUpdateWithoutProjectInput = {
   clientRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  botInbox?: Prisma.BotInboxUncheckedUpdateOneWithoutMessageNestedInput
 }
 
 export type MessageUncheckedUpdateManyWithoutProjectInput = {
@@ -815,6 +923,7 @@ export type MessageUpdateWithoutConversationInput = {
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   project?: Prisma.ProjectUpdateOneRequiredWithoutMessagesNestedInput
+  botInbox?: Prisma.BotInboxUpdateOneWithoutMessageNestedInput
 }
 
 export type MessageUncheckedUpdateWithoutConversationInput = {
@@ -829,6 +938,7 @@ export type MessageUncheckedUpdateWithoutConversationInput = {
   clientRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  botInbox?: Prisma.BotInboxUncheckedUpdateOneWithoutMessageNestedInput
 }
 
 export type MessageUncheckedUpdateManyWithoutConversationInput = {
@@ -862,6 +972,7 @@ export type MessageSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs 
   statusAt?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
   conversation?: boolean | Prisma.ConversationDefaultArgs<ExtArgs>
+  botInbox?: boolean | Prisma.Message$botInboxArgs<ExtArgs>
 }, ExtArgs["result"]["message"]>
 
 export type MessageSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -917,6 +1028,7 @@ export type MessageOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = 
 export type MessageInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
   conversation?: boolean | Prisma.ConversationDefaultArgs<ExtArgs>
+  botInbox?: boolean | Prisma.Message$botInboxArgs<ExtArgs>
 }
 export type MessageIncludeCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
@@ -932,6 +1044,7 @@ export type $MessagePayload<ExtArgs extends runtime.Types.Extensions.InternalArg
   objects: {
     project: Prisma.$ProjectPayload<ExtArgs>
     conversation: Prisma.$ConversationPayload<ExtArgs>
+    botInbox: Prisma.$BotInboxPayload<ExtArgs> | null
   }
   scalars: runtime.Types.Extensions.GetPayloadResult<{
     id: bigint
@@ -1356,6 +1469,7 @@ export interface Prisma__MessageClient<T, Null = never, ExtArgs extends runtime.
   readonly [Symbol.toStringTag]: "PrismaPromise"
   project<T extends Prisma.ProjectDefaultArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.ProjectDefaultArgs<ExtArgs>>): Prisma.Prisma__ProjectClient<runtime.Types.Result.GetResult<Prisma.$ProjectPayload<ExtArgs>, T, "findUniqueOrThrow", GlobalOmitOptions> | Null, Null, ExtArgs, GlobalOmitOptions>
   conversation<T extends Prisma.ConversationDefaultArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.ConversationDefaultArgs<ExtArgs>>): Prisma.Prisma__ConversationClient<runtime.Types.Result.GetResult<Prisma.$ConversationPayload<ExtArgs>, T, "findUniqueOrThrow", GlobalOmitOptions> | Null, Null, ExtArgs, GlobalOmitOptions>
+  botInbox<T extends Prisma.Message$botInboxArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Message$botInboxArgs<ExtArgs>>): Prisma.Prisma__BotInboxClient<runtime.Types.Result.GetResult<Prisma.$BotInboxPayload<ExtArgs>, T, "findUniqueOrThrow", GlobalOmitOptions> | null, null, ExtArgs, GlobalOmitOptions>
   /**
    * Attaches callbacks for the resolution and/or rejection of the Promise.
    * @param onfulfilled The callback to execute when the Promise is resolved.
@@ -1795,6 +1909,25 @@ export type MessageDeleteManyArgs<ExtArgs extends runtime.Types.Extensions.Inter
    * Limit how many Messages to delete.
    */
   limit?: number
+}
+
+/**
+ * Message.botInbox
+ */
+export type Message$botInboxArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  /**
+   * Select specific fields to fetch from the BotInbox
+   */
+  select?: Prisma.BotInboxSelect<ExtArgs> | null
+  /**
+   * Omit specific fields from the BotInbox
+   */
+  omit?: Prisma.BotInboxOmit<ExtArgs> | null
+  /**
+   * Choose, which related nodes to fetch as well
+   */
+  include?: Prisma.BotInboxInclude<ExtArgs> | null
+  where?: Prisma.BotInboxWhereInput
 }
 
 /**

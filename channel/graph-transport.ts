@@ -1,0 +1,300 @@
+/**
+ * The transport of every WhatsApp Cloud API call (Meta's Graph API in production, the simulator in
+ * development and tests); the calls themselves live by Graph area in messages.ts, templates.ts and
+ * media.ts, and CloudApiClient (cloud-api.ts) puts them together.
+ *
+ * - One axios instance with keep-alive agents, bounded sockets, no redirects, bounded bodies, and
+ *   `validateStatus: () => true`: statuses are mapped here, into ChannelError (./errors.ts).
+ * - The access token travels only in the Authorization header (never in a URL), is never logged,
+ *   and is scrubbed from any provider text copied into an error.
+ * - Every call has a deadline (`timeoutMs`; uploads `uploadTimeoutMs`) covering connect, send and
+ *   reading the answer.
+ */
+import axios, { type AxiosInstance, type AxiosResponse, type Method } from 'axios';
+import http from 'node:http';
+import https from 'node:https';
+import { Readable } from 'node:stream';
+import type { Logger } from '../lib/platform/logger.js';
+import {
+  ChannelError,
+  channelErrorFromResponse,
+  channelErrorFromTransport,
+  scrub,
+  type ChannelOperation,
+} from './errors.js';
+
+// ---------------------------------------------------------------------------------------------
+// Credentials and options
+
+export interface ChannelCredentials {
+  phoneNumberId: string;
+  wabaId: string;
+  appId: string;
+  accessToken: string;
+}
+
+export interface CloudApiClientOptions {
+  /** e.g. http://127.0.0.1:4010 (simulator) or https://graph.facebook.com */
+  baseUrl: string;
+  /** Graph API version, e.g. 'v21.0' */
+  version: string;
+  /** Deadline of one JSON call (connect, send, answer). */
+  timeoutMs: number;
+  /** Deadline of one upload (media, resumable upload chunk). Default max(timeoutMs, 120 s). */
+  uploadTimeoutMs?: number;
+  logger?: Logger;
+  /** Sockets per upstream host. Default 256. */
+  maxSockets?: number;
+  /** Largest response body accepted. Default 8 MB. */
+  maxResponseBytes?: number;
+  /** Largest request body sent (uploads). Default 110 MB (Meta's document limit is 100 MB, plus multipart framing). */
+  maxRequestBytes?: number;
+  /** Default 'messaging-service/1.0 (+whatsapp-cloud-api)'. */
+  userAgent?: string;
+  /** Observes every call: its operation, outcome (`ok`, the Graph error code or the transport cause) and duration. */
+  onCall?: (op: string, outcome: string, ms: number) => void;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+export interface CallSpec {
+  op: ChannelOperation;
+  method: Method;
+  /** Path segments after the version; each is validated and encoded. */
+  segments: string[];
+  params?: Record<string, string | number | undefined>;
+  data?: unknown;
+  headers?: Record<string, string>;
+  /** Authorization scheme; Graph takes Bearer, the resumable upload endpoint documents OAuth. */
+  scheme?: 'Bearer' | 'OAuth';
+  upload?: boolean;
+  messageType?: string;
+  /** A raw session id ("upload:<id>?sig=…") used as the node. */
+  rawNode?: string;
+}
+
+export const MIME_RE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}$/;
+
+/** A Graph node id as one path segment: no empty, dot segments or separators. */
+function segment(value: string, what: string): string {
+  if (typeof value !== 'string' || !value || value === '.' || value === '..' || value.length > 512 || /[/\\?#\s]/.test(value)) {
+    throw new TypeError(`CloudApiClient: invalid ${what}`);
+  }
+  return encodeURIComponent(value);
+}
+
+function checkCreds(c: ChannelCredentials): void {
+  if (!c || typeof c.accessToken !== 'string' || !c.accessToken || /[\s]/.test(c.accessToken)) {
+    throw new TypeError('CloudApiClient: credentials need a non-empty accessToken');
+  }
+}
+
+/** Content-Disposition filename parameters (ASCII fallback plus RFC 5987 form when needed). */
+export function dispositionFilename(name: string): string {
+  const clean = name.replace(/[\r\n"\\]/g, '_').slice(0, 255) || 'file';
+  const ascii = clean.replace(/[^\x20-\x7e]/g, '_');
+  return ascii === clean ? `filename="${ascii}"` : `filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(clean)}`;
+}
+
+/** Counts the bytes of a source stream and insists on an exact length when one is declared. */
+export class LengthGuard {
+  bytes = 0;
+  mismatch = false;
+  sourceError: unknown = null;
+
+  constructor(private readonly expected: number | undefined) {}
+
+  async *pass(src: Readable): AsyncGenerator<Buffer> {
+    try {
+      for await (const chunk of src) {
+        const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string);
+        this.bytes += buf.length;
+        if (this.expected !== undefined && this.bytes > this.expected) {
+          this.mismatch = true;
+          throw new Error('stream longer than its declared length');
+        }
+        yield buf;
+      }
+    } catch (e) {
+      if (!this.mismatch) this.sourceError = e;
+      throw e;
+    }
+    if (this.expected !== undefined && this.bytes !== this.expected) {
+      this.mismatch = true;
+      throw new Error('stream shorter than its declared length');
+    }
+  }
+}
+
+export class GraphTransport {
+  protected readonly http: AxiosInstance;
+  protected readonly httpAgent: http.Agent;
+  protected readonly httpsAgent: https.Agent;
+  protected readonly version: string;
+  protected readonly timeoutMs: number;
+  protected readonly uploadTimeoutMs: number;
+  /** Largest request body sent (the media area checks uploads against it). */
+  readonly maxRequestBytes: number;
+  private readonly logger?: Logger;
+  private readonly onCall?: (op: string, outcome: string, ms: number) => void;
+
+  constructor(opts: CloudApiClientOptions) {
+    const base = new URL(opts.baseUrl);
+    if (base.protocol !== 'http:' && base.protocol !== 'https:') throw new TypeError('CloudApiClient: baseUrl must be http(s)');
+    if (base.username || base.password) throw new TypeError('CloudApiClient: baseUrl must not carry credentials');
+    if (!/^v\d{1,2}\.\d$/.test(opts.version)) throw new TypeError(`CloudApiClient: version must look like v21.0, got ${opts.version}`);
+    if (!(opts.timeoutMs > 0)) throw new TypeError('CloudApiClient: timeoutMs must be positive');
+    this.version = opts.version;
+    this.timeoutMs = opts.timeoutMs;
+    this.uploadTimeoutMs = opts.uploadTimeoutMs ?? Math.max(opts.timeoutMs, 120_000);
+    this.maxRequestBytes = opts.maxRequestBytes ?? 110 * 1024 * 1024;
+    this.logger = opts.logger;
+    this.onCall = opts.onCall;
+    const agentOpts = { keepAlive: true, keepAliveMsecs: 1_000, maxSockets: opts.maxSockets ?? 256, maxFreeSockets: 64, timeout: 60_000 };
+    this.httpAgent = new http.Agent(agentOpts);
+    this.httpsAgent = new https.Agent(agentOpts);
+    this.http = axios.create({
+      baseURL: base.origin + base.pathname.replace(/\/+$/, ''),
+      httpAgent: this.httpAgent,
+      httpsAgent: this.httpsAgent,
+      maxRedirects: 0,
+      maxContentLength: opts.maxResponseBytes ?? 8 * 1024 * 1024,
+      maxBodyLength: this.maxRequestBytes,
+      validateStatus: () => true,
+      // Bodies are parsed here, so that garbage is told apart from JSON.
+      responseType: 'text',
+      transformResponse: [(d: unknown) => d],
+      // Env proxies (HTTP_PROXY …) are not applied implicitly: the upstream is configured explicitly.
+      proxy: false,
+      decompress: true,
+      headers: { 'User-Agent': opts.userAgent ?? 'messaging-service/1.0 (+whatsapp-cloud-api)', Accept: 'application/json' },
+    });
+  }
+
+  /** Close idle keep-alive sockets (graceful shutdown, end of tests). */
+  close(): void {
+    this.httpAgent.destroy();
+    this.httpsAgent.destroy();
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // For the Graph area modules (messages.ts, templates.ts, media.ts, …): not for callers
+
+  /** "upload:<id>?sig=…" → the path and query exactly as Graph issued them (checked, not re-encoded). */
+  sessionNode(sessionId: string): string {
+    if (typeof sessionId !== 'string' || !/^upload:[A-Za-z0-9_\-=+%:.]{1,1024}(\?[A-Za-z0-9_\-=+%&.~]{0,1024})?$/.test(sessionId)) {
+      throw new TypeError('CloudApiClient: invalid upload session id');
+    }
+    return sessionId;
+  }
+
+  /** Runs an upload; a caller's stream that was not read to its end is destroyed when it fails. */
+  async withSource<T>(src: Readable | null, run: () => Promise<T>): Promise<T> {
+    try {
+      return await run();
+    } catch (e) {
+      if (src && !src.readableEnded && !src.destroyed) src.destroy();
+      throw e;
+    }
+  }
+
+  unexpected(op: ChannelOperation, why: string, messageType?: string): ChannelError {
+    return new ChannelError({
+      kind: 'unavailable',
+      retryable: true,
+      operation: op,
+      messageType,
+      httpStatus: 200,
+      networkCode: 'EBADRESPONSE',
+      outcomeUnknown: op !== 'getMedia' && op !== 'listTemplates',
+      message: `WhatsApp Cloud API answered with an unexpected response: ${why}`,
+    });
+  }
+
+  async call(creds: ChannelCredentials, spec: CallSpec, guard: LengthGuard | null = null): Promise<unknown> {
+    checkCreds(creds);
+    const path = spec.rawNode
+      ? `/${this.version}/${spec.rawNode}`
+      : `/${this.version}/${spec.segments.map((s, i) => (i === 0 ? segment(s, 'node id') : encodeURIComponent(s))).join('/')}`;
+    const logPath = spec.rawNode ? `/${this.version}/upload:…` : path;
+    const params: Record<string, string | number> = {};
+    for (const [k, v] of Object.entries(spec.params ?? {})) if (v !== undefined && v !== '') params[k] = v;
+    const secrets = [creds.accessToken];
+    const deadlineMs = spec.upload ? this.uploadTimeoutMs : this.timeoutMs;
+    const ac = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      ac.abort();
+    }, deadlineMs);
+    const started = Date.now();
+    let res: AxiosResponse<string>;
+    try {
+      res = await this.http.request<string>({
+        method: spec.method,
+        url: path,
+        params,
+        data: spec.data,
+        headers: { ...spec.headers, Authorization: `${spec.scheme ?? 'Bearer'} ${creds.accessToken}` },
+        timeout: deadlineMs,
+        signal: ac.signal,
+      });
+    } catch (err) {
+      clearTimeout(timer);
+      if (guard?.mismatch) throw new TypeError(`CloudApiClient: ${spec.op} data length differs from the declared size`);
+      if (guard?.sourceError) throw guard.sourceError;
+      const e = channelErrorFromTransport(err, { operation: spec.op, messageType: spec.messageType, secrets, timedOut, timeoutMs: deadlineMs });
+      this.onCall?.(spec.op, e.networkCode ?? e.kind, Date.now() - started);
+      this.logger?.warn('cloud api call failed', {
+        op: spec.op,
+        method: spec.method,
+        path: logPath,
+        ms: Date.now() - started,
+        kind: e.kind,
+        network_code: e.networkCode,
+        reason: typeof (err as { message?: unknown })?.message === 'string' ? scrub((err as { message: string }).message, secrets) : undefined,
+      });
+      throw e;
+    }
+    clearTimeout(timer);
+    const ms = Date.now() - started;
+    const text = typeof res.data === 'string' ? res.data : res.data === undefined || res.data === null ? '' : String(res.data);
+    let body: unknown;
+    let parsed = false;
+    if (text.length > 0) {
+      try {
+        body = JSON.parse(text);
+        parsed = true;
+      } catch {
+        parsed = false;
+      }
+    }
+    const traceHeader = res.headers['x-fb-trace-id'];
+    const fbtrace = typeof traceHeader === 'string' ? traceHeader : undefined;
+    if (res.status >= 200 && res.status < 300 && parsed && typeof body === 'object' && body !== null && !('error' in body)) {
+      this.logger?.debug('cloud api call', { op: spec.op, method: spec.method, path: logPath, status: res.status, ms, fbtrace_id: fbtrace });
+      this.onCall?.(spec.op, 'ok', ms);
+      return body;
+    }
+    const e = channelErrorFromResponse(res.status, parsed ? body : undefined, {
+      operation: spec.op,
+      messageType: spec.messageType,
+      secrets,
+      fbtraceHeader: fbtrace,
+      rawText: parsed ? undefined : text.slice(0, 2000),
+    });
+    this.onCall?.(spec.op, e.graphCode !== undefined ? String(e.graphCode) : `http_${res.status}`, ms);
+    this.logger?.warn('cloud api call failed', {
+      op: spec.op,
+      method: spec.method,
+      path: logPath,
+      status: res.status,
+      ms,
+      kind: e.kind,
+      graph_code: e.graphCode,
+      graph_subcode: e.subcode,
+      fbtrace_id: e.fbtraceId,
+    });
+    throw e;
+  }
+}

@@ -1,0 +1,65 @@
+/** Operator API: the approver's side of campaigns (list, read, approve, cancel), the number's throughput, contact imports. */
+import type { operations } from '../../generated/admin-api.js';
+import type { Handler } from '../../http/handler-types.js';
+import { ApiError } from '../../lib/platform/errors.js';
+import { approveBroadcast, cancelBroadcast, requireBroadcast } from '../../lib/broadcasts/approval.js';
+import { broadcastId, broadcastView, listBroadcastRows, type BroadcastRow } from '../../lib/broadcasts/store.js';
+import { phoneNumberIdOf } from '../../lib/broadcasts/create.js';
+import { broadcastRate, pacingSettings, setThroughput } from '../../lib/broadcasts/pacing.js';
+import { getImport, importId, listImportRows, startImport } from '../../lib/contacts-import/imports.js';
+import type { AppDeps } from '../../http/app-deps.js';
+import { findProject } from './projects.js';
+
+type Ops = operations;
+
+async function view(deps: AppDeps, row: BroadcastRow, live = true) {
+  const v = await broadcastView(deps.db.pool, row, deps.clock.now(), live);
+  return { ...v, approved_by: (row as unknown as { approved_by: string | null }).approved_by ?? null };
+}
+
+export const adminListBroadcasts: Handler<Ops['adminListBroadcasts']> = async (req, deps) => {
+  const limit = Number(req.query.limit ?? 50);
+  const offset = Number(req.query.offset ?? 0);
+  const { rows, total } = await listBroadcastRows(deps.db.pool, req.query.project_id?.toLowerCase(), req.query.status, limit, offset);
+  return { data: { broadcasts: await Promise.all(rows.map((r) => view(deps, r, false))), total, limit, offset } };
+};
+
+export const adminGetBroadcast: Handler<Ops['adminGetBroadcast']> = async (req, deps) => ({
+  data: { broadcast: await view(deps, await requireBroadcast(deps.db.pool, broadcastId(req.params.broadcastId))) },
+});
+
+export const adminApproveBroadcast: Handler<Ops['adminApproveBroadcast']> = async (req, deps) => {
+  const body = req.body ?? {};
+  const scheduledAt = body.scheduled_at ? new Date(body.scheduled_at) : undefined;
+  if (scheduledAt && Number.isNaN(scheduledAt.getTime())) throw new ApiError('invalid_request', 'scheduled_at is not a timestamp.');
+  const row = await approveBroadcast(deps.db.pool, broadcastId(req.params.broadcastId), { scheduledAt, approvedBy: body.approved_by }, deps.clock.now());
+  return { data: { broadcast: await view(deps, row) } };
+};
+
+export const adminCancelBroadcast: Handler<Ops['adminCancelBroadcast']> = async (req, deps) => {
+  const row = await cancelBroadcast(deps.db.pool, broadcastId(req.params.broadcastId), req.body?.reason, deps.clock.now());
+  return { data: { broadcast: await view(deps, row) } };
+};
+
+export const adminSetBroadcastThroughput: Handler<Ops['adminSetBroadcastThroughput']> = async (req, deps) => {
+  const project = await findProject(deps, req.params.projectId);
+  const pnid = await phoneNumberIdOf(deps.db.pool, project.id);
+  if (!pnid) throw new ApiError('channel_not_configured', `Project ${project.id} has no channel number.`);
+  const settings = pacingSettings();
+  await setThroughput(deps.db.pool, pnid, req.body.messages_per_second, settings, deps.clock.now());
+  return { data: { phone_number_id: pnid, messages_per_second: req.body.messages_per_second, broadcast_rate: await broadcastRate(deps.db.pool, pnid, settings) } };
+};
+
+export const adminCreateContactImport: Handler<Ops['adminCreateContactImport']> = async (req, deps) => {
+  const project = await findProject(deps, req.params.projectId);
+  const started = await startImport(deps, project.id, req.http, { defaultCountry: req.query.default_country, filename: req.query.filename });
+  return { status: 202, data: { import: started } };
+};
+
+export const adminGetContactImport: Handler<Ops['adminGetContactImport']> = async (req, deps) => {
+  const id = importId(req.params.importId);
+  const { rows } = await deps.db.pool.query<{ project_id: string }>('SELECT project_id FROM contact_imports WHERE id = $1', [id]);
+  if (!rows[0]) throw new ApiError('not_found', `No contact import ${id}.`);
+  const imp = await getImport(deps.db.pool, rows[0].project_id, id);
+  return { data: { import: imp, rows: (await listImportRows(deps.db.pool, id, 100, 0)).rows } };
+};

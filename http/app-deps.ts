@@ -1,0 +1,17 @@
+/** What the HTTP edge is built from: the domain's dependencies plus the contracts it serves. */
+import type { Deps } from '../lib/deps.js';
+import type { Contract } from './contract.js';
+import type { ResponseViolation } from './contract-checks/response-check.js';
+
+export interface AppDeps extends Deps {
+  /** The public /v1 contract (openapi.yaml). */
+  contract: Contract;
+  /** The operator contract (admin-openapi.yaml). */
+  adminContract: Contract;
+  /** The bot's runtime contract (runtime-openapi.yaml). */
+  runtimeContract: Contract;
+  /** Validate responses against the contract (on in tests). */
+  validateResponses: boolean;
+  /** Told of every response that breaks the contract (config.responseCheckSample of them are checked). */
+  onResponseViolation?: (violations: ResponseViolation[]) => void;
+}

@@ -1,0 +1,108 @@
+/** Sign-in (with its own double-submit token: there is no session yet), the one-time setup link, sign-out. */
+import type { Request, Response } from 'express';
+import type { AppDeps } from '../app-deps.js';
+import { randomToken, safeEqual } from '../../lib/platform/secrets.js';
+import { signIn, accountForSetup, completeSetup } from '../../lib/dashboard/accounts.js';
+import { endSession, resolveSession, startSession, SESSION_TTL_MS } from '../../lib/dashboard/sessions.js';
+import { DashboardRefusal } from '../../lib/dashboard/refusal.js';
+import { MIN_PASSWORD_LENGTH } from '../../lib/dashboard/passwords.js';
+import { html } from './html.js';
+import { layout } from './layout.js';
+import { clearCookie, cookie, field, LOGIN_COOKIE, send, SESSION_COOKIE, setCookie } from './request.js';
+
+function loginForm(req: Request, res: Response, status: number, error?: string, email = ''): void {
+  const token = randomToken(32);
+  setCookie(req, res, LOGIN_COOKIE, token, 3600);
+  send(res, status, layout({ title: 'Sign in', error }, html`
+<form method="post" action="/dashboard/login" class="card">
+  <input type="hidden" name="_csrf" value="${token}">
+  <label for="email">Email</label>
+  <input id="email" name="email" type="email" autocomplete="username" required value="${email}">
+  <label for="password">Password</label>
+  <input id="password" name="password" type="password" autocomplete="current-password" required>
+  <div class="actions"><button type="submit" class="primary">Sign in</button></div>
+</form>`));
+}
+
+async function beginSession(deps: AppDeps, req: Request, res: Response, accountId: string): Promise<void> {
+  const { token } = await startSession(deps, accountId);
+  clearCookie(req, res, LOGIN_COOKIE);
+  setCookie(req, res, SESSION_COOKIE, token, SESSION_TTL_MS / 1000);
+  res.redirect(303, '/dashboard');
+}
+
+export function showLogin(deps: AppDeps) {
+  return async (req: Request, res: Response) => {
+    // Already signed in: straight to the projects.
+    if (await resolveSession(deps, cookie(req, SESSION_COOKIE))) return res.redirect(303, '/dashboard/projects');
+    loginForm(req, res, 200);
+  };
+}
+
+export function submitLogin(deps: AppDeps) {
+  return async (req: Request, res: Response) => {
+    const presented = field(req, '_csrf') ?? '';
+    const expected = cookie(req, LOGIN_COOKIE) ?? '';
+    if (!presented || !expected || !safeEqual(presented, expected)) {
+      return loginForm(req, res, 403, 'This sign-in form has expired or did not come from this site. Try again.');
+    }
+    const email = field(req, 'email') ?? '';
+    try {
+      const account = await signIn(deps, email, field(req, 'password'), req.ip ?? 'unknown');
+      await beginSession(deps, req, res, account.id);
+    } catch (e) {
+      if (!(e instanceof DashboardRefusal)) throw e;
+      if (e.retryAfterSeconds) res.setHeader('Retry-After', String(e.retryAfterSeconds));
+      loginForm(req, res, e.status, e.message, email.slice(0, 320));
+    }
+  };
+}
+
+function setupForm(res: Response, status: number, token: string, email: string, error?: string): void {
+  send(res, status, layout({ title: 'Choose your password', error }, html`
+<form method="post" action="/dashboard/setup" class="card">
+  <input type="hidden" name="token" value="${token}">
+  <p>Signing in as <strong>${email}</strong>. This link works once.</p>
+  <input type="hidden" name="email" value="${email}" autocomplete="username">
+  <label for="password">New password (at least ${MIN_PASSWORD_LENGTH} characters)</label>
+  <input id="password" name="password" type="password" autocomplete="new-password" minlength="${MIN_PASSWORD_LENGTH}" required>
+  <label for="confirm">Repeat the password</label>
+  <input id="confirm" name="confirm" type="password" autocomplete="new-password" required>
+  <div class="actions"><button type="submit" class="primary">Set password and sign in</button></div>
+</form>`));
+}
+
+const invalidLink = 'This setup link is invalid, used or expired. Ask an owner for a new invitation.';
+
+export function showSetup(deps: AppDeps) {
+  return async (req: Request, res: Response) => {
+    const token = typeof req.query.token === 'string' ? req.query.token : '';
+    const account = await accountForSetup(deps, token);
+    if (!account) throw new DashboardRefusal(404, invalidLink);
+    setupForm(res, 200, token, account.email);
+  };
+}
+
+// The link's token (carried in the form) is itself the form's secret: a page elsewhere cannot know it.
+export function submitSetup(deps: AppDeps) {
+  return async (req: Request, res: Response) => {
+    const token = field(req, 'token') ?? '';
+    const account = await accountForSetup(deps, token);
+    if (!account) throw new DashboardRefusal(404, invalidLink);
+    try {
+      await completeSetup(deps, token, field(req, 'password'), field(req, 'confirm'));
+    } catch (e) {
+      if (e instanceof DashboardRefusal && e.status === 400) return setupForm(res, 400, token, account.email, e.message);
+      throw e;
+    }
+    await beginSession(deps, req, res, account.id);
+  };
+}
+
+export function submitLogout(deps: AppDeps) {
+  return async (req: Request, res: Response) => {
+    if (req.dashboardSession) await endSession(deps, req.dashboardSession.id);
+    clearCookie(req, res, SESSION_COOKIE);
+    res.redirect(303, '/dashboard/login');
+  };
+}

@@ -1,0 +1,112 @@
+/**
+ * Broadcasts: the approval queue with each campaign's pre-flight report, approve or cancel (owners
+ * and admins; members only look), then a campaign's progress: counts by recipient status, waves
+ * and the next wave's release, failures by reason, retargeting.
+ */
+import type { Request, Response } from 'express';
+import type { AppDeps } from '../app-deps.js';
+import { approveBroadcastAs, cancelBroadcastAs } from '../../lib/dashboard/actions.js';
+import { broadcastDetail, broadcastsOf } from '../../lib/dashboard/reads.js';
+import { canManage } from '../../lib/dashboard/roles.js';
+import type { BroadcastView } from '../../lib/broadcasts/store.js';
+import { duration, html, when, type Html } from './html.js';
+import { csrfField, layout, projectPath } from './layout.js';
+import { field, send } from './request.js';
+import { projectContext } from './context.js';
+
+const REASONS: Record<string, string> = {
+  opted_out: 'Opted out', invalid_phone: 'Invalid phone', not_opted_in: 'Not opted in',
+  recent_marketing_limit: 'Recent marketing limit', missing_variable: 'Missing variable', duplicate: 'Duplicate',
+};
+
+function preflightReport(b: BroadcastView, templateStatus: string): Html {
+  const p = b.preflight;
+  if (!p) return html`<p class="muted">No pre-flight report (the audience could not be resolved).</p>`;
+  const excluded = Object.entries(p.excluded ?? {});
+  return html`<dl class="facts">
+  <dt>Audience</dt><dd><strong>${p.eligible}</strong> eligible recipients</dd>
+  <dt>Excluded</dt><dd>${excluded.some(([, n]) => n > 0) ? html`<ul>${excluded.filter(([, n]) => n > 0).map(([r, n]) => html`<li>${REASONS[r] ?? r}: ${n}</li>`)}</ul>` : 'none'}</dd>
+  <dt>Template</dt><dd>${b.template_name} (${b.template_language}, ${b.category}): <span class="status">${templateStatus}</span></dd>
+  <dt>Estimated duration</dt><dd>${duration(p.estimated_duration_seconds)} at ${p.messages_per_second} messages/s</dd>
+  <dt>Waves</dt><dd>${b.wave_size ? `${b.wave_size} per wave` : 'one wave'}</dd>
+  <dt>Scheduled</dt><dd>${b.scheduled_at ? when(b.scheduled_at) : 'on approval'}</dd>
+</dl>`;
+}
+
+function decisionForms(projectId: string, csrf: string, b: BroadcastView): Html {
+  const base = projectPath(projectId, `/broadcasts/${b.id}`);
+  return html`<div class="actions">
+  <form method="post" action="${base}/approve" class="inline">${csrfField(csrf)}<button type="submit" class="primary" aria-label="Approve ${b.name}">Approve</button></form>
+  <form method="post" action="${base}/cancel" class="inline">${csrfField(csrf)}
+    <label for="reason-${b.id}" class="check">Reason</label>
+    <input id="reason-${b.id}" name="reason" type="text" maxlength="500" placeholder="optional">
+    <button type="submit" class="danger" aria-label="Cancel ${b.name}">Cancel</button></form>
+</div>`;
+}
+
+export const showBroadcasts = (deps: AppDeps) => async (req: Request, res: Response) => {
+  const ctx = await projectContext(deps, req, 'broadcasts');
+  const { pending, others } = await broadcastsOf(deps, ctx.project.id);
+  const manage = canManage(ctx.role);
+  const body = html`<section aria-labelledby="pending-title">
+  <h2 id="pending-title">Waiting for approval (${pending.length})</h2>
+  ${manage ? '' : html`<p class="muted">Your role (${ctx.role}) can look; owners and admins approve.</p>`}
+  ${pending.length ? pending.map(({ view, templateStatus }) => html`<article class="card" id="b-${view.id}">
+    <h3><a href="${projectPath(ctx.project.id, `/broadcasts/${view.id}`)}">${view.name}</a></h3>
+    <p class="muted">Created ${when(view.created_at)} by ${view.creator_name ?? view.created_by}</p>
+    ${preflightReport(view, templateStatus)}
+    ${manage ? decisionForms(ctx.project.id, ctx.csrf, view) : ''}
+  </article>`) : html`<p class="muted">Nothing is waiting.</p>`}
+</section>
+<section aria-labelledby="recent-title">
+  <h2 id="recent-title">Other broadcasts</h2>
+  ${others.length ? html`<div class="table-wrap"><table class="stack"><thead><tr><th scope="col">Name</th><th scope="col">Status</th><th scope="col">Scheduled</th><th scope="col">Completed</th></tr></thead><tbody>
+  ${others.map((b) => html`<tr><td data-label="Name"><a href="${projectPath(ctx.project.id, `/broadcasts/${b.id}`)}">${b.name}</a></td><td data-label="Status">${b.status}</td><td data-label="Scheduled">${when(b.scheduled_at)}</td><td data-label="Completed">${when(b.completed_at)}</td></tr>`)}
+  </tbody></table></div>` : html`<p class="muted">None yet.</p>`}
+</section>`;
+  send(res, 200, layout(ctx.shell('Broadcasts'), body));
+};
+
+export const showBroadcast = (deps: AppDeps) => async (req: Request, res: Response) => {
+  const ctx = await projectContext(deps, req, 'broadcasts');
+  const d = await broadcastDetail(deps, ctx.project.id, String(req.params.broadcastId));
+  const b = d.view;
+  const counts = b.counts;
+  const open = ['pending_approval', 'scheduled', 'sending'].includes(b.status);
+  const body = html`<dl class="facts">
+  <dt>Status</dt><dd class="status" id="broadcast-status">${b.status}${b.status_reason ? ` (${b.status_reason})` : ''}</dd>
+  <dt>Approved</dt><dd>${d.approvedAt ? `${when(d.approvedAt)} by ${d.approvedBy ?? 'the operator'}` : 'not yet'}</dd>
+  <dt>Started</dt><dd>${when(b.started_at)}</dd>
+  <dt>Completed</dt><dd>${when(b.completed_at)}</dd>
+  <dt>Recipients</dt><dd>${b.recipient_count ?? '—'}</dd>
+</dl>
+${b.status === 'pending_approval' ? html`<h2>Pre-flight report</h2>${preflightReport(b, d.templateStatus)}` : ''}
+${canManage(ctx.role) && open ? (b.status === 'pending_approval' ? decisionForms(ctx.project.id, ctx.csrf, b) : html`<form method="post" action="${projectPath(ctx.project.id, `/broadcasts/${b.id}/cancel`)}" class="inline">${csrfField(ctx.csrf)}<label for="reason" class="check">Reason</label><input id="reason" name="reason" type="text" maxlength="500"><button type="submit" class="danger">Cancel the rest</button></form>`) : ''}
+<h2>Progress</h2>
+${counts ? html`<div class="table-wrap"><table><thead><tr>${Object.keys(counts).map((k) => html`<th scope="col">${k}</th>`)}</tr></thead>
+<tbody><tr>${Object.values(counts).map((n) => html`<td>${n}</td>`)}</tr></tbody></table></div>` : html`<p class="muted">Sending has not started.</p>`}
+<h2>Waves</h2>
+<p>${b.wave_size ? `${b.wave_size} recipients per wave.` : 'One wave.'} Next wave: ${b.wave_scheduled_at ? `${b.wave_scheduled_count ?? ''} recipients at ${when(b.wave_scheduled_at)}` : 'none scheduled'}.</p>
+${d.waves.length ? html`<div class="table-wrap"><table class="stack"><thead><tr><th scope="col">Wave</th><th scope="col">Recipients by status</th></tr></thead><tbody>
+${d.waves.map((w) => html`<tr><td data-label="Wave">${w.wave}</td><td data-label="Recipients">${Object.entries(w.counts).map(([s, n]) => `${s} ${n}`).join(', ')}</td></tr>`)}</tbody></table></div>` : ''}
+<h2>Failures by reason</h2>
+${d.failures.length ? html`<div class="table-wrap"><table class="stack"><thead><tr><th scope="col">Code</th><th scope="col">Reason</th><th scope="col">Category</th><th scope="col">Recipients</th></tr></thead><tbody>
+${d.failures.map((f) => html`<tr><td data-label="Code">${f.code ?? '—'}</td><td data-label="Reason">${f.title ?? '—'}</td><td data-label="Category">${f.category ?? '—'}</td><td data-label="Recipients">${f.count}</td></tr>`)}</tbody></table></div>` : html`<p class="muted">No failures.</p>`}
+<h2>Retargeting</h2>
+<p>${b.auto_retarget_quality ? 'Recipients refused for quality reasons are retargeted automatically' : 'No automatic retargeting'}${d.retargetDueAt ? `; next retarget at ${when(d.retargetDueAt)}` : ''}.
+${b.retarget_parent_id ? html` This is a follow-up of <a href="${projectPath(ctx.project.id, `/broadcasts/${b.retarget_parent_id}`)}">an earlier broadcast</a>.` : ''}</p>
+${d.followUps.length ? html`<ul>${d.followUps.map((f) => html`<li><a href="${projectPath(ctx.project.id, `/broadcasts/${f.id}`)}">${f.name}</a>: ${f.status}</li>`)}</ul>` : ''}`;
+  send(res, 200, layout(ctx.shell(`Broadcast: ${b.name}`), body));
+};
+
+export const approve = (deps: AppDeps) => async (req: Request, res: Response) => {
+  const { actor, project } = await projectContext(deps, req, 'broadcasts');
+  await approveBroadcastAs(deps, actor, project.id, String(req.params.broadcastId));
+  res.redirect(303, projectPath(project.id, `/broadcasts/${String(req.params.broadcastId).toLowerCase()}?done=approved`));
+};
+
+export const cancel = (deps: AppDeps) => async (req: Request, res: Response) => {
+  const { actor, project } = await projectContext(deps, req, 'broadcasts');
+  await cancelBroadcastAs(deps, actor, project.id, String(req.params.broadcastId), field(req, 'reason'));
+  res.redirect(303, projectPath(project.id, `/broadcasts/${String(req.params.broadcastId).toLowerCase()}?done=canceled`));
+};

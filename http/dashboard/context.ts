@@ -1,0 +1,37 @@
+/** The signed-in person and, on a project's pages, the project and their role in it (404 without one). */
+import type { Request } from 'express';
+import type { AppDeps } from '../app-deps.js';
+import { findProject } from '../../lib/access/projects.js';
+import { requireRole, roleIn, type Role } from '../../lib/dashboard/roles.js';
+import type { Actor } from '../../lib/dashboard/audit.js';
+import type { Shell } from './layout.js';
+
+/** Notices after a redirect: a fixed list, so nothing from the URL is echoed as a message. */
+const NOTICES: Record<string, string> = {
+  approved: 'Broadcast approved: it is scheduled and will be released by the engine.',
+  canceled: 'Broadcast canceled.',
+  revoked: 'Key revoked: it no longer works.',
+  scopes: 'Scopes saved: they apply from the key’s next request.',
+  removed: 'Removed from the project.',
+};
+
+export function person(req: Request) {
+  const s = req.dashboardSession!;
+  return { session: s, actor: { accountId: s.account.id, email: s.account.email } as Actor };
+}
+
+export async function projectContext(deps: AppDeps, req: Request, tab: string, allowed?: readonly Role[], what = 'see this page') {
+  const { session, actor } = person(req);
+  const projectId = String(req.params.projectId);
+  const role = allowed ? await requireRole(deps, actor.accountId, projectId, allowed, what) : await roleIn(deps, actor.accountId, projectId);
+  const project = await findProject(deps, projectId);
+  const done = typeof req.query.done === 'string' ? NOTICES[req.query.done] : undefined;
+  const shell = (title: string, extra: Partial<Shell> = {}): Shell => ({
+    title,
+    person: { email: actor.email, csrf: session.csrfToken },
+    project: { id: project.id, name: project.name, role, tab },
+    notice: done,
+    ...extra,
+  });
+  return { project, role, actor, csrf: session.csrfToken, shell };
+}

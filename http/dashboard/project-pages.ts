@@ -1,0 +1,120 @@
+/** The person's projects; a project's webhooks with their delivery log, templates, people (owners invite) and audit trail (owners). */
+import type { Request, Response } from 'express';
+import type { AppDeps } from '../app-deps.js';
+import { projectsOf } from '../../lib/dashboard/roles.js';
+import { membersOf, templatesOf, webhooksOf } from '../../lib/dashboard/reads.js';
+import { listAudit } from '../../lib/dashboard/audit.js';
+import { inviteAs, removeMemberAs } from '../../lib/dashboard/actions.js';
+import { DashboardRefusal } from '../../lib/dashboard/refusal.js';
+import { html, when } from './html.js';
+import { csrfField, layout, projectPath } from './layout.js';
+import { field, send } from './request.js';
+import { person, projectContext } from './context.js';
+import { setupLink } from '../../lib/dashboard/accounts.js';
+
+export interface DashboardOptions {
+  /** The Cloud API simulator's URL, linked from each project outside production. */
+  simulatorUrl?: string;
+}
+
+export const showProjects = (deps: AppDeps, opts: DashboardOptions) => async (req: Request, res: Response) => {
+  const { session, actor } = person(req);
+  const list = await projectsOf(deps, actor.accountId);
+  const sim = deps.config.nodeEnv !== 'production' ? opts.simulatorUrl : undefined;
+  const body = list.length
+    ? html`<div class="table-wrap"><table class="stack"><thead><tr><th scope="col">Project</th><th scope="col">Your role</th><th scope="col">Channel number</th>${sim ? html`<th scope="col">Simulator</th>` : ''}</tr></thead><tbody>
+${list.map(({ project, role }) => html`<tr>
+  <td data-label="Project"><a href="${projectPath(project.id, '/broadcasts')}">${project.name}</a> <small class="muted">${project.id}${project.status !== 'active' ? ` · ${project.status}` : ''}</small></td>
+  <td data-label="Your role">${role}</td>
+  <td data-label="Channel number">${project.channel ? (project.channel.displayPhoneNumber ?? project.channel.phoneNumberId) : html`<span class="muted">not connected</span>`}</td>
+  ${sim ? html`<td data-label="Simulator">${project.channel ? html`<a href="${`${sim}/_sim/phone-numbers/${encodeURIComponent(project.channel.phoneNumberId)}`}">simulated number</a>` : '—'}</td>` : ''}
+</tr>`)}</tbody></table></div>`
+    : html`<p>You have no role in any project yet. An owner can invite you.</p>`;
+  send(res, 200, layout({ title: 'Your projects', person: { email: actor.email, csrf: session.csrfToken } }, body));
+};
+
+export const showWebhooks = (deps: AppDeps) => async (req: Request, res: Response) => {
+  const ctx = await projectContext(deps, req, 'webhooks');
+  const hooks = await webhooksOf(deps, ctx.project.id);
+  const body = hooks.length
+    ? html`${hooks.map(({ webhook: w, deliveries }) => html`<article class="card">
+  <h2>${w.url}</h2>
+  <dl class="facts">
+    <dt>State</dt><dd>${w.is_active ? 'active' : 'inactive'} · ${w.failure_count} consecutive failures</dd>
+    <dt>Events</dt><dd>${w.events.join(', ')}</dd>
+    <dt>Last triggered</dt><dd>${when(w.last_triggered_at)}</dd>
+  </dl>
+  <h3>Recent deliveries</h3>
+  ${deliveries.length ? html`<div class="table-wrap"><table class="stack"><thead><tr><th scope="col">Event</th><th scope="col">Status</th><th scope="col">Attempts</th><th scope="col">Attempt log (latest first)</th><th scope="col">Created</th><th scope="col">Next attempt</th></tr></thead><tbody>
+  ${deliveries.map((d) => html`<tr><td data-label="Event">${d.event}</td><td data-label="Status">${d.status}</td><td data-label="Attempts">${d.attempts}</td>
+    <td data-label="Attempt log">${d.attemptLog.length ? html`<details><summary>${d.attemptLog[0].statusCode ?? d.attemptLog[0].error ?? '—'}</summary><ol reversed>${d.attemptLog.map((a) => html`<li>${when(a.at)}: ${a.statusCode ?? 'no answer'}${a.error ? ` (${a.error})` : ''}, ${a.durationMs ?? '—'} ms</li>`)}</ol></details>` : '—'}</td><td data-label="Created">${when(d.createdAt)}</td><td data-label="Next attempt">${when(d.nextAttemptAt)}</td></tr>`)}
+  </tbody></table></div>` : html`<p class="muted">No deliveries yet.</p>`}
+</article>`)}`
+    : html`<p class="muted">No webhook registrations. They are made through the API (POST /v1/webhooks).</p>`;
+  send(res, 200, layout(ctx.shell('Webhooks'), body));
+};
+
+export const showTemplates = (deps: AppDeps) => async (req: Request, res: Response) => {
+  const ctx = await projectContext(deps, req, 'templates');
+  const rows = await templatesOf(deps, ctx.project.id);
+  const body = rows.length
+    ? html`<div class="table-wrap"><table class="stack"><thead><tr><th scope="col">Name</th><th scope="col">Language</th><th scope="col">Category</th><th scope="col">Status</th><th scope="col">Updated</th></tr></thead><tbody>
+${rows.map((t) => html`<tr><td data-label="Name">${t.name}</td><td data-label="Language">${t.language}</td><td data-label="Category">${t.category}</td><td data-label="Status" class="status">${t.status}${t.rejected_reason ? ` (${t.rejected_reason})` : ''}</td><td data-label="Updated">${when(t.updated_at)}</td></tr>`)}
+</tbody></table></div>`
+    : html`<p class="muted">No templates.</p>`;
+  send(res, 200, layout(ctx.shell('Templates'), body));
+};
+
+async function renderPeople(deps: AppDeps, req: Request, res: Response, status: number, extra: { link?: string; email?: string; error?: string } = {}) {
+  const ctx = await projectContext(deps, req, 'people');
+  const members = await membersOf(deps, ctx.project.id);
+  const body = html`${extra.link ? html`<section class="card" aria-labelledby="link-title"><h2 id="link-title">Setup link for ${extra.email}</h2>
+  <p>Send this link to the person: it works once, for 72 hours, and lets them choose a password. It is not shown again.</p>
+  <div class="secret"><code id="new-secret">${extra.link}</code> <button type="button" data-copy="new-secret" aria-label="Copy the setup link">Copy</button></div></section>` : ''}
+<div class="table-wrap"><table class="stack"><thead><tr><th scope="col">Email</th><th scope="col">Role</th><th scope="col">Account</th>${ctx.role === 'owner' ? html`<th scope="col">Access</th>` : ''}</tr></thead><tbody>
+${members.map((m) => html`<tr><td data-label="Email">${m.email}</td><td data-label="Role">${m.role}</td><td data-label="Account">${m.setUp ? 'active' : 'invited (no password yet)'}</td>
+${ctx.role === 'owner' ? html`<td data-label="Access"><form method="post" action="${projectPath(ctx.project.id, '/people/remove')}" class="inline">${csrfField(ctx.csrf)}<input type="hidden" name="email" value="${m.email}"><button type="submit" class="danger" aria-label="Remove ${m.email} from the project">Remove</button></form></td>` : ''}</tr>`)}
+</tbody></table></div>
+${ctx.role === 'owner' ? html`<h2>Invite someone</h2>
+<form method="post" action="${projectPath(ctx.project.id, '/people')}" class="card">
+  ${csrfField(ctx.csrf)}
+  <label for="invite-email">Email</label><input id="invite-email" name="email" type="email" required>
+  <label for="invite-role">Role</label>
+  <select id="invite-role" name="role"><option value="member">member (read-only)</option><option value="admin">admin (keys, approvals)</option><option value="owner">owner (also people and audit)</option></select>
+  <div class="actions"><button type="submit" class="primary">Invite</button></div>
+</form>` : ''}`;
+  send(res, status, layout(ctx.shell('People', { error: extra.error }), body));
+}
+
+export const showPeople = (deps: AppDeps) => (req: Request, res: Response) => renderPeople(deps, req, res, 200);
+
+export const invite = (deps: AppDeps) => async (req: Request, res: Response) => {
+  const { actor } = person(req);
+  try {
+    const granted = await inviteAs(deps, actor, String(req.params.projectId), field(req, 'email'), field(req, 'role'));
+    // PUBLIC_BASE_URL, never the request's Host header (which a client chooses).
+    const link = granted.setupToken ? setupLink(deps.config.publicBaseUrl, granted.setupToken) : undefined;
+    await renderPeople(deps, req, res, 200, { link, email: granted.account.email });
+  } catch (e) {
+    if (e instanceof DashboardRefusal && e.status === 400) return renderPeople(deps, req, res, 400, { error: e.message });
+    throw e;
+  }
+};
+
+export const removeMember = (deps: AppDeps) => async (req: Request, res: Response) => {
+  const { actor } = person(req);
+  await removeMemberAs(deps, actor, String(req.params.projectId), field(req, 'email'));
+  res.redirect(303, projectPath(String(req.params.projectId), actor.email === field(req, 'email')?.trim().toLowerCase() ? '' : '/people?done=removed'));
+};
+
+export const showAudit = (deps: AppDeps) => async (req: Request, res: Response) => {
+  const ctx = await projectContext(deps, req, 'audit', ['owner'], 'read the audit trail');
+  const rows = await listAudit(deps, ctx.project.id);
+  const state = (v: unknown) => (v === null || v === undefined ? '—' : JSON.stringify(v));
+  const body = rows.length
+    ? html`<div class="table-wrap"><table class="stack"><thead><tr><th scope="col">When</th><th scope="col">Who</th><th scope="col">Action</th><th scope="col">On</th><th scope="col">Before</th><th scope="col">After</th></tr></thead><tbody>
+${rows.map((a) => html`<tr><td data-label="When">${when(a.at)}</td><td data-label="Who">${a.actor}</td><td data-label="Action">${a.action}</td><td data-label="On">${a.subject}</td><td data-label="Before"><code>${state(a.before)}</code></td><td data-label="After"><code>${state(a.after)}</code></td></tr>`)}
+</tbody></table></div>`
+    : html`<p class="muted">Nothing recorded yet.</p>`;
+  send(res, 200, layout(ctx.shell('Audit trail'), body));
+};

@@ -1,0 +1,88 @@
+/**
+ * The dashboard under /dashboard: server-rendered pages and HTML forms, outside the three API
+ * contracts. Order: security headers for pages, static assets, the form parser (size-limited),
+ * the sign-in and setup pages, then the session (else: sign in) and the CSRF check on every
+ * POST, then the pages; refusals and errors become an HTML page with the status.
+ */
+import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import type { AppDeps } from '../app-deps.js';
+import { PROJECT_ROOT } from '../../lib/platform/project-root.js';
+import { resolveSession } from '../../lib/dashboard/sessions.js';
+import { csrfMatches } from '../../lib/dashboard/csrf.js';
+import { DashboardRefusal } from '../../lib/dashboard/refusal.js';
+import { cookie, errorPage, page, parseForm, SESSION_COOKIE, clearCookie } from './request.js';
+import { showLogin, submitLogin, showSetup, submitSetup, submitLogout } from './auth-pages.js';
+import { showProjects, showWebhooks, showTemplates, showPeople, invite, removeMember, showAudit, type DashboardOptions } from './project-pages.js';
+import { showKeys, createKey, rotateKey, revokeKey, updateScopes } from './key-pages.js';
+import { showBroadcasts, showBroadcast, approve, cancel } from './broadcast-pages.js';
+
+export type { DashboardOptions } from './project-pages.js';
+
+const asset = (name: string) => readFileSync(path.join(PROJECT_ROOT, 'http', 'dashboard', name), 'utf8');
+
+// Pages load only this service's own CSS and script; no inline script runs; no framing.
+const CSP = "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+export function dashboardRouter(deps: AppDeps, opts: DashboardOptions = {}): Router {
+  const css = asset('dashboard.css');
+  const js = asset('dashboard.js');
+  const r = express.Router();
+  r.use((_req, res, next) => {
+    res.setHeader('Content-Security-Policy', CSP);
+    next();
+  });
+  r.get('/assets/dashboard.css', (_req, res) => void res.type('text/css').setHeader('Cache-Control', 'public, max-age=300').send(css));
+  r.get('/assets/dashboard.js', (_req, res) => void res.type('text/javascript').setHeader('Cache-Control', 'public, max-age=300').send(js));
+  r.use(parseForm);
+
+  r.get('/login', page(showLogin(deps)));
+  r.post('/login', page(submitLogin(deps)));
+  // The token rides in the query string and the form, never the path: paths are logged, queries are not.
+  r.get('/setup', page(showSetup(deps)));
+  r.post('/setup', page(submitSetup(deps)));
+
+  // Everything below needs a live session; a POST also needs the session's CSRF token.
+  r.use((req: Request, _res: Response, next: NextFunction) => {
+    resolveSession(deps, cookie(req, SESSION_COOKIE)).then((s) => {
+      req.dashboardSession = s;
+      next();
+    }, next);
+  });
+  r.use((req: Request, res: Response, next: NextFunction) => {
+    if (!req.dashboardSession) {
+      if (cookie(req, SESSION_COOKIE)) clearCookie(req, res, SESSION_COOKIE);
+      if (req.method === 'GET') return res.redirect(303, '/dashboard/login');
+      return next(new DashboardRefusal(401, 'Your session has ended. Sign in again; nothing was changed.'));
+    }
+    if (req.method === 'POST' && !csrfMatches(req.dashboardSession, (req.body as Record<string, unknown> | undefined)?._csrf)) {
+      return next(new DashboardRefusal(403, 'This form could not be verified (its security token is missing or out of date). Reload the page and try again; nothing was changed.'));
+    }
+    next();
+  });
+
+  r.get('/', (_req, res) => res.redirect(303, '/dashboard/projects'));
+  r.post('/logout', page(submitLogout(deps)));
+  r.get('/projects', page(showProjects(deps, opts)));
+  r.get('/projects/:projectId', (req, res) => res.redirect(303, `/dashboard/projects/${encodeURIComponent(String(req.params.projectId))}/broadcasts`));
+  r.get('/projects/:projectId/keys', page(showKeys(deps)));
+  r.post('/projects/:projectId/keys', page(createKey(deps)));
+  r.post('/projects/:projectId/keys/:keyId/rotate', page(rotateKey(deps)));
+  r.post('/projects/:projectId/keys/:keyId/revoke', page(revokeKey(deps)));
+  r.post('/projects/:projectId/keys/:keyId/scopes', page(updateScopes(deps)));
+  r.get('/projects/:projectId/broadcasts', page(showBroadcasts(deps)));
+  r.get('/projects/:projectId/broadcasts/:broadcastId', page(showBroadcast(deps)));
+  r.post('/projects/:projectId/broadcasts/:broadcastId/approve', page(approve(deps)));
+  r.post('/projects/:projectId/broadcasts/:broadcastId/cancel', page(cancel(deps)));
+  r.get('/projects/:projectId/webhooks', page(showWebhooks(deps)));
+  r.get('/projects/:projectId/templates', page(showTemplates(deps)));
+  r.get('/projects/:projectId/people', page(showPeople(deps)));
+  r.post('/projects/:projectId/people', page(invite(deps)));
+  r.post('/projects/:projectId/people/remove', page(removeMember(deps)));
+  r.get('/projects/:projectId/audit', page(showAudit(deps)));
+
+  r.use((_req, _res, next) => next(new DashboardRefusal(404, 'There is no such page.')));
+  r.use((err: unknown, req: Request, res: Response, _next: NextFunction) => errorPage(err, req, res, (m, meta) => deps.logger.error(m, meta)));
+  return r;
+}

@@ -1,0 +1,122 @@
+/**
+ * Builds the request pipeline of a contract: express-openapi-validator matches the path and
+ * method to an operation (404/405 otherwise), our policy middleware runs where the validator's
+ * own security step would, the body is parsed and validated, and the operation's handler is
+ * found by operationId. There is no hand-kept route list: an operation without a handler stops
+ * start-up.
+ */
+import express, { type Request, type RequestHandler } from 'express';
+import * as OpenApiValidator from 'express-openapi-validator';
+import './validator-speedups.js';
+import type { Contract, OperationInfo } from './contract.js';
+import type { AppDeps } from './app-deps.js';
+import type { Handler, Reply } from './handler-types.js';
+import { responseCheck as contractResponseCheck } from './contract-checks/response-check.js';
+
+export function operationOf(req: Request, contract: Contract): OperationInfo {
+  const id = (req as any).openapi?.schema?.operationId;
+  const op = typeof id === 'string' ? contract.operations.get(id) : undefined;
+  if (!op) throw new Error(`No operation matched ${req.method} ${req.path}`);
+  return op;
+}
+
+/** Every operation has exactly one handler, and every handler an operation. */
+export function assertHandlers(contract: Contract, handlers: Record<string, unknown>, name: string): void {
+  const missing = [...contract.operations.keys()].filter((id) => typeof handlers[id] !== 'function');
+  const extra = Object.keys(handlers).filter((id) => !contract.operations.has(id));
+  if (missing.length || extra.length) {
+    throw new Error(
+      `${name}: handlers and contract disagree.` +
+        (missing.length ? ` Operations without a handler: ${missing.join(', ')}.` : '') +
+        (extra.length ? ` Handlers without an operation: ${extra.join(', ')}.` : ''),
+    );
+  }
+}
+
+export interface PipelineOptions {
+  contract: Contract;
+  handlers: Record<string, Handler<any>>;
+  deps: AppDeps;
+  /** Only these paths belong to this contract; others pass through untouched. */
+  pathPrefix: string;
+  /** Runs after the operation is known and before the body is read: credentials, limits, scopes. */
+  policy: RequestHandler[];
+  /** Runs after the body is validated, right before the handler (e.g. idempotency). */
+  beforeHandler?: RequestHandler[];
+  name: string;
+}
+
+export function contractPipeline(opts: PipelineOptions): RequestHandler[] {
+  const { contract, handlers, deps, pathPrefix, policy, beforeHandler = [], name } = opts;
+  assertHandlers(contract, handlers, name);
+  const validator = OpenApiValidator.middleware({
+    apiSpec: structuredClone(contract.document) as any,
+    validateRequests: { allowUnknownQueryParameters: false, allErrors: true },
+    validateResponses: deps.validateResponses ? { removeAdditional: false } : false,
+    validateSecurity: false,
+    ignorePaths: (path: string) => !path.startsWith(pathPrefix),
+    validateApiSpec: true,
+    // No multer: it would buffer multipart files in memory. Upload operations stream their own
+    // bodies (middleware/upload-body.ts) and the validator checks the fields they leave in req.body.
+    fileUploader: false,
+  }) as unknown as RequestHandler[];
+  const named = (n: string) => validator.findIndex((mw) => mw.name === n);
+  if (named('metadataMiddleware') < 0 || named('securityMiddleware') < 0) {
+    throw new Error('express-openapi-validator changed: metadataMiddleware/securityMiddleware not found');
+  }
+  // Response validation hooks res.json: install it right after the operation is known, so error
+  // envelopes written by the policy step are validated too.
+  const responseCheck = validator.filter((mw) => mw.name === 'responseMiddleware');
+  const steps = validator.filter((mw) => mw.name !== 'responseMiddleware');
+  const meta = steps.findIndex((mw) => mw.name === 'metadataMiddleware');
+  const at = steps.findIndex((mw) => mw.name === 'securityMiddleware');
+
+  const onlyHere = (mw: RequestHandler): RequestHandler => (req, res, next) =>
+    req.path.startsWith(pathPrefix) ? mw(req, res, next) : next();
+
+  // The body is read only once the caller is known, so an anonymous caller cannot make us parse.
+  // Each operation's limit comes from its `x-body-limit` (one parser per distinct limit).
+  const parsers = new Map<number, RequestHandler>();
+  const body: RequestHandler = (req, res, next) => {
+    const limit = operationOf(req, contract).bodyLimit;
+    let parser = parsers.get(limit);
+    if (!parser) parsers.set(limit, (parser = express.json({ limit })));
+    return parser(req, res, next);
+  };
+
+  const dispatch: RequestHandler = async (req, res, next) => {
+    if (!req.path.startsWith(pathPrefix)) return next();
+    const op = operationOf(req, contract);
+    const reply: Reply<any> = await handlers[op.operationId](
+      {
+        params: (req as any).openapi?.pathParams ?? {},
+        query: req.query as any,
+        body: req.body,
+        auth: req.auth,
+        requestId: req.requestId,
+        http: req,
+      },
+      deps,
+    );
+    if ('raw' in reply) {
+      res.status(reply.status ?? 200).json(reply.raw);
+    } else {
+      if (reply.headers) res.set(reply.headers);
+      res.status(reply.status ?? 200).json({ success: true, data: reply.data });
+    }
+  };
+
+  return [
+    ...steps.slice(0, meta + 1),
+    ...responseCheck,
+    // Ours after the validator's, so it sees the handler's body first (http/contract-checks/response-check.ts).
+    contractResponseCheck({ contract, sample: deps.config.responseCheckSample, logger: deps.logger, pathPrefix, onViolation: deps.onResponseViolation }),
+    ...steps.slice(meta + 1, at + 1),
+    ...policy.map(onlyHere),
+    onlyHere(body),
+    ...steps.slice(at + 1),
+    ...beforeHandler.map(onlyHere),
+    dispatch,
+  ];
+}
+

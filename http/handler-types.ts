@@ -1,0 +1,44 @@
+/**
+ * Types that tie handlers to the generated contract: a handler for operation K receives K's
+ * path, query and body types and must return K's success `data` type. The handler maps
+ * (`Handlers<operations>`) have one entry per operationId, so an operation without a handler,
+ * or a handler without an operation, fails the type check (and start-up, see http/dispatch.ts).
+ */
+import type { Request } from 'express';
+import type { AppDeps } from './app-deps.js';
+import type { AuthContext } from '../lib/access/types.js';
+
+type Json<T> = T extends { content: { 'application/json': infer B } } ? B : never;
+type Responses<Op> = Op extends { responses: infer R } ? R : never;
+type SuccessCode = 200 | 201 | 202;
+type SuccessBody<Op> = Json<Responses<Op>[Extract<keyof Responses<Op>, SuccessCode>]>;
+
+/** The `data` member of an operation's success response. */
+export type DataOf<Op> = SuccessBody<Op> extends { data: infer D } ? D : never;
+export type PathOf<Op> = Op extends { parameters: { path: infer P } } ? P : Record<string, never>;
+export type QueryOf<Op> = Op extends { parameters: { query?: infer Q } } ? NonNullable<Q> : Record<string, never>;
+export type BodyOf<Op> = Op extends { requestBody: { content: { 'application/json': infer B } } }
+  ? B
+  : Op extends { requestBody?: { content: { 'application/json': infer B } } }
+    ? B | undefined
+    : undefined;
+
+export interface HandlerRequest<Op> {
+  params: PathOf<Op>;
+  query: QueryOf<Op>;
+  body: BodyOf<Op>;
+  /** Set for operations that need a credential. */
+  auth?: AuthContext;
+  requestId: string;
+  /** The Express request, for what the contract does not type (headers, raw body). */
+  http: Request;
+}
+
+export type Reply<Op> =
+  | { status?: Extract<keyof Responses<Op>, SuccessCode>; data: DataOf<Op>; headers?: Record<string, string> }
+  /** A body sent as is, without the envelope (the OpenAPI document itself). */
+  | { status?: number; raw: unknown };
+
+export type Handler<Op> = (req: HandlerRequest<Op>, deps: AppDeps) => Promise<Reply<Op>>;
+
+export type Handlers<Ops> = { [K in keyof Ops]: Handler<Ops[K]> };

@@ -1,0 +1,34 @@
+/** What a background job module is given when it registers on the service's one job runner. */
+import pg from 'pg';
+import type { Deps } from '../lib/deps.js';
+import type { JobRunner } from './runner.js';
+
+export type JobDeps = Pick<Deps, 'db' | 'clock' | 'logger' | 'secretBox' | 'config' | 'channel'>;
+
+export interface JobContext {
+  deps: JobDeps;
+  /** The one runner: modules define their jobs on it before it starts. */
+  runner: JobRunner;
+  /** The background pool: its own connections, so background bursts cannot starve API requests. */
+  pool: pg.Pool;
+}
+
+/** A module's part in the runner's life: started after the runner, stopped around it. */
+export interface JobModule {
+  /** After the runner started (recurring jobs, listeners). */
+  start?(): Promise<void>;
+  /** Before the runner stops: take no new work. */
+  stopIntake?(): Promise<void>;
+  /** After the runner stopped: finish or cut off work in flight. */
+  drain?(): Promise<void>;
+}
+
+/** A pool of its own for background work, with the API pool's settings and every connection's errors heard. */
+export function backgroundPool(deps: Pick<JobDeps, 'db' | 'logger'>, size: number): pg.Pool {
+  const { logger } = deps;
+  const pool = new pg.Pool({ ...(deps.db.pool as unknown as { options: pg.PoolConfig }).options, max: size });
+  pool.on('error', (e) => logger.warn('background pool: idle connection error', { error: e.message }));
+  // Held clients too: a reset between two queries must not be an unheard 'error' event.
+  pool.on('connect', (client) => client.on('error', (e) => logger.warn('background pool: connection lost while in use', { error: e.message })));
+  return pool;
+}

@@ -1,0 +1,60 @@
+/** The operator's rules for project API keys: minted with a prefix per mode, stored hashed, the secret shown once (create, rotate); a revoked key does not change. */
+import type { Deps } from '../deps.js';
+import { ApiError } from '../platform/errors.js';
+import { hashSecret, newId, newSecret, secretHint } from '../platform/secrets.js';
+import { KEY_PREFIXES } from './credentials.js';
+import { findProject } from './projects.js';
+
+type KeyDeps = Pick<Deps, 'db' | 'clock'>;
+
+async function findKey(deps: Pick<Deps, 'db'>, id: string) {
+  const key = await deps.db.prisma.apiKey.findUnique({ where: { id } });
+  if (!key) throw new ApiError('not_found', `No API key "${id}".`);
+  return key;
+}
+
+function mint(mode: 'live' | 'test') {
+  const secret = newSecret(KEY_PREFIXES[mode]);
+  return { secret, secretHash: hashSecret(secret), hint: secretHint(secret) };
+}
+
+async function liveKey(deps: Pick<Deps, 'db'>, id: string) {
+  const current = await findKey(deps, id);
+  if (current.revokedAt) throw new ApiError('conflict', `API key "${current.id}" is revoked.`);
+  return current;
+}
+
+export { findKey };
+
+export async function listKeys(deps: Pick<Deps, 'db'>, projectId: string) {
+  const project = await findProject(deps, projectId);
+  return deps.db.prisma.apiKey.findMany({ where: { projectId: project.id }, orderBy: { createdAt: 'asc' } });
+}
+
+export async function createKey(deps: KeyDeps, projectId: string, input: { name: string; scopes: string[]; mode?: 'live' | 'test' }) {
+  const project = await findProject(deps, projectId);
+  if (project.status === 'deleted') throw new ApiError('conflict', `Project "${project.id}" is deleted.`);
+  const mode = input.mode ?? 'live';
+  const { secret, secretHash, hint } = mint(mode);
+  const key = await deps.db.prisma.apiKey.create({
+    data: { id: newId('key', 12), projectId: project.id, name: input.name, mode, scopes: input.scopes, secretHash, hint },
+  });
+  return { key, secret };
+}
+
+export async function updateKey(deps: KeyDeps, id: string, change: { name?: string; scopes?: string[] }) {
+  const current = await liveKey(deps, id);
+  return deps.db.prisma.apiKey.update({ where: { id: current.id }, data: { name: change.name, scopes: change.scopes } });
+}
+
+export async function rotateKey(deps: KeyDeps, id: string) {
+  const current = await liveKey(deps, id);
+  const { secret, secretHash, hint } = mint(current.mode);
+  const key = await deps.db.prisma.apiKey.update({ where: { id: current.id }, data: { secretHash, hint, rotatedAt: deps.clock.now() } });
+  return { key, secret };
+}
+
+export async function revokeKey(deps: KeyDeps, id: string) {
+  const current = await findKey(deps, id);
+  return current.revokedAt ? current : deps.db.prisma.apiKey.update({ where: { id: current.id }, data: { revokedAt: deps.clock.now() } });
+}

@@ -1,0 +1,50 @@
+/** The operator's rules for projects: ids are lower case, deleting marks a project deleted (its keys then get 403 project_inactive), a deleted project does not change. */
+import type { Deps } from '../deps.js';
+import { ApiError } from '../platform/errors.js';
+import { newId } from '../platform/secrets.js';
+import { isUniqueViolation } from '../platform/db/errors.js';
+
+type ProjectDeps = Pick<Deps, 'db' | 'logger' | 'provisionChannel'>;
+
+export async function findProject(deps: Pick<Deps, 'db'>, id: string) {
+  const project = await deps.db.prisma.project.findUnique({ where: { id: id.toLowerCase() } });
+  if (!project) throw new ApiError('PROJECT_NOT_FOUND', `No project "${id}".`);
+  return project;
+}
+
+export function listProjects(deps: Pick<Deps, 'db'>) {
+  return deps.db.prisma.project.findMany({ orderBy: { createdAt: 'asc' } });
+}
+
+/** A new project, connected to a channel when the deployment provisions one (the simulator's default). */
+export async function createProject(deps: ProjectDeps, input: { id?: string; name: string; dailySendQuota?: number }) {
+  try {
+    const project = await deps.db.prisma.project.create({
+      data: { id: input.id?.toLowerCase() ?? newId('prj', 12), name: input.name, dailySendQuota: input.dailySendQuota },
+    });
+    if (deps.provisionChannel) {
+      await deps.provisionChannel(project.id).catch((e) =>
+        deps.logger.warn('could not connect the new project to a channel', { project_id: project.id, error: String(e) }),
+      );
+    }
+    return project;
+  } catch (e) {
+    if (isUniqueViolation(e)) throw new ApiError('conflict', `A project with id "${input.id}" already exists.`);
+    throw e;
+  }
+}
+
+export async function updateProject(
+  deps: Pick<Deps, 'db'>,
+  id: string,
+  change: { name?: string; status?: 'active' | 'paused' | 'deleted'; dailySendQuota?: number },
+) {
+  const current = await findProject(deps, id);
+  if (current.status === 'deleted') throw new ApiError('conflict', `Project "${current.id}" is deleted and cannot be changed.`);
+  return deps.db.prisma.project.update({ where: { id: current.id }, data: change });
+}
+
+export async function deleteProject(deps: Pick<Deps, 'db'>, id: string) {
+  const current = await findProject(deps, id);
+  return deps.db.prisma.project.update({ where: { id: current.id }, data: { status: 'deleted' } });
+}

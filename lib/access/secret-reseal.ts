@@ -1,0 +1,42 @@
+/**
+ * Re-seals secrets stored before sealed values were bound to their place (`v1.` values, see
+ * lib/platform/crypto-box.ts) as `v2.` values, at start-up. Each row is updated only if it still holds the
+ * value that was read, so a concurrent write (another instance, an operator) is never overwritten
+ * and nothing is lost; a value that does not open is left as it is and reported.
+ */
+import type pg from 'pg';
+import { SecretBox } from '../platform/crypto-box.js';
+import { channelSecretPlace } from '../channel-settings/settings.js';
+import { webhookSecretPlace } from '../webhooks/secret-place.js';
+
+const CHANNEL_COLUMNS = ['access_token', 'app_secret', 'verify_token'] as const;
+
+export async function resealLegacySecrets(pool: pg.Pool, box: SecretBox): Promise<{ resealed: number; failed: number }> {
+  let resealed = 0;
+  let failed = 0;
+  const reseal = (sealed: string, place: string): string | undefined => {
+    try {
+      return box.seal(box.open(sealed, place), place);
+    } catch {
+      failed++;
+      return undefined;
+    }
+  };
+  for (const column of CHANNEL_COLUMNS) {
+    const { rows } = await pool.query(`SELECT project_id, ${column}_enc AS v FROM channel_settings WHERE ${column}_enc LIKE 'v1.%'`);
+    for (const row of rows) {
+      const next = reseal(row.v, channelSecretPlace(row.project_id, column));
+      if (!next) continue;
+      const res = await pool.query(`UPDATE channel_settings SET ${column}_enc = $1 WHERE project_id = $2 AND ${column}_enc = $3`, [next, row.project_id, row.v]);
+      resealed += res.rowCount ?? 0;
+    }
+  }
+  const { rows } = await pool.query(`SELECT id, secret_enc AS v FROM webhook_endpoints WHERE secret_enc LIKE 'v1.%'`);
+  for (const row of rows) {
+    const next = reseal(row.v, webhookSecretPlace(row.id));
+    if (!next) continue;
+    const res = await pool.query(`UPDATE webhook_endpoints SET secret_enc = $1 WHERE id = $2 AND secret_enc = $3`, [next, row.id, row.v]);
+    resealed += res.rowCount ?? 0;
+  }
+  return { resealed, failed };
+}

@@ -1,0 +1,58 @@
+/**
+ * POST /v1/bot/preview: the development tree, built like a deploy, handles one simulated inbound
+ * text in a throwaway sandbox with the production limits. Nothing leaves the sandbox: sends, state
+ * changes, events and logs are captured; the table helpers use the `preview` schema.
+ */
+import type { BotDeps } from './helpers.js';
+import { ensureTree, readTree } from '../code/store.js';
+import { buildArtifact, buildFailed } from '../deploy/deployments.js';
+import { DEFAULT_LIMITS, Sandbox, StartupError, type SandboxLimits } from './sandbox.js';
+import { runHelper, type Capture, type Invocation } from './helpers.js';
+import type { BotInboundMessage } from './types.js';
+
+export interface PreviewInput {
+  text: string;
+  from?: string;
+  state?: string;
+}
+
+export async function previewBot(deps: BotDeps, projectId: string, input: PreviewInput, limits: SandboxLimits = deps.bot?.limits ?? DEFAULT_LIMITS) {
+  const now = deps.clock.now();
+  await ensureTree(deps.db.pool, projectId, now);
+  const files = await readTree(deps.db.pool, projectId, 'development');
+  const built = await buildArtifact(files);
+  if (!built.ok) throw buildFailed(built.diagnostics);
+  const capture: Capture = { sends: [], state: null, events: [], logs: [] };
+  const inv: Invocation = { projectId, mode: 'preview', capture, logLines: 0 };
+  const from = input.from ?? '15550000000';
+  const message: BotInboundMessage = {
+    id: `wamid.preview.${now.getTime()}`,
+    from,
+    type: 'text',
+    text: input.text,
+    raw: { type: 'text', text: { body: input.text } },
+    conversation: { id: 1, state: input.state ?? 'unstructured' },
+    contact: { phone: from, name: null },
+    received_at: now.toISOString(),
+  };
+  let sandbox: Sandbox;
+  try {
+    sandbox = await Sandbox.create(built.bundle, built.sourceMap, (op, args) => runHelper(deps, inv, op, args), limits);
+  } catch (e) {
+    if (!(e instanceof StartupError)) throw e;
+    throw buildFailed([{ file: e.location?.file ?? 'src/main.ts', line: e.location?.line ?? 1, column: e.location?.column ?? 1, message: e.message, source: 'startup' }]);
+  }
+  try {
+    const outcome = await sandbox.dispatch(JSON.stringify({ type: 'message', message }));
+    const where = 'location' in outcome && outcome.location ? ` at ${outcome.location.file}:${outcome.location.line}:${outcome.location.column}` : '';
+    return {
+      outcome: { status: outcome.status, message: outcome.status === 'ok' ? null : `${outcome.message}${where}`, duration_ms: outcome.durationMs },
+      sends: capture.sends as Record<string, unknown>[],
+      state: capture.state,
+      events: capture.events,
+      logs: capture.logs,
+    };
+  } finally {
+    sandbox.dispose();
+  }
+}

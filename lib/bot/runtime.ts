@@ -1,0 +1,306 @@
+/**
+ * The production bot runtime: hands each stored inbound message to the project's deployed bundle.
+ *
+ * Policy and why:
+ * - One sandbox (V8 isolate) per project, created from the active release on first use (once,
+ *   however many messages arrive together) and replaced when a deploy or rollback switches the
+ *   release (the active release is re-read at most once a second, and at once after a deploy or
+ *   rollback in this process) or when an event disposed it (time or memory
+ *   limit). At most MAX_WARM_SANDBOXES stay alive; the least recently used goes first.
+ * - Order: one conversation's messages are handled one at a time, in arrival order. A project's
+ *   different conversations run side by side, up to MAX_CONCURRENT_PER_PROJECT at once (while one
+ *   waits for a send, the isolate serves another), and different projects are independent.
+ * - A project's backlog is capped (MAX_QUEUED_PER_PROJECT); beyond it a message is not queued here
+ *   (never without bound) but stays in the bot's inbox, handed over again when its lease runs out.
+ * - The inbound webhook answers the channel without waiting for the bot. A paused project's bot
+ *   does not run (seen within RELEASE_CHECK_MS).
+ * - Every stopped invocation (throw, timeout, memory limit, failed start-up) is written to the
+ *   project's bot log for the operator; nothing the bot does can throw into the service. A time or
+ *   memory limit disposes the project's isolate, which also stops that project's other events in
+ *   flight (each is logged).
+ * - Durable: each message is in the bot's inbox (lib/bot/inbox.ts) from the transaction that
+ *   stored it until it is handled here; the leases of the messages this process holds are renewed.
+ *   A message this process could not finish (its release could not be read through an outage, or
+ *   the process died) is handed over again by a reclaim pass once its lease runs out.
+ */
+import type { Deps } from '../deps.js';
+import type { BotDeps } from './helpers.js';
+import { loadRelease } from '../deploy/deployments.js';
+import { DEFAULT_LIMITS, Sandbox, StartupError, type Outcome, type SandboxLimits } from './sandbox.js';
+import { backoff, runHelper, writeBotLog, type Invocation } from './helpers.js';
+import type { BotHook, BotInboundMessage } from './types.js';
+import { MAX_HANDOVERS, reclaimExpired, removeFromInbox, renewLeases } from './inbox.js';
+
+export const MAX_QUEUED_PER_PROJECT = 1000;
+export const MAX_CONCURRENT_PER_PROJECT = 16;
+export const MAX_WARM_SANDBOXES = 200;
+/** How long the active release id is trusted before it is read again (other processes may deploy). */
+export const RELEASE_CHECK_MS = 1000;
+/** Tries at reading a project's release before an event is given up (about 10 s of backoff in all). */
+export const SANDBOX_ATTEMPTS = 8;
+/** Tries at deleting a handled message from the inbox (about 10 s); past them it may be handled again. */
+export const SETTLE_ATTEMPTS = 8;
+
+interface Slot {
+  deploymentId: string;
+  sandbox?: Sandbox;
+  /** Start-up failed for this release: not retried until the next release. */
+  broken?: boolean;
+  /** Events of this sandbox in flight; helpers answer only while there is one. */
+  running: number;
+  /** The project's rights, shared by the sandbox's events (helpers name their conversation). */
+  inv: Invocation;
+}
+
+interface ProjectState {
+  queued: number;
+  running: number;
+  waiters: Array<() => void>;
+  /** Per conversation: the tail of its chain of events. */
+  chains: Map<string, Promise<void>>;
+}
+
+export class BotRuntime implements BotHook {
+  private deps?: BotDeps;
+  private readonly slots = new Map<string, Slot>();
+  private readonly creating = new Map<string, Promise<Slot | undefined>>();
+  private readonly projects = new Map<string, ProjectState>();
+  private readonly inFlight = new Set<Promise<void>>();
+  private readonly releases = new Map<string, { id: string | undefined; at: number }>();
+  /** Inbox rows this process holds (queued or running): their leases are renewed. */
+  private readonly held = new Set<bigint>();
+  /** Per project and customer, the event handling that conversation now and the sends it made (one at a time per conversation). */
+  private readonly running = new Map<string, { inboxId: bigint; sends: number }>();
+  private renewTimer?: NodeJS.Timeout;
+  private closed = false;
+
+  constructor(readonly limits: SandboxLimits = DEFAULT_LIMITS) {}
+
+  /** Called by createApp with the app's dependencies. */
+  attach(deps: BotDeps): void {
+    this.deps = deps;
+    clearInterval(this.renewTimer);
+    this.renewTimer = setInterval(() => void this.renew(), Math.max(200, deps.config.botInboxLeaseMs / 3));
+    this.renewTimer.unref();
+  }
+
+  onInboundMessage(projectId: string, inboxId: bigint, message: BotInboundMessage): void {
+    // Not taken (closing, or already held here): the inbox keeps it until a reclaim pass.
+    if (this.closed || !this.deps || this.held.has(inboxId)) return;
+    let p = this.projects.get(projectId);
+    if (!p) this.projects.set(projectId, (p = { queued: 0, running: 0, waiters: [], chains: new Map() }));
+    if (p.queued >= MAX_QUEUED_PER_PROJECT) {
+      void this.log(projectId, { level: 'warn', kind: 'error', message: `Message ${message.id} waits in the inbox: ${MAX_QUEUED_PER_PROJECT} messages are already queued; it is handed to the bot again later.` });
+      return;
+    }
+    p.queued++;
+    this.held.add(inboxId);
+    const state = p;
+    const key = message.from;
+    const run = (state.chains.get(key) ?? Promise.resolve())
+      .then(() => this.withTurn(state, () => this.handle(projectId, inboxId, message)))
+      .then(
+        () => this.settle(inboxId),
+        // Not handled: left in the inbox for a reclaim pass.
+        (e) => {
+          this.deps?.logger.error(`bot runtime: ${e instanceof Error ? e.stack : String(e)}`);
+        },
+      )
+      .finally(() => {
+        this.held.delete(inboxId);
+        state.queued--;
+        if (state.chains.get(key) === run) state.chains.delete(key);
+        if (state.queued === 0 && this.projects.get(projectId) === state) this.projects.delete(projectId);
+      });
+    state.chains.set(key, run);
+    this.inFlight.add(run);
+    void run.finally(() => this.inFlight.delete(run));
+  }
+
+  /** A deploy or rollback switched the project's release: read it again at the next event. */
+  releaseChanged(projectId: string): void {
+    this.releases.delete(projectId);
+  }
+
+  private async activeRelease(projectId: string): Promise<string | undefined> {
+    const known = this.releases.get(projectId);
+    const now = performance.now();
+    if (known && now - known.at < RELEASE_CHECK_MS) return known.id;
+    // A paused or deleted project's bot does not run (its keys are refused too).
+    const res = await this.deps!.db.pool.query<{ deployment_id: string | null; status: string }>(
+      `SELECT r.deployment_id, p.status FROM projects p LEFT JOIN bot_releases r ON r.project_id = p.id WHERE p.id = $1`,
+      [projectId],
+    );
+    const row = res.rows[0];
+    const id = row && row.status === 'active' ? (row.deployment_id ?? undefined) : undefined;
+    this.releases.set(projectId, { id, at: now });
+    if (this.releases.size > 10 * MAX_WARM_SANDBOXES) this.releases.delete(this.releases.keys().next().value as string);
+    return id;
+  }
+
+  /** Resolves when every queued event has been handled (tests and the bench). */
+  async whenIdle(): Promise<void> {
+    while (this.inFlight.size) await Promise.allSettled([...this.inFlight]);
+  }
+
+  /** One reclaim pass (the job runner's `bot-inbox-reclaim`): messages whose lease ran out go to this process's bot. */
+  async reclaim(): Promise<number> {
+    const deps = this.deps;
+    if (this.closed || !deps) return 0;
+    const taken = await reclaimExpired(deps.db.pool, deps.clock.now(), deps.config.botInboxLeaseMs);
+    for (const e of taken) {
+      if (!e.message || e.handovers > MAX_HANDOVERS) {
+        if (e.message) await this.log(e.projectId, { level: 'error', kind: 'error', message: `Message ${e.message.id} was given up after ${MAX_HANDOVERS} hand-overs to the bot.` });
+        await removeFromInbox(deps.db.pool, e.inboxId);
+        continue;
+      }
+      this.onInboundMessage(e.projectId, e.inboxId, e.message);
+    }
+    return taken.length;
+  }
+
+  private async renew(): Promise<void> {
+    if (!this.held.size || !this.deps) return;
+    await renewLeases(this.deps.db.pool, [...this.held], this.deps.clock.now(), this.deps.config.botInboxLeaseMs).catch((e) => {
+      this.deps?.logger.warn(`bot runtime: inbox leases not renewed: ${e instanceof Error ? e.message : String(e)}`);
+    });
+  }
+
+  /** The message was handled: out of the inbox, retried through an outage (else it would run again). */
+  private async settle(inboxId: bigint): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await removeFromInbox(this.deps!.db.pool, inboxId);
+      } catch (e) {
+        if (attempt >= SETTLE_ATTEMPTS) {
+          this.deps?.logger.warn(`bot runtime: a handled message stays in the inbox and may be handled again: ${e instanceof Error ? e.message : String(e)}`);
+          return;
+        }
+        await backoff(attempt);
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.renewTimer);
+    await this.whenIdle();
+    for (const slot of this.slots.values()) slot.sandbox?.dispose();
+    this.slots.clear();
+  }
+
+  /** Runs `fn` when fewer than MAX_CONCURRENT_PER_PROJECT of the project's events run. */
+  private async withTurn(p: ProjectState, fn: () => Promise<void>): Promise<void> {
+    if (p.running >= MAX_CONCURRENT_PER_PROJECT) await new Promise<void>((resolve) => p.waiters.push(resolve));
+    p.running++;
+    try {
+      await fn();
+    } finally {
+      p.running--;
+      p.waiters.shift()?.();
+    }
+  }
+
+  private log(projectId: string, entry: { level: string; kind: string; message: string; deploymentId?: string }): Promise<void> {
+    return writeBotLog(this.deps!, projectId, entry).catch((e) => {
+      this.deps?.logger.warn(`bot log not written: ${e}`);
+    });
+  }
+
+  private async sandboxFor(projectId: string): Promise<Slot | undefined> {
+    const active = await this.activeRelease(projectId);
+    if (!active) return undefined;
+    const slot = this.slots.get(projectId);
+    if (slot && slot.deploymentId === active && (slot.broken || slot.sandbox?.usable)) {
+      // Most recently used last (Map order).
+      this.slots.delete(projectId);
+      this.slots.set(projectId, slot);
+      return slot;
+    }
+    // One creation per project at a time: events arriving together share it.
+    let pending = this.creating.get(projectId);
+    if (!pending) {
+      pending = this.createSlot(projectId, slot).finally(() => this.creating.delete(projectId));
+      this.creating.set(projectId, pending);
+    }
+    return pending;
+  }
+
+  private async createSlot(projectId: string, old: Slot | undefined): Promise<Slot | undefined> {
+    const deps = this.deps!;
+    if (old && old.running === 0) old.sandbox?.dispose();
+    this.slots.delete(projectId);
+    for (const [id, s] of this.slots) {
+      if (this.slots.size < MAX_WARM_SANDBOXES) break;
+      if (s.running > 0) continue;
+      s.sandbox?.dispose();
+      this.slots.delete(id);
+    }
+    const release = await loadRelease(deps.db.pool, projectId);
+    if (!release) return undefined;
+    const slot: Slot = {
+      deploymentId: release.deploymentId,
+      running: 0,
+      inv: { projectId, mode: 'production', deploymentId: release.deploymentId, logLines: 0, sendRef: (phone) => this.sendRef(projectId, phone) },
+    };
+    try {
+      slot.sandbox = await Sandbox.create(release.bundle, release.sourceMap, (op, args) => runHelper(deps, slot.running > 0 ? slot.inv : undefined, op, args), this.limits);
+    } catch (e) {
+      slot.broken = true;
+      const where = e instanceof StartupError && e.location ? ` (${e.location.file}:${e.location.line}:${e.location.column})` : '';
+      await this.log(projectId, { level: 'error', kind: e instanceof StartupError && e.kind !== 'error' ? e.kind : 'startup', message: `${e instanceof Error ? e.message : String(e)}${where}`, deploymentId: release.deploymentId });
+    }
+    this.slots.set(projectId, slot);
+    return slot;
+  }
+
+  /**
+   * The sandbox for an event, read again after a database error (a connection cut, a failover):
+   * nothing has run yet, so a retry cannot answer twice, and giving up would drop the message.
+   */
+  private async sandboxWithRetry(projectId: string): Promise<Slot | undefined> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.sandboxFor(projectId);
+      } catch (e) {
+        if (attempt >= SANDBOX_ATTEMPTS || this.closed) throw e;
+        this.deps?.logger.warn(`bot runtime: reading the release failed (${e instanceof Error ? e.message : String(e)}); retrying`, { project_id: projectId });
+        await backoff(attempt);
+      }
+    }
+  }
+
+  /**
+   * The reference of the next send to `phone` by the event handling that customer's conversation:
+   * the same event handed over again after a crash makes the same references in the same order, so
+   * what it had sent is not sent twice (a bot that sends the same things in the same order, as
+   * bots do, replays exactly). A send to another number has none.
+   */
+  private sendRef(projectId: string, phone: string): string | undefined {
+    const event = this.running.get(`${projectId}:${phone}`);
+    if (!event) return undefined;
+    event.sends++;
+    return `snd_bot${event.inboxId}_${event.sends}`; // snd_: our references, which statuses echo (inbound.ts)
+  }
+
+  private async handle(projectId: string, inboxId: bigint, message: BotInboundMessage): Promise<void> {
+    const slot = await this.sandboxWithRetry(projectId);
+    if (!slot?.sandbox || slot.broken) return;
+    // The log cap counts from the moment the sandbox was last idle.
+    if (slot.running === 0) slot.inv.logLines = 0;
+    slot.running++;
+    const conversation = `${projectId}:${message.from}`;
+    this.running.set(conversation, { inboxId, sends: 0 });
+    let outcome: Outcome;
+    try {
+      outcome = await slot.sandbox.dispatch(JSON.stringify({ type: 'message', message }));
+    } finally {
+      slot.running--;
+      this.running.delete(conversation);
+    }
+    if (outcome.status !== 'ok') {
+      const where = 'location' in outcome && outcome.location ? ` at ${outcome.location.file}:${outcome.location.line}:${outcome.location.column}` : '';
+      await this.log(projectId, { level: 'error', kind: outcome.status, message: `${outcome.message}${where} (message ${message.id})`, deploymentId: slot.deploymentId });
+    }
+  }
+}

@@ -1,0 +1,87 @@
+/**
+ * The operator side of a campaign: approve (now or at `scheduled_at`), cancel (also while
+ * sending). Approval freezes the audience into recipient rows in the same transaction that moves
+ * the campaign to `scheduled`, with the pre-flight report as it was at that moment; from then on
+ * the contacts can change without changing who gets the campaign. The engine picks a scheduled
+ * campaign up when it is due (engine.ts).
+ */
+import type pg from 'pg';
+import { ApiError } from '../platform/errors.js';
+import { inTransaction } from '../platform/db/transaction.js';
+import { computePreflight, freezeAudience, audienceFilter, preflightOf, type Preflight } from './audience.js';
+import { broadcastNotFound, findBroadcast, type BroadcastRow } from './store.js';
+import { broadcastRate, pacingSettings } from './pacing.js';
+import { phoneNumberIdOf } from './channel-number.js';
+
+function wrongState(row: BroadcastRow, action: string): ApiError {
+  return new ApiError('conflict', `Broadcast ${row.id} is ${row.status}: it cannot be ${action}.`, { status: row.status });
+}
+
+export interface ApproveInput {
+  scheduledAt?: Date;
+  approvedBy?: string;
+}
+
+export async function approveBroadcast(pool: pg.Pool, id: string, input: ApproveInput, now: Date): Promise<BroadcastRow> {
+  return inTransaction(pool, async (client) => {
+    const { rows } = await client.query<BroadcastRow>('SELECT * FROM broadcasts WHERE id = $1 FOR UPDATE', [id]);
+    const row = rows[0];
+    if (!row) throw broadcastNotFound(id);
+    if (row.status !== 'pending_approval') throw wrongState(row, 'approved');
+    const rate = await broadcastRate(client, await phoneNumberIdOf(client, row.project_id), pacingSettings());
+    let preflight: Preflight;
+    let frozen: number;
+    if (row.audience.retarget_of !== undefined) {
+      // A retarget follow-up was frozen when it was spawned.
+      const { rows: n } = await client.query<{ n: string }>('SELECT count(*)::bigint AS n FROM broadcast_recipients WHERE broadcast_id = $1', [id]);
+      frozen = Number(n[0].n);
+      preflight = preflightOf(frozen, row.preflight?.excluded ?? { opted_out: 0, invalid_phone: 0, not_opted_in: 0, recent_marketing_limit: 0, missing_variable: 0, duplicate: 0 }, rate, now);
+    } else {
+      const filter = await audienceFilter(client, row.project_id, row.audience);
+      if (!filter) throw new ApiError('conflict', `The segment of broadcast ${id} was deleted: its audience cannot be resolved.`);
+      const rule = { projectId: row.project_id, filter, category: row.category, variables: row.template_variables, now };
+      preflight = await computePreflight(client, rule, rate);
+      frozen = await freezeAudience(client, id, rule, row.wave_size);
+      preflight.excluded.duplicate = Math.max(0, preflight.eligible - frozen);
+      preflight.eligible = frozen;
+    }
+    if (frozen === 0) throw new ApiError('empty_audience', 'The audience has no eligible recipient now: nothing would be sent.', { preflight });
+    const scheduledAt = input.scheduledAt ?? row.scheduled_at ?? now;
+    const { rows: updated } = await client.query<BroadcastRow>(
+      `UPDATE broadcasts SET status = 'scheduled', approved_at = $2, approved_by = $3, scheduled_at = $4, preflight = $5, updated_at = $2
+       WHERE id = $1 RETURNING *`,
+      [id, now, input.approvedBy ?? null, scheduledAt < now ? now : scheduledAt, JSON.stringify(preflight)],
+    );
+    return updated[0];
+  });
+}
+
+/**
+ * Cancels a campaign that has not finished. Recipients not yet handed to the channel become
+ * `canceled`; one being sent at this instant finishes its send (the engine checks the status
+ * before each batch, so at most one batch is in flight).
+ */
+export async function cancelBroadcast(pool: pg.Pool, id: string, reason: string | undefined, now: Date): Promise<BroadcastRow> {
+  return inTransaction(pool, async (client) => {
+    const { rows } = await client.query<BroadcastRow>('SELECT * FROM broadcasts WHERE id = $1 FOR UPDATE', [id]);
+    const row = rows[0];
+    if (!row) throw broadcastNotFound(id);
+    if (!['pending_approval', 'scheduled', 'sending'].includes(row.status)) throw wrongState(row, 'canceled');
+    await client.query(
+      `UPDATE broadcast_recipients SET state = 'canceled', updated_at = $2 WHERE broadcast_id = $1 AND state IN ('queued', 'held')`,
+      [id, now],
+    );
+    const { rows: updated } = await client.query<BroadcastRow>(
+      `UPDATE broadcasts SET status = 'canceled', status_reason = $3, completed_at = $2, wave_scheduled_at = NULL, retarget_due_at = NULL, updated_at = $2
+       WHERE id = $1 RETURNING *`,
+      [id, now, reason ?? 'canceled by an operator'],
+    );
+    return updated[0];
+  });
+}
+
+export async function requireBroadcast(pool: pg.Pool, id: string): Promise<BroadcastRow> {
+  const row = await findBroadcast(pool, id);
+  if (!row) throw broadcastNotFound(id);
+  return row;
+}

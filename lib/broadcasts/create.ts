@@ -1,0 +1,89 @@
+/**
+ * POST /v1/broadcasts as a short story: the template must exist for the project, the variables
+ * must match its body placeholders, the audience resolves (segment or inline filter), the
+ * pre-flight report must find someone to send to, and the campaign is stored in
+ * `pending_approval`. Nothing is ever sent from here: an operator releases it (approval.ts).
+ */
+import { randomUUID } from 'node:crypto';
+import type { components } from '../../generated/api.js';
+import type { Deps } from '../deps.js';
+import type { AuthContext } from '../access/types.js';
+import { ApiError } from '../platform/errors.js';
+import { bodyPlaceholderCount } from '../messaging/compose.js';
+import { computePreflight, requireAudienceFilter, type Queryable } from './audience.js';
+import { broadcastRate, pacingSettings } from './pacing.js';
+import type { BroadcastRow } from './store.js';
+import { parseVariable } from './variables.js';
+
+type CreateRequest = components['schemas']['CreateBroadcastRequest'];
+
+/** Who created it, from the credential: the key or connection id and its name. */
+async function creatorOf(db: Queryable, auth: AuthContext): Promise<{ id: string; name: string | null }> {
+  const c = auth.credential;
+  if (c.kind === 'api_key') {
+    const { rows } = await db.query<{ name: string }>('SELECT name FROM api_keys WHERE id = $1', [c.id]);
+    return { id: c.id, name: rows[0]?.name ?? null };
+  }
+  const { rows } = await db.query<{ name: string }>('SELECT name FROM agent_connections WHERE id = $1', [c.connectionId]);
+  return { id: c.connectionId, name: rows[0]?.name ?? null };
+}
+
+import { phoneNumberIdOf } from './channel-number.js';
+
+export { phoneNumberIdOf };
+
+export async function createBroadcast(deps: Deps, auth: AuthContext, body: CreateRequest): Promise<BroadcastRow> {
+  const pool = deps.db.pool;
+  const projectId = auth.project.id;
+  const now = deps.clock.now();
+  const { rows: templates } = await pool.query<{ category: string; components: unknown; status: string }>(
+    'SELECT category, components, status FROM templates WHERE project_id = $1 AND name = $2 AND language = $3',
+    [projectId, body.template_name, body.template_language],
+  );
+  const template = templates[0];
+  if (!template) {
+    throw new ApiError('invalid_template', `No template ${body.template_name.slice(0, 100)} (${body.template_language}) in this project.`, {
+      fields: [{ field: 'template_name', message: 'unknown template name and language' }],
+    });
+  }
+  const variables = { body: body.template_variables?.body ?? [], ...(body.template_variables?.header ? { header: body.template_variables.header } : {}) };
+  const expected = bodyPlaceholderCount(template.components);
+  if (expected !== variables.body.length) {
+    throw new ApiError(
+      'template_variable_mismatch',
+      `Template ${body.template_name} (${body.template_language}) has ${expected} body variables; ${variables.body.length} were given.`,
+      { expected, given: variables.body.length },
+    );
+  }
+  variables.body.forEach((v, i) => parseVariable(v, `template_variables.body[${i}]`));
+  (variables.header ?? []).forEach((v, i) => parseVariable(v, `template_variables.header[${i}]`));
+  const category = body.category ?? (['MARKETING', 'UTILITY', 'AUTHENTICATION'].includes(template.category) ? template.category : 'MARKETING');
+  if (body.scheduled_at !== undefined && Number.isNaN(Date.parse(body.scheduled_at))) {
+    throw new ApiError('invalid_request', 'scheduled_at is not a timestamp.', { fields: [{ field: 'scheduled_at', message: 'not a timestamp' }] });
+  }
+
+  const audience = body.audience as { segment_id?: string; filter?: unknown };
+  const filter = await requireAudienceFilter(pool, projectId, audience);
+  const rate = await broadcastRate(pool, await phoneNumberIdOf(pool, projectId), pacingSettings());
+  const preflight = await computePreflight(pool, { projectId, filter, category, variables, now }, rate);
+  if (preflight.eligible === 0) {
+    throw new ApiError('empty_audience', 'The audience has no eligible recipient: nothing would be sent.', { preflight });
+  }
+  const creator = await creatorOf(pool, auth);
+  const id = randomUUID();
+  const { rows } = await pool.query<BroadcastRow>(
+    `INSERT INTO broadcasts (id, project_id, name, template_name, template_language, category, audience, template_variables, status,
+                             scheduled_at, created_by, creator_name, creator_email, wave_size, wave_interval_s, wave_scheduled_count,
+                             auto_retarget_quality, preflight, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending_approval', $9, $10, $11, NULL, $12, $13, $14, $15, $16, $17, $17)
+     RETURNING *`,
+    [
+      id, projectId, body.name, body.template_name, body.template_language, category,
+      JSON.stringify(audience.segment_id !== undefined ? { segment_id: audience.segment_id.toLowerCase() } : { filter }),
+      JSON.stringify(variables), body.scheduled_at ? new Date(body.scheduled_at) : null, creator.id, creator.name,
+      body.wave_size ?? null, body.wave_size ? (body.wave_interval_minutes ?? 1440) * 60 : null, body.wave_size ? body.wave_scheduled_count ?? null : null,
+      body.auto_retarget_quality ?? false, JSON.stringify(preflight), now,
+    ],
+  );
+  return rows[0];
+}

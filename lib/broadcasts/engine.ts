@@ -1,0 +1,377 @@
+/**
+ * The sending engine: `scheduled` → `sending` → `completed` (or `canceled`, `failed`).
+ *
+ * - A periodic job (jobs/broadcast-engine.ts, on Agenda) calls `tick()`: it takes the
+ *   broadcast-level lease of each campaign that is due (scheduled and its time has come; sending
+ *   with work and no live lease), so two schedulers never run one campaign, and starts a runner
+ *   for it here. A runner renews its lease before every batch; a crashed engine's lease runs out
+ *   and another engine resumes from the rows (never from a job payload).
+ * - A runner claims recipients in batches (recipients.ts for the exactly-once rules), reserves
+ *   their daily-quota units, records their messages, takes sending slots from the number's shared
+ *   token bucket (pacing.ts), then sends the batch with bounded concurrency.
+ * - Waves: a campaign with `wave_size` queues its first wave at approval and holds the rest; when
+ *   `wave_scheduled_at` comes (business clock), the next `wave_scheduled_count` (or all) held
+ *   recipients are queued.
+ * - Retargeting (retarget.ts) runs from the same tick.
+ * Business times (started_at, waves, retarget, the quota's day) come from `clock`; leases, pacing
+ * and backoffs from `timer` (wall clock), so tests can move business time without sleeping.
+ */
+import type pg from 'pg';
+import type { Deps } from '../deps.js';
+import type { Clock } from '../platform/clock.js';
+import { openChannel, type OpenChannel } from '../channel-settings/settings.js';
+import { isChannelError } from '../../channel/errors.js';
+import type { GraphMessagePayload } from '../../channel/cloud-api.js';
+import { nextUtcMidnight } from '../messaging/quota.js';
+import { pacingSettings, takeSlots, throttled, type PacingSettings } from './pacing.js';
+import { categoryOf, MAX_ATTEMPTS, outcomeOf } from './send-errors.js';
+import {
+  claimBatch, confirmBatch, extendClaims, markUnknown, recordIntents, recoverStale, reserveQuota, returnQuota, settleFailure, unclaim, type ClaimedRecipient,
+} from './recipients.js';
+import type { BroadcastRow } from './store.js';
+import { spawnDueRetargets } from './retarget.js';
+import { failInterrupted } from '../contacts-import/imports.js';
+
+export interface EngineOptions {
+  owner: string;
+  /** Wall-clock time for leases, pacing and backoffs. */
+  timer: Clock;
+  leaseMs?: number;
+  /** Sends in flight per campaign. */
+  concurrency?: number;
+  /** Largest batch claimed at once. */
+  maxBatch?: number;
+  pacing?: Partial<PacingSettings>;
+  /** Batches claimed ahead while earlier ones are still sending (default 3). */
+  pipeline?: number;
+  /** Waits between checks while a campaign waits for backoffs (ms). */
+  idleMs?: number;
+}
+
+type EngineDeps = Pick<Deps, 'db' | 'clock' | 'logger' | 'secretBox' | 'channel'>;
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, Math.max(0, ms)));
+
+export class BroadcastEngine {
+  private readonly running = new Map<string, Promise<void>>();
+  private stopped = false;
+  readonly leaseMs: number;
+  readonly settings: PacingSettings;
+  private readonly pool: pg.Pool;
+
+  constructor(private readonly deps: EngineDeps, private readonly opts: EngineOptions) {
+    this.leaseMs = opts.leaseMs ?? 30_000;
+    this.settings = pacingSettings(opts.pacing);
+    this.pool = deps.db.pool;
+  }
+
+  /** Campaigns running in this engine now. */
+  get active(): string[] {
+    return [...this.running.keys()];
+  }
+
+  /** One scheduling pass: start runners for due campaigns, spawn due retargets. */
+  async tick(): Promise<void> {
+    if (this.stopped) return;
+    const now = this.deps.clock.now();
+    const t = this.opts.timer.now();
+    const { rows } = await this.pool.query<{ id: string }>({
+      name: 'broadcast-lease',
+      text: `UPDATE broadcasts b SET lease_owner = $1, lease_until = $3
+             WHERE b.id IN (
+               SELECT id FROM broadcasts x
+               WHERE ((x.status = 'scheduled' AND x.scheduled_at <= $2)
+                      OR (x.status = 'sending' AND (x.wave_scheduled_at IS NULL OR x.wave_scheduled_at <= $2
+                          OR x.status_reason IS NOT NULL
+                          OR EXISTS (SELECT 1 FROM broadcast_recipients r WHERE r.broadcast_id = x.id AND r.state IN ('queued', 'sending')))))
+                 AND (x.lease_until IS NULL OR x.lease_until < $4 OR x.lease_owner = $1)
+               ORDER BY x.scheduled_at NULLS FIRST LIMIT 20 FOR UPDATE SKIP LOCKED)
+             RETURNING b.id`,
+      values: [this.opts.owner, now, new Date(t.getTime() + this.leaseMs), t],
+    });
+    for (const { id } of rows) {
+      if (this.running.has(id)) continue;
+      const run = this.run(id)
+        .catch((e) => {
+          this.deps.logger.error('broadcast runner failed', { broadcast_id: id, error: e instanceof Error ? e.stack ?? e.message : String(e) });
+        })
+        .finally(() => this.running.delete(id));
+      this.running.set(id, run);
+    }
+    await spawnDueRetargets(this.pool, now);
+    await failInterrupted(this.pool, now);
+  }
+
+  /** Stops taking work; runners finish their batch in flight and release their leases. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await Promise.allSettled([...this.running.values()]);
+  }
+
+  /** Waits until no campaign runs here (tests). */
+  async idle(): Promise<void> {
+    while (this.running.size) await Promise.allSettled([...this.running.values()]);
+  }
+
+  private async renew(id: string): Promise<BroadcastRow | undefined> {
+    const { rows } = await this.pool.query<BroadcastRow>(
+      `UPDATE broadcasts SET lease_until = $3 WHERE id = $1 AND lease_owner = $2 AND status IN ('scheduled', 'sending') RETURNING *`,
+      [id, this.opts.owner, new Date(this.opts.timer.now().getTime() + this.leaseMs)],
+    );
+    return rows[0];
+  }
+
+  private async release(id: string): Promise<void> {
+    await this.pool.query('UPDATE broadcasts SET lease_owner = NULL, lease_until = NULL WHERE id = $1 AND lease_owner = $2', [id, this.opts.owner]);
+  }
+
+  private async run(id: string): Promise<void> {
+    let channel: OpenChannel | undefined;
+    const inflight = new Set<Promise<void>>();
+    let halted = false;
+    try {
+      while (!this.stopped && !halted) {
+        let b = await this.renew(id);
+        if (!b) return;
+        const now = this.deps.clock.now();
+        if (b.status === 'scheduled') b = await this.start(b, now);
+        if (b.wave_scheduled_at && b.wave_scheduled_at <= now) await this.releaseWave(b, now);
+        if (b.status_reason?.startsWith('daily quota')) {
+          await this.pool.query(`UPDATE broadcasts SET status_reason = NULL WHERE id = $1 AND status = 'sending'`, [id]);
+        }
+        await recoverStale(this.pool, id, b.project_id, this.opts.timer.now());
+        channel ??= await openChannel(this.deps, b.project_id);
+        if (!channel) {
+          await this.fail(b, 'The project has no channel configured.', now);
+          return;
+        }
+        const prepared = await this.batch(b, channel);
+        if (typeof prepared === 'function') {
+          // Sending runs in the background while the next batch is claimed and paced: up to
+          // `pipeline` batches in flight, so the channel is never idle between batches.
+          const p: Promise<void> = prepared().then(
+            (halt) => {
+              if (halt) halted = true;
+            },
+            (e) => {
+              // Its claims stay leased and are recovered from the rows once the lease runs out.
+              this.deps.logger.error('broadcast batch failed', { broadcast_id: id, error: e instanceof Error ? e.message : String(e) });
+            },
+          ).finally(() => inflight.delete(p));
+          inflight.add(p);
+          if (inflight.size >= (this.opts.pipeline ?? 3)) await Promise.race(inflight);
+          if (halted) break;
+          continue;
+        }
+        if (prepared === 'finished' || prepared === 'parked') {
+          if (inflight.size === 0) return;
+          await Promise.all(inflight);
+          continue;
+        }
+        if (prepared === 'idle') await (inflight.size ? Promise.race([...inflight, sleep(this.opts.idleMs ?? 200)]) : sleep(this.opts.idleMs ?? 200));
+      }
+      await Promise.all(inflight);
+    } finally {
+      await Promise.allSettled(inflight);
+      await this.release(id).catch(() => undefined);
+    }
+  }
+
+  private async start(b: BroadcastRow, now: Date): Promise<BroadcastRow> {
+    const { rows } = await this.pool.query<BroadcastRow>(
+      `UPDATE broadcasts SET status = 'sending', started_at = COALESCE(started_at, $2), updated_at = $2,
+              wave_scheduled_at = CASE WHEN wave_size IS NOT NULL AND EXISTS (SELECT 1 FROM broadcast_recipients WHERE broadcast_id = $1 AND state = 'held')
+                                       THEN $2::timestamptz + make_interval(secs => COALESCE(wave_interval_s, 86400)) END
+       WHERE id = $1 AND status = 'scheduled' RETURNING *`,
+      [b.id, now],
+    );
+    if (rows[0]) await this.dropOptedOut(b.id, now);
+    return rows[0] ?? b;
+  }
+
+  /**
+   * Consent is checked again when sending starts and at each wave: a contact who opted out since
+   * approval (or, for MARKETING, is no longer opted in) is not sent to; the recipient is canceled
+   * with the reason.
+   */
+  private async dropOptedOut(id: string, now: Date): Promise<void> {
+    await this.pool.query(
+      `UPDATE broadcast_recipients r SET state = 'canceled', error_category = 'permanent', error_title = 'opted out after approval', updated_at = $2
+       FROM broadcasts b, contacts c
+       WHERE r.broadcast_id = $1 AND b.id = r.broadcast_id AND c.project_id = b.project_id AND c.phone = r.phone
+         AND r.state IN ('queued', 'held') AND (c.opted_out_at IS NOT NULL OR (b.category = 'MARKETING' AND NOT c.opted_in))`,
+      [id, now],
+    );
+  }
+
+  /** Queues the next wave of held recipients; schedules the one after while any stay held. */
+  async releaseWave(b: BroadcastRow, now: Date): Promise<void> {
+    await this.pool.query(
+      `WITH next AS (
+         SELECT id FROM broadcast_recipients WHERE broadcast_id = $1 AND state = 'held' ORDER BY id
+         LIMIT COALESCE($2::int, 2147483647) FOR UPDATE SKIP LOCKED
+       ), released AS (
+         UPDATE broadcast_recipients r SET state = 'queued', wave = (SELECT COALESCE(max(wave), 1) + 1 FROM broadcast_recipients WHERE broadcast_id = $1 AND state <> 'held'), updated_at = $3
+         FROM next WHERE r.id = next.id RETURNING r.id
+       )
+       UPDATE broadcasts SET wave_scheduled_at = CASE
+           WHEN (SELECT count(*) FROM broadcast_recipients WHERE broadcast_id = $1 AND state = 'held') > (SELECT count(*) FROM released)
+           THEN $3::timestamptz + make_interval(secs => COALESCE(wave_interval_s, 86400)) END,
+         updated_at = $3
+       WHERE id = $1`,
+      [b.id, b.wave_scheduled_count, now],
+    );
+    await this.dropOptedOut(b.id, now);
+  }
+
+  private async fail(b: BroadcastRow, reason: string, now: Date): Promise<void> {
+    await this.pool.query(
+      `WITH c AS (UPDATE broadcast_recipients SET state = 'canceled', updated_at = $3 WHERE broadcast_id = $1 AND state IN ('queued', 'held'))
+       UPDATE broadcasts SET status = 'failed', status_reason = $2, completed_at = $3, wave_scheduled_at = NULL, updated_at = $3
+       WHERE id = $1 AND status IN ('scheduled', 'sending')`,
+      [b.id, reason.slice(0, 500), now],
+    );
+  }
+
+  /**
+   * Claims, reserves and paces one batch; answers its sending as a function to run (which answers
+   * true when the campaign had to stop), or why there is nothing to send: wait, parked (waves,
+   * quota) or finished.
+   */
+  private async batch(b: BroadcastRow, channel: OpenChannel): Promise<(() => Promise<boolean>) | 'idle' | 'parked' | 'finished'> {
+    const rate = (await this.pool.query<{ rate: number }>(
+      'SELECT LEAST(throughput * $2::float8, current_rate) AS rate FROM broadcast_pacing WHERE phone_number_id = $1',
+      [channel.phoneNumberId, this.settings.share],
+    )).rows[0]?.rate ?? this.settings.defaultThroughput * this.settings.share;
+    const size = Math.max(1, Math.min(this.opts.maxBatch ?? 500, Math.ceil(Number(rate) / 2)));
+    const t = this.opts.timer.now();
+    const claimed = await claimBatch(this.pool, b.id, this.opts.owner, size, t, new Date(t.getTime() + this.leaseMs));
+    const now = this.deps.clock.now();
+    if (claimed.length === 0) return this.whenEmpty(b, now);
+
+    const granted = await reserveQuota(this.pool, b.project_id, claimed.length, now);
+    if (granted < claimed.length) {
+      const held = claimed.splice(granted);
+      await unclaim(this.pool, held.map((r) => r.id), this.opts.owner, t, null);
+      if (granted === 0) {
+        // The daily quota is used: the rest waits (queued, not failed) for the next UTC day.
+        const resume = nextUtcMidnight(now);
+        await this.pool.query(
+          `UPDATE broadcasts SET status_reason = $2, lease_owner = NULL, lease_until = $3 WHERE id = $1`,
+          [b.id, `daily quota used; sending resumes after ${resume.toISOString()}`, new Date(t.getTime() + (resume.getTime() - now.getTime()))],
+        );
+        return 'parked';
+      }
+    }
+
+    const content = (r: ClaimedRecipient) => ({
+      type: 'template',
+      template: { name: b.template_name, language: b.template_language, variables: r.variables.body ?? [] },
+      broadcast_id: b.id,
+    });
+    const slots = await takeSlots(this.pool, channel.phoneNumberId, claimed.length, this.opts.timer.now(), this.settings);
+    return async () => this.sendBatch(b, channel, claimed, content, now, slots);
+  }
+
+  private async sendBatch(
+    b: BroadcastRow, channel: OpenChannel, claimed: ClaimedRecipient[], content: (r: ClaimedRecipient) => unknown, now: Date,
+    slots: { at: Date; rate: number },
+  ): Promise<boolean> {
+    // Chunks of `concurrency`: each chunk's messages are recorded, then all of its calls go out at
+    // once, so a crash leaves a recorded intent only for a call that was (or was about to be) made.
+    const sent: Array<{ id: string; ref: string; wamid: string }> = [];
+    let stop: string | undefined;
+    // Chunks are spread over the batch's slots (a tenth of a second of the rate each), so no
+    // second ever carries more than the rate.
+    const chunk = Math.max(1, Math.min(this.opts.concurrency ?? 50, Math.ceil(slots.rate / 10)));
+    for (let i = 0; i < claimed.length; i += chunk) {
+      const part = claimed.slice(i, i + chunk);
+      await sleep(slots.at.getTime() + (i / slots.rate) * 1000 - this.opts.timer.now().getTime());
+      if (stop) {
+        // Never called and never recorded: back to the queue; the verdict below cancels them.
+        await unclaim(this.pool, part.map((r) => r.id), this.opts.owner, this.opts.timer.now(), null);
+        await returnQuota(this.pool, b.project_id, part.length, now);
+        continue;
+      }
+      // Still ours? An engine that stalled past its lease (another took the rows over) sends nothing more.
+      const held = await extendClaims(this.pool, part.map((r) => r.id), this.opts.owner, new Date(this.opts.timer.now().getTime() + this.leaseMs));
+      const mine = part.filter((r) => held.has(r.id));
+      await returnQuota(this.pool, b.project_id, part.length - mine.length, now);
+      if (!mine.length) continue;
+      await recordIntents(this.pool, b.project_id, mine.map((r) => ({ phone: r.phone, ref: r.message_ref, content: content(r) })), now);
+      const outcomes = await Promise.all(mine.map((r) => this.sendOne(b, channel, r, now)));
+      for (const o of outcomes) {
+        if (typeof o === 'string') stop ??= o;
+        else if (o) sent.push(o);
+      }
+    }
+    await confirmBatch(this.pool, b.project_id, this.opts.owner, sent, this.deps.clock.now());
+    if (stop) {
+      await this.fail(b, stop, this.deps.clock.now());
+      return true;
+    }
+    return false;
+  }
+
+
+  /** One send; answers the accepted send, nothing (handled), or a reason to stop the campaign. */
+  private async sendOne(b: BroadcastRow, channel: OpenChannel, r: ClaimedRecipient, day: Date): Promise<{ id: string; ref: string; wamid: string } | string | undefined> {
+    const components: Array<Record<string, unknown>> = [];
+    if (r.variables.header?.length) components.push({ type: 'header', parameters: r.variables.header.map((text) => ({ type: 'text', text })) });
+    if (r.variables.body?.length) components.push({ type: 'body', parameters: r.variables.body.map((text) => ({ type: 'text', text })) });
+    const payload = {
+      messaging_product: 'whatsapp', recipient_type: 'individual', to: r.phone, type: 'template',
+      template: { name: b.template_name, language: { policy: 'deterministic', code: b.template_language }, ...(components.length ? { components } : {}) },
+      biz_opaque_callback_data: r.message_ref,
+    } as unknown as GraphMessagePayload;
+    try {
+      const { wamid } = await this.deps.channel.sendMessage(channel, payload);
+      return { id: r.id, ref: r.message_ref, wamid };
+    } catch (e) {
+      const t = this.opts.timer.now();
+      if (!isChannelError(e)) throw e;
+      if (e.outcomeUnknown) {
+        // Maybe sent: never sent again; its statuses (which echo the reference) settle it.
+        await markUnknown(this.pool, r.id, this.opts.owner, t);
+        return undefined;
+      }
+      const outcome = outcomeOf(e);
+      const ref = { id: r.id, ref: r.message_ref };
+      const fail = (category: string) =>
+        settleFailure(this.pool, b.project_id, this.opts.owner, ref, day, t, { code: e.graphCode ?? e.httpStatus ?? null, category, title: e.title ?? e.message.slice(0, 200) });
+      if (outcome === 'throttle') {
+        await throttled(this.pool, channel.phoneNumberId, t);
+        await settleFailure(this.pool, b.project_id, this.opts.owner, ref, day, t, { retryAt: new Date(t.getTime() + 1000) });
+      } else if (outcome === 'pair' || outcome === 'retry') {
+        if (r.attempts >= MAX_ATTEMPTS) await fail('retryable');
+        else {
+          const base = outcome === 'pair' ? 6000 : 1000;
+          await settleFailure(this.pool, b.project_id, this.opts.owner, ref, day, t, { retryAt: new Date(t.getTime() + base * 2 ** (r.attempts - 1)) });
+        }
+      } else if (outcome === 'stop') {
+        await fail(categoryOf(outcome));
+        return `The channel refused the campaign: ${e.graphCode ? `(#${e.graphCode}) ` : ''}${e.title ?? e.message}`.slice(0, 500);
+      } else {
+        await fail(categoryOf(outcome));
+      }
+      return undefined;
+    }
+  }
+
+  private async whenEmpty(b: BroadcastRow, now: Date): Promise<'idle' | 'parked' | 'finished'> {
+    const { rows } = await this.pool.query<{ state: string; n: string }>(
+      `SELECT state, count(*)::bigint AS n FROM broadcast_recipients WHERE broadcast_id = $1 AND state IN ('queued', 'sending', 'held') GROUP BY state`,
+      [b.id],
+    );
+    const n = Object.fromEntries(rows.map((r) => [r.state, Number(r.n)]));
+    if ((n.queued ?? 0) > 0 || (n.sending ?? 0) > 0) return 'idle';
+    if ((n.held ?? 0) > 0) return 'parked';
+    await this.pool.query(
+      `UPDATE broadcasts SET status = 'completed', completed_at = $2, updated_at = $2,
+              retarget_due_at = CASE WHEN auto_retarget_quality AND retarget_count = 0 THEN $2::timestamptz + interval '24 hours' END
+       WHERE id = $1 AND status = 'sending'`,
+      [b.id, now],
+    );
+    return 'finished';
+  }
+}

@@ -1,0 +1,246 @@
+/**
+ * The bot's code trees in PostgreSQL: `development` (edited through PUT /v1/files) and
+ * `production` (replaced only by a deploy or a rollback, lib/deploy/). A project's development
+ * tree is created from the scaffold the first time it is used.
+ *
+ * Policy and why:
+ * - Every write bumps the file's `version`; its ETag is the quoted SHA-256 of its bytes, so an
+ *   editor that read a file can write it back only over that content (If-Match → 412 otherwise)
+ *   and two editors never silently overwrite each other.
+ * - Writes to one project's tree are serialised by a transaction-scoped advisory lock, so the
+ *   tree limits and the ETag comparison see a stable tree.
+ * - Limits: 256 KiB per file, 2 MiB and 200 files per tree (413 `payload_too_large`).
+ */
+import { createHash } from 'node:crypto';
+import type pg from 'pg';
+import { ApiError } from '../platform/errors.js';
+import { scaffoldFiles } from './scaffold.js';
+import { canonicalPath, FLOWS_DIR, protectionOf, type ProtectedReason } from './paths.js';
+
+export const CODE_LIMITS = { fileBytes: 256 * 1024, treeBytes: 2 * 1024 * 1024, files: 200 } as const;
+
+export type Tree = 'development' | 'production';
+
+export interface FileInfo {
+  path: string;
+  size: number;
+  etag: string;
+  version: number;
+  protected: boolean;
+  protected_reason: ProtectedReason | null;
+  updated_at: string;
+}
+
+export interface FileWithContent extends FileInfo {
+  content: string;
+}
+
+export function sha256(text: string): string {
+  return createHash('sha256').update(text, 'utf8').digest('hex');
+}
+
+export function etagOf(sha: string): string {
+  return `"${sha}"`;
+}
+
+/** SHA-256 over the tree's sorted paths and contents: what a deploy compares with production. */
+export function treeHash(files: Map<string, string>): string {
+  const h = createHash('sha256');
+  for (const p of [...files.keys()].sort()) h.update(p).update('\0').update(files.get(p)!).update('\0');
+  return h.digest('hex');
+}
+
+interface Row {
+  path: string;
+  content?: string;
+  sha256: string;
+  size: number;
+  version: number;
+  updated_at: Date;
+}
+
+function view(r: Row): FileInfo {
+  const reason = protectionOf(r.path) ?? null;
+  return { path: r.path, size: r.size, etag: etagOf(r.sha256), version: r.version, protected: reason !== null, protected_reason: reason, updated_at: r.updated_at.toISOString() };
+}
+
+const seeded = new Set<string>();
+
+/** Creates the development tree from the scaffold if the project has none yet. */
+export async function ensureTree(pool: pg.Pool, projectId: string, now: Date): Promise<void> {
+  if (seeded.has(projectId)) return;
+  const has = await pool.query(`SELECT 1 FROM code_files WHERE project_id = $1 AND tree = 'development' LIMIT 1`, [projectId]);
+  if (has.rowCount === 0) {
+    const files = scaffoldFiles();
+    const paths = [...files.keys()];
+    const contents = paths.map((p) => files.get(p)!);
+    await pool.query(
+      `INSERT INTO code_files (project_id, tree, path, content, sha256, size, version, updated_at)
+       SELECT $1, 'development', p, c, s, z, 1, $6 FROM unnest($2::text[], $3::text[], $4::text[], $5::int[]) AS t(p, c, s, z)
+       ON CONFLICT DO NOTHING`,
+      [projectId, paths, contents, contents.map(sha256), contents.map((c) => Buffer.byteLength(c)), now],
+    );
+  }
+  seeded.add(projectId);
+}
+
+export async function listFiles(pool: pg.Pool, projectId: string, tree: Tree, now: Date): Promise<{ files: FileInfo[]; totalSize: number }> {
+  await ensureTree(pool, projectId, now);
+  const res = await pool.query<Row>(
+    `SELECT path, sha256, size, version, updated_at FROM code_files WHERE project_id = $1 AND tree = $2 ORDER BY path COLLATE "C"`,
+    [projectId, tree],
+  );
+  return { files: res.rows.map(view), totalSize: res.rows.reduce((n, r) => n + r.size, 0) };
+}
+
+export async function readFile(pool: pg.Pool, projectId: string, tree: Tree, rawPath: string, now: Date): Promise<FileWithContent> {
+  const path = canonicalPath(rawPath, { forWrite: false });
+  await ensureTree(pool, projectId, now);
+  const res = await pool.query<Row>(
+    `SELECT path, content, sha256, size, version, updated_at FROM code_files WHERE project_id = $1 AND tree = $2 AND path = $3`,
+    [projectId, tree, path],
+  );
+  const row = res.rows[0];
+  if (!row) throw new ApiError('not_found', `No file "${path}" in the ${tree} tree.`);
+  return { ...view(row), content: row.content! };
+}
+
+/** Every file of a tree, path → content. */
+export async function readTree(pool: pg.Pool | pg.PoolClient, projectId: string, tree: Tree): Promise<Map<string, string>> {
+  const res = await pool.query<{ path: string; content: string }>(`SELECT path, content FROM code_files WHERE project_id = $1 AND tree = $2`, [projectId, tree]);
+  return new Map(res.rows.map((r) => [r.path, r.content]));
+}
+
+export interface Preconditions {
+  ifMatch?: string;
+  ifNoneMatch?: string;
+}
+
+function tagsOf(header: string): string[] {
+  return header.split(',').map((t) => t.trim().replace(/^W\//, '')).filter(Boolean);
+}
+
+function preconditionFailed(current: string | null, why: string): ApiError {
+  return new ApiError('precondition_failed', why, { current_etag: current }, current ? { ETag: current } : undefined);
+}
+
+function checkContent(content: string): number {
+  if (content.includes('\u0000')) throw new ApiError('unsupported_media_type', 'Code files are UTF-8 text; the content holds NUL characters (binary data).');
+  const size = Buffer.byteLength(content, 'utf8');
+  if (size > CODE_LIMITS.fileBytes) {
+    throw new ApiError('payload_too_large', `The file is ${size} bytes; a file may have at most ${CODE_LIMITS.fileBytes}.`, { limit: CODE_LIMITS.fileBytes, size });
+  }
+  return size;
+}
+
+async function lockTree(client: pg.PoolClient, projectId: string): Promise<void> {
+  await client.query(`SELECT pg_advisory_xact_lock(hashtextextended('code:' || $1, 0))`, [projectId]);
+}
+
+/**
+ * Writes one file of the development tree at a canonical path, under the tree lock, with the
+ * limits and preconditions. Protection is the caller's business (see putFile / writeFlowFile).
+ */
+async function writeDevFile(pool: pg.Pool, projectId: string, path: string, content: string, pre: Preconditions, now: Date): Promise<{ file: FileWithContent; created: boolean }> {
+  const size = checkContent(content);
+  await ensureTree(pool, projectId, now);
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    await lockTree(client, projectId);
+    const rows = await client.query<Row>(
+      `SELECT path, sha256, size, version, updated_at FROM code_files WHERE project_id = $1 AND tree = 'development'`,
+      [projectId],
+    );
+    const current = rows.rows.find((r) => r.path === path);
+    const currentTag = current ? etagOf(current.sha256) : null;
+    if (pre.ifNoneMatch !== undefined) {
+      const tags = tagsOf(pre.ifNoneMatch);
+      if (current && (tags.includes('*') || tags.includes(currentTag!))) throw preconditionFailed(currentTag, `${path} already exists (If-None-Match).`);
+    }
+    if (pre.ifMatch !== undefined) {
+      const tags = tagsOf(pre.ifMatch);
+      if (!current) throw preconditionFailed(null, `${path} does not exist, so If-Match cannot match.`);
+      if (!tags.includes('*') && !tags.includes(currentTag!)) throw preconditionFailed(currentTag, `${path} changed since you read it: its ETag is now ${currentTag}. Read it again and reapply your change.`);
+    }
+    if (!current) {
+      const twin = rows.rows.find((r) => r.path.toLowerCase() === path.toLowerCase());
+      if (twin) throw new ApiError('conflict', `${path} differs only in case from the existing ${twin.path}.`, { existing: twin.path });
+      if (rows.rows.length + 1 > CODE_LIMITS.files) throw new ApiError('payload_too_large', `A tree may hold at most ${CODE_LIMITS.files} files.`, { limit: CODE_LIMITS.files });
+    }
+    const total = rows.rows.reduce((n, r) => n + (r.path === path ? 0 : r.size), 0) + size;
+    if (total > CODE_LIMITS.treeBytes) {
+      throw new ApiError('payload_too_large', `The tree would hold ${total} bytes; at most ${CODE_LIMITS.treeBytes}.`, { limit: CODE_LIMITS.treeBytes, size: total });
+    }
+    const sha = sha256(content);
+    const written = await client.query<Row>(
+      `INSERT INTO code_files (project_id, tree, path, content, sha256, size, version, updated_at)
+       VALUES ($1, 'development', $2, $3, $4, $5, 1, $6)
+       ON CONFLICT (project_id, tree, path) DO UPDATE
+         SET content = EXCLUDED.content, sha256 = EXCLUDED.sha256, size = EXCLUDED.size,
+             version = code_files.version + 1, updated_at = EXCLUDED.updated_at
+       RETURNING path, sha256, size, version, updated_at`,
+      [projectId, path, content, sha, size, now],
+    );
+    await client.query('COMMIT');
+    return { file: { ...view(written.rows[0]), content }, created: !current };
+  } catch (e) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw e;
+  } finally {
+    client.release();
+  }
+}
+
+/** PUT /v1/files/{path}: protected paths (any spelling) and flow definitions are refused. */
+export function putFile(pool: pg.Pool, projectId: string, rawPath: string, content: string, pre: Preconditions, now: Date) {
+  const path = canonicalPath(rawPath, { forWrite: true });
+  return writeDevFile(pool, projectId, path, content, pre, now);
+}
+
+/**
+ * For the flow endpoints only: writes `flows/<name>.json` of the development tree, which
+ * PUT /v1/files refuses. `name` is a flow name of letters, digits, `_` and `-`.
+ */
+export async function writeFlowFile(pool: pg.Pool, projectId: string, name: string, definition: unknown, now: Date, pre: Preconditions = {}) {
+  if (!/^[A-Za-z0-9_-]{1,100}$/.test(name)) throw new ApiError('invalid_request', 'A flow name has 1 to 100 letters, digits, "_" or "-".');
+  return writeDevFile(pool, projectId, `${FLOWS_DIR}${name}.json`, JSON.stringify(definition, null, 2) + '\n', pre, now);
+}
+
+/** For the flow endpoints: the flow definitions of a tree, name → parsed JSON (unparsable ones as null). */
+export async function listFlowFiles(pool: pg.Pool, projectId: string, tree: Tree = 'development'): Promise<Map<string, unknown>> {
+  const res = await pool.query<{ path: string; content: string }>(
+    `SELECT path, content FROM code_files WHERE project_id = $1 AND tree = $2 AND path LIKE 'flows/%' ORDER BY path`,
+    [projectId, tree],
+  );
+  const out = new Map<string, unknown>();
+  for (const r of res.rows) {
+    const name = r.path.slice(FLOWS_DIR.length).replace(/\.json$/, '');
+    try {
+      out.set(name, JSON.parse(r.content));
+    } catch {
+      out.set(name, null);
+    }
+  }
+  return out;
+}
+
+/** For the flow endpoints only: removes `flows/<name>.json` from the development tree. */
+export async function deleteFlowFile(pool: pg.Pool, projectId: string, name: string): Promise<boolean> {
+  const res = await pool.query(`DELETE FROM code_files WHERE project_id = $1 AND tree = 'development' AND path = $2`, [projectId, `${FLOWS_DIR}${name}.json`]);
+  return (res.rowCount ?? 0) > 0;
+}
+
+/** Replaces the production tree with `files`, inside the caller's transaction (atomic promotion). */
+export async function replaceProductionTree(client: pg.PoolClient, projectId: string, files: Map<string, string>, now: Date): Promise<void> {
+  await client.query(`DELETE FROM code_files WHERE project_id = $1 AND tree = 'production'`, [projectId]);
+  const paths = [...files.keys()];
+  const contents = paths.map((p) => files.get(p)!);
+  await client.query(
+    `INSERT INTO code_files (project_id, tree, path, content, sha256, size, version, updated_at)
+     SELECT $1, 'production', p, c, s, z, 1, $6 FROM unnest($2::text[], $3::text[], $4::text[], $5::int[]) AS t(p, c, s, z)`,
+    [projectId, paths, contents, contents.map(sha256), contents.map((c) => Buffer.byteLength(c)), now],
+  );
+}
+
+export { lockTree };

@@ -1,0 +1,376 @@
+/**
+ * Contact CSV import: the request body is streamed to a file (never held in memory), checked for
+ * a header with a `number` column, and imported by a job whose status, counts and progress are a
+ * row anyone can read while it runs.
+ *
+ * Policy and why:
+ * - Rows are applied in batches of `BATCH` lines, one transaction each, so progress is visible
+ *   and a batch is never half-stored. Duplicates within the file are found through
+ *   `contact_import_phones` (the first line of each number), not an in-memory set, so memory
+ *   stays flat for a million-row file; a later line merges into the same contact and is reported.
+ * - A contact changes only when the file says something new: the file's name replaces the name,
+ *   tags are added, `opted_in` true opts in (when and from which import are recorded, once),
+ *   false opts out. Re-importing the same file therefore changes nothing (all `unchanged`).
+ * - Every line not imported as is gets a report row with its line number and reason.
+ * - The job runs in the instance that received the file. An import interrupted by a crash is
+ *   marked `failed` at the next start (see `failInterrupted`); re-sending the file is safe because
+ *   an import is idempotent.
+ */
+import { createWriteStream, createReadStream, promises as fs } from 'node:fs';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { pipeline } from 'node:stream/promises';
+import { Transform, type Readable } from 'node:stream';
+import type { components } from '../../generated/api.js';
+import type { Deps } from '../deps.js';
+import { ApiError } from '../platform/errors.js';
+import { readCsv, type CsvRecord } from './csv.js';
+import type { Queryable } from '../broadcasts/audience.js';
+import { UUID } from '../broadcasts/audience.js';
+
+export type ImportView = components['schemas']['ContactImport'];
+
+export const MAX_IMPORT_BYTES = 256 * 1024 * 1024;
+const BATCH = 1000;
+const COLUMNS = ['number', 'name', 'tags', 'opted_in'] as const;
+const TRUE = new Set(['true', 'yes', 'y', '1']);
+const FALSE = new Set(['false', 'no', 'n', '0']);
+const running = new Set<Promise<void>>();
+
+export function importId(raw: string): string {
+  if (!UUID.test(raw)) throw new ApiError('invalid_id', `Malformed id "${raw.slice(0, 64)}": a UUID is expected.`);
+  return raw.toLowerCase();
+}
+
+function invalidCsv(message: string): ApiError {
+  return new ApiError('invalid_csv', message);
+}
+
+/** E.164 digits of a number as written, with `defaultCountry` for numbers without a country code. */
+export function normalizeNumber(raw: string, defaultCountry: string | undefined): string | undefined {
+  const compact = raw.trim().replace(/[\s\-.()/]/g, '');
+  let digits: string;
+  if (compact.startsWith('+')) digits = compact.slice(1);
+  else if (compact.startsWith('00')) digits = compact.slice(2);
+  else if (defaultCountry) digits = defaultCountry + compact.replace(/^0+/, '');
+  // Without a + (or 00) the country is unknown: never guessed.
+  else return undefined;
+  return /^[1-9][0-9]{7,14}$/.test(digits) ? digits : undefined;
+}
+
+interface Header {
+  index: Partial<Record<(typeof COLUMNS)[number], number>>;
+  ignored: string[];
+}
+
+function readHeader(rec: CsvRecord): Header {
+  if (rec.error) throw invalidCsv(`The header line is not valid CSV (${rec.error}).`);
+  const index: Header['index'] = {};
+  const ignored: string[] = [];
+  rec.fields.forEach((raw, i) => {
+    const name = raw.trim().toLowerCase();
+    if ((COLUMNS as readonly string[]).includes(name) && index[name as keyof Header['index']] === undefined) index[name as keyof Header['index']] = i;
+    else ignored.push(raw.trim().slice(0, 100));
+  });
+  if (index.number === undefined) {
+    throw invalidCsv(`No "number" column in the header (found: ${rec.fields.map((f) => f.trim().slice(0, 40)).join(', ').slice(0, 300)}). Columns: number, name, tags, opted_in.`);
+  }
+  return { index, ignored };
+}
+
+/** Streams the request body to a file, checks the header, records the import and starts its job. */
+export async function startImport(
+  deps: Deps,
+  projectId: string,
+  body: Readable,
+  opts: { defaultCountry?: string; filename?: string },
+): Promise<ImportView> {
+  const dir = path.join(deps.config.dataDir, 'imports');
+  await fs.mkdir(dir, { recursive: true });
+  const id = randomUUID();
+  const file = path.join(dir, `${id}.csv`);
+  let bytes = 0;
+  try {
+    await pipeline(
+      body,
+      new Transform({
+        transform(chunk: Buffer, _enc, cb) {
+          bytes += chunk.length;
+          if (bytes > MAX_IMPORT_BYTES) cb(new ApiError('payload_too_large', `A contact import is at most ${MAX_IMPORT_BYTES} bytes.`));
+          else cb(null, chunk);
+        },
+      }),
+      createWriteStream(file),
+    );
+    if (bytes === 0) throw invalidCsv('The file is empty.');
+    let header: Header | undefined;
+    let dataLine = false;
+    for await (const rec of readCsv(createReadStream(file, { end: 1024 * 1024 }))) {
+      if (!header) header = readHeader(rec);
+      else {
+        dataLine = true;
+        break;
+      }
+    }
+    if (!header) throw invalidCsv('The file has no header line.');
+    if (!dataLine) throw invalidCsv('The file has a header but no data lines.');
+    const now = deps.clock.now();
+    await deps.db.pool.query(
+      `INSERT INTO contact_imports (id, project_id, status, default_country, filename, bytes_total, ignored_columns, created_at, heartbeat_at)
+       VALUES ($1, $2, 'queued', $3, $4, $5, $6, $7, now())`,
+      [id, projectId, opts.defaultCountry ?? null, opts.filename ?? null, bytes, header.ignored, now],
+    );
+  } catch (e) {
+    await fs.rm(file, { force: true });
+    throw e;
+  }
+  const job = runImport(deps, id, file).finally(() => running.delete(job));
+  running.add(job);
+  return getImport(deps.db.pool, projectId, id);
+}
+
+/** Waits for the imports running in this process (tests, shutdown). */
+export async function importsSettled(): Promise<void> {
+  while (running.size) await Promise.allSettled([...running]);
+}
+
+interface Line {
+  line: number;
+  phone: string;
+  raw: string;
+  name?: string;
+  tags: string[];
+  optIn?: boolean;
+}
+
+async function runImport(deps: Deps, id: string, file: string): Promise<void> {
+  const pool = deps.db.pool;
+  try {
+    const { rows } = await pool.query<{ project_id: string; default_country: string | null }>(
+      `UPDATE contact_imports SET status = 'running', started_at = $2, heartbeat_at = now() WHERE id = $1 RETURNING project_id, default_country`,
+      [id, deps.clock.now()],
+    );
+    const { project_id: projectId, default_country: country } = rows[0];
+    let header: Header | undefined;
+    let batch: Line[] = [];
+    let rejects: Array<[number, string, string | null]> = [];
+    let rowsRead = 0;
+    const counter = { bytes: 0 };
+    const source = createReadStream(file).on('data', (c) => (counter.bytes += c.length));
+    const flush = async () => {
+      await applyBatch(pool, id, projectId, batch, rejects, rowsRead, counter.bytes, deps.clock.now());
+      batch = [];
+      rejects = [];
+    };
+    for await (const rec of readCsv(source)) {
+      if (!header) {
+        header = readHeader(rec);
+        continue;
+      }
+      rowsRead++;
+      const raw = header.index.number !== undefined ? rec.fields[header.index.number] ?? '' : '';
+      const reject = (reason: string) => rejects.push([rec.line, reason, raw ? raw.slice(0, 64) : null]);
+      if (rec.error) reject(`not valid CSV: ${rec.error}`);
+      else if (raw.trim() === '') reject('no number');
+      else {
+        const phone = normalizeNumber(raw, country ?? undefined);
+        const optRaw = header.index.opted_in !== undefined ? (rec.fields[header.index.opted_in] ?? '').trim().toLowerCase() : '';
+        if (!phone) reject(`"${raw.slice(0, 40)}" is not a phone number${country ? '' : ' (a number without + needs default_country)'}`);
+        else if (optRaw !== '' && !TRUE.has(optRaw) && !FALSE.has(optRaw)) reject(`opted_in "${optRaw.slice(0, 20)}" is not true/false/yes/no/1/0 (blank means unknown)`);
+        else {
+          const name = header.index.name !== undefined ? (rec.fields[header.index.name] ?? '').trim() : '';
+          const tagText = header.index.tags !== undefined ? rec.fields[header.index.tags] ?? '' : '';
+          const tags = [...new Set(tagText.split(/[;|]/).map((t) => t.trim()).filter((t) => t !== ''))];
+          if (name.length > 200) reject('name longer than 200 characters');
+          else if (tags.some((t) => t.length > 100)) reject('a tag longer than 100 characters');
+          else batch.push({ line: rec.line, phone, raw, name: name || undefined, tags, optIn: optRaw === '' ? undefined : TRUE.has(optRaw) });
+        }
+      }
+      if (batch.length + rejects.length >= BATCH) await flush();
+    }
+    await flush();
+    await pool.query(`UPDATE contact_imports SET status = 'completed', completed_at = $2, bytes_read = bytes_total WHERE id = $1`, [id, deps.clock.now()]);
+  } catch (e) {
+    deps.logger.warn('contact import failed', { import_id: id, error: e instanceof Error ? e.message : String(e) });
+    await persistently(() =>
+      pool.query(`UPDATE contact_imports SET status = 'failed', error = $2, completed_at = $3 WHERE id = $1`, [id, e instanceof Error ? e.message.slice(0, 500) : 'failed', deps.clock.now()]),
+    );
+  } finally {
+    await persistently(() => pool.query('DELETE FROM contact_import_phones WHERE import_id = $1', [id]));
+    await fs.rm(file, { force: true }).catch(() => undefined);
+  }
+}
+
+/**
+ * Bookkeeping after a failure, retried for a few seconds: when the failure was the database
+ * dropping its connections, the pool's next client may be a dead one too, and a single try left
+ * the import `running` until the stale sweep (2 minutes) with the wrong reason.
+ */
+async function persistently(fn: () => Promise<unknown>): Promise<void> {
+  for (let attempt = 0; attempt < 6; attempt++) {
+    try {
+      await fn();
+      return;
+    } catch {
+      await new Promise((r) => setTimeout(r, 100 * 2 ** attempt));
+    }
+  }
+}
+
+/**
+ * One batch in one transaction: numbers seen on an earlier line merge (reported), the rest are
+ * upserted, and counts and progress move together with them.
+ */
+async function applyBatch(
+  pool: Deps['db']['pool'],
+  id: string,
+  projectId: string,
+  batch: Line[],
+  rejects: Array<[number, string, string | null]>,
+  rowsRead: number,
+  bytesRead: number,
+  now: Date,
+): Promise<void> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    // In-batch duplicates merge into their first line; earlier batches' numbers are in contact_import_phones.
+    const first = new Map<string, Line>();
+    const merged: Array<[number, string, string | null]> = [];
+    for (const l of batch) {
+      const f = first.get(l.phone);
+      if (!f) {
+        first.set(l.phone, { ...l, tags: [...l.tags] });
+        continue;
+      }
+      if (l.name) f.name = l.name;
+      for (const t of l.tags) if (!f.tags.includes(t)) f.tags.push(t);
+      if (l.optIn !== undefined) f.optIn = f.optIn === false ? false : l.optIn;
+      merged.push([l.line, `duplicate of line ${f.line}: merged into the same contact`, l.raw.slice(0, 64)]);
+    }
+    const uniques = [...first.values()];
+    const seen = await client.query<{ phone: string }>(
+      `INSERT INTO contact_import_phones (import_id, phone, first_line)
+       SELECT $1, p, l FROM unnest($2::text[], $3::int[]) AS u(p, l) ON CONFLICT DO NOTHING RETURNING phone`,
+      [id, uniques.map((u) => u.phone), uniques.map((u) => u.line)],
+    );
+    const fresh = new Set(seen.rows.map((r) => r.phone));
+    if (fresh.size < uniques.length) {
+      const earlier = await client.query<{ phone: string; first_line: number }>(
+        'SELECT phone, first_line FROM contact_import_phones WHERE import_id = $1 AND phone = ANY($2::text[])',
+        [id, uniques.filter((u) => !fresh.has(u.phone)).map((u) => u.phone)],
+      );
+      const lineOf = new Map(earlier.rows.map((r) => [r.phone, r.first_line]));
+      for (const u of uniques) if (!fresh.has(u.phone)) merged.push([u.line, `duplicate of line ${lineOf.get(u.phone)}: merged into the same contact`, u.raw.slice(0, 64)]);
+    }
+    const { rows } = await client.query<{ created: boolean }>(
+      `INSERT INTO contacts AS c (project_id, phone, name, tags, opted_in, opted_in_at, opt_in_import_id, opted_out_at, created_at, updated_at)
+       SELECT $1, u.phone, NULLIF(u.name, ''), u.tags, COALESCE(u.opt, false),
+              CASE WHEN u.opt THEN $3::timestamptz END, CASE WHEN u.opt THEN $2 END, CASE WHEN u.opt = false THEN $3::timestamptz END, $3, $3
+       FROM jsonb_to_recordset($4::jsonb) AS u(phone text, name text, tags text[], opt boolean)
+       ON CONFLICT (project_id, phone) DO UPDATE SET
+         name = COALESCE(EXCLUDED.name, c.name),
+         tags = c.tags || ARRAY(SELECT t FROM unnest(EXCLUDED.tags) t WHERE NOT t = ANY(c.tags)),
+         opted_in = CASE WHEN EXCLUDED.opted_in_at IS NOT NULL THEN true WHEN EXCLUDED.opted_out_at IS NOT NULL THEN false ELSE c.opted_in END,
+         opted_in_at = CASE WHEN EXCLUDED.opted_in_at IS NOT NULL AND NOT (c.opted_in AND c.opted_out_at IS NULL) THEN EXCLUDED.opted_in_at
+                            WHEN EXCLUDED.opted_out_at IS NOT NULL THEN NULL ELSE c.opted_in_at END,
+         opt_in_import_id = CASE WHEN EXCLUDED.opted_in_at IS NOT NULL AND NOT (c.opted_in AND c.opted_out_at IS NULL) THEN EXCLUDED.opt_in_import_id
+                                 WHEN EXCLUDED.opted_out_at IS NOT NULL THEN NULL ELSE c.opt_in_import_id END,
+         opted_out_at = CASE WHEN EXCLUDED.opted_in_at IS NOT NULL THEN NULL WHEN EXCLUDED.opted_out_at IS NOT NULL THEN COALESCE(c.opted_out_at, EXCLUDED.opted_out_at) ELSE c.opted_out_at END,
+         updated_at = EXCLUDED.updated_at
+       WHERE (EXCLUDED.name IS NOT NULL AND EXCLUDED.name IS DISTINCT FROM c.name)
+          OR NOT (c.tags @> EXCLUDED.tags)
+          OR (EXCLUDED.opted_in_at IS NOT NULL AND NOT (c.opted_in AND c.opted_out_at IS NULL))
+          OR (EXCLUDED.opted_out_at IS NOT NULL AND (c.opted_in OR c.opted_out_at IS NULL))
+       RETURNING (xmax = 0) AS created`,
+      [projectId, id, now, JSON.stringify(uniques.filter((u) => fresh.has(u.phone)).map((u) => ({ phone: u.phone, name: u.name ?? null, tags: u.tags, opt: u.optIn ?? null })))],
+    );
+    const created = rows.filter((r) => r.created).length;
+    const updated = rows.length - created;
+    const unchanged = fresh.size - rows.length;
+    const report = [...rejects.map((r) => [...r, 'rejected'] as const), ...merged.map((r) => [...r, 'merged'] as const)];
+    if (report.length) {
+      await client.query(
+        `INSERT INTO contact_import_rows (import_id, line, outcome, reason, number)
+         SELECT $1, l, o, r, n FROM unnest($2::int[], $3::text[], $4::text[], $5::text[]) AS u(l, r, n, o) ON CONFLICT DO NOTHING`,
+        [id, report.map((r) => r[0]), report.map((r) => r[1]), report.map((r) => r[2]), report.map((r) => r[3])],
+      );
+    }
+    await client.query(
+      `UPDATE contact_imports SET rows_total = $2, created = created + $3, updated = updated + $4, unchanged = unchanged + $5,
+              merged = merged + $6, rejected = rejected + $7, bytes_read = LEAST(bytes_total, $8), heartbeat_at = now() WHERE id = $1`,
+      [id, rowsRead, created, updated, unchanged, merged.length, rejects.length, bytesRead],
+    );
+    await client.query('COMMIT');
+  } catch (e) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw e;
+  } finally {
+    client.release();
+  }
+}
+
+interface ImportRow {
+  id: string;
+  project_id: string;
+  status: string;
+  default_country: string | null;
+  filename: string | null;
+  bytes_total: string;
+  bytes_read: string;
+  rows_total: number;
+  created: number;
+  updated: number;
+  unchanged: number;
+  merged: number;
+  rejected: number;
+  error: string | null;
+  ignored_columns: string[];
+  created_at: Date;
+  started_at: Date | null;
+  completed_at: Date | null;
+}
+
+export async function getImport(db: Queryable, projectId: string, id: string): Promise<ImportView> {
+  const { rows } = await db.query<ImportRow>('SELECT * FROM contact_imports WHERE id = $1 AND project_id = $2', [id, projectId]);
+  const r = rows[0];
+  if (!r) throw new ApiError('not_found', `No contact import ${id} in this project.`);
+  const total = Number(r.bytes_total);
+  const read = Number(r.bytes_read);
+  return {
+    id: r.id,
+    project_id: r.project_id,
+    status: r.status as ImportView['status'],
+    filename: r.filename,
+    default_country: r.default_country,
+    progress: { bytes_read: read, bytes_total: total, fraction: r.status === 'completed' ? 1 : total ? Math.min(1, read / total) : 0 },
+    counts: { rows: r.rows_total, created: r.created, updated: r.updated, unchanged: r.unchanged, merged: r.merged, rejected: r.rejected },
+    ignored_columns: r.ignored_columns,
+    error: r.error,
+    created_at: r.created_at.toISOString(),
+    started_at: r.started_at?.toISOString() ?? null,
+    completed_at: r.completed_at?.toISOString() ?? null,
+  };
+}
+
+export async function listImportRows(db: Queryable, id: string, limit: number, offset: number) {
+  const total = await db.query<{ n: string }>('SELECT count(*)::bigint AS n FROM contact_import_rows WHERE import_id = $1', [id]);
+  const { rows } = await db.query<{ line: number; outcome: 'rejected' | 'merged'; reason: string; number: string | null }>(
+    'SELECT line, outcome, reason, number FROM contact_import_rows WHERE import_id = $1 ORDER BY line LIMIT $2 OFFSET $3',
+    [id, limit, offset],
+  );
+  return { rows, total: Number(total.rows[0].n) };
+}
+
+/**
+ * Imports cut short by a crash or a stop (their heartbeat, moved after every batch by the database
+ * clock, is older than `staleMs`) are failed with a reason: re-sending the file is safe.
+ * Called at start-up and by the engine's tick, so another instance's running import is never touched.
+ */
+export async function failInterrupted(db: Queryable, now: Date, staleMs = 120_000): Promise<void> {
+  await db.query(
+    `UPDATE contact_imports SET status = 'failed', error = 'interrupted (the service stopped while importing); import the file again (imports are idempotent)', completed_at = $1
+     WHERE status IN ('queued', 'running') AND heartbeat_at < now() - make_interval(secs => $2::float8 / 1000)`,
+    [now, staleMs],
+  );
+}

@@ -1,0 +1,213 @@
+/**
+ * Contact reads and the update, in plain SQL over the shared pg pool.
+ *
+ * Policy and why:
+ * - The list is newest first, keyset-paged by `id DESC` on `(project_id, id)`.
+ * - The update is one UPDATE statement whose new values are computed from the row as it is when
+ *   the row lock is held: attributes `(attributes || $set) - $deleted`, tags `(tags + add) - remove`
+ *   without duplicates. Two concurrent PATCHes of different keys or tags therefore both survive
+ *   (PostgreSQL re-evaluates the SET expressions on the newest row version after waiting).
+ */
+import type { Queryable } from './conversations.js';
+import type { ContactRow } from './views.js';
+import { normalizePhone } from './phone.js';
+import { ApiError } from '../platform/errors.js';
+
+export interface ContactFilters {
+  /** Digits only. */
+  phone?: string;
+  /** Case-insensitive substring of the name. */
+  name?: string;
+  tag?: string;
+}
+
+/**
+ * A phone number given as a filter, as stored (digits only): `+`, spaces, dashes, dots and
+ * parentheses are dropped. A value that is no phone number still filters (and matches nothing).
+ */
+export function phoneFilter(input: string): string {
+  return normalizePhone(input) ?? input.replace(/[\s\-.()+]/g, '');
+}
+
+/** `text` as a LIKE pattern that matches it literally anywhere (escape character `\`). */
+export function containsPattern(text: string): string {
+  return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
+const CONTACT_COLUMNS = `
+  id::text AS "id", phone, name, tags, attributes, opted_in AS "optedIn",
+  created_at AS "createdAt", updated_at AS "updatedAt"`;
+
+export async function listContactRows(
+  db: Queryable,
+  projectId: string,
+  filters: ContactFilters,
+  afterId: bigint | undefined,
+  take: number,
+): Promise<ContactRow[]> {
+  const values: unknown[] = [projectId];
+  const where = ['project_id = $1'];
+  const param = (v: unknown) => {
+    values.push(v);
+    return `$${values.length}`;
+  };
+  if (filters.phone !== undefined) where.push(`phone = ${param(filters.phone)}`);
+  if (filters.name !== undefined) where.push(`name ILIKE ${param(containsPattern(filters.name))} ESCAPE '\\'`);
+  if (filters.tag !== undefined) where.push(`tags @> ARRAY[${param(filters.tag)}::text]`);
+  if (afterId !== undefined) where.push(`id < ${param(afterId.toString())}::bigint`);
+  // ORDER BY names the table's column: the output column "id" is text (id::text).
+  const res = await db.query<ContactRow>(
+    `SELECT ${CONTACT_COLUMNS} FROM contacts WHERE ${where.join(' AND ')} ORDER BY contacts.id DESC LIMIT ${param(take)}`,
+    values,
+  );
+  return res.rows;
+}
+
+export async function findContactRow(db: Queryable, projectId: string, id: bigint): Promise<ContactRow | undefined> {
+  const res = await db.query<ContactRow>(`SELECT ${CONTACT_COLUMNS} FROM contacts WHERE project_id = $1 AND id = $2::bigint`, [
+    projectId,
+    id.toString(),
+  ]);
+  return res.rows[0];
+}
+
+export type AttributeValue = string | number | boolean | null;
+
+export interface ContactChange {
+  name?: string;
+  tags?: { add?: string[]; remove?: string[] };
+  /** Supplied keys only; null deletes the key. */
+  attributes?: Record<string, AttributeValue>;
+}
+
+/**
+ * Applies a change atomically and returns the contact after it; undefined when the contact is not
+ * the project's. Tags: existing order kept, added ones appended, no duplicates, then removals (a
+ * tag both added and removed in one request ends up removed).
+ */
+export async function updateContactRow(
+  db: Queryable,
+  projectId: string,
+  id: bigint,
+  change: ContactChange,
+  now: Date,
+): Promise<ContactRow | undefined> {
+  const set: Record<string, string | number | boolean> = Object.create(null);
+  const deleted: string[] = [];
+  for (const [k, v] of Object.entries(change.attributes ?? {})) {
+    if (v === null) deleted.push(k);
+    else set[k] = v;
+  }
+  const changeTags = change.tags !== undefined;
+  const res = await db.query<ContactRow>(
+    `UPDATE contacts SET
+       name = COALESCE($3::text, name),
+       tags = CASE WHEN $4::boolean THEN ARRAY(
+                SELECT u.t
+                FROM unnest(COALESCE(tags, '{}'::text[]) || $5::text[]) WITH ORDINALITY AS u(t, ord)
+                WHERE NOT (u.t = ANY($6::text[]))
+                GROUP BY u.t
+                ORDER BY min(u.ord)
+              ) ELSE tags END,
+       attributes = (CASE WHEN jsonb_typeof(attributes) = 'object' THEN attributes ELSE '{}'::jsonb END || $7::jsonb) - $8::text[],
+       updated_at = $9
+     WHERE project_id = $1 AND id = $2::bigint
+     RETURNING ${CONTACT_COLUMNS}`,
+    [
+      projectId,
+      id.toString(),
+      change.name ?? null,
+      changeTags,
+      change.tags?.add ?? [],
+      change.tags?.remove ?? [],
+      JSON.stringify(set),
+      deleted,
+      now,
+    ],
+  );
+  return res.rows[0];
+}
+
+// ------------------------------------------------------------------ the PATCH body
+
+/** The PATCH body's limits, as the contract states them (http/contract-limits.ts reads them; never repeated here). */
+export interface ContactLimits {
+  name: number;
+  tag: number;
+  attributeKeys: number;
+  attributeKey: number;
+  attributeString: number;
+}
+
+/** Length in characters (code points), as the contract's validator counts maxLength. */
+const chars = (s: string): number => [...s].length;
+
+function invalid(field: string, message: string): ApiError {
+  return new ApiError('invalid_request', `Invalid request: ${field} ${message}`, { fields: [{ field, message }] });
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function stringList(v: unknown, field: string, max: number): string[] | undefined {
+  if (v === undefined) return undefined;
+  if (!Array.isArray(v) || v.some((t) => typeof t !== 'string' || t.length === 0 || chars(t) > max)) {
+    throw invalid(field, `must be a list of non-empty strings of at most ${max} characters`);
+  }
+  return v as string[];
+}
+
+/**
+ * The body, checked again after the contract's validator: the rules that matter for stored data
+ * (flat attribute values, string lengths, at least one member) must hold even if a validator
+ * change let something through.
+ */
+export function parseContactChange(body: unknown, limits: ContactLimits): ContactChange {
+  if (!isPlainObject(body)) throw invalid('body', 'must be an object');
+  const known = new Set(['name', 'tags', 'attributes']);
+  const unknown = Object.keys(body).filter((k) => !known.has(k));
+  if (unknown.length) throw invalid(unknown[0], 'is not a contact field (name, tags, attributes)');
+  const change: ContactChange = {};
+  if (body.name !== undefined) {
+    if (typeof body.name !== 'string' || body.name.length === 0 || chars(body.name) > limits.name) {
+      throw invalid('name', `must be a string of 1 to ${limits.name} characters`);
+    }
+    change.name = body.name;
+  }
+  if (body.tags !== undefined) {
+    if (!isPlainObject(body.tags)) throw invalid('tags', 'must be an object with add and/or remove lists');
+    const extra = Object.keys(body.tags).filter((k) => k !== 'add' && k !== 'remove');
+    if (extra.length) throw invalid(`tags.${extra[0]}`, 'is not allowed (add, remove)');
+    const add = stringList(body.tags.add, 'tags.add', limits.tag);
+    const remove = stringList(body.tags.remove, 'tags.remove', limits.tag);
+    if (add === undefined && remove === undefined) throw invalid('tags', 'needs add or remove');
+    change.tags = { add, remove };
+  }
+  if (body.attributes !== undefined) {
+    if (!isPlainObject(body.attributes)) throw invalid('attributes', 'must be an object');
+    if (Object.keys(body.attributes).length > limits.attributeKeys) throw invalid('attributes', `must have at most ${limits.attributeKeys} keys`);
+    // No prototype: a key such as "__proto__" is an ordinary key here.
+    const attributes: Record<string, AttributeValue> = Object.create(null);
+    for (const [key, value] of Object.entries(body.attributes)) {
+      const field = `attributes.${key}`;
+      if (key.length === 0 || chars(key) > limits.attributeKey) throw invalid(field, `key must be 1 to ${limits.attributeKey} characters`);
+      if (value === null || typeof value === 'boolean') attributes[key] = value;
+      else if (typeof value === 'number') {
+        if (!Number.isFinite(value)) throw invalid(field, 'must be a finite number');
+        attributes[key] = value;
+      } else if (typeof value === 'string') {
+        if (chars(value) > limits.attributeString) throw invalid(field, `must be at most ${limits.attributeString} characters`);
+        attributes[key] = value;
+      } else {
+        throw invalid(field, 'must be a string, number, boolean or null (nested objects and arrays are rejected)');
+      }
+    }
+    change.attributes = attributes;
+  }
+  if (change.name === undefined && change.tags === undefined && change.attributes === undefined) {
+    throw invalid('body', 'needs at least one of name, tags, attributes');
+  }
+  return change;
+}
+

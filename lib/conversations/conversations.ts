@@ -1,0 +1,218 @@
+/**
+ * Conversation reads and the state change, in plain SQL over the shared pg pool.
+ *
+ * Policy and why:
+ * - Keyset paging everywhere: the list is ordered by (order_at DESC, id DESC), the recent-activity
+ *   order (lib/conversations/order.ts: the same order as last_message_at's), and the next page
+ *   starts with the row-value predicate `(order_at, id) < ($t, $id)`, which PostgreSQL turns into
+ *   an index condition on `(project_id, order_at DESC, id DESC)`. A deep page
+ *   costs what the first does, and rows inserted meanwhile never shift the pages still to come.
+ *   A conversation's messages page by `id DESC` on `(conversation_id, id DESC)`.
+ * - Every statement carries `project_id = $project`: a row of another project is simply absent.
+ * - Rows are selected with camelCase aliases so lib/conversations/views.ts builds the contract shapes from them.
+ */
+import type pg from 'pg';
+import type { ConversationRow, MessageRow } from './views.js';
+
+export type Queryable = Pick<pg.Pool, 'query'>;
+
+/** The platform's own conversation states; a project's bot code may add more. */
+export const PLATFORM_STATES = ['unstructured', 'handover', 'awaiting_form', 'done'] as const;
+
+export interface ConversationFilters {
+  state?: string;
+  /** Contact phone, digits only. */
+  phone?: string;
+  /** Only conversations with activity at or after this time. */
+  since?: Date;
+}
+
+export interface ConversationKey {
+  orderAt: Date;
+  id: bigint;
+}
+
+const CONVERSATION_COLUMNS = `
+  c.id::text AS "id", c.state AS "state", c.last_message_at AS "lastMessageAt",
+  c.last_inbound_at AS "lastInboundAt", c.created_at AS "createdAt", c.order_at AS "orderAt",
+  ct.id::text AS "contactId", ct.phone AS "contactPhone", ct.name AS "contactName"`;
+
+interface ConversationSqlRow {
+  id: string;
+  state: string;
+  lastMessageAt: Date;
+  lastInboundAt: Date | null;
+  createdAt: Date;
+  orderAt: Date;
+  contactId: string;
+  contactPhone: string;
+  contactName: string | null;
+}
+
+function toConversationRow(r: ConversationSqlRow): ConversationRow {
+  return {
+    id: r.id,
+    state: r.state,
+    lastMessageAt: r.lastMessageAt,
+    lastInboundAt: r.lastInboundAt,
+    createdAt: r.createdAt,
+    orderAt: r.orderAt,
+    contact: { id: r.contactId, phone: r.contactPhone, name: r.contactName },
+  };
+}
+
+/** The SQL of one page of the conversation list (exported so a test can EXPLAIN it). */
+export function conversationPageQuery(
+  projectId: string,
+  filters: ConversationFilters,
+  after: ConversationKey | undefined,
+  take: number,
+): { text: string; values: unknown[] } {
+  const values: unknown[] = [projectId];
+  const where = ['c.project_id = $1'];
+  const param = (v: unknown) => {
+    values.push(v);
+    return `$${values.length}`;
+  };
+  if (filters.state !== undefined) where.push(`c.state = ${param(filters.state)}`);
+  if (filters.phone !== undefined) where.push(`ct.phone = ${param(filters.phone)}`);
+  if (filters.since !== undefined) where.push(`c.last_message_at >= ${param(filters.since)}::timestamptz`);
+  if (after) {
+    where.push(`(c.order_at, c.id) < (${param(after.orderAt)}::timestamptz, ${param(after.id.toString())}::bigint)`);
+  }
+  const text = `SELECT ${CONVERSATION_COLUMNS}
+    FROM conversations c
+    JOIN contacts ct ON ct.id = c.contact_id AND ct.project_id = c.project_id
+    WHERE ${where.join(' AND ')}
+    ORDER BY c.order_at DESC, c.id DESC
+    LIMIT ${param(take)}`;
+  return { text, values };
+}
+
+export async function listConversationRows(
+  db: Queryable,
+  projectId: string,
+  filters: ConversationFilters,
+  after: ConversationKey | undefined,
+  take: number,
+): Promise<ConversationRow[]> {
+  const q = conversationPageQuery(projectId, filters, after, take);
+  const res = await db.query<ConversationSqlRow>(q.text, q.values);
+  return res.rows.map(toConversationRow);
+}
+
+export async function findConversationRow(db: Queryable, projectId: string, id: bigint): Promise<ConversationRow | undefined> {
+  const res = await db.query<ConversationSqlRow>(
+    `SELECT ${CONVERSATION_COLUMNS}
+     FROM conversations c
+     JOIN contacts ct ON ct.id = c.contact_id AND ct.project_id = c.project_id
+     WHERE c.project_id = $1 AND c.id = $2::bigint`,
+    [projectId, id.toString()],
+  );
+  return res.rows[0] ? toConversationRow(res.rows[0]) : undefined;
+}
+
+export async function conversationExists(db: Queryable, projectId: string, id: bigint): Promise<boolean> {
+  const res = await db.query('SELECT 1 FROM conversations WHERE project_id = $1 AND id = $2::bigint', [projectId, id.toString()]);
+  return res.rowCount === 1;
+}
+
+const MESSAGE_COLUMNS = `
+  id::text AS "id", wamid, conversation_id::text AS "conversationId", direction, type, content,
+  status, error, sent_at AS "sentAt", status_at AS "statusAt"`;
+
+/** One page of a conversation's messages, newest first; `afterId` is the last id of the previous page. */
+export async function listMessageRows(
+  db: Queryable,
+  projectId: string,
+  conversationId: bigint,
+  afterId: bigint | undefined,
+  take: number,
+): Promise<MessageRow[]> {
+  const values: unknown[] = [conversationId.toString(), projectId, take];
+  let keyset = '';
+  if (afterId !== undefined) {
+    values.push(afterId.toString());
+    keyset = 'AND m.id < $4::bigint';
+  }
+  const res = await db.query<MessageRow>(
+    // ORDER BY names the table's column: the output column "id" is text (id::text).
+    `SELECT ${MESSAGE_COLUMNS} FROM messages m
+     WHERE m.conversation_id = $1::bigint AND m.project_id = $2 AND m.status <> 'pending' ${keyset}
+     ORDER BY m.id DESC
+     LIMIT $3`,
+    values,
+  );
+  return res.rows;
+}
+
+/** Whether `state` is one the project knows: a platform state or one its conversations have. */
+export async function isKnownState(db: Queryable, projectId: string, state: string): Promise<boolean> {
+  if ((PLATFORM_STATES as readonly string[]).includes(state)) return true;
+  const res = await db.query('SELECT 1 FROM conversations WHERE project_id = $1 AND state = $2 LIMIT 1', [projectId, state]);
+  return res.rowCount === 1;
+}
+
+/**
+ * The platform states followed by the project's own, sorted. The distinct states are read with a
+ * loose index scan over `(project_id, state)`: one index probe per distinct value, not one per
+ * conversation.
+ */
+export async function knownStates(db: Queryable, projectId: string): Promise<string[]> {
+  const res = await db.query<{ state: string }>(
+    `WITH RECURSIVE s(state) AS (
+       (SELECT state FROM conversations WHERE project_id = $1 ORDER BY state LIMIT 1)
+       UNION ALL
+       SELECT (SELECT c.state FROM conversations c WHERE c.project_id = $1 AND c.state > s.state ORDER BY c.state LIMIT 1)
+       FROM s WHERE s.state IS NOT NULL
+     )
+     SELECT state FROM s WHERE state IS NOT NULL`,
+    [projectId],
+  );
+  const own = res.rows.map((r) => r.state).filter((s) => !(PLATFORM_STATES as readonly string[]).includes(s));
+  return [...PLATFORM_STATES, ...own];
+}
+
+/**
+ * Sets the state and returns it with the one it replaced, in one statement: the row is locked
+ * while the previous value is read, so two concurrent changes each report the state they replaced.
+ * Undefined when the conversation is not the project's.
+ */
+export async function setConversationState(
+  db: Queryable,
+  projectId: string,
+  id: bigint,
+  state: string,
+  now: Date,
+): Promise<{ id: string; state: string; previousState: string } | undefined> {
+  const res = await db.query<{ id: string; state: string; previousState: string }>(
+    `UPDATE conversations c SET state = $3, updated_at = $4
+     FROM (SELECT id, state FROM conversations WHERE project_id = $1 AND id = $2::bigint FOR UPDATE) old
+     WHERE c.id = old.id
+     RETURNING c.id::text AS "id", c.state AS "state", old.state AS "previousState"`,
+    [projectId, id.toString(), state, now],
+  );
+  return res.rows[0];
+}
+
+const MAX_BIGINT = 9223372036854775807n;
+
+/**
+ * A message by the lookup rule of GET /v1/messages/{id}: an id of digits only is the numeric
+ * message id, anything else the channel's `wamid`. Undefined when the project has no such message.
+ */
+// A `pending` message (its send's outcome not known yet, lib/messaging/send-message.ts) is not
+// shown: it has no wamid yet, and it may turn out never to have been sent.
+export async function findMessageRow(db: Queryable, projectId: string, idOrWamid: string): Promise<MessageRow | undefined> {
+  if (/^[0-9]+$/.test(idOrWamid)) {
+    const id = BigInt(idOrWamid);
+    if (id < 1n || id > MAX_BIGINT) return undefined;
+    const res = await db.query<MessageRow>(`SELECT ${MESSAGE_COLUMNS} FROM messages WHERE project_id = $1 AND id = $2::bigint AND status <> 'pending'`, [
+      projectId,
+      id.toString(),
+    ]);
+    return res.rows[0];
+  }
+  const res = await db.query<MessageRow>(`SELECT ${MESSAGE_COLUMNS} FROM messages WHERE project_id = $1 AND wamid = $2 AND status <> 'pending'`, [projectId, idOrWamid]);
+  return res.rows[0];
+}

@@ -1,0 +1,142 @@
+/**
+ * The contract's read shapes (`Message`, `Conversation`, `Contact`) built from storage rows.
+ *
+ * Inputs are structural, so both Prisma rows (camelCase, BigInt ids) and plain SQL rows selected
+ * with camelCase aliases (pg returns bigint as a decimal string) fit. Ids become JSON numbers.
+ * Every handler and event that shows one of these resources should go through here, so the
+ * shapes cannot drift between endpoints (responses are validated against the contract in tests).
+ */
+import type { components } from '../../generated/api.js';
+
+type Schemas = components['schemas'];
+export type MessageView = Schemas['Message'];
+export type ConversationView = Schemas['Conversation'];
+export type ContactView = Schemas['Contact'];
+export type ContactSummaryView = Schemas['ContactSummary'];
+
+/** A bigint id as Prisma (bigint), pg (decimal string) or a test (number) gives it. */
+export type RowId = bigint | number | string;
+
+import { serviceWindow } from './window.js';
+
+export { SERVICE_WINDOW_MS, serviceWindow } from './window.js';
+
+export interface MessageRow {
+  id: RowId;
+  wamid: string;
+  conversationId: RowId;
+  direction: string;
+  type: string;
+  content: unknown;
+  status: string;
+  error: unknown;
+  sentAt: Date;
+  statusAt: Date;
+}
+
+export interface ContactSummaryRow {
+  id: RowId;
+  phone: string;
+  name: string | null;
+}
+
+export interface ConversationRow {
+  id: RowId;
+  state: string;
+  lastMessageAt: Date;
+  lastInboundAt: Date | null;
+  createdAt: Date;
+  /** The recent-activity order's key (lib/conversations/order.ts), where the list reads it. */
+  orderAt?: Date;
+  contact: ContactSummaryRow;
+}
+
+export interface ContactRow extends ContactSummaryRow {
+  tags: string[] | null;
+  attributes: unknown;
+  optedIn: boolean;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export function idView(id: RowId): number {
+  return Number(id);
+}
+
+/** Storage keeps the WhatsApp id (digits only); the API shows `+<digits>`. */
+export function phoneView(digits: string): string {
+  return digits.startsWith('+') ? digits : `+${digits}`;
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+export function messageView(row: MessageRow): MessageView {
+  return {
+    id: idView(row.id),
+    wamid: row.wamid,
+    conversation_id: idView(row.conversationId),
+    direction: row.direction as MessageView['direction'],
+    type: row.type,
+    status: row.status as MessageView['status'],
+    content: isPlainObject(row.content) ? row.content : { value: row.content ?? null },
+    error: isPlainObject(row.error) ? row.error : null,
+    created_at: row.sentAt.toISOString(),
+    status_updated_at: row.statusAt.toISOString(),
+  };
+}
+
+export function contactSummaryView(row: ContactSummaryRow): ContactSummaryView {
+  return { id: idView(row.id), phone: phoneView(row.phone), name: row.name ?? null };
+}
+
+
+/**
+ * `state` and its deprecated alias `status` always carry the same value. `window_expires_at` is the
+ * end of the window from the last inbound message, also when it has already passed (then
+ * `window_open` is false); null when the customer never wrote.
+ */
+export function conversationView(row: ConversationRow, now: Date): ConversationView {
+  const window = serviceWindow(row.lastInboundAt, now);
+  return {
+    id: idView(row.id),
+    contact: contactSummaryView(row.contact),
+    state: row.state,
+    status: row.state,
+    last_message_at: row.lastMessageAt.toISOString(),
+    last_inbound_at: row.lastInboundAt ? row.lastInboundAt.toISOString() : null,
+    window_open: window.open,
+    window_expires_at: window.expiresAt ? window.expiresAt.toISOString() : null,
+    created_at: row.createdAt.toISOString(),
+  };
+}
+
+/**
+ * The contract's flat attribute map: string, number or boolean values. Anything else stored by
+ * other writers (null, nested objects, arrays) is left out rather than breaking the shape.
+ */
+export function attributesView(attributes: unknown): ContactView['attributes'] {
+  const out: ContactView['attributes'] = {};
+  if (!isPlainObject(attributes)) return out;
+  for (const [k, v] of Object.entries(attributes)) {
+    if (typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v))) {
+      // defineProperty, so a stored key "__proto__" stays an ordinary key.
+      Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true });
+    }
+  }
+  return out;
+}
+
+export function contactView(row: ContactRow): ContactView {
+  return {
+    id: idView(row.id),
+    phone: phoneView(row.phone),
+    name: row.name ?? null,
+    tags: row.tags ?? [],
+    attributes: attributesView(row.attributes),
+    opted_in: row.optedIn,
+    created_at: row.createdAt.toISOString(),
+    updated_at: row.updatedAt.toISOString(),
+  };
+}

@@ -1,0 +1,110 @@
+/**
+ * Dashboard accounts. An account is created with a role in a project, never with a password: the
+ * creator (the operator for a first owner, an owner for an invite) receives a one-time setup link
+ * valid SETUP_TTL_MS, and the person chooses their password there. Only the link token's SHA-256
+ * is stored; using the link clears it. Inviting an email that already has an account only adds
+ * the role (and a fresh link if that account never finished setting up).
+ */
+import type { Deps } from '../deps.js';
+import { hashSecret, newId, randomToken } from '../platform/secrets.js';
+import { findProject } from '../access/projects.js';
+import { hashPassword, passwordProblem, verifyPassword } from './passwords.js';
+import { DashboardRefusal } from './refusal.js';
+import { isRole, type Role } from './roles.js';
+import { checkLoginAllowed, recordLoginFailure } from './login-throttle.js';
+
+export const SETUP_TTL_MS = 72 * 3600_000;
+const EMAIL = /^[^\s@<>"']{1,64}@[^\s@<>"']{1,190}\.[^\s@<>"']{1,63}$/;
+
+type AccountDeps = Pick<Deps, 'db' | 'clock'>;
+
+/** The link a new person opens to choose their password. */
+export function setupLink(publicBaseUrl: string, token: string): string {
+  return `${publicBaseUrl.replace(/\/+$/, '')}/dashboard/setup?token=${token}`;
+}
+
+export function normaliseEmail(raw: unknown): string {
+  const email = typeof raw === 'string' ? raw.trim().toLowerCase() : '';
+  if (!EMAIL.test(email)) throw new DashboardRefusal(400, 'Enter a valid email address.');
+  return email;
+}
+
+export interface Granted {
+  account: { id: string; email: string };
+  role: Role;
+  /** The one-time setup token (put it in the link), when the account has no password yet. */
+  setupToken?: string;
+  setupExpiresAt?: Date;
+}
+
+/** Gives `email` the role in the project, creating the account when it does not exist. */
+export async function grantRole(deps: AccountDeps, projectId: string, rawEmail: unknown, role: unknown, opts: { resetPassword?: boolean } = {}): Promise<Granted> {
+  const email = normaliseEmail(rawEmail);
+  if (!isRole(role)) throw new DashboardRefusal(400, 'Choose a role: owner, admin or member.');
+  const project = await findProject(deps, projectId);
+  const now = deps.clock.now();
+  const existing = await deps.db.prisma.dashboardAccount.findUnique({ where: { email } });
+  if (existing && opts.resetPassword) {
+    // A lost password: the old one and every session of the account stop working now.
+    await deps.db.prisma.dashboardAccount.update({ where: { id: existing.id }, data: { passwordHash: null } });
+    await deps.db.prisma.dashboardSession.deleteMany({ where: { accountId: existing.id } });
+    existing.passwordHash = null;
+  }
+  let setupToken: string | undefined;
+  let setupExpiresAt: Date | undefined;
+  if (!existing || existing.passwordHash === null) {
+    setupToken = randomToken(40);
+    setupExpiresAt = new Date(now.getTime() + SETUP_TTL_MS);
+  }
+  const setup = setupToken ? { setupTokenHash: hashSecret(setupToken), setupExpiresAt } : {};
+  const account = await deps.db.prisma.dashboardAccount.upsert({
+    where: { email },
+    create: { id: newId('acc', 16), email, createdAt: now, ...setup },
+    update: setup,
+  });
+  await deps.db.prisma.dashboardMembership.upsert({
+    where: { accountId_projectId: { accountId: account.id, projectId: project.id } },
+    create: { accountId: account.id, projectId: project.id, role, createdAt: now },
+    update: { role },
+  });
+  return { account: { id: account.id, email: account.email }, role, setupToken, setupExpiresAt };
+}
+
+/** The account a setup token opens, if it is valid and unused. */
+export async function accountForSetup(deps: AccountDeps, token: string) {
+  if (!token || token.length > 100) return undefined;
+  const account = await deps.db.prisma.dashboardAccount.findUnique({ where: { setupTokenHash: hashSecret(token) } });
+  if (!account || !account.setupExpiresAt || account.setupExpiresAt.getTime() <= deps.clock.now().getTime()) return undefined;
+  return { id: account.id, email: account.email };
+}
+
+/** Sets the password through a setup link and spends the link. */
+export async function completeSetup(deps: AccountDeps, token: string, password: unknown, confirm: unknown) {
+  const account = await accountForSetup(deps, token);
+  if (!account) throw new DashboardRefusal(404, 'This setup link is invalid, used or expired. Ask an owner for a new invitation.');
+  if (typeof password !== 'string' || password !== confirm) throw new DashboardRefusal(400, 'The two passwords differ.');
+  const problem = passwordProblem(password);
+  if (problem) throw new DashboardRefusal(400, problem);
+  const passwordHash = await hashPassword(password);
+  // Spent only if still the same link (two tabs: one wins).
+  const { count } = await deps.db.prisma.dashboardAccount.updateMany({
+    where: { id: account.id, setupTokenHash: hashSecret(token) },
+    data: { passwordHash, setupTokenHash: null, setupExpiresAt: null },
+  });
+  if (count !== 1) throw new DashboardRefusal(404, 'This setup link was used already.');
+  return account;
+}
+
+/** Email and password to an account, or a refusal that does not say which of the two was wrong. */
+export async function signIn(deps: Pick<Deps, 'db' | 'clock' | 'counters' | 'logger'>, rawEmail: unknown, password: unknown, address: string) {
+  const email = typeof rawEmail === 'string' ? rawEmail.trim().toLowerCase().slice(0, 320) : '';
+  const pw = typeof password === 'string' ? password.slice(0, 1000) : '';
+  await checkLoginAllowed(deps, email, address);
+  const account = email ? await deps.db.prisma.dashboardAccount.findUnique({ where: { email } }) : null;
+  const ok = await verifyPassword(pw, account?.passwordHash ?? null);
+  if (!account || !ok) {
+    await recordLoginFailure(deps, email, address);
+    throw new DashboardRefusal(401, 'Wrong email or password.');
+  }
+  return { id: account.id, email: account.email };
+}

@@ -1,0 +1,81 @@
+/**
+ * What the dashboard pages show, read through the capability rooms' own read functions where they
+ * exist (broadcastView, listBroadcastRows, templateView, webhookView); the few summaries no API
+ * needs (a campaign's waves and its failures by reason) are queried here.
+ */
+import type { Deps } from '../deps.js';
+import { broadcastView, listBroadcastRows, RECIPIENT_STATUS_SQL, RECIPIENT_ERROR_CODE_SQL, ERROR_CATEGORY_SQL, findBroadcast } from '../broadcasts/store.js';
+import { UUID } from '../broadcasts/audience.js';
+import { templateView } from '../templates/templates.js';
+import { webhookView } from '../webhooks/registrations.js';
+import { listKeys } from '../access/keys.js';
+import { DashboardRefusal } from './refusal.js';
+
+type ReadDeps = Pick<Deps, 'db' | 'clock'>;
+
+export const keysOf = (deps: ReadDeps, projectId: string) => listKeys(deps, projectId);
+
+export async function broadcastsOf(deps: ReadDeps, projectId: string) {
+  const now = deps.clock.now();
+  const pending = await listBroadcastRows(deps.db.pool, projectId, 'pending_approval', 50, 0);
+  const recent = await listBroadcastRows(deps.db.pool, projectId, undefined, 50, 0);
+  const templates = await deps.db.prisma.template.findMany({ where: { projectId }, select: { name: true, language: true, status: true } });
+  const templateStatus = (name: string, language: string) => templates.find((t) => t.name === name && t.language === language)?.status ?? 'unknown here';
+  return {
+    // Pending ones with their live pre-flight report (it follows the contacts until approval).
+    pending: await Promise.all(pending.rows.map(async (row) => ({ view: await broadcastView(deps.db.pool, row, now, true), templateStatus: templateStatus(row.template_name, row.template_language) }))),
+    others: (await Promise.all(recent.rows.filter((r) => r.status !== 'pending_approval').map((row) => broadcastView(deps.db.pool, row, now, false)))),
+  };
+}
+
+export async function broadcastDetail(deps: ReadDeps, projectId: string, id: string) {
+  const row = UUID.test(id) ? await findBroadcast(deps.db.pool, id.toLowerCase(), projectId) : undefined;
+  if (!row) throw new DashboardRefusal(404, 'No such broadcast in this project.');
+  const view = await broadcastView(deps.db.pool, row, deps.clock.now(), true);
+  const join = `FROM broadcast_recipients r JOIN broadcasts b ON b.id = r.broadcast_id
+    LEFT JOIN messages m ON m.project_id = b.project_id AND m.client_ref = r.message_ref WHERE r.broadcast_id = $1`;
+  const waves = await deps.db.pool.query<{ wave: number; status: string; n: string }>(
+    `SELECT r.wave, ${RECIPIENT_STATUS_SQL} AS status, count(*)::bigint AS n ${join} GROUP BY 1, 2 ORDER BY 1, 2`, [row.id]);
+  const failures = await deps.db.pool.query<{ code: number | null; category: string | null; title: string | null; n: string }>(
+    `SELECT ${RECIPIENT_ERROR_CODE_SQL} AS code, ${ERROR_CATEGORY_SQL} AS category,
+            min(COALESCE(r.error_title, m.error ->> 'title', m.error ->> 'message')) AS title, count(*)::bigint AS n
+     ${join} AND (${RECIPIENT_STATUS_SQL}) = 'failed' GROUP BY 1, 2 ORDER BY 4 DESC`, [row.id]);
+  const byWave = new Map<number, Record<string, number>>();
+  for (const w of waves.rows) byWave.set(w.wave, { ...byWave.get(w.wave), [w.status]: Number(w.n) });
+  const template = await deps.db.prisma.template.findFirst({ where: { projectId, name: row.template_name, language: row.template_language }, select: { status: true } });
+  const followUps = await deps.db.pool.query<{ id: string; status: string; name: string }>(
+    'SELECT id, status, name FROM broadcasts WHERE retarget_parent_id = $1 ORDER BY created_at', [row.id]);
+  return {
+    view,
+    approvedBy: (row as unknown as { approved_by: string | null }).approved_by ?? null,
+    approvedAt: row.approved_at,
+    retargetDueAt: row.retarget_due_at,
+    templateStatus: template?.status ?? 'unknown here',
+    waves: [...byWave.entries()].map(([wave, counts]) => ({ wave, counts })),
+    failures: failures.rows.map((f) => ({ code: f.code, category: f.category, title: f.title, count: Number(f.n) })),
+    followUps: followUps.rows,
+  };
+}
+
+export async function webhooksOf(deps: ReadDeps, projectId: string) {
+  const rows = await deps.db.prisma.webhookEndpoint.findMany({ where: { projectId }, orderBy: { createdAt: 'asc' } });
+  return Promise.all(rows.map(async (w) => ({
+    webhook: webhookView(w),
+    deliveries: await deps.db.prisma.webhookDelivery.findMany({
+      where: { webhookId: w.id },
+      orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+      take: 20,
+      include: { attemptLog: { orderBy: { id: 'desc' }, take: 20 } },
+    }),
+  })));
+}
+
+export async function templatesOf(deps: ReadDeps, projectId: string) {
+  const rows = await deps.db.prisma.template.findMany({ where: { projectId }, orderBy: [{ name: 'asc' }, { language: 'asc' }] });
+  return rows.map(templateView);
+}
+
+export async function membersOf(deps: ReadDeps, projectId: string) {
+  const rows = await deps.db.prisma.dashboardMembership.findMany({ where: { projectId }, include: { account: { select: { email: true, passwordHash: true } } }, orderBy: { createdAt: 'asc' } });
+  return rows.map((m) => ({ email: m.account.email, role: m.role, setUp: m.account.passwordHash !== null }));
+}

@@ -1,0 +1,232 @@
+/**
+ * Deploying the development tree to production, and rolling back.
+ *
+ * Policy and why (anchors: Twilio's build promotion, Cloudflare's rollback, Kapso's idempotent
+ * deploy by hash):
+ * - A deploy builds the development tree (bundle + type check + start-up in the sandbox). Only a
+ *   clean build is promoted, and exactly that artifact: the bundle, its source map and the files it
+ *   was built from are written with the deployment record, the production tree is replaced and
+ *   the release pointer switched, all in one transaction. A failed build changes nothing in
+ *   production; it is recorded (with its diagnostics) and answered as 502 `build_failed`.
+ * - A tree whose content hash equals production's is not rebuilt: the answer is the active
+ *   deployment with `no_op: true`.
+ * - The last 20 deployments of a project are kept (never the active one's record); a rollback
+ *   promotes a kept deployment's bundle and files again, without rebuilding, as a new record
+ *   with `rollback_of`.
+ * - Deploys and rollbacks of one project are serialised by an advisory lock.
+ */
+import type pg from 'pg';
+import type { Deps } from '../deps.js';
+import { inTransaction } from '../platform/db/transaction.js';
+import { ApiError } from '../platform/errors.js';
+import { newId } from '../platform/secrets.js';
+import { ensureTree, readTree, replaceProductionTree, treeHash } from '../code/store.js';
+import { buildTree, ENTRY, type Diagnostic } from './build.js';
+import { DEFAULT_LIMITS, Sandbox, StartupError } from '../bot/sandbox.js';
+
+export const KEPT_DEPLOYMENTS = 20;
+
+export interface DeploymentView {
+  id: string;
+  status: 'succeeded' | 'failed';
+  content_hash: string;
+  message: string | null;
+  created_by: string | null;
+  created_at: string;
+  active: boolean;
+  rollback_of: string | null;
+  diagnostics: Diagnostic[];
+}
+
+interface Row {
+  id: string;
+  status: string;
+  content_hash: string;
+  message: string | null;
+  created_by: string | null;
+  created_at: Date;
+  rollback_of: string | null;
+  diagnostics: Diagnostic[];
+  active: boolean;
+}
+
+const COLUMNS = `d.id, d.status, d.content_hash, d.message, d.created_by, d.created_at, d.rollback_of, d.diagnostics,
+  EXISTS (SELECT 1 FROM bot_releases r WHERE r.project_id = d.project_id AND r.deployment_id = d.id) AS active`;
+
+function view(r: Row): DeploymentView {
+  return {
+    id: r.id,
+    status: r.status as DeploymentView['status'],
+    content_hash: r.content_hash,
+    message: r.message,
+    created_by: r.created_by,
+    created_at: r.created_at.toISOString(),
+    active: r.active,
+    rollback_of: r.rollback_of,
+    diagnostics: r.diagnostics ?? [],
+  };
+}
+
+export async function listDeployments(pool: pg.Pool, projectId: string): Promise<DeploymentView[]> {
+  const res = await pool.query<Row>(`SELECT ${COLUMNS} FROM deployments d WHERE d.project_id = $1 ORDER BY d.seq DESC LIMIT ${KEPT_DEPLOYMENTS}`, [projectId]);
+  return res.rows.map(view);
+}
+
+async function findDeployment(db: pg.Pool | pg.PoolClient, projectId: string, id: string): Promise<DeploymentView | undefined> {
+  const res = await db.query<Row>(`SELECT ${COLUMNS} FROM deployments d WHERE d.project_id = $1 AND d.id = $2`, [projectId, id]);
+  return res.rows[0] ? view(res.rows[0]) : undefined;
+}
+
+async function activeRelease(db: pg.Pool | pg.PoolClient, projectId: string): Promise<{ deploymentId: string; contentHash: string } | undefined> {
+  const res = await db.query<{ deployment_id: string; content_hash: string }>(`SELECT deployment_id, content_hash FROM bot_releases WHERE project_id = $1`, [projectId]);
+  const r = res.rows[0];
+  return r ? { deploymentId: r.deployment_id, contentHash: r.content_hash } : undefined;
+}
+
+/** Keeps the newest KEPT_DEPLOYMENTS records, and always the active one. */
+async function prune(db: pg.Pool | pg.PoolClient, projectId: string): Promise<void> {
+  await db.query(
+    `DELETE FROM deployments d WHERE d.project_id = $1
+       AND d.id NOT IN (SELECT id FROM deployments WHERE project_id = $1 ORDER BY seq DESC LIMIT ${KEPT_DEPLOYMENTS})
+       AND NOT EXISTS (SELECT 1 FROM bot_releases r WHERE r.project_id = d.project_id AND r.deployment_id = d.id)`,
+    [projectId],
+  );
+}
+
+async function withDeployLock<T>(pool: pg.Pool, projectId: string, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  return inTransaction(pool, async (client) => {
+    await client.query(`SELECT pg_advisory_xact_lock(hashtextextended('deploy:' || $1, 0))`, [projectId]);
+    return fn(client);
+  });
+}
+
+interface Artifact {
+  contentHash: string;
+  bundle: string;
+  sourceMap: string;
+  files: Map<string, string>;
+}
+
+/** Inside the deploy lock: record, replace the production tree, switch the release, prune. */
+async function promote(client: pg.PoolClient, projectId: string, a: Artifact, meta: { message: string | null; createdBy: string | null; rollbackOf: string | null }, now: Date): Promise<string> {
+  const id = newId('dep', 20);
+  await client.query(
+    `INSERT INTO deployments (id, project_id, status, content_hash, bundle, source_map, files, diagnostics, message, created_by, rollback_of, created_at)
+     VALUES ($1, $2, 'succeeded', $3, $4, $5, $6, '[]', $7, $8, $9, $10)`,
+    [id, projectId, a.contentHash, a.bundle, a.sourceMap, JSON.stringify(Object.fromEntries(a.files)), meta.message, meta.createdBy, meta.rollbackOf, now],
+  );
+  await replaceProductionTree(client, projectId, a.files, now);
+  await client.query(
+    `INSERT INTO bot_releases (project_id, deployment_id, content_hash, promoted_at) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (project_id) DO UPDATE SET deployment_id = EXCLUDED.deployment_id, content_hash = EXCLUDED.content_hash, promoted_at = EXCLUDED.promoted_at`,
+    [projectId, id, a.contentHash, now],
+  );
+  await prune(client, projectId);
+  return id;
+}
+
+/** Runs the bundle's start-up in a throwaway sandbox; diagnostics when it fails. */
+export async function startupCheck(bundle: string, sourceMap: string): Promise<Diagnostic[]> {
+  const refuse = async () => JSON.stringify({ ok: false, error: { code: 'startup', message: 'Helpers are not available while the bot starts.' } });
+  try {
+    const sandbox = await Sandbox.create(bundle, sourceMap, refuse, DEFAULT_LIMITS);
+    sandbox.dispose();
+    return [];
+  } catch (e) {
+    if (!(e instanceof StartupError)) throw e;
+    return [{ file: e.location?.file ?? ENTRY, line: e.location?.line ?? 1, column: e.location?.column ?? 1, message: e.message, source: 'startup' }];
+  }
+}
+
+/** Builds a tree completely (bundle, type check, start-up). */
+export async function buildArtifact(files: Map<string, string>): Promise<{ ok: true; bundle: string; sourceMap: string } | { ok: false; diagnostics: Diagnostic[] }> {
+  const built = await buildTree(files);
+  if (!built.ok) return built;
+  const diagnostics = await startupCheck(built.bundle, built.sourceMap);
+  return diagnostics.length ? { ok: false, diagnostics } : built;
+}
+
+export function buildFailed(diagnostics: Diagnostic[], deploymentId?: string): ApiError {
+  const first = diagnostics[0];
+  const where = first ? ` First: ${first.file}:${first.line}:${first.column} ${first.message}` : '';
+  return new ApiError('build_failed', `The build failed with ${diagnostics.length} diagnostic(s); production is unchanged.${where}`, {
+    diagnostics,
+    ...(deploymentId ? { deployment_id: deploymentId } : {}),
+  });
+}
+
+export interface DeployOptions {
+  message?: string;
+  createdBy?: string;
+}
+
+export async function deploy(deps: Pick<Deps, 'db' | 'clock'>, projectId: string, opts: DeployOptions = {}): Promise<{ deployment: DeploymentView; noOp: boolean }> {
+  const pool = deps.db.pool;
+  await ensureTree(pool, projectId, deps.clock.now());
+  const files = await readTree(pool, projectId, 'development');
+  const contentHash = treeHash(files);
+  const release = await activeRelease(pool, projectId);
+  if (release?.contentHash === contentHash) {
+    const active = await findDeployment(pool, projectId, release.deploymentId);
+    if (active) return { deployment: active, noOp: true };
+  }
+  const built = await buildArtifact(files);
+  const meta = { message: opts.message ?? null, createdBy: opts.createdBy ?? null, rollbackOf: null };
+  if (!built.ok) {
+    const id = newId('dep', 20);
+    await pool.query(
+      `INSERT INTO deployments (id, project_id, status, content_hash, diagnostics, message, created_by, created_at) VALUES ($1, $2, 'failed', $3, $4, $5, $6, $7)`,
+      [id, projectId, contentHash, JSON.stringify(built.diagnostics), meta.message, meta.createdBy, deps.clock.now()],
+    );
+    await prune(pool, projectId);
+    throw buildFailed(built.diagnostics, id);
+  }
+  return withDeployLock(pool, projectId, async (client) => {
+    // A concurrent deploy of the same content won the lock first: answer its record.
+    const now = await activeRelease(client, projectId);
+    if (now?.contentHash === contentHash) {
+      const active = await findDeployment(client, projectId, now.deploymentId);
+      if (active) return { deployment: active, noOp: true };
+    }
+    const id = await promote(client, projectId, { contentHash, bundle: built.bundle, sourceMap: built.sourceMap, files }, meta, deps.clock.now());
+    return { deployment: (await findDeployment(client, projectId, id))!, noOp: false };
+  });
+}
+
+export async function rollback(deps: Pick<Deps, 'db' | 'clock'>, projectId: string, deploymentId: string, opts: DeployOptions = {}): Promise<{ deployment: DeploymentView; noOp: boolean }> {
+  return withDeployLock(deps.db.pool, projectId, async (client) => {
+    const res = await client.query<{ status: string; content_hash: string; bundle: string | null; source_map: string | null; files: Record<string, string> | null }>(
+      `SELECT status, content_hash, bundle, source_map, files FROM deployments WHERE project_id = $1 AND id = $2`,
+      [projectId, deploymentId],
+    );
+    const target = res.rows[0];
+    if (!target || target.status !== 'succeeded' || target.bundle === null || target.files === null) {
+      throw new ApiError('not_found', `No succeeded deployment "${deploymentId}" is kept for this project (the last ${KEPT_DEPLOYMENTS} are).`);
+    }
+    const release = await activeRelease(client, projectId);
+    if (release?.deploymentId === deploymentId) return { deployment: (await findDeployment(client, projectId, deploymentId))!, noOp: true };
+    const files = new Map(Object.entries(target.files));
+    const id = await promote(
+      client,
+      projectId,
+      { contentHash: target.content_hash, bundle: target.bundle, sourceMap: target.source_map ?? '', files },
+      { message: opts.message ?? null, createdBy: opts.createdBy ?? 'operator', rollbackOf: deploymentId },
+      deps.clock.now(),
+    );
+    return { deployment: (await findDeployment(client, projectId, id))!, noOp: false };
+  });
+}
+
+/** The bundle production runs for a project, if any. */
+export async function loadRelease(pool: pg.Pool, projectId: string): Promise<{ deploymentId: string; bundle: string; sourceMap: string } | undefined> {
+  const res = await pool.query<{ id: string; bundle: string; source_map: string | null }>(
+    `SELECT d.id, d.bundle, d.source_map FROM bot_releases r JOIN deployments d ON d.id = r.deployment_id WHERE r.project_id = $1`,
+    [projectId],
+  );
+  const r = res.rows[0];
+  return r ? { deploymentId: r.id, bundle: r.bundle, sourceMap: r.source_map ?? '' } : undefined;
+}
+
+export async function releaseId(pool: pg.Pool, projectId: string): Promise<string | undefined> {
+  return (await activeRelease(pool, projectId))?.deploymentId;
+}

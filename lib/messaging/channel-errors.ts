@@ -1,0 +1,54 @@
+/**
+ * What a channel failure (channel/errors.ts: ChannelError) means to our caller, in the spec's
+ * envelope: the channel reports, the domain decides.
+ */
+import { ApiError } from '../platform/errors.js';
+import { isChannelError, type ChannelError, type ChannelErrorKind } from '../../channel/errors.js';
+
+/** The provider's words for a rejection, for an ApiError message. */
+function providerDetail(e: ChannelError): string {
+  const parts = [e.title, e.details && e.details !== e.title ? e.details : undefined].filter(Boolean);
+  return parts.length ? parts.join(': ') : e.message;
+}
+
+function detailsOf(e: ChannelError): Record<string, unknown> {
+  const d: Record<string, unknown> = {
+    provider_code: e.graphCode,
+    provider_subcode: e.subcode,
+    provider_title: e.title,
+    provider_details: e.details,
+    http_status: e.httpStatus,
+    fbtrace_id: e.fbtraceId,
+  };
+  for (const k of Object.keys(d)) if (d[k] === undefined) delete d[k];
+  return d;
+}
+
+/** What an upstream failure becomes for our caller: a channel error its ApiError, anything else itself. */
+export function asApiError(e: unknown): unknown {
+  return isChannelError(e) ? channelApiError(e) : e;
+}
+
+/** Map onto the spec's envelope: auth → 502 `upstream_auth_error`; anything else → 502 `upstream_error`. */
+export function channelApiError(e: ChannelError): ApiError {
+  const details = detailsOf(e);
+  const d = Object.keys(details).length ? details : undefined;
+  if (e.kind === 'auth') {
+    return new ApiError(
+      'upstream_auth_error',
+      `The provider rejected the project's channel credentials (${providerDetail(e)}). Reconnect the WhatsApp channel or renew its access token.`,
+      d,
+    );
+  }
+  const lead: Record<Exclude<ChannelErrorKind, 'auth'>, string> = {
+    rejected: 'The messaging provider rejected the call',
+    throttled: 'The messaging provider throttled the call; retry later',
+    unavailable: 'The messaging provider is unavailable; retry later',
+  };
+  return new ApiError('upstream_error', `${lead[e.kind]}: ${e.kind === 'unavailable' && !e.graphCode ? e.message : providerDetail(e)}`, d);
+}
+
+/** For a template-payload rejection (see isTemplateRejection): 400 `invalid_template` with the provider's detail. */
+export function invalidTemplateApiError(e: ChannelError): ApiError {
+  return new ApiError('invalid_template', `The provider rejected the template: ${providerDetail(e)}`, detailsOf(e));
+}

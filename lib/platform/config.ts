@@ -1,0 +1,181 @@
+/**
+ * Typed configuration, read once at start. Every setting is listed in .env.example with its default.
+ * A bad value fails fast with a message naming the variable.
+ */
+import os from 'node:os';
+import path from 'node:path';
+
+export interface Config {
+  /** HTTP port of the API. */
+  port: number;
+  host: string;
+  nodeEnv: string;
+  /** PostgreSQL URL; unset means the embedded PostgreSQL in `dataDir`. */
+  databaseUrl?: string;
+  /** Connections in this instance's PostgreSQL pool. */
+  databasePoolMax: number;
+  databaseAcquireTimeoutMs: number;
+  /** Compresses the bundled simulator's callback retry schedule (tests, demos); 1 = Meta's hours. */
+  simulatorCallbackRetryScale: number;
+  authFailuresPerMinute: number;
+  authFailuresGlobalPerMinute: number;
+  /** Express `trust proxy`: false, true, a hop count or a list of addresses. */
+  trustProxy: boolean | number | string;
+  httpRequestTimeoutMs: number;
+  httpHeadersTimeoutMs: number;
+  httpKeepAliveTimeoutMs: number;
+  databaseStatementTimeoutMs: number;
+  /** Folder of the embedded defaults (database files, admin token). */
+  dataDir: string;
+  /** Port of the embedded PostgreSQL (never 5432). */
+  embeddedPgPort: number;
+  /** Redis URL for shared counters; unset means an in-process store (single instance). */
+  redisUrl?: string;
+  /** Bound on every Redis command before the request fails open. */
+  redisTimeoutMs: number;
+  /** Master key (32 bytes, hex or base64); unset in the embedded default means generated into `dataDir`. */
+  encryptionKey?: string;
+  /** Operator API bearer; unset in the embedded default means generated once into `dataDir`. */
+  adminToken?: string;
+  rateLimitPerMinute: number;
+  /** Custom events per minute per runtime token (POST /runtime/events). */
+  runtimeEventsPerMinute: number;
+  /** Longest a resolved credential is reused without a database read (0: never cached). */
+  credentialCacheTtlMs: number;
+  /** Statement (and lock) timeout of every query on a project's own tables. */
+  tablesStatementTimeoutMs: number;
+  logLevel: string;
+  /** Graph API base URL; unset in the embedded default means the bundled simulator. */
+  graphBaseUrl?: string;
+  graphApiVersion: string;
+  graphTimeoutMs: number;
+  /** On SIGTERM/SIGINT, how long requests in flight may take before their connections are cut. */
+  shutdownGraceMs: number;
+  /** How long an inbound message taken by one instance's bot is its own before another may take it (lib/bot/inbox.ts). */
+  botInboxLeaseMs: number;
+  /** On shutdown, how long /readyz answers 503 before the server stops accepting (load balancers notice). */
+  shutdownReadyDelayMs: number;
+  /** Development and tests only: let outbound requests reach private and loopback addresses. */
+  devAllowPrivateTargets: boolean;
+  /** Port of the bundled Cloud API simulator (embedded default). */
+  simulatorPort: number;
+  /** A standalone simulator (`npm run simulator`) to use instead of the bundled one; new projects get a number there. */
+  simulatorUrl?: string;
+  /** Base URL written into the served OpenAPI documents' `servers`. */
+  publicBaseUrl: string;
+  /** Upload budget per credential and minute (header samples and media): bytes received. */
+  uploadBytesPerMinute: number;
+  /** Upload budget per credential and minute: upload requests. */
+  uploadRequestsPerMinute: number;
+  /** Total time limit of one URL download (media and header samples), all redirects included. */
+  downloadTimeoutMs: number;
+  /** Where uploads and downloads are kept while checked (disk-backed; not a RAM tmpfs). */
+  uploadTmpDir: string;
+  /** Fraction (0..1) of responses checked against the contract after they are sent; a violation is logged, never changes the answer. */
+  responseCheckSample: number;
+  /** OpenAI-compatible endpoint of the flow model generator (lib/flows/model-generator.ts); unset: deterministic only. */
+  flowModelUrl?: string;
+  flowModelName?: string;
+  flowModelApiKey?: string;
+  flowModelTimeoutMs?: number;
+}
+
+/** TRUST_PROXY: unset/false, true, a hop count, or addresses/subnets (comma-separated) as Express reads them. */
+function trustProxyOf(v: string | undefined): boolean | number | string {
+  if (v === undefined || v === '' || v === 'false') return false;
+  if (v === 'true') return true;
+  if (/^\d+$/.test(v)) return Number(v);
+  return v;
+}
+
+function positiveNumber(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = str(env, name);
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`Configuration: ${name} must be a positive number, got "${raw}"`);
+  return n;
+}
+
+function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    throw new Error(`Configuration: ${name} must be an integer between ${min} and ${max}, got "${raw}"`);
+  }
+  return n;
+}
+
+function fraction(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = str(env, name);
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < 0 || n > 1) throw new Error(`Configuration: ${name} must be a number from 0 to 1, got "${raw}"`);
+  return n;
+}
+
+function bool(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const raw = env[name]?.trim().toLowerCase();
+  if (raw === undefined || raw === '') return fallback;
+  if (['1', 'true', 'yes', 'on'].includes(raw)) return true;
+  if (['0', 'false', 'no', 'off'].includes(raw)) return false;
+  throw new Error(`Configuration: ${name} must be true or false, got "${env[name]}"`);
+}
+
+function str(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const v = env[name];
+  return v === undefined || v.trim() === '' ? undefined : v.trim();
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const embeddedPgPort = int(env, 'EMBEDDED_PG_PORT', 54329, 1024, 65535);
+  if (embeddedPgPort === 5432) throw new Error('Configuration: EMBEDDED_PG_PORT must not be 5432 (a system PostgreSQL may hold it)');
+  const port = int(env, 'PORT', 3000, 0, 65535);
+  return {
+    port,
+    host: str(env, 'HOST') ?? '0.0.0.0',
+    nodeEnv: str(env, 'NODE_ENV') ?? 'development',
+    databaseUrl: str(env, 'DATABASE_URL'),
+    databasePoolMax: int(env, 'DATABASE_POOL_MAX', 20, 1, 1000),
+    httpRequestTimeoutMs: int(env, 'HTTP_REQUEST_TIMEOUT_MS', 180000, 1000, 3600000),
+    httpHeadersTimeoutMs: int(env, 'HTTP_HEADERS_TIMEOUT_MS', 20000, 1000, 600000),
+    httpKeepAliveTimeoutMs: int(env, 'HTTP_KEEPALIVE_TIMEOUT_MS', 5000, 100, 600000),
+    authFailuresPerMinute: int(env, 'AUTH_FAILURES_PER_MINUTE', 20, 1),
+    authFailuresGlobalPerMinute: int(env, 'AUTH_FAILURES_GLOBAL_PER_MINUTE', 1000, 1),
+    trustProxy: trustProxyOf(str(env, 'TRUST_PROXY')),
+    simulatorCallbackRetryScale: positiveNumber(env, 'SIMULATOR_CALLBACK_RETRY_SCALE', 1),
+    databaseAcquireTimeoutMs: int(env, 'DATABASE_ACQUIRE_TIMEOUT_MS', 5000, 100, 600000),
+    databaseStatementTimeoutMs: int(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 30000, 0, 3600000),
+    dataDir: path.resolve(str(env, 'DATA_DIR') ?? '.data'),
+    embeddedPgPort,
+    redisUrl: str(env, 'REDIS_URL'),
+    redisTimeoutMs: int(env, 'REDIS_TIMEOUT_MS', 200, 1, 60000),
+    adminToken: str(env, 'ADMIN_TOKEN'),
+    encryptionKey: str(env, 'ENCRYPTION_KEY'),
+    rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 60, 1),
+    runtimeEventsPerMinute: int(env, 'RUNTIME_EVENTS_PER_MINUTE', 6000, 1),
+    credentialCacheTtlMs: int(env, 'CREDENTIAL_CACHE_TTL_MS', 10000, 0, 3600000),
+    tablesStatementTimeoutMs: int(env, 'TABLES_STATEMENT_TIMEOUT_MS', 5000, 1, 600000),
+    logLevel: str(env, 'LOG_LEVEL') ?? 'info',
+    graphBaseUrl: str(env, 'GRAPH_BASE_URL')?.replace(/\/+$/, ''),
+    graphApiVersion: str(env, 'GRAPH_API_VERSION') ?? 'v21.0',
+    graphTimeoutMs: int(env, 'GRAPH_TIMEOUT_MS', 10000, 100, 120000),
+    shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 5000, 0, 600000),
+    botInboxLeaseMs: int(env, 'BOT_INBOX_LEASE_MS', 60000, 1000, 3600000),
+    shutdownReadyDelayMs: int(env, 'SHUTDOWN_READY_DELAY_MS', 0, 0, 600000),
+    simulatorPort: int(env, 'SIMULATOR_PORT', 4010, 0, 65535),
+    simulatorUrl: str(env, 'SIMULATOR_URL')?.replace(/\/+$/, ''),
+    devAllowPrivateTargets: bool(env, 'DEV_ALLOW_PRIVATE_TARGETS', false),
+    publicBaseUrl: (str(env, 'PUBLIC_BASE_URL') ?? `http://localhost:${port}`).replace(/\/+$/, ''),
+    // At least the 100 MB document ceiling, or a maximal document could never be uploaded.
+    uploadBytesPerMinute: int(env, 'UPLOAD_BYTES_PER_MINUTE', 200 * 1024 * 1024, 1),
+    uploadRequestsPerMinute: int(env, 'UPLOAD_REQUESTS_PER_MINUTE', 30, 1),
+    downloadTimeoutMs: int(env, 'DOWNLOAD_TIMEOUT_MS', 60000, 100, 600000),
+    uploadTmpDir: path.resolve(str(env, 'UPLOAD_TMP_DIR') ?? os.tmpdir()),
+    responseCheckSample: fraction(env, 'RESPONSE_CHECK_SAMPLE', 0),
+    flowModelUrl: str(env, 'FLOW_MODEL_URL')?.replace(/\/+$/, ''),
+    flowModelName: str(env, 'FLOW_MODEL_NAME'),
+    flowModelApiKey: str(env, 'FLOW_MODEL_API_KEY'),
+    flowModelTimeoutMs: int(env, 'FLOW_MODEL_TIMEOUT_MS', 30000, 100, 600000),
+  };
+}

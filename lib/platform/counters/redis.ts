@@ -1,0 +1,197 @@
+/**
+ * Counters in Redis (node-redis v6), one Lua script (INCRBY + PEXPIRE, atomic). Fail-fast: while
+ * Redis is down or slow, `hit` rejects within a bounded time (about `timeoutMs`) and never hangs;
+ * the client reconnects by itself when Redis returns.
+ */
+import { createHash } from 'node:crypto';
+import { createClient } from 'redis';
+import type { Logger } from '../logger.js';
+import { checkArgs, windowStartOf, type CounterHit, type CounterStore } from './store.js';
+import { createLogThrottle } from '../log-throttle.js';
+
+const HIT_SCRIPT = `local c = redis.call('INCRBY', KEYS[1], ARGV[1])
+if c == tonumber(ARGV[1]) or redis.call('PTTL', KEYS[1]) == -1 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return c`;
+const HIT_SHA = createHash('sha1').update(HIT_SCRIPT).digest('hex');
+
+/** Extra lifetime of a window key past its window end (instances' clocks differ slightly). */
+const TTL_SLACK_MS = 1_000;
+/** Cap of the client's command queue: while Redis is hung, new hits fail at once instead of piling up. */
+const MAX_QUEUED_COMMANDS = 10_000;
+/** Consecutive timeouts on a connection believed healthy after which the client is replaced. */
+const STALE_AFTER_TIMEOUTS = 5;
+
+class CounterTimeoutError extends Error {
+  constructor(ms: number) {
+    super(`Redis counter command timed out after ${ms} ms`);
+    this.name = 'CounterTimeoutError';
+  }
+}
+
+/** A fail-fast node-redis client (see ../../shared/STACK.md, "Redis 6"). */
+function buildClient(url: string, timeoutMs: number, maxReconnectDelayMs: number) {
+  return createClient({
+    url,
+    // Reject commands at once while disconnected instead of queueing them until Redis returns.
+    disableOfflineQueue: true,
+    // Bounds a command still waiting to be written; once written, node-redis drops this timer,
+    // so `hit` also races its own timer (see `hit`).
+    commandOptions: { timeout: timeoutMs },
+    commandsQueueMaxLength: MAX_QUEUED_COMMANDS,
+    socket: {
+      connectTimeout: Math.max(timeoutMs, 1_000),
+      // Capped exponential backoff with a little jitter; never gives up.
+      reconnectStrategy: (retries: number) =>
+        Math.min(50 * 2 ** Math.min(retries, 10), maxReconnectDelayMs) + Math.floor(Math.random() * 50),
+    },
+  });
+}
+type Client = ReturnType<typeof buildClient>;
+
+export interface RedisCounterStoreOptions {
+  url: string;
+  /** Bound on every command (config `redisTimeoutMs`). */
+  timeoutMs: number;
+  logger?: Logger;
+  /** Cap of the reconnect backoff; default 2 s. */
+  maxReconnectDelayMs?: number;
+}
+
+export class RedisCounterStore implements CounterStore {
+  private client: Client;
+  private closed = false;
+  private consecutiveTimeouts = 0;
+  private lastReplaceAt = 0;
+  private readonly logError = createLogThrottle(10_000);
+  private readonly timeoutMs: number;
+
+  constructor(private readonly opts: RedisCounterStoreOptions) {
+    if (!Number.isFinite(opts.timeoutMs) || opts.timeoutMs <= 0) throw new RangeError('timeoutMs must be positive');
+    this.timeoutMs = opts.timeoutMs;
+    this.client = this.newClient();
+  }
+
+  private newClient(): Client {
+    const client = buildClient(this.opts.url, this.timeoutMs, this.opts.maxReconnectDelayMs ?? 2_000);
+    client.on('error', (err: unknown) => {
+      const message = err instanceof Error ? err.message : String(err);
+      this.logError((suppressed) =>
+        this.opts.logger?.warn('Redis counter store error; counters unavailable until it reconnects', {
+          error: message,
+          suppressedSinceLast: suppressed,
+        }),
+      );
+    });
+    client.on('ready', () => {
+      this.consecutiveTimeouts = 0;
+    });
+    // Boot never waits for Redis and never fails on it: the client keeps retrying in the background.
+    client.connect().catch(() => {});
+    return client;
+  }
+
+  /**
+   * A connection that is open but never answers (hung server, half-open TCP) is only noticed by
+   * TCP keep-alive after minutes; after several timeouts in a row, replace the client.
+   */
+  private replaceStaleClient(): void {
+    const t = Date.now();
+    if (this.closed || t - this.lastReplaceAt < Math.max(5_000, this.timeoutMs * 10)) return;
+    this.lastReplaceAt = t;
+    this.consecutiveTimeouts = 0;
+    const old = this.client;
+    this.opts.logger?.warn('Redis counter store: commands keep timing out; reconnecting');
+    this.client = this.newClient();
+    try {
+      old.destroy();
+    } catch {
+      /* already closed */
+    }
+  }
+
+  /** True while connected; `hit` rejects at once otherwise. Connecting happens in the background. */
+  get isReady(): boolean {
+    return !this.closed && this.client.isReady;
+  }
+
+  hit(key: string, windowMs: number, now: Date, amount = 1): Promise<CounterHit> {
+    try {
+      checkArgs(windowMs, amount);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    if (this.closed) return Promise.reject(new Error('Counter store is closed'));
+    const client = this.client;
+    // Fast path while disconnected (also what disableOfflineQueue would do).
+    if (!client.isReady) return Promise.reject(new Error('Redis counter store is not connected'));
+
+    const nowMs = now.getTime();
+    const start = windowStartOf(nowMs, windowMs);
+    const resetAtMs = start + windowMs;
+    const ttl = Math.max(1, resetAtMs - nowMs + TTL_SLACK_MS);
+    const windowKey = `${key}:${start}`;
+
+    const command = this.evalHit(client, windowKey, amount, ttl);
+    return new Promise<CounterHit>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        command.catch(() => {}); // it may settle later (or when the socket closes)
+        if (client === this.client && client.isReady && ++this.consecutiveTimeouts >= STALE_AFTER_TIMEOUTS) {
+          this.replaceStaleClient();
+        }
+        reject(new CounterTimeoutError(this.timeoutMs));
+      }, this.timeoutMs);
+      command.then(
+        (count) => {
+          clearTimeout(timer);
+          this.consecutiveTimeouts = 0;
+          resolve({ count, resetAt: new Date(resetAtMs) });
+        },
+        (err: unknown) => {
+          clearTimeout(timer);
+          reject(err);
+        },
+      );
+    });
+  }
+
+  /** EVALSHA, falling back to EVAL (which caches the script again) on NOSCRIPT, e.g. after a Redis restart. */
+  private async evalHit(client: Client, windowKey: string, amount: number, ttl: number): Promise<number> {
+    const tail = ['1', windowKey, String(amount), String(ttl)];
+    let reply: unknown;
+    try {
+      reply = await client.sendCommand(['EVALSHA', HIT_SHA, ...tail]);
+    } catch (err) {
+      if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
+      reply = await client.sendCommand(['EVAL', HIT_SCRIPT, ...tail]);
+    }
+    const n = Number(reply);
+    if (!Number.isFinite(n)) throw new Error(`Unexpected reply from the counter script: ${String(reply)}`);
+    return n;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const client = this.client;
+    if (client.isReady) {
+      // Graceful (pending replies drain), but bounded.
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        client.close().catch(() => {}),
+        new Promise<void>((r) => {
+          timer = setTimeout(r, Math.max(this.timeoutMs, 100));
+        }),
+      ]);
+      clearTimeout(timer);
+    }
+    try {
+      client.destroy(); // stops any reconnect loop
+    } catch {
+      /* already closed */
+    }
+  }
+}
+
+/** Redis when `redisUrl` is set (shared across instances), else the in-process store. */

@@ -1,0 +1,27 @@
+/** The shared fixed-window counter interface (see ../counters.ts for the policy). */
+export interface CounterHit {
+  /** Total in this window, after adding `amount`. */
+  count: number;
+  /** Window start + windowMs. */
+  resetAt: Date;
+}
+
+export interface CounterStore {
+  hit(key: string, windowMs: number, now: Date, amount?: number): Promise<CounterHit>;
+  close(): Promise<void>;
+}
+
+/** Start of the fixed window containing `nowMs` (aligned to multiples of windowMs since the epoch). */
+export function windowStartOf(nowMs: number, windowMs: number): number {
+  return Math.floor(nowMs / windowMs) * windowMs;
+}
+
+export function checkArgs(windowMs: number, amount: number): void {
+  if (!Number.isInteger(windowMs) || windowMs <= 0) throw new RangeError(`windowMs must be a positive integer, got ${windowMs}`);
+  if (!Number.isInteger(amount) || amount < 0) throw new RangeError(`amount must be a non-negative integer, got ${amount}`);
+}
+
+/**
+ * Logs at most once per `intervalMs` (real time), reporting how many events were suppressed since the
+ * last line. For errors that may repeat on every request (Redis down).
+ */

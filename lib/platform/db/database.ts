@@ -1,0 +1,114 @@
+/**
+ * One pg.Pool per process and a PrismaClient on top of it (driver adapter, Prisma 7).
+ *
+ * Policy and why: the pool is ours, not Prisma's, so code that needs plain SQL (advisory locks, the job
+ * backend, health checks) shares the same connections and limits. Opening checks the connection at
+ * once, so a wrong DATABASE_URL fails at start with a clear message instead of at the first request.
+ * The pool has an 'error' listener: an idle connection dropped by the server (restart, shutdown) must
+ * not crash the process. `close()` is idempotent and must run before the embedded server stops.
+ */
+import { PrismaPg } from '@prisma/adapter-pg';
+import pg from 'pg';
+import { createLogThrottle } from '../counters.js';
+import { PrismaClient } from '../../../generated/prisma/client.js';
+
+export interface Database {
+  pool: pg.Pool;
+  prisma: PrismaClient;
+  close(): Promise<void>;
+}
+
+export interface DatabaseLogger {
+  warn(message: string): void;
+}
+
+/** The URL without its password, for messages. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return '(unparsable database URL)';
+  }
+}
+
+function describeError(e: unknown): string {
+  const err = e as { message?: string; code?: string; errors?: { message: string }[] };
+  return err?.message || err?.errors?.map((x) => x.message).join('; ') || err?.code || String(e);
+}
+
+export interface OpenDatabaseOptions {
+  max?: number;
+  logger?: DatabaseLogger;
+  /** Longest wait for a free connection; past it the request answers 503 (never hangs). */
+  acquireTimeoutMs?: number;
+  /** Server-side bound on every statement (PostgreSQL `statement_timeout`); 0 = none. */
+  statementTimeoutMs?: number;
+}
+
+export async function openDatabase(url: string, opts: OpenDatabaseOptions = {}): Promise<Database> {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: opts.max ?? 10,
+    connectionTimeoutMillis: opts.acquireTimeoutMs ?? 5000,
+    ...(opts.statementTimeoutMs ? { statement_timeout: opts.statementTimeoutMs } : {}),
+  });
+  // Idle connections dropped by a restart all fail at once: one line per interval with a count.
+  const throttle = createLogThrottle(10_000);
+  // A client checked out of the pool has no pool listener: a connection reset while it is held
+  // (between two queries of a transaction, say) would be an unheard 'error' event and end the
+  // process. The query in flight, if any, fails on its own; this only keeps the event heard.
+  pool.on('connect', (client) => client.on('error', (err) => throttle((suppressed) => {
+    const message = `database: connection lost while in use (${err.message})` + (suppressed ? ` (${suppressed} more since last report)` : '');
+    if (opts.logger) opts.logger.warn(message);
+    else console.warn(message);
+  })));
+  pool.on('error', (err) => {
+    throttle((suppressed) => {
+      const message = `database: idle connection lost (${err.message}); the pool reconnects on next use` + (suppressed ? ` (${suppressed} more since last report)` : '');
+      if (opts.logger) opts.logger.warn(message);
+      else console.warn(message);
+    });
+  });
+  try {
+    await pool.query('SELECT 1');
+  } catch (e) {
+    await pool.end().catch(() => undefined);
+    throw new Error(`Cannot connect to PostgreSQL at ${redactUrl(url)}: ${describeError(e)}`);
+  }
+  const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
+  let closing: Promise<void> | undefined;
+  return {
+    pool,
+    prisma,
+    close() {
+      closing ??= (async () => {
+        await prisma.$disconnect().catch(() => undefined);
+        await pool.end().catch(() => undefined);
+      })();
+      return closing;
+    },
+  };
+}
+
+/**
+ * Fails with "cannot reach PostgreSQL at host:port (DATABASE_URL)" when nothing answers there, so
+ * start-up says what to fix instead of a bare ECONNREFUSED from the migration runner.
+ */
+export async function checkReachable(url: string, timeoutMs = 5000): Promise<void> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: timeoutMs });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+  } catch (e) {
+    let where = '(unparsable DATABASE_URL)';
+    try {
+      const u = new URL(url);
+      where = `${u.hostname}:${u.port || 5432}`;
+    } catch { /* keep the placeholder */ }
+    throw new Error(`cannot reach PostgreSQL at ${where} (DATABASE_URL): ${describeError(e)}`);
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}

@@ -1,0 +1,93 @@
+/**
+ * Prometheus metrics (prom-client), one registry per service instance (tests run several in one
+ * process). Labels are bounded and carry no personal data: operationIds, never raw paths; message
+ * types and outcomes, never phone numbers, project keys or contents. Depths (the event outbox, jobs
+ * due) are read from PostgreSQL at scrape time, so every instance reports the shared truth; a
+ * scrape during an outage still answers (the depth is left out, `service_ready` is 0).
+ */
+import client from 'prom-client';
+
+export interface Metrics {
+  readonly registry: client.Registry;
+  /** One answered HTTP request. */
+  request(operation: string, status: number, seconds: number): void;
+  /** One send through POST /v1/messages (or the engine): its type and outcome (`sent`, or the error code). */
+  send(type: string, outcome: string): void;
+  /** One Cloud API call: its operation and outcome (`ok`, or the Graph error code / transport cause). */
+  graphCall(op: string, outcome: string, seconds: number): void;
+  /** One webhook delivery attempt: outcome and the lag from the event to this attempt. */
+  delivery(outcome: string, lagSeconds: number): void;
+  /** A request refused by a rate limit (`v1`, `runtime`, `auth`). */
+  rateLimited(limit: string): void;
+  /** Values read at scrape time (queue depths, readiness). */
+  onCollect(collect: () => Promise<CollectedGauges>): void;
+}
+
+export interface CollectedGauges {
+  ready?: boolean;
+  outboxPending?: number;
+  jobsDue?: number;
+}
+
+const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const LAG_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900];
+
+export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics {
+  const registry = new client.Registry();
+  if (opts.defaultMetrics !== false) client.collectDefaultMetrics({ register: registry });
+  const requests = new client.Counter({ name: 'http_requests_total', help: 'HTTP requests by operationId and status', labelNames: ['operation', 'status'], registers: [registry] });
+  const latency = new client.Histogram({ name: 'http_request_duration_seconds', help: 'HTTP request latency by operationId', labelNames: ['operation'], buckets: LATENCY_BUCKETS, registers: [registry] });
+  const sends = new client.Counter({ name: 'messages_sent_total', help: 'Message sends by type and outcome', labelNames: ['type', 'outcome'], registers: [registry] });
+  const graphCalls = new client.Counter({ name: 'graph_calls_total', help: 'Cloud API calls by operation and outcome', labelNames: ['op', 'outcome'], registers: [registry] });
+  const graphLatency = new client.Histogram({ name: 'graph_call_duration_seconds', help: 'Cloud API call latency by operation', labelNames: ['op'], buckets: LATENCY_BUCKETS, registers: [registry] });
+  const deliveries = new client.Counter({ name: 'webhook_deliveries_total', help: 'Webhook delivery attempts by outcome', labelNames: ['outcome'], registers: [registry] });
+  const lag = new client.Histogram({ name: 'webhook_delivery_lag_seconds', help: 'From an event to its delivery attempt', buckets: LAG_BUCKETS, registers: [registry] });
+  const limited = new client.Counter({ name: 'rate_limit_rejections_total', help: 'Requests refused by a rate limit', labelNames: ['limit'], registers: [registry] });
+  const collectors: Array<() => Promise<CollectedGauges>> = [];
+  const gather = async (): Promise<CollectedGauges> => {
+    const out: CollectedGauges = {};
+    for (const c of collectors) Object.assign(out, await c().catch(() => ({})));
+    return out;
+  };
+  let pending: Promise<CollectedGauges> | undefined;
+  // One collection per scrape, shared by the gauges below.
+  const collectOnce = () => (pending ??= gather().finally(() => setTimeout(() => (pending = undefined), 0)));
+  new client.Gauge({
+    name: 'service_ready', help: '1 when PostgreSQL, migrations, jobs and Redis (when configured) are ready', registers: [registry],
+    async collect() {
+      this.set((await collectOnce()).ready ? 1 : 0);
+    },
+  });
+  new client.Gauge({
+    name: 'event_outbox_pending', help: 'Events waiting for their webhook fan-out', registers: [registry],
+    async collect() {
+      const v = (await collectOnce()).outboxPending;
+      if (v !== undefined) this.set(v);
+    },
+  });
+  new client.Gauge({
+    name: 'jobs_due', help: 'Background jobs due and not yet running', registers: [registry],
+    async collect() {
+      const v = (await collectOnce()).jobsDue;
+      if (v !== undefined) this.set(v);
+    },
+  });
+  return {
+    registry,
+    request: (operation, status, seconds) => {
+      requests.inc({ operation, status: String(status) });
+      latency.observe({ operation }, seconds);
+    },
+    send: (type, outcome) => sends.inc({ type, outcome }),
+    graphCall: (op, outcome, seconds) => {
+      graphCalls.inc({ op, outcome });
+      graphLatency.observe({ op }, seconds);
+    },
+    delivery: (outcome, lagSeconds) => {
+      deliveries.inc({ outcome });
+      if (lagSeconds >= 0) lag.observe(lagSeconds);
+    },
+    rateLimited: (limit) => limited.inc({ limit }),
+    onCollect: (collect) => collectors.push(collect),
+  };
+}

@@ -1,0 +1,70 @@
+/**
+ * The event outbox. Platform events (`message.received`, `message.status`, `template.approved`,
+ * `template.rejected`) and custom events are rows written in the same transaction as the change
+ * that caused them, so a crash never loses one; the webhook dispatcher delivers from this table.
+ */
+import type { Prisma } from '../../generated/prisma/client.js';
+import { newId } from '../platform/secrets.js';
+
+export const PLATFORM_EVENTS = ['message.received', 'message.status', 'template.approved', 'template.rejected'] as const;
+export type PlatformEvent = (typeof PLATFORM_EVENTS)[number];
+
+/** Channel of the PostgreSQL notification raised with each event, so the dispatcher wakes at once. */
+export const EVENTS_CHANNEL = 'service_events';
+
+/** A Prisma client or transaction client. */
+type Tx = Pick<Prisma.TransactionClient, '$executeRawUnsafe'>;
+
+/**
+ * `dispatched_at` of a new event, as SQL over the statement's project id, event name and time:
+ * NULL (waiting for the fan-out) when an active registration of the project subscribes to the
+ * name, else the event's time. An event nobody listens to then costs no fan-out and no wake-up;
+ * a registration made after the event does not receive it, as with any fan-out.
+ */
+export function dispatchedAtSql(projectId: string, name: string, at: string): string {
+  return `CASE WHEN EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.project_id = ${projectId} AND w.is_active AND ${name} = ANY (w.events))
+            THEN NULL ELSE ${at} END`;
+}
+
+/**
+ * The outbox insert, the one place events are written: `select` yields (id, project_id, name,
+ * data, created_at, dispatched_at), dispatched_at from dispatchedAtSql. Batched writers (the
+ * statuses of a notification) use it with a SELECT of their own rows.
+ */
+export function insertEventsSql(select: string): string {
+  return `INSERT INTO events (id, project_id, name, data, created_at, dispatched_at) ${select}`;
+}
+
+/** One statement: the event, and the dispatcher's wake-up when it waits for a fan-out. */
+const INSERT_EVENT = `
+  WITH e AS (
+    ${insertEventsSql(`SELECT $1, $2, $3, $4::jsonb, $5::timestamptz, ${dispatchedAtSql('$2', '$3', '$5::timestamptz')}`)}
+    RETURNING project_id, dispatched_at
+  )
+  SELECT pg_notify($6, project_id) FROM e WHERE dispatched_at IS NULL`;
+
+/**
+ * Writes an event within the caller's transaction. The wake-up is transactional too: PostgreSQL
+ * delivers it when the transaction commits, and never when it rolls back.
+ */
+export async function recordEvent(tx: Tx, projectId: string, name: string, data: unknown, at: Date): Promise<string> {
+  const id = newId('evt', 20);
+  await tx.$executeRawUnsafe(INSERT_EVENT, id, projectId, name, JSON.stringify(data ?? null), at, EVENTS_CHANNEL);
+  return id;
+}
+
+/**
+ * Writes an event on its own (not part of a larger change, e.g. a custom event from the bot):
+ * one statement, one commit, the notification included.
+ */
+export async function insertEvent(
+  db: { query(text: string, values: unknown[]): Promise<unknown> },
+  projectId: string,
+  name: string,
+  data: unknown,
+  at: Date,
+): Promise<string> {
+  const id = newId('evt', 20);
+  await db.query(INSERT_EVENT, [id, projectId, name, JSON.stringify(data ?? null), at, EVENTS_CHANNEL]);
+  return id;
+}

@@ -1,0 +1,8 @@
+/** Everything the bot may use (managed by the platform): import from './platform/runtime/index.js'. */
+export { send, sendText, sendButtons, setState } from './messaging.js';
+export { sendMedia } from './media.js';
+export { newId } from './ids.js';
+export { log } from './log.js';
+export { tables, emit } from './connectors.js';
+export { HelperError } from './host.js';
+export type { InboundMessage, SendMessageRequest, SendResult, TableFilter, TableRow } from './types.js';

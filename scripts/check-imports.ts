@@ -1,0 +1,134 @@
+/**
+ * The house rules of imports, checked in CI (`npm run check:imports`):
+ * - the domain (lib/) imports neither Express, nor the HTTP edge (http/, middleware/, handlers/);
+ * - lib/platform/ is the floor: it imports no capability of lib/, nor the channel;
+ * - channel/ (the Cloud API client and Meta's payloads) is a leaf over lib/platform/;
+ * - no file imports itself through a circle (type-only imports count: they tie the modules too).
+ * Exits 1 with one line per violation.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+
+const ROOTS = ['app.ts', 'server.ts', 'services.ts', 'lib', 'http', 'middleware', 'handlers', 'jobs', 'channel', 'bot-client', 'simulator'];
+const SPEC = /(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)(['"])([^'"]+)\1/g;
+
+function walk(entry: string, out: string[]): string[] {
+  if (!fs.existsSync(entry)) return out;
+  const stat = fs.statSync(entry);
+  if (stat.isFile()) {
+    if (entry.endsWith('.ts')) out.push(entry.split(path.sep).join('/'));
+    return out;
+  }
+  for (const name of fs.readdirSync(entry).sort()) walk(path.join(entry, name), out);
+  return out;
+}
+
+export interface Violation {
+  file: string;
+  message: string;
+}
+
+/** The imports of each file: relative ones resolved to repository paths, packages by name. */
+export function importsOf(root: string, files: string[]): Map<string, { local: string[]; packages: string[] }> {
+  const graph = new Map<string, { local: string[]; packages: string[] }>();
+  for (const file of files) {
+    const text = fs.readFileSync(path.join(root, file), 'utf8').replace(/\/\*[\s\S]*?\*\/|^\s*\/\/.*$/gm, '');
+    const local: string[] = [];
+    const packages: string[] = [];
+    for (const m of text.matchAll(SPEC)) {
+      const spec = m[2];
+      if (spec.startsWith('.')) {
+        const resolved = path.posix.normalize(path.posix.join(path.posix.dirname(file), spec)).replace(/\.js$/, '.ts');
+        local.push(resolved);
+      } else packages.push(spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]);
+    }
+    graph.set(file, { local, packages });
+  }
+  return graph;
+}
+
+const under = (file: string, folder: string) => file.startsWith(folder + '/');
+
+export function checkRules(graph: Map<string, { local: string[]; packages: string[] }>): Violation[] {
+  const violations: Violation[] = [];
+  for (const [file, { local, packages }] of graph) {
+    if (under(file, 'lib')) {
+      if (packages.includes('express') || packages.includes('express-openapi-validator')) {
+        violations.push({ file, message: 'the domain imports Express: take plain values, let http/ or a handler speak HTTP' });
+      }
+      for (const to of local) {
+        const edge = ['http', 'middleware', 'handlers'].find((f) => under(to, f));
+        if (edge) violations.push({ file, message: `the domain imports the HTTP edge (${to})` });
+      }
+    }
+    if (under(file, 'lib/platform')) {
+      for (const to of local) {
+        if (under(to, 'lib') && !under(to, 'lib/platform')) {
+          violations.push({ file, message: `lib/platform imports a capability (${to}): the floor depends on nothing above it` });
+        }
+        if (under(to, 'channel')) violations.push({ file, message: `lib/platform imports the channel (${to})` });
+      }
+    }
+    if (under(file, 'channel')) {
+      for (const to of local) {
+        if (!under(to, 'channel') && !under(to, 'lib/platform')) {
+          violations.push({ file, message: `channel/ is a leaf over lib/platform but imports ${to}` });
+        }
+      }
+    }
+  }
+  return violations.concat(cyclesOf(graph));
+}
+
+/** Every circle once, reported by its smallest member (Tarjan's strongly connected components). */
+export function cyclesOf(graph: Map<string, { local: string[] }>): Violation[] {
+  let index = 0;
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const idx = new Map<string, number>();
+  const low = new Map<string, number>();
+  const found: Violation[] = [];
+  const visit = (v: string): void => {
+    idx.set(v, index);
+    low.set(v, index++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v)?.local ?? []) {
+      if (!graph.has(w)) continue;
+      if (!idx.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, idx.get(w)!));
+    }
+    if (low.get(v) === idx.get(v)) {
+      const members: string[] = [];
+      let w: string;
+      do {
+        w = stack.pop()!;
+        onStack.delete(w);
+        members.push(w);
+      } while (w !== v);
+      if (members.length > 1) {
+        members.sort();
+        found.push({ file: members[0], message: `imports run in a circle: ${members.join(' ↔ ')}` });
+      }
+    }
+  };
+  for (const v of graph.keys()) if (!idx.has(v)) visit(v);
+  return found;
+}
+
+export function checkImports(root: string): Violation[] {
+  const files = ROOTS.flatMap((r) => walk(path.join(root, r), [])).map((f) => path.relative(root, f).split(path.sep).join('/'));
+  return checkRules(importsOf(root, files));
+}
+
+if (process.argv[1] && import.meta.url.endsWith(path.basename(process.argv[1]))) {
+  const violations = checkImports(process.cwd());
+  for (const v of violations) console.error(`${v.file}: ${v.message}`);
+  if (violations.length) {
+    console.error(`${violations.length} import rule violation(s); see scripts/check-imports.ts for the rules.`);
+    process.exit(1);
+  }
+  console.log('imports follow the house rules');
+}

@@ -1,0 +1,113 @@
+/**
+ * Operator CLI: campaigns (the approver's side: list, show, approve now or at a time, cancel), the
+ * number's throughput, and contact CSV imports with a progress display.
+ */
+import { createReadStream, statSync } from 'node:fs';
+import { flagValue, parseChoice, parseInteger, UsageError, type ParsedArgs } from './args.js';
+import type { Command } from './commands.js';
+import * as f from './format.js';
+
+const STATUSES = ['pending_approval', 'scheduled', 'sending', 'completed', 'canceled', 'failed'] as const;
+
+function broadcastRecord(b: Record<string, any>): string {
+  const pf = b.preflight;
+  const counts = b.counts ? Object.entries(b.counts).map(([k, v]) => `${k} ${v}`).join(', ') : '-';
+  return f.record([
+    ['id', b.id],
+    ['project', b.project_id],
+    ['name', b.name],
+    ['status', b.status + (b.status_reason ? ` (${b.status_reason})` : '')],
+    ['template', `${b.template_name} (${b.template_language}), ${b.category}`],
+    ['recipients', b.recipient_count ?? '-'],
+    ['pre-flight', pf ? `${pf.eligible} eligible; excluded ${Object.entries(pf.excluded).filter(([, v]) => v).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}; about ${pf.estimated_duration_seconds} s at ${pf.messages_per_second}/s` : '-'],
+    ['counts', counts],
+    ['scheduled', f.when(b.scheduled_at)],
+    ['waves', b.wave_size ? `first ${b.wave_size}; next ${b.wave_scheduled_count ?? 'all'} at ${f.when(b.wave_scheduled_at)}` : '-'],
+    ['retarget', b.retarget_parent_id ? `follow-up of ${b.retarget_parent_id}` : b.auto_retarget_quality ? `on (${b.retarget_count} spawned)` : 'off'],
+    ['created by', `${b.creator_name ?? '-'} (${b.created_by})`],
+    ['approved by', b.approved_by ?? '-'],
+  ]);
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export const BROADCAST_COMMANDS: Command[] = [
+  {
+    group: 'broadcasts', name: 'list', args: [], options: '[--status STATUS] [--project ID]', flags: ['status', 'project'],
+    summary: 'Campaigns of every project, newest first (--status pending_approval: the approval queue)',
+    async run(api, _pos, args: ParsedArgs) {
+      const status = flagValue(args, 'status');
+      const data = await api.listBroadcasts({ status: status === undefined ? undefined : parseChoice(status, '--status', STATUSES), project_id: flagValue(args, 'project'), limit: 100 });
+      const rows = data.broadcasts.map((b: any) => [b.id, b.project_id, b.status, b.name, b.template_name, f.when(b.scheduled_at ?? b.created_at)]);
+      return { data, human: f.table(['ID', 'PROJECT', 'STATUS', 'NAME', 'TEMPLATE', 'WHEN'], rows, 'No campaigns.') };
+    },
+  },
+  {
+    group: 'broadcasts', name: 'show', args: ['<broadcastId>'],
+    summary: 'A campaign with its pre-flight report, counts, waves and retarget state',
+    async run(api, [id]) {
+      const data = await api.getBroadcast(id);
+      return { data, human: broadcastRecord(data.broadcast) };
+    },
+  },
+  {
+    group: 'broadcasts', name: 'approve', args: ['<broadcastId>'], options: '[--at ISO-TIME] [--by NAME]', flags: ['at', 'by'],
+    summary: 'Approve a pending campaign: freeze its audience and send now or at --at',
+    async run(api, [id], args) {
+      const at = flagValue(args, 'at');
+      if (at !== undefined && Number.isNaN(Date.parse(at))) throw new UsageError(`--at ${at} is not a time (e.g. 2026-03-02T09:00:00Z)`);
+      const data = await api.approveBroadcast(id, { scheduled_at: at === undefined ? undefined : new Date(at).toISOString(), approved_by: flagValue(args, 'by') });
+      return { data, human: `Approved: ${(data.broadcast as any).recipient_count ?? '?'} recipients, scheduled for ${f.when((data.broadcast as any).scheduled_at)}.\n${broadcastRecord(data.broadcast)}` };
+    },
+  },
+  {
+    group: 'broadcasts', name: 'cancel', args: ['<broadcastId>'], options: '[--reason TEXT]', flags: ['reason'],
+    summary: 'Cancel a campaign (also while sending); recipients not yet sent become canceled',
+    async run(api, [id], args) {
+      const data = await api.cancelBroadcast(id, { reason: flagValue(args, 'reason') });
+      return { data, human: `Canceled.\n${broadcastRecord(data.broadcast)}` };
+    },
+  },
+  {
+    group: 'broadcasts', name: 'throughput', args: ['<projectId>', '<messagesPerSecond>'],
+    summary: "Set the project's number throughput (1 to 1,000 messages per second; broadcasts use 90% of it)",
+    async run(api, [projectId, mps]) {
+      const data = await api.setBroadcastThroughput(projectId, { messages_per_second: parseInteger(mps, '<messagesPerSecond>', 1, 1000) });
+      return { data, human: `Number ${data.phone_number_id}: ${data.messages_per_second}/s; broadcasts at ${data.broadcast_rate}/s.` };
+    },
+  },
+  {
+    group: 'contacts', name: 'import', args: ['<projectId>', '<file.csv>'], options: '[--country CALLING-CODE]', flags: ['country'],
+    summary: 'Import contacts from a CSV file (number, name, tags, opted_in), showing progress and the line report',
+    async run(api, [projectId, file], args) {
+      let size: number;
+      try {
+        size = statSync(file).size;
+      } catch (e) {
+        throw new UsageError(`cannot read ${file}: ${(e as Error).message}`, 'usage_error', false);
+      }
+      const started = await api.createContactImport(projectId, createReadStream(file), { default_country: flagValue(args, 'country'), filename: file.split('/').pop() });
+      let data = await api.getContactImport(started.import.id);
+      const tty = process.stderr.isTTY;
+      for (;;) {
+        const imp = data.import as any;
+        const line = `import ${imp.id}: ${imp.status} ${Math.round((imp.progress?.fraction ?? 0) * 100)}% of ${size} bytes, ${imp.counts?.rows ?? 0} rows`;
+        process.stderr.write(tty ? `\r${line}   ` : `${line}\n`);
+        if (imp.status === 'completed' || imp.status === 'failed') break;
+        await sleep(500);
+        data = await api.getContactImport(started.import.id);
+      }
+      if (tty) process.stderr.write('\n');
+      const imp = data.import as any;
+      const c = imp.counts ?? {};
+      const report = data.rows.map((r: any) => [r.line, r.outcome, r.reason]);
+      const human = [
+        `${imp.status}: ${c.rows} rows; created ${c.created}, updated ${c.updated}, unchanged ${c.unchanged}, merged ${c.merged}, rejected ${c.rejected}.`,
+        imp.ignored_columns?.length ? `Ignored columns: ${imp.ignored_columns.join(', ')}` : '',
+        imp.error ? `Error: ${imp.error}` : '',
+        report.length ? f.table(['LINE', 'OUTCOME', 'REASON'], report, '') : 'Every line was imported.',
+      ].filter(Boolean).join('\n');
+      return { data, human };
+    },
+  },
+];

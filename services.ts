@@ -1,0 +1,210 @@
+/**
+ * The one composition root: from a configuration and a reachable, migrated database, builds the
+ * services (pool, credential cache, counters, channel client, secret box), the HTTP app and the
+ * background jobs. server.ts adds what a process needs around it (embedded PostgreSQL, the
+ * bundled simulator, listening, signals); the tests build exactly the same thing with their own
+ * clock, counters and contract.
+ */
+import type { Express } from 'express';
+import { createApp } from './app.js';
+import type { AppDeps } from './http/app-deps.js';
+import type { Contract } from './http/contract.js';
+import { loadAdminContract, loadPublicContract, loadRuntimeContract } from './http/contracts.js';
+import type { Config } from './lib/platform/config.js';
+import { systemClock, type Clock } from './lib/platform/clock.js';
+import type { Logger } from './lib/platform/logger.js';
+import { openDatabase, type Database } from './lib/platform/db/database.js';
+import { createCounterStore, type CounterStore } from './lib/platform/counters.js';
+import { SecretBox, deriveKey } from './lib/platform/crypto-box.js';
+import { CredentialCache } from './lib/access/credential-cache.js';
+import { simulatedChannelProvisioner } from './lib/channel-settings/simulated-channel.js';
+import { CloudApiClient } from './channel/cloud-api.js';
+import { startJobs, type Jobs, type JobsOptions } from './jobs/index.js';
+import { createMetrics, type Metrics } from './lib/platform/metrics.js';
+import type { BotRuntime } from './lib/bot/runtime.js';
+import { readMigrations } from './lib/platform/db/migrate.js';
+import type { Readiness } from './http/operational.js';
+
+export interface ServicesOptions {
+  config: Config;
+  logger: Logger;
+  /** A reachable database with the migrations applied. */
+  databaseUrl: string;
+  /** Encrypts channel tokens and signing secrets; signs cursors (a derived key). */
+  masterKey: Buffer;
+  adminToken: string;
+  /** The Graph API (Meta, or the simulator). */
+  graphBaseUrl: string;
+  /** When the upstream is the simulator: new projects get a simulated number there. */
+  simulatorUrl?: string;
+  clock?: Clock;
+  /** Default: Redis at config.redisUrl, else in process. */
+  counters?: CounterStore;
+  /** Pool size of API requests; default config.databasePoolMax. */
+  poolMax?: number;
+  channelVersion?: string;
+  channelTimeoutMs?: number;
+  /** A contract and handlers of the caller's own (tests of the shared policy mechanism). */
+  contract?: Contract;
+  handlers?: Record<string, unknown>;
+  validateResponses?: boolean;
+  /** Told of responses that break the contract (tests fail on them; production only logs). */
+  onResponseViolation?: AppDeps['onResponseViolation'];
+  /** The deployed bots' runtime (lib/bot/runtime.ts); closed with the services. Without it no bot answers. */
+  bot?: BotRuntime;
+  /** Process metrics (CPU, memory, event loop) in /metrics; default true (tests turn them off). */
+  processMetrics?: boolean;
+  /** Background jobs: started now with these options, or not at all (false; see `startJobs`). */
+  jobs?: JobsOptions | false;
+}
+
+export interface Services {
+  deps: AppDeps;
+  db: Database;
+  app: Express;
+  /** The running background jobs, if started. */
+  readonly jobs: Jobs | undefined;
+  /** Starts the background jobs (again, after `stopJobs`: a restart as a deploy would do). */
+  startJobs(opts?: JobsOptions): Promise<Jobs>;
+  stopJobs(): Promise<void>;
+  /** Where the simulator sends this instance's callbacks, once it listens. */
+  setCallbackBase(url: string): void;
+  /** What /readyz reports; false from the moment `drain()` is called. */
+  readiness(): Promise<Readiness>;
+  /** A shutdown begins: /readyz answers 503 from now on, so load balancers stop sending. */
+  drain(): void;
+  metrics: Metrics;
+  /** Stops jobs, caches, counters and the pool (the HTTP server is the caller's). */
+  close(): Promise<void>;
+}
+
+export async function createServices(opts: ServicesOptions): Promise<Services> {
+  const { config, logger } = opts;
+  const clock = opts.clock ?? systemClock;
+  const db = await openDatabase(opts.databaseUrl, {
+    max: opts.poolMax ?? config.databasePoolMax,
+    logger,
+    acquireTimeoutMs: config.databaseAcquireTimeoutMs,
+    statementTimeoutMs: config.databaseStatementTimeoutMs,
+  });
+  const stops: Array<() => Promise<void>> = [() => db.close()];
+  try {
+    // Isolates stop after requests and jobs, before the pool.
+    if (opts.bot) stops.unshift(() => opts.bot!.close());
+    const credentialCache = new CredentialCache(db.pool, { ttlMs: config.credentialCacheTtlMs, enabled: config.credentialCacheTtlMs > 0, logger });
+    await credentialCache.start();
+    stops.unshift(() => credentialCache.stop());
+    const counters = opts.counters ?? createCounterStore({ redisUrl: config.redisUrl, timeoutMs: config.redisTimeoutMs, logger });
+    stops.unshift(() => counters.close());
+    const metrics = createMetrics({ defaultMetrics: opts.processMetrics ?? true });
+    const channel = new CloudApiClient({
+      baseUrl: opts.graphBaseUrl,
+      version: opts.channelVersion ?? config.graphApiVersion,
+      timeoutMs: opts.channelTimeoutMs ?? config.graphTimeoutMs,
+      logger,
+      onCall: (op, outcome, ms) => metrics.graphCall(op, outcome, ms / 1000),
+    });
+    stops.unshift(async () => channel.close?.());
+    const secretBox = new SecretBox(opts.masterKey);
+    let callbackBase = '';
+    const simulatorUrl = opts.simulatorUrl;
+    const deps: AppDeps = {
+      config, db, clock, logger, counters, channel, secretBox, credentialCache, metrics, bot: opts.bot,
+      contract: opts.contract ?? loadPublicContract(),
+      adminContract: loadAdminContract(),
+      runtimeContract: loadRuntimeContract(),
+      cursorSecret: deriveKey(opts.masterKey, 'cursor'),
+      provisionChannel: simulatorUrl
+        ? (projectId: string) => simulatedChannelProvisioner({ db, secretBox, logger }, simulatorUrl, callbackBase)(projectId)
+        : undefined,
+      validateResponses: opts.validateResponses ?? false,
+      onResponseViolation: opts.onResponseViolation,
+    };
+    let jobs: Jobs | undefined;
+    let draining = false;
+    let migrationsApplied = false;
+    const readiness = async (): Promise<Readiness> => {
+      const checks: Record<string, string> = {};
+      const bounded = <T>(p: Promise<T>) =>
+        Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timed out')), 2000).unref())]);
+      try {
+        await bounded(db.pool.query('SELECT 1'));
+        checks.database = 'ok';
+      } catch (e) {
+        checks.database = `unreachable (${e instanceof Error ? e.message : String(e)})`;
+      }
+      if (!migrationsApplied && checks.database === 'ok') {
+        try {
+          const local = (await readMigrations()).map((m) => m.name);
+          const { rows } = await bounded(db.pool.query<{ migration_name: string }>('SELECT migration_name FROM _prisma_migrations WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL'));
+          const applied = new Set(rows.map((r) => r.migration_name));
+          const missing = local.filter((n) => !applied.has(n));
+          migrationsApplied = missing.length === 0;
+          if (!migrationsApplied) checks.migrations = `not applied: ${missing.join(', ')}`;
+        } catch (e) {
+          checks.migrations = `unknown (${e instanceof Error ? e.message : String(e)})`;
+        }
+      }
+      if (migrationsApplied) checks.migrations = 'ok';
+      else checks.migrations ??= 'unknown';
+      checks.jobs = jobs ? 'ok' : 'not running';
+      const redis = counters as { isReady?: boolean };
+      checks.redis = !config.redisUrl ? 'not configured' : redis.isReady === false ? 'unreachable' : 'ok';
+      if (draining) checks.shutdown = 'draining';
+      const ready = !draining && Object.values(checks).every((v) => v === 'ok' || v === 'not configured');
+      return { ready, checks };
+    };
+    metrics.onCollect(async () => {
+      const out: { ready?: boolean; outboxPending?: number; jobsDue?: number } = { ready: (await readiness()).ready };
+      const count = async (sql: string) => Number((await db.pool.query<{ n: string }>(sql)).rows[0]?.n ?? 0);
+      out.outboxPending = await count('SELECT count(*) AS n FROM events WHERE dispatched_at IS NULL').catch(() => undefined);
+      out.jobsDue = await count(`SELECT count(*) AS n FROM agenda_jobs WHERE next_run_at <= now() AND locked_at IS NULL AND NOT coalesce(disabled, false)`).catch(() => undefined);
+      return out;
+    });
+    const app = createApp({ ...deps, handlers: opts.handlers, adminToken: opts.adminToken, readiness, simulatorUrl: opts.simulatorUrl });
+    opts.bot?.attach(deps);
+
+    const stopJobs = async () => {
+      const running = jobs;
+      jobs = undefined;
+      await running?.stop();
+    };
+    const start = async (jobOpts: JobsOptions = {}) => {
+      await stopJobs();
+      const observe = jobOpts.webhooks?.onAttempt;
+      const webhooks = {
+        ...jobOpts.webhooks,
+        onAttempt: (info: Parameters<NonNullable<typeof observe>>[0]) => {
+          metrics.delivery(info.kind === 'success' ? 'success' : info.kind === 'retry' ? 'failed_will_retry' : 'dropped', (clock.now().getTime() - info.eventCreatedAt.getTime()) / 1000);
+          observe?.(info);
+        },
+      };
+      return (jobs = await startJobs({ db, clock, logger, secretBox, config, channel, bot: opts.bot }, { ...jobOpts, webhooks }));
+    };
+    if (opts.jobs !== false) await start(opts.jobs);
+    stops.unshift(stopJobs);
+
+    return {
+      deps, db, app,
+      get jobs() {
+        return jobs;
+      },
+      startJobs: start,
+      stopJobs,
+      setCallbackBase: (url) => {
+        callbackBase = url;
+      },
+      readiness,
+      drain: () => {
+        draining = true;
+      },
+      metrics,
+      close: async () => {
+        for (const stop of stops) await stop().catch((e) => logger.warn(`shutdown step failed: ${e}`));
+      },
+    };
+  } catch (e) {
+    for (const stop of stops) await stop().catch(() => undefined);
+    throw e;
+  }
+}

@@ -1,0 +1,167 @@
+/**
+ * The dashboard in a real browser (headless Chromium): a first owner from the operator API sets a
+ * password through the setup link, signs out and in, mints a key (which then works on /v1/ping)
+ * and approves a broadcast (whose sends then reach the simulator). Every control has a label,
+ * the pages fit a phone's width, and keyboard alone can sign in. Screenshots: docs/ with UPDATE_SCREENSHOTS=1.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import request from 'supertest';
+import path from 'node:path';
+import os from 'node:os';
+import { mkdtempSync } from 'node:fs';
+import type { Browser, Page } from 'playwright-core';
+import { describeWithBrowser, launchBrowser } from './support/browser.js';
+import { startTestApp, type TestApp } from './support/app.js';
+import { api, engineFor, projectWithKey, runUntil, seedContacts, template } from './support/broadcasts.js';
+import { grant, PASSWORD } from './support/dashboard.js';
+import { PROJECT_ROOT } from '../lib/platform/project-root.js';
+
+// Screenshots are always taken; they replace the README's ones in docs/ only when asked
+// (UPDATE_SCREENSHOTS=1), so a test run never changes tracked files.
+const shotsDir = process.env.UPDATE_SCREENSHOTS ? path.join(PROJECT_ROOT, 'docs') : mkdtempSync(path.join(os.tmpdir(), 'dashboard-shots-'));
+const docs = (name: string) => path.join(shotsDir, name);
+
+/** Every visible form control and button has an accessible name (a label, aria-label or text). */
+async function unlabelled(page: Page): Promise<string[]> {
+  return page.evaluate(() => {
+    const out: string[] = [];
+    for (const el of Array.from(document.querySelectorAll('input, select, textarea, button'))) {
+      if ((el as HTMLInputElement).type === 'hidden') continue;
+      const id = el.getAttribute('id');
+      const named = el.getAttribute('aria-label') || (id && document.querySelector(`label[for="${id}"]`)) || el.closest('label') || (el.tagName === 'BUTTON' && el.textContent!.trim());
+      if (!named) out.push(el.outerHTML.slice(0, 80));
+    }
+    return out;
+  });
+}
+
+/** True when the page needs no horizontal scrolling at the viewport's width. */
+const fitsWidth = (page: Page) => page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
+
+describeWithBrowser(describe)('dashboard in Chromium', () => {
+  let t: TestApp;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    t = await startTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } });
+    browser = await launchBrowser();
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await t?.close();
+  });
+
+  it('When an owner signs in, mints a key and approves a broadcast, then the key works and the simulator receives the sends', async () => {
+    const { project, key, phoneNumberId } = await projectWithKey(t, ['broadcasts:read', 'broadcasts:manage', 'contacts:write']);
+    await template(t, project.id, 'spring_sale', 'Hello {{1}}, our spring sale starts today', 'MARKETING');
+    await seedContacts(t, project.id, [
+      { phone: '14155550101', name: 'Ana', optedIn: true },
+      { phone: '14155550102', name: 'Bo', optedIn: true },
+      { phone: '14155550103', name: 'Cy', optedIn: true },
+      { phone: '14155550104', name: 'Di', optedIn: false },
+      { phone: '14155550105', name: 'Ed', optedIn: true, optedOut: true },
+    ]);
+    const created = await api(t, key).post('/v1/broadcasts', {
+      name: 'Spring sale <launch>',
+      template_name: 'spring_sale',
+      template_language: 'en_US',
+      template_variables: { body: ['{{contact.name|friend}}'] },
+      audience: { filter: { match: 'all', conditions: [] } },
+    });
+    expect(created.status).toBe(201);
+    const broadcastId = created.body.data.broadcast.id as string;
+    const owner = 'owner@example.com';
+    const setup = (await grant(t, project.id, owner))!;
+
+    const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: t.baseUrl });
+    const page = await context.newPage();
+    // No request leaves the machine: the page loads only the service's own assets.
+    const foreign: string[] = [];
+    page.on('request', (r) => {
+      if (!r.url().startsWith(t.baseUrl!)) foreign.push(r.url());
+    });
+
+    // The setup link: choose a password, land signed in on the projects.
+    await page.goto(t.baseUrl + setup);
+    await page.getByLabel('New password').fill(PASSWORD);
+    await page.getByLabel('Repeat the password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Set password and sign in' }).click();
+    await page.waitForURL('**/dashboard/projects');
+    expect(await page.textContent('main')).toContain(project.id);
+    expect(await page.textContent('main')).toContain('simulated number');
+
+    // Sign out, then sign in with the keyboard only.
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.waitForURL('**/dashboard/login');
+    expect(await unlabelled(page)).toEqual([]);
+    await page.getByLabel('Email').focus();
+    await page.keyboard.type(owner);
+    await page.keyboard.press('Tab');
+    await page.keyboard.type(PASSWORD);
+    await page.keyboard.press('Enter');
+    await page.waitForURL('**/dashboard/projects');
+
+    // Keys: mint one with two scopes; the secret is shown once, with a copy button.
+    await page.goto(`${t.baseUrl}/dashboard/projects/${project.id}/keys`);
+    expect(await unlabelled(page)).toEqual([]);
+    await page.getByLabel('Name').fill('CRM sync');
+    await page.locator('#new-messages\\:send').check();
+    await page.locator('#new-contacts\\:read').check();
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const secret = (await page.textContent('#new-secret'))!;
+    expect(secret).toMatch(/^pk_live_[a-z0-9]{40}$/);
+    await page.getByRole('button', { name: 'Copy the secret' }).click();
+    await page.getByRole('button', { name: 'Copy the secret' }).filter({ hasText: 'Copied' }).waitFor();
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(secret);
+    const ping = await request(t.app).get('/v1/ping').set('Authorization', `Bearer ${secret}`);
+    expect(ping.status).toBe(200);
+    await page.screenshot({ path: docs('dashboard-keys.png'), fullPage: true });
+    await page.goto(`${t.baseUrl}/dashboard/projects/${project.id}/keys`);
+    expect(await page.content()).not.toContain(secret);
+
+    // Broadcasts: the pending one with its pre-flight report; approve it.
+    await page.goto(`${t.baseUrl}/dashboard/projects/${project.id}/broadcasts`);
+    expect(await unlabelled(page)).toEqual([]);
+    const card = page.locator(`#b-${broadcastId}`);
+    expect(await card.textContent()).toContain('Spring sale <launch>');
+    expect(await card.textContent()).toMatch(/3\s+eligible recipients/);
+    expect(await card.textContent()).toContain('Not opted in: 1');
+    expect(await card.textContent()).toContain('Opted out: 1');
+    expect(await card.textContent()).toContain('APPROVED');
+    await page.screenshot({ path: docs('dashboard-broadcasts.png'), fullPage: true });
+    await page.setViewportSize({ width: 375, height: 800 });
+    expect(await fitsWidth(page)).toBe(true);
+    await page.screenshot({ path: docs('dashboard-phone.png'), fullPage: true });
+    await page.setViewportSize({ width: 1100, height: 900 });
+    await card.getByRole('button', { name: /^Approve/ }).click();
+    await page.waitForURL(`**/broadcasts/${broadcastId}?done=approved`);
+    expect(await page.textContent('#broadcast-status')).toBe('scheduled');
+    expect(await page.textContent('main')).toContain(`by ${owner}`);
+
+    // The engine releases it; the simulator receives one send per recipient.
+    const engine = await engineFor(t);
+    try {
+      expect(await runUntil(t, engine, broadcastId, ['completed', 'failed'])).toBe('completed');
+    } finally {
+      await engine.stop();
+    }
+    const sent = (await request(t.sim!.url).get(`/_sim/messages?phone_number_id=${phoneNumberId}&limit=100`)).body.data as Array<{ to: string; payload: any }>;
+    expect(sent.map((m) => m.to).sort()).toEqual(['14155550101', '14155550102', '14155550103']);
+    expect(sent.find((m) => m.to === '14155550101')!.payload.template.components[0].parameters[0].text).toBe('Ana');
+    await page.reload();
+    expect(await page.textContent('#broadcast-status')).toBe('completed');
+    await page.screenshot({ path: docs('dashboard-broadcast-progress.png'), fullPage: true });
+
+    // A phone's width: nothing needs horizontal scrolling.
+    await page.setViewportSize({ width: 375, height: 800 });
+    for (const p of ['broadcasts', `broadcasts/${broadcastId}`, 'keys', 'audit', 'people']) {
+      await page.goto(`${t.baseUrl}/dashboard/projects/${project.id}/${p}`);
+      expect({ page: p, fits: await fitsWidth(page) }).toEqual({ page: p, fits: true });
+      expect(await unlabelled(page)).toEqual([]);
+    }
+    expect(foreign).toEqual([]);
+    await context.close();
+  }, 120_000);
+});

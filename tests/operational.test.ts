@@ -1,0 +1,114 @@
+/**
+ * What an operator and a load balancer probe: /healthz, /readyz (with its checks, 503 when
+ * PostgreSQL is gone and 200 again when it is back, without a restart; 503 from the start of a
+ * shutdown) and /metrics (the operator token; names; a send moves the counters; no personal data).
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import request from 'supertest';
+import { rm } from 'node:fs/promises';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from '../lib/platform/db/embedded.js';
+import { applyMigrations } from '../lib/platform/db/migrate.js';
+import { startTestApp, type TestApp } from './support/app.js';
+import { freePort, tempFolder } from './support/local.js';
+
+const quiet = { info: () => undefined, warn: () => undefined };
+
+describe('health, readiness and metrics', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp({ simulator: true, webhooks: true });
+  }, 60_000);
+  afterAll(async () => t?.close());
+
+  it('GET /healthz answers 200 with no credential, whatever the query string', async () => {
+    const res = await request(t.app).get('/healthz?probe=1&x=%00').expect(200);
+    expect(res.body).toEqual({ success: true, data: { status: 'ok' } });
+  });
+
+  it('GET /readyz lists its checks: database, migrations, jobs, redis', async () => {
+    const res = await request(t.app).get('/readyz?verbose=yes').expect(200);
+    expect(res.body.data).toEqual({ ready: true, checks: { database: 'ok', migrations: 'ok', jobs: 'ok', redis: 'not configured' } });
+  });
+
+  it('GET /readyz is 503 naming the failed check when the jobs do not run, and 200 again when they do', async () => {
+    await t.stopWebhooks();
+    const res = await request(t.app).get('/readyz').expect(503);
+    expect(res.body).toMatchObject({ success: false, error: { code: 'service_unavailable', details: { checks: { jobs: 'not running' } } } });
+    expect(res.body.error.message).toMatch(/jobs not running/);
+    expect(res.headers['retry-after']).toBe('2');
+    await t.restartWebhooks();
+    await request(t.app).get('/readyz').expect(200);
+  });
+
+  it('GET /metrics needs the operator token, in the envelope', async () => {
+    const none = await request(t.app).get('/metrics').expect(401);
+    expect(none.body).toMatchObject({ success: false, error: { code: 'api_key_required' }, request_id: expect.any(String) });
+    const wrong = await request(t.app).get('/metrics').set('Authorization', 'Bearer nope').expect(401);
+    expect(wrong.body.error.code).toBe('invalid_token');
+  });
+
+  it('GET /metrics has the request, send, Graph, delivery and depth series; a send moves them; no phone or key in any label', async () => {
+    const project = await t.admin.project('Metrics');
+    const key = (await t.admin.key(project.id, ['messages:send'])).secret;
+    const phone = '15550001234';
+    const channel = await t.db.prisma.channelSettings.findUniqueOrThrow({ where: { projectId: project.id } });
+    await request(t.sim!.url).post('/_sim/inbound').send({ phone_number_id: channel.phoneNumberId, from: phone, name: 'Ada', text: 'hi' }).expect(200);
+    const send = await request(t.app).post('/v1/messages').set('Authorization', `Bearer ${key}`).send({ type: 'text', phone, content: 'hello' });
+    const scrape = async () => (await request(t.app).get('/metrics').set('Authorization', `Bearer ${t.adminToken}`).expect(200)).text;
+    const text = await scrape();
+    for (const name of ['http_requests_total', 'http_request_duration_seconds', 'messages_sent_total', 'graph_calls_total', 'graph_call_duration_seconds', 'webhook_deliveries_total', 'webhook_delivery_lag_seconds', 'rate_limit_rejections_total', 'service_ready', 'event_outbox_pending', 'jobs_due']) {
+      expect(text).toContain(`# TYPE ${name} `);
+    }
+    expect(send.status).toBe(200);
+    const outcome = 'sent';
+    expect(text).toMatch(new RegExp(`messages_sent_total\\{type="text",outcome="${outcome}"\\} 1`));
+    expect(text).toMatch(/http_requests_total\{operation="sendMessage",status="\d+"\} 1/);
+    expect(text).toMatch(/service_ready 1/);
+    expect(text).toMatch(/graph_calls_total\{op="sendMessage",outcome="ok"\} 1/);
+    expect(text).not.toContain(phone);
+    expect(text).not.toContain(key);
+    expect(text).not.toContain('/v1/messages');
+  });
+
+  it('a shutdown turns /readyz to 503 first (draining), while /healthz still answers', async () => {
+    t.services.drain();
+    const res = await request(t.app).get('/readyz').expect(503);
+    expect(res.body.error.details.checks.shutdown).toBe('draining');
+    await request(t.app).get('/healthz').expect(200);
+  });
+});
+
+describe('readiness through a PostgreSQL outage', () => {
+  let dataDir: string;
+  let port: number;
+  let server: EmbeddedPostgres | undefined;
+  let t: TestApp;
+  const start = async () => (server = await startEmbeddedPostgres({ dataDir, port, logger: quiet }));
+
+  beforeAll(async () => {
+    dataDir = await tempFolder('svc-ready-');
+    port = await freePort();
+    await start();
+    await applyMigrations(server!.url, { logger: quiet });
+    t = await startTestApp({ databaseUrl: server!.url, config: { databaseAcquireTimeoutMs: 10_000 }, webhooks: true });
+  }, 120_000);
+  afterAll(async () => {
+    await t?.close().catch(() => undefined);
+    await server?.stop();
+    await rm(dataDir, { recursive: true, force: true });
+  }, 90_000);
+
+  it('is 503 with the database check failed while PostgreSQL is down, scrapes still answer, and 200 once it is back, without a restart', async () => {
+    await request(t.app).get('/readyz').expect(200);
+    await server!.stop();
+    const down = await request(t.app).get('/readyz').expect(503);
+    expect(down.body.error.details.checks.database).toMatch(/^unreachable/);
+    const scrape = await request(t.app).get('/metrics').set('Authorization', `Bearer ${t.adminToken}`).expect(200);
+    expect(scrape.text).toMatch(/service_ready 0/);
+    await start();
+    const until = Date.now() + 30_000;
+    let status = 0;
+    while (Date.now() < until && (status = (await request(t.app).get('/readyz')).status) !== 200) await new Promise((r) => setTimeout(r, 200));
+    expect(status).toBe(200);
+  }, 90_000);
+});

@@ -1,0 +1,36 @@
+/**
+ * A real headless Chromium for end-to-end page tests: Debian's `chromium` package driven by
+ * playwright-core (no browser download). `.ci/run` installs the package; on a machine without it
+ * `browserOrSkip()` says so and the page tests skip, so `npm test` still passes on bare Node.js.
+ */
+import { existsSync } from 'node:fs';
+import { chromium, type Browser } from 'playwright-core';
+
+export const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+
+/** True when a Chromium binary is installed where the page tests look for it. */
+export function hasChromium(): boolean {
+  return existsSync(chromiumPath);
+}
+
+/**
+ * Launches headless Chromium with the flags this closed network needs (no background networking,
+ * no component updates: otherwise it keeps trying to reach Google's hosts).
+ */
+export async function launchBrowser(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: chromiumPath,
+    headless: true,
+    args: [
+      '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync',
+    ],
+  });
+}
+
+/** `describe` when Chromium is installed, else `describe.skip` with a line saying why. */
+export function describeWithBrowser(describe: { (name: string, fn: () => void): void; skip: (name: string, fn: () => void) => void }) {
+  if (hasChromium()) return describe;
+  console.warn(`Chromium not found at ${chromiumPath}: page tests skipped (apt-get install chromium, or set CHROMIUM_PATH)`);
+  return describe.skip;
+}
