@@ -72,6 +72,8 @@ export function registerWebhookDelivery(ctx: JobContext, opts: WebhookDeliveryOp
   const touched = new Set<string>();
   /** Registration id → when it last changed (timer ms), as announced by PostgreSQL notifications. */
   const changes = new Map<string, number>();
+  /** Deliveries attempted here whose outcome is being written. */
+  const unsettled = new Set<string>();
   const shutdown = new AbortController();
   setMaxListeners(0, shutdown.signal); // one listener per attempt in flight
   let stopped = false;
@@ -108,7 +110,7 @@ export function registerWebhookDelivery(ctx: JobContext, opts: WebhookDeliveryOp
     maxQueued: policy.maxQueued,
     onError: (e) => logger.error('webhook attempt failed unexpectedly', { error: e instanceof Error ? e.stack ?? e.message : String(e) }),
     run: async (item) => {
-      await attemptDelivery(
+      const attempted = await attemptDelivery(
         {
           pool, clock: deps.clock, timer, secretBox: deps.secretBox, policy, agents, logger, outcomes,
           allowPrivate: deps.config.devAllowPrivateTargets,
@@ -118,6 +120,11 @@ export function registerWebhookDelivery(ctx: JobContext, opts: WebhookDeliveryOp
         },
         item,
       );
+      if (attempted) {
+        // Until its outcome is committed the delivery still looks pending: the sweep must not retake it.
+        unsettled.add(item.id);
+        void attempted.written.catch(() => undefined).finally(() => unsettled.delete(item.id));
+      }
       if (waitingForRoom && dispatcher.hasRoom()) {
         waitingForRoom = false;
         kick();
@@ -151,8 +158,8 @@ export function registerWebhookDelivery(ctx: JobContext, opts: WebhookDeliveryOp
     const room = policy.maxQueued - (dispatcher.size.queued + dispatcher.size.running);
     if (room <= 0 || stopped) return;
     const now = timer.now();
-    // Ids queued or running here are ours already (their claims are kept alive): never counted twice.
-    const overdue = (await overdueDeliveries(pool, new Date(now.getTime() - graceMs), Math.min(room, 1000))).filter((d) => !dispatcher.has(d.id));
+    // Ids queued, running or being settled here are ours already (their claims are kept alive): never counted twice.
+    const overdue = (await overdueDeliveries(pool, new Date(now.getTime() - graceMs), Math.min(room, 1000))).filter((d) => !dispatcher.has(d.id) && !unsettled.has(d.id));
     const exhausted = overdue.filter((d) => d.attempts >= MAX_ATTEMPTS);
     const open = overdue.filter((d) => d.attempts < MAX_ATTEMPTS).map((d) => d.id);
     const claims = await claimDeliveries(pool, open, now, new Date(now.getTime() + policy.leaseMs));
@@ -171,15 +178,25 @@ export function registerWebhookDelivery(ctx: JobContext, opts: WebhookDeliveryOp
     const now = timer.now().getTime();
     const soon = now + 2 * policy.sweepEveryMs;
     const lapsing = dispatcher.waiting().flatMap((i) => (i.claim && i.claim.leaseUntil.getTime() < soon ? [i.claim] : []));
-    for (let at = 0; at < lapsing.length; at += 1000) {
-      const chunk = lapsing.slice(at, at + 1000);
-      const leaseUntil = new Date(now + policy.leaseMs);
-      const extended = new Set(await extendClaims(pool, chunk, leaseUntil));
-      for (const c of chunk) {
-        if (!extended.has(c.id)) continue;
-        c.leaseUntil = leaseUntil;
-        c.extended = true;
+    if (lapsing.length === 0) return;
+    const leaseUntil = new Date(now + policy.leaseMs);
+    const extending = (async () => {
+      for (let at = 0; at < lapsing.length; at += 1000) {
+        const chunk = lapsing.slice(at, at + 1000);
+        const extended = new Set(await extendClaims(pool, chunk, leaseUntil));
+        for (const c of chunk) {
+          if (!extended.has(c.id)) continue;
+          c.leaseUntil = leaseUntil;
+          c.extended = true;
+        }
       }
+    })();
+    // An attempt that starts meanwhile waits for this (both would update the same lease).
+    for (const c of lapsing) c.extending = extending;
+    try {
+      await extending;
+    } finally {
+      for (const c of lapsing) if (c.extending === extending) c.extending = undefined;
     }
   };
 

@@ -81,6 +81,8 @@ async function hold(ctx: AttemptContext, item: DeliveryItem): Promise<ClaimedDel
   const now = ctx.timer.now();
   const leaseUntil = new Date(now.getTime() + ctx.policy.leaseMs);
   if (item.claim) {
+    // A concurrent extension changes the lease this renewal would match on: wait for it first.
+    if (item.claim.extending) await item.claim.extending.catch(() => undefined);
     // The claim is used as is unless its registration changed since it was made (new URL,
     // disabled, deleted) or its lease could lapse during the attempt: then it is renewed, which
     // re-reads the registration and checks that the delivery is still pending.

@@ -32,6 +32,8 @@ export interface ClaimedDelivery {
   leaseUntil: Date;
   /** Kept alive while queued (claims.ts extendClaims): older than a lease, so its registration is re-read before use. */
   extended?: boolean;
+  /** Set while the sweep is extending this claim: an attempt starting meanwhile waits for it (the two would race on the lease). */
+  extending?: Promise<unknown>;
 }
 
 const CLAIM_RETURNING = `RETURNING d.id, d.webhook_id, d.attempts, d.event, e.url, e.secret_enc,
