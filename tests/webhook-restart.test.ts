@@ -209,3 +209,28 @@ describe('restarts', () => {
     }
   }, 40_000);
 });
+
+describe('a claim kept alive while its attempt starts', () => {
+  it('When the sweep has just extended a queued claim as its attempt starts, then the attempt waits for the extension and posts once, counted once', async () => {
+    const { webhookId, emit } = await setup('/extend-race', { kind: 'status', status: 200 });
+    await t.stopWebhooks();
+    await emit();
+    // A claim about to lapse (under the attempt timeout plus 2 s): the attempt must renew it.
+    const { deliveries } = await fanOutBatch(t.db.pool, 100, t.clock.now(), new Date(Date.now() + 3000));
+    const claim = deliveries.find((d) => d.webhookId === webhookId)!;
+    // The sweep's extension is committed, but the in-memory claim learns of it a moment later.
+    const { extendClaims } = await import('../lib/webhooks/claims.js');
+    const leaseUntil = new Date(Date.now() + 30_000);
+    expect(await extendClaims(t.db.pool, [{ id: claim.id, leaseUntil: claim.leaseUntil }], leaseUntil)).toEqual([claim.id]);
+    claim.extending = sleep(100).then(() => {
+      claim.leaseUntil = leaseUntil;
+      claim.extended = true;
+    });
+    const attempted = await attemptDelivery(crashingWorker(), { id: claim.id, webhookId, claim });
+    expect(attempted).toBeDefined();
+    await rx.waitFor('/extend-race', 1);
+    const { rows } = await t.db.pool.query('SELECT attempts FROM webhook_deliveries WHERE id = $1', [claim.id]);
+    expect(rows[0].attempts).toBe(1);
+    await t.restartWebhooks();
+  });
+});
