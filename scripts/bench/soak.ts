@@ -82,6 +82,13 @@ export const benchSoak: BenchSection = async (ctx) => {
   const perTenth = rows / 10;
   const latencies: number[][] = Array.from({ length: 10 }, () => []);
   const failures = new Array<number>(10).fill(0);
+  /** Non-200 answers by kind and status (0: no answer), so a failure column can be read. */
+  const failureKinds = new Map<string, number>();
+  const failed = (tenth: number, kind: string, status: number) => {
+    failures[tenth]++;
+    const k = `${kind} ${status}`;
+    failureKinds.set(k, (failureKinds.get(k) ?? 0) + 1);
+  };
   const sendsIssued = new Array<number>(10).fill(0);
   const samples: Sample[] = [];
   const sample = async (messages: number): Promise<void> => {
@@ -109,10 +116,10 @@ export const benchSoak: BenchSection = async (ctx) => {
     const tenth = tenthOf(n);
     const p = (n % (replies + 1) === 0
       ? inbound(phone, `question ${exchange}`).then((status) => {
-          if (status !== 200) failures[tenth]++;
+          if (status !== 200) failed(tenth, 'inbound', status);
         })
       : (sendsIssued[tenth]++, send(phone, `answer ${n}`)).then((status) => {
-          if (status !== 200) failures[tenth]++;
+          if (status !== 200) failed(tenth, 'send', status);
           else latencies[tenth].push(performance.now() - due);
         })
     ).then(() => {
@@ -180,6 +187,7 @@ export const benchSoak: BenchSection = async (ctx) => {
     console.log(`last tenth vs first: p50 ${first.p50.toFixed(1)} → ${last.p50.toFixed(1)} ms, p99 ${first.p99.toFixed(1)} → ${last.p99.toFixed(1)} ms, CPU (service + PostgreSQL) ${first.cpu.toFixed(2)} → ${last.cpu.toFixed(2)} ms/msg; goal within 15% → ${within(first.p99, last.p99) && within(first.cpu, last.cpu) ? 'met' : 'NOT met'}`);
     console.log(`service RSS: ${samples[1].rss} → ${samples[samples.length - 1].rss} MB`);
   }
+  if (failureKinds.size > 0) console.log(`non-200 answers: ${[...failureKinds].map(([k, n]) => `${k}: ${n}`).join(', ')}`);
   if (stopped) console.log(`(interrupted after ${issued} of ${rows} messages)`);
   await pool.end();
 };
