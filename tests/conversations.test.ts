@@ -231,8 +231,8 @@ describe('GET /v1/conversations', () => {
       await client.query('SET LOCAL enable_bitmapscan = off');
       await client.query('SET LOCAL enable_sort = off'); // a Sort still shows if no plan can avoid it
       const plan = (await client.query(`EXPLAIN ${q.text}`, q.values)).rows.map((r) => r['QUERY PLAN']).join('\n');
-      expect(plan).toMatch(/Index Scan using conversations_project_id_order_at_id_idx/);
-      expect(plan).toMatch(/Index Cond: \(\(project_id = .*ROW\(order_at, id\) < ROW/s);
+      expect(plan).toMatch(/Index (Only )?Scan using conversation_order_project_id_order_at_conversation_id_idx/);
+      expect(plan).toMatch(/Index Cond: \(\(project_id = .*ROW\(order_at, conversation_id\) < ROW/s);
       expect(plan).not.toMatch(/Sort/);
     } finally {
       await client.query('ROLLBACK');

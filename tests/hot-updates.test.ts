@@ -120,6 +120,40 @@ describe('HOT updates on the send and status path', () => {
     expect(d('contacts').ins).toBe(0);
   });
 
+  it('When every exchange moves its conversation to the top of the list (the soak\'s shape), then conversations are still updated HOT and the list order agrees with them', async () => {
+    const { project, key, phones, inbound, send } = await setup(6);
+    await settled(project.id, 0);
+    await sleep(1200);
+    const before = await tableStats();
+    // 1 inbound + 4 replies per exchange, customers in turn: each exchange starts with a reorder
+    // (with the order index on conversations, one update in five could not be HOT).
+    let sends = 0;
+    for (let round = 0; round < 3; round++) {
+      for (const phone of phones) {
+        t.clock.advance(1000);
+        await inbound(phone, `question ${round}`);
+        for (let k = 0; k < 4; k++) {
+          t.clock.advance(100);
+          expect((await send(phone, `answer ${round}.${k}`)).status).toBe(200);
+          sends++;
+        }
+      }
+    }
+    await settled(project.id, sends);
+    const inboundCount = phones.length * 3;
+    const d = await statsWhen(before, (d) => d('conversations').upd >= sends + inboundCount);
+    expect(d('conversations').upd).toBe(sends + inboundCount);
+    expect(d('conversations').hot / d('conversations').upd).toBeGreaterThanOrEqual(0.9);
+    const { rows } = await t.db.pool.query(
+      `SELECT count(*)::int AS n FROM conversations c LEFT JOIN conversation_order o ON o.conversation_id = c.id
+        WHERE c.project_id = $1 AND (o.order_at IS DISTINCT FROM c.order_at OR o.project_id IS DISTINCT FROM c.project_id)`,
+      [project.id],
+    );
+    expect(rows[0].n).toBe(0);
+    const listed = (await request(t.app).get('/v1/conversations').set('Authorization', `Bearer ${key}`).expect(200)).body.data.conversations as Array<{ contact: { phone: string } }>;
+    expect(listed.map((c) => c.contact.phone.replace('+', ''))).toEqual([...phones].reverse());
+  });
+
   it('When a conversation other than the first gets a message, then it moves to the top of the list, and the first keeps its place when it is written to again', async () => {
     const { key, phones, send } = await setup(3);
     const list = async () =>

@@ -82,6 +82,13 @@ export type Contact = Prisma.ContactModel
  */
 export type Conversation = Prisma.ConversationModel
 /**
+ * Model ConversationOrder
+ * The conversation list's order, apart from `conversations` so that a message's update of its
+ * conversation is always HOT: only a reorder writes here, to a narrow row with two index entries.
+ * Kept equal to conversations.order_at by triggers (never written by the service itself).
+ */
+export type ConversationOrder = Prisma.ConversationOrderModel
+/**
  * Model Message
  * 
  */

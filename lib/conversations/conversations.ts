@@ -5,7 +5,8 @@
  * - Keyset paging everywhere: the list is ordered by (order_at DESC, id DESC), the recent-activity
  *   order (lib/conversations/order.ts: the same order as last_message_at's), and the next page
  *   starts with the row-value predicate `(order_at, id) < ($t, $id)`, which PostgreSQL turns into
- *   an index condition on `(project_id, order_at DESC, id DESC)`. A deep page
+ *   an index condition on `conversation_order (project_id, order_at DESC, conversation_id DESC)`
+ *   (the order's own narrow table, so that a message's update of its conversation is HOT). A deep page
  *   costs what the first does, and rows inserted meanwhile never shift the pages still to come.
  *   A conversation's messages page by `id DESC` on `(conversation_id, id DESC)`.
  * - Every statement carries `project_id = $project`: a row of another project is simply absent.
@@ -69,7 +70,7 @@ export function conversationPageQuery(
   take: number,
 ): { text: string; values: unknown[] } {
   const values: unknown[] = [projectId];
-  const where = ['c.project_id = $1'];
+  const where = ['o.project_id = $1'];
   const param = (v: unknown) => {
     values.push(v);
     return `$${values.length}`;
@@ -78,13 +79,14 @@ export function conversationPageQuery(
   if (filters.phone !== undefined) where.push(`ct.phone = ${param(filters.phone)}`);
   if (filters.since !== undefined) where.push(`c.last_message_at >= ${param(filters.since)}::timestamptz`);
   if (after) {
-    where.push(`(c.order_at, c.id) < (${param(after.orderAt)}::timestamptz, ${param(after.id.toString())}::bigint)`);
+    where.push(`(o.order_at, o.conversation_id) < (${param(after.orderAt)}::timestamptz, ${param(after.id.toString())}::bigint)`);
   }
   const text = `SELECT ${CONVERSATION_COLUMNS}
-    FROM conversations c
+    FROM conversation_order o
+    JOIN conversations c ON c.id = o.conversation_id AND c.project_id = o.project_id
     JOIN contacts ct ON ct.id = c.contact_id AND ct.project_id = c.project_id
     WHERE ${where.join(' AND ')}
-    ORDER BY c.order_at DESC, c.id DESC
+    ORDER BY o.order_at DESC, o.conversation_id DESC
     LIMIT ${param(take)}`;
   return { text, values };
 }

@@ -10,6 +10,10 @@
  * first, and the next conversation to pass it does so with a later time than its exact one, so
  * ordering by `order_at` is ordering by `last_message_at` (two conversations updated at the same
  * instant may tie-break either way).
+ *
+ * The index on the order lives on `conversation_order` (one narrow row per conversation, kept
+ * equal to `order_at` by triggers), so that no per-message update of `conversations` touches an
+ * indexed column: those are all HOT, and only a reorder writes an index entry, to the narrow table.
  */
 
 /**
@@ -22,8 +26,8 @@ export const MESSAGE_ACTIVITY_SET_SQL = `
   updated_at = EXCLUDED.updated_at,
   order_at = CASE
     WHEN EXCLUDED.last_message_at > conversations.order_at AND EXISTS (
-      SELECT 1 FROM conversations ahead
+      SELECT 1 FROM conversation_order ahead
       WHERE ahead.project_id = conversations.project_id
-        AND (ahead.order_at, ahead.id) > (conversations.order_at, conversations.id))
+        AND (ahead.order_at, ahead.conversation_id) > (conversations.order_at, conversations.id))
     THEN GREATEST(conversations.last_message_at, EXCLUDED.last_message_at)
     ELSE conversations.order_at END`;

@@ -60,6 +60,8 @@ export const benchSoak: BenchSection = async (ctx) => {
   const phones = Array.from({ length: customers }, (_, i) => `1415777${String(i).padStart(4, '0')}`);
   const pool = benchPool(await benchDatabaseUrl());
 
+  /** Requests that got no answer, by error code (status 0 in the failure counts). */
+  const socketErrors = new Map<string, number>();
   const agent = new http.Agent({ keepAlive: true, maxSockets: 200 });
   const post = (url: string, headers: Record<string, string>, body: string) =>
     new Promise<number>((resolve) => {
@@ -67,7 +69,10 @@ export const benchSoak: BenchSection = async (ctx) => {
         res.resume();
         res.on('end', () => resolve(res.statusCode ?? 0));
       });
-      req.on('error', () => resolve(0));
+      req.on('error', (e: NodeJS.ErrnoException) => {
+        socketErrors.set(e.code ?? e.message, (socketErrors.get(e.code ?? e.message) ?? 0) + 1);
+        resolve(0);
+      });
       req.end(body);
     });
   const inbound = (from: string, text: string) =>
@@ -188,6 +193,7 @@ export const benchSoak: BenchSection = async (ctx) => {
     console.log(`service RSS: ${samples[1].rss} → ${samples[samples.length - 1].rss} MB`);
   }
   if (failureKinds.size > 0) console.log(`non-200 answers: ${[...failureKinds].map(([k, n]) => `${k}: ${n}`).join(', ')}`);
+  if (socketErrors.size > 0) console.log(`no answer (status 0), by error: ${[...socketErrors].map(([k, n]) => `${k}: ${n}`).join(', ')}`);
   if (stopped) console.log(`(interrupted after ${issued} of ${rows} messages)`);
   await pool.end();
 };

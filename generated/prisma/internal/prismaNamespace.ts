@@ -405,6 +405,7 @@ export const ModelName = {
   ChannelSettings: 'ChannelSettings',
   Contact: 'Contact',
   Conversation: 'Conversation',
+  ConversationOrder: 'ConversationOrder',
   Message: 'Message',
   Event: 'Event',
   IdempotencyRecord: 'IdempotencyRecord',
@@ -449,7 +450,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "project" | "apiKey" | "agentConnection" | "connectionProject" | "accessToken" | "channelSettings" | "contact" | "conversation" | "message" | "event" | "idempotencyRecord" | "sendCounter" | "template" | "webhookEndpoint" | "webhookDelivery" | "webhookAttempt" | "runtimeToken" | "mediaAsset" | "headerSample" | "segment" | "broadcast" | "broadcastRecipient" | "broadcastPacing" | "contactImport" | "contactImportRow" | "contactImportPhone" | "codeFile" | "deployment" | "botRelease" | "botLog" | "botInbox" | "flow" | "flowVersion" | "dashboardAccount" | "dashboardMembership" | "dashboardSession" | "dashboardAudit"
+    modelProps: "project" | "apiKey" | "agentConnection" | "connectionProject" | "accessToken" | "channelSettings" | "contact" | "conversation" | "conversationOrder" | "message" | "event" | "idempotencyRecord" | "sendCounter" | "template" | "webhookEndpoint" | "webhookDelivery" | "webhookAttempt" | "runtimeToken" | "mediaAsset" | "headerSample" | "segment" | "broadcast" | "broadcastRecipient" | "broadcastPacing" | "contactImport" | "contactImportRow" | "contactImportPhone" | "codeFile" | "deployment" | "botRelease" | "botLog" | "botInbox" | "flow" | "flowVersion" | "dashboardAccount" | "dashboardMembership" | "dashboardSession" | "dashboardAudit"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -1042,6 +1043,80 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         count: {
           args: Prisma.ConversationCountArgs<ExtArgs>
           result: runtime.Types.Utils.Optional<Prisma.ConversationCountAggregateOutputType> | number
+        }
+      }
+    }
+    ConversationOrder: {
+      payload: Prisma.$ConversationOrderPayload<ExtArgs>
+      fields: Prisma.ConversationOrderFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.ConversationOrderFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ConversationOrderPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.ConversationOrderFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ConversationOrderPayload>
+        }
+        findFirst: {
+          args: Prisma.ConversationOrderFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ConversationOrderPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.ConversationOrderFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ConversationOrderPayload>
+        }
+        findMany: {
+          args: Prisma.ConversationOrderFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ConversationOrderPayload>[]
+        }
+        create: {
+          args: Prisma.ConversationOrderCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ConversationOrderPayload>
+        }
+        createMany: {
+          args: Prisma.ConversationOrderCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.ConversationOrderCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ConversationOrderPayload>[]
+        }
+        delete: {
+          args: Prisma.ConversationOrderDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ConversationOrderPayload>
+        }
+        update: {
+          args: Prisma.ConversationOrderUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ConversationOrderPayload>
+        }
+        deleteMany: {
+          args: Prisma.ConversationOrderDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.ConversationOrderUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.ConversationOrderUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ConversationOrderPayload>[]
+        }
+        upsert: {
+          args: Prisma.ConversationOrderUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ConversationOrderPayload>
+        }
+        aggregate: {
+          args: Prisma.ConversationOrderAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateConversationOrder>
+        }
+        groupBy: {
+          args: Prisma.ConversationOrderGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ConversationOrderGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.ConversationOrderCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ConversationOrderCountAggregateOutputType> | number
         }
       }
     }
@@ -3341,6 +3416,15 @@ export const ConversationScalarFieldEnum = {
 export type ConversationScalarFieldEnum = (typeof ConversationScalarFieldEnum)[keyof typeof ConversationScalarFieldEnum]
 
 
+export const ConversationOrderScalarFieldEnum = {
+  conversationId: 'conversationId',
+  projectId: 'projectId',
+  orderAt: 'orderAt'
+} as const
+
+export type ConversationOrderScalarFieldEnum = (typeof ConversationOrderScalarFieldEnum)[keyof typeof ConversationOrderScalarFieldEnum]
+
+
 export const MessageScalarFieldEnum = {
   id: 'id',
   projectId: 'projectId',
@@ -4110,6 +4194,7 @@ export type GlobalOmitConfig = {
   channelSettings?: Prisma.ChannelSettingsOmit
   contact?: Prisma.ContactOmit
   conversation?: Prisma.ConversationOmit
+  conversationOrder?: Prisma.ConversationOrderOmit
   message?: Prisma.MessageOmit
   event?: Prisma.EventOmit
   idempotencyRecord?: Prisma.IdempotencyRecordOmit

@@ -59,6 +59,7 @@ export const ModelName = {
   ChannelSettings: 'ChannelSettings',
   Contact: 'Contact',
   Conversation: 'Conversation',
+  ConversationOrder: 'ConversationOrder',
   Message: 'Message',
   Event: 'Event',
   IdempotencyRecord: 'IdempotencyRecord',
@@ -215,6 +216,15 @@ export const ConversationScalarFieldEnum = {
 } as const
 
 export type ConversationScalarFieldEnum = (typeof ConversationScalarFieldEnum)[keyof typeof ConversationScalarFieldEnum]
+
+
+export const ConversationOrderScalarFieldEnum = {
+  conversationId: 'conversationId',
+  projectId: 'projectId',
+  orderAt: 'orderAt'
+} as const
+
+export type ConversationOrderScalarFieldEnum = (typeof ConversationOrderScalarFieldEnum)[keyof typeof ConversationOrderScalarFieldEnum]
 
 
 export const MessageScalarFieldEnum = {

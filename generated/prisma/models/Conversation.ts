@@ -255,6 +255,7 @@ export type ConversationWhereInput = {
   project?: Prisma.XOR<Prisma.ProjectScalarRelationFilter, Prisma.ProjectWhereInput>
   contact?: Prisma.XOR<Prisma.ContactScalarRelationFilter, Prisma.ContactWhereInput>
   messages?: Prisma.MessageListRelationFilter
+  order?: Prisma.XOR<Prisma.ConversationOrderNullableScalarRelationFilter, Prisma.ConversationOrderWhereInput> | null
 }
 
 export type ConversationOrderByWithRelationInput = {
@@ -270,6 +271,7 @@ export type ConversationOrderByWithRelationInput = {
   project?: Prisma.ProjectOrderByWithRelationInput
   contact?: Prisma.ContactOrderByWithRelationInput
   messages?: Prisma.MessageOrderByRelationAggregateInput
+  order?: Prisma.ConversationOrderOrderByWithRelationInput
 }
 
 export type ConversationWhereUniqueInput = Prisma.AtLeast<{
@@ -289,6 +291,7 @@ export type ConversationWhereUniqueInput = Prisma.AtLeast<{
   project?: Prisma.XOR<Prisma.ProjectScalarRelationFilter, Prisma.ProjectWhereInput>
   contact?: Prisma.XOR<Prisma.ContactScalarRelationFilter, Prisma.ContactWhereInput>
   messages?: Prisma.MessageListRelationFilter
+  order?: Prisma.XOR<Prisma.ConversationOrderNullableScalarRelationFilter, Prisma.ConversationOrderWhereInput> | null
 }, "id" | "projectId_contactId">
 
 export type ConversationOrderByWithAggregationInput = {
@@ -334,6 +337,7 @@ export type ConversationCreateInput = {
   project: Prisma.ProjectCreateNestedOneWithoutConversationsInput
   contact: Prisma.ContactCreateNestedOneWithoutConversationsInput
   messages?: Prisma.MessageCreateNestedManyWithoutConversationInput
+  order?: Prisma.ConversationOrderCreateNestedOneWithoutConversationInput
 }
 
 export type ConversationUncheckedCreateInput = {
@@ -347,6 +351,7 @@ export type ConversationUncheckedCreateInput = {
   createdAt?: Date | string
   updatedAt?: Date | string
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutConversationInput
+  order?: Prisma.ConversationOrderUncheckedCreateNestedOneWithoutConversationInput
 }
 
 export type ConversationUpdateInput = {
@@ -360,6 +365,7 @@ export type ConversationUpdateInput = {
   project?: Prisma.ProjectUpdateOneRequiredWithoutConversationsNestedInput
   contact?: Prisma.ContactUpdateOneRequiredWithoutConversationsNestedInput
   messages?: Prisma.MessageUpdateManyWithoutConversationNestedInput
+  order?: Prisma.ConversationOrderUpdateOneWithoutConversationNestedInput
 }
 
 export type ConversationUncheckedUpdateInput = {
@@ -373,6 +379,7 @@ export type ConversationUncheckedUpdateInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   messages?: Prisma.MessageUncheckedUpdateManyWithoutConversationNestedInput
+  order?: Prisma.ConversationOrderUncheckedUpdateOneWithoutConversationNestedInput
 }
 
 export type ConversationCreateManyInput = {
@@ -559,6 +566,20 @@ export type ConversationUncheckedUpdateManyWithoutContactNestedInput = {
   deleteMany?: Prisma.ConversationScalarWhereInput | Prisma.ConversationScalarWhereInput[]
 }
 
+export type ConversationCreateNestedOneWithoutOrderInput = {
+  create?: Prisma.XOR<Prisma.ConversationCreateWithoutOrderInput, Prisma.ConversationUncheckedCreateWithoutOrderInput>
+  connectOrCreate?: Prisma.ConversationCreateOrConnectWithoutOrderInput
+  connect?: Prisma.ConversationWhereUniqueInput
+}
+
+export type ConversationUpdateOneRequiredWithoutOrderNestedInput = {
+  create?: Prisma.XOR<Prisma.ConversationCreateWithoutOrderInput, Prisma.ConversationUncheckedCreateWithoutOrderInput>
+  connectOrCreate?: Prisma.ConversationCreateOrConnectWithoutOrderInput
+  upsert?: Prisma.ConversationUpsertWithoutOrderInput
+  connect?: Prisma.ConversationWhereUniqueInput
+  update?: Prisma.XOR<Prisma.XOR<Prisma.ConversationUpdateToOneWithWhereWithoutOrderInput, Prisma.ConversationUpdateWithoutOrderInput>, Prisma.ConversationUncheckedUpdateWithoutOrderInput>
+}
+
 export type ConversationCreateNestedOneWithoutMessagesInput = {
   create?: Prisma.XOR<Prisma.ConversationCreateWithoutMessagesInput, Prisma.ConversationUncheckedCreateWithoutMessagesInput>
   connectOrCreate?: Prisma.ConversationCreateOrConnectWithoutMessagesInput
@@ -583,6 +604,7 @@ export type ConversationCreateWithoutProjectInput = {
   updatedAt?: Date | string
   contact: Prisma.ContactCreateNestedOneWithoutConversationsInput
   messages?: Prisma.MessageCreateNestedManyWithoutConversationInput
+  order?: Prisma.ConversationOrderCreateNestedOneWithoutConversationInput
 }
 
 export type ConversationUncheckedCreateWithoutProjectInput = {
@@ -595,6 +617,7 @@ export type ConversationUncheckedCreateWithoutProjectInput = {
   createdAt?: Date | string
   updatedAt?: Date | string
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutConversationInput
+  order?: Prisma.ConversationOrderUncheckedCreateNestedOneWithoutConversationInput
 }
 
 export type ConversationCreateOrConnectWithoutProjectInput = {
@@ -648,6 +671,7 @@ export type ConversationCreateWithoutContactInput = {
   updatedAt?: Date | string
   project: Prisma.ProjectCreateNestedOneWithoutConversationsInput
   messages?: Prisma.MessageCreateNestedManyWithoutConversationInput
+  order?: Prisma.ConversationOrderCreateNestedOneWithoutConversationInput
 }
 
 export type ConversationUncheckedCreateWithoutContactInput = {
@@ -660,6 +684,7 @@ export type ConversationUncheckedCreateWithoutContactInput = {
   createdAt?: Date | string
   updatedAt?: Date | string
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutConversationInput
+  order?: Prisma.ConversationOrderUncheckedCreateNestedOneWithoutConversationInput
 }
 
 export type ConversationCreateOrConnectWithoutContactInput = {
@@ -688,6 +713,74 @@ export type ConversationUpdateManyWithWhereWithoutContactInput = {
   data: Prisma.XOR<Prisma.ConversationUpdateManyMutationInput, Prisma.ConversationUncheckedUpdateManyWithoutContactInput>
 }
 
+export type ConversationCreateWithoutOrderInput = {
+  id?: bigint | number
+  state?: string
+  lastMessageAt: Date | string
+  orderAt?: Date | string
+  lastInboundAt?: Date | string | null
+  createdAt?: Date | string
+  updatedAt?: Date | string
+  project: Prisma.ProjectCreateNestedOneWithoutConversationsInput
+  contact: Prisma.ContactCreateNestedOneWithoutConversationsInput
+  messages?: Prisma.MessageCreateNestedManyWithoutConversationInput
+}
+
+export type ConversationUncheckedCreateWithoutOrderInput = {
+  id?: bigint | number
+  projectId: string
+  contactId: bigint | number
+  state?: string
+  lastMessageAt: Date | string
+  orderAt?: Date | string
+  lastInboundAt?: Date | string | null
+  createdAt?: Date | string
+  updatedAt?: Date | string
+  messages?: Prisma.MessageUncheckedCreateNestedManyWithoutConversationInput
+}
+
+export type ConversationCreateOrConnectWithoutOrderInput = {
+  where: Prisma.ConversationWhereUniqueInput
+  create: Prisma.XOR<Prisma.ConversationCreateWithoutOrderInput, Prisma.ConversationUncheckedCreateWithoutOrderInput>
+}
+
+export type ConversationUpsertWithoutOrderInput = {
+  update: Prisma.XOR<Prisma.ConversationUpdateWithoutOrderInput, Prisma.ConversationUncheckedUpdateWithoutOrderInput>
+  create: Prisma.XOR<Prisma.ConversationCreateWithoutOrderInput, Prisma.ConversationUncheckedCreateWithoutOrderInput>
+  where?: Prisma.ConversationWhereInput
+}
+
+export type ConversationUpdateToOneWithWhereWithoutOrderInput = {
+  where?: Prisma.ConversationWhereInput
+  data: Prisma.XOR<Prisma.ConversationUpdateWithoutOrderInput, Prisma.ConversationUncheckedUpdateWithoutOrderInput>
+}
+
+export type ConversationUpdateWithoutOrderInput = {
+  id?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  state?: Prisma.StringFieldUpdateOperationsInput | string
+  lastMessageAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  project?: Prisma.ProjectUpdateOneRequiredWithoutConversationsNestedInput
+  contact?: Prisma.ContactUpdateOneRequiredWithoutConversationsNestedInput
+  messages?: Prisma.MessageUpdateManyWithoutConversationNestedInput
+}
+
+export type ConversationUncheckedUpdateWithoutOrderInput = {
+  id?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  projectId?: Prisma.StringFieldUpdateOperationsInput | string
+  contactId?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  state?: Prisma.StringFieldUpdateOperationsInput | string
+  lastMessageAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  messages?: Prisma.MessageUncheckedUpdateManyWithoutConversationNestedInput
+}
+
 export type ConversationCreateWithoutMessagesInput = {
   id?: bigint | number
   state?: string
@@ -698,6 +791,7 @@ export type ConversationCreateWithoutMessagesInput = {
   updatedAt?: Date | string
   project: Prisma.ProjectCreateNestedOneWithoutConversationsInput
   contact: Prisma.ContactCreateNestedOneWithoutConversationsInput
+  order?: Prisma.ConversationOrderCreateNestedOneWithoutConversationInput
 }
 
 export type ConversationUncheckedCreateWithoutMessagesInput = {
@@ -710,6 +804,7 @@ export type ConversationUncheckedCreateWithoutMessagesInput = {
   lastInboundAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
+  order?: Prisma.ConversationOrderUncheckedCreateNestedOneWithoutConversationInput
 }
 
 export type ConversationCreateOrConnectWithoutMessagesInput = {
@@ -738,6 +833,7 @@ export type ConversationUpdateWithoutMessagesInput = {
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   project?: Prisma.ProjectUpdateOneRequiredWithoutConversationsNestedInput
   contact?: Prisma.ContactUpdateOneRequiredWithoutConversationsNestedInput
+  order?: Prisma.ConversationOrderUpdateOneWithoutConversationNestedInput
 }
 
 export type ConversationUncheckedUpdateWithoutMessagesInput = {
@@ -750,6 +846,7 @@ export type ConversationUncheckedUpdateWithoutMessagesInput = {
   lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  order?: Prisma.ConversationOrderUncheckedUpdateOneWithoutConversationNestedInput
 }
 
 export type ConversationCreateManyProjectInput = {
@@ -773,6 +870,7 @@ export type ConversationUpdateWithoutProjectInput = {
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   contact?: Prisma.ContactUpdateOneRequiredWithoutConversationsNestedInput
   messages?: Prisma.MessageUpdateManyWithoutConversationNestedInput
+  order?: Prisma.ConversationOrderUpdateOneWithoutConversationNestedInput
 }
 
 export type ConversationUncheckedUpdateWithoutProjectInput = {
@@ -785,6 +883,7 @@ export type ConversationUncheckedUpdateWithoutProjectInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   messages?: Prisma.MessageUncheckedUpdateManyWithoutConversationNestedInput
+  order?: Prisma.ConversationOrderUncheckedUpdateOneWithoutConversationNestedInput
 }
 
 export type ConversationUncheckedUpdateManyWithoutProjectInput = {
@@ -819,6 +918,7 @@ export type ConversationUpdateWithoutContactInput = {
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   project?: Prisma.ProjectUpdateOneRequiredWithoutConversationsNestedInput
   messages?: Prisma.MessageUpdateManyWithoutConversationNestedInput
+  order?: Prisma.ConversationOrderUpdateOneWithoutConversationNestedInput
 }
 
 export type ConversationUncheckedUpdateWithoutContactInput = {
@@ -831,6 +931,7 @@ export type ConversationUncheckedUpdateWithoutContactInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   messages?: Prisma.MessageUncheckedUpdateManyWithoutConversationNestedInput
+  order?: Prisma.ConversationOrderUncheckedUpdateOneWithoutConversationNestedInput
 }
 
 export type ConversationUncheckedUpdateManyWithoutContactInput = {
@@ -888,6 +989,7 @@ export type ConversationSelect<ExtArgs extends runtime.Types.Extensions.Internal
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
   contact?: boolean | Prisma.ContactDefaultArgs<ExtArgs>
   messages?: boolean | Prisma.Conversation$messagesArgs<ExtArgs>
+  order?: boolean | Prisma.Conversation$orderArgs<ExtArgs>
   _count?: boolean | Prisma.ConversationCountOutputTypeDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["conversation"]>
 
@@ -936,6 +1038,7 @@ export type ConversationInclude<ExtArgs extends runtime.Types.Extensions.Interna
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
   contact?: boolean | Prisma.ContactDefaultArgs<ExtArgs>
   messages?: boolean | Prisma.Conversation$messagesArgs<ExtArgs>
+  order?: boolean | Prisma.Conversation$orderArgs<ExtArgs>
   _count?: boolean | Prisma.ConversationCountOutputTypeDefaultArgs<ExtArgs>
 }
 export type ConversationIncludeCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
@@ -953,6 +1056,7 @@ export type $ConversationPayload<ExtArgs extends runtime.Types.Extensions.Intern
     project: Prisma.$ProjectPayload<ExtArgs>
     contact: Prisma.$ContactPayload<ExtArgs>
     messages: Prisma.$MessagePayload<ExtArgs>[]
+    order: Prisma.$ConversationOrderPayload<ExtArgs> | null
   }
   scalars: runtime.Types.Extensions.GetPayloadResult<{
     id: bigint
@@ -964,10 +1068,11 @@ export type $ConversationPayload<ExtArgs extends runtime.Types.Extensions.Intern
      */
     lastMessageAt: Date
     /**
-     * Recent-activity order (the list's keyset): moved to the last message's time only when that
-     * changes the order, i.e. when another conversation of the project is ahead; a conversation
-     * already first keeps it. A trigger sets it to last_message_at on insert (migration
-     * 20261123120000_hot_updates), so the default here is never what is stored.
+     * Recent-activity order: moved to the last message's time only when that changes the order,
+     * i.e. when another conversation of the project is ahead; a conversation already first keeps
+     * it. A trigger sets it to last_message_at on insert (migration 20261123120000_hot_updates), so
+     * the default here is never what is stored. Not indexed here: triggers copy it to
+     * `conversation_order`, whose index the list reads (migration 20261123181433_conversation_order).
      */
     orderAt: Date
     /**
@@ -1373,6 +1478,7 @@ export interface Prisma__ConversationClient<T, Null = never, ExtArgs extends run
   project<T extends Prisma.ProjectDefaultArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.ProjectDefaultArgs<ExtArgs>>): Prisma.Prisma__ProjectClient<runtime.Types.Result.GetResult<Prisma.$ProjectPayload<ExtArgs>, T, "findUniqueOrThrow", GlobalOmitOptions> | Null, Null, ExtArgs, GlobalOmitOptions>
   contact<T extends Prisma.ContactDefaultArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.ContactDefaultArgs<ExtArgs>>): Prisma.Prisma__ContactClient<runtime.Types.Result.GetResult<Prisma.$ContactPayload<ExtArgs>, T, "findUniqueOrThrow", GlobalOmitOptions> | Null, Null, ExtArgs, GlobalOmitOptions>
   messages<T extends Prisma.Conversation$messagesArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Conversation$messagesArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$MessagePayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
+  order<T extends Prisma.Conversation$orderArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Conversation$orderArgs<ExtArgs>>): Prisma.Prisma__ConversationOrderClient<runtime.Types.Result.GetResult<Prisma.$ConversationOrderPayload<ExtArgs>, T, "findUniqueOrThrow", GlobalOmitOptions> | null, null, ExtArgs, GlobalOmitOptions>
   /**
    * Attaches callbacks for the resolution and/or rejection of the Promise.
    * @param onfulfilled The callback to execute when the Promise is resolved.
@@ -1833,6 +1939,25 @@ export type Conversation$messagesArgs<ExtArgs extends runtime.Types.Extensions.I
   take?: number
   skip?: number
   distinct?: Prisma.MessageScalarFieldEnum | Prisma.MessageScalarFieldEnum[]
+}
+
+/**
+ * Conversation.order
+ */
+export type Conversation$orderArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  /**
+   * Select specific fields to fetch from the ConversationOrder
+   */
+  select?: Prisma.ConversationOrderSelect<ExtArgs> | null
+  /**
+   * Omit specific fields from the ConversationOrder
+   */
+  omit?: Prisma.ConversationOrderOmit<ExtArgs> | null
+  /**
+   * Choose, which related nodes to fetch as well
+   */
+  include?: Prisma.ConversationOrderInclude<ExtArgs> | null
+  where?: Prisma.ConversationOrderWhereInput
 }
 
 /**
