@@ -24,21 +24,13 @@ import { metaCallbackRetryDelaysMs } from '../simulator/state.js';
 import { embeddedServiceUrl, readEmbeddedCredentials } from '../lib/platform/db/embedded.js';
 import { embeddedServiceEnv, tempFolder } from './support/local.js';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { eventually } from './support/eventually.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const SCALE = 0.005; // Meta's 1 s, 5 s, 15 s, 30 s, 1 min, … become 5, 25, 75, 150, 300 ms, …
 const EARLIER = 20;
 const INBOUND = 10;
 
-async function eventually<T>(fn: () => Promise<T>, ok: (v: T) => boolean, timeoutMs: number, what: string): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn().catch((e) => e as T);
-    if (ok(v)) return v;
-    if (Date.now() > until) throw new Error(`${what}: not within ${timeoutMs} ms; last value ${v instanceof Error ? v.message : JSON.stringify(v)}`);
-    await sleep(100);
-  }
-}
 
 let dir: string;
 let env: NodeJS.ProcessEnv;

@@ -17,18 +17,10 @@ import { startTestApp, type TestApp } from './support/app.js';
 import { Receiver } from './support/receiver.js';
 import { freePort, tempFolder } from './support/local.js';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { eventually } from './support/eventually.js';
 
 const quiet = { info: () => undefined, warn: () => undefined };
 
-async function eventually<T>(fn: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 20_000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn().catch((e) => e as T);
-    if (ok(v)) return v;
-    if (Date.now() > until) throw new Error(`condition not met within ${timeoutMs} ms; last value ${String((v as any)?.status ?? v)}`);
-    await sleep(100);
-  }
-}
 
 let dataDir: string;
 let port: number;
@@ -93,7 +85,7 @@ describe('database faults', () => {
       expect([200, 503]).toContain(res.status);
       if (res.status === 503) expect(res.body.error.code).toBe('service_unavailable');
     }
-    await eventually(ping, (r: any) => r.status === 200);
+    await eventually(ping, (r: any) => r.status === 200, 20_000);
     await deliveredAfterEmit('/after-terminate');
     expect(crashes).toEqual([]);
   }, 60_000);
@@ -111,7 +103,7 @@ describe('database faults', () => {
     }
     await sleep(1500); // listeners and the job runner notice and retry
     await start();
-    await eventually(ping, (r: any) => r.status === 200);
+    await eventually(ping, (r: any) => r.status === 200, 20_000);
     await deliveredAfterEmit('/after-restart');
     // The credential cache listens again: an operator write (scopes edit) is seen at once.
     const keys = await t.admin.call('get', `/admin/projects/${(await ping()).body.data.projectId}/keys`);

@@ -7,9 +7,7 @@
  *   killed / hung / absent at boot, then back → limiting resumes without a restart of the store.
  */
 import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import net from 'node:net';
 import type { Server } from 'node:http';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import request from 'supertest';
@@ -17,9 +15,9 @@ import { createClient } from 'redis';
 import { ManualClock } from '../lib/platform/clock.js';
 import { MemoryCounterStore, RedisCounterStore, createCounterStore, windowStartOf, type CounterStore } from '../lib/platform/counters.js';
 import type { Logger } from '../lib/platform/logger.js';
-import { freePort } from './support/local.js';
+import { eventually } from './support/eventually.js';
+import { RedisServer, hasRedisServer } from './support/redis-server.js';
 import { rateLimit } from '../middleware/rate-limit.js';
-import { setTimeout as sleep } from 'node:timers/promises';
 
 const MINUTE = 60_000;
 /** 10 s into a minute: the window resets in 50 s. */
@@ -241,7 +239,7 @@ describe('rate limit with the in-process store', () => {
 (REDIS_TEST_URL ? describe : describe.skip)('rate limit with the Redis store (REDIS_TEST_URL)', () => {
   behaviours(async () => {
     const store = new RedisCounterStore({ url: REDIS_TEST_URL!, timeoutMs: 1_000 });
-    await waitFor(async () => store.isReady, 10_000, 20); // connects in the background
+    await eventually(async () => store.isReady, Boolean, 10_000, 'the store connected', 20); // connects in the background
     return store;
   });
 
@@ -253,7 +251,7 @@ describe('rate limit with the in-process store', () => {
       expect(store).toBeInstanceOf(RedisCounterStore);
       await probe.connect();
       const key = `${RUN}:${randomUUID()}`;
-      await waitFor(async () => (store as RedisCounterStore).isReady, 10_000, 20);
+      await eventually(async () => (store as RedisCounterStore).isReady, Boolean, 10_000, 'the store connected', 20);
       expect((await store.hit(key, MINUTE, new Date(T0), 3)).count).toBe(3);
       const stored = `${key}:${windowStartOf(T0, MINUTE)}`;
       expect(await probe.get(stored)).toBe('3');
@@ -273,67 +271,13 @@ if (!REDIS_TEST_URL) {
   console.warn('rate-limit.test: REDIS_TEST_URL is not set; the shared behaviours against Redis are skipped');
 }
 
-/** Polls `check` (errors count as false) until true or the deadline. */
-async function waitFor(check: () => Promise<boolean>, timeoutMs = 10_000, everyMs = 100): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      if (await check()) return;
-    } catch {
-      /* not yet */
-    }
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await sleep(everyMs);
-  }
-}
 
 // ------------------------------------------------------------------------------------------------
 // Fail-open against a redis-server this test owns
 
-const hasRedisServer = spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status === 0;
 if (!hasRedisServer) {
   // eslint-disable-next-line no-console
   console.warn('rate-limit.test: redis-server is not on PATH; the fail-open tests are skipped');
-}
-
-function canConnect(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const sock = net.connect(port, '127.0.0.1');
-    sock.once('connect', () => {
-      sock.destroy();
-      resolve(true);
-    });
-    sock.once('error', () => resolve(false));
-  });
-}
-
-class RedisProcess {
-  private child?: ChildProcess;
-  constructor(readonly port: number) {}
-
-  async start(): Promise<void> {
-    this.child = spawn(
-      'redis-server',
-      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-      { stdio: 'ignore' },
-    );
-    await waitFor(() => canConnect(this.port), 10_000, 20);
-  }
-
-  /** SIGKILL and wait for the exit. */
-  async kill(): Promise<void> {
-    const child = this.child;
-    this.child = undefined;
-    if (!child || child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise((r) => child.once('exit', r));
-    child.kill('SIGCONT');
-    child.kill('SIGKILL');
-    await exited;
-  }
-
-  signal(sig: NodeJS.Signals): void {
-    this.child?.kill(sig);
-  }
 }
 
 async function timed<T>(fn: () => Promise<T>): Promise<{ value: T; ms: number }> {
@@ -344,12 +288,12 @@ async function timed<T>(fn: () => Promise<T>): Promise<{ value: T; ms: number }>
 
 (hasRedisServer ? describe : describe.skip)('fail-open with a redis-server this test starts and stops', () => {
   const TIMEOUT_MS = 200;
-  const servers: RedisProcess[] = [];
+  const servers: RedisServer[] = [];
   const stores: CounterStore[] = [];
   const apps: TestApp[] = [];
 
   async function setup(startServer: boolean) {
-    const redis = new RedisProcess(await freePort());
+    const redis = await RedisServer.create();
     servers.push(redis);
     if (startServer) await redis.start();
     const cap = captureLogger();
@@ -368,18 +312,13 @@ async function timed<T>(fn: () => Promise<T>): Promise<{ value: T; ms: number }>
 
   /** Polls requests until the limiter answers with headers again (the client reconnected by itself). */
   async function waitForLimiting(a: TestApp): Promise<request.Response> {
-    let last: request.Response | undefined;
-    await waitFor(async () => {
-      last = await ping(a, 'key-a');
-      return last.headers['ratelimit-limit'] !== undefined;
-    }, 10_000, 100);
-    return last!;
+    return eventually(() => ping(a, 'key-a'), (res) => res.headers?.['ratelimit-limit'] !== undefined, 10_000, 'limiting again');
   }
 
   afterAll(async () => {
     await Promise.all(apps.map((a) => a.close()));
     await Promise.all(stores.map((s) => s.close()));
-    await Promise.all(servers.map((s) => s.kill()));
+    await Promise.all(servers.map((s) => s.stop()));
   });
 
   it('lets requests through promptly while Redis is down, and resumes limiting when it returns', async () => {
@@ -389,7 +328,7 @@ async function timed<T>(fn: () => Promise<T>): Promise<{ value: T; ms: number }>
     expect(first.headers['ratelimit-remaining']).toBe('59');
     expect((await ping(a, 'key-a')).headers['ratelimit-remaining']).toBe('58');
 
-    await redis.kill();
+    await redis.stop();
     for (let i = 0; i < 10; i++) {
       const { value: res, ms } = await timed(() => ping(a, 'key-a'));
       expect(res.status).toBe(200);

@@ -10,7 +10,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { eventually } from './support/eventually.js';
 
 let t: TestApp;
 /** Statement names the "outage" refuses, with how many more times each. */
@@ -33,15 +33,6 @@ afterAll(async () => {
   await t.close();
 });
 
-async function eventually<T>(fn: () => Promise<T>, ok: (v: T) => boolean, timeoutMs: number, what: string): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (ok(v)) return v;
-    if (Date.now() > until) throw new Error(`${what}: not within ${timeoutMs} ms; last value ${JSON.stringify(v)}`);
-    await sleep(100);
-  }
-}
 
 let seq = 0;
 async function setup() {

@@ -16,19 +16,11 @@ import { applyMigrations } from '../lib/platform/db/migrate.js';
 import { startTestApp, type TestApp } from './support/app.js';
 import { freePort, tempFolder } from './support/local.js';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { eventually } from './support/eventually.js';
 
 const quiet = { info: () => undefined, warn: () => undefined };
 const SENDS = 40;
 
-async function eventually<T>(fn: () => Promise<T>, ok: (v: T) => boolean, timeoutMs: number, what: string): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn().catch((e) => e as T);
-    if (ok(v)) return v;
-    if (Date.now() > until) throw new Error(`${what}: not within ${timeoutMs} ms; last value ${JSON.stringify((v as any)?.status ?? v)}`);
-    await sleep(100);
-  }
-}
 
 let dataDir: string;
 let server: EmbeddedPostgres;

@@ -23,6 +23,7 @@ import { systemClock } from '../lib/platform/clock.js';
 import { createLogger } from '../lib/platform/logger.js';
 import type { OutcomeWriter } from '../lib/webhooks/outcomes.js';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { eventually } from './support/eventually.js';
 
 let t: TestApp;
 let rx: Receiver;
@@ -42,15 +43,6 @@ afterAll(async () => {
 });
 
 
-async function eventually<T>(fn: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 10_000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (ok(v)) return v;
-    if (Date.now() > until) throw new Error(`condition not met within ${timeoutMs} ms; last value ${JSON.stringify(v)}`);
-    await sleep(50);
-  }
-}
 
 let seq = 0;
 async function setup(path: string, behaviour: Parameters<Receiver['on']>[1]) {

@@ -13,6 +13,7 @@ import { CUT_AT_SHUTDOWN } from '../lib/webhooks/claims.js';
 import { openChannel } from '../lib/channel-settings/settings.js';
 import { emit } from '../bot-client/emit.js';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { eventually } from './support/eventually.js';
 
 const KEEP = 5;
 let t: TestApp;
@@ -33,15 +34,6 @@ afterAll(async () => {
 });
 
 
-async function eventually<T>(fn: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 10_000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (ok(v)) return v;
-    if (Date.now() > until) throw new Error(`condition not met within ${timeoutMs} ms; last value ${JSON.stringify(v)}`);
-    await sleep(50);
-  }
-}
 
 let seq = 0;
 async function setup(scopes: string[] = ['webhooks:manage']) {

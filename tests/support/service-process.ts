@@ -5,15 +5,16 @@
  * afterAll. Also a redis-server of the test's own on a free port, which a test may stop and start
  * (never the machine's 6379).
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { openSync } from 'node:fs';
 import { readFile, rm } from 'node:fs/promises';
-import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort, tempFolder } from './local.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import request from 'supertest';
+import { eventually } from './eventually.js';
+import { RedisServer, hasRedisServer } from './redis-server.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -35,15 +36,8 @@ export function operatorCalls(base: () => string, adminToken: string) {
 }
 
 /** Polls `fn` until `ok` holds, or throws naming `what` and the last value. */
-export async function eventually<T>(fn: () => Promise<T>, ok: (v: T) => boolean, timeoutMs: number, what: string, everyMs = 100): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn().catch((e) => e as T);
-    if (ok(v)) return v;
-    if (Date.now() > until) throw new Error(`${what}: not within ${timeoutMs} ms; last value ${v instanceof Error ? v.message : JSON.stringify(v)}`);
-    await sleep(everyMs);
-  }
-}
+export { eventually };
+export { RedisServer, hasRedisServer };
 
 export interface ServiceOptions {
   databaseUrl: string;
@@ -126,57 +120,12 @@ export class ServiceProcess {
 
 const running = new Set<ServiceProcess>();
 const folders = new Set<string>();
-const redises = new Set<RedisServer>();
 
 /** For afterAll: SIGKILL every instance and redis-server still running, remove their folders. */
 export async function stopAll(): Promise<void> {
   await Promise.all([...running].map((s) => s.kill()));
-  await Promise.all([...redises].map((r) => r.stop()));
+  await RedisServer.stopAll();
   for (const f of folders) await rm(f, { recursive: true, force: true }).catch(() => undefined);
   folders.clear();
 }
 
-export const hasRedisServer = spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status === 0;
-
-function canConnect(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const sock = net.connect(port, '127.0.0.1');
-    sock.once('connect', () => {
-      sock.destroy();
-      resolve(true);
-    });
-    sock.once('error', () => resolve(false));
-  });
-}
-
-/** A redis-server of the test's own (no persistence) that can be stopped and started on its port. */
-export class RedisServer {
-  private child?: ChildProcess;
-  private constructor(readonly port: number) {}
-
-  get url(): string {
-    return `redis://127.0.0.1:${this.port}`;
-  }
-
-  static async start(): Promise<RedisServer> {
-    const r = new RedisServer(await freePort());
-    redises.add(r);
-    await r.start();
-    return r;
-  }
-
-  async start(): Promise<void> {
-    this.child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-    await eventually(() => canConnect(this.port), Boolean, 10_000, `redis-server on ${this.port}`, 20);
-  }
-
-  /** SIGKILL; resolves once the process is gone. */
-  async stop(): Promise<void> {
-    const child = this.child;
-    this.child = undefined;
-    if (!child || child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise((r) => child.once('exit', r));
-    child.kill('SIGKILL');
-    await exited;
-  }
-}
