@@ -44,6 +44,7 @@ import type { ProjectRef } from '../access/credentials.js';
 import { MAX_HELPER_ARGS, MAX_OP_NAME } from './limits.js';
 import { oneLine } from './log-text.js';
 import { takeBotEmit } from './rates.js';
+import { explainPreviewTable } from './preview-tables.js';
 
 export { MAX_HELPER_ARGS };
 export const MAX_LOG_LINES_PER_EVENT = 100;
@@ -222,7 +223,8 @@ export async function runHelper(deps: BotDeps, inv: Invocation | undefined, op: 
     else if (op.length > MAX_OP_NAME) answer = fail('invalid_request', `Helper names are limited to ${MAX_OP_NAME} characters.`);
     else if (argsJson.length > MAX_HELPER_ARGS) answer = fail('payload_too_large', `Helper arguments are limited to ${MAX_HELPER_ARGS} bytes.`);
     else answer = await perform(deps, inv, op, JSON.parse(argsJson));
-  } catch (e) {
+  } catch (caught) {
+    const e = inv?.mode === 'preview' ? await explainPreviewTable(deps.db.pool, inv.projectId, caught) : caught;
     answer = asApi(e);
     // Both texts are the bot's to choose (the name, and a JSON error quoting its arguments).
     if (!(e instanceof ApiError)) deps.logger.warn(`bot helper ${oneLine(String(op), MAX_OP_NAME)} failed: ${oneLine(e instanceof Error ? e.message : String(e), 200)}`);

@@ -141,14 +141,25 @@ function mapperOf(sourceMap: string | undefined): PositionMapper | undefined {
   }
 }
 
-/** The first bundle position of an error's stack, mapped to the source. */
+/** Platform-managed files of the tree (the helpers): an error thrown there is located at its caller. */
+const PLATFORM_FILE = /^src\/platform\//;
+
+/**
+ * Where an error's stack enters the author's own code: the first bundle frame mapped to a file
+ * outside src/platform/ (a helper's HelperError is thrown in src/platform/runtime/host.ts, but the
+ * line to fix is the call in the bot), else the first mapped frame.
+ */
 export function locate(stack: string | undefined, mapper: PositionMapper | undefined): SourceLocation | undefined {
   if (!stack || !mapper) return undefined;
+  let first: SourceLocation | undefined;
   for (const m of stack.matchAll(/bundle\.js:(\d+):(\d+)/g)) {
     const pos = mapper.original(Number(m[1]), Number(m[2]));
-    if (pos) return { ...pos, file: pos.file.replace(/^tree:/, '') };
+    if (!pos) continue;
+    const at = { ...pos, file: pos.file.replace(/^tree:/, '') };
+    if (!PLATFORM_FILE.test(at.file)) return at;
+    first ??= at;
   }
-  return undefined;
+  return first;
 }
 
 // Duck-typed: an error may come from another realm (jest's VM context), failing instanceof.
