@@ -53,14 +53,16 @@ const QUIET_NS = 500_000n;
 /**
  * Installed in the isolate before the bundle: `__host` becomes a frozen bridge that checks each call
  * before anything is copied out, and bounds the calls in progress. `$0` is the host reference; it
- * stays in this closure. Only built-ins captured here are used, so a bot that replaces
- * `Function.prototype.bind`, `Array.prototype.push` or `Object.prototype` setters later changes nothing.
+ * stays in this closure. Only built-ins captured here are used (and objects without a prototype), so
+ * a bot that later replaces `Promise`, `Function.prototype.bind` or adds `Object.prototype` setters
+ * cannot get a call past the checks or the bound.
  */
 const BRIDGE = `
 'use strict';
 const ref = $0;
 const call = ref.apply.bind(ref);
 const freeze = Object.freeze;
+const PromiseCtor = Promise;
 const defineProperty = Object.defineProperty;
 const options = freeze({ __proto__: null, arguments: freeze({ __proto__: null, copy: true }), result: freeze({ __proto__: null, promise: true, copy: true }) });
 const MAX_ARGS = ${MAX_HELPER_ARGS};
@@ -73,7 +75,7 @@ const TOO_LARGE = refusal('payload_too_large', 'Helper arguments are limited to 
 let running = 0;
 let head = null;
 let tail = null;
-const turn = () => new Promise((resolve) => {
+const turn = () => new PromiseCtor((resolve) => {
   const node = { __proto__: null, resolve, next: null };
   if (tail) tail.next = node; else head = node;
   tail = node;
@@ -101,7 +103,7 @@ async function bridged(op, args) {
 const host = freeze({
   __proto__: null,
   apply(_receiver, list) {
-    if (typeof list !== 'object' || list === null) return Promise.resolve(BAD_CALL);
+    if (typeof list !== 'object' || list === null) return new PromiseCtor((resolve) => resolve(BAD_CALL));
     return bridged(list[0], list[1]);
   },
 });
