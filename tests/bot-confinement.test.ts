@@ -13,6 +13,7 @@ import { buildTree } from '../lib/deploy/build.js';
 import { Sandbox, MAX_HOST_CALLS } from '../lib/bot/sandbox.js';
 import { runHelper, type BotDeps } from '../lib/bot/helpers.js';
 import { RedisCounterStore } from '../lib/platform/counters.js';
+import { takeBotEvent } from '../lib/bot/rates.js';
 import { startTestApp, type TestApp } from './support/app.js';
 import { eventually } from './support/eventually.js';
 
@@ -291,6 +292,9 @@ export async function onMessage(): Promise<void> {
       const inv = { projectId: project.id, mode: 'production' as const, logLines: 0 };
       const emit = async (deps: BotDeps) => JSON.parse(await runHelper(deps, { ...inv }, 'emit', JSON.stringify({ name: 'shared.count', payload: null }))).value;
       expect([await emit(a), await emit(b), await emit(a), await emit(b), await emit(a)]).toEqual([true, true, true, false, false]);
+      const [ea, eb] = [a, b].map((deps) => ({ ...deps, config: { ...deps.config, botEventsPerMinute: 2 } }));
+      const events = [await takeBotEvent(ea, project.id), await takeBotEvent(eb, project.id), await takeBotEvent(ea, project.id)];
+      expect(events.map((e) => e.allowed)).toEqual([true, true, false]);
     } finally {
       await Promise.all(shared.map((s) => s.close()));
     }
