@@ -73,6 +73,8 @@ async function run(wanted: string[], adminToken: string, start: typeof startProc
     SIMULATOR_URL: simulator.match[1],
     RATE_LIMIT_PER_MINUTE: '1000000000',
     RUNTIME_EVENTS_PER_MINUTE: '1000000000',
+    BOT_EVENTS_PER_MINUTE: '1000000000',
+    BOT_EMITS_PER_MINUTE: '1000000000',
     ADMIN_TOKEN: adminToken,
     LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
     NODE_ENV: 'production',

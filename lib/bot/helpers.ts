@@ -11,13 +11,17 @@
  *   not send it twice.
  * - `setState` sets any state of 1 to 64 characters on one of the project's conversations: the
  *   spec lets a project's bot introduce its own states, which PATCH accepts afterwards.
- * - `emit` follows the runtime emit's rules (lib/custom-events.ts): true or false, never throws.
+ * - `emit` follows the runtime emit's rules (lib/custom-events.ts): true or false, never throws;
+ *   false too past the project's BOT_EMITS_PER_MINUTE (lib/bot/rates.ts; a preview is not counted).
  * - `tables.*` work on the project's own tables as the project's role: `public` in production,
  *   `preview` in a preview run.
  * - `log` lines go to the project's bot log (2,000 characters each; at most 100 per event, counted
- *   across a project's events that run together).
+ *   across a project's events that run together). Every bot log entry, and any bot-chosen text the
+ *   service log gets (an unparsable call's helper name), is truncated and has its control
+ *   characters escaped (lib/bot/log-text.ts): no bot can write a newline, so no forged line.
  * - In a preview, nothing leaves: sends, state changes, events and logs are captured.
- * - Arguments are JSON of at most 256 KiB; an unknown op or bad argument is an error answer.
+ * - Arguments are JSON of at most 256 KiB (checked inside the isolate before the copy, and here
+ *   again); an unknown op or bad argument is an error answer.
  */
 import type { Deps } from '../deps.js';
 import type { SendContract } from './types.js';
@@ -37,8 +41,12 @@ import { cursorSecretOf } from '../platform/cursor.js';
 import { sendBodyProblem } from './send-schema.js';
 import { insertRow } from './table-insert.js';
 import type { ProjectRef } from '../access/credentials.js';
+import { MAX_HELPER_ARGS, MAX_OP_NAME } from './limits.js';
+import { oneLine } from './log-text.js';
+import { takeBotEmit } from './rates.js';
+import { explainPreviewTable } from './preview-tables.js';
 
-export const MAX_HELPER_ARGS = 256 * 1024;
+export { MAX_HELPER_ARGS };
 export const MAX_LOG_LINES_PER_EVENT = 100;
 export const MAX_LOG_LINE = 2000;
 /** Tries at a send that met a database blink before the channel was called (about 5 s of backoff). */
@@ -76,7 +84,7 @@ export async function writeBotLog(deps: Pick<Deps, 'db' | 'clock'>, projectId: s
     `WITH ins AS (INSERT INTO bot_logs (project_id, level, kind, message, deployment_id, created_at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id)
      DELETE FROM bot_logs WHERE project_id = $1
        AND id < (SELECT id FROM bot_logs WHERE project_id = $1 ORDER BY id DESC OFFSET 998 LIMIT 1)`,
-    [projectId, entry.level, entry.kind, entry.message.slice(0, MAX_LOG_LINE), entry.deploymentId ?? null, deps.clock.now()],
+    [projectId, entry.level, entry.kind, oneLine(entry.message, MAX_LOG_LINE), entry.deploymentId ?? null, deps.clock.now()],
   );
 }
 
@@ -149,7 +157,16 @@ async function perform(deps: BotDeps, inv: Invocation, op: string, args: any): P
           inv.capture.events.push({ name: validateCustomEventName(args?.name), payload: args?.payload ?? null });
           return { ok: true, value: true };
         }
-        await emitCustomEvent(deps, inv.projectId, { name: args?.name, payload: args?.payload ?? null });
+        const name = validateCustomEventName(args?.name);
+        // Past the project's rate: false, and one bot log entry per minute says why.
+        const rate = await takeBotEmit(deps, inv.projectId);
+        if (!rate.allowed) {
+          if (rate.count === deps.config.botEmitsPerMinute + 1) {
+            await writeBotLog(deps, inv.projectId, { level: 'warn', kind: 'error', message: `emit("${name}") answered false: the bot may emit ${deps.config.botEmitsPerMinute} custom events a minute (BOT_EMITS_PER_MINUTE); more are refused until ${rate.resetAt.toISOString()}.`, deploymentId: inv.deploymentId });
+          }
+          return { ok: true, value: false };
+        }
+        await emitCustomEvent(deps, inv.projectId, { name, payload: args?.payload ?? null });
         return { ok: true, value: true };
       } catch {
         return { ok: true, value: false };
@@ -203,11 +220,14 @@ export async function runHelper(deps: BotDeps, inv: Invocation | undefined, op: 
   try {
     if (!inv) answer = fail('no_event', 'Helpers work only while the bot handles an event.');
     else if (typeof op !== 'string' || typeof argsJson !== 'string') answer = fail('invalid_request', 'Bad helper call.');
+    else if (op.length > MAX_OP_NAME) answer = fail('invalid_request', `Helper names are limited to ${MAX_OP_NAME} characters.`);
     else if (argsJson.length > MAX_HELPER_ARGS) answer = fail('payload_too_large', `Helper arguments are limited to ${MAX_HELPER_ARGS} bytes.`);
     else answer = await perform(deps, inv, op, JSON.parse(argsJson));
-  } catch (e) {
+  } catch (caught) {
+    const e = inv?.mode === 'preview' ? await explainPreviewTable(deps.db.pool, inv.projectId, caught) : caught;
     answer = asApi(e);
-    if (!(e instanceof ApiError)) deps.logger.warn(`bot helper ${String(op)} failed: ${e instanceof Error ? e.message : String(e)}`);
+    // Both texts are the bot's to choose (the name, and a JSON error quoting its arguments).
+    if (!(e instanceof ApiError)) deps.logger.warn(`bot helper ${oneLine(String(op), MAX_OP_NAME)} failed: ${oneLine(e instanceof Error ? e.message : String(e), 200)}`);
   }
   return JSON.stringify(answer);
 }

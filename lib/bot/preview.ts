@@ -46,7 +46,8 @@ export async function previewBot(deps: BotDeps, projectId: string, input: Previe
     const outcome = await sandbox.dispatch(JSON.stringify({ type: 'message', message }));
     const where = 'location' in outcome && outcome.location ? ` at ${outcome.location.file}:${outcome.location.line}:${outcome.location.column}` : '';
     return {
-      outcome: { status: outcome.status, message: outcome.status === 'ok' ? null : `${outcome.message}${where}`, duration_ms: outcome.durationMs },
+      // A preview's sandbox is new and serves this event alone: nothing of another event can interrupt it.
+      outcome: { status: outcome.status === 'interrupted' ? 'timeout' : outcome.status, message: outcome.status === 'ok' ? null : `${outcome.message}${where}`, duration_ms: outcome.durationMs },
       sends: capture.sends as Record<string, unknown>[],
       state: capture.state,
       events: capture.events,

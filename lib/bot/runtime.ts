@@ -12,6 +12,12 @@
  *   waits for a send, the isolate serves another), and different projects are independent.
  * - A project's backlog is capped (MAX_QUEUED_PER_PROJECT); beyond it a message is not queued here
  *   (never without bound) but stays in the bot's inbox, handed over again when its lease runs out.
+ * - Rate: a project's bot handles at most BOT_EVENTS_PER_MINUTE messages a minute, counted in the
+ *   shared counters so all instances agree (lib/bot/rates.ts). A message past it is not lost: it
+ *   waits here (its lease renewed, its conversation's later messages behind it) until the minute
+ *   turns, and the bot log says so once a minute. On shutdown a waiting message stays in the inbox.
+ * - Work the bot left running after an event (lib/bot/sandbox.ts) is stopped past its CPU bound and
+ *   logged; an event caught in that stop was not at fault and runs again once on a fresh sandbox.
  * - The inbound webhook answers the channel without waiting for the bot. A paused project's bot
  *   does not run (seen within RELEASE_CHECK_MS).
  * - Every stopped invocation (throw, timeout, memory limit, failed start-up) is written to the
@@ -27,6 +33,7 @@ import type { Deps } from '../deps.js';
 import type { BotDeps } from './helpers.js';
 import { loadRelease } from '../deploy/deployments.js';
 import { DEFAULT_LIMITS, Sandbox, StartupError, type Outcome, type SandboxLimits } from './sandbox.js';
+import { takeBotEvent } from './rates.js';
 import { backoff, runHelper, writeBotLog, type Invocation } from './helpers.js';
 import type { BotHook, BotInboundMessage } from './types.js';
 import { MAX_HANDOVERS, reclaimExpired, removeFromInbox, renewLeases } from './inbox.js';
@@ -40,6 +47,11 @@ export const RELEASE_CHECK_MS = 1000;
 export const SANDBOX_ATTEMPTS = 8;
 /** Tries at deleting a handled message from the inbox (about 10 s); past them it may be handled again. */
 export const SETTLE_ATTEMPTS = 8;
+/** How often a message waiting for the next rate window looks at the clock (the service's clock: tests move it). */
+const RATE_POLL_MS = 200;
+
+/** A message not handled by this process now (shutdown while it waited): it stays in the inbox. */
+class NotNow extends Error {}
 
 interface Slot {
   deploymentId: string;
@@ -73,6 +85,8 @@ export class BotRuntime implements BotHook {
   private readonly running = new Map<string, { inboxId: bigint; sends: number }>();
   private renewTimer?: NodeJS.Timeout;
   private closed = false;
+  /** Per project over its event rate: the end of the window its waiting messages wait for. */
+  private readonly gates = new Map<string, Promise<void>>();
 
   constructor(readonly limits: SandboxLimits = DEFAULT_LIMITS) {}
 
@@ -98,12 +112,13 @@ export class BotRuntime implements BotHook {
     const state = p;
     const key = message.from;
     const run = (state.chains.get(key) ?? Promise.resolve())
+      .then(() => this.admit(projectId, message.id))
       .then(() => this.withTurn(state, () => this.handle(projectId, inboxId, message)))
       .then(
         () => this.settle(inboxId),
         // Not handled: left in the inbox for a reclaim pass.
         (e) => {
-          this.deps?.logger.error(`bot runtime: ${e instanceof Error ? e.stack : String(e)}`);
+          if (!(e instanceof NotNow)) this.deps?.logger.error(`bot runtime: ${e instanceof Error ? e.stack : String(e)}`);
         },
       )
       .finally(() => {
@@ -115,6 +130,35 @@ export class BotRuntime implements BotHook {
     state.chains.set(key, run);
     this.inFlight.add(run);
     void run.finally(() => this.inFlight.delete(run));
+  }
+
+  /** Resolves when the project's bot may handle one more message under BOT_EVENTS_PER_MINUTE. */
+  private async admit(projectId: string, messageId: string): Promise<void> {
+    const deps = this.deps!;
+    for (;;) {
+      if (this.closed) throw new NotNow();
+      const gate = this.gates.get(projectId);
+      if (gate) {
+        await gate;
+        continue;
+      }
+      const rate = await takeBotEvent(deps, projectId);
+      if (rate.allowed) return;
+      if (rate.count === deps.config.botEventsPerMinute + 1) {
+        void this.log(projectId, { level: 'warn', kind: 'error', message: `Message ${messageId} and later ones wait: the bot handles ${deps.config.botEventsPerMinute} messages a minute (BOT_EVENTS_PER_MINUTE); they run from ${rate.resetAt.toISOString()}, in order.` });
+      }
+      if (!this.gates.has(projectId)) {
+        const opened = this.waitUntil(rate.resetAt).finally(() => this.gates.delete(projectId));
+        this.gates.set(projectId, opened);
+      }
+    }
+  }
+
+  /** Waits until the service's clock reaches `at` (or shutdown). */
+  private async waitUntil(at: Date): Promise<void> {
+    while (!this.closed && this.deps!.clock.now().getTime() < at.getTime()) {
+      await new Promise((r) => setTimeout(r, Math.max(1, Math.min(RATE_POLL_MS, at.getTime() - this.deps!.clock.now().getTime()))));
+    }
   }
 
   /** A deploy or rollback switched the project's release: read it again at the next event. */
@@ -244,7 +288,9 @@ export class BotRuntime implements BotHook {
       inv: { projectId, mode: 'production', deploymentId: release.deploymentId, logLines: 0, sendRef: (phone) => this.sendRef(projectId, phone) },
     };
     try {
-      slot.sandbox = await Sandbox.create(release.bundle, release.sourceMap, (op, args) => runHelper(deps, slot.running > 0 ? slot.inv : undefined, op, args), this.limits);
+      slot.sandbox = await Sandbox.create(release.bundle, release.sourceMap, (op, args) => runHelper(deps, slot.running > 0 ? slot.inv : undefined, op, args), this.limits, {
+        onStopped: (_reason, message) => void this.log(projectId, { level: 'error', kind: 'timeout', message, deploymentId: release.deploymentId }),
+      });
     } catch (e) {
       slot.broken = true;
       const where = e instanceof StartupError && e.location ? ` (${e.location.file}:${e.location.line}:${e.location.column})` : '';
@@ -284,23 +330,29 @@ export class BotRuntime implements BotHook {
   }
 
   private async handle(projectId: string, inboxId: bigint, message: BotInboundMessage): Promise<void> {
-    const slot = await this.sandboxWithRetry(projectId);
-    if (!slot?.sandbox || slot.broken) return;
-    // The log cap counts from the moment the sandbox was last idle.
-    if (slot.running === 0) slot.inv.logLines = 0;
-    slot.running++;
-    const conversation = `${projectId}:${message.from}`;
-    this.running.set(conversation, { inboxId, sends: 0 });
-    let outcome: Outcome;
-    try {
-      outcome = await slot.sandbox.dispatch(JSON.stringify({ type: 'message', message }));
-    } finally {
-      slot.running--;
-      this.running.delete(conversation);
-    }
-    if (outcome.status !== 'ok') {
-      const where = 'location' in outcome && outcome.location ? ` at ${outcome.location.file}:${outcome.location.line}:${outcome.location.column}` : '';
-      await this.log(projectId, { level: 'error', kind: outcome.status, message: `${outcome.message}${where} (message ${message.id})`, deploymentId: slot.deploymentId });
+    // A second try only when the sandbox was stopped for another event's leftover work.
+    for (let attempt = 1; ; attempt++) {
+      const slot = await this.sandboxWithRetry(projectId);
+      if (!slot?.sandbox || slot.broken) return;
+      // The log cap counts from the moment the sandbox was last idle.
+      if (slot.running === 0) slot.inv.logLines = 0;
+      slot.running++;
+      const conversation = `${projectId}:${message.from}`;
+      this.running.set(conversation, { inboxId, sends: 0 });
+      let outcome: Outcome;
+      try {
+        outcome = await slot.sandbox.dispatch(JSON.stringify({ type: 'message', message }));
+      } finally {
+        slot.running--;
+        this.running.delete(conversation);
+      }
+      if (outcome.status === 'interrupted' && attempt < 2 && !this.closed) continue;
+      if (outcome.status !== 'ok') {
+        const where = 'location' in outcome && outcome.location ? ` at ${outcome.location.file}:${outcome.location.line}:${outcome.location.column}` : '';
+        const kind = outcome.status === 'interrupted' ? 'timeout' : outcome.status;
+        await this.log(projectId, { level: 'error', kind, message: `${outcome.message}${where} (message ${message.id})`, deploymentId: slot.deploymentId });
+      }
+      return;
     }
   }
 }

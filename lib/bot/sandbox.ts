@@ -3,8 +3,15 @@
  *
  * Policy and why (see the README's "Bot runtime" section for the choice over a child process):
  * - An isolate is a separate V8 heap with no Node APIs: no `require`, `process`, file system,
- *   environment, timers or network. The only way out is `__host`, one reference to a host function
- *   that performs the helpers (lib/bot/helpers.ts) with the project's own rights.
+ *   environment, timers or network. The only way out is `__host`, a frozen object installed before
+ *   the bundle runs (BRIDGE below); the raw reference to the host function is kept in its closure,
+ *   out of the bot's reach.
+ * - What crosses: the bridge checks each call inside the isolate, before anything is copied to the
+ *   host: the op name (at most MAX_OP_NAME characters) and the JSON arguments (at most
+ *   MAX_HELPER_ARGS characters) must be strings within their limits, or the call is answered with
+ *   an error without leaving the isolate. At most MAX_HOST_CALLS helper calls are in progress at
+ *   once per isolate; further calls wait their turn inside the isolate (in its own, capped heap).
+ *   The host counts too and refuses a call beyond the bound.
  * - Memory: the isolate's heap is capped (`memoryMb`); past it V8 disposes the isolate, the
  *   invocation fails with `memory_limit`, and the next event starts a fresh one.
  * - Time: start-up runs with a CPU timeout; each event has a wall-clock deadline after which the
@@ -12,28 +19,107 @@
  *   the bot is waiting for the service when the deadline comes (a helper call in progress, e.g. a
  *   send while the service is busy), the deadline waits for that call, up to HARD_LIMIT_FACTOR
  *   times it: a loaded service does not get bots killed, and nothing runs for ever.
+ * - Work left running: once no event is in flight, whatever still runs in the isolate (a loop in a
+ *   helper's continuation after the handler returned) is measured with the isolate's own CPU
+ *   counter (`cpuTime`); past `leftoverCpuMs` of CPU the isolate is disposed (`onStopped`), and
+ *   an event caught in it is answered `interrupted` so the runtime hands it to a fresh isolate.
  * - Isolates run on isolated-vm's own threads, so a looping bot occupies one of them, never
  *   Node's event loop: the service and other projects' bots keep running.
  */
 import ivm from 'isolated-vm';
 import { PositionMapper, type SourceMap } from '../deploy/sourcemap.js';
+import { MAX_HELPER_ARGS, MAX_HOST_CALLS, MAX_OP_NAME } from './limits.js';
 
 export interface SandboxLimits {
   memoryMb: number;
   startupTimeoutMs: number;
   eventTimeoutMs: number;
+  /** CPU the isolate may spend once no event is in flight (work the bot left running); default LEFTOVER_CPU_MS. */
+  leftoverCpuMs?: number;
 }
 
 export const DEFAULT_LIMITS: SandboxLimits = { memoryMb: 32, startupTimeoutMs: 1000, eventTimeoutMs: 5000 };
 /** An event never runs longer than this many times `eventTimeoutMs`, helper waits included. */
 export const HARD_LIMIT_FACTOR = 6;
+/** CPU milliseconds of work left running after the events ended, before the isolate is stopped. */
+export const LEFTOVER_CPU_MS = 250;
+export { MAX_HOST_CALLS, MAX_OP_NAME };
+/** How often the leftover watch reads the isolate's CPU counter. */
+const WATCH_MS = 25;
+/** Reads in a row with (almost) no CPU spent after which the isolate counts as quiet again. */
+const QUIET_READS = 8;
+const QUIET_NS = 500_000n;
+
+/**
+ * Installed in the isolate before the bundle: `__host` becomes a frozen bridge that checks each call
+ * before anything is copied out, and bounds the calls in progress. `$0` is the host reference; it
+ * stays in this closure. Only built-ins captured here are used (and objects without a prototype), so
+ * a bot that later replaces `Promise`, `Function.prototype.bind` or adds `Object.prototype` setters
+ * cannot get a call past the checks or the bound.
+ */
+const BRIDGE = `
+'use strict';
+const ref = $0;
+const call = ref.apply.bind(ref);
+const freeze = Object.freeze;
+const PromiseCtor = Promise;
+const defineProperty = Object.defineProperty;
+const options = freeze({ __proto__: null, arguments: freeze({ __proto__: null, copy: true }), result: freeze({ __proto__: null, promise: true, copy: true }) });
+const MAX_ARGS = ${MAX_HELPER_ARGS};
+const MAX_OP = ${MAX_OP_NAME};
+const MAX_CALLS = ${MAX_HOST_CALLS};
+const refusal = (code, message) => '{"ok":false,"error":{"code":"' + code + '","message":"' + message + '"}}';
+const BAD_CALL = refusal('invalid_request', 'Bad helper call.');
+const BAD_OP = refusal('invalid_request', 'Helper names are limited to ' + MAX_OP + ' characters.');
+const TOO_LARGE = refusal('payload_too_large', 'Helper arguments are limited to ' + MAX_ARGS + ' bytes.');
+let running = 0;
+let head = null;
+let tail = null;
+const turn = () => new PromiseCtor((resolve) => {
+  const node = { __proto__: null, resolve, next: null };
+  if (tail) tail.next = node; else head = node;
+  tail = node;
+});
+const release = () => {
+  running--;
+  const node = head;
+  if (!node) return;
+  head = node.next;
+  if (!head) tail = null;
+  running++;
+  node.resolve();
+};
+async function bridged(op, args) {
+  if (typeof op !== 'string' || typeof args !== 'string') return BAD_CALL;
+  if (op.length > MAX_OP) return BAD_OP;
+  if (args.length > MAX_ARGS) return TOO_LARGE;
+  if (running >= MAX_CALLS) await turn(); else running++;
+  try {
+    return await call(undefined, [op, args], options);
+  } finally {
+    release();
+  }
+}
+const host = freeze({
+  __proto__: null,
+  apply(_receiver, list) {
+    if (typeof list !== 'object' || list === null) return new PromiseCtor((resolve) => resolve(BAD_CALL));
+    return bridged(list[0], list[1]);
+  },
+});
+defineProperty(globalThis, '__host', { value: host, writable: false, enumerable: false, configurable: false });
+`;
 
 /** A helper call from the bot: op name and JSON arguments → JSON answer text. */
 export type HostFn = (op: string, argsJson: string) => Promise<string>;
 
 export type Outcome =
   | { status: 'ok'; durationMs: number }
-  | { status: 'error' | 'timeout' | 'memory_limit'; message: string; location?: SourceLocation; durationMs: number };
+  /** `interrupted`: the isolate was stopped for work left running by earlier events; this event was not at fault. */
+  | { status: 'error' | 'timeout' | 'memory_limit' | 'interrupted'; message: string; location?: SourceLocation; durationMs: number };
+
+/** Why an isolate was stopped outside an event's own outcome. */
+export type StopReason = 'leftover_cpu';
 
 export interface SourceLocation {
   file: string;
@@ -57,14 +143,25 @@ function mapperOf(sourceMap: string | undefined): PositionMapper | undefined {
   }
 }
 
-/** The first bundle position of an error's stack, mapped to the source. */
+/** Platform-managed files of the tree (the helpers): an error thrown there is located at its caller. */
+const PLATFORM_FILE = /^src\/platform\//;
+
+/**
+ * Where an error's stack enters the author's own code: the first bundle frame mapped to a file
+ * outside src/platform/ (a helper's HelperError is thrown in src/platform/runtime/host.ts, but the
+ * line to fix is the call in the bot), else the first mapped frame.
+ */
 export function locate(stack: string | undefined, mapper: PositionMapper | undefined): SourceLocation | undefined {
   if (!stack || !mapper) return undefined;
+  let first: SourceLocation | undefined;
   for (const m of stack.matchAll(/bundle\.js:(\d+):(\d+)/g)) {
     const pos = mapper.original(Number(m[1]), Number(m[2]));
-    if (pos) return { ...pos, file: pos.file.replace(/^tree:/, '') };
+    if (!pos) continue;
+    const at = { ...pos, file: pos.file.replace(/^tree:/, '') };
+    if (!PLATFORM_FILE.test(at.file)) return at;
+    first ??= at;
   }
-  return undefined;
+  return first;
 }
 
 // Duck-typed: an error may come from another realm (jest's VM context), failing instanceof.
@@ -76,10 +173,22 @@ function errorText(e: unknown): { message: string; stack?: string } {
   return { message: String(e) };
 }
 
+export interface SandboxOptions {
+  /** Told when the isolate is stopped outside an event's outcome (work left running). */
+  onStopped?: (reason: StopReason, message: string) => void;
+}
+
+const HOST_BUSY = JSON.stringify({ ok: false, error: { code: 'too_many_calls', message: `At most ${MAX_HOST_CALLS} helper calls run at once.` } });
+
 export class Sandbox {
-  private disposedFor?: 'timeout' | 'memory_limit';
+  private disposedFor?: 'timeout' | 'memory_limit' | StopReason;
   /** Helper calls in progress (the bot waits for the service). */
   private hostPending = 0;
+  /** Events in flight. */
+  private events = 0;
+  /** Set while work may run with no event in flight: CPU counted from `cpuStart`. */
+  private leftover?: { cpuStart: bigint; lastCpu: bigint; quietReads: number };
+  private watch?: NodeJS.Timeout;
 
   private constructor(
     private readonly isolate: ivm.Isolate,
@@ -88,34 +197,43 @@ export class Sandbox {
     private readonly limits: SandboxLimits,
     private readonly mapper: PositionMapper | undefined,
     private readonly counter: { sandbox?: Sandbox },
+    private readonly options: SandboxOptions,
   ) {
     counter.sandbox = this;
   }
 
   /** Runs the bundle's start-up; StartupError when it throws, loops or exhausts memory. */
-  static async create(bundle: string, sourceMap: string | undefined, host: HostFn, limits: SandboxLimits = DEFAULT_LIMITS): Promise<Sandbox> {
+  static async create(bundle: string, sourceMap: string | undefined, host: HostFn, limits: SandboxLimits = DEFAULT_LIMITS, options: SandboxOptions = {}): Promise<Sandbox> {
     const mapper = mapperOf(sourceMap);
     const isolate = new ivm.Isolate({ memoryLimit: limits.memoryMb });
     const counter: { sandbox?: Sandbox } = {};
     const counted: HostFn = async (op, args) => {
       const s = counter.sandbox;
+      // The bridge keeps to the bound; this holds even if it were got round.
+      if (s && s.hostPending >= MAX_HOST_CALLS) return HOST_BUSY;
       if (s) s.hostPending++;
       try {
         return await host(op, args);
       } finally {
-        if (s) s.hostPending--;
+        if (s) {
+          s.hostPending--;
+          // The answer's continuation runs in the isolate with no event in flight: watch its CPU.
+          if (s.events === 0) s.watchLeftover();
+        }
       }
     };
     try {
       const context = await isolate.createContext();
-      await context.global.set('__host', new ivm.Reference(counted));
+      await context.evalClosure(BRIDGE, [new ivm.Reference(counted)], { timeout: limits.startupTimeoutMs });
       const script = await isolate.compileScript(bundle, { filename: 'bundle.js' });
       await script.run(context, { timeout: limits.startupTimeoutMs });
       const dispatch = await context.global.get('__platformDispatch', { reference: true });
       if (dispatch.typeof !== 'function') {
         throw new StartupError('The bundle did not register the bot (src/main.ts must call registerBot).', 'error');
       }
-      return new Sandbox(isolate, context, dispatch, limits, mapper, counter);
+      const sandbox = new Sandbox(isolate, context, dispatch, limits, mapper, counter, options);
+      sandbox.watchLeftover();
+      return sandbox;
     } catch (e) {
       const memory = isolate.isDisposed || /memory limit/i.test(errorText(e).message);
       if (!isolate.isDisposed) isolate.dispose();
@@ -131,11 +249,65 @@ export class Sandbox {
     return !this.isolate.isDisposed;
   }
 
+  private get leftoverCpuMs(): number {
+    return this.limits.leftoverCpuMs ?? LEFTOVER_CPU_MS;
+  }
+
+  private cpuNs(): bigint | undefined {
+    try {
+      return this.isolate.isDisposed ? undefined : this.isolate.cpuTime;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Starts (or extends) the count of CPU spent with no event in flight. */
+  private watchLeftover(): void {
+    const cpu = this.cpuNs();
+    if (cpu === undefined) return;
+    if (this.leftover) this.leftover.quietReads = 0;
+    else this.leftover = { cpuStart: cpu, lastCpu: cpu, quietReads: 0 };
+    if (!this.watch) {
+      this.watch = setInterval(() => this.readLeftover(), WATCH_MS);
+      this.watch.unref();
+    }
+  }
+
+  private stopWatch(): void {
+    clearInterval(this.watch);
+    this.watch = undefined;
+    this.leftover = undefined;
+  }
+
+  private readLeftover(): void {
+    const w = this.leftover;
+    const cpu = this.cpuNs();
+    if (!w || cpu === undefined) return this.stopWatch();
+    const spentMs = Number(cpu - w.cpuStart) / 1e6;
+    if (spentMs > this.leftoverCpuMs) {
+      this.stopWatch();
+      this.disposedFor = 'leftover_cpu';
+      if (!this.isolate.isDisposed) this.isolate.dispose();
+      this.options.onStopped?.('leftover_cpu', `The bot kept running after its event ended (over ${this.leftoverCpuMs} ms of CPU) and was stopped.`);
+      return;
+    }
+    // Quiet for a while (a continuation may still be on its way to the isolate's thread): stop watching.
+    if (cpu - w.lastCpu < QUIET_NS && this.hostPending === 0) {
+      if (++w.quietReads >= QUIET_READS) this.stopWatch();
+    } else {
+      w.quietReads = 0;
+    }
+    if (this.leftover) this.leftover.lastCpu = cpu;
+  }
+
   /** Hands one event to the bot, within the event deadline. Never throws. */
   async dispatch(eventJson: string): Promise<Outcome> {
     const started = performance.now();
     const ms = () => Math.round((performance.now() - started) * 10) / 10;
-    if (this.isolate.isDisposed) return { status: 'error', message: 'The sandbox was disposed.', durationMs: 0 };
+    if (this.isolate.isDisposed) {
+      if (this.disposedFor === 'leftover_cpu') return { status: 'interrupted', message: 'The sandbox was stopped for work left running by an earlier event.', durationMs: 0 };
+      return { status: 'error', message: 'The sandbox was disposed.', durationMs: 0 };
+    }
     const hardLimit = this.limits.eventTimeoutMs * HARD_LIMIT_FACTOR;
     let timer: NodeJS.Timeout;
     // Past the deadline the event is stopped, unless the bot is waiting for a helper right then
@@ -145,10 +317,15 @@ export class Sandbox {
         timer = setTimeout(check, 50);
         return;
       }
-      this.disposedFor = 'timeout';
+      this.disposedFor ??= 'timeout';
       if (!this.isolate.isDisposed) this.isolate.dispose();
     };
     timer = setTimeout(check, this.limits.eventTimeoutMs);
+    // Nothing ran since the last read: no leftover work, so this event's CPU is not counted as such.
+    if (this.events++ === 0 && this.leftover) {
+      const cpu = this.cpuNs();
+      if (cpu !== undefined && cpu - this.leftover.lastCpu < QUIET_NS) this.stopWatch();
+    }
     try {
       await this.dispatchRef.apply(undefined, [eventJson], {
         arguments: { copy: true },
@@ -158,7 +335,11 @@ export class Sandbox {
       return { status: 'ok', durationMs: ms() };
     } catch (e) {
       const { message, stack } = errorText(e);
+      if (this.disposedFor === 'leftover_cpu') {
+        return { status: 'interrupted', message: 'The sandbox was stopped for work left running by an earlier event.', durationMs: ms() };
+      }
       if (this.disposedFor === 'timeout' || /timed out/i.test(message)) {
+        this.disposedFor ??= 'timeout';
         if (!this.isolate.isDisposed) this.isolate.dispose();
         return { status: 'timeout', message: `The bot did not finish within ${this.limits.eventTimeoutMs} ms and was stopped.`, durationMs: ms() };
       }
@@ -170,10 +351,12 @@ export class Sandbox {
       return { status: 'error', message: `The bot threw: ${message}`, location, durationMs: ms() };
     } finally {
       clearTimeout(timer);
+      if (--this.events === 0) this.watchLeftover();
     }
   }
 
   dispose(): void {
+    this.stopWatch();
     this.dispatchRef.release();
     this.context.release();
     if (!this.isolate.isDisposed) this.isolate.dispose();

@@ -53,6 +53,10 @@ export interface Config {
   shutdownGraceMs: number;
   /** How long an inbound message taken by one instance's bot is its own before another may take it (lib/bot/inbox.ts). */
   botInboxLeaseMs: number;
+  /** Inbound messages a project's bot handles per minute (shared counters); more wait for the next minute. */
+  botEventsPerMinute: number;
+  /** Custom events a project's bot may emit per minute (shared counters); past it `emit` answers false. */
+  botEmitsPerMinute: number;
   /** On shutdown, how long /readyz answers 503 before the server stops accepting (load balancers notice). */
   shutdownReadyDelayMs: number;
   /** Development and tests only: let outbound requests reach private and loopback addresses. */
@@ -162,6 +166,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     graphTimeoutMs: int(env, 'GRAPH_TIMEOUT_MS', 10000, 100, 120000),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 5000, 0, 600000),
     botInboxLeaseMs: int(env, 'BOT_INBOX_LEASE_MS', 60000, 1000, 3600000),
+    botEventsPerMinute: int(env, 'BOT_EVENTS_PER_MINUTE', 3000, 1),
+    botEmitsPerMinute: int(env, 'BOT_EMITS_PER_MINUTE', 1200, 1),
     shutdownReadyDelayMs: int(env, 'SHUTDOWN_READY_DELAY_MS', 0, 0, 600000),
     simulatorPort: int(env, 'SIMULATOR_PORT', 4010, 0, 65535),
     simulatorUrl: str(env, 'SIMULATOR_URL')?.replace(/\/+$/, ''),
