@@ -1850,11 +1850,11 @@ export interface components {
                 payload?: string;
             }[];
         };
-        /** @description Exactly one of `slug` (an asset uploaded through the media API), `media_id` (a channel media id) or `link` (a public https URL). */
+        /** @description Exactly one of `slug` (an asset uploaded through the media API), `media_id` (the channel media id of this project's asset) or `link` (a public https URL). */
         MediaSend: {
             /** @description A media asset of this project (404 `not_found` when unknown, 410 `MEDIA_EXPIRED` when the channel no longer holds it). */
             slug?: string;
-            /** @description A channel media id; a header-sample handle is refused (400 `invalid_media_id`). */
+            /** @description The channel media id of a media asset of this project (`media_id` from POST /v1/media). Any other id, another project's included, is 404 `not_found` and 410 `MEDIA_EXPIRED` once the asset expired, before the channel is called; a header-sample handle is refused (400 `invalid_media_id`). */
             media_id?: string;
             /** Format: uri */
             link?: string;
