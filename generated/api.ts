@@ -2821,7 +2821,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description Missing, malformed, unknown, revoked or expired credential (`api_key_required`, `invalid_api_key`, `invalid_token`). */
+        /** @description Missing, malformed, unknown, revoked or expired credential (`api_key_required`, `invalid_api_key`, `invalid_token`). A credential already known bad is answered 401 from memory, even from an address over the failed-authentication limit, and counts as another failure of that address. */
         Unauthorized: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
@@ -2891,7 +2891,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description Request rate (`rate_limited`) or daily send quota (`quota_exceeded`) exceeded. */
+        /** @description Request rate (`rate_limited`) or daily send quota (`quota_exceeded`) exceeded. Also `rate_limited`: an address with too many failed authentications in the current minute gets it for a credential the service cannot place without a lookup (neither known valid nor known bad), until `Retry-After`; it was not checked, so it is not answered 401. A valid credential is never refused for its address's failures: it is served whatever its address. */
         TooManyRequests: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
