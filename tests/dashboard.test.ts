@@ -470,3 +470,53 @@ describe('two instances', () => {
     }
   });
 });
+
+describe('audit rows in the action\'s transaction', () => {
+  // An injected failure of the audit write, for one actor only (other tests share the database).
+  const fn = `audit_fail_${process.pid}`;
+  beforeAll(async () => {
+    await t.db.pool.query(`CREATE OR REPLACE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF NEW.actor LIKE 'auditfail.%' THEN RAISE EXCEPTION 'injected audit failure'; END IF; RETURN NEW; END $$`);
+    await t.db.pool.query(`CREATE TRIGGER ${fn} BEFORE INSERT ON dashboard_audit FOR EACH ROW EXECUTE FUNCTION ${fn}()`);
+  });
+  afterAll(async () => {
+    await t.db.pool.query(`DROP TRIGGER IF EXISTS ${fn} ON dashboard_audit`);
+    await t.db.pool.query(`DROP FUNCTION IF EXISTS ${fn}()`);
+  });
+
+  it('When the audit row cannot be written, then every audited action is rolled back with it: keys, broadcasts and people unchanged, no audit row', async () => {
+    const { project, key: apiKey } = await projectWithKey(t);
+    const who = email('auditfail');
+    const owner = await person(t, project.id, who);
+    const path = `/dashboard/projects/${project.id}`;
+    const post = async (to: string, body: object = {}) => owner.agent.post(`${path}${to}`).type('form').send({ _csrf: await owner.csrf(), ...body });
+    const key = await t.admin.key(project.id, ['messages:send']);
+    const keyBefore = await t.db.prisma.apiKey.findUniqueOrThrow({ where: { id: key.id } });
+    const keys = await keyCount(project.id);
+    const failed = (res: request.Response) => expect(res.status).toBeGreaterThanOrEqual(500);
+
+    failed(await post('/keys', { name: 'unrecorded', scopes: 'messages:send' }));
+    expect(await keyCount(project.id)).toBe(keys);
+    failed(await post(`/keys/${key.id}/rotate`));
+    failed(await post(`/keys/${key.id}/revoke`));
+    failed(await post(`/keys/${key.id}/scopes`, { scopes: 'templates:read' }));
+    expect(await t.db.prisma.apiKey.findUniqueOrThrow({ where: { id: key.id } })).toEqual(keyBefore);
+    expect((await request(t.app).get('/v1/ping').set('Authorization', `Bearer ${key.secret}`)).status).toBe(200);
+
+    const approveId = await pendingBroadcast(project.id, apiKey);
+    failed(await post(`/broadcasts/${approveId}/approve`));
+    expect(await statusOf(approveId)).toBe('pending_approval');
+    expect((await t.db.pool.query('SELECT count(*)::int AS n FROM broadcast_recipients WHERE broadcast_id = $1', [approveId])).rows[0].n).toBe(0);
+    failed(await post(`/broadcasts/${approveId}/cancel`, { reason: 'unrecorded' }));
+    expect(await statusOf(approveId)).toBe('pending_approval');
+
+    const member = email('member');
+    await grant(t, project.id, member, 'member');
+    failed(await post('/people/remove', { email: member }));
+    expect(await t.db.prisma.dashboardMembership.count({ where: { projectId: project.id, account: { email: member } } })).toBe(1);
+    failed(await post('/people', { email: email('invitee'), role: 'member' }));
+    expect(await t.db.prisma.dashboardMembership.count({ where: { projectId: project.id } })).toBe(2);
+
+    expect(await t.db.prisma.dashboardAudit.count({ where: { projectId: project.id } })).toBe(0);
+  });
+});
