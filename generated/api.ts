@@ -860,7 +860,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description The file's path in the tree, e.g. `src/bot.ts` (slashes as-is or as `%2F`).
+                 * @description The file's path in the tree, e.g. `src/bot.ts` (slashes as-is or as `%2F`). An empty path is 400 `invalid_id` (after authentication); one that breaks the path rules is 400 `invalid_path`.
                  * @example src%2Fbot.ts
                  */
                 path: components["parameters"]["CodeFilePath"];
@@ -2991,7 +2991,7 @@ export interface components {
     };
     parameters: {
         /**
-         * @description A UUID; a malformed one is 400 `invalid_id`.
+         * @description A UUID; a malformed or empty one is 400 `invalid_id` (after authentication).
          * @example 3f0c2a5e-8a4b-4e1c-9d2f-6b7a1c0e5d42
          */
         UuidId: string;
@@ -3025,7 +3025,7 @@ export interface components {
         /** @description The `nextCursor` of the previous page (opaque, at most 512 characters). Any cursor the service did not issue, a longer one included, is 400 `invalid_cursor`. */
         Cursor: string;
         /**
-         * @description Numeric id.
+         * @description Numeric id; a malformed or empty one is 400 `invalid_id` (after authentication).
          * @example 42
          */
         NumericId: string;
@@ -3037,7 +3037,7 @@ export interface components {
          */
         XServiceProject: string;
         /**
-         * @description Webhook registration id.
+         * @description Webhook registration id; a malformed or empty one is 400 `invalid_id` (after authentication).
          * @example whk_3k9x2m7q1z8c4v6b
          */
         WebhookId: string;
@@ -3068,7 +3068,7 @@ export interface components {
          */
         TableFiltersQuery: string;
         /**
-         * @description The file's path in the tree, e.g. `src/bot.ts` (slashes as-is or as `%2F`).
+         * @description The file's path in the tree, e.g. `src/bot.ts` (slashes as-is or as `%2F`). An empty path is 400 `invalid_id` (after authentication); one that breaks the path rules is 400 `invalid_path`.
          * @example src%2Fbot.ts
          */
         CodeFilePath: string;
@@ -3344,7 +3344,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description Numeric id.
+                 * @description Numeric id; a malformed or empty one is 400 `invalid_id` (after authentication).
                  * @example 42
                  */
                 id: components["parameters"]["NumericId"];
@@ -3386,7 +3386,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description Numeric id.
+                 * @description Numeric id; a malformed or empty one is 400 `invalid_id` (after authentication).
                  * @example 42
                  */
                 id: components["parameters"]["NumericId"];
@@ -3439,7 +3439,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description Numeric id.
+                 * @description Numeric id; a malformed or empty one is 400 `invalid_id` (after authentication).
                  * @example 42
                  */
                 id: components["parameters"]["NumericId"];
@@ -3527,7 +3527,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description Numeric id.
+                 * @description Numeric id; a malformed or empty one is 400 `invalid_id` (after authentication).
                  * @example 42
                  */
                 id: components["parameters"]["NumericId"];
@@ -3569,7 +3569,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description Numeric id.
+                 * @description Numeric id; a malformed or empty one is 400 `invalid_id` (after authentication).
                  * @example 42
                  */
                 id: components["parameters"]["NumericId"];
@@ -3694,7 +3694,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description Webhook registration id.
+                 * @description Webhook registration id; a malformed or empty one is 400 `invalid_id` (after authentication).
                  * @example whk_3k9x2m7q1z8c4v6b
                  */
                 id: components["parameters"]["WebhookId"];
@@ -3736,7 +3736,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description Webhook registration id.
+                 * @description Webhook registration id; a malformed or empty one is 400 `invalid_id` (after authentication).
                  * @example whk_3k9x2m7q1z8c4v6b
                  */
                 id: components["parameters"]["WebhookId"];
@@ -3778,7 +3778,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description Webhook registration id.
+                 * @description Webhook registration id; a malformed or empty one is 400 `invalid_id` (after authentication).
                  * @example whk_3k9x2m7q1z8c4v6b
                  */
                 id: components["parameters"]["WebhookId"];
@@ -4522,7 +4522,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description A UUID; a malformed one is 400 `invalid_id`.
+                 * @description A UUID; a malformed or empty one is 400 `invalid_id` (after authentication).
                  * @example 3f0c2a5e-8a4b-4e1c-9d2f-6b7a1c0e5d42
                  */
                 id: components["parameters"]["UuidId"];
@@ -4564,7 +4564,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description A UUID; a malformed one is 400 `invalid_id`.
+                 * @description A UUID; a malformed or empty one is 400 `invalid_id` (after authentication).
                  * @example 3f0c2a5e-8a4b-4e1c-9d2f-6b7a1c0e5d42
                  */
                 id: components["parameters"]["UuidId"];
@@ -4606,7 +4606,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description A UUID; a malformed one is 400 `invalid_id`.
+                 * @description A UUID; a malformed or empty one is 400 `invalid_id` (after authentication).
                  * @example 3f0c2a5e-8a4b-4e1c-9d2f-6b7a1c0e5d42
                  */
                 id: components["parameters"]["UuidId"];
@@ -4738,7 +4738,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description A UUID; a malformed one is 400 `invalid_id`.
+                 * @description A UUID; a malformed or empty one is 400 `invalid_id` (after authentication).
                  * @example 3f0c2a5e-8a4b-4e1c-9d2f-6b7a1c0e5d42
                  */
                 id: components["parameters"]["UuidId"];
@@ -4789,7 +4789,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description A UUID; a malformed one is 400 `invalid_id`.
+                 * @description A UUID; a malformed or empty one is 400 `invalid_id` (after authentication).
                  * @example 3f0c2a5e-8a4b-4e1c-9d2f-6b7a1c0e5d42
                  */
                 id: components["parameters"]["UuidId"];
@@ -4877,7 +4877,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description A UUID; a malformed one is 400 `invalid_id`.
+                 * @description A UUID; a malformed or empty one is 400 `invalid_id` (after authentication).
                  * @example 3f0c2a5e-8a4b-4e1c-9d2f-6b7a1c0e5d42
                  */
                 id: components["parameters"]["UuidId"];
@@ -4924,7 +4924,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description A UUID; a malformed one is 400 `invalid_id`.
+                 * @description A UUID; a malformed or empty one is 400 `invalid_id` (after authentication).
                  * @example 3f0c2a5e-8a4b-4e1c-9d2f-6b7a1c0e5d42
                  */
                 id: components["parameters"]["UuidId"];
@@ -5005,7 +5005,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description The file's path in the tree, e.g. `src/bot.ts` (slashes as-is or as `%2F`).
+                 * @description The file's path in the tree, e.g. `src/bot.ts` (slashes as-is or as `%2F`). An empty path is 400 `invalid_id` (after authentication); one that breaks the path rules is 400 `invalid_path`.
                  * @example src%2Fbot.ts
                  */
                 path: components["parameters"]["CodeFilePath"];
@@ -5050,7 +5050,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description The file's path in the tree, e.g. `src/bot.ts` (slashes as-is or as `%2F`).
+                 * @description The file's path in the tree, e.g. `src/bot.ts` (slashes as-is or as `%2F`). An empty path is 400 `invalid_id` (after authentication); one that breaks the path rules is 400 `invalid_path`.
                  * @example src%2Fbot.ts
                  */
                 path: components["parameters"]["CodeFilePath"];
