@@ -1,7 +1,7 @@
 /**
  * What a signed-in person does, checked against their role in the project and recorded in the
  * audit trail: key actions (the rules are lib/access/keys.ts), approving or cancelling a broadcast
- * (lib/broadcasts/approval.ts) and inviting people. Every id a form names must belong to the
+ * (lib/broadcasts/approval.ts) and inviting people (lib/dashboard/invites.ts). Every id a form names must belong to the
  * project of the page (404 otherwise), so a forged id cannot reach another project.
  * The audit row is written in the same transaction as the change it records: if it cannot be
  * written, the change is undone and the action fails (nothing happens unrecorded).
@@ -14,9 +14,10 @@ import { UUID } from '../broadcasts/audience.js';
 import { recordAudit, recordAuditOn, type Actor, type AuditEntry } from './audit.js';
 import type { PrismaClient } from '../../generated/prisma/client.js';
 import { DashboardRefusal } from './refusal.js';
-import { requireRole } from './roles.js';
 import { parseScopes } from './scopes.js';
-import { grantRole } from './accounts.js';
+import { normaliseEmail } from './accounts.js';
+import { createInvite } from './invites.js';
+import { isRole, requireRole, type Role } from './roles.js';
 
 type ActionDeps = Pick<Deps, 'db' | 'clock' | 'logger' | 'credentialCache'>;
 
@@ -127,11 +128,33 @@ export async function cancelBroadcastAs(deps: ActionDeps, actor: Actor, projectI
   );
 }
 
-export async function inviteAs(deps: ActionDeps, actor: Actor, projectId: string, email: unknown, role: unknown) {
+export interface Invited {
+  email: string;
+  role: Role;
+  /** The invitation link's one-time token; absent when the email was already a member (its role changed). */
+  token?: string;
+}
+
+/**
+ * Invites an email (owners only): an invitation the person accepts through its link (lib/dashboard/invites.ts),
+ * the same answer whether the email has an account or not. A person already in the project has their
+ * role changed instead (the People page lists them anyway); the last owner keeps theirs.
+ */
+export async function inviteAs(deps: ActionDeps, actor: Actor, projectId: string, rawEmail: unknown, role: unknown): Promise<Invited> {
   await requireRole(deps, actor.accountId, projectId, ['owner'], 'invite people');
-  return audited(deps, actor, async (tx) => {
-    const granted = await grantRole(tx, projectId, email, role);
-    return { result: granted, entry: { projectId, action: 'member.grant', subject: granted.account.email, after: { role: granted.role } } };
+  const email = normaliseEmail(rawEmail);
+  if (!isRole(role)) throw new DashboardRefusal(400, 'Choose a role: owner, admin or member.');
+  return audited<Invited>(deps, actor, async (tx) => {
+    const member = await tx.db.prisma.dashboardMembership.findFirst({ where: { projectId, account: { email } } });
+    if (member) {
+      if (member.role === 'owner' && role !== 'owner' && (await tx.db.prisma.dashboardMembership.count({ where: { projectId, role: 'owner' } })) <= 1) {
+        throw new DashboardRefusal(409, 'This is the project’s last owner: make someone else owner first.');
+      }
+      await tx.db.prisma.dashboardMembership.update({ where: { accountId_projectId: { accountId: member.accountId, projectId } }, data: { role } });
+      return { result: { email, role }, entry: { projectId, action: 'member.role', subject: email, before: { role: member.role }, after: { role } } };
+    }
+    const { token } = await createInvite(tx, projectId, email, role, actor.accountId);
+    return { result: { email, role, token }, entry: { projectId, action: 'member.invite', subject: email, after: { role } } };
   });
 }
 
