@@ -26,6 +26,7 @@ import { channelWebhookRouter } from './handlers/channel-webhook.js';
 import { runtimeAuth, runtimeHandlers } from './handlers/runtime.js';
 import { adminHandlers } from './handlers/admin/index.js';
 import { filesPathSegments } from './handlers/files.js';
+import { markEmptyPathParams, refuseEmptyPathParams } from './http/empty-path-params.js';
 import { dashboardRouter } from './http/dashboard/router.js';
 
 export interface AppOptions {
@@ -82,6 +83,8 @@ export function createApp(deps: AppDeps & AppOptions): Express {
   );
   // /v1/files/{path}: a path of several segments reaches the one operation (handlers/files.ts).
   app.use(filesPathSegments);
+  // An empty path id reaches its own operation and is refused there after authentication.
+  app.use(markEmptyPathParams([{ contract: deps.contract, prefix: '/v1/' }, { contract: deps.adminContract, prefix: '/admin/' }]));
 
   app.use(
     contractPipeline({
@@ -92,6 +95,7 @@ export function createApp(deps: AppDeps & AppOptions): Express {
       pathPrefix: '/v1/',
       policy: [
         authenticate(deps),
+        refuseEmptyPathParams,
         rateLimit({
           store: deps.counters,
           limit: () => deps.config.rateLimitPerMinute,
@@ -117,7 +121,7 @@ export function createApp(deps: AppDeps & AppOptions): Express {
       handlers: adminHandlers as any,
       deps,
       pathPrefix: '/admin/',
-      policy: [adminAuth(deps.adminToken, deps.adminContract), streamedBody(deps.adminContract)],
+      policy: [adminAuth(deps.adminToken, deps.adminContract), refuseEmptyPathParams, streamedBody(deps.adminContract)],
       beforeHandler: [invalidateCredentialsOnWrite(deps)],
     }),
   );

@@ -54,7 +54,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Project id, matched case-insensitively.
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
                  * @example prj_7f3k2m9q4x1a
                  */
                 projectId: components["parameters"]["ProjectId"];
@@ -89,7 +89,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Project id, matched case-insensitively.
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
                  * @example prj_7f3k2m9q4x1a
                  */
                 projectId: components["parameters"]["ProjectId"];
@@ -121,7 +121,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Project id, matched case-insensitively.
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
                  * @example prj_7f3k2m9q4x1a
                  */
                 projectId: components["parameters"]["ProjectId"];
@@ -224,7 +224,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Project id, matched case-insensitively.
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
                  * @example prj_7f3k2m9q4x1a
                  */
                 projectId: components["parameters"]["ProjectId"];
@@ -307,7 +307,7 @@ export interface paths {
                 /** @example con_9h3j5k7l1p2q */
                 connectionId: components["parameters"]["ConnectionId"];
                 /**
-                 * @description Project id, matched case-insensitively.
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
                  * @example prj_7f3k2m9q4x1a
                  */
                 projectId: components["parameters"]["ProjectId"];
@@ -388,7 +388,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Project id, matched case-insensitively.
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
                  * @example prj_7f3k2m9q4x1a
                  */
                 projectId: components["parameters"]["ProjectId"];
@@ -468,7 +468,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Project id, matched case-insensitively.
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
                  * @example prj_7f3k2m9q4x1a
                  */
                 projectId: components["parameters"]["ProjectId"];
@@ -500,7 +500,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Project id, matched case-insensitively.
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
                  * @example prj_7f3k2m9q4x1a
                  */
                 projectId: components["parameters"]["ProjectId"];
@@ -530,7 +530,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Project id, matched case-insensitively.
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
                  * @example prj_7f3k2m9q4x1a
                  */
                 projectId: components["parameters"]["ProjectId"];
@@ -652,7 +652,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Project id, matched case-insensitively.
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
                  * @example prj_7f3k2m9q4x1a
                  */
                 projectId: components["parameters"]["ProjectId"];
@@ -678,7 +678,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Project id, matched case-insensitively.
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
                  * @example prj_7f3k2m9q4x1a
                  */
                 projectId: components["parameters"]["ProjectId"];
@@ -727,7 +727,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Project id, matched case-insensitively.
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
                  * @example prj_7f3k2m9q4x1a
                  */
                 projectId: components["parameters"]["ProjectId"];
@@ -753,7 +753,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Project id, matched case-insensitively.
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
                  * @example prj_7f3k2m9q4x1a
                  */
                 projectId: components["parameters"]["ProjectId"];
@@ -784,7 +784,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Project id, matched case-insensitively.
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
                  * @example prj_7f3k2m9q4x1a
                  */
                 projectId: components["parameters"]["ProjectId"];
@@ -812,7 +812,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Project id, matched case-insensitively.
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
                  * @example prj_7f3k2m9q4x1a
                  */
                 projectId: components["parameters"]["ProjectId"];
@@ -838,7 +838,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Project id, matched case-insensitively.
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
                  * @example prj_7f3k2m9q4x1a
                  */
                 projectId: components["parameters"]["ProjectId"];
@@ -880,7 +880,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Project id, matched case-insensitively.
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
                  * @example prj_7f3k2m9q4x1a
                  */
                 projectId: components["parameters"]["ProjectId"];
@@ -1333,7 +1333,7 @@ export interface components {
         /** @description `public` (production, default) or `preview` (the development sandbox). */
         TableSchemaQuery: "public" | "preview";
         /**
-         * @description Project id, matched case-insensitively.
+         * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
          * @example prj_7f3k2m9q4x1a
          */
         ProjectId: string;
@@ -1428,7 +1428,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Project id, matched case-insensitively.
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
                  * @example prj_7f3k2m9q4x1a
                  */
                 projectId: components["parameters"]["ProjectId"];
@@ -1438,6 +1438,7 @@ export interface operations {
         requestBody?: never;
         responses: {
             200: components["responses"]["ProjectResponse"];
+            400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             404: components["responses"]["Error"];
         };
@@ -1448,7 +1449,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Project id, matched case-insensitively.
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
                  * @example prj_7f3k2m9q4x1a
                  */
                 projectId: components["parameters"]["ProjectId"];
@@ -1458,6 +1459,7 @@ export interface operations {
         requestBody?: never;
         responses: {
             200: components["responses"]["ProjectResponse"];
+            400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             404: components["responses"]["Error"];
         };
@@ -1468,7 +1470,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Project id, matched case-insensitively.
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
                  * @example prj_7f3k2m9q4x1a
                  */
                 projectId: components["parameters"]["ProjectId"];
@@ -1494,7 +1496,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Project id, matched case-insensitively.
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
                  * @example prj_7f3k2m9q4x1a
                  */
                 projectId: components["parameters"]["ProjectId"];
@@ -1504,6 +1506,7 @@ export interface operations {
         requestBody?: never;
         responses: {
             200: components["responses"]["ChannelResponse"];
+            400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             404: components["responses"]["Error"];
         };
@@ -1514,7 +1517,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Project id, matched case-insensitively.
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
                  * @example prj_7f3k2m9q4x1a
                  */
                 projectId: components["parameters"]["ProjectId"];
@@ -1540,7 +1543,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Project id, matched case-insensitively.
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
                  * @example prj_7f3k2m9q4x1a
                  */
                 projectId: components["parameters"]["ProjectId"];
@@ -1564,6 +1567,7 @@ export interface operations {
                     };
                 };
             };
+            400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             404: components["responses"]["Error"];
         };
@@ -1574,7 +1578,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Project id, matched case-insensitively.
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
                  * @example prj_7f3k2m9q4x1a
                  */
                 projectId: components["parameters"]["ProjectId"];
@@ -1607,6 +1611,7 @@ export interface operations {
         requestBody?: never;
         responses: {
             200: components["responses"]["KeyResponse"];
+            400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             404: components["responses"]["Error"];
         };
@@ -1647,6 +1652,7 @@ export interface operations {
         requestBody?: never;
         responses: {
             200: components["responses"]["KeyWithSecretResponse"];
+            400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
@@ -1665,6 +1671,7 @@ export interface operations {
         requestBody?: never;
         responses: {
             200: components["responses"]["KeyResponse"];
+            400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             404: components["responses"]["Error"];
         };
@@ -1675,7 +1682,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Project id, matched case-insensitively.
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
                  * @example prj_7f3k2m9q4x1a
                  */
                 projectId: components["parameters"]["ProjectId"];
@@ -1764,6 +1771,7 @@ export interface operations {
         requestBody?: never;
         responses: {
             200: components["responses"]["ConnectionResponse"];
+            400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             404: components["responses"]["Error"];
         };
@@ -1781,6 +1789,7 @@ export interface operations {
         requestBody?: never;
         responses: {
             200: components["responses"]["ConnectionResponse"];
+            400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             404: components["responses"]["Error"];
         };
@@ -1793,7 +1802,7 @@ export interface operations {
                 /** @example con_9h3j5k7l1p2q */
                 connectionId: components["parameters"]["ConnectionId"];
                 /**
-                 * @description Project id, matched case-insensitively.
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
                  * @example prj_7f3k2m9q4x1a
                  */
                 projectId: components["parameters"]["ProjectId"];
@@ -1820,7 +1829,7 @@ export interface operations {
                 /** @example con_9h3j5k7l1p2q */
                 connectionId: components["parameters"]["ConnectionId"];
                 /**
-                 * @description Project id, matched case-insensitively.
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
                  * @example prj_7f3k2m9q4x1a
                  */
                 projectId: components["parameters"]["ProjectId"];
@@ -1830,6 +1839,7 @@ export interface operations {
         requestBody?: never;
         responses: {
             200: components["responses"]["ConnectionResponse"];
+            400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             404: components["responses"]["Error"];
         };
@@ -1861,6 +1871,7 @@ export interface operations {
                     };
                 };
             };
+            400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             404: components["responses"]["Error"];
         };
@@ -1930,6 +1941,7 @@ export interface operations {
                     };
                 };
             };
+            400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             404: components["responses"]["Error"];
         };
@@ -1940,7 +1952,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Project id, matched case-insensitively.
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
                  * @example prj_7f3k2m9q4x1a
                  */
                 projectId: components["parameters"]["ProjectId"];
@@ -1964,6 +1976,7 @@ export interface operations {
                     };
                 };
             };
+            400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             404: components["responses"]["Error"];
         };
@@ -1974,7 +1987,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Project id, matched case-insensitively.
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
                  * @example prj_7f3k2m9q4x1a
                  */
                 projectId: components["parameters"]["ProjectId"];
@@ -2000,6 +2013,7 @@ export interface operations {
                     };
                 };
             };
+            400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
@@ -2032,6 +2046,7 @@ export interface operations {
                     };
                 };
             };
+            400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             404: components["responses"]["Error"];
         };
@@ -2083,7 +2098,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Project id, matched case-insensitively.
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
                  * @example prj_7f3k2m9q4x1a
                  */
                 projectId: components["parameters"]["ProjectId"];
@@ -2111,6 +2126,7 @@ export interface operations {
                     };
                 };
             };
+            400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             404: components["responses"]["Error"];
             503: components["responses"]["Error"];
@@ -2122,7 +2138,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Project id, matched case-insensitively.
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
                  * @example prj_7f3k2m9q4x1a
                  */
                 projectId: components["parameters"]["ProjectId"];
@@ -2178,7 +2194,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Project id, matched case-insensitively.
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
                  * @example prj_7f3k2m9q4x1a
                  */
                 projectId: components["parameters"]["ProjectId"];
@@ -2225,7 +2241,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Project id, matched case-insensitively.
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
                  * @example prj_7f3k2m9q4x1a
                  */
                 projectId: components["parameters"]["ProjectId"];
@@ -2382,7 +2398,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Project id, matched case-insensitively.
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
                  * @example prj_7f3k2m9q4x1a
                  */
                 projectId: components["parameters"]["ProjectId"];
@@ -2429,7 +2445,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Project id, matched case-insensitively.
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
                  * @example prj_7f3k2m9q4x1a
                  */
                 projectId: components["parameters"]["ProjectId"];
@@ -2501,7 +2517,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Project id, matched case-insensitively.
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
                  * @example prj_7f3k2m9q4x1a
                  */
                 projectId: components["parameters"]["ProjectId"];
@@ -2519,6 +2535,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeploymentListResponse"];
                 };
             };
+            400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             404: components["responses"]["Error"];
         };
@@ -2529,7 +2546,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Project id, matched case-insensitively.
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
                  * @example prj_7f3k2m9q4x1a
                  */
                 projectId: components["parameters"]["ProjectId"];
@@ -2564,6 +2581,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeploymentResponse"];
                 };
             };
+            400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             404: components["responses"]["Error"];
         };
@@ -2578,7 +2596,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Project id, matched case-insensitively.
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
                  * @example prj_7f3k2m9q4x1a
                  */
                 projectId: components["parameters"]["ProjectId"];
@@ -2613,7 +2631,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Project id, matched case-insensitively.
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
                  * @example prj_7f3k2m9q4x1a
                  */
                 projectId: components["parameters"]["ProjectId"];
@@ -2637,6 +2655,7 @@ export interface operations {
                     };
                 };
             };
+            400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             404: components["responses"]["Error"];
             503: components["responses"]["Error"];
@@ -2648,7 +2667,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Project id, matched case-insensitively.
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
                  * @example prj_7f3k2m9q4x1a
                  */
                 projectId: components["parameters"]["ProjectId"];
@@ -2699,7 +2718,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Project id, matched case-insensitively.
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
                  * @example prj_7f3k2m9q4x1a
                  */
                 projectId: components["parameters"]["ProjectId"];
@@ -2728,6 +2747,7 @@ export interface operations {
                     };
                 };
             };
+            400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];

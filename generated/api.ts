@@ -860,7 +860,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description The file's path in the tree, e.g. `src/bot.ts` (slashes as-is or as `%2F`).
+                 * @description The file's path in the tree, e.g. `src/bot.ts` (slashes as-is or as `%2F`). An empty path is 400 `invalid_id` (after authentication); one that breaks the path rules is 400 `invalid_path`.
                  * @example src%2Fbot.ts
                  */
                 path: components["parameters"]["CodeFilePath"];
@@ -1850,11 +1850,11 @@ export interface components {
                 payload?: string;
             }[];
         };
-        /** @description Exactly one of `slug` (an asset uploaded through the media API), `media_id` (a channel media id) or `link` (a public https URL). */
+        /** @description Exactly one of `slug` (an asset uploaded through the media API), `media_id` (the channel media id of this project's asset) or `link` (a public https URL). */
         MediaSend: {
             /** @description A media asset of this project (404 `not_found` when unknown, 410 `MEDIA_EXPIRED` when the channel no longer holds it). */
             slug?: string;
-            /** @description A channel media id; a header-sample handle is refused (400 `invalid_media_id`). */
+            /** @description The channel media id of a media asset of this project (`media_id` from POST /v1/media). Any other id, another project's included, is 404 `not_found` and 410 `MEDIA_EXPIRED` once the asset expired, before the channel is called; a header-sample handle is refused (400 `invalid_media_id`). */
             media_id?: string;
             /** Format: uri */
             link?: string;
@@ -2821,7 +2821,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description Missing, malformed, unknown, revoked or expired credential (`api_key_required`, `invalid_api_key`, `invalid_token`). */
+        /** @description Missing, malformed, unknown, revoked or expired credential (`api_key_required`, `invalid_api_key`, `invalid_token`). A credential already known bad is answered 401 from memory, even from an address over the failed-authentication limit, and counts as another failure of that address. */
         Unauthorized: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
@@ -2891,7 +2891,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description Request rate (`rate_limited`) or daily send quota (`quota_exceeded`) exceeded. */
+        /** @description Request rate (`rate_limited`) or daily send quota (`quota_exceeded`) exceeded. Also `rate_limited`: an address with too many failed authentications in the current minute gets it for a credential the service cannot place without a lookup (neither known valid nor known bad), until `Retry-After`; it was not checked, so it is not answered 401. A valid credential is never refused for its address's failures: it is served whatever its address. */
         TooManyRequests: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
@@ -2991,7 +2991,7 @@ export interface components {
     };
     parameters: {
         /**
-         * @description A UUID; a malformed one is 400 `invalid_id`.
+         * @description A UUID; a malformed or empty one is 400 `invalid_id` (after authentication).
          * @example 3f0c2a5e-8a4b-4e1c-9d2f-6b7a1c0e5d42
          */
         UuidId: string;
@@ -3025,7 +3025,7 @@ export interface components {
         /** @description The `nextCursor` of the previous page (opaque, at most 512 characters). Any cursor the service did not issue, a longer one included, is 400 `invalid_cursor`. */
         Cursor: string;
         /**
-         * @description Numeric id.
+         * @description Numeric id; a malformed or empty one is 400 `invalid_id` (after authentication).
          * @example 42
          */
         NumericId: string;
@@ -3037,7 +3037,7 @@ export interface components {
          */
         XServiceProject: string;
         /**
-         * @description Webhook registration id.
+         * @description Webhook registration id; a malformed or empty one is 400 `invalid_id` (after authentication).
          * @example whk_3k9x2m7q1z8c4v6b
          */
         WebhookId: string;
@@ -3068,7 +3068,7 @@ export interface components {
          */
         TableFiltersQuery: string;
         /**
-         * @description The file's path in the tree, e.g. `src/bot.ts` (slashes as-is or as `%2F`).
+         * @description The file's path in the tree, e.g. `src/bot.ts` (slashes as-is or as `%2F`). An empty path is 400 `invalid_id` (after authentication); one that breaks the path rules is 400 `invalid_path`.
          * @example src%2Fbot.ts
          */
         CodeFilePath: string;
@@ -3344,7 +3344,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description Numeric id.
+                 * @description Numeric id; a malformed or empty one is 400 `invalid_id` (after authentication).
                  * @example 42
                  */
                 id: components["parameters"]["NumericId"];
@@ -3386,7 +3386,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description Numeric id.
+                 * @description Numeric id; a malformed or empty one is 400 `invalid_id` (after authentication).
                  * @example 42
                  */
                 id: components["parameters"]["NumericId"];
@@ -3439,7 +3439,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description Numeric id.
+                 * @description Numeric id; a malformed or empty one is 400 `invalid_id` (after authentication).
                  * @example 42
                  */
                 id: components["parameters"]["NumericId"];
@@ -3527,7 +3527,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description Numeric id.
+                 * @description Numeric id; a malformed or empty one is 400 `invalid_id` (after authentication).
                  * @example 42
                  */
                 id: components["parameters"]["NumericId"];
@@ -3569,7 +3569,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description Numeric id.
+                 * @description Numeric id; a malformed or empty one is 400 `invalid_id` (after authentication).
                  * @example 42
                  */
                 id: components["parameters"]["NumericId"];
@@ -3694,7 +3694,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description Webhook registration id.
+                 * @description Webhook registration id; a malformed or empty one is 400 `invalid_id` (after authentication).
                  * @example whk_3k9x2m7q1z8c4v6b
                  */
                 id: components["parameters"]["WebhookId"];
@@ -3736,7 +3736,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description Webhook registration id.
+                 * @description Webhook registration id; a malformed or empty one is 400 `invalid_id` (after authentication).
                  * @example whk_3k9x2m7q1z8c4v6b
                  */
                 id: components["parameters"]["WebhookId"];
@@ -3778,7 +3778,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description Webhook registration id.
+                 * @description Webhook registration id; a malformed or empty one is 400 `invalid_id` (after authentication).
                  * @example whk_3k9x2m7q1z8c4v6b
                  */
                 id: components["parameters"]["WebhookId"];
@@ -4522,7 +4522,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description A UUID; a malformed one is 400 `invalid_id`.
+                 * @description A UUID; a malformed or empty one is 400 `invalid_id` (after authentication).
                  * @example 3f0c2a5e-8a4b-4e1c-9d2f-6b7a1c0e5d42
                  */
                 id: components["parameters"]["UuidId"];
@@ -4564,7 +4564,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description A UUID; a malformed one is 400 `invalid_id`.
+                 * @description A UUID; a malformed or empty one is 400 `invalid_id` (after authentication).
                  * @example 3f0c2a5e-8a4b-4e1c-9d2f-6b7a1c0e5d42
                  */
                 id: components["parameters"]["UuidId"];
@@ -4606,7 +4606,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description A UUID; a malformed one is 400 `invalid_id`.
+                 * @description A UUID; a malformed or empty one is 400 `invalid_id` (after authentication).
                  * @example 3f0c2a5e-8a4b-4e1c-9d2f-6b7a1c0e5d42
                  */
                 id: components["parameters"]["UuidId"];
@@ -4738,7 +4738,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description A UUID; a malformed one is 400 `invalid_id`.
+                 * @description A UUID; a malformed or empty one is 400 `invalid_id` (after authentication).
                  * @example 3f0c2a5e-8a4b-4e1c-9d2f-6b7a1c0e5d42
                  */
                 id: components["parameters"]["UuidId"];
@@ -4789,7 +4789,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description A UUID; a malformed one is 400 `invalid_id`.
+                 * @description A UUID; a malformed or empty one is 400 `invalid_id` (after authentication).
                  * @example 3f0c2a5e-8a4b-4e1c-9d2f-6b7a1c0e5d42
                  */
                 id: components["parameters"]["UuidId"];
@@ -4877,7 +4877,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description A UUID; a malformed one is 400 `invalid_id`.
+                 * @description A UUID; a malformed or empty one is 400 `invalid_id` (after authentication).
                  * @example 3f0c2a5e-8a4b-4e1c-9d2f-6b7a1c0e5d42
                  */
                 id: components["parameters"]["UuidId"];
@@ -4924,7 +4924,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description A UUID; a malformed one is 400 `invalid_id`.
+                 * @description A UUID; a malformed or empty one is 400 `invalid_id` (after authentication).
                  * @example 3f0c2a5e-8a4b-4e1c-9d2f-6b7a1c0e5d42
                  */
                 id: components["parameters"]["UuidId"];
@@ -5005,7 +5005,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description The file's path in the tree, e.g. `src/bot.ts` (slashes as-is or as `%2F`).
+                 * @description The file's path in the tree, e.g. `src/bot.ts` (slashes as-is or as `%2F`). An empty path is 400 `invalid_id` (after authentication); one that breaks the path rules is 400 `invalid_path`.
                  * @example src%2Fbot.ts
                  */
                 path: components["parameters"]["CodeFilePath"];
@@ -5050,7 +5050,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description The file's path in the tree, e.g. `src/bot.ts` (slashes as-is or as `%2F`).
+                 * @description The file's path in the tree, e.g. `src/bot.ts` (slashes as-is or as `%2F`). An empty path is 400 `invalid_id` (after authentication); one that breaks the path rules is 400 `invalid_path`.
                  * @example src%2Fbot.ts
                  */
                 path: components["parameters"]["CodeFilePath"];

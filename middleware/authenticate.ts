@@ -1,4 +1,7 @@
-/** Resolves the bearer credential of operations the contract secures (see lib/access/credentials.ts). */
+/**
+ * Resolves the bearer credential of operations the contract secures (see lib/access/credentials.ts),
+ * with the failed-authentication throttle (./auth-throttle.ts) between memory and the database.
+ */
 import type { NextFunction, Request, Response } from 'express';
 import { resolveCredential, type Credential } from '../lib/access/credentials.js';
 import type { AppDeps } from '../http/app-deps.js';
@@ -25,9 +28,16 @@ export function authenticate(deps: AppDeps) {
   return async (req: Request, _res: Response, next: NextFunction): Promise<void> => {
     const op = operationOf(req, deps.contract);
     if (!op.secured) return next();
-    await throttle.check(req);
+    const now = deps.clock.now();
     try {
-      req.credential = await resolveCredential(deps.db, req.headers.authorization, deps.clock.now(), deps.credentialCache);
+      req.credential = await resolveCredential(deps.db, req.headers.authorization, now, deps.credentialCache, {
+        // Reached only by a credential memory cannot place: a throttled address gets its lookup only
+        // for a digest in the valid set, so a valid key behind a busy NAT is never refused.
+        beforeLookup: async (digest) => {
+          const refusal = await throttle.refusal(req);
+          if (refusal && (await deps.credentialCache?.isValidDigest(digest, now)) !== true) throw refusal;
+        },
+      });
     } catch (e) {
       if (e instanceof ApiError && e.status === 401) await throttle.failed(req);
       throw e;

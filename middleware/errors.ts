@@ -74,7 +74,8 @@ function fromValidator(err: any): ApiError | undefined {
   const summary = fields.map((f) => `${f.field} ${f.message}`).join('; ');
   switch (status) {
     case 400: {
-      const inPath = err.errors.every((e: any) => /^[./]?(params|path)\b/.test(String(e.path ?? '')));
+      // A malformed path id names no resource: that is the answer, whatever else is wrong.
+      const inPath = err.errors.some((e: any) => /^[./]?(params|path)\b/.test(String(e.path ?? '')));
       return new ApiError(inPath ? 'invalid_id' : 'invalid_request', `Invalid request: ${summary}`, { fields });
     }
     case 404:

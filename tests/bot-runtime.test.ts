@@ -81,6 +81,30 @@ async function botLogs(projectId: string) {
   return res.body.data.logs as Array<{ kind: string; level: string; message: string }>;
 }
 
+describe('the bot sends media of its own project only', () => {
+  it('When a bot sends another project\'s media_id, then it gets not_found and the channel is not called', async () => {
+    const other = await botProject(undefined, ['media:write']);
+    const up = await request(t.app).post('/v1/media').set(auth(other.key)).send({ data: Buffer.from('89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8cfc0f01f0005000201a4e0a5e00000000049454e44ae426082', 'hex').toString('base64'), filename: 'x.png', mime: 'image/png' });
+    expect(up.status).toBe(201);
+    const foreign = up.body.data.media.media_id as string;
+    const source = `import { send, sendText, type InboundMessage } from './platform/runtime/index.js';
+export async function onMessage(message: InboundMessage): Promise<void> {
+  const r = await send({ type: 'image', phone: message.from, media: { media_id: (message.text ?? '').trim() } });
+  await sendText(message.from, r.ok ? 'sent' : 'refused: ' + r.error.code);
+}
+`;
+    const mine = await botProject(source, ['media:write']);
+    await deploy(mine.key);
+    const messagesCalls = async () => ((await request(t.sim!.url).get('/_sim/requests?limit=1000')).body.data as Array<{ method: string; path: string; body: any }>)
+      .filter((r) => r.method === 'POST' && r.path === `/${mine.phoneNumberId}/messages` && r.body?.type === 'image').length;
+    const before = await messagesCalls();
+    await inbound(mine.phoneNumberId, '14155550350', foreign);
+    await t.bot!.whenIdle();
+    expect(JSON.stringify(await sentTo(mine.phoneNumberId, '14155550350'))).toContain('refused: not_found');
+    expect(await messagesCalls()).toBe(before);
+  });
+});
+
 describe('the deployed scaffold bot', () => {
   it('When a customer writes, then the deployed bot answers through the channel; before any deploy nothing answers', async () => {
     const { key, phoneNumberId } = await botProject();

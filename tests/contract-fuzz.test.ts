@@ -2,7 +2,8 @@
  * Contract fuzzing (issue #24 item 4): every operation of openapi.yaml gets requests generated
  * from its own JSON Schemas (path, query and header parameters, the body), valid and invalid
  * (wrong types, missing required fields, undeclared fields, bounds crossed, malformed JSON, no or a
- * wrong credential, a credential without the scopes), against the real app on the real database.
+ * wrong credential, a credential without the scopes, empty and boundary-length path ids), against
+ * the real app on the real database.
  * Every answer must be below 500, in the envelope, and conform to the contract (every response of
  * a test app is validated: tests/support/response-violations.ts).
  *
@@ -88,6 +89,8 @@ function caseOf(op: Operation): Arbitrary<Case> {
           { weight: 3, arbitrary: fc.nat().map((i) => ({ pool: i })) },
           { weight: 2, arbitrary: param(p, true).map((value) => ({ value })) },
           { weight: 1, arbitrary: param(p, false).map((value) => ({ value })) },
+          // The empty id and the length bounds (0, the shortest, the longest, one past it).
+          { weight: 1, arbitrary: fc.constantFrom(...arbs.pathBoundaries(p.schema)).map((value) => ({ value })) },
         ),
       ]),
     ),
@@ -124,7 +127,7 @@ async function send(op: Operation, c: Case): Promise<request.Response> {
   let url = op.path;
   for (const [name, p] of Object.entries(c.path)) {
     const value = p.pool !== undefined ? (pool.length ? pool[p.pool % pool.length] : 'none') : asText(p.value);
-    url = url.replace(`{${name}}`, encodeURIComponent(value === '' ? 'x' : value));
+    url = url.replace(`{${name}}`, encodeURIComponent(value));
   }
   const query = Object.entries(c.query).map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(asText(v))}`).join('&');
   // A request that hangs is a defect too: it fails the run rather than the suite's time limit.
@@ -196,6 +199,13 @@ describe('contract fuzzing', () => {
         const where = `${op.operationId} (${op.method.toUpperCase()} ${op.path}) answered ${res.status}`;
         if (violations.length) throw new Error(`${where}: ${violationsMessage(violations)}`);
         if (res.status >= 500) throw new Error(`${where}: ${JSON.stringify(res.body).slice(0, 500)}`);
+        // An empty path id is this operation's 400 invalid_id once authenticated: never another
+        // operation's answer (the collection's list) nor a routing 404/405.
+        const emptyId = Object.values(c.path).some((p) => p.pool === undefined && asText(p.value) === '');
+        if (emptyId && c.auth !== 'none' && c.auth !== 'garbage' && !(res.status === 400 && res.body?.error?.code === 'invalid_id')) {
+          throw new Error(`${where} for an empty path id (expected 400 invalid_id): ${asText(res.body).slice(0, 300)}`);
+        }
+        if (emptyId && c.auth === 'none' && res.status !== 401) throw new Error(`${where} for an empty path id without a credential (expected 401)`);
         if (res.status >= 400) {
           const ok = res.body?.success === false && typeof res.body.error?.code === 'string' && typeof res.body.request_id === 'string';
           if (!ok) throw new Error(`${where} outside the envelope: ${asText(res.body).slice(0, 300)}`);

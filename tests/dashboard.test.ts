@@ -414,7 +414,8 @@ describe('escaping', () => {
     const invitee = email('invitee');
     const ok = await owner.agent.post(path).type('form').send({ _csrf: await owner.csrf(), email: invitee, role: 'member' });
     const url = new URL(/<code id="new-secret">([^<]+)<\/code>/.exec(ok.text)![1].replace(/&amp;/g, '&'));
-    const set = await submitSetup(request(t.app), url.pathname + url.search, PASSWORD);
+    expect(url.pathname).toBe('/dashboard/invite');
+    const set = await request(t.app).post('/dashboard/invite').type('form').send({ token: url.searchParams.get('token'), password: PASSWORD, confirm: PASSWORD });
     expect(set.status).toBe(303);
     const member = await person(t, project.id, invitee, 'member');
     // A member invites and removes nobody.
@@ -430,8 +431,92 @@ describe('escaping', () => {
     expect(removed.status).toBe(303);
     expect((await member.agent.get(`/dashboard/projects/${project.id}/broadcasts`)).status).toBe(404);
     const audit = await owner.agent.get(`/dashboard/projects/${project.id}/audit`);
-    expect(audit.text).toContain('member.grant');
+    expect(audit.text).toContain('member.invite');
+    expect(audit.text).toContain('member.accept');
     expect(audit.text).toContain('member.remove');
+  });
+});
+
+describe('invitations that reveal nothing', () => {
+  const linkOf = (html: string) => new URL(/<code id="new-secret">([^<]+)<\/code>/.exec(html)![1].replace(/&amp;/g, '&'));
+  const tokenOf = (html: string) => linkOf(html).searchParams.get('token')!;
+  const accept = (token: string, password: string, confirm = '') => request(t.app).post('/dashboard/invite').type('form').send({ token, password, confirm });
+  const memberCount = (projectId: string, who: string) => t.db.prisma.dashboardMembership.count({ where: { projectId, account: { email: who } } });
+
+  it('When an owner invites an email with an account and one without, then the answer, the link page and the People row are the same, and neither joins before accepting', async () => {
+    const project = await t.admin.project('Invites alike');
+    const elsewhere = await t.admin.project('Elsewhere');
+    const owner = await person(t, project.id, email('owner'));
+    const known = email('known');
+    const knownPerson = await person(t, elsewhere.id, known, 'member'); // an account with a password, in another project
+    const unknown = email('unknown');
+    const path = `/dashboard/projects/${project.id}/people`;
+    const invite = async (who: string) => owner.agent.post(path).type('form').send({ _csrf: await owner.csrf(), email: who, role: 'admin' });
+    const a = await invite(known);
+    const b = await invite(unknown);
+    expect([a.status, b.status]).toEqual([200, 200]);
+    // Alike but for the email and the token (and the session's CSRF token; the second page lists both invitations).
+    const neutral = (html: string, who: string) => html.replaceAll(who, 'EMAIL').replaceAll(tokenOf(html), 'TOKEN').replace(/name="_csrf" value="[^"]+"/g, '').replace(/<tr><td data-label="Email">[^<]+<\/td><td data-label="Role">admin<\/td><td data-label="Account">invited, not yet accepted<\/td><td data-label="Access"><\/td><\/tr>\n?/g, 'ROW').replace(/(ROW)+/g, 'ROWS');
+    expect(neutral(a.text, known)).toBe(neutral(b.text, unknown));
+    const people = (await owner.agent.get(path)).text;
+    for (const who of [known, unknown]) expect(people).toContain(`<td data-label="Email">${who}</td><td data-label="Role">admin</td><td data-label="Account">invited, not yet accepted</td>`);
+    // Nobody joined: the existing account does not see the project.
+    expect(await memberCount(project.id, known)).toBe(0);
+    expect((await knownPerson.agent.get(`/dashboard/projects/${project.id}/broadcasts`)).status).toBe(404);
+    // The link pages are alike too.
+    const pageOf = async (html: string) => (await request(t.app).get(linkOf(html).pathname + linkOf(html).search)).text;
+    const [pa, pb] = [await pageOf(a.text), await pageOf(b.text)];
+    expect(pa.replaceAll(known, 'EMAIL').replaceAll(tokenOf(a.text), 'TOKEN')).toBe(pb.replaceAll(unknown, 'EMAIL').replaceAll(tokenOf(b.text), 'TOKEN'));
+
+    // The existing account accepts with its own password only.
+    const wrong = await accept(tokenOf(a.text), 'not the password!!');
+    expect(wrong.status).toBe(401);
+    expect(await memberCount(project.id, known)).toBe(0);
+    const joined = await accept(tokenOf(a.text), PASSWORD);
+    expect(joined.status).toBe(303);
+    expect(String(joined.headers['set-cookie'])).toContain('dashboard_session=');
+    expect(await memberCount(project.id, known)).toBe(1);
+    expect((await knownPerson.agent.get(`/dashboard/projects/${project.id}/broadcasts`)).status).toBe(200);
+    expect((await accept(tokenOf(a.text), PASSWORD)).status).toBe(404); // the link works once
+
+    // The new email chooses a password, which creates the account.
+    expect((await accept(tokenOf(b.text), PASSWORD, PASSWORD + 'x')).status).toBe(400);
+    expect((await accept(tokenOf(b.text), 'short', 'short')).status).toBe(400);
+    expect(await t.db.prisma.dashboardAccount.count({ where: { email: unknown } })).toBe(0);
+    expect((await accept(tokenOf(b.text), PASSWORD, PASSWORD)).status).toBe(303);
+    expect(await memberCount(project.id, unknown)).toBe(1);
+    const audit = await t.db.prisma.dashboardAudit.findMany({ where: { projectId: project.id, action: { in: ['member.invite', 'member.accept'] } }, orderBy: { id: 'asc' } });
+    expect(audit.map((r) => `${r.action} ${r.subject} by ${r.actor}`)).toEqual([
+      `member.invite ${known} by ${(await t.db.prisma.dashboardAudit.findFirstOrThrow({ where: { projectId: project.id, action: 'member.invite' } })).actor}`,
+      `member.invite ${unknown} by ${audit[0].actor}`,
+      `member.accept ${known} by ${known}`,
+      `member.accept ${unknown} by ${unknown}`,
+    ]);
+  });
+
+  it('When the invited email has an account still waiting for its own setup, then the invitation cannot choose its password; bad links are refused', async () => {
+    const project = await t.admin.project('Invite pending');
+    const other = await t.admin.project('Pending elsewhere');
+    const owner = await person(t, project.id, email('owner'));
+    const pending = email('pending');
+    const setup = (await grant(t, other.id, pending, 'owner'))!; // the operator's setup link, not used yet
+    const res = await owner.agent.post(`/dashboard/projects/${project.id}/people`).type('form').send({ _csrf: await owner.csrf(), email: pending, role: 'member' });
+    const taken = await accept(tokenOf(res.text), PASSWORD, PASSWORD);
+    expect(taken.status).toBe(401);
+    expect((await t.db.prisma.dashboardAccount.findUniqueOrThrow({ where: { email: pending } })).passwordHash).toBeNull();
+    expect(await memberCount(project.id, pending)).toBe(0);
+    // Its own link still works, and then the invitation is accepted with that password.
+    expect((await submitSetup(request(t.app), setup, PASSWORD)).status).toBe(303);
+    expect((await accept(tokenOf(res.text), PASSWORD)).status).toBe(303);
+    expect(await memberCount(project.id, pending)).toBe(1);
+    for (const bad of ['', 'x'.repeat(40), 'x'.repeat(5000)]) {
+      expect((await request(t.app).get(`/dashboard/invite?token=${bad}`)).status).toBe(404);
+      expect((await accept(bad, PASSWORD, PASSWORD)).status).toBe(404);
+    }
+    // Expired after 72 hours.
+    const late = await owner.agent.post(`/dashboard/projects/${project.id}/people`).type('form').send({ _csrf: await owner.csrf(), email: email('late'), role: 'member' });
+    t.clock.advance(72 * 3600_000 + 1);
+    expect((await accept(tokenOf(late.text), PASSWORD, PASSWORD)).status).toBe(404);
   });
 });
 
@@ -468,5 +553,56 @@ describe('two instances', () => {
       await a.close();
       await b.close();
     }
+  });
+});
+
+describe('audit rows in the action\'s transaction', () => {
+  // An injected failure of the audit write, for one actor only (other tests share the database).
+  const fn = `audit_fail_${process.pid}`;
+  beforeAll(async () => {
+    await t.db.pool.query(`CREATE OR REPLACE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF NEW.actor LIKE 'auditfail.%' THEN RAISE EXCEPTION 'injected audit failure'; END IF; RETURN NEW; END $$`);
+    await t.db.pool.query(`CREATE TRIGGER ${fn} BEFORE INSERT ON dashboard_audit FOR EACH ROW EXECUTE FUNCTION ${fn}()`);
+  });
+  afterAll(async () => {
+    await t.db.pool.query(`DROP TRIGGER IF EXISTS ${fn} ON dashboard_audit`);
+    await t.db.pool.query(`DROP FUNCTION IF EXISTS ${fn}()`);
+  });
+
+  it('When the audit row cannot be written, then every audited action is rolled back with it: keys, broadcasts and people unchanged, no audit row', async () => {
+    const { project, key: apiKey } = await projectWithKey(t);
+    const who = email('auditfail');
+    const owner = await person(t, project.id, who);
+    const path = `/dashboard/projects/${project.id}`;
+    const post = async (to: string, body: object = {}) => owner.agent.post(`${path}${to}`).type('form').send({ _csrf: await owner.csrf(), ...body });
+    const key = await t.admin.key(project.id, ['messages:send']);
+    const keyBefore = await t.db.prisma.apiKey.findUniqueOrThrow({ where: { id: key.id } });
+    const keys = await keyCount(project.id);
+    const failed = (res: request.Response) => expect(res.status).toBeGreaterThanOrEqual(500);
+
+    failed(await post('/keys', { name: 'unrecorded', scopes: 'messages:send' }));
+    expect(await keyCount(project.id)).toBe(keys);
+    failed(await post(`/keys/${key.id}/rotate`));
+    failed(await post(`/keys/${key.id}/revoke`));
+    failed(await post(`/keys/${key.id}/scopes`, { scopes: 'templates:read' }));
+    expect(await t.db.prisma.apiKey.findUniqueOrThrow({ where: { id: key.id } })).toEqual(keyBefore);
+    expect((await request(t.app).get('/v1/ping').set('Authorization', `Bearer ${key.secret}`)).status).toBe(200);
+
+    const approveId = await pendingBroadcast(project.id, apiKey);
+    failed(await post(`/broadcasts/${approveId}/approve`));
+    expect(await statusOf(approveId)).toBe('pending_approval');
+    expect((await t.db.pool.query('SELECT count(*)::int AS n FROM broadcast_recipients WHERE broadcast_id = $1', [approveId])).rows[0].n).toBe(0);
+    failed(await post(`/broadcasts/${approveId}/cancel`, { reason: 'unrecorded' }));
+    expect(await statusOf(approveId)).toBe('pending_approval');
+
+    const member = email('member');
+    await grant(t, project.id, member, 'member');
+    failed(await post('/people/remove', { email: member }));
+    expect(await t.db.prisma.dashboardMembership.count({ where: { projectId: project.id, account: { email: member } } })).toBe(1);
+    failed(await post('/people', { email: email('invitee'), role: 'member' }));
+    expect(await t.db.prisma.dashboardMembership.count({ where: { projectId: project.id } })).toBe(2);
+    expect(await t.db.prisma.dashboardInvite.count({ where: { projectId: project.id } })).toBe(0);
+
+    expect(await t.db.prisma.dashboardAudit.count({ where: { projectId: project.id } })).toBe(0);
   });
 });

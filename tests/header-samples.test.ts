@@ -235,6 +235,9 @@ describe('header sample: private addresses (DEV_ALLOW_PRIVATE_TARGETS off)', () 
     ['127.0.0.1', 'http://127.0.0.1:{port}/banner.png'],
     ['169.254.169.254', 'http://169.254.169.254/latest/meta-data/iam/'],
     ['[::1]', 'http://[::1]:{port}/banner.png'],
+    ['[::127.0.0.1] (IPv4-compatible loopback)', 'http://[::127.0.0.1]:{port}/banner.png'],
+    ['[::ffff:0:127.0.0.1] (IPv4-translated loopback)', 'http://[::ffff:0:127.0.0.1]:{port}/banner.png'],
+    ['[64:ff9b::169.254.169.254] (NAT64 cloud metadata)', 'http://[64:ff9b::169.254.169.254]/latest/meta-data/'],
     ['a public-looking name resolving to loopback (localhost)', 'http://localhost:{port}/banner.png'],
   ])('When source_url is %s, then 400 source_url_forbidden and nothing is fetched or stored', async (_what, url) => {
     const { project, key } = await manager(strict);

@@ -228,6 +228,37 @@ describe('sending by slug', () => {
   });
 });
 
+describe('sending by media_id: only this project\'s media', () => {
+  const messagesCalls = async () => ((await request(t.sim!.url).get('/_sim/requests?limit=1000')).body.data as { method: string; path: string }[])
+    .filter((r) => r.method === 'POST' && r.path.endsWith('/messages')).length;
+
+  it('When project A sends with project B\'s media_id (session media or template header), then 404 not_found like an unknown id, and the channel is not called', async () => {
+    const a = await projectWithKey(t, SCOPES);
+    const b = await projectWithKey(t, SCOPES);
+    const up = await request(t.app).post('/v1/media').set(auth(b.key)).send({ data: S.b64(S.png()), filename: 'b.png', mime: 'image/png', slug: 'b-photo' });
+    const bMediaId = up.body.data.media.media_id as string;
+    await inbound(a.phoneNumberId, '14155550306');
+    const calls = await messagesCalls();
+    const foreign = await request(t.app).post('/v1/messages').set(auth(a.key)).send({ type: 'image', phone: '+14155550306', media: { media_id: bMediaId } });
+    const unknown = await request(t.app).post('/v1/messages').set(auth(a.key)).send({ type: 'image', phone: '+14155550306', media: { media_id: '1234567890123456' } });
+    const header = await request(t.app).post('/v1/messages').set(auth(a.key)).send({
+      type: 'template', phone: '+14155550306', template: { name: 'any', language: 'en_US', header: { media: { media_id: bMediaId } } },
+    });
+    for (const res of [foreign, unknown, header]) {
+      expect(res.status).toBe(404);
+      expect(res.body.error.code).toBe('not_found');
+    }
+    // The same answer whether the id is B's or nobody's: only the id itself differs in the message.
+    expect(foreign.body.error.message.replace(bMediaId, 'X')).toBe(unknown.body.error.message.replace('1234567890123456', 'X'));
+    expect(await messagesCalls()).toBe(calls);
+    // B sends its own id as before.
+    await inbound(b.phoneNumberId, '14155550307');
+    const own = await request(t.app).post('/v1/messages').set(auth(b.key)).send({ type: 'image', phone: '+14155550307', media: { media_id: bMediaId } });
+    expect(own.status).toBe(200);
+    expect((await lastSent(b.phoneNumberId)).image).toEqual({ id: bMediaId });
+  });
+});
+
 describe('MEDIA_EXPIRED (last: moves the clock 30 days)', () => {
   it('When 30 days pass after the channel upload, then reading and sending are 410 MEDIA_EXPIRED; listing shows it expired; deleting still works', async () => {
     const { key, phoneNumberId } = await projectWithKey(t, SCOPES);
@@ -242,6 +273,9 @@ describe('MEDIA_EXPIRED (last: moves the clock 30 days)', () => {
     const send = await request(t.app).post('/v1/messages').set(auth(key)).send({ type: 'image', phone: '+14155550305', media: { slug: 'old' } });
     expect(send.status).toBe(410);
     expect(send.body.error.code).toBe('MEDIA_EXPIRED');
+    const byId = await request(t.app).post('/v1/messages').set(auth(key)).send({ type: 'image', phone: '+14155550305', media: { media_id: (await t.db.prisma.mediaAsset.findFirstOrThrow({ where: { slug: 'old' }, orderBy: { createdAt: 'desc' } })).channelMediaId } });
+    expect(byId.status).toBe(410);
+    expect(byId.body.error.code).toBe('MEDIA_EXPIRED');
     const list = await request(t.app).get('/v1/media').set(auth(key));
     expect(list.body.data.media[0]).toMatchObject({ slug: 'old', expired: true });
     expect((await request(t.app).delete('/v1/media/old').set(auth(key))).status).toBe(200);

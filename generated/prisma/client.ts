@@ -236,7 +236,14 @@ export type DashboardMembership = Prisma.DashboardMembershipModel
  */
 export type DashboardSession = Prisma.DashboardSessionModel
 /**
- * Model DashboardAudit
+ * Model DashboardInvite
  * Who did what, when, with the state before and after: key actions, approvals, cancels, invites.
+ * An owner's invitation to a project: it changes no account. The person accepts through the link (with
+ * their account's password, or by choosing one when the email has no account) and only then joins.
+ */
+export type DashboardInvite = Prisma.DashboardInviteModel
+/**
+ * Model DashboardAudit
+ * 
  */
 export type DashboardAudit = Prisma.DashboardAuditModel

@@ -3,6 +3,7 @@ import type { Request, Response } from 'express';
 import type { AppDeps } from '../app-deps.js';
 import { randomToken, safeEqual } from '../../lib/platform/secrets.js';
 import { signIn, accountForSetup, completeSetup } from '../../lib/dashboard/accounts.js';
+import { acceptInvite, inviteForToken, INVALID_INVITE } from '../../lib/dashboard/invites.js';
 import { endSession, resolveSession, startSession, SESSION_TTL_MS } from '../../lib/dashboard/sessions.js';
 import { DashboardRefusal } from '../../lib/dashboard/refusal.js';
 import { MIN_PASSWORD_LENGTH } from '../../lib/dashboard/passwords.js';
@@ -94,6 +95,48 @@ export function submitSetup(deps: AppDeps) {
     } catch (e) {
       if (e instanceof DashboardRefusal && e.status === 400) return setupForm(res, 400, token, account.email, e.message);
       throw e;
+    }
+    await beginSession(deps, req, res, account.id);
+  };
+}
+
+// The invitation page is the same whether the email has an account or not: it never looks.
+function inviteForm(res: Response, status: number, token: string, invite: { email: string; role: string; projectName: string }, error?: string): void {
+  send(res, status, layout({ title: 'Accept the invitation', error }, html`
+<form method="post" action="/dashboard/invite" class="card">
+  <input type="hidden" name="token" value="${token}">
+  <p>You are invited to <strong>${invite.projectName}</strong> as <strong>${invite.role}</strong>, for <strong>${invite.email}</strong>. This link works once.</p>
+  <input type="hidden" name="email" value="${invite.email}" autocomplete="username">
+  <label for="password">Your dashboard password; if you have no account yet, choose one (at least ${MIN_PASSWORD_LENGTH} characters)</label>
+  <input id="password" name="password" type="password" autocomplete="current-password" required>
+  <label for="confirm">New to the dashboard: repeat the password you chose</label>
+  <input id="confirm" name="confirm" type="password" autocomplete="new-password">
+  <div class="actions"><button type="submit" class="primary">Accept and sign in</button></div>
+</form>`));
+}
+
+export function showInvite(deps: AppDeps) {
+  return async (req: Request, res: Response) => {
+    const token = typeof req.query.token === 'string' ? req.query.token : '';
+    const invite = await inviteForToken(deps, token);
+    if (!invite) throw new DashboardRefusal(404, INVALID_INVITE);
+    inviteForm(res, 200, token, invite);
+  };
+}
+
+// As with the setup link, the token carried in the form is the form's secret.
+export function submitInvite(deps: AppDeps) {
+  return async (req: Request, res: Response) => {
+    const token = field(req, 'token') ?? '';
+    const invite = await inviteForToken(deps, token);
+    if (!invite) throw new DashboardRefusal(404, INVALID_INVITE);
+    let account;
+    try {
+      account = await acceptInvite(deps, token, field(req, 'password'), field(req, 'confirm'), req.ip ?? 'unknown');
+    } catch (e) {
+      if (!(e instanceof DashboardRefusal) || e.status === 404) throw e;
+      if (e.retryAfterSeconds) res.setHeader('Retry-After', String(e.retryAfterSeconds));
+      return inviteForm(res, e.status, token, invite, e.message);
     }
     await beginSession(deps, req, res, account.id);
   };

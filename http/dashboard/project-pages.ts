@@ -10,7 +10,7 @@ import { html, when } from './html.js';
 import { csrfField, layout, projectPath } from './layout.js';
 import { field, send } from './request.js';
 import { person, projectContext } from './context.js';
-import { setupLink } from '../../lib/dashboard/accounts.js';
+import { inviteLink, pendingInvites } from '../../lib/dashboard/invites.js';
 
 export interface DashboardOptions {
   /** The Cloud API simulator's URL, linked from each project outside production. */
@@ -65,15 +65,18 @@ ${rows.map((t) => html`<tr><td data-label="Name">${t.name}</td><td data-label="L
   send(res, 200, layout(ctx.shell('Templates'), body));
 };
 
-async function renderPeople(deps: AppDeps, req: Request, res: Response, status: number, extra: { link?: string; email?: string; error?: string } = {}) {
+async function renderPeople(deps: AppDeps, req: Request, res: Response, status: number, extra: { link?: string; email?: string; role?: string; error?: string } = {}) {
   const ctx = await projectContext(deps, req, 'people');
   const members = await membersOf(deps, ctx.project.id);
-  const body = html`${extra.link ? html`<section class="card" aria-labelledby="link-title"><h2 id="link-title">Setup link for ${extra.email}</h2>
-  <p>Send this link to the person: it works once, for 72 hours, and lets them choose a password. It is not shown again.</p>
-  <div class="secret"><code id="new-secret">${extra.link}</code> <button type="button" data-copy="new-secret" aria-label="Copy the setup link">Copy</button></div></section>` : ''}
+  // Invitations look the same whether the email has an account or not (lib/dashboard/invites.ts).
+  const invites = await pendingInvites(deps, ctx.project.id);
+  const body = html`${extra.link ? html`<section class="card" aria-labelledby="link-title"><h2 id="link-title">Invitation link for ${extra.email}</h2>
+  <p>Send this link to the person: it works once, for 72 hours. They accept it with their dashboard password, or choose one if they are new; only then do they join. It is not shown again.</p>
+  <div class="secret"><code id="new-secret">${extra.link}</code> <button type="button" data-copy="new-secret" aria-label="Copy the invitation link">Copy</button></div></section>` : ''}
 <div class="table-wrap"><table class="stack"><thead><tr><th scope="col">Email</th><th scope="col">Role</th><th scope="col">Account</th>${ctx.role === 'owner' ? html`<th scope="col">Access</th>` : ''}</tr></thead><tbody>
-${members.map((m) => html`<tr><td data-label="Email">${m.email}</td><td data-label="Role">${m.role}</td><td data-label="Account">${m.setUp ? 'active' : 'invited (no password yet)'}</td>
+${members.map((m) => html`<tr><td data-label="Email">${m.email}</td><td data-label="Role">${m.role}</td><td data-label="Account">${m.setUp ? 'active' : 'no password yet'}</td>
 ${ctx.role === 'owner' ? html`<td data-label="Access"><form method="post" action="${projectPath(ctx.project.id, '/people/remove')}" class="inline">${csrfField(ctx.csrf)}<input type="hidden" name="email" value="${m.email}"><button type="submit" class="danger" aria-label="Remove ${m.email} from the project">Remove</button></form></td>` : ''}</tr>`)}
+${invites.map((i) => html`<tr><td data-label="Email">${i.email}</td><td data-label="Role">${i.role}</td><td data-label="Account">invited, not yet accepted</td>${ctx.role === 'owner' ? html`<td data-label="Access"></td>` : ''}</tr>`)}
 </tbody></table></div>
 ${ctx.role === 'owner' ? html`<h2>Invite someone</h2>
 <form method="post" action="${projectPath(ctx.project.id, '/people')}" class="card">
@@ -83,7 +86,8 @@ ${ctx.role === 'owner' ? html`<h2>Invite someone</h2>
   <select id="invite-role" name="role"><option value="member">member (read-only)</option><option value="admin">admin (keys, approvals)</option><option value="owner">owner (also people and audit)</option></select>
   <div class="actions"><button type="submit" class="primary">Invite</button></div>
 </form>` : ''}`;
-  send(res, status, layout(ctx.shell('People', { error: extra.error }), body));
+  const notice = extra.role && !extra.link ? `${extra.email} is now ${extra.role}.` : undefined;
+  send(res, status, layout(ctx.shell('People', { error: extra.error, ...(notice ? { notice } : {}) }), body));
 }
 
 export const showPeople = (deps: AppDeps) => (req: Request, res: Response) => renderPeople(deps, req, res, 200);
@@ -91,10 +95,10 @@ export const showPeople = (deps: AppDeps) => (req: Request, res: Response) => re
 export const invite = (deps: AppDeps) => async (req: Request, res: Response) => {
   const { actor } = person(req);
   try {
-    const granted = await inviteAs(deps, actor, String(req.params.projectId), field(req, 'email'), field(req, 'role'));
+    const invited = await inviteAs(deps, actor, String(req.params.projectId), field(req, 'email'), field(req, 'role'));
     // PUBLIC_BASE_URL, never the request's Host header (which a client chooses).
-    const link = granted.setupToken ? setupLink(deps.config.publicBaseUrl, granted.setupToken) : undefined;
-    await renderPeople(deps, req, res, 200, { link, email: granted.account.email });
+    const link = invited.token ? inviteLink(deps.config.publicBaseUrl, invited.token) : undefined;
+    await renderPeople(deps, req, res, 200, { link, email: invited.email, role: invited.role });
   } catch (e) {
     if (e instanceof DashboardRefusal && e.status === 400) return renderPeople(deps, req, res, 400, { error: e.message });
     throw e;

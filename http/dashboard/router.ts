@@ -13,7 +13,7 @@ import { resolveSession } from '../../lib/dashboard/sessions.js';
 import { csrfMatches } from '../../lib/dashboard/csrf.js';
 import { DashboardRefusal } from '../../lib/dashboard/refusal.js';
 import { cookie, errorPage, page, parseForm, SESSION_COOKIE, clearCookie } from './request.js';
-import { showLogin, submitLogin, showSetup, submitSetup, submitLogout } from './auth-pages.js';
+import { showLogin, submitLogin, showSetup, submitSetup, showInvite, submitInvite, submitLogout } from './auth-pages.js';
 import { showProjects, showWebhooks, showTemplates, showPeople, invite, removeMember, showAudit, type DashboardOptions } from './project-pages.js';
 import { showKeys, createKey, rotateKey, revokeKey, updateScopes } from './key-pages.js';
 import { showBroadcasts, showBroadcast, approve, cancel } from './broadcast-pages.js';
@@ -42,6 +42,8 @@ export function dashboardRouter(deps: AppDeps, opts: DashboardOptions = {}): Rou
   // The token rides in the query string and the form, never the path: paths are logged, queries are not.
   r.get('/setup', page(showSetup(deps)));
   r.post('/setup', page(submitSetup(deps)));
+  r.get('/invite', page(showInvite(deps)));
+  r.post('/invite', page(submitInvite(deps)));
 
   // Everything below needs a live session; a POST also needs the session's CSRF token.
   r.use((req: Request, _res: Response, next: NextFunction) => {

@@ -10,6 +10,17 @@
  *
  * So a rotation, revocation or scope edit takes effect on this instance's next request, and on
  * other instances as soon as PostgreSQL delivers the notification (milliseconds).
+ *
+ * Two more memories, under the same rules (cleared by every notification, bypassed while not listening),
+ * let the failed-authentication throttle (middleware/auth-throttle.ts) refuse a flood without a query
+ * each and without refusing a valid credential:
+ * - known-bad digests: ones the database answered as unknown, revoked, rotated or expired, with their
+ *   401 code. Only negatives are held, and a negative stays true: secrets are random, so no key or token
+ *   can later be created with a digest held here, and revocation and expiry are final; a notification
+ *   clears them anyway. Bounded (the oldest go first).
+ * - the valid digests: the set of every usable key's and token's digest, loaded with one query when first
+ *   needed after a notification (lazily: only a throttled address asks). It lets a throttled address's
+ *   valid credential through to its lookup, including a key created or first used on another instance.
  */
 import type pg from 'pg';
 import type { Credential } from './types.js';
@@ -24,8 +35,17 @@ interface Entry {
   cachedAt: number;
 }
 
+const VALID_DIGESTS_SQL = `
+  SELECT secret_hash FROM api_keys WHERE revoked_at IS NULL
+  UNION ALL
+  SELECT secret_hash FROM access_tokens WHERE revoked_at IS NULL AND expires_at > $1`;
+
 export class CredentialCache {
   private readonly entries = new Map<string, Entry>();
+  /** digest → the 401 code the database answered (invalid_api_key, invalid_token). */
+  private readonly bad = new Map<string, string>();
+  /** Dropped by every clear, so a load that raced a notification serves only the callers already waiting. */
+  private valid?: Promise<Set<string>>;
   private listening = false;
   private client?: pg.PoolClient;
   private stopped = false;
@@ -43,12 +63,12 @@ export class CredentialCache {
     try {
       client = await this.pool.connect();
       client.on('notification', (n) => {
-        if (n.channel === CHANNEL) this.entries.clear();
+        if (n.channel === CHANNEL) this.clearAll();
       });
       client.on('error', () => this.lost());
       await client.query(`LISTEN ${CHANNEL}`);
       this.client = client;
-      this.entries.clear();
+      this.clearAll();
       this.listening = true;
     } catch (e) {
       if (client && client !== this.client) client.release(true);
@@ -59,7 +79,7 @@ export class CredentialCache {
 
   private lost(): void {
     this.listening = false;
-    this.entries.clear();
+    this.clearAll();
     const client = this.client;
     this.client = undefined;
     client?.release(true);
@@ -105,9 +125,48 @@ export class CredentialCache {
     this.entries.set(key, { value, cachedAt: now, expiresAt: expiresAt?.getTime() });
   }
 
+  private clearAll(): void {
+    this.entries.clear();
+    this.bad.clear();
+    this.valid = undefined;
+  }
+
+  /** The 401 code of a digest the database refused, if this instance still knows it. */
+  knownBad(digest: string): string | undefined {
+    return this.listening ? this.bad.get(digest) : undefined;
+  }
+
+  markBad(digest: string, code: string): void {
+    if (!this.listening) return;
+    if (this.bad.size >= (this.opts.maxEntries ?? 10_000)) this.bad.delete(this.bad.keys().next().value as string);
+    this.bad.set(digest, code);
+  }
+
+  /**
+   * Whether a digest belongs to a usable key or token, from the valid-digest set (one query after each
+   * notification, shared by concurrent callers; a token in it may have expired since: its lookup says so); undefined when this instance cannot know (not listening,
+   * or the load failed).
+   */
+  async isValidDigest(digest: string, now: Date): Promise<boolean | undefined> {
+    if (!this.listening) return undefined;
+    if (!this.valid) {
+      const load = this.pool.query<{ secret_hash: string }>({ name: 'credential-valid-digests', text: VALID_DIGESTS_SQL, values: [now] }).then((r) => new Set(r.rows.map((x) => x.secret_hash)));
+      this.valid = load;
+      load.catch(() => {
+        if (this.valid === load) this.valid = undefined; // the next caller tries again
+      });
+    }
+    try {
+      return (await this.valid).has(digest);
+    } catch (e) {
+      this.opts.logger?.warn('credential cache: cannot load the valid digests', { error: String(e) });
+      return undefined;
+    }
+  }
+
   /** After a change to credentials: clear here now, and everywhere else through PostgreSQL. */
   async invalidate(): Promise<void> {
-    this.entries.clear();
+    this.clearAll();
     await this.pool.query(`SELECT pg_notify('${CHANNEL}', '')`);
   }
 
@@ -115,7 +174,7 @@ export class CredentialCache {
     this.stopped = true;
     if (this.retry) clearTimeout(this.retry);
     this.listening = false;
-    this.entries.clear();
+    this.clearAll();
     const client = this.client;
     this.client = undefined;
     if (client) {

@@ -59,11 +59,29 @@ function toRef(r: Pick<KeyRow, 'project_id' | 'project_name' | 'project_status'>
   return { id: r.project_id, name: r.project_name, status: r.project_status as ProjectRef['status'] };
 }
 
+export interface ResolveOptions {
+  /**
+   * Runs when the credential is in neither memory (not cached as valid, not known bad), right before the
+   * database would be asked: the failed-authentication throttle refuses there (middleware/authenticate.ts).
+   */
+  beforeLookup?: (digest: string) => Promise<void>;
+}
+
+const REFUSALS: Record<string, string> = {
+  invalid_api_key: 'The API key is unknown, revoked or rotated.',
+  invalid_token: 'The access token is unknown, revoked or expired.',
+};
+
+function refused(code: 'invalid_api_key' | 'invalid_token'): ApiError {
+  return new ApiError(code, REFUSALS[code]);
+}
+
 export async function resolveCredential(
   db: Database,
   authorization: string | undefined,
   now: Date,
   cache?: CredentialCache,
+  opts: ResolveOptions = {},
 ): Promise<Credential> {
   const match = authorization === undefined ? null : BEARER.exec(authorization);
   if (!match) {
@@ -73,13 +91,22 @@ export async function resolveCredential(
   const digest = hashSecret(secret);
   const cached = cache?.get(digest, now.getTime());
   if (cached) return cached;
+  const isKey = secret.startsWith(KEY_PREFIXES.live) || secret.startsWith(KEY_PREFIXES.test);
+  if (!isKey && !secret.startsWith(TOKEN_PREFIX)) {
+    throw new ApiError('api_key_required', 'The bearer is not an API key (pk_live_…, pk_test_…) or an access token (mcp_at_…).');
+  }
+  // Known bad here: answered from memory, never a query again (lib/access/credential-cache.ts).
+  const bad = cache?.knownBad(digest);
+  if (bad) throw refused(bad as 'invalid_api_key' | 'invalid_token');
+  await opts.beforeLookup?.(digest);
 
   // One prepared statement per credential kind: this runs on every request.
-  if (secret.startsWith(KEY_PREFIXES.live) || secret.startsWith(KEY_PREFIXES.test)) {
+  if (isKey) {
     const { rows } = await db.pool.query<KeyRow>({ name: 'credential-key', text: KEY_SQL, values: [digest] });
     const key = rows[0];
     if (!key || key.revoked_at || !safeEqual(key.secret_hash, digest)) {
-      throw new ApiError('invalid_api_key', 'The API key is unknown, revoked or rotated.');
+      cache?.markBad(digest, 'invalid_api_key');
+      throw refused('invalid_api_key');
     }
     const credential: Credential = {
       kind: 'api_key',
@@ -91,11 +118,12 @@ export async function resolveCredential(
     return credential;
   }
 
-  if (secret.startsWith(TOKEN_PREFIX)) {
+  {
     const { rows } = await db.pool.query<TokenRow>({ name: 'credential-token', text: TOKEN_SQL, values: [digest] });
     const token = rows[0];
     if (!token || token.revoked_at || token.expires_at <= now || !safeEqual(token.secret_hash, digest)) {
-      throw new ApiError('invalid_token', 'The access token is unknown, revoked or expired.');
+      cache?.markBad(digest, 'invalid_token');
+      throw refused('invalid_token');
     }
     const credential: Credential = {
       kind: 'access_token',
@@ -107,6 +135,4 @@ export async function resolveCredential(
     cache?.set(digest, credential, now.getTime(), token.expires_at);
     return credential;
   }
-
-  throw new ApiError('api_key_required', 'The bearer is not an API key (pk_live_…, pk_test_…) or an access token (mcp_at_…).');
 }

@@ -22,7 +22,10 @@ export interface ApproveInput {
   approvedBy?: string;
 }
 
-export async function approveBroadcast(pool: pg.Pool, id: string, input: ApproveInput, now: Date): Promise<BroadcastRow> {
+/** `inside` runs in the same transaction once the change is made (the dashboard's audit row): its failure undoes the change. */
+export type InsideTransaction = (client: pg.PoolClient, after: BroadcastRow, before: BroadcastRow) => Promise<void>;
+
+export async function approveBroadcast(pool: pg.Pool, id: string, input: ApproveInput, now: Date, inside?: InsideTransaction): Promise<BroadcastRow> {
   return inTransaction(pool, async (client) => {
     const { rows } = await client.query<BroadcastRow>('SELECT * FROM broadcasts WHERE id = $1 FOR UPDATE', [id]);
     const row = rows[0];
@@ -52,6 +55,7 @@ export async function approveBroadcast(pool: pg.Pool, id: string, input: Approve
        WHERE id = $1 RETURNING *`,
       [id, now, input.approvedBy ?? null, scheduledAt < now ? now : scheduledAt, JSON.stringify(preflight)],
     );
+    await inside?.(client, updated[0], row);
     return updated[0];
   });
 }
@@ -61,7 +65,7 @@ export async function approveBroadcast(pool: pg.Pool, id: string, input: Approve
  * `canceled`; one being sent at this instant finishes its send (the engine checks the status
  * before each batch, so at most one batch is in flight).
  */
-export async function cancelBroadcast(pool: pg.Pool, id: string, reason: string | undefined, now: Date): Promise<BroadcastRow> {
+export async function cancelBroadcast(pool: pg.Pool, id: string, reason: string | undefined, now: Date, inside?: InsideTransaction): Promise<BroadcastRow> {
   return inTransaction(pool, async (client) => {
     const { rows } = await client.query<BroadcastRow>('SELECT * FROM broadcasts WHERE id = $1 FOR UPDATE', [id]);
     const row = rows[0];
@@ -76,6 +80,7 @@ export async function cancelBroadcast(pool: pg.Pool, id: string, reason: string 
        WHERE id = $1 RETURNING *`,
       [id, now, reason ?? 'canceled by an operator'],
     );
+    await inside?.(client, updated[0], row);
     return updated[0];
   });
 }

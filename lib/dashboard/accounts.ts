@@ -1,9 +1,10 @@
 /**
- * Dashboard accounts. An account is created with a role in a project, never with a password: the
- * creator (the operator for a first owner, an owner for an invite) receives a one-time setup link
- * valid SETUP_TTL_MS, and the person chooses their password there. Only the link token's SHA-256
- * is stored; using the link clears it. Inviting an email that already has an account only adds
- * the role (and a fresh link if that account never finished setting up).
+ * Dashboard accounts. The operator grants a role (`grantRole`, POST /admin/projects/{id}/dashboard-members):
+ * an account is created with the role, never with a password, and the operator receives a one-time
+ * setup link valid SETUP_TTL_MS where the person chooses their password. Only the link token's SHA-256
+ * is stored; using the link clears it. Granting an email that already has an account only adds the
+ * role (and a fresh link if that account never finished setting up). An owner's invitation in the
+ * dashboard does not come here: it is an invitation the person accepts (./invites.ts).
  */
 import type { Deps } from '../deps.js';
 import { hashSecret, newId, randomToken } from '../platform/secrets.js';

@@ -1,20 +1,23 @@
 /**
  * What a signed-in person does, checked against their role in the project and recorded in the
  * audit trail: key actions (the rules are lib/access/keys.ts), approving or cancelling a broadcast
- * (lib/broadcasts/approval.ts) and inviting people. Every id a form names must belong to the
+ * (lib/broadcasts/approval.ts) and inviting people (lib/dashboard/invites.ts). Every id a form names must belong to the
  * project of the page (404 otherwise), so a forged id cannot reach another project.
- * The audit row is written after the change it records; a failure between the two is logged.
+ * The audit row is written in the same transaction as the change it records: if it cannot be
+ * written, the change is undone and the action fails (nothing happens unrecorded).
  */
 import type { Deps } from '../deps.js';
 import * as keys from '../access/keys.js';
 import { approveBroadcast, cancelBroadcast } from '../broadcasts/approval.js';
 import { findBroadcast } from '../broadcasts/store.js';
 import { UUID } from '../broadcasts/audience.js';
-import { recordAudit, type Actor, type AuditEntry } from './audit.js';
+import { recordAudit, recordAuditOn, type Actor, type AuditEntry } from './audit.js';
+import type { PrismaClient } from '../../generated/prisma/client.js';
 import { DashboardRefusal } from './refusal.js';
-import { requireRole } from './roles.js';
 import { parseScopes } from './scopes.js';
-import { grantRole } from './accounts.js';
+import { normaliseEmail } from './accounts.js';
+import { createInvite } from './invites.js';
+import { isRole, requireRole, type Role } from './roles.js';
 
 type ActionDeps = Pick<Deps, 'db' | 'clock' | 'logger' | 'credentialCache'>;
 
@@ -23,8 +26,16 @@ const MANAGERS = ['owner', 'admin'] as const;
 type KeyRow = Awaited<ReturnType<typeof keys.findKey>>;
 const keyState = (k: KeyRow) => ({ name: k.name, mode: k.mode, scopes: k.scopes, hint: k.hint, rotated_at: k.rotatedAt, revoked_at: k.revokedAt });
 
-async function audited(deps: ActionDeps, actor: Actor, entry: AuditEntry): Promise<void> {
-  await recordAudit(deps, actor, entry).catch((e) => deps.logger.error('dashboard audit: not recorded', { error: String(e), action: entry.action, subject: entry.subject }));
+/**
+ * Runs a change made through Prisma and its audit row in one transaction. `change` gets deps whose
+ * `db.prisma` is the transaction's client, and returns its result and the entry to record.
+ */
+async function audited<T>(deps: ActionDeps, actor: Actor, change: (tx: ActionDeps) => Promise<{ result: T; entry: AuditEntry }>): Promise<T> {
+  return deps.db.prisma.$transaction(async (tx) => {
+    const { result, entry } = await change({ ...deps, db: { ...deps.db, prisma: tx as unknown as PrismaClient } });
+    await recordAudit(tx, deps.clock.now(), actor, entry);
+    return result;
+  });
 }
 
 /** The credential cache forgets at once, so a key change holds from its next request (as in the operator API). */
@@ -45,27 +56,33 @@ export async function createKeyAs(deps: ActionDeps, actor: Actor, projectId: str
   const parsed = parseScopes(form.scopes);
   if ('problem' in parsed) throw new DashboardRefusal(400, parsed.problem);
   const mode = form.mode === 'test' ? 'test' : 'live';
-  const { key, secret } = await keys.createKey(deps, projectId, { name, scopes: parsed.scopes, mode });
+  const { key, secret } = await audited(deps, actor, async (tx) => {
+    const created = await keys.createKey(tx, projectId, { name, scopes: parsed.scopes, mode });
+    return { result: created, entry: { projectId, action: 'key.create', subject: created.key.id, after: keyState(created.key) } };
+  });
   await credentialsChanged(deps);
-  await audited(deps, actor, { projectId, action: 'key.create', subject: key.id, after: keyState(key) });
   return { key, secret };
 }
 
 export async function rotateKeyAs(deps: ActionDeps, actor: Actor, projectId: string, keyId: string) {
   await requireRole(deps, actor.accountId, projectId, MANAGERS, 'rotate keys');
   const before = await keyOfProject(deps, projectId, keyId);
-  const { key, secret } = await keys.rotateKey(deps, before.id);
+  const { key, secret } = await audited(deps, actor, async (tx) => {
+    const rotated = await keys.rotateKey(tx, before.id);
+    return { result: rotated, entry: { projectId, action: 'key.rotate', subject: rotated.key.id, before: keyState(before), after: keyState(rotated.key) } };
+  });
   await credentialsChanged(deps);
-  await audited(deps, actor, { projectId, action: 'key.rotate', subject: key.id, before: keyState(before), after: keyState(key) });
   return { key, secret };
 }
 
 export async function revokeKeyAs(deps: ActionDeps, actor: Actor, projectId: string, keyId: string) {
   await requireRole(deps, actor.accountId, projectId, MANAGERS, 'revoke keys');
   const before = await keyOfProject(deps, projectId, keyId);
-  const key = await keys.revokeKey(deps, before.id);
+  const key = await audited(deps, actor, async (tx) => {
+    const revoked = await keys.revokeKey(tx, before.id);
+    return { result: revoked, entry: { projectId, action: 'key.revoke', subject: revoked.id, before: keyState(before), after: keyState(revoked) } };
+  });
   await credentialsChanged(deps);
-  await audited(deps, actor, { projectId, action: 'key.revoke', subject: key.id, before: keyState(before), after: keyState(key) });
   return key;
 }
 
@@ -74,9 +91,11 @@ export async function updateKeyScopesAs(deps: ActionDeps, actor: Actor, projectI
   const before = await keyOfProject(deps, projectId, keyId);
   const parsed = parseScopes(rawScopes);
   if ('problem' in parsed) throw new DashboardRefusal(400, parsed.problem);
-  const key = await keys.updateKey(deps, before.id, { scopes: parsed.scopes });
+  const key = await audited(deps, actor, async (tx) => {
+    const updated = await keys.updateKey(tx, before.id, { scopes: parsed.scopes });
+    return { result: updated, entry: { projectId, action: 'key.update_scopes', subject: updated.id, before: keyState(before), after: keyState(updated) } };
+  });
   await credentialsChanged(deps);
-  await audited(deps, actor, { projectId, action: 'key.update_scopes', subject: key.id, before: keyState(before), after: keyState(key) });
   return key;
 }
 
@@ -93,25 +112,50 @@ const broadcastState = (b: { status: string; approved_at: Date | null; scheduled
 export async function approveBroadcastAs(deps: ActionDeps, actor: Actor, projectId: string, id: string) {
   await requireRole(deps, actor.accountId, projectId, MANAGERS, 'approve broadcasts');
   const before = await broadcastOfProject(deps, projectId, id);
-  const after = await approveBroadcast(deps.db.pool, before.id, { approvedBy: actor.email }, deps.clock.now());
-  await audited(deps, actor, { projectId, action: 'broadcast.approve', subject: before.id, before: broadcastState(before), after: { ...broadcastState(after), approved_by: actor.email, preflight: after.preflight } });
-  return after;
+  const now = deps.clock.now();
+  return approveBroadcast(deps.db.pool, before.id, { approvedBy: actor.email }, now, (client, after, locked) =>
+    recordAuditOn(client, now, actor, { projectId, action: 'broadcast.approve', subject: before.id, before: broadcastState(locked), after: { ...broadcastState(after), approved_by: actor.email, preflight: after.preflight } }),
+  );
 }
 
 export async function cancelBroadcastAs(deps: ActionDeps, actor: Actor, projectId: string, id: string, reason: unknown) {
   await requireRole(deps, actor.accountId, projectId, MANAGERS, 'cancel broadcasts');
   const before = await broadcastOfProject(deps, projectId, id);
   const why = typeof reason === 'string' && reason.trim() ? reason.trim().slice(0, 500) : `canceled by ${actor.email}`;
-  const after = await cancelBroadcast(deps.db.pool, before.id, why, deps.clock.now());
-  await audited(deps, actor, { projectId, action: 'broadcast.cancel', subject: before.id, before: broadcastState(before), after: broadcastState(after) });
-  return after;
+  const now = deps.clock.now();
+  return cancelBroadcast(deps.db.pool, before.id, why, now, (client, after, locked) =>
+    recordAuditOn(client, now, actor, { projectId, action: 'broadcast.cancel', subject: before.id, before: broadcastState(locked), after: broadcastState(after) }),
+  );
 }
 
-export async function inviteAs(deps: ActionDeps, actor: Actor, projectId: string, email: unknown, role: unknown) {
+export interface Invited {
+  email: string;
+  role: Role;
+  /** The invitation link's one-time token; absent when the email was already a member (its role changed). */
+  token?: string;
+}
+
+/**
+ * Invites an email (owners only): an invitation the person accepts through its link (lib/dashboard/invites.ts),
+ * the same answer whether the email has an account or not. A person already in the project has their
+ * role changed instead (the People page lists them anyway); the last owner keeps theirs.
+ */
+export async function inviteAs(deps: ActionDeps, actor: Actor, projectId: string, rawEmail: unknown, role: unknown): Promise<Invited> {
   await requireRole(deps, actor.accountId, projectId, ['owner'], 'invite people');
-  const granted = await grantRole(deps, projectId, email, role);
-  await audited(deps, actor, { projectId, action: 'member.grant', subject: granted.account.email, after: { role: granted.role } });
-  return granted;
+  const email = normaliseEmail(rawEmail);
+  if (!isRole(role)) throw new DashboardRefusal(400, 'Choose a role: owner, admin or member.');
+  return audited<Invited>(deps, actor, async (tx) => {
+    const member = await tx.db.prisma.dashboardMembership.findFirst({ where: { projectId, account: { email } } });
+    if (member) {
+      if (member.role === 'owner' && role !== 'owner' && (await tx.db.prisma.dashboardMembership.count({ where: { projectId, role: 'owner' } })) <= 1) {
+        throw new DashboardRefusal(409, 'This is the project’s last owner: make someone else owner first.');
+      }
+      await tx.db.prisma.dashboardMembership.update({ where: { accountId_projectId: { accountId: member.accountId, projectId } }, data: { role } });
+      return { result: { email, role }, entry: { projectId, action: 'member.role', subject: email, before: { role: member.role }, after: { role } } };
+    }
+    const { token } = await createInvite(tx, projectId, email, role, actor.accountId);
+    return { result: { email, role, token }, entry: { projectId, action: 'member.invite', subject: email, after: { role } } };
+  });
 }
 
 /** Takes a person's role in the project away (owners only); the last owner stays, so a project is never left without one. */
@@ -124,6 +168,8 @@ export async function removeMemberAs(deps: ActionDeps, actor: Actor, projectId: 
     const owners = await deps.db.prisma.dashboardMembership.count({ where: { projectId, role: 'owner' } });
     if (owners <= 1) throw new DashboardRefusal(409, 'This is the project’s last owner: make someone else owner first.');
   }
-  await deps.db.prisma.dashboardMembership.delete({ where: { accountId_projectId: { accountId: member.accountId, projectId } } });
-  await audited(deps, actor, { projectId, action: 'member.remove', subject: email, before: { role: member.role } });
+  await audited(deps, actor, async (tx) => {
+    await tx.db.prisma.dashboardMembership.delete({ where: { accountId_projectId: { accountId: member.accountId, projectId } } });
+    return { result: undefined, entry: { projectId, action: 'member.remove', subject: email, before: { role: member.role } } };
+  });
 }

@@ -1,5 +1,11 @@
-/** The audit trail: who did what to which thing, when, with the state before and after. Owners read it. */
+/**
+ * The audit trail: who did what to which thing, when, with the state before and after. Owners read it.
+ * An audit row is written in the same transaction as the change it records (lib/dashboard/actions.ts),
+ * so either both are kept or neither: a failure of the audit write undoes the action.
+ */
+import type pg from 'pg';
 import type { Deps } from '../deps.js';
+import type { Prisma } from '../../generated/prisma/client.js';
 
 export interface Actor {
   accountId: string;
@@ -16,8 +22,9 @@ export interface AuditEntry {
 
 const json = (v: unknown) => (v === undefined || v === null ? undefined : JSON.parse(JSON.stringify(v)));
 
-export async function recordAudit(deps: Pick<Deps, 'db' | 'clock'>, actor: Actor, entry: AuditEntry): Promise<void> {
-  await deps.db.prisma.dashboardAudit.create({
+/** Writes the row through a Prisma transaction's client. */
+export async function recordAudit(tx: Pick<Prisma.TransactionClient, 'dashboardAudit'>, now: Date, actor: Actor, entry: AuditEntry): Promise<void> {
+  await tx.dashboardAudit.create({
     data: {
       projectId: entry.projectId,
       accountId: actor.accountId,
@@ -26,9 +33,18 @@ export async function recordAudit(deps: Pick<Deps, 'db' | 'clock'>, actor: Actor
       subject: entry.subject,
       before: json(entry.before),
       after: json(entry.after),
-      at: deps.clock.now(),
+      at: now,
     },
   });
+}
+
+/** Writes the row on a pg connection inside its transaction (changes made with SQL, e.g. broadcasts). */
+export async function recordAuditOn(client: pg.PoolClient, now: Date, actor: Actor, entry: AuditEntry): Promise<void> {
+  const text = (v: unknown) => (v === undefined || v === null ? null : JSON.stringify(v));
+  await client.query(
+    'INSERT INTO dashboard_audit (project_id, account_id, actor, action, subject, before, after, at) VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8)',
+    [entry.projectId, actor.accountId, actor.email, entry.action, entry.subject, text(entry.before), text(entry.after), now],
+  );
 }
 
 export function listAudit(deps: Pick<Deps, 'db'>, projectId: string, limit = 100) {

@@ -79,7 +79,7 @@ export function mediaView(row: MediaRow, now: Date): MediaView {
   };
 }
 
-function expired(row: MediaRow): ApiError {
+export function mediaExpiredError(row: MediaRow): ApiError {
   return new ApiError('MEDIA_EXPIRED', `Media ${row.slug} expired at the channel on ${expiresAt(row)?.toISOString() ?? 'upload'} (media is kept 30 days); upload it again.`, {
     slug: row.slug,
     expired_at: expiresAt(row)?.toISOString() ?? null,
@@ -207,7 +207,7 @@ async function findAsset(deps: Deps, projectId: string, slug: string): Promise<M
 export async function getMediaAsset(deps: Deps, projectId: string, slug: string): Promise<MediaView> {
   const row = await findAsset(deps, projectId, slug);
   const now = deps.clock.now();
-  if (isExpired(row, now)) throw expired(row);
+  if (isExpired(row, now)) throw mediaExpiredError(row);
   return mediaView(row, now);
 }
 
@@ -229,7 +229,7 @@ export async function deleteMediaAsset(deps: Deps, project: ProjectRef, slug: st
 /** For a send by slug: the channel media id and kind; 404 unknown, 410 expired. */
 export async function resolveMediaSlug(deps: Deps, projectId: string, slug: string): Promise<{ mediaId: string; kind: MediaKind }> {
   const row = await findAsset(deps, projectId, slug);
-  if (!row.channelMediaId || isExpired(row, deps.clock.now())) throw expired(row);
+  if (!row.channelMediaId || isExpired(row, deps.clock.now())) throw mediaExpiredError(row);
   return { mediaId: row.channelMediaId, kind: kindOf(row.mimeType) ?? 'document' };
 }
 

@@ -14,7 +14,8 @@ import type { ProjectRef } from '../access/credentials.js';
 import { ApiError } from '../platform/errors.js';
 import { requireChannel } from '../channel-settings/settings.js';
 import { bodyPlaceholderCount, composeMessage, type ComposedMessage } from './compose.js';
-import { isHeaderHandle, resolveMediaSlug } from '../media/assets.js';
+import { resolveMediaSlug } from '../media/assets.js';
+import { resolveProjectMediaId } from '../media/media-id.js';
 import { resolveFlowSend } from '../flows/send.js';
 import { releaseSend, reserveSends, utcDay } from './quota.js';
 import { settleLater, withdrawSend } from './send-cleanup.js';
@@ -43,10 +44,7 @@ function headerFormat(templateComponents: unknown): string | undefined {
  */
 async function resolveMedia(deps: Deps, projectId: string, message: ComposedMessage, templateComponents: unknown): Promise<void> {
   const media = message.media!;
-  if (media.mediaId !== undefined && (await isHeaderHandle(deps, media.mediaId))) {
-    const text = 'media_id is a template header-sample handle, not a media id: upload the file with POST /v1/media and send its slug or media_id.';
-    throw new ApiError('invalid_media_id', text, { fields: [{ field: media.headerParam ? 'template.header.media.media_id' : 'media.media_id', message: text }] });
-  }
+  if (media.mediaId !== undefined) await resolveProjectMediaId(deps, projectId, media.mediaId, media.headerParam ? 'template.header.media.media_id' : 'media.media_id');
   let kind: string | undefined;
   if (media.slug !== undefined) {
     const asset = await resolveMediaSlug(deps, projectId, media.slug);

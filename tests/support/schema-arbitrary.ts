@@ -151,6 +151,28 @@ export class SchemaArbitraries {
     return fc.oneof(...options);
   }
 
+  /**
+   * The length bounds of a path parameter: the empty id, the shortest and the longest id the schema
+   * allows (by `minLength`/`maxLength`, else the pattern's last `{m,n}`), and one character past the
+   * longest. Each is built from a character the pattern accepts where one is found, so the bound
+   * itself, not the character, is what a case tests.
+   */
+  pathBoundaries(schema: Schema | undefined): string[] {
+    const s = this.resolve(schema);
+    const pattern = typeof s.pattern === 'string' ? new RegExp(s.pattern) : undefined;
+    const counted = typeof s.pattern === 'string' ? /\{(\d+),(\d+)\}\)?\$?$/.exec(s.pattern) : null;
+    const max = typeof s.maxLength === 'number' ? s.maxLength : counted ? Number(counted[2]) + (s.pattern.startsWith('^[') && /^\^\[[^\]]+\]\[/.test(s.pattern) ? 1 : 0) : 64;
+    const min = Math.max(1, typeof s.minLength === 'number' ? s.minLength : 1);
+    const chars = ['a', '1', '0', 'A', '_'];
+    const fill = (n: number) => {
+      for (const c of chars) if (!pattern || pattern.test(c.repeat(n))) return c.repeat(n);
+      // A fixed shape (a UUID): a valid example cut or padded to the length.
+      const uuid = '3f0c2a5e-8a4b-4e1c-9d2f-6b7a1c0e5d42';
+      return n === uuid.length ? uuid : uuid.repeat(Math.ceil(n / uuid.length)).slice(0, n);
+    };
+    return ['', fill(min), fill(Math.min(max, 1024)), fill(Math.min(max, 1024) + 1)];
+  }
+
   /** A rough check that a value has one of the schema's types (for picking wrong ones). */
   private typeAccepts(s: Schema, v: unknown): boolean {
     const types: string[] = Array.isArray(s.type) ? s.type : s.type ? [s.type] : [];

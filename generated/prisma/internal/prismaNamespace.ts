@@ -434,6 +434,7 @@ export const ModelName = {
   DashboardAccount: 'DashboardAccount',
   DashboardMembership: 'DashboardMembership',
   DashboardSession: 'DashboardSession',
+  DashboardInvite: 'DashboardInvite',
   DashboardAudit: 'DashboardAudit'
 } as const
 
@@ -450,7 +451,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "project" | "apiKey" | "agentConnection" | "connectionProject" | "accessToken" | "channelSettings" | "contact" | "conversation" | "conversationOrder" | "message" | "event" | "idempotencyRecord" | "sendCounter" | "template" | "webhookEndpoint" | "webhookDelivery" | "webhookAttempt" | "runtimeToken" | "mediaAsset" | "headerSample" | "segment" | "broadcast" | "broadcastRecipient" | "broadcastPacing" | "contactImport" | "contactImportRow" | "contactImportPhone" | "codeFile" | "deployment" | "botRelease" | "botLog" | "botInbox" | "flow" | "flowVersion" | "dashboardAccount" | "dashboardMembership" | "dashboardSession" | "dashboardAudit"
+    modelProps: "project" | "apiKey" | "agentConnection" | "connectionProject" | "accessToken" | "channelSettings" | "contact" | "conversation" | "conversationOrder" | "message" | "event" | "idempotencyRecord" | "sendCounter" | "template" | "webhookEndpoint" | "webhookDelivery" | "webhookAttempt" | "runtimeToken" | "mediaAsset" | "headerSample" | "segment" | "broadcast" | "broadcastRecipient" | "broadcastPacing" | "contactImport" | "contactImportRow" | "contactImportPhone" | "codeFile" | "deployment" | "botRelease" | "botLog" | "botInbox" | "flow" | "flowVersion" | "dashboardAccount" | "dashboardMembership" | "dashboardSession" | "dashboardInvite" | "dashboardAudit"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -3192,6 +3193,80 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         }
       }
     }
+    DashboardInvite: {
+      payload: Prisma.$DashboardInvitePayload<ExtArgs>
+      fields: Prisma.DashboardInviteFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.DashboardInviteFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardInvitePayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.DashboardInviteFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardInvitePayload>
+        }
+        findFirst: {
+          args: Prisma.DashboardInviteFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardInvitePayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.DashboardInviteFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardInvitePayload>
+        }
+        findMany: {
+          args: Prisma.DashboardInviteFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardInvitePayload>[]
+        }
+        create: {
+          args: Prisma.DashboardInviteCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardInvitePayload>
+        }
+        createMany: {
+          args: Prisma.DashboardInviteCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.DashboardInviteCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardInvitePayload>[]
+        }
+        delete: {
+          args: Prisma.DashboardInviteDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardInvitePayload>
+        }
+        update: {
+          args: Prisma.DashboardInviteUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardInvitePayload>
+        }
+        deleteMany: {
+          args: Prisma.DashboardInviteDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.DashboardInviteUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.DashboardInviteUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardInvitePayload>[]
+        }
+        upsert: {
+          args: Prisma.DashboardInviteUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$DashboardInvitePayload>
+        }
+        aggregate: {
+          args: Prisma.DashboardInviteAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateDashboardInvite>
+        }
+        groupBy: {
+          args: Prisma.DashboardInviteGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.DashboardInviteGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.DashboardInviteCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.DashboardInviteCountAggregateOutputType> | number
+        }
+      }
+    }
     DashboardAudit: {
       payload: Prisma.$DashboardAuditPayload<ExtArgs>
       fields: Prisma.DashboardAuditFieldRefs
@@ -3848,6 +3923,20 @@ export const DashboardSessionScalarFieldEnum = {
 export type DashboardSessionScalarFieldEnum = (typeof DashboardSessionScalarFieldEnum)[keyof typeof DashboardSessionScalarFieldEnum]
 
 
+export const DashboardInviteScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  email: 'email',
+  role: 'role',
+  tokenHash: 'tokenHash',
+  invitedBy: 'invitedBy',
+  expiresAt: 'expiresAt',
+  createdAt: 'createdAt'
+} as const
+
+export type DashboardInviteScalarFieldEnum = (typeof DashboardInviteScalarFieldEnum)[keyof typeof DashboardInviteScalarFieldEnum]
+
+
 export const DashboardAuditScalarFieldEnum = {
   id: 'id',
   projectId: 'projectId',
@@ -4223,6 +4312,7 @@ export type GlobalOmitConfig = {
   dashboardAccount?: Prisma.DashboardAccountOmit
   dashboardMembership?: Prisma.DashboardMembershipOmit
   dashboardSession?: Prisma.DashboardSessionOmit
+  dashboardInvite?: Prisma.DashboardInviteOmit
   dashboardAudit?: Prisma.DashboardAuditOmit
 }
 

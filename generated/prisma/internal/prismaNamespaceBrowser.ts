@@ -88,6 +88,7 @@ export const ModelName = {
   DashboardAccount: 'DashboardAccount',
   DashboardMembership: 'DashboardMembership',
   DashboardSession: 'DashboardSession',
+  DashboardInvite: 'DashboardInvite',
   DashboardAudit: 'DashboardAudit'
 } as const
 
@@ -648,6 +649,20 @@ export const DashboardSessionScalarFieldEnum = {
 } as const
 
 export type DashboardSessionScalarFieldEnum = (typeof DashboardSessionScalarFieldEnum)[keyof typeof DashboardSessionScalarFieldEnum]
+
+
+export const DashboardInviteScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  email: 'email',
+  role: 'role',
+  tokenHash: 'tokenHash',
+  invitedBy: 'invitedBy',
+  expiresAt: 'expiresAt',
+  createdAt: 'createdAt'
+} as const
+
+export type DashboardInviteScalarFieldEnum = (typeof DashboardInviteScalarFieldEnum)[keyof typeof DashboardInviteScalarFieldEnum]
 
 
 export const DashboardAuditScalarFieldEnum = {

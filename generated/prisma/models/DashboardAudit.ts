@@ -14,7 +14,7 @@ import type * as Prisma from "../internal/prismaNamespace.js"
 
 /**
  * Model DashboardAudit
- * Who did what, when, with the state before and after: key actions, approvals, cancels, invites.
+ * 
  */
 export type DashboardAuditModel = runtime.Types.Result.DefaultSelection<Prisma.$DashboardAuditPayload>
 

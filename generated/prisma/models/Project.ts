@@ -243,6 +243,7 @@ export type ProjectWhereInput = {
   contactImports?: Prisma.ContactImportListRelationFilter
   flows?: Prisma.FlowListRelationFilter
   dashboardMembers?: Prisma.DashboardMembershipListRelationFilter
+  dashboardInvites?: Prisma.DashboardInviteListRelationFilter
 }
 
 export type ProjectOrderByWithRelationInput = {
@@ -271,6 +272,7 @@ export type ProjectOrderByWithRelationInput = {
   contactImports?: Prisma.ContactImportOrderByRelationAggregateInput
   flows?: Prisma.FlowOrderByRelationAggregateInput
   dashboardMembers?: Prisma.DashboardMembershipOrderByRelationAggregateInput
+  dashboardInvites?: Prisma.DashboardInviteOrderByRelationAggregateInput
 }
 
 export type ProjectWhereUniqueInput = Prisma.AtLeast<{
@@ -302,6 +304,7 @@ export type ProjectWhereUniqueInput = Prisma.AtLeast<{
   contactImports?: Prisma.ContactImportListRelationFilter
   flows?: Prisma.FlowListRelationFilter
   dashboardMembers?: Prisma.DashboardMembershipListRelationFilter
+  dashboardInvites?: Prisma.DashboardInviteListRelationFilter
 }, "id">
 
 export type ProjectOrderByWithAggregationInput = {
@@ -356,6 +359,7 @@ export type ProjectCreateInput = {
   contactImports?: Prisma.ContactImportCreateNestedManyWithoutProjectInput
   flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateInput = {
@@ -384,6 +388,7 @@ export type ProjectUncheckedCreateInput = {
   contactImports?: Prisma.ContactImportUncheckedCreateNestedManyWithoutProjectInput
   flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUpdateInput = {
@@ -412,6 +417,7 @@ export type ProjectUpdateInput = {
   contactImports?: Prisma.ContactImportUpdateManyWithoutProjectNestedInput
   flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateInput = {
@@ -440,6 +446,7 @@ export type ProjectUncheckedUpdateInput = {
   contactImports?: Prisma.ContactImportUncheckedUpdateManyWithoutProjectNestedInput
   flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateManyInput = {
@@ -795,6 +802,20 @@ export type ProjectUpdateOneRequiredWithoutDashboardMembersNestedInput = {
   update?: Prisma.XOR<Prisma.XOR<Prisma.ProjectUpdateToOneWithWhereWithoutDashboardMembersInput, Prisma.ProjectUpdateWithoutDashboardMembersInput>, Prisma.ProjectUncheckedUpdateWithoutDashboardMembersInput>
 }
 
+export type ProjectCreateNestedOneWithoutDashboardInvitesInput = {
+  create?: Prisma.XOR<Prisma.ProjectCreateWithoutDashboardInvitesInput, Prisma.ProjectUncheckedCreateWithoutDashboardInvitesInput>
+  connectOrCreate?: Prisma.ProjectCreateOrConnectWithoutDashboardInvitesInput
+  connect?: Prisma.ProjectWhereUniqueInput
+}
+
+export type ProjectUpdateOneRequiredWithoutDashboardInvitesNestedInput = {
+  create?: Prisma.XOR<Prisma.ProjectCreateWithoutDashboardInvitesInput, Prisma.ProjectUncheckedCreateWithoutDashboardInvitesInput>
+  connectOrCreate?: Prisma.ProjectCreateOrConnectWithoutDashboardInvitesInput
+  upsert?: Prisma.ProjectUpsertWithoutDashboardInvitesInput
+  connect?: Prisma.ProjectWhereUniqueInput
+  update?: Prisma.XOR<Prisma.XOR<Prisma.ProjectUpdateToOneWithWhereWithoutDashboardInvitesInput, Prisma.ProjectUpdateWithoutDashboardInvitesInput>, Prisma.ProjectUncheckedUpdateWithoutDashboardInvitesInput>
+}
+
 export type ProjectCreateWithoutApiKeysInput = {
   id: string
   name: string
@@ -820,6 +841,7 @@ export type ProjectCreateWithoutApiKeysInput = {
   contactImports?: Prisma.ContactImportCreateNestedManyWithoutProjectInput
   flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutApiKeysInput = {
@@ -847,6 +869,7 @@ export type ProjectUncheckedCreateWithoutApiKeysInput = {
   contactImports?: Prisma.ContactImportUncheckedCreateNestedManyWithoutProjectInput
   flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutApiKeysInput = {
@@ -890,6 +913,7 @@ export type ProjectUpdateWithoutApiKeysInput = {
   contactImports?: Prisma.ContactImportUpdateManyWithoutProjectNestedInput
   flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutApiKeysInput = {
@@ -917,6 +941,7 @@ export type ProjectUncheckedUpdateWithoutApiKeysInput = {
   contactImports?: Prisma.ContactImportUncheckedUpdateManyWithoutProjectNestedInput
   flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutConnectionsInput = {
@@ -944,6 +969,7 @@ export type ProjectCreateWithoutConnectionsInput = {
   contactImports?: Prisma.ContactImportCreateNestedManyWithoutProjectInput
   flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutConnectionsInput = {
@@ -971,6 +997,7 @@ export type ProjectUncheckedCreateWithoutConnectionsInput = {
   contactImports?: Prisma.ContactImportUncheckedCreateNestedManyWithoutProjectInput
   flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutConnectionsInput = {
@@ -1014,6 +1041,7 @@ export type ProjectUpdateWithoutConnectionsInput = {
   contactImports?: Prisma.ContactImportUpdateManyWithoutProjectNestedInput
   flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutConnectionsInput = {
@@ -1041,6 +1069,7 @@ export type ProjectUncheckedUpdateWithoutConnectionsInput = {
   contactImports?: Prisma.ContactImportUncheckedUpdateManyWithoutProjectNestedInput
   flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutChannelInput = {
@@ -1068,6 +1097,7 @@ export type ProjectCreateWithoutChannelInput = {
   contactImports?: Prisma.ContactImportCreateNestedManyWithoutProjectInput
   flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutChannelInput = {
@@ -1095,6 +1125,7 @@ export type ProjectUncheckedCreateWithoutChannelInput = {
   contactImports?: Prisma.ContactImportUncheckedCreateNestedManyWithoutProjectInput
   flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutChannelInput = {
@@ -1138,6 +1169,7 @@ export type ProjectUpdateWithoutChannelInput = {
   contactImports?: Prisma.ContactImportUpdateManyWithoutProjectNestedInput
   flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutChannelInput = {
@@ -1165,6 +1197,7 @@ export type ProjectUncheckedUpdateWithoutChannelInput = {
   contactImports?: Prisma.ContactImportUncheckedUpdateManyWithoutProjectNestedInput
   flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutContactsInput = {
@@ -1192,6 +1225,7 @@ export type ProjectCreateWithoutContactsInput = {
   contactImports?: Prisma.ContactImportCreateNestedManyWithoutProjectInput
   flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutContactsInput = {
@@ -1219,6 +1253,7 @@ export type ProjectUncheckedCreateWithoutContactsInput = {
   contactImports?: Prisma.ContactImportUncheckedCreateNestedManyWithoutProjectInput
   flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutContactsInput = {
@@ -1262,6 +1297,7 @@ export type ProjectUpdateWithoutContactsInput = {
   contactImports?: Prisma.ContactImportUpdateManyWithoutProjectNestedInput
   flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutContactsInput = {
@@ -1289,6 +1325,7 @@ export type ProjectUncheckedUpdateWithoutContactsInput = {
   contactImports?: Prisma.ContactImportUncheckedUpdateManyWithoutProjectNestedInput
   flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutConversationsInput = {
@@ -1316,6 +1353,7 @@ export type ProjectCreateWithoutConversationsInput = {
   contactImports?: Prisma.ContactImportCreateNestedManyWithoutProjectInput
   flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutConversationsInput = {
@@ -1343,6 +1381,7 @@ export type ProjectUncheckedCreateWithoutConversationsInput = {
   contactImports?: Prisma.ContactImportUncheckedCreateNestedManyWithoutProjectInput
   flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutConversationsInput = {
@@ -1386,6 +1425,7 @@ export type ProjectUpdateWithoutConversationsInput = {
   contactImports?: Prisma.ContactImportUpdateManyWithoutProjectNestedInput
   flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutConversationsInput = {
@@ -1413,6 +1453,7 @@ export type ProjectUncheckedUpdateWithoutConversationsInput = {
   contactImports?: Prisma.ContactImportUncheckedUpdateManyWithoutProjectNestedInput
   flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutMessagesInput = {
@@ -1440,6 +1481,7 @@ export type ProjectCreateWithoutMessagesInput = {
   contactImports?: Prisma.ContactImportCreateNestedManyWithoutProjectInput
   flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutMessagesInput = {
@@ -1467,6 +1509,7 @@ export type ProjectUncheckedCreateWithoutMessagesInput = {
   contactImports?: Prisma.ContactImportUncheckedCreateNestedManyWithoutProjectInput
   flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutMessagesInput = {
@@ -1510,6 +1553,7 @@ export type ProjectUpdateWithoutMessagesInput = {
   contactImports?: Prisma.ContactImportUpdateManyWithoutProjectNestedInput
   flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutMessagesInput = {
@@ -1537,6 +1581,7 @@ export type ProjectUncheckedUpdateWithoutMessagesInput = {
   contactImports?: Prisma.ContactImportUncheckedUpdateManyWithoutProjectNestedInput
   flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutEventsInput = {
@@ -1564,6 +1609,7 @@ export type ProjectCreateWithoutEventsInput = {
   contactImports?: Prisma.ContactImportCreateNestedManyWithoutProjectInput
   flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutEventsInput = {
@@ -1591,6 +1637,7 @@ export type ProjectUncheckedCreateWithoutEventsInput = {
   contactImports?: Prisma.ContactImportUncheckedCreateNestedManyWithoutProjectInput
   flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutEventsInput = {
@@ -1634,6 +1681,7 @@ export type ProjectUpdateWithoutEventsInput = {
   contactImports?: Prisma.ContactImportUpdateManyWithoutProjectNestedInput
   flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutEventsInput = {
@@ -1661,6 +1709,7 @@ export type ProjectUncheckedUpdateWithoutEventsInput = {
   contactImports?: Prisma.ContactImportUncheckedUpdateManyWithoutProjectNestedInput
   flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutIdempotencyRecordsInput = {
@@ -1688,6 +1737,7 @@ export type ProjectCreateWithoutIdempotencyRecordsInput = {
   contactImports?: Prisma.ContactImportCreateNestedManyWithoutProjectInput
   flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutIdempotencyRecordsInput = {
@@ -1715,6 +1765,7 @@ export type ProjectUncheckedCreateWithoutIdempotencyRecordsInput = {
   contactImports?: Prisma.ContactImportUncheckedCreateNestedManyWithoutProjectInput
   flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutIdempotencyRecordsInput = {
@@ -1758,6 +1809,7 @@ export type ProjectUpdateWithoutIdempotencyRecordsInput = {
   contactImports?: Prisma.ContactImportUpdateManyWithoutProjectNestedInput
   flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutIdempotencyRecordsInput = {
@@ -1785,6 +1837,7 @@ export type ProjectUncheckedUpdateWithoutIdempotencyRecordsInput = {
   contactImports?: Prisma.ContactImportUncheckedUpdateManyWithoutProjectNestedInput
   flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutSendCountersInput = {
@@ -1812,6 +1865,7 @@ export type ProjectCreateWithoutSendCountersInput = {
   contactImports?: Prisma.ContactImportCreateNestedManyWithoutProjectInput
   flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutSendCountersInput = {
@@ -1839,6 +1893,7 @@ export type ProjectUncheckedCreateWithoutSendCountersInput = {
   contactImports?: Prisma.ContactImportUncheckedCreateNestedManyWithoutProjectInput
   flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutSendCountersInput = {
@@ -1882,6 +1937,7 @@ export type ProjectUpdateWithoutSendCountersInput = {
   contactImports?: Prisma.ContactImportUpdateManyWithoutProjectNestedInput
   flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutSendCountersInput = {
@@ -1909,6 +1965,7 @@ export type ProjectUncheckedUpdateWithoutSendCountersInput = {
   contactImports?: Prisma.ContactImportUncheckedUpdateManyWithoutProjectNestedInput
   flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutTemplatesInput = {
@@ -1936,6 +1993,7 @@ export type ProjectCreateWithoutTemplatesInput = {
   contactImports?: Prisma.ContactImportCreateNestedManyWithoutProjectInput
   flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutTemplatesInput = {
@@ -1963,6 +2021,7 @@ export type ProjectUncheckedCreateWithoutTemplatesInput = {
   contactImports?: Prisma.ContactImportUncheckedCreateNestedManyWithoutProjectInput
   flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutTemplatesInput = {
@@ -2006,6 +2065,7 @@ export type ProjectUpdateWithoutTemplatesInput = {
   contactImports?: Prisma.ContactImportUpdateManyWithoutProjectNestedInput
   flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutTemplatesInput = {
@@ -2033,6 +2093,7 @@ export type ProjectUncheckedUpdateWithoutTemplatesInput = {
   contactImports?: Prisma.ContactImportUncheckedUpdateManyWithoutProjectNestedInput
   flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutWebhooksInput = {
@@ -2060,6 +2121,7 @@ export type ProjectCreateWithoutWebhooksInput = {
   contactImports?: Prisma.ContactImportCreateNestedManyWithoutProjectInput
   flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutWebhooksInput = {
@@ -2087,6 +2149,7 @@ export type ProjectUncheckedCreateWithoutWebhooksInput = {
   contactImports?: Prisma.ContactImportUncheckedCreateNestedManyWithoutProjectInput
   flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutWebhooksInput = {
@@ -2130,6 +2193,7 @@ export type ProjectUpdateWithoutWebhooksInput = {
   contactImports?: Prisma.ContactImportUpdateManyWithoutProjectNestedInput
   flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutWebhooksInput = {
@@ -2157,6 +2221,7 @@ export type ProjectUncheckedUpdateWithoutWebhooksInput = {
   contactImports?: Prisma.ContactImportUncheckedUpdateManyWithoutProjectNestedInput
   flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutRuntimeTokensInput = {
@@ -2184,6 +2249,7 @@ export type ProjectCreateWithoutRuntimeTokensInput = {
   contactImports?: Prisma.ContactImportCreateNestedManyWithoutProjectInput
   flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutRuntimeTokensInput = {
@@ -2211,6 +2277,7 @@ export type ProjectUncheckedCreateWithoutRuntimeTokensInput = {
   contactImports?: Prisma.ContactImportUncheckedCreateNestedManyWithoutProjectInput
   flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutRuntimeTokensInput = {
@@ -2254,6 +2321,7 @@ export type ProjectUpdateWithoutRuntimeTokensInput = {
   contactImports?: Prisma.ContactImportUpdateManyWithoutProjectNestedInput
   flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutRuntimeTokensInput = {
@@ -2281,6 +2349,7 @@ export type ProjectUncheckedUpdateWithoutRuntimeTokensInput = {
   contactImports?: Prisma.ContactImportUncheckedUpdateManyWithoutProjectNestedInput
   flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutMediaAssetsInput = {
@@ -2308,6 +2377,7 @@ export type ProjectCreateWithoutMediaAssetsInput = {
   contactImports?: Prisma.ContactImportCreateNestedManyWithoutProjectInput
   flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutMediaAssetsInput = {
@@ -2335,6 +2405,7 @@ export type ProjectUncheckedCreateWithoutMediaAssetsInput = {
   contactImports?: Prisma.ContactImportUncheckedCreateNestedManyWithoutProjectInput
   flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutMediaAssetsInput = {
@@ -2378,6 +2449,7 @@ export type ProjectUpdateWithoutMediaAssetsInput = {
   contactImports?: Prisma.ContactImportUpdateManyWithoutProjectNestedInput
   flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutMediaAssetsInput = {
@@ -2405,6 +2477,7 @@ export type ProjectUncheckedUpdateWithoutMediaAssetsInput = {
   contactImports?: Prisma.ContactImportUncheckedUpdateManyWithoutProjectNestedInput
   flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutHeaderSamplesInput = {
@@ -2432,6 +2505,7 @@ export type ProjectCreateWithoutHeaderSamplesInput = {
   contactImports?: Prisma.ContactImportCreateNestedManyWithoutProjectInput
   flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutHeaderSamplesInput = {
@@ -2459,6 +2533,7 @@ export type ProjectUncheckedCreateWithoutHeaderSamplesInput = {
   contactImports?: Prisma.ContactImportUncheckedCreateNestedManyWithoutProjectInput
   flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutHeaderSamplesInput = {
@@ -2502,6 +2577,7 @@ export type ProjectUpdateWithoutHeaderSamplesInput = {
   contactImports?: Prisma.ContactImportUpdateManyWithoutProjectNestedInput
   flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutHeaderSamplesInput = {
@@ -2529,6 +2605,7 @@ export type ProjectUncheckedUpdateWithoutHeaderSamplesInput = {
   contactImports?: Prisma.ContactImportUncheckedUpdateManyWithoutProjectNestedInput
   flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutSegmentsInput = {
@@ -2556,6 +2633,7 @@ export type ProjectCreateWithoutSegmentsInput = {
   contactImports?: Prisma.ContactImportCreateNestedManyWithoutProjectInput
   flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutSegmentsInput = {
@@ -2583,6 +2661,7 @@ export type ProjectUncheckedCreateWithoutSegmentsInput = {
   contactImports?: Prisma.ContactImportUncheckedCreateNestedManyWithoutProjectInput
   flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutSegmentsInput = {
@@ -2626,6 +2705,7 @@ export type ProjectUpdateWithoutSegmentsInput = {
   contactImports?: Prisma.ContactImportUpdateManyWithoutProjectNestedInput
   flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutSegmentsInput = {
@@ -2653,6 +2733,7 @@ export type ProjectUncheckedUpdateWithoutSegmentsInput = {
   contactImports?: Prisma.ContactImportUncheckedUpdateManyWithoutProjectNestedInput
   flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutBroadcastsInput = {
@@ -2680,6 +2761,7 @@ export type ProjectCreateWithoutBroadcastsInput = {
   contactImports?: Prisma.ContactImportCreateNestedManyWithoutProjectInput
   flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutBroadcastsInput = {
@@ -2707,6 +2789,7 @@ export type ProjectUncheckedCreateWithoutBroadcastsInput = {
   contactImports?: Prisma.ContactImportUncheckedCreateNestedManyWithoutProjectInput
   flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutBroadcastsInput = {
@@ -2750,6 +2833,7 @@ export type ProjectUpdateWithoutBroadcastsInput = {
   contactImports?: Prisma.ContactImportUpdateManyWithoutProjectNestedInput
   flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutBroadcastsInput = {
@@ -2777,6 +2861,7 @@ export type ProjectUncheckedUpdateWithoutBroadcastsInput = {
   contactImports?: Prisma.ContactImportUncheckedUpdateManyWithoutProjectNestedInput
   flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutContactImportsInput = {
@@ -2804,6 +2889,7 @@ export type ProjectCreateWithoutContactImportsInput = {
   broadcasts?: Prisma.BroadcastCreateNestedManyWithoutProjectInput
   flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutContactImportsInput = {
@@ -2831,6 +2917,7 @@ export type ProjectUncheckedCreateWithoutContactImportsInput = {
   broadcasts?: Prisma.BroadcastUncheckedCreateNestedManyWithoutProjectInput
   flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutContactImportsInput = {
@@ -2874,6 +2961,7 @@ export type ProjectUpdateWithoutContactImportsInput = {
   broadcasts?: Prisma.BroadcastUpdateManyWithoutProjectNestedInput
   flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutContactImportsInput = {
@@ -2901,6 +2989,7 @@ export type ProjectUncheckedUpdateWithoutContactImportsInput = {
   broadcasts?: Prisma.BroadcastUncheckedUpdateManyWithoutProjectNestedInput
   flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutFlowsInput = {
@@ -2928,6 +3017,7 @@ export type ProjectCreateWithoutFlowsInput = {
   broadcasts?: Prisma.BroadcastCreateNestedManyWithoutProjectInput
   contactImports?: Prisma.ContactImportCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutFlowsInput = {
@@ -2955,6 +3045,7 @@ export type ProjectUncheckedCreateWithoutFlowsInput = {
   broadcasts?: Prisma.BroadcastUncheckedCreateNestedManyWithoutProjectInput
   contactImports?: Prisma.ContactImportUncheckedCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutFlowsInput = {
@@ -2998,6 +3089,7 @@ export type ProjectUpdateWithoutFlowsInput = {
   broadcasts?: Prisma.BroadcastUpdateManyWithoutProjectNestedInput
   contactImports?: Prisma.ContactImportUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutFlowsInput = {
@@ -3025,6 +3117,7 @@ export type ProjectUncheckedUpdateWithoutFlowsInput = {
   broadcasts?: Prisma.BroadcastUncheckedUpdateManyWithoutProjectNestedInput
   contactImports?: Prisma.ContactImportUncheckedUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutDashboardMembersInput = {
@@ -3052,6 +3145,7 @@ export type ProjectCreateWithoutDashboardMembersInput = {
   broadcasts?: Prisma.BroadcastCreateNestedManyWithoutProjectInput
   contactImports?: Prisma.ContactImportCreateNestedManyWithoutProjectInput
   flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutDashboardMembersInput = {
@@ -3079,6 +3173,7 @@ export type ProjectUncheckedCreateWithoutDashboardMembersInput = {
   broadcasts?: Prisma.BroadcastUncheckedCreateNestedManyWithoutProjectInput
   contactImports?: Prisma.ContactImportUncheckedCreateNestedManyWithoutProjectInput
   flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutDashboardMembersInput = {
@@ -3122,6 +3217,7 @@ export type ProjectUpdateWithoutDashboardMembersInput = {
   broadcasts?: Prisma.BroadcastUpdateManyWithoutProjectNestedInput
   contactImports?: Prisma.ContactImportUpdateManyWithoutProjectNestedInput
   flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutDashboardMembersInput = {
@@ -3149,6 +3245,135 @@ export type ProjectUncheckedUpdateWithoutDashboardMembersInput = {
   broadcasts?: Prisma.BroadcastUncheckedUpdateManyWithoutProjectNestedInput
   contactImports?: Prisma.ContactImportUncheckedUpdateManyWithoutProjectNestedInput
   flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
+}
+
+export type ProjectCreateWithoutDashboardInvitesInput = {
+  id: string
+  name: string
+  status?: $Enums.ProjectStatus
+  dailySendQuota?: number
+  createdAt?: Date | string
+  updatedAt?: Date | string
+  apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutProjectInput
+  connections?: Prisma.ConnectionProjectCreateNestedManyWithoutProjectInput
+  channel?: Prisma.ChannelSettingsCreateNestedOneWithoutProjectInput
+  contacts?: Prisma.ContactCreateNestedManyWithoutProjectInput
+  conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
+  messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
+  events?: Prisma.EventCreateNestedManyWithoutProjectInput
+  idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
+  sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
+  templates?: Prisma.TemplateCreateNestedManyWithoutProjectInput
+  webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
+  runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
+  mediaAssets?: Prisma.MediaAssetCreateNestedManyWithoutProjectInput
+  headerSamples?: Prisma.HeaderSampleCreateNestedManyWithoutProjectInput
+  segments?: Prisma.SegmentCreateNestedManyWithoutProjectInput
+  broadcasts?: Prisma.BroadcastCreateNestedManyWithoutProjectInput
+  contactImports?: Prisma.ContactImportCreateNestedManyWithoutProjectInput
+  flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
+  dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
+}
+
+export type ProjectUncheckedCreateWithoutDashboardInvitesInput = {
+  id: string
+  name: string
+  status?: $Enums.ProjectStatus
+  dailySendQuota?: number
+  createdAt?: Date | string
+  updatedAt?: Date | string
+  apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutProjectInput
+  connections?: Prisma.ConnectionProjectUncheckedCreateNestedManyWithoutProjectInput
+  channel?: Prisma.ChannelSettingsUncheckedCreateNestedOneWithoutProjectInput
+  contacts?: Prisma.ContactUncheckedCreateNestedManyWithoutProjectInput
+  conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
+  messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
+  events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
+  idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
+  sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
+  templates?: Prisma.TemplateUncheckedCreateNestedManyWithoutProjectInput
+  webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
+  runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
+  mediaAssets?: Prisma.MediaAssetUncheckedCreateNestedManyWithoutProjectInput
+  headerSamples?: Prisma.HeaderSampleUncheckedCreateNestedManyWithoutProjectInput
+  segments?: Prisma.SegmentUncheckedCreateNestedManyWithoutProjectInput
+  broadcasts?: Prisma.BroadcastUncheckedCreateNestedManyWithoutProjectInput
+  contactImports?: Prisma.ContactImportUncheckedCreateNestedManyWithoutProjectInput
+  flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
+  dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
+}
+
+export type ProjectCreateOrConnectWithoutDashboardInvitesInput = {
+  where: Prisma.ProjectWhereUniqueInput
+  create: Prisma.XOR<Prisma.ProjectCreateWithoutDashboardInvitesInput, Prisma.ProjectUncheckedCreateWithoutDashboardInvitesInput>
+}
+
+export type ProjectUpsertWithoutDashboardInvitesInput = {
+  update: Prisma.XOR<Prisma.ProjectUpdateWithoutDashboardInvitesInput, Prisma.ProjectUncheckedUpdateWithoutDashboardInvitesInput>
+  create: Prisma.XOR<Prisma.ProjectCreateWithoutDashboardInvitesInput, Prisma.ProjectUncheckedCreateWithoutDashboardInvitesInput>
+  where?: Prisma.ProjectWhereInput
+}
+
+export type ProjectUpdateToOneWithWhereWithoutDashboardInvitesInput = {
+  where?: Prisma.ProjectWhereInput
+  data: Prisma.XOR<Prisma.ProjectUpdateWithoutDashboardInvitesInput, Prisma.ProjectUncheckedUpdateWithoutDashboardInvitesInput>
+}
+
+export type ProjectUpdateWithoutDashboardInvitesInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  name?: Prisma.StringFieldUpdateOperationsInput | string
+  status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
+  dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  apiKeys?: Prisma.ApiKeyUpdateManyWithoutProjectNestedInput
+  connections?: Prisma.ConnectionProjectUpdateManyWithoutProjectNestedInput
+  channel?: Prisma.ChannelSettingsUpdateOneWithoutProjectNestedInput
+  contacts?: Prisma.ContactUpdateManyWithoutProjectNestedInput
+  conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
+  messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
+  events?: Prisma.EventUpdateManyWithoutProjectNestedInput
+  idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
+  sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
+  templates?: Prisma.TemplateUpdateManyWithoutProjectNestedInput
+  webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
+  runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
+  mediaAssets?: Prisma.MediaAssetUpdateManyWithoutProjectNestedInput
+  headerSamples?: Prisma.HeaderSampleUpdateManyWithoutProjectNestedInput
+  segments?: Prisma.SegmentUpdateManyWithoutProjectNestedInput
+  broadcasts?: Prisma.BroadcastUpdateManyWithoutProjectNestedInput
+  contactImports?: Prisma.ContactImportUpdateManyWithoutProjectNestedInput
+  flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
+  dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
+}
+
+export type ProjectUncheckedUpdateWithoutDashboardInvitesInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  name?: Prisma.StringFieldUpdateOperationsInput | string
+  status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
+  dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutProjectNestedInput
+  connections?: Prisma.ConnectionProjectUncheckedUpdateManyWithoutProjectNestedInput
+  channel?: Prisma.ChannelSettingsUncheckedUpdateOneWithoutProjectNestedInput
+  contacts?: Prisma.ContactUncheckedUpdateManyWithoutProjectNestedInput
+  conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
+  messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
+  events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
+  idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
+  sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
+  templates?: Prisma.TemplateUncheckedUpdateManyWithoutProjectNestedInput
+  webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
+  runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
+  mediaAssets?: Prisma.MediaAssetUncheckedUpdateManyWithoutProjectNestedInput
+  headerSamples?: Prisma.HeaderSampleUncheckedUpdateManyWithoutProjectNestedInput
+  segments?: Prisma.SegmentUncheckedUpdateManyWithoutProjectNestedInput
+  broadcasts?: Prisma.BroadcastUncheckedUpdateManyWithoutProjectNestedInput
+  contactImports?: Prisma.ContactImportUncheckedUpdateManyWithoutProjectNestedInput
+  flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
+  dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 
@@ -3175,6 +3400,7 @@ export type ProjectCountOutputType = {
   contactImports: number
   flows: number
   dashboardMembers: number
+  dashboardInvites: number
 }
 
 export type ProjectCountOutputTypeSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
@@ -3196,6 +3422,7 @@ export type ProjectCountOutputTypeSelect<ExtArgs extends runtime.Types.Extension
   contactImports?: boolean | ProjectCountOutputTypeCountContactImportsArgs
   flows?: boolean | ProjectCountOutputTypeCountFlowsArgs
   dashboardMembers?: boolean | ProjectCountOutputTypeCountDashboardMembersArgs
+  dashboardInvites?: boolean | ProjectCountOutputTypeCountDashboardInvitesArgs
 }
 
 /**
@@ -3334,6 +3561,13 @@ export type ProjectCountOutputTypeCountDashboardMembersArgs<ExtArgs extends runt
   where?: Prisma.DashboardMembershipWhereInput
 }
 
+/**
+ * ProjectCountOutputType without action
+ */
+export type ProjectCountOutputTypeCountDashboardInvitesArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  where?: Prisma.DashboardInviteWhereInput
+}
+
 
 export type ProjectSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
   id?: boolean
@@ -3361,6 +3595,7 @@ export type ProjectSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs 
   contactImports?: boolean | Prisma.Project$contactImportsArgs<ExtArgs>
   flows?: boolean | Prisma.Project$flowsArgs<ExtArgs>
   dashboardMembers?: boolean | Prisma.Project$dashboardMembersArgs<ExtArgs>
+  dashboardInvites?: boolean | Prisma.Project$dashboardInvitesArgs<ExtArgs>
   _count?: boolean | Prisma.ProjectCountOutputTypeDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["project"]>
 
@@ -3412,6 +3647,7 @@ export type ProjectInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs
   contactImports?: boolean | Prisma.Project$contactImportsArgs<ExtArgs>
   flows?: boolean | Prisma.Project$flowsArgs<ExtArgs>
   dashboardMembers?: boolean | Prisma.Project$dashboardMembersArgs<ExtArgs>
+  dashboardInvites?: boolean | Prisma.Project$dashboardInvitesArgs<ExtArgs>
   _count?: boolean | Prisma.ProjectCountOutputTypeDefaultArgs<ExtArgs>
 }
 export type ProjectIncludeCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {}
@@ -3439,6 +3675,7 @@ export type $ProjectPayload<ExtArgs extends runtime.Types.Extensions.InternalArg
     contactImports: Prisma.$ContactImportPayload<ExtArgs>[]
     flows: Prisma.$FlowPayload<ExtArgs>[]
     dashboardMembers: Prisma.$DashboardMembershipPayload<ExtArgs>[]
+    dashboardInvites: Prisma.$DashboardInvitePayload<ExtArgs>[]
   }
   scalars: runtime.Types.Extensions.GetPayloadResult<{
     /**
@@ -3863,6 +4100,7 @@ export interface Prisma__ProjectClient<T, Null = never, ExtArgs extends runtime.
   contactImports<T extends Prisma.Project$contactImportsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$contactImportsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$ContactImportPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   flows<T extends Prisma.Project$flowsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$flowsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$FlowPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   dashboardMembers<T extends Prisma.Project$dashboardMembersArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$dashboardMembersArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$DashboardMembershipPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
+  dashboardInvites<T extends Prisma.Project$dashboardInvitesArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$dashboardInvitesArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$DashboardInvitePayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   /**
    * Attaches callbacks for the resolution and/or rejection of the Promise.
    * @param onfulfilled The callback to execute when the Promise is resolved.
@@ -4739,6 +4977,30 @@ export type Project$dashboardMembersArgs<ExtArgs extends runtime.Types.Extension
   take?: number
   skip?: number
   distinct?: Prisma.DashboardMembershipScalarFieldEnum | Prisma.DashboardMembershipScalarFieldEnum[]
+}
+
+/**
+ * Project.dashboardInvites
+ */
+export type Project$dashboardInvitesArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  /**
+   * Select specific fields to fetch from the DashboardInvite
+   */
+  select?: Prisma.DashboardInviteSelect<ExtArgs> | null
+  /**
+   * Omit specific fields from the DashboardInvite
+   */
+  omit?: Prisma.DashboardInviteOmit<ExtArgs> | null
+  /**
+   * Choose, which related nodes to fetch as well
+   */
+  include?: Prisma.DashboardInviteInclude<ExtArgs> | null
+  where?: Prisma.DashboardInviteWhereInput
+  orderBy?: Prisma.DashboardInviteOrderByWithRelationInput | Prisma.DashboardInviteOrderByWithRelationInput[]
+  cursor?: Prisma.DashboardInviteWhereUniqueInput
+  take?: number
+  skip?: number
+  distinct?: Prisma.DashboardInviteScalarFieldEnum | Prisma.DashboardInviteScalarFieldEnum[]
 }
 
 /**

@@ -3,8 +3,11 @@
  * may only reach the public internet. The rule is applied to the resolved address that is actually
  * connected to (`pinnedLookup`), so a name that resolves to a public address when checked and a
  * private one when connecting (DNS rebinding) cannot slip through. Private, loopback, link-local,
- * unique-local, IPv4-mapped, documentation, carrier-grade NAT, multicast and reserved ranges are
- * refused. `DEV_ALLOW_PRIVATE_TARGETS` lifts the address rule for local development and tests only.
+ * unique-local, documentation, carrier-grade NAT, multicast and reserved ranges are refused. An IPv6
+ * address that embeds an IPv4 address (IPv4-compatible ::a.b.c.d, mapped ::ffff:a.b.c.d, translated
+ * ::ffff:0:a.b.c.d, NAT64 64:ff9b::/96) is judged by that IPv4 address, since the connection reaches
+ * it; 6to4 (2002::/16, deprecated) and local-use NAT64 (64:ff9b:1::/48) stay refused whole.
+ * `DEV_ALLOW_PRIVATE_TARGETS` lifts the address rule for local development and tests only.
  */
 import { BlockList, isIP } from 'node:net';
 import { lookup as dnsLookup } from 'node:dns/promises';
@@ -20,7 +23,9 @@ for (const [net, prefix] of [
   ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
 ] as const) blocked4.addSubnet(net, prefix, 'ipv4');
 for (const [net, prefix] of [
-  ['::', 128], ['::1', 128], ['::ffff:0:0', 96], ['64:ff9b::', 96], ['64:ff9b:1::', 48], ['100::', 64], ['2001::', 23],
+  // ::/96, ::ffff:0:0/96, ::ffff:0:0:0/96 and 64:ff9b::/96 are judged by their IPv4 address (embeddedIPv4); listed
+  // here too so that a form the parser does not understand is refused, never let through.
+  ['::', 96], ['::ffff:0:0', 96], ['::ffff:0:0:0', 96], ['64:ff9b::', 96], ['64:ff9b:1::', 48], ['100::', 64], ['2001::', 23],
   ['2001:db8::', 32], ['2002::', 16], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
 ] as const) blocked6.addSubnet(net, prefix, 'ipv6');
 
@@ -31,10 +36,53 @@ export class UnsafeTargetError extends Error {
   }
 }
 
+/** The eight 16-bit groups of an IPv6 address (a trailing dotted quad and a zone id allowed), or null. */
+function ipv6Groups(address: string): number[] | null {
+  let a = address.replace(/%.*$/, '').toLowerCase();
+  const quad = /^(.*:)(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(a);
+  if (quad) {
+    const b = quad.slice(2).map(Number);
+    if (b.some((x) => x > 255)) return null;
+    a = `${quad[1]}${((b[0] << 8) | b[1]).toString(16)}:${((b[2] << 8) | b[3]).toString(16)}`;
+  }
+  const halves = a.split('::');
+  if (halves.length > 2) return null;
+  const part = (h: string) => (h === '' ? [] : h.split(':'));
+  const head = part(halves[0]);
+  const tail = halves.length === 2 ? part(halves[1]) : [];
+  const fill = halves.length === 2 ? 8 - head.length - tail.length : 0;
+  if (fill < 0 || (halves.length === 1 && head.length !== 8)) return null;
+  const groups = [...head, ...Array(fill).fill('0'), ...tail];
+  if (groups.length !== 8 || groups.some((g) => !/^[0-9a-f]{1,4}$/.test(g))) return null;
+  return groups.map((g) => parseInt(g, 16));
+}
+
+/**
+ * The IPv4 address an IPv6 address carries and reaches, for the forms that embed one: IPv4-compatible
+ * (::/96, which includes :: and ::1 as 0.0.0.0 and 0.0.0.1, both refused as 0.0.0.0/8), IPv4-mapped
+ * (::ffff:0:0/96), IPv4-translated (::ffff:0:0:0/96) and the NAT64 well-known prefix (64:ff9b::/96).
+ */
+export function embeddedIPv4(address: string): string | null {
+  if (isIP(address) !== 6) return null;
+  const g = ipv6Groups(address);
+  if (!g) return null;
+  const zero = (from: number, to: number) => g.slice(from, to).every((x) => x === 0);
+  const embeds =
+    (zero(0, 6)) || // compatible
+    (zero(0, 5) && g[5] === 0xffff) || // mapped
+    (zero(0, 4) && g[4] === 0xffff && g[5] === 0) || // translated
+    (g[0] === 0x64 && g[1] === 0xff9b && zero(2, 6)); // NAT64 well-known prefix
+  if (!embeds) return null;
+  return [g[6] >> 8, g[6] & 0xff, g[7] >> 8, g[7] & 0xff].join('.');
+}
+
 export function isPublicAddress(address: string): boolean {
   const family = isIP(address);
   if (family === 0) return false;
-  return family === 4 ? !blocked4.check(address, 'ipv4') : !blocked6.check(address, 'ipv6');
+  if (family === 4) return !blocked4.check(address, 'ipv4');
+  const v4 = embeddedIPv4(address);
+  if (v4 !== null) return !blocked4.check(v4, 'ipv4');
+  return !blocked6.check(address.replace(/%.*$/, ''), 'ipv6');
 }
 
 export interface TargetPolicy {
