@@ -14,6 +14,7 @@
  * - `emit` follows the runtime emit's rules (lib/custom-events.ts): true or false, never throws.
  * - `tables.*` work on the project's own tables as the project's role: `public` in production,
  *   `preview` in a preview run.
+ * - `showTyping` marks the customer's message read with a typing indicator (lib/bot/typing.ts).
  * - `log` lines go to the project's bot log (2,000 characters each; at most 100 per event, counted
  *   across a project's events that run together).
  * - In a preview, nothing leaves: sends, state changes, events and logs are captured.
@@ -36,6 +37,7 @@ import { deleteRows, updateRows, writeFiltersFromBody } from '../tables/writes.j
 import { cursorSecretOf } from '../platform/cursor.js';
 import { sendBodyProblem } from './send-schema.js';
 import { insertRow } from './table-insert.js';
+import { showTyping } from './typing.js';
 import type { ProjectRef } from '../access/credentials.js';
 
 export const MAX_HELPER_ARGS = 256 * 1024;
@@ -163,6 +165,8 @@ async function perform(deps: BotDeps, inv: Invocation, op: string, args: any): P
       else await writeBotLog(deps, inv.projectId, { level, kind: 'log', message, deploymentId: inv.deploymentId });
       return { ok: true, value: true };
     }
+    case 'showTyping':
+      return showTyping(deps, inv.projectId, args, inv.mode === 'preview');
     case 'tables.select': {
       const limit = Number.isInteger(args?.limit) ? Math.min(50, Math.max(1, args.limit)) : 20;
       const page = await readRows(deps.db.pool, tableSettings(deps), {

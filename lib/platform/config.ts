@@ -53,6 +53,8 @@ export interface Config {
   shutdownGraceMs: number;
   /** How long an inbound message taken by one instance's bot is its own before another may take it (lib/bot/inbox.ts). */
   botInboxLeaseMs: number;
+  /** How old the portfolio messaging limit read from the channel may be before a pre-flight reads it again (lib/pricing/messaging-limit.ts). */
+  messagingLimitRefreshMs: number;
   /** On shutdown, how long /readyz answers 503 before the server stops accepting (load balancers notice). */
   shutdownReadyDelayMs: number;
   /** Development and tests only: let outbound requests reach private and loopback addresses. */
@@ -162,6 +164,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     graphTimeoutMs: int(env, 'GRAPH_TIMEOUT_MS', 10000, 100, 120000),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 5000, 0, 600000),
     botInboxLeaseMs: int(env, 'BOT_INBOX_LEASE_MS', 60000, 1000, 3600000),
+    messagingLimitRefreshMs: int(env, 'MESSAGING_LIMIT_REFRESH_MS', 900000, 0, 86400000),
     shutdownReadyDelayMs: int(env, 'SHUTDOWN_READY_DELAY_MS', 0, 0, 600000),
     simulatorPort: int(env, 'SIMULATOR_PORT', 4010, 0, 65535),
     simulatorUrl: str(env, 'SIMULATOR_URL')?.replace(/\/+$/, ''),
