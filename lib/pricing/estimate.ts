@@ -47,9 +47,8 @@ export async function estimateCost(
   card = card === undefined ? await getRateCard(db) : card;
   const { p } = source;
   const codes = p.add(card ? Object.keys(card.prices) : []);
-  const project = p.add(projectId);
   const windowFree = category === 'utility'
-    ? `EXISTS (SELECT 1 FROM conversations cv WHERE cv.project_id = ${project} AND cv.contact_id = x.contact_id AND cv.last_inbound_at > ${p.add(new Date(now.getTime() - SERVICE_WINDOW_MS))})`
+    ? `EXISTS (SELECT 1 FROM conversations cv WHERE cv.project_id = ${p.add(projectId)} AND cv.contact_id = x.contact_id AND cv.last_inbound_at > ${p.add(new Date(now.getTime() - SERVICE_WINDOW_MS))})`
     : 'false';
   const { rows } = await db.query<{ code: string | null; free: boolean; n: string }>(
     `SELECT (SELECT k FROM unnest(${codes}::text[]) k WHERE x.phone LIKE k || '%' ORDER BY length(k) DESC LIMIT 1) AS code,
