@@ -8,7 +8,7 @@ import { validateFlowSend } from './flows.js';
 import { checkSendBody } from './meta-check.js';
 import { isObj, MEDIA_TYPES, validateInteractive, validateMediaMessage, validateMediaRef, validateOther, validateText, type Obj } from './validate.js';
 import type { StatusError } from './webhooks.js';
-import { pricingTypeAt, recordReadMark } from './pricing.js';
+import { messagingLimitError, pricingTypeAt, recordReadMark } from './pricing.js';
 
 const TYPES = ['audio', 'contacts', 'document', 'image', 'interactive', 'location', 'reaction', 'sticker', 'template', 'text', 'video'];
 const WINDOW_MS = 24 * 3600 * 1000;
@@ -158,6 +158,9 @@ export function sendMessage(ctx: SimContext) {
       const a = asyncError as { code: number; title?: string; message?: string; details?: string };
       asyncError = { code: a.code, title: a.title ?? a.message, message: a.message ?? a.title, error_data: a.details ? { details: a.details } : undefined };
     }
+
+    // The portfolio's unique-user limit in a moving 24 hours (pricing.ts): business-initiated templates only.
+    if (!asyncError && type === 'template') asyncError = messagingLimitError(state, pn, waId);
 
     const id = newWamid(waId);
     const meta: MessageMeta = { pnid: pn.phone_number_id, to: waId, category, status: 'accepted', convId: null, stop: false };

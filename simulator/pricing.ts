@@ -96,3 +96,34 @@ export function recordReadMark(state: SimState, pnid: string, messageId: string,
 export function readMarksOf(state: SimState): ReadMark[] {
   return readMarks.get(state) ?? [];
 }
+
+/**
+ * The portfolio's unique-user limit in a moving 24 hours (a registration here is its own
+ * portfolio). A template to a customer outside the service window counts that customer once per
+ * 24 hours; past the limit a new customer's send is accepted and then reported failed. Meta's
+ * current pages name no error code for it; its older messaging-limits page shows the message of
+ * 131048 ("restrictions on how many messages can be sent from this phone number"), used here.
+ */
+const reached = new WeakMap<SimState, Map<string, Map<string, number>>>();
+
+export function messagingLimitError(state: SimState, pn: PhoneNumber, waId: string): { code: number; title: string; message: string; error_data: { details: string } } | null {
+  const limit = MESSAGING_LIMITS[messagingLimitOf(pn)];
+  if (limit === null || limit === undefined || windowOpen(state, pn.phone_number_id, waId)) return null;
+  let byWaba = reached.get(state);
+  if (!byWaba) reached.set(state, (byWaba = new Map()));
+  let users = byWaba.get(pn.waba_id);
+  if (!users) byWaba.set(pn.waba_id, (users = new Map()));
+  const now = state.nowMs();
+  // Kept in first-reached order (a user reached again moves to the end): the front is the oldest.
+  for (const [user, at] of users) {
+    if (now - at < WINDOW_MS) break;
+    users.delete(user);
+  }
+  if (!users.has(waId) && users.size >= limit) {
+    const details = 'Message failed to send because there are restrictions on how many messages can be sent from this phone number. The business portfolio reached its messaging limit of unique users in 24 hours.';
+    return { code: 131048, title: 'Spam rate limit hit', message: 'Spam rate limit hit', error_data: { details } };
+  }
+  users.delete(waId);
+  users.set(waId, now);
+  return null;
+}

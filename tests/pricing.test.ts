@@ -13,6 +13,7 @@ import { ALL_SCOPES, api, engineFor, projectWithKey, runUntil, seedContacts, see
 import { refreshMessagingLimit } from '../lib/pricing/messaging-limit.js';
 import { showTyping } from '../lib/bot/typing.js';
 import { openChannel } from '../lib/channel-settings/settings.js';
+import { eventually } from './support/eventually.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -259,6 +260,36 @@ describe('simulator pricing and typing indicators', () => {
       warm: { category: 'utility', type: 'free_customer_service', pricing_model: 'PMP', billable: false },
       reply: { category: 'service', type: 'free_customer_service', pricing_model: 'PMP', billable: false },
     });
+  });
+
+  it('When a TIER_250 portfolio sends templates to 251 new customers, then the 251st is reported failed with 131048; a reached customer and, a day later, a new one go through', async () => {
+    const { project, phoneNumberId } = await projectWithKey(t);
+    await template(t, project.id, 'promo', 'Hi');
+    await request(t.sim!.url).patch(`/_sim/phone-numbers/${phoneNumberId}`).send({ messaging_limit: 'TIER_250' });
+    const channel = (await openChannel({ db: t.db, secretBox: t.secretBox }, project.id))!;
+    const graph = (to: string) => request(t.sim!.url).post(`/v21.0/${phoneNumberId}/messages`).set('Authorization', `Bearer ${channel.accessToken}`)
+      .send({ messaging_product: 'whatsapp', recipient_type: 'individual', to, type: 'template', template: { name: 'promo', language: { code: 'en_US', policy: 'deterministic' } } });
+    const base = 4930000000 + Math.floor(Math.random() * 1e4) * 1000;
+    const ids: string[] = [];
+    for (let i = 0; i < 251; i++) {
+      const r = await graph(String(base + i));
+      expect(r.status).toBe(200);
+      ids.push(r.body.messages[0].id);
+    }
+    const again = await graph(String(base));
+    const stateOf = async (wamid: string) => ((await request(t.sim!.url).get(`/_sim/messages?phone_number_id=${phoneNumberId}&limit=1000`)).body.data as any[]).find((m) => m.wamid === wamid)?.status;
+    await eventually(() => stateOf(ids[250]), (s) => s === 'failed', 5000, 'the 251st send failed');
+    expect(await stateOf(ids[249])).not.toBe('failed');
+    expect(await stateOf(again.body.messages[0].id)).not.toBe('failed');
+    t.clock.advance(24 * 3600_000 + 1000);
+    const later = await graph(String(base + 1000));
+    await new Promise((r) => setTimeout(r, 200));
+    expect(await stateOf(later.body.messages[0].id)).not.toBe('failed');
+    // The phone number serves the limit as Meta's field.
+    const node = await request(t.sim!.url).get(`/v21.0/${phoneNumberId}?fields=whatsapp_business_manager_messaging_limit`).set('Authorization', `Bearer ${channel.accessToken}`);
+    expect(node.body.whatsapp_business_manager_messaging_limit).toBe('TIER_250');
+    // A tier the simulator does not know is refused at the control API.
+    expect((await request(t.sim!.url).patch(`/_sim/phone-numbers/${phoneNumberId}`).send({ messaging_limit: 'TIER_3' })).status).toBe(400);
   });
 
   it('When the bot shows it is typing, then the channel gets a read mark with typing_indicator text; an unknown message or bad id is refused', async () => {
