@@ -14,6 +14,11 @@ import { refreshMessagingLimit } from '../lib/pricing/messaging-limit.js';
 import { showTyping } from '../lib/bot/typing.js';
 import { openChannel } from '../lib/channel-settings/settings.js';
 import { eventually } from './support/eventually.js';
+import { person } from './support/dashboard.js';
+import { main } from '../scripts/ops/main.js';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -309,5 +314,45 @@ describe('simulator pricing and typing indicators', () => {
     const bad = await request(t.sim!.url).post(`/v21.0/${phoneNumberId}/messages`).set('Authorization', `Bearer ${channel.accessToken}`)
       .send({ messaging_product: 'whatsapp', status: 'read', message_id: rows[0].wamid, typing_indicator: { type: 'audio' } });
     expect(bad.status).toBe(400);
+  });
+});
+
+describe('the operator CLI and the dashboard show the estimate', () => {
+  async function ops(args: string[]) {
+    let stdout = '';
+    let stderr = '';
+    const code = await main(args, { SERVICE_URL: t.baseUrl!, ADMIN_TOKEN: t.adminToken }, { out: (x) => void (stdout += x + '\n'), err: (x) => void (stderr += x + '\n') });
+    return { code, stdout, stderr };
+  }
+
+  it('When the operator sets the card from a file and shows a pending campaign, then the CLI prints the card, the estimate and the limit; a bad card file is refused', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'rate-card-'));
+    writeFileSync(path.join(dir, 'card.json'), JSON.stringify(CARD));
+    writeFileSync(path.join(dir, 'bad.json'), JSON.stringify({ currency: 'USD', prices: { '44': { marketing: -1 } } }));
+    const set = await ops(['broadcasts', 'rate-card-set', path.join(dir, 'card.json')]);
+    expect(set.code).toBe(0);
+    expect(set.stdout).toMatch(/\+44: marketing 0\.0529, utility 0\.022/);
+    const bad = await ops(['broadcasts', 'rate-card-set', path.join(dir, 'bad.json')]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/invalid_request/);
+    const { call } = await mixedProject();
+    const b = await createCampaign(call);
+    const show = await ops(['broadcasts', 'show', b.id]);
+    expect(show.code).toBe(0);
+    expect(show.stdout).toMatch(/cost estimate:\s+about 0\.1136 USD \(estimate from the rate card, marketing\): 4 charged, 0 free, 1 unpriced/);
+    expect(show.stdout).toMatch(/messaging limit:\s+unlimited; 0 reached in 24 h/);
+    expect((await ops(['broadcasts', 'rate-card-delete'])).stdout).toMatch(/removed/);
+    expect((await ops(['broadcasts', 'show', b.id])).stdout).toMatch(/cost estimate:\s+No rate card is set/);
+  });
+
+  it('When an owner opens the approval queue, then each pending campaign shows its estimated cost and the messaging limit', async () => {
+    await admin('put', '/admin/rate-card', CARD);
+    const { call, project } = await mixedProject();
+    await createCampaign(call);
+    const owner = await person(t, project.id, `owner-${project.id}@example.com`);
+    const page = await owner.agent.get(`/dashboard/projects/${project.id}/broadcasts`);
+    expect(page.status).toBe(200);
+    expect(page.text).toMatch(/Estimated cost<\/dt><dd id="cost-estimate">about 0\.1136 USD \(estimate from the rate card, marketing\); 4 charged; 1 not priced by the card/);
+    expect(page.text).toMatch(/Messaging limit<\/dt><dd id="messaging-limit">unlimited/);
   });
 });
