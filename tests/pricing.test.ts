@@ -243,7 +243,7 @@ describe('portfolio messaging limit', () => {
 });
 
 describe('simulator pricing and typing indicators', () => {
-  it('When a utility template goes to a customer whose window is open, then its status says free_customer_service; cold it is regular; a reply is service, free', async () => {
+  it('When a utility template goes to a customer whose window is open, then its delivered status says free_customer_service; cold it is regular; a reply is service, free', async () => {
     const { project, key } = await projectWithKey(t, ['messages:send', 'conversations:read']);
     await template(t, project.id, 'notice', 'Updated', 'UTILITY');
     const { phoneNumberId } = (await openChannel({ db: t.db, secretBox: t.secretBox }, project.id))!;
@@ -257,7 +257,7 @@ describe('simulator pricing and typing indicators', () => {
     for (const [name, r] of Object.entries({ cold, warm, reply })) {
       expect(r.status).toBe(200);
       const wamid = r.body.data.id as string;
-      await simStatus(wamid, 'sent');
+      await simStatus(wamid, 'delivered');
       pricing[name] = (await t.db.pool.query('SELECT pricing FROM messages WHERE project_id = $1 AND wamid = $2', [project.id, wamid])).rows[0].pricing;
     }
     expect(pricing).toEqual({

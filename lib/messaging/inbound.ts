@@ -124,19 +124,14 @@ async function applyStatusRound(deps: Deps, projectId: string, statuses: MetaSta
                -- A pending send (outcome unknown to us) is found by our reference, which Meta echoes
                -- as biz_opaque_callback_data, and gets its wamid here.
                -- The status's pricing (lib/pricing/status-pricing.ts) is kept; one without keeps the last.
+               -- Only a forward move writes it: delivered carries it too, and Meta charges on delivery,
+               -- so a "sent" for a send already recorded as sent costs no extra row write.
                UPDATE messages m SET status = i.status, status_at = $7, error = i.error, wamid = i.wamid, pricing = COALESCE(i.pricing, m.pricing)
                FROM input i
                WHERE m.project_id = $1 AND m.direction = 'outbound'
                  AND (m.wamid = i.wamid OR (i.ref IS NOT NULL AND m.client_ref = i.ref AND m.status = 'pending'))
                  AND ${statusRankSql('m.status')} < i.rank
                RETURNING m.id, m.conversation_id, i.wamid, i.status, i.error, i.event_id, i.ord, i.pricing
-             ), priced AS (
-               -- A status that does not move the message (e.g. "sent" for a send recorded as sent)
-               -- still brings its pricing (lib/pricing/status-pricing.ts); no event for it.
-               UPDATE messages m SET pricing = i.pricing
-               FROM input i
-               WHERE m.project_id = $1 AND m.direction = 'outbound' AND m.wamid = i.wamid AND i.pricing IS NOT NULL
-                 AND m.pricing IS DISTINCT FROM i.pricing AND NOT EXISTS (SELECT 1 FROM upd WHERE upd.id = m.id)
              ), ev AS (
                ${insertEventsSql(`SELECT upd.event_id, $1, 'message.status',
                       jsonb_build_object('message_id', upd.wamid, 'id', upd.id, 'conversation_id', upd.conversation_id, 'status', upd.status)
