@@ -169,8 +169,12 @@ describe('pricing recorded from statuses', () => {
     expect(after.billing.reported_cost.amount).toBeCloseTo(expected, 6);
     expect(after.billing.reported_cost.unpriced).toBe(5 - priced.filter((to) => /^(44|91|1)/.test(to)).length);
     expect(after.billing.estimate).toMatchObject({ available: true, billable_recipients: 4, unpriced_recipients: 1 });
-    // The operator's read shows the same, and the CLI/dashboard read from it.
+    // The operator's read shows the same; the dashboard's campaign page shows it beside the estimate.
     expect((await t.admin.call('get', `/admin/broadcasts/${b.id}`)).broadcast.billing.billable).toBe(5);
+    const owner = await person(t, project.id, `owner-${project.id}@example.com`);
+    const page = await owner.agent.get(`/dashboard/projects/${project.id}/broadcasts/${b.id}`);
+    expect(page.text).toMatch(/<dd id="billing-estimate">about 0\.1136 USD \(estimate from the rate card, marketing\)/);
+    expect(page.text).toMatch(/<dd id="billing-reported">5 charged, 0 free, 0 not reported yet; [0-9.]+ USD \(\+[0-9]+ not priced by the card\)/);
   });
 
   it('When a status carries no pricing (read) after one that did, then the pricing is kept', async () => {
