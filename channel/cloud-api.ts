@@ -9,15 +9,23 @@ import type { ChannelError, ChannelOperation } from './errors.js';
 import * as messages from './messages.js';
 import * as templates from './templates.js';
 import * as media from './media.js';
+import * as phoneNumbers from './phone-numbers.js';
 
 export type { ChannelCredentials, CloudApiClientOptions } from './graph-transport.js';
 export type * from './messages.js';
 export type * from './templates.js';
 export type * from './media.js';
+export type * from './phone-numbers.js';
 
 export class CloudApiClient extends GraphTransport {
   sendMessage(...a: Parameters<typeof messages.sendMessage>) {
     return messages.sendMessage.apply(this, a);
+  }
+  markRead(...a: Parameters<typeof messages.markRead>) {
+    return messages.markRead.apply(this, a);
+  }
+  getMessagingLimit(...a: Parameters<typeof phoneNumbers.getMessagingLimit>) {
+    return phoneNumbers.getMessagingLimit.apply(this, a);
   }
 
   createTemplate(...a: Parameters<typeof templates.createTemplate>) {

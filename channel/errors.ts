@@ -29,7 +29,11 @@ export type ChannelOperation =
   | 'uploadFlowAsset'
   | 'getFlow'
   | 'publishFlow'
-  | 'deprecateFlow';
+  | 'deprecateFlow'
+  // The phone number and its portfolio's messaging limit (channel/phone-numbers.ts)
+  | 'getMessagingLimit'
+  // Mark read with a typing indicator (channel/messages.ts)
+  | 'markRead';
 
 export interface ChannelErrorInit {
   kind: ChannelErrorKind;

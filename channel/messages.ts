@@ -119,3 +119,16 @@ export async function sendMessage(this: GraphTransport, creds: ChannelCredential
   if (typeof m.message_status === 'string') out.messageStatus = m.message_status;
   return out;
 }
+
+/**
+ * POST /{version}/{phoneNumberId}/messages marking a received message read, optionally with a
+ * typing indicator (`typing_indicator: { type: "text" }`), as Meta documents it ("Typing
+ * indicators"): the customer sees the message read and the business typing until the reply is
+ * sent or 25 seconds pass. Answer: `{ success: true }`.
+ */
+export async function markRead(this: GraphTransport, creds: ChannelCredentials, messageId: string, opts: { typing?: boolean } = {}): Promise<void> {
+  const data: Record<string, unknown> = { messaging_product: 'whatsapp', status: 'read', message_id: messageId };
+  if (opts.typing) data.typing_indicator = { type: 'text' };
+  const body = await this.call(creds, { op: 'markRead', method: 'POST', segments: [creds.phoneNumberId, 'messages'], data });
+  if ((body as { success?: unknown } | null)?.success !== true) throw this.unexpected('markRead', 'no success in the answer');
+}

@@ -672,6 +672,39 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/rate-card": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The rate card campaign cost estimates use
+         * @description The operator's prices per pricing category per recipient country calling code (one card for the service). 404 `not_found` when none is set.
+         */
+        get: operations["adminGetRateCard"];
+        /**
+         * Set the rate card
+         * @description Replaces the card. `prices` maps a country calling code (1 to 4 digits, e.g. `1`, `44`, `1876`)
+         *     to prices per pricing category (`marketing`, `utility`, `authentication`,
+         *     `authentication_international`, `service`, `marketing_lite`), each a non-negative amount in
+         *     `currency` per delivered message. A recipient is priced by the longest code its number starts
+         *     with. Copy the amounts from Meta's rate card for your markets. An unknown category, a negative
+         *     price or a malformed code is 400 `invalid_request`.
+         */
+        put: operations["adminSetRateCard"];
+        post?: never;
+        /**
+         * Remove the rate card
+         * @description Pre-flights then say that no estimate is available. Idempotent.
+         */
+        delete: operations["adminDeleteRateCard"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/projects/{projectId}/contact-imports": {
         parameters: {
             query?: never;
@@ -909,6 +942,26 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        RateCardInput: {
+            /** @description ISO 4217 code, for example USD. */
+            currency: string;
+            /** @description Calling code → category → price per message, e.g. `{ "44": { "marketing": 0.0529, "utility": 0.022 } }`. */
+            prices: {
+                [key: string]: {
+                    [key: string]: number;
+                };
+            };
+        };
+        RateCard: {
+            currency: string;
+            prices: {
+                [key: string]: {
+                    [key: string]: number;
+                };
+            };
+            /** Format: date-time */
+            updated_at: string;
+        };
         /** @description The public Broadcast resource (openapi.yaml, `Broadcast`, every field), plus `approved_by`. */
         AdminBroadcast: {
             id: string;
@@ -1204,6 +1257,21 @@ export interface components {
         };
     };
     responses: {
+        /** @description The rate card. */
+        RateCardResponse: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    success: true;
+                    data: {
+                        rate_card: components["schemas"]["RateCard"];
+                    };
+                };
+            };
+        };
         /** @description The campaign. */
         AdminBroadcastResponse: {
             headers: {
@@ -2434,6 +2502,65 @@ export interface operations {
             401: components["responses"]["Error"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
+        };
+    };
+    adminGetRateCard: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["RateCardResponse"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+        };
+    };
+    adminSetRateCard: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RateCardInput"];
+            };
+        };
+        responses: {
+            200: components["responses"]["RateCardResponse"];
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+        };
+    };
+    adminDeleteRateCard: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed (or there was none). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            deleted: boolean;
+                        };
+                    };
+                };
+            };
+            401: components["responses"]["Error"];
         };
     };
     adminCreateContactImport: {

@@ -1724,6 +1724,8 @@ export interface components {
             error?: {
                 [key: string]: unknown;
             };
+            /** @description The pricing the status carried (Meta sends it with `sent` and `delivered`); absent when it carried none. */
+            pricing?: components["schemas"]["MessagePricing"];
         };
         TemplateStatusData: {
             name: string;
@@ -1944,6 +1946,22 @@ export interface components {
             created_at: string;
             /** Format: date-time */
             status_updated_at: string;
+            /** @description What the channel's statuses said this outbound message costs; null until a status carries pricing (and for inbound messages). */
+            pricing: components["schemas"]["MessagePricing"] | null;
+        };
+        /**
+         * @description The channel's pricing of one message, as its status notifications give it (per-message pricing
+         *     since 1 July 2025). The values are open sets, stored as the channel gave them: Meta adds
+         *     categories and types. `category` is e.g. `marketing`, `utility`, `authentication`,
+         *     `authentication_international`, `service`, `marketing_lite`; `type` is `regular` (charged),
+         *     `free_customer_service` or `free_entry_point`; `pricing_model` is `PMP`. `billable` is
+         *     deprecated by Meta and present only when the channel still sends it.
+         */
+        MessagePricing: {
+            category: string | null;
+            type: string | null;
+            pricing_model: string | null;
+            billable?: boolean;
         };
         MessageResponse: {
             /** @constant */
@@ -2285,6 +2303,96 @@ export interface components {
             messages_per_second: number;
             /** Format: date-time */
             computed_at: string;
+            cost_estimate?: components["schemas"]["CostEstimate"];
+            messaging_limit?: components["schemas"]["MessagingLimitReport"];
+        };
+        /**
+         * @description An estimate of what the campaign costs at the channel, from the operator's rate card (price per
+         *     pricing category per recipient country calling code): never an invoice. Without a rate card
+         *     there is no estimate (`available` false, `reason` says so). A UTILITY template to a customer
+         *     whose 24-hour service window is open now is counted free (Meta does not charge it); the
+         *     window may close before the send. Recipients whose calling code the card does not list are
+         *     `unpriced` and not in `total`.
+         */
+        CostEstimate: {
+            /**
+             * @description Always true: this is an estimate.
+             * @constant
+             */
+            estimate: true;
+            available: boolean;
+            /** @description Why there is no estimate (e.g. no rate card). */
+            reason: string | null;
+            /** @description The pricing category the campaign's template is charged as: marketing, utility or authentication. */
+            category: string;
+            currency: string | null;
+            total: number | null;
+            recipients: number;
+            billable_recipients: number;
+            free_recipients: number;
+            unpriced_recipients: number;
+            by_calling_code: {
+                calling_code: string;
+                recipients: number;
+                unit_price: number;
+                amount: number;
+            }[];
+        };
+        /**
+         * @description The business portfolio's messaging limit (unique users reached with business-initiated messages
+         *     in a moving 24 hours, shared by every number of the portfolio), as the channel reports it on the
+         *     number (`whatsapp_business_manager_messaging_limit`), and how much of it is used. `reached_24h`
+         *     counts the unique users this service reached with templates in the last 24 hours from numbers
+         *     of the same WhatsApp Business Account (sends from outside the service are not seen).
+         *     `fits_now` is how many of the eligible recipients could be reached now (those already reached
+         *     in the window cost nothing more). `state` `unknown`: the channel's limit could not be read
+         *     (`limit`, `remaining` and `fits_now` are then null).
+         */
+        MessagingLimitReport: {
+            /** @enum {string} */
+            state: "known" | "unknown";
+            /** @description The channel's value as given (e.g. TIER_2K). */
+            tier: string | null;
+            /** @description Unique users per moving 24 hours; null when unlimited or unknown. */
+            limit: number | null;
+            unlimited: boolean;
+            reached_24h: number;
+            remaining: number | null;
+            fits_now: number | null;
+            /**
+             * Format: date-time
+             * @description When the earliest user reached in the window leaves it (room for one more).
+             */
+            next_release_at: string | null;
+            /**
+             * Format: date-time
+             * @description When the limit was last read from the channel.
+             */
+            read_at: string | null;
+        };
+        /**
+         * @description What the channel's statuses reported about the campaign's messages: counts per pricing category
+         *     and pricing type (e.g. `{ "marketing": { "regular": 120 } }`), as given. `billable` counts type
+         *     `regular`; `free` the other types; `unreported` messages sent with no pricing reported yet.
+         *     `reported_cost` prices the billable ones at the current rate card (null without one);
+         *     `estimate` is the pre-flight estimate frozen at approval, shown beside it.
+         */
+        CampaignBilling: {
+            by_category: {
+                [key: string]: {
+                    [key: string]: number;
+                };
+            };
+            billable: number;
+            free: number;
+            unreported: number;
+            reported_cost: {
+                currency: string;
+                amount: number;
+                /** @description Billable messages whose calling code or category the card does not price. */
+                unpriced: number;
+            } | null;
+            estimate: components["schemas"]["CostEstimate"] | null;
         };
         Broadcast: {
             /** Format: uuid */
@@ -2328,6 +2436,8 @@ export interface components {
             retarget_count: number;
             recipient_count: number | null;
             preflight: components["schemas"]["Preflight"] | null;
+            /** @description Once sending started (reads of one campaign), what the statuses reported about cost, beside the estimate; null otherwise. */
+            billing: components["schemas"]["CampaignBilling"] | null;
             /** Format: date-time */
             created_at: string;
         };

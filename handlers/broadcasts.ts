@@ -3,9 +3,11 @@ import type { operations } from '../generated/api.js';
 import type { Handler } from '../http/handler-types.js';
 import { createBroadcast as create } from '../lib/broadcasts/create.js';
 import { broadcastId, broadcastNotFound, broadcastView, findBroadcast, listBroadcastRows, listRecipients } from '../lib/broadcasts/store.js';
+import { refreshMessagingLimit } from '../lib/pricing/messaging-limit.js';
 
 export const createBroadcast: Handler<operations['createBroadcast']> = async (req, deps) => {
   const row = await create(deps, req.auth!, req.body);
+  await refreshMessagingLimit(deps, row.project_id);
   return { status: 201, data: { broadcast: await broadcastView(deps.db.pool, row, deps.clock.now(), true) } };
 };
 
@@ -22,6 +24,7 @@ export const getBroadcast: Handler<operations['getBroadcast']> = async (req, dep
   const id = broadcastId(req.params.id);
   const row = await findBroadcast(deps.db.pool, id, req.auth!.project.id);
   if (!row) throw broadcastNotFound(id);
+  if (row.status === 'pending_approval') await refreshMessagingLimit(deps, row.project_id);
   return { data: { broadcast: await broadcastView(deps.db.pool, row, deps.clock.now(), true) } };
 };
 

@@ -9,6 +9,7 @@ import { requestLog } from './request-log.js';
 import { templateView } from './templates.js';
 import { isObj, type Obj } from './validate.js';
 import type { StatusError } from './webhooks.js';
+import { MESSAGING_LIMITS, messagingLimitOf, openEntryPoint, parsePricingOverride, readMarksOf } from './pricing.js';
 
 export interface ControlHooks {
   advanceClock(ms: number): number;
@@ -48,6 +49,12 @@ function throughputOf(v: unknown): number | null {
   return v as number;
 }
 
+function messagingLimitInput(v: unknown): string | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'string' || !Object.hasOwn(MESSAGING_LIMITS, v)) return fail(400, `messaging_limit must be one of ${Object.keys(MESSAGING_LIMITS).join(', ')}`);
+  return v;
+}
+
 function phoneView(p: PhoneNumber): Obj {
   return {
     phone_number_id: p.phone_number_id,
@@ -59,6 +66,7 @@ function phoneView(p: PhoneNumber): Obj {
     callback_url: p.callback_url,
     enforce_customer_window: p.enforce_customer_window,
     throughput_mps: p.throughput_mps ?? null,
+    messaging_limit: messagingLimitOf(p),
     webhook_verification: p.verify_token ? p.verification : null,
     created_at: p.created_at,
   };
@@ -107,6 +115,7 @@ export function controlRouter(ctx: SimContext, hooks: ControlHooks): Router {
         verify_token: typeof b.verify_token === 'string' ? b.verify_token : null,
         enforce_customer_window: b.enforce_customer_window === true,
         throughput_mps: throughputOf(b.throughput_mps),
+        messaging_limit: messagingLimitInput(b.messaging_limit),
         verification: { ok: null, at: null, status_code: null, error: null },
         lastVerifyAttemptMs: 0,
         created_at: state.clock.now().toISOString(),
@@ -130,6 +139,7 @@ export function controlRouter(ctx: SimContext, hooks: ControlHooks): Router {
       if (b.app_secret !== undefined) pn.app_secret = typeof b.app_secret === 'string' && b.app_secret ? b.app_secret : fail(400, 'app_secret must be a non-empty string');
       if (b.verify_token !== undefined) (pn.verify_token = typeof b.verify_token === 'string' ? b.verify_token : null), (reverify = true);
       if (b.enforce_customer_window !== undefined) pn.enforce_customer_window = b.enforce_customer_window === true;
+      if (b.messaging_limit !== undefined) pn.messaging_limit = messagingLimitInput(b.messaging_limit);
       if (b.throughput_mps !== undefined) {
         pn.throughput_mps = throughputOf(b.throughput_mps);
         pn.bucket = undefined;
@@ -148,6 +158,15 @@ export function controlRouter(ctx: SimContext, hooks: ControlHooks): Router {
   }));
 
   r.post('/inbound', wrap((req) => injectInbound(ctx, body(req))));
+  // Read marks and typing indicators the numbers received (pricing.ts), newest last.
+  r.get('/read-marks', wrap(() => ({ data: readMarksOf(state) })));
+  // A free entry point for a customer (72 hours of free_entry_point pricing), as a click-to-WhatsApp ad opens one.
+  r.post('/phone-numbers/:id/entry-points', wrap((req) => {
+    const pn = phoneOr404(String(req.params.id));
+    const b = body(req);
+    if (typeof b.wa_id !== 'string' || !/^\d{6,20}$/.test(b.wa_id)) fail(400, 'wa_id (digits) is required');
+    return { wa_id: b.wa_id, until: new Date(openEntryPoint(state, pn.phone_number_id, b.wa_id as string)).toISOString() };
+  }));
 
   r.post(
     '/status',
@@ -158,6 +177,13 @@ export function controlRouter(ctx: SimContext, hooks: ControlHooks): Router {
       if (status !== 'sent' && status !== 'delivered' && status !== 'read' && status !== 'failed') return fail(400, 'status must be sent, delivered, read or failed');
       if (b.errors !== undefined && (!Array.isArray(b.errors) || !b.errors.every((e) => isObj(e) && typeof e.code === 'number'))) {
         fail(400, 'errors must be an array of { code, title?, message?, error_data?: { details } }');
+      }
+      // A pricing object as Meta may send it (any category or type: Meta adds values), for this status.
+      if (b.pricing !== undefined) {
+        const override = parsePricingOverride(b.pricing);
+        if (typeof override === 'string') fail(400, override);
+        const meta = state.index.get(b.wamid as string);
+        if (meta) meta.pricingOverride = override as Record<string, unknown>;
       }
       const r2 = await ctx.statuses.manual(b.wamid as string, status, b.errors as StatusError[] | undefined);
       if (!r2) return fail(404, `unknown wamid ${String(b.wamid)} (only recent messages are kept)`);

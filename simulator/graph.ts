@@ -9,6 +9,7 @@ import { sendMessage } from './messages.js';
 import { getTemplate, createTemplate, deleteTemplates, listTemplates } from './templates.js';
 import { logRequest } from './request-log.js';
 import { createFlow, deleteFlow, deprecateFlow, flowOf, getFlow, listAssets, listFlows, publishFlow, uploadAsset } from './flows.js';
+import { messagingLimitOf } from './pricing.js';
 
 const safeDecode = (s: string) => {
   try {
@@ -108,6 +109,8 @@ export function graphRouter(ctx: SimContext): Router {
           quality_rating: 'GREEN',
           platform_type: 'CLOUD_API',
           throughput: { level: 'STANDARD' },
+          // The portfolio's messaging limit (pricing.ts); messaging_limit_tier is deprecated at Meta.
+          whatsapp_business_manager_messaging_limit: messagingLimitOf(pn),
           id: pn.phone_number_id,
         });
         return;

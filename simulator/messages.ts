@@ -8,6 +8,7 @@ import { validateFlowSend } from './flows.js';
 import { checkSendBody } from './meta-check.js';
 import { isObj, MEDIA_TYPES, validateInteractive, validateMediaMessage, validateMediaRef, validateOther, validateText, type Obj } from './validate.js';
 import type { StatusError } from './webhooks.js';
+import { messagingLimitError, pricingTypeAt, recordReadMark } from './pricing.js';
 
 const TYPES = ['audio', 'contacts', 'document', 'image', 'interactive', 'location', 'reaction', 'sticker', 'template', 'text', 'video'];
 const WINDOW_MS = 24 * 3600 * 1000;
@@ -87,6 +88,12 @@ export function sendMessage(ctx: SimContext) {
     if (b.status !== undefined) {
       if (b.status !== 'read') throw paramError(`Param status must be one of {READ} - got "${String(b.status)}".`);
       if (typeof b.message_id !== 'string' || !b.message_id) throw paramError('The parameter message_id is required.');
+      // Typing indicator (Meta, "Typing indicators"): `{ type: "text" }` is the one type documented.
+      if (b.typing_indicator !== undefined) {
+        const ti = b.typing_indicator;
+        if (!isObj(ti) || ti.type !== 'text') throw paramError(`Param typing_indicator.type must be one of {TEXT} - got "${String(isObj(ti) ? ti.type : ti)}".`);
+      }
+      recordReadMark(state, pn.phone_number_id, b.message_id, b.typing_indicator !== undefined);
       res.json({ success: true });
       return;
     }
@@ -152,9 +159,13 @@ export function sendMessage(ctx: SimContext) {
       asyncError = { code: a.code, title: a.title ?? a.message, message: a.message ?? a.title, error_data: a.details ? { details: a.details } : undefined };
     }
 
+    // The portfolio's unique-user limit in a moving 24 hours (pricing.ts): business-initiated templates only.
+    if (!asyncError && type === 'template') asyncError = messagingLimitError(state, pn, waId);
+
     const id = newWamid(waId);
     const meta: MessageMeta = { pnid: pn.phone_number_id, to: waId, category, status: 'accepted', convId: null, stop: false };
     if (typeof b.biz_opaque_callback_data === 'string') meta.opaque = b.biz_opaque_callback_data;
+    meta.pricingType = pricingTypeAt(state, pn, waId, category);
     state.index.set(id, meta);
     state.messages.push({ wamid: id, phone_number_id: pn.phone_number_id, to: waId, type, at: state.clock.now().toISOString(), payload: b, meta });
     state.stats.messages_sent++;

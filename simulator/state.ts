@@ -98,6 +98,8 @@ export interface PhoneNumber {
   throughput_mps?: number | null;
   /** The throughput bucket: tokens left and when it was last filled (wall-clock ms). */
   bucket?: { tokens: number; at: number };
+  /** The portfolio's messaging limit served as `whatsapp_business_manager_messaging_limit` (pricing.ts); default TIER_UNLIMITED. */
+  messaging_limit?: string;
   created_at: string;
 }
 
@@ -113,6 +115,10 @@ export interface MessageMeta {
   stop: boolean;
   /** The send's biz_opaque_callback_data, echoed in each of its statuses. */
   opaque?: string;
+  /** Pricing type decided at the send (pricing.ts): regular, free_customer_service, free_entry_point. */
+  pricingType?: string;
+  /** A pricing object the control API set for the next manual status (pricing.ts). */
+  pricingOverride?: Record<string, unknown>;
 }
 
 export interface SentMessage {

@@ -1,6 +1,7 @@
 /** Builders for Meta's webhook envelopes (`object: whatsapp_business_account`, `entry[].changes[]`). */
 import { conversationId } from './ids.js';
 import type { MessageMeta, PhoneNumber, SimState, Template } from './state.js';
+import { pricingObject } from './pricing.js';
 
 export interface StatusError {
   code: number;
@@ -27,7 +28,7 @@ function messagesValue(pn: PhoneNumber, rest: Record<string, unknown>): Record<s
 /**
  * Conversation and pricing objects as Meta sends them with `sent` (conversation with its expiration)
  * and `delivered` (conversation without it); `read` carries neither. Per-message pricing (PMP):
- * template messages are billable `regular`, free-form replies are `free_customer_service`.
+ * the category and type decided at the send (pricing.ts).
  */
 function conversationAndPricing(state: SimState, meta: MessageMeta, withExpiry: boolean): Record<string, unknown> {
   const now = state.nowSec();
@@ -41,19 +42,13 @@ function conversationAndPricing(state: SimState, meta: MessageMeta, withExpiry: 
     meta.convId = conv.id;
   }
   const expiresSec = conv && conv.id === meta.convId ? conv.expiresSec : now + 24 * 3600;
-  const service = meta.category === 'service';
   return {
     conversation: {
       id: meta.convId,
       ...(withExpiry ? { expiration_timestamp: String(expiresSec) } : {}),
       origin: { type: meta.category },
     },
-    pricing: {
-      billable: !service,
-      pricing_model: 'PMP',
-      category: meta.category,
-      type: service ? 'free_customer_service' : 'regular',
-    },
+    pricing: pricingObject(meta),
   };
 }
 

@@ -372,6 +372,8 @@ describe('GET /v1/conversations/{id}/messages', () => {
           error: null,
           created_at: t.clock.now().toISOString(),
           status_updated_at: t.clock.now().toISOString(),
+          // No status has reported the message's pricing (issue 37).
+          pricing: null,
         },
       ],
       nextCursor: null,

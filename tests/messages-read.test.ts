@@ -69,6 +69,8 @@ describe('GET /v1/messages/{id}', () => {
         error: null,
         created_at: t.clock.now().toISOString(),
         status_updated_at: t.clock.now().toISOString(),
+        // No status has reported the message's pricing yet (issue 37).
+        pricing: null,
       },
     });
   });

@@ -223,3 +223,16 @@ export type DashboardInvite = Prisma.DashboardInviteModel
  * 
  */
 export type DashboardAudit = Prisma.DashboardAuditModel
+/**
+ * Model RateCard
+ * The operator's rate card: price per pricing category per recipient country calling code, one
+ * card for the whole service (id "default"). `prices` is `{ "<calling code>": { "<category>": price } }`.
+ */
+export type RateCard = Prisma.RateCardModel
+/**
+ * Model ChannelMessagingLimit
+ * The portfolio messaging limit as the channel last reported it for a number
+ * (`whatsapp_business_manager_messaging_limit`), refreshed when older than MESSAGING_LIMIT_REFRESH_MS.
+ * `state` is `known` or `unknown` (the read failed; `error` says why).
+ */
+export type ChannelMessagingLimit = Prisma.ChannelMessagingLimitModel

@@ -9,6 +9,7 @@ import { broadcastRate, pacingSettings, setThroughput } from '../../lib/broadcas
 import { getImport, importId, listImportRows, startImport } from '../../lib/contacts-import/imports.js';
 import type { AppDeps } from '../../http/app-deps.js';
 import { findProject } from './projects.js';
+import { refreshMessagingLimit } from '../../lib/pricing/messaging-limit.js';
 
 type Ops = operations;
 
@@ -24,14 +25,19 @@ export const adminListBroadcasts: Handler<Ops['adminListBroadcasts']> = async (r
   return { data: { broadcasts: await Promise.all(rows.map((r) => view(deps, r, false))), total, limit, offset } };
 };
 
-export const adminGetBroadcast: Handler<Ops['adminGetBroadcast']> = async (req, deps) => ({
-  data: { broadcast: await view(deps, await requireBroadcast(deps.db.pool, broadcastId(req.params.broadcastId))) },
-});
+export const adminGetBroadcast: Handler<Ops['adminGetBroadcast']> = async (req, deps) => {
+  const row = await requireBroadcast(deps.db.pool, broadcastId(req.params.broadcastId));
+  // The approver sees the portfolio's messaging limit as the channel reports it now (lib/pricing/messaging-limit.ts).
+  if (row.status === 'pending_approval') await refreshMessagingLimit(deps, row.project_id);
+  return { data: { broadcast: await view(deps, row) } };
+};
 
 export const adminApproveBroadcast: Handler<Ops['adminApproveBroadcast']> = async (req, deps) => {
   const body = req.body ?? {};
   const scheduledAt = body.scheduled_at ? new Date(body.scheduled_at) : undefined;
   if (scheduledAt && Number.isNaN(scheduledAt.getTime())) throw new ApiError('invalid_request', 'scheduled_at is not a timestamp.');
+  const pending = await requireBroadcast(deps.db.pool, broadcastId(req.params.broadcastId));
+  await refreshMessagingLimit(deps, pending.project_id);
   const row = await approveBroadcast(deps.db.pool, broadcastId(req.params.broadcastId), { scheduledAt, approvedBy: body.approved_by }, deps.clock.now());
   return { data: { broadcast: await view(deps, row) } };
 };

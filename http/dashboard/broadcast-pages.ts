@@ -13,6 +13,8 @@ import { duration, html, when, type Html } from './html.js';
 import { csrfField, layout, projectPath } from './layout.js';
 import { field, send } from './request.js';
 import { projectContext } from './context.js';
+import { billingSection, preflightCostRows } from './cost-facts.js';
+import { refreshMessagingLimit } from '../../lib/pricing/messaging-limit.js';
 
 const REASONS: Record<string, string> = {
   opted_out: 'Opted out', invalid_phone: 'Invalid phone', not_opted_in: 'Not opted in',
@@ -28,6 +30,7 @@ function preflightReport(b: BroadcastView, templateStatus: string): Html {
   <dt>Excluded</dt><dd>${excluded.some(([, n]) => n > 0) ? html`<ul>${excluded.filter(([, n]) => n > 0).map(([r, n]) => html`<li>${REASONS[r] ?? r}: ${n}</li>`)}</ul>` : 'none'}</dd>
   <dt>Template</dt><dd>${b.template_name} (${b.template_language}, ${b.category}): <span class="status">${templateStatus}</span></dd>
   <dt>Estimated duration</dt><dd>${duration(p.estimated_duration_seconds)} at ${p.messages_per_second} messages/s</dd>
+  ${preflightCostRows(p)}
   <dt>Waves</dt><dd>${b.wave_size ? `${b.wave_size} per wave` : 'one wave'}</dd>
   <dt>Scheduled</dt><dd>${b.scheduled_at ? when(b.scheduled_at) : 'on approval'}</dd>
 </dl>`;
@@ -46,6 +49,7 @@ function decisionForms(projectId: string, csrf: string, b: BroadcastView): Html 
 
 export const showBroadcasts = (deps: AppDeps) => async (req: Request, res: Response) => {
   const ctx = await projectContext(deps, req, 'broadcasts');
+  await refreshMessagingLimit(deps, ctx.project.id);
   const { pending, others } = await broadcastsOf(deps, ctx.project.id);
   const manage = canManage(ctx.role);
   const body = html`<section aria-labelledby="pending-title">
@@ -69,6 +73,7 @@ export const showBroadcasts = (deps: AppDeps) => async (req: Request, res: Respo
 
 export const showBroadcast = (deps: AppDeps) => async (req: Request, res: Response) => {
   const ctx = await projectContext(deps, req, 'broadcasts');
+  await refreshMessagingLimit(deps, ctx.project.id);
   const d = await broadcastDetail(deps, ctx.project.id, String(req.params.broadcastId));
   const b = d.view;
   const counts = b.counts;
@@ -82,6 +87,7 @@ export const showBroadcast = (deps: AppDeps) => async (req: Request, res: Respon
 </dl>
 ${b.status === 'pending_approval' ? html`<h2>Pre-flight report</h2>${preflightReport(b, d.templateStatus)}` : ''}
 ${canManage(ctx.role) && open ? (b.status === 'pending_approval' ? decisionForms(ctx.project.id, ctx.csrf, b) : html`<form method="post" action="${projectPath(ctx.project.id, `/broadcasts/${b.id}/cancel`)}" class="inline">${csrfField(ctx.csrf)}<label for="reason" class="check">Reason</label><input id="reason" name="reason" type="text" maxlength="500"><button type="submit" class="danger">Cancel the rest</button></form>`) : ''}
+${billingSection(b)}
 <h2>Progress</h2>
 ${counts ? html`<div class="table-wrap"><table><thead><tr>${Object.keys(counts).map((k) => html`<th scope="col">${k}</th>`)}</tr></thead>
 <tbody><tr>${Object.values(counts).map((n) => html`<td>${n}</td>`)}</tr></tbody></table></div>` : html`<p class="muted">Sending has not started.</p>`}

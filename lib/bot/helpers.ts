@@ -15,6 +15,7 @@
  *   false too past the project's BOT_EMITS_PER_MINUTE (lib/bot/rates.ts; a preview is not counted).
  * - `tables.*` work on the project's own tables as the project's role: `public` in production,
  *   `preview` in a preview run.
+ * - `showTyping` marks the customer's message read with a typing indicator (lib/bot/typing.ts).
  * - `log` lines go to the project's bot log (2,000 characters each; at most 100 per event, counted
  *   across a project's events that run together). Every bot log entry, and any bot-chosen text the
  *   service log gets (an unparsable call's helper name), is truncated and has its control
@@ -40,6 +41,7 @@ import { deleteRows, updateRows, writeFiltersFromBody } from '../tables/writes.j
 import { cursorSecretOf } from '../platform/cursor.js';
 import { sendBodyProblem } from './send-schema.js';
 import { insertRow } from './table-insert.js';
+import { showTyping } from './typing.js';
 import type { ProjectRef } from '../access/credentials.js';
 import { MAX_HELPER_ARGS, MAX_OP_NAME } from './limits.js';
 import { oneLine } from './log-text.js';
@@ -180,6 +182,8 @@ async function perform(deps: BotDeps, inv: Invocation, op: string, args: any): P
       else await writeBotLog(deps, inv.projectId, { level, kind: 'log', message, deploymentId: inv.deploymentId });
       return { ok: true, value: true };
     }
+    case 'showTyping':
+      return showTyping(deps, inv.projectId, args, inv.mode === 'preview');
     case 'tables.select': {
       const limit = Number.isInteger(args?.limit) ? Math.min(50, Math.max(1, args.limit)) : 20;
       const page = await readRows(deps.db.pool, tableSettings(deps), {

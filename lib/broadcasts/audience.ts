@@ -109,6 +109,12 @@ export function preflightOf(eligible: number, excluded: Preflight['excluded'], r
   };
 }
 
+/** `SELECT contact_id, phone` of the eligible contacts (for the cost estimate and the messaging limit: lib/pricing/). */
+export function eligibleContactsSql(rule: AudienceRule, p: Params): string {
+  const { where, reason } = classified(rule, p);
+  return `SELECT c.id AS contact_id, c.phone FROM contacts c WHERE ${where} AND (${reason}) IS NULL`;
+}
+
 /** Eligible contacts matching now (the live `recipient_count`). */
 export async function countEligible(db: Queryable, rule: AudienceRule): Promise<number> {
   const p = new Params();

@@ -12,6 +12,8 @@ import { audienceFilter, computePreflight, UUID, type Queryable, type Preflight 
 import { broadcastRate, pacingSettings } from './pacing.js';
 import { phoneNumberIdOf } from './channel-number.js';
 import type { BroadcastVariables } from './variables.js';
+import { addChannelFacts, liveRecipients, type PreflightWithFacts } from '../pricing/preflight-facts.js';
+import { campaignBilling } from '../pricing/campaign-billing.js';
 
 type Schemas = components['schemas'];
 export type BroadcastView = Schemas['Broadcast'];
@@ -112,7 +114,8 @@ export async function broadcastView(db: Queryable, row: BroadcastRow, now: Date,
       const filter = await audienceFilter(db, row.project_id, row.audience).catch(() => null);
       if (filter) {
         const rate = await broadcastRate(db, await phoneNumberIdOf(db, row.project_id), pacingSettings());
-        preflight = await computePreflight(db, { projectId: row.project_id, filter, category: row.category, variables: row.template_variables, now }, rate);
+        const rule = { projectId: row.project_id, filter, category: row.category, variables: row.template_variables, now };
+        preflight = await addChannelFacts(db, await computePreflight(db, rule, rate), row.project_id, row.category, liveRecipients(rule), now);
         recipientCount = preflight.eligible;
       }
     }
@@ -148,6 +151,8 @@ export async function broadcastView(db: Queryable, row: BroadcastRow, now: Date,
     retarget_count: row.retarget_count,
     recipient_count: recipientCount,
     preflight,
+    // What the statuses reported about cost, beside the estimate frozen at approval (lib/pricing/).
+    billing: live && counts !== null ? await campaignBilling(db, row.id, (preflight as PreflightWithFacts | null)?.cost_estimate ?? null) : null,
     created_at: row.created_at.toISOString(),
   };
 }

@@ -121,7 +121,7 @@ export async function conversationExists(db: Queryable, projectId: string, id: b
 
 const MESSAGE_COLUMNS = `
   id::text AS "id", wamid, conversation_id::text AS "conversationId", direction, type, content,
-  status, error, sent_at AS "sentAt", status_at AS "statusAt"`;
+  status, error, sent_at AS "sentAt", status_at AS "statusAt", pricing`;
 
 /** One page of a conversation's messages, newest first; `afterId` is the last id of the previous page. */
 export async function listMessageRows(

@@ -32,6 +32,8 @@ export interface MessageRow {
   error: unknown;
   sentAt: Date;
   statusAt: Date;
+  /** The channel's pricing from the message's statuses (lib/pricing/status-pricing.ts); absent in rows that did not select it. */
+  pricing?: unknown;
 }
 
 export interface ContactSummaryRow {
@@ -84,6 +86,7 @@ export function messageView(row: MessageRow): MessageView {
     error: isPlainObject(row.error) ? row.error : null,
     created_at: row.sentAt.toISOString(),
     status_updated_at: row.statusAt.toISOString(),
+    pricing: isPlainObject(row.pricing) ? (row.pricing as MessageView['pricing']) : null,
   };
 }
 

@@ -17,6 +17,7 @@ import { notificationChanges, type MetaMessage, type MetaStatus, type TemplateUp
 import { inboundText } from '../bot/types.js';
 import { addToInbox } from '../bot/inbox.js';
 import { flowReplyOf } from '../flows/send.js';
+import { pricingOf } from '../pricing/status-pricing.js';
 
 export { STATUS_RANK } from './status-rank.js';
 
@@ -117,21 +118,25 @@ async function applyStatusRound(deps: Deps, projectId: string, statuses: MetaSta
     deps.db.pool.query<{ ord: number; known: boolean }>({
       name: 'apply-statuses',
       text: `WITH input AS (
-               SELECT * FROM unnest($2::text[], $3::text[], $4::int[], $5::jsonb[], $6::text[], $9::text[]) WITH ORDINALITY
-                 AS i(wamid, status, rank, error, event_id, ref, ord)
+               SELECT * FROM unnest($2::text[], $3::text[], $4::int[], $5::jsonb[], $6::text[], $9::text[], $10::jsonb[]) WITH ORDINALITY
+                 AS i(wamid, status, rank, error, event_id, ref, pricing, ord)
              ), upd AS (
                -- A pending send (outcome unknown to us) is found by our reference, which Meta echoes
                -- as biz_opaque_callback_data, and gets its wamid here.
-               UPDATE messages m SET status = i.status, status_at = $7, error = i.error, wamid = i.wamid
+               -- The status's pricing (lib/pricing/status-pricing.ts) is kept; one without keeps the last.
+               -- Only a forward move writes it: delivered carries it too, and Meta charges on delivery,
+               -- so a "sent" for a send already recorded as sent costs no extra row write.
+               UPDATE messages m SET status = i.status, status_at = $7, error = i.error, wamid = i.wamid, pricing = COALESCE(i.pricing, m.pricing)
                FROM input i
                WHERE m.project_id = $1 AND m.direction = 'outbound'
                  AND (m.wamid = i.wamid OR (i.ref IS NOT NULL AND m.client_ref = i.ref AND m.status = 'pending'))
                  AND ${statusRankSql('m.status')} < i.rank
-               RETURNING m.id, m.conversation_id, i.wamid, i.status, i.error, i.event_id, i.ord
+               RETURNING m.id, m.conversation_id, i.wamid, i.status, i.error, i.event_id, i.ord, i.pricing
              ), ev AS (
                ${insertEventsSql(`SELECT upd.event_id, $1, 'message.status',
                       jsonb_build_object('message_id', upd.wamid, 'id', upd.id, 'conversation_id', upd.conversation_id, 'status', upd.status)
-                        || CASE WHEN upd.error IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('error', upd.error) END,
+                        || CASE WHEN upd.error IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('error', upd.error) END
+                        || CASE WHEN upd.pricing IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('pricing', upd.pricing) END,
                       $7, ${dispatchedAtSql('$1', `'message.status'`, '$7')}
                FROM upd ORDER BY upd.ord`)}
                RETURNING project_id, dispatched_at
@@ -151,6 +156,10 @@ async function applyStatusRound(deps: Deps, projectId: string, statuses: MetaSta
         now,
         EVENTS_CHANNEL,
         statuses.map((s) => (typeof s.biz_opaque_callback_data === 'string' && s.biz_opaque_callback_data.startsWith('snd_') ? s.biz_opaque_callback_data : null)),
+        statuses.map((s) => {
+          const pricing = pricingOf(s);
+          return pricing ? JSON.stringify(pricing) : null;
+        }),
       ],
     }),
   );

@@ -57,6 +57,8 @@ export interface Config {
   botEventsPerMinute: number;
   /** Custom events a project's bot may emit per minute (shared counters); past it `emit` answers false. */
   botEmitsPerMinute: number;
+  /** How old the portfolio messaging limit read from the channel may be before a pre-flight reads it again (lib/pricing/messaging-limit.ts). */
+  messagingLimitRefreshMs: number;
   /** On shutdown, how long /readyz answers 503 before the server stops accepting (load balancers notice). */
   shutdownReadyDelayMs: number;
   /** Development and tests only: let outbound requests reach private and loopback addresses. */
@@ -168,6 +170,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     botInboxLeaseMs: int(env, 'BOT_INBOX_LEASE_MS', 60000, 1000, 3600000),
     botEventsPerMinute: int(env, 'BOT_EVENTS_PER_MINUTE', 3000, 1),
     botEmitsPerMinute: int(env, 'BOT_EMITS_PER_MINUTE', 1200, 1),
+    messagingLimitRefreshMs: int(env, 'MESSAGING_LIMIT_REFRESH_MS', 900000, 0, 86400000),
     shutdownReadyDelayMs: int(env, 'SHUTDOWN_READY_DELAY_MS', 0, 0, 600000),
     simulatorPort: int(env, 'SIMULATOR_PORT', 4010, 0, 65535),
     simulatorUrl: str(env, 'SIMULATOR_URL')?.replace(/\/+$/, ''),

@@ -6,6 +6,7 @@ import { createReadStream, statSync } from 'node:fs';
 import { flagValue, parseChoice, parseInteger, UsageError, type ParsedArgs } from './args.js';
 import type { Command } from './commands.js';
 import * as f from './format.js';
+import { billingLine, preflightCostLines } from './rate-card.js';
 
 const STATUSES = ['pending_approval', 'scheduled', 'sending', 'completed', 'canceled', 'failed'] as const;
 
@@ -20,7 +21,9 @@ function broadcastRecord(b: Record<string, any>): string {
     ['template', `${b.template_name} (${b.template_language}), ${b.category}`],
     ['recipients', b.recipient_count ?? '-'],
     ['pre-flight', pf ? `${pf.eligible} eligible; excluded ${Object.entries(pf.excluded).filter(([, v]) => v).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}; about ${pf.estimated_duration_seconds} s at ${pf.messages_per_second}/s` : '-'],
+    ...preflightCostLines(pf),
     ['counts', counts],
+    ...billingLine(b),
     ['scheduled', f.when(b.scheduled_at)],
     ['waves', b.wave_size ? `first ${b.wave_size}; next ${b.wave_scheduled_count ?? 'all'} at ${f.when(b.wave_scheduled_at)}` : '-'],
     ['retarget', b.retarget_parent_id ? `follow-up of ${b.retarget_parent_id}` : b.auto_retarget_quality ? `on (${b.retarget_count} spawned)` : 'off'],

@@ -9,6 +9,7 @@ import type { AdminClient, Body, Schemas } from './client.js';
 import * as f from './format.js';
 import { TABLE_COMMANDS } from './tables.js';
 import { BROADCAST_COMMANDS } from './broadcasts.js';
+import { RATE_CARD_COMMANDS } from './rate-card.js';
 import { CODE_COMMANDS } from './code.js';
 import { FLOW_COMMANDS } from './flows.js';
 
@@ -365,6 +366,7 @@ export const COMMANDS: Command[] = [
   },
   ...TABLE_COMMANDS,
   ...BROADCAST_COMMANDS,
+  ...RATE_CARD_COMMANDS,
   ...CODE_COMMANDS,
   ...FLOW_COMMANDS,
 ];

@@ -435,7 +435,9 @@ export const ModelName = {
   DashboardMembership: 'DashboardMembership',
   DashboardSession: 'DashboardSession',
   DashboardInvite: 'DashboardInvite',
-  DashboardAudit: 'DashboardAudit'
+  DashboardAudit: 'DashboardAudit',
+  RateCard: 'RateCard',
+  ChannelMessagingLimit: 'ChannelMessagingLimit'
 } as const
 
 export type ModelName = (typeof ModelName)[keyof typeof ModelName]
@@ -451,7 +453,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "project" | "apiKey" | "agentConnection" | "connectionProject" | "accessToken" | "channelSettings" | "contact" | "conversation" | "conversationOrder" | "message" | "event" | "idempotencyRecord" | "sendCounter" | "template" | "webhookEndpoint" | "webhookDelivery" | "webhookAttempt" | "runtimeToken" | "mediaAsset" | "headerSample" | "segment" | "broadcast" | "broadcastRecipient" | "broadcastPacing" | "contactImport" | "contactImportRow" | "contactImportPhone" | "codeFile" | "deployment" | "botRelease" | "botLog" | "botInbox" | "flow" | "flowVersion" | "dashboardAccount" | "dashboardMembership" | "dashboardSession" | "dashboardInvite" | "dashboardAudit"
+    modelProps: "project" | "apiKey" | "agentConnection" | "connectionProject" | "accessToken" | "channelSettings" | "contact" | "conversation" | "conversationOrder" | "message" | "event" | "idempotencyRecord" | "sendCounter" | "template" | "webhookEndpoint" | "webhookDelivery" | "webhookAttempt" | "runtimeToken" | "mediaAsset" | "headerSample" | "segment" | "broadcast" | "broadcastRecipient" | "broadcastPacing" | "contactImport" | "contactImportRow" | "contactImportPhone" | "codeFile" | "deployment" | "botRelease" | "botLog" | "botInbox" | "flow" | "flowVersion" | "dashboardAccount" | "dashboardMembership" | "dashboardSession" | "dashboardInvite" | "dashboardAudit" | "rateCard" | "channelMessagingLimit"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -3341,6 +3343,154 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         }
       }
     }
+    RateCard: {
+      payload: Prisma.$RateCardPayload<ExtArgs>
+      fields: Prisma.RateCardFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.RateCardFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RateCardPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.RateCardFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RateCardPayload>
+        }
+        findFirst: {
+          args: Prisma.RateCardFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RateCardPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.RateCardFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RateCardPayload>
+        }
+        findMany: {
+          args: Prisma.RateCardFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RateCardPayload>[]
+        }
+        create: {
+          args: Prisma.RateCardCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RateCardPayload>
+        }
+        createMany: {
+          args: Prisma.RateCardCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.RateCardCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RateCardPayload>[]
+        }
+        delete: {
+          args: Prisma.RateCardDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RateCardPayload>
+        }
+        update: {
+          args: Prisma.RateCardUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RateCardPayload>
+        }
+        deleteMany: {
+          args: Prisma.RateCardDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.RateCardUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.RateCardUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RateCardPayload>[]
+        }
+        upsert: {
+          args: Prisma.RateCardUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RateCardPayload>
+        }
+        aggregate: {
+          args: Prisma.RateCardAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateRateCard>
+        }
+        groupBy: {
+          args: Prisma.RateCardGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.RateCardGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.RateCardCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.RateCardCountAggregateOutputType> | number
+        }
+      }
+    }
+    ChannelMessagingLimit: {
+      payload: Prisma.$ChannelMessagingLimitPayload<ExtArgs>
+      fields: Prisma.ChannelMessagingLimitFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.ChannelMessagingLimitFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ChannelMessagingLimitPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.ChannelMessagingLimitFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ChannelMessagingLimitPayload>
+        }
+        findFirst: {
+          args: Prisma.ChannelMessagingLimitFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ChannelMessagingLimitPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.ChannelMessagingLimitFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ChannelMessagingLimitPayload>
+        }
+        findMany: {
+          args: Prisma.ChannelMessagingLimitFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ChannelMessagingLimitPayload>[]
+        }
+        create: {
+          args: Prisma.ChannelMessagingLimitCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ChannelMessagingLimitPayload>
+        }
+        createMany: {
+          args: Prisma.ChannelMessagingLimitCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.ChannelMessagingLimitCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ChannelMessagingLimitPayload>[]
+        }
+        delete: {
+          args: Prisma.ChannelMessagingLimitDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ChannelMessagingLimitPayload>
+        }
+        update: {
+          args: Prisma.ChannelMessagingLimitUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ChannelMessagingLimitPayload>
+        }
+        deleteMany: {
+          args: Prisma.ChannelMessagingLimitDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.ChannelMessagingLimitUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.ChannelMessagingLimitUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ChannelMessagingLimitPayload>[]
+        }
+        upsert: {
+          args: Prisma.ChannelMessagingLimitUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ChannelMessagingLimitPayload>
+        }
+        aggregate: {
+          args: Prisma.ChannelMessagingLimitAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateChannelMessagingLimit>
+        }
+        groupBy: {
+          args: Prisma.ChannelMessagingLimitGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ChannelMessagingLimitGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.ChannelMessagingLimitCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ChannelMessagingLimitCountAggregateOutputType> | number
+        }
+      }
+    }
   }
 } & {
   other: {
@@ -3512,7 +3662,8 @@ export const MessageScalarFieldEnum = {
   error: 'error',
   clientRef: 'clientRef',
   sentAt: 'sentAt',
-  statusAt: 'statusAt'
+  statusAt: 'statusAt',
+  pricing: 'pricing'
 } as const
 
 export type MessageScalarFieldEnum = (typeof MessageScalarFieldEnum)[keyof typeof MessageScalarFieldEnum]
@@ -3952,6 +4103,28 @@ export const DashboardAuditScalarFieldEnum = {
 export type DashboardAuditScalarFieldEnum = (typeof DashboardAuditScalarFieldEnum)[keyof typeof DashboardAuditScalarFieldEnum]
 
 
+export const RateCardScalarFieldEnum = {
+  id: 'id',
+  currency: 'currency',
+  prices: 'prices',
+  updatedAt: 'updatedAt'
+} as const
+
+export type RateCardScalarFieldEnum = (typeof RateCardScalarFieldEnum)[keyof typeof RateCardScalarFieldEnum]
+
+
+export const ChannelMessagingLimitScalarFieldEnum = {
+  phoneNumberId: 'phoneNumberId',
+  state: 'state',
+  tier: 'tier',
+  userLimit: 'userLimit',
+  error: 'error',
+  readAt: 'readAt'
+} as const
+
+export type ChannelMessagingLimitScalarFieldEnum = (typeof ChannelMessagingLimitScalarFieldEnum)[keyof typeof ChannelMessagingLimitScalarFieldEnum]
+
+
 export const SortOrder = {
   asc: 'asc',
   desc: 'desc'
@@ -4314,6 +4487,8 @@ export type GlobalOmitConfig = {
   dashboardSession?: Prisma.DashboardSessionOmit
   dashboardInvite?: Prisma.DashboardInviteOmit
   dashboardAudit?: Prisma.DashboardAuditOmit
+  rateCard?: Prisma.RateCardOmit
+  channelMessagingLimit?: Prisma.ChannelMessagingLimitOmit
 }
 
 /* Types for Logging */

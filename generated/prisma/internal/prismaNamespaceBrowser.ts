@@ -89,7 +89,9 @@ export const ModelName = {
   DashboardMembership: 'DashboardMembership',
   DashboardSession: 'DashboardSession',
   DashboardInvite: 'DashboardInvite',
-  DashboardAudit: 'DashboardAudit'
+  DashboardAudit: 'DashboardAudit',
+  RateCard: 'RateCard',
+  ChannelMessagingLimit: 'ChannelMessagingLimit'
 } as const
 
 export type ModelName = (typeof ModelName)[keyof typeof ModelName]
@@ -240,7 +242,8 @@ export const MessageScalarFieldEnum = {
   error: 'error',
   clientRef: 'clientRef',
   sentAt: 'sentAt',
-  statusAt: 'statusAt'
+  statusAt: 'statusAt',
+  pricing: 'pricing'
 } as const
 
 export type MessageScalarFieldEnum = (typeof MessageScalarFieldEnum)[keyof typeof MessageScalarFieldEnum]
@@ -678,6 +681,28 @@ export const DashboardAuditScalarFieldEnum = {
 } as const
 
 export type DashboardAuditScalarFieldEnum = (typeof DashboardAuditScalarFieldEnum)[keyof typeof DashboardAuditScalarFieldEnum]
+
+
+export const RateCardScalarFieldEnum = {
+  id: 'id',
+  currency: 'currency',
+  prices: 'prices',
+  updatedAt: 'updatedAt'
+} as const
+
+export type RateCardScalarFieldEnum = (typeof RateCardScalarFieldEnum)[keyof typeof RateCardScalarFieldEnum]
+
+
+export const ChannelMessagingLimitScalarFieldEnum = {
+  phoneNumberId: 'phoneNumberId',
+  state: 'state',
+  tier: 'tier',
+  userLimit: 'userLimit',
+  error: 'error',
+  readAt: 'readAt'
+} as const
+
+export type ChannelMessagingLimitScalarFieldEnum = (typeof ChannelMessagingLimitScalarFieldEnum)[keyof typeof ChannelMessagingLimitScalarFieldEnum]
 
 
 export const SortOrder = {

@@ -75,6 +75,7 @@ export type MessageCountAggregateOutputType = {
   clientRef: number
   sentAt: number
   statusAt: number
+  pricing: number
   _all: number
 }
 
@@ -128,6 +129,7 @@ export type MessageCountAggregateInputType = {
   clientRef?: true
   sentAt?: true
   statusAt?: true
+  pricing?: true
   _all?: true
 }
 
@@ -230,6 +232,7 @@ export type MessageGroupByOutputType = {
   clientRef: string | null
   sentAt: Date
   statusAt: Date
+  pricing: runtime.JsonValue | null
   _count: MessageCountAggregateOutputType | null
   _avg: MessageAvgAggregateOutputType | null
   _sum: MessageSumAggregateOutputType | null
@@ -268,6 +271,7 @@ export type MessageWhereInput = {
   clientRef?: Prisma.StringNullableFilter<"Message"> | string | null
   sentAt?: Prisma.DateTimeFilter<"Message"> | Date | string
   statusAt?: Prisma.DateTimeFilter<"Message"> | Date | string
+  pricing?: Prisma.JsonNullableFilter<"Message">
   project?: Prisma.XOR<Prisma.ProjectScalarRelationFilter, Prisma.ProjectWhereInput>
   conversation?: Prisma.XOR<Prisma.ConversationScalarRelationFilter, Prisma.ConversationWhereInput>
   botInbox?: Prisma.XOR<Prisma.BotInboxNullableScalarRelationFilter, Prisma.BotInboxWhereInput> | null
@@ -286,6 +290,7 @@ export type MessageOrderByWithRelationInput = {
   clientRef?: Prisma.SortOrderInput | Prisma.SortOrder
   sentAt?: Prisma.SortOrder
   statusAt?: Prisma.SortOrder
+  pricing?: Prisma.SortOrderInput | Prisma.SortOrder
   project?: Prisma.ProjectOrderByWithRelationInput
   conversation?: Prisma.ConversationOrderByWithRelationInput
   botInbox?: Prisma.BotInboxOrderByWithRelationInput
@@ -309,6 +314,7 @@ export type MessageWhereUniqueInput = Prisma.AtLeast<{
   clientRef?: Prisma.StringNullableFilter<"Message"> | string | null
   sentAt?: Prisma.DateTimeFilter<"Message"> | Date | string
   statusAt?: Prisma.DateTimeFilter<"Message"> | Date | string
+  pricing?: Prisma.JsonNullableFilter<"Message">
   project?: Prisma.XOR<Prisma.ProjectScalarRelationFilter, Prisma.ProjectWhereInput>
   conversation?: Prisma.XOR<Prisma.ConversationScalarRelationFilter, Prisma.ConversationWhereInput>
   botInbox?: Prisma.XOR<Prisma.BotInboxNullableScalarRelationFilter, Prisma.BotInboxWhereInput> | null
@@ -327,6 +333,7 @@ export type MessageOrderByWithAggregationInput = {
   clientRef?: Prisma.SortOrderInput | Prisma.SortOrder
   sentAt?: Prisma.SortOrder
   statusAt?: Prisma.SortOrder
+  pricing?: Prisma.SortOrderInput | Prisma.SortOrder
   _count?: Prisma.MessageCountOrderByAggregateInput
   _avg?: Prisma.MessageAvgOrderByAggregateInput
   _max?: Prisma.MessageMaxOrderByAggregateInput
@@ -350,6 +357,7 @@ export type MessageScalarWhereWithAggregatesInput = {
   clientRef?: Prisma.StringNullableWithAggregatesFilter<"Message"> | string | null
   sentAt?: Prisma.DateTimeWithAggregatesFilter<"Message"> | Date | string
   statusAt?: Prisma.DateTimeWithAggregatesFilter<"Message"> | Date | string
+  pricing?: Prisma.JsonNullableWithAggregatesFilter<"Message">
 }
 
 export type MessageCreateInput = {
@@ -363,6 +371,7 @@ export type MessageCreateInput = {
   clientRef?: string | null
   sentAt: Date | string
   statusAt: Date | string
+  pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   project: Prisma.ProjectCreateNestedOneWithoutMessagesInput
   conversation: Prisma.ConversationCreateNestedOneWithoutMessagesInput
   botInbox?: Prisma.BotInboxCreateNestedOneWithoutMessageInput
@@ -381,6 +390,7 @@ export type MessageUncheckedCreateInput = {
   clientRef?: string | null
   sentAt: Date | string
   statusAt: Date | string
+  pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   botInbox?: Prisma.BotInboxUncheckedCreateNestedOneWithoutMessageInput
 }
 
@@ -395,6 +405,7 @@ export type MessageUpdateInput = {
   clientRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   project?: Prisma.ProjectUpdateOneRequiredWithoutMessagesNestedInput
   conversation?: Prisma.ConversationUpdateOneRequiredWithoutMessagesNestedInput
   botInbox?: Prisma.BotInboxUpdateOneWithoutMessageNestedInput
@@ -413,6 +424,7 @@ export type MessageUncheckedUpdateInput = {
   clientRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   botInbox?: Prisma.BotInboxUncheckedUpdateOneWithoutMessageNestedInput
 }
 
@@ -429,6 +441,7 @@ export type MessageCreateManyInput = {
   clientRef?: string | null
   sentAt: Date | string
   statusAt: Date | string
+  pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
 }
 
 export type MessageUpdateManyMutationInput = {
@@ -442,6 +455,7 @@ export type MessageUpdateManyMutationInput = {
   clientRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
 }
 
 export type MessageUncheckedUpdateManyInput = {
@@ -457,6 +471,7 @@ export type MessageUncheckedUpdateManyInput = {
   clientRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
 }
 
 export type MessageListRelationFilter = {
@@ -492,6 +507,7 @@ export type MessageCountOrderByAggregateInput = {
   clientRef?: Prisma.SortOrder
   sentAt?: Prisma.SortOrder
   statusAt?: Prisma.SortOrder
+  pricing?: Prisma.SortOrder
 }
 
 export type MessageAvgOrderByAggregateInput = {
@@ -644,6 +660,7 @@ export type MessageCreateWithoutProjectInput = {
   clientRef?: string | null
   sentAt: Date | string
   statusAt: Date | string
+  pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   conversation: Prisma.ConversationCreateNestedOneWithoutMessagesInput
   botInbox?: Prisma.BotInboxCreateNestedOneWithoutMessageInput
 }
@@ -660,6 +677,7 @@ export type MessageUncheckedCreateWithoutProjectInput = {
   clientRef?: string | null
   sentAt: Date | string
   statusAt: Date | string
+  pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   botInbox?: Prisma.BotInboxUncheckedCreateNestedOneWithoutMessageInput
 }
 
@@ -705,6 +723,7 @@ export type MessageScalarWhereInput = {
   clientRef?: Prisma.StringNullableFilter<"Message"> | string | null
   sentAt?: Prisma.DateTimeFilter<"Message"> | Date | string
   statusAt?: Prisma.DateTimeFilter<"Message"> | Date | string
+  pricing?: Prisma.JsonNullableFilter<"Message">
 }
 
 export type MessageCreateWithoutConversationInput = {
@@ -718,6 +737,7 @@ export type MessageCreateWithoutConversationInput = {
   clientRef?: string | null
   sentAt: Date | string
   statusAt: Date | string
+  pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   project: Prisma.ProjectCreateNestedOneWithoutMessagesInput
   botInbox?: Prisma.BotInboxCreateNestedOneWithoutMessageInput
 }
@@ -734,6 +754,7 @@ export type MessageUncheckedCreateWithoutConversationInput = {
   clientRef?: string | null
   sentAt: Date | string
   statusAt: Date | string
+  pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   botInbox?: Prisma.BotInboxUncheckedCreateNestedOneWithoutMessageInput
 }
 
@@ -774,6 +795,7 @@ export type MessageCreateWithoutBotInboxInput = {
   clientRef?: string | null
   sentAt: Date | string
   statusAt: Date | string
+  pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   project: Prisma.ProjectCreateNestedOneWithoutMessagesInput
   conversation: Prisma.ConversationCreateNestedOneWithoutMessagesInput
 }
@@ -791,6 +813,7 @@ export type MessageUncheckedCreateWithoutBotInboxInput = {
   clientRef?: string | null
   sentAt: Date | string
   statusAt: Date | string
+  pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
 }
 
 export type MessageCreateOrConnectWithoutBotInboxInput = {
@@ -820,6 +843,7 @@ export type MessageUpdateWithoutBotInboxInput = {
   clientRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   project?: Prisma.ProjectUpdateOneRequiredWithoutMessagesNestedInput
   conversation?: Prisma.ConversationUpdateOneRequiredWithoutMessagesNestedInput
 }
@@ -837,6 +861,7 @@ export type MessageUncheckedUpdateWithoutBotInboxInput = {
   clientRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
 }
 
 export type MessageCreateManyProjectInput = {
@@ -851,6 +876,7 @@ export type MessageCreateManyProjectInput = {
   clientRef?: string | null
   sentAt: Date | string
   statusAt: Date | string
+  pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
 }
 
 export type MessageUpdateWithoutProjectInput = {
@@ -864,6 +890,7 @@ export type MessageUpdateWithoutProjectInput = {
   clientRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   conversation?: Prisma.ConversationUpdateOneRequiredWithoutMessagesNestedInput
   botInbox?: Prisma.BotInboxUpdateOneWithoutMessageNestedInput
 }
@@ -880,6 +907,7 @@ export type MessageUncheckedUpdateWithoutProjectInput = {
   clientRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   botInbox?: Prisma.BotInboxUncheckedUpdateOneWithoutMessageNestedInput
 }
 
@@ -895,6 +923,7 @@ export type MessageUncheckedUpdateManyWithoutProjectInput = {
   clientRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
 }
 
 export type MessageCreateManyConversationInput = {
@@ -909,6 +938,7 @@ export type MessageCreateManyConversationInput = {
   clientRef?: string | null
   sentAt: Date | string
   statusAt: Date | string
+  pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
 }
 
 export type MessageUpdateWithoutConversationInput = {
@@ -922,6 +952,7 @@ export type MessageUpdateWithoutConversationInput = {
   clientRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   project?: Prisma.ProjectUpdateOneRequiredWithoutMessagesNestedInput
   botInbox?: Prisma.BotInboxUpdateOneWithoutMessageNestedInput
 }
@@ -938,6 +969,7 @@ export type MessageUncheckedUpdateWithoutConversationInput = {
   clientRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   botInbox?: Prisma.BotInboxUncheckedUpdateOneWithoutMessageNestedInput
 }
 
@@ -953,6 +985,7 @@ export type MessageUncheckedUpdateManyWithoutConversationInput = {
   clientRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
 }
 
 
@@ -970,6 +1003,7 @@ export type MessageSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs 
   clientRef?: boolean
   sentAt?: boolean
   statusAt?: boolean
+  pricing?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
   conversation?: boolean | Prisma.ConversationDefaultArgs<ExtArgs>
   botInbox?: boolean | Prisma.Message$botInboxArgs<ExtArgs>
@@ -988,6 +1022,7 @@ export type MessageSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Exten
   clientRef?: boolean
   sentAt?: boolean
   statusAt?: boolean
+  pricing?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
   conversation?: boolean | Prisma.ConversationDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["message"]>
@@ -1005,6 +1040,7 @@ export type MessageSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Exten
   clientRef?: boolean
   sentAt?: boolean
   statusAt?: boolean
+  pricing?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
   conversation?: boolean | Prisma.ConversationDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["message"]>
@@ -1022,9 +1058,10 @@ export type MessageSelectScalar = {
   clientRef?: boolean
   sentAt?: boolean
   statusAt?: boolean
+  pricing?: boolean
 }
 
-export type MessageOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "conversationId" | "wamid" | "direction" | "type" | "content" | "status" | "error" | "clientRef" | "sentAt" | "statusAt", ExtArgs["result"]["message"]>
+export type MessageOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "conversationId" | "wamid" | "direction" | "type" | "content" | "status" | "error" | "clientRef" | "sentAt" | "statusAt" | "pricing", ExtArgs["result"]["message"]>
 export type MessageInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
   conversation?: boolean | Prisma.ConversationDefaultArgs<ExtArgs>
@@ -1073,6 +1110,11 @@ export type $MessagePayload<ExtArgs extends runtime.Types.Extensions.InternalArg
     clientRef: string | null
     sentAt: Date
     statusAt: Date
+    /**
+     * What the channel's statuses said this message costs (`category`, `type`, `pricing_model`,
+     * `billable` when given), stored as given: Meta adds categories and types (lib/pricing/status-pricing.ts).
+     */
+    pricing: runtime.JsonValue | null
   }, ExtArgs["result"]["message"]>
   composites: {}
 }
@@ -1511,6 +1553,7 @@ export interface MessageFieldRefs {
   readonly clientRef: Prisma.FieldRef<"Message", 'String'>
   readonly sentAt: Prisma.FieldRef<"Message", 'DateTime'>
   readonly statusAt: Prisma.FieldRef<"Message", 'DateTime'>
+  readonly pricing: Prisma.FieldRef<"Message", 'Json'>
 }
     
 

@@ -1,5 +1,5 @@
 /** Everything the bot may use (managed by the platform): import from './platform/runtime/index.js'. */
-export { send, sendText, sendButtons, setState } from './messaging.js';
+export { send, sendText, sendButtons, setState, showTyping } from './messaging.js';
 export { sendMedia } from './media.js';
 export { newId } from './ids.js';
 export { log } from './log.js';

@@ -19,6 +19,15 @@ export function sendButtons(phone: string, content: string, buttons: Array<{ id:
 }
 
 /**
+ * Marks the customer's message read and shows that you are typing (WhatsApp clears it when your
+ * reply is sent, or after 25 seconds): call it when an answer will take a moment. `messageId` is
+ * the `id` of the message you are answering. Throws a HelperError when the channel refuses it.
+ */
+export async function showTyping(messageId: string): Promise<void> {
+  await hostCall('showTyping', { messageId });
+}
+
+/**
  * Sets the conversation's state. Any value of 1 to 64 characters is accepted: this is how the
  * project introduces its own states (PATCH /v1/conversations/{id} accepts them afterwards).
  */

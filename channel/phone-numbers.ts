@@ -1,0 +1,40 @@
+/**
+ * The business phone number node (GET /{phone-number-id}): its portfolio's messaging limit.
+ *
+ * Since October 2025 the limit of unique users reached with business-initiated messages in a
+ * moving 24 hours is set per business portfolio and read from the number's
+ * `whatsapp_business_manager_messaging_limit` field; `messaging_limit_tier` is deprecated (Meta,
+ * "Messaging limits"). Meta documents the tiers (250, 2,000, 10,000, 100,000, unlimited); the
+ * value is a tier name such as `TIER_2K` (as partner pages show it), read tolerantly here.
+ */
+import type { ChannelCredentials, GraphTransport } from './graph-transport.js';
+
+export const MESSAGING_LIMIT_FIELD = 'whatsapp_business_manager_messaging_limit';
+
+export interface MessagingLimit {
+  /** The channel's value as given (e.g. TIER_2K). */
+  tier: string;
+  /** Unique users per moving 24 hours; null for unlimited. */
+  limit: number | null;
+}
+
+/** `TIER_250`, `TIER_2K`, `TIER_10K`, `TIER_100K`, `TIER_UNLIMITED` (or a bare number); undefined when unrecognised. */
+export function parseMessagingLimit(value: unknown): MessagingLimit | undefined {
+  if (typeof value === 'number' && Number.isSafeInteger(value) && value > 0) return { tier: String(value), limit: value };
+  if (typeof value !== 'string' || value.length > 64) return undefined;
+  const v = value.trim().toUpperCase();
+  if (v === 'UNLIMITED' || v === 'TIER_UNLIMITED') return { tier: value, limit: null };
+  const m = /^(?:TIER_)?(\d{1,9})(K|M)?$/.exec(v);
+  if (!m) return undefined;
+  const n = Number(m[1]) * (m[2] === 'K' ? 1000 : m[2] === 'M' ? 1_000_000 : 1);
+  return n > 0 ? { tier: value, limit: n } : undefined;
+}
+
+/** GET /{version}/{phoneNumberId}?fields=whatsapp_business_manager_messaging_limit */
+export async function getMessagingLimit(this: GraphTransport, creds: ChannelCredentials): Promise<MessagingLimit> {
+  const body = await this.call(creds, { op: 'getMessagingLimit', method: 'GET', segments: [creds.phoneNumberId], params: { fields: MESSAGING_LIMIT_FIELD } });
+  const raw = (body as Record<string, unknown> | null)?.[MESSAGING_LIMIT_FIELD];
+  const parsed = parseMessagingLimit(raw);
+  if (!parsed) throw this.unexpected('getMessagingLimit', raw === undefined ? `no ${MESSAGING_LIMIT_FIELD} in the answer` : `unrecognised ${MESSAGING_LIMIT_FIELD} "${String(raw).slice(0, 64)}"`);
+  return parsed;
+}

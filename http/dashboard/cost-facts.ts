@@ -1,0 +1,48 @@
+/**
+ * The dashboard's lines for a campaign's cost and reach: the pre-flight's cost estimate (labelled an
+ * estimate; "no rate card" said plainly) and the portfolio's messaging limit with how many fit now,
+ * and, once sending started, what the channel's statuses reported beside the estimate (lib/pricing/).
+ */
+import type { BroadcastView } from '../../lib/broadcasts/store.js';
+import { html, when, type Html } from './html.js';
+
+type Estimate = NonNullable<NonNullable<BroadcastView['preflight']>['cost_estimate']>;
+type Limit = NonNullable<NonNullable<BroadcastView['preflight']>['messaging_limit']>;
+
+const amount = (currency: string | null, n: number | null) => (n === null ? '—' : `${n.toFixed(4)} ${currency ?? ''}`.trim());
+
+export function estimateText(e: Estimate | undefined | null): string {
+  if (!e) return 'not computed (pre-flight from before cost estimates)';
+  if (!e.available) return e.reason ?? 'no estimate';
+  const parts = [`about ${amount(e.currency, e.total)} (estimate from the rate card, ${e.category})`, `${e.billable_recipients} charged`];
+  if (e.free_recipients) parts.push(`${e.free_recipients} free (service window open)`);
+  if (e.unpriced_recipients) parts.push(`${e.unpriced_recipients} not priced by the card`);
+  return parts.join('; ');
+}
+
+export function limitText(l: Limit | undefined | null): string {
+  if (!l) return 'not computed';
+  if (l.state === 'unknown') return `unknown (the channel's limit could not be read); ${l.reached_24h} users reached in the last 24 hours`;
+  if (l.unlimited) return `unlimited (${l.tier ?? ''}); ${l.reached_24h} users reached in the last 24 hours`;
+  return `${l.limit} users per 24 hours (${l.tier ?? ''}); ${l.reached_24h} reached, ${l.remaining} left; ${l.fits_now} of this audience fit now`
+    + (l.next_release_at ? `; more from ${when(l.next_release_at)}` : '');
+}
+
+/** Two rows for the pre-flight's facts list. */
+export function preflightCostRows(p: BroadcastView['preflight']): Html {
+  return html`<dt>Estimated cost</dt><dd id="cost-estimate">${estimateText(p?.cost_estimate)}</dd>
+  <dt>Messaging limit</dt><dd id="messaging-limit">${limitText(p?.messaging_limit)}</dd>`;
+}
+
+/** The campaign's cost as reported by the statuses, beside the estimate. */
+export function billingSection(b: BroadcastView): Html {
+  const bill = b.billing;
+  if (!bill) return html``;
+  const reported = bill.reported_cost ? `${amount(bill.reported_cost.currency, bill.reported_cost.amount)}${bill.reported_cost.unpriced ? ` (+${bill.reported_cost.unpriced} not priced by the card)` : ''}` : 'no rate card to price it';
+  const categories = Object.entries(bill.by_category).map(([c, types]) => `${c}: ${Object.entries(types).map(([t, n]) => `${t} ${n}`).join(', ')}`).join('; ') || 'none yet';
+  return html`<h2>Cost</h2><dl class="facts">
+  <dt>Estimated</dt><dd id="billing-estimate">${estimateText(bill.estimate)}</dd>
+  <dt>Reported by the channel</dt><dd id="billing-reported">${bill.billable} charged, ${bill.free} free, ${bill.unreported} not reported yet; ${reported}</dd>
+  <dt>By category</dt><dd>${categories}</dd>
+</dl>`;
+}
