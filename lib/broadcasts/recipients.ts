@@ -11,8 +11,6 @@
  *    overwrite another's work.
  */
 import type pg from 'pg';
-import { utcDay } from '../messaging/quota.js';
-import { MESSAGE_ACTIVITY_SET_SQL } from '../conversations/order.js';
 
 export interface ClaimedRecipient {
   id: string;
@@ -72,63 +70,18 @@ export async function unclaim(pool: pg.Pool, ids: string[], owner: string, now: 
   );
 }
 
-/** Records the batch's messages (pending, under their references) in one statement, before any channel call. */
-export async function recordIntents(
-  pool: pg.Pool,
-  projectId: string,
-  batch: Array<{ phone: string; ref: string; content: unknown }>,
-  at: Date,
-): Promise<void> {
-  await pool.query({
-    name: 'broadcast-record-intents',
-    text: `WITH input AS (
-             SELECT * FROM unnest($2::text[], $3::text[], $4::jsonb[]) AS i(phone, ref, content)
-           ), ct AS (
-             INSERT INTO contacts (project_id, phone, created_at, updated_at) SELECT $1, phone, $5, $5 FROM input
-             ON CONFLICT (project_id, phone) DO UPDATE SET phone = EXCLUDED.phone
-             RETURNING id, phone
-           ), cv AS (
-             INSERT INTO conversations (project_id, contact_id, last_message_at, created_at, updated_at)
-             SELECT $1, ct.id, $5, $5, $5 FROM ct
-             ON CONFLICT (project_id, contact_id) DO UPDATE SET ${MESSAGE_ACTIVITY_SET_SQL}
-             RETURNING id, contact_id
-           )
-           INSERT INTO messages (project_id, conversation_id, wamid, client_ref, direction, type, content, status, sent_at, status_at)
-           SELECT $1, cv.id, i.ref, i.ref, 'outbound', 'template', i.content, 'pending', $5, $5
-           FROM input i JOIN ct ON ct.phone = i.phone JOIN cv ON cv.contact_id = ct.id`,
-    values: [projectId, batch.map((b) => b.phone), batch.map((b) => b.ref), batch.map((b) => JSON.stringify(b.content)), at],
-  });
-}
-
-/** Status callbacks update the same message rows in their own order: a deadlock is tried again. */
-export async function retryDeadlock<T>(run: () => Promise<T>, attempts = 5): Promise<T> {
-  for (let i = 1; ; i++) {
-    try {
-      return await run();
-    } catch (e) {
-      if ((e as { code?: string }).code !== '40P01' || i >= attempts) throw e;
-      await new Promise((r) => setTimeout(r, 10 * i));
-    }
-  }
-}
-
-/** The channel accepted these sends: messages get their wamids, recipients become `sent`. */
-export async function confirmBatch(pool: pg.Pool, projectId: string, owner: string, sent: Array<{ id: string; ref: string; wamid: string }>, at: Date): Promise<void> {
+/**
+ * The channel accepted these sends (their messages are confirmed in the send ledger first):
+ * recipients become `sent` with their wamids.
+ */
+export async function markSent(pool: pg.Pool, owner: string, sent: Array<{ id: string; wamid: string }>, at: Date): Promise<void> {
   if (!sent.length) return;
-  // A fixed order (by wamid, as the status side locks) keeps lock waits short.
-  sent = [...sent].sort((a, b) => (a.wamid < b.wamid ? -1 : a.wamid > b.wamid ? 1 : 0));
-  await retryDeadlock(() => pool.query({
-    name: 'broadcast-confirm',
-    text: `WITH input AS (SELECT * FROM unnest($2::bigint[], $3::text[], $4::text[]) AS i(id, ref, wamid)),
-           msg AS (
-             UPDATE messages m SET wamid = i.wamid, status = CASE WHEN m.status = 'pending' THEN 'sent' ELSE m.status END,
-                    status_at = CASE WHEN m.status = 'pending' THEN $6 ELSE m.status_at END
-             FROM input i WHERE m.project_id = $1 AND m.client_ref = i.ref
-           )
-           UPDATE broadcast_recipients r SET state = 'sent', wamid = i.wamid, sent_at = $6, lease_owner = NULL, lease_until = NULL, updated_at = $6
-           FROM input i WHERE r.id = i.id AND r.lease_owner = $5 AND r.state = 'sending'`,
-    values: [projectId, sent.map((s) => s.id), sent.map((s) => s.ref), sent.map((s) => s.wamid), owner, at],
-  }));
+  await pool.query({
+    name: 'broadcast-mark-sent',
+    text: `UPDATE broadcast_recipients r SET state = 'sent', wamid = i.wamid, sent_at = $4, lease_owner = NULL, lease_until = NULL, updated_at = $4
+           FROM unnest($1::bigint[], $2::text[]) AS i(id, wamid) WHERE r.id = i.id AND r.lease_owner = $3 AND r.state = 'sending'`,
+    values: [sent.map((s) => s.id), sent.map((s) => s.wamid), owner, at],
+  });
 }
 
 /** The send's outcome is unknown (timeout): the message stays pending and its statuses settle it; never sent again. */
@@ -140,62 +93,30 @@ export async function markUnknown(pool: pg.Pool, id: string, owner: string, at: 
 }
 
 /**
- * The channel certainly did not send: the pending message goes, its quota unit comes back, and
- * the recipient is queued again (after `notBefore`) or failed with the error, in one statement.
+ * The channel certainly did not send (its pending message and quota unit were abandoned in the
+ * send ledger first): the recipient is queued again (after `notBefore`) or failed with the error.
+ * A crash between the two leaves the claim with no message, which recovery queues again: the
+ * channel never had it.
  */
 export async function settleFailure(
   pool: pg.Pool,
-  projectId: string,
   owner: string,
-  r: { id: string; ref: string },
-  day: Date,
+  id: string,
   at: Date,
   next: { retryAt: Date } | { code: number | null; category: string; title: string | null },
 ): Promise<void> {
   const retry = 'retryAt' in next;
-  await retryDeadlock(() => pool.query({
-    name: 'broadcast-settle-failure',
-    text: `WITH gone AS (DELETE FROM messages WHERE project_id = $1 AND client_ref = $3 AND status = 'pending' RETURNING 1),
-           quota AS (UPDATE send_counters SET count = count - 1 WHERE project_id = $1 AND day = $4::date AND count > 0 AND EXISTS (SELECT 1 FROM gone))
-           UPDATE broadcast_recipients SET
-             state = CASE WHEN $6::boolean THEN 'queued' ELSE 'failed' END,
-             not_before = CASE WHEN $6::boolean THEN $7::timestamptz ELSE not_before END,
-             message_ref = NULL, lease_owner = NULL, lease_until = NULL,
-             error_code = CASE WHEN $6::boolean THEN error_code ELSE $8::int END,
-             error_category = CASE WHEN $6::boolean THEN error_category ELSE $9 END,
-             error_title = CASE WHEN $6::boolean THEN error_title ELSE $10 END,
-             updated_at = $5
-           WHERE id = $2 AND lease_owner = $11 AND state = 'sending'`,
-    values: [
-      projectId, r.id, r.ref, utcDay(day), at, retry, retry ? next.retryAt : null,
-      retry ? null : next.code, retry ? null : next.category, retry ? null : next.title, owner,
-    ],
-  }));
-}
-
-/**
- * Takes up to `wanted` units of the project's daily quota at once; answers how many it got. A
- * quota that runs out holds the rest of the campaign until the next UTC day (never fails them).
- */
-export async function reserveQuota(pool: pg.Pool, projectId: string, wanted: number, now: Date): Promise<number> {
   await pool.query({
-    name: 'broadcast-quota-row',
-    text: 'INSERT INTO send_counters (project_id, day, count) VALUES ($1, $2::date, 0) ON CONFLICT DO NOTHING',
-    values: [projectId, utcDay(now)],
+    name: 'broadcast-settle-failure',
+    text: `UPDATE broadcast_recipients SET
+             state = CASE WHEN $3::boolean THEN 'queued' ELSE 'failed' END,
+             not_before = CASE WHEN $3::boolean THEN $4::timestamptz ELSE not_before END,
+             message_ref = NULL, lease_owner = NULL, lease_until = NULL,
+             error_code = CASE WHEN $3::boolean THEN error_code ELSE $5::int END,
+             error_category = CASE WHEN $3::boolean THEN error_category ELSE $6 END,
+             error_title = CASE WHEN $3::boolean THEN error_title ELSE $7 END,
+             updated_at = $2
+           WHERE id = $1 AND lease_owner = $8 AND state = 'sending'`,
+    values: [id, at, retry, retry ? next.retryAt : null, retry ? null : next.code, retry ? null : next.category, retry ? null : next.title, owner],
   });
-  const { rows } = await pool.query<{ granted: number }>({
-    name: 'broadcast-quota',
-    text: `WITH old AS (SELECT count FROM send_counters WHERE project_id = $1 AND day = $2::date FOR UPDATE)
-           UPDATE send_counters s SET count = s.count + GREATEST(0, LEAST($3, (SELECT daily_send_quota FROM projects WHERE id = $1) - s.count))
-           FROM old WHERE s.project_id = $1 AND s.day = $2::date
-           RETURNING (s.count - old.count)::int AS granted`,
-    values: [projectId, utcDay(now), wanted],
-  });
-  return rows[0]?.granted ?? 0;
-}
-
-/** Gives back units reserved and not used. */
-export async function returnQuota(pool: pg.Pool, projectId: string, units: number, day: Date): Promise<void> {
-  if (units <= 0) return;
-  await pool.query('UPDATE send_counters SET count = GREATEST(0, count - $3) WHERE project_id = $1 AND day = $2::date', [projectId, utcDay(day), units]);
 }

@@ -16,10 +16,9 @@ import { requireChannel } from '../channel-settings/settings.js';
 import { bodyPlaceholderCount, composeMessage, type ComposedMessage } from './compose.js';
 import { isHeaderHandle, resolveMediaSlug } from '../media/assets.js';
 import { resolveFlowSend } from '../flows/send.js';
-import { releaseSend, reserveSends, utcDay } from './quota.js';
-import { settleLater, withdrawSend } from './send-cleanup.js';
-import { newId } from '../platform/secrets.js';
-import { abandonIntent, recordIntent, sessionWindowOpen } from './conversation-store.js';
+import { reserveSends } from './quota.js';
+import { settleLater } from './send-cleanup.js';
+import { abandonIntents, newSendRef, recordIntents, releaseUnits, sessionWindowOpen, type Intent } from './ledger.js';
 import { confirmSends } from './confirm-batch.js';
 import { isChannelError, isOutsideWindowError, isTemplateRejection } from '../../channel/errors.js';
 import { asApiError, channelApiError, invalidTemplateApiError } from './channel-errors.js';
@@ -137,32 +136,33 @@ async function sendOnce(deps: Deps, project: ProjectRef, body: SendRequest, opts
   // read in the statement), then the window check and the record together. A closed window gives
   // the unit back. The spec's order stands when both refuse: outside the window is 409, whatever
   // the quota (checked only on that rare path).
+  const to = { phone: message.phone };
   try {
     await reserveSends(pool, project.id, null, now);
   } catch (e) {
-    if (e instanceof ApiError && e.code === 'quota_exceeded' && message.session && !(await sessionWindowOpen(pool, project.id, message.phone, now))) {
+    if (e instanceof ApiError && e.code === 'quota_exceeded' && message.session && !(await sessionWindowOpen(pool, project.id, to, now))) {
       throw outsideWindow();
     }
     throw e;
   }
 
-  // The intent is stored before the channel is called: a crash or an outage after the call can
-  // leave a `pending` message, never a sent message without a row. Meta echoes `ref` as
-  // biz_opaque_callback_data in the message's statuses, which resolve a pending message.
-  const ref = opts.ref ?? newId('snd', 24);
-  let recorded: { open: boolean };
+  // The intent is stored before the channel is called (the send ledger, as a batch of one): a
+  // crash or an outage after the call can leave a `pending` message, never a sent message without
+  // a row. Meta echoes `ref` as biz_opaque_callback_data in the message's statuses, which resolve
+  // a pending message.
+  const ref = opts.ref ?? newSendRef();
+  const intent: Intent = { to, ref, type: message.type, content: message.content, session: message.session, idempotencyKey: opts.idempotencyKey };
+  let recorded: boolean;
   try {
-    recorded = await recordIntent(pool, project.id, message, ref, now, opts.idempotencyKey);
+    [recorded] = await recordIntents(pool, project.id, [intent], now);
   } catch (e) {
-    await withdrawSend(pool, project.id, ref, utcDay(now)).catch(() =>
-      settleLater('withdrawing a send not recorded', () => withdrawSend(pool, project.id, ref, utcDay(now)), deps.logger, { project_id: project.id, ref }),
-    );
+    const withdraw = () => abandonIntents(pool, project.id, [ref], now, { withdraw: true });
+    await withdraw().catch(() => settleLater('withdrawing a send not recorded', withdraw, deps.logger, { project_id: project.id, ref }));
     throw e;
   }
-  if (!recorded.open) {
-    await releaseSend(pool, project.id, now).catch(() =>
-      settleLater('giving back the quota unit of a send outside the window', () => releaseSend(pool, project.id, now), deps.logger, { project_id: project.id }),
-    );
+  if (!recorded) {
+    const release = () => releaseUnits(pool, project.id, 1, now);
+    await release().catch(() => settleLater('giving back the quota unit of a send outside the window', release, deps.logger, { project_id: project.id }));
     throw outsideWindow();
   }
 
@@ -180,9 +180,8 @@ async function sendOnce(deps: Deps, project: ProjectRef, body: SendRequest, opts
       const api = channelApiError(e);
       throw new ApiError(api.code, `${api.message}. The outcome is unknown: the message may have been sent; its status will settle it (do not resend; a retry with the same Idempotency-Key answers once it is known).`, { ...(api.details ?? {}), outcome: 'unknown', ref });
     }
-    await abandonIntent(pool, project.id, ref, utcDay(now)).catch(() =>
-      settleLater('abandoning a send the channel refused', () => abandonIntent(pool, project.id, ref, utcDay(now)), deps.logger, { project_id: project.id, ref }),
-    );
+    const abandon = () => abandonIntents(pool, project.id, [ref], now);
+    await abandon().catch(() => settleLater('abandoning a send the channel refused', abandon, deps.logger, { project_id: project.id, ref }));
     if (isOutsideWindowError(e)) throw outsideWindow();
     // The spec's rule: a template send the channel refuses with a 4xx template error is 400 invalid_template (not 502).
     if (isTemplateRejection(e)) throw invalidTemplateApiError(e);
