@@ -294,7 +294,7 @@ export class BroadcastEngine {
         continue;
       }
       // Still ours? An engine that stalled past its lease (another took the rows over) sends nothing more.
-      const held = await extendClaims(this.pool, part.map((r) => r.id), this.opts.owner, new Date(this.opts.timer.now().getTime() + this.leaseMs));
+      const held = await extendClaims(this.pool, part.map((r) => ({ id: r.id, ref: r.message_ref })), this.opts.owner, new Date(this.opts.timer.now().getTime() + this.leaseMs));
       const mine = part.filter((r) => held.has(r.id));
       await releaseUnits(this.pool, b.project_id, part.length - mine.length, now);
       if (!mine.length) continue;
@@ -334,23 +334,24 @@ export class BroadcastEngine {
       if (!isChannelError(e)) throw e;
       if (e.outcomeUnknown) {
         // Maybe sent: never sent again; its statuses (which echo the reference) settle it.
-        await markUnknown(this.pool, r.id, this.opts.owner, t);
+        await markUnknown(this.pool, { id: r.id, ref: r.message_ref }, this.opts.owner, t);
         return undefined;
       }
       const outcome = outcomeOf(e);
       // Certainly not sent: the ledger drops the message and gives its unit back, then the
       // recipient is queued again or failed.
       await abandonIntents(this.pool, b.project_id, [r.message_ref], day);
+      const claim = { id: r.id, ref: r.message_ref };
       const fail = (category: string) =>
-        settleFailure(this.pool, this.opts.owner, r.id, t, { code: e.graphCode ?? e.httpStatus ?? null, category, title: e.title ?? e.message.slice(0, 200) });
+        settleFailure(this.pool, this.opts.owner, claim, t, { code: e.graphCode ?? e.httpStatus ?? null, category, title: e.title ?? e.message.slice(0, 200) });
       if (outcome === 'throttle') {
         await throttled(this.pool, channel.phoneNumberId, t);
-        await settleFailure(this.pool, this.opts.owner, r.id, t, { retryAt: new Date(t.getTime() + 1000) });
+        await settleFailure(this.pool, this.opts.owner, claim, t, { retryAt: new Date(t.getTime() + 1000) });
       } else if (outcome === 'pair' || outcome === 'retry') {
         if (r.attempts >= MAX_ATTEMPTS) await fail('retryable');
         else {
           const base = outcome === 'pair' ? 6000 : 1000;
-          await settleFailure(this.pool, this.opts.owner, r.id, t, { retryAt: new Date(t.getTime() + base * 2 ** (r.attempts - 1)) });
+          await settleFailure(this.pool, this.opts.owner, claim, t, { retryAt: new Date(t.getTime() + base * 2 ** (r.attempts - 1)) });
         }
       } else if (outcome === 'stop') {
         await fail(categoryOf(outcome));

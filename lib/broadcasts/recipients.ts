@@ -20,13 +20,20 @@ export interface ClaimedRecipient {
   message_ref: string;
 }
 
-/** Stale claims of a broadcast (lease over): sent-or-unknown when their message exists, else queued again. */
+/**
+ * Stale claims of a broadcast (lease over), judged by their message: none means the channel was
+ * never called (queued again); a message the channel confirmed makes the recipient `sent` with its
+ * wamid; a message still pending (a crash between recording and calling, or before the confirm)
+ * makes it `unknown`: never sent again, its message is settled by a status or by the ledger's
+ * unknown-outcome rule, and the public status follows the message.
+ */
 export async function recoverStale(pool: pg.Pool, broadcastId: string, projectId: string, now: Date): Promise<void> {
   await pool.query({
     name: 'broadcast-recover-stale',
     text: `UPDATE broadcast_recipients r SET
-             state = CASE WHEN m.id IS NULL THEN 'queued' ELSE 'sent' END,
+             state = CASE WHEN m.id IS NULL THEN 'queued' WHEN m.status IN ('pending', 'unknown') THEN 'unknown' ELSE 'sent' END,
              message_ref = CASE WHEN m.id IS NULL THEN NULL ELSE r.message_ref END,
+             wamid = CASE WHEN m.status NOT IN ('pending', 'unknown') THEN m.wamid END,
              sent_at = CASE WHEN m.id IS NULL THEN NULL ELSE m.sent_at END,
              lease_owner = NULL, lease_until = NULL, updated_at = $3
            FROM broadcast_recipients r2 LEFT JOIN messages m ON m.project_id = $2 AND m.client_ref = r2.message_ref
@@ -49,12 +56,17 @@ export async function claimBatch(pool: pg.Pool, broadcastId: string, owner: stri
   return rows;
 }
 
-/** Extends this engine's claims on `ids`; answers the ids it still holds. */
-export async function extendClaims(pool: pg.Pool, ids: string[], owner: string, leaseUntil: Date): Promise<Set<string>> {
+/**
+ * Extends this engine's claims; answers the ids it still holds. A claim is its row and its send
+ * reference: a row this engine lost (its lease ran out while a call hung) and claimed again under
+ * a new reference is not the old claim, so the old batch does not send it a second time.
+ */
+export async function extendClaims(pool: pg.Pool, claims: Array<{ id: string; ref: string }>, owner: string, leaseUntil: Date): Promise<Set<string>> {
   const { rows } = await pool.query<{ id: string }>({
     name: 'broadcast-extend-claims',
-    text: `UPDATE broadcast_recipients SET lease_until = $3 WHERE id = ANY($1::bigint[]) AND lease_owner = $2 AND state = 'sending' RETURNING id::text AS id`,
-    values: [ids, owner, leaseUntil],
+    text: `UPDATE broadcast_recipients r SET lease_until = $4 FROM unnest($1::bigint[], $2::text[]) AS i(id, ref)
+           WHERE r.id = i.id AND r.message_ref = i.ref AND r.lease_owner = $3 AND r.state = 'sending' RETURNING r.id::text AS id`,
+    values: [claims.map((c) => c.id), claims.map((c) => c.ref), owner, leaseUntil],
   });
   return new Set(rows.map((r) => r.id));
 }
@@ -74,21 +86,27 @@ export async function unclaim(pool: pg.Pool, ids: string[], owner: string, now: 
  * The channel accepted these sends (their messages are confirmed in the send ledger first):
  * recipients become `sent` with their wamids.
  */
-export async function markSent(pool: pg.Pool, owner: string, sent: Array<{ id: string; wamid: string }>, at: Date): Promise<void> {
+export async function markSent(pool: pg.Pool, owner: string, sent: Array<{ id: string; ref: string; wamid: string }>, at: Date): Promise<void> {
   if (!sent.length) return;
   await pool.query({
     name: 'broadcast-mark-sent',
-    text: `UPDATE broadcast_recipients r SET state = 'sent', wamid = i.wamid, sent_at = $4, lease_owner = NULL, lease_until = NULL, updated_at = $4
-           FROM unnest($1::bigint[], $2::text[]) AS i(id, wamid) WHERE r.id = i.id AND r.lease_owner = $3 AND r.state = 'sending'`,
-    values: [sent.map((s) => s.id), sent.map((s) => s.wamid), owner, at],
+    text: `UPDATE broadcast_recipients r SET state = 'sent', wamid = i.wamid, sent_at = $5, lease_owner = NULL, lease_until = NULL, updated_at = $5
+           FROM unnest($1::bigint[], $2::text[], $3::text[]) AS i(id, ref, wamid)
+           WHERE r.id = i.id AND r.message_ref = i.ref AND r.lease_owner = $4 AND r.state = 'sending'`,
+    values: [sent.map((s) => s.id), sent.map((s) => s.ref), sent.map((s) => s.wamid), owner, at],
   });
 }
 
-/** The send's outcome is unknown (timeout): the message stays pending and its statuses settle it; never sent again. */
-export async function markUnknown(pool: pg.Pool, id: string, owner: string, at: Date): Promise<void> {
+/**
+ * The send's outcome is unknown (the answer was lost): the recipient is `unknown`, never sent
+ * again; its message stays pending until a status (which echoes the reference) or the ledger's
+ * unknown-outcome rule settles it, and its public status follows the message.
+ */
+export async function markUnknown(pool: pg.Pool, claim: { id: string; ref: string }, owner: string, at: Date): Promise<void> {
   await pool.query(
-    `UPDATE broadcast_recipients SET state = 'sent', lease_owner = NULL, lease_until = NULL, updated_at = $3 WHERE id = $1 AND lease_owner = $2 AND state = 'sending'`,
-    [id, owner, at],
+    `UPDATE broadcast_recipients SET state = 'unknown', lease_owner = NULL, lease_until = NULL, updated_at = $3
+     WHERE id = $1 AND message_ref = $4 AND lease_owner = $2 AND state = 'sending'`,
+    [claim.id, owner, at, claim.ref],
   );
 }
 
@@ -101,7 +119,7 @@ export async function markUnknown(pool: pg.Pool, id: string, owner: string, at: 
 export async function settleFailure(
   pool: pg.Pool,
   owner: string,
-  id: string,
+  claim: { id: string; ref: string },
   at: Date,
   next: { retryAt: Date } | { code: number | null; category: string; title: string | null },
 ): Promise<void> {
@@ -116,7 +134,7 @@ export async function settleFailure(
              error_category = CASE WHEN $3::boolean THEN error_category ELSE $6 END,
              error_title = CASE WHEN $3::boolean THEN error_title ELSE $7 END,
              updated_at = $2
-           WHERE id = $1 AND lease_owner = $8 AND state = 'sending'`,
-    values: [id, at, retry, retry ? next.retryAt : null, retry ? null : next.code, retry ? null : next.category, retry ? null : next.title, owner],
+           WHERE id = $1 AND message_ref = $9 AND lease_owner = $8 AND state = 'sending'`,
+    values: [claim.id, at, retry, retry ? next.retryAt : null, retry ? null : next.code, retry ? null : next.category, retry ? null : next.title, owner, claim.ref],
   });
 }

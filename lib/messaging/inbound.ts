@@ -120,12 +120,12 @@ async function applyStatusRound(deps: Deps, projectId: string, statuses: MetaSta
                SELECT * FROM unnest($2::text[], $3::text[], $4::int[], $5::jsonb[], $6::text[], $9::text[]) WITH ORDINALITY
                  AS i(wamid, status, rank, error, event_id, ref, ord)
              ), upd AS (
-               -- A pending send (outcome unknown to us) is found by our reference, which Meta echoes
-               -- as biz_opaque_callback_data, and gets its wamid here.
+               -- A pending send (outcome unknown to us), or one the ledger settled as unknown, is
+               -- found by our reference, which Meta echoes as biz_opaque_callback_data, and gets its wamid here.
                UPDATE messages m SET status = i.status, status_at = $7, error = i.error, wamid = i.wamid
                FROM input i
                WHERE m.project_id = $1 AND m.direction = 'outbound'
-                 AND (m.wamid = i.wamid OR (i.ref IS NOT NULL AND m.client_ref = i.ref AND m.status = 'pending'))
+                 AND (m.wamid = i.wamid OR (i.ref IS NOT NULL AND m.client_ref = i.ref AND m.status IN ('pending', 'unknown')))
                  AND ${statusRankSql('m.status')} < i.rank
                RETURNING m.id, m.conversation_id, i.wamid, i.status, i.error, i.event_id, i.ord
              ), ev AS (

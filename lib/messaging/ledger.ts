@@ -256,44 +256,45 @@ export async function abandonIntents(db: Db, projectId: string, refs: string[], 
 /**
  * 5. The unknown-outcome rule. A send whose answer was lost stays `pending` under its reference,
  * keeps its quota unit, and is settled by the first status that echoes the reference. When none
- * has come `boundMs` after the send (Meta retries a status callback for up to 7 days), nothing
- * will: the message becomes final `unknown` (its unit stays spent: it may have been sent), and a
- * `message.status` event says so, in one statement per batch. A status that still comes later
- * wins (status callbacks match `pending` and `unknown` messages by reference).
- *
- * The sweep walks messages by id from `after` (the caller keeps the cursor), so each row is
- * visited once, without an index on status (which would cost every status update its HOT update):
- * the cursor stops at the first outbound message not yet past the bound.
+ * has come `boundMs` after the send (Meta retries a status callback for up to 7 days), none will:
+ * the message becomes final `unknown` (its unit stays spent: it may have been sent), with a
+ * `message.status` event, in one statement per batch of up to `limit`. A status that still comes
+ * later wins (status callbacks match `pending` and `unknown` messages by reference). Sends whose
+ * wamid is not known are found by a partial index (migration send_settle). Answers how many it
+ * settled; a caller repeats while a batch comes back full.
  */
-export async function settleUnknown(db: Db, opts: { after: string; boundMs: number; now: Date; limit?: number }): Promise<{ cursor: string; settled: number }> {
-  const before = new Date(opts.now.getTime() - opts.boundMs);
-  const { rows } = await db.query<{ cursor: string | null; settled: number }>({
+export async function settleUnknown(db: Db, opts: { boundMs: number; now: Date; limit?: number }): Promise<number> {
+  const { rows } = await db.query<{ settled: number }>({
     name: 'settle-unknown',
-    text: `WITH page AS (
-             SELECT id, project_id, status, direction, sent_at FROM messages WHERE id > $1::bigint ORDER BY id LIMIT $4
-           ), stop AS (
-             SELECT min(id) AS id FROM page WHERE direction = 'outbound' AND sent_at > $2
-           ), due AS (
-             SELECT p.id FROM page p WHERE p.status = 'pending' AND p.id < COALESCE((SELECT id FROM stop), 9223372036854775807)
+    text: `WITH due AS (
+             SELECT id FROM messages WHERE wamid = client_ref AND sent_at <= $1 AND status = 'pending'
+             ORDER BY sent_at LIMIT $3 FOR UPDATE SKIP LOCKED
            ), upd AS (
-             UPDATE messages m SET status = 'unknown', status_at = $3
+             UPDATE messages m SET status = 'unknown', status_at = $2
              FROM due WHERE m.id = due.id AND m.status = 'pending'
              RETURNING m.id, m.project_id, m.conversation_id, m.wamid
            ), ev AS (
              ${insertEventsSql(`SELECT 'evt_' || substr(md5(random()::text || clock_timestamp()::text || upd.id::text), 1, 20), upd.project_id, 'message.status',
                     jsonb_build_object('message_id', upd.wamid, 'id', upd.id, 'conversation_id', upd.conversation_id, 'status', 'unknown'),
-                    $3::timestamptz, ${dispatchedAtSql('upd.project_id', `'message.status'`, '$3::timestamptz')}
+                    $2::timestamptz, ${dispatchedAtSql('upd.project_id', `'message.status'`, '$2::timestamptz')}
              FROM upd`)}
              RETURNING project_id, dispatched_at
            )
-           SELECT (SELECT count(*) FROM (SELECT pg_notify($5, d.project_id) FROM (SELECT DISTINCT project_id FROM ev WHERE dispatched_at IS NULL) d) n) AS woken,
-                  COALESCE(
-                    (SELECT max(id) FROM page WHERE id < COALESCE((SELECT id FROM stop), 9223372036854775807)),
-                    $1::bigint)::text AS cursor,
-                  (SELECT count(*)::int FROM upd) AS settled`,
-    values: [opts.after, before, opts.now, opts.limit ?? 5000, EVENTS_CHANNEL],
+           SELECT (SELECT count(*)::int FROM upd) AS settled,
+                  (SELECT count(*) FROM (SELECT pg_notify($4, d.project_id) FROM (SELECT DISTINCT project_id FROM ev WHERE dispatched_at IS NULL) d) n) AS woken`,
+    values: [new Date(opts.now.getTime() - opts.boundMs), opts.now, opts.limit ?? 1000, EVENTS_CHANNEL],
   });
-  return { cursor: rows[0].cursor ?? opts.after, settled: rows[0].settled };
+  return rows[0].settled;
+}
+
+/** What the ledger knows of a send by its reference: nothing (never recorded, or abandoned), or its message's status and wamid. */
+export async function sendState(db: Db, projectId: string, ref: string): Promise<{ status: string; wamid: string } | undefined> {
+  const { rows } = await db.query<{ status: string; wamid: string }>({
+    name: 'idempotency-send-outcome',
+    text: 'SELECT wamid, status FROM messages WHERE project_id = $1 AND client_ref = $2',
+    values: [projectId, ref],
+  });
+  return rows[0];
 }
 
 /** A fresh send reference. */

@@ -18,7 +18,7 @@ import { isHeaderHandle, resolveMediaSlug } from '../media/assets.js';
 import { resolveFlowSend } from '../flows/send.js';
 import { reserveSends } from './quota.js';
 import { settleLater } from './send-cleanup.js';
-import { abandonIntents, newSendRef, recordIntents, releaseUnits, sessionWindowOpen, type Intent } from './ledger.js';
+import { abandonIntents, newSendRef, recordIntents, releaseUnits, sendState, sessionWindowOpen, type Intent } from './ledger.js';
 import { confirmSends } from './confirm-batch.js';
 import { isChannelError, isOutsideWindowError, isTemplateRejection } from '../../channel/errors.js';
 import { asApiError, channelApiError, invalidTemplateApiError } from './channel-errors.js';
@@ -86,6 +86,32 @@ export interface SendOptions {
 /** A send whose outcome the channel left unknown (a timeout after the request went out). */
 export function isOutcomeUnknown(e: unknown): boolean {
   return e instanceof ApiError && (e.details as { outcome?: unknown } | undefined)?.outcome === 'unknown';
+}
+
+/**
+ * How a retry with the Idempotency-Key of a send that did not finish with its request is answered
+ * (middleware/idempotency.ts asks): no message means the send certainly did not happen (the key is
+ * free again); `pending` waits for the channel's status (409); a send the channel named answers as
+ * the send would have; a send settled `unknown` (no status within the bound) gets a final answer
+ * saying so, replayed from then on: it is never sent again.
+ */
+export async function answerForPendingKey(db: Deps['db'], { projectId, ref, requestId }: { projectId: string; ref: string; requestId: string }): Promise<
+  { state: 'pending'; message: string } | { state: 'gone' } | { state: 'final'; status: number; body: unknown }
+> {
+  const message = await sendState(db.pool, projectId, ref);
+  if (!message) return { state: 'gone' };
+  if (message.status === 'pending') {
+    return { state: 'pending', message: 'The send started with this Idempotency-Key has no known outcome yet (the channel has not reported it); retry later: it is never sent twice.' };
+  }
+  if (message.status === 'unknown') {
+    const error = new ApiError(
+      'upstream_error',
+      'The outcome of the send started with this Idempotency-Key is unknown: the channel never answered it and no status named it within the settle bound. It may or may not have been delivered; it will not be sent again (send anew with a new key).',
+      { outcome: 'unknown', final: true, ref },
+    );
+    return { state: 'final', status: error.status, body: { success: false, error: { code: error.code, message: error.message, details: error.details }, request_id: requestId } };
+  }
+  return { state: 'final', status: 200, body: { success: true, data: { id: message.wamid, status: 'sent' } } };
 }
 
 /** Message types a metric label may carry (anything else is `other`: labels stay bounded). */

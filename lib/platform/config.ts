@@ -78,7 +78,17 @@ export interface Config {
   flowModelName?: string;
   flowModelApiKey?: string;
   flowModelTimeoutMs?: number;
+  /**
+   * A send whose outcome was lost becomes final `unknown` when no status named it this long after
+   * the send (default 7 days and an hour: Meta retries a status callback for up to 7 days).
+   */
+  sendUnknownAfterMs: number;
+  /** How often the settle job looks for such sends. */
+  sendSettleEveryMs: number;
 }
+
+/** Meta retries a webhook callback for up to 7 days; an hour more lets its last retry land. */
+export const SEND_UNKNOWN_AFTER_DEFAULT_S = 7 * 86400 + 3600;
 
 /** TRUST_PROXY: unset/false, true, a hop count, or addresses/subnets (comma-separated) as Express reads them. */
 function trustProxyOf(v: string | undefined): boolean | number | string {
@@ -177,5 +187,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     flowModelName: str(env, 'FLOW_MODEL_NAME'),
     flowModelApiKey: str(env, 'FLOW_MODEL_API_KEY'),
     flowModelTimeoutMs: int(env, 'FLOW_MODEL_TIMEOUT_MS', 30000, 100, 600000),
+    sendUnknownAfterMs: int(env, 'SEND_UNKNOWN_AFTER_SECONDS', SEND_UNKNOWN_AFTER_DEFAULT_S, 60, 90 * 86400) * 1000,
+    sendSettleEveryMs: int(env, 'SEND_SETTLE_EVERY_SECONDS', 60, 1, 86400) * 1000,
   };
 }
