@@ -181,12 +181,19 @@ describe('a campaign send whose outcome is never reported', () => {
   }, 40_000);
 });
 
-describe('settings', () => {
+describe('settings (read once, validated at start)', () => {
   it('When SEND_UNKNOWN_AFTER_SECONDS is not a whole number of seconds in range, then the configuration refuses to start naming it', () => {
     expect(loadConfig({}).sendUnknownAfterMs).toBe((7 * 86400 + 3600) * 1000);
     expect(loadConfig({ SEND_UNKNOWN_AFTER_SECONDS: '120' }).sendUnknownAfterMs).toBe(120_000);
     for (const bad of ['abc', '-5', '1.5', '0', '999999999']) {
       expect(() => loadConfig({ SEND_UNKNOWN_AFTER_SECONDS: bad })).toThrow(/SEND_UNKNOWN_AFTER_SECONDS/);
     }
+  });
+
+  it('When BROADCAST_DEFAULT_MPS or BROADCAST_RATE_SHARE is bad, then the configuration refuses to start naming it (it no longer falls back silently)', () => {
+    expect(loadConfig({})).toMatchObject({ broadcastDefaultMps: 80, broadcastRateShare: 0.9 });
+    expect(loadConfig({ BROADCAST_DEFAULT_MPS: '250', BROADCAST_RATE_SHARE: '1' })).toMatchObject({ broadcastDefaultMps: 250, broadcastRateShare: 1 });
+    for (const bad of ['fast', '0', '-3', '100001']) expect(() => loadConfig({ BROADCAST_DEFAULT_MPS: bad })).toThrow(/BROADCAST_DEFAULT_MPS/);
+    for (const bad of ['most', '0', '1.5', '-0.2']) expect(() => loadConfig({ BROADCAST_RATE_SHARE: bad })).toThrow(/BROADCAST_RATE_SHARE/);
   });
 });

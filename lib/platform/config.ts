@@ -85,6 +85,10 @@ export interface Config {
   sendUnknownAfterMs: number;
   /** How often the settle job looks for such sends. */
   sendSettleEveryMs: number;
+  /** Broadcast throughput of a channel number without an operator setting (messages per second). */
+  broadcastDefaultMps: number;
+  /** Part (0 < share <= 1) of a number's throughput that broadcasts may use; the rest stays for replies. */
+  broadcastRateShare: number;
 }
 
 /** Meta retries a webhook callback for up to 7 days; an hour more lets its last retry land. */
@@ -103,6 +107,19 @@ function positiveNumber(env: NodeJS.ProcessEnv, name: string, fallback: number):
   if (raw === undefined) return fallback;
   const n = Number(raw);
   if (!Number.isFinite(n) || n <= 0) throw new Error(`Configuration: ${name} must be a positive number, got "${raw}"`);
+  return n;
+}
+
+function boundedNumber(env: NodeJS.ProcessEnv, name: string, fallback: number, max: number): number {
+  const n = positiveNumber(env, name, fallback);
+  if (n > max) throw new Error(`Configuration: ${name} must be a positive number up to ${max}, got "${str(env, name)}"`);
+  return n;
+}
+
+/** A part of a whole: more than 0, at most 1. */
+function share(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const n = fraction(env, name, fallback);
+  if (n === 0) throw new Error(`Configuration: ${name} must be more than 0 and at most 1, got "${str(env, name)}"`);
   return n;
 }
 
@@ -189,5 +206,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     flowModelTimeoutMs: int(env, 'FLOW_MODEL_TIMEOUT_MS', 30000, 100, 600000),
     sendUnknownAfterMs: int(env, 'SEND_UNKNOWN_AFTER_SECONDS', SEND_UNKNOWN_AFTER_DEFAULT_S, 60, 90 * 86400) * 1000,
     sendSettleEveryMs: int(env, 'SEND_SETTLE_EVERY_SECONDS', 60, 1, 86400) * 1000,
+    // The operator API caps a number at 1,000/s; this default may go higher for load tests.
+    broadcastDefaultMps: boundedNumber(env, 'BROADCAST_DEFAULT_MPS', 80, 100_000),
+    broadcastRateShare: share(env, 'BROADCAST_RATE_SHARE', 0.9),
   };
 }
