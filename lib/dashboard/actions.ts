@@ -27,11 +27,6 @@ async function audited(deps: ActionDeps, actor: Actor, entry: AuditEntry): Promi
   await recordAudit(deps, actor, entry).catch((e) => deps.logger.error('dashboard audit: not recorded', { error: String(e), action: entry.action, subject: entry.subject }));
 }
 
-/** The credential cache forgets at once, so a key change holds from its next request (as in the operator API). */
-async function credentialsChanged(deps: ActionDeps): Promise<void> {
-  await deps.credentialCache?.invalidate().catch((e) => deps.logger.error('credential cache: invalidation failed', { error: String(e) }));
-}
-
 async function keyOfProject(deps: ActionDeps, projectId: string, keyId: string): Promise<KeyRow> {
   const key = await deps.db.prisma.apiKey.findFirst({ where: { id: String(keyId).slice(0, 100), projectId } });
   if (!key) throw new DashboardRefusal(404, 'No such key in this project.');
@@ -46,7 +41,6 @@ export async function createKeyAs(deps: ActionDeps, actor: Actor, projectId: str
   if ('problem' in parsed) throw new DashboardRefusal(400, parsed.problem);
   const mode = form.mode === 'test' ? 'test' : 'live';
   const { key, secret } = await keys.createKey(deps, projectId, { name, scopes: parsed.scopes, mode });
-  await credentialsChanged(deps);
   await audited(deps, actor, { projectId, action: 'key.create', subject: key.id, after: keyState(key) });
   return { key, secret };
 }
@@ -55,7 +49,6 @@ export async function rotateKeyAs(deps: ActionDeps, actor: Actor, projectId: str
   await requireRole(deps, actor.accountId, projectId, MANAGERS, 'rotate keys');
   const before = await keyOfProject(deps, projectId, keyId);
   const { key, secret } = await keys.rotateKey(deps, before.id);
-  await credentialsChanged(deps);
   await audited(deps, actor, { projectId, action: 'key.rotate', subject: key.id, before: keyState(before), after: keyState(key) });
   return { key, secret };
 }
@@ -64,7 +57,6 @@ export async function revokeKeyAs(deps: ActionDeps, actor: Actor, projectId: str
   await requireRole(deps, actor.accountId, projectId, MANAGERS, 'revoke keys');
   const before = await keyOfProject(deps, projectId, keyId);
   const key = await keys.revokeKey(deps, before.id);
-  await credentialsChanged(deps);
   await audited(deps, actor, { projectId, action: 'key.revoke', subject: key.id, before: keyState(before), after: keyState(key) });
   return key;
 }
@@ -75,7 +67,6 @@ export async function updateKeyScopesAs(deps: ActionDeps, actor: Actor, projectI
   const parsed = parseScopes(rawScopes);
   if ('problem' in parsed) throw new DashboardRefusal(400, parsed.problem);
   const key = await keys.updateKey(deps, before.id, { scopes: parsed.scopes });
-  await credentialsChanged(deps);
   await audited(deps, actor, { projectId, action: 'key.update_scopes', subject: key.id, before: keyState(before), after: keyState(key) });
   return key;
 }
