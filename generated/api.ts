@@ -1717,8 +1717,8 @@ export interface components {
             message_id: string;
             /**
              * @description `unknown`: the send's outcome was lost (the channel's answer never came) and no status
-             *     named it within the settle bound (`SEND_UNKNOWN_AFTER_SECONDS`, default 7 days and an
-             *     hour, past Meta's callback retries); final unless a late status still comes, which wins.
+             *     named it within the settle bound (by default 7 days and an hour, past Meta's callback
+             *     retries); final unless a late status still comes, which wins.
              * @enum {string}
              */
             status: "sent" | "delivered" | "read" | "failed" | "unknown";
