@@ -3,7 +3,8 @@
  * 1. A recipient is claimed (`sending`) under a lease by one engine, with a fresh send reference
  *    (`message_ref`), in one statement with FOR UPDATE SKIP LOCKED: two engines never hold the
  *    same row.
- * 2. The message is recorded (`pending`, under that reference) before the channel is called. So
+ * 2. The message is recorded (`pending`, under that reference) by the send ledger
+ *    (lib/messaging/ledger.ts, which also holds the quota) before the channel is called. So
  *    after a crash, a claimed row whose lease ran out is judged by its message: no message means
  *    the channel was never called (sent again safely); a message means it may have been sent, so
  *    it is never sent again and its status callbacks (which echo the reference) settle it.

@@ -1,12 +1,13 @@
 /**
  * Sending a message, as POST /v1/messages promises: validate, resolve media (a slug to its channel
- * media id, 404/410 MEDIA_EXPIRED; a header-sample handle given as media_id is 400), reserve a
- * unit of the daily quota, check the 24-hour window for session messages and record the message
- * as `pending` under our reference (one statement; a closed window gives the unit back), call the
- * channel, then give the message its wamid. A call that
- * certainly failed removes the message and gives its quota back in one statement; a call whose
- * outcome is unknown (timeout) leaves it pending, and its statuses (which echo our reference)
- * settle it. Sending never changes the conversation's state.
+ * media id, 404/410 MEDIA_EXPIRED; a header-sample handle given as media_id is 400), then the send
+ * ledger (ledger.ts) as a batch of one: reserve a unit of the daily quota, check the 24-hour window
+ * for session messages and record the message as `pending` under our reference (one statement; a
+ * closed window gives the unit back), call the channel, then confirm (the message gets its wamid).
+ * A call that certainly failed is abandoned (message gone, unit back, one statement); a call whose
+ * outcome is unknown (timeout) leaves it pending, settled by its statuses (which echo our
+ * reference) or, when none comes within the bound, made final `unknown` by the ledger's rule.
+ * Sending never changes the conversation's state.
  */
 import type { components } from '../../generated/api.js';
 import type { Deps } from '../deps.js';
