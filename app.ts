@@ -20,7 +20,6 @@ import { uploadBody } from './middleware/upload-body.js';
 import { streamedBody } from './middleware/streamed-body.js';
 import { adminAuth } from './middleware/admin-auth.js';
 import { idempotency } from './middleware/idempotency.js';
-import { invalidateCredentialsOnWrite } from './middleware/credential-writes.js';
 import { handlers } from './handlers/index.js';
 import { channelWebhookRouter } from './handlers/channel-webhook.js';
 import { runtimeAuth, runtimeHandlers } from './handlers/runtime.js';
@@ -122,7 +121,6 @@ export function createApp(deps: AppDeps & AppOptions): Express {
       deps,
       pathPrefix: '/admin/',
       policy: [adminAuth(deps.adminToken, deps.adminContract), refuseEmptyPathParams, streamedBody(deps.adminContract)],
-      beforeHandler: [invalidateCredentialsOnWrite(deps)],
     }),
   );
 

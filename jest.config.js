@@ -1,15 +1,48 @@
-/** Jest in ESM mode (see ../shared/STACK.md): TypeScript through @swc/jest. */
-export default {
+/**
+ * Jest in ESM mode (see ../shared/STACK.md): TypeScript through @swc/jest.
+ *
+ * Two projects. `proofs` are the tests that prove the service under abuse and cost the most time:
+ * kill -9 and restarts of a service process, faults (terminated backends, database outages),
+ * fuzzing, real browsers, two instances, `npm start`. `fast` is everything else: the unit and API
+ * tests a developer runs many times a day (`npm run test:fast`). `npm test` runs both (CI).
+ */
+const PROOFS = [
+  // kill -9, restarts and stops of a service process
+  'crash-mid-send', 'crash-proofs', 'broadcast-crash', 'restart', 'shutdown', 'npm-start', 'embedded-postgres', 'webhook-restart',
+  // faults: backends terminated, the database stopped
+  'database-outage', 'job-runner-faults', 'terminate-during-sends',
+  // fuzzing
+  'contract-fuzz', 'simulator-meta-differential',
+  // real browsers
+  'api-reference', 'browser-smoke', 'dashboard-browser',
+  // two instances on one database
+  'two-instances',
+];
+const proofPaths = PROOFS.map((name) => `<rootDir>/tests/${name}.test.ts`);
+
+const base = {
   testEnvironment: 'node',
   extensionsToTreatAsEsm: ['.ts'],
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   transform: {
     '^.+\\.ts$': ['@swc/jest', { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'es6' } }],
   },
-  testMatch: ['<rootDir>/tests/**/*.test.ts'],
-  globalSetup: '<rootDir>/tests/support/global-setup.ts',
-  globalTeardown: '<rootDir>/tests/support/global-teardown.ts',
   // A response that breaks the contract fails the test that caused it, naming operation, path and rule.
   setupFilesAfterEnv: ['<rootDir>/tests/support/response-violations-hook.ts'],
+};
+
+export default {
+  // A global option: inside a project it would be ignored (5 s).
   testTimeout: 30000,
+  globalSetup: '<rootDir>/tests/support/global-setup.ts',
+  globalTeardown: '<rootDir>/tests/support/global-teardown.ts',
+  projects: [
+    {
+      ...base,
+      displayName: 'fast',
+      testMatch: ['<rootDir>/tests/**/*.test.ts'],
+      testPathIgnorePatterns: ['/node_modules/', ...PROOFS.map((name) => `/tests/${name}\\.test\\.ts$`)],
+    },
+    { ...base, displayName: 'proofs', testMatch: proofPaths },
+  ],
 };

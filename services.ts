@@ -20,6 +20,7 @@ import { CredentialCache } from './lib/access/credential-cache.js';
 import { simulatedChannelProvisioner } from './lib/channel-settings/simulated-channel.js';
 import { CloudApiClient } from './channel/cloud-api.js';
 import { startJobs, type Jobs, type JobsOptions } from './jobs/index.js';
+import { configurePacing } from './lib/broadcasts/pacing.js';
 import { createMetrics, type Metrics } from './lib/platform/metrics.js';
 import type { BotRuntime } from './lib/bot/runtime.js';
 import { readMigrations } from './lib/platform/db/migrate.js';
@@ -81,6 +82,7 @@ export interface Services {
 export async function createServices(opts: ServicesOptions): Promise<Services> {
   const { config, logger } = opts;
   const clock = opts.clock ?? systemClock;
+  configurePacing(config);
   const db = await openDatabase(opts.databaseUrl, {
     max: opts.poolMax ?? config.databasePoolMax,
     logger,

@@ -1715,8 +1715,13 @@ export interface components {
         MessageStatusData: {
             /** @description The channel's message id (`wamid`). */
             message_id: string;
-            /** @enum {string} */
-            status: "sent" | "delivered" | "read" | "failed";
+            /**
+             * @description `unknown`: the send's outcome was lost (the channel's answer never came) and no status
+             *     named it within the settle bound (by default 7 days and an hour, past Meta's callback
+             *     retries); final unless a late status still comes, which wins.
+             * @enum {string}
+             */
+            status: "sent" | "delivered" | "read" | "failed" | "unknown";
             /** @description Numeric message id. */
             id?: number;
             conversation_id?: number;
@@ -1920,10 +1925,13 @@ export interface components {
             };
         };
         /**
-         * @description `received` for inbound messages; for outbound, `sent` → `delivered` → `read`, or `failed`.
+         * @description `received` for inbound messages; for outbound, `sent` → `delivered` → `read`, or `failed`;
+         *     `unknown` when the channel's answer to the send was lost and no status came within the
+         *     settle bound (it may or may not have been sent; never sent again; its quota unit stays
+         *     spent; a later status still moves it on).
          * @enum {string}
          */
-        DeliveryStatus: "received" | "sent" | "delivered" | "read" | "failed";
+        DeliveryStatus: "received" | "sent" | "delivered" | "read" | "failed" | "unknown";
         Message: {
             /** @description Numeric message id. */
             id: number;
@@ -2262,10 +2270,12 @@ export interface components {
         /**
          * @description `held` (a later wave), `queued` (waiting for its turn, or sent with the outcome not yet
          *     known), `sent`, `delivered`, `read` (following the channel's callbacks, never moving
-         *     back), `failed`, `canceled` (the campaign stopped before it was sent).
+         *     back), `failed`, `canceled` (the campaign stopped before it was sent), `unknown` (the
+         *     channel's answer to its send was lost and no status came within the settle bound: it may
+         *     have been sent, and is never sent again; a later status still moves it on).
          * @enum {string}
          */
-        BroadcastRecipientStatus: "held" | "queued" | "sent" | "delivered" | "read" | "failed" | "canceled";
+        BroadcastRecipientStatus: "held" | "queued" | "sent" | "delivered" | "read" | "failed" | "canceled" | "unknown";
         /**
          * @description `retryable`: retried by the engine (throughput 130429, pair rate 131056, channel trouble);
          *     `later`: worth a new attempt in about 24 hours (131049, the per-user marketing limit;
@@ -2284,6 +2294,8 @@ export interface components {
             failed: number;
             canceled: number;
             held: number;
+            /** @description Recipients whose send's outcome is final `unknown` (see BroadcastRecipientStatus). */
+            unknown: number;
         };
         /** @description What approving would send. Live while pending approval; frozen at approval. */
         Preflight: {

@@ -4,13 +4,15 @@ import type { Handler } from '../http/handler-types.js';
 import { ApiError } from '../lib/platform/errors.js';
 import { findMessageRow } from '../lib/conversations/conversations.js';
 import { messageView } from '../lib/conversations/views.js';
-import { sendMessage as send } from '../lib/messaging/send-message.js';
+import { answerForPendingKey, sendMessage as send } from '../lib/messaging/send-message.js';
+import { registerPendingAnswers } from '../middleware/idempotency.js';
+
+// A key whose send outlived its request (outcome unknown) is answered from the send's record.
+registerPendingAnswers('sendMessage', (deps, linked) => answerForPendingKey(deps.db, linked));
 
 export const sendMessage: Handler<operations['sendMessage']> = async (req, deps) => {
   // The key (validated and claimed by middleware/idempotency.ts) is linked to the send's record.
-  const header = req.http.headers['idempotency-key'];
-  const idempotencyKey = header === undefined ? undefined : Array.isArray(header) ? header.join(',') : header;
-  return { data: await send(deps, req.auth!.project, req.body, { idempotencyKey }) };
+  return { data: await send(deps, req.auth!.project, req.body, { idempotencyKey: req.idempotencyKey }) };
 };
 
 /**

@@ -94,6 +94,7 @@ export function contractPipeline(opts: PipelineOptions): RequestHandler[] {
         body: req.body,
         auth: req.auth,
         requestId: req.requestId,
+        idempotencyKey: req.idempotencyKey,
         http: req,
       },
       deps,

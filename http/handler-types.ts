@@ -30,6 +30,8 @@ export interface HandlerRequest<Op> {
   /** Set for operations that need a credential. */
   auth?: AuthContext;
   requestId: string;
+  /** The request's Idempotency-Key, once middleware/idempotency.ts validated and claimed it (x-idempotent operations). */
+  idempotencyKey?: string;
   /** The Express request, for what the contract does not type (headers, raw body). */
   http: Request;
 }

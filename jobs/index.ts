@@ -8,6 +8,7 @@ import { backgroundPool, type JobContext, type JobDeps, type JobModule } from '.
 import { registerWebhookDelivery, type WebhookDelivery, type WebhookDeliveryOptions } from './webhook-delivery.js';
 import { registerBroadcastEngine, type BroadcastEngineOptions, type RunningEngine } from './broadcast-engine.js';
 import { registerBotInboxReclaim } from './bot-inbox.js';
+import { registerSendSettle } from './send-settle.js';
 import type { BotHook } from '../lib/bot/types.js';
 
 export interface JobsOptions {
@@ -39,7 +40,8 @@ export async function startJobs(deps: JobDeps & { bot?: BotHook }, opts: JobsOpt
   const webhooks = registerWebhookDelivery(ctx, opts.webhooks);
   const broadcasts = opts.broadcasts === false ? undefined : registerBroadcastEngine(ctx, opts.broadcasts);
   const botInbox = deps.bot ? registerBotInboxReclaim(ctx, deps.bot, opts.botReclaimEveryMs) : undefined;
-  const modules: JobModule[] = [webhooks, ...(broadcasts ? [broadcasts] : []), ...(botInbox ? [botInbox] : [])];
+  const sendSettle = registerSendSettle(ctx);
+  const modules: JobModule[] = [webhooks, ...(broadcasts ? [broadcasts] : []), ...(botInbox ? [botInbox] : []), sendSettle];
 
   let stopped = false;
   const stop = async () => {

@@ -5,13 +5,16 @@
  * body with object keys sorted, array order kept) is 409 idempotency_key_mismatch; a 2xx or 4xx
  * outcome is stored and replayed for 24 hours, a 5xx releases the key. Keys are scoped to the
  * selected project. Claiming is one atomic upsert, so concurrent requests with one key cause
- * exactly one execution. A claim left by a crashed instance is taken over after a grace period,
- * unless it already started a send (`message_ref`, linked before the channel is called): such a
- * key is settled from that message, never by sending again. While the send's outcome is unknown
- * (a timeout, or a crash after the call) a retry gets 409 idempotency_in_progress; once the
- * channel's status names the message, the retry gets the send's answer. A 5xx releases the key
- * only when no send is pending behind it. Replays restore Retry-After (recomputed from the
- * stored `resetAt` when the error has one).
+ * exactly one execution. Replays restore Retry-After (recomputed from the stored `resetAt` when
+ * the error has one).
+ *
+ * This store knows keys, fingerprints and stored answers only. An operation whose work can
+ * outlive its request (a send whose outcome is unknown) links a reference to its key in its own
+ * transaction (`message_ref`) and registers here how such a key is answered
+ * (`registerPendingAnswers`): still pending (409), gone (the work certainly did not happen: the key
+ * is released for a new attempt), or a final answer, stored and replayed from then on. A claim
+ * left by a crashed instance is taken over after a grace period unless such a reference is linked,
+ * and a 5xx releases the key only when the operation says its reference is gone.
  */
 import { createHash } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
@@ -49,6 +52,28 @@ interface Stored {
   claimed: boolean;
 }
 
+/** How the operation answers a key whose linked work has not finished with the request. */
+export type PendingAnswer =
+  | { state: 'pending'; message: string }
+  | { state: 'gone' }
+  | { state: 'final'; status: number; body: unknown };
+
+export type PendingResolver = (deps: AppDeps, linked: { projectId: string; ref: string; requestId: string }) => Promise<PendingAnswer>;
+
+const resolvers = new Map<string, PendingResolver>();
+
+/** An operation (by operationId) says how a key whose linked work is still open is answered. */
+export function registerPendingAnswers(operationId: string, resolve: PendingResolver): void {
+  resolvers.set(operationId, resolve);
+}
+
+declare module 'express-serve-static-core' {
+  interface Request {
+    /** The request's Idempotency-Key, validated and claimed here (operations marked x-idempotent). */
+    idempotencyKey?: string;
+  }
+}
+
 /** Headers a replay restores. */
 const REPLAYED_HEADERS = ['retry-after'];
 
@@ -65,7 +90,10 @@ function replayHeaders(record: Stored, now: Date): Record<string, string> {
 export function idempotency(deps: AppDeps) {
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     const header = req.headers['idempotency-key'];
-    if (header === undefined || !req.auth || !operationOf(req, deps.contract).idempotent) return next();
+    if (header === undefined || !req.auth) return next();
+    const op = operationOf(req, deps.contract);
+    if (!op.idempotent) return next();
+    const resolver = resolvers.get(op.operationId);
     const key = Array.isArray(header) ? header.join(',') : header;
     if (key.length === 0 || key.length > 255) {
       throw new ApiError('invalid_idempotency_key', 'Idempotency-Key must be 1 to 255 characters.', { length: key.length });
@@ -97,15 +125,14 @@ export function idempotency(deps: AppDeps) {
       if (record.fingerprint !== print) {
         throw new ApiError('idempotency_key_mismatch', 'This Idempotency-Key was used with a different request; use a new key for a new request.');
       }
-      if (record.state !== 'completed' && record.message_ref) record = (await settleFromSend(deps, projectId, key, record)) ?? record;
-      if (record.state !== 'completed') {
-        throw new ApiError(
-          'idempotency_in_progress',
-          record.message_ref
-            ? "The send started with this Idempotency-Key has no known outcome yet (the channel has not reported it); retry later: it is never sent twice."
-            : 'A request with this Idempotency-Key is still being processed; retry shortly.',
-        );
+      let pending = 'A request with this Idempotency-Key is still being processed; retry shortly.';
+      if (record.state !== 'completed' && record.message_ref && resolver) {
+        const answer = await resolver(deps, { projectId, ref: record.message_ref, requestId: req.requestId });
+        if (answer.state === 'gone') await releaseLinked(deps, projectId, key, record.message_ref);
+        else if (answer.state === 'pending') pending = answer.message;
+        else record = await completeLinked(deps, projectId, key, record, answer);
       }
+      if (record.state !== 'completed') throw new ApiError('idempotency_in_progress', pending);
       res.setHeader('Idempotent-Replayed', 'true');
       res.set(replayHeaders(record, now));
       res.status(record.status_code ?? 200).json(record.body);
@@ -124,13 +151,7 @@ export function idempotency(deps: AppDeps) {
       }
       const settle =
         status >= 500
-          ? deps.db.pool.query({
-              // Released, unless a send whose outcome is unknown stands behind the key.
-              name: 'idempotency-release',
-              text: `DELETE FROM idempotency_records r WHERE r.project_id = $1 AND r.key = $2
-                     AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.project_id = r.project_id AND m.client_ref = r.message_ref)`,
-              values: [projectId, key],
-            })
+          ? release(deps, projectId, key, resolver, req.requestId)
           : deps.db.pool.query({
               name: 'idempotency-complete',
               text: `UPDATE idempotency_records SET state = 'completed', status_code = $3, body = $4, headers = $5 WHERE project_id = $1 AND key = $2`,
@@ -141,36 +162,38 @@ export function idempotency(deps: AppDeps) {
         .finally(() => send(body));
       return res;
     };
+    req.idempotencyKey = key;
     next();
   };
 }
 
-/**
- * A key whose send is recorded: once the channel has named the message (a wamid, any status but
- * pending), the key completes with the answer the send would have given; a send that certainly
- * failed left no message, and the key is released for a new attempt.
- */
-async function settleFromSend(deps: AppDeps, projectId: string, key: string, record: Stored): Promise<Stored | undefined> {
-  const { rows } = await deps.db.pool.query<{ wamid: string; status: string }>({
-    name: 'idempotency-send-outcome',
-    text: 'SELECT wamid, status FROM messages WHERE project_id = $1 AND client_ref = $2',
-    values: [projectId, record.message_ref],
+/** A 5xx: the key is released, unless work linked to it is still open (its operation decides). */
+async function release(deps: AppDeps, projectId: string, key: string, resolver: PendingResolver | undefined, requestId: string): Promise<void> {
+  const { rows } = await deps.db.pool.query<{ message_ref: string | null }>({
+    name: 'idempotency-release',
+    text: `WITH gone AS (DELETE FROM idempotency_records WHERE project_id = $1 AND key = $2 AND message_ref IS NULL RETURNING 1)
+           SELECT message_ref FROM idempotency_records WHERE project_id = $1 AND key = $2 AND NOT EXISTS (SELECT 1 FROM gone)`,
+    values: [projectId, key],
   });
-  const message = rows[0];
-  if (!message) {
-    await deps.db.pool.query({
-      name: 'idempotency-release-failed-send',
-      text: `DELETE FROM idempotency_records WHERE project_id = $1 AND key = $2 AND state = 'in_progress' AND message_ref = $3`,
-      values: [projectId, key, record.message_ref],
-    });
-    return undefined;
-  }
-  if (message.status === 'pending') return undefined;
-  const body = { success: true, data: { id: message.wamid, status: 'sent' } };
+  const ref = rows[0]?.message_ref;
+  if (ref && resolver && (await resolver(deps, { projectId, ref, requestId })).state === 'gone') await releaseLinked(deps, projectId, key, ref);
+}
+
+/** The linked work certainly did not happen: the key is free for a new attempt. */
+async function releaseLinked(deps: AppDeps, projectId: string, key: string, ref: string): Promise<void> {
   await deps.db.pool.query({
-    name: 'idempotency-complete-from-send',
-    text: `UPDATE idempotency_records SET state = 'completed', status_code = 200, body = $4 WHERE project_id = $1 AND key = $2 AND message_ref = $3`,
-    values: [projectId, key, record.message_ref, JSON.stringify(body)],
+    name: 'idempotency-release-linked',
+    text: `DELETE FROM idempotency_records WHERE project_id = $1 AND key = $2 AND state = 'in_progress' AND message_ref = $3`,
+    values: [projectId, key, ref],
   });
-  return { ...record, state: 'completed', status_code: 200, body, headers: null };
+}
+
+/** The linked work has a final answer: stored, and replayed from now on. */
+async function completeLinked(deps: AppDeps, projectId: string, key: string, record: Stored, answer: { status: number; body: unknown }): Promise<Stored> {
+  await deps.db.pool.query({
+    name: 'idempotency-complete-linked',
+    text: `UPDATE idempotency_records SET state = 'completed', status_code = $4, body = $5 WHERE project_id = $1 AND key = $2 AND message_ref = $3`,
+    values: [projectId, key, record.message_ref, answer.status, JSON.stringify(answer.body)],
+  });
+  return { ...record, state: 'completed', status_code: answer.status, body: answer.body, headers: null };
 }

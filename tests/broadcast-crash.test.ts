@@ -131,7 +131,9 @@ async function expectEachOnce(c: { id: string; pnid: string; phones: string[] },
     )).rows as Array<{ phone: string; state: string; wamid: string | null }>;
   const rows = await eventually(recorded, (rs) => rs.every((r) => missing.includes(r.phone) || r.wamid === byPhone.get(r.phone)), 30_000, 'every message the channel took recorded', 250);
   expect(rows).toHaveLength(RECIPIENTS);
-  expect(rows.filter((r) => r.state !== 'sent')).toEqual([]);
+  // A recipient whose send's answer was lost (or was in flight at a crash) is `unknown`, never `sent`
+  // without a message id (issue #34); its message names the wamid once a status settles it.
+  expect(rows.filter((r) => r.state !== 'sent' && r.state !== 'unknown')).toEqual([]);
   for (const r of rows) if (!missing.includes(r.phone)) expect(r.wamid).toBe(byPhone.get(r.phone));
   return { sent: atChannel.length, noAnswer: missingRows.length };
 }
@@ -183,6 +185,6 @@ describe('a sending broadcast under faults', () => {
     const { sent: n, noAnswer } = await expectEachOnce(c, 240_000, 3);
     const left = (await request(simUrl).get('/_sim/faults').expect(200)).body.data as Array<{ count: number }>;
     expect(left).toEqual([]); // every fault struck the campaign
-    figures.push(`channel faults mid-campaign (25× 130429, 10× HTTP 500, 10× 800 ms, 3× no answer, 5× answer lost): completed ${Math.round((Date.now() - started) / 1000)} s later, ${n} messages for ${RECIPIENTS} recipients, none twice; ${noAnswer} calls never answered recorded sent without a message id (outcome unknown, not re-sent)`);
+    figures.push(`channel faults mid-campaign (25× 130429, 10× HTTP 500, 10× 800 ms, 3× no answer, 5× answer lost): completed ${Math.round((Date.now() - started) / 1000)} s later, ${n} messages for ${RECIPIENTS} recipients, none twice; ${noAnswer} calls never answered recorded unknown without a message id (not re-sent)`);
   }, 300_000);
 });

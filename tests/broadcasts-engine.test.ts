@@ -93,7 +93,7 @@ describe('engine', () => {
       await status(c, 'failed', [{ code: 131049, title: 'This message was not delivered to maintain healthy ecosystem engagement.' }]);
       await status(d, 'read');
       const counts = (await call.get(`/v1/broadcasts/${id}`)).body.data.broadcast.counts;
-      expect(counts).toEqual({ total: 4, queued: 0, sent: 0, delivered: 1, read: 2, failed: 1, canceled: 0, held: 0 });
+      expect(counts).toEqual({ total: 4, queued: 0, sent: 0, delivered: 1, read: 2, failed: 1, canceled: 0, held: 0, unknown: 0 });
       const failed = (await call.get(`/v1/broadcasts/${id}/recipients?status=failed`)).body.data;
       expect(failed.total).toBe(1);
       expect(failed.recipients[0]).toMatchObject({ status: 'failed', message_id: c, error: { code: 131049, category: 'later' } });

@@ -2,7 +2,7 @@
 import type { operations, components } from '../../generated/admin-api.js';
 import type { Handler } from '../../http/handler-types.js';
 import { ApiError } from '../../lib/platform/errors.js';
-import { mintRuntimeToken, type RuntimeTokenRow } from '../../lib/access/runtime-tokens.js';
+import { mintRuntimeToken, revokeRuntimeToken, type RuntimeTokenRow } from '../../lib/access/runtime-tokens.js';
 import { findProject } from './projects.js';
 
 type Ops = operations;
@@ -31,10 +31,7 @@ export const adminCreateRuntimeToken: Handler<Ops['adminCreateRuntimeToken']> = 
 };
 
 export const adminRevokeRuntimeToken: Handler<Ops['adminRevokeRuntimeToken']> = async (req, deps) => {
-  const current = await deps.db.prisma.runtimeToken.findUnique({ where: { id: req.params.tokenId } });
-  if (!current) throw new ApiError('not_found', `No runtime token "${req.params.tokenId}".`);
-  const token = current.revokedAt
-    ? current
-    : await deps.db.prisma.runtimeToken.update({ where: { id: current.id }, data: { revokedAt: deps.clock.now() } });
+  const token = await revokeRuntimeToken(deps, req.params.tokenId);
+  if (!token) throw new ApiError('not_found', `No runtime token "${req.params.tokenId}".`);
   return { data: { token: runtimeTokenView(token) } };
 };

@@ -5,12 +5,15 @@
  * tokens are stored hashed, expire, and can be revoked.
  */
 import type { Deps } from '../deps.js';
+import { credentialsChanged } from './credential-cache.js';
 import { ApiError } from '../platform/errors.js';
 import { hashSecret, newId, newSecret, secretHint } from '../platform/secrets.js';
 import { TOKEN_PREFIX } from './credentials.js';
 import { findProject } from './projects.js';
 
 type DbDeps = Pick<Deps, 'db'>;
+/** A write to credentials: the caches hear of it after its commit (credential-cache.ts). */
+type WriteDeps = DbDeps & Partial<Pick<Deps, 'credentialCache' | 'logger'>>;
 const withProjects = { projects: { orderBy: { createdAt: 'asc' as const } } };
 
 /** Default token lifetime: 30 days. */
@@ -30,14 +33,15 @@ export function createConnection(deps: DbDeps, name: string) {
   return deps.db.prisma.agentConnection.create({ data: { id: newId('con', 12), name }, include: withProjects });
 }
 
-export async function deleteConnection(deps: DbDeps, id: string) {
+export async function deleteConnection(deps: WriteDeps, id: string) {
   const connection = await findConnection(deps, id);
   await deps.db.prisma.agentConnection.delete({ where: { id: connection.id } });
+  await credentialsChanged(deps);
   return connection;
 }
 
 /** Attaches (or re-scopes) a project, keeping exactly one default. */
-export async function attachProject(deps: DbDeps, connectionId: string, projectId: string, input: { scopes: string[]; isDefault?: boolean }) {
+export async function attachProject(deps: WriteDeps, connectionId: string, projectId: string, input: { scopes: string[]; isDefault?: boolean }) {
   const connection = await findConnection(deps, connectionId);
   const project = await findProject(deps, projectId);
   const { scopes, isDefault } = input;
@@ -62,10 +66,11 @@ export async function attachProject(deps: DbDeps, connectionId: string, projectI
       });
     }
   });
+  await credentialsChanged(deps);
   return findConnection(deps, connection.id);
 }
 
-export async function detachProject(deps: DbDeps, connectionId: string, rawProjectId: string) {
+export async function detachProject(deps: WriteDeps, connectionId: string, rawProjectId: string) {
   const connection = await findConnection(deps, connectionId);
   const projectId = rawProjectId.toLowerCase();
   const attached = connection.projects.find((p) => p.projectId === projectId);
@@ -80,6 +85,7 @@ export async function detachProject(deps: DbDeps, connectionId: string, rawProje
       });
     }
   });
+  await credentialsChanged(deps);
   return findConnection(deps, connection.id);
 }
 
@@ -105,8 +111,11 @@ export async function issueToken(deps: Pick<Deps, 'db' | 'clock'>, connectionId:
   return { token, secret };
 }
 
-export async function revokeToken(deps: Pick<Deps, 'db' | 'clock'>, id: string) {
+export async function revokeToken(deps: WriteDeps & Pick<Deps, 'clock'>, id: string) {
   const current = await deps.db.prisma.accessToken.findUnique({ where: { id } });
   if (!current) throw new ApiError('not_found', `No access token "${id}".`);
-  return current.revokedAt ? current : deps.db.prisma.accessToken.update({ where: { id: current.id }, data: { revokedAt: deps.clock.now() } });
+  if (current.revokedAt) return current;
+  const token = await deps.db.prisma.accessToken.update({ where: { id: current.id }, data: { revokedAt: deps.clock.now() } });
+  await credentialsChanged(deps);
+  return token;
 }

@@ -3,8 +3,10 @@
  * settings, so the hot paths (every request, send, channel callback and custom event) do not
  * query the database and decrypt secrets each time. It is only trusted while this instance hears invalidations:
  *
- * - every operator write (keys, projects, connections, tokens, channels) clears the local cache before its
- *   response leaves and sends `NOTIFY credentials_changed`, which clears every other instance's;
+ * - every domain write to credentials (keys, projects, connections and their grants, tokens,
+ *   channel settings) calls `credentialsChanged` once it has committed, whoever asked for it (the
+ *   operator API, the dashboard, the ops CLI through the API): it clears the local cache before
+ *   the write returns and sends `NOTIFY credentials_changed`, which clears every other instance's;
  * - while the LISTEN connection is down the cache is bypassed (and cleared on reconnect);
  * - entries also expire after `ttlMs`, and access-token expiry is checked on every use.
  *
@@ -27,6 +29,24 @@ import type { Credential } from './types.js';
 import type { Logger } from '../platform/logger.js';
 
 export const CHANNEL = 'credentials_changed';
+
+/**
+ * The one place credential caches are invalidated, called by the domain after a credential write
+ * committed: this instance's cache (when it has one) clears now, every other instance's through
+ * PostgreSQL. A failure is logged, never thrown: the write stands, and entries expire after their TTL.
+ */
+export async function credentialsChanged(deps: {
+  db: { pool: Pick<pg.Pool, 'query'> };
+  credentialCache?: CredentialCache;
+  logger?: Pick<Logger, 'error'>;
+}): Promise<void> {
+  try {
+    if (deps.credentialCache) await deps.credentialCache.invalidate();
+    else await deps.db.pool.query(`SELECT pg_notify('${CHANNEL}', '')`);
+  } catch (e) {
+    deps.logger?.error('credential cache: invalidation failed', { error: String(e) });
+  }
+}
 
 interface Entry {
   value: unknown;

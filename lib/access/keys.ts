@@ -1,11 +1,12 @@
 /** The operator's rules for project API keys: minted with a prefix per mode, stored hashed, the secret shown once (create, rotate); a revoked key does not change. */
 import type { Deps } from '../deps.js';
+import { credentialsChanged } from './credential-cache.js';
 import { ApiError } from '../platform/errors.js';
 import { hashSecret, newId, newSecret, secretHint } from '../platform/secrets.js';
 import { KEY_PREFIXES } from './credentials.js';
 import { findProject } from './projects.js';
 
-type KeyDeps = Pick<Deps, 'db' | 'clock'>;
+type KeyDeps = Pick<Deps, 'db' | 'clock'> & Partial<Pick<Deps, 'credentialCache' | 'logger'>>;
 
 async function findKey(deps: Pick<Deps, 'db'>, id: string) {
   const key = await deps.db.prisma.apiKey.findUnique({ where: { id } });
@@ -44,17 +45,23 @@ export async function createKey(deps: KeyDeps, projectId: string, input: { name:
 
 export async function updateKey(deps: KeyDeps, id: string, change: { name?: string; scopes?: string[] }) {
   const current = await liveKey(deps, id);
-  return deps.db.prisma.apiKey.update({ where: { id: current.id }, data: { name: change.name, scopes: change.scopes } });
+  const key = await deps.db.prisma.apiKey.update({ where: { id: current.id }, data: { name: change.name, scopes: change.scopes } });
+  await credentialsChanged(deps);
+  return key;
 }
 
 export async function rotateKey(deps: KeyDeps, id: string) {
   const current = await liveKey(deps, id);
   const { secret, secretHash, hint } = mint(current.mode);
   const key = await deps.db.prisma.apiKey.update({ where: { id: current.id }, data: { secretHash, hint, rotatedAt: deps.clock.now() } });
+  await credentialsChanged(deps);
   return { key, secret };
 }
 
 export async function revokeKey(deps: KeyDeps, id: string) {
   const current = await findKey(deps, id);
-  return current.revokedAt ? current : deps.db.prisma.apiKey.update({ where: { id: current.id }, data: { revokedAt: deps.clock.now() } });
+  if (current.revokedAt) return current;
+  const key = await deps.db.prisma.apiKey.update({ where: { id: current.id }, data: { revokedAt: deps.clock.now() } });
+  await credentialsChanged(deps);
+  return key;
 }

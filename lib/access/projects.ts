@@ -1,5 +1,6 @@
 /** The operator's rules for projects: ids are lower case, deleting marks a project deleted (its keys then get 403 project_inactive), a deleted project does not change. */
 import type { Deps } from '../deps.js';
+import { credentialsChanged } from './credential-cache.js';
 import { ApiError } from '../platform/errors.js';
 import { newId } from '../platform/secrets.js';
 import { isUniqueViolation } from '../platform/db/errors.js';
@@ -34,17 +35,23 @@ export async function createProject(deps: ProjectDeps, input: { id?: string; nam
   }
 }
 
+type WriteDeps = Pick<Deps, 'db'> & Partial<Pick<Deps, 'credentialCache' | 'logger'>>;
+
 export async function updateProject(
-  deps: Pick<Deps, 'db'>,
+  deps: WriteDeps,
   id: string,
   change: { name?: string; status?: 'active' | 'paused' | 'deleted'; dailySendQuota?: number },
 ) {
   const current = await findProject(deps, id);
   if (current.status === 'deleted') throw new ApiError('conflict', `Project "${current.id}" is deleted and cannot be changed.`);
-  return deps.db.prisma.project.update({ where: { id: current.id }, data: change });
+  const project = await deps.db.prisma.project.update({ where: { id: current.id }, data: change });
+  await credentialsChanged(deps);
+  return project;
 }
 
-export async function deleteProject(deps: Pick<Deps, 'db'>, id: string) {
+export async function deleteProject(deps: WriteDeps, id: string) {
   const current = await findProject(deps, id);
-  return deps.db.prisma.project.update({ where: { id: current.id }, data: { status: 'deleted' } });
+  const project = await deps.db.prisma.project.update({ where: { id: current.id }, data: { status: 'deleted' } });
+  await credentialsChanged(deps);
+  return project;
 }

@@ -3,7 +3,8 @@
  * events), never accepted on /v1 and never carrying scopes. Minted by operators, one project
  * each; only the SHA-256 digest is stored, the secret is shown once; revocation is immediate.
  */
-import type { CredentialCache } from './credential-cache.js';
+import { credentialsChanged, type CredentialCache } from './credential-cache.js';
+import type { Deps } from '../deps.js';
 import type { Database } from '../platform/db/database.js';
 import { ApiError } from '../platform/errors.js';
 import { hashSecret, newId, newSecret, safeEqual, secretHint } from '../platform/secrets.js';
@@ -34,6 +35,18 @@ interface TokenRow {
   secret_hash: string;
   revoked_at: Date | null;
   status: string;
+}
+
+/** Revokes a runtime token (again: no change); the caches hear of it after the commit. */
+export async function revokeRuntimeToken(
+  deps: Pick<Deps, 'db' | 'clock'> & Partial<Pick<Deps, 'credentialCache' | 'logger'>>,
+  id: string,
+): Promise<RuntimeTokenRow | null> {
+  const current = await deps.db.prisma.runtimeToken.findUnique({ where: { id } });
+  if (!current || current.revokedAt) return current;
+  const token = await deps.db.prisma.runtimeToken.update({ where: { id: current.id }, data: { revokedAt: deps.clock.now() } });
+  await credentialsChanged(deps);
+  return token;
 }
 
 /**

@@ -22,11 +22,11 @@ import type { Clock } from '../platform/clock.js';
 import { openChannel, type OpenChannel } from '../channel-settings/settings.js';
 import { isChannelError } from '../../channel/errors.js';
 import type { GraphMessagePayload } from '../../channel/cloud-api.js';
-import { nextUtcMidnight } from '../messaging/quota.js';
+import { abandonIntents, confirmIntents, nextUtcMidnight, recordIntents, releaseUnits, reserveUnits } from '../messaging/ledger.js';
 import { pacingSettings, takeSlots, throttled, type PacingSettings } from './pacing.js';
 import { categoryOf, MAX_ATTEMPTS, outcomeOf } from './send-errors.js';
 import {
-  claimBatch, confirmBatch, extendClaims, markUnknown, recordIntents, recoverStale, reserveQuota, returnQuota, settleFailure, unclaim, type ClaimedRecipient,
+  claimBatch, extendClaims, markSent, markUnknown, recoverStale, settleFailure, unclaim, type ClaimedRecipient,
 } from './recipients.js';
 import type { BroadcastRow } from './store.js';
 import { spawnDueRetargets } from './retarget.js';
@@ -249,7 +249,7 @@ export class BroadcastEngine {
     const now = this.deps.clock.now();
     if (claimed.length === 0) return this.whenEmpty(b, now);
 
-    const granted = await reserveQuota(this.pool, b.project_id, claimed.length, now);
+    const { granted } = await reserveUnits(this.pool, b.project_id, claimed.length, now);
     if (granted < claimed.length) {
       const held = claimed.splice(granted);
       await unclaim(this.pool, held.map((r) => r.id), this.opts.owner, t, null);
@@ -290,22 +290,24 @@ export class BroadcastEngine {
       if (stop) {
         // Never called and never recorded: back to the queue; the verdict below cancels them.
         await unclaim(this.pool, part.map((r) => r.id), this.opts.owner, this.opts.timer.now(), null);
-        await returnQuota(this.pool, b.project_id, part.length, now);
+        await releaseUnits(this.pool, b.project_id, part.length, now);
         continue;
       }
       // Still ours? An engine that stalled past its lease (another took the rows over) sends nothing more.
-      const held = await extendClaims(this.pool, part.map((r) => r.id), this.opts.owner, new Date(this.opts.timer.now().getTime() + this.leaseMs));
+      const held = await extendClaims(this.pool, part.map((r) => ({ id: r.id, ref: r.message_ref })), this.opts.owner, new Date(this.opts.timer.now().getTime() + this.leaseMs));
       const mine = part.filter((r) => held.has(r.id));
-      await returnQuota(this.pool, b.project_id, part.length - mine.length, now);
+      await releaseUnits(this.pool, b.project_id, part.length - mine.length, now);
       if (!mine.length) continue;
-      await recordIntents(this.pool, b.project_id, mine.map((r) => ({ phone: r.phone, ref: r.message_ref, content: content(r) })), now);
+      await recordIntents(this.pool, b.project_id, mine.map((r) => ({ to: { phone: r.phone }, ref: r.message_ref, type: 'template', content: content(r) })), now);
       const outcomes = await Promise.all(mine.map((r) => this.sendOne(b, channel, r, now)));
       for (const o of outcomes) {
         if (typeof o === 'string') stop ??= o;
         else if (o) sent.push(o);
       }
     }
-    await confirmBatch(this.pool, b.project_id, this.opts.owner, sent, this.deps.clock.now());
+    const at = this.deps.clock.now();
+    await confirmIntents(this.pool, b.project_id, sent.map((s) => ({ ref: s.ref, wamid: s.wamid, at })));
+    await markSent(this.pool, this.opts.owner, sent, at);
     if (stop) {
       await this.fail(b, stop, this.deps.clock.now());
       return true;
@@ -332,21 +334,24 @@ export class BroadcastEngine {
       if (!isChannelError(e)) throw e;
       if (e.outcomeUnknown) {
         // Maybe sent: never sent again; its statuses (which echo the reference) settle it.
-        await markUnknown(this.pool, r.id, this.opts.owner, t);
+        await markUnknown(this.pool, { id: r.id, ref: r.message_ref }, this.opts.owner, t);
         return undefined;
       }
       const outcome = outcomeOf(e);
-      const ref = { id: r.id, ref: r.message_ref };
+      // Certainly not sent: the ledger drops the message and gives its unit back, then the
+      // recipient is queued again or failed.
+      await abandonIntents(this.pool, b.project_id, [r.message_ref], day);
+      const claim = { id: r.id, ref: r.message_ref };
       const fail = (category: string) =>
-        settleFailure(this.pool, b.project_id, this.opts.owner, ref, day, t, { code: e.graphCode ?? e.httpStatus ?? null, category, title: e.title ?? e.message.slice(0, 200) });
+        settleFailure(this.pool, this.opts.owner, claim, t, { code: e.graphCode ?? e.httpStatus ?? null, category, title: e.title ?? e.message.slice(0, 200) });
       if (outcome === 'throttle') {
         await throttled(this.pool, channel.phoneNumberId, t);
-        await settleFailure(this.pool, b.project_id, this.opts.owner, ref, day, t, { retryAt: new Date(t.getTime() + 1000) });
+        await settleFailure(this.pool, this.opts.owner, claim, t, { retryAt: new Date(t.getTime() + 1000) });
       } else if (outcome === 'pair' || outcome === 'retry') {
         if (r.attempts >= MAX_ATTEMPTS) await fail('retryable');
         else {
           const base = outcome === 'pair' ? 6000 : 1000;
-          await settleFailure(this.pool, b.project_id, this.opts.owner, ref, day, t, { retryAt: new Date(t.getTime() + base * 2 ** (r.attempts - 1)) });
+          await settleFailure(this.pool, this.opts.owner, claim, t, { retryAt: new Date(t.getTime() + base * 2 ** (r.attempts - 1)) });
         }
       } else if (outcome === 'stop') {
         await fail(categoryOf(outcome));

@@ -27,20 +27,16 @@ export interface PacingSettings {
 
 export const MAX_THROUGHPUT = 1000;
 
-function envNumber(name: string, fallback: number): number {
-  const v = Number(process.env[name]);
-  return Number.isFinite(v) && v > 0 ? v : fallback;
+/** The settings' defaults; the composition root sets them from the typed config at start (BROADCAST_DEFAULT_MPS, BROADCAST_RATE_SHARE). */
+let configured: Pick<PacingSettings, 'defaultThroughput' | 'share'> = { defaultThroughput: 80, share: 0.9 };
+
+/** Called once at start with the validated configuration (lib/platform/config.ts). */
+export function configurePacing(config: { broadcastDefaultMps: number; broadcastRateShare: number }): void {
+  configured = { defaultThroughput: config.broadcastDefaultMps, share: config.broadcastRateShare };
 }
 
 export function pacingSettings(over: Partial<PacingSettings> = {}): PacingSettings {
-  return {
-    // The operator API caps a number at 1,000/s; the environment default may go higher for load tests.
-    defaultThroughput: Math.min(100_000, envNumber('BROADCAST_DEFAULT_MPS', 80)),
-    share: Math.min(1, envNumber('BROADCAST_RATE_SHARE', 0.9)),
-    burstSeconds: 0.5,
-    recoverEveryMs: 5000,
-    ...over,
-  };
+  return { ...configured, burstSeconds: 0.5, recoverEveryMs: 5000, ...over };
 }
 
 export interface PacingRow {

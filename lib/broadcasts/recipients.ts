@@ -3,7 +3,8 @@
  * 1. A recipient is claimed (`sending`) under a lease by one engine, with a fresh send reference
  *    (`message_ref`), in one statement with FOR UPDATE SKIP LOCKED: two engines never hold the
  *    same row.
- * 2. The message is recorded (`pending`, under that reference) before the channel is called. So
+ * 2. The message is recorded (`pending`, under that reference) by the send ledger
+ *    (lib/messaging/ledger.ts, which also holds the quota) before the channel is called. So
  *    after a crash, a claimed row whose lease ran out is judged by its message: no message means
  *    the channel was never called (sent again safely); a message means it may have been sent, so
  *    it is never sent again and its status callbacks (which echo the reference) settle it.
@@ -11,8 +12,6 @@
  *    overwrite another's work.
  */
 import type pg from 'pg';
-import { utcDay } from '../messaging/quota.js';
-import { MESSAGE_ACTIVITY_SET_SQL } from '../conversations/order.js';
 
 export interface ClaimedRecipient {
   id: string;
@@ -22,13 +21,20 @@ export interface ClaimedRecipient {
   message_ref: string;
 }
 
-/** Stale claims of a broadcast (lease over): sent-or-unknown when their message exists, else queued again. */
+/**
+ * Stale claims of a broadcast (lease over), judged by their message: none means the channel was
+ * never called (queued again); a message the channel confirmed makes the recipient `sent` with its
+ * wamid; a message still pending (a crash between recording and calling, or before the confirm)
+ * makes it `unknown`: never sent again, its message is settled by a status or by the ledger's
+ * unknown-outcome rule, and the public status follows the message.
+ */
 export async function recoverStale(pool: pg.Pool, broadcastId: string, projectId: string, now: Date): Promise<void> {
   await pool.query({
     name: 'broadcast-recover-stale',
     text: `UPDATE broadcast_recipients r SET
-             state = CASE WHEN m.id IS NULL THEN 'queued' ELSE 'sent' END,
+             state = CASE WHEN m.id IS NULL THEN 'queued' WHEN m.status IN ('pending', 'unknown') THEN 'unknown' ELSE 'sent' END,
              message_ref = CASE WHEN m.id IS NULL THEN NULL ELSE r.message_ref END,
+             wamid = CASE WHEN m.status NOT IN ('pending', 'unknown') THEN m.wamid END,
              sent_at = CASE WHEN m.id IS NULL THEN NULL ELSE m.sent_at END,
              lease_owner = NULL, lease_until = NULL, updated_at = $3
            FROM broadcast_recipients r2 LEFT JOIN messages m ON m.project_id = $2 AND m.client_ref = r2.message_ref
@@ -51,12 +57,17 @@ export async function claimBatch(pool: pg.Pool, broadcastId: string, owner: stri
   return rows;
 }
 
-/** Extends this engine's claims on `ids`; answers the ids it still holds. */
-export async function extendClaims(pool: pg.Pool, ids: string[], owner: string, leaseUntil: Date): Promise<Set<string>> {
+/**
+ * Extends this engine's claims; answers the ids it still holds. A claim is its row and its send
+ * reference: a row this engine lost (its lease ran out while a call hung) and claimed again under
+ * a new reference is not the old claim, so the old batch does not send it a second time.
+ */
+export async function extendClaims(pool: pg.Pool, claims: Array<{ id: string; ref: string }>, owner: string, leaseUntil: Date): Promise<Set<string>> {
   const { rows } = await pool.query<{ id: string }>({
     name: 'broadcast-extend-claims',
-    text: `UPDATE broadcast_recipients SET lease_until = $3 WHERE id = ANY($1::bigint[]) AND lease_owner = $2 AND state = 'sending' RETURNING id::text AS id`,
-    values: [ids, owner, leaseUntil],
+    text: `UPDATE broadcast_recipients r SET lease_until = $4 FROM unnest($1::bigint[], $2::text[]) AS i(id, ref)
+           WHERE r.id = i.id AND r.message_ref = i.ref AND r.lease_owner = $3 AND r.state = 'sending' RETURNING r.id::text AS id`,
+    values: [claims.map((c) => c.id), claims.map((c) => c.ref), owner, leaseUntil],
   });
   return new Set(rows.map((r) => r.id));
 }
@@ -72,130 +83,59 @@ export async function unclaim(pool: pg.Pool, ids: string[], owner: string, now: 
   );
 }
 
-/** Records the batch's messages (pending, under their references) in one statement, before any channel call. */
-export async function recordIntents(
-  pool: pg.Pool,
-  projectId: string,
-  batch: Array<{ phone: string; ref: string; content: unknown }>,
-  at: Date,
-): Promise<void> {
+/**
+ * The channel accepted these sends (their messages are confirmed in the send ledger first):
+ * recipients become `sent` with their wamids.
+ */
+export async function markSent(pool: pg.Pool, owner: string, sent: Array<{ id: string; ref: string; wamid: string }>, at: Date): Promise<void> {
+  if (!sent.length) return;
   await pool.query({
-    name: 'broadcast-record-intents',
-    text: `WITH input AS (
-             SELECT * FROM unnest($2::text[], $3::text[], $4::jsonb[]) AS i(phone, ref, content)
-           ), ct AS (
-             INSERT INTO contacts (project_id, phone, created_at, updated_at) SELECT $1, phone, $5, $5 FROM input
-             ON CONFLICT (project_id, phone) DO UPDATE SET phone = EXCLUDED.phone
-             RETURNING id, phone
-           ), cv AS (
-             INSERT INTO conversations (project_id, contact_id, last_message_at, created_at, updated_at)
-             SELECT $1, ct.id, $5, $5, $5 FROM ct
-             ON CONFLICT (project_id, contact_id) DO UPDATE SET ${MESSAGE_ACTIVITY_SET_SQL}
-             RETURNING id, contact_id
-           )
-           INSERT INTO messages (project_id, conversation_id, wamid, client_ref, direction, type, content, status, sent_at, status_at)
-           SELECT $1, cv.id, i.ref, i.ref, 'outbound', 'template', i.content, 'pending', $5, $5
-           FROM input i JOIN ct ON ct.phone = i.phone JOIN cv ON cv.contact_id = ct.id`,
-    values: [projectId, batch.map((b) => b.phone), batch.map((b) => b.ref), batch.map((b) => JSON.stringify(b.content)), at],
+    name: 'broadcast-mark-sent',
+    text: `UPDATE broadcast_recipients r SET state = 'sent', wamid = i.wamid, sent_at = $5, lease_owner = NULL, lease_until = NULL, updated_at = $5
+           FROM unnest($1::bigint[], $2::text[], $3::text[]) AS i(id, ref, wamid)
+           WHERE r.id = i.id AND r.message_ref = i.ref AND r.lease_owner = $4 AND r.state = 'sending'`,
+    values: [sent.map((s) => s.id), sent.map((s) => s.ref), sent.map((s) => s.wamid), owner, at],
   });
 }
 
-/** Status callbacks update the same message rows in their own order: a deadlock is tried again. */
-export async function retryDeadlock<T>(run: () => Promise<T>, attempts = 5): Promise<T> {
-  for (let i = 1; ; i++) {
-    try {
-      return await run();
-    } catch (e) {
-      if ((e as { code?: string }).code !== '40P01' || i >= attempts) throw e;
-      await new Promise((r) => setTimeout(r, 10 * i));
-    }
-  }
-}
-
-/** The channel accepted these sends: messages get their wamids, recipients become `sent`. */
-export async function confirmBatch(pool: pg.Pool, projectId: string, owner: string, sent: Array<{ id: string; ref: string; wamid: string }>, at: Date): Promise<void> {
-  if (!sent.length) return;
-  // A fixed order (by wamid, as the status side locks) keeps lock waits short.
-  sent = [...sent].sort((a, b) => (a.wamid < b.wamid ? -1 : a.wamid > b.wamid ? 1 : 0));
-  await retryDeadlock(() => pool.query({
-    name: 'broadcast-confirm',
-    text: `WITH input AS (SELECT * FROM unnest($2::bigint[], $3::text[], $4::text[]) AS i(id, ref, wamid)),
-           msg AS (
-             UPDATE messages m SET wamid = i.wamid, status = CASE WHEN m.status = 'pending' THEN 'sent' ELSE m.status END,
-                    status_at = CASE WHEN m.status = 'pending' THEN $6 ELSE m.status_at END
-             FROM input i WHERE m.project_id = $1 AND m.client_ref = i.ref
-           )
-           UPDATE broadcast_recipients r SET state = 'sent', wamid = i.wamid, sent_at = $6, lease_owner = NULL, lease_until = NULL, updated_at = $6
-           FROM input i WHERE r.id = i.id AND r.lease_owner = $5 AND r.state = 'sending'`,
-    values: [projectId, sent.map((s) => s.id), sent.map((s) => s.ref), sent.map((s) => s.wamid), owner, at],
-  }));
-}
-
-/** The send's outcome is unknown (timeout): the message stays pending and its statuses settle it; never sent again. */
-export async function markUnknown(pool: pg.Pool, id: string, owner: string, at: Date): Promise<void> {
+/**
+ * The send's outcome is unknown (the answer was lost): the recipient is `unknown`, never sent
+ * again; its message stays pending until a status (which echoes the reference) or the ledger's
+ * unknown-outcome rule settles it, and its public status follows the message.
+ */
+export async function markUnknown(pool: pg.Pool, claim: { id: string; ref: string }, owner: string, at: Date): Promise<void> {
   await pool.query(
-    `UPDATE broadcast_recipients SET state = 'sent', lease_owner = NULL, lease_until = NULL, updated_at = $3 WHERE id = $1 AND lease_owner = $2 AND state = 'sending'`,
-    [id, owner, at],
+    `UPDATE broadcast_recipients SET state = 'unknown', lease_owner = NULL, lease_until = NULL, updated_at = $3
+     WHERE id = $1 AND message_ref = $4 AND lease_owner = $2 AND state = 'sending'`,
+    [claim.id, owner, at, claim.ref],
   );
 }
 
 /**
- * The channel certainly did not send: the pending message goes, its quota unit comes back, and
- * the recipient is queued again (after `notBefore`) or failed with the error, in one statement.
+ * The channel certainly did not send (its pending message and quota unit were abandoned in the
+ * send ledger first): the recipient is queued again (after `notBefore`) or failed with the error.
+ * A crash between the two leaves the claim with no message, which recovery queues again: the
+ * channel never had it.
  */
 export async function settleFailure(
   pool: pg.Pool,
-  projectId: string,
   owner: string,
-  r: { id: string; ref: string },
-  day: Date,
+  claim: { id: string; ref: string },
   at: Date,
   next: { retryAt: Date } | { code: number | null; category: string; title: string | null },
 ): Promise<void> {
   const retry = 'retryAt' in next;
-  await retryDeadlock(() => pool.query({
-    name: 'broadcast-settle-failure',
-    text: `WITH gone AS (DELETE FROM messages WHERE project_id = $1 AND client_ref = $3 AND status = 'pending' RETURNING 1),
-           quota AS (UPDATE send_counters SET count = count - 1 WHERE project_id = $1 AND day = $4::date AND count > 0 AND EXISTS (SELECT 1 FROM gone))
-           UPDATE broadcast_recipients SET
-             state = CASE WHEN $6::boolean THEN 'queued' ELSE 'failed' END,
-             not_before = CASE WHEN $6::boolean THEN $7::timestamptz ELSE not_before END,
-             message_ref = NULL, lease_owner = NULL, lease_until = NULL,
-             error_code = CASE WHEN $6::boolean THEN error_code ELSE $8::int END,
-             error_category = CASE WHEN $6::boolean THEN error_category ELSE $9 END,
-             error_title = CASE WHEN $6::boolean THEN error_title ELSE $10 END,
-             updated_at = $5
-           WHERE id = $2 AND lease_owner = $11 AND state = 'sending'`,
-    values: [
-      projectId, r.id, r.ref, utcDay(day), at, retry, retry ? next.retryAt : null,
-      retry ? null : next.code, retry ? null : next.category, retry ? null : next.title, owner,
-    ],
-  }));
-}
-
-/**
- * Takes up to `wanted` units of the project's daily quota at once; answers how many it got. A
- * quota that runs out holds the rest of the campaign until the next UTC day (never fails them).
- */
-export async function reserveQuota(pool: pg.Pool, projectId: string, wanted: number, now: Date): Promise<number> {
   await pool.query({
-    name: 'broadcast-quota-row',
-    text: 'INSERT INTO send_counters (project_id, day, count) VALUES ($1, $2::date, 0) ON CONFLICT DO NOTHING',
-    values: [projectId, utcDay(now)],
+    name: 'broadcast-settle-failure',
+    text: `UPDATE broadcast_recipients SET
+             state = CASE WHEN $3::boolean THEN 'queued' ELSE 'failed' END,
+             not_before = CASE WHEN $3::boolean THEN $4::timestamptz ELSE not_before END,
+             message_ref = NULL, lease_owner = NULL, lease_until = NULL,
+             error_code = CASE WHEN $3::boolean THEN error_code ELSE $5::int END,
+             error_category = CASE WHEN $3::boolean THEN error_category ELSE $6 END,
+             error_title = CASE WHEN $3::boolean THEN error_title ELSE $7 END,
+             updated_at = $2
+           WHERE id = $1 AND message_ref = $9 AND lease_owner = $8 AND state = 'sending'`,
+    values: [claim.id, at, retry, retry ? next.retryAt : null, retry ? null : next.code, retry ? null : next.category, retry ? null : next.title, owner, claim.ref],
   });
-  const { rows } = await pool.query<{ granted: number }>({
-    name: 'broadcast-quota',
-    text: `WITH old AS (SELECT count FROM send_counters WHERE project_id = $1 AND day = $2::date FOR UPDATE)
-           UPDATE send_counters s SET count = s.count + GREATEST(0, LEAST($3, (SELECT daily_send_quota FROM projects WHERE id = $1) - s.count))
-           FROM old WHERE s.project_id = $1 AND s.day = $2::date
-           RETURNING (s.count - old.count)::int AS granted`,
-    values: [projectId, utcDay(now), wanted],
-  });
-  return rows[0]?.granted ?? 0;
-}
-
-/** Gives back units reserved and not used. */
-export async function returnQuota(pool: pg.Pool, projectId: string, units: number, day: Date): Promise<void> {
-  if (units <= 0) return;
-  await pool.query('UPDATE send_counters SET count = GREATEST(0, count - $3) WHERE project_id = $1 AND day = $2::date', [projectId, utcDay(day), units]);
 }

@@ -71,7 +71,7 @@ export const RECIPIENT_STATUS_SQL = `CASE r.state
     WHEN 'held' THEN 'held' WHEN 'queued' THEN 'queued' WHEN 'sending' THEN 'queued'
     WHEN 'canceled' THEN 'canceled' WHEN 'failed' THEN 'failed'
     ELSE CASE m.status WHEN 'pending' THEN 'queued' WHEN 'delivered' THEN 'delivered' WHEN 'read' THEN 'read'
-                       WHEN 'failed' THEN 'failed' ELSE 'sent' END END`;
+                       WHEN 'failed' THEN 'failed' WHEN 'unknown' THEN 'unknown' ELSE 'sent' END END`;
 
 /** A failed message's channel error code, for recipients that failed after being accepted. */
 export const RECIPIENT_ERROR_CODE_SQL = `COALESCE(r.error_code, CASE WHEN m.status = 'failed' AND (m.error ->> 'code') ~ '^[0-9]{1,9}$' THEN (m.error ->> 'code')::int END)`;
@@ -87,7 +87,7 @@ export async function broadcastCounts(db: Queryable, id: string): Promise<Counts
      WHERE r.broadcast_id = $1 GROUP BY 1`,
     [id],
   );
-  const counts: Counts = { total: 0, queued: 0, sent: 0, delivered: 0, read: 0, failed: 0, canceled: 0, held: 0 };
+  const counts: Counts = { total: 0, queued: 0, sent: 0, delivered: 0, read: 0, failed: 0, canceled: 0, held: 0, unknown: 0 };
   for (const r of rows) {
     counts[r.status as keyof Counts] = Number(r.n);
     counts.total += Number(r.n);
@@ -191,7 +191,7 @@ export async function listRecipients(
   const total = await db.query<{ n: string }>(`SELECT count(*)::bigint AS n ${from}`, values);
   const { rows } = await db.query(
     `SELECT r.id::text AS id, r.phone, r.contact_id::text AS contact_id, ${RECIPIENT_STATUS_SQL} AS status, r.wave, r.variables,
-            COALESCE(r.wamid, CASE WHEN m.status <> 'pending' THEN m.wamid END) AS wamid, r.attempts,
+            COALESCE(r.wamid, CASE WHEN m.status NOT IN ('pending', 'unknown') THEN m.wamid END) AS wamid, r.attempts,
             ${RECIPIENT_ERROR_CODE_SQL} AS error_code,
             COALESCE(r.error_title, m.error ->> 'title', m.error ->> 'message') AS error_title,
             ${ERROR_CATEGORY_SQL} AS error_category,

@@ -4,6 +4,7 @@
  */
 import type { Deps } from '../deps.js';
 import { ApiError } from '../platform/errors.js';
+import { credentialsChanged } from '../access/credential-cache.js';
 
 export interface ChannelCredentials {
   phoneNumberId: string;
@@ -36,7 +37,7 @@ export function channelSecretPlace(projectId: string, column: 'access_token' | '
   return `channel_settings:${projectId}:${column}_enc`;
 }
 
-export async function saveChannel(deps: ChannelDeps, projectId: string, input: ChannelInput) {
+export async function saveChannel(deps: ChannelDeps & Partial<Pick<Deps, 'logger'>>, projectId: string, input: ChannelInput) {
   const data = {
     phoneNumberId: input.phoneNumberId,
     wabaId: input.wabaId,
@@ -46,7 +47,10 @@ export async function saveChannel(deps: ChannelDeps, projectId: string, input: C
     appSecretEnc: deps.secretBox.seal(input.appSecret, channelSecretPlace(projectId, 'app_secret')),
     verifyTokenEnc: deps.secretBox.seal(input.verifyToken, channelSecretPlace(projectId, 'verify_token')),
   };
-  return deps.db.prisma.channelSettings.upsert({ where: { projectId }, create: { projectId, ...data }, update: data });
+  const row = await deps.db.prisma.channelSettings.upsert({ where: { projectId }, create: { projectId, ...data }, update: data });
+  // Opened channels are cached with the credentials: they hear of the change after the commit.
+  await credentialsChanged(deps);
+  return row;
 }
 
 export async function openChannel(deps: ChannelDeps, projectId: string): Promise<OpenChannel | undefined> {

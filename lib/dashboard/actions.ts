@@ -8,6 +8,7 @@
  */
 import type { Deps } from '../deps.js';
 import * as keys from '../access/keys.js';
+import { credentialsChanged, type CredentialCache } from '../access/credential-cache.js';
 import { approveBroadcast, cancelBroadcast } from '../broadcasts/approval.js';
 import { findBroadcast } from '../broadcasts/store.js';
 import { UUID } from '../broadcasts/audience.js';
@@ -28,19 +29,20 @@ const keyState = (k: KeyRow) => ({ name: k.name, mode: k.mode, scopes: k.scopes,
 
 /**
  * Runs a change made through Prisma and its audit row in one transaction. `change` gets deps whose
- * `db.prisma` is the transaction's client, and returns its result and the entry to record.
+ * `db.prisma` is the transaction's client, and returns its result and the entry to record. The
+ * domain's "credentials changed" (lib/access/credential-cache.ts) is held back until the
+ * transaction has committed: announced earlier, a request could cache the old row again.
  */
 async function audited<T>(deps: ActionDeps, actor: Actor, change: (tx: ActionDeps) => Promise<{ result: T; entry: AuditEntry }>): Promise<T> {
-  return deps.db.prisma.$transaction(async (tx) => {
-    const { result, entry } = await change({ ...deps, db: { ...deps.db, prisma: tx as unknown as PrismaClient } });
+  let credentials = false;
+  const heldBack = { invalidate: async () => void (credentials = true) } as unknown as CredentialCache;
+  const result = await deps.db.prisma.$transaction(async (tx) => {
+    const { result, entry } = await change({ ...deps, credentialCache: heldBack, db: { ...deps.db, prisma: tx as unknown as PrismaClient } });
     await recordAudit(tx, deps.clock.now(), actor, entry);
     return result;
   });
-}
-
-/** The credential cache forgets at once, so a key change holds from its next request (as in the operator API). */
-async function credentialsChanged(deps: ActionDeps): Promise<void> {
-  await deps.credentialCache?.invalidate().catch((e) => deps.logger.error('credential cache: invalidation failed', { error: String(e) }));
+  if (credentials) await credentialsChanged(deps);
+  return result;
 }
 
 async function keyOfProject(deps: ActionDeps, projectId: string, keyId: string): Promise<KeyRow> {
@@ -60,7 +62,6 @@ export async function createKeyAs(deps: ActionDeps, actor: Actor, projectId: str
     const created = await keys.createKey(tx, projectId, { name, scopes: parsed.scopes, mode });
     return { result: created, entry: { projectId, action: 'key.create', subject: created.key.id, after: keyState(created.key) } };
   });
-  await credentialsChanged(deps);
   return { key, secret };
 }
 
@@ -71,7 +72,6 @@ export async function rotateKeyAs(deps: ActionDeps, actor: Actor, projectId: str
     const rotated = await keys.rotateKey(tx, before.id);
     return { result: rotated, entry: { projectId, action: 'key.rotate', subject: rotated.key.id, before: keyState(before), after: keyState(rotated.key) } };
   });
-  await credentialsChanged(deps);
   return { key, secret };
 }
 
@@ -82,7 +82,6 @@ export async function revokeKeyAs(deps: ActionDeps, actor: Actor, projectId: str
     const revoked = await keys.revokeKey(tx, before.id);
     return { result: revoked, entry: { projectId, action: 'key.revoke', subject: revoked.id, before: keyState(before), after: keyState(revoked) } };
   });
-  await credentialsChanged(deps);
   return key;
 }
 
@@ -95,7 +94,6 @@ export async function updateKeyScopesAs(deps: ActionDeps, actor: Actor, projectI
     const updated = await keys.updateKey(tx, before.id, { scopes: parsed.scopes });
     return { result: updated, entry: { projectId, action: 'key.update_scopes', subject: updated.id, before: keyState(before), after: keyState(updated) } };
   });
-  await credentialsChanged(deps);
   return key;
 }
 

@@ -4,10 +4,11 @@
  * statement is a round trip, and on this kind of machine the socket write of a round trip is the
  * largest single cost of a send (scripts/bench: a CPU profile put a third of the service's busy
  * time in writev, most of it under pg's query submit). A send still answers only once its own
- * confirm has committed, so a read of the message right after the answer finds its wamid; alone,
+ * confirm (ledger.ts) has committed, so a read of the message right after the answer finds its wamid; alone,
  * a send pays what it did before (one statement).
  */
 import type pg from 'pg';
+import { confirmIntents } from './ledger.js';
 
 interface Waiter {
   ref: string;
@@ -15,30 +16,6 @@ interface Waiter {
   at: Date;
   resolve: () => void;
   reject: (e: unknown) => void;
-}
-
-/**
- * The channel accepted these sends: each message gets its wamid (unless a status already gave it
- * one) and leaves `pending`; a message a status already settled is left alone (no write that
- * changes nothing). Batches never share a message (each reference is confirmed once); a deadlock
- * with a status notification touching the same messages in another order is tried again.
- */
-async function confirmMany(pool: pg.Pool, projectId: string, batch: Array<Pick<Waiter, 'ref' | 'wamid' | 'at'>>): Promise<void> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      await pool.query({
-        name: 'confirm-sent-many',
-        text: `UPDATE messages m SET wamid = i.wamid, status = CASE WHEN m.status = 'pending' THEN 'sent' ELSE m.status END,
-                      status_at = CASE WHEN m.status = 'pending' THEN i.at ELSE m.status_at END
-               FROM unnest($2::text[], $3::text[], $4::timestamptz[]) AS i(ref, wamid, at)
-               WHERE m.project_id = $1 AND m.client_ref = i.ref AND (m.status = 'pending' OR m.wamid IS DISTINCT FROM i.wamid)`,
-        values: [projectId, batch.map((w) => w.ref), batch.map((w) => w.wamid), batch.map((w) => w.at)],
-      });
-      return;
-    } catch (e) {
-      if ((e as { code?: string }).code !== '40P01' || attempt >= 3) throw e;
-    }
-  }
 }
 
 class ConfirmBatcher {
@@ -61,7 +38,7 @@ class ConfirmBatcher {
     try {
       for (let batch = this.take(projectId); batch.length > 0; batch = this.take(projectId)) {
         try {
-          await confirmMany(this.pool, projectId, batch);
+          await confirmIntents(this.pool, projectId, batch);
           for (const w of batch) w.resolve();
         } catch (e) {
           for (const w of batch) w.reject(e);

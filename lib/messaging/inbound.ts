@@ -121,15 +121,15 @@ async function applyStatusRound(deps: Deps, projectId: string, statuses: MetaSta
                SELECT * FROM unnest($2::text[], $3::text[], $4::int[], $5::jsonb[], $6::text[], $9::text[], $10::jsonb[]) WITH ORDINALITY
                  AS i(wamid, status, rank, error, event_id, ref, pricing, ord)
              ), upd AS (
-               -- A pending send (outcome unknown to us) is found by our reference, which Meta echoes
-               -- as biz_opaque_callback_data, and gets its wamid here.
+               -- A pending send (outcome unknown to us), or one the ledger settled as unknown, is
+               -- found by our reference, which Meta echoes as biz_opaque_callback_data, and gets its wamid here.
                -- The status's pricing (lib/pricing/status-pricing.ts) is kept; one without keeps the last.
                -- Only a forward move writes it: delivered carries it too, and Meta charges on delivery,
                -- so a "sent" for a send already recorded as sent costs no extra row write.
                UPDATE messages m SET status = i.status, status_at = $7, error = i.error, wamid = i.wamid, pricing = COALESCE(i.pricing, m.pricing)
                FROM input i
                WHERE m.project_id = $1 AND m.direction = 'outbound'
-                 AND (m.wamid = i.wamid OR (i.ref IS NOT NULL AND m.client_ref = i.ref AND m.status = 'pending'))
+                 AND (m.wamid = i.wamid OR (i.ref IS NOT NULL AND m.client_ref = i.ref AND m.status IN ('pending', 'unknown')))
                  AND ${statusRankSql('m.status')} < i.rank
                RETURNING m.id, m.conversation_id, i.wamid, i.status, i.error, i.event_id, i.ord, i.pricing
              ), ev AS (

@@ -8,23 +8,8 @@
  * committed but whose answer was lost is run again, giving the unit back twice (the count errs by
  * one in the project's favour), a much narrower window than the outage it covers.
  */
-import type pg from 'pg';
-
 /** The logger's shape used here (the service's winston logger fits). */
 type Logger = Record<'info' | 'warn' | 'error', (message: string, meta?: Record<string, unknown>) => unknown>;
-
-/**
- * The intent could not be recorded, or recording it may have committed with its answer lost: the
- * pending message goes if it exists, and the quota unit comes back either way, in one statement.
- */
-export async function withdrawSend(pool: pg.Pool, projectId: string, ref: string, day: string): Promise<void> {
-  await pool.query({
-    name: 'withdraw-send',
-    text: `WITH gone AS (DELETE FROM messages WHERE project_id = $1 AND client_ref = $2 AND status = 'pending' RETURNING 1)
-           UPDATE send_counters SET count = count - 1 WHERE project_id = $1 AND day = $3::date AND count > 0`,
-    values: [projectId, ref, day],
-  });
-}
 
 const FIRST_DELAY_MS = 1000;
 const MAX_DELAY_MS = 30_000;

@@ -1,12 +1,13 @@
 /**
  * Sending a message, as POST /v1/messages promises: validate, resolve media (a slug to its channel
- * media id, 404/410 MEDIA_EXPIRED; a header-sample handle given as media_id is 400), reserve a
- * unit of the daily quota, check the 24-hour window for session messages and record the message
- * as `pending` under our reference (one statement; a closed window gives the unit back), call the
- * channel, then give the message its wamid. A call that
- * certainly failed removes the message and gives its quota back in one statement; a call whose
- * outcome is unknown (timeout) leaves it pending, and its statuses (which echo our reference)
- * settle it. Sending never changes the conversation's state.
+ * media id, 404/410 MEDIA_EXPIRED; a header-sample handle given as media_id is 400), then the send
+ * ledger (ledger.ts) as a batch of one: reserve a unit of the daily quota, check the 24-hour window
+ * for session messages and record the message as `pending` under our reference (one statement; a
+ * closed window gives the unit back), call the channel, then confirm (the message gets its wamid).
+ * A call that certainly failed is abandoned (message gone, unit back, one statement); a call whose
+ * outcome is unknown (timeout) leaves it pending, settled by its statuses (which echo our
+ * reference) or, when none comes within the bound, made final `unknown` by the ledger's rule.
+ * Sending never changes the conversation's state.
  */
 import type { components } from '../../generated/api.js';
 import type { Deps } from '../deps.js';
@@ -17,10 +18,9 @@ import { bodyPlaceholderCount, composeMessage, type ComposedMessage } from './co
 import { resolveMediaSlug } from '../media/assets.js';
 import { resolveProjectMediaId } from '../media/media-id.js';
 import { resolveFlowSend } from '../flows/send.js';
-import { releaseSend, reserveSends, utcDay } from './quota.js';
-import { settleLater, withdrawSend } from './send-cleanup.js';
-import { newId } from '../platform/secrets.js';
-import { abandonIntent, recordIntent, sessionWindowOpen } from './conversation-store.js';
+import { reserveSends } from './quota.js';
+import { settleLater } from './send-cleanup.js';
+import { abandonIntents, newSendRef, recordIntents, releaseUnits, sendState, sessionWindowOpen, type Intent } from './ledger.js';
 import { confirmSends } from './confirm-batch.js';
 import { isChannelError, isOutsideWindowError, isTemplateRejection } from '../../channel/errors.js';
 import { asApiError, channelApiError, invalidTemplateApiError } from './channel-errors.js';
@@ -87,6 +87,32 @@ export function isOutcomeUnknown(e: unknown): boolean {
   return e instanceof ApiError && (e.details as { outcome?: unknown } | undefined)?.outcome === 'unknown';
 }
 
+/**
+ * How a retry with the Idempotency-Key of a send that did not finish with its request is answered
+ * (middleware/idempotency.ts asks): no message means the send certainly did not happen (the key is
+ * free again); `pending` waits for the channel's status (409); a send the channel named answers as
+ * the send would have; a send settled `unknown` (no status within the bound) gets a final answer
+ * saying so, replayed from then on: it is never sent again.
+ */
+export async function answerForPendingKey(db: Deps['db'], { projectId, ref, requestId }: { projectId: string; ref: string; requestId: string }): Promise<
+  { state: 'pending'; message: string } | { state: 'gone' } | { state: 'final'; status: number; body: unknown }
+> {
+  const message = await sendState(db.pool, projectId, ref);
+  if (!message) return { state: 'gone' };
+  if (message.status === 'pending') {
+    return { state: 'pending', message: 'The send started with this Idempotency-Key has no known outcome yet (the channel has not reported it); retry later: it is never sent twice.' };
+  }
+  if (message.status === 'unknown') {
+    const error = new ApiError(
+      'upstream_error',
+      'The outcome of the send started with this Idempotency-Key is unknown: the channel never answered it and no status named it within the settle bound. It may or may not have been delivered; it will not be sent again (send anew with a new key).',
+      { outcome: 'unknown', final: true, ref },
+    );
+    return { state: 'final', status: error.status, body: { success: false, error: { code: error.code, message: error.message, details: error.details }, request_id: requestId } };
+  }
+  return { state: 'final', status: 200, body: { success: true, data: { id: message.wamid, status: 'sent' } } };
+}
+
 /** Message types a metric label may carry (anything else is `other`: labels stay bounded). */
 const METRIC_TYPES = new Set(['text', 'template', 'image', 'video', 'audio', 'document', 'sticker', 'interactive', 'location', 'reaction', 'flow']);
 
@@ -135,32 +161,33 @@ async function sendOnce(deps: Deps, project: ProjectRef, body: SendRequest, opts
   // read in the statement), then the window check and the record together. A closed window gives
   // the unit back. The spec's order stands when both refuse: outside the window is 409, whatever
   // the quota (checked only on that rare path).
+  const to = { phone: message.phone };
   try {
     await reserveSends(pool, project.id, null, now);
   } catch (e) {
-    if (e instanceof ApiError && e.code === 'quota_exceeded' && message.session && !(await sessionWindowOpen(pool, project.id, message.phone, now))) {
+    if (e instanceof ApiError && e.code === 'quota_exceeded' && message.session && !(await sessionWindowOpen(pool, project.id, to, now))) {
       throw outsideWindow();
     }
     throw e;
   }
 
-  // The intent is stored before the channel is called: a crash or an outage after the call can
-  // leave a `pending` message, never a sent message without a row. Meta echoes `ref` as
-  // biz_opaque_callback_data in the message's statuses, which resolve a pending message.
-  const ref = opts.ref ?? newId('snd', 24);
-  let recorded: { open: boolean };
+  // The intent is stored before the channel is called (the send ledger, as a batch of one): a
+  // crash or an outage after the call can leave a `pending` message, never a sent message without
+  // a row. Meta echoes `ref` as biz_opaque_callback_data in the message's statuses, which resolve
+  // a pending message.
+  const ref = opts.ref ?? newSendRef();
+  const intent: Intent = { to, ref, type: message.type, content: message.content, session: message.session, idempotencyKey: opts.idempotencyKey };
+  let recorded: boolean;
   try {
-    recorded = await recordIntent(pool, project.id, message, ref, now, opts.idempotencyKey);
+    [recorded] = await recordIntents(pool, project.id, [intent], now);
   } catch (e) {
-    await withdrawSend(pool, project.id, ref, utcDay(now)).catch(() =>
-      settleLater('withdrawing a send not recorded', () => withdrawSend(pool, project.id, ref, utcDay(now)), deps.logger, { project_id: project.id, ref }),
-    );
+    const withdraw = () => abandonIntents(pool, project.id, [ref], now, { withdraw: true });
+    await withdraw().catch(() => settleLater('withdrawing a send not recorded', withdraw, deps.logger, { project_id: project.id, ref }));
     throw e;
   }
-  if (!recorded.open) {
-    await releaseSend(pool, project.id, now).catch(() =>
-      settleLater('giving back the quota unit of a send outside the window', () => releaseSend(pool, project.id, now), deps.logger, { project_id: project.id }),
-    );
+  if (!recorded) {
+    const release = () => releaseUnits(pool, project.id, 1, now);
+    await release().catch(() => settleLater('giving back the quota unit of a send outside the window', release, deps.logger, { project_id: project.id }));
     throw outsideWindow();
   }
 
@@ -178,9 +205,8 @@ async function sendOnce(deps: Deps, project: ProjectRef, body: SendRequest, opts
       const api = channelApiError(e);
       throw new ApiError(api.code, `${api.message}. The outcome is unknown: the message may have been sent; its status will settle it (do not resend; a retry with the same Idempotency-Key answers once it is known).`, { ...(api.details ?? {}), outcome: 'unknown', ref });
     }
-    await abandonIntent(pool, project.id, ref, utcDay(now)).catch(() =>
-      settleLater('abandoning a send the channel refused', () => abandonIntent(pool, project.id, ref, utcDay(now)), deps.logger, { project_id: project.id, ref }),
-    );
+    const abandon = () => abandonIntents(pool, project.id, [ref], now);
+    await abandon().catch(() => settleLater('abandoning a send the channel refused', abandon, deps.logger, { project_id: project.id, ref }));
     if (isOutsideWindowError(e)) throw outsideWindow();
     // The spec's rule: a template send the channel refuses with a 4xx template error is 400 invalid_template (not 502).
     if (isTemplateRejection(e)) throw invalidTemplateApiError(e);

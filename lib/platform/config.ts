@@ -84,7 +84,21 @@ export interface Config {
   flowModelName?: string;
   flowModelApiKey?: string;
   flowModelTimeoutMs?: number;
+  /**
+   * A send whose outcome was lost becomes final `unknown` when no status named it this long after
+   * the send (default 7 days and an hour: Meta retries a status callback for up to 7 days).
+   */
+  sendUnknownAfterMs: number;
+  /** How often the settle job looks for such sends. */
+  sendSettleEveryMs: number;
+  /** Broadcast throughput of a channel number without an operator setting (messages per second). */
+  broadcastDefaultMps: number;
+  /** Part (0 < share <= 1) of a number's throughput that broadcasts may use; the rest stays for replies. */
+  broadcastRateShare: number;
 }
+
+/** Meta retries a webhook callback for up to 7 days; an hour more lets its last retry land. */
+export const SEND_UNKNOWN_AFTER_DEFAULT_S = 7 * 86400 + 3600;
 
 /** TRUST_PROXY: unset/false, true, a hop count, or addresses/subnets (comma-separated) as Express reads them. */
 function trustProxyOf(v: string | undefined): boolean | number | string {
@@ -99,6 +113,19 @@ function positiveNumber(env: NodeJS.ProcessEnv, name: string, fallback: number):
   if (raw === undefined) return fallback;
   const n = Number(raw);
   if (!Number.isFinite(n) || n <= 0) throw new Error(`Configuration: ${name} must be a positive number, got "${raw}"`);
+  return n;
+}
+
+function boundedNumber(env: NodeJS.ProcessEnv, name: string, fallback: number, max: number): number {
+  const n = positiveNumber(env, name, fallback);
+  if (n > max) throw new Error(`Configuration: ${name} must be a positive number up to ${max}, got "${str(env, name)}"`);
+  return n;
+}
+
+/** A part of a whole: more than 0, at most 1. */
+function share(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const n = fraction(env, name, fallback);
+  if (n === 0) throw new Error(`Configuration: ${name} must be more than 0 and at most 1, got "${str(env, name)}"`);
   return n;
 }
 
@@ -186,5 +213,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     flowModelName: str(env, 'FLOW_MODEL_NAME'),
     flowModelApiKey: str(env, 'FLOW_MODEL_API_KEY'),
     flowModelTimeoutMs: int(env, 'FLOW_MODEL_TIMEOUT_MS', 30000, 100, 600000),
+    sendUnknownAfterMs: int(env, 'SEND_UNKNOWN_AFTER_SECONDS', SEND_UNKNOWN_AFTER_DEFAULT_S, 60, 90 * 86400) * 1000,
+    sendSettleEveryMs: int(env, 'SEND_SETTLE_EVERY_SECONDS', 60, 1, 86400) * 1000,
+    // The operator API caps a number at 1,000/s; this default may go higher for load tests.
+    broadcastDefaultMps: boundedNumber(env, 'BROADCAST_DEFAULT_MPS', 80, 100_000),
+    broadcastRateShare: share(env, 'BROADCAST_RATE_SHARE', 0.9),
   };
 }

@@ -48,9 +48,10 @@ function batchedStdout(flushMs = 25): Writable {
 }
 
 export function createLogger(opts: { level?: string; json?: boolean; silent?: boolean } = {}): Logger {
-  const json = opts.json ?? process.env.NODE_ENV === 'production';
+  // The service passes its typed config's values (server.ts); other callers get readable lines at info.
+  const json = opts.json ?? false;
   return winston.createLogger({
-    level: opts.level ?? process.env.LOG_LEVEL ?? 'info',
+    level: opts.level ?? 'info',
     silent: opts.silent ?? false,
     format: json
       ? winston.format.combine(winston.format.timestamp(), winston.format.json())

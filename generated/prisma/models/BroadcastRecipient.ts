@@ -1006,7 +1006,7 @@ export type $BroadcastRecipientPayload<ExtArgs extends runtime.Types.Extensions.
      */
     variables: runtime.JsonValue
     /**
-     * held | queued | sending | sent | failed | canceled (delivery progress past `sent` is read from the message).
+     * held | queued | sending | sent | unknown (its send's answer was lost) | failed | canceled (delivery progress past `sent` is read from the message).
      */
     state: string
     wave: number

@@ -1,0 +1,303 @@
+/**
+ * The send ledger: the only writer of `messages` for outbound sends and of `send_counters`. Every
+ * send (POST /v1/messages as a batch of one, the broadcast engine per batch, the bot through
+ * POST's send) goes through the same five steps, each one statement for a whole batch:
+ *
+ * 1. reserve   quota units for today (a partial grant when the quota is nearly used);
+ * 2. record    the intents: `pending` messages under our references, before the channel is
+ *              called (window gate, contact and conversation in the same statement; an
+ *              existing contact is only read, never rewritten);
+ * 3. confirm   what the channel accepted: the message gets its wamid and becomes `sent`;
+ * 4. abandon   what the channel certainly did not send: the pending message goes and its unit
+ *              comes back;
+ * 5. settle    what nobody settled: a send whose outcome stayed unknown (the answer was lost and
+ *              no status came within the bound) becomes final `unknown`; its unit stays spent,
+ *              and a later status still wins (status callbacks match it by reference).
+ *
+ * The recipient of an intent is a `Recipient`, not a bare phone, so that another way to name a
+ * customer can join without touching the callers.
+ */
+import type pg from 'pg';
+import { ApiError } from '../platform/errors.js';
+import { MESSAGE_ACTIVITY_SET_SQL } from '../conversations/order.js';
+import { SERVICE_WINDOW_MS } from '../conversations/window.js';
+import { dispatchedAtSql, EVENTS_CHANNEL, insertEventsSql } from '../webhooks/events.js';
+import { newId } from '../platform/secrets.js';
+
+type Db = Pick<pg.Pool, 'query'>;
+
+/** Who a send goes to. */
+export interface Recipient {
+  phone: string;
+}
+
+export interface Intent {
+  to: Recipient;
+  /** Our reference: recorded as the message's client_ref and sent as biz_opaque_callback_data. */
+  ref: string;
+  type: string;
+  content: unknown;
+  /** A session message: recorded only while the customer's 24-hour window is open. */
+  session?: boolean;
+  /** The request's Idempotency-Key, linked to the reference in the same statement. */
+  idempotencyKey?: string;
+}
+
+export function utcDay(now: Date): string {
+  return now.toISOString().slice(0, 10);
+}
+
+export function nextUtcMidnight(now: Date): Date {
+  return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1));
+}
+
+export function quotaExceeded(limit: number, now: Date): ApiError {
+  const resetAt = nextUtcMidnight(now);
+  const retryAfter = Math.max(1, Math.ceil((resetAt.getTime() - now.getTime()) / 1000));
+  return new ApiError(
+    'quota_exceeded',
+    `The project's daily send quota of ${limit} messages is used; it resets at ${resetAt.toISOString()} (UTC midnight).`,
+    { limit, resetAt: resetAt.toISOString() },
+    { 'Retry-After': String(retryAfter) },
+  );
+}
+
+/** Status notifications lock the same message rows in their own order: a deadlock is tried again. */
+export async function retryDeadlock<T>(run: () => Promise<T>, attempts = 5): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await run();
+    } catch (e) {
+      if ((e as { code?: string }).code !== '40P01' || i >= attempts) throw e;
+      await new Promise((r) => setTimeout(r, 10 * i));
+    }
+  }
+}
+
+/**
+ * 1. Takes up to `wanted` units of today's quota at once and answers how many it got (all, some
+ * or none) and the limit that applied. `limit` null: the project's own daily quota, read in the
+ * statement. The counter row is locked and read in the statement that raises it, so the count is
+ * exact under any concurrency; the day's first reservation creates the row (a second statement,
+ * once a day).
+ */
+export async function reserveUnits(db: Db, projectId: string, wanted: number, now: Date, limit: number | null = null): Promise<{ granted: number; limit: number }> {
+  if (limit !== null && limit <= 0) return { granted: 0, limit };
+  const day = utcDay(now);
+  for (;;) {
+    const { rows } = await db.query<{ q: number | null; granted: number | null }>({
+      name: 'quota-reserve',
+      text: `WITH lim AS (SELECT GREATEST(0, COALESCE($4::int, (SELECT daily_send_quota FROM projects WHERE id = $1), 0)) AS q),
+             old AS (SELECT count FROM send_counters WHERE project_id = $1 AND day = $2::date FOR UPDATE),
+             upd AS (
+               UPDATE send_counters s SET count = s.count + LEAST($3::int, (SELECT q FROM lim) - s.count)
+               FROM old WHERE s.project_id = $1 AND s.day = $2::date AND s.count < (SELECT q FROM lim)
+               RETURNING (s.count - old.count)::int AS granted
+             )
+             SELECT (SELECT q FROM lim) AS q,
+                    CASE WHEN EXISTS (SELECT 1 FROM old) THEN COALESCE((SELECT granted FROM upd), 0) END AS granted`,
+      values: [projectId, day, wanted, limit],
+    });
+    const q = rows[0].q ?? 0;
+    if (rows[0].granted !== null) return { granted: rows[0].granted, limit: q };
+    if (q <= 0) return { granted: 0, limit: q };
+    // No counter row yet today: the first reservation creates it with its grant.
+    const created = await db.query<{ count: number }>({
+      name: 'quota-reserve-first',
+      text: 'INSERT INTO send_counters (project_id, day, count) VALUES ($1, $2::date, $3) ON CONFLICT DO NOTHING RETURNING count',
+      values: [projectId, day, Math.min(wanted, q)],
+    });
+    if (created.rows[0]) return { granted: created.rows[0].count, limit: q };
+  }
+}
+
+/** Gives back `units` reserved and not used (never below zero). */
+export async function releaseUnits(db: Db, projectId: string, units: number, reservedAt: Date): Promise<void> {
+  if (units <= 0) return;
+  await db.query({
+    name: 'quota-release',
+    text: 'UPDATE send_counters SET count = GREATEST(0, count - $3) WHERE project_id = $1 AND day = $2::date AND count > 0',
+    values: [projectId, utcDay(reservedAt), units],
+  });
+}
+
+/**
+ * Whether a session message to `to` may be sent now (its 24-hour window is open). Read only on
+ * the rare path where the quota is used up, so that a send the window forbids anyway is answered
+ * 409 (waiting for the quota's reset would not help it).
+ */
+export async function sessionWindowOpen(db: Db, projectId: string, to: Recipient, at: Date): Promise<boolean> {
+  const { rows } = await db.query<{ open: boolean }>(
+    `SELECT EXISTS (
+       SELECT 1 FROM contacts c JOIN conversations w ON w.project_id = c.project_id AND w.contact_id = c.id
+       WHERE c.project_id = $1 AND c.phone = $2
+         AND w.last_inbound_at > $3::timestamptz - interval '${SERVICE_WINDOW_MS} milliseconds'
+     ) AS open`,
+    [projectId, to.phone, at],
+  );
+  return rows[0].open;
+}
+
+/**
+ * 2. Records the intents before the channel is called, in one statement: per intent the window
+ * gate (session messages), the contact (created when missing; an existing one is only read), the
+ * conversation (created, or its activity moved: lib/conversations/order.ts; its state untouched),
+ * the Idempotency-Key's link and the `pending` message under the reference. Answers, per intent,
+ * whether it was recorded (false: a session message whose window is closed; nothing written).
+ */
+export async function recordIntents(db: Db, projectId: string, intents: Intent[], at: Date): Promise<boolean[]> {
+  const result = intents.map(() => false);
+  let todo = intents.map((_, i) => i);
+  // A contact inserted by a concurrent transaction after the statement's snapshot is neither seen
+  // nor inserted (ON CONFLICT DO NOTHING), so its intent is not recorded: the next try sees it.
+  for (let attempt = 1; todo.length; attempt++) {
+    const batch = todo.map((i) => intents[i]);
+    const { rows } = await db.query<{ ord: string; open: boolean; recorded: boolean }>({
+      name: 'record-intent',
+      text: `WITH input AS (
+               SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::jsonb[], $6::boolean[], $7::text[])
+                 WITH ORDINALITY AS i(phone, ref, type, content, session, ikey, ord)
+             ), found AS (
+               SELECT i.ord, c.id FROM input i JOIN contacts c ON c.project_id = $1 AND c.phone = i.phone
+             ), gate AS (
+               SELECT i.*, (NOT i.session OR EXISTS (
+                 SELECT 1 FROM found f JOIN conversations w ON w.project_id = $1 AND w.contact_id = f.id
+                 WHERE f.ord = i.ord AND w.last_inbound_at > $8::timestamptz - interval '${SERVICE_WINDOW_MS} milliseconds'
+               )) AS open FROM input i
+             ), created AS (
+               INSERT INTO contacts (project_id, phone, created_at, updated_at)
+               SELECT DISTINCT $1, g.phone, $8::timestamptz, $8::timestamptz FROM gate g
+               WHERE g.open AND NOT EXISTS (SELECT 1 FROM found f WHERE f.ord = g.ord)
+               ON CONFLICT (project_id, phone) DO NOTHING
+               RETURNING id, phone
+             ), ct AS (
+               SELECT g.ord, COALESCE(f.id, c.id) AS contact_id FROM gate g
+               LEFT JOIN found f ON f.ord = g.ord LEFT JOIN created c ON c.phone = g.phone
+               WHERE g.open AND COALESCE(f.id, c.id) IS NOT NULL
+             ), cv AS (
+               INSERT INTO conversations (project_id, contact_id, last_message_at, created_at, updated_at)
+               SELECT DISTINCT $1, contact_id, $8::timestamptz, $8::timestamptz, $8::timestamptz FROM ct
+               ON CONFLICT (project_id, contact_id) DO UPDATE SET ${MESSAGE_ACTIVITY_SET_SQL}
+               RETURNING id, contact_id
+             ), ik AS (
+               UPDATE idempotency_records r SET message_ref = g.ref FROM gate g
+               WHERE g.ikey IS NOT NULL AND g.open AND r.project_id = $1 AND r.key = g.ikey AND r.message_ref IS DISTINCT FROM g.ref
+             ), ins AS (
+               INSERT INTO messages (project_id, conversation_id, wamid, client_ref, direction, type, content, status, sent_at, status_at)
+               SELECT $1, cv.id, g.ref, g.ref, 'outbound', g.type, g.content, 'pending', $8, $8
+               FROM gate g JOIN ct ON ct.ord = g.ord JOIN cv ON cv.contact_id = ct.contact_id
+               RETURNING client_ref
+             )
+             SELECT g.ord::text AS ord, g.open, EXISTS (SELECT 1 FROM ins WHERE ins.client_ref = g.ref) AS recorded FROM gate g`,
+      values: [
+        projectId,
+        batch.map((b) => b.to.phone),
+        batch.map((b) => b.ref),
+        batch.map((b) => b.type),
+        batch.map((b) => JSON.stringify(b.content)),
+        batch.map((b) => b.session === true),
+        batch.map((b) => b.idempotencyKey ?? null),
+        at,
+      ],
+    });
+    const retry: number[] = [];
+    for (const r of rows) {
+      const i = todo[Number(r.ord) - 1];
+      if (r.recorded) result[i] = true;
+      else if (r.open) retry.push(i);
+    }
+    if (retry.length && attempt >= 3) {
+      throw new Error(`recording ${retry.length} send(s) inserted no message (contacts raced ${attempt} times; first ref ${intents[retry[0]].ref})`);
+    }
+    todo = retry;
+  }
+  return result;
+}
+
+/**
+ * 3. The channel accepted these sends: each message gets its wamid (unless a status already gave
+ * it one) and leaves `pending` (or `unknown`); a message a status already settled is left alone
+ * (no write that changes nothing). Locks are taken by wamid, as the status side does.
+ */
+export async function confirmIntents(db: Db, projectId: string, accepted: Array<{ ref: string; wamid: string; at: Date }>): Promise<void> {
+  if (!accepted.length) return;
+  const sorted = [...accepted].sort((a, b) => (a.wamid < b.wamid ? -1 : a.wamid > b.wamid ? 1 : 0));
+  await retryDeadlock(() => db.query({
+    name: 'confirm-sent-many',
+    text: `UPDATE messages m SET wamid = i.wamid,
+                  status = CASE WHEN m.status IN ('pending', 'unknown') THEN 'sent' ELSE m.status END,
+                  status_at = CASE WHEN m.status IN ('pending', 'unknown') THEN i.at ELSE m.status_at END
+           FROM unnest($2::text[], $3::text[], $4::timestamptz[]) AS i(ref, wamid, at)
+           WHERE m.project_id = $1 AND m.client_ref = i.ref
+             AND (m.status IN ('pending', 'unknown') OR m.wamid IS DISTINCT FROM i.wamid)`,
+    values: [projectId, sorted.map((w) => w.ref), sorted.map((w) => w.wamid), sorted.map((w) => w.at)],
+  }));
+}
+
+/**
+ * 4. The channel certainly did not send these: their pending messages go and their quota units
+ * come back, in one statement, so the quota never keeps a unit for a send that did not happen.
+ * `withdraw`: the intents may not have been recorded at all (recording failed, or committed with
+ * its answer lost): the units come back whether a message was found or not.
+ */
+export async function abandonIntents(db: Db, projectId: string, refs: string[], reservedAt: Date, opts: { withdraw?: boolean } = {}): Promise<void> {
+  if (!refs.length) return;
+  await retryDeadlock(() => db.query({
+    // One text, two names: the fault tests refuse each point of the send path by name.
+    name: opts.withdraw ? 'withdraw-send' : 'abandon-intent',
+    text: `WITH gone AS (DELETE FROM messages WHERE project_id = $1 AND client_ref = ANY($2::text[]) AND status = 'pending' RETURNING 1),
+           n AS (SELECT CASE WHEN $4::boolean THEN $5::int ELSE (SELECT count(*)::int FROM gone) END AS units)
+           UPDATE send_counters SET count = GREATEST(0, count - (SELECT units FROM n))
+           WHERE project_id = $1 AND day = $3::date AND count > 0 AND (SELECT units FROM n) > 0`,
+    values: [projectId, refs, utcDay(reservedAt), opts.withdraw === true, refs.length],
+  }));
+}
+
+/**
+ * 5. The unknown-outcome rule. A send whose answer was lost stays `pending` under its reference,
+ * keeps its quota unit, and is settled by the first status that echoes the reference. When none
+ * has come `boundMs` after the send (Meta retries a status callback for up to 7 days), none will:
+ * the message becomes final `unknown` (its unit stays spent: it may have been sent), with a
+ * `message.status` event, in one statement per batch of up to `limit`. A status that still comes
+ * later wins (status callbacks match `pending` and `unknown` messages by reference). Sends whose
+ * wamid is not known are found by a partial index (migration send_settle). Answers how many it
+ * settled; a caller repeats while a batch comes back full.
+ */
+export async function settleUnknown(db: Db, opts: { boundMs: number; now: Date; limit?: number }): Promise<number> {
+  const { rows } = await db.query<{ settled: number }>({
+    name: 'settle-unknown',
+    text: `WITH due AS (
+             SELECT id FROM messages WHERE wamid = client_ref AND sent_at <= $1 AND status = 'pending'
+             ORDER BY sent_at LIMIT $3 FOR UPDATE SKIP LOCKED
+           ), upd AS (
+             UPDATE messages m SET status = 'unknown', status_at = $2
+             FROM due WHERE m.id = due.id AND m.status = 'pending'
+             RETURNING m.id, m.project_id, m.conversation_id, m.wamid
+           ), ev AS (
+             ${insertEventsSql(`SELECT 'evt_' || substr(md5(random()::text || clock_timestamp()::text || upd.id::text), 1, 20), upd.project_id, 'message.status',
+                    jsonb_build_object('message_id', upd.wamid, 'id', upd.id, 'conversation_id', upd.conversation_id, 'status', 'unknown'),
+                    $2::timestamptz, ${dispatchedAtSql('upd.project_id', `'message.status'`, '$2::timestamptz')}
+             FROM upd`)}
+             RETURNING project_id, dispatched_at
+           )
+           SELECT (SELECT count(*)::int FROM upd) AS settled,
+                  (SELECT count(*) FROM (SELECT pg_notify($4, d.project_id) FROM (SELECT DISTINCT project_id FROM ev WHERE dispatched_at IS NULL) d) n) AS woken`,
+    values: [new Date(opts.now.getTime() - opts.boundMs), opts.now, opts.limit ?? 1000, EVENTS_CHANNEL],
+  });
+  return rows[0].settled;
+}
+
+/** What the ledger knows of a send by its reference: nothing (never recorded, or abandoned), or its message's status and wamid. */
+export async function sendState(db: Db, projectId: string, ref: string): Promise<{ status: string; wamid: string } | undefined> {
+  const { rows } = await db.query<{ status: string; wamid: string }>({
+    name: 'idempotency-send-outcome',
+    text: 'SELECT wamid, status FROM messages WHERE project_id = $1 AND client_ref = $2',
+    values: [projectId, ref],
+  });
+  return rows[0];
+}
+
+/** A fresh send reference. */
+export function newSendRef(): string {
+  return newId('snd', 24);
+}
