@@ -1,0 +1,89 @@
+/**
+ * Fair shares of the database: one project's slow table reads (100 at once, each held up for
+ * seconds) must not take the connections that another project's authentication, sends and pings
+ * need. Tenant work has a pool of its own and a per-project bound (lib/tables/tenant-pool.ts).
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import request from 'supertest';
+import pg from 'pg';
+import { startTestApp, type TestApp } from './support/app.js';
+import { dropProjectStorage } from '../lib/tables/isolation.js';
+import { schemaName } from '../lib/tables/names.js';
+import { testDatabaseUrl } from './support/db.js';
+
+let t: TestApp;
+const made: string[] = [];
+beforeAll(async () => {
+  t = await startTestApp({
+    simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null },
+    config: { tablesStatementTimeoutMs: 2500 },
+  });
+});
+afterAll(async () => {
+  for (const id of made) await dropProjectStorage(t.db.pool, id).catch(() => undefined);
+  await t.close();
+});
+
+function admin(method: 'get' | 'post', path: string, body?: object) {
+  const req = request(t.app)[method](path).set('Authorization', `Bearer ${t.adminToken}`);
+  return body ? req.send(body) : req;
+}
+
+describe('tenant work and platform work', () => {
+  it('When one project runs 100 concurrent slow table reads, then another project\'s pings and sends keep their normal latency', async () => {
+    const a = await t.admin.project('A');
+    made.push(a.id);
+    const aKey = (await t.admin.key(a.id, ['tables:read'])).secret;
+    expect((await admin('post', `/admin/projects/${a.id}/tables/ddl`, { sql: 'CREATE TABLE slow (id int PRIMARY KEY)' })).status).toBe(200);
+    const b = await t.admin.project('B');
+    const bKey = (await t.admin.key(b.id, ['messages:send'])).secret;
+    const channel = await t.db.prisma.channelSettings.findUniqueOrThrow({ where: { projectId: b.id } });
+    const inbound = await request(t.sim!.url).post('/_sim/inbound').send({ phone_number_id: channel.phoneNumberId, from: '14155550123', name: 'Ada', text: 'hi' });
+    expect(inbound.status).toBe(200);
+
+    // Normal latency first (warm caches and connections).
+    const ping = () => request(t.baseUrl!).get('/v1/ping').set('Authorization', `Bearer ${bKey}`);
+    const send = () => request(t.baseUrl!).post('/v1/messages').set('Authorization', `Bearer ${bKey}`).send({ type: 'text', phone: '+14155550123', content: 'hello' });
+    for (let i = 0; i < 3; i++) {
+      expect((await ping()).status).toBe(200);
+      expect((await send()).status).toBe(200);
+    }
+
+    // Every read of A's table waits on a lock held here until its statement timeout.
+    const locker = new pg.Client({ connectionString: testDatabaseUrl() });
+    await locker.connect();
+    await locker.query(`BEGIN; LOCK TABLE "${schemaName(a.id, 'public')}".slow IN ACCESS EXCLUSIVE MODE`);
+    const reads = Array.from({ length: 100 }, () => request(t.baseUrl!).get('/v1/tables/slow/rows').set('Authorization', `Bearer ${aKey}`).then((r) => r.status));
+    const latencies: number[] = [];
+    const statuses: number[] = [];
+    try {
+      await new Promise((r) => setTimeout(r, 300)); // the reads are in flight and holding what they can
+      const until = Date.now() + 2000;
+      while (Date.now() < until) {
+        for (const call of [ping, send]) {
+          const started = Date.now();
+          const res = await call();
+          latencies.push(Date.now() - started);
+          statuses.push(res.status);
+        }
+      }
+    } finally {
+      await locker.query('ROLLBACK');
+      await locker.end();
+    }
+    const readStatuses = await Promise.all(reads);
+    const max = Math.max(...latencies);
+    console.log(`B during A's 100 slow reads: ${latencies.length} calls, max ${max} ms, median ${latencies.sort((x, y) => x - y)[latencies.length >> 1]} ms; A's reads: ${JSON.stringify(countBy(readStatuses))}`);
+    expect(statuses.every((s) => s === 200)).toBe(true);
+    // Normal latency here is tens of milliseconds; a taken pool made each call wait seconds.
+    expect(max).toBeLessThan(1000);
+    // A's reads end as a timeout or a refusal of the surplus, never a 500.
+    expect(readStatuses.every((s) => s === 503 || s === 429 || s === 200)).toBe(true);
+  }, 60_000);
+});
+
+function countBy(xs: number[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const x of xs) out[x] = (out[x] ?? 0) + 1;
+  return out;
+}
