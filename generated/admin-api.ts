@@ -511,11 +511,18 @@ export interface paths {
         put?: never;
         /**
          * Run one DDL statement in a project's public or preview schema
-         * @description One statement, run as the project's role with the schema first on the search path:
-         *     CREATE TABLE/INDEX/SEQUENCE/VIEW/TYPE, ALTER or DROP TABLE/INDEX/SEQUENCE/VIEW/TYPE,
-         *     COMMENT ON or TRUNCATE. Anything else (several statements, SET, DO, functions, grants) is
-         *     400; platform tables are 403. A PostgreSQL error is 400 (`invalid_request`, with its
-         *     message and `details.sqlstate`) or 409 (`conflict`, e.g. dependent objects or existing rows).
+         * @description One statement, parsed by PostgreSQL's own parser and run on a login of the project's role
+         *     (a member of no other role) with the schema first on the search path: CREATE TABLE (also
+         *     `AS VALUES …` or `AS SELECT` from the project's own tables, to seed rows)/INDEX/SEQUENCE/
+         *     VIEW/TYPE (composite, enum), ALTER or DROP TABLE/INDEX/SEQUENCE/VIEW/TYPE, ALTER … RENAME,
+         *     COMMENT ON or TRUNCATE. 400 `invalid_request` for anything else: several statements, SET,
+         *     DO, grants, owner changes, function calls other than harmless built-ins (`now()`,
+         *     `gen_random_uuid()`, `nextval()`, `lower()`, `count()`…), subqueries, WITH, functions in
+         *     FROM, schema-qualified names (so `pg_temp`, `public` and other projects' schemas),
+         *     temporary objects, `pg_…` catalogs, tablespaces. Platform tables are 403. A PostgreSQL error
+         *     is 400 (`invalid_request`, with its message and `details.sqlstate`) or 409 (`conflict`, e.g.
+         *     dependent objects or existing rows); 503 `service_unavailable` when the project's table
+         *     work has no free slot.
          */
         post: operations["adminRunTableDdl"];
         delete?: never;
