@@ -531,6 +531,41 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/projects/{projectId}/tables/quota": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Storage quota and usage of a project's tables
+         * @description Per schema (`public`, `preview`): the row and byte limits in force (the defaults
+         *     `TABLES_QUOTA_<SCHEMA>_ROWS`/`_BYTES`, or this project's override) and the usage: rows
+         *     (PostgreSQL's live-row counts, about a second behind) and bytes (disk size of the tables
+         *     with their indexes and TOAST). A write past a limit is 409 `table_quota_exceeded`.
+         */
+        get: operations["adminGetTableQuota"];
+        /**
+         * Override a project's table storage quota for one schema
+         * @description `max_rows` / `max_bytes`: a number sets this project's limit, `null` returns to the
+         *     default, an absent field is left as it is. Lowering a limit below the usage refuses further
+         *     growth (inserts, growing updates) with 409 `table_quota_exceeded`; nothing is deleted.
+         */
+        put: operations["adminSetTableQuota"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/projects/{projectId}/tables/copy-preview": {
         parameters: {
             query?: never;
@@ -1211,6 +1246,30 @@ export interface components {
         };
     };
     responses: {
+        /** @description The limits in force and the usage, per schema. */
+        TableQuotaResponse: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    success: true;
+                    data: {
+                        schemas: {
+                            schema: components["schemas"]["TableSchemaName"];
+                            max_rows: number;
+                            max_bytes: number;
+                            /** @description max_rows is this project's own, not the default. */
+                            rows_overridden: boolean;
+                            bytes_overridden: boolean;
+                            rows: number;
+                            bytes: number;
+                        }[];
+                    };
+                };
+            };
+        };
         /** @description The campaign. */
         AdminBroadcastResponse: {
             headers: {
@@ -2224,6 +2283,55 @@ export interface operations {
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
             503: components["responses"]["Error"];
+        };
+    };
+    adminGetTableQuota: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["TableQuotaResponse"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+        };
+    };
+    adminSetTableQuota: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    schema: components["schemas"]["TableSchemaName"];
+                    max_rows?: number | null;
+                    max_bytes?: number | null;
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["TableQuotaResponse"];
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
         };
     };
     adminCopyPreviewSchema: {

@@ -240,3 +240,9 @@ export type DashboardSession = Prisma.DashboardSessionModel
  * Who did what, when, with the state before and after: key actions, approvals, cancels, invites.
  */
 export type DashboardAudit = Prisma.DashboardAuditModel
+/**
+ * Model ProjectTableQuota
+ * An operator's override of a project's table storage quota for one schema (lib/tables/quota.ts);
+ * a null limit (or no row) means the configured default.
+ */
+export type ProjectTableQuota = Prisma.ProjectTableQuotaModel

@@ -36,6 +36,7 @@ import { deleteRows, updateRows, writeFiltersFromBody } from '../tables/writes.j
 import { cursorSecretOf } from '../platform/cursor.js';
 import { sendBodyProblem } from './send-schema.js';
 import { insertRow } from './table-insert.js';
+import { quotaDefaultsOf } from '../tables/quota.js';
 import type { ProjectRef } from '../access/credentials.js';
 
 export const MAX_HELPER_ARGS = 256 * 1024;
@@ -99,7 +100,7 @@ async function projectOf(deps: BotDeps, inv: Invocation): Promise<ProjectRef> {
 }
 
 function tableSettings(deps: BotDeps) {
-  return { statementTimeoutMs: deps.config.tablesStatementTimeoutMs, cursorSecret: cursorSecretOf(deps) };
+  return { statementTimeoutMs: deps.config.tablesStatementTimeoutMs, cursorSecret: cursorSecretOf(deps), quota: quotaDefaultsOf(deps.config) };
 }
 
 async function perform(deps: BotDeps, inv: Invocation, op: string, args: any): Promise<Answer> {
@@ -179,7 +180,7 @@ async function perform(deps: BotDeps, inv: Invocation, op: string, args: any): P
       return { ok: true, value: page.rows };
     }
     case 'tables.insert':
-      return { ok: true, value: await insertRow(deps.db.pool, deps.config.tablesStatementTimeoutMs, inv.projectId, schema, args?.table, args?.row) };
+      return { ok: true, value: await insertRow(deps.db.pool, deps.config.tablesStatementTimeoutMs, inv.projectId, schema, args?.table, args?.row, quotaDefaultsOf(deps.config)) };
     case 'tables.update': {
       const r = await updateRows(deps.db.pool, tableSettings(deps), {
         projectId: inv.projectId, table: String(args?.table ?? ''), schema, filters: writeFiltersFromBody(args?.filters), set: args?.set ?? {}, dryRun: false, maxAffected: undefined,

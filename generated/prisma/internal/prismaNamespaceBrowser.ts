@@ -88,7 +88,8 @@ export const ModelName = {
   DashboardAccount: 'DashboardAccount',
   DashboardMembership: 'DashboardMembership',
   DashboardSession: 'DashboardSession',
-  DashboardAudit: 'DashboardAudit'
+  DashboardAudit: 'DashboardAudit',
+  ProjectTableQuota: 'ProjectTableQuota'
 } as const
 
 export type ModelName = (typeof ModelName)[keyof typeof ModelName]
@@ -663,6 +664,17 @@ export const DashboardAuditScalarFieldEnum = {
 } as const
 
 export type DashboardAuditScalarFieldEnum = (typeof DashboardAuditScalarFieldEnum)[keyof typeof DashboardAuditScalarFieldEnum]
+
+
+export const ProjectTableQuotaScalarFieldEnum = {
+  projectId: 'projectId',
+  schema: 'schema',
+  maxRows: 'maxRows',
+  maxBytes: 'maxBytes',
+  updatedAt: 'updatedAt'
+} as const
+
+export type ProjectTableQuotaScalarFieldEnum = (typeof ProjectTableQuotaScalarFieldEnum)[keyof typeof ProjectTableQuotaScalarFieldEnum]
 
 
 export const SortOrder = {
