@@ -80,7 +80,7 @@ export interface TenantConnection {
 }
 
 function busy(what: string, ms: number): ApiError {
-  return new ApiError('service_unavailable', `Too many table operations are running ${what}; none became free within ${ms} ms. Retry later.`, { timeout_ms: ms });
+  return new ApiError('service_unavailable', `Too many table operations are running ${what}; none became free within ${ms} ms. Retry later.`, { timeout_ms: ms }, { 'Retry-After': '1' });
 }
 
 export class TenantPools {
@@ -162,11 +162,20 @@ export class TenantPools {
             destroy = true;
           }
         }
+        // Idle connections of all projects together stay within `total` too.
+        if (!destroy && this.physical() > this.options.total) destroy = true;
         client.release(destroy);
         this.all.release();
         mine!.release();
       },
     };
+  }
+
+  /** Open tenant connections (in use and idle), all projects together. */
+  private physical(): number {
+    let n = 0;
+    for (const p of this.pools.values()) n += p.totalCount;
+    return n;
   }
 
   /** Closes the connections of a role about to be dropped. */
