@@ -16,6 +16,7 @@ const made: string[] = [];
 beforeAll(async () => {
   t = await startTestApp({
     simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null },
+    bot: { memoryMb: 32, startupTimeoutMs: 2000, eventTimeoutMs: 5000 },
     config: { tablesStatementTimeoutMs: 2500, tablesAcquireTimeoutMs: 1000, tablesProjectConcurrency: 4, tablesPoolMax: 10 },
   });
 });
@@ -99,6 +100,46 @@ describe('tenant work and platform work', () => {
       expect(r).toEqual({ status: 503, code: 'service_unavailable', retryAfter: '1' });
     }
     expect(readStatuses.filter((s) => s === 503).length).toBeGreaterThanOrEqual(90);
+  }, 60_000);
+});
+
+describe('tenant work and the bot', () => {
+  it('When one project runs 100 concurrent slow table reads, then another project\'s bot keeps answering within its normal time', async () => {
+    const a = await t.admin.project('A2');
+    made.push(a.id);
+    const aKey = (await t.admin.key(a.id, ['tables:read'])).secret;
+    expect((await admin('post', `/admin/projects/${a.id}/tables/ddl`, { sql: 'CREATE TABLE slow (id int PRIMARY KEY)' })).status).toBe(200);
+    const b = await t.admin.project('B2');
+    const bKey = (await t.admin.key(b.id, ['code:read', 'code:write'])).secret;
+    expect((await request(t.app).post('/v1/deployments').set('Authorization', `Bearer ${bKey}`).send({})).status).toBeLessThan(300);
+    const channel = await t.db.prisma.channelSettings.findUniqueOrThrow({ where: { projectId: b.id } });
+    const replyTime = async (phone: string, text: string) => {
+      const started = Date.now();
+      expect((await request(t.sim!.url).post('/_sim/inbound').send({ phone_number_id: channel.phoneNumberId, from: phone, name: 'Ada', text })).status).toBe(200);
+      for (;;) {
+        const res = await request(t.sim!.url).get(`/_sim/messages?phone_number_id=${channel.phoneNumberId}`);
+        if (JSON.stringify(res.body).includes(`You said: ${text}`)) return Date.now() - started;
+        if (Date.now() - started > 8000) return Infinity;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    };
+    const normal = await replyTime('14155550201', 'warm');
+
+    const locker = new pg.Client({ connectionString: testDatabaseUrl() });
+    await locker.connect();
+    await locker.query(`BEGIN; LOCK TABLE "${schemaName(a.id, 'public')}".slow IN ACCESS EXCLUSIVE MODE`);
+    const reads = Array.from({ length: 100 }, () => request(t.baseUrl!).get('/v1/tables/slow/rows').set('Authorization', `Bearer ${aKey}`).then((r) => r.status));
+    const during: number[] = [];
+    try {
+      await new Promise((r) => setTimeout(r, 300));
+      for (let i = 0; i < 3; i++) during.push(await replyTime(`1415555021${i}`, `busy ${i}`));
+    } finally {
+      await locker.query('ROLLBACK');
+      await locker.end();
+    }
+    await Promise.all(reads);
+    console.log(`B's bot replies: ${normal} ms unloaded; during A's 100 slow reads: ${during.join(', ')} ms`);
+    expect(Math.max(...during)).toBeLessThan(1500);
   }, 60_000);
 });
 
