@@ -6,15 +6,16 @@
  * - The role logs in only with a derived password and is a member of no other role; it may use
  *   and create in the project's two schemas (owned by the service)
  *   and owns what it creates there. It has no grant on the service's tables, on other projects'
- *   schemas, or on the platform tables inside its own schemas. So even a bug in query building can reach nothing but the project's own
- *   data: PostgreSQL refuses the rest.
+ *   schemas, or on the platform tables inside its own schemas. So even a bug in query building can
+ *   reach nothing but the project's own data: PostgreSQL refuses the rest.
  * - `search_path` is `pg_catalog, <schema>`: pg_catalog first, so a project's own functions or
  *   operators can never shadow the built-ins our generated SQL uses (DDL mode puts the schema first
  *   so unqualified names are created there).
  * - Reads run in READ ONLY transactions; every statement has a statement timeout and a lock timeout.
  * - Provisioning works as a superuser (CI) and as a non-superuser owner of the service database
- *   with CREATEROLE: it grants itself membership of each project role (PostgreSQL 16+ gives the
- *   creator ADMIN on the role; the explicit GRANT adds SET, which `SET LOCAL ROLE` needs).
+ *   with CREATEROLE (PostgreSQL 16+ gives the creator ADMIN on the role, which ALTER ROLE needs).
+ *   The service also keeps a SET membership of each project role (for an operator's maintenance
+ *   as the project); the project role is a member of nothing, so this grants the project nothing.
  * - Because the session itself is the project's role, even arbitrary SQL (operator DDL, default and
  *   check expressions it wrote) cannot leave it: `RESET ROLE` or `set_config('role', …)` lands on
  *   the same role. Operator DDL is still parsed and limited (lib/tables/ddl-check.ts).
@@ -89,8 +90,8 @@ async function provision(pool: pg.Pool, projectId: string): Promise<ProjectStora
     // role stays a member of no other role, so nothing run on its sessions can become anyone else.
     await client.query(`ALTER ROLE ${role} LOGIN PASSWORD ${client.escapeLiteral(tenantPoolsOf(pool).passwordOf(names.role))}`);
     if (!me.superuser) {
-      // SET LOCAL ROLE needs membership with SET. PostgreSQL 16+ gives a CREATEROLE creator ADMIN
-      // only; our own grant adds SET (and no INHERIT: the service keeps no ambient project rights).
+      // Maintenance as the project (SET ROLE) needs membership with SET. PostgreSQL 16+ gives a
+      // CREATEROLE creator ADMIN only; our own grant adds SET (no INHERIT: no ambient project rights).
       if (me.version >= 160000) await client.query(`GRANT ${role} TO CURRENT_USER WITH INHERIT FALSE, SET TRUE`);
       else if (!(await client.query('SELECT pg_has_role(current_user, $1, $2) AS m', [names.role, 'MEMBER'])).rows[0].m) {
         await client.query(`GRANT ${role} TO CURRENT_USER`);
