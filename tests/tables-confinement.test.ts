@@ -117,6 +117,11 @@ describe('tenant connections', () => {
     const aRole = (await storageNames(t.db.pool, a.id)).role;
     expect(me).toEqual({ r: 'none', u: aRole, s: aRole });
     await expect(raw(a.id, "SELECT set_config('role', 'none', true), (SELECT count(*) FROM public.api_keys)")).rejects.toMatchObject({ code: '42501' });
+    // The role logs in, is a member of no role, and the server holds only a SCRAM verifier of its password.
+    const role = await t.db.pool.query(
+      `SELECT r.rolcanlogin, r.rolsuper, (SELECT count(*)::int FROM pg_auth_members m WHERE m.member = r.oid) AS memberships,
+              left(a.rolpassword, 14) AS password FROM pg_roles r JOIN pg_authid a ON a.oid = r.oid WHERE r.rolname = $1`, [aRole]);
+    expect(role.rows[0]).toEqual({ rolcanlogin: true, rolsuper: false, memberships: 0, password: 'SCRAM-SHA-256$' });
     // The service's own connections are untouched.
     expect((await t.db.pool.query('SELECT 1 AS ok')).rows[0].ok).toBe(1);
   });

@@ -23,7 +23,7 @@
 import type pg from 'pg';
 import { CURSOR_POSITIONS_TABLE, positionsTableDdl } from './cursor.js';
 import { queryTimeout, sqlState } from './pg-errors.js';
-import { tenantPoolsOf } from './tenant-pool.js';
+import { scramVerifier, tenantPoolsOf } from './tenant-pool.js';
 import { isPlatformTable, quoteIdent, roleName, schemaName, TABLE_SCHEMAS, type TableSchema, PLATFORM_TABLE_PREFIX } from './names.js';
 
 export interface ProjectStorage {
@@ -86,9 +86,10 @@ async function provision(pool: pg.Pool, projectId: string): Promise<ProjectStora
     ).rows[0];
     const exists = await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [names.role]);
     if (exists.rowCount === 0) await client.query(`CREATE ROLE ${role} NOLOGIN NOINHERIT`);
-    // Tenant work logs in as this role (lib/tables/tenant-pool.ts): the password is derived, and the
-    // role stays a member of no other role, so nothing run on its sessions can become anyone else.
-    await client.query(`ALTER ROLE ${role} LOGIN PASSWORD ${client.escapeLiteral(tenantPoolsOf(pool).passwordOf(names.role))}`);
+    // Tenant work logs in as this role (lib/tables/tenant-pool.ts): the password is derived (only its
+    // SCRAM verifier is sent), and the role stays a member of no other role, so nothing run on its
+    // sessions can become anyone else.
+    await client.query(`ALTER ROLE ${role} LOGIN PASSWORD ${client.escapeLiteral(scramVerifier(tenantPoolsOf(pool).passwordOf(names.role)))}`);
     if (!me.superuser) {
       // Maintenance as the project (SET ROLE) needs membership with SET. PostgreSQL 16+ gives a
       // CREATEROLE creator ADMIN only; our own grant adds SET (no INHERIT: no ambient project rights).

@@ -18,7 +18,7 @@
  * - Every connection handed back is reset (`DISCARD ALL`: temp tables, session settings, prepared
  *   statements, advisory locks); one that cannot be reset is closed instead of reused.
  */
-import { createHmac } from 'node:crypto';
+import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { ApiError } from '../platform/errors.js';
 
@@ -191,6 +191,18 @@ export class TenantPools {
     this.pools.clear();
     await Promise.all(pools.map((p) => p.end().catch(() => undefined)));
   }
+}
+
+/**
+ * The SCRAM-SHA-256 verifier of a password (RFC 7677, PostgreSQL's stored form): ALTER ROLE is
+ * given this, never the password, so no server log (log_statement) ever holds the password.
+ */
+export function scramVerifier(password: string, salt = randomBytes(16), iterations = 4096): string {
+  const salted = pbkdf2Sync(password, salt, iterations, 32, 'sha256');
+  const clientKey = createHmac('sha256', salted).update('Client Key').digest();
+  const storedKey = createHash('sha256').update(clientKey).digest();
+  const serverKey = createHmac('sha256', salted).update('Server Key').digest();
+  return `SCRAM-SHA-256$${iterations}:${salt.toString('base64')}$${storedKey.toString('base64')}:${serverKey.toString('base64')}`;
 }
 
 const registry = new WeakMap<pg.Pool, TenantPools>();
