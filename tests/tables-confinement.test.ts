@@ -92,6 +92,37 @@ describe('operator DDL', () => {
       expect({ sql, status: res.status }).toEqual({ sql, status: 400 });
     }
   });
+
+  it('When each documented kind of statement is sent, then it is accepted and runs', async () => {
+    const p = await project();
+    const accepted = [
+      "CREATE TYPE mood AS ENUM ('ok', 'meh')",
+      "ALTER TYPE mood ADD VALUE 'great'",
+      'CREATE TYPE pair AS (a int, b text)',
+      'CREATE SEQUENCE counter START 10',
+      'ALTER SEQUENCE counter INCREMENT BY 2',
+      "CREATE UNLOGGED TABLE items (id bigserial PRIMARY KEY, name text NOT NULL CHECK (length(name) > 0), m mood DEFAULT 'ok', n int DEFAULT nextval('counter'), at timestamptz DEFAULT now(), tags text[] DEFAULT '{}')",
+      'CREATE UNIQUE INDEX items_name ON items (lower(name))',
+      'CREATE INDEX items_tags ON items USING gin (tags)',
+      "COMMENT ON TABLE items IS 'things'",
+      "COMMENT ON COLUMN items.name IS 'the name'",
+      'ALTER TABLE items ADD COLUMN price numeric(10,2) DEFAULT 0',
+      'ALTER TABLE items RENAME COLUMN price TO cost',
+      'CREATE VIEW cheap AS SELECT id, name FROM items WHERE cost < 10',
+      'CREATE TABLE totals AS SELECT m, count(*) AS n FROM items GROUP BY m',
+      'TRUNCATE items',
+      'ALTER INDEX items_name RENAME TO items_lower_name',
+      'DROP VIEW cheap',
+      'DROP TABLE totals',
+      'DROP INDEX items_tags',
+      'DROP SEQUENCE counter CASCADE',
+      'DROP TYPE pair',
+    ];
+    for (const sql of accepted) {
+      const res = await ddl(p.id, sql);
+      expect({ sql, status: res.status, error: res.body.error }).toEqual({ sql, status: 200, error: undefined });
+    }
+  });
 });
 
 describe('tenant connections', () => {

@@ -118,7 +118,7 @@ export function checkDdl(sql: string): string {
       'Only one DDL statement of these forms is accepted: CREATE TABLE (also AS VALUES/SELECT from the project\'s tables)/INDEX/SEQUENCE/VIEW/TYPE, ALTER or DROP TABLE/INDEX/SEQUENCE/VIEW/TYPE, COMMENT ON, TRUNCATE.',
     );
   }
-  for (const key of ['objtype', 'removeType', 'renameType', 'relationType']) {
+  for (const key of ['objtype', 'removeType', 'renameType']) {
     const v = body[key];
     if (typeof v === 'string' && !OBJECT_KINDS.has(v)) refuse(`${v.replace('OBJECT_', '').toLowerCase()} objects are not accepted`);
   }
