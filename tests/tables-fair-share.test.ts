@@ -10,6 +10,10 @@ import { startTestApp, type TestApp } from './support/app.js';
 import { dropProjectStorage, storageNames } from '../lib/tables/isolation.js';
 import { schemaName } from '../lib/tables/names.js';
 import { testDatabaseUrl } from './support/db.js';
+import { importsSettled } from '../lib/contacts-import/imports.js';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 
 let t: TestApp;
 const made: string[] = [];
@@ -17,10 +21,11 @@ beforeAll(async () => {
   t = await startTestApp({
     simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null },
     bot: { memoryMb: 32, startupTimeoutMs: 2000, eventTimeoutMs: 5000 },
-    config: { tablesStatementTimeoutMs: 2500, tablesAcquireTimeoutMs: 1000, tablesProjectConcurrency: 4, tablesPoolMax: 10 },
+    config: { dataDir: mkdtempSync(path.join(os.tmpdir(), 'fair-share-')), tablesStatementTimeoutMs: 2500, tablesAcquireTimeoutMs: 1000, tablesProjectConcurrency: 4, tablesPoolMax: 10 },
   });
 });
 afterAll(async () => {
+  await importsSettled();
   for (const id of made) await dropProjectStorage(t.db.pool, id).catch(() => undefined);
   await t.close();
 });
@@ -140,6 +145,43 @@ describe('tenant work and the bot', () => {
     await Promise.all(reads);
     console.log(`B's bot replies: ${normal} ms unloaded; during A's 100 slow reads: ${during.join(', ')} ms`);
     expect(Math.max(...during)).toBeLessThan(1500);
+  }, 60_000);
+});
+
+describe('contact imports', () => {
+  it('When a project starts many imports at once, then they apply one batch at a time (one platform connection), and all complete', async () => {
+    const p = await t.admin.project('imports');
+    const key = (await t.admin.key(p.id, ['contacts:write', 'contacts:read'])).secret;
+    const csv = 'number\n+14155550999\n';
+    const upload = () => request(t.app).post('/v1/contact-imports').set('Authorization', `Bearer ${key}`).set('Content-Type', 'text/csv').send(csv);
+    expect((await upload()).status).toBeLessThan(300);
+    await importsSettled();
+    // Every batch needs this contact's row: while it is locked here, each batch in flight waits on it.
+    const locker = new pg.Client({ connectionString: testDatabaseUrl() });
+    await locker.connect();
+    await locker.query('BEGIN');
+    const locked = await locker.query('SELECT phone FROM contacts WHERE project_id = $1 FOR UPDATE', [p.id]);
+    expect(locked.rows).toEqual([{ phone: '14155550999' }]);
+    let waiting = 0;
+    const ids: string[] = [];
+    try {
+      for (let i = 0; i < 5; i++) {
+        const res = await upload();
+        expect(res.status).toBeLessThan(300);
+        ids.push(res.body.data.import.id);
+      }
+      await new Promise((r) => setTimeout(r, 500));
+      waiting = (await locker.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database() AND pid <> pg_backend_pid()")).rows[0].n;
+    } finally {
+      await locker.query('ROLLBACK');
+      await locker.end();
+    }
+    await importsSettled();
+    expect(waiting).toBe(1);
+    for (const id of ids) {
+      const got = await request(t.app).get(`/v1/contact-imports/${id}`).set('Authorization', `Bearer ${key}`);
+      expect(got.body.data.import.status).toBe('completed');
+    }
   }, 60_000);
 });
 
