@@ -14,6 +14,7 @@ import type { Config } from './lib/platform/config.js';
 import { systemClock, type Clock } from './lib/platform/clock.js';
 import type { Logger } from './lib/platform/logger.js';
 import { openDatabase, type Database } from './lib/platform/db/database.js';
+import { closeTenantPools, configureTenantPools } from './lib/tables/tenant-pool.js';
 import { createCounterStore, type CounterStore } from './lib/platform/counters.js';
 import { SecretBox, deriveKey } from './lib/platform/crypto-box.js';
 import { CredentialCache } from './lib/access/credential-cache.js';
@@ -89,7 +90,17 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
     acquireTimeoutMs: config.databaseAcquireTimeoutMs,
     statementTimeoutMs: config.databaseStatementTimeoutMs,
   });
-  const stops: Array<() => Promise<void>> = [() => db.close()];
+  // Tenant work (project tables) gets pools of its own, logged in as each project's role.
+  configureTenantPools(db.pool, opts.databaseUrl, {
+    total: config.tablesPoolMax,
+    perProject: config.tablesProjectConcurrency,
+    acquireTimeoutMs: config.tablesAcquireTimeoutMs,
+    secret: deriveKey(opts.masterKey, 'tenant-login'),
+  });
+  const stops: Array<() => Promise<void>> = [async () => {
+    await closeTenantPools(db.pool);
+    await db.close();
+  }];
   try {
     // Isolates stop after requests and jobs, before the pool.
     if (opts.bot) stops.unshift(() => opts.bot!.close());

@@ -511,13 +511,55 @@ export interface paths {
         put?: never;
         /**
          * Run one DDL statement in a project's public or preview schema
-         * @description One statement, run as the project's role with the schema first on the search path:
-         *     CREATE TABLE/INDEX/SEQUENCE/VIEW/TYPE, ALTER or DROP TABLE/INDEX/SEQUENCE/VIEW/TYPE,
-         *     COMMENT ON or TRUNCATE. Anything else (several statements, SET, DO, functions, grants) is
-         *     400; platform tables are 403. A PostgreSQL error is 400 (`invalid_request`, with its
-         *     message and `details.sqlstate`) or 409 (`conflict`, e.g. dependent objects or existing rows).
+         * @description One statement, parsed by PostgreSQL's own parser and run on a login of the project's role
+         *     (a member of no other role) with the schema first on the search path: CREATE TABLE (also
+         *     `AS VALUES …` or `AS SELECT` from the project's own tables, to seed rows)/INDEX/SEQUENCE/
+         *     VIEW/TYPE (composite, enum), ALTER or DROP TABLE/INDEX/SEQUENCE/VIEW/TYPE, ALTER … RENAME,
+         *     COMMENT ON or TRUNCATE. 400 `invalid_request` for anything else: several statements, SET,
+         *     DO, grants, owner changes, function calls other than harmless built-ins (`now()`,
+         *     `gen_random_uuid()`, `nextval()`, `lower()`, `count()`…), subqueries, WITH, functions in
+         *     FROM, schema-qualified names (so `pg_temp`, `public` and other projects' schemas),
+         *     temporary objects, `pg_…` catalogs, tablespaces. Platform tables are 403. A PostgreSQL error
+         *     is 400 (`invalid_request`, with its message and `details.sqlstate`) or 409 (`conflict`, e.g.
+         *     dependent objects or existing rows); 503 `service_unavailable` when the project's table
+         *     work has no free slot.
          */
         post: operations["adminRunTableDdl"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/projects/{projectId}/tables/quota": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Storage quota and usage of a project's tables
+         * @description Per schema (`public`, `preview`): the row and byte limits in force (the defaults
+         *     `TABLES_QUOTA_<SCHEMA>_ROWS`/`_BYTES`, or this project's override) and the usage: rows
+         *     (PostgreSQL's live-row counts, about a second behind) and bytes (disk size of the tables
+         *     with their indexes and TOAST). A write past a limit is 409 `table_quota_exceeded`.
+         */
+        get: operations["adminGetTableQuota"];
+        /**
+         * Override a project's table storage quota for one schema
+         * @description `max_rows` / `max_bytes`: a number sets this project's limit, `null` returns to the
+         *     default, an absent field is left as it is. Lowering a limit below the usage refuses further
+         *     growth (inserts, growing updates) with 409 `table_quota_exceeded`; nothing is deleted.
+         */
+        put: operations["adminSetTableQuota"];
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1268,6 +1310,30 @@ export interface components {
                     success: true;
                     data: {
                         rate_card: components["schemas"]["RateCard"];
+                    };
+                };
+            };
+        };
+        /** @description The limits in force and the usage, per schema. */
+        TableQuotaResponse: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    success: true;
+                    data: {
+                        schemas: {
+                            schema: components["schemas"]["TableSchemaName"];
+                            max_rows: number;
+                            max_bytes: number;
+                            /** @description max_rows is this project's own, not the default. */
+                            rows_overridden: boolean;
+                            bytes_overridden: boolean;
+                            rows: number;
+                            bytes: number;
+                        }[];
                     };
                 };
             };
@@ -2301,6 +2367,55 @@ export interface operations {
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
             503: components["responses"]["Error"];
+        };
+    };
+    adminGetTableQuota: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["TableQuotaResponse"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+        };
+    };
+    adminSetTableQuota: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    schema: components["schemas"]["TableSchemaName"];
+                    max_rows?: number | null;
+                    max_bytes?: number | null;
+                };
+            };
+        };
+        responses: {
+            200: components["responses"]["TableQuotaResponse"];
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
         };
     };
     adminCopyPreviewSchema: {

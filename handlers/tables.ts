@@ -5,10 +5,11 @@ import type { AppDeps } from '../http/app-deps.js';
 import { cursorSecretOf } from '../lib/platform/cursor.js';
 import { readRows, type TablesSettings } from '../lib/tables/rows.js';
 import { describeTable } from '../lib/tables/describe.js';
+import { quotaDefaultsOf } from '../lib/tables/quota.js';
 import { deleteRows, updateRows, writeFiltersFromBody, writeFiltersFromQuery } from '../lib/tables/writes.js';
 
 function settings(deps: AppDeps): TablesSettings {
-  return { statementTimeoutMs: deps.config.tablesStatementTimeoutMs, cursorSecret: cursorSecretOf(deps) };
+  return { statementTimeoutMs: deps.config.tablesStatementTimeoutMs, cursorSecret: cursorSecretOf(deps), quota: quotaDefaultsOf(deps.config) };
 }
 
 export const listTableRows: Handler<operations['listTableRows']> = async (req, deps) => {

@@ -236,3 +236,9 @@ export type RateCard = Prisma.RateCardModel
  * `state` is `known` or `unknown` (the read failed; `error` says why).
  */
 export type ChannelMessagingLimit = Prisma.ChannelMessagingLimitModel
+/**
+ * Model ProjectTableQuota
+ * An operator's override of a project's table storage quota for one schema (lib/tables/quota.ts);
+ * a null limit (or no row) means the configured default.
+ */
+export type ProjectTableQuota = Prisma.ProjectTableQuotaModel

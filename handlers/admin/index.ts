@@ -48,6 +48,8 @@ export const adminHandlers: Handlers<operations> = {
   adminCreateTable: tables.adminCreateTable,
   adminRunTableDdl: tables.adminRunTableDdl,
   adminCopyPreviewSchema: tables.adminCopyPreviewSchema,
+  adminGetTableQuota: tables.adminGetTableQuota,
+  adminSetTableQuota: tables.adminSetTableQuota,
   adminListBroadcasts: broadcasts.adminListBroadcasts,
   adminGetBroadcast: broadcasts.adminGetBroadcast,
   adminApproveBroadcast: broadcasts.adminApproveBroadcast,

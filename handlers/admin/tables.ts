@@ -3,6 +3,7 @@ import type { operations } from '../../generated/admin-api.js';
 import type { Handler } from '../../http/handler-types.js';
 import { findProject } from './projects.js';
 import { copyPreviewToPublic, createTable, listTables, runDdl } from '../../lib/tables/ddl.js';
+import { quotaDefaultsOf, quotaReport, setQuota } from '../../lib/tables/quota.js';
 
 type Ops = operations;
 
@@ -25,4 +26,16 @@ export const adminRunTableDdl: Handler<Ops['adminRunTableDdl']> = async (req, de
 export const adminCopyPreviewSchema: Handler<Ops['adminCopyPreviewSchema']> = async (req, deps) => {
   const project = await findProject(deps, req.params.projectId);
   return { data: await copyPreviewToPublic(deps.db.pool, project.id, req.body?.dry_run ?? false) };
+};
+
+export const adminGetTableQuota: Handler<Ops['adminGetTableQuota']> = async (req, deps) => {
+  const project = await findProject(deps, req.params.projectId);
+  return { data: await quotaReport(deps.db.pool, quotaDefaultsOf(deps.config), project.id) };
+};
+
+export const adminSetTableQuota: Handler<Ops['adminSetTableQuota']> = async (req, deps) => {
+  const project = await findProject(deps, req.params.projectId);
+  const b = req.body;
+  await setQuota(deps.db.pool, project.id, b.schema, { max_rows: b.max_rows, max_bytes: b.max_bytes }, deps.clock.now());
+  return { data: await quotaReport(deps.db.pool, quotaDefaultsOf(deps.config), project.id) };
 };

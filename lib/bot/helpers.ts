@@ -42,6 +42,7 @@ import { cursorSecretOf } from '../platform/cursor.js';
 import { sendBodyProblem } from './send-schema.js';
 import { insertRow } from './table-insert.js';
 import { showTyping } from './typing.js';
+import { quotaDefaultsOf } from '../tables/quota.js';
 import type { ProjectRef } from '../access/credentials.js';
 import { MAX_HELPER_ARGS, MAX_OP_NAME } from './limits.js';
 import { oneLine } from './log-text.js';
@@ -109,7 +110,7 @@ async function projectOf(deps: BotDeps, inv: Invocation): Promise<ProjectRef> {
 }
 
 function tableSettings(deps: BotDeps) {
-  return { statementTimeoutMs: deps.config.tablesStatementTimeoutMs, cursorSecret: cursorSecretOf(deps) };
+  return { statementTimeoutMs: deps.config.tablesStatementTimeoutMs, cursorSecret: cursorSecretOf(deps), quota: quotaDefaultsOf(deps.config) };
 }
 
 async function perform(deps: BotDeps, inv: Invocation, op: string, args: any): Promise<Answer> {
@@ -200,7 +201,7 @@ async function perform(deps: BotDeps, inv: Invocation, op: string, args: any): P
       return { ok: true, value: page.rows };
     }
     case 'tables.insert':
-      return { ok: true, value: await insertRow(deps.db.pool, deps.config.tablesStatementTimeoutMs, inv.projectId, schema, args?.table, args?.row) };
+      return { ok: true, value: await insertRow(deps.db.pool, deps.config.tablesStatementTimeoutMs, inv.projectId, schema, args?.table, args?.row, quotaDefaultsOf(deps.config)) };
     case 'tables.update': {
       const r = await updateRows(deps.db.pool, tableSettings(deps), {
         projectId: inv.projectId, table: String(args?.table ?? ''), schema, filters: writeFiltersFromBody(args?.filters), set: args?.set ?? {}, dryRun: false, maxAffected: undefined,

@@ -1,7 +1,8 @@
 /**
  * `tables.insert` for the bot: one row into a project table, as the project's role (the same
  * isolation as every table operation, lib/tables/isolation.ts), values bound and cast to the
- * column types, answered with the row as stored.
+ * column types, answered with the row as stored; over the schema's storage quota it is 409
+ * `table_quota_exceeded` (lib/tables/quota.ts).
  */
 import type pg from 'pg';
 import { ApiError } from '../platform/errors.js';
@@ -11,12 +12,14 @@ import { isPlatformTable, quoteIdent, schemaName, type TableSchema } from '../ta
 import { mapQueryErrors } from '../tables/pg-errors.js';
 import { col, Params, valueText } from '../tables/sql.js';
 import { rowTypes } from '../tables/values.js';
+import { enforceQuota, limitsOf, usageOf, type QuotaDefaults } from '../tables/quota.js';
 
-export async function insertRow(pool: pg.Pool, statementTimeoutMs: number, projectId: string, schema: TableSchema, tableName: string, row: unknown): Promise<Record<string, unknown>> {
+export async function insertRow(pool: pg.Pool, statementTimeoutMs: number, projectId: string, schema: TableSchema, tableName: string, row: unknown, quota?: QuotaDefaults): Promise<Record<string, unknown>> {
   if (typeof tableName !== 'string') throw new ApiError('invalid_request', 'table must be a string.');
   if (isPlatformTable(tableName)) throw platformTableForbidden(tableName);
   if (typeof row !== 'object' || row === null || Array.isArray(row)) throw new ApiError('invalid_request', 'row must be an object of column values.');
   const physical = schemaName(projectId, schema);
+  const limit = await limitsOf(pool, quota, projectId, schema);
   return withProjectTx(pool, projectId, { readOnly: false, statementTimeoutMs, schema }, async (client) => {
     const table = await loadTable(client, physical, schema, tableName);
     const params = new Params();
@@ -40,7 +43,10 @@ export async function insertRow(pool: pg.Pool, statementTimeoutMs: number, proje
     const text = names.length
       ? `INSERT INTO ${from} (${names.join(', ')}) VALUES (${values.join(', ')}) RETURNING ${cols}`
       : `INSERT INTO ${from} DEFAULT VALUES RETURNING ${cols}`;
+    const before = await usageOf(client, physical);
     const res = await mapQueryErrors(client, { timeoutMs: statementTimeoutMs, casts }, () => client.query({ text, values: params.values, rowMode: 'array', types: rowTypes }));
+    // Over the schema's row or byte quota: 409 table_quota_exceeded, the insert rolled back.
+    await enforceQuota(client, physical, schema, limit, before, true);
     const out = (res.rows as unknown[][])[0] ?? [];
     return Object.fromEntries(table.columns.map((c, i) => [c.name, out[i]]));
   });

@@ -12,6 +12,9 @@
  *   tags are added, `opted_in` true opts in (when and from which import are recorded, once),
  *   false opts out. Re-importing the same file therefore changes nothing (all `unchanged`).
  * - Every line not imported as is gets a report row with its line number and reason.
+ * - Fair share: a project's imports apply one batch at a time in this instance (the others of
+ *   the same project wait their turn, FIFO), so a project starting many imports holds at most
+ *   one of the platform's connections for them.
  * - The job runs in the instance that received the file. An import interrupted by a crash is
  *   marked `failed` at the next start (see `failInterrupted`); re-sending the file is safe because
  *   an import is idempotent.
@@ -27,6 +30,7 @@ import { ApiError } from '../platform/errors.js';
 import { readCsv, type CsvRecord } from './csv.js';
 import type { Queryable } from '../broadcasts/audience.js';
 import { UUID } from '../broadcasts/audience.js';
+import { Slots } from '../tables/tenant-pool.js';
 
 export type ImportView = components['schemas']['ContactImport'];
 
@@ -36,6 +40,9 @@ const COLUMNS = ['number', 'name', 'tags', 'opted_in'] as const;
 const TRUE = new Set(['true', 'yes', 'y', '1']);
 const FALSE = new Set(['false', 'no', 'n', '0']);
 const running = new Set<Promise<void>>();
+/** One batch at a time per project (see the policy above). */
+const batchTurns = new Map<string, Slots>();
+const BATCH_TURN_WAIT_MS = 60_000;
 
 export function importId(raw: string): string {
   if (!UUID.test(raw)) throw new ApiError('invalid_id', `Malformed id "${raw.slice(0, 64)}": a UUID is expected.`);
@@ -157,8 +164,15 @@ async function runImport(deps: Deps, id: string, file: string): Promise<void> {
     let rowsRead = 0;
     const counter = { bytes: 0 };
     const source = createReadStream(file).on('data', (c) => (counter.bytes += c.length));
+    let turns = batchTurns.get(projectId);
+    if (!turns) batchTurns.set(projectId, (turns = new Slots(1)));
     const flush = async () => {
-      await applyBatch(pool, id, projectId, batch, rejects, rowsRead, counter.bytes, deps.clock.now());
+      if (!(await turns!.acquire(BATCH_TURN_WAIT_MS))) throw new Error('the project\'s other imports kept the database busy; re-send the file');
+      try {
+        await applyBatch(pool, id, projectId, batch, rejects, rowsRead, counter.bytes, deps.clock.now());
+      } finally {
+        turns!.release();
+      }
       batch = [];
       rejects = [];
     };

@@ -44,6 +44,17 @@ export interface Config {
   credentialCacheTtlMs: number;
   /** Statement (and lock) timeout of every query on a project's own tables. */
   tablesStatementTimeoutMs: number;
+  /** Tenant (project-table) connections of this instance, all projects together; apart from the platform pool. */
+  tablesPoolMax: number;
+  /** Table operations of one project at once on this instance (tables API, bot helpers, operator DDL). */
+  tablesProjectConcurrency: number;
+  /** Longest wait for a tenant connection slot before 503 service_unavailable. */
+  tablesAcquireTimeoutMs: number;
+  /** Default storage quotas of a project's tables, per schema (operators override per project). */
+  tablesQuotaPublicRows: number;
+  tablesQuotaPublicBytes: number;
+  tablesQuotaPreviewRows: number;
+  tablesQuotaPreviewBytes: number;
   logLevel: string;
   /** Graph API base URL; unset in the embedded default means the bundled simulator. */
   graphBaseUrl?: string;
@@ -189,6 +200,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     runtimeEventsPerMinute: int(env, 'RUNTIME_EVENTS_PER_MINUTE', 6000, 1),
     credentialCacheTtlMs: int(env, 'CREDENTIAL_CACHE_TTL_MS', 10000, 0, 3600000),
     tablesStatementTimeoutMs: int(env, 'TABLES_STATEMENT_TIMEOUT_MS', 5000, 1, 600000),
+    tablesPoolMax: int(env, 'TABLES_POOL_MAX', 10, 1, 1000),
+    tablesProjectConcurrency: int(env, 'TABLES_PROJECT_CONCURRENCY', 4, 1, 1000),
+    tablesAcquireTimeoutMs: int(env, 'TABLES_ACQUIRE_TIMEOUT_MS', 5000, 1, 600000),
+    tablesQuotaPublicRows: int(env, 'TABLES_QUOTA_PUBLIC_ROWS', 1_000_000, 0),
+    tablesQuotaPublicBytes: int(env, 'TABLES_QUOTA_PUBLIC_BYTES', 1024 ** 3, 0),
+    tablesQuotaPreviewRows: int(env, 'TABLES_QUOTA_PREVIEW_ROWS', 100_000, 0),
+    tablesQuotaPreviewBytes: int(env, 'TABLES_QUOTA_PREVIEW_BYTES', 100 * 1024 ** 2, 0),
     logLevel: str(env, 'LOG_LEVEL') ?? 'info',
     graphBaseUrl: str(env, 'GRAPH_BASE_URL')?.replace(/\/+$/, ''),
     graphApiVersion: str(env, 'GRAPH_API_VERSION') ?? 'v21.0',

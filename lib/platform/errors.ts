@@ -58,6 +58,7 @@ export const ERROR_STATUS = {
   channel_not_configured: 409,
   webhook_limit_reached: 409,
   max_affected_exceeded: 409,
+  table_quota_exceeded: 409,
   precondition_failed: 412,
   file_too_large: 413,
   payload_too_large: 413,

@@ -5,11 +5,11 @@
  * Policy and why:
  * - Everything runs as the project's role (lib/tables/isolation.ts, DDL mode: the target schema
  *   first in search_path), so objects are created in, and owned within, the project's storage.
- * - A statement is sent alone through the extended protocol (PostgreSQL refuses several commands
- *   in one prepared statement) and must start with one of a short list of DDL forms. Commands
- *   that change the session (SET, RESET, DO, functions, grants…) are refused: SET ROLE confines
- *   SQL we generate, not arbitrary text (README, "Project tables"). Operator DDL is trusted input:
- *   the expressions of defaults and checks it writes run whenever rows are written.
+ * - A statement is parsed by PostgreSQL's own parser and judged on its tree (lib/tables/ddl-check.ts:
+ *   one statement of the documented kinds, no session changes, no functions but harmless built-ins,
+ *   no subqueries, no qualified or temporary names), then sent alone through the extended protocol.
+ *   It runs on a login of the project's role (a member of no other role), so even what the check
+ *   let through, and the default and check expressions it wrote, cannot leave the project.
  * - Platform tables (`_platform_…`) are neither listed, created, changed nor copied.
  * - Copying preview to public is additive: missing tables are created (`LIKE … INCLUDING ALL`, their
  *   own sequences for serial columns, then foreign keys), missing columns, indexes, constraints and
@@ -22,23 +22,11 @@ import { randomBytes } from 'node:crypto';
 import { ApiError } from '../platform/errors.js';
 import { withProjectTx } from './isolation.js';
 import { loadTable } from './catalogue.js';
-import { IDENT_PATTERN, PLATFORM_TABLE_PREFIX, quoteIdent, isPlatformTable, type TableSchema } from './names.js';
+import { checkDdl, loadDdlParser } from './ddl-check.js';
+import { IDENT_PATTERN, quoteIdent, isPlatformTable, type TableSchema } from './names.js';
 import { queryTimeout, sqlState } from './pg-errors.js';
 
 export const DDL_TIMEOUT_MS = 30000;
-
-/** Leading forms of the statements operators may run. */
-const ALLOWED_DDL = [
-  /^create\s+(unlogged\s+)?table\s/i,
-  /^create\s+(unique\s+)?index\s/i,
-  /^create\s+sequence\s/i,
-  /^create\s+(or\s+replace\s+)?view\s/i,
-  /^create\s+type\s/i,
-  /^alter\s+(table|index|sequence|view|type)\s/i,
-  /^drop\s+(table|index|sequence|view|type)\s/i,
-  /^comment\s+on\s/i,
-  /^truncate\s/i,
-];
 
 function ddlError(e: unknown, timeoutMs: number): unknown {
   const state = sqlState(e);
@@ -65,24 +53,8 @@ async function runOne(c: pg.PoolClient, sql: string): Promise<void> {
   await c.query(`DEALLOCATE ${name}`).catch(() => undefined);
 }
 
-function mentionsPlatformTable(sql: string): boolean {
-  return sql.toLowerCase().includes(PLATFORM_TABLE_PREFIX);
-}
-
-export function checkDdl(sql: string): string {
-  const text = sql.trim().replace(/;\s*$/, '');
-  if (text.length === 0) throw new ApiError('invalid_request', 'sql is empty.');
-  if (!ALLOWED_DDL.some((re) => re.test(text))) {
-    throw new ApiError(
-      'invalid_request',
-      'Only one DDL statement of these forms is accepted: CREATE TABLE/INDEX/SEQUENCE/VIEW/TYPE, ALTER or DROP TABLE/INDEX/SEQUENCE/VIEW/TYPE, COMMENT ON, TRUNCATE.',
-    );
-  }
-  if (mentionsPlatformTable(text)) throw new ApiError('platform_table_forbidden', `Platform tables (${PLATFORM_TABLE_PREFIX}…) are managed by the platform.`);
-  return text;
-}
-
 export async function runDdl(pool: pg.Pool, projectId: string, schema: TableSchema, sql: string): Promise<{ schema: TableSchema; command: string }> {
+  await loadDdlParser();
   const text = checkDdl(sql);
   return ddlTx(pool, projectId, schema, async (c) => {
     await runOne(c, text);
@@ -145,7 +117,9 @@ export async function createTable(pool: pg.Pool, projectId: string, schema: Tabl
   }
   const pk = columns.filter((c) => c.primary_key).map((c) => quoteIdent(c.name));
   if (pk.length) defs.push(`PRIMARY KEY (${pk.join(', ')})`);
-  const sql = `CREATE TABLE ${quoteIdent(name)} (${defs.join(', ')})`;
+  // Held to the same rules as operator DDL (default expressions are free text).
+  await loadDdlParser();
+  const sql = checkDdl(`CREATE TABLE ${quoteIdent(name)} (${defs.join(', ')})`);
   return ddlTx(pool, projectId, schema, async (c) => {
     await runOne(c, sql);
     const physical = (await c.query<{ s: string }>('SELECT (current_schemas(false))[1] AS s')).rows[0].s;

@@ -1,26 +1,29 @@
 /**
- * Isolation of a project's tables: every query on them runs inside a transaction that has first
- * switched to the project's own role (`SET LOCAL ROLE`) and pinned `search_path`.
+ * Isolation of a project's tables: every query on them runs on a connection logged in as the
+ * project's own role (lib/tables/tenant-pool.ts), inside a transaction that pins `search_path`.
  *
  * Policy and why:
- * - The role is NOLOGIN; it may use and create in the project's two schemas (owned by the service)
+ * - The role logs in only with a derived password and is a member of no other role; it may use
+ *   and create in the project's two schemas (owned by the service)
  *   and owns what it creates there. It has no grant on the service's tables, on other projects'
- *   schemas, or on the platform tables inside its own schemas. So even a bug in query building can reach nothing but the project's own
- *   data: PostgreSQL refuses the rest.
+ *   schemas, or on the platform tables inside its own schemas. So even a bug in query building can
+ *   reach nothing but the project's own data: PostgreSQL refuses the rest.
  * - `search_path` is `pg_catalog, <schema>`: pg_catalog first, so a project's own functions or
  *   operators can never shadow the built-ins our generated SQL uses (DDL mode puts the schema first
  *   so unqualified names are created there).
  * - Reads run in READ ONLY transactions; every statement has a statement timeout and a lock timeout.
  * - Provisioning works as a superuser (CI) and as a non-superuser owner of the service database
- *   with CREATEROLE: it grants itself membership of each project role (PostgreSQL 16+ gives the
- *   creator ADMIN on the role; the explicit GRANT adds SET, which `SET LOCAL ROLE` needs).
- * - Limit: SET ROLE confines SQL that we generate (identifiers from the catalogue, values bound as
- *   parameters). It does not confine arbitrary SQL text that could run `RESET ROLE`; that is why
- *   operator DDL is limited to single, whitelisted statements (lib/tables/ddl.ts).
+ *   with CREATEROLE (PostgreSQL 16+ gives the creator ADMIN on the role, which ALTER ROLE needs).
+ *   The service also keeps a SET membership of each project role (for an operator's maintenance
+ *   as the project); the project role is a member of nothing, so this grants the project nothing.
+ * - Because the session itself is the project's role, even arbitrary SQL (operator DDL, default and
+ *   check expressions it wrote) cannot leave it: `RESET ROLE` or `set_config('role', …)` lands on
+ *   the same role. Operator DDL is still parsed and limited (lib/tables/ddl-check.ts).
  */
 import type pg from 'pg';
 import { CURSOR_POSITIONS_TABLE, positionsTableDdl } from './cursor.js';
 import { queryTimeout, sqlState } from './pg-errors.js';
+import { scramVerifier, tenantPoolsOf } from './tenant-pool.js';
 import { isPlatformTable, quoteIdent, roleName, schemaName, TABLE_SCHEMAS, type TableSchema, PLATFORM_TABLE_PREFIX } from './names.js';
 
 export interface ProjectStorage {
@@ -83,9 +86,13 @@ async function provision(pool: pg.Pool, projectId: string): Promise<ProjectStora
     ).rows[0];
     const exists = await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [names.role]);
     if (exists.rowCount === 0) await client.query(`CREATE ROLE ${role} NOLOGIN NOINHERIT`);
+    // Tenant work logs in as this role (lib/tables/tenant-pool.ts): the password is derived (only its
+    // SCRAM verifier is sent), and the role stays a member of no other role, so nothing run on its
+    // sessions can become anyone else.
+    await client.query(`ALTER ROLE ${role} LOGIN PASSWORD ${client.escapeLiteral(scramVerifier(tenantPoolsOf(pool).passwordOf(names.role)))}`);
     if (!me.superuser) {
-      // SET LOCAL ROLE needs membership with SET. PostgreSQL 16+ gives a CREATEROLE creator ADMIN
-      // only; our own grant adds SET (and no INHERIT: the service keeps no ambient project rights).
+      // Maintenance as the project (SET ROLE) needs membership with SET. PostgreSQL 16+ gives a
+      // CREATEROLE creator ADMIN only; our own grant adds SET (no INHERIT: no ambient project rights).
       if (me.version >= 160000) await client.query(`GRANT ${role} TO CURRENT_USER WITH INHERIT FALSE, SET TRUE`);
       else if (!(await client.query('SELECT pg_has_role(current_user, $1, $2) AS m', [names.role, 'MEMBER'])).rows[0].m) {
         await client.query(`GRANT ${role} TO CURRENT_USER`);
@@ -143,13 +150,14 @@ export function ensureProjectStorage(pool: pg.Pool, projectId: string): Promise<
 export async function dropProjectStorage(pool: pg.Pool, projectId: string): Promise<void> {
   const names = await storageNames(pool, projectId);
   ensured.get(pool)?.delete(projectId.toLowerCase());
+  await tenantPoolsOf(pool).forget(names.role);
   for (const s of TABLE_SCHEMAS) await pool.query(`DROP SCHEMA IF EXISTS ${quoteIdent(names.schemas[s])} CASCADE`);
   await pool.query(`DROP ROLE IF EXISTS ${quoteIdent(names.role)}`);
 }
 
 /**
- * Runs `fn` in a transaction as the project's role, with `search_path` and the timeouts set.
- * The role switch is the first statement: nothing `fn` does runs with the service's privileges.
+ * Runs `fn` in a transaction on a login of the project's role (lib/tables/tenant-pool.ts), with
+ * `search_path` and the timeouts set. Nothing `fn` runs has any right beyond the project's role.
  */
 export async function withProjectTx<T>(
   pool: pg.Pool,
@@ -158,7 +166,8 @@ export async function withProjectTx<T>(
   fn: (client: pg.PoolClient, storage: ProjectStorage) => Promise<T>,
 ): Promise<T> {
   const storage = await ensureProjectStorage(pool, projectId);
-  const client = await pool.connect();
+  const conn = await tenantPoolsOf(pool).connect(projectId.toLowerCase(), storage.role);
+  const client = conn.client;
   let broken = false;
   try {
     const timeout = Math.max(1, Math.floor(opts.statementTimeoutMs));
@@ -167,7 +176,6 @@ export async function withProjectTx<T>(
       `BEGIN ISOLATION LEVEL ${opts.readOnly ? 'REPEATABLE READ READ ONLY' : 'READ COMMITTED READ WRITE'};` +
         // Stable text forms: values come back, and cursor positions go round, in these.
         `SET LOCAL TimeZone = 'UTC'; SET LOCAL DateStyle = 'ISO, YMD'; SET LOCAL IntervalStyle = 'postgres'; SET LOCAL extra_float_digits = 1;` +
-        `SET LOCAL ROLE ${quoteIdent(storage.role)};` +
         `SET LOCAL search_path = ${opts.ddl ? `${quoteIdent(storage.schemas[opts.schema])}, pg_catalog` : `pg_catalog, ${quoteIdent(storage.schemas[opts.schema])}`};` +
         `SET LOCAL statement_timeout = ${timeout};` +
         `SET LOCAL lock_timeout = ${timeout};` +
@@ -184,7 +192,7 @@ export async function withProjectTx<T>(
     if (state === '57014' || state === '55P03') throw queryTimeout(opts.statementTimeoutMs);
     throw e;
   } finally {
-    client.release(broken);
+    await conn.release(broken);
   }
 }
 

@@ -13,6 +13,7 @@ import { decodeTableCursor, encodeTableCursor } from './cursor.js';
 import { mapQueryErrors } from './pg-errors.js';
 import { col, Params } from './sql.js';
 import { rowTypes } from './values.js';
+import type { QuotaDefaults } from './quota.js';
 import { isPlatformTable, quoteIdent, schemaName, type TableSchema } from './names.js';
 
 export const MAX_COLUMNS_LENGTH = 2000;
@@ -20,6 +21,8 @@ export const MAX_COLUMNS_LENGTH = 2000;
 export interface TablesSettings {
   statementTimeoutMs: number;
   cursorSecret: Buffer;
+  /** Storage quota defaults (lib/tables/quota.ts); DEFAULT_QUOTAS when absent. */
+  quota?: QuotaDefaults;
 }
 
 export interface RowsRequest {

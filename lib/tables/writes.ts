@@ -11,6 +11,8 @@
  * - The answer carries the affected count and at most MAX_RETURNED_ROWS of the changed rows (new
  *   values for an update, the removed rows for a delete), with `rows_truncated`.
  * - Each runs in one transaction as the project's role, under the statement and lock timeouts.
+ * - An update that leaves the schema over its byte quota is 409 `table_quota_exceeded`, rolled
+ *   back (lib/tables/quota.ts); deletes are never refused.
  */
 import type pg from 'pg';
 import { ApiError } from '../platform/errors.js';
@@ -22,6 +24,7 @@ import { col, Params, valueText } from './sql.js';
 import { rowTypes } from './values.js';
 import { quoteIdent, schemaName, type TableSchema } from './names.js';
 import type { TablesSettings } from './rows.js';
+import { enforceQuota, limitsOf, usageOf } from './quota.js';
 
 export const MAX_RETURNED_ROWS = 50;
 
@@ -96,9 +99,12 @@ async function runWrite(
   pool: pg.Pool,
   settings: TablesSettings,
   w: WriteRequest,
+  grows: boolean,
   statement: (table: TableInfo, from: string, where: string, params: Params) => { sql: string; casts: { value: string; column: ColumnInfo }[] },
 ): Promise<WriteResult> {
   const physical = schemaName(w.projectId, w.schema);
+  // An update may grow the schema past its byte quota (checked after it, in its transaction).
+  const quotaLimit = grows && !w.dryRun ? await limitsOf(pool, settings.quota, w.projectId, w.schema) : undefined;
   return withProjectTx(pool, w.projectId, { readOnly: w.dryRun, statementTimeoutMs: settings.statementTimeoutMs, schema: w.schema }, async (client) => {
     const table = await loadTable(client, physical, w.schema, w.table);
     const params = new Params();
@@ -124,6 +130,7 @@ async function runWrite(
         `WITH changed AS (${st.sql} RETURNING ${cols}) ` +
         `SELECT (SELECT count(*) FROM changed), s.* FROM (SELECT 1) AS one LEFT JOIN (SELECT * FROM changed LIMIT ${limit}) AS s ON TRUE`;
     }
+    const before = quotaLimit ? await usageOf(client, physical) : undefined;
     const res = await mapQueryErrors(client, { timeoutMs: settings.statementTimeoutMs, casts }, () =>
       client.query({ text, values: params.values, rowMode: 'array', types: rowTypes }),
     );
@@ -136,13 +143,14 @@ async function runWrite(
         max_affected: w.maxAffected,
       });
     }
+    if (quotaLimit && before && affected > 0) await enforceQuota(client, physical, w.schema, quotaLimit, before, false);
     const changed = affected === 0 ? [] : toObjects(table.columns, rows, 1);
     return { table: table.name, schema: w.schema, dry_run: w.dryRun, affected, rows: changed, rows_truncated: affected > changed.length };
   });
 }
 
 export function updateRows(pool: pg.Pool, settings: TablesSettings, w: WriteRequest & { set: Record<string, unknown> }): Promise<WriteResult> {
-  return runWrite(pool, settings, w, (table, from, where, params) => {
+  return runWrite(pool, settings, w, true, (table, from, where, params) => {
     const sets = assignments(table, w.set);
     if (sets.length === 0) throw new ApiError('invalid_request', '"set" needs at least one column.', { fields: [{ field: 'body.set', message: 'empty' }] });
     const casts: { value: string; column: ColumnInfo }[] = [];
@@ -156,5 +164,5 @@ export function updateRows(pool: pg.Pool, settings: TablesSettings, w: WriteRequ
 }
 
 export function deleteRows(pool: pg.Pool, settings: TablesSettings, w: WriteRequest): Promise<WriteResult> {
-  return runWrite(pool, settings, w, (_table, from, where) => ({ sql: `DELETE FROM ${from} WHERE ${where}`, casts: [] }));
+  return runWrite(pool, settings, w, false, (_table, from, where) => ({ sql: `DELETE FROM ${from} WHERE ${where}`, casts: [] }));
 }

@@ -98,6 +98,9 @@ export class AdminClient {
   /** Its body is optional in the contract (Body<> is never for such): typed here by hand. */
   copyPreviewSchema = (projectId: string, body: { dry_run?: boolean }) =>
     this.call('adminCopyPreviewSchema', 'POST', `/admin/projects/${seg(projectId)}/tables/copy-preview`, body as never);
+  getTableQuota = (projectId: string) => this.call('adminGetTableQuota', 'GET', `/admin/projects/${seg(projectId)}/tables/quota`);
+  setTableQuota = (projectId: string, body: Body<'adminSetTableQuota'>) =>
+    this.call('adminSetTableQuota', 'PUT', `/admin/projects/${seg(projectId)}/tables/quota`, body);
 
   // Broadcasts (scripts/ops/broadcasts.ts).
   listBroadcasts = (query: Query<'adminListBroadcasts'>) => this.call('adminListBroadcasts', 'GET', `/admin/broadcasts${queryString(query)}`);

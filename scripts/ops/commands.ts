@@ -43,7 +43,7 @@ export const GROUPS: Record<Group, string> = {
   channel: "A project's WhatsApp Cloud API number (secrets read from the environment)",
   runtime: "Runtime tokens (rt_…) the project's bot code uses to raise custom events",
   webhooks: 'Webhook registrations: recent deliveries, to diagnose a failing endpoint',
-  tables: "A project's own tables: list, run DDL in public or preview, copy preview's structure to public",
+  tables: "A project's own tables: list, run DDL in public or preview, copy preview's structure to public, storage quotas",
   broadcasts: 'Campaigns: the approval queue, approve (now or later), cancel; the number throughput',
   contacts: 'Contact CSV imports with progress and a line report',
   code: "The bot's code: pull, push and deploy with a project key (SERVICE_API_KEY); deployments, rollback and logs",

@@ -1,7 +1,8 @@
 /**
  * Operator CLI: a project's tables (the dashboard's database tab). `tables ddl` runs one DDL
  * statement (from --sql or --file) in the public or preview schema; `tables copy-preview` copies
- * preview's structure to public (additive; --dry-run prints the statements only).
+ * preview's structure to public (additive; --dry-run prints the statements only); `tables quota`
+ * shows a project's storage limits and usage, and with --rows/--bytes overrides them for one schema.
  */
 import { readFileSync } from 'node:fs';
 import { flagSet, flagValue, parseChoice, UsageError, type ParsedArgs } from './args.js';
@@ -81,5 +82,30 @@ TABLE_COMMANDS.splice(1, 0, {
     const data = await api.createTable(projectId, { schema: schemaOf(args), name: spec.name as string, columns: spec.columns as never });
     const rows = data.columns.map((c) => [c.name, c.type, c.nullable ? 'yes' : 'no', c.is_primary_key ? 'pk' : '', c.default_value ?? '']);
     return { data, human: `Created table ${data.table} in the ${data.schema} schema.\n\n${f.table(['COLUMN', 'TYPE', 'NULL', 'KEY', 'DEFAULT'], rows, '')}` };
+  },
+});
+
+/** A limit flag: a non-negative integer, or `default` (back to the configured default). */
+function limitOf(args: ParsedArgs, name: string): number | null | undefined {
+  const raw = flagValue(args, name);
+  if (raw === undefined) return undefined;
+  if (raw === 'default') return null;
+  if (!/^\d{1,16}$/.test(raw)) throw new UsageError(`--${name} must be a non-negative integer or "default"`);
+  return Number(raw);
+}
+
+TABLE_COMMANDS.push({
+  group: 'tables', name: 'quota', args: ['<projectId>'], options: '[--schema public|preview] [--rows N|default] [--bytes N|default]', flags: ['schema', 'rows', 'bytes'],
+  summary: "Show a project's table storage quota and usage per schema; --rows/--bytes override it for --schema (default public)",
+  async run(api, [projectId], args) {
+    const maxRows = limitOf(args, 'rows');
+    const maxBytes = limitOf(args, 'bytes');
+    const data = maxRows === undefined && maxBytes === undefined
+      ? await api.getTableQuota(projectId)
+      : await api.setTableQuota(projectId, { schema: schemaOf(args), max_rows: maxRows, max_bytes: maxBytes });
+    const rows = data.schemas.map((q) => [
+      q.schema, String(q.rows), `${q.max_rows}${q.rows_overridden ? ' (project)' : ''}`, String(q.bytes), `${q.max_bytes}${q.bytes_overridden ? ' (project)' : ''}`,
+    ]);
+    return { data, human: f.table(['SCHEMA', 'ROWS', 'MAX ROWS', 'BYTES', 'MAX BYTES'], rows, '') };
   },
 });

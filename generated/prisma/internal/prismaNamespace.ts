@@ -437,7 +437,8 @@ export const ModelName = {
   DashboardInvite: 'DashboardInvite',
   DashboardAudit: 'DashboardAudit',
   RateCard: 'RateCard',
-  ChannelMessagingLimit: 'ChannelMessagingLimit'
+  ChannelMessagingLimit: 'ChannelMessagingLimit',
+  ProjectTableQuota: 'ProjectTableQuota'
 } as const
 
 export type ModelName = (typeof ModelName)[keyof typeof ModelName]
@@ -453,7 +454,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "project" | "apiKey" | "agentConnection" | "connectionProject" | "accessToken" | "channelSettings" | "contact" | "conversation" | "conversationOrder" | "message" | "event" | "idempotencyRecord" | "sendCounter" | "template" | "webhookEndpoint" | "webhookDelivery" | "webhookAttempt" | "runtimeToken" | "mediaAsset" | "headerSample" | "segment" | "broadcast" | "broadcastRecipient" | "broadcastPacing" | "contactImport" | "contactImportRow" | "contactImportPhone" | "codeFile" | "deployment" | "botRelease" | "botLog" | "botInbox" | "flow" | "flowVersion" | "dashboardAccount" | "dashboardMembership" | "dashboardSession" | "dashboardInvite" | "dashboardAudit" | "rateCard" | "channelMessagingLimit"
+    modelProps: "project" | "apiKey" | "agentConnection" | "connectionProject" | "accessToken" | "channelSettings" | "contact" | "conversation" | "conversationOrder" | "message" | "event" | "idempotencyRecord" | "sendCounter" | "template" | "webhookEndpoint" | "webhookDelivery" | "webhookAttempt" | "runtimeToken" | "mediaAsset" | "headerSample" | "segment" | "broadcast" | "broadcastRecipient" | "broadcastPacing" | "contactImport" | "contactImportRow" | "contactImportPhone" | "codeFile" | "deployment" | "botRelease" | "botLog" | "botInbox" | "flow" | "flowVersion" | "dashboardAccount" | "dashboardMembership" | "dashboardSession" | "dashboardInvite" | "dashboardAudit" | "rateCard" | "channelMessagingLimit" | "projectTableQuota"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -3491,6 +3492,80 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         }
       }
     }
+    ProjectTableQuota: {
+      payload: Prisma.$ProjectTableQuotaPayload<ExtArgs>
+      fields: Prisma.ProjectTableQuotaFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.ProjectTableQuotaFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ProjectTableQuotaPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.ProjectTableQuotaFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ProjectTableQuotaPayload>
+        }
+        findFirst: {
+          args: Prisma.ProjectTableQuotaFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ProjectTableQuotaPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.ProjectTableQuotaFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ProjectTableQuotaPayload>
+        }
+        findMany: {
+          args: Prisma.ProjectTableQuotaFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ProjectTableQuotaPayload>[]
+        }
+        create: {
+          args: Prisma.ProjectTableQuotaCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ProjectTableQuotaPayload>
+        }
+        createMany: {
+          args: Prisma.ProjectTableQuotaCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.ProjectTableQuotaCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ProjectTableQuotaPayload>[]
+        }
+        delete: {
+          args: Prisma.ProjectTableQuotaDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ProjectTableQuotaPayload>
+        }
+        update: {
+          args: Prisma.ProjectTableQuotaUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ProjectTableQuotaPayload>
+        }
+        deleteMany: {
+          args: Prisma.ProjectTableQuotaDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.ProjectTableQuotaUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.ProjectTableQuotaUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ProjectTableQuotaPayload>[]
+        }
+        upsert: {
+          args: Prisma.ProjectTableQuotaUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ProjectTableQuotaPayload>
+        }
+        aggregate: {
+          args: Prisma.ProjectTableQuotaAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateProjectTableQuota>
+        }
+        groupBy: {
+          args: Prisma.ProjectTableQuotaGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ProjectTableQuotaGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.ProjectTableQuotaCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ProjectTableQuotaCountAggregateOutputType> | number
+        }
+      }
+    }
   }
 } & {
   other: {
@@ -4125,6 +4200,17 @@ export const ChannelMessagingLimitScalarFieldEnum = {
 export type ChannelMessagingLimitScalarFieldEnum = (typeof ChannelMessagingLimitScalarFieldEnum)[keyof typeof ChannelMessagingLimitScalarFieldEnum]
 
 
+export const ProjectTableQuotaScalarFieldEnum = {
+  projectId: 'projectId',
+  schema: 'schema',
+  maxRows: 'maxRows',
+  maxBytes: 'maxBytes',
+  updatedAt: 'updatedAt'
+} as const
+
+export type ProjectTableQuotaScalarFieldEnum = (typeof ProjectTableQuotaScalarFieldEnum)[keyof typeof ProjectTableQuotaScalarFieldEnum]
+
+
 export const SortOrder = {
   asc: 'asc',
   desc: 'desc'
@@ -4489,6 +4575,7 @@ export type GlobalOmitConfig = {
   dashboardAudit?: Prisma.DashboardAuditOmit
   rateCard?: Prisma.RateCardOmit
   channelMessagingLimit?: Prisma.ChannelMessagingLimitOmit
+  projectTableQuota?: Prisma.ProjectTableQuotaOmit
 }
 
 /* Types for Logging */

@@ -91,7 +91,8 @@ export const ModelName = {
   DashboardInvite: 'DashboardInvite',
   DashboardAudit: 'DashboardAudit',
   RateCard: 'RateCard',
-  ChannelMessagingLimit: 'ChannelMessagingLimit'
+  ChannelMessagingLimit: 'ChannelMessagingLimit',
+  ProjectTableQuota: 'ProjectTableQuota'
 } as const
 
 export type ModelName = (typeof ModelName)[keyof typeof ModelName]
@@ -703,6 +704,17 @@ export const ChannelMessagingLimitScalarFieldEnum = {
 } as const
 
 export type ChannelMessagingLimitScalarFieldEnum = (typeof ChannelMessagingLimitScalarFieldEnum)[keyof typeof ChannelMessagingLimitScalarFieldEnum]
+
+
+export const ProjectTableQuotaScalarFieldEnum = {
+  projectId: 'projectId',
+  schema: 'schema',
+  maxRows: 'maxRows',
+  maxBytes: 'maxBytes',
+  updatedAt: 'updatedAt'
+} as const
+
+export type ProjectTableQuotaScalarFieldEnum = (typeof ProjectTableQuotaScalarFieldEnum)[keyof typeof ProjectTableQuotaScalarFieldEnum]
 
 
 export const SortOrder = {

@@ -1,0 +1,145 @@
+/**
+ * Operator DDL judged on PostgreSQL's own parse tree (libpg-query), not on its words.
+ *
+ * Policy and why:
+ * - Exactly one statement, of the documented kinds: CREATE/ALTER/DROP TABLE, INDEX, SEQUENCE,
+ *   VIEW, TYPE (composite or enum), ALTER ... RENAME, COMMENT ON, TRUNCATE, and
+ *   CREATE TABLE ... AS (seeding a table from VALUES or from the project's own tables).
+ * - Nothing in it may change the session or reach outside the project: no function calls but a
+ *   short list of harmless built-ins (defaults such as `now()`, `gen_random_uuid()`,
+ *   `nextval('…')`), no subqueries, no functions in FROM, no schema-qualified names (so no
+ *   `pg_temp`, `public` or another project's schema), no TEMP objects, no `pg_…` relations (the
+ *   catalogs), no platform tables, no owner changes.
+ * - This is the second wall: every statement runs on a login of the project's own role, a member
+ *   of no other role (lib/tables/tenant-pool.ts), so even an accepted expression cannot leave it.
+ */
+import { loadModule, parseSync } from 'libpg-query';
+import { ApiError } from '../platform/errors.js';
+import { PLATFORM_TABLE_PREFIX } from './names.js';
+
+/** Statement node kinds operators may run. */
+const STATEMENTS = new Set([
+  'CreateStmt', 'CreateTableAsStmt', 'IndexStmt', 'CreateSeqStmt', 'AlterSeqStmt', 'ViewStmt',
+  'CompositeTypeStmt', 'CreateEnumStmt', 'AlterEnumStmt', 'AlterTableStmt', 'RenameStmt',
+  'DropStmt', 'CommentStmt', 'TruncateStmt',
+]);
+
+const OBJECT_KINDS = new Set(['OBJECT_TABLE', 'OBJECT_INDEX', 'OBJECT_SEQUENCE', 'OBJECT_VIEW', 'OBJECT_TYPE', 'OBJECT_COLUMN', 'OBJECT_TABCONSTRAINT', 'OBJECT_DOMCONSTRAINT']);
+
+/** Built-ins that read nothing and change nothing: what column defaults and checks commonly use. */
+const FUNCTIONS = new Set([
+  'now', 'clock_timestamp', 'statement_timestamp', 'transaction_timestamp', 'timezone', 'gen_random_uuid', 'nextval',
+  'lower', 'upper', 'length', 'char_length', 'btrim', 'ltrim', 'rtrim', 'abs', 'round', 'floor', 'ceil', 'date_trunc',
+  'jsonb_typeof', 'json_typeof', 'array_length', 'cardinality', 'to_tsvector',
+  'count', 'sum', 'avg', 'min', 'max',
+]);
+
+/** Parse-tree nodes that are refused wherever they occur. */
+const REFUSED_NODES: Record<string, string> = {
+  SubLink: 'subqueries are not accepted',
+  RangeSubselect: 'subqueries are not accepted',
+  RangeFunction: 'functions in FROM are not accepted',
+  RangeTableFunc: 'XMLTABLE is not accepted',
+  JsonTable: 'JSON_TABLE is not accepted',
+  withClause: 'WITH is not accepted',
+  RoleSpec: 'roles may not be named',
+  CallStmt: 'CALL is not accepted',
+};
+
+let loaded: Promise<void> | undefined;
+/** Loads the parser (WebAssembly) once; call before checkDdl. */
+export function loadDdlParser(): Promise<void> {
+  loaded ??= loadModule();
+  return loaded;
+}
+
+function refuse(why: string): never {
+  throw new ApiError('invalid_request', `This DDL is not accepted: ${why}.`);
+}
+
+function funcName(names: unknown): string {
+  const parts = (names as Array<{ String?: { sval?: string } }> | undefined)?.map((n) => n.String?.sval ?? '') ?? [];
+  if (parts.length === 2 && parts[0] === 'pg_catalog') return parts[1];
+  if (parts.length !== 1) refuse(`the function ${parts.join('.')} is not accepted`);
+  return parts[0];
+}
+
+/** Every node under `node`, judged. */
+function walk(node: unknown, seen: { platform: boolean }): void {
+  if (Array.isArray(node)) {
+    for (const x of node) walk(x, seen);
+    return;
+  }
+  if (node === null || typeof node !== 'object') return;
+  const o = node as Record<string, unknown>;
+  // A relation reference (RangeVar), wrapped or not.
+  if (typeof o.relname === 'string') {
+    if (o.schemaname !== undefined || o.catalogname !== undefined) refuse('names may not be qualified with a schema (objects live in the chosen schema)');
+    if (o.relpersistence === 't') refuse('temporary objects are not accepted');
+    if (o.relname.toLowerCase().startsWith('pg_')) refuse('system catalogs may not be used');
+    if (o.relname.toLowerCase().startsWith(PLATFORM_TABLE_PREFIX)) seen.platform = true;
+  }
+  for (const [key, value] of Object.entries(o)) {
+    if (key in REFUSED_NODES) refuse(REFUSED_NODES[key]);
+    if (key === 'FuncCall') {
+      const name = funcName((value as { funcname?: unknown }).funcname);
+      if (!FUNCTIONS.has(name)) refuse(`the function ${name}() is not accepted`);
+    }
+    if (key === 'TypeName' || key === 'typeName') {
+      const names = ((value as { names?: Array<{ String?: { sval?: string } }> }).names ?? []).map((n) => n.String?.sval);
+      if (names.length > 1 && names[0] !== 'pg_catalog') refuse('type names may not be qualified with a schema');
+    }
+    if (key === 'subtype' && (value === 'AT_ChangeOwner' || value === 'AT_SetTableSpace' || value === 'AT_EnableRule' || value === 'AT_EnableAlwaysRule' || value === 'AT_EnableReplicaRule')) {
+      refuse('ownership, tablespaces and rules may not be changed');
+    }
+    if (key === 'tableSpace' || key === 'tablespacename') refuse('tablespaces may not be named');
+    walk(value, seen);
+  }
+}
+
+/**
+ * The statement if it is accepted (trimmed, one trailing `;` dropped); otherwise 400
+ * `invalid_request` (403 `platform_table_forbidden` for a platform table).
+ */
+export function checkDdl(sql: string): string {
+  const text = sql.trim().replace(/;\s*$/, '');
+  if (text.length === 0) throw new ApiError('invalid_request', 'sql is empty.');
+  let stmts: Array<{ stmt?: Record<string, unknown> }>;
+  try {
+    stmts = (parseSync(text) as { stmts?: Array<{ stmt?: Record<string, unknown> }> }).stmts ?? [];
+  } catch (e) {
+    throw new ApiError('invalid_request', `The statement does not parse: ${(e as Error).message}`);
+  }
+  if (stmts.length !== 1 || !stmts[0].stmt) refuse('send exactly one statement');
+  const [kind, body] = Object.entries(stmts[0].stmt!)[0] as [string, Record<string, unknown>];
+  if (!STATEMENTS.has(kind)) {
+    throw new ApiError(
+      'invalid_request',
+      'Only one DDL statement of these forms is accepted: CREATE TABLE (also AS VALUES/SELECT from the project\'s tables)/INDEX/SEQUENCE/VIEW/TYPE, ALTER or DROP TABLE/INDEX/SEQUENCE/VIEW/TYPE, COMMENT ON, TRUNCATE.',
+    );
+  }
+  for (const key of ['objtype', 'removeType', 'renameType']) {
+    const v = body[key];
+    if (typeof v === 'string' && !OBJECT_KINDS.has(v)) refuse(`${v.replace('OBJECT_', '').toLowerCase()} objects are not accepted`);
+  }
+  if (kind === 'DropStmt' || kind === 'CommentStmt') {
+    // Their objects are lists of names, not RangeVars: the same rules by hand.
+    const objects = kind === 'DropStmt' ? (body.objects as unknown[]) ?? [] : [body.object];
+    for (const obj of objects) {
+      const names = (Array.isArray((obj as { List?: { items?: unknown[] } })?.List?.items) ? (obj as { List: { items: unknown[] } }).List.items : [obj])
+        .map((n) => (n as { String?: { sval?: string } })?.String?.sval)
+        .filter((n): n is string => typeof n === 'string');
+      const maxParts = body.objtype === 'OBJECT_COLUMN' || body.objtype === 'OBJECT_TABCONSTRAINT' ? 2 : 1;
+      if (names.length > maxParts) refuse('names may not be qualified with a schema');
+      if (names.some((n) => n.toLowerCase().startsWith(PLATFORM_TABLE_PREFIX))) {
+        throw new ApiError('platform_table_forbidden', `Platform tables (${PLATFORM_TABLE_PREFIX}…) are managed by the platform.`);
+      }
+    }
+  }
+  const seen = { platform: false };
+  walk(body, seen);
+  if (seen.platform || text.toLowerCase().includes(PLATFORM_TABLE_PREFIX)) {
+    throw new ApiError('platform_table_forbidden', `Platform tables (${PLATFORM_TABLE_PREFIX}…) are managed by the platform.`);
+  }
+  return text;
+}

@@ -1,0 +1,147 @@
+/**
+ * Storage quotas of a project's tables: rows and bytes, per schema (public, preview).
+ *
+ * Policy and why:
+ * - Limits are the configured defaults (TABLES_QUOTA_*), or an operator's per-project override
+ *   (table `project_table_quotas`, `PUT /admin/projects/{id}/tables/quota`, `ops tables quota`).
+ * - A write that adds rows (the bot's `tables.insert`) or bytes (updates, inserts) is checked
+ *   after its statement, inside its own transaction: when it grew the schema past a limit, it is
+ *   409 `table_quota_exceeded` and rolled back. Deletes are never refused.
+ * - Usage: bytes are the disk size of the schema's tables with their indexes and TOAST (what a
+ *   tenant costs; space freed by deletes counts again after VACUUM FULL or TRUNCATE); rows are
+ *   PostgreSQL's live-row counts plus the current transaction's own inserts and deletes. Those
+ *   counts reach other sessions within about a second, so concurrent writers may overshoot the
+ *   row limit by what they wrote in that second; the byte size is immediate.
+ * - Platform tables (`_platform_…`) do not count.
+ */
+import type pg from 'pg';
+import { ApiError } from '../platform/errors.js';
+import { sqlState } from './pg-errors.js';
+import { PLATFORM_TABLE_PREFIX, schemaName, TABLE_SCHEMAS, type TableSchema } from './names.js';
+
+export interface QuotaLimit {
+  rows: number;
+  bytes: number;
+}
+
+export type QuotaDefaults = Record<TableSchema, QuotaLimit>;
+
+export const DEFAULT_QUOTAS: QuotaDefaults = {
+  public: { rows: 1_000_000, bytes: 1024 ** 3 },
+  preview: { rows: 100_000, bytes: 100 * 1024 ** 2 },
+};
+
+/** The defaults of the typed config. */
+export function quotaDefaultsOf(config: { tablesQuotaPublicRows: number; tablesQuotaPublicBytes: number; tablesQuotaPreviewRows: number; tablesQuotaPreviewBytes: number }): QuotaDefaults {
+  return {
+    public: { rows: config.tablesQuotaPublicRows, bytes: config.tablesQuotaPublicBytes },
+    preview: { rows: config.tablesQuotaPreviewRows, bytes: config.tablesQuotaPreviewBytes },
+  };
+}
+
+interface OverrideRow {
+  schema: TableSchema;
+  max_rows: string | null;
+  max_bytes: string | null;
+}
+
+async function overrides(pool: pg.Pool, projectId: string): Promise<Map<TableSchema, OverrideRow>> {
+  try {
+    const r = await pool.query<OverrideRow>('SELECT schema, max_rows, max_bytes FROM project_table_quotas WHERE project_id = $1', [projectId]);
+    return new Map(r.rows.map((x) => [x.schema, x]));
+  } catch (e) {
+    // lib/tables on a database without the platform's migrations (its own tests): the defaults.
+    if (sqlState(e) === '42P01') return new Map();
+    throw e;
+  }
+}
+
+/** The limits in force for one schema of a project. */
+export async function limitsOf(pool: pg.Pool, defaults: QuotaDefaults | undefined, projectId: string, schema: TableSchema): Promise<QuotaLimit> {
+  const d = (defaults ?? DEFAULT_QUOTAS)[schema];
+  const o = (await overrides(pool, projectId)).get(schema);
+  return { rows: o?.max_rows != null ? Number(o.max_rows) : d.rows, bytes: o?.max_bytes != null ? Number(o.max_bytes) : d.bytes };
+}
+
+const USAGE_SQL = `
+  SELECT coalesce(sum(greatest(pg_catalog.pg_stat_get_live_tuples(c.oid)
+                  + pg_catalog.pg_stat_get_xact_tuples_inserted(c.oid)
+                  - pg_catalog.pg_stat_get_xact_tuples_deleted(c.oid), 0)) FILTER (WHERE c.relkind = 'r'), 0)::bigint AS rows,
+         coalesce(sum(pg_catalog.pg_total_relation_size(c.oid)) FILTER (WHERE c.relkind IN ('r', 'm')), 0)::bigint AS bytes
+    FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+   WHERE n.nspname = $1 AND c.relkind IN ('r', 'm') AND left(c.relname, ${PLATFORM_TABLE_PREFIX.length}) <> '${PLATFORM_TABLE_PREFIX}'`;
+
+export interface Usage {
+  rows: number;
+  bytes: number;
+}
+
+/** Rows and bytes of a physical schema (on any connection; a transaction's own writes included). */
+export async function usageOf(client: pg.PoolClient | pg.Pool, physicalSchema: string): Promise<Usage> {
+  const r = await client.query<{ rows: string; bytes: string }>(USAGE_SQL, [physicalSchema]);
+  return { rows: Number(r.rows[0]?.rows ?? 0), bytes: Number(r.rows[0]?.bytes ?? 0) };
+}
+
+export function quotaExceeded(schema: TableSchema, limit: QuotaLimit, usage: Usage, what: 'rows' | 'bytes'): ApiError {
+  return new ApiError(
+    'table_quota_exceeded',
+    `The ${schema} tables of this project would hold ${what === 'rows' ? `${usage.rows} rows, over the quota of ${limit.rows}` : `${usage.bytes} bytes, over the quota of ${limit.bytes}`}; nothing was changed. Delete rows, or ask the operator to raise the quota.`,
+    { schema, max_rows: limit.rows, max_bytes: limit.bytes, rows: usage.rows, bytes: usage.bytes },
+  );
+}
+
+/**
+ * Checks the schema after a write inside its transaction (`before` measured just before the
+ * write); throws (the caller's transaction rolls back) when the write grew it past a limit.
+ * Only growth is refused: disk space a refused or deleted write left behind is reused by later
+ * writes without growing the files, and those are not refused. `addsRows` is false for updates.
+ */
+export async function enforceQuota(client: pg.PoolClient, physicalSchema: string, schema: TableSchema, limit: QuotaLimit, before: Usage, addsRows: boolean): Promise<void> {
+  const usage = await usageOf(client, physicalSchema);
+  if (addsRows && usage.rows > limit.rows && usage.rows > before.rows) throw quotaExceeded(schema, limit, usage, 'rows');
+  if (usage.bytes > limit.bytes && usage.bytes > before.bytes) throw quotaExceeded(schema, limit, usage, 'bytes');
+}
+
+export interface QuotaReportEntry {
+  schema: TableSchema;
+  max_rows: number;
+  max_bytes: number;
+  rows_overridden: boolean;
+  bytes_overridden: boolean;
+  rows: number;
+  bytes: number;
+}
+
+/** Limits and usage of both schemas, for operators (read as the service: catalogs and statistics only). */
+export async function quotaReport(pool: pg.Pool, defaults: QuotaDefaults | undefined, projectId: string): Promise<{ schemas: QuotaReportEntry[] }> {
+  const o = await overrides(pool, projectId);
+  const d = defaults ?? DEFAULT_QUOTAS;
+  const schemas: QuotaReportEntry[] = [];
+  for (const s of TABLE_SCHEMAS) {
+    const row = o.get(s);
+    const usage = await usageOf(pool, schemaName(projectId, s));
+    schemas.push({
+      schema: s,
+      max_rows: row?.max_rows != null ? Number(row.max_rows) : d[s].rows,
+      max_bytes: row?.max_bytes != null ? Number(row.max_bytes) : d[s].bytes,
+      rows_overridden: row?.max_rows != null,
+      bytes_overridden: row?.max_bytes != null,
+      ...usage,
+    });
+  }
+  return { schemas };
+}
+
+/** Sets (a number) or clears (null) a project's override; an absent field is left as it is. */
+export async function setQuota(pool: pg.Pool, projectId: string, schema: TableSchema, change: { max_rows?: number | null; max_bytes?: number | null }, now: Date): Promise<void> {
+  const rows = change.max_rows === undefined ? null : change.max_rows;
+  const bytes = change.max_bytes === undefined ? null : change.max_bytes;
+  await pool.query(
+    `INSERT INTO project_table_quotas (project_id, schema, max_rows, max_bytes, updated_at) VALUES ($1, $2, $3, $4, $5)
+     ON CONFLICT (project_id, schema) DO UPDATE SET
+       max_rows = CASE WHEN $6 THEN project_table_quotas.max_rows ELSE EXCLUDED.max_rows END,
+       max_bytes = CASE WHEN $7 THEN project_table_quotas.max_bytes ELSE EXCLUDED.max_bytes END,
+       updated_at = EXCLUDED.updated_at`,
+    [projectId, schema, rows, bytes, now, change.max_rows === undefined, change.max_bytes === undefined],
+  );
+}

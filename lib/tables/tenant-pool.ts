@@ -1,0 +1,233 @@
+/**
+ * Connections for tenant work (the tables API, the bot's tables helpers, operator DDL): logins of
+ * each project's own role, in pools apart from the platform's.
+ *
+ * Policy and why:
+ * - Confinement by construction: a tenant connection logs in AS the project's role, which is a
+ *   member of no other role. Whatever SQL runs on it (generated, operator DDL, a default or check
+ *   expression, `set_config('role', …)`, `RESET ROLE`) can never be more than that role: there is
+ *   no session user with wider rights to fall back to. (A `SET LOCAL ROLE` on the service's own
+ *   session could be undone by any expression.)
+ * - The role's password is derived (HMAC) from the master key (or, outside the service, the
+ *   service's database password) and the role name, so every instance agrees on it and nothing
+ *   is stored; provisioning sets it.
+ * - Fair shares: each project has at most `perProject` tenant transactions at once in this
+ *   process, all projects together at most `total`, and none of them touches the platform pool,
+ *   so authentication, sends and the channel webhook never wait for a tenant's slow query. A
+ *   caller waits at most `acquireTimeoutMs` for a slot, then gets 503 `service_unavailable`.
+ * - Every connection handed back is reset (`DISCARD ALL`: temp tables, session settings, prepared
+ *   statements, advisory locks); one that cannot be reset is closed instead of reused.
+ */
+import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { ApiError } from '../platform/errors.js';
+
+export interface TenantPoolOptions {
+  /** Tenant transactions of one project at once (this process). */
+  perProject: number;
+  /** Tenant connections of all projects at once (this process). */
+  total: number;
+  /** Longest wait for a slot; past it, 503. */
+  acquireTimeoutMs: number;
+  /** Idle tenant connections are closed after this long. */
+  idleMs: number;
+  /** Key of the derived login passwords (the master key's derivation); default: the platform password. */
+  secret?: Buffer;
+}
+
+export const DEFAULT_TENANT_POOL: TenantPoolOptions = { perProject: 4, total: 10, acquireTimeoutMs: 5000, idleMs: 10_000 };
+
+/** A FIFO counting semaphore whose waiters give up after a timeout. */
+export class Slots {
+  private used = 0;
+  private readonly waiters: Array<() => void> = [];
+  constructor(readonly max: number) {}
+
+  get busy(): number {
+    return this.used;
+  }
+
+  acquire(timeoutMs: number): Promise<boolean> {
+    if (this.used < this.max) {
+      this.used++;
+      return Promise.resolve(true);
+    }
+    return new Promise((resolve) => {
+      const grant = () => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+      const timer = setTimeout(() => {
+        const i = this.waiters.indexOf(grant);
+        if (i >= 0) this.waiters.splice(i, 1);
+        resolve(false);
+      }, timeoutMs);
+      this.waiters.push(grant);
+    });
+  }
+
+  release(): void {
+    const next = this.waiters.shift();
+    if (next) next(); // the slot passes to the next waiter
+    else this.used--;
+  }
+}
+
+export interface TenantConnection {
+  client: pg.PoolClient;
+  /** Resets the session and returns it (or closes it when `broken` or the reset fails). */
+  release(broken?: boolean): Promise<void>;
+}
+
+function busy(what: string, ms: number): ApiError {
+  return new ApiError('service_unavailable', `Too many table operations are running ${what}; none became free within ${ms} ms. Retry later.`, { timeout_ms: ms }, { 'Retry-After': '1' });
+}
+
+export class TenantPools {
+  private readonly pools = new Map<string, pg.Pool>();
+  private readonly perProject = new Map<string, Slots>();
+  private readonly all: Slots;
+  private closed = false;
+
+  constructor(private readonly platformUrl: string, readonly options: TenantPoolOptions) {
+    this.all = new Slots(options.total);
+  }
+
+  /** The password of a project role's login (derived, never stored). */
+  passwordOf(role: string): string {
+    if (this.options.secret) return createHmac('sha256', this.options.secret).update(role).digest('base64url');
+    let key = this.platformUrl;
+    try {
+      const u = new URL(this.platformUrl);
+      if (u.password) key = decodeURIComponent(u.password);
+    } catch { /* the whole URL is the key */ }
+    return createHmac('sha256', `tenant-login\n${key}`).update(role).digest('base64url');
+  }
+
+  private poolOf(role: string): pg.Pool {
+    let pool = this.pools.get(role);
+    if (!pool) {
+      const u = new URL(this.platformUrl);
+      u.username = role;
+      u.password = this.passwordOf(role);
+      pool = new pg.Pool({
+        connectionString: u.toString(),
+        max: this.options.perProject,
+        idleTimeoutMillis: this.options.idleMs,
+        connectionTimeoutMillis: this.options.acquireTimeoutMs,
+        application_name: 'tenant',
+        // Idle tenant connections never keep the process alive.
+        allowExitOnIdle: true,
+      });
+      // An idle connection dropped by the server must not end the process; the pool reconnects.
+      pool.on('error', () => undefined);
+      pool.on('connect', (c) => c.on('error', () => undefined));
+      this.pools.set(role, pool);
+    }
+    return pool;
+  }
+
+  /** A connection logged in as `role`, within the project's and the process's bounds. */
+  async connect(projectId: string, role: string): Promise<TenantConnection> {
+    if (this.closed) throw new ApiError('service_unavailable', 'The service is shutting down.');
+    const timeout = this.options.acquireTimeoutMs;
+    const started = Date.now();
+    let mine = this.perProject.get(projectId);
+    if (!mine) this.perProject.set(projectId, (mine = new Slots(this.options.perProject)));
+    if (!(await mine.acquire(timeout))) throw busy('for this project', timeout);
+    if (!(await this.all.acquire(Math.max(1, timeout - (Date.now() - started))))) {
+      mine.release();
+      throw busy('on this instance', timeout);
+    }
+    let client: pg.PoolClient;
+    try {
+      client = await this.poolOf(role).connect();
+    } catch (e) {
+      this.all.release();
+      mine.release();
+      if ((e as Error).message?.includes('timeout')) throw busy('on this instance', timeout);
+      throw e;
+    }
+    let done = false;
+    return {
+      client,
+      release: async (broken = false) => {
+        if (done) return;
+        done = true;
+        let destroy = broken;
+        if (!destroy) {
+          try {
+            await client.query('DISCARD ALL');
+          } catch {
+            destroy = true;
+          }
+        }
+        // Idle connections of all projects together stay within `total` too.
+        if (!destroy && this.physical() > this.options.total) destroy = true;
+        client.release(destroy);
+        this.all.release();
+        mine!.release();
+      },
+    };
+  }
+
+  /** Open tenant connections (in use and idle), all projects together. */
+  private physical(): number {
+    let n = 0;
+    for (const p of this.pools.values()) n += p.totalCount;
+    return n;
+  }
+
+  /** Closes the connections of a role about to be dropped. */
+  async forget(role: string): Promise<void> {
+    const pool = this.pools.get(role);
+    this.pools.delete(role);
+    await pool?.end().catch(() => undefined);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const pools = [...this.pools.values()];
+    this.pools.clear();
+    await Promise.all(pools.map((p) => p.end().catch(() => undefined)));
+  }
+}
+
+/**
+ * The SCRAM-SHA-256 verifier of a password (RFC 7677, PostgreSQL's stored form): ALTER ROLE is
+ * given this, never the password, so no server log (log_statement) ever holds the password.
+ */
+export function scramVerifier(password: string, salt = randomBytes(16), iterations = 4096): string {
+  const salted = pbkdf2Sync(password, salt, iterations, 32, 'sha256');
+  const clientKey = createHmac('sha256', salted).update('Client Key').digest();
+  const storedKey = createHash('sha256').update(clientKey).digest();
+  const serverKey = createHmac('sha256', salted).update('Server Key').digest();
+  return `SCRAM-SHA-256$${iterations}:${salt.toString('base64')}$${storedKey.toString('base64')}:${serverKey.toString('base64')}`;
+}
+
+const registry = new WeakMap<pg.Pool, TenantPools>();
+
+/** Ties the tenant pools to the platform pool they belong to (services.ts). */
+export function configureTenantPools(platform: pg.Pool, url: string, options: Partial<TenantPoolOptions> = {}): TenantPools {
+  const pools = new TenantPools(url, { ...DEFAULT_TENANT_POOL, ...options });
+  registry.set(platform, pools);
+  return pools;
+}
+
+/** The tenant pools of a platform pool; defaults when none were configured (scripts, tests). */
+export function tenantPoolsOf(platform: pg.Pool): TenantPools {
+  let pools = registry.get(platform);
+  if (!pools) {
+    const url = (platform as unknown as { options: { connectionString?: string } }).options.connectionString;
+    if (!url) throw new Error('Tenant pools need the platform pool to be opened from a connection string.');
+    pools = configureTenantPools(platform, url);
+  }
+  return pools;
+}
+
+/** Closes the tenant pools of a platform pool, if any (before the platform pool ends). */
+export async function closeTenantPools(platform: pg.Pool): Promise<void> {
+  const pools = registry.get(platform);
+  registry.delete(platform);
+  await pools?.close();
+}
