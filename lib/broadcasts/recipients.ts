@@ -16,7 +16,9 @@ import { MESSAGE_ACTIVITY_SET_SQL } from '../conversations/order.js';
 
 export interface ClaimedRecipient {
   id: string;
-  phone: string;
+  /** Null for a contact known only by its business-scoped user id (sent by `recipient`). */
+  phone: string | null;
+  user_id: string | null;
   variables: { body?: string[]; header?: string[] };
   attempts: number;
   message_ref: string;
@@ -45,7 +47,7 @@ export async function claimBatch(pool: pg.Pool, broadcastId: string, owner: stri
            WHERE r.id IN (SELECT id FROM broadcast_recipients
                           WHERE broadcast_id = $1 AND state = 'queued' AND (not_before IS NULL OR not_before <= $5)
                           ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED)
-           RETURNING r.id::text AS id, r.phone, r.variables, r.attempts, r.message_ref`,
+           RETURNING r.id::text AS id, r.phone, r.user_id, r.variables, r.attempts, r.message_ref`,
     values: [broadcastId, owner, size, leaseUntil, now],
   });
   return rows;
@@ -76,27 +78,33 @@ export async function unclaim(pool: pg.Pool, ids: string[], owner: string, now: 
 export async function recordIntents(
   pool: pg.Pool,
   projectId: string,
-  batch: Array<{ phone: string; ref: string; content: unknown }>,
+  batch: Array<{ phone: string | null; userId?: string | null; ref: string; content: unknown }>,
   at: Date,
 ): Promise<void> {
   await pool.query({
     name: 'broadcast-record-intents',
     text: `WITH input AS (
-             SELECT * FROM unnest($2::text[], $3::text[], $4::jsonb[]) AS i(phone, ref, content)
+             SELECT * FROM unnest($2::text[], $3::text[], $4::jsonb[], $6::text[]) AS i(phone, ref, content, user_id)
            ), ct AS (
-             INSERT INTO contacts (project_id, phone, created_at, updated_at) SELECT $1, phone, $5, $5 FROM input
+             INSERT INTO contacts (project_id, phone, created_at, updated_at) SELECT $1, phone, $5, $5 FROM input WHERE phone IS NOT NULL
              ON CONFLICT (project_id, phone) DO UPDATE SET phone = EXCLUDED.phone
-             RETURNING id, phone
+             RETURNING id, phone, NULL::text AS user_id
+           ), cu AS (
+             -- A recipient without a phone is its contact by business-scoped user id.
+             SELECT id, NULL::text AS phone, user_id FROM contacts
+             WHERE project_id = $1 AND user_id IN (SELECT user_id FROM input WHERE phone IS NULL)
+           ), cs AS (
+             SELECT * FROM ct UNION ALL SELECT * FROM cu
            ), cv AS (
              INSERT INTO conversations (project_id, contact_id, last_message_at, created_at, updated_at)
-             SELECT $1, ct.id, $5, $5, $5 FROM ct
+             SELECT $1, cs.id, $5, $5, $5 FROM cs
              ON CONFLICT (project_id, contact_id) DO UPDATE SET ${MESSAGE_ACTIVITY_SET_SQL}
              RETURNING id, contact_id
            )
            INSERT INTO messages (project_id, conversation_id, wamid, client_ref, direction, type, content, status, sent_at, status_at)
            SELECT $1, cv.id, i.ref, i.ref, 'outbound', 'template', i.content, 'pending', $5, $5
-           FROM input i JOIN ct ON ct.phone = i.phone JOIN cv ON cv.contact_id = ct.id`,
-    values: [projectId, batch.map((b) => b.phone), batch.map((b) => b.ref), batch.map((b) => JSON.stringify(b.content)), at],
+           FROM input i JOIN cs ON (cs.phone = i.phone OR (i.phone IS NULL AND cs.user_id = i.user_id)) JOIN cv ON cv.contact_id = cs.id`,
+    values: [projectId, batch.map((b) => b.phone), batch.map((b) => b.ref), batch.map((b) => JSON.stringify(b.content)), at, batch.map((b) => b.userId ?? null)],
   });
 }
 

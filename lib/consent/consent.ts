@@ -41,19 +41,24 @@ export function consentSetSql(status: ConsentStatus, at: string, source: string)
   return `opted_in = false, opted_in_at = NULL, opted_out_at = NULL, opt_in_import_id = NULL, ${common}`;
 }
 
+/** The WHERE condition that is true when a contact already has `status`. */
+export function consentIsSql(status: ConsentStatus): string {
+  return status === 'opted_out' ? 'opted_out_at IS NOT NULL'
+    : status === 'opted_in' ? '(opted_in AND opted_out_at IS NULL)'
+    : '(NOT opted_in AND opted_out_at IS NULL)';
+}
+
 /**
  * Sets a contact's consent. Returns whether it changed: a replayed signal (the same status again)
  * leaves the row and its time as they were, so notifications Meta repeats change nothing.
  */
 export async function setConsent(db: Queryable, projectId: string, contactId: bigint | string, status: ConsentStatus, source: ConsentSource, at: Date): Promise<boolean> {
-  const same = status === 'opted_out' ? 'opted_out_at IS NOT NULL'
-    : status === 'opted_in' ? '(opted_in AND opted_out_at IS NULL)'
-    : '(NOT opted_in AND opted_out_at IS NULL)';
+  const same = consentIsSql(status);
   const res = await db.query(
-    `UPDATE contacts SET ${consentSetSql(status, '$3', '$4')} WHERE project_id = $1 AND id = $2::bigint AND NOT ${same}`,
+    `UPDATE contacts SET ${consentSetSql(status, '$3', '$4')} WHERE project_id = $1 AND id = $2::bigint AND NOT ${same} RETURNING id`,
     [projectId, String(contactId), at, source],
   );
-  return (res.rowCount ?? 0) > 0;
+  return res.rows.length > 0;
 }
 
 /** Whether a contact (by phone or BSUID) has opted out of marketing. */
@@ -64,4 +69,15 @@ export async function isOptedOut(db: Queryable, projectId: string, to: { phone?:
     [projectId, to.phone ?? null, to.userId ?? null],
   );
   return res.rows[0].out;
+}
+
+/** A send refused with 131050: the recipient's contact opts out (called by the send path). */
+export async function optOutOnSendError(db: Queryable, projectId: string, to: { phone?: string | null; userId?: string | null }, code: number | undefined, at: Date): Promise<void> {
+  if (code !== 131050) return;
+  await db.query(
+    `UPDATE contacts SET ${consentSetSql('opted_out', '$4', `'error_131050'`)}
+     WHERE project_id = $1 AND opted_out_at IS NULL
+       AND (($2::text IS NOT NULL AND phone = $2) OR ($3::text IS NOT NULL AND user_id = $3))`,
+    [projectId, to.phone ?? null, to.userId ?? null, at],
+  );
 }

@@ -12,18 +12,11 @@ export { windowOpen } from '../conversations/window.js';
 import { SERVICE_WINDOW_MS } from '../conversations/window.js';
 
 /**
- * The contact and conversation for a phone, created when missing. An existing contact is read,
- * never rewritten (an upsert that changes nothing still writes a new row version).
+ * The conversation of a contact (lib/conversations/identity.ts resolves who it is), created when
+ * missing, its activity moved to `at`.
  */
-export async function upsertConversation(tx: Tx, projectId: string, phone: string, at: Date, opts: { inbound: boolean; profileName?: string }) {
-  const contact = (await tx.contact.findUnique({ where: { projectId_phone: { projectId, phone } } })) ?? (await tx.contact.upsert({
-    where: { projectId_phone: { projectId, phone } },
-    create: { projectId, phone, name: opts.profileName ?? null },
-    update: {},
-  }));
-  if (opts.profileName && !contact.name) {
-    await tx.contact.update({ where: { id: contact.id }, data: { name: opts.profileName } });
-  }
+export async function upsertConversation(tx: Tx, projectId: string, contactId: bigint, at: Date, opts: { inbound: boolean }) {
+  const contact = { id: contactId };
   const existing = await tx.conversation.findUnique({ where: { projectId_contactId: { projectId, contactId: contact.id } } });
   if (!existing) {
     return tx.conversation.create({
@@ -64,14 +57,14 @@ export async function upsertConversation(tx: Tx, projectId: string, phone: strin
  * the rare path where the quota is used up, so that a send the window forbids anyway is answered
  * 409 (waiting for the quota's reset would not help it) as before the quota was reserved first.
  */
-export async function sessionWindowOpen(pool: pg.Pool, projectId: string, phone: string, at: Date): Promise<boolean> {
+export async function sessionWindowOpen(pool: pg.Pool, projectId: string, phone: string | null, at: Date, userId?: string | null): Promise<boolean> {
   const { rows } = await pool.query<{ open: boolean }>(
     `SELECT EXISTS (
        SELECT 1 FROM contacts c JOIN conversations w ON w.project_id = c.project_id AND w.contact_id = c.id
-       WHERE c.project_id = $1 AND c.phone = $2
+       WHERE c.project_id = $1 AND (c.phone = $2 OR c.user_id = $4)
          AND w.last_inbound_at > $3::timestamptz - interval '${SERVICE_WINDOW_MS} milliseconds'
      ) AS open`,
-    [projectId, phone, at],
+    [projectId, phone, at, userId ?? null],
   );
   return rows[0].open;
 }
@@ -79,7 +72,7 @@ export async function sessionWindowOpen(pool: pg.Pool, projectId: string, phone:
 export async function recordIntent(
   pool: pg.Pool,
   projectId: string,
-  message: { phone: string; type: string; content: unknown; session?: boolean },
+  message: { phone: string | null; userId?: string | null; type: string; content: unknown; session?: boolean },
   ref: string,
   at: Date,
   idempotencyKey?: string,
@@ -90,16 +83,17 @@ export async function recordIntent(
     const { rows } = await pool.query<{ open: boolean; recorded: number }>({
       name: 'record-intent',
       text: `WITH found AS (
-               SELECT id FROM contacts WHERE project_id = $1 AND phone = $2
+               -- By phone, else by business-scoped user id (lib/conversations/recipient.ts).
+               SELECT id FROM contacts WHERE project_id = $1 AND (phone = $2 OR ($2::text IS NULL AND user_id = $9))
              ), gate AS (
                SELECT NOT $8::boolean OR EXISTS (
                  SELECT 1 FROM found JOIN conversations w ON w.project_id = $1 AND w.contact_id = found.id
                  WHERE w.last_inbound_at > $3::timestamptz - interval '${SERVICE_WINDOW_MS} milliseconds'
                ) AS open
              ), created AS (
-               INSERT INTO contacts (project_id, phone, created_at, updated_at)
-               SELECT $1, $2, $3, $3 WHERE NOT EXISTS (SELECT 1 FROM found) AND (SELECT open FROM gate)
-               ON CONFLICT (project_id, phone) DO NOTHING
+               INSERT INTO contacts (project_id, phone, user_id, created_at, updated_at)
+               SELECT $1, $2, CASE WHEN $2::text IS NULL THEN $9 END, $3, $3 WHERE NOT EXISTS (SELECT 1 FROM found) AND (SELECT open FROM gate)
+               ON CONFLICT DO NOTHING
                RETURNING id
              ), ct AS (
                SELECT id FROM found WHERE (SELECT open FROM gate) UNION ALL SELECT id FROM created
@@ -118,11 +112,11 @@ export async function recordIntent(
                RETURNING 1
              )
              SELECT (SELECT open FROM gate) AS open, (SELECT count(*)::int FROM ins) AS recorded`,
-      values: [projectId, message.phone, at, ref, message.type, JSON.stringify(message.content), idempotencyKey ?? null, message.session === true],
+      values: [projectId, message.phone, at, ref, message.type, JSON.stringify(message.content), idempotencyKey ?? null, message.session === true, message.userId ?? null],
     });
     if (!rows[0].open) return { open: false };
     if (rows[0].recorded === 1) return { open: true };
-    if (attempt >= 3) throw new Error(`recording send ${ref} inserted no message (contact ${message.phone} raced ${attempt} times)`);
+    if (attempt >= 3) throw new Error(`recording send ${ref} inserted no message (contact ${message.phone ?? message.userId} raced ${attempt} times)`);
   }
 }
 

@@ -24,6 +24,8 @@ import { confirmSends } from './confirm-batch.js';
 import { isChannelError, isOutsideWindowError, isTemplateRejection } from '../../channel/errors.js';
 import { asApiError, channelApiError, invalidTemplateApiError } from './channel-errors.js';
 import type { GraphMessagePayload } from '../../channel/cloud-api.js';
+import { channelRecipient, recipientChannelError, resolveRecipient } from '../conversations/recipient.js';
+import { optOutOnSendError } from '../consent/consent.js';
 
 type SendRequest = components['schemas']['SendMessageRequest'];
 
@@ -132,6 +134,10 @@ async function sendOnce(deps: Deps, project: ProjectRef, body: SendRequest, opts
   if (message.media) await resolveMedia(deps, project.id, message, known?.components);
   if (message.flow) await resolveFlowSend(deps, project.id, message.flow);
 
+  // Who it goes to (a BSUID send to a contact with a phone goes to the phone), and no MARKETING
+  // template to a contact who opted out: refused before anything is reserved or sent.
+  Object.assign(message, await resolveRecipient(pool, project.id, message, (known as { category?: string } | null)?.category));
+
   const channel = await requireChannel(deps, project.id);
   // Two statements before the channel is called: the quota unit (batched per project, the limit
   // read in the statement), then the window check and the record together. A closed window gives
@@ -140,7 +146,7 @@ async function sendOnce(deps: Deps, project: ProjectRef, body: SendRequest, opts
   try {
     await reserveSends(pool, project.id, null, now);
   } catch (e) {
-    if (e instanceof ApiError && e.code === 'quota_exceeded' && message.session && !(await sessionWindowOpen(pool, project.id, message.phone, now))) {
+    if (e instanceof ApiError && e.code === 'quota_exceeded' && message.session && !(await sessionWindowOpen(pool, project.id, message.phone, now, message.userId))) {
       throw outsideWindow();
     }
     throw e;
@@ -169,7 +175,7 @@ async function sendOnce(deps: Deps, project: ProjectRef, body: SendRequest, opts
   let wamid: string;
   try {
     const payload = {
-      messaging_product: 'whatsapp', recipient_type: 'individual', to: message.phone, ...message.payload, biz_opaque_callback_data: ref,
+      messaging_product: 'whatsapp', recipient_type: 'individual', ...channelRecipient(message), ...message.payload, biz_opaque_callback_data: ref,
     } as GraphMessagePayload;
     opts.onChannelCall?.();
     ({ wamid } = await deps.channel.sendMessage(channel, payload));
@@ -184,6 +190,12 @@ async function sendOnce(deps: Deps, project: ProjectRef, body: SendRequest, opts
       settleLater('abandoning a send the channel refused', () => abandonIntent(pool, project.id, ref, utcDay(now)), deps.logger, { project_id: project.id, ref }),
     );
     if (isOutsideWindowError(e)) throw outsideWindow();
+    // 131050 (stopped marketing) opts the contact out; it and 131062 (needs a phone) are the recipient's.
+    if (isChannelError(e)) {
+      await optOutOnSendError(pool, project.id, message, e.graphCode, now).catch(() => undefined);
+      const refused = recipientChannelError(e.graphCode);
+      if (refused) throw refused;
+    }
     // The spec's rule: a template send the channel refuses with a 4xx template error is 400 invalid_template (not 502).
     if (isTemplateRejection(e)) throw invalidTemplateApiError(e);
     throw asApiError(e);

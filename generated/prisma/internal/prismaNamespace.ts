@@ -3645,6 +3645,7 @@ export const BroadcastRecipientScalarFieldEnum = {
   broadcastId: 'broadcastId',
   contactId: 'contactId',
   phone: 'phone',
+  userId: 'userId',
   variables: 'variables',
   state: 'state',
   wave: 'wave',

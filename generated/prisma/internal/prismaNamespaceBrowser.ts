@@ -447,6 +447,7 @@ export const BroadcastRecipientScalarFieldEnum = {
   broadcastId: 'broadcastId',
   contactId: 'contactId',
   phone: 'phone',
+  userId: 'userId',
   variables: 'variables',
   state: 'state',
   wave: 'wave',
