@@ -272,8 +272,12 @@ describe('WhatsApp Cloud API simulator', () => {
       value: {
         messaging_product: 'whatsapp',
         metadata: { display_phone_number: pn.display_phone_number, phone_number_id: pn.phone_number_id },
-        contacts: [{ profile: { name: 'Ana' }, wa_id: '15557654321' }],
-        messages: [{ from: '15557654321', id: res.body.wamid, timestamp: String(Math.floor(clock.t / 1000)), type: 'text', text: { body: 'Oi!' } }],
+        // Since April 2026 every messages webhook names the user's BSUID (and the parent BSUID).
+        contacts: [{ profile: { name: 'Ana' }, wa_id: '15557654321', user_id: expect.stringMatching(/^US\.\d{20}$/), parent_user_id: expect.stringMatching(/^US\.ENT\.\d{20}$/) }],
+        messages: [{
+          from: '15557654321', from_user_id: expect.stringMatching(/^US\.\d{20}$/), from_parent_user_id: expect.stringMatching(/^US\.ENT\./),
+          id: res.body.wamid, timestamp: String(Math.floor(clock.t / 1000)), type: 'text', text: { body: 'Oi!' },
+        }],
       },
     });
 
