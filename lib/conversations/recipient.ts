@@ -52,13 +52,16 @@ export function optedOut(): ApiError {
  * phone), refusing a MARKETING template to an opted-out contact. One read.
  */
 export async function resolveRecipient(db: Queryable, projectId: string, to: { phone: string | null; userId?: string | null }, category: string | undefined): Promise<ResolvedRecipient> {
+  const marketing = String(category ?? '').toUpperCase() === 'MARKETING';
+  // A send by phone that is no MARKETING template needs nothing from the contact: no statement.
+  if (to.phone && !marketing) return { phone: to.phone, userId: to.userId ?? null };
   const { rows } = await db.query<{ phone: string | null; user_id: string | null; out: boolean }>(
     `SELECT phone, user_id, opted_out_at IS NOT NULL AS out FROM contacts
      WHERE project_id = $1 AND (phone = $2 OR user_id = $3) LIMIT 1`,
     [projectId, to.phone, to.userId ?? null],
   );
   const c = rows[0];
-  if (c?.out && String(category ?? '').toUpperCase() === 'MARKETING') throw optedOut();
+  if (c?.out && marketing) throw optedOut();
   return { phone: c?.phone ?? to.phone ?? null, userId: c?.user_id ?? to.userId ?? null };
 }
 
