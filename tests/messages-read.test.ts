@@ -69,6 +69,7 @@ describe('GET /v1/messages/{id}', () => {
         error: null,
         created_at: t.clock.now().toISOString(),
         status_updated_at: t.clock.now().toISOString(),
+        customer: { phone: expect.stringMatching(/^\+\d+$/), user_id: null, username: null },
       },
     });
   });
