@@ -240,11 +240,13 @@ export interface paths {
         head?: never;
         /**
          * Update a contact's name, tags, attributes or marketing consent
-         * @description At least one of `name`, `tags`, `attributes`, `consent`. `consent` sets the marketing
-         *     consent (`opted_in`, `opted_out`, `unknown`; its source becomes `api`). Attributes merge: only the supplied keys
+         * @description At least one of `name`, `tags`, `attributes`, `consent`. Attributes merge: only the supplied keys
          *     change, and a key set to null is deleted. Values are strings (at most 1,000 characters),
          *     numbers, booleans or null; nested objects and arrays are rejected. `tags.add` adds tags,
          *     `tags.remove` removes them. The response carries the full attributes after the merge.
+         *
+         *     `consent` sets the marketing consent (`opted_in`, `opted_out` or `unknown`); its source
+         *     becomes `api`.
          */
         patch: operations["updateContact"];
         trace?: never;
@@ -2149,11 +2151,6 @@ export interface components {
         };
         UpdateContactRequest: {
             name?: string;
-            /**
-             * @description Sets the marketing consent (source `api`, now).
-             * @enum {string}
-             */
-            consent?: "opted_in" | "opted_out" | "unknown";
             tags?: {
                 add?: string[];
                 remove?: string[];
@@ -2161,6 +2158,11 @@ export interface components {
             attributes?: {
                 [key: string]: components["schemas"]["AttributeValue"];
             };
+            /**
+             * @description Sets the marketing consent (source `api`, now).
+             * @enum {string}
+             */
+            consent?: "opted_in" | "opted_out" | "unknown";
         };
         ConsentKeywords: {
             opt_out: string[];
