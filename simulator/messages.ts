@@ -121,7 +121,8 @@ export function sendMessage(ctx: SimContext) {
     if (!byPhone && !isBsuidLike(recipient)) {
       throw paramError('Invalid parameter', `Param recipient must be a business-scoped user ID - got "${String(recipient).slice(0, 140)}".`);
     }
-    const user = byPhone ? state.users.getByPhone(pn.phone_number_id, (b.to as string).replace(/\D/g, '')) : state.users.get(pn.phone_number_id, recipient as string);
+    // Every WhatsApp user has a BSUID since 2026: a phone never seen before gets one here.
+    const user = byPhone ? state.users.ofPhone(pn.phone_number_id, (b.to as string).replace(/\D/g, '')) : state.users.get(pn.phone_number_id, recipient as string);
     if (!byPhone && !user) throw waError(131026, 'No WhatsApp user with this business-scoped user ID.');
     const waId = byPhone ? (b.to as string).replace(/\D/g, '') : (user?.phone ?? '');
     const type = b.type === undefined ? 'text' : b.type;

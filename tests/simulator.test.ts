@@ -157,7 +157,7 @@ describe('WhatsApp Cloud API simulator', () => {
 
   it('sends a text: Meta-shaped response, then signed sent → delivered → read webhooks', async () => {
     const res = await send(text('+1 555 123 0002')).expect(200);
-    expect(res.body).toEqual({ messaging_product: 'whatsapp', contacts: [{ input: '+1 555 123 0002', wa_id: '15551230002' }], messages: [{ id: expect.any(String) }] });
+    expect(res.body).toEqual({ messaging_product: 'whatsapp', contacts: [{ input: '+1 555 123 0002', wa_id: '15551230002', user_id: expect.stringMatching(/^US\.\d{20}$/) }], messages: [{ id: expect.any(String) }] });
     const wamid: string = res.body.messages[0].id;
     expect(wamid).toMatch(/^wamid\.[A-Za-z0-9+/]+=*$/);
     const raw = Buffer.from(wamid.slice(6), 'base64');

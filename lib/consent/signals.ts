@@ -96,7 +96,8 @@ export async function fillStatusCustomers(prisma: PrismaClient, projectId: strin
     const known = byWamid.get(s.id);
     if (!known) continue;
     const c = validIds(s.customer!);
-    const news = (c.userId && c.userId !== known.user_id) || (c.phone && !known.phone) || (c.username && c.username !== known.username);
+    // Only what the contact lacks (or a new username) is news: a status of another id changes nothing.
+    const news = (c.userId && !known.user_id) || (c.phone && !known.phone) || (c.username && c.username !== known.username);
     if (!news) continue;
     // The contact is the one the message went to; its own ids lead, the status's complete them.
     await prisma.$transaction((tx) => resolveContact(tx, projectId, {
