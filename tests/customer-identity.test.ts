@@ -271,6 +271,11 @@ describe('sending by user_id', () => {
     await s.write({ user_id: both.user_id, text: 'hi' });
     await s.write({ user_id: out.user_id, text: 'STOP' });
     await t.db.pool.query(`UPDATE contacts SET opted_in = true, opted_in_at = now() WHERE project_id = $1 AND opted_out_at IS NULL`, [s.project.id]);
+    // A segment counts BSUID-only contacts like any other.
+    const bc = (await s.contacts()).find((c) => c.user_id === u.user_id)!;
+    expect((await s.call.patch(`/v1/contacts/${bc.id}`, { tags: { add: ['vip'] } })).status).toBe(200);
+    const seg = await s.call.post('/v1/segments', { name: 'VIP', filter: { match: 'all', conditions: [{ field: 'tags', op: 'has', value: 'vip' }] } });
+    expect(seg.body.data.segment.contact_count).toBe(1);
     const created = await s.call.post('/v1/broadcasts', {
       name: 'Mixed', template_name: 'promo', template_language: 'en_US', audience: { filter: { match: 'all', conditions: [] } },
     });
