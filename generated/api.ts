@@ -97,7 +97,11 @@ export interface paths {
          *       `idempotency_in_progress` until the channel's status (which echoes the service's
          *       reference) settles the outcome, then replays the send's 200 answer. Such a message keeps
          *       its quota unit and is not listed until its outcome is known.
-         *     * Validation codes: `missing_recipient`, `invalid_phone`, `unsupported_message_type`,
+         *     * The recipient is `phone` or `user_id` (a business-scoped user id), exactly one.
+         *     * A MARKETING template to a contact whose marketing consent is `opted_out` is refused
+         *       before the channel is called: 409 `recipient_opted_out` (nothing stored, no quota used).
+         *     * Validation codes: `missing_recipient`, `conflicting_recipient`, `invalid_phone`,
+         *       `invalid_user_id`, `unsupported_message_type`,
          *       `missing_template_name`, `missing_language`, `template_variable_mismatch`,
          *       `too_many_buttons` (more than 3 reply buttons), `invalid_request`.
          *     * A template send the channel refuses with a 4xx template error (unknown, paused,
@@ -140,7 +144,7 @@ export interface paths {
         };
         /**
          * List conversations, most recent activity first
-         * @description Keyset-paged (`limit`, `cursor` → `nextCursor`; a cursor the service did not issue is 400 `invalid_cursor`); stable while messages arrive. Filters by `state`, contact `phone` and activity `since`. Each record carries `state` and its deprecated alias `status`.
+         * @description Keyset-paged (`limit`, `cursor` → `nextCursor`; a cursor the service did not issue is 400 `invalid_cursor`); stable while messages arrive. Filters by `state`, contact `phone` or `user_id` and activity `since`. Each record carries `state` and its deprecated alias `status`.
          */
         get: operations["listConversations"];
         put?: never;
@@ -206,7 +210,7 @@ export interface paths {
         };
         /**
          * List contacts, newest first
-         * @description Keyset-paged (`limit`, `cursor` → `nextCursor`). Filters by `phone`, `name` (contains) and `tag`.
+         * @description Keyset-paged (`limit`, `cursor` → `nextCursor`). Filters by `phone`, `user_id` (business-scoped user id), `name` (contains) and `tag`.
          */
         get: operations["listContacts"];
         put?: never;
@@ -235,13 +239,44 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Update a contact's name, tags or attributes
-         * @description At least one of `name`, `tags`, `attributes`. Attributes merge: only the supplied keys
+         * Update a contact's name, tags, attributes or marketing consent
+         * @description At least one of `name`, `tags`, `attributes`, `consent`. Attributes merge: only the supplied keys
          *     change, and a key set to null is deleted. Values are strings (at most 1,000 characters),
          *     numbers, booleans or null; nested objects and arrays are rejected. `tags.add` adds tags,
          *     `tags.remove` removes them. The response carries the full attributes after the merge.
+         *
+         *     `consent` sets the marketing consent (`opted_in`, `opted_out` or `unknown`); its source
+         *     becomes `api`.
          */
         patch: operations["updateContact"];
+        trace?: never;
+    };
+    "/v1/consent-keywords": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The customer keywords that change marketing consent
+         * @description A customer message that is exactly one of these keywords (whole message, case and
+         *     surrounding spaces ignored; a keyword inside a longer sentence is not one), or a quick-reply
+         *     button whose payload or text is one, sets the contact's marketing consent (source
+         *     `keyword`), and the confirmation, when set, is sent back as a text. Defaults: `STOP`,
+         *     `UNSUBSCRIBE` and `Stop promotions` opt out, `START` opts in, no confirmations.
+         */
+        get: operations["getConsentKeywords"];
+        /**
+         * Replace the customer keywords that change marketing consent
+         * @description Replaces the whole set (see GET). An empty list turns that direction off.
+         */
+        put: operations["setConsentKeywords"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/v1/webhooks": {
@@ -1581,7 +1616,7 @@ export interface components {
          *     capability layer and are matched like any other.
          * @enum {string}
          */
-        ErrorCode: "bad_request" | "invalid_request" | "invalid_json" | "invalid_id" | "invalid_cursor" | "invalid_idempotency_key" | "invalid_project_header" | "project_required" | "invalid_template" | "invalid_header_handle" | "invalid_media_id" | "empty_file" | "source_url_forbidden" | "download_failed" | "invalid_phone" | "missing_recipient" | "missing_template_name" | "missing_language" | "template_variable_mismatch" | "unsupported_message_type" | "too_many_buttons" | "null_filter_value" | "unknown_column" | "invalid_path" | "invalid_flow" | "invalid_value" | "api_key_required" | "invalid_api_key" | "invalid_token" | "insufficient_scope" | "project_inactive" | "project_not_attached" | "no_project_access" | "protected_file" | "flow_file_forbidden" | "platform_table_forbidden" | "not_found" | "table_not_found" | "method_not_allowed" | "outside_24h_window" | "template_exists" | "idempotency_in_progress" | "idempotency_key_mismatch" | "precondition_failed" | "conflict" | "channel_not_configured" | "file_too_large" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "quota_exceeded" | "server_error" | "upstream_error" | "upstream_auth_error" | "build_failed" | "flow_generation_failed" | "flow_update_failed" | "invalid_webhook_url" | "webhook_target_forbidden" | "invalid_event_list" | "invalid_event_name" | "duplicate_event" | "reserved_event_name" | "webhook_limit_reached" | "max_affected_exceeded" | "table_quota_exceeded" | "query_timeout" | "service_unavailable" | "empty_audience" | "invalid_csv" | "INVALID_STATE" | "PROJECT_NOT_FOUND" | "SEGMENT_NOT_FOUND" | "MEDIA_EXPIRED" | "BROADCAST_NOT_FOUND";
+        ErrorCode: "bad_request" | "invalid_request" | "invalid_json" | "invalid_id" | "invalid_cursor" | "invalid_idempotency_key" | "invalid_project_header" | "project_required" | "invalid_template" | "invalid_header_handle" | "invalid_media_id" | "empty_file" | "source_url_forbidden" | "download_failed" | "invalid_phone" | "missing_recipient" | "conflicting_recipient" | "invalid_user_id" | "recipient_requires_phone" | "missing_template_name" | "missing_language" | "template_variable_mismatch" | "unsupported_message_type" | "too_many_buttons" | "null_filter_value" | "unknown_column" | "invalid_path" | "invalid_flow" | "invalid_value" | "api_key_required" | "invalid_api_key" | "invalid_token" | "insufficient_scope" | "project_inactive" | "project_not_attached" | "no_project_access" | "protected_file" | "flow_file_forbidden" | "platform_table_forbidden" | "not_found" | "table_not_found" | "method_not_allowed" | "outside_24h_window" | "recipient_opted_out" | "template_exists" | "idempotency_in_progress" | "idempotency_key_mismatch" | "precondition_failed" | "conflict" | "channel_not_configured" | "file_too_large" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "quota_exceeded" | "server_error" | "upstream_error" | "upstream_auth_error" | "build_failed" | "flow_generation_failed" | "flow_update_failed" | "invalid_webhook_url" | "webhook_target_forbidden" | "invalid_event_list" | "invalid_event_name" | "duplicate_event" | "reserved_event_name" | "webhook_limit_reached" | "max_affected_exceeded" | "table_quota_exceeded" | "query_timeout" | "service_unavailable" | "empty_audience" | "invalid_csv" | "INVALID_STATE" | "PROJECT_NOT_FOUND" | "SEGMENT_NOT_FOUND" | "MEDIA_EXPIRED" | "BROADCAST_NOT_FOUND";
         ErrorDetail: {
             code: components["schemas"]["ErrorCode"];
             /** @description Human-readable explanation; may change, never branch on it. */
@@ -1728,6 +1763,12 @@ export interface components {
             /** @description Numeric message id. */
             id?: number;
             conversation_id?: number;
+            /** @description The recipient's phone with a leading `+`, when known. */
+            phone?: string | null;
+            /** @description The recipient's business-scoped user id, when known. */
+            user_id?: string | null;
+            /** @description The recipient's username, when the status carries one. */
+            username?: string | null;
             /** @description The provider's error, with `failed` only. */
             error?: {
                 [key: string]: unknown;
@@ -1824,10 +1865,21 @@ export interface components {
              */
             type: string;
             /**
-             * @description The recipient in international form (`+` and 8 to 15 digits; spaces, dashes, dots and parentheses are ignored). Absent is 400 `missing_recipient`; malformed is 400 `invalid_phone`.
+             * @description The recipient in international form (`+` and 8 to 15 digits; spaces, dashes, dots and parentheses are ignored). Give exactly one of `phone` and `user_id`; neither is 400 `missing_recipient`, both is 400 `conflicting_recipient`; malformed is 400 `invalid_phone`.
              * @example +14155550123
              */
             phone?: string;
+            /**
+             * @description The recipient by its business-scoped user id (BSUID), for customers whose phone number
+             *     WhatsApp withholds (a user with a username): an ISO country code, a dot and 1 to 128
+             *     letters or digits, e.g. `US.13491208655302741918` (a parent BSUID `US.ENT.…` is also
+             *     accepted). Anything else is 400 `invalid_user_id`. When the contact's phone is known
+             *     the send goes to the phone, else by BSUID. A message type that WhatsApp still sends
+             *     only to a phone (authentication templates with one-tap, zero-tap or copy-code
+             *     buttons) is refused by the channel: 400 `recipient_requires_phone`.
+             * @example US.13491208655302741918
+             */
+            user_id?: string;
             /** @description The text of a `text` message. */
             content?: string;
             /** @description For `text`, render a preview of the first URL. */
@@ -1959,6 +2011,7 @@ export interface components {
             status_updated_at: string;
             /** @description What the channel's statuses said this outbound message costs; null until a status carries pricing (and for inbound messages). */
             pricing: components["schemas"]["MessagePricing"] | null;
+            customer?: components["schemas"]["MessageCustomer"];
         };
         /**
          * @description The channel's pricing of one message, as its status notifications give it (per-message pricing
@@ -1974,6 +2027,14 @@ export interface components {
             pricing_model: string | null;
             billable?: boolean;
         };
+        /** @description The customer of the message (its sender inbound, its recipient outbound), as known when read. */
+        MessageCustomer: {
+            /** @description International form with a leading `+`; null when withheld. */
+            phone: string | null;
+            /** @description The business-scoped user id. */
+            user_id: string | null;
+            username: string | null;
+        };
         MessageResponse: {
             /** @constant */
             success: true;
@@ -1988,10 +2049,15 @@ export interface components {
                 nextCursor: string | null;
             };
         };
+        /** @description The customer. At least one of `phone` and `user_id` is set. */
         ContactSummary: {
             id: number;
-            /** @description International form with a leading `+`. */
-            phone: string;
+            /** @description International form with a leading `+`; null while WhatsApp withholds the number (a customer with a username). */
+            phone: string | null;
+            /** @description The business-scoped user id (BSUID) WhatsApp gives this customer, e.g. `US.13491208655302741918`; null until the channel has named it. */
+            user_id: string | null;
+            /** @description The WhatsApp username, when the customer has one (display only: it can change). */
+            username: string | null;
             name: string | null;
         };
         Conversation: {
@@ -2049,21 +2115,52 @@ export interface components {
         };
         /** @description A string of at most 1,000 characters, a number, a boolean or null (null deletes the key). */
         AttributeValue: string | number | boolean | null;
+        /**
+         * @description One WhatsApp user of the project, known by its phone, its business-scoped user id
+         *     (`user_id`) or both (at least one). When the channel reveals that a phone-only and a
+         *     BSUID-only contact are the same user, they become one contact (the older one stays).
+         */
         Contact: {
             id: number;
-            /** @description International form with a leading `+`. */
-            phone: string;
+            /** @description International form with a leading `+`; null while WhatsApp withholds the number (a customer with a username). */
+            phone: string | null;
+            /** @description The business-scoped user id (BSUID) WhatsApp gives this customer, e.g. `US.13491208655302741918`; null until the channel has named it. */
+            user_id: string | null;
+            /** @description The WhatsApp username, when the customer has one (display only: it can change). */
+            username: string | null;
+            /** @description The parent BSUID of linked business portfolios (`US.ENT.…`), when the channel sends one. */
+            parent_user_id: string | null;
             name: string | null;
             tags: string[];
             /** @description Flat map of custom fields. */
             attributes: {
                 [key: string]: string | number | boolean;
             };
+            /** @description Whether `consent.status` is `opted_in`. */
             opted_in: boolean;
+            consent: components["schemas"]["MarketingConsent"];
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
             updated_at: string;
+        };
+        /**
+         * @description Consent to MARKETING templates. `opted_out` contacts are never sent one (409
+         *     `recipient_opted_out`; broadcasts exclude and skip them). Sources: `import` (a CSV
+         *     import), `api` (PATCH /v1/contacts/{id}), `keyword` (the customer wrote an opt-out or
+         *     opt-in keyword), `user_preferences` (the customer stopped or resumed marketing messages in
+         *     WhatsApp), `error_131050` (the channel refused a marketing message: the user stopped them).
+         */
+        MarketingConsent: {
+            /** @enum {string} */
+            status: "opted_in" | "opted_out" | "unknown";
+            /** @enum {string|null} */
+            source: "import" | "api" | "keyword" | "user_preferences" | "error_131050" | null;
+            /**
+             * Format: date-time
+             * @description When the consent last changed; null when never set.
+             */
+            updated_at: string | null;
         };
         ContactResponse: {
             /** @constant */
@@ -2089,6 +2186,31 @@ export interface components {
             };
             attributes?: {
                 [key: string]: components["schemas"]["AttributeValue"];
+            };
+            /**
+             * @description Sets the marketing consent (source `api`, now).
+             * @enum {string}
+             */
+            consent?: "opted_in" | "opted_out" | "unknown";
+        };
+        ConsentKeywords: {
+            opt_out: string[];
+            opt_in: string[];
+            /** @description Text sent after an opt-out keyword; null sends nothing. */
+            opt_out_confirmation?: string | null;
+            /** @description Text sent after an opt-in keyword; null sends nothing. */
+            opt_in_confirmation?: string | null;
+        };
+        ConsentKeywordsResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                keywords: {
+                    opt_out: string[];
+                    opt_in: string[];
+                    opt_out_confirmation: string | null;
+                    opt_in_confirmation: string | null;
+                };
             };
         };
         /** @enum {string} */
@@ -2505,7 +2627,10 @@ export interface components {
         };
         BroadcastRecipient: {
             id: number;
-            phone: string;
+            /** @description Null for a contact known only by its business-scoped user id (sent by it). */
+            phone: string | null;
+            /** @description The contact's business-scoped user id, when known. */
+            user_id?: string | null;
             contact_id: number | null;
             status: components["schemas"]["BroadcastRecipientStatus"];
             wave: number;
@@ -3420,6 +3545,8 @@ export interface operations {
                 state?: string;
                 /** @description Only the conversation with this contact phone number (international form). */
                 phone?: string;
+                /** @description Only the conversation with the contact of this business-scoped user id. */
+                user_id?: string;
                 /** @description Only conversations with activity at or after this time. */
                 since?: string;
             };
@@ -3601,6 +3728,8 @@ export interface operations {
                 cursor?: components["parameters"]["Cursor"];
                 /** @description Only the contact with this phone number (international form). */
                 phone?: string;
+                /** @description Only the contact with this business-scoped user id. */
+                user_id?: string;
                 /** @description Only contacts whose name contains this text (case-insensitive). */
                 name?: string;
                 /** @description Only contacts with this tag. */
@@ -3721,6 +3850,82 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getConsentKeywords: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The project's keywords. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConsentKeywordsResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    setConsentKeywords: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ConsentKeywords"];
+            };
+        };
+        responses: {
+            /** @description The keywords now in force. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConsentKeywordsResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];

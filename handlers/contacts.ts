@@ -8,6 +8,7 @@ import { keysetPage, positions } from '../lib/platform/keyset-page.js';
 import { contactView } from '../lib/conversations/views.js';
 import { findContactRow, listContactRows, parseContactChange, phoneFilter, updateContactRow, type ContactFilters } from '../lib/conversations/contacts.js';
 import { contactLimitsOf } from '../http/contract-limits.js';
+import { readKeywords, writeKeywords } from '../lib/consent/keywords.js';
 
 
 function notFound(id: bigint): ApiError {
@@ -19,6 +20,7 @@ export const listContacts: Handler<operations['listContacts']> = async (req, dep
   const q = req.query;
   const filters: ContactFilters = {};
   if (q.phone !== undefined) filters.phone = phoneFilter(String(q.phone));
+  if (q.user_id !== undefined) filters.userId = String(q.user_id);
   if (q.name !== undefined) filters.name = String(q.name);
   if (q.tag !== undefined) filters.tag = String(q.tag);
   const { page, nextCursor } = await keysetPage(q, {
@@ -44,4 +46,19 @@ export const updateContact: Handler<operations['updateContact']> = async (req, d
   const row = await updateContactRow(deps.db.pool, req.auth!.project.id, id, change, deps.clock.now());
   if (!row) throw notFound(id);
   return { data: { contact: contactView(row) } };
+};
+
+export const getConsentKeywords: Handler<operations['getConsentKeywords']> = async (req, deps) => {
+  return { data: { keywords: await readKeywords(deps.db.pool, req.auth!.project.id) } };
+};
+
+export const setConsentKeywords: Handler<operations['setConsentKeywords']> = async (req, deps) => {
+  const body = req.body;
+  const keywords = await writeKeywords(deps.db.pool, req.auth!.project.id, {
+    opt_out: body.opt_out,
+    opt_in: body.opt_in,
+    opt_out_confirmation: body.opt_out_confirmation ?? null,
+    opt_in_confirmation: body.opt_in_confirmation ?? null,
+  });
+  return { data: { keywords } };
 };

@@ -31,6 +31,7 @@ export const listConversations: Handler<operations['listConversations']> = async
   const filters: ConversationFilters = {};
   if (q.state !== undefined) filters.state = String(q.state);
   if (q.phone !== undefined) filters.phone = phoneFilter(String(q.phone));
+  if (q.user_id !== undefined) filters.userId = String(q.user_id);
   if (q.since !== undefined) {
     const since = new Date(String(q.since));
     if (Number.isNaN(since.getTime())) {
@@ -41,6 +42,7 @@ export const listConversations: Handler<operations['listConversations']> = async
   const scope = cursorScope('listConversations', projectId, {
     state: filters.state,
     phone: filters.phone,
+    user_id: filters.userId,
     since: filters.since?.getTime(),
   });
   const { page, nextCursor } = await keysetPage(q, {
@@ -76,7 +78,7 @@ export const listConversationMessages: Handler<operations['listConversationMessa
     read: (afterId, take) => listMessageRows(deps.db.pool, projectId, id, afterId, take),
     encode: (r) => [String(r.id)],
   });
-  return { data: { messages: page.map(messageView), nextCursor } };
+  return { data: { messages: page.map((r) => messageView(r)), nextCursor } };
 };
 
 /** How many known states the INVALID_STATE message spells out before abbreviating. */

@@ -30,6 +30,8 @@ export const handlers: Handlers<operations> = {
   listContacts: contacts.listContacts,
   getContact: contacts.getContact,
   updateContact: contacts.updateContact,
+  getConsentKeywords: contacts.getConsentKeywords,
+  setConsentKeywords: contacts.setConsentKeywords,
   listTemplates: templates.listTemplates,
   createTemplate: templates.createTemplate,
   getTemplate: templates.getTemplate,

@@ -112,7 +112,7 @@ export class Dispatcher {
       field: 'messages',
       kind: one ? `status:${one.status}` : 'status:batch',
       ref: one ? String(one.id) : null,
-      body: JSON.stringify(statusesWebhook(batch.pn, batch.statuses)),
+      body: JSON.stringify(statusesWebhook(batch.pn, batch.statuses, this.state)),
       attempt: 0,
       onFirstAttempt: after.length ? (ok) => after.forEach((f) => f(ok)) : undefined,
     });

@@ -4,6 +4,7 @@ import type { SimContext } from './context.js';
 import { FaultInputError, parseFault } from './faults.js';
 import { accessToken, displayPhoneNumber, numericId } from './ids.js';
 import { ControlError, injectInbound } from './inbound.js';
+import { changeUserId, createUser, updateUser, userPreference } from './users.js';
 import type { AutoStatusDelays, PhoneNumber, Template } from './state.js';
 import { requestLog } from './request-log.js';
 import { templateView } from './templates.js';
@@ -167,6 +168,14 @@ export function controlRouter(ctx: SimContext, hooks: ControlHooks): Router {
     if (typeof b.wa_id !== 'string' || !/^\d{6,20}$/.test(b.wa_id)) fail(400, 'wa_id (digits) is required');
     return { wa_id: b.wa_id, until: new Date(openEntryPoint(state, pn.phone_number_id, b.wa_id as string)).toISOString() };
   }));
+  // WhatsApp users with business-scoped user ids, usernames and withheld phones (simulator/users.ts).
+  r.post('/users', wrap((req, res) => {
+    res.status(201);
+    return createUser(ctx, body(req));
+  }));
+  r.patch('/users/:userId', wrap((req) => updateUser(ctx, String(req.params.userId), body(req))));
+  r.post('/users/:userId/preferences', wrap((req) => userPreference(ctx, String(req.params.userId), body(req))));
+  r.post('/users/:userId/change-id', wrap((req) => changeUserId(ctx, String(req.params.userId), body(req))));
 
   r.post(
     '/status',

@@ -58,6 +58,8 @@ export const KNOWN_CODES: Record<number, Known> = {
     details: 'In order to maintain a healthy ecosystem engagement, the message failed to be delivered.',
     http: 400,
   },
+  131050: { title: 'Unable to deliver the message. This recipient has chosen to stop receiving marketing messages on WhatsApp from your business.', details: 'The user stopped marketing messages from this business.', http: 400 },
+  131062: { title: 'Business-scoped user ID recipients not supported', details: 'This message type cannot be sent to a business-scoped user ID.', http: 400 },
   131053: { title: 'Media upload error', details: 'Unable to process the media.', http: 400 },
   131056: {
     title: '(Business Account, Consumer Account) pair rate limit hit',

@@ -6,6 +6,7 @@ import { wamid as newWamid } from './ids.js';
 import { MEDIA_MIME, storeMedia } from './media.js';
 import { isObj, type Obj } from './validate.js';
 import { inboundWebhook } from './webhooks.js';
+import { contactEntry, senderFields, shownPhone } from './user-model.js';
 
 export class ControlError extends Error {
   constructor(
@@ -35,9 +36,19 @@ export async function injectInbound(ctx: SimContext, b: Obj): Promise<InboundRes
   if (typeof b.phone_number_id !== 'string') throw new ControlError(400, 'phone_number_id (string) is required');
   const pn = state.phones.get(b.phone_number_id);
   if (!pn) throw new ControlError(404, `unknown phone_number_id ${b.phone_number_id}`);
-  if (typeof b.from !== 'string' || !/^\+?\d{5,20}$/.test(b.from)) throw new ControlError(400, 'from must be a phone number (digits, optional +)');
-  const from = b.from.replace(/\D/g, '');
-  const name = typeof b.name === 'string' ? b.name : `User ${from.slice(-4)}`;
+  // The writer: a user by its BSUID (`user_id`, made with POST /_sim/users), or a phone (`from`;
+  // a user without a username is made for it on first contact).
+  let user;
+  if (b.user_id !== undefined) {
+    user = typeof b.user_id === 'string' ? state.users.get(pn.phone_number_id, b.user_id) : undefined;
+    if (!user) throw new ControlError(404, `unknown user_id ${String(b.user_id).slice(0, 140)} (create it with POST /_sim/users)`);
+  } else {
+    if (typeof b.from !== 'string' || !/^\+?\d{5,20}$/.test(b.from)) throw new ControlError(400, 'from must be a phone number (digits, optional +), or give user_id');
+    const phone = b.from.replace(/\D/g, '');
+    user = state.users.ofPhone(pn.phone_number_id, phone, typeof b.name === 'string' ? b.name : undefined);
+  }
+  if (typeof b.name === 'string') user.name = b.name;
+  const from = shownPhone(user) ?? '';
 
   let type: string;
   let obj: Obj;
@@ -81,12 +92,14 @@ export async function injectInbound(ctx: SimContext, b: Obj): Promise<InboundRes
     if (!Number.isFinite(t) || t <= 0) throw new ControlError(400, 'timestamp must be unix seconds');
     ts = Math.floor(t);
   }
-  const id = newWamid(from, true);
-  const message: Obj = { from, id, timestamp: String(ts), type, [type]: obj };
+  const id = newWamid(from || user.user_id.replace(/\D/g, '').slice(0, 15), true);
+  const message: Obj = { ...senderFields(user), id, timestamp: String(ts), type, [type]: obj };
   if (isObj(b.context)) message.context = b.context;
-  state.lastInbound.set(`${pn.phone_number_id}:${from}`, ts * 1000);
+  // The customer-service window is the user's, whichever id a reply names.
+  if (user.phone) state.lastInbound.set(`${pn.phone_number_id}:${user.phone}`, ts * 1000);
+  state.lastInbound.set(`${pn.phone_number_id}:${user.user_id}`, ts * 1000);
 
-  const body = JSON.stringify(inboundWebhook(pn, { wa_id: from, name }, message));
+  const body = JSON.stringify(inboundWebhook(pn, contactEntry(user), message));
   const r = await ctx.dispatcher.deliverNow({ pnid: pn.phone_number_id, field: 'messages', kind: `inbound:${type}`, ref: id, body, attempt: 0 });
   return { wamid: id, ...r };
 }

@@ -6,6 +6,7 @@ import { wamid as newWamid } from './ids.js';
 import type { MessageMeta, SimState, Template } from './state.js';
 import { validateFlowSend } from './flows.js';
 import { checkSendBody } from './meta-check.js';
+import { isBsuidLike, shownPhone } from './user-model.js';
 import { isObj, MEDIA_TYPES, validateInteractive, validateMediaMessage, validateMediaRef, validateOther, validateText, type Obj } from './validate.js';
 import type { StatusError } from './webhooks.js';
 import { messagingLimitError, pricingTypeAt, recordReadMark } from './pricing.js';
@@ -98,7 +99,9 @@ export function sendMessage(ctx: SimContext) {
       return;
     }
     // Meta's published schema first (simulator/meta/): what it refuses is refused, with Meta's codes.
-    const refused = checkSendBody(b);
+    // `recipient` (a BSUID, 2026) is newer than the published v23 schema: checked here, the rest by the schema.
+    const { recipient, ...schemaBody } = b;
+    const refused = checkSendBody(recipient !== undefined && schemaBody.to === undefined ? { ...schemaBody, to: '0' } : schemaBody);
     if (refused) throw refused;
     // The number's throughput (Cloud API: 80 messages per second by default, up to 1,000): a send
     // beyond it is refused with 130429, as Meta does. Wall-clock token bucket, one second of burst.
@@ -116,11 +119,19 @@ export function sendMessage(ctx: SimContext) {
     if (b.recipient_type !== undefined && b.recipient_type !== 'individual') {
       throw paramError(`Param recipient_type must be one of {INDIVIDUAL} - got "${String(b.recipient_type)}".`);
     }
-    if (b.to === undefined || b.to === null || b.to === '') throw paramError('The parameter to is required.');
-    if (typeof b.to !== 'string' || !/^\+?[0-9][0-9 ()-]{4,24}$/.test(b.to.trim())) {
+    // `to` (a phone) or `recipient` (a BSUID or parent BSUID); with both, `to` wins (Meta, 2026).
+    const byPhone = !(b.to === undefined || b.to === null || b.to === '');
+    if (!byPhone && (recipient === undefined || recipient === null || recipient === '')) throw paramError('The parameter to is required.');
+    if (byPhone && (typeof b.to !== 'string' || !/^\+?[0-9][0-9 ()-]{4,24}$/.test(b.to.trim()))) {
       throw paramError('Invalid parameter', `Param to must be a phone number in international format - got "${String(b.to)}".`);
     }
-    const waId = b.to.replace(/\D/g, '');
+    if (!byPhone && !isBsuidLike(recipient)) {
+      throw paramError('Invalid parameter', `Param recipient must be a business-scoped user ID - got "${String(recipient).slice(0, 140)}".`);
+    }
+    // Every WhatsApp user has a BSUID since 2026: a phone never seen before gets one here.
+    const user = byPhone ? state.users.ofPhone(pn.phone_number_id, (b.to as string).replace(/\D/g, '')) : state.users.get(pn.phone_number_id, recipient as string);
+    if (!byPhone && !user) throw waError(131026, 'No WhatsApp user with this business-scoped user ID.');
+    const waId = byPhone ? (b.to as string).replace(/\D/g, '') : (user?.phone ?? '');
     const type = b.type === undefined ? 'text' : b.type;
     if (typeof type !== 'string' || !TYPES.includes(type)) {
       throw paramError(`Param type must be one of {${TYPES.map((t) => t.toUpperCase()).join(', ')}} - got "${String(type)}".`);
@@ -145,12 +156,22 @@ export function sendMessage(ctx: SimContext) {
       validateInteractive(state, obj as Obj);
       if ((obj as Obj).type === 'flow') validateFlowSend(state, pn.phone_number_id, obj as Obj);
     }
-    else if (type === 'template') category = validateTemplateSend(state, pn.waba_id, obj as Obj).category.toLowerCase();
+    else if (type === 'template') {
+      const t = validateTemplateSend(state, pn.waba_id, obj as Obj);
+      category = t.category.toLowerCase();
+      // 131062: authentication templates with one-tap, zero-tap or copy-code buttons still need a phone.
+      if (!byPhone && category === 'authentication') {
+        throw waError(131062, 'This message type cannot be sent to a business-scoped user ID; send it to the phone number.');
+      }
+    }
     else validateOther(type, obj as Obj);
 
     let asyncError = (res.locals as { asyncError?: StatusError }).asyncError ?? null;
-    if (!asyncError && type !== 'template' && pn.enforce_customer_window) {
-      const last = state.lastInbound.get(`${pn.phone_number_id}:${waId}`);
+    if (!asyncError && category === 'marketing' && user?.marketing_stopped) {
+      // The user stopped marketing messages from this business: failed, never to be retried.
+      asyncError = { code: 131050, title: 'Unable to deliver the message. This recipient has chosen to stop receiving marketing messages on WhatsApp from your business.', message: 'Unable to deliver the message. This recipient has chosen to stop receiving marketing messages on WhatsApp from your business.' };
+    } else if (!asyncError && type !== 'template' && pn.enforce_customer_window) {
+      const last = state.lastInbound.get(`${pn.phone_number_id}:${byPhone ? waId : user!.user_id}`);
       if (last === undefined || state.nowMs() - last > WINDOW_MS) {
         asyncError = { code: 131047, title: 'Re-engagement message', message: 'Re-engagement message', error_data: { details: 'Message failed to send because more than 24 hours have passed since the customer last replied to this number.' } };
       }
@@ -160,10 +181,11 @@ export function sendMessage(ctx: SimContext) {
     }
 
     // The portfolio's unique-user limit in a moving 24 hours (pricing.ts): business-initiated templates only.
-    if (!asyncError && type === 'template') asyncError = messagingLimitError(state, pn, waId);
+    if (!asyncError && type === 'template') asyncError = messagingLimitError(state, pn, waId || (user?.user_id ?? ''));
 
-    const id = newWamid(waId);
-    const meta: MessageMeta = { pnid: pn.phone_number_id, to: waId, category, status: 'accepted', convId: null, stop: false };
+    const id = newWamid(waId || (user?.user_id ?? '').replace(/\D/g, '').slice(0, 15));
+    const meta: MessageMeta = { pnid: pn.phone_number_id, to: byPhone ? waId : '', category, status: 'accepted', convId: null, stop: false };
+    if (user) meta.userId = user.user_id;
     if (typeof b.biz_opaque_callback_data === 'string') meta.opaque = b.biz_opaque_callback_data;
     meta.pricingType = pricingTypeAt(state, pn, waId, category);
     state.index.set(id, meta);
@@ -173,7 +195,8 @@ export function sendMessage(ctx: SimContext) {
     if ((res.locals as { loseAnswer?: boolean }).loseAnswer) return; // held: the answer never comes
     res.json({
       messaging_product: 'whatsapp',
-      contacts: [{ input: b.to, wa_id: waId }],
+      // Since 2026 the answer names the BSUID, and the phone where available.
+      contacts: [{ input: byPhone ? b.to : recipient, ...(waId && (byPhone || (user && shownPhone(user))) ? { wa_id: waId } : {}), ...(user ? { user_id: user.user_id } : {}) }],
       messages: [type === 'template' ? { id, message_status: 'accepted' } : { id }],
     });
   };

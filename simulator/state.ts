@@ -1,5 +1,6 @@
 /** The simulator's in-memory model. Everything is bounded (see the limits in SimLimits). */
 import { BoundedMap, Fifo, RingBuffer } from './structures.js';
+import { SimUsers } from './user-model.js';
 
 export interface Clock {
   now(): Date;
@@ -106,7 +107,10 @@ export interface PhoneNumber {
 /** Per-message state kept for status webhooks: small on purpose. */
 export interface MessageMeta {
   pnid: string;
+  /** The recipient's phone (digits); '' for a send by BSUID to a user whose phone is withheld. */
   to: string;
+  /** The recipient's business-scoped user id. */
+  userId?: string;
   /** Pricing category: service | marketing | utility | authentication. */
   category: string;
   status: 'accepted' | 'sent' | 'delivered' | 'read' | 'failed';
@@ -238,6 +242,8 @@ export class SimState {
   conversations = new BoundedMap<string, { id: string; expiresSec: number }>(200_000);
   faults: Fault[] = [];
   nextFaultId = 1;
+  /** WhatsApp users with their business-scoped user ids (simulator/user-model.ts). */
+  users = new SimUsers();
   callbackLog: RingBuffer<CallbackAttempt>;
   stats: Stats = SimState.zeroStats();
 
@@ -326,6 +332,7 @@ export class SimState {
     this.lastInbound.clear();
     this.conversations.clear();
     this.faults = [];
+    this.users.clear();
     this.callbackLog.clear();
     this.stats = SimState.zeroStats();
   }

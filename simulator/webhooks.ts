@@ -2,6 +2,7 @@
 import { conversationId } from './ids.js';
 import type { MessageMeta, PhoneNumber, SimState, Template } from './state.js';
 import { pricingObject } from './pricing.js';
+import { contactEntry, shownPhone } from './user-model.js';
 
 export interface StatusError {
   code: number;
@@ -9,6 +10,14 @@ export interface StatusError {
   message?: string;
   error_data?: { details?: string };
   href?: string;
+}
+
+export function envelopeOf(pn: PhoneNumber, field: string, value: Record<string, unknown>, time?: number): Record<string, unknown> {
+  return envelope(pn, field, value, time);
+}
+
+export function messagesValueOf(pn: PhoneNumber, rest: Record<string, unknown>): Record<string, unknown> {
+  return messagesValue(pn, rest);
 }
 
 function envelope(pn: PhoneNumber, field: string, value: Record<string, unknown>, time?: number): Record<string, unknown> {
@@ -60,12 +69,26 @@ export function statusWebhook(
   status: 'sent' | 'delivered' | 'read' | 'failed',
   errors?: StatusError[],
 ): Record<string, unknown> {
-  return statusesWebhook(pn, [statusObject(state, wamid, meta, status, errors)]);
+  return statusesWebhook(pn, [statusObject(state, wamid, meta, status, errors)], state);
 }
 
 /** One notification carrying several statuses of one number, as Meta sends them under load. */
-export function statusesWebhook(pn: PhoneNumber, statuses: Record<string, unknown>[]): Record<string, unknown> {
-  return envelope(pn, 'messages', messagesValue(pn, { statuses }));
+export function statusesWebhook(pn: PhoneNumber, statuses: Record<string, unknown>[], state?: SimState): Record<string, unknown> {
+  // Delivered and read statuses name the user's username in `contacts` (Meta, since 2026).
+  const contacts: Record<string, unknown>[] = [];
+  if (state) {
+    const seen = new Set<string>();
+    for (const s of statuses) {
+      const uid = s.recipient_user_id;
+      if (typeof uid !== 'string' || seen.has(uid) || (s.status !== 'delivered' && s.status !== 'read')) continue;
+      const u = state.users.get(pn.phone_number_id, uid);
+      if (u?.username) {
+        seen.add(uid);
+        contacts.push(contactEntry(u));
+      }
+    }
+  }
+  return envelope(pn, 'messages', messagesValue(pn, { ...(contacts.length ? { contacts } : {}), statuses }));
 }
 
 export function statusObject(
@@ -75,7 +98,16 @@ export function statusObject(
   status: 'sent' | 'delivered' | 'read' | 'failed',
   errors?: StatusError[],
 ): Record<string, unknown> {
-  const s: Record<string, unknown> = { id: wamid, status, timestamp: String(state.nowSec()), recipient_id: meta.to };
+  const s: Record<string, unknown> = { id: wamid, status, timestamp: String(state.nowSec()) };
+  // Since April 2026 statuses carry the BSUID (recipient_user_id, and the parent's); the phone
+  // (recipient_id) only when known. A failed status to a phone omits recipient_user_id (Meta).
+  const user = meta.userId ? state.users.get(meta.pnid, meta.userId) : meta.to ? state.users.getByPhone(meta.pnid, meta.to) : undefined;
+  const phone = meta.to || (user ? shownPhone(user) : undefined);
+  if (phone) s.recipient_id = phone;
+  if (user && !(status === 'failed' && meta.to)) {
+    s.recipient_user_id = user.user_id;
+    if (user.parent_user_id) s.recipient_parent_user_id = user.parent_user_id;
+  }
   if (meta.opaque !== undefined) s.biz_opaque_callback_data = meta.opaque;
   if (status === 'sent' || status === 'delivered') Object.assign(s, conversationAndPricing(state, meta, status === 'sent'));
   if (status === 'failed') {
@@ -95,14 +127,10 @@ export function statusObject(
 
 export function inboundWebhook(
   pn: PhoneNumber,
-  contact: { wa_id: string; name: string },
+  contact: Record<string, unknown>,
   message: Record<string, unknown>,
 ): Record<string, unknown> {
-  return envelope(
-    pn,
-    'messages',
-    messagesValue(pn, { contacts: [{ profile: { name: contact.name }, wa_id: contact.wa_id }], messages: [message] }),
-  );
+  return envelope(pn, 'messages', messagesValue(pn, { contacts: [contact], messages: [message] }));
 }
 
 export function templateWebhook(state: SimState, pn: PhoneNumber, t: Template, event: string, reason: string): Record<string, unknown> {

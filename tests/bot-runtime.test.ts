@@ -122,6 +122,19 @@ describe('the deployed scaffold bot', () => {
     expect(JSON.stringify(msgs.body.data)).toContain('You said: hello');
   });
 
+  it('When a username customer without a phone writes, then the deployed bot answers them by business-scoped user id (recipient)', async () => {
+    const { key, phoneNumberId } = await botProject();
+    await deploy(key);
+    const user = (await request(t.sim!.url).post('/_sim/users').send({ phone_number_id: phoneNumberId, username: 'no.number' }).expect(201)).body;
+    const res = await request(t.sim!.url).post('/_sim/inbound').send({ phone_number_id: phoneNumberId, user_id: user.user_id, text: 'hello' });
+    expect(res.body.status_code).toBe(200);
+    await t.bot!.whenIdle();
+    const sent = await sentTo(phoneNumberId, user.user_id);
+    expect(sent).toHaveLength(1);
+    expect(sent[0].payload).toMatchObject({ recipient: user.user_id, text: { body: expect.stringContaining('You said: hello') } });
+    expect(sent[0].payload.to).toBeUndefined();
+  });
+
   it('When the project is paused, then its bot does not answer; resumed, it answers again', async () => {
     const { projectId, key, phoneNumberId } = await botProject();
     await deploy(key);

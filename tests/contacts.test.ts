@@ -83,10 +83,14 @@ describe('GET /v1/contacts', () => {
     expect(res.body.data.contacts[1]).toEqual({
       id: a.id,
       phone: `+${a.phone}`,
+      user_id: null,
+      parent_user_id: null,
+      username: null,
       name: 'Grace Hopper',
       tags: ['vip'],
       attributes: { plan: 'pro', seats: 3, trial: false },
       opted_in: true,
+      consent: { status: 'opted_in', source: 'import', updated_at: null },
       created_at: expect.any(String),
       updated_at: expect.any(String),
     });

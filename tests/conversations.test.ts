@@ -110,7 +110,7 @@ describe('GET /v1/conversations', () => {
     for (const c of list) expect(c.status).toBe(c.state);
     expect(list[0]).toEqual({
       id: open.id,
-      contact: { id: open.contactId, phone: `+${open.phone}`, name: 'Ada' },
+      contact: { id: open.contactId, phone: `+${open.phone}`, user_id: null, username: null, name: 'Ada' },
       state: 'handover',
       status: 'handover',
       last_message_at: new Date(now - HOUR).toISOString(),

@@ -71,6 +71,7 @@ describe('GET /v1/messages/{id}', () => {
         status_updated_at: t.clock.now().toISOString(),
         // No status has reported the message's pricing yet (issue 37).
         pricing: null,
+        customer: { phone: expect.stringMatching(/^\+\d+$/), user_id: null, username: null },
       },
     });
   });

@@ -157,7 +157,7 @@ describe('WhatsApp Cloud API simulator', () => {
 
   it('sends a text: Meta-shaped response, then signed sent → delivered → read webhooks', async () => {
     const res = await send(text('+1 555 123 0002')).expect(200);
-    expect(res.body).toEqual({ messaging_product: 'whatsapp', contacts: [{ input: '+1 555 123 0002', wa_id: '15551230002' }], messages: [{ id: expect.any(String) }] });
+    expect(res.body).toEqual({ messaging_product: 'whatsapp', contacts: [{ input: '+1 555 123 0002', wa_id: '15551230002', user_id: expect.stringMatching(/^US\.\d{20}$/) }], messages: [{ id: expect.any(String) }] });
     const wamid: string = res.body.messages[0].id;
     expect(wamid).toMatch(/^wamid\.[A-Za-z0-9+/]+=*$/);
     const raw = Buffer.from(wamid.slice(6), 'base64');
@@ -262,6 +262,32 @@ describe('WhatsApp Cloud API simulator', () => {
     });
   });
 
+  it('plays the 2026 channel: a username user without a phone writes with BSUIDs, is answered by recipient (to wins over it), statuses carry recipient_user_id and the username', async () => {
+    const u = (await request(base).post('/_sim/users').send({ phone_number_id: pn.phone_number_id, username: 'mira.k', phone: '+15557650001' }).expect(201)).body;
+    expect(u).toMatchObject({ user_id: expect.stringMatching(/^US\.\d{20}$/), parent_user_id: expect.stringMatching(/^US\.ENT\.\d{20}$/), phone_shared: false });
+    const inb = await request(base).post('/_sim/inbound').send({ phone_number_id: pn.phone_number_id, user_id: u.user_id, text: 'hey' }).expect(200);
+    const value = rx.got.find((r) => r.body.entry[0].changes[0].value.messages?.[0]?.id === inb.body.wamid)!.body.entry[0].changes[0].value;
+    expect(value.contacts).toEqual([{ profile: { name: 'mira.k', username: 'mira.k' }, user_id: u.user_id, parent_user_id: u.parent_user_id }]);
+    expect(value.messages[0]).toMatchObject({ from_user_id: u.user_id, from_parent_user_id: u.parent_user_id });
+    expect(value.messages[0].from).toBeUndefined();
+
+    const res = await send({ messaging_product: 'whatsapp', recipient_type: 'individual', recipient: u.user_id, type: 'text', text: { body: 'hi Mira' } });
+    expect([res.status, res.body.error]).toEqual([200, undefined]);
+    expect(res.body.contacts).toEqual([{ input: u.user_id, user_id: u.user_id }]);
+    const wamid = res.body.messages[0].id;
+    const sts = await waitFor(() => (statusesOf(rx.got, wamid).length >= 2 ? statusesOf(rx.got, wamid) : null));
+    expect(sts[0]).toMatchObject({ status: 'sent', recipient_user_id: u.user_id, recipient_parent_user_id: u.parent_user_id });
+    expect(sts[0].recipient_id).toBeUndefined();
+    const deliveredHook = rx.got.find((r) => r.body.entry[0].changes[0].value.statuses?.some((x: any) => x.id === wamid && x.status === 'delivered'))!;
+    expect(deliveredHook.body.entry[0].changes[0].value.contacts[0]).toMatchObject({ user_id: u.user_id, profile: { username: 'mira.k' } });
+
+    // With both, `to` wins; an unknown BSUID and a malformed one are refused.
+    const both = await send({ messaging_product: 'whatsapp', recipient_type: 'individual', to: '+15557650009', recipient: u.user_id, type: 'text', text: { body: 'x' } }).expect(200);
+    expect(both.body.contacts[0]).toMatchObject({ input: '+15557650009', wa_id: '15557650009' });
+    expect((await send({ messaging_product: 'whatsapp', recipient_type: 'individual', recipient: 'US.11111111111111111111', type: 'text', text: { body: 'x' } })).body.error.code).toBe(131026);
+    expect((await send({ messaging_product: 'whatsapp', recipient_type: 'individual', recipient: 'nope', type: 'text', text: { body: 'x' } })).body.error.code).toBe(100);
+  });
+
   it('injects inbound messages with Meta’s payload and reports the callback’s answer', async () => {
     const res = await request(base).post('/_sim/inbound').send({ phone_number_id: pn.phone_number_id, from: '+15557654321', name: 'Ana', text: 'Oi!' }).expect(200);
     expect(res.body).toEqual({ wamid: expect.stringMatching(/^wamid\./), delivered: true, status_code: 200, error: null });
@@ -272,8 +298,12 @@ describe('WhatsApp Cloud API simulator', () => {
       value: {
         messaging_product: 'whatsapp',
         metadata: { display_phone_number: pn.display_phone_number, phone_number_id: pn.phone_number_id },
-        contacts: [{ profile: { name: 'Ana' }, wa_id: '15557654321' }],
-        messages: [{ from: '15557654321', id: res.body.wamid, timestamp: String(Math.floor(clock.t / 1000)), type: 'text', text: { body: 'Oi!' } }],
+        // Since April 2026 every messages webhook names the user's BSUID (and the parent BSUID).
+        contacts: [{ profile: { name: 'Ana' }, wa_id: '15557654321', user_id: expect.stringMatching(/^US\.\d{20}$/), parent_user_id: expect.stringMatching(/^US\.ENT\.\d{20}$/) }],
+        messages: [{
+          from: '15557654321', from_user_id: expect.stringMatching(/^US\.\d{20}$/), from_parent_user_id: expect.stringMatching(/^US\.ENT\./),
+          id: res.body.wamid, timestamp: String(Math.floor(clock.t / 1000)), type: 'text', text: { body: 'Oi!' },
+        }],
       },
     });
 

@@ -32,6 +32,7 @@ export type BotDeps = Deps & { contract: SendContract };
 import { ApiError } from '../platform/errors.js';
 import { isDatabaseUnavailable } from '../platform/db/errors.js';
 import { normalizePhone } from '../conversations/phone.js';
+import { isBsuid } from '../conversations/identity.js';
 import { sendMessage } from '../messaging/send-message.js';
 import { setConversationState } from '../conversations/conversations.js';
 import { emitCustomEvent } from '../webhooks/custom-events.js';
@@ -117,6 +118,12 @@ async function perform(deps: BotDeps, inv: Invocation, op: string, args: any): P
   const schema = inv.mode === 'preview' ? 'preview' : 'public';
   switch (op) {
     case 'send': {
+      // A customer whose number WhatsApp withholds is `from` = its BSUID: the scaffold's
+      // sendText(message.from, …) puts it in `phone`, so it goes as `user_id`.
+      if (args && typeof args === 'object' && isBsuid(args.phone) && args.user_id === undefined) {
+        const { phone, ...rest } = args;
+        args = { ...rest, user_id: phone };
+      }
       const problem = sendBodyProblem(deps.contract, args);
       if (problem) return { ok: true, value: { ok: false, error: { code: 'invalid_request', message: problem } } };
       if (inv.capture) {

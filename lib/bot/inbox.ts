@@ -55,7 +55,7 @@ export async function reclaimExpired(pool: pg.Pool, now: Date, leaseMs: number):
   const { rows } = await pool.query<{
     message_id: string; project_id: string; attempts: number; created_at: Date;
     wamid: string | null; type: string | null; content: Record<string, unknown> | null;
-    conversation_id: string | null; state: string | null; phone: string | null; name: string | null;
+    conversation_id: string | null; state: string | null; phone: string | null; user_id: string | null; username: string | null; name: string | null;
   }>(
     `WITH due AS (
        SELECT message_id FROM bot_inbox WHERE lease_until <= $1 ORDER BY message_id LIMIT $3 FOR UPDATE SKIP LOCKED
@@ -63,7 +63,7 @@ export async function reclaimExpired(pool: pg.Pool, now: Date, leaseMs: number):
        UPDATE bot_inbox b SET lease_until = $2, attempts = b.attempts + 1 FROM due WHERE b.message_id = due.message_id
        RETURNING b.message_id, b.project_id, b.attempts, b.created_at
      )
-     SELECT t.message_id, t.project_id, t.attempts, t.created_at, m.wamid, m.type, m.content, c.id AS conversation_id, c.state, k.phone, k.name
+     SELECT t.message_id, t.project_id, t.attempts, t.created_at, m.wamid, m.type, m.content, c.id AS conversation_id, c.state, k.phone, k.user_id, k.username, k.name
        FROM taken t
        LEFT JOIN messages m ON m.id = t.message_id
        LEFT JOIN conversations c ON c.id = m.conversation_id
@@ -76,11 +76,11 @@ export async function reclaimExpired(pool: pg.Pool, now: Date, leaseMs: number):
     inboxId: BigInt(r.message_id),
     handovers: r.attempts,
     message:
-      r.wamid && r.phone && r.conversation_id
+      r.wamid && (r.phone || r.user_id) && r.conversation_id
         ? {
-            id: r.wamid, from: r.phone, type: r.type!, text: inboundText(r.type!, r.content ?? {}), raw: r.content ?? {},
+            id: r.wamid, from: (r.phone ?? r.user_id)!, type: r.type!, text: inboundText(r.type!, r.content ?? {}), raw: r.content ?? {},
             conversation: { id: Number(r.conversation_id), state: r.state! },
-            contact: { phone: r.phone, name: r.name }, received_at: r.created_at.toISOString(),
+            contact: { phone: r.phone, user_id: r.user_id, username: r.username, name: r.name }, received_at: r.created_at.toISOString(),
           }
         : undefined,
   }));

@@ -9,7 +9,8 @@ export interface BotInboundMessage {
   text: string | null;
   raw: Record<string, unknown>;
   conversation: { id: number; state: string };
-  contact: { phone: string; name: string | null };
+  /** `phone` is null for a customer whose number WhatsApp withholds; `user_id` is the BSUID. */
+  contact: { phone: string | null; user_id?: string | null; username?: string | null; name: string | null };
   received_at: string;
 }
 

@@ -64,9 +64,10 @@ function classified(rule: AudienceRule, p: Params): { where: string; reason: str
                                 WHERE cv.project_id = ${project} AND cv.contact_id = c.id AND m.status = 'failed'
                                   AND m.error ->> 'code' = '131049' AND m.status_at > ${since})
                         OR EXISTS (SELECT 1 FROM broadcast_recipients r JOIN broadcasts b ON b.id = r.broadcast_id
-                                   WHERE b.project_id = ${project} AND r.phone = c.phone AND r.error_code = 131049 AND r.updated_at > ${since}))`;
+                                   WHERE b.project_id = ${project} AND r.contact_id = c.id AND r.error_code = 131049 AND r.updated_at > ${since}))`;
   const reason = `CASE
       WHEN c.opted_out_at IS NOT NULL THEN 'opted_out'
+      WHEN c.phone IS NULL AND c.user_id IS NULL THEN 'invalid_phone'
       WHEN c.phone !~ '^[1-9][0-9]{7,14}$' THEN 'invalid_phone'
       ${marketing ? `WHEN NOT c.opted_in THEN 'not_opted_in'` : ''}
       ${marketing ? `WHEN ${recentLimit} THEN 'recent_marketing_limit'` : ''}
@@ -136,11 +137,33 @@ export async function freezeAudience(tx: Queryable, broadcastId: string, rule: A
   const now = p.add(rule.now);
   const wave = waveSize === null ? `1` : `CASE WHEN row_number() OVER (ORDER BY c.id) <= ${p.add(waveSize)} THEN 1 ELSE 2 END`;
   const { rowCount } = await tx.query(
-    `INSERT INTO broadcast_recipients (broadcast_id, contact_id, phone, variables, state, wave, updated_at)
-     SELECT ${id}::uuid, x.id, x.phone, x.vars, CASE WHEN x.wave = 1 THEN 'queued' ELSE 'held' END, x.wave, ${now}
-     FROM (SELECT c.id, c.phone, ${vars} AS vars, ${wave} AS wave FROM contacts c WHERE ${where} AND (${reason}) IS NULL) x
-     ON CONFLICT (broadcast_id, phone) DO NOTHING`,
+    `INSERT INTO broadcast_recipients (broadcast_id, contact_id, phone, user_id, variables, state, wave, updated_at)
+     SELECT ${id}::uuid, x.id, x.phone, x.user_id, x.vars, CASE WHEN x.wave = 1 THEN 'queued' ELSE 'held' END, x.wave, ${now}
+     FROM (SELECT c.id, c.phone, c.user_id, ${vars} AS vars, ${wave} AS wave FROM contacts c WHERE ${where} AND (${reason}) IS NULL) x
+     ON CONFLICT DO NOTHING`,
     p.values,
   );
   return rowCount ?? 0;
+}
+
+/**
+ * Of the claimed recipients about to be sent, cancels those whose contact opted out since
+ * approval (or, for MARKETING, is no longer opted in): canceled with the reason, never sent.
+ * Answers the ids still to send. One statement per batch, so a contact who writes STOP while the
+ * campaign runs is skipped from the next batch on.
+ */
+export async function cancelOptedOutClaims(db: Queryable, broadcastId: string, ids: string[], owner: string, now: Date): Promise<Set<string>> {
+  if (!ids.length) return new Set();
+  const { rows } = await db.query<{ id: string }>(
+    `UPDATE broadcast_recipients r SET state = 'canceled', error_category = 'permanent', error_title = 'opted out after approval',
+            message_ref = NULL, lease_owner = NULL, lease_until = NULL, updated_at = $4
+     FROM broadcasts b, contacts c
+     WHERE r.id = ANY($2::bigint[]) AND r.broadcast_id = $1 AND r.lease_owner = $3 AND r.state = 'sending'
+       AND b.id = r.broadcast_id AND c.project_id = b.project_id AND c.id = r.contact_id
+       AND (c.opted_out_at IS NOT NULL OR (b.category = 'MARKETING' AND NOT c.opted_in))
+     RETURNING r.id::text AS id`,
+    [broadcastId, ids, owner, now],
+  );
+  const gone = new Set(rows.map((r) => r.id));
+  return new Set(ids.filter((id) => !gone.has(id)));
 }

@@ -31,6 +31,9 @@ import {
 import type { BroadcastRow } from './store.js';
 import { spawnDueRetargets } from './retarget.js';
 import { failInterrupted } from '../contacts-import/imports.js';
+import { cancelOptedOutClaims } from './audience.js';
+import { channelRecipient } from '../conversations/recipient.js';
+import { optOutOnSendError } from '../consent/consent.js';
 
 export interface EngineOptions {
   owner: string;
@@ -198,7 +201,7 @@ export class BroadcastEngine {
     await this.pool.query(
       `UPDATE broadcast_recipients r SET state = 'canceled', error_category = 'permanent', error_title = 'opted out after approval', updated_at = $2
        FROM broadcasts b, contacts c
-       WHERE r.broadcast_id = $1 AND b.id = r.broadcast_id AND c.project_id = b.project_id AND c.phone = r.phone
+       WHERE r.broadcast_id = $1 AND b.id = r.broadcast_id AND c.project_id = b.project_id AND c.id = r.contact_id
          AND r.state IN ('queued', 'held') AND (c.opted_out_at IS NOT NULL OR (b.category = 'MARKETING' AND NOT c.opted_in))`,
       [id, now],
     );
@@ -295,10 +298,12 @@ export class BroadcastEngine {
       }
       // Still ours? An engine that stalled past its lease (another took the rows over) sends nothing more.
       const held = await extendClaims(this.pool, part.map((r) => ({ id: r.id, ref: r.message_ref })), this.opts.owner, new Date(this.opts.timer.now().getTime() + this.leaseMs));
-      const mine = part.filter((r) => held.has(r.id));
+      // A contact who opted out since approval is skipped (canceled with the reason), never sent.
+      const sendable = await cancelOptedOutClaims(this.pool, b.id, part.filter((r) => held.has(r.id)).map((r) => r.id), this.opts.owner, now);
+      const mine = part.filter((r) => sendable.has(r.id));
       await releaseUnits(this.pool, b.project_id, part.length - mine.length, now);
       if (!mine.length) continue;
-      await recordIntents(this.pool, b.project_id, mine.map((r) => ({ to: { phone: r.phone }, ref: r.message_ref, type: 'template', content: content(r) })), now);
+      await recordIntents(this.pool, b.project_id, mine.map((r) => ({ to: { phone: r.phone, userId: r.user_id }, ref: r.message_ref, type: 'template', content: content(r) })), now);
       const outcomes = await Promise.all(mine.map((r) => this.sendOne(b, channel, r, now)));
       for (const o of outcomes) {
         if (typeof o === 'string') stop ??= o;
@@ -322,7 +327,7 @@ export class BroadcastEngine {
     if (r.variables.header?.length) components.push({ type: 'header', parameters: r.variables.header.map((text) => ({ type: 'text', text })) });
     if (r.variables.body?.length) components.push({ type: 'body', parameters: r.variables.body.map((text) => ({ type: 'text', text })) });
     const payload = {
-      messaging_product: 'whatsapp', recipient_type: 'individual', to: r.phone, type: 'template',
+      messaging_product: 'whatsapp', recipient_type: 'individual', ...channelRecipient({ phone: r.phone, userId: r.user_id }), type: 'template',
       template: { name: b.template_name, language: { policy: 'deterministic', code: b.template_language }, ...(components.length ? { components } : {}) },
       biz_opaque_callback_data: r.message_ref,
     } as unknown as GraphMessagePayload;
@@ -337,6 +342,8 @@ export class BroadcastEngine {
         await markUnknown(this.pool, { id: r.id, ref: r.message_ref }, this.opts.owner, t);
         return undefined;
       }
+      // 131050: the user stopped marketing messages; the contact opts out (never retried).
+      await optOutOnSendError(this.pool, b.project_id, { phone: r.phone, userId: r.user_id }, e.graphCode, t);
       const outcome = outcomeOf(e);
       // Certainly not sent: the ledger drops the message and gives its unit back, then the
       // recipient is queued again or failed.

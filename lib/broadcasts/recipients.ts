@@ -15,7 +15,9 @@ import type pg from 'pg';
 
 export interface ClaimedRecipient {
   id: string;
-  phone: string;
+  /** Null for a contact known only by its business-scoped user id (sent by `recipient`). */
+  phone: string | null;
+  user_id: string | null;
   variables: { body?: string[]; header?: string[] };
   attempts: number;
   message_ref: string;
@@ -51,7 +53,7 @@ export async function claimBatch(pool: pg.Pool, broadcastId: string, owner: stri
            WHERE r.id IN (SELECT id FROM broadcast_recipients
                           WHERE broadcast_id = $1 AND state = 'queued' AND (not_before IS NULL OR not_before <= $5)
                           ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED)
-           RETURNING r.id::text AS id, r.phone, r.variables, r.attempts, r.message_ref`,
+           RETURNING r.id::text AS id, r.phone, r.user_id, r.variables, r.attempts, r.message_ref`,
     values: [broadcastId, owner, size, leaseUntil, now],
   });
   return rows;

@@ -32,9 +32,9 @@ export async function spawnDueRetargets(pool: pg.Pool, now: Date): Promise<strin
       }
       const childId = randomUUID();
       const candidates = `
-        SELECT r.contact_id, r.phone, r.variables FROM broadcast_recipients r JOIN broadcasts b ON b.id = r.broadcast_id
+        SELECT r.contact_id, r.phone, r.user_id, r.variables FROM broadcast_recipients r JOIN broadcasts b ON b.id = r.broadcast_id
         LEFT JOIN messages m ON m.project_id = b.project_id AND m.client_ref = r.message_ref
-        JOIN contacts c ON c.project_id = b.project_id AND c.phone = r.phone
+        JOIN contacts c ON c.project_id = b.project_id AND (c.phone = r.phone OR c.user_id = r.user_id)
         LEFT JOIN conversations cv ON cv.project_id = b.project_id AND cv.contact_id = c.id
         WHERE r.broadcast_id = $1 AND ${RECIPIENT_ERROR_CODE_SQL} = 131049
           AND c.opted_out_at IS NULL AND ($2 <> 'MARKETING' OR c.opted_in)
@@ -55,8 +55,8 @@ export async function spawnDueRetargets(pool: pg.Pool, now: Date): Promise<strin
         [parent.id, childId, JSON.stringify(preflightOf(n, { opted_out: 0, invalid_phone: 0, not_opted_in: 0, recent_marketing_limit: 0, missing_variable: 0, duplicate: 0 }, 0, now)), now],
       );
       await client.query(
-        `INSERT INTO broadcast_recipients (broadcast_id, contact_id, phone, variables, state, updated_at)
-         SELECT $4::uuid, x.contact_id, x.phone, x.variables, 'queued', $5 FROM (${candidates}) x ON CONFLICT DO NOTHING`,
+        `INSERT INTO broadcast_recipients (broadcast_id, contact_id, phone, user_id, variables, state, updated_at)
+         SELECT $4::uuid, x.contact_id, x.phone, x.user_id, x.variables, 'queued', $5 FROM (${candidates}) x ON CONFLICT DO NOTHING`,
         [parent.id, parent.category, parent.started_at, childId, now],
       );
       await client.query(`UPDATE broadcasts SET retarget_count = 1, retarget_due_at = NULL WHERE id = $1`, [parent.id]);

@@ -190,7 +190,7 @@ export async function listRecipients(
   const from = `FROM broadcast_recipients r JOIN broadcasts b ON b.id = r.broadcast_id ${JOIN_MESSAGE} WHERE ${where.join(' AND ')}`;
   const total = await db.query<{ n: string }>(`SELECT count(*)::bigint AS n ${from}`, values);
   const { rows } = await db.query(
-    `SELECT r.id::text AS id, r.phone, r.contact_id::text AS contact_id, ${RECIPIENT_STATUS_SQL} AS status, r.wave, r.variables,
+    `SELECT r.id::text AS id, r.phone, r.user_id, r.contact_id::text AS contact_id, ${RECIPIENT_STATUS_SQL} AS status, r.wave, r.variables,
             COALESCE(r.wamid, CASE WHEN m.status NOT IN ('pending', 'unknown') THEN m.wamid END) AS wamid, r.attempts,
             ${RECIPIENT_ERROR_CODE_SQL} AS error_code,
             COALESCE(r.error_title, m.error ->> 'title', m.error ->> 'message') AS error_title,
@@ -203,7 +203,8 @@ export async function listRecipients(
     total: Number(total.rows[0].n),
     recipients: rows.map((r) => ({
       id: Number(r.id),
-      phone: `+${r.phone}`,
+      phone: r.phone === null ? null : `+${r.phone}`,
+      user_id: r.user_id ?? null,
       contact_id: r.contact_id === null ? null : Number(r.contact_id),
       status: r.status,
       wave: r.wave,

@@ -64,7 +64,8 @@ export function variablesPresentSql(vars: BroadcastVariables, p: Params): string
   for (const [name, values] of [['body', vars.body], ['header', vars.header]] as const) {
     (values ?? []).forEach((v, i) => {
       for (const part of parseVariable(v, `template_variables.${name}[${i}]`)) {
-        if (!('text' in part) && part.fallback === undefined && part.ref !== 'phone') checks.push(`${refSql(part, p)} IS NOT NULL`);
+        // A contact known only by its BSUID has no phone: {{contact.phone}} without a fallback excludes it.
+        if (!('text' in part) && part.fallback === undefined) checks.push(`${refSql(part, p)} IS NOT NULL`);
       }
     });
   }

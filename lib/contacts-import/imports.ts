@@ -278,9 +278,10 @@ async function applyBatch(
       for (const u of uniques) if (!fresh.has(u.phone)) merged.push([u.line, `duplicate of line ${lineOf.get(u.phone)}: merged into the same contact`, u.raw.slice(0, 64)]);
     }
     const { rows } = await client.query<{ created: boolean }>(
-      `INSERT INTO contacts AS c (project_id, phone, name, tags, opted_in, opted_in_at, opt_in_import_id, opted_out_at, created_at, updated_at)
+      `INSERT INTO contacts AS c (project_id, phone, name, tags, opted_in, opted_in_at, opt_in_import_id, opted_out_at, consent_source, consent_at, created_at, updated_at)
        SELECT $1, u.phone, NULLIF(u.name, ''), u.tags, COALESCE(u.opt, false),
-              CASE WHEN u.opt THEN $3::timestamptz END, CASE WHEN u.opt THEN $2 END, CASE WHEN u.opt = false THEN $3::timestamptz END, $3, $3
+              CASE WHEN u.opt THEN $3::timestamptz END, CASE WHEN u.opt THEN $2 END, CASE WHEN u.opt = false THEN $3::timestamptz END,
+              CASE WHEN u.opt IS NOT NULL THEN 'import' END, CASE WHEN u.opt IS NOT NULL THEN $3::timestamptz END, $3, $3
        FROM jsonb_to_recordset($4::jsonb) AS u(phone text, name text, tags text[], opt boolean)
        ON CONFLICT (project_id, phone) DO UPDATE SET
          name = COALESCE(EXCLUDED.name, c.name),
@@ -291,6 +292,11 @@ async function applyBatch(
          opt_in_import_id = CASE WHEN EXCLUDED.opted_in_at IS NOT NULL AND NOT (c.opted_in AND c.opted_out_at IS NULL) THEN EXCLUDED.opt_in_import_id
                                  WHEN EXCLUDED.opted_out_at IS NOT NULL THEN NULL ELSE c.opt_in_import_id END,
          opted_out_at = CASE WHEN EXCLUDED.opted_in_at IS NOT NULL THEN NULL WHEN EXCLUDED.opted_out_at IS NOT NULL THEN COALESCE(c.opted_out_at, EXCLUDED.opted_out_at) ELSE c.opted_out_at END,
+         -- The consent's source and time move only when the import changes the consent.
+         consent_source = CASE WHEN (EXCLUDED.opted_in_at IS NOT NULL AND NOT (c.opted_in AND c.opted_out_at IS NULL))
+                                 OR (EXCLUDED.opted_out_at IS NOT NULL AND c.opted_out_at IS NULL) THEN 'import' ELSE c.consent_source END,
+         consent_at = CASE WHEN (EXCLUDED.opted_in_at IS NOT NULL AND NOT (c.opted_in AND c.opted_out_at IS NULL))
+                             OR (EXCLUDED.opted_out_at IS NOT NULL AND c.opted_out_at IS NULL) THEN EXCLUDED.updated_at ELSE c.consent_at END,
          updated_at = EXCLUDED.updated_at
        WHERE (EXCLUDED.name IS NOT NULL AND EXCLUDED.name IS DISTINCT FROM c.name)
           OR NOT (c.tags @> EXCLUDED.tags)

@@ -12,10 +12,13 @@ import type { Queryable } from './conversations.js';
 import type { ContactRow } from './views.js';
 import { normalizePhone } from './phone.js';
 import { ApiError } from '../platform/errors.js';
+import type { ConsentStatus } from '../consent/consent.js';
 
 export interface ContactFilters {
   /** Digits only. */
   phone?: string;
+  /** A business-scoped user id, as given. */
+  userId?: string;
   /** Case-insensitive substring of the name. */
   name?: string;
   tag?: string;
@@ -35,8 +38,9 @@ export function containsPattern(text: string): string {
 }
 
 const CONTACT_COLUMNS = `
-  id::text AS "id", phone, name, tags, attributes, opted_in AS "optedIn",
-  created_at AS "createdAt", updated_at AS "updatedAt"`;
+  id::text AS "id", phone, user_id AS "userId", parent_user_id AS "parentUserId", username, name, tags, attributes,
+  opted_in AS "optedIn", opted_in_at AS "optedInAt", opted_out_at AS "optedOutAt", consent_source AS "consentSource",
+  consent_at AS "consentAt", created_at AS "createdAt", updated_at AS "updatedAt"`;
 
 export async function listContactRows(
   db: Queryable,
@@ -52,6 +56,7 @@ export async function listContactRows(
     return `$${values.length}`;
   };
   if (filters.phone !== undefined) where.push(`phone = ${param(filters.phone)}`);
+  if (filters.userId !== undefined) where.push(`user_id = ${param(filters.userId)}`);
   if (filters.name !== undefined) where.push(`name ILIKE ${param(containsPattern(filters.name))} ESCAPE '\\'`);
   if (filters.tag !== undefined) where.push(`tags @> ARRAY[${param(filters.tag)}::text]`);
   if (afterId !== undefined) where.push(`id < ${param(afterId.toString())}::bigint`);
@@ -78,6 +83,8 @@ export interface ContactChange {
   tags?: { add?: string[]; remove?: string[] };
   /** Supplied keys only; null deletes the key. */
   attributes?: Record<string, AttributeValue>;
+  /** The marketing consent set through the API (source `api`). */
+  consent?: ConsentStatus;
 }
 
 /**
@@ -110,6 +117,12 @@ export async function updateContactRow(
                 ORDER BY min(u.ord)
               ) ELSE tags END,
        attributes = (CASE WHEN jsonb_typeof(attributes) = 'object' THEN attributes ELSE '{}'::jsonb END || $7::jsonb) - $8::text[],
+       opted_in = CASE WHEN $10::text IS NULL THEN opted_in ELSE $10::text = 'opted_in' END,
+       opted_in_at = CASE WHEN $10::text IS NULL THEN opted_in_at WHEN $10::text = 'opted_in' THEN $9 END,
+       opted_out_at = CASE WHEN $10::text IS NULL THEN opted_out_at WHEN $10::text = 'opted_out' THEN $9 END,
+       opt_in_import_id = CASE WHEN $10::text IS NULL THEN opt_in_import_id END,
+       consent_source = CASE WHEN $10::text IS NULL THEN consent_source ELSE 'api' END,
+       consent_at = CASE WHEN $10::text IS NULL THEN consent_at ELSE $9 END,
        updated_at = $9
      WHERE project_id = $1 AND id = $2::bigint
      RETURNING ${CONTACT_COLUMNS}`,
@@ -123,6 +136,7 @@ export async function updateContactRow(
       JSON.stringify(set),
       deleted,
       now,
+      change.consent ?? null,
     ],
   );
   return res.rows[0];
@@ -165,10 +179,16 @@ function stringList(v: unknown, field: string, max: number): string[] | undefine
  */
 export function parseContactChange(body: unknown, limits: ContactLimits): ContactChange {
   if (!isPlainObject(body)) throw invalid('body', 'must be an object');
-  const known = new Set(['name', 'tags', 'attributes']);
+  const known = new Set(['name', 'tags', 'attributes', 'consent']);
   const unknown = Object.keys(body).filter((k) => !known.has(k));
-  if (unknown.length) throw invalid(unknown[0], 'is not a contact field (name, tags, attributes)');
+  if (unknown.length) throw invalid(unknown[0], 'is not a contact field (name, tags, attributes, consent)');
   const change: ContactChange = {};
+  if (body.consent !== undefined) {
+    if (body.consent !== 'opted_in' && body.consent !== 'opted_out' && body.consent !== 'unknown') {
+      throw invalid('consent', 'must be opted_in, opted_out or unknown');
+    }
+    change.consent = body.consent;
+  }
   if (body.name !== undefined) {
     if (typeof body.name !== 'string' || body.name.length === 0 || chars(body.name) > limits.name) {
       throw invalid('name', `must be a string of 1 to ${limits.name} characters`);
@@ -205,8 +225,8 @@ export function parseContactChange(body: unknown, limits: ContactLimits): Contac
     }
     change.attributes = attributes;
   }
-  if (change.name === undefined && change.tags === undefined && change.attributes === undefined) {
-    throw invalid('body', 'needs at least one of name, tags, attributes');
+  if (change.name === undefined && change.tags === undefined && change.attributes === undefined && change.consent === undefined) {
+    throw invalid('body', 'needs at least one of name, tags, attributes, consent');
   }
   return change;
 }

@@ -13,7 +13,7 @@
  * - Rows are selected with camelCase aliases so lib/conversations/views.ts builds the contract shapes from them.
  */
 import type pg from 'pg';
-import type { ConversationRow, MessageRow } from './views.js';
+import type { ConversationRow, MessageCustomerRow, MessageRow } from './views.js';
 
 export type Queryable = Pick<pg.Pool, 'query'>;
 
@@ -24,6 +24,8 @@ export interface ConversationFilters {
   state?: string;
   /** Contact phone, digits only. */
   phone?: string;
+  /** Contact business-scoped user id. */
+  userId?: string;
   /** Only conversations with activity at or after this time. */
   since?: Date;
 }
@@ -36,7 +38,8 @@ export interface ConversationKey {
 const CONVERSATION_COLUMNS = `
   c.id::text AS "id", c.state AS "state", c.last_message_at AS "lastMessageAt",
   c.last_inbound_at AS "lastInboundAt", c.created_at AS "createdAt", c.order_at AS "orderAt",
-  ct.id::text AS "contactId", ct.phone AS "contactPhone", ct.name AS "contactName"`;
+  ct.id::text AS "contactId", ct.phone AS "contactPhone", ct.user_id AS "contactUserId",
+  ct.username AS "contactUsername", ct.name AS "contactName"`;
 
 interface ConversationSqlRow {
   id: string;
@@ -46,7 +49,9 @@ interface ConversationSqlRow {
   createdAt: Date;
   orderAt: Date;
   contactId: string;
-  contactPhone: string;
+  contactPhone: string | null;
+  contactUserId: string | null;
+  contactUsername: string | null;
   contactName: string | null;
 }
 
@@ -58,7 +63,7 @@ function toConversationRow(r: ConversationSqlRow): ConversationRow {
     lastInboundAt: r.lastInboundAt,
     createdAt: r.createdAt,
     orderAt: r.orderAt,
-    contact: { id: r.contactId, phone: r.contactPhone, name: r.contactName },
+    contact: { id: r.contactId, phone: r.contactPhone, userId: r.contactUserId, username: r.contactUsername, name: r.contactName },
   };
 }
 
@@ -77,6 +82,7 @@ export function conversationPageQuery(
   };
   if (filters.state !== undefined) where.push(`c.state = ${param(filters.state)}`);
   if (filters.phone !== undefined) where.push(`ct.phone = ${param(filters.phone)}`);
+  if (filters.userId !== undefined) where.push(`ct.user_id = ${param(filters.userId)}`);
   if (filters.since !== undefined) where.push(`c.last_message_at >= ${param(filters.since)}::timestamptz`);
   if (after) {
     where.push(`(o.order_at, o.conversation_id) < (${param(after.orderAt)}::timestamptz, ${param(after.id.toString())}::bigint)`);
@@ -120,8 +126,8 @@ export async function conversationExists(db: Queryable, projectId: string, id: b
 }
 
 const MESSAGE_COLUMNS = `
-  id::text AS "id", wamid, conversation_id::text AS "conversationId", direction, type, content,
-  status, error, sent_at AS "sentAt", status_at AS "statusAt", pricing`;
+  m.id::text AS "id", m.wamid, m.conversation_id::text AS "conversationId", m.direction, m.type, m.content,
+  m.status, m.error, m.sent_at AS "sentAt", m.status_at AS "statusAt", m.pricing`;
 
 /** One page of a conversation's messages, newest first; `afterId` is the last id of the previous page. */
 export async function listMessageRows(
@@ -205,16 +211,19 @@ const MAX_BIGINT = 9223372036854775807n;
  */
 // A `pending` message (its send's outcome not known yet, lib/messaging/send-message.ts) is not
 // shown: it has no wamid yet, and it may turn out never to have been sent.
-export async function findMessageRow(db: Queryable, projectId: string, idOrWamid: string): Promise<MessageRow | undefined> {
+export async function findMessageRow(db: Queryable, projectId: string, idOrWamid: string): Promise<(MessageRow & MessageCustomerRow) | undefined> {
+  // The message's customer: its conversation's contact as it is now.
+  const withCustomer = (where: string) => `SELECT ${MESSAGE_COLUMNS},
+      ct.phone AS "customerPhone", ct.user_id AS "customerUserId", ct.username AS "customerUsername"
+    FROM (SELECT * FROM messages WHERE project_id = $1 AND ${where} AND status <> 'pending') m
+    LEFT JOIN conversations cv ON cv.id = m.conversation_id
+    LEFT JOIN contacts ct ON ct.id = cv.contact_id`;
   if (/^[0-9]+$/.test(idOrWamid)) {
     const id = BigInt(idOrWamid);
     if (id < 1n || id > MAX_BIGINT) return undefined;
-    const res = await db.query<MessageRow>(`SELECT ${MESSAGE_COLUMNS} FROM messages WHERE project_id = $1 AND id = $2::bigint AND status <> 'pending'`, [
-      projectId,
-      id.toString(),
-    ]);
+    const res = await db.query<MessageRow & MessageCustomerRow>(withCustomer('id = $2::bigint'), [projectId, id.toString()]);
     return res.rows[0];
   }
-  const res = await db.query<MessageRow>(`SELECT ${MESSAGE_COLUMNS} FROM messages WHERE project_id = $1 AND wamid = $2 AND status <> 'pending'`, [projectId, idOrWamid]);
+  const res = await db.query<MessageRow & MessageCustomerRow>(withCustomer('wamid = $2'), [projectId, idOrWamid]);
   return res.rows[0];
 }

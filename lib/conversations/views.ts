@@ -18,6 +18,7 @@ export type ContactSummaryView = Schemas['ContactSummary'];
 export type RowId = bigint | number | string;
 
 import { serviceWindow } from './window.js';
+import { consentView, type ConsentColumns } from '../consent/consent.js';
 
 export { SERVICE_WINDOW_MS, serviceWindow } from './window.js';
 
@@ -38,7 +39,11 @@ export interface MessageRow {
 
 export interface ContactSummaryRow {
   id: RowId;
-  phone: string;
+  /** Null while WhatsApp withholds the number (a customer with a username). */
+  phone: string | null;
+  /** The business-scoped user id (BSUID). Optional so rows read before it existed still fit. */
+  userId?: string | null;
+  username?: string | null;
   name: string | null;
 }
 
@@ -53,7 +58,8 @@ export interface ConversationRow {
   contact: ContactSummaryRow;
 }
 
-export interface ContactRow extends ContactSummaryRow {
+export interface ContactRow extends ContactSummaryRow, ConsentColumns {
+  parentUserId?: string | null;
   tags: string[] | null;
   attributes: unknown;
   optedIn: boolean;
@@ -66,15 +72,30 @@ export function idView(id: RowId): number {
 }
 
 /** Storage keeps the WhatsApp id (digits only); the API shows `+<digits>`. */
-export function phoneView(digits: string): string {
+export function phoneView(digits: string): string;
+export function phoneView(digits: string | null | undefined): string | null;
+export function phoneView(digits: string | null | undefined): string | null {
+  if (!digits) return null;
   return digits.startsWith('+') ? digits : `+${digits}`;
+}
+
+/** The customer of a message, where the read joined its contact. */
+export interface MessageCustomerRow {
+  customerPhone?: string | null;
+  customerUserId?: string | null;
+  customerUsername?: string | null;
 }
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-export function messageView(row: MessageRow): MessageView {
+export function messageView(row: MessageRow & MessageCustomerRow, customer?: ContactSummaryRow): MessageView {
+  const who = customer
+    ? { phone: phoneView(customer.phone), user_id: customer.userId ?? null, username: customer.username ?? null }
+    : row.customerPhone !== undefined || row.customerUserId !== undefined
+      ? { phone: phoneView(row.customerPhone), user_id: row.customerUserId ?? null, username: row.customerUsername ?? null }
+      : undefined;
   return {
     id: idView(row.id),
     wamid: row.wamid,
@@ -87,11 +108,12 @@ export function messageView(row: MessageRow): MessageView {
     created_at: row.sentAt.toISOString(),
     status_updated_at: row.statusAt.toISOString(),
     pricing: isPlainObject(row.pricing) ? (row.pricing as MessageView['pricing']) : null,
+    ...(who ? { customer: who } : {}),
   };
 }
 
 export function contactSummaryView(row: ContactSummaryRow): ContactSummaryView {
-  return { id: idView(row.id), phone: phoneView(row.phone), name: row.name ?? null };
+  return { id: idView(row.id), phone: phoneView(row.phone), user_id: row.userId ?? null, username: row.username ?? null, name: row.name ?? null };
 }
 
 
@@ -135,10 +157,14 @@ export function contactView(row: ContactRow): ContactView {
   return {
     id: idView(row.id),
     phone: phoneView(row.phone),
+    user_id: row.userId ?? null,
+    parent_user_id: row.parentUserId ?? null,
+    username: row.username ?? null,
     name: row.name ?? null,
     tags: row.tags ?? [],
     attributes: attributesView(row.attributes),
-    opted_in: row.optedIn,
+    opted_in: consentView(row).status === 'opted_in',
+    consent: consentView(row),
     created_at: row.createdAt.toISOString(),
     updated_at: row.updatedAt.toISOString(),
   };

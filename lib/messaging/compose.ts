@@ -5,7 +5,7 @@
  */
 import type { components } from '../../generated/api.js';
 import { ApiError } from '../platform/errors.js';
-import { normalizePhone } from '../conversations/phone.js';
+import { parseRecipient } from '../conversations/recipient.js';
 import { composeFlowMessage, type FlowSendRef } from '../flows/send.js';
 
 type SendRequest = components['schemas']['SendMessageRequest'];
@@ -18,7 +18,10 @@ const MEDIA_TYPES = new Set(['image', 'video', 'document', 'audio']);
 export const MAX_REPLY_BUTTONS = 3;
 
 export interface ComposedMessage {
-  phone: string;
+  /** Digits; null for a send by business-scoped user id to a contact without a known phone. */
+  phone: string | null;
+  /** The recipient's business-scoped user id, when the send names one (lib/conversations/recipient.ts). */
+  userId?: string | null;
   type: MessageType;
   /** Needs the 24-hour window (everything but templates). */
   session: boolean;
@@ -122,9 +125,7 @@ function composeInteractive(body: SendRequest): Record<string, unknown> {
 }
 
 export function composeMessage(body: SendRequest): ComposedMessage {
-  if (body.phone === undefined || body.phone.trim() === '') throw new ApiError('missing_recipient', 'A send needs phone: the recipient in international form.');
-  const phone = normalizePhone(body.phone);
-  if (!phone) throw new ApiError('invalid_phone', `"${body.phone.slice(0, 64)}" is not a phone number in international form (+ and 8 to 15 digits).`);
+  const { phone, userId } = parseRecipient(body);
   const type = body.type as MessageType;
   if (!(MESSAGE_TYPES as readonly string[]).includes(type)) {
     throw new ApiError('unsupported_message_type', `Message type "${String(body.type).slice(0, 32)}" is not supported; use one of ${MESSAGE_TYPES.join(', ')}.`);
@@ -133,17 +134,17 @@ export function composeMessage(body: SendRequest): ComposedMessage {
   if (type === 'text') {
     if (body.content === undefined) throw invalid('A text send needs content.', 'content');
     content.content = body.content;
-    return { phone, type, session: true, content, payload: { type: 'text', text: { body: body.content, preview_url: body.preview_url ?? false } } };
+    return { phone, userId, type, session: true, content, payload: { type: 'text', text: { body: body.content, preview_url: body.preview_url ?? false } } };
   }
   if (type === 'template') {
     const t = composeTemplate(body);
     content.template = body.template;
-    return { phone, type, session: false, content, ...t };
+    return { phone, userId, type, session: false, content, ...t };
   }
   if (MEDIA_TYPES.has(type)) {
     const media = mediaObject(body.media, 'media', type);
     content.media = body.media;
-    return { phone, type, session: true, content, payload: { type, [type]: media.object }, media };
+    return { phone, userId, type, session: true, content, payload: { type, [type]: media.object }, media };
   }
   content.interactive = body.interactive;
   if (body.interactive?.flow) {
@@ -152,9 +153,9 @@ export function composeMessage(body: SendRequest): ComposedMessage {
     const common = { body: { text: i.body }, ...(i.header ? { header: { type: 'text', text: i.header } } : {}), ...(i.footer ? { footer: { text: i.footer } } : {}) };
     const f = composeFlowMessage(i.flow!, common);
     content.interactive = { ...i, flow: { ...i.flow, token: f.token } };
-    return { phone, type, session: true, content, payload: f.payload, flow: f.ref };
+    return { phone, userId, type, session: true, content, payload: f.payload, flow: f.ref };
   }
-  return { phone, type, session: true, content, payload: composeInteractive(body) };
+  return { phone, userId, type, session: true, content, payload: composeInteractive(body) };
 }
 
 /** The number of body placeholders `{{n}}` of a template's components. */

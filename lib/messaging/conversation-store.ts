@@ -10,18 +10,11 @@ type Tx = Prisma.TransactionClient;
 export { windowOpen } from '../conversations/window.js';
 
 /**
- * The contact and conversation for a phone, created when missing. An existing contact is read,
- * never rewritten (an upsert that changes nothing still writes a new row version).
+ * The conversation of a contact (lib/conversations/identity.ts resolves who it is), created when
+ * missing, its activity moved to `at`.
  */
-export async function upsertConversation(tx: Tx, projectId: string, phone: string, at: Date, opts: { inbound: boolean; profileName?: string }) {
-  const contact = (await tx.contact.findUnique({ where: { projectId_phone: { projectId, phone } } })) ?? (await tx.contact.upsert({
-    where: { projectId_phone: { projectId, phone } },
-    create: { projectId, phone, name: opts.profileName ?? null },
-    update: {},
-  }));
-  if (opts.profileName && !contact.name) {
-    await tx.contact.update({ where: { id: contact.id }, data: { name: opts.profileName } });
-  }
+export async function upsertConversation(tx: Tx, projectId: string, contactId: bigint, at: Date, opts: { inbound: boolean }) {
+  const contact = { id: contactId };
   const existing = await tx.conversation.findUnique({ where: { projectId_contactId: { projectId, contactId: contact.id } } });
   if (!existing) {
     return tx.conversation.create({

@@ -13,7 +13,10 @@ import { STATUS_RANK, statusRankSql } from './status-rank.js';
 import { newId } from '../platform/secrets.js';
 import { conversationView, messageView } from '../conversations/views.js';
 import { upsertConversation } from './conversation-store.js';
-import { notificationChanges, type MetaMessage, type MetaStatus, type TemplateUpdate } from '../../channel/notifications.js';
+import { notificationChanges, type Customer, type MetaMessage, type MetaStatus, type TemplateUpdate } from '../../channel/notifications.js';
+import { isBsuid, rekeyContact, resolveContact } from '../conversations/identity.js';
+import { applyUserPreferences, fillStatusCustomers, keywordConsent, optOutOnFailedStatuses } from '../consent/signals.js';
+import { sendConsentConfirmation } from '../consent/confirmation.js';
 import { inboundText } from '../bot/types.js';
 import { addToInbox } from '../bot/inbox.js';
 import { flowReplyOf } from '../flows/send.js';
@@ -32,47 +35,74 @@ export interface WebhookOutcome {
   retryLater: boolean;
 }
 
-async function applyMessage(deps: Deps, channel: OpenChannel, m: MetaMessage, profileName: string | undefined, now: Date): Promise<boolean> {
-  const phone = String(m.from ?? '').replace(/\D/g, '');
-  if (!m.id || !phone) return false;
+async function applyMessage(deps: Deps, channel: OpenChannel, m: MetaMessage, customer: Customer, now: Date): Promise<boolean> {
+  // A customer with a username may come with a BSUID and no phone: known either way.
+  const ids: Customer = { ...customer };
+  if (ids.userId !== undefined && !isBsuid(ids.userId)) delete ids.userId;
+  if (typeof m?.id !== 'string' || !m.id || (!ids.phone && !ids.userId)) return false;
   const { id: _omit, from: _from, ...rest } = m;
   const stored = await deps.db.prisma.$transaction(async (tx) => {
     const seen = await tx.message.findUnique({ where: { projectId_wamid: { projectId: channel.projectId, wamid: m.id } }, select: { id: true } });
     if (seen) return false;
+    // Meta's BSUID change (a system message from the old id naming the new one): re-key first,
+    // so the message lands on the same contact under its new id. A replay finds nothing to move.
+    const newUserId = bsuidChangeOf(m);
+    if (newUserId && ids.userId && newUserId !== ids.userId) {
+      await rekeyContact(tx, channel.projectId, ids.userId, newUserId, now);
+      ids.userId = newUserId;
+    }
+    const contact = (await resolveContact(tx, channel.projectId, ids, now))!;
     // The window runs from when we received the message: our clock, not the provider's.
-    const conversation = await upsertConversation(tx, channel.projectId, phone, now, { inbound: true, profileName });
+    const conversation = await upsertConversation(tx, channel.projectId, contact.id, now, { inbound: true });
     const flowReply = await flowReplyOf(tx, channel.projectId, m);
     if (flowReply) (rest as Record<string, unknown>).flow_reply = flowReply;
+    const type = String(m.type ?? 'unknown').slice(0, 32);
     const message = await tx.message.create({
       data: {
         projectId: channel.projectId,
         conversationId: conversation.id,
         wamid: m.id,
         direction: 'inbound',
-        type: String(m.type ?? 'unknown').slice(0, 32),
+        type,
         content: rest as object,
         status: 'received',
         sentAt: m.timestamp ? new Date(Number(m.timestamp) * 1000) : now,
         statusAt: now,
       },
     });
+    // A consent keyword (the whole message) changes the contact's marketing consent with it.
+    const consent = await keywordConsent(tx, channel.projectId, contact.id, type, rest as Record<string, unknown>, now);
     // The bot's part commits with the message: a restart before the bot ran cannot drop it.
     if (deps.bot) await addToInbox(tx, channel.projectId, message.id, now, deps.config.botInboxLeaseMs);
     await recordEvent(tx, channel.projectId, 'message.received', {
       conversation_id: Number(conversation.id),
-      message: messageView(message),
+      message: messageView(message, contact),
       conversation: conversationView(conversation, now),
     }, now);
-    return { conversation, message };
+    return { conversation, message, contact, consent };
   });
   if (!stored) return false;
+  if (stored.consent?.confirmation) {
+    const to = stored.contact.phone ? { phone: `+${stored.contact.phone}` } : { user_id: stored.contact.userId! };
+    await sendConsentConfirmation(deps, channel.projectId, to, stored.consent.confirmation);
+  }
   // The project's deployed bot handles the message once it is stored and `message.received` raised.
+  const { contact } = stored;
   deps.bot?.onInboundMessage(channel.projectId, stored.message.id, {
-    id: m.id, from: phone, type: stored.message.type, text: inboundText(stored.message.type, rest as Record<string, unknown>), raw: rest as Record<string, unknown>,
+    id: m.id, from: contact.phone ?? contact.userId!, type: stored.message.type, text: inboundText(stored.message.type, rest as Record<string, unknown>), raw: rest as Record<string, unknown>,
     conversation: { id: Number(stored.conversation.id), state: stored.conversation.state },
-    contact: { phone, name: profileName ?? null }, received_at: now.toISOString(),
+    contact: { phone: contact.phone, user_id: contact.userId, username: contact.username, name: contact.name ?? null }, received_at: now.toISOString(),
   });
   return true;
+}
+
+/** The new BSUID a system message announces (Meta's user id change), if it is one. */
+function bsuidChangeOf(m: MetaMessage): string | undefined {
+  if (m.type !== 'system') return undefined;
+  const sys = m.system as { type?: unknown; user_id?: unknown; new_user_id?: unknown } | undefined;
+  if (sys?.type !== 'user_changed_user_id') return undefined;
+  const next = sys.user_id ?? sys.new_user_id;
+  return isBsuid(next) ? next : undefined;
 }
 
 /**
@@ -134,11 +164,14 @@ async function applyStatusRound(deps: Deps, projectId: string, statuses: MetaSta
                RETURNING m.id, m.conversation_id, i.wamid, i.status, i.error, i.event_id, i.ord, i.pricing
              ), ev AS (
                ${insertEventsSql(`SELECT upd.event_id, $1, 'message.status',
-                      jsonb_build_object('message_id', upd.wamid, 'id', upd.id, 'conversation_id', upd.conversation_id, 'status', upd.status)
+                      jsonb_build_object('message_id', upd.wamid, 'id', upd.id, 'conversation_id', upd.conversation_id, 'status', upd.status,
+                                         'phone', CASE WHEN ct.phone IS NULL THEN NULL ELSE '+' || ct.phone END,
+                                         'user_id', ct.user_id, 'username', ct.username)
                         || CASE WHEN upd.error IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('error', upd.error) END
                         || CASE WHEN upd.pricing IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('pricing', upd.pricing) END,
                       $7, ${dispatchedAtSql('$1', `'message.status'`, '$7')}
-               FROM upd ORDER BY upd.ord`)}
+               FROM upd LEFT JOIN conversations cv ON cv.id = upd.conversation_id LEFT JOIN contacts ct ON ct.id = cv.contact_id
+               ORDER BY upd.ord`)}
                RETURNING project_id, dispatched_at
              )
              SELECT i.ord::int AS ord,
@@ -208,10 +241,13 @@ export async function applyWebhook(deps: Deps, channel: OpenChannel, payload: un
   const now = deps.clock.now();
   for (const change of notificationChanges(payload, channel.phoneNumberId)) {
     if (change.kind === 'messages') {
-      for (const { message, profileName } of change.messages) {
-        if (await applyMessage(deps, channel, message, profileName, now)) outcome.messages++;
+      for (const { message, customer } of change.messages) {
+        if (await applyMessage(deps, channel, message, customer, now)) outcome.messages++;
       }
       const { statuses } = change;
+      // What statuses say about the recipient (BSUID, phone, username) is filled in first, so
+      // the `message.status` events carry it; a failed marketing send with 131050 opts out.
+      if (statuses.length) await fillStatusCustomers(deps.db.prisma, channel.projectId, statuses, now);
       const known = statuses.length ? await applyStatuses(deps, channel, statuses, now) : [];
       statuses.forEach((s, i) => {
         if (known[i]) outcome.statuses++;
@@ -219,6 +255,9 @@ export async function applyWebhook(deps: Deps, channel: OpenChannel, payload: un
         else if (s?.status === 'sent') return;
         else if (!s.timestamp || now.getTime() - Number(s.timestamp) * 1000 < UNKNOWN_STATUS_GRACE_MS) outcome.retryLater = true;
       });
+      if (statuses.length) await optOutOnFailedStatuses(deps.db.pool, channel.projectId, statuses, now);
+    } else if (change.kind === 'user_preferences') {
+      await applyUserPreferences(deps.db.prisma, channel.projectId, change.preferences, now);
     } else if (await applyTemplateStatus(deps, channel, change.update, now)) outcome.templates++;
   }
   return outcome;

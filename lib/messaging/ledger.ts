@@ -26,9 +26,13 @@ import { newId } from '../platform/secrets.js';
 
 type Db = Pick<pg.Pool, 'query'>;
 
-/** Who a send goes to. */
+/**
+ * Who a send goes to: by phone when known (digits, no +), else by the business-scoped user id
+ * (lib/conversations/identity.ts). At least one of the two.
+ */
 export interface Recipient {
-  phone: string;
+  phone: string | null;
+  userId?: string | null;
 }
 
 export interface Intent {
@@ -130,10 +134,10 @@ export async function sessionWindowOpen(db: Db, projectId: string, to: Recipient
   const { rows } = await db.query<{ open: boolean }>(
     `SELECT EXISTS (
        SELECT 1 FROM contacts c JOIN conversations w ON w.project_id = c.project_id AND w.contact_id = c.id
-       WHERE c.project_id = $1 AND c.phone = $2
+       WHERE c.project_id = $1 AND (c.phone = $2 OR ($2::text IS NULL AND c.user_id = $4))
          AND w.last_inbound_at > $3::timestamptz - interval '${SERVICE_WINDOW_MS} milliseconds'
      ) AS open`,
-    [projectId, to.phone, at],
+    [projectId, to.phone, at, to.userId ?? null],
   );
   return rows[0].open;
 }
@@ -155,24 +159,28 @@ export async function recordIntents(db: Db, projectId: string, intents: Intent[]
     const { rows } = await db.query<{ ord: string; open: boolean; recorded: boolean }>({
       name: 'record-intent',
       text: `WITH input AS (
-               SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::jsonb[], $6::boolean[], $7::text[])
-                 WITH ORDINALITY AS i(phone, ref, type, content, session, ikey, ord)
+               SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::jsonb[], $6::boolean[], $7::text[], $9::text[])
+                 WITH ORDINALITY AS i(phone, ref, type, content, session, ikey, user_id, ord)
              ), found AS (
-               SELECT i.ord, c.id FROM input i JOIN contacts c ON c.project_id = $1 AND c.phone = i.phone
+               -- By phone, else by business-scoped user id.
+               SELECT i.ord, c.id FROM input i JOIN contacts c ON c.project_id = $1
+                 AND (c.phone = i.phone OR (i.phone IS NULL AND c.user_id = i.user_id))
              ), gate AS (
                SELECT i.*, (NOT i.session OR EXISTS (
                  SELECT 1 FROM found f JOIN conversations w ON w.project_id = $1 AND w.contact_id = f.id
                  WHERE f.ord = i.ord AND w.last_inbound_at > $8::timestamptz - interval '${SERVICE_WINDOW_MS} milliseconds'
                )) AS open FROM input i
              ), created AS (
-               INSERT INTO contacts (project_id, phone, created_at, updated_at)
-               SELECT DISTINCT $1, g.phone, $8::timestamptz, $8::timestamptz FROM gate g
+               -- Either unique key (phone, user id) may conflict: DO NOTHING names neither.
+               INSERT INTO contacts (project_id, phone, user_id, created_at, updated_at)
+               SELECT DISTINCT $1, g.phone, CASE WHEN g.phone IS NULL THEN g.user_id END, $8::timestamptz, $8::timestamptz FROM gate g
                WHERE g.open AND NOT EXISTS (SELECT 1 FROM found f WHERE f.ord = g.ord)
-               ON CONFLICT (project_id, phone) DO NOTHING
-               RETURNING id, phone
+               ON CONFLICT DO NOTHING
+               RETURNING id, phone, user_id
              ), ct AS (
                SELECT g.ord, COALESCE(f.id, c.id) AS contact_id FROM gate g
-               LEFT JOIN found f ON f.ord = g.ord LEFT JOIN created c ON c.phone = g.phone
+               LEFT JOIN found f ON f.ord = g.ord
+               LEFT JOIN created c ON (c.phone = g.phone OR (g.phone IS NULL AND c.user_id = g.user_id))
                WHERE g.open AND COALESCE(f.id, c.id) IS NOT NULL
              ), cv AS (
                INSERT INTO conversations (project_id, contact_id, last_message_at, created_at, updated_at)
@@ -198,6 +206,7 @@ export async function recordIntents(db: Db, projectId: string, intents: Intent[]
         batch.map((b) => b.session === true),
         batch.map((b) => b.idempotencyKey ?? null),
         at,
+        batch.map((b) => b.to.userId ?? null),
       ],
     });
     const retry: number[] = [];

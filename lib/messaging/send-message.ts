@@ -25,6 +25,8 @@ import { confirmSends } from './confirm-batch.js';
 import { isChannelError, isOutsideWindowError, isTemplateRejection } from '../../channel/errors.js';
 import { asApiError, channelApiError, invalidTemplateApiError } from './channel-errors.js';
 import type { GraphMessagePayload } from '../../channel/cloud-api.js';
+import { channelRecipient, recipientChannelError, resolveRecipient } from '../conversations/recipient.js';
+import { optOutOnSendError } from '../consent/consent.js';
 
 type SendRequest = components['schemas']['SendMessageRequest'];
 
@@ -156,12 +158,16 @@ async function sendOnce(deps: Deps, project: ProjectRef, body: SendRequest, opts
   if (message.media) await resolveMedia(deps, project.id, message, known?.components);
   if (message.flow) await resolveFlowSend(deps, project.id, message.flow);
 
+  // Who it goes to (a BSUID send to a contact with a phone goes to the phone), and no MARKETING
+  // template to a contact who opted out: refused before anything is reserved or sent.
+  Object.assign(message, await resolveRecipient(pool, project.id, message, (known as { category?: string } | null)?.category));
+
   const channel = await requireChannel(deps, project.id);
   // Two statements before the channel is called: the quota unit (batched per project, the limit
   // read in the statement), then the window check and the record together. A closed window gives
   // the unit back. The spec's order stands when both refuse: outside the window is 409, whatever
   // the quota (checked only on that rare path).
-  const to = { phone: message.phone };
+  const to = { phone: message.phone, userId: message.userId };
   try {
     await reserveSends(pool, project.id, null, now);
   } catch (e) {
@@ -194,7 +200,7 @@ async function sendOnce(deps: Deps, project: ProjectRef, body: SendRequest, opts
   let wamid: string;
   try {
     const payload = {
-      messaging_product: 'whatsapp', recipient_type: 'individual', to: message.phone, ...message.payload, biz_opaque_callback_data: ref,
+      messaging_product: 'whatsapp', recipient_type: 'individual', ...channelRecipient(message), ...message.payload, biz_opaque_callback_data: ref,
     } as GraphMessagePayload;
     opts.onChannelCall?.();
     ({ wamid } = await deps.channel.sendMessage(channel, payload));
@@ -208,6 +214,12 @@ async function sendOnce(deps: Deps, project: ProjectRef, body: SendRequest, opts
     const abandon = () => abandonIntents(pool, project.id, [ref], now);
     await abandon().catch(() => settleLater('abandoning a send the channel refused', abandon, deps.logger, { project_id: project.id, ref }));
     if (isOutsideWindowError(e)) throw outsideWindow();
+    // 131050 (stopped marketing) opts the contact out; it and 131062 (needs a phone) are the recipient's.
+    if (isChannelError(e)) {
+      await optOutOnSendError(pool, project.id, message, e.graphCode, now).catch(() => undefined);
+      const refused = recipientChannelError(e.graphCode);
+      if (refused) throw refused;
+    }
     // The spec's rule: a template send the channel refuses with a 4xx template error is 400 invalid_template (not 502).
     if (isTemplateRejection(e)) throw invalidTemplateApiError(e);
     throw asApiError(e);

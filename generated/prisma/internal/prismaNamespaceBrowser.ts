@@ -116,6 +116,7 @@ export const ProjectScalarFieldEnum = {
   name: 'name',
   status: 'status',
   dailySendQuota: 'dailySendQuota',
+  consentKeywords: 'consentKeywords',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt'
 } as const
@@ -193,6 +194,9 @@ export const ContactScalarFieldEnum = {
   id: 'id',
   projectId: 'projectId',
   phone: 'phone',
+  userId: 'userId',
+  parentUserId: 'parentUserId',
+  username: 'username',
   name: 'name',
   tags: 'tags',
   attributes: 'attributes',
@@ -200,6 +204,8 @@ export const ContactScalarFieldEnum = {
   optedInAt: 'optedInAt',
   optInImportId: 'optInImportId',
   optedOutAt: 'optedOutAt',
+  consentSource: 'consentSource',
+  consentAt: 'consentAt',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt'
 } as const
@@ -446,6 +452,7 @@ export const BroadcastRecipientScalarFieldEnum = {
   broadcastId: 'broadcastId',
   contactId: 'contactId',
   phone: 'phone',
+  userId: 'userId',
   variables: 'variables',
   state: 'state',
   wave: 'wave',
@@ -725,19 +732,19 @@ export const SortOrder = {
 export type SortOrder = (typeof SortOrder)[keyof typeof SortOrder]
 
 
-export const JsonNullValueInput = {
-  JsonNull: JsonNull
-} as const
-
-export type JsonNullValueInput = (typeof JsonNullValueInput)[keyof typeof JsonNullValueInput]
-
-
 export const NullableJsonNullValueInput = {
   DbNull: DbNull,
   JsonNull: JsonNull
 } as const
 
 export type NullableJsonNullValueInput = (typeof NullableJsonNullValueInput)[keyof typeof NullableJsonNullValueInput]
+
+
+export const JsonNullValueInput = {
+  JsonNull: JsonNull
+} as const
+
+export type JsonNullValueInput = (typeof JsonNullValueInput)[keyof typeof JsonNullValueInput]
 
 
 export const QueryMode = {
@@ -748,14 +755,6 @@ export const QueryMode = {
 export type QueryMode = (typeof QueryMode)[keyof typeof QueryMode]
 
 
-export const NullsOrder = {
-  first: 'first',
-  last: 'last'
-} as const
-
-export type NullsOrder = (typeof NullsOrder)[keyof typeof NullsOrder]
-
-
 export const JsonNullValueFilter = {
   DbNull: DbNull,
   JsonNull: JsonNull,
@@ -763,4 +762,12 @@ export const JsonNullValueFilter = {
 } as const
 
 export type JsonNullValueFilter = (typeof JsonNullValueFilter)[keyof typeof JsonNullValueFilter]
+
+
+export const NullsOrder = {
+  first: 'first',
+  last: 'last'
+} as const
+
+export type NullsOrder = (typeof NullsOrder)[keyof typeof NullsOrder]
 

@@ -47,6 +47,7 @@ export type BroadcastRecipientMinAggregateOutputType = {
   broadcastId: string | null
   contactId: bigint | null
   phone: string | null
+  userId: string | null
   state: string | null
   wave: number | null
   attempts: number | null
@@ -67,6 +68,7 @@ export type BroadcastRecipientMaxAggregateOutputType = {
   broadcastId: string | null
   contactId: bigint | null
   phone: string | null
+  userId: string | null
   state: string | null
   wave: number | null
   attempts: number | null
@@ -87,6 +89,7 @@ export type BroadcastRecipientCountAggregateOutputType = {
   broadcastId: number
   contactId: number
   phone: number
+  userId: number
   variables: number
   state: number
   wave: number
@@ -126,6 +129,7 @@ export type BroadcastRecipientMinAggregateInputType = {
   broadcastId?: true
   contactId?: true
   phone?: true
+  userId?: true
   state?: true
   wave?: true
   attempts?: true
@@ -146,6 +150,7 @@ export type BroadcastRecipientMaxAggregateInputType = {
   broadcastId?: true
   contactId?: true
   phone?: true
+  userId?: true
   state?: true
   wave?: true
   attempts?: true
@@ -166,6 +171,7 @@ export type BroadcastRecipientCountAggregateInputType = {
   broadcastId?: true
   contactId?: true
   phone?: true
+  userId?: true
   variables?: true
   state?: true
   wave?: true
@@ -273,7 +279,8 @@ export type BroadcastRecipientGroupByOutputType = {
   id: bigint
   broadcastId: string
   contactId: bigint | null
-  phone: string
+  phone: string | null
+  userId: string | null
   variables: runtime.JsonValue
   state: string
   wave: number
@@ -317,7 +324,8 @@ export type BroadcastRecipientWhereInput = {
   id?: Prisma.BigIntFilter<"BroadcastRecipient"> | bigint | number
   broadcastId?: Prisma.UuidFilter<"BroadcastRecipient"> | string
   contactId?: Prisma.BigIntNullableFilter<"BroadcastRecipient"> | bigint | number | null
-  phone?: Prisma.StringFilter<"BroadcastRecipient"> | string
+  phone?: Prisma.StringNullableFilter<"BroadcastRecipient"> | string | null
+  userId?: Prisma.StringNullableFilter<"BroadcastRecipient"> | string | null
   variables?: Prisma.JsonFilter<"BroadcastRecipient">
   state?: Prisma.StringFilter<"BroadcastRecipient"> | string
   wave?: Prisma.IntFilter<"BroadcastRecipient"> | number
@@ -339,7 +347,8 @@ export type BroadcastRecipientOrderByWithRelationInput = {
   id?: Prisma.SortOrder
   broadcastId?: Prisma.SortOrder
   contactId?: Prisma.SortOrderInput | Prisma.SortOrder
-  phone?: Prisma.SortOrder
+  phone?: Prisma.SortOrderInput | Prisma.SortOrder
+  userId?: Prisma.SortOrderInput | Prisma.SortOrder
   variables?: Prisma.SortOrder
   state?: Prisma.SortOrder
   wave?: Prisma.SortOrder
@@ -360,12 +369,14 @@ export type BroadcastRecipientOrderByWithRelationInput = {
 export type BroadcastRecipientWhereUniqueInput = Prisma.AtLeast<{
   id?: bigint | number
   broadcastId_phone?: Prisma.BroadcastRecipientBroadcastIdPhoneCompoundUniqueInput
+  broadcastId_userId?: Prisma.BroadcastRecipientBroadcastIdUserIdCompoundUniqueInput
   AND?: Prisma.BroadcastRecipientWhereInput | Prisma.BroadcastRecipientWhereInput[]
   OR?: Prisma.BroadcastRecipientWhereInput[]
   NOT?: Prisma.BroadcastRecipientWhereInput | Prisma.BroadcastRecipientWhereInput[]
   broadcastId?: Prisma.UuidFilter<"BroadcastRecipient"> | string
   contactId?: Prisma.BigIntNullableFilter<"BroadcastRecipient"> | bigint | number | null
-  phone?: Prisma.StringFilter<"BroadcastRecipient"> | string
+  phone?: Prisma.StringNullableFilter<"BroadcastRecipient"> | string | null
+  userId?: Prisma.StringNullableFilter<"BroadcastRecipient"> | string | null
   variables?: Prisma.JsonFilter<"BroadcastRecipient">
   state?: Prisma.StringFilter<"BroadcastRecipient"> | string
   wave?: Prisma.IntFilter<"BroadcastRecipient"> | number
@@ -381,13 +392,14 @@ export type BroadcastRecipientWhereUniqueInput = Prisma.AtLeast<{
   sentAt?: Prisma.DateTimeNullableFilter<"BroadcastRecipient"> | Date | string | null
   updatedAt?: Prisma.DateTimeFilter<"BroadcastRecipient"> | Date | string
   broadcast?: Prisma.XOR<Prisma.BroadcastScalarRelationFilter, Prisma.BroadcastWhereInput>
-}, "id" | "broadcastId_phone">
+}, "id" | "broadcastId_phone" | "broadcastId_userId">
 
 export type BroadcastRecipientOrderByWithAggregationInput = {
   id?: Prisma.SortOrder
   broadcastId?: Prisma.SortOrder
   contactId?: Prisma.SortOrderInput | Prisma.SortOrder
-  phone?: Prisma.SortOrder
+  phone?: Prisma.SortOrderInput | Prisma.SortOrder
+  userId?: Prisma.SortOrderInput | Prisma.SortOrder
   variables?: Prisma.SortOrder
   state?: Prisma.SortOrder
   wave?: Prisma.SortOrder
@@ -416,7 +428,8 @@ export type BroadcastRecipientScalarWhereWithAggregatesInput = {
   id?: Prisma.BigIntWithAggregatesFilter<"BroadcastRecipient"> | bigint | number
   broadcastId?: Prisma.UuidWithAggregatesFilter<"BroadcastRecipient"> | string
   contactId?: Prisma.BigIntNullableWithAggregatesFilter<"BroadcastRecipient"> | bigint | number | null
-  phone?: Prisma.StringWithAggregatesFilter<"BroadcastRecipient"> | string
+  phone?: Prisma.StringNullableWithAggregatesFilter<"BroadcastRecipient"> | string | null
+  userId?: Prisma.StringNullableWithAggregatesFilter<"BroadcastRecipient"> | string | null
   variables?: Prisma.JsonWithAggregatesFilter<"BroadcastRecipient">
   state?: Prisma.StringWithAggregatesFilter<"BroadcastRecipient"> | string
   wave?: Prisma.IntWithAggregatesFilter<"BroadcastRecipient"> | number
@@ -436,7 +449,8 @@ export type BroadcastRecipientScalarWhereWithAggregatesInput = {
 export type BroadcastRecipientCreateInput = {
   id?: bigint | number
   contactId?: bigint | number | null
-  phone: string
+  phone?: string | null
+  userId?: string | null
   variables: Prisma.JsonNullValueInput | runtime.InputJsonValue
   state: string
   wave?: number
@@ -458,7 +472,8 @@ export type BroadcastRecipientUncheckedCreateInput = {
   id?: bigint | number
   broadcastId: string
   contactId?: bigint | number | null
-  phone: string
+  phone?: string | null
+  userId?: string | null
   variables: Prisma.JsonNullValueInput | runtime.InputJsonValue
   state: string
   wave?: number
@@ -478,7 +493,8 @@ export type BroadcastRecipientUncheckedCreateInput = {
 export type BroadcastRecipientUpdateInput = {
   id?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   contactId?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
-  phone?: Prisma.StringFieldUpdateOperationsInput | string
+  phone?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  userId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   variables?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   state?: Prisma.StringFieldUpdateOperationsInput | string
   wave?: Prisma.IntFieldUpdateOperationsInput | number
@@ -500,7 +516,8 @@ export type BroadcastRecipientUncheckedUpdateInput = {
   id?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   broadcastId?: Prisma.StringFieldUpdateOperationsInput | string
   contactId?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
-  phone?: Prisma.StringFieldUpdateOperationsInput | string
+  phone?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  userId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   variables?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   state?: Prisma.StringFieldUpdateOperationsInput | string
   wave?: Prisma.IntFieldUpdateOperationsInput | number
@@ -521,7 +538,8 @@ export type BroadcastRecipientCreateManyInput = {
   id?: bigint | number
   broadcastId: string
   contactId?: bigint | number | null
-  phone: string
+  phone?: string | null
+  userId?: string | null
   variables: Prisma.JsonNullValueInput | runtime.InputJsonValue
   state: string
   wave?: number
@@ -541,7 +559,8 @@ export type BroadcastRecipientCreateManyInput = {
 export type BroadcastRecipientUpdateManyMutationInput = {
   id?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   contactId?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
-  phone?: Prisma.StringFieldUpdateOperationsInput | string
+  phone?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  userId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   variables?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   state?: Prisma.StringFieldUpdateOperationsInput | string
   wave?: Prisma.IntFieldUpdateOperationsInput | number
@@ -562,7 +581,8 @@ export type BroadcastRecipientUncheckedUpdateManyInput = {
   id?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   broadcastId?: Prisma.StringFieldUpdateOperationsInput | string
   contactId?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
-  phone?: Prisma.StringFieldUpdateOperationsInput | string
+  phone?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  userId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   variables?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   state?: Prisma.StringFieldUpdateOperationsInput | string
   wave?: Prisma.IntFieldUpdateOperationsInput | number
@@ -594,11 +614,17 @@ export type BroadcastRecipientBroadcastIdPhoneCompoundUniqueInput = {
   phone: string
 }
 
+export type BroadcastRecipientBroadcastIdUserIdCompoundUniqueInput = {
+  broadcastId: string
+  userId: string
+}
+
 export type BroadcastRecipientCountOrderByAggregateInput = {
   id?: Prisma.SortOrder
   broadcastId?: Prisma.SortOrder
   contactId?: Prisma.SortOrder
   phone?: Prisma.SortOrder
+  userId?: Prisma.SortOrder
   variables?: Prisma.SortOrder
   state?: Prisma.SortOrder
   wave?: Prisma.SortOrder
@@ -628,6 +654,7 @@ export type BroadcastRecipientMaxOrderByAggregateInput = {
   broadcastId?: Prisma.SortOrder
   contactId?: Prisma.SortOrder
   phone?: Prisma.SortOrder
+  userId?: Prisma.SortOrder
   state?: Prisma.SortOrder
   wave?: Prisma.SortOrder
   attempts?: Prisma.SortOrder
@@ -648,6 +675,7 @@ export type BroadcastRecipientMinOrderByAggregateInput = {
   broadcastId?: Prisma.SortOrder
   contactId?: Prisma.SortOrder
   phone?: Prisma.SortOrder
+  userId?: Prisma.SortOrder
   state?: Prisma.SortOrder
   wave?: Prisma.SortOrder
   attempts?: Prisma.SortOrder
@@ -724,7 +752,8 @@ export type NullableBigIntFieldUpdateOperationsInput = {
 export type BroadcastRecipientCreateWithoutBroadcastInput = {
   id?: bigint | number
   contactId?: bigint | number | null
-  phone: string
+  phone?: string | null
+  userId?: string | null
   variables: Prisma.JsonNullValueInput | runtime.InputJsonValue
   state: string
   wave?: number
@@ -744,7 +773,8 @@ export type BroadcastRecipientCreateWithoutBroadcastInput = {
 export type BroadcastRecipientUncheckedCreateWithoutBroadcastInput = {
   id?: bigint | number
   contactId?: bigint | number | null
-  phone: string
+  phone?: string | null
+  userId?: string | null
   variables: Prisma.JsonNullValueInput | runtime.InputJsonValue
   state: string
   wave?: number
@@ -794,7 +824,8 @@ export type BroadcastRecipientScalarWhereInput = {
   id?: Prisma.BigIntFilter<"BroadcastRecipient"> | bigint | number
   broadcastId?: Prisma.UuidFilter<"BroadcastRecipient"> | string
   contactId?: Prisma.BigIntNullableFilter<"BroadcastRecipient"> | bigint | number | null
-  phone?: Prisma.StringFilter<"BroadcastRecipient"> | string
+  phone?: Prisma.StringNullableFilter<"BroadcastRecipient"> | string | null
+  userId?: Prisma.StringNullableFilter<"BroadcastRecipient"> | string | null
   variables?: Prisma.JsonFilter<"BroadcastRecipient">
   state?: Prisma.StringFilter<"BroadcastRecipient"> | string
   wave?: Prisma.IntFilter<"BroadcastRecipient"> | number
@@ -814,7 +845,8 @@ export type BroadcastRecipientScalarWhereInput = {
 export type BroadcastRecipientCreateManyBroadcastInput = {
   id?: bigint | number
   contactId?: bigint | number | null
-  phone: string
+  phone?: string | null
+  userId?: string | null
   variables: Prisma.JsonNullValueInput | runtime.InputJsonValue
   state: string
   wave?: number
@@ -834,7 +866,8 @@ export type BroadcastRecipientCreateManyBroadcastInput = {
 export type BroadcastRecipientUpdateWithoutBroadcastInput = {
   id?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   contactId?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
-  phone?: Prisma.StringFieldUpdateOperationsInput | string
+  phone?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  userId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   variables?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   state?: Prisma.StringFieldUpdateOperationsInput | string
   wave?: Prisma.IntFieldUpdateOperationsInput | number
@@ -854,7 +887,8 @@ export type BroadcastRecipientUpdateWithoutBroadcastInput = {
 export type BroadcastRecipientUncheckedUpdateWithoutBroadcastInput = {
   id?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   contactId?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
-  phone?: Prisma.StringFieldUpdateOperationsInput | string
+  phone?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  userId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   variables?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   state?: Prisma.StringFieldUpdateOperationsInput | string
   wave?: Prisma.IntFieldUpdateOperationsInput | number
@@ -874,7 +908,8 @@ export type BroadcastRecipientUncheckedUpdateWithoutBroadcastInput = {
 export type BroadcastRecipientUncheckedUpdateManyWithoutBroadcastInput = {
   id?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   contactId?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
-  phone?: Prisma.StringFieldUpdateOperationsInput | string
+  phone?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  userId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   variables?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   state?: Prisma.StringFieldUpdateOperationsInput | string
   wave?: Prisma.IntFieldUpdateOperationsInput | number
@@ -898,6 +933,7 @@ export type BroadcastRecipientSelect<ExtArgs extends runtime.Types.Extensions.In
   broadcastId?: boolean
   contactId?: boolean
   phone?: boolean
+  userId?: boolean
   variables?: boolean
   state?: boolean
   wave?: boolean
@@ -920,6 +956,7 @@ export type BroadcastRecipientSelectCreateManyAndReturn<ExtArgs extends runtime.
   broadcastId?: boolean
   contactId?: boolean
   phone?: boolean
+  userId?: boolean
   variables?: boolean
   state?: boolean
   wave?: boolean
@@ -942,6 +979,7 @@ export type BroadcastRecipientSelectUpdateManyAndReturn<ExtArgs extends runtime.
   broadcastId?: boolean
   contactId?: boolean
   phone?: boolean
+  userId?: boolean
   variables?: boolean
   state?: boolean
   wave?: boolean
@@ -964,6 +1002,7 @@ export type BroadcastRecipientSelectScalar = {
   broadcastId?: boolean
   contactId?: boolean
   phone?: boolean
+  userId?: boolean
   variables?: boolean
   state?: boolean
   wave?: boolean
@@ -980,7 +1019,7 @@ export type BroadcastRecipientSelectScalar = {
   updatedAt?: boolean
 }
 
-export type BroadcastRecipientOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "broadcastId" | "contactId" | "phone" | "variables" | "state" | "wave" | "attempts" | "notBefore" | "leaseOwner" | "leaseUntil" | "messageRef" | "wamid" | "errorCode" | "errorCategory" | "errorTitle" | "sentAt" | "updatedAt", ExtArgs["result"]["broadcastRecipient"]>
+export type BroadcastRecipientOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "broadcastId" | "contactId" | "phone" | "userId" | "variables" | "state" | "wave" | "attempts" | "notBefore" | "leaseOwner" | "leaseUntil" | "messageRef" | "wamid" | "errorCode" | "errorCategory" | "errorTitle" | "sentAt" | "updatedAt", ExtArgs["result"]["broadcastRecipient"]>
 export type BroadcastRecipientInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   broadcast?: boolean | Prisma.BroadcastDefaultArgs<ExtArgs>
 }
@@ -1000,7 +1039,11 @@ export type $BroadcastRecipientPayload<ExtArgs extends runtime.Types.Extensions.
     id: bigint
     broadcastId: string
     contactId: bigint | null
-    phone: string
+    /**
+     * Null for a contact known only by its business-scoped user id: then sent by `recipient`.
+     */
+    phone: string | null
+    userId: string | null
     /**
      * Body (and header) variables resolved for this contact at approval.
      */
@@ -1455,6 +1498,7 @@ export interface BroadcastRecipientFieldRefs {
   readonly broadcastId: Prisma.FieldRef<"BroadcastRecipient", 'String'>
   readonly contactId: Prisma.FieldRef<"BroadcastRecipient", 'BigInt'>
   readonly phone: Prisma.FieldRef<"BroadcastRecipient", 'String'>
+  readonly userId: Prisma.FieldRef<"BroadcastRecipient", 'String'>
   readonly variables: Prisma.FieldRef<"BroadcastRecipient", 'Json'>
   readonly state: Prisma.FieldRef<"BroadcastRecipient", 'String'>
   readonly wave: Prisma.FieldRef<"BroadcastRecipient", 'Int'>

@@ -38,11 +38,16 @@ export type ContactMinAggregateOutputType = {
   id: bigint | null
   projectId: string | null
   phone: string | null
+  userId: string | null
+  parentUserId: string | null
+  username: string | null
   name: string | null
   optedIn: boolean | null
   optedInAt: Date | null
   optInImportId: string | null
   optedOutAt: Date | null
+  consentSource: string | null
+  consentAt: Date | null
   createdAt: Date | null
   updatedAt: Date | null
 }
@@ -51,11 +56,16 @@ export type ContactMaxAggregateOutputType = {
   id: bigint | null
   projectId: string | null
   phone: string | null
+  userId: string | null
+  parentUserId: string | null
+  username: string | null
   name: string | null
   optedIn: boolean | null
   optedInAt: Date | null
   optInImportId: string | null
   optedOutAt: Date | null
+  consentSource: string | null
+  consentAt: Date | null
   createdAt: Date | null
   updatedAt: Date | null
 }
@@ -64,6 +74,9 @@ export type ContactCountAggregateOutputType = {
   id: number
   projectId: number
   phone: number
+  userId: number
+  parentUserId: number
+  username: number
   name: number
   tags: number
   attributes: number
@@ -71,6 +84,8 @@ export type ContactCountAggregateOutputType = {
   optedInAt: number
   optInImportId: number
   optedOutAt: number
+  consentSource: number
+  consentAt: number
   createdAt: number
   updatedAt: number
   _all: number
@@ -89,11 +104,16 @@ export type ContactMinAggregateInputType = {
   id?: true
   projectId?: true
   phone?: true
+  userId?: true
+  parentUserId?: true
+  username?: true
   name?: true
   optedIn?: true
   optedInAt?: true
   optInImportId?: true
   optedOutAt?: true
+  consentSource?: true
+  consentAt?: true
   createdAt?: true
   updatedAt?: true
 }
@@ -102,11 +122,16 @@ export type ContactMaxAggregateInputType = {
   id?: true
   projectId?: true
   phone?: true
+  userId?: true
+  parentUserId?: true
+  username?: true
   name?: true
   optedIn?: true
   optedInAt?: true
   optInImportId?: true
   optedOutAt?: true
+  consentSource?: true
+  consentAt?: true
   createdAt?: true
   updatedAt?: true
 }
@@ -115,6 +140,9 @@ export type ContactCountAggregateInputType = {
   id?: true
   projectId?: true
   phone?: true
+  userId?: true
+  parentUserId?: true
+  username?: true
   name?: true
   tags?: true
   attributes?: true
@@ -122,6 +150,8 @@ export type ContactCountAggregateInputType = {
   optedInAt?: true
   optInImportId?: true
   optedOutAt?: true
+  consentSource?: true
+  consentAt?: true
   createdAt?: true
   updatedAt?: true
   _all?: true
@@ -216,7 +246,10 @@ export type ContactGroupByArgs<ExtArgs extends runtime.Types.Extensions.Internal
 export type ContactGroupByOutputType = {
   id: bigint
   projectId: string
-  phone: string
+  phone: string | null
+  userId: string | null
+  parentUserId: string | null
+  username: string | null
   name: string | null
   tags: string[]
   attributes: runtime.JsonValue
@@ -224,6 +257,8 @@ export type ContactGroupByOutputType = {
   optedInAt: Date | null
   optInImportId: string | null
   optedOutAt: Date | null
+  consentSource: string | null
+  consentAt: Date | null
   createdAt: Date
   updatedAt: Date
   _count: ContactCountAggregateOutputType | null
@@ -254,7 +289,10 @@ export type ContactWhereInput = {
   NOT?: Prisma.ContactWhereInput | Prisma.ContactWhereInput[]
   id?: Prisma.BigIntFilter<"Contact"> | bigint | number
   projectId?: Prisma.StringFilter<"Contact"> | string
-  phone?: Prisma.StringFilter<"Contact"> | string
+  phone?: Prisma.StringNullableFilter<"Contact"> | string | null
+  userId?: Prisma.StringNullableFilter<"Contact"> | string | null
+  parentUserId?: Prisma.StringNullableFilter<"Contact"> | string | null
+  username?: Prisma.StringNullableFilter<"Contact"> | string | null
   name?: Prisma.StringNullableFilter<"Contact"> | string | null
   tags?: Prisma.StringNullableListFilter<"Contact">
   attributes?: Prisma.JsonFilter<"Contact">
@@ -262,6 +300,8 @@ export type ContactWhereInput = {
   optedInAt?: Prisma.DateTimeNullableFilter<"Contact"> | Date | string | null
   optInImportId?: Prisma.StringNullableFilter<"Contact"> | string | null
   optedOutAt?: Prisma.DateTimeNullableFilter<"Contact"> | Date | string | null
+  consentSource?: Prisma.StringNullableFilter<"Contact"> | string | null
+  consentAt?: Prisma.DateTimeNullableFilter<"Contact"> | Date | string | null
   createdAt?: Prisma.DateTimeFilter<"Contact"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Contact"> | Date | string
   project?: Prisma.XOR<Prisma.ProjectScalarRelationFilter, Prisma.ProjectWhereInput>
@@ -271,7 +311,10 @@ export type ContactWhereInput = {
 export type ContactOrderByWithRelationInput = {
   id?: Prisma.SortOrder
   projectId?: Prisma.SortOrder
-  phone?: Prisma.SortOrder
+  phone?: Prisma.SortOrderInput | Prisma.SortOrder
+  userId?: Prisma.SortOrderInput | Prisma.SortOrder
+  parentUserId?: Prisma.SortOrderInput | Prisma.SortOrder
+  username?: Prisma.SortOrderInput | Prisma.SortOrder
   name?: Prisma.SortOrderInput | Prisma.SortOrder
   tags?: Prisma.SortOrder
   attributes?: Prisma.SortOrder
@@ -279,6 +322,8 @@ export type ContactOrderByWithRelationInput = {
   optedInAt?: Prisma.SortOrderInput | Prisma.SortOrder
   optInImportId?: Prisma.SortOrderInput | Prisma.SortOrder
   optedOutAt?: Prisma.SortOrderInput | Prisma.SortOrder
+  consentSource?: Prisma.SortOrderInput | Prisma.SortOrder
+  consentAt?: Prisma.SortOrderInput | Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
   project?: Prisma.ProjectOrderByWithRelationInput
@@ -288,11 +333,15 @@ export type ContactOrderByWithRelationInput = {
 export type ContactWhereUniqueInput = Prisma.AtLeast<{
   id?: bigint | number
   projectId_phone?: Prisma.ContactProjectIdPhoneCompoundUniqueInput
+  projectId_userId?: Prisma.ContactProjectIdUserIdCompoundUniqueInput
   AND?: Prisma.ContactWhereInput | Prisma.ContactWhereInput[]
   OR?: Prisma.ContactWhereInput[]
   NOT?: Prisma.ContactWhereInput | Prisma.ContactWhereInput[]
   projectId?: Prisma.StringFilter<"Contact"> | string
-  phone?: Prisma.StringFilter<"Contact"> | string
+  phone?: Prisma.StringNullableFilter<"Contact"> | string | null
+  userId?: Prisma.StringNullableFilter<"Contact"> | string | null
+  parentUserId?: Prisma.StringNullableFilter<"Contact"> | string | null
+  username?: Prisma.StringNullableFilter<"Contact"> | string | null
   name?: Prisma.StringNullableFilter<"Contact"> | string | null
   tags?: Prisma.StringNullableListFilter<"Contact">
   attributes?: Prisma.JsonFilter<"Contact">
@@ -300,16 +349,21 @@ export type ContactWhereUniqueInput = Prisma.AtLeast<{
   optedInAt?: Prisma.DateTimeNullableFilter<"Contact"> | Date | string | null
   optInImportId?: Prisma.StringNullableFilter<"Contact"> | string | null
   optedOutAt?: Prisma.DateTimeNullableFilter<"Contact"> | Date | string | null
+  consentSource?: Prisma.StringNullableFilter<"Contact"> | string | null
+  consentAt?: Prisma.DateTimeNullableFilter<"Contact"> | Date | string | null
   createdAt?: Prisma.DateTimeFilter<"Contact"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Contact"> | Date | string
   project?: Prisma.XOR<Prisma.ProjectScalarRelationFilter, Prisma.ProjectWhereInput>
   conversations?: Prisma.ConversationListRelationFilter
-}, "id" | "projectId_phone">
+}, "id" | "projectId_phone" | "projectId_userId">
 
 export type ContactOrderByWithAggregationInput = {
   id?: Prisma.SortOrder
   projectId?: Prisma.SortOrder
-  phone?: Prisma.SortOrder
+  phone?: Prisma.SortOrderInput | Prisma.SortOrder
+  userId?: Prisma.SortOrderInput | Prisma.SortOrder
+  parentUserId?: Prisma.SortOrderInput | Prisma.SortOrder
+  username?: Prisma.SortOrderInput | Prisma.SortOrder
   name?: Prisma.SortOrderInput | Prisma.SortOrder
   tags?: Prisma.SortOrder
   attributes?: Prisma.SortOrder
@@ -317,6 +371,8 @@ export type ContactOrderByWithAggregationInput = {
   optedInAt?: Prisma.SortOrderInput | Prisma.SortOrder
   optInImportId?: Prisma.SortOrderInput | Prisma.SortOrder
   optedOutAt?: Prisma.SortOrderInput | Prisma.SortOrder
+  consentSource?: Prisma.SortOrderInput | Prisma.SortOrder
+  consentAt?: Prisma.SortOrderInput | Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
   _count?: Prisma.ContactCountOrderByAggregateInput
@@ -332,7 +388,10 @@ export type ContactScalarWhereWithAggregatesInput = {
   NOT?: Prisma.ContactScalarWhereWithAggregatesInput | Prisma.ContactScalarWhereWithAggregatesInput[]
   id?: Prisma.BigIntWithAggregatesFilter<"Contact"> | bigint | number
   projectId?: Prisma.StringWithAggregatesFilter<"Contact"> | string
-  phone?: Prisma.StringWithAggregatesFilter<"Contact"> | string
+  phone?: Prisma.StringNullableWithAggregatesFilter<"Contact"> | string | null
+  userId?: Prisma.StringNullableWithAggregatesFilter<"Contact"> | string | null
+  parentUserId?: Prisma.StringNullableWithAggregatesFilter<"Contact"> | string | null
+  username?: Prisma.StringNullableWithAggregatesFilter<"Contact"> | string | null
   name?: Prisma.StringNullableWithAggregatesFilter<"Contact"> | string | null
   tags?: Prisma.StringNullableListFilter<"Contact">
   attributes?: Prisma.JsonWithAggregatesFilter<"Contact">
@@ -340,13 +399,18 @@ export type ContactScalarWhereWithAggregatesInput = {
   optedInAt?: Prisma.DateTimeNullableWithAggregatesFilter<"Contact"> | Date | string | null
   optInImportId?: Prisma.StringNullableWithAggregatesFilter<"Contact"> | string | null
   optedOutAt?: Prisma.DateTimeNullableWithAggregatesFilter<"Contact"> | Date | string | null
+  consentSource?: Prisma.StringNullableWithAggregatesFilter<"Contact"> | string | null
+  consentAt?: Prisma.DateTimeNullableWithAggregatesFilter<"Contact"> | Date | string | null
   createdAt?: Prisma.DateTimeWithAggregatesFilter<"Contact"> | Date | string
   updatedAt?: Prisma.DateTimeWithAggregatesFilter<"Contact"> | Date | string
 }
 
 export type ContactCreateInput = {
   id?: bigint | number
-  phone: string
+  phone?: string | null
+  userId?: string | null
+  parentUserId?: string | null
+  username?: string | null
   name?: string | null
   tags?: Prisma.ContactCreatetagsInput | string[]
   attributes?: Prisma.JsonNullValueInput | runtime.InputJsonValue
@@ -354,6 +418,8 @@ export type ContactCreateInput = {
   optedInAt?: Date | string | null
   optInImportId?: string | null
   optedOutAt?: Date | string | null
+  consentSource?: string | null
+  consentAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   project: Prisma.ProjectCreateNestedOneWithoutContactsInput
@@ -363,7 +429,10 @@ export type ContactCreateInput = {
 export type ContactUncheckedCreateInput = {
   id?: bigint | number
   projectId: string
-  phone: string
+  phone?: string | null
+  userId?: string | null
+  parentUserId?: string | null
+  username?: string | null
   name?: string | null
   tags?: Prisma.ContactCreatetagsInput | string[]
   attributes?: Prisma.JsonNullValueInput | runtime.InputJsonValue
@@ -371,6 +440,8 @@ export type ContactUncheckedCreateInput = {
   optedInAt?: Date | string | null
   optInImportId?: string | null
   optedOutAt?: Date | string | null
+  consentSource?: string | null
+  consentAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutContactInput
@@ -378,7 +449,10 @@ export type ContactUncheckedCreateInput = {
 
 export type ContactUpdateInput = {
   id?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
-  phone?: Prisma.StringFieldUpdateOperationsInput | string
+  phone?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  userId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  parentUserId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  username?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   name?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   tags?: Prisma.ContactUpdatetagsInput | string[]
   attributes?: Prisma.JsonNullValueInput | runtime.InputJsonValue
@@ -386,6 +460,8 @@ export type ContactUpdateInput = {
   optedInAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   optInImportId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   optedOutAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  consentSource?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  consentAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   project?: Prisma.ProjectUpdateOneRequiredWithoutContactsNestedInput
@@ -395,7 +471,10 @@ export type ContactUpdateInput = {
 export type ContactUncheckedUpdateInput = {
   id?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   projectId?: Prisma.StringFieldUpdateOperationsInput | string
-  phone?: Prisma.StringFieldUpdateOperationsInput | string
+  phone?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  userId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  parentUserId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  username?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   name?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   tags?: Prisma.ContactUpdatetagsInput | string[]
   attributes?: Prisma.JsonNullValueInput | runtime.InputJsonValue
@@ -403,6 +482,8 @@ export type ContactUncheckedUpdateInput = {
   optedInAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   optInImportId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   optedOutAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  consentSource?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  consentAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutContactNestedInput
@@ -411,7 +492,10 @@ export type ContactUncheckedUpdateInput = {
 export type ContactCreateManyInput = {
   id?: bigint | number
   projectId: string
-  phone: string
+  phone?: string | null
+  userId?: string | null
+  parentUserId?: string | null
+  username?: string | null
   name?: string | null
   tags?: Prisma.ContactCreatetagsInput | string[]
   attributes?: Prisma.JsonNullValueInput | runtime.InputJsonValue
@@ -419,13 +503,18 @@ export type ContactCreateManyInput = {
   optedInAt?: Date | string | null
   optInImportId?: string | null
   optedOutAt?: Date | string | null
+  consentSource?: string | null
+  consentAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
 }
 
 export type ContactUpdateManyMutationInput = {
   id?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
-  phone?: Prisma.StringFieldUpdateOperationsInput | string
+  phone?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  userId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  parentUserId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  username?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   name?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   tags?: Prisma.ContactUpdatetagsInput | string[]
   attributes?: Prisma.JsonNullValueInput | runtime.InputJsonValue
@@ -433,6 +522,8 @@ export type ContactUpdateManyMutationInput = {
   optedInAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   optInImportId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   optedOutAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  consentSource?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  consentAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -440,7 +531,10 @@ export type ContactUpdateManyMutationInput = {
 export type ContactUncheckedUpdateManyInput = {
   id?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   projectId?: Prisma.StringFieldUpdateOperationsInput | string
-  phone?: Prisma.StringFieldUpdateOperationsInput | string
+  phone?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  userId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  parentUserId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  username?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   name?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   tags?: Prisma.ContactUpdatetagsInput | string[]
   attributes?: Prisma.JsonNullValueInput | runtime.InputJsonValue
@@ -448,6 +542,8 @@ export type ContactUncheckedUpdateManyInput = {
   optedInAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   optInImportId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   optedOutAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  consentSource?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  consentAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -467,10 +563,18 @@ export type ContactProjectIdPhoneCompoundUniqueInput = {
   phone: string
 }
 
+export type ContactProjectIdUserIdCompoundUniqueInput = {
+  projectId: string
+  userId: string
+}
+
 export type ContactCountOrderByAggregateInput = {
   id?: Prisma.SortOrder
   projectId?: Prisma.SortOrder
   phone?: Prisma.SortOrder
+  userId?: Prisma.SortOrder
+  parentUserId?: Prisma.SortOrder
+  username?: Prisma.SortOrder
   name?: Prisma.SortOrder
   tags?: Prisma.SortOrder
   attributes?: Prisma.SortOrder
@@ -478,6 +582,8 @@ export type ContactCountOrderByAggregateInput = {
   optedInAt?: Prisma.SortOrder
   optInImportId?: Prisma.SortOrder
   optedOutAt?: Prisma.SortOrder
+  consentSource?: Prisma.SortOrder
+  consentAt?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -490,11 +596,16 @@ export type ContactMaxOrderByAggregateInput = {
   id?: Prisma.SortOrder
   projectId?: Prisma.SortOrder
   phone?: Prisma.SortOrder
+  userId?: Prisma.SortOrder
+  parentUserId?: Prisma.SortOrder
+  username?: Prisma.SortOrder
   name?: Prisma.SortOrder
   optedIn?: Prisma.SortOrder
   optedInAt?: Prisma.SortOrder
   optInImportId?: Prisma.SortOrder
   optedOutAt?: Prisma.SortOrder
+  consentSource?: Prisma.SortOrder
+  consentAt?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -503,11 +614,16 @@ export type ContactMinOrderByAggregateInput = {
   id?: Prisma.SortOrder
   projectId?: Prisma.SortOrder
   phone?: Prisma.SortOrder
+  userId?: Prisma.SortOrder
+  parentUserId?: Prisma.SortOrder
+  username?: Prisma.SortOrder
   name?: Prisma.SortOrder
   optedIn?: Prisma.SortOrder
   optedInAt?: Prisma.SortOrder
   optInImportId?: Prisma.SortOrder
   optedOutAt?: Prisma.SortOrder
+  consentSource?: Prisma.SortOrder
+  consentAt?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -596,7 +712,10 @@ export type ContactUpdateOneRequiredWithoutConversationsNestedInput = {
 
 export type ContactCreateWithoutProjectInput = {
   id?: bigint | number
-  phone: string
+  phone?: string | null
+  userId?: string | null
+  parentUserId?: string | null
+  username?: string | null
   name?: string | null
   tags?: Prisma.ContactCreatetagsInput | string[]
   attributes?: Prisma.JsonNullValueInput | runtime.InputJsonValue
@@ -604,6 +723,8 @@ export type ContactCreateWithoutProjectInput = {
   optedInAt?: Date | string | null
   optInImportId?: string | null
   optedOutAt?: Date | string | null
+  consentSource?: string | null
+  consentAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   conversations?: Prisma.ConversationCreateNestedManyWithoutContactInput
@@ -611,7 +732,10 @@ export type ContactCreateWithoutProjectInput = {
 
 export type ContactUncheckedCreateWithoutProjectInput = {
   id?: bigint | number
-  phone: string
+  phone?: string | null
+  userId?: string | null
+  parentUserId?: string | null
+  username?: string | null
   name?: string | null
   tags?: Prisma.ContactCreatetagsInput | string[]
   attributes?: Prisma.JsonNullValueInput | runtime.InputJsonValue
@@ -619,6 +743,8 @@ export type ContactUncheckedCreateWithoutProjectInput = {
   optedInAt?: Date | string | null
   optInImportId?: string | null
   optedOutAt?: Date | string | null
+  consentSource?: string | null
+  consentAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutContactInput
@@ -656,7 +782,10 @@ export type ContactScalarWhereInput = {
   NOT?: Prisma.ContactScalarWhereInput | Prisma.ContactScalarWhereInput[]
   id?: Prisma.BigIntFilter<"Contact"> | bigint | number
   projectId?: Prisma.StringFilter<"Contact"> | string
-  phone?: Prisma.StringFilter<"Contact"> | string
+  phone?: Prisma.StringNullableFilter<"Contact"> | string | null
+  userId?: Prisma.StringNullableFilter<"Contact"> | string | null
+  parentUserId?: Prisma.StringNullableFilter<"Contact"> | string | null
+  username?: Prisma.StringNullableFilter<"Contact"> | string | null
   name?: Prisma.StringNullableFilter<"Contact"> | string | null
   tags?: Prisma.StringNullableListFilter<"Contact">
   attributes?: Prisma.JsonFilter<"Contact">
@@ -664,13 +793,18 @@ export type ContactScalarWhereInput = {
   optedInAt?: Prisma.DateTimeNullableFilter<"Contact"> | Date | string | null
   optInImportId?: Prisma.StringNullableFilter<"Contact"> | string | null
   optedOutAt?: Prisma.DateTimeNullableFilter<"Contact"> | Date | string | null
+  consentSource?: Prisma.StringNullableFilter<"Contact"> | string | null
+  consentAt?: Prisma.DateTimeNullableFilter<"Contact"> | Date | string | null
   createdAt?: Prisma.DateTimeFilter<"Contact"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Contact"> | Date | string
 }
 
 export type ContactCreateWithoutConversationsInput = {
   id?: bigint | number
-  phone: string
+  phone?: string | null
+  userId?: string | null
+  parentUserId?: string | null
+  username?: string | null
   name?: string | null
   tags?: Prisma.ContactCreatetagsInput | string[]
   attributes?: Prisma.JsonNullValueInput | runtime.InputJsonValue
@@ -678,6 +812,8 @@ export type ContactCreateWithoutConversationsInput = {
   optedInAt?: Date | string | null
   optInImportId?: string | null
   optedOutAt?: Date | string | null
+  consentSource?: string | null
+  consentAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   project: Prisma.ProjectCreateNestedOneWithoutContactsInput
@@ -686,7 +822,10 @@ export type ContactCreateWithoutConversationsInput = {
 export type ContactUncheckedCreateWithoutConversationsInput = {
   id?: bigint | number
   projectId: string
-  phone: string
+  phone?: string | null
+  userId?: string | null
+  parentUserId?: string | null
+  username?: string | null
   name?: string | null
   tags?: Prisma.ContactCreatetagsInput | string[]
   attributes?: Prisma.JsonNullValueInput | runtime.InputJsonValue
@@ -694,6 +833,8 @@ export type ContactUncheckedCreateWithoutConversationsInput = {
   optedInAt?: Date | string | null
   optInImportId?: string | null
   optedOutAt?: Date | string | null
+  consentSource?: string | null
+  consentAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
 }
@@ -716,7 +857,10 @@ export type ContactUpdateToOneWithWhereWithoutConversationsInput = {
 
 export type ContactUpdateWithoutConversationsInput = {
   id?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
-  phone?: Prisma.StringFieldUpdateOperationsInput | string
+  phone?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  userId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  parentUserId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  username?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   name?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   tags?: Prisma.ContactUpdatetagsInput | string[]
   attributes?: Prisma.JsonNullValueInput | runtime.InputJsonValue
@@ -724,6 +868,8 @@ export type ContactUpdateWithoutConversationsInput = {
   optedInAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   optInImportId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   optedOutAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  consentSource?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  consentAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   project?: Prisma.ProjectUpdateOneRequiredWithoutContactsNestedInput
@@ -732,7 +878,10 @@ export type ContactUpdateWithoutConversationsInput = {
 export type ContactUncheckedUpdateWithoutConversationsInput = {
   id?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
   projectId?: Prisma.StringFieldUpdateOperationsInput | string
-  phone?: Prisma.StringFieldUpdateOperationsInput | string
+  phone?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  userId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  parentUserId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  username?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   name?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   tags?: Prisma.ContactUpdatetagsInput | string[]
   attributes?: Prisma.JsonNullValueInput | runtime.InputJsonValue
@@ -740,13 +889,18 @@ export type ContactUncheckedUpdateWithoutConversationsInput = {
   optedInAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   optInImportId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   optedOutAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  consentSource?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  consentAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
 
 export type ContactCreateManyProjectInput = {
   id?: bigint | number
-  phone: string
+  phone?: string | null
+  userId?: string | null
+  parentUserId?: string | null
+  username?: string | null
   name?: string | null
   tags?: Prisma.ContactCreatetagsInput | string[]
   attributes?: Prisma.JsonNullValueInput | runtime.InputJsonValue
@@ -754,13 +908,18 @@ export type ContactCreateManyProjectInput = {
   optedInAt?: Date | string | null
   optInImportId?: string | null
   optedOutAt?: Date | string | null
+  consentSource?: string | null
+  consentAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
 }
 
 export type ContactUpdateWithoutProjectInput = {
   id?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
-  phone?: Prisma.StringFieldUpdateOperationsInput | string
+  phone?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  userId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  parentUserId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  username?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   name?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   tags?: Prisma.ContactUpdatetagsInput | string[]
   attributes?: Prisma.JsonNullValueInput | runtime.InputJsonValue
@@ -768,6 +927,8 @@ export type ContactUpdateWithoutProjectInput = {
   optedInAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   optInImportId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   optedOutAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  consentSource?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  consentAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   conversations?: Prisma.ConversationUpdateManyWithoutContactNestedInput
@@ -775,7 +936,10 @@ export type ContactUpdateWithoutProjectInput = {
 
 export type ContactUncheckedUpdateWithoutProjectInput = {
   id?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
-  phone?: Prisma.StringFieldUpdateOperationsInput | string
+  phone?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  userId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  parentUserId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  username?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   name?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   tags?: Prisma.ContactUpdatetagsInput | string[]
   attributes?: Prisma.JsonNullValueInput | runtime.InputJsonValue
@@ -783,6 +947,8 @@ export type ContactUncheckedUpdateWithoutProjectInput = {
   optedInAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   optInImportId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   optedOutAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  consentSource?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  consentAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutContactNestedInput
@@ -790,7 +956,10 @@ export type ContactUncheckedUpdateWithoutProjectInput = {
 
 export type ContactUncheckedUpdateManyWithoutProjectInput = {
   id?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
-  phone?: Prisma.StringFieldUpdateOperationsInput | string
+  phone?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  userId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  parentUserId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  username?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   name?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   tags?: Prisma.ContactUpdatetagsInput | string[]
   attributes?: Prisma.JsonNullValueInput | runtime.InputJsonValue
@@ -798,6 +967,8 @@ export type ContactUncheckedUpdateManyWithoutProjectInput = {
   optedInAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   optInImportId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   optedOutAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  consentSource?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  consentAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -837,6 +1008,9 @@ export type ContactSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs 
   id?: boolean
   projectId?: boolean
   phone?: boolean
+  userId?: boolean
+  parentUserId?: boolean
+  username?: boolean
   name?: boolean
   tags?: boolean
   attributes?: boolean
@@ -844,6 +1018,8 @@ export type ContactSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs 
   optedInAt?: boolean
   optInImportId?: boolean
   optedOutAt?: boolean
+  consentSource?: boolean
+  consentAt?: boolean
   createdAt?: boolean
   updatedAt?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
@@ -855,6 +1031,9 @@ export type ContactSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Exten
   id?: boolean
   projectId?: boolean
   phone?: boolean
+  userId?: boolean
+  parentUserId?: boolean
+  username?: boolean
   name?: boolean
   tags?: boolean
   attributes?: boolean
@@ -862,6 +1041,8 @@ export type ContactSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Exten
   optedInAt?: boolean
   optInImportId?: boolean
   optedOutAt?: boolean
+  consentSource?: boolean
+  consentAt?: boolean
   createdAt?: boolean
   updatedAt?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
@@ -871,6 +1052,9 @@ export type ContactSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Exten
   id?: boolean
   projectId?: boolean
   phone?: boolean
+  userId?: boolean
+  parentUserId?: boolean
+  username?: boolean
   name?: boolean
   tags?: boolean
   attributes?: boolean
@@ -878,6 +1062,8 @@ export type ContactSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Exten
   optedInAt?: boolean
   optInImportId?: boolean
   optedOutAt?: boolean
+  consentSource?: boolean
+  consentAt?: boolean
   createdAt?: boolean
   updatedAt?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
@@ -887,6 +1073,9 @@ export type ContactSelectScalar = {
   id?: boolean
   projectId?: boolean
   phone?: boolean
+  userId?: boolean
+  parentUserId?: boolean
+  username?: boolean
   name?: boolean
   tags?: boolean
   attributes?: boolean
@@ -894,11 +1083,13 @@ export type ContactSelectScalar = {
   optedInAt?: boolean
   optInImportId?: boolean
   optedOutAt?: boolean
+  consentSource?: boolean
+  consentAt?: boolean
   createdAt?: boolean
   updatedAt?: boolean
 }
 
-export type ContactOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "phone" | "name" | "tags" | "attributes" | "optedIn" | "optedInAt" | "optInImportId" | "optedOutAt" | "createdAt" | "updatedAt", ExtArgs["result"]["contact"]>
+export type ContactOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "phone" | "userId" | "parentUserId" | "username" | "name" | "tags" | "attributes" | "optedIn" | "optedInAt" | "optInImportId" | "optedOutAt" | "consentSource" | "consentAt" | "createdAt" | "updatedAt", ExtArgs["result"]["contact"]>
 export type ContactInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
   conversations?: boolean | Prisma.Contact$conversationsArgs<ExtArgs>
@@ -921,9 +1112,23 @@ export type $ContactPayload<ExtArgs extends runtime.Types.Extensions.InternalArg
     id: bigint
     projectId: string
     /**
-     * WhatsApp id: the phone number in international form, digits only.
+     * WhatsApp id: the phone number in international form, digits only; null while Meta withholds
+     * it (a user with a username). At least one of phone and user_id is set (CHECK in the migration).
      */
-    phone: string
+    phone: string | null
+    /**
+     * Meta's business-scoped user id (BSUID), e.g. `US.13491208655302741918`: the user's id for
+     * this business since April 2026. A user who changes number gets a new one (re-keyed then).
+     */
+    userId: string | null
+    /**
+     * The parent BSUID of linked business portfolios (`US.ENT.…`), when Meta sends one.
+     */
+    parentUserId: string | null
+    /**
+     * The user's WhatsApp username (display only: it can change; never an identifier).
+     */
+    username: string | null
     name: string | null
     tags: string[]
     attributes: runtime.JsonValue
@@ -937,6 +1142,12 @@ export type $ContactPayload<ExtArgs extends runtime.Types.Extensions.InternalArg
      * An explicit opt-out (a `false` in an import): excluded from every broadcast.
      */
     optedOutAt: Date | null
+    /**
+     * Who set the marketing consent last (import, api, keyword, user_preferences, error_131050)
+     * and when; null for a consent only an import set before these columns (read as `import`).
+     */
+    consentSource: string | null
+    consentAt: Date | null
     createdAt: Date
     updatedAt: Date
   }, ExtArgs["result"]["contact"]>
@@ -1367,6 +1578,9 @@ export interface ContactFieldRefs {
   readonly id: Prisma.FieldRef<"Contact", 'BigInt'>
   readonly projectId: Prisma.FieldRef<"Contact", 'String'>
   readonly phone: Prisma.FieldRef<"Contact", 'String'>
+  readonly userId: Prisma.FieldRef<"Contact", 'String'>
+  readonly parentUserId: Prisma.FieldRef<"Contact", 'String'>
+  readonly username: Prisma.FieldRef<"Contact", 'String'>
   readonly name: Prisma.FieldRef<"Contact", 'String'>
   readonly tags: Prisma.FieldRef<"Contact", 'String[]'>
   readonly attributes: Prisma.FieldRef<"Contact", 'Json'>
@@ -1374,6 +1588,8 @@ export interface ContactFieldRefs {
   readonly optedInAt: Prisma.FieldRef<"Contact", 'DateTime'>
   readonly optInImportId: Prisma.FieldRef<"Contact", 'String'>
   readonly optedOutAt: Prisma.FieldRef<"Contact", 'DateTime'>
+  readonly consentSource: Prisma.FieldRef<"Contact", 'String'>
+  readonly consentAt: Prisma.FieldRef<"Contact", 'DateTime'>
   readonly createdAt: Prisma.FieldRef<"Contact", 'DateTime'>
   readonly updatedAt: Prisma.FieldRef<"Contact", 'DateTime'>
 }

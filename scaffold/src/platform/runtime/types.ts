@@ -3,7 +3,7 @@
 export interface InboundMessage {
   /** The channel's message id (wamid). */
   id: string;
-  /** The customer's phone number, digits only. */
+  /** The customer's phone number, digits only; its business-scoped user id (e.g. `US.1349…`) when WhatsApp withholds the number. Send to it as given. */
   from: string;
   /** text, image, interactive, … */
   type: string;
@@ -12,7 +12,7 @@ export interface InboundMessage {
   /** The message as the channel sent it. */
   raw: Record<string, unknown>;
   conversation: { id: number; state: string };
-  contact: { phone: string; name: string | null };
+  contact: { phone: string | null; user_id?: string | null; username?: string | null; name: string | null };
   received_at: string;
 }
 

@@ -1,0 +1,125 @@
+/**
+ * The channel's consent signals, applied to contacts:
+ * - a customer message that is exactly a consent keyword (lib/consent/keywords.ts), source `keyword`,
+ *   with the project's confirmation text sent back when it has one;
+ * - Meta's `user_preferences` webhook (`stop` / `resume` of marketing messages), source
+ *   `user_preferences`. For a user we do not know yet, the contact is created with that consent
+ *   (no conversation): the opt-out is kept for when the user appears, never lost;
+ * - error 131050 (the user stopped marketing messages) on a send or in a failed status, source
+ *   `error_131050`.
+ * Each is a no-op when the contact already has that consent, so replayed notifications change nothing.
+ * Also here: what statuses say about the recipient (BSUID, phone, username) fills in its contact.
+ */
+import type pg from 'pg';
+import type { Prisma, PrismaClient } from '../../generated/prisma/client.js';
+import type { Customer, MetaStatus, UserPreference } from '../../channel/notifications.js';
+import { consentIsSql, consentSetSql, type ConsentStatus } from './consent.js';
+import { keywordCandidates, keywordIntent, keywordsOf } from './keywords.js';
+import { isBsuid, resolveContact } from '../conversations/identity.js';
+
+type Tx = Prisma.TransactionClient;
+
+/** Longest text compared with keywords (longer messages are never one: no keyword read for them). */
+const KEYWORD_MAX = 60;
+
+/** Sets the consent in the caller's transaction; whether it changed. */
+async function setConsentTx(tx: Tx, projectId: string, contactId: bigint, status: ConsentStatus, source: string, at: Date): Promise<boolean> {
+  const rows = await tx.$queryRawUnsafe<unknown[]>(
+    `UPDATE contacts SET ${consentSetSql(status, '$3', '$4')} WHERE project_id = $1 AND id = $2::bigint AND NOT ${consentIsSql(status)} RETURNING id`,
+    projectId, String(contactId), at, source,
+  );
+  return rows.length > 0;
+}
+
+/** A keyword message's effect on consent, applied in the message's transaction. */
+export async function keywordConsent(
+  tx: Tx, projectId: string, contactId: bigint, type: string, content: Record<string, unknown>, at: Date,
+): Promise<{ status: ConsentStatus; confirmation: string | null } | undefined> {
+  const candidates = keywordCandidates(type, content).filter((c) => c.trim().length > 0 && c.length <= KEYWORD_MAX);
+  if (candidates.length === 0) return undefined;
+  const [row] = await tx.$queryRawUnsafe<Array<{ k: unknown }>>('SELECT consent_keywords AS k FROM projects WHERE id = $1', projectId);
+  const keywords = keywordsOf(row?.k ?? null);
+  const status = keywordIntent(keywords, candidates);
+  if (!status) return undefined;
+  await setConsentTx(tx, projectId, contactId, status, 'keyword', at);
+  // The confirmation answers every keyword message (also a repeated STOP: the customer asked).
+  return { status, confirmation: status === 'opted_out' ? keywords.opt_out_confirmation : keywords.opt_in_confirmation };
+}
+
+/** Meta's `user_preferences`: `stop` opts out, `resume` opts in (marketing messages only). */
+export async function applyUserPreferences(prisma: PrismaClient, projectId: string, preferences: UserPreference[], at: Date): Promise<number> {
+  let changed = 0;
+  for (const p of preferences) {
+    if (p.category !== 'marketing_messages' || (p.value !== 'stop' && p.value !== 'resume')) continue;
+    const ids = validIds(p.customer);
+    if (!ids.phone && !ids.userId) continue;
+    const status: ConsentStatus = p.value === 'stop' ? 'opted_out' : 'opted_in';
+    const when = p.timestamp ? new Date(p.timestamp * 1000) : at;
+    await prisma.$transaction(async (tx) => {
+      const contact = (await resolveContact(tx, projectId, ids, at))!;
+      // A stop and a resume can arrive out of order: an older preference never overrides a newer one.
+      const rows = await tx.$queryRawUnsafe<unknown[]>(
+        `UPDATE contacts SET ${consentSetSql(status, '$3', `'user_preferences'`)}
+         WHERE project_id = $1 AND id = $2::bigint AND NOT ${consentIsSql(status)}
+           AND (consent_source IS DISTINCT FROM 'user_preferences' OR consent_at IS NULL OR consent_at < $3)
+         RETURNING id`,
+        projectId, String(contact.id), when,
+      );
+      changed += rows.length;
+    });
+  }
+  return changed;
+}
+
+function validIds(c: Customer): Customer {
+  const out = { ...c };
+  if (out.userId !== undefined && !isBsuid(out.userId)) delete out.userId;
+  if (out.parentUserId !== undefined && !isBsuid(out.parentUserId)) delete out.parentUserId;
+  return out;
+}
+
+/**
+ * Fills in the contacts of the statuses' messages with what the statuses say (BSUID, phone,
+ * username): one read for the notification; a contact is written only when something is new.
+ */
+export async function fillStatusCustomers(prisma: PrismaClient, projectId: string, statuses: Array<MetaStatus & { customer?: Customer }>, at: Date): Promise<void> {
+  const given = statuses.filter((s) => typeof s?.id === 'string' && s.customer && (s.customer.userId || s.customer.username || s.customer.phone));
+  if (given.length === 0) return;
+  const rows = await prisma.$queryRawUnsafe<Array<{ wamid: string; phone: string | null; user_id: string | null; username: string | null }>>(
+    `SELECT m.wamid, ct.phone, ct.user_id, ct.username FROM messages m
+       JOIN conversations cv ON cv.id = m.conversation_id JOIN contacts ct ON ct.id = cv.contact_id
+     WHERE m.project_id = $1 AND m.wamid = ANY($2::text[])`,
+    projectId, given.map((s) => s.id),
+  );
+  const byWamid = new Map(rows.map((r) => [r.wamid, r]));
+  for (const s of given) {
+    const known = byWamid.get(s.id);
+    if (!known) continue;
+    const c = validIds(s.customer!);
+    // Only what the contact lacks (or a new username) is news: a status of another id changes nothing.
+    const news = (c.userId && !known.user_id) || (c.phone && !known.phone) || (c.username && c.username !== known.username);
+    if (!news) continue;
+    // The contact is the one the message went to; its own ids lead, the status's complete them.
+    await prisma.$transaction((tx) => resolveContact(tx, projectId, {
+      phone: known.phone ?? c.phone, userId: known.user_id ?? c.userId, parentUserId: c.parentUserId, username: c.username,
+    }, at));
+    known.user_id ??= c.userId ?? null;
+    known.phone ??= c.phone ?? null;
+    known.username = c.username ?? known.username;
+  }
+}
+
+/** Failed statuses with 131050 (the user stopped marketing messages) opt their contacts out. */
+export async function optOutOnFailedStatuses(pool: pg.Pool, projectId: string, statuses: MetaStatus[], at: Date): Promise<void> {
+  const wamids = statuses
+    .filter((s) => s?.status === 'failed' && Array.isArray(s.errors) && s.errors.some((e) => Number((e as { code?: unknown })?.code) === 131050))
+    .map((s) => s.id);
+  if (wamids.length === 0) return;
+  await pool.query(
+    `UPDATE contacts SET ${consentSetSql('opted_out', '$3', `'error_131050'`)}
+     WHERE opted_out_at IS NULL AND id IN (
+       SELECT cv.contact_id FROM messages m JOIN conversations cv ON cv.id = m.conversation_id
+       WHERE m.project_id = $1 AND m.wamid = ANY($2::text[]))`,
+    [projectId, wamids, at],
+  );
+}
