@@ -2285,6 +2285,32 @@ export interface components {
             messages_per_second: number;
             /** Format: date-time */
             computed_at: string;
+            /** @description The project's daily send quota on the UTC day sending starts, as it stands now; null on reports made before it was shown (and on retarget follow-ups). */
+            quota?: components["schemas"]["PreflightQuota"] | null;
+        };
+        /**
+         * @description How the daily send quota (messages per project per UTC calendar day, shared by the API's
+         *     sends and every campaign) meets this campaign. `held` recipients would wait, queued, until
+         *     `resumes_at` (the next UTC midnight): raising the quota (`ops projects quota`, `PATCH
+         *     /admin/projects/{projectId}`) resumes a held campaign at once.
+         */
+        PreflightQuota: {
+            /**
+             * Format: date
+             * @description The UTC day sending starts: today, or the scheduled day.
+             */
+            day: string;
+            daily_limit: number;
+            /** @description Messages already counted on that day. */
+            used: number;
+            remaining: number;
+            /** @description Eligible recipients beyond `remaining`. */
+            held: number;
+            /**
+             * Format: date-time
+             * @description The next UTC midnight after `day` when `held` > 0; null otherwise.
+             */
+            resumes_at: string | null;
         };
         Broadcast: {
             /** Format: uuid */
@@ -2304,7 +2330,7 @@ export interface components {
             };
             template_variables: components["schemas"]["BroadcastVariables"];
             status: components["schemas"]["BroadcastStatus"];
-            /** @description Why the campaign failed or was canceled. */
+            /** @description Why the campaign failed or was canceled, or why a sending campaign waits ("daily quota used; sending resumes at 2026-11-24 00:00 UTC or when the quota is raised"). */
             status_reason: string | null;
             /** Format: date-time */
             scheduled_at: string | null;

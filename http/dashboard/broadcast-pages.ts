@@ -9,6 +9,7 @@ import { approveBroadcastAs, cancelBroadcastAs } from '../../lib/dashboard/actio
 import { broadcastDetail, broadcastsOf } from '../../lib/dashboard/reads.js';
 import { canManage } from '../../lib/dashboard/roles.js';
 import type { BroadcastView } from '../../lib/broadcasts/store.js';
+import { quotaSentence } from '../../lib/broadcasts/quota-hold.js';
 import { duration, html, when, type Html } from './html.js';
 import { csrfField, layout, projectPath } from './layout.js';
 import { field, send } from './request.js';
@@ -27,6 +28,7 @@ function preflightReport(b: BroadcastView, templateStatus: string): Html {
   <dt>Audience</dt><dd><strong>${p.eligible}</strong> eligible recipients</dd>
   <dt>Excluded</dt><dd>${excluded.some(([, n]) => n > 0) ? html`<ul>${excluded.filter(([, n]) => n > 0).map(([r, n]) => html`<li>${REASONS[r] ?? r}: ${n}</li>`)}</ul>` : 'none'}</dd>
   <dt>Template</dt><dd>${b.template_name} (${b.template_language}, ${b.category}): <span class="status">${templateStatus}</span></dd>
+  <dt>Daily quota</dt><dd${p.quota?.held ? html` class="warning" role="note"` : ''}>${p.quota ? quotaSentence(p.quota) : 'not shown for this campaign'}</dd>
   <dt>Estimated duration</dt><dd>${duration(p.estimated_duration_seconds)} at ${p.messages_per_second} messages/s</dd>
   <dt>Waves</dt><dd>${b.wave_size ? `${b.wave_size} per wave` : 'one wave'}</dd>
   <dt>Scheduled</dt><dd>${b.scheduled_at ? when(b.scheduled_at) : 'on approval'}</dd>
@@ -61,7 +63,7 @@ export const showBroadcasts = (deps: AppDeps) => async (req: Request, res: Respo
 <section aria-labelledby="recent-title">
   <h2 id="recent-title">Other broadcasts</h2>
   ${others.length ? html`<div class="table-wrap"><table class="stack"><thead><tr><th scope="col">Name</th><th scope="col">Status</th><th scope="col">Scheduled</th><th scope="col">Completed</th></tr></thead><tbody>
-  ${others.map((b) => html`<tr><td data-label="Name"><a href="${projectPath(ctx.project.id, `/broadcasts/${b.id}`)}">${b.name}</a></td><td data-label="Status">${b.status}</td><td data-label="Scheduled">${when(b.scheduled_at)}</td><td data-label="Completed">${when(b.completed_at)}</td></tr>`)}
+  ${others.map((b) => html`<tr><td data-label="Name"><a href="${projectPath(ctx.project.id, `/broadcasts/${b.id}`)}">${b.name}</a></td><td data-label="Status">${b.status}${b.status === 'sending' && b.status_reason ? ` (${b.status_reason})` : ''}</td><td data-label="Scheduled">${when(b.scheduled_at)}</td><td data-label="Completed">${when(b.completed_at)}</td></tr>`)}
   </tbody></table></div>` : html`<p class="muted">None yet.</p>`}
 </section>`;
   send(res, 200, layout(ctx.shell('Broadcasts'), body));

@@ -12,6 +12,7 @@ import { computePreflight, freezeAudience, audienceFilter, preflightOf, type Pre
 import { broadcastNotFound, findBroadcast, type BroadcastRow } from './store.js';
 import { broadcastRate, pacingSettings } from './pacing.js';
 import { phoneNumberIdOf } from './channel-number.js';
+import { quotaOutlook } from './quota-hold.js';
 
 function wrongState(row: BroadcastRow, action: string): ApiError {
   return new ApiError('conflict', `Broadcast ${row.id} is ${row.status}: it cannot be ${action}.`, { status: row.status });
@@ -47,6 +48,8 @@ export async function approveBroadcast(pool: pg.Pool, id: string, input: Approve
     }
     if (frozen === 0) throw new ApiError('empty_audience', 'The audience has no eligible recipient now: nothing would be sent.', { preflight });
     const scheduledAt = input.scheduledAt ?? row.scheduled_at ?? now;
+    // The quota as it stood at approval, frozen with the rest of the report.
+    preflight.quota = await quotaOutlook(client, row.project_id, frozen, scheduledAt, now);
     const { rows: updated } = await client.query<BroadcastRow>(
       `UPDATE broadcasts SET status = 'scheduled', approved_at = $2, approved_by = $3, scheduled_at = $4, preflight = $5, updated_at = $2
        WHERE id = $1 RETURNING *`,

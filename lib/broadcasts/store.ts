@@ -6,6 +6,7 @@
  * moves forward by rank, whatever order the channel's callbacks arrive in). So `counts` are
  * exact after out-of-order callbacks, and a status cannot be counted twice.
  */
+import { quotaOutlook } from './quota-hold.js';
 import type { components } from '../../generated/api.js';
 import { ApiError } from '../platform/errors.js';
 import { audienceFilter, computePreflight, UUID, type Queryable, type Preflight } from './audience.js';
@@ -113,6 +114,7 @@ export async function broadcastView(db: Queryable, row: BroadcastRow, now: Date,
       if (filter) {
         const rate = await broadcastRate(db, await phoneNumberIdOf(db, row.project_id), pacingSettings());
         preflight = await computePreflight(db, { projectId: row.project_id, filter, category: row.category, variables: row.template_variables, now }, rate);
+        preflight.quota = await quotaOutlook(db, row.project_id, preflight.eligible, row.scheduled_at ?? now, now);
         recipientCount = preflight.eligible;
       }
     }
@@ -147,7 +149,7 @@ export async function broadcastView(db: Queryable, row: BroadcastRow, now: Date,
     retarget_parent_id: row.retarget_parent_id,
     retarget_count: row.retarget_count,
     recipient_count: recipientCount,
-    preflight,
+    preflight: preflight ? { ...preflight, quota: preflight.quota ?? null } : null,
     created_at: row.created_at.toISOString(),
   };
 }

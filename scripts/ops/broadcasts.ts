@@ -20,6 +20,7 @@ function broadcastRecord(b: Record<string, any>): string {
     ['template', `${b.template_name} (${b.template_language}), ${b.category}`],
     ['recipients', b.recipient_count ?? '-'],
     ['pre-flight', pf ? `${pf.eligible} eligible; excluded ${Object.entries(pf.excluded).filter(([, v]) => v).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}; about ${pf.estimated_duration_seconds} s at ${pf.messages_per_second}/s` : '-'],
+    ['daily quota', pf?.quota ? quotaLine(pf.quota) : '-'],
     ['counts', counts],
     ['scheduled', f.when(b.scheduled_at)],
     ['waves', b.wave_size ? `first ${b.wave_size}; next ${b.wave_scheduled_count ?? 'all'} at ${f.when(b.wave_scheduled_at)}` : '-'],
@@ -27,6 +28,13 @@ function broadcastRecord(b: Record<string, any>): string {
     ['created by', `${b.creator_name ?? '-'} (${b.created_by})`],
     ['approved by', b.approved_by ?? '-'],
   ]);
+}
+
+/** The same words as the dashboard's (lib/broadcasts/quota-hold.ts quotaSentence). */
+function quotaLine(q: Record<string, any>): string {
+  const base = `${q.remaining} of ${q.daily_limit} left on ${q.day} (UTC)`;
+  if (!q.held) return `${base}: all recipients fit`;
+  return `${base}: ${q.held} recipients would be held until ${f.utcMinute(q.resumes_at)} unless the quota is raised`;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -38,7 +46,7 @@ export const BROADCAST_COMMANDS: Command[] = [
     async run(api, _pos, args: ParsedArgs) {
       const status = flagValue(args, 'status');
       const data = await api.listBroadcasts({ status: status === undefined ? undefined : parseChoice(status, '--status', STATUSES), project_id: flagValue(args, 'project'), limit: 100 });
-      const rows = data.broadcasts.map((b: any) => [b.id, b.project_id, b.status, b.name, b.template_name, f.when(b.scheduled_at ?? b.created_at)]);
+      const rows = data.broadcasts.map((b: any) => [b.id, b.project_id, b.status + (b.status === 'sending' && b.status_reason ? ` (${b.status_reason})` : ''), b.name, b.template_name, f.when(b.scheduled_at ?? b.created_at)]);
       return { data, human: f.table(['ID', 'PROJECT', 'STATUS', 'NAME', 'TEMPLATE', 'WHEN'], rows, 'No campaigns.') };
     },
   },
@@ -57,7 +65,10 @@ export const BROADCAST_COMMANDS: Command[] = [
       const at = flagValue(args, 'at');
       if (at !== undefined && Number.isNaN(Date.parse(at))) throw new UsageError(`--at ${at} is not a time (e.g. 2026-03-02T09:00:00Z)`);
       const data = await api.approveBroadcast(id, { scheduled_at: at === undefined ? undefined : new Date(at).toISOString(), approved_by: flagValue(args, 'by') });
-      return { data, human: `Approved: ${(data.broadcast as any).recipient_count ?? '?'} recipients, scheduled for ${f.when((data.broadcast as any).scheduled_at)}.\n${broadcastRecord(data.broadcast)}` };
+      const b = data.broadcast as any;
+      const q = b.preflight?.quota;
+      const hold = q?.held ? `\nThe daily quota holds ${q.held} of them until ${f.utcMinute(q.resumes_at)} (raise it with: ops projects quota ${b.project_id} <n>).` : '';
+      return { data, human: `Approved: ${b.recipient_count ?? '?'} recipients, scheduled for ${f.when(b.scheduled_at)}.${hold}\n${broadcastRecord(data.broadcast)}` };
     },
   },
   {
