@@ -2484,6 +2484,8 @@ export interface operations {
                                 /** @description The number as given on that line. */
                                 number?: string | null;
                                 outcome: string;
+                                /** @description The public ContactImportRowCode (openapi.yaml): a stable machine-readable reason. */
+                                code: string;
                                 reason: string;
                             }[];
                         };

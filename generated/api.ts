@@ -775,10 +775,11 @@ export interface paths {
          *       import); `false`, `no`, `0`, `n` opt out; blank leaves it unknown (never true); any
          *       other value rejects the row.
          *     * Duplicates within the file and against existing contacts merge into one contact (tags
-         *       added, a name filled), never a second contact. Re-importing the same file changes
-         *       nothing.
-         *     * Every line not imported as is appears in the import's rows with its line number and
-         *       reason. A file that is not CSV, has no `number` column or no rows is refused at once
+         *       added, a name filled), never a second contact. A name fills only a contact that has
+         *       none: it never replaces a name set before the import or by an earlier line of the
+         *       file. Re-importing the same file changes nothing.
+         *     * Every line not imported as is appears in the import's rows with its line number, a
+         *       stable `code` (`ContactImportRowCode`) and a `reason` for people. A file that is not CSV, has no `number` column or no rows is refused at once
          *       (400 `invalid_csv`); one with broken quoting or bad encoding on some lines reports those
          *       lines.
          */
@@ -2477,10 +2478,24 @@ export interface components {
             line: number;
             /** @enum {string} */
             outcome: "rejected" | "merged";
+            code: components["schemas"]["ContactImportRowCode"];
+            /** @description For people, true to the line (such as "+999" is not a phone number: 3 digits; a number with its country code has 8 to 15); may change between releases: match on `code`. */
             reason: string;
             /** @description The number as written (at most 64 characters). */
             number: string | null;
         };
+        /**
+         * @description Why a line was not imported as is (stable; match on it rather than on `reason`):
+         *     `malformed_csv` (broken quoting), `invalid_encoding` (not UTF-8 text, or a NUL byte),
+         *     `line_too_long` (a record over 64 KiB), `missing_number` (the number cell is blank),
+         *     `missing_country_code` (a plausible national number written without `+` or `00`, and no
+         *     `default_country`), `invalid_number` (not a phone number whatever the country: letters, a
+         *     second `+`, a country code starting with 0, fewer than 8 or more than 15 digits),
+         *     `invalid_opted_in`, `name_too_long` (over 200 characters), `tag_too_long` (over 100),
+         *     and for `merged` rows `duplicate` (a number of an earlier line).
+         * @enum {string}
+         */
+        ContactImportRowCode: "malformed_csv" | "invalid_encoding" | "line_too_long" | "missing_number" | "missing_country_code" | "invalid_number" | "invalid_opted_in" | "name_too_long" | "tag_too_long" | "duplicate";
         ContactImportRowListResponse: {
             /** @constant */
             success: true;
