@@ -111,12 +111,12 @@ export const BROADCAST_COMMANDS: Command[] = [
       if (tty) process.stderr.write('\n');
       const imp = data.import as any;
       const c = imp.counts ?? {};
-      const report = data.rows.map((r: any) => [r.line, r.outcome, r.code ?? '-', r.reason]);
+      const report = data.rows.map((r: any) => [r.line, r.outcome, r.reason, r.code ?? '-']);
       const human = [
         `${imp.status}: ${c.rows} rows; created ${c.created}, updated ${c.updated}, unchanged ${c.unchanged}, merged ${c.merged}, rejected ${c.rejected}.`,
         imp.ignored_columns?.length ? `Ignored columns: ${imp.ignored_columns.join(', ')}` : '',
         imp.error ? `Error: ${imp.error}` : '',
-        report.length ? f.table(['LINE', 'OUTCOME', 'CODE', 'REASON'], report, '') : 'Every line was imported.',
+        report.length ? f.table(['LINE', 'OUTCOME', 'REASON', 'CODE'], report, '') : 'Every line was imported.',
       ].filter(Boolean).join('\n');
       return { data, human };
     },
