@@ -85,7 +85,7 @@ async function main(): Promise<void> {
   let simulatorUrl = config.simulatorUrl;
   let graphBaseUrl = config.graphBaseUrl ?? simulatorUrl;
   if (!graphBaseUrl) {
-    const sim = createSimulator({ logger, dataDir: path.join(config.dataDir, 'simulator'), limits: { callbackRetryDelaysMs: metaCallbackRetryDelaysMs(config.simulatorCallbackRetryScale) } });
+    const sim = createSimulator({ logger, dataDir: path.join(config.dataDir, 'simulator'), templateAutoDecisionMs: config.simulatorTemplateAutoApproveMs, limits: { callbackRetryDelaysMs: metaCallbackRetryDelaysMs(config.simulatorCallbackRetryScale) } });
     const simServer: Server = await new Promise((resolve, reject) => {
       const s = sim.app.listen(config.simulatorPort, '127.0.0.1', () => resolve(s));
       s.once('error', (e) => reject(new Error(`Cloud API simulator: cannot listen on 127.0.0.1:${config.simulatorPort} (${e.message}); set SIMULATOR_PORT`)));

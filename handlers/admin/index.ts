@@ -13,6 +13,7 @@ import * as broadcasts from './broadcasts.js';
 import * as code from './code.js';
 import * as flows from './flows.js';
 import * as dashboard from './dashboard.js';
+import * as templates from './templates.js';
 
 export const adminHandlers: Handlers<operations> = {
   adminGetOpenApiDocument: async (_req, deps) => ({ raw: publishedDocument(deps.adminContract, deps.config.publicBaseUrl) }),
@@ -52,6 +53,7 @@ export const adminHandlers: Handlers<operations> = {
   adminApproveBroadcast: broadcasts.adminApproveBroadcast,
   adminCancelBroadcast: broadcasts.adminCancelBroadcast,
   adminSetBroadcastThroughput: broadcasts.adminSetBroadcastThroughput,
+  adminDecideTemplate: templates.adminDecideTemplate,
   adminCreateContactImport: broadcasts.adminCreateContactImport,
   adminGetContactImport: broadcasts.adminGetContactImport,
   adminListDeployments: code.adminListDeployments,

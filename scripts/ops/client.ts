@@ -107,6 +107,8 @@ export class AdminClient {
   cancelBroadcast = (id: string, body: { reason?: string }) => this.call('adminCancelBroadcast', 'POST', `/admin/broadcasts/${seg(id)}/cancel`, body as never);
   setBroadcastThroughput = (projectId: string, body: Body<'adminSetBroadcastThroughput'>) =>
     this.call('adminSetBroadcastThroughput', 'PUT', `/admin/projects/${seg(projectId)}/broadcast-throughput`, body);
+  decideTemplate = (projectId: string, name: string, body: Body<'adminDecideTemplate'>) =>
+    this.call('adminDecideTemplate', 'POST', `/admin/projects/${seg(projectId)}/templates/${seg(name)}/decision`, body);
   getContactImport = (id: string) => this.call('adminGetContactImport', 'GET', `/admin/contact-imports/${seg(id)}`);
   /** Streams a CSV file as the body (never read into memory). */
   async createContactImport(projectId: string, file: NodeJS.ReadableStream, query: Query<'adminCreateContactImport'>): Promise<{ import: { id: string; status: string } }> {

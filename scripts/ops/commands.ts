@@ -11,8 +11,9 @@ import { TABLE_COMMANDS } from './tables.js';
 import { BROADCAST_COMMANDS } from './broadcasts.js';
 import { CODE_COMMANDS } from './code.js';
 import { FLOW_COMMANDS } from './flows.js';
+import { TEMPLATE_COMMANDS } from './templates.js';
 
-export type Group = 'dashboard' | 'projects' | 'keys' | 'connections' | 'tokens' | 'channel' | 'runtime' | 'webhooks' | 'tables' | 'broadcasts' | 'contacts' | 'code' | 'flows';
+export type Group = 'dashboard' | 'projects' | 'keys' | 'connections' | 'tokens' | 'channel' | 'runtime' | 'webhooks' | 'tables' | 'broadcasts' | 'contacts' | 'code' | 'flows' | 'templates';
 
 export interface Result {
   data: unknown;
@@ -47,6 +48,7 @@ export const GROUPS: Record<Group, string> = {
   contacts: 'Contact CSV imports with progress and a line report',
   code: "The bot's code: pull, push and deploy with a project key (SERVICE_API_KEY); deployments, rollback and logs",
   flows: "A project's WhatsApp Flows: publish to the channel (an operator's decision), deprecate, list",
+  templates: 'Message templates: approve or reject on the simulator (outside production; Meta decides real ones)',
   dashboard: 'People of the dashboard (/dashboard): the first owner of a project, with a one-time setup link',
 };
 
@@ -367,6 +369,7 @@ export const COMMANDS: Command[] = [
   ...BROADCAST_COMMANDS,
   ...CODE_COMMANDS,
   ...FLOW_COMMANDS,
+  ...TEMPLATE_COMMANDS,
 ];
 
 export function findCommand(group: string, name: string): Command | undefined {
