@@ -37,6 +37,7 @@ export function layout(shell: Shell, body: Html): Html {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${shell.title} · Dashboard</title>
+<link rel="icon" href="/favicon.svg" type="image/svg+xml">
 <link rel="stylesheet" href="/dashboard/assets/dashboard.css">
 <script src="/dashboard/assets/dashboard.js" defer></script>
 </head>

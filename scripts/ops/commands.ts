@@ -12,6 +12,7 @@ import { BROADCAST_COMMANDS } from './broadcasts.js';
 import { CODE_COMMANDS } from './code.js';
 import { FLOW_COMMANDS } from './flows.js';
 import { TEMPLATE_COMMANDS } from './templates.js';
+import { scopeList, scopesHelp } from './scopes.js';
 
 export type Group = 'dashboard' | 'projects' | 'keys' | 'connections' | 'tokens' | 'channel' | 'runtime' | 'webhooks' | 'tables' | 'broadcasts' | 'contacts' | 'code' | 'flows' | 'templates';
 
@@ -30,6 +31,8 @@ export interface Command {
   /** Flags the command accepts besides the global ones. */
   flags?: string[];
   summary: string;
+  /** More help after the usage line (e.g. the scope catalogue of commands that take scopes). */
+  details?: () => string;
   /** 'api_key': the command uses a project key (SERVICE_API_KEY), not the operator token. */
   auth?: 'api_key';
   run(api: AdminClient, pos: string[], args: ParsedArgs): Promise<Result>;
@@ -71,7 +74,6 @@ const channelRecord = (c: Schemas['Channel']) =>
   ]);
 
 /** Scope names are checked by the server, whose error lists the accepted ones. */
-const scopeList = (raw: string, what: string) => parseList(raw, what) as Schemas['Scope'][];
 
 function required(args: ParsedArgs, name: string, cmd: string): string {
   const v = flagValue(args, name);
@@ -175,7 +177,7 @@ export const COMMANDS: Command[] = [
     },
   },
   {
-    group: 'keys', name: 'create', args: ['<projectId>'], options: '--name NAME --scopes a,b [--test]',
+    group: 'keys', name: 'create', args: ['<projectId>'], options: '--name NAME --scopes a,b|all [--test]', details: scopesHelp,
     flags: ['name', 'scopes', 'test'], summary: 'Mint a key; --test mints a pk_test_ key. The secret is shown once',
     async run(api, [projectId], args) {
       const name = required(args, 'name', 'keys create');
@@ -193,7 +195,7 @@ export const COMMANDS: Command[] = [
     },
   },
   {
-    group: 'keys', name: 'scopes', args: ['<keyId>', '<a,b>'], summary: "Replace a key's scopes (effective on its next request)",
+    group: 'keys', name: 'scopes', args: ['<keyId>', '<a,b|all>'], details: scopesHelp, summary: "Replace a key's scopes (effective on its next request)",
     async run(api, [keyId, list]) {
       const data = await api.updateKey(keyId, { scopes: scopeList(list, 'the scopes') });
       return { data, human: done(`Updated the scopes of key ${data.key.id}.`, f.keyRecord(data.key)) };
@@ -251,7 +253,7 @@ export const COMMANDS: Command[] = [
     },
   },
   {
-    group: 'connections', name: 'attach', args: ['<connectionId>', '<projectId>'], options: '--scopes a,b [--default]',
+    group: 'connections', name: 'attach', args: ['<connectionId>', '<projectId>'], options: '--scopes a,b|all [--default]', details: scopesHelp,
     flags: ['scopes', 'default'], summary: 'Attach a project, or change its scopes; --default makes it the default',
     async run(api, [id, projectId], args) {
       const scopes = scopeList(required(args, 'scopes', 'connections attach'), '--scopes');
