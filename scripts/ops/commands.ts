@@ -177,7 +177,7 @@ export const COMMANDS: Command[] = [
     },
   },
   {
-    group: 'keys', name: 'create', args: ['<projectId>'], options: '--name NAME --scopes a,b|all [--test]', details: scopesHelp,
+    group: 'keys', name: 'create', args: ['<projectId>'], options: '--name NAME --scopes a,b [--test]', details: scopesHelp,
     flags: ['name', 'scopes', 'test'], summary: 'Mint a key; --test mints a pk_test_ key. The secret is shown once',
     async run(api, [projectId], args) {
       const name = required(args, 'name', 'keys create');
@@ -195,7 +195,7 @@ export const COMMANDS: Command[] = [
     },
   },
   {
-    group: 'keys', name: 'scopes', args: ['<keyId>', '<a,b|all>'], details: scopesHelp, summary: "Replace a key's scopes (effective on its next request)",
+    group: 'keys', name: 'scopes', args: ['<keyId>', '<a,b>'], details: scopesHelp, summary: "Replace a key's scopes (effective on its next request)",
     async run(api, [keyId, list]) {
       const data = await api.updateKey(keyId, { scopes: scopeList(list, 'the scopes') });
       return { data, human: done(`Updated the scopes of key ${data.key.id}.`, f.keyRecord(data.key)) };
@@ -253,7 +253,7 @@ export const COMMANDS: Command[] = [
     },
   },
   {
-    group: 'connections', name: 'attach', args: ['<connectionId>', '<projectId>'], options: '--scopes a,b|all [--default]', details: scopesHelp,
+    group: 'connections', name: 'attach', args: ['<connectionId>', '<projectId>'], options: '--scopes a,b [--default]', details: scopesHelp,
     flags: ['scopes', 'default'], summary: 'Attach a project, or change its scopes; --default makes it the default',
     async run(api, [id, projectId], args) {
       const scopes = scopeList(required(args, 'scopes', 'connections attach'), '--scopes');
