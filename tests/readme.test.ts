@@ -1,10 +1,10 @@
 /**
  * The README runs as pasted: its marked blocks (`<!-- readme-test: … -->` before a ```sh block:
- * the First call, the template decision) run in one bash session, in order, against a service
+ * the First call, the template decision, the bot walkthrough) run in one bash session, in order, against a service
  * started with `npm start` on the embedded defaults, as a user in a fresh clone would paste them.
  * Only what lets the test run beside another service changes: the ports (3000 → PORT, 4010 →
- * SIMULATOR_PORT, free ones) and the data folder (.data/ → a folder of the test's own). Each
- * `# {…}` output line of a block must appear in its output (`…` stands for anything). The start-up
+ * SIMULATOR_PORT, free ones) and the folders (.data/ and ./mybot → folders of the test's own). Each
+ * output line of a block (a comment starting with `{`, `…` or `→`) must appear in its output (`…` stands for anything). The start-up
  * banner is checked on the real start, and the time to ready is printed.
  */
 import { afterAll, describe, expect, it } from '@jest/globals';
@@ -39,7 +39,7 @@ export function readmeBlocks(text: string): Array<{ name: string; script: string
   const re = /<!-- readme-test: ([\w-]+) -->\n```sh\n([\s\S]*?)\n```/g;
   for (let m = re.exec(text); m; m = re.exec(text)) {
     const lines = m[2].split('\n');
-    out.push({ name: m[1], script: m[2], expected: lines.filter((l) => l.startsWith('# ')).map((l) => l.slice(2)) });
+    out.push({ name: m[1], script: m[2], expected: lines.filter((l) => /^# [{…→]/.test(l)).map((l) => l.slice(2).replace(/^→ /, '')) });
   }
   return out;
 }
@@ -59,9 +59,9 @@ function bash(script: string, env: NodeJS.ProcessEnv): Promise<{ code: number | 
 }
 
 describe('the README as pasted', () => {
-  it('When the First call and the template blocks are pasted into one shell after npm start, then every command succeeds and prints what the README shows', async () => {
+  it('When the First call, template and bot blocks are pasted into one shell after npm start, then every command succeeds and prints what the README shows', async () => {
     const blocks = readmeBlocks(readFileSync(path.join(root, 'README.md'), 'utf8'));
-    expect(blocks.map((b) => b.name)).toEqual(['first-call', 'first-call', 'templates']);
+    expect(blocks.map((b) => b.name)).toEqual(['first-call', 'first-call', 'templates', 'bot']);
 
     dir = await tempFolder('svc-readme-');
     const data = path.join(dir, 'data');
@@ -89,11 +89,12 @@ describe('the README as pasted', () => {
     const script = ['set -euo pipefail', ...blocks.map((b) => `echo; echo "=== ${b.name}"\n${b.script}`)].join('\n')
       .replaceAll('localhost:3000', `localhost:${port}`)
       .replaceAll('localhost:4010', `localhost:${simPort}`)
-      .replaceAll('.data/', `${data}/`);
+      .replaceAll('.data/', `${data}/`)
+      .replaceAll('./mybot', `${dir}/mybot`);
     const shellEnv: NodeJS.ProcessEnv = { ...process.env, SERVICE_URL: base };
     for (const k of ['ADMIN_TOKEN', 'SERVICE_API_KEY', 'PROJECT']) delete shellEnv[k];
     const run = await bash(script, shellEnv);
-    expect({ code: run.code, stderr: run.stderr.split('\n').filter((l) => !/Unknown user config|^$/.test(l)) }).toEqual({ code: 0, stderr: [] });
+    expect({ code: run.code, stderr: run.stderr.split('\n').filter((l) => !/Unknown (user|env) config|^$/.test(l)) }).toEqual({ code: 0, stderr: [] });
     const sections = run.stdout.split(/^=== /m).slice(1);
     blocks.forEach((b, i) => {
       for (const line of b.expected) expect({ block: b.name, line, output: sections[i] }).toEqual({ block: b.name, line, output: expect.stringMatching(pattern(line)) });
