@@ -12,6 +12,7 @@ import { startTestApp, type TestApp } from './support/app.js';
 import { projectWithKey } from './support/broadcasts.js';
 import { main } from '../scripts/ops/main.js';
 import { loadConfig } from '../lib/platform/config.js';
+import { person } from './support/dashboard.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -82,6 +83,32 @@ describe('ops templates approve|reject', () => {
       t.config.nodeEnv = before;
     }
     expect((await status()).status).toBe('PENDING');
+  });
+});
+
+describe("the dashboard's Templates page", () => {
+  it('When an owner presses Approve on a pending template, then it is APPROVED and audited; a member sees no buttons and is refused', async () => {
+    const { project, status } = await submitted('welcome_back');
+    const owner = await person(t, project.id, `tpl-owner-${Date.now()}@example.com`);
+    const member = await person(t, project.id, `tpl-member-${Date.now()}@example.com`, 'member');
+    const page = (await owner.agent.get(`/dashboard/projects/${project.id}/templates`)).text;
+    expect(page).toContain('aria-label="Approve welcome_back (en_US)"');
+    expect(page).toContain('aria-label="Reject welcome_back (en_US)"');
+    expect((await member.agent.get(`/dashboard/projects/${project.id}/templates`)).text).not.toContain('Approve welcome_back');
+    const form = { name: 'welcome_back', language: 'en_US', decision: 'APPROVED' };
+    const refused = await member.agent.post(`/dashboard/projects/${project.id}/templates/decision`).type('form').send({ ...form, _csrf: await member.csrf() });
+    expect(refused.status).toBe(403);
+    expect((await status()).status).toBe('PENDING');
+    const done = await owner.agent.post(`/dashboard/projects/${project.id}/templates/decision`).type('form').send({ ...form, _csrf: await owner.csrf() });
+    expect(done.status).toBe(303);
+    expect(done.headers.location).toContain('done=template_approved');
+    expect((await status()).status).toBe('APPROVED');
+    const audit = await t.db.prisma.dashboardAudit.findMany({ where: { projectId: project.id, action: 'template.decide' } });
+    expect(audit.map((a) => [a.subject, a.before, a.after])).toEqual([['welcome_back (en_US)', { status: 'PENDING' }, { status: 'APPROVED', rejected_reason: null }]]);
+    const bad = await owner.agent.post(`/dashboard/projects/${project.id}/templates/decision`).type('form').send({ ...form, decision: 'PAUSED', _csrf: await owner.csrf() });
+    expect(bad.status).toBe(400);
+    const missing = await owner.agent.post(`/dashboard/projects/${project.id}/templates/decision`).type('form').send({ ...form, name: 'nope', _csrf: await owner.csrf() });
+    expect(missing.status).toBe(404);
   });
 });
 

@@ -14,7 +14,7 @@ import { csrfMatches } from '../../lib/dashboard/csrf.js';
 import { DashboardRefusal } from '../../lib/dashboard/refusal.js';
 import { cookie, errorPage, page, parseForm, SESSION_COOKIE, clearCookie } from './request.js';
 import { showLogin, submitLogin, showSetup, submitSetup, submitLogout } from './auth-pages.js';
-import { showProjects, showWebhooks, showTemplates, showPeople, invite, removeMember, showAudit, type DashboardOptions } from './project-pages.js';
+import { showProjects, showWebhooks, showTemplates, decideTemplate, showPeople, invite, removeMember, showAudit, type DashboardOptions } from './project-pages.js';
 import { showKeys, createKey, rotateKey, revokeKey, updateScopes } from './key-pages.js';
 import { showBroadcasts, showBroadcast, broadcastProgress, approve, cancel } from './broadcast-pages.js';
 import { showContacts, showConversations, showConversation } from './customer-pages.js';
@@ -82,7 +82,8 @@ export function dashboardRouter(deps: AppDeps, opts: DashboardOptions = {}): Rou
   r.post('/projects/:projectId/broadcasts/:broadcastId/approve', page(approve(deps)));
   r.post('/projects/:projectId/broadcasts/:broadcastId/cancel', page(cancel(deps)));
   r.get('/projects/:projectId/webhooks', page(showWebhooks(deps)));
-  r.get('/projects/:projectId/templates', page(showTemplates(deps)));
+  r.get('/projects/:projectId/templates', page(showTemplates(deps, opts)));
+  r.post('/projects/:projectId/templates/decision', page(decideTemplate(deps, opts)));
   r.get('/projects/:projectId/people', page(showPeople(deps)));
   r.post('/projects/:projectId/people', page(invite(deps)));
   r.post('/projects/:projectId/people/remove', page(removeMember(deps)));

@@ -1,0 +1,24 @@
+/**
+ * An owner or admin decides a template from the dashboard's Templates page, outside production,
+ * on the simulator (lib/templates/simulator-decision.ts: the same path as `ops templates
+ * approve|reject`); recorded in the audit trail with the status before and after.
+ */
+import type { Deps } from '../deps.js';
+import { recordAudit, type Actor } from './audit.js';
+import { decideOnSimulator } from '../templates/simulator-decision.js';
+import { DashboardRefusal } from './refusal.js';
+
+export async function decideTemplateAs(
+  deps: Deps, actor: Actor, projectId: string, simulatorUrl: string | undefined,
+  input: { name: string; language: string; decision: string },
+) {
+  if (input.decision !== 'APPROVED' && input.decision !== 'REJECTED') throw new DashboardRefusal(400, 'The decision is Approve or Reject.');
+  const before = await deps.db.prisma.template.findFirst({ where: { projectId, name: input.name.slice(0, 512), language: input.language.slice(0, 15) } });
+  if (!before) throw new DashboardRefusal(404, 'No such template in this project.');
+  const after = await decideOnSimulator(deps, simulatorUrl, projectId, before.name, { decision: input.decision, language: before.language });
+  await recordAudit(deps, actor, {
+    projectId, action: 'template.decide', subject: `${before.name} (${before.language})`,
+    before: { status: before.status }, after: { status: after.status, rejected_reason: after.rejected_reason },
+  }).catch((e) => deps.logger.error('dashboard audit: not recorded', { error: String(e), action: 'template.decide' }));
+  return after;
+}
