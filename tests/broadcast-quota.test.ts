@@ -63,6 +63,8 @@ describe('the quota in the pre-flight', () => {
     const approved = await ops(['broadcasts', 'approve', id]);
     expect(approved.code).toBe(0);
     expect(approved.stdout).toContain(`The daily quota holds 9 of them until 2026-11-24 00:00 UTC (raise it with: ops projects quota ${project.id} <n>).`);
+    const after = (await agent.get(`/dashboard/projects/${project.id}/broadcasts/${id}`)).text;
+    expect(after).toMatch(/Daily quota at approval<\/dt><dd class="warning">3 of 5 left on 2026-11-23 \(UTC\): 9 recipients would be held until 2026-11-24 00:00 UTC/);
   });
 
   it('When everyone fits, or the campaign is scheduled for another day, then nothing is held and the day is the scheduled one', async () => {

@@ -142,6 +142,16 @@ describe('busy ports', () => {
     expect(failed).toEqual([`Failed to start: ${part}: port ${busy} on 127.0.0.1 is already in use by another program. Stop that program or choose another port with ${setting}.`]);
     expect(run.stderr).not.toMatch(/Cannot read properties|EADDRINUSE/);
   }, 90_000);
+
+  it('When the embedded PostgreSQL port is busy, then start-up fails with one line naming EMBEDDED_PG_PORT', async () => {
+    const env = await envWith({ EMBEDDED_PG_PORT: String(busy) });
+    delete env.DATABASE_URL;
+    const run = await startServer(env);
+    expect(run.code).toBe(1);
+    const failed = run.stderr.split('\n').filter((l) => l.startsWith('Failed to start'));
+    expect(failed).toHaveLength(1);
+    expect(failed[0]).toMatch(new RegExp(`^Failed to start: Embedded PostgreSQL: port ${busy} on 127\\.0\\.0\\.1 is already in use by another program\\. .*EMBEDDED_PG_PORT`));
+  }, 120_000);
 });
 
 describe('/docs and the favicon', () => {

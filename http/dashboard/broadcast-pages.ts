@@ -120,6 +120,7 @@ export const showBroadcast = (deps: AppDeps) => async (req: Request, res: Respon
   <dt>Started</dt><dd>${when(b.started_at)}</dd>
   <dt>Completed</dt><dd>${when(b.completed_at)}</dd>
   <dt>Recipients</dt><dd>${b.recipient_count ?? '—'}</dd>
+  ${b.status !== 'pending_approval' && b.preflight?.quota ? html`<dt>Daily quota at approval</dt><dd${b.preflight.quota.held ? html` class="warning"` : ''}>${quotaSentence(b.preflight.quota)}</dd>` : ''}
 </dl>
 ${b.status === 'pending_approval' ? html`<h2>Pre-flight report</h2>${preflightReport(b, d.templateStatus)}` : ''}
 ${canManage(ctx.role) && open ? (b.status === 'pending_approval' ? decisionForms(ctx.project.id, ctx.csrf, b) : cancelForm(ctx.project.id, ctx.csrf, b, 'Cancel the rest')) : ''}
