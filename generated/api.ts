@@ -2292,8 +2292,8 @@ export interface components {
         /**
          * @description How the daily send quota (messages per project per UTC calendar day, shared by the API's
          *     sends and every campaign) meets this campaign. `held` recipients would wait, queued, until
-         *     `resumes_at` (the next UTC midnight): raising the quota (`ops projects quota`, `PATCH
-         *     /admin/projects/{projectId}`) resumes a held campaign at once.
+         *     `resumes_at` (the next UTC midnight): an operator raising the quota (`ops projects
+         *     quota`) resumes a held campaign at once.
          */
         PreflightQuota: {
             /**
