@@ -7,6 +7,7 @@ import type { AppDeps } from './http/app-deps.js';
 import { contractPipeline } from './http/dispatch.js';
 import { operationalRoutes, type Readiness } from './http/operational.js';
 import { apiReferenceRoutes } from './http/api-reference.js';
+import { faviconRoutes } from './http/favicon.js';
 import { requestId } from './middleware/request-id.js';
 import { securityHeaders, singleAuthorization } from './middleware/http-hardening.js';
 import { accessLog } from './middleware/access-log.js';
@@ -56,6 +57,7 @@ export function createApp(deps: AppDeps & AppOptions): Express {
   app.use(accessLog(deps.logger, deps.metrics));
   // The API reference page (Redoc over /v1/openapi.json): public, outside the contracts.
   app.use(apiReferenceRoutes());
+  app.use(faviconRoutes());
   app.use(singleAuthorization);
   // The bot's runtime API (custom events), by its own contract: first, so its hot path skips
   // the other pipelines.

@@ -4,10 +4,12 @@
  * and jobs (services.ts, the one composition root), then HTTP. Shutdown runs in reverse,
  * PostgreSQL last.
  */
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import path from 'node:path';
 import { createHttpServer } from './http/client-errors.js';
 import { applyHttpTimeouts } from './http/timeouts.js';
+import { listenOn } from './http/listen.js';
+import { startupBanner } from './http/banner.js';
 import { loadConfig } from './lib/platform/config.js';
 import { createLogger } from './lib/platform/logger.js';
 import { systemClock } from './lib/platform/clock.js';
@@ -85,11 +87,8 @@ async function main(): Promise<void> {
   let simulatorUrl = config.simulatorUrl;
   let graphBaseUrl = config.graphBaseUrl ?? simulatorUrl;
   if (!graphBaseUrl) {
-    const sim = createSimulator({ logger, dataDir: path.join(config.dataDir, 'simulator'), limits: { callbackRetryDelaysMs: metaCallbackRetryDelaysMs(config.simulatorCallbackRetryScale) } });
-    const simServer: Server = await new Promise((resolve, reject) => {
-      const s = sim.app.listen(config.simulatorPort, '127.0.0.1', () => resolve(s));
-      s.once('error', (e) => reject(new Error(`Cloud API simulator: cannot listen on 127.0.0.1:${config.simulatorPort} (${e.message}); set SIMULATOR_PORT`)));
-    });
+    const sim = createSimulator({ logger, dataDir: path.join(config.dataDir, 'simulator'), templateAutoDecisionMs: config.simulatorTemplateAutoApproveMs, limits: { callbackRetryDelaysMs: metaCallbackRetryDelaysMs(config.simulatorCallbackRetryScale) } });
+    const simServer = await listenOn(createServer(sim.app), config.simulatorPort, '127.0.0.1', 'Cloud API simulator', 'SIMULATOR_PORT');
     stopSimulator = async () => {
       await sim.close();
       await closeServer(simServer, config.shutdownGraceMs);
@@ -112,10 +111,7 @@ async function main(): Promise<void> {
   await services.startJobs();
   const { app } = services;
 
-  const server: Server = await new Promise((resolve, reject) => {
-    const s = createHttpServer(app).listen(config.port, config.host, () => resolve(s));
-    s.once('error', reject);
-  });
+  const server = await listenOn(createHttpServer(app), config.port, config.host, 'Service API', 'PORT');
   applyHttpTimeouts(server, {
     requestTimeoutMs: config.httpRequestTimeoutMs,
     headersTimeoutMs: config.httpHeadersTimeoutMs,
@@ -129,13 +125,7 @@ async function main(): Promise<void> {
   // The validator compiles the contract on first use: warm it before the first caller waits.
   await Promise.all([fetch(`${base}/v1/openapi.json`), fetch(`${base}/admin/openapi.json`)]).catch(() => undefined);
 
-  console.log(`\nService API listening on ${base}  (description: ${base}/v1/openapi.json)`);
-  // The operator token is shown once, when it is generated; afterwards only where it is kept.
-  if (admin.created) console.log(`ADMIN_TOKEN=${admin.token}  (generated now; kept in ${path.join(config.dataDir, 'admin-token')})`);
-  else if (!config.adminToken) console.log(`Operator token: in ${path.join(config.dataDir, 'admin-token')} (ADMIN_TOKEN=$(cat …))`);
-  if (simulatorUrl) console.log(`WhatsApp Cloud API simulator on ${simulatorUrl} (new projects get a simulated number; control API: ${simulatorUrl}/_sim)`);
-  console.log(`Dashboard on ${base}/dashboard (first owner of a project: npm run ops -- dashboard grant <projectId> <email>)`);
-  console.log(`Operator CLI: ADMIN_TOKEN=… npm run ops -- --help\n`);
+  console.log(startupBanner({ base, port, config, simulatorUrl, admin, tokenFile: path.join(config.dataDir, 'admin-token') }));
 
   started = true;
   await checkpoint();

@@ -747,6 +747,42 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/projects/{projectId}/templates/{name}/decision": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+                /**
+                 * @description The template's name.
+                 * @example order_update
+                 */
+                name: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve or reject a template on the simulator
+         * @description Decides a submitted template as Meta's review would, on the Cloud API simulator the
+         *     service talks to (the bundled one, or SIMULATOR_URL): the simulator sends its
+         *     `message_template_status_update` callback, which updates the template and raises
+         *     `template.approved` / `template.rejected` like a real decision. Refused with 409
+         *     `conflict` in production (`NODE_ENV=production`) and when the channel is not the simulator
+         *     (GRAPH_BASE_URL set): there Meta decides, in WhatsApp Manager.
+         */
+        post: operations["adminDecideTemplate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/projects/{projectId}/contact-imports": {
         parameters: {
             query?: never;
@@ -2678,6 +2714,65 @@ export interface operations {
             401: components["responses"]["Error"];
         };
     };
+    adminDecideTemplate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+                /**
+                 * @description The template's name.
+                 * @example order_update
+                 */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    decision: "APPROVED" | "REJECTED";
+                    /** @description Needed when the template exists in more than one language. */
+                    language?: string;
+                    /** @description REJECTED only: the rejection reason (default INVALID_FORMAT). */
+                    reason?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The template after the decision. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            template: {
+                                name: string;
+                                language: string;
+                                category: string;
+                                status: string;
+                                rejected_reason: string | null;
+                            };
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            502: components["responses"]["Error"];
+        };
+    };
     adminCreateContactImport: {
         parameters: {
             query?: {
@@ -2742,6 +2837,8 @@ export interface operations {
                                 /** @description The number as given on that line. */
                                 number?: string | null;
                                 outcome: string;
+                                /** @description The public ContactImportRowCode (openapi.yaml): a stable machine-readable reason. */
+                                code: string;
                                 reason: string;
                             }[];
                         };

@@ -813,10 +813,11 @@ export interface paths {
          *       import); `false`, `no`, `0`, `n` opt out; blank leaves it unknown (never true); any
          *       other value rejects the row.
          *     * Duplicates within the file and against existing contacts merge into one contact (tags
-         *       added, a name filled), never a second contact. Re-importing the same file changes
-         *       nothing.
-         *     * Every line not imported as is appears in the import's rows with its line number and
-         *       reason. A file that is not CSV, has no `number` column or no rows is refused at once
+         *       added, a name filled), never a second contact. A name fills only a contact that has
+         *       none: it never replaces a name set before the import or by an earlier line of the
+         *       file. Re-importing the same file changes nothing.
+         *     * Every line not imported as is appears in the import's rows with its line number, a
+         *       stable `code` (`ContactImportRowCode`) and a `reason` for people. A file that is not CSV, has no `number` column or no rows is refused at once
          *       (400 `invalid_csv`); one with broken quoting or bad encoding on some lines reports those
          *       lines.
          */
@@ -2442,6 +2443,8 @@ export interface components {
             computed_at: string;
             cost_estimate?: components["schemas"]["CostEstimate"];
             messaging_limit?: components["schemas"]["MessagingLimitReport"];
+            /** @description The project's daily send quota on the UTC day sending starts, as it stands now; null on reports made before it was shown (and on retarget follow-ups). */
+            quota?: components["schemas"]["PreflightQuota"] | null;
         };
         /**
          * @description An estimate of what the campaign costs at the channel, from the operator's rate card (price per
@@ -2531,6 +2534,30 @@ export interface components {
             } | null;
             estimate: components["schemas"]["CostEstimate"] | null;
         };
+        /**
+         * @description How the daily send quota (messages per project per UTC calendar day, shared by the API's
+         *     sends and every campaign) meets this campaign. `held` recipients would wait, queued, until
+         *     `resumes_at` (the next UTC midnight): an operator raising the quota (`ops projects
+         *     quota`) resumes a held campaign at once.
+         */
+        PreflightQuota: {
+            /**
+             * Format: date
+             * @description The UTC day sending starts: today, or the scheduled day.
+             */
+            day: string;
+            daily_limit: number;
+            /** @description Messages already counted on that day. */
+            used: number;
+            remaining: number;
+            /** @description Eligible recipients beyond `remaining`. */
+            held: number;
+            /**
+             * Format: date-time
+             * @description The next UTC midnight after `day` when `held` > 0; null otherwise.
+             */
+            resumes_at: string | null;
+        };
         Broadcast: {
             /** Format: uuid */
             id: string;
@@ -2549,7 +2576,7 @@ export interface components {
             };
             template_variables: components["schemas"]["BroadcastVariables"];
             status: components["schemas"]["BroadcastStatus"];
-            /** @description Why the campaign failed or was canceled. */
+            /** @description Why the campaign failed or was canceled, or why a sending campaign waits ("daily quota used; sending resumes at 2026-11-24 00:00 UTC or when the quota is raised"). */
             status_reason: string | null;
             /** Format: date-time */
             scheduled_at: string | null;
@@ -2701,10 +2728,24 @@ export interface components {
             line: number;
             /** @enum {string} */
             outcome: "rejected" | "merged";
+            code: components["schemas"]["ContactImportRowCode"];
+            /** @description For people, true to the line (such as "+999" is not a phone number: 3 digits; a number with its country code has 8 to 15); may change between releases: match on `code`. */
             reason: string;
             /** @description The number as written (at most 64 characters). */
             number: string | null;
         };
+        /**
+         * @description Why a line was not imported as is (stable; match on it rather than on `reason`):
+         *     `malformed_csv` (broken quoting), `invalid_encoding` (not UTF-8 text, or a NUL byte),
+         *     `line_too_long` (a record over 64 KiB), `missing_number` (the number cell is blank),
+         *     `missing_country_code` (a plausible national number written without `+` or `00`, and no
+         *     `default_country`), `invalid_number` (not a phone number whatever the country: letters, a
+         *     second `+`, a country code starting with 0, fewer than 8 or more than 15 digits),
+         *     `invalid_opted_in`, `name_too_long` (over 200 characters), `tag_too_long` (over 100),
+         *     and for `merged` rows `duplicate` (a number of an earlier line).
+         * @enum {string}
+         */
+        ContactImportRowCode: "malformed_csv" | "invalid_encoding" | "line_too_long" | "missing_number" | "missing_country_code" | "invalid_number" | "invalid_opted_in" | "name_too_long" | "tag_too_long" | "duplicate";
         ContactImportRowListResponse: {
             /** @constant */
             success: true;

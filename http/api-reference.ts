@@ -10,6 +10,14 @@ import { Router, type Request, type Response } from 'express';
 
 const bundlePath = createRequire(import.meta.url).resolve('redoc/bundles/redoc.standalone.js');
 
+/**
+ * Redoc's "API docs by Redocly" footer loads its logo from Redocly's CDN, which the page's own CSP
+ * blocks (a console error on every load) and which would be an outside request anyway: the bundle
+ * is served with a local icon instead.
+ */
+export const REDOC_OUTSIDE_LOGO = 'https://cdn.redoc.ly/redoc/logo-mini.svg';
+const LOCAL_LOGO = '/favicon.svg';
+
 // No inline script: the <redoc> element starts the bundle by itself. Redoc injects its styles
 // and runs its search index in a blob: worker.
 const CSP = [
@@ -31,6 +39,7 @@ const PAGE = `<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Messaging Automation Service API reference</title>
+<link rel="icon" href="/favicon.svg" type="image/svg+xml">
 </head>
 <body>
 <redoc spec-url="/v1/openapi.json" hide-download-button="false"></redoc>
@@ -49,7 +58,7 @@ export function apiReferenceRoutes(): Router {
   });
 
   router.get('/docs/redoc.standalone.js', (_req: Request, res: Response) => {
-    bundle ??= readFileSync(bundlePath);
+    bundle ??= Buffer.from(readFileSync(bundlePath, 'utf8').replaceAll(REDOC_OUTSIDE_LOGO, LOCAL_LOGO));
     // Public and versioned with the package: a browser may keep it for an hour.
     res.status(200).type('application/javascript').setHeader('Cache-Control', 'public, max-age=3600').send(bundle);
   });

@@ -14,4 +14,6 @@ export interface AppDeps extends Deps {
   validateResponses: boolean;
   /** Told of every response that breaks the contract (config.responseCheckSample of them are checked). */
   onResponseViolation?: (violations: ResponseViolation[]) => void;
+  /** The Cloud API simulator's URL when it is the channel (never with GRAPH_BASE_URL): template decisions outside production. */
+  simulatorUrl?: string;
 }

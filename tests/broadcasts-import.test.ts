@@ -68,7 +68,7 @@ describe('createContactImport', () => {
       [project.id],
     );
     expect(contacts.rows).toEqual([
-      { phone: '14155550101', name: 'Ada L.', tags: ['vip', 'new', 'repeat'], opted_in: true, has_at: true, opt_in_import_id: done.id, out: false },
+      { phone: '14155550101', name: 'Ada', tags: ['vip', 'new', 'repeat'], opted_in: true, has_at: true, opt_in_import_id: done.id, out: false },
       { phone: '14155550102', name: 'Bo', tags: [], opted_in: false, has_at: false, opt_in_import_id: null, out: true },
       { phone: '14155550103', name: 'Cy, Jr.', tags: ['vip', 'old'], opted_in: false, has_at: false, opt_in_import_id: null, out: false },
     ]);

@@ -140,13 +140,30 @@ describeWithBrowser(describe)('dashboard in Chromium', () => {
     expect(await page.textContent('#broadcast-status')).toBe('scheduled');
     expect(await page.textContent('main')).toContain(`by ${owner}`);
 
-    // The engine releases it; the simulator receives one send per recipient.
+    // The engine releases it; the page, left open, follows the sending without a reload: a
+    // daily quota of 2 holds the third recipient (the held reason shows), raising it completes it.
+    await t.admin.call('patch', `/admin/projects/${project.id}`, { daily_send_quota: 2 });
     const engine = await engineFor(t);
+    let navigations = 0;
+    page.on('framenavigated', (f) => {
+      if (f === page.mainFrame()) navigations++;
+    });
     try {
+      await engine.tick();
+      await engine.engine.idle();
+      await page.locator('#progress-reason').filter({ hasText: 'daily quota used; sending resumes at' }).waitFor({ timeout: 15_000 });
+      expect(await page.getAttribute('#progress-bar', 'value')).toBe('2');
+      expect(await page.textContent('#broadcast-status')).toMatch(/^sending \(daily quota used; sending resumes at \d{4}-\d\d-\d\d 00:00 UTC/);
+      await page.screenshot({ path: docs('dashboard-broadcast-held.png'), fullPage: true });
+      await t.admin.call('patch', `/admin/projects/${project.id}`, { daily_send_quota: 1000 });
       expect(await runUntil(t, engine, broadcastId, ['completed', 'failed'])).toBe('completed');
     } finally {
       await engine.stop();
     }
+    await page.locator('#broadcast-status').filter({ hasText: /^completed$/ }).waitFor({ timeout: 15_000 });
+    expect(await page.getAttribute('#progress-bar', 'value')).toBe('3');
+    expect(await page.isHidden('#progress-reason')).toBe(true);
+    expect(navigations).toBe(0);
     const sent = (await request(t.sim!.url).get(`/_sim/messages?phone_number_id=${phoneNumberId}&limit=100`)).body.data as Array<{ to: string; payload: any }>;
     expect(sent.map((m) => m.to).sort()).toEqual(['14155550101', '14155550102', '14155550103']);
     expect(sent.find((m) => m.to === '14155550101')!.payload.template.components[0].parameters[0].text).toBe('Ana');
@@ -154,9 +171,49 @@ describeWithBrowser(describe)('dashboard in Chromium', () => {
     expect(await page.textContent('#broadcast-status')).toBe('completed');
     await page.screenshot({ path: docs('dashboard-broadcast-progress.png'), fullPage: true });
 
+    // Contacts: search by name or phone, with consent and tags; a conversation's messages with their statuses.
+    await page.goto(`${t.baseUrl}/dashboard/projects/${project.id}/contacts`);
+    expect(await unlabelled(page)).toEqual([]);
+    await page.getByLabel('Search by phone, name or username').fill('Ana');
+    await page.keyboard.press('Enter');
+    await page.waitForURL('**/contacts?q=Ana');
+    expect(await page.locator('#contacts tbody tr').count()).toBe(1);
+    expect(await page.textContent('#contacts')).toContain('+14155550101');
+    expect(await page.textContent('#contacts')).toMatch(/opted in \d{4}-\d\d-\d\d \d\d:\d\d UTC/);
+    await page.getByLabel('Search by phone, name or username').fill('4155550105');
+    await page.keyboard.press('Enter');
+    await page.waitForURL('**/contacts?q=4155550105');
+    expect(await page.textContent('#contacts')).toMatch(/opted out/);
+    await page.screenshot({ path: docs('dashboard-contacts.png'), fullPage: true });
+    await page.goto(`${t.baseUrl}/dashboard/projects/${project.id}/conversations`);
+    expect(await unlabelled(page)).toEqual([]);
+    const rows = page.locator('#conversations tbody tr');
+    expect(await rows.count()).toBe(3);
+    await rows.first().getByRole('link').click();
+    await page.waitForURL('**/conversations/*');
+    expect(await page.textContent('#messages')).toMatch(/to the customer\s*template\s*spring_sale\s*sent/);
+    expect(await page.textContent('#conversation-state')).toBeTruthy();
+    await page.screenshot({ path: docs('dashboard-conversation.png'), fullPage: true });
+
+    // Revoke asks first: dismissing keeps the key; accepting revokes it.
+    await page.goto(`${t.baseUrl}/dashboard/projects/${project.id}/keys`);
+    const revoke = page.getByRole('button', { name: 'Revoke CRM sync' });
+    page.once('dialog', (d) => void d.dismiss());
+    await revoke.click();
+    expect((await request(t.app).get('/v1/ping').set('Authorization', `Bearer ${secret}`)).status).toBe(200);
+    page.once('dialog', (d) => void d.accept());
+    await revoke.click();
+    await page.waitForURL('**/keys?done=revoked');
+    expect((await request(t.app).get('/v1/ping').set('Authorization', `Bearer ${secret}`)).status).toBe(401);
+
+    // The audit trail's before/after JSON wraps inside the page; the favicon is served.
+    await page.goto(`${t.baseUrl}/dashboard/projects/${project.id}/audit`);
+    expect(await fitsWidth(page)).toBe(true);
+    expect((await request(t.app).get('/favicon.ico')).status).toBe(200);
+
     // A phone's width: nothing needs horizontal scrolling.
     await page.setViewportSize({ width: 375, height: 800 });
-    for (const p of ['broadcasts', `broadcasts/${broadcastId}`, 'keys', 'audit', 'people']) {
+    for (const p of ['broadcasts', `broadcasts/${broadcastId}`, 'keys', 'audit', 'people', 'contacts', 'conversations']) {
       await page.goto(`${t.baseUrl}/dashboard/projects/${project.id}/${p}`);
       expect({ page: p, fits: await fitsWidth(page) }).toEqual({ page: p, fits: true });
       expect(await unlabelled(page)).toEqual([]);

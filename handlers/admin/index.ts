@@ -14,6 +14,7 @@ import * as code from './code.js';
 import * as flows from './flows.js';
 import * as dashboard from './dashboard.js';
 import * as rateCard from './rate-card.js';
+import * as templates from './templates.js';
 
 export const adminHandlers: Handlers<operations> = {
   adminGetOpenApiDocument: async (_req, deps) => ({ raw: publishedDocument(deps.adminContract, deps.config.publicBaseUrl) }),
@@ -58,6 +59,7 @@ export const adminHandlers: Handlers<operations> = {
   adminGetRateCard: rateCard.adminGetRateCard,
   adminSetRateCard: rateCard.adminSetRateCard,
   adminDeleteRateCard: rateCard.adminDeleteRateCard,
+  adminDecideTemplate: templates.adminDecideTemplate,
   adminCreateContactImport: broadcasts.adminCreateContactImport,
   adminGetContactImport: broadcasts.adminGetContactImport,
   adminListDeployments: code.adminListDeployments,

@@ -3,6 +3,7 @@ import type { operations } from '../../generated/admin-api.js';
 import type { Handler } from '../../http/handler-types.js';
 import * as projects from '../../lib/access/projects.js';
 import { projectView } from './serialize.js';
+import { wakeQuotaHeld } from '../../lib/broadcasts/quota-hold.js';
 
 export { findProject } from '../../lib/access/projects.js';
 
@@ -25,6 +26,8 @@ export const adminUpdateProject: Handler<Ops['adminUpdateProject']> = async (req
   const { name, status, daily_send_quota } = req.body;
   const project = await projects.updateProject(deps, req.params.projectId, { name, status, dailySendQuota: daily_send_quota });
   deps.bot?.releaseChanged(project.id); // a paused project's bot stops at once
+  // Campaigns parked on the used quota resume at the engine's next tick, not at midnight.
+  if (daily_send_quota !== undefined) await wakeQuotaHeld(deps.db.pool, project.id);
   return { data: { project: projectView(project) } };
 };
 

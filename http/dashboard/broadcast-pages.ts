@@ -9,6 +9,7 @@ import { approveBroadcastAs, cancelBroadcastAs } from '../../lib/dashboard/actio
 import { broadcastDetail, broadcastsOf } from '../../lib/dashboard/reads.js';
 import { canManage } from '../../lib/dashboard/roles.js';
 import type { BroadcastView } from '../../lib/broadcasts/store.js';
+import { quotaSentence } from '../../lib/broadcasts/quota-hold.js';
 import { duration, html, when, type Html } from './html.js';
 import { csrfField, layout, projectPath } from './layout.js';
 import { field, send } from './request.js';
@@ -29,6 +30,7 @@ function preflightReport(b: BroadcastView, templateStatus: string): Html {
   <dt>Audience</dt><dd><strong>${p.eligible}</strong> eligible recipients</dd>
   <dt>Excluded</dt><dd>${excluded.some(([, n]) => n > 0) ? html`<ul>${excluded.filter(([, n]) => n > 0).map(([r, n]) => html`<li>${REASONS[r] ?? r}: ${n}</li>`)}</ul>` : 'none'}</dd>
   <dt>Template</dt><dd>${b.template_name} (${b.template_language}, ${b.category}): <span class="status">${templateStatus}</span></dd>
+  <dt>Daily quota</dt><dd${p.quota?.held ? html` class="warning" role="note"` : ''}>${p.quota ? quotaSentence(p.quota) : 'not shown for this campaign'}</dd>
   <dt>Estimated duration</dt><dd>${duration(p.estimated_duration_seconds)} at ${p.messages_per_second} messages/s</dd>
   ${preflightCostRows(p)}
   <dt>Waves</dt><dd>${b.wave_size ? `${b.wave_size} per wave` : 'one wave'}</dd>
@@ -36,15 +38,55 @@ function preflightReport(b: BroadcastView, templateStatus: string): Html {
 </dl>`;
 }
 
+/** Cancel with its own reason box, in a box of its own, asking for confirmation (dashboard.js). */
+function cancelForm(projectId: string, csrf: string, b: BroadcastView, label: string): Html {
+  return html`<form method="post" action="${projectPath(projectId, `/broadcasts/${b.id}/cancel`)}" class="cancel-form" data-confirm="${label} “${b.name}”? Recipients not yet sent will not get it.">${csrfField(csrf)}
+    <fieldset><legend>${label}</legend>
+    <label for="reason-${b.id}">Reason for canceling (optional)</label>
+    <input id="reason-${b.id}" name="reason" type="text" maxlength="500">
+    <button type="submit" class="danger" aria-label="${label} ${b.name}">${label}</button></fieldset></form>`;
+}
+
 function decisionForms(projectId: string, csrf: string, b: BroadcastView): Html {
   const base = projectPath(projectId, `/broadcasts/${b.id}`);
   return html`<div class="actions">
   <form method="post" action="${base}/approve" class="inline">${csrfField(csrf)}<button type="submit" class="primary" aria-label="Approve ${b.name}">Approve</button></form>
-  <form method="post" action="${base}/cancel" class="inline">${csrfField(csrf)}
-    <label for="reason-${b.id}" class="check">Reason</label>
-    <input id="reason-${b.id}" name="reason" type="text" maxlength="500" placeholder="optional">
-    <button type="submit" class="danger" aria-label="Cancel ${b.name}">Cancel</button></form>
+  ${cancelForm(projectId, csrf, b, 'Cancel')}
 </div>`;
+}
+
+/** What the progress shows, for the page and for its live updates (the same words). */
+export function progressOf(b: BroadcastView) {
+  const counts = b.counts;
+  const total = counts?.total ?? b.recipient_count ?? 0;
+  const waiting = counts ? counts.queued + counts.held : total;
+  const done = Math.max(0, total - waiting);
+  const live = ['scheduled', 'sending'].includes(b.status);
+  const reason = b.status_reason && ['sending', 'failed', 'canceled'].includes(b.status) ? b.status_reason : null;
+  return {
+    status: b.status,
+    status_line: `${b.status}${b.status_reason ? ` (${b.status_reason})` : ''}`,
+    live,
+    total,
+    done,
+    text: counts ? `${done} of ${total} recipients handed over or settled` : b.status === 'scheduled' ? `Scheduled for ${when(b.scheduled_at)}; ${total} recipients` : 'Sending has not started.',
+    reason,
+    counts,
+  };
+}
+
+function progressSection(projectId: string, b: BroadcastView): Html {
+  const p = progressOf(b);
+  const keys = ['total', 'queued', 'held', 'sent', 'delivered', 'read', 'failed', 'canceled'] as const;
+  return html`<section id="progress" aria-labelledby="progress-title" data-progress-url="${projectPath(projectId, `/broadcasts/${b.id}/progress`)}" data-live="${p.live ? 'true' : 'false'}">
+<h2 id="progress-title">Progress</h2>
+<p><progress id="progress-bar" max="${Math.max(1, p.total)}" value="${p.done}" aria-label="Progress of ${b.name}">${p.done} of ${p.total}</progress>
+<span id="progress-text" aria-live="polite">${p.text}</span></p>
+<p id="progress-reason" class="warning"${p.reason ? '' : html` hidden`}>${p.reason ?? ''}</p>
+<div class="table-wrap"><table><thead><tr>${keys.map((k) => html`<th scope="col">${k}</th>`)}</tr></thead>
+<tbody><tr>${keys.map((k) => html`<td data-count="${k}">${p.counts ? p.counts[k] : '—'}</td>`)}</tr></tbody></table></div>
+${p.live ? html`<p class="muted">Updates by itself every few seconds while the campaign is scheduled or sending.</p>` : ''}
+</section>`;
 }
 
 export const showBroadcasts = (deps: AppDeps) => async (req: Request, res: Response) => {
@@ -65,7 +107,7 @@ export const showBroadcasts = (deps: AppDeps) => async (req: Request, res: Respo
 <section aria-labelledby="recent-title">
   <h2 id="recent-title">Other broadcasts</h2>
   ${others.length ? html`<div class="table-wrap"><table class="stack"><thead><tr><th scope="col">Name</th><th scope="col">Status</th><th scope="col">Scheduled</th><th scope="col">Completed</th></tr></thead><tbody>
-  ${others.map((b) => html`<tr><td data-label="Name"><a href="${projectPath(ctx.project.id, `/broadcasts/${b.id}`)}">${b.name}</a></td><td data-label="Status">${b.status}</td><td data-label="Scheduled">${when(b.scheduled_at)}</td><td data-label="Completed">${when(b.completed_at)}</td></tr>`)}
+  ${others.map((b) => html`<tr><td data-label="Name"><a href="${projectPath(ctx.project.id, `/broadcasts/${b.id}`)}">${b.name}</a></td><td data-label="Status">${b.status}${b.status === 'sending' && b.status_reason ? ` (${b.status_reason})` : ''}</td><td data-label="Scheduled">${when(b.scheduled_at)}</td><td data-label="Completed">${when(b.completed_at)}</td></tr>`)}
   </tbody></table></div>` : html`<p class="muted">None yet.</p>`}
 </section>`;
   send(res, 200, layout(ctx.shell('Broadcasts'), body));
@@ -76,7 +118,6 @@ export const showBroadcast = (deps: AppDeps) => async (req: Request, res: Respon
   await refreshMessagingLimit(deps, ctx.project.id);
   const d = await broadcastDetail(deps, ctx.project.id, String(req.params.broadcastId));
   const b = d.view;
-  const counts = b.counts;
   const open = ['pending_approval', 'scheduled', 'sending'].includes(b.status);
   const body = html`<dl class="facts">
   <dt>Status</dt><dd class="status" id="broadcast-status">${b.status}${b.status_reason ? ` (${b.status_reason})` : ''}</dd>
@@ -84,13 +125,12 @@ export const showBroadcast = (deps: AppDeps) => async (req: Request, res: Respon
   <dt>Started</dt><dd>${when(b.started_at)}</dd>
   <dt>Completed</dt><dd>${when(b.completed_at)}</dd>
   <dt>Recipients</dt><dd>${b.recipient_count ?? '—'}</dd>
+  ${b.status !== 'pending_approval' && b.preflight?.quota ? html`<dt>Daily quota at approval</dt><dd${b.preflight.quota.held ? html` class="warning"` : ''}>${quotaSentence(b.preflight.quota)}</dd>` : ''}
 </dl>
 ${b.status === 'pending_approval' ? html`<h2>Pre-flight report</h2>${preflightReport(b, d.templateStatus)}` : ''}
-${canManage(ctx.role) && open ? (b.status === 'pending_approval' ? decisionForms(ctx.project.id, ctx.csrf, b) : html`<form method="post" action="${projectPath(ctx.project.id, `/broadcasts/${b.id}/cancel`)}" class="inline">${csrfField(ctx.csrf)}<label for="reason" class="check">Reason</label><input id="reason" name="reason" type="text" maxlength="500"><button type="submit" class="danger">Cancel the rest</button></form>`) : ''}
+${canManage(ctx.role) && open ? (b.status === 'pending_approval' ? decisionForms(ctx.project.id, ctx.csrf, b) : cancelForm(ctx.project.id, ctx.csrf, b, 'Cancel the rest')) : ''}
 ${billingSection(b)}
-<h2>Progress</h2>
-${counts ? html`<div class="table-wrap"><table><thead><tr>${Object.keys(counts).map((k) => html`<th scope="col">${k}</th>`)}</tr></thead>
-<tbody><tr>${Object.values(counts).map((n) => html`<td>${n}</td>`)}</tr></tbody></table></div>` : html`<p class="muted">Sending has not started.</p>`}
+${b.status === 'pending_approval' ? '' : progressSection(ctx.project.id, b)}
 <h2>Waves</h2>
 <p>${b.wave_size ? `${b.wave_size} recipients per wave.` : 'One wave.'} Next wave: ${b.wave_scheduled_at ? `${b.wave_scheduled_count ?? ''} recipients at ${when(b.wave_scheduled_at)}` : 'none scheduled'}.</p>
 ${d.waves.length ? html`<div class="table-wrap"><table class="stack"><thead><tr><th scope="col">Wave</th><th scope="col">Recipients by status</th></tr></thead><tbody>
@@ -103,6 +143,13 @@ ${d.failures.map((f) => html`<tr><td data-label="Code">${f.code ?? '—'}</td><t
 ${b.retarget_parent_id ? html` This is a follow-up of <a href="${projectPath(ctx.project.id, `/broadcasts/${b.retarget_parent_id}`)}">an earlier broadcast</a>.` : ''}</p>
 ${d.followUps.length ? html`<ul>${d.followUps.map((f) => html`<li><a href="${projectPath(ctx.project.id, `/broadcasts/${f.id}`)}">${f.name}</a>: ${f.status}</li>`)}</ul>` : ''}`;
   send(res, 200, layout(ctx.shell(`Broadcast: ${b.name}`), body));
+};
+
+/** The progress as JSON for the page's live updates (dashboard.js); same roles as the page. */
+export const broadcastProgress = (deps: AppDeps) => async (req: Request, res: Response) => {
+  const ctx = await projectContext(deps, req, 'broadcasts');
+  const d = await broadcastDetail(deps, ctx.project.id, String(req.params.broadcastId));
+  res.status(200).setHeader('Cache-Control', 'no-store').json(progressOf(d.view));
 };
 
 export const approve = (deps: AppDeps) => async (req: Request, res: Response) => {

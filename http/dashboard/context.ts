@@ -13,6 +13,8 @@ const NOTICES: Record<string, string> = {
   revoked: 'Key revoked: it no longer works.',
   scopes: 'Scopes saved: they apply from the key’s next request.',
   removed: 'Removed from the project.',
+  template_approved: 'Template approved (by the simulator, as Meta’s review would).',
+  template_rejected: 'Template rejected (by the simulator, as Meta’s review would).',
 };
 
 export function person(req: Request) {

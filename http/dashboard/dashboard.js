@@ -15,3 +15,38 @@ function select(el) {
   sel.removeAllRanges();
   sel.addRange(range);
 }
+
+// A form that changes something for good (revoke a key, cancel a campaign) asks first.
+document.addEventListener('submit', (event) => {
+  const form = event.target.closest('form[data-confirm]');
+  if (form && !window.confirm(form.getAttribute('data-confirm'))) event.preventDefault();
+});
+
+// A campaign's progress follows the sending without a reload: its page reads /progress every
+// 3 s while the campaign is scheduled or sending, and stops when it is over.
+(function liveProgress() {
+  const section = document.querySelector('[data-progress-url][data-live="true"]');
+  if (!section) return;
+  const url = section.getAttribute('data-progress-url');
+  const set = (id, text) => { const el = document.getElementById(id); if (el) el.textContent = text; };
+  const tick = () => {
+    fetch(url, { credentials: 'same-origin', headers: { accept: 'application/json' } })
+      .then((r) => (r.ok ? r.json() : Promise.reject(new Error(String(r.status)))))
+      .then((p) => {
+        const bar = document.getElementById('progress-bar');
+        if (bar) { bar.max = Math.max(1, p.total); bar.value = p.done; bar.textContent = `${p.done} of ${p.total}`; }
+        set('progress-text', p.text);
+        set('broadcast-status', p.status_line);
+        const reason = document.getElementById('progress-reason');
+        if (reason) { reason.textContent = p.reason || ''; reason.hidden = !p.reason; }
+        if (p.counts) for (const [k, n] of Object.entries(p.counts)) {
+          const cell = section.querySelector(`[data-count="${k}"]`);
+          if (cell) cell.textContent = String(n);
+        }
+        section.setAttribute('data-live', p.live ? 'true' : 'false');
+        if (p.live) setTimeout(tick, 3000);
+      })
+      .catch(() => setTimeout(tick, 10000));
+  };
+  setTimeout(tick, 3000);
+})();

@@ -45,7 +45,7 @@ function keyCard(projectId: string, csrf: string, k: Key): Html {
     </form></details>
   <div class="actions">
     <form method="post" action="${base}/rotate" class="inline">${csrfField(csrf)}<button type="submit" aria-label="Rotate ${k.name}">Rotate</button></form>
-    <form method="post" action="${base}/revoke" class="inline">${csrfField(csrf)}<button type="submit" class="danger" aria-label="Revoke ${k.name}">Revoke</button></form>
+    <form method="post" action="${base}/revoke" class="inline" data-confirm="Revoke the key “${k.name}”? Every request with it is refused at once; this cannot be undone.">${csrfField(csrf)}<button type="submit" class="danger" aria-label="Revoke ${k.name}">Revoke</button></form>
   </div>`}
 </article>`;
 }

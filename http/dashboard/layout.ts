@@ -14,6 +14,8 @@ export interface Shell {
 
 const TABS: Array<{ tab: string; label: string; roles?: Role[] }> = [
   { tab: 'broadcasts', label: 'Broadcasts' },
+  { tab: 'contacts', label: 'Contacts' },
+  { tab: 'conversations', label: 'Conversations' },
   { tab: 'keys', label: 'API keys', roles: ['owner', 'admin'] },
   { tab: 'webhooks', label: 'Webhooks' },
   { tab: 'templates', label: 'Templates' },
@@ -37,6 +39,7 @@ export function layout(shell: Shell, body: Html): Html {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${shell.title} · Dashboard</title>
+<link rel="icon" href="/favicon.svg" type="image/svg+xml">
 <link rel="stylesheet" href="/dashboard/assets/dashboard.css">
 <script src="/dashboard/assets/dashboard.js" defer></script>
 </head>

@@ -1,7 +1,8 @@
 /** The person's projects; a project's webhooks with their delivery log, templates, people (owners invite) and audit trail (owners). */
 import type { Request, Response } from 'express';
 import type { AppDeps } from '../app-deps.js';
-import { projectsOf } from '../../lib/dashboard/roles.js';
+import { canManage, projectsOf } from '../../lib/dashboard/roles.js';
+import { decideTemplateAs } from '../../lib/dashboard/template-decision.js';
 import { membersOf, templatesOf, webhooksOf } from '../../lib/dashboard/reads.js';
 import { listAudit } from '../../lib/dashboard/audit.js';
 import { inviteAs, removeMemberAs } from '../../lib/dashboard/actions.js';
@@ -54,14 +55,19 @@ export const showWebhooks = (deps: AppDeps) => async (req: Request, res: Respons
   send(res, 200, layout(ctx.shell('Webhooks'), body));
 };
 
-export const showTemplates = (deps: AppDeps) => async (req: Request, res: Response) => {
+export const showTemplates = (deps: AppDeps, opts: DashboardOptions = {}) => async (req: Request, res: Response) => {
   const ctx = await projectContext(deps, req, 'templates');
   const rows = await templatesOf(deps, ctx.project.id);
-  const body = rows.length
-    ? html`<div class="table-wrap"><table class="stack"><thead><tr><th scope="col">Name</th><th scope="col">Language</th><th scope="col">Category</th><th scope="col">Status</th><th scope="col">Updated</th></tr></thead><tbody>
-${rows.map((t) => html`<tr><td data-label="Name">${t.name}</td><td data-label="Language">${t.language}</td><td data-label="Category">${t.category}</td><td data-label="Status" class="status">${t.status}${t.rejected_reason ? ` (${t.rejected_reason})` : ''}</td><td data-label="Updated">${when(t.updated_at)}</td></tr>`)}
+  // Outside production, on the simulator, owners and admins decide a pending template as Meta's review would.
+  const decides = canManage(ctx.role) && deps.config.nodeEnv !== 'production' && !!opts.simulatorUrl;
+  const decide = (t: { name: string; language: string }, decision: 'APPROVED' | 'REJECTED', label: string) =>
+    html`<form method="post" action="${projectPath(ctx.project.id, '/templates/decision')}" class="inline">${csrfField(ctx.csrf)}<input type="hidden" name="name" value="${t.name}"><input type="hidden" name="language" value="${t.language}"><input type="hidden" name="decision" value="${decision}"><button type="submit"${decision === 'REJECTED' ? html` class="danger"` : ''} aria-label="${label} ${t.name} (${t.language})">${label}</button></form>`;
+  const body = html`${decides ? html`<p class="muted">Templates are decided by Meta's review in production. Here the simulator decides: it approves a new template after 3 s (SIMULATOR_TEMPLATE_AUTO_APPROVE_MS), or you decide below.</p>` : ''}
+${rows.length
+    ? html`<div class="table-wrap"><table class="stack"><thead><tr><th scope="col">Name</th><th scope="col">Language</th><th scope="col">Category</th><th scope="col">Status</th><th scope="col">Updated</th>${decides ? html`<th scope="col">Decision</th>` : ''}</tr></thead><tbody>
+${rows.map((t) => html`<tr><td data-label="Name">${t.name}</td><td data-label="Language">${t.language}</td><td data-label="Category">${t.category}</td><td data-label="Status" class="status">${t.status}${t.rejected_reason ? ` (${t.rejected_reason})` : ''}</td><td data-label="Updated">${when(t.updated_at)}</td>${decides ? html`<td data-label="Decision">${t.status === 'PENDING' ? html`${decide(t, 'APPROVED', 'Approve')} ${decide(t, 'REJECTED', 'Reject')}` : '—'}</td>` : ''}</tr>`)}
 </tbody></table></div>`
-    : html`<p class="muted">No templates.</p>`;
+    : html`<p class="muted">No templates.</p>`}`;
   send(res, 200, layout(ctx.shell('Templates'), body));
 };
 
@@ -109,6 +115,12 @@ export const removeMember = (deps: AppDeps) => async (req: Request, res: Respons
   const { actor } = person(req);
   await removeMemberAs(deps, actor, String(req.params.projectId), field(req, 'email'));
   res.redirect(303, projectPath(String(req.params.projectId), actor.email === field(req, 'email')?.trim().toLowerCase() ? '' : '/people?done=removed'));
+};
+
+export const decideTemplate = (deps: AppDeps, opts: DashboardOptions = {}) => async (req: Request, res: Response) => {
+  const { actor, project } = await projectContext(deps, req, 'templates', ['owner', 'admin'], 'decide templates');
+  const t = await decideTemplateAs(deps, actor, project.id, opts.simulatorUrl, { name: field(req, 'name') ?? '', language: field(req, 'language') ?? '', decision: field(req, 'decision') ?? '' });
+  res.redirect(303, projectPath(project.id, `/templates?done=${t.status === 'APPROVED' ? 'template_approved' : 'template_rejected'}`));
 };
 
 export const showAudit = (deps: AppDeps) => async (req: Request, res: Response) => {

@@ -14,16 +14,18 @@ import { csrfMatches } from '../../lib/dashboard/csrf.js';
 import { DashboardRefusal } from '../../lib/dashboard/refusal.js';
 import { cookie, errorPage, page, parseForm, SESSION_COOKIE, clearCookie } from './request.js';
 import { showLogin, submitLogin, showSetup, submitSetup, showInvite, submitInvite, submitLogout } from './auth-pages.js';
-import { showProjects, showWebhooks, showTemplates, showPeople, invite, removeMember, showAudit, type DashboardOptions } from './project-pages.js';
+import { showProjects, showWebhooks, showTemplates, decideTemplate, showPeople, invite, removeMember, showAudit, type DashboardOptions } from './project-pages.js';
 import { showKeys, createKey, rotateKey, revokeKey, updateScopes } from './key-pages.js';
-import { showBroadcasts, showBroadcast, approve, cancel } from './broadcast-pages.js';
+import { showBroadcasts, showBroadcast, broadcastProgress, approve, cancel } from './broadcast-pages.js';
+import { showContacts, showConversations, showConversation } from './customer-pages.js';
 
 export type { DashboardOptions } from './project-pages.js';
 
 const asset = (name: string) => readFileSync(path.join(PROJECT_ROOT, 'http', 'dashboard', name), 'utf8');
 
 // Pages load only this service's own CSS and script; no inline script runs; no framing.
-const CSP = "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+// connect-src 'self': a campaign's page reads its own progress while it sends.
+const CSP = "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 export function dashboardRouter(deps: AppDeps, opts: DashboardOptions = {}): Router {
   const css = asset('dashboard.css');
@@ -75,10 +77,15 @@ export function dashboardRouter(deps: AppDeps, opts: DashboardOptions = {}): Rou
   r.post('/projects/:projectId/keys/:keyId/scopes', page(updateScopes(deps)));
   r.get('/projects/:projectId/broadcasts', page(showBroadcasts(deps)));
   r.get('/projects/:projectId/broadcasts/:broadcastId', page(showBroadcast(deps)));
+  r.get('/projects/:projectId/broadcasts/:broadcastId/progress', page(broadcastProgress(deps)));
+  r.get('/projects/:projectId/contacts', page(showContacts(deps)));
+  r.get('/projects/:projectId/conversations', page(showConversations(deps)));
+  r.get('/projects/:projectId/conversations/:conversationId', page(showConversation(deps)));
   r.post('/projects/:projectId/broadcasts/:broadcastId/approve', page(approve(deps)));
   r.post('/projects/:projectId/broadcasts/:broadcastId/cancel', page(cancel(deps)));
   r.get('/projects/:projectId/webhooks', page(showWebhooks(deps)));
-  r.get('/projects/:projectId/templates', page(showTemplates(deps)));
+  r.get('/projects/:projectId/templates', page(showTemplates(deps, opts)));
+  r.post('/projects/:projectId/templates/decision', page(decideTemplate(deps, opts)));
   r.get('/projects/:projectId/people', page(showPeople(deps)));
   r.post('/projects/:projectId/people', page(invite(deps)));
   r.post('/projects/:projectId/people/remove', page(removeMember(deps)));

@@ -13,6 +13,7 @@ import { broadcastNotFound, findBroadcast, type BroadcastRow } from './store.js'
 import { broadcastRate, pacingSettings } from './pacing.js';
 import { phoneNumberIdOf } from './channel-number.js';
 import { addChannelFacts, frozenRecipients } from '../pricing/preflight-facts.js';
+import { quotaOutlook } from './quota-hold.js';
 
 function wrongState(row: BroadcastRow, action: string): ApiError {
   return new ApiError('conflict', `Broadcast ${row.id} is ${row.status}: it cannot be ${action}.`, { status: row.status });
@@ -53,6 +54,8 @@ export async function approveBroadcast(pool: pg.Pool, id: string, input: Approve
     // The cost estimate and the messaging limit, of the frozen recipients (lib/pricing/).
     await addChannelFacts(client, preflight, row.project_id, row.category, frozenRecipients(id), now);
     const scheduledAt = input.scheduledAt ?? row.scheduled_at ?? now;
+    // The quota as it stood at approval, frozen with the rest of the report.
+    preflight.quota = await quotaOutlook(client, row.project_id, frozen, scheduledAt, now);
     const { rows: updated } = await client.query<BroadcastRow>(
       `UPDATE broadcasts SET status = 'scheduled', approved_at = $2, approved_by = $3, scheduled_at = $4, preflight = $5, updated_at = $2
        WHERE id = $1 RETURNING *`,

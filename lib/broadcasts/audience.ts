@@ -6,6 +6,7 @@
  * opted in (MARKETING), hit the per-user marketing limit (131049) in the last 24 hours
  * (MARKETING), a variable without a value.
  */
+import type { PreflightQuota } from './quota-hold.js';
 import type pg from 'pg';
 import { ApiError } from '../platform/errors.js';
 import { compileFilter, Params, parseFilter, type FilterGroup } from './filter.js';
@@ -82,6 +83,8 @@ export interface Preflight {
   estimated_duration_seconds: number;
   messages_per_second: number;
   computed_at: string;
+  /** The daily quota on the day sending starts (quota-hold.ts); absent on reports stored before it existed. */
+  quota?: PreflightQuota | null;
 }
 
 export async function computePreflight(db: Queryable, rule: AudienceRule, ratePerSecond: number): Promise<Preflight> {

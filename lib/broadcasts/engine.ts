@@ -34,6 +34,7 @@ import { failInterrupted } from '../contacts-import/imports.js';
 import { cancelOptedOutClaims } from './audience.js';
 import { channelRecipient } from '../conversations/recipient.js';
 import { optOutOnSendError } from '../consent/consent.js';
+import { QUOTA_HOLD_PREFIX, quotaHoldReason } from './quota-hold.js';
 
 export interface EngineOptions {
   owner: string;
@@ -139,7 +140,7 @@ export class BroadcastEngine {
         const now = this.deps.clock.now();
         if (b.status === 'scheduled') b = await this.start(b, now);
         if (b.wave_scheduled_at && b.wave_scheduled_at <= now) await this.releaseWave(b, now);
-        if (b.status_reason?.startsWith('daily quota')) {
+        if (b.status_reason?.startsWith(QUOTA_HOLD_PREFIX)) {
           await this.pool.query(`UPDATE broadcasts SET status_reason = NULL WHERE id = $1 AND status = 'sending'`, [id]);
         }
         await recoverStale(this.pool, id, b.project_id, this.opts.timer.now());
@@ -261,7 +262,7 @@ export class BroadcastEngine {
         const resume = nextUtcMidnight(now);
         await this.pool.query(
           `UPDATE broadcasts SET status_reason = $2, lease_owner = NULL, lease_until = $3 WHERE id = $1`,
-          [b.id, `daily quota used; sending resumes after ${resume.toISOString()}`, new Date(t.getTime() + (resume.getTime() - now.getTime()))],
+          [b.id, quotaHoldReason(resume), new Date(t.getTime() + (resume.getTime() - now.getTime()))],
         );
         return 'parked';
       }

@@ -6,6 +6,7 @@
  * moves forward by rank, whatever order the channel's callbacks arrive in). So `counts` are
  * exact after out-of-order callbacks, and a status cannot be counted twice.
  */
+import { quotaOutlook } from './quota-hold.js';
 import type { components } from '../../generated/api.js';
 import { ApiError } from '../platform/errors.js';
 import { audienceFilter, computePreflight, UUID, type Queryable, type Preflight } from './audience.js';
@@ -116,6 +117,7 @@ export async function broadcastView(db: Queryable, row: BroadcastRow, now: Date,
         const rate = await broadcastRate(db, await phoneNumberIdOf(db, row.project_id), pacingSettings());
         const rule = { projectId: row.project_id, filter, category: row.category, variables: row.template_variables, now };
         preflight = await addChannelFacts(db, await computePreflight(db, rule, rate), row.project_id, row.category, liveRecipients(rule), now);
+        preflight.quota = await quotaOutlook(db, row.project_id, preflight.eligible, row.scheduled_at ?? now, now);
         recipientCount = preflight.eligible;
       }
     }
@@ -150,7 +152,7 @@ export async function broadcastView(db: Queryable, row: BroadcastRow, now: Date,
     retarget_parent_id: row.retarget_parent_id,
     retarget_count: row.retarget_count,
     recipient_count: recipientCount,
-    preflight,
+    preflight: preflight ? { ...preflight, quota: preflight.quota ?? null } : null,
     // What the statuses reported about cost, beside the estimate frozen at approval (lib/pricing/).
     billing: live && counts !== null ? await campaignBilling(db, row.id, (preflight as PreflightWithFacts | null)?.cost_estimate ?? null) : null,
     created_at: row.created_at.toISOString(),

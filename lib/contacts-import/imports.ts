@@ -8,10 +8,12 @@
  *   and a batch is never half-stored. Duplicates within the file are found through
  *   `contact_import_phones` (the first line of each number), not an in-memory set, so memory
  *   stays flat for a million-row file; a later line merges into the same contact and is reported.
- * - A contact changes only when the file says something new: the file's name replaces the name,
+ * - A contact changes only when the file says something new: a name fills a contact that has
+ *   none (never replaces one, whether set before the import or by an earlier line of the file),
  *   tags are added, `opted_in` true opts in (when and from which import are recorded, once),
  *   false opts out. Re-importing the same file therefore changes nothing (all `unchanged`).
- * - Every line not imported as is gets a report row with its line number and reason.
+ * - Every line not imported as is gets a report row with its line number, a stable code and a
+ *   text true to the line (reasons.ts).
  * - Fair share: a project's imports apply one batch at a time in this instance (the others of
  *   the same project wait their turn, FIFO), so a project starting many imports holds at most
  *   one of the platform's connections for them.
@@ -28,6 +30,7 @@ import type { components } from '../../generated/api.js';
 import type { Deps } from '../deps.js';
 import { ApiError } from '../platform/errors.js';
 import { readCsv, type CsvRecord } from './csv.js';
+import { classifyNumber, csvReason, type ImportRowCode, type RowReason } from './reasons.js';
 import type { Queryable } from '../broadcasts/audience.js';
 import { UUID } from '../broadcasts/audience.js';
 import { Slots } from '../tables/tenant-pool.js';
@@ -55,15 +58,12 @@ function invalidCsv(message: string): ApiError {
 
 /** E.164 digits of a number as written, with `defaultCountry` for numbers without a country code. */
 export function normalizeNumber(raw: string, defaultCountry: string | undefined): string | undefined {
-  const compact = raw.trim().replace(/[\s\-.()/]/g, '');
-  let digits: string;
-  if (compact.startsWith('+')) digits = compact.slice(1);
-  else if (compact.startsWith('00')) digits = compact.slice(2);
-  else if (defaultCountry) digits = defaultCountry + compact.replace(/^0+/, '');
-  // Without a + (or 00) the country is unknown: never guessed.
-  else return undefined;
-  return /^[1-9][0-9]{7,14}$/.test(digits) ? digits : undefined;
+  const r = classifyNumber(raw, defaultCountry);
+  return 'phone' in r ? r.phone : undefined;
 }
+
+/** A report row: line, code, text, the number as written. */
+type ReportRow = [number, ImportRowCode, string, string | null];
 
 interface Header {
   index: Partial<Record<(typeof COLUMNS)[number], number>>;
@@ -160,7 +160,7 @@ async function runImport(deps: Deps, id: string, file: string): Promise<void> {
     const { project_id: projectId, default_country: country } = rows[0];
     let header: Header | undefined;
     let batch: Line[] = [];
-    let rejects: Array<[number, string, string | null]> = [];
+    let rejects: ReportRow[] = [];
     let rowsRead = 0;
     const counter = { bytes: 0 };
     const source = createReadStream(file).on('data', (c) => (counter.bytes += c.length));
@@ -183,21 +183,21 @@ async function runImport(deps: Deps, id: string, file: string): Promise<void> {
       }
       rowsRead++;
       const raw = header.index.number !== undefined ? rec.fields[header.index.number] ?? '' : '';
-      const reject = (reason: string) => rejects.push([rec.line, reason, raw ? raw.slice(0, 64) : null]);
-      if (rec.error) reject(`not valid CSV: ${rec.error}`);
-      else if (raw.trim() === '') reject('no number');
+      const reject = (r: RowReason) => rejects.push([rec.line, r.code, r.reason, raw ? raw.slice(0, 64) : null]);
+      if (rec.error) reject(csvReason(rec.error));
+      else if (raw.trim() === '') reject({ code: 'missing_number', reason: 'no number' });
       else {
-        const phone = normalizeNumber(raw, country ?? undefined);
+        const number = classifyNumber(raw, country ?? undefined);
         const optRaw = header.index.opted_in !== undefined ? (rec.fields[header.index.opted_in] ?? '').trim().toLowerCase() : '';
-        if (!phone) reject(`"${raw.slice(0, 40)}" is not a phone number${country ? '' : ' (a number without + needs default_country)'}`);
-        else if (optRaw !== '' && !TRUE.has(optRaw) && !FALSE.has(optRaw)) reject(`opted_in "${optRaw.slice(0, 20)}" is not true/false/yes/no/1/0 (blank means unknown)`);
+        if (!('phone' in number)) reject(number);
+        else if (optRaw !== '' && !TRUE.has(optRaw) && !FALSE.has(optRaw)) reject({ code: 'invalid_opted_in', reason: `opted_in "${optRaw.slice(0, 20)}" is not true/false/yes/no/1/0 (blank means unknown)` });
         else {
           const name = header.index.name !== undefined ? (rec.fields[header.index.name] ?? '').trim() : '';
           const tagText = header.index.tags !== undefined ? rec.fields[header.index.tags] ?? '' : '';
           const tags = [...new Set(tagText.split(/[;|]/).map((t) => t.trim()).filter((t) => t !== ''))];
-          if (name.length > 200) reject('name longer than 200 characters');
-          else if (tags.some((t) => t.length > 100)) reject('a tag longer than 100 characters');
-          else batch.push({ line: rec.line, phone, raw, name: name || undefined, tags, optIn: optRaw === '' ? undefined : TRUE.has(optRaw) });
+          if (name.length > 200) reject({ code: 'name_too_long', reason: 'name longer than 200 characters' });
+          else if (tags.some((t) => t.length > 100)) reject({ code: 'tag_too_long', reason: 'a tag longer than 100 characters' });
+          else batch.push({ line: rec.line, phone: number.phone, raw, name: name || undefined, tags, optIn: optRaw === '' ? undefined : TRUE.has(optRaw) });
         }
       }
       if (batch.length + rejects.length >= BATCH) await flush();
@@ -232,59 +232,17 @@ async function persistently(fn: () => Promise<unknown>): Promise<void> {
 }
 
 /**
- * One batch in one transaction: numbers seen on an earlier line merge (reported), the rest are
- * upserted, and counts and progress move together with them.
+ * The contacts of a batch ($1 project, $2 import, $3 now, $4 lines as JSON): a name fills a contact
+ * without one (never replaces one), tags are added, opt-in and opt-out as the module's header says.
+ * A row comes back only when something changed, so `unchanged` is exact.
  */
-async function applyBatch(
-  pool: Deps['db']['pool'],
-  id: string,
-  projectId: string,
-  batch: Line[],
-  rejects: Array<[number, string, string | null]>,
-  rowsRead: number,
-  bytesRead: number,
-  now: Date,
-): Promise<void> {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
-    // In-batch duplicates merge into their first line; earlier batches' numbers are in contact_import_phones.
-    const first = new Map<string, Line>();
-    const merged: Array<[number, string, string | null]> = [];
-    for (const l of batch) {
-      const f = first.get(l.phone);
-      if (!f) {
-        first.set(l.phone, { ...l, tags: [...l.tags] });
-        continue;
-      }
-      if (l.name) f.name = l.name;
-      for (const t of l.tags) if (!f.tags.includes(t)) f.tags.push(t);
-      if (l.optIn !== undefined) f.optIn = f.optIn === false ? false : l.optIn;
-      merged.push([l.line, `duplicate of line ${f.line}: merged into the same contact`, l.raw.slice(0, 64)]);
-    }
-    const uniques = [...first.values()];
-    const seen = await client.query<{ phone: string }>(
-      `INSERT INTO contact_import_phones (import_id, phone, first_line)
-       SELECT $1, p, l FROM unnest($2::text[], $3::int[]) AS u(p, l) ON CONFLICT DO NOTHING RETURNING phone`,
-      [id, uniques.map((u) => u.phone), uniques.map((u) => u.line)],
-    );
-    const fresh = new Set(seen.rows.map((r) => r.phone));
-    if (fresh.size < uniques.length) {
-      const earlier = await client.query<{ phone: string; first_line: number }>(
-        'SELECT phone, first_line FROM contact_import_phones WHERE import_id = $1 AND phone = ANY($2::text[])',
-        [id, uniques.filter((u) => !fresh.has(u.phone)).map((u) => u.phone)],
-      );
-      const lineOf = new Map(earlier.rows.map((r) => [r.phone, r.first_line]));
-      for (const u of uniques) if (!fresh.has(u.phone)) merged.push([u.line, `duplicate of line ${lineOf.get(u.phone)}: merged into the same contact`, u.raw.slice(0, 64)]);
-    }
-    const { rows } = await client.query<{ created: boolean }>(
-      `INSERT INTO contacts AS c (project_id, phone, name, tags, opted_in, opted_in_at, opt_in_import_id, opted_out_at, consent_source, consent_at, created_at, updated_at)
+const UPSERT = `INSERT INTO contacts AS c (project_id, phone, name, tags, opted_in, opted_in_at, opt_in_import_id, opted_out_at, consent_source, consent_at, created_at, updated_at)
        SELECT $1, u.phone, NULLIF(u.name, ''), u.tags, COALESCE(u.opt, false),
               CASE WHEN u.opt THEN $3::timestamptz END, CASE WHEN u.opt THEN $2 END, CASE WHEN u.opt = false THEN $3::timestamptz END,
               CASE WHEN u.opt IS NOT NULL THEN 'import' END, CASE WHEN u.opt IS NOT NULL THEN $3::timestamptz END, $3, $3
        FROM jsonb_to_recordset($4::jsonb) AS u(phone text, name text, tags text[], opt boolean)
        ON CONFLICT (project_id, phone) DO UPDATE SET
-         name = COALESCE(EXCLUDED.name, c.name),
+         name = COALESCE(c.name, EXCLUDED.name),
          tags = c.tags || ARRAY(SELECT t FROM unnest(EXCLUDED.tags) t WHERE NOT t = ANY(c.tags)),
          opted_in = CASE WHEN EXCLUDED.opted_in_at IS NOT NULL THEN true WHEN EXCLUDED.opted_out_at IS NOT NULL THEN false ELSE c.opted_in END,
          opted_in_at = CASE WHEN EXCLUDED.opted_in_at IS NOT NULL AND NOT (c.opted_in AND c.opted_out_at IS NULL) THEN EXCLUDED.opted_in_at
@@ -298,22 +256,74 @@ async function applyBatch(
          consent_at = CASE WHEN (EXCLUDED.opted_in_at IS NOT NULL AND NOT (c.opted_in AND c.opted_out_at IS NULL))
                              OR (EXCLUDED.opted_out_at IS NOT NULL AND c.opted_out_at IS NULL) THEN EXCLUDED.updated_at ELSE c.consent_at END,
          updated_at = EXCLUDED.updated_at
-       WHERE (EXCLUDED.name IS NOT NULL AND EXCLUDED.name IS DISTINCT FROM c.name)
+       WHERE (EXCLUDED.name IS NOT NULL AND c.name IS NULL)
           OR NOT (c.tags @> EXCLUDED.tags)
           OR (EXCLUDED.opted_in_at IS NOT NULL AND NOT (c.opted_in AND c.opted_out_at IS NULL))
           OR (EXCLUDED.opted_out_at IS NOT NULL AND (c.opted_in OR c.opted_out_at IS NULL))
-       RETURNING (xmax = 0) AS created`,
-      [projectId, id, now, JSON.stringify(uniques.filter((u) => fresh.has(u.phone)).map((u) => ({ phone: u.phone, name: u.name ?? null, tags: u.tags, opt: u.optIn ?? null })))],
+       RETURNING (xmax = 0) AS created`;
+
+/**
+ * One batch in one transaction: numbers seen on an earlier line merge (reported), the rest are
+ * upserted, and counts and progress move together with them.
+ */
+async function applyBatch(
+  pool: Deps['db']['pool'],
+  id: string,
+  projectId: string,
+  batch: Line[],
+  rejects: ReportRow[],
+  rowsRead: number,
+  bytesRead: number,
+  now: Date,
+): Promise<void> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    // In-batch duplicates merge into their first line; earlier batches' numbers are in contact_import_phones.
+    const first = new Map<string, Line>();
+    const merged: ReportRow[] = [];
+    for (const l of batch) {
+      const f = first.get(l.phone);
+      if (!f) {
+        first.set(l.phone, { ...l, tags: [...l.tags] });
+        continue;
+      }
+      // A later line fills a name only where the earlier one gave none.
+      f.name ??= l.name;
+      for (const t of l.tags) if (!f.tags.includes(t)) f.tags.push(t);
+      if (l.optIn !== undefined) f.optIn = f.optIn === false ? false : l.optIn;
+      merged.push([l.line, 'duplicate', `duplicate of line ${f.line}: merged into the same contact`, l.raw.slice(0, 64)]);
+    }
+    const uniques = [...first.values()];
+    const seen = await client.query<{ phone: string }>(
+      `INSERT INTO contact_import_phones (import_id, phone, first_line)
+       SELECT $1, p, l FROM unnest($2::text[], $3::int[]) AS u(p, l) ON CONFLICT DO NOTHING RETURNING phone`,
+      [id, uniques.map((u) => u.phone), uniques.map((u) => u.line)],
     );
+    const fresh = new Set(seen.rows.map((r) => r.phone));
+    const later = uniques.filter((u) => !fresh.has(u.phone));
+    if (later.length) {
+      const earlier = await client.query<{ phone: string; first_line: number }>(
+        'SELECT phone, first_line FROM contact_import_phones WHERE import_id = $1 AND phone = ANY($2::text[])',
+        [id, later.map((u) => u.phone)],
+      );
+      const lineOf = new Map(earlier.rows.map((r) => [r.phone, r.first_line]));
+      for (const u of later) merged.push([u.line, 'duplicate', `duplicate of line ${lineOf.get(u.phone)}: merged into the same contact`, u.raw.slice(0, 64)]);
+    }
+    const asJson = (ls: Line[], opt: (l: Line) => boolean | null) => JSON.stringify(ls.map((u) => ({ phone: u.phone, name: u.name ?? null, tags: u.tags, opt: opt(u) })));
+    const { rows } = await client.query<{ created: boolean }>(UPSERT, [projectId, id, now, asJson(uniques.filter((u) => fresh.has(u.phone)), (u) => u.optIn ?? null)]);
+    // Lines repeating a number of an earlier batch merge into the contact too (tags added, a name
+    // filled); of their opted_in only an opt-out counts, as within a batch an opt-out is kept.
+    if (later.length) await client.query(UPSERT, [projectId, id, now, asJson(later, (u) => (u.optIn === false ? false : null))]);
     const created = rows.filter((r) => r.created).length;
     const updated = rows.length - created;
     const unchanged = fresh.size - rows.length;
     const report = [...rejects.map((r) => [...r, 'rejected'] as const), ...merged.map((r) => [...r, 'merged'] as const)];
     if (report.length) {
       await client.query(
-        `INSERT INTO contact_import_rows (import_id, line, outcome, reason, number)
-         SELECT $1, l, o, r, n FROM unnest($2::int[], $3::text[], $4::text[], $5::text[]) AS u(l, r, n, o) ON CONFLICT DO NOTHING`,
-        [id, report.map((r) => r[0]), report.map((r) => r[1]), report.map((r) => r[2]), report.map((r) => r[3])],
+        `INSERT INTO contact_import_rows (import_id, line, code, reason, number, outcome)
+         SELECT $1, l, c, r, n, o FROM unnest($2::int[], $3::text[], $4::text[], $5::text[], $6::text[]) AS u(l, c, r, n, o) ON CONFLICT DO NOTHING`,
+        [id, report.map((r) => r[0]), report.map((r) => r[1]), report.map((r) => r[2]), report.map((r) => r[3]), report.map((r) => r[4])],
       );
     }
     await client.query(
@@ -375,8 +385,8 @@ export async function getImport(db: Queryable, projectId: string, id: string): P
 
 export async function listImportRows(db: Queryable, id: string, limit: number, offset: number) {
   const total = await db.query<{ n: string }>('SELECT count(*)::bigint AS n FROM contact_import_rows WHERE import_id = $1', [id]);
-  const { rows } = await db.query<{ line: number; outcome: 'rejected' | 'merged'; reason: string; number: string | null }>(
-    'SELECT line, outcome, reason, number FROM contact_import_rows WHERE import_id = $1 ORDER BY line LIMIT $2 OFFSET $3',
+  const { rows } = await db.query<{ line: number; outcome: 'rejected' | 'merged'; code: ImportRowCode; reason: string; number: string | null }>(
+    'SELECT line, outcome, code, reason, number FROM contact_import_rows WHERE import_id = $1 ORDER BY line LIMIT $2 OFFSET $3',
     [id, limit, offset],
   );
   return { rows, total: Number(total.rows[0].n) };

@@ -78,6 +78,8 @@ export interface Config {
   simulatorPort: number;
   /** A standalone simulator (`npm run simulator`) to use instead of the bundled one; new projects get a number there. */
   simulatorUrl?: string;
+  /** The bundled simulator approves a new template after this many ms (null: never; decide with `ops templates approve|reject`). Same default as the standalone one. */
+  simulatorTemplateAutoApproveMs: number | null;
   /** Base URL written into the served OpenAPI documents' `servers`. */
   publicBaseUrl: string;
   /** Upload budget per credential and minute (header samples and media): bytes received. */
@@ -218,6 +220,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     messagingLimitRefreshMs: int(env, 'MESSAGING_LIMIT_REFRESH_MS', 900000, 0, 86400000),
     shutdownReadyDelayMs: int(env, 'SHUTDOWN_READY_DELAY_MS', 0, 0, 600000),
     simulatorPort: int(env, 'SIMULATOR_PORT', 4010, 0, 65535),
+    simulatorTemplateAutoApproveMs: env.SIMULATOR_TEMPLATE_AUTO_APPROVE_MS?.trim() === 'off' ? null : int(env, 'SIMULATOR_TEMPLATE_AUTO_APPROVE_MS', 3000, 0, 86_400_000),
     simulatorUrl: str(env, 'SIMULATOR_URL')?.replace(/\/+$/, ''),
     devAllowPrivateTargets: bool(env, 'DEV_ALLOW_PRIVATE_TARGETS', false),
     publicBaseUrl: (str(env, 'PUBLIC_BASE_URL') ?? `http://localhost:${port}`).replace(/\/+$/, ''),

@@ -47,9 +47,26 @@ export async function validateWebhookUrl(raw: unknown, allowPrivate: boolean): P
     return raw;
   } catch (e) {
     if (!(e instanceof UnsafeTargetError)) throw e;
+    const message = e.message + devHint(e.reason, raw, allowPrivate);
     if (e.reason === 'private_address' || e.reason === 'unresolvable') {
-      throw new ApiError('webhook_target_forbidden', e.message, { reason: e.reason });
+      throw new ApiError('webhook_target_forbidden', message, { reason: e.reason });
     }
-    throw new ApiError('invalid_webhook_url', e.message, { reason: e.reason });
+    throw new ApiError('invalid_webhook_url', message, { reason: e.reason });
   }
+}
+
+/**
+ * A receiver on this machine (http://localhost:…) is what a developer tries first: a refusal that
+ * the development setting would lift names it, so nobody has to find it in the README.
+ */
+function devHint(reason: UnsafeTargetError['reason'], raw: string, allowPrivate: boolean): string {
+  if (reason === 'private_address' && !allowPrivate) {
+    return ' For local development and tests, DEV_ALLOW_PRIVATE_TARGETS=true allows private and loopback receivers (never in production).';
+  }
+  if (reason === 'scheme' && /^http:/i.test(raw)) {
+    return allowPrivate
+      ? ' Plain http goes only to a loopback host (localhost, 127.0.0.1, ::1) under DEV_ALLOW_PRIVATE_TARGETS.'
+      : ' Plain http is accepted only to a loopback host (localhost, 127.0.0.1, ::1) with DEV_ALLOW_PRIVATE_TARGETS=true, for local development and tests (never in production).';
+  }
+  return '';
 }

@@ -22,6 +22,7 @@ function broadcastRecord(b: Record<string, any>): string {
     ['recipients', b.recipient_count ?? '-'],
     ['pre-flight', pf ? `${pf.eligible} eligible; excluded ${Object.entries(pf.excluded).filter(([, v]) => v).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}; about ${pf.estimated_duration_seconds} s at ${pf.messages_per_second}/s` : '-'],
     ...preflightCostLines(pf),
+    ['daily quota', pf?.quota ? quotaLine(pf.quota) : '-'],
     ['counts', counts],
     ...billingLine(b),
     ['scheduled', f.when(b.scheduled_at)],
@@ -30,6 +31,13 @@ function broadcastRecord(b: Record<string, any>): string {
     ['created by', `${b.creator_name ?? '-'} (${b.created_by})`],
     ['approved by', b.approved_by ?? '-'],
   ]);
+}
+
+/** The same words as the dashboard's (lib/broadcasts/quota-hold.ts quotaSentence). */
+function quotaLine(q: Record<string, any>): string {
+  const base = `${q.remaining} of ${q.daily_limit} left on ${q.day} (UTC)`;
+  if (!q.held) return `${base}: all recipients fit`;
+  return `${base}: ${q.held} recipients would be held until ${f.utcMinute(q.resumes_at)} unless the quota is raised`;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -41,7 +49,7 @@ export const BROADCAST_COMMANDS: Command[] = [
     async run(api, _pos, args: ParsedArgs) {
       const status = flagValue(args, 'status');
       const data = await api.listBroadcasts({ status: status === undefined ? undefined : parseChoice(status, '--status', STATUSES), project_id: flagValue(args, 'project'), limit: 100 });
-      const rows = data.broadcasts.map((b: any) => [b.id, b.project_id, b.status, b.name, b.template_name, f.when(b.scheduled_at ?? b.created_at)]);
+      const rows = data.broadcasts.map((b: any) => [b.id, b.project_id, b.status + (b.status === 'sending' && b.status_reason ? ` (${b.status_reason})` : ''), b.name, b.template_name, f.when(b.scheduled_at ?? b.created_at)]);
       return { data, human: f.table(['ID', 'PROJECT', 'STATUS', 'NAME', 'TEMPLATE', 'WHEN'], rows, 'No campaigns.') };
     },
   },
@@ -60,7 +68,10 @@ export const BROADCAST_COMMANDS: Command[] = [
       const at = flagValue(args, 'at');
       if (at !== undefined && Number.isNaN(Date.parse(at))) throw new UsageError(`--at ${at} is not a time (e.g. 2026-03-02T09:00:00Z)`);
       const data = await api.approveBroadcast(id, { scheduled_at: at === undefined ? undefined : new Date(at).toISOString(), approved_by: flagValue(args, 'by') });
-      return { data, human: `Approved: ${(data.broadcast as any).recipient_count ?? '?'} recipients, scheduled for ${f.when((data.broadcast as any).scheduled_at)}.\n${broadcastRecord(data.broadcast)}` };
+      const b = data.broadcast as any;
+      const q = b.preflight?.quota;
+      const hold = q?.held ? `\nThe daily quota holds ${q.held} of them until ${f.utcMinute(q.resumes_at)} (raise it with: ops projects quota ${b.project_id} <n>).` : '';
+      return { data, human: `Approved: ${b.recipient_count ?? '?'} recipients, scheduled for ${f.when(b.scheduled_at)}.${hold}\n${broadcastRecord(data.broadcast)}` };
     },
   },
   {
@@ -103,12 +114,12 @@ export const BROADCAST_COMMANDS: Command[] = [
       if (tty) process.stderr.write('\n');
       const imp = data.import as any;
       const c = imp.counts ?? {};
-      const report = data.rows.map((r: any) => [r.line, r.outcome, r.reason]);
+      const report = data.rows.map((r: any) => [r.line, r.outcome, r.reason, r.code ?? '-']);
       const human = [
         `${imp.status}: ${c.rows} rows; created ${c.created}, updated ${c.updated}, unchanged ${c.unchanged}, merged ${c.merged}, rejected ${c.rejected}.`,
         imp.ignored_columns?.length ? `Ignored columns: ${imp.ignored_columns.join(', ')}` : '',
         imp.error ? `Error: ${imp.error}` : '',
-        report.length ? f.table(['LINE', 'OUTCOME', 'REASON'], report, '') : 'Every line was imported.',
+        report.length ? f.table(['LINE', 'OUTCOME', 'REASON', 'CODE'], report, '') : 'Every line was imported.',
       ].filter(Boolean).join('\n');
       return { data, human };
     },

@@ -113,6 +113,8 @@ export class AdminClient {
   getRateCard = () => this.call('adminGetRateCard', 'GET', '/admin/rate-card');
   setRateCard = (body: Body<'adminSetRateCard'>) => this.call('adminSetRateCard', 'PUT', '/admin/rate-card', body);
   deleteRateCard = () => this.call('adminDeleteRateCard', 'DELETE', '/admin/rate-card');
+  decideTemplate = (projectId: string, name: string, body: Body<'adminDecideTemplate'>) =>
+    this.call('adminDecideTemplate', 'POST', `/admin/projects/${seg(projectId)}/templates/${seg(name)}/decision`, body);
   getContactImport = (id: string) => this.call('adminGetContactImport', 'GET', `/admin/contact-imports/${seg(id)}`);
   /** Streams a CSV file as the body (never read into memory). */
   async createContactImport(projectId: string, file: NodeJS.ReadableStream, query: Query<'adminCreateContactImport'>): Promise<{ import: { id: string; status: string } }> {

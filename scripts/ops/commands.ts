@@ -12,8 +12,10 @@ import { BROADCAST_COMMANDS } from './broadcasts.js';
 import { RATE_CARD_COMMANDS } from './rate-card.js';
 import { CODE_COMMANDS } from './code.js';
 import { FLOW_COMMANDS } from './flows.js';
+import { TEMPLATE_COMMANDS } from './templates.js';
+import { scopeList, scopesHelp } from './scopes.js';
 
-export type Group = 'dashboard' | 'projects' | 'keys' | 'connections' | 'tokens' | 'channel' | 'runtime' | 'webhooks' | 'tables' | 'broadcasts' | 'contacts' | 'code' | 'flows';
+export type Group = 'dashboard' | 'projects' | 'keys' | 'connections' | 'tokens' | 'channel' | 'runtime' | 'webhooks' | 'tables' | 'broadcasts' | 'contacts' | 'code' | 'flows' | 'templates';
 
 export interface Result {
   data: unknown;
@@ -30,6 +32,8 @@ export interface Command {
   /** Flags the command accepts besides the global ones. */
   flags?: string[];
   summary: string;
+  /** More help after the usage line (e.g. the scope catalogue of commands that take scopes). */
+  details?: () => string;
   /** 'api_key': the command uses a project key (SERVICE_API_KEY), not the operator token. */
   auth?: 'api_key';
   run(api: AdminClient, pos: string[], args: ParsedArgs): Promise<Result>;
@@ -48,6 +52,7 @@ export const GROUPS: Record<Group, string> = {
   contacts: 'Contact CSV imports with progress and a line report',
   code: "The bot's code: pull, push and deploy with a project key (SERVICE_API_KEY); deployments, rollback and logs",
   flows: "A project's WhatsApp Flows: publish to the channel (an operator's decision), deprecate, list",
+  templates: 'Message templates: approve or reject on the simulator (outside production; Meta decides real ones)',
   dashboard: 'People of the dashboard (/dashboard): the first owner of a project, with a one-time setup link',
 };
 
@@ -70,7 +75,6 @@ const channelRecord = (c: Schemas['Channel']) =>
   ]);
 
 /** Scope names are checked by the server, whose error lists the accepted ones. */
-const scopeList = (raw: string, what: string) => parseList(raw, what) as Schemas['Scope'][];
 
 function required(args: ParsedArgs, name: string, cmd: string): string {
   const v = flagValue(args, name);
@@ -174,7 +178,7 @@ export const COMMANDS: Command[] = [
     },
   },
   {
-    group: 'keys', name: 'create', args: ['<projectId>'], options: '--name NAME --scopes a,b [--test]',
+    group: 'keys', name: 'create', args: ['<projectId>'], options: '--name NAME --scopes a,b [--test]', details: scopesHelp,
     flags: ['name', 'scopes', 'test'], summary: 'Mint a key; --test mints a pk_test_ key. The secret is shown once',
     async run(api, [projectId], args) {
       const name = required(args, 'name', 'keys create');
@@ -192,7 +196,7 @@ export const COMMANDS: Command[] = [
     },
   },
   {
-    group: 'keys', name: 'scopes', args: ['<keyId>', '<a,b>'], summary: "Replace a key's scopes (effective on its next request)",
+    group: 'keys', name: 'scopes', args: ['<keyId>', '<a,b>'], details: scopesHelp, summary: "Replace a key's scopes (effective on its next request)",
     async run(api, [keyId, list]) {
       const data = await api.updateKey(keyId, { scopes: scopeList(list, 'the scopes') });
       return { data, human: done(`Updated the scopes of key ${data.key.id}.`, f.keyRecord(data.key)) };
@@ -250,7 +254,7 @@ export const COMMANDS: Command[] = [
     },
   },
   {
-    group: 'connections', name: 'attach', args: ['<connectionId>', '<projectId>'], options: '--scopes a,b [--default]',
+    group: 'connections', name: 'attach', args: ['<connectionId>', '<projectId>'], options: '--scopes a,b [--default]', details: scopesHelp,
     flags: ['scopes', 'default'], summary: 'Attach a project, or change its scopes; --default makes it the default',
     async run(api, [id, projectId], args) {
       const scopes = scopeList(required(args, 'scopes', 'connections attach'), '--scopes');
@@ -369,6 +373,7 @@ export const COMMANDS: Command[] = [
   ...RATE_CARD_COMMANDS,
   ...CODE_COMMANDS,
   ...FLOW_COMMANDS,
+  ...TEMPLATE_COMMANDS,
 ];
 
 export function findCommand(group: string, name: string): Command | undefined {

@@ -9,6 +9,8 @@ type Cell = string | number | boolean | null | undefined;
 const text = (v: Cell) => (v === null || v === undefined || v === '' ? '-' : String(v));
 /** ISO timestamps without milliseconds, still UTC and still sortable. */
 export const when = (iso: string | null | undefined) => (iso ? iso.replace(/\.\d{3}Z$/, 'Z') : '-');
+/** `2026-11-24 00:00 UTC`: the dashboard's and the held campaign's format. */
+export const utcMinute = (iso: string | null | undefined) => (iso ? new Date(iso).toISOString().replace('T', ' ').slice(0, 16) + ' UTC' : '-');
 
 /** Columns padded to their widest cell; the last column is not padded. */
 export function table(headers: string[], rows: Cell[][], empty: string): string {

@@ -39,13 +39,17 @@ export function mainUsage(): string {
 }
 
 export function groupUsage(group: Group): string {
+  const commands = COMMANDS.filter((c) => c.group === group);
+  // A group whose commands share details (the scope catalogue) shows them once.
+  const details = [...new Set(commands.map((c) => c.details).filter((d) => d !== undefined))].map((d) => d());
   return [
     `${GROUPS[group]}.`,
     '',
     `Usage: ${PROGRAM} ${group} <command> [args] [--json]`,
     '',
-    commandLines(COMMANDS.filter((c) => c.group === group)),
+    commandLines(commands),
     '',
+    ...details.flatMap((d) => [d, '']),
     `Global options: --json, --url URL, --token TOKEN, --timeout SECONDS (see ${PROGRAM} --help).`,
   ].join('\n');
 }
@@ -56,6 +60,7 @@ export function commandUsage(c: Command): string {
     '',
     `Usage: ${PROGRAM} ${synopsis(c)} [--json]`,
     '',
+    ...(c.details ? [c.details(), ''] : []),
     `Global options: --json, --url URL, --token TOKEN, --timeout SECONDS (see ${PROGRAM} --help).`,
   ].join('\n');
 }

@@ -512,6 +512,7 @@ export const ContactImportRowScalarFieldEnum = {
   importId: 'importId',
   line: 'line',
   outcome: 'outcome',
+  code: 'code',
   reason: 'reason',
   number: 'number'
 } as const

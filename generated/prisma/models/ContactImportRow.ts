@@ -38,6 +38,7 @@ export type ContactImportRowMinAggregateOutputType = {
   importId: string | null
   line: number | null
   outcome: string | null
+  code: string | null
   reason: string | null
   number: string | null
 }
@@ -46,6 +47,7 @@ export type ContactImportRowMaxAggregateOutputType = {
   importId: string | null
   line: number | null
   outcome: string | null
+  code: string | null
   reason: string | null
   number: string | null
 }
@@ -54,6 +56,7 @@ export type ContactImportRowCountAggregateOutputType = {
   importId: number
   line: number
   outcome: number
+  code: number
   reason: number
   number: number
   _all: number
@@ -72,6 +75,7 @@ export type ContactImportRowMinAggregateInputType = {
   importId?: true
   line?: true
   outcome?: true
+  code?: true
   reason?: true
   number?: true
 }
@@ -80,6 +84,7 @@ export type ContactImportRowMaxAggregateInputType = {
   importId?: true
   line?: true
   outcome?: true
+  code?: true
   reason?: true
   number?: true
 }
@@ -88,6 +93,7 @@ export type ContactImportRowCountAggregateInputType = {
   importId?: true
   line?: true
   outcome?: true
+  code?: true
   reason?: true
   number?: true
   _all?: true
@@ -183,6 +189,7 @@ export type ContactImportRowGroupByOutputType = {
   importId: string
   line: number
   outcome: string
+  code: string
   reason: string
   number: string | null
   _count: ContactImportRowCountAggregateOutputType | null
@@ -214,6 +221,7 @@ export type ContactImportRowWhereInput = {
   importId?: Prisma.UuidFilter<"ContactImportRow"> | string
   line?: Prisma.IntFilter<"ContactImportRow"> | number
   outcome?: Prisma.StringFilter<"ContactImportRow"> | string
+  code?: Prisma.StringFilter<"ContactImportRow"> | string
   reason?: Prisma.StringFilter<"ContactImportRow"> | string
   number?: Prisma.StringNullableFilter<"ContactImportRow"> | string | null
   import?: Prisma.XOR<Prisma.ContactImportScalarRelationFilter, Prisma.ContactImportWhereInput>
@@ -223,6 +231,7 @@ export type ContactImportRowOrderByWithRelationInput = {
   importId?: Prisma.SortOrder
   line?: Prisma.SortOrder
   outcome?: Prisma.SortOrder
+  code?: Prisma.SortOrder
   reason?: Prisma.SortOrder
   number?: Prisma.SortOrderInput | Prisma.SortOrder
   import?: Prisma.ContactImportOrderByWithRelationInput
@@ -236,6 +245,7 @@ export type ContactImportRowWhereUniqueInput = Prisma.AtLeast<{
   importId?: Prisma.UuidFilter<"ContactImportRow"> | string
   line?: Prisma.IntFilter<"ContactImportRow"> | number
   outcome?: Prisma.StringFilter<"ContactImportRow"> | string
+  code?: Prisma.StringFilter<"ContactImportRow"> | string
   reason?: Prisma.StringFilter<"ContactImportRow"> | string
   number?: Prisma.StringNullableFilter<"ContactImportRow"> | string | null
   import?: Prisma.XOR<Prisma.ContactImportScalarRelationFilter, Prisma.ContactImportWhereInput>
@@ -245,6 +255,7 @@ export type ContactImportRowOrderByWithAggregationInput = {
   importId?: Prisma.SortOrder
   line?: Prisma.SortOrder
   outcome?: Prisma.SortOrder
+  code?: Prisma.SortOrder
   reason?: Prisma.SortOrder
   number?: Prisma.SortOrderInput | Prisma.SortOrder
   _count?: Prisma.ContactImportRowCountOrderByAggregateInput
@@ -261,6 +272,7 @@ export type ContactImportRowScalarWhereWithAggregatesInput = {
   importId?: Prisma.UuidWithAggregatesFilter<"ContactImportRow"> | string
   line?: Prisma.IntWithAggregatesFilter<"ContactImportRow"> | number
   outcome?: Prisma.StringWithAggregatesFilter<"ContactImportRow"> | string
+  code?: Prisma.StringWithAggregatesFilter<"ContactImportRow"> | string
   reason?: Prisma.StringWithAggregatesFilter<"ContactImportRow"> | string
   number?: Prisma.StringNullableWithAggregatesFilter<"ContactImportRow"> | string | null
 }
@@ -268,6 +280,7 @@ export type ContactImportRowScalarWhereWithAggregatesInput = {
 export type ContactImportRowCreateInput = {
   line: number
   outcome: string
+  code: string
   reason: string
   number?: string | null
   import: Prisma.ContactImportCreateNestedOneWithoutRowsInput
@@ -277,6 +290,7 @@ export type ContactImportRowUncheckedCreateInput = {
   importId: string
   line: number
   outcome: string
+  code: string
   reason: string
   number?: string | null
 }
@@ -284,6 +298,7 @@ export type ContactImportRowUncheckedCreateInput = {
 export type ContactImportRowUpdateInput = {
   line?: Prisma.IntFieldUpdateOperationsInput | number
   outcome?: Prisma.StringFieldUpdateOperationsInput | string
+  code?: Prisma.StringFieldUpdateOperationsInput | string
   reason?: Prisma.StringFieldUpdateOperationsInput | string
   number?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   import?: Prisma.ContactImportUpdateOneRequiredWithoutRowsNestedInput
@@ -293,6 +308,7 @@ export type ContactImportRowUncheckedUpdateInput = {
   importId?: Prisma.StringFieldUpdateOperationsInput | string
   line?: Prisma.IntFieldUpdateOperationsInput | number
   outcome?: Prisma.StringFieldUpdateOperationsInput | string
+  code?: Prisma.StringFieldUpdateOperationsInput | string
   reason?: Prisma.StringFieldUpdateOperationsInput | string
   number?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
@@ -301,6 +317,7 @@ export type ContactImportRowCreateManyInput = {
   importId: string
   line: number
   outcome: string
+  code: string
   reason: string
   number?: string | null
 }
@@ -308,6 +325,7 @@ export type ContactImportRowCreateManyInput = {
 export type ContactImportRowUpdateManyMutationInput = {
   line?: Prisma.IntFieldUpdateOperationsInput | number
   outcome?: Prisma.StringFieldUpdateOperationsInput | string
+  code?: Prisma.StringFieldUpdateOperationsInput | string
   reason?: Prisma.StringFieldUpdateOperationsInput | string
   number?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
@@ -316,6 +334,7 @@ export type ContactImportRowUncheckedUpdateManyInput = {
   importId?: Prisma.StringFieldUpdateOperationsInput | string
   line?: Prisma.IntFieldUpdateOperationsInput | number
   outcome?: Prisma.StringFieldUpdateOperationsInput | string
+  code?: Prisma.StringFieldUpdateOperationsInput | string
   reason?: Prisma.StringFieldUpdateOperationsInput | string
   number?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
@@ -339,6 +358,7 @@ export type ContactImportRowCountOrderByAggregateInput = {
   importId?: Prisma.SortOrder
   line?: Prisma.SortOrder
   outcome?: Prisma.SortOrder
+  code?: Prisma.SortOrder
   reason?: Prisma.SortOrder
   number?: Prisma.SortOrder
 }
@@ -351,6 +371,7 @@ export type ContactImportRowMaxOrderByAggregateInput = {
   importId?: Prisma.SortOrder
   line?: Prisma.SortOrder
   outcome?: Prisma.SortOrder
+  code?: Prisma.SortOrder
   reason?: Prisma.SortOrder
   number?: Prisma.SortOrder
 }
@@ -359,6 +380,7 @@ export type ContactImportRowMinOrderByAggregateInput = {
   importId?: Prisma.SortOrder
   line?: Prisma.SortOrder
   outcome?: Prisma.SortOrder
+  code?: Prisma.SortOrder
   reason?: Prisma.SortOrder
   number?: Prisma.SortOrder
 }
@@ -412,6 +434,7 @@ export type ContactImportRowUncheckedUpdateManyWithoutImportNestedInput = {
 export type ContactImportRowCreateWithoutImportInput = {
   line: number
   outcome: string
+  code: string
   reason: string
   number?: string | null
 }
@@ -419,6 +442,7 @@ export type ContactImportRowCreateWithoutImportInput = {
 export type ContactImportRowUncheckedCreateWithoutImportInput = {
   line: number
   outcome: string
+  code: string
   reason: string
   number?: string | null
 }
@@ -456,6 +480,7 @@ export type ContactImportRowScalarWhereInput = {
   importId?: Prisma.UuidFilter<"ContactImportRow"> | string
   line?: Prisma.IntFilter<"ContactImportRow"> | number
   outcome?: Prisma.StringFilter<"ContactImportRow"> | string
+  code?: Prisma.StringFilter<"ContactImportRow"> | string
   reason?: Prisma.StringFilter<"ContactImportRow"> | string
   number?: Prisma.StringNullableFilter<"ContactImportRow"> | string | null
 }
@@ -463,6 +488,7 @@ export type ContactImportRowScalarWhereInput = {
 export type ContactImportRowCreateManyImportInput = {
   line: number
   outcome: string
+  code: string
   reason: string
   number?: string | null
 }
@@ -470,6 +496,7 @@ export type ContactImportRowCreateManyImportInput = {
 export type ContactImportRowUpdateWithoutImportInput = {
   line?: Prisma.IntFieldUpdateOperationsInput | number
   outcome?: Prisma.StringFieldUpdateOperationsInput | string
+  code?: Prisma.StringFieldUpdateOperationsInput | string
   reason?: Prisma.StringFieldUpdateOperationsInput | string
   number?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
@@ -477,6 +504,7 @@ export type ContactImportRowUpdateWithoutImportInput = {
 export type ContactImportRowUncheckedUpdateWithoutImportInput = {
   line?: Prisma.IntFieldUpdateOperationsInput | number
   outcome?: Prisma.StringFieldUpdateOperationsInput | string
+  code?: Prisma.StringFieldUpdateOperationsInput | string
   reason?: Prisma.StringFieldUpdateOperationsInput | string
   number?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
@@ -484,6 +512,7 @@ export type ContactImportRowUncheckedUpdateWithoutImportInput = {
 export type ContactImportRowUncheckedUpdateManyWithoutImportInput = {
   line?: Prisma.IntFieldUpdateOperationsInput | number
   outcome?: Prisma.StringFieldUpdateOperationsInput | string
+  code?: Prisma.StringFieldUpdateOperationsInput | string
   reason?: Prisma.StringFieldUpdateOperationsInput | string
   number?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
@@ -494,6 +523,7 @@ export type ContactImportRowSelect<ExtArgs extends runtime.Types.Extensions.Inte
   importId?: boolean
   line?: boolean
   outcome?: boolean
+  code?: boolean
   reason?: boolean
   number?: boolean
   import?: boolean | Prisma.ContactImportDefaultArgs<ExtArgs>
@@ -503,6 +533,7 @@ export type ContactImportRowSelectCreateManyAndReturn<ExtArgs extends runtime.Ty
   importId?: boolean
   line?: boolean
   outcome?: boolean
+  code?: boolean
   reason?: boolean
   number?: boolean
   import?: boolean | Prisma.ContactImportDefaultArgs<ExtArgs>
@@ -512,6 +543,7 @@ export type ContactImportRowSelectUpdateManyAndReturn<ExtArgs extends runtime.Ty
   importId?: boolean
   line?: boolean
   outcome?: boolean
+  code?: boolean
   reason?: boolean
   number?: boolean
   import?: boolean | Prisma.ContactImportDefaultArgs<ExtArgs>
@@ -521,11 +553,12 @@ export type ContactImportRowSelectScalar = {
   importId?: boolean
   line?: boolean
   outcome?: boolean
+  code?: boolean
   reason?: boolean
   number?: boolean
 }
 
-export type ContactImportRowOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"importId" | "line" | "outcome" | "reason" | "number", ExtArgs["result"]["contactImportRow"]>
+export type ContactImportRowOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"importId" | "line" | "outcome" | "code" | "reason" | "number", ExtArgs["result"]["contactImportRow"]>
 export type ContactImportRowInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   import?: boolean | Prisma.ContactImportDefaultArgs<ExtArgs>
 }
@@ -548,6 +581,10 @@ export type $ContactImportRowPayload<ExtArgs extends runtime.Types.Extensions.In
      * rejected | merged
      */
     outcome: string
+    /**
+     * stable machine-readable reason (lib/contacts-import/reasons.ts), beside the text
+     */
+    code: string
     reason: string
     number: string | null
   }, ExtArgs["result"]["contactImportRow"]>
@@ -977,6 +1014,7 @@ export interface ContactImportRowFieldRefs {
   readonly importId: Prisma.FieldRef<"ContactImportRow", 'String'>
   readonly line: Prisma.FieldRef<"ContactImportRow", 'Int'>
   readonly outcome: Prisma.FieldRef<"ContactImportRow", 'String'>
+  readonly code: Prisma.FieldRef<"ContactImportRow", 'String'>
   readonly reason: Prisma.FieldRef<"ContactImportRow", 'String'>
   readonly number: Prisma.FieldRef<"ContactImportRow", 'String'>
 }

@@ -1,0 +1,72 @@
+/**
+ * A campaign and the project's daily send quota (lib/messaging/quota.ts): what the pre-flight
+ * says before approval (how much of today's quota is left and how many recipients would wait for
+ * the next UTC midnight), the one reason a held campaign gives everywhere (API, CLI, dashboard),
+ * and the wake-up when an operator raises the quota, so a held campaign resumes at once instead
+ * of at midnight.
+ */
+import type pg from 'pg';
+import { nextUtcMidnight, utcDay } from '../messaging/quota.js';
+
+type Queryable = Pick<pg.Pool, 'query'>;
+
+export interface PreflightQuota {
+  day: string;
+  daily_limit: number;
+  used: number;
+  remaining: number;
+  held: number;
+  resumes_at: string | null;
+}
+
+/** The date format people read everywhere (the dashboard's `when`, the held reason, the CLI). */
+export function utcMinute(d: Date): string {
+  return d.toISOString().replace('T', ' ').slice(0, 16) + ' UTC';
+}
+
+/** Starts every held campaign's `status_reason`; the engine clears reasons that start with it. */
+export const QUOTA_HOLD_PREFIX = 'daily quota used';
+
+export function quotaHoldReason(resume: Date): string {
+  return `${QUOTA_HOLD_PREFIX}; sending resumes at ${utcMinute(resume)} or when the quota is raised`;
+}
+
+/**
+ * The quota on the UTC day sending starts (`startsAt`: the scheduled time, or now) for `eligible`
+ * recipients. Other campaigns' future sends are not counted: they are not decided yet.
+ */
+export async function quotaOutlook(db: Queryable, projectId: string, eligible: number, startsAt: Date, now: Date): Promise<PreflightQuota> {
+  const at = startsAt > now ? startsAt : now;
+  const day = utcDay(at);
+  const { rows } = await db.query<{ q: number | null; used: number | null }>(
+    `SELECT (SELECT daily_send_quota FROM projects WHERE id = $1) AS q,
+            (SELECT count FROM send_counters WHERE project_id = $1 AND day = $2::date) AS used`,
+    [projectId, day],
+  );
+  const limit = Math.max(0, rows[0]?.q ?? 0);
+  const used = Math.max(0, Number(rows[0]?.used ?? 0));
+  const remaining = Math.max(0, limit - used);
+  const held = Math.max(0, eligible - remaining);
+  return { day, daily_limit: limit, used, remaining, held, resumes_at: held > 0 ? nextUtcMidnight(at).toISOString() : null };
+}
+
+/** One line for people: the same words in the CLI and the dashboard. */
+export function quotaSentence(q: PreflightQuota): string {
+  const base = `${q.remaining} of ${q.daily_limit} left on ${q.day} (UTC)`;
+  if (q.held === 0) return `${base}: all recipients fit`;
+  return `${base}: ${q.held} recipients would be held until ${utcMinute(new Date(q.resumes_at!))} unless the quota is raised`;
+}
+
+/**
+ * The project's quota changed: campaigns parked on the used quota (no lease owner, a lease that
+ * runs until midnight) get their lease cleared, so the engine's next tick (every second) takes
+ * them up again; if the quota is still used they park again with the same reason.
+ */
+export async function wakeQuotaHeld(db: Queryable, projectId: string): Promise<number> {
+  const { rowCount } = await db.query(
+    `UPDATE broadcasts SET lease_until = NULL
+     WHERE project_id = $1 AND status = 'sending' AND lease_owner IS NULL AND status_reason LIKE $2 || '%'`,
+    [projectId, QUOTA_HOLD_PREFIX],
+  );
+  return rowCount ?? 0;
+}
