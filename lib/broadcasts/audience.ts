@@ -6,13 +6,13 @@
  * opted in (MARKETING), hit the per-user marketing limit (131049) in the last 24 hours
  * (MARKETING), a variable without a value.
  */
+import type { Queryable } from '../platform/db/transaction.js';
+export type { Queryable };
 import type { PreflightQuota } from './quota-hold.js';
-import type pg from 'pg';
 import { ApiError } from '../platform/errors.js';
 import { compileFilter, Params, parseFilter, type FilterGroup } from './filter.js';
 import { resolvedVariablesSql, variablesPresentSql, type BroadcastVariables } from './variables.js';
 
-export type Queryable = Pick<pg.Pool, 'query'>;
 
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 

@@ -5,10 +5,9 @@
  * and the wake-up when an operator raises the quota, so a held campaign resumes at once instead
  * of at midnight.
  */
-import type pg from 'pg';
+import type { Queryable } from '../platform/db/transaction.js';
 import { nextUtcMidnight, utcDay } from '../messaging/quota.js';
 
-type Queryable = Pick<pg.Pool, 'query'>;
 
 export interface PreflightQuota {
   day: string;

@@ -6,9 +6,8 @@
  * not change: opted out is `opted_out_at IS NOT NULL`; opted in is `opted_in AND opted_out_at IS NULL`.
  * A consent set by an import before the source was recorded reads as source `import`.
  */
-import type pg from 'pg';
+import type { Queryable } from '../platform/db/transaction.js';
 
-type Queryable = Pick<pg.Pool, 'query'>;
 
 export type ConsentStatus = 'opted_in' | 'opted_out' | 'unknown';
 export type ConsentSource = 'import' | 'api' | 'keyword' | 'user_preferences' | 'error_131050';

@@ -5,9 +5,8 @@
  * tolerated; "please stop sending me offers" is not an opt-out. A quick-reply button matches by
  * its payload or its text (Meta's "Stop promotions" button arrives as a button reply).
  */
-import type pg from 'pg';
+import type { Queryable } from '../platform/db/transaction.js';
 
-type Queryable = Pick<pg.Pool, 'query'>;
 
 export interface ConsentKeywords {
   opt_out: string[];

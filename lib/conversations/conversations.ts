@@ -12,10 +12,10 @@
  * - Every statement carries `project_id = $project`: a row of another project is simply absent.
  * - Rows are selected with camelCase aliases so lib/conversations/views.ts builds the contract shapes from them.
  */
-import type pg from 'pg';
+import type { Queryable } from '../platform/db/transaction.js';
+export type { Queryable };
 import type { ConversationRow, MessageCustomerRow, MessageRow } from './views.js';
 
-export type Queryable = Pick<pg.Pool, 'query'>;
 
 /** The platform's own conversation states; a project's bot code may add more. */
 export const PLATFORM_STATES = ['unstructured', 'handover', 'awaiting_form', 'done'] as const;

@@ -4,12 +4,11 @@
  * wins); one known only by its BSUID by `recipient`. A MARKETING template to a contact who opted
  * out is refused here, before the channel is called (WhatsApp's policy: honour opt-outs).
  */
-import type pg from 'pg';
+import type { Queryable } from '../platform/db/transaction.js';
 import { ApiError } from '../platform/errors.js';
 import { normalizePhone } from './phone.js';
 import { isBsuid } from './identity.js';
 
-type Queryable = Pick<pg.Pool, 'query'>;
 
 export interface RecipientRequest {
   phone?: string;

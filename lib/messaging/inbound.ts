@@ -6,6 +6,7 @@
  * raising `message.status`. A template decision updates the template and raises
  * `template.approved` or `template.rejected`. Each change and its event commit together.
  */
+import { retryDeadlock } from '../platform/db/transaction.js';
 import type { Deps } from '../deps.js';
 import type { OpenChannel } from '../channel-settings/settings.js';
 import { dispatchedAtSql, EVENTS_CHANNEL, insertEventsSql, recordEvent } from '../webhooks/events.js';
@@ -197,17 +198,6 @@ async function applyStatusRound(deps: Deps, projectId: string, statuses: MetaSta
     }),
   );
   return rows.map((r) => r.known);
-}
-
-/** Two notifications touching the same messages in opposite orders can deadlock: try again. */
-async function retryDeadlock<T>(run: () => Promise<T>, attempts = 3): Promise<T> {
-  for (let i = 1; ; i++) {
-    try {
-      return await run();
-    } catch (e) {
-      if ((e as { code?: string }).code !== '40P01' || i >= attempts) throw e;
-    }
-  }
 }
 
 async function applyTemplateStatus(deps: Deps, channel: OpenChannel, v: TemplateUpdate, now: Date): Promise<boolean> {

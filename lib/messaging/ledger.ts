@@ -23,6 +23,9 @@ import { MESSAGE_ACTIVITY_SET_SQL } from '../conversations/order.js';
 import { SERVICE_WINDOW_MS } from '../conversations/window.js';
 import { dispatchedAtSql, EVENTS_CHANNEL, insertEventsSql } from '../webhooks/events.js';
 import { newId } from '../platform/secrets.js';
+import { retryDeadlock } from '../platform/db/transaction.js';
+
+export { retryDeadlock };
 
 type Db = Pick<pg.Pool, 'query'>;
 
@@ -64,18 +67,6 @@ export function quotaExceeded(limit: number, now: Date): ApiError {
     { limit, resetAt: resetAt.toISOString() },
     { 'Retry-After': String(retryAfter) },
   );
-}
-
-/** Status notifications lock the same message rows in their own order: a deadlock is tried again. */
-export async function retryDeadlock<T>(run: () => Promise<T>, attempts = 5): Promise<T> {
-  for (let i = 1; ; i++) {
-    try {
-      return await run();
-    } catch (e) {
-      if ((e as { code?: string }).code !== '40P01' || i >= attempts) throw e;
-      await new Promise((r) => setTimeout(r, 10 * i));
-    }
-  }
 }
 
 /**

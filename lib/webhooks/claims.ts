@@ -17,10 +17,9 @@
  * twice. What stays conservative: a claim lost to a crash before its POST counts (the receiver then
  * gets 4), as does one that lapses on a stalled instance and is retaken by another.
  */
-import type pg from 'pg';
+import type { Queryable } from '../platform/db/transaction.js';
 import type { Outcome } from './store.js';
 
-type Queryable = Pick<pg.Pool, 'query'>;
 
 export const INTERRUPTED = 'attempt interrupted before its outcome was recorded (crash)';
 export const CUT_AT_SHUTDOWN = 'attempt cut off at shutdown (no answer within the grace)';

@@ -9,10 +9,9 @@
  * event, back to 0 on a success; disabled at the threshold), in one transaction.
  * Plain SQL: this is the hot path.
  */
-import type pg from 'pg';
+import type { Queryable } from '../platform/db/transaction.js';
 import { MAX_ATTEMPTS } from './policy.js';
 
-type Queryable = Pick<pg.Pool, 'query'>;
 
 export interface ClaimedDelivery {
   id: string;

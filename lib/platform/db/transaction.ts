@@ -1,6 +1,13 @@
-/** One transaction on a pooled connection: BEGIN, the work, COMMIT; ROLLBACK on any error; the connection always given back. */
+/**
+ * The database's small shared vocabulary: what a statement runs on, one transaction, and one retry
+ * of a deadlocked statement. Every module uses these; none keeps a copy of its own.
+ */
 import type pg from 'pg';
 
+/** Anything a statement can run on: the pool, a checked-out client, a transaction's client. */
+export type Queryable = Pick<pg.Pool, 'query'>;
+
+/** One transaction on a pooled connection: BEGIN, the work, COMMIT; ROLLBACK on any error; the connection always given back. */
 export async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   try {
@@ -13,5 +20,21 @@ export async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClie
     throw e;
   } finally {
     client.release();
+  }
+}
+
+/**
+ * Runs a statement again when PostgreSQL chose it as a deadlock's victim (40P01): writers that lock
+ * the same rows in different orders (status notifications, confirms) can meet so. Up to
+ * `attempts` tries, with a short growing pause; any other error is thrown at once.
+ */
+export async function retryDeadlock<T>(run: () => Promise<T>, attempts = 5): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await run();
+    } catch (e) {
+      if ((e as { code?: string }).code !== '40P01' || i >= attempts) throw e;
+      await new Promise((r) => setTimeout(r, 10 * i));
+    }
   }
 }
