@@ -18,7 +18,7 @@ import { applyMigrations } from './lib/platform/db/migrate.js';
 import { checkReachable } from './lib/platform/db/database.js';
 import { loadOrCreateAdminToken } from './lib/platform/admin-token.js';
 import { loadOrCreateMasterKey } from './lib/platform/master-key.js';
-import { resealLegacySecrets } from './lib/access/secret-reseal.js';
+import { resealLegacySecrets } from './lib/upkeep/secret-reseal.js';
 import { createServices } from './services.js';
 import { BotRuntime } from './lib/bot/runtime.js';
 import { createSimulator } from './simulator/app.js';

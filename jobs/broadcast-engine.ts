@@ -38,7 +38,11 @@ export function registerBroadcastEngine(ctx: JobContext & { deps: EngineDeps }, 
     { ...deps, db: { ...deps.db, pool } },
     { owner: opts.owner ?? `engine-${process.pid}-${Math.random().toString(36).slice(2, 8)}`, timer: opts.timer ?? systemClock, ...opts },
   );
-  const tick = () => engine.tick();
+  // Imports cut short by a crash are failed on the same tick (one recurring job for both).
+  const tick = async () => {
+    await engine.tick();
+    await failInterrupted(pool, deps.clock.now());
+  };
   runner.define(BROADCAST_TICK_JOB, async () => tick(), { concurrency: 1, removeOnComplete: false });
   return {
     engine,

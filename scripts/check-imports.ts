@@ -3,13 +3,49 @@
  * - the domain (lib/) imports neither Express, nor the HTTP edge (http/, middleware/, handlers/);
  * - lib/platform/ is the floor: it imports no capability of lib/, nor the channel;
  * - channel/ (the Cloud API client and Meta's payloads) is a leaf over lib/platform/;
+ * - a capability of lib/ imports another only along an edge declared in CAPABILITY_EDGES below,
+ *   which run one way (a new room, or a new edge, is declared there: the README's house shows them);
+ *   lib/platform/ is below them all, and lib/deps.ts, the composition's type, may be named by any;
  * - no file imports itself through a circle (type-only imports count: they tie the modules too).
  * Exits 1 with one line per violation.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 
-const ROOTS = ['app.ts', 'server.ts', 'services.ts', 'lib', 'http', 'middleware', 'handlers', 'jobs', 'channel', 'bot-client', 'simulator'];
+const ROOTS = ['app.ts', 'server.ts', 'services.ts', 'lib', 'http', 'middleware', 'handlers', 'jobs', 'channel', 'bot-client', 'simulator', 'scripts'];
+
+/**
+ * Which capability may import which (besides lib/platform/ and lib/deps.ts). One way only: a
+ * capability that needs something of a room that depends on it moves that part down, or takes
+ * it through an interface of Deps (as messaging hands inbound messages to the bot's BotHook).
+ */
+export const CAPABILITY_EDGES: Record<string, string[]> = {
+  access: [],
+  code: [],
+  conversations: [],
+  tables: [],
+  sandbox: [],
+  'channel-settings': ['access'],
+  webhooks: ['access'],
+  templates: ['access', 'channel-settings'],
+  media: ['access', 'channel-settings'],
+  flows: ['channel-settings', 'code'],
+  consent: ['conversations'],
+  pricing: ['channel-settings', 'conversations'],
+  'contacts-import': ['tables'],
+  deploy: ['code', 'sandbox'],
+  upkeep: ['channel-settings', 'webhooks'],
+  messaging: ['access', 'channel-settings', 'consent', 'conversations', 'flows', 'media', 'pricing', 'webhooks'],
+  broadcasts: ['access', 'channel-settings', 'conversations', 'messaging', 'pricing'],
+  bot: ['access', 'channel-settings', 'code', 'conversations', 'deploy', 'messaging', 'sandbox', 'tables', 'webhooks'],
+  dashboard: ['access', 'broadcasts', 'templates', 'webhooks'],
+};
+
+/** The capability a file of lib/ belongs to (`lib/<room>/…`); null for lib/platform and lib/deps.ts. */
+function capabilityOf(file: string): string | null {
+  const m = /^lib\/([^/]+)\//.exec(file);
+  return m && m[1] !== 'platform' ? m[1] : null;
+}
 const SPEC = /(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)(['"])([^'"]+)\1/g;
 
 function walk(entry: string, out: string[]): string[] {
@@ -59,6 +95,19 @@ export function checkRules(graph: Map<string, { local: string[]; packages: strin
       for (const to of local) {
         const edge = ['http', 'middleware', 'handlers'].find((f) => under(to, f));
         if (edge) violations.push({ file, message: `the domain imports the HTTP edge (${to})` });
+      }
+    }
+    const from = capabilityOf(file);
+    if (from !== null) {
+      const allowed = CAPABILITY_EDGES[from];
+      if (!allowed) violations.push({ file, message: `lib/${from}/ is not declared in CAPABILITY_EDGES (scripts/check-imports.ts): declare the room and what it may import` });
+      for (const to of local) {
+        const target = capabilityOf(to);
+        if (target === null || target === from || !allowed) continue;
+        if (!allowed.includes(target)) {
+          const back = CAPABILITY_EDGES[target]?.includes(from) ? ` (lib/${target}/ imports lib/${from}/: the edge would run both ways)` : '';
+          violations.push({ file, message: `lib/${from}/ may not import lib/${target}/ (${to})${back}: declare the edge in CAPABILITY_EDGES, or move the shared part down` });
+        }
       }
     }
     if (under(file, 'lib/platform')) {
@@ -120,7 +169,10 @@ export function cyclesOf(graph: Map<string, { local: string[] }>): Violation[] {
 
 export function checkImports(root: string): Violation[] {
   const files = ROOTS.flatMap((r) => walk(path.join(root, r), [])).map((f) => path.relative(root, f).split(path.sep).join('/'));
-  return checkRules(importsOf(root, files));
+  // The declared edges run one way: no two rooms reach each other, directly or around a circle.
+  const declared = new Map(Object.entries(CAPABILITY_EDGES).map(([room, to]) => [room, { local: to }]));
+  const circles = cyclesOf(declared).map((v) => ({ file: 'scripts/check-imports.ts', message: `CAPABILITY_EDGES ${v.message}` }));
+  return checkRules(importsOf(root, files)).concat(circles);
 }
 
 if (process.argv[1] && import.meta.url.endsWith(path.basename(process.argv[1]))) {

@@ -1,5 +1,5 @@
 /**
- * What a bot can make the host do (lib/bot/sandbox.ts, helpers.ts, rates.ts): argument size checked
+ * What a bot can make the host do (lib/sandbox/sandbox.ts, helpers.ts, rates.ts): argument size checked
  * inside the isolate before any copy, helper calls in progress bounded, work left running after an
  * event stopped by its CPU, no forged or flooded service log, and the per-project event and emit
  * rates (shared counters, so two instances agree).
@@ -10,7 +10,7 @@ import winston from 'winston';
 import { Writable } from 'node:stream';
 import { scaffoldFiles } from '../lib/code/scaffold.js';
 import { buildTree } from '../lib/deploy/build.js';
-import { Sandbox, MAX_HOST_CALLS } from '../lib/bot/sandbox.js';
+import { Sandbox, MAX_HOST_CALLS } from '../lib/sandbox/sandbox.js';
 import { runHelper, type BotDeps } from '../lib/bot/helpers.js';
 import { RedisCounterStore } from '../lib/platform/counters.js';
 import { takeBotEvent } from '../lib/bot/rates.js';

@@ -1,12 +1,12 @@
 /**
- * The sandbox itself (lib/bot/sandbox.ts) and the bot log: no way out of the isolate except the
+ * The sandbox itself (lib/sandbox/sandbox.ts) and the bot log: no way out of the isolate except the
  * helpers, limits, and the log's retention per project.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { scaffoldFiles } from '../lib/code/scaffold.js';
 import { buildTree } from '../lib/deploy/build.js';
-import { Sandbox } from '../lib/bot/sandbox.js';
+import { Sandbox } from '../lib/sandbox/sandbox.js';
 import { writeBotLog } from '../lib/bot/helpers.js';
 import { startTestApp, type TestApp } from './support/app.js';
 

@@ -17,7 +17,7 @@ import {
   isTemplateExists,
   isTemplateRejection,
 } from '../channel/errors.js';
-import { channelApiError as toApiError, invalidTemplateApiError as toInvalidTemplateError } from '../lib/messaging/channel-errors.js';
+import { channelApiError as toApiError, invalidTemplateApiError as toInvalidTemplateError } from '../channel/api-errors.js';
 import { ApiError } from '../lib/platform/errors.js';
 
 // A 1x1 PNG.

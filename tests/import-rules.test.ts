@@ -37,4 +37,20 @@ describe('import rules', () => {
     const v = checkRules(graph({ 'http/a.ts': { local: ['http/b.ts'] }, 'http/b.ts': { local: ['middleware/c.ts'] }, 'middleware/c.ts': { local: ['http/a.ts'] }, 'http/d.ts': { local: ['http/a.ts'] } }));
     expect(v).toEqual([{ file: 'http/a.ts', message: 'imports run in a circle: http/a.ts ↔ http/b.ts ↔ middleware/c.ts' }]);
   });
+
+  it('refuse a capability importing another along an undeclared edge, naming an edge that would run both ways', () => {
+    const v = checkRules(
+      graph({
+        'lib/conversations/a.ts': { local: ['lib/messaging/send-message.ts', 'lib/platform/errors.ts', 'lib/deps.ts'] },
+        'lib/messaging/send-message.ts': { local: ['lib/conversations/a.ts'] },
+        'lib/newroom/x.ts': { local: ['lib/platform/errors.ts'] },
+        'lib/platform/errors.ts': {},
+        'lib/deps.ts': {},
+      }),
+    ).filter((x) => !x.message.startsWith('imports run in a circle'));
+    expect(v.map((x) => x.message)).toEqual([
+      'lib/conversations/ may not import lib/messaging/ (lib/messaging/send-message.ts) (lib/messaging/ imports lib/conversations/: the edge would run both ways): declare the edge in CAPABILITY_EDGES, or move the shared part down',
+      'lib/newroom/ is not declared in CAPABILITY_EDGES (scripts/check-imports.ts): declare the room and what it may import',
+    ]);
+  });
 });

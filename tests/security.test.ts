@@ -12,7 +12,7 @@ import express from 'express';
 import { startTestApp, type TestApp } from './support/app.js';
 import { SecretBox, deriveKey } from '../lib/platform/crypto-box.js';
 import { channelSecretPlace, openChannel } from '../lib/channel-settings/settings.js';
-import { resealLegacySecrets } from '../lib/access/secret-reseal.js';
+import { resealLegacySecrets } from '../lib/upkeep/secret-reseal.js';
 import { applyHttpTimeouts } from '../http/timeouts.js';
 
 let t: TestApp;

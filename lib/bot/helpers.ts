@@ -45,7 +45,7 @@ import { insertRow } from './table-insert.js';
 import { showTyping } from './typing.js';
 import { quotaDefaultsOf } from '../tables/quota.js';
 import type { ProjectRef } from '../access/credentials.js';
-import { MAX_HELPER_ARGS, MAX_OP_NAME } from './limits.js';
+import { MAX_HELPER_ARGS, MAX_OP_NAME } from '../sandbox/limits.js';
 import { oneLine } from './log-text.js';
 import { takeBotEmit } from './rates.js';
 import { explainPreviewTable } from './preview-tables.js';

@@ -6,7 +6,7 @@
 import type { BotDeps } from './helpers.js';
 import { ensureTree, readTree } from '../code/store.js';
 import { buildArtifact, buildFailed } from '../deploy/deployments.js';
-import { DEFAULT_LIMITS, Sandbox, StartupError, type SandboxLimits } from './sandbox.js';
+import { DEFAULT_LIMITS, Sandbox, StartupError, type SandboxLimits } from '../sandbox/sandbox.js';
 import { runHelper, type Capture, type Invocation } from './helpers.js';
 import type { BotInboundMessage } from './types.js';
 

@@ -16,7 +16,7 @@
  *   shared counters so all instances agree (lib/bot/rates.ts). A message past it is not lost: it
  *   waits here (its lease renewed, its conversation's later messages behind it) until the minute
  *   turns, and the bot log says so once a minute. On shutdown a waiting message stays in the inbox.
- * - Work the bot left running after an event (lib/bot/sandbox.ts) is stopped past its CPU bound and
+ * - Work the bot left running after an event (lib/sandbox/sandbox.ts) is stopped past its CPU bound and
  *   logged; an event caught in that stop was not at fault and runs again once on a fresh sandbox.
  * - The inbound webhook answers the channel without waiting for the bot. A paused project's bot
  *   does not run (seen within RELEASE_CHECK_MS).
@@ -32,11 +32,12 @@
 import type { Deps } from '../deps.js';
 import type { BotDeps } from './helpers.js';
 import { loadRelease } from '../deploy/deployments.js';
-import { DEFAULT_LIMITS, Sandbox, StartupError, type Outcome, type SandboxLimits } from './sandbox.js';
+import { DEFAULT_LIMITS, Sandbox, StartupError, type Outcome, type SandboxLimits } from '../sandbox/sandbox.js';
 import { takeBotEvent } from './rates.js';
 import { backoff, runHelper, writeBotLog, type Invocation } from './helpers.js';
 import type { BotHook, BotInboundMessage } from './types.js';
-import { MAX_HANDOVERS, reclaimExpired, removeFromInbox, renewLeases } from './inbox.js';
+import { addToInbox, MAX_HANDOVERS, reclaimExpired, removeFromInbox, renewLeases } from './inbox.js';
+import type { Prisma } from '../../generated/prisma/client.js';
 
 export const MAX_QUEUED_PER_PROJECT = 1000;
 export const MAX_CONCURRENT_PER_PROJECT = 16;
@@ -159,6 +160,12 @@ export class BotRuntime implements BotHook {
     while (!this.closed && this.deps!.clock.now().getTime() < at.getTime()) {
       await new Promise((r) => setTimeout(r, Math.max(1, Math.min(RATE_POLL_MS, at.getTime() - this.deps!.clock.now().getTime()))));
     }
+  }
+
+  /** A stored inbound message enters the inbox in the transaction that stores it (BotHook). */
+  async enqueue(tx: Prisma.TransactionClient, projectId: string, messageId: bigint, now: Date): Promise<void> {
+    if (!this.deps) throw new Error('the bot runtime is not attached');
+    await addToInbox(tx, projectId, messageId, now, this.deps.config.botInboxLeaseMs);
   }
 
   /** A deploy or rollback switched the project's release: read it again at the next event. */

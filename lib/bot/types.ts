@@ -1,5 +1,6 @@
 /** What the service hands the bot runtime, and what the rest of the service sees of it. */
-import type { SandboxLimits } from './sandbox.js';
+import type { SandboxLimits } from '../sandbox/sandbox.js';
+import type { Prisma } from '../../generated/prisma/client.js';
 
 /** The event the bot's `onMessage` receives (see scaffold/src/platform/runtime/types.ts). */
 export interface BotInboundMessage {
@@ -15,9 +16,16 @@ export interface BotInboundMessage {
 }
 
 /** The hook the inbound path calls once a message is stored (with its bot inbox row) and `message.received` raised. */
+export { inboundText } from '../messaging/inbound-text.js';
+
 export interface BotHook {
   /** `inboxId` is the stored message's id, its row in the bot's inbox (lib/bot/inbox.ts). */
   onInboundMessage(projectId: string, inboxId: bigint, message: BotInboundMessage): void;
+  /**
+   * Puts a stored inbound message into the bot's inbox, in the transaction that stores it (a
+   * restart before the bot ran cannot drop it). Messaging calls this; it never imports the bot.
+   */
+  enqueue(tx: Prisma.TransactionClient, projectId: string, messageId: bigint, now: Date): Promise<void>;
   /** A deploy, rollback or project change: the next message loads the project's release again. */
   releaseChanged(projectId: string): void;
   /** Hands the inbox's messages whose lease ran out to the bot again; resolves with how many were taken. */
@@ -30,14 +38,3 @@ export interface SendContract {
   document: Record<string, any>;
 }
 
-/** The text of an inbound message: a text's body, or the title of a tapped button or list row. */
-export function inboundText(type: string, content: Record<string, any>): string | null {
-  if (type === 'text' && typeof content?.text?.body === 'string') return content.text.body;
-  if (type === 'interactive') {
-    const i = content?.interactive;
-    const title = i?.button_reply?.title ?? i?.list_reply?.title;
-    if (typeof title === 'string') return title;
-  }
-  if (type === 'button' && typeof content?.button?.text === 'string') return content.button.text;
-  return null;
-}

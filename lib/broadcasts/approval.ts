@@ -12,7 +12,7 @@ import { computePreflight, freezeAudience, audienceFilter, preflightOf, type Pre
 import { broadcastNotFound, findBroadcast, type BroadcastRow } from './store.js';
 import { broadcastRate, pacingSettings } from './pacing.js';
 import { phoneNumberIdOf } from './channel-number.js';
-import { addChannelFacts, frozenRecipients } from '../pricing/preflight-facts.js';
+import { addChannelFacts, frozenRecipients } from './preflight-facts.js';
 import { quotaOutlook } from './quota-hold.js';
 
 function wrongState(row: BroadcastRow, action: string): ApiError {

@@ -6,6 +6,8 @@
  * opted in (MARKETING), hit the per-user marketing limit (131049) in the last 24 hours
  * (MARKETING), a variable without a value.
  */
+import { UUID } from '../platform/ids.js';
+export { UUID };
 import type { Queryable } from '../platform/db/transaction.js';
 export type { Queryable };
 import type { PreflightQuota } from './quota-hold.js';
@@ -14,7 +16,6 @@ import { compileFilter, Params, parseFilter, type FilterGroup } from './filter.j
 import { resolvedVariablesSql, variablesPresentSql, type BroadcastVariables } from './variables.js';
 
 
-export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export function segmentNotFound(id: string): ApiError {
   return new ApiError('SEGMENT_NOT_FOUND', `No segment ${id.slice(0, 64)} in this project.`);

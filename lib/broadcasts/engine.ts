@@ -30,10 +30,9 @@ import {
 } from './recipients.js';
 import type { BroadcastRow } from './store.js';
 import { spawnDueRetargets } from './retarget.js';
-import { failInterrupted } from '../contacts-import/imports.js';
 import { cancelOptedOutClaims } from './audience.js';
 import { channelRecipient } from '../conversations/recipient.js';
-import { optOutOnSendError } from '../consent/consent.js';
+import { optOutOnSendError } from '../conversations/consent.js';
 import { QUOTA_HOLD_PREFIX, quotaHoldReason } from './quota-hold.js';
 
 export interface EngineOptions {
@@ -103,7 +102,6 @@ export class BroadcastEngine {
       this.running.set(id, run);
     }
     await spawnDueRetargets(this.pool, now);
-    await failInterrupted(this.pool, now);
   }
 
   /** Stops taking work; runners finish their batch in flight and release their leases. */

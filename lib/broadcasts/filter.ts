@@ -5,6 +5,8 @@
  * 400 naming its path, never a 500), then compiled to one parameterised SQL predicate over the
  * `contacts` table (alias `c`): values never enter the SQL text.
  */
+import { Params } from '../platform/db/params.js';
+export { Params };
 import { ApiError } from '../platform/errors.js';
 
 export interface FilterGroup {
@@ -98,17 +100,6 @@ function condition(c: unknown, at: string): FilterCondition {
   return { field: o.field, op, value: v };
 }
 
-/** Collects parameters for a compiled predicate; numbering continues from `start`. */
-export class Params {
-  readonly values: unknown[];
-  constructor(initial: unknown[] = []) {
-    this.values = [...initial];
-  }
-  add(v: unknown): string {
-    this.values.push(v);
-    return `$${this.values.length}`;
-  }
-}
 
 const likeLiteral = (t: string) => t.replace(/[\\%_]/g, (c) => `\\${c}`);
 

@@ -13,8 +13,8 @@ import { audienceFilter, computePreflight, UUID, type Queryable, type Preflight 
 import { broadcastRate, pacingSettings } from './pacing.js';
 import { phoneNumberIdOf } from './channel-number.js';
 import type { BroadcastVariables } from './variables.js';
-import { addChannelFacts, liveRecipients, type PreflightWithFacts } from '../pricing/preflight-facts.js';
-import { campaignBilling } from '../pricing/campaign-billing.js';
+import { addChannelFacts, liveRecipients, type PreflightWithFacts } from './preflight-facts.js';
+import { campaignBilling } from './campaign-billing.js';
 
 type Schemas = components['schemas'];
 export type BroadcastView = Schemas['Broadcast'];

@@ -13,7 +13,7 @@
 import type pg from 'pg';
 import type { Prisma, PrismaClient } from '../../generated/prisma/client.js';
 import type { Customer, MetaStatus, UserPreference } from '../../channel/notifications.js';
-import { consentIsSql, consentSetSql, type ConsentStatus } from './consent.js';
+import { consentIsSql, consentSetSql, type ConsentStatus } from '../conversations/consent.js';
 import { keywordCandidates, keywordIntent, keywordsOf } from './keywords.js';
 import { isBsuid, resolveContact } from '../conversations/identity.js';
 

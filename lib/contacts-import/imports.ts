@@ -31,8 +31,8 @@ import type { Deps } from '../deps.js';
 import { ApiError } from '../platform/errors.js';
 import { readCsv, type CsvRecord } from './csv.js';
 import { classifyNumber, csvReason, type ImportRowCode, type RowReason } from './reasons.js';
-import type { Queryable } from '../broadcasts/audience.js';
-import { UUID } from '../broadcasts/audience.js';
+import type { Queryable } from '../platform/db/transaction.js';
+import { UUID } from '../platform/ids.js';
 import { Slots } from '../tables/tenant-pool.js';
 
 export type ImportView = components['schemas']['ContactImport'];
@@ -395,7 +395,7 @@ export async function listImportRows(db: Queryable, id: string, limit: number, o
 /**
  * Imports cut short by a crash or a stop (their heartbeat, moved after every batch by the database
  * clock, is older than `staleMs`) are failed with a reason: re-sending the file is safe.
- * Called at start-up and by the engine's tick, so another instance's running import is never touched.
+ * Called at start-up and by the broadcast tick job, so another instance's running import is never touched.
  */
 export async function failInterrupted(db: Queryable, now: Date, staleMs = 120_000): Promise<void> {
   await db.query(

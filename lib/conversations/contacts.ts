@@ -12,7 +12,7 @@ import type { Queryable } from './conversations.js';
 import type { ContactRow } from './views.js';
 import { normalizePhone } from './phone.js';
 import { ApiError } from '../platform/errors.js';
-import type { ConsentStatus } from '../consent/consent.js';
+import type { ConsentStatus } from './consent.js';
 
 export interface ContactFilters {
   /** Digits only. */

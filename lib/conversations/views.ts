@@ -18,7 +18,7 @@ export type ContactSummaryView = Schemas['ContactSummary'];
 export type RowId = bigint | number | string;
 
 import { serviceWindow } from './window.js';
-import { consentView, type ConsentColumns } from '../consent/consent.js';
+import { consentView, type ConsentColumns } from './consent.js';
 
 export { SERVICE_WINDOW_MS, serviceWindow } from './window.js';
 

@@ -11,7 +11,7 @@ import * as keys from '../access/keys.js';
 import { credentialsChanged, type CredentialCache } from '../access/credential-cache.js';
 import { approveBroadcast, cancelBroadcast } from '../broadcasts/approval.js';
 import { findBroadcast } from '../broadcasts/store.js';
-import { UUID } from '../broadcasts/audience.js';
+import { UUID } from '../platform/ids.js';
 import { recordAudit, recordAuditOn, type Actor, type AuditEntry } from './audit.js';
 import type { PrismaClient } from '../../generated/prisma/client.js';
 import { DashboardRefusal } from './refusal.js';

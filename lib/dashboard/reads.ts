@@ -5,7 +5,7 @@
  */
 import type { Deps } from '../deps.js';
 import { broadcastView, listBroadcastRows, RECIPIENT_STATUS_SQL, RECIPIENT_ERROR_CODE_SQL, ERROR_CATEGORY_SQL, findBroadcast } from '../broadcasts/store.js';
-import { UUID } from '../broadcasts/audience.js';
+import { UUID } from '../platform/ids.js';
 import { templateView } from '../templates/templates.js';
 import { webhookView } from '../webhooks/registrations.js';
 import { listKeys } from '../access/keys.js';

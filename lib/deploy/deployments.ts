@@ -22,7 +22,7 @@ import { ApiError } from '../platform/errors.js';
 import { newId } from '../platform/secrets.js';
 import { ensureTree, readTree, replaceProductionTree, treeHash } from '../code/store.js';
 import { buildTree, ENTRY, type Diagnostic } from './build.js';
-import { DEFAULT_LIMITS, Sandbox, StartupError } from '../bot/sandbox.js';
+import { DEFAULT_LIMITS, Sandbox, StartupError } from '../sandbox/sandbox.js';
 
 export const KEPT_DEPLOYMENTS = 20;
 

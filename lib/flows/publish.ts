@@ -18,7 +18,7 @@
 import type { Deps } from '../deps.js';
 import { ApiError } from '../platform/errors.js';
 import { requireChannel } from '../channel-settings/settings.js';
-import { asApiError } from '../messaging/channel-errors.js';
+import { asApiError } from '../../channel/api-errors.js';
 import { createFlow, deprecateFlow as deprecateAtChannel, getFlow as getChannelFlow, publishFlow as publishAtChannel, uploadFlowJson, type GraphFlowValidationError } from '../../channel/flows.js';
 import { findFlow, findVersion, type FlowRow } from './store.js';
 import { validateFlowJson } from './validator/index.js';

@@ -17,9 +17,8 @@ import { upsertConversation } from './conversation-store.js';
 import { notificationChanges, type Customer, type MetaMessage, type MetaStatus, type TemplateUpdate } from '../../channel/notifications.js';
 import { isBsuid, rekeyContact, resolveContact } from '../conversations/identity.js';
 import { applyUserPreferences, fillStatusCustomers, keywordConsent, optOutOnFailedStatuses } from '../consent/signals.js';
-import { sendConsentConfirmation } from '../consent/confirmation.js';
-import { inboundText } from '../bot/types.js';
-import { addToInbox } from '../bot/inbox.js';
+import { sendConsentConfirmation } from './consent-confirmation.js';
+import { inboundText } from './inbound-text.js';
 import { flowReplyOf } from '../flows/send.js';
 import { pricingOf } from '../pricing/status-pricing.js';
 
@@ -74,7 +73,7 @@ async function applyMessage(deps: Deps, channel: OpenChannel, m: MetaMessage, cu
     // A consent keyword (the whole message) changes the contact's marketing consent with it.
     const consent = await keywordConsent(tx, channel.projectId, contact.id, type, rest as Record<string, unknown>, now);
     // The bot's part commits with the message: a restart before the bot ran cannot drop it.
-    if (deps.bot) await addToInbox(tx, channel.projectId, message.id, now, deps.config.botInboxLeaseMs);
+    if (deps.bot) await deps.bot.enqueue(tx, channel.projectId, message.id, now);
     await recordEvent(tx, channel.projectId, 'message.received', {
       conversation_id: Number(conversation.id),
       message: messageView(message, contact),

@@ -23,10 +23,10 @@ import { settleLater } from './send-cleanup.js';
 import { abandonIntents, newSendRef, recordIntents, releaseUnits, sendState, sessionWindowOpen, type Intent } from './ledger.js';
 import { confirmSends } from './confirm-batch.js';
 import { isChannelError, isOutsideWindowError, isTemplateRejection } from '../../channel/errors.js';
-import { asApiError, channelApiError, invalidTemplateApiError } from './channel-errors.js';
+import { asApiError, channelApiError, invalidTemplateApiError } from '../../channel/api-errors.js';
 import type { GraphMessagePayload } from '../../channel/cloud-api.js';
 import { channelRecipient, recipientChannelError, resolveRecipient } from '../conversations/recipient.js';
-import { optOutOnSendError } from '../consent/consent.js';
+import { optOutOnSendError } from '../conversations/consent.js';
 
 type SendRequest = components['schemas']['SendMessageRequest'];
 

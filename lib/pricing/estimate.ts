@@ -10,8 +10,8 @@
  * `authentication`.
  */
 import type { components } from '../../generated/api.js';
-import type { Queryable } from '../broadcasts/audience.js';
-import { Params } from '../broadcasts/filter.js';
+import type { Queryable } from '../platform/db/transaction.js';
+import type { Params } from '../platform/db/params.js';
 import { SERVICE_WINDOW_MS } from '../conversations/window.js';
 import { getRateCard, money, type RateCard } from './rate-card.js';
 

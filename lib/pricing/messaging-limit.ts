@@ -17,7 +17,7 @@
  */
 import type { components } from '../../generated/api.js';
 import type { Deps } from '../deps.js';
-import type { Queryable } from '../broadcasts/audience.js';
+import type { Queryable } from '../platform/db/transaction.js';
 import { openChannel } from '../channel-settings/settings.js';
 import type { RecipientSource } from './estimate.js';
 

@@ -7,7 +7,7 @@
  * Unlike statuses (stored as given), a card is checked strictly: a category we do not know would
  * never match a message, and a negative price would make an estimate lie, so both are 400.
  */
-import type { Queryable } from '../broadcasts/audience.js';
+import type { Queryable } from '../platform/db/transaction.js';
 import { ApiError } from '../platform/errors.js';
 
 /** Meta's pricing categories (its status notifications may add more; a card names these only). */

@@ -24,7 +24,7 @@ import { newId } from '../platform/secrets.js';
 import { requireChannel } from '../channel-settings/settings.js';
 import { isUniqueViolation } from '../platform/db/errors.js';
 import { isChannelError, isTemplateExists, isTemplateRejection } from '../../channel/errors.js';
-import { asApiError, invalidTemplateApiError } from '../messaging/channel-errors.js';
+import { asApiError, invalidTemplateApiError } from '../../channel/api-errors.js';
 import type { GraphTemplateDefinitionComponent } from '../../channel/cloud-api.js';
 
 type CreateTemplateRequest = components['schemas']['CreateTemplateRequest'];

@@ -12,7 +12,7 @@
 import type { BenchContext, BenchSection } from './context.js';
 import { scaffoldFiles } from '../../lib/code/scaffold.js';
 import { buildTree } from '../../lib/deploy/build.js';
-import { Sandbox } from '../../lib/bot/sandbox.js';
+import { Sandbox } from '../../lib/sandbox/sandbox.js';
 
 const TRIVIAL_BOT = `import { log, sendText, type InboundMessage } from './platform/runtime/index.js';
 export async function onMessage(m: InboundMessage): Promise<void> {

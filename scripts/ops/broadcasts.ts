@@ -4,7 +4,7 @@
  */
 import { createReadStream, statSync } from 'node:fs';
 import { flagValue, parseChoice, parseInteger, UsageError, type ParsedArgs } from './args.js';
-import type { Command } from './commands.js';
+import type { Command } from './command.js';
 import * as f from './format.js';
 import { billingLine, preflightCostLines } from './rate-card.js';
 

@@ -12,7 +12,7 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync, existsSync } from 
 import path from 'node:path';
 import { flagValue, parseChoice, parseInteger, UsageError, type ParsedArgs } from './args.js';
 import { failure, OpsFailure, redact, type AdminClient, type FailureEnvelope } from './client.js';
-import type { Command } from './commands.js';
+import type { Command } from './command.js';
 import * as f from './format.js';
 
 export const SYNC_FILE = '.service-sync.json';

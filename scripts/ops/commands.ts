@@ -14,30 +14,9 @@ import { CODE_COMMANDS } from './code.js';
 import { FLOW_COMMANDS } from './flows.js';
 import { TEMPLATE_COMMANDS } from './templates.js';
 import { scopeList, scopesHelp } from './scopes.js';
+import type { Command, Group } from './command.js';
 
-export type Group = 'dashboard' | 'projects' | 'keys' | 'connections' | 'tokens' | 'channel' | 'runtime' | 'webhooks' | 'tables' | 'broadcasts' | 'contacts' | 'code' | 'flows' | 'templates';
-
-export interface Result {
-  data: unknown;
-  human: string;
-}
-
-export interface Command {
-  group: Group;
-  name: string;
-  /** Positional arguments, all required, e.g. ['<projectId>', '<name>']. */
-  args: string[];
-  /** Usage of the command's own flags, e.g. '--name NAME --scopes a,b [--test]'. */
-  options?: string;
-  /** Flags the command accepts besides the global ones. */
-  flags?: string[];
-  summary: string;
-  /** More help after the usage line (e.g. the scope catalogue of commands that take scopes). */
-  details?: () => string;
-  /** 'api_key': the command uses a project key (SERVICE_API_KEY), not the operator token. */
-  auth?: 'api_key';
-  run(api: AdminClient, pos: string[], args: ParsedArgs): Promise<Result>;
-}
+export type { Command, Group, Result } from './command.js';
 
 export const GROUPS: Record<Group, string> = {
   projects: 'Projects, their state and daily send quota',

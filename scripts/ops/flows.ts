@@ -4,7 +4,7 @@
  * errors without publishing), `flows deprecate`, `flows list`.
  */
 import { flagSet } from './args.js';
-import type { Command } from './commands.js';
+import type { Command } from './command.js';
 import * as f from './format.js';
 
 type Finding = { error?: unknown; message?: unknown; line_start?: unknown; column_start?: unknown };

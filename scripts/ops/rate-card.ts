@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { UsageError } from './args.js';
-import type { Command } from './commands.js';
+import type { Command } from './command.js';
 import * as f from './format.js';
 
 function cardText(card: { currency: string; prices: Record<string, Record<string, number>>; updated_at: string }): string {

@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { flagSet, flagValue, parseChoice, UsageError, type ParsedArgs } from './args.js';
-import type { Command } from './commands.js';
+import type { Command } from './command.js';
 import * as f from './format.js';
 
 const SCHEMAS = ['public', 'preview'] as const;

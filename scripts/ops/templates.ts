@@ -3,7 +3,7 @@
  * Meta's review would. With the real Graph API, Meta decides in WhatsApp Manager.
  */
 import { flagValue } from './args.js';
-import type { Command } from './commands.js';
+import type { Command } from './command.js';
 
 function decide(decision: 'APPROVED' | 'REJECTED'): Command['run'] {
   return async (api, [projectId, name], args) => {

@@ -22,7 +22,7 @@ import type { WebhookDelivery, WebhookDeliveryOptions } from '../../jobs/webhook
 import type { JobsOptions } from '../../jobs/index.js';
 import { createServices, type Services } from '../../services.js';
 import { BotRuntime } from '../../lib/bot/runtime.js';
-import type { SandboxLimits } from '../../lib/bot/sandbox.js';
+import type { SandboxLimits } from '../../lib/sandbox/sandbox.js';
 import type { Logger } from '../../lib/platform/logger.js';
 import { recordViolations } from './response-violations.js';
 

@@ -2,8 +2,8 @@
  * What a channel failure (channel/errors.ts: ChannelError) means to our caller, in the spec's
  * envelope: the channel reports, the domain decides.
  */
-import { ApiError } from '../platform/errors.js';
-import { isChannelError, type ChannelError, type ChannelErrorKind } from '../../channel/errors.js';
+import { ApiError } from '../lib/platform/errors.js';
+import { isChannelError, type ChannelError, type ChannelErrorKind } from './errors.js';
 
 /** The provider's words for a rejection, for an ApiError message. */
 function providerDetail(e: ChannelError): string {

@@ -27,7 +27,7 @@
  *   Node's event loop: the service and other projects' bots keep running.
  */
 import ivm from 'isolated-vm';
-import { PositionMapper, type SourceMap } from '../deploy/sourcemap.js';
+import { PositionMapper, type SourceMap } from './sourcemap.js';
 import { MAX_HELPER_ARGS, MAX_HOST_CALLS, MAX_OP_NAME } from './limits.js';
 
 export interface SandboxLimits {

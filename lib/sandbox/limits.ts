@@ -1,4 +1,4 @@
-/** What may cross from a bot's isolate to the host in one helper call (lib/bot/sandbox.ts checks it inside the isolate, lib/bot/helpers.ts again). */
+/** What may cross from a bot's isolate to the host in one helper call (lib/sandbox/sandbox.ts checks it inside the isolate, lib/bot/helpers.ts again). */
 
 /** The JSON arguments of one helper call, in characters. */
 export const MAX_HELPER_ARGS = 256 * 1024;

@@ -1,6 +1,6 @@
 /** The confirmation a consent keyword answers with (the project's text; lib/consent/keywords.ts). */
 import type { Deps } from '../deps.js';
-import { sendMessage } from '../messaging/send-message.js';
+import { sendMessage } from './send-message.js';
 
 /** Sends the keyword's confirmation text; a failure is logged, never fails the webhook. */
 export async function sendConsentConfirmation(deps: Deps, projectId: string, to: { phone: string } | { user_id: string }, text: string): Promise<void> {

@@ -4,11 +4,11 @@
  * (messaging-limit.ts). Live recipients before approval (the eligible contacts), the frozen
  * recipient rows at approval.
  */
-import type { AudienceRule, Preflight, Queryable } from '../broadcasts/audience.js';
-import { eligibleContactsSql } from '../broadcasts/audience.js';
-import { Params } from '../broadcasts/filter.js';
-import { estimateCost, type RecipientSource } from './estimate.js';
-import { messagingLimitReport } from './messaging-limit.js';
+import type { AudienceRule, Preflight, Queryable } from './audience.js';
+import { eligibleContactsSql } from './audience.js';
+import { Params } from './filter.js';
+import { estimateCost, type RecipientSource } from '../pricing/estimate.js';
+import { messagingLimitReport } from '../pricing/messaging-limit.js';
 
 export type PreflightWithFacts = Preflight & {
   cost_estimate?: Awaited<ReturnType<typeof estimateCost>>;

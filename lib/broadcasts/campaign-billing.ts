@@ -4,10 +4,10 @@
  * beside the estimate the pre-flight froze at approval.
  */
 import type { components } from '../../generated/api.js';
-import type { Queryable } from '../broadcasts/audience.js';
-import { BILLABLE_TYPE } from './status-pricing.js';
-import { getRateCard, money } from './rate-card.js';
-import type { CostEstimate } from './estimate.js';
+import type { Queryable } from '../platform/db/transaction.js';
+import { BILLABLE_TYPE } from '../pricing/status-pricing.js';
+import { getRateCard, money } from '../pricing/rate-card.js';
+import type { CostEstimate } from '../pricing/estimate.js';
 
 export type CampaignBilling = components['schemas']['CampaignBilling'];
 
