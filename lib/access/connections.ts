@@ -94,7 +94,7 @@ export async function listTokens(deps: DbDeps, connectionId: string) {
   return deps.db.prisma.accessToken.findMany({ where: { connectionId: connection.id }, orderBy: { createdAt: 'asc' } });
 }
 
-export async function issueToken(deps: Pick<Deps, 'db' | 'clock'>, connectionId: string, expiresInSeconds = DEFAULT_TOKEN_LIFETIME_S) {
+export async function issueToken(deps: WriteDeps & Pick<Deps, 'clock'>, connectionId: string, expiresInSeconds = DEFAULT_TOKEN_LIFETIME_S) {
   const connection = await findConnection(deps, connectionId);
   const secret = newSecret(TOKEN_PREFIX);
   const now = deps.clock.now();
@@ -108,6 +108,8 @@ export async function issueToken(deps: Pick<Deps, 'db' | 'clock'>, connectionId:
       expiresAt: new Date(now.getTime() + expiresInSeconds * 1000),
     },
   });
+  // A new credential is announced too: every instance's set of valid digests (the failure throttle's) learns it.
+  await credentialsChanged(deps);
   return { token, secret };
 }
 

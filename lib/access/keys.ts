@@ -40,6 +40,8 @@ export async function createKey(deps: KeyDeps, projectId: string, input: { name:
   const key = await deps.db.prisma.apiKey.create({
     data: { id: newId('key', 12), projectId: project.id, name: input.name, mode, scopes: input.scopes, secretHash, hint },
   });
+  // A new credential is announced too: every instance's set of valid digests (the failure throttle's) learns it.
+  await credentialsChanged(deps);
   return { key, secret };
 }
 
