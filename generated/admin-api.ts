@@ -2421,6 +2421,7 @@ export interface operations {
         requestBody?: never;
         responses: {
             200: components["responses"]["TableQuotaResponse"];
+            400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             404: components["responses"]["Error"];
         };
