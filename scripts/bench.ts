@@ -8,7 +8,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { ChildProcess } from 'node:child_process';
-import { installInterrupt, startProcess, stopProcess } from './bench/harness.js';
+import { buildService, installInterrupt, startProcess, stopProcess } from './bench/harness.js';
 import type { BenchContext, BenchSection } from './bench/context.js';
 import { benchPing } from './bench/ping.js';
 import { benchMessages } from './bench/messages.js';
@@ -57,13 +57,16 @@ async function main(): Promise<void> {
 }
 
 async function run(wanted: string[], adminToken: string, start: typeof startProcess): Promise<void> {
+  // What users run: `npm start` compiles into dist/ and runs node on it; so does the bench.
+  buildService();
+  console.log('service: dist/server.js, compiled by scripts/build.mjs and run by node as `npm start` runs it (not tsx)');
   // The simulator runs in its own process, as Meta would: its work is not the service's.
-  const simulator = await start('simulator/main.ts', {
+  const simulator = await start('dist/simulator/main.js', {
     SIMULATOR_PORT: '0',
     SIMULATOR_TEMPLATE_AUTO_APPROVE_MS: 'off',
     SIMULATOR_LOG: 'warn',
   }, /listening on (http:\/\/127\.0\.0\.1:\d+)/);
-  const service = await start('server.ts', {
+  const service = await start('dist/server.js', {
     PORT: '0',
     HOST: '127.0.0.1',
     DATA_DIR: '.data/bench',
