@@ -1,15 +1,18 @@
 /**
  * `npm run bench`: measures the service against a baseline in the same run, on this machine.
- * The service runs as `npm start` would (embedded PostgreSQL in .data/bench unless DATABASE_URL
- * is set), with limits raised, against the Cloud API simulator started alone (`npm run simulator`).
- * Each section prints a table and its goal lines; goals are reported, not asserted (benchmarks
- * are not tests).
+ * The service runs as `npm start` runs it (compiled into dist/, embedded PostgreSQL in .data/bench
+ * unless DATABASE_URL is set), with limits raised, against the Cloud API simulator started alone.
+ * Each section prints a table and its goals as ratios to a baseline of the same run (goals.ts),
+ * and the run ends with a table of them all; goals are reported, not asserted (benchmarks are not
+ * tests).
  * `npm run bench -- ping messages` runs only the named sections.
  */
 import { randomBytes } from 'node:crypto';
 import type { ChildProcess } from 'node:child_process';
 import { buildService, installInterrupt, startProcess, stopProcess } from './bench/harness.js';
+import { loadavg } from 'node:os';
 import type { BenchContext, BenchSection } from './bench/context.js';
+import { summary } from './bench/goals.js';
 import { benchPing } from './bench/ping.js';
 import { benchMessages } from './bench/messages.js';
 import { benchWebhooks } from './bench/webhooks.js';
@@ -114,9 +117,15 @@ async function run(wanted: string[], adminToken: string, start: typeof startProc
   };
   for (const [name, section] of Object.entries(SECTIONS)) {
     if (wanted.length ? !wanted.includes(name) : name === 'soak') continue;
-    console.log(`\n## ${name}`);
+    console.log(`\n## ${name} (load average ${loadAverage()})`);
     await section(ctx);
   }
+  console.log('\n' + summary(loadAverage()));
+}
+
+/** The machine's 1, 5 and 15 minute load averages: on a shared machine, read the ratios beside them. */
+function loadAverage(): string {
+  return loadavg().map((l) => l.toFixed(2)).join(', ');
 }
 
 main().catch((e) => {
