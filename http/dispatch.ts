@@ -107,7 +107,9 @@ export function contractPipeline(opts: PipelineOptions): RequestHandler {
     ...responseCheck,
     // Ours after the validator's, so it sees the handler's body first (http/contract-checks/response-check.ts).
     contractResponseCheck({ contract, sample: deps.config.responseCheckSample, logger: deps.logger, pathPrefix, onViolation: deps.onResponseViolation }),
-    ...steps.slice(meta + 1, at + 1),
+    // The validator's security step stands here, where our policy runs; with validateSecurity off
+    // it only passes on, a promise hop per request, so it is left out.
+    ...steps.slice(meta + 1, at),
     ...policy,
     body,
     ...steps.slice(at + 1),
