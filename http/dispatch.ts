@@ -7,7 +7,7 @@
  */
 import express, { type Request, type RequestHandler } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
-import './validator-speedups.js';
+import { direct } from './validator-speedups.js';
 import type { Contract, OperationInfo } from './contract.js';
 import type { AppDeps } from './app-deps.js';
 import type { Handler, Reply } from './handler-types.js';
@@ -60,14 +60,24 @@ export function contractPipeline(opts: PipelineOptions): RequestHandler {
     // bodies (middleware/upload-body.ts) and the validator checks the fields they leave in req.body.
     fileUploader: false,
   }) as unknown as RequestHandler[];
-  const named = (n: string) => validator.findIndex((mw) => mw.name === n);
-  if (named('metadataMiddleware') < 0 || named('securityMiddleware') < 0) {
-    throw new Error('express-openapi-validator changed: metadataMiddleware/securityMiddleware not found');
+  const has = (n: string) => validator.some((mw) => mw.name === n);
+  if (!has('metadataMiddleware') || !has('securityMiddleware') || !has('pathParamsMiddleware')) {
+    throw new Error('express-openapi-validator changed: pathParamsMiddleware/metadataMiddleware/securityMiddleware not found');
   }
   // Response validation hooks res.json: install it right after the operation is known, so error
   // envelopes written by the policy step are validated too.
   const responseCheck = validator.filter((mw) => mw.name === 'responseMiddleware');
-  const steps = validator.filter((mw) => mw.name !== 'responseMiddleware');
+  const steps = validator
+    .filter((mw) => mw.name !== 'responseMiddleware')
+    .map((mw) =>
+      mw.name === 'pathParamsMiddleware'
+        ? onceSettled(mw)
+        : mw.name === 'metadataMiddleware'
+          ? named(direct(mw, 'metadata') as RequestHandler, mw.name)
+          : mw.name === 'requestMiddleware'
+            ? named(direct(mw, 'request') as RequestHandler, mw.name)
+            : mw,
+    );
   const meta = steps.findIndex((mw) => mw.name === 'metadataMiddleware');
   const at = steps.findIndex((mw) => mw.name === 'securityMiddleware');
 
@@ -118,6 +128,30 @@ export function contractPipeline(opts: PipelineOptions): RequestHandler {
   ]);
   // A request of another contract skips the whole pipeline at once.
   return (req, res, next) => (req.path.startsWith(pathPrefix) ? pipeline(req, res, next) : next());
+}
+
+/**
+ * The validator's first step only waits for its spec to load (and installs path parameters on the
+ * app once); after it has passed once it has nothing left to do but a promise hop per request.
+ */
+function onceSettled(step: RequestHandler): RequestHandler {
+  let settled = false;
+  return named(
+    (req, res, next) =>
+      settled
+        ? next()
+        : step(req, res, (err?: unknown) => {
+            if (!err) settled = true;
+            next(err);
+          }),
+    step.name,
+  );
+}
+
+/** The pipeline finds the validator's steps by name: wrappers keep it. */
+function named(fn: RequestHandler, name: string): RequestHandler {
+  Object.defineProperty(fn, 'name', { value: name });
+  return fn;
 }
 
 /**

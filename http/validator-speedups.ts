@@ -69,6 +69,44 @@ const metadata = require(path.join(validatorDir, 'middlewares', 'openapi.metadat
 const types = require(path.join(validatorDir, 'framework', 'types.js')) as Record<'NotFound' | 'MethodNotAllowed' | 'BadRequest', new (o: object) => Error>;
 const { httpMethods } = require(path.join(validatorDir, 'middlewares', 'parsers', 'schema.preprocessor.js')) as { httpMethods: Set<string> };
 
+const COMPILED = Symbol.for('messaging-service.validator.metadata');
+const VALIDATES = Symbol.for('messaging-service.validator.request');
+
+/**
+ * The validator's metadata and request steps wait on its spec-loading promise on every request (a
+ * promise hop each) before calling the function they built on first use. Once that function has
+ * run for a request (it marks the request), the pipeline calls it directly: the promise has settled
+ * for good, and the function is the same.
+ */
+export function direct(step: (req: any, res: any, next: Next) => unknown, kind: 'metadata' | 'request'): (req: any, res: any, next: Next) => unknown {
+  const mark = kind === 'metadata' ? COMPILED : VALIDATES;
+  let compiled: ((req: any, res: any, next: Next) => unknown) | undefined;
+  return (req, res, next) => {
+    if (compiled) return compiled(req, res, next);
+    return step(req, res, (err?: unknown) => {
+      compiled ??= req[mark];
+      next(err);
+    });
+  };
+}
+
+const validatorModule = require(path.join(validatorDir, 'openapi.validator.js')) as {
+  OpenApiValidator: { prototype: { requestValidationMiddleware: (apiDoc: unknown) => (req: any, res: any, next: Next) => unknown; __marked?: boolean } };
+};
+const proto = validatorModule.OpenApiValidator.prototype;
+if (!proto.__marked) {
+  const build = proto.requestValidationMiddleware;
+  proto.requestValidationMiddleware = function (this: unknown, apiDoc: unknown) {
+    const validate = build.call(this, apiDoc);
+    const marked = (req: any, res: any, next: Next) => {
+      req[VALIDATES] = marked;
+      return validate(req, res, next);
+    };
+    return marked;
+  };
+  proto.__marked = true;
+}
+
 if (!metadata.__compiled) {
   metadata.applyOpenApiMetadata = (context, responseApiDoc) => {
     // Compiled per pair of the app's routing settings (read per request, as the validator does).
@@ -122,7 +160,9 @@ if (!metadata.__compiled) {
         _responseSchema: responseApiDoc?.paths[route.pathKey][method],
       };
     };
-    return (req, _res, next) => {
+    const middleware = (req: Req, _res: unknown, next: Next): void => {
+      // Tells the pipeline which function the validator's step ends in (see direct, below).
+      (req as unknown as Record<symbol, unknown>)[COMPILED] = middleware;
       const p = req.path.startsWith(req.baseUrl) ? req.path : `${req.baseUrl}/${req.path}`;
       if (context.shouldIgnoreRoute(p)) return next();
       const matched = lookupRoute(req);
@@ -145,6 +185,7 @@ if (!metadata.__compiled) {
       }
       next();
     };
+    return middleware;
   };
   metadata.__compiled = true;
 }
