@@ -98,8 +98,13 @@ if (!proto.__marked) {
   const build = proto.requestValidationMiddleware;
   proto.requestValidationMiddleware = function (this: unknown, apiDoc: unknown) {
     const validate = build.call(this, apiDoc);
+    // Marks only the first request: the pipeline takes the function from it (direct, above).
+    let first = true;
     const marked = (req: any, res: any, next: Next) => {
-      req[VALIDATES] = marked;
+      if (first) {
+        first = false;
+        req[VALIDATES] = marked;
+      }
       return validate(req, res, next);
     };
     return marked;
@@ -124,7 +129,9 @@ if (!metadata.__compiled) {
       return { routes, literal };
     };
     const lookupRoute = (req: Req) => {
-      const p = context.useRequestUrl ? req.url.split('?')[0] : req.originalUrl.split('?')[0];
+      const url = context.useRequestUrl ? req.url : req.originalUrl;
+      const q = url.indexOf('?');
+      const p = q < 0 ? url : url.slice(0, q);
       const method = req.method.toLowerCase();
       const sensitive = !!req.app.enabled('case sensitive routing');
       const strict = !!req.app.enabled('strict routing');
@@ -160,9 +167,14 @@ if (!metadata.__compiled) {
         _responseSchema: responseApiDoc?.paths[route.pathKey][method],
       };
     };
+    let first = true;
     const middleware = (req: Req, _res: unknown, next: Next): void => {
-      // Tells the pipeline which function the validator's step ends in (see direct, below).
-      (req as unknown as Record<symbol, unknown>)[COMPILED] = middleware;
+      // Tells the pipeline, on the first request, which function the validator's step ends in
+      // (direct, above).
+      if (first) {
+        first = false;
+        (req as unknown as Record<symbol, unknown>)[COMPILED] = middleware;
+      }
       const p = req.path.startsWith(req.baseUrl) ? req.path : `${req.baseUrl}/${req.path}`;
       if (context.shouldIgnoreRoute(p)) return next();
       const matched = lookupRoute(req);
