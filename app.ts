@@ -4,7 +4,7 @@
  */
 import express, { type Express } from 'express';
 import type { AppDeps } from './http/app-deps.js';
-import { contractPipeline } from './http/dispatch.js';
+import { compose, contractPipeline } from './http/dispatch.js';
 import { operationalRoutes, type Readiness } from './http/operational.js';
 import { apiReferenceRoutes } from './http/api-reference.js';
 import { faviconRoutes } from './http/favicon.js';
@@ -46,84 +46,83 @@ export function createApp(deps: AppDeps & AppOptions): Express {
   app.set('query parser', 'simple');
   app.set('trust proxy', deps.config.trustProxy);
 
-  app.use(requestId);
-  app.use(securityHeaders);
-  // Probes and scrapes first: never logged per request, never rate limited.
-  app.use(operationalRoutes({
-    readiness: deps.readiness ?? (async () => ({ ready: true, checks: {} })),
-    metrics: deps.metrics,
-    adminToken: deps.adminToken,
-  }));
-  app.use(accessLog(deps.logger, deps.metrics));
-  // The API reference page (Redoc over /v1/openapi.json): public, outside the contracts.
-  app.use(apiReferenceRoutes());
-  app.use(faviconRoutes());
-  app.use(singleAuthorization);
-  // The bot's runtime API (custom events), by its own contract: first, so its hot path skips
-  // the other pipelines.
+  // The common pipeline as one middleware: Express's router costs more per layer than most of
+  // these steps (http/dispatch.ts, compose). Order is the data flow: request id and headers,
+  // probes, the access log, the reference page, then the contract pipelines (/runtime, /v1, /admin).
   app.use(
-    contractPipeline({
-      name: 'runtime-openapi.yaml',
-      contract: deps.runtimeContract,
-      handlers: runtimeHandlers as any,
-      deps,
-      pathPrefix: '/runtime/',
-      policy: [
-        runtimeAuth(deps),
-        // Per token, in the same shared counters (and fail-open) as the /v1 limit.
-        rateLimit({
-          store: deps.counters,
-          limit: () => deps.config.runtimeEventsPerMinute,
-          clock: deps.clock,
-          keyOf: (req) => (req.runtimeTokenId ? `rt:${req.runtimeTokenId}` : undefined),
-          logger: deps.logger,
-          onReject: () => deps.metrics?.rateLimited('runtime'),
-        }),
-      ],
-    }),
-  );
-  // /v1/files/{path}: a path of several segments reaches the one operation (handlers/files.ts).
-  app.use(filesPathSegments);
-  // An empty path id reaches its own operation and is refused there after authentication.
-  app.use(markEmptyPathParams([{ contract: deps.contract, prefix: '/v1/' }, { contract: deps.adminContract, prefix: '/admin/' }]));
-
-  app.use(
-    contractPipeline({
-      name: 'openapi.yaml',
-      contract: deps.contract,
-      handlers: (deps.handlers ?? handlers) as any,
-      deps,
-      pathPrefix: '/v1/',
-      policy: [
-        authenticate(deps),
-        refuseEmptyPathParams,
-        rateLimit({
-          store: deps.counters,
-          limit: () => deps.config.rateLimitPerMinute,
-          clock: deps.clock,
-          keyOf: (req) => req.credential?.rateKey,
-          logger: deps.logger,
-          onReject: () => deps.metrics?.rateLimited('v1'),
-        }),
-        selectProject(deps),
-        operationScopes(deps),
-        uploadBudget(deps),
-        uploadBody(deps),
-        streamedBody(deps.contract),
-      ],
-      beforeHandler: [idempotency(deps)],
-    }),
-  );
-
-  app.use(
-    contractPipeline({
-      name: 'admin-openapi.yaml',
-      contract: deps.adminContract,
-      handlers: adminHandlers as any,
-      deps,
-      pathPrefix: '/admin/',
-      policy: [adminAuth(deps.adminToken, deps.adminContract), refuseEmptyPathParams, streamedBody(deps.adminContract)],
-    }),
+    compose([
+      requestId,
+      securityHeaders,
+      // Probes and scrapes first: never logged per request, never rate limited.
+      operationalRoutes({
+        readiness: deps.readiness ?? (async () => ({ ready: true, checks: {} })),
+        metrics: deps.metrics,
+        adminToken: deps.adminToken,
+      }),
+      accessLog(deps.logger, deps.metrics),
+      // The API reference page (Redoc over /v1/openapi.json): public, outside the contracts.
+      apiReferenceRoutes(),
+      faviconRoutes(),
+      singleAuthorization,
+      // The bot's runtime API (custom events), by its own contract: first, so its hot path skips
+      // the other pipelines.
+      contractPipeline({
+        name: 'runtime-openapi.yaml',
+        contract: deps.runtimeContract,
+        handlers: runtimeHandlers as any,
+        deps,
+        pathPrefix: '/runtime/',
+        policy: [
+          runtimeAuth(deps),
+          // Per token, in the same shared counters (and fail-open) as the /v1 limit.
+          rateLimit({
+            store: deps.counters,
+            limit: () => deps.config.runtimeEventsPerMinute,
+            clock: deps.clock,
+            keyOf: (req) => (req.runtimeTokenId ? `rt:${req.runtimeTokenId}` : undefined),
+            logger: deps.logger,
+            onReject: () => deps.metrics?.rateLimited('runtime'),
+          }),
+        ],
+      }),
+      // /v1/files/{path}: a path of several segments reaches the one operation (handlers/files.ts).
+      filesPathSegments,
+      // An empty path id reaches its own operation and is refused there after authentication.
+      markEmptyPathParams([{ contract: deps.contract, prefix: '/v1/' }, { contract: deps.adminContract, prefix: '/admin/' }]),
+      contractPipeline({
+        name: 'openapi.yaml',
+        contract: deps.contract,
+        handlers: (deps.handlers ?? handlers) as any,
+        deps,
+        pathPrefix: '/v1/',
+        policy: [
+          authenticate(deps),
+          refuseEmptyPathParams,
+          rateLimit({
+            store: deps.counters,
+            limit: () => deps.config.rateLimitPerMinute,
+            clock: deps.clock,
+            keyOf: (req) => req.credential?.rateKey,
+            logger: deps.logger,
+            onReject: () => deps.metrics?.rateLimited('v1'),
+          }),
+          selectProject(deps),
+          operationScopes(deps),
+          uploadBudget(deps),
+          uploadBody(deps),
+          streamedBody(deps.contract),
+        ],
+        beforeHandler: [idempotency(deps)],
+      }),
+      contractPipeline({
+        name: 'admin-openapi.yaml',
+        contract: deps.adminContract,
+        handlers: adminHandlers as any,
+        deps,
+        pathPrefix: '/admin/',
+        policy: [adminAuth(deps.adminToken, deps.adminContract), refuseEmptyPathParams, streamedBody(deps.adminContract)],
+      }),
+    ]),
   );
 
   app.use(channelWebhookRouter(deps));

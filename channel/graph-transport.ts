@@ -13,6 +13,7 @@
 import axios, { type AxiosInstance, type AxiosResponse, type Method } from 'axios';
 import http from 'node:http';
 import https from 'node:https';
+import type { Duplex } from 'node:stream';
 import { Readable } from 'node:stream';
 import type { Logger } from '../lib/platform/logger.js';
 import {
@@ -126,6 +127,44 @@ export class LengthGuard {
   }
 }
 
+/**
+ * Keep-alive agents whose sockets set their TCP options once, when they connect. Node's agent
+ * sets keep-alive again each time a socket returns to the pool, and axios on each request that
+ * takes a socket (`setKeepAlive(true, 60 s)`): 8 `setsockopt` system calls per send, on a machine
+ * where a system call is dear. Later calls that enable keep-alive again change nothing here;
+ * turning it off still works.
+ */
+function keepAliveOnce<S extends Duplex | undefined>(socket: S, delayMs: number): S {
+  const tcp = socket as unknown as { setKeepAlive?: (enable?: boolean, delay?: number) => unknown } | undefined;
+  if (typeof tcp?.setKeepAlive !== 'function') return socket;
+  const setKeepAlive = tcp.setKeepAlive;
+  setKeepAlive.call(tcp, true, delayMs);
+  tcp.setKeepAlive = function (enable?: boolean, delay?: number) {
+    return enable ? this : setKeepAlive.call(this, enable, delay);
+  };
+  return socket;
+}
+
+type CreateConnection = (options: object, callback: (err: Error | null, socket: Duplex) => void) => Duplex | undefined;
+
+class GraphHttpAgent extends http.Agent {
+  constructor(private readonly keepAliveDelayMs: number, opts: http.AgentOptions) {
+    super(opts);
+  }
+  createConnection(options: object, callback: (err: Error | null, socket: Duplex) => void): Duplex | undefined {
+    return keepAliveOnce((http.Agent.prototype as unknown as { createConnection: CreateConnection }).createConnection.call(this, options, callback), this.keepAliveDelayMs);
+  }
+}
+
+class GraphHttpsAgent extends https.Agent {
+  constructor(private readonly keepAliveDelayMs: number, opts: https.AgentOptions) {
+    super(opts);
+  }
+  createConnection(options: object, callback: (err: Error | null, socket: Duplex) => void): Duplex | undefined {
+    return keepAliveOnce((https.Agent.prototype as unknown as { createConnection: CreateConnection }).createConnection.call(this, options, callback), this.keepAliveDelayMs);
+  }
+}
+
 export class GraphTransport {
   protected readonly http: AxiosInstance;
   protected readonly httpAgent: http.Agent;
@@ -151,8 +190,8 @@ export class GraphTransport {
     this.logger = opts.logger;
     this.onCall = opts.onCall;
     const agentOpts = { keepAlive: true, keepAliveMsecs: 1_000, maxSockets: opts.maxSockets ?? 256, maxFreeSockets: 64, timeout: 60_000 };
-    this.httpAgent = new http.Agent(agentOpts);
-    this.httpsAgent = new https.Agent(agentOpts);
+    this.httpAgent = new GraphHttpAgent(agentOpts.keepAliveMsecs, agentOpts);
+    this.httpsAgent = new GraphHttpsAgent(agentOpts.keepAliveMsecs, agentOpts);
     this.http = axios.create({
       baseURL: base.origin + base.pathname.replace(/\/+$/, ''),
       httpAgent: this.httpAgent,
@@ -217,8 +256,9 @@ export class GraphTransport {
       ? `/${this.version}/${spec.rawNode}`
       : `/${this.version}/${spec.segments.map((s, i) => (i === 0 ? segment(s, 'node id') : encodeURIComponent(s))).join('/')}`;
     const logPath = spec.rawNode ? `/${this.version}/upload:…` : path;
-    const params: Record<string, string | number> = {};
-    for (const [k, v] of Object.entries(spec.params ?? {})) if (v !== undefined && v !== '') params[k] = v;
+    // No query (a send has none): no params for axios to serialise.
+    let params: Record<string, string | number> | undefined;
+    for (const [k, v] of Object.entries(spec.params ?? {})) if (v !== undefined && v !== '') (params ??= {})[k] = v;
     const secrets = [creds.accessToken];
     const deadlineMs = spec.upload ? this.uploadTimeoutMs : this.timeoutMs;
     const ac = new AbortController();

@@ -6,7 +6,7 @@
  */
 import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
-import { Router, type Request, type Response } from 'express';
+import { Router, type NextFunction, type Request, type Response } from 'express';
 
 const bundlePath = createRequire(import.meta.url).resolve('redoc/bundles/redoc.standalone.js');
 
@@ -48,7 +48,10 @@ const PAGE = `<!doctype html>
 </html>
 `;
 
-export function apiReferenceRoutes(): Router {
+// Every request passes here: only these paths enter the router (its matching costs more).
+const REFERENCE = /^\/docs(?:\/redoc\.standalone\.js)?\/?$/i;
+
+export function apiReferenceRoutes(): (req: Request, res: Response, next: NextFunction) => void {
   const router = Router();
   // Read once: 1 MB of JavaScript, the same for the process's life.
   let bundle: Buffer | undefined;
@@ -62,5 +65,5 @@ export function apiReferenceRoutes(): Router {
     // Public and versioned with the package: a browser may keep it for an hour.
     res.status(200).type('application/javascript').setHeader('Cache-Control', 'public, max-age=3600').send(bundle);
   });
-  return router;
+  return (req, res, next) => (REFERENCE.test(req.path) ? router(req, res, next) : next());
 }

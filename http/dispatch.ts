@@ -7,7 +7,7 @@
  */
 import express, { type Request, type RequestHandler } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
-import './validator-speedups.js';
+import { direct } from './validator-speedups.js';
 import type { Contract, OperationInfo } from './contract.js';
 import type { AppDeps } from './app-deps.js';
 import type { Handler, Reply } from './handler-types.js';
@@ -46,7 +46,7 @@ export interface PipelineOptions {
   name: string;
 }
 
-export function contractPipeline(opts: PipelineOptions): RequestHandler[] {
+export function contractPipeline(opts: PipelineOptions): RequestHandler {
   const { contract, handlers, deps, pathPrefix, policy, beforeHandler = [], name } = opts;
   assertHandlers(contract, handlers, name);
   const validator = OpenApiValidator.middleware({
@@ -60,19 +60,26 @@ export function contractPipeline(opts: PipelineOptions): RequestHandler[] {
     // bodies (middleware/upload-body.ts) and the validator checks the fields they leave in req.body.
     fileUploader: false,
   }) as unknown as RequestHandler[];
-  const named = (n: string) => validator.findIndex((mw) => mw.name === n);
-  if (named('metadataMiddleware') < 0 || named('securityMiddleware') < 0) {
-    throw new Error('express-openapi-validator changed: metadataMiddleware/securityMiddleware not found');
+  const has = (n: string) => validator.some((mw) => mw.name === n);
+  if (!has('metadataMiddleware') || !has('securityMiddleware') || !has('pathParamsMiddleware')) {
+    throw new Error('express-openapi-validator changed: pathParamsMiddleware/metadataMiddleware/securityMiddleware not found');
   }
   // Response validation hooks res.json: install it right after the operation is known, so error
   // envelopes written by the policy step are validated too.
   const responseCheck = validator.filter((mw) => mw.name === 'responseMiddleware');
-  const steps = validator.filter((mw) => mw.name !== 'responseMiddleware');
+  const steps = validator
+    .filter((mw) => mw.name !== 'responseMiddleware')
+    .map((mw) =>
+      mw.name === 'pathParamsMiddleware'
+        ? onceSettled(mw)
+        : mw.name === 'metadataMiddleware'
+          ? named(direct(mw, 'metadata') as RequestHandler, mw.name)
+          : mw.name === 'requestMiddleware'
+            ? named(direct(mw, 'request') as RequestHandler, mw.name)
+            : mw,
+    );
   const meta = steps.findIndex((mw) => mw.name === 'metadataMiddleware');
   const at = steps.findIndex((mw) => mw.name === 'securityMiddleware');
-
-  const onlyHere = (mw: RequestHandler): RequestHandler => (req, res, next) =>
-    req.path.startsWith(pathPrefix) ? mw(req, res, next) : next();
 
   // The body is read only once the caller is known, so an anonymous caller cannot make us parse.
   // Each operation's limit comes from its `x-body-limit` (one parser per distinct limit).
@@ -84,8 +91,7 @@ export function contractPipeline(opts: PipelineOptions): RequestHandler[] {
     return parser(req, res, next);
   };
 
-  const dispatch: RequestHandler = async (req, res, next) => {
-    if (!req.path.startsWith(pathPrefix)) return next();
+  const dispatch: RequestHandler = async (req, res) => {
     const op = operationOf(req, contract);
     const reply: Reply<any> = await handlers[op.operationId](
       {
@@ -107,17 +113,69 @@ export function contractPipeline(opts: PipelineOptions): RequestHandler[] {
     }
   };
 
-  return [
+  const pipeline = compose([
     ...steps.slice(0, meta + 1),
     ...responseCheck,
     // Ours after the validator's, so it sees the handler's body first (http/contract-checks/response-check.ts).
     contractResponseCheck({ contract, sample: deps.config.responseCheckSample, logger: deps.logger, pathPrefix, onViolation: deps.onResponseViolation }),
-    ...steps.slice(meta + 1, at + 1),
-    ...policy.map(onlyHere),
-    onlyHere(body),
+    // The validator's security step stands here, where our policy runs; with validateSecurity off
+    // it only passes on, a promise hop per request, so it is left out.
+    ...steps.slice(meta + 1, at),
+    ...policy,
+    body,
     ...steps.slice(at + 1),
-    ...beforeHandler.map(onlyHere),
+    ...beforeHandler,
     dispatch,
-  ];
+  ]);
+  // A request of another contract skips the whole pipeline at once.
+  return (req, res, next) => (req.path.startsWith(pathPrefix) ? pipeline(req, res, next) : next());
+}
+
+/**
+ * The validator's first step only waits for its spec to load (and installs path parameters on the
+ * app once); after it has passed once it has nothing left to do but a promise hop per request.
+ */
+function onceSettled(step: RequestHandler): RequestHandler {
+  let settled = false;
+  return named(
+    (req, res, next) =>
+      settled
+        ? next()
+        : step(req, res, (err?: unknown) => {
+            if (!err) settled = true;
+            next(err);
+          }),
+    step.name,
+  );
+}
+
+/** The pipeline finds the validator's steps by name: wrappers keep it. */
+function named(fn: RequestHandler, name: string): RequestHandler {
+  Object.defineProperty(fn, 'name', { value: name });
+  return fn;
+}
+
+/**
+ * Runs `steps` as one middleware, in order, as Express's router would run them as separate layers
+ * (an error, thrown or passed to next, or a rejected promise leaves for the app's error handler),
+ * without the router's per-layer work (path matching, parameter processing, prefix trimming),
+ * which cost more than most steps themselves on every request.
+ */
+export function compose(steps: RequestHandler[]): RequestHandler {
+  return (req, res, out) => {
+    let i = 0;
+    const next = (err?: unknown): void => {
+      if (err) return out(err);
+      if (i === steps.length) return out();
+      const step = steps[i++];
+      try {
+        const ret = step(req, res, next) as unknown;
+        if (typeof (ret as Promise<unknown> | undefined)?.then === 'function') (ret as Promise<unknown>).then(undefined, (e: unknown) => next(e || new Error('Rejected promise')));
+      } catch (e) {
+        next(e);
+      }
+    };
+    next();
+  };
 }
 

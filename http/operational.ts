@@ -6,7 +6,7 @@
  * shutdown begins) and `GET /metrics` (Prometheus text, with the operator token). Query strings
  * and bodies are ignored.
  */
-import { Router, type Request, type Response } from 'express';
+import { Router, type NextFunction, type Request, type Response } from 'express';
 import { ApiError } from '../lib/platform/errors.js';
 import { hashSecret, safeEqual } from '../lib/platform/secrets.js';
 import type { Metrics } from '../lib/platform/metrics.js';
@@ -23,7 +23,10 @@ export interface OperationalOptions {
   adminToken: string;
 }
 
-export function operationalRoutes(opts: OperationalOptions): Router {
+// Every request passes here first: only these paths enter the router (its matching costs more).
+const OPERATIONAL = /^\/(?:healthz|readyz|metrics)\/?$/i;
+
+export function operationalRoutes(opts: OperationalOptions): (req: Request, res: Response, next: NextFunction) => void {
   const router = Router();
   const expected = hashSecret(opts.adminToken);
 
@@ -47,5 +50,5 @@ export function operationalRoutes(opts: OperationalOptions): Router {
     if (!opts.metrics) throw new ApiError('not_found', 'Metrics are not enabled on this instance.');
     res.status(200).type(opts.metrics.registry.contentType).send(await opts.metrics.registry.metrics());
   });
-  return router;
+  return (req, res, next) => (OPERATIONAL.test(req.path) ? router(req, res, next) : next());
 }

@@ -31,3 +31,173 @@ if (!ptr.__memoised) {
   };
   ptr.__memoised = true;
 }
+
+/**
+ * The same module's route lookup (applyOpenApiMetadata) also walks every route on every request,
+ * building a cache key, two settings lookups and a schema lookup per route before the regular
+ * expression runs. Here it is the same lookup compiled once per contract: each route's expression
+ * and parameter names in the validator's own order (the first match wins, as before), plus a map
+ * from each literal path of a route without parameters to its route, used when no earlier route
+ * matches that path. What it sets on the request (`req.openapi`, `req.params`) and the errors it
+ * raises (404, 405 with Allow, 400 on a malformed escape) are the validator's, unchanged.
+ */
+interface OpenApiContextLike {
+  expressRouteMap: Record<string, Record<string, unknown> & { basePath: string }>;
+  openApiRouteMap: Record<string, Record<string, unknown>>;
+  apiDoc: { paths: Record<string, Record<string, unknown>> };
+  useRequestUrl: boolean;
+  ignoreUndocumented: boolean;
+  serial: number;
+  shouldIgnoreRoute(path: string): boolean;
+  isManagedRoute(path: string): boolean;
+  routePair(route: string): { expressRoute: string; openApiRoute: string };
+}
+interface CompiledRoute {
+  expressRoute: string;
+  openApiRoute: string;
+  pathKey: string;
+  regexp: RegExp;
+  paramKeys: string[];
+}
+type Next = (err?: unknown) => void;
+type Req = { path: string; baseUrl: string; url: string; originalUrl: string; method: string; app: { enabled(name: string): boolean }; openapi?: unknown; params?: unknown };
+
+const metadata = require(path.join(validatorDir, 'middlewares', 'openapi.metadata.js')) as {
+  applyOpenApiMetadata: (context: OpenApiContextLike, responseApiDoc?: { paths: Record<string, Record<string, unknown>> }) => (req: Req, res: unknown, next: Next) => void;
+  __compiled?: boolean;
+};
+const types = require(path.join(validatorDir, 'framework', 'types.js')) as Record<'NotFound' | 'MethodNotAllowed' | 'BadRequest', new (o: object) => Error>;
+const { httpMethods } = require(path.join(validatorDir, 'middlewares', 'parsers', 'schema.preprocessor.js')) as { httpMethods: Set<string> };
+
+const COMPILED = Symbol.for('messaging-service.validator.metadata');
+const VALIDATES = Symbol.for('messaging-service.validator.request');
+
+/**
+ * The validator's metadata and request steps wait on its spec-loading promise on every request (a
+ * promise hop each) before calling the function they built on first use. Once that function has
+ * run for a request (it marks the request), the pipeline calls it directly: the promise has settled
+ * for good, and the function is the same.
+ */
+export function direct(step: (req: any, res: any, next: Next) => unknown, kind: 'metadata' | 'request'): (req: any, res: any, next: Next) => unknown {
+  const mark = kind === 'metadata' ? COMPILED : VALIDATES;
+  let compiled: ((req: any, res: any, next: Next) => unknown) | undefined;
+  return (req, res, next) => {
+    if (compiled) return compiled(req, res, next);
+    return step(req, res, (err?: unknown) => {
+      compiled ??= req[mark];
+      next(err);
+    });
+  };
+}
+
+const validatorModule = require(path.join(validatorDir, 'openapi.validator.js')) as {
+  OpenApiValidator: { prototype: { requestValidationMiddleware: (apiDoc: unknown) => (req: any, res: any, next: Next) => unknown; __marked?: boolean } };
+};
+const proto = validatorModule.OpenApiValidator.prototype;
+if (!proto.__marked) {
+  const build = proto.requestValidationMiddleware;
+  proto.requestValidationMiddleware = function (this: unknown, apiDoc: unknown) {
+    const validate = build.call(this, apiDoc);
+    // Marks only the first request: the pipeline takes the function from it (direct, above).
+    let first = true;
+    const marked = (req: any, res: any, next: Next) => {
+      if (first) {
+        first = false;
+        req[VALIDATES] = marked;
+      }
+      return validate(req, res, next);
+    };
+    return marked;
+  };
+  proto.__marked = true;
+}
+
+if (!metadata.__compiled) {
+  metadata.applyOpenApiMetadata = (context, responseApiDoc) => {
+    // Compiled per pair of the app's routing settings (read per request, as the validator does).
+    const compiled = new Map<string, { routes: CompiledRoute[]; literal: Map<string, CompiledRoute> }>();
+    const compile = (sensitive: boolean, strict: boolean) => {
+      const routes: CompiledRoute[] = [];
+      const literal = new Map<string, CompiledRoute>();
+      for (const [expressRoute, methods] of Object.entries(context.expressRouteMap)) {
+        const { openApiRoute } = context.routePair(expressRoute);
+        const r = ptr.pathToRegexp(expressRoute, { sensitive, strict }) as { regexp: RegExp; keys: Array<{ name: string }> };
+        const route = { expressRoute, openApiRoute, pathKey: openApiRoute.substring(methods.basePath.length), regexp: r.regexp, paramKeys: r.keys.map((k) => k.name) };
+        if (route.paramKeys.length === 0 && route.regexp.test(expressRoute) && !literal.has(expressRoute) && !routes.some((e) => e.regexp.test(expressRoute))) literal.set(expressRoute, route);
+        routes.push(route);
+      }
+      return { routes, literal };
+    };
+    const lookupRoute = (req: Req) => {
+      const url = context.useRequestUrl ? req.url : req.originalUrl;
+      const q = url.indexOf('?');
+      const p = q < 0 ? url : url.slice(0, q);
+      const method = req.method.toLowerCase();
+      const sensitive = !!req.app.enabled('case sensitive routing');
+      const strict = !!req.app.enabled('strict routing');
+      const settings = `${sensitive}${strict}`;
+      let table = compiled.get(settings);
+      if (!table) compiled.set(settings, (table = compile(sensitive, strict)));
+      let route = table.literal.get(p);
+      let match: RegExpExecArray | null = null;
+      if (!route) {
+        for (const r of table.routes) {
+          match = r.regexp.exec(p);
+          if (match) {
+            route = r;
+            break;
+          }
+        }
+        if (!route) return null;
+      }
+      const pathParams: Record<string, string> = {};
+      if (match) {
+        try {
+          for (let i = 0; i < route.paramKeys.length; i++) pathParams[route.paramKeys[i]] = decodeURIComponent(match[i + 1]);
+        } catch {
+          throw new types.BadRequest({ path: req.path, message: `malformed uri'` });
+        }
+      }
+      return {
+        schema: context.apiDoc.paths[route.pathKey][method],
+        expressRoute: route.expressRoute,
+        openApiRoute: route.openApiRoute,
+        pathParams,
+        serial: -1,
+        _responseSchema: responseApiDoc?.paths[route.pathKey][method],
+      };
+    };
+    let first = true;
+    const middleware = (req: Req, _res: unknown, next: Next): void => {
+      // Tells the pipeline, on the first request, which function the validator's step ends in
+      // (direct, above).
+      if (first) {
+        first = false;
+        (req as unknown as Record<symbol, unknown>)[COMPILED] = middleware;
+      }
+      const p = req.path.startsWith(req.baseUrl) ? req.path : `${req.baseUrl}/${req.path}`;
+      if (context.shouldIgnoreRoute(p)) return next();
+      const matched = lookupRoute(req);
+      if (matched) {
+        const { expressRoute, openApiRoute, pathParams, schema } = matched;
+        if (!schema) {
+          if (context.ignoreUndocumented) return next();
+          throw new types.MethodNotAllowed({
+            path: req.path,
+            message: `${req.method} method not allowed`,
+            headers: { Allow: Object.keys(context.openApiRouteMap[openApiRoute]).filter((key) => httpMethods.has(key.toLowerCase())).join(', ') },
+          });
+        }
+        const openapi: Record<string, unknown> = { expressRoute, openApiRoute, pathParams, schema, serial: context.serial };
+        if (responseApiDoc) openapi._responseSchema = matched._responseSchema;
+        req.openapi = openapi;
+        req.params = pathParams;
+      } else if (context.isManagedRoute(p) && !context.ignoreUndocumented) {
+        throw new types.NotFound({ path: req.path, message: 'not found' });
+      }
+      next();
+    };
+    return middleware;
+  };
+  metadata.__compiled = true;
+}

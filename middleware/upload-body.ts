@@ -73,9 +73,10 @@ function drain(req: Request, res: Response, cap: number): Promise<void> {
 }
 
 export function uploadBody(deps: AppDeps) {
-  return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
+  // Most operations take no file: they pass without entering the async reader below.
+  return (req: Request, res: Response, next: NextFunction): void | Promise<void> => (operationOf(req, deps.contract).uploadMetered ? read(req, res, next) : next());
+  async function read(req: Request, res: Response, next: NextFunction): Promise<void> {
     const op = operationOf(req, deps.contract);
-    if (!op.uploadMetered) return next();
     const type = String(req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
     const declared = declaredTypes(req);
     const json = type === 'application/json' && declared.includes('application/json');
@@ -131,5 +132,5 @@ export function uploadBody(deps: AppDeps) {
       await budget?.charge(sink?.size ?? 0);
     }
     next();
-  };
+  }
 }

@@ -18,14 +18,17 @@ declare module 'express-serve-static-core' {
 }
 
 export function uploadBudget(deps: AppDeps) {
-  return async (req: Request, _res: Response, next: NextFunction): Promise<void> => {
-    const op = operationOf(req, deps.contract);
-    const key = req.credential?.rateKey;
-    if (!op.uploadMetered || key === undefined) return next();
+  const count = async (req: Request, key: string, next: NextFunction): Promise<void> => {
     const budget = new UploadBudget(deps, key);
     await budget.countRequest();
     if ((await budget.remaining()) <= 0) throw budget.exceeded('bytes');
     req.uploadBudget = budget;
     next();
+  };
+  // Most operations are not metered: they pass without a promise.
+  return (req: Request, _res: Response, next: NextFunction): void | Promise<void> => {
+    const key = req.credential?.rateKey;
+    if (!operationOf(req, deps.contract).uploadMetered || key === undefined) return next();
+    return count(req, key, next);
   };
 }

@@ -1,15 +1,18 @@
 /**
  * `npm run bench`: measures the service against a baseline in the same run, on this machine.
- * The service runs as `npm start` would (embedded PostgreSQL in .data/bench unless DATABASE_URL
- * is set), with limits raised, against the Cloud API simulator started alone (`npm run simulator`).
- * Each section prints a table and its goal lines; goals are reported, not asserted (benchmarks
- * are not tests).
+ * The service runs as `npm start` runs it (compiled into dist/, embedded PostgreSQL in .data/bench
+ * unless DATABASE_URL is set), with limits raised, against the Cloud API simulator started alone.
+ * Each section prints a table and its goals as ratios to a baseline of the same run (goals.ts),
+ * and the run ends with a table of them all; goals are reported, not asserted (benchmarks are not
+ * tests).
  * `npm run bench -- ping messages` runs only the named sections.
  */
 import { randomBytes } from 'node:crypto';
 import type { ChildProcess } from 'node:child_process';
-import { installInterrupt, startProcess, stopProcess } from './bench/harness.js';
+import { buildService, installInterrupt, startProcess, stopProcess } from './bench/harness.js';
+import { loadavg } from 'node:os';
 import type { BenchContext, BenchSection } from './bench/context.js';
+import { summary } from './bench/goals.js';
 import { benchPing } from './bench/ping.js';
 import { benchMessages } from './bench/messages.js';
 import { benchWebhooks } from './bench/webhooks.js';
@@ -57,13 +60,16 @@ async function main(): Promise<void> {
 }
 
 async function run(wanted: string[], adminToken: string, start: typeof startProcess): Promise<void> {
+  // What users run: `npm start` compiles into dist/ and runs node on it; so does the bench.
+  buildService();
+  console.log('service: dist/server.js, compiled by scripts/build.mjs and run by node as `npm start` runs it (not tsx)');
   // The simulator runs in its own process, as Meta would: its work is not the service's.
-  const simulator = await start('simulator/main.ts', {
+  const simulator = await start('dist/simulator/main.js', {
     SIMULATOR_PORT: '0',
     SIMULATOR_TEMPLATE_AUTO_APPROVE_MS: 'off',
     SIMULATOR_LOG: 'warn',
   }, /listening on (http:\/\/127\.0\.0\.1:\d+)/);
-  const service = await start('server.ts', {
+  const service = await start('dist/server.js', {
     PORT: '0',
     HOST: '127.0.0.1',
     DATA_DIR: '.data/bench',
@@ -113,9 +119,15 @@ async function run(wanted: string[], adminToken: string, start: typeof startProc
   };
   for (const [name, section] of Object.entries(SECTIONS)) {
     if (wanted.length ? !wanted.includes(name) : name === 'soak') continue;
-    console.log(`\n## ${name}`);
+    console.log(`\n## ${name} (load average ${loadAverage()})`);
     await section(ctx);
   }
+  console.log('\n' + summary(loadAverage()));
+}
+
+/** The machine's 1, 5 and 15 minute load averages: on a shared machine, read the ratios beside them. */
+function loadAverage(): string {
+  return loadavg().map((l) => l.toFixed(2)).join(', ');
 }
 
 main().catch((e) => {

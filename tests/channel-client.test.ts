@@ -5,7 +5,7 @@
  */
 import { describe, it, expect, beforeAll, afterAll, beforeEach } from '@jest/globals';
 import http, { type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { Socket, type AddressInfo } from 'node:net';
 import { PassThrough, Readable } from 'node:stream';
 import { inspect } from 'node:util';
 import winston from 'winston';
@@ -221,6 +221,28 @@ describe('CloudApiClient against the simulator', () => {
       expect(api.status).toBe(400);
       expect(api.code).toBe('invalid_template');
       expect(api.message).toContain('localizable_params');
+    });
+  });
+
+  describe('connections', () => {
+    it('reuses one keep-alive socket and sets its TCP keep-alive once, not per send', async () => {
+      const c = makeClient();
+      const sockets = new Set<Socket>();
+      let keepAliveCalls = 0;
+      const original = Socket.prototype.setKeepAlive;
+      Socket.prototype.setKeepAlive = function (this: Socket, ...args: Parameters<Socket['setKeepAlive']>) {
+        keepAliveCalls++;
+        sockets.add(this);
+        return original.apply(this, args);
+      };
+      try {
+        for (let i = 0; i < 10; i++) expect((await c.sendMessage(creds, text(`n${i}`))).wamid).toMatch(/^wamid\./);
+      } finally {
+        Socket.prototype.setKeepAlive = original;
+      }
+      // One socket for ten sequential sends, its keep-alive set when it connected (10 × 2 before).
+      expect(sockets.size).toBe(1);
+      expect(keepAliveCalls).toBe(1);
     });
   });
 

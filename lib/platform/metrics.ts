@@ -72,11 +72,18 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
       if (v !== undefined) this.set(v);
     },
   });
+  // Each request's labelled series, looked up once per operation and status: prom-client
+  // otherwise hashes a label object on every increment and observation.
+  const perOperation = new Map<string, { latency: ReturnType<typeof latency.labels>; byStatus: Map<number, ReturnType<typeof requests.labels>> }>();
   return {
     registry,
     request: (operation, status, seconds) => {
-      requests.inc({ operation, status: String(status) });
-      latency.observe({ operation }, seconds);
+      let op = perOperation.get(operation);
+      if (!op) perOperation.set(operation, (op = { latency: latency.labels(operation), byStatus: new Map() }));
+      let counter = op.byStatus.get(status);
+      if (!counter) op.byStatus.set(status, (counter = requests.labels(operation, String(status))));
+      counter.inc();
+      op.latency.observe(seconds);
     },
     send: (type, outcome) => sends.inc({ type, outcome }),
     graphCall: (op, outcome, seconds) => {

@@ -2,7 +2,7 @@
  * Benchmark plumbing: start processes, wait for readiness, run autocannon and summarise.
  * Servers run in child processes so the load generator does not share their event loop.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
@@ -17,12 +17,28 @@ export interface Result {
   non2xx: number;
 }
 
+/**
+ * Builds dist/ as `npm start` does (scripts/build.mjs: skipped when dist/ matches the sources).
+ * The bench runs what users run: the compiled service, not its TypeScript through tsx.
+ */
+export function buildService(): void {
+  execFileSync(process.execPath, ['scripts/build.mjs'], { stdio: 'inherit' });
+}
+
+/**
+ * How a script runs: a `.js` file under dist/ as `npm start` runs the service (node, the
+ * compiled code, source maps on); anything else (the bench's own helpers) from TypeScript via tsx.
+ */
+function runnerArgs(script: string): string[] {
+  // --no-node-snapshot: isolated-vm (the bot runtime) needs it on Node 20+.
+  return script.startsWith('dist/') ? ['--no-node-snapshot', '--enable-source-maps', script] : ['--no-node-snapshot', '--import', 'tsx', script];
+}
+
 export function startProcess(script: string, env: Record<string, string>, ready: RegExp, timeoutMs = 60_000): Promise<{ child: ChildProcess; match: RegExpMatchArray }> {
   return new Promise((resolve, reject) => {
     // BENCH_CPU_PROF=<dir> writes a V8 CPU profile of each started process there, on exit.
     const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-    // --no-node-snapshot: isolated-vm (the bot runtime) needs it on Node 20+.
-    const child = spawn(process.execPath, [...profile, '--no-node-snapshot', '--import', 'tsx', script], {
+    const child = spawn(process.execPath, [...profile, ...runnerArgs(script)], {
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
       // Its own process group: a Ctrl-C reaches the bench alone, which then stops what it started

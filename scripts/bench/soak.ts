@@ -18,6 +18,7 @@ import type pg from 'pg';
 import { cpuSeconds, onInterrupt } from './harness.js';
 import type { BenchSection } from './context.js';
 import { benchDatabaseUrl, benchPool, quietStart } from './quiet.js';
+import { goal } from './goals.js';
 
 const HOT_TABLES = ['conversations', 'messages', 'contacts'] as const;
 
@@ -188,8 +189,9 @@ export const benchSoak: BenchSection = async (ctx) => {
   if (figures.length >= 2) {
     const first = figures[0];
     const last = figures[figures.length - 1];
-    const within = (x: number, y: number) => y <= x * 1.15;
-    console.log(`last tenth vs first: p50 ${first.p50.toFixed(1)} → ${last.p50.toFixed(1)} ms, p99 ${first.p99.toFixed(1)} → ${last.p99.toFixed(1)} ms, CPU (service + PostgreSQL) ${first.cpu.toFixed(2)} → ${last.cpu.toFixed(2)} ms/msg; goal within 15% → ${within(first.p99, last.p99) && within(first.cpu, last.cpu) ? 'met' : 'NOT met'}`);
+    console.log(`last tenth vs first: p50 ${first.p50.toFixed(1)} → ${last.p50.toFixed(1)} ms, p99 ${first.p99.toFixed(1)} → ${last.p99.toFixed(1)} ms, CPU (service + PostgreSQL) ${first.cpu.toFixed(2)} → ${last.cpu.toFixed(2)} ms/msg`);
+    goal({ id: 'soak', what: 'CPU per message (service + PostgreSQL), last tenth vs first', ratio: last.cpu / first.cpu, op: '<=', target: 1.15, detail: `${last.cpu.toFixed(2)} / ${first.cpu.toFixed(2)} ms` });
+    goal({ id: 'soak', what: 'p99, last tenth vs first', ratio: last.p99 / first.p99, op: '<=', target: 1.15, detail: `${last.p99.toFixed(1)} / ${first.p99.toFixed(1)} ms` });
     console.log(`service RSS: ${samples[1].rss} → ${samples[samples.length - 1].rss} MB`);
   }
   if (failureKinds.size > 0) console.log(`non-200 answers: ${[...failureKinds].map(([k, n]) => `${k}: ${n}`).join(', ')}`);

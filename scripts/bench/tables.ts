@@ -13,6 +13,7 @@
 import pg from 'pg';
 import { performance } from 'node:perf_hooks';
 import type { BenchSection } from './context.js';
+import { goal, type Goal } from './goals.js';
 import { withProjectTx } from '../../lib/tables/isolation.js';
 import { rowsScope } from '../../lib/tables/rows.js';
 import { canonicalFilters, parseFilterText } from '../../lib/tables/filters.js';
@@ -61,7 +62,7 @@ export const benchTables: BenchSection = async (ctx) => {
     const table = `${schemaName(projectId, 'public')}.bench_rows`;
     const filterText = JSON.stringify([{ column: 'cat', op: 'eq', value: 3 }]);
     const results: Array<{ name: string; p50: number; p95: number }> = [];
-    const goals: string[] = [];
+    const goals: Goal[] = [];
     for (const orderBy of [undefined, 'grp'] as const) {
       // The position of the 999,950th row of the ordering, as the service writes it (text forms).
       const order = orderBy ? 'grp ASC, id ASC' : 'id ASC';
@@ -93,14 +94,14 @@ export const benchTables: BenchSection = async (ctx) => {
         }
         const [first, deep] = Object.values(timed).map((t) => quantile(t, 0.5));
         const ratio = deep / first;
-        goals.push(`${label}: deep page median ${deep.toFixed(2)} ms = ${ratio.toFixed(2)}× the first (${first.toFixed(2)} ms; goal at most 1.2×) → ${ratio <= 1.2 ? 'met' : 'NOT met'}`);
+        goals.push({ id: 'P5', what: `table page after ${DEEP.toLocaleString('en')} rows vs the first, ${label}`, ratio, op: '<=', target: 1.2, detail: `median ${deep.toFixed(2)} / ${first.toFixed(2)} ms` });
       }
     }
     const width = Math.max(...results.map((r) => r.name.length));
     console.log(`\n${'case'.padEnd(width)}  median ms  p95 ms`);
     for (const r of results) console.log(`${r.name.padEnd(width)}  ${r.p50.toFixed(2).padStart(9)}  ${r.p95.toFixed(2).padStart(6)}`);
     console.log('');
-    for (const g of goals) console.log(g);
+    for (const g of goals) goal(g);
   } finally {
     await pool.end();
   }

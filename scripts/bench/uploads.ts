@@ -59,10 +59,10 @@ const mb = (n: number) => (n / MB).toFixed(1);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 export const benchUploads: BenchSection = async () => {
-  const sim = await startProcess('simulator/main.ts', { SIMULATOR_PORT: '0', SIMULATOR_LOG: 'warn', SIMULATOR_AUTO_STATUS: 'off' }, /listening on (http:\/\/\S+)/);
+  const sim = await startProcess('dist/simulator/main.js', { SIMULATOR_PORT: '0', SIMULATOR_LOG: 'warn', SIMULATOR_AUTO_STATUS: 'off' }, /listening on (http:\/\/\S+)/);
   const simUrl = sim.match[1];
   const adminToken = 'adm_bench_' + randomBytes(12).toString('hex');
-  const service = await startProcess('server.ts', {
+  const service = await startProcess('dist/server.js', {
     PORT: '0',
     HOST: '127.0.0.1',
     DATA_DIR: '.data/bench-uploads',
