@@ -6,7 +6,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import path from 'node:path';
-import { createHttpServer } from './http/client-errors.js';
+import { createHttpServer } from './http/http-server.js';
 import { applyHttpTimeouts } from './http/timeouts.js';
 import { listenOn } from './http/listen.js';
 import { startupBanner } from './http/banner.js';

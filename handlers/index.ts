@@ -1,7 +1,7 @@
 /** One entry per operationId of openapi.yaml; the compiler and start-up both check the match. */
 import type { operations } from '../generated/api.js';
 import type { Handlers } from '../http/handler-types.js';
-import * as meta from './meta.js';
+import * as serviceInfo from './service-info.js';
 import * as projects from './projects.js';
 import * as messages from './messages.js';
 import * as conversations from './conversations.js';
@@ -18,8 +18,8 @@ import * as deployments from './deployments.js';
 import * as flows from './flows.js';
 
 export const handlers: Handlers<operations> = {
-  ping: meta.ping,
-  getOpenApiDocument: meta.getOpenApiDocument,
+  ping: serviceInfo.ping,
+  getOpenApiDocument: serviceInfo.getOpenApiDocument,
   listProjects: projects.listProjects,
   sendMessage: messages.sendMessage,
   getMessage: messages.getMessage,

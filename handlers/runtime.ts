@@ -11,7 +11,7 @@ import type { AppDeps } from '../http/app-deps.js';
 import { operationOf } from '../http/dispatch.js';
 import { resolveRuntimeToken } from '../lib/access/runtime-tokens.js';
 import { emitCustomEvent as emit } from '../lib/webhooks/custom-events.js';
-import { publishedDocument } from './meta.js';
+import { publishedDocument } from './service-info.js';
 
 declare module 'express-serve-static-core' {
   interface Request {

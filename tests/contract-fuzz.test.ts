@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import fc, { type Arbitrary } from 'fast-check';
 import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
-import { createHttpServer } from '../http/client-errors.js';
+import { createHttpServer } from '../http/http-server.js';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { takeViolations, violationsMessage } from './support/response-violations.js';

@@ -6,7 +6,7 @@ import { RELEASED, judge, readChangelog, readYaml } from '../scripts/contract/po
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
-import { createHttpServer } from '../http/client-errors.js';
+import { createHttpServer } from '../http/http-server.js';
 import { connect } from 'node:net';
 import type { AddressInfo } from 'node:net';
 

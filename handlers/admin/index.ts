@@ -1,7 +1,7 @@
 /** One entry per operationId of admin-openapi.yaml. */
 import type { operations } from '../../generated/admin-api.js';
 import type { Handlers } from '../../http/handler-types.js';
-import { publishedDocument } from '../meta.js';
+import { publishedDocument } from '../service-info.js';
 import * as projects from './projects.js';
 import * as keys from './keys.js';
 import * as connections from './connections.js';

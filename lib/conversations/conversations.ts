@@ -13,6 +13,7 @@
  * - Rows are selected with camelCase aliases so lib/conversations/views.ts builds the contract shapes from them.
  */
 import type { Queryable } from '../platform/db/transaction.js';
+import type { Prisma } from '../../generated/prisma/client.js';
 export type { Queryable };
 import type { ConversationRow, MessageCustomerRow, MessageRow } from './views.js';
 
@@ -226,4 +227,35 @@ export async function findMessageRow(db: Queryable, projectId: string, idOrWamid
   }
   const res = await db.query<MessageRow & MessageCustomerRow>(withCustomer('wamid = $2'), [projectId, idOrWamid]);
   return res.rows[0];
+}
+
+/**
+ * The conversation of a contact (identity.ts resolves who it is), for an inbound message (outbound sends record theirs in the send ledger), created when
+ * missing, its activity moved to `at`.
+ */
+export async function upsertConversation(tx: Prisma.TransactionClient, projectId: string, contactId: bigint, at: Date, opts: { inbound: boolean }) {
+  const contact = { id: contactId };
+  const existing = await tx.conversation.findUnique({ where: { projectId_contactId: { projectId, contactId: contact.id } } });
+  if (!existing) {
+    return tx.conversation.create({
+      data: { projectId, contactId: contact.id, lastMessageAt: at, lastInboundAt: opts.inbound ? at : null },
+      include: { contact: true },
+    });
+  }
+  // Activity only moves forward, so a late or replayed message never pulls a conversation down;
+  // the order moves only when another conversation is ahead (order.ts).
+  const lastMessageAt = existing.lastMessageAt > at ? existing.lastMessageAt : at;
+  const behind = at > existing.orderAt && (await tx.conversation.findFirst({
+    where: { projectId, OR: [{ orderAt: { gt: existing.orderAt } }, { orderAt: existing.orderAt, id: { gt: existing.id } }] },
+    select: { id: true },
+  })) !== null;
+  return tx.conversation.update({
+    where: { id: existing.id },
+    data: {
+      lastMessageAt,
+      ...(behind ? { orderAt: lastMessageAt } : {}),
+      ...(opts.inbound && (!existing.lastInboundAt || existing.lastInboundAt < at) ? { lastInboundAt: at } : {}),
+    },
+    include: { contact: true },
+  });
 }

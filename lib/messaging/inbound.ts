@@ -13,7 +13,7 @@ import { dispatchedAtSql, EVENTS_CHANNEL, insertEventsSql, recordEvent } from '.
 import { STATUS_RANK, statusRankSql } from './status-rank.js';
 import { newId } from '../platform/secrets.js';
 import { conversationView, messageView } from '../conversations/views.js';
-import { upsertConversation } from './conversation-store.js';
+import { upsertConversation } from '../conversations/conversations.js';
 import { notificationChanges, type Customer, type MetaMessage, type MetaStatus, type TemplateUpdate } from '../../channel/notifications.js';
 import { isBsuid, rekeyContact, resolveContact } from '../conversations/identity.js';
 import { applyUserPreferences, fillStatusCustomers, keywordConsent, optOutOnFailedStatuses } from '../consent/signals.js';
