@@ -62,7 +62,12 @@ export function progressOf(b: BroadcastView) {
   const waiting = counts ? counts.queued + counts.held : total;
   const done = Math.max(0, total - waiting);
   const live = ['scheduled', 'sending'].includes(b.status);
-  const reason = b.status_reason && ['sending', 'failed', 'canceled'].includes(b.status) ? b.status_reason : null;
+  const held = b.status_reason && ['sending', 'failed', 'canceled'].includes(b.status) ? b.status_reason : null;
+  // Sends whose outcome stayed unknown are their own reason, not "sent" (issue 34).
+  const unknown = counts?.unknown
+    ? `${counts.unknown} send${counts.unknown === 1 ? '' : 's'} with an unknown outcome: the channel's answer was lost and no status came; never sent again`
+    : null;
+  const reason = [held, unknown].filter(Boolean).join('. ') || null;
   return {
     status: b.status,
     status_line: `${b.status}${b.status_reason ? ` (${b.status_reason})` : ''}`,
@@ -77,13 +82,14 @@ export function progressOf(b: BroadcastView) {
 
 function progressSection(projectId: string, b: BroadcastView): Html {
   const p = progressOf(b);
-  const keys = ['total', 'queued', 'held', 'sent', 'delivered', 'read', 'failed', 'canceled'] as const;
+  const keys = ['total', 'queued', 'held', 'sent', 'delivered', 'read', 'failed', 'canceled', 'unknown'] as const;
+  const label = (k: string) => (k === 'unknown' ? 'outcome unknown' : k);
   return html`<section id="progress" aria-labelledby="progress-title" data-progress-url="${projectPath(projectId, `/broadcasts/${b.id}/progress`)}" data-live="${p.live ? 'true' : 'false'}">
 <h2 id="progress-title">Progress</h2>
 <p><progress id="progress-bar" max="${Math.max(1, p.total)}" value="${p.done}" aria-label="Progress of ${b.name}">${p.done} of ${p.total}</progress>
 <span id="progress-text" aria-live="polite">${p.text}</span></p>
 <p id="progress-reason" class="warning"${p.reason ? '' : html` hidden`}>${p.reason ?? ''}</p>
-<div class="table-wrap"><table><thead><tr>${keys.map((k) => html`<th scope="col">${k}</th>`)}</tr></thead>
+<div class="table-wrap"><table><thead><tr>${keys.map((k) => html`<th scope="col">${label(k)}</th>`)}</tr></thead>
 <tbody><tr>${keys.map((k) => html`<td data-count="${k}">${p.counts ? p.counts[k] : '—'}</td>`)}</tr></tbody></table></div>
 ${p.live ? html`<p class="muted">Updates by itself every few seconds while the campaign is scheduled or sending.</p>` : ''}
 </section>`;
