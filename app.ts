@@ -2,6 +2,7 @@
  * Builds the HTTP app from its dependencies. Data flows one way: request id and logging, then
  * the contract pipelines (/v1 and /admin), then the final 404 and the one error handler.
  */
+import type { HandlerMap } from './http/handler-types.js';
 import express, { type Express } from 'express';
 import type { AppDeps } from './http/app-deps.js';
 import { compose, contractPipeline } from './http/dispatch.js';
@@ -34,7 +35,7 @@ export interface AppOptions {
   /** What /readyz reports (services.ts); default: ready. */
   readiness?: () => Promise<Readiness>;
   /** Handlers of `deps.contract`; tests pass their own with a contract of their own. */
-  handlers?: Record<string, unknown>;
+  handlers?: HandlerMap;
   /** The Cloud API simulator, linked from the dashboard outside production. */
   simulatorUrl?: string;
 }
@@ -69,7 +70,7 @@ export function createApp(deps: AppDeps & AppOptions): Express {
       contractPipeline({
         name: 'runtime-openapi.yaml',
         contract: deps.runtimeContract,
-        handlers: runtimeHandlers as any,
+        handlers: runtimeHandlers,
         deps,
         pathPrefix: '/runtime/',
         policy: [
@@ -92,7 +93,7 @@ export function createApp(deps: AppDeps & AppOptions): Express {
       contractPipeline({
         name: 'openapi.yaml',
         contract: deps.contract,
-        handlers: (deps.handlers ?? handlers) as any,
+        handlers: deps.handlers ?? handlers,
         deps,
         pathPrefix: '/v1/',
         policy: [
@@ -117,7 +118,7 @@ export function createApp(deps: AppDeps & AppOptions): Express {
       contractPipeline({
         name: 'admin-openapi.yaml',
         contract: deps.adminContract,
-        handlers: adminHandlers as any,
+        handlers: adminHandlers,
         deps,
         pathPrefix: '/admin/',
         policy: [adminAuth(deps.adminToken, deps.adminContract), refuseEmptyPathParams, streamedBody(deps.adminContract)],

@@ -5,6 +5,7 @@
  * bundled simulator, listening, signals); the tests build exactly the same thing with their own
  * clock, counters and contract.
  */
+import type { HandlerMap } from './http/handler-types.js';
 import type { Express } from 'express';
 import { createApp } from './app.js';
 import type { AppDeps } from './http/app-deps.js';
@@ -48,7 +49,7 @@ export interface ServicesOptions {
   channelTimeoutMs?: number;
   /** A contract and handlers of the caller's own (tests of the shared policy mechanism). */
   contract?: Contract;
-  handlers?: Record<string, unknown>;
+  handlers?: HandlerMap;
   validateResponses?: boolean;
   /** Told of responses that break the contract (tests fail on them; production only logs). */
   onResponseViolation?: AppDeps['onResponseViolation'];

@@ -10,7 +10,7 @@ import * as OpenApiValidator from 'express-openapi-validator';
 import { direct } from './validator-speedups.js';
 import type { Contract, OperationInfo } from './contract.js';
 import type { AppDeps } from './app-deps.js';
-import type { Handler, Reply } from './handler-types.js';
+import type { Handler, HandlerMap, Reply } from './handler-types.js';
 import { responseCheck as contractResponseCheck } from './contract-checks/response-check.js';
 
 export function operationOf(req: Request, contract: Contract): OperationInfo {
@@ -35,7 +35,7 @@ export function assertHandlers(contract: Contract, handlers: Record<string, unkn
 
 export interface PipelineOptions {
   contract: Contract;
-  handlers: Record<string, Handler<any>>;
+  handlers: HandlerMap;
   deps: AppDeps;
   /** Only these paths belong to this contract; others pass through untouched. */
   pathPrefix: string;

@@ -44,3 +44,6 @@ export type Reply<Op> =
 export type Handler<Op> = (req: HandlerRequest<Op>, deps: AppDeps) => Promise<Reply<Op>>;
 
 export type Handlers<Ops> = { [K in keyof Ops]: Handler<Ops[K]> };
+
+/** Handlers by operationId, as a contract pipeline receives them (typed per operation where they are defined). */
+export type HandlerMap = Record<string, Handler<any>>;

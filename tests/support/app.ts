@@ -4,6 +4,7 @@
  * validated against the contract, a manual clock, and operator helpers that mint credentials
  * through the operator API itself.
  */
+import type { HandlerMap } from '../../http/handler-types.js';
 import request from 'supertest';
 import type { Express } from 'express';
 import { loadConfig, type Config } from '../../lib/platform/config.js';
@@ -132,7 +133,8 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
     channelVersion: 'v21.0',
     channelTimeoutMs: 2000,
     contract: opts.contract,
-    handlers: opts.handlers,
+    // Tests pass loosely typed stand-ins; the app's own maps are typed per operation.
+    handlers: opts.handlers as HandlerMap | undefined,
     validateResponses: opts.validateResponses ?? true,
     onResponseViolation: recordViolations,
     processMetrics: false,
