@@ -61,7 +61,7 @@ function bash(script: string, env: NodeJS.ProcessEnv): Promise<{ code: number | 
 describe('the README as pasted', () => {
   it('When the First call, template and bot blocks are pasted into one shell after npm start, then every command succeeds and prints what the README shows', async () => {
     const blocks = readmeBlocks(readFileSync(path.join(root, 'README.md'), 'utf8'));
-    expect(blocks.map((b) => b.name)).toEqual(['first-call', 'first-call', 'templates', 'bot']);
+    expect(blocks.map((b) => b.name)).toEqual(['first-call', 'first-call', 'first-call', 'templates', 'bot']);
 
     dir = await tempFolder('svc-readme-');
     const data = path.join(dir, 'data');
