@@ -7,12 +7,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
-import { spawn } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startTestApp, type TestApp } from './support/app.js';
-import { freePort, tempFolder } from './support/local.js';
+import { freePort, runProcess, tempFolder, type ProcessRun } from './support/local.js';
 import { testDatabaseUrl } from './support/db.js';
 import { main } from '../scripts/ops/main.js';
 import { ALL_SCOPES } from '../scripts/ops/scopes.js';
@@ -95,20 +94,8 @@ describe('the start-up banner', () => {
 });
 
 /** server.ts as `npm start` runs it, on the test database, until it exits. */
-function startServer(env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--no-node-snapshot', '--import', 'tsx', 'server.ts'], { cwd: ROOT, env });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    const timer = setTimeout(() => child.kill('SIGTERM'), 60_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
+function startServer(env: NodeJS.ProcessEnv): Promise<ProcessRun> {
+  return runProcess(process.execPath, ['--no-node-snapshot', '--import', 'tsx', 'server.ts'], { cwd: ROOT, env, timeoutMs: 60_000 });
 }
 
 describe('busy ports', () => {

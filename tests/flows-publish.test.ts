@@ -5,6 +5,7 @@
  * publish, deprecation, and the simulator's own Meta-shaped validation errors on upload. Nothing
  * under /v1 publishes.
  */
+import { runProcess } from './support/local.js';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
@@ -15,7 +16,6 @@ import { main } from '../scripts/ops/main.js';
 import { createSimulator } from '../simulator/app.js';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
-import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -220,15 +220,7 @@ describe('ops flows (the operator CLI)', () => {
 
   it('When npm run ops -- flows publish runs as a process, then it publishes (exit 0) and a second time fails with conflict (exit 1)', async () => {
     const cli = (args: string[]) =>
-      new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-        const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/ops.ts', ...args], { cwd: ROOT, env: { ...process.env, SERVICE_URL: t.baseUrl, ADMIN_TOKEN: t.adminToken } });
-        let stdout = '';
-        let stderr = '';
-        child.stdout.on('data', (d) => (stdout += d));
-        child.stderr.on('data', (d) => (stderr += d));
-        child.on('error', reject);
-        child.on('close', (code) => resolve({ code, stdout, stderr }));
-      });
+      runProcess(process.execPath, ['--import', 'tsx', 'scripts/ops.ts', ...args], { cwd: ROOT, env: { ...process.env, SERVICE_URL: t.baseUrl, ADMIN_TOKEN: t.adminToken } });
     const first = await cli(['flows', 'publish', projectId, 'cli_flow']);
     expect(first.code).toBe(0);
     expect(first.stdout).toMatch(/Published version 1 of flow cli_flow \(channel flow \d+\)/);

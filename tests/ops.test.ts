@@ -4,8 +4,8 @@
  * about half a second each, so there are few); the wider command coverage calls its main() in
  * process over the same HTTP server.
  */
+import { runProcess, type ProcessRun } from './support/local.js';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { spawn } from 'node:child_process';
 import net from 'node:net';
 import type { Server } from 'node:http';
 import path from 'node:path';
@@ -37,25 +37,13 @@ afterAll(async () => {
   await t?.close();
 });
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+type Run = ProcessRun;
 
 /** `node --import tsx scripts/ops.ts …` with SERVICE_URL and ADMIN_TOKEN, unless env overrides them. */
 function cli(args: string[], env: Record<string, string | undefined> = {}): Promise<Run> {
   const base: Record<string, string | undefined> = { ...process.env, SERVICE_URL: url, ADMIN_TOKEN: t.adminToken, ...env };
   for (const k of Object.keys(base)) if (base[k] === undefined) delete base[k];
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/ops.ts', ...args], { cwd: ROOT, env: base });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+  return runProcess(process.execPath, ['--import', 'tsx', 'scripts/ops.ts', ...args], { cwd: ROOT, env: base });
 }
 
 /** The same CLI in process: main() with captured output. */

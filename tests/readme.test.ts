@@ -14,7 +14,7 @@ import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { embeddedServiceEnv, tempFolder } from './support/local.js';
+import { embeddedServiceEnv, runProcess, tempFolder, type ProcessRun } from './support/local.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 let dir: string | undefined;
@@ -46,16 +46,8 @@ export function readmeBlocks(text: string): Array<{ name: string; script: string
 
 const pattern = (line: string) => new RegExp(line.split('…').map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('.*?'));
 
-function bash(script: string, env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('bash', ['-c', script], { cwd: root, env });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+function bash(script: string, env: NodeJS.ProcessEnv): Promise<ProcessRun> {
+  return runProcess('bash', ['-c', script], { cwd: root, env });
 }
 
 describe('the README as pasted', () => {

@@ -25,8 +25,6 @@ import { dispatchedAtSql, EVENTS_CHANNEL, insertEventsSql } from '../webhooks/ev
 import { newId } from '../platform/secrets.js';
 import { retryDeadlock } from '../platform/db/transaction.js';
 
-export { retryDeadlock };
-
 type Db = Pick<pg.Pool, 'query'>;
 
 /**
