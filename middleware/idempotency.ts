@@ -21,6 +21,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { ApiError } from '../lib/platform/errors.js';
 import type { AppDeps } from '../http/app-deps.js';
 import { operationOf } from '../http/dispatch.js';
+import { claimKey, completeKey, completeLinkedKey, readKey, releaseKey, releaseLinkedKey, type StoredKey } from '../lib/platform/idempotency-store.js';
 
 const RETENTION_MS = 24 * 60 * 60 * 1000;
 /** Longer than any request can run (upstream timeout included). */
@@ -42,15 +43,7 @@ export function fingerprint(method: string, path: string, body: unknown): string
   return createHash('sha256').update(`${method.toUpperCase()} ${path}\n${canonicalJson(body)}`).digest('hex');
 }
 
-interface Stored {
-  fingerprint: string;
-  state: string;
-  status_code: number | null;
-  body: unknown;
-  headers: Record<string, string> | null;
-  message_ref: string | null;
-  claimed: boolean;
-}
+type Stored = StoredKey;
 
 /** How the operation answers a key whose linked work has not finished with the request. */
 export type PendingAnswer =
@@ -103,24 +96,13 @@ export function idempotency(deps: AppDeps) {
     const now = deps.clock.now();
 
     // Claim the key: insert, or take over a record that expired or was abandoned.
-    const { rows } = await deps.db.pool.query<Stored>({
-      name: 'idempotency-claim',
-      text: `INSERT INTO idempotency_records AS r (project_id, key, fingerprint, state, created_at, expires_at)
-             VALUES ($1, $2, $3, 'in_progress', $4, $5)
-             ON CONFLICT (project_id, key) DO UPDATE
-               SET fingerprint = EXCLUDED.fingerprint, state = 'in_progress', status_code = NULL, body = NULL,
-                   created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
-               WHERE r.expires_at <= $4 OR (r.state = 'in_progress' AND r.created_at <= $6 AND r.message_ref IS NULL)
-             RETURNING fingerprint, state, status_code, body, headers, message_ref, true AS claimed`,
-      values: [projectId, key, print, now, new Date(now.getTime() + RETENTION_MS), new Date(now.getTime() - ABANDONED_AFTER_MS)],
+    const claimed = await claimKey(deps.db.pool, projectId, key, print, {
+      now,
+      expiresAt: new Date(now.getTime() + RETENTION_MS),
+      abandonedBefore: new Date(now.getTime() - ABANDONED_AFTER_MS),
     });
-    if (rows.length === 0) {
-      const existing = await deps.db.pool.query<Stored>({
-        name: 'idempotency-read',
-        text: 'SELECT fingerprint, state, status_code, body, headers, message_ref, false AS claimed FROM idempotency_records WHERE project_id = $1 AND key = $2',
-        values: [projectId, key],
-      });
-      let record = existing.rows[0];
+    if (!claimed) {
+      let record = await readKey(deps.db.pool, projectId, key);
       if (!record) throw new ApiError('idempotency_in_progress', 'A request with this Idempotency-Key is being processed; retry shortly.');
       if (record.fingerprint !== print) {
         throw new ApiError('idempotency_key_mismatch', 'This Idempotency-Key was used with a different request; use a new key for a new request.');
@@ -128,7 +110,7 @@ export function idempotency(deps: AppDeps) {
       let pending = 'A request with this Idempotency-Key is still being processed; retry shortly.';
       if (record.state !== 'completed' && record.message_ref && resolver) {
         const answer = await resolver(deps, { projectId, ref: record.message_ref, requestId: req.requestId });
-        if (answer.state === 'gone') await releaseLinked(deps, projectId, key, record.message_ref);
+        if (answer.state === 'gone') await releaseLinkedKey(deps.db.pool, projectId, key, record.message_ref);
         else if (answer.state === 'pending') pending = answer.message;
         else record = await completeLinked(deps, projectId, key, record, answer);
       }
@@ -152,11 +134,7 @@ export function idempotency(deps: AppDeps) {
       const settle =
         status >= 500
           ? release(deps, projectId, key, resolver, req.requestId)
-          : deps.db.pool.query({
-              name: 'idempotency-complete',
-              text: `UPDATE idempotency_records SET state = 'completed', status_code = $3, body = $4, headers = $5 WHERE project_id = $1 AND key = $2`,
-              values: [projectId, key, status, JSON.stringify(body), Object.keys(headers).length ? JSON.stringify(headers) : null],
-            });
+          : completeKey(deps.db.pool, projectId, key, status, body, Object.keys(headers).length ? headers : null);
       settle
         .catch((e) => deps.logger.error('idempotency: could not settle key', { request_id: req.requestId, error: String(e) }))
         .finally(() => send(body));
@@ -169,31 +147,12 @@ export function idempotency(deps: AppDeps) {
 
 /** A 5xx: the key is released, unless work linked to it is still open (its operation decides). */
 async function release(deps: AppDeps, projectId: string, key: string, resolver: PendingResolver | undefined, requestId: string): Promise<void> {
-  const { rows } = await deps.db.pool.query<{ message_ref: string | null }>({
-    name: 'idempotency-release',
-    text: `WITH gone AS (DELETE FROM idempotency_records WHERE project_id = $1 AND key = $2 AND message_ref IS NULL RETURNING 1)
-           SELECT message_ref FROM idempotency_records WHERE project_id = $1 AND key = $2 AND NOT EXISTS (SELECT 1 FROM gone)`,
-    values: [projectId, key],
-  });
-  const ref = rows[0]?.message_ref;
-  if (ref && resolver && (await resolver(deps, { projectId, ref, requestId })).state === 'gone') await releaseLinked(deps, projectId, key, ref);
-}
-
-/** The linked work certainly did not happen: the key is free for a new attempt. */
-async function releaseLinked(deps: AppDeps, projectId: string, key: string, ref: string): Promise<void> {
-  await deps.db.pool.query({
-    name: 'idempotency-release-linked',
-    text: `DELETE FROM idempotency_records WHERE project_id = $1 AND key = $2 AND state = 'in_progress' AND message_ref = $3`,
-    values: [projectId, key, ref],
-  });
+  const ref = await releaseKey(deps.db.pool, projectId, key);
+  if (ref && resolver && (await resolver(deps, { projectId, ref, requestId })).state === 'gone') await releaseLinkedKey(deps.db.pool, projectId, key, ref);
 }
 
 /** The linked work has a final answer: stored, and replayed from now on. */
 async function completeLinked(deps: AppDeps, projectId: string, key: string, record: Stored, answer: { status: number; body: unknown }): Promise<Stored> {
-  await deps.db.pool.query({
-    name: 'idempotency-complete-linked',
-    text: `UPDATE idempotency_records SET state = 'completed', status_code = $4, body = $5 WHERE project_id = $1 AND key = $2 AND message_ref = $3`,
-    values: [projectId, key, record.message_ref, answer.status, JSON.stringify(answer.body)],
-  });
+  await completeLinkedKey(deps.db.pool, projectId, key, record.message_ref!, answer.status, answer.body);
   return { ...record, state: 'completed', status_code: answer.status, body: answer.body, headers: null };
 }

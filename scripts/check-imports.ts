@@ -6,6 +6,9 @@
  * - a capability of lib/ imports another only along an edge declared in CAPABILITY_EDGES below,
  *   which run one way (a new room, or a new edge, is declared there: the README's house shows them);
  *   lib/platform/ is below them all, and lib/deps.ts, the composition's type, may be named by any;
+ * - the HTTP edge (http/, middleware/, handlers/) reaches the database only through the domain: it
+ *   imports neither pg, Prisma, nor lib/platform/db/ (its error classification aside), and runs no
+ *   `.query(` or `.prisma.` of its own (the lib/ module that owns a table reads and writes it);
  * - no file imports itself through a circle (type-only imports count: they tie the modules too).
  * Exits 1 with one line per violation.
  */
@@ -84,6 +87,17 @@ export function importsOf(root: string, files: string[]): Map<string, { local: s
 }
 
 const under = (file: string, folder: string) => file.startsWith(folder + '/');
+const EDGE = ['http', 'middleware', 'handlers'];
+/** What the edge may import of the database layer: the classification of its errors into answers. */
+const EDGE_DB_ALLOWED = new Set(['lib/platform/db/errors.ts']);
+
+/** Database access written in an edge file itself (its text without comments). */
+export function edgeDatabaseCalls(file: string, text: string): Violation[] {
+  if (!EDGE.some((f) => under(file, f))) return [];
+  const code = text.replace(/\/\*[\s\S]*?\*\/|^\s*\/\/.*$/gm, '');
+  const found = /\.query\s*[<(]|\.prisma\./.exec(code);
+  return found ? [{ file, message: `the HTTP edge queries the database itself (${found[0].trim()}…): read and write through the lib/ module that owns the table` }] : [];
+}
 
 export function checkRules(graph: Map<string, { local: string[]; packages: string[] }>): Violation[] {
   const violations: Violation[] = [];
@@ -95,6 +109,16 @@ export function checkRules(graph: Map<string, { local: string[]; packages: strin
       for (const to of local) {
         const edge = ['http', 'middleware', 'handlers'].find((f) => under(to, f));
         if (edge) violations.push({ file, message: `the domain imports the HTTP edge (${to})` });
+      }
+    }
+    if (EDGE.some((f) => under(file, f))) {
+      for (const p of packages) {
+        if (p === 'pg' || p === '@prisma/client' || p.startsWith('@prisma/adapter')) violations.push({ file, message: `the HTTP edge imports the database driver (${p}): go through the domain` });
+      }
+      for (const to of local) {
+        if ((under(to, 'lib/platform/db') && !EDGE_DB_ALLOWED.has(to)) || under(to, 'generated/prisma')) {
+          violations.push({ file, message: `the HTTP edge imports the database layer (${to}): go through the domain` });
+        }
       }
     }
     const from = capabilityOf(file);
@@ -172,7 +196,8 @@ export function checkImports(root: string): Violation[] {
   // The declared edges run one way: no two rooms reach each other, directly or around a circle.
   const declared = new Map(Object.entries(CAPABILITY_EDGES).map(([room, to]) => [room, { local: to }]));
   const circles = cyclesOf(declared).map((v) => ({ file: 'scripts/check-imports.ts', message: `CAPABILITY_EDGES ${v.message}` }));
-  return checkRules(importsOf(root, files)).concat(circles);
+  const edgeCalls = files.flatMap((f) => edgeDatabaseCalls(f, fs.readFileSync(path.join(root, f), 'utf8')));
+  return checkRules(importsOf(root, files)).concat(circles, edgeCalls);
 }
 
 if (process.argv[1] && import.meta.url.endsWith(path.basename(process.argv[1]))) {

@@ -1,6 +1,6 @@
 /** The house's import rules (scripts/check-imports.ts): the real tree follows them, and each rule catches its mistake. */
 import { describe, expect, it } from '@jest/globals';
-import { checkImports, checkRules } from '../scripts/check-imports.js';
+import { checkImports, checkRules, edgeDatabaseCalls } from '../scripts/check-imports.js';
 
 const graph = (edges: Record<string, { local?: string[]; packages?: string[] }>) =>
   new Map(Object.entries(edges).map(([f, e]) => [f, { local: e.local ?? [], packages: e.packages ?? [] }]));
@@ -31,6 +31,27 @@ describe('import rules', () => {
       'lib/platform imports a capability (lib/messaging/y.ts): the floor depends on nothing above it',
       'channel/ is a leaf over lib/platform but imports lib/messaging/y.ts',
     ]);
+  });
+
+  it('refuse the HTTP edge reaching the database other than through the domain', () => {
+    const v = checkRules(
+      graph({
+        'handlers/a.ts': { packages: ['pg'], local: ['lib/platform/db/transaction.ts', 'lib/platform/db/errors.ts'] },
+        'middleware/b.ts': { packages: ['@prisma/client'], local: ['generated/prisma/client.ts'] },
+        'lib/platform/db/transaction.ts': {},
+        'lib/platform/db/errors.ts': {},
+      }),
+    );
+    expect(v.map((x) => `${x.file}: ${x.message}`)).toEqual([
+      'handlers/a.ts: the HTTP edge imports the database driver (pg): go through the domain',
+      'handlers/a.ts: the HTTP edge imports the database layer (lib/platform/db/transaction.ts): go through the domain',
+      'middleware/b.ts: the HTTP edge imports the database driver (@prisma/client): go through the domain',
+      'middleware/b.ts: the HTTP edge imports the database layer (generated/prisma/client.ts): go through the domain',
+    ]);
+    expect(edgeDatabaseCalls('handlers/x.ts', "const r = await deps.db.pool.query('SELECT 1');")).toHaveLength(1);
+    expect(edgeDatabaseCalls('handlers/admin/x.ts', 'await deps.db.prisma.flow.findMany({});')[0].message).toMatch(/queries the database itself \(\.prisma\.…\)/);
+    expect(edgeDatabaseCalls('http/x.ts', '// an example: pool.query(sql)\nconst a = 1;')).toEqual([]);
+    expect(edgeDatabaseCalls('lib/messaging/x.ts', "await db.query('SELECT 1');")).toEqual([]);
   });
 
   it('name every circle with its members', () => {

@@ -6,7 +6,7 @@ import { approveBroadcast, cancelBroadcast, requireBroadcast } from '../../lib/b
 import { broadcastId, broadcastView, listBroadcastRows, type BroadcastRow } from '../../lib/broadcasts/store.js';
 import { phoneNumberIdOf } from '../../lib/broadcasts/create.js';
 import { broadcastRate, pacingSettings, setThroughput } from '../../lib/broadcasts/pacing.js';
-import { getImport, importId, listImportRows, startImport } from '../../lib/contacts-import/imports.js';
+import { getImportAnyProject, importId, listImportRows, startImport } from '../../lib/contacts-import/imports.js';
 import type { AppDeps } from '../../http/app-deps.js';
 import { findProject } from './projects.js';
 import { refreshMessagingLimit } from '../../lib/pricing/messaging-limit.js';
@@ -64,8 +64,6 @@ export const adminCreateContactImport: Handler<Ops['adminCreateContactImport']> 
 
 export const adminGetContactImport: Handler<Ops['adminGetContactImport']> = async (req, deps) => {
   const id = importId(req.params.importId);
-  const { rows } = await deps.db.pool.query<{ project_id: string }>('SELECT project_id FROM contact_imports WHERE id = $1', [id]);
-  if (!rows[0]) throw new ApiError('not_found', `No contact import ${id}.`);
-  const imp = await getImport(deps.db.pool, rows[0].project_id, id);
+  const imp = await getImportAnyProject(deps.db.pool, id);
   return { data: { import: imp, rows: (await listImportRows(deps.db.pool, id, 100, 0)).rows } };
 };

@@ -2,7 +2,7 @@
 import type { operations } from '../../generated/admin-api.js';
 import type { Handler } from '../../http/handler-types.js';
 import { ApiError } from '../../lib/platform/errors.js';
-import { saveChannel, webhookUrl } from '../../lib/channel-settings/settings.js';
+import { findChannel, projectOfNumber, saveChannel, webhookUrl } from '../../lib/channel-settings/settings.js';
 import { findProject } from './projects.js';
 
 type Ops = operations;
@@ -21,7 +21,7 @@ function view(row: { projectId: string; phoneNumberId: string; wabaId: string; a
 
 export const adminGetChannel: Handler<Ops['adminGetChannel']> = async (req, deps) => {
   const project = await findProject(deps, req.params.projectId);
-  const row = await deps.db.prisma.channelSettings.findUnique({ where: { projectId: project.id } });
+  const row = await findChannel(deps, project.id);
   if (!row) throw new ApiError('not_found', `Project "${project.id}" has no channel configured.`);
   return { data: { channel: view(row, deps.config.publicBaseUrl) } };
 };
@@ -30,8 +30,8 @@ export const adminSetChannel: Handler<Ops['adminSetChannel']> = async (req, deps
   const project = await findProject(deps, req.params.projectId);
   if (project.status === 'deleted') throw new ApiError('conflict', `Project "${project.id}" is deleted.`);
   const b = req.body;
-  const taken = await deps.db.prisma.channelSettings.findUnique({ where: { phoneNumberId: b.phone_number_id } });
-  if (taken && taken.projectId !== project.id) throw new ApiError('conflict', `Phone number id ${b.phone_number_id} belongs to another project.`);
+  const owner = await projectOfNumber(deps, b.phone_number_id);
+  if (owner && owner !== project.id) throw new ApiError('conflict', `Phone number id ${b.phone_number_id} belongs to another project.`);
   const row = await saveChannel(deps, project.id, {
     phoneNumberId: b.phone_number_id,
     wabaId: b.waba_id,

@@ -3,12 +3,12 @@ import type { operations } from '../../generated/admin-api.js';
 import type { Handler } from '../../http/handler-types.js';
 import { ApiError } from '../../lib/platform/errors.js';
 import { listDeployments, rollback } from '../../lib/deploy/deployments.js';
+import { projectExists } from '../../lib/access/projects.js';
+import { listBotLogs } from '../../lib/bot/helpers.js';
 
 async function projectId(deps: Parameters<Handler<any>>[1], raw: string): Promise<string> {
-  const id = raw.toLowerCase();
-  const res = await deps.db.pool.query('SELECT 1 FROM projects WHERE id = $1', [id]);
-  if (res.rowCount === 0) throw new ApiError('not_found', `No project "${raw}".`);
-  return id;
+  if (!(await projectExists(deps, raw))) throw new ApiError('not_found', `No project "${raw}".`);
+  return raw.toLowerCase();
 }
 
 export const adminListDeployments: Handler<operations['adminListDeployments']> = async (req, deps) => ({
@@ -25,14 +25,10 @@ export const adminRollbackDeployment: Handler<operations['adminRollbackDeploymen
 export const adminListBotLogs: Handler<operations['adminListBotLogs']> = async (req, deps) => {
   const id = await projectId(deps, req.params.projectId);
   const limit = req.query.limit ?? 50;
-  const res = await deps.db.pool.query<{ id: string; level: string; kind: string; message: string; deployment_id: string | null; created_at: Date }>(
-    `SELECT id::text, level, kind, message, deployment_id, created_at FROM bot_logs
-     WHERE project_id = $1 AND ($2::text IS NULL OR level = $2) ORDER BY bot_logs.id DESC LIMIT $3`,
-    [id, req.query.level ?? null, limit],
-  );
+  const rows = await listBotLogs(deps, id, req.query.level, limit);
   return {
     data: {
-      logs: res.rows.map((r) => ({ id: Number(r.id), level: r.level as 'info', kind: r.kind as 'log', message: r.message, deployment_id: r.deployment_id, created_at: r.created_at.toISOString() })),
+      logs: rows.map((r) => ({ id: Number(r.id), level: r.level as 'info', kind: r.kind as 'log', message: r.message, deployment_id: r.deployment_id, created_at: r.created_at.toISOString() })),
     },
   };
 };

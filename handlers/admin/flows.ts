@@ -1,7 +1,7 @@
 /** Operator API: publishing and deprecating a project's flows at the channel (lib/flows/publish.ts). */
 import type { operations } from '../../generated/admin-api.js';
 import type { Handler } from '../../http/handler-types.js';
-import type { FlowRow } from '../../lib/flows/store.js';
+import { listAllFlows, type FlowRow } from '../../lib/flows/store.js';
 import { deprecateFlow, publishFlow } from '../../lib/flows/publish.js';
 import { findProject } from './projects.js';
 
@@ -24,7 +24,7 @@ function view(row: FlowRow) {
 
 export const adminListFlows: Handler<Ops['adminListFlows']> = async (req, deps) => {
   const project = await findProject(deps, req.params.projectId);
-  const rows = await deps.db.prisma.flow.findMany({ where: { projectId: project.id }, orderBy: { name: 'asc' } });
+  const rows = await listAllFlows(deps, project.id);
   return { data: { flows: rows.map(view) } };
 };
 

@@ -2,7 +2,7 @@
 import type { operations, components } from '../../generated/admin-api.js';
 import type { Handler } from '../../http/handler-types.js';
 import { ApiError } from '../../lib/platform/errors.js';
-import { mintRuntimeToken, revokeRuntimeToken, type RuntimeTokenRow } from '../../lib/access/runtime-tokens.js';
+import { listRuntimeTokens, mintRuntimeToken, revokeRuntimeToken, type RuntimeTokenRow } from '../../lib/access/runtime-tokens.js';
 import { findProject } from './projects.js';
 
 type Ops = operations;
@@ -19,7 +19,7 @@ function runtimeTokenView(t: RuntimeTokenRow): components['schemas']['RuntimeTok
 
 export const adminListRuntimeTokens: Handler<Ops['adminListRuntimeTokens']> = async (req, deps) => {
   const project = await findProject(deps, req.params.projectId);
-  const tokens = await deps.db.prisma.runtimeToken.findMany({ where: { projectId: project.id }, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] });
+  const tokens = await listRuntimeTokens(deps.db, project.id);
   return { data: { tokens: tokens.map(runtimeTokenView) } };
 };
 

@@ -2,20 +2,16 @@
 import type { operations, components } from '../../generated/admin-api.js';
 import type { Handler } from '../../http/handler-types.js';
 import { ApiError } from '../../lib/platform/errors.js';
+import { webhookDeliveryLog } from '../../lib/webhooks/delivery-log.js';
 
 type Ops = operations;
 type S = components['schemas'];
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
 export const adminListWebhookDeliveries: Handler<Ops['adminListWebhookDeliveries']> = async (req, deps) => {
-  const webhook = await deps.db.prisma.webhookEndpoint.findUnique({ where: { id: req.params.webhookId } });
-  if (!webhook) throw new ApiError('not_found', `No webhook "${req.params.webhookId}".`);
-  const deliveries = await deps.db.prisma.webhookDelivery.findMany({
-    where: { webhookId: webhook.id, ...(req.query.status ? { status: req.query.status } : {}) },
-    orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
-    take: req.query.limit ?? 20,
-    include: { attemptLog: { orderBy: { id: 'asc' } } },
-  });
+  const log = await webhookDeliveryLog(deps, req.params.webhookId, req.query.status, req.query.limit ?? 20);
+  if (!log) throw new ApiError('not_found', `No webhook "${req.params.webhookId}".`);
+  const { webhook, deliveries } = log;
   return {
     data: {
       webhook: {

@@ -13,6 +13,10 @@ export async function findProject(deps: Pick<Deps, 'db'>, id: string) {
   return project;
 }
 
+export async function projectExists(deps: Pick<Deps, 'db'>, id: string): Promise<boolean> {
+  return (await deps.db.prisma.project.count({ where: { id: id.toLowerCase() } })) > 0;
+}
+
 export function listProjects(deps: Pick<Deps, 'db'>) {
   return deps.db.prisma.project.findMany({ orderBy: { createdAt: 'asc' } });
 }

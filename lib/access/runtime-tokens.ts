@@ -27,6 +27,11 @@ export async function mintRuntimeToken(db: Database, projectId: string, now: Dat
   return { token, secret };
 }
 
+/** A project's runtime tokens, oldest first (revoked ones included). */
+export function listRuntimeTokens(db: Database, projectId: string): Promise<RuntimeTokenRow[]> {
+  return db.prisma.runtimeToken.findMany({ where: { projectId }, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] });
+}
+
 const BEARER = /^Bearer[ \t]+(rt_[A-Za-z0-9]{1,200})[ \t]*$/i;
 
 interface TokenRow {

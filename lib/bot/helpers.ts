@@ -92,6 +92,25 @@ export async function writeBotLog(deps: Pick<Deps, 'db' | 'clock'>, projectId: s
   );
 }
 
+export interface BotLogRow {
+  id: string;
+  level: string;
+  kind: string;
+  message: string;
+  deployment_id: string | null;
+  created_at: Date;
+}
+
+/** A project's newest log entries first, optionally of one level. */
+export async function listBotLogs(deps: Pick<Deps, 'db'>, projectId: string, level: string | undefined, limit: number): Promise<BotLogRow[]> {
+  const res = await deps.db.pool.query<BotLogRow>(
+    `SELECT id::text, level, kind, message, deployment_id, created_at FROM bot_logs
+     WHERE project_id = $1 AND ($2::text IS NULL OR level = $2) ORDER BY bot_logs.id DESC LIMIT $3`,
+    [projectId, level ?? null, limit],
+  );
+  return res.rows;
+}
+
 function fail(code: string, message: string): Answer {
   return { ok: false, error: { code, message } };
 }

@@ -53,6 +53,16 @@ export async function saveChannel(deps: ChannelDeps & Partial<Pick<Deps, 'logger
   return row;
 }
 
+/** A project's channel settings as stored (secrets sealed), for the operator's read. */
+export function findChannel(deps: Pick<Deps, 'db'>, projectId: string) {
+  return deps.db.prisma.channelSettings.findUnique({ where: { projectId } });
+}
+
+/** The project a phone number id is configured for, if any (one number serves one project). */
+export async function projectOfNumber(deps: Pick<Deps, 'db'>, phoneNumberId: string): Promise<string | undefined> {
+  return (await deps.db.prisma.channelSettings.findUnique({ where: { phoneNumberId }, select: { projectId: true } }))?.projectId;
+}
+
 export async function openChannel(deps: ChannelDeps, projectId: string): Promise<OpenChannel | undefined> {
   // This runs on every send and every channel callback: cached (operator writes invalidate it),
   // else one prepared statement. Cache ages are read on the injected clock.

@@ -383,6 +383,13 @@ export async function getImport(db: Queryable, projectId: string, id: string): P
   };
 }
 
+/** The operator's read of an import by id alone (any project); 404 when unknown. */
+export async function getImportAnyProject(db: Queryable, id: string): Promise<ImportView> {
+  const { rows } = await db.query<{ project_id: string }>('SELECT project_id FROM contact_imports WHERE id = $1', [id]);
+  if (!rows[0]) throw new ApiError('not_found', `No contact import ${id}.`);
+  return getImport(db, rows[0].project_id, id);
+}
+
 export async function listImportRows(db: Queryable, id: string, limit: number, offset: number) {
   const total = await db.query<{ n: string }>('SELECT count(*)::bigint AS n FROM contact_import_rows WHERE import_id = $1', [id]);
   const { rows } = await db.query<{ line: number; outcome: 'rejected' | 'merged'; code: ImportRowCode; reason: string; number: string | null }>(

@@ -105,6 +105,11 @@ export async function listFlowRows(deps: Pick<Deps, 'db'>, projectId: string, st
   return flows.map((f) => ({ flow: f, version: byFlow.get(f.id)! }));
 }
 
+/** Every flow of a project, by name (the operator's list). */
+export function listAllFlows(deps: Pick<Deps, 'db'>, projectId: string): Promise<FlowRow[]> {
+  return deps.db.prisma.flow.findMany({ where: { projectId }, orderBy: { name: 'asc' } });
+}
+
 export async function listVersions(deps: Pick<Deps, 'db'>, flow: FlowRow) {
   return deps.db.prisma.flowVersion.findMany({
     where: { flowId: flow.id },

@@ -1,0 +1,85 @@
+/**
+ * The only writer of `idempotency_records` besides the send ledger's link of a reference
+ * (lib/messaging/ledger.ts): keys, fingerprints and stored answers, nothing of any operation.
+ * The state machine that uses them lives at the edge (middleware/idempotency.ts).
+ */
+import type { Queryable } from './db/transaction.js';
+
+export interface StoredKey {
+  fingerprint: string;
+  state: string;
+  status_code: number | null;
+  body: unknown;
+  headers: Record<string, string> | null;
+  message_ref: string | null;
+  claimed: boolean;
+}
+
+/** Claims a key: inserted, or taken over when expired or abandoned (claimed before `abandonedBefore`, nothing linked). */
+export async function claimKey(
+  db: Queryable,
+  projectId: string,
+  key: string,
+  fingerprint: string,
+  at: { now: Date; expiresAt: Date; abandonedBefore: Date },
+): Promise<StoredKey | undefined> {
+  const { rows } = await db.query<StoredKey>({
+    name: 'idempotency-claim',
+    text: `INSERT INTO idempotency_records AS r (project_id, key, fingerprint, state, created_at, expires_at)
+           VALUES ($1, $2, $3, 'in_progress', $4, $5)
+           ON CONFLICT (project_id, key) DO UPDATE
+             SET fingerprint = EXCLUDED.fingerprint, state = 'in_progress', status_code = NULL, body = NULL,
+                 created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
+             WHERE r.expires_at <= $4 OR (r.state = 'in_progress' AND r.created_at <= $6 AND r.message_ref IS NULL)
+           RETURNING fingerprint, state, status_code, body, headers, message_ref, true AS claimed`,
+    values: [projectId, key, fingerprint, at.now, at.expiresAt, at.abandonedBefore],
+  });
+  return rows[0];
+}
+
+export async function readKey(db: Queryable, projectId: string, key: string): Promise<StoredKey | undefined> {
+  const { rows } = await db.query<StoredKey>({
+    name: 'idempotency-read',
+    text: 'SELECT fingerprint, state, status_code, body, headers, message_ref, false AS claimed FROM idempotency_records WHERE project_id = $1 AND key = $2',
+    values: [projectId, key],
+  });
+  return rows[0];
+}
+
+/** Stores the answer to replay. */
+export async function completeKey(db: Queryable, projectId: string, key: string, status: number, body: unknown, headers: Record<string, string> | null): Promise<void> {
+  await db.query({
+    name: 'idempotency-complete',
+    text: `UPDATE idempotency_records SET state = 'completed', status_code = $3, body = $4, headers = $5 WHERE project_id = $1 AND key = $2`,
+    values: [projectId, key, status, JSON.stringify(body), headers ? JSON.stringify(headers) : null],
+  });
+}
+
+/** Deletes the key unless work is linked to it; returns the linked reference when there is one. */
+export async function releaseKey(db: Queryable, projectId: string, key: string): Promise<string | undefined> {
+  const { rows } = await db.query<{ message_ref: string | null }>({
+    name: 'idempotency-release',
+    text: `WITH gone AS (DELETE FROM idempotency_records WHERE project_id = $1 AND key = $2 AND message_ref IS NULL RETURNING 1)
+           SELECT message_ref FROM idempotency_records WHERE project_id = $1 AND key = $2 AND NOT EXISTS (SELECT 1 FROM gone)`,
+    values: [projectId, key],
+  });
+  return rows[0]?.message_ref ?? undefined;
+}
+
+/** The linked work certainly did not happen: the key is free for a new attempt. */
+export async function releaseLinkedKey(db: Queryable, projectId: string, key: string, ref: string): Promise<void> {
+  await db.query({
+    name: 'idempotency-release-linked',
+    text: `DELETE FROM idempotency_records WHERE project_id = $1 AND key = $2 AND state = 'in_progress' AND message_ref = $3`,
+    values: [projectId, key, ref],
+  });
+}
+
+/** The linked work has a final answer: stored, and replayed from now on. */
+export async function completeLinkedKey(db: Queryable, projectId: string, key: string, ref: string, status: number, body: unknown): Promise<void> {
+  await db.query({
+    name: 'idempotency-complete-linked',
+    text: `UPDATE idempotency_records SET state = 'completed', status_code = $4, body = $5 WHERE project_id = $1 AND key = $2 AND message_ref = $3`,
+    values: [projectId, key, ref, status, JSON.stringify(body)],
+  });
+}
