@@ -2394,7 +2394,7 @@ export interface components {
          */
         BroadcastStatus: "pending_approval" | "scheduled" | "sending" | "completed" | "canceled" | "failed";
         /**
-         * @description `held` (a later wave), `queued` (waiting for its turn, or sent with the outcome not yet
+         * @description `held` (a later wave, or waiting for the portfolio's messaging limit to free room), `queued` (waiting for its turn, or sent with the outcome not yet
          *     known), `sent`, `delivered`, `read` (following the channel's callbacks, never moving
          *     back), `failed`, `canceled` (the campaign stopped before it was sent), `unknown` (the
          *     channel's answer to its send was lost and no status came within the settle bound: it may
@@ -2486,7 +2486,9 @@ export interface components {
          *     of the same WhatsApp Business Account (sends from outside the service are not seen).
          *     `fits_now` is how many of the eligible recipients could be reached now (those already reached
          *     in the window cost nothing more). `state` `unknown`: the channel's limit could not be read
-         *     (`limit`, `remaining` and `fits_now` are then null).
+         *     (`limit`, `remaining` and `fits_now` are then null). Once approved, the engine sends what fits
+         *     and holds the rest (counted `held`, with the campaign's `status_reason` starting `messaging limit
+         *     reached`) until the window frees room; with `unknown`, pacing alone holds the campaign.
          */
         MessagingLimitReport: {
             /** @enum {string} */

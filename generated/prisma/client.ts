@@ -261,6 +261,13 @@ export type RateCard = Prisma.RateCardModel
  */
 export type ChannelMessagingLimit = Prisma.ChannelMessagingLimitModel
 /**
+ * Model PortfolioReach
+ * The business portfolio's unique users reached by campaigns in a moving 24 hours, the budget the
+ * messaging limit sets (lib/pricing/portfolio-reach.ts). Keyed by WhatsApp Business Account: a
+ * portfolio's accounts are not known to us. `user_key` is the phone, else `u:` + the user id.
+ */
+export type PortfolioReach = Prisma.PortfolioReachModel
+/**
  * Model ProjectTableQuota
  * An operator's override of a project's table storage quota for one schema (lib/tables/quota.ts);
  * a null limit (or no row) means the configured default.

@@ -26,14 +26,15 @@ import { abandonIntents, confirmIntents, nextUtcMidnight, recordIntents, release
 import { pacingSettings, takeSlots, throttled, type PacingSettings } from './pacing.js';
 import { categoryOf, MAX_ATTEMPTS, outcomeOf } from './send-errors.js';
 import {
-  claimBatch, extendClaims, markSent, markUnknown, recoverStale, settleFailure, unclaim, type ClaimedRecipient,
+  claimBatch, extendClaims, holdForLimit, markSent, markUnknown, recoverStale, settleFailure, unclaim, type ClaimedRecipient,
 } from './recipients.js';
 import type { BroadcastRow } from './store.js';
 import { spawnDueRetargets } from './retarget.js';
 import { cancelOptedOutClaims } from './audience.js';
 import { channelRecipient } from '../conversations/recipient.js';
 import { optOutOnSendError } from '../conversations/consent.js';
-import { QUOTA_HOLD_PREFIX, quotaHoldReason } from './quota-hold.js';
+import { LIMIT_HOLD_PREFIX, limitHoldReason, QUOTA_HOLD_PREFIX, quotaHoldReason } from './quota-hold.js';
+import { portfolioLimit, reachKey, reserveReach } from '../pricing/portfolio-reach.js';
 
 export interface EngineOptions {
   owner: string;
@@ -49,6 +50,8 @@ export interface EngineOptions {
   pipeline?: number;
   /** Waits between checks while a campaign waits for backoffs (ms). */
   idleMs?: number;
+  /** How often a campaign held by the portfolio's messaging limit looks again (wall clock; default 30 s). */
+  limitRecheckMs?: number;
 }
 
 type EngineDeps = Pick<Deps, 'db' | 'clock' | 'logger' | 'secretBox' | 'channel'>;
@@ -61,6 +64,7 @@ export class BroadcastEngine {
   readonly leaseMs: number;
   readonly settings: PacingSettings;
   private readonly pool: pg.Pool;
+  private readonly unknownLimitLogged = new Set<string>();
 
   constructor(private readonly deps: EngineDeps, private readonly opts: EngineOptions) {
     this.leaseMs = opts.leaseMs ?? 30_000;
@@ -247,8 +251,8 @@ export class BroadcastEngine {
     )).rows[0]?.rate ?? this.settings.defaultThroughput * this.settings.share;
     const size = Math.max(1, Math.min(this.opts.maxBatch ?? 500, Math.ceil(Number(rate) / 2)));
     const t = this.opts.timer.now();
-    const claimed = await claimBatch(this.pool, b.id, this.opts.owner, size, t, new Date(t.getTime() + this.leaseMs));
     const now = this.deps.clock.now();
+    const claimed = await claimBatch(this.pool, b.id, this.opts.owner, size, t, new Date(t.getTime() + this.leaseMs), now);
     if (claimed.length === 0) return this.whenEmpty(b, now);
 
     const { granted } = await reserveUnits(this.pool, b.project_id, claimed.length, now);
@@ -265,6 +269,8 @@ export class BroadcastEngine {
         return 'parked';
       }
     }
+
+    if (!(await this.withinLimit(b, channel, claimed, now))) return 'idle';
 
     const content = (r: ClaimedRecipient) => ({
       type: 'template',
@@ -369,16 +375,72 @@ export class BroadcastEngine {
     }
   }
 
+  /**
+   * The portfolio's messaging limit (lib/pricing/portfolio-reach.ts): the claimed recipients
+   * that fit are reserved and kept in `claimed`; the rest go back, held with the reason until the
+   * window frees room, and so does every queued recipient of the campaign. Answers whether any
+   * claim is left to send. An unknown limit leaves pacing alone in charge (logged once per number).
+   */
+  private async withinLimit(b: BroadcastRow, channel: OpenChannel, claimed: ClaimedRecipient[], now: Date): Promise<boolean> {
+    const limit = await portfolioLimit(this.pool, channel.phoneNumberId);
+    if (limit.state === 'unknown') {
+      if (!this.unknownLimitLogged.has(channel.phoneNumberId)) {
+        this.unknownLimitLogged.add(channel.phoneNumberId);
+        this.deps.logger.warn(`messaging limit of number ${channel.phoneNumberId} is unknown: campaigns are held by pacing alone`, { broadcast_id: b.id });
+      }
+      return true;
+    }
+    this.unknownLimitLogged.delete(channel.phoneNumberId);
+    if (limit.limit === null) return true;
+    const { granted, releaseAt } = await reserveReach(this.pool, channel.wabaId, limit.limit, claimed.map(reachKey), now);
+    const over = claimed.filter((r) => !granted.has(reachKey(r)));
+    if (!over.length) {
+      // The reason goes once nothing of the campaign waits for the window any more.
+      if (b.status_reason?.startsWith(LIMIT_HOLD_PREFIX) && !(await this.limitHeld(b.id, now))) await this.setReason(b.id, null);
+      return true;
+    }
+    await releaseUnits(this.pool, b.project_id, over.length, now);
+    await holdForLimit(this.pool, b.id, over.map((r) => r.id), this.opts.owner, channel.wabaId, releaseAt!, now, this.opts.timer.now());
+    await this.setReason(b.id, limitHoldReason(limit.limit, releaseAt!));
+    claimed.splice(0, claimed.length, ...claimed.filter((r) => granted.has(reachKey(r))));
+    return claimed.length > 0;
+  }
+
+  private async limitHeld(id: string, now: Date): Promise<boolean> {
+    const { rows } = await this.pool.query(
+      `SELECT 1 FROM broadcast_recipients WHERE broadcast_id = $1 AND state = 'queued' AND limit_held_until > $2 LIMIT 1`,
+      [id, now],
+    );
+    return rows.length > 0;
+  }
+
+  private async setReason(id: string, reason: string | null): Promise<void> {
+    await this.pool.query(`UPDATE broadcasts SET status_reason = $2 WHERE id = $1 AND status = 'sending'`, [id, reason]);
+  }
+
   private async whenEmpty(b: BroadcastRow, now: Date): Promise<'idle' | 'parked' | 'finished'> {
-    const { rows } = await this.pool.query<{ state: string; n: string }>(
-      `SELECT state, count(*)::bigint AS n FROM broadcast_recipients WHERE broadcast_id = $1 AND state IN ('queued', 'sending', 'held') GROUP BY state`,
-      [b.id],
+    const { rows } = await this.pool.query<{ state: string; n: string; until: Date | null }>(
+      `SELECT CASE WHEN state = 'queued' AND limit_held_until > $2 THEN 'limit_held' ELSE state END AS state, count(*)::bigint AS n,
+              min(limit_held_until) AS until
+       FROM broadcast_recipients WHERE broadcast_id = $1 AND state IN ('queued', 'sending', 'held') GROUP BY 1`,
+      [b.id, now],
     );
     const n = Object.fromEntries(rows.map((r) => [r.state, Number(r.n)]));
     if ((n.queued ?? 0) > 0 || (n.sending ?? 0) > 0) return 'idle';
+    const limitHeld = rows.find((r) => r.state === 'limit_held');
+    if (limitHeld) {
+      // Parked without an owner until the window may have room: the tick takes it up again then
+      // (or sooner, to see a raised limit or a wave that came due).
+      const wait = Math.min(limitHeld.until!.getTime() - now.getTime(), this.opts.limitRecheckMs ?? 30_000);
+      await this.pool.query(`UPDATE broadcasts SET lease_owner = NULL, lease_until = $2 WHERE id = $1 AND lease_owner = $3`, [
+        b.id, new Date(this.opts.timer.now().getTime() + Math.max(0, wait)), this.opts.owner,
+      ]);
+      return 'parked';
+    }
     if ((n.held ?? 0) > 0) return 'parked';
     await this.pool.query(
       `UPDATE broadcasts SET status = 'completed', completed_at = $2, updated_at = $2,
+              status_reason = CASE WHEN status_reason LIKE '${LIMIT_HOLD_PREFIX}%' THEN NULL ELSE status_reason END,
               retarget_due_at = CASE WHEN auto_retarget_quality AND retarget_count = 0 THEN $2::timestamptz + interval '24 hours' END
        WHERE id = $1 AND status = 'sending'`,
       [b.id, now],

@@ -3,7 +3,8 @@
  * says before approval (how much of today's quota is left and how many recipients would wait for
  * the next UTC midnight), the one reason a held campaign gives everywhere (API, CLI, dashboard),
  * and the wake-up when an operator raises the quota, so a held campaign resumes at once instead
- * of at midnight.
+ * of at midnight. The reason given by a campaign the portfolio's messaging limit holds
+ * (lib/pricing/portfolio-reach.ts) is worded here too.
  */
 import type { Queryable } from '../platform/db/transaction.js';
 import { nextUtcMidnight, utcDay } from '../messaging/quota.js';
@@ -28,6 +29,13 @@ export const QUOTA_HOLD_PREFIX = 'daily quota used';
 
 export function quotaHoldReason(resume: Date): string {
   return `${QUOTA_HOLD_PREFIX}; sending resumes at ${utcMinute(resume)} or when the quota is raised`;
+}
+
+/** Starts the reason of a campaign held by the portfolio's messaging limit (lib/pricing/portfolio-reach.ts). */
+export const LIMIT_HOLD_PREFIX = 'messaging limit reached';
+
+export function limitHoldReason(limit: number, releaseAt: Date): string {
+  return `${LIMIT_HOLD_PREFIX} (${limit} unique users in 24 hours); held recipients go out as the window frees room, from ${utcMinute(releaseAt)}`;
 }
 
 /**

@@ -12,6 +12,7 @@
  *    overwrite another's work.
  */
 import type pg from 'pg';
+import { REACH_KEY_SQL } from '../pricing/portfolio-reach.js';
 
 export interface ClaimedRecipient {
   id: string;
@@ -45,18 +46,46 @@ export async function recoverStale(pool: pg.Pool, broadcastId: string, projectId
   });
 }
 
-export async function claimBatch(pool: pg.Pool, broadcastId: string, owner: string, size: number, now: Date, leaseUntil: Date): Promise<ClaimedRecipient[]> {
+/**
+ * Claims up to `size` queued recipients whose backoff (`not_before`, wall clock `now`) and
+ * messaging-limit hold (`limit_held_until`, business clock `businessNow`) are over.
+ */
+export async function claimBatch(
+  pool: pg.Pool, broadcastId: string, owner: string, size: number, now: Date, leaseUntil: Date, businessNow: Date,
+): Promise<ClaimedRecipient[]> {
   const { rows } = await pool.query<ClaimedRecipient>({
     name: 'broadcast-claim',
     text: `UPDATE broadcast_recipients r SET state = 'sending', lease_owner = $2, lease_until = $4, attempts = r.attempts + 1,
-                  message_ref = 'snd_' || substr(md5(random()::text || clock_timestamp()::text || r.id::text), 1, 24), updated_at = $5
+                  message_ref = 'snd_' || substr(md5(random()::text || clock_timestamp()::text || r.id::text), 1, 24), updated_at = $5,
+                  limit_held_until = NULL
            WHERE r.id IN (SELECT id FROM broadcast_recipients
                           WHERE broadcast_id = $1 AND state = 'queued' AND (not_before IS NULL OR not_before <= $5)
+                            AND (limit_held_until IS NULL OR limit_held_until <= $6)
                           ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED)
            RETURNING r.id::text AS id, r.phone, r.user_id, r.variables, r.attempts, r.message_ref`,
-    values: [broadcastId, owner, size, leaseUntil, now],
+    values: [broadcastId, owner, size, leaseUntil, now, businessNow],
   });
   return rows;
+}
+
+/**
+ * The portfolio's messaging limit is reached: these claims go back to the queue, and every queued
+ * recipient of the campaign not already reached in the window is held until `until` (when the
+ * oldest user leaves the window). They count `held`; the claim takes them again from then on.
+ */
+export async function holdForLimit(pool: pg.Pool, broadcastId: string, ids: string[], owner: string, wabaId: string, until: Date, businessNow: Date, now: Date): Promise<void> {
+  await pool.query({
+    name: 'broadcast-hold-for-limit',
+    text: `WITH back AS (
+             UPDATE broadcast_recipients SET state = 'queued', lease_owner = NULL, lease_until = NULL, message_ref = NULL,
+                    attempts = GREATEST(attempts - 1, 0), limit_held_until = $5, updated_at = $7
+             WHERE id = ANY($2::bigint[]) AND lease_owner = $3 AND state = 'sending'
+           )
+           UPDATE broadcast_recipients r SET limit_held_until = $5, updated_at = $7
+           WHERE r.broadcast_id = $1 AND r.state = 'queued' AND (r.limit_held_until IS NULL OR r.limit_held_until <= $6)
+             AND NOT EXISTS (SELECT 1 FROM portfolio_reach p WHERE p.waba_id = $4 AND p.user_key = ${REACH_KEY_SQL} AND p.reached_at > $6::timestamptz - interval '24 hours')`,
+    values: [broadcastId, ids, owner, wabaId, until, businessNow, now],
+  });
 }
 
 /**

@@ -69,7 +69,7 @@ export async function findBroadcast(db: Queryable, id: string, projectId?: strin
 
 /** The SQL of a recipient's public status (recipient `r`, its message `m`). */
 export const RECIPIENT_STATUS_SQL = `CASE r.state
-    WHEN 'held' THEN 'held' WHEN 'queued' THEN 'queued' WHEN 'sending' THEN 'queued'
+    WHEN 'held' THEN 'held' WHEN 'queued' THEN CASE WHEN r.limit_held_until IS NOT NULL THEN 'held' ELSE 'queued' END WHEN 'sending' THEN 'queued'
     WHEN 'canceled' THEN 'canceled' WHEN 'failed' THEN 'failed'
     ELSE CASE m.status WHEN 'pending' THEN 'queued' WHEN 'delivered' THEN 'delivered' WHEN 'read' THEN 'read'
                        WHEN 'failed' THEN 'failed' WHEN 'unknown' THEN 'unknown' ELSE 'sent' END END`;

@@ -438,6 +438,7 @@ export const ModelName = {
   DashboardAudit: 'DashboardAudit',
   RateCard: 'RateCard',
   ChannelMessagingLimit: 'ChannelMessagingLimit',
+  PortfolioReach: 'PortfolioReach',
   ProjectTableQuota: 'ProjectTableQuota'
 } as const
 
@@ -454,7 +455,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "project" | "apiKey" | "agentConnection" | "connectionProject" | "accessToken" | "channelSettings" | "contact" | "conversation" | "conversationOrder" | "message" | "event" | "idempotencyRecord" | "sendCounter" | "template" | "webhookEndpoint" | "webhookDelivery" | "webhookAttempt" | "runtimeToken" | "mediaAsset" | "headerSample" | "segment" | "broadcast" | "broadcastRecipient" | "broadcastPacing" | "contactImport" | "contactImportRow" | "contactImportPhone" | "codeFile" | "deployment" | "botRelease" | "botLog" | "botInbox" | "flow" | "flowVersion" | "dashboardAccount" | "dashboardMembership" | "dashboardSession" | "dashboardInvite" | "dashboardAudit" | "rateCard" | "channelMessagingLimit" | "projectTableQuota"
+    modelProps: "project" | "apiKey" | "agentConnection" | "connectionProject" | "accessToken" | "channelSettings" | "contact" | "conversation" | "conversationOrder" | "message" | "event" | "idempotencyRecord" | "sendCounter" | "template" | "webhookEndpoint" | "webhookDelivery" | "webhookAttempt" | "runtimeToken" | "mediaAsset" | "headerSample" | "segment" | "broadcast" | "broadcastRecipient" | "broadcastPacing" | "contactImport" | "contactImportRow" | "contactImportPhone" | "codeFile" | "deployment" | "botRelease" | "botLog" | "botInbox" | "flow" | "flowVersion" | "dashboardAccount" | "dashboardMembership" | "dashboardSession" | "dashboardInvite" | "dashboardAudit" | "rateCard" | "channelMessagingLimit" | "portfolioReach" | "projectTableQuota"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -3492,6 +3493,80 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         }
       }
     }
+    PortfolioReach: {
+      payload: Prisma.$PortfolioReachPayload<ExtArgs>
+      fields: Prisma.PortfolioReachFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.PortfolioReachFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$PortfolioReachPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.PortfolioReachFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$PortfolioReachPayload>
+        }
+        findFirst: {
+          args: Prisma.PortfolioReachFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$PortfolioReachPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.PortfolioReachFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$PortfolioReachPayload>
+        }
+        findMany: {
+          args: Prisma.PortfolioReachFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$PortfolioReachPayload>[]
+        }
+        create: {
+          args: Prisma.PortfolioReachCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$PortfolioReachPayload>
+        }
+        createMany: {
+          args: Prisma.PortfolioReachCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.PortfolioReachCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$PortfolioReachPayload>[]
+        }
+        delete: {
+          args: Prisma.PortfolioReachDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$PortfolioReachPayload>
+        }
+        update: {
+          args: Prisma.PortfolioReachUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$PortfolioReachPayload>
+        }
+        deleteMany: {
+          args: Prisma.PortfolioReachDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.PortfolioReachUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.PortfolioReachUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$PortfolioReachPayload>[]
+        }
+        upsert: {
+          args: Prisma.PortfolioReachUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$PortfolioReachPayload>
+        }
+        aggregate: {
+          args: Prisma.PortfolioReachAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregatePortfolioReach>
+        }
+        groupBy: {
+          args: Prisma.PortfolioReachGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.PortfolioReachGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.PortfolioReachCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.PortfolioReachCountAggregateOutputType> | number
+        }
+      }
+    }
     ProjectTableQuota: {
       payload: Prisma.$ProjectTableQuotaPayload<ExtArgs>
       fields: Prisma.ProjectTableQuotaFieldRefs
@@ -3952,6 +4027,7 @@ export const BroadcastRecipientScalarFieldEnum = {
   wave: 'wave',
   attempts: 'attempts',
   notBefore: 'notBefore',
+  limitHeldUntil: 'limitHeldUntil',
   leaseOwner: 'leaseOwner',
   leaseUntil: 'leaseUntil',
   messageRef: 'messageRef',
@@ -4206,6 +4282,15 @@ export const ChannelMessagingLimitScalarFieldEnum = {
 } as const
 
 export type ChannelMessagingLimitScalarFieldEnum = (typeof ChannelMessagingLimitScalarFieldEnum)[keyof typeof ChannelMessagingLimitScalarFieldEnum]
+
+
+export const PortfolioReachScalarFieldEnum = {
+  wabaId: 'wabaId',
+  userKey: 'userKey',
+  reachedAt: 'reachedAt'
+} as const
+
+export type PortfolioReachScalarFieldEnum = (typeof PortfolioReachScalarFieldEnum)[keyof typeof PortfolioReachScalarFieldEnum]
 
 
 export const ProjectTableQuotaScalarFieldEnum = {
@@ -4583,6 +4668,7 @@ export type GlobalOmitConfig = {
   dashboardAudit?: Prisma.DashboardAuditOmit
   rateCard?: Prisma.RateCardOmit
   channelMessagingLimit?: Prisma.ChannelMessagingLimitOmit
+  portfolioReach?: Prisma.PortfolioReachOmit
   projectTableQuota?: Prisma.ProjectTableQuotaOmit
 }
 

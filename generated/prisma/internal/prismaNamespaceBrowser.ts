@@ -92,6 +92,7 @@ export const ModelName = {
   DashboardAudit: 'DashboardAudit',
   RateCard: 'RateCard',
   ChannelMessagingLimit: 'ChannelMessagingLimit',
+  PortfolioReach: 'PortfolioReach',
   ProjectTableQuota: 'ProjectTableQuota'
 } as const
 
@@ -458,6 +459,7 @@ export const BroadcastRecipientScalarFieldEnum = {
   wave: 'wave',
   attempts: 'attempts',
   notBefore: 'notBefore',
+  limitHeldUntil: 'limitHeldUntil',
   leaseOwner: 'leaseOwner',
   leaseUntil: 'leaseUntil',
   messageRef: 'messageRef',
@@ -712,6 +714,15 @@ export const ChannelMessagingLimitScalarFieldEnum = {
 } as const
 
 export type ChannelMessagingLimitScalarFieldEnum = (typeof ChannelMessagingLimitScalarFieldEnum)[keyof typeof ChannelMessagingLimitScalarFieldEnum]
+
+
+export const PortfolioReachScalarFieldEnum = {
+  wabaId: 'wabaId',
+  userKey: 'userKey',
+  reachedAt: 'reachedAt'
+} as const
+
+export type PortfolioReachScalarFieldEnum = (typeof PortfolioReachScalarFieldEnum)[keyof typeof PortfolioReachScalarFieldEnum]
 
 
 export const ProjectTableQuotaScalarFieldEnum = {

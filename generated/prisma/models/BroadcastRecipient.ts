@@ -52,6 +52,7 @@ export type BroadcastRecipientMinAggregateOutputType = {
   wave: number | null
   attempts: number | null
   notBefore: Date | null
+  limitHeldUntil: Date | null
   leaseOwner: string | null
   leaseUntil: Date | null
   messageRef: string | null
@@ -73,6 +74,7 @@ export type BroadcastRecipientMaxAggregateOutputType = {
   wave: number | null
   attempts: number | null
   notBefore: Date | null
+  limitHeldUntil: Date | null
   leaseOwner: string | null
   leaseUntil: Date | null
   messageRef: string | null
@@ -95,6 +97,7 @@ export type BroadcastRecipientCountAggregateOutputType = {
   wave: number
   attempts: number
   notBefore: number
+  limitHeldUntil: number
   leaseOwner: number
   leaseUntil: number
   messageRef: number
@@ -134,6 +137,7 @@ export type BroadcastRecipientMinAggregateInputType = {
   wave?: true
   attempts?: true
   notBefore?: true
+  limitHeldUntil?: true
   leaseOwner?: true
   leaseUntil?: true
   messageRef?: true
@@ -155,6 +159,7 @@ export type BroadcastRecipientMaxAggregateInputType = {
   wave?: true
   attempts?: true
   notBefore?: true
+  limitHeldUntil?: true
   leaseOwner?: true
   leaseUntil?: true
   messageRef?: true
@@ -177,6 +182,7 @@ export type BroadcastRecipientCountAggregateInputType = {
   wave?: true
   attempts?: true
   notBefore?: true
+  limitHeldUntil?: true
   leaseOwner?: true
   leaseUntil?: true
   messageRef?: true
@@ -286,6 +292,7 @@ export type BroadcastRecipientGroupByOutputType = {
   wave: number
   attempts: number
   notBefore: Date | null
+  limitHeldUntil: Date | null
   leaseOwner: string | null
   leaseUntil: Date | null
   messageRef: string | null
@@ -331,6 +338,7 @@ export type BroadcastRecipientWhereInput = {
   wave?: Prisma.IntFilter<"BroadcastRecipient"> | number
   attempts?: Prisma.IntFilter<"BroadcastRecipient"> | number
   notBefore?: Prisma.DateTimeNullableFilter<"BroadcastRecipient"> | Date | string | null
+  limitHeldUntil?: Prisma.DateTimeNullableFilter<"BroadcastRecipient"> | Date | string | null
   leaseOwner?: Prisma.StringNullableFilter<"BroadcastRecipient"> | string | null
   leaseUntil?: Prisma.DateTimeNullableFilter<"BroadcastRecipient"> | Date | string | null
   messageRef?: Prisma.StringNullableFilter<"BroadcastRecipient"> | string | null
@@ -354,6 +362,7 @@ export type BroadcastRecipientOrderByWithRelationInput = {
   wave?: Prisma.SortOrder
   attempts?: Prisma.SortOrder
   notBefore?: Prisma.SortOrderInput | Prisma.SortOrder
+  limitHeldUntil?: Prisma.SortOrderInput | Prisma.SortOrder
   leaseOwner?: Prisma.SortOrderInput | Prisma.SortOrder
   leaseUntil?: Prisma.SortOrderInput | Prisma.SortOrder
   messageRef?: Prisma.SortOrderInput | Prisma.SortOrder
@@ -382,6 +391,7 @@ export type BroadcastRecipientWhereUniqueInput = Prisma.AtLeast<{
   wave?: Prisma.IntFilter<"BroadcastRecipient"> | number
   attempts?: Prisma.IntFilter<"BroadcastRecipient"> | number
   notBefore?: Prisma.DateTimeNullableFilter<"BroadcastRecipient"> | Date | string | null
+  limitHeldUntil?: Prisma.DateTimeNullableFilter<"BroadcastRecipient"> | Date | string | null
   leaseOwner?: Prisma.StringNullableFilter<"BroadcastRecipient"> | string | null
   leaseUntil?: Prisma.DateTimeNullableFilter<"BroadcastRecipient"> | Date | string | null
   messageRef?: Prisma.StringNullableFilter<"BroadcastRecipient"> | string | null
@@ -405,6 +415,7 @@ export type BroadcastRecipientOrderByWithAggregationInput = {
   wave?: Prisma.SortOrder
   attempts?: Prisma.SortOrder
   notBefore?: Prisma.SortOrderInput | Prisma.SortOrder
+  limitHeldUntil?: Prisma.SortOrderInput | Prisma.SortOrder
   leaseOwner?: Prisma.SortOrderInput | Prisma.SortOrder
   leaseUntil?: Prisma.SortOrderInput | Prisma.SortOrder
   messageRef?: Prisma.SortOrderInput | Prisma.SortOrder
@@ -435,6 +446,7 @@ export type BroadcastRecipientScalarWhereWithAggregatesInput = {
   wave?: Prisma.IntWithAggregatesFilter<"BroadcastRecipient"> | number
   attempts?: Prisma.IntWithAggregatesFilter<"BroadcastRecipient"> | number
   notBefore?: Prisma.DateTimeNullableWithAggregatesFilter<"BroadcastRecipient"> | Date | string | null
+  limitHeldUntil?: Prisma.DateTimeNullableWithAggregatesFilter<"BroadcastRecipient"> | Date | string | null
   leaseOwner?: Prisma.StringNullableWithAggregatesFilter<"BroadcastRecipient"> | string | null
   leaseUntil?: Prisma.DateTimeNullableWithAggregatesFilter<"BroadcastRecipient"> | Date | string | null
   messageRef?: Prisma.StringNullableWithAggregatesFilter<"BroadcastRecipient"> | string | null
@@ -456,6 +468,7 @@ export type BroadcastRecipientCreateInput = {
   wave?: number
   attempts?: number
   notBefore?: Date | string | null
+  limitHeldUntil?: Date | string | null
   leaseOwner?: string | null
   leaseUntil?: Date | string | null
   messageRef?: string | null
@@ -479,6 +492,7 @@ export type BroadcastRecipientUncheckedCreateInput = {
   wave?: number
   attempts?: number
   notBefore?: Date | string | null
+  limitHeldUntil?: Date | string | null
   leaseOwner?: string | null
   leaseUntil?: Date | string | null
   messageRef?: string | null
@@ -500,6 +514,7 @@ export type BroadcastRecipientUpdateInput = {
   wave?: Prisma.IntFieldUpdateOperationsInput | number
   attempts?: Prisma.IntFieldUpdateOperationsInput | number
   notBefore?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  limitHeldUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   leaseOwner?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   leaseUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   messageRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
@@ -523,6 +538,7 @@ export type BroadcastRecipientUncheckedUpdateInput = {
   wave?: Prisma.IntFieldUpdateOperationsInput | number
   attempts?: Prisma.IntFieldUpdateOperationsInput | number
   notBefore?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  limitHeldUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   leaseOwner?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   leaseUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   messageRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
@@ -545,6 +561,7 @@ export type BroadcastRecipientCreateManyInput = {
   wave?: number
   attempts?: number
   notBefore?: Date | string | null
+  limitHeldUntil?: Date | string | null
   leaseOwner?: string | null
   leaseUntil?: Date | string | null
   messageRef?: string | null
@@ -566,6 +583,7 @@ export type BroadcastRecipientUpdateManyMutationInput = {
   wave?: Prisma.IntFieldUpdateOperationsInput | number
   attempts?: Prisma.IntFieldUpdateOperationsInput | number
   notBefore?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  limitHeldUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   leaseOwner?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   leaseUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   messageRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
@@ -588,6 +606,7 @@ export type BroadcastRecipientUncheckedUpdateManyInput = {
   wave?: Prisma.IntFieldUpdateOperationsInput | number
   attempts?: Prisma.IntFieldUpdateOperationsInput | number
   notBefore?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  limitHeldUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   leaseOwner?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   leaseUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   messageRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
@@ -630,6 +649,7 @@ export type BroadcastRecipientCountOrderByAggregateInput = {
   wave?: Prisma.SortOrder
   attempts?: Prisma.SortOrder
   notBefore?: Prisma.SortOrder
+  limitHeldUntil?: Prisma.SortOrder
   leaseOwner?: Prisma.SortOrder
   leaseUntil?: Prisma.SortOrder
   messageRef?: Prisma.SortOrder
@@ -659,6 +679,7 @@ export type BroadcastRecipientMaxOrderByAggregateInput = {
   wave?: Prisma.SortOrder
   attempts?: Prisma.SortOrder
   notBefore?: Prisma.SortOrder
+  limitHeldUntil?: Prisma.SortOrder
   leaseOwner?: Prisma.SortOrder
   leaseUntil?: Prisma.SortOrder
   messageRef?: Prisma.SortOrder
@@ -680,6 +701,7 @@ export type BroadcastRecipientMinOrderByAggregateInput = {
   wave?: Prisma.SortOrder
   attempts?: Prisma.SortOrder
   notBefore?: Prisma.SortOrder
+  limitHeldUntil?: Prisma.SortOrder
   leaseOwner?: Prisma.SortOrder
   leaseUntil?: Prisma.SortOrder
   messageRef?: Prisma.SortOrder
@@ -759,6 +781,7 @@ export type BroadcastRecipientCreateWithoutBroadcastInput = {
   wave?: number
   attempts?: number
   notBefore?: Date | string | null
+  limitHeldUntil?: Date | string | null
   leaseOwner?: string | null
   leaseUntil?: Date | string | null
   messageRef?: string | null
@@ -780,6 +803,7 @@ export type BroadcastRecipientUncheckedCreateWithoutBroadcastInput = {
   wave?: number
   attempts?: number
   notBefore?: Date | string | null
+  limitHeldUntil?: Date | string | null
   leaseOwner?: string | null
   leaseUntil?: Date | string | null
   messageRef?: string | null
@@ -831,6 +855,7 @@ export type BroadcastRecipientScalarWhereInput = {
   wave?: Prisma.IntFilter<"BroadcastRecipient"> | number
   attempts?: Prisma.IntFilter<"BroadcastRecipient"> | number
   notBefore?: Prisma.DateTimeNullableFilter<"BroadcastRecipient"> | Date | string | null
+  limitHeldUntil?: Prisma.DateTimeNullableFilter<"BroadcastRecipient"> | Date | string | null
   leaseOwner?: Prisma.StringNullableFilter<"BroadcastRecipient"> | string | null
   leaseUntil?: Prisma.DateTimeNullableFilter<"BroadcastRecipient"> | Date | string | null
   messageRef?: Prisma.StringNullableFilter<"BroadcastRecipient"> | string | null
@@ -852,6 +877,7 @@ export type BroadcastRecipientCreateManyBroadcastInput = {
   wave?: number
   attempts?: number
   notBefore?: Date | string | null
+  limitHeldUntil?: Date | string | null
   leaseOwner?: string | null
   leaseUntil?: Date | string | null
   messageRef?: string | null
@@ -873,6 +899,7 @@ export type BroadcastRecipientUpdateWithoutBroadcastInput = {
   wave?: Prisma.IntFieldUpdateOperationsInput | number
   attempts?: Prisma.IntFieldUpdateOperationsInput | number
   notBefore?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  limitHeldUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   leaseOwner?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   leaseUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   messageRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
@@ -894,6 +921,7 @@ export type BroadcastRecipientUncheckedUpdateWithoutBroadcastInput = {
   wave?: Prisma.IntFieldUpdateOperationsInput | number
   attempts?: Prisma.IntFieldUpdateOperationsInput | number
   notBefore?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  limitHeldUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   leaseOwner?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   leaseUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   messageRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
@@ -915,6 +943,7 @@ export type BroadcastRecipientUncheckedUpdateManyWithoutBroadcastInput = {
   wave?: Prisma.IntFieldUpdateOperationsInput | number
   attempts?: Prisma.IntFieldUpdateOperationsInput | number
   notBefore?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  limitHeldUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   leaseOwner?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   leaseUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   messageRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
@@ -939,6 +968,7 @@ export type BroadcastRecipientSelect<ExtArgs extends runtime.Types.Extensions.In
   wave?: boolean
   attempts?: boolean
   notBefore?: boolean
+  limitHeldUntil?: boolean
   leaseOwner?: boolean
   leaseUntil?: boolean
   messageRef?: boolean
@@ -962,6 +992,7 @@ export type BroadcastRecipientSelectCreateManyAndReturn<ExtArgs extends runtime.
   wave?: boolean
   attempts?: boolean
   notBefore?: boolean
+  limitHeldUntil?: boolean
   leaseOwner?: boolean
   leaseUntil?: boolean
   messageRef?: boolean
@@ -985,6 +1016,7 @@ export type BroadcastRecipientSelectUpdateManyAndReturn<ExtArgs extends runtime.
   wave?: boolean
   attempts?: boolean
   notBefore?: boolean
+  limitHeldUntil?: boolean
   leaseOwner?: boolean
   leaseUntil?: boolean
   messageRef?: boolean
@@ -1008,6 +1040,7 @@ export type BroadcastRecipientSelectScalar = {
   wave?: boolean
   attempts?: boolean
   notBefore?: boolean
+  limitHeldUntil?: boolean
   leaseOwner?: boolean
   leaseUntil?: boolean
   messageRef?: boolean
@@ -1019,7 +1052,7 @@ export type BroadcastRecipientSelectScalar = {
   updatedAt?: boolean
 }
 
-export type BroadcastRecipientOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "broadcastId" | "contactId" | "phone" | "userId" | "variables" | "state" | "wave" | "attempts" | "notBefore" | "leaseOwner" | "leaseUntil" | "messageRef" | "wamid" | "errorCode" | "errorCategory" | "errorTitle" | "sentAt" | "updatedAt", ExtArgs["result"]["broadcastRecipient"]>
+export type BroadcastRecipientOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "broadcastId" | "contactId" | "phone" | "userId" | "variables" | "state" | "wave" | "attempts" | "notBefore" | "limitHeldUntil" | "leaseOwner" | "leaseUntil" | "messageRef" | "wamid" | "errorCode" | "errorCategory" | "errorTitle" | "sentAt" | "updatedAt", ExtArgs["result"]["broadcastRecipient"]>
 export type BroadcastRecipientInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   broadcast?: boolean | Prisma.BroadcastDefaultArgs<ExtArgs>
 }
@@ -1055,6 +1088,10 @@ export type $BroadcastRecipientPayload<ExtArgs extends runtime.Types.Extensions.
     wave: number
     attempts: number
     notBefore: Date | null
+    /**
+     * Held by the portfolio's messaging limit until then (business clock); counted `held`, still queued.
+     */
+    limitHeldUntil: Date | null
     leaseOwner: string | null
     leaseUntil: Date | null
     /**
@@ -1504,6 +1541,7 @@ export interface BroadcastRecipientFieldRefs {
   readonly wave: Prisma.FieldRef<"BroadcastRecipient", 'Int'>
   readonly attempts: Prisma.FieldRef<"BroadcastRecipient", 'Int'>
   readonly notBefore: Prisma.FieldRef<"BroadcastRecipient", 'DateTime'>
+  readonly limitHeldUntil: Prisma.FieldRef<"BroadcastRecipient", 'DateTime'>
   readonly leaseOwner: Prisma.FieldRef<"BroadcastRecipient", 'String'>
   readonly leaseUntil: Prisma.FieldRef<"BroadcastRecipient", 'DateTime'>
   readonly messageRef: Prisma.FieldRef<"BroadcastRecipient", 'String'>
