@@ -9,6 +9,7 @@
  * a username, and `wa_id` (the phone) only under Meta's phone-number rules; messages carry
  * `from_user_id` (and `from` only with a phone); statuses `recipient_user_id` (and `recipient_id`).
  */
+import { parseMessagingLimit, type MessagingLimit } from './phone-numbers.js';
 
 export interface MetaMessage {
   id: string;
@@ -61,7 +62,12 @@ export interface UserPreference {
 export type NotificationChange =
   | { kind: 'messages'; messages: Array<{ message: MetaMessage; customer: Customer; profileName?: string }>; statuses: Array<MetaStatus & { customer?: Customer }> }
   | { kind: 'template_status'; update: TemplateUpdate }
-  | { kind: 'user_preferences'; preferences: UserPreference[] };
+  | { kind: 'user_preferences'; preferences: UserPreference[] }
+  /** The portfolio's messaging limit changed (business_capability_update, phone_number_quality_update). */
+  | { kind: 'messaging_limit'; limit: MessagingLimit };
+
+/** Webhooks give the limit as a number; we keep the tier by the name the phone number's field uses. */
+const TIER_NAMES: Record<string, string> = { '250': 'TIER_250', '2000': 'TIER_2K', '10000': 'TIER_10K', '100000': 'TIER_100K', null: 'TIER_UNLIMITED' };
 
 const str = (v: unknown, max = 256): string | undefined => (typeof v === 'string' && v.length > 0 && v.length <= max ? v : typeof v === 'number' ? String(v) : undefined);
 const digits = (v: unknown): string | undefined => {
@@ -126,6 +132,10 @@ export function notificationChanges(payload: any, phoneNumberId: string): Notifi
         out.push({ kind: 'user_preferences', preferences });
       } else if (change?.field === 'message_template_status_update') {
         out.push({ kind: 'template_status', update: value });
+      } else if (change?.field === 'business_capability_update' || change?.field === 'phone_number_quality_update') {
+        // The limit is the portfolio's, shared by all its numbers: whichever number the change names.
+        const limit = parseMessagingLimit(value.max_daily_conversations_per_business);
+        if (limit) out.push({ kind: 'messaging_limit', limit: { ...limit, tier: TIER_NAMES[String(limit.limit)] ?? limit.tier } });
       }
     }
   }

@@ -18,8 +18,10 @@ export interface MessagingLimit {
   limit: number | null;
 }
 
-/** `TIER_250`, `TIER_2K`, `TIER_10K`, `TIER_100K`, `TIER_UNLIMITED` (or a bare number); undefined when unrecognised. */
+/** `TIER_250`, `TIER_2K`, `TIER_10K`, `TIER_100K`, `TIER_UNLIMITED` (or a bare number, -1 unlimited); undefined when unrecognised. */
 export function parseMessagingLimit(value: unknown): MessagingLimit | undefined {
+  // Webhooks give the limit as a number, -1 for unlimited (business_capability_update).
+  if (value === -1 || value === '-1') return { tier: String(value), limit: null };
   if (typeof value === 'number' && Number.isSafeInteger(value) && value > 0) return { tier: String(value), limit: value };
   if (typeof value !== 'string' || value.length > 64) return undefined;
   const v = value.trim().toUpperCase();

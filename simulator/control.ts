@@ -9,8 +9,8 @@ import type { AutoStatusDelays, PhoneNumber, Template } from './state.js';
 import { requestLog } from './request-log.js';
 import { templateView } from './templates.js';
 import { isObj, type Obj } from './validate.js';
-import type { StatusError } from './webhooks.js';
-import { MESSAGING_LIMITS, messagingLimitOf, openEntryPoint, parsePricingOverride, readMarksOf } from './pricing.js';
+import { envelopeOf, type StatusError } from './webhooks.js';
+import { capabilityWebhookValue, MESSAGING_LIMITS, messagingLimitOf, openEntryPoint, parsePricingOverride, readMarksOf } from './pricing.js';
 
 export interface ControlHooks {
   advanceClock(ms: number): number;
@@ -140,6 +140,7 @@ export function controlRouter(ctx: SimContext, hooks: ControlHooks): Router {
       if (b.app_secret !== undefined) pn.app_secret = typeof b.app_secret === 'string' && b.app_secret ? b.app_secret : fail(400, 'app_secret must be a non-empty string');
       if (b.verify_token !== undefined) (pn.verify_token = typeof b.verify_token === 'string' ? b.verify_token : null), (reverify = true);
       if (b.enforce_customer_window !== undefined) pn.enforce_customer_window = b.enforce_customer_window === true;
+      const limitBefore = messagingLimitOf(pn);
       if (b.messaging_limit !== undefined) pn.messaging_limit = messagingLimitInput(b.messaging_limit);
       if (b.throughput_mps !== undefined) {
         pn.throughput_mps = throughputOf(b.throughput_mps);
@@ -148,6 +149,11 @@ export function controlRouter(ctx: SimContext, hooks: ControlHooks): Router {
       if (reverify) {
         pn.verification = { ok: null, at: null, status_code: null, error: null };
         if (pn.verify_token) await dispatcher.verify(pn);
+      }
+      if (messagingLimitOf(pn) !== limitBefore) {
+        // Meta announces a new portfolio limit to the business account's webhook.
+        const hook = JSON.stringify(envelopeOf(pn, 'business_capability_update', capabilityWebhookValue(pn), state.nowSec()));
+        await dispatcher.deliverNow({ pnid: pn.phone_number_id, field: 'business_capability_update', kind: 'business_capability_update', ref: pn.phone_number_id, body: hook, attempt: 0 });
       }
       return phoneView(pn);
     }),

@@ -127,3 +127,12 @@ export function messagingLimitError(state: SimState, pn: PhoneNumber, waId: stri
   users.set(waId, now);
   return null;
 }
+
+/**
+ * Meta's `business_capability_update` webhook, sent when the portfolio's limit changes:
+ * `max_daily_conversations_per_business` as a number, -1 for unlimited.
+ */
+export function capabilityWebhookValue(pn: PhoneNumber & { messaging_limit?: string }): Record<string, unknown> {
+  const limit = MESSAGING_LIMITS[messagingLimitOf(pn)];
+  return { max_daily_conversations_per_business: limit ?? -1, max_phone_numbers_per_business: 20, max_phone_numbers_per_waba: 20 };
+}

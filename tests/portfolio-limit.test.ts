@@ -125,4 +125,22 @@ describe('portfolio messaging limit in the engine', () => {
     expect(await channelGot(phoneNumberId)).toHaveLength(40);
     expect(warnings.filter((w) => /messaging limit of number .* is unknown: campaigns are held by pacing alone/.test(w))).toHaveLength(1);
   });
+
+  it('When Meta announces a new portfolio limit (business_capability_update), then every number of the account stores it without a read, and an unlimited tier (-1) is kept as such', async () => {
+    const { project, key, phoneNumberId } = await projectWithKey(t);
+    await template(t, project.id, 'promo', 'Hi');
+    await seedMany(t, project.id, 5, 17100000000 + Math.floor(Math.random() * 1e5) * 1000, ['w']);
+    const stored = async () => (await t.db.pool.query('SELECT state, tier, user_limit FROM channel_messaging_limits WHERE phone_number_id = $1', [phoneNumberId])).rows[0];
+    const reads = async () => ((await request(t.sim!.url).get('/_sim/requests?limit=1000')).body.data as Array<{ path: string; method: string }>)
+      .filter((r) => r.method === 'GET' && r.path.includes(`/${phoneNumberId}`) && !r.path.includes('/messages')).length;
+    const before = await reads();
+    // The simulator, like Meta, posts the change to the number's webhook: no read needed.
+    expect((await request(t.sim!.url).patch(`/_sim/phone-numbers/${phoneNumberId}`).send({ messaging_limit: 'TIER_10K' })).status).toBe(200);
+    expect(await stored()).toEqual({ state: 'known', tier: 'TIER_10K', user_limit: 10000 });
+    const c = await campaign(api(t, key), 'w');
+    expect(c.preflight.messaging_limit).toMatchObject({ state: 'known', tier: 'TIER_10K', limit: 10000, fits_now: 5 });
+    expect(await reads()).toBe(before);
+    await request(t.sim!.url).patch(`/_sim/phone-numbers/${phoneNumberId}`).send({ messaging_limit: 'TIER_UNLIMITED' });
+    expect(await stored()).toEqual({ state: 'known', tier: 'TIER_UNLIMITED', user_limit: null });
+  });
 });

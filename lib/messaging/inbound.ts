@@ -6,6 +6,7 @@
  * raising `message.status`. A template decision updates the template and raises
  * `template.approved` or `template.rejected`. Each change and its event commit together.
  */
+import { storeAnnouncedLimit } from '../pricing/messaging-limit.js';
 import { retryDeadlock } from '../platform/db/transaction.js';
 import type { Deps } from '../deps.js';
 import type { OpenChannel } from '../channel-settings/settings.js';
@@ -247,6 +248,8 @@ export async function applyWebhook(deps: Deps, channel: OpenChannel, payload: un
       if (statuses.length) await optOutOnFailedStatuses(deps.db.pool, channel.projectId, statuses, now);
     } else if (change.kind === 'user_preferences') {
       await applyUserPreferences(deps.db.prisma, channel.projectId, change.preferences, now);
+    } else if (change.kind === 'messaging_limit') {
+      await storeAnnouncedLimit(deps.db.pool, channel.wabaId, change.limit, now);
     } else if (await applyTemplateStatus(deps, channel, change.update, now)) outcome.templates++;
   }
   return outcome;

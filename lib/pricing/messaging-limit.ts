@@ -6,7 +6,9 @@
  * unlimited), read from the number's `whatsapp_business_manager_messaging_limit` (Meta,
  * "Messaging limits"). We keep the last read per number in `channel_messaging_limits`, so every
  * instance reports the same value; a pre-flight reads it again through the channel when it is
- * older than MESSAGING_LIMIT_REFRESH_MS. A failed read stores `unknown` (the pre-flight says so)
+ * older than MESSAGING_LIMIT_REFRESH_MS, and takes the value Meta announces in the business
+ * account's `business_capability_update` and `phone_number_quality_update` webhooks
+ * (`max_daily_conversations_per_business`, -1 for unlimited) without a read. A failed read stores `unknown` (the pre-flight says so)
  * and is logged once, when the state turns unknown, not at every pre-flight.
  *
  * Usage is counted from our messages table: the unique users reached with templates (the messages
@@ -48,6 +50,22 @@ async function storeLimit(db: Queryable, row: LimitRow): Promise<void> {
        error = EXCLUDED.error, read_at = EXCLUDED.read_at`,
     [row.phone_number_id, row.state, row.tier, row.user_limit, row.error, row.read_at],
   );
+}
+
+/**
+ * The channel announced the portfolio's limit (a webhook of the business account `wabaId`): it is
+ * stored, as read now, for every number of that account we serve. Campaigns held by the limit see
+ * it at their next look (lib/broadcasts/engine.ts).
+ */
+export async function storeAnnouncedLimit(db: Queryable, wabaId: string, read: { tier: string; limit: number | null }, at: Date): Promise<number> {
+  const { rowCount } = await db.query(
+    `INSERT INTO channel_messaging_limits (phone_number_id, state, tier, user_limit, error, read_at)
+     SELECT phone_number_id, 'known', $2, $3, NULL, $4 FROM channel_settings WHERE waba_id = $1
+     ON CONFLICT (phone_number_id) DO UPDATE SET state = 'known', tier = EXCLUDED.tier, user_limit = EXCLUDED.user_limit,
+       error = NULL, read_at = EXCLUDED.read_at`,
+    [wabaId, read.tier.slice(0, 64), read.limit, at],
+  );
+  return rowCount ?? 0;
 }
 
 /**
