@@ -153,231 +153,262 @@ export interface JsonUpload {
   file?: TempFileSink;
 }
 
+type UploadOptions = {
+  bodyLimit: number;
+  bodyLimitCode?: 'payload_too_large' | 'file_too_large';
+  openSink: () => Promise<TempFileSink>;
+  onSink: (sink: TempFileSink) => void;
+};
+
 /**
  * Parses `source` (the request). `openSink` is called when a `data` string starts. On error the
  * sink is left to the caller (returned through `onSink` so it can be removed).
  */
-export async function readJsonUpload(
-  source: Readable,
-  opts: { bodyLimit: number; bodyLimitCode?: 'payload_too_large' | 'file_too_large'; openSink: () => Promise<TempFileSink>; onSink: (sink: TempFileSink) => void },
-): Promise<JsonUpload> {
-  const members = new Map<string, unknown>();
-  let state = S.Start;
-  let keyParts: Buffer[] = [];
-  let keyLen = 0;
-  let esc = false;
-  let key = '';
-  // Generic value capture.
-  let gParts: Buffer[] = [];
-  let gDepth = 0;
-  let gInStr = false;
-  let gStarted = false;
-  // The data string.
-  let sink: TempFileSink | undefined;
-  let decoder: Base64Stream | undefined;
-  let dataChars = 0;
-  let uEscape: string | null = null;
-  let total = 0;
-
-  const finishGeneric = () => {
-    try {
-      members.set(key, JSON.parse(Buffer.concat(gParts).toString('utf8')));
-    } catch {
-      throw invalidJson();
-    }
-    gParts = [];
-    state = S.AfterValue;
-  };
-
-  const feedData = async (bytes: Buffer) => {
-    const out = decoder!.feed(bytes);
-    if (out) await sink!.write(out);
-  };
-
+export async function readJsonUpload(source: Readable, opts: UploadOptions): Promise<JsonUpload> {
+  const parser = new UploadParser(opts);
   const iterable = (source as Readable & { iterator?: (o: { destroyOnReturn: boolean }) => AsyncIterable<Buffer> }).iterator
     ? (source as any).iterator({ destroyOnReturn: false })
     : source;
+  let total = 0;
   for await (const raw of iterable as AsyncIterable<Buffer>) {
     const chunk = Buffer.isBuffer(raw) ? raw : Buffer.from(raw);
     total += chunk.length;
     if (total > opts.bodyLimit) {
       throw new ApiError(opts.bodyLimitCode ?? 'payload_too_large', `Request body exceeds ${opts.bodyLimit} bytes.`, { limit: opts.bodyLimit });
     }
+    await parser.feed(chunk);
+  }
+  return parser.end();
+}
+
+/** The streaming parser's state between chunks: one method per state, each answering where it stopped. */
+class UploadParser {
+  private readonly members = new Map<string, unknown>();
+  private state = S.Start;
+  private esc = false;
+  private key = '';
+  private keyParts: Buffer[] = [];
+  private keyLen = 0;
+  // Generic value capture.
+  private gParts: Buffer[] = [];
+  private gDepth = 0;
+  private gInStr = false;
+  private gStarted = false;
+  // The data string.
+  private sink: TempFileSink | undefined;
+  private decoder: Base64Stream | undefined;
+  private dataChars = 0;
+  private uEscape: string | null = null;
+
+  constructor(private readonly opts: UploadOptions) {}
+
+  async feed(chunk: Buffer): Promise<void> {
     const n = chunk.length;
     let i = 0;
     while (i < n) {
-      switch (state) {
-        case S.Start:
-        case S.FirstKeyOrEnd:
-        case S.NextKey:
-        case S.Colon:
-        case S.AfterValue:
-        case S.Done: {
-          while (i < n && isWs(chunk[i])) i++;
-          if (i >= n) break;
-          const c = chunk[i++];
-          if (state === S.Start && c === 0x7b) state = S.FirstKeyOrEnd;
-          else if ((state === S.FirstKeyOrEnd || state === S.NextKey) && c === Q) {
-            state = S.Key;
-            keyParts = [];
-            keyLen = 0;
-            esc = false;
-          } else if (state === S.FirstKeyOrEnd && c === 0x7d) state = S.Done;
-          else if (state === S.Colon && c === 0x3a) state = S.Value;
-          else if (state === S.AfterValue && c === 0x2c) state = S.NextKey;
-          else if (state === S.AfterValue && c === 0x7d) state = S.Done;
-          else throw invalidJson();
+      switch (this.state) {
+        case S.Key:
+          i = this.readKey(chunk, i);
           break;
-        }
-        case S.Key: {
-          const start = i;
-          let end = -1;
-          for (; i < n; i++) {
-            const c = chunk[i];
-            if (esc) esc = false;
-            else if (c === BS) esc = true;
-            else if (c === Q) {
-              end = i;
-              break;
-            }
-          }
-          const part = chunk.subarray(start, end < 0 ? n : end);
-          keyLen += part.length;
-          if (keyLen > 1024) throw invalidJson();
-          keyParts.push(Buffer.from(part));
-          if (end >= 0) {
-            i = end + 1;
-            try {
-              key = JSON.parse(`"${Buffer.concat(keyParts).toString('utf8')}"`);
-            } catch {
-              throw invalidJson();
-            }
-            state = S.Colon;
-          }
+        case S.Value:
+          i = await this.startValue(chunk, i);
           break;
-        }
-        case S.Value: {
-          while (i < n && isWs(chunk[i])) i++;
-          if (i >= n) break;
-          if (key === 'data' && chunk[i] === Q) {
-            if (decoder) {
-              const message = 'data is given twice.';
-              throw new ApiError('invalid_request', message, { fields: [{ field: 'data', message }] });
-            }
-            i++;
-            decoder = new Base64Stream();
-            sink = await opts.openSink();
-            opts.onSink(sink);
-            esc = false;
-            state = S.Data;
-          } else {
-            gParts = [];
-            gDepth = 0;
-            gInStr = false;
-            gStarted = false;
-            esc = false;
-            state = S.Generic;
-          }
+        case S.Generic:
+          i = this.readGeneric(chunk, i);
           break;
-        }
-        case S.Generic: {
-          const start = i;
-          let endAt = -1; // exclusive end of the value in this chunk
-          for (; i < n; i++) {
-            const c = chunk[i];
-            if (gInStr) {
-              if (esc) esc = false;
-              else if (c === BS) esc = true;
-              else if (c === Q) {
-                gInStr = false;
-                if (gDepth === 0) {
-                  endAt = i + 1;
-                  break;
-                }
-              }
-              continue;
-            }
-            if (c === 0x7b || c === 0x5b) {
-              gDepth++;
-              gStarted = true;
-            } else if (c === 0x7d || c === 0x5d) {
-              if (gDepth === 0) {
-                endAt = i; // a primitive ended at the object's close
-                break;
-              }
-              gDepth--;
-              if (gDepth === 0) {
-                endAt = i + 1;
-                break;
-              }
-            } else if (c === Q) {
-              gInStr = true;
-              gStarted = true;
-            } else if (gDepth === 0 && (isWs(c) || c === 0x2c)) {
-              endAt = i;
-              break;
-            } else gStarted = true;
-          }
-          gParts.push(Buffer.from(chunk.subarray(start, endAt < 0 ? n : endAt)));
-          if (endAt >= 0) {
-            i = endAt;
-            if (!gStarted) throw invalidJson();
-            finishGeneric();
-          }
+        case S.Data:
+          i = await this.readData(chunk, i);
           break;
-        }
-        case S.Data: {
-          // \uXXXX escapes (e.g. \u002F) may span chunks.
-          if (uEscape !== null) {
-            while (i < n && uEscape.length < 4) uEscape += String.fromCharCode(chunk[i++]);
-            if (uEscape.length < 4) break;
-            if (!/^[0-9a-fA-F]{4}$/.test(uEscape)) throw invalidJson();
-            const code = parseInt(uEscape, 16);
-            uEscape = null;
-            if (code >= 0x80) throw notBase64('a non-ASCII character');
-            dataChars++;
-            await feedData(Buffer.from([code]));
-            break;
-          }
-          if (esc) {
-            esc = false;
-            const c = chunk[i++];
-            if (c === 0x2f) {
-              dataChars++;
-              await feedData(Buffer.from('/'));
-            } else if (c === 0x6e || c === 0x72 || c === 0x74) {
-              /* \n \r \t: whitespace, skipped */
-            } else if (c === 0x75) uEscape = '';
-            else if (c === Q || c === BS || c === 0x62 || c === 0x66) throw notBase64('characters outside the base64 alphabet');
-            else throw invalidJson();
-            break;
-          }
-          // The run up to the next quote or backslash (native scans); the decoder checks every byte.
-          const q = chunk.indexOf(Q, i);
-          const b = chunk.indexOf(BS, i);
-          const j = q < 0 ? (b < 0 ? n : b) : b < 0 ? q : Math.min(q, b);
-          if (j > i) {
-            dataChars += j - i;
-            await feedData(chunk.subarray(i, j));
-          }
-          i = j;
-          if (i >= n) break;
-          if (chunk[i] === BS) {
-            esc = true;
-            i++;
-          } else {
-            i++; // closing quote
-            const tail = decoder!.end();
-            if (tail) await sink!.write(tail);
-            members.set('data', dataChars === 0 ? '' : `[${dataChars} base64 characters, decoded to ${sink!.size} bytes]`);
-            state = S.AfterValue;
-          }
-          break;
-        }
+        default:
+          i = this.readStructure(chunk, i);
       }
     }
   }
-  if (state !== S.Done) throw invalidJson();
-  // Object.fromEntries makes every key an own property ("__proto__" included), like JSON.parse.
-  return { body: Object.fromEntries(members), file: sink };
+
+  end(): JsonUpload {
+    if (this.state !== S.Done) throw invalidJson();
+    // Object.fromEntries makes every key an own property ("__proto__" included), like JSON.parse.
+    return { body: Object.fromEntries(this.members), file: this.sink };
+  }
+
+  /** Braces, commas and colons between members. */
+  private readStructure(chunk: Buffer, i: number): number {
+    const n = chunk.length;
+    while (i < n && isWs(chunk[i])) i++;
+    if (i >= n) return i;
+    const c = chunk[i++];
+    const state = this.state;
+    if (state === S.Start && c === 0x7b) this.state = S.FirstKeyOrEnd;
+    else if ((state === S.FirstKeyOrEnd || state === S.NextKey) && c === Q) {
+      this.state = S.Key;
+      this.keyParts = [];
+      this.keyLen = 0;
+      this.esc = false;
+    } else if (state === S.FirstKeyOrEnd && c === 0x7d) this.state = S.Done;
+    else if (state === S.Colon && c === 0x3a) this.state = S.Value;
+    else if (state === S.AfterValue && c === 0x2c) this.state = S.NextKey;
+    else if (state === S.AfterValue && c === 0x7d) this.state = S.Done;
+    else throw invalidJson();
+    return i;
+  }
+
+  private readKey(chunk: Buffer, i: number): number {
+    const n = chunk.length;
+    const start = i;
+    let end = -1;
+    for (; i < n; i++) {
+      const c = chunk[i];
+      if (this.esc) this.esc = false;
+      else if (c === BS) this.esc = true;
+      else if (c === Q) {
+        end = i;
+        break;
+      }
+    }
+    const part = chunk.subarray(start, end < 0 ? n : end);
+    this.keyLen += part.length;
+    if (this.keyLen > 1024) throw invalidJson();
+    this.keyParts.push(Buffer.from(part));
+    if (end < 0) return n;
+    try {
+      this.key = JSON.parse(`"${Buffer.concat(this.keyParts).toString('utf8')}"`);
+    } catch {
+      throw invalidJson();
+    }
+    this.state = S.Colon;
+    return end + 1;
+  }
+
+  /** A member's value starts: the top-level `data` string is decoded into the sink, anything else captured. */
+  private async startValue(chunk: Buffer, i: number): Promise<number> {
+    const n = chunk.length;
+    while (i < n && isWs(chunk[i])) i++;
+    if (i >= n) return i;
+    this.esc = false;
+    if (this.key === 'data' && chunk[i] === Q) {
+      if (this.decoder) {
+        const message = 'data is given twice.';
+        throw new ApiError('invalid_request', message, { fields: [{ field: 'data', message }] });
+      }
+      this.decoder = new Base64Stream();
+      this.sink = await this.opts.openSink();
+      this.opts.onSink(this.sink);
+      this.state = S.Data;
+      return i + 1;
+    }
+    this.gParts = [];
+    this.gDepth = 0;
+    this.gInStr = false;
+    this.gStarted = false;
+    this.state = S.Generic;
+    return i;
+  }
+
+  /** Any other value, captured up to its end and parsed with JSON.parse. */
+  private readGeneric(chunk: Buffer, i: number): number {
+    const n = chunk.length;
+    const start = i;
+    let endAt = -1; // exclusive end of the value in this chunk
+    for (; i < n; i++) {
+      const c = chunk[i];
+      if (this.gInStr) {
+        if (this.esc) this.esc = false;
+        else if (c === BS) this.esc = true;
+        else if (c === Q) {
+          this.gInStr = false;
+          if (this.gDepth === 0) {
+            endAt = i + 1;
+            break;
+          }
+        }
+        continue;
+      }
+      if (c === 0x7b || c === 0x5b) {
+        this.gDepth++;
+        this.gStarted = true;
+      } else if (c === 0x7d || c === 0x5d) {
+        if (this.gDepth === 0) {
+          endAt = i; // a primitive ended at the object's close
+          break;
+        }
+        this.gDepth--;
+        if (this.gDepth === 0) {
+          endAt = i + 1;
+          break;
+        }
+      } else if (c === Q) {
+        this.gInStr = true;
+        this.gStarted = true;
+      } else if (this.gDepth === 0 && (isWs(c) || c === 0x2c)) {
+        endAt = i;
+        break;
+      } else this.gStarted = true;
+    }
+    this.gParts.push(Buffer.from(chunk.subarray(start, endAt < 0 ? n : endAt)));
+    if (endAt < 0) return n;
+    if (!this.gStarted) throw invalidJson();
+    try {
+      this.members.set(this.key, JSON.parse(Buffer.concat(this.gParts).toString('utf8')));
+    } catch {
+      throw invalidJson();
+    }
+    this.gParts = [];
+    this.state = S.AfterValue;
+    return endAt;
+  }
+
+  private async feedData(bytes: Buffer): Promise<void> {
+    const out = this.decoder!.feed(bytes);
+    if (out) await this.sink!.write(out);
+  }
+
+  /** The `data` string: base64 runs go to the decoder; JSON escapes are resolved on the way. */
+  private async readData(chunk: Buffer, i: number): Promise<number> {
+    const n = chunk.length;
+    // \uXXXX escapes (e.g. \u002F) may span chunks.
+    if (this.uEscape !== null) {
+      while (i < n && this.uEscape.length < 4) this.uEscape += String.fromCharCode(chunk[i++]);
+      if (this.uEscape.length < 4) return i;
+      if (!/^[0-9a-fA-F]{4}$/.test(this.uEscape)) throw invalidJson();
+      const code = parseInt(this.uEscape, 16);
+      this.uEscape = null;
+      if (code >= 0x80) throw notBase64('a non-ASCII character');
+      this.dataChars++;
+      await this.feedData(Buffer.from([code]));
+      return i;
+    }
+    if (this.esc) {
+      this.esc = false;
+      const c = chunk[i++];
+      if (c === 0x2f) {
+        this.dataChars++;
+        await this.feedData(Buffer.from('/'));
+      } else if (c === 0x6e || c === 0x72 || c === 0x74) {
+        /* \n \r \t: whitespace, skipped */
+      } else if (c === 0x75) this.uEscape = '';
+      else if (c === Q || c === BS || c === 0x62 || c === 0x66) throw notBase64('characters outside the base64 alphabet');
+      else throw invalidJson();
+      return i;
+    }
+    // The run up to the next quote or backslash (native scans); the decoder checks every byte.
+    const q = chunk.indexOf(Q, i);
+    const b = chunk.indexOf(BS, i);
+    const j = q < 0 ? (b < 0 ? n : b) : b < 0 ? q : Math.min(q, b);
+    if (j > i) {
+      this.dataChars += j - i;
+      await this.feedData(chunk.subarray(i, j));
+    }
+    i = j;
+    if (i >= n) return i;
+    if (chunk[i] === BS) {
+      this.esc = true;
+      return i + 1;
+    }
+    // The closing quote.
+    const tail = this.decoder!.end();
+    if (tail) await this.sink!.write(tail);
+    this.members.set('data', this.dataChars === 0 ? '' : `[${this.dataChars} base64 characters, decoded to ${this.sink!.size} bytes]`);
+    this.state = S.AfterValue;
+    return i + 1;
+  }
 }
