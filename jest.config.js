@@ -4,11 +4,15 @@
  * Two projects. `proofs` are the tests that prove the service under abuse and cost the most time:
  * kill -9 and restarts of a service process, faults (terminated backends, database outages),
  * fuzzing, real browsers, two instances, `npm start`. `fast` is everything else: the unit and API
- * tests a developer runs many times a day (`npm run test:fast`). `npm test` runs both (CI).
+ * tests a developer runs many times a day (`npm run test:fast`, three workers). `npm test` runs
+ * both (CI). Each test file has a database of its own (tests/support/test-environment.js), so files
+ * may run in parallel; one that measures latency or contention is marked `@alone` there.
  */
 const PROOFS = [
   // kill -9, restarts and stops of a service process
   'crash-mid-send', 'crash-proofs', 'broadcast-crash', 'restart', 'shutdown', 'npm-start', 'embedded-postgres', 'webhook-restart',
+  // the service started as a user starts it: the README pasted after `npm start`, busy ports at start-up
+  'readme', 'busy-ports',
   // faults: backends terminated, the database stopped
   'database-outage', 'job-runner-faults', 'terminate-during-sends',
   // fuzzing
@@ -21,7 +25,8 @@ const PROOFS = [
 const proofPaths = PROOFS.map((name) => `<rootDir>/tests/${name}.test.ts`);
 
 const base = {
-  testEnvironment: 'node',
+  // Node's, with a database of the test file's own (files run in parallel).
+  testEnvironment: '<rootDir>/tests/support/test-environment.js',
   extensionsToTreatAsEsm: ['.ts'],
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   transform: {

@@ -49,6 +49,9 @@ export interface ServicesOptions {
   channelTimeoutMs?: number;
   /** A contract and handlers of the caller's own (tests of the shared policy mechanism). */
   contract?: Contract;
+  /** The operator and runtime contracts, already loaded (tests load the shipped ones once: tests/support/contracts.ts). */
+  adminContract?: Contract;
+  runtimeContract?: Contract;
   handlers?: HandlerMap;
   validateResponses?: boolean;
   /** Told of responses that break the contract (tests fail on them; production only logs). */
@@ -125,8 +128,8 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
     const deps: AppDeps = {
       config, db, clock, logger, counters, channel, secretBox, credentialCache, metrics, bot: opts.bot,
       contract: opts.contract ?? loadPublicContract(),
-      adminContract: loadAdminContract(),
-      runtimeContract: loadRuntimeContract(),
+      adminContract: opts.adminContract ?? loadAdminContract(),
+      runtimeContract: opts.runtimeContract ?? loadRuntimeContract(),
       cursorSecret: deriveKey(opts.masterKey, 'cursor'),
       provisionChannel: simulatorUrl
         ? (projectId: string) => simulatedChannelProvisioner({ db, secretBox, logger }, simulatorUrl, callbackBase)(projectId)

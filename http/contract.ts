@@ -40,7 +40,11 @@ export interface Contract {
 }
 
 export function loadContract(file: string, opts: { requireScopes: boolean }): Contract {
-  const document = parse(readFileSync(file, 'utf8')) as Record<string, any>;
+  return contractOf(parse(readFileSync(file, 'utf8')) as Record<string, any>, file, opts);
+}
+
+/** Indexes an already parsed document (`file` names it in errors), with the same checks as `loadContract`. */
+export function contractOf(document: Record<string, any>, file: string, opts: { requireScopes: boolean }): Contract {
   const operations = new Map<string, OperationInfo>();
   const rootSecured = Array.isArray(document.security) && document.security.length > 0;
   // The scope catalogue is the contract's own `Scope` enum: a name outside it could never be

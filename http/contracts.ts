@@ -3,16 +3,23 @@ import path from 'node:path';
 import { PROJECT_ROOT } from '../lib/platform/project-root.js';
 import { loadContract, type Contract } from './contract.js';
 
-const root = (file: string) => path.join(PROJECT_ROOT, file);
+/** Each shipped contract's file and how it is checked (tests load the same: tests/support/contracts.ts). */
+export const SHIPPED_CONTRACTS = {
+  public: { file: 'openapi.yaml', requireScopes: true },
+  admin: { file: 'admin-openapi.yaml', requireScopes: false },
+  runtime: { file: 'runtime-openapi.yaml', requireScopes: false },
+} as const;
+
+const load = ({ file, requireScopes }: { file: string; requireScopes: boolean }): Contract => loadContract(path.join(PROJECT_ROOT, file), { requireScopes });
 
 export function loadPublicContract(): Contract {
-  return loadContract(root('openapi.yaml'), { requireScopes: true });
+  return load(SHIPPED_CONTRACTS.public);
 }
 
 export function loadAdminContract(): Contract {
-  return loadContract(root('admin-openapi.yaml'), { requireScopes: false });
+  return load(SHIPPED_CONTRACTS.admin);
 }
 
 export function loadRuntimeContract(): Contract {
-  return loadContract(root('runtime-openapi.yaml'), { requireScopes: false });
+  return load(SHIPPED_CONTRACTS.runtime);
 }

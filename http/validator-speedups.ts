@@ -201,3 +201,27 @@ if (!metadata.__compiled) {
   };
   metadata.__compiled = true;
 }
+
+/**
+ * The validator builds an OpenAPISchemaValidator for every contract it loads, compiling the whole
+ * OpenAPI meta-schema with ajv each time (framework/index.js, initialize), although it depends only
+ * on the OpenAPI version and on whether the spec is validated. Compiled once per such pair here and
+ * shared: its `validate` is synchronous and its errors are read right after the call.
+ */
+type SchemaValidator = { validate(doc: unknown): { errors: unknown[] } };
+const schemaValidatorModule = require(path.join(validatorDir, 'framework', 'openapi.schema.validator.js')) as {
+  OpenAPISchemaValidator: new (opts: { version: string; validateApiSpec: boolean }) => SchemaValidator;
+  __memoised?: boolean;
+};
+if (!schemaValidatorModule.__memoised) {
+  const Original = schemaValidatorModule.OpenAPISchemaValidator;
+  const built = new Map<string, SchemaValidator>();
+  // Called with `new`: a constructor that returns an object makes that object the result.
+  schemaValidatorModule.OpenAPISchemaValidator = function OpenAPISchemaValidator(opts: { version: string; validateApiSpec: boolean }) {
+    const key = `${opts.version}\u0000${!!opts.validateApiSpec}`;
+    let validator = built.get(key);
+    if (!validator) built.set(key, (validator = new Original(opts)));
+    return validator;
+  } as unknown as typeof Original;
+  schemaValidatorModule.__memoised = true;
+}

@@ -1,6 +1,9 @@
 /**
  * The daily send quota and Idempotency-Key on POST /v1/messages: exact under concurrency, reset at
  * UTC midnight, failed sends not counted; every transition of the spec's idempotency state machine.
+ *
+ * @alone Its concurrent sends wait on a small pool with a bounded wait: another file's load beside it
+ * turns them into 503s (tests/support/test-environment.js).
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';

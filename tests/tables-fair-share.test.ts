@@ -2,6 +2,9 @@
  * Fair shares of the database: one project's slow table reads (100 at once, each held up for
  * seconds) must not take the connections that another project's authentication, sends and pings
  * need. Tenant work has a pool of its own and a per-project bound (lib/tables/tenant-pool.ts).
+ *
+ * @alone It measures latencies and statement timeouts on this machine's CPU: another file's load
+ * beside it would be measured too (tests/support/test-environment.js).
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';

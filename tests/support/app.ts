@@ -26,6 +26,7 @@ import { BotRuntime } from '../../lib/bot/runtime.js';
 import type { SandboxLimits } from '../../lib/sandbox/sandbox.js';
 import type { Logger } from '../../lib/platform/logger.js';
 import { recordViolations } from './response-violations.js';
+import { shippedContracts } from './contracts.js';
 
 function listen(app: { listen(port: number, host: string, cb: () => void): Server }): Promise<Server> {
   return new Promise((resolve) => {
@@ -132,7 +133,8 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
     poolMax: 5,
     channelVersion: 'v21.0',
     channelTimeoutMs: 2000,
-    contract: opts.contract,
+    ...shippedContracts(),
+    ...(opts.contract ? { contract: opts.contract } : {}),
     // Tests pass loosely typed stand-ins; the app's own maps are typed per operation.
     handlers: opts.handlers as HandlerMap | undefined,
     validateResponses: opts.validateResponses ?? true,

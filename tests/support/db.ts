@@ -1,13 +1,15 @@
 /**
  * Test database helpers. The jest global setup (global-setup.ts) creates one fresh, migrated database
- * per run and publishes its URL in TEST_DATABASE_URL_RESOLVED; test files read it with
- * `testDatabaseUrl()`. Tests that need an empty or private database use `createScratchDatabase()`
+ * per run and publishes its URL in TEST_DATABASE_URL_RESOLVED; each test file gets a copy of its own
+ * (test-environment.js) and reads its URL with `testDatabaseUrl()`. Tests that need an empty or private database use `createScratchDatabase()`
  * on the same server (names start with svc_test_, so leftovers are cleaned by the next runs).
  */
 import pg from 'pg';
 
 export const TEST_DB_PREFIX = 'svc_test_';
 export const RESOLVED_ENV = 'TEST_DATABASE_URL_RESOLVED';
+/** The migrated template each test file's database is copied from (test-environment.js). */
+export const TEMPLATE_ENV = 'TEST_DATABASE_TEMPLATE';
 
 export function testDatabaseUrl(): string {
   const url = process.env[RESOLVED_ENV];

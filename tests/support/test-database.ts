@@ -6,7 +6,9 @@
  * unset → the embedded PostgreSQL in .data/test on port 54330 (not the dev server's data or port).
  * Either way a new database svc_test_<timestamp>_<pid> is created and migrated, so runs never see
  * each other's rows, and databases of runs older than a day are dropped (best effort). Its URL is
- * published in TEST_DATABASE_URL_RESOLVED (read it with testDatabaseUrl() from ./db.ts).
+ * published in TEST_DATABASE_URL_RESOLVED (read it with testDatabaseUrl() from ./db.ts). A copy of
+ * it, <name>_tpl, is kept unconnected as the template (TEST_DATABASE_TEMPLATE) from which each test
+ * file gets a database of its own (test-environment.js), since files run in parallel.
  *
  * This module runs in jest's main process through tsx (see global-setup.ts for why), so state that
  * teardown needs lives on globalThis, not in module variables. The embedded server is started
@@ -16,7 +18,7 @@
 import path from 'node:path';
 import { startEmbeddedPostgres } from '../../lib/platform/db/embedded.js';
 import { applyMigrations } from '../../lib/platform/db/migrate.js';
-import { RESOLVED_ENV, TEST_DB_PREFIX, createDatabase, dropDatabase, testDatabaseName, withClient, withDatabase } from './db.js';
+import { RESOLVED_ENV, TEMPLATE_ENV, TEST_DB_PREFIX, createDatabase, dropDatabase, testDatabaseName, withClient, withDatabase } from './db.js';
 
 export const EMBEDDED_TEST_PORT = 54330;
 const STALE_AFTER_MS = 24 * 60 * 60 * 1000;
@@ -65,24 +67,33 @@ export async function setupTestDatabase(rootDir: string): Promise<string> {
     const url = await createDatabase(adminUrl, name);
     (globalThis as WithState)[STATE] = { adminUrl, name, stopEmbedded };
     const { applied } = await applyMigrations(url, { logger: verbose });
+    // Nothing may connect to a template while it is copied: the run's database itself is in use.
+    const template = `${name}_tpl`;
+    await withClient(adminUrl, (c) => c.query(`CREATE DATABASE ${c.escapeIdentifier(template)} TEMPLATE ${c.escapeIdentifier(name)}`));
     process.env[RESOLVED_ENV] = url;
+    process.env[TEMPLATE_ENV] = template;
     process.once('beforeExit', () => void teardownTestDatabase());
     verbose?.info(`test database ${name} ready (${applied.length} migrations applied) in ${Date.now() - t0} ms`);
     return url;
   } catch (e) {
     (globalThis as WithState)[STATE] = undefined;
+    await dropDatabase(adminUrl, `${name}_tpl`).catch(() => undefined);
     await dropDatabase(adminUrl, name).catch(() => undefined);
     await stopEmbedded?.();
     throw e;
   }
 }
 
-/** Drops the run's database, then stops the embedded server (last). Idempotent, best effort. */
+/** Drops the run's databases (its own, the template, files' copies left), then stops the embedded server (last). Idempotent, best effort. */
 export async function teardownTestDatabase(): Promise<void> {
   const state = (globalThis as WithState)[STATE];
   if (!state) return;
   (globalThis as WithState)[STATE] = undefined;
   try {
+    const copies = await withClient(state.adminUrl, async (c) =>
+      (await c.query<{ datname: string }>('SELECT datname FROM pg_database WHERE starts_with(datname, $1)', [`${state.name}_`])).rows.map((r) => r.datname),
+    );
+    for (const copy of copies) await dropDatabase(state.adminUrl, copy);
     await dropDatabase(state.adminUrl, state.name);
   } catch (e) {
     console.warn(`test teardown: could not drop ${state.name}: ${e instanceof Error ? e.message : String(e)}`);

@@ -1,0 +1,74 @@
+/**
+ * jest's node environment, with a database of the test file's own.
+ *
+ * Why: test files run in parallel (jest workers), and a test file may rightly assume it is alone in
+ * its database: the operator's one rate card, the table statistics of pg_stat_user_tables, job
+ * runners (webhook sweeps, send settling) that scan every project with the file's own clock and
+ * keys. So every file gets a copy of the run's freshly migrated database, made from the template
+ * the global setup prepared (test-database.ts: CREATE DATABASE … TEMPLATE, a fraction of a second),
+ * published to the file as TEST_DATABASE_URL_RESOLVED (read it with testDatabaseUrl()). It is
+ * dropped when the file ends; one still in use then (a leaked connection) is dropped with the run's.
+ *
+ * A file whose first docblock has the pragma `@alone` measures latency or contention on this
+ * machine's CPU (tables-fair-share, send-limits): it runs with no other file of the run beside it.
+ * Every other file holds a shared advisory lock of the run while it runs, an `@alone` file the
+ * exclusive one (PostgreSQL queues later shared requests behind a waiting exclusive one).
+ *
+ * Plain JavaScript: jest loads the environment outside its transform of the tests.
+ */
+import { TestEnvironment } from 'jest-environment-node';
+import pg from 'pg';
+
+const RESOLVED_ENV = 'TEST_DATABASE_URL_RESOLVED';
+const TEMPLATE_ENV = 'TEST_DATABASE_TEMPLATE';
+let serial = 0;
+
+async function withClient(url, fn) {
+  const client = new pg.Client({ connectionString: url });
+  client.on('error', () => undefined);
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+export default class FileDatabaseEnvironment extends TestEnvironment {
+  constructor(config, context) {
+    super(config, context);
+    this.alone = 'alone' in (context.docblockPragmas ?? {});
+  }
+
+  async setup() {
+    await super.setup();
+    const runUrl = process.env[RESOLVED_ENV];
+    const template = process.env[TEMPLATE_ENV];
+    // Without the global setup testDatabaseUrl() explains what is missing.
+    if (!runUrl || !template) return;
+    const lock = new pg.Client({ connectionString: runUrl });
+    lock.on('error', () => undefined);
+    await lock.connect();
+    this.lock = lock;
+    await lock.query(`SELECT ${this.alone ? 'pg_advisory_lock' : 'pg_advisory_lock_shared'}(hashtext($1))`, [template]);
+    const name = `${template.replace(/_tpl$/, '')}_f${process.pid}_${++serial}`;
+    await withClient(runUrl, (c) => c.query(`CREATE DATABASE ${c.escapeIdentifier(name)} TEMPLATE ${c.escapeIdentifier(template)}`));
+    const url = new URL(runUrl);
+    url.pathname = '/' + encodeURIComponent(name);
+    this.global.process.env[RESOLVED_ENV] = url.toString();
+    this.fileDatabase = { runUrl, name };
+  }
+
+  async teardown() {
+    const db = this.fileDatabase;
+    this.fileDatabase = undefined;
+    if (db) {
+      // Not forced: a connection a test left open keeps it until the run's teardown (test-database.ts).
+      await withClient(db.runUrl, (c) => c.query(`DROP DATABASE IF EXISTS ${c.escapeIdentifier(db.name)}`)).catch(() => undefined);
+    }
+    // Ending the session releases its lock.
+    await this.lock?.end().catch(() => undefined);
+    this.lock = undefined;
+    await super.teardown();
+  }
+}
