@@ -132,19 +132,37 @@ export async function sendMessage(deps: Deps, project: ProjectRef, body: SendReq
   }
 }
 
+/** The steps of a send, each in its own function below: prepare, reserve, record, call, confirm. */
 async function sendOnce(deps: Deps, project: ProjectRef, body: SendRequest, opts: SendOptions): Promise<{ id: string; status: 'sent' }> {
   const message = composeMessage(body);
-  const { prisma, pool } = deps.db;
+  const { pool } = deps.db;
   const now = deps.clock.now();
   if (opts.ref) {
     const { rows } = await pool.query<{ wamid: string }>('SELECT wamid FROM messages WHERE project_id = $1 AND client_ref = $2', [project.id, opts.ref]);
     if (rows[0]) return { id: rows[0].wamid, status: 'sent' };
   }
+  await prepareMessage(deps, project.id, message);
+  const channel = await requireChannel(deps, project.id);
+  const to = { phone: message.phone, userId: message.userId };
+  await reserveUnit(pool, project.id, message, to, now);
+  const ref = await recordIntent(deps, project.id, message, to, opts, now);
+  const wamid = await callChannel(deps, project.id, channel, message, ref, opts, now);
+  await confirmSends(pool, project.id, ref, wamid, now);
+  return { id: wamid, status: 'sent' };
+}
 
-  let known: { components: unknown } | null = null;
+type Prepared = ReturnType<typeof composeMessage>;
+
+/**
+ * The message as the channel takes it: template variables checked against the known template,
+ * media and flows resolved, and who it goes to (a BSUID send to a contact with a phone goes to the
+ * phone; no MARKETING template to a contact who opted out): refused before anything is reserved.
+ */
+async function prepareMessage(deps: Deps, projectId: string, message: Prepared): Promise<void> {
+  let known: { components: unknown; category?: string } | null = null;
   if (message.template) {
-    known = await prisma.template.findUnique({
-      where: { projectId_name_language: { projectId: project.id, name: message.template.name, language: message.template.language } },
+    known = await deps.db.prisma.template.findUnique({
+      where: { projectId_name_language: { projectId, name: message.template.name, language: message.template.language } },
     });
     const expected = known ? bodyPlaceholderCount(known.components) : undefined;
     if (expected !== undefined && expected !== message.template.variables.length) {
@@ -155,68 +173,78 @@ async function sendOnce(deps: Deps, project: ProjectRef, body: SendRequest, opts
       );
     }
   }
-  if (message.media) await resolveMedia(deps, project.id, message, known?.components);
-  if (message.flow) await resolveFlowSend(deps, project.id, message.flow);
+  if (message.media) await resolveMedia(deps, projectId, message, known?.components);
+  if (message.flow) await resolveFlowSend(deps, projectId, message.flow);
+  Object.assign(message, await resolveRecipient(deps.db.pool, projectId, message, known?.category));
+}
 
-  // Who it goes to (a BSUID send to a contact with a phone goes to the phone), and no MARKETING
-  // template to a contact who opted out: refused before anything is reserved or sent.
-  Object.assign(message, await resolveRecipient(pool, project.id, message, (known as { category?: string } | null)?.category));
-
-  const channel = await requireChannel(deps, project.id);
-  // Two statements before the channel is called: the quota unit (batched per project, the limit
-  // read in the statement), then the window check and the record together. A closed window gives
-  // the unit back. The spec's order stands when both refuse: outside the window is 409, whatever
-  // the quota (checked only on that rare path).
-  const to = { phone: message.phone, userId: message.userId };
+/**
+ * The quota unit, before the channel is called (batched per project, the limit read in the
+ * statement). The spec's order stands when both refuse: outside the window is 409, whatever the
+ * quota (checked only on that rare path).
+ */
+async function reserveUnit(pool: Deps['db']['pool'], projectId: string, message: Prepared, to: Intent['to'], now: Date): Promise<void> {
   try {
-    await reserveSends(pool, project.id, null, now);
+    await reserveSends(pool, projectId, null, now);
   } catch (e) {
-    if (e instanceof ApiError && e.code === 'quota_exceeded' && message.session && !(await sessionWindowOpen(pool, project.id, to, now))) {
+    if (e instanceof ApiError && e.code === 'quota_exceeded' && message.session && !(await sessionWindowOpen(pool, projectId, to, now))) {
       throw outsideWindow();
     }
     throw e;
   }
+}
 
-  // The intent is stored before the channel is called (the send ledger, as a batch of one): a
-  // crash or an outage after the call can leave a `pending` message, never a sent message without
-  // a row. Meta echoes `ref` as biz_opaque_callback_data in the message's statuses, which resolve
-  // a pending message.
+/**
+ * The intent is stored before the channel is called (the send ledger, as a batch of one), with
+ * the window check in the same statement (a closed window gives the unit back): a crash or an
+ * outage after the call can leave a `pending` message, never a sent message without a row. Meta
+ * echoes the reference as biz_opaque_callback_data in the message's statuses, which resolve a
+ * pending message.
+ */
+async function recordIntent(deps: Deps, projectId: string, message: Prepared, to: Intent['to'], opts: SendOptions, now: Date): Promise<string> {
+  const { pool } = deps.db;
   const ref = opts.ref ?? newSendRef();
   const intent: Intent = { to, ref, type: message.type, content: message.content, session: message.session, idempotencyKey: opts.idempotencyKey };
   let recorded: boolean;
   try {
-    [recorded] = await recordIntents(pool, project.id, [intent], now);
+    [recorded] = await recordIntents(pool, projectId, [intent], now);
   } catch (e) {
-    const withdraw = () => abandonIntents(pool, project.id, [ref], now, { withdraw: true });
-    await withdraw().catch(() => settleLater('withdrawing a send not recorded', withdraw, deps.logger, { project_id: project.id, ref }));
+    const withdraw = () => abandonIntents(pool, projectId, [ref], now, { withdraw: true });
+    await withdraw().catch(() => settleLater('withdrawing a send not recorded', withdraw, deps.logger, { project_id: projectId, ref }));
     throw e;
   }
   if (!recorded) {
-    const release = () => releaseUnits(pool, project.id, 1, now);
-    await release().catch(() => settleLater('giving back the quota unit of a send outside the window', release, deps.logger, { project_id: project.id }));
+    const release = () => releaseUnits(pool, projectId, 1, now);
+    await release().catch(() => settleLater('giving back the quota unit of a send outside the window', release, deps.logger, { project_id: projectId }));
     throw outsideWindow();
   }
+  return ref;
+}
 
-  let wamid: string;
+/** The channel's call; its refusals become the spec's answers, and the ledger gives back what a certain refusal did not use. */
+async function callChannel(
+  deps: Deps, projectId: string, channel: Awaited<ReturnType<typeof requireChannel>>, message: Prepared, ref: string, opts: SendOptions, now: Date,
+): Promise<string> {
+  const { pool } = deps.db;
   try {
     const payload = {
       messaging_product: 'whatsapp', recipient_type: 'individual', ...channelRecipient(message), ...message.payload, biz_opaque_callback_data: ref,
     } as GraphMessagePayload;
     opts.onChannelCall?.();
-    ({ wamid } = await deps.channel.sendMessage(channel, payload));
+    return (await deps.channel.sendMessage(channel, payload)).wamid;
   } catch (e) {
     if (isChannelError(e) && e.outcomeUnknown) {
       // Maybe sent: the message stays pending and keeps its quota unit until a status names it.
-      deps.logger.warn('send outcome unknown; the message stays pending until the channel reports it', { project_id: project.id, ref });
+      deps.logger.warn('send outcome unknown; the message stays pending until the channel reports it', { project_id: projectId, ref });
       const api = channelApiError(e);
       throw new ApiError(api.code, `${api.message}. The outcome is unknown: the message may have been sent; its status will settle it (do not resend; a retry with the same Idempotency-Key answers once it is known).`, { ...(api.details ?? {}), outcome: 'unknown', ref });
     }
-    const abandon = () => abandonIntents(pool, project.id, [ref], now);
-    await abandon().catch(() => settleLater('abandoning a send the channel refused', abandon, deps.logger, { project_id: project.id, ref }));
+    const abandon = () => abandonIntents(pool, projectId, [ref], now);
+    await abandon().catch(() => settleLater('abandoning a send the channel refused', abandon, deps.logger, { project_id: projectId, ref }));
     if (isOutsideWindowError(e)) throw outsideWindow();
     // 131050 (stopped marketing) opts the contact out; it and 131062 (needs a phone) are the recipient's.
     if (isChannelError(e)) {
-      await optOutOnSendError(pool, project.id, message, e.graphCode, now).catch(() => undefined);
+      await optOutOnSendError(pool, projectId, message, e.graphCode, now).catch(() => undefined);
       const refused = recipientChannelError(e.graphCode);
       if (refused) throw refused;
     }
@@ -224,7 +252,4 @@ async function sendOnce(deps: Deps, project: ProjectRef, body: SendRequest, opts
     if (isTemplateRejection(e)) throw invalidTemplateApiError(e);
     throw asApiError(e);
   }
-
-  await confirmSends(pool, project.id, ref, wamid, now);
-  return { id: wamid, status: 'sent' };
 }
