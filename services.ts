@@ -139,45 +139,8 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
     };
     let jobs: Jobs | undefined;
     let draining = false;
-    let migrationsApplied = false;
-    const readiness = async (): Promise<Readiness> => {
-      const checks: Record<string, string> = {};
-      const bounded = <T>(p: Promise<T>) =>
-        Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timed out')), 2000).unref())]);
-      try {
-        await bounded(db.pool.query('SELECT 1'));
-        checks.database = 'ok';
-      } catch (e) {
-        checks.database = `unreachable (${e instanceof Error ? e.message : String(e)})`;
-      }
-      if (!migrationsApplied && checks.database === 'ok') {
-        try {
-          const local = (await readMigrations()).map((m) => m.name);
-          const { rows } = await bounded(db.pool.query<{ migration_name: string }>('SELECT migration_name FROM _prisma_migrations WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL'));
-          const applied = new Set(rows.map((r) => r.migration_name));
-          const missing = local.filter((n) => !applied.has(n));
-          migrationsApplied = missing.length === 0;
-          if (!migrationsApplied) checks.migrations = `not applied: ${missing.join(', ')}`;
-        } catch (e) {
-          checks.migrations = `unknown (${e instanceof Error ? e.message : String(e)})`;
-        }
-      }
-      if (migrationsApplied) checks.migrations = 'ok';
-      else checks.migrations ??= 'unknown';
-      checks.jobs = jobs ? 'ok' : 'not running';
-      const redis = counters as { isReady?: boolean };
-      checks.redis = !config.redisUrl ? 'not configured' : redis.isReady === false ? 'unreachable' : 'ok';
-      if (draining) checks.shutdown = 'draining';
-      const ready = !draining && Object.values(checks).every((v) => v === 'ok' || v === 'not configured');
-      return { ready, checks };
-    };
-    metrics.onCollect(async () => {
-      const out: { ready?: boolean; outboxPending?: number; jobsDue?: number } = { ready: (await readiness()).ready };
-      const count = async (sql: string) => Number((await db.pool.query<{ n: string }>(sql)).rows[0]?.n ?? 0);
-      out.outboxPending = await count('SELECT count(*) AS n FROM events WHERE dispatched_at IS NULL').catch(() => undefined);
-      out.jobsDue = await count(`SELECT count(*) AS n FROM agenda_jobs WHERE next_run_at <= now() AND locked_at IS NULL AND NOT coalesce(disabled, false)`).catch(() => undefined);
-      return out;
-    });
+    const readiness = readinessCheck({ db, config, counters, jobsRunning: () => jobs !== undefined, draining: () => draining });
+    collectGauges(metrics, db, readiness);
     const app = createApp({ ...deps, handlers: opts.handlers, adminToken: opts.adminToken, readiness, simulatorUrl: opts.simulatorUrl });
     opts.bot?.attach(deps);
 
@@ -188,15 +151,7 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
     };
     const start = async (jobOpts: JobsOptions = {}) => {
       await stopJobs();
-      const observe = jobOpts.webhooks?.onAttempt;
-      const webhooks = {
-        ...jobOpts.webhooks,
-        onAttempt: (info: Parameters<NonNullable<typeof observe>>[0]) => {
-          metrics.delivery(info.kind === 'success' ? 'success' : info.kind === 'retry' ? 'failed_will_retry' : 'dropped', (clock.now().getTime() - info.eventCreatedAt.getTime()) / 1000);
-          observe?.(info);
-        },
-      };
-      return (jobs = await startJobs({ db, clock, logger, secretBox, config, channel, bot: opts.bot }, { ...jobOpts, webhooks }));
+      return (jobs = await startJobs({ db, clock, logger, secretBox, config, channel, bot: opts.bot }, withDeliveryMetrics(jobOpts, metrics, clock)));
     };
     if (opts.jobs !== false) await start(opts.jobs);
     stops.unshift(stopJobs);
@@ -224,4 +179,72 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
     for (const stop of stops) await stop().catch(() => undefined);
     throw e;
   }
+}
+
+/**
+ * What /readyz reports: the database answers, every migration is applied (checked until it is
+ * once true), the jobs run, Redis (when configured) is reachable, and no shutdown has begun.
+ */
+function readinessCheck(o: {
+  db: Database; config: ServicesOptions['config']; counters: unknown; jobsRunning: () => boolean; draining: () => boolean;
+}): () => Promise<Readiness> {
+  const { db, config } = o;
+  let migrationsApplied = false;
+  return async (): Promise<Readiness> => {
+    const checks: Record<string, string> = {};
+    const bounded = <T>(p: Promise<T>) =>
+      Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timed out')), 2000).unref())]);
+    try {
+      await bounded(db.pool.query('SELECT 1'));
+      checks.database = 'ok';
+    } catch (e) {
+      checks.database = `unreachable (${e instanceof Error ? e.message : String(e)})`;
+    }
+    if (!migrationsApplied && checks.database === 'ok') {
+      try {
+        const local = (await readMigrations()).map((m) => m.name);
+        const { rows } = await bounded(db.pool.query<{ migration_name: string }>('SELECT migration_name FROM _prisma_migrations WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL'));
+        const applied = new Set(rows.map((r) => r.migration_name));
+        const missing = local.filter((n) => !applied.has(n));
+        migrationsApplied = missing.length === 0;
+        if (!migrationsApplied) checks.migrations = `not applied: ${missing.join(', ')}`;
+      } catch (e) {
+        checks.migrations = `unknown (${e instanceof Error ? e.message : String(e)})`;
+      }
+    }
+    if (migrationsApplied) checks.migrations = 'ok';
+    else checks.migrations ??= 'unknown';
+    checks.jobs = o.jobsRunning() ? 'ok' : 'not running';
+    const redis = o.counters as { isReady?: boolean };
+    checks.redis = !config.redisUrl ? 'not configured' : redis.isReady === false ? 'unreachable' : 'ok';
+    if (o.draining()) checks.shutdown = 'draining';
+    const ready = !o.draining() && Object.values(checks).every((v) => v === 'ok' || v === 'not configured');
+    return { ready, checks };
+  };
+}
+
+/** Gauges read when /metrics is scraped: readiness, the outbox's backlog, jobs overdue. */
+function collectGauges(metrics: Metrics, db: Database, readiness: () => Promise<Readiness>): void {
+  metrics.onCollect(async () => {
+    const out: { ready?: boolean; outboxPending?: number; jobsDue?: number } = { ready: (await readiness()).ready };
+    const count = async (sql: string) => Number((await db.pool.query<{ n: string }>(sql)).rows[0]?.n ?? 0);
+    out.outboxPending = await count('SELECT count(*) AS n FROM events WHERE dispatched_at IS NULL').catch(() => undefined);
+    out.jobsDue = await count(`SELECT count(*) AS n FROM agenda_jobs WHERE next_run_at <= now() AND locked_at IS NULL AND NOT coalesce(disabled, false)`).catch(() => undefined);
+    return out;
+  });
+}
+
+/** Every webhook delivery attempt is counted in the metrics (and still reaches the caller's observer). */
+function withDeliveryMetrics(jobOpts: JobsOptions, metrics: Metrics, clock: Clock): JobsOptions {
+  const observe = jobOpts.webhooks?.onAttempt;
+  return {
+    ...jobOpts,
+    webhooks: {
+      ...jobOpts.webhooks,
+      onAttempt: (info: Parameters<NonNullable<typeof observe>>[0]) => {
+        metrics.delivery(info.kind === 'success' ? 'success' : info.kind === 'retry' ? 'failed_will_retry' : 'dropped', (clock.now().getTime() - info.eventCreatedAt.getTime()) / 1000);
+        observe?.(info);
+      },
+    },
+  };
 }

