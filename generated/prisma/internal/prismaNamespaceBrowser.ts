@@ -437,6 +437,8 @@ export const BroadcastScalarFieldEnum = {
   retargetParentId: 'retargetParentId',
   retargetCount: 'retargetCount',
   retargetDueAt: 'retargetDueAt',
+  route: 'route',
+  ttlSeconds: 'ttlSeconds',
   preflight: 'preflight',
   leaseOwner: 'leaseOwner',
   leaseUntil: 'leaseUntil',
