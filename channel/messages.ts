@@ -101,13 +101,30 @@ export interface SendResult {
   messageStatus?: string;
 }
 
-/** POST /{version}/{phoneNumberId}/messages with the payload as built by the caller. */
-export async function sendMessage(this: GraphTransport, creds: ChannelCredentials, payload: GraphMessagePayload): Promise<SendResult> {
+/**
+ * Where a send goes. `cloud_api`: POST /{phone-number-id}/messages. `marketing_messages`: Meta's
+ * Marketing Messages API for WhatsApp, POST /{phone-number-id}/marketing_messages, which takes the
+ * same template payload (MARKETING templates only) and answers like /messages; `ttlSeconds` rides
+ * as `message_send_ttl_seconds`, the name Meta gives the time-to-live of marketing messages (its
+ * range 43,200 to 2,592,000 s). Meta's pages set that property on the template
+ * (POST /message_templates) and its published send schema lists no TTL, so the field is only
+ * sent when a campaign asks for a TTL.
+ */
+export type SendRoute = { kind: 'cloud_api' } | { kind: 'marketing_messages'; ttlSeconds?: number | null };
+
+export const MARKETING_TTL_FIELD = 'message_send_ttl_seconds';
+
+/** POST /{version}/{phoneNumberId}/messages (or /marketing_messages, see SendRoute) with the payload as built by the caller. */
+export async function sendMessage(
+  this: GraphTransport, creds: ChannelCredentials, payload: GraphMessagePayload, route: SendRoute = { kind: 'cloud_api' },
+): Promise<SendResult> {
+  const marketing = route.kind === 'marketing_messages';
+  const data = marketing && route.ttlSeconds != null ? { ...payload, [MARKETING_TTL_FIELD]: route.ttlSeconds } : payload;
   const body = await this.call(creds, {
     op: 'sendMessage',
     method: 'POST',
-    segments: [creds.phoneNumberId, 'messages'],
-    data: payload,
+    segments: [creds.phoneNumberId, marketing ? 'marketing_messages' : 'messages'],
+    data,
     messageType: typeof payload?.type === 'string' ? payload.type : undefined,
   });
   const b = body as { messages?: { id?: unknown; message_status?: unknown }[]; contacts?: { wa_id?: unknown }[] };

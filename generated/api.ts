@@ -734,6 +734,13 @@ export interface paths {
          *       at approval: `{{contact.name}}`, `{{contact.phone}}`, `{{contact.attributes.<key>}}`,
          *       each with an optional fallback after `|` (`{{contact.name|there}}`). A recipient whose
          *       value is empty and has no fallback is excluded (`missing_variable`).
+         *     * `route`: `cloud_api` (default, Graph `POST /messages`) or `marketing_messages` (Meta's
+         *       Marketing Messages API for WhatsApp: delivery optimisation, conversion reporting and a
+         *       time-to-live; the business must have accepted its terms). `marketing_messages` takes
+         *       MARKETING templates only: another template (or a non-MARKETING `category`) is 400
+         *       `marketing_template_required`. `ttl_seconds` (43,200 to 2,592,000: Meta's range for
+         *       marketing messages, 12 hours to 30 days) is only accepted with `marketing_messages`
+         *       (otherwise 400 `invalid_request`).
          */
         post: operations["createBroadcast"];
         delete?: never;
@@ -1617,7 +1624,7 @@ export interface components {
          *     capability layer and are matched like any other.
          * @enum {string}
          */
-        ErrorCode: "bad_request" | "invalid_request" | "invalid_json" | "invalid_id" | "invalid_cursor" | "invalid_idempotency_key" | "invalid_project_header" | "project_required" | "invalid_template" | "invalid_header_handle" | "invalid_media_id" | "empty_file" | "source_url_forbidden" | "download_failed" | "invalid_phone" | "missing_recipient" | "conflicting_recipient" | "invalid_user_id" | "recipient_requires_phone" | "missing_template_name" | "missing_language" | "template_variable_mismatch" | "unsupported_message_type" | "too_many_buttons" | "null_filter_value" | "unknown_column" | "invalid_path" | "invalid_flow" | "invalid_value" | "api_key_required" | "invalid_api_key" | "invalid_token" | "insufficient_scope" | "project_inactive" | "project_not_attached" | "no_project_access" | "protected_file" | "flow_file_forbidden" | "platform_table_forbidden" | "not_found" | "table_not_found" | "method_not_allowed" | "outside_24h_window" | "recipient_opted_out" | "template_exists" | "idempotency_in_progress" | "idempotency_key_mismatch" | "precondition_failed" | "conflict" | "channel_not_configured" | "file_too_large" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "quota_exceeded" | "server_error" | "upstream_error" | "upstream_auth_error" | "build_failed" | "flow_generation_failed" | "flow_update_failed" | "invalid_webhook_url" | "webhook_target_forbidden" | "invalid_event_list" | "invalid_event_name" | "duplicate_event" | "reserved_event_name" | "webhook_limit_reached" | "max_affected_exceeded" | "table_quota_exceeded" | "query_timeout" | "service_unavailable" | "empty_audience" | "invalid_csv" | "INVALID_STATE" | "PROJECT_NOT_FOUND" | "SEGMENT_NOT_FOUND" | "MEDIA_EXPIRED" | "BROADCAST_NOT_FOUND";
+        ErrorCode: "bad_request" | "invalid_request" | "invalid_json" | "invalid_id" | "invalid_cursor" | "invalid_idempotency_key" | "invalid_project_header" | "project_required" | "invalid_template" | "invalid_header_handle" | "invalid_media_id" | "empty_file" | "source_url_forbidden" | "download_failed" | "invalid_phone" | "missing_recipient" | "conflicting_recipient" | "invalid_user_id" | "recipient_requires_phone" | "missing_template_name" | "missing_language" | "template_variable_mismatch" | "unsupported_message_type" | "too_many_buttons" | "null_filter_value" | "unknown_column" | "invalid_path" | "invalid_flow" | "invalid_value" | "api_key_required" | "invalid_api_key" | "invalid_token" | "insufficient_scope" | "project_inactive" | "project_not_attached" | "no_project_access" | "protected_file" | "flow_file_forbidden" | "platform_table_forbidden" | "not_found" | "table_not_found" | "method_not_allowed" | "outside_24h_window" | "recipient_opted_out" | "template_exists" | "idempotency_in_progress" | "idempotency_key_mismatch" | "precondition_failed" | "conflict" | "channel_not_configured" | "file_too_large" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "quota_exceeded" | "server_error" | "upstream_error" | "upstream_auth_error" | "build_failed" | "flow_generation_failed" | "flow_update_failed" | "invalid_webhook_url" | "webhook_target_forbidden" | "invalid_event_list" | "invalid_event_name" | "duplicate_event" | "reserved_event_name" | "webhook_limit_reached" | "max_affected_exceeded" | "table_quota_exceeded" | "query_timeout" | "service_unavailable" | "empty_audience" | "marketing_template_required" | "invalid_csv" | "INVALID_STATE" | "PROJECT_NOT_FOUND" | "SEGMENT_NOT_FOUND" | "MEDIA_EXPIRED" | "BROADCAST_NOT_FOUND";
         ErrorDetail: {
             code: components["schemas"]["ErrorCode"];
             /** @description Human-readable explanation; may change, never branch on it. */
@@ -2604,6 +2611,9 @@ export interface components {
             preflight: components["schemas"]["Preflight"] | null;
             /** @description Once sending started (reads of one campaign), what the statuses reported about cost, beside the estimate; null otherwise. */
             billing: components["schemas"]["CampaignBilling"] | null;
+            route: components["schemas"]["BroadcastRoute"];
+            /** @description The time-to-live sent with each message on the `marketing_messages` route; null: Meta's default. */
+            ttl_seconds: number | null;
             /** Format: date-time */
             created_at: string;
         };
@@ -2636,7 +2646,18 @@ export interface components {
             wave_scheduled_count?: number;
             /** @default false */
             auto_retarget_quality: boolean;
+            route?: components["schemas"]["BroadcastRoute"];
+            /** @description With `route` `marketing_messages` only. How long Meta keeps trying to deliver each message (12 hours to 30 days); absent, Meta's default for marketing messages (30 days). */
+            ttl_seconds?: number;
         };
+        /**
+         * @description How the campaign's messages reach Meta: `cloud_api` (Graph `POST /{phone-number-id}/messages`)
+         *     or `marketing_messages` (Graph `POST /{phone-number-id}/marketing_messages`, Meta's Marketing
+         *     Messages API for WhatsApp; MARKETING templates only, its terms accepted by the business).
+         * @default cloud_api
+         * @enum {string}
+         */
+        BroadcastRoute: "cloud_api" | "marketing_messages";
         BroadcastResponse: {
             /** @constant */
             success: true;
@@ -2671,6 +2692,16 @@ export interface components {
                 code: number | null;
                 title: string | null;
                 category: components["schemas"]["SendErrorCategory"];
+                /**
+                 * @description Our name for refusals that need the business to act, beside Meta's `code`; null
+                 *     for others. Open: more values may come. On the `marketing_messages` route:
+                 *     `marketing_terms_not_accepted` (Meta's 131055: the business portfolio has not
+                 *     accepted the Marketing Messages API terms; accept them in WhatsApp Manager) and
+                 *     `marketing_template_required` (the route refused the template as not MARKETING,
+                 *     Meta's code 100; Meta may have recategorised it). Both stop the campaign
+                 *     (`status_reason` says why).
+                 */
+                reason?: string | null;
             } | null;
             /** Format: date-time */
             sent_at: string | null;

@@ -56,6 +56,13 @@ function messagingLimitInput(v: unknown): string | undefined {
   return v;
 }
 
+/** Whether the business accepted the Marketing Messages API terms (default true). */
+function termsInput(v: unknown): boolean {
+  if (v === undefined) return true;
+  if (typeof v !== 'boolean') fail(400, 'marketing_messages_terms_accepted must be a boolean');
+  return v as boolean;
+}
+
 function phoneView(p: PhoneNumber): Obj {
   return {
     phone_number_id: p.phone_number_id,
@@ -68,6 +75,7 @@ function phoneView(p: PhoneNumber): Obj {
     enforce_customer_window: p.enforce_customer_window,
     throughput_mps: p.throughput_mps ?? null,
     messaging_limit: messagingLimitOf(p),
+    marketing_messages_terms_accepted: p.marketing_messages_terms_accepted !== false,
     webhook_verification: p.verify_token ? p.verification : null,
     created_at: p.created_at,
   };
@@ -117,6 +125,7 @@ export function controlRouter(ctx: SimContext, hooks: ControlHooks): Router {
         enforce_customer_window: b.enforce_customer_window === true,
         throughput_mps: throughputOf(b.throughput_mps),
         messaging_limit: messagingLimitInput(b.messaging_limit),
+        marketing_messages_terms_accepted: termsInput(b.marketing_messages_terms_accepted),
         verification: { ok: null, at: null, status_code: null, error: null },
         lastVerifyAttemptMs: 0,
         created_at: state.clock.now().toISOString(),
@@ -142,6 +151,7 @@ export function controlRouter(ctx: SimContext, hooks: ControlHooks): Router {
       if (b.enforce_customer_window !== undefined) pn.enforce_customer_window = b.enforce_customer_window === true;
       const limitBefore = messagingLimitOf(pn);
       if (b.messaging_limit !== undefined) pn.messaging_limit = messagingLimitInput(b.messaging_limit);
+      if (b.marketing_messages_terms_accepted !== undefined) pn.marketing_messages_terms_accepted = termsInput(b.marketing_messages_terms_accepted);
       if (b.throughput_mps !== undefined) {
         pn.throughput_mps = throughputOf(b.throughput_mps);
         pn.bucket = undefined;
@@ -247,7 +257,7 @@ export function controlRouter(ctx: SimContext, hooks: ControlHooks): Router {
     const digits = typeof to === 'string' ? to.replace(/\D/g, '') : null;
     const all = state.messages.toArray().filter((m) => (typeof p !== 'string' || m.phone_number_id === p) && (digits === null || m.to === digits));
     const data = all.slice(-limitOf(req.query.limit, 100, state.limits.messageLogSize));
-    return { data: data.map((m) => ({ wamid: m.wamid, phone_number_id: m.phone_number_id, to: m.to, type: m.type, status: m.meta.status, at: m.at, payload: m.payload })) };
+    return { data: data.map((m) => ({ wamid: m.wamid, phone_number_id: m.phone_number_id, to: m.to, type: m.type, route: m.route ?? 'messages', status: m.meta.status, at: m.at, payload: m.payload })) };
   }));
   r.get('/callbacks', wrap((req) => {
     const { phone_number_id: p, kind } = req.query;

@@ -60,6 +60,12 @@ export const KNOWN_CODES: Record<number, Known> = {
   },
   131050: { title: 'Unable to deliver the message. This recipient has chosen to stop receiving marketing messages on WhatsApp from your business.', details: 'The user stopped marketing messages from this business.', http: 400 },
   131062: { title: 'Business-scoped user ID recipients not supported', details: 'This message type cannot be sent to a business-scoped user ID.', http: 400 },
+  // Marketing Messages API for WhatsApp: the business portfolio has not accepted its terms (onboarding).
+  131055: {
+    title: 'Marketing Messages API terms not accepted',
+    details: 'The business has not accepted the Marketing Messages API for WhatsApp terms of service. Accept them in WhatsApp Manager to send marketing messages through this endpoint.',
+    http: 400,
+  },
   131053: { title: 'Media upload error', details: 'Unable to process the media.', http: 400 },
   131056: {
     title: '(Business Account, Consumer Account) pair rate limit hit',

@@ -32,7 +32,7 @@ const wrap = (h: Handler) => async (req: Request, res: Response, next: NextFunct
 
 function operationOf(ctx: SimContext, segs: string[]): Operation {
   const [node, edge] = segs;
-  if (edge === 'messages') return 'messages';
+  if (edge === 'messages' || edge === 'marketing_messages') return 'messages';
   if (edge === 'media') return 'media';
   if (edge === 'message_templates') return 'templates';
   if (edge === 'uploads' || node?.startsWith('upload:')) return 'uploads';
@@ -76,6 +76,7 @@ export function graphRouter(ctx: SimContext): Router {
   });
 
   r.post('/:node/messages', json, wrap(sendMessage(ctx)));
+  r.post('/:node/marketing_messages', json, wrap(sendMessage(ctx, 'marketing_messages')));
   r.post('/:node/media', wrap(uploadMedia(ctx)));
   r.get('/:node/message_templates', wrap(listTemplates(ctx)));
   r.post('/:node/message_templates', json, wrap(createTemplate(ctx)));

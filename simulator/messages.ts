@@ -71,7 +71,21 @@ function validateTemplateSend(state: SimState, wabaId: string, o: Obj): Template
   return t;
 }
 
-export function sendMessage(ctx: SimContext) {
+/** Meta's time-to-live of marketing messages (seconds): 12 hours to 30 days. */
+export const MARKETING_TTL_FIELD = 'message_send_ttl_seconds';
+const MARKETING_TTL_RANGE = [43_200, 2_592_000] as const;
+
+/**
+ * POST /:phoneNumberId/messages, and POST /:phoneNumberId/marketing_messages (Meta's Marketing
+ * Messages API for WhatsApp): the same template payload, checked against Meta's schema of that
+ * call, MARKETING templates only (another template: code 100, "Not allowed to send messages using
+ * MM API"), refused with 131055 while the business has not accepted the API's terms (the
+ * `marketing_messages_terms_accepted` switch of the control API). A time-to-live
+ * (`message_send_ttl_seconds`, Meta's name for it; its published send schema lists none) is
+ * accepted in Meta's range and kept with the message; statuses follow as for /messages.
+ */
+export function sendMessage(ctx: SimContext, route: 'messages' | 'marketing_messages' = 'messages') {
+  const marketing = route === 'marketing_messages';
   return (req: Request, res: Response): void => {
     const { state } = ctx;
     const node = String(req.params.node);
@@ -86,7 +100,7 @@ export function sendMessage(ctx: SimContext) {
     if (b.messaging_product !== 'whatsapp') throw paramError(`Param messaging_product must be one of {WHATSAPP} - got "${String(b.messaging_product)}".`);
 
     // Mark an inbound message as read (optionally with a typing indicator).
-    if (b.status !== undefined) {
+    if (!marketing && b.status !== undefined) {
       if (b.status !== 'read') throw paramError(`Param status must be one of {READ} - got "${String(b.status)}".`);
       if (typeof b.message_id !== 'string' || !b.message_id) throw paramError('The parameter message_id is required.');
       // Typing indicator (Meta, "Typing indicators"): `{ type: "text" }` is the one type documented.
@@ -100,9 +114,18 @@ export function sendMessage(ctx: SimContext) {
     }
     // Meta's published schema first (simulator/meta/): what it refuses is refused, with Meta's codes.
     // `recipient` (a BSUID, 2026) is newer than the published v23 schema: checked here, the rest by the schema.
-    const { recipient, ...schemaBody } = b;
-    const refused = checkSendBody(recipient !== undefined && schemaBody.to === undefined ? { ...schemaBody, to: '0' } : schemaBody);
+    // On /marketing_messages, Meta's v23 schema (closed) also lacks fields the route shares with
+    // /messages (Meta: "the same payload"): the echoed `biz_opaque_callback_data`, and the TTL.
+    const { recipient, [MARKETING_TTL_FIELD]: ttl, biz_opaque_callback_data: opaque, ...rest } = b;
+    const schemaBody = marketing ? rest : { ...rest, ...(ttl !== undefined ? { [MARKETING_TTL_FIELD]: ttl } : {}), ...(opaque !== undefined ? { biz_opaque_callback_data: opaque } : {}) };
+    const refused = checkSendBody(recipient !== undefined && schemaBody.to === undefined ? { ...schemaBody, to: '0' } : schemaBody, route);
     if (refused) throw refused;
+    if (marketing) {
+      if (ttl !== undefined && (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < MARKETING_TTL_RANGE[0] || ttl > MARKETING_TTL_RANGE[1])) {
+        throw paramError('Invalid parameter', `Param ${MARKETING_TTL_FIELD} must be an integer from ${MARKETING_TTL_RANGE[0]} to ${MARKETING_TTL_RANGE[1]} - got ${JSON.stringify(ttl)}.`);
+      }
+      if (pn.marketing_messages_terms_accepted === false) throw waError(131055);
+    }
     // The number's throughput (Cloud API: 80 messages per second by default, up to 1,000): a send
     // beyond it is refused with 130429, as Meta does. Wall-clock token bucket, one second of burst.
     if (pn.throughput_mps) {
@@ -159,6 +182,12 @@ export function sendMessage(ctx: SimContext) {
     else if (type === 'template') {
       const t = validateTemplateSend(state, pn.waba_id, obj as Obj);
       category = t.category.toLowerCase();
+      if (marketing && category !== 'marketing') {
+        throw paramError(
+          'Invalid parameter',
+          `Not allowed to send messages using MM API: only MARKETING templates can be sent through the Marketing Messages API; template ${t.name} is ${t.category}.`,
+        );
+      }
       // 131062: authentication templates with one-tap, zero-tap or copy-code buttons still need a phone.
       if (!byPhone && category === 'authentication') {
         throw waError(131062, 'This message type cannot be sent to a business-scoped user ID; send it to the phone number.');
@@ -189,7 +218,7 @@ export function sendMessage(ctx: SimContext) {
     if (typeof b.biz_opaque_callback_data === 'string') meta.opaque = b.biz_opaque_callback_data;
     meta.pricingType = pricingTypeAt(state, pn, waId, category);
     state.index.set(id, meta);
-    state.messages.push({ wamid: id, phone_number_id: pn.phone_number_id, to: waId, type, at: state.clock.now().toISOString(), payload: b, meta });
+    state.messages.push({ wamid: id, phone_number_id: pn.phone_number_id, to: waId, type, at: state.clock.now().toISOString(), payload: b, meta, ...(marketing ? { route } : {}) });
     state.stats.messages_sent++;
     ctx.statuses.start(id, asyncError);
     if ((res.locals as { loseAnswer?: boolean }).loseAnswer) return; // held: the answer never comes

@@ -50,9 +50,11 @@ export function mainIssue(issues: MetaIssue[]): MetaIssue {
   return concrete.reduce((best, i) => (depth(i) > depth(best) ? i : best));
 }
 
-/** Null when Meta's schema accepts the send body, else the error to answer. */
-export function checkSendBody(body: unknown): GraphError | null {
-  const issues = metaSchemas().request(SEND, body, 'application/json');
+const MARKETING_SEND = 'POST /{Version}/{Phone-Number-ID}/marketing_messages' as const;
+
+/** Null when Meta's schema accepts the send body (of /messages, or of /marketing_messages), else the error to answer. */
+export function checkSendBody(body: unknown, route: 'messages' | 'marketing_messages' = 'messages'): GraphError | null {
+  const issues = metaSchemas().request(route === 'marketing_messages' ? MARKETING_SEND : SEND, body, 'application/json');
   return issues.length ? graphErrorOf(mainIssue(issues), body) : null;
 }
 
@@ -68,5 +70,6 @@ export function checkTemplateCreateBody(body: unknown): GraphError | null {
 /** Compiles the send schema now (about 150 ms, once per process) rather than during the first send. */
 export function warmSendCheck(): void {
   metaSchemas().request(SEND, null);
+  metaSchemas().request(MARKETING_SEND, null);
   metaSchemas().request('POST /{Version}/{WABA-ID}/message_templates', null);
 }

@@ -101,6 +101,8 @@ export interface PhoneNumber {
   bucket?: { tokens: number; at: number };
   /** The portfolio's messaging limit served as `whatsapp_business_manager_messaging_limit` (pricing.ts); default TIER_UNLIMITED. */
   messaging_limit?: string;
+  /** Whether the business accepted the Marketing Messages API terms (POST /marketing_messages; false → 131055). Absent: accepted. */
+  marketing_messages_terms_accepted?: boolean;
   created_at: string;
 }
 
@@ -133,6 +135,8 @@ export interface SentMessage {
   at: string;
   payload: unknown;
   meta: MessageMeta;
+  /** The Graph edge it came through: `messages` (Cloud API) or `marketing_messages` (Marketing Messages API). */
+  route?: 'messages' | 'marketing_messages';
 }
 
 export interface Template {

@@ -16,6 +16,7 @@ import type { BroadcastRow } from './store.js';
 import { parseVariable } from './variables.js';
 
 type CreateRequest = components['schemas']['CreateBroadcastRequest'];
+type BroadcastRoute = components['schemas']['BroadcastRoute'];
 
 /** Who created it, from the credential: the key or connection id and its name. */
 async function creatorOf(db: Queryable, auth: AuthContext): Promise<{ id: string; name: string | null }> {
@@ -29,6 +30,33 @@ async function creatorOf(db: Queryable, auth: AuthContext): Promise<{ id: string
 }
 
 import { phoneNumberIdOf } from './channel-number.js';
+
+/**
+ * The campaign's route to Meta. Meta's Marketing Messages API carries MARKETING templates only, so
+ * asking for it with another template (or a campaign category other than MARKETING) is refused
+ * here rather than by Meta at send time; `ttl_seconds` (Meta's range for marketing messages, which
+ * the contract enforces) belongs to that route alone.
+ */
+function routeOf(body: CreateRequest, templateCategory: string, category: string): { route: BroadcastRoute; ttlSeconds: number | null } {
+  const route = body.route ?? 'cloud_api';
+  if (route !== 'marketing_messages') {
+    if (body.ttl_seconds !== undefined) {
+      throw new ApiError('invalid_request', 'ttl_seconds is only accepted with route "marketing_messages".', {
+        fields: [{ field: 'ttl_seconds', message: 'only with route marketing_messages' }],
+      });
+    }
+    return { route, ttlSeconds: null };
+  }
+  if (templateCategory !== 'MARKETING' || category !== 'MARKETING') {
+    throw new ApiError(
+      'marketing_template_required',
+      `The marketing_messages route carries MARKETING templates only; template ${body.template_name} (${body.template_language}) is ${templateCategory}` +
+        (category !== templateCategory ? ` and the campaign's category is ${category}` : '') + '. Use route "cloud_api" or a MARKETING template.',
+      { template_category: templateCategory, category },
+    );
+  }
+  return { route, ttlSeconds: body.ttl_seconds ?? null };
+}
 
 export { phoneNumberIdOf };
 
@@ -58,6 +86,7 @@ export async function createBroadcast(deps: Deps, auth: AuthContext, body: Creat
   variables.body.forEach((v, i) => parseVariable(v, `template_variables.body[${i}]`));
   (variables.header ?? []).forEach((v, i) => parseVariable(v, `template_variables.header[${i}]`));
   const category = body.category ?? (['MARKETING', 'UTILITY', 'AUTHENTICATION'].includes(template.category) ? template.category : 'MARKETING');
+  const { route, ttlSeconds } = routeOf(body, template.category, category);
   if (body.scheduled_at !== undefined && Number.isNaN(Date.parse(body.scheduled_at))) {
     throw new ApiError('invalid_request', 'scheduled_at is not a timestamp.', { fields: [{ field: 'scheduled_at', message: 'not a timestamp' }] });
   }
@@ -74,15 +103,15 @@ export async function createBroadcast(deps: Deps, auth: AuthContext, body: Creat
   const { rows } = await pool.query<BroadcastRow>(
     `INSERT INTO broadcasts (id, project_id, name, template_name, template_language, category, audience, template_variables, status,
                              scheduled_at, created_by, creator_name, creator_email, wave_size, wave_interval_s, wave_scheduled_count,
-                             auto_retarget_quality, preflight, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending_approval', $9, $10, $11, NULL, $12, $13, $14, $15, $16, $17, $17)
+                             auto_retarget_quality, preflight, created_at, updated_at, route, ttl_seconds)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending_approval', $9, $10, $11, NULL, $12, $13, $14, $15, $16, $17, $17, $18, $19)
      RETURNING *`,
     [
       id, projectId, body.name, body.template_name, body.template_language, category,
       JSON.stringify(audience.segment_id !== undefined ? { segment_id: audience.segment_id.toLowerCase() } : { filter }),
       JSON.stringify(variables), body.scheduled_at ? new Date(body.scheduled_at) : null, creator.id, creator.name,
       body.wave_size ?? null, body.wave_size ? (body.wave_interval_minutes ?? 1440) * 60 : null, body.wave_size ? body.wave_scheduled_count ?? null : null,
-      body.auto_retarget_quality ?? false, JSON.stringify(preflight), now,
+      body.auto_retarget_quality ?? false, JSON.stringify(preflight), now, route, ttlSeconds,
     ],
   );
   return rows[0];

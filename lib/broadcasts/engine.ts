@@ -24,7 +24,7 @@ import { isChannelError } from '../../channel/errors.js';
 import type { GraphMessagePayload } from '../../channel/cloud-api.js';
 import { abandonIntents, confirmIntents, nextUtcMidnight, recordIntents, releaseUnits, reserveUnits } from '../messaging/ledger.js';
 import { pacingSettings, takeSlots, throttled, type PacingSettings } from './pacing.js';
-import { categoryOf, MAX_ATTEMPTS, outcomeOf } from './send-errors.js';
+import { categoryOf, failureOf, MAX_ATTEMPTS, outcomeOf, sendRouteOf } from './send-errors.js';
 import {
   claimBatch, extendClaims, holdForLimit, markSent, markUnknown, recoverStale, settleFailure, unclaim, type ClaimedRecipient,
 } from './recipients.js';
@@ -337,7 +337,7 @@ export class BroadcastEngine {
       biz_opaque_callback_data: r.message_ref,
     } as unknown as GraphMessagePayload;
     try {
-      const { wamid } = await this.deps.channel.sendMessage(channel, payload);
+      const { wamid } = await this.deps.channel.sendMessage(channel, payload, sendRouteOf(b));
       return { id: r.id, ref: r.message_ref, wamid };
     } catch (e) {
       const t = this.opts.timer.now();
@@ -349,13 +349,14 @@ export class BroadcastEngine {
       }
       // 131050: the user stopped marketing messages; the contact opts out (never retried).
       await optOutOnSendError(this.pool, b.project_id, { phone: r.phone, userId: r.user_id }, e.graphCode, t);
-      const outcome = outcomeOf(e);
+      const outcome = outcomeOf(e, b.route);
+      const failure = failureOf(e, b.route);
       // Certainly not sent: the ledger drops the message and gives its unit back, then the
       // recipient is queued again or failed.
       await abandonIntents(this.pool, b.project_id, [r.message_ref], day);
       const claim = { id: r.id, ref: r.message_ref };
       const fail = (category: string) =>
-        settleFailure(this.pool, this.opts.owner, claim, t, { code: e.graphCode ?? e.httpStatus ?? null, category, title: e.title ?? e.message.slice(0, 200) });
+        settleFailure(this.pool, this.opts.owner, claim, t, { code: failure.code, category, title: failure.title, reason: failure.reason });
       if (outcome === 'throttle') {
         await throttled(this.pool, channel.phoneNumberId, t);
         await settleFailure(this.pool, this.opts.owner, claim, t, { retryAt: new Date(t.getTime() + 1000) });
@@ -367,7 +368,7 @@ export class BroadcastEngine {
         }
       } else if (outcome === 'stop') {
         await fail(categoryOf(outcome));
-        return `The channel refused the campaign: ${e.graphCode ? `(#${e.graphCode}) ` : ''}${e.title ?? e.message}`.slice(0, 500);
+        return `The channel refused the campaign: ${e.graphCode ? `(#${e.graphCode}) ` : ''}${failure.reason ? failure.title : e.title ?? e.message}`.slice(0, 500);
       } else {
         await fail(categoryOf(outcome));
       }

@@ -153,7 +153,7 @@ export async function settleFailure(
   owner: string,
   claim: { id: string; ref: string },
   at: Date,
-  next: { retryAt: Date } | { code: number | null; category: string; title: string | null },
+  next: { retryAt: Date } | { code: number | null; category: string; title: string | null; reason?: string | null },
 ): Promise<void> {
   const retry = 'retryAt' in next;
   await pool.query({
@@ -165,8 +165,12 @@ export async function settleFailure(
              error_code = CASE WHEN $3::boolean THEN error_code ELSE $5::int END,
              error_category = CASE WHEN $3::boolean THEN error_category ELSE $6 END,
              error_title = CASE WHEN $3::boolean THEN error_title ELSE $7 END,
+             error_reason = CASE WHEN $3::boolean THEN error_reason ELSE $10 END,
              updated_at = $2
            WHERE id = $1 AND message_ref = $9 AND lease_owner = $8 AND state = 'sending'`,
-    values: [claim.id, at, retry, retry ? next.retryAt : null, retry ? null : next.code, retry ? null : next.category, retry ? null : next.title, owner, claim.ref],
+    values: [
+      claim.id, at, retry, retry ? next.retryAt : null, retry ? null : next.code, retry ? null : next.category, retry ? null : next.title, owner, claim.ref,
+      retry ? null : next.reason ?? null,
+    ],
   });
 }

@@ -48,9 +48,10 @@ export async function spawnDueRetargets(pool: pg.Pool, now: Date): Promise<strin
       }
       await client.query(
         `INSERT INTO broadcasts (id, project_id, name, template_name, template_language, category, audience, template_variables, status,
-                                 created_by, creator_name, creator_email, auto_retarget_quality, retarget_parent_id, preflight, approved_at, created_at, updated_at)
+                                 created_by, creator_name, creator_email, auto_retarget_quality, retarget_parent_id, preflight, approved_at, created_at, updated_at,
+                                 route, ttl_seconds)
          SELECT $2, project_id, left('Retarget: ' || name, 200), template_name, template_language, category, jsonb_build_object('retarget_of', id::text),
-                template_variables, 'pending_approval', created_by, creator_name, creator_email, false, id, $3, NULL, $4, $4
+                template_variables, 'pending_approval', created_by, creator_name, creator_email, false, id, $3, NULL, $4, $4, route, ttl_seconds
          FROM broadcasts WHERE id = $1`,
         [parent.id, childId, JSON.stringify(preflightOf(n, { opted_out: 0, invalid_phone: 0, not_opted_in: 0, recent_marketing_limit: 0, missing_variable: 0, duplicate: 0 }, 0, now)), now],
       );

@@ -47,6 +47,9 @@ export interface BroadcastRow {
   retarget_count: number;
   retarget_due_at: Date | null;
   preflight: Preflight | null;
+  /** cloud_api | marketing_messages (Graph's /messages or /marketing_messages). */
+  route: BroadcastView['route'];
+  ttl_seconds: number | null;
   created_at: Date;
 }
 
@@ -155,6 +158,8 @@ export async function broadcastView(db: Queryable, row: BroadcastRow, now: Date,
     preflight: preflight ? { ...preflight, quota: preflight.quota ?? null } : null,
     // What the statuses reported about cost, beside the estimate frozen at approval (lib/pricing/).
     billing: live && counts !== null ? await campaignBilling(db, row.id, (preflight as PreflightWithFacts | null)?.cost_estimate ?? null) : null,
+    route: row.route,
+    ttl_seconds: row.ttl_seconds,
     created_at: row.created_at.toISOString(),
   };
 }
@@ -196,7 +201,7 @@ export async function listRecipients(
             COALESCE(r.wamid, CASE WHEN m.status NOT IN ('pending', 'unknown') THEN m.wamid END) AS wamid, r.attempts,
             ${RECIPIENT_ERROR_CODE_SQL} AS error_code,
             COALESCE(r.error_title, m.error ->> 'title', m.error ->> 'message') AS error_title,
-            ${ERROR_CATEGORY_SQL} AS error_category,
+            ${ERROR_CATEGORY_SQL} AS error_category, r.error_reason,
             r.sent_at, GREATEST(r.updated_at, m.status_at) AS updated_at
      ${from} ORDER BY r.id LIMIT $${values.length + 1} OFFSET $${values.length + 2}`,
     [...values, limit, offset],
@@ -213,7 +218,7 @@ export async function listRecipients(
       variables: r.variables,
       message_id: r.wamid,
       attempts: r.attempts,
-      error: r.error_category ? { code: r.error_code, title: r.error_title, category: r.error_category } : null,
+      error: r.error_category ? { code: r.error_code, title: r.error_title, category: r.error_category, reason: r.error_reason ?? null } : null,
       sent_at: iso(r.sent_at),
       updated_at: (r.updated_at as Date).toISOString(),
     })),

@@ -37,6 +37,7 @@ export const ERROR_STATUS = {
   unknown_column: 400,
   invalid_value: 400,
   empty_audience: 400,
+  marketing_template_required: 400,
   invalid_csv: 400,
   invalid_path: 400,
   invalid_flow: 400,

@@ -222,6 +222,7 @@ export function repair(doc: Doc): Doc {
 /** The Graph calls the service makes (and the webhook), by Meta's path templates. */
 export const OPERATIONS = [
   'POST /{Version}/{Phone-Number-ID}/messages',
+  'POST /{Version}/{Phone-Number-ID}/marketing_messages',
   'POST /{Version}/{Phone-Number-ID}/media',
   'GET /{Version}/{Media-ID}',
   'DELETE /{Version}/{Media-ID}',

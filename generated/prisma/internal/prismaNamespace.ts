@@ -4006,6 +4006,8 @@ export const BroadcastScalarFieldEnum = {
   retargetParentId: 'retargetParentId',
   retargetCount: 'retargetCount',
   retargetDueAt: 'retargetDueAt',
+  route: 'route',
+  ttlSeconds: 'ttlSeconds',
   preflight: 'preflight',
   leaseOwner: 'leaseOwner',
   leaseUntil: 'leaseUntil',
@@ -4035,6 +4037,7 @@ export const BroadcastRecipientScalarFieldEnum = {
   errorCode: 'errorCode',
   errorCategory: 'errorCategory',
   errorTitle: 'errorTitle',
+  errorReason: 'errorReason',
   sentAt: 'sentAt',
   updatedAt: 'updatedAt'
 } as const

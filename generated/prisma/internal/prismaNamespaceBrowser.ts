@@ -438,6 +438,8 @@ export const BroadcastScalarFieldEnum = {
   retargetParentId: 'retargetParentId',
   retargetCount: 'retargetCount',
   retargetDueAt: 'retargetDueAt',
+  route: 'route',
+  ttlSeconds: 'ttlSeconds',
   preflight: 'preflight',
   leaseOwner: 'leaseOwner',
   leaseUntil: 'leaseUntil',
@@ -467,6 +469,7 @@ export const BroadcastRecipientScalarFieldEnum = {
   errorCode: 'errorCode',
   errorCategory: 'errorCategory',
   errorTitle: 'errorTitle',
+  errorReason: 'errorReason',
   sentAt: 'sentAt',
   updatedAt: 'updatedAt'
 } as const

@@ -31,6 +31,7 @@ export type BroadcastAvgAggregateOutputType = {
   waveIntervalS: number | null
   waveScheduledCount: number | null
   retargetCount: number | null
+  ttlSeconds: number | null
 }
 
 export type BroadcastSumAggregateOutputType = {
@@ -38,6 +39,7 @@ export type BroadcastSumAggregateOutputType = {
   waveIntervalS: number | null
   waveScheduledCount: number | null
   retargetCount: number | null
+  ttlSeconds: number | null
 }
 
 export type BroadcastMinAggregateOutputType = {
@@ -65,6 +67,8 @@ export type BroadcastMinAggregateOutputType = {
   retargetParentId: string | null
   retargetCount: number | null
   retargetDueAt: Date | null
+  route: string | null
+  ttlSeconds: number | null
   leaseOwner: string | null
   leaseUntil: Date | null
   createdAt: Date | null
@@ -96,6 +100,8 @@ export type BroadcastMaxAggregateOutputType = {
   retargetParentId: string | null
   retargetCount: number | null
   retargetDueAt: Date | null
+  route: string | null
+  ttlSeconds: number | null
   leaseOwner: string | null
   leaseUntil: Date | null
   createdAt: Date | null
@@ -129,6 +135,8 @@ export type BroadcastCountAggregateOutputType = {
   retargetParentId: number
   retargetCount: number
   retargetDueAt: number
+  route: number
+  ttlSeconds: number
   preflight: number
   leaseOwner: number
   leaseUntil: number
@@ -143,6 +151,7 @@ export type BroadcastAvgAggregateInputType = {
   waveIntervalS?: true
   waveScheduledCount?: true
   retargetCount?: true
+  ttlSeconds?: true
 }
 
 export type BroadcastSumAggregateInputType = {
@@ -150,6 +159,7 @@ export type BroadcastSumAggregateInputType = {
   waveIntervalS?: true
   waveScheduledCount?: true
   retargetCount?: true
+  ttlSeconds?: true
 }
 
 export type BroadcastMinAggregateInputType = {
@@ -177,6 +187,8 @@ export type BroadcastMinAggregateInputType = {
   retargetParentId?: true
   retargetCount?: true
   retargetDueAt?: true
+  route?: true
+  ttlSeconds?: true
   leaseOwner?: true
   leaseUntil?: true
   createdAt?: true
@@ -208,6 +220,8 @@ export type BroadcastMaxAggregateInputType = {
   retargetParentId?: true
   retargetCount?: true
   retargetDueAt?: true
+  route?: true
+  ttlSeconds?: true
   leaseOwner?: true
   leaseUntil?: true
   createdAt?: true
@@ -241,6 +255,8 @@ export type BroadcastCountAggregateInputType = {
   retargetParentId?: true
   retargetCount?: true
   retargetDueAt?: true
+  route?: true
+  ttlSeconds?: true
   preflight?: true
   leaseOwner?: true
   leaseUntil?: true
@@ -362,6 +378,8 @@ export type BroadcastGroupByOutputType = {
   retargetParentId: string | null
   retargetCount: number
   retargetDueAt: Date | null
+  route: string
+  ttlSeconds: number | null
   preflight: runtime.JsonValue | null
   leaseOwner: string | null
   leaseUntil: Date | null
@@ -419,6 +437,8 @@ export type BroadcastWhereInput = {
   retargetParentId?: Prisma.UuidNullableFilter<"Broadcast"> | string | null
   retargetCount?: Prisma.IntFilter<"Broadcast"> | number
   retargetDueAt?: Prisma.DateTimeNullableFilter<"Broadcast"> | Date | string | null
+  route?: Prisma.StringFilter<"Broadcast"> | string
+  ttlSeconds?: Prisma.IntNullableFilter<"Broadcast"> | number | null
   preflight?: Prisma.JsonNullableFilter<"Broadcast">
   leaseOwner?: Prisma.StringNullableFilter<"Broadcast"> | string | null
   leaseUntil?: Prisma.DateTimeNullableFilter<"Broadcast"> | Date | string | null
@@ -455,6 +475,8 @@ export type BroadcastOrderByWithRelationInput = {
   retargetParentId?: Prisma.SortOrderInput | Prisma.SortOrder
   retargetCount?: Prisma.SortOrder
   retargetDueAt?: Prisma.SortOrderInput | Prisma.SortOrder
+  route?: Prisma.SortOrder
+  ttlSeconds?: Prisma.SortOrderInput | Prisma.SortOrder
   preflight?: Prisma.SortOrderInput | Prisma.SortOrder
   leaseOwner?: Prisma.SortOrderInput | Prisma.SortOrder
   leaseUntil?: Prisma.SortOrderInput | Prisma.SortOrder
@@ -494,6 +516,8 @@ export type BroadcastWhereUniqueInput = Prisma.AtLeast<{
   autoRetargetQuality?: Prisma.BoolFilter<"Broadcast"> | boolean
   retargetCount?: Prisma.IntFilter<"Broadcast"> | number
   retargetDueAt?: Prisma.DateTimeNullableFilter<"Broadcast"> | Date | string | null
+  route?: Prisma.StringFilter<"Broadcast"> | string
+  ttlSeconds?: Prisma.IntNullableFilter<"Broadcast"> | number | null
   preflight?: Prisma.JsonNullableFilter<"Broadcast">
   leaseOwner?: Prisma.StringNullableFilter<"Broadcast"> | string | null
   leaseUntil?: Prisma.DateTimeNullableFilter<"Broadcast"> | Date | string | null
@@ -530,6 +554,8 @@ export type BroadcastOrderByWithAggregationInput = {
   retargetParentId?: Prisma.SortOrderInput | Prisma.SortOrder
   retargetCount?: Prisma.SortOrder
   retargetDueAt?: Prisma.SortOrderInput | Prisma.SortOrder
+  route?: Prisma.SortOrder
+  ttlSeconds?: Prisma.SortOrderInput | Prisma.SortOrder
   preflight?: Prisma.SortOrderInput | Prisma.SortOrder
   leaseOwner?: Prisma.SortOrderInput | Prisma.SortOrder
   leaseUntil?: Prisma.SortOrderInput | Prisma.SortOrder
@@ -572,6 +598,8 @@ export type BroadcastScalarWhereWithAggregatesInput = {
   retargetParentId?: Prisma.UuidNullableWithAggregatesFilter<"Broadcast"> | string | null
   retargetCount?: Prisma.IntWithAggregatesFilter<"Broadcast"> | number
   retargetDueAt?: Prisma.DateTimeNullableWithAggregatesFilter<"Broadcast"> | Date | string | null
+  route?: Prisma.StringWithAggregatesFilter<"Broadcast"> | string
+  ttlSeconds?: Prisma.IntNullableWithAggregatesFilter<"Broadcast"> | number | null
   preflight?: Prisma.JsonNullableWithAggregatesFilter<"Broadcast">
   leaseOwner?: Prisma.StringNullableWithAggregatesFilter<"Broadcast"> | string | null
   leaseUntil?: Prisma.DateTimeNullableWithAggregatesFilter<"Broadcast"> | Date | string | null
@@ -605,6 +633,8 @@ export type BroadcastCreateInput = {
   retargetParentId?: string | null
   retargetCount?: number
   retargetDueAt?: Date | string | null
+  route?: string
+  ttlSeconds?: number | null
   preflight?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   leaseOwner?: string | null
   leaseUntil?: Date | string | null
@@ -641,6 +671,8 @@ export type BroadcastUncheckedCreateInput = {
   retargetParentId?: string | null
   retargetCount?: number
   retargetDueAt?: Date | string | null
+  route?: string
+  ttlSeconds?: number | null
   preflight?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   leaseOwner?: string | null
   leaseUntil?: Date | string | null
@@ -675,6 +707,8 @@ export type BroadcastUpdateInput = {
   retargetParentId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   retargetCount?: Prisma.IntFieldUpdateOperationsInput | number
   retargetDueAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  route?: Prisma.StringFieldUpdateOperationsInput | string
+  ttlSeconds?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   preflight?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   leaseOwner?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   leaseUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
@@ -711,6 +745,8 @@ export type BroadcastUncheckedUpdateInput = {
   retargetParentId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   retargetCount?: Prisma.IntFieldUpdateOperationsInput | number
   retargetDueAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  route?: Prisma.StringFieldUpdateOperationsInput | string
+  ttlSeconds?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   preflight?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   leaseOwner?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   leaseUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
@@ -746,6 +782,8 @@ export type BroadcastCreateManyInput = {
   retargetParentId?: string | null
   retargetCount?: number
   retargetDueAt?: Date | string | null
+  route?: string
+  ttlSeconds?: number | null
   preflight?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   leaseOwner?: string | null
   leaseUntil?: Date | string | null
@@ -779,6 +817,8 @@ export type BroadcastUpdateManyMutationInput = {
   retargetParentId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   retargetCount?: Prisma.IntFieldUpdateOperationsInput | number
   retargetDueAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  route?: Prisma.StringFieldUpdateOperationsInput | string
+  ttlSeconds?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   preflight?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   leaseOwner?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   leaseUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
@@ -813,6 +853,8 @@ export type BroadcastUncheckedUpdateManyInput = {
   retargetParentId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   retargetCount?: Prisma.IntFieldUpdateOperationsInput | number
   retargetDueAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  route?: Prisma.StringFieldUpdateOperationsInput | string
+  ttlSeconds?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   preflight?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   leaseOwner?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   leaseUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
@@ -857,6 +899,8 @@ export type BroadcastCountOrderByAggregateInput = {
   retargetParentId?: Prisma.SortOrder
   retargetCount?: Prisma.SortOrder
   retargetDueAt?: Prisma.SortOrder
+  route?: Prisma.SortOrder
+  ttlSeconds?: Prisma.SortOrder
   preflight?: Prisma.SortOrder
   leaseOwner?: Prisma.SortOrder
   leaseUntil?: Prisma.SortOrder
@@ -869,6 +913,7 @@ export type BroadcastAvgOrderByAggregateInput = {
   waveIntervalS?: Prisma.SortOrder
   waveScheduledCount?: Prisma.SortOrder
   retargetCount?: Prisma.SortOrder
+  ttlSeconds?: Prisma.SortOrder
 }
 
 export type BroadcastMaxOrderByAggregateInput = {
@@ -896,6 +941,8 @@ export type BroadcastMaxOrderByAggregateInput = {
   retargetParentId?: Prisma.SortOrder
   retargetCount?: Prisma.SortOrder
   retargetDueAt?: Prisma.SortOrder
+  route?: Prisma.SortOrder
+  ttlSeconds?: Prisma.SortOrder
   leaseOwner?: Prisma.SortOrder
   leaseUntil?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
@@ -927,6 +974,8 @@ export type BroadcastMinOrderByAggregateInput = {
   retargetParentId?: Prisma.SortOrder
   retargetCount?: Prisma.SortOrder
   retargetDueAt?: Prisma.SortOrder
+  route?: Prisma.SortOrder
+  ttlSeconds?: Prisma.SortOrder
   leaseOwner?: Prisma.SortOrder
   leaseUntil?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
@@ -938,6 +987,7 @@ export type BroadcastSumOrderByAggregateInput = {
   waveIntervalS?: Prisma.SortOrder
   waveScheduledCount?: Prisma.SortOrder
   retargetCount?: Prisma.SortOrder
+  ttlSeconds?: Prisma.SortOrder
 }
 
 export type BroadcastScalarRelationFilter = {
@@ -1027,6 +1077,8 @@ export type BroadcastCreateWithoutProjectInput = {
   retargetParentId?: string | null
   retargetCount?: number
   retargetDueAt?: Date | string | null
+  route?: string
+  ttlSeconds?: number | null
   preflight?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   leaseOwner?: string | null
   leaseUntil?: Date | string | null
@@ -1061,6 +1113,8 @@ export type BroadcastUncheckedCreateWithoutProjectInput = {
   retargetParentId?: string | null
   retargetCount?: number
   retargetDueAt?: Date | string | null
+  route?: string
+  ttlSeconds?: number | null
   preflight?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   leaseOwner?: string | null
   leaseUntil?: Date | string | null
@@ -1125,6 +1179,8 @@ export type BroadcastScalarWhereInput = {
   retargetParentId?: Prisma.UuidNullableFilter<"Broadcast"> | string | null
   retargetCount?: Prisma.IntFilter<"Broadcast"> | number
   retargetDueAt?: Prisma.DateTimeNullableFilter<"Broadcast"> | Date | string | null
+  route?: Prisma.StringFilter<"Broadcast"> | string
+  ttlSeconds?: Prisma.IntNullableFilter<"Broadcast"> | number | null
   preflight?: Prisma.JsonNullableFilter<"Broadcast">
   leaseOwner?: Prisma.StringNullableFilter<"Broadcast"> | string | null
   leaseUntil?: Prisma.DateTimeNullableFilter<"Broadcast"> | Date | string | null
@@ -1158,6 +1214,8 @@ export type BroadcastCreateWithoutRecipientsInput = {
   retargetParentId?: string | null
   retargetCount?: number
   retargetDueAt?: Date | string | null
+  route?: string
+  ttlSeconds?: number | null
   preflight?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   leaseOwner?: string | null
   leaseUntil?: Date | string | null
@@ -1193,6 +1251,8 @@ export type BroadcastUncheckedCreateWithoutRecipientsInput = {
   retargetParentId?: string | null
   retargetCount?: number
   retargetDueAt?: Date | string | null
+  route?: string
+  ttlSeconds?: number | null
   preflight?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   leaseOwner?: string | null
   leaseUntil?: Date | string | null
@@ -1242,6 +1302,8 @@ export type BroadcastUpdateWithoutRecipientsInput = {
   retargetParentId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   retargetCount?: Prisma.IntFieldUpdateOperationsInput | number
   retargetDueAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  route?: Prisma.StringFieldUpdateOperationsInput | string
+  ttlSeconds?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   preflight?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   leaseOwner?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   leaseUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
@@ -1277,6 +1339,8 @@ export type BroadcastUncheckedUpdateWithoutRecipientsInput = {
   retargetParentId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   retargetCount?: Prisma.IntFieldUpdateOperationsInput | number
   retargetDueAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  route?: Prisma.StringFieldUpdateOperationsInput | string
+  ttlSeconds?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   preflight?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   leaseOwner?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   leaseUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
@@ -1310,6 +1374,8 @@ export type BroadcastCreateManyProjectInput = {
   retargetParentId?: string | null
   retargetCount?: number
   retargetDueAt?: Date | string | null
+  route?: string
+  ttlSeconds?: number | null
   preflight?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   leaseOwner?: string | null
   leaseUntil?: Date | string | null
@@ -1343,6 +1409,8 @@ export type BroadcastUpdateWithoutProjectInput = {
   retargetParentId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   retargetCount?: Prisma.IntFieldUpdateOperationsInput | number
   retargetDueAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  route?: Prisma.StringFieldUpdateOperationsInput | string
+  ttlSeconds?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   preflight?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   leaseOwner?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   leaseUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
@@ -1377,6 +1445,8 @@ export type BroadcastUncheckedUpdateWithoutProjectInput = {
   retargetParentId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   retargetCount?: Prisma.IntFieldUpdateOperationsInput | number
   retargetDueAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  route?: Prisma.StringFieldUpdateOperationsInput | string
+  ttlSeconds?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   preflight?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   leaseOwner?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   leaseUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
@@ -1411,6 +1481,8 @@ export type BroadcastUncheckedUpdateManyWithoutProjectInput = {
   retargetParentId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   retargetCount?: Prisma.IntFieldUpdateOperationsInput | number
   retargetDueAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  route?: Prisma.StringFieldUpdateOperationsInput | string
+  ttlSeconds?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   preflight?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   leaseOwner?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   leaseUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
@@ -1476,6 +1548,8 @@ export type BroadcastSelect<ExtArgs extends runtime.Types.Extensions.InternalArg
   retargetParentId?: boolean
   retargetCount?: boolean
   retargetDueAt?: boolean
+  route?: boolean
+  ttlSeconds?: boolean
   preflight?: boolean
   leaseOwner?: boolean
   leaseUntil?: boolean
@@ -1513,6 +1587,8 @@ export type BroadcastSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Ext
   retargetParentId?: boolean
   retargetCount?: boolean
   retargetDueAt?: boolean
+  route?: boolean
+  ttlSeconds?: boolean
   preflight?: boolean
   leaseOwner?: boolean
   leaseUntil?: boolean
@@ -1548,6 +1624,8 @@ export type BroadcastSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Ext
   retargetParentId?: boolean
   retargetCount?: boolean
   retargetDueAt?: boolean
+  route?: boolean
+  ttlSeconds?: boolean
   preflight?: boolean
   leaseOwner?: boolean
   leaseUntil?: boolean
@@ -1583,6 +1661,8 @@ export type BroadcastSelectScalar = {
   retargetParentId?: boolean
   retargetCount?: boolean
   retargetDueAt?: boolean
+  route?: boolean
+  ttlSeconds?: boolean
   preflight?: boolean
   leaseOwner?: boolean
   leaseUntil?: boolean
@@ -1590,7 +1670,7 @@ export type BroadcastSelectScalar = {
   updatedAt?: boolean
 }
 
-export type BroadcastOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "name" | "templateName" | "templateLanguage" | "category" | "audience" | "templateVariables" | "status" | "statusReason" | "scheduledAt" | "startedAt" | "completedAt" | "approvedAt" | "approvedBy" | "createdBy" | "creatorName" | "creatorEmail" | "waveSize" | "waveIntervalS" | "waveScheduledAt" | "waveScheduledCount" | "autoRetargetQuality" | "retargetParentId" | "retargetCount" | "retargetDueAt" | "preflight" | "leaseOwner" | "leaseUntil" | "createdAt" | "updatedAt", ExtArgs["result"]["broadcast"]>
+export type BroadcastOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "name" | "templateName" | "templateLanguage" | "category" | "audience" | "templateVariables" | "status" | "statusReason" | "scheduledAt" | "startedAt" | "completedAt" | "approvedAt" | "approvedBy" | "createdBy" | "creatorName" | "creatorEmail" | "waveSize" | "waveIntervalS" | "waveScheduledAt" | "waveScheduledCount" | "autoRetargetQuality" | "retargetParentId" | "retargetCount" | "retargetDueAt" | "route" | "ttlSeconds" | "preflight" | "leaseOwner" | "leaseUntil" | "createdAt" | "updatedAt", ExtArgs["result"]["broadcast"]>
 export type BroadcastInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
   recipients?: boolean | Prisma.Broadcast$recipientsArgs<ExtArgs>
@@ -1642,6 +1722,14 @@ export type $BroadcastPayload<ExtArgs extends runtime.Types.Extensions.InternalA
     retargetParentId: string | null
     retargetCount: number
     retargetDueAt: Date | null
+    /**
+     * cloud_api (POST /messages) | marketing_messages (Meta's Marketing Messages API; MARKETING templates only)
+     */
+    route: string
+    /**
+     * Time-to-live of each message, seconds (marketing_messages only; Meta's range 43200..2592000).
+     */
+    ttlSeconds: number | null
     /**
      * The pre-flight report: live while pending, frozen at approval.
      */
@@ -2104,6 +2192,8 @@ export interface BroadcastFieldRefs {
   readonly retargetParentId: Prisma.FieldRef<"Broadcast", 'String'>
   readonly retargetCount: Prisma.FieldRef<"Broadcast", 'Int'>
   readonly retargetDueAt: Prisma.FieldRef<"Broadcast", 'DateTime'>
+  readonly route: Prisma.FieldRef<"Broadcast", 'String'>
+  readonly ttlSeconds: Prisma.FieldRef<"Broadcast", 'Int'>
   readonly preflight: Prisma.FieldRef<"Broadcast", 'Json'>
   readonly leaseOwner: Prisma.FieldRef<"Broadcast", 'String'>
   readonly leaseUntil: Prisma.FieldRef<"Broadcast", 'DateTime'>

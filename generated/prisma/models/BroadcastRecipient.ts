@@ -60,6 +60,7 @@ export type BroadcastRecipientMinAggregateOutputType = {
   errorCode: number | null
   errorCategory: string | null
   errorTitle: string | null
+  errorReason: string | null
   sentAt: Date | null
   updatedAt: Date | null
 }
@@ -82,6 +83,7 @@ export type BroadcastRecipientMaxAggregateOutputType = {
   errorCode: number | null
   errorCategory: string | null
   errorTitle: string | null
+  errorReason: string | null
   sentAt: Date | null
   updatedAt: Date | null
 }
@@ -105,6 +107,7 @@ export type BroadcastRecipientCountAggregateOutputType = {
   errorCode: number
   errorCategory: number
   errorTitle: number
+  errorReason: number
   sentAt: number
   updatedAt: number
   _all: number
@@ -145,6 +148,7 @@ export type BroadcastRecipientMinAggregateInputType = {
   errorCode?: true
   errorCategory?: true
   errorTitle?: true
+  errorReason?: true
   sentAt?: true
   updatedAt?: true
 }
@@ -167,6 +171,7 @@ export type BroadcastRecipientMaxAggregateInputType = {
   errorCode?: true
   errorCategory?: true
   errorTitle?: true
+  errorReason?: true
   sentAt?: true
   updatedAt?: true
 }
@@ -190,6 +195,7 @@ export type BroadcastRecipientCountAggregateInputType = {
   errorCode?: true
   errorCategory?: true
   errorTitle?: true
+  errorReason?: true
   sentAt?: true
   updatedAt?: true
   _all?: true
@@ -300,6 +306,7 @@ export type BroadcastRecipientGroupByOutputType = {
   errorCode: number | null
   errorCategory: string | null
   errorTitle: string | null
+  errorReason: string | null
   sentAt: Date | null
   updatedAt: Date
   _count: BroadcastRecipientCountAggregateOutputType | null
@@ -346,6 +353,7 @@ export type BroadcastRecipientWhereInput = {
   errorCode?: Prisma.IntNullableFilter<"BroadcastRecipient"> | number | null
   errorCategory?: Prisma.StringNullableFilter<"BroadcastRecipient"> | string | null
   errorTitle?: Prisma.StringNullableFilter<"BroadcastRecipient"> | string | null
+  errorReason?: Prisma.StringNullableFilter<"BroadcastRecipient"> | string | null
   sentAt?: Prisma.DateTimeNullableFilter<"BroadcastRecipient"> | Date | string | null
   updatedAt?: Prisma.DateTimeFilter<"BroadcastRecipient"> | Date | string
   broadcast?: Prisma.XOR<Prisma.BroadcastScalarRelationFilter, Prisma.BroadcastWhereInput>
@@ -370,6 +378,7 @@ export type BroadcastRecipientOrderByWithRelationInput = {
   errorCode?: Prisma.SortOrderInput | Prisma.SortOrder
   errorCategory?: Prisma.SortOrderInput | Prisma.SortOrder
   errorTitle?: Prisma.SortOrderInput | Prisma.SortOrder
+  errorReason?: Prisma.SortOrderInput | Prisma.SortOrder
   sentAt?: Prisma.SortOrderInput | Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
   broadcast?: Prisma.BroadcastOrderByWithRelationInput
@@ -399,6 +408,7 @@ export type BroadcastRecipientWhereUniqueInput = Prisma.AtLeast<{
   errorCode?: Prisma.IntNullableFilter<"BroadcastRecipient"> | number | null
   errorCategory?: Prisma.StringNullableFilter<"BroadcastRecipient"> | string | null
   errorTitle?: Prisma.StringNullableFilter<"BroadcastRecipient"> | string | null
+  errorReason?: Prisma.StringNullableFilter<"BroadcastRecipient"> | string | null
   sentAt?: Prisma.DateTimeNullableFilter<"BroadcastRecipient"> | Date | string | null
   updatedAt?: Prisma.DateTimeFilter<"BroadcastRecipient"> | Date | string
   broadcast?: Prisma.XOR<Prisma.BroadcastScalarRelationFilter, Prisma.BroadcastWhereInput>
@@ -423,6 +433,7 @@ export type BroadcastRecipientOrderByWithAggregationInput = {
   errorCode?: Prisma.SortOrderInput | Prisma.SortOrder
   errorCategory?: Prisma.SortOrderInput | Prisma.SortOrder
   errorTitle?: Prisma.SortOrderInput | Prisma.SortOrder
+  errorReason?: Prisma.SortOrderInput | Prisma.SortOrder
   sentAt?: Prisma.SortOrderInput | Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
   _count?: Prisma.BroadcastRecipientCountOrderByAggregateInput
@@ -454,6 +465,7 @@ export type BroadcastRecipientScalarWhereWithAggregatesInput = {
   errorCode?: Prisma.IntNullableWithAggregatesFilter<"BroadcastRecipient"> | number | null
   errorCategory?: Prisma.StringNullableWithAggregatesFilter<"BroadcastRecipient"> | string | null
   errorTitle?: Prisma.StringNullableWithAggregatesFilter<"BroadcastRecipient"> | string | null
+  errorReason?: Prisma.StringNullableWithAggregatesFilter<"BroadcastRecipient"> | string | null
   sentAt?: Prisma.DateTimeNullableWithAggregatesFilter<"BroadcastRecipient"> | Date | string | null
   updatedAt?: Prisma.DateTimeWithAggregatesFilter<"BroadcastRecipient"> | Date | string
 }
@@ -476,6 +488,7 @@ export type BroadcastRecipientCreateInput = {
   errorCode?: number | null
   errorCategory?: string | null
   errorTitle?: string | null
+  errorReason?: string | null
   sentAt?: Date | string | null
   updatedAt?: Date | string
   broadcast: Prisma.BroadcastCreateNestedOneWithoutRecipientsInput
@@ -500,6 +513,7 @@ export type BroadcastRecipientUncheckedCreateInput = {
   errorCode?: number | null
   errorCategory?: string | null
   errorTitle?: string | null
+  errorReason?: string | null
   sentAt?: Date | string | null
   updatedAt?: Date | string
 }
@@ -522,6 +536,7 @@ export type BroadcastRecipientUpdateInput = {
   errorCode?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   errorCategory?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   errorTitle?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  errorReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sentAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   broadcast?: Prisma.BroadcastUpdateOneRequiredWithoutRecipientsNestedInput
@@ -546,6 +561,7 @@ export type BroadcastRecipientUncheckedUpdateInput = {
   errorCode?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   errorCategory?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   errorTitle?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  errorReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sentAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -569,6 +585,7 @@ export type BroadcastRecipientCreateManyInput = {
   errorCode?: number | null
   errorCategory?: string | null
   errorTitle?: string | null
+  errorReason?: string | null
   sentAt?: Date | string | null
   updatedAt?: Date | string
 }
@@ -591,6 +608,7 @@ export type BroadcastRecipientUpdateManyMutationInput = {
   errorCode?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   errorCategory?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   errorTitle?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  errorReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sentAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -614,6 +632,7 @@ export type BroadcastRecipientUncheckedUpdateManyInput = {
   errorCode?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   errorCategory?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   errorTitle?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  errorReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sentAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -657,6 +676,7 @@ export type BroadcastRecipientCountOrderByAggregateInput = {
   errorCode?: Prisma.SortOrder
   errorCategory?: Prisma.SortOrder
   errorTitle?: Prisma.SortOrder
+  errorReason?: Prisma.SortOrder
   sentAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -687,6 +707,7 @@ export type BroadcastRecipientMaxOrderByAggregateInput = {
   errorCode?: Prisma.SortOrder
   errorCategory?: Prisma.SortOrder
   errorTitle?: Prisma.SortOrder
+  errorReason?: Prisma.SortOrder
   sentAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -709,6 +730,7 @@ export type BroadcastRecipientMinOrderByAggregateInput = {
   errorCode?: Prisma.SortOrder
   errorCategory?: Prisma.SortOrder
   errorTitle?: Prisma.SortOrder
+  errorReason?: Prisma.SortOrder
   sentAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -789,6 +811,7 @@ export type BroadcastRecipientCreateWithoutBroadcastInput = {
   errorCode?: number | null
   errorCategory?: string | null
   errorTitle?: string | null
+  errorReason?: string | null
   sentAt?: Date | string | null
   updatedAt?: Date | string
 }
@@ -811,6 +834,7 @@ export type BroadcastRecipientUncheckedCreateWithoutBroadcastInput = {
   errorCode?: number | null
   errorCategory?: string | null
   errorTitle?: string | null
+  errorReason?: string | null
   sentAt?: Date | string | null
   updatedAt?: Date | string
 }
@@ -863,6 +887,7 @@ export type BroadcastRecipientScalarWhereInput = {
   errorCode?: Prisma.IntNullableFilter<"BroadcastRecipient"> | number | null
   errorCategory?: Prisma.StringNullableFilter<"BroadcastRecipient"> | string | null
   errorTitle?: Prisma.StringNullableFilter<"BroadcastRecipient"> | string | null
+  errorReason?: Prisma.StringNullableFilter<"BroadcastRecipient"> | string | null
   sentAt?: Prisma.DateTimeNullableFilter<"BroadcastRecipient"> | Date | string | null
   updatedAt?: Prisma.DateTimeFilter<"BroadcastRecipient"> | Date | string
 }
@@ -885,6 +910,7 @@ export type BroadcastRecipientCreateManyBroadcastInput = {
   errorCode?: number | null
   errorCategory?: string | null
   errorTitle?: string | null
+  errorReason?: string | null
   sentAt?: Date | string | null
   updatedAt?: Date | string
 }
@@ -907,6 +933,7 @@ export type BroadcastRecipientUpdateWithoutBroadcastInput = {
   errorCode?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   errorCategory?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   errorTitle?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  errorReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sentAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -929,6 +956,7 @@ export type BroadcastRecipientUncheckedUpdateWithoutBroadcastInput = {
   errorCode?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   errorCategory?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   errorTitle?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  errorReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sentAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -951,6 +979,7 @@ export type BroadcastRecipientUncheckedUpdateManyWithoutBroadcastInput = {
   errorCode?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   errorCategory?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   errorTitle?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  errorReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sentAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -976,6 +1005,7 @@ export type BroadcastRecipientSelect<ExtArgs extends runtime.Types.Extensions.In
   errorCode?: boolean
   errorCategory?: boolean
   errorTitle?: boolean
+  errorReason?: boolean
   sentAt?: boolean
   updatedAt?: boolean
   broadcast?: boolean | Prisma.BroadcastDefaultArgs<ExtArgs>
@@ -1000,6 +1030,7 @@ export type BroadcastRecipientSelectCreateManyAndReturn<ExtArgs extends runtime.
   errorCode?: boolean
   errorCategory?: boolean
   errorTitle?: boolean
+  errorReason?: boolean
   sentAt?: boolean
   updatedAt?: boolean
   broadcast?: boolean | Prisma.BroadcastDefaultArgs<ExtArgs>
@@ -1024,6 +1055,7 @@ export type BroadcastRecipientSelectUpdateManyAndReturn<ExtArgs extends runtime.
   errorCode?: boolean
   errorCategory?: boolean
   errorTitle?: boolean
+  errorReason?: boolean
   sentAt?: boolean
   updatedAt?: boolean
   broadcast?: boolean | Prisma.BroadcastDefaultArgs<ExtArgs>
@@ -1048,11 +1080,12 @@ export type BroadcastRecipientSelectScalar = {
   errorCode?: boolean
   errorCategory?: boolean
   errorTitle?: boolean
+  errorReason?: boolean
   sentAt?: boolean
   updatedAt?: boolean
 }
 
-export type BroadcastRecipientOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "broadcastId" | "contactId" | "phone" | "userId" | "variables" | "state" | "wave" | "attempts" | "notBefore" | "limitHeldUntil" | "leaseOwner" | "leaseUntil" | "messageRef" | "wamid" | "errorCode" | "errorCategory" | "errorTitle" | "sentAt" | "updatedAt", ExtArgs["result"]["broadcastRecipient"]>
+export type BroadcastRecipientOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "broadcastId" | "contactId" | "phone" | "userId" | "variables" | "state" | "wave" | "attempts" | "notBefore" | "limitHeldUntil" | "leaseOwner" | "leaseUntil" | "messageRef" | "wamid" | "errorCode" | "errorCategory" | "errorTitle" | "errorReason" | "sentAt" | "updatedAt", ExtArgs["result"]["broadcastRecipient"]>
 export type BroadcastRecipientInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   broadcast?: boolean | Prisma.BroadcastDefaultArgs<ExtArgs>
 }
@@ -1105,6 +1138,10 @@ export type $BroadcastRecipientPayload<ExtArgs extends runtime.Types.Extensions.
      */
     errorCategory: string | null
     errorTitle: string | null
+    /**
+     * Our name for a refusal that needs the business to act (marketing_terms_not_accepted, …); null for others.
+     */
+    errorReason: string | null
     sentAt: Date | null
     updatedAt: Date
   }, ExtArgs["result"]["broadcastRecipient"]>
@@ -1549,6 +1586,7 @@ export interface BroadcastRecipientFieldRefs {
   readonly errorCode: Prisma.FieldRef<"BroadcastRecipient", 'Int'>
   readonly errorCategory: Prisma.FieldRef<"BroadcastRecipient", 'String'>
   readonly errorTitle: Prisma.FieldRef<"BroadcastRecipient", 'String'>
+  readonly errorReason: Prisma.FieldRef<"BroadcastRecipient", 'String'>
   readonly sentAt: Prisma.FieldRef<"BroadcastRecipient", 'DateTime'>
   readonly updatedAt: Prisma.FieldRef<"BroadcastRecipient", 'DateTime'>
 }
