@@ -7,6 +7,7 @@
  * `template.approved` or `template.rejected`. Each change and its event commit together.
  */
 import { storeAnnouncedLimit } from '../pricing/messaging-limit.js';
+import { applyTemplateStatus } from '../templates/templates.js';
 import { retryDeadlock } from '../platform/db/transaction.js';
 import type { Deps } from '../deps.js';
 import type { OpenChannel } from '../channel-settings/settings.js';
@@ -15,7 +16,7 @@ import { STATUS_RANK, statusRankSql } from './status-rank.js';
 import { newId } from '../platform/secrets.js';
 import { conversationView, messageView } from '../conversations/views.js';
 import { upsertConversation } from '../conversations/conversations.js';
-import { notificationChanges, type Customer, type MetaMessage, type MetaStatus, type TemplateUpdate } from '../../channel/notifications.js';
+import { notificationChanges, type Customer, type MetaMessage, type MetaStatus } from '../../channel/notifications.js';
 import { isBsuid, rekeyContact, resolveContact } from '../conversations/identity.js';
 import { applyUserPreferences, fillStatusCustomers, keywordConsent, optOutOnFailedStatuses } from '../consent/signals.js';
 import { sendConsentConfirmation } from './consent-confirmation.js';
@@ -200,32 +201,6 @@ async function applyStatusRound(deps: Deps, projectId: string, statuses: MetaSta
   return rows.map((r) => r.known);
 }
 
-async function applyTemplateStatus(deps: Deps, channel: OpenChannel, v: TemplateUpdate, now: Date): Promise<boolean> {
-  const status = String(v.event ?? '').toUpperCase();
-  const byName = { name: String(v.message_template_name), language: String(v.message_template_language) };
-  // By the channel's id; a row still waiting for its id (created an instant ago) by name and language.
-  const where = v.message_template_id !== undefined
-    ? { projectId: channel.projectId, OR: [{ channelTemplateId: String(v.message_template_id) }, { ...byName, channelTemplateId: null }] }
-    : { projectId: channel.projectId, ...byName };
-  return deps.db.prisma.$transaction(async (tx) => {
-    const template = await tx.template.findFirst({ where });
-    if (!template) return true; // a template made outside the service: nothing of ours to update
-    if (template.status === status) return true;
-    await tx.template.update({
-      where: { id: template.id },
-      data: { status, rejectedReason: status === 'REJECTED' ? (v.reason ?? null) : null },
-    });
-    const name = status === 'APPROVED' ? 'template.approved' : status === 'REJECTED' ? 'template.rejected' : undefined;
-    if (name) {
-      await recordEvent(tx, channel.projectId, name, {
-        name: template.name, language: template.language, category: template.category, status,
-        ...(v.reason && status === 'REJECTED' ? { reason: v.reason } : {}),
-      }, now);
-    }
-    return true;
-  });
-}
-
 export async function applyWebhook(deps: Deps, channel: OpenChannel, payload: unknown): Promise<WebhookOutcome> {
   const outcome: WebhookOutcome = { messages: 0, statuses: 0, templates: 0, retryLater: false };
   const now = deps.clock.now();
@@ -250,7 +225,7 @@ export async function applyWebhook(deps: Deps, channel: OpenChannel, payload: un
       await applyUserPreferences(deps.db.prisma, channel.projectId, change.preferences, now);
     } else if (change.kind === 'messaging_limit') {
       await storeAnnouncedLimit(deps.db.pool, channel.wabaId, change.limit, now);
-    } else if (await applyTemplateStatus(deps, channel, change.update, now)) outcome.templates++;
+    } else if (await applyTemplateStatus(deps, channel.projectId, change.update, now)) outcome.templates++;
   }
   return outcome;
 }

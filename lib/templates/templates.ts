@@ -1,6 +1,6 @@
 /**
  * Message templates: created at the channel and mirrored in the Template table, whose status the
- * channel's decisions update (lib/messaging/inbound.ts raises template.approved / .rejected).
+ * channel's decisions update (applyTemplateStatus, from the channel's webhook: template.approved / .rejected).
  *
  * Policy:
  * - The service checks what only it can know before calling the channel: a media header
@@ -17,6 +17,8 @@
  *   channel id) and here.
  */
 import type { components } from '../../generated/api.js';
+import type { TemplateUpdate } from '../../channel/notifications.js';
+import { recordEvent } from '../webhooks/events.js';
 import type { Deps } from '../deps.js';
 import type { ProjectRef } from '../access/credentials.js';
 import { ApiError } from '../platform/errors.js';
@@ -180,4 +182,34 @@ export async function deleteTemplate(deps: Deps, project: ProjectRef, name: stri
   }
   await prisma.template.deleteMany({ where: { id: { in: rows.map((r) => r.id) } } });
   return rows.map((r) => ({ name: r.name, language: r.language }));
+}
+
+/**
+ * The channel's decision on a template (the message_template_status_update webhook): the mirrored
+ * row follows it, and an approval or rejection is raised as template.approved / .rejected.
+ */
+export async function applyTemplateStatus(deps: Pick<Deps, 'db'>, projectId: string, v: TemplateUpdate, now: Date): Promise<boolean> {
+  const status = String(v.event ?? '').toUpperCase();
+  const byName = { name: String(v.message_template_name), language: String(v.message_template_language) };
+  // By the channel's id; a row still waiting for its id (created an instant ago) by name and language.
+  const where = v.message_template_id !== undefined
+    ? { projectId: projectId, OR: [{ channelTemplateId: String(v.message_template_id) }, { ...byName, channelTemplateId: null }] }
+    : { projectId: projectId, ...byName };
+  return deps.db.prisma.$transaction(async (tx) => {
+    const template = await tx.template.findFirst({ where });
+    if (!template) return true; // a template made outside the service: nothing of ours to update
+    if (template.status === status) return true;
+    await tx.template.update({
+      where: { id: template.id },
+      data: { status, rejectedReason: status === 'REJECTED' ? (v.reason ?? null) : null },
+    });
+    const name = status === 'APPROVED' ? 'template.approved' : status === 'REJECTED' ? 'template.rejected' : undefined;
+    if (name) {
+      await recordEvent(tx, projectId, name, {
+        name: template.name, language: template.language, category: template.category, status,
+        ...(v.reason && status === 'REJECTED' ? { reason: v.reason } : {}),
+      }, now);
+    }
+    return true;
+  });
 }
