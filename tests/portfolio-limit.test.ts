@@ -143,4 +143,27 @@ describe('portfolio messaging limit in the engine', () => {
     await request(t.sim!.url).patch(`/_sim/phone-numbers/${phoneNumberId}`).send({ messaging_limit: 'TIER_UNLIMITED' });
     expect(await stored()).toEqual({ state: 'known', tier: 'TIER_UNLIMITED', user_limit: null });
   });
+
+  it('When the portfolio is unlimited, then a campaign is held by pace alone: nothing is reserved or held', async () => {
+    const { project, key, phoneNumberId } = await projectWithKey(t);
+    await template(t, project.id, 'promo', 'Hi');
+    await seedMany(t, project.id, 300, 17200000000 + Math.floor(Math.random() * 1e5) * 1000, ['x']);
+    await request(t.sim!.url).patch(`/_sim/phone-numbers/${phoneNumberId}`).send({ messaging_limit: 'TIER_250' });
+    await request(t.sim!.url).patch(`/_sim/phone-numbers/${phoneNumberId}`).send({ messaging_limit: 'TIER_UNLIMITED' });
+    const c = await campaign(api(t, key), 'x');
+    expect(c.preflight.messaging_limit).toMatchObject({ state: 'known', unlimited: true, fits_now: 300 });
+    await t.admin.call('post', `/admin/broadcasts/${c.id}/approve`, {});
+    const engine = await engineFor(t, { leaseMs: 15_000, pacing: { defaultThroughput: 1000 } });
+    try {
+      expect(await runUntil(t, engine, c.id, ['completed', 'failed'])).toBe('completed');
+    } finally {
+      await engine.stop();
+    }
+    const done = (await api(t, key).get(`/v1/broadcasts/${c.id}`)).body.data.broadcast;
+    expect(done.counts).toMatchObject({ total: 300, held: 0, failed: 0 });
+    expect(done.status_reason).toBeNull();
+    expect(await channelGot(phoneNumberId)).toHaveLength(300);
+    const channel = (await t.db.pool.query('SELECT waba_id FROM channel_settings WHERE project_id = $1', [project.id])).rows[0];
+    expect((await t.db.pool.query('SELECT count(*)::int AS n FROM portfolio_reach WHERE waba_id = $1', [channel.waba_id])).rows[0].n).toBe(0);
+  });
 });
