@@ -3,7 +3,7 @@ import type { operations } from '../../generated/admin-api.js';
 import type { Handler } from '../../http/handler-types.js';
 import * as projects from '../../lib/access/projects.js';
 import { projectView } from './serialize.js';
-import { wakeQuotaHeld } from '../../lib/broadcasts/quota-hold.js';
+import { wakeQuotaHeld } from '../../lib/broadcasts/campaigns.js';
 
 export { findProject } from '../../lib/access/projects.js';
 

@@ -14,6 +14,8 @@ import { broadcastRate, pacingSettings } from './pacing.js';
 import { phoneNumberIdOf } from './channel-number.js';
 import { addChannelFacts, frozenRecipients } from './preflight-facts.js';
 import { quotaOutlook } from './quota-hold.js';
+import { lockCampaign, markApproved, markCanceled } from './campaigns.js';
+import { cancelUnsent } from './recipients.js';
 
 function wrongState(row: BroadcastRow, action: string): ApiError {
   return new ApiError('conflict', `Broadcast ${row.id} is ${row.status}: it cannot be ${action}.`, { status: row.status });
@@ -29,8 +31,7 @@ export type InsideTransaction = (client: pg.PoolClient, after: BroadcastRow, bef
 
 export async function approveBroadcast(pool: pg.Pool, id: string, input: ApproveInput, now: Date, inside?: InsideTransaction): Promise<BroadcastRow> {
   return inTransaction(pool, async (client) => {
-    const { rows } = await client.query<BroadcastRow>('SELECT * FROM broadcasts WHERE id = $1 FOR UPDATE', [id]);
-    const row = rows[0];
+    const row = await lockCampaign(client, id);
     if (!row) throw broadcastNotFound(id);
     if (row.status !== 'pending_approval') throw wrongState(row, 'approved');
     const rate = await broadcastRate(client, await phoneNumberIdOf(client, row.project_id), pacingSettings());
@@ -56,13 +57,9 @@ export async function approveBroadcast(pool: pg.Pool, id: string, input: Approve
     const scheduledAt = input.scheduledAt ?? row.scheduled_at ?? now;
     // The quota as it stood at approval, frozen with the rest of the report.
     preflight.quota = await quotaOutlook(client, row.project_id, frozen, scheduledAt, now);
-    const { rows: updated } = await client.query<BroadcastRow>(
-      `UPDATE broadcasts SET status = 'scheduled', approved_at = $2, approved_by = $3, scheduled_at = $4, preflight = $5, updated_at = $2
-       WHERE id = $1 RETURNING *`,
-      [id, now, input.approvedBy ?? null, scheduledAt < now ? now : scheduledAt, JSON.stringify(preflight)],
-    );
-    await inside?.(client, updated[0], row);
-    return updated[0];
+    const updated = await markApproved(client, id, { now, approvedBy: input.approvedBy ?? null, scheduledAt: scheduledAt < now ? now : scheduledAt, preflight });
+    await inside?.(client, updated, row);
+    return updated;
   });
 }
 
@@ -73,21 +70,13 @@ export async function approveBroadcast(pool: pg.Pool, id: string, input: Approve
  */
 export async function cancelBroadcast(pool: pg.Pool, id: string, reason: string | undefined, now: Date, inside?: InsideTransaction): Promise<BroadcastRow> {
   return inTransaction(pool, async (client) => {
-    const { rows } = await client.query<BroadcastRow>('SELECT * FROM broadcasts WHERE id = $1 FOR UPDATE', [id]);
-    const row = rows[0];
+    const row = await lockCampaign(client, id);
     if (!row) throw broadcastNotFound(id);
     if (!['pending_approval', 'scheduled', 'sending'].includes(row.status)) throw wrongState(row, 'canceled');
-    await client.query(
-      `UPDATE broadcast_recipients SET state = 'canceled', updated_at = $2 WHERE broadcast_id = $1 AND state IN ('queued', 'held')`,
-      [id, now],
-    );
-    const { rows: updated } = await client.query<BroadcastRow>(
-      `UPDATE broadcasts SET status = 'canceled', status_reason = $3, completed_at = $2, wave_scheduled_at = NULL, retarget_due_at = NULL, updated_at = $2
-       WHERE id = $1 RETURNING *`,
-      [id, now, reason ?? 'canceled by an operator'],
-    );
-    await inside?.(client, updated[0], row);
-    return updated[0];
+    await cancelUnsent(client, id, now);
+    const updated = await markCanceled(client, id, reason ?? 'canceled by an operator', now);
+    await inside?.(client, updated, row);
+    return updated;
   });
 }
 

@@ -4,6 +4,7 @@
  * pre-flight report must find someone to send to, and the campaign is stored in
  * `pending_approval`. Nothing is ever sent from here: an operator releases it (approval.ts).
  */
+import { insertCampaign } from './campaigns.js';
 import { randomUUID } from 'node:crypto';
 import type { components } from '../../generated/api.js';
 import type { Deps } from '../deps.js';
@@ -99,20 +100,12 @@ export async function createBroadcast(deps: Deps, auth: AuthContext, body: Creat
     throw new ApiError('empty_audience', 'The audience has no eligible recipient: nothing would be sent.', { preflight });
   }
   const creator = await creatorOf(pool, auth);
-  const id = randomUUID();
-  const { rows } = await pool.query<BroadcastRow>(
-    `INSERT INTO broadcasts (id, project_id, name, template_name, template_language, category, audience, template_variables, status,
-                             scheduled_at, created_by, creator_name, creator_email, wave_size, wave_interval_s, wave_scheduled_count,
-                             auto_retarget_quality, preflight, created_at, updated_at, route, ttl_seconds)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending_approval', $9, $10, $11, NULL, $12, $13, $14, $15, $16, $17, $17, $18, $19)
-     RETURNING *`,
-    [
-      id, projectId, body.name, body.template_name, body.template_language, category,
-      JSON.stringify(audience.segment_id !== undefined ? { segment_id: audience.segment_id.toLowerCase() } : { filter }),
-      JSON.stringify(variables), body.scheduled_at ? new Date(body.scheduled_at) : null, creator.id, creator.name,
-      body.wave_size ?? null, body.wave_size ? (body.wave_interval_minutes ?? 1440) * 60 : null, body.wave_size ? body.wave_scheduled_count ?? null : null,
-      body.auto_retarget_quality ?? false, JSON.stringify(preflight), now, route, ttlSeconds,
-    ],
-  );
-  return rows[0];
+  return insertCampaign(pool, {
+    id: randomUUID(), projectId, name: body.name, templateName: body.template_name, templateLanguage: body.template_language, category,
+    audience: audience.segment_id !== undefined ? { segment_id: audience.segment_id.toLowerCase() } : { filter },
+    variables, scheduledAt: body.scheduled_at ? new Date(body.scheduled_at) : null, creator,
+    waveSize: body.wave_size ?? null, waveIntervalS: body.wave_size ? (body.wave_interval_minutes ?? 1440) * 60 : null,
+    waveScheduledCount: body.wave_size ? body.wave_scheduled_count ?? null : null,
+    autoRetargetQuality: body.auto_retarget_quality ?? false, preflight, route, ttlSeconds,
+  }, now);
 }

@@ -26,10 +26,13 @@ import { abandonIntents, confirmIntents, nextUtcMidnight, recordIntents, release
 import { pacingSettings, takeSlots, throttled, type PacingSettings } from './pacing.js';
 import { categoryOf, failureOf, MAX_ATTEMPTS, outcomeOf, sendRouteOf } from './send-errors.js';
 import {
-  claimBatch, extendClaims, holdForLimit, markSent, markUnknown, recoverStale, settleFailure, unclaim, type ClaimedRecipient,
+  cancelOptedOutWaiting, cancelUnsent, claimBatch, extendClaims, holdForLimit, markSent, queueNextWave, markUnknown, recoverStale, settleFailure, unclaim, type ClaimedRecipient,
 } from './recipients.js';
 import type { BroadcastRow } from './store.js';
 import { spawnDueRetargets } from './retarget.js';
+import {
+  leaseDueCampaigns, markCompleted, markFailed, parkCampaign, releaseLease, renewLease, scheduleNextWave, setStatusReason, startSending,
+} from './campaigns.js';
 import { cancelOptedOutClaims } from './audience.js';
 import { channelRecipient } from '../conversations/recipient.js';
 import { optOutOnSendError } from '../conversations/consent.js';
@@ -82,21 +85,8 @@ export class BroadcastEngine {
     if (this.stopped) return;
     const now = this.deps.clock.now();
     const t = this.opts.timer.now();
-    const { rows } = await this.pool.query<{ id: string }>({
-      name: 'broadcast-lease',
-      text: `UPDATE broadcasts b SET lease_owner = $1, lease_until = $3
-             WHERE b.id IN (
-               SELECT id FROM broadcasts x
-               WHERE ((x.status = 'scheduled' AND x.scheduled_at <= $2)
-                      OR (x.status = 'sending' AND (x.wave_scheduled_at IS NULL OR x.wave_scheduled_at <= $2
-                          OR x.status_reason IS NOT NULL
-                          OR EXISTS (SELECT 1 FROM broadcast_recipients r WHERE r.broadcast_id = x.id AND r.state IN ('queued', 'sending')))))
-                 AND (x.lease_until IS NULL OR x.lease_until < $4 OR x.lease_owner = $1)
-               ORDER BY x.scheduled_at NULLS FIRST LIMIT 20 FOR UPDATE SKIP LOCKED)
-             RETURNING b.id`,
-      values: [this.opts.owner, now, new Date(t.getTime() + this.leaseMs), t],
-    });
-    for (const { id } of rows) {
+    const ids = await leaseDueCampaigns(this.pool, this.opts.owner, now, t, new Date(t.getTime() + this.leaseMs));
+    for (const id of ids) {
       if (this.running.has(id)) continue;
       const run = this.run(id)
         .catch((e) => {
@@ -119,16 +109,12 @@ export class BroadcastEngine {
     while (this.running.size) await Promise.allSettled([...this.running.values()]);
   }
 
-  private async renew(id: string): Promise<BroadcastRow | undefined> {
-    const { rows } = await this.pool.query<BroadcastRow>(
-      `UPDATE broadcasts SET lease_until = $3 WHERE id = $1 AND lease_owner = $2 AND status IN ('scheduled', 'sending') RETURNING *`,
-      [id, this.opts.owner, new Date(this.opts.timer.now().getTime() + this.leaseMs)],
-    );
-    return rows[0];
+  private renew(id: string): Promise<BroadcastRow | undefined> {
+    return renewLease(this.pool, id, this.opts.owner, new Date(this.opts.timer.now().getTime() + this.leaseMs));
   }
 
-  private async release(id: string): Promise<void> {
-    await this.pool.query('UPDATE broadcasts SET lease_owner = NULL, lease_until = NULL WHERE id = $1 AND lease_owner = $2', [id, this.opts.owner]);
+  private release(id: string): Promise<void> {
+    return releaseLease(this.pool, id, this.opts.owner);
   }
 
   private async run(id: string): Promise<void> {
@@ -143,7 +129,7 @@ export class BroadcastEngine {
         if (b.status === 'scheduled') b = await this.start(b, now);
         if (b.wave_scheduled_at && b.wave_scheduled_at <= now) await this.releaseWave(b, now);
         if (b.status_reason?.startsWith(QUOTA_HOLD_PREFIX)) {
-          await this.pool.query(`UPDATE broadcasts SET status_reason = NULL WHERE id = $1 AND status = 'sending'`, [id]);
+          await setStatusReason(this.pool, id, null);
         }
         await recoverStale(this.pool, id, b.project_id, this.opts.timer.now());
         channel ??= await openChannel(this.deps, b.project_id);
@@ -184,59 +170,22 @@ export class BroadcastEngine {
   }
 
   private async start(b: BroadcastRow, now: Date): Promise<BroadcastRow> {
-    const { rows } = await this.pool.query<BroadcastRow>(
-      `UPDATE broadcasts SET status = 'sending', started_at = COALESCE(started_at, $2), updated_at = $2,
-              wave_scheduled_at = CASE WHEN wave_size IS NOT NULL AND EXISTS (SELECT 1 FROM broadcast_recipients WHERE broadcast_id = $1 AND state = 'held')
-                                       THEN $2::timestamptz + make_interval(secs => COALESCE(wave_interval_s, 86400)) END
-       WHERE id = $1 AND status = 'scheduled' RETURNING *`,
-      [b.id, now],
-    );
-    if (rows[0]) await this.dropOptedOut(b.id, now);
-    return rows[0] ?? b;
-  }
-
-  /**
-   * Consent is checked again when sending starts and at each wave: a contact who opted out since
-   * approval (or, for MARKETING, is no longer opted in) is not sent to; the recipient is canceled
-   * with the reason.
-   */
-  private async dropOptedOut(id: string, now: Date): Promise<void> {
-    await this.pool.query(
-      `UPDATE broadcast_recipients r SET state = 'canceled', error_category = 'permanent', error_title = 'opted out after approval', updated_at = $2
-       FROM broadcasts b, contacts c
-       WHERE r.broadcast_id = $1 AND b.id = r.broadcast_id AND c.project_id = b.project_id AND c.id = r.contact_id
-         AND r.state IN ('queued', 'held') AND (c.opted_out_at IS NOT NULL OR (b.category = 'MARKETING' AND NOT c.opted_in))`,
-      [id, now],
-    );
+    const started = await startSending(this.pool, b.id, now);
+    if (started) await cancelOptedOutWaiting(this.pool, b.id, now);
+    return started ?? b;
   }
 
   /** Queues the next wave of held recipients; schedules the one after while any stay held. */
   async releaseWave(b: BroadcastRow, now: Date): Promise<void> {
-    await this.pool.query(
-      `WITH next AS (
-         SELECT id FROM broadcast_recipients WHERE broadcast_id = $1 AND state = 'held' ORDER BY id
-         LIMIT COALESCE($2::int, 2147483647) FOR UPDATE SKIP LOCKED
-       ), released AS (
-         UPDATE broadcast_recipients r SET state = 'queued', wave = (SELECT COALESCE(max(wave), 1) + 1 FROM broadcast_recipients WHERE broadcast_id = $1 AND state <> 'held'), updated_at = $3
-         FROM next WHERE r.id = next.id RETURNING r.id
-       )
-       UPDATE broadcasts SET wave_scheduled_at = CASE
-           WHEN (SELECT count(*) FROM broadcast_recipients WHERE broadcast_id = $1 AND state = 'held') > (SELECT count(*) FROM released)
-           THEN $3::timestamptz + make_interval(secs => COALESCE(wave_interval_s, 86400)) END,
-         updated_at = $3
-       WHERE id = $1`,
-      [b.id, b.wave_scheduled_count, now],
-    );
-    await this.dropOptedOut(b.id, now);
+    const stillHeld = await queueNextWave(this.pool, b.id, b.wave_scheduled_count, now);
+    await scheduleNextWave(this.pool, b.id, stillHeld, now);
+    await cancelOptedOutWaiting(this.pool, b.id, now);
   }
 
+  /** The campaign stops as failed with the reason (status first, so no engine takes up its rows), then its unsent recipients are canceled. */
   private async fail(b: BroadcastRow, reason: string, now: Date): Promise<void> {
-    await this.pool.query(
-      `WITH c AS (UPDATE broadcast_recipients SET state = 'canceled', updated_at = $3 WHERE broadcast_id = $1 AND state IN ('queued', 'held'))
-       UPDATE broadcasts SET status = 'failed', status_reason = $2, completed_at = $3, wave_scheduled_at = NULL, updated_at = $3
-       WHERE id = $1 AND status IN ('scheduled', 'sending')`,
-      [b.id, reason.slice(0, 500), now],
-    );
+    await markFailed(this.pool, b.id, reason, now);
+    await cancelUnsent(this.pool, b.id, now);
   }
 
   /**
@@ -262,10 +211,7 @@ export class BroadcastEngine {
       if (granted === 0) {
         // The daily quota is used: the rest waits (queued, not failed) for the next UTC day.
         const resume = nextUtcMidnight(now);
-        await this.pool.query(
-          `UPDATE broadcasts SET status_reason = $2, lease_owner = NULL, lease_until = $3 WHERE id = $1`,
-          [b.id, quotaHoldReason(resume), new Date(t.getTime() + (resume.getTime() - now.getTime()))],
-        );
+        await parkCampaign(this.pool, b.id, new Date(t.getTime() + (resume.getTime() - now.getTime())), { reason: quotaHoldReason(resume) });
         return 'parked';
       }
     }
@@ -415,8 +361,8 @@ export class BroadcastEngine {
     return rows.length > 0;
   }
 
-  private async setReason(id: string, reason: string | null): Promise<void> {
-    await this.pool.query(`UPDATE broadcasts SET status_reason = $2 WHERE id = $1 AND status = 'sending'`, [id, reason]);
+  private setReason(id: string, reason: string | null): Promise<void> {
+    return setStatusReason(this.pool, id, reason);
   }
 
   private async whenEmpty(b: BroadcastRow, now: Date): Promise<'idle' | 'parked' | 'finished'> {
@@ -433,19 +379,11 @@ export class BroadcastEngine {
       // Parked without an owner until the window may have room: the tick takes it up again then
       // (or sooner, to see a raised limit or a wave that came due).
       const wait = Math.min(limitHeld.until!.getTime() - now.getTime(), this.opts.limitRecheckMs ?? 30_000);
-      await this.pool.query(`UPDATE broadcasts SET lease_owner = NULL, lease_until = $2 WHERE id = $1 AND lease_owner = $3`, [
-        b.id, new Date(this.opts.timer.now().getTime() + Math.max(0, wait)), this.opts.owner,
-      ]);
+      await parkCampaign(this.pool, b.id, new Date(this.opts.timer.now().getTime() + Math.max(0, wait)), { owner: this.opts.owner });
       return 'parked';
     }
     if ((n.held ?? 0) > 0) return 'parked';
-    await this.pool.query(
-      `UPDATE broadcasts SET status = 'completed', completed_at = $2, updated_at = $2,
-              status_reason = CASE WHEN status_reason LIKE '${LIMIT_HOLD_PREFIX}%' THEN NULL ELSE status_reason END,
-              retarget_due_at = CASE WHEN auto_retarget_quality AND retarget_count = 0 THEN $2::timestamptz + interval '24 hours' END
-       WHERE id = $1 AND status = 'sending'`,
-      [b.id, now],
-    );
+    await markCompleted(this.pool, b.id, now, LIMIT_HOLD_PREFIX);
     return 'finished';
   }
 }

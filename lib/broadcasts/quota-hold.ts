@@ -1,10 +1,10 @@
 /**
  * A campaign and the project's daily send quota (lib/messaging/quota.ts): what the pre-flight
  * says before approval (how much of today's quota is left and how many recipients would wait for
- * the next UTC midnight), the one reason a held campaign gives everywhere (API, CLI, dashboard),
- * and the wake-up when an operator raises the quota, so a held campaign resumes at once instead
- * of at midnight. The reason given by a campaign the portfolio's messaging limit holds
- * (lib/pricing/portfolio-reach.ts) is worded here too.
+ * the next UTC midnight) and the one reason a held campaign gives everywhere (API, CLI,
+ * dashboard); the wake-up when an operator raises the quota is campaigns.ts's wakeQuotaHeld. The
+ * reason of a campaign the portfolio's messaging limit holds (lib/pricing/portfolio-reach.ts) is
+ * worded here too.
  */
 import type { Queryable } from '../platform/db/transaction.js';
 import { nextUtcMidnight, utcDay } from '../messaging/quota.js';
@@ -62,18 +62,4 @@ export function quotaSentence(q: PreflightQuota): string {
   const base = `${q.remaining} of ${q.daily_limit} left on ${q.day} (UTC)`;
   if (q.held === 0) return `${base}: all recipients fit`;
   return `${base}: ${q.held} recipients would be held until ${utcMinute(new Date(q.resumes_at!))} unless the quota is raised`;
-}
-
-/**
- * The project's quota changed: campaigns parked on the used quota (no lease owner, a lease that
- * runs until midnight) get their lease cleared, so the engine's next tick (every second) takes
- * them up again; if the quota is still used they park again with the same reason.
- */
-export async function wakeQuotaHeld(db: Queryable, projectId: string): Promise<number> {
-  const { rowCount } = await db.query(
-    `UPDATE broadcasts SET lease_until = NULL
-     WHERE project_id = $1 AND status = 'sending' AND lease_owner IS NULL AND status_reason LIKE $2 || '%'`,
-    [projectId, QUOTA_HOLD_PREFIX],
-  );
-  return rowCount ?? 0;
 }

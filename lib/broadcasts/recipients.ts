@@ -12,6 +12,7 @@
  *    overwrite another's work.
  */
 import type pg from 'pg';
+import type { Queryable } from '../platform/db/transaction.js';
 import { REACH_KEY_SQL } from '../pricing/portfolio-reach.js';
 
 export interface ClaimedRecipient {
@@ -173,4 +174,44 @@ export async function settleFailure(
       retry ? null : next.reason ?? null,
     ],
   });
+}
+
+/** The campaign stopped (canceled, failed): recipients not yet handed to the channel are canceled. */
+export async function cancelUnsent(db: Queryable, broadcastId: string, now: Date): Promise<void> {
+  await db.query(
+    `UPDATE broadcast_recipients SET state = 'canceled', updated_at = $2 WHERE broadcast_id = $1 AND state IN ('queued', 'held')`,
+    [broadcastId, now],
+  );
+}
+
+/**
+ * Consent is checked again when sending starts and at each wave: a contact who opted out since
+ * approval (or, for MARKETING, is no longer opted in) is not sent to; the recipient is canceled
+ * with the reason.
+ */
+export async function cancelOptedOutWaiting(db: Queryable, broadcastId: string, now: Date): Promise<void> {
+  await db.query(
+    `UPDATE broadcast_recipients r SET state = 'canceled', error_category = 'permanent', error_title = 'opted out after approval', updated_at = $2
+     FROM broadcasts b, contacts c
+     WHERE r.broadcast_id = $1 AND b.id = r.broadcast_id AND c.project_id = b.project_id AND c.id = r.contact_id
+       AND r.state IN ('queued', 'held') AND (c.opted_out_at IS NOT NULL OR (b.category = 'MARKETING' AND NOT c.opted_in))`,
+    [broadcastId, now],
+  );
+}
+
+/** Queues the next wave: `count` held recipients (all when null), in order; answers whether any stay held. */
+export async function queueNextWave(db: Queryable, broadcastId: string, count: number | null, now: Date): Promise<boolean> {
+  const { rows } = await db.query<{ held: string; released: string }>(
+    `WITH next AS (
+       SELECT id FROM broadcast_recipients WHERE broadcast_id = $1 AND state = 'held' ORDER BY id
+       LIMIT COALESCE($2::int, 2147483647) FOR UPDATE SKIP LOCKED
+     ), released AS (
+       UPDATE broadcast_recipients r SET state = 'queued', wave = (SELECT COALESCE(max(wave), 1) + 1 FROM broadcast_recipients WHERE broadcast_id = $1 AND state <> 'held'), updated_at = $3
+       FROM next WHERE r.id = next.id RETURNING r.id
+     )
+     SELECT (SELECT count(*) FROM broadcast_recipients WHERE broadcast_id = $1 AND state = 'held')::bigint AS held,
+            (SELECT count(*) FROM released)::bigint AS released`,
+    [broadcastId, count, now],
+  );
+  return Number(rows[0].held) > Number(rows[0].released);
 }

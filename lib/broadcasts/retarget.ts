@@ -12,6 +12,7 @@ import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { RECIPIENT_ERROR_CODE_SQL } from './store.js';
 import { preflightOf } from './audience.js';
+import { insertRetargetChild, lockDueRetargetParent, settleRetarget } from './campaigns.js';
 
 export async function spawnDueRetargets(pool: pg.Pool, now: Date): Promise<string[]> {
   const spawned: string[] = [];
@@ -19,13 +20,7 @@ export async function spawnDueRetargets(pool: pg.Pool, now: Date): Promise<strin
     const client = await pool.connect();
     try {
       await client.query('BEGIN');
-      const { rows } = await client.query<{ id: string; project_id: string; name: string; category: string; started_at: Date }>(
-        `SELECT id, project_id, name, category, started_at FROM broadcasts
-         WHERE status = 'completed' AND auto_retarget_quality AND retarget_count = 0 AND retarget_due_at <= $1
-         ORDER BY retarget_due_at LIMIT 1 FOR UPDATE SKIP LOCKED`,
-        [now],
-      );
-      const parent = rows[0];
+      const parent = await lockDueRetargetParent(client, now);
       if (!parent) {
         await client.query('COMMIT');
         return spawned;
@@ -42,25 +37,18 @@ export async function spawnDueRetargets(pool: pg.Pool, now: Date): Promise<strin
       const { rows: count } = await client.query<{ n: string }>(`SELECT count(*)::bigint AS n FROM (${candidates}) x`, [parent.id, parent.category, parent.started_at]);
       const n = Number(count[0].n);
       if (n === 0) {
-        await client.query(`UPDATE broadcasts SET retarget_due_at = NULL WHERE id = $1`, [parent.id]);
+        await settleRetarget(client, parent.id, false);
         await client.query('COMMIT');
         continue;
       }
-      await client.query(
-        `INSERT INTO broadcasts (id, project_id, name, template_name, template_language, category, audience, template_variables, status,
-                                 created_by, creator_name, creator_email, auto_retarget_quality, retarget_parent_id, preflight, approved_at, created_at, updated_at,
-                                 route, ttl_seconds)
-         SELECT $2, project_id, left('Retarget: ' || name, 200), template_name, template_language, category, jsonb_build_object('retarget_of', id::text),
-                template_variables, 'pending_approval', created_by, creator_name, creator_email, false, id, $3, NULL, $4, $4, route, ttl_seconds
-         FROM broadcasts WHERE id = $1`,
-        [parent.id, childId, JSON.stringify(preflightOf(n, { opted_out: 0, invalid_phone: 0, not_opted_in: 0, recent_marketing_limit: 0, missing_variable: 0, duplicate: 0 }, 0, now)), now],
-      );
+      const preflight = preflightOf(n, { opted_out: 0, invalid_phone: 0, not_opted_in: 0, recent_marketing_limit: 0, missing_variable: 0, duplicate: 0 }, 0, now);
+      await insertRetargetChild(client, parent.id, childId, preflight, now);
       await client.query(
         `INSERT INTO broadcast_recipients (broadcast_id, contact_id, phone, user_id, variables, state, updated_at)
          SELECT $4::uuid, x.contact_id, x.phone, x.user_id, x.variables, 'queued', $5 FROM (${candidates}) x ON CONFLICT DO NOTHING`,
         [parent.id, parent.category, parent.started_at, childId, now],
       );
-      await client.query(`UPDATE broadcasts SET retarget_count = 1, retarget_due_at = NULL WHERE id = $1`, [parent.id]);
+      await settleRetarget(client, parent.id, true);
       await client.query('COMMIT');
       spawned.push(childId);
     } catch (e) {
