@@ -33,7 +33,7 @@ export const CAPABILITY_EDGES: Record<string, string[]> = {
   templates: ['access', 'channel-settings', 'webhooks'],
   media: ['access', 'channel-settings'],
   flows: ['channel-settings', 'code'],
-  consent: ['conversations'],
+  consent: ['access', 'conversations'],
   pricing: ['channel-settings', 'conversations'],
   'contacts-import': ['tables'],
   deploy: ['code', 'sandbox'],

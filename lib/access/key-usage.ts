@@ -6,6 +6,7 @@
  * once a minute; the column only moves forward.
  */
 import type { Deps } from '../deps.js';
+import { recordKeyUse } from './keys.js';
 
 const MAX_TRACKED = 10_000;
 
@@ -19,8 +20,7 @@ export function keyUsageRecorder(deps: Pick<Deps, 'db' | 'clock' | 'logger'>, ev
       if (last !== undefined && now.getTime() - last < everyMs) return Promise.resolve();
       if (lastWritten.size >= MAX_TRACKED) lastWritten.clear();
       lastWritten.set(keyId, now.getTime());
-      return deps.db.pool
-        .query('UPDATE api_keys SET last_used_at = $2 WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $2)', [keyId, now])
+      return recordKeyUse(deps.db, keyId, now)
         .then(() => undefined, (e) => {
           lastWritten.delete(keyId);
           deps.logger.warn('API key last-used not recorded', { error: String(e) });

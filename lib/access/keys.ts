@@ -67,3 +67,8 @@ export async function revokeKey(deps: KeyDeps, id: string) {
   await credentialsChanged(deps);
   return key;
 }
+
+/** A key authenticated a request at `now`: its last-used time moves forward only (lib/access/key-usage.ts says how often). */
+export async function recordKeyUse(db: Pick<Deps['db'], 'pool'>, keyId: string, now: Date): Promise<void> {
+  await db.pool.query('UPDATE api_keys SET last_used_at = $2 WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $2)', [keyId, now]);
+}

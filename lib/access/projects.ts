@@ -4,6 +4,7 @@ import { credentialsChanged } from './credential-cache.js';
 import { ApiError } from '../platform/errors.js';
 import { newId } from '../platform/secrets.js';
 import { isUniqueViolation } from '../platform/db/errors.js';
+import type { Queryable } from '../platform/db/transaction.js';
 
 type ProjectDeps = Pick<Deps, 'db' | 'logger' | 'provisionChannel'>;
 
@@ -58,4 +59,9 @@ export async function deleteProject(deps: WriteDeps, id: string) {
   const project = await deps.db.prisma.project.update({ where: { id: current.id }, data: { status: 'deleted' } });
   await credentialsChanged(deps);
   return project;
+}
+
+/** A project's consent keywords (lib/consent/keywords.ts validates and reads them). */
+export async function storeConsentKeywords(db: Queryable, projectId: string, keywords: unknown): Promise<void> {
+  await db.query('UPDATE projects SET consent_keywords = $2::jsonb WHERE id = $1', [projectId, JSON.stringify(keywords)]);
 }

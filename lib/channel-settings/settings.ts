@@ -104,3 +104,11 @@ export async function requireChannel(deps: ChannelDeps, projectId: string): Prom
 export function webhookUrl(publicBaseUrl: string, projectId: string): string {
   return `${publicBaseUrl}/channel/${projectId}/webhook`;
 }
+
+/** Replaces a sealed channel secret, only if it is still `from` (the start-up re-seal, lib/upkeep/secret-reseal.ts). */
+export async function replaceSealedChannelSecret(
+  db: Pick<Deps['db'], 'pool'>, projectId: string, column: 'access_token' | 'app_secret' | 'verify_token', from: string, to: string,
+): Promise<number> {
+  const res = await db.pool.query(`UPDATE channel_settings SET ${column}_enc = $1 WHERE project_id = $2 AND ${column}_enc = $3`, [to, projectId, from]);
+  return res.rowCount ?? 0;
+}

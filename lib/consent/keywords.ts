@@ -5,6 +5,7 @@
  * tolerated; "please stop sending me offers" is not an opt-out. A quick-reply button matches by
  * its payload or its text (Meta's "Stop promotions" button arrives as a button reply).
  */
+import { storeConsentKeywords } from '../access/projects.js';
 import type { Queryable } from '../platform/db/transaction.js';
 
 
@@ -49,7 +50,7 @@ export async function readKeywords(db: Queryable, projectId: string): Promise<Co
 
 export async function writeKeywords(db: Queryable, projectId: string, keywords: ConsentKeywords): Promise<ConsentKeywords> {
   const value = keywordsOf(keywords);
-  await db.query('UPDATE projects SET consent_keywords = $2::jsonb WHERE id = $1', [projectId, JSON.stringify(value)]);
+  await storeConsentKeywords(db, projectId, value);
   return value;
 }
 

@@ -6,7 +6,8 @@
  */
 import type pg from 'pg';
 import { SecretBox } from '../platform/crypto-box.js';
-import { channelSecretPlace } from '../channel-settings/settings.js';
+import { channelSecretPlace, replaceSealedChannelSecret } from '../channel-settings/settings.js';
+import { replaceSealedWebhookSecret } from '../webhooks/store.js';
 import { webhookSecretPlace } from '../webhooks/secret-place.js';
 
 const CHANNEL_COLUMNS = ['access_token', 'app_secret', 'verify_token'] as const;
@@ -27,16 +28,14 @@ export async function resealLegacySecrets(pool: pg.Pool, box: SecretBox): Promis
     for (const row of rows) {
       const next = reseal(row.v, channelSecretPlace(row.project_id, column));
       if (!next) continue;
-      const res = await pool.query(`UPDATE channel_settings SET ${column}_enc = $1 WHERE project_id = $2 AND ${column}_enc = $3`, [next, row.project_id, row.v]);
-      resealed += res.rowCount ?? 0;
+      resealed += await replaceSealedChannelSecret({ pool }, row.project_id, column, row.v, next);
     }
   }
   const { rows } = await pool.query(`SELECT id, secret_enc AS v FROM webhook_endpoints WHERE secret_enc LIKE 'v1.%'`);
   for (const row of rows) {
     const next = reseal(row.v, webhookSecretPlace(row.id));
     if (!next) continue;
-    const res = await pool.query(`UPDATE webhook_endpoints SET secret_enc = $1 WHERE id = $2 AND secret_enc = $3`, [next, row.id, row.v]);
-    resealed += res.rowCount ?? 0;
+    resealed += await replaceSealedWebhookSecret(pool, row.id, row.v, next);
   }
   return { resealed, failed };
 }

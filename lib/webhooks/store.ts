@@ -270,3 +270,9 @@ export async function pruneLog(db: Queryable, webhookId: string, keep: number, b
   );
   return { attempts: attempts.rowCount ?? 0, deliveries: deliveries.rowCount ?? 0 };
 }
+
+/** Replaces a registration's sealed signing secret, only if it is still `from` (the start-up re-seal, lib/upkeep/secret-reseal.ts). */
+export async function replaceSealedWebhookSecret(db: Queryable, id: string, from: string, to: string): Promise<number> {
+  const res = await db.query(`UPDATE webhook_endpoints SET secret_enc = $1 WHERE id = $2 AND secret_enc = $3`, [to, id, from]);
+  return res.rowCount ?? 0;
+}
