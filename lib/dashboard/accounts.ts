@@ -11,6 +11,7 @@ import { hashSecret, newId, randomToken } from '../platform/secrets.js';
 import { findProject } from '../access/projects.js';
 import { hashPassword, passwordProblem, verifyPassword } from './passwords.js';
 import { DashboardRefusal } from './refusal.js';
+import { endAccountSessions } from './sessions.js';
 import { isRole, type Role } from './roles.js';
 import { checkLoginAllowed, recordLoginFailure } from './login-throttle.js';
 
@@ -48,7 +49,7 @@ export async function grantRole(deps: AccountDeps, projectId: string, rawEmail: 
   if (existing && opts.resetPassword) {
     // A lost password: the old one and every session of the account stop working now.
     await deps.db.prisma.dashboardAccount.update({ where: { id: existing.id }, data: { passwordHash: null } });
-    await deps.db.prisma.dashboardSession.deleteMany({ where: { accountId: existing.id } });
+    await endAccountSessions(deps, existing.id);
     existing.passwordHash = null;
   }
   let setupToken: string | undefined;

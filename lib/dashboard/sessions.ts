@@ -48,3 +48,8 @@ export async function resolveSession(deps: SessionDeps, token: string | undefine
 export async function endSession(deps: SessionDeps, sessionId: string): Promise<void> {
   await deps.db.prisma.dashboardSession.deleteMany({ where: { id: sessionId } });
 }
+
+/** Every session of an account ends now (its password was reset). */
+export async function endAccountSessions(deps: Pick<Deps, 'db'>, accountId: string): Promise<void> {
+  await deps.db.prisma.dashboardSession.deleteMany({ where: { accountId } });
+}

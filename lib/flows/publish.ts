@@ -20,7 +20,7 @@ import { ApiError } from '../platform/errors.js';
 import { requireChannel } from '../channel-settings/settings.js';
 import { asApiError } from '../../channel/api-errors.js';
 import { createFlow, deprecateFlow as deprecateAtChannel, getFlow as getChannelFlow, publishFlow as publishAtChannel, uploadFlowJson, type GraphFlowValidationError } from '../../channel/flows.js';
-import { findFlow, findVersion, type FlowRow } from './store.js';
+import { findFlow, findVersion, recordChannelState, type FlowRow } from './store.js';
 import { validateFlowJson } from './validator/index.js';
 
 export interface PublishResult {
@@ -57,7 +57,6 @@ export async function publishFlow(deps: Deps, projectId: string, name: string, o
 }
 
 async function publishLocked(deps: Deps, projectId: string, name: string, opts: { dryRun?: boolean }): Promise<PublishResult> {
-  const { prisma } = deps.db;
   let flow = await findFlow(deps, projectId, name);
   const version = await findVersion(deps, flow);
   const local = validateFlowJson(version.definition);
@@ -78,16 +77,13 @@ async function publishLocked(deps: Deps, projectId: string, name: string, opts: 
       const first = flow.publishedVersion === null && flow.channelFlowId === null;
       const channelName = first ? name : `${name}-v${version.version}${flow.status === 'DEPRECATED' ? `-${deps.clock.now().getTime().toString(36)}` : ''}`;
       draftId = (await createFlow(deps.channel, channel, { name: channelName, categories: flow.categories })).id;
-      flow = await prisma.flow.update({ where: { id: flow.id }, data: { channelDraftId: draftId } });
+      flow = await recordChannelState(deps, flow.id, { channelDraftId: draftId });
     }
     const uploaded = await uploadFlowJson(deps.channel, channel, draftId, version.definition);
     // Read back what the channel now holds for the flow (its list is the one publishing obeys).
     const readBack = await getChannelFlow(deps.channel, channel, draftId);
     const channelFindings = asFindings(readBack.validation_errors?.length ? readBack.validation_errors : uploaded.validationErrors);
-    flow = await prisma.flow.update({
-      where: { id: flow.id },
-      data: { channelDraftVersion: version.version, channelFindings: channelFindings as object[] },
-    });
+    flow = await recordChannelState(deps, flow.id, { channelDraftVersion: version.version, channelFindings: channelFindings as object[] });
     if (channelFindings.length) {
       throw new ApiError(
         'invalid_flow',
@@ -98,16 +94,13 @@ async function publishLocked(deps: Deps, projectId: string, name: string, opts: 
     if (opts.dryRun) return { flow, published: false, channelFindings };
     await publishAtChannel(deps.channel, channel, draftId);
     const previous = flow.channelFlowId;
-    flow = await prisma.flow.update({
-      where: { id: flow.id },
-      data: {
-        status: 'PUBLISHED',
-        channelFlowId: draftId,
-        channelDraftId: null,
-        channelDraftVersion: null,
-        publishedVersion: version.version,
-        publishedAt: deps.clock.now(),
-      },
+    flow = await recordChannelState(deps, flow.id, {
+      status: 'PUBLISHED',
+      channelFlowId: draftId,
+      channelDraftId: null,
+      channelDraftVersion: null,
+      publishedVersion: version.version,
+      publishedAt: deps.clock.now(),
     });
     if (previous && previous !== draftId) {
       await deprecateAtChannel(deps.channel, channel, previous).catch((e) =>
@@ -130,5 +123,5 @@ export async function deprecateFlow(deps: Deps, projectId: string, name: string)
   } catch (e) {
     throw asApiError(e);
   }
-  return deps.db.prisma.flow.update({ where: { id: flow.id }, data: { status: 'DEPRECATED' } });
+  return recordChannelState(deps, flow.id, { status: 'DEPRECATED' });
 }

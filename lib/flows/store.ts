@@ -242,3 +242,12 @@ export async function listFlowFiles(db: Database, projectId: string, tree: 'deve
 export function isFlowFilePath(path: string): boolean {
   return /^flows\/[^/]+\.json$/i.test(path.replace(/^\/+/, ''));
 }
+
+/** What the channel holds of a flow (its draft, findings, published version, status), as publishing learns it (lib/flows/publish.ts). */
+export function recordChannelState(
+  deps: Pick<Deps, 'db'>,
+  flowId: FlowRow['id'],
+  state: Partial<Pick<FlowRow, 'status' | 'channelFlowId' | 'channelDraftId' | 'channelDraftVersion' | 'publishedVersion' | 'publishedAt'>> & { channelFindings?: object[] },
+): Promise<FlowRow> {
+  return deps.db.prisma.flow.update({ where: { id: flowId }, data: state });
+}
