@@ -211,7 +211,7 @@ describe('a claim kept alive while its attempt starts', () => {
     const { deliveries } = await fanOutBatch(t.db.pool, 100, t.clock.now(), new Date(Date.now() + 3000));
     const claim = deliveries.find((d) => d.webhookId === webhookId)!;
     // The sweep's extension is committed, but the in-memory claim learns of it a moment later.
-    const { extendClaims } = await import('../lib/webhooks/claims.js');
+    const { extendClaims } = await import('../lib/webhooks/store.js');
     const leaseUntil = new Date(Date.now() + 30_000);
     expect(await extendClaims(t.db.pool, [{ id: claim.id, leaseUntil: claim.leaseUntil }], leaseUntil)).toEqual([claim.id]);
     claim.extending = sleep(100).then(() => {

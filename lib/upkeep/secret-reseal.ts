@@ -7,7 +7,7 @@
 import type pg from 'pg';
 import { SecretBox } from '../platform/crypto-box.js';
 import { channelSecretPlace, replaceSealedChannelSecret } from '../channel-settings/settings.js';
-import { replaceSealedWebhookSecret } from '../webhooks/store.js';
+import { replaceSealedWebhookSecret } from '../webhooks/registrations.js';
 import { webhookSecretPlace } from '../webhooks/secret-place.js';
 
 const CHANNEL_COLUMNS = ['access_token', 'app_secret', 'verify_token'] as const;

@@ -17,10 +17,10 @@ import { signatureHeader } from './signature.js';
 import { webhookSecretPlace } from './secret-place.js';
 import { postWebhook, type AgentPool, type AttemptResult } from './http-post.js';
 import { retryDelayMs, type DeliveryPolicy } from './policy.js';
-import { cancelIfOrphaned, claimDelivery, renewClaim, type ClaimedDelivery, type OutcomeKind, type RecordedOutcome } from './store.js';
+import { cancelIfOrphaned, claimDelivery, releaseClaims, renewClaim, type ClaimedDelivery, type OutcomeKind, type RecordedOutcome } from './store.js';
 import type { OutcomeWriter } from './outcomes.js';
 import type { WorkItem } from './dispatcher.js';
-import { CUT_AT_SHUTDOWN, releaseClaims } from './claims.js';
+import { CUT_AT_SHUTDOWN } from './claims.js';
 
 export const USER_AGENT = 'Service-Webhooks/1.0';
 

@@ -23,15 +23,15 @@ import { setMaxListeners } from 'node:events';
 import type pg from 'pg';
 import type { Deps } from '../deps.js';
 import type { Clock } from '../platform/clock.js';
-import { EVENTS_CHANNEL } from './events.js';
+import { EVENTS_CHANNEL, pruneEvents } from './events.js';
 import { MAX_ATTEMPTS, type DeliveryPolicy } from './policy.js';
 import { Dispatcher } from './dispatcher.js';
 import { AgentPool } from './http-post.js';
 import { attemptDelivery, type AttemptInfo, type DeliveryItem } from './attempt.js';
 import { OutcomeWriter } from './outcomes.js';
 import { fanOutBatch } from './fanout.js';
-import { cancelIfOrphaned, claimDeliveries, overdueDeliveries, pruneEvents, pruneLog, type ClaimedDelivery, type RecordedOutcome } from './store.js';
-import { extendClaims, interruptedOutcome, releaseClaims } from './claims.js';
+import { cancelIfOrphaned, claimDeliveries, extendClaims, overdueDeliveries, pruneLog, releaseClaims, type ClaimedDelivery, type RecordedOutcome } from './store.js';
+import { interruptedOutcome } from './claims.js';
 import { listen, type Listener } from './listener.js';
 import { WEBHOOK_CHANGES_CHANNEL } from './registrations.js';
 

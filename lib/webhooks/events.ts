@@ -2,9 +2,11 @@
  * The event outbox. Platform events (`message.received`, `message.status`, `template.approved`,
  * `template.rejected`) and custom events are rows written in the same transaction as the change
  * that caused them, so a crash never loses one; the webhook dispatcher delivers from this table.
+ * This module is the only writer of `events` (inserted, marked dispatched by the fan-out, pruned).
  */
 import type { Prisma } from '../../generated/prisma/client.js';
 import { newId } from '../platform/secrets.js';
+import type { Queryable } from '../platform/db/transaction.js';
 
 export const PLATFORM_EVENTS = ['message.received', 'message.status', 'template.approved', 'template.rejected'] as const;
 export type PlatformEvent = (typeof PLATFORM_EVENTS)[number];
@@ -67,4 +69,58 @@ export async function insertEvent(
   const id = newId('evt', 20);
   await db.query(INSERT_EVENT, [id, projectId, name, JSON.stringify(data ?? null), at, EVENTS_CHANNEL]);
   return id;
+}
+
+/** An undispatched event paired with one registration subscribed to it (`event_id` null when the batch has no pairs). */
+export interface FanOutPair {
+  events: number;
+  event_id: string | null;
+  project_id: string;
+  name: string;
+  data_json: string;
+  created_at: Date;
+  webhook_id: string;
+  url: string;
+  secret_enc: string;
+}
+
+/**
+ * Locks up to `limit` events not yet fanned out (oldest first, skipping those another instance
+ * holds), marks them dispatched at `now`, and pairs each with the active registrations subscribed
+ * to its name. Run inside the fan-out's transaction, which writes the deliveries.
+ */
+export async function takeEventsForFanOut(db: Queryable, limit: number, now: Date): Promise<FanOutPair[]> {
+  const { rows } = await db.query<FanOutPair>(
+    `WITH ev AS (
+       SELECT id, project_id, name, data, created_at FROM events
+        WHERE dispatched_at IS NULL ORDER BY created_at, id LIMIT $1 FOR UPDATE SKIP LOCKED
+     ), upd AS (
+       UPDATE events e SET dispatched_at = $2 FROM ev WHERE e.id = ev.id RETURNING e.id
+     )
+     SELECT (SELECT count(*) FROM upd)::int AS events, p.*
+       FROM (SELECT 1) AS one
+       LEFT JOIN (
+         SELECT ev.id AS event_id, ev.project_id, ev.name, COALESCE(ev.data::text, 'null') AS data_json, ev.created_at,
+                w.id AS webhook_id, w.url, w.secret_enc
+           FROM ev JOIN webhook_endpoints w ON w.project_id = ev.project_id AND w.is_active AND ev.name = ANY(w.events)
+       ) p ON true`,
+    [limit, now],
+  );
+  return rows;
+}
+
+/**
+ * Deletes up to `limit` events fanned out before `before`, oldest first, except those a pending
+ * delivery still needs (its retries read the event's data). Uses the (dispatched_at, created_at) index.
+ */
+export async function pruneEvents(db: Queryable, before: Date, limit: number): Promise<number> {
+  const { rowCount } = await db.query(
+    `DELETE FROM events WHERE id IN (
+       SELECT e.id FROM events e
+        WHERE e.dispatched_at < $1
+          AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.status = 'pending')
+        ORDER BY e.dispatched_at LIMIT $2)`,
+    [before, limit],
+  );
+  return rowCount ?? 0;
 }

@@ -10,8 +10,8 @@
  */
 import type pg from 'pg';
 import type { Logger } from '../platform/logger.js';
-import { WEBHOOK_CHANGES_CHANNEL } from './registrations.js';
-import { applyEndpointChanges, cancelPending, endpointChanges, lockEndpoints, recordOutcomes, type Outcome, type RecordedOutcome } from './store.js';
+import { applyEndpointChanges, endpointChanges, lockEndpoints, WEBHOOK_CHANGES_CHANNEL } from './registrations.js';
+import { cancelPending, recordOutcomes, type Outcome, type RecordedOutcome } from './store.js';
 
 export interface OutcomeWriterOptions {
   pool: pg.Pool;

@@ -5,6 +5,9 @@
  * change (a new URL or re-enabling redirects those events too). Re-enabling an inactive
  * registration resets `failure_count` to 0; disabling it drops its pending deliveries. Every change
  * is announced (WEBHOOK_CHANGES_CHANNEL), so deliveries already queued re-read the registration.
+ * This module is the only writer of `webhook_endpoints`, including the delivery engine's counts
+ * (`failure_count` = consecutive failed events: +1 per dropped event, back to 0 on a success;
+ * disabled at the threshold) and the start-up re-seal.
  */
 import type { Deps } from '../deps.js';
 import type { AuthContext } from '../access/types.js';
@@ -15,6 +18,9 @@ import { newId, newSecret } from '../platform/secrets.js';
 import { scopesForEvents, validateSubscription } from './event-names.js';
 import { webhookSecretPlace } from './secret-place.js';
 import { validateWebhookUrl } from './target.js';
+import type { Queryable } from '../platform/db/transaction.js';
+import type { RecordedOutcome } from './store.js';
+import { cancelPendingOfRegistration } from './store.js';
 
 export type WebhookView = components['schemas']['Webhook'];
 export const SECRET_PREFIX = 'whsec_';
@@ -122,10 +128,7 @@ export async function updateWebhook(deps: RegistrationDeps, auth: AuthContext, i
       },
     });
     if (disabling) {
-      await tx.webhookDelivery.updateMany({
-        where: { webhookId: current.id, status: 'pending' },
-        data: { status: 'canceled', completedAt: now, nextAttemptAt: null },
-      });
+      await cancelPendingOfRegistration(tx, current.id, now);
     }
     await tx.$executeRaw`SELECT pg_notify(${WEBHOOK_CHANGES_CHANNEL}, ${current.id})`;
     return updated;
@@ -141,4 +144,67 @@ export async function deleteWebhook(deps: RegistrationDeps, projectId: string, i
     deps.db.prisma.$executeRaw`SELECT pg_notify(${WEBHOOK_CHANGES_CHANNEL}, ${current.id})`,
   ]);
   return webhookView(current);
+}
+
+// The delivery engine's writes to registrations (hot path, plain SQL, in the outcome writer's transaction).
+
+export interface EndpointChange {
+  webhookId: string;
+  /** A success happened in the batch: the count restarts from it. */
+  reset: boolean;
+  /** Dropped events after the last success (or in total when no success). */
+  failedEvents: number;
+  lastAt: Date;
+}
+
+/** Locks the registrations of a batch, in id order: every writer takes them before delivery rows, so writers never deadlock. */
+export async function lockEndpoints(db: Queryable, webhookIds: string[]): Promise<void> {
+  await db.query(`SELECT id FROM webhook_endpoints WHERE id = ANY($1::text[]) ORDER BY id FOR NO KEY UPDATE`, [[...new Set(webhookIds)]]);
+}
+
+/** Sums a batch of outcomes (in completion order) per registration. */
+export function endpointChanges(recorded: RecordedOutcome[]): EndpointChange[] {
+  const byWebhook = new Map<string, EndpointChange>();
+  for (const o of recorded) {
+    let c = byWebhook.get(o.webhookId);
+    if (!c) byWebhook.set(o.webhookId, (c = { webhookId: o.webhookId, reset: false, failedEvents: 0, lastAt: o.at }));
+    if (o.at > c.lastAt) c.lastAt = o.at;
+    if (o.kind === 'success') {
+      c.reset = true;
+      c.failedEvents = 0;
+    } else if (o.kind === 'dropped') {
+      c.failedEvents++;
+    }
+  }
+  return [...byWebhook.values()];
+}
+
+/** Applies the changes; returns the registrations this batch disabled. */
+export async function applyEndpointChanges(db: Queryable, changes: EndpointChange[], disableAfter: number): Promise<string[]> {
+  if (changes.length === 0) return [];
+  const { rows } = await db.query<{ id: string; failure_count: number; is_active: boolean; reset: boolean; failed: number }>(
+    `WITH u AS (
+       SELECT * FROM unnest($1::text[], $2::bool[], $3::int[], $4::timestamptz[]) AS u(id, reset, failed, at)
+     )
+     UPDATE webhook_endpoints e SET
+       last_triggered_at = GREATEST(COALESCE(e.last_triggered_at, u.at), u.at),
+       failure_count = CASE WHEN u.reset THEN u.failed ELSE e.failure_count + u.failed END,
+       is_active = CASE WHEN u.failed > 0 AND (CASE WHEN u.reset THEN u.failed ELSE e.failure_count + u.failed END) >= $5
+                        THEN false ELSE e.is_active END,
+       updated_at = CASE WHEN u.failed > 0 AND (CASE WHEN u.reset THEN u.failed ELSE e.failure_count + u.failed END) >= $5 AND e.is_active
+                         THEN u.at ELSE e.updated_at END
+      FROM u WHERE e.id = u.id
+      RETURNING e.id, e.failure_count, e.is_active, u.reset, u.failed`,
+    [changes.map((c) => c.webhookId), changes.map((c) => c.reset), changes.map((c) => c.failedEvents), changes.map((c) => c.lastAt), disableAfter],
+  );
+  // Disabled by this batch: the count crossed the threshold within it.
+  return rows
+    .filter((r) => r.failed > 0 && !r.is_active && r.failure_count >= disableAfter && (r.reset || r.failure_count - r.failed < disableAfter))
+    .map((r) => r.id);
+}
+
+/** Replaces a registration's sealed signing secret, only if it is still `from` (the start-up re-seal, lib/upkeep/secret-reseal.ts). */
+export async function replaceSealedWebhookSecret(db: Queryable, id: string, from: string, to: string): Promise<number> {
+  const res = await db.query(`UPDATE webhook_endpoints SET secret_enc = $1 WHERE id = $2 AND secret_enc = $3`, [to, id, from]);
+  return res.rowCount ?? 0;
 }

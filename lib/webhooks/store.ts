@@ -4,13 +4,17 @@
  * (`failed`) or its registration is disabled or deleted (`canceled`). `next_attempt_at` is when it
  * may next be attempted; whoever claims it moves it forward by a lease (a conditional UPDATE), so
  * two workers never attempt it at once, and a crashed worker's claim lapses and is retaken.
- * Outcomes are written in batches: one statement records the attempts and moves the deliveries,
- * one updates each registration once (`failure_count` = consecutive failed events: +1 per dropped
- * event, back to 0 on a success; disabled at the threshold), in one transaction.
+ * Outcomes are written in batches: one statement records the attempts and moves the deliveries
+ * (registrations.ts then updates each registration once, in the same transaction).
+ * This module is the only writer of `webhook_deliveries` and `webhook_attempts`.
  * Plain SQL: this is the hot path.
  */
 import type { Queryable } from '../platform/db/transaction.js';
+import type { Prisma } from '../../generated/prisma/client.js';
 import { MAX_ATTEMPTS } from './policy.js';
+
+/** A Prisma transaction client, for the statements a registration change makes in its own transaction. */
+type RawTx = Pick<Prisma.TransactionClient, '$executeRawUnsafe'>;
 
 
 export interface ClaimedDelivery {
@@ -152,59 +156,68 @@ export async function recordOutcomes(db: Queryable, outcomes: Outcome[]): Promis
   return rows.sort((a, b) => a.ord - b.ord).map((r) => outcomes[r.ord]);
 }
 
-export interface EndpointChange {
-  webhookId: string;
-  /** A success happened in the batch: the count restarts from it. */
-  reset: boolean;
-  /** Dropped events after the last success (or in total when no success). */
-  failedEvents: number;
-  lastAt: Date;
-}
-
-/** Locks the registrations of a batch, in id order: every writer takes them before delivery rows, so writers never deadlock. */
-export async function lockEndpoints(db: Queryable, webhookIds: string[]): Promise<void> {
-  await db.query(`SELECT id FROM webhook_endpoints WHERE id = ANY($1::text[]) ORDER BY id FOR NO KEY UPDATE`, [[...new Set(webhookIds)]]);
-}
-
-/** Sums a batch of outcomes (in completion order) per registration. */
-export function endpointChanges(recorded: RecordedOutcome[]): EndpointChange[] {
-  const byWebhook = new Map<string, EndpointChange>();
-  for (const o of recorded) {
-    let c = byWebhook.get(o.webhookId);
-    if (!c) byWebhook.set(o.webhookId, (c = { webhookId: o.webhookId, reset: false, failedEvents: 0, lastAt: o.at }));
-    if (o.at > c.lastAt) c.lastAt = o.at;
-    if (o.kind === 'success') {
-      c.reset = true;
-      c.failedEvents = 0;
-    } else if (o.kind === 'dropped') {
-      c.failedEvents++;
-    }
-  }
-  return [...byWebhook.values()];
-}
-
-/** Applies the changes; returns the registrations this batch disabled. */
-export async function applyEndpointChanges(db: Queryable, changes: EndpointChange[], disableAfter: number): Promise<string[]> {
-  if (changes.length === 0) return [];
-  const { rows } = await db.query<{ id: string; failure_count: number; is_active: boolean; reset: boolean; failed: number }>(
-    `WITH u AS (
-       SELECT * FROM unnest($1::text[], $2::bool[], $3::int[], $4::timestamptz[]) AS u(id, reset, failed, at)
-     )
-     UPDATE webhook_endpoints e SET
-       last_triggered_at = GREATEST(COALESCE(e.last_triggered_at, u.at), u.at),
-       failure_count = CASE WHEN u.reset THEN u.failed ELSE e.failure_count + u.failed END,
-       is_active = CASE WHEN u.failed > 0 AND (CASE WHEN u.reset THEN u.failed ELSE e.failure_count + u.failed END) >= $5
-                        THEN false ELSE e.is_active END,
-       updated_at = CASE WHEN u.failed > 0 AND (CASE WHEN u.reset THEN u.failed ELSE e.failure_count + u.failed END) >= $5 AND e.is_active
-                         THEN u.at ELSE e.updated_at END
-      FROM u WHERE e.id = u.id
-      RETURNING e.id, e.failure_count, e.is_active, u.reset, u.failed`,
-    [changes.map((c) => c.webhookId), changes.map((c) => c.reset), changes.map((c) => c.failedEvents), changes.map((c) => c.lastAt), disableAfter],
+/**
+ * Gives back claims we hold and will not post: each is uncounted and due at `dueAt`. Only a claim
+ * still ours (same lease, still pending) is touched. Returns the ids given back.
+ */
+export async function releaseClaims(db: Queryable, claims: Array<{ id: string; leaseUntil: Date }>, dueAt: Date): Promise<string[]> {
+  if (claims.length === 0) return [];
+  const { rows } = await db.query<{ id: string }>(
+    `UPDATE webhook_deliveries d SET attempts = d.attempts - 1, next_attempt_at = $3
+       FROM unnest($1::text[], $2::timestamptz[]) AS c(id, lease_until)
+      WHERE d.id = c.id AND d.status = 'pending' AND d.next_attempt_at = c.lease_until AND d.attempts > 0
+      RETURNING d.id`,
+    [claims.map((c) => c.id), claims.map((c) => c.leaseUntil), dueAt],
   );
-  // Disabled by this batch: the count crossed the threshold within it.
-  return rows
-    .filter((r) => r.failed > 0 && !r.is_active && r.failure_count >= disableAfter && (r.reset || r.failure_count - r.failed < disableAfter))
-    .map((r) => r.id);
+  return rows.map((r) => r.id);
+}
+
+/**
+ * Keeps claims alive while their deliveries wait in a long queue (a slow receiver's lane): without
+ * it a lapsed claim would be retaken and counted again, unposted. Each claim still ours (same lease)
+ * gets `leaseUntil`; returns the ids extended.
+ */
+export async function extendClaims(db: Queryable, claims: Array<{ id: string; leaseUntil: Date }>, leaseUntil: Date): Promise<string[]> {
+  if (claims.length === 0) return [];
+  const { rows } = await db.query<{ id: string }>(
+    `UPDATE webhook_deliveries d SET next_attempt_at = $3
+       FROM unnest($1::text[], $2::timestamptz[]) AS c(id, lease_until)
+      WHERE d.id = c.id AND d.status = 'pending' AND d.next_attempt_at = c.lease_until
+      RETURNING d.id`,
+    [claims.map((c) => c.id), claims.map((c) => c.leaseUntil), leaseUntil],
+  );
+  return rows.map((r) => r.id);
+}
+
+/**
+ * Writes the deliveries of a fan-out, born claimed by the caller until `leaseUntil` with their first
+ * attempt counted; a pair already delivered (same event and registration) is skipped. Returns the
+ * ids written.
+ */
+export async function insertClaimedDeliveries(
+  db: Queryable,
+  rows: Array<{ id: string; projectId: string; webhookId: string; eventId: string; event: string }>,
+  leaseUntil: Date,
+  now: Date,
+): Promise<Set<string>> {
+  const { rows: inserted } = await db.query<{ id: string }>(
+    `INSERT INTO webhook_deliveries (id, project_id, webhook_id, event_id, event, status, attempts, next_attempt_at, created_at)
+     SELECT d.id, d.project_id, d.webhook_id, d.event_id, d.event, 'pending', 1, $6, $7
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS d(id, project_id, webhook_id, event_id, event)
+     ON CONFLICT (event_id, webhook_id) DO NOTHING
+     RETURNING id`,
+    [rows.map((r) => r.id), rows.map((r) => r.projectId), rows.map((r) => r.webhookId), rows.map((r) => r.eventId), rows.map((r) => r.event), leaseUntil, now],
+  );
+  return new Set(inserted.map((r) => r.id));
+}
+
+/** A registration disabled by its owner receives nothing further: its pending deliveries are canceled, in the caller's transaction. */
+export async function cancelPendingOfRegistration(tx: RawTx, webhookId: string, at: Date): Promise<number> {
+  return tx.$executeRawUnsafe(
+    `UPDATE webhook_deliveries SET status = 'canceled', completed_at = $2, next_attempt_at = NULL
+      WHERE webhook_id = $1 AND status = 'pending'`,
+    webhookId, at,
+  );
 }
 
 /** After an auto-disable: the registrations receive nothing further (and other instances hear of it on `channel`). */
@@ -234,22 +247,6 @@ export async function overdueDeliveries(db: Queryable, before: Date, limit: numb
 }
 
 /**
- * Deletes up to `limit` events fanned out before `before`, oldest first, except those a pending
- * delivery still needs (its retries read the event's data). Uses the (dispatched_at, created_at) index.
- */
-export async function pruneEvents(db: Queryable, before: Date, limit: number): Promise<number> {
-  const { rowCount } = await db.query(
-    `DELETE FROM events WHERE id IN (
-       SELECT e.id FROM events e
-        WHERE e.dispatched_at < $1
-          AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.status = 'pending')
-        ORDER BY e.dispatched_at LIMIT $2)`,
-    [before, limit],
-  );
-  return rowCount ?? 0;
-}
-
-/**
  * Keeps the newest `keep` completed deliveries of a registration and its newest `keep * 5`
  * attempts, deleting at most `budget` deliveries per call (the sweep meters its work). Attempts go
  * first, through their (webhook_id, id) index; the deliveries' cascade then finds little to do.
@@ -269,10 +266,4 @@ export async function pruneLog(db: Queryable, webhookId: string, keep: number, b
     [webhookId, keep, budget],
   );
   return { attempts: attempts.rowCount ?? 0, deliveries: deliveries.rowCount ?? 0 };
-}
-
-/** Replaces a registration's sealed signing secret, only if it is still `from` (the start-up re-seal, lib/upkeep/secret-reseal.ts). */
-export async function replaceSealedWebhookSecret(db: Queryable, id: string, from: string, to: string): Promise<number> {
-  const res = await db.query(`UPDATE webhook_endpoints SET secret_enc = $1 WHERE id = $2 AND secret_enc = $3`, [to, id, from]);
-  return res.rowCount ?? 0;
 }
