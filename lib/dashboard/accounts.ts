@@ -5,8 +5,11 @@
  * is stored; using the link clears it. Granting an email that already has an account only adds the
  * role (and a fresh link if that account never finished setting up). An owner's invitation in the
  * dashboard does not come here: it is an invitation the person accepts (./invites.ts).
+ * This module is the only writer of `dashboard_accounts` and `dashboard_memberships` (they change
+ * together): invitations and the owners' actions join, re-role and remove through it.
  */
 import type { Deps } from '../deps.js';
+import type { Prisma } from '../../generated/prisma/client.js';
 import { hashSecret, newId, randomToken } from '../platform/secrets.js';
 import { findProject } from '../access/projects.js';
 import { hashPassword, passwordProblem, verifyPassword } from './passwords.js';
@@ -64,12 +67,35 @@ export async function grantRole(deps: AccountDeps, projectId: string, rawEmail: 
     create: { id: newId('acc', 16), email, createdAt: now, ...setup },
     update: setup,
   });
-  await deps.db.prisma.dashboardMembership.upsert({
-    where: { accountId_projectId: { accountId: account.id, projectId: project.id } },
-    create: { accountId: account.id, projectId: project.id, role, createdAt: now },
+  await joinProject(deps.db.prisma, account.id, project.id, role, now);
+  return { account: { id: account.id, email: account.email }, role, setupToken, setupExpiresAt };
+}
+
+/** A Prisma client or transaction client: memberships change inside the callers' transactions (audited actions, an accepted invitation). */
+type AccountTx = Pick<Prisma.TransactionClient, 'dashboardAccount' | 'dashboardMembership'>;
+
+/** An account made with the password its person chose (an accepted invitation). */
+export async function createAccount(tx: AccountTx, email: string, passwordHash: string, now: Date) {
+  return tx.dashboardAccount.create({ data: { id: newId('acc', 16), email, createdAt: now, passwordHash } });
+}
+
+/** The account holds `role` in the project: a new membership, or the role of the one it has. */
+export async function joinProject(tx: AccountTx, accountId: string, projectId: string, role: Role, now: Date): Promise<void> {
+  await tx.dashboardMembership.upsert({
+    where: { accountId_projectId: { accountId, projectId } },
+    create: { accountId, projectId, role, createdAt: now },
     update: { role },
   });
-  return { account: { id: account.id, email: account.email }, role, setupToken, setupExpiresAt };
+}
+
+/** A member's new role (the member exists: the caller found it in the same transaction). */
+export async function changeRole(tx: AccountTx, accountId: string, projectId: string, role: Role): Promise<void> {
+  await tx.dashboardMembership.update({ where: { accountId_projectId: { accountId, projectId } }, data: { role } });
+}
+
+/** The member leaves the project; the account stays (it may belong to others). */
+export async function leaveProject(tx: AccountTx, accountId: string, projectId: string): Promise<void> {
+  await tx.dashboardMembership.delete({ where: { accountId_projectId: { accountId, projectId } } });
 }
 
 /** The account a setup token opens, if it is valid and unused. */

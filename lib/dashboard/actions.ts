@@ -16,7 +16,7 @@ import { recordAudit, recordAuditOn, type Actor, type AuditEntry } from './audit
 import type { PrismaClient } from '../../generated/prisma/client.js';
 import { DashboardRefusal } from './refusal.js';
 import { parseScopes } from './scopes.js';
-import { normaliseEmail } from './accounts.js';
+import { changeRole, leaveProject, normaliseEmail } from './accounts.js';
 import { createInvite } from './invites.js';
 import { isRole, requireRole, type Role } from './roles.js';
 
@@ -148,7 +148,7 @@ export async function inviteAs(deps: ActionDeps, actor: Actor, projectId: string
       if (member.role === 'owner' && role !== 'owner' && (await tx.db.prisma.dashboardMembership.count({ where: { projectId, role: 'owner' } })) <= 1) {
         throw new DashboardRefusal(409, 'This is the project’s last owner: make someone else owner first.');
       }
-      await tx.db.prisma.dashboardMembership.update({ where: { accountId_projectId: { accountId: member.accountId, projectId } }, data: { role } });
+      await changeRole(tx.db.prisma, member.accountId, projectId, role);
       return { result: { email, role }, entry: { projectId, action: 'member.role', subject: email, before: { role: member.role }, after: { role } } };
     }
     const { token } = await createInvite(tx, projectId, email, role, actor.accountId);
@@ -167,7 +167,7 @@ export async function removeMemberAs(deps: ActionDeps, actor: Actor, projectId: 
     if (owners <= 1) throw new DashboardRefusal(409, 'This is the project’s last owner: make someone else owner first.');
   }
   await audited(deps, actor, async (tx) => {
-    await tx.db.prisma.dashboardMembership.delete({ where: { accountId_projectId: { accountId: member.accountId, projectId } } });
+    await leaveProject(tx.db.prisma, member.accountId, projectId);
     return { result: undefined, entry: { projectId, action: 'member.remove', subject: email, before: { role: member.role } } };
   });
 }

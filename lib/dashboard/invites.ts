@@ -14,7 +14,6 @@
  * writes the audit row in one transaction. Re-inviting the same email replaces the pending link.
  */
 import type { Deps } from '../deps.js';
-import type { PrismaClient } from '../../generated/prisma/client.js';
 import { hashSecret, newId, randomToken } from '../platform/secrets.js';
 import { findProject } from '../access/projects.js';
 import { hashPassword, passwordProblem, verifyPassword } from './passwords.js';
@@ -22,6 +21,7 @@ import { DashboardRefusal } from './refusal.js';
 import { type Role } from './roles.js';
 import { checkLoginAllowed, recordLoginFailure } from './login-throttle.js';
 import { recordAudit } from './audit.js';
+import { createAccount, joinProject } from './accounts.js';
 
 export const INVITE_TTL_MS = 72 * 3600_000;
 
@@ -90,12 +90,8 @@ export async function acceptInvite(deps: Pick<Deps, 'db' | 'clock' | 'counters' 
     // Spent only if still the same link (two tabs: one wins).
     const { count } = await tx.dashboardInvite.deleteMany({ where: { id: invite.id, tokenHash: hashSecret(token) } });
     if (count !== 1) throw new DashboardRefusal(404, INVALID_INVITE);
-    const account = existing ?? (await (tx as unknown as PrismaClient).dashboardAccount.create({ data: { id: newId('acc', 16), email: invite.email, createdAt: now, passwordHash: newAccount!.passwordHash } }));
-    await tx.dashboardMembership.upsert({
-      where: { accountId_projectId: { accountId: account.id, projectId: invite.projectId } },
-      create: { accountId: account.id, projectId: invite.projectId, role: invite.role, createdAt: now },
-      update: { role: invite.role },
-    });
+    const account = existing ?? (await createAccount(tx, invite.email, newAccount!.passwordHash, now));
+    await joinProject(tx, account.id, invite.projectId, invite.role, now);
     await recordAudit(tx, now, { accountId: account.id, email: account.email }, { projectId: invite.projectId, action: 'member.accept', subject: account.email, after: { role: invite.role } });
     return { id: account.id, email: account.email };
   });

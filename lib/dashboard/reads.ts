@@ -33,7 +33,7 @@ export async function broadcastDetail(deps: ReadDeps, projectId: string, id: str
   if (!row) throw new DashboardRefusal(404, 'No such broadcast in this project.');
   const view = await broadcastView(deps.db.pool, row, deps.clock.now(), true);
   const join = `FROM broadcast_recipients r JOIN broadcasts b ON b.id = r.broadcast_id
-    LEFT JOIN messages m ON m.project_id = b.project_id AND m.client_ref = r.message_ref WHERE r.broadcast_id = $1`;
+    LEFT JOIN messages m ON m.project_id = b.project_id AND m.send_ref = r.send_ref WHERE r.broadcast_id = $1`;
   const waves = await deps.db.pool.query<{ wave: number; status: string; n: string }>(
     `SELECT r.wave, ${RECIPIENT_STATUS_SQL} AS status, count(*)::bigint AS n ${join} GROUP BY 1, 2 ORDER BY 1, 2`, [row.id]);
   const failures = await deps.db.pool.query<{ code: number | null; category: string | null; title: string | null; n: string }>(
