@@ -10,7 +10,7 @@
  *
  * This store knows keys, fingerprints and stored answers only. An operation whose work can
  * outlive its request (a send whose outcome is unknown) links a reference to its key in its own
- * transaction (`message_ref`) and registers here how such a key is answered
+ * transaction (`send_ref`) and registers here how such a key is answered
  * (`registerPendingAnswers`): still pending (409), gone (the work certainly did not happen: the key
  * is released for a new attempt), or a final answer, stored and replayed from then on. A claim
  * left by a crashed instance is taken over after a grace period unless such a reference is linked,
@@ -108,9 +108,9 @@ export function idempotency(deps: AppDeps) {
         throw new ApiError('idempotency_key_mismatch', 'This Idempotency-Key was used with a different request; use a new key for a new request.');
       }
       let pending = 'A request with this Idempotency-Key is still being processed; retry shortly.';
-      if (record.state !== 'completed' && record.message_ref && resolver) {
-        const answer = await resolver(deps, { projectId, ref: record.message_ref, requestId: req.requestId });
-        if (answer.state === 'gone') await releaseLinkedKey(deps.db.pool, projectId, key, record.message_ref);
+      if (record.state !== 'completed' && record.send_ref && resolver) {
+        const answer = await resolver(deps, { projectId, ref: record.send_ref, requestId: req.requestId });
+        if (answer.state === 'gone') await releaseLinkedKey(deps.db.pool, projectId, key, record.send_ref);
         else if (answer.state === 'pending') pending = answer.message;
         else record = await completeLinked(deps, projectId, key, record, answer);
       }
@@ -153,6 +153,6 @@ async function release(deps: AppDeps, projectId: string, key: string, resolver: 
 
 /** The linked work has a final answer: stored, and replayed from now on. */
 async function completeLinked(deps: AppDeps, projectId: string, key: string, record: Stored, answer: { status: number; body: unknown }): Promise<Stored> {
-  await completeLinkedKey(deps.db.pool, projectId, key, record.message_ref!, answer.status, answer.body);
+  await completeLinkedKey(deps.db.pool, projectId, key, record.send_ref!, answer.status, answer.body);
   return { ...record, state: 'completed', status_code: answer.status, body: answer.body, headers: null };
 }

@@ -1,7 +1,8 @@
 /**
- * The only writer of `idempotency_records` besides the send ledger's link of a reference
- * (lib/messaging/ledger.ts): keys, fingerprints and stored answers, nothing of any operation.
- * The state machine that uses them lives at the edge (middleware/idempotency.ts).
+ * The only writer of `idempotency_records`: keys, fingerprints and stored answers, nothing of any
+ * operation. The state machine that uses them lives at the edge (middleware/idempotency.ts). The
+ * send ledger links a key to its message's reference inside its batch statement, through
+ * linkKeysSql, so that link costs no statement of its own.
  */
 import type { Queryable } from './db/transaction.js';
 
@@ -11,7 +12,7 @@ export interface StoredKey {
   status_code: number | null;
   body: unknown;
   headers: Record<string, string> | null;
-  message_ref: string | null;
+  send_ref: string | null;
   claimed: boolean;
 }
 
@@ -30,17 +31,26 @@ export async function claimKey(
            ON CONFLICT (project_id, key) DO UPDATE
              SET fingerprint = EXCLUDED.fingerprint, state = 'in_progress', status_code = NULL, body = NULL,
                  created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
-             WHERE r.expires_at <= $4 OR (r.state = 'in_progress' AND r.created_at <= $6 AND r.message_ref IS NULL)
-           RETURNING fingerprint, state, status_code, body, headers, message_ref, true AS claimed`,
+             WHERE r.expires_at <= $4 OR (r.state = 'in_progress' AND r.created_at <= $6 AND r.send_ref IS NULL)
+           RETURNING fingerprint, state, status_code, body, headers, send_ref, true AS claimed`,
     values: [projectId, key, fingerprint, at.now, at.expiresAt, at.abandonedBefore],
   });
   return rows[0];
 }
 
+/**
+ * A data-modifying CTE body that links keys to the references of what they started: `source` is a
+ * SELECT yielding (project_id, ikey, ref) rows. A key already linked to that reference is left alone.
+ */
+export function linkKeysSql(source: string): string {
+  return `UPDATE idempotency_records r SET send_ref = s.ref FROM (${source}) s
+           WHERE r.project_id = s.project_id AND r.key = s.ikey AND r.send_ref IS DISTINCT FROM s.ref`;
+}
+
 export async function readKey(db: Queryable, projectId: string, key: string): Promise<StoredKey | undefined> {
   const { rows } = await db.query<StoredKey>({
     name: 'idempotency-read',
-    text: 'SELECT fingerprint, state, status_code, body, headers, message_ref, false AS claimed FROM idempotency_records WHERE project_id = $1 AND key = $2',
+    text: 'SELECT fingerprint, state, status_code, body, headers, send_ref, false AS claimed FROM idempotency_records WHERE project_id = $1 AND key = $2',
     values: [projectId, key],
   });
   return rows[0];
@@ -57,20 +67,20 @@ export async function completeKey(db: Queryable, projectId: string, key: string,
 
 /** Deletes the key unless work is linked to it; returns the linked reference when there is one. */
 export async function releaseKey(db: Queryable, projectId: string, key: string): Promise<string | undefined> {
-  const { rows } = await db.query<{ message_ref: string | null }>({
+  const { rows } = await db.query<{ send_ref: string | null }>({
     name: 'idempotency-release',
-    text: `WITH gone AS (DELETE FROM idempotency_records WHERE project_id = $1 AND key = $2 AND message_ref IS NULL RETURNING 1)
-           SELECT message_ref FROM idempotency_records WHERE project_id = $1 AND key = $2 AND NOT EXISTS (SELECT 1 FROM gone)`,
+    text: `WITH gone AS (DELETE FROM idempotency_records WHERE project_id = $1 AND key = $2 AND send_ref IS NULL RETURNING 1)
+           SELECT send_ref FROM idempotency_records WHERE project_id = $1 AND key = $2 AND NOT EXISTS (SELECT 1 FROM gone)`,
     values: [projectId, key],
   });
-  return rows[0]?.message_ref ?? undefined;
+  return rows[0]?.send_ref ?? undefined;
 }
 
 /** The linked work certainly did not happen: the key is free for a new attempt. */
 export async function releaseLinkedKey(db: Queryable, projectId: string, key: string, ref: string): Promise<void> {
   await db.query({
     name: 'idempotency-release-linked',
-    text: `DELETE FROM idempotency_records WHERE project_id = $1 AND key = $2 AND state = 'in_progress' AND message_ref = $3`,
+    text: `DELETE FROM idempotency_records WHERE project_id = $1 AND key = $2 AND state = 'in_progress' AND send_ref = $3`,
     values: [projectId, key, ref],
   });
 }
@@ -79,7 +89,7 @@ export async function releaseLinkedKey(db: Queryable, projectId: string, key: st
 export async function completeLinkedKey(db: Queryable, projectId: string, key: string, ref: string, status: number, body: unknown): Promise<void> {
   await db.query({
     name: 'idempotency-complete-linked',
-    text: `UPDATE idempotency_records SET state = 'completed', status_code = $4, body = $5 WHERE project_id = $1 AND key = $2 AND message_ref = $3`,
+    text: `UPDATE idempotency_records SET state = 'completed', status_code = $4, body = $5 WHERE project_id = $1 AND key = $2 AND send_ref = $3`,
     values: [projectId, key, ref, status, JSON.stringify(body)],
   });
 }
