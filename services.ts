@@ -27,6 +27,12 @@ import { createMetrics, type Metrics } from './lib/platform/metrics.js';
 import type { BotRuntime } from './lib/bot/runtime.js';
 import { readMigrations } from './lib/platform/db/migrate.js';
 import type { Readiness } from './http/operational.js';
+import type { MergeMoves } from './lib/conversations/identity.js';
+import { moveConversationMessages } from './lib/messaging/ledger.js';
+import { moveRecipientsToContact } from './lib/broadcasts/recipients.js';
+
+/** A contact merge moves each room's rows through that room's owner (lib/conversations/identity.ts). */
+const CONTACT_MERGE: MergeMoves = { moveMessages: moveConversationMessages, moveContactRows: moveRecipientsToContact };
 
 export interface ServicesOptions {
   config: Config;
@@ -88,19 +94,7 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
   const { config, logger } = opts;
   const clock = opts.clock ?? systemClock;
   configurePacing(config);
-  const db = await openDatabase(opts.databaseUrl, {
-    max: opts.poolMax ?? config.databasePoolMax,
-    logger,
-    acquireTimeoutMs: config.databaseAcquireTimeoutMs,
-    statementTimeoutMs: config.databaseStatementTimeoutMs,
-  });
-  // Tenant work (project tables) gets pools of its own, logged in as each project's role.
-  configureTenantPools(db.pool, opts.databaseUrl, {
-    total: config.tablesPoolMax,
-    perProject: config.tablesProjectConcurrency,
-    acquireTimeoutMs: config.tablesAcquireTimeoutMs,
-    secret: deriveKey(opts.masterKey, 'tenant-login'),
-  });
+  const db = await openDatabases(opts);
   const stops: Array<() => Promise<void>> = [async () => {
     await closeTenantPools(db.pool);
     await db.close();
@@ -114,55 +108,27 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
     const counters = opts.counters ?? createCounterStore({ redisUrl: config.redisUrl, timeoutMs: config.redisTimeoutMs, logger });
     stops.unshift(() => counters.close());
     const metrics = createMetrics({ defaultMetrics: opts.processMetrics ?? true });
-    const channel = new CloudApiClient({
-      baseUrl: opts.graphBaseUrl,
-      version: opts.channelVersion ?? config.graphApiVersion,
-      timeoutMs: opts.channelTimeoutMs ?? config.graphTimeoutMs,
-      logger,
-      onCall: (op, outcome, ms) => metrics.graphCall(op, outcome, ms / 1000),
-    });
+    const channel = createChannel(opts, metrics);
     stops.unshift(async () => channel.close?.());
     const secretBox = new SecretBox(opts.masterKey);
     let callbackBase = '';
-    const simulatorUrl = opts.simulatorUrl;
-    const deps: AppDeps = {
-      config, db, clock, logger, counters, channel, secretBox, credentialCache, metrics, bot: opts.bot,
-      contract: opts.contract ?? loadPublicContract(),
-      adminContract: opts.adminContract ?? loadAdminContract(),
-      runtimeContract: opts.runtimeContract ?? loadRuntimeContract(),
-      cursorSecret: deriveKey(opts.masterKey, 'cursor'),
-      provisionChannel: simulatorUrl
-        ? (projectId: string) => simulatedChannelProvisioner({ db, secretBox, logger }, simulatorUrl, callbackBase)(projectId)
-        : undefined,
-      validateResponses: opts.validateResponses ?? false,
-      onResponseViolation: opts.onResponseViolation,
-    };
-    let jobs: Jobs | undefined;
+    const deps = appDeps(opts, { db, clock, counters, channel, secretBox, credentialCache, metrics }, () => callbackBase);
     let draining = false;
-    const readiness = readinessCheck({ db, config, counters, jobsRunning: () => jobs !== undefined, draining: () => draining });
+    const jobs = jobsControl((jobOpts) => startJobs({ db, clock, logger, secretBox, config, channel, bot: opts.bot }, withDeliveryMetrics(jobOpts, metrics, clock)));
+    const readiness = readinessCheck({ db, config, counters, jobsRunning: () => jobs.current !== undefined, draining: () => draining });
     collectGauges(metrics, db, readiness);
     const app = createApp({ ...deps, handlers: opts.handlers, adminToken: opts.adminToken, readiness, simulatorUrl: opts.simulatorUrl });
     opts.bot?.attach(deps);
-
-    const stopJobs = async () => {
-      const running = jobs;
-      jobs = undefined;
-      await running?.stop();
-    };
-    const start = async (jobOpts: JobsOptions = {}) => {
-      await stopJobs();
-      return (jobs = await startJobs({ db, clock, logger, secretBox, config, channel, bot: opts.bot }, withDeliveryMetrics(jobOpts, metrics, clock)));
-    };
-    if (opts.jobs !== false) await start(opts.jobs);
-    stops.unshift(stopJobs);
+    if (opts.jobs !== false) await jobs.start(opts.jobs);
+    stops.unshift(jobs.stop);
 
     return {
       deps, db, app,
       get jobs() {
-        return jobs;
+        return jobs.current;
       },
-      startJobs: start,
-      stopJobs,
+      startJobs: jobs.start,
+      stopJobs: jobs.stop,
       setCallbackBase: (url) => {
         callbackBase = url;
       },
@@ -179,6 +145,79 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
     for (const stop of stops) await stop().catch(() => undefined);
     throw e;
   }
+}
+
+/** The domain's and the edge's dependencies, from what createServices made. */
+function appDeps(
+  opts: ServicesOptions,
+  made: Pick<AppDeps, 'db' | 'clock' | 'counters' | 'channel' | 'secretBox' | 'credentialCache' | 'metrics'>,
+  callbackBase: () => string,
+): AppDeps {
+  const { db, secretBox } = made;
+  const { simulatorUrl, logger } = opts;
+  return {
+    ...made, config: opts.config, logger, bot: opts.bot,
+    contactMerge: CONTACT_MERGE,
+    contract: opts.contract ?? loadPublicContract(),
+    adminContract: opts.adminContract ?? loadAdminContract(),
+    runtimeContract: opts.runtimeContract ?? loadRuntimeContract(),
+    cursorSecret: deriveKey(opts.masterKey, 'cursor'),
+    provisionChannel: simulatorUrl
+      ? (projectId: string) => simulatedChannelProvisioner({ db, secretBox, logger }, simulatorUrl, callbackBase())(projectId)
+      : undefined,
+    validateResponses: opts.validateResponses ?? false,
+    onResponseViolation: opts.onResponseViolation,
+  };
+}
+
+/** The service's pool, and the tenant pools beside it: project tables log in as each project's role. */
+async function openDatabases(opts: ServicesOptions): Promise<Database> {
+  const { config } = opts;
+  const db = await openDatabase(opts.databaseUrl, {
+    max: opts.poolMax ?? config.databasePoolMax,
+    logger: opts.logger,
+    acquireTimeoutMs: config.databaseAcquireTimeoutMs,
+    statementTimeoutMs: config.databaseStatementTimeoutMs,
+  });
+  configureTenantPools(db.pool, opts.databaseUrl, {
+    total: config.tablesPoolMax,
+    perProject: config.tablesProjectConcurrency,
+    acquireTimeoutMs: config.tablesAcquireTimeoutMs,
+    secret: deriveKey(opts.masterKey, 'tenant-login'),
+  });
+  return db;
+}
+
+/** The Cloud API client (Meta's Graph API or the simulator), its calls counted in the metrics. */
+function createChannel(opts: ServicesOptions, metrics: Metrics): CloudApiClient {
+  return new CloudApiClient({
+    baseUrl: opts.graphBaseUrl,
+    version: opts.channelVersion ?? opts.config.graphApiVersion,
+    timeoutMs: opts.channelTimeoutMs ?? opts.config.graphTimeoutMs,
+    logger: opts.logger,
+    onCall: (op, outcome, ms) => metrics.graphCall(op, outcome, ms / 1000),
+  });
+}
+
+/** The one job runner of this instance: starting again stops the running one first. */
+function jobsControl(launch: (opts: JobsOptions) => Promise<Jobs>) {
+  let current: Jobs | undefined;
+  const stop = async () => {
+    const running = current;
+    current = undefined;
+    await running?.stop();
+  };
+  const start = async (opts: JobsOptions = {}) => {
+    await stop();
+    return (current = await launch(opts));
+  };
+  return {
+    get current() {
+      return current;
+    },
+    start,
+    stop,
+  };
 }
 
 /**

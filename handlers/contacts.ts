@@ -6,7 +6,8 @@ import { positiveId as pathId } from '../http/path-ids.js';
 import { cursorScope, cursorSecretOf } from '../lib/platform/cursor.js';
 import { keysetPage, positions } from '../lib/platform/keyset-page.js';
 import { contactView } from '../lib/conversations/views.js';
-import { findContactRow, listContactRows, parseContactChange, phoneFilter, updateContactRow, type ContactFilters } from '../lib/conversations/contacts.js';
+import { findContactRow, listContactRows, parseContactChange, phoneFilter, type ContactFilters } from '../lib/conversations/contacts.js';
+import { updateContactRow } from '../lib/conversations/contact-store.js';
 import { contactLimitsOf } from '../http/contract-limits.js';
 import { readKeywords, writeKeywords } from '../lib/consent/keywords.js';
 

@@ -13,6 +13,7 @@ import type { CloudApiClient } from '../channel/cloud-api.js';
 import type { Metrics } from './platform/metrics.js';
 import type { BlobStore } from './platform/storage/blob-store.js';
 import type { BotHook } from './bot/types.js';
+import type { MergeMoves } from './conversations/identity.js';
 
 export interface Deps {
   config: Config;
@@ -36,4 +37,6 @@ export interface Deps {
   metrics?: Metrics;
   /** The production bot runtime (lib/bot/runtime.ts); without it inbound messages reach no bot. */
   bot?: BotHook;
+  /** When two contacts merge, the owners of messages and broadcast recipients move their rows (services.ts composes it). */
+  contactMerge: MergeMoves;
 }

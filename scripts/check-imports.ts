@@ -35,7 +35,7 @@ export const CAPABILITY_EDGES: Record<string, string[]> = {
   flows: ['channel-settings', 'code'],
   consent: ['access', 'conversations'],
   pricing: ['channel-settings', 'conversations'],
-  'contacts-import': ['tables'],
+  'contacts-import': ['conversations', 'tables'],
   deploy: ['code', 'sandbox'],
   upkeep: ['channel-settings', 'webhooks'],
   messaging: ['access', 'channel-settings', 'consent', 'conversations', 'flows', 'media', 'pricing', 'templates', 'webhooks'],

@@ -125,7 +125,7 @@ async function expectEachOnce(c: { id: string; pnid: string; phones: string[] },
   const recorded = async () =>
     (await db.query(
       `SELECT r.phone, r.state, COALESCE(r.wamid, m.wamid) AS wamid FROM broadcast_recipients r
-         LEFT JOIN messages m ON m.client_ref = r.message_ref AND m.project_id = (SELECT project_id FROM broadcasts WHERE id = r.broadcast_id)
+         LEFT JOIN messages m ON m.send_ref = r.send_ref AND m.project_id = (SELECT project_id FROM broadcasts WHERE id = r.broadcast_id)
         WHERE r.broadcast_id = $1`,
       [c.id],
     )).rows as Array<{ phone: string; state: string; wamid: string | null }>;

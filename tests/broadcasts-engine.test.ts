@@ -147,9 +147,9 @@ describe('engine', () => {
       // The in-flight sends are pending (outcome unknown) until their callbacks settle them.
       expect(counts.sent + counts.queued).toBe(40);
       expect(counts.queued).toBe(hung);
-      const { rows } = await t.db.pool.query<{ client_ref: string }>(`SELECT client_ref FROM messages m JOIN broadcasts b ON b.project_id = m.project_id WHERE b.id = $1 AND m.status = 'pending'`, [id]);
+      const { rows } = await t.db.pool.query<{ send_ref: string }>(`SELECT send_ref FROM messages m JOIN broadcasts b ON b.project_id = m.project_id WHERE b.id = $1 AND m.status = 'pending'`, [id]);
       expect(rows).toHaveLength(hung);
-      const refs = new Set(rows.map((r) => r.client_ref));
+      const refs = new Set(rows.map((r) => r.send_ref));
       const pending = sent.filter((m) => refs.has(m.payload.biz_opaque_callback_data));
       expect(pending).toHaveLength(hung);
       for (const m of pending) await status(m.wamid, 'sent');

@@ -136,7 +136,7 @@ describe('a campaign send whose outcome is never reported', () => {
     }
     const atChannel = await simSends(c.pnid);
     expect(atChannel).toHaveLength(5);
-    const lost = (await t.db.pool.query(`SELECT phone, state, wamid, message_ref FROM broadcast_recipients WHERE broadcast_id = $1 AND wamid IS NULL`, [c.id])).rows;
+    const lost = (await t.db.pool.query(`SELECT phone, state, wamid, send_ref FROM broadcast_recipients WHERE broadcast_id = $1 AND wamid IS NULL`, [c.id])).rows;
     expect(lost).toEqual([expect.objectContaining({ state: 'unknown', wamid: null })]);
     expect(await counts(c.call, c.id)).toMatchObject({ total: 5, sent: 4, queued: 1, unknown: 0 });
 
@@ -150,7 +150,7 @@ describe('a campaign send whose outcome is never reported', () => {
     expect(listed.total).toBe(1);
     expect(listed.recipients[0]).toMatchObject({ phone: `+${lost[0].phone}`, status: 'unknown', message_id: null });
 
-    const late = atChannel.find((m) => m.payload.biz_opaque_callback_data === lost[0].message_ref)!;
+    const late = atChannel.find((m) => m.payload.biz_opaque_callback_data === lost[0].send_ref)!;
     await simStatus(late.wamid, 'read');
     await eventually(() => counts(c.call, c.id), (n) => n.read === 1, 10_000, 'the late status counted');
     expect(await counts(c.call, c.id)).toMatchObject({ total: 5, sent: 4, read: 1, unknown: 0 });
@@ -162,7 +162,7 @@ describe('a campaign send whose outcome is never reported', () => {
     // A dead engine's work: one recipient claimed, its intent recorded, the call never made.
     const past = new Date(Date.now() - 60_000);
     const [r] = await claimBatch(t.db.pool, c.id, 'dead-engine', 1, past, past, past);
-    await recordIntents(t.db.pool, c.project.id, [{ to: { phone: r.phone }, ref: r.message_ref, type: 'template', content: { type: 'template' } }], t.clock.now());
+    await recordIntents(t.db.pool, c.project.id, [{ to: { phone: r.phone }, ref: r.send_ref, type: 'template', content: { type: 'template' } }], t.clock.now());
     const sentAt = t.clock.now().getTime();
     const engine = await engineFor(t);
     try {

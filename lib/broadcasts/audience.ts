@@ -14,6 +14,7 @@ import type { PreflightQuota } from './quota-hold.js';
 import { ApiError } from '../platform/errors.js';
 import { compileFilter, Params, parseFilter, type FilterGroup } from './filter.js';
 import { resolvedVariablesSql, variablesPresentSql, type BroadcastVariables } from './variables.js';
+import { insertRecipientsSql } from './recipients.js';
 
 
 
@@ -141,33 +142,11 @@ export async function freezeAudience(tx: Queryable, broadcastId: string, rule: A
   const now = p.add(rule.now);
   const wave = waveSize === null ? `1` : `CASE WHEN row_number() OVER (ORDER BY c.id) <= ${p.add(waveSize)} THEN 1 ELSE 2 END`;
   const { rowCount } = await tx.query(
-    `INSERT INTO broadcast_recipients (broadcast_id, contact_id, phone, user_id, variables, state, wave, updated_at)
-     SELECT ${id}::uuid, x.id, x.phone, x.user_id, x.vars, CASE WHEN x.wave = 1 THEN 'queued' ELSE 'held' END, x.wave, ${now}
-     FROM (SELECT c.id, c.phone, c.user_id, ${vars} AS vars, ${wave} AS wave FROM contacts c WHERE ${where} AND (${reason}) IS NULL) x
-     ON CONFLICT DO NOTHING`,
+    insertRecipientsSql(
+      `SELECT ${id}::uuid, x.id, x.phone, x.user_id, x.vars, CASE WHEN x.wave = 1 THEN 'queued' ELSE 'held' END, x.wave, ${now}
+       FROM (SELECT c.id, c.phone, c.user_id, ${vars} AS vars, ${wave} AS wave FROM contacts c WHERE ${where} AND (${reason}) IS NULL) x`,
+    ),
     p.values,
   );
   return rowCount ?? 0;
-}
-
-/**
- * Of the claimed recipients about to be sent, cancels those whose contact opted out since
- * approval (or, for MARKETING, is no longer opted in): canceled with the reason, never sent.
- * Answers the ids still to send. One statement per batch, so a contact who writes STOP while the
- * campaign runs is skipped from the next batch on.
- */
-export async function cancelOptedOutClaims(db: Queryable, broadcastId: string, ids: string[], owner: string, now: Date): Promise<Set<string>> {
-  if (!ids.length) return new Set();
-  const { rows } = await db.query<{ id: string }>(
-    `UPDATE broadcast_recipients r SET state = 'canceled', error_category = 'permanent', error_title = 'opted out after approval',
-            message_ref = NULL, lease_owner = NULL, lease_until = NULL, updated_at = $4
-     FROM broadcasts b, contacts c
-     WHERE r.id = ANY($2::bigint[]) AND r.broadcast_id = $1 AND r.lease_owner = $3 AND r.state = 'sending'
-       AND b.id = r.broadcast_id AND c.project_id = b.project_id AND c.id = r.contact_id
-       AND (c.opted_out_at IS NOT NULL OR (b.category = 'MARKETING' AND NOT c.opted_in))
-     RETURNING r.id::text AS id`,
-    [broadcastId, ids, owner, now],
-  );
-  const gone = new Set(rows.map((r) => r.id));
-  return new Set(ids.filter((id) => !gone.has(id)));
 }

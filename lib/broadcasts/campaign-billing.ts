@@ -22,7 +22,7 @@ export async function campaignBilling(db: Queryable, broadcastId: string, estima
             (SELECT k FROM unnest($2::text[]) k WHERE r.phone LIKE k || '%' ORDER BY length(k) DESC LIMIT 1) AS code,
             m.pricing IS NOT NULL AS priced, count(*)::bigint AS n
      FROM broadcast_recipients r JOIN broadcasts b ON b.id = r.broadcast_id
-     JOIN messages m ON m.project_id = b.project_id AND m.client_ref = r.message_ref
+     JOIN messages m ON m.project_id = b.project_id AND m.send_ref = r.send_ref
      WHERE r.broadcast_id = $1 AND m.status IN ('sent', 'delivered', 'read', 'failed')
      GROUP BY 1, 2, 3, 4`,
     [broadcastId, card ? Object.keys(card.prices) : []],

@@ -26,16 +26,15 @@ import { abandonIntents, confirmIntents, nextUtcMidnight, recordIntents, release
 import { pacingSettings, takeSlots, throttled, type PacingSettings } from './pacing.js';
 import { categoryOf, failureOf, MAX_ATTEMPTS, outcomeOf, sendRouteOf } from './send-errors.js';
 import {
-  cancelOptedOutWaiting, cancelUnsent, claimBatch, extendClaims, holdForLimit, markSent, queueNextWave, markUnknown, recoverStale, settleFailure, unclaim, type ClaimedRecipient,
+  cancelOptedOutClaims, cancelOptedOutWaiting, cancelUnsent, claimBatch, extendClaims, holdForLimit, markSent, queueNextWave, markUnknown, recoverStale, settleFailure, unclaim, type ClaimedRecipient,
 } from './recipients.js';
 import type { BroadcastRow } from './store.js';
 import { spawnDueRetargets } from './retarget.js';
 import {
   leaseDueCampaigns, markCompleted, markFailed, parkCampaign, releaseLease, renewLease, scheduleNextWave, setStatusReason, startSending,
 } from './campaigns.js';
-import { cancelOptedOutClaims } from './audience.js';
 import { channelRecipient } from '../conversations/recipient.js';
-import { optOutOnSendError } from '../conversations/consent.js';
+import { optOutOnSendError } from '../conversations/contact-store.js';
 import { LIMIT_HOLD_PREFIX, limitHoldReason, QUOTA_HOLD_PREFIX, quotaHoldReason } from './quota-hold.js';
 import { portfolioLimit, reachKey, reserveReach } from '../pricing/portfolio-reach.js';
 
@@ -248,13 +247,13 @@ export class BroadcastEngine {
         continue;
       }
       // Still ours? An engine that stalled past its lease (another took the rows over) sends nothing more.
-      const held = await extendClaims(this.pool, part.map((r) => ({ id: r.id, ref: r.message_ref })), this.opts.owner, new Date(this.opts.timer.now().getTime() + this.leaseMs));
+      const held = await extendClaims(this.pool, part.map((r) => ({ id: r.id, ref: r.send_ref })), this.opts.owner, new Date(this.opts.timer.now().getTime() + this.leaseMs));
       // A contact who opted out since approval is skipped (canceled with the reason), never sent.
       const sendable = await cancelOptedOutClaims(this.pool, b.id, part.filter((r) => held.has(r.id)).map((r) => r.id), this.opts.owner, now);
       const mine = part.filter((r) => sendable.has(r.id));
       await releaseUnits(this.pool, b.project_id, part.length - mine.length, now);
       if (!mine.length) continue;
-      await recordIntents(this.pool, b.project_id, mine.map((r) => ({ to: { phone: r.phone, userId: r.user_id }, ref: r.message_ref, type: 'template', content: content(r) })), now);
+      await recordIntents(this.pool, b.project_id, mine.map((r) => ({ to: { phone: r.phone, userId: r.user_id }, ref: r.send_ref, type: 'template', content: content(r) })), now);
       const outcomes = await Promise.all(mine.map((r) => this.sendOne(b, channel, r, now)));
       for (const o of outcomes) {
         if (typeof o === 'string') stop ??= o;
@@ -280,17 +279,17 @@ export class BroadcastEngine {
     const payload = {
       messaging_product: 'whatsapp', recipient_type: 'individual', ...channelRecipient({ phone: r.phone, userId: r.user_id }), type: 'template',
       template: { name: b.template_name, language: { policy: 'deterministic', code: b.template_language }, ...(components.length ? { components } : {}) },
-      biz_opaque_callback_data: r.message_ref,
+      biz_opaque_callback_data: r.send_ref,
     } as unknown as GraphMessagePayload;
     try {
       const { wamid } = await this.deps.channel.sendMessage(channel, payload, sendRouteOf(b));
-      return { id: r.id, ref: r.message_ref, wamid };
+      return { id: r.id, ref: r.send_ref, wamid };
     } catch (e) {
       const t = this.opts.timer.now();
       if (!isChannelError(e)) throw e;
       if (e.outcomeUnknown) {
         // Maybe sent: never sent again; its statuses (which echo the reference) settle it.
-        await markUnknown(this.pool, { id: r.id, ref: r.message_ref }, this.opts.owner, t);
+        await markUnknown(this.pool, { id: r.id, ref: r.send_ref }, this.opts.owner, t);
         return undefined;
       }
       // 131050: the user stopped marketing messages; the contact opts out (never retried).
@@ -299,8 +298,8 @@ export class BroadcastEngine {
       const failure = failureOf(e, b.route);
       // Certainly not sent: the ledger drops the message and gives its unit back, then the
       // recipient is queued again or failed.
-      await abandonIntents(this.pool, b.project_id, [r.message_ref], day);
-      const claim = { id: r.id, ref: r.message_ref };
+      await abandonIntents(this.pool, b.project_id, [r.send_ref], day);
+      const claim = { id: r.id, ref: r.send_ref };
       const fail = (category: string) =>
         settleFailure(this.pool, this.opts.owner, claim, t, { code: failure.code, category, title: failure.title, reason: failure.reason });
       if (outcome === 'throttle') {

@@ -1,7 +1,7 @@
 /**
  * The engine's statements over recipient rows. Exactly-once rests on three rules:
  * 1. A recipient is claimed (`sending`) under a lease by one engine, with a fresh send reference
- *    (`message_ref`), in one statement with FOR UPDATE SKIP LOCKED: two engines never hold the
+ *    (`send_ref`), in one statement with FOR UPDATE SKIP LOCKED: two engines never hold the
  *    same row.
  * 2. The message is recorded (`pending`, under that reference) by the send ledger
  *    (lib/messaging/ledger.ts, which also holds the quota) before the channel is called. So
@@ -10,6 +10,9 @@
  *    it is never sent again and its status callbacks (which echo the reference) settle it.
  * 3. Every later write is conditioned on the claim, so an engine that lost its lease cannot
  *    overwrite another's work.
+ * This module is the only writer of `broadcast_recipients`: the audience's freeze and the
+ * retarget's child write their rows through insertRecipientsSql, and a contact merge moves them
+ * through moveRecipientsToContact (lib/conversations/identity.ts calls it through Deps.contactMerge).
  */
 import type pg from 'pg';
 import type { Queryable } from '../platform/db/transaction.js';
@@ -22,7 +25,7 @@ export interface ClaimedRecipient {
   user_id: string | null;
   variables: { body?: string[]; header?: string[] };
   attempts: number;
-  message_ref: string;
+  send_ref: string;
 }
 
 /**
@@ -37,11 +40,11 @@ export async function recoverStale(pool: pg.Pool, broadcastId: string, projectId
     name: 'broadcast-recover-stale',
     text: `UPDATE broadcast_recipients r SET
              state = CASE WHEN m.id IS NULL THEN 'queued' WHEN m.status IN ('pending', 'unknown') THEN 'unknown' ELSE 'sent' END,
-             message_ref = CASE WHEN m.id IS NULL THEN NULL ELSE r.message_ref END,
+             send_ref = CASE WHEN m.id IS NULL THEN NULL ELSE r.send_ref END,
              wamid = CASE WHEN m.status NOT IN ('pending', 'unknown') THEN m.wamid END,
              sent_at = CASE WHEN m.id IS NULL THEN NULL ELSE m.sent_at END,
              lease_owner = NULL, lease_until = NULL, updated_at = $3
-           FROM broadcast_recipients r2 LEFT JOIN messages m ON m.project_id = $2 AND m.client_ref = r2.message_ref
+           FROM broadcast_recipients r2 LEFT JOIN messages m ON m.project_id = $2 AND m.send_ref = r2.send_ref
            WHERE r2.id = r.id AND r.broadcast_id = $1 AND r.state = 'sending' AND r.lease_until < $3`,
     values: [broadcastId, projectId, now],
   });
@@ -57,13 +60,13 @@ export async function claimBatch(
   const { rows } = await pool.query<ClaimedRecipient>({
     name: 'broadcast-claim',
     text: `UPDATE broadcast_recipients r SET state = 'sending', lease_owner = $2, lease_until = $4, attempts = r.attempts + 1,
-                  message_ref = 'snd_' || substr(md5(random()::text || clock_timestamp()::text || r.id::text), 1, 24), updated_at = $5,
+                  send_ref = 'snd_' || substr(md5(random()::text || clock_timestamp()::text || r.id::text), 1, 24), updated_at = $5,
                   limit_held_until = NULL
            WHERE r.id IN (SELECT id FROM broadcast_recipients
                           WHERE broadcast_id = $1 AND state = 'queued' AND (not_before IS NULL OR not_before <= $5)
                             AND (limit_held_until IS NULL OR limit_held_until <= $6)
                           ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED)
-           RETURNING r.id::text AS id, r.phone, r.user_id, r.variables, r.attempts, r.message_ref`,
+           RETURNING r.id::text AS id, r.phone, r.user_id, r.variables, r.attempts, r.send_ref`,
     values: [broadcastId, owner, size, leaseUntil, now, businessNow],
   });
   return rows;
@@ -78,7 +81,7 @@ export async function holdForLimit(pool: pg.Pool, broadcastId: string, ids: stri
   await pool.query({
     name: 'broadcast-hold-for-limit',
     text: `WITH back AS (
-             UPDATE broadcast_recipients SET state = 'queued', lease_owner = NULL, lease_until = NULL, message_ref = NULL,
+             UPDATE broadcast_recipients SET state = 'queued', lease_owner = NULL, lease_until = NULL, send_ref = NULL,
                     attempts = GREATEST(attempts - 1, 0), limit_held_until = $5, updated_at = $7
              WHERE id = ANY($2::bigint[]) AND lease_owner = $3 AND state = 'sending'
            )
@@ -98,7 +101,7 @@ export async function extendClaims(pool: pg.Pool, claims: Array<{ id: string; re
   const { rows } = await pool.query<{ id: string }>({
     name: 'broadcast-extend-claims',
     text: `UPDATE broadcast_recipients r SET lease_until = $4 FROM unnest($1::bigint[], $2::text[]) AS i(id, ref)
-           WHERE r.id = i.id AND r.message_ref = i.ref AND r.lease_owner = $3 AND r.state = 'sending' RETURNING r.id::text AS id`,
+           WHERE r.id = i.id AND r.send_ref = i.ref AND r.lease_owner = $3 AND r.state = 'sending' RETURNING r.id::text AS id`,
     values: [claims.map((c) => c.id), claims.map((c) => c.ref), owner, leaseUntil],
   });
   return new Set(rows.map((r) => r.id));
@@ -108,7 +111,7 @@ export async function extendClaims(pool: pg.Pool, claims: Array<{ id: string; re
 export async function unclaim(pool: pg.Pool, ids: string[], owner: string, now: Date, notBefore: Date | null): Promise<void> {
   if (!ids.length) return;
   await pool.query(
-    `UPDATE broadcast_recipients SET state = 'queued', message_ref = NULL, lease_owner = NULL, lease_until = NULL, attempts = GREATEST(0, attempts - 1),
+    `UPDATE broadcast_recipients SET state = 'queued', send_ref = NULL, lease_owner = NULL, lease_until = NULL, attempts = GREATEST(0, attempts - 1),
             not_before = $4, updated_at = $3
      WHERE id = ANY($1::bigint[]) AND lease_owner = $2 AND state = 'sending'`,
     [ids, owner, now, notBefore],
@@ -125,7 +128,7 @@ export async function markSent(pool: pg.Pool, owner: string, sent: Array<{ id: s
     name: 'broadcast-mark-sent',
     text: `UPDATE broadcast_recipients r SET state = 'sent', wamid = i.wamid, sent_at = $5, lease_owner = NULL, lease_until = NULL, updated_at = $5
            FROM unnest($1::bigint[], $2::text[], $3::text[]) AS i(id, ref, wamid)
-           WHERE r.id = i.id AND r.message_ref = i.ref AND r.lease_owner = $4 AND r.state = 'sending'`,
+           WHERE r.id = i.id AND r.send_ref = i.ref AND r.lease_owner = $4 AND r.state = 'sending'`,
     values: [sent.map((s) => s.id), sent.map((s) => s.ref), sent.map((s) => s.wamid), owner, at],
   });
 }
@@ -138,7 +141,7 @@ export async function markSent(pool: pg.Pool, owner: string, sent: Array<{ id: s
 export async function markUnknown(pool: pg.Pool, claim: { id: string; ref: string }, owner: string, at: Date): Promise<void> {
   await pool.query(
     `UPDATE broadcast_recipients SET state = 'unknown', lease_owner = NULL, lease_until = NULL, updated_at = $3
-     WHERE id = $1 AND message_ref = $4 AND lease_owner = $2 AND state = 'sending'`,
+     WHERE id = $1 AND send_ref = $4 AND lease_owner = $2 AND state = 'sending'`,
     [claim.id, owner, at, claim.ref],
   );
 }
@@ -162,13 +165,13 @@ export async function settleFailure(
     text: `UPDATE broadcast_recipients SET
              state = CASE WHEN $3::boolean THEN 'queued' ELSE 'failed' END,
              not_before = CASE WHEN $3::boolean THEN $4::timestamptz ELSE not_before END,
-             message_ref = NULL, lease_owner = NULL, lease_until = NULL,
+             send_ref = NULL, lease_owner = NULL, lease_until = NULL,
              error_code = CASE WHEN $3::boolean THEN error_code ELSE $5::int END,
              error_category = CASE WHEN $3::boolean THEN error_category ELSE $6 END,
              error_title = CASE WHEN $3::boolean THEN error_title ELSE $7 END,
              error_reason = CASE WHEN $3::boolean THEN error_reason ELSE $10 END,
              updated_at = $2
-           WHERE id = $1 AND message_ref = $9 AND lease_owner = $8 AND state = 'sending'`,
+           WHERE id = $1 AND send_ref = $9 AND lease_owner = $8 AND state = 'sending'`,
     values: [
       claim.id, at, retry, retry ? next.retryAt : null, retry ? null : next.code, retry ? null : next.category, retry ? null : next.title, owner, claim.ref,
       retry ? null : next.reason ?? null,
@@ -214,4 +217,42 @@ export async function queueNextWave(db: Queryable, broadcastId: string, count: n
     [broadcastId, count, now],
   );
   return Number(rows[0].held) > Number(rows[0].released);
+}
+
+/**
+ * The statement that writes a campaign's recipient rows: `select` yields (broadcast_id,
+ * contact_id, phone, user_id, variables, state, wave, updated_at); a recipient already there is
+ * skipped. The audience's freeze and the retarget's child build their selects.
+ */
+export function insertRecipientsSql(select: string): string {
+  return `INSERT INTO broadcast_recipients (broadcast_id, contact_id, phone, user_id, variables, state, wave, updated_at)
+          ${select}
+          ON CONFLICT DO NOTHING`;
+}
+
+/**
+ * Of the claimed recipients about to be sent, cancels those whose contact opted out since
+ * approval (or, for MARKETING, is no longer opted in): canceled with the reason, never sent.
+ * Answers the ids still to send. One statement per batch, so a contact who writes STOP while the
+ * campaign runs is skipped from the next batch on.
+ */
+export async function cancelOptedOutClaims(db: Queryable, broadcastId: string, ids: string[], owner: string, now: Date): Promise<Set<string>> {
+  if (!ids.length) return new Set();
+  const { rows } = await db.query<{ id: string }>(
+    `UPDATE broadcast_recipients r SET state = 'canceled', error_category = 'permanent', error_title = 'opted out after approval',
+            send_ref = NULL, lease_owner = NULL, lease_until = NULL, updated_at = $4
+     FROM broadcasts b, contacts c
+     WHERE r.id = ANY($2::bigint[]) AND r.broadcast_id = $1 AND r.lease_owner = $3 AND r.state = 'sending'
+       AND b.id = r.broadcast_id AND c.project_id = b.project_id AND c.id = r.contact_id
+       AND (c.opted_out_at IS NOT NULL OR (b.category = 'MARKETING' AND NOT c.opted_in))
+     RETURNING r.id::text AS id`,
+    [broadcastId, ids, owner, now],
+  );
+  const gone = new Set(rows.map((r) => r.id));
+  return new Set(ids.filter((id) => !gone.has(id)));
+}
+
+/** A contact merge's move (lib/conversations/identity.ts): recipient rows of contact `from` now name `to`. */
+export async function moveRecipientsToContact(tx: { $executeRawUnsafe(query: string, ...values: unknown[]): Promise<number> }, to: bigint, from: bigint): Promise<void> {
+  await tx.$executeRawUnsafe(`UPDATE broadcast_recipients SET contact_id = $1::bigint WHERE contact_id = $2::bigint`, String(to), String(from));
 }

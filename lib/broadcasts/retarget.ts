@@ -13,6 +13,7 @@ import type pg from 'pg';
 import { RECIPIENT_ERROR_CODE_SQL } from './store.js';
 import { preflightOf } from './audience.js';
 import { insertRetargetChild, lockDueRetargetParent, settleRetarget } from './campaigns.js';
+import { insertRecipientsSql } from './recipients.js';
 
 export async function spawnDueRetargets(pool: pg.Pool, now: Date): Promise<string[]> {
   const spawned: string[] = [];
@@ -28,7 +29,7 @@ export async function spawnDueRetargets(pool: pg.Pool, now: Date): Promise<strin
       const childId = randomUUID();
       const candidates = `
         SELECT r.contact_id, r.phone, r.user_id, r.variables FROM broadcast_recipients r JOIN broadcasts b ON b.id = r.broadcast_id
-        LEFT JOIN messages m ON m.project_id = b.project_id AND m.client_ref = r.message_ref
+        LEFT JOIN messages m ON m.project_id = b.project_id AND m.send_ref = r.send_ref
         JOIN contacts c ON c.project_id = b.project_id AND (c.phone = r.phone OR c.user_id = r.user_id)
         LEFT JOIN conversations cv ON cv.project_id = b.project_id AND cv.contact_id = c.id
         WHERE r.broadcast_id = $1 AND ${RECIPIENT_ERROR_CODE_SQL} = 131049
@@ -44,8 +45,7 @@ export async function spawnDueRetargets(pool: pg.Pool, now: Date): Promise<strin
       const preflight = preflightOf(n, { opted_out: 0, invalid_phone: 0, not_opted_in: 0, recent_marketing_limit: 0, missing_variable: 0, duplicate: 0 }, 0, now);
       await insertRetargetChild(client, parent.id, childId, preflight, now);
       await client.query(
-        `INSERT INTO broadcast_recipients (broadcast_id, contact_id, phone, user_id, variables, state, updated_at)
-         SELECT $4::uuid, x.contact_id, x.phone, x.user_id, x.variables, 'queued', $5 FROM (${candidates}) x ON CONFLICT DO NOTHING`,
+        insertRecipientsSql(`SELECT $4::uuid, x.contact_id, x.phone, x.user_id, x.variables, 'queued', 1, $5 FROM (${candidates}) x`),
         [parent.id, parent.category, parent.started_at, childId, now],
       );
       await settleRetarget(client, parent.id, true);

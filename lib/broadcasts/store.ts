@@ -80,7 +80,7 @@ export const RECIPIENT_STATUS_SQL = `CASE r.state
 /** A failed message's channel error code, for recipients that failed after being accepted. */
 export const RECIPIENT_ERROR_CODE_SQL = `COALESCE(r.error_code, CASE WHEN m.status = 'failed' AND (m.error ->> 'code') ~ '^[0-9]{1,9}$' THEN (m.error ->> 'code')::int END)`;
 
-const JOIN_MESSAGE = `LEFT JOIN messages m ON m.project_id = b.project_id AND m.client_ref = r.message_ref`;
+const JOIN_MESSAGE = `LEFT JOIN messages m ON m.project_id = b.project_id AND m.send_ref = r.send_ref`;
 
 export type Counts = NonNullable<BroadcastView['counts']>;
 

@@ -13,23 +13,15 @@
 import type pg from 'pg';
 import type { Prisma, PrismaClient } from '../../generated/prisma/client.js';
 import type { Customer, MetaStatus, UserPreference } from '../../channel/notifications.js';
-import { consentIsSql, consentSetSql, type ConsentStatus } from '../conversations/consent.js';
+import type { ConsentStatus } from '../conversations/consent.js';
+import { optOutMessageRecipients, setContactConsent, setPreferenceConsent } from '../conversations/contact-store.js';
 import { keywordCandidates, keywordIntent, keywordsOf } from './keywords.js';
-import { isBsuid, resolveContact } from '../conversations/identity.js';
+import { isBsuid, resolveContact, type MergeMoves } from '../conversations/identity.js';
 
 type Tx = Prisma.TransactionClient;
 
 /** Longest text compared with keywords (longer messages are never one: no keyword read for them). */
 const KEYWORD_MAX = 60;
-
-/** Sets the consent in the caller's transaction; whether it changed. */
-async function setConsentTx(tx: Tx, projectId: string, contactId: bigint, status: ConsentStatus, source: string, at: Date): Promise<boolean> {
-  const rows = await tx.$queryRawUnsafe<unknown[]>(
-    `UPDATE contacts SET ${consentSetSql(status, '$3', '$4')} WHERE project_id = $1 AND id = $2::bigint AND NOT ${consentIsSql(status)} RETURNING id`,
-    projectId, String(contactId), at, source,
-  );
-  return rows.length > 0;
-}
 
 /** A keyword message's effect on consent, applied in the message's transaction. */
 export async function keywordConsent(
@@ -41,13 +33,13 @@ export async function keywordConsent(
   const keywords = keywordsOf(row?.k ?? null);
   const status = keywordIntent(keywords, candidates);
   if (!status) return undefined;
-  await setConsentTx(tx, projectId, contactId, status, 'keyword', at);
+  await setContactConsent(tx, projectId, contactId, status, 'keyword', at);
   // The confirmation answers every keyword message (also a repeated STOP: the customer asked).
   return { status, confirmation: status === 'opted_out' ? keywords.opt_out_confirmation : keywords.opt_in_confirmation };
 }
 
 /** Meta's `user_preferences`: `stop` opts out, `resume` opts in (marketing messages only). */
-export async function applyUserPreferences(prisma: PrismaClient, projectId: string, preferences: UserPreference[], at: Date): Promise<number> {
+export async function applyUserPreferences(prisma: PrismaClient, moves: MergeMoves, projectId: string, preferences: UserPreference[], at: Date): Promise<number> {
   let changed = 0;
   for (const p of preferences) {
     if (p.category !== 'marketing_messages' || (p.value !== 'stop' && p.value !== 'resume')) continue;
@@ -56,16 +48,8 @@ export async function applyUserPreferences(prisma: PrismaClient, projectId: stri
     const status: ConsentStatus = p.value === 'stop' ? 'opted_out' : 'opted_in';
     const when = p.timestamp ? new Date(p.timestamp * 1000) : at;
     await prisma.$transaction(async (tx) => {
-      const contact = (await resolveContact(tx, projectId, ids, at))!;
-      // A stop and a resume can arrive out of order: an older preference never overrides a newer one.
-      const rows = await tx.$queryRawUnsafe<unknown[]>(
-        `UPDATE contacts SET ${consentSetSql(status, '$3', `'user_preferences'`)}
-         WHERE project_id = $1 AND id = $2::bigint AND NOT ${consentIsSql(status)}
-           AND (consent_source IS DISTINCT FROM 'user_preferences' OR consent_at IS NULL OR consent_at < $3)
-         RETURNING id`,
-        projectId, String(contact.id), when,
-      );
-      changed += rows.length;
+      const contact = (await resolveContact(tx, projectId, ids, at, moves))!;
+      if (await setPreferenceConsent(tx, projectId, contact.id, status, when)) changed++;
     });
   }
   return changed;
@@ -82,7 +66,7 @@ function validIds(c: Customer): Customer {
  * Fills in the contacts of the statuses' messages with what the statuses say (BSUID, phone,
  * username): one read for the notification; a contact is written only when something is new.
  */
-export async function fillStatusCustomers(prisma: PrismaClient, projectId: string, statuses: Array<MetaStatus & { customer?: Customer }>, at: Date): Promise<void> {
+export async function fillStatusCustomers(prisma: PrismaClient, moves: MergeMoves, projectId: string, statuses: Array<MetaStatus & { customer?: Customer }>, at: Date): Promise<void> {
   const given = statuses.filter((s) => typeof s?.id === 'string' && s.customer && (s.customer.userId || s.customer.username || s.customer.phone));
   if (given.length === 0) return;
   const rows = await prisma.$queryRawUnsafe<Array<{ wamid: string; phone: string | null; user_id: string | null; username: string | null }>>(
@@ -102,7 +86,7 @@ export async function fillStatusCustomers(prisma: PrismaClient, projectId: strin
     // The contact is the one the message went to; its own ids lead, the status's complete them.
     await prisma.$transaction((tx) => resolveContact(tx, projectId, {
       phone: known.phone ?? c.phone, userId: known.user_id ?? c.userId, parentUserId: c.parentUserId, username: c.username,
-    }, at));
+    }, at, moves));
     known.user_id ??= c.userId ?? null;
     known.phone ??= c.phone ?? null;
     known.username = c.username ?? known.username;
@@ -115,11 +99,5 @@ export async function optOutOnFailedStatuses(pool: pg.Pool, projectId: string, s
     .filter((s) => s?.status === 'failed' && Array.isArray(s.errors) && s.errors.some((e) => Number((e as { code?: unknown })?.code) === 131050))
     .map((s) => s.id);
   if (wamids.length === 0) return;
-  await pool.query(
-    `UPDATE contacts SET ${consentSetSql('opted_out', '$3', `'error_131050'`)}
-     WHERE opted_out_at IS NULL AND id IN (
-       SELECT cv.contact_id FROM messages m JOIN conversations cv ON cv.id = m.conversation_id
-       WHERE m.project_id = $1 AND m.wamid = ANY($2::text[]))`,
-    [projectId, wamids, at],
-  );
+  await optOutMessageRecipients(pool, projectId, wamids, at);
 }

@@ -34,6 +34,7 @@ import { classifyNumber, csvReason, type ImportRowCode, type RowReason } from '.
 import type { Queryable } from '../platform/db/transaction.js';
 import { UUID } from '../platform/ids.js';
 import { Slots } from '../tables/tenant-pool.js';
+import { upsertImportedContacts } from '../conversations/contact-store.js';
 
 export type ImportView = components['schemas']['ContactImport'];
 
@@ -232,37 +233,6 @@ async function persistently(fn: () => Promise<unknown>): Promise<void> {
 }
 
 /**
- * The contacts of a batch ($1 project, $2 import, $3 now, $4 lines as JSON): a name fills a contact
- * without one (never replaces one), tags are added, opt-in and opt-out as the module's header says.
- * A row comes back only when something changed, so `unchanged` is exact.
- */
-const UPSERT = `INSERT INTO contacts AS c (project_id, phone, name, tags, opted_in, opted_in_at, opt_in_import_id, opted_out_at, consent_source, consent_at, created_at, updated_at)
-       SELECT $1, u.phone, NULLIF(u.name, ''), u.tags, COALESCE(u.opt, false),
-              CASE WHEN u.opt THEN $3::timestamptz END, CASE WHEN u.opt THEN $2 END, CASE WHEN u.opt = false THEN $3::timestamptz END,
-              CASE WHEN u.opt IS NOT NULL THEN 'import' END, CASE WHEN u.opt IS NOT NULL THEN $3::timestamptz END, $3, $3
-       FROM jsonb_to_recordset($4::jsonb) AS u(phone text, name text, tags text[], opt boolean)
-       ON CONFLICT (project_id, phone) DO UPDATE SET
-         name = COALESCE(c.name, EXCLUDED.name),
-         tags = c.tags || ARRAY(SELECT t FROM unnest(EXCLUDED.tags) t WHERE NOT t = ANY(c.tags)),
-         opted_in = CASE WHEN EXCLUDED.opted_in_at IS NOT NULL THEN true WHEN EXCLUDED.opted_out_at IS NOT NULL THEN false ELSE c.opted_in END,
-         opted_in_at = CASE WHEN EXCLUDED.opted_in_at IS NOT NULL AND NOT (c.opted_in AND c.opted_out_at IS NULL) THEN EXCLUDED.opted_in_at
-                            WHEN EXCLUDED.opted_out_at IS NOT NULL THEN NULL ELSE c.opted_in_at END,
-         opt_in_import_id = CASE WHEN EXCLUDED.opted_in_at IS NOT NULL AND NOT (c.opted_in AND c.opted_out_at IS NULL) THEN EXCLUDED.opt_in_import_id
-                                 WHEN EXCLUDED.opted_out_at IS NOT NULL THEN NULL ELSE c.opt_in_import_id END,
-         opted_out_at = CASE WHEN EXCLUDED.opted_in_at IS NOT NULL THEN NULL WHEN EXCLUDED.opted_out_at IS NOT NULL THEN COALESCE(c.opted_out_at, EXCLUDED.opted_out_at) ELSE c.opted_out_at END,
-         -- The consent's source and time move only when the import changes the consent.
-         consent_source = CASE WHEN (EXCLUDED.opted_in_at IS NOT NULL AND NOT (c.opted_in AND c.opted_out_at IS NULL))
-                                 OR (EXCLUDED.opted_out_at IS NOT NULL AND c.opted_out_at IS NULL) THEN 'import' ELSE c.consent_source END,
-         consent_at = CASE WHEN (EXCLUDED.opted_in_at IS NOT NULL AND NOT (c.opted_in AND c.opted_out_at IS NULL))
-                             OR (EXCLUDED.opted_out_at IS NOT NULL AND c.opted_out_at IS NULL) THEN EXCLUDED.updated_at ELSE c.consent_at END,
-         updated_at = EXCLUDED.updated_at
-       WHERE (EXCLUDED.name IS NOT NULL AND c.name IS NULL)
-          OR NOT (c.tags @> EXCLUDED.tags)
-          OR (EXCLUDED.opted_in_at IS NOT NULL AND NOT (c.opted_in AND c.opted_out_at IS NULL))
-          OR (EXCLUDED.opted_out_at IS NOT NULL AND (c.opted_in OR c.opted_out_at IS NULL))
-       RETURNING (xmax = 0) AS created`;
-
-/**
  * One batch in one transaction: numbers seen on an earlier line merge (reported), the rest are
  * upserted, and counts and progress move together with them.
  */
@@ -311,10 +281,10 @@ async function applyBatch(
       for (const u of later) merged.push([u.line, 'duplicate', `duplicate of line ${lineOf.get(u.phone)}: merged into the same contact`, u.raw.slice(0, 64)]);
     }
     const asJson = (ls: Line[], opt: (l: Line) => boolean | null) => JSON.stringify(ls.map((u) => ({ phone: u.phone, name: u.name ?? null, tags: u.tags, opt: opt(u) })));
-    const { rows } = await client.query<{ created: boolean }>(UPSERT, [projectId, id, now, asJson(uniques.filter((u) => fresh.has(u.phone)), (u) => u.optIn ?? null)]);
+    const rows = await upsertImportedContacts(client, projectId, id, now, asJson(uniques.filter((u) => fresh.has(u.phone)), (u) => u.optIn ?? null));
     // Lines repeating a number of an earlier batch merge into the contact too (tags added, a name
     // filled); of their opted_in only an opt-out counts, as within a batch an opt-out is kept.
-    if (later.length) await client.query(UPSERT, [projectId, id, now, asJson(later, (u) => (u.optIn === false ? false : null))]);
+    if (later.length) await upsertImportedContacts(client, projectId, id, now, asJson(later, (u) => (u.optIn === false ? false : null)));
     const created = rows.filter((r) => r.created).length;
     const updated = rows.length - created;
     const unchanged = fresh.size - rows.length;

@@ -47,19 +47,6 @@ export function consentIsSql(status: ConsentStatus): string {
     : '(NOT opted_in AND opted_out_at IS NULL)';
 }
 
-/**
- * Sets a contact's consent. Returns whether it changed: a replayed signal (the same status again)
- * leaves the row and its time as they were, so notifications Meta repeats change nothing.
- */
-export async function setConsent(db: Queryable, projectId: string, contactId: bigint | string, status: ConsentStatus, source: ConsentSource, at: Date): Promise<boolean> {
-  const same = consentIsSql(status);
-  const res = await db.query(
-    `UPDATE contacts SET ${consentSetSql(status, '$3', '$4')} WHERE project_id = $1 AND id = $2::bigint AND NOT ${same} RETURNING id`,
-    [projectId, String(contactId), at, source],
-  );
-  return res.rows.length > 0;
-}
-
 /** Whether a contact (by phone or BSUID) has opted out of marketing. */
 export async function isOptedOut(db: Queryable, projectId: string, to: { phone?: string | null; userId?: string | null }): Promise<boolean> {
   const res = await db.query<{ out: boolean }>(
@@ -68,15 +55,4 @@ export async function isOptedOut(db: Queryable, projectId: string, to: { phone?:
     [projectId, to.phone ?? null, to.userId ?? null],
   );
   return res.rows[0].out;
-}
-
-/** A send refused with 131050: the recipient's contact opts out (called by the send path). */
-export async function optOutOnSendError(db: Queryable, projectId: string, to: { phone?: string | null; userId?: string | null }, code: number | undefined, at: Date): Promise<void> {
-  if (code !== 131050) return;
-  await db.query(
-    `UPDATE contacts SET ${consentSetSql('opted_out', '$4', `'error_131050'`)}
-     WHERE project_id = $1 AND opted_out_at IS NULL
-       AND (($2::text IS NOT NULL AND phone = $2) OR ($3::text IS NOT NULL AND user_id = $3))`,
-    [projectId, to.phone ?? null, to.userId ?? null, at],
-  );
 }

@@ -1,12 +1,8 @@
 /**
- * Contact reads and the update, in plain SQL over the shared pg pool.
+ * Contact reads and the PATCH body, in plain SQL over the shared pg pool; every write of a contact
+ * is contact-store.ts's.
  *
- * Policy and why:
- * - The list is newest first, keyset-paged by `id DESC` on `(project_id, id)`.
- * - The update is one UPDATE statement whose new values are computed from the row as it is when
- *   the row lock is held: attributes `(attributes || $set) - $deleted`, tags `(tags + add) - remove`
- *   without duplicates. Two concurrent PATCHes of different keys or tags therefore both survive
- *   (PostgreSQL re-evaluates the SET expressions on the newest row version after waiting).
+ * Policy and why: the list is newest first, keyset-paged by `id DESC` on `(project_id, id)`.
  */
 import type { Queryable } from './conversations.js';
 import type { ContactRow } from './views.js';
@@ -37,7 +33,7 @@ export function containsPattern(text: string): string {
   return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
-const CONTACT_COLUMNS = `
+export const CONTACT_COLUMNS = `
   id::text AS "id", phone, user_id AS "userId", parent_user_id AS "parentUserId", username, name, tags, attributes,
   opted_in AS "optedIn", opted_in_at AS "optedInAt", opted_out_at AS "optedOutAt", consent_source AS "consentSource",
   consent_at AS "consentAt", created_at AS "createdAt", updated_at AS "updatedAt"`;
@@ -85,61 +81,6 @@ export interface ContactChange {
   attributes?: Record<string, AttributeValue>;
   /** The marketing consent set through the API (source `api`). */
   consent?: ConsentStatus;
-}
-
-/**
- * Applies a change atomically and returns the contact after it; undefined when the contact is not
- * the project's. Tags: existing order kept, added ones appended, no duplicates, then removals (a
- * tag both added and removed in one request ends up removed).
- */
-export async function updateContactRow(
-  db: Queryable,
-  projectId: string,
-  id: bigint,
-  change: ContactChange,
-  now: Date,
-): Promise<ContactRow | undefined> {
-  const set: Record<string, string | number | boolean> = Object.create(null);
-  const deleted: string[] = [];
-  for (const [k, v] of Object.entries(change.attributes ?? {})) {
-    if (v === null) deleted.push(k);
-    else set[k] = v;
-  }
-  const changeTags = change.tags !== undefined;
-  const res = await db.query<ContactRow>(
-    `UPDATE contacts SET
-       name = COALESCE($3::text, name),
-       tags = CASE WHEN $4::boolean THEN ARRAY(
-                SELECT u.t
-                FROM unnest(COALESCE(tags, '{}'::text[]) || $5::text[]) WITH ORDINALITY AS u(t, ord)
-                WHERE NOT (u.t = ANY($6::text[]))
-                GROUP BY u.t
-                ORDER BY min(u.ord)
-              ) ELSE tags END,
-       attributes = (CASE WHEN jsonb_typeof(attributes) = 'object' THEN attributes ELSE '{}'::jsonb END || $7::jsonb) - $8::text[],
-       opted_in = CASE WHEN $10::text IS NULL THEN opted_in ELSE $10::text = 'opted_in' END,
-       opted_in_at = CASE WHEN $10::text IS NULL THEN opted_in_at WHEN $10::text = 'opted_in' THEN $9 END,
-       opted_out_at = CASE WHEN $10::text IS NULL THEN opted_out_at WHEN $10::text = 'opted_out' THEN $9 END,
-       opt_in_import_id = CASE WHEN $10::text IS NULL THEN opt_in_import_id END,
-       consent_source = CASE WHEN $10::text IS NULL THEN consent_source ELSE 'api' END,
-       consent_at = CASE WHEN $10::text IS NULL THEN consent_at ELSE $9 END,
-       updated_at = $9
-     WHERE project_id = $1 AND id = $2::bigint
-     RETURNING ${CONTACT_COLUMNS}`,
-    [
-      projectId,
-      id.toString(),
-      change.name ?? null,
-      changeTags,
-      change.tags?.add ?? [],
-      change.tags?.remove ?? [],
-      JSON.stringify(set),
-      deleted,
-      now,
-      change.consent ?? null,
-    ],
-  );
-  return res.rows[0];
 }
 
 // ------------------------------------------------------------------ the PATCH body

@@ -1,5 +1,8 @@
 /**
- * Conversation reads and the state change, in plain SQL over the shared pg pool.
+ * Conversation reads and every write of `conversations` (this module is its only writer): the
+ * state change, an inbound message's activity, the send ledger's batch (upsertConversationsSql)
+ * and a contact merge's moves (identity.ts decides them). Plain SQL over the shared pg pool,
+ * Prisma inside an inbound notification's transaction.
  *
  * Policy and why:
  * - Keyset paging everywhere: the list is ordered by (order_at DESC, id DESC), the recent-activity
@@ -16,6 +19,7 @@ import type { Queryable } from '../platform/db/transaction.js';
 import type { Prisma } from '../../generated/prisma/client.js';
 export type { Queryable };
 import type { ConversationRow, MessageCustomerRow, MessageRow } from './views.js';
+import { MESSAGE_ACTIVITY_SET_SQL } from './order.js';
 
 
 /** The platform's own conversation states; a project's bot code may add more. */
@@ -258,4 +262,38 @@ export async function upsertConversation(tx: Prisma.TransactionClient, projectId
     },
     include: { contact: true },
   });
+}
+
+/**
+ * The send ledger's conversations of a batch, inside its one statement: `select` yields
+ * (project_id, contact_id, last_message_at, created_at, updated_at); an existing conversation has
+ * its activity moved forward (order.ts). The caller adds its RETURNING.
+ */
+export function upsertConversationsSql(select: string): string {
+  return `INSERT INTO conversations (project_id, contact_id, last_message_at, created_at, updated_at)
+          ${select}
+          ON CONFLICT (project_id, contact_id) DO UPDATE SET ${MESSAGE_ACTIVITY_SET_SQL}`;
+}
+
+/** A merge's conversation of the gone contact, once its messages moved to the kept one. */
+export async function deleteConversation(tx: Prisma.TransactionClient, id: bigint): Promise<void> {
+  await tx.$executeRawUnsafe(`DELETE FROM conversations WHERE id = $1::bigint`, String(id));
+}
+
+/** A merge's kept conversation takes the merged activity and state (identity.ts says which). */
+export async function absorbConversation(
+  tx: Prisma.TransactionClient,
+  id: bigint,
+  merged: { state: string; lastMessageAt: Date; lastInboundAt: Date | null; orderAt: Date },
+  at: Date,
+): Promise<void> {
+  await tx.$executeRawUnsafe(
+    `UPDATE conversations SET state = $2, last_message_at = $3, last_inbound_at = $4, order_at = GREATEST(order_at, $5), updated_at = $6 WHERE id = $1::bigint`,
+    String(id), merged.state, merged.lastMessageAt, merged.lastInboundAt, merged.orderAt, at,
+  );
+}
+
+/** A merge's only conversation, of the gone contact, moves to the kept contact. */
+export async function moveConversation(tx: Prisma.TransactionClient, id: bigint, toContact: bigint, at: Date): Promise<void> {
+  await tx.$executeRawUnsafe(`UPDATE conversations SET contact_id = $1::bigint, updated_at = $3 WHERE id = $2::bigint`, String(toContact), String(id), at);
 }

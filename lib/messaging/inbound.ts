@@ -12,7 +12,8 @@ import { retryDeadlock } from '../platform/db/transaction.js';
 import type { Deps } from '../deps.js';
 import type { OpenChannel } from '../channel-settings/settings.js';
 import { dispatchedAtSql, EVENTS_CHANNEL, insertEventsSql, recordEvent } from '../webhooks/events.js';
-import { STATUS_RANK, statusRankSql } from './status-rank.js';
+import { STATUS_RANK } from './status-rank.js';
+import { recordInbound, statusMovesSql } from './ledger.js';
 import { newId } from '../platform/secrets.js';
 import { conversationView, messageView } from '../conversations/views.js';
 import { upsertConversation } from '../conversations/conversations.js';
@@ -50,27 +51,23 @@ async function applyMessage(deps: Deps, channel: OpenChannel, m: MetaMessage, cu
     // so the message lands on the same contact under its new id. A replay finds nothing to move.
     const newUserId = bsuidChangeOf(m);
     if (newUserId && ids.userId && newUserId !== ids.userId) {
-      await rekeyContact(tx, channel.projectId, ids.userId, newUserId, now);
+      await rekeyContact(tx, channel.projectId, ids.userId, newUserId, now, deps.contactMerge);
       ids.userId = newUserId;
     }
-    const contact = (await resolveContact(tx, channel.projectId, ids, now))!;
+    const contact = (await resolveContact(tx, channel.projectId, ids, now, deps.contactMerge))!;
     // The window runs from when we received the message: our clock, not the provider's.
     const conversation = await upsertConversation(tx, channel.projectId, contact.id, now, { inbound: true });
     const flowReply = await flowReplyOf(tx, channel.projectId, m);
     if (flowReply) (rest as Record<string, unknown>).flow_reply = flowReply;
     const type = String(m.type ?? 'unknown').slice(0, 32);
-    const message = await tx.message.create({
-      data: {
-        projectId: channel.projectId,
-        conversationId: conversation.id,
-        wamid: m.id,
-        direction: 'inbound',
-        type,
-        content: rest as object,
-        status: 'received',
-        sentAt: m.timestamp ? new Date(Number(m.timestamp) * 1000) : now,
-        statusAt: now,
-      },
+    const message = await recordInbound(tx, {
+      projectId: channel.projectId,
+      conversationId: conversation.id,
+      wamid: m.id,
+      type,
+      content: rest as object,
+      sentAt: m.timestamp ? new Date(Number(m.timestamp) * 1000) : now,
+      at: now,
     });
     // A consent keyword (the whole message) changes the contact's marketing consent with it.
     const consent = await keywordConsent(tx, channel.projectId, contact.id, type, rest as Record<string, unknown>, now);
@@ -153,17 +150,7 @@ async function applyStatusRound(deps: Deps, projectId: string, statuses: MetaSta
                SELECT * FROM unnest($2::text[], $3::text[], $4::int[], $5::jsonb[], $6::text[], $9::text[], $10::jsonb[]) WITH ORDINALITY
                  AS i(wamid, status, rank, error, event_id, ref, pricing, ord)
              ), upd AS (
-               -- A pending send (outcome unknown to us), or one the ledger settled as unknown, is
-               -- found by our reference, which Meta echoes as biz_opaque_callback_data, and gets its wamid here.
-               -- The status's pricing (lib/pricing/status-pricing.ts) is kept; one without keeps the last.
-               -- Only a forward move writes it: delivered carries it too, and Meta charges on delivery,
-               -- so a "sent" for a send already recorded as sent costs no extra row write.
-               UPDATE messages m SET status = i.status, status_at = $7, error = i.error, wamid = i.wamid, pricing = COALESCE(i.pricing, m.pricing)
-               FROM input i
-               WHERE m.project_id = $1 AND m.direction = 'outbound'
-                 AND (m.wamid = i.wamid OR (i.ref IS NOT NULL AND m.client_ref = i.ref AND m.status IN ('pending', 'unknown')))
-                 AND ${statusRankSql('m.status')} < i.rank
-               RETURNING m.id, m.conversation_id, i.wamid, i.status, i.error, i.event_id, i.ord, i.pricing
+               ${statusMovesSql('input', '$1', '$7')}
              ), ev AS (
                ${insertEventsSql(`SELECT upd.event_id, $1, 'message.status',
                       jsonb_build_object('message_id', upd.wamid, 'id', upd.id, 'conversation_id', upd.conversation_id, 'status', upd.status,
@@ -212,7 +199,7 @@ export async function applyWebhook(deps: Deps, channel: OpenChannel, payload: un
       const { statuses } = change;
       // What statuses say about the recipient (BSUID, phone, username) is filled in first, so
       // the `message.status` events carry it; a failed marketing send with 131050 opts out.
-      if (statuses.length) await fillStatusCustomers(deps.db.prisma, channel.projectId, statuses, now);
+      if (statuses.length) await fillStatusCustomers(deps.db.prisma, deps.contactMerge, channel.projectId, statuses, now);
       const known = statuses.length ? await applyStatuses(deps, channel, statuses, now) : [];
       statuses.forEach((s, i) => {
         if (known[i]) outcome.statuses++;
@@ -222,7 +209,7 @@ export async function applyWebhook(deps: Deps, channel: OpenChannel, payload: un
       });
       if (statuses.length) await optOutOnFailedStatuses(deps.db.pool, channel.projectId, statuses, now);
     } else if (change.kind === 'user_preferences') {
-      await applyUserPreferences(deps.db.prisma, channel.projectId, change.preferences, now);
+      await applyUserPreferences(deps.db.prisma, deps.contactMerge, channel.projectId, change.preferences, now);
     } else if (change.kind === 'messaging_limit') {
       await storeAnnouncedLimit(deps.db.pool, channel.wabaId, change.limit, now);
     } else if (await applyTemplateStatus(deps, channel.projectId, change.update, now)) outcome.templates++;

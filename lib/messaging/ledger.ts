@@ -1,5 +1,5 @@
 /**
- * The send ledger: the only writer of `messages` for outbound sends and of `send_counters`. Every
+ * The send ledger: the only writer of `messages` and of `send_counters`. Every
  * send (POST /v1/messages as a batch of one, the broadcast engine per batch, the bot through
  * POST's send) goes through the same five steps, each one statement for a whole batch:
  *
@@ -14,15 +14,23 @@
  *              no status came within the bound) becomes final `unknown`; its unit stays spent,
  *              and a later status still wins (status callbacks match it by reference).
  *
+ * It is the only writer of `messages`: besides the steps above, an inbound message is recorded
+ * here (recordInbound) and the channel's statuses move messages forward through statusMovesSql,
+ * inside the notification's one statement (lib/messaging/inbound.ts).
+ *
  * The recipient of an intent is a `Recipient`, not a bare phone, so that another way to name a
  * customer can join without touching the callers.
  */
 import type pg from 'pg';
+import type { Prisma } from '../../generated/prisma/client.js';
+import { statusRankSql } from './status-rank.js';
 import { ApiError } from '../platform/errors.js';
-import { MESSAGE_ACTIVITY_SET_SQL } from '../conversations/order.js';
+import { insertContactsSql } from '../conversations/contact-store.js';
+import { upsertConversationsSql } from '../conversations/conversations.js';
 import { SERVICE_WINDOW_MS } from '../conversations/window.js';
 import { dispatchedAtSql, EVENTS_CHANNEL, insertEventsSql } from '../webhooks/events.js';
 import { newId } from '../platform/secrets.js';
+import { linkKeysSql } from '../platform/idempotency-store.js';
 import { retryDeadlock } from '../platform/db/transaction.js';
 
 type Db = Pick<pg.Pool, 'query'>;
@@ -38,7 +46,7 @@ export interface Recipient {
 
 export interface Intent {
   to: Recipient;
-  /** Our reference: recorded as the message's client_ref and sent as biz_opaque_callback_data. */
+  /** Our reference: recorded as the message's send_ref and sent as biz_opaque_callback_data. */
   ref: string;
   type: string;
   content: unknown;
@@ -161,10 +169,8 @@ export async function recordIntents(db: Db, projectId: string, intents: Intent[]
                )) AS open FROM input i
              ), created AS (
                -- Either unique key (phone, user id) may conflict: DO NOTHING names neither.
-               INSERT INTO contacts (project_id, phone, user_id, created_at, updated_at)
-               SELECT DISTINCT $1, g.phone, CASE WHEN g.phone IS NULL THEN g.user_id END, $8::timestamptz, $8::timestamptz FROM gate g
-               WHERE g.open AND NOT EXISTS (SELECT 1 FROM found f WHERE f.ord = g.ord)
-               ON CONFLICT DO NOTHING
+               ${insertContactsSql(`SELECT DISTINCT $1, g.phone, CASE WHEN g.phone IS NULL THEN g.user_id END, $8::timestamptz, $8::timestamptz FROM gate g
+               WHERE g.open AND NOT EXISTS (SELECT 1 FROM found f WHERE f.ord = g.ord)`)}
                RETURNING id, phone, user_id
              ), ct AS (
                SELECT g.ord, COALESCE(f.id, c.id) AS contact_id FROM gate g
@@ -172,20 +178,17 @@ export async function recordIntents(db: Db, projectId: string, intents: Intent[]
                LEFT JOIN created c ON (c.phone = g.phone OR (g.phone IS NULL AND c.user_id = g.user_id))
                WHERE g.open AND COALESCE(f.id, c.id) IS NOT NULL
              ), cv AS (
-               INSERT INTO conversations (project_id, contact_id, last_message_at, created_at, updated_at)
-               SELECT DISTINCT $1, contact_id, $8::timestamptz, $8::timestamptz, $8::timestamptz FROM ct
-               ON CONFLICT (project_id, contact_id) DO UPDATE SET ${MESSAGE_ACTIVITY_SET_SQL}
+               ${upsertConversationsSql('SELECT DISTINCT $1, contact_id, $8::timestamptz, $8::timestamptz, $8::timestamptz FROM ct')}
                RETURNING id, contact_id
              ), ik AS (
-               UPDATE idempotency_records r SET message_ref = g.ref FROM gate g
-               WHERE g.ikey IS NOT NULL AND g.open AND r.project_id = $1 AND r.key = g.ikey AND r.message_ref IS DISTINCT FROM g.ref
+               ${linkKeysSql('SELECT $1::text AS project_id, g.ikey, g.ref FROM gate g WHERE g.ikey IS NOT NULL AND g.open')}
              ), ins AS (
-               INSERT INTO messages (project_id, conversation_id, wamid, client_ref, direction, type, content, status, sent_at, status_at)
+               INSERT INTO messages (project_id, conversation_id, wamid, send_ref, direction, type, content, status, sent_at, status_at)
                SELECT $1, cv.id, g.ref, g.ref, 'outbound', g.type, g.content, 'pending', $8, $8
                FROM gate g JOIN ct ON ct.ord = g.ord JOIN cv ON cv.contact_id = ct.contact_id
-               RETURNING client_ref
+               RETURNING send_ref
              )
-             SELECT g.ord::text AS ord, g.open, EXISTS (SELECT 1 FROM ins WHERE ins.client_ref = g.ref) AS recorded FROM gate g`,
+             SELECT g.ord::text AS ord, g.open, EXISTS (SELECT 1 FROM ins WHERE ins.send_ref = g.ref) AS recorded FROM gate g`,
       values: [
         projectId,
         batch.map((b) => b.to.phone),
@@ -226,7 +229,7 @@ export async function confirmIntents(db: Db, projectId: string, accepted: Array<
                   status = CASE WHEN m.status IN ('pending', 'unknown') THEN 'sent' ELSE m.status END,
                   status_at = CASE WHEN m.status IN ('pending', 'unknown') THEN i.at ELSE m.status_at END
            FROM unnest($2::text[], $3::text[], $4::timestamptz[]) AS i(ref, wamid, at)
-           WHERE m.project_id = $1 AND m.client_ref = i.ref
+           WHERE m.project_id = $1 AND m.send_ref = i.ref
              AND (m.status IN ('pending', 'unknown') OR m.wamid IS DISTINCT FROM i.wamid)`,
     values: [projectId, sorted.map((w) => w.ref), sorted.map((w) => w.wamid), sorted.map((w) => w.at)],
   }));
@@ -243,7 +246,7 @@ export async function abandonIntents(db: Db, projectId: string, refs: string[], 
   await retryDeadlock(() => db.query({
     // One text, two names: the fault tests refuse each point of the send path by name.
     name: opts.withdraw ? 'withdraw-send' : 'abandon-intent',
-    text: `WITH gone AS (DELETE FROM messages WHERE project_id = $1 AND client_ref = ANY($2::text[]) AND status = 'pending' RETURNING 1),
+    text: `WITH gone AS (DELETE FROM messages WHERE project_id = $1 AND send_ref = ANY($2::text[]) AND status = 'pending' RETURNING 1),
            n AS (SELECT CASE WHEN $4::boolean THEN $5::int ELSE (SELECT count(*)::int FROM gone) END AS units)
            UPDATE send_counters SET count = GREATEST(0, count - (SELECT units FROM n))
            WHERE project_id = $1 AND day = $3::date AND count > 0 AND (SELECT units FROM n) > 0`,
@@ -265,7 +268,7 @@ export async function settleUnknown(db: Db, opts: { boundMs: number; now: Date; 
   const { rows } = await db.query<{ settled: number }>({
     name: 'settle-unknown',
     text: `WITH due AS (
-             SELECT id FROM messages WHERE wamid = client_ref AND sent_at <= $1 AND status = 'pending'
+             SELECT id FROM messages WHERE wamid = send_ref AND sent_at <= $1 AND status = 'pending'
              ORDER BY sent_at LIMIT $3 FOR UPDATE SKIP LOCKED
            ), upd AS (
              UPDATE messages m SET status = 'unknown', status_at = $2
@@ -289,7 +292,7 @@ export async function settleUnknown(db: Db, opts: { boundMs: number; now: Date; 
 export async function sendState(db: Db, projectId: string, ref: string): Promise<{ status: string; wamid: string } | undefined> {
   const { rows } = await db.query<{ status: string; wamid: string }>({
     name: 'idempotency-send-outcome',
-    text: 'SELECT wamid, status FROM messages WHERE project_id = $1 AND client_ref = $2',
+    text: 'SELECT wamid, status FROM messages WHERE project_id = $1 AND send_ref = $2',
     values: [projectId, ref],
   });
   return rows[0];
@@ -298,4 +301,47 @@ export async function sendState(db: Db, projectId: string, ref: string): Promise
 /** A fresh send reference. */
 export function newSendRef(): string {
   return newId('snd', 24);
+}
+
+/** A customer's message, in the notification's transaction (lib/messaging/inbound.ts decides the rest). */
+export async function recordInbound(
+  tx: Pick<Prisma.TransactionClient, 'message'>,
+  m: { projectId: string; conversationId: bigint; wamid: string; type: string; content: object; sentAt: Date; at: Date },
+) {
+  return tx.message.create({
+    data: {
+      projectId: m.projectId,
+      conversationId: m.conversationId,
+      wamid: m.wamid,
+      direction: 'inbound',
+      type: m.type,
+      content: m.content,
+      status: 'received',
+      sentAt: m.sentAt,
+      statusAt: m.at,
+    },
+  });
+}
+
+/**
+ * The statuses' moves, as a data-modifying CTE body over `input` (wamid, status, rank, error,
+ * event_id, ref, pricing, ord) of project `project` at `at` (SQL given by the caller's statement).
+ * A pending send (outcome unknown to us), or one the ledger settled as unknown, is found by our
+ * reference, which Meta echoes as biz_opaque_callback_data, and gets its wamid here. The status's
+ * pricing (lib/pricing/status-pricing.ts) is kept; one without keeps the last. Only a forward move
+ * writes: delivered carries the pricing too, and Meta charges on delivery, so a "sent" for a send
+ * already recorded as sent costs no extra row write.
+ */
+export function statusMovesSql(input: string, project: string, at: string): string {
+  return `UPDATE messages m SET status = i.status, status_at = ${at}, error = i.error, wamid = i.wamid, pricing = COALESCE(i.pricing, m.pricing)
+               FROM ${input} i
+               WHERE m.project_id = ${project} AND m.direction = 'outbound'
+                 AND (m.wamid = i.wamid OR (i.ref IS NOT NULL AND m.send_ref = i.ref AND m.status IN ('pending', 'unknown')))
+                 AND ${statusRankSql('m.status')} < i.rank
+               RETURNING m.id, m.conversation_id, i.wamid, i.status, i.error, i.event_id, i.ord, i.pricing`;
+}
+
+/** A contact merge's move (lib/conversations/identity.ts): the messages of conversation `from` now belong to `to`. */
+export async function moveConversationMessages(tx: Pick<Prisma.TransactionClient, '$executeRawUnsafe'>, to: bigint, from: bigint): Promise<void> {
+  await tx.$executeRawUnsafe(`UPDATE messages SET conversation_id = $1::bigint WHERE conversation_id = $2::bigint`, String(to), String(from));
 }

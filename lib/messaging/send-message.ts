@@ -26,7 +26,7 @@ import { isChannelError, isOutsideWindowError, isTemplateRejection } from '../..
 import { asApiError, channelApiError, invalidTemplateApiError } from '../../channel/api-errors.js';
 import type { GraphMessagePayload } from '../../channel/cloud-api.js';
 import { channelRecipient, recipientChannelError, resolveRecipient } from '../conversations/recipient.js';
-import { optOutOnSendError } from '../conversations/consent.js';
+import { optOutOnSendError } from '../conversations/contact-store.js';
 
 type SendRequest = components['schemas']['SendMessageRequest'];
 
@@ -138,7 +138,7 @@ async function sendOnce(deps: Deps, project: ProjectRef, body: SendRequest, opts
   const { pool } = deps.db;
   const now = deps.clock.now();
   if (opts.ref) {
-    const { rows } = await pool.query<{ wamid: string }>('SELECT wamid FROM messages WHERE project_id = $1 AND client_ref = $2', [project.id, opts.ref]);
+    const { rows } = await pool.query<{ wamid: string }>('SELECT wamid FROM messages WHERE project_id = $1 AND send_ref = $2', [project.id, opts.ref]);
     if (rows[0]) return { id: rows[0].wamid, status: 'sent' };
   }
   await prepareMessage(deps, project.id, message);

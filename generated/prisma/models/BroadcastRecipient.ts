@@ -55,7 +55,7 @@ export type BroadcastRecipientMinAggregateOutputType = {
   limitHeldUntil: Date | null
   leaseOwner: string | null
   leaseUntil: Date | null
-  messageRef: string | null
+  sendRef: string | null
   wamid: string | null
   errorCode: number | null
   errorCategory: string | null
@@ -78,7 +78,7 @@ export type BroadcastRecipientMaxAggregateOutputType = {
   limitHeldUntil: Date | null
   leaseOwner: string | null
   leaseUntil: Date | null
-  messageRef: string | null
+  sendRef: string | null
   wamid: string | null
   errorCode: number | null
   errorCategory: string | null
@@ -102,7 +102,7 @@ export type BroadcastRecipientCountAggregateOutputType = {
   limitHeldUntil: number
   leaseOwner: number
   leaseUntil: number
-  messageRef: number
+  sendRef: number
   wamid: number
   errorCode: number
   errorCategory: number
@@ -143,7 +143,7 @@ export type BroadcastRecipientMinAggregateInputType = {
   limitHeldUntil?: true
   leaseOwner?: true
   leaseUntil?: true
-  messageRef?: true
+  sendRef?: true
   wamid?: true
   errorCode?: true
   errorCategory?: true
@@ -166,7 +166,7 @@ export type BroadcastRecipientMaxAggregateInputType = {
   limitHeldUntil?: true
   leaseOwner?: true
   leaseUntil?: true
-  messageRef?: true
+  sendRef?: true
   wamid?: true
   errorCode?: true
   errorCategory?: true
@@ -190,7 +190,7 @@ export type BroadcastRecipientCountAggregateInputType = {
   limitHeldUntil?: true
   leaseOwner?: true
   leaseUntil?: true
-  messageRef?: true
+  sendRef?: true
   wamid?: true
   errorCode?: true
   errorCategory?: true
@@ -301,7 +301,7 @@ export type BroadcastRecipientGroupByOutputType = {
   limitHeldUntil: Date | null
   leaseOwner: string | null
   leaseUntil: Date | null
-  messageRef: string | null
+  sendRef: string | null
   wamid: string | null
   errorCode: number | null
   errorCategory: string | null
@@ -348,7 +348,7 @@ export type BroadcastRecipientWhereInput = {
   limitHeldUntil?: Prisma.DateTimeNullableFilter<"BroadcastRecipient"> | Date | string | null
   leaseOwner?: Prisma.StringNullableFilter<"BroadcastRecipient"> | string | null
   leaseUntil?: Prisma.DateTimeNullableFilter<"BroadcastRecipient"> | Date | string | null
-  messageRef?: Prisma.StringNullableFilter<"BroadcastRecipient"> | string | null
+  sendRef?: Prisma.StringNullableFilter<"BroadcastRecipient"> | string | null
   wamid?: Prisma.StringNullableFilter<"BroadcastRecipient"> | string | null
   errorCode?: Prisma.IntNullableFilter<"BroadcastRecipient"> | number | null
   errorCategory?: Prisma.StringNullableFilter<"BroadcastRecipient"> | string | null
@@ -373,7 +373,7 @@ export type BroadcastRecipientOrderByWithRelationInput = {
   limitHeldUntil?: Prisma.SortOrderInput | Prisma.SortOrder
   leaseOwner?: Prisma.SortOrderInput | Prisma.SortOrder
   leaseUntil?: Prisma.SortOrderInput | Prisma.SortOrder
-  messageRef?: Prisma.SortOrderInput | Prisma.SortOrder
+  sendRef?: Prisma.SortOrderInput | Prisma.SortOrder
   wamid?: Prisma.SortOrderInput | Prisma.SortOrder
   errorCode?: Prisma.SortOrderInput | Prisma.SortOrder
   errorCategory?: Prisma.SortOrderInput | Prisma.SortOrder
@@ -403,7 +403,7 @@ export type BroadcastRecipientWhereUniqueInput = Prisma.AtLeast<{
   limitHeldUntil?: Prisma.DateTimeNullableFilter<"BroadcastRecipient"> | Date | string | null
   leaseOwner?: Prisma.StringNullableFilter<"BroadcastRecipient"> | string | null
   leaseUntil?: Prisma.DateTimeNullableFilter<"BroadcastRecipient"> | Date | string | null
-  messageRef?: Prisma.StringNullableFilter<"BroadcastRecipient"> | string | null
+  sendRef?: Prisma.StringNullableFilter<"BroadcastRecipient"> | string | null
   wamid?: Prisma.StringNullableFilter<"BroadcastRecipient"> | string | null
   errorCode?: Prisma.IntNullableFilter<"BroadcastRecipient"> | number | null
   errorCategory?: Prisma.StringNullableFilter<"BroadcastRecipient"> | string | null
@@ -428,7 +428,7 @@ export type BroadcastRecipientOrderByWithAggregationInput = {
   limitHeldUntil?: Prisma.SortOrderInput | Prisma.SortOrder
   leaseOwner?: Prisma.SortOrderInput | Prisma.SortOrder
   leaseUntil?: Prisma.SortOrderInput | Prisma.SortOrder
-  messageRef?: Prisma.SortOrderInput | Prisma.SortOrder
+  sendRef?: Prisma.SortOrderInput | Prisma.SortOrder
   wamid?: Prisma.SortOrderInput | Prisma.SortOrder
   errorCode?: Prisma.SortOrderInput | Prisma.SortOrder
   errorCategory?: Prisma.SortOrderInput | Prisma.SortOrder
@@ -460,7 +460,7 @@ export type BroadcastRecipientScalarWhereWithAggregatesInput = {
   limitHeldUntil?: Prisma.DateTimeNullableWithAggregatesFilter<"BroadcastRecipient"> | Date | string | null
   leaseOwner?: Prisma.StringNullableWithAggregatesFilter<"BroadcastRecipient"> | string | null
   leaseUntil?: Prisma.DateTimeNullableWithAggregatesFilter<"BroadcastRecipient"> | Date | string | null
-  messageRef?: Prisma.StringNullableWithAggregatesFilter<"BroadcastRecipient"> | string | null
+  sendRef?: Prisma.StringNullableWithAggregatesFilter<"BroadcastRecipient"> | string | null
   wamid?: Prisma.StringNullableWithAggregatesFilter<"BroadcastRecipient"> | string | null
   errorCode?: Prisma.IntNullableWithAggregatesFilter<"BroadcastRecipient"> | number | null
   errorCategory?: Prisma.StringNullableWithAggregatesFilter<"BroadcastRecipient"> | string | null
@@ -483,7 +483,7 @@ export type BroadcastRecipientCreateInput = {
   limitHeldUntil?: Date | string | null
   leaseOwner?: string | null
   leaseUntil?: Date | string | null
-  messageRef?: string | null
+  sendRef?: string | null
   wamid?: string | null
   errorCode?: number | null
   errorCategory?: string | null
@@ -508,7 +508,7 @@ export type BroadcastRecipientUncheckedCreateInput = {
   limitHeldUntil?: Date | string | null
   leaseOwner?: string | null
   leaseUntil?: Date | string | null
-  messageRef?: string | null
+  sendRef?: string | null
   wamid?: string | null
   errorCode?: number | null
   errorCategory?: string | null
@@ -531,7 +531,7 @@ export type BroadcastRecipientUpdateInput = {
   limitHeldUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   leaseOwner?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   leaseUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
-  messageRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sendRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   wamid?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   errorCode?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   errorCategory?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
@@ -556,7 +556,7 @@ export type BroadcastRecipientUncheckedUpdateInput = {
   limitHeldUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   leaseOwner?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   leaseUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
-  messageRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sendRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   wamid?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   errorCode?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   errorCategory?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
@@ -580,7 +580,7 @@ export type BroadcastRecipientCreateManyInput = {
   limitHeldUntil?: Date | string | null
   leaseOwner?: string | null
   leaseUntil?: Date | string | null
-  messageRef?: string | null
+  sendRef?: string | null
   wamid?: string | null
   errorCode?: number | null
   errorCategory?: string | null
@@ -603,7 +603,7 @@ export type BroadcastRecipientUpdateManyMutationInput = {
   limitHeldUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   leaseOwner?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   leaseUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
-  messageRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sendRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   wamid?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   errorCode?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   errorCategory?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
@@ -627,7 +627,7 @@ export type BroadcastRecipientUncheckedUpdateManyInput = {
   limitHeldUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   leaseOwner?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   leaseUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
-  messageRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sendRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   wamid?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   errorCode?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   errorCategory?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
@@ -671,7 +671,7 @@ export type BroadcastRecipientCountOrderByAggregateInput = {
   limitHeldUntil?: Prisma.SortOrder
   leaseOwner?: Prisma.SortOrder
   leaseUntil?: Prisma.SortOrder
-  messageRef?: Prisma.SortOrder
+  sendRef?: Prisma.SortOrder
   wamid?: Prisma.SortOrder
   errorCode?: Prisma.SortOrder
   errorCategory?: Prisma.SortOrder
@@ -702,7 +702,7 @@ export type BroadcastRecipientMaxOrderByAggregateInput = {
   limitHeldUntil?: Prisma.SortOrder
   leaseOwner?: Prisma.SortOrder
   leaseUntil?: Prisma.SortOrder
-  messageRef?: Prisma.SortOrder
+  sendRef?: Prisma.SortOrder
   wamid?: Prisma.SortOrder
   errorCode?: Prisma.SortOrder
   errorCategory?: Prisma.SortOrder
@@ -725,7 +725,7 @@ export type BroadcastRecipientMinOrderByAggregateInput = {
   limitHeldUntil?: Prisma.SortOrder
   leaseOwner?: Prisma.SortOrder
   leaseUntil?: Prisma.SortOrder
-  messageRef?: Prisma.SortOrder
+  sendRef?: Prisma.SortOrder
   wamid?: Prisma.SortOrder
   errorCode?: Prisma.SortOrder
   errorCategory?: Prisma.SortOrder
@@ -806,7 +806,7 @@ export type BroadcastRecipientCreateWithoutBroadcastInput = {
   limitHeldUntil?: Date | string | null
   leaseOwner?: string | null
   leaseUntil?: Date | string | null
-  messageRef?: string | null
+  sendRef?: string | null
   wamid?: string | null
   errorCode?: number | null
   errorCategory?: string | null
@@ -829,7 +829,7 @@ export type BroadcastRecipientUncheckedCreateWithoutBroadcastInput = {
   limitHeldUntil?: Date | string | null
   leaseOwner?: string | null
   leaseUntil?: Date | string | null
-  messageRef?: string | null
+  sendRef?: string | null
   wamid?: string | null
   errorCode?: number | null
   errorCategory?: string | null
@@ -882,7 +882,7 @@ export type BroadcastRecipientScalarWhereInput = {
   limitHeldUntil?: Prisma.DateTimeNullableFilter<"BroadcastRecipient"> | Date | string | null
   leaseOwner?: Prisma.StringNullableFilter<"BroadcastRecipient"> | string | null
   leaseUntil?: Prisma.DateTimeNullableFilter<"BroadcastRecipient"> | Date | string | null
-  messageRef?: Prisma.StringNullableFilter<"BroadcastRecipient"> | string | null
+  sendRef?: Prisma.StringNullableFilter<"BroadcastRecipient"> | string | null
   wamid?: Prisma.StringNullableFilter<"BroadcastRecipient"> | string | null
   errorCode?: Prisma.IntNullableFilter<"BroadcastRecipient"> | number | null
   errorCategory?: Prisma.StringNullableFilter<"BroadcastRecipient"> | string | null
@@ -905,7 +905,7 @@ export type BroadcastRecipientCreateManyBroadcastInput = {
   limitHeldUntil?: Date | string | null
   leaseOwner?: string | null
   leaseUntil?: Date | string | null
-  messageRef?: string | null
+  sendRef?: string | null
   wamid?: string | null
   errorCode?: number | null
   errorCategory?: string | null
@@ -928,7 +928,7 @@ export type BroadcastRecipientUpdateWithoutBroadcastInput = {
   limitHeldUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   leaseOwner?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   leaseUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
-  messageRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sendRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   wamid?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   errorCode?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   errorCategory?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
@@ -951,7 +951,7 @@ export type BroadcastRecipientUncheckedUpdateWithoutBroadcastInput = {
   limitHeldUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   leaseOwner?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   leaseUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
-  messageRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sendRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   wamid?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   errorCode?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   errorCategory?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
@@ -974,7 +974,7 @@ export type BroadcastRecipientUncheckedUpdateManyWithoutBroadcastInput = {
   limitHeldUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   leaseOwner?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   leaseUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
-  messageRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sendRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   wamid?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   errorCode?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   errorCategory?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
@@ -1000,7 +1000,7 @@ export type BroadcastRecipientSelect<ExtArgs extends runtime.Types.Extensions.In
   limitHeldUntil?: boolean
   leaseOwner?: boolean
   leaseUntil?: boolean
-  messageRef?: boolean
+  sendRef?: boolean
   wamid?: boolean
   errorCode?: boolean
   errorCategory?: boolean
@@ -1025,7 +1025,7 @@ export type BroadcastRecipientSelectCreateManyAndReturn<ExtArgs extends runtime.
   limitHeldUntil?: boolean
   leaseOwner?: boolean
   leaseUntil?: boolean
-  messageRef?: boolean
+  sendRef?: boolean
   wamid?: boolean
   errorCode?: boolean
   errorCategory?: boolean
@@ -1050,7 +1050,7 @@ export type BroadcastRecipientSelectUpdateManyAndReturn<ExtArgs extends runtime.
   limitHeldUntil?: boolean
   leaseOwner?: boolean
   leaseUntil?: boolean
-  messageRef?: boolean
+  sendRef?: boolean
   wamid?: boolean
   errorCode?: boolean
   errorCategory?: boolean
@@ -1075,7 +1075,7 @@ export type BroadcastRecipientSelectScalar = {
   limitHeldUntil?: boolean
   leaseOwner?: boolean
   leaseUntil?: boolean
-  messageRef?: boolean
+  sendRef?: boolean
   wamid?: boolean
   errorCode?: boolean
   errorCategory?: boolean
@@ -1085,7 +1085,7 @@ export type BroadcastRecipientSelectScalar = {
   updatedAt?: boolean
 }
 
-export type BroadcastRecipientOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "broadcastId" | "contactId" | "phone" | "userId" | "variables" | "state" | "wave" | "attempts" | "notBefore" | "limitHeldUntil" | "leaseOwner" | "leaseUntil" | "messageRef" | "wamid" | "errorCode" | "errorCategory" | "errorTitle" | "errorReason" | "sentAt" | "updatedAt", ExtArgs["result"]["broadcastRecipient"]>
+export type BroadcastRecipientOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "broadcastId" | "contactId" | "phone" | "userId" | "variables" | "state" | "wave" | "attempts" | "notBefore" | "limitHeldUntil" | "leaseOwner" | "leaseUntil" | "sendRef" | "wamid" | "errorCode" | "errorCategory" | "errorTitle" | "errorReason" | "sentAt" | "updatedAt", ExtArgs["result"]["broadcastRecipient"]>
 export type BroadcastRecipientInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   broadcast?: boolean | Prisma.BroadcastDefaultArgs<ExtArgs>
 }
@@ -1128,9 +1128,9 @@ export type $BroadcastRecipientPayload<ExtArgs extends runtime.Types.Extensions.
     leaseOwner: string | null
     leaseUntil: Date | null
     /**
-     * Our send reference (messages.client_ref), recorded before the channel is called.
+     * Our send reference (messages.send_ref), recorded before the channel is called.
      */
-    messageRef: string | null
+    sendRef: string | null
     wamid: string | null
     errorCode: number | null
     /**
@@ -1581,7 +1581,7 @@ export interface BroadcastRecipientFieldRefs {
   readonly limitHeldUntil: Prisma.FieldRef<"BroadcastRecipient", 'DateTime'>
   readonly leaseOwner: Prisma.FieldRef<"BroadcastRecipient", 'String'>
   readonly leaseUntil: Prisma.FieldRef<"BroadcastRecipient", 'DateTime'>
-  readonly messageRef: Prisma.FieldRef<"BroadcastRecipient", 'String'>
+  readonly sendRef: Prisma.FieldRef<"BroadcastRecipient", 'String'>
   readonly wamid: Prisma.FieldRef<"BroadcastRecipient", 'String'>
   readonly errorCode: Prisma.FieldRef<"BroadcastRecipient", 'Int'>
   readonly errorCategory: Prisma.FieldRef<"BroadcastRecipient", 'String'>

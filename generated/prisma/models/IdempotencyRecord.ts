@@ -39,7 +39,7 @@ export type IdempotencyRecordMinAggregateOutputType = {
   key: string | null
   fingerprint: string | null
   state: string | null
-  messageRef: string | null
+  sendRef: string | null
   statusCode: number | null
   createdAt: Date | null
   expiresAt: Date | null
@@ -50,7 +50,7 @@ export type IdempotencyRecordMaxAggregateOutputType = {
   key: string | null
   fingerprint: string | null
   state: string | null
-  messageRef: string | null
+  sendRef: string | null
   statusCode: number | null
   createdAt: Date | null
   expiresAt: Date | null
@@ -61,7 +61,7 @@ export type IdempotencyRecordCountAggregateOutputType = {
   key: number
   fingerprint: number
   state: number
-  messageRef: number
+  sendRef: number
   headers: number
   statusCode: number
   body: number
@@ -84,7 +84,7 @@ export type IdempotencyRecordMinAggregateInputType = {
   key?: true
   fingerprint?: true
   state?: true
-  messageRef?: true
+  sendRef?: true
   statusCode?: true
   createdAt?: true
   expiresAt?: true
@@ -95,7 +95,7 @@ export type IdempotencyRecordMaxAggregateInputType = {
   key?: true
   fingerprint?: true
   state?: true
-  messageRef?: true
+  sendRef?: true
   statusCode?: true
   createdAt?: true
   expiresAt?: true
@@ -106,7 +106,7 @@ export type IdempotencyRecordCountAggregateInputType = {
   key?: true
   fingerprint?: true
   state?: true
-  messageRef?: true
+  sendRef?: true
   headers?: true
   statusCode?: true
   body?: true
@@ -206,7 +206,7 @@ export type IdempotencyRecordGroupByOutputType = {
   key: string
   fingerprint: string
   state: string
-  messageRef: string | null
+  sendRef: string | null
   headers: runtime.JsonValue | null
   statusCode: number | null
   body: runtime.JsonValue | null
@@ -242,7 +242,7 @@ export type IdempotencyRecordWhereInput = {
   key?: Prisma.StringFilter<"IdempotencyRecord"> | string
   fingerprint?: Prisma.StringFilter<"IdempotencyRecord"> | string
   state?: Prisma.StringFilter<"IdempotencyRecord"> | string
-  messageRef?: Prisma.StringNullableFilter<"IdempotencyRecord"> | string | null
+  sendRef?: Prisma.StringNullableFilter<"IdempotencyRecord"> | string | null
   headers?: Prisma.JsonNullableFilter<"IdempotencyRecord">
   statusCode?: Prisma.IntNullableFilter<"IdempotencyRecord"> | number | null
   body?: Prisma.JsonNullableFilter<"IdempotencyRecord">
@@ -256,7 +256,7 @@ export type IdempotencyRecordOrderByWithRelationInput = {
   key?: Prisma.SortOrder
   fingerprint?: Prisma.SortOrder
   state?: Prisma.SortOrder
-  messageRef?: Prisma.SortOrderInput | Prisma.SortOrder
+  sendRef?: Prisma.SortOrderInput | Prisma.SortOrder
   headers?: Prisma.SortOrderInput | Prisma.SortOrder
   statusCode?: Prisma.SortOrderInput | Prisma.SortOrder
   body?: Prisma.SortOrderInput | Prisma.SortOrder
@@ -274,7 +274,7 @@ export type IdempotencyRecordWhereUniqueInput = Prisma.AtLeast<{
   key?: Prisma.StringFilter<"IdempotencyRecord"> | string
   fingerprint?: Prisma.StringFilter<"IdempotencyRecord"> | string
   state?: Prisma.StringFilter<"IdempotencyRecord"> | string
-  messageRef?: Prisma.StringNullableFilter<"IdempotencyRecord"> | string | null
+  sendRef?: Prisma.StringNullableFilter<"IdempotencyRecord"> | string | null
   headers?: Prisma.JsonNullableFilter<"IdempotencyRecord">
   statusCode?: Prisma.IntNullableFilter<"IdempotencyRecord"> | number | null
   body?: Prisma.JsonNullableFilter<"IdempotencyRecord">
@@ -288,7 +288,7 @@ export type IdempotencyRecordOrderByWithAggregationInput = {
   key?: Prisma.SortOrder
   fingerprint?: Prisma.SortOrder
   state?: Prisma.SortOrder
-  messageRef?: Prisma.SortOrderInput | Prisma.SortOrder
+  sendRef?: Prisma.SortOrderInput | Prisma.SortOrder
   headers?: Prisma.SortOrderInput | Prisma.SortOrder
   statusCode?: Prisma.SortOrderInput | Prisma.SortOrder
   body?: Prisma.SortOrderInput | Prisma.SortOrder
@@ -309,7 +309,7 @@ export type IdempotencyRecordScalarWhereWithAggregatesInput = {
   key?: Prisma.StringWithAggregatesFilter<"IdempotencyRecord"> | string
   fingerprint?: Prisma.StringWithAggregatesFilter<"IdempotencyRecord"> | string
   state?: Prisma.StringWithAggregatesFilter<"IdempotencyRecord"> | string
-  messageRef?: Prisma.StringNullableWithAggregatesFilter<"IdempotencyRecord"> | string | null
+  sendRef?: Prisma.StringNullableWithAggregatesFilter<"IdempotencyRecord"> | string | null
   headers?: Prisma.JsonNullableWithAggregatesFilter<"IdempotencyRecord">
   statusCode?: Prisma.IntNullableWithAggregatesFilter<"IdempotencyRecord"> | number | null
   body?: Prisma.JsonNullableWithAggregatesFilter<"IdempotencyRecord">
@@ -321,7 +321,7 @@ export type IdempotencyRecordCreateInput = {
   key: string
   fingerprint: string
   state: string
-  messageRef?: string | null
+  sendRef?: string | null
   headers?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   statusCode?: number | null
   body?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
@@ -335,7 +335,7 @@ export type IdempotencyRecordUncheckedCreateInput = {
   key: string
   fingerprint: string
   state: string
-  messageRef?: string | null
+  sendRef?: string | null
   headers?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   statusCode?: number | null
   body?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
@@ -347,7 +347,7 @@ export type IdempotencyRecordUpdateInput = {
   key?: Prisma.StringFieldUpdateOperationsInput | string
   fingerprint?: Prisma.StringFieldUpdateOperationsInput | string
   state?: Prisma.StringFieldUpdateOperationsInput | string
-  messageRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sendRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   headers?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   statusCode?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   body?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
@@ -361,7 +361,7 @@ export type IdempotencyRecordUncheckedUpdateInput = {
   key?: Prisma.StringFieldUpdateOperationsInput | string
   fingerprint?: Prisma.StringFieldUpdateOperationsInput | string
   state?: Prisma.StringFieldUpdateOperationsInput | string
-  messageRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sendRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   headers?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   statusCode?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   body?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
@@ -374,7 +374,7 @@ export type IdempotencyRecordCreateManyInput = {
   key: string
   fingerprint: string
   state: string
-  messageRef?: string | null
+  sendRef?: string | null
   headers?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   statusCode?: number | null
   body?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
@@ -386,7 +386,7 @@ export type IdempotencyRecordUpdateManyMutationInput = {
   key?: Prisma.StringFieldUpdateOperationsInput | string
   fingerprint?: Prisma.StringFieldUpdateOperationsInput | string
   state?: Prisma.StringFieldUpdateOperationsInput | string
-  messageRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sendRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   headers?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   statusCode?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   body?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
@@ -399,7 +399,7 @@ export type IdempotencyRecordUncheckedUpdateManyInput = {
   key?: Prisma.StringFieldUpdateOperationsInput | string
   fingerprint?: Prisma.StringFieldUpdateOperationsInput | string
   state?: Prisma.StringFieldUpdateOperationsInput | string
-  messageRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sendRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   headers?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   statusCode?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   body?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
@@ -427,7 +427,7 @@ export type IdempotencyRecordCountOrderByAggregateInput = {
   key?: Prisma.SortOrder
   fingerprint?: Prisma.SortOrder
   state?: Prisma.SortOrder
-  messageRef?: Prisma.SortOrder
+  sendRef?: Prisma.SortOrder
   headers?: Prisma.SortOrder
   statusCode?: Prisma.SortOrder
   body?: Prisma.SortOrder
@@ -444,7 +444,7 @@ export type IdempotencyRecordMaxOrderByAggregateInput = {
   key?: Prisma.SortOrder
   fingerprint?: Prisma.SortOrder
   state?: Prisma.SortOrder
-  messageRef?: Prisma.SortOrder
+  sendRef?: Prisma.SortOrder
   statusCode?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   expiresAt?: Prisma.SortOrder
@@ -455,7 +455,7 @@ export type IdempotencyRecordMinOrderByAggregateInput = {
   key?: Prisma.SortOrder
   fingerprint?: Prisma.SortOrder
   state?: Prisma.SortOrder
-  messageRef?: Prisma.SortOrder
+  sendRef?: Prisma.SortOrder
   statusCode?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   expiresAt?: Prisma.SortOrder
@@ -519,7 +519,7 @@ export type IdempotencyRecordCreateWithoutProjectInput = {
   key: string
   fingerprint: string
   state: string
-  messageRef?: string | null
+  sendRef?: string | null
   headers?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   statusCode?: number | null
   body?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
@@ -531,7 +531,7 @@ export type IdempotencyRecordUncheckedCreateWithoutProjectInput = {
   key: string
   fingerprint: string
   state: string
-  messageRef?: string | null
+  sendRef?: string | null
   headers?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   statusCode?: number | null
   body?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
@@ -573,7 +573,7 @@ export type IdempotencyRecordScalarWhereInput = {
   key?: Prisma.StringFilter<"IdempotencyRecord"> | string
   fingerprint?: Prisma.StringFilter<"IdempotencyRecord"> | string
   state?: Prisma.StringFilter<"IdempotencyRecord"> | string
-  messageRef?: Prisma.StringNullableFilter<"IdempotencyRecord"> | string | null
+  sendRef?: Prisma.StringNullableFilter<"IdempotencyRecord"> | string | null
   headers?: Prisma.JsonNullableFilter<"IdempotencyRecord">
   statusCode?: Prisma.IntNullableFilter<"IdempotencyRecord"> | number | null
   body?: Prisma.JsonNullableFilter<"IdempotencyRecord">
@@ -585,7 +585,7 @@ export type IdempotencyRecordCreateManyProjectInput = {
   key: string
   fingerprint: string
   state: string
-  messageRef?: string | null
+  sendRef?: string | null
   headers?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   statusCode?: number | null
   body?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
@@ -597,7 +597,7 @@ export type IdempotencyRecordUpdateWithoutProjectInput = {
   key?: Prisma.StringFieldUpdateOperationsInput | string
   fingerprint?: Prisma.StringFieldUpdateOperationsInput | string
   state?: Prisma.StringFieldUpdateOperationsInput | string
-  messageRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sendRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   headers?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   statusCode?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   body?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
@@ -609,7 +609,7 @@ export type IdempotencyRecordUncheckedUpdateWithoutProjectInput = {
   key?: Prisma.StringFieldUpdateOperationsInput | string
   fingerprint?: Prisma.StringFieldUpdateOperationsInput | string
   state?: Prisma.StringFieldUpdateOperationsInput | string
-  messageRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sendRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   headers?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   statusCode?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   body?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
@@ -621,7 +621,7 @@ export type IdempotencyRecordUncheckedUpdateManyWithoutProjectInput = {
   key?: Prisma.StringFieldUpdateOperationsInput | string
   fingerprint?: Prisma.StringFieldUpdateOperationsInput | string
   state?: Prisma.StringFieldUpdateOperationsInput | string
-  messageRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sendRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   headers?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   statusCode?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   body?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
@@ -636,7 +636,7 @@ export type IdempotencyRecordSelect<ExtArgs extends runtime.Types.Extensions.Int
   key?: boolean
   fingerprint?: boolean
   state?: boolean
-  messageRef?: boolean
+  sendRef?: boolean
   headers?: boolean
   statusCode?: boolean
   body?: boolean
@@ -650,7 +650,7 @@ export type IdempotencyRecordSelectCreateManyAndReturn<ExtArgs extends runtime.T
   key?: boolean
   fingerprint?: boolean
   state?: boolean
-  messageRef?: boolean
+  sendRef?: boolean
   headers?: boolean
   statusCode?: boolean
   body?: boolean
@@ -664,7 +664,7 @@ export type IdempotencyRecordSelectUpdateManyAndReturn<ExtArgs extends runtime.T
   key?: boolean
   fingerprint?: boolean
   state?: boolean
-  messageRef?: boolean
+  sendRef?: boolean
   headers?: boolean
   statusCode?: boolean
   body?: boolean
@@ -678,7 +678,7 @@ export type IdempotencyRecordSelectScalar = {
   key?: boolean
   fingerprint?: boolean
   state?: boolean
-  messageRef?: boolean
+  sendRef?: boolean
   headers?: boolean
   statusCode?: boolean
   body?: boolean
@@ -686,7 +686,7 @@ export type IdempotencyRecordSelectScalar = {
   expiresAt?: boolean
 }
 
-export type IdempotencyRecordOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"projectId" | "key" | "fingerprint" | "state" | "messageRef" | "headers" | "statusCode" | "body" | "createdAt" | "expiresAt", ExtArgs["result"]["idempotencyRecord"]>
+export type IdempotencyRecordOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"projectId" | "key" | "fingerprint" | "state" | "sendRef" | "headers" | "statusCode" | "body" | "createdAt" | "expiresAt", ExtArgs["result"]["idempotencyRecord"]>
 export type IdempotencyRecordInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
 }
@@ -711,10 +711,10 @@ export type $IdempotencyRecordPayload<ExtArgs extends runtime.Types.Extensions.I
      */
     state: string
     /**
-     * The send this key started (messages.client_ref): a claim left by a crash or an unknown
+     * The send this key started (messages.send_ref): a claim left by a crash or an unknown
      * outcome is settled from that message, never by sending again.
      */
-    messageRef: string | null
+    sendRef: string | null
     /**
      * Response headers a replay restores (Retry-After).
      */
@@ -1151,7 +1151,7 @@ export interface IdempotencyRecordFieldRefs {
   readonly key: Prisma.FieldRef<"IdempotencyRecord", 'String'>
   readonly fingerprint: Prisma.FieldRef<"IdempotencyRecord", 'String'>
   readonly state: Prisma.FieldRef<"IdempotencyRecord", 'String'>
-  readonly messageRef: Prisma.FieldRef<"IdempotencyRecord", 'String'>
+  readonly sendRef: Prisma.FieldRef<"IdempotencyRecord", 'String'>
   readonly headers: Prisma.FieldRef<"IdempotencyRecord", 'Json'>
   readonly statusCode: Prisma.FieldRef<"IdempotencyRecord", 'Int'>
   readonly body: Prisma.FieldRef<"IdempotencyRecord", 'Json'>

@@ -44,7 +44,7 @@ export type MessageMinAggregateOutputType = {
   direction: string | null
   type: string | null
   status: string | null
-  clientRef: string | null
+  sendRef: string | null
   sentAt: Date | null
   statusAt: Date | null
 }
@@ -57,7 +57,7 @@ export type MessageMaxAggregateOutputType = {
   direction: string | null
   type: string | null
   status: string | null
-  clientRef: string | null
+  sendRef: string | null
   sentAt: Date | null
   statusAt: Date | null
 }
@@ -72,7 +72,7 @@ export type MessageCountAggregateOutputType = {
   content: number
   status: number
   error: number
-  clientRef: number
+  sendRef: number
   sentAt: number
   statusAt: number
   pricing: number
@@ -98,7 +98,7 @@ export type MessageMinAggregateInputType = {
   direction?: true
   type?: true
   status?: true
-  clientRef?: true
+  sendRef?: true
   sentAt?: true
   statusAt?: true
 }
@@ -111,7 +111,7 @@ export type MessageMaxAggregateInputType = {
   direction?: true
   type?: true
   status?: true
-  clientRef?: true
+  sendRef?: true
   sentAt?: true
   statusAt?: true
 }
@@ -126,7 +126,7 @@ export type MessageCountAggregateInputType = {
   content?: true
   status?: true
   error?: true
-  clientRef?: true
+  sendRef?: true
   sentAt?: true
   statusAt?: true
   pricing?: true
@@ -229,7 +229,7 @@ export type MessageGroupByOutputType = {
   content: runtime.JsonValue
   status: string
   error: runtime.JsonValue | null
-  clientRef: string | null
+  sendRef: string | null
   sentAt: Date
   statusAt: Date
   pricing: runtime.JsonValue | null
@@ -268,7 +268,7 @@ export type MessageWhereInput = {
   content?: Prisma.JsonFilter<"Message">
   status?: Prisma.StringFilter<"Message"> | string
   error?: Prisma.JsonNullableFilter<"Message">
-  clientRef?: Prisma.StringNullableFilter<"Message"> | string | null
+  sendRef?: Prisma.StringNullableFilter<"Message"> | string | null
   sentAt?: Prisma.DateTimeFilter<"Message"> | Date | string
   statusAt?: Prisma.DateTimeFilter<"Message"> | Date | string
   pricing?: Prisma.JsonNullableFilter<"Message">
@@ -287,7 +287,7 @@ export type MessageOrderByWithRelationInput = {
   content?: Prisma.SortOrder
   status?: Prisma.SortOrder
   error?: Prisma.SortOrderInput | Prisma.SortOrder
-  clientRef?: Prisma.SortOrderInput | Prisma.SortOrder
+  sendRef?: Prisma.SortOrderInput | Prisma.SortOrder
   sentAt?: Prisma.SortOrder
   statusAt?: Prisma.SortOrder
   pricing?: Prisma.SortOrderInput | Prisma.SortOrder
@@ -299,7 +299,7 @@ export type MessageOrderByWithRelationInput = {
 export type MessageWhereUniqueInput = Prisma.AtLeast<{
   id?: bigint | number
   projectId_wamid?: Prisma.MessageProjectIdWamidCompoundUniqueInput
-  projectId_clientRef?: Prisma.MessageProjectIdClientRefCompoundUniqueInput
+  projectId_sendRef?: Prisma.MessageProjectIdSendRefCompoundUniqueInput
   AND?: Prisma.MessageWhereInput | Prisma.MessageWhereInput[]
   OR?: Prisma.MessageWhereInput[]
   NOT?: Prisma.MessageWhereInput | Prisma.MessageWhereInput[]
@@ -311,14 +311,14 @@ export type MessageWhereUniqueInput = Prisma.AtLeast<{
   content?: Prisma.JsonFilter<"Message">
   status?: Prisma.StringFilter<"Message"> | string
   error?: Prisma.JsonNullableFilter<"Message">
-  clientRef?: Prisma.StringNullableFilter<"Message"> | string | null
+  sendRef?: Prisma.StringNullableFilter<"Message"> | string | null
   sentAt?: Prisma.DateTimeFilter<"Message"> | Date | string
   statusAt?: Prisma.DateTimeFilter<"Message"> | Date | string
   pricing?: Prisma.JsonNullableFilter<"Message">
   project?: Prisma.XOR<Prisma.ProjectScalarRelationFilter, Prisma.ProjectWhereInput>
   conversation?: Prisma.XOR<Prisma.ConversationScalarRelationFilter, Prisma.ConversationWhereInput>
   botInbox?: Prisma.XOR<Prisma.BotInboxNullableScalarRelationFilter, Prisma.BotInboxWhereInput> | null
-}, "id" | "projectId_wamid" | "projectId_clientRef">
+}, "id" | "projectId_wamid" | "projectId_sendRef">
 
 export type MessageOrderByWithAggregationInput = {
   id?: Prisma.SortOrder
@@ -330,7 +330,7 @@ export type MessageOrderByWithAggregationInput = {
   content?: Prisma.SortOrder
   status?: Prisma.SortOrder
   error?: Prisma.SortOrderInput | Prisma.SortOrder
-  clientRef?: Prisma.SortOrderInput | Prisma.SortOrder
+  sendRef?: Prisma.SortOrderInput | Prisma.SortOrder
   sentAt?: Prisma.SortOrder
   statusAt?: Prisma.SortOrder
   pricing?: Prisma.SortOrderInput | Prisma.SortOrder
@@ -354,7 +354,7 @@ export type MessageScalarWhereWithAggregatesInput = {
   content?: Prisma.JsonWithAggregatesFilter<"Message">
   status?: Prisma.StringWithAggregatesFilter<"Message"> | string
   error?: Prisma.JsonNullableWithAggregatesFilter<"Message">
-  clientRef?: Prisma.StringNullableWithAggregatesFilter<"Message"> | string | null
+  sendRef?: Prisma.StringNullableWithAggregatesFilter<"Message"> | string | null
   sentAt?: Prisma.DateTimeWithAggregatesFilter<"Message"> | Date | string
   statusAt?: Prisma.DateTimeWithAggregatesFilter<"Message"> | Date | string
   pricing?: Prisma.JsonNullableWithAggregatesFilter<"Message">
@@ -368,7 +368,7 @@ export type MessageCreateInput = {
   content: Prisma.JsonNullValueInput | runtime.InputJsonValue
   status: string
   error?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
-  clientRef?: string | null
+  sendRef?: string | null
   sentAt: Date | string
   statusAt: Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
@@ -387,7 +387,7 @@ export type MessageUncheckedCreateInput = {
   content: Prisma.JsonNullValueInput | runtime.InputJsonValue
   status: string
   error?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
-  clientRef?: string | null
+  sendRef?: string | null
   sentAt: Date | string
   statusAt: Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
@@ -402,7 +402,7 @@ export type MessageUpdateInput = {
   content?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   status?: Prisma.StringFieldUpdateOperationsInput | string
   error?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
-  clientRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sendRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
@@ -421,7 +421,7 @@ export type MessageUncheckedUpdateInput = {
   content?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   status?: Prisma.StringFieldUpdateOperationsInput | string
   error?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
-  clientRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sendRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
@@ -438,7 +438,7 @@ export type MessageCreateManyInput = {
   content: Prisma.JsonNullValueInput | runtime.InputJsonValue
   status: string
   error?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
-  clientRef?: string | null
+  sendRef?: string | null
   sentAt: Date | string
   statusAt: Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
@@ -452,7 +452,7 @@ export type MessageUpdateManyMutationInput = {
   content?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   status?: Prisma.StringFieldUpdateOperationsInput | string
   error?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
-  clientRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sendRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
@@ -468,7 +468,7 @@ export type MessageUncheckedUpdateManyInput = {
   content?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   status?: Prisma.StringFieldUpdateOperationsInput | string
   error?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
-  clientRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sendRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
@@ -489,9 +489,9 @@ export type MessageProjectIdWamidCompoundUniqueInput = {
   wamid: string
 }
 
-export type MessageProjectIdClientRefCompoundUniqueInput = {
+export type MessageProjectIdSendRefCompoundUniqueInput = {
   projectId: string
-  clientRef: string
+  sendRef: string
 }
 
 export type MessageCountOrderByAggregateInput = {
@@ -504,7 +504,7 @@ export type MessageCountOrderByAggregateInput = {
   content?: Prisma.SortOrder
   status?: Prisma.SortOrder
   error?: Prisma.SortOrder
-  clientRef?: Prisma.SortOrder
+  sendRef?: Prisma.SortOrder
   sentAt?: Prisma.SortOrder
   statusAt?: Prisma.SortOrder
   pricing?: Prisma.SortOrder
@@ -523,7 +523,7 @@ export type MessageMaxOrderByAggregateInput = {
   direction?: Prisma.SortOrder
   type?: Prisma.SortOrder
   status?: Prisma.SortOrder
-  clientRef?: Prisma.SortOrder
+  sendRef?: Prisma.SortOrder
   sentAt?: Prisma.SortOrder
   statusAt?: Prisma.SortOrder
 }
@@ -536,7 +536,7 @@ export type MessageMinOrderByAggregateInput = {
   direction?: Prisma.SortOrder
   type?: Prisma.SortOrder
   status?: Prisma.SortOrder
-  clientRef?: Prisma.SortOrder
+  sendRef?: Prisma.SortOrder
   sentAt?: Prisma.SortOrder
   statusAt?: Prisma.SortOrder
 }
@@ -657,7 +657,7 @@ export type MessageCreateWithoutProjectInput = {
   content: Prisma.JsonNullValueInput | runtime.InputJsonValue
   status: string
   error?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
-  clientRef?: string | null
+  sendRef?: string | null
   sentAt: Date | string
   statusAt: Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
@@ -674,7 +674,7 @@ export type MessageUncheckedCreateWithoutProjectInput = {
   content: Prisma.JsonNullValueInput | runtime.InputJsonValue
   status: string
   error?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
-  clientRef?: string | null
+  sendRef?: string | null
   sentAt: Date | string
   statusAt: Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
@@ -720,7 +720,7 @@ export type MessageScalarWhereInput = {
   content?: Prisma.JsonFilter<"Message">
   status?: Prisma.StringFilter<"Message"> | string
   error?: Prisma.JsonNullableFilter<"Message">
-  clientRef?: Prisma.StringNullableFilter<"Message"> | string | null
+  sendRef?: Prisma.StringNullableFilter<"Message"> | string | null
   sentAt?: Prisma.DateTimeFilter<"Message"> | Date | string
   statusAt?: Prisma.DateTimeFilter<"Message"> | Date | string
   pricing?: Prisma.JsonNullableFilter<"Message">
@@ -734,7 +734,7 @@ export type MessageCreateWithoutConversationInput = {
   content: Prisma.JsonNullValueInput | runtime.InputJsonValue
   status: string
   error?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
-  clientRef?: string | null
+  sendRef?: string | null
   sentAt: Date | string
   statusAt: Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
@@ -751,7 +751,7 @@ export type MessageUncheckedCreateWithoutConversationInput = {
   content: Prisma.JsonNullValueInput | runtime.InputJsonValue
   status: string
   error?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
-  clientRef?: string | null
+  sendRef?: string | null
   sentAt: Date | string
   statusAt: Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
@@ -792,7 +792,7 @@ export type MessageCreateWithoutBotInboxInput = {
   content: Prisma.JsonNullValueInput | runtime.InputJsonValue
   status: string
   error?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
-  clientRef?: string | null
+  sendRef?: string | null
   sentAt: Date | string
   statusAt: Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
@@ -810,7 +810,7 @@ export type MessageUncheckedCreateWithoutBotInboxInput = {
   content: Prisma.JsonNullValueInput | runtime.InputJsonValue
   status: string
   error?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
-  clientRef?: string | null
+  sendRef?: string | null
   sentAt: Date | string
   statusAt: Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
@@ -840,7 +840,7 @@ export type MessageUpdateWithoutBotInboxInput = {
   content?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   status?: Prisma.StringFieldUpdateOperationsInput | string
   error?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
-  clientRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sendRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
@@ -858,7 +858,7 @@ export type MessageUncheckedUpdateWithoutBotInboxInput = {
   content?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   status?: Prisma.StringFieldUpdateOperationsInput | string
   error?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
-  clientRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sendRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
@@ -873,7 +873,7 @@ export type MessageCreateManyProjectInput = {
   content: Prisma.JsonNullValueInput | runtime.InputJsonValue
   status: string
   error?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
-  clientRef?: string | null
+  sendRef?: string | null
   sentAt: Date | string
   statusAt: Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
@@ -887,7 +887,7 @@ export type MessageUpdateWithoutProjectInput = {
   content?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   status?: Prisma.StringFieldUpdateOperationsInput | string
   error?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
-  clientRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sendRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
@@ -904,7 +904,7 @@ export type MessageUncheckedUpdateWithoutProjectInput = {
   content?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   status?: Prisma.StringFieldUpdateOperationsInput | string
   error?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
-  clientRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sendRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
@@ -920,7 +920,7 @@ export type MessageUncheckedUpdateManyWithoutProjectInput = {
   content?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   status?: Prisma.StringFieldUpdateOperationsInput | string
   error?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
-  clientRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sendRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
@@ -935,7 +935,7 @@ export type MessageCreateManyConversationInput = {
   content: Prisma.JsonNullValueInput | runtime.InputJsonValue
   status: string
   error?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
-  clientRef?: string | null
+  sendRef?: string | null
   sentAt: Date | string
   statusAt: Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
@@ -949,7 +949,7 @@ export type MessageUpdateWithoutConversationInput = {
   content?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   status?: Prisma.StringFieldUpdateOperationsInput | string
   error?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
-  clientRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sendRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
@@ -966,7 +966,7 @@ export type MessageUncheckedUpdateWithoutConversationInput = {
   content?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   status?: Prisma.StringFieldUpdateOperationsInput | string
   error?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
-  clientRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sendRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
@@ -982,7 +982,7 @@ export type MessageUncheckedUpdateManyWithoutConversationInput = {
   content?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   status?: Prisma.StringFieldUpdateOperationsInput | string
   error?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
-  clientRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sendRef?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
@@ -1000,7 +1000,7 @@ export type MessageSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs 
   content?: boolean
   status?: boolean
   error?: boolean
-  clientRef?: boolean
+  sendRef?: boolean
   sentAt?: boolean
   statusAt?: boolean
   pricing?: boolean
@@ -1019,7 +1019,7 @@ export type MessageSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Exten
   content?: boolean
   status?: boolean
   error?: boolean
-  clientRef?: boolean
+  sendRef?: boolean
   sentAt?: boolean
   statusAt?: boolean
   pricing?: boolean
@@ -1037,7 +1037,7 @@ export type MessageSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Exten
   content?: boolean
   status?: boolean
   error?: boolean
-  clientRef?: boolean
+  sendRef?: boolean
   sentAt?: boolean
   statusAt?: boolean
   pricing?: boolean
@@ -1055,13 +1055,13 @@ export type MessageSelectScalar = {
   content?: boolean
   status?: boolean
   error?: boolean
-  clientRef?: boolean
+  sendRef?: boolean
   sentAt?: boolean
   statusAt?: boolean
   pricing?: boolean
 }
 
-export type MessageOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "conversationId" | "wamid" | "direction" | "type" | "content" | "status" | "error" | "clientRef" | "sentAt" | "statusAt" | "pricing", ExtArgs["result"]["message"]>
+export type MessageOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "conversationId" | "wamid" | "direction" | "type" | "content" | "status" | "error" | "sendRef" | "sentAt" | "statusAt" | "pricing", ExtArgs["result"]["message"]>
 export type MessageInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
   conversation?: boolean | Prisma.ConversationDefaultArgs<ExtArgs>
@@ -1107,7 +1107,7 @@ export type $MessagePayload<ExtArgs extends runtime.Types.Extensions.InternalArg
      * `biz_opaque_callback_data`, which Meta echoes in status notifications: a send whose outcome
      * was unknown (status `pending`, wamid still this reference) is resolved by its statuses.
      */
-    clientRef: string | null
+    sendRef: string | null
     sentAt: Date
     statusAt: Date
     /**
@@ -1550,7 +1550,7 @@ export interface MessageFieldRefs {
   readonly content: Prisma.FieldRef<"Message", 'Json'>
   readonly status: Prisma.FieldRef<"Message", 'String'>
   readonly error: Prisma.FieldRef<"Message", 'Json'>
-  readonly clientRef: Prisma.FieldRef<"Message", 'String'>
+  readonly sendRef: Prisma.FieldRef<"Message", 'String'>
   readonly sentAt: Prisma.FieldRef<"Message", 'DateTime'>
   readonly statusAt: Prisma.FieldRef<"Message", 'DateTime'>
   readonly pricing: Prisma.FieldRef<"Message", 'Json'>

@@ -1,0 +1,235 @@
+/**
+ * The only writer of `contacts`. Every change of a contact is one of the statements below, so a
+ * rule about contact rows (consent, identity, the import's merge) is read in one place.
+ *
+ * Policy and why:
+ * - The API's update is one UPDATE whose new values are computed from the row as it is when the
+ *   row lock is held: attributes `(attributes || $set) - $deleted`, tags `(tags + add) - remove`
+ *   without duplicates. Two concurrent PATCHes of different keys or tags therefore both survive
+ *   (PostgreSQL re-evaluates the SET expressions on the newest row version after waiting).
+ * - Consent changes are no-ops when the contact already has that consent, so replayed signals
+ *   change nothing (consent.ts holds the SET list and the condition).
+ * - Callers in a Prisma transaction (identity, consent signals) pass it; the others a pg Queryable.
+ *   The send ledger creates the contacts of a batch inside its one statement (insertContactsSql).
+ */
+import type { Prisma } from '../../generated/prisma/client.js';
+import type { Queryable } from '../platform/db/transaction.js';
+import { CONTACT_COLUMNS, type ContactChange } from './contacts.js';
+import { consentIsSql, consentSetSql, type ConsentStatus } from './consent.js';
+import type { ContactRow } from './views.js';
+
+/** A Prisma transaction client, for the writes made inside an inbound notification's transaction. */
+export type RawTx = Pick<Prisma.TransactionClient, '$queryRawUnsafe' | '$executeRawUnsafe'>;
+
+/**
+ * Applies a change atomically and returns the contact after it; undefined when the contact is not
+ * the project's. Tags: existing order kept, added ones appended, no duplicates, then removals (a
+ * tag both added and removed in one request ends up removed).
+ */
+export async function updateContactRow(
+  db: Queryable,
+  projectId: string,
+  id: bigint,
+  change: ContactChange,
+  now: Date,
+): Promise<ContactRow | undefined> {
+  const set: Record<string, string | number | boolean> = Object.create(null);
+  const deleted: string[] = [];
+  for (const [k, v] of Object.entries(change.attributes ?? {})) {
+    if (v === null) deleted.push(k);
+    else set[k] = v;
+  }
+  const changeTags = change.tags !== undefined;
+  const res = await db.query<ContactRow>(
+    `UPDATE contacts SET
+       name = COALESCE($3::text, name),
+       tags = CASE WHEN $4::boolean THEN ARRAY(
+                SELECT u.t
+                FROM unnest(COALESCE(tags, '{}'::text[]) || $5::text[]) WITH ORDINALITY AS u(t, ord)
+                WHERE NOT (u.t = ANY($6::text[]))
+                GROUP BY u.t
+                ORDER BY min(u.ord)
+              ) ELSE tags END,
+       attributes = (CASE WHEN jsonb_typeof(attributes) = 'object' THEN attributes ELSE '{}'::jsonb END || $7::jsonb) - $8::text[],
+       opted_in = CASE WHEN $10::text IS NULL THEN opted_in ELSE $10::text = 'opted_in' END,
+       opted_in_at = CASE WHEN $10::text IS NULL THEN opted_in_at WHEN $10::text = 'opted_in' THEN $9 END,
+       opted_out_at = CASE WHEN $10::text IS NULL THEN opted_out_at WHEN $10::text = 'opted_out' THEN $9 END,
+       opt_in_import_id = CASE WHEN $10::text IS NULL THEN opt_in_import_id END,
+       consent_source = CASE WHEN $10::text IS NULL THEN consent_source ELSE 'api' END,
+       consent_at = CASE WHEN $10::text IS NULL THEN consent_at ELSE $9 END,
+       updated_at = $9
+     WHERE project_id = $1 AND id = $2::bigint
+     RETURNING ${CONTACT_COLUMNS}`,
+    [
+      projectId,
+      id.toString(),
+      change.name ?? null,
+      changeTags,
+      change.tags?.add ?? [],
+      change.tags?.remove ?? [],
+      JSON.stringify(set),
+      deleted,
+      now,
+      change.consent ?? null,
+    ],
+  );
+  return res.rows[0];
+}
+
+// ------------------------------------------------------------------ identity (identity.ts decides)
+
+/** What a payload says about a customer, as stored. */
+export interface ContactIds {
+  phone: string | null;
+  userId: string | null;
+  parentUserId: string | null;
+  username: string | null;
+  name: string | null;
+}
+
+/** A new contact of these ids; nothing when another writer made it first (the caller reads it back). */
+export async function insertContactIfAbsent(tx: RawTx, projectId: string, ids: ContactIds, at: Date): Promise<void> {
+  await tx.$executeRawUnsafe(
+    `INSERT INTO contacts (project_id, phone, user_id, parent_user_id, username, name, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $7) ON CONFLICT DO NOTHING`,
+    projectId, ids.phone, ids.userId, ids.parentUserId, ids.username, ids.name, at,
+  );
+}
+
+/** The contact's ids as given. */
+export async function updateContactIds(tx: RawTx, id: bigint, ids: ContactIds, at: Date): Promise<void> {
+  await tx.$executeRawUnsafe(
+    `UPDATE contacts SET phone = $2, user_id = $3, parent_user_id = $4, username = $5, name = $6, updated_at = $7 WHERE id = $1::bigint`,
+    String(id), ids.phone, ids.userId, ids.parentUserId, ids.username, ids.name, at,
+  );
+}
+
+/** The contact is known by `userId` from now on (Meta's BSUID change). */
+export async function setContactUserId(tx: RawTx, id: bigint, userId: string, at: Date): Promise<void> {
+  await tx.$executeRawUnsafe(`UPDATE contacts SET user_id = $2, updated_at = $3 WHERE id = $1::bigint`, String(id), userId, at);
+}
+
+/**
+ * Deletes contact `gone` and folds its fields into `keep`: ids the kept one lacks, tags, attributes
+ * (the kept one's win), consent (an opt-out on either side wins, else an opt-in on either side).
+ * The gone contact goes first: its unique ids must be free before the kept one takes them.
+ */
+export async function foldContact(tx: RawTx, keep: bigint, gone: bigint, at: Date): Promise<void> {
+  const [old] = await tx.$queryRawUnsafe<Array<Record<string, unknown>>>(`DELETE FROM contacts WHERE id = $1::bigint RETURNING *`, String(gone));
+  await tx.$executeRawUnsafe(
+    `UPDATE contacts c SET
+       phone = COALESCE(c.phone, $2), user_id = COALESCE(c.user_id, $3), parent_user_id = COALESCE(c.parent_user_id, $4),
+       username = COALESCE(c.username, $5), name = COALESCE(c.name, $6),
+       tags = ARRAY(SELECT DISTINCT unnest(c.tags || $7::text[])),
+       attributes = $8::jsonb || CASE WHEN jsonb_typeof(c.attributes) = 'object' THEN c.attributes ELSE '{}'::jsonb END,
+       opted_in = CASE WHEN c.opted_out_at IS NOT NULL OR $10::timestamptz IS NOT NULL THEN false ELSE c.opted_in OR $9::boolean END,
+       opted_out_at = COALESCE(c.opted_out_at, $10::timestamptz),
+       opted_in_at = CASE WHEN c.opted_out_at IS NOT NULL OR $10::timestamptz IS NOT NULL THEN NULL ELSE COALESCE(c.opted_in_at, $11::timestamptz) END,
+       consent_source = CASE WHEN c.opted_out_at IS NULL AND $10::timestamptz IS NOT NULL THEN $12
+                             WHEN NOT c.opted_in AND c.opted_out_at IS NULL AND $9::boolean THEN $12 ELSE c.consent_source END,
+       consent_at = CASE WHEN c.opted_out_at IS NULL AND $10::timestamptz IS NOT NULL THEN $13::timestamptz
+                         WHEN NOT c.opted_in AND c.opted_out_at IS NULL AND $9::boolean THEN $13::timestamptz ELSE c.consent_at END,
+       updated_at = $14
+     WHERE c.id = $1::bigint`,
+    String(keep), old.phone ?? null, old.user_id ?? null, old.parent_user_id ?? null, old.username ?? null, old.name ?? null,
+    (old.tags as string[] | null) ?? [], JSON.stringify(old.attributes ?? {}), Boolean(old.opted_in), old.opted_out_at ?? null,
+    old.opted_in_at ?? null, old.consent_source ?? null, old.consent_at ?? null, at,
+  );
+}
+
+/**
+ * The send ledger's contacts of a batch, inside its one statement: `select` yields (project_id,
+ * phone, user_id, created_at, updated_at); a contact that exists under either id is left alone
+ * (no per-send rewrite). The caller adds its RETURNING.
+ */
+export function insertContactsSql(select: string): string {
+  return `INSERT INTO contacts (project_id, phone, user_id, created_at, updated_at)
+          ${select}
+          ON CONFLICT DO NOTHING`;
+}
+
+// ------------------------------------------------------------------ consent (consent.ts and lib/consent decide)
+
+/** Sets a contact's consent in the caller's transaction; whether it changed. */
+export async function setContactConsent(tx: RawTx, projectId: string, contactId: bigint, status: ConsentStatus, source: string, at: Date): Promise<boolean> {
+  const rows = await tx.$queryRawUnsafe<unknown[]>(
+    `UPDATE contacts SET ${consentSetSql(status, '$3', '$4')} WHERE project_id = $1 AND id = $2::bigint AND NOT ${consentIsSql(status)} RETURNING id`,
+    projectId, String(contactId), at, source,
+  );
+  return rows.length > 0;
+}
+
+/**
+ * Meta's `user_preferences` consent, said at `when`: a stop and a resume can arrive out of order,
+ * so an older preference never overrides a newer one. Whether it changed.
+ */
+export async function setPreferenceConsent(tx: RawTx, projectId: string, contactId: bigint, status: ConsentStatus, when: Date): Promise<boolean> {
+  const rows = await tx.$queryRawUnsafe<unknown[]>(
+    `UPDATE contacts SET ${consentSetSql(status, '$3', `'user_preferences'`)}
+     WHERE project_id = $1 AND id = $2::bigint AND NOT ${consentIsSql(status)}
+       AND (consent_source IS DISTINCT FROM 'user_preferences' OR consent_at IS NULL OR consent_at < $3)
+     RETURNING id`,
+    projectId, String(contactId), when,
+  );
+  return rows.length > 0;
+}
+
+/** A send refused with 131050 (the user stopped marketing messages): the recipient's contact, by phone or BSUID, opts out. */
+export async function optOutOnSendError(db: Queryable, projectId: string, to: { phone?: string | null; userId?: string | null }, code: number | undefined, at: Date): Promise<void> {
+  if (code !== 131050) return;
+  await db.query(
+    `UPDATE contacts SET ${consentSetSql('opted_out', '$4', `'error_131050'`)}
+     WHERE project_id = $1 AND opted_out_at IS NULL
+       AND (($2::text IS NOT NULL AND phone = $2) OR ($3::text IS NOT NULL AND user_id = $3))`,
+    [projectId, to.phone ?? null, to.userId ?? null, at],
+  );
+}
+
+/** Error 131050 in failed statuses: the contacts of those messages opt out. */
+export async function optOutMessageRecipients(db: Queryable, projectId: string, wamids: string[], at: Date): Promise<void> {
+  await db.query(
+    `UPDATE contacts SET ${consentSetSql('opted_out', '$3', `'error_131050'`)}
+     WHERE opted_out_at IS NULL AND id IN (
+       SELECT cv.contact_id FROM messages m JOIN conversations cv ON cv.id = m.conversation_id
+       WHERE m.project_id = $1 AND m.wamid = ANY($2::text[]))`,
+    [projectId, wamids, at],
+  );
+}
+
+// ------------------------------------------------------------------ the CSV import (lib/contacts-import decides)
+
+/**
+ * The contacts of an import batch (`lines` as JSON: phone, name, tags, opt): a name fills a contact
+ * without one (never replaces one), tags are added, opt-in and opt-out as lib/contacts-import's
+ * header says. A row comes back only when something changed, so `unchanged` is exact.
+ */
+export async function upsertImportedContacts(db: Queryable, projectId: string, importId: string, now: Date, lines: string): Promise<Array<{ created: boolean }>> {
+  const { rows } = await db.query<{ created: boolean }>(IMPORT_UPSERT, [projectId, importId, now, lines]);
+  return rows;
+}
+
+const IMPORT_UPSERT = `INSERT INTO contacts AS c (project_id, phone, name, tags, opted_in, opted_in_at, opt_in_import_id, opted_out_at, consent_source, consent_at, created_at, updated_at)
+       SELECT $1, u.phone, NULLIF(u.name, ''), u.tags, COALESCE(u.opt, false),
+              CASE WHEN u.opt THEN $3::timestamptz END, CASE WHEN u.opt THEN $2 END, CASE WHEN u.opt = false THEN $3::timestamptz END,
+              CASE WHEN u.opt IS NOT NULL THEN 'import' END, CASE WHEN u.opt IS NOT NULL THEN $3::timestamptz END, $3, $3
+       FROM jsonb_to_recordset($4::jsonb) AS u(phone text, name text, tags text[], opt boolean)
+       ON CONFLICT (project_id, phone) DO UPDATE SET
+         name = COALESCE(c.name, EXCLUDED.name),
+         tags = c.tags || ARRAY(SELECT t FROM unnest(EXCLUDED.tags) t WHERE NOT t = ANY(c.tags)),
+         opted_in = CASE WHEN EXCLUDED.opted_in_at IS NOT NULL THEN true WHEN EXCLUDED.opted_out_at IS NOT NULL THEN false ELSE c.opted_in END,
+         opted_in_at = CASE WHEN EXCLUDED.opted_in_at IS NOT NULL AND NOT (c.opted_in AND c.opted_out_at IS NULL) THEN EXCLUDED.opted_in_at
+                            WHEN EXCLUDED.opted_out_at IS NOT NULL THEN NULL ELSE c.opted_in_at END,
+         opt_in_import_id = CASE WHEN EXCLUDED.opted_in_at IS NOT NULL AND NOT (c.opted_in AND c.opted_out_at IS NULL) THEN EXCLUDED.opt_in_import_id
+                                 WHEN EXCLUDED.opted_out_at IS NOT NULL THEN NULL ELSE c.opt_in_import_id END,
+         opted_out_at = CASE WHEN EXCLUDED.opted_in_at IS NOT NULL THEN NULL WHEN EXCLUDED.opted_out_at IS NOT NULL THEN COALESCE(c.opted_out_at, EXCLUDED.opted_out_at) ELSE c.opted_out_at END,
+         -- The consent's source and time move only when the import changes the consent.
+         consent_source = CASE WHEN (EXCLUDED.opted_in_at IS NOT NULL AND NOT (c.opted_in AND c.opted_out_at IS NULL))
+                                 OR (EXCLUDED.opted_out_at IS NOT NULL AND c.opted_out_at IS NULL) THEN 'import' ELSE c.consent_source END,
+         consent_at = CASE WHEN (EXCLUDED.opted_in_at IS NOT NULL AND NOT (c.opted_in AND c.opted_out_at IS NULL))
+                             OR (EXCLUDED.opted_out_at IS NOT NULL AND c.opted_out_at IS NULL) THEN EXCLUDED.updated_at ELSE c.consent_at END,
+         updated_at = EXCLUDED.updated_at
+       WHERE (EXCLUDED.name IS NOT NULL AND c.name IS NULL)
+          OR NOT (c.tags @> EXCLUDED.tags)
+          OR (EXCLUDED.opted_in_at IS NOT NULL AND NOT (c.opted_in AND c.opted_out_at IS NULL))
+          OR (EXCLUDED.opted_out_at IS NOT NULL AND (c.opted_in OR c.opted_out_at IS NULL))
+       RETURNING (xmax = 0) AS created`;
