@@ -39,6 +39,11 @@ const base = {
 export default {
   // A global option: inside a project it would be ignored (5 s).
   testTimeout: 30000,
+  // A handle some test left open (a pool, a timer, a child's pipe) must not keep the run from
+  // ending once every file has reported: CI waits for the process.
+  forceExit: true,
+  // CI's progress: which file runs, and the tallies so far (tests/support/progress-reporter.js).
+  reporters: ['default', '<rootDir>/tests/support/progress-reporter.js'],
   globalSetup: '<rootDir>/tests/support/global-setup.ts',
   globalTeardown: '<rootDir>/tests/support/global-teardown.ts',
   projects: [

@@ -3,8 +3,8 @@
  * (embedded, in a temp folder on a free port) that this file terminates, stops and starts again,
  * with the job runner and webhook delivery running. During the outage every answer is the
  * envelope's 503 `service_unavailable` with Retry-After, within the acquisition bound (never a
- * hang); afterwards requests, the credential cache's listener and the job runner work again
- * without restarting anything.
+ * hang) and /readyz names the failed check; afterwards requests, readiness, the credential cache's
+ * listener and the job runner work again without restarting anything.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
@@ -91,6 +91,7 @@ describe('database faults', () => {
   }, 60_000);
 
   it('When PostgreSQL stops, then requests answer 503 service_unavailable with Retry-After within the bound, and all recovers by itself once it is back', async () => {
+    await request(t.app).get('/readyz').expect(200);
     await server!.stop();
     const t0 = Date.now();
     const during = await Promise.all(Array.from({ length: 5 }, () => ping()));
@@ -101,9 +102,16 @@ describe('database faults', () => {
       expect(res.body.request_id).toBe(res.headers['x-request-id']);
       expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
     }
+    // Readiness says so, naming the check; the operator's scrape still answers.
+    const down = await request(t.app).get('/readyz').expect(503);
+    expect(down.body.error.details.checks.database).toMatch(/^unreachable/);
+    const scrape = await request(t.app).get('/metrics').set('Authorization', `Bearer ${t.adminToken}`).expect(200);
+    expect(scrape.text).toMatch(/service_ready 0/);
     await sleep(1500); // listeners and the job runner notice and retry
     await start();
     await eventually(ping, (r: any) => r.status === 200, 20_000);
+    // Ready again without a restart.
+    await eventually(() => request(t.app).get('/readyz'), (r: any) => r.status === 200, 30_000);
     await deliveredAfterEmit('/after-restart');
     // The credential cache listens again: an operator write (scopes edit) is seen at once.
     const keys = await t.admin.call('get', `/admin/projects/${(await ping()).body.data.projectId}/keys`);

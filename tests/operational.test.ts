@@ -1,17 +1,11 @@
 /**
- * What an operator and a load balancer probe: /healthz, /readyz (with its checks, 503 when
- * PostgreSQL is gone and 200 again when it is back, without a restart; 503 from the start of a
- * shutdown) and /metrics (the operator token; names; a send moves the counters; no personal data).
+ * What an operator and a load balancer probe: /healthz, /readyz (with its checks; 503 when the
+ * jobs do not run and from the start of a shutdown; its 503 through a PostgreSQL outage is proved in
+ * database-outage.test.ts) and /metrics (the operator token; names; a send moves the counters; no personal data).
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
-import { rm } from 'node:fs/promises';
-import { startEmbeddedPostgres, type EmbeddedPostgres } from '../lib/platform/db/embedded.js';
-import { applyMigrations } from '../lib/platform/db/migrate.js';
 import { startTestApp, type TestApp } from './support/app.js';
-import { freePort, tempFolder } from './support/local.js';
-
-const quiet = { info: () => undefined, warn: () => undefined };
 
 describe('health, readiness and metrics', () => {
   let t: TestApp;
@@ -76,39 +70,4 @@ describe('health, readiness and metrics', () => {
     expect(res.body.error.details.checks.shutdown).toBe('draining');
     await request(t.app).get('/healthz').expect(200);
   });
-});
-
-describe('readiness through a PostgreSQL outage', () => {
-  let dataDir: string;
-  let port: number;
-  let server: EmbeddedPostgres | undefined;
-  let t: TestApp;
-  const start = async () => (server = await startEmbeddedPostgres({ dataDir, port, logger: quiet }));
-
-  beforeAll(async () => {
-    dataDir = await tempFolder('svc-ready-');
-    port = await freePort();
-    await start();
-    await applyMigrations(server!.url, { logger: quiet });
-    t = await startTestApp({ databaseUrl: server!.url, config: { databaseAcquireTimeoutMs: 10_000 }, webhooks: true });
-  }, 120_000);
-  afterAll(async () => {
-    await t?.close().catch(() => undefined);
-    await server?.stop();
-    await rm(dataDir, { recursive: true, force: true });
-  }, 90_000);
-
-  it('is 503 with the database check failed while PostgreSQL is down, scrapes still answer, and 200 once it is back, without a restart', async () => {
-    await request(t.app).get('/readyz').expect(200);
-    await server!.stop();
-    const down = await request(t.app).get('/readyz').expect(503);
-    expect(down.body.error.details.checks.database).toMatch(/^unreachable/);
-    const scrape = await request(t.app).get('/metrics').set('Authorization', `Bearer ${t.adminToken}`).expect(200);
-    expect(scrape.text).toMatch(/service_ready 0/);
-    await start();
-    const until = Date.now() + 30_000;
-    let status = 0;
-    while (Date.now() < until && (status = (await request(t.app).get('/readyz')).status) !== 200) await new Promise((r) => setTimeout(r, 200));
-    expect(status).toBe(200);
-  }, 90_000);
 });

@@ -461,7 +461,7 @@ async function initialiseCluster(server: EmbeddedServer, pgDir: string, isRoot: 
 
 /**
  * Watches the server's child process (the package keeps it private): an unexpected exit is
- * logged, the process is killed when ours exits; answers the stop (fast shutdown, then SIGQUIT).
+ * logged, the process is killed when ours exits; answers the stop (fast shutdown, then SIGQUIT, then SIGKILL).
  */
 function superviseChild(server: EmbeddedServer, phase: { now: string }, opts: EmbeddedOptions): () => Promise<void> {
   const { logger } = opts;
@@ -487,9 +487,12 @@ function superviseChild(server: EmbeddedServer, phase: { now: string }, opts: Em
       child!.ref(); // keep the process alive until the server is down
       const exited = new Promise<void>((resolve) => child!.once('exit', () => resolve()));
       child!.kill('SIGINT'); // fast shutdown: rolls back open transactions, closes connections
-      const timer = setTimeout(() => alive() && child!.kill('SIGQUIT'), 10_000);
+      // Bounded: a server that ignores the fast shutdown is quit, then killed (a stop never hangs).
+      const quit = setTimeout(() => alive() && child!.kill('SIGQUIT'), 10_000);
+      const kill = setTimeout(() => alive() && child!.kill('SIGKILL'), 20_000);
       await exited;
-      clearTimeout(timer);
+      clearTimeout(quit);
+      clearTimeout(kill);
       logger?.info('embedded PostgreSQL stopped');
     })();
     return stopping;
