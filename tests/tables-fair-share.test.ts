@@ -24,7 +24,7 @@ beforeAll(async () => {
   t = await startTestApp({
     simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null },
     bot: { memoryMb: 32, startupTimeoutMs: 2000, eventTimeoutMs: 5000 },
-    config: { dataDir: mkdtempSync(path.join(os.tmpdir(), 'fair-share-')), tablesStatementTimeoutMs: 2500, tablesAcquireTimeoutMs: 1000, tablesProjectConcurrency: 4, tablesPoolMax: 10 },
+    config: { dataDir: mkdtempSync(path.join(os.tmpdir(), 'fair-share-')), tablesStatementTimeoutMs: 5000, tablesAcquireTimeoutMs: 1000, tablesProjectConcurrency: 4, tablesPoolMax: 10 },
   });
 });
 afterAll(async () => {
@@ -62,7 +62,9 @@ describe('tenant work and platform work', () => {
       expect((await send()).status).toBe(200);
     }
 
-    // Every read of A's table waits on a lock held here until its statement timeout.
+    // Every read of A's table waits on a lock held here for about 2.5 s: longer than the acquire
+    // timeout (1 s: the queued reads answer 503), shorter than the statement timeout (5 s: the reads
+    // holding A's connections finish once it is released, never racing the timeout on a slow machine).
     const locker = new pg.Client({ connectionString: testDatabaseUrl() });
     await locker.connect();
     await locker.query(`BEGIN; LOCK TABLE "${schemaName(a.id, 'public')}".slow IN ACCESS EXCLUSIVE MODE`);
