@@ -3,6 +3,9 @@
  * a valid credential is never refused whatever its address, known-bad and unknown credentials from a
  * throttled address are answered without a database query each, and what memory holds stays true
  * across instances (a key revoked on another instance is refused here, one created there works here).
+ *
+ * @alone It asserts that another instance's announcement (LISTEN/NOTIFY) arrives before the next
+ * request: under other files' load the notification can trail it (a 429 seen once in test:fast).
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';

@@ -10,7 +10,7 @@
  * dropped when the file ends; one still in use then (a leaked connection) is dropped with the run's.
  *
  * A file whose first docblock has the pragma `@alone` measures latency or contention on this
- * machine's CPU or storage (tables-fair-share, send-limits, hot-updates): it runs with no other file of the run beside it.
+ * machine's CPU or storage (tables-fair-share, send-limits, hot-updates, auth-throttle): it runs with no other file of the run beside it.
  * Every other file holds a shared advisory lock of the run while it runs, an `@alone` file the
  * exclusive one (PostgreSQL queues later shared requests behind a waiting exclusive one).
  *
