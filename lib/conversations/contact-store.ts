@@ -12,14 +12,10 @@
  * - Callers in a Prisma transaction (identity, consent signals) pass it; the others a pg Queryable.
  *   The send ledger creates the contacts of a batch inside its one statement (insertContactsSql).
  */
-import type { Prisma } from '../../generated/prisma/client.js';
-import type { Queryable } from '../platform/db/transaction.js';
+import type { Queryable, RawTx } from '../platform/db/transaction.js';
 import { CONTACT_COLUMNS, type ContactChange } from './contacts.js';
 import { consentIsSql, consentSetSql, type ConsentStatus } from './consent.js';
 import type { ContactRow } from './views.js';
-
-/** A Prisma transaction client, for the writes made inside an inbound notification's transaction. */
-export type RawTx = Pick<Prisma.TransactionClient, '$queryRawUnsafe' | '$executeRawUnsafe'>;
 
 /**
  * Applies a change atomically and returns the contact after it; undefined when the contact is not

@@ -4,9 +4,8 @@
  * that caused them, so a crash never loses one; the webhook dispatcher delivers from this table.
  * This module is the only writer of `events` (inserted, marked dispatched by the fan-out, pruned).
  */
-import type { Prisma } from '../../generated/prisma/client.js';
 import { newId } from '../platform/secrets.js';
-import type { Queryable } from '../platform/db/transaction.js';
+import type { Queryable, RawTx } from '../platform/db/transaction.js';
 
 export const PLATFORM_EVENTS = ['message.received', 'message.status', 'template.approved', 'template.rejected'] as const;
 export type PlatformEvent = (typeof PLATFORM_EVENTS)[number];
@@ -14,8 +13,6 @@ export type PlatformEvent = (typeof PLATFORM_EVENTS)[number];
 /** Channel of the PostgreSQL notification raised with each event, so the dispatcher wakes at once. */
 export const EVENTS_CHANNEL = 'service_events';
 
-/** A Prisma client or transaction client. */
-type Tx = Pick<Prisma.TransactionClient, '$executeRawUnsafe'>;
 
 /**
  * `dispatched_at` of a new event, as SQL over the statement's project id, event name and time:
@@ -49,7 +46,7 @@ const INSERT_EVENT = `
  * Writes an event within the caller's transaction. The wake-up is transactional too: PostgreSQL
  * delivers it when the transaction commits, and never when it rolls back.
  */
-export async function recordEvent(tx: Tx, projectId: string, name: string, data: unknown, at: Date): Promise<string> {
+export async function recordEvent(tx: RawTx, projectId: string, name: string, data: unknown, at: Date): Promise<string> {
   const id = newId('evt', 20);
   await tx.$executeRawUnsafe(INSERT_EVENT, id, projectId, name, JSON.stringify(data ?? null), at, EVENTS_CHANNEL);
   return id;

@@ -9,12 +9,9 @@
  * This module is the only writer of `webhook_deliveries` and `webhook_attempts`.
  * Plain SQL: this is the hot path.
  */
-import type { Queryable } from '../platform/db/transaction.js';
-import type { Prisma } from '../../generated/prisma/client.js';
+import type { Queryable, RawTx } from '../platform/db/transaction.js';
 import { MAX_ATTEMPTS } from './policy.js';
 
-/** A Prisma transaction client, for the statements a registration change makes in its own transaction. */
-type RawTx = Pick<Prisma.TransactionClient, '$executeRawUnsafe'>;
 
 
 export interface ClaimedDelivery {

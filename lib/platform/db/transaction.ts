@@ -3,9 +3,13 @@
  * of a deadlocked statement. Every module uses these; none keeps a copy of its own.
  */
 import type pg from 'pg';
+import type { Prisma } from '../../../generated/prisma/client.js';
 
 /** Anything a statement can run on: the pool, a checked-out client, a transaction's client. */
 export type Queryable = Pick<pg.Pool, 'query'>;
+
+/** A Prisma client or transaction client, for the raw statements a store makes inside a Prisma transaction. */
+export type RawTx = Pick<Prisma.TransactionClient, '$queryRawUnsafe' | '$executeRawUnsafe'>;
 
 /** One transaction on a pooled connection: BEGIN, the work, COMMIT; ROLLBACK on any error; the connection always given back. */
 export async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
