@@ -15,7 +15,7 @@
  * through moveRecipientsToContact (lib/conversations/identity.ts calls it through Deps.contactMerge).
  */
 import type pg from 'pg';
-import type { Queryable } from '../platform/db/transaction.js';
+import type { Queryable, RawTx } from '../platform/db/transaction.js';
 import { REACH_KEY_SQL } from '../pricing/portfolio-reach.js';
 
 export interface ClaimedRecipient {
@@ -253,6 +253,6 @@ export async function cancelOptedOutClaims(db: Queryable, broadcastId: string, i
 }
 
 /** A contact merge's move (lib/conversations/identity.ts): recipient rows of contact `from` now name `to`. */
-export async function moveRecipientsToContact(tx: { $executeRawUnsafe(query: string, ...values: unknown[]): Promise<number> }, to: bigint, from: bigint): Promise<void> {
+export async function moveRecipientsToContact(tx: RawTx, to: bigint, from: bigint): Promise<void> {
   await tx.$executeRawUnsafe(`UPDATE broadcast_recipients SET contact_id = $1::bigint WHERE contact_id = $2::bigint`, String(to), String(from));
 }
