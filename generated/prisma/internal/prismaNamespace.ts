@@ -4163,6 +4163,10 @@ export const BotInboxScalarFieldEnum = {
   projectId: 'projectId',
   leaseUntil: 'leaseUntil',
   attempts: 'attempts',
+  abnormalRuns: 'abnormalRuns',
+  runStartedAt: 'runStartedAt',
+  setAsideAt: 'setAsideAt',
+  setAsideReason: 'setAsideReason',
   createdAt: 'createdAt'
 } as const
 

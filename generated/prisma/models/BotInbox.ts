@@ -31,11 +31,13 @@ export type AggregateBotInbox = {
 export type BotInboxAvgAggregateOutputType = {
   messageId: number | null
   attempts: number | null
+  abnormalRuns: number | null
 }
 
 export type BotInboxSumAggregateOutputType = {
   messageId: bigint | null
   attempts: number | null
+  abnormalRuns: number | null
 }
 
 export type BotInboxMinAggregateOutputType = {
@@ -43,6 +45,10 @@ export type BotInboxMinAggregateOutputType = {
   projectId: string | null
   leaseUntil: Date | null
   attempts: number | null
+  abnormalRuns: number | null
+  runStartedAt: Date | null
+  setAsideAt: Date | null
+  setAsideReason: string | null
   createdAt: Date | null
 }
 
@@ -51,6 +57,10 @@ export type BotInboxMaxAggregateOutputType = {
   projectId: string | null
   leaseUntil: Date | null
   attempts: number | null
+  abnormalRuns: number | null
+  runStartedAt: Date | null
+  setAsideAt: Date | null
+  setAsideReason: string | null
   createdAt: Date | null
 }
 
@@ -59,6 +69,10 @@ export type BotInboxCountAggregateOutputType = {
   projectId: number
   leaseUntil: number
   attempts: number
+  abnormalRuns: number
+  runStartedAt: number
+  setAsideAt: number
+  setAsideReason: number
   createdAt: number
   _all: number
 }
@@ -67,11 +81,13 @@ export type BotInboxCountAggregateOutputType = {
 export type BotInboxAvgAggregateInputType = {
   messageId?: true
   attempts?: true
+  abnormalRuns?: true
 }
 
 export type BotInboxSumAggregateInputType = {
   messageId?: true
   attempts?: true
+  abnormalRuns?: true
 }
 
 export type BotInboxMinAggregateInputType = {
@@ -79,6 +95,10 @@ export type BotInboxMinAggregateInputType = {
   projectId?: true
   leaseUntil?: true
   attempts?: true
+  abnormalRuns?: true
+  runStartedAt?: true
+  setAsideAt?: true
+  setAsideReason?: true
   createdAt?: true
 }
 
@@ -87,6 +107,10 @@ export type BotInboxMaxAggregateInputType = {
   projectId?: true
   leaseUntil?: true
   attempts?: true
+  abnormalRuns?: true
+  runStartedAt?: true
+  setAsideAt?: true
+  setAsideReason?: true
   createdAt?: true
 }
 
@@ -95,6 +119,10 @@ export type BotInboxCountAggregateInputType = {
   projectId?: true
   leaseUntil?: true
   attempts?: true
+  abnormalRuns?: true
+  runStartedAt?: true
+  setAsideAt?: true
+  setAsideReason?: true
   createdAt?: true
   _all?: true
 }
@@ -190,6 +218,10 @@ export type BotInboxGroupByOutputType = {
   projectId: string
   leaseUntil: Date
   attempts: number
+  abnormalRuns: number
+  runStartedAt: Date | null
+  setAsideAt: Date | null
+  setAsideReason: string | null
   createdAt: Date
   _count: BotInboxCountAggregateOutputType | null
   _avg: BotInboxAvgAggregateOutputType | null
@@ -221,6 +253,10 @@ export type BotInboxWhereInput = {
   projectId?: Prisma.StringFilter<"BotInbox"> | string
   leaseUntil?: Prisma.DateTimeFilter<"BotInbox"> | Date | string
   attempts?: Prisma.IntFilter<"BotInbox"> | number
+  abnormalRuns?: Prisma.IntFilter<"BotInbox"> | number
+  runStartedAt?: Prisma.DateTimeNullableFilter<"BotInbox"> | Date | string | null
+  setAsideAt?: Prisma.DateTimeNullableFilter<"BotInbox"> | Date | string | null
+  setAsideReason?: Prisma.StringNullableFilter<"BotInbox"> | string | null
   createdAt?: Prisma.DateTimeFilter<"BotInbox"> | Date | string
   message?: Prisma.XOR<Prisma.MessageScalarRelationFilter, Prisma.MessageWhereInput>
 }
@@ -230,6 +266,10 @@ export type BotInboxOrderByWithRelationInput = {
   projectId?: Prisma.SortOrder
   leaseUntil?: Prisma.SortOrder
   attempts?: Prisma.SortOrder
+  abnormalRuns?: Prisma.SortOrder
+  runStartedAt?: Prisma.SortOrderInput | Prisma.SortOrder
+  setAsideAt?: Prisma.SortOrderInput | Prisma.SortOrder
+  setAsideReason?: Prisma.SortOrderInput | Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   message?: Prisma.MessageOrderByWithRelationInput
 }
@@ -242,6 +282,10 @@ export type BotInboxWhereUniqueInput = Prisma.AtLeast<{
   projectId?: Prisma.StringFilter<"BotInbox"> | string
   leaseUntil?: Prisma.DateTimeFilter<"BotInbox"> | Date | string
   attempts?: Prisma.IntFilter<"BotInbox"> | number
+  abnormalRuns?: Prisma.IntFilter<"BotInbox"> | number
+  runStartedAt?: Prisma.DateTimeNullableFilter<"BotInbox"> | Date | string | null
+  setAsideAt?: Prisma.DateTimeNullableFilter<"BotInbox"> | Date | string | null
+  setAsideReason?: Prisma.StringNullableFilter<"BotInbox"> | string | null
   createdAt?: Prisma.DateTimeFilter<"BotInbox"> | Date | string
   message?: Prisma.XOR<Prisma.MessageScalarRelationFilter, Prisma.MessageWhereInput>
 }, "messageId">
@@ -251,6 +295,10 @@ export type BotInboxOrderByWithAggregationInput = {
   projectId?: Prisma.SortOrder
   leaseUntil?: Prisma.SortOrder
   attempts?: Prisma.SortOrder
+  abnormalRuns?: Prisma.SortOrder
+  runStartedAt?: Prisma.SortOrderInput | Prisma.SortOrder
+  setAsideAt?: Prisma.SortOrderInput | Prisma.SortOrder
+  setAsideReason?: Prisma.SortOrderInput | Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   _count?: Prisma.BotInboxCountOrderByAggregateInput
   _avg?: Prisma.BotInboxAvgOrderByAggregateInput
@@ -267,6 +315,10 @@ export type BotInboxScalarWhereWithAggregatesInput = {
   projectId?: Prisma.StringWithAggregatesFilter<"BotInbox"> | string
   leaseUntil?: Prisma.DateTimeWithAggregatesFilter<"BotInbox"> | Date | string
   attempts?: Prisma.IntWithAggregatesFilter<"BotInbox"> | number
+  abnormalRuns?: Prisma.IntWithAggregatesFilter<"BotInbox"> | number
+  runStartedAt?: Prisma.DateTimeNullableWithAggregatesFilter<"BotInbox"> | Date | string | null
+  setAsideAt?: Prisma.DateTimeNullableWithAggregatesFilter<"BotInbox"> | Date | string | null
+  setAsideReason?: Prisma.StringNullableWithAggregatesFilter<"BotInbox"> | string | null
   createdAt?: Prisma.DateTimeWithAggregatesFilter<"BotInbox"> | Date | string
 }
 
@@ -274,6 +326,10 @@ export type BotInboxCreateInput = {
   projectId: string
   leaseUntil: Date | string
   attempts?: number
+  abnormalRuns?: number
+  runStartedAt?: Date | string | null
+  setAsideAt?: Date | string | null
+  setAsideReason?: string | null
   createdAt: Date | string
   message: Prisma.MessageCreateNestedOneWithoutBotInboxInput
 }
@@ -283,6 +339,10 @@ export type BotInboxUncheckedCreateInput = {
   projectId: string
   leaseUntil: Date | string
   attempts?: number
+  abnormalRuns?: number
+  runStartedAt?: Date | string | null
+  setAsideAt?: Date | string | null
+  setAsideReason?: string | null
   createdAt: Date | string
 }
 
@@ -290,6 +350,10 @@ export type BotInboxUpdateInput = {
   projectId?: Prisma.StringFieldUpdateOperationsInput | string
   leaseUntil?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   attempts?: Prisma.IntFieldUpdateOperationsInput | number
+  abnormalRuns?: Prisma.IntFieldUpdateOperationsInput | number
+  runStartedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  setAsideAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  setAsideReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   message?: Prisma.MessageUpdateOneRequiredWithoutBotInboxNestedInput
 }
@@ -299,6 +363,10 @@ export type BotInboxUncheckedUpdateInput = {
   projectId?: Prisma.StringFieldUpdateOperationsInput | string
   leaseUntil?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   attempts?: Prisma.IntFieldUpdateOperationsInput | number
+  abnormalRuns?: Prisma.IntFieldUpdateOperationsInput | number
+  runStartedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  setAsideAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  setAsideReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
 
@@ -307,6 +375,10 @@ export type BotInboxCreateManyInput = {
   projectId: string
   leaseUntil: Date | string
   attempts?: number
+  abnormalRuns?: number
+  runStartedAt?: Date | string | null
+  setAsideAt?: Date | string | null
+  setAsideReason?: string | null
   createdAt: Date | string
 }
 
@@ -314,6 +386,10 @@ export type BotInboxUpdateManyMutationInput = {
   projectId?: Prisma.StringFieldUpdateOperationsInput | string
   leaseUntil?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   attempts?: Prisma.IntFieldUpdateOperationsInput | number
+  abnormalRuns?: Prisma.IntFieldUpdateOperationsInput | number
+  runStartedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  setAsideAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  setAsideReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
 
@@ -322,6 +398,10 @@ export type BotInboxUncheckedUpdateManyInput = {
   projectId?: Prisma.StringFieldUpdateOperationsInput | string
   leaseUntil?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   attempts?: Prisma.IntFieldUpdateOperationsInput | number
+  abnormalRuns?: Prisma.IntFieldUpdateOperationsInput | number
+  runStartedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  setAsideAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  setAsideReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
 
@@ -335,12 +415,17 @@ export type BotInboxCountOrderByAggregateInput = {
   projectId?: Prisma.SortOrder
   leaseUntil?: Prisma.SortOrder
   attempts?: Prisma.SortOrder
+  abnormalRuns?: Prisma.SortOrder
+  runStartedAt?: Prisma.SortOrder
+  setAsideAt?: Prisma.SortOrder
+  setAsideReason?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
 }
 
 export type BotInboxAvgOrderByAggregateInput = {
   messageId?: Prisma.SortOrder
   attempts?: Prisma.SortOrder
+  abnormalRuns?: Prisma.SortOrder
 }
 
 export type BotInboxMaxOrderByAggregateInput = {
@@ -348,6 +433,10 @@ export type BotInboxMaxOrderByAggregateInput = {
   projectId?: Prisma.SortOrder
   leaseUntil?: Prisma.SortOrder
   attempts?: Prisma.SortOrder
+  abnormalRuns?: Prisma.SortOrder
+  runStartedAt?: Prisma.SortOrder
+  setAsideAt?: Prisma.SortOrder
+  setAsideReason?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
 }
 
@@ -356,12 +445,17 @@ export type BotInboxMinOrderByAggregateInput = {
   projectId?: Prisma.SortOrder
   leaseUntil?: Prisma.SortOrder
   attempts?: Prisma.SortOrder
+  abnormalRuns?: Prisma.SortOrder
+  runStartedAt?: Prisma.SortOrder
+  setAsideAt?: Prisma.SortOrder
+  setAsideReason?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
 }
 
 export type BotInboxSumOrderByAggregateInput = {
   messageId?: Prisma.SortOrder
   attempts?: Prisma.SortOrder
+  abnormalRuns?: Prisma.SortOrder
 }
 
 export type BotInboxCreateNestedOneWithoutMessageInput = {
@@ -400,6 +494,10 @@ export type BotInboxCreateWithoutMessageInput = {
   projectId: string
   leaseUntil: Date | string
   attempts?: number
+  abnormalRuns?: number
+  runStartedAt?: Date | string | null
+  setAsideAt?: Date | string | null
+  setAsideReason?: string | null
   createdAt: Date | string
 }
 
@@ -407,6 +505,10 @@ export type BotInboxUncheckedCreateWithoutMessageInput = {
   projectId: string
   leaseUntil: Date | string
   attempts?: number
+  abnormalRuns?: number
+  runStartedAt?: Date | string | null
+  setAsideAt?: Date | string | null
+  setAsideReason?: string | null
   createdAt: Date | string
 }
 
@@ -430,6 +532,10 @@ export type BotInboxUpdateWithoutMessageInput = {
   projectId?: Prisma.StringFieldUpdateOperationsInput | string
   leaseUntil?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   attempts?: Prisma.IntFieldUpdateOperationsInput | number
+  abnormalRuns?: Prisma.IntFieldUpdateOperationsInput | number
+  runStartedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  setAsideAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  setAsideReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
 
@@ -437,6 +543,10 @@ export type BotInboxUncheckedUpdateWithoutMessageInput = {
   projectId?: Prisma.StringFieldUpdateOperationsInput | string
   leaseUntil?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   attempts?: Prisma.IntFieldUpdateOperationsInput | number
+  abnormalRuns?: Prisma.IntFieldUpdateOperationsInput | number
+  runStartedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  setAsideAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  setAsideReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
 
@@ -447,6 +557,10 @@ export type BotInboxSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs
   projectId?: boolean
   leaseUntil?: boolean
   attempts?: boolean
+  abnormalRuns?: boolean
+  runStartedAt?: boolean
+  setAsideAt?: boolean
+  setAsideReason?: boolean
   createdAt?: boolean
   message?: boolean | Prisma.MessageDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["botInbox"]>
@@ -456,6 +570,10 @@ export type BotInboxSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Exte
   projectId?: boolean
   leaseUntil?: boolean
   attempts?: boolean
+  abnormalRuns?: boolean
+  runStartedAt?: boolean
+  setAsideAt?: boolean
+  setAsideReason?: boolean
   createdAt?: boolean
   message?: boolean | Prisma.MessageDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["botInbox"]>
@@ -465,6 +583,10 @@ export type BotInboxSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Exte
   projectId?: boolean
   leaseUntil?: boolean
   attempts?: boolean
+  abnormalRuns?: boolean
+  runStartedAt?: boolean
+  setAsideAt?: boolean
+  setAsideReason?: boolean
   createdAt?: boolean
   message?: boolean | Prisma.MessageDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["botInbox"]>
@@ -474,10 +596,14 @@ export type BotInboxSelectScalar = {
   projectId?: boolean
   leaseUntil?: boolean
   attempts?: boolean
+  abnormalRuns?: boolean
+  runStartedAt?: boolean
+  setAsideAt?: boolean
+  setAsideReason?: boolean
   createdAt?: boolean
 }
 
-export type BotInboxOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"messageId" | "projectId" | "leaseUntil" | "attempts" | "createdAt", ExtArgs["result"]["botInbox"]>
+export type BotInboxOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"messageId" | "projectId" | "leaseUntil" | "attempts" | "abnormalRuns" | "runStartedAt" | "setAsideAt" | "setAsideReason" | "createdAt", ExtArgs["result"]["botInbox"]>
 export type BotInboxInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   message?: boolean | Prisma.MessageDefaultArgs<ExtArgs>
 }
@@ -504,6 +630,21 @@ export type $BotInboxPayload<ExtArgs extends runtime.Types.Extensions.InternalAr
      * Hand-overs after the first (each reclaim counts one).
      */
     attempts: number
+    /**
+     * Runs of the bot that started on this event and did not end normally (a crash of the
+     * sandbox's process, a time or memory limit): at BOT_MAX_ABNORMAL_RUNS it is set aside.
+     */
+    abnormalRuns: number
+    /**
+     * A run in progress since then (cleared when it ends): a reclaim finding it set counts the
+     * run as abnormal (the process that ran it died).
+     */
+    runStartedAt: Date | null
+    /**
+     * Set aside (never replayed): when and why. Kept for the operator; deleted with the message.
+     */
+    setAsideAt: Date | null
+    setAsideReason: string | null
     createdAt: Date
   }, ExtArgs["result"]["botInbox"]>
   composites: {}
@@ -933,6 +1074,10 @@ export interface BotInboxFieldRefs {
   readonly projectId: Prisma.FieldRef<"BotInbox", 'String'>
   readonly leaseUntil: Prisma.FieldRef<"BotInbox", 'DateTime'>
   readonly attempts: Prisma.FieldRef<"BotInbox", 'Int'>
+  readonly abnormalRuns: Prisma.FieldRef<"BotInbox", 'Int'>
+  readonly runStartedAt: Prisma.FieldRef<"BotInbox", 'DateTime'>
+  readonly setAsideAt: Prisma.FieldRef<"BotInbox", 'DateTime'>
+  readonly setAsideReason: Prisma.FieldRef<"BotInbox", 'String'>
   readonly createdAt: Prisma.FieldRef<"BotInbox", 'DateTime'>
 }
     
