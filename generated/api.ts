@@ -2401,11 +2401,14 @@ export interface components {
          */
         BroadcastStatus: "pending_approval" | "scheduled" | "sending" | "completed" | "canceled" | "failed";
         /**
-         * @description `held` (a later wave, or waiting for the portfolio's messaging limit to free room), `queued` (waiting for its turn, or sent with the outcome not yet
-         *     known), `sent`, `delivered`, `read` (following the channel's callbacks, never moving
-         *     back), `failed`, `canceled` (the campaign stopped before it was sent), `unknown` (the
-         *     channel's answer to its send was lost and no status came within the settle bound: it may
-         *     have been sent, and is never sent again; a later status still moves it on).
+         * @description `held` (a later wave, or waiting for the portfolio's messaging limit to free room), `queued` (waiting for its turn, or
+         *     being sent right now), `sent`, `delivered`, `read` (following the channel's callbacks, never moving
+         *     back), `failed`, `canceled` (the campaign stopped before it was sent), `unknown` (its send
+         *     may have reached the channel but its outcome is not known: the channel's answer was lost,
+         *     or the service stopped (a crash) between recording the send and hearing back. It is never
+         *     sent again, also not after the campaign completes: do not send it again yourself. A status
+         *     from the channel moves it on whenever it comes; without one it stays `unknown`, final after
+         *     the settle bound).
          * @enum {string}
          */
         BroadcastRecipientStatus: "held" | "queued" | "sent" | "delivered" | "read" | "failed" | "canceled" | "unknown";
@@ -2427,7 +2430,7 @@ export interface components {
             failed: number;
             canceled: number;
             held: number;
-            /** @description Recipients whose send's outcome is final `unknown` (see BroadcastRecipientStatus). */
+            /** @description Recipients whose send's outcome is `unknown` (see BroadcastRecipientStatus). */
             unknown: number;
         };
         /** @description What approving would send. Live while pending approval; frozen at approval. */
@@ -2685,7 +2688,7 @@ export interface components {
             status: components["schemas"]["BroadcastRecipientStatus"];
             wave: number;
             variables: components["schemas"]["BroadcastVariables"];
-            /** @description The wamid once the channel accepted it. */
+            /** @description The wamid once the channel named it (its answer or a status); null while `queued`, and for an `unknown` send the channel has not named yet. */
             message_id: string | null;
             attempts: number;
             error: {

@@ -10,7 +10,7 @@ const counts = (unknown: number) => ({ total: 10, queued: 0, held: 0, sent: 10 -
 describe('campaign progress in the dashboard', () => {
   it('When sends of a campaign ended with an unknown outcome, then progress names them as their own reason and counts them apart', () => {
     const p = progressOf(view(counts(2)));
-    expect(p.reason).toBe("2 sends with an unknown outcome: the channel's answer was lost and no status came; never sent again");
+    expect(p.reason).toBe("2 sends with an unknown outcome (the channel's answer was lost, or the service stopped before it came): never sent again; a status from the channel settles them");
     expect(p.counts).toMatchObject({ sent: 8, unknown: 2 });
     expect(p.done).toBe(10);
   });
@@ -18,6 +18,6 @@ describe('campaign progress in the dashboard', () => {
   it('When no outcome is unknown, then no reason is shown; a held campaign keeps its own reason beside an unknown one', () => {
     expect(progressOf(view(counts(0))).reason).toBeNull();
     const held = progressOf(view(counts(1), 'sending', 'daily quota used; sending resumes at 2026-11-24 00:00 UTC or when the quota is raised'));
-    expect(held.reason).toBe("daily quota used; sending resumes at 2026-11-24 00:00 UTC or when the quota is raised. 1 send with an unknown outcome: the channel's answer was lost and no status came; never sent again");
+    expect(held.reason).toBe("daily quota used; sending resumes at 2026-11-24 00:00 UTC or when the quota is raised. 1 send with an unknown outcome (the channel's answer was lost, or the service stopped before it came): never sent again; a status from the channel settles it");
   });
 });

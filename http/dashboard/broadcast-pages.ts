@@ -63,9 +63,10 @@ export function progressOf(b: BroadcastView) {
   const done = Math.max(0, total - waiting);
   const live = ['scheduled', 'sending'].includes(b.status);
   const held = b.status_reason && ['sending', 'failed', 'canceled'].includes(b.status) ? b.status_reason : null;
-  // Sends whose outcome stayed unknown are their own reason, not "sent" (issue 34).
+  // Sends whose outcome is unknown are their own reason, neither "sent" (issue 34) nor "queued":
+  // on a completed campaign "queued" would read as still to send (issue 44).
   const unknown = counts?.unknown
-    ? `${counts.unknown} send${counts.unknown === 1 ? '' : 's'} with an unknown outcome: the channel's answer was lost and no status came; never sent again`
+    ? `${counts.unknown} send${counts.unknown === 1 ? '' : 's'} with an unknown outcome (the channel's answer was lost, or the service stopped before it came): never sent again; a status from the channel settles ${counts.unknown === 1 ? 'it' : 'them'}`
     : null;
   const reason = [held, unknown].filter(Boolean).join('. ') || null;
   return {
@@ -80,10 +81,13 @@ export function progressOf(b: BroadcastView) {
   };
 }
 
+/** A recipient status as the pages name it. */
+const statusLabel = (k: string) => (k === 'unknown' ? 'outcome unknown' : k);
+
 function progressSection(projectId: string, b: BroadcastView): Html {
   const p = progressOf(b);
   const keys = ['total', 'queued', 'held', 'sent', 'delivered', 'read', 'failed', 'canceled', 'unknown'] as const;
-  const label = (k: string) => (k === 'unknown' ? 'outcome unknown' : k);
+  const label = statusLabel;
   return html`<section id="progress" aria-labelledby="progress-title" data-progress-url="${projectPath(projectId, `/broadcasts/${b.id}/progress`)}" data-live="${p.live ? 'true' : 'false'}">
 <h2 id="progress-title">Progress</h2>
 <p><progress id="progress-bar" max="${Math.max(1, p.total)}" value="${p.done}" aria-label="Progress of ${b.name}">${p.done} of ${p.total}</progress>
@@ -140,7 +144,7 @@ ${b.status === 'pending_approval' ? '' : progressSection(ctx.project.id, b)}
 <h2>Waves</h2>
 <p>${b.wave_size ? `${b.wave_size} recipients per wave.` : 'One wave.'} Next wave: ${b.wave_scheduled_at ? `${b.wave_scheduled_count ?? ''} recipients at ${when(b.wave_scheduled_at)}` : 'none scheduled'}.</p>
 ${d.waves.length ? html`<div class="table-wrap"><table class="stack"><thead><tr><th scope="col">Wave</th><th scope="col">Recipients by status</th></tr></thead><tbody>
-${d.waves.map((w) => html`<tr><td data-label="Wave">${w.wave}</td><td data-label="Recipients">${Object.entries(w.counts).map(([s, n]) => `${s} ${n}`).join(', ')}</td></tr>`)}</tbody></table></div>` : ''}
+${d.waves.map((w) => html`<tr><td data-label="Wave">${w.wave}</td><td data-label="Recipients">${Object.entries(w.counts).map(([s, n]) => `${statusLabel(s)} ${n}`).join(', ')}</td></tr>`)}</tbody></table></div>` : ''}
 <h2>Failures by reason</h2>
 ${d.failures.length ? html`<div class="table-wrap"><table class="stack"><thead><tr><th scope="col">Code</th><th scope="col">Reason</th><th scope="col">Category</th><th scope="col">Recipients</th></tr></thead><tbody>
 ${d.failures.map((f) => html`<tr><td data-label="Code">${f.code ?? '—'}</td><td data-label="Reason">${f.title ?? '—'}</td><td data-label="Category">${f.category ?? '—'}</td><td data-label="Recipients">${f.count}</td></tr>`)}</tbody></table></div>` : html`<p class="muted">No failures.</p>`}

@@ -70,12 +70,25 @@ export async function findBroadcast(db: Queryable, id: string, projectId?: strin
   return rows[0];
 }
 
-/** The SQL of a recipient's public status (recipient `r`, its message `m`). */
+/**
+ * The SQL of a recipient's public status (recipient `r`, its message `m`). Once a recipient has
+ * left the queue (`sent` or `unknown`) its status follows its message; a message still `pending`
+ * there is a send whose outcome a crash or a lost answer left unknown: `unknown`, never `queued`
+ * (an operator reading "queued" on a completed campaign would send again), until a status or the
+ * unknown-outcome rule settles it.
+ */
 export const RECIPIENT_STATUS_SQL = `CASE r.state
     WHEN 'held' THEN 'held' WHEN 'queued' THEN CASE WHEN r.limit_held_until IS NOT NULL THEN 'held' ELSE 'queued' END WHEN 'sending' THEN 'queued'
     WHEN 'canceled' THEN 'canceled' WHEN 'failed' THEN 'failed'
-    ELSE CASE m.status WHEN 'pending' THEN 'queued' WHEN 'delivered' THEN 'delivered' WHEN 'read' THEN 'read'
-                       WHEN 'failed' THEN 'failed' WHEN 'unknown' THEN 'unknown' ELSE 'sent' END END`;
+    ELSE CASE m.status WHEN 'sent' THEN 'sent' WHEN 'delivered' THEN 'delivered' WHEN 'read' THEN 'read' WHEN 'failed' THEN 'failed'
+                       WHEN 'pending' THEN 'unknown' WHEN 'unknown' THEN 'unknown'
+                       ELSE CASE WHEN r.state = 'unknown' THEN 'unknown' ELSE 'sent' END END END`;
+
+/**
+ * A recipient's message id: the wamid on its row, else its message's once the channel named one (a
+ * message recorded before the call carries our reference as a placeholder wamid until then).
+ */
+export const RECIPIENT_WAMID_SQL = `COALESCE(r.wamid, CASE WHEN m.wamid IS DISTINCT FROM m.send_ref THEN m.wamid END)`;
 
 /** A failed message's channel error code, for recipients that failed after being accepted. */
 export const RECIPIENT_ERROR_CODE_SQL = `COALESCE(r.error_code, CASE WHEN m.status = 'failed' AND (m.error ->> 'code') ~ '^[0-9]{1,9}$' THEN (m.error ->> 'code')::int END)`;
@@ -198,7 +211,7 @@ export async function listRecipients(
   const total = await db.query<{ n: string }>(`SELECT count(*)::bigint AS n ${from}`, values);
   const { rows } = await db.query(
     `SELECT r.id::text AS id, r.phone, r.user_id, r.contact_id::text AS contact_id, ${RECIPIENT_STATUS_SQL} AS status, r.wave, r.variables,
-            COALESCE(r.wamid, CASE WHEN m.status NOT IN ('pending', 'unknown') THEN m.wamid END) AS wamid, r.attempts,
+            ${RECIPIENT_WAMID_SQL} AS wamid, r.attempts,
             ${RECIPIENT_ERROR_CODE_SQL} AS error_code,
             COALESCE(r.error_title, m.error ->> 'title', m.error ->> 'message') AS error_title,
             ${ERROR_CATEGORY_SQL} AS error_category, r.error_reason,

@@ -24,6 +24,8 @@ function broadcastRecord(b: Record<string, any>): string {
     ...preflightCostLines(pf),
     ['daily quota', pf?.quota ? quotaLine(pf.quota) : '-'],
     ['counts', counts],
+    // Their own line: an operator must not read them as still to send (issue 44).
+    ...(b.counts?.unknown ? [['outcome unknown', unknownLine(b.counts.unknown)] as [string, string]] : []),
     ...billingLine(b),
     ['scheduled', f.when(b.scheduled_at)],
     ['waves', b.wave_size ? `first ${b.wave_size}; next ${b.wave_scheduled_count ?? 'all'} at ${f.when(b.wave_scheduled_at)}` : '-'],
@@ -31,6 +33,11 @@ function broadcastRecord(b: Record<string, any>): string {
     ['created by', `${b.creator_name ?? '-'} (${b.created_by})`],
     ['approved by', b.approved_by ?? '-'],
   ]);
+}
+
+/** The same words as the dashboard's progress (http/dashboard/broadcast-pages.ts progressOf). */
+function unknownLine(n: number): string {
+  return `${n} send${n === 1 ? '' : 's'} with an unknown outcome (the channel's answer was lost, or the service stopped before it came): never sent again; a status from the channel settles ${n === 1 ? 'it' : 'them'}`;
 }
 
 /** The same words as the dashboard's (lib/broadcasts/quota-hold.ts quotaSentence). */
