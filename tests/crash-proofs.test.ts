@@ -24,8 +24,7 @@ import request from 'supertest';
 import { createSimulator, type Simulator } from '../simulator/app.js';
 import { metaCallbackRetryDelaysMs } from '../simulator/state.js';
 import { createScratchDatabase } from './support/db.js';
-import { withProjectTx } from '../lib/tables/isolation.js';
-import { schemaName } from '../lib/tables/names.js';
+import { physicalSchema, withProjectTx } from '../lib/tables/isolation.js';
 import { ServiceProcess, crashSeed, eventually, operatorCalls, stopAll, type ServiceOptions } from './support/service-process.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -152,7 +151,7 @@ describe('kill -9 in the middle of long work', () => {
       await c.query(`CREATE FUNCTION hold() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(2); RETURN NULL; END $$`);
       await c.query('CREATE TRIGGER hold AFTER UPDATE ON big FOR EACH STATEMENT EXECUTE FUNCTION hold()');
     });
-    const table = `${schemaName(projectId, 'public')}.big`;
+    const table = `${await physicalSchema(db, projectId, 'public')}.big`;
     const update = request(service.url).patch('/v1/tables/big/rows').set('Authorization', `Bearer ${key}`)
       .send({ filters: [{ column: 'id', op: 'gte', value: 1 }], set: { v: 1, note: 'updated' } }).then((r) => r, (e) => e);
     let settled: unknown;

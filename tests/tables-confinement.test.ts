@@ -8,8 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
-import { dropProjectStorage, ensureProjectStorage, storageNames, withProjectTx } from '../lib/tables/isolation.js';
-import { schemaName } from '../lib/tables/names.js';
+import { dropProjectStorage, ensureProjectStorage, physicalSchema, storageNames, withProjectTx } from '../lib/tables/isolation.js';
 import { insertRow } from '../lib/bot/table-insert.js';
 
 let t: TestApp;
@@ -40,9 +39,9 @@ async function pair() {
   const a = await project();
   const b = await project();
   expect((await ddl(b.id, 'CREATE TABLE t (id int PRIMARY KEY, secret text)')).status).toBe(200);
-  await t.db.pool.query(`INSERT INTO ${schemaName(b.id, 'public')}.t VALUES (1, 'b-secret')`);
+  await t.db.pool.query(`INSERT INTO ${await physicalSchema(t.db.pool, b.id, 'public')}.t VALUES (1, 'b-secret')`);
   const bRole = (await storageNames(t.db.pool, b.id)).role;
-  return { a, b, bRole, bSchema: schemaName(b.id, 'public') };
+  return { a, b, bRole, bSchema: await physicalSchema(t.db.pool, b.id, 'public') };
 }
 
 describe('operator DDL', () => {
@@ -75,7 +74,7 @@ describe('operator DDL', () => {
       expect({ sql, status: res.status, code: res.body.error?.code }).toEqual({ sql, status: 400, code: 'invalid_request' });
     }
     await ensureProjectStorage(t.db.pool, a.id);
-    const tables = await t.db.pool.query("SELECT count(*)::int AS n FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname NOT LIKE '\\_platform\\_%'", [schemaName(a.id, 'public')]);
+    const tables = await t.db.pool.query("SELECT count(*)::int AS n FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname NOT LIKE '\\_platform\\_%'", [await physicalSchema(t.db.pool, a.id, 'public')]);
     expect(tables.rows[0].n).toBe(0);
   });
 
@@ -161,9 +160,9 @@ describe('tenant connections', () => {
     const { a, bSchema } = await pair();
     expect((await ddl(a.id, 'CREATE TABLE loot (id int PRIMARY KEY, x text)')).status).toBe(200);
     // As the service (superuser): what an old, unparsed DDL could have written.
-    await t.db.pool.query(`ALTER TABLE ${schemaName(a.id, 'public')}.loot ALTER COLUMN x SET DEFAULT (set_config('role', 'none', true) || query_to_xml('select * from ${bSchema}.t', true, false, '')::text)`);
+    await t.db.pool.query(`ALTER TABLE ${await physicalSchema(t.db.pool, a.id, 'public')}.loot ALTER COLUMN x SET DEFAULT (set_config('role', 'none', true) || query_to_xml('select * from ${bSchema}.t', true, false, '')::text)`);
     await expect(insertRow(t.db.pool, 5000, a.id, 'public', 'loot', { id: 1 })).rejects.toBeTruthy();
-    const left = await t.db.pool.query(`SELECT count(*)::int AS n FROM ${schemaName(a.id, 'public')}.loot`);
+    const left = await t.db.pool.query(`SELECT count(*)::int AS n FROM ${await physicalSchema(t.db.pool, a.id, 'public')}.loot`);
     expect(left.rows[0].n).toBe(0);
   });
 
@@ -178,7 +177,7 @@ describe('tenant connections', () => {
       if (next.pid === first.pid) sameConnection++;
       expect(next.l === null || next.l === '').toBe(true);
       expect(next.tmp).toBeNull();
-      expect(next.path).toContain(schemaName(a.id, 'public'));
+      expect(next.path).toContain(await physicalSchema(t.db.pool, a.id, 'public'));
     }
     expect(sameConnection).toBeGreaterThan(0);
   });

@@ -10,8 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import pg from 'pg';
 import { startTestApp, type TestApp } from './support/app.js';
-import { dropProjectStorage, storageNames } from '../lib/tables/isolation.js';
-import { schemaName } from '../lib/tables/names.js';
+import { dropProjectStorage, physicalSchema, storageNames } from '../lib/tables/isolation.js';
 import { testDatabaseUrl } from './support/db.js';
 import { importsSettled } from '../lib/contacts-import/imports.js';
 import { mkdtempSync } from 'node:fs';
@@ -67,7 +66,7 @@ describe('tenant work and platform work', () => {
     // holding A's connections finish once it is released, never racing the timeout on a slow machine).
     const locker = new pg.Client({ connectionString: testDatabaseUrl() });
     await locker.connect();
-    await locker.query(`BEGIN; LOCK TABLE "${schemaName(a.id, 'public')}".slow IN ACCESS EXCLUSIVE MODE`);
+    await locker.query(`BEGIN; LOCK TABLE "${await physicalSchema(t.db.pool, a.id, 'public')}".slow IN ACCESS EXCLUSIVE MODE`);
     const reads = Array.from({ length: 100 }, () => request(t.baseUrl!).get('/v1/tables/slow/rows').set('Authorization', `Bearer ${aKey}`)
       .then((r) => ({ status: r.status, code: r.body.error?.code, retryAfter: r.headers['retry-after'] })));
     const latencies: number[] = [];
@@ -137,7 +136,7 @@ describe('tenant work and the bot', () => {
 
     const locker = new pg.Client({ connectionString: testDatabaseUrl() });
     await locker.connect();
-    await locker.query(`BEGIN; LOCK TABLE "${schemaName(a.id, 'public')}".slow IN ACCESS EXCLUSIVE MODE`);
+    await locker.query(`BEGIN; LOCK TABLE "${await physicalSchema(t.db.pool, a.id, 'public')}".slow IN ACCESS EXCLUSIVE MODE`);
     const reads = Array.from({ length: 100 }, () => request(t.baseUrl!).get('/v1/tables/slow/rows').set('Authorization', `Bearer ${aKey}`).then((r) => r.status));
     const during: number[] = [];
     try {

@@ -7,8 +7,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
-import { dropProjectStorage, withProjectTx } from '../lib/tables/isolation.js';
-import { schemaName, type TableSchema } from '../lib/tables/names.js';
+import { dropProjectStorage, physicalSchema, withProjectTx } from '../lib/tables/isolation.js';
+import type { TableSchema } from '../lib/tables/names.js';
 import { readRows, rowsScope } from '../lib/tables/rows.js';
 import { canonicalFilters, parseFilterText } from '../lib/tables/filters.js';
 import { encodeCursorUnchecked } from '../lib/platform/cursor.js';
@@ -102,7 +102,7 @@ async function pageAll(table: string, query: Record<string, string | number>, li
 }
 
 async function expected(table: string, orderSql: string, whereSql = 'TRUE') {
-  const r = await t.db.pool.query(`SELECT * FROM ${schemaName(p.id, 'public')}.${table} WHERE ${whereSql} ORDER BY ${orderSql}`);
+  const r = await t.db.pool.query(`SELECT * FROM ${await physicalSchema(t.db.pool, p.id, 'public')}.${table} WHERE ${whereSql} ORDER BY ${orderSql}`);
   return r.rows;
 }
 

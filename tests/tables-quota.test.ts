@@ -9,8 +9,7 @@ import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { startTestApp, type TestApp } from './support/app.js';
-import { dropProjectStorage } from '../lib/tables/isolation.js';
-import { schemaName } from '../lib/tables/names.js';
+import { dropProjectStorage, physicalSchema } from '../lib/tables/isolation.js';
 import { runHelper, type BotDeps } from '../lib/bot/helpers.js';
 import { main } from '../scripts/ops/main.js';
 
@@ -58,7 +57,7 @@ async function botInsert(projectId: string, row: object) {
   return JSON.parse(await runHelper(deps, { projectId, mode: 'production', logLines: 0 }, 'tables.insert', JSON.stringify({ table: 'notes', row })));
 }
 
-const count = async (projectId: string) => (await t.db.pool.query(`SELECT count(*)::int AS n FROM ${schemaName(projectId, 'public')}.notes`)).rows[0].n;
+const count = async (projectId: string) => (await t.db.pool.query(`SELECT count(*)::int AS n FROM ${await physicalSchema(t.db.pool, projectId, 'public')}.notes`)).rows[0].n;
 
 describe('table storage quotas', () => {
   it('When the operator looks, then both schemas show their limits (config defaults) and usage', async () => {
@@ -98,7 +97,7 @@ describe('table storage quotas', () => {
     expect(api.status).toBe(409);
     expect(api.body.error).toMatchObject({ code: 'table_quota_exceeded', details: { schema: 'public', max_bytes: before + 16384, bytes: expect.any(Number) } });
     expect(api.body.error.details.bytes).toBeGreaterThan(before + 16384);
-    const row = await t.db.pool.query(`SELECT body FROM ${schemaName(p.id, 'public')}.notes`);
+    const row = await t.db.pool.query(`SELECT body FROM ${await physicalSchema(t.db.pool, p.id, 'public')}.notes`);
     expect(row.rows).toEqual([{ body: 'small' }]);
     // A small update within the limit still works; deletes are never refused.
     await request(t.app).patch('/v1/tables/notes/rows').set('Authorization', `Bearer ${p.key}`)

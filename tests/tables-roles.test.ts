@@ -12,10 +12,9 @@ import path from 'node:path';
 import pg from 'pg';
 import { randomBytes } from 'node:crypto';
 import { testDatabaseUrl, withClient, withDatabase } from './support/db.js';
-import { dropProjectStorage, ensureProjectStorage, withProjectTx } from '../lib/tables/isolation.js';
+import { dropProjectStorage, ensureProjectStorage, physicalSchema, withProjectTx } from '../lib/tables/isolation.js';
 import { readRows } from '../lib/tables/rows.js';
 import { deleteRows, updateRows } from '../lib/tables/writes.js';
-import { schemaName } from '../lib/tables/names.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../lib/platform/db/embedded.js';
 
 const settings = { statementTimeoutMs: 5000, cursorSecret: randomBytes(32) };
@@ -49,11 +48,16 @@ async function scenario(url: string): Promise<void> {
   pool.on('error', () => undefined);
   const a = `prj_a${randomBytes(4).toString('hex')}`;
   const b = `prj_b${randomBytes(4).toString('hex')}`;
+  let aKey = a;
   try {
     const me = await pool.query('SELECT rolsuper, rolcreaterole FROM pg_roles WHERE rolname = current_user');
     expect(me.rows[0]).toEqual({ rolsuper: false, rolcreaterole: true });
     await pool.query('CREATE TABLE service_secret (id int)');
     await pool.query('INSERT INTO service_secret VALUES (1)');
+    // What tables need of the service's schema: a project's storage key (migration storage_key).
+    await pool.query("CREATE TABLE projects (id text PRIMARY KEY, storage_key text NOT NULL UNIQUE DEFAULT 'k' || substr(md5(random()::text), 1, 24))");
+    await pool.query('INSERT INTO projects (id) VALUES ($1), ($2)', [a, b]);
+    aKey = (await pool.query('SELECT storage_key FROM projects WHERE id = $1', [a])).rows[0].storage_key as string;
     await ensureProjectStorage(pool, a);
     await ensureProjectStorage(pool, b);
     const ddl = (id: string, ...sql: string[]) =>
@@ -72,7 +76,7 @@ async function scenario(url: string): Promise<void> {
     const del = await deleteRows(pool, settings, { projectId: a, table: 'items', schema: 'public', filters: [{ column: 'id', op: 'gt', value: 3 }], dryRun: false });
     expect(del.affected).toBe(2);
 
-    for (const sql of [`SELECT * FROM ${schemaName(b, 'public')}.theirs`, 'SELECT * FROM public.service_secret', 'SELECT * FROM _platform_meta']) {
+    for (const sql of [`SELECT * FROM ${await physicalSchema(pool, b, 'public')}.theirs`, 'SELECT * FROM public.service_secret', 'SELECT * FROM _platform_meta']) {
       await expect(ddl(a, sql)).rejects.toMatchObject({ code: expect.stringMatching(/^(42501|42P01)$/) });
     }
     // Provisioning is idempotent (a second process, the same project).
@@ -85,7 +89,7 @@ async function scenario(url: string): Promise<void> {
   } finally {
     await dropProjectStorage(pool, a).catch(() => undefined);
     await dropProjectStorage(pool, b).catch(() => undefined);
-    const left = await pool.query("SELECT count(*)::int AS n FROM pg_roles WHERE rolname LIKE $1", [`%${a.slice(4)}`]);
+    const left = await pool.query("SELECT count(*)::int AS n FROM pg_roles WHERE rolname LIKE $1", [`%${aKey}`]);
     await pool.end();
     expect(left.rows[0].n).toBe(0);
   }

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
-import { dropProjectStorage, withProjectTx } from '../lib/tables/isolation.js';
+import { dropProjectStorage, physicalSchema, withProjectTx } from '../lib/tables/isolation.js';
 import type { TableSchema } from '../lib/tables/names.js';
 
 let t: TestApp;
@@ -216,7 +216,7 @@ describe('table addressing', () => {
       '"secrets"',
       'SECRETS',
       'Secrets',
-      `p_${other.id}_public.secrets`,
+      `${await physicalSchema(t.db.pool, other.id, 'public')}.secrets`,
       'public.api_keys',
       'pg_catalog.pg_authid',
       'pg_catalog.pg_class',
@@ -238,7 +238,7 @@ describe('table addressing', () => {
   it('When the project role is used directly, then PostgreSQL itself refuses other projects and the service tables', async () => {
     const other = await project();
     await asProject(other.id, 'public', 'CREATE TABLE theirs (id integer PRIMARY KEY)');
-    const attempts = [`SELECT * FROM p_${other.id}_public.theirs`, 'SELECT * FROM public.api_keys', 'SELECT * FROM public.projects', 'SELECT * FROM _platform_meta'];
+    const attempts = [`SELECT * FROM ${await physicalSchema(t.db.pool, other.id, 'public')}.theirs`, 'SELECT * FROM public.api_keys', 'SELECT * FROM public.projects', 'SELECT * FROM _platform_meta'];
     for (const sql of attempts) {
       await expect(asProject(p.id, 'public', sql)).rejects.toMatchObject({ code: expect.stringMatching(/^(42501|42P01|3F000)$/) });
     }
@@ -256,7 +256,7 @@ describe('table addressing', () => {
     for (const direction of ['sideways', 'asc; drop table orders']) {
       expect((await rows(p.key, 'orders', { direction }).expect(400)).body.error.code).toBe('invalid_request');
     }
-    for (const schema of ['private', 'pg_catalog', 'public; drop table orders', `p_${p.id}_public`]) {
+    for (const schema of ['private', 'pg_catalog', 'public; drop table orders', await physicalSchema(t.db.pool, p.id, 'public')]) {
       expect((await rows(p.key, 'orders', { schema }).expect(400)).body.error.code).toBe('invalid_request');
     }
     const res = await rows(p.key, 'orders', { columns: 'id', filters: JSON.stringify([{ column: 'status', op: 'eq', value: "paid' OR '1'='1" }]) }).expect(200);

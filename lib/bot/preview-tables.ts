@@ -5,14 +5,14 @@
  */
 import type pg from 'pg';
 import { ApiError } from '../platform/errors.js';
-import { schemaName } from '../tables/names.js';
+import { physicalSchema } from '../tables/isolation.js';
 
 export async function explainPreviewTable(pool: pg.Pool, projectId: string, e: unknown): Promise<unknown> {
   if (!(e instanceof ApiError) || e.code !== 'table_not_found') return e;
   const table = (e.details as { table?: unknown } | undefined)?.table;
   if (typeof table !== 'string') return e;
   const found = await pool
-    .query('SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2', [schemaName(projectId, 'public'), table])
+    .query('SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2', [await physicalSchema(pool, projectId, 'public'), table])
     .then((r) => r.rowCount! > 0, () => false);
   const fix = `create it there: \`npm run ops -- tables ddl ${projectId} --schema preview --sql "CREATE TABLE ${table} (…)"\`, or \`tables create ${projectId} --schema preview --file TABLE.json\` (POST /admin/projects/${projectId}/tables with "schema": "preview")`;
   const message = found

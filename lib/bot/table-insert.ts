@@ -7,8 +7,8 @@
 import type pg from 'pg';
 import { ApiError } from '../platform/errors.js';
 import { columnOf, loadTable, platformTableForbidden } from '../tables/catalogue.js';
-import { withProjectTx } from '../tables/isolation.js';
-import { isPlatformTable, quoteIdent, schemaName, type TableSchema } from '../tables/names.js';
+import { physicalSchema, withProjectTx } from '../tables/isolation.js';
+import { isPlatformTable, quoteIdent, type TableSchema } from '../tables/names.js';
 import { mapQueryErrors } from '../tables/pg-errors.js';
 import { col, Params, valueText } from '../tables/sql.js';
 import { rowTypes } from '../tables/values.js';
@@ -18,7 +18,7 @@ export async function insertRow(pool: pg.Pool, statementTimeoutMs: number, proje
   if (typeof tableName !== 'string') throw new ApiError('invalid_request', 'table must be a string.');
   if (isPlatformTable(tableName)) throw platformTableForbidden(tableName);
   if (typeof row !== 'object' || row === null || Array.isArray(row)) throw new ApiError('invalid_request', 'row must be an object of column values.');
-  const physical = schemaName(projectId, schema);
+  const physical = await physicalSchema(pool, projectId, schema);
   const limit = await limitsOf(pool, quota, projectId, schema);
   return withProjectTx(pool, projectId, { readOnly: false, statementTimeoutMs, schema }, async (client) => {
     const table = await loadTable(client, physical, schema, tableName);

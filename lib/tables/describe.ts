@@ -2,7 +2,7 @@
 import type pg from 'pg';
 import { loadTable } from './catalogue.js';
 import { withProjectTx } from './isolation.js';
-import { schemaName, type TableSchema } from './names.js';
+import type { TableSchema } from './names.js';
 import type { TablesSettings } from './rows.js';
 
 export interface ColumnDescriptor {
@@ -14,8 +14,8 @@ export interface ColumnDescriptor {
 }
 
 export function describeTable(pool: pg.Pool, settings: TablesSettings, projectId: string, schema: TableSchema, table: string) {
-  return withProjectTx(pool, projectId, { readOnly: true, statementTimeoutMs: settings.statementTimeoutMs, schema }, async (client) => {
-    const t = await loadTable(client, schemaName(projectId, schema), schema, table);
+  return withProjectTx(pool, projectId, { readOnly: true, statementTimeoutMs: settings.statementTimeoutMs, schema }, async (client, storage) => {
+    const t = await loadTable(client, storage.schemas[schema], schema, table);
     const columns: ColumnDescriptor[] = t.columns.map((c) => ({
       name: c.name,
       type: c.type,

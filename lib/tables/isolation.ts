@@ -24,7 +24,8 @@ import type pg from 'pg';
 import { CURSOR_POSITIONS_TABLE, positionsTableDdl } from './cursor.js';
 import { queryTimeout, sqlState } from './pg-errors.js';
 import { scramVerifier, tenantPoolsOf } from './tenant-pool.js';
-import { isPlatformTable, quoteIdent, roleName, schemaName, TABLE_SCHEMAS, type TableSchema, PLATFORM_TABLE_PREFIX } from './names.js';
+import { ApiError } from '../platform/errors.js';
+import { asStorageKey, isPlatformTable, quoteIdent, roleName, schemaName, TABLE_SCHEMAS, type StorageKey, type TableSchema, PLATFORM_TABLE_PREFIX } from './names.js';
 
 export interface ProjectStorage {
   role: string;
@@ -57,12 +58,39 @@ function databaseOf(pool: pg.Pool): Promise<string> {
   return name;
 }
 
+const storageKeys = new WeakMap<pg.Pool, Map<string, Promise<StorageKey>>>();
+
+/**
+ * The project's storage key (`projects.storage_key`, lib/tables/names.ts). Keys never change, so
+ * each is read once per process; an unknown project is 404 and is not remembered.
+ */
+export function storageKeyOf(pool: pg.Pool, projectId: string): Promise<StorageKey> {
+  let byProject = storageKeys.get(pool);
+  if (!byProject) storageKeys.set(pool, (byProject = new Map()));
+  const id = projectId.toLowerCase();
+  let key = byProject.get(id);
+  if (!key) {
+    key = pool.query<{ key: string }>('SELECT storage_key AS key FROM projects WHERE id = $1', [id]).then((r) => {
+      if (!r.rows[0]) throw new ApiError('PROJECT_NOT_FOUND', `No project "${projectId}".`);
+      return asStorageKey(r.rows[0].key);
+    });
+    key.catch(() => byProject!.delete(id));
+    byProject.set(id, key);
+  }
+  return key;
+}
+
 export async function storageNames(pool: pg.Pool, projectId: string): Promise<ProjectStorage> {
-  const db = await databaseOf(pool);
+  const [db, key] = await Promise.all([databaseOf(pool), storageKeyOf(pool, projectId)]);
   return {
-    role: roleName(projectId, db),
-    schemas: { public: schemaName(projectId, 'public'), preview: schemaName(projectId, 'preview') },
+    role: roleName(key, db),
+    schemas: { public: schemaName(key, 'public'), preview: schemaName(key, 'preview') },
   };
+}
+
+/** The physical name of one of the project's schemas. */
+export async function physicalSchema(pool: pg.Pool, projectId: string, schema: TableSchema): Promise<string> {
+  return schemaName(await storageKeyOf(pool, projectId), schema);
 }
 
 /** The platform's own table in each project schema; owned by the service, never granted to the project role. */

@@ -17,7 +17,8 @@
 import type pg from 'pg';
 import { ApiError } from '../platform/errors.js';
 import { sqlState } from './pg-errors.js';
-import { PLATFORM_TABLE_PREFIX, schemaName, TABLE_SCHEMAS, type TableSchema } from './names.js';
+import { PLATFORM_TABLE_PREFIX, TABLE_SCHEMAS, type TableSchema } from './names.js';
+import { physicalSchema } from './isolation.js';
 
 export interface QuotaLimit {
   rows: number;
@@ -119,7 +120,7 @@ export async function quotaReport(pool: pg.Pool, defaults: QuotaDefaults | undef
   const schemas: QuotaReportEntry[] = [];
   for (const s of TABLE_SCHEMAS) {
     const row = o.get(s);
-    const usage = await usageOf(pool, schemaName(projectId, s));
+    const usage = await usageOf(pool, await physicalSchema(pool, projectId, s));
     schemas.push({
       schema: s,
       max_rows: row?.max_rows != null ? Number(row.max_rows) : d[s].rows,

@@ -7,14 +7,14 @@ import { ApiError } from '../platform/errors.js';
 import { invalidCursor } from '../platform/cursor.js';
 import { columnOf, loadTable, platformTableForbidden, type ColumnInfo, type TableInfo } from './catalogue.js';
 import { canonicalFilters, compileFilters, parseFilterText } from './filters.js';
-import { ensureProjectStorage, withProjectTx } from './isolation.js';
+import { ensureProjectStorage, physicalSchema, withProjectTx } from './isolation.js';
 import { segmentsAfter, type Direction, type Key, type Position } from './keyset.js';
 import { decodeTableCursor, encodeTableCursor } from './cursor.js';
 import { mapQueryErrors } from './pg-errors.js';
 import { col, Params } from './sql.js';
 import { rowTypes } from './values.js';
 import type { QuotaDefaults } from './quota.js';
-import { isPlatformTable, quoteIdent, schemaName, type TableSchema } from './names.js';
+import { isPlatformTable, quoteIdent, type TableSchema } from './names.js';
 
 export const MAX_COLUMNS_LENGTH = 2000;
 
@@ -92,7 +92,7 @@ export async function readRows(pool: pg.Pool, settings: TablesSettings, r: RowsR
   const preds = parseFilterText(r.filters);
   const dir: Direction = r.direction ?? 'asc';
   const scope = rowsScope(r, canonicalFilters(preds));
-  const physical = schemaName(r.projectId, r.schema);
+  const physical = await physicalSchema(pool, r.projectId, r.schema);
   // A platform table is refused before anything else (a cursor is not even looked at).
   if (isPlatformTable(r.table)) throw platformTableForbidden(r.table);
   // Cursor positions are read before and stored after the transaction (never two connections at once).

@@ -18,11 +18,11 @@ import type pg from 'pg';
 import { ApiError } from '../platform/errors.js';
 import { columnOf, loadTable, type ColumnInfo, type TableInfo } from './catalogue.js';
 import { compileFilters, parseFilterText, parsePredicates, type Predicate } from './filters.js';
-import { withProjectTx } from './isolation.js';
+import { physicalSchema, withProjectTx } from './isolation.js';
 import { firstBadCast, mapQueryErrors } from './pg-errors.js';
 import { col, Params, valueText } from './sql.js';
 import { rowTypes } from './values.js';
-import { quoteIdent, schemaName, type TableSchema } from './names.js';
+import { quoteIdent, type TableSchema } from './names.js';
 import type { TablesSettings } from './rows.js';
 import { enforceQuota, limitsOf, usageOf } from './quota.js';
 
@@ -102,7 +102,7 @@ async function runWrite(
   grows: boolean,
   statement: (table: TableInfo, from: string, where: string, params: Params) => { sql: string; casts: { value: string; column: ColumnInfo }[] },
 ): Promise<WriteResult> {
-  const physical = schemaName(w.projectId, w.schema);
+  const physical = await physicalSchema(pool, w.projectId, w.schema);
   // An update may grow the schema past its byte quota (checked after it, in its transaction).
   const quotaLimit = grows && !w.dryRun ? await limitsOf(pool, settings.quota, w.projectId, w.schema) : undefined;
   return withProjectTx(pool, w.projectId, { readOnly: w.dryRun, statementTimeoutMs: settings.statementTimeoutMs, schema: w.schema }, async (client) => {

@@ -14,14 +14,13 @@ import pg from 'pg';
 import { performance } from 'node:perf_hooks';
 import type { BenchSection } from './context.js';
 import { goal, type Goal } from './goals.js';
-import { withProjectTx } from '../../lib/tables/isolation.js';
+import { physicalSchema, withProjectTx } from '../../lib/tables/isolation.js';
 import { rowsScope } from '../../lib/tables/rows.js';
 import { canonicalFilters, parseFilterText } from '../../lib/tables/filters.js';
 import { encodeCursorUnchecked } from '../../lib/platform/cursor.js';
 import { loadOrCreateMasterKey } from '../../lib/platform/master-key.js';
 import { deriveKey } from '../../lib/platform/crypto-box.js';
 import { embeddedServiceUrl, readEmbeddedCredentials } from '../../lib/platform/db/embedded.js';
-import { schemaName } from '../../lib/tables/names.js';
 
 const ROWS = Number(process.env.BENCH_TABLE_ROWS ?? 1_000_000);
 const DEEP = ROWS - 50;
@@ -59,7 +58,7 @@ export const benchTables: BenchSection = async (ctx) => {
     console.log(`filled ${ROWS} rows in ${((performance.now() - fillStarted) / 1000).toFixed(1)} s`);
 
     const secret = deriveKey(await loadOrCreateMasterKey(process.env.DATA_DIR ?? '.data/bench', process.env.ENCRYPTION_KEY), 'cursor');
-    const table = `${schemaName(projectId, 'public')}.bench_rows`;
+    const table = `${await physicalSchema(pool, projectId, 'public')}.bench_rows`;
     const filterText = JSON.stringify([{ column: 'cat', op: 'eq', value: 3 }]);
     const results: Array<{ name: string; p50: number; p95: number }> = [];
     const goals: Goal[] = [];

@@ -118,6 +118,7 @@ export const ProjectScalarFieldEnum = {
   status: 'status',
   dailySendQuota: 'dailySendQuota',
   consentKeywords: 'consentKeywords',
+  storageKey: 'storageKey',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt'
 } as const

@@ -39,6 +39,7 @@ export type ProjectMinAggregateOutputType = {
   name: string | null
   status: $Enums.ProjectStatus | null
   dailySendQuota: number | null
+  storageKey: string | null
   createdAt: Date | null
   updatedAt: Date | null
 }
@@ -48,6 +49,7 @@ export type ProjectMaxAggregateOutputType = {
   name: string | null
   status: $Enums.ProjectStatus | null
   dailySendQuota: number | null
+  storageKey: string | null
   createdAt: Date | null
   updatedAt: Date | null
 }
@@ -58,6 +60,7 @@ export type ProjectCountAggregateOutputType = {
   status: number
   dailySendQuota: number
   consentKeywords: number
+  storageKey: number
   createdAt: number
   updatedAt: number
   _all: number
@@ -77,6 +80,7 @@ export type ProjectMinAggregateInputType = {
   name?: true
   status?: true
   dailySendQuota?: true
+  storageKey?: true
   createdAt?: true
   updatedAt?: true
 }
@@ -86,6 +90,7 @@ export type ProjectMaxAggregateInputType = {
   name?: true
   status?: true
   dailySendQuota?: true
+  storageKey?: true
   createdAt?: true
   updatedAt?: true
 }
@@ -96,6 +101,7 @@ export type ProjectCountAggregateInputType = {
   status?: true
   dailySendQuota?: true
   consentKeywords?: true
+  storageKey?: true
   createdAt?: true
   updatedAt?: true
   _all?: true
@@ -193,6 +199,7 @@ export type ProjectGroupByOutputType = {
   status: $Enums.ProjectStatus
   dailySendQuota: number
   consentKeywords: runtime.JsonValue | null
+  storageKey: string
   createdAt: Date
   updatedAt: Date
   _count: ProjectCountAggregateOutputType | null
@@ -226,6 +233,7 @@ export type ProjectWhereInput = {
   status?: Prisma.EnumProjectStatusFilter<"Project"> | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFilter<"Project"> | number
   consentKeywords?: Prisma.JsonNullableFilter<"Project">
+  storageKey?: Prisma.StringFilter<"Project"> | string
   createdAt?: Prisma.DateTimeFilter<"Project"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Project"> | Date | string
   apiKeys?: Prisma.ApiKeyListRelationFilter
@@ -256,6 +264,7 @@ export type ProjectOrderByWithRelationInput = {
   status?: Prisma.SortOrder
   dailySendQuota?: Prisma.SortOrder
   consentKeywords?: Prisma.SortOrderInput | Prisma.SortOrder
+  storageKey?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
   apiKeys?: Prisma.ApiKeyOrderByRelationAggregateInput
@@ -282,6 +291,7 @@ export type ProjectOrderByWithRelationInput = {
 
 export type ProjectWhereUniqueInput = Prisma.AtLeast<{
   id?: string
+  storageKey?: string
   AND?: Prisma.ProjectWhereInput | Prisma.ProjectWhereInput[]
   OR?: Prisma.ProjectWhereInput[]
   NOT?: Prisma.ProjectWhereInput | Prisma.ProjectWhereInput[]
@@ -311,7 +321,7 @@ export type ProjectWhereUniqueInput = Prisma.AtLeast<{
   flows?: Prisma.FlowListRelationFilter
   dashboardMembers?: Prisma.DashboardMembershipListRelationFilter
   dashboardInvites?: Prisma.DashboardInviteListRelationFilter
-}, "id">
+}, "id" | "storageKey">
 
 export type ProjectOrderByWithAggregationInput = {
   id?: Prisma.SortOrder
@@ -319,6 +329,7 @@ export type ProjectOrderByWithAggregationInput = {
   status?: Prisma.SortOrder
   dailySendQuota?: Prisma.SortOrder
   consentKeywords?: Prisma.SortOrderInput | Prisma.SortOrder
+  storageKey?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
   _count?: Prisma.ProjectCountOrderByAggregateInput
@@ -337,6 +348,7 @@ export type ProjectScalarWhereWithAggregatesInput = {
   status?: Prisma.EnumProjectStatusWithAggregatesFilter<"Project"> | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntWithAggregatesFilter<"Project"> | number
   consentKeywords?: Prisma.JsonNullableWithAggregatesFilter<"Project">
+  storageKey?: Prisma.StringWithAggregatesFilter<"Project"> | string
   createdAt?: Prisma.DateTimeWithAggregatesFilter<"Project"> | Date | string
   updatedAt?: Prisma.DateTimeWithAggregatesFilter<"Project"> | Date | string
 }
@@ -347,6 +359,7 @@ export type ProjectCreateInput = {
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutProjectInput
@@ -377,6 +390,7 @@ export type ProjectUncheckedCreateInput = {
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutProjectInput
@@ -407,6 +421,7 @@ export type ProjectUpdateInput = {
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   apiKeys?: Prisma.ApiKeyUpdateManyWithoutProjectNestedInput
@@ -437,6 +452,7 @@ export type ProjectUncheckedUpdateInput = {
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutProjectNestedInput
@@ -467,6 +483,7 @@ export type ProjectCreateManyInput = {
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
   createdAt?: Date | string
   updatedAt?: Date | string
 }
@@ -477,6 +494,7 @@ export type ProjectUpdateManyMutationInput = {
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -487,6 +505,7 @@ export type ProjectUncheckedUpdateManyInput = {
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -497,6 +516,7 @@ export type ProjectCountOrderByAggregateInput = {
   status?: Prisma.SortOrder
   dailySendQuota?: Prisma.SortOrder
   consentKeywords?: Prisma.SortOrder
+  storageKey?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -510,6 +530,7 @@ export type ProjectMaxOrderByAggregateInput = {
   name?: Prisma.SortOrder
   status?: Prisma.SortOrder
   dailySendQuota?: Prisma.SortOrder
+  storageKey?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -519,6 +540,7 @@ export type ProjectMinOrderByAggregateInput = {
   name?: Prisma.SortOrder
   status?: Prisma.SortOrder
   dailySendQuota?: Prisma.SortOrder
+  storageKey?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -838,6 +860,7 @@ export type ProjectCreateWithoutApiKeysInput = {
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   connections?: Prisma.ConnectionProjectCreateNestedManyWithoutProjectInput
@@ -867,6 +890,7 @@ export type ProjectUncheckedCreateWithoutApiKeysInput = {
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   connections?: Prisma.ConnectionProjectUncheckedCreateNestedManyWithoutProjectInput
@@ -912,6 +936,7 @@ export type ProjectUpdateWithoutApiKeysInput = {
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   connections?: Prisma.ConnectionProjectUpdateManyWithoutProjectNestedInput
@@ -941,6 +966,7 @@ export type ProjectUncheckedUpdateWithoutApiKeysInput = {
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   connections?: Prisma.ConnectionProjectUncheckedUpdateManyWithoutProjectNestedInput
@@ -970,6 +996,7 @@ export type ProjectCreateWithoutConnectionsInput = {
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutProjectInput
@@ -999,6 +1026,7 @@ export type ProjectUncheckedCreateWithoutConnectionsInput = {
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutProjectInput
@@ -1044,6 +1072,7 @@ export type ProjectUpdateWithoutConnectionsInput = {
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   apiKeys?: Prisma.ApiKeyUpdateManyWithoutProjectNestedInput
@@ -1073,6 +1102,7 @@ export type ProjectUncheckedUpdateWithoutConnectionsInput = {
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutProjectNestedInput
@@ -1102,6 +1132,7 @@ export type ProjectCreateWithoutChannelInput = {
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutProjectInput
@@ -1131,6 +1162,7 @@ export type ProjectUncheckedCreateWithoutChannelInput = {
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutProjectInput
@@ -1176,6 +1208,7 @@ export type ProjectUpdateWithoutChannelInput = {
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   apiKeys?: Prisma.ApiKeyUpdateManyWithoutProjectNestedInput
@@ -1205,6 +1238,7 @@ export type ProjectUncheckedUpdateWithoutChannelInput = {
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutProjectNestedInput
@@ -1234,6 +1268,7 @@ export type ProjectCreateWithoutContactsInput = {
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutProjectInput
@@ -1263,6 +1298,7 @@ export type ProjectUncheckedCreateWithoutContactsInput = {
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutProjectInput
@@ -1308,6 +1344,7 @@ export type ProjectUpdateWithoutContactsInput = {
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   apiKeys?: Prisma.ApiKeyUpdateManyWithoutProjectNestedInput
@@ -1337,6 +1374,7 @@ export type ProjectUncheckedUpdateWithoutContactsInput = {
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutProjectNestedInput
@@ -1366,6 +1404,7 @@ export type ProjectCreateWithoutConversationsInput = {
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutProjectInput
@@ -1395,6 +1434,7 @@ export type ProjectUncheckedCreateWithoutConversationsInput = {
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutProjectInput
@@ -1440,6 +1480,7 @@ export type ProjectUpdateWithoutConversationsInput = {
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   apiKeys?: Prisma.ApiKeyUpdateManyWithoutProjectNestedInput
@@ -1469,6 +1510,7 @@ export type ProjectUncheckedUpdateWithoutConversationsInput = {
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutProjectNestedInput
@@ -1498,6 +1540,7 @@ export type ProjectCreateWithoutMessagesInput = {
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutProjectInput
@@ -1527,6 +1570,7 @@ export type ProjectUncheckedCreateWithoutMessagesInput = {
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutProjectInput
@@ -1572,6 +1616,7 @@ export type ProjectUpdateWithoutMessagesInput = {
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   apiKeys?: Prisma.ApiKeyUpdateManyWithoutProjectNestedInput
@@ -1601,6 +1646,7 @@ export type ProjectUncheckedUpdateWithoutMessagesInput = {
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutProjectNestedInput
@@ -1630,6 +1676,7 @@ export type ProjectCreateWithoutEventsInput = {
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutProjectInput
@@ -1659,6 +1706,7 @@ export type ProjectUncheckedCreateWithoutEventsInput = {
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutProjectInput
@@ -1704,6 +1752,7 @@ export type ProjectUpdateWithoutEventsInput = {
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   apiKeys?: Prisma.ApiKeyUpdateManyWithoutProjectNestedInput
@@ -1733,6 +1782,7 @@ export type ProjectUncheckedUpdateWithoutEventsInput = {
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutProjectNestedInput
@@ -1762,6 +1812,7 @@ export type ProjectCreateWithoutIdempotencyRecordsInput = {
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutProjectInput
@@ -1791,6 +1842,7 @@ export type ProjectUncheckedCreateWithoutIdempotencyRecordsInput = {
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutProjectInput
@@ -1836,6 +1888,7 @@ export type ProjectUpdateWithoutIdempotencyRecordsInput = {
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   apiKeys?: Prisma.ApiKeyUpdateManyWithoutProjectNestedInput
@@ -1865,6 +1918,7 @@ export type ProjectUncheckedUpdateWithoutIdempotencyRecordsInput = {
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutProjectNestedInput
@@ -1894,6 +1948,7 @@ export type ProjectCreateWithoutSendCountersInput = {
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutProjectInput
@@ -1923,6 +1978,7 @@ export type ProjectUncheckedCreateWithoutSendCountersInput = {
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutProjectInput
@@ -1968,6 +2024,7 @@ export type ProjectUpdateWithoutSendCountersInput = {
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   apiKeys?: Prisma.ApiKeyUpdateManyWithoutProjectNestedInput
@@ -1997,6 +2054,7 @@ export type ProjectUncheckedUpdateWithoutSendCountersInput = {
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutProjectNestedInput
@@ -2026,6 +2084,7 @@ export type ProjectCreateWithoutTemplatesInput = {
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutProjectInput
@@ -2055,6 +2114,7 @@ export type ProjectUncheckedCreateWithoutTemplatesInput = {
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutProjectInput
@@ -2100,6 +2160,7 @@ export type ProjectUpdateWithoutTemplatesInput = {
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   apiKeys?: Prisma.ApiKeyUpdateManyWithoutProjectNestedInput
@@ -2129,6 +2190,7 @@ export type ProjectUncheckedUpdateWithoutTemplatesInput = {
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutProjectNestedInput
@@ -2158,6 +2220,7 @@ export type ProjectCreateWithoutWebhooksInput = {
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutProjectInput
@@ -2187,6 +2250,7 @@ export type ProjectUncheckedCreateWithoutWebhooksInput = {
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutProjectInput
@@ -2232,6 +2296,7 @@ export type ProjectUpdateWithoutWebhooksInput = {
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   apiKeys?: Prisma.ApiKeyUpdateManyWithoutProjectNestedInput
@@ -2261,6 +2326,7 @@ export type ProjectUncheckedUpdateWithoutWebhooksInput = {
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutProjectNestedInput
@@ -2290,6 +2356,7 @@ export type ProjectCreateWithoutRuntimeTokensInput = {
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutProjectInput
@@ -2319,6 +2386,7 @@ export type ProjectUncheckedCreateWithoutRuntimeTokensInput = {
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutProjectInput
@@ -2364,6 +2432,7 @@ export type ProjectUpdateWithoutRuntimeTokensInput = {
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   apiKeys?: Prisma.ApiKeyUpdateManyWithoutProjectNestedInput
@@ -2393,6 +2462,7 @@ export type ProjectUncheckedUpdateWithoutRuntimeTokensInput = {
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutProjectNestedInput
@@ -2422,6 +2492,7 @@ export type ProjectCreateWithoutMediaAssetsInput = {
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutProjectInput
@@ -2451,6 +2522,7 @@ export type ProjectUncheckedCreateWithoutMediaAssetsInput = {
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutProjectInput
@@ -2496,6 +2568,7 @@ export type ProjectUpdateWithoutMediaAssetsInput = {
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   apiKeys?: Prisma.ApiKeyUpdateManyWithoutProjectNestedInput
@@ -2525,6 +2598,7 @@ export type ProjectUncheckedUpdateWithoutMediaAssetsInput = {
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutProjectNestedInput
@@ -2554,6 +2628,7 @@ export type ProjectCreateWithoutHeaderSamplesInput = {
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutProjectInput
@@ -2583,6 +2658,7 @@ export type ProjectUncheckedCreateWithoutHeaderSamplesInput = {
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutProjectInput
@@ -2628,6 +2704,7 @@ export type ProjectUpdateWithoutHeaderSamplesInput = {
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   apiKeys?: Prisma.ApiKeyUpdateManyWithoutProjectNestedInput
@@ -2657,6 +2734,7 @@ export type ProjectUncheckedUpdateWithoutHeaderSamplesInput = {
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutProjectNestedInput
@@ -2686,6 +2764,7 @@ export type ProjectCreateWithoutSegmentsInput = {
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutProjectInput
@@ -2715,6 +2794,7 @@ export type ProjectUncheckedCreateWithoutSegmentsInput = {
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutProjectInput
@@ -2760,6 +2840,7 @@ export type ProjectUpdateWithoutSegmentsInput = {
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   apiKeys?: Prisma.ApiKeyUpdateManyWithoutProjectNestedInput
@@ -2789,6 +2870,7 @@ export type ProjectUncheckedUpdateWithoutSegmentsInput = {
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutProjectNestedInput
@@ -2818,6 +2900,7 @@ export type ProjectCreateWithoutBroadcastsInput = {
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutProjectInput
@@ -2847,6 +2930,7 @@ export type ProjectUncheckedCreateWithoutBroadcastsInput = {
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutProjectInput
@@ -2892,6 +2976,7 @@ export type ProjectUpdateWithoutBroadcastsInput = {
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   apiKeys?: Prisma.ApiKeyUpdateManyWithoutProjectNestedInput
@@ -2921,6 +3006,7 @@ export type ProjectUncheckedUpdateWithoutBroadcastsInput = {
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutProjectNestedInput
@@ -2950,6 +3036,7 @@ export type ProjectCreateWithoutContactImportsInput = {
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutProjectInput
@@ -2979,6 +3066,7 @@ export type ProjectUncheckedCreateWithoutContactImportsInput = {
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutProjectInput
@@ -3024,6 +3112,7 @@ export type ProjectUpdateWithoutContactImportsInput = {
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   apiKeys?: Prisma.ApiKeyUpdateManyWithoutProjectNestedInput
@@ -3053,6 +3142,7 @@ export type ProjectUncheckedUpdateWithoutContactImportsInput = {
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutProjectNestedInput
@@ -3082,6 +3172,7 @@ export type ProjectCreateWithoutFlowsInput = {
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutProjectInput
@@ -3111,6 +3202,7 @@ export type ProjectUncheckedCreateWithoutFlowsInput = {
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutProjectInput
@@ -3156,6 +3248,7 @@ export type ProjectUpdateWithoutFlowsInput = {
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   apiKeys?: Prisma.ApiKeyUpdateManyWithoutProjectNestedInput
@@ -3185,6 +3278,7 @@ export type ProjectUncheckedUpdateWithoutFlowsInput = {
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutProjectNestedInput
@@ -3214,6 +3308,7 @@ export type ProjectCreateWithoutDashboardMembersInput = {
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutProjectInput
@@ -3243,6 +3338,7 @@ export type ProjectUncheckedCreateWithoutDashboardMembersInput = {
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutProjectInput
@@ -3288,6 +3384,7 @@ export type ProjectUpdateWithoutDashboardMembersInput = {
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   apiKeys?: Prisma.ApiKeyUpdateManyWithoutProjectNestedInput
@@ -3317,6 +3414,7 @@ export type ProjectUncheckedUpdateWithoutDashboardMembersInput = {
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutProjectNestedInput
@@ -3346,6 +3444,7 @@ export type ProjectCreateWithoutDashboardInvitesInput = {
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutProjectInput
@@ -3375,6 +3474,7 @@ export type ProjectUncheckedCreateWithoutDashboardInvitesInput = {
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutProjectInput
@@ -3420,6 +3520,7 @@ export type ProjectUpdateWithoutDashboardInvitesInput = {
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   apiKeys?: Prisma.ApiKeyUpdateManyWithoutProjectNestedInput
@@ -3449,6 +3550,7 @@ export type ProjectUncheckedUpdateWithoutDashboardInvitesInput = {
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutProjectNestedInput
@@ -3671,6 +3773,7 @@ export type ProjectSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs 
   status?: boolean
   dailySendQuota?: boolean
   consentKeywords?: boolean
+  storageKey?: boolean
   createdAt?: boolean
   updatedAt?: boolean
   apiKeys?: boolean | Prisma.Project$apiKeysArgs<ExtArgs>
@@ -3702,6 +3805,7 @@ export type ProjectSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Exten
   status?: boolean
   dailySendQuota?: boolean
   consentKeywords?: boolean
+  storageKey?: boolean
   createdAt?: boolean
   updatedAt?: boolean
 }, ExtArgs["result"]["project"]>
@@ -3712,6 +3816,7 @@ export type ProjectSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Exten
   status?: boolean
   dailySendQuota?: boolean
   consentKeywords?: boolean
+  storageKey?: boolean
   createdAt?: boolean
   updatedAt?: boolean
 }, ExtArgs["result"]["project"]>
@@ -3722,11 +3827,12 @@ export type ProjectSelectScalar = {
   status?: boolean
   dailySendQuota?: boolean
   consentKeywords?: boolean
+  storageKey?: boolean
   createdAt?: boolean
   updatedAt?: boolean
 }
 
-export type ProjectOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "name" | "status" | "dailySendQuota" | "consentKeywords" | "createdAt" | "updatedAt", ExtArgs["result"]["project"]>
+export type ProjectOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "name" | "status" | "dailySendQuota" | "consentKeywords" | "storageKey" | "createdAt" | "updatedAt", ExtArgs["result"]["project"]>
 export type ProjectInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   apiKeys?: boolean | Prisma.Project$apiKeysArgs<ExtArgs>
   connections?: boolean | Prisma.Project$connectionsArgs<ExtArgs>
@@ -3790,6 +3896,13 @@ export type $ProjectPayload<ExtArgs extends runtime.Types.Extensions.InternalArg
      * (lib/consent/keywords.ts); null: the defaults (STOP, UNSUBSCRIBE, "Stop promotions"; START).
      */
     consentKeywords: runtime.JsonValue | null
+    /**
+     * The name of the project's table storage (schemas p_<key>_public and p_<key>_preview, role
+     * t<db digest>_<key>; lib/tables/names.ts). Assigned once by the database at random, unique, and
+     * never changed (a trigger refuses it), so no project id can name another project's storage.
+     * Projects from before it keep the name their storage already had (migration storage_key).
+     */
+    storageKey: string
     createdAt: Date
     updatedAt: Date
   }, ExtArgs["result"]["project"]>
@@ -4240,6 +4353,7 @@ export interface ProjectFieldRefs {
   readonly status: Prisma.FieldRef<"Project", 'ProjectStatus'>
   readonly dailySendQuota: Prisma.FieldRef<"Project", 'Int'>
   readonly consentKeywords: Prisma.FieldRef<"Project", 'Json'>
+  readonly storageKey: Prisma.FieldRef<"Project", 'String'>
   readonly createdAt: Prisma.FieldRef<"Project", 'DateTime'>
   readonly updatedAt: Prisma.FieldRef<"Project", 'DateTime'>
 }
