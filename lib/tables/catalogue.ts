@@ -3,10 +3,19 @@
  *
  * Every identifier that reaches generated SQL comes from here (a column is looked up by the
  * request's name and the catalogue's own spelling is used), never from the request text.
+ *
+ * A table with a column of a catalogue type (oid's reg* kin, their arrays or domains over them) is
+ * not served to the tables API or the bot: reading such a column turns numbers into the names of
+ * any relation, role or function of the database, and a value cast to it into a lookup by name.
+ * Operator DDL refuses those types (lib/tables/ddl-check.ts); only a table from before can have one,
+ * and the operator's listing still shows it so that it can be dropped or changed.
  */
 import type pg from 'pg';
 import { ApiError } from '../platform/errors.js';
 import { isPlatformTable, type TableSchema } from './names.js';
+
+/** pg_catalog's types whose values name catalogue objects (oid itself only prints numbers). */
+const CATALOGUE_TYPE_NAMES = ['regclass', 'regrole', 'regnamespace', 'regproc', 'regprocedure', 'regoper', 'regoperator', 'regtype', 'regconfig', 'regdictionary', 'regcollation'];
 
 export interface ColumnInfo {
   name: string;
@@ -41,6 +50,14 @@ export function tableNotFound(table: string, schema: TableSchema): ApiError {
   return new ApiError('table_not_found', `No table "${table}" in the project's ${schema} schema (views and other relations are not served).`, { table, schema });
 }
 
+function catalogueColumn(table: string, column: ColumnInfo): ApiError {
+  return new ApiError(
+    'invalid_request',
+    `Table "${table}" has a column of a system-catalogue type ("${column.name}" ${column.type}), which is not served: drop the column or change its type with operator DDL.`,
+    { table, column: column.name, type: column.type },
+  );
+}
+
 export function unknownColumn(column: string, table: TableInfo, where: string): ApiError {
   return new ApiError('unknown_column', `Unknown column "${column}" in ${where}: table "${table.name}" has no such column.`, {
     column,
@@ -49,8 +66,11 @@ export function unknownColumn(column: string, table: TableInfo, where: string): 
   });
 }
 
-/** The base table `table` of the project's `schema`; 403 for platform tables, 404 for anything else. */
-export async function loadTable(client: pg.PoolClient, physicalSchema: string, schema: TableSchema, table: string): Promise<TableInfo> {
+/**
+ * The base table `table` of the project's `schema`; 403 for platform tables, 404 for anything else,
+ * 400 for a table with a column of a catalogue type unless `opts.catalogueTypes` (operators' listing).
+ */
+export async function loadTable(client: pg.PoolClient, physicalSchema: string, schema: TableSchema, table: string, opts: { catalogueTypes?: boolean } = {}): Promise<TableInfo> {
   if (isPlatformTable(table)) throw platformTableForbidden(table);
   const rel = await client.query<{ oid: number; relkind: string }>(
     `SELECT c.oid, c.relkind FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
@@ -68,6 +88,7 @@ export async function loadTable(client: pg.PoolClient, physicalSchema: string, s
     default_value: string | null;
     pk_position: number | null;
     category: string;
+    catalogue: boolean;
   }>(
     `SELECT a.attname AS name,
             pg_catalog.format_type(a.atttypid, a.atttypmod) AS type,
@@ -76,13 +97,17 @@ export async function loadTable(client: pg.PoolClient, physicalSchema: string, s
             pg_catalog.pg_get_expr(d.adbin, d.adrelid) AS default_value,
             (SELECT k.n FROM pg_catalog.pg_index i, unnest(i.indkey) WITH ORDINALITY AS k(attnum, n)
               WHERE i.indrelid = a.attrelid AND i.indisprimary AND k.attnum = a.attnum)::int AS pk_position,
-            t.typcategory AS category
+            t.typcategory AS category,
+            -- The type, its domain's base, and their elements (arrays), against pg_catalog's (oid 11) reg* types.
+            EXISTS (SELECT 1 FROM pg_catalog.pg_type b LEFT JOIN pg_catalog.pg_type e ON e.oid = b.typelem
+                     WHERE b.oid IN (t.oid, t.typbasetype)
+                       AND ((b.typnamespace = 11 AND b.typname = ANY ($2)) OR (e.typnamespace = 11 AND e.typname = ANY ($2)))) AS catalogue
        FROM pg_catalog.pg_attribute a
        JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
        LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
       WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped
       ORDER BY a.attnum`,
-    [r.oid],
+    [r.oid, CATALOGUE_TYPE_NAMES],
   );
   const columns: ColumnInfo[] = cols.rows.map((c) => ({
     name: c.name,
@@ -93,6 +118,10 @@ export async function loadTable(client: pg.PoolClient, physicalSchema: string, s
     pkPosition: c.pk_position ?? 0,
     category: c.category,
   }));
+  if (!opts.catalogueTypes) {
+    const bad = cols.rows.findIndex((c) => c.catalogue);
+    if (bad >= 0) throw catalogueColumn(table, columns[bad]);
+  }
   return {
     schema,
     physicalSchema,

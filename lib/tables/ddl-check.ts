@@ -10,6 +10,18 @@
  *   `nextval('…')`), no subqueries, no functions in FROM, no schema-qualified names (so no
  *   `pg_temp`, `public` or another project's schema), no TEMP objects, no `pg_…` relations (the
  *   catalogs), no platform tables, no owner changes.
+ * - The catalogue stays closed: no cast to `oid` or to a `reg*` type (regclass, regrole,
+ *   regnamespace, regproc, regprocedure, regoper, regoperator, regtype, regconfig, regdictionary,
+ *   regcollation, their arrays, in any spelling: `::`, CAST, `regclass 'x'`), as a column type
+ *   too. Those types turn any number into the name of a relation, role, schema or function of the
+ *   whole database (other tenants' included) and a qualified name into "permission denied" versus
+ *   "does not exist". `to_regclass()` and the like are not among the accepted functions; the
+ *   accepted functions that look names up (`nextval`, `to_tsvector`'s configuration) take only a
+ *   constant, unqualified name.
+ * - Every identifier is judged on the tree, where the parser has already decoded `U&"\0061"`
+ *   escapes and quotes: any name containing `_platform_` is a platform name (403), and the names of
+ *   created or renamed objects (RENAME TO, index, constraint and type names) follow the rules of
+ *   created relations (no `pg_` prefix). The raw text is checked for `_platform_` as well.
  * - This is the second wall: every statement runs on a login of the project's own role, a member
  *   of no other role (lib/tables/tenant-pool.ts), so even an accepted expression cannot leave it.
  */
@@ -46,6 +58,20 @@ const REFUSED_NODES: Record<string, string> = {
   CallStmt: 'CALL is not accepted',
 };
 
+/** Types whose values name catalogue objects (and `oid`, the step to them); arrays are `_<name>`. */
+const CATALOGUE_TYPES = new Set([
+  'oid', 'regclass', 'regrole', 'regnamespace', 'regproc', 'regprocedure', 'regoper', 'regoperator',
+  'regtype', 'regconfig', 'regdictionary', 'regcollation',
+]);
+
+export function isCatalogueType(name: string): boolean {
+  const n = name.toLowerCase();
+  return CATALOGUE_TYPES.has(n.startsWith('_') ? n.slice(1) : n);
+}
+
+/** Keys whose string value names an object being created (a rename's target: checkDdl). */
+const NEW_OBJECT_NAMES = new Set(['idxname', 'conname']);
+
 let loaded: Promise<void> | undefined;
 /** Loads the parser (WebAssembly) once; call before checkDdl. */
 export function loadDdlParser(): Promise<void> {
@@ -55,6 +81,32 @@ export function loadDdlParser(): Promise<void> {
 
 function refuse(why: string): never {
   throw new ApiError('invalid_request', `This DDL is not accepted: ${why}.`);
+}
+
+function platformName(): never {
+  throw new ApiError('platform_table_forbidden', `Platform tables (${PLATFORM_TABLE_PREFIX}…) are managed by the platform.`);
+}
+
+function strings(list: unknown): string[] {
+  return ((list as Array<{ String?: { sval?: string } }> | undefined) ?? []).map((n) => n?.String?.sval ?? '');
+}
+
+/** A name list (operator, collation, operator class) is unqualified or in pg_catalog. */
+function judgeQualified(list: unknown, what: string): void {
+  const parts = strings(list);
+  if (parts.length > 1 && parts[0] !== 'pg_catalog') refuse(`${what} may not be qualified with a schema`);
+}
+
+/** The name of an object being created or renamed: the rules of created relations. */
+function judgeNewName(name: string): void {
+  if (name.toLowerCase().startsWith('pg_')) refuse('names starting with pg_ are reserved for the system');
+}
+
+/** An accepted function that looks a name up takes it as a constant, unqualified name. */
+function judgeNameArgument(fn: string, args: unknown[]): void {
+  if (fn !== 'nextval' && !(fn === 'to_tsvector' && args.length === 2)) return;
+  const text = (args[0] as { A_Const?: { sval?: { sval?: string } } } | undefined)?.A_Const?.sval?.sval;
+  if (typeof text !== 'string' || /[."]/.test(text)) refuse(`${fn}() takes the name of one of this project's objects as a plain string constant, without a schema or a cast (e.g. nextval('orders_id_seq'))`);
 }
 
 function funcName(names: unknown): string {
@@ -77,17 +129,39 @@ function walk(node: unknown, seen: { platform: boolean }): void {
     if (o.schemaname !== undefined || o.catalogname !== undefined) refuse('names may not be qualified with a schema (objects live in the chosen schema)');
     if (o.relpersistence === 't') refuse('temporary objects are not accepted');
     if (o.relname.toLowerCase().startsWith('pg_')) refuse('system catalogs may not be used');
-    if (o.relname.toLowerCase().startsWith(PLATFORM_TABLE_PREFIX)) seen.platform = true;
+  }
+  // A type name (TypeName, under whichever key: a column's type, a cast, `CREATE TABLE … OF`, a
+  // sequence's AS): unqualified, and no catalogue type.
+  if (Array.isArray(o.names) && 'typemod' in o) {
+    const names = strings(o.names);
+    if (names.length > 1 && names[0] !== 'pg_catalog') refuse('type names may not be qualified with a schema');
+    const last = names.at(-1);
+    if (last !== undefined && isCatalogueType(last)) {
+      refuse(`the type ${last} is not accepted (oid and reg* types read the system catalogue; use bigint or text)`);
+    }
   }
   for (const [key, value] of Object.entries(o)) {
     if (key in REFUSED_NODES) refuse(REFUSED_NODES[key]);
+    // Every name and string, as the parser decoded it (U& escapes, quotes).
+    if (typeof value === 'string' && value.toLowerCase().includes(PLATFORM_TABLE_PREFIX)) seen.platform = true;
+    if (typeof value === 'string' && NEW_OBJECT_NAMES.has(key)) judgeNewName(value);
     if (key === 'FuncCall') {
-      const name = funcName((value as { funcname?: unknown }).funcname);
+      const call = value as { funcname?: unknown; args?: unknown[] };
+      const name = funcName(call.funcname);
       if (!FUNCTIONS.has(name)) refuse(`the function ${name}() is not accepted`);
+      judgeNameArgument(name, call.args ?? []);
     }
-    if (key === 'TypeName' || key === 'typeName') {
-      const names = ((value as { names?: Array<{ String?: { sval?: string } }> }).names ?? []).map((n) => n.String?.sval);
-      if (names.length > 1 && names[0] !== 'pg_catalog') refuse('type names may not be qualified with a schema');
+    if (key === 'CreateEnumStmt') {
+      // The new type's name, a list of strings (a composite type's is a RangeVar, judged as relations are).
+      const names = strings((value as { typeName?: unknown }).typeName);
+      if (names.length > 1) refuse('names may not be qualified with a schema');
+      if (names.length === 1) judgeNewName(names[0]);
+    }
+    if (key === 'A_Expr') judgeQualified((value as { name?: unknown }).name, 'operators');
+    if (key === 'CollateClause') judgeQualified((value as { collname?: unknown }).collname, 'collations');
+    if (key === 'IndexElem') {
+      judgeQualified((value as { opclass?: unknown }).opclass, 'operator classes');
+      judgeQualified((value as { collation?: unknown }).collation, 'collations');
     }
     if (key === 'subtype' && (value === 'AT_ChangeOwner' || value === 'AT_SetTableSpace' || value === 'AT_EnableRule' || value === 'AT_EnableAlwaysRule' || value === 'AT_EnableReplicaRule')) {
       refuse('ownership, tablespaces and rules may not be changed');
@@ -131,15 +205,13 @@ export function checkDdl(sql: string): string {
         .filter((n): n is string => typeof n === 'string');
       const maxParts = body.objtype === 'OBJECT_COLUMN' || body.objtype === 'OBJECT_TABCONSTRAINT' ? 2 : 1;
       if (names.length > maxParts) refuse('names may not be qualified with a schema');
-      if (names.some((n) => n.toLowerCase().startsWith(PLATFORM_TABLE_PREFIX))) {
-        throw new ApiError('platform_table_forbidden', `Platform tables (${PLATFORM_TABLE_PREFIX}…) are managed by the platform.`);
-      }
+      if (names.some((n) => n.toLowerCase().startsWith(PLATFORM_TABLE_PREFIX))) platformName();
     }
   }
+  // A rename's target follows the rules of created names (a column's, only the platform prefix).
+  if (kind === 'RenameStmt' && body.renameType !== 'OBJECT_COLUMN' && typeof body.newname === 'string') judgeNewName(body.newname);
   const seen = { platform: false };
-  walk(body, seen);
-  if (seen.platform || text.toLowerCase().includes(PLATFORM_TABLE_PREFIX)) {
-    throw new ApiError('platform_table_forbidden', `Platform tables (${PLATFORM_TABLE_PREFIX}…) are managed by the platform.`);
-  }
+  walk({ [kind]: body }, seen);
+  if (seen.platform || text.toLowerCase().includes(PLATFORM_TABLE_PREFIX)) platformName();
   return text;
 }

@@ -75,7 +75,7 @@ export async function listTables(pool: pg.Pool, projectId: string, schema: Table
     const tables = [];
     for (const { name } of names.rows) {
       if (isPlatformTable(name)) continue;
-      const t = await loadTable(c, physical, schema, name);
+      const t = await loadTable(c, physical, schema, name, { catalogueTypes: true });
       tables.push({
         name,
         columns: t.columns.map((col) => ({ name: col.name, type: col.type, nullable: col.nullable, default_value: col.defaultValue, is_primary_key: col.pkPosition > 0 })),
