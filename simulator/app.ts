@@ -4,6 +4,7 @@
  * Shares no code with the service, only the wire format. Control API under /_sim (see README.md).
  */
 import { persistState } from './persistence.js';
+import { openOwedStatuses } from './owed-statuses.js';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { Dispatcher } from './callbacks.js';
 import type { SimContext } from './context.js';
@@ -32,7 +33,10 @@ export interface SimulatorOptions {
   /** Base URL put in media download URLs; default: the Host of the request. */
   publicBaseUrl?: string;
   limits?: Partial<SimLimits>;
-  /** Keep numbers, templates and media in this folder across restarts (simulator/persistence.ts). */
+  /**
+   * Keep numbers, templates and media in this folder across restarts (simulator/persistence.ts),
+   * and the statuses still owed, delivered again after a restart (simulator/owed-statuses.ts).
+   */
   dataDir?: string;
 }
 
@@ -52,10 +56,13 @@ export function createSimulator(opts: SimulatorOptions = {}): Simulator {
   const state = new SimState(clock, { ...DEFAULT_LIMITS, ...opts.limits });
   const dispatcher = new Dispatcher(state, log);
   const delays = opts.autoStatusDelaysMs === undefined ? DEFAULT_AUTO_STATUS_DELAYS : opts.autoStatusDelaysMs;
-  const statuses = new StatusEngine(state, dispatcher, delays);
   const held = new Set<Response>();
   warmSendCheck();
   const persistence = opts.dataDir ? persistState(state, opts.dataDir) : undefined;
+  // After the numbers are loaded: owed statuses go to their number's webhook.
+  const owed = opts.dataDir ? openOwedStatuses(state, opts.dataDir) : undefined;
+  const statuses = new StatusEngine(state, dispatcher, delays, owed);
+  statuses.resume();
 
   const ctx: SimContext = {
     state,
@@ -109,6 +116,7 @@ export function createSimulator(opts: SimulatorOptions = {}): Simulator {
       },
       reset(keepPhones) {
         statuses.clear();
+        owed?.reset();
         dispatcher.clear();
         endHeld();
         state.clear(keepPhones);
@@ -127,6 +135,8 @@ export function createSimulator(opts: SimulatorOptions = {}): Simulator {
       for (const t of state.templates.values()) if (t.timer) clearTimeout(t.timer);
       statuses.clear();
       dispatcher.close();
+      // After the dispatcher: what was still in flight stays owed for the next start.
+      owed?.close();
       endHeld();
     },
   };

@@ -20,6 +20,8 @@ export interface CallbackJob {
   attempt: number;
   /** Called once, after the first attempt (whatever its outcome), or when the job is dropped. */
   onFirstAttempt?: (ok: boolean) => void;
+  /** The message statuses this job carries (reported to `onStatusesSettled`). */
+  statuses?: Array<{ wamid: string; status: string }>;
 }
 
 export interface AttemptResult {
@@ -55,6 +57,12 @@ export class Dispatcher {
   private retryTimers = new Set<NodeJS.Timeout>();
   private inFlight = new Set<http.ClientRequest>();
   private closed = false;
+  /**
+   * Told when statuses leave the dispatcher for good: the receiver took them (2xx), or they were
+   * given up (retries over, queue full, number gone). Not when the dispatcher closes: what is in
+   * flight then stays owed for the next start (simulator/owed-statuses.ts).
+   */
+  onStatusesSettled?: (statuses: Array<{ wamid: string; status: string }>) => void;
   private readonly httpAgent: http.Agent;
   private readonly httpsAgent: https.Agent;
 
@@ -81,6 +89,7 @@ export class Dispatcher {
     if (this.closed || this.pending >= this.state.limits.maxPendingCallbacks) {
       this.state.stats.callbacks_dropped++;
       onFirstAttempt?.(false);
+      if (!this.closed) this.onStatusesSettled?.([{ wamid: String(status.id), status: String(status.status) }]);
       return false;
     }
     let batch = this.batches.get(pn.phone_number_id);
@@ -115,6 +124,7 @@ export class Dispatcher {
       body: JSON.stringify(statusesWebhook(batch.pn, batch.statuses, this.state)),
       attempt: 0,
       onFirstAttempt: after.length ? (ok) => after.forEach((f) => f(ok)) : undefined,
+      statuses: batch.statuses.map((s) => ({ wamid: String(s.id), status: String(s.status) })),
     });
     this.pump();
   }
@@ -158,6 +168,7 @@ export class Dispatcher {
     const pn = this.state.phones.get(job.pnid);
     if (!pn || this.closed) {
       job.onFirstAttempt?.(false);
+      if (!this.closed) this.settle(job);
       return { delivered: false, status_code: null, error: 'phone number no longer registered' };
     }
     await this.maybeVerify(pn);
@@ -192,15 +203,19 @@ export class Dispatcher {
     const first = job.onFirstAttempt;
     job.onFirstAttempt = undefined;
     first?.(delivered);
+    // After the first-attempt hook, which schedules a message's next automatic status: what is owed
+    // for the message is then known before this one is struck off.
+    if (delivered) this.settle(job);
     return { delivered, status_code: res.status, error };
   }
 
   private scheduleRetry(job: CallbackJob): void {
     const delays = this.state.limits.callbackRetryDelaysMs;
-    if (this.closed || job.attempt >= delays.length) return;
+    if (this.closed) return;
+    if (job.attempt >= delays.length) return this.settle(job);
     if (this.pending >= this.state.limits.maxPendingCallbacks) {
       this.state.stats.callbacks_dropped++;
-      return;
+      return this.settle(job);
     }
     const delay = delays[job.attempt];
     const t = setTimeout(() => {
@@ -211,6 +226,10 @@ export class Dispatcher {
     }, delay);
     t.unref?.();
     this.retryTimers.add(t);
+  }
+
+  private settle(job: CallbackJob): void {
+    if (job.statuses?.length) this.onStatusesSettled?.(job.statuses);
   }
 
   /** Re-run a failed or missing handshake lazily before a delivery (at most every 2 s). */

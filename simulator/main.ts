@@ -7,7 +7,7 @@
  *   SIMULATOR_STATUS_BATCH_MS (default 20; statuses of a number within it share a notification; 0: one each),
  *   SIMULATOR_CALLBACK_RETRY_SCALE (default 1: a failed callback is retried like Meta, with decreasing
  *     frequency for 7 days; 0.001 compresses that to 10 minutes),
- *   SIMULATOR_DATA_DIR (default .data/simulator: numbers, templates and media survive a restart; "off" keeps nothing),
+ *   SIMULATOR_DATA_DIR (default .data/simulator: numbers, templates, media and owed statuses survive a restart; "off" keeps nothing),
  *   SIMULATOR_LOG=debug|info|warn|error (default info).
  */
 import { createSimulator, DEFAULT_AUTO_STATUS_DELAYS, type AutoStatusDelays, type SimLogger } from './app.js';

@@ -5,8 +5,9 @@
  *
  * Policy and why: a snapshot of numbers, templates and media records (JSON, written atomically,
  * only when it changed, at most once per `intervalMs` and at close), and each medium's bytes in a
- * file of its own written once. Messages, statuses and callbacks in flight are not kept: Meta's
- * own retries of callbacks cover a service outage, not a simulator restart.
+ * file of its own written once. Statuses still owed are kept by simulator/owed-statuses.ts (Meta
+ * retries them whatever happens to its machines); other callbacks in flight and the message log
+ * are not kept.
  */
 import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
