@@ -917,6 +917,35 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/projects/{projectId}/bot/set-aside": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List the bot's set-aside events
+         * @description Inbound messages the bot was not run on again: each run of the bot on them ended
+         *     abnormally (its sandbox process crashed, a time or memory limit) `BOT_MAX_ABNORMAL_RUNS`
+         *     times, or it was handed over too many times. A set-aside event is never replayed, a
+         *     restart included; later messages of the same customer are handled as usual. Newest first.
+         */
+        get: operations["adminListSetAsideEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/projects/{projectId}/flows": {
         parameters: {
             query?: never;
@@ -1270,12 +1299,25 @@ export interface components {
             id: number;
             /** @enum {string} */
             level: "debug" | "info" | "warn" | "error";
-            /** @enum {string} */
-            kind: "log" | "error" | "timeout" | "memory_limit" | "startup";
+            /**
+             * @description `crash`: the sandbox process running the event ended; `set_aside`: the event was set aside after its abnormal runs (never replayed).
+             * @enum {string}
+             */
+            kind: "log" | "error" | "timeout" | "memory_limit" | "startup" | "crash" | "set_aside";
             message: string;
             deployment_id: string | null;
             /** Format: date-time */
             created_at: string;
+        };
+        SetAsideEvent: {
+            /** @description The inbound message's WhatsApp id (wamid). */
+            message_id: string;
+            abnormal_runs: number;
+            reason: string;
+            /** Format: date-time */
+            set_aside_at: string;
+            /** Format: date-time */
+            received_at: string;
         };
         Diagnostic: {
             file: string;
@@ -2956,6 +2998,43 @@ export interface operations {
                         success: true;
                         data: {
                             logs: components["schemas"]["BotLogEntry"][];
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+        };
+    };
+    adminListSetAsideEvents: {
+        parameters: {
+            query?: {
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Set-aside events, newest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            events: components["schemas"]["SetAsideEvent"][];
                         };
                     };
                 };

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
 import { Receiver } from './support/receiver.js';
+import { MAX_HANDOVERS } from '../lib/bot/inbox.js';
 
 const LIMITS = { memoryMb: 16, startupTimeoutMs: 1000, eventTimeoutMs: 1500 };
 
@@ -279,18 +280,23 @@ describe('the bot inbox', () => {
     expect(JSON.stringify(await sentTo(phoneNumberId, '14155550704'))).toContain('You said: and again');
   });
 
-  it('When a message has been handed over five times already, then it is given up with a bot log entry, and not answered', async () => {
+  it('When a message has been handed over too many times already, then it is set aside with a bot log entry, not answered, and listed for the operator', async () => {
     const { projectId, key, phoneNumberId } = await botProject();
     await inbound(phoneNumberId, '14155550703', 'cursed');
     await t.bot!.whenIdle();
     await deploy(key);
-    await leftByDeadProcess(projectId, '14155550703', 'cursed', 5);
+    await leftByDeadProcess(projectId, '14155550703', 'cursed', MAX_HANDOVERS);
     t.clock.advance(t.config.botInboxLeaseMs);
     expect(await t.bot!.reclaim()).toBe(1);
     await t.bot!.whenIdle();
     expect(await sentTo(phoneNumberId, '14155550703')).toEqual([]);
-    expect(await inbox(projectId)).toEqual([]);
-    expect((await botLogs(projectId)).map((l) => l.message)).toContainEqual(expect.stringMatching(/given up after 5 hand-overs/));
+    expect((await botLogs(projectId)).map((l) => l.message)).toContainEqual(expect.stringMatching(/set aside .*handed over 20 times/));
+    const listed = await request(t.app).get(`/admin/projects/${projectId}/bot/set-aside`).set(admin());
+    expect(listed.status).toBe(200);
+    expect(listed.body.data.events).toEqual([expect.objectContaining({ reason: expect.stringMatching(/handed over/) })]);
+    // Never handed over again, a later pass (or a restart) included.
+    t.clock.advance(2 * t.config.botInboxLeaseMs);
+    expect(await t.bot!.reclaim()).toBe(0);
   });
 });
 
@@ -328,6 +334,7 @@ describe('containment', () => {
     const logs = await botLogs(bad.projectId);
     const kinds = logs.map((l) => l.kind);
     expect(kinds).toEqual(expect.arrayContaining(['timeout', 'memory_limit', 'error']));
+    // Each timed-out event is tried again by a reclaim pass (none runs here): one entry each.
     expect(kinds.filter((k) => k === 'timeout')).toHaveLength(2);
     expect(logs.find((l) => l.kind === 'error')!.message).toMatch(/the bot broke at src\/bot\.ts:6:/);
     expect(logs.every((l) => l.level === 'error')).toBe(true);

@@ -5,6 +5,7 @@ import { ApiError } from '../../lib/platform/errors.js';
 import { listDeployments, rollback } from '../../lib/deploy/deployments.js';
 import { projectExists } from '../../lib/access/projects.js';
 import { listBotLogs } from '../../lib/bot/helpers.js';
+import { listSetAside } from '../../lib/bot/inbox.js';
 
 async function projectId(deps: Parameters<Handler<any>>[1], raw: string): Promise<string> {
   if (!(await projectExists(deps, raw))) throw new ApiError('not_found', `No project "${raw}".`);
@@ -29,6 +30,16 @@ export const adminListBotLogs: Handler<operations['adminListBotLogs']> = async (
   return {
     data: {
       logs: rows.map((r) => ({ id: Number(r.id), level: r.level as 'info', kind: r.kind as 'log', message: r.message, deployment_id: r.deployment_id, created_at: r.created_at.toISOString() })),
+    },
+  };
+};
+
+export const adminListSetAsideEvents: Handler<operations['adminListSetAsideEvents']> = async (req, deps) => {
+  const id = await projectId(deps, req.params.projectId);
+  const rows = await listSetAside(deps.db.pool, id, req.query.limit ?? 50);
+  return {
+    data: {
+      events: rows.map((r) => ({ message_id: r.message_id, abnormal_runs: r.abnormal_runs, reason: r.reason, set_aside_at: r.set_aside_at.toISOString(), received_at: r.received_at.toISOString() })),
     },
   };
 };

@@ -65,6 +65,7 @@ export const adminHandlers: Handlers<operations> = {
   adminListDeployments: code.adminListDeployments,
   adminRollbackDeployment: code.adminRollbackDeployment,
   adminListBotLogs: code.adminListBotLogs,
+  adminListSetAsideEvents: code.adminListSetAsideEvents,
   adminListFlows: flows.adminListFlows,
   adminPublishFlow: flows.adminPublishFlow,
   adminDeprecateFlow: flows.adminDeprecateFlow,

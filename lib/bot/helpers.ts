@@ -69,8 +69,8 @@ export interface Capture {
 
 export interface Invocation {
   projectId: string;
-  /** The reference of the next send to `phone` in the event now handling that conversation, if any (lib/bot/runtime.ts). */
-  sendRef?: (phone: string) => string | undefined;
+  /** The reference of the next send to `recipient` (phone digits or BSUID) in the event now handling that conversation, if any (lib/bot/runtime.ts). */
+  sendRef?: (recipient: string) => string | undefined;
   mode: 'production' | 'preview';
   deploymentId?: string;
   capture?: Capture;
@@ -150,9 +150,11 @@ async function perform(deps: BotDeps, inv: Invocation, op: string, args: any): P
         return { ok: true, value: { ok: true, id: `preview.${inv.capture.sends.length}` } };
       }
       let called = false;
-      // Fixed before any try: a retry, or the event's replay after a crash, repeats this send's reference.
-      const phone = typeof args?.phone === 'string' ? normalizePhone(args.phone) : null;
-      const ref = phone ? inv.sendRef?.(phone) : undefined;
+      // Fixed before any try: a retry, or the event's replay after a crash, repeats this send's
+      // reference. Keyed by the recipient as the event's `from` names it: a phone's digits, or the
+      // BSUID of a customer without one (so a username customer's reply is not sent twice either).
+      const recipient = typeof args?.phone === 'string' ? normalizePhone(args.phone) : typeof args?.user_id === 'string' ? args.user_id : undefined;
+      const ref = recipient ? inv.sendRef?.(recipient) : undefined;
       for (let attempt = 1; ; attempt++) {
         try {
           const sent = await sendMessage(deps, await projectOf(deps, inv), args, { onChannelCall: () => (called = true), ref });

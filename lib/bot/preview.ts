@@ -6,7 +6,8 @@
 import type { BotDeps } from './helpers.js';
 import { ensureTree, readTree } from '../code/store.js';
 import { buildArtifact, buildFailed } from '../deploy/deployments.js';
-import { DEFAULT_LIMITS, Sandbox, StartupError, type SandboxLimits } from '../sandbox/sandbox.js';
+import { DEFAULT_LIMITS, StartupError, type SandboxLimits } from '../sandbox/sandbox.js';
+import { SandboxCrashed, sandboxSupervisor, type BotSandbox } from '../sandbox/supervisor.js';
 import { runHelper, type Capture, type Invocation } from './helpers.js';
 import type { BotInboundMessage } from './types.js';
 
@@ -35,10 +36,12 @@ export async function previewBot(deps: BotDeps, projectId: string, input: Previe
     contact: { phone: from, name: null },
     received_at: now.toISOString(),
   };
-  let sandbox: Sandbox;
+  let sandbox: BotSandbox;
   try {
-    sandbox = await Sandbox.create(built.bundle, built.sourceMap, (op, args) => runHelper(deps, inv, op, args), limits);
+    sandbox = await sandboxSupervisor().create(projectId, built.bundle, built.sourceMap, (op, args) => runHelper(deps, inv, op, args), limits);
   } catch (e) {
+    // Its process ended while it started (this bot's start-up, or another's event): the preview's error.
+    if (e instanceof SandboxCrashed) return { outcome: { status: 'error' as const, message: e.message, duration_ms: 0 }, sends: [], state: null, events: [], logs: [] };
     if (!(e instanceof StartupError)) throw e;
     throw buildFailed([{ file: e.location?.file ?? 'src/main.ts', line: e.location?.line ?? 1, column: e.location?.column ?? 1, message: e.message, source: 'startup' }]);
   }
@@ -47,7 +50,8 @@ export async function previewBot(deps: BotDeps, projectId: string, input: Previe
     const where = 'location' in outcome && outcome.location ? ` at ${outcome.location.file}:${outcome.location.line}:${outcome.location.column}` : '';
     return {
       // A preview's sandbox is new and serves this event alone: nothing of another event can interrupt it.
-      outcome: { status: outcome.status === 'interrupted' ? 'timeout' : outcome.status, message: outcome.status === 'ok' ? null : `${outcome.message}${where}`, duration_ms: outcome.durationMs },
+      // A crash of the sandbox's process is the bot's error here (the service kept running).
+      outcome: { status: outcome.status === 'interrupted' ? 'timeout' : outcome.status === 'crashed' ? 'error' : outcome.status, message: outcome.status === 'ok' ? null : `${outcome.message}${where}`, duration_ms: outcome.durationMs },
       sends: capture.sends as Record<string, unknown>[],
       state: capture.state,
       events: capture.events,

@@ -24,6 +24,12 @@
  *   project's bot log for the operator; nothing the bot does can throw into the service. A time or
  *   memory limit disposes the project's isolate, which also stops that project's other events in
  *   flight (each is logged).
+ * - Sandboxes run in supervised child processes (lib/sandbox/supervisor.ts): a failure isolated-vm
+ *   cannot contain ends a child, and the events it was running are answered `crashed`.
+ * - An event whose run ends abnormally (`crashed`, `timeout`, `memory_limit`) goes back to the
+ *   inbox and is tried again by a reclaim pass, up to BOT_MAX_ABNORMAL_RUNS runs; then it is set
+ *   aside with its reason (lib/bot/inbox.ts), logged, and never replayed. A bot that throws has
+ *   handled its event (logged, not retried).
  * - Durable: each message is in the bot's inbox (lib/bot/inbox.ts) from the transaction that
  *   stored it until it is handled here; the leases of the messages this process holds are renewed.
  *   A message this process could not finish (its release could not be read through an outage, or
@@ -32,11 +38,12 @@
 import type { Deps } from '../deps.js';
 import type { BotDeps } from './helpers.js';
 import { loadRelease } from '../deploy/deployments.js';
-import { DEFAULT_LIMITS, Sandbox, StartupError, type Outcome, type SandboxLimits } from '../sandbox/sandbox.js';
+import { DEFAULT_LIMITS, StartupError, type Outcome, type SandboxLimits } from '../sandbox/sandbox.js';
+import { SandboxCrashed, sandboxSupervisor, type BotSandbox } from '../sandbox/supervisor.js';
 import { takeBotEvent } from './rates.js';
 import { backoff, runHelper, writeBotLog, type Invocation } from './helpers.js';
 import type { BotHook, BotInboundMessage } from './types.js';
-import { addToInbox, MAX_HANDOVERS, reclaimExpired, removeFromInbox, renewLeases } from './inbox.js';
+import { addToInbox, markRunStarted, MAX_HANDOVERS, reclaimExpired, recordAbnormalRun, removeFromInbox, renewLeases, setAside } from './inbox.js';
 import type { Prisma } from '../../generated/prisma/client.js';
 
 export const MAX_QUEUED_PER_PROJECT = 1000;
@@ -56,7 +63,9 @@ class NotNow extends Error {}
 
 interface Slot {
   deploymentId: string;
-  sandbox?: Sandbox;
+  sandbox?: BotSandbox;
+  /** Start-up met the end of its sandbox process (not the release's fault): the next event tries again. */
+  crashed?: string;
   /** Start-up failed for this release: not retried until the next release. */
   broken?: boolean;
   /** Events of this sandbox in flight; helpers answer only while there is one. */
@@ -116,7 +125,7 @@ export class BotRuntime implements BotHook {
       .then(() => this.admit(projectId, message.id))
       .then(() => this.withTurn(state, () => this.handle(projectId, inboxId, message)))
       .then(
-        () => this.settle(inboxId),
+        (done) => (done ? this.settle(inboxId) : undefined),
         // Not handled: left in the inbox for a reclaim pass.
         (e) => {
           if (!(e instanceof NotNow)) this.deps?.logger.error(`bot runtime: ${e instanceof Error ? e.stack : String(e)}`);
@@ -199,10 +208,18 @@ export class BotRuntime implements BotHook {
     const deps = this.deps;
     if (this.closed || !deps) return 0;
     const taken = await reclaimExpired(deps.db.pool, deps.clock.now(), deps.config.botInboxLeaseMs);
+    const max = deps.config.botMaxAbnormalRuns;
     for (const e of taken) {
-      if (!e.message || e.handovers > MAX_HANDOVERS) {
-        if (e.message) await this.log(e.projectId, { level: 'error', kind: 'error', message: `Message ${e.message.id} was given up after ${MAX_HANDOVERS} hand-overs to the bot.` });
+      if (!e.message) {
         await removeFromInbox(deps.db.pool, e.inboxId);
+        continue;
+      }
+      const reason = e.abnormalRuns >= max
+        ? `its bot runs ended abnormally ${e.abnormalRuns} times (the last one ended with the process running it)`
+        : e.handovers > MAX_HANDOVERS ? `it was handed over ${MAX_HANDOVERS} times without being handled` : undefined;
+      if (reason) {
+        await setAside(deps.db.pool, e.inboxId, reason, deps.clock.now());
+        await this.log(e.projectId, { level: 'error', kind: 'set_aside', message: `Message ${e.message.id} was set aside and will not be handed to the bot again: ${reason}.` });
         continue;
       }
       this.onInboundMessage(e.projectId, e.inboxId, e.message);
@@ -241,11 +258,11 @@ export class BotRuntime implements BotHook {
   }
 
   /** Runs `fn` when fewer than MAX_CONCURRENT_PER_PROJECT of the project's events run. */
-  private async withTurn(p: ProjectState, fn: () => Promise<void>): Promise<void> {
+  private async withTurn<T>(p: ProjectState, fn: () => Promise<T>): Promise<T> {
     if (p.running >= MAX_CONCURRENT_PER_PROJECT) await new Promise<void>((resolve) => p.waiters.push(resolve));
     p.running++;
     try {
-      await fn();
+      return await fn();
     } finally {
       p.running--;
       p.waiters.shift()?.();
@@ -292,13 +309,19 @@ export class BotRuntime implements BotHook {
     const slot: Slot = {
       deploymentId: release.deploymentId,
       running: 0,
-      inv: { projectId, mode: 'production', deploymentId: release.deploymentId, logLines: 0, sendRef: (phone) => this.sendRef(projectId, phone) },
+      inv: { projectId, mode: 'production', deploymentId: release.deploymentId, logLines: 0, sendRef: (recipient) => this.sendRef(projectId, recipient) },
     };
+    const supervisor = sandboxSupervisor({ processes: deps.config.botSandboxProcesses, maxRssMb: deps.config.botSandboxMaxRssMb });
     try {
-      slot.sandbox = await Sandbox.create(release.bundle, release.sourceMap, (op, args) => runHelper(deps, slot.running > 0 ? slot.inv : undefined, op, args), this.limits, {
+      slot.sandbox = await supervisor.create(projectId, release.bundle, release.sourceMap, (op, args) => runHelper(deps, slot.running > 0 ? slot.inv : undefined, op, args), this.limits, {
         onStopped: (_reason, message) => void this.log(projectId, { level: 'error', kind: 'timeout', message, deploymentId: release.deploymentId }),
       });
     } catch (e) {
+      if (e instanceof SandboxCrashed) {
+        // Not the release's fault: this event counts a crashed run, the next one starts again.
+        slot.crashed = e.message;
+        return slot;
+      }
       slot.broken = true;
       const where = e instanceof StartupError && e.location ? ` (${e.location.file}:${e.location.line}:${e.location.column})` : '';
       await this.log(projectId, { level: 'error', kind: e instanceof StartupError && e.kind !== 'error' ? e.kind : 'startup', message: `${e instanceof Error ? e.message : String(e)}${where}`, deploymentId: release.deploymentId });
@@ -324,42 +347,61 @@ export class BotRuntime implements BotHook {
   }
 
   /**
-   * The reference of the next send to `phone` by the event handling that customer's conversation:
+   * The reference of the next send to `recipient` (a phone's digits, or a BSUID for a customer
+   * without one) by the event handling that customer's conversation:
    * the same event handed over again after a crash makes the same references in the same order, so
    * what it had sent is not sent twice (a bot that sends the same things in the same order, as
    * bots do, replays exactly). A send to another number has none.
    */
-  private sendRef(projectId: string, phone: string): string | undefined {
-    const event = this.running.get(`${projectId}:${phone}`);
+  private sendRef(projectId: string, recipient: string): string | undefined {
+    const event = this.running.get(`${projectId}:${recipient}`);
     if (!event) return undefined;
     event.sends++;
     return `snd_bot${event.inboxId}_${event.sends}`; // snd_: our references, which statuses echo (inbound.ts)
   }
 
-  private async handle(projectId: string, inboxId: bigint, message: BotInboundMessage): Promise<void> {
+  /** Runs the bot on one event; true when the event is done (it leaves the inbox). */
+  private async handle(projectId: string, inboxId: bigint, message: BotInboundMessage): Promise<boolean> {
+    const deps = this.deps!;
     // A second try only when the sandbox was stopped for another event's leftover work.
     for (let attempt = 1; ; attempt++) {
       const slot = await this.sandboxWithRetry(projectId);
-      if (!slot?.sandbox || slot.broken) return;
-      // The log cap counts from the moment the sandbox was last idle.
-      if (slot.running === 0) slot.inv.logLines = 0;
-      slot.running++;
-      const conversation = `${projectId}:${message.from}`;
-      this.running.set(conversation, { inboxId, sends: 0 });
+      if (!slot || slot.broken) return true;
+      // Recorded before it runs, so that a run its process does not survive is counted (reclaim).
+      if (!(await markRunStarted(deps.db.pool, inboxId, deps.clock.now()))) return false;
       let outcome: Outcome;
-      try {
-        outcome = await slot.sandbox.dispatch(JSON.stringify({ type: 'message', message }));
-      } finally {
-        slot.running--;
-        this.running.delete(conversation);
+      if (!slot.sandbox) {
+        outcome = { status: 'crashed', message: slot.crashed ?? 'The bot could not start.', durationMs: 0 };
+        if (this.slots.get(projectId) === slot) this.slots.delete(projectId);
+      } else {
+        // The log cap counts from the moment the sandbox was last idle.
+        if (slot.running === 0) slot.inv.logLines = 0;
+        slot.running++;
+        const conversation = `${projectId}:${message.from}`;
+        this.running.set(conversation, { inboxId, sends: 0 });
+        try {
+          outcome = await slot.sandbox.dispatch(JSON.stringify({ type: 'message', message }));
+        } finally {
+          slot.running--;
+          this.running.delete(conversation);
+        }
       }
       if (outcome.status === 'interrupted' && attempt < 2 && !this.closed) continue;
-      if (outcome.status !== 'ok') {
-        const where = 'location' in outcome && outcome.location ? ` at ${outcome.location.file}:${outcome.location.line}:${outcome.location.column}` : '';
-        const kind = outcome.status === 'interrupted' ? 'timeout' : outcome.status;
+      if (outcome.status === 'ok') return true;
+      const where = 'location' in outcome && outcome.location ? ` at ${outcome.location.file}:${outcome.location.line}:${outcome.location.column}` : '';
+      const kind = outcome.status === 'interrupted' ? 'timeout' : outcome.status === 'crashed' ? 'crash' : outcome.status;
+      if (outcome.status === 'error') {
         await this.log(projectId, { level: 'error', kind, message: `${outcome.message}${where} (message ${message.id})`, deploymentId: slot.deploymentId });
+        return true;
       }
-      return;
+      // Abnormal: tried again by a reclaim pass, or set aside at the limit.
+      const max = deps.config.botMaxAbnormalRuns;
+      const counted = await recordAbnormalRun(deps.db.pool, inboxId, `${outcome.message}${where}`, deps.clock.now(), max);
+      const next = !counted ? '' : counted.setAside
+        ? ` It was set aside after ${counted.runs} abnormal runs and will not be handed to the bot again.`
+        : ` It will be tried again (abnormal run ${counted.runs} of ${max}).`;
+      await this.log(projectId, { level: 'error', kind: counted?.setAside ? 'set_aside' : kind, message: `${outcome.message}${where} (message ${message.id}).${next}`, deploymentId: slot.deploymentId });
+      return false;
     }
   }
 }

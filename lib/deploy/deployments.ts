@@ -22,7 +22,8 @@ import { ApiError } from '../platform/errors.js';
 import { newId } from '../platform/secrets.js';
 import { ensureTree, readTree, replaceProductionTree, treeHash } from '../code/store.js';
 import { buildTree, ENTRY, type Diagnostic } from './build.js';
-import { DEFAULT_LIMITS, Sandbox, StartupError } from '../sandbox/sandbox.js';
+import { DEFAULT_LIMITS, StartupError } from '../sandbox/sandbox.js';
+import { SandboxCrashed, sandboxSupervisor } from '../sandbox/supervisor.js';
 
 export const KEPT_DEPLOYMENTS = 20;
 
@@ -126,13 +127,17 @@ async function promote(client: pg.PoolClient, projectId: string, a: Artifact, me
 }
 
 /** Runs the bundle's start-up in a throwaway sandbox; diagnostics when it fails. */
-export async function startupCheck(bundle: string, sourceMap: string): Promise<Diagnostic[]> {
+export async function startupCheck(bundle: string, sourceMap: string, key = 'deploy'): Promise<Diagnostic[]> {
   const refuse = async () => JSON.stringify({ ok: false, error: { code: 'startup', message: 'Helpers are not available while the bot starts.' } });
   try {
-    const sandbox = await Sandbox.create(bundle, sourceMap, refuse, DEFAULT_LIMITS);
+    // In a sandbox process: a bundle whose start-up ends its process costs that child only.
+    const sandbox = await sandboxSupervisor().create(key, bundle, sourceMap, refuse, DEFAULT_LIMITS);
     sandbox.dispose();
     return [];
   } catch (e) {
+    if (e instanceof SandboxCrashed) {
+      return [{ file: ENTRY, line: 1, column: 1, message: `The bot's start-up ended its sandbox process: ${e.message}`, source: 'startup' }];
+    }
     if (!(e instanceof StartupError)) throw e;
     return [{ file: e.location?.file ?? ENTRY, line: e.location?.line ?? 1, column: e.location?.column ?? 1, message: e.message, source: 'startup' }];
   }

@@ -55,6 +55,8 @@ export interface Config {
   tablesQuotaPublicBytes: number;
   tablesQuotaPreviewRows: number;
   tablesQuotaPreviewBytes: number;
+  /** Byte cap of one page of table rows (tables API, the bot's `tables.select`); lib/tables/rows.ts. */
+  tablesPageMaxBytes: number;
   logLevel: string;
   /** Graph API base URL; unset in the embedded default means the bundled simulator. */
   graphBaseUrl?: string;
@@ -66,6 +68,12 @@ export interface Config {
   botInboxLeaseMs: number;
   /** Inbound messages a project's bot handles per minute (shared counters); more wait for the next minute. */
   botEventsPerMinute: number;
+  /** Runs of one event that end abnormally (a crash, a time or memory limit) before it is set aside (lib/bot/inbox.ts). */
+  botMaxAbnormalRuns: number;
+  /** Child processes the bots' sandboxes run in (lib/sandbox/supervisor.ts). */
+  botSandboxProcesses: number;
+  /** A sandbox process whose resident set passes this (MB) is replaced once its events end. */
+  botSandboxMaxRssMb: number;
   /** Custom events a project's bot may emit per minute (shared counters); past it `emit` answers false. */
   botEmitsPerMinute: number;
   /** How old the portfolio messaging limit read from the channel may be before a pre-flight reads it again (lib/pricing/messaging-limit.ts). */
@@ -209,6 +217,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     tablesQuotaPublicBytes: int(env, 'TABLES_QUOTA_PUBLIC_BYTES', 1024 ** 3, 0),
     tablesQuotaPreviewRows: int(env, 'TABLES_QUOTA_PREVIEW_ROWS', 100_000, 0),
     tablesQuotaPreviewBytes: int(env, 'TABLES_QUOTA_PREVIEW_BYTES', 100 * 1024 ** 2, 0),
+    tablesPageMaxBytes: int(env, 'TABLES_PAGE_MAX_BYTES', 4 * 1024 ** 2, 1024, 256 * 1024 ** 2),
     logLevel: str(env, 'LOG_LEVEL') ?? 'info',
     graphBaseUrl: str(env, 'GRAPH_BASE_URL')?.replace(/\/+$/, ''),
     graphApiVersion: str(env, 'GRAPH_API_VERSION') ?? 'v21.0',
@@ -216,6 +225,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 5000, 0, 600000),
     botInboxLeaseMs: int(env, 'BOT_INBOX_LEASE_MS', 60000, 1000, 3600000),
     botEventsPerMinute: int(env, 'BOT_EVENTS_PER_MINUTE', 3000, 1),
+    botMaxAbnormalRuns: int(env, 'BOT_MAX_ABNORMAL_RUNS', 3, 1, 20),
+    botSandboxProcesses: int(env, 'BOT_SANDBOX_PROCESSES', 2, 1, 64),
+    botSandboxMaxRssMb: int(env, 'BOT_SANDBOX_MAX_RSS_MB', 512, 64, 65536),
     botEmitsPerMinute: int(env, 'BOT_EMITS_PER_MINUTE', 1200, 1),
     messagingLimitRefreshMs: int(env, 'MESSAGING_LIMIT_REFRESH_MS', 900000, 0, 86400000),
     shutdownReadyDelayMs: int(env, 'SHUTDOWN_READY_DELAY_MS', 0, 0, 600000),

@@ -13,7 +13,11 @@
  *   once per isolate; further calls wait their turn inside the isolate (in its own, capped heap).
  *   The host counts too and refuses a call beyond the bound.
  * - Memory: the isolate's heap is capped (`memoryMb`); past it V8 disposes the isolate, the
- *   invocation fails with `memory_limit`, and the next event starts a fresh one.
+ *   invocation fails with `memory_limit`, and the next event starts a fresh one. What the host
+ *   copies in is bounded before the copy is made (MAX_HELPER_RESULT per answer, MAX_EVENT_RESULTS
+ *   per event in flight): an answer over either is replaced by a `result_too_large` error the bot
+ *   receives. The service itself runs sandboxes in supervised child processes
+ *   (lib/sandbox/supervisor.ts), so what isolated-vm cannot contain costs a child, not the service.
  * - Time: start-up runs with a CPU timeout; each event has a wall-clock deadline after which the
  *   isolate is disposed, which stops a loop, a never-resolving promise or a slow chain alike. Time
  *   the bot is waiting for the service when the deadline comes (a helper call in progress, e.g. a
@@ -28,7 +32,7 @@
  */
 import ivm from 'isolated-vm';
 import { PositionMapper, type SourceMap } from './sourcemap.js';
-import { MAX_HELPER_ARGS, MAX_HOST_CALLS, MAX_OP_NAME } from './limits.js';
+import { MAX_EVENT_RESULTS, MAX_HELPER_ARGS, MAX_HELPER_RESULT, MAX_HOST_CALLS, MAX_OP_NAME } from './limits.js';
 
 export interface SandboxLimits {
   memoryMb: number;
@@ -43,7 +47,7 @@ export const DEFAULT_LIMITS: SandboxLimits = { memoryMb: 32, startupTimeoutMs: 1
 export const HARD_LIMIT_FACTOR = 6;
 /** CPU milliseconds of work left running after the events ended, before the isolate is stopped. */
 export const LEFTOVER_CPU_MS = 250;
-export { MAX_HOST_CALLS, MAX_OP_NAME };
+export { MAX_EVENT_RESULTS, MAX_HELPER_RESULT, MAX_HOST_CALLS, MAX_OP_NAME };
 /** How often the leftover watch reads the isolate's CPU counter. */
 const WATCH_MS = 25;
 /** Reads in a row with (almost) no CPU spent after which the isolate counts as quiet again. */
@@ -115,8 +119,11 @@ export type HostFn = (op: string, argsJson: string) => Promise<string>;
 
 export type Outcome =
   | { status: 'ok'; durationMs: number }
-  /** `interrupted`: the isolate was stopped for work left running by earlier events; this event was not at fault. */
-  | { status: 'error' | 'timeout' | 'memory_limit' | 'interrupted'; message: string; location?: SourceLocation; durationMs: number };
+  /**
+   * `interrupted`: the isolate was stopped for work left running by earlier events; this event was not at fault.
+   * `crashed`: the sandbox's process ended while the event ran (lib/sandbox/supervisor.ts); the event may or may not be at fault.
+   */
+  | { status: 'error' | 'timeout' | 'memory_limit' | 'interrupted' | 'crashed'; message: string; location?: SourceLocation; durationMs: number };
 
 /** Why an isolate was stopped outside an event's own outcome. */
 export type StopReason = 'leftover_cpu';
@@ -178,6 +185,11 @@ export interface SandboxOptions {
   onStopped?: (reason: StopReason, message: string) => void;
 }
 
+/** The answer a bot gets instead of one over the result caps (the copy is never made). */
+export function resultTooLarge(limit: number, what: string): string {
+  return JSON.stringify({ ok: false, error: { code: 'result_too_large', message: `The helper's answer is over ${what} (${limit} characters): ask for less (fewer rows or columns).` } });
+}
+
 const HOST_BUSY = JSON.stringify({ ok: false, error: { code: 'too_many_calls', message: `At most ${MAX_HOST_CALLS} helper calls run at once.` } });
 
 export class Sandbox {
@@ -186,6 +198,8 @@ export class Sandbox {
   private hostPending = 0;
   /** Events in flight. */
   private events = 0;
+  /** Characters of helper answers copied in since the sandbox was last idle. */
+  private copiedIn = 0;
   /** Set while work may run with no event in flight: CPU counted from `cpuStart`. */
   private leftover?: { cpuStart: bigint; lastCpu: bigint; quietReads: number };
   private watch?: NodeJS.Timeout;
@@ -213,7 +227,15 @@ export class Sandbox {
       if (s && s.hostPending >= MAX_HOST_CALLS) return HOST_BUSY;
       if (s) s.hostPending++;
       try {
-        return await host(op, args);
+        const answer = await host(op, args);
+        if (typeof answer !== 'string') return answer;
+        if (answer.length > MAX_HELPER_RESULT) return resultTooLarge(MAX_HELPER_RESULT, 'the limit of one answer');
+        if (s) {
+          const budget = MAX_EVENT_RESULTS * Math.max(1, s.events);
+          if (s.copiedIn + answer.length > budget) return resultTooLarge(MAX_EVENT_RESULTS, "the event's limit of answers");
+          s.copiedIn += answer.length;
+        }
+        return answer;
       } finally {
         if (s) {
           s.hostPending--;
@@ -321,6 +343,7 @@ export class Sandbox {
       if (!this.isolate.isDisposed) this.isolate.dispose();
     };
     timer = setTimeout(check, this.limits.eventTimeoutMs);
+    if (this.events === 0) this.copiedIn = 0;
     // Nothing ran since the last read: no leftover work, so this event's CPU is not counted as such.
     if (this.events++ === 0 && this.leftover) {
       const cpu = this.cpuNs();

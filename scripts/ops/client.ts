@@ -140,6 +140,8 @@ export class AdminClient {
     this.call('adminRollbackDeployment', 'POST', `/admin/projects/${seg(projectId)}/deployments/${seg(deploymentId)}/rollback`, body as never);
   listBotLogs = (projectId: string, query: Query<'adminListBotLogs'> = {}) =>
     this.call('adminListBotLogs', 'GET', `/admin/projects/${seg(projectId)}/bot/logs${queryString(query)}`);
+  listSetAsideEvents = (projectId: string, query: Query<'adminListSetAsideEvents'> = {}) =>
+    this.call('adminListSetAsideEvents', 'GET', `/admin/projects/${seg(projectId)}/bot/set-aside${queryString(query)}`);
   listFlows = (projectId: string) => this.call('adminListFlows', 'GET', `/admin/projects/${seg(projectId)}/flows`);
   /** Its body is optional in the contract: typed here by hand. */
   publishFlow = (projectId: string, name: string, body: { dry_run?: boolean }) =>

@@ -208,4 +208,13 @@ export const CODE_COMMANDS: Command[] = [
       return { data, human: f.table(['WHEN', 'LEVEL', 'KIND', 'MESSAGE'], data.logs.map((l) => [f.when(l.created_at), l.level, l.kind, l.message]), 'No log entries.') };
     },
   },
+  {
+    group: 'code', name: 'set-aside', args: ['<projectId>'], options: '[--limit N]', flags: ['limit'],
+    summary: 'List the events set aside after abnormal bot runs (never replayed)',
+    async run(api, [projectId], args) {
+      const limit = flagValue(args, 'limit');
+      const data = await api.listSetAsideEvents(projectId, limit === undefined ? {} : { limit: parseInteger(limit, '--limit', 1, 200) });
+      return { data, human: f.table(['SET ASIDE', 'MESSAGE', 'RUNS', 'REASON'], data.events.map((e) => [f.when(e.set_aside_at), e.message_id, String(e.abnormal_runs), e.reason]), 'No set-aside events.') };
+    },
+  },
 ];

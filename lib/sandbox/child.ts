@@ -1,0 +1,77 @@
+/**
+ * The sandbox process: hosts the isolates (lib/sandbox/sandbox.ts) the service's supervisor
+ * (lib/sandbox/supervisor.ts) asks for, and forwards their helper calls to it over IPC.
+ *
+ * Why a process of its own: isolated-vm ends its whole process on some failures it cannot
+ * recover from (a FatalRuntimeError thrown outside its catch, a catastrophic out-of-memory), and
+ * the host memory of copies in and out of isolates is held by the process making them. Here,
+ * either costs this process and the events it was running; the service restarts it.
+ */
+import { Sandbox, StartupError, type HostFn } from './sandbox.js';
+import type { ChildMessage, ParentMessage } from './protocol.js';
+
+const sandboxes = new Map<number, Sandbox>();
+const calls = new Map<number, (answer: string) => void>();
+let nextCall = 1;
+
+function send(message: ChildMessage): void {
+  // The parent is gone: nothing to answer to (the 'disconnect' handler ends us).
+  if (process.connected) process.send!(message);
+}
+
+function hostFor(sid: number): HostFn {
+  return (op, args) =>
+    new Promise<string>((resolve) => {
+      const cid = nextCall++;
+      calls.set(cid, resolve);
+      send({ t: 'host', sid, cid, op, args });
+    });
+}
+
+function rssMb(): number {
+  return Math.round(process.memoryUsage.rss() / 1048576);
+}
+
+async function onMessage(m: ParentMessage): Promise<void> {
+  switch (m.t) {
+    case 'create': {
+      try {
+        const sandbox = await Sandbox.create(m.bundle, m.sourceMap, hostFor(m.sid), m.limits, {
+          onStopped: (reason, message) => send({ t: 'stopped', sid: m.sid, reason, message }),
+        });
+        sandboxes.set(m.sid, sandbox);
+        send({ t: 'created', sid: m.sid });
+      } catch (e) {
+        const error = e instanceof StartupError
+          ? { kind: e.kind, message: e.message, location: e.location }
+          : { kind: 'error' as const, message: e instanceof Error ? e.message : String(e) };
+        send({ t: 'created', sid: m.sid, error });
+      }
+      return;
+    }
+    case 'dispatch': {
+      const sandbox = sandboxes.get(m.sid);
+      const outcome = sandbox
+        ? await sandbox.dispatch(m.event)
+        : { status: 'error' as const, message: 'The sandbox was disposed.', durationMs: 0 };
+      send({ t: 'outcome', sid: m.sid, did: m.did, outcome, usable: sandbox?.usable ?? false, rssMb: rssMb() });
+      return;
+    }
+    case 'answer': {
+      const resolve = calls.get(m.cid);
+      calls.delete(m.cid);
+      resolve?.(m.answer);
+      return;
+    }
+    case 'dispose': {
+      sandboxes.get(m.sid)?.dispose();
+      sandboxes.delete(m.sid);
+      return;
+    }
+  }
+}
+
+process.on('message', (m: ParentMessage) => void onMessage(m));
+// The service ended (even by kill -9): so do we.
+process.on('disconnect', () => process.exit(0));
+send({ t: 'ready', rssMb: rssMb() });
