@@ -2,6 +2,8 @@
  * Fair shares of the database: one project's slow table reads (100 at once, each held up for
  * seconds) must not take the connections that another project's authentication, sends and pings
  * need. Tenant work has a pool of its own and a per-project bound (lib/tables/tenant-pool.ts).
+ * Nor may several projects together leave another without a table connection (issue 44, item 5):
+ * shares shrink as projects come, and a reserve is kept for projects holding none.
  *
  * @alone It measures latencies and statement timeouts on this machine's CPU: another file's load
  * beside it would be measured too (tests/support/test-environment.js).
@@ -109,6 +111,67 @@ describe('tenant work and platform work', () => {
       expect(r).toEqual({ status: 503, code: 'service_unavailable', retryAfter: '1' });
     }
     expect(readStatuses.filter((s) => s === 503).length).toBeGreaterThanOrEqual(90);
+  }, 60_000);
+});
+
+describe('fair shares between projects', () => {
+  it('When three projects each hold as many tenant connections as they can with DDL and reads waiting on a lock, then a fourth project\'s read is answered within its statement timeout', async () => {
+    // Issue 44, item 5: one long DDL and three more per project, 4 slots each of 10, left B's reads
+    // waiting 5 s for a 503. Here every statement of X, Y and Z waits on a lock held about 2.5 s.
+    const busy: Array<{ id: string; key: string; schema: string }> = [];
+    for (const name of ['X', 'Y', 'Z']) {
+      const p = await t.admin.project(name);
+      made.push(p.id);
+      expect((await admin('post', `/admin/projects/${p.id}/tables/ddl`, { sql: 'CREATE TABLE slow (id int PRIMARY KEY)' })).status).toBe(200);
+      busy.push({ id: p.id, key: (await t.admin.key(p.id, ['tables:read'])).secret, schema: await physicalSchema(t.db.pool, p.id, 'public') });
+    }
+    const b = await t.admin.project('B3');
+    made.push(b.id);
+    expect((await admin('post', `/admin/projects/${b.id}/tables/ddl`, { sql: "CREATE TABLE fine (id, note) AS VALUES (1, 'mine')" })).status).toBe(200);
+    const bKey = (await t.admin.key(b.id, ['tables:read'])).secret;
+    const readB = () => request(t.baseUrl!).get('/v1/tables/fine/rows').set('Authorization', `Bearer ${bKey}`);
+    expect((await readB()).status).toBe(200);
+
+    const locker = new pg.Client({ connectionString: testDatabaseUrl() });
+    await locker.connect();
+    await locker.query(`BEGIN; ${busy.map((p) => `LOCK TABLE "${p.schema}".slow IN ACCESS EXCLUSIVE MODE;`).join(' ')}`);
+    const outcome = (r: request.Response) => ({ status: r.status, code: r.body.error?.code as string | undefined });
+    const held: Array<Promise<{ status: number; code?: string }>> = [];
+    for (const p of busy) {
+      for (let i = 0; i < 4; i++) held.push(admin('post', `/admin/projects/${p.id}/tables/ddl`, { sql: `ALTER TABLE slow ADD COLUMN c${i} int` }).then(outcome));
+      for (let i = 0; i < 4; i++) held.push(request(t.baseUrl!).get('/v1/tables/slow/rows').set('Authorization', `Bearer ${p.key}`).then(outcome));
+    }
+    const bAnswers: Array<{ status: number; code?: string; ms: number }> = [];
+    let sessions: Record<string, number> = {};
+    try {
+      await new Promise((r) => setTimeout(r, 300)); // every request is in flight, holding what it can
+      const roles = await Promise.all(busy.map(async (p) => (await storageNames(t.db.pool, p.id)).role));
+      const active = await t.db.pool.query<{ usename: string; n: number }>(
+        "SELECT usename, count(*)::int AS n FROM pg_stat_activity WHERE usename = ANY ($1) AND state <> 'idle' GROUP BY usename", [roles]);
+      sessions = Object.fromEntries(active.rows.map((r) => [busy[roles.indexOf(r.usename)].id, r.n]));
+      for (let i = 0; i < 3; i++) {
+        const started = Date.now();
+        const res = await readB();
+        bAnswers.push({ ...outcome(res), ms: Date.now() - started });
+      }
+    } finally {
+      await new Promise((r) => setTimeout(r, Math.max(0, 2500 - 300 - bAnswers.reduce((s, a) => s + a.ms, 0))));
+      await locker.query('ROLLBACK');
+      await locker.end();
+    }
+    const others = await Promise.all(held);
+    console.log(`B's reads while X, Y and Z held the pool: ${JSON.stringify(bAnswers)}; their sessions: ${JSON.stringify(sessions)}; their calls: ${JSON.stringify(countBy(others.map((o) => o.status)))}`);
+    // B holds nothing, so it gets a slot at once (the reserve), well within its statement timeout.
+    for (const a of bAnswers) {
+      expect({ status: a.status, code: a.code }).toEqual({ status: 200, code: undefined });
+      expect(a.ms).toBeLessThan(t.config.tablesStatementTimeoutMs);
+    }
+    // The busy projects held at most their share between them, and what did not fit was 503, never a 500.
+    expect(Object.values(sessions).reduce((x, y) => x + y, 0)).toBeLessThanOrEqual(t.config.tablesPoolMax);
+    expect(Object.values(sessions).reduce((x, y) => x + y, 0)).toBeGreaterThanOrEqual(6);
+    for (const o of others) {
+      if (o.status !== 200) expect(o).toEqual({ status: 503, code: 'service_unavailable' });
+    }
   }, 60_000);
 });
 

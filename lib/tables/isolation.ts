@@ -194,7 +194,8 @@ export async function withProjectTx<T>(
   fn: (client: pg.PoolClient, storage: ProjectStorage) => Promise<T>,
 ): Promise<T> {
   const storage = await ensureProjectStorage(pool, projectId);
-  const conn = await tenantPoolsOf(pool).connect(projectId.toLowerCase(), storage.role);
+  // Operator DDL (30 s statements) never takes the slots kept for projects holding none.
+  const conn = await tenantPoolsOf(pool).connect(projectId.toLowerCase(), storage.role, { reserve: !opts.ddl });
   const client = conn.client;
   let broken = false;
   try {

@@ -11,10 +11,26 @@
  * - The role's password is derived (HMAC) from the master key (or, outside the service, the
  *   service's database password) and the role name, so every instance agrees on it and nothing
  *   is stored; provisioning sets it.
- * - Fair shares: each project has at most `perProject` tenant transactions at once in this
- *   process, all projects together at most `total`, and none of them touches the platform pool,
- *   so authentication, sends and the channel webhook never wait for a tenant's slow query. A
- *   caller waits at most `acquireTimeoutMs` for a slot, then gets 503 `service_unavailable`.
+ * - Tenant work never touches the platform pool, so authentication, sends and the channel webhook
+ *   never wait for a tenant's slow query.
+ * - Fair shares of the tenant slots (`FairShares`): all projects together hold at most `total`
+ *   tenant transactions at once in this process, so no set of projects may leave another one
+ *   waiting behind them. Before, three projects holding `perProject` (4) each filled the 10 slots
+ *   and a fourth project's reads waited 5 s for 503. Now:
+ *   - a project's share shrinks as others come: it holds at most
+ *     `min(perProject, max(1, floor(total / active)))`, `active` being the projects holding or
+ *     waiting for a slot (a project over its share keeps what it holds and takes no more);
+ *   - a free slot goes to the waiting project that holds the fewest (first come among equals), so a
+ *     project that holds nothing goes before every project that holds some;
+ *   - the last `reserve` free slots (`reserveOf(total)`: a fifth of `total`, at least 1; 2 of 10)
+ *     are only for a project that holds none, and only for the tables API and the bot's helpers
+ *     (statements bounded by TABLES_STATEMENT_TIMEOUT_MS), not for operator DDL (30 s).
+ *   So a project that holds nothing gets a slot at once unless every slot is taken, and then at
+ *   least `reserve` of them run API or bot work of projects holding one slot each: it takes the
+ *   first freed, within about one statement timeout. The cost: projects that already hold a slot
+ *   use at most `total - reserve` together (8 of 10; with the defaults a lone project's own
+ *   `perProject` of 4 binds first).
+ *   A caller waits at most `acquireTimeoutMs` for a slot, then gets 503 `service_unavailable`.
  * - Every connection handed back is reset (`DISCARD ALL`: temp tables, session settings, prepared
  *   statements, advisory locks); one that cannot be reset is closed instead of reused.
  */
@@ -36,6 +52,11 @@ export interface TenantPoolOptions {
 }
 
 export const DEFAULT_TENANT_POOL: TenantPoolOptions = { perProject: 4, total: 10, acquireTimeoutMs: 5000, idleMs: 10_000 };
+
+/** Slots kept for projects that hold none: a fifth of the total, at least 1 (none when total is 1). */
+export function reserveOf(total: number): number {
+  return Math.min(Math.max(1, Math.floor(total / 5)), total - 1);
+}
 
 /** A FIFO counting semaphore whose waiters give up after a timeout. */
 export class Slots {
@@ -73,6 +94,92 @@ export class Slots {
   }
 }
 
+interface Waiter {
+  project: string;
+  /** May take one of the reserved slots (API and bot work, not operator DDL). */
+  reserve: boolean;
+  grant(): void;
+}
+
+/**
+ * Tenant slots shared fairly between projects (the policy above): per-project shares that shrink
+ * as more projects are active, the fewest-holding waiter first, and a reserve for projects holding
+ * none. Waiters give up after a timeout.
+ */
+export class FairShares {
+  private used = 0;
+  private readonly held = new Map<string, number>();
+  private readonly queue: Waiter[] = [];
+
+  constructor(readonly total: number, readonly perProject: number, readonly reserve = reserveOf(total)) {}
+
+  heldBy(project: string): number {
+    return this.held.get(project) ?? 0;
+  }
+
+  /** The most one project may hold now. */
+  share(): number {
+    const active = new Set(this.held.keys());
+    for (const w of this.queue) active.add(w.project);
+    return Math.min(this.perProject, Math.max(1, Math.floor(this.total / Math.max(1, active.size))));
+  }
+
+  private may(w: Waiter, share: number): boolean {
+    const h = this.heldBy(w.project);
+    if (this.used >= this.total || h >= share) return false;
+    return this.total - this.used > this.reserve || (h === 0 && w.reserve);
+  }
+
+  /** Resolves true with a slot, or false after `timeoutMs`. */
+  acquire(project: string, timeoutMs: number, opts: { reserve: boolean }): Promise<boolean> {
+    return new Promise((resolve) => {
+      // Every caller queues, so a newcomer never passes a waiter with a better claim.
+      const w: Waiter = {
+        project,
+        reserve: opts.reserve,
+        grant: () => {
+          clearTimeout(timer);
+          resolve(true);
+        },
+      };
+      const timer = setTimeout(() => {
+        const i = this.queue.indexOf(w);
+        if (i < 0) return;
+        this.queue.splice(i, 1);
+        resolve(false);
+        this.dispatch(); // one project fewer is waiting: the others' shares may grow
+      }, timeoutMs);
+      this.queue.push(w);
+      this.dispatch();
+    });
+  }
+
+  release(project: string): void {
+    const h = this.heldBy(project) - 1;
+    if (h > 0) this.held.set(project, h);
+    else this.held.delete(project);
+    this.used--;
+    this.dispatch();
+  }
+
+  private dispatch(): void {
+    for (;;) {
+      const share = this.share();
+      let best = -1;
+      for (let i = 0; i < this.queue.length; i++) {
+        const w = this.queue[i];
+        if (!this.may(w, share)) continue;
+        if (best < 0 || this.heldBy(w.project) < this.heldBy(this.queue[best].project)) best = i;
+      }
+      if (best < 0) return;
+      const [w] = this.queue.splice(best, 1);
+      this.held.set(w.project, this.heldBy(w.project) + 1);
+      this.used++;
+      w.grant();
+    }
+  }
+}
+
 export interface TenantConnection {
   client: pg.PoolClient;
   /** Resets the session and returns it (or closes it when `broken` or the reset fails). */
@@ -85,12 +192,11 @@ function busy(what: string, ms: number): ApiError {
 
 export class TenantPools {
   private readonly pools = new Map<string, pg.Pool>();
-  private readonly perProject = new Map<string, Slots>();
-  private readonly all: Slots;
+  private readonly shares: FairShares;
   private closed = false;
 
   constructor(private readonly platformUrl: string, readonly options: TenantPoolOptions) {
-    this.all = new Slots(options.total);
+    this.shares = new FairShares(options.total, options.perProject);
   }
 
   /** The password of a project role's login (derived, never stored). */
@@ -127,24 +233,22 @@ export class TenantPools {
     return pool;
   }
 
-  /** A connection logged in as `role`, within the project's and the process's bounds. */
-  async connect(projectId: string, role: string): Promise<TenantConnection> {
+  /**
+   * A connection logged in as `role`, within the project's share of the process's slots.
+   * `reserve`: the work may take a reserved slot (the tables API and the bot, not operator DDL).
+   */
+  async connect(projectId: string, role: string, opts: { reserve: boolean } = { reserve: false }): Promise<TenantConnection> {
     if (this.closed) throw new ApiError('service_unavailable', 'The service is shutting down.');
     const timeout = this.options.acquireTimeoutMs;
-    const started = Date.now();
-    let mine = this.perProject.get(projectId);
-    if (!mine) this.perProject.set(projectId, (mine = new Slots(this.options.perProject)));
-    if (!(await mine.acquire(timeout))) throw busy('for this project', timeout);
-    if (!(await this.all.acquire(Math.max(1, timeout - (Date.now() - started))))) {
-      mine.release();
-      throw busy('on this instance', timeout);
+    if (!(await this.shares.acquire(projectId, timeout, opts))) {
+      throw busy(this.shares.heldBy(projectId) >= this.shares.share() ? 'for this project' : 'on this instance', timeout);
     }
+    const release = () => this.shares.release(projectId);
     let client: pg.PoolClient;
     try {
       client = await this.poolOf(role).connect();
     } catch (e) {
-      this.all.release();
-      mine.release();
+      release();
       if ((e as Error).message?.includes('timeout')) throw busy('on this instance', timeout);
       throw e;
     }
@@ -165,8 +269,7 @@ export class TenantPools {
         // Idle connections of all projects together stay within `total` too.
         if (!destroy && this.physical() > this.options.total) destroy = true;
         client.release(destroy);
-        this.all.release();
-        mine!.release();
+        release();
       },
     };
   }
