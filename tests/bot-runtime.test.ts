@@ -280,6 +280,29 @@ describe('the bot inbox', () => {
     expect(JSON.stringify(await sentTo(phoneNumberId, '14155550704'))).toContain('You said: and again');
   });
 
+  it('When a process died after the bot had replied to a username customer (no phone), then the hand-over does not send the reply twice', async () => {
+    const { projectId, key, phoneNumberId } = await botProject();
+    await deploy(key);
+    const user = (await request(t.sim!.url).post('/_sim/users').send({ phone_number_id: phoneNumberId, username: 'replayed.once' }).expect(201)).body;
+    await request(t.sim!.url).post('/_sim/inbound').send({ phone_number_id: phoneNumberId, user_id: user.user_id, text: 'answered once' }).expect(200);
+    await t.bot!.whenIdle();
+    const replies = async () => (await sentTo(phoneNumberId, user.user_id)).filter((m) => JSON.stringify(m).includes('You said: answered once'));
+    expect(await replies()).toHaveLength(1);
+    // The row a process that died after the reply and before settling leaves behind.
+    const { rows } = await t.db.pool.query<{ id: string }>(
+      `SELECT m.id FROM messages m JOIN conversations c ON c.id = m.conversation_id JOIN contacts k ON k.id = c.contact_id
+        WHERE m.project_id = $1 AND k.user_id = $2 AND m.direction = 'inbound'`,
+      [projectId, user.user_id],
+    );
+    expect(rows).toHaveLength(1);
+    await t.db.pool.query('INSERT INTO bot_inbox (message_id, project_id, lease_until, created_at) VALUES ($1, $2, $3, $3)', [rows[0].id, projectId, t.clock.now()]);
+    t.clock.advance(1000);
+    expect(await t.bot!.reclaim()).toBe(1);
+    await t.bot!.whenIdle();
+    expect(await replies()).toHaveLength(1);
+    expect(await inbox(projectId)).toEqual([]);
+  });
+
   it('When a message has been handed over too many times already, then it is set aside with a bot log entry, not answered, and listed for the operator', async () => {
     const { projectId, key, phoneNumberId } = await botProject();
     await inbound(phoneNumberId, '14155550703', 'cursed');
