@@ -522,7 +522,11 @@ export interface paths {
          *     temporary objects, `pg_…` catalogs, tablespaces. Platform tables are 403. A PostgreSQL error
          *     is 400 (`invalid_request`, with its message and `details.sqlstate`) or 409 (`conflict`, e.g.
          *     dependent objects or existing rows); 503 `service_unavailable` when the project's table
-         *     work has no free slot.
+         *     work has no free slot. The storage quota holds: a statement that left the schema over its
+         *     byte quota and bigger than before is rolled back, and a CREATE TABLE … AS stops at the
+         *     first row past what remains of the row or byte quota, nothing created: 409
+         *     `table_quota_exceeded` (`details`: `schema`, `max_rows`, `max_bytes`, `rows`, `bytes`, and
+         *     `exceeded` when it was stopped while running).
          */
         post: operations["adminRunTableDdl"];
         delete?: never;

@@ -614,10 +614,12 @@ export interface paths {
          *     reports what would change. `max_affected` refuses a larger change with 409
          *     `max_affected_exceeded` (nothing changed). The response carries the affected count and at
          *     most 50 changed rows (new values), with `rows_truncated`. A constraint violation is 409
-         *     `conflict`; a value that does not fit its column is 400 `invalid_value`. A change that
-         *     leaves the schema's tables over the project's storage quota (bytes) is 409
-         *     `table_quota_exceeded` with `details` `{ schema, max_rows, max_bytes, rows, bytes }`,
-         *     and nothing changes; deletes are never refused by the quota.
+         *     `conflict`; a value that does not fit its column is 400 `invalid_value`. A change is
+         *     judged against the project's storage quota (bytes) before it runs, by the size of the row
+         *     versions it would write (new values uncompressed, for every matched row): when that does not
+         *     fit what remains, it is 409 `table_quota_exceeded` with `details`
+         *     `{ schema, max_rows, max_bytes, rows, bytes }` (`bytes`: what the tables would then hold),
+         *     and nothing is written; deletes are never refused by the quota.
          */
         patch: operations["updateTableRows"];
         trace?: never;

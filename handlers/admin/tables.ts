@@ -20,7 +20,7 @@ export const adminCreateTable: Handler<Ops['adminCreateTable']> = async (req, de
 
 export const adminRunTableDdl: Handler<Ops['adminRunTableDdl']> = async (req, deps) => {
   const project = await findProject(deps, req.params.projectId);
-  return { data: await runDdl(deps.db.pool, project.id, req.body.schema ?? 'public', req.body.sql) };
+  return { data: await runDdl(deps.db.pool, project.id, req.body.schema ?? 'public', req.body.sql, quotaDefaultsOf(deps.config)) };
 };
 
 export const adminCopyPreviewSchema: Handler<Ops['adminCopyPreviewSchema']> = async (req, deps) => {

@@ -1,8 +1,9 @@
 /**
  * `tables.insert` for the bot: one row into a project table, as the project's role (the same
  * isolation as every table operation, lib/tables/isolation.ts), values bound and cast to the
- * column types, answered with the row as stored; over the schema's storage quota it is 409
- * `table_quota_exceeded` (lib/tables/quota.ts).
+ * column types, answered with the row as stored; a row that does not fit what remains of the
+ * schema's storage quota is 409 `table_quota_exceeded`, judged before it is written
+ * (lib/tables/quota.ts).
  */
 import type pg from 'pg';
 import { ApiError } from '../platform/errors.js';
@@ -12,7 +13,7 @@ import { isPlatformTable, quoteIdent, type TableSchema } from '../tables/names.j
 import { mapQueryErrors } from '../tables/pg-errors.js';
 import { col, Params, valueText } from '../tables/sql.js';
 import { rowTypes } from '../tables/values.js';
-import { enforceQuota, limitsOf, usageOf, type QuotaDefaults } from '../tables/quota.js';
+import { enforceQuota, judgeGrowth, limitsOf, lockQuota, ROW_VERSION_OVERHEAD, usageOf, type QuotaDefaults } from '../tables/quota.js';
 
 export async function insertRow(pool: pg.Pool, statementTimeoutMs: number, projectId: string, schema: TableSchema, tableName: string, row: unknown, quota?: QuotaDefaults): Promise<Record<string, unknown>> {
   if (typeof tableName !== 'string') throw new ApiError('invalid_request', 'table must be a string.');
@@ -43,10 +44,15 @@ export async function insertRow(pool: pg.Pool, statementTimeoutMs: number, proje
     const text = names.length
       ? `INSERT INTO ${from} (${names.join(', ')}) VALUES (${values.join(', ')}) RETURNING ${cols}`
       : `INSERT INTO ${from} DEFAULT VALUES RETURNING ${cols}`;
+    // Judged before it runs by what it writes (lib/tables/quota.ts): one row, its values
+    // uncompressed. Refused, it has written nothing, so it leaves nothing on disk either.
+    await lockQuota(client, physical);
     const before = await usageOf(client, physical);
+    const bytes = casts.reduce((n, x) => n + Buffer.byteLength(x.value) + 4, ROW_VERSION_OVERHEAD);
+    judgeGrowth(schema, limit, before, { rows: 1, bytes });
     const res = await mapQueryErrors(client, { timeoutMs: statementTimeoutMs, casts }, () => client.query({ text, values: params.values, rowMode: 'array', types: rowTypes }));
-    // Over the schema's row or byte quota: 409 table_quota_exceeded, the insert rolled back.
-    await enforceQuota(client, physical, schema, limit, before, true);
+    // The safety net: growth past the quota beyond what was judged is rolled back, 409.
+    await enforceQuota(client, physical, schema, limit, before, true, bytes);
     const out = (res.rows as unknown[][])[0] ?? [];
     return Object.fromEntries(table.columns.map((c, i) => [c.name, out[i]]));
   });

@@ -11,6 +11,25 @@
  *   It runs on a login of the project's role (a member of no other role), so even what the check
  *   let through, and the default and check expressions it wrote, cannot leave the project.
  * - Platform tables (`_platform_…`) are neither listed, created, changed nor copied.
+ * - Storage quotas hold for DDL (`runDdl`; lib/tables/quota.ts). Every statement runs in a
+ *   transaction that is measured before commit: when it left the schema over its byte limit and
+ *   bigger than before, it is rolled back with 409 `table_quota_exceeded`, and a rolled-back
+ *   CREATE TABLE … AS, CREATE INDEX or table rewrite leaves nothing on disk (PostgreSQL removes the
+ *   files a transaction created when it aborts). That alone would still let a statement grow the
+ *   disk without bound until it ends (a cross join made 770 MB in 25 s against a 2 MB quota), so:
+ *   - CREATE TABLE … AS, the statement whose size is the operator's to choose, is bounded while it
+ *     runs: its query is wrapped so that rows are counted, and their sizes summed, as they are
+ *     produced, and the first row past what remains of the row or byte quota stops the statement
+ *     with an error (a cast of a marker string: plain SQL has no raise). It then writes at most the
+ *     remainder, whatever its plan estimates, and stops as soon as it would pass it. Chosen over
+ *     a LIMIT of the remaining rows (rows of 1 MB each pass a byte quota in a few rows) and over
+ *     refusing on EXPLAIN's estimate (estimates are easily wrong). The cost: the query's text is
+ *     re-wrapped (found with PostgreSQL's scanner, by the `AS` that starts it).
+ *   - CREATE INDEX and ALTER TABLE (rewrites, a volatile default) read tables the quota already
+ *     bounds; they are bounded while running only by the DDL statement timeout (DDL_TIMEOUT_MS),
+ *     and measured before commit. (`temp_file_limit`, which would bound sorts' temporary files, is
+ *     a superuser setting: set it on the server.)
+ *   - Rows are not judged after DDL: a rewrite counts its rows as the transaction's inserts.
  * - Copying preview to public is additive: missing tables are created (`LIKE … INCLUDING ALL`, their
  *   own sequences for serial columns, then foreign keys), missing columns, indexes, constraints and
  *   views are added;
@@ -25,6 +44,8 @@ import { loadTable } from './catalogue.js';
 import { checkDdl, loadDdlParser } from './ddl-check.js';
 import { IDENT_PATTERN, quoteIdent, isPlatformTable, type TableSchema } from './names.js';
 import { queryTimeout, sqlState } from './pg-errors.js';
+import { enforceQuota, limitsOf, usageOf, type QuotaDefaults, type QuotaLimit, type Usage } from './quota.js';
+import { parseSync, scanSync } from 'libpg-query';
 
 export const DDL_TIMEOUT_MS = 30000;
 
@@ -53,11 +74,76 @@ async function runOne(c: pg.PoolClient, sql: string): Promise<void> {
   await c.query(`DEALLOCATE ${name}`).catch(() => undefined);
 }
 
-export async function runDdl(pool: pg.Pool, projectId: string, schema: TableSchema, sql: string): Promise<{ schema: TableSchema; command: string }> {
+/**
+ * `CREATE TABLE … AS <query> [WITH DATA]` split at its query (`head` ends with the `AS`), or
+ * undefined for any other statement (and for WITH NO DATA: nothing is written). Offsets of
+ * PostgreSQL's scanner are bytes of the UTF-8 text.
+ */
+export function createTableAsParts(text: string): { head: string; query: string } | undefined {
+  const stmt = (parseSync(text) as { stmts?: Array<{ stmt?: Record<string, any> }> }).stmts?.[0]?.stmt;
+  const ctas = stmt?.CreateTableAsStmt;
+  if (!ctas || ctas.objtype !== 'OBJECT_TABLE' || ctas.into?.skipData === true) return undefined;
+  if (!ctas.query?.SelectStmt) throw new ApiError('invalid_request', 'This DDL is not accepted: CREATE TABLE … AS takes a SELECT, VALUES or TABLE query.');
+  const tokens = scanSync(text).tokens;
+  let depth = 0;
+  let as = -1;
+  for (const [i, t] of tokens.entries()) {
+    if (t.text === '(') depth++;
+    else if (t.text === ')') depth--;
+    else if (depth === 0 && t.keywordKind !== 0 && t.text.toUpperCase() === 'AS') {
+      as = i;
+      break;
+    }
+  }
+  let end = tokens.length;
+  if (end >= 2 && tokens[end - 1].text.toUpperCase() === 'DATA' && tokens[end - 2].text.toUpperCase() === 'WITH') end -= 2;
+  if (as < 0 || as + 1 >= end) throw new ApiError('invalid_request', 'This DDL is not accepted: the query of CREATE TABLE … AS was not found.');
+  const bytes = Buffer.from(text, 'utf8');
+  return { head: bytes.subarray(0, tokens[as].end).toString('utf8'), query: bytes.subarray(tokens[as + 1].start, tokens[end - 1].end).toString('utf8') };
+}
+
+/**
+ * The CREATE TABLE … AS with its query wrapped: rows are counted and their sizes (as a row value,
+ * plus a line pointer) summed in the order they come, and the first row past `rows` or `bytes`
+ * fails the statement with `marker` in the message. The window frame ends at the current row, so
+ * nothing is read ahead: the statement stops at that row. Built-ins are qualified (DDL puts the
+ * project's schema first in search_path).
+ */
+function boundedCreateTableAs(parts: { head: string; query: string }, rows: number, bytes: number, marker: string): string {
+  return (
+    `${parts.head} SELECT (x.r).* FROM (SELECT q AS r, pg_catalog.count(*) OVER w AS n, pg_catalog.sum(pg_catalog.pg_column_size(q.*) + 4) OVER w AS b ` +
+    `FROM (${parts.query}\n) AS q WINDOW w AS (ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)) AS x ` +
+    `WHERE CAST(CASE WHEN x.n > ${Math.max(0, rows)} THEN '${marker}:rows' WHEN x.b > ${Math.max(0, bytes)} THEN '${marker}:bytes' ELSE '1' END AS pg_catalog.int4) = 1`
+  );
+}
+
+function ddlOverQuota(schema: TableSchema, limit: QuotaLimit, usage: Usage, what: 'rows' | 'bytes'): ApiError {
+  const left = what === 'rows' ? `${Math.max(0, limit.rows - usage.rows)} rows` : `${Math.max(0, limit.bytes - usage.bytes)} bytes`;
+  return new ApiError(
+    'table_quota_exceeded',
+    `The statement would write more than the ${left} left of the ${schema} tables' quota (${what === 'rows' ? `${limit.rows} rows` : `${limit.bytes} bytes`}); it was stopped there and nothing was created. Write less (a narrower query, fewer rows), delete data, or ask the operator to raise the quota.`,
+    { schema, max_rows: limit.rows, max_bytes: limit.bytes, rows: usage.rows, bytes: usage.bytes, exceeded: what },
+  );
+}
+
+export async function runDdl(pool: pg.Pool, projectId: string, schema: TableSchema, sql: string, quota?: QuotaDefaults): Promise<{ schema: TableSchema; command: string }> {
   await loadDdlParser();
   const text = checkDdl(sql);
+  const ctas = createTableAsParts(text);
+  const limit = await limitsOf(pool, quota, projectId, schema);
   return ddlTx(pool, projectId, schema, async (c) => {
-    await runOne(c, text);
+    const physical = (await c.query<{ s: string }>('SELECT (current_schemas(false))[1] AS s')).rows[0].s;
+    const before = await usageOf(c, physical);
+    const marker = `table_quota_${randomBytes(8).toString('hex')}`;
+    try {
+      await runOne(c, ctas ? boundedCreateTableAs(ctas, limit.rows - before.rows, limit.bytes - before.bytes, marker) : text);
+    } catch (e) {
+      const m = sqlState(e) === '22P02' ? new RegExp(`${marker}:(rows|bytes)`).exec((e as Error).message) : null;
+      if (m) throw ddlOverQuota(schema, limit, before, m[1] as 'rows' | 'bytes');
+      throw e;
+    }
+    // Measured before commit: over the byte limit and grown, it is rolled back (rows: see above).
+    await enforceQuota(c, physical, schema, limit, before, false);
     return { schema, command: text.split(/\s+/).slice(0, 2).join(' ').toUpperCase() };
   });
 }

@@ -4,14 +4,28 @@
  * Policy and why:
  * - Limits are the configured defaults (TABLES_QUOTA_*), or an operator's per-project override
  *   (table `project_table_quotas`, `PUT /admin/projects/{id}/tables/quota`, `ops tables quota`).
- * - A write that adds rows (the bot's `tables.insert`) or bytes (updates, inserts) is checked
- *   after its statement, inside its own transaction: when it grew the schema past a limit, it is
- *   409 `table_quota_exceeded` and rolled back. Deletes are never refused.
  * - Usage: bytes are the disk size of the schema's tables with their indexes and TOAST (what a
- *   tenant costs; space freed by deletes counts again after VACUUM FULL or TRUNCATE); rows are
- *   PostgreSQL's live-row counts plus the current transaction's own inserts and deletes. Those
- *   counts reach other sessions within about a second, so concurrent writers may overshoot the
- *   row limit by what they wrote in that second; the byte size is immediate.
+ *   tenant costs); rows are PostgreSQL's live-row counts plus the current transaction's own inserts
+ *   and deletes (others' counts show within about a second).
+ * - A write is judged BEFORE it runs, by what it would write (`judgeGrowth`): PostgreSQL writes a
+ *   whole new version of every row an update changes, and a write that ran and was rolled back
+ *   leaves its row versions and TOAST chunks on disk until a vacuum (25 refused 800 KB updates grew
+ *   a schema from 0.9 to 21.7 MB when the check came after the write). So an update is measured as
+ *   the size of its new row versions (lib/tables/writes.ts: the new values' uncompressed size, what
+ *   the untouched columns take in the heap, index entries) against what remains of the limit, and
+ *   when it does not fit it is 409 `table_quota_exceeded` without having written anything: a
+ *   refused write leaves the measured usage where it was. Consequence: near its limit a project
+ *   can no longer update large rows even where the new version would reuse freed space (that
+ *   cannot be known before writing); deleting rows frees space for later writes but the files,
+ *   and so the usage, shrink only after VACUUM FULL or TRUNCATE.
+ * - Growing writes of one schema are serialized by a transaction-scoped advisory lock
+ *   (`lockQuota`), so two concurrent writes cannot both be judged against the same remainder.
+ * - After the write, in its transaction, the schema is measured again as a safety net
+ *   (`enforceQuota`): growth past the limit that the judgement did not foresee (beyond the page
+ *   granularity of files, `GROWTH_SLACK`) is rolled back with the same 409.
+ * - Operator DDL is held to the same limits (lib/tables/ddl.ts): measured before commit, and a
+ *   CREATE TABLE … AS bounded while it runs.
+ * - Deletes are never refused.
  * - Platform tables (`_platform_…`) do not count.
  */
 import type pg from 'pg';
@@ -92,15 +106,53 @@ export function quotaExceeded(schema: TableSchema, limit: QuotaLimit, usage: Usa
 }
 
 /**
+ * Takes the schema's quota lock until the transaction ends: growing writes of one schema are
+ * judged and written one at a time (waits are bounded by the transaction's lock timeout).
+ */
+export async function lockQuota(client: pg.PoolClient, physicalSchema: string): Promise<void> {
+  await client.query('SELECT pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtext($1))', [`tables-quota:${physicalSchema}`]);
+}
+
+/** A row version's own cost beside its values: tuple header (24), line pointer (4), null bitmap and alignment. */
+export const ROW_VERSION_OVERHEAD = 40;
+
+/** What a write would add: rows, and an upper bound of the bytes of its row versions. */
+export interface Growth {
+  rows: number;
+  bytes: number;
+}
+
+/**
+ * Refuses, before anything is written, a write whose growth does not fit what remains of the
+ * limits (`usage` measured under `lockQuota`). Only what grows is judged: 0 added rows (an update)
+ * is never refused for rows.
+ */
+export function judgeGrowth(schema: TableSchema, limit: QuotaLimit, usage: Usage, growth: Growth): void {
+  const after = { rows: usage.rows + growth.rows, bytes: usage.bytes + growth.bytes };
+  if (growth.rows > 0 && after.rows > limit.rows) throw quotaExceeded(schema, limit, after, 'rows');
+  if (growth.bytes > 0 && after.bytes > limit.bytes) throw quotaExceeded(schema, limit, after, 'bytes');
+}
+
+/**
+ * Files grow by pages (8 KB for the heap, TOAST, each index; the free-space and visibility maps
+ * appear at some point), so a write's measured growth can pass its judged size by a few pages.
+ */
+export function growthSlack(judgedBytes: number): number {
+  return Math.ceil(judgedBytes / 4) + 256 * 1024;
+}
+
+/**
  * Checks the schema after a write inside its transaction (`before` measured just before the
  * write); throws (the caller's transaction rolls back) when the write grew it past a limit.
- * Only growth is refused: disk space a refused or deleted write left behind is reused by later
- * writes without growing the files, and those are not refused. `addsRows` is false for updates.
+ * Only growth is refused. With `judgedBytes` (the write was judged by `judgeGrowth` first), only
+ * growth beyond the judgement and its page slack is refused: a safety net for what the judgement
+ * could not foresee, not the rule. `addsRows` is false for updates.
  */
-export async function enforceQuota(client: pg.PoolClient, physicalSchema: string, schema: TableSchema, limit: QuotaLimit, before: Usage, addsRows: boolean): Promise<void> {
+export async function enforceQuota(client: pg.PoolClient, physicalSchema: string, schema: TableSchema, limit: QuotaLimit, before: Usage, addsRows: boolean, judgedBytes?: number): Promise<void> {
   const usage = await usageOf(client, physicalSchema);
   if (addsRows && usage.rows > limit.rows && usage.rows > before.rows) throw quotaExceeded(schema, limit, usage, 'rows');
-  if (usage.bytes > limit.bytes && usage.bytes > before.bytes) throw quotaExceeded(schema, limit, usage, 'bytes');
+  const allowed = judgedBytes === undefined ? 0 : judgedBytes + growthSlack(judgedBytes);
+  if (usage.bytes > limit.bytes && usage.bytes > before.bytes + allowed) throw quotaExceeded(schema, limit, usage, 'bytes');
 }
 
 export interface QuotaReportEntry {
