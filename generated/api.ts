@@ -593,6 +593,12 @@ export interface paths {
          *     * Platform tables (`_platform_…`) are 403 `platform_table_forbidden`; an unknown table, a
          *       view or any other relation is 404 `table_not_found`. A query that exceeds the statement
          *       timeout is 503 `query_timeout`.
+         *     * Page size in bytes: a page carries at most 4 MiB of row data (the text form of the
+         *       projected values; the service's `TABLES_PAGE_MAX_BYTES`). A page whose next row would pass
+         *       that cap ends before it: it has fewer rows than `limit`, `hasMore` true and a
+         *       `nextCursor` to continue from, so large rows are read a few per page. A row that alone is
+         *       larger than the cap is 400 `row_too_large` (`details`: `table`, `row_bytes`, `max_bytes`):
+         *       ask for fewer columns with `columns`, leaving the large ones out.
          */
         get: operations["listTableRows"];
         put?: never;
@@ -1626,7 +1632,7 @@ export interface components {
          *     capability layer and are matched like any other.
          * @enum {string}
          */
-        ErrorCode: "bad_request" | "invalid_request" | "invalid_json" | "invalid_id" | "invalid_cursor" | "invalid_idempotency_key" | "invalid_project_header" | "project_required" | "invalid_template" | "invalid_header_handle" | "invalid_media_id" | "empty_file" | "source_url_forbidden" | "download_failed" | "invalid_phone" | "missing_recipient" | "conflicting_recipient" | "invalid_user_id" | "recipient_requires_phone" | "missing_template_name" | "missing_language" | "template_variable_mismatch" | "unsupported_message_type" | "too_many_buttons" | "null_filter_value" | "unknown_column" | "invalid_path" | "invalid_flow" | "invalid_value" | "api_key_required" | "invalid_api_key" | "invalid_token" | "insufficient_scope" | "project_inactive" | "project_not_attached" | "no_project_access" | "protected_file" | "flow_file_forbidden" | "platform_table_forbidden" | "not_found" | "table_not_found" | "method_not_allowed" | "outside_24h_window" | "recipient_opted_out" | "template_exists" | "idempotency_in_progress" | "idempotency_key_mismatch" | "precondition_failed" | "conflict" | "channel_not_configured" | "file_too_large" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "quota_exceeded" | "server_error" | "upstream_error" | "upstream_auth_error" | "build_failed" | "flow_generation_failed" | "flow_update_failed" | "invalid_webhook_url" | "webhook_target_forbidden" | "invalid_event_list" | "invalid_event_name" | "duplicate_event" | "reserved_event_name" | "webhook_limit_reached" | "max_affected_exceeded" | "table_quota_exceeded" | "query_timeout" | "service_unavailable" | "empty_audience" | "marketing_template_required" | "invalid_csv" | "INVALID_STATE" | "PROJECT_NOT_FOUND" | "SEGMENT_NOT_FOUND" | "MEDIA_EXPIRED" | "BROADCAST_NOT_FOUND";
+        ErrorCode: "bad_request" | "invalid_request" | "invalid_json" | "invalid_id" | "invalid_cursor" | "invalid_idempotency_key" | "invalid_project_header" | "project_required" | "invalid_template" | "invalid_header_handle" | "invalid_media_id" | "empty_file" | "source_url_forbidden" | "download_failed" | "invalid_phone" | "missing_recipient" | "conflicting_recipient" | "invalid_user_id" | "recipient_requires_phone" | "missing_template_name" | "missing_language" | "template_variable_mismatch" | "unsupported_message_type" | "too_many_buttons" | "null_filter_value" | "unknown_column" | "invalid_path" | "invalid_flow" | "invalid_value" | "row_too_large" | "api_key_required" | "invalid_api_key" | "invalid_token" | "insufficient_scope" | "project_inactive" | "project_not_attached" | "no_project_access" | "protected_file" | "flow_file_forbidden" | "platform_table_forbidden" | "not_found" | "table_not_found" | "method_not_allowed" | "outside_24h_window" | "recipient_opted_out" | "template_exists" | "idempotency_in_progress" | "idempotency_key_mismatch" | "precondition_failed" | "conflict" | "channel_not_configured" | "file_too_large" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "quota_exceeded" | "server_error" | "upstream_error" | "upstream_auth_error" | "build_failed" | "flow_generation_failed" | "flow_update_failed" | "invalid_webhook_url" | "webhook_target_forbidden" | "invalid_event_list" | "invalid_event_name" | "duplicate_event" | "reserved_event_name" | "webhook_limit_reached" | "max_affected_exceeded" | "table_quota_exceeded" | "query_timeout" | "service_unavailable" | "empty_audience" | "marketing_template_required" | "invalid_csv" | "INVALID_STATE" | "PROJECT_NOT_FOUND" | "SEGMENT_NOT_FOUND" | "MEDIA_EXPIRED" | "BROADCAST_NOT_FOUND";
         ErrorDetail: {
             code: components["schemas"]["ErrorCode"];
             /** @description Human-readable explanation; may change, never branch on it. */
@@ -4679,7 +4685,31 @@ export interface operations {
                     "application/json": components["schemas"]["TableRowsResponse"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description Validation failure (`invalid_request`, `unknown_column`, `invalid_value`, `null_filter_value`, `invalid_cursor`, …), or `row_too_large`: one row of the requested columns is alone larger than a page may carry; ask for fewer columns. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "row_too_large",
+                     *         "message": "A row of \"documents\" is 5000012 bytes in the requested columns, over the 4194304-byte cap of a page: ask for fewer columns (`columns`), leaving out the large ones.",
+                     *         "details": {
+                     *           "table": "documents",
+                     *           "row_bytes": 5000012,
+                     *           "max_bytes": 4194304
+                     *         }
+                     *       },
+                     *       "request_id": "req_3f9c2b7e81d44a0c9e5b6d1f2a7c8e90"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];

@@ -9,7 +9,12 @@ import { quotaDefaultsOf } from '../lib/tables/quota.js';
 import { deleteRows, updateRows, writeFiltersFromBody, writeFiltersFromQuery } from '../lib/tables/writes.js';
 
 function settings(deps: AppDeps): TablesSettings {
-  return { statementTimeoutMs: deps.config.tablesStatementTimeoutMs, cursorSecret: cursorSecretOf(deps), quota: quotaDefaultsOf(deps.config) };
+  return {
+    statementTimeoutMs: deps.config.tablesStatementTimeoutMs,
+    cursorSecret: cursorSecretOf(deps),
+    quota: quotaDefaultsOf(deps.config),
+    pageMaxBytes: deps.config.tablesPageMaxBytes,
+  };
 }
 
 export const listTableRows: Handler<operations['listTableRows']> = async (req, deps) => {

@@ -130,7 +130,8 @@ async function projectOf(deps: BotDeps, inv: Invocation): Promise<ProjectRef> {
 }
 
 function tableSettings(deps: BotDeps) {
-  return { statementTimeoutMs: deps.config.tablesStatementTimeoutMs, cursorSecret: cursorSecretOf(deps), quota: quotaDefaultsOf(deps.config) };
+  // The page cap holds for the bot's tables.select as for the API (lib/tables/rows.ts).
+  return { statementTimeoutMs: deps.config.tablesStatementTimeoutMs, cursorSecret: cursorSecretOf(deps), quota: quotaDefaultsOf(deps.config), pageMaxBytes: deps.config.tablesPageMaxBytes };
 }
 
 async function perform(deps: BotDeps, inv: Invocation, op: string, args: any): Promise<Answer> {

@@ -36,6 +36,7 @@ export const ERROR_STATUS = {
   null_filter_value: 400,
   unknown_column: 400,
   invalid_value: 400,
+  row_too_large: 400,
   empty_audience: 400,
   marketing_template_required: 400,
   invalid_csv: 400,

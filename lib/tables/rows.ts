@@ -1,6 +1,17 @@
 /**
  * Reading rows: projection, filters, ordering with primary-key tie-breakers, keyset pages with
  * `hasMore` from one extra row (never a count), and cursors bound to the query.
+ *
+ * A page holds at most `pageMaxBytes` of row data (TABLES_PAGE_MAX_BYTES, 4 MiB by default; the
+ * tables API and the bot's `tables.select` alike), counted as the text form of the projected
+ * columns and the ordering keys, which is what the service receives. Fifty rows of 1 MB values
+ * were a 54 MB page, and twelve such requests at once took the service from 548 to 973 MB
+ * resident. The cap is enforced in SQL, so the service never receives more than it: a window
+ * function sums the rows' sizes in page order, and the first row that would pass the cap comes
+ * back as a marker without its values. Choice: a page that reaches the cap is shorter than `limit`
+ * and has a `nextCursor` (integrators page on, as with any page); only a row that alone passes the
+ * cap is refused, 400 `row_too_large` naming the cap and the row's size, because no page can hold
+ * it: fewer columns (`columns`) can.
  */
 import type pg from 'pg';
 import { ApiError } from '../platform/errors.js';
@@ -18,11 +29,16 @@ import { isPlatformTable, quoteIdent, type TableSchema } from './names.js';
 
 export const MAX_COLUMNS_LENGTH = 2000;
 
+/** Default byte cap of a page's row data (TABLES_PAGE_MAX_BYTES). */
+export const DEFAULT_PAGE_MAX_BYTES = 4 * 1024 * 1024;
+
 export interface TablesSettings {
   statementTimeoutMs: number;
   cursorSecret: Buffer;
   /** Storage quota defaults (lib/tables/quota.ts); DEFAULT_QUOTAS when absent. */
   quota?: QuotaDefaults;
+  /** Byte cap of a page's row data; DEFAULT_PAGE_MAX_BYTES when absent. */
+  pageMaxBytes?: number;
 }
 
 export interface RowsRequest {
@@ -83,6 +99,19 @@ export function rowsScope(r: RowsRequest, filtersCanonical: string): string {
   return JSON.stringify(['tableRows', r.projectId.toLowerCase(), r.schema, r.table, r.orderBy ?? null, r.direction ?? 'asc', filtersCanonical]);
 }
 
+export function rowTooLarge(table: string, rowBytes: number, cap: number): ApiError {
+  return new ApiError(
+    'row_too_large',
+    `A row of "${table}" is ${rowBytes} bytes in the requested columns, over the ${cap}-byte cap of a page: ask for fewer columns (\`columns\`), leaving out the large ones.`,
+    { table, row_bytes: rowBytes, max_bytes: cap },
+  );
+}
+
+/** SQL of a value's size as the service receives it (its text form; a text value's length needs no detoasting). */
+function textBytes(expr: string): string {
+  return `coalesce(pg_catalog.octet_length(CAST(${expr} AS text)), 0)`;
+}
+
 /** Rows as objects keyed by column name (defined properties: a column may be called `__proto__`). */
 function toObjects(columns: ColumnInfo[], rows: unknown[][]): Record<string, unknown>[] {
   return rows.map((r) => Object.fromEntries(columns.map((c, i) => [c.name, r[i]])));
@@ -103,34 +132,60 @@ export async function readRows(pool: pg.Pool, settings: TablesSettings, r: RowsR
     const cols = projection(table, r.columns);
     const params = new Params();
     const filter = compileFilters(preds, table, params);
-    const { keys, ordered } = orderingKeys(table, r.orderBy);
+    const ordering = orderingKeys(table, r.orderBy);
+    // Qualified with the table's alias: a bare name in ORDER BY would mean an output column of
+    // the same name first (the page's own v0…, sz, run, n).
+    const keys = ordering.keys.map((k) => ({ ...k, expr: `t.${k.expr}` }));
+    const ordered = ordering.ordered;
     // A position with another number of keys than the ordering has (the table changed) is not ours.
     if (cursorPosition && cursorPosition.length !== keys.length) throw invalidCursor();
     const position = cursorPosition;
     const segments = segmentsAfter(keys, dir, position);
-    const select = [...cols.map(col), ...keys.map((k, i) => `CAST(${k.expr} AS text) AS ${quoteIdent(`__key_${i}`)}`)].join(', ');
+    const exprs = [...cols.map(col), ...keys.map((k) => `CAST(${k.expr} AS text)`)];
+    const size = exprs.map(textBytes).join(' + ');
     const from = `${quoteIdent(physical)}.${quoteIdent(table.name)}`;
+    const cap = settings.pageMaxBytes ?? DEFAULT_PAGE_MAX_BYTES;
     const want = r.limit + 1;
     const got: unknown[][] = [];
+    let used = 0;
+    let full = false;
     await mapQueryErrors(client, { timeoutMs: settings.statementTimeoutMs, casts: filter.casts }, async () => {
       for (const seg of segments) {
-        if (got.length >= want) break;
+        if (got.length >= want || full) break;
         const p = params.clone();
         const where = seg.where(p);
+        const limit = p.add(want - got.length);
+        const budget = p.add(cap - used);
+        // Sizes summed in page order (the frame ends at the current row: nothing is read ahead);
+        // a row past the budget comes back as a marker, its values left in the database.
+        const inner =
+          `SELECT ${exprs.map((e, i) => `${e} AS v${i}`).join(', ')}, ${size} AS sz, pg_catalog.sum(${size}) OVER w AS run, pg_catalog.row_number() OVER w AS n ` +
+          `FROM ${from} AS t WHERE (${filter.sql}) AND (${where}) WINDOW w AS (ORDER BY ${seg.orderBy} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) ` +
+          `ORDER BY ${seg.orderBy} LIMIT ${limit}`;
         const res = await client.query({
-          text: `SELECT ${select} FROM ${from} WHERE (${filter.sql}) AND (${where}) ORDER BY ${seg.orderBy} LIMIT ${p.add(want - got.length)}`,
+          text: `SELECT ${exprs.map((_, i) => `CASE WHEN s.run <= ${budget} THEN s.v${i} END`).join(', ')}, s.run, s.sz FROM (${inner}) AS s WHERE s.run - s.sz <= ${budget} ORDER BY s.n`,
           values: p.values,
           rowMode: 'array',
           types: rowTypes,
         });
-        got.push(...(res.rows as unknown[][]));
+        let run = 0;
+        for (const row of res.rows as unknown[][]) {
+          if (Number(row[exprs.length]) > cap - used) {
+            if (got.length === 0) throw rowTooLarge(table.name, Number(row[exprs.length + 1]), cap);
+            full = true;
+            break;
+          }
+          run = Number(row[exprs.length]);
+          got.push(row.slice(0, exprs.length));
+        }
+        used += run;
       }
     }).catch((e) => {
       // A position that no longer fits its key's type (the table changed) is not a cursor we can honour.
       if (position && e instanceof ApiError && e.code === 'invalid_value' && !e.details?.column) throw invalidCursor();
       throw e;
     });
-    const hasMore = got.length > r.limit;
+    const hasMore = got.length > r.limit || full;
     const rows = got.slice(0, r.limit);
     const last = rows[rows.length - 1];
     return {
