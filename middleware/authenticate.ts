@@ -16,7 +16,11 @@ declare module 'express-serve-static-core' {
   }
 }
 
-export function authenticate(deps: AppDeps) {
+/**
+ * The bearer of a request as a credential, with the failed-authentication throttle: shared by the
+ * contract pipeline and the MCP endpoint (http/mcp.ts), so both refuse and throttle alike.
+ */
+export function bearerResolver(deps: AppDeps) {
   const throttle = createAuthThrottle({
     store: deps.counters,
     clock: deps.clock,
@@ -25,12 +29,11 @@ export function authenticate(deps: AppDeps) {
     logger: deps.logger,
   });
   const usage = keyUsageRecorder(deps);
-  return async (req: Request, _res: Response, next: NextFunction): Promise<void> => {
-    const op = operationOf(req, deps.contract);
-    if (!op.secured) return next();
+  return async (req: Request): Promise<Credential> => {
     const now = deps.clock.now();
+    let credential: Credential;
     try {
-      req.credential = await resolveCredential(deps.db, req.headers.authorization, now, deps.credentialCache, {
+      credential = await resolveCredential(deps.db, req.headers.authorization, now, deps.credentialCache, {
         // Reached only by a credential memory cannot place: a throttled address gets its lookup only
         // for a digest in the valid set, so a valid key behind a busy NAT is never refused.
         beforeLookup: async (digest) => {
@@ -43,7 +46,17 @@ export function authenticate(deps: AppDeps) {
       throw e;
     }
     // Not awaited: "last used" never delays a request (lib/access/key-usage.ts).
-    if (req.credential.kind === 'api_key') void usage.touch(req.credential.id);
+    if (credential.kind === 'api_key') void usage.touch(credential.id);
+    return credential;
+  };
+}
+
+export function authenticate(deps: AppDeps) {
+  const resolve = bearerResolver(deps);
+  return async (req: Request, _res: Response, next: NextFunction): Promise<void> => {
+    const op = operationOf(req, deps.contract);
+    if (!op.secured) return next();
+    req.credential = await resolve(req);
     next();
   };
 }
