@@ -211,6 +211,19 @@ export type BotLog = Prisma.BotLogModel
  */
 export type BotInbox = Prisma.BotInboxModel
 /**
+ * Model BotSecret
+ * A project's bot secrets (lib/bot/secrets.ts): name → value, sealed with the master key and bound
+ * to its project and name (lib/platform/crypto-box.ts). Never readable back through any API: a list
+ * shows the name, the fingerprint and when it changed.
+ */
+export type BotSecret = Prisma.BotSecretModel
+/**
+ * Model BotHttpAllowlist
+ * The hosts a project's bot may reach with http.fetch (lib/bot/http-allowlist.ts), set by
+ * operators; no row: any public host.
+ */
+export type BotHttpAllowlist = Prisma.BotHttpAllowlistModel
+/**
  * Model Flow
  * A flow of a project: its current definition is the version `currentVersion` in FlowVersion.
  */

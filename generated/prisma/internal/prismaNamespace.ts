@@ -429,6 +429,8 @@ export const ModelName = {
   BotRelease: 'BotRelease',
   BotLog: 'BotLog',
   BotInbox: 'BotInbox',
+  BotSecret: 'BotSecret',
+  BotHttpAllowlist: 'BotHttpAllowlist',
   Flow: 'Flow',
   FlowVersion: 'FlowVersion',
   DashboardAccount: 'DashboardAccount',
@@ -455,7 +457,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "project" | "apiKey" | "agentConnection" | "connectionProject" | "accessToken" | "channelSettings" | "contact" | "conversation" | "conversationOrder" | "message" | "event" | "idempotencyRecord" | "sendCounter" | "template" | "webhookEndpoint" | "webhookDelivery" | "webhookAttempt" | "runtimeToken" | "mediaAsset" | "headerSample" | "segment" | "broadcast" | "broadcastRecipient" | "broadcastPacing" | "contactImport" | "contactImportRow" | "contactImportPhone" | "codeFile" | "deployment" | "botRelease" | "botLog" | "botInbox" | "flow" | "flowVersion" | "dashboardAccount" | "dashboardMembership" | "dashboardSession" | "dashboardInvite" | "dashboardAudit" | "rateCard" | "channelMessagingLimit" | "portfolioReach" | "projectTableQuota"
+    modelProps: "project" | "apiKey" | "agentConnection" | "connectionProject" | "accessToken" | "channelSettings" | "contact" | "conversation" | "conversationOrder" | "message" | "event" | "idempotencyRecord" | "sendCounter" | "template" | "webhookEndpoint" | "webhookDelivery" | "webhookAttempt" | "runtimeToken" | "mediaAsset" | "headerSample" | "segment" | "broadcast" | "broadcastRecipient" | "broadcastPacing" | "contactImport" | "contactImportRow" | "contactImportPhone" | "codeFile" | "deployment" | "botRelease" | "botLog" | "botInbox" | "botSecret" | "botHttpAllowlist" | "flow" | "flowVersion" | "dashboardAccount" | "dashboardMembership" | "dashboardSession" | "dashboardInvite" | "dashboardAudit" | "rateCard" | "channelMessagingLimit" | "portfolioReach" | "projectTableQuota"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -2827,6 +2829,154 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         }
       }
     }
+    BotSecret: {
+      payload: Prisma.$BotSecretPayload<ExtArgs>
+      fields: Prisma.BotSecretFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.BotSecretFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotSecretPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.BotSecretFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotSecretPayload>
+        }
+        findFirst: {
+          args: Prisma.BotSecretFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotSecretPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.BotSecretFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotSecretPayload>
+        }
+        findMany: {
+          args: Prisma.BotSecretFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotSecretPayload>[]
+        }
+        create: {
+          args: Prisma.BotSecretCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotSecretPayload>
+        }
+        createMany: {
+          args: Prisma.BotSecretCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.BotSecretCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotSecretPayload>[]
+        }
+        delete: {
+          args: Prisma.BotSecretDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotSecretPayload>
+        }
+        update: {
+          args: Prisma.BotSecretUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotSecretPayload>
+        }
+        deleteMany: {
+          args: Prisma.BotSecretDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.BotSecretUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.BotSecretUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotSecretPayload>[]
+        }
+        upsert: {
+          args: Prisma.BotSecretUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotSecretPayload>
+        }
+        aggregate: {
+          args: Prisma.BotSecretAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateBotSecret>
+        }
+        groupBy: {
+          args: Prisma.BotSecretGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.BotSecretGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.BotSecretCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.BotSecretCountAggregateOutputType> | number
+        }
+      }
+    }
+    BotHttpAllowlist: {
+      payload: Prisma.$BotHttpAllowlistPayload<ExtArgs>
+      fields: Prisma.BotHttpAllowlistFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.BotHttpAllowlistFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotHttpAllowlistPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.BotHttpAllowlistFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotHttpAllowlistPayload>
+        }
+        findFirst: {
+          args: Prisma.BotHttpAllowlistFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotHttpAllowlistPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.BotHttpAllowlistFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotHttpAllowlistPayload>
+        }
+        findMany: {
+          args: Prisma.BotHttpAllowlistFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotHttpAllowlistPayload>[]
+        }
+        create: {
+          args: Prisma.BotHttpAllowlistCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotHttpAllowlistPayload>
+        }
+        createMany: {
+          args: Prisma.BotHttpAllowlistCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.BotHttpAllowlistCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotHttpAllowlistPayload>[]
+        }
+        delete: {
+          args: Prisma.BotHttpAllowlistDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotHttpAllowlistPayload>
+        }
+        update: {
+          args: Prisma.BotHttpAllowlistUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotHttpAllowlistPayload>
+        }
+        deleteMany: {
+          args: Prisma.BotHttpAllowlistDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.BotHttpAllowlistUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.BotHttpAllowlistUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotHttpAllowlistPayload>[]
+        }
+        upsert: {
+          args: Prisma.BotHttpAllowlistUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotHttpAllowlistPayload>
+        }
+        aggregate: {
+          args: Prisma.BotHttpAllowlistAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateBotHttpAllowlist>
+        }
+        groupBy: {
+          args: Prisma.BotHttpAllowlistGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.BotHttpAllowlistGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.BotHttpAllowlistCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.BotHttpAllowlistCountAggregateOutputType> | number
+        }
+      }
+    }
     Flow: {
       payload: Prisma.$FlowPayload<ExtArgs>
       fields: Prisma.FlowFieldRefs
@@ -4174,6 +4324,28 @@ export const BotInboxScalarFieldEnum = {
 export type BotInboxScalarFieldEnum = (typeof BotInboxScalarFieldEnum)[keyof typeof BotInboxScalarFieldEnum]
 
 
+export const BotSecretScalarFieldEnum = {
+  projectId: 'projectId',
+  name: 'name',
+  valueEnc: 'valueEnc',
+  fingerprint: 'fingerprint',
+  productionOnly: 'productionOnly',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type BotSecretScalarFieldEnum = (typeof BotSecretScalarFieldEnum)[keyof typeof BotSecretScalarFieldEnum]
+
+
+export const BotHttpAllowlistScalarFieldEnum = {
+  projectId: 'projectId',
+  hosts: 'hosts',
+  updatedAt: 'updatedAt'
+} as const
+
+export type BotHttpAllowlistScalarFieldEnum = (typeof BotHttpAllowlistScalarFieldEnum)[keyof typeof BotHttpAllowlistScalarFieldEnum]
+
+
 export const FlowScalarFieldEnum = {
   id: 'id',
   projectId: 'projectId',
@@ -4667,6 +4839,8 @@ export type GlobalOmitConfig = {
   botRelease?: Prisma.BotReleaseOmit
   botLog?: Prisma.BotLogOmit
   botInbox?: Prisma.BotInboxOmit
+  botSecret?: Prisma.BotSecretOmit
+  botHttpAllowlist?: Prisma.BotHttpAllowlistOmit
   flow?: Prisma.FlowOmit
   flowVersion?: Prisma.FlowVersionOmit
   dashboardAccount?: Prisma.DashboardAccountOmit

@@ -83,6 +83,8 @@ export const ModelName = {
   BotRelease: 'BotRelease',
   BotLog: 'BotLog',
   BotInbox: 'BotInbox',
+  BotSecret: 'BotSecret',
+  BotHttpAllowlist: 'BotHttpAllowlist',
   Flow: 'Flow',
   FlowVersion: 'FlowVersion',
   DashboardAccount: 'DashboardAccount',
@@ -604,6 +606,28 @@ export const BotInboxScalarFieldEnum = {
 } as const
 
 export type BotInboxScalarFieldEnum = (typeof BotInboxScalarFieldEnum)[keyof typeof BotInboxScalarFieldEnum]
+
+
+export const BotSecretScalarFieldEnum = {
+  projectId: 'projectId',
+  name: 'name',
+  valueEnc: 'valueEnc',
+  fingerprint: 'fingerprint',
+  productionOnly: 'productionOnly',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type BotSecretScalarFieldEnum = (typeof BotSecretScalarFieldEnum)[keyof typeof BotSecretScalarFieldEnum]
+
+
+export const BotHttpAllowlistScalarFieldEnum = {
+  projectId: 'projectId',
+  hosts: 'hosts',
+  updatedAt: 'updatedAt'
+} as const
+
+export type BotHttpAllowlistScalarFieldEnum = (typeof BotHttpAllowlistScalarFieldEnum)[keyof typeof BotHttpAllowlistScalarFieldEnum]
 
 
 export const FlowScalarFieldEnum = {
