@@ -29,7 +29,9 @@ export type Project = Prisma.ProjectModel
 export type ApiKey = Prisma.ApiKeyModel
 /**
  * Model AgentConnection
- * An OAuth connection of an AI agent; it reaches the projects attached to it.
+ * An OAuth connection of an AI agent; it reaches the projects attached to it. Made by an operator
+ * (no client, no account), or by a person's consent to an OAuth client (lib/oauth): then one per
+ * client and person, extended by each later consent.
  */
 export type AgentConnection = Prisma.AgentConnectionModel
 /**
@@ -42,6 +44,27 @@ export type ConnectionProject = Prisma.ConnectionProjectModel
  * An access token (`mcp_at_…`) of a connection. Only the SHA-256 of the secret is stored.
  */
 export type AccessToken = Prisma.AccessTokenModel
+/**
+ * Model OAuthClient
+ * An OAuth client registered by dynamic client registration (RFC 7591). A confidential client's
+ * secret is kept only as its SHA-256.
+ */
+export type OAuthClient = Prisma.OAuthClientModel
+/**
+ * Model OAuthRequest
+ * An authorization request waiting for a person's answer on the consent page (any instance serves it).
+ */
+export type OAuthRequest = Prisma.OAuthRequestModel
+/**
+ * Model OAuthCode
+ * An authorization code: single use, short-lived, only its SHA-256 kept.
+ */
+export type OAuthCode = Prisma.OAuthCodeModel
+/**
+ * Model OAuthRefreshToken
+ * A refresh token (`mcp_rt_…`), only its SHA-256 kept; rotated on use (the old one is marked used).
+ */
+export type OAuthRefreshToken = Prisma.OAuthRefreshTokenModel
 /**
  * Model ChannelSettings
  * The project's WhatsApp Cloud API number. Tokens and secrets are encrypted at rest (lib/crypto-box.ts).

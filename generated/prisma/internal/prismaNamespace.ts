@@ -402,6 +402,10 @@ export const ModelName = {
   AgentConnection: 'AgentConnection',
   ConnectionProject: 'ConnectionProject',
   AccessToken: 'AccessToken',
+  OAuthClient: 'OAuthClient',
+  OAuthRequest: 'OAuthRequest',
+  OAuthCode: 'OAuthCode',
+  OAuthRefreshToken: 'OAuthRefreshToken',
   ChannelSettings: 'ChannelSettings',
   Contact: 'Contact',
   Conversation: 'Conversation',
@@ -457,7 +461,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "project" | "apiKey" | "agentConnection" | "connectionProject" | "accessToken" | "channelSettings" | "contact" | "conversation" | "conversationOrder" | "message" | "event" | "idempotencyRecord" | "sendCounter" | "template" | "webhookEndpoint" | "webhookDelivery" | "webhookAttempt" | "runtimeToken" | "mediaAsset" | "headerSample" | "segment" | "broadcast" | "broadcastRecipient" | "broadcastPacing" | "contactImport" | "contactImportRow" | "contactImportPhone" | "codeFile" | "deployment" | "botRelease" | "botLog" | "botInbox" | "botSecret" | "botHttpAllowlist" | "flow" | "flowVersion" | "dashboardAccount" | "dashboardMembership" | "dashboardSession" | "dashboardInvite" | "dashboardAudit" | "rateCard" | "channelMessagingLimit" | "portfolioReach" | "projectTableQuota"
+    modelProps: "project" | "apiKey" | "agentConnection" | "connectionProject" | "accessToken" | "oAuthClient" | "oAuthRequest" | "oAuthCode" | "oAuthRefreshToken" | "channelSettings" | "contact" | "conversation" | "conversationOrder" | "message" | "event" | "idempotencyRecord" | "sendCounter" | "template" | "webhookEndpoint" | "webhookDelivery" | "webhookAttempt" | "runtimeToken" | "mediaAsset" | "headerSample" | "segment" | "broadcast" | "broadcastRecipient" | "broadcastPacing" | "contactImport" | "contactImportRow" | "contactImportPhone" | "codeFile" | "deployment" | "botRelease" | "botLog" | "botInbox" | "botSecret" | "botHttpAllowlist" | "flow" | "flowVersion" | "dashboardAccount" | "dashboardMembership" | "dashboardSession" | "dashboardInvite" | "dashboardAudit" | "rateCard" | "channelMessagingLimit" | "portfolioReach" | "projectTableQuota"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -828,6 +832,302 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         count: {
           args: Prisma.AccessTokenCountArgs<ExtArgs>
           result: runtime.Types.Utils.Optional<Prisma.AccessTokenCountAggregateOutputType> | number
+        }
+      }
+    }
+    OAuthClient: {
+      payload: Prisma.$OAuthClientPayload<ExtArgs>
+      fields: Prisma.OAuthClientFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.OAuthClientFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$OAuthClientPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.OAuthClientFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$OAuthClientPayload>
+        }
+        findFirst: {
+          args: Prisma.OAuthClientFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$OAuthClientPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.OAuthClientFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$OAuthClientPayload>
+        }
+        findMany: {
+          args: Prisma.OAuthClientFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$OAuthClientPayload>[]
+        }
+        create: {
+          args: Prisma.OAuthClientCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$OAuthClientPayload>
+        }
+        createMany: {
+          args: Prisma.OAuthClientCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.OAuthClientCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$OAuthClientPayload>[]
+        }
+        delete: {
+          args: Prisma.OAuthClientDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$OAuthClientPayload>
+        }
+        update: {
+          args: Prisma.OAuthClientUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$OAuthClientPayload>
+        }
+        deleteMany: {
+          args: Prisma.OAuthClientDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.OAuthClientUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.OAuthClientUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$OAuthClientPayload>[]
+        }
+        upsert: {
+          args: Prisma.OAuthClientUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$OAuthClientPayload>
+        }
+        aggregate: {
+          args: Prisma.OAuthClientAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateOAuthClient>
+        }
+        groupBy: {
+          args: Prisma.OAuthClientGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.OAuthClientGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.OAuthClientCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.OAuthClientCountAggregateOutputType> | number
+        }
+      }
+    }
+    OAuthRequest: {
+      payload: Prisma.$OAuthRequestPayload<ExtArgs>
+      fields: Prisma.OAuthRequestFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.OAuthRequestFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$OAuthRequestPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.OAuthRequestFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$OAuthRequestPayload>
+        }
+        findFirst: {
+          args: Prisma.OAuthRequestFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$OAuthRequestPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.OAuthRequestFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$OAuthRequestPayload>
+        }
+        findMany: {
+          args: Prisma.OAuthRequestFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$OAuthRequestPayload>[]
+        }
+        create: {
+          args: Prisma.OAuthRequestCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$OAuthRequestPayload>
+        }
+        createMany: {
+          args: Prisma.OAuthRequestCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.OAuthRequestCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$OAuthRequestPayload>[]
+        }
+        delete: {
+          args: Prisma.OAuthRequestDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$OAuthRequestPayload>
+        }
+        update: {
+          args: Prisma.OAuthRequestUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$OAuthRequestPayload>
+        }
+        deleteMany: {
+          args: Prisma.OAuthRequestDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.OAuthRequestUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.OAuthRequestUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$OAuthRequestPayload>[]
+        }
+        upsert: {
+          args: Prisma.OAuthRequestUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$OAuthRequestPayload>
+        }
+        aggregate: {
+          args: Prisma.OAuthRequestAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateOAuthRequest>
+        }
+        groupBy: {
+          args: Prisma.OAuthRequestGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.OAuthRequestGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.OAuthRequestCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.OAuthRequestCountAggregateOutputType> | number
+        }
+      }
+    }
+    OAuthCode: {
+      payload: Prisma.$OAuthCodePayload<ExtArgs>
+      fields: Prisma.OAuthCodeFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.OAuthCodeFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$OAuthCodePayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.OAuthCodeFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$OAuthCodePayload>
+        }
+        findFirst: {
+          args: Prisma.OAuthCodeFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$OAuthCodePayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.OAuthCodeFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$OAuthCodePayload>
+        }
+        findMany: {
+          args: Prisma.OAuthCodeFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$OAuthCodePayload>[]
+        }
+        create: {
+          args: Prisma.OAuthCodeCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$OAuthCodePayload>
+        }
+        createMany: {
+          args: Prisma.OAuthCodeCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.OAuthCodeCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$OAuthCodePayload>[]
+        }
+        delete: {
+          args: Prisma.OAuthCodeDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$OAuthCodePayload>
+        }
+        update: {
+          args: Prisma.OAuthCodeUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$OAuthCodePayload>
+        }
+        deleteMany: {
+          args: Prisma.OAuthCodeDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.OAuthCodeUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.OAuthCodeUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$OAuthCodePayload>[]
+        }
+        upsert: {
+          args: Prisma.OAuthCodeUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$OAuthCodePayload>
+        }
+        aggregate: {
+          args: Prisma.OAuthCodeAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateOAuthCode>
+        }
+        groupBy: {
+          args: Prisma.OAuthCodeGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.OAuthCodeGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.OAuthCodeCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.OAuthCodeCountAggregateOutputType> | number
+        }
+      }
+    }
+    OAuthRefreshToken: {
+      payload: Prisma.$OAuthRefreshTokenPayload<ExtArgs>
+      fields: Prisma.OAuthRefreshTokenFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.OAuthRefreshTokenFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$OAuthRefreshTokenPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.OAuthRefreshTokenFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$OAuthRefreshTokenPayload>
+        }
+        findFirst: {
+          args: Prisma.OAuthRefreshTokenFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$OAuthRefreshTokenPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.OAuthRefreshTokenFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$OAuthRefreshTokenPayload>
+        }
+        findMany: {
+          args: Prisma.OAuthRefreshTokenFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$OAuthRefreshTokenPayload>[]
+        }
+        create: {
+          args: Prisma.OAuthRefreshTokenCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$OAuthRefreshTokenPayload>
+        }
+        createMany: {
+          args: Prisma.OAuthRefreshTokenCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.OAuthRefreshTokenCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$OAuthRefreshTokenPayload>[]
+        }
+        delete: {
+          args: Prisma.OAuthRefreshTokenDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$OAuthRefreshTokenPayload>
+        }
+        update: {
+          args: Prisma.OAuthRefreshTokenUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$OAuthRefreshTokenPayload>
+        }
+        deleteMany: {
+          args: Prisma.OAuthRefreshTokenDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.OAuthRefreshTokenUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.OAuthRefreshTokenUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$OAuthRefreshTokenPayload>[]
+        }
+        upsert: {
+          args: Prisma.OAuthRefreshTokenUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$OAuthRefreshTokenPayload>
+        }
+        aggregate: {
+          args: Prisma.OAuthRefreshTokenAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateOAuthRefreshToken>
+        }
+        groupBy: {
+          args: Prisma.OAuthRefreshTokenGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.OAuthRefreshTokenGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.OAuthRefreshTokenCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.OAuthRefreshTokenCountAggregateOutputType> | number
         }
       }
     }
@@ -3864,7 +4164,9 @@ export type ApiKeyScalarFieldEnum = (typeof ApiKeyScalarFieldEnum)[keyof typeof 
 export const AgentConnectionScalarFieldEnum = {
   id: 'id',
   name: 'name',
-  createdAt: 'createdAt'
+  createdAt: 'createdAt',
+  clientId: 'clientId',
+  accountId: 'accountId'
 } as const
 
 export type AgentConnectionScalarFieldEnum = (typeof AgentConnectionScalarFieldEnum)[keyof typeof AgentConnectionScalarFieldEnum]
@@ -3888,10 +4190,79 @@ export const AccessTokenScalarFieldEnum = {
   secretHash: 'secretHash',
   expiresAt: 'expiresAt',
   revokedAt: 'revokedAt',
-  createdAt: 'createdAt'
+  createdAt: 'createdAt',
+  clientId: 'clientId',
+  grantId: 'grantId',
+  resource: 'resource',
+  scopes: 'scopes',
+  lastUsedAt: 'lastUsedAt'
 } as const
 
 export type AccessTokenScalarFieldEnum = (typeof AccessTokenScalarFieldEnum)[keyof typeof AccessTokenScalarFieldEnum]
+
+
+export const OAuthClientScalarFieldEnum = {
+  id: 'id',
+  name: 'name',
+  redirectUris: 'redirectUris',
+  metadata: 'metadata',
+  secretHash: 'secretHash',
+  createdAt: 'createdAt'
+} as const
+
+export type OAuthClientScalarFieldEnum = (typeof OAuthClientScalarFieldEnum)[keyof typeof OAuthClientScalarFieldEnum]
+
+
+export const OAuthRequestScalarFieldEnum = {
+  id: 'id',
+  clientId: 'clientId',
+  redirectUri: 'redirectUri',
+  codeChallenge: 'codeChallenge',
+  state: 'state',
+  scopes: 'scopes',
+  resource: 'resource',
+  createdAt: 'createdAt',
+  expiresAt: 'expiresAt',
+  answeredAt: 'answeredAt',
+  answeredBy: 'answeredBy'
+} as const
+
+export type OAuthRequestScalarFieldEnum = (typeof OAuthRequestScalarFieldEnum)[keyof typeof OAuthRequestScalarFieldEnum]
+
+
+export const OAuthCodeScalarFieldEnum = {
+  id: 'id',
+  codeHash: 'codeHash',
+  clientId: 'clientId',
+  connectionId: 'connectionId',
+  grantId: 'grantId',
+  codeChallenge: 'codeChallenge',
+  redirectUri: 'redirectUri',
+  resource: 'resource',
+  scopes: 'scopes',
+  createdAt: 'createdAt',
+  expiresAt: 'expiresAt',
+  usedAt: 'usedAt'
+} as const
+
+export type OAuthCodeScalarFieldEnum = (typeof OAuthCodeScalarFieldEnum)[keyof typeof OAuthCodeScalarFieldEnum]
+
+
+export const OAuthRefreshTokenScalarFieldEnum = {
+  id: 'id',
+  secretHash: 'secretHash',
+  clientId: 'clientId',
+  connectionId: 'connectionId',
+  grantId: 'grantId',
+  resource: 'resource',
+  scopes: 'scopes',
+  createdAt: 'createdAt',
+  expiresAt: 'expiresAt',
+  usedAt: 'usedAt',
+  revokedAt: 'revokedAt'
+} as const
+
+export type OAuthRefreshTokenScalarFieldEnum = (typeof OAuthRefreshTokenScalarFieldEnum)[keyof typeof OAuthRefreshTokenScalarFieldEnum]
 
 
 export const ChannelSettingsScalarFieldEnum = {
@@ -4812,6 +5183,10 @@ export type GlobalOmitConfig = {
   agentConnection?: Prisma.AgentConnectionOmit
   connectionProject?: Prisma.ConnectionProjectOmit
   accessToken?: Prisma.AccessTokenOmit
+  oAuthClient?: Prisma.OAuthClientOmit
+  oAuthRequest?: Prisma.OAuthRequestOmit
+  oAuthCode?: Prisma.OAuthCodeOmit
+  oAuthRefreshToken?: Prisma.OAuthRefreshTokenOmit
   channelSettings?: Prisma.ChannelSettingsOmit
   contact?: Prisma.ContactOmit
   conversation?: Prisma.ConversationOmit

@@ -56,6 +56,10 @@ export const ModelName = {
   AgentConnection: 'AgentConnection',
   ConnectionProject: 'ConnectionProject',
   AccessToken: 'AccessToken',
+  OAuthClient: 'OAuthClient',
+  OAuthRequest: 'OAuthRequest',
+  OAuthCode: 'OAuthCode',
+  OAuthRefreshToken: 'OAuthRefreshToken',
   ChannelSettings: 'ChannelSettings',
   Contact: 'Contact',
   Conversation: 'Conversation',
@@ -148,7 +152,9 @@ export type ApiKeyScalarFieldEnum = (typeof ApiKeyScalarFieldEnum)[keyof typeof 
 export const AgentConnectionScalarFieldEnum = {
   id: 'id',
   name: 'name',
-  createdAt: 'createdAt'
+  createdAt: 'createdAt',
+  clientId: 'clientId',
+  accountId: 'accountId'
 } as const
 
 export type AgentConnectionScalarFieldEnum = (typeof AgentConnectionScalarFieldEnum)[keyof typeof AgentConnectionScalarFieldEnum]
@@ -172,10 +178,79 @@ export const AccessTokenScalarFieldEnum = {
   secretHash: 'secretHash',
   expiresAt: 'expiresAt',
   revokedAt: 'revokedAt',
-  createdAt: 'createdAt'
+  createdAt: 'createdAt',
+  clientId: 'clientId',
+  grantId: 'grantId',
+  resource: 'resource',
+  scopes: 'scopes',
+  lastUsedAt: 'lastUsedAt'
 } as const
 
 export type AccessTokenScalarFieldEnum = (typeof AccessTokenScalarFieldEnum)[keyof typeof AccessTokenScalarFieldEnum]
+
+
+export const OAuthClientScalarFieldEnum = {
+  id: 'id',
+  name: 'name',
+  redirectUris: 'redirectUris',
+  metadata: 'metadata',
+  secretHash: 'secretHash',
+  createdAt: 'createdAt'
+} as const
+
+export type OAuthClientScalarFieldEnum = (typeof OAuthClientScalarFieldEnum)[keyof typeof OAuthClientScalarFieldEnum]
+
+
+export const OAuthRequestScalarFieldEnum = {
+  id: 'id',
+  clientId: 'clientId',
+  redirectUri: 'redirectUri',
+  codeChallenge: 'codeChallenge',
+  state: 'state',
+  scopes: 'scopes',
+  resource: 'resource',
+  createdAt: 'createdAt',
+  expiresAt: 'expiresAt',
+  answeredAt: 'answeredAt',
+  answeredBy: 'answeredBy'
+} as const
+
+export type OAuthRequestScalarFieldEnum = (typeof OAuthRequestScalarFieldEnum)[keyof typeof OAuthRequestScalarFieldEnum]
+
+
+export const OAuthCodeScalarFieldEnum = {
+  id: 'id',
+  codeHash: 'codeHash',
+  clientId: 'clientId',
+  connectionId: 'connectionId',
+  grantId: 'grantId',
+  codeChallenge: 'codeChallenge',
+  redirectUri: 'redirectUri',
+  resource: 'resource',
+  scopes: 'scopes',
+  createdAt: 'createdAt',
+  expiresAt: 'expiresAt',
+  usedAt: 'usedAt'
+} as const
+
+export type OAuthCodeScalarFieldEnum = (typeof OAuthCodeScalarFieldEnum)[keyof typeof OAuthCodeScalarFieldEnum]
+
+
+export const OAuthRefreshTokenScalarFieldEnum = {
+  id: 'id',
+  secretHash: 'secretHash',
+  clientId: 'clientId',
+  connectionId: 'connectionId',
+  grantId: 'grantId',
+  resource: 'resource',
+  scopes: 'scopes',
+  createdAt: 'createdAt',
+  expiresAt: 'expiresAt',
+  usedAt: 'usedAt',
+  revokedAt: 'revokedAt'
+} as const
+
+export type OAuthRefreshTokenScalarFieldEnum = (typeof OAuthRefreshTokenScalarFieldEnum)[keyof typeof OAuthRefreshTokenScalarFieldEnum]
 
 
 export const ChannelSettingsScalarFieldEnum = {

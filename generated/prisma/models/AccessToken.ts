@@ -32,6 +32,10 @@ export type AccessTokenMinAggregateOutputType = {
   expiresAt: Date | null
   revokedAt: Date | null
   createdAt: Date | null
+  clientId: string | null
+  grantId: string | null
+  resource: string | null
+  lastUsedAt: Date | null
 }
 
 export type AccessTokenMaxAggregateOutputType = {
@@ -42,6 +46,10 @@ export type AccessTokenMaxAggregateOutputType = {
   expiresAt: Date | null
   revokedAt: Date | null
   createdAt: Date | null
+  clientId: string | null
+  grantId: string | null
+  resource: string | null
+  lastUsedAt: Date | null
 }
 
 export type AccessTokenCountAggregateOutputType = {
@@ -52,6 +60,11 @@ export type AccessTokenCountAggregateOutputType = {
   expiresAt: number
   revokedAt: number
   createdAt: number
+  clientId: number
+  grantId: number
+  resource: number
+  scopes: number
+  lastUsedAt: number
   _all: number
 }
 
@@ -64,6 +77,10 @@ export type AccessTokenMinAggregateInputType = {
   expiresAt?: true
   revokedAt?: true
   createdAt?: true
+  clientId?: true
+  grantId?: true
+  resource?: true
+  lastUsedAt?: true
 }
 
 export type AccessTokenMaxAggregateInputType = {
@@ -74,6 +91,10 @@ export type AccessTokenMaxAggregateInputType = {
   expiresAt?: true
   revokedAt?: true
   createdAt?: true
+  clientId?: true
+  grantId?: true
+  resource?: true
+  lastUsedAt?: true
 }
 
 export type AccessTokenCountAggregateInputType = {
@@ -84,6 +105,11 @@ export type AccessTokenCountAggregateInputType = {
   expiresAt?: true
   revokedAt?: true
   createdAt?: true
+  clientId?: true
+  grantId?: true
+  resource?: true
+  scopes?: true
+  lastUsedAt?: true
   _all?: true
 }
 
@@ -167,6 +193,11 @@ export type AccessTokenGroupByOutputType = {
   expiresAt: Date
   revokedAt: Date | null
   createdAt: Date
+  clientId: string | null
+  grantId: string | null
+  resource: string | null
+  scopes: string[]
+  lastUsedAt: Date | null
   _count: AccessTokenCountAggregateOutputType | null
   _min: AccessTokenMinAggregateOutputType | null
   _max: AccessTokenMaxAggregateOutputType | null
@@ -198,7 +229,13 @@ export type AccessTokenWhereInput = {
   expiresAt?: Prisma.DateTimeFilter<"AccessToken"> | Date | string
   revokedAt?: Prisma.DateTimeNullableFilter<"AccessToken"> | Date | string | null
   createdAt?: Prisma.DateTimeFilter<"AccessToken"> | Date | string
+  clientId?: Prisma.StringNullableFilter<"AccessToken"> | string | null
+  grantId?: Prisma.StringNullableFilter<"AccessToken"> | string | null
+  resource?: Prisma.StringNullableFilter<"AccessToken"> | string | null
+  scopes?: Prisma.StringNullableListFilter<"AccessToken">
+  lastUsedAt?: Prisma.DateTimeNullableFilter<"AccessToken"> | Date | string | null
   connection?: Prisma.XOR<Prisma.AgentConnectionScalarRelationFilter, Prisma.AgentConnectionWhereInput>
+  client?: Prisma.XOR<Prisma.OAuthClientNullableScalarRelationFilter, Prisma.OAuthClientWhereInput> | null
 }
 
 export type AccessTokenOrderByWithRelationInput = {
@@ -209,7 +246,13 @@ export type AccessTokenOrderByWithRelationInput = {
   expiresAt?: Prisma.SortOrder
   revokedAt?: Prisma.SortOrderInput | Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  clientId?: Prisma.SortOrderInput | Prisma.SortOrder
+  grantId?: Prisma.SortOrderInput | Prisma.SortOrder
+  resource?: Prisma.SortOrderInput | Prisma.SortOrder
+  scopes?: Prisma.SortOrder
+  lastUsedAt?: Prisma.SortOrderInput | Prisma.SortOrder
   connection?: Prisma.AgentConnectionOrderByWithRelationInput
+  client?: Prisma.OAuthClientOrderByWithRelationInput
 }
 
 export type AccessTokenWhereUniqueInput = Prisma.AtLeast<{
@@ -223,7 +266,13 @@ export type AccessTokenWhereUniqueInput = Prisma.AtLeast<{
   expiresAt?: Prisma.DateTimeFilter<"AccessToken"> | Date | string
   revokedAt?: Prisma.DateTimeNullableFilter<"AccessToken"> | Date | string | null
   createdAt?: Prisma.DateTimeFilter<"AccessToken"> | Date | string
+  clientId?: Prisma.StringNullableFilter<"AccessToken"> | string | null
+  grantId?: Prisma.StringNullableFilter<"AccessToken"> | string | null
+  resource?: Prisma.StringNullableFilter<"AccessToken"> | string | null
+  scopes?: Prisma.StringNullableListFilter<"AccessToken">
+  lastUsedAt?: Prisma.DateTimeNullableFilter<"AccessToken"> | Date | string | null
   connection?: Prisma.XOR<Prisma.AgentConnectionScalarRelationFilter, Prisma.AgentConnectionWhereInput>
+  client?: Prisma.XOR<Prisma.OAuthClientNullableScalarRelationFilter, Prisma.OAuthClientWhereInput> | null
 }, "id" | "secretHash">
 
 export type AccessTokenOrderByWithAggregationInput = {
@@ -234,6 +283,11 @@ export type AccessTokenOrderByWithAggregationInput = {
   expiresAt?: Prisma.SortOrder
   revokedAt?: Prisma.SortOrderInput | Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  clientId?: Prisma.SortOrderInput | Prisma.SortOrder
+  grantId?: Prisma.SortOrderInput | Prisma.SortOrder
+  resource?: Prisma.SortOrderInput | Prisma.SortOrder
+  scopes?: Prisma.SortOrder
+  lastUsedAt?: Prisma.SortOrderInput | Prisma.SortOrder
   _count?: Prisma.AccessTokenCountOrderByAggregateInput
   _max?: Prisma.AccessTokenMaxOrderByAggregateInput
   _min?: Prisma.AccessTokenMinOrderByAggregateInput
@@ -250,6 +304,11 @@ export type AccessTokenScalarWhereWithAggregatesInput = {
   expiresAt?: Prisma.DateTimeWithAggregatesFilter<"AccessToken"> | Date | string
   revokedAt?: Prisma.DateTimeNullableWithAggregatesFilter<"AccessToken"> | Date | string | null
   createdAt?: Prisma.DateTimeWithAggregatesFilter<"AccessToken"> | Date | string
+  clientId?: Prisma.StringNullableWithAggregatesFilter<"AccessToken"> | string | null
+  grantId?: Prisma.StringNullableWithAggregatesFilter<"AccessToken"> | string | null
+  resource?: Prisma.StringNullableWithAggregatesFilter<"AccessToken"> | string | null
+  scopes?: Prisma.StringNullableListFilter<"AccessToken">
+  lastUsedAt?: Prisma.DateTimeNullableWithAggregatesFilter<"AccessToken"> | Date | string | null
 }
 
 export type AccessTokenCreateInput = {
@@ -259,7 +318,12 @@ export type AccessTokenCreateInput = {
   expiresAt: Date | string
   revokedAt?: Date | string | null
   createdAt?: Date | string
+  grantId?: string | null
+  resource?: string | null
+  scopes?: Prisma.AccessTokenCreatescopesInput | string[]
+  lastUsedAt?: Date | string | null
   connection: Prisma.AgentConnectionCreateNestedOneWithoutTokensInput
+  client?: Prisma.OAuthClientCreateNestedOneWithoutAccessTokensInput
 }
 
 export type AccessTokenUncheckedCreateInput = {
@@ -270,6 +334,11 @@ export type AccessTokenUncheckedCreateInput = {
   expiresAt: Date | string
   revokedAt?: Date | string | null
   createdAt?: Date | string
+  clientId?: string | null
+  grantId?: string | null
+  resource?: string | null
+  scopes?: Prisma.AccessTokenCreatescopesInput | string[]
+  lastUsedAt?: Date | string | null
 }
 
 export type AccessTokenUpdateInput = {
@@ -279,7 +348,12 @@ export type AccessTokenUpdateInput = {
   expiresAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  grantId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  resource?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  scopes?: Prisma.AccessTokenUpdatescopesInput | string[]
+  lastUsedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   connection?: Prisma.AgentConnectionUpdateOneRequiredWithoutTokensNestedInput
+  client?: Prisma.OAuthClientUpdateOneWithoutAccessTokensNestedInput
 }
 
 export type AccessTokenUncheckedUpdateInput = {
@@ -290,6 +364,11 @@ export type AccessTokenUncheckedUpdateInput = {
   expiresAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  clientId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  grantId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  resource?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  scopes?: Prisma.AccessTokenUpdatescopesInput | string[]
+  lastUsedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
 }
 
 export type AccessTokenCreateManyInput = {
@@ -300,6 +379,11 @@ export type AccessTokenCreateManyInput = {
   expiresAt: Date | string
   revokedAt?: Date | string | null
   createdAt?: Date | string
+  clientId?: string | null
+  grantId?: string | null
+  resource?: string | null
+  scopes?: Prisma.AccessTokenCreatescopesInput | string[]
+  lastUsedAt?: Date | string | null
 }
 
 export type AccessTokenUpdateManyMutationInput = {
@@ -309,6 +393,10 @@ export type AccessTokenUpdateManyMutationInput = {
   expiresAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  grantId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  resource?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  scopes?: Prisma.AccessTokenUpdatescopesInput | string[]
+  lastUsedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
 }
 
 export type AccessTokenUncheckedUpdateManyInput = {
@@ -319,6 +407,11 @@ export type AccessTokenUncheckedUpdateManyInput = {
   expiresAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  clientId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  grantId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  resource?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  scopes?: Prisma.AccessTokenUpdatescopesInput | string[]
+  lastUsedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
 }
 
 export type AccessTokenListRelationFilter = {
@@ -339,6 +432,11 @@ export type AccessTokenCountOrderByAggregateInput = {
   expiresAt?: Prisma.SortOrder
   revokedAt?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  clientId?: Prisma.SortOrder
+  grantId?: Prisma.SortOrder
+  resource?: Prisma.SortOrder
+  scopes?: Prisma.SortOrder
+  lastUsedAt?: Prisma.SortOrder
 }
 
 export type AccessTokenMaxOrderByAggregateInput = {
@@ -349,6 +447,10 @@ export type AccessTokenMaxOrderByAggregateInput = {
   expiresAt?: Prisma.SortOrder
   revokedAt?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  clientId?: Prisma.SortOrder
+  grantId?: Prisma.SortOrder
+  resource?: Prisma.SortOrder
+  lastUsedAt?: Prisma.SortOrder
 }
 
 export type AccessTokenMinOrderByAggregateInput = {
@@ -359,6 +461,10 @@ export type AccessTokenMinOrderByAggregateInput = {
   expiresAt?: Prisma.SortOrder
   revokedAt?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  clientId?: Prisma.SortOrder
+  grantId?: Prisma.SortOrder
+  resource?: Prisma.SortOrder
+  lastUsedAt?: Prisma.SortOrder
 }
 
 export type AccessTokenCreateNestedManyWithoutConnectionInput = {
@@ -403,6 +509,57 @@ export type AccessTokenUncheckedUpdateManyWithoutConnectionNestedInput = {
   deleteMany?: Prisma.AccessTokenScalarWhereInput | Prisma.AccessTokenScalarWhereInput[]
 }
 
+export type AccessTokenCreatescopesInput = {
+  set: string[]
+}
+
+export type AccessTokenUpdatescopesInput = {
+  set?: string[]
+  push?: string | string[]
+}
+
+export type AccessTokenCreateNestedManyWithoutClientInput = {
+  create?: Prisma.XOR<Prisma.AccessTokenCreateWithoutClientInput, Prisma.AccessTokenUncheckedCreateWithoutClientInput> | Prisma.AccessTokenCreateWithoutClientInput[] | Prisma.AccessTokenUncheckedCreateWithoutClientInput[]
+  connectOrCreate?: Prisma.AccessTokenCreateOrConnectWithoutClientInput | Prisma.AccessTokenCreateOrConnectWithoutClientInput[]
+  createMany?: Prisma.AccessTokenCreateManyClientInputEnvelope
+  connect?: Prisma.AccessTokenWhereUniqueInput | Prisma.AccessTokenWhereUniqueInput[]
+}
+
+export type AccessTokenUncheckedCreateNestedManyWithoutClientInput = {
+  create?: Prisma.XOR<Prisma.AccessTokenCreateWithoutClientInput, Prisma.AccessTokenUncheckedCreateWithoutClientInput> | Prisma.AccessTokenCreateWithoutClientInput[] | Prisma.AccessTokenUncheckedCreateWithoutClientInput[]
+  connectOrCreate?: Prisma.AccessTokenCreateOrConnectWithoutClientInput | Prisma.AccessTokenCreateOrConnectWithoutClientInput[]
+  createMany?: Prisma.AccessTokenCreateManyClientInputEnvelope
+  connect?: Prisma.AccessTokenWhereUniqueInput | Prisma.AccessTokenWhereUniqueInput[]
+}
+
+export type AccessTokenUpdateManyWithoutClientNestedInput = {
+  create?: Prisma.XOR<Prisma.AccessTokenCreateWithoutClientInput, Prisma.AccessTokenUncheckedCreateWithoutClientInput> | Prisma.AccessTokenCreateWithoutClientInput[] | Prisma.AccessTokenUncheckedCreateWithoutClientInput[]
+  connectOrCreate?: Prisma.AccessTokenCreateOrConnectWithoutClientInput | Prisma.AccessTokenCreateOrConnectWithoutClientInput[]
+  upsert?: Prisma.AccessTokenUpsertWithWhereUniqueWithoutClientInput | Prisma.AccessTokenUpsertWithWhereUniqueWithoutClientInput[]
+  createMany?: Prisma.AccessTokenCreateManyClientInputEnvelope
+  set?: Prisma.AccessTokenWhereUniqueInput | Prisma.AccessTokenWhereUniqueInput[]
+  disconnect?: Prisma.AccessTokenWhereUniqueInput | Prisma.AccessTokenWhereUniqueInput[]
+  delete?: Prisma.AccessTokenWhereUniqueInput | Prisma.AccessTokenWhereUniqueInput[]
+  connect?: Prisma.AccessTokenWhereUniqueInput | Prisma.AccessTokenWhereUniqueInput[]
+  update?: Prisma.AccessTokenUpdateWithWhereUniqueWithoutClientInput | Prisma.AccessTokenUpdateWithWhereUniqueWithoutClientInput[]
+  updateMany?: Prisma.AccessTokenUpdateManyWithWhereWithoutClientInput | Prisma.AccessTokenUpdateManyWithWhereWithoutClientInput[]
+  deleteMany?: Prisma.AccessTokenScalarWhereInput | Prisma.AccessTokenScalarWhereInput[]
+}
+
+export type AccessTokenUncheckedUpdateManyWithoutClientNestedInput = {
+  create?: Prisma.XOR<Prisma.AccessTokenCreateWithoutClientInput, Prisma.AccessTokenUncheckedCreateWithoutClientInput> | Prisma.AccessTokenCreateWithoutClientInput[] | Prisma.AccessTokenUncheckedCreateWithoutClientInput[]
+  connectOrCreate?: Prisma.AccessTokenCreateOrConnectWithoutClientInput | Prisma.AccessTokenCreateOrConnectWithoutClientInput[]
+  upsert?: Prisma.AccessTokenUpsertWithWhereUniqueWithoutClientInput | Prisma.AccessTokenUpsertWithWhereUniqueWithoutClientInput[]
+  createMany?: Prisma.AccessTokenCreateManyClientInputEnvelope
+  set?: Prisma.AccessTokenWhereUniqueInput | Prisma.AccessTokenWhereUniqueInput[]
+  disconnect?: Prisma.AccessTokenWhereUniqueInput | Prisma.AccessTokenWhereUniqueInput[]
+  delete?: Prisma.AccessTokenWhereUniqueInput | Prisma.AccessTokenWhereUniqueInput[]
+  connect?: Prisma.AccessTokenWhereUniqueInput | Prisma.AccessTokenWhereUniqueInput[]
+  update?: Prisma.AccessTokenUpdateWithWhereUniqueWithoutClientInput | Prisma.AccessTokenUpdateWithWhereUniqueWithoutClientInput[]
+  updateMany?: Prisma.AccessTokenUpdateManyWithWhereWithoutClientInput | Prisma.AccessTokenUpdateManyWithWhereWithoutClientInput[]
+  deleteMany?: Prisma.AccessTokenScalarWhereInput | Prisma.AccessTokenScalarWhereInput[]
+}
+
 export type AccessTokenCreateWithoutConnectionInput = {
   id: string
   hint: string
@@ -410,6 +567,11 @@ export type AccessTokenCreateWithoutConnectionInput = {
   expiresAt: Date | string
   revokedAt?: Date | string | null
   createdAt?: Date | string
+  grantId?: string | null
+  resource?: string | null
+  scopes?: Prisma.AccessTokenCreatescopesInput | string[]
+  lastUsedAt?: Date | string | null
+  client?: Prisma.OAuthClientCreateNestedOneWithoutAccessTokensInput
 }
 
 export type AccessTokenUncheckedCreateWithoutConnectionInput = {
@@ -419,6 +581,11 @@ export type AccessTokenUncheckedCreateWithoutConnectionInput = {
   expiresAt: Date | string
   revokedAt?: Date | string | null
   createdAt?: Date | string
+  clientId?: string | null
+  grantId?: string | null
+  resource?: string | null
+  scopes?: Prisma.AccessTokenCreatescopesInput | string[]
+  lastUsedAt?: Date | string | null
 }
 
 export type AccessTokenCreateOrConnectWithoutConnectionInput = {
@@ -458,6 +625,65 @@ export type AccessTokenScalarWhereInput = {
   expiresAt?: Prisma.DateTimeFilter<"AccessToken"> | Date | string
   revokedAt?: Prisma.DateTimeNullableFilter<"AccessToken"> | Date | string | null
   createdAt?: Prisma.DateTimeFilter<"AccessToken"> | Date | string
+  clientId?: Prisma.StringNullableFilter<"AccessToken"> | string | null
+  grantId?: Prisma.StringNullableFilter<"AccessToken"> | string | null
+  resource?: Prisma.StringNullableFilter<"AccessToken"> | string | null
+  scopes?: Prisma.StringNullableListFilter<"AccessToken">
+  lastUsedAt?: Prisma.DateTimeNullableFilter<"AccessToken"> | Date | string | null
+}
+
+export type AccessTokenCreateWithoutClientInput = {
+  id: string
+  hint: string
+  secretHash: string
+  expiresAt: Date | string
+  revokedAt?: Date | string | null
+  createdAt?: Date | string
+  grantId?: string | null
+  resource?: string | null
+  scopes?: Prisma.AccessTokenCreatescopesInput | string[]
+  lastUsedAt?: Date | string | null
+  connection: Prisma.AgentConnectionCreateNestedOneWithoutTokensInput
+}
+
+export type AccessTokenUncheckedCreateWithoutClientInput = {
+  id: string
+  connectionId: string
+  hint: string
+  secretHash: string
+  expiresAt: Date | string
+  revokedAt?: Date | string | null
+  createdAt?: Date | string
+  grantId?: string | null
+  resource?: string | null
+  scopes?: Prisma.AccessTokenCreatescopesInput | string[]
+  lastUsedAt?: Date | string | null
+}
+
+export type AccessTokenCreateOrConnectWithoutClientInput = {
+  where: Prisma.AccessTokenWhereUniqueInput
+  create: Prisma.XOR<Prisma.AccessTokenCreateWithoutClientInput, Prisma.AccessTokenUncheckedCreateWithoutClientInput>
+}
+
+export type AccessTokenCreateManyClientInputEnvelope = {
+  data: Prisma.AccessTokenCreateManyClientInput | Prisma.AccessTokenCreateManyClientInput[]
+  skipDuplicates?: boolean
+}
+
+export type AccessTokenUpsertWithWhereUniqueWithoutClientInput = {
+  where: Prisma.AccessTokenWhereUniqueInput
+  update: Prisma.XOR<Prisma.AccessTokenUpdateWithoutClientInput, Prisma.AccessTokenUncheckedUpdateWithoutClientInput>
+  create: Prisma.XOR<Prisma.AccessTokenCreateWithoutClientInput, Prisma.AccessTokenUncheckedCreateWithoutClientInput>
+}
+
+export type AccessTokenUpdateWithWhereUniqueWithoutClientInput = {
+  where: Prisma.AccessTokenWhereUniqueInput
+  data: Prisma.XOR<Prisma.AccessTokenUpdateWithoutClientInput, Prisma.AccessTokenUncheckedUpdateWithoutClientInput>
+}
+
+export type AccessTokenUpdateManyWithWhereWithoutClientInput = {
+  where: Prisma.AccessTokenScalarWhereInput
+  data: Prisma.XOR<Prisma.AccessTokenUpdateManyMutationInput, Prisma.AccessTokenUncheckedUpdateManyWithoutClientInput>
 }
 
 export type AccessTokenCreateManyConnectionInput = {
@@ -467,6 +693,11 @@ export type AccessTokenCreateManyConnectionInput = {
   expiresAt: Date | string
   revokedAt?: Date | string | null
   createdAt?: Date | string
+  clientId?: string | null
+  grantId?: string | null
+  resource?: string | null
+  scopes?: Prisma.AccessTokenCreatescopesInput | string[]
+  lastUsedAt?: Date | string | null
 }
 
 export type AccessTokenUpdateWithoutConnectionInput = {
@@ -476,6 +707,11 @@ export type AccessTokenUpdateWithoutConnectionInput = {
   expiresAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  grantId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  resource?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  scopes?: Prisma.AccessTokenUpdatescopesInput | string[]
+  lastUsedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  client?: Prisma.OAuthClientUpdateOneWithoutAccessTokensNestedInput
 }
 
 export type AccessTokenUncheckedUpdateWithoutConnectionInput = {
@@ -485,6 +721,11 @@ export type AccessTokenUncheckedUpdateWithoutConnectionInput = {
   expiresAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  clientId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  grantId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  resource?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  scopes?: Prisma.AccessTokenUpdatescopesInput | string[]
+  lastUsedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
 }
 
 export type AccessTokenUncheckedUpdateManyWithoutConnectionInput = {
@@ -494,6 +735,67 @@ export type AccessTokenUncheckedUpdateManyWithoutConnectionInput = {
   expiresAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  clientId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  grantId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  resource?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  scopes?: Prisma.AccessTokenUpdatescopesInput | string[]
+  lastUsedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+}
+
+export type AccessTokenCreateManyClientInput = {
+  id: string
+  connectionId: string
+  hint: string
+  secretHash: string
+  expiresAt: Date | string
+  revokedAt?: Date | string | null
+  createdAt?: Date | string
+  grantId?: string | null
+  resource?: string | null
+  scopes?: Prisma.AccessTokenCreatescopesInput | string[]
+  lastUsedAt?: Date | string | null
+}
+
+export type AccessTokenUpdateWithoutClientInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  hint?: Prisma.StringFieldUpdateOperationsInput | string
+  secretHash?: Prisma.StringFieldUpdateOperationsInput | string
+  expiresAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  grantId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  resource?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  scopes?: Prisma.AccessTokenUpdatescopesInput | string[]
+  lastUsedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  connection?: Prisma.AgentConnectionUpdateOneRequiredWithoutTokensNestedInput
+}
+
+export type AccessTokenUncheckedUpdateWithoutClientInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  connectionId?: Prisma.StringFieldUpdateOperationsInput | string
+  hint?: Prisma.StringFieldUpdateOperationsInput | string
+  secretHash?: Prisma.StringFieldUpdateOperationsInput | string
+  expiresAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  grantId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  resource?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  scopes?: Prisma.AccessTokenUpdatescopesInput | string[]
+  lastUsedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+}
+
+export type AccessTokenUncheckedUpdateManyWithoutClientInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  connectionId?: Prisma.StringFieldUpdateOperationsInput | string
+  hint?: Prisma.StringFieldUpdateOperationsInput | string
+  secretHash?: Prisma.StringFieldUpdateOperationsInput | string
+  expiresAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  grantId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  resource?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  scopes?: Prisma.AccessTokenUpdatescopesInput | string[]
+  lastUsedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
 }
 
 
@@ -506,7 +808,13 @@ export type AccessTokenSelect<ExtArgs extends runtime.Types.Extensions.InternalA
   expiresAt?: boolean
   revokedAt?: boolean
   createdAt?: boolean
+  clientId?: boolean
+  grantId?: boolean
+  resource?: boolean
+  scopes?: boolean
+  lastUsedAt?: boolean
   connection?: boolean | Prisma.AgentConnectionDefaultArgs<ExtArgs>
+  client?: boolean | Prisma.AccessToken$clientArgs<ExtArgs>
 }, ExtArgs["result"]["accessToken"]>
 
 export type AccessTokenSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -517,7 +825,13 @@ export type AccessTokenSelectCreateManyAndReturn<ExtArgs extends runtime.Types.E
   expiresAt?: boolean
   revokedAt?: boolean
   createdAt?: boolean
+  clientId?: boolean
+  grantId?: boolean
+  resource?: boolean
+  scopes?: boolean
+  lastUsedAt?: boolean
   connection?: boolean | Prisma.AgentConnectionDefaultArgs<ExtArgs>
+  client?: boolean | Prisma.AccessToken$clientArgs<ExtArgs>
 }, ExtArgs["result"]["accessToken"]>
 
 export type AccessTokenSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -528,7 +842,13 @@ export type AccessTokenSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.E
   expiresAt?: boolean
   revokedAt?: boolean
   createdAt?: boolean
+  clientId?: boolean
+  grantId?: boolean
+  resource?: boolean
+  scopes?: boolean
+  lastUsedAt?: boolean
   connection?: boolean | Prisma.AgentConnectionDefaultArgs<ExtArgs>
+  client?: boolean | Prisma.AccessToken$clientArgs<ExtArgs>
 }, ExtArgs["result"]["accessToken"]>
 
 export type AccessTokenSelectScalar = {
@@ -539,23 +859,32 @@ export type AccessTokenSelectScalar = {
   expiresAt?: boolean
   revokedAt?: boolean
   createdAt?: boolean
+  clientId?: boolean
+  grantId?: boolean
+  resource?: boolean
+  scopes?: boolean
+  lastUsedAt?: boolean
 }
 
-export type AccessTokenOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "connectionId" | "hint" | "secretHash" | "expiresAt" | "revokedAt" | "createdAt", ExtArgs["result"]["accessToken"]>
+export type AccessTokenOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "connectionId" | "hint" | "secretHash" | "expiresAt" | "revokedAt" | "createdAt" | "clientId" | "grantId" | "resource" | "scopes" | "lastUsedAt", ExtArgs["result"]["accessToken"]>
 export type AccessTokenInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   connection?: boolean | Prisma.AgentConnectionDefaultArgs<ExtArgs>
+  client?: boolean | Prisma.AccessToken$clientArgs<ExtArgs>
 }
 export type AccessTokenIncludeCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   connection?: boolean | Prisma.AgentConnectionDefaultArgs<ExtArgs>
+  client?: boolean | Prisma.AccessToken$clientArgs<ExtArgs>
 }
 export type AccessTokenIncludeUpdateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   connection?: boolean | Prisma.AgentConnectionDefaultArgs<ExtArgs>
+  client?: boolean | Prisma.AccessToken$clientArgs<ExtArgs>
 }
 
 export type $AccessTokenPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   name: "AccessToken"
   objects: {
     connection: Prisma.$AgentConnectionPayload<ExtArgs>
+    client: Prisma.$OAuthClientPayload<ExtArgs> | null
   }
   scalars: runtime.Types.Extensions.GetPayloadResult<{
     id: string
@@ -565,6 +894,26 @@ export type $AccessTokenPayload<ExtArgs extends runtime.Types.Extensions.Interna
     expiresAt: Date
     revokedAt: Date | null
     createdAt: Date
+    /**
+     * The OAuth client it was issued to (null: issued by an operator).
+     */
+    clientId: string | null
+    /**
+     * The authorization grant it came from: every access and refresh token of one authorization code.
+     */
+    grantId: string | null
+    /**
+     * The resource (RFC 8707) it is bound to (null: issued by an operator, good for any).
+     */
+    resource: string | null
+    /**
+     * A refresh that asked for fewer scopes: the token holds only these on each project (empty: the connection's).
+     */
+    scopes: string[]
+    /**
+     * When the token last authenticated a request, to the minute (lib/access/key-usage.ts).
+     */
+    lastUsedAt: Date | null
   }, ExtArgs["result"]["accessToken"]>
   composites: {}
 }
@@ -960,6 +1309,7 @@ readonly fields: AccessTokenFieldRefs;
 export interface Prisma__AccessTokenClient<T, Null = never, ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs, GlobalOmitOptions = {}> extends Prisma.PrismaPromise<T> {
   readonly [Symbol.toStringTag]: "PrismaPromise"
   connection<T extends Prisma.AgentConnectionDefaultArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.AgentConnectionDefaultArgs<ExtArgs>>): Prisma.Prisma__AgentConnectionClient<runtime.Types.Result.GetResult<Prisma.$AgentConnectionPayload<ExtArgs>, T, "findUniqueOrThrow", GlobalOmitOptions> | Null, Null, ExtArgs, GlobalOmitOptions>
+  client<T extends Prisma.AccessToken$clientArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.AccessToken$clientArgs<ExtArgs>>): Prisma.Prisma__OAuthClientClient<runtime.Types.Result.GetResult<Prisma.$OAuthClientPayload<ExtArgs>, T, "findUniqueOrThrow", GlobalOmitOptions> | null, null, ExtArgs, GlobalOmitOptions>
   /**
    * Attaches callbacks for the resolution and/or rejection of the Promise.
    * @param onfulfilled The callback to execute when the Promise is resolved.
@@ -996,6 +1346,11 @@ export interface AccessTokenFieldRefs {
   readonly expiresAt: Prisma.FieldRef<"AccessToken", 'DateTime'>
   readonly revokedAt: Prisma.FieldRef<"AccessToken", 'DateTime'>
   readonly createdAt: Prisma.FieldRef<"AccessToken", 'DateTime'>
+  readonly clientId: Prisma.FieldRef<"AccessToken", 'String'>
+  readonly grantId: Prisma.FieldRef<"AccessToken", 'String'>
+  readonly resource: Prisma.FieldRef<"AccessToken", 'String'>
+  readonly scopes: Prisma.FieldRef<"AccessToken", 'String[]'>
+  readonly lastUsedAt: Prisma.FieldRef<"AccessToken", 'DateTime'>
 }
     
 
@@ -1394,6 +1749,25 @@ export type AccessTokenDeleteManyArgs<ExtArgs extends runtime.Types.Extensions.I
    * Limit how many AccessTokens to delete.
    */
   limit?: number
+}
+
+/**
+ * AccessToken.client
+ */
+export type AccessToken$clientArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  /**
+   * Select specific fields to fetch from the OAuthClient
+   */
+  select?: Prisma.OAuthClientSelect<ExtArgs> | null
+  /**
+   * Omit specific fields from the OAuthClient
+   */
+  omit?: Prisma.OAuthClientOmit<ExtArgs> | null
+  /**
+   * Choose, which related nodes to fetch as well
+   */
+  include?: Prisma.OAuthClientInclude<ExtArgs> | null
+  where?: Prisma.OAuthClientWhereInput
 }
 
 /**

@@ -14,7 +14,9 @@ import type * as Prisma from "../internal/prismaNamespace.js"
 
 /**
  * Model AgentConnection
- * An OAuth connection of an AI agent; it reaches the projects attached to it.
+ * An OAuth connection of an AI agent; it reaches the projects attached to it. Made by an operator
+ * (no client, no account), or by a person's consent to an OAuth client (lib/oauth): then one per
+ * client and person, extended by each later consent.
  */
 export type AgentConnectionModel = runtime.Types.Result.DefaultSelection<Prisma.$AgentConnectionPayload>
 
@@ -28,18 +30,24 @@ export type AgentConnectionMinAggregateOutputType = {
   id: string | null
   name: string | null
   createdAt: Date | null
+  clientId: string | null
+  accountId: string | null
 }
 
 export type AgentConnectionMaxAggregateOutputType = {
   id: string | null
   name: string | null
   createdAt: Date | null
+  clientId: string | null
+  accountId: string | null
 }
 
 export type AgentConnectionCountAggregateOutputType = {
   id: number
   name: number
   createdAt: number
+  clientId: number
+  accountId: number
   _all: number
 }
 
@@ -48,18 +56,24 @@ export type AgentConnectionMinAggregateInputType = {
   id?: true
   name?: true
   createdAt?: true
+  clientId?: true
+  accountId?: true
 }
 
 export type AgentConnectionMaxAggregateInputType = {
   id?: true
   name?: true
   createdAt?: true
+  clientId?: true
+  accountId?: true
 }
 
 export type AgentConnectionCountAggregateInputType = {
   id?: true
   name?: true
   createdAt?: true
+  clientId?: true
+  accountId?: true
   _all?: true
 }
 
@@ -139,6 +153,8 @@ export type AgentConnectionGroupByOutputType = {
   id: string
   name: string
   createdAt: Date
+  clientId: string | null
+  accountId: string | null
   _count: AgentConnectionCountAggregateOutputType | null
   _min: AgentConnectionMinAggregateOutputType | null
   _max: AgentConnectionMaxAggregateOutputType | null
@@ -166,33 +182,54 @@ export type AgentConnectionWhereInput = {
   id?: Prisma.StringFilter<"AgentConnection"> | string
   name?: Prisma.StringFilter<"AgentConnection"> | string
   createdAt?: Prisma.DateTimeFilter<"AgentConnection"> | Date | string
+  clientId?: Prisma.StringNullableFilter<"AgentConnection"> | string | null
+  accountId?: Prisma.StringNullableFilter<"AgentConnection"> | string | null
   projects?: Prisma.ConnectionProjectListRelationFilter
   tokens?: Prisma.AccessTokenListRelationFilter
+  client?: Prisma.XOR<Prisma.OAuthClientNullableScalarRelationFilter, Prisma.OAuthClientWhereInput> | null
+  account?: Prisma.XOR<Prisma.DashboardAccountNullableScalarRelationFilter, Prisma.DashboardAccountWhereInput> | null
+  codes?: Prisma.OAuthCodeListRelationFilter
+  refreshTokens?: Prisma.OAuthRefreshTokenListRelationFilter
 }
 
 export type AgentConnectionOrderByWithRelationInput = {
   id?: Prisma.SortOrder
   name?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  clientId?: Prisma.SortOrderInput | Prisma.SortOrder
+  accountId?: Prisma.SortOrderInput | Prisma.SortOrder
   projects?: Prisma.ConnectionProjectOrderByRelationAggregateInput
   tokens?: Prisma.AccessTokenOrderByRelationAggregateInput
+  client?: Prisma.OAuthClientOrderByWithRelationInput
+  account?: Prisma.DashboardAccountOrderByWithRelationInput
+  codes?: Prisma.OAuthCodeOrderByRelationAggregateInput
+  refreshTokens?: Prisma.OAuthRefreshTokenOrderByRelationAggregateInput
 }
 
 export type AgentConnectionWhereUniqueInput = Prisma.AtLeast<{
   id?: string
+  clientId_accountId?: Prisma.AgentConnectionClientIdAccountIdCompoundUniqueInput
   AND?: Prisma.AgentConnectionWhereInput | Prisma.AgentConnectionWhereInput[]
   OR?: Prisma.AgentConnectionWhereInput[]
   NOT?: Prisma.AgentConnectionWhereInput | Prisma.AgentConnectionWhereInput[]
   name?: Prisma.StringFilter<"AgentConnection"> | string
   createdAt?: Prisma.DateTimeFilter<"AgentConnection"> | Date | string
+  clientId?: Prisma.StringNullableFilter<"AgentConnection"> | string | null
+  accountId?: Prisma.StringNullableFilter<"AgentConnection"> | string | null
   projects?: Prisma.ConnectionProjectListRelationFilter
   tokens?: Prisma.AccessTokenListRelationFilter
-}, "id">
+  client?: Prisma.XOR<Prisma.OAuthClientNullableScalarRelationFilter, Prisma.OAuthClientWhereInput> | null
+  account?: Prisma.XOR<Prisma.DashboardAccountNullableScalarRelationFilter, Prisma.DashboardAccountWhereInput> | null
+  codes?: Prisma.OAuthCodeListRelationFilter
+  refreshTokens?: Prisma.OAuthRefreshTokenListRelationFilter
+}, "id" | "clientId_accountId">
 
 export type AgentConnectionOrderByWithAggregationInput = {
   id?: Prisma.SortOrder
   name?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  clientId?: Prisma.SortOrderInput | Prisma.SortOrder
+  accountId?: Prisma.SortOrderInput | Prisma.SortOrder
   _count?: Prisma.AgentConnectionCountOrderByAggregateInput
   _max?: Prisma.AgentConnectionMaxOrderByAggregateInput
   _min?: Prisma.AgentConnectionMinOrderByAggregateInput
@@ -205,6 +242,8 @@ export type AgentConnectionScalarWhereWithAggregatesInput = {
   id?: Prisma.StringWithAggregatesFilter<"AgentConnection"> | string
   name?: Prisma.StringWithAggregatesFilter<"AgentConnection"> | string
   createdAt?: Prisma.DateTimeWithAggregatesFilter<"AgentConnection"> | Date | string
+  clientId?: Prisma.StringNullableWithAggregatesFilter<"AgentConnection"> | string | null
+  accountId?: Prisma.StringNullableWithAggregatesFilter<"AgentConnection"> | string | null
 }
 
 export type AgentConnectionCreateInput = {
@@ -213,14 +252,22 @@ export type AgentConnectionCreateInput = {
   createdAt?: Date | string
   projects?: Prisma.ConnectionProjectCreateNestedManyWithoutConnectionInput
   tokens?: Prisma.AccessTokenCreateNestedManyWithoutConnectionInput
+  client?: Prisma.OAuthClientCreateNestedOneWithoutConnectionsInput
+  account?: Prisma.DashboardAccountCreateNestedOneWithoutConnectionsInput
+  codes?: Prisma.OAuthCodeCreateNestedManyWithoutConnectionInput
+  refreshTokens?: Prisma.OAuthRefreshTokenCreateNestedManyWithoutConnectionInput
 }
 
 export type AgentConnectionUncheckedCreateInput = {
   id: string
   name: string
   createdAt?: Date | string
+  clientId?: string | null
+  accountId?: string | null
   projects?: Prisma.ConnectionProjectUncheckedCreateNestedManyWithoutConnectionInput
   tokens?: Prisma.AccessTokenUncheckedCreateNestedManyWithoutConnectionInput
+  codes?: Prisma.OAuthCodeUncheckedCreateNestedManyWithoutConnectionInput
+  refreshTokens?: Prisma.OAuthRefreshTokenUncheckedCreateNestedManyWithoutConnectionInput
 }
 
 export type AgentConnectionUpdateInput = {
@@ -229,20 +276,30 @@ export type AgentConnectionUpdateInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   projects?: Prisma.ConnectionProjectUpdateManyWithoutConnectionNestedInput
   tokens?: Prisma.AccessTokenUpdateManyWithoutConnectionNestedInput
+  client?: Prisma.OAuthClientUpdateOneWithoutConnectionsNestedInput
+  account?: Prisma.DashboardAccountUpdateOneWithoutConnectionsNestedInput
+  codes?: Prisma.OAuthCodeUpdateManyWithoutConnectionNestedInput
+  refreshTokens?: Prisma.OAuthRefreshTokenUpdateManyWithoutConnectionNestedInput
 }
 
 export type AgentConnectionUncheckedUpdateInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  clientId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  accountId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   projects?: Prisma.ConnectionProjectUncheckedUpdateManyWithoutConnectionNestedInput
   tokens?: Prisma.AccessTokenUncheckedUpdateManyWithoutConnectionNestedInput
+  codes?: Prisma.OAuthCodeUncheckedUpdateManyWithoutConnectionNestedInput
+  refreshTokens?: Prisma.OAuthRefreshTokenUncheckedUpdateManyWithoutConnectionNestedInput
 }
 
 export type AgentConnectionCreateManyInput = {
   id: string
   name: string
   createdAt?: Date | string
+  clientId?: string | null
+  accountId?: string | null
 }
 
 export type AgentConnectionUpdateManyMutationInput = {
@@ -255,29 +312,56 @@ export type AgentConnectionUncheckedUpdateManyInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  clientId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  accountId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+}
+
+export type AgentConnectionClientIdAccountIdCompoundUniqueInput = {
+  clientId: string
+  accountId: string
 }
 
 export type AgentConnectionCountOrderByAggregateInput = {
   id?: Prisma.SortOrder
   name?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  clientId?: Prisma.SortOrder
+  accountId?: Prisma.SortOrder
 }
 
 export type AgentConnectionMaxOrderByAggregateInput = {
   id?: Prisma.SortOrder
   name?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  clientId?: Prisma.SortOrder
+  accountId?: Prisma.SortOrder
 }
 
 export type AgentConnectionMinOrderByAggregateInput = {
   id?: Prisma.SortOrder
   name?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  clientId?: Prisma.SortOrder
+  accountId?: Prisma.SortOrder
 }
 
 export type AgentConnectionScalarRelationFilter = {
   is?: Prisma.AgentConnectionWhereInput
   isNot?: Prisma.AgentConnectionWhereInput
+}
+
+export type AgentConnectionListRelationFilter = {
+  every?: Prisma.AgentConnectionWhereInput
+  some?: Prisma.AgentConnectionWhereInput
+  none?: Prisma.AgentConnectionWhereInput
+}
+
+export type AgentConnectionOrderByRelationAggregateInput = {
+  _count?: Prisma.SortOrder
+}
+
+export type NullableStringFieldUpdateOperationsInput = {
+  set?: string | null
 }
 
 export type AgentConnectionCreateNestedOneWithoutProjectsInput = {
@@ -308,18 +392,138 @@ export type AgentConnectionUpdateOneRequiredWithoutTokensNestedInput = {
   update?: Prisma.XOR<Prisma.XOR<Prisma.AgentConnectionUpdateToOneWithWhereWithoutTokensInput, Prisma.AgentConnectionUpdateWithoutTokensInput>, Prisma.AgentConnectionUncheckedUpdateWithoutTokensInput>
 }
 
+export type AgentConnectionCreateNestedManyWithoutClientInput = {
+  create?: Prisma.XOR<Prisma.AgentConnectionCreateWithoutClientInput, Prisma.AgentConnectionUncheckedCreateWithoutClientInput> | Prisma.AgentConnectionCreateWithoutClientInput[] | Prisma.AgentConnectionUncheckedCreateWithoutClientInput[]
+  connectOrCreate?: Prisma.AgentConnectionCreateOrConnectWithoutClientInput | Prisma.AgentConnectionCreateOrConnectWithoutClientInput[]
+  createMany?: Prisma.AgentConnectionCreateManyClientInputEnvelope
+  connect?: Prisma.AgentConnectionWhereUniqueInput | Prisma.AgentConnectionWhereUniqueInput[]
+}
+
+export type AgentConnectionUncheckedCreateNestedManyWithoutClientInput = {
+  create?: Prisma.XOR<Prisma.AgentConnectionCreateWithoutClientInput, Prisma.AgentConnectionUncheckedCreateWithoutClientInput> | Prisma.AgentConnectionCreateWithoutClientInput[] | Prisma.AgentConnectionUncheckedCreateWithoutClientInput[]
+  connectOrCreate?: Prisma.AgentConnectionCreateOrConnectWithoutClientInput | Prisma.AgentConnectionCreateOrConnectWithoutClientInput[]
+  createMany?: Prisma.AgentConnectionCreateManyClientInputEnvelope
+  connect?: Prisma.AgentConnectionWhereUniqueInput | Prisma.AgentConnectionWhereUniqueInput[]
+}
+
+export type AgentConnectionUpdateManyWithoutClientNestedInput = {
+  create?: Prisma.XOR<Prisma.AgentConnectionCreateWithoutClientInput, Prisma.AgentConnectionUncheckedCreateWithoutClientInput> | Prisma.AgentConnectionCreateWithoutClientInput[] | Prisma.AgentConnectionUncheckedCreateWithoutClientInput[]
+  connectOrCreate?: Prisma.AgentConnectionCreateOrConnectWithoutClientInput | Prisma.AgentConnectionCreateOrConnectWithoutClientInput[]
+  upsert?: Prisma.AgentConnectionUpsertWithWhereUniqueWithoutClientInput | Prisma.AgentConnectionUpsertWithWhereUniqueWithoutClientInput[]
+  createMany?: Prisma.AgentConnectionCreateManyClientInputEnvelope
+  set?: Prisma.AgentConnectionWhereUniqueInput | Prisma.AgentConnectionWhereUniqueInput[]
+  disconnect?: Prisma.AgentConnectionWhereUniqueInput | Prisma.AgentConnectionWhereUniqueInput[]
+  delete?: Prisma.AgentConnectionWhereUniqueInput | Prisma.AgentConnectionWhereUniqueInput[]
+  connect?: Prisma.AgentConnectionWhereUniqueInput | Prisma.AgentConnectionWhereUniqueInput[]
+  update?: Prisma.AgentConnectionUpdateWithWhereUniqueWithoutClientInput | Prisma.AgentConnectionUpdateWithWhereUniqueWithoutClientInput[]
+  updateMany?: Prisma.AgentConnectionUpdateManyWithWhereWithoutClientInput | Prisma.AgentConnectionUpdateManyWithWhereWithoutClientInput[]
+  deleteMany?: Prisma.AgentConnectionScalarWhereInput | Prisma.AgentConnectionScalarWhereInput[]
+}
+
+export type AgentConnectionUncheckedUpdateManyWithoutClientNestedInput = {
+  create?: Prisma.XOR<Prisma.AgentConnectionCreateWithoutClientInput, Prisma.AgentConnectionUncheckedCreateWithoutClientInput> | Prisma.AgentConnectionCreateWithoutClientInput[] | Prisma.AgentConnectionUncheckedCreateWithoutClientInput[]
+  connectOrCreate?: Prisma.AgentConnectionCreateOrConnectWithoutClientInput | Prisma.AgentConnectionCreateOrConnectWithoutClientInput[]
+  upsert?: Prisma.AgentConnectionUpsertWithWhereUniqueWithoutClientInput | Prisma.AgentConnectionUpsertWithWhereUniqueWithoutClientInput[]
+  createMany?: Prisma.AgentConnectionCreateManyClientInputEnvelope
+  set?: Prisma.AgentConnectionWhereUniqueInput | Prisma.AgentConnectionWhereUniqueInput[]
+  disconnect?: Prisma.AgentConnectionWhereUniqueInput | Prisma.AgentConnectionWhereUniqueInput[]
+  delete?: Prisma.AgentConnectionWhereUniqueInput | Prisma.AgentConnectionWhereUniqueInput[]
+  connect?: Prisma.AgentConnectionWhereUniqueInput | Prisma.AgentConnectionWhereUniqueInput[]
+  update?: Prisma.AgentConnectionUpdateWithWhereUniqueWithoutClientInput | Prisma.AgentConnectionUpdateWithWhereUniqueWithoutClientInput[]
+  updateMany?: Prisma.AgentConnectionUpdateManyWithWhereWithoutClientInput | Prisma.AgentConnectionUpdateManyWithWhereWithoutClientInput[]
+  deleteMany?: Prisma.AgentConnectionScalarWhereInput | Prisma.AgentConnectionScalarWhereInput[]
+}
+
+export type AgentConnectionCreateNestedOneWithoutCodesInput = {
+  create?: Prisma.XOR<Prisma.AgentConnectionCreateWithoutCodesInput, Prisma.AgentConnectionUncheckedCreateWithoutCodesInput>
+  connectOrCreate?: Prisma.AgentConnectionCreateOrConnectWithoutCodesInput
+  connect?: Prisma.AgentConnectionWhereUniqueInput
+}
+
+export type AgentConnectionUpdateOneRequiredWithoutCodesNestedInput = {
+  create?: Prisma.XOR<Prisma.AgentConnectionCreateWithoutCodesInput, Prisma.AgentConnectionUncheckedCreateWithoutCodesInput>
+  connectOrCreate?: Prisma.AgentConnectionCreateOrConnectWithoutCodesInput
+  upsert?: Prisma.AgentConnectionUpsertWithoutCodesInput
+  connect?: Prisma.AgentConnectionWhereUniqueInput
+  update?: Prisma.XOR<Prisma.XOR<Prisma.AgentConnectionUpdateToOneWithWhereWithoutCodesInput, Prisma.AgentConnectionUpdateWithoutCodesInput>, Prisma.AgentConnectionUncheckedUpdateWithoutCodesInput>
+}
+
+export type AgentConnectionCreateNestedOneWithoutRefreshTokensInput = {
+  create?: Prisma.XOR<Prisma.AgentConnectionCreateWithoutRefreshTokensInput, Prisma.AgentConnectionUncheckedCreateWithoutRefreshTokensInput>
+  connectOrCreate?: Prisma.AgentConnectionCreateOrConnectWithoutRefreshTokensInput
+  connect?: Prisma.AgentConnectionWhereUniqueInput
+}
+
+export type AgentConnectionUpdateOneRequiredWithoutRefreshTokensNestedInput = {
+  create?: Prisma.XOR<Prisma.AgentConnectionCreateWithoutRefreshTokensInput, Prisma.AgentConnectionUncheckedCreateWithoutRefreshTokensInput>
+  connectOrCreate?: Prisma.AgentConnectionCreateOrConnectWithoutRefreshTokensInput
+  upsert?: Prisma.AgentConnectionUpsertWithoutRefreshTokensInput
+  connect?: Prisma.AgentConnectionWhereUniqueInput
+  update?: Prisma.XOR<Prisma.XOR<Prisma.AgentConnectionUpdateToOneWithWhereWithoutRefreshTokensInput, Prisma.AgentConnectionUpdateWithoutRefreshTokensInput>, Prisma.AgentConnectionUncheckedUpdateWithoutRefreshTokensInput>
+}
+
+export type AgentConnectionCreateNestedManyWithoutAccountInput = {
+  create?: Prisma.XOR<Prisma.AgentConnectionCreateWithoutAccountInput, Prisma.AgentConnectionUncheckedCreateWithoutAccountInput> | Prisma.AgentConnectionCreateWithoutAccountInput[] | Prisma.AgentConnectionUncheckedCreateWithoutAccountInput[]
+  connectOrCreate?: Prisma.AgentConnectionCreateOrConnectWithoutAccountInput | Prisma.AgentConnectionCreateOrConnectWithoutAccountInput[]
+  createMany?: Prisma.AgentConnectionCreateManyAccountInputEnvelope
+  connect?: Prisma.AgentConnectionWhereUniqueInput | Prisma.AgentConnectionWhereUniqueInput[]
+}
+
+export type AgentConnectionUncheckedCreateNestedManyWithoutAccountInput = {
+  create?: Prisma.XOR<Prisma.AgentConnectionCreateWithoutAccountInput, Prisma.AgentConnectionUncheckedCreateWithoutAccountInput> | Prisma.AgentConnectionCreateWithoutAccountInput[] | Prisma.AgentConnectionUncheckedCreateWithoutAccountInput[]
+  connectOrCreate?: Prisma.AgentConnectionCreateOrConnectWithoutAccountInput | Prisma.AgentConnectionCreateOrConnectWithoutAccountInput[]
+  createMany?: Prisma.AgentConnectionCreateManyAccountInputEnvelope
+  connect?: Prisma.AgentConnectionWhereUniqueInput | Prisma.AgentConnectionWhereUniqueInput[]
+}
+
+export type AgentConnectionUpdateManyWithoutAccountNestedInput = {
+  create?: Prisma.XOR<Prisma.AgentConnectionCreateWithoutAccountInput, Prisma.AgentConnectionUncheckedCreateWithoutAccountInput> | Prisma.AgentConnectionCreateWithoutAccountInput[] | Prisma.AgentConnectionUncheckedCreateWithoutAccountInput[]
+  connectOrCreate?: Prisma.AgentConnectionCreateOrConnectWithoutAccountInput | Prisma.AgentConnectionCreateOrConnectWithoutAccountInput[]
+  upsert?: Prisma.AgentConnectionUpsertWithWhereUniqueWithoutAccountInput | Prisma.AgentConnectionUpsertWithWhereUniqueWithoutAccountInput[]
+  createMany?: Prisma.AgentConnectionCreateManyAccountInputEnvelope
+  set?: Prisma.AgentConnectionWhereUniqueInput | Prisma.AgentConnectionWhereUniqueInput[]
+  disconnect?: Prisma.AgentConnectionWhereUniqueInput | Prisma.AgentConnectionWhereUniqueInput[]
+  delete?: Prisma.AgentConnectionWhereUniqueInput | Prisma.AgentConnectionWhereUniqueInput[]
+  connect?: Prisma.AgentConnectionWhereUniqueInput | Prisma.AgentConnectionWhereUniqueInput[]
+  update?: Prisma.AgentConnectionUpdateWithWhereUniqueWithoutAccountInput | Prisma.AgentConnectionUpdateWithWhereUniqueWithoutAccountInput[]
+  updateMany?: Prisma.AgentConnectionUpdateManyWithWhereWithoutAccountInput | Prisma.AgentConnectionUpdateManyWithWhereWithoutAccountInput[]
+  deleteMany?: Prisma.AgentConnectionScalarWhereInput | Prisma.AgentConnectionScalarWhereInput[]
+}
+
+export type AgentConnectionUncheckedUpdateManyWithoutAccountNestedInput = {
+  create?: Prisma.XOR<Prisma.AgentConnectionCreateWithoutAccountInput, Prisma.AgentConnectionUncheckedCreateWithoutAccountInput> | Prisma.AgentConnectionCreateWithoutAccountInput[] | Prisma.AgentConnectionUncheckedCreateWithoutAccountInput[]
+  connectOrCreate?: Prisma.AgentConnectionCreateOrConnectWithoutAccountInput | Prisma.AgentConnectionCreateOrConnectWithoutAccountInput[]
+  upsert?: Prisma.AgentConnectionUpsertWithWhereUniqueWithoutAccountInput | Prisma.AgentConnectionUpsertWithWhereUniqueWithoutAccountInput[]
+  createMany?: Prisma.AgentConnectionCreateManyAccountInputEnvelope
+  set?: Prisma.AgentConnectionWhereUniqueInput | Prisma.AgentConnectionWhereUniqueInput[]
+  disconnect?: Prisma.AgentConnectionWhereUniqueInput | Prisma.AgentConnectionWhereUniqueInput[]
+  delete?: Prisma.AgentConnectionWhereUniqueInput | Prisma.AgentConnectionWhereUniqueInput[]
+  connect?: Prisma.AgentConnectionWhereUniqueInput | Prisma.AgentConnectionWhereUniqueInput[]
+  update?: Prisma.AgentConnectionUpdateWithWhereUniqueWithoutAccountInput | Prisma.AgentConnectionUpdateWithWhereUniqueWithoutAccountInput[]
+  updateMany?: Prisma.AgentConnectionUpdateManyWithWhereWithoutAccountInput | Prisma.AgentConnectionUpdateManyWithWhereWithoutAccountInput[]
+  deleteMany?: Prisma.AgentConnectionScalarWhereInput | Prisma.AgentConnectionScalarWhereInput[]
+}
+
 export type AgentConnectionCreateWithoutProjectsInput = {
   id: string
   name: string
   createdAt?: Date | string
   tokens?: Prisma.AccessTokenCreateNestedManyWithoutConnectionInput
+  client?: Prisma.OAuthClientCreateNestedOneWithoutConnectionsInput
+  account?: Prisma.DashboardAccountCreateNestedOneWithoutConnectionsInput
+  codes?: Prisma.OAuthCodeCreateNestedManyWithoutConnectionInput
+  refreshTokens?: Prisma.OAuthRefreshTokenCreateNestedManyWithoutConnectionInput
 }
 
 export type AgentConnectionUncheckedCreateWithoutProjectsInput = {
   id: string
   name: string
   createdAt?: Date | string
+  clientId?: string | null
+  accountId?: string | null
   tokens?: Prisma.AccessTokenUncheckedCreateNestedManyWithoutConnectionInput
+  codes?: Prisma.OAuthCodeUncheckedCreateNestedManyWithoutConnectionInput
+  refreshTokens?: Prisma.OAuthRefreshTokenUncheckedCreateNestedManyWithoutConnectionInput
 }
 
 export type AgentConnectionCreateOrConnectWithoutProjectsInput = {
@@ -343,13 +547,21 @@ export type AgentConnectionUpdateWithoutProjectsInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   tokens?: Prisma.AccessTokenUpdateManyWithoutConnectionNestedInput
+  client?: Prisma.OAuthClientUpdateOneWithoutConnectionsNestedInput
+  account?: Prisma.DashboardAccountUpdateOneWithoutConnectionsNestedInput
+  codes?: Prisma.OAuthCodeUpdateManyWithoutConnectionNestedInput
+  refreshTokens?: Prisma.OAuthRefreshTokenUpdateManyWithoutConnectionNestedInput
 }
 
 export type AgentConnectionUncheckedUpdateWithoutProjectsInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  clientId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  accountId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   tokens?: Prisma.AccessTokenUncheckedUpdateManyWithoutConnectionNestedInput
+  codes?: Prisma.OAuthCodeUncheckedUpdateManyWithoutConnectionNestedInput
+  refreshTokens?: Prisma.OAuthRefreshTokenUncheckedUpdateManyWithoutConnectionNestedInput
 }
 
 export type AgentConnectionCreateWithoutTokensInput = {
@@ -357,13 +569,21 @@ export type AgentConnectionCreateWithoutTokensInput = {
   name: string
   createdAt?: Date | string
   projects?: Prisma.ConnectionProjectCreateNestedManyWithoutConnectionInput
+  client?: Prisma.OAuthClientCreateNestedOneWithoutConnectionsInput
+  account?: Prisma.DashboardAccountCreateNestedOneWithoutConnectionsInput
+  codes?: Prisma.OAuthCodeCreateNestedManyWithoutConnectionInput
+  refreshTokens?: Prisma.OAuthRefreshTokenCreateNestedManyWithoutConnectionInput
 }
 
 export type AgentConnectionUncheckedCreateWithoutTokensInput = {
   id: string
   name: string
   createdAt?: Date | string
+  clientId?: string | null
+  accountId?: string | null
   projects?: Prisma.ConnectionProjectUncheckedCreateNestedManyWithoutConnectionInput
+  codes?: Prisma.OAuthCodeUncheckedCreateNestedManyWithoutConnectionInput
+  refreshTokens?: Prisma.OAuthRefreshTokenUncheckedCreateNestedManyWithoutConnectionInput
 }
 
 export type AgentConnectionCreateOrConnectWithoutTokensInput = {
@@ -387,13 +607,320 @@ export type AgentConnectionUpdateWithoutTokensInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   projects?: Prisma.ConnectionProjectUpdateManyWithoutConnectionNestedInput
+  client?: Prisma.OAuthClientUpdateOneWithoutConnectionsNestedInput
+  account?: Prisma.DashboardAccountUpdateOneWithoutConnectionsNestedInput
+  codes?: Prisma.OAuthCodeUpdateManyWithoutConnectionNestedInput
+  refreshTokens?: Prisma.OAuthRefreshTokenUpdateManyWithoutConnectionNestedInput
 }
 
 export type AgentConnectionUncheckedUpdateWithoutTokensInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   name?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  clientId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  accountId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   projects?: Prisma.ConnectionProjectUncheckedUpdateManyWithoutConnectionNestedInput
+  codes?: Prisma.OAuthCodeUncheckedUpdateManyWithoutConnectionNestedInput
+  refreshTokens?: Prisma.OAuthRefreshTokenUncheckedUpdateManyWithoutConnectionNestedInput
+}
+
+export type AgentConnectionCreateWithoutClientInput = {
+  id: string
+  name: string
+  createdAt?: Date | string
+  projects?: Prisma.ConnectionProjectCreateNestedManyWithoutConnectionInput
+  tokens?: Prisma.AccessTokenCreateNestedManyWithoutConnectionInput
+  account?: Prisma.DashboardAccountCreateNestedOneWithoutConnectionsInput
+  codes?: Prisma.OAuthCodeCreateNestedManyWithoutConnectionInput
+  refreshTokens?: Prisma.OAuthRefreshTokenCreateNestedManyWithoutConnectionInput
+}
+
+export type AgentConnectionUncheckedCreateWithoutClientInput = {
+  id: string
+  name: string
+  createdAt?: Date | string
+  accountId?: string | null
+  projects?: Prisma.ConnectionProjectUncheckedCreateNestedManyWithoutConnectionInput
+  tokens?: Prisma.AccessTokenUncheckedCreateNestedManyWithoutConnectionInput
+  codes?: Prisma.OAuthCodeUncheckedCreateNestedManyWithoutConnectionInput
+  refreshTokens?: Prisma.OAuthRefreshTokenUncheckedCreateNestedManyWithoutConnectionInput
+}
+
+export type AgentConnectionCreateOrConnectWithoutClientInput = {
+  where: Prisma.AgentConnectionWhereUniqueInput
+  create: Prisma.XOR<Prisma.AgentConnectionCreateWithoutClientInput, Prisma.AgentConnectionUncheckedCreateWithoutClientInput>
+}
+
+export type AgentConnectionCreateManyClientInputEnvelope = {
+  data: Prisma.AgentConnectionCreateManyClientInput | Prisma.AgentConnectionCreateManyClientInput[]
+  skipDuplicates?: boolean
+}
+
+export type AgentConnectionUpsertWithWhereUniqueWithoutClientInput = {
+  where: Prisma.AgentConnectionWhereUniqueInput
+  update: Prisma.XOR<Prisma.AgentConnectionUpdateWithoutClientInput, Prisma.AgentConnectionUncheckedUpdateWithoutClientInput>
+  create: Prisma.XOR<Prisma.AgentConnectionCreateWithoutClientInput, Prisma.AgentConnectionUncheckedCreateWithoutClientInput>
+}
+
+export type AgentConnectionUpdateWithWhereUniqueWithoutClientInput = {
+  where: Prisma.AgentConnectionWhereUniqueInput
+  data: Prisma.XOR<Prisma.AgentConnectionUpdateWithoutClientInput, Prisma.AgentConnectionUncheckedUpdateWithoutClientInput>
+}
+
+export type AgentConnectionUpdateManyWithWhereWithoutClientInput = {
+  where: Prisma.AgentConnectionScalarWhereInput
+  data: Prisma.XOR<Prisma.AgentConnectionUpdateManyMutationInput, Prisma.AgentConnectionUncheckedUpdateManyWithoutClientInput>
+}
+
+export type AgentConnectionScalarWhereInput = {
+  AND?: Prisma.AgentConnectionScalarWhereInput | Prisma.AgentConnectionScalarWhereInput[]
+  OR?: Prisma.AgentConnectionScalarWhereInput[]
+  NOT?: Prisma.AgentConnectionScalarWhereInput | Prisma.AgentConnectionScalarWhereInput[]
+  id?: Prisma.StringFilter<"AgentConnection"> | string
+  name?: Prisma.StringFilter<"AgentConnection"> | string
+  createdAt?: Prisma.DateTimeFilter<"AgentConnection"> | Date | string
+  clientId?: Prisma.StringNullableFilter<"AgentConnection"> | string | null
+  accountId?: Prisma.StringNullableFilter<"AgentConnection"> | string | null
+}
+
+export type AgentConnectionCreateWithoutCodesInput = {
+  id: string
+  name: string
+  createdAt?: Date | string
+  projects?: Prisma.ConnectionProjectCreateNestedManyWithoutConnectionInput
+  tokens?: Prisma.AccessTokenCreateNestedManyWithoutConnectionInput
+  client?: Prisma.OAuthClientCreateNestedOneWithoutConnectionsInput
+  account?: Prisma.DashboardAccountCreateNestedOneWithoutConnectionsInput
+  refreshTokens?: Prisma.OAuthRefreshTokenCreateNestedManyWithoutConnectionInput
+}
+
+export type AgentConnectionUncheckedCreateWithoutCodesInput = {
+  id: string
+  name: string
+  createdAt?: Date | string
+  clientId?: string | null
+  accountId?: string | null
+  projects?: Prisma.ConnectionProjectUncheckedCreateNestedManyWithoutConnectionInput
+  tokens?: Prisma.AccessTokenUncheckedCreateNestedManyWithoutConnectionInput
+  refreshTokens?: Prisma.OAuthRefreshTokenUncheckedCreateNestedManyWithoutConnectionInput
+}
+
+export type AgentConnectionCreateOrConnectWithoutCodesInput = {
+  where: Prisma.AgentConnectionWhereUniqueInput
+  create: Prisma.XOR<Prisma.AgentConnectionCreateWithoutCodesInput, Prisma.AgentConnectionUncheckedCreateWithoutCodesInput>
+}
+
+export type AgentConnectionUpsertWithoutCodesInput = {
+  update: Prisma.XOR<Prisma.AgentConnectionUpdateWithoutCodesInput, Prisma.AgentConnectionUncheckedUpdateWithoutCodesInput>
+  create: Prisma.XOR<Prisma.AgentConnectionCreateWithoutCodesInput, Prisma.AgentConnectionUncheckedCreateWithoutCodesInput>
+  where?: Prisma.AgentConnectionWhereInput
+}
+
+export type AgentConnectionUpdateToOneWithWhereWithoutCodesInput = {
+  where?: Prisma.AgentConnectionWhereInput
+  data: Prisma.XOR<Prisma.AgentConnectionUpdateWithoutCodesInput, Prisma.AgentConnectionUncheckedUpdateWithoutCodesInput>
+}
+
+export type AgentConnectionUpdateWithoutCodesInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  name?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  projects?: Prisma.ConnectionProjectUpdateManyWithoutConnectionNestedInput
+  tokens?: Prisma.AccessTokenUpdateManyWithoutConnectionNestedInput
+  client?: Prisma.OAuthClientUpdateOneWithoutConnectionsNestedInput
+  account?: Prisma.DashboardAccountUpdateOneWithoutConnectionsNestedInput
+  refreshTokens?: Prisma.OAuthRefreshTokenUpdateManyWithoutConnectionNestedInput
+}
+
+export type AgentConnectionUncheckedUpdateWithoutCodesInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  name?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  clientId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  accountId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  projects?: Prisma.ConnectionProjectUncheckedUpdateManyWithoutConnectionNestedInput
+  tokens?: Prisma.AccessTokenUncheckedUpdateManyWithoutConnectionNestedInput
+  refreshTokens?: Prisma.OAuthRefreshTokenUncheckedUpdateManyWithoutConnectionNestedInput
+}
+
+export type AgentConnectionCreateWithoutRefreshTokensInput = {
+  id: string
+  name: string
+  createdAt?: Date | string
+  projects?: Prisma.ConnectionProjectCreateNestedManyWithoutConnectionInput
+  tokens?: Prisma.AccessTokenCreateNestedManyWithoutConnectionInput
+  client?: Prisma.OAuthClientCreateNestedOneWithoutConnectionsInput
+  account?: Prisma.DashboardAccountCreateNestedOneWithoutConnectionsInput
+  codes?: Prisma.OAuthCodeCreateNestedManyWithoutConnectionInput
+}
+
+export type AgentConnectionUncheckedCreateWithoutRefreshTokensInput = {
+  id: string
+  name: string
+  createdAt?: Date | string
+  clientId?: string | null
+  accountId?: string | null
+  projects?: Prisma.ConnectionProjectUncheckedCreateNestedManyWithoutConnectionInput
+  tokens?: Prisma.AccessTokenUncheckedCreateNestedManyWithoutConnectionInput
+  codes?: Prisma.OAuthCodeUncheckedCreateNestedManyWithoutConnectionInput
+}
+
+export type AgentConnectionCreateOrConnectWithoutRefreshTokensInput = {
+  where: Prisma.AgentConnectionWhereUniqueInput
+  create: Prisma.XOR<Prisma.AgentConnectionCreateWithoutRefreshTokensInput, Prisma.AgentConnectionUncheckedCreateWithoutRefreshTokensInput>
+}
+
+export type AgentConnectionUpsertWithoutRefreshTokensInput = {
+  update: Prisma.XOR<Prisma.AgentConnectionUpdateWithoutRefreshTokensInput, Prisma.AgentConnectionUncheckedUpdateWithoutRefreshTokensInput>
+  create: Prisma.XOR<Prisma.AgentConnectionCreateWithoutRefreshTokensInput, Prisma.AgentConnectionUncheckedCreateWithoutRefreshTokensInput>
+  where?: Prisma.AgentConnectionWhereInput
+}
+
+export type AgentConnectionUpdateToOneWithWhereWithoutRefreshTokensInput = {
+  where?: Prisma.AgentConnectionWhereInput
+  data: Prisma.XOR<Prisma.AgentConnectionUpdateWithoutRefreshTokensInput, Prisma.AgentConnectionUncheckedUpdateWithoutRefreshTokensInput>
+}
+
+export type AgentConnectionUpdateWithoutRefreshTokensInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  name?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  projects?: Prisma.ConnectionProjectUpdateManyWithoutConnectionNestedInput
+  tokens?: Prisma.AccessTokenUpdateManyWithoutConnectionNestedInput
+  client?: Prisma.OAuthClientUpdateOneWithoutConnectionsNestedInput
+  account?: Prisma.DashboardAccountUpdateOneWithoutConnectionsNestedInput
+  codes?: Prisma.OAuthCodeUpdateManyWithoutConnectionNestedInput
+}
+
+export type AgentConnectionUncheckedUpdateWithoutRefreshTokensInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  name?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  clientId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  accountId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  projects?: Prisma.ConnectionProjectUncheckedUpdateManyWithoutConnectionNestedInput
+  tokens?: Prisma.AccessTokenUncheckedUpdateManyWithoutConnectionNestedInput
+  codes?: Prisma.OAuthCodeUncheckedUpdateManyWithoutConnectionNestedInput
+}
+
+export type AgentConnectionCreateWithoutAccountInput = {
+  id: string
+  name: string
+  createdAt?: Date | string
+  projects?: Prisma.ConnectionProjectCreateNestedManyWithoutConnectionInput
+  tokens?: Prisma.AccessTokenCreateNestedManyWithoutConnectionInput
+  client?: Prisma.OAuthClientCreateNestedOneWithoutConnectionsInput
+  codes?: Prisma.OAuthCodeCreateNestedManyWithoutConnectionInput
+  refreshTokens?: Prisma.OAuthRefreshTokenCreateNestedManyWithoutConnectionInput
+}
+
+export type AgentConnectionUncheckedCreateWithoutAccountInput = {
+  id: string
+  name: string
+  createdAt?: Date | string
+  clientId?: string | null
+  projects?: Prisma.ConnectionProjectUncheckedCreateNestedManyWithoutConnectionInput
+  tokens?: Prisma.AccessTokenUncheckedCreateNestedManyWithoutConnectionInput
+  codes?: Prisma.OAuthCodeUncheckedCreateNestedManyWithoutConnectionInput
+  refreshTokens?: Prisma.OAuthRefreshTokenUncheckedCreateNestedManyWithoutConnectionInput
+}
+
+export type AgentConnectionCreateOrConnectWithoutAccountInput = {
+  where: Prisma.AgentConnectionWhereUniqueInput
+  create: Prisma.XOR<Prisma.AgentConnectionCreateWithoutAccountInput, Prisma.AgentConnectionUncheckedCreateWithoutAccountInput>
+}
+
+export type AgentConnectionCreateManyAccountInputEnvelope = {
+  data: Prisma.AgentConnectionCreateManyAccountInput | Prisma.AgentConnectionCreateManyAccountInput[]
+  skipDuplicates?: boolean
+}
+
+export type AgentConnectionUpsertWithWhereUniqueWithoutAccountInput = {
+  where: Prisma.AgentConnectionWhereUniqueInput
+  update: Prisma.XOR<Prisma.AgentConnectionUpdateWithoutAccountInput, Prisma.AgentConnectionUncheckedUpdateWithoutAccountInput>
+  create: Prisma.XOR<Prisma.AgentConnectionCreateWithoutAccountInput, Prisma.AgentConnectionUncheckedCreateWithoutAccountInput>
+}
+
+export type AgentConnectionUpdateWithWhereUniqueWithoutAccountInput = {
+  where: Prisma.AgentConnectionWhereUniqueInput
+  data: Prisma.XOR<Prisma.AgentConnectionUpdateWithoutAccountInput, Prisma.AgentConnectionUncheckedUpdateWithoutAccountInput>
+}
+
+export type AgentConnectionUpdateManyWithWhereWithoutAccountInput = {
+  where: Prisma.AgentConnectionScalarWhereInput
+  data: Prisma.XOR<Prisma.AgentConnectionUpdateManyMutationInput, Prisma.AgentConnectionUncheckedUpdateManyWithoutAccountInput>
+}
+
+export type AgentConnectionCreateManyClientInput = {
+  id: string
+  name: string
+  createdAt?: Date | string
+  accountId?: string | null
+}
+
+export type AgentConnectionUpdateWithoutClientInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  name?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  projects?: Prisma.ConnectionProjectUpdateManyWithoutConnectionNestedInput
+  tokens?: Prisma.AccessTokenUpdateManyWithoutConnectionNestedInput
+  account?: Prisma.DashboardAccountUpdateOneWithoutConnectionsNestedInput
+  codes?: Prisma.OAuthCodeUpdateManyWithoutConnectionNestedInput
+  refreshTokens?: Prisma.OAuthRefreshTokenUpdateManyWithoutConnectionNestedInput
+}
+
+export type AgentConnectionUncheckedUpdateWithoutClientInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  name?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  accountId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  projects?: Prisma.ConnectionProjectUncheckedUpdateManyWithoutConnectionNestedInput
+  tokens?: Prisma.AccessTokenUncheckedUpdateManyWithoutConnectionNestedInput
+  codes?: Prisma.OAuthCodeUncheckedUpdateManyWithoutConnectionNestedInput
+  refreshTokens?: Prisma.OAuthRefreshTokenUncheckedUpdateManyWithoutConnectionNestedInput
+}
+
+export type AgentConnectionUncheckedUpdateManyWithoutClientInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  name?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  accountId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+}
+
+export type AgentConnectionCreateManyAccountInput = {
+  id: string
+  name: string
+  createdAt?: Date | string
+  clientId?: string | null
+}
+
+export type AgentConnectionUpdateWithoutAccountInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  name?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  projects?: Prisma.ConnectionProjectUpdateManyWithoutConnectionNestedInput
+  tokens?: Prisma.AccessTokenUpdateManyWithoutConnectionNestedInput
+  client?: Prisma.OAuthClientUpdateOneWithoutConnectionsNestedInput
+  codes?: Prisma.OAuthCodeUpdateManyWithoutConnectionNestedInput
+  refreshTokens?: Prisma.OAuthRefreshTokenUpdateManyWithoutConnectionNestedInput
+}
+
+export type AgentConnectionUncheckedUpdateWithoutAccountInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  name?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  clientId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  projects?: Prisma.ConnectionProjectUncheckedUpdateManyWithoutConnectionNestedInput
+  tokens?: Prisma.AccessTokenUncheckedUpdateManyWithoutConnectionNestedInput
+  codes?: Prisma.OAuthCodeUncheckedUpdateManyWithoutConnectionNestedInput
+  refreshTokens?: Prisma.OAuthRefreshTokenUncheckedUpdateManyWithoutConnectionNestedInput
+}
+
+export type AgentConnectionUncheckedUpdateManyWithoutAccountInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  name?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  clientId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 
@@ -404,11 +931,15 @@ export type AgentConnectionUncheckedUpdateWithoutTokensInput = {
 export type AgentConnectionCountOutputType = {
   projects: number
   tokens: number
+  codes: number
+  refreshTokens: number
 }
 
 export type AgentConnectionCountOutputTypeSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   projects?: boolean | AgentConnectionCountOutputTypeCountProjectsArgs
   tokens?: boolean | AgentConnectionCountOutputTypeCountTokensArgs
+  codes?: boolean | AgentConnectionCountOutputTypeCountCodesArgs
+  refreshTokens?: boolean | AgentConnectionCountOutputTypeCountRefreshTokensArgs
 }
 
 /**
@@ -435,13 +966,33 @@ export type AgentConnectionCountOutputTypeCountTokensArgs<ExtArgs extends runtim
   where?: Prisma.AccessTokenWhereInput
 }
 
+/**
+ * AgentConnectionCountOutputType without action
+ */
+export type AgentConnectionCountOutputTypeCountCodesArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  where?: Prisma.OAuthCodeWhereInput
+}
+
+/**
+ * AgentConnectionCountOutputType without action
+ */
+export type AgentConnectionCountOutputTypeCountRefreshTokensArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  where?: Prisma.OAuthRefreshTokenWhereInput
+}
+
 
 export type AgentConnectionSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
   id?: boolean
   name?: boolean
   createdAt?: boolean
+  clientId?: boolean
+  accountId?: boolean
   projects?: boolean | Prisma.AgentConnection$projectsArgs<ExtArgs>
   tokens?: boolean | Prisma.AgentConnection$tokensArgs<ExtArgs>
+  client?: boolean | Prisma.AgentConnection$clientArgs<ExtArgs>
+  account?: boolean | Prisma.AgentConnection$accountArgs<ExtArgs>
+  codes?: boolean | Prisma.AgentConnection$codesArgs<ExtArgs>
+  refreshTokens?: boolean | Prisma.AgentConnection$refreshTokensArgs<ExtArgs>
   _count?: boolean | Prisma.AgentConnectionCountOutputTypeDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["agentConnection"]>
 
@@ -449,39 +1000,71 @@ export type AgentConnectionSelectCreateManyAndReturn<ExtArgs extends runtime.Typ
   id?: boolean
   name?: boolean
   createdAt?: boolean
+  clientId?: boolean
+  accountId?: boolean
+  client?: boolean | Prisma.AgentConnection$clientArgs<ExtArgs>
+  account?: boolean | Prisma.AgentConnection$accountArgs<ExtArgs>
 }, ExtArgs["result"]["agentConnection"]>
 
 export type AgentConnectionSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
   id?: boolean
   name?: boolean
   createdAt?: boolean
+  clientId?: boolean
+  accountId?: boolean
+  client?: boolean | Prisma.AgentConnection$clientArgs<ExtArgs>
+  account?: boolean | Prisma.AgentConnection$accountArgs<ExtArgs>
 }, ExtArgs["result"]["agentConnection"]>
 
 export type AgentConnectionSelectScalar = {
   id?: boolean
   name?: boolean
   createdAt?: boolean
+  clientId?: boolean
+  accountId?: boolean
 }
 
-export type AgentConnectionOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "name" | "createdAt", ExtArgs["result"]["agentConnection"]>
+export type AgentConnectionOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "name" | "createdAt" | "clientId" | "accountId", ExtArgs["result"]["agentConnection"]>
 export type AgentConnectionInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   projects?: boolean | Prisma.AgentConnection$projectsArgs<ExtArgs>
   tokens?: boolean | Prisma.AgentConnection$tokensArgs<ExtArgs>
+  client?: boolean | Prisma.AgentConnection$clientArgs<ExtArgs>
+  account?: boolean | Prisma.AgentConnection$accountArgs<ExtArgs>
+  codes?: boolean | Prisma.AgentConnection$codesArgs<ExtArgs>
+  refreshTokens?: boolean | Prisma.AgentConnection$refreshTokensArgs<ExtArgs>
   _count?: boolean | Prisma.AgentConnectionCountOutputTypeDefaultArgs<ExtArgs>
 }
-export type AgentConnectionIncludeCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {}
-export type AgentConnectionIncludeUpdateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {}
+export type AgentConnectionIncludeCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  client?: boolean | Prisma.AgentConnection$clientArgs<ExtArgs>
+  account?: boolean | Prisma.AgentConnection$accountArgs<ExtArgs>
+}
+export type AgentConnectionIncludeUpdateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  client?: boolean | Prisma.AgentConnection$clientArgs<ExtArgs>
+  account?: boolean | Prisma.AgentConnection$accountArgs<ExtArgs>
+}
 
 export type $AgentConnectionPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   name: "AgentConnection"
   objects: {
     projects: Prisma.$ConnectionProjectPayload<ExtArgs>[]
     tokens: Prisma.$AccessTokenPayload<ExtArgs>[]
+    client: Prisma.$OAuthClientPayload<ExtArgs> | null
+    account: Prisma.$DashboardAccountPayload<ExtArgs> | null
+    codes: Prisma.$OAuthCodePayload<ExtArgs>[]
+    refreshTokens: Prisma.$OAuthRefreshTokenPayload<ExtArgs>[]
   }
   scalars: runtime.Types.Extensions.GetPayloadResult<{
     id: string
     name: string
     createdAt: Date
+    /**
+     * The OAuth client it was granted to (null: made by an operator).
+     */
+    clientId: string | null
+    /**
+     * The dashboard account that granted it (null: made by an operator).
+     */
+    accountId: string | null
   }, ExtArgs["result"]["agentConnection"]>
   composites: {}
 }
@@ -878,6 +1461,10 @@ export interface Prisma__AgentConnectionClient<T, Null = never, ExtArgs extends 
   readonly [Symbol.toStringTag]: "PrismaPromise"
   projects<T extends Prisma.AgentConnection$projectsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.AgentConnection$projectsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$ConnectionProjectPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   tokens<T extends Prisma.AgentConnection$tokensArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.AgentConnection$tokensArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$AccessTokenPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
+  client<T extends Prisma.AgentConnection$clientArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.AgentConnection$clientArgs<ExtArgs>>): Prisma.Prisma__OAuthClientClient<runtime.Types.Result.GetResult<Prisma.$OAuthClientPayload<ExtArgs>, T, "findUniqueOrThrow", GlobalOmitOptions> | null, null, ExtArgs, GlobalOmitOptions>
+  account<T extends Prisma.AgentConnection$accountArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.AgentConnection$accountArgs<ExtArgs>>): Prisma.Prisma__DashboardAccountClient<runtime.Types.Result.GetResult<Prisma.$DashboardAccountPayload<ExtArgs>, T, "findUniqueOrThrow", GlobalOmitOptions> | null, null, ExtArgs, GlobalOmitOptions>
+  codes<T extends Prisma.AgentConnection$codesArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.AgentConnection$codesArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$OAuthCodePayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
+  refreshTokens<T extends Prisma.AgentConnection$refreshTokensArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.AgentConnection$refreshTokensArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$OAuthRefreshTokenPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   /**
    * Attaches callbacks for the resolution and/or rejection of the Promise.
    * @param onfulfilled The callback to execute when the Promise is resolved.
@@ -910,6 +1497,8 @@ export interface AgentConnectionFieldRefs {
   readonly id: Prisma.FieldRef<"AgentConnection", 'String'>
   readonly name: Prisma.FieldRef<"AgentConnection", 'String'>
   readonly createdAt: Prisma.FieldRef<"AgentConnection", 'DateTime'>
+  readonly clientId: Prisma.FieldRef<"AgentConnection", 'String'>
+  readonly accountId: Prisma.FieldRef<"AgentConnection", 'String'>
 }
     
 
@@ -1164,6 +1753,10 @@ export type AgentConnectionCreateManyAndReturnArgs<ExtArgs extends runtime.Types
    */
   data: Prisma.AgentConnectionCreateManyInput | Prisma.AgentConnectionCreateManyInput[]
   skipDuplicates?: boolean
+  /**
+   * Choose, which related nodes to fetch as well
+   */
+  include?: Prisma.AgentConnectionIncludeCreateManyAndReturn<ExtArgs> | null
 }
 
 /**
@@ -1234,6 +1827,10 @@ export type AgentConnectionUpdateManyAndReturnArgs<ExtArgs extends runtime.Types
    * Limit how many AgentConnections to update.
    */
   limit?: number
+  /**
+   * Choose, which related nodes to fetch as well
+   */
+  include?: Prisma.AgentConnectionIncludeUpdateManyAndReturn<ExtArgs> | null
 }
 
 /**
@@ -1348,6 +1945,92 @@ export type AgentConnection$tokensArgs<ExtArgs extends runtime.Types.Extensions.
   take?: number
   skip?: number
   distinct?: Prisma.AccessTokenScalarFieldEnum | Prisma.AccessTokenScalarFieldEnum[]
+}
+
+/**
+ * AgentConnection.client
+ */
+export type AgentConnection$clientArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  /**
+   * Select specific fields to fetch from the OAuthClient
+   */
+  select?: Prisma.OAuthClientSelect<ExtArgs> | null
+  /**
+   * Omit specific fields from the OAuthClient
+   */
+  omit?: Prisma.OAuthClientOmit<ExtArgs> | null
+  /**
+   * Choose, which related nodes to fetch as well
+   */
+  include?: Prisma.OAuthClientInclude<ExtArgs> | null
+  where?: Prisma.OAuthClientWhereInput
+}
+
+/**
+ * AgentConnection.account
+ */
+export type AgentConnection$accountArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  /**
+   * Select specific fields to fetch from the DashboardAccount
+   */
+  select?: Prisma.DashboardAccountSelect<ExtArgs> | null
+  /**
+   * Omit specific fields from the DashboardAccount
+   */
+  omit?: Prisma.DashboardAccountOmit<ExtArgs> | null
+  /**
+   * Choose, which related nodes to fetch as well
+   */
+  include?: Prisma.DashboardAccountInclude<ExtArgs> | null
+  where?: Prisma.DashboardAccountWhereInput
+}
+
+/**
+ * AgentConnection.codes
+ */
+export type AgentConnection$codesArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  /**
+   * Select specific fields to fetch from the OAuthCode
+   */
+  select?: Prisma.OAuthCodeSelect<ExtArgs> | null
+  /**
+   * Omit specific fields from the OAuthCode
+   */
+  omit?: Prisma.OAuthCodeOmit<ExtArgs> | null
+  /**
+   * Choose, which related nodes to fetch as well
+   */
+  include?: Prisma.OAuthCodeInclude<ExtArgs> | null
+  where?: Prisma.OAuthCodeWhereInput
+  orderBy?: Prisma.OAuthCodeOrderByWithRelationInput | Prisma.OAuthCodeOrderByWithRelationInput[]
+  cursor?: Prisma.OAuthCodeWhereUniqueInput
+  take?: number
+  skip?: number
+  distinct?: Prisma.OAuthCodeScalarFieldEnum | Prisma.OAuthCodeScalarFieldEnum[]
+}
+
+/**
+ * AgentConnection.refreshTokens
+ */
+export type AgentConnection$refreshTokensArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  /**
+   * Select specific fields to fetch from the OAuthRefreshToken
+   */
+  select?: Prisma.OAuthRefreshTokenSelect<ExtArgs> | null
+  /**
+   * Omit specific fields from the OAuthRefreshToken
+   */
+  omit?: Prisma.OAuthRefreshTokenOmit<ExtArgs> | null
+  /**
+   * Choose, which related nodes to fetch as well
+   */
+  include?: Prisma.OAuthRefreshTokenInclude<ExtArgs> | null
+  where?: Prisma.OAuthRefreshTokenWhereInput
+  orderBy?: Prisma.OAuthRefreshTokenOrderByWithRelationInput | Prisma.OAuthRefreshTokenOrderByWithRelationInput[]
+  cursor?: Prisma.OAuthRefreshTokenWhereUniqueInput
+  take?: number
+  skip?: number
+  distinct?: Prisma.OAuthRefreshTokenScalarFieldEnum | Prisma.OAuthRefreshTokenScalarFieldEnum[]
 }
 
 /**

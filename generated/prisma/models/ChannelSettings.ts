@@ -454,10 +454,6 @@ export type ChannelSettingsUncheckedUpdateOneWithoutProjectNestedInput = {
   update?: Prisma.XOR<Prisma.XOR<Prisma.ChannelSettingsUpdateToOneWithWhereWithoutProjectInput, Prisma.ChannelSettingsUpdateWithoutProjectInput>, Prisma.ChannelSettingsUncheckedUpdateWithoutProjectInput>
 }
 
-export type NullableStringFieldUpdateOperationsInput = {
-  set?: string | null
-}
-
 export type ChannelSettingsCreateWithoutProjectInput = {
   phoneNumberId: string
   wabaId: string

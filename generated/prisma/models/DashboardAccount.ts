@@ -192,6 +192,7 @@ export type DashboardAccountWhereInput = {
   createdAt?: Prisma.DateTimeFilter<"DashboardAccount"> | Date | string
   memberships?: Prisma.DashboardMembershipListRelationFilter
   sessions?: Prisma.DashboardSessionListRelationFilter
+  connections?: Prisma.AgentConnectionListRelationFilter
 }
 
 export type DashboardAccountOrderByWithRelationInput = {
@@ -203,6 +204,7 @@ export type DashboardAccountOrderByWithRelationInput = {
   createdAt?: Prisma.SortOrder
   memberships?: Prisma.DashboardMembershipOrderByRelationAggregateInput
   sessions?: Prisma.DashboardSessionOrderByRelationAggregateInput
+  connections?: Prisma.AgentConnectionOrderByRelationAggregateInput
 }
 
 export type DashboardAccountWhereUniqueInput = Prisma.AtLeast<{
@@ -217,6 +219,7 @@ export type DashboardAccountWhereUniqueInput = Prisma.AtLeast<{
   createdAt?: Prisma.DateTimeFilter<"DashboardAccount"> | Date | string
   memberships?: Prisma.DashboardMembershipListRelationFilter
   sessions?: Prisma.DashboardSessionListRelationFilter
+  connections?: Prisma.AgentConnectionListRelationFilter
 }, "id" | "email" | "setupTokenHash">
 
 export type DashboardAccountOrderByWithAggregationInput = {
@@ -252,6 +255,7 @@ export type DashboardAccountCreateInput = {
   createdAt?: Date | string
   memberships?: Prisma.DashboardMembershipCreateNestedManyWithoutAccountInput
   sessions?: Prisma.DashboardSessionCreateNestedManyWithoutAccountInput
+  connections?: Prisma.AgentConnectionCreateNestedManyWithoutAccountInput
 }
 
 export type DashboardAccountUncheckedCreateInput = {
@@ -263,6 +267,7 @@ export type DashboardAccountUncheckedCreateInput = {
   createdAt?: Date | string
   memberships?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutAccountInput
   sessions?: Prisma.DashboardSessionUncheckedCreateNestedManyWithoutAccountInput
+  connections?: Prisma.AgentConnectionUncheckedCreateNestedManyWithoutAccountInput
 }
 
 export type DashboardAccountUpdateInput = {
@@ -274,6 +279,7 @@ export type DashboardAccountUpdateInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   memberships?: Prisma.DashboardMembershipUpdateManyWithoutAccountNestedInput
   sessions?: Prisma.DashboardSessionUpdateManyWithoutAccountNestedInput
+  connections?: Prisma.AgentConnectionUpdateManyWithoutAccountNestedInput
 }
 
 export type DashboardAccountUncheckedUpdateInput = {
@@ -285,6 +291,7 @@ export type DashboardAccountUncheckedUpdateInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   memberships?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutAccountNestedInput
   sessions?: Prisma.DashboardSessionUncheckedUpdateManyWithoutAccountNestedInput
+  connections?: Prisma.AgentConnectionUncheckedUpdateManyWithoutAccountNestedInput
 }
 
 export type DashboardAccountCreateManyInput = {
@@ -312,6 +319,11 @@ export type DashboardAccountUncheckedUpdateManyInput = {
   setupTokenHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   setupExpiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+}
+
+export type DashboardAccountNullableScalarRelationFilter = {
+  is?: Prisma.DashboardAccountWhereInput | null
+  isNot?: Prisma.DashboardAccountWhereInput | null
 }
 
 export type DashboardAccountCountOrderByAggregateInput = {
@@ -346,6 +358,22 @@ export type DashboardAccountScalarRelationFilter = {
   isNot?: Prisma.DashboardAccountWhereInput
 }
 
+export type DashboardAccountCreateNestedOneWithoutConnectionsInput = {
+  create?: Prisma.XOR<Prisma.DashboardAccountCreateWithoutConnectionsInput, Prisma.DashboardAccountUncheckedCreateWithoutConnectionsInput>
+  connectOrCreate?: Prisma.DashboardAccountCreateOrConnectWithoutConnectionsInput
+  connect?: Prisma.DashboardAccountWhereUniqueInput
+}
+
+export type DashboardAccountUpdateOneWithoutConnectionsNestedInput = {
+  create?: Prisma.XOR<Prisma.DashboardAccountCreateWithoutConnectionsInput, Prisma.DashboardAccountUncheckedCreateWithoutConnectionsInput>
+  connectOrCreate?: Prisma.DashboardAccountCreateOrConnectWithoutConnectionsInput
+  upsert?: Prisma.DashboardAccountUpsertWithoutConnectionsInput
+  disconnect?: Prisma.DashboardAccountWhereInput | boolean
+  delete?: Prisma.DashboardAccountWhereInput | boolean
+  connect?: Prisma.DashboardAccountWhereUniqueInput
+  update?: Prisma.XOR<Prisma.XOR<Prisma.DashboardAccountUpdateToOneWithWhereWithoutConnectionsInput, Prisma.DashboardAccountUpdateWithoutConnectionsInput>, Prisma.DashboardAccountUncheckedUpdateWithoutConnectionsInput>
+}
+
 export type DashboardAccountCreateNestedOneWithoutMembershipsInput = {
   create?: Prisma.XOR<Prisma.DashboardAccountCreateWithoutMembershipsInput, Prisma.DashboardAccountUncheckedCreateWithoutMembershipsInput>
   connectOrCreate?: Prisma.DashboardAccountCreateOrConnectWithoutMembershipsInput
@@ -374,6 +402,66 @@ export type DashboardAccountUpdateOneRequiredWithoutSessionsNestedInput = {
   update?: Prisma.XOR<Prisma.XOR<Prisma.DashboardAccountUpdateToOneWithWhereWithoutSessionsInput, Prisma.DashboardAccountUpdateWithoutSessionsInput>, Prisma.DashboardAccountUncheckedUpdateWithoutSessionsInput>
 }
 
+export type DashboardAccountCreateWithoutConnectionsInput = {
+  id: string
+  email: string
+  passwordHash?: string | null
+  setupTokenHash?: string | null
+  setupExpiresAt?: Date | string | null
+  createdAt?: Date | string
+  memberships?: Prisma.DashboardMembershipCreateNestedManyWithoutAccountInput
+  sessions?: Prisma.DashboardSessionCreateNestedManyWithoutAccountInput
+}
+
+export type DashboardAccountUncheckedCreateWithoutConnectionsInput = {
+  id: string
+  email: string
+  passwordHash?: string | null
+  setupTokenHash?: string | null
+  setupExpiresAt?: Date | string | null
+  createdAt?: Date | string
+  memberships?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutAccountInput
+  sessions?: Prisma.DashboardSessionUncheckedCreateNestedManyWithoutAccountInput
+}
+
+export type DashboardAccountCreateOrConnectWithoutConnectionsInput = {
+  where: Prisma.DashboardAccountWhereUniqueInput
+  create: Prisma.XOR<Prisma.DashboardAccountCreateWithoutConnectionsInput, Prisma.DashboardAccountUncheckedCreateWithoutConnectionsInput>
+}
+
+export type DashboardAccountUpsertWithoutConnectionsInput = {
+  update: Prisma.XOR<Prisma.DashboardAccountUpdateWithoutConnectionsInput, Prisma.DashboardAccountUncheckedUpdateWithoutConnectionsInput>
+  create: Prisma.XOR<Prisma.DashboardAccountCreateWithoutConnectionsInput, Prisma.DashboardAccountUncheckedCreateWithoutConnectionsInput>
+  where?: Prisma.DashboardAccountWhereInput
+}
+
+export type DashboardAccountUpdateToOneWithWhereWithoutConnectionsInput = {
+  where?: Prisma.DashboardAccountWhereInput
+  data: Prisma.XOR<Prisma.DashboardAccountUpdateWithoutConnectionsInput, Prisma.DashboardAccountUncheckedUpdateWithoutConnectionsInput>
+}
+
+export type DashboardAccountUpdateWithoutConnectionsInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  email?: Prisma.StringFieldUpdateOperationsInput | string
+  passwordHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  setupTokenHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  setupExpiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  memberships?: Prisma.DashboardMembershipUpdateManyWithoutAccountNestedInput
+  sessions?: Prisma.DashboardSessionUpdateManyWithoutAccountNestedInput
+}
+
+export type DashboardAccountUncheckedUpdateWithoutConnectionsInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  email?: Prisma.StringFieldUpdateOperationsInput | string
+  passwordHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  setupTokenHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  setupExpiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  memberships?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutAccountNestedInput
+  sessions?: Prisma.DashboardSessionUncheckedUpdateManyWithoutAccountNestedInput
+}
+
 export type DashboardAccountCreateWithoutMembershipsInput = {
   id: string
   email: string
@@ -382,6 +470,7 @@ export type DashboardAccountCreateWithoutMembershipsInput = {
   setupExpiresAt?: Date | string | null
   createdAt?: Date | string
   sessions?: Prisma.DashboardSessionCreateNestedManyWithoutAccountInput
+  connections?: Prisma.AgentConnectionCreateNestedManyWithoutAccountInput
 }
 
 export type DashboardAccountUncheckedCreateWithoutMembershipsInput = {
@@ -392,6 +481,7 @@ export type DashboardAccountUncheckedCreateWithoutMembershipsInput = {
   setupExpiresAt?: Date | string | null
   createdAt?: Date | string
   sessions?: Prisma.DashboardSessionUncheckedCreateNestedManyWithoutAccountInput
+  connections?: Prisma.AgentConnectionUncheckedCreateNestedManyWithoutAccountInput
 }
 
 export type DashboardAccountCreateOrConnectWithoutMembershipsInput = {
@@ -418,6 +508,7 @@ export type DashboardAccountUpdateWithoutMembershipsInput = {
   setupExpiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   sessions?: Prisma.DashboardSessionUpdateManyWithoutAccountNestedInput
+  connections?: Prisma.AgentConnectionUpdateManyWithoutAccountNestedInput
 }
 
 export type DashboardAccountUncheckedUpdateWithoutMembershipsInput = {
@@ -428,6 +519,7 @@ export type DashboardAccountUncheckedUpdateWithoutMembershipsInput = {
   setupExpiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   sessions?: Prisma.DashboardSessionUncheckedUpdateManyWithoutAccountNestedInput
+  connections?: Prisma.AgentConnectionUncheckedUpdateManyWithoutAccountNestedInput
 }
 
 export type DashboardAccountCreateWithoutSessionsInput = {
@@ -438,6 +530,7 @@ export type DashboardAccountCreateWithoutSessionsInput = {
   setupExpiresAt?: Date | string | null
   createdAt?: Date | string
   memberships?: Prisma.DashboardMembershipCreateNestedManyWithoutAccountInput
+  connections?: Prisma.AgentConnectionCreateNestedManyWithoutAccountInput
 }
 
 export type DashboardAccountUncheckedCreateWithoutSessionsInput = {
@@ -448,6 +541,7 @@ export type DashboardAccountUncheckedCreateWithoutSessionsInput = {
   setupExpiresAt?: Date | string | null
   createdAt?: Date | string
   memberships?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutAccountInput
+  connections?: Prisma.AgentConnectionUncheckedCreateNestedManyWithoutAccountInput
 }
 
 export type DashboardAccountCreateOrConnectWithoutSessionsInput = {
@@ -474,6 +568,7 @@ export type DashboardAccountUpdateWithoutSessionsInput = {
   setupExpiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   memberships?: Prisma.DashboardMembershipUpdateManyWithoutAccountNestedInput
+  connections?: Prisma.AgentConnectionUpdateManyWithoutAccountNestedInput
 }
 
 export type DashboardAccountUncheckedUpdateWithoutSessionsInput = {
@@ -484,6 +579,7 @@ export type DashboardAccountUncheckedUpdateWithoutSessionsInput = {
   setupExpiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   memberships?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutAccountNestedInput
+  connections?: Prisma.AgentConnectionUncheckedUpdateManyWithoutAccountNestedInput
 }
 
 
@@ -494,11 +590,13 @@ export type DashboardAccountUncheckedUpdateWithoutSessionsInput = {
 export type DashboardAccountCountOutputType = {
   memberships: number
   sessions: number
+  connections: number
 }
 
 export type DashboardAccountCountOutputTypeSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   memberships?: boolean | DashboardAccountCountOutputTypeCountMembershipsArgs
   sessions?: boolean | DashboardAccountCountOutputTypeCountSessionsArgs
+  connections?: boolean | DashboardAccountCountOutputTypeCountConnectionsArgs
 }
 
 /**
@@ -525,6 +623,13 @@ export type DashboardAccountCountOutputTypeCountSessionsArgs<ExtArgs extends run
   where?: Prisma.DashboardSessionWhereInput
 }
 
+/**
+ * DashboardAccountCountOutputType without action
+ */
+export type DashboardAccountCountOutputTypeCountConnectionsArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  where?: Prisma.AgentConnectionWhereInput
+}
+
 
 export type DashboardAccountSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
   id?: boolean
@@ -535,6 +640,7 @@ export type DashboardAccountSelect<ExtArgs extends runtime.Types.Extensions.Inte
   createdAt?: boolean
   memberships?: boolean | Prisma.DashboardAccount$membershipsArgs<ExtArgs>
   sessions?: boolean | Prisma.DashboardAccount$sessionsArgs<ExtArgs>
+  connections?: boolean | Prisma.DashboardAccount$connectionsArgs<ExtArgs>
   _count?: boolean | Prisma.DashboardAccountCountOutputTypeDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["dashboardAccount"]>
 
@@ -569,6 +675,7 @@ export type DashboardAccountOmit<ExtArgs extends runtime.Types.Extensions.Intern
 export type DashboardAccountInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   memberships?: boolean | Prisma.DashboardAccount$membershipsArgs<ExtArgs>
   sessions?: boolean | Prisma.DashboardAccount$sessionsArgs<ExtArgs>
+  connections?: boolean | Prisma.DashboardAccount$connectionsArgs<ExtArgs>
   _count?: boolean | Prisma.DashboardAccountCountOutputTypeDefaultArgs<ExtArgs>
 }
 export type DashboardAccountIncludeCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {}
@@ -579,6 +686,7 @@ export type $DashboardAccountPayload<ExtArgs extends runtime.Types.Extensions.In
   objects: {
     memberships: Prisma.$DashboardMembershipPayload<ExtArgs>[]
     sessions: Prisma.$DashboardSessionPayload<ExtArgs>[]
+    connections: Prisma.$AgentConnectionPayload<ExtArgs>[]
   }
   scalars: runtime.Types.Extensions.GetPayloadResult<{
     id: string
@@ -992,6 +1100,7 @@ export interface Prisma__DashboardAccountClient<T, Null = never, ExtArgs extends
   readonly [Symbol.toStringTag]: "PrismaPromise"
   memberships<T extends Prisma.DashboardAccount$membershipsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.DashboardAccount$membershipsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$DashboardMembershipPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   sessions<T extends Prisma.DashboardAccount$sessionsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.DashboardAccount$sessionsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$DashboardSessionPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
+  connections<T extends Prisma.DashboardAccount$connectionsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.DashboardAccount$connectionsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$AgentConnectionPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   /**
    * Attaches callbacks for the resolution and/or rejection of the Promise.
    * @param onfulfilled The callback to execute when the Promise is resolved.
@@ -1465,6 +1574,30 @@ export type DashboardAccount$sessionsArgs<ExtArgs extends runtime.Types.Extensio
   take?: number
   skip?: number
   distinct?: Prisma.DashboardSessionScalarFieldEnum | Prisma.DashboardSessionScalarFieldEnum[]
+}
+
+/**
+ * DashboardAccount.connections
+ */
+export type DashboardAccount$connectionsArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  /**
+   * Select specific fields to fetch from the AgentConnection
+   */
+  select?: Prisma.AgentConnectionSelect<ExtArgs> | null
+  /**
+   * Omit specific fields from the AgentConnection
+   */
+  omit?: Prisma.AgentConnectionOmit<ExtArgs> | null
+  /**
+   * Choose, which related nodes to fetch as well
+   */
+  include?: Prisma.AgentConnectionInclude<ExtArgs> | null
+  where?: Prisma.AgentConnectionWhereInput
+  orderBy?: Prisma.AgentConnectionOrderByWithRelationInput | Prisma.AgentConnectionOrderByWithRelationInput[]
+  cursor?: Prisma.AgentConnectionWhereUniqueInput
+  take?: number
+  skip?: number
+  distinct?: Prisma.AgentConnectionScalarFieldEnum | Prisma.AgentConnectionScalarFieldEnum[]
 }
 
 /**
