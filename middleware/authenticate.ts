@@ -8,7 +8,7 @@ import type { AppDeps } from '../http/app-deps.js';
 import { operationOf } from '../http/dispatch.js';
 import { ApiError } from '../lib/platform/errors.js';
 import { createAuthThrottle } from './auth-throttle.js';
-import { keyUsageRecorder } from '../lib/access/key-usage.js';
+import { keyUsageRecorder, tokenUsageRecorder } from '../lib/access/key-usage.js';
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -29,6 +29,7 @@ export function bearerResolver(deps: AppDeps) {
     logger: deps.logger,
   });
   const usage = keyUsageRecorder(deps);
+  const tokenUsage = tokenUsageRecorder(deps);
   return async (req: Request): Promise<Credential> => {
     const now = deps.clock.now();
     let credential: Credential;
@@ -47,6 +48,7 @@ export function bearerResolver(deps: AppDeps) {
     }
     // Not awaited: "last used" never delays a request (lib/access/key-usage.ts).
     if (credential.kind === 'api_key') void usage.touch(credential.id);
+    else void tokenUsage.touch(credential.id);
     return credential;
   };
 }

@@ -10,8 +10,11 @@ import { ApiError } from '../platform/errors.js';
 import { hashSecret, newId, newSecret, secretHint } from '../platform/secrets.js';
 import { TOKEN_PREFIX } from './credentials.js';
 import { findProject } from './projects.js';
+import type { Prisma } from '../../generated/prisma/client.js';
 
 type DbDeps = Pick<Deps, 'db'>;
+/** A Prisma transaction's client: the OAuth grant writes a connection, its projects and tokens in one transaction with its own rows. */
+export type Tx = Prisma.TransactionClient;
 /** A write to credentials: the caches hear of it after its commit (credential-cache.ts). */
 type WriteDeps = DbDeps & Partial<Pick<Deps, 'credentialCache' | 'logger'>>;
 const withProjects = { projects: { orderBy: { createdAt: 'asc' as const } } };
@@ -44,30 +47,60 @@ export async function deleteConnection(deps: WriteDeps, id: string) {
 export async function attachProject(deps: WriteDeps, connectionId: string, projectId: string, input: { scopes: string[]; isDefault?: boolean }) {
   const connection = await findConnection(deps, connectionId);
   const project = await findProject(deps, projectId);
-  const { scopes, isDefault } = input;
-  await deps.db.prisma.$transaction(async (tx) => {
-    const others = connection.projects.filter((p) => p.projectId !== project.id);
-    const existing = connection.projects.find((p) => p.projectId === project.id);
-    // The first project attached is the default; is_default moves the default here.
-    const makeDefault = isDefault === true || others.length === 0 || (existing?.isDefault === true && isDefault !== false);
-    if (makeDefault) {
-      await tx.connectionProject.updateMany({ where: { connectionId: connection.id, NOT: { projectId: project.id } }, data: { isDefault: false } });
-    }
-    await tx.connectionProject.upsert({
-      where: { connectionId_projectId: { connectionId: connection.id, projectId: project.id } },
-      create: { connectionId: connection.id, projectId: project.id, scopes, isDefault: makeDefault },
-      update: { scopes, isDefault: makeDefault },
-    });
-    if (!makeDefault && !others.some((p) => p.isDefault)) {
-      // Unsetting the only default hands it to the earliest other project.
-      await tx.connectionProject.update({
-        where: { connectionId_projectId: { connectionId: connection.id, projectId: others[0].projectId } },
-        data: { isDefault: true },
-      });
-    }
-  });
+  await deps.db.prisma.$transaction((tx) => attachProjectOn(tx, connection.id, project.id, input));
   await credentialsChanged(deps);
   return findConnection(deps, connection.id);
+}
+
+/**
+ * The same inside a transaction of the caller's (the OAuth consent attaches several projects with its
+ * own rows); the caller announces `credentialsChanged` after its commit.
+ */
+export async function attachProjectOn(tx: Tx, connectionId: string, projectId: string, input: { scopes: string[]; isDefault?: boolean }): Promise<void> {
+  const { scopes, isDefault } = input;
+  const attached = await tx.connectionProject.findMany({ where: { connectionId }, orderBy: { createdAt: 'asc' } });
+  const others = attached.filter((p) => p.projectId !== projectId);
+  const existing = attached.find((p) => p.projectId === projectId);
+  // The first project attached is the default; is_default moves the default here.
+  const makeDefault = isDefault === true || others.length === 0 || (existing?.isDefault === true && isDefault !== false);
+  if (makeDefault) {
+    await tx.connectionProject.updateMany({ where: { connectionId, NOT: { projectId } }, data: { isDefault: false } });
+  }
+  await tx.connectionProject.upsert({
+    where: { connectionId_projectId: { connectionId, projectId } },
+    create: { connectionId, projectId, scopes, isDefault: makeDefault },
+    update: { scopes, isDefault: makeDefault },
+  });
+  if (!makeDefault && !others.some((p) => p.isDefault)) {
+    // Unsetting the only default hands it to the earliest other project.
+    await tx.connectionProject.update({
+      where: { connectionId_projectId: { connectionId, projectId: others[0].projectId } },
+      data: { isDefault: true },
+    });
+  }
+}
+
+/**
+ * The connection of an OAuth client for the person who consented: one per client and person, made by
+ * the first consent and extended by later ones (attachProjectOn). Inside the consent's transaction.
+ */
+export async function connectionForClientOn(tx: Tx, input: { clientId: string; accountId: string; name: string; now: Date }): Promise<{ id: string }> {
+  return tx.agentConnection.upsert({
+    where: { clientId_accountId: { clientId: input.clientId, accountId: input.accountId } },
+    create: { id: newId('con', 12), name: input.name.slice(0, 200), clientId: input.clientId, accountId: input.accountId, createdAt: input.now },
+    update: {},
+    select: { id: true },
+  });
+}
+
+/**
+ * Ends a connection: its row goes, and with it (the foreign keys cascade) its projects, every access
+ * token, and the OAuth codes and refresh tokens of its grants. Inside the caller's transaction (the
+ * dashboard's disconnect writes its audit rows beside it); the caller announces `credentialsChanged`.
+ */
+export async function removeConnectionOn(tx: Tx, connectionId: string): Promise<boolean> {
+  const { count } = await tx.agentConnection.deleteMany({ where: { id: connectionId } });
+  return count > 0;
 }
 
 export async function detachProject(deps: WriteDeps, connectionId: string, rawProjectId: string) {
@@ -96,21 +129,60 @@ export async function listTokens(deps: DbDeps, connectionId: string) {
 
 export async function issueToken(deps: WriteDeps & Pick<Deps, 'clock'>, connectionId: string, expiresInSeconds = DEFAULT_TOKEN_LIFETIME_S) {
   const connection = await findConnection(deps, connectionId);
+  const issued = await issueTokenOn(deps.db.prisma, { connectionId: connection.id, now: deps.clock.now(), expiresInSeconds });
+  // A new credential is announced too: every instance's set of valid digests (the failure throttle's) learns it.
+  await credentialsChanged(deps);
+  return issued;
+}
+
+/** What an OAuth grant adds to an access token: its client, its grant, the resource it is bound to, and a narrowed set of scopes. */
+export interface TokenBinding {
+  clientId: string;
+  grantId: string;
+  resource: string;
+  /** Only these scopes on each project (a refresh that asked for fewer); empty or absent: the connection's. */
+  scopes?: string[];
+}
+
+/**
+ * Mints an access token on a Prisma client or inside a transaction (the OAuth token endpoint issues it
+ * with the refresh token and the code's use in one). The caller announces `credentialsChanged`.
+ */
+export async function issueTokenOn(
+  tx: Pick<Tx, 'accessToken'>,
+  input: { connectionId: string; now: Date; expiresInSeconds: number; binding?: TokenBinding },
+) {
   const secret = newSecret(TOKEN_PREFIX);
-  const now = deps.clock.now();
-  const token = await deps.db.prisma.accessToken.create({
+  const { now, binding } = input;
+  const token = await tx.accessToken.create({
     data: {
       id: newId('tok', 12),
-      connectionId: connection.id,
+      connectionId: input.connectionId,
       secretHash: hashSecret(secret),
       hint: secretHint(secret),
       createdAt: now,
-      expiresAt: new Date(now.getTime() + expiresInSeconds * 1000),
+      expiresAt: new Date(now.getTime() + input.expiresInSeconds * 1000),
+      ...(binding ? { clientId: binding.clientId, grantId: binding.grantId, resource: binding.resource, scopes: binding.scopes ?? [] } : {}),
     },
   });
-  // A new credential is announced too: every instance's set of valid digests (the failure throttle's) learns it.
-  await credentialsChanged(deps);
   return { token, secret };
+}
+
+/** Revokes every live access token of an OAuth grant (a code or refresh token used twice, a revoked refresh token); returns how many. */
+export async function revokeGrantTokensOn(tx: Pick<Tx, 'accessToken'>, grantId: string, now: Date): Promise<number> {
+  const { count } = await tx.accessToken.updateMany({ where: { grantId, revokedAt: null }, data: { revokedAt: now } });
+  return count;
+}
+
+/** Revokes one access token of an OAuth client (RFC 7009), found by its secret; false when it is not that client's or unknown. */
+export async function revokeClientTokenOn(tx: Pick<Tx, 'accessToken'>, clientId: string, secret: string, now: Date): Promise<boolean> {
+  const { count } = await tx.accessToken.updateMany({ where: { secretHash: hashSecret(secret), clientId, revokedAt: null }, data: { revokedAt: now } });
+  return count > 0;
+}
+
+/** An access token authenticated a request at `now`: its last-used time moves forward only (lib/access/key-usage.ts says how often). */
+export async function recordTokenUse(db: Pick<Deps['db'], 'pool'>, tokenId: string, now: Date): Promise<void> {
+  await db.pool.query('UPDATE access_tokens SET last_used_at = $2 WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $2)', [tokenId, now]);
 }
 
 export async function revokeToken(deps: WriteDeps & Pick<Deps, 'clock'>, id: string) {

@@ -34,6 +34,8 @@ interface TokenRow {
   revoked_at: Date | null;
   expires_at: Date;
   secret_hash: string;
+  resource: string | null;
+  client_id: string | null;
   project_id: string | null;
   project_name: string | null;
   project_status: string | null;
@@ -46,9 +48,14 @@ const KEY_SQL = `
   FROM api_keys k JOIN projects p ON p.id = k.project_id
   WHERE k.secret_hash = $1`;
 
+// A token narrowed by an OAuth refresh (t.scopes not empty) holds on each project only those of the
+// project's scopes it names, in the project's order.
 const TOKEN_SQL = `
-  SELECT t.id, t.connection_id, t.revoked_at, t.expires_at, t.secret_hash,
-         p.id AS project_id, p.name AS project_name, p.status::text AS project_status, cp.scopes, cp.is_default
+  SELECT t.id, t.connection_id, t.revoked_at, t.expires_at, t.secret_hash, t.resource, t.client_id,
+         p.id AS project_id, p.name AS project_name, p.status::text AS project_status,
+         CASE WHEN cardinality(coalesce(t.scopes, '{}')) = 0 THEN cp.scopes
+              ELSE ARRAY(SELECT s FROM unnest(cp.scopes) WITH ORDINALITY AS u(s, n) WHERE s = ANY (t.scopes) ORDER BY n) END AS scopes,
+         cp.is_default
   FROM access_tokens t
   LEFT JOIN connection_projects cp ON cp.connection_id = t.connection_id
   LEFT JOIN projects p ON p.id = cp.project_id
@@ -131,6 +138,9 @@ export async function resolveCredential(
       connectionId: token.connection_id,
       rateKey: `conn:${token.connection_id}`,
       grants: rows.filter((r) => r.project_id !== null).map((r) => ({ project: toRef(r as KeyRow), scopes: r.scopes!, isDefault: r.is_default! })),
+      resource: token.resource,
+      clientId: token.client_id,
+      expiresAt: token.expires_at,
     };
     cache?.set(digest, credential, now.getTime(), token.expires_at);
     return credential;
