@@ -29,6 +29,7 @@ import { adminHandlers } from './handlers/admin/index.js';
 import { filesPathSegments } from './handlers/files.js';
 import { markEmptyPathParams, refuseEmptyPathParams } from './http/empty-path-params.js';
 import { dashboardRouter } from './http/dashboard/router.js';
+import { mcpRoutes } from './http/mcp.js';
 
 export interface AppOptions {
   adminToken: string;
@@ -126,6 +127,8 @@ export function createApp(deps: AppDeps & AppOptions): Express {
     ]),
   );
 
+  // AI agents: the MCP server, its tools from the contract and run through the pipeline above (http/mcp.ts).
+  app.use(mcpRoutes(deps, () => app));
   app.use(channelWebhookRouter(deps));
   // People's pages and HTML forms, outside the contracts (http/dashboard/router.ts).
   app.use('/dashboard', dashboardRouter(deps, { simulatorUrl: deps.simulatorUrl }));

@@ -19,6 +19,8 @@ export interface Metrics {
   delivery(outcome: string, lagSeconds: number): void;
   /** A request refused by a rate limit (`v1`, `runtime`, `auth`). */
   rateLimited(limit: string): void;
+  /** One MCP tool call: the tool (an operationId, bounded) and its outcome (`ok`, or the error code). */
+  toolCall(tool: string, outcome: string): void;
   /** Values read at scrape time (queue depths, readiness). */
   onCollect(collect: () => Promise<CollectedGauges>): void;
 }
@@ -42,6 +44,7 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
   const graphLatency = new client.Histogram({ name: 'graph_call_duration_seconds', help: 'Cloud API call latency by operation', labelNames: ['op'], buckets: LATENCY_BUCKETS, registers: [registry] });
   const deliveries = new client.Counter({ name: 'webhook_deliveries_total', help: 'Webhook delivery attempts by outcome', labelNames: ['outcome'], registers: [registry] });
   const lag = new client.Histogram({ name: 'webhook_delivery_lag_seconds', help: 'From an event to its delivery attempt', buckets: LAG_BUCKETS, registers: [registry] });
+  const toolCalls = new client.Counter({ name: 'mcp_tool_calls_total', help: 'MCP tool calls by tool and outcome', labelNames: ['tool', 'outcome'], registers: [registry] });
   const limited = new client.Counter({ name: 'rate_limit_rejections_total', help: 'Requests refused by a rate limit', labelNames: ['limit'], registers: [registry] });
   const collectors: Array<() => Promise<CollectedGauges>> = [];
   const gather = async (): Promise<CollectedGauges> => {
@@ -95,6 +98,7 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
       if (lagSeconds >= 0) lag.observe(lagSeconds);
     },
     rateLimited: (limit) => limited.inc({ limit }),
+    toolCall: (tool, outcome) => toolCalls.inc({ tool, outcome }),
     onCollect: (collect) => collectors.push(collect),
   };
 }
