@@ -12,6 +12,7 @@ import express, { type NextFunction, type Request, type RequestHandler, type Res
 import type { IncomingMessage, RequestListener } from 'node:http';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { AppDeps } from './app-deps.js';
 import { bearerResolver } from '../middleware/authenticate.js';
@@ -39,6 +40,8 @@ export function mcpRoutes(deps: AppDeps, app: () => RequestListener): RequestHan
   const resolve = bearerResolver(deps);
   const maxBody = Math.max(...[...deps.contract.operations.values()].map((o) => o.bodyLimit));
   const json = express.json({ limit: Math.ceil(maxBody * 1.5) + FRAME_ALLOWANCE });
+  // One validator for every request's server: the SDK would otherwise build an Ajv per server.
+  const jsonSchemaValidator = new AjvJsonSchemaValidator();
 
   const refuse = (req: Request, res: Response, e: ApiError) => {
     const params = e.code === 'invalid_token' ? `, error="invalid_token", error_description="${e.message.replaceAll('"', "'")}"` : '';
@@ -91,7 +94,7 @@ export function mcpRoutes(deps: AppDeps, app: () => RequestListener): RequestHan
 
   const serve = async (req: Request, res: Response, credential: Credential): Promise<void> => {
     const projectHeader = typeof req.headers['x-service-project'] === 'string' ? req.headers['x-service-project'] : undefined;
-    const server = new Server(SERVER_INFO, { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS });
+    const server = new Server(SERVER_INFO, { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS, jsonSchemaValidator });
     server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: visibleTools(tools, credential, req.headers['x-service-project']).map(listed) }));
     server.setRequestHandler(CallToolRequestSchema, async (request) => {
       const tool = byName.get(request.params.name);

@@ -22,6 +22,7 @@ import { benchBroadcasts } from './bench/broadcasts.js';
 import { benchBot } from './bench/bot.js';
 import { benchFlows } from './bench/flows.js';
 import { benchSoak } from './bench/soak.js';
+import { benchAgents } from './bench/agents.js';
 
 const SECTIONS: Record<string, BenchSection> = {
   ping: benchPing,
@@ -32,6 +33,7 @@ const SECTIONS: Record<string, BenchSection> = {
   broadcasts: benchBroadcasts,
   bot: benchBot,
   flows: benchFlows,
+  agents: benchAgents,
   // Not run by default (about 9 minutes): `npm run bench -- soak`.
   soak: benchSoak,
 };
