@@ -30,6 +30,7 @@ import { filesPathSegments } from './handlers/files.js';
 import { markEmptyPathParams, refuseEmptyPathParams } from './http/empty-path-params.js';
 import { dashboardRouter } from './http/dashboard/router.js';
 import { mcpRoutes } from './http/mcp.js';
+import { oauthRoutes } from './http/oauth.js';
 
 export interface AppOptions {
   adminToken: string;
@@ -129,6 +130,8 @@ export function createApp(deps: AppDeps & AppOptions): Express {
 
   // AI agents: the MCP server, its tools from the contract and run through the pipeline above (http/mcp.ts).
   app.use(mcpRoutes(deps, () => app));
+  // AI agents' OAuth 2.1 authorization server and its metadata documents (http/oauth.ts).
+  app.use(oauthRoutes(deps));
   app.use(channelWebhookRouter(deps));
   // People's pages and HTML forms, outside the contracts (http/dashboard/router.ts).
   app.use('/dashboard', dashboardRouter(deps, { simulatorUrl: deps.simulatorUrl }));

@@ -42,6 +42,8 @@ export const CAPABILITY_EDGES: Record<string, string[]> = {
   broadcasts: ['access', 'channel-settings', 'conversations', 'messaging', 'pricing'],
   bot: ['access', 'channel-settings', 'code', 'conversations', 'deploy', 'messaging', 'sandbox', 'tables', 'webhooks'],
   dashboard: ['access', 'broadcasts', 'templates', 'webhooks'],
+  // The agents' authorization server: connections and tokens (access), consent's roles and audit (dashboard).
+  oauth: ['access', 'dashboard'],
 };
 
 /** The capability a file of lib/ belongs to (`lib/<room>/…`); null for lib/platform and lib/deps.ts. */

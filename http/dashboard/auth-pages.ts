@@ -11,12 +11,29 @@ import { html } from './html.js';
 import { layout } from './layout.js';
 import { clearCookie, cookie, field, LOGIN_COOKIE, send, SESSION_COOKIE, setCookie } from './request.js';
 
-function loginForm(req: Request, res: Response, status: number, error?: string, email = ''): void {
+/**
+ * Where to go after signing in (`next`): only a path of the dashboard itself (`/dashboard/…`, no
+ * scheme, host, `//` or backslash), so the sign-in page can never send anyone elsewhere; else undefined.
+ */
+export function safeNext(raw: unknown): string | undefined {
+  if (typeof raw !== 'string' || raw.length > 2000 || !raw.startsWith('/dashboard/') || /[\\\u0000-\u001f\u007f]/.test(raw)) return undefined;
+  let url: URL;
+  try {
+    url = new URL(raw, 'http://dashboard.invalid');
+  } catch {
+    return undefined;
+  }
+  if (url.origin !== 'http://dashboard.invalid' || !url.pathname.startsWith('/dashboard/')) return undefined;
+  return url.pathname + url.search;
+}
+
+function loginForm(req: Request, res: Response, status: number, error?: string, email = '', next?: string): void {
   const token = randomToken(32);
   setCookie(req, res, LOGIN_COOKIE, token, 3600);
   send(res, status, layout({ title: 'Sign in', error }, html`
 <form method="post" action="/dashboard/login" class="card">
   <input type="hidden" name="_csrf" value="${token}">
+  ${next ? html`<input type="hidden" name="next" value="${next}">` : ''}
   <label for="email">Email</label>
   <input id="email" name="email" type="email" autocomplete="username" required value="${email}">
   <label for="password">Password</label>
@@ -25,18 +42,19 @@ function loginForm(req: Request, res: Response, status: number, error?: string, 
 </form>`));
 }
 
-async function beginSession(deps: AppDeps, req: Request, res: Response, accountId: string): Promise<void> {
+async function beginSession(deps: AppDeps, req: Request, res: Response, accountId: string, next?: string): Promise<void> {
   const { token } = await startSession(deps, accountId);
   clearCookie(req, res, LOGIN_COOKIE);
   setCookie(req, res, SESSION_COOKIE, token, SESSION_TTL_MS / 1000);
-  res.redirect(303, '/dashboard');
+  res.redirect(303, next ?? '/dashboard');
 }
 
 export function showLogin(deps: AppDeps) {
   return async (req: Request, res: Response) => {
-    // Already signed in: straight to the projects.
-    if (await resolveSession(deps, cookie(req, SESSION_COOKIE))) return res.redirect(303, '/dashboard/projects');
-    loginForm(req, res, 200);
+    const next = safeNext(req.query.next);
+    // Already signed in: straight to the page asked for (an agent's consent page), else the projects.
+    if (await resolveSession(deps, cookie(req, SESSION_COOKIE))) return res.redirect(303, next ?? '/dashboard/projects');
+    loginForm(req, res, 200, undefined, '', next);
   };
 }
 
@@ -44,17 +62,18 @@ export function submitLogin(deps: AppDeps) {
   return async (req: Request, res: Response) => {
     const presented = field(req, '_csrf') ?? '';
     const expected = cookie(req, LOGIN_COOKIE) ?? '';
+    const next = safeNext(field(req, 'next'));
     if (!presented || !expected || !safeEqual(presented, expected)) {
-      return loginForm(req, res, 403, 'This sign-in form has expired or did not come from this site. Try again.');
+      return loginForm(req, res, 403, 'This sign-in form has expired or did not come from this site. Try again.', '', next);
     }
     const email = field(req, 'email') ?? '';
     try {
       const account = await signIn(deps, email, field(req, 'password'), req.ip ?? 'unknown');
-      await beginSession(deps, req, res, account.id);
+      await beginSession(deps, req, res, account.id, next);
     } catch (e) {
       if (!(e instanceof DashboardRefusal)) throw e;
       if (e.retryAfterSeconds) res.setHeader('Retry-After', String(e.retryAfterSeconds));
-      loginForm(req, res, e.status, e.message, email.slice(0, 320));
+      loginForm(req, res, e.status, e.message, email.slice(0, 320), next);
     }
   };
 }

@@ -31,7 +31,8 @@ ${list.map(({ project, role }) => html`<tr>
   ${sim ? html`<td data-label="Simulator">${project.channel ? html`<a href="${`${sim}/_sim/phone-numbers/${encodeURIComponent(project.channel.phoneNumberId)}`}">simulated number</a>` : '—'}</td>` : ''}
 </tr>`)}</tbody></table></div>`
     : html`<p>You have no role in any project yet. An owner can invite you.</p>`;
-  send(res, 200, layout({ title: 'Your projects', person: { email: actor.email, csrf: session.csrfToken } }, body));
+  const agents = html`<p><a href="/dashboard/agents">Connected AI agents</a> <span class="muted">(applications you or your projects' owners and admins connected through OAuth)</span></p>`;
+  send(res, 200, layout({ title: 'Your projects', person: { email: actor.email, csrf: session.csrfToken } }, html`${body}${agents}`));
 };
 
 export const showWebhooks = (deps: AppDeps) => async (req: Request, res: Response) => {

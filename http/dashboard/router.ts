@@ -18,14 +18,13 @@ import { showProjects, showWebhooks, showTemplates, decideTemplate, showPeople, 
 import { showKeys, createKey, rotateKey, revokeKey, updateScopes } from './key-pages.js';
 import { showBroadcasts, showBroadcast, broadcastProgress, approve, cancel } from './broadcast-pages.js';
 import { showContacts, showConversations, showConversation } from './customer-pages.js';
+import { answerConsent, disconnect, parseConsentForm, showAgents, showConsent } from './oauth-pages.js';
+import { CSP } from './csp.js';
 
 export type { DashboardOptions } from './project-pages.js';
 
 const asset = (name: string) => readFileSync(path.join(PROJECT_ROOT, 'http', 'dashboard', name), 'utf8');
 
-// Pages load only this service's own CSS and script; no inline script runs; no framing.
-// connect-src 'self': a campaign's page reads its own progress while it sends.
-const CSP = "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 export function dashboardRouter(deps: AppDeps, opts: DashboardOptions = {}): Router {
   const css = asset('dashboard.css');
@@ -37,6 +36,8 @@ export function dashboardRouter(deps: AppDeps, opts: DashboardOptions = {}): Rou
   });
   r.get('/assets/dashboard.css', (_req, res) => void res.type('text/css').setHeader('Cache-Control', 'public, max-age=300').send(css));
   r.get('/assets/dashboard.js', (_req, res) => void res.type('text/javascript').setHeader('Cache-Control', 'public, max-age=300').send(js));
+  // The consent form carries a checkbox per project and scope: its own, larger, parser (then parseForm finds it read).
+  r.use('/oauth/consent', parseConsentForm);
   r.use(parseForm);
 
   r.get('/login', page(showLogin(deps)));
@@ -46,6 +47,9 @@ export function dashboardRouter(deps: AppDeps, opts: DashboardOptions = {}): Rou
   r.post('/setup', page(submitSetup(deps)));
   r.get('/invite', page(showInvite(deps)));
   r.post('/invite', page(submitInvite(deps)));
+  // An agent's authorization request arrives here from /authorize by a cross-site redirect, without the
+  // session cookie: the page resolves the session itself (http/dashboard/oauth-pages.ts).
+  r.get('/oauth/consent', page(showConsent(deps)));
 
   // Everything below needs a live session; a POST also needs the session's CSRF token.
   r.use((req: Request, _res: Response, next: NextFunction) => {
@@ -69,6 +73,9 @@ export function dashboardRouter(deps: AppDeps, opts: DashboardOptions = {}): Rou
   r.get('/', (_req, res) => res.redirect(303, '/dashboard/projects'));
   r.post('/logout', page(submitLogout(deps)));
   r.get('/projects', page(showProjects(deps, opts)));
+  r.post('/oauth/consent', page(answerConsent(deps)));
+  r.get('/agents', page(showAgents(deps)));
+  r.post('/agents/:connectionId/disconnect', page(disconnect(deps)));
   r.get('/projects/:projectId', (req, res) => res.redirect(303, `/dashboard/projects/${encodeURIComponent(String(req.params.projectId))}/broadcasts`));
   r.get('/projects/:projectId/keys', page(showKeys(deps)));
   r.post('/projects/:projectId/keys', page(createKey(deps)));

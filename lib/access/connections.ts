@@ -93,6 +93,12 @@ export async function connectionForClientOn(tx: Tx, input: { clientId: string; a
   });
 }
 
+/** Every scope the connection holds on any of its projects, each once, in the order of the projects and their scopes. */
+export async function scopesOfConnection(tx: Pick<Tx, 'connectionProject'>, connectionId: string): Promise<string[]> {
+  const rows = await tx.connectionProject.findMany({ where: { connectionId }, orderBy: { createdAt: 'asc' }, select: { scopes: true } });
+  return [...new Set(rows.flatMap((r) => r.scopes))];
+}
+
 /**
  * Ends a connection: its row goes, and with it (the foreign keys cascade) its projects, every access
  * token, and the OAuth codes and refresh tokens of its grants. Inside the caller's transaction (the

@@ -88,8 +88,14 @@ export interface Config {
   simulatorUrl?: string;
   /** The bundled simulator approves a new template after this many ms (null: never; decide with `ops templates approve|reject`). Same default as the standalone one. */
   simulatorTemplateAutoApproveMs: number | null;
-  /** Base URL written into the served OpenAPI documents' `servers`. */
+  /** Base URL written into the served OpenAPI documents' `servers`; also the OAuth issuer (https in production). */
   publicBaseUrl: string;
+  /** Lifetime of an access token (`mcp_at_`) issued by the OAuth token endpoint. */
+  oauthAccessTokenSeconds: number;
+  /** Lifetime of an OAuth refresh token (`mcp_rt_`); each use replaces it with a new one. */
+  oauthRefreshTokenSeconds: number;
+  /** Requests per minute per client address to each of /register, /authorize, /token and /revoke (shared counters). */
+  oauthRequestsPerMinute: number;
   /** Upload budget per credential and minute (header samples and media): bytes received. */
   uploadBytesPerMinute: number;
   /** Upload budget per credential and minute: upload requests. */
@@ -236,6 +242,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     simulatorUrl: str(env, 'SIMULATOR_URL')?.replace(/\/+$/, ''),
     devAllowPrivateTargets: bool(env, 'DEV_ALLOW_PRIVATE_TARGETS', false),
     publicBaseUrl: (str(env, 'PUBLIC_BASE_URL') ?? `http://localhost:${port}`).replace(/\/+$/, ''),
+    oauthAccessTokenSeconds: int(env, 'OAUTH_ACCESS_TOKEN_SECONDS', 3600, 60, 86_400),
+    oauthRefreshTokenSeconds: int(env, 'OAUTH_REFRESH_TOKEN_SECONDS', 2_592_000, 3600, 365 * 86_400),
+    oauthRequestsPerMinute: int(env, 'OAUTH_REQUESTS_PER_MINUTE', 60, 1),
     // At least the 100 MB document ceiling, or a maximal document could never be uploaded.
     uploadBytesPerMinute: int(env, 'UPLOAD_BYTES_PER_MINUTE', 200 * 1024 * 1024, 1),
     uploadRequestsPerMinute: int(env, 'UPLOAD_REQUESTS_PER_MINUTE', 30, 1),

@@ -1,0 +1,133 @@
+/**
+ * The agents' OAuth 2.1 authorization server at the app's root (docs/agents-oauth.md): the MCP SDK's
+ * router (`mcpAuthRouter`) over our provider (lib/oauth/provider.ts, PostgreSQL only), with what the
+ * SDK leaves to us in front of it:
+ * - a per-address limit on /register, /authorize, /token and /revoke in the shared counters (the SDK's
+ *   own limiter keeps its counts in process memory, so it is off): 429 `too_many_requests`, fail-open;
+ * - the registration's JSON body at most 16 KiB;
+ * - client authentication at /token and /revoke: a confidential client's secret is compared with its
+ *   stored SHA-256 here (the SDK would compare a plain-text secret), as `client_secret_post` or HTTP
+ *   Basic; unknown client or missing/wrong secret: 401 `invalid_client`.
+ * Metadata: /.well-known/oauth-authorization-server (RFC 8414) and
+ * /.well-known/oauth-protected-resource/mcp (RFC 9728). The issuer is PUBLIC_BASE_URL; the SDK
+ * refuses a plain-http issuer other than localhost or 127.0.0.1, and then nothing is served here (a
+ * warning at start): production needs https.
+ */
+import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import { mcpAuthRouter } from '@modelcontextprotocol/sdk/server/auth/router.js';
+import type { AppDeps } from './app-deps.js';
+import { rateLimit } from '../middleware/rate-limit.js';
+import { ApiError } from '../lib/platform/errors.js';
+import { mcpResourceUrl } from '../lib/mcp/resource.js';
+import { checkClientSecret, createOAuthProvider } from '../lib/oauth/provider.js';
+import { LIMITS, SCOPES_SUPPORTED } from '../lib/oauth/rules.js';
+import { CONSENT_PATH } from './dashboard/oauth-pages.js';
+
+const ENDPOINTS = ['/register', '/authorize', '/token', '/revoke'] as const;
+
+function oauthError(res: Response, status: number, error: string, description: string): void {
+  res.setHeader('Cache-Control', 'no-store');
+  res.status(status).json({ error, error_description: description });
+}
+
+/** The per-address limit of one endpoint, answered as OAuth errors are. */
+function limiter(deps: AppDeps, endpoint: string) {
+  const limit = rateLimit({
+    store: deps.counters,
+    limit: () => deps.config.oauthRequestsPerMinute,
+    clock: deps.clock,
+    keyOf: (req) => `oauth${endpoint}:${req.ip ?? 'unknown'}`,
+    logger: deps.logger,
+    onReject: () => deps.metrics?.rateLimited('oauth'),
+  });
+  return (req: Request, res: Response, next: NextFunction) =>
+    limit(req, res, (err?: unknown) => {
+      if (err instanceof ApiError && err.code === 'rate_limited') {
+        if (err.headers) res.set(err.headers);
+        return oauthError(res, 429, 'too_many_requests', `Too many requests to ${endpoint} from this address; retry in ${res.getHeader('Retry-After') ?? 60} seconds.`);
+      }
+      next(err);
+    });
+}
+
+/** `Authorization: Basic` client credentials (RFC 6749 §2.3.1: each part form-urlencoded). */
+function basicCredentials(header: string | undefined): { id: string; secret: string } | undefined {
+  const m = header ? /^Basic[ \t]+([A-Za-z0-9+/]+=*)[ \t]*$/i.exec(header) : null;
+  if (!m) return undefined;
+  const text = Buffer.from(m[1], 'base64').toString('utf8');
+  const colon = text.indexOf(':');
+  if (colon < 0) return undefined;
+  try {
+    const decode = (v: string) => decodeURIComponent(v.replace(/\+/g, ' '));
+    return { id: decode(text.slice(0, colon)), secret: decode(text.slice(colon + 1)) };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Authenticates the client of /token and /revoke before the SDK's handler (which then finds no secret to compare). */
+function clientAuthentication(deps: AppDeps) {
+  return (req: Request, res: Response, next: NextFunction): void => {
+    if (req.method !== 'POST') return next();
+    const body = (req.body ?? {}) as Record<string, unknown>;
+    const basic = basicCredentials(req.headers.authorization);
+    let clientId = typeof body.client_id === 'string' ? body.client_id : undefined;
+    let secret = typeof body.client_secret === 'string' ? body.client_secret : undefined;
+    if (basic) {
+      if (clientId !== undefined && clientId !== basic.id) return oauthError(res, 400, 'invalid_request', 'client_id differs from the Authorization header.');
+      clientId = basic.id;
+      secret = basic.secret;
+      body.client_id = basic.id; // the SDK's handler reads the client from the body
+      req.body = body;
+    }
+    if (clientId === undefined) return next(); // the SDK answers invalid_request
+    checkClientSecret(deps, clientId, secret).then((outcome) => {
+      if (outcome === 'ok') return next();
+      if (basic) res.setHeader('WWW-Authenticate', 'Basic realm="oauth"');
+      oauthError(res, 401, 'invalid_client', outcome === 'unknown' ? 'Unknown client_id.' : 'The client secret is missing or wrong.');
+    }, next);
+  };
+}
+
+/** A body the parsers refused (too large, malformed), as an OAuth error. */
+function bodyRefused(error: string) {
+  return (err: unknown, _req: Request, res: Response, next: NextFunction): void => {
+    const e = err as { type?: string; status?: number } | undefined;
+    if (!e || typeof e.status !== 'number' || e.status >= 500) return next(err);
+    oauthError(res, 400, error, e.type === 'entity.too.large' ? `The body is larger than ${LIMITS.registrationBody / 1024} KiB.` : 'The body could not be read.');
+  };
+}
+
+export function oauthRoutes(deps: AppDeps): Router {
+  const router = express.Router();
+  const base = deps.config.publicBaseUrl;
+  const resourceUrl = mcpResourceUrl(base);
+  const provider = createOAuthProvider(deps, { resourceUrl, consentPath: CONSENT_PATH });
+  let sdk: express.RequestHandler;
+  try {
+    sdk = mcpAuthRouter({
+      provider,
+      issuerUrl: new URL(base),
+      resourceServerUrl: new URL(resourceUrl),
+      scopesSupported: [...SCOPES_SUPPORTED],
+      resourceName: 'Messaging service (MCP)',
+      authorizationOptions: { rateLimit: false },
+      tokenOptions: { rateLimit: false },
+      revocationOptions: { rateLimit: false },
+      clientRegistrationOptions: { rateLimit: false, clientSecretExpirySeconds: 0 },
+    });
+  } catch (e) {
+    deps.logger.warn('OAuth for AI agents is off: PUBLIC_BASE_URL must be https (or http on localhost or 127.0.0.1) to be the issuer', {
+      public_base_url: base,
+      error: e instanceof Error ? e.message : String(e),
+    });
+    return router;
+  }
+  for (const endpoint of ENDPOINTS) router.use(endpoint, limiter(deps, endpoint));
+  router.use('/register', express.json({ limit: LIMITS.registrationBody }), bodyRefused('invalid_client_metadata'));
+  for (const endpoint of ['/token', '/revoke']) {
+    router.use(endpoint, express.urlencoded({ extended: false, limit: 16 * 1024, parameterLimit: 50 }), bodyRefused('invalid_request'), clientAuthentication(deps));
+  }
+  router.use(sdk);
+  return router;
+}

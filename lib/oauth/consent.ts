@@ -1,0 +1,150 @@
+/**
+ * A person's answer to an agent's authorization request, on the dashboard's consent page. What the
+ * page offers: each project where the person is an owner or admin, with the scopes the client asked
+ * for (all of the catalogue when it named none); a member cannot grant. Approving is checked again
+ * on the server (the request still unanswered, each project one the person manages, each scope one
+ * that was offered, at least one project), then in one transaction: the request is answered (once:
+ * `… WHERE answered_at IS NULL`, so the same form posted twice stores nothing the second time), the
+ * connection of this client and person is made or extended, an audit row is written per project,
+ * and a single-use code is issued. The browser then goes back to the redirect URI stored with the
+ * request, never anywhere else.
+ */
+import type { Deps } from '../deps.js';
+import { credentialsChanged } from '../access/credential-cache.js';
+import { attachProjectOn, connectionForClientOn, scopesOfConnection } from '../access/connections.js';
+import { recordAudit, type Actor } from '../dashboard/audit.js';
+import { canManage, projectsOf, type Role } from '../dashboard/roles.js';
+import { DashboardRefusal } from '../dashboard/refusal.js';
+import { newId } from '../platform/secrets.js';
+import * as store from './store.js';
+import { LIMITS, SCOPES_SUPPORTED, redirectOrigin, returnHost, scopeList } from './rules.js';
+
+type ConsentDeps = Pick<Deps, 'db' | 'clock' | 'logger'> & Partial<Pick<Deps, 'credentialCache'>>;
+
+export interface ConsentView {
+  requestId: string;
+  client: { id: string; name: string };
+  /** The host the browser returns to. */
+  returnHost: string;
+  /** The redirect URI's origin (the page's form may lead there). */
+  returnOrigin?: string;
+  /** The scopes the person may tick: those the client asked for, else the catalogue. */
+  offered: string[];
+  projects: Array<{ id: string; name: string; role: Role; canGrant: boolean }>;
+}
+
+export interface ConsentChoice {
+  /** The projects ticked. */
+  projects: string[];
+  /** Per project, the scopes ticked. */
+  scopes: Record<string, string[]>;
+  /** The default project (a read naming no project acts on it). */
+  defaultProject?: string;
+}
+
+const UNKNOWN = 'This authorization request is unknown. Start again from the application.';
+const ANSWERED = 'This authorization request was already answered (a form sent twice?). Nothing more was stored; start again from the application if you need to.';
+const EXPIRED = `This authorization request has expired (the consent page is valid for ${LIMITS.requestSeconds / 60} minutes). Nothing was stored; start again from the application.`;
+
+const offeredOf = (request: store.RequestRow) => (request.scopes.length ? request.scopes : [...SCOPES_SUPPORTED]);
+
+/** The request, still open: 404 unknown, 409 answered, 400 expired. */
+async function openRequest(deps: ConsentDeps, requestId: string): Promise<store.RequestRow> {
+  const request = await store.findRequest(deps.db, requestId);
+  if (!request) throw new DashboardRefusal(404, UNKNOWN);
+  if (request.answeredAt) throw new DashboardRefusal(409, ANSWERED);
+  if (request.expiresAt <= deps.clock.now()) throw new DashboardRefusal(400, EXPIRED);
+  return request;
+}
+
+/** Whether a request id names a stored request (the page before sign-in says nothing more). */
+export async function consentExists(deps: Pick<Deps, 'db'>, requestId: string): Promise<boolean> {
+  return (await store.findRequest(deps.db, requestId)) !== null;
+}
+
+export async function consentView(deps: ConsentDeps, accountId: string, requestId: string): Promise<ConsentView> {
+  const request = await openRequest(deps, requestId);
+  const projects = (await projectsOf(deps, accountId)).map(({ role, project }) => ({ id: project.id, name: project.name, role, canGrant: canManage(role) }));
+  return {
+    requestId: request.id,
+    client: { id: request.client.id, name: request.client.name },
+    returnHost: returnHost(request.redirectUri),
+    returnOrigin: redirectOrigin(request.redirectUri),
+    offered: offeredOf(request),
+    projects,
+  };
+}
+
+/** The client's redirect URI with the answer's parameters (the stored URI only). */
+function answerUrl(request: store.RequestRow, params: Record<string, string>): string {
+  const url = new URL(request.redirectUri);
+  for (const [k, v] of Object.entries(params)) url.searchParams.set(k, v);
+  if (request.state !== null) url.searchParams.set('state', request.state);
+  return url.href;
+}
+
+/** Approves: checks the choice, then grants in one transaction; returns where the browser goes (with `code` and `state`). */
+export async function approveConsent(deps: ConsentDeps, actor: Actor & { accountId: string }, requestId: string, choice: ConsentChoice): Promise<string> {
+  const request = await openRequest(deps, requestId);
+  const chosen = [...new Set(choice.projects.map((p) => p.trim().toLowerCase()).filter((p) => p !== ''))];
+  if (chosen.length === 0) throw new DashboardRefusal(400, 'Choose at least one project to connect, or deny. Nothing was stored.');
+  if (chosen.length > 100) throw new DashboardRefusal(400, 'Too many projects in one consent. Nothing was stored.');
+
+  const roles = new Map((await projectsOf(deps, actor.accountId)).map(({ role, project }) => [project.id, role]));
+  for (const p of chosen) {
+    const role = roles.get(p);
+    if (!role || !canManage(role)) {
+      throw new DashboardRefusal(403, `Only an owner or admin of a project can connect an agent to it; your role in "${p.slice(0, 60)}" is ${role ?? 'none'}. Nothing was stored.`);
+    }
+  }
+  const offered = offeredOf(request);
+  const grants = chosen.map((projectId) => {
+    const scopes = scopeList(choice.scopes[projectId] ?? []);
+    if (scopes.length === 0) throw new DashboardRefusal(400, `Choose at least one scope for "${projectId}", or leave it unticked. Nothing was stored.`);
+    const notOffered = scopes.filter((s) => !offered.includes(s));
+    if (notOffered.length) throw new DashboardRefusal(400, `The scope ${notOffered[0].slice(0, 60)} was not offered to this application. Nothing was stored.`);
+    return { projectId, scopes };
+  });
+  const defaultProject = choice.defaultProject?.trim().toLowerCase() || chosen[0];
+  if (!chosen.includes(defaultProject)) throw new DashboardRefusal(400, 'The default project must be one of the projects you connect. Nothing was stored.');
+
+  const now = deps.clock.now();
+  const client = request.client;
+  const code = await deps.db.prisma.$transaction(async (tx) => {
+    if (!(await store.answerRequestOn(tx, request.id, actor.accountId, now))) throw new DashboardRefusal(409, ANSWERED);
+    const connection = await connectionForClientOn(tx, { clientId: client.id, accountId: actor.accountId, name: client.name || client.id, now });
+    // The default last: attaching it with is_default moves the default there.
+    for (const g of [...grants.filter((g) => g.projectId !== defaultProject), ...grants.filter((g) => g.projectId === defaultProject)]) {
+      const isDefault = g.projectId === defaultProject;
+      await attachProjectOn(tx, connection.id, g.projectId, { scopes: g.scopes, ...(isDefault ? { isDefault: true } : {}) });
+      await recordAudit(tx, now, actor, {
+        projectId: g.projectId,
+        action: 'agent.grant',
+        subject: connection.id,
+        after: { client_id: client.id, client_name: client.name, scopes: g.scopes, is_default: isDefault, redirect_host: returnHost(request.redirectUri) },
+      });
+    }
+    return store.createCodeOn(tx, {
+      clientId: client.id,
+      connectionId: connection.id,
+      grantId: newId('grt', 16),
+      codeChallenge: request.codeChallenge,
+      redirectUri: request.redirectUri,
+      resource: request.resource,
+      scopes: await scopesOfConnection(tx, connection.id),
+      now,
+      ttlSeconds: LIMITS.codeSeconds,
+    });
+  });
+  await credentialsChanged(deps);
+  deps.logger.info('oauth: consent approved', { client_id: client.id, account_id: actor.accountId, projects: chosen });
+  return answerUrl(request, { code });
+}
+
+/** Denies: the request is answered (once) and the client hears `access_denied`. */
+export async function denyConsent(deps: ConsentDeps, accountId: string, requestId: string): Promise<string> {
+  const request = await openRequest(deps, requestId);
+  const answered = await deps.db.prisma.$transaction((tx) => store.answerRequestOn(tx, request.id, accountId, deps.clock.now()));
+  if (!answered) throw new DashboardRefusal(409, ANSWERED);
+  return answerUrl(request, { error: 'access_denied', error_description: 'The person denied the request.' });
+}

@@ -1,0 +1,299 @@
+/**
+ * The authorization server's storage behind the MCP SDK's router (`mcpAuthRouter`, http/oauth.ts): an
+ * `OAuthServerProvider` over PostgreSQL. Nothing is held in memory, so any instance serves any step
+ * of a flow. The rules (docs/agents-oauth.md):
+ * - registration (RFC 7591): redirect URIs https, or http on a loopback host; the client secret the SDK
+ *   generated is kept as its SHA-256 only, answered once, and never returned by `getClient` (the SDK
+ *   would compare it in plain text): `checkClientSecret` authenticates a confidential client instead;
+ * - `/authorize` stores the request and sends the browser to the dashboard's consent page; a
+ *   `resource` (RFC 8707) other than the MCP endpoint is `invalid_target`, a scope outside the
+ *   catalogue `invalid_scope`; without a resource the grant is bound to the MCP endpoint anyway;
+ * - codes are single use (60 s); a code used twice revokes every token of its grant;
+ * - access tokens are the connection model's `mcp_at_` tokens (lib/access/connections.ts), bound to
+ *   client, grant and resource; refresh tokens (`mcp_rt_`) rotate on use, and one reused after its
+ *   rotation revokes its whole grant; a refresh may ask for fewer scopes, never more;
+ * - revocation (RFC 7009) of a client's own access or refresh token (a refresh token takes its grant
+ *   with it); an unknown token is not an error.
+ */
+import type { OAuthServerProvider, AuthorizationParams } from '@modelcontextprotocol/sdk/server/auth/provider.js';
+import type { OAuthRegisteredClientsStore } from '@modelcontextprotocol/sdk/server/auth/clients.js';
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import type { OAuthClientInformationFull, OAuthTokenRevocationRequest, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+import {
+  InvalidClientMetadataError,
+  InvalidGrantError,
+  InvalidRequestError,
+  InvalidScopeError,
+  InvalidTargetError,
+  InvalidTokenError,
+} from '@modelcontextprotocol/sdk/server/auth/errors.js';
+import type { Deps } from '../deps.js';
+import { credentialsChanged } from '../access/credential-cache.js';
+import { resolveCredential, TOKEN_PREFIX } from '../access/credentials.js';
+import { issueTokenOn, revokeClientTokenOn, revokeGrantTokensOn, scopesOfConnection } from '../access/connections.js';
+import { ApiError } from '../platform/errors.js';
+import { hashSecret, safeEqual } from '../platform/secrets.js';
+import * as store from './store.js';
+import { CODE_CHALLENGE, LIMITS, isKnownScope, redirectUriProblem, sameResource, scopeList } from './rules.js';
+
+export type OAuthDeps = Pick<Deps, 'db' | 'clock' | 'config' | 'logger'> & Partial<Pick<Deps, 'credentialCache'>>;
+
+export interface OAuthProviderOptions {
+  /** The MCP endpoint's URL (lib/mcp/resource.ts): every grant is bound to it. */
+  resourceUrl: string;
+  /** Where `/authorize` sends the browser, with `?request=<id>`. */
+  consentPath: string;
+}
+
+const AUTH_METHODS = new Set(['none', 'client_secret_post', 'client_secret_basic']);
+const GRANT_TYPES = new Set(['authorization_code', 'refresh_token']);
+
+/** The registered client as the SDK knows it: its metadata and id, never its secret. */
+function clientInfo(row: store.ClientRow): OAuthClientInformationFull {
+  return {
+    ...(row.metadata as Record<string, unknown>),
+    client_id: row.id,
+    redirect_uris: row.redirectUris,
+    client_id_issued_at: Math.floor(row.createdAt.getTime() / 1000),
+  } as OAuthClientInformationFull;
+}
+
+/**
+ * Authenticates a client at /token and /revoke: 'unknown' (no such client), 'refused' (a confidential
+ * client whose secret is missing or wrong: its SHA-256 is compared in constant time), or 'ok'.
+ */
+export async function checkClientSecret(deps: Pick<Deps, 'db'>, clientId: string, secret: string | undefined): Promise<'unknown' | 'refused' | 'ok'> {
+  const row = await store.findClient(deps.db, clientId);
+  if (!row) return 'unknown';
+  if (row.secretHash === null) return 'ok';
+  if (secret === undefined || secret.length === 0 || secret.length > 200) return 'refused';
+  return safeEqual(hashSecret(secret), row.secretHash) ? 'ok' : 'refused';
+}
+
+export function createOAuthProvider(deps: OAuthDeps, opts: OAuthProviderOptions): OAuthServerProvider {
+  const now = () => deps.clock.now();
+
+  /** A code or refresh token used twice: every access and refresh token of its grant stops now, on every instance. */
+  async function revokeGrant(grantId: string, clientId: string, why: string): Promise<void> {
+    const at = now();
+    const [access, refresh] = await deps.db.prisma.$transaction(async (tx) => [
+      await revokeGrantTokensOn(tx, grantId, at),
+      await store.revokeGrantRefreshTokensOn(tx, grantId, at),
+    ]);
+    deps.logger.warn('oauth: grant revoked', { grant_id: grantId, client_id: clientId, reason: why, access_tokens: access, refresh_tokens: refresh });
+    await credentialsChanged(deps);
+  }
+
+  /** The `scope` of a token answer: what the connection holds now (only `narrowed` of it, when given). */
+  async function scopeAnswer(connectionId: string, narrowed: string[]): Promise<string> {
+    const held = await scopesOfConnection(deps.db.prisma, connectionId);
+    return (narrowed.length ? held.filter((s) => narrowed.includes(s)) : held).join(' ');
+  }
+
+  const clientsStore: OAuthRegisteredClientsStore = {
+    async getClient(clientId) {
+      const row = await store.findClient(deps.db, clientId);
+      return row ? clientInfo(row) : undefined;
+    },
+
+    async registerClient(registration) {
+      // The SDK generated the id (and a secret unless the client is public) before calling us; its type leaves the id out.
+      const client = registration as OAuthClientInformationFull;
+      const uris = client.redirect_uris ?? [];
+      if (uris.length === 0) throw new InvalidClientMetadataError('redirect_uris: register at least one redirect URI.');
+      if (uris.length > LIMITS.redirectUris) throw new InvalidClientMetadataError(`redirect_uris: at most ${LIMITS.redirectUris}.`);
+      for (const uri of uris) {
+        const problem = redirectUriProblem(uri);
+        if (problem) throw new InvalidClientMetadataError(`redirect_uris: ${problem}.`);
+      }
+      const name = client.client_name?.trim() ?? '';
+      if (name.length > LIMITS.clientName) throw new InvalidClientMetadataError(`client_name: at most ${LIMITS.clientName} characters.`);
+      const method = client.token_endpoint_auth_method ?? 'client_secret_post';
+      if (!AUTH_METHODS.has(method)) throw new InvalidClientMetadataError(`token_endpoint_auth_method: one of none, client_secret_post, client_secret_basic (not ${method.slice(0, 50)}).`);
+      const unsupported = (client.grant_types ?? []).filter((g) => !GRANT_TYPES.has(g));
+      if (unsupported.length) throw new InvalidClientMetadataError(`grant_types: only authorization_code and refresh_token (not ${unsupported.join(', ').slice(0, 100)}).`);
+      if ((client.response_types ?? []).some((t) => t !== 'code')) throw new InvalidClientMetadataError('response_types: only code.');
+      const clientId = client.client_id;
+      if (!clientId) throw new InvalidClientMetadataError('client_id was not generated.');
+
+      const { client_secret: secret, client_secret_expires_at: _expires, client_id: _id, client_id_issued_at: _issued, ...metadata } = client;
+      const registered = {
+        ...metadata,
+        redirect_uris: uris,
+        token_endpoint_auth_method: method,
+        grant_types: client.grant_types ?? ['authorization_code', 'refresh_token'],
+        response_types: client.response_types ?? ['code'],
+        ...(name ? { client_name: name } : {}),
+      };
+      const row = await store.createClient(deps.db, {
+        id: clientId,
+        name,
+        redirectUris: uris,
+        metadata: registered,
+        secretHash: method === 'none' || !secret ? null : hashSecret(secret),
+        now: now(),
+      });
+      deps.logger.info('oauth: client registered', { client_id: row.id, public: row.secretHash === null });
+      // The secret is answered this once; it never expires (0).
+      return {
+        ...clientInfo(row),
+        ...(row.secretHash !== null ? { client_secret: secret, client_secret_expires_at: 0 } : {}),
+      };
+    },
+  };
+
+  return {
+    get clientsStore() {
+      return clientsStore;
+    },
+
+    async authorize(client: OAuthClientInformationFull, params: AuthorizationParams, res): Promise<void> {
+      const scopes = scopeList(params.scopes);
+      const unknown = scopes.filter((s) => !isKnownScope(s));
+      if (unknown.length) throw new InvalidScopeError(`Unknown scope: ${unknown.slice(0, 3).join(', ').slice(0, 200)}.`);
+      if (params.resource !== undefined && !sameResource(params.resource, opts.resourceUrl)) {
+        throw new InvalidTargetError(`This authorization server issues tokens only for ${opts.resourceUrl}.`);
+      }
+      if (!CODE_CHALLENGE.test(params.codeChallenge)) throw new InvalidRequestError('code_challenge must be the base64url SHA-256 of the code verifier (43 characters).');
+      if (params.state !== undefined && params.state.length > LIMITS.state) throw new InvalidRequestError(`state: at most ${LIMITS.state} characters.`);
+      const id = await store.createRequest(deps.db, {
+        clientId: client.client_id,
+        redirectUri: params.redirectUri,
+        codeChallenge: params.codeChallenge,
+        state: params.state,
+        scopes,
+        resource: opts.resourceUrl,
+        now: now(),
+        ttlSeconds: LIMITS.requestSeconds,
+      });
+      res.redirect(302, `${opts.consentPath}?request=${encodeURIComponent(id)}`);
+    },
+
+    async challengeForAuthorizationCode(client, authorizationCode) {
+      const row = await liveCode(client, authorizationCode);
+      return row.codeChallenge;
+    },
+
+    async exchangeAuthorizationCode(client, authorizationCode, _codeVerifier, redirectUri, resource): Promise<OAuthTokens> {
+      const row = await liveCode(client, authorizationCode);
+      if (redirectUri !== undefined && redirectUri !== row.redirectUri) throw new InvalidGrantError('redirect_uri differs from the one of the authorization request.');
+      if (resource !== undefined && !sameResource(resource, row.resource)) throw new InvalidTargetError(`The code was granted for ${row.resource}.`);
+      const at = now();
+      const lifetime = deps.config.oauthAccessTokenSeconds;
+      const issued = await deps.db.prisma.$transaction(async (tx) => {
+        if (!(await store.useCodeOn(tx, row.id, at))) return null;
+        const access = await issueTokenOn(tx, {
+          connectionId: row.connectionId,
+          now: at,
+          expiresInSeconds: lifetime,
+          binding: { clientId: row.clientId, grantId: row.grantId, resource: row.resource },
+        });
+        const refresh = await store.createRefreshTokenOn(tx, {
+          clientId: row.clientId,
+          connectionId: row.connectionId,
+          grantId: row.grantId,
+          resource: row.resource,
+          scopes: row.scopes,
+          now: at,
+          ttlSeconds: deps.config.oauthRefreshTokenSeconds,
+        });
+        return { access: access.secret, refresh };
+      });
+      if (!issued) {
+        // Another request used it between our read and our update (or it just expired).
+        await liveCode(client, authorizationCode);
+        throw new InvalidGrantError('The authorization code has expired.');
+      }
+      await credentialsChanged(deps);
+      return { access_token: issued.access, token_type: 'Bearer', expires_in: lifetime, refresh_token: issued.refresh, scope: await scopeAnswer(row.connectionId, []) };
+    },
+
+    async exchangeRefreshToken(client, refreshToken, scopes, resource): Promise<OAuthTokens> {
+      const row = await store.findRefreshToken(deps.db, refreshToken);
+      if (!row || row.clientId !== client.client_id) throw new InvalidGrantError('The refresh token is unknown.');
+      if (row.revokedAt) throw new InvalidGrantError('The refresh token is revoked.');
+      if (row.usedAt) {
+        await revokeGrant(row.grantId, row.clientId, 'refresh token reused after rotation');
+        throw new InvalidGrantError('The refresh token was already used (it is rotated at each use); every token of this grant is now revoked.');
+      }
+      const at = now();
+      if (row.expiresAt <= at) throw new InvalidGrantError('The refresh token has expired.');
+      if (resource !== undefined && !sameResource(resource, row.resource)) throw new InvalidTargetError(`The grant is for ${row.resource}.`);
+      const asked = scopeList(scopes);
+      const beyond = asked.filter((s) => !row.scopes.includes(s));
+      if (beyond.length) throw new InvalidScopeError(`Beyond the grant: ${beyond.slice(0, 3).join(', ').slice(0, 200)}.`);
+      const narrowed = asked.length > 0 && asked.length < row.scopes.length ? asked : [];
+      const lifetime = deps.config.oauthAccessTokenSeconds;
+      const issued = await deps.db.prisma.$transaction(async (tx) => {
+        if (!(await store.useRefreshTokenOn(tx, row.id, at))) return null;
+        const access = await issueTokenOn(tx, {
+          connectionId: row.connectionId,
+          now: at,
+          expiresInSeconds: lifetime,
+          binding: { clientId: row.clientId, grantId: row.grantId, resource: row.resource, scopes: narrowed },
+        });
+        const refresh = await store.createRefreshTokenOn(tx, {
+          clientId: row.clientId,
+          connectionId: row.connectionId,
+          grantId: row.grantId,
+          resource: row.resource,
+          scopes: row.scopes,
+          now: at,
+          ttlSeconds: deps.config.oauthRefreshTokenSeconds,
+        });
+        return { access: access.secret, refresh };
+      });
+      if (!issued) {
+        // Used by a concurrent request between our read and our update: a reuse all the same.
+        await revokeGrant(row.grantId, row.clientId, 'refresh token used twice at once');
+        throw new InvalidGrantError('The refresh token was already used; every token of this grant is now revoked.');
+      }
+      await credentialsChanged(deps);
+      return { access_token: issued.access, token_type: 'Bearer', expires_in: lifetime, refresh_token: issued.refresh, scope: await scopeAnswer(row.connectionId, narrowed) };
+    },
+
+    async verifyAccessToken(token: string): Promise<AuthInfo> {
+      let credential;
+      try {
+        credential = await resolveCredential(deps.db, `Bearer ${token}`, now(), deps.credentialCache);
+      } catch (e) {
+        if (e instanceof ApiError) throw new InvalidTokenError(e.message);
+        throw e;
+      }
+      if (credential.kind !== 'access_token') throw new InvalidTokenError('Not an access token (mcp_at_…).');
+      return {
+        token,
+        clientId: credential.clientId ?? credential.connectionId,
+        scopes: [...new Set(credential.grants.flatMap((g) => g.scopes))],
+        expiresAt: Math.floor(credential.expiresAt.getTime() / 1000),
+        ...(credential.resource ? { resource: new URL(credential.resource) } : {}),
+        extra: { connectionId: credential.connectionId, tokenId: credential.id },
+      };
+    },
+
+    async revokeToken(client: OAuthClientInformationFull, request: OAuthTokenRevocationRequest): Promise<void> {
+      const token = request.token;
+      if (token.startsWith(store.REFRESH_PREFIX)) {
+        const row = await store.findRefreshToken(deps.db, token);
+        if (row && row.clientId === client.client_id && !row.revokedAt) await revokeGrant(row.grantId, row.clientId, 'refresh token revoked by its client');
+        return;
+      }
+      if (token.startsWith(TOKEN_PREFIX) && token.length <= 200) {
+        if (await revokeClientTokenOn(deps.db.prisma, client.client_id, token, now())) await credentialsChanged(deps);
+      }
+      // Anything else: unknown to us, which RFC 7009 answers with 200 all the same.
+    },
+  };
+
+  /** A code of this client that can still be exchanged; a used one revokes its grant. */
+  async function liveCode(client: OAuthClientInformationFull, code: string): Promise<store.CodeRow> {
+    const row = await store.findCode(deps.db, code);
+    if (!row || row.clientId !== client.client_id) throw new InvalidGrantError('The authorization code is unknown.');
+    if (row.usedAt) {
+      await revokeGrant(row.grantId, row.clientId, 'authorization code used twice');
+      throw new InvalidGrantError('The authorization code was already used; every token issued from it is now revoked.');
+    }
+    if (row.expiresAt <= now()) throw new InvalidGrantError('The authorization code has expired.');
+    return row;
+  }
+}
