@@ -104,6 +104,7 @@ export function mcpRoutes(deps: AppDeps, app: () => RequestListener): RequestHan
         authorization: req.headers.authorization!,
         projectHeader,
         remoteAddress: req.socket?.remoteAddress,
+        forwarded: forwardedOf(req),
       });
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
       const result = outcome.ok ? 'ok' : outcome.error.code;
@@ -154,6 +155,17 @@ function resultOf(tool: ToolDef, outcome: ToolOutcome): CallToolResult {
     content: [{ type: 'text', text: JSON.stringify(outcome.data) }],
     ...(structured ? { structuredContent: outcome.data as Record<string, unknown> } : {}),
   };
+}
+
+const FORWARDED = ['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host'];
+
+function forwardedOf(req: Request): Record<string, string> | undefined {
+  let out: Record<string, string> | undefined;
+  for (const name of FORWARDED) {
+    const v = req.headers[name];
+    if (typeof v === 'string') (out ??= {})[name] = v;
+  }
+  return out;
 }
 
 function rpcError(id: string | number | null, code: number, message: string) {

@@ -16,7 +16,7 @@ import { runProcess } from './support/local.js';
 import { PROJECT_ROOT } from '../lib/platform/project-root.js';
 import { contractOf } from '../http/contract.js';
 import { handlers } from '../handlers/index.js';
-import type { Handler } from '../http/handler-types.js';
+import type { HandlerMap } from '../http/handler-types.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -77,7 +77,9 @@ describe('tools follow the contract', () => {
         },
       },
     };
-    const echoNote: Handler<any> = async (req) => ({ data: { id: req.params.id, text: req.query.loud ? String(req.body.text).toUpperCase() : req.body.text } });
+    const echoNote = (async (req: { params: { id: string }; query: { loud?: boolean }; body: { text: string } }) => ({
+      data: { id: req.params.id, text: req.query.loud ? req.body.text.toUpperCase() : req.body.text },
+    })) as unknown as HandlerMap[string];
     const other = await startTestApp({ contract: contractOf(doc, 'openapi.yaml (copy)', { requireScopes: true }), handlers: { ...handlers, echoNote } });
     const server = other.app.listen(0, '127.0.0.1');
     await new Promise((r) => server.once('listening', r));

@@ -16,6 +16,8 @@ export interface CallContext {
   projectHeader?: string;
   /** The caller's address, so per-address rules and logs see the agent, not the loopback. */
   remoteAddress?: string;
+  /** The proxy headers of the MCP request, so `trust proxy` judges the tool call as it judged that request. */
+  forwarded?: Record<string, string>;
 }
 
 export interface ToolError {
@@ -42,7 +44,7 @@ export async function callTool(app: RequestListener, tool: ToolDef, rawArgs: unk
   const unknown = Object.keys(args).filter((k) => !known.has(k));
   if (unknown.length) return refused(`Unknown argument${unknown.length > 1 ? 's' : ''}: ${unknown.slice(0, 5).join(', ')}.`, { unknown: unknown.slice(0, 20) });
 
-  const headers: Record<string, string> = { authorization: ctx.authorization, accept: 'application/json' };
+  const headers: Record<string, string> = { ...ctx.forwarded, authorization: ctx.authorization, accept: 'application/json' };
   const project = args[PROJECT_ARG];
   if (project !== undefined) {
     if (typeof project !== 'string') return refused('`project` must be a string (a project id).');
