@@ -29,7 +29,7 @@ import { adminHandlers } from './handlers/admin/index.js';
 import { filesPathSegments } from './handlers/files.js';
 import { markEmptyPathParams, refuseEmptyPathParams } from './http/empty-path-params.js';
 import { dashboardRouter } from './http/dashboard/router.js';
-import { mcpRoutes } from './http/mcp.js';
+import { mcpRoutes } from './http/mcp/endpoint.js';
 import { oauthRoutes } from './http/oauth.js';
 
 export interface AppOptions {

@@ -40,10 +40,12 @@ export const CAPABILITY_EDGES: Record<string, string[]> = {
   upkeep: ['channel-settings', 'webhooks'],
   messaging: ['access', 'channel-settings', 'consent', 'conversations', 'flows', 'media', 'pricing', 'templates', 'webhooks'],
   broadcasts: ['access', 'channel-settings', 'conversations', 'messaging', 'pricing'],
-  bot: ['access', 'channel-settings', 'code', 'conversations', 'deploy', 'messaging', 'sandbox', 'tables', 'webhooks'],
+  bot: ['access', 'channel-settings', 'code', 'conversations', 'dashboard', 'deploy', 'messaging', 'sandbox', 'tables', 'webhooks'],
   dashboard: ['access', 'broadcasts', 'templates', 'webhooks'],
   // The agents' authorization server: connections and tokens (access), consent's roles and audit (dashboard).
   oauth: ['access', 'dashboard'],
+  // The MCP server's identity as a protected resource (its tools and endpoint are HTTP edge: http/mcp/).
+  mcp: [],
 };
 
 /** The capability a file of lib/ belongs to (`lib/<room>/…`); null for lib/platform and lib/deps.ts. */

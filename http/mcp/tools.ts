@@ -10,7 +10,7 @@
  * contract's own document) is not a tool; one whose only body is neither JSON nor text could not
  * be called with JSON arguments and stops start-up until the contract gives it a JSON form.
  */
-import type { Contract, OperationInfo } from '../../http/contract.js';
+import type { Contract, OperationInfo } from '../contract.js';
 import { resolveSchemaRef, SchemaBundler } from './json-schema.js';
 
 type Schema = Record<string, unknown>;

@@ -1,0 +1,173 @@
+/**
+ * The MCP server at /mcp: Streamable HTTP with the official SDK, stateless (each POST carries
+ * its own credential and gets its own short-lived SDK server and transport), so any instance
+ * behind a load balancer answers any request and there is no session to lose or forge.
+ *
+ * Order: CORS for browser clients, no sessions (a Mcp-Session-Id was never issued: 404), the
+ * bearer (401 with the protected-resource metadata in WWW-Authenticate, RFC 9728), the body (its
+ * limit the contract's largest plus room for JSON), then the SDK. Tools come from the contract
+ * (http/mcp/tools.ts) and run through the HTTP pipeline itself (http/mcp/call.ts).
+ */
+import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import type { IncomingMessage, RequestListener } from 'node:http';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { AppDeps } from '../app-deps.js';
+import { bearerResolver } from '../../middleware/authenticate.js';
+import { selectGrant } from '../../middleware/project.js';
+import { ApiError } from '../../lib/platform/errors.js';
+import type { Credential } from '../../lib/access/types.js';
+import { MCP_PATH, mcpResourceUrl, protectedResourceMetadataUrl } from '../../lib/mcp/resource.js';
+import { toolsFromContract, type ToolDef } from './tools.js';
+import { callTool, type ToolOutcome } from './call.js';
+
+const SERVER_INFO = { name: 'service-api', title: 'WhatsApp messaging-automation API', version: '1' };
+const INSTRUCTIONS =
+  'Each tool is one operation of the REST API (/v1), with its scopes and errors. A tool acts on the project named by its `project` argument, ' +
+  'else the X-Service-Project header, else (for reads) the connection\'s default project. A failure is a tool error whose text is ' +
+  '{"error":{"code","message","request_id"}} with the API\'s error code.';
+
+/** Room over the largest operation body for JSON escaping and the JSON-RPC frame. */
+const FRAME_ALLOWANCE = 256 * 1024;
+
+export function mcpRoutes(deps: AppDeps, app: () => RequestListener): RequestHandler {
+  const tools = toolsFromContract(deps.contract);
+  const byName = new Map(tools.map((t) => [t.name, t]));
+  const resource = mcpResourceUrl(deps.config.publicBaseUrl);
+  const challenge = `Bearer resource_metadata="${protectedResourceMetadataUrl(deps.config.publicBaseUrl)}"`;
+  const resolve = bearerResolver(deps);
+  const maxBody = Math.max(...[...deps.contract.operations.values()].map((o) => o.bodyLimit));
+  const json = express.json({ limit: Math.ceil(maxBody * 1.5) + FRAME_ALLOWANCE });
+  // One validator for every request's server: the SDK would otherwise build an Ajv per server.
+  const jsonSchemaValidator = new AjvJsonSchemaValidator();
+
+  const refuse = (req: Request, res: Response, e: ApiError) => {
+    const params = e.code === 'invalid_token' ? `, error="invalid_token", error_description="${e.message.replaceAll('"', "'")}"` : '';
+    if (e.status === 401) res.setHeader('WWW-Authenticate', challenge + params);
+    if (e.headers) res.set(e.headers);
+    res.status(e.status).json({ success: false, error: { code: e.code, message: e.message }, request_id: req.requestId });
+  };
+
+  const handle = async (req: Request, res: Response, next: NextFunction): Promise<void> => {
+    res.setHeader('Access-Control-Allow-Origin', '*');
+    res.setHeader('Access-Control-Expose-Headers', 'WWW-Authenticate, Mcp-Session-Id, Mcp-Protocol-Version, X-Request-Id');
+    if (req.method === 'OPTIONS') {
+      res.setHeader('Access-Control-Allow-Methods', 'POST, OPTIONS');
+      res.setHeader('Access-Control-Allow-Headers', 'Authorization, Content-Type, Accept, Mcp-Protocol-Version, X-Service-Project, Last-Event-ID');
+      res.status(204).end();
+      return;
+    }
+    if (req.method !== 'POST') {
+      // Stateless: no server-initiated stream to GET, no session to DELETE.
+      res.setHeader('Allow', 'POST, OPTIONS');
+      res.status(405).json(rpcError(null, ErrorCode.ConnectionClosed, 'Method not allowed: this MCP server is stateless and answers POST only.'));
+      return;
+    }
+    if (req.headers['mcp-session-id'] !== undefined) {
+      res.status(404).json(rpcError(null, -32001, 'Session not found: this server issues no sessions; send requests without Mcp-Session-Id.'));
+      return;
+    }
+    let credential: Credential;
+    try {
+      credential = await resolve(req);
+      const bound = (credential as { resource?: string | null }).resource;
+      if (bound && bound.replace(/\/+$/, '') !== resource) {
+        throw new ApiError('invalid_token', 'The access token was issued for another resource.');
+      }
+    } catch (e) {
+      if (e instanceof ApiError) return refuse(req, res, e);
+      return next(e);
+    }
+    json(req, res, (err?: unknown) => {
+      if (err) {
+        const type = (err as { type?: string }).type;
+        if (type === 'entity.too.large') return void res.status(413).json(rpcError(null, ErrorCode.InvalidRequest, 'Request too large.'));
+        if (type === 'entity.parse.failed') return void res.status(400).json(rpcError(null, ErrorCode.ParseError, 'Parse error: the body is not JSON.'));
+        if (type === 'charset.unsupported' || type === 'encoding.unsupported') return void res.status(415).json(rpcError(null, ErrorCode.InvalidRequest, 'Unsupported encoding.'));
+        return next(err);
+      }
+      serve(req, res, credential).catch(next);
+    });
+  };
+
+  const serve = async (req: Request, res: Response, credential: Credential): Promise<void> => {
+    const projectHeader = typeof req.headers['x-service-project'] === 'string' ? req.headers['x-service-project'] : undefined;
+    const server = new Server(SERVER_INFO, { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS, jsonSchemaValidator });
+    server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: visibleTools(tools, credential, req.headers['x-service-project']).map(listed) }));
+    server.setRequestHandler(CallToolRequestSchema, async (request) => {
+      const tool = byName.get(request.params.name);
+      if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${request.params.name}`);
+      const started = process.hrtime.bigint();
+      const outcome = await callTool(app(), tool, request.params.arguments, {
+        authorization: req.headers.authorization!,
+        projectHeader,
+        remoteAddress: req.socket?.remoteAddress,
+        forwarded: forwardedOf(req),
+      });
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      const result = outcome.ok ? 'ok' : outcome.error.code;
+      deps.metrics?.toolCall(tool.name, result);
+      // As the operation's own access line: ids and outcome, never arguments.
+      deps.logger.info('mcp tool call', {
+        tool: tool.name,
+        outcome: result,
+        duration_ms: ms,
+        request_id: outcome.ok ? outcome.requestId : outcome.error.request_id,
+        mcp_request_id: req.requestId,
+        credential_id: credential.id,
+      });
+      return resultOf(tool, outcome);
+    });
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    res.on('close', () => {
+      void transport.close();
+      void server.close();
+    });
+    await server.connect(transport);
+    await transport.handleRequest(req as unknown as IncomingMessage, res, req.body);
+  };
+
+  return (req, res, next) => (req.path === MCP_PATH || req.path === `${MCP_PATH}/` ? void handle(req, res, next).catch(next) : next());
+}
+
+/** The tools the credential may call on the project the header (or the default) selects. */
+function visibleTools(tools: ToolDef[], credential: Credential, header: string | string[] | undefined): ToolDef[] {
+  let scopes: Set<string>;
+  try {
+    scopes = new Set(selectGrant(credential, header, 'GET').scopes);
+  } catch (e) {
+    if (e instanceof ApiError) throw new McpError(ErrorCode.InvalidRequest, `${e.code}: ${e.message}`, { code: e.code });
+    throw e;
+  }
+  return tools.filter((t) => !t.operation.projectScoped || t.operation.requiredScopes.every((s) => scopes.has(s)));
+}
+
+function listed(t: ToolDef) {
+  return { name: t.name, title: t.title, description: t.description, inputSchema: t.inputSchema, ...(t.outputSchema ? { outputSchema: t.outputSchema } : {}), annotations: t.annotations };
+}
+
+function resultOf(tool: ToolDef, outcome: ToolOutcome): CallToolResult {
+  if (!outcome.ok) return { isError: true, content: [{ type: 'text', text: JSON.stringify({ error: outcome.error }) }] };
+  const structured = tool.outputSchema && outcome.data && typeof outcome.data === 'object' && !Array.isArray(outcome.data);
+  return {
+    content: [{ type: 'text', text: JSON.stringify(outcome.data) }],
+    ...(structured ? { structuredContent: outcome.data as Record<string, unknown> } : {}),
+  };
+}
+
+const FORWARDED = ['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host'];
+
+function forwardedOf(req: Request): Record<string, string> | undefined {
+  let out: Record<string, string> | undefined;
+  for (const name of FORWARDED) {
+    const v = req.headers[name];
+    if (typeof v === 'string') (out ??= {})[name] = v;
+  }
+  return out;
+}
+
+function rpcError(id: string | number | null, code: number, message: string) {
+  return { jsonrpc: '2.0', error: { code, message }, id };
+}
