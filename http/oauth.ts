@@ -89,6 +89,33 @@ function clientAuthentication(deps: AppDeps) {
   };
 }
 
+/**
+ * An error the SDK's /authorize redirects to the client carries the request's `state` (RFC 6749
+ * §4.1.2.1), also when the request failed its parameter check (the SDK then leaves it out).
+ */
+function stateOnErrors(req: Request, res: Response, next: NextFunction): void {
+  const redirect = res.redirect.bind(res) as (status: number, url: string) => void;
+  res.redirect = ((a: number | string, b?: string | number) => {
+    const [status, url] = typeof a === 'number' ? [a, String(b)] : [typeof b === 'number' ? b : 302, a];
+    const source = (req.method === 'POST' ? req.body : req.query) as Record<string, unknown> | undefined;
+    const state = source?.state;
+    let location = url;
+    if (typeof state === 'string' && state.length <= LIMITS.state) {
+      try {
+        const target = new URL(url);
+        if (target.searchParams.has('error') && !target.searchParams.has('state')) {
+          target.searchParams.set('state', state);
+          location = target.href;
+        }
+      } catch {
+        // a relative Location (the consent page) is never an error
+      }
+    }
+    redirect(status, location);
+  }) as Response['redirect'];
+  next();
+}
+
 /** A body the parsers refused (too large, malformed), as an OAuth error. */
 function bodyRefused(error: string) {
   return (err: unknown, _req: Request, res: Response, next: NextFunction): void => {
@@ -124,6 +151,7 @@ export function oauthRoutes(deps: AppDeps): Router {
     return router;
   }
   for (const endpoint of ENDPOINTS) router.use(endpoint, limiter(deps, endpoint));
+  router.use('/authorize', stateOnErrors);
   router.use('/register', express.json({ limit: LIMITS.registrationBody }), bodyRefused('invalid_client_metadata'));
   for (const endpoint of ['/token', '/revoke']) {
     router.use(endpoint, express.urlencoded({ extended: false, limit: 16 * 1024, parameterLimit: 50 }), bodyRefused('invalid_request'), clientAuthentication(deps));
