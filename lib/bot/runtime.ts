@@ -41,7 +41,9 @@ import { loadRelease } from '../deploy/deployments.js';
 import { DEFAULT_LIMITS, StartupError, type Outcome, type SandboxLimits } from '../sandbox/sandbox.js';
 import { SandboxCrashed, sandboxSupervisor, type BotSandbox } from '../sandbox/supervisor.js';
 import { takeBotEvent } from './rates.js';
-import { backoff, runHelper, writeBotLog, type Invocation } from './helpers.js';
+import { backoff, runHelper, type Invocation } from './helpers.js';
+import { hostOpBounds } from './host-api.js';
+import { redactedBotLog } from './secrets.js';
 import type { BotHook, BotInboundMessage } from './types.js';
 import { addToInbox, markRunStarted, MAX_HANDOVERS, reclaimExpired, recordAbnormalRun, removeFromInbox, renewLeases, setAside } from './inbox.js';
 import type { Prisma } from '../../generated/prisma/client.js';
@@ -270,7 +272,8 @@ export class BotRuntime implements BotHook {
   }
 
   private log(projectId: string, entry: { level: string; kind: string; message: string; deploymentId?: string }): Promise<void> {
-    return writeBotLog(this.deps!, projectId, entry).catch((e) => {
+    // The bot's texts (its errors) are in it: the project's secret values are redacted.
+    return redactedBotLog(this.deps!, projectId, entry).catch((e) => {
       this.deps?.logger.warn(`bot log not written: ${e}`);
     });
   }
@@ -313,8 +316,9 @@ export class BotRuntime implements BotHook {
     };
     const supervisor = sandboxSupervisor({ processes: deps.config.botSandboxProcesses, maxRssMb: deps.config.botSandboxMaxRssMb });
     try {
-      slot.sandbox = await supervisor.create(projectId, release.bundle, release.sourceMap, (op, args) => runHelper(deps, slot.running > 0 ? slot.inv : undefined, op, args), this.limits, {
+      slot.sandbox = await supervisor.create(projectId, release.bundle, release.sourceMap, (op, args, call) => runHelper(deps, slot.running > 0 ? slot.inv : undefined, op, args, call), this.limits, {
         onStopped: (_reason, message) => void this.log(projectId, { level: 'error', kind: 'timeout', message, deploymentId: release.deploymentId }),
+        ops: hostOpBounds(),
       });
     } catch (e) {
       if (e instanceof SandboxCrashed) {

@@ -12,6 +12,12 @@ export interface Actor {
   email: string;
 }
 
+/** Whoever a row names: a person of the dashboard, or the operator API (no account). */
+export type AuditActor = Actor | { accountId: null; email: string };
+
+/** Who acts through the operator API (`ADMIN_TOKEN`): no account, named as such in the trail. */
+export const OPERATOR_ACTOR: AuditActor = { accountId: null, email: 'operator (admin API)' };
+
 export interface AuditEntry {
   projectId: string;
   action: string;
@@ -39,7 +45,7 @@ export async function recordAudit(tx: Pick<Prisma.TransactionClient, 'dashboardA
 }
 
 /** Writes the row on a pg connection inside its transaction (changes made with SQL, e.g. broadcasts). */
-export async function recordAuditOn(client: pg.PoolClient, now: Date, actor: Actor, entry: AuditEntry): Promise<void> {
+export async function recordAuditOn(client: pg.PoolClient, now: Date, actor: AuditActor, entry: AuditEntry): Promise<void> {
   const text = (v: unknown) => (v === undefined || v === null ? null : JSON.stringify(v));
   await client.query(
     'INSERT INTO dashboard_audit (project_id, account_id, actor, action, subject, before, after, at) VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8)',

@@ -76,6 +76,18 @@ export interface Config {
   botSandboxMaxRssMb: number;
   /** Custom events a project's bot may emit per minute (shared counters); past it `emit` answers false. */
   botEmitsPerMinute: number;
+  /** Secrets a project's bot may have (lib/bot/secrets.ts). */
+  botSecretsMax: number;
+  /** Largest value of one bot secret, in bytes (UTF-8). */
+  botSecretMaxBytes: number;
+  /** The bot's http.fetch: timeout when the bot names none (at most BOT_HTTP_MAX_TIMEOUT_MS, and never past the event's deadline). */
+  botHttpTimeoutMs: number;
+  /** The bot's http.fetch: request and response body caps, in bytes (a larger answer is `response_too_large`). */
+  botHttpMaxBodyBytes: number;
+  /** The bot's http.fetch: calls a project's bot may start per minute (shared counters). */
+  botHttpPerMinute: number;
+  /** The bot's http.fetch: calls of one project in progress at once, across instances (shared counters). */
+  botHttpConcurrency: number;
   /** How old the portfolio messaging limit read from the channel may be before a pre-flight reads it again (lib/pricing/messaging-limit.ts). */
   messagingLimitRefreshMs: number;
   /** On shutdown, how long /readyz answers 503 before the server stops accepting (load balancers notice). */
@@ -235,6 +247,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     botSandboxProcesses: int(env, 'BOT_SANDBOX_PROCESSES', 2, 1, 64),
     botSandboxMaxRssMb: int(env, 'BOT_SANDBOX_MAX_RSS_MB', 512, 64, 65536),
     botEmitsPerMinute: int(env, 'BOT_EMITS_PER_MINUTE', 1200, 1),
+    botSecretsMax: int(env, 'BOT_SECRETS_MAX', 50, 1, 1000),
+    botSecretMaxBytes: int(env, 'BOT_SECRET_MAX_BYTES', 4096, 1, 65536),
+    botHttpTimeoutMs: int(env, 'BOT_HTTP_TIMEOUT_MS', 5000, 100, 15000),
+    botHttpMaxBodyBytes: int(env, 'BOT_HTTP_MAX_BODY_BYTES', 1024 * 1024, 1024, 1024 * 1024),
+    botHttpPerMinute: int(env, 'BOT_HTTP_PER_MINUTE', 600, 1),
+    botHttpConcurrency: int(env, 'BOT_HTTP_CONCURRENCY', 8, 1, 256),
     messagingLimitRefreshMs: int(env, 'MESSAGING_LIMIT_REFRESH_MS', 900000, 0, 86400000),
     shutdownReadyDelayMs: int(env, 'SHUTDOWN_READY_DELAY_MS', 0, 0, 600000),
     simulatorPort: int(env, 'SIMULATOR_PORT', 4010, 0, 65535),

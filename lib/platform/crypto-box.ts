@@ -38,6 +38,15 @@ export class SecretBox {
     return Buffer.concat([decipher.update(Buffer.from(data, 'base64url')), decipher.final()]).toString('utf8');
   }
 
+  /**
+   * A short keyed fingerprint of a value (the first 8 hex characters of an HMAC-SHA256 under a
+   * subkey of this box's key, one per `purpose`): it tells two values apart in a listing without
+   * revealing them, and unlike a plain hash it cannot be used to test guesses without the key.
+   */
+  fingerprint(value: string, purpose: string): string {
+    return createHmac('sha256', deriveKey(this.key, `fingerprint:${purpose}`)).update(value, 'utf8').digest('hex').slice(0, 8);
+  }
+
   /** Whether a stored value predates the binding to its place (re-seal it). */
   static isLegacy(sealed: string): boolean {
     return sealed.startsWith('v1.');

@@ -42,6 +42,8 @@ export const ERROR_STATUS = {
   invalid_csv: 400,
   invalid_path: 400,
   invalid_flow: 400,
+  secret_too_large: 400,
+  secret_limit_reached: 400,
   api_key_required: 401,
   invalid_api_key: 401,
   invalid_token: 401,

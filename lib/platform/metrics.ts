@@ -21,6 +21,8 @@ export interface Metrics {
   rateLimited(limit: string): void;
   /** One MCP tool call: the tool (an operationId, bounded) and its outcome (`ok`, or the error code). */
   toolCall(tool: string, outcome: string): void;
+  /** One `http.fetch` of a project's bot: its outcome (the status class `2xx`…, or the error code) and duration. */
+  botFetch(projectId: string, outcome: string, seconds: number): void;
   /** Values read at scrape time (queue depths, readiness). */
   onCollect(collect: () => Promise<CollectedGauges>): void;
 }
@@ -45,6 +47,8 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
   const deliveries = new client.Counter({ name: 'webhook_deliveries_total', help: 'Webhook delivery attempts by outcome', labelNames: ['outcome'], registers: [registry] });
   const lag = new client.Histogram({ name: 'webhook_delivery_lag_seconds', help: 'From an event to its delivery attempt', buckets: LAG_BUCKETS, registers: [registry] });
   const toolCalls = new client.Counter({ name: 'mcp_tool_calls_total', help: 'MCP tool calls by tool and outcome', labelNames: ['tool', 'outcome'], registers: [registry] });
+  const botFetches = new client.Counter({ name: 'bot_http_fetches_total', help: "Bots' http.fetch calls by project and outcome (status class or error code)", labelNames: ['project', 'outcome'], registers: [registry] });
+  const botFetchLatency = new client.Histogram({ name: 'bot_http_fetch_duration_seconds', help: "Bots' http.fetch duration", buckets: LATENCY_BUCKETS, registers: [registry] });
   const limited = new client.Counter({ name: 'rate_limit_rejections_total', help: 'Requests refused by a rate limit', labelNames: ['limit'], registers: [registry] });
   const collectors: Array<() => Promise<CollectedGauges>> = [];
   const gather = async (): Promise<CollectedGauges> => {
@@ -98,6 +102,10 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
       if (lagSeconds >= 0) lag.observe(lagSeconds);
     },
     rateLimited: (limit) => limited.inc({ limit }),
+    botFetch: (project, outcome, seconds) => {
+      botFetches.inc({ project, outcome });
+      botFetchLatency.observe(seconds);
+    },
     toolCall: (tool, outcome) => toolCalls.inc({ tool, outcome }),
     onCollect: (collect) => collectors.push(collect),
   };

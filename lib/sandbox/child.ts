@@ -20,11 +20,11 @@ function send(message: ChildMessage): void {
 }
 
 function hostFor(sid: number): HostFn {
-  return (op, args) =>
+  return (op, args, call) =>
     new Promise<string>((resolve) => {
       const cid = nextCall++;
       calls.set(cid, resolve);
-      send({ t: 'host', sid, cid, op, args });
+      send({ t: 'host', sid, cid, op, args, remainingMs: call?.remainingMs });
     });
 }
 
@@ -38,6 +38,7 @@ async function onMessage(m: ParentMessage): Promise<void> {
       try {
         const sandbox = await Sandbox.create(m.bundle, m.sourceMap, hostFor(m.sid), m.limits, {
           onStopped: (reason, message) => send({ t: 'stopped', sid: m.sid, reason, message }),
+          ops: m.ops,
         });
         sandboxes.set(m.sid, sandbox);
         send({ t: 'created', sid: m.sid });

@@ -1,9 +1,9 @@
 /** The messages between the service's sandbox supervisor and a sandbox process (lib/sandbox/child.ts). */
-import type { Outcome, SandboxLimits, SourceLocation, StopReason } from './sandbox.js';
+import type { HostOpBounds, Outcome, SandboxLimits, SourceLocation, StopReason } from './sandbox.js';
 
 /** Service → sandbox process. `sid` names a sandbox, `did` a dispatch, `cid` a helper call. */
 export type ParentMessage =
-  | { t: 'create'; sid: number; bundle: string; sourceMap?: string; limits: SandboxLimits }
+  | { t: 'create'; sid: number; bundle: string; sourceMap?: string; limits: SandboxLimits; ops?: HostOpBounds }
   | { t: 'dispatch'; sid: number; did: number; event: string }
   | { t: 'answer'; cid: number; answer: string }
   | { t: 'dispose'; sid: number };
@@ -13,5 +13,5 @@ export type ChildMessage =
   | { t: 'ready'; rssMb: number }
   | { t: 'created'; sid: number; error?: { kind: 'error' | 'timeout' | 'memory_limit'; message: string; location?: SourceLocation } }
   | { t: 'outcome'; sid: number; did: number; outcome: Outcome; usable: boolean; rssMb: number }
-  | { t: 'host'; sid: number; cid: number; op: string; args: string }
+  | { t: 'host'; sid: number; cid: number; op: string; args: string; remainingMs?: number }
   | { t: 'stopped'; sid: number; reason: StopReason; message: string };

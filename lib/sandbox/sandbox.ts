@@ -43,6 +43,19 @@ export interface SandboxLimits {
 }
 
 export const DEFAULT_LIMITS: SandboxLimits = { memoryMb: 32, startupTimeoutMs: 1000, eventTimeoutMs: 5000 };
+
+/**
+ * The host operations a sandbox's bridge lets through, by name, with the largest JSON arguments
+ * (checked inside the isolate) and answer (checked on the host before the copy) of each, in
+ * characters. The bot runtime gives its host API's (lib/bot/host-api.ts); without it, any name
+ * passes with MAX_HELPER_ARGS and MAX_HELPER_RESULT.
+ */
+export type HostOpBounds = Record<string, { maxArgs: number; maxResult: number }>;
+
+/** The largest answer of `op` under `ops`. */
+export function maxResultOf(ops: HostOpBounds | undefined, op: string): number {
+  return ops && Object.hasOwn(ops, op) ? ops[op].maxResult : MAX_HELPER_RESULT;
+}
 /** An event never runs longer than this many times `eventTimeoutMs`, helper waits included. */
 export const HARD_LIMIT_FACTOR = 6;
 /** CPU milliseconds of work left running after the events ended, before the isolate is stopped. */
@@ -61,6 +74,11 @@ const QUIET_NS = 500_000n;
  * a bot that later replaces `Promise`, `Function.prototype.bind` or adds `Object.prototype` setters
  * cannot get a call past the checks or the bound.
  */
+function bridgeSource(ops: HostOpBounds | undefined): string {
+  const limits = ops ? JSON.stringify(Object.fromEntries(Object.entries(ops).map(([name, b]) => [name, b.maxArgs]))) : 'null';
+  return BRIDGE.split('__OPS__').join(limits);
+}
+
 const BRIDGE = `
 'use strict';
 const ref = $0;
@@ -72,10 +90,13 @@ const options = freeze({ __proto__: null, arguments: freeze({ __proto__: null, c
 const MAX_ARGS = ${MAX_HELPER_ARGS};
 const MAX_OP = ${MAX_OP_NAME};
 const MAX_CALLS = ${MAX_HOST_CALLS};
+// The host API's names and their argument bounds (null: MAX_ARGS for all); no prototype, so no
+// inherited name (__proto__, constructor) finds a bound.
+const OPS = __OPS__ === null ? null : freeze(Object.assign(Object.create(null), __OPS__));
 const refusal = (code, message) => '{"ok":false,"error":{"code":"' + code + '","message":"' + message + '"}}';
 const BAD_CALL = refusal('invalid_request', 'Bad helper call.');
 const BAD_OP = refusal('invalid_request', 'Helper names are limited to ' + MAX_OP + ' characters.');
-const TOO_LARGE = refusal('payload_too_large', 'Helper arguments are limited to ' + MAX_ARGS + ' bytes.');
+const tooLarge = (max) => refusal('payload_too_large', 'Helper arguments are limited to ' + max + ' bytes.');
 let running = 0;
 let head = null;
 let tail = null;
@@ -96,7 +117,11 @@ const release = () => {
 async function bridged(op, args) {
   if (typeof op !== 'string' || typeof args !== 'string') return BAD_CALL;
   if (op.length > MAX_OP) return BAD_OP;
-  if (args.length > MAX_ARGS) return TOO_LARGE;
+  // A name the table does not know goes to the host with the general bound (it answers, and logs
+  // an unparsable call); a known one with its own.
+  const own = OPS === null ? undefined : OPS[op];
+  const max = own === undefined ? MAX_ARGS : own;
+  if (args.length > max) return tooLarge(max);
   if (running >= MAX_CALLS) await turn(); else running++;
   try {
     return await call(undefined, [op, args], options);
@@ -114,8 +139,13 @@ const host = freeze({
 defineProperty(globalThis, '__host', { value: host, writable: false, enumerable: false, configurable: false });
 `;
 
+/** About one helper call: the time left before the deadline of the earliest event in flight in the sandbox. */
+export interface HostCall {
+  remainingMs?: number;
+}
+
 /** A helper call from the bot: op name and JSON arguments → JSON answer text. */
-export type HostFn = (op: string, argsJson: string) => Promise<string>;
+export type HostFn = (op: string, argsJson: string, call?: HostCall) => Promise<string>;
 
 export type Outcome =
   | { status: 'ok'; durationMs: number }
@@ -183,6 +213,8 @@ function errorText(e: unknown): { message: string; stack?: string } {
 export interface SandboxOptions {
   /** Told when the isolate is stopped outside an event's outcome (work left running). */
   onStopped?: (reason: StopReason, message: string) => void;
+  /** The host operations the bridge lets through, with their bounds. */
+  ops?: HostOpBounds;
 }
 
 /** The answer a bot gets instead of one over the result caps (the copy is never made). */
@@ -200,6 +232,9 @@ export class Sandbox {
   private events = 0;
   /** Characters of helper answers copied in since the sandbox was last idle. */
   private copiedIn = 0;
+  /** When each event in flight reaches its deadline (performance.now() milliseconds). */
+  private readonly deadlines = new Map<number, number>();
+  private nextEvent = 1;
   /** Set while work may run with no event in flight: CPU counted from `cpuStart`. */
   private leftover?: { cpuStart: bigint; lastCpu: bigint; quietReads: number };
   private watch?: NodeJS.Timeout;
@@ -227,9 +262,10 @@ export class Sandbox {
       if (s && s.hostPending >= MAX_HOST_CALLS) return HOST_BUSY;
       if (s) s.hostPending++;
       try {
-        const answer = await host(op, args);
+        const answer = await host(op, args, s?.callContext() ?? {});
         if (typeof answer !== 'string') return answer;
-        if (answer.length > MAX_HELPER_RESULT) return resultTooLarge(MAX_HELPER_RESULT, 'the limit of one answer');
+        const maxResult = maxResultOf(options.ops, op);
+        if (answer.length > maxResult) return resultTooLarge(maxResult, 'the limit of one answer');
         if (s) {
           const budget = MAX_EVENT_RESULTS * Math.max(1, s.events);
           if (s.copiedIn + answer.length > budget) return resultTooLarge(MAX_EVENT_RESULTS, "the event's limit of answers");
@@ -246,7 +282,7 @@ export class Sandbox {
     };
     try {
       const context = await isolate.createContext();
-      await context.evalClosure(BRIDGE, [new ivm.Reference(counted)], { timeout: limits.startupTimeoutMs });
+      await context.evalClosure(bridgeSource(options.ops), [new ivm.Reference(counted)], { timeout: limits.startupTimeoutMs });
       const script = await isolate.compileScript(bundle, { filename: 'bundle.js' });
       await script.run(context, { timeout: limits.startupTimeoutMs });
       const dispatch = await context.global.get('__platformDispatch', { reference: true });
@@ -269,6 +305,12 @@ export class Sandbox {
 
   get usable(): boolean {
     return !this.isolate.isDisposed;
+  }
+
+  /** What a helper call is told: the time left to the earliest deadline of the events in flight. */
+  callContext(): HostCall {
+    if (this.deadlines.size === 0) return {};
+    return { remainingMs: Math.max(0, Math.min(...this.deadlines.values()) - performance.now()) };
   }
 
   private get leftoverCpuMs(): number {
@@ -343,6 +385,8 @@ export class Sandbox {
       if (!this.isolate.isDisposed) this.isolate.dispose();
     };
     timer = setTimeout(check, this.limits.eventTimeoutMs);
+    const eventId = this.nextEvent++;
+    this.deadlines.set(eventId, started + this.limits.eventTimeoutMs);
     if (this.events === 0) this.copiedIn = 0;
     // Nothing ran since the last read: no leftover work, so this event's CPU is not counted as such.
     if (this.events++ === 0 && this.leftover) {
@@ -374,6 +418,7 @@ export class Sandbox {
       return { status: 'error', message: `The bot threw: ${message}`, location, durationMs: ms() };
     } finally {
       clearTimeout(timer);
+      this.deadlines.delete(eventId);
       if (--this.events === 0) this.watchLeftover();
     }
   }

@@ -22,7 +22,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { DEFAULT_LIMITS, HARD_LIMIT_FACTOR, MAX_HELPER_RESULT, StartupError, resultTooLarge, type HostFn, type Outcome, type SandboxLimits, type SandboxOptions } from './sandbox.js';
+import { DEFAULT_LIMITS, HARD_LIMIT_FACTOR, StartupError, maxResultOf, resultTooLarge, type HostFn, type Outcome, type SandboxLimits, type SandboxOptions } from './sandbox.js';
 import type { ChildMessage, ParentMessage } from './protocol.js';
 
 /** What the bot runtime, the preview and the deploy check need of a sandbox. */
@@ -142,7 +142,7 @@ class SandboxProcess {
       await new Promise<void>((resolve, reject) => {
         const timer = setTimeout(() => this.kill(), limits.startupTimeoutMs + STUCK_MARGIN_MS);
         this.creates.set(sid, { resolve, reject, timer });
-        this.send({ t: 'create', sid, bundle, sourceMap, limits });
+        this.send({ t: 'create', sid, bundle, sourceMap, limits, ops: options.ops });
       }).finally(() => this.letGo());
       return sandbox;
     } catch (e) {
@@ -201,7 +201,7 @@ class SandboxProcess {
         return;
       }
       case 'host':
-        void this.answer(m.sid, m.cid, m.op, m.args);
+        void this.answer(m.sid, m.cid, m.op, m.args, m.remainingMs);
         return;
       case 'stopped':
         this.sandboxes.get(m.sid)?.stopped(m.reason, m.message);
@@ -209,16 +209,17 @@ class SandboxProcess {
     }
   }
 
-  private async answer(sid: number, cid: number, op: string, args: string): Promise<void> {
+  private async answer(sid: number, cid: number, op: string, args: string, remainingMs: number | undefined): Promise<void> {
     const sandbox = this.sandboxes.get(sid);
     let answer: string;
     try {
-      answer = sandbox ? await sandbox.host(op, args) : JSON.stringify({ ok: false, error: { code: 'no_event', message: 'The sandbox was disposed.' } });
+      answer = sandbox ? await sandbox.host(op, args, remainingMs === undefined ? {} : { remainingMs }) : JSON.stringify({ ok: false, error: { code: 'no_event', message: 'The sandbox was disposed.' } });
     } catch {
       answer = JSON.stringify({ ok: false, error: { code: 'server_error', message: 'The helper failed unexpectedly.' } });
     }
     // Refused here, so an oversized answer is never sent to the child at all.
-    if (answer.length > MAX_HELPER_RESULT) answer = resultTooLarge(MAX_HELPER_RESULT, 'the limit of one answer');
+    const maxResult = maxResultOf(sandbox?.ops, op);
+    if (answer.length > maxResult) answer = resultTooLarge(maxResult, 'the limit of one answer');
     this.send({ t: 'answer', cid, answer });
   }
 
@@ -266,6 +267,11 @@ export class SupervisedSandbox implements BotSandbox {
 
   get usable(): boolean {
     return !this.disposed && !this.isolateGone && this.proc.alive && !this.proc.retiring;
+  }
+
+  /** The host operations its bridge lets through. */
+  get ops() {
+    return this.options.ops;
   }
 
   /** Never throws: a crashed child answers `crashed`. */

@@ -1,6 +1,8 @@
 /**
  * `npm run generate:check`: says whether generated/ is stale, without changing anything. Each
  * stale file is named with the contract it comes from and the command that fixes it. CI runs it.
+ * The bot's host API table (lib/bot/host-api.ts) is checked too: the scaffold's types and the
+ * runtime contract's `x-bot-helpers` section (scripts/generate-host-api.ts --check).
  */
 import { execFile } from 'node:child_process';
 import path from 'node:path';
@@ -25,6 +27,15 @@ async function main(): Promise<number> {
       console.error(`${output} is stale against ${source}: run \`npm run generate\` and commit generated/.`);
       stale++;
     }
+  }
+  const hostApi = await promisify(execFile)(process.execPath, ['--import', 'tsx', path.join(root, 'scripts', 'generate-host-api.ts'), '--check'], { cwd: root }).then(
+    (r) => ({ ok: true, out: r.stdout }),
+    (e: { stdout?: string; stderr?: string }) => ({ ok: false, out: `${e.stdout ?? ''}${e.stderr ?? ''}` }),
+  );
+  if (hostApi.ok) process.stdout.write(hostApi.out);
+  else {
+    process.stderr.write(hostApi.out);
+    stale++;
   }
   return stale === 0 ? 0 : 1;
 }

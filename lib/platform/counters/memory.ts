@@ -38,6 +38,28 @@ export class MemoryCounterStore implements CounterStore {
     return Promise.resolve({ count: entry.count, resetAt: new Date(expiresAt) });
   }
 
+  /** Slots held per key: token → when it lapses (ms of the callers' clock). */
+  private readonly slots = new Map<string, Map<string, number>>();
+  private nextToken = 1;
+
+  acquire(key: string, limit: number, holdMs: number, now: Date): Promise<string | null> {
+    const nowMs = now.getTime();
+    let held = this.slots.get(key);
+    if (!held) this.slots.set(key, (held = new Map()));
+    for (const [token, until] of held) if (until <= nowMs) held.delete(token);
+    if (held.size >= limit) return Promise.resolve(null);
+    const token = String(this.nextToken++);
+    held.set(token, nowMs + holdMs);
+    return Promise.resolve(token);
+  }
+
+  release(key: string, token: string): Promise<void> {
+    const held = this.slots.get(key);
+    held?.delete(token);
+    if (held && held.size === 0) this.slots.delete(key);
+    return Promise.resolve();
+  }
+
   /** Evicts every window that ended at or before `nowMs`. Runs by itself from `hit`. */
   sweep(nowMs: number): void {
     for (const [k, e] of this.entries) {
@@ -53,6 +75,7 @@ export class MemoryCounterStore implements CounterStore {
 
   async close(): Promise<void> {
     this.entries.clear();
+    this.slots.clear();
   }
 }
 

@@ -15,6 +15,12 @@ if c == tonumber(ARGV[1]) or redis.call('PTTL', KEYS[1]) == -1 then
 end
 return c`;
 const HIT_SHA = createHash('sha1').update(HIT_SCRIPT).digest('hex');
+/** Slots as a sorted set of tokens scored by when they lapse: lapsed ones go, then one is added if fewer than the limit are held. */
+const ACQUIRE_SCRIPT = `redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
+redis.call('ZADD', KEYS[1], ARGV[3], ARGV[4])
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+return 1`;
 
 /** Extra lifetime of a window key past its window end (instances' clocks differ slightly). */
 const TTL_SLACK_MS = 1_000;
@@ -147,6 +153,41 @@ export class RedisCounterStore implements CounterStore {
           clearTimeout(timer);
           this.consecutiveTimeouts = 0;
           resolve({ count, resetAt: new Date(resetAtMs) });
+        },
+        (err: unknown) => {
+          clearTimeout(timer);
+          reject(err);
+        },
+      );
+    });
+  }
+
+  async acquire(key: string, limit: number, holdMs: number, now: Date): Promise<string | null> {
+    const token = `${now.getTime()}.${Math.random().toString(36).slice(2)}`;
+    const until = now.getTime() + holdMs;
+    const reply = await this.bounded((client) => client.sendCommand(['EVAL', ACQUIRE_SCRIPT, '1', `slots:${key}`, String(now.getTime()), String(limit), String(until), token, String(holdMs + TTL_SLACK_MS)]));
+    return Number(reply) === 1 ? token : null;
+  }
+
+  async release(key: string, token: string): Promise<void> {
+    await this.bounded((client) => client.sendCommand(['ZREM', `slots:${key}`, token]));
+  }
+
+  /** One command within `timeoutMs`; rejects at once while disconnected. */
+  private bounded<T>(run: (client: Client) => Promise<T>): Promise<T> {
+    if (this.closed) return Promise.reject(new Error('Counter store is closed'));
+    const client = this.client;
+    if (!client.isReady) return Promise.reject(new Error('Redis counter store is not connected'));
+    const command = run(client);
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        command.catch(() => {});
+        reject(new CounterTimeoutError(this.timeoutMs));
+      }, this.timeoutMs);
+      command.then(
+        (v) => {
+          clearTimeout(timer);
+          resolve(v);
         },
         (err: unknown) => {
           clearTimeout(timer);

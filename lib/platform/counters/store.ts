@@ -8,6 +8,14 @@ export interface CounterHit {
 
 export interface CounterStore {
   hit(key: string, windowMs: number, now: Date, amount?: number): Promise<CounterHit>;
+  /**
+   * Takes one of `limit` slots of `key` (work in progress across instances): a token to give back
+   * with `release`, or null when all are held. A slot lapses `holdMs` after it was taken, so the
+   * slots of a holder that died come back by themselves. Optional: a store without it leaves the
+   * caller to bound work in its own process.
+   */
+  acquire?(key: string, limit: number, holdMs: number, now: Date): Promise<string | null>;
+  release?(key: string, token: string): Promise<void>;
   close(): Promise<void>;
 }
 

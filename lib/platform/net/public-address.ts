@@ -85,6 +85,18 @@ export function isPublicAddress(address: string): boolean {
   return !blocked6.check(address.replace(/%.*$/, ''), 'ipv6');
 }
 
+/** A loopback address (127.0.0.0/8, ::1, or an IPv6 form embedding 127.0.0.0/8). */
+export function isLoopbackAddress(address: string): boolean {
+  const family = isIP(address);
+  if (family === 4) return address.startsWith('127.');
+  if (family !== 6) return false;
+  const bare = address.replace(/%.*$/, '');
+  const g = ipv6Groups(bare);
+  if (g && g.slice(0, 7).every((x) => x === 0) && g[7] === 1) return true;
+  const v4 = embeddedIPv4(bare);
+  return v4 !== null && v4.startsWith('127.');
+}
+
 export interface TargetPolicy {
   /** DEV_ALLOW_PRIVATE_TARGETS: private and loopback addresses allowed (development and tests only). */
   allowPrivate: boolean;
@@ -110,7 +122,7 @@ export function checkUrl(raw: string, policy: TargetPolicy): URL {
 }
 
 /** Resolves a host; every address it resolves to must be public (unless allowed), and the first is returned. */
-export async function resolveTarget(hostname: string, policy: Pick<TargetPolicy, 'allowPrivate'>): Promise<{ address: string; family: 4 | 6 }> {
+export async function resolveTarget(hostname: string, policy: Pick<TargetPolicy, 'allowPrivate'> & { allowLoopback?: boolean }): Promise<{ address: string; family: 4 | 6 }> {
   const host = hostname.replace(/^\[|\]$/g, '');
   let addresses: { address: string; family: number }[];
   if (isIP(host)) {
@@ -123,7 +135,7 @@ export async function resolveTarget(hostname: string, policy: Pick<TargetPolicy,
     }
   }
   if (addresses.length === 0) throw new UnsafeTargetError('unresolvable', `Host "${host}" does not resolve.`);
-  if (!policy.allowPrivate && addresses.some((a) => !isPublicAddress(a.address))) {
+  if (!policy.allowPrivate && addresses.some((a) => !isPublicAddress(a.address) && !(policy.allowLoopback && isLoopbackAddress(a.address)))) {
     throw new UnsafeTargetError('private_address', `Host "${host}" resolves to a private, loopback or otherwise non-public address.`);
   }
   return { address: addresses[0].address, family: addresses[0].family === 6 ? 6 : 4 };

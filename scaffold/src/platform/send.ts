@@ -6,5 +6,5 @@ import { hostCall } from './runtime/host.js';
 import type { SendMessageRequest, SendResult } from './runtime/types.js';
 
 export async function sendThroughService(body: SendMessageRequest): Promise<SendResult> {
-  return (await hostCall('send', body)) as SendResult;
+  return hostCall('send', body);
 }

@@ -8,19 +8,19 @@ import type { TableFilter, TableRow } from './types.js';
 export const tables = {
   /** Rows matching every filter (at most `limit`, 1 to 50). */
   async select(table: string, options: { filters?: TableFilter[]; columns?: string[]; orderBy?: string; direction?: 'asc' | 'desc'; limit?: number } = {}): Promise<TableRow[]> {
-    return (await hostCall('tables.select', { table, ...options })) as TableRow[];
+    return hostCall('tables.select', { table, ...options });
   },
   /** Inserts one row and returns it as stored. */
   async insert(table: string, row: TableRow): Promise<TableRow> {
-    return (await hostCall('tables.insert', { table, row })) as TableRow;
+    return hostCall('tables.insert', { table, row });
   },
   /** Updates the rows matching every filter; returns how many changed. */
   async update(table: string, filters: TableFilter[], set: TableRow): Promise<number> {
-    return (await hostCall('tables.update', { table, filters, set })) as number;
+    return hostCall('tables.update', { table, filters, set });
   },
   /** Deletes the rows matching every filter; returns how many went. */
   async delete(table: string, filters: TableFilter[]): Promise<number> {
-    return (await hostCall('tables.delete', { table, filters })) as number;
+    return hostCall('tables.delete', { table, filters });
   },
 };
 

@@ -1,7 +1,10 @@
 /**
  * The bridge to the service (managed by the platform). The bot runs in an isolated sandbox with
- * no file system, environment or network; every effect goes through these calls.
+ * no file system, environment or network; every effect goes through these calls, the operations
+ * of the host API (their types: ../generated/host-api.ts).
  */
+import type { HostArgs, HostOpName, HostResult } from '../generated/host-api.js';
+
 interface HostReference {
   apply(receiver: undefined, args: unknown[], options: object): Promise<string>;
 }
@@ -15,12 +18,12 @@ export class HelperError extends Error {
   }
 }
 
-export async function hostCall(op: string, args: unknown): Promise<unknown> {
+export async function hostCall<K extends HostOpName>(op: K, args: HostArgs<K>): Promise<HostResult<K>> {
   const text = await __host.apply(undefined, [op, JSON.stringify(args ?? null)], {
     arguments: { copy: true },
     result: { promise: true, copy: true },
   });
   const answer = JSON.parse(text) as { ok: boolean; value?: unknown; error?: { code: string; message: string } };
   if (!answer.ok) throw new HelperError(answer.error?.code ?? 'helper_error', answer.error?.message ?? 'The helper failed.');
-  return answer.value;
+  return answer.value as HostResult<K>;
 }

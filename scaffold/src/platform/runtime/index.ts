@@ -4,5 +4,7 @@ export { sendMedia } from './media.js';
 export { newId } from './ids.js';
 export { log } from './log.js';
 export { tables, emit } from './connectors.js';
+export { secrets } from './secrets.js';
+export { http, type FetchOptions, type FetchResult } from './http.js';
 export { HelperError } from './host.js';
 export type { InboundMessage, SendMessageRequest, SendResult, TableFilter, TableRow } from './types.js';

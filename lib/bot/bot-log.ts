@@ -1,0 +1,38 @@
+/**
+ * The project's bot log: what its bot wrote with `log`, and what the runtime says about its runs
+ * (errors, limits, set-aside events). The project's 1,000 newest entries are kept; each is one line
+ * (lib/bot/log-text.ts) of at most MAX_LOG_LINE characters.
+ */
+import type { Deps } from '../deps.js';
+import { oneLine } from './log-text.js';
+
+export const MAX_LOG_LINE = 2000;
+
+export async function writeBotLog(deps: Pick<Deps, 'db' | 'clock'>, projectId: string, entry: { level: string; kind: string; message: string; deploymentId?: string | null }): Promise<void> {
+  await deps.db.pool.query(
+    // The project's 1,000 newest entries are kept (the new one is not visible to the DELETE yet).
+    `WITH ins AS (INSERT INTO bot_logs (project_id, level, kind, message, deployment_id, created_at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id)
+     DELETE FROM bot_logs WHERE project_id = $1
+       AND id < (SELECT id FROM bot_logs WHERE project_id = $1 ORDER BY id DESC OFFSET 998 LIMIT 1)`,
+    [projectId, entry.level, entry.kind, oneLine(entry.message, MAX_LOG_LINE), entry.deploymentId ?? null, deps.clock.now()],
+  );
+}
+
+export interface BotLogRow {
+  id: string;
+  level: string;
+  kind: string;
+  message: string;
+  deployment_id: string | null;
+  created_at: Date;
+}
+
+/** A project's newest log entries first, optionally of one level. */
+export async function listBotLogs(deps: Pick<Deps, 'db'>, projectId: string, level: string | undefined, limit: number): Promise<BotLogRow[]> {
+  const res = await deps.db.pool.query<BotLogRow>(
+    `SELECT id::text, level, kind, message, deployment_id, created_at FROM bot_logs
+     WHERE project_id = $1 AND ($2::text IS NULL OR level = $2) ORDER BY bot_logs.id DESC LIMIT $3`,
+    [projectId, level ?? null, limit],
+  );
+  return res.rows;
+}

@@ -1,0 +1,276 @@
+/**
+ * The host API's `http.fetch`: a bot calls the business's own systems, through the service, never
+ * from its isolate (which has no network).
+ *
+ * Policy and why:
+ * - Never throws into the bot: the answer is `{ ok: true, status, headers, body }` once an HTTP
+ *   answer arrived (whatever its status), or `{ ok: false, error: { code, message } }`.
+ * - Where it may go: https only, no credentials in the URL; every address the host resolves to must
+ *   be public (lib/platform/net/public-address.ts: private, loopback, link-local, every
+ *   IPv4-in-IPv6 form…), checked before any connection and pinned for the connection, so DNS
+ *   cannot answer differently in between. DEV_ALLOW_PRIVATE_TARGETS (development and tests only)
+ *   lets it reach loopback, over http too, and nothing else private. An operator may restrict a
+ *   project to a list of hosts (lib/bot/http-allowlist.ts). A refusal is `forbidden_target`.
+ * - Redirects (301, 302, 303, 307, 308) are followed at most MAX_REDIRECTS times, each hop checked
+ *   like the first; 303 (and 301/302 after a POST) become a GET without body; a hop to another
+ *   origin drops Authorization, Cookie and Proxy-Authorization, so a bearer token never follows a
+ *   redirect elsewhere.
+ * - Time: `timeoutMs` (default BOT_HTTP_TIMEOUT_MS, 5 s; at most 15 s) covers connecting, every
+ *   hop and the body, and never reaches past the deadline of the event that called (the sandbox
+ *   tells how long is left): past it, `timeout`.
+ * - Size: a request body over BOT_HTTP_MAX_BODY_BYTES (1 MiB) is `request_too_large`; an answer
+ *   over it is `response_too_large` (refused on its Content-Length, or cut off the moment it
+ *   passes): an error, never a truncated body. Bodies are UTF-8 text.
+ * - Rate: per project, BOT_HTTP_PER_MINUTE calls a minute and BOT_HTTP_CONCURRENCY in progress at
+ *   once, both in the shared counters (all instances agree); past either, `rate_limited` at once.
+ *   When the counters cannot answer, the minute is not counted (fail open, as the API's limits)
+ *   and the calls in progress are bounded in this process.
+ * - No cookies are kept or answered (Set-Cookie is dropped); the User-Agent names the service.
+ * - Each call is logged in the service log with the method, host, status and duration only (never
+ *   headers, bodies, paths or query values) and counted per project in the metrics.
+ */
+import http, { type IncomingMessage } from 'node:http';
+import https from 'node:https';
+import type { Deps } from '../deps.js';
+import { checkUrl, pinnedLookup, resolveTarget, UnsafeTargetError } from '../platform/net/public-address.js';
+import { getAllowlist, hostAllowed } from './http-allowlist.js';
+import { RATE_WINDOW_MS } from './rates.js';
+import { ok, type Answer, type CallContext, type Invocation } from './host-types.js';
+
+export const MAX_FETCH_TIMEOUT_MS = 15_000;
+export const MAX_REDIRECTS = 3;
+export const FETCH_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+export const USER_AGENT = 'messaging-service-bot/1.0 (http.fetch of a bot hosted by the messaging service)';
+/** Headers the bot may not set: the connection's own, and the service's User-Agent. */
+const RESERVED_HEADERS = new Set(['host', 'content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'te', 'trailer', 'proxy-connection', 'expect', 'user-agent']);
+/** Dropped on a redirect to another origin. */
+const CREDENTIAL_HEADERS = ['authorization', 'cookie', 'proxy-authorization'];
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+
+export interface FetchArgs {
+  url: string;
+  method?: (typeof FETCH_METHODS)[number];
+  headers?: Record<string, string>;
+  body?: string | null;
+  timeoutMs?: number;
+}
+
+type FetchDeps = Pick<Deps, 'db' | 'config' | 'counters' | 'clock' | 'logger' | 'metrics'>;
+
+class FetchError extends Error {
+  constructor(readonly code: string, message: string) {
+    super(message);
+  }
+}
+
+const refused = (code: string, message: string): Answer => ok({ ok: false, error: { code, message } });
+
+/** Calls in progress per project in this process: the bound when the shared counters cannot answer. */
+const localInProgress = new Map<string, number>();
+
+async function takeSlot(deps: FetchDeps, projectId: string, holdMs: number): Promise<(() => void) | undefined> {
+  const key = `bot:http:inflight:${projectId}`;
+  const limit = deps.config.botHttpConcurrency;
+  if (deps.counters.acquire && deps.counters.release) {
+    try {
+      const token = await deps.counters.acquire(key, limit, holdMs, deps.clock.now());
+      if (token === null) return undefined;
+      return () => void deps.counters.release!(key, token).catch(() => undefined);
+    } catch {
+      // The counters cannot answer: bounded in this process below.
+    }
+  }
+  const n = localInProgress.get(projectId) ?? 0;
+  if (n >= limit) return undefined;
+  localInProgress.set(projectId, n + 1);
+  return () => {
+    const left = (localInProgress.get(projectId) ?? 1) - 1;
+    if (left <= 0) localInProgress.delete(projectId);
+    else localInProgress.set(projectId, left);
+  };
+}
+
+async function withinRate(deps: FetchDeps, projectId: string): Promise<boolean> {
+  try {
+    const { count } = await deps.counters.hit(`bot:http:${projectId}`, RATE_WINDOW_MS, deps.clock.now());
+    return count <= deps.config.botHttpPerMinute;
+  } catch {
+    return true;
+  }
+}
+
+function checkHeaders(raw: Record<string, string> | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(raw ?? {})) {
+    const lower = name.toLowerCase();
+    if (!/^[!#$%&'*+.^_`|~0-9a-z-]+$/.test(lower)) throw new FetchError('invalid_request', `"${name.slice(0, 64)}" is not a header name.`);
+    if (RESERVED_HEADERS.has(lower) || lower.startsWith('proxy-')) throw new FetchError('invalid_request', `The ${lower} header is set by the service.`);
+    if (/[\r\n\0]/.test(value)) throw new FetchError('invalid_request', `The ${lower} header's value holds a line break or NUL.`);
+    out[lower] = value;
+  }
+  return out;
+}
+
+/** The outcome label of a call: the status class, or the error code. */
+const outcomeOf = (a: { status?: number; code?: string }) => (a.code ?? `${Math.floor((a.status ?? 0) / 100)}xx`);
+
+export async function runHttpFetch(deps: FetchDeps, inv: Invocation, args: FetchArgs, call: CallContext = {}): Promise<Answer> {
+  const started = performance.now();
+  const method = args.method ?? 'GET';
+  let host = '-';
+  try {
+    host = new URL(args.url).host;
+  } catch {
+    /* refused below */
+  }
+  const finish = (answer: { status?: number; code?: string; message?: string; value?: unknown }): Answer => {
+    const seconds = (performance.now() - started) / 1000;
+    const outcome = outcomeOf(answer);
+    deps.metrics?.botFetch(inv.projectId, outcome, seconds);
+    // Method, host, status and duration only: never headers, bodies, paths or query values.
+    deps.logger.info('bot http.fetch', { project_id: inv.projectId, method, host: host.slice(0, 255), status: answer.status ?? null, outcome, duration_ms: Math.round(seconds * 1000), mode: inv.mode });
+    return answer.code ? refused(answer.code, answer.message ?? answer.code) : ok(answer.value);
+  };
+  let headers: Record<string, string>;
+  try {
+    headers = checkHeaders(args.headers);
+  } catch (e) {
+    return finish({ code: (e as FetchError).code, message: (e as FetchError).message });
+  }
+  const body = args.body ?? null;
+  const maxBody = deps.config.botHttpMaxBodyBytes;
+  if (body !== null) {
+    const size = Buffer.byteLength(body, 'utf8');
+    if (size > maxBody) return finish({ code: 'request_too_large', message: `A request body is at most ${maxBody} bytes; this one is ${size}.` });
+  }
+  if (body !== null && (method === 'GET' || method === 'HEAD')) return finish({ code: 'invalid_request', message: `A ${method} request has no body.` });
+  let timeoutMs = Math.min(args.timeoutMs ?? deps.config.botHttpTimeoutMs, MAX_FETCH_TIMEOUT_MS);
+  if (call.remainingMs !== undefined) timeoutMs = Math.min(timeoutMs, Math.floor(call.remainingMs));
+  if (timeoutMs < 1) return finish({ code: 'timeout', message: "The event's deadline has passed: no time is left for the call." });
+  if (!(await withinRate(deps, inv.projectId))) {
+    return finish({ code: 'rate_limited', message: `A project's bot may start ${deps.config.botHttpPerMinute} http.fetch calls a minute (BOT_HTTP_PER_MINUTE); try again in the next minute.` });
+  }
+  const release = await takeSlot(deps, inv.projectId, timeoutMs + 5_000);
+  if (!release) {
+    return finish({ code: 'rate_limited', message: `A project's bot may have ${deps.config.botHttpConcurrency} http.fetch calls in progress at once (BOT_HTTP_CONCURRENCY); await some before starting more.` });
+  }
+  try {
+    const answer = await fetchWithRedirects(deps, inv.projectId, { url: args.url, method, headers, body }, timeoutMs, maxBody, (h) => (host = h));
+    return finish({ status: answer.status, value: { ok: true, ...answer } });
+  } catch (e) {
+    if (e instanceof FetchError) return finish({ code: e.code, message: e.message });
+    return finish({ code: 'network_error', message: 'The call failed.' });
+  } finally {
+    release();
+  }
+}
+
+interface Hop {
+  url: string;
+  method: string;
+  headers: Record<string, string>;
+  body: string | null;
+}
+
+async function fetchWithRedirects(deps: FetchDeps, projectId: string, first: Hop, timeoutMs: number, maxBody: number, onHost: (host: string) => void) {
+  const ac = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    ac.abort();
+  }, timeoutMs);
+  const allowlist = await getAllowlist(deps, projectId);
+  const dev = deps.config.devAllowPrivateTargets;
+  try {
+    let hop = first;
+    for (let n = 0; ; n++) {
+      const where = n === 0 ? '' : ` (redirect ${n})`;
+      let url: URL;
+      let target: { address: string; family: 4 | 6 };
+      try {
+        url = checkUrl(hop.url, { allowPrivate: dev, allowHttp: false });
+        onHost(url.host);
+        if (!hostAllowed(allowlist, url.hostname)) throw new FetchError('forbidden_target', `${url.hostname.slice(0, 255)}${where} is not on this project's list of allowed hosts (set by the operator).`);
+        target = await resolveTarget(url.hostname, { allowPrivate: false, allowLoopback: dev });
+      } catch (e) {
+        if (e instanceof FetchError) throw e;
+        if (e instanceof UnsafeTargetError) {
+          if (e.reason === 'unresolvable') throw new FetchError('network_error', `${e.message}${where}`);
+          throw new FetchError('forbidden_target', `${e.message}${where} Bots reach public https hosts only.`);
+        }
+        throw e;
+      }
+      const res = await send(url, target, hop, ac.signal).catch((e) => {
+        if (timedOut) throw new FetchError('timeout', `No answer within ${timeoutMs} ms.`);
+        throw new FetchError('network_error', `Could not reach ${url.host}${where}: ${(e as NodeJS.ErrnoException).code ?? 'the connection failed'}.`);
+      });
+      const status = res.statusCode ?? 0;
+      if (REDIRECTS.has(status) && res.headers.location) {
+        res.destroy();
+        if (n >= MAX_REDIRECTS) throw new FetchError('too_many_redirects', `More than ${MAX_REDIRECTS} redirects.`);
+        let next: URL;
+        try {
+          next = new URL(res.headers.location, url);
+        } catch {
+          throw new FetchError('forbidden_target', `Redirect ${n + 1} names no valid URL.`);
+        }
+        const toGet = status === 303 || ((status === 301 || status === 302) && hop.method === 'POST');
+        const headers = { ...hop.headers };
+        if (next.origin !== url.origin) for (const h of CREDENTIAL_HEADERS) delete headers[h];
+        if (toGet) delete headers['content-type'];
+        hop = { url: next.toString(), method: toGet ? 'GET' : hop.method, headers, body: toGet ? null : hop.body };
+        continue;
+      }
+      const declared = Number(res.headers['content-length']);
+      if (Number.isFinite(declared) && declared > maxBody) {
+        res.destroy();
+        throw new FetchError('response_too_large', `The answer is ${declared} bytes; at most ${maxBody} are accepted.`);
+      }
+      const chunks: Buffer[] = [];
+      let size = 0;
+      try {
+        for await (const chunk of res) {
+          size += (chunk as Buffer).length;
+          if (size > maxBody) {
+            res.destroy();
+            throw new FetchError('response_too_large', `The answer is over ${maxBody} bytes; at most ${maxBody} are accepted.`);
+          }
+          chunks.push(chunk as Buffer);
+        }
+      } catch (e) {
+        if (e instanceof FetchError) throw e;
+        if (timedOut) throw new FetchError('timeout', `The answer did not arrive within ${timeoutMs} ms.`);
+        throw new FetchError('network_error', `The answer from ${url.host} broke off.`);
+      }
+      const headers: Record<string, string> = {};
+      for (const [name, value] of Object.entries(res.headers)) {
+        if (name === 'set-cookie' || value === undefined) continue;
+        headers[name] = Array.isArray(value) ? value.join(', ') : value;
+      }
+      return { status, headers, body: Buffer.concat(chunks).toString('utf8') };
+    }
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function send(url: URL, target: { address: string; family: 4 | 6 }, hop: Hop, signal: AbortSignal): Promise<IncomingMessage> {
+  const mod = url.protocol === 'https:' ? https : http;
+  return new Promise((resolve, reject) => {
+    const req = mod.request(url, {
+      method: hop.method,
+      agent: false,
+      lookup: pinnedLookup(target.address, target.family),
+      signal,
+      headers: {
+        ...hop.headers,
+        'user-agent': USER_AGENT,
+        'accept-encoding': 'identity',
+        ...(hop.body !== null ? { 'content-length': String(Buffer.byteLength(hop.body, 'utf8')) } : {}),
+      },
+    });
+    req.on('response', resolve);
+    req.on('error', reject);
+    req.end(hop.body ?? undefined);
+  });
+}
