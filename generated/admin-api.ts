@@ -950,6 +950,109 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/projects/{projectId}/secrets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List the bot's secrets (never their values)
+         * @description The secrets the project's bot reads with `secrets.get(name)`, by name: each with a
+         *     fingerprint (the first 8 hex characters of an HMAC of the value under a key derived from
+         *     the master key: two equal fingerprints are almost surely the same value, and it cannot be
+         *     used to test guesses), whether it is production-only, and when it changed. No operation
+         *     answers a value.
+         */
+        get: operations["adminListSecrets"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/projects/{projectId}/secrets/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+                /**
+                 * @description A secret's name, like SHOP_API_TOKEN.
+                 * @example SHOP_API_TOKEN
+                 */
+                name: components["parameters"]["SecretName"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Set or replace a secret of the bot
+         * @description Sealed at rest with the master key; the bot sees the new value from its next event, without
+         *     a redeploy. The answer never carries the value. At most `BOT_SECRETS_MAX` secrets per
+         *     project (400 `secret_limit_reached`, `details.limit`) and `BOT_SECRET_MAX_BYTES` bytes per
+         *     value (400 `secret_too_large`, `details.limit`). `production_only: true` hides it from
+         *     preview runs (`secrets.get` answers null there); when absent, a replacement keeps the flag.
+         *     Written to the project's audit trail (`secret.set` or `secret.replace`, with fingerprints).
+         */
+        put: operations["adminSetSecret"];
+        post?: never;
+        /**
+         * Delete a secret of the bot
+         * @description From the bot's next event `secrets.get` answers null for it. Written to the audit trail (`secret.delete`). 404 `not_found` when there is none by that name.
+         */
+        delete: operations["adminDeleteSecret"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/projects/{projectId}/bot/http-allowlist": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read the hosts the bot's http.fetch may reach
+         * @description `hosts: null` (the default): any public https host. A list: only those hosts, at every redirect too.
+         */
+        get: operations["adminGetHttpAllowlist"];
+        /**
+         * Set the hosts the bot's http.fetch may reach
+         * @description Host names (`shop.example.com`), wildcards of their subdomains (`*.example.com`, which does
+         *     not match `example.com` itself) or IP addresses, at most 100; `null` removes the list (any
+         *     public host). A list never lets the bot reach a private address. Seen from the bot's next
+         *     call; written to the audit trail (`http_allowlist.set`).
+         */
+        put: operations["adminSetHttpAllowlist"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/projects/{projectId}/flows": {
         parameters: {
             query?: never;
@@ -1299,6 +1402,48 @@ export interface components {
              */
             expires_in_seconds: number;
         };
+        BotSecret: {
+            /** @example SHOP_API_TOKEN */
+            name: string;
+            /** @description The first 8 hex characters of an HMAC-SHA256 of the value under a key derived from the master key. */
+            fingerprint: string;
+            /** @description Hidden from preview runs (`secrets.get` answers null there). */
+            production_only: boolean;
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When the value or the flag last changed.
+             */
+            updated_at: string;
+        };
+        BotSecretLimits: {
+            /** @description BOT_SECRETS_MAX. */
+            max_secrets: number;
+            /** @description BOT_SECRET_MAX_BYTES. */
+            max_value_bytes: number;
+        };
+        SetBotSecretRequest: {
+            /** @description The value (UTF-8), at most BOT_SECRET_MAX_BYTES bytes. Never answered back. */
+            value: string;
+            /** @description Hide it from preview runs. Absent: false for a new secret, unchanged for a replacement. */
+            production_only?: boolean;
+        };
+        BotSecretResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                secret: components["schemas"]["BotSecret"];
+            };
+        };
+        HttpAllowlistResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                /** @description null: any public https host. */
+                hosts: string[] | null;
+            };
+        };
         BotLogEntry: {
             id: number;
             /** @enum {string} */
@@ -1557,6 +1702,11 @@ export interface components {
         KeyId: string;
         /** @example con_9h3j5k7l1p2q */
         ConnectionId: string;
+        /**
+         * @description A secret's name, like SHOP_API_TOKEN.
+         * @example SHOP_API_TOKEN
+         */
+        SecretName: string;
         /**
          * @description Flow name.
          * @example visit_survey
@@ -3041,6 +3191,201 @@ export interface operations {
                             events: components["schemas"]["SetAsideEvent"][];
                         };
                     };
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+        };
+    };
+    adminListSecrets: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The secrets, by name. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            secrets: components["schemas"]["BotSecret"][];
+                            limits: components["schemas"]["BotSecretLimits"];
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+        };
+    };
+    adminSetSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+                /**
+                 * @description A secret's name, like SHOP_API_TOKEN.
+                 * @example SHOP_API_TOKEN
+                 */
+                name: components["parameters"]["SecretName"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "value": "shop_live_8c2d9f",
+                 *       "production_only": false
+                 *     }
+                 */
+                "application/json": components["schemas"]["SetBotSecretRequest"];
+            };
+        };
+        responses: {
+            /** @description The secret was replaced. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BotSecretResponse"];
+                };
+            };
+            /** @description The secret was created. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BotSecretResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+        };
+    };
+    adminDeleteSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+                /**
+                 * @description A secret's name, like SHOP_API_TOKEN.
+                 * @example SHOP_API_TOKEN
+                 */
+                name: components["parameters"]["SecretName"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The deleted secret (never its value). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BotSecretResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+        };
+    };
+    adminGetHttpAllowlist: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The allowlist. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HttpAllowlistResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+        };
+    };
+    adminSetHttpAllowlist: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "hosts": [
+                 *         "shop.example.com",
+                 *         "*.crm.example.net"
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    hosts: string[] | null;
+                };
+            };
+        };
+        responses: {
+            /** @description The allowlist as stored. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HttpAllowlistResponse"];
                 };
             };
             400: components["responses"]["Error"];

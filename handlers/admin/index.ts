@@ -15,6 +15,7 @@ import * as flows from './flows.js';
 import * as dashboard from './dashboard.js';
 import * as rateCard from './rate-card.js';
 import * as templates from './templates.js';
+import * as secrets from './secrets.js';
 
 export const adminHandlers: Handlers<operations> = {
   adminGetOpenApiDocument: async (_req, deps) => ({ raw: publishedDocument(deps.adminContract, deps.config.publicBaseUrl) }),
@@ -69,4 +70,9 @@ export const adminHandlers: Handlers<operations> = {
   adminListFlows: flows.adminListFlows,
   adminPublishFlow: flows.adminPublishFlow,
   adminDeprecateFlow: flows.adminDeprecateFlow,
+  adminListSecrets: secrets.adminListSecrets,
+  adminSetSecret: secrets.adminSetSecret,
+  adminDeleteSecret: secrets.adminDeleteSecret,
+  adminGetHttpAllowlist: secrets.adminGetHttpAllowlist,
+  adminSetHttpAllowlist: secrets.adminSetHttpAllowlist,
 };

@@ -142,6 +142,13 @@ export class AdminClient {
     this.call('adminListBotLogs', 'GET', `/admin/projects/${seg(projectId)}/bot/logs${queryString(query)}`);
   listSetAsideEvents = (projectId: string, query: Query<'adminListSetAsideEvents'> = {}) =>
     this.call('adminListSetAsideEvents', 'GET', `/admin/projects/${seg(projectId)}/bot/set-aside${queryString(query)}`);
+  listSecrets = (projectId: string) => this.call('adminListSecrets', 'GET', `/admin/projects/${seg(projectId)}/secrets`);
+  setSecret = (projectId: string, name: string, body: Body<'adminSetSecret'>) =>
+    this.call('adminSetSecret', 'PUT', `/admin/projects/${seg(projectId)}/secrets/${seg(name)}`, body);
+  deleteSecret = (projectId: string, name: string) => this.call('adminDeleteSecret', 'DELETE', `/admin/projects/${seg(projectId)}/secrets/${seg(name)}`);
+  getHttpAllowlist = (projectId: string) => this.call('adminGetHttpAllowlist', 'GET', `/admin/projects/${seg(projectId)}/bot/http-allowlist`);
+  setHttpAllowlist = (projectId: string, body: Body<'adminSetHttpAllowlist'>) =>
+    this.call('adminSetHttpAllowlist', 'PUT', `/admin/projects/${seg(projectId)}/bot/http-allowlist`, body);
   listFlows = (projectId: string) => this.call('adminListFlows', 'GET', `/admin/projects/${seg(projectId)}/flows`);
   /** Its body is optional in the contract: typed here by hand. */
   publishFlow = (projectId: string, name: string, body: { dry_run?: boolean }) =>

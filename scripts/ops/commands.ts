@@ -11,6 +11,7 @@ import { TABLE_COMMANDS } from './tables.js';
 import { BROADCAST_COMMANDS } from './broadcasts.js';
 import { RATE_CARD_COMMANDS } from './rate-card.js';
 import { CODE_COMMANDS } from './code.js';
+import { SECRET_COMMANDS } from './secrets.js';
 import { FLOW_COMMANDS } from './flows.js';
 import { TEMPLATE_COMMANDS } from './templates.js';
 import { scopeList, scopesHelp } from './scopes.js';
@@ -29,7 +30,8 @@ export const GROUPS: Record<Group, string> = {
   tables: "A project's own tables: list, run DDL in public or preview, copy preview's structure to public, storage quotas",
   broadcasts: 'Campaigns: the approval queue, approve (now or later), cancel; the number throughput',
   contacts: 'Contact CSV imports with progress and a line report',
-  code: "The bot's code: pull, push and deploy with a project key (SERVICE_API_KEY); deployments, rollback and logs",
+  code: "The bot's code: pull, push and deploy with a project key (SERVICE_API_KEY); deployments, rollback and logs; the hosts its http.fetch may reach",
+  secrets: "The bot's secrets (secrets.get in the bot): set from the environment or stdin, listed by fingerprint, never shown",
   flows: "A project's WhatsApp Flows: publish to the channel (an operator's decision), deprecate, list",
   templates: 'Message templates: approve or reject on the simulator (outside production; Meta decides real ones)',
   dashboard: 'People of the dashboard (/dashboard): the first owner of a project, with a one-time setup link',
@@ -351,6 +353,7 @@ export const COMMANDS: Command[] = [
   ...BROADCAST_COMMANDS,
   ...RATE_CARD_COMMANDS,
   ...CODE_COMMANDS,
+  ...SECRET_COMMANDS,
   ...FLOW_COMMANDS,
   ...TEMPLATE_COMMANDS,
 ];
