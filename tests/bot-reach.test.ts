@@ -12,6 +12,7 @@ import request from 'supertest';
 import winston from 'winston';
 import { startTestApp, type TestApp } from './support/app.js';
 import { runHelper, type BotDeps } from '../lib/bot/helpers.js';
+import { main } from '../scripts/ops/main.js';
 
 const LIMITS = { memoryMb: 32, startupTimeoutMs: 1000, eventTimeoutMs: 2000 };
 const TOKEN_1 = 'shop_live_T0k3n_first_9d8c7b6a5f4e';
@@ -260,6 +261,47 @@ describe('secrets: bad input', () => {
     expect(twice.body.error.code).toBe('not_found');
     const audit = await t.db.pool.query('SELECT action FROM dashboard_audit WHERE project_id = $1 ORDER BY id', [project.id]);
     expect(audit.rows.map((r) => r.action)).toEqual(['secret.set', 'secret.set', 'secret.set', 'secret.replace', 'secret.delete']);
+  });
+});
+
+describe('ops secrets and ops code http-allowlist', () => {
+  it('When the operator sets a secret from the environment, lists, deletes it and sets an allowlist with the CLI, then no value is printed or taken as an argument', async () => {
+    const server = await new Promise<http.Server>((resolve) => {
+      const srv = t.app.listen(0, '127.0.0.1', () => resolve(srv));
+    });
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const ops = async (args: string[]) => {
+      let out = '';
+      let err = '';
+      const code = await main(args, { SERVICE_URL: url, ADMIN_TOKEN: t.adminToken }, { out: (x) => void (out += x + '\n'), err: (x) => void (err += x + '\n') });
+      return { code, out, err };
+    };
+    try {
+      const project = await t.admin.project();
+      const value = 'cli_secret_value_5e4d3c2b1a';
+      const missing = await ops(['secrets', 'set', project.id, 'CLI_TOKEN']);
+      expect(missing.code).toBe(2);
+      expect(missing.err).toContain('environment variable CLI_TOKEN');
+      process.env.CLI_TOKEN = value;
+      let set;
+      try {
+        set = await ops(['secrets', 'set', project.id, 'CLI_TOKEN', '--production-only']);
+      } finally {
+        delete process.env.CLI_TOKEN;
+      }
+      expect(set.code).toBe(0);
+      expect(set.out).toMatch(/^Secret CLI_TOKEN set \(fingerprint [0-9a-f]{8}, production only\)\./);
+      const list = await ops(['secrets', 'list', project.id]);
+      expect(list.out).toMatch(/^CLI_TOKEN +[0-9a-f]{8} +yes/m);
+      expect(list.out).toContain('1 of at most 3 secrets');
+      const allow = await ops(['code', 'http-allowlist', project.id, '--hosts', 'shop.example.com,*.crm.example.net']);
+      expect(allow.out).toBe('Allowed hosts:\n  *.crm.example.net\n  shop.example.com\n');
+      expect((await ops(['code', 'http-allowlist', project.id, '--any'])).out).toBe('Any public https host (no allowlist).\n');
+      expect((await ops(['secrets', 'delete', project.id, 'CLI_TOKEN'])).out).toBe('Secret CLI_TOKEN deleted.\n');
+      expect(JSON.stringify([missing, set, list])).not.toContain(value);
+    } finally {
+      await new Promise((r) => server.close(() => r(undefined)));
+    }
   });
 });
 
