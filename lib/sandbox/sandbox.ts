@@ -7,16 +7,19 @@
  *   the bundle runs (BRIDGE below); the raw reference to the host function is kept in its closure,
  *   out of the bot's reach.
  * - What crosses: the bridge checks each call inside the isolate, before anything is copied to the
- *   host: the op name (at most MAX_OP_NAME characters) and the JSON arguments (at most
+ *   host: the op name (at most MAX_OP_NAME characters) and the JSON arguments (at most the
+ *   operation's own bound from the host API table, lib/bot/host-api.ts, passed in as `ops`; else
  *   MAX_HELPER_ARGS characters) must be strings within their limits, or the call is answered with
- *   an error without leaving the isolate. At most MAX_HOST_CALLS helper calls are in progress at
- *   once per isolate; further calls wait their turn inside the isolate (in its own, capped heap).
- *   The host counts too and refuses a call beyond the bound.
+ *   an error without leaving the isolate. Each helper call is told how long the earliest event in
+ *   flight has left (`HostCall.remainingMs`), so a slow call (http.fetch) ends within the
+ *   deadline. At most MAX_HOST_CALLS helper calls are in progress at once per isolate; further
+ *   calls wait their turn inside the isolate (in its own, capped heap). The host counts too and
+ *   refuses a call beyond the bound.
  * - Memory: the isolate's heap is capped (`memoryMb`); past it V8 disposes the isolate, the
  *   invocation fails with `memory_limit`, and the next event starts a fresh one. What the host
- *   copies in is bounded before the copy is made (MAX_HELPER_RESULT per answer, MAX_EVENT_RESULTS
- *   per event in flight): an answer over either is replaced by a `result_too_large` error the bot
- *   receives. The service itself runs sandboxes in supervised child processes
+ *   copies in is bounded before the copy is made (MAX_HELPER_RESULT per answer, or the operation's
+ *   own bound; MAX_EVENT_RESULTS per event in flight): an answer over either is replaced by a
+ *   `result_too_large` error the bot receives. The service itself runs sandboxes in supervised child processes
  *   (lib/sandbox/supervisor.ts), so what isolated-vm cannot contain costs a child, not the service.
  * - Time: start-up runs with a CPU timeout; each event has a wall-clock deadline after which the
  *   isolate is disposed, which stops a loop, a never-resolving promise or a slow chain alike. Time
