@@ -223,6 +223,13 @@ export type BotSecret = Prisma.BotSecretModel
  */
 export type BotHttpAllowlist = Prisma.BotHttpAllowlistModel
 /**
+ * Model ProjectFile
+ * A project's stored file (lib/project-files/store.ts, its only writer): uploaded by operators, read
+ * by the bot with `files.get`, sent as media once turned into a media asset. The bytes are in the
+ * blob store under `storageKey` (built from the id, never from the name).
+ */
+export type ProjectFile = Prisma.ProjectFileModel
+/**
  * Model Flow
  * A flow of a project: its current definition is the version `currentVersion` in FlowVersion.
  */

@@ -89,6 +89,7 @@ export const ModelName = {
   BotInbox: 'BotInbox',
   BotSecret: 'BotSecret',
   BotHttpAllowlist: 'BotHttpAllowlist',
+  ProjectFile: 'ProjectFile',
   Flow: 'Flow',
   FlowVersion: 'FlowVersion',
   DashboardAccount: 'DashboardAccount',
@@ -703,6 +704,22 @@ export const BotHttpAllowlistScalarFieldEnum = {
 } as const
 
 export type BotHttpAllowlistScalarFieldEnum = (typeof BotHttpAllowlistScalarFieldEnum)[keyof typeof BotHttpAllowlistScalarFieldEnum]
+
+
+export const ProjectFileScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  name: 'name',
+  contentType: 'contentType',
+  size: 'size',
+  sha256: 'sha256',
+  storageKey: 'storageKey',
+  mediaSlug: 'mediaSlug',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type ProjectFileScalarFieldEnum = (typeof ProjectFileScalarFieldEnum)[keyof typeof ProjectFileScalarFieldEnum]
 
 
 export const FlowScalarFieldEnum = {

@@ -249,6 +249,7 @@ export type ProjectWhereInput = {
   webhooks?: Prisma.WebhookEndpointListRelationFilter
   runtimeTokens?: Prisma.RuntimeTokenListRelationFilter
   mediaAssets?: Prisma.MediaAssetListRelationFilter
+  projectFiles?: Prisma.ProjectFileListRelationFilter
   headerSamples?: Prisma.HeaderSampleListRelationFilter
   segments?: Prisma.SegmentListRelationFilter
   broadcasts?: Prisma.BroadcastListRelationFilter
@@ -280,6 +281,7 @@ export type ProjectOrderByWithRelationInput = {
   webhooks?: Prisma.WebhookEndpointOrderByRelationAggregateInput
   runtimeTokens?: Prisma.RuntimeTokenOrderByRelationAggregateInput
   mediaAssets?: Prisma.MediaAssetOrderByRelationAggregateInput
+  projectFiles?: Prisma.ProjectFileOrderByRelationAggregateInput
   headerSamples?: Prisma.HeaderSampleOrderByRelationAggregateInput
   segments?: Prisma.SegmentOrderByRelationAggregateInput
   broadcasts?: Prisma.BroadcastOrderByRelationAggregateInput
@@ -314,6 +316,7 @@ export type ProjectWhereUniqueInput = Prisma.AtLeast<{
   webhooks?: Prisma.WebhookEndpointListRelationFilter
   runtimeTokens?: Prisma.RuntimeTokenListRelationFilter
   mediaAssets?: Prisma.MediaAssetListRelationFilter
+  projectFiles?: Prisma.ProjectFileListRelationFilter
   headerSamples?: Prisma.HeaderSampleListRelationFilter
   segments?: Prisma.SegmentListRelationFilter
   broadcasts?: Prisma.BroadcastListRelationFilter
@@ -375,6 +378,7 @@ export type ProjectCreateInput = {
   webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
   mediaAssets?: Prisma.MediaAssetCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileCreateNestedManyWithoutProjectInput
   headerSamples?: Prisma.HeaderSampleCreateNestedManyWithoutProjectInput
   segments?: Prisma.SegmentCreateNestedManyWithoutProjectInput
   broadcasts?: Prisma.BroadcastCreateNestedManyWithoutProjectInput
@@ -406,6 +410,7 @@ export type ProjectUncheckedCreateInput = {
   webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
   mediaAssets?: Prisma.MediaAssetUncheckedCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileUncheckedCreateNestedManyWithoutProjectInput
   headerSamples?: Prisma.HeaderSampleUncheckedCreateNestedManyWithoutProjectInput
   segments?: Prisma.SegmentUncheckedCreateNestedManyWithoutProjectInput
   broadcasts?: Prisma.BroadcastUncheckedCreateNestedManyWithoutProjectInput
@@ -437,6 +442,7 @@ export type ProjectUpdateInput = {
   webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
   mediaAssets?: Prisma.MediaAssetUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUpdateManyWithoutProjectNestedInput
   headerSamples?: Prisma.HeaderSampleUpdateManyWithoutProjectNestedInput
   segments?: Prisma.SegmentUpdateManyWithoutProjectNestedInput
   broadcasts?: Prisma.BroadcastUpdateManyWithoutProjectNestedInput
@@ -468,6 +474,7 @@ export type ProjectUncheckedUpdateInput = {
   webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
   mediaAssets?: Prisma.MediaAssetUncheckedUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUncheckedUpdateManyWithoutProjectNestedInput
   headerSamples?: Prisma.HeaderSampleUncheckedUpdateManyWithoutProjectNestedInput
   segments?: Prisma.SegmentUncheckedUpdateManyWithoutProjectNestedInput
   broadcasts?: Prisma.BroadcastUncheckedUpdateManyWithoutProjectNestedInput
@@ -812,6 +819,20 @@ export type ProjectUpdateOneRequiredWithoutContactImportsNestedInput = {
   update?: Prisma.XOR<Prisma.XOR<Prisma.ProjectUpdateToOneWithWhereWithoutContactImportsInput, Prisma.ProjectUpdateWithoutContactImportsInput>, Prisma.ProjectUncheckedUpdateWithoutContactImportsInput>
 }
 
+export type ProjectCreateNestedOneWithoutProjectFilesInput = {
+  create?: Prisma.XOR<Prisma.ProjectCreateWithoutProjectFilesInput, Prisma.ProjectUncheckedCreateWithoutProjectFilesInput>
+  connectOrCreate?: Prisma.ProjectCreateOrConnectWithoutProjectFilesInput
+  connect?: Prisma.ProjectWhereUniqueInput
+}
+
+export type ProjectUpdateOneRequiredWithoutProjectFilesNestedInput = {
+  create?: Prisma.XOR<Prisma.ProjectCreateWithoutProjectFilesInput, Prisma.ProjectUncheckedCreateWithoutProjectFilesInput>
+  connectOrCreate?: Prisma.ProjectCreateOrConnectWithoutProjectFilesInput
+  upsert?: Prisma.ProjectUpsertWithoutProjectFilesInput
+  connect?: Prisma.ProjectWhereUniqueInput
+  update?: Prisma.XOR<Prisma.XOR<Prisma.ProjectUpdateToOneWithWhereWithoutProjectFilesInput, Prisma.ProjectUpdateWithoutProjectFilesInput>, Prisma.ProjectUncheckedUpdateWithoutProjectFilesInput>
+}
+
 export type ProjectCreateNestedOneWithoutFlowsInput = {
   create?: Prisma.XOR<Prisma.ProjectCreateWithoutFlowsInput, Prisma.ProjectUncheckedCreateWithoutFlowsInput>
   connectOrCreate?: Prisma.ProjectCreateOrConnectWithoutFlowsInput
@@ -875,6 +896,7 @@ export type ProjectCreateWithoutApiKeysInput = {
   webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
   mediaAssets?: Prisma.MediaAssetCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileCreateNestedManyWithoutProjectInput
   headerSamples?: Prisma.HeaderSampleCreateNestedManyWithoutProjectInput
   segments?: Prisma.SegmentCreateNestedManyWithoutProjectInput
   broadcasts?: Prisma.BroadcastCreateNestedManyWithoutProjectInput
@@ -905,6 +927,7 @@ export type ProjectUncheckedCreateWithoutApiKeysInput = {
   webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
   mediaAssets?: Prisma.MediaAssetUncheckedCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileUncheckedCreateNestedManyWithoutProjectInput
   headerSamples?: Prisma.HeaderSampleUncheckedCreateNestedManyWithoutProjectInput
   segments?: Prisma.SegmentUncheckedCreateNestedManyWithoutProjectInput
   broadcasts?: Prisma.BroadcastUncheckedCreateNestedManyWithoutProjectInput
@@ -951,6 +974,7 @@ export type ProjectUpdateWithoutApiKeysInput = {
   webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
   mediaAssets?: Prisma.MediaAssetUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUpdateManyWithoutProjectNestedInput
   headerSamples?: Prisma.HeaderSampleUpdateManyWithoutProjectNestedInput
   segments?: Prisma.SegmentUpdateManyWithoutProjectNestedInput
   broadcasts?: Prisma.BroadcastUpdateManyWithoutProjectNestedInput
@@ -981,6 +1005,7 @@ export type ProjectUncheckedUpdateWithoutApiKeysInput = {
   webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
   mediaAssets?: Prisma.MediaAssetUncheckedUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUncheckedUpdateManyWithoutProjectNestedInput
   headerSamples?: Prisma.HeaderSampleUncheckedUpdateManyWithoutProjectNestedInput
   segments?: Prisma.SegmentUncheckedUpdateManyWithoutProjectNestedInput
   broadcasts?: Prisma.BroadcastUncheckedUpdateManyWithoutProjectNestedInput
@@ -1011,6 +1036,7 @@ export type ProjectCreateWithoutConnectionsInput = {
   webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
   mediaAssets?: Prisma.MediaAssetCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileCreateNestedManyWithoutProjectInput
   headerSamples?: Prisma.HeaderSampleCreateNestedManyWithoutProjectInput
   segments?: Prisma.SegmentCreateNestedManyWithoutProjectInput
   broadcasts?: Prisma.BroadcastCreateNestedManyWithoutProjectInput
@@ -1041,6 +1067,7 @@ export type ProjectUncheckedCreateWithoutConnectionsInput = {
   webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
   mediaAssets?: Prisma.MediaAssetUncheckedCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileUncheckedCreateNestedManyWithoutProjectInput
   headerSamples?: Prisma.HeaderSampleUncheckedCreateNestedManyWithoutProjectInput
   segments?: Prisma.SegmentUncheckedCreateNestedManyWithoutProjectInput
   broadcasts?: Prisma.BroadcastUncheckedCreateNestedManyWithoutProjectInput
@@ -1087,6 +1114,7 @@ export type ProjectUpdateWithoutConnectionsInput = {
   webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
   mediaAssets?: Prisma.MediaAssetUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUpdateManyWithoutProjectNestedInput
   headerSamples?: Prisma.HeaderSampleUpdateManyWithoutProjectNestedInput
   segments?: Prisma.SegmentUpdateManyWithoutProjectNestedInput
   broadcasts?: Prisma.BroadcastUpdateManyWithoutProjectNestedInput
@@ -1117,6 +1145,7 @@ export type ProjectUncheckedUpdateWithoutConnectionsInput = {
   webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
   mediaAssets?: Prisma.MediaAssetUncheckedUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUncheckedUpdateManyWithoutProjectNestedInput
   headerSamples?: Prisma.HeaderSampleUncheckedUpdateManyWithoutProjectNestedInput
   segments?: Prisma.SegmentUncheckedUpdateManyWithoutProjectNestedInput
   broadcasts?: Prisma.BroadcastUncheckedUpdateManyWithoutProjectNestedInput
@@ -1147,6 +1176,7 @@ export type ProjectCreateWithoutChannelInput = {
   webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
   mediaAssets?: Prisma.MediaAssetCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileCreateNestedManyWithoutProjectInput
   headerSamples?: Prisma.HeaderSampleCreateNestedManyWithoutProjectInput
   segments?: Prisma.SegmentCreateNestedManyWithoutProjectInput
   broadcasts?: Prisma.BroadcastCreateNestedManyWithoutProjectInput
@@ -1177,6 +1207,7 @@ export type ProjectUncheckedCreateWithoutChannelInput = {
   webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
   mediaAssets?: Prisma.MediaAssetUncheckedCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileUncheckedCreateNestedManyWithoutProjectInput
   headerSamples?: Prisma.HeaderSampleUncheckedCreateNestedManyWithoutProjectInput
   segments?: Prisma.SegmentUncheckedCreateNestedManyWithoutProjectInput
   broadcasts?: Prisma.BroadcastUncheckedCreateNestedManyWithoutProjectInput
@@ -1223,6 +1254,7 @@ export type ProjectUpdateWithoutChannelInput = {
   webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
   mediaAssets?: Prisma.MediaAssetUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUpdateManyWithoutProjectNestedInput
   headerSamples?: Prisma.HeaderSampleUpdateManyWithoutProjectNestedInput
   segments?: Prisma.SegmentUpdateManyWithoutProjectNestedInput
   broadcasts?: Prisma.BroadcastUpdateManyWithoutProjectNestedInput
@@ -1253,6 +1285,7 @@ export type ProjectUncheckedUpdateWithoutChannelInput = {
   webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
   mediaAssets?: Prisma.MediaAssetUncheckedUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUncheckedUpdateManyWithoutProjectNestedInput
   headerSamples?: Prisma.HeaderSampleUncheckedUpdateManyWithoutProjectNestedInput
   segments?: Prisma.SegmentUncheckedUpdateManyWithoutProjectNestedInput
   broadcasts?: Prisma.BroadcastUncheckedUpdateManyWithoutProjectNestedInput
@@ -1283,6 +1316,7 @@ export type ProjectCreateWithoutContactsInput = {
   webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
   mediaAssets?: Prisma.MediaAssetCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileCreateNestedManyWithoutProjectInput
   headerSamples?: Prisma.HeaderSampleCreateNestedManyWithoutProjectInput
   segments?: Prisma.SegmentCreateNestedManyWithoutProjectInput
   broadcasts?: Prisma.BroadcastCreateNestedManyWithoutProjectInput
@@ -1313,6 +1347,7 @@ export type ProjectUncheckedCreateWithoutContactsInput = {
   webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
   mediaAssets?: Prisma.MediaAssetUncheckedCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileUncheckedCreateNestedManyWithoutProjectInput
   headerSamples?: Prisma.HeaderSampleUncheckedCreateNestedManyWithoutProjectInput
   segments?: Prisma.SegmentUncheckedCreateNestedManyWithoutProjectInput
   broadcasts?: Prisma.BroadcastUncheckedCreateNestedManyWithoutProjectInput
@@ -1359,6 +1394,7 @@ export type ProjectUpdateWithoutContactsInput = {
   webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
   mediaAssets?: Prisma.MediaAssetUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUpdateManyWithoutProjectNestedInput
   headerSamples?: Prisma.HeaderSampleUpdateManyWithoutProjectNestedInput
   segments?: Prisma.SegmentUpdateManyWithoutProjectNestedInput
   broadcasts?: Prisma.BroadcastUpdateManyWithoutProjectNestedInput
@@ -1389,6 +1425,7 @@ export type ProjectUncheckedUpdateWithoutContactsInput = {
   webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
   mediaAssets?: Prisma.MediaAssetUncheckedUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUncheckedUpdateManyWithoutProjectNestedInput
   headerSamples?: Prisma.HeaderSampleUncheckedUpdateManyWithoutProjectNestedInput
   segments?: Prisma.SegmentUncheckedUpdateManyWithoutProjectNestedInput
   broadcasts?: Prisma.BroadcastUncheckedUpdateManyWithoutProjectNestedInput
@@ -1419,6 +1456,7 @@ export type ProjectCreateWithoutConversationsInput = {
   webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
   mediaAssets?: Prisma.MediaAssetCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileCreateNestedManyWithoutProjectInput
   headerSamples?: Prisma.HeaderSampleCreateNestedManyWithoutProjectInput
   segments?: Prisma.SegmentCreateNestedManyWithoutProjectInput
   broadcasts?: Prisma.BroadcastCreateNestedManyWithoutProjectInput
@@ -1449,6 +1487,7 @@ export type ProjectUncheckedCreateWithoutConversationsInput = {
   webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
   mediaAssets?: Prisma.MediaAssetUncheckedCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileUncheckedCreateNestedManyWithoutProjectInput
   headerSamples?: Prisma.HeaderSampleUncheckedCreateNestedManyWithoutProjectInput
   segments?: Prisma.SegmentUncheckedCreateNestedManyWithoutProjectInput
   broadcasts?: Prisma.BroadcastUncheckedCreateNestedManyWithoutProjectInput
@@ -1495,6 +1534,7 @@ export type ProjectUpdateWithoutConversationsInput = {
   webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
   mediaAssets?: Prisma.MediaAssetUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUpdateManyWithoutProjectNestedInput
   headerSamples?: Prisma.HeaderSampleUpdateManyWithoutProjectNestedInput
   segments?: Prisma.SegmentUpdateManyWithoutProjectNestedInput
   broadcasts?: Prisma.BroadcastUpdateManyWithoutProjectNestedInput
@@ -1525,6 +1565,7 @@ export type ProjectUncheckedUpdateWithoutConversationsInput = {
   webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
   mediaAssets?: Prisma.MediaAssetUncheckedUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUncheckedUpdateManyWithoutProjectNestedInput
   headerSamples?: Prisma.HeaderSampleUncheckedUpdateManyWithoutProjectNestedInput
   segments?: Prisma.SegmentUncheckedUpdateManyWithoutProjectNestedInput
   broadcasts?: Prisma.BroadcastUncheckedUpdateManyWithoutProjectNestedInput
@@ -1555,6 +1596,7 @@ export type ProjectCreateWithoutMessagesInput = {
   webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
   mediaAssets?: Prisma.MediaAssetCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileCreateNestedManyWithoutProjectInput
   headerSamples?: Prisma.HeaderSampleCreateNestedManyWithoutProjectInput
   segments?: Prisma.SegmentCreateNestedManyWithoutProjectInput
   broadcasts?: Prisma.BroadcastCreateNestedManyWithoutProjectInput
@@ -1585,6 +1627,7 @@ export type ProjectUncheckedCreateWithoutMessagesInput = {
   webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
   mediaAssets?: Prisma.MediaAssetUncheckedCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileUncheckedCreateNestedManyWithoutProjectInput
   headerSamples?: Prisma.HeaderSampleUncheckedCreateNestedManyWithoutProjectInput
   segments?: Prisma.SegmentUncheckedCreateNestedManyWithoutProjectInput
   broadcasts?: Prisma.BroadcastUncheckedCreateNestedManyWithoutProjectInput
@@ -1631,6 +1674,7 @@ export type ProjectUpdateWithoutMessagesInput = {
   webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
   mediaAssets?: Prisma.MediaAssetUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUpdateManyWithoutProjectNestedInput
   headerSamples?: Prisma.HeaderSampleUpdateManyWithoutProjectNestedInput
   segments?: Prisma.SegmentUpdateManyWithoutProjectNestedInput
   broadcasts?: Prisma.BroadcastUpdateManyWithoutProjectNestedInput
@@ -1661,6 +1705,7 @@ export type ProjectUncheckedUpdateWithoutMessagesInput = {
   webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
   mediaAssets?: Prisma.MediaAssetUncheckedUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUncheckedUpdateManyWithoutProjectNestedInput
   headerSamples?: Prisma.HeaderSampleUncheckedUpdateManyWithoutProjectNestedInput
   segments?: Prisma.SegmentUncheckedUpdateManyWithoutProjectNestedInput
   broadcasts?: Prisma.BroadcastUncheckedUpdateManyWithoutProjectNestedInput
@@ -1691,6 +1736,7 @@ export type ProjectCreateWithoutEventsInput = {
   webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
   mediaAssets?: Prisma.MediaAssetCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileCreateNestedManyWithoutProjectInput
   headerSamples?: Prisma.HeaderSampleCreateNestedManyWithoutProjectInput
   segments?: Prisma.SegmentCreateNestedManyWithoutProjectInput
   broadcasts?: Prisma.BroadcastCreateNestedManyWithoutProjectInput
@@ -1721,6 +1767,7 @@ export type ProjectUncheckedCreateWithoutEventsInput = {
   webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
   mediaAssets?: Prisma.MediaAssetUncheckedCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileUncheckedCreateNestedManyWithoutProjectInput
   headerSamples?: Prisma.HeaderSampleUncheckedCreateNestedManyWithoutProjectInput
   segments?: Prisma.SegmentUncheckedCreateNestedManyWithoutProjectInput
   broadcasts?: Prisma.BroadcastUncheckedCreateNestedManyWithoutProjectInput
@@ -1767,6 +1814,7 @@ export type ProjectUpdateWithoutEventsInput = {
   webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
   mediaAssets?: Prisma.MediaAssetUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUpdateManyWithoutProjectNestedInput
   headerSamples?: Prisma.HeaderSampleUpdateManyWithoutProjectNestedInput
   segments?: Prisma.SegmentUpdateManyWithoutProjectNestedInput
   broadcasts?: Prisma.BroadcastUpdateManyWithoutProjectNestedInput
@@ -1797,6 +1845,7 @@ export type ProjectUncheckedUpdateWithoutEventsInput = {
   webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
   mediaAssets?: Prisma.MediaAssetUncheckedUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUncheckedUpdateManyWithoutProjectNestedInput
   headerSamples?: Prisma.HeaderSampleUncheckedUpdateManyWithoutProjectNestedInput
   segments?: Prisma.SegmentUncheckedUpdateManyWithoutProjectNestedInput
   broadcasts?: Prisma.BroadcastUncheckedUpdateManyWithoutProjectNestedInput
@@ -1827,6 +1876,7 @@ export type ProjectCreateWithoutIdempotencyRecordsInput = {
   webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
   mediaAssets?: Prisma.MediaAssetCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileCreateNestedManyWithoutProjectInput
   headerSamples?: Prisma.HeaderSampleCreateNestedManyWithoutProjectInput
   segments?: Prisma.SegmentCreateNestedManyWithoutProjectInput
   broadcasts?: Prisma.BroadcastCreateNestedManyWithoutProjectInput
@@ -1857,6 +1907,7 @@ export type ProjectUncheckedCreateWithoutIdempotencyRecordsInput = {
   webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
   mediaAssets?: Prisma.MediaAssetUncheckedCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileUncheckedCreateNestedManyWithoutProjectInput
   headerSamples?: Prisma.HeaderSampleUncheckedCreateNestedManyWithoutProjectInput
   segments?: Prisma.SegmentUncheckedCreateNestedManyWithoutProjectInput
   broadcasts?: Prisma.BroadcastUncheckedCreateNestedManyWithoutProjectInput
@@ -1903,6 +1954,7 @@ export type ProjectUpdateWithoutIdempotencyRecordsInput = {
   webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
   mediaAssets?: Prisma.MediaAssetUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUpdateManyWithoutProjectNestedInput
   headerSamples?: Prisma.HeaderSampleUpdateManyWithoutProjectNestedInput
   segments?: Prisma.SegmentUpdateManyWithoutProjectNestedInput
   broadcasts?: Prisma.BroadcastUpdateManyWithoutProjectNestedInput
@@ -1933,6 +1985,7 @@ export type ProjectUncheckedUpdateWithoutIdempotencyRecordsInput = {
   webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
   mediaAssets?: Prisma.MediaAssetUncheckedUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUncheckedUpdateManyWithoutProjectNestedInput
   headerSamples?: Prisma.HeaderSampleUncheckedUpdateManyWithoutProjectNestedInput
   segments?: Prisma.SegmentUncheckedUpdateManyWithoutProjectNestedInput
   broadcasts?: Prisma.BroadcastUncheckedUpdateManyWithoutProjectNestedInput
@@ -1963,6 +2016,7 @@ export type ProjectCreateWithoutSendCountersInput = {
   webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
   mediaAssets?: Prisma.MediaAssetCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileCreateNestedManyWithoutProjectInput
   headerSamples?: Prisma.HeaderSampleCreateNestedManyWithoutProjectInput
   segments?: Prisma.SegmentCreateNestedManyWithoutProjectInput
   broadcasts?: Prisma.BroadcastCreateNestedManyWithoutProjectInput
@@ -1993,6 +2047,7 @@ export type ProjectUncheckedCreateWithoutSendCountersInput = {
   webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
   mediaAssets?: Prisma.MediaAssetUncheckedCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileUncheckedCreateNestedManyWithoutProjectInput
   headerSamples?: Prisma.HeaderSampleUncheckedCreateNestedManyWithoutProjectInput
   segments?: Prisma.SegmentUncheckedCreateNestedManyWithoutProjectInput
   broadcasts?: Prisma.BroadcastUncheckedCreateNestedManyWithoutProjectInput
@@ -2039,6 +2094,7 @@ export type ProjectUpdateWithoutSendCountersInput = {
   webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
   mediaAssets?: Prisma.MediaAssetUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUpdateManyWithoutProjectNestedInput
   headerSamples?: Prisma.HeaderSampleUpdateManyWithoutProjectNestedInput
   segments?: Prisma.SegmentUpdateManyWithoutProjectNestedInput
   broadcasts?: Prisma.BroadcastUpdateManyWithoutProjectNestedInput
@@ -2069,6 +2125,7 @@ export type ProjectUncheckedUpdateWithoutSendCountersInput = {
   webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
   mediaAssets?: Prisma.MediaAssetUncheckedUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUncheckedUpdateManyWithoutProjectNestedInput
   headerSamples?: Prisma.HeaderSampleUncheckedUpdateManyWithoutProjectNestedInput
   segments?: Prisma.SegmentUncheckedUpdateManyWithoutProjectNestedInput
   broadcasts?: Prisma.BroadcastUncheckedUpdateManyWithoutProjectNestedInput
@@ -2099,6 +2156,7 @@ export type ProjectCreateWithoutTemplatesInput = {
   webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
   mediaAssets?: Prisma.MediaAssetCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileCreateNestedManyWithoutProjectInput
   headerSamples?: Prisma.HeaderSampleCreateNestedManyWithoutProjectInput
   segments?: Prisma.SegmentCreateNestedManyWithoutProjectInput
   broadcasts?: Prisma.BroadcastCreateNestedManyWithoutProjectInput
@@ -2129,6 +2187,7 @@ export type ProjectUncheckedCreateWithoutTemplatesInput = {
   webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
   mediaAssets?: Prisma.MediaAssetUncheckedCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileUncheckedCreateNestedManyWithoutProjectInput
   headerSamples?: Prisma.HeaderSampleUncheckedCreateNestedManyWithoutProjectInput
   segments?: Prisma.SegmentUncheckedCreateNestedManyWithoutProjectInput
   broadcasts?: Prisma.BroadcastUncheckedCreateNestedManyWithoutProjectInput
@@ -2175,6 +2234,7 @@ export type ProjectUpdateWithoutTemplatesInput = {
   webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
   mediaAssets?: Prisma.MediaAssetUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUpdateManyWithoutProjectNestedInput
   headerSamples?: Prisma.HeaderSampleUpdateManyWithoutProjectNestedInput
   segments?: Prisma.SegmentUpdateManyWithoutProjectNestedInput
   broadcasts?: Prisma.BroadcastUpdateManyWithoutProjectNestedInput
@@ -2205,6 +2265,7 @@ export type ProjectUncheckedUpdateWithoutTemplatesInput = {
   webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
   mediaAssets?: Prisma.MediaAssetUncheckedUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUncheckedUpdateManyWithoutProjectNestedInput
   headerSamples?: Prisma.HeaderSampleUncheckedUpdateManyWithoutProjectNestedInput
   segments?: Prisma.SegmentUncheckedUpdateManyWithoutProjectNestedInput
   broadcasts?: Prisma.BroadcastUncheckedUpdateManyWithoutProjectNestedInput
@@ -2235,6 +2296,7 @@ export type ProjectCreateWithoutWebhooksInput = {
   templates?: Prisma.TemplateCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
   mediaAssets?: Prisma.MediaAssetCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileCreateNestedManyWithoutProjectInput
   headerSamples?: Prisma.HeaderSampleCreateNestedManyWithoutProjectInput
   segments?: Prisma.SegmentCreateNestedManyWithoutProjectInput
   broadcasts?: Prisma.BroadcastCreateNestedManyWithoutProjectInput
@@ -2265,6 +2327,7 @@ export type ProjectUncheckedCreateWithoutWebhooksInput = {
   templates?: Prisma.TemplateUncheckedCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
   mediaAssets?: Prisma.MediaAssetUncheckedCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileUncheckedCreateNestedManyWithoutProjectInput
   headerSamples?: Prisma.HeaderSampleUncheckedCreateNestedManyWithoutProjectInput
   segments?: Prisma.SegmentUncheckedCreateNestedManyWithoutProjectInput
   broadcasts?: Prisma.BroadcastUncheckedCreateNestedManyWithoutProjectInput
@@ -2311,6 +2374,7 @@ export type ProjectUpdateWithoutWebhooksInput = {
   templates?: Prisma.TemplateUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
   mediaAssets?: Prisma.MediaAssetUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUpdateManyWithoutProjectNestedInput
   headerSamples?: Prisma.HeaderSampleUpdateManyWithoutProjectNestedInput
   segments?: Prisma.SegmentUpdateManyWithoutProjectNestedInput
   broadcasts?: Prisma.BroadcastUpdateManyWithoutProjectNestedInput
@@ -2341,6 +2405,7 @@ export type ProjectUncheckedUpdateWithoutWebhooksInput = {
   templates?: Prisma.TemplateUncheckedUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
   mediaAssets?: Prisma.MediaAssetUncheckedUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUncheckedUpdateManyWithoutProjectNestedInput
   headerSamples?: Prisma.HeaderSampleUncheckedUpdateManyWithoutProjectNestedInput
   segments?: Prisma.SegmentUncheckedUpdateManyWithoutProjectNestedInput
   broadcasts?: Prisma.BroadcastUncheckedUpdateManyWithoutProjectNestedInput
@@ -2371,6 +2436,7 @@ export type ProjectCreateWithoutRuntimeTokensInput = {
   templates?: Prisma.TemplateCreateNestedManyWithoutProjectInput
   webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
   mediaAssets?: Prisma.MediaAssetCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileCreateNestedManyWithoutProjectInput
   headerSamples?: Prisma.HeaderSampleCreateNestedManyWithoutProjectInput
   segments?: Prisma.SegmentCreateNestedManyWithoutProjectInput
   broadcasts?: Prisma.BroadcastCreateNestedManyWithoutProjectInput
@@ -2401,6 +2467,7 @@ export type ProjectUncheckedCreateWithoutRuntimeTokensInput = {
   templates?: Prisma.TemplateUncheckedCreateNestedManyWithoutProjectInput
   webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
   mediaAssets?: Prisma.MediaAssetUncheckedCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileUncheckedCreateNestedManyWithoutProjectInput
   headerSamples?: Prisma.HeaderSampleUncheckedCreateNestedManyWithoutProjectInput
   segments?: Prisma.SegmentUncheckedCreateNestedManyWithoutProjectInput
   broadcasts?: Prisma.BroadcastUncheckedCreateNestedManyWithoutProjectInput
@@ -2447,6 +2514,7 @@ export type ProjectUpdateWithoutRuntimeTokensInput = {
   templates?: Prisma.TemplateUpdateManyWithoutProjectNestedInput
   webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
   mediaAssets?: Prisma.MediaAssetUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUpdateManyWithoutProjectNestedInput
   headerSamples?: Prisma.HeaderSampleUpdateManyWithoutProjectNestedInput
   segments?: Prisma.SegmentUpdateManyWithoutProjectNestedInput
   broadcasts?: Prisma.BroadcastUpdateManyWithoutProjectNestedInput
@@ -2477,6 +2545,7 @@ export type ProjectUncheckedUpdateWithoutRuntimeTokensInput = {
   templates?: Prisma.TemplateUncheckedUpdateManyWithoutProjectNestedInput
   webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
   mediaAssets?: Prisma.MediaAssetUncheckedUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUncheckedUpdateManyWithoutProjectNestedInput
   headerSamples?: Prisma.HeaderSampleUncheckedUpdateManyWithoutProjectNestedInput
   segments?: Prisma.SegmentUncheckedUpdateManyWithoutProjectNestedInput
   broadcasts?: Prisma.BroadcastUncheckedUpdateManyWithoutProjectNestedInput
@@ -2507,6 +2576,7 @@ export type ProjectCreateWithoutMediaAssetsInput = {
   templates?: Prisma.TemplateCreateNestedManyWithoutProjectInput
   webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileCreateNestedManyWithoutProjectInput
   headerSamples?: Prisma.HeaderSampleCreateNestedManyWithoutProjectInput
   segments?: Prisma.SegmentCreateNestedManyWithoutProjectInput
   broadcasts?: Prisma.BroadcastCreateNestedManyWithoutProjectInput
@@ -2537,6 +2607,7 @@ export type ProjectUncheckedCreateWithoutMediaAssetsInput = {
   templates?: Prisma.TemplateUncheckedCreateNestedManyWithoutProjectInput
   webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileUncheckedCreateNestedManyWithoutProjectInput
   headerSamples?: Prisma.HeaderSampleUncheckedCreateNestedManyWithoutProjectInput
   segments?: Prisma.SegmentUncheckedCreateNestedManyWithoutProjectInput
   broadcasts?: Prisma.BroadcastUncheckedCreateNestedManyWithoutProjectInput
@@ -2583,6 +2654,7 @@ export type ProjectUpdateWithoutMediaAssetsInput = {
   templates?: Prisma.TemplateUpdateManyWithoutProjectNestedInput
   webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUpdateManyWithoutProjectNestedInput
   headerSamples?: Prisma.HeaderSampleUpdateManyWithoutProjectNestedInput
   segments?: Prisma.SegmentUpdateManyWithoutProjectNestedInput
   broadcasts?: Prisma.BroadcastUpdateManyWithoutProjectNestedInput
@@ -2613,6 +2685,7 @@ export type ProjectUncheckedUpdateWithoutMediaAssetsInput = {
   templates?: Prisma.TemplateUncheckedUpdateManyWithoutProjectNestedInput
   webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUncheckedUpdateManyWithoutProjectNestedInput
   headerSamples?: Prisma.HeaderSampleUncheckedUpdateManyWithoutProjectNestedInput
   segments?: Prisma.SegmentUncheckedUpdateManyWithoutProjectNestedInput
   broadcasts?: Prisma.BroadcastUncheckedUpdateManyWithoutProjectNestedInput
@@ -2644,6 +2717,7 @@ export type ProjectCreateWithoutHeaderSamplesInput = {
   webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
   mediaAssets?: Prisma.MediaAssetCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileCreateNestedManyWithoutProjectInput
   segments?: Prisma.SegmentCreateNestedManyWithoutProjectInput
   broadcasts?: Prisma.BroadcastCreateNestedManyWithoutProjectInput
   contactImports?: Prisma.ContactImportCreateNestedManyWithoutProjectInput
@@ -2674,6 +2748,7 @@ export type ProjectUncheckedCreateWithoutHeaderSamplesInput = {
   webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
   mediaAssets?: Prisma.MediaAssetUncheckedCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileUncheckedCreateNestedManyWithoutProjectInput
   segments?: Prisma.SegmentUncheckedCreateNestedManyWithoutProjectInput
   broadcasts?: Prisma.BroadcastUncheckedCreateNestedManyWithoutProjectInput
   contactImports?: Prisma.ContactImportUncheckedCreateNestedManyWithoutProjectInput
@@ -2720,6 +2795,7 @@ export type ProjectUpdateWithoutHeaderSamplesInput = {
   webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
   mediaAssets?: Prisma.MediaAssetUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUpdateManyWithoutProjectNestedInput
   segments?: Prisma.SegmentUpdateManyWithoutProjectNestedInput
   broadcasts?: Prisma.BroadcastUpdateManyWithoutProjectNestedInput
   contactImports?: Prisma.ContactImportUpdateManyWithoutProjectNestedInput
@@ -2750,6 +2826,7 @@ export type ProjectUncheckedUpdateWithoutHeaderSamplesInput = {
   webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
   mediaAssets?: Prisma.MediaAssetUncheckedUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUncheckedUpdateManyWithoutProjectNestedInput
   segments?: Prisma.SegmentUncheckedUpdateManyWithoutProjectNestedInput
   broadcasts?: Prisma.BroadcastUncheckedUpdateManyWithoutProjectNestedInput
   contactImports?: Prisma.ContactImportUncheckedUpdateManyWithoutProjectNestedInput
@@ -2780,6 +2857,7 @@ export type ProjectCreateWithoutSegmentsInput = {
   webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
   mediaAssets?: Prisma.MediaAssetCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileCreateNestedManyWithoutProjectInput
   headerSamples?: Prisma.HeaderSampleCreateNestedManyWithoutProjectInput
   broadcasts?: Prisma.BroadcastCreateNestedManyWithoutProjectInput
   contactImports?: Prisma.ContactImportCreateNestedManyWithoutProjectInput
@@ -2810,6 +2888,7 @@ export type ProjectUncheckedCreateWithoutSegmentsInput = {
   webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
   mediaAssets?: Prisma.MediaAssetUncheckedCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileUncheckedCreateNestedManyWithoutProjectInput
   headerSamples?: Prisma.HeaderSampleUncheckedCreateNestedManyWithoutProjectInput
   broadcasts?: Prisma.BroadcastUncheckedCreateNestedManyWithoutProjectInput
   contactImports?: Prisma.ContactImportUncheckedCreateNestedManyWithoutProjectInput
@@ -2856,6 +2935,7 @@ export type ProjectUpdateWithoutSegmentsInput = {
   webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
   mediaAssets?: Prisma.MediaAssetUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUpdateManyWithoutProjectNestedInput
   headerSamples?: Prisma.HeaderSampleUpdateManyWithoutProjectNestedInput
   broadcasts?: Prisma.BroadcastUpdateManyWithoutProjectNestedInput
   contactImports?: Prisma.ContactImportUpdateManyWithoutProjectNestedInput
@@ -2886,6 +2966,7 @@ export type ProjectUncheckedUpdateWithoutSegmentsInput = {
   webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
   mediaAssets?: Prisma.MediaAssetUncheckedUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUncheckedUpdateManyWithoutProjectNestedInput
   headerSamples?: Prisma.HeaderSampleUncheckedUpdateManyWithoutProjectNestedInput
   broadcasts?: Prisma.BroadcastUncheckedUpdateManyWithoutProjectNestedInput
   contactImports?: Prisma.ContactImportUncheckedUpdateManyWithoutProjectNestedInput
@@ -2916,6 +2997,7 @@ export type ProjectCreateWithoutBroadcastsInput = {
   webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
   mediaAssets?: Prisma.MediaAssetCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileCreateNestedManyWithoutProjectInput
   headerSamples?: Prisma.HeaderSampleCreateNestedManyWithoutProjectInput
   segments?: Prisma.SegmentCreateNestedManyWithoutProjectInput
   contactImports?: Prisma.ContactImportCreateNestedManyWithoutProjectInput
@@ -2946,6 +3028,7 @@ export type ProjectUncheckedCreateWithoutBroadcastsInput = {
   webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
   mediaAssets?: Prisma.MediaAssetUncheckedCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileUncheckedCreateNestedManyWithoutProjectInput
   headerSamples?: Prisma.HeaderSampleUncheckedCreateNestedManyWithoutProjectInput
   segments?: Prisma.SegmentUncheckedCreateNestedManyWithoutProjectInput
   contactImports?: Prisma.ContactImportUncheckedCreateNestedManyWithoutProjectInput
@@ -2992,6 +3075,7 @@ export type ProjectUpdateWithoutBroadcastsInput = {
   webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
   mediaAssets?: Prisma.MediaAssetUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUpdateManyWithoutProjectNestedInput
   headerSamples?: Prisma.HeaderSampleUpdateManyWithoutProjectNestedInput
   segments?: Prisma.SegmentUpdateManyWithoutProjectNestedInput
   contactImports?: Prisma.ContactImportUpdateManyWithoutProjectNestedInput
@@ -3022,6 +3106,7 @@ export type ProjectUncheckedUpdateWithoutBroadcastsInput = {
   webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
   mediaAssets?: Prisma.MediaAssetUncheckedUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUncheckedUpdateManyWithoutProjectNestedInput
   headerSamples?: Prisma.HeaderSampleUncheckedUpdateManyWithoutProjectNestedInput
   segments?: Prisma.SegmentUncheckedUpdateManyWithoutProjectNestedInput
   contactImports?: Prisma.ContactImportUncheckedUpdateManyWithoutProjectNestedInput
@@ -3052,6 +3137,7 @@ export type ProjectCreateWithoutContactImportsInput = {
   webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
   mediaAssets?: Prisma.MediaAssetCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileCreateNestedManyWithoutProjectInput
   headerSamples?: Prisma.HeaderSampleCreateNestedManyWithoutProjectInput
   segments?: Prisma.SegmentCreateNestedManyWithoutProjectInput
   broadcasts?: Prisma.BroadcastCreateNestedManyWithoutProjectInput
@@ -3082,6 +3168,7 @@ export type ProjectUncheckedCreateWithoutContactImportsInput = {
   webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
   mediaAssets?: Prisma.MediaAssetUncheckedCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileUncheckedCreateNestedManyWithoutProjectInput
   headerSamples?: Prisma.HeaderSampleUncheckedCreateNestedManyWithoutProjectInput
   segments?: Prisma.SegmentUncheckedCreateNestedManyWithoutProjectInput
   broadcasts?: Prisma.BroadcastUncheckedCreateNestedManyWithoutProjectInput
@@ -3128,6 +3215,7 @@ export type ProjectUpdateWithoutContactImportsInput = {
   webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
   mediaAssets?: Prisma.MediaAssetUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUpdateManyWithoutProjectNestedInput
   headerSamples?: Prisma.HeaderSampleUpdateManyWithoutProjectNestedInput
   segments?: Prisma.SegmentUpdateManyWithoutProjectNestedInput
   broadcasts?: Prisma.BroadcastUpdateManyWithoutProjectNestedInput
@@ -3158,9 +3246,150 @@ export type ProjectUncheckedUpdateWithoutContactImportsInput = {
   webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
   mediaAssets?: Prisma.MediaAssetUncheckedUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUncheckedUpdateManyWithoutProjectNestedInput
   headerSamples?: Prisma.HeaderSampleUncheckedUpdateManyWithoutProjectNestedInput
   segments?: Prisma.SegmentUncheckedUpdateManyWithoutProjectNestedInput
   broadcasts?: Prisma.BroadcastUncheckedUpdateManyWithoutProjectNestedInput
+  flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
+  dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
+}
+
+export type ProjectCreateWithoutProjectFilesInput = {
+  id: string
+  name: string
+  status?: $Enums.ProjectStatus
+  dailySendQuota?: number
+  consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
+  createdAt?: Date | string
+  updatedAt?: Date | string
+  apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutProjectInput
+  connections?: Prisma.ConnectionProjectCreateNestedManyWithoutProjectInput
+  channel?: Prisma.ChannelSettingsCreateNestedOneWithoutProjectInput
+  contacts?: Prisma.ContactCreateNestedManyWithoutProjectInput
+  conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
+  messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
+  events?: Prisma.EventCreateNestedManyWithoutProjectInput
+  idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
+  sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
+  templates?: Prisma.TemplateCreateNestedManyWithoutProjectInput
+  webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
+  runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
+  mediaAssets?: Prisma.MediaAssetCreateNestedManyWithoutProjectInput
+  headerSamples?: Prisma.HeaderSampleCreateNestedManyWithoutProjectInput
+  segments?: Prisma.SegmentCreateNestedManyWithoutProjectInput
+  broadcasts?: Prisma.BroadcastCreateNestedManyWithoutProjectInput
+  contactImports?: Prisma.ContactImportCreateNestedManyWithoutProjectInput
+  flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
+  dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
+}
+
+export type ProjectUncheckedCreateWithoutProjectFilesInput = {
+  id: string
+  name: string
+  status?: $Enums.ProjectStatus
+  dailySendQuota?: number
+  consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
+  createdAt?: Date | string
+  updatedAt?: Date | string
+  apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutProjectInput
+  connections?: Prisma.ConnectionProjectUncheckedCreateNestedManyWithoutProjectInput
+  channel?: Prisma.ChannelSettingsUncheckedCreateNestedOneWithoutProjectInput
+  contacts?: Prisma.ContactUncheckedCreateNestedManyWithoutProjectInput
+  conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
+  messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
+  events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
+  idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
+  sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
+  templates?: Prisma.TemplateUncheckedCreateNestedManyWithoutProjectInput
+  webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
+  runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
+  mediaAssets?: Prisma.MediaAssetUncheckedCreateNestedManyWithoutProjectInput
+  headerSamples?: Prisma.HeaderSampleUncheckedCreateNestedManyWithoutProjectInput
+  segments?: Prisma.SegmentUncheckedCreateNestedManyWithoutProjectInput
+  broadcasts?: Prisma.BroadcastUncheckedCreateNestedManyWithoutProjectInput
+  contactImports?: Prisma.ContactImportUncheckedCreateNestedManyWithoutProjectInput
+  flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
+  dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
+}
+
+export type ProjectCreateOrConnectWithoutProjectFilesInput = {
+  where: Prisma.ProjectWhereUniqueInput
+  create: Prisma.XOR<Prisma.ProjectCreateWithoutProjectFilesInput, Prisma.ProjectUncheckedCreateWithoutProjectFilesInput>
+}
+
+export type ProjectUpsertWithoutProjectFilesInput = {
+  update: Prisma.XOR<Prisma.ProjectUpdateWithoutProjectFilesInput, Prisma.ProjectUncheckedUpdateWithoutProjectFilesInput>
+  create: Prisma.XOR<Prisma.ProjectCreateWithoutProjectFilesInput, Prisma.ProjectUncheckedCreateWithoutProjectFilesInput>
+  where?: Prisma.ProjectWhereInput
+}
+
+export type ProjectUpdateToOneWithWhereWithoutProjectFilesInput = {
+  where?: Prisma.ProjectWhereInput
+  data: Prisma.XOR<Prisma.ProjectUpdateWithoutProjectFilesInput, Prisma.ProjectUncheckedUpdateWithoutProjectFilesInput>
+}
+
+export type ProjectUpdateWithoutProjectFilesInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  name?: Prisma.StringFieldUpdateOperationsInput | string
+  status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
+  dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  apiKeys?: Prisma.ApiKeyUpdateManyWithoutProjectNestedInput
+  connections?: Prisma.ConnectionProjectUpdateManyWithoutProjectNestedInput
+  channel?: Prisma.ChannelSettingsUpdateOneWithoutProjectNestedInput
+  contacts?: Prisma.ContactUpdateManyWithoutProjectNestedInput
+  conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
+  messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
+  events?: Prisma.EventUpdateManyWithoutProjectNestedInput
+  idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
+  sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
+  templates?: Prisma.TemplateUpdateManyWithoutProjectNestedInput
+  webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
+  runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
+  mediaAssets?: Prisma.MediaAssetUpdateManyWithoutProjectNestedInput
+  headerSamples?: Prisma.HeaderSampleUpdateManyWithoutProjectNestedInput
+  segments?: Prisma.SegmentUpdateManyWithoutProjectNestedInput
+  broadcasts?: Prisma.BroadcastUpdateManyWithoutProjectNestedInput
+  contactImports?: Prisma.ContactImportUpdateManyWithoutProjectNestedInput
+  flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
+  dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
+}
+
+export type ProjectUncheckedUpdateWithoutProjectFilesInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  name?: Prisma.StringFieldUpdateOperationsInput | string
+  status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
+  dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutProjectNestedInput
+  connections?: Prisma.ConnectionProjectUncheckedUpdateManyWithoutProjectNestedInput
+  channel?: Prisma.ChannelSettingsUncheckedUpdateOneWithoutProjectNestedInput
+  contacts?: Prisma.ContactUncheckedUpdateManyWithoutProjectNestedInput
+  conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
+  messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
+  events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
+  idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
+  sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
+  templates?: Prisma.TemplateUncheckedUpdateManyWithoutProjectNestedInput
+  webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
+  runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
+  mediaAssets?: Prisma.MediaAssetUncheckedUpdateManyWithoutProjectNestedInput
+  headerSamples?: Prisma.HeaderSampleUncheckedUpdateManyWithoutProjectNestedInput
+  segments?: Prisma.SegmentUncheckedUpdateManyWithoutProjectNestedInput
+  broadcasts?: Prisma.BroadcastUncheckedUpdateManyWithoutProjectNestedInput
+  contactImports?: Prisma.ContactImportUncheckedUpdateManyWithoutProjectNestedInput
   flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
@@ -3188,6 +3417,7 @@ export type ProjectCreateWithoutFlowsInput = {
   webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
   mediaAssets?: Prisma.MediaAssetCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileCreateNestedManyWithoutProjectInput
   headerSamples?: Prisma.HeaderSampleCreateNestedManyWithoutProjectInput
   segments?: Prisma.SegmentCreateNestedManyWithoutProjectInput
   broadcasts?: Prisma.BroadcastCreateNestedManyWithoutProjectInput
@@ -3218,6 +3448,7 @@ export type ProjectUncheckedCreateWithoutFlowsInput = {
   webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
   mediaAssets?: Prisma.MediaAssetUncheckedCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileUncheckedCreateNestedManyWithoutProjectInput
   headerSamples?: Prisma.HeaderSampleUncheckedCreateNestedManyWithoutProjectInput
   segments?: Prisma.SegmentUncheckedCreateNestedManyWithoutProjectInput
   broadcasts?: Prisma.BroadcastUncheckedCreateNestedManyWithoutProjectInput
@@ -3264,6 +3495,7 @@ export type ProjectUpdateWithoutFlowsInput = {
   webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
   mediaAssets?: Prisma.MediaAssetUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUpdateManyWithoutProjectNestedInput
   headerSamples?: Prisma.HeaderSampleUpdateManyWithoutProjectNestedInput
   segments?: Prisma.SegmentUpdateManyWithoutProjectNestedInput
   broadcasts?: Prisma.BroadcastUpdateManyWithoutProjectNestedInput
@@ -3294,6 +3526,7 @@ export type ProjectUncheckedUpdateWithoutFlowsInput = {
   webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
   mediaAssets?: Prisma.MediaAssetUncheckedUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUncheckedUpdateManyWithoutProjectNestedInput
   headerSamples?: Prisma.HeaderSampleUncheckedUpdateManyWithoutProjectNestedInput
   segments?: Prisma.SegmentUncheckedUpdateManyWithoutProjectNestedInput
   broadcasts?: Prisma.BroadcastUncheckedUpdateManyWithoutProjectNestedInput
@@ -3324,6 +3557,7 @@ export type ProjectCreateWithoutDashboardMembersInput = {
   webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
   mediaAssets?: Prisma.MediaAssetCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileCreateNestedManyWithoutProjectInput
   headerSamples?: Prisma.HeaderSampleCreateNestedManyWithoutProjectInput
   segments?: Prisma.SegmentCreateNestedManyWithoutProjectInput
   broadcasts?: Prisma.BroadcastCreateNestedManyWithoutProjectInput
@@ -3354,6 +3588,7 @@ export type ProjectUncheckedCreateWithoutDashboardMembersInput = {
   webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
   mediaAssets?: Prisma.MediaAssetUncheckedCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileUncheckedCreateNestedManyWithoutProjectInput
   headerSamples?: Prisma.HeaderSampleUncheckedCreateNestedManyWithoutProjectInput
   segments?: Prisma.SegmentUncheckedCreateNestedManyWithoutProjectInput
   broadcasts?: Prisma.BroadcastUncheckedCreateNestedManyWithoutProjectInput
@@ -3400,6 +3635,7 @@ export type ProjectUpdateWithoutDashboardMembersInput = {
   webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
   mediaAssets?: Prisma.MediaAssetUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUpdateManyWithoutProjectNestedInput
   headerSamples?: Prisma.HeaderSampleUpdateManyWithoutProjectNestedInput
   segments?: Prisma.SegmentUpdateManyWithoutProjectNestedInput
   broadcasts?: Prisma.BroadcastUpdateManyWithoutProjectNestedInput
@@ -3430,6 +3666,7 @@ export type ProjectUncheckedUpdateWithoutDashboardMembersInput = {
   webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
   mediaAssets?: Prisma.MediaAssetUncheckedUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUncheckedUpdateManyWithoutProjectNestedInput
   headerSamples?: Prisma.HeaderSampleUncheckedUpdateManyWithoutProjectNestedInput
   segments?: Prisma.SegmentUncheckedUpdateManyWithoutProjectNestedInput
   broadcasts?: Prisma.BroadcastUncheckedUpdateManyWithoutProjectNestedInput
@@ -3460,6 +3697,7 @@ export type ProjectCreateWithoutDashboardInvitesInput = {
   webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
   mediaAssets?: Prisma.MediaAssetCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileCreateNestedManyWithoutProjectInput
   headerSamples?: Prisma.HeaderSampleCreateNestedManyWithoutProjectInput
   segments?: Prisma.SegmentCreateNestedManyWithoutProjectInput
   broadcasts?: Prisma.BroadcastCreateNestedManyWithoutProjectInput
@@ -3490,6 +3728,7 @@ export type ProjectUncheckedCreateWithoutDashboardInvitesInput = {
   webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
   mediaAssets?: Prisma.MediaAssetUncheckedCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileUncheckedCreateNestedManyWithoutProjectInput
   headerSamples?: Prisma.HeaderSampleUncheckedCreateNestedManyWithoutProjectInput
   segments?: Prisma.SegmentUncheckedCreateNestedManyWithoutProjectInput
   broadcasts?: Prisma.BroadcastUncheckedCreateNestedManyWithoutProjectInput
@@ -3536,6 +3775,7 @@ export type ProjectUpdateWithoutDashboardInvitesInput = {
   webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
   mediaAssets?: Prisma.MediaAssetUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUpdateManyWithoutProjectNestedInput
   headerSamples?: Prisma.HeaderSampleUpdateManyWithoutProjectNestedInput
   segments?: Prisma.SegmentUpdateManyWithoutProjectNestedInput
   broadcasts?: Prisma.BroadcastUpdateManyWithoutProjectNestedInput
@@ -3566,6 +3806,7 @@ export type ProjectUncheckedUpdateWithoutDashboardInvitesInput = {
   webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
   mediaAssets?: Prisma.MediaAssetUncheckedUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUncheckedUpdateManyWithoutProjectNestedInput
   headerSamples?: Prisma.HeaderSampleUncheckedUpdateManyWithoutProjectNestedInput
   segments?: Prisma.SegmentUncheckedUpdateManyWithoutProjectNestedInput
   broadcasts?: Prisma.BroadcastUncheckedUpdateManyWithoutProjectNestedInput
@@ -3592,6 +3833,7 @@ export type ProjectCountOutputType = {
   webhooks: number
   runtimeTokens: number
   mediaAssets: number
+  projectFiles: number
   headerSamples: number
   segments: number
   broadcasts: number
@@ -3614,6 +3856,7 @@ export type ProjectCountOutputTypeSelect<ExtArgs extends runtime.Types.Extension
   webhooks?: boolean | ProjectCountOutputTypeCountWebhooksArgs
   runtimeTokens?: boolean | ProjectCountOutputTypeCountRuntimeTokensArgs
   mediaAssets?: boolean | ProjectCountOutputTypeCountMediaAssetsArgs
+  projectFiles?: boolean | ProjectCountOutputTypeCountProjectFilesArgs
   headerSamples?: boolean | ProjectCountOutputTypeCountHeaderSamplesArgs
   segments?: boolean | ProjectCountOutputTypeCountSegmentsArgs
   broadcasts?: boolean | ProjectCountOutputTypeCountBroadcastsArgs
@@ -3720,6 +3963,13 @@ export type ProjectCountOutputTypeCountMediaAssetsArgs<ExtArgs extends runtime.T
 /**
  * ProjectCountOutputType without action
  */
+export type ProjectCountOutputTypeCountProjectFilesArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  where?: Prisma.ProjectFileWhereInput
+}
+
+/**
+ * ProjectCountOutputType without action
+ */
 export type ProjectCountOutputTypeCountHeaderSamplesArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   where?: Prisma.HeaderSampleWhereInput
 }
@@ -3789,6 +4039,7 @@ export type ProjectSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs 
   webhooks?: boolean | Prisma.Project$webhooksArgs<ExtArgs>
   runtimeTokens?: boolean | Prisma.Project$runtimeTokensArgs<ExtArgs>
   mediaAssets?: boolean | Prisma.Project$mediaAssetsArgs<ExtArgs>
+  projectFiles?: boolean | Prisma.Project$projectFilesArgs<ExtArgs>
   headerSamples?: boolean | Prisma.Project$headerSamplesArgs<ExtArgs>
   segments?: boolean | Prisma.Project$segmentsArgs<ExtArgs>
   broadcasts?: boolean | Prisma.Project$broadcastsArgs<ExtArgs>
@@ -3847,6 +4098,7 @@ export type ProjectInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs
   webhooks?: boolean | Prisma.Project$webhooksArgs<ExtArgs>
   runtimeTokens?: boolean | Prisma.Project$runtimeTokensArgs<ExtArgs>
   mediaAssets?: boolean | Prisma.Project$mediaAssetsArgs<ExtArgs>
+  projectFiles?: boolean | Prisma.Project$projectFilesArgs<ExtArgs>
   headerSamples?: boolean | Prisma.Project$headerSamplesArgs<ExtArgs>
   segments?: boolean | Prisma.Project$segmentsArgs<ExtArgs>
   broadcasts?: boolean | Prisma.Project$broadcastsArgs<ExtArgs>
@@ -3875,6 +4127,7 @@ export type $ProjectPayload<ExtArgs extends runtime.Types.Extensions.InternalArg
     webhooks: Prisma.$WebhookEndpointPayload<ExtArgs>[]
     runtimeTokens: Prisma.$RuntimeTokenPayload<ExtArgs>[]
     mediaAssets: Prisma.$MediaAssetPayload<ExtArgs>[]
+    projectFiles: Prisma.$ProjectFilePayload<ExtArgs>[]
     headerSamples: Prisma.$HeaderSamplePayload<ExtArgs>[]
     segments: Prisma.$SegmentPayload<ExtArgs>[]
     broadcasts: Prisma.$BroadcastPayload<ExtArgs>[]
@@ -4312,6 +4565,7 @@ export interface Prisma__ProjectClient<T, Null = never, ExtArgs extends runtime.
   webhooks<T extends Prisma.Project$webhooksArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$webhooksArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$WebhookEndpointPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   runtimeTokens<T extends Prisma.Project$runtimeTokensArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$runtimeTokensArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$RuntimeTokenPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   mediaAssets<T extends Prisma.Project$mediaAssetsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$mediaAssetsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$MediaAssetPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
+  projectFiles<T extends Prisma.Project$projectFilesArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$projectFilesArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$ProjectFilePayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   headerSamples<T extends Prisma.Project$headerSamplesArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$headerSamplesArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$HeaderSamplePayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   segments<T extends Prisma.Project$segmentsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$segmentsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$SegmentPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   broadcasts<T extends Prisma.Project$broadcastsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$broadcastsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$BroadcastPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
@@ -5053,6 +5307,30 @@ export type Project$mediaAssetsArgs<ExtArgs extends runtime.Types.Extensions.Int
   take?: number
   skip?: number
   distinct?: Prisma.MediaAssetScalarFieldEnum | Prisma.MediaAssetScalarFieldEnum[]
+}
+
+/**
+ * Project.projectFiles
+ */
+export type Project$projectFilesArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  /**
+   * Select specific fields to fetch from the ProjectFile
+   */
+  select?: Prisma.ProjectFileSelect<ExtArgs> | null
+  /**
+   * Omit specific fields from the ProjectFile
+   */
+  omit?: Prisma.ProjectFileOmit<ExtArgs> | null
+  /**
+   * Choose, which related nodes to fetch as well
+   */
+  include?: Prisma.ProjectFileInclude<ExtArgs> | null
+  where?: Prisma.ProjectFileWhereInput
+  orderBy?: Prisma.ProjectFileOrderByWithRelationInput | Prisma.ProjectFileOrderByWithRelationInput[]
+  cursor?: Prisma.ProjectFileWhereUniqueInput
+  take?: number
+  skip?: number
+  distinct?: Prisma.ProjectFileScalarFieldEnum | Prisma.ProjectFileScalarFieldEnum[]
 }
 
 /**
