@@ -204,11 +204,26 @@ export type BotRelease = Prisma.BotReleaseModel
 export type BotLog = Prisma.BotLogModel
 /**
  * Model BotInbox
- * The bot's inbox (lib/bot/inbox.ts): an inbound message the deployed bot has still to handle,
- * written with the message and deleted once handled. A row whose lease ran out (its process died
- * or could not settle it) is handed to the bot again by any instance.
+ * The bot's inbox of events (lib/bot/inbox.ts): something the deployed bot has still to handle,
+ * of a kind (`message`: an inbound message, written with it; `schedule`: a run of one of its
+ * schedules, written with the run), deleted once handled. A row whose lease ran out (its process
+ * died or could not settle it) is handed to the bot again by any instance.
  */
 export type BotInbox = Prisma.BotInboxModel
+/**
+ * Model BotSchedule
+ * A schedule the project's active release declares (`export const schedules`), written at deploy
+ * and by operators (lib/bot/schedules.ts, its only writer): a 5-field cron expression in an IANA
+ * time zone. `next_run_at` is the truth about when it runs next (null while paused); the job
+ * runner's timers only carry it.
+ */
+export type BotSchedule = Prisma.BotScheduleModel
+/**
+ * Model BotScheduleRun
+ * One run of a schedule (lib/bot/schedules.ts, its only writer): one row per schedule and due
+ * time (the unique key that makes a due time run once across instances), with its outcome.
+ */
+export type BotScheduleRun = Prisma.BotScheduleRunModel
 /**
  * Model BotSecret
  * A project's bot secrets (lib/bot/secrets.ts): name → value, sealed with the master key and bound

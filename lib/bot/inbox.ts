@@ -33,7 +33,7 @@ export const RECLAIM_BATCH = 200;
 
 /** Records, in the storing transaction, that the bot has `messageId` to handle (leased to this instance). */
 export async function addToInbox(tx: Prisma.TransactionClient, projectId: string, messageId: bigint, now: Date, leaseMs: number): Promise<void> {
-  await tx.botInbox.create({ data: { messageId, projectId, leaseUntil: new Date(now.getTime() + leaseMs), createdAt: now } });
+  await tx.botInbox.create({ data: { key: `message:${messageId}`, kind: 'message', messageId, projectId, leaseUntil: new Date(now.getTime() + leaseMs), createdAt: now } });
 }
 
 /** The bot handled the message (or it is gone): it leaves the inbox. A set-aside event stays. */

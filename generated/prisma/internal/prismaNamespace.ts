@@ -433,6 +433,8 @@ export const ModelName = {
   BotRelease: 'BotRelease',
   BotLog: 'BotLog',
   BotInbox: 'BotInbox',
+  BotSchedule: 'BotSchedule',
+  BotScheduleRun: 'BotScheduleRun',
   BotSecret: 'BotSecret',
   BotHttpAllowlist: 'BotHttpAllowlist',
   ProjectFile: 'ProjectFile',
@@ -462,7 +464,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "project" | "apiKey" | "agentConnection" | "connectionProject" | "accessToken" | "oAuthClient" | "oAuthRequest" | "oAuthCode" | "oAuthRefreshToken" | "channelSettings" | "contact" | "conversation" | "conversationOrder" | "message" | "event" | "idempotencyRecord" | "sendCounter" | "template" | "webhookEndpoint" | "webhookDelivery" | "webhookAttempt" | "runtimeToken" | "mediaAsset" | "headerSample" | "segment" | "broadcast" | "broadcastRecipient" | "broadcastPacing" | "contactImport" | "contactImportRow" | "contactImportPhone" | "codeFile" | "deployment" | "botRelease" | "botLog" | "botInbox" | "botSecret" | "botHttpAllowlist" | "projectFile" | "flow" | "flowVersion" | "dashboardAccount" | "dashboardMembership" | "dashboardSession" | "dashboardInvite" | "dashboardAudit" | "rateCard" | "channelMessagingLimit" | "portfolioReach" | "projectTableQuota"
+    modelProps: "project" | "apiKey" | "agentConnection" | "connectionProject" | "accessToken" | "oAuthClient" | "oAuthRequest" | "oAuthCode" | "oAuthRefreshToken" | "channelSettings" | "contact" | "conversation" | "conversationOrder" | "message" | "event" | "idempotencyRecord" | "sendCounter" | "template" | "webhookEndpoint" | "webhookDelivery" | "webhookAttempt" | "runtimeToken" | "mediaAsset" | "headerSample" | "segment" | "broadcast" | "broadcastRecipient" | "broadcastPacing" | "contactImport" | "contactImportRow" | "contactImportPhone" | "codeFile" | "deployment" | "botRelease" | "botLog" | "botInbox" | "botSchedule" | "botScheduleRun" | "botSecret" | "botHttpAllowlist" | "projectFile" | "flow" | "flowVersion" | "dashboardAccount" | "dashboardMembership" | "dashboardSession" | "dashboardInvite" | "dashboardAudit" | "rateCard" | "channelMessagingLimit" | "portfolioReach" | "projectTableQuota"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -3130,6 +3132,154 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         }
       }
     }
+    BotSchedule: {
+      payload: Prisma.$BotSchedulePayload<ExtArgs>
+      fields: Prisma.BotScheduleFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.BotScheduleFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotSchedulePayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.BotScheduleFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotSchedulePayload>
+        }
+        findFirst: {
+          args: Prisma.BotScheduleFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotSchedulePayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.BotScheduleFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotSchedulePayload>
+        }
+        findMany: {
+          args: Prisma.BotScheduleFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotSchedulePayload>[]
+        }
+        create: {
+          args: Prisma.BotScheduleCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotSchedulePayload>
+        }
+        createMany: {
+          args: Prisma.BotScheduleCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.BotScheduleCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotSchedulePayload>[]
+        }
+        delete: {
+          args: Prisma.BotScheduleDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotSchedulePayload>
+        }
+        update: {
+          args: Prisma.BotScheduleUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotSchedulePayload>
+        }
+        deleteMany: {
+          args: Prisma.BotScheduleDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.BotScheduleUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.BotScheduleUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotSchedulePayload>[]
+        }
+        upsert: {
+          args: Prisma.BotScheduleUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotSchedulePayload>
+        }
+        aggregate: {
+          args: Prisma.BotScheduleAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateBotSchedule>
+        }
+        groupBy: {
+          args: Prisma.BotScheduleGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.BotScheduleGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.BotScheduleCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.BotScheduleCountAggregateOutputType> | number
+        }
+      }
+    }
+    BotScheduleRun: {
+      payload: Prisma.$BotScheduleRunPayload<ExtArgs>
+      fields: Prisma.BotScheduleRunFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.BotScheduleRunFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotScheduleRunPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.BotScheduleRunFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotScheduleRunPayload>
+        }
+        findFirst: {
+          args: Prisma.BotScheduleRunFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotScheduleRunPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.BotScheduleRunFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotScheduleRunPayload>
+        }
+        findMany: {
+          args: Prisma.BotScheduleRunFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotScheduleRunPayload>[]
+        }
+        create: {
+          args: Prisma.BotScheduleRunCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotScheduleRunPayload>
+        }
+        createMany: {
+          args: Prisma.BotScheduleRunCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.BotScheduleRunCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotScheduleRunPayload>[]
+        }
+        delete: {
+          args: Prisma.BotScheduleRunDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotScheduleRunPayload>
+        }
+        update: {
+          args: Prisma.BotScheduleRunUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotScheduleRunPayload>
+        }
+        deleteMany: {
+          args: Prisma.BotScheduleRunDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.BotScheduleRunUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.BotScheduleRunUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotScheduleRunPayload>[]
+        }
+        upsert: {
+          args: Prisma.BotScheduleRunUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotScheduleRunPayload>
+        }
+        aggregate: {
+          args: Prisma.BotScheduleRunAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateBotScheduleRun>
+        }
+        groupBy: {
+          args: Prisma.BotScheduleRunGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.BotScheduleRunGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.BotScheduleRunCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.BotScheduleRunCountAggregateOutputType> | number
+        }
+      }
+    }
     BotSecret: {
       payload: Prisma.$BotSecretPayload<ExtArgs>
       fields: Prisma.BotSecretFieldRefs
@@ -4756,7 +4906,10 @@ export type BotLogScalarFieldEnum = (typeof BotLogScalarFieldEnum)[keyof typeof 
 
 
 export const BotInboxScalarFieldEnum = {
+  key: 'key',
+  kind: 'kind',
   messageId: 'messageId',
+  runId: 'runId',
   projectId: 'projectId',
   leaseUntil: 'leaseUntil',
   attempts: 'attempts',
@@ -4768,6 +4921,45 @@ export const BotInboxScalarFieldEnum = {
 } as const
 
 export type BotInboxScalarFieldEnum = (typeof BotInboxScalarFieldEnum)[keyof typeof BotInboxScalarFieldEnum]
+
+
+export const BotScheduleScalarFieldEnum = {
+  projectId: 'projectId',
+  name: 'name',
+  cron: 'cron',
+  timeZone: 'timeZone',
+  deploymentId: 'deploymentId',
+  source: 'source',
+  nextRunAt: 'nextRunAt',
+  armedFor: 'armedFor',
+  pausedAt: 'pausedAt',
+  pausedBy: 'pausedBy',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type BotScheduleScalarFieldEnum = (typeof BotScheduleScalarFieldEnum)[keyof typeof BotScheduleScalarFieldEnum]
+
+
+export const BotScheduleRunScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  schedule: 'schedule',
+  dueAt: 'dueAt',
+  trigger: 'trigger',
+  outcome: 'outcome',
+  startedAt: 'startedAt',
+  finishedAt: 'finishedAt',
+  durationMs: 'durationMs',
+  error: 'error',
+  errorFile: 'errorFile',
+  errorLine: 'errorLine',
+  errorColumn: 'errorColumn',
+  deploymentId: 'deploymentId',
+  createdAt: 'createdAt'
+} as const
+
+export type BotScheduleRunScalarFieldEnum = (typeof BotScheduleRunScalarFieldEnum)[keyof typeof BotScheduleRunScalarFieldEnum]
 
 
 export const BotSecretScalarFieldEnum = {
@@ -5305,6 +5497,8 @@ export type GlobalOmitConfig = {
   botRelease?: Prisma.BotReleaseOmit
   botLog?: Prisma.BotLogOmit
   botInbox?: Prisma.BotInboxOmit
+  botSchedule?: Prisma.BotScheduleOmit
+  botScheduleRun?: Prisma.BotScheduleRunOmit
   botSecret?: Prisma.BotSecretOmit
   botHttpAllowlist?: Prisma.BotHttpAllowlistOmit
   projectFile?: Prisma.ProjectFileOmit

@@ -87,6 +87,8 @@ export const ModelName = {
   BotRelease: 'BotRelease',
   BotLog: 'BotLog',
   BotInbox: 'BotInbox',
+  BotSchedule: 'BotSchedule',
+  BotScheduleRun: 'BotScheduleRun',
   BotSecret: 'BotSecret',
   BotHttpAllowlist: 'BotHttpAllowlist',
   ProjectFile: 'ProjectFile',
@@ -670,7 +672,10 @@ export type BotLogScalarFieldEnum = (typeof BotLogScalarFieldEnum)[keyof typeof 
 
 
 export const BotInboxScalarFieldEnum = {
+  key: 'key',
+  kind: 'kind',
   messageId: 'messageId',
+  runId: 'runId',
   projectId: 'projectId',
   leaseUntil: 'leaseUntil',
   attempts: 'attempts',
@@ -682,6 +687,45 @@ export const BotInboxScalarFieldEnum = {
 } as const
 
 export type BotInboxScalarFieldEnum = (typeof BotInboxScalarFieldEnum)[keyof typeof BotInboxScalarFieldEnum]
+
+
+export const BotScheduleScalarFieldEnum = {
+  projectId: 'projectId',
+  name: 'name',
+  cron: 'cron',
+  timeZone: 'timeZone',
+  deploymentId: 'deploymentId',
+  source: 'source',
+  nextRunAt: 'nextRunAt',
+  armedFor: 'armedFor',
+  pausedAt: 'pausedAt',
+  pausedBy: 'pausedBy',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type BotScheduleScalarFieldEnum = (typeof BotScheduleScalarFieldEnum)[keyof typeof BotScheduleScalarFieldEnum]
+
+
+export const BotScheduleRunScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  schedule: 'schedule',
+  dueAt: 'dueAt',
+  trigger: 'trigger',
+  outcome: 'outcome',
+  startedAt: 'startedAt',
+  finishedAt: 'finishedAt',
+  durationMs: 'durationMs',
+  error: 'error',
+  errorFile: 'errorFile',
+  errorLine: 'errorLine',
+  errorColumn: 'errorColumn',
+  deploymentId: 'deploymentId',
+  createdAt: 'createdAt'
+} as const
+
+export type BotScheduleRunScalarFieldEnum = (typeof BotScheduleRunScalarFieldEnum)[keyof typeof BotScheduleRunScalarFieldEnum]
 
 
 export const BotSecretScalarFieldEnum = {

@@ -14,9 +14,10 @@ import type * as Prisma from "../internal/prismaNamespace.js"
 
 /**
  * Model BotInbox
- * The bot's inbox (lib/bot/inbox.ts): an inbound message the deployed bot has still to handle,
- * written with the message and deleted once handled. A row whose lease ran out (its process died
- * or could not settle it) is handed to the bot again by any instance.
+ * The bot's inbox of events (lib/bot/inbox.ts): something the deployed bot has still to handle,
+ * of a kind (`message`: an inbound message, written with it; `schedule`: a run of one of its
+ * schedules, written with the run), deleted once handled. A row whose lease ran out (its process
+ * died or could not settle it) is handed to the bot again by any instance.
  */
 export type BotInboxModel = runtime.Types.Result.DefaultSelection<Prisma.$BotInboxPayload>
 
@@ -30,18 +31,23 @@ export type AggregateBotInbox = {
 
 export type BotInboxAvgAggregateOutputType = {
   messageId: number | null
+  runId: number | null
   attempts: number | null
   abnormalRuns: number | null
 }
 
 export type BotInboxSumAggregateOutputType = {
   messageId: bigint | null
+  runId: bigint | null
   attempts: number | null
   abnormalRuns: number | null
 }
 
 export type BotInboxMinAggregateOutputType = {
+  key: string | null
+  kind: string | null
   messageId: bigint | null
+  runId: bigint | null
   projectId: string | null
   leaseUntil: Date | null
   attempts: number | null
@@ -53,7 +59,10 @@ export type BotInboxMinAggregateOutputType = {
 }
 
 export type BotInboxMaxAggregateOutputType = {
+  key: string | null
+  kind: string | null
   messageId: bigint | null
+  runId: bigint | null
   projectId: string | null
   leaseUntil: Date | null
   attempts: number | null
@@ -65,7 +74,10 @@ export type BotInboxMaxAggregateOutputType = {
 }
 
 export type BotInboxCountAggregateOutputType = {
+  key: number
+  kind: number
   messageId: number
+  runId: number
   projectId: number
   leaseUntil: number
   attempts: number
@@ -80,18 +92,23 @@ export type BotInboxCountAggregateOutputType = {
 
 export type BotInboxAvgAggregateInputType = {
   messageId?: true
+  runId?: true
   attempts?: true
   abnormalRuns?: true
 }
 
 export type BotInboxSumAggregateInputType = {
   messageId?: true
+  runId?: true
   attempts?: true
   abnormalRuns?: true
 }
 
 export type BotInboxMinAggregateInputType = {
+  key?: true
+  kind?: true
   messageId?: true
+  runId?: true
   projectId?: true
   leaseUntil?: true
   attempts?: true
@@ -103,7 +120,10 @@ export type BotInboxMinAggregateInputType = {
 }
 
 export type BotInboxMaxAggregateInputType = {
+  key?: true
+  kind?: true
   messageId?: true
+  runId?: true
   projectId?: true
   leaseUntil?: true
   attempts?: true
@@ -115,7 +135,10 @@ export type BotInboxMaxAggregateInputType = {
 }
 
 export type BotInboxCountAggregateInputType = {
+  key?: true
+  kind?: true
   messageId?: true
+  runId?: true
   projectId?: true
   leaseUntil?: true
   attempts?: true
@@ -214,7 +237,10 @@ export type BotInboxGroupByArgs<ExtArgs extends runtime.Types.Extensions.Interna
 }
 
 export type BotInboxGroupByOutputType = {
-  messageId: bigint
+  key: string
+  kind: string
+  messageId: bigint | null
+  runId: bigint | null
   projectId: string
   leaseUntil: Date
   attempts: number
@@ -249,7 +275,10 @@ export type BotInboxWhereInput = {
   AND?: Prisma.BotInboxWhereInput | Prisma.BotInboxWhereInput[]
   OR?: Prisma.BotInboxWhereInput[]
   NOT?: Prisma.BotInboxWhereInput | Prisma.BotInboxWhereInput[]
-  messageId?: Prisma.BigIntFilter<"BotInbox"> | bigint | number
+  key?: Prisma.StringFilter<"BotInbox"> | string
+  kind?: Prisma.StringFilter<"BotInbox"> | string
+  messageId?: Prisma.BigIntNullableFilter<"BotInbox"> | bigint | number | null
+  runId?: Prisma.BigIntNullableFilter<"BotInbox"> | bigint | number | null
   projectId?: Prisma.StringFilter<"BotInbox"> | string
   leaseUntil?: Prisma.DateTimeFilter<"BotInbox"> | Date | string
   attempts?: Prisma.IntFilter<"BotInbox"> | number
@@ -258,11 +287,15 @@ export type BotInboxWhereInput = {
   setAsideAt?: Prisma.DateTimeNullableFilter<"BotInbox"> | Date | string | null
   setAsideReason?: Prisma.StringNullableFilter<"BotInbox"> | string | null
   createdAt?: Prisma.DateTimeFilter<"BotInbox"> | Date | string
-  message?: Prisma.XOR<Prisma.MessageScalarRelationFilter, Prisma.MessageWhereInput>
+  message?: Prisma.XOR<Prisma.MessageNullableScalarRelationFilter, Prisma.MessageWhereInput> | null
+  run?: Prisma.XOR<Prisma.BotScheduleRunNullableScalarRelationFilter, Prisma.BotScheduleRunWhereInput> | null
 }
 
 export type BotInboxOrderByWithRelationInput = {
-  messageId?: Prisma.SortOrder
+  key?: Prisma.SortOrder
+  kind?: Prisma.SortOrder
+  messageId?: Prisma.SortOrderInput | Prisma.SortOrder
+  runId?: Prisma.SortOrderInput | Prisma.SortOrder
   projectId?: Prisma.SortOrder
   leaseUntil?: Prisma.SortOrder
   attempts?: Prisma.SortOrder
@@ -272,13 +305,17 @@ export type BotInboxOrderByWithRelationInput = {
   setAsideReason?: Prisma.SortOrderInput | Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   message?: Prisma.MessageOrderByWithRelationInput
+  run?: Prisma.BotScheduleRunOrderByWithRelationInput
 }
 
 export type BotInboxWhereUniqueInput = Prisma.AtLeast<{
+  key?: string
   messageId?: bigint | number
+  runId?: bigint | number
   AND?: Prisma.BotInboxWhereInput | Prisma.BotInboxWhereInput[]
   OR?: Prisma.BotInboxWhereInput[]
   NOT?: Prisma.BotInboxWhereInput | Prisma.BotInboxWhereInput[]
+  kind?: Prisma.StringFilter<"BotInbox"> | string
   projectId?: Prisma.StringFilter<"BotInbox"> | string
   leaseUntil?: Prisma.DateTimeFilter<"BotInbox"> | Date | string
   attempts?: Prisma.IntFilter<"BotInbox"> | number
@@ -287,11 +324,15 @@ export type BotInboxWhereUniqueInput = Prisma.AtLeast<{
   setAsideAt?: Prisma.DateTimeNullableFilter<"BotInbox"> | Date | string | null
   setAsideReason?: Prisma.StringNullableFilter<"BotInbox"> | string | null
   createdAt?: Prisma.DateTimeFilter<"BotInbox"> | Date | string
-  message?: Prisma.XOR<Prisma.MessageScalarRelationFilter, Prisma.MessageWhereInput>
-}, "messageId">
+  message?: Prisma.XOR<Prisma.MessageNullableScalarRelationFilter, Prisma.MessageWhereInput> | null
+  run?: Prisma.XOR<Prisma.BotScheduleRunNullableScalarRelationFilter, Prisma.BotScheduleRunWhereInput> | null
+}, "key" | "messageId" | "runId">
 
 export type BotInboxOrderByWithAggregationInput = {
-  messageId?: Prisma.SortOrder
+  key?: Prisma.SortOrder
+  kind?: Prisma.SortOrder
+  messageId?: Prisma.SortOrderInput | Prisma.SortOrder
+  runId?: Prisma.SortOrderInput | Prisma.SortOrder
   projectId?: Prisma.SortOrder
   leaseUntil?: Prisma.SortOrder
   attempts?: Prisma.SortOrder
@@ -311,7 +352,10 @@ export type BotInboxScalarWhereWithAggregatesInput = {
   AND?: Prisma.BotInboxScalarWhereWithAggregatesInput | Prisma.BotInboxScalarWhereWithAggregatesInput[]
   OR?: Prisma.BotInboxScalarWhereWithAggregatesInput[]
   NOT?: Prisma.BotInboxScalarWhereWithAggregatesInput | Prisma.BotInboxScalarWhereWithAggregatesInput[]
-  messageId?: Prisma.BigIntWithAggregatesFilter<"BotInbox"> | bigint | number
+  key?: Prisma.StringWithAggregatesFilter<"BotInbox"> | string
+  kind?: Prisma.StringWithAggregatesFilter<"BotInbox"> | string
+  messageId?: Prisma.BigIntNullableWithAggregatesFilter<"BotInbox"> | bigint | number | null
+  runId?: Prisma.BigIntNullableWithAggregatesFilter<"BotInbox"> | bigint | number | null
   projectId?: Prisma.StringWithAggregatesFilter<"BotInbox"> | string
   leaseUntil?: Prisma.DateTimeWithAggregatesFilter<"BotInbox"> | Date | string
   attempts?: Prisma.IntWithAggregatesFilter<"BotInbox"> | number
@@ -323,6 +367,8 @@ export type BotInboxScalarWhereWithAggregatesInput = {
 }
 
 export type BotInboxCreateInput = {
+  key: string
+  kind: string
   projectId: string
   leaseUntil: Date | string
   attempts?: number
@@ -331,11 +377,15 @@ export type BotInboxCreateInput = {
   setAsideAt?: Date | string | null
   setAsideReason?: string | null
   createdAt: Date | string
-  message: Prisma.MessageCreateNestedOneWithoutBotInboxInput
+  message?: Prisma.MessageCreateNestedOneWithoutBotInboxInput
+  run?: Prisma.BotScheduleRunCreateNestedOneWithoutInboxInput
 }
 
 export type BotInboxUncheckedCreateInput = {
-  messageId: bigint | number
+  key: string
+  kind: string
+  messageId?: bigint | number | null
+  runId?: bigint | number | null
   projectId: string
   leaseUntil: Date | string
   attempts?: number
@@ -347,6 +397,8 @@ export type BotInboxUncheckedCreateInput = {
 }
 
 export type BotInboxUpdateInput = {
+  key?: Prisma.StringFieldUpdateOperationsInput | string
+  kind?: Prisma.StringFieldUpdateOperationsInput | string
   projectId?: Prisma.StringFieldUpdateOperationsInput | string
   leaseUntil?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   attempts?: Prisma.IntFieldUpdateOperationsInput | number
@@ -355,11 +407,15 @@ export type BotInboxUpdateInput = {
   setAsideAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   setAsideReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
-  message?: Prisma.MessageUpdateOneRequiredWithoutBotInboxNestedInput
+  message?: Prisma.MessageUpdateOneWithoutBotInboxNestedInput
+  run?: Prisma.BotScheduleRunUpdateOneWithoutInboxNestedInput
 }
 
 export type BotInboxUncheckedUpdateInput = {
-  messageId?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  key?: Prisma.StringFieldUpdateOperationsInput | string
+  kind?: Prisma.StringFieldUpdateOperationsInput | string
+  messageId?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  runId?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   projectId?: Prisma.StringFieldUpdateOperationsInput | string
   leaseUntil?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   attempts?: Prisma.IntFieldUpdateOperationsInput | number
@@ -371,7 +427,10 @@ export type BotInboxUncheckedUpdateInput = {
 }
 
 export type BotInboxCreateManyInput = {
-  messageId: bigint | number
+  key: string
+  kind: string
+  messageId?: bigint | number | null
+  runId?: bigint | number | null
   projectId: string
   leaseUntil: Date | string
   attempts?: number
@@ -383,6 +442,8 @@ export type BotInboxCreateManyInput = {
 }
 
 export type BotInboxUpdateManyMutationInput = {
+  key?: Prisma.StringFieldUpdateOperationsInput | string
+  kind?: Prisma.StringFieldUpdateOperationsInput | string
   projectId?: Prisma.StringFieldUpdateOperationsInput | string
   leaseUntil?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   attempts?: Prisma.IntFieldUpdateOperationsInput | number
@@ -394,7 +455,10 @@ export type BotInboxUpdateManyMutationInput = {
 }
 
 export type BotInboxUncheckedUpdateManyInput = {
-  messageId?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  key?: Prisma.StringFieldUpdateOperationsInput | string
+  kind?: Prisma.StringFieldUpdateOperationsInput | string
+  messageId?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  runId?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   projectId?: Prisma.StringFieldUpdateOperationsInput | string
   leaseUntil?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   attempts?: Prisma.IntFieldUpdateOperationsInput | number
@@ -411,7 +475,10 @@ export type BotInboxNullableScalarRelationFilter = {
 }
 
 export type BotInboxCountOrderByAggregateInput = {
+  key?: Prisma.SortOrder
+  kind?: Prisma.SortOrder
   messageId?: Prisma.SortOrder
+  runId?: Prisma.SortOrder
   projectId?: Prisma.SortOrder
   leaseUntil?: Prisma.SortOrder
   attempts?: Prisma.SortOrder
@@ -424,12 +491,16 @@ export type BotInboxCountOrderByAggregateInput = {
 
 export type BotInboxAvgOrderByAggregateInput = {
   messageId?: Prisma.SortOrder
+  runId?: Prisma.SortOrder
   attempts?: Prisma.SortOrder
   abnormalRuns?: Prisma.SortOrder
 }
 
 export type BotInboxMaxOrderByAggregateInput = {
+  key?: Prisma.SortOrder
+  kind?: Prisma.SortOrder
   messageId?: Prisma.SortOrder
+  runId?: Prisma.SortOrder
   projectId?: Prisma.SortOrder
   leaseUntil?: Prisma.SortOrder
   attempts?: Prisma.SortOrder
@@ -441,7 +512,10 @@ export type BotInboxMaxOrderByAggregateInput = {
 }
 
 export type BotInboxMinOrderByAggregateInput = {
+  key?: Prisma.SortOrder
+  kind?: Prisma.SortOrder
   messageId?: Prisma.SortOrder
+  runId?: Prisma.SortOrder
   projectId?: Prisma.SortOrder
   leaseUntil?: Prisma.SortOrder
   attempts?: Prisma.SortOrder
@@ -454,6 +528,7 @@ export type BotInboxMinOrderByAggregateInput = {
 
 export type BotInboxSumOrderByAggregateInput = {
   messageId?: Prisma.SortOrder
+  runId?: Prisma.SortOrder
   attempts?: Prisma.SortOrder
   abnormalRuns?: Prisma.SortOrder
 }
@@ -490,7 +565,41 @@ export type BotInboxUncheckedUpdateOneWithoutMessageNestedInput = {
   update?: Prisma.XOR<Prisma.XOR<Prisma.BotInboxUpdateToOneWithWhereWithoutMessageInput, Prisma.BotInboxUpdateWithoutMessageInput>, Prisma.BotInboxUncheckedUpdateWithoutMessageInput>
 }
 
+export type BotInboxCreateNestedOneWithoutRunInput = {
+  create?: Prisma.XOR<Prisma.BotInboxCreateWithoutRunInput, Prisma.BotInboxUncheckedCreateWithoutRunInput>
+  connectOrCreate?: Prisma.BotInboxCreateOrConnectWithoutRunInput
+  connect?: Prisma.BotInboxWhereUniqueInput
+}
+
+export type BotInboxUncheckedCreateNestedOneWithoutRunInput = {
+  create?: Prisma.XOR<Prisma.BotInboxCreateWithoutRunInput, Prisma.BotInboxUncheckedCreateWithoutRunInput>
+  connectOrCreate?: Prisma.BotInboxCreateOrConnectWithoutRunInput
+  connect?: Prisma.BotInboxWhereUniqueInput
+}
+
+export type BotInboxUpdateOneWithoutRunNestedInput = {
+  create?: Prisma.XOR<Prisma.BotInboxCreateWithoutRunInput, Prisma.BotInboxUncheckedCreateWithoutRunInput>
+  connectOrCreate?: Prisma.BotInboxCreateOrConnectWithoutRunInput
+  upsert?: Prisma.BotInboxUpsertWithoutRunInput
+  disconnect?: Prisma.BotInboxWhereInput | boolean
+  delete?: Prisma.BotInboxWhereInput | boolean
+  connect?: Prisma.BotInboxWhereUniqueInput
+  update?: Prisma.XOR<Prisma.XOR<Prisma.BotInboxUpdateToOneWithWhereWithoutRunInput, Prisma.BotInboxUpdateWithoutRunInput>, Prisma.BotInboxUncheckedUpdateWithoutRunInput>
+}
+
+export type BotInboxUncheckedUpdateOneWithoutRunNestedInput = {
+  create?: Prisma.XOR<Prisma.BotInboxCreateWithoutRunInput, Prisma.BotInboxUncheckedCreateWithoutRunInput>
+  connectOrCreate?: Prisma.BotInboxCreateOrConnectWithoutRunInput
+  upsert?: Prisma.BotInboxUpsertWithoutRunInput
+  disconnect?: Prisma.BotInboxWhereInput | boolean
+  delete?: Prisma.BotInboxWhereInput | boolean
+  connect?: Prisma.BotInboxWhereUniqueInput
+  update?: Prisma.XOR<Prisma.XOR<Prisma.BotInboxUpdateToOneWithWhereWithoutRunInput, Prisma.BotInboxUpdateWithoutRunInput>, Prisma.BotInboxUncheckedUpdateWithoutRunInput>
+}
+
 export type BotInboxCreateWithoutMessageInput = {
+  key: string
+  kind: string
   projectId: string
   leaseUntil: Date | string
   attempts?: number
@@ -499,9 +608,13 @@ export type BotInboxCreateWithoutMessageInput = {
   setAsideAt?: Date | string | null
   setAsideReason?: string | null
   createdAt: Date | string
+  run?: Prisma.BotScheduleRunCreateNestedOneWithoutInboxInput
 }
 
 export type BotInboxUncheckedCreateWithoutMessageInput = {
+  key: string
+  kind: string
+  runId?: bigint | number | null
   projectId: string
   leaseUntil: Date | string
   attempts?: number
@@ -529,6 +642,23 @@ export type BotInboxUpdateToOneWithWhereWithoutMessageInput = {
 }
 
 export type BotInboxUpdateWithoutMessageInput = {
+  key?: Prisma.StringFieldUpdateOperationsInput | string
+  kind?: Prisma.StringFieldUpdateOperationsInput | string
+  projectId?: Prisma.StringFieldUpdateOperationsInput | string
+  leaseUntil?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  attempts?: Prisma.IntFieldUpdateOperationsInput | number
+  abnormalRuns?: Prisma.IntFieldUpdateOperationsInput | number
+  runStartedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  setAsideAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  setAsideReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  run?: Prisma.BotScheduleRunUpdateOneWithoutInboxNestedInput
+}
+
+export type BotInboxUncheckedUpdateWithoutMessageInput = {
+  key?: Prisma.StringFieldUpdateOperationsInput | string
+  kind?: Prisma.StringFieldUpdateOperationsInput | string
+  runId?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   projectId?: Prisma.StringFieldUpdateOperationsInput | string
   leaseUntil?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   attempts?: Prisma.IntFieldUpdateOperationsInput | number
@@ -539,7 +669,68 @@ export type BotInboxUpdateWithoutMessageInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
 
-export type BotInboxUncheckedUpdateWithoutMessageInput = {
+export type BotInboxCreateWithoutRunInput = {
+  key: string
+  kind: string
+  projectId: string
+  leaseUntil: Date | string
+  attempts?: number
+  abnormalRuns?: number
+  runStartedAt?: Date | string | null
+  setAsideAt?: Date | string | null
+  setAsideReason?: string | null
+  createdAt: Date | string
+  message?: Prisma.MessageCreateNestedOneWithoutBotInboxInput
+}
+
+export type BotInboxUncheckedCreateWithoutRunInput = {
+  key: string
+  kind: string
+  messageId?: bigint | number | null
+  projectId: string
+  leaseUntil: Date | string
+  attempts?: number
+  abnormalRuns?: number
+  runStartedAt?: Date | string | null
+  setAsideAt?: Date | string | null
+  setAsideReason?: string | null
+  createdAt: Date | string
+}
+
+export type BotInboxCreateOrConnectWithoutRunInput = {
+  where: Prisma.BotInboxWhereUniqueInput
+  create: Prisma.XOR<Prisma.BotInboxCreateWithoutRunInput, Prisma.BotInboxUncheckedCreateWithoutRunInput>
+}
+
+export type BotInboxUpsertWithoutRunInput = {
+  update: Prisma.XOR<Prisma.BotInboxUpdateWithoutRunInput, Prisma.BotInboxUncheckedUpdateWithoutRunInput>
+  create: Prisma.XOR<Prisma.BotInboxCreateWithoutRunInput, Prisma.BotInboxUncheckedCreateWithoutRunInput>
+  where?: Prisma.BotInboxWhereInput
+}
+
+export type BotInboxUpdateToOneWithWhereWithoutRunInput = {
+  where?: Prisma.BotInboxWhereInput
+  data: Prisma.XOR<Prisma.BotInboxUpdateWithoutRunInput, Prisma.BotInboxUncheckedUpdateWithoutRunInput>
+}
+
+export type BotInboxUpdateWithoutRunInput = {
+  key?: Prisma.StringFieldUpdateOperationsInput | string
+  kind?: Prisma.StringFieldUpdateOperationsInput | string
+  projectId?: Prisma.StringFieldUpdateOperationsInput | string
+  leaseUntil?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  attempts?: Prisma.IntFieldUpdateOperationsInput | number
+  abnormalRuns?: Prisma.IntFieldUpdateOperationsInput | number
+  runStartedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  setAsideAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  setAsideReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  message?: Prisma.MessageUpdateOneWithoutBotInboxNestedInput
+}
+
+export type BotInboxUncheckedUpdateWithoutRunInput = {
+  key?: Prisma.StringFieldUpdateOperationsInput | string
+  kind?: Prisma.StringFieldUpdateOperationsInput | string
+  messageId?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   projectId?: Prisma.StringFieldUpdateOperationsInput | string
   leaseUntil?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   attempts?: Prisma.IntFieldUpdateOperationsInput | number
@@ -553,7 +744,10 @@ export type BotInboxUncheckedUpdateWithoutMessageInput = {
 
 
 export type BotInboxSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
+  key?: boolean
+  kind?: boolean
   messageId?: boolean
+  runId?: boolean
   projectId?: boolean
   leaseUntil?: boolean
   attempts?: boolean
@@ -562,11 +756,15 @@ export type BotInboxSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs
   setAsideAt?: boolean
   setAsideReason?: boolean
   createdAt?: boolean
-  message?: boolean | Prisma.MessageDefaultArgs<ExtArgs>
+  message?: boolean | Prisma.BotInbox$messageArgs<ExtArgs>
+  run?: boolean | Prisma.BotInbox$runArgs<ExtArgs>
 }, ExtArgs["result"]["botInbox"]>
 
 export type BotInboxSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
+  key?: boolean
+  kind?: boolean
   messageId?: boolean
+  runId?: boolean
   projectId?: boolean
   leaseUntil?: boolean
   attempts?: boolean
@@ -575,11 +773,15 @@ export type BotInboxSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Exte
   setAsideAt?: boolean
   setAsideReason?: boolean
   createdAt?: boolean
-  message?: boolean | Prisma.MessageDefaultArgs<ExtArgs>
+  message?: boolean | Prisma.BotInbox$messageArgs<ExtArgs>
+  run?: boolean | Prisma.BotInbox$runArgs<ExtArgs>
 }, ExtArgs["result"]["botInbox"]>
 
 export type BotInboxSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
+  key?: boolean
+  kind?: boolean
   messageId?: boolean
+  runId?: boolean
   projectId?: boolean
   leaseUntil?: boolean
   attempts?: boolean
@@ -588,11 +790,15 @@ export type BotInboxSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Exte
   setAsideAt?: boolean
   setAsideReason?: boolean
   createdAt?: boolean
-  message?: boolean | Prisma.MessageDefaultArgs<ExtArgs>
+  message?: boolean | Prisma.BotInbox$messageArgs<ExtArgs>
+  run?: boolean | Prisma.BotInbox$runArgs<ExtArgs>
 }, ExtArgs["result"]["botInbox"]>
 
 export type BotInboxSelectScalar = {
+  key?: boolean
+  kind?: boolean
   messageId?: boolean
+  runId?: boolean
   projectId?: boolean
   leaseUntil?: boolean
   attempts?: boolean
@@ -603,24 +809,43 @@ export type BotInboxSelectScalar = {
   createdAt?: boolean
 }
 
-export type BotInboxOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"messageId" | "projectId" | "leaseUntil" | "attempts" | "abnormalRuns" | "runStartedAt" | "setAsideAt" | "setAsideReason" | "createdAt", ExtArgs["result"]["botInbox"]>
+export type BotInboxOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"key" | "kind" | "messageId" | "runId" | "projectId" | "leaseUntil" | "attempts" | "abnormalRuns" | "runStartedAt" | "setAsideAt" | "setAsideReason" | "createdAt", ExtArgs["result"]["botInbox"]>
 export type BotInboxInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
-  message?: boolean | Prisma.MessageDefaultArgs<ExtArgs>
+  message?: boolean | Prisma.BotInbox$messageArgs<ExtArgs>
+  run?: boolean | Prisma.BotInbox$runArgs<ExtArgs>
 }
 export type BotInboxIncludeCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
-  message?: boolean | Prisma.MessageDefaultArgs<ExtArgs>
+  message?: boolean | Prisma.BotInbox$messageArgs<ExtArgs>
+  run?: boolean | Prisma.BotInbox$runArgs<ExtArgs>
 }
 export type BotInboxIncludeUpdateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
-  message?: boolean | Prisma.MessageDefaultArgs<ExtArgs>
+  message?: boolean | Prisma.BotInbox$messageArgs<ExtArgs>
+  run?: boolean | Prisma.BotInbox$runArgs<ExtArgs>
 }
 
 export type $BotInboxPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   name: "BotInbox"
   objects: {
-    message: Prisma.$MessagePayload<ExtArgs>
+    message: Prisma.$MessagePayload<ExtArgs> | null
+    run: Prisma.$BotScheduleRunPayload<ExtArgs> | null
   }
   scalars: runtime.Types.Extensions.GetPayloadResult<{
-    messageId: bigint
+    /**
+     * The event: `message:<message id>` or `schedule:<run id>`.
+     */
+    key: string
+    /**
+     * message | schedule (later others): what the bot is handed; its payload is the row it names.
+     */
+    kind: string
+    /**
+     * A `message` event's message.
+     */
+    messageId: bigint | null
+    /**
+     * A `schedule` event's run (bot_schedule_runs).
+     */
+    runId: bigint | null
     projectId: string
     /**
      * Until then the instance that took the message is handling it; after it, anyone may.
@@ -729,8 +954,8 @@ export interface BotInboxDelegate<ExtArgs extends runtime.Types.Extensions.Inter
    * // Get first 10 BotInboxes
    * const botInboxes = await prisma.botInbox.findMany({ take: 10 })
    * 
-   * // Only select the `messageId`
-   * const botInboxWithMessageIdOnly = await prisma.botInbox.findMany({ select: { messageId: true } })
+   * // Only select the `key`
+   * const botInboxWithKeyOnly = await prisma.botInbox.findMany({ select: { key: true } })
    * 
    */
   findMany<T extends BotInboxFindManyArgs>(args?: Prisma.SelectSubset<T, BotInboxFindManyArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$BotInboxPayload<ExtArgs>, T, "findMany", GlobalOmitOptions>>
@@ -774,9 +999,9 @@ export interface BotInboxDelegate<ExtArgs extends runtime.Types.Extensions.Inter
    *   ]
    * })
    * 
-   * // Create many BotInboxes and only return the `messageId`
-   * const botInboxWithMessageIdOnly = await prisma.botInbox.createManyAndReturn({
-   *   select: { messageId: true },
+   * // Create many BotInboxes and only return the `key`
+   * const botInboxWithKeyOnly = await prisma.botInbox.createManyAndReturn({
+   *   select: { key: true },
    *   data: [
    *     // ... provide data here
    *   ]
@@ -865,9 +1090,9 @@ export interface BotInboxDelegate<ExtArgs extends runtime.Types.Extensions.Inter
    *   ]
    * })
    * 
-   * // Update zero or more BotInboxes and only return the `messageId`
-   * const botInboxWithMessageIdOnly = await prisma.botInbox.updateManyAndReturn({
-   *   select: { messageId: true },
+   * // Update zero or more BotInboxes and only return the `key`
+   * const botInboxWithKeyOnly = await prisma.botInbox.updateManyAndReturn({
+   *   select: { key: true },
    *   where: {
    *     // ... provide filter here
    *   },
@@ -1040,7 +1265,8 @@ readonly fields: BotInboxFieldRefs;
  */
 export interface Prisma__BotInboxClient<T, Null = never, ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs, GlobalOmitOptions = {}> extends Prisma.PrismaPromise<T> {
   readonly [Symbol.toStringTag]: "PrismaPromise"
-  message<T extends Prisma.MessageDefaultArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.MessageDefaultArgs<ExtArgs>>): Prisma.Prisma__MessageClient<runtime.Types.Result.GetResult<Prisma.$MessagePayload<ExtArgs>, T, "findUniqueOrThrow", GlobalOmitOptions> | Null, Null, ExtArgs, GlobalOmitOptions>
+  message<T extends Prisma.BotInbox$messageArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.BotInbox$messageArgs<ExtArgs>>): Prisma.Prisma__MessageClient<runtime.Types.Result.GetResult<Prisma.$MessagePayload<ExtArgs>, T, "findUniqueOrThrow", GlobalOmitOptions> | null, null, ExtArgs, GlobalOmitOptions>
+  run<T extends Prisma.BotInbox$runArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.BotInbox$runArgs<ExtArgs>>): Prisma.Prisma__BotScheduleRunClient<runtime.Types.Result.GetResult<Prisma.$BotScheduleRunPayload<ExtArgs>, T, "findUniqueOrThrow", GlobalOmitOptions> | null, null, ExtArgs, GlobalOmitOptions>
   /**
    * Attaches callbacks for the resolution and/or rejection of the Promise.
    * @param onfulfilled The callback to execute when the Promise is resolved.
@@ -1070,7 +1296,10 @@ export interface Prisma__BotInboxClient<T, Null = never, ExtArgs extends runtime
  * Fields of the BotInbox model
  */
 export interface BotInboxFieldRefs {
+  readonly key: Prisma.FieldRef<"BotInbox", 'String'>
+  readonly kind: Prisma.FieldRef<"BotInbox", 'String'>
   readonly messageId: Prisma.FieldRef<"BotInbox", 'BigInt'>
+  readonly runId: Prisma.FieldRef<"BotInbox", 'BigInt'>
   readonly projectId: Prisma.FieldRef<"BotInbox", 'String'>
   readonly leaseUntil: Prisma.FieldRef<"BotInbox", 'DateTime'>
   readonly attempts: Prisma.FieldRef<"BotInbox", 'Int'>
@@ -1477,6 +1706,44 @@ export type BotInboxDeleteManyArgs<ExtArgs extends runtime.Types.Extensions.Inte
    * Limit how many BotInboxes to delete.
    */
   limit?: number
+}
+
+/**
+ * BotInbox.message
+ */
+export type BotInbox$messageArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  /**
+   * Select specific fields to fetch from the Message
+   */
+  select?: Prisma.MessageSelect<ExtArgs> | null
+  /**
+   * Omit specific fields from the Message
+   */
+  omit?: Prisma.MessageOmit<ExtArgs> | null
+  /**
+   * Choose, which related nodes to fetch as well
+   */
+  include?: Prisma.MessageInclude<ExtArgs> | null
+  where?: Prisma.MessageWhereInput
+}
+
+/**
+ * BotInbox.run
+ */
+export type BotInbox$runArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  /**
+   * Select specific fields to fetch from the BotScheduleRun
+   */
+  select?: Prisma.BotScheduleRunSelect<ExtArgs> | null
+  /**
+   * Omit specific fields from the BotScheduleRun
+   */
+  omit?: Prisma.BotScheduleRunOmit<ExtArgs> | null
+  /**
+   * Choose, which related nodes to fetch as well
+   */
+  include?: Prisma.BotScheduleRunInclude<ExtArgs> | null
+  where?: Prisma.BotScheduleRunWhereInput
 }
 
 /**

@@ -546,9 +546,9 @@ export type MessageSumOrderByAggregateInput = {
   conversationId?: Prisma.SortOrder
 }
 
-export type MessageScalarRelationFilter = {
-  is?: Prisma.MessageWhereInput
-  isNot?: Prisma.MessageWhereInput
+export type MessageNullableScalarRelationFilter = {
+  is?: Prisma.MessageWhereInput | null
+  isNot?: Prisma.MessageWhereInput | null
 }
 
 export type MessageCreateNestedManyWithoutProjectInput = {
@@ -641,10 +641,12 @@ export type MessageCreateNestedOneWithoutBotInboxInput = {
   connect?: Prisma.MessageWhereUniqueInput
 }
 
-export type MessageUpdateOneRequiredWithoutBotInboxNestedInput = {
+export type MessageUpdateOneWithoutBotInboxNestedInput = {
   create?: Prisma.XOR<Prisma.MessageCreateWithoutBotInboxInput, Prisma.MessageUncheckedCreateWithoutBotInboxInput>
   connectOrCreate?: Prisma.MessageCreateOrConnectWithoutBotInboxInput
   upsert?: Prisma.MessageUpsertWithoutBotInboxInput
+  disconnect?: Prisma.MessageWhereInput | boolean
+  delete?: Prisma.MessageWhereInput | boolean
   connect?: Prisma.MessageWhereUniqueInput
   update?: Prisma.XOR<Prisma.XOR<Prisma.MessageUpdateToOneWithWhereWithoutBotInboxInput, Prisma.MessageUpdateWithoutBotInboxInput>, Prisma.MessageUncheckedUpdateWithoutBotInboxInput>
 }
