@@ -4872,6 +4872,7 @@ export const DeploymentScalarFieldEnum = {
   sourceMap: 'sourceMap',
   files: 'files',
   diagnostics: 'diagnostics',
+  schedules: 'schedules',
   message: 'message',
   createdBy: 'createdBy',
   rollbackOf: 'rollbackOf',

@@ -638,6 +638,7 @@ export const DeploymentScalarFieldEnum = {
   sourceMap: 'sourceMap',
   files: 'files',
   diagnostics: 'diagnostics',
+  schedules: 'schedules',
   message: 'message',
   createdBy: 'createdBy',
   rollbackOf: 'rollbackOf',

@@ -72,6 +72,7 @@ export type DeploymentCountAggregateOutputType = {
   sourceMap: number
   files: number
   diagnostics: number
+  schedules: number
   message: number
   createdBy: number
   rollbackOf: number
@@ -126,6 +127,7 @@ export type DeploymentCountAggregateInputType = {
   sourceMap?: true
   files?: true
   diagnostics?: true
+  schedules?: true
   message?: true
   createdBy?: true
   rollbackOf?: true
@@ -229,6 +231,7 @@ export type DeploymentGroupByOutputType = {
   sourceMap: string | null
   files: runtime.JsonValue | null
   diagnostics: runtime.JsonValue
+  schedules: runtime.JsonValue | null
   message: string | null
   createdBy: string | null
   rollbackOf: string | null
@@ -268,6 +271,7 @@ export type DeploymentWhereInput = {
   sourceMap?: Prisma.StringNullableFilter<"Deployment"> | string | null
   files?: Prisma.JsonNullableFilter<"Deployment">
   diagnostics?: Prisma.JsonFilter<"Deployment">
+  schedules?: Prisma.JsonNullableFilter<"Deployment">
   message?: Prisma.StringNullableFilter<"Deployment"> | string | null
   createdBy?: Prisma.StringNullableFilter<"Deployment"> | string | null
   rollbackOf?: Prisma.StringNullableFilter<"Deployment"> | string | null
@@ -284,6 +288,7 @@ export type DeploymentOrderByWithRelationInput = {
   sourceMap?: Prisma.SortOrderInput | Prisma.SortOrder
   files?: Prisma.SortOrderInput | Prisma.SortOrder
   diagnostics?: Prisma.SortOrder
+  schedules?: Prisma.SortOrderInput | Prisma.SortOrder
   message?: Prisma.SortOrderInput | Prisma.SortOrder
   createdBy?: Prisma.SortOrderInput | Prisma.SortOrder
   rollbackOf?: Prisma.SortOrderInput | Prisma.SortOrder
@@ -303,6 +308,7 @@ export type DeploymentWhereUniqueInput = Prisma.AtLeast<{
   sourceMap?: Prisma.StringNullableFilter<"Deployment"> | string | null
   files?: Prisma.JsonNullableFilter<"Deployment">
   diagnostics?: Prisma.JsonFilter<"Deployment">
+  schedules?: Prisma.JsonNullableFilter<"Deployment">
   message?: Prisma.StringNullableFilter<"Deployment"> | string | null
   createdBy?: Prisma.StringNullableFilter<"Deployment"> | string | null
   rollbackOf?: Prisma.StringNullableFilter<"Deployment"> | string | null
@@ -319,6 +325,7 @@ export type DeploymentOrderByWithAggregationInput = {
   sourceMap?: Prisma.SortOrderInput | Prisma.SortOrder
   files?: Prisma.SortOrderInput | Prisma.SortOrder
   diagnostics?: Prisma.SortOrder
+  schedules?: Prisma.SortOrderInput | Prisma.SortOrder
   message?: Prisma.SortOrderInput | Prisma.SortOrder
   createdBy?: Prisma.SortOrderInput | Prisma.SortOrder
   rollbackOf?: Prisma.SortOrderInput | Prisma.SortOrder
@@ -343,6 +350,7 @@ export type DeploymentScalarWhereWithAggregatesInput = {
   sourceMap?: Prisma.StringNullableWithAggregatesFilter<"Deployment"> | string | null
   files?: Prisma.JsonNullableWithAggregatesFilter<"Deployment">
   diagnostics?: Prisma.JsonWithAggregatesFilter<"Deployment">
+  schedules?: Prisma.JsonNullableWithAggregatesFilter<"Deployment">
   message?: Prisma.StringNullableWithAggregatesFilter<"Deployment"> | string | null
   createdBy?: Prisma.StringNullableWithAggregatesFilter<"Deployment"> | string | null
   rollbackOf?: Prisma.StringNullableWithAggregatesFilter<"Deployment"> | string | null
@@ -359,6 +367,7 @@ export type DeploymentCreateInput = {
   sourceMap?: string | null
   files?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   diagnostics?: Prisma.JsonNullValueInput | runtime.InputJsonValue
+  schedules?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   message?: string | null
   createdBy?: string | null
   rollbackOf?: string | null
@@ -375,6 +384,7 @@ export type DeploymentUncheckedCreateInput = {
   sourceMap?: string | null
   files?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   diagnostics?: Prisma.JsonNullValueInput | runtime.InputJsonValue
+  schedules?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   message?: string | null
   createdBy?: string | null
   rollbackOf?: string | null
@@ -391,6 +401,7 @@ export type DeploymentUpdateInput = {
   sourceMap?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   files?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   diagnostics?: Prisma.JsonNullValueInput | runtime.InputJsonValue
+  schedules?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   message?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdBy?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   rollbackOf?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
@@ -407,6 +418,7 @@ export type DeploymentUncheckedUpdateInput = {
   sourceMap?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   files?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   diagnostics?: Prisma.JsonNullValueInput | runtime.InputJsonValue
+  schedules?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   message?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdBy?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   rollbackOf?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
@@ -423,6 +435,7 @@ export type DeploymentCreateManyInput = {
   sourceMap?: string | null
   files?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   diagnostics?: Prisma.JsonNullValueInput | runtime.InputJsonValue
+  schedules?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   message?: string | null
   createdBy?: string | null
   rollbackOf?: string | null
@@ -439,6 +452,7 @@ export type DeploymentUpdateManyMutationInput = {
   sourceMap?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   files?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   diagnostics?: Prisma.JsonNullValueInput | runtime.InputJsonValue
+  schedules?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   message?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdBy?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   rollbackOf?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
@@ -455,6 +469,7 @@ export type DeploymentUncheckedUpdateManyInput = {
   sourceMap?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   files?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   diagnostics?: Prisma.JsonNullValueInput | runtime.InputJsonValue
+  schedules?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   message?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdBy?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   rollbackOf?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
@@ -471,6 +486,7 @@ export type DeploymentCountOrderByAggregateInput = {
   sourceMap?: Prisma.SortOrder
   files?: Prisma.SortOrder
   diagnostics?: Prisma.SortOrder
+  schedules?: Prisma.SortOrder
   message?: Prisma.SortOrder
   createdBy?: Prisma.SortOrder
   rollbackOf?: Prisma.SortOrder
@@ -525,6 +541,7 @@ export type DeploymentSelect<ExtArgs extends runtime.Types.Extensions.InternalAr
   sourceMap?: boolean
   files?: boolean
   diagnostics?: boolean
+  schedules?: boolean
   message?: boolean
   createdBy?: boolean
   rollbackOf?: boolean
@@ -541,6 +558,7 @@ export type DeploymentSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Ex
   sourceMap?: boolean
   files?: boolean
   diagnostics?: boolean
+  schedules?: boolean
   message?: boolean
   createdBy?: boolean
   rollbackOf?: boolean
@@ -557,6 +575,7 @@ export type DeploymentSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Ex
   sourceMap?: boolean
   files?: boolean
   diagnostics?: boolean
+  schedules?: boolean
   message?: boolean
   createdBy?: boolean
   rollbackOf?: boolean
@@ -573,6 +592,7 @@ export type DeploymentSelectScalar = {
   sourceMap?: boolean
   files?: boolean
   diagnostics?: boolean
+  schedules?: boolean
   message?: boolean
   createdBy?: boolean
   rollbackOf?: boolean
@@ -580,7 +600,7 @@ export type DeploymentSelectScalar = {
   seq?: boolean
 }
 
-export type DeploymentOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "status" | "contentHash" | "bundle" | "sourceMap" | "files" | "diagnostics" | "message" | "createdBy" | "rollbackOf" | "createdAt" | "seq", ExtArgs["result"]["deployment"]>
+export type DeploymentOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "status" | "contentHash" | "bundle" | "sourceMap" | "files" | "diagnostics" | "schedules" | "message" | "createdBy" | "rollbackOf" | "createdAt" | "seq", ExtArgs["result"]["deployment"]>
 
 export type $DeploymentPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   name: "Deployment"
@@ -594,6 +614,11 @@ export type $DeploymentPayload<ExtArgs extends runtime.Types.Extensions.Internal
     sourceMap: string | null
     files: runtime.JsonValue | null
     diagnostics: runtime.JsonValue
+    /**
+     * The schedules its bundle declares (lib/deploy/schedules.ts), name → { cron, timeZone, source };
+     * the bot's scheduler follows the active release's (lib/bot/schedules.ts).
+     */
+    schedules: runtime.JsonValue | null
     message: string | null
     createdBy: string | null
     rollbackOf: string | null
@@ -1033,6 +1058,7 @@ export interface DeploymentFieldRefs {
   readonly sourceMap: Prisma.FieldRef<"Deployment", 'String'>
   readonly files: Prisma.FieldRef<"Deployment", 'Json'>
   readonly diagnostics: Prisma.FieldRef<"Deployment", 'Json'>
+  readonly schedules: Prisma.FieldRef<"Deployment", 'Json'>
   readonly message: Prisma.FieldRef<"Deployment", 'String'>
   readonly createdBy: Prisma.FieldRef<"Deployment", 'String'>
   readonly rollbackOf: Prisma.FieldRef<"Deployment", 'String'>
