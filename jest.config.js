@@ -20,7 +20,7 @@ const PROOFS = [
   // fuzzing
   'contract-fuzz', 'simulator-meta-differential',
   // real browsers
-  'api-reference', 'browser-smoke', 'dashboard-browser',
+  'api-reference', 'browser-smoke', 'dashboard-browser', 'oauth-browser',
   // two instances on one database
   'two-instances',
 ];
