@@ -33,7 +33,8 @@ describeWithBrowser(describe)('an agent\'s consent in Chromium', () => {
     browser = await launchBrowser();
     // The agent's loopback redirect (RFC 8252), as a desktop client would open.
     callback = http.createServer((req, res) => {
-      landed.push(req.url ?? '');
+      // Only the redirect itself: Chromium also asks this host for /favicon.ico.
+      if (req.url?.startsWith('/callback')) landed.push(req.url);
       res.end('You can close this window.');
     });
     await new Promise<void>((r) => callback.listen(0, '127.0.0.1', r));

@@ -20,6 +20,8 @@ import { selectGrant } from '../../middleware/project.js';
 import { ApiError } from '../../lib/platform/errors.js';
 import type { Credential } from '../../lib/access/types.js';
 import { MCP_PATH, mcpResourceUrl, protectedResourceMetadataUrl } from '../../lib/mcp/resource.js';
+import { bearerChallenge } from '../../lib/oauth/challenge.js';
+import { sameResource } from '../../lib/oauth/rules.js';
 import { toolsFromContract, type ToolDef } from './tools.js';
 import { callTool, type ToolOutcome } from './call.js';
 
@@ -36,7 +38,7 @@ export function mcpRoutes(deps: AppDeps, app: () => RequestListener): RequestHan
   const tools = toolsFromContract(deps.contract);
   const byName = new Map(tools.map((t) => [t.name, t]));
   const resource = mcpResourceUrl(deps.config.publicBaseUrl);
-  const challenge = `Bearer resource_metadata="${protectedResourceMetadataUrl(deps.config.publicBaseUrl)}"`;
+  const resourceMetadataUrl = protectedResourceMetadataUrl(deps.config.publicBaseUrl);
   const resolve = bearerResolver(deps);
   const maxBody = Math.max(...[...deps.contract.operations.values()].map((o) => o.bodyLimit));
   const json = express.json({ limit: Math.ceil(maxBody * 1.5) + FRAME_ALLOWANCE });
@@ -44,8 +46,10 @@ export function mcpRoutes(deps: AppDeps, app: () => RequestListener): RequestHan
   const jsonSchemaValidator = new AjvJsonSchemaValidator();
 
   const refuse = (req: Request, res: Response, e: ApiError) => {
-    const params = e.code === 'invalid_token' ? `, error="invalid_token", error_description="${e.message.replaceAll('"', "'")}"` : '';
-    if (e.status === 401) res.setHeader('WWW-Authenticate', challenge + params);
+    if (e.status === 401) {
+      const refused = e.code === 'invalid_token' ? { error: 'invalid_token' as const, description: e.message } : {};
+      res.setHeader('WWW-Authenticate', bearerChallenge({ resourceMetadataUrl, ...refused }));
+    }
     if (e.headers) res.set(e.headers);
     res.status(e.status).json({ success: false, error: { code: e.code, message: e.message }, request_id: req.requestId });
   };
@@ -72,8 +76,8 @@ export function mcpRoutes(deps: AppDeps, app: () => RequestListener): RequestHan
     let credential: Credential;
     try {
       credential = await resolve(req);
-      const bound = (credential as { resource?: string | null }).resource;
-      if (bound && bound.replace(/\/+$/, '') !== resource) {
+      // An operator-issued token (no resource) is good for any; an OAuth token only for this server.
+      if (credential.kind === 'access_token' && credential.resource && !sameResource(credential.resource, resource)) {
         throw new ApiError('invalid_token', 'The access token was issued for another resource.');
       }
     } catch (e) {
