@@ -1053,6 +1053,84 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/projects/{projectId}/files": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a project's stored files
+         * @description The files the project's bot reads with `files.get(name)` and sends with
+         *     `files.sendAsMedia(to, name)`, by name, with their verified type, size and SHA-256, and the
+         *     project's quota (`PROJECT_FILES_MAX` files, `PROJECT_FILES_MAX_BYTES` bytes in all).
+         */
+        get: operations["adminListProjectFiles"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/projects/{projectId}/files/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+                /**
+                 * @description A file name: 1 to 128 letters, digits, `.`, `_` or `-`, starting with a letter or digit, without `..` (one name, never a path).
+                 * @example price-list.pdf
+                 */
+                name: components["parameters"]["ProjectFileName"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Download a project file
+         * @description The file's bytes, streamed, as `application/octet-stream` with `Content-Disposition:
+         *     attachment` (its verified type is in the listing). 404 `not_found` when the project has no
+         *     file by that name (another project's files are never found).
+         */
+        get: operations["adminDownloadProjectFile"];
+        /**
+         * Upload or replace a project file
+         * @description The body is the file's bytes (`application/octet-stream`), streamed to disk, never held in
+         *     memory. Its type is found from the bytes (file-type, as for media), never from a declared
+         *     type: images (JPEG, PNG), video (MP4, 3GPP), audio (AAC, AMR, MP3, M4A, OGG/OPUS), PDF and
+         *     Office documents, and plain UTF-8 text (JSON and CSV included); anything else is 415
+         *     `unsupported_media_type`, an empty body 400 `empty_file`. A file is at most 100 MB (413
+         *     `file_too_large`); the project's files are at most `PROJECT_FILES_MAX` files and
+         *     `PROJECT_FILES_MAX_BYTES` bytes in all (413 `file_quota_exceeded`, `details.quota`
+         *     `files` or `bytes`, `details.limit`; the upload stops as soon as it passes). A name is one
+         *     segment, never a path (400 otherwise). Written to the audit trail (`file.upload` or
+         *     `file.replace`, with type, size and SHA-256).
+         */
+        put: operations["adminUploadProjectFile"];
+        post?: never;
+        /**
+         * Delete a project file
+         * @description From the bot's next call `files.get` answers `not_found` for it. Written to the audit trail (`file.delete`). 404 `not_found` when there is none by that name.
+         */
+        delete: operations["adminDeleteProjectFile"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/projects/{projectId}/flows": {
         parameters: {
             query?: never;
@@ -1402,6 +1480,47 @@ export interface components {
              */
             expires_in_seconds: number;
         };
+        ProjectFile: {
+            /** @example price-list.pdf */
+            name: string;
+            /**
+             * @description The type verified from the bytes.
+             * @example application/pdf
+             */
+            content_type: string;
+            /** @description Bytes. */
+            size: number;
+            sha256: string;
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When the content last changed.
+             */
+            updated_at: string;
+        };
+        ProjectFileResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                file: components["schemas"]["ProjectFile"];
+            };
+        };
+        ProjectFileListResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                files: components["schemas"]["ProjectFile"][];
+                usage: {
+                    files: number;
+                    bytes: number;
+                    /** @description PROJECT_FILES_MAX. */
+                    max_files: number;
+                    /** @description PROJECT_FILES_MAX_BYTES. */
+                    max_bytes: number;
+                };
+            };
+        };
         BotSecret: {
             /** @example SHOP_API_TOKEN */
             name: string;
@@ -1707,6 +1826,11 @@ export interface components {
          * @example SHOP_API_TOKEN
          */
         SecretName: string;
+        /**
+         * @description A file name: 1 to 128 letters, digits, `.`, `_` or `-`, starting with a letter or digit, without `..` (one name, never a path).
+         * @example price-list.pdf
+         */
+        ProjectFileName: string;
         /**
          * @description Flow name.
          * @example visit_survey
@@ -3386,6 +3510,152 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["HttpAllowlistResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+        };
+    };
+    adminListProjectFiles: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The files, by name, and the quota. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProjectFileListResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+        };
+    };
+    adminDownloadProjectFile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+                /**
+                 * @description A file name: 1 to 128 letters, digits, `.`, `_` or `-`, starting with a letter or digit, without `..` (one name, never a path).
+                 * @example price-list.pdf
+                 */
+                name: components["parameters"]["ProjectFileName"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file's bytes. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+        };
+    };
+    adminUploadProjectFile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+                /**
+                 * @description A file name: 1 to 128 letters, digits, `.`, `_` or `-`, starting with a letter or digit, without `..` (one name, never a path).
+                 * @example price-list.pdf
+                 */
+                name: components["parameters"]["ProjectFileName"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/octet-stream": string;
+            };
+        };
+        responses: {
+            /** @description The file was replaced. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProjectFileResponse"];
+                };
+            };
+            /** @description The file was created. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProjectFileResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
+        };
+    };
+    adminDeleteProjectFile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+                /**
+                 * @description A file name: 1 to 128 letters, digits, `.`, `_` or `-`, starting with a letter or digit, without `..` (one name, never a path).
+                 * @example price-list.pdf
+                 */
+                name: components["parameters"]["ProjectFileName"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The deleted file. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProjectFileResponse"];
                 };
             };
             400: components["responses"]["Error"];

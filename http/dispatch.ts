@@ -6,6 +6,7 @@
  * start-up.
  */
 import express, { type Request, type RequestHandler } from 'express';
+import { pipeline as pipeStreams } from 'node:stream/promises';
 import * as OpenApiValidator from 'express-openapi-validator';
 import { direct } from './validator-speedups.js';
 import type { Contract, OperationInfo } from './contract.js';
@@ -107,6 +108,13 @@ export function contractPipeline(opts: PipelineOptions): RequestHandler {
     );
     if ('raw' in reply) {
       res.status(reply.status ?? 200).json(reply.raw);
+    } else if ('stream' in reply) {
+      res.status(reply.status ?? 200).set(reply.headers);
+      // A read error mid-stream can only cut the connection: the status line has gone.
+      await pipeStreams(reply.stream, res).catch((e) => {
+        deps.logger.warn(`stream to the client ended early: ${e instanceof Error ? e.message : String(e)}`);
+        res.destroy();
+      });
     } else {
       if (reply.headers) res.set(reply.headers);
       res.status(reply.status ?? 200).json({ success: true, data: reply.data });

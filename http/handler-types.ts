@@ -5,6 +5,7 @@
  * or a handler without an operation, fails the type check (and start-up, see http/dispatch.ts).
  */
 import type { Request } from 'express';
+import type { Readable } from 'node:stream';
 import type { AppDeps } from './app-deps.js';
 import type { AuthContext } from '../lib/access/types.js';
 
@@ -39,7 +40,9 @@ export interface HandlerRequest<Op> {
 export type Reply<Op> =
   | { status?: Extract<keyof Responses<Op>, SuccessCode>; data: DataOf<Op>; headers?: Record<string, string> }
   /** A body sent as is, without the envelope (the OpenAPI document itself). */
-  | { status?: number; raw: unknown };
+  | { status?: number; raw: unknown }
+  /** Bytes streamed as they are read (a file download), never held whole; `headers` name their type. */
+  | { status?: number; stream: Readable; headers: Record<string, string> };
 
 export type Handler<Op> = (req: HandlerRequest<Op>, deps: AppDeps) => Promise<Reply<Op>>;
 

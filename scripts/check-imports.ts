@@ -32,6 +32,8 @@ export const CAPABILITY_EDGES: Record<string, string[]> = {
   webhooks: ['access'],
   templates: ['access', 'channel-settings', 'webhooks'],
   media: ['access', 'channel-settings'],
+  // A project's stored files: their audit rows (dashboard), and media made of them.
+  'project-files': ['access', 'dashboard', 'media'],
   flows: ['channel-settings', 'code'],
   consent: ['access', 'conversations'],
   pricing: ['channel-settings', 'conversations'],
@@ -40,7 +42,7 @@ export const CAPABILITY_EDGES: Record<string, string[]> = {
   upkeep: ['channel-settings', 'webhooks'],
   messaging: ['access', 'channel-settings', 'consent', 'conversations', 'flows', 'media', 'pricing', 'templates', 'webhooks'],
   broadcasts: ['access', 'channel-settings', 'conversations', 'messaging', 'pricing'],
-  bot: ['access', 'channel-settings', 'code', 'conversations', 'dashboard', 'deploy', 'messaging', 'sandbox', 'tables', 'webhooks'],
+  bot: ['access', 'channel-settings', 'code', 'consent', 'conversations', 'dashboard', 'deploy', 'messaging', 'project-files', 'sandbox', 'tables', 'webhooks'],
   dashboard: ['access', 'broadcasts', 'templates', 'webhooks'],
   // The agents' authorization server: connections and tokens (access), consent's roles and audit (dashboard).
   oauth: ['access', 'dashboard'],

@@ -16,6 +16,7 @@ import * as dashboard from './dashboard.js';
 import * as rateCard from './rate-card.js';
 import * as templates from './templates.js';
 import * as secrets from './secrets.js';
+import * as projectFiles from './project-files.js';
 
 export const adminHandlers: Handlers<operations> = {
   adminGetOpenApiDocument: async (_req, deps) => ({ raw: publishedDocument(deps.adminContract, deps.config.publicBaseUrl) }),
@@ -75,4 +76,8 @@ export const adminHandlers: Handlers<operations> = {
   adminDeleteSecret: secrets.adminDeleteSecret,
   adminGetHttpAllowlist: secrets.adminGetHttpAllowlist,
   adminSetHttpAllowlist: secrets.adminSetHttpAllowlist,
+  adminListProjectFiles: projectFiles.adminListProjectFiles,
+  adminUploadProjectFile: projectFiles.adminUploadProjectFile,
+  adminDownloadProjectFile: projectFiles.adminDownloadProjectFile,
+  adminDeleteProjectFile: projectFiles.adminDeleteProjectFile,
 };

@@ -25,6 +25,7 @@ import { runDelete, runInsert, runSelect, runUpdate } from './ops-tables.js';
 import { runSecretsGet } from './secrets.js';
 import { FETCH_METHODS, MAX_FETCH_TIMEOUT_MS, MAX_REDIRECTS, runHttpFetch, type FetchArgs } from './http-fetch.js';
 import { MAX_LOG_LINE } from './bot-log.js';
+import { runFilesGet, runFilesMedia } from './ops-files.js';
 
 /** The subset of JSON Schema the table uses (scripts/generate-host-api.ts turns it into TypeScript). */
 export interface JsonSchema {
@@ -253,6 +254,42 @@ export const HOST_API = {
     previewNote: 'Performed as in production (a preview reads the business systems too), within the same limits.',
     validate: 'schema',
     run: (deps, inv, args: FetchArgs, call) => runHttpFetch(deps, inv, args, call),
+  },
+  'files.get': {
+    summary: "Reads one of the project's stored files (uploaded by operators); never throws: `{ ok: true, name, contentType, size, text }` for plain text (JSON and CSV included), `{ ok: true, name, contentType, size, base64 }` for anything else, or `{ ok: false, error }` (`not_found`, `file_too_large`, `invalid_request`).",
+    args: object({ name: str('A file name of the project (letters, digits, `.`, `_`, `-`; never a path).', { minLength: 1, maxLength: 128 }) }, ['name']),
+    result: {
+      oneOf: [
+        object({ ok: { const: true }, name: str('The file name.'), contentType: str('Its type, verified from the bytes.'), size: { type: 'integer', description: 'Bytes.' }, text: str('The content (UTF-8), for text/plain.') }, ['ok', 'name', 'contentType', 'size', 'text']),
+        object({ ok: { const: true }, name: str('The file name.'), contentType: str('Its type, verified from the bytes.'), size: { type: 'integer', description: 'Bytes.' }, base64: str('The bytes, base64-encoded, for any other type.') }, ['ok', 'name', 'contentType', 'size', 'base64']),
+        object({ ok: { const: false }, error: errorValue }, ['ok', 'error']),
+      ],
+    },
+    maxArgs: 1024,
+    // A 1 MiB file, base64-encoded, with its description.
+    maxResult: 2 * 1024 * 1024 + 64 * 1024,
+    limits: "The project's files only (another project's name is `not_found`); at most BOT_FILE_READ_MAX_BYTES (1 MiB) a file (`file_too_large`, never a part of it).",
+    preview: 'performed',
+    previewNote: 'Reads the same files.',
+    validate: 'schema',
+    run: (deps, inv, args: { name: string }) => runFilesGet(deps, inv, args),
+  },
+  'files.media': {
+    summary: "Turns one of the project's stored files into a media asset (uploaded to the channel once, reused until it expires there or the file is replaced) and answers its slug and kind for a send; never throws. `files.sendAsMedia` sends it.",
+    args: object({ name: str('A file name of the project.', { minLength: 1, maxLength: 128 }) }, ['name']),
+    result: {
+      oneOf: [
+        object({ ok: { const: true }, slug: str('The media asset to send by (`media: { slug }`).'), kind: { type: 'string', enum: ['image', 'video', 'audio', 'document'], description: 'The message type to send it as.' } }, ['ok', 'slug', 'kind']),
+        object({ ok: { const: false }, error: errorValue }, ['ok', 'error']),
+      ],
+    },
+    maxArgs: 1024,
+    maxResult: 4096,
+    limits: "The project's files only (`not_found`); the media kind's ceiling (image 5 MB, video and audio 16 MB, document 100 MB: `file_too_large`); a configured channel.",
+    preview: 'performed',
+    previewNote: 'Makes (or reuses) the media asset as in production; the send that follows is captured as every preview send.',
+    validate: 'schema',
+    run: (deps, inv, args: { name: string }) => runFilesMedia(deps, inv, args),
   },
 } satisfies Record<string, HostOperation>;
 

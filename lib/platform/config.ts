@@ -92,6 +92,12 @@ export interface Config {
   messagingLimitRefreshMs: number;
   /** On shutdown, how long /readyz answers 503 before the server stops accepting (load balancers notice). */
   shutdownReadyDelayMs: number;
+  /** Files a project may store (lib/project-files/store.ts). */
+  projectFilesMax: number;
+  /** Bytes a project's files may hold in all. */
+  projectFilesMaxBytes: number;
+  /** Largest file the bot's `files.get` reads (a larger one is `file_too_large`). */
+  botFileReadMaxBytes: number;
   /** Development and tests only: let outbound requests reach private and loopback addresses. */
   devAllowPrivateTargets: boolean;
   /** Port of the bundled Cloud API simulator (embedded default). */
@@ -259,6 +265,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     simulatorTemplateAutoApproveMs: env.SIMULATOR_TEMPLATE_AUTO_APPROVE_MS?.trim() === 'off' ? null : int(env, 'SIMULATOR_TEMPLATE_AUTO_APPROVE_MS', 3000, 0, 86_400_000),
     simulatorUrl: str(env, 'SIMULATOR_URL')?.replace(/\/+$/, ''),
     devAllowPrivateTargets: bool(env, 'DEV_ALLOW_PRIVATE_TARGETS', false),
+    projectFilesMax: int(env, 'PROJECT_FILES_MAX', 200, 1, 100_000),
+    projectFilesMaxBytes: int(env, 'PROJECT_FILES_MAX_BYTES', 100 * 1024 * 1024, 1, 100 * 1024 * 1024 * 1024),
+    botFileReadMaxBytes: int(env, 'BOT_FILE_READ_MAX_BYTES', 1024 * 1024, 1, 1024 * 1024),
     publicBaseUrl: (str(env, 'PUBLIC_BASE_URL') ?? `http://localhost:${port}`).replace(/\/+$/, ''),
     oauthAccessTokenSeconds: int(env, 'OAUTH_ACCESS_TOKEN_SECONDS', 3600, 60, 86_400),
     oauthRefreshTokenSeconds: int(env, 'OAUTH_REFRESH_TOKEN_SECONDS', 2_592_000, 3600, 365 * 86_400),

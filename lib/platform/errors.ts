@@ -69,6 +69,7 @@ export const ERROR_STATUS = {
   table_quota_exceeded: 409,
   precondition_failed: 412,
   file_too_large: 413,
+  file_quota_exceeded: 413,
   payload_too_large: 413,
   unsupported_media_type: 415,
   rate_limited: 429,

@@ -149,6 +149,51 @@ export class AdminClient {
   getHttpAllowlist = (projectId: string) => this.call('adminGetHttpAllowlist', 'GET', `/admin/projects/${seg(projectId)}/bot/http-allowlist`);
   setHttpAllowlist = (projectId: string, body: Body<'adminSetHttpAllowlist'>) =>
     this.call('adminSetHttpAllowlist', 'PUT', `/admin/projects/${seg(projectId)}/bot/http-allowlist`, body);
+  listProjectFiles = (projectId: string) => this.call('adminListProjectFiles', 'GET', `/admin/projects/${seg(projectId)}/files`);
+  deleteProjectFile = (projectId: string, name: string) => this.call('adminDeleteProjectFile', 'DELETE', `/admin/projects/${seg(projectId)}/files/${seg(name)}`);
+  /** Streams a local file as the body (never read into memory); `created` tells a new file from a replacement. */
+  async uploadProjectFile(projectId: string, name: string, file: NodeJS.ReadableStream, size: number): Promise<Data<'adminUploadProjectFile'> & { created: boolean }> {
+    const url = `${this.config.baseUrl}/admin/projects/${seg(projectId)}/files/${seg(name)}`;
+    let res: Response;
+    try {
+      res = await fetch(url, {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${this.config.token}`, accept: 'application/json', 'content-type': 'application/octet-stream', 'content-length': String(size) },
+        body: file as never,
+        duplex: 'half',
+      } as RequestInit);
+    } catch (e) {
+      throw this.transportFailure(e);
+    }
+    const json = parseJson(await res.text());
+    if (json?.success === true) return { ...json.data, created: res.status === 201 };
+    if (json?.success === false) throw new OpsFailure(json as FailureEnvelope, res.status);
+    throw failure('bad_response', `PUT ${url} answered HTTP ${res.status} without the service's envelope`, res.status);
+  }
+  /** Streams a file's bytes into `out`; resolves with how many were written. */
+  async downloadProjectFile(projectId: string, name: string, out: NodeJS.WritableStream): Promise<number> {
+    const url = `${this.config.baseUrl}/admin/projects/${seg(projectId)}/files/${seg(name)}`;
+    let res: Response;
+    try {
+      res = await fetch(url, { headers: { authorization: `Bearer ${this.config.token}` }, signal: AbortSignal.timeout(this.config.timeoutMs) });
+    } catch (e) {
+      throw this.transportFailure(e);
+    }
+    if (!res.ok || !res.body) {
+      const json = parseJson(await res.text());
+      if (json?.success === false) throw new OpsFailure(json as FailureEnvelope, res.status);
+      throw failure('bad_response', `GET ${url} answered HTTP ${res.status} without the service's envelope`, res.status);
+    }
+    let bytes = 0;
+    const { Readable, Transform } = await import('node:stream');
+    const { pipeline } = await import('node:stream/promises');
+    await pipeline(
+      Readable.fromWeb(res.body as never),
+      new Transform({ transform(chunk: Buffer, _e, cb) { bytes += chunk.length; cb(null, chunk); } }),
+      out,
+    );
+    return bytes;
+  }
   listFlows = (projectId: string) => this.call('adminListFlows', 'GET', `/admin/projects/${seg(projectId)}/flows`);
   /** Its body is optional in the contract: typed here by hand. */
   publishFlow = (projectId: string, name: string, body: { dry_run?: boolean }) =>

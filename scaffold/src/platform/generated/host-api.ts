@@ -193,6 +193,72 @@ export interface HostOperations {
       };
     };
   };
+  /**
+   * Reads one of the project's stored files (uploaded by operators); never throws: `{ ok: true, name, contentType, size, text }` for plain text (JSON and CSV included), `{ ok: true, name, contentType, size, base64 }` for anything else, or `{ ok: false, error }` (`not_found`, `file_too_large`, `invalid_request`).
+   * Limits: The project's files only (another project's name is `not_found`); at most BOT_FILE_READ_MAX_BYTES (1 MiB) a file (`file_too_large`, never a part of it).
+   * Preview: Reads the same files.
+   */
+  'files.get': {
+    args: {
+      /** A file name of the project (letters, digits, `.`, `_`, `-`; never a path). */
+      name: string;
+    };
+    result: {
+      ok: true;
+      /** The file name. */
+      name: string;
+      /** Its type, verified from the bytes. */
+      contentType: string;
+      /** Bytes. */
+      size: number;
+      /** The content (UTF-8), for text/plain. */
+      text: string;
+    } | {
+      ok: true;
+      /** The file name. */
+      name: string;
+      /** Its type, verified from the bytes. */
+      contentType: string;
+      /** Bytes. */
+      size: number;
+      /** The bytes, base64-encoded, for any other type. */
+      base64: string;
+    } | {
+      ok: false;
+      error: {
+        /** A machine-readable code. */
+        code: string;
+        /** What went wrong, for people. */
+        message: string;
+      };
+    };
+  };
+  /**
+   * Turns one of the project's stored files into a media asset (uploaded to the channel once, reused until it expires there or the file is replaced) and answers its slug and kind for a send; never throws. `files.sendAsMedia` sends it.
+   * Limits: The project's files only (`not_found`); the media kind's ceiling (image 5 MB, video and audio 16 MB, document 100 MB: `file_too_large`); a configured channel.
+   * Preview: Makes (or reuses) the media asset as in production; the send that follows is captured as every preview send.
+   */
+  'files.media': {
+    args: {
+      /** A file name of the project. */
+      name: string;
+    };
+    result: {
+      ok: true;
+      /** The media asset to send by (`media: { slug }`). */
+      slug: string;
+      /** The message type to send it as. */
+      kind: 'image' | 'video' | 'audio' | 'document';
+    } | {
+      ok: false;
+      error: {
+        /** A machine-readable code. */
+        code: string;
+        /** What went wrong, for people. */
+        message: string;
+      };
+    };
+  };
 }
 
 export type HostOpName = keyof HostOperations;

@@ -6,5 +6,6 @@ export { log } from './log.js';
 export { tables, emit } from './connectors.js';
 export { secrets } from './secrets.js';
 export { http, type FetchOptions, type FetchResult } from './http.js';
+export { files, type FileResult } from './files.js';
 export { HelperError } from './host.js';
 export type { InboundMessage, SendMessageRequest, SendResult, TableFilter, TableRow } from './types.js';
