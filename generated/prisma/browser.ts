@@ -109,6 +109,14 @@ export type IdempotencyRecord = Prisma.IdempotencyRecordModel
  */
 export type SendCounter = Prisma.SendCounterModel
 /**
+ * Model ProjectApiError
+ * The project's refused or failed API requests, counted per UTC day, operation, status and error
+ * code (lib/access/api-errors.ts is its only writer; the dashboard's Logs page reads it). Never a
+ * body, a header, a path or a value: the key space is the contract's operations times its codes,
+ * and days older than API_ERROR_RETENTION_DAYS are deleted by the writer.
+ */
+export type ProjectApiError = Prisma.ProjectApiErrorModel
+/**
  * Model Template
  * Message templates mirrored from the channel.
  */

@@ -414,6 +414,7 @@ export const ModelName = {
   Event: 'Event',
   IdempotencyRecord: 'IdempotencyRecord',
   SendCounter: 'SendCounter',
+  ProjectApiError: 'ProjectApiError',
   Template: 'Template',
   WebhookEndpoint: 'WebhookEndpoint',
   WebhookDelivery: 'WebhookDelivery',
@@ -464,7 +465,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "project" | "apiKey" | "agentConnection" | "connectionProject" | "accessToken" | "oAuthClient" | "oAuthRequest" | "oAuthCode" | "oAuthRefreshToken" | "channelSettings" | "contact" | "conversation" | "conversationOrder" | "message" | "event" | "idempotencyRecord" | "sendCounter" | "template" | "webhookEndpoint" | "webhookDelivery" | "webhookAttempt" | "runtimeToken" | "mediaAsset" | "headerSample" | "segment" | "broadcast" | "broadcastRecipient" | "broadcastPacing" | "contactImport" | "contactImportRow" | "contactImportPhone" | "codeFile" | "deployment" | "botRelease" | "botLog" | "botInbox" | "botSchedule" | "botScheduleRun" | "botSecret" | "botHttpAllowlist" | "projectFile" | "flow" | "flowVersion" | "dashboardAccount" | "dashboardMembership" | "dashboardSession" | "dashboardInvite" | "dashboardAudit" | "rateCard" | "channelMessagingLimit" | "portfolioReach" | "projectTableQuota"
+    modelProps: "project" | "apiKey" | "agentConnection" | "connectionProject" | "accessToken" | "oAuthClient" | "oAuthRequest" | "oAuthCode" | "oAuthRefreshToken" | "channelSettings" | "contact" | "conversation" | "conversationOrder" | "message" | "event" | "idempotencyRecord" | "sendCounter" | "projectApiError" | "template" | "webhookEndpoint" | "webhookDelivery" | "webhookAttempt" | "runtimeToken" | "mediaAsset" | "headerSample" | "segment" | "broadcast" | "broadcastRecipient" | "broadcastPacing" | "contactImport" | "contactImportRow" | "contactImportPhone" | "codeFile" | "deployment" | "botRelease" | "botLog" | "botInbox" | "botSchedule" | "botScheduleRun" | "botSecret" | "botHttpAllowlist" | "projectFile" | "flow" | "flowVersion" | "dashboardAccount" | "dashboardMembership" | "dashboardSession" | "dashboardInvite" | "dashboardAudit" | "rateCard" | "channelMessagingLimit" | "portfolioReach" | "projectTableQuota"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -1723,6 +1724,80 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         count: {
           args: Prisma.SendCounterCountArgs<ExtArgs>
           result: runtime.Types.Utils.Optional<Prisma.SendCounterCountAggregateOutputType> | number
+        }
+      }
+    }
+    ProjectApiError: {
+      payload: Prisma.$ProjectApiErrorPayload<ExtArgs>
+      fields: Prisma.ProjectApiErrorFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.ProjectApiErrorFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ProjectApiErrorPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.ProjectApiErrorFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ProjectApiErrorPayload>
+        }
+        findFirst: {
+          args: Prisma.ProjectApiErrorFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ProjectApiErrorPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.ProjectApiErrorFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ProjectApiErrorPayload>
+        }
+        findMany: {
+          args: Prisma.ProjectApiErrorFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ProjectApiErrorPayload>[]
+        }
+        create: {
+          args: Prisma.ProjectApiErrorCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ProjectApiErrorPayload>
+        }
+        createMany: {
+          args: Prisma.ProjectApiErrorCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.ProjectApiErrorCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ProjectApiErrorPayload>[]
+        }
+        delete: {
+          args: Prisma.ProjectApiErrorDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ProjectApiErrorPayload>
+        }
+        update: {
+          args: Prisma.ProjectApiErrorUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ProjectApiErrorPayload>
+        }
+        deleteMany: {
+          args: Prisma.ProjectApiErrorDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.ProjectApiErrorUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.ProjectApiErrorUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ProjectApiErrorPayload>[]
+        }
+        upsert: {
+          args: Prisma.ProjectApiErrorUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ProjectApiErrorPayload>
+        }
+        aggregate: {
+          args: Prisma.ProjectApiErrorAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateProjectApiError>
+        }
+        groupBy: {
+          args: Prisma.ProjectApiErrorGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ProjectApiErrorGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.ProjectApiErrorCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ProjectApiErrorCountAggregateOutputType> | number
         }
       }
     }
@@ -4609,6 +4684,19 @@ export const SendCounterScalarFieldEnum = {
 export type SendCounterScalarFieldEnum = (typeof SendCounterScalarFieldEnum)[keyof typeof SendCounterScalarFieldEnum]
 
 
+export const ProjectApiErrorScalarFieldEnum = {
+  projectId: 'projectId',
+  day: 'day',
+  operation: 'operation',
+  status: 'status',
+  code: 'code',
+  count: 'count',
+  lastAt: 'lastAt'
+} as const
+
+export type ProjectApiErrorScalarFieldEnum = (typeof ProjectApiErrorScalarFieldEnum)[keyof typeof ProjectApiErrorScalarFieldEnum]
+
+
 export const TemplateScalarFieldEnum = {
   id: 'id',
   projectId: 'projectId',
@@ -4666,7 +4754,8 @@ export const WebhookAttemptScalarFieldEnum = {
   statusCode: 'statusCode',
   error: 'error',
   durationMs: 'durationMs',
-  at: 'at'
+  at: 'at',
+  responseExcerpt: 'responseExcerpt'
 } as const
 
 export type WebhookAttemptScalarFieldEnum = (typeof WebhookAttemptScalarFieldEnum)[keyof typeof WebhookAttemptScalarFieldEnum]
@@ -5479,6 +5568,7 @@ export type GlobalOmitConfig = {
   event?: Prisma.EventOmit
   idempotencyRecord?: Prisma.IdempotencyRecordOmit
   sendCounter?: Prisma.SendCounterOmit
+  projectApiError?: Prisma.ProjectApiErrorOmit
   template?: Prisma.TemplateOmit
   webhookEndpoint?: Prisma.WebhookEndpointOmit
   webhookDelivery?: Prisma.WebhookDeliveryOmit

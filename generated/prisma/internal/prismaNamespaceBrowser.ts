@@ -68,6 +68,7 @@ export const ModelName = {
   Event: 'Event',
   IdempotencyRecord: 'IdempotencyRecord',
   SendCounter: 'SendCounter',
+  ProjectApiError: 'ProjectApiError',
   Template: 'Template',
   WebhookEndpoint: 'WebhookEndpoint',
   WebhookDelivery: 'WebhookDelivery',
@@ -375,6 +376,19 @@ export const SendCounterScalarFieldEnum = {
 export type SendCounterScalarFieldEnum = (typeof SendCounterScalarFieldEnum)[keyof typeof SendCounterScalarFieldEnum]
 
 
+export const ProjectApiErrorScalarFieldEnum = {
+  projectId: 'projectId',
+  day: 'day',
+  operation: 'operation',
+  status: 'status',
+  code: 'code',
+  count: 'count',
+  lastAt: 'lastAt'
+} as const
+
+export type ProjectApiErrorScalarFieldEnum = (typeof ProjectApiErrorScalarFieldEnum)[keyof typeof ProjectApiErrorScalarFieldEnum]
+
+
 export const TemplateScalarFieldEnum = {
   id: 'id',
   projectId: 'projectId',
@@ -432,7 +446,8 @@ export const WebhookAttemptScalarFieldEnum = {
   statusCode: 'statusCode',
   error: 'error',
   durationMs: 'durationMs',
-  at: 'at'
+  at: 'at',
+  responseExcerpt: 'responseExcerpt'
 } as const
 
 export type WebhookAttemptScalarFieldEnum = (typeof WebhookAttemptScalarFieldEnum)[keyof typeof WebhookAttemptScalarFieldEnum]

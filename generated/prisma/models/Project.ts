@@ -245,6 +245,7 @@ export type ProjectWhereInput = {
   events?: Prisma.EventListRelationFilter
   idempotencyRecords?: Prisma.IdempotencyRecordListRelationFilter
   sendCounters?: Prisma.SendCounterListRelationFilter
+  apiErrors?: Prisma.ProjectApiErrorListRelationFilter
   templates?: Prisma.TemplateListRelationFilter
   webhooks?: Prisma.WebhookEndpointListRelationFilter
   runtimeTokens?: Prisma.RuntimeTokenListRelationFilter
@@ -277,6 +278,7 @@ export type ProjectOrderByWithRelationInput = {
   events?: Prisma.EventOrderByRelationAggregateInput
   idempotencyRecords?: Prisma.IdempotencyRecordOrderByRelationAggregateInput
   sendCounters?: Prisma.SendCounterOrderByRelationAggregateInput
+  apiErrors?: Prisma.ProjectApiErrorOrderByRelationAggregateInput
   templates?: Prisma.TemplateOrderByRelationAggregateInput
   webhooks?: Prisma.WebhookEndpointOrderByRelationAggregateInput
   runtimeTokens?: Prisma.RuntimeTokenOrderByRelationAggregateInput
@@ -312,6 +314,7 @@ export type ProjectWhereUniqueInput = Prisma.AtLeast<{
   events?: Prisma.EventListRelationFilter
   idempotencyRecords?: Prisma.IdempotencyRecordListRelationFilter
   sendCounters?: Prisma.SendCounterListRelationFilter
+  apiErrors?: Prisma.ProjectApiErrorListRelationFilter
   templates?: Prisma.TemplateListRelationFilter
   webhooks?: Prisma.WebhookEndpointListRelationFilter
   runtimeTokens?: Prisma.RuntimeTokenListRelationFilter
@@ -374,6 +377,7 @@ export type ProjectCreateInput = {
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorCreateNestedManyWithoutProjectInput
   templates?: Prisma.TemplateCreateNestedManyWithoutProjectInput
   webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
@@ -406,6 +410,7 @@ export type ProjectUncheckedCreateInput = {
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedCreateNestedManyWithoutProjectInput
   templates?: Prisma.TemplateUncheckedCreateNestedManyWithoutProjectInput
   webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
@@ -438,6 +443,7 @@ export type ProjectUpdateInput = {
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUpdateManyWithoutProjectNestedInput
   templates?: Prisma.TemplateUpdateManyWithoutProjectNestedInput
   webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
@@ -470,6 +476,7 @@ export type ProjectUncheckedUpdateInput = {
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedUpdateManyWithoutProjectNestedInput
   templates?: Prisma.TemplateUncheckedUpdateManyWithoutProjectNestedInput
   webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
@@ -707,6 +714,20 @@ export type ProjectUpdateOneRequiredWithoutSendCountersNestedInput = {
   update?: Prisma.XOR<Prisma.XOR<Prisma.ProjectUpdateToOneWithWhereWithoutSendCountersInput, Prisma.ProjectUpdateWithoutSendCountersInput>, Prisma.ProjectUncheckedUpdateWithoutSendCountersInput>
 }
 
+export type ProjectCreateNestedOneWithoutApiErrorsInput = {
+  create?: Prisma.XOR<Prisma.ProjectCreateWithoutApiErrorsInput, Prisma.ProjectUncheckedCreateWithoutApiErrorsInput>
+  connectOrCreate?: Prisma.ProjectCreateOrConnectWithoutApiErrorsInput
+  connect?: Prisma.ProjectWhereUniqueInput
+}
+
+export type ProjectUpdateOneRequiredWithoutApiErrorsNestedInput = {
+  create?: Prisma.XOR<Prisma.ProjectCreateWithoutApiErrorsInput, Prisma.ProjectUncheckedCreateWithoutApiErrorsInput>
+  connectOrCreate?: Prisma.ProjectCreateOrConnectWithoutApiErrorsInput
+  upsert?: Prisma.ProjectUpsertWithoutApiErrorsInput
+  connect?: Prisma.ProjectWhereUniqueInput
+  update?: Prisma.XOR<Prisma.XOR<Prisma.ProjectUpdateToOneWithWhereWithoutApiErrorsInput, Prisma.ProjectUpdateWithoutApiErrorsInput>, Prisma.ProjectUncheckedUpdateWithoutApiErrorsInput>
+}
+
 export type ProjectCreateNestedOneWithoutTemplatesInput = {
   create?: Prisma.XOR<Prisma.ProjectCreateWithoutTemplatesInput, Prisma.ProjectUncheckedCreateWithoutTemplatesInput>
   connectOrCreate?: Prisma.ProjectCreateOrConnectWithoutTemplatesInput
@@ -892,6 +913,7 @@ export type ProjectCreateWithoutApiKeysInput = {
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorCreateNestedManyWithoutProjectInput
   templates?: Prisma.TemplateCreateNestedManyWithoutProjectInput
   webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
@@ -923,6 +945,7 @@ export type ProjectUncheckedCreateWithoutApiKeysInput = {
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedCreateNestedManyWithoutProjectInput
   templates?: Prisma.TemplateUncheckedCreateNestedManyWithoutProjectInput
   webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
@@ -970,6 +993,7 @@ export type ProjectUpdateWithoutApiKeysInput = {
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUpdateManyWithoutProjectNestedInput
   templates?: Prisma.TemplateUpdateManyWithoutProjectNestedInput
   webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
@@ -1001,6 +1025,7 @@ export type ProjectUncheckedUpdateWithoutApiKeysInput = {
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedUpdateManyWithoutProjectNestedInput
   templates?: Prisma.TemplateUncheckedUpdateManyWithoutProjectNestedInput
   webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
@@ -1032,6 +1057,7 @@ export type ProjectCreateWithoutConnectionsInput = {
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorCreateNestedManyWithoutProjectInput
   templates?: Prisma.TemplateCreateNestedManyWithoutProjectInput
   webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
@@ -1063,6 +1089,7 @@ export type ProjectUncheckedCreateWithoutConnectionsInput = {
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedCreateNestedManyWithoutProjectInput
   templates?: Prisma.TemplateUncheckedCreateNestedManyWithoutProjectInput
   webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
@@ -1110,6 +1137,7 @@ export type ProjectUpdateWithoutConnectionsInput = {
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUpdateManyWithoutProjectNestedInput
   templates?: Prisma.TemplateUpdateManyWithoutProjectNestedInput
   webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
@@ -1141,6 +1169,7 @@ export type ProjectUncheckedUpdateWithoutConnectionsInput = {
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedUpdateManyWithoutProjectNestedInput
   templates?: Prisma.TemplateUncheckedUpdateManyWithoutProjectNestedInput
   webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
@@ -1172,6 +1201,7 @@ export type ProjectCreateWithoutChannelInput = {
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorCreateNestedManyWithoutProjectInput
   templates?: Prisma.TemplateCreateNestedManyWithoutProjectInput
   webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
@@ -1203,6 +1233,7 @@ export type ProjectUncheckedCreateWithoutChannelInput = {
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedCreateNestedManyWithoutProjectInput
   templates?: Prisma.TemplateUncheckedCreateNestedManyWithoutProjectInput
   webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
@@ -1250,6 +1281,7 @@ export type ProjectUpdateWithoutChannelInput = {
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUpdateManyWithoutProjectNestedInput
   templates?: Prisma.TemplateUpdateManyWithoutProjectNestedInput
   webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
@@ -1281,6 +1313,7 @@ export type ProjectUncheckedUpdateWithoutChannelInput = {
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedUpdateManyWithoutProjectNestedInput
   templates?: Prisma.TemplateUncheckedUpdateManyWithoutProjectNestedInput
   webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
@@ -1312,6 +1345,7 @@ export type ProjectCreateWithoutContactsInput = {
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorCreateNestedManyWithoutProjectInput
   templates?: Prisma.TemplateCreateNestedManyWithoutProjectInput
   webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
@@ -1343,6 +1377,7 @@ export type ProjectUncheckedCreateWithoutContactsInput = {
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedCreateNestedManyWithoutProjectInput
   templates?: Prisma.TemplateUncheckedCreateNestedManyWithoutProjectInput
   webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
@@ -1390,6 +1425,7 @@ export type ProjectUpdateWithoutContactsInput = {
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUpdateManyWithoutProjectNestedInput
   templates?: Prisma.TemplateUpdateManyWithoutProjectNestedInput
   webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
@@ -1421,6 +1457,7 @@ export type ProjectUncheckedUpdateWithoutContactsInput = {
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedUpdateManyWithoutProjectNestedInput
   templates?: Prisma.TemplateUncheckedUpdateManyWithoutProjectNestedInput
   webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
@@ -1452,6 +1489,7 @@ export type ProjectCreateWithoutConversationsInput = {
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorCreateNestedManyWithoutProjectInput
   templates?: Prisma.TemplateCreateNestedManyWithoutProjectInput
   webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
@@ -1483,6 +1521,7 @@ export type ProjectUncheckedCreateWithoutConversationsInput = {
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedCreateNestedManyWithoutProjectInput
   templates?: Prisma.TemplateUncheckedCreateNestedManyWithoutProjectInput
   webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
@@ -1530,6 +1569,7 @@ export type ProjectUpdateWithoutConversationsInput = {
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUpdateManyWithoutProjectNestedInput
   templates?: Prisma.TemplateUpdateManyWithoutProjectNestedInput
   webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
@@ -1561,6 +1601,7 @@ export type ProjectUncheckedUpdateWithoutConversationsInput = {
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedUpdateManyWithoutProjectNestedInput
   templates?: Prisma.TemplateUncheckedUpdateManyWithoutProjectNestedInput
   webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
@@ -1592,6 +1633,7 @@ export type ProjectCreateWithoutMessagesInput = {
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorCreateNestedManyWithoutProjectInput
   templates?: Prisma.TemplateCreateNestedManyWithoutProjectInput
   webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
@@ -1623,6 +1665,7 @@ export type ProjectUncheckedCreateWithoutMessagesInput = {
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedCreateNestedManyWithoutProjectInput
   templates?: Prisma.TemplateUncheckedCreateNestedManyWithoutProjectInput
   webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
@@ -1670,6 +1713,7 @@ export type ProjectUpdateWithoutMessagesInput = {
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUpdateManyWithoutProjectNestedInput
   templates?: Prisma.TemplateUpdateManyWithoutProjectNestedInput
   webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
@@ -1701,6 +1745,7 @@ export type ProjectUncheckedUpdateWithoutMessagesInput = {
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedUpdateManyWithoutProjectNestedInput
   templates?: Prisma.TemplateUncheckedUpdateManyWithoutProjectNestedInput
   webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
@@ -1732,6 +1777,7 @@ export type ProjectCreateWithoutEventsInput = {
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorCreateNestedManyWithoutProjectInput
   templates?: Prisma.TemplateCreateNestedManyWithoutProjectInput
   webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
@@ -1763,6 +1809,7 @@ export type ProjectUncheckedCreateWithoutEventsInput = {
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedCreateNestedManyWithoutProjectInput
   templates?: Prisma.TemplateUncheckedCreateNestedManyWithoutProjectInput
   webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
@@ -1810,6 +1857,7 @@ export type ProjectUpdateWithoutEventsInput = {
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUpdateManyWithoutProjectNestedInput
   templates?: Prisma.TemplateUpdateManyWithoutProjectNestedInput
   webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
@@ -1841,6 +1889,7 @@ export type ProjectUncheckedUpdateWithoutEventsInput = {
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedUpdateManyWithoutProjectNestedInput
   templates?: Prisma.TemplateUncheckedUpdateManyWithoutProjectNestedInput
   webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
@@ -1872,6 +1921,7 @@ export type ProjectCreateWithoutIdempotencyRecordsInput = {
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorCreateNestedManyWithoutProjectInput
   templates?: Prisma.TemplateCreateNestedManyWithoutProjectInput
   webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
@@ -1903,6 +1953,7 @@ export type ProjectUncheckedCreateWithoutIdempotencyRecordsInput = {
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedCreateNestedManyWithoutProjectInput
   templates?: Prisma.TemplateUncheckedCreateNestedManyWithoutProjectInput
   webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
@@ -1950,6 +2001,7 @@ export type ProjectUpdateWithoutIdempotencyRecordsInput = {
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUpdateManyWithoutProjectNestedInput
   templates?: Prisma.TemplateUpdateManyWithoutProjectNestedInput
   webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
@@ -1981,6 +2033,7 @@ export type ProjectUncheckedUpdateWithoutIdempotencyRecordsInput = {
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedUpdateManyWithoutProjectNestedInput
   templates?: Prisma.TemplateUncheckedUpdateManyWithoutProjectNestedInput
   webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
@@ -2012,6 +2065,7 @@ export type ProjectCreateWithoutSendCountersInput = {
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorCreateNestedManyWithoutProjectInput
   templates?: Prisma.TemplateCreateNestedManyWithoutProjectInput
   webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
@@ -2043,6 +2097,7 @@ export type ProjectUncheckedCreateWithoutSendCountersInput = {
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedCreateNestedManyWithoutProjectInput
   templates?: Prisma.TemplateUncheckedCreateNestedManyWithoutProjectInput
   webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
@@ -2090,6 +2145,7 @@ export type ProjectUpdateWithoutSendCountersInput = {
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUpdateManyWithoutProjectNestedInput
   templates?: Prisma.TemplateUpdateManyWithoutProjectNestedInput
   webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
@@ -2121,6 +2177,151 @@ export type ProjectUncheckedUpdateWithoutSendCountersInput = {
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedUpdateManyWithoutProjectNestedInput
+  templates?: Prisma.TemplateUncheckedUpdateManyWithoutProjectNestedInput
+  webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
+  runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
+  mediaAssets?: Prisma.MediaAssetUncheckedUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUncheckedUpdateManyWithoutProjectNestedInput
+  headerSamples?: Prisma.HeaderSampleUncheckedUpdateManyWithoutProjectNestedInput
+  segments?: Prisma.SegmentUncheckedUpdateManyWithoutProjectNestedInput
+  broadcasts?: Prisma.BroadcastUncheckedUpdateManyWithoutProjectNestedInput
+  contactImports?: Prisma.ContactImportUncheckedUpdateManyWithoutProjectNestedInput
+  flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
+  dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
+}
+
+export type ProjectCreateWithoutApiErrorsInput = {
+  id: string
+  name: string
+  status?: $Enums.ProjectStatus
+  dailySendQuota?: number
+  consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
+  createdAt?: Date | string
+  updatedAt?: Date | string
+  apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutProjectInput
+  connections?: Prisma.ConnectionProjectCreateNestedManyWithoutProjectInput
+  channel?: Prisma.ChannelSettingsCreateNestedOneWithoutProjectInput
+  contacts?: Prisma.ContactCreateNestedManyWithoutProjectInput
+  conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
+  messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
+  events?: Prisma.EventCreateNestedManyWithoutProjectInput
+  idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
+  sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
+  templates?: Prisma.TemplateCreateNestedManyWithoutProjectInput
+  webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
+  runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
+  mediaAssets?: Prisma.MediaAssetCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileCreateNestedManyWithoutProjectInput
+  headerSamples?: Prisma.HeaderSampleCreateNestedManyWithoutProjectInput
+  segments?: Prisma.SegmentCreateNestedManyWithoutProjectInput
+  broadcasts?: Prisma.BroadcastCreateNestedManyWithoutProjectInput
+  contactImports?: Prisma.ContactImportCreateNestedManyWithoutProjectInput
+  flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
+  dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
+}
+
+export type ProjectUncheckedCreateWithoutApiErrorsInput = {
+  id: string
+  name: string
+  status?: $Enums.ProjectStatus
+  dailySendQuota?: number
+  consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
+  createdAt?: Date | string
+  updatedAt?: Date | string
+  apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutProjectInput
+  connections?: Prisma.ConnectionProjectUncheckedCreateNestedManyWithoutProjectInput
+  channel?: Prisma.ChannelSettingsUncheckedCreateNestedOneWithoutProjectInput
+  contacts?: Prisma.ContactUncheckedCreateNestedManyWithoutProjectInput
+  conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
+  messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
+  events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
+  idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
+  sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
+  templates?: Prisma.TemplateUncheckedCreateNestedManyWithoutProjectInput
+  webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
+  runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
+  mediaAssets?: Prisma.MediaAssetUncheckedCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileUncheckedCreateNestedManyWithoutProjectInput
+  headerSamples?: Prisma.HeaderSampleUncheckedCreateNestedManyWithoutProjectInput
+  segments?: Prisma.SegmentUncheckedCreateNestedManyWithoutProjectInput
+  broadcasts?: Prisma.BroadcastUncheckedCreateNestedManyWithoutProjectInput
+  contactImports?: Prisma.ContactImportUncheckedCreateNestedManyWithoutProjectInput
+  flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
+  dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
+}
+
+export type ProjectCreateOrConnectWithoutApiErrorsInput = {
+  where: Prisma.ProjectWhereUniqueInput
+  create: Prisma.XOR<Prisma.ProjectCreateWithoutApiErrorsInput, Prisma.ProjectUncheckedCreateWithoutApiErrorsInput>
+}
+
+export type ProjectUpsertWithoutApiErrorsInput = {
+  update: Prisma.XOR<Prisma.ProjectUpdateWithoutApiErrorsInput, Prisma.ProjectUncheckedUpdateWithoutApiErrorsInput>
+  create: Prisma.XOR<Prisma.ProjectCreateWithoutApiErrorsInput, Prisma.ProjectUncheckedCreateWithoutApiErrorsInput>
+  where?: Prisma.ProjectWhereInput
+}
+
+export type ProjectUpdateToOneWithWhereWithoutApiErrorsInput = {
+  where?: Prisma.ProjectWhereInput
+  data: Prisma.XOR<Prisma.ProjectUpdateWithoutApiErrorsInput, Prisma.ProjectUncheckedUpdateWithoutApiErrorsInput>
+}
+
+export type ProjectUpdateWithoutApiErrorsInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  name?: Prisma.StringFieldUpdateOperationsInput | string
+  status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
+  dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  apiKeys?: Prisma.ApiKeyUpdateManyWithoutProjectNestedInput
+  connections?: Prisma.ConnectionProjectUpdateManyWithoutProjectNestedInput
+  channel?: Prisma.ChannelSettingsUpdateOneWithoutProjectNestedInput
+  contacts?: Prisma.ContactUpdateManyWithoutProjectNestedInput
+  conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
+  messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
+  events?: Prisma.EventUpdateManyWithoutProjectNestedInput
+  idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
+  sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
+  templates?: Prisma.TemplateUpdateManyWithoutProjectNestedInput
+  webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
+  runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
+  mediaAssets?: Prisma.MediaAssetUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUpdateManyWithoutProjectNestedInput
+  headerSamples?: Prisma.HeaderSampleUpdateManyWithoutProjectNestedInput
+  segments?: Prisma.SegmentUpdateManyWithoutProjectNestedInput
+  broadcasts?: Prisma.BroadcastUpdateManyWithoutProjectNestedInput
+  contactImports?: Prisma.ContactImportUpdateManyWithoutProjectNestedInput
+  flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
+  dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
+}
+
+export type ProjectUncheckedUpdateWithoutApiErrorsInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  name?: Prisma.StringFieldUpdateOperationsInput | string
+  status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
+  dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutProjectNestedInput
+  connections?: Prisma.ConnectionProjectUncheckedUpdateManyWithoutProjectNestedInput
+  channel?: Prisma.ChannelSettingsUncheckedUpdateOneWithoutProjectNestedInput
+  contacts?: Prisma.ContactUncheckedUpdateManyWithoutProjectNestedInput
+  conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
+  messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
+  events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
+  idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
+  sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
   templates?: Prisma.TemplateUncheckedUpdateManyWithoutProjectNestedInput
   webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
@@ -2153,6 +2354,7 @@ export type ProjectCreateWithoutTemplatesInput = {
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorCreateNestedManyWithoutProjectInput
   webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
   mediaAssets?: Prisma.MediaAssetCreateNestedManyWithoutProjectInput
@@ -2184,6 +2386,7 @@ export type ProjectUncheckedCreateWithoutTemplatesInput = {
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedCreateNestedManyWithoutProjectInput
   webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
   mediaAssets?: Prisma.MediaAssetUncheckedCreateNestedManyWithoutProjectInput
@@ -2231,6 +2434,7 @@ export type ProjectUpdateWithoutTemplatesInput = {
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUpdateManyWithoutProjectNestedInput
   webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
   mediaAssets?: Prisma.MediaAssetUpdateManyWithoutProjectNestedInput
@@ -2262,6 +2466,7 @@ export type ProjectUncheckedUpdateWithoutTemplatesInput = {
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedUpdateManyWithoutProjectNestedInput
   webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
   mediaAssets?: Prisma.MediaAssetUncheckedUpdateManyWithoutProjectNestedInput
@@ -2293,6 +2498,7 @@ export type ProjectCreateWithoutWebhooksInput = {
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorCreateNestedManyWithoutProjectInput
   templates?: Prisma.TemplateCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
   mediaAssets?: Prisma.MediaAssetCreateNestedManyWithoutProjectInput
@@ -2324,6 +2530,7 @@ export type ProjectUncheckedCreateWithoutWebhooksInput = {
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedCreateNestedManyWithoutProjectInput
   templates?: Prisma.TemplateUncheckedCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
   mediaAssets?: Prisma.MediaAssetUncheckedCreateNestedManyWithoutProjectInput
@@ -2371,6 +2578,7 @@ export type ProjectUpdateWithoutWebhooksInput = {
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUpdateManyWithoutProjectNestedInput
   templates?: Prisma.TemplateUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
   mediaAssets?: Prisma.MediaAssetUpdateManyWithoutProjectNestedInput
@@ -2402,6 +2610,7 @@ export type ProjectUncheckedUpdateWithoutWebhooksInput = {
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedUpdateManyWithoutProjectNestedInput
   templates?: Prisma.TemplateUncheckedUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
   mediaAssets?: Prisma.MediaAssetUncheckedUpdateManyWithoutProjectNestedInput
@@ -2433,6 +2642,7 @@ export type ProjectCreateWithoutRuntimeTokensInput = {
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorCreateNestedManyWithoutProjectInput
   templates?: Prisma.TemplateCreateNestedManyWithoutProjectInput
   webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
   mediaAssets?: Prisma.MediaAssetCreateNestedManyWithoutProjectInput
@@ -2464,6 +2674,7 @@ export type ProjectUncheckedCreateWithoutRuntimeTokensInput = {
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedCreateNestedManyWithoutProjectInput
   templates?: Prisma.TemplateUncheckedCreateNestedManyWithoutProjectInput
   webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
   mediaAssets?: Prisma.MediaAssetUncheckedCreateNestedManyWithoutProjectInput
@@ -2511,6 +2722,7 @@ export type ProjectUpdateWithoutRuntimeTokensInput = {
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUpdateManyWithoutProjectNestedInput
   templates?: Prisma.TemplateUpdateManyWithoutProjectNestedInput
   webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
   mediaAssets?: Prisma.MediaAssetUpdateManyWithoutProjectNestedInput
@@ -2542,6 +2754,7 @@ export type ProjectUncheckedUpdateWithoutRuntimeTokensInput = {
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedUpdateManyWithoutProjectNestedInput
   templates?: Prisma.TemplateUncheckedUpdateManyWithoutProjectNestedInput
   webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
   mediaAssets?: Prisma.MediaAssetUncheckedUpdateManyWithoutProjectNestedInput
@@ -2573,6 +2786,7 @@ export type ProjectCreateWithoutMediaAssetsInput = {
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorCreateNestedManyWithoutProjectInput
   templates?: Prisma.TemplateCreateNestedManyWithoutProjectInput
   webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
@@ -2604,6 +2818,7 @@ export type ProjectUncheckedCreateWithoutMediaAssetsInput = {
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedCreateNestedManyWithoutProjectInput
   templates?: Prisma.TemplateUncheckedCreateNestedManyWithoutProjectInput
   webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
@@ -2651,6 +2866,7 @@ export type ProjectUpdateWithoutMediaAssetsInput = {
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUpdateManyWithoutProjectNestedInput
   templates?: Prisma.TemplateUpdateManyWithoutProjectNestedInput
   webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
@@ -2682,6 +2898,7 @@ export type ProjectUncheckedUpdateWithoutMediaAssetsInput = {
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedUpdateManyWithoutProjectNestedInput
   templates?: Prisma.TemplateUncheckedUpdateManyWithoutProjectNestedInput
   webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
@@ -2713,6 +2930,7 @@ export type ProjectCreateWithoutHeaderSamplesInput = {
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorCreateNestedManyWithoutProjectInput
   templates?: Prisma.TemplateCreateNestedManyWithoutProjectInput
   webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
@@ -2744,6 +2962,7 @@ export type ProjectUncheckedCreateWithoutHeaderSamplesInput = {
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedCreateNestedManyWithoutProjectInput
   templates?: Prisma.TemplateUncheckedCreateNestedManyWithoutProjectInput
   webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
@@ -2791,6 +3010,7 @@ export type ProjectUpdateWithoutHeaderSamplesInput = {
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUpdateManyWithoutProjectNestedInput
   templates?: Prisma.TemplateUpdateManyWithoutProjectNestedInput
   webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
@@ -2822,6 +3042,7 @@ export type ProjectUncheckedUpdateWithoutHeaderSamplesInput = {
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedUpdateManyWithoutProjectNestedInput
   templates?: Prisma.TemplateUncheckedUpdateManyWithoutProjectNestedInput
   webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
@@ -2853,6 +3074,7 @@ export type ProjectCreateWithoutSegmentsInput = {
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorCreateNestedManyWithoutProjectInput
   templates?: Prisma.TemplateCreateNestedManyWithoutProjectInput
   webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
@@ -2884,6 +3106,7 @@ export type ProjectUncheckedCreateWithoutSegmentsInput = {
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedCreateNestedManyWithoutProjectInput
   templates?: Prisma.TemplateUncheckedCreateNestedManyWithoutProjectInput
   webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
@@ -2931,6 +3154,7 @@ export type ProjectUpdateWithoutSegmentsInput = {
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUpdateManyWithoutProjectNestedInput
   templates?: Prisma.TemplateUpdateManyWithoutProjectNestedInput
   webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
@@ -2962,6 +3186,7 @@ export type ProjectUncheckedUpdateWithoutSegmentsInput = {
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedUpdateManyWithoutProjectNestedInput
   templates?: Prisma.TemplateUncheckedUpdateManyWithoutProjectNestedInput
   webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
@@ -2993,6 +3218,7 @@ export type ProjectCreateWithoutBroadcastsInput = {
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorCreateNestedManyWithoutProjectInput
   templates?: Prisma.TemplateCreateNestedManyWithoutProjectInput
   webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
@@ -3024,6 +3250,7 @@ export type ProjectUncheckedCreateWithoutBroadcastsInput = {
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedCreateNestedManyWithoutProjectInput
   templates?: Prisma.TemplateUncheckedCreateNestedManyWithoutProjectInput
   webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
@@ -3071,6 +3298,7 @@ export type ProjectUpdateWithoutBroadcastsInput = {
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUpdateManyWithoutProjectNestedInput
   templates?: Prisma.TemplateUpdateManyWithoutProjectNestedInput
   webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
@@ -3102,6 +3330,7 @@ export type ProjectUncheckedUpdateWithoutBroadcastsInput = {
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedUpdateManyWithoutProjectNestedInput
   templates?: Prisma.TemplateUncheckedUpdateManyWithoutProjectNestedInput
   webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
@@ -3133,6 +3362,7 @@ export type ProjectCreateWithoutContactImportsInput = {
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorCreateNestedManyWithoutProjectInput
   templates?: Prisma.TemplateCreateNestedManyWithoutProjectInput
   webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
@@ -3164,6 +3394,7 @@ export type ProjectUncheckedCreateWithoutContactImportsInput = {
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedCreateNestedManyWithoutProjectInput
   templates?: Prisma.TemplateUncheckedCreateNestedManyWithoutProjectInput
   webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
@@ -3211,6 +3442,7 @@ export type ProjectUpdateWithoutContactImportsInput = {
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUpdateManyWithoutProjectNestedInput
   templates?: Prisma.TemplateUpdateManyWithoutProjectNestedInput
   webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
@@ -3242,6 +3474,7 @@ export type ProjectUncheckedUpdateWithoutContactImportsInput = {
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedUpdateManyWithoutProjectNestedInput
   templates?: Prisma.TemplateUncheckedUpdateManyWithoutProjectNestedInput
   webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
@@ -3273,6 +3506,7 @@ export type ProjectCreateWithoutProjectFilesInput = {
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorCreateNestedManyWithoutProjectInput
   templates?: Prisma.TemplateCreateNestedManyWithoutProjectInput
   webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
@@ -3304,6 +3538,7 @@ export type ProjectUncheckedCreateWithoutProjectFilesInput = {
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedCreateNestedManyWithoutProjectInput
   templates?: Prisma.TemplateUncheckedCreateNestedManyWithoutProjectInput
   webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
@@ -3351,6 +3586,7 @@ export type ProjectUpdateWithoutProjectFilesInput = {
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUpdateManyWithoutProjectNestedInput
   templates?: Prisma.TemplateUpdateManyWithoutProjectNestedInput
   webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
@@ -3382,6 +3618,7 @@ export type ProjectUncheckedUpdateWithoutProjectFilesInput = {
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedUpdateManyWithoutProjectNestedInput
   templates?: Prisma.TemplateUncheckedUpdateManyWithoutProjectNestedInput
   webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
@@ -3413,6 +3650,7 @@ export type ProjectCreateWithoutFlowsInput = {
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorCreateNestedManyWithoutProjectInput
   templates?: Prisma.TemplateCreateNestedManyWithoutProjectInput
   webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
@@ -3444,6 +3682,7 @@ export type ProjectUncheckedCreateWithoutFlowsInput = {
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedCreateNestedManyWithoutProjectInput
   templates?: Prisma.TemplateUncheckedCreateNestedManyWithoutProjectInput
   webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
@@ -3491,6 +3730,7 @@ export type ProjectUpdateWithoutFlowsInput = {
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUpdateManyWithoutProjectNestedInput
   templates?: Prisma.TemplateUpdateManyWithoutProjectNestedInput
   webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
@@ -3522,6 +3762,7 @@ export type ProjectUncheckedUpdateWithoutFlowsInput = {
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedUpdateManyWithoutProjectNestedInput
   templates?: Prisma.TemplateUncheckedUpdateManyWithoutProjectNestedInput
   webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
@@ -3553,6 +3794,7 @@ export type ProjectCreateWithoutDashboardMembersInput = {
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorCreateNestedManyWithoutProjectInput
   templates?: Prisma.TemplateCreateNestedManyWithoutProjectInput
   webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
@@ -3584,6 +3826,7 @@ export type ProjectUncheckedCreateWithoutDashboardMembersInput = {
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedCreateNestedManyWithoutProjectInput
   templates?: Prisma.TemplateUncheckedCreateNestedManyWithoutProjectInput
   webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
@@ -3631,6 +3874,7 @@ export type ProjectUpdateWithoutDashboardMembersInput = {
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUpdateManyWithoutProjectNestedInput
   templates?: Prisma.TemplateUpdateManyWithoutProjectNestedInput
   webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
@@ -3662,6 +3906,7 @@ export type ProjectUncheckedUpdateWithoutDashboardMembersInput = {
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedUpdateManyWithoutProjectNestedInput
   templates?: Prisma.TemplateUncheckedUpdateManyWithoutProjectNestedInput
   webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
@@ -3693,6 +3938,7 @@ export type ProjectCreateWithoutDashboardInvitesInput = {
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorCreateNestedManyWithoutProjectInput
   templates?: Prisma.TemplateCreateNestedManyWithoutProjectInput
   webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
@@ -3724,6 +3970,7 @@ export type ProjectUncheckedCreateWithoutDashboardInvitesInput = {
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedCreateNestedManyWithoutProjectInput
   templates?: Prisma.TemplateUncheckedCreateNestedManyWithoutProjectInput
   webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
@@ -3771,6 +4018,7 @@ export type ProjectUpdateWithoutDashboardInvitesInput = {
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUpdateManyWithoutProjectNestedInput
   templates?: Prisma.TemplateUpdateManyWithoutProjectNestedInput
   webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
@@ -3802,6 +4050,7 @@ export type ProjectUncheckedUpdateWithoutDashboardInvitesInput = {
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedUpdateManyWithoutProjectNestedInput
   templates?: Prisma.TemplateUncheckedUpdateManyWithoutProjectNestedInput
   webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
   runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
@@ -3829,6 +4078,7 @@ export type ProjectCountOutputType = {
   events: number
   idempotencyRecords: number
   sendCounters: number
+  apiErrors: number
   templates: number
   webhooks: number
   runtimeTokens: number
@@ -3852,6 +4102,7 @@ export type ProjectCountOutputTypeSelect<ExtArgs extends runtime.Types.Extension
   events?: boolean | ProjectCountOutputTypeCountEventsArgs
   idempotencyRecords?: boolean | ProjectCountOutputTypeCountIdempotencyRecordsArgs
   sendCounters?: boolean | ProjectCountOutputTypeCountSendCountersArgs
+  apiErrors?: boolean | ProjectCountOutputTypeCountApiErrorsArgs
   templates?: boolean | ProjectCountOutputTypeCountTemplatesArgs
   webhooks?: boolean | ProjectCountOutputTypeCountWebhooksArgs
   runtimeTokens?: boolean | ProjectCountOutputTypeCountRuntimeTokensArgs
@@ -3930,6 +4181,13 @@ export type ProjectCountOutputTypeCountIdempotencyRecordsArgs<ExtArgs extends ru
  */
 export type ProjectCountOutputTypeCountSendCountersArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   where?: Prisma.SendCounterWhereInput
+}
+
+/**
+ * ProjectCountOutputType without action
+ */
+export type ProjectCountOutputTypeCountApiErrorsArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  where?: Prisma.ProjectApiErrorWhereInput
 }
 
 /**
@@ -4035,6 +4293,7 @@ export type ProjectSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs 
   events?: boolean | Prisma.Project$eventsArgs<ExtArgs>
   idempotencyRecords?: boolean | Prisma.Project$idempotencyRecordsArgs<ExtArgs>
   sendCounters?: boolean | Prisma.Project$sendCountersArgs<ExtArgs>
+  apiErrors?: boolean | Prisma.Project$apiErrorsArgs<ExtArgs>
   templates?: boolean | Prisma.Project$templatesArgs<ExtArgs>
   webhooks?: boolean | Prisma.Project$webhooksArgs<ExtArgs>
   runtimeTokens?: boolean | Prisma.Project$runtimeTokensArgs<ExtArgs>
@@ -4094,6 +4353,7 @@ export type ProjectInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs
   events?: boolean | Prisma.Project$eventsArgs<ExtArgs>
   idempotencyRecords?: boolean | Prisma.Project$idempotencyRecordsArgs<ExtArgs>
   sendCounters?: boolean | Prisma.Project$sendCountersArgs<ExtArgs>
+  apiErrors?: boolean | Prisma.Project$apiErrorsArgs<ExtArgs>
   templates?: boolean | Prisma.Project$templatesArgs<ExtArgs>
   webhooks?: boolean | Prisma.Project$webhooksArgs<ExtArgs>
   runtimeTokens?: boolean | Prisma.Project$runtimeTokensArgs<ExtArgs>
@@ -4123,6 +4383,7 @@ export type $ProjectPayload<ExtArgs extends runtime.Types.Extensions.InternalArg
     events: Prisma.$EventPayload<ExtArgs>[]
     idempotencyRecords: Prisma.$IdempotencyRecordPayload<ExtArgs>[]
     sendCounters: Prisma.$SendCounterPayload<ExtArgs>[]
+    apiErrors: Prisma.$ProjectApiErrorPayload<ExtArgs>[]
     templates: Prisma.$TemplatePayload<ExtArgs>[]
     webhooks: Prisma.$WebhookEndpointPayload<ExtArgs>[]
     runtimeTokens: Prisma.$RuntimeTokenPayload<ExtArgs>[]
@@ -4561,6 +4822,7 @@ export interface Prisma__ProjectClient<T, Null = never, ExtArgs extends runtime.
   events<T extends Prisma.Project$eventsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$eventsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$EventPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   idempotencyRecords<T extends Prisma.Project$idempotencyRecordsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$idempotencyRecordsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$IdempotencyRecordPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   sendCounters<T extends Prisma.Project$sendCountersArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$sendCountersArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$SendCounterPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
+  apiErrors<T extends Prisma.Project$apiErrorsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$apiErrorsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$ProjectApiErrorPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   templates<T extends Prisma.Project$templatesArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$templatesArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$TemplatePayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   webhooks<T extends Prisma.Project$webhooksArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$webhooksArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$WebhookEndpointPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   runtimeTokens<T extends Prisma.Project$runtimeTokensArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$runtimeTokensArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$RuntimeTokenPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
@@ -5211,6 +5473,30 @@ export type Project$sendCountersArgs<ExtArgs extends runtime.Types.Extensions.In
   take?: number
   skip?: number
   distinct?: Prisma.SendCounterScalarFieldEnum | Prisma.SendCounterScalarFieldEnum[]
+}
+
+/**
+ * Project.apiErrors
+ */
+export type Project$apiErrorsArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  /**
+   * Select specific fields to fetch from the ProjectApiError
+   */
+  select?: Prisma.ProjectApiErrorSelect<ExtArgs> | null
+  /**
+   * Omit specific fields from the ProjectApiError
+   */
+  omit?: Prisma.ProjectApiErrorOmit<ExtArgs> | null
+  /**
+   * Choose, which related nodes to fetch as well
+   */
+  include?: Prisma.ProjectApiErrorInclude<ExtArgs> | null
+  where?: Prisma.ProjectApiErrorWhereInput
+  orderBy?: Prisma.ProjectApiErrorOrderByWithRelationInput | Prisma.ProjectApiErrorOrderByWithRelationInput[]
+  cursor?: Prisma.ProjectApiErrorWhereUniqueInput
+  take?: number
+  skip?: number
+  distinct?: Prisma.ProjectApiErrorScalarFieldEnum | Prisma.ProjectApiErrorScalarFieldEnum[]
 }
 
 /**

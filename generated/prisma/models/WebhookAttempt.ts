@@ -49,6 +49,7 @@ export type WebhookAttemptMinAggregateOutputType = {
   error: string | null
   durationMs: number | null
   at: Date | null
+  responseExcerpt: string | null
 }
 
 export type WebhookAttemptMaxAggregateOutputType = {
@@ -60,6 +61,7 @@ export type WebhookAttemptMaxAggregateOutputType = {
   error: string | null
   durationMs: number | null
   at: Date | null
+  responseExcerpt: string | null
 }
 
 export type WebhookAttemptCountAggregateOutputType = {
@@ -71,6 +73,7 @@ export type WebhookAttemptCountAggregateOutputType = {
   error: number
   durationMs: number
   at: number
+  responseExcerpt: number
   _all: number
 }
 
@@ -98,6 +101,7 @@ export type WebhookAttemptMinAggregateInputType = {
   error?: true
   durationMs?: true
   at?: true
+  responseExcerpt?: true
 }
 
 export type WebhookAttemptMaxAggregateInputType = {
@@ -109,6 +113,7 @@ export type WebhookAttemptMaxAggregateInputType = {
   error?: true
   durationMs?: true
   at?: true
+  responseExcerpt?: true
 }
 
 export type WebhookAttemptCountAggregateInputType = {
@@ -120,6 +125,7 @@ export type WebhookAttemptCountAggregateInputType = {
   error?: true
   durationMs?: true
   at?: true
+  responseExcerpt?: true
   _all?: true
 }
 
@@ -218,6 +224,7 @@ export type WebhookAttemptGroupByOutputType = {
   error: string | null
   durationMs: number
   at: Date
+  responseExcerpt: string | null
   _count: WebhookAttemptCountAggregateOutputType | null
   _avg: WebhookAttemptAvgAggregateOutputType | null
   _sum: WebhookAttemptSumAggregateOutputType | null
@@ -252,6 +259,7 @@ export type WebhookAttemptWhereInput = {
   error?: Prisma.StringNullableFilter<"WebhookAttempt"> | string | null
   durationMs?: Prisma.IntFilter<"WebhookAttempt"> | number
   at?: Prisma.DateTimeFilter<"WebhookAttempt"> | Date | string
+  responseExcerpt?: Prisma.StringNullableFilter<"WebhookAttempt"> | string | null
   delivery?: Prisma.XOR<Prisma.WebhookDeliveryScalarRelationFilter, Prisma.WebhookDeliveryWhereInput>
 }
 
@@ -264,6 +272,7 @@ export type WebhookAttemptOrderByWithRelationInput = {
   error?: Prisma.SortOrderInput | Prisma.SortOrder
   durationMs?: Prisma.SortOrder
   at?: Prisma.SortOrder
+  responseExcerpt?: Prisma.SortOrderInput | Prisma.SortOrder
   delivery?: Prisma.WebhookDeliveryOrderByWithRelationInput
 }
 
@@ -279,6 +288,7 @@ export type WebhookAttemptWhereUniqueInput = Prisma.AtLeast<{
   error?: Prisma.StringNullableFilter<"WebhookAttempt"> | string | null
   durationMs?: Prisma.IntFilter<"WebhookAttempt"> | number
   at?: Prisma.DateTimeFilter<"WebhookAttempt"> | Date | string
+  responseExcerpt?: Prisma.StringNullableFilter<"WebhookAttempt"> | string | null
   delivery?: Prisma.XOR<Prisma.WebhookDeliveryScalarRelationFilter, Prisma.WebhookDeliveryWhereInput>
 }, "id">
 
@@ -291,6 +301,7 @@ export type WebhookAttemptOrderByWithAggregationInput = {
   error?: Prisma.SortOrderInput | Prisma.SortOrder
   durationMs?: Prisma.SortOrder
   at?: Prisma.SortOrder
+  responseExcerpt?: Prisma.SortOrderInput | Prisma.SortOrder
   _count?: Prisma.WebhookAttemptCountOrderByAggregateInput
   _avg?: Prisma.WebhookAttemptAvgOrderByAggregateInput
   _max?: Prisma.WebhookAttemptMaxOrderByAggregateInput
@@ -310,6 +321,7 @@ export type WebhookAttemptScalarWhereWithAggregatesInput = {
   error?: Prisma.StringNullableWithAggregatesFilter<"WebhookAttempt"> | string | null
   durationMs?: Prisma.IntWithAggregatesFilter<"WebhookAttempt"> | number
   at?: Prisma.DateTimeWithAggregatesFilter<"WebhookAttempt"> | Date | string
+  responseExcerpt?: Prisma.StringNullableWithAggregatesFilter<"WebhookAttempt"> | string | null
 }
 
 export type WebhookAttemptCreateInput = {
@@ -320,6 +332,7 @@ export type WebhookAttemptCreateInput = {
   error?: string | null
   durationMs: number
   at: Date | string
+  responseExcerpt?: string | null
   delivery: Prisma.WebhookDeliveryCreateNestedOneWithoutAttemptLogInput
 }
 
@@ -332,6 +345,7 @@ export type WebhookAttemptUncheckedCreateInput = {
   error?: string | null
   durationMs: number
   at: Date | string
+  responseExcerpt?: string | null
 }
 
 export type WebhookAttemptUpdateInput = {
@@ -342,6 +356,7 @@ export type WebhookAttemptUpdateInput = {
   error?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   durationMs?: Prisma.IntFieldUpdateOperationsInput | number
   at?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  responseExcerpt?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   delivery?: Prisma.WebhookDeliveryUpdateOneRequiredWithoutAttemptLogNestedInput
 }
 
@@ -354,6 +369,7 @@ export type WebhookAttemptUncheckedUpdateInput = {
   error?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   durationMs?: Prisma.IntFieldUpdateOperationsInput | number
   at?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  responseExcerpt?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type WebhookAttemptCreateManyInput = {
@@ -365,6 +381,7 @@ export type WebhookAttemptCreateManyInput = {
   error?: string | null
   durationMs: number
   at: Date | string
+  responseExcerpt?: string | null
 }
 
 export type WebhookAttemptUpdateManyMutationInput = {
@@ -375,6 +392,7 @@ export type WebhookAttemptUpdateManyMutationInput = {
   error?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   durationMs?: Prisma.IntFieldUpdateOperationsInput | number
   at?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  responseExcerpt?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type WebhookAttemptUncheckedUpdateManyInput = {
@@ -386,6 +404,7 @@ export type WebhookAttemptUncheckedUpdateManyInput = {
   error?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   durationMs?: Prisma.IntFieldUpdateOperationsInput | number
   at?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  responseExcerpt?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type WebhookAttemptListRelationFilter = {
@@ -407,6 +426,7 @@ export type WebhookAttemptCountOrderByAggregateInput = {
   error?: Prisma.SortOrder
   durationMs?: Prisma.SortOrder
   at?: Prisma.SortOrder
+  responseExcerpt?: Prisma.SortOrder
 }
 
 export type WebhookAttemptAvgOrderByAggregateInput = {
@@ -425,6 +445,7 @@ export type WebhookAttemptMaxOrderByAggregateInput = {
   error?: Prisma.SortOrder
   durationMs?: Prisma.SortOrder
   at?: Prisma.SortOrder
+  responseExcerpt?: Prisma.SortOrder
 }
 
 export type WebhookAttemptMinOrderByAggregateInput = {
@@ -436,6 +457,7 @@ export type WebhookAttemptMinOrderByAggregateInput = {
   error?: Prisma.SortOrder
   durationMs?: Prisma.SortOrder
   at?: Prisma.SortOrder
+  responseExcerpt?: Prisma.SortOrder
 }
 
 export type WebhookAttemptSumOrderByAggregateInput = {
@@ -495,6 +517,7 @@ export type WebhookAttemptCreateWithoutDeliveryInput = {
   error?: string | null
   durationMs: number
   at: Date | string
+  responseExcerpt?: string | null
 }
 
 export type WebhookAttemptUncheckedCreateWithoutDeliveryInput = {
@@ -505,6 +528,7 @@ export type WebhookAttemptUncheckedCreateWithoutDeliveryInput = {
   error?: string | null
   durationMs: number
   at: Date | string
+  responseExcerpt?: string | null
 }
 
 export type WebhookAttemptCreateOrConnectWithoutDeliveryInput = {
@@ -545,6 +569,7 @@ export type WebhookAttemptScalarWhereInput = {
   error?: Prisma.StringNullableFilter<"WebhookAttempt"> | string | null
   durationMs?: Prisma.IntFilter<"WebhookAttempt"> | number
   at?: Prisma.DateTimeFilter<"WebhookAttempt"> | Date | string
+  responseExcerpt?: Prisma.StringNullableFilter<"WebhookAttempt"> | string | null
 }
 
 export type WebhookAttemptCreateManyDeliveryInput = {
@@ -555,6 +580,7 @@ export type WebhookAttemptCreateManyDeliveryInput = {
   error?: string | null
   durationMs: number
   at: Date | string
+  responseExcerpt?: string | null
 }
 
 export type WebhookAttemptUpdateWithoutDeliveryInput = {
@@ -565,6 +591,7 @@ export type WebhookAttemptUpdateWithoutDeliveryInput = {
   error?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   durationMs?: Prisma.IntFieldUpdateOperationsInput | number
   at?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  responseExcerpt?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type WebhookAttemptUncheckedUpdateWithoutDeliveryInput = {
@@ -575,6 +602,7 @@ export type WebhookAttemptUncheckedUpdateWithoutDeliveryInput = {
   error?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   durationMs?: Prisma.IntFieldUpdateOperationsInput | number
   at?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  responseExcerpt?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type WebhookAttemptUncheckedUpdateManyWithoutDeliveryInput = {
@@ -585,6 +613,7 @@ export type WebhookAttemptUncheckedUpdateManyWithoutDeliveryInput = {
   error?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   durationMs?: Prisma.IntFieldUpdateOperationsInput | number
   at?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  responseExcerpt?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 
@@ -598,6 +627,7 @@ export type WebhookAttemptSelect<ExtArgs extends runtime.Types.Extensions.Intern
   error?: boolean
   durationMs?: boolean
   at?: boolean
+  responseExcerpt?: boolean
   delivery?: boolean | Prisma.WebhookDeliveryDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["webhookAttempt"]>
 
@@ -610,6 +640,7 @@ export type WebhookAttemptSelectCreateManyAndReturn<ExtArgs extends runtime.Type
   error?: boolean
   durationMs?: boolean
   at?: boolean
+  responseExcerpt?: boolean
   delivery?: boolean | Prisma.WebhookDeliveryDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["webhookAttempt"]>
 
@@ -622,6 +653,7 @@ export type WebhookAttemptSelectUpdateManyAndReturn<ExtArgs extends runtime.Type
   error?: boolean
   durationMs?: boolean
   at?: boolean
+  responseExcerpt?: boolean
   delivery?: boolean | Prisma.WebhookDeliveryDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["webhookAttempt"]>
 
@@ -634,9 +666,10 @@ export type WebhookAttemptSelectScalar = {
   error?: boolean
   durationMs?: boolean
   at?: boolean
+  responseExcerpt?: boolean
 }
 
-export type WebhookAttemptOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "deliveryId" | "webhookId" | "attempt" | "statusCode" | "error" | "durationMs" | "at", ExtArgs["result"]["webhookAttempt"]>
+export type WebhookAttemptOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "deliveryId" | "webhookId" | "attempt" | "statusCode" | "error" | "durationMs" | "at" | "responseExcerpt", ExtArgs["result"]["webhookAttempt"]>
 export type WebhookAttemptInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   delivery?: boolean | Prisma.WebhookDeliveryDefaultArgs<ExtArgs>
 }
@@ -661,6 +694,10 @@ export type $WebhookAttemptPayload<ExtArgs extends runtime.Types.Extensions.Inte
     error: string | null
     durationMs: number
     at: Date
+    /**
+     * The first bytes of the receiver's answer (lib/webhooks/http-post.ts, RESPONSE_EXCERPT_BYTES), as text, for diagnosis.
+     */
+    responseExcerpt: string | null
   }, ExtArgs["result"]["webhookAttempt"]>
   composites: {}
 }
@@ -1093,6 +1130,7 @@ export interface WebhookAttemptFieldRefs {
   readonly error: Prisma.FieldRef<"WebhookAttempt", 'String'>
   readonly durationMs: Prisma.FieldRef<"WebhookAttempt", 'Int'>
   readonly at: Prisma.FieldRef<"WebhookAttempt", 'DateTime'>
+  readonly responseExcerpt: Prisma.FieldRef<"WebhookAttempt", 'String'>
 }
     
 
