@@ -602,7 +602,32 @@ export interface paths {
          */
         get: operations["listTableRows"];
         put?: never;
-        post?: never;
+        /**
+         * Insert rows into a project table
+         * @description Inserts `rows` (1 to 50 objects of column values) into a base table of the project's
+         *     `public` (default) or `preview` schema, in one transaction as the project's role: all rows
+         *     are written or none. A column left out takes its default (or NULL); `null` sets NULL.
+         *     Values are JSON scalars cast to the column's type (a value that does not fit is 400
+         *     `invalid_value` naming the column); an unknown column is 400 `unknown_column`; a NOT NULL,
+         *     unique, check or foreign-key violation is 409 `conflict`.
+         *
+         *     * `dry_run: true` runs the insert in a transaction that is rolled back: the answer shows the
+         *       rows as they would be stored (defaults filled in, constraints checked) and nothing is
+         *       kept (a serial column's sequence still advances, as in PostgreSQL).
+         *     * The insert is judged against the project's storage quota before it runs, the same rule as
+         *       `PATCH`: the rows it adds and an upper bound of their bytes (values uncompressed) must fit
+         *       what remains, else 409 `table_quota_exceeded` with `details`
+         *       `{ schema, max_rows, max_bytes, rows, bytes }` (what the tables would then hold), and
+         *       nothing is written. A dry run is judged the same way.
+         *     * The answer is the `PATCH`/`DELETE` shape: `affected` (rows inserted, or that would be),
+         *       and the rows as stored, in the order given (`rows_truncated` is always false: at most 50).
+         *     * `Idempotency-Key`: a retry with the same key and body replays the first answer for 24
+         *       hours, so a retried insert adds its rows once.
+         *     * Platform tables (`_platform_…`) are 403 `platform_table_forbidden`; an unknown table, a view
+         *       or any other relation is 404 `table_not_found`; a statement past the timeout is 503
+         *       `query_timeout`.
+         */
+        post: operations["insertTableRows"];
         /**
          * Delete the rows of a project table that match a filter
          * @description Deletes every row matching `filters` (required, 1 to 20 predicates, the read rules except
@@ -2292,6 +2317,18 @@ export interface components {
             data: {
                 table: string;
                 schema: components["schemas"]["TableSchemaName"];
+        InsertTableRowsRequest: {
+            schema?: components["schemas"]["TableSchemaName"];
+            /** @description The rows to insert, each by column name (a column left out takes its default; null sets NULL). */
+            rows: {
+                [key: string]: string | number | boolean | null;
+            }[];
+            /**
+             * @description Run the insert and roll it back; nothing is kept.
+             * @default false
+             */
+            dry_run: boolean;
+        };
                 dry_run: boolean;
                 /** @description Rows changed (or that would change on a dry run). */
                 affected: number;
@@ -4734,6 +4771,91 @@ export interface operations {
                 max_affected?: number;
             };
             header?: {
+    insertTableRows: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+                /**
+                 * @description Makes a retry safe: up to 255 characters, remembered 24 hours, scoped to the project.
+                 *     Empty or longer is 400 `invalid_idempotency_key`.
+                 * @example 5f1c9a0e-order-1042
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description Table name (lower-case letters, digits, underscores; not starting with a digit).
+                 * @example orders
+                 */
+                table: components["parameters"]["TableNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InsertTableRowsRequest"];
+            };
+        };
+        responses: {
+            /** @description A dry run; what would be inserted, nothing kept. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TableWriteResponse"];
+                };
+            };
+            /** @description The rows inserted, as stored. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "table": "opening_hours",
+                     *         "schema": "public",
+                     *         "dry_run": false,
+                     *         "affected": 1,
+                     *         "rows": [
+                     *           {
+                     *             "id": 7,
+                     *             "weekday": 1,
+                     *             "opens": "09:00:00",
+                     *             "closes": "18:00:00",
+                     *             "note": null
+                     *           }
+                     *         ],
+                     *         "rows_truncated": false
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TableWriteResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["QueryTimeout"];
+        };
+    };
                 /**
                  * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
                  *     and for reads with an access token (the connection's default). Required for non-GET calls

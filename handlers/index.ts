@@ -48,6 +48,7 @@ export const handlers: Handlers<operations> = {
   deleteWebhook: webhooks.deleteWebhook,
   listTableRows: tables.listTableRows,
   getTableSchema: tables.getTableSchema,
+  insertTableRows: tables.insertTableRows,
   updateTableRows: tables.updateTableRows,
   deleteTableRows: tables.deleteTableRows,
   createSegment: segments.createSegment,

@@ -1,4 +1,4 @@
-/** The project's own tables: rows (read, update, delete) and schema. Thin: the rules are in lib/tables/. */
+/** The project's own tables: rows (read, insert, update, delete) and schema. Thin: the rules are in lib/tables/. */
 import type { operations } from '../generated/api.js';
 import type { Handler } from '../http/handler-types.js';
 import type { AppDeps } from '../http/app-deps.js';
@@ -6,6 +6,7 @@ import { cursorSecretOf } from '../lib/platform/cursor.js';
 import { readRows, type TablesSettings } from '../lib/tables/rows.js';
 import { describeTable } from '../lib/tables/describe.js';
 import { quotaDefaultsOf } from '../lib/tables/quota.js';
+import { insertRows } from '../lib/tables/inserts.js';
 import { deleteRows, updateRows, writeFiltersFromBody, writeFiltersFromQuery } from '../lib/tables/writes.js';
 
 function settings(deps: AppDeps): TablesSettings {
@@ -36,6 +37,18 @@ export const listTableRows: Handler<operations['listTableRows']> = async (req, d
 export const getTableSchema: Handler<operations['getTableSchema']> = async (req, deps) => ({
   data: await describeTable(deps.db.pool, settings(deps), req.auth!.project.id, req.query.schema ?? 'public', req.params.table),
 });
+
+export const insertTableRows: Handler<operations['insertTableRows']> = async (req, deps) => {
+  const b = req.body;
+  const result = await insertRows(deps.db.pool, settings(deps), {
+    projectId: req.auth!.project.id,
+    table: req.params.table,
+    schema: b.schema ?? 'public',
+    rows: b.rows,
+    dryRun: b.dry_run ?? false,
+  });
+  return { status: result.dry_run ? 200 : 201, data: result };
+};
 
 export const updateTableRows: Handler<operations['updateTableRows']> = async (req, deps) => {
   const b = req.body;
