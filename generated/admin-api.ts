@@ -1592,8 +1592,11 @@ export interface components {
             line: number;
             column: number;
             message: string;
-            /** @enum {string} */
-            source?: "bundle" | "typecheck" | "startup";
+            /**
+             * @description `sample`: the new bundle failed on the deploy's sample message.
+             * @enum {string}
+             */
+            source?: "bundle" | "typecheck" | "startup" | "sample";
         };
         Deployment: {
             id: string;

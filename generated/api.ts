@@ -1004,6 +1004,12 @@ export interface paths {
          *     When the tree's content hash equals production's, nothing is built and 200 answers the
          *     active deployment with `no_op: true`.
          *
+         *     Before production switches, the new bundle handles one sample message in preview
+         *     (`sample`, default the text "Hello"; nothing leaves, as in `POST /v1/bot/preview`). When it
+         *     throws, or passes its time or memory limit, the deploy is refused like a failed build, with
+         *     a diagnostic of `source: sample` at the author's file and line; `force: true` skips the
+         *     sample run.
+         *
          *     On any build error nothing in production changes and the answer is 502 `build_failed`
          *     with `details.diagnostics[]`, each `{file, line, column, message}` pointing into the
          *     project's source files (1-based line and column), and `details.deployment_id` of the
@@ -2898,6 +2904,10 @@ export interface components {
         DeployRequest: {
             /** @description A note recorded with the deployment. */
             message?: string;
+            /** @description The message the new bundle handles once, in preview, before production switches; default `{ "text": "Hello" }`. */
+            sample?: components["schemas"]["PreviewRequest"];
+            /** @description Promote without the sample run (default false) (a sample that fails would otherwise refuse the deploy). */
+            force?: boolean;
         };
         Diagnostic: {
             /** @description The source file's path in the tree. */
@@ -2905,8 +2915,11 @@ export interface components {
             line: number;
             column: number;
             message: string;
-            /** @enum {string} */
-            source?: "bundle" | "typecheck" | "startup";
+            /**
+             * @description `sample`: the new bundle failed on the deploy's sample message.
+             * @enum {string}
+             */
+            source?: "bundle" | "typecheck" | "startup" | "sample";
         };
         Deployment: {
             id: string;

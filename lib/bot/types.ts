@@ -13,6 +13,12 @@ export interface BotInboundMessage {
   /** `phone` is null for a customer whose number WhatsApp withholds; `user_id` is the BSUID. */
   contact: { phone: string | null; user_id?: string | null; username?: string | null; name: string | null };
   received_at: string;
+  /**
+   * Set when the message is one of the project's consent keywords (STOP, START, …): the change
+   * it made to the customer's marketing consent and the keyword, so a bot need not answer it.
+   * Null otherwise; absent on a message rebuilt from the inbox, which the runtime judges again.
+   */
+  consent?: { change: 'opted_out' | 'opted_in'; keyword: string } | null;
 }
 
 /** The hook the inbound path calls once a message is stored (with its bot inbox row) and `message.received` raised. */

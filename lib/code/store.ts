@@ -66,10 +66,62 @@ function view(r: Row): FileInfo {
 
 const seeded = new Set<string>();
 
-/** Creates the development tree from the scaffold if the project has none yet. */
+/** For tests: forget that this process has seen the project's tree (as a new process would). */
+export function forgetTreeCache(projectId: string): void {
+  seeded.delete(projectId);
+}
+
+/** The platform's own files, which the scaffold of this version of the service defines. */
+const PLATFORM_REASONS = new Set<ProtectedReason>(['entry_point', 'dependency_manifest', 'channel_endpoint', 'runtime_helper', 'generated_manifest']);
+const isPlatformFile = (path: string) => PLATFORM_REASONS.has(protectionOf(path) as ProtectedReason);
+
+/**
+ * Brings the platform's files of an existing development tree to this version's scaffold: each
+ * platform-managed path of the scaffold (the entry point, manifests, channel endpoints, runtime
+ * helpers, generated types) is written when its content differs, and a file under `src/platform/`
+ * the scaffold no longer has is removed. Nobody but the platform writes these paths (PUT refuses
+ * them), so no author's change is lost; the author's files and flow definitions are never touched.
+ * Production keeps what it was deployed with until the next deploy, which builds the refreshed tree.
+ */
+async function refreshPlatformFiles(pool: pg.Pool, projectId: string, now: Date): Promise<void> {
+  const wanted = new Map([...scaffoldFiles()].filter(([path]) => isPlatformFile(path)));
+  const res = await pool.query<{ path: string; sha256: string }>(`SELECT path, sha256 FROM code_files WHERE project_id = $1 AND tree = 'development'`, [projectId]);
+  const have = new Map(res.rows.filter((r) => isPlatformFile(r.path)).map((r) => [r.path, r.sha256]));
+  const stale = [...wanted].filter(([path, content]) => have.get(path) !== sha256(content)).map(([path]) => path);
+  const gone = [...have.keys()].filter((path) => path.startsWith('src/platform/') && !wanted.has(path));
+  if (!stale.length && !gone.length) return;
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    await lockTree(client, projectId);
+    const contents = stale.map((p) => wanted.get(p)!);
+    await client.query(
+      `INSERT INTO code_files (project_id, tree, path, content, sha256, size, version, updated_at)
+       SELECT $1, 'development', p, c, s, z, 1, $6 FROM unnest($2::text[], $3::text[], $4::text[], $5::int[]) AS t(p, c, s, z)
+       ON CONFLICT (project_id, tree, path) DO UPDATE
+         SET content = EXCLUDED.content, sha256 = EXCLUDED.sha256, size = EXCLUDED.size,
+             version = code_files.version + 1, updated_at = EXCLUDED.updated_at
+         WHERE code_files.sha256 <> EXCLUDED.sha256`,
+      [projectId, stale, contents, contents.map(sha256), contents.map((c) => Buffer.byteLength(c)), now],
+    );
+    if (gone.length) await client.query(`DELETE FROM code_files WHERE project_id = $1 AND tree = 'development' AND path = ANY($2::text[])`, [projectId, gone]);
+    await client.query('COMMIT');
+  } catch (e) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw e;
+  } finally {
+    client.release();
+  }
+}
+
+/**
+ * Creates the development tree from the scaffold if the project has none yet; an existing tree's
+ * platform files are brought to this version's scaffold (refreshPlatformFiles), once per process.
+ */
 export async function ensureTree(pool: pg.Pool, projectId: string, now: Date): Promise<void> {
   if (seeded.has(projectId)) return;
   const has = await pool.query(`SELECT 1 FROM code_files WHERE project_id = $1 AND tree = 'development' LIMIT 1`, [projectId]);
+  if (has.rowCount !== 0) await refreshPlatformFiles(pool, projectId, now);
   if (has.rowCount === 0) {
     const files = scaffoldFiles();
     const paths = [...files.keys()];

@@ -72,13 +72,34 @@ export function keywordCandidates(type: string, content: Record<string, unknown>
   return out;
 }
 
+/** A consent change a message asks for, and the project's keyword it matched (as the project spells it). */
+export interface ConsentMark {
+  change: 'opted_out' | 'opted_in';
+  keyword: string;
+}
+
+/** What a message says about consent, if it is exactly a keyword (an opt-out keyword wins over an opt-in one). */
+export function keywordMatch(keywords: ConsentKeywords, candidates: string[]): ConsentMark | undefined {
+  const said = new Set(candidates.map(normalize).filter((c) => c.length > 0 && c.length <= 200));
+  if (said.size === 0) return undefined;
+  const out = keywords.opt_out.find((k) => said.has(normalize(k)));
+  if (out !== undefined) return { change: 'opted_out', keyword: out };
+  const inn = keywords.opt_in.find((k) => said.has(normalize(k)));
+  if (inn !== undefined) return { change: 'opted_in', keyword: inn };
+  return undefined;
+}
+
 /** What a message says about consent, if it is exactly a keyword. */
 export function keywordIntent(keywords: ConsentKeywords, candidates: string[]): 'opted_out' | 'opted_in' | undefined {
-  const said = candidates.map(normalize).filter((c) => c.length > 0 && c.length <= 200);
-  if (said.length === 0) return undefined;
-  const outs = new Set(keywords.opt_out.map(normalize));
-  const ins = new Set(keywords.opt_in.map(normalize));
-  if (said.some((c) => outs.has(c))) return 'opted_out';
-  if (said.some((c) => ins.has(c))) return 'opted_in';
-  return undefined;
+  return keywordMatch(keywords, candidates)?.change;
+}
+
+/**
+ * The consent mark of a stored message, judged again from its content and the project's keywords
+ * now (for a message handed to the bot again after a restart, whose mark was not kept).
+ */
+export async function consentMarkOf(db: Queryable, projectId: string, type: string, content: Record<string, unknown>): Promise<ConsentMark | null> {
+  const candidates = keywordCandidates(type, content).filter((c) => c.trim().length > 0 && c.length <= 60);
+  if (candidates.length === 0) return null;
+  return keywordMatch(await readKeywords(db, projectId), candidates) ?? null;
 }

@@ -15,7 +15,7 @@ import type { Prisma, PrismaClient } from '../../generated/prisma/client.js';
 import type { Customer, MetaStatus, UserPreference } from '../../channel/notifications.js';
 import type { ConsentStatus } from '../conversations/consent.js';
 import { optOutMessageRecipients, setContactConsent, setPreferenceConsent } from '../conversations/contact-store.js';
-import { keywordCandidates, keywordIntent, keywordsOf } from './keywords.js';
+import { keywordCandidates, keywordMatch, keywordsOf } from './keywords.js';
 import { isBsuid, resolveContact, type MergeMoves } from '../conversations/identity.js';
 
 type Tx = Prisma.TransactionClient;
@@ -26,16 +26,17 @@ const KEYWORD_MAX = 60;
 /** A keyword message's effect on consent, applied in the message's transaction. */
 export async function keywordConsent(
   tx: Tx, projectId: string, contactId: bigint, type: string, content: Record<string, unknown>, at: Date,
-): Promise<{ status: ConsentStatus; confirmation: string | null } | undefined> {
+): Promise<{ status: 'opted_out' | 'opted_in'; keyword: string; confirmation: string | null } | undefined> {
   const candidates = keywordCandidates(type, content).filter((c) => c.trim().length > 0 && c.length <= KEYWORD_MAX);
   if (candidates.length === 0) return undefined;
   const [row] = await tx.$queryRawUnsafe<Array<{ k: unknown }>>('SELECT consent_keywords AS k FROM projects WHERE id = $1', projectId);
   const keywords = keywordsOf(row?.k ?? null);
-  const status = keywordIntent(keywords, candidates);
-  if (!status) return undefined;
+  const match = keywordMatch(keywords, candidates);
+  if (!match) return undefined;
+  const status = match.change;
   await setContactConsent(tx, projectId, contactId, status, 'keyword', at);
   // The confirmation answers every keyword message (also a repeated STOP: the customer asked).
-  return { status, confirmation: status === 'opted_out' ? keywords.opt_out_confirmation : keywords.opt_in_confirmation };
+  return { status, keyword: match.keyword, confirmation: status === 'opted_out' ? keywords.opt_out_confirmation : keywords.opt_in_confirmation };
 }
 
 /** Meta's `user_preferences`: `stop` opts out, `resume` opts in (marketing messages only). */

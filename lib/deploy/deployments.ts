@@ -3,8 +3,9 @@
  *
  * Policy and why (anchors: Twilio's build promotion, Cloudflare's rollback, Kapso's idempotent
  * deploy by hash):
- * - A deploy builds the development tree (bundle + type check + start-up in the sandbox). Only a
- *   clean build is promoted, and exactly that artifact: the bundle, its source map and the files it
+ * - A deploy builds the development tree (bundle + type check + start-up in the sandbox), then runs
+ *   it once on a sample message in preview (the caller's `trial`; `force` skips it). Only a
+ *   clean build whose trial passed is promoted, and exactly that artifact: the bundle, its source map and the files it
  *   was built from are written with the deployment record, the production tree is replaced and
  *   the release pointer switched, all in one transaction. A failed build changes nothing in
  *   production; it is recorded (with its diagnostics) and answered as 502 `build_failed`.
@@ -163,6 +164,13 @@ export function buildFailed(diagnostics: Diagnostic[], deploymentId?: string): A
 export interface DeployOptions {
   message?: string;
   createdBy?: string;
+  /**
+   * Runs the built bundle once on a sample event (lib/bot/deploy-trial.ts, which the caller
+   * composes: the bot is above this room); diagnostics refuse the deploy like a failed build.
+   */
+  trial?: (bundle: string, sourceMap: string) => Promise<Diagnostic[]>;
+  /** Promote without the trial run. */
+  force?: boolean;
 }
 
 export async function deploy(deps: Pick<Deps, 'db' | 'clock'>, projectId: string, opts: DeployOptions = {}): Promise<{ deployment: DeploymentView; noOp: boolean }> {
@@ -177,14 +185,16 @@ export async function deploy(deps: Pick<Deps, 'db' | 'clock'>, projectId: string
   }
   const built = await buildArtifact(files);
   const meta = { message: opts.message ?? null, createdBy: opts.createdBy ?? null, rollbackOf: null };
-  if (!built.ok) {
+  // A bundle that fails its trial run (the sample message) would fail every customer: refused as a failed build.
+  const refused = !built.ok ? built.diagnostics : opts.trial && !opts.force ? await opts.trial(built.bundle, built.sourceMap) : [];
+  if (!built.ok || refused.length) {
     const id = newId('dep', 20);
     await pool.query(
       `INSERT INTO deployments (id, project_id, status, content_hash, diagnostics, message, created_by, created_at) VALUES ($1, $2, 'failed', $3, $4, $5, $6, $7)`,
-      [id, projectId, contentHash, JSON.stringify(built.diagnostics), meta.message, meta.createdBy, deps.clock.now()],
+      [id, projectId, contentHash, JSON.stringify(refused), meta.message, meta.createdBy, deps.clock.now()],
     );
     await prune(pool, projectId);
-    throw buildFailed(built.diagnostics, id);
+    throw buildFailed(refused, id);
   }
   return withDeployLock(pool, projectId, async (client) => {
     // A concurrent deploy of the same content won the lock first: answer its record.

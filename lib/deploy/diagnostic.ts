@@ -4,5 +4,6 @@ export interface Diagnostic {
   line: number;
   column: number;
   message: string;
-  source: 'bundle' | 'typecheck' | 'startup';
+  /** `sample`: the new bundle failed on the deploy's sample message (lib/bot/deploy-trial.ts). */
+  source: 'bundle' | 'typecheck' | 'startup' | 'sample';
 }

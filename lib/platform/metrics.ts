@@ -23,6 +23,12 @@ export interface Metrics {
   toolCall(tool: string, outcome: string): void;
   /** One `http.fetch` of a project's bot: its outcome (the status class `2xx`…, or the error code) and duration. */
   botFetch(projectId: string, outcome: string, seconds: number): void;
+  /**
+   * One event a project's deployed bot did not handle: `kind` is how it ended (`error`: it threw;
+   * `timeout`, `memory_limit`, `crash`, `startup`: its release could not start); bounded, as the
+   * bot log's kinds.
+   */
+  botFailure(projectId: string, kind: string): void;
   /** Values read at scrape time (queue depths, readiness). */
   onCollect(collect: () => Promise<CollectedGauges>): void;
 }
@@ -49,6 +55,7 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
   const toolCalls = new client.Counter({ name: 'mcp_tool_calls_total', help: 'MCP tool calls by tool and outcome', labelNames: ['tool', 'outcome'], registers: [registry] });
   const botFetches = new client.Counter({ name: 'bot_http_fetches_total', help: "Bots' http.fetch calls by project and outcome (status class or error code)", labelNames: ['project', 'outcome'], registers: [registry] });
   const botFetchLatency = new client.Histogram({ name: 'bot_http_fetch_duration_seconds', help: "Bots' http.fetch duration", buckets: LATENCY_BUCKETS, registers: [registry] });
+  const botFailures = new client.Counter({ name: 'bot_event_failures_total', help: "Events a project's deployed bot did not handle, by project and kind (error: it threw; timeout, memory_limit, crash, startup)", labelNames: ['project', 'kind'], registers: [registry] });
   const limited = new client.Counter({ name: 'rate_limit_rejections_total', help: 'Requests refused by a rate limit', labelNames: ['limit'], registers: [registry] });
   const collectors: Array<() => Promise<CollectedGauges>> = [];
   const gather = async (): Promise<CollectedGauges> => {
@@ -106,6 +113,7 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
       botFetches.inc({ project, outcome });
       botFetchLatency.observe(seconds);
     },
+    botFailure: (project, kind) => botFailures.inc({ project, kind }),
     toolCall: (tool, outcome) => toolCalls.inc({ tool, outcome }),
     onCollect: (collect) => collectors.push(collect),
   };

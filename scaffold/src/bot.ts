@@ -5,6 +5,9 @@
 import { emit, log, sendButtons, sendText, setState, type InboundMessage } from './platform/runtime/index.js';
 
 export async function onMessage(message: InboundMessage): Promise<void> {
+  // STOP, START and the project's other consent keywords: the service has already changed the
+  // customer's consent (and confirmed it, if the project has a confirmation text). No echo.
+  if (message.consent) return;
   const text = (message.text ?? '').trim().toLowerCase();
 
   if (text === 'menu') {

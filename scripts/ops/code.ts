@@ -10,7 +10,7 @@
 import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
-import { flagValue, parseChoice, parseInteger, UsageError, type ParsedArgs } from './args.js';
+import { flagSet, flagValue, parseChoice, parseInteger, UsageError, type ParsedArgs } from './args.js';
 import { failure, OpsFailure, redact, type AdminClient, type FailureEnvelope } from './client.js';
 import type { Command } from './command.js';
 import * as f from './format.js';
@@ -161,18 +161,23 @@ export const CODE_COMMANDS: Command[] = [
     },
   },
   {
-    group: 'code', name: 'deploy', args: [], options: '[--message TEXT]', flags: ['message'], auth: 'api_key',
-    summary: 'Build the development tree and promote it to production (prints diagnostics on a failed build)',
+    group: 'code', name: 'deploy', args: [], options: '[--message TEXT] [--sample TEXT] [--force]', flags: ['message', 'sample', 'force'], auth: 'api_key',
+    summary: 'Build the development tree, run it once on a sample message (--sample, default "Hello"; --force skips it) and promote it to production (prints diagnostics on a failed build or sample)',
     async run(api, _pos, args) {
       const client = codeApi(api, args);
       const message = flagValue(args, 'message');
+      const sample = flagValue(args, 'sample');
       try {
-        const res = await client.call('POST', '/v1/deployments', message === undefined ? {} : { message });
+        const res = await client.call('POST', '/v1/deployments', {
+          ...(message === undefined ? {} : { message }),
+          ...(sample === undefined ? {} : { sample: { text: sample } }),
+          ...(flagSet(args, 'force') ? { force: true } : {}),
+        });
         const d = res.data.deployment;
         return { data: res.data, human: res.data.no_op ? `Nothing to deploy: production already runs this code (${d.id}).` : `Deployed ${d.id} (${d.content_hash.slice(0, 12)}); production runs it from the next message.` };
       } catch (e) {
         if (e instanceof OpsFailure && e.envelope.error.code === 'build_failed') {
-          throw new OpsFailure({ ...e.envelope, error: { ...e.envelope.error, message: `build failed; production is unchanged.\n${diagnosticsText(e.envelope)}` } }, e.status);
+          throw new OpsFailure({ ...e.envelope, error: { ...e.envelope.error, message: `build failed; production is unchanged (--force skips the sample run).\n${diagnosticsText(e.envelope)}` } }, e.status);
         }
         throw e;
       }

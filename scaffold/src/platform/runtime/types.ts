@@ -14,6 +14,12 @@ export interface InboundMessage {
   conversation: { id: number; state: string };
   contact: { phone: string | null; user_id?: string | null; username?: string | null; name: string | null };
   received_at: string;
+  /**
+   * Set when the message is one of the project's consent keywords (STOP, START, …): the service
+   * has already changed the customer's marketing consent (and sent the project's confirmation, if
+   * it has one), so most bots should not answer it. Null for any other message.
+   */
+  consent?: { change: 'opted_out' | 'opted_in'; keyword: string } | null;
 }
 
 export interface InboundEvent {
