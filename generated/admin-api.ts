@@ -1053,6 +1053,169 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/projects/{projectId}/bot/schedules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List the bot's schedules with their next and last runs
+         * @description The schedules the project's active release declares (`export const schedules` in the bot,
+         *     read at deploy): each with its cron expression and time zone, where it is declared, whether
+         *     it is paused, its next due time (null while paused) and its last run.
+         */
+        get: operations["adminListSchedules"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/projects/{projectId}/bot/schedules/{name}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+                /**
+                 * @description A schedule's name, as the bot's `schedules` declares it.
+                 * @example morningReminder
+                 */
+                name: components["parameters"]["ScheduleName"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pause a schedule of the bot
+         * @description The schedule stops running (its `next_run_at` becomes null) until it is resumed; a run in
+         *     progress finishes. Kept across deploys that keep the schedule. Written to the audit trail
+         *     (`schedule.pause`). Pausing a paused schedule changes nothing. 404 `not_found` when the
+         *     active release declares no such schedule.
+         */
+        post: operations["adminPauseSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/projects/{projectId}/bot/schedules/{name}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+                /**
+                 * @description A schedule's name, as the bot's `schedules` declares it.
+                 * @example morningReminder
+                 */
+                name: components["parameters"]["ScheduleName"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume a paused schedule of the bot
+         * @description The schedule runs again from its next due time after now (due times passed while it was
+         *     paused are not caught up). Written to the audit trail (`schedule.resume`).
+         */
+        post: operations["adminResumeSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/projects/{projectId}/bot/schedules/{name}/run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+                /**
+                 * @description A schedule's name, as the bot's `schedules` declares it.
+                 * @example morningReminder
+                 */
+                name: components["parameters"]["ScheduleName"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run a schedule of the bot now
+         * @description One run now (`trigger: manual`, its `due_at` the time of the request), in the project's
+         *     sandbox with the same limits, rate and send rules as every run; a paused schedule may be run
+         *     too. The answer is the queued run; its outcome is in the schedule's runs. 409 `conflict`
+         *     while a run of the schedule is in progress (one run at a time per schedule). Written to the
+         *     audit trail (`schedule.run`).
+         */
+        post: operations["adminRunSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/projects/{projectId}/bot/schedules/{name}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+                /**
+                 * @description A schedule's name, as the bot's `schedules` declares it.
+                 * @example morningReminder
+                 */
+                name: components["parameters"]["ScheduleName"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read a schedule's recent runs
+         * @description Newest first: each run's due time, trigger (`cron`, `catch_up`: missed while the service was
+         *     down and run at its start within `SCHEDULE_GRACE_SECONDS`, `manual`), outcome, start,
+         *     duration and, when it failed or was skipped, why (with the author's file, line and column
+         *     when the bot threw).
+         */
+        get: operations["adminListScheduleRuns"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/projects/{projectId}/files": {
         parameters: {
             query?: never;
@@ -1555,6 +1718,81 @@ export interface components {
                 secret: components["schemas"]["BotSecret"];
             };
         };
+        BotSchedule: {
+            /** @example morningReminder */
+            name: string;
+            /**
+             * @description A 5-field cron expression (minute hour day-of-month month day-of-week).
+             * @example 0 9 * * *
+             */
+            cron: string;
+            /**
+             * @description An IANA time zone.
+             * @example Europe/Lisbon
+             */
+            time_zone: string;
+            /**
+             * @description Where the bot declares it (file:line).
+             * @example src/bot.ts:8
+             */
+            source: string | null;
+            /** @description The deployment whose bundle declares it. */
+            deployment_id: string;
+            paused: boolean;
+            /** Format: date-time */
+            paused_at: string | null;
+            /**
+             * Format: date-time
+             * @description The next due time; null while paused.
+             */
+            next_run_at: string | null;
+            last_run: components["schemas"]["BotScheduleRun"] | null;
+        };
+        BotScheduleRun: {
+            id: string;
+            schedule: string;
+            /** Format: date-time */
+            due_at: string;
+            /** @enum {string} */
+            trigger: "cron" | "catch_up" | "manual";
+            /**
+             * @description `skipped`: not run (missed beyond SCHEDULE_GRACE_SECONDS, the previous run still going, no active release); `timeout`, `memory_limit`, `crashed`: stopped, tried again up to BOT_MAX_ABNORMAL_RUNS, then `set_aside`.
+             * @enum {string}
+             */
+            outcome: "queued" | "running" | "ok" | "error" | "timeout" | "memory_limit" | "crashed" | "interrupted" | "skipped" | "set_aside";
+            /** Format: date-time */
+            started_at: string | null;
+            /** Format: date-time */
+            finished_at: string | null;
+            duration_ms: number | null;
+            error: null | {
+                message: string;
+                file: string | null;
+                line: number | null;
+                column: number | null;
+            };
+        };
+        BotScheduleListResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                schedules: components["schemas"]["BotSchedule"][];
+            };
+        };
+        BotScheduleResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                schedule: components["schemas"]["BotSchedule"];
+            };
+        };
+        BotScheduleRunResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                run: components["schemas"]["BotScheduleRun"];
+            };
+        };
         HttpAllowlistResponse: {
             /** @constant */
             success: true;
@@ -1568,10 +1806,10 @@ export interface components {
             /** @enum {string} */
             level: "debug" | "info" | "warn" | "error";
             /**
-             * @description `crash`: the sandbox process running the event ended; `set_aside`: the event was set aside after its abnormal runs (never replayed).
+             * @description `crash`: the sandbox process running the event ended; `set_aside`: the event was set aside after its abnormal runs (never replayed); `schedule`: a schedule's run did not run (missed beyond the grace, or its previous run still going).
              * @enum {string}
              */
-            kind: "log" | "error" | "timeout" | "memory_limit" | "startup" | "crash" | "set_aside";
+            kind: "log" | "error" | "timeout" | "memory_limit" | "startup" | "crash" | "set_aside" | "schedule";
             message: string;
             deployment_id: string | null;
             /** Format: date-time */
@@ -1829,6 +2067,11 @@ export interface components {
          * @example SHOP_API_TOKEN
          */
         SecretName: string;
+        /**
+         * @description A schedule's name, as the bot's `schedules` declares it.
+         * @example morningReminder
+         */
+        ScheduleName: string;
         /**
          * @description A file name: 1 to 128 letters, digits, `.`, `_` or `-`, starting with a letter or digit, without `..` (one name, never a path).
          * @example price-list.pdf
@@ -3513,6 +3756,181 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["HttpAllowlistResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+        };
+    };
+    adminListSchedules: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The schedules, by name. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BotScheduleListResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+        };
+    };
+    adminPauseSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+                /**
+                 * @description A schedule's name, as the bot's `schedules` declares it.
+                 * @example morningReminder
+                 */
+                name: components["parameters"]["ScheduleName"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The schedule. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BotScheduleResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+        };
+    };
+    adminResumeSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+                /**
+                 * @description A schedule's name, as the bot's `schedules` declares it.
+                 * @example morningReminder
+                 */
+                name: components["parameters"]["ScheduleName"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The schedule. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BotScheduleResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+        };
+    };
+    adminRunSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+                /**
+                 * @description A schedule's name, as the bot's `schedules` declares it.
+                 * @example morningReminder
+                 */
+                name: components["parameters"]["ScheduleName"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The run, queued for the bot. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BotScheduleRunResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+        };
+    };
+    adminListScheduleRuns: {
+        parameters: {
+            query?: {
+                /** @description How many runs (newest first); default 20. */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+                /**
+                 * @description A schedule's name, as the bot's `schedules` declares it.
+                 * @example morningReminder
+                 */
+                name: components["parameters"]["ScheduleName"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The runs. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            runs: components["schemas"]["BotScheduleRun"][];
+                        };
+                    };
                 };
             };
             400: components["responses"]["Error"];

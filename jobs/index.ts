@@ -8,6 +8,8 @@ import { backgroundPool, type JobContext, type JobDeps, type JobModule } from '.
 import { registerWebhookDelivery, type WebhookDelivery, type WebhookDeliveryOptions } from './webhook-delivery.js';
 import { registerBroadcastEngine, type BroadcastEngineOptions, type RunningEngine } from './broadcast-engine.js';
 import { registerBotInboxReclaim } from './bot-inbox.js';
+import { registerBotSchedules } from './bot-schedules.js';
+import type { BotScheduler } from '../lib/bot/scheduler.js';
 import { registerSendSettle } from './send-settle.js';
 import type { BotHook } from '../lib/bot/types.js';
 
@@ -23,12 +25,16 @@ export interface JobsOptions {
   broadcasts?: BroadcastEngineOptions | false;
   /** How often messages the bot never finished are handed to it again, in ms (lib/bot/inbox.ts). */
   botReclaimEveryMs?: number;
+  /** How often the bot schedules' sweep runs, in ms (jobs/bot-schedules.ts). */
+  botSchedulesEveryMs?: number;
 }
 
 export interface Jobs {
   runner: JobRunner;
   webhooks: WebhookDelivery;
   broadcasts?: RunningEngine;
+  /** The bot's scheduler (with a bot runtime). */
+  schedules?: BotScheduler;
   stop(): Promise<void>;
 }
 
@@ -40,8 +46,9 @@ export async function startJobs(deps: JobDeps & { bot?: BotHook }, opts: JobsOpt
   const webhooks = registerWebhookDelivery(ctx, opts.webhooks);
   const broadcasts = opts.broadcasts === false ? undefined : registerBroadcastEngine(ctx, opts.broadcasts);
   const botInbox = deps.bot ? registerBotInboxReclaim(ctx, deps.bot, opts.botReclaimEveryMs) : undefined;
+  const schedules = deps.bot ? registerBotSchedules(ctx, deps.bot, opts.botSchedulesEveryMs) : undefined;
   const sendSettle = registerSendSettle(ctx);
-  const modules: JobModule[] = [webhooks, ...(broadcasts ? [broadcasts] : []), ...(botInbox ? [botInbox] : []), sendSettle];
+  const modules: JobModule[] = [webhooks, ...(broadcasts ? [broadcasts] : []), ...(botInbox ? [botInbox] : []), ...(schedules ? [schedules] : []), sendSettle];
 
   let stopped = false;
   const stop = async () => {
@@ -59,5 +66,5 @@ export async function startJobs(deps: JobDeps & { bot?: BotHook }, opts: JobsOpt
     await stop();
     throw e;
   }
-  return { runner, webhooks, broadcasts, stop };
+  return { runner, webhooks, broadcasts, schedules: schedules?.scheduler, stop };
 }

@@ -16,6 +16,7 @@ import * as dashboard from './dashboard.js';
 import * as rateCard from './rate-card.js';
 import * as templates from './templates.js';
 import * as secrets from './secrets.js';
+import * as schedules from './schedules.js';
 import * as projectFiles from './project-files.js';
 
 export const adminHandlers: Handlers<operations> = {
@@ -76,6 +77,11 @@ export const adminHandlers: Handlers<operations> = {
   adminDeleteSecret: secrets.adminDeleteSecret,
   adminGetHttpAllowlist: secrets.adminGetHttpAllowlist,
   adminSetHttpAllowlist: secrets.adminSetHttpAllowlist,
+  adminListSchedules: schedules.adminListSchedules,
+  adminPauseSchedule: schedules.adminPauseSchedule,
+  adminResumeSchedule: schedules.adminResumeSchedule,
+  adminRunSchedule: schedules.adminRunSchedule,
+  adminListScheduleRuns: schedules.adminListScheduleRuns,
   adminListProjectFiles: projectFiles.adminListProjectFiles,
   adminUploadProjectFile: projectFiles.adminUploadProjectFile,
   adminDownloadProjectFile: projectFiles.adminDownloadProjectFile,

@@ -1,13 +1,18 @@
 /**
- * The bot's inbox: each inbound message the deployed bot has to handle, written in the transaction
- * that stores the message and deleted once the bot has handled it (lib/bot/runtime.ts).
+ * The bot's inbox of events: each thing the deployed bot has to handle — an inbound message, a run
+ * of one of its schedules, later others — written in the transaction that makes it (the stored
+ * message, the fired run) and deleted once the bot has handled it (lib/bot/runtime.ts). An event is
+ * named by its key (`message:<message id>`, `schedule:<run id>`) and has a kind; its payload is the
+ * row it names, read when the event is handed over again.
  *
- * Policy and why:
- * - A row is leased to the instance that received the message (BOT_INBOX_LEASE_MS, renewed while the
- *   message waits or runs there). A row whose lease ran out belongs to a process that died
+ * Policy and why (one lease mechanism for every kind, the one the webhook deliveries and the
+ * campaigns use: a row leased by a conditional UPDATE, renewed while held, retaken by a recurring
+ * sweep on the job runner once its lease runs out):
+ * - A row is leased to the instance that made the event (BOT_INBOX_LEASE_MS, renewed while the
+ *   event waits or runs there). A row whose lease ran out belongs to a process that died
  *   (restart, kill -9) or could not delete it (a database outage): any instance's reclaim pass
  *   takes it (FOR UPDATE SKIP LOCKED, so two passes never take one row) and hands it to its bot.
- * - A message cut off after the bot's reply was sent and before the row was deleted is handled
+ * - An event cut off after the bot's reply was sent and before the row was deleted is handled
  *   again; its sends carry the same references as the first time (lib/bot/runtime.ts, sendRef), so
  *   a reply that had gone out is not sent twice, and one whose outcome the crash left unknown
  *   (pending) is not sent again (at most once, as every send). Other effects (state, tables,
@@ -19,31 +24,54 @@
  *   this table with its reason for the operator, is logged to the bot log, and is never handed to
  *   the bot again (a restart included). Below it, the event goes back to the inbox and a reclaim
  *   pass tries it again; later messages of the same customer do not wait for it.
- * - A message handed over MAX_HANDOVERS times for any other reason is set aside too.
+ * - An event handed over MAX_HANDOVERS times for any other reason is set aside too.
  * - Times come from the service's clock, so tests move leases with a manual clock, not sleeps.
  */
 import type pg from 'pg';
 import type { Prisma } from '../../generated/prisma/client.js';
-import { inboundText, type BotInboundMessage } from './types.js';
+import { inboundText, type BotEvent } from './types.js';
 
-/** Hand-overs after which a message is given up. */
+/** Hand-overs after which an event is given up. */
 export const MAX_HANDOVERS = 20;
 /** Rows one reclaim pass takes. */
 export const RECLAIM_BATCH = 200;
 
-/** Records, in the storing transaction, that the bot has `messageId` to handle (leased to this instance). */
+export const messageKey = (messageId: bigint | string) => `message:${messageId}`;
+export const runKey = (runId: bigint | string) => `schedule:${runId}`;
+
+/** Records, in the storing transaction, that the bot has the message `messageId` to handle (leased to this instance). */
 export async function addToInbox(tx: Prisma.TransactionClient, projectId: string, messageId: bigint, now: Date, leaseMs: number): Promise<void> {
-  await tx.botInbox.create({ data: { key: `message:${messageId}`, kind: 'message', messageId, projectId, leaseUntil: new Date(now.getTime() + leaseMs), createdAt: now } });
+  await tx.botInbox.create({ data: { key: messageKey(messageId), kind: 'message', messageId, projectId, leaseUntil: new Date(now.getTime() + leaseMs), createdAt: now } });
 }
 
-/** The bot handled the message (or it is gone): it leaves the inbox. A set-aside event stays. */
-export async function removeFromInbox(pool: pg.Pool, messageId: bigint): Promise<void> {
-  await pool.query('DELETE FROM bot_inbox WHERE message_id = $1 AND set_aside_at IS NULL', [messageId.toString()]);
+/** Records, in the transaction that fires a schedule's run, that the bot has the run to handle (leased to this instance). */
+export async function addRunToInbox(client: pg.PoolClient, projectId: string, runId: bigint, now: Date, leaseMs: number): Promise<string> {
+  const key = runKey(runId);
+  await client.query(
+    `INSERT INTO bot_inbox (key, kind, run_id, project_id, lease_until, created_at) VALUES ($1, 'schedule', $2, $3, $4, $5)`,
+    [key, runId.toString(), projectId, new Date(now.getTime() + leaseMs), now],
+  );
+  return key;
+}
+
+/** Whether an earlier run of the schedule is still in the inbox (waiting, running or to be tried again). */
+export async function scheduleRunPending(client: pg.PoolClient | pg.Pool, projectId: string, schedule: string): Promise<boolean> {
+  const res = await client.query(
+    `SELECT 1 FROM bot_inbox i JOIN bot_schedule_runs r ON r.id = i.run_id
+      WHERE r.project_id = $1 AND r.schedule = $2 AND i.set_aside_at IS NULL LIMIT 1`,
+    [projectId, schedule],
+  );
+  return (res.rowCount ?? 0) > 0;
+}
+
+/** The bot handled the event (or it is gone): it leaves the inbox. A set-aside event stays. */
+export async function removeFromInbox(pool: pg.Pool, key: string): Promise<void> {
+  await pool.query('DELETE FROM bot_inbox WHERE key = $1 AND set_aside_at IS NULL', [key]);
 }
 
 /** A run of the bot on the event begins; false when the event is no longer to be run (gone, set aside). */
-export async function markRunStarted(pool: pg.Pool, messageId: bigint, now: Date): Promise<boolean> {
-  const res = await pool.query('UPDATE bot_inbox SET run_started_at = $2 WHERE message_id = $1 AND set_aside_at IS NULL', [messageId.toString(), now]);
+export async function markRunStarted(pool: pg.Pool, key: string, now: Date): Promise<boolean> {
+  const res = await pool.query('UPDATE bot_inbox SET run_started_at = $2 WHERE key = $1 AND set_aside_at IS NULL', [key, now]);
   return (res.rowCount ?? 0) > 0;
 }
 
@@ -51,22 +79,22 @@ export async function markRunStarted(pool: pg.Pool, messageId: bigint, now: Date
  * A run ended abnormally: counted, and the event is either set aside (at `max`) or given back to
  * the inbox at once for a reclaim pass to try again. Undefined when it is no longer there.
  */
-export async function recordAbnormalRun(pool: pg.Pool, messageId: bigint, reason: string, now: Date, max: number): Promise<{ runs: number; setAside: boolean } | undefined> {
+export async function recordAbnormalRun(pool: pg.Pool, key: string, reason: string, now: Date, max: number): Promise<{ runs: number; setAside: boolean } | undefined> {
   const res = await pool.query<{ abnormal_runs: number; set_aside: boolean }>(
     `UPDATE bot_inbox SET abnormal_runs = abnormal_runs + 1, run_started_at = NULL, lease_until = $2::timestamptz,
             set_aside_at = CASE WHEN abnormal_runs + 1 >= $3::int THEN $2::timestamptz END,
             set_aside_reason = CASE WHEN abnormal_runs + 1 >= $3::int THEN $4::text END
-      WHERE message_id = $1 AND set_aside_at IS NULL
+      WHERE key = $1 AND set_aside_at IS NULL
       RETURNING abnormal_runs, set_aside_at IS NOT NULL AS set_aside`,
-    [messageId.toString(), now, max, reason],
+    [key, now, max, reason],
   );
   const row = res.rows[0];
   return row && { runs: row.abnormal_runs, setAside: row.set_aside };
 }
 
 /** Sets the event aside for good (kept with its reason; never handed to the bot again). */
-export async function setAside(pool: pg.Pool, messageId: bigint, reason: string, now: Date): Promise<void> {
-  await pool.query('UPDATE bot_inbox SET set_aside_at = $2, set_aside_reason = $3, run_started_at = NULL WHERE message_id = $1 AND set_aside_at IS NULL', [messageId.toString(), now, reason]);
+export async function setAside(pool: pg.Pool, key: string, reason: string, now: Date): Promise<void> {
+  await pool.query('UPDATE bot_inbox SET set_aside_at = $2, set_aside_reason = $3, run_started_at = NULL WHERE key = $1 AND set_aside_at IS NULL', [key, now, reason]);
 }
 
 export interface SetAsideEvent {
@@ -77,73 +105,81 @@ export interface SetAsideEvent {
   received_at: Date;
 }
 
-/** A project's set-aside events, newest first. */
+/** A project's set-aside messages, newest first (a set-aside schedule run is in its schedule's runs). */
 export async function listSetAside(pool: pg.Pool, projectId: string, limit: number): Promise<SetAsideEvent[]> {
   const res = await pool.query<SetAsideEvent>(
     `SELECT m.wamid AS message_id, b.abnormal_runs, b.set_aside_reason AS reason, b.set_aside_at, b.created_at AS received_at
        FROM bot_inbox b JOIN messages m ON m.id = b.message_id
-      WHERE b.project_id = $1 AND b.set_aside_at IS NOT NULL ORDER BY b.set_aside_at DESC, b.message_id DESC LIMIT $2`,
+      WHERE b.project_id = $1 AND b.kind = 'message' AND b.set_aside_at IS NOT NULL ORDER BY b.set_aside_at DESC, b.message_id DESC LIMIT $2`,
     [projectId, limit],
   );
   return res.rows;
 }
 
-/** Keeps the messages this instance still holds (waiting or running) from being taken by another. */
-export async function renewLeases(pool: pg.Pool, messageIds: bigint[], now: Date, leaseMs: number): Promise<void> {
-  if (!messageIds.length) return;
-  await pool.query('UPDATE bot_inbox SET lease_until = $2 WHERE message_id = ANY($1::bigint[])', [messageIds.map(String), new Date(now.getTime() + leaseMs)]);
+/** Keeps the events this instance still holds (waiting or running) from being taken by another. */
+export async function renewLeases(pool: pg.Pool, keys: string[], now: Date, leaseMs: number): Promise<void> {
+  if (!keys.length) return;
+  await pool.query('UPDATE bot_inbox SET lease_until = $2 WHERE key = ANY($1::text[])', [keys, new Date(now.getTime() + leaseMs)]);
 }
 
 export interface ReclaimedEvent {
   projectId: string;
-  inboxId: bigint;
+  key: string;
   /** Hand-overs so far, this one included. */
   handovers: number;
   /** Abnormal runs so far, a run the dead process had started included. */
   abnormalRuns: number;
   /** The process that held it had started a run on it (it died mid-run). */
   diedMidRun: boolean;
-  /** Undefined when the message is gone (its project was deleted). */
-  message?: BotInboundMessage;
+  /** Undefined when what it names is gone (its message's project was deleted). */
+  event?: BotEvent;
 }
 
-/** Takes up to RECLAIM_BATCH messages whose lease ran out, oldest first, leased to the caller. */
+/** Takes up to RECLAIM_BATCH events whose lease ran out, oldest first, leased to the caller. */
 export async function reclaimExpired(pool: pg.Pool, now: Date, leaseMs: number): Promise<ReclaimedEvent[]> {
   const { rows } = await pool.query<{
-    message_id: string; project_id: string; attempts: number; abnormal_runs: number; died_mid_run: boolean; created_at: Date;
+    key: string; kind: string; project_id: string; attempts: number; abnormal_runs: number; died_mid_run: boolean; created_at: Date;
     wamid: string | null; type: string | null; content: Record<string, unknown> | null;
     conversation_id: string | null; state: string | null; phone: string | null; user_id: string | null; username: string | null; name: string | null;
+    run_id: string | null; schedule: string | null; due_at: Date | null; trigger: string | null; cron: string | null; time_zone: string | null;
   }>(
     `WITH due AS (
-       SELECT message_id, run_started_at IS NOT NULL AS died_mid_run FROM bot_inbox
-        WHERE lease_until <= $1 AND set_aside_at IS NULL ORDER BY message_id LIMIT $3 FOR UPDATE SKIP LOCKED
+       SELECT key, run_started_at IS NOT NULL AS died_mid_run FROM bot_inbox
+        WHERE lease_until <= $1 AND set_aside_at IS NULL ORDER BY created_at, key LIMIT $3 FOR UPDATE SKIP LOCKED
      ), taken AS (
        UPDATE bot_inbox b SET lease_until = $2, attempts = b.attempts + 1,
               abnormal_runs = b.abnormal_runs + due.died_mid_run::int, run_started_at = NULL
-         FROM due WHERE b.message_id = due.message_id
-       RETURNING b.message_id, b.project_id, b.attempts, b.abnormal_runs, due.died_mid_run, b.created_at
+         FROM due WHERE b.key = due.key
+       RETURNING b.key, b.kind, b.message_id, b.run_id, b.project_id, b.attempts, b.abnormal_runs, due.died_mid_run, b.created_at
      )
-     SELECT t.message_id, t.project_id, t.attempts, t.abnormal_runs, t.died_mid_run, t.created_at, m.wamid, m.type, m.content, c.id AS conversation_id, c.state, k.phone, k.user_id, k.username, k.name
+     SELECT t.key, t.kind, t.project_id, t.attempts, t.abnormal_runs, t.died_mid_run, t.created_at, m.wamid, m.type, m.content, c.id AS conversation_id, c.state, k.phone, k.user_id, k.username, k.name,
+            r.id AS run_id, r.schedule, r.due_at, r.trigger, s.cron, s.time_zone
        FROM taken t
        LEFT JOIN messages m ON m.id = t.message_id
        LEFT JOIN conversations c ON c.id = m.conversation_id
        LEFT JOIN contacts k ON k.id = c.contact_id
-      ORDER BY t.message_id`,
+       LEFT JOIN bot_schedule_runs r ON r.id = t.run_id
+       LEFT JOIN bot_schedules s ON s.project_id = r.project_id AND s.name = r.schedule
+      ORDER BY t.created_at, t.key`,
     [now, new Date(now.getTime() + leaseMs), RECLAIM_BATCH],
   );
-  return rows.map((r) => ({
-    projectId: r.project_id,
-    inboxId: BigInt(r.message_id),
-    handovers: r.attempts,
-    abnormalRuns: r.abnormal_runs,
-    diedMidRun: r.died_mid_run,
-    message:
-      r.wamid && (r.phone || r.user_id) && r.conversation_id
-        ? {
-            id: r.wamid, from: (r.phone ?? r.user_id)!, type: r.type!, text: inboundText(r.type!, r.content ?? {}), raw: r.content ?? {},
-            conversation: { id: Number(r.conversation_id), state: r.state! },
-            contact: { phone: r.phone, user_id: r.user_id, username: r.username, name: r.name }, received_at: r.created_at.toISOString(),
-          }
-        : undefined,
-  }));
+  return rows.map((r) => {
+    let event: BotEvent | undefined;
+    if (r.kind === 'message' && r.wamid && (r.phone || r.user_id) && r.conversation_id) {
+      event = {
+        kind: 'message',
+        message: {
+          id: r.wamid, from: (r.phone ?? r.user_id)!, type: r.type!, text: inboundText(r.type!, r.content ?? {}), raw: r.content ?? {},
+          conversation: { id: Number(r.conversation_id), state: r.state! },
+          contact: { phone: r.phone, user_id: r.user_id, username: r.username, name: r.name }, received_at: r.created_at.toISOString(),
+        },
+      };
+    } else if (r.kind === 'schedule' && r.run_id && r.schedule && r.due_at && r.cron && r.time_zone) {
+      event = {
+        kind: 'schedule',
+        schedule: { name: r.schedule, run_id: r.run_id, due_at: r.due_at.toISOString(), trigger: r.trigger as 'cron', cron: r.cron, time_zone: r.time_zone },
+      };
+    }
+    return { projectId: r.project_id, key: r.key, handovers: r.attempts, abnormalRuns: r.abnormal_runs, diedMidRun: r.died_mid_run, event };
+  });
 }

@@ -30,6 +30,10 @@
  *   inbox and is tried again by a reclaim pass, up to BOT_MAX_ABNORMAL_RUNS runs; then it is set
  *   aside with its reason (lib/bot/inbox.ts), logged, and never replayed. A bot that throws has
  *   handled its event (logged, not retried).
+ * - Events of every kind take this one path (lib/bot/inbox.ts): an inbound message, a run of one of
+ *   the bot's schedules (lib/bot/schedules.ts; `onSchedule`, one run at a time per schedule, in the
+ *   same sandbox, limits and rate as messages, its sends through the same helpers and rules). A
+ *   schedule run's outcome (start, duration, error at the author's line) is written to its run.
  * - Durable: each message is in the bot's inbox (lib/bot/inbox.ts) from the transaction that
  *   stored it until it is handled here; the leases of the messages this process holds are renewed.
  *   A message this process could not finish (its release could not be read through an outage, or
@@ -44,8 +48,10 @@ import { takeBotEvent } from './rates.js';
 import { backoff, runHelper, type Invocation } from './helpers.js';
 import { hostOpBounds } from './host-api.js';
 import { redactedBotLog } from './secrets.js';
-import type { BotHook, BotInboundMessage } from './types.js';
-import { addToInbox, markRunStarted, MAX_HANDOVERS, reclaimExpired, recordAbnormalRun, removeFromInbox, renewLeases, setAside } from './inbox.js';
+import type { BotEvent, BotHook, BotInboundMessage } from './types.js';
+import { addToInbox, markRunStarted, MAX_HANDOVERS, messageKey, reclaimExpired, recordAbnormalRun, removeFromInbox, renewLeases, setAside } from './inbox.js';
+import { runEnded, runStarted, type RunOutcome } from './schedules.js';
+import { createHash } from 'node:crypto';
 import type { Prisma } from '../../generated/prisma/client.js';
 
 export const MAX_QUEUED_PER_PROJECT = 1000;
@@ -91,11 +97,14 @@ export class BotRuntime implements BotHook {
   private readonly projects = new Map<string, ProjectState>();
   private readonly inFlight = new Set<Promise<void>>();
   private readonly releases = new Map<string, { id: string | undefined; at: number }>();
-  /** Inbox rows this process holds (queued or running): their leases are renewed. */
-  private readonly held = new Set<bigint>();
+  /** Inbox events this process holds (queued or running), by key: their leases are renewed. */
+  private readonly held = new Set<string>();
   /** Per project and customer, the event handling that conversation now and the sends it made (one at a time per conversation). */
-  private readonly running = new Map<string, { inboxId: bigint; sends: number }>();
+  private readonly running = new Map<string, { key: string; sends: number }>();
+  /** Per project, the schedule runs in progress and their sends per recipient (send references). */
+  private readonly scheduleRuns = new Map<string, Map<string, { runId: string; sends: Map<string, number> }>>();
   private renewTimer?: NodeJS.Timeout;
+  private readonly releaseListeners: Array<(projectId: string) => void> = [];
   private closed = false;
   /** Per project over its event rate: the end of the window its waiting messages wait for. */
   private readonly gates = new Map<string, Promise<void>>();
@@ -111,30 +120,35 @@ export class BotRuntime implements BotHook {
   }
 
   onInboundMessage(projectId: string, inboxId: bigint, message: BotInboundMessage): void {
+    this.onEvent(projectId, messageKey(inboxId), { kind: 'message', message });
+  }
+
+  onEvent(projectId: string, inboxKey: string, event: BotEvent): void {
     // Not taken (closing, or already held here): the inbox keeps it until a reclaim pass.
-    if (this.closed || !this.deps || this.held.has(inboxId)) return;
+    if (this.closed || !this.deps || this.held.has(inboxKey)) return;
     let p = this.projects.get(projectId);
     if (!p) this.projects.set(projectId, (p = { queued: 0, running: 0, waiters: [], chains: new Map() }));
     if (p.queued >= MAX_QUEUED_PER_PROJECT) {
-      void this.log(projectId, { level: 'warn', kind: 'error', message: `Message ${message.id} waits in the inbox: ${MAX_QUEUED_PER_PROJECT} messages are already queued; it is handed to the bot again later.` });
+      void this.log(projectId, { level: 'warn', kind: 'error', message: `${labelOf(event)} waits in the inbox: ${MAX_QUEUED_PER_PROJECT} events are already queued; it is handed to the bot again later.` });
       return;
     }
     p.queued++;
-    this.held.add(inboxId);
+    this.held.add(inboxKey);
     const state = p;
-    const key = message.from;
+    // One conversation's messages, and one schedule's runs, one at a time and in order.
+    const key = event.kind === 'message' ? event.message.from : `schedule:${event.schedule.name}`;
     const run = (state.chains.get(key) ?? Promise.resolve())
-      .then(() => this.admit(projectId, message.id))
-      .then(() => this.withTurn(state, () => this.handle(projectId, inboxId, message)))
+      .then(() => this.admit(projectId, labelOf(event)))
+      .then(() => this.withTurn(state, () => this.handle(projectId, inboxKey, event)))
       .then(
-        (done) => (done ? this.settle(inboxId) : undefined),
+        (done) => (done ? this.settle(inboxKey) : undefined),
         // Not handled: left in the inbox for a reclaim pass.
         (e) => {
           if (!(e instanceof NotNow)) this.deps?.logger.error(`bot runtime: ${e instanceof Error ? e.stack : String(e)}`);
         },
       )
       .finally(() => {
-        this.held.delete(inboxId);
+        this.held.delete(inboxKey);
         state.queued--;
         if (state.chains.get(key) === run) state.chains.delete(key);
         if (state.queued === 0 && this.projects.get(projectId) === state) this.projects.delete(projectId);
@@ -144,8 +158,8 @@ export class BotRuntime implements BotHook {
     void run.finally(() => this.inFlight.delete(run));
   }
 
-  /** Resolves when the project's bot may handle one more message under BOT_EVENTS_PER_MINUTE. */
-  private async admit(projectId: string, messageId: string): Promise<void> {
+  /** Resolves when the project's bot may handle one more event under BOT_EVENTS_PER_MINUTE. */
+  private async admit(projectId: string, label: string): Promise<void> {
     const deps = this.deps!;
     for (;;) {
       if (this.closed) throw new NotNow();
@@ -157,7 +171,7 @@ export class BotRuntime implements BotHook {
       const rate = await takeBotEvent(deps, projectId);
       if (rate.allowed) return;
       if (rate.count === deps.config.botEventsPerMinute + 1) {
-        void this.log(projectId, { level: 'warn', kind: 'error', message: `Message ${messageId} and later ones wait: the bot handles ${deps.config.botEventsPerMinute} messages a minute (BOT_EVENTS_PER_MINUTE); they run from ${rate.resetAt.toISOString()}, in order.` });
+        void this.log(projectId, { level: 'warn', kind: 'error', message: `${label} and later events wait: the bot handles ${deps.config.botEventsPerMinute} events a minute (BOT_EVENTS_PER_MINUTE); they run from ${rate.resetAt.toISOString()}, in order.` });
       }
       if (!this.gates.has(projectId)) {
         const opened = this.waitUntil(rate.resetAt).finally(() => this.gates.delete(projectId));
@@ -182,6 +196,11 @@ export class BotRuntime implements BotHook {
   /** A deploy or rollback switched the project's release: read it again at the next event. */
   releaseChanged(projectId: string): void {
     this.releases.delete(projectId);
+    for (const listener of this.releaseListeners) listener(projectId);
+  }
+
+  onReleaseChanged(listener: (projectId: string) => void): void {
+    this.releaseListeners.push(listener);
   }
 
   private async activeRelease(projectId: string): Promise<string | undefined> {
@@ -205,26 +224,27 @@ export class BotRuntime implements BotHook {
     while (this.inFlight.size) await Promise.allSettled([...this.inFlight]);
   }
 
-  /** One reclaim pass (the job runner's `bot-inbox-reclaim`): messages whose lease ran out go to this process's bot. */
+  /** One reclaim pass (the job runner's `bot-inbox-reclaim`): events whose lease ran out go to this process's bot. */
   async reclaim(): Promise<number> {
     const deps = this.deps;
     if (this.closed || !deps) return 0;
     const taken = await reclaimExpired(deps.db.pool, deps.clock.now(), deps.config.botInboxLeaseMs);
     const max = deps.config.botMaxAbnormalRuns;
     for (const e of taken) {
-      if (!e.message) {
-        await removeFromInbox(deps.db.pool, e.inboxId);
+      if (!e.event) {
+        await removeFromInbox(deps.db.pool, e.key);
         continue;
       }
       const reason = e.abnormalRuns >= max
         ? `its bot runs ended abnormally ${e.abnormalRuns} times (the last one ended with the process running it)`
         : e.handovers > MAX_HANDOVERS ? `it was handed over ${MAX_HANDOVERS} times without being handled` : undefined;
       if (reason) {
-        await setAside(deps.db.pool, e.inboxId, reason, deps.clock.now());
-        await this.log(e.projectId, { level: 'error', kind: 'set_aside', message: `Message ${e.message.id} was set aside and will not be handed to the bot again: ${reason}.` });
+        await setAside(deps.db.pool, e.key, reason, deps.clock.now());
+        if (e.event.kind === 'schedule') await runEnded(deps.db.pool, e.event.schedule.run_id, deps.clock.now(), { outcome: 'set_aside', error: `Set aside: ${reason}.` });
+        await this.log(e.projectId, { level: 'error', kind: 'set_aside', message: `${labelOf(e.event)} was set aside and will not be handed to the bot again: ${reason}.` });
         continue;
       }
-      this.onInboundMessage(e.projectId, e.inboxId, e.message);
+      this.onEvent(e.projectId, e.key, e.event);
     }
     return taken.length;
   }
@@ -236,11 +256,11 @@ export class BotRuntime implements BotHook {
     });
   }
 
-  /** The message was handled: out of the inbox, retried through an outage (else it would run again). */
-  private async settle(inboxId: bigint): Promise<void> {
+  /** The event was handled: out of the inbox, retried through an outage (else it would run again). */
+  private async settle(inboxKey: string): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await removeFromInbox(this.deps!.db.pool, inboxId);
+        return await removeFromInbox(this.deps!.db.pool, inboxKey);
       } catch (e) {
         if (attempt >= SETTLE_ATTEMPTS) {
           this.deps?.logger.warn(`bot runtime: a handled message stays in the inbox and may be handled again: ${e instanceof Error ? e.message : String(e)}`);
@@ -359,20 +379,56 @@ export class BotRuntime implements BotHook {
    */
   private sendRef(projectId: string, recipient: string): string | undefined {
     const event = this.running.get(`${projectId}:${recipient}`);
-    if (!event) return undefined;
-    event.sends++;
-    return `snd_bot${event.inboxId}_${event.sends}`; // snd_: our references, which statuses echo (inbound.ts)
+    if (event) {
+      event.sends++;
+      // snd_: our references, which statuses echo (inbound.ts); a message's are named by its id.
+      return `snd_bot${event.key.slice('message:'.length)}_${event.sends}`;
+    }
+    // A schedule run's sends, when it is the project's only run in progress: numbered per
+    // recipient, so a replay that sends to the same customers in the same order per customer
+    // repeats them (a run fanning out with Promise.all included).
+    const runs = this.scheduleRuns.get(projectId);
+    if (!runs || runs.size !== 1) return undefined;
+    const [run] = runs.values();
+    const n = (run.sends.get(recipient) ?? 0) + 1;
+    run.sends.set(recipient, n);
+    return `snd_sch${run.runId}_${createHash('sha256').update(recipient).digest('hex').slice(0, 12)}_${n}`;
+  }
+
+  private trackRun(projectId: string, key: string, runId: string): void {
+    let runs = this.scheduleRuns.get(projectId);
+    if (!runs) this.scheduleRuns.set(projectId, (runs = new Map()));
+    runs.set(key, { runId, sends: new Map() });
+  }
+
+  private untrackRun(projectId: string, key: string): void {
+    const runs = this.scheduleRuns.get(projectId);
+    runs?.delete(key);
+    if (runs && runs.size === 0) this.scheduleRuns.delete(projectId);
+  }
+
+  /** A schedule run's outcome, written to its run; a message's is in the bot log only. */
+  private async ended(event: BotEvent, end: { outcome: RunOutcome; durationMs?: number; error?: string; location?: { file: string; line: number; column: number } }): Promise<void> {
+    if (event.kind !== 'schedule') return;
+    await runEnded(this.deps!.db.pool, event.schedule.run_id, this.deps!.clock.now(), end).catch((e) => {
+      this.deps?.logger.warn(`bot runtime: a schedule run's outcome was not recorded: ${e instanceof Error ? e.message : String(e)}`);
+    });
   }
 
   /** Runs the bot on one event; true when the event is done (it leaves the inbox). */
-  private async handle(projectId: string, inboxId: bigint, message: BotInboundMessage): Promise<boolean> {
+  private async handle(projectId: string, inboxKey: string, event: BotEvent): Promise<boolean> {
     const deps = this.deps!;
+    const label = labelOf(event);
     // A second try only when the sandbox was stopped for another event's leftover work.
     for (let attempt = 1; ; attempt++) {
       const slot = await this.sandboxWithRetry(projectId);
-      if (!slot || slot.broken) return true;
+      if (!slot || slot.broken) {
+        await this.ended(event, { outcome: 'skipped', error: !slot ? 'The project has no active release, or is not active.' : 'The bot could not start (see the bot log).' });
+        return true;
+      }
       // Recorded before it runs, so that a run its process does not survive is counted (reclaim).
-      if (!(await markRunStarted(deps.db.pool, inboxId, deps.clock.now()))) return false;
+      if (!(await markRunStarted(deps.db.pool, inboxKey, deps.clock.now()))) return false;
+      if (event.kind === 'schedule') await runStarted(deps.db.pool, event.schedule.run_id, deps.clock.now(), slot.deploymentId);
       let outcome: Outcome;
       if (!slot.sandbox) {
         outcome = { status: 'crashed', message: slot.crashed ?? 'The bot could not start.', durationMs: 0 };
@@ -381,31 +437,47 @@ export class BotRuntime implements BotHook {
         // The log cap counts from the moment the sandbox was last idle.
         if (slot.running === 0) slot.inv.logLines = 0;
         slot.running++;
-        const conversation = `${projectId}:${message.from}`;
-        this.running.set(conversation, { inboxId, sends: 0 });
+        const conversation = event.kind === 'message' ? `${projectId}:${event.message.from}` : undefined;
+        if (conversation) this.running.set(conversation, { key: inboxKey, sends: 0 });
+        else this.trackRun(projectId, inboxKey, event.kind === 'schedule' ? event.schedule.run_id : inboxKey);
         try {
-          outcome = await slot.sandbox.dispatch(JSON.stringify({ type: 'message', message }));
+          const payload = event.kind === 'message' ? { type: 'message', message: event.message } : { type: 'schedule', schedule: event.schedule };
+          outcome = await slot.sandbox.dispatch(JSON.stringify(payload));
         } finally {
           slot.running--;
-          this.running.delete(conversation);
+          if (conversation) this.running.delete(conversation);
+          else this.untrackRun(projectId, inboxKey);
         }
       }
       if (outcome.status === 'interrupted' && attempt < 2 && !this.closed) continue;
-      if (outcome.status === 'ok') return true;
-      const where = 'location' in outcome && outcome.location ? ` at ${outcome.location.file}:${outcome.location.line}:${outcome.location.column}` : '';
+      if (outcome.status === 'ok') {
+        await this.ended(event, { outcome: 'ok', durationMs: outcome.durationMs });
+        return true;
+      }
+      const location = 'location' in outcome ? outcome.location : undefined;
+      const where = location ? ` at ${location.file}:${location.line}:${location.column}` : '';
       const kind = outcome.status === 'interrupted' ? 'timeout' : outcome.status === 'crashed' ? 'crash' : outcome.status;
+      // Counted for the operator (bot_event_failures_total) besides the bot log entry below.
+      deps.metrics?.botFailure(projectId, kind);
       if (outcome.status === 'error') {
-        await this.log(projectId, { level: 'error', kind, message: `${outcome.message}${where} (message ${message.id})`, deploymentId: slot.deploymentId });
+        await this.log(projectId, { level: 'error', kind, message: `${outcome.message}${where} (${label})`, deploymentId: slot.deploymentId });
+        await this.ended(event, { outcome: 'error', durationMs: outcome.durationMs, error: outcome.message, location });
         return true;
       }
       // Abnormal: tried again by a reclaim pass, or set aside at the limit.
       const max = deps.config.botMaxAbnormalRuns;
-      const counted = await recordAbnormalRun(deps.db.pool, inboxId, `${outcome.message}${where}`, deps.clock.now(), max);
+      const counted = await recordAbnormalRun(deps.db.pool, inboxKey, `${outcome.message}${where}`, deps.clock.now(), max);
       const next = !counted ? '' : counted.setAside
         ? ` It was set aside after ${counted.runs} abnormal runs and will not be handed to the bot again.`
         : ` It will be tried again (abnormal run ${counted.runs} of ${max}).`;
-      await this.log(projectId, { level: 'error', kind: counted?.setAside ? 'set_aside' : kind, message: `${outcome.message}${where} (message ${message.id}).${next}`, deploymentId: slot.deploymentId });
+      await this.log(projectId, { level: 'error', kind: counted?.setAside ? 'set_aside' : kind, message: `${outcome.message}${where} (${label}).${next}`, deploymentId: slot.deploymentId });
+      await this.ended(event, { outcome: counted?.setAside ? 'set_aside' : (outcome.status as RunOutcome), durationMs: outcome.durationMs, error: `${outcome.message}${next}`, location });
       return false;
     }
   }
+}
+
+/** How the bot log names an event. */
+function labelOf(event: BotEvent): string {
+  return event.kind === 'message' ? `message ${event.message.id}` : `schedule "${event.schedule.name}" run ${event.schedule.run_id}`;
 }

@@ -21,12 +21,29 @@ export interface BotInboundMessage {
   consent?: { change: 'opted_out' | 'opted_in'; keyword: string } | null;
 }
 
+/** What `onSchedule(name, ctx)` receives about a run of one of the bot's schedules (lib/bot/schedules.ts). */
+export interface BotScheduleRun {
+  name: string;
+  run_id: string;
+  due_at: string;
+  trigger: 'cron' | 'catch_up' | 'manual';
+  cron: string;
+  time_zone: string;
+}
+
+/** An event of the bot's inbox (lib/bot/inbox.ts), by kind. */
+export type BotEvent =
+  | { kind: 'message'; message: BotInboundMessage }
+  | { kind: 'schedule'; schedule: BotScheduleRun };
+
 /** The hook the inbound path calls once a message is stored (with its bot inbox row) and `message.received` raised. */
 export { inboundText } from '../messaging/inbound-text.js';
 
 export interface BotHook {
-  /** `inboxId` is the stored message's id, its row in the bot's inbox (lib/bot/inbox.ts). */
+  /** `inboxId` is the stored message's id, its event in the bot's inbox (lib/bot/inbox.ts). */
   onInboundMessage(projectId: string, inboxId: bigint, message: BotInboundMessage): void;
+  /** Hands an event already in the bot's inbox (leased to this instance) to the bot; `key` names it there. */
+  onEvent(projectId: string, key: string, event: BotEvent): void;
   /**
    * Puts a stored inbound message into the bot's inbox, in the transaction that stores it (a
    * restart before the bot ran cannot drop it). Messaging calls this; it never imports the bot.
@@ -34,7 +51,9 @@ export interface BotHook {
   enqueue(tx: Prisma.TransactionClient, projectId: string, messageId: bigint, now: Date): Promise<void>;
   /** A deploy, rollback or project change: the next message loads the project's release again. */
   releaseChanged(projectId: string): void;
-  /** Hands the inbox's messages whose lease ran out to the bot again; resolves with how many were taken. */
+  /** Told of every releaseChanged (the scheduler follows the release's schedules at once). */
+  onReleaseChanged?(listener: (projectId: string) => void): void;
+  /** Hands the inbox's events whose lease ran out to the bot again; resolves with how many were taken. */
   reclaim(): Promise<number>;
   readonly limits: SandboxLimits;
 }

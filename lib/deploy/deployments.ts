@@ -25,6 +25,7 @@ import { ensureTree, readTree, replaceProductionTree, treeHash } from '../code/s
 import { buildTree, ENTRY, type Diagnostic } from './build.js';
 import { DEFAULT_LIMITS, StartupError } from '../sandbox/sandbox.js';
 import { SandboxCrashed, sandboxSupervisor } from '../sandbox/supervisor.js';
+import { readSchedules, type DeclaredSchedule } from './schedules.js';
 
 export const KEPT_DEPLOYMENTS = 20;
 
@@ -107,15 +108,17 @@ interface Artifact {
   bundle: string;
   sourceMap: string;
   files: Map<string, string>;
+  /** The schedules the bundle declares (read at start-up). */
+  schedules: Record<string, DeclaredSchedule>;
 }
 
 /** Inside the deploy lock: record, replace the production tree, switch the release, prune. */
 async function promote(client: pg.PoolClient, projectId: string, a: Artifact, meta: { message: string | null; createdBy: string | null; rollbackOf: string | null }, now: Date): Promise<string> {
   const id = newId('dep', 20);
   await client.query(
-    `INSERT INTO deployments (id, project_id, status, content_hash, bundle, source_map, files, diagnostics, message, created_by, rollback_of, created_at)
-     VALUES ($1, $2, 'succeeded', $3, $4, $5, $6, '[]', $7, $8, $9, $10)`,
-    [id, projectId, a.contentHash, a.bundle, a.sourceMap, JSON.stringify(Object.fromEntries(a.files)), meta.message, meta.createdBy, meta.rollbackOf, now],
+    `INSERT INTO deployments (id, project_id, status, content_hash, bundle, source_map, files, diagnostics, message, created_by, rollback_of, created_at, schedules)
+     VALUES ($1, $2, 'succeeded', $3, $4, $5, $6, '[]', $7, $8, $9, $10, $11)`,
+    [id, projectId, a.contentHash, a.bundle, a.sourceMap, JSON.stringify(Object.fromEntries(a.files)), meta.message, meta.createdBy, meta.rollbackOf, now, JSON.stringify(a.schedules)],
   );
   await replaceProductionTree(client, projectId, a.files, now);
   await client.query(
@@ -127,12 +130,16 @@ async function promote(client: pg.PoolClient, projectId: string, a: Artifact, me
   return id;
 }
 
-/** Runs the bundle's start-up in a throwaway sandbox; diagnostics when it fails. */
-export async function startupCheck(bundle: string, sourceMap: string, key = 'deploy'): Promise<Diagnostic[]> {
+/**
+ * Runs the bundle's start-up in a throwaway sandbox; diagnostics when it fails. `declared` receives
+ * what the bundle declared at start-up (its schedules: lib/deploy/schedules.ts).
+ */
+export async function startupCheck(bundle: string, sourceMap: string, key = 'deploy', declared?: { text?: string }): Promise<Diagnostic[]> {
   const refuse = async () => JSON.stringify({ ok: false, error: { code: 'startup', message: 'Helpers are not available while the bot starts.' } });
   try {
     // In a sandbox process: a bundle whose start-up ends its process costs that child only.
     const sandbox = await sandboxSupervisor().create(key, bundle, sourceMap, refuse, DEFAULT_LIMITS);
+    if (declared) declared.text = sandbox.declared;
     sandbox.dispose();
     return [];
   } catch (e) {
@@ -144,12 +151,19 @@ export async function startupCheck(bundle: string, sourceMap: string, key = 'dep
   }
 }
 
-/** Builds a tree completely (bundle, type check, start-up). */
-export async function buildArtifact(files: Map<string, string>): Promise<{ ok: true; bundle: string; sourceMap: string } | { ok: false; diagnostics: Diagnostic[] }> {
+/** The shortest period a schedule may have when the caller names none (SCHEDULE_MIN_PERIOD_SECONDS). */
+const MIN_PERIOD_SECONDS = 60;
+
+/** Builds a tree completely (bundle, type check, start-up, the schedules it declares). */
+export async function buildArtifact(files: Map<string, string>, opts: { minPeriodSeconds?: number } = {}):
+  Promise<{ ok: true; bundle: string; sourceMap: string; schedules: Record<string, DeclaredSchedule> } | { ok: false; diagnostics: Diagnostic[] }> {
   const built = await buildTree(files);
   if (!built.ok) return built;
-  const diagnostics = await startupCheck(built.bundle, built.sourceMap);
-  return diagnostics.length ? { ok: false, diagnostics } : built;
+  const declared: { text?: string } = {};
+  const diagnostics = await startupCheck(built.bundle, built.sourceMap, 'deploy', declared);
+  if (diagnostics.length) return { ok: false, diagnostics };
+  const schedules = readSchedules(files, declared.text, opts.minPeriodSeconds ?? MIN_PERIOD_SECONDS);
+  return schedules.ok ? { ...built, schedules: schedules.schedules } : schedules;
 }
 
 export function buildFailed(diagnostics: Diagnostic[], deploymentId?: string): ApiError {
@@ -173,7 +187,7 @@ export interface DeployOptions {
   force?: boolean;
 }
 
-export async function deploy(deps: Pick<Deps, 'db' | 'clock'>, projectId: string, opts: DeployOptions = {}): Promise<{ deployment: DeploymentView; noOp: boolean }> {
+export async function deploy(deps: Pick<Deps, 'db' | 'clock'> & { config?: Pick<Deps['config'], 'scheduleMinPeriodSeconds'> }, projectId: string, opts: DeployOptions = {}): Promise<{ deployment: DeploymentView; noOp: boolean }> {
   const pool = deps.db.pool;
   await ensureTree(pool, projectId, deps.clock.now());
   const files = await readTree(pool, projectId, 'development');
@@ -183,7 +197,7 @@ export async function deploy(deps: Pick<Deps, 'db' | 'clock'>, projectId: string
     const active = await findDeployment(pool, projectId, release.deploymentId);
     if (active) return { deployment: active, noOp: true };
   }
-  const built = await buildArtifact(files);
+  const built = await buildArtifact(files, { minPeriodSeconds: deps.config?.scheduleMinPeriodSeconds });
   const meta = { message: opts.message ?? null, createdBy: opts.createdBy ?? null, rollbackOf: null };
   // A bundle that fails its trial run (the sample message) would fail every customer: refused as a failed build.
   const refused = !built.ok ? built.diagnostics : opts.trial && !opts.force ? await opts.trial(built.bundle, built.sourceMap) : [];
@@ -203,15 +217,15 @@ export async function deploy(deps: Pick<Deps, 'db' | 'clock'>, projectId: string
       const active = await findDeployment(client, projectId, now.deploymentId);
       if (active) return { deployment: active, noOp: true };
     }
-    const id = await promote(client, projectId, { contentHash, bundle: built.bundle, sourceMap: built.sourceMap, files }, meta, deps.clock.now());
+    const id = await promote(client, projectId, { contentHash, bundle: built.bundle, sourceMap: built.sourceMap, files, schedules: built.schedules }, meta, deps.clock.now());
     return { deployment: (await findDeployment(client, projectId, id))!, noOp: false };
   });
 }
 
 export async function rollback(deps: Pick<Deps, 'db' | 'clock'>, projectId: string, deploymentId: string, opts: DeployOptions = {}): Promise<{ deployment: DeploymentView; noOp: boolean }> {
   return withDeployLock(deps.db.pool, projectId, async (client) => {
-    const res = await client.query<{ status: string; content_hash: string; bundle: string | null; source_map: string | null; files: Record<string, string> | null }>(
-      `SELECT status, content_hash, bundle, source_map, files FROM deployments WHERE project_id = $1 AND id = $2`,
+    const res = await client.query<{ status: string; content_hash: string; bundle: string | null; source_map: string | null; files: Record<string, string> | null; schedules: Record<string, DeclaredSchedule> | null }>(
+      `SELECT status, content_hash, bundle, source_map, files, schedules FROM deployments WHERE project_id = $1 AND id = $2`,
       [projectId, deploymentId],
     );
     const target = res.rows[0];
@@ -224,7 +238,7 @@ export async function rollback(deps: Pick<Deps, 'db' | 'clock'>, projectId: stri
     const id = await promote(
       client,
       projectId,
-      { contentHash: target.content_hash, bundle: target.bundle, sourceMap: target.source_map ?? '', files },
+      { contentHash: target.content_hash, bundle: target.bundle, sourceMap: target.source_map ?? '', files, schedules: target.schedules ?? {} },
       { message: opts.message ?? null, createdBy: opts.createdBy ?? 'operator', rollbackOf: deploymentId },
       deps.clock.now(),
     );

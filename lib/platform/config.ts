@@ -70,6 +70,10 @@ export interface Config {
   botEventsPerMinute: number;
   /** Runs of one event that end abnormally (a crash, a time or memory limit) before it is set aside (lib/bot/inbox.ts). */
   botMaxAbnormalRuns: number;
+  /** A schedule's run missed while the service was down runs once at start when at most this late (seconds); later, it is skipped and logged (lib/bot/schedules.ts). */
+  scheduleGraceSeconds: number;
+  /** The shortest period a bot's schedule may have, in seconds (at least 60: a cron expression has 5 fields); a deploy declaring a shorter one is refused. */
+  scheduleMinPeriodSeconds: number;
   /** Child processes the bots' sandboxes run in (lib/sandbox/supervisor.ts). */
   botSandboxProcesses: number;
   /** A sandbox process whose resident set passes this (MB) is replaced once its events end. */
@@ -250,6 +254,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     botInboxLeaseMs: int(env, 'BOT_INBOX_LEASE_MS', 60000, 1000, 3600000),
     botEventsPerMinute: int(env, 'BOT_EVENTS_PER_MINUTE', 3000, 1),
     botMaxAbnormalRuns: int(env, 'BOT_MAX_ABNORMAL_RUNS', 3, 1, 20),
+    scheduleGraceSeconds: int(env, 'SCHEDULE_GRACE_SECONDS', 600, 0, 7 * 86_400),
+    scheduleMinPeriodSeconds: int(env, 'SCHEDULE_MIN_PERIOD_SECONDS', 60, 60, 86_400),
     botSandboxProcesses: int(env, 'BOT_SANDBOX_PROCESSES', 2, 1, 64),
     botSandboxMaxRssMb: int(env, 'BOT_SANDBOX_MAX_RSS_MB', 512, 64, 65536),
     botEmitsPerMinute: int(env, 'BOT_EMITS_PER_MINUTE', 1200, 1),

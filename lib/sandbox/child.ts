@@ -41,7 +41,7 @@ async function onMessage(m: ParentMessage): Promise<void> {
           ops: m.ops,
         });
         sandboxes.set(m.sid, sandbox);
-        send({ t: 'created', sid: m.sid });
+        send({ t: 'created', sid: m.sid, declared: sandbox.declared });
       } catch (e) {
         const error = e instanceof StartupError
           ? { kind: e.kind, message: e.message, location: e.location }

@@ -11,7 +11,7 @@ export type ParentMessage =
 /** Sandbox process → service. */
 export type ChildMessage =
   | { t: 'ready'; rssMb: number }
-  | { t: 'created'; sid: number; error?: { kind: 'error' | 'timeout' | 'memory_limit'; message: string; location?: SourceLocation } }
+  | { t: 'created'; sid: number; declared?: string; error?: { kind: 'error' | 'timeout' | 'memory_limit'; message: string; location?: SourceLocation } }
   | { t: 'outcome'; sid: number; did: number; outcome: Outcome; usable: boolean; rssMb: number }
   | { t: 'host'; sid: number; cid: number; op: string; args: string; remainingMs?: number }
   | { t: 'stopped'; sid: number; reason: StopReason; message: string };

@@ -227,7 +227,16 @@ export function resultTooLarge(limit: number, what: string): string {
 
 const HOST_BUSY = JSON.stringify({ ok: false, error: { code: 'too_many_calls', message: `At most ${MAX_HOST_CALLS} helper calls run at once.` } });
 
+/** Largest declaration (`__platformDeclared`, JSON text) read from a bot at start-up, in characters. */
+export const MAX_DECLARED = 64 * 1024;
+const READ_DECLARED = `typeof globalThis.__platformDeclared === 'string' && globalThis.__platformDeclared.length <= ${MAX_DECLARED} ? globalThis.__platformDeclared : undefined`;
+
 export class Sandbox {
+  /**
+   * What the bundle declared at start-up (JSON text its platform code left in `__platformDeclared`:
+   * the bot's schedules), read once after the start-up; undefined when none (or over MAX_DECLARED).
+   */
+  declared?: string;
   private disposedFor?: 'timeout' | 'memory_limit' | StopReason;
   /** Helper calls in progress (the bot waits for the service). */
   private hostPending = 0;
@@ -292,7 +301,9 @@ export class Sandbox {
       if (dispatch.typeof !== 'function') {
         throw new StartupError('The bundle did not register the bot (src/main.ts must call registerBot).', 'error');
       }
+      const declared: unknown = await context.eval(READ_DECLARED, { timeout: limits.startupTimeoutMs, copy: true });
       const sandbox = new Sandbox(isolate, context, dispatch, limits, mapper, counter, options);
+      if (typeof declared === 'string') sandbox.declared = declared;
       sandbox.watchLeftover();
       return sandbox;
     } catch (e) {

@@ -28,6 +28,8 @@ import type { ChildMessage, ParentMessage } from './protocol.js';
 /** What the bot runtime, the preview and the deploy check need of a sandbox. */
 export interface BotSandbox {
   readonly usable: boolean;
+  /** What the bundle declared at start-up (its schedules, JSON text), if anything. */
+  readonly declared?: string;
   dispatch(eventJson: string): Promise<Outcome>;
   dispose(): void;
 }
@@ -64,7 +66,7 @@ class SandboxProcess {
   rssMb = 0;
   readonly ready: Promise<void>;
   private readonly sandboxes = new Map<number, SupervisedSandbox>();
-  private readonly creates = new Map<number, { resolve: () => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
+  private readonly creates = new Map<number, { resolve: (declared?: string) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
   private readonly dispatches = new Map<number, { sid: number; resolve: (o: Outcome) => void; started: number; timer: NodeJS.Timeout }>();
   private nextId = 1;
   private exitText = 'it ended';
@@ -139,7 +141,7 @@ class SandboxProcess {
     this.sandboxes.set(sid, sandbox);
     try {
       this.hold();
-      await new Promise<void>((resolve, reject) => {
+      sandbox.declared = await new Promise<string | undefined>((resolve, reject) => {
         const timer = setTimeout(() => this.kill(), limits.startupTimeoutMs + STUCK_MARGIN_MS);
         this.creates.set(sid, { resolve, reject, timer });
         this.send({ t: 'create', sid, bundle, sourceMap, limits, ops: options.ops });
@@ -184,7 +186,7 @@ class SandboxProcess {
         this.creates.delete(m.sid);
         clearTimeout(c.timer);
         if (m.error) c.reject(new StartupError(m.error.message, m.error.kind, m.error.location));
-        else c.resolve();
+        else c.resolve(m.declared);
         return;
       }
       case 'outcome': {
@@ -256,6 +258,8 @@ export class SupervisedSandbox implements BotSandbox {
   private disposed = false;
   /** The isolate inside the child was disposed (a time or memory limit, leftover work). */
   isolateGone = false;
+  /** What the bundle declared at start-up (lib/sandbox/sandbox.ts, Sandbox.declared). */
+  declared?: string;
 
   constructor(
     private readonly proc: SandboxProcess,

@@ -14,6 +14,7 @@ import { scaffoldFiles } from '../../lib/code/scaffold.js';
 import { buildTree } from '../../lib/deploy/build.js';
 import { Sandbox } from '../../lib/sandbox/sandbox.js';
 import { goal } from './goals.js';
+import { benchSchedules } from './schedules.js';
 
 const TRIVIAL_BOT = `import { log, sendText, type InboundMessage } from './platform/runtime/index.js';
 export async function onMessage(m: InboundMessage): Promise<void> {
@@ -182,4 +183,5 @@ export const benchBot: BenchSection = async (ctx) => {
   const cost = await sandboxCost();
   console.log(`sandbox round trip per message (trivial bot, helpers answering at once, 1,800 events): p50 ${cost.p50} ms, p99 ${cost.p99} ms`);
   console.log(`deploy of the scaffold: ${deployTimes[0]} ms (first in the process), ${deployTimes[1]} ms (next)`);
+  await benchSchedules(ctx);
 };

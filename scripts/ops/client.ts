@@ -146,6 +146,12 @@ export class AdminClient {
   setSecret = (projectId: string, name: string, body: Body<'adminSetSecret'>) =>
     this.call('adminSetSecret', 'PUT', `/admin/projects/${seg(projectId)}/secrets/${seg(name)}`, body);
   deleteSecret = (projectId: string, name: string) => this.call('adminDeleteSecret', 'DELETE', `/admin/projects/${seg(projectId)}/secrets/${seg(name)}`);
+  listSchedules = (projectId: string) => this.call('adminListSchedules', 'GET', `/admin/projects/${seg(projectId)}/bot/schedules`);
+  pauseSchedule = (projectId: string, name: string) => this.call('adminPauseSchedule', 'POST', `/admin/projects/${seg(projectId)}/bot/schedules/${seg(name)}/pause`);
+  resumeSchedule = (projectId: string, name: string) => this.call('adminResumeSchedule', 'POST', `/admin/projects/${seg(projectId)}/bot/schedules/${seg(name)}/resume`);
+  runSchedule = (projectId: string, name: string) => this.call('adminRunSchedule', 'POST', `/admin/projects/${seg(projectId)}/bot/schedules/${seg(name)}/run`);
+  listScheduleRuns = (projectId: string, name: string, query: Query<'adminListScheduleRuns'> = {}) =>
+    this.call('adminListScheduleRuns', 'GET', `/admin/projects/${seg(projectId)}/bot/schedules/${seg(name)}/runs${queryString(query)}`);
   getHttpAllowlist = (projectId: string) => this.call('adminGetHttpAllowlist', 'GET', `/admin/projects/${seg(projectId)}/bot/http-allowlist`);
   setHttpAllowlist = (projectId: string, body: Body<'adminSetHttpAllowlist'>) =>
     this.call('adminSetHttpAllowlist', 'PUT', `/admin/projects/${seg(projectId)}/bot/http-allowlist`, body);

@@ -2,7 +2,7 @@
 import type { ParsedArgs } from './args.js';
 import type { AdminClient } from './client.js';
 
-export type Group = 'dashboard' | 'projects' | 'keys' | 'connections' | 'tokens' | 'channel' | 'runtime' | 'webhooks' | 'tables' | 'broadcasts' | 'contacts' | 'code' | 'secrets' | 'files' | 'flows' | 'templates';
+export type Group = 'dashboard' | 'projects' | 'keys' | 'connections' | 'tokens' | 'channel' | 'runtime' | 'webhooks' | 'tables' | 'broadcasts' | 'contacts' | 'code' | 'secrets' | 'schedules' | 'files' | 'flows' | 'templates';
 
 export interface Result {
   data: unknown;

@@ -12,6 +12,7 @@ import { BROADCAST_COMMANDS } from './broadcasts.js';
 import { RATE_CARD_COMMANDS } from './rate-card.js';
 import { CODE_COMMANDS } from './code.js';
 import { SECRET_COMMANDS } from './secrets.js';
+import { SCHEDULE_COMMANDS } from './schedules.js';
 import { FILE_COMMANDS } from './files.js';
 import { FLOW_COMMANDS } from './flows.js';
 import { TEMPLATE_COMMANDS } from './templates.js';
@@ -33,6 +34,7 @@ export const GROUPS: Record<Group, string> = {
   contacts: 'Contact CSV imports with progress and a line report',
   code: "The bot's code: pull, push and deploy with a project key (SERVICE_API_KEY); deployments, rollback and logs; the hosts its http.fetch may reach",
   secrets: "The bot's secrets (secrets.get in the bot): set from the environment or stdin, listed by fingerprint, never shown",
+  schedules: "The bot's scheduled tasks (export const schedules): list with next and last runs, pause, resume, run now, recent runs",
   files: "A project's stored files (files.get and files.sendAsMedia in the bot): upload, list, download, delete",
   flows: "A project's WhatsApp Flows: publish to the channel (an operator's decision), deprecate, list",
   templates: 'Message templates: approve or reject on the simulator (outside production; Meta decides real ones)',
@@ -356,6 +358,7 @@ export const COMMANDS: Command[] = [
   ...RATE_CARD_COMMANDS,
   ...CODE_COMMANDS,
   ...SECRET_COMMANDS,
+  ...SCHEDULE_COMMANDS,
   ...FILE_COMMANDS,
   ...FLOW_COMMANDS,
   ...TEMPLATE_COMMANDS,

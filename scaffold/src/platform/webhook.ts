@@ -1,15 +1,21 @@
 /**
- * The channel webhook endpoint inside the bot (managed by the platform). The service stores each
+ * The bot's event endpoint inside the sandbox (managed by the platform). The service stores each
  * inbound message, raises `message.received`, then hands the message here; this calls the
- * project's `onMessage`. One message at a time per project, in arrival order.
+ * project's `onMessage`. A run of one of the bot's `schedules` calls its `onSchedule(name, ctx)`.
+ * One conversation's messages and one schedule's runs are handled one at a time, in order.
  */
 import type { BotModule, InboundEvent } from './runtime/types.js';
 
 export function registerBot(bot: BotModule): void {
-  (globalThis as Record<string, unknown>).__platformDispatch = async (eventJson: string): Promise<string> => {
+  const g = globalThis as Record<string, unknown>;
+  // What the bot declares, read by the service once the bundle has started (at deploy and in production).
+  g.__platformDeclared = JSON.stringify({ schedules: bot.schedules ?? null });
+  g.__platformDispatch = async (eventJson: string): Promise<string> => {
     const event = JSON.parse(eventJson) as InboundEvent;
     if (event.type === 'message' && typeof bot.onMessage === 'function') {
       await bot.onMessage(event.message);
+    } else if (event.type === 'schedule' && typeof bot.onSchedule === 'function') {
+      await bot.onSchedule(event.schedule.name, event.schedule);
     }
     return 'ok';
   };

@@ -8,4 +8,4 @@ export { secrets } from './secrets.js';
 export { http, type FetchOptions, type FetchResult } from './http.js';
 export { files, type FileResult } from './files.js';
 export { HelperError } from './host.js';
-export type { InboundMessage, SendMessageRequest, SendResult, TableFilter, TableRow } from './types.js';
+export type { InboundMessage, Schedule, ScheduleContext, SendMessageRequest, SendResult, TableFilter, TableRow } from './types.js';

@@ -22,13 +22,39 @@ export interface InboundMessage {
   consent?: { change: 'opted_out' | 'opted_in'; keyword: string } | null;
 }
 
-export interface InboundEvent {
-  type: 'message';
-  message: InboundMessage;
+/** One schedule: a 5-field cron expression (minute hour day-of-month month day-of-week) in an IANA time zone. */
+export interface Schedule {
+  /** e.g. '0 9 * * *' (every day at 9:00); at most once a minute. */
+  cron: string;
+  /** e.g. 'Europe/Lisbon', 'UTC'. */
+  timeZone: string;
 }
+
+/** What `onSchedule(name, ctx)` is told about the run. */
+export interface ScheduleContext {
+  /** The schedule's name (a key of `schedules`). */
+  name: string;
+  /** The run's id (as the operator's list of runs shows it). */
+  run_id: string;
+  /** The due time this run is for (ISO 8601, UTC); a manual run's is when it was asked for. */
+  due_at: string;
+  /** cron: on time; catch_up: missed while the service was down, run at its start; manual: an operator's "run now". */
+  trigger: 'cron' | 'catch_up' | 'manual';
+  /** The schedule's cron expression and time zone. */
+  cron: string;
+  time_zone: string;
+}
+
+export type InboundEvent =
+  | { type: 'message'; message: InboundMessage }
+  | { type: 'schedule'; schedule: ScheduleContext };
 
 export interface BotModule {
   onMessage?: (message: InboundMessage) => unknown | Promise<unknown>;
+  /** Named schedules, read at deploy: `export const schedules = { morningReminder: { cron: '0 9 * * *', timeZone: 'Europe/Lisbon' } }`. */
+  schedules?: Record<string, Schedule>;
+  /** Runs at each due time of a schedule (one run at a time per schedule). */
+  onSchedule?: (name: string, ctx: ScheduleContext) => unknown | Promise<unknown>;
 }
 
 /** The body of POST /v1/messages. */
