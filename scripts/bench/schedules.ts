@@ -48,7 +48,7 @@ export async function benchSchedules(ctx: BenchContext): Promise<void> {
   await new Promise((r) => setTimeout(r, until - Date.now()));
   const late: number[] = [];
   for (const id of ids) {
-    const logs = (await ctx.admin('GET', `/admin/projects/${id}/bot/logs?limit=500`)).logs as Array<{ message: string }>;
+    const logs = (await ctx.admin('GET', `/admin/projects/${id}/bot/logs?limit=200`)).logs as Array<{ message: string }>;
     for (const l of logs) {
       const m = /^late (-?\d+) \S+ (\S+) cron$/.exec(l.message);
       if (m && Date.parse(m[2]) >= first) late.push(Number(m[1]));
