@@ -199,6 +199,11 @@ export class BotRuntime implements BotHook {
     for (const listener of this.releaseListeners) listener(projectId);
   }
 
+  async warm(projectId: string): Promise<void> {
+    if (this.closed || !this.deps) return;
+    await this.sandboxWithRetry(projectId).catch(() => undefined);
+  }
+
   onReleaseChanged(listener: (projectId: string) => void): void {
     this.releaseListeners.push(listener);
   }

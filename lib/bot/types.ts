@@ -51,6 +51,8 @@ export interface BotHook {
   enqueue(tx: Prisma.TransactionClient, projectId: string, messageId: bigint, now: Date): Promise<void>;
   /** A deploy, rollback or project change: the next message loads the project's release again. */
   releaseChanged(projectId: string): void;
+  /** Makes the project's sandbox ready before an event is due (a schedule's run, a moment before its time). */
+  warm?(projectId: string): Promise<void>;
   /** Told of every releaseChanged (the scheduler follows the release's schedules at once). */
   onReleaseChanged?(listener: (projectId: string) => void): void;
   /** Hands the inbox's events whose lease ran out to the bot again; resolves with how many were taken. */
