@@ -12,6 +12,7 @@ import { faviconRoutes } from './http/favicon.js';
 import { requestId } from './middleware/request-id.js';
 import { securityHeaders, singleAuthorization } from './middleware/http-hardening.js';
 import { accessLog } from './middleware/access-log.js';
+import { apiErrorLogOf } from './lib/access/api-errors.js';
 import { errorHandler, notFound } from './middleware/errors.js';
 import { authenticate } from './middleware/authenticate.js';
 import { rateLimit } from './middleware/rate-limit.js';
@@ -62,7 +63,7 @@ export function createApp(deps: AppDeps & AppOptions): Express {
         metrics: deps.metrics,
         adminToken: deps.adminToken,
       }),
-      accessLog(deps.logger, deps.metrics),
+      accessLog(deps.logger, deps.metrics, (projectId, operation, status, code) => apiErrorLogOf(deps).record(projectId, operation, status, code)),
       // The API reference page (Redoc over /v1/openapi.json): public, outside the contracts.
       apiReferenceRoutes(),
       faviconRoutes(),

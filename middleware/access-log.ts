@@ -1,7 +1,9 @@
 /**
  * One structured line per request: method, path (never the query string, which may carry
  * user data), operationId, status, duration, request id and project id. Headers are never logged.
- * The same request counts in the metrics, by operationId (bounded), never by raw path.
+ * The same request counts in the metrics, by operationId (bounded), never by raw path. A refused
+ * or failed request of a project is told to `onProjectError` with its operation, status and error
+ * code (lib/access/api-errors.ts counts them for the console's Logs page).
  */
 import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from '../lib/platform/logger.js';
@@ -9,7 +11,9 @@ import type { Metrics } from '../lib/platform/metrics.js';
 
 const operationOf = (req: Request): string | undefined => (req as { openapi?: { schema?: { operationId?: unknown } } }).openapi?.schema?.operationId as string | undefined;
 
-export function accessLog(logger: Logger, metrics?: Metrics) {
+export type ProjectErrorSink = (projectId: string, operation: string, status: number, code: string) => void;
+
+export function accessLog(logger: Logger, metrics?: Metrics, onProjectError?: ProjectErrorSink) {
   return (req: Request, res: Response, next: NextFunction): void => {
     const started = process.hrtime.bigint();
     // One listener: 'close' follows 'finish' (a tick later) on every answer that was written;
@@ -29,6 +33,10 @@ export function accessLog(logger: Logger, metrics?: Metrics) {
       }
       const operation = operationOf(req);
       metrics?.request(operation ?? 'unmatched', res.statusCode, ms / 1000);
+      if (onProjectError && req.auth && res.statusCode >= 400) {
+        const code = res.locals.errorCode;
+        onProjectError(req.auth.project.id, operation ?? 'unmatched', res.statusCode, typeof code === 'string' ? code : 'unknown');
+      }
       // Built in place (no spreads): one object per line, the same fields in the same order.
       const line: Record<string, unknown> = { method: req.method, path: req.path };
       if (operation) line.operation = operation;

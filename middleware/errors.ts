@@ -16,6 +16,8 @@ interface FieldError {
 
 export function sendError(req: Request, res: Response, err: ApiError): void {
   if (err.headers) res.set(err.headers);
+  // The code, for the per-project error counts (middleware/access-log.ts); never the message.
+  res.locals.errorCode = err.code;
   const error: Record<string, unknown> = { code: err.code, message: err.message };
   if (err.details !== undefined) error.details = err.details;
   res.status(err.status).json({ success: false, error, request_id: req.requestId });

@@ -149,6 +149,7 @@ export async function attemptDelivery(ctx: AttemptContext, item: DeliveryItem): 
     statusCode: result.statusCode,
     error: result.ok ? null : result.error,
     durationMs: result.durationMs,
+    responseExcerpt: result.excerpt ?? null,
     at: ctx.clock.now(),
     nextAttemptAt: delay === null ? null : new Date(ctx.timer.now().getTime() + delay),
   });

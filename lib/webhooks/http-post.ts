@@ -5,7 +5,8 @@
  * - redirects are never followed (a 3xx is a failure), and only a 2xx is a success;
  * - one hard deadline covers DNS, connect, TLS, request and response (a hanging or dripping
  *   receiver is cut off at it);
- * - the response body is discarded and never read past a cap (a huge body cannot use memory).
+ * - the response body is never read past a cap (a huge body cannot use memory); only its first
+ *   RESPONSE_EXCERPT_BYTES are kept, as one line of text, for the delivery log (why an endpoint fails).
  * Connections are kept alive per checked address, so a busy receiver is not reconnected each time.
  */
 import http from 'node:http';
@@ -20,6 +21,17 @@ export interface AttemptResult {
   /** Why the attempt failed without a status (or was refused before sending); null otherwise. */
   error: string | null;
   durationMs: number;
+  /** The first bytes of the receiver's answer as one line of text (null without an answer or body). */
+  excerpt?: string | null;
+}
+
+/** How much of a receiver's answer the delivery log keeps. */
+export const RESPONSE_EXCERPT_BYTES = 300;
+
+/** The kept bytes as one line: UTF-8 (a cut character dropped), control characters as spaces. */
+export function excerptOf(bytes: Buffer): string | null {
+  const text = bytes.toString('utf8').replace(/\uFFFD+$/, '').replace(/[\u0000-\u001F\u007F]+/g, ' ').trim();
+  return text.length ? text : null;
 }
 
 export interface PostOptions {
@@ -103,10 +115,12 @@ export async function postWebhook(rawUrl: string, body: string, headers: Record<
     const outcome = new Promise<AttemptResult>((resolve) => {
       let statusCode: number | null = null;
       let settled = false;
+      const kept: Buffer[] = [];
+      let keptBytes = 0;
       const settle = (r: Omit<AttemptResult, 'durationMs'>) => {
         if (settled) return;
         settled = true;
-        resolve({ ...r, durationMs: elapsed() });
+        resolve({ ...r, durationMs: elapsed(), excerpt: keptBytes ? excerptOf(Buffer.concat(kept).subarray(0, RESPONSE_EXCERPT_BYTES)) : null });
       };
       const req = (url.protocol === 'https:' ? https : http).request({
         protocol: url.protocol,
@@ -129,6 +143,10 @@ export async function postWebhook(rawUrl: string, body: string, headers: Record<
         let read = 0;
         res.on('data', (chunk: Buffer) => {
           read += chunk.length;
+          if (keptBytes < RESPONSE_EXCERPT_BYTES) {
+            kept.push(chunk.subarray(0, RESPONSE_EXCERPT_BYTES - keptBytes));
+            keptBytes += Math.min(chunk.length, RESPONSE_EXCERPT_BYTES - keptBytes);
+          }
           if (read > opts.bodyCap) {
             // Enough: the status is all we need; the connection is not reused.
             res.destroy();

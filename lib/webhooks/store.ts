@@ -110,6 +110,8 @@ export interface Outcome {
   statusCode: number | null;
   error: string | null;
   durationMs: number;
+  /** The first bytes of the receiver's answer (http-post.ts), kept for the delivery log. */
+  responseExcerpt?: string | null;
   at: Date;
   nextAttemptAt: Date | null;
 }
@@ -126,16 +128,16 @@ export async function recordOutcomes(db: Queryable, outcomes: Outcome[]): Promis
   if (outcomes.length === 0) return [];
   const { rows } = await db.query<{ id: string; webhook_id: string; ord: number }>(
     `WITH o AS (
-       SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::timestamptz[], $5::int[], $6::text[], $7::int[], $8::timestamptz[], $9::int[])
-         AS o(delivery_id, attempt, status, next_attempt_at, status_code, error, duration_ms, at, ord)
+       SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::timestamptz[], $5::int[], $6::text[], $7::int[], $8::timestamptz[], $9::int[], $10::text[])
+         AS o(delivery_id, attempt, status, next_attempt_at, status_code, error, duration_ms, at, ord, response_excerpt)
      ), d AS (
        UPDATE webhook_deliveries w SET attempts = o.attempt, status = o.status, next_attempt_at = o.next_attempt_at,
               completed_at = CASE WHEN o.status = 'pending' THEN NULL ELSE o.at END
          FROM o WHERE w.id = o.delivery_id AND w.status = 'pending'
-         RETURNING w.id, w.webhook_id, o.attempt, o.status_code, o.error, o.duration_ms, o.at, o.ord
+         RETURNING w.id, w.webhook_id, o.attempt, o.status_code, o.error, o.duration_ms, o.at, o.ord, o.response_excerpt
      ), a AS (
-       INSERT INTO webhook_attempts (delivery_id, webhook_id, attempt, status_code, error, duration_ms, at)
-       SELECT id, webhook_id, attempt, status_code, error, duration_ms, at FROM d ORDER BY ord
+       INSERT INTO webhook_attempts (delivery_id, webhook_id, attempt, status_code, error, duration_ms, at, response_excerpt)
+       SELECT id, webhook_id, attempt, status_code, error, duration_ms, at, response_excerpt FROM d ORDER BY ord
      )
      SELECT id, webhook_id, ord FROM d`,
     [
@@ -148,9 +150,29 @@ export async function recordOutcomes(db: Queryable, outcomes: Outcome[]): Promis
       outcomes.map((o) => o.durationMs),
       outcomes.map((o) => o.at),
       outcomes.map((_, i) => i),
+      outcomes.map((o) => o.responseExcerpt ?? null),
     ],
   );
   return rows.sort((a, b) => a.ord - b.ord).map((r) => outcomes[r.ord]);
+}
+
+/**
+ * Redelivery, asked for by a person (the console's Logs page): a finished delivery (succeeded,
+ * failed or canceled) of an active registration becomes pending again with a fresh set of attempts,
+ * due now; the sweep (or the next retry pass) takes it like any overdue delivery, with the same
+ * event id, body and signature scheme. Its past attempts stay in the log. Returns false when the
+ * delivery is not the project's, still pending, or its registration is inactive or gone.
+ */
+export async function redeliver(db: Queryable, projectId: string, deliveryId: string, now: Date): Promise<{ id: string; webhookId: string; status: string } | undefined> {
+  const { rows } = await db.query<{ id: string; webhook_id: string; before: string }>(
+    `UPDATE webhook_deliveries d SET status = 'pending', attempts = 0, next_attempt_at = $3, completed_at = NULL
+       FROM webhook_deliveries old, webhook_endpoints e
+      WHERE d.id = $2 AND d.project_id = $1 AND old.id = d.id AND d.status <> 'pending'
+        AND e.id = d.webhook_id AND e.is_active AND EXISTS (SELECT 1 FROM events ev WHERE ev.id = d.event_id)
+      RETURNING d.id, d.webhook_id, old.status AS before`,
+    [projectId, deliveryId, now],
+  );
+  return rows[0] ? { id: rows[0].id, webhookId: rows[0].webhook_id, status: rows[0].before } : undefined;
 }
 
 /**
