@@ -2,21 +2,13 @@
 import type { operations } from '../generated/api.js';
 import type { Handler } from '../http/handler-types.js';
 import type { AppDeps } from '../http/app-deps.js';
-import { cursorSecretOf } from '../lib/platform/cursor.js';
-import { readRows, type TablesSettings } from '../lib/tables/rows.js';
+import { readRows } from '../lib/tables/rows.js';
+import { tablesSettingsOf } from '../lib/tables/settings.js';
 import { describeTable } from '../lib/tables/describe.js';
-import { quotaDefaultsOf } from '../lib/tables/quota.js';
 import { insertRows } from '../lib/tables/inserts.js';
 import { deleteRows, updateRows, writeFiltersFromBody, writeFiltersFromQuery } from '../lib/tables/writes.js';
 
-function settings(deps: AppDeps): TablesSettings {
-  return {
-    statementTimeoutMs: deps.config.tablesStatementTimeoutMs,
-    cursorSecret: cursorSecretOf(deps),
-    quota: quotaDefaultsOf(deps.config),
-    pageMaxBytes: deps.config.tablesPageMaxBytes,
-  };
-}
+const settings = (deps: AppDeps) => tablesSettingsOf(deps);
 
 export const listTableRows: Handler<operations['listTableRows']> = async (req, deps) => {
   const q = req.query;

@@ -53,6 +53,27 @@ export async function recordAuditOn(client: pg.PoolClient, now: Date, actor: Aud
   );
 }
 
+/**
+ * Writes the row on its own, right after a change that could not share its transaction: a project
+ * table's rows and DDL run on a login of the project's own role (lib/tables/isolation.ts), which
+ * cannot reach the audit table. The change has committed by then; if this write fails, the person
+ * is told so (an error page) and the change stands.
+ */
+export async function recordAuditAfter(deps: Pick<Deps, 'db' | 'clock'>, actor: AuditActor, entry: AuditEntry): Promise<void> {
+  await deps.db.prisma.dashboardAudit.create({
+    data: {
+      projectId: entry.projectId,
+      accountId: actor.accountId,
+      actor: actor.email,
+      action: entry.action,
+      subject: entry.subject,
+      before: json(entry.before),
+      after: json(entry.after),
+      at: deps.clock.now(),
+    },
+  });
+}
+
 export function listAudit(deps: Pick<Deps, 'db'>, projectId: string, limit = 100) {
   return deps.db.prisma.dashboardAudit.findMany({ where: { projectId }, orderBy: { id: 'desc' }, take: limit });
 }
