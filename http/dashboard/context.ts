@@ -15,6 +15,16 @@ const NOTICES: Record<string, string> = {
   removed: 'Removed from the project.',
   template_approved: 'Template approved (by the simulator, as Meta’s review would).',
   template_rejected: 'Template rejected (by the simulator, as Meta’s review would).',
+  table_created: 'Table created.',
+  ddl_ran: 'Statement run.',
+  copied: 'Preview’s structure copied to public.',
+  row_inserted: 'Row added.',
+  rows_updated: 'Rows changed.',
+  rows_deleted: 'Rows deleted.',
+  secret_set: 'Secret saved. Its value is not shown again.',
+  secret_replaced: 'Secret replaced: the bot reads the new value from its next event.',
+  secret_deleted: 'Secret deleted: the bot reads null from its next event.',
+  redelivered: 'Delivery queued again: it is attempted within the next sweep (about 15 s).',
 };
 
 export function person(req: Request) {

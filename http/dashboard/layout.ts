@@ -19,6 +19,10 @@ const TABS: Array<{ tab: string; label: string; roles?: Role[] }> = [
   { tab: 'keys', label: 'API keys', roles: ['owner', 'admin'] },
   { tab: 'webhooks', label: 'Webhooks' },
   { tab: 'templates', label: 'Templates' },
+  { tab: 'database', label: 'Database' },
+  { tab: 'secrets', label: 'Secrets' },
+  { tab: 'logs', label: 'Logs' },
+  { tab: 'billing', label: 'Billing' },
   { tab: 'people', label: 'People' },
   { tab: 'audit', label: 'Audit trail', roles: ['owner'] },
 ];

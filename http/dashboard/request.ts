@@ -60,6 +60,25 @@ export function parseForm(req: Request, res: Response, next: NextFunction): void
   });
 }
 
+/**
+ * The console's data forms (a table row of many columns, its edit with the values it had, a secret
+ * of up to BOT_SECRET_MAX_BYTES): a larger parser, mounted before parseForm on those paths (which
+ * then finds the body read). The domain's own limits (a secret's size, a table's quota) still apply.
+ */
+export const CONSOLE_FORM_LIMIT_BYTES = 256 * 1024;
+const consoleUrlencoded = express.urlencoded({ extended: false, limit: CONSOLE_FORM_LIMIT_BYTES, parameterLimit: 2000 });
+
+export function parseConsoleForm(req: Request, res: Response, next: NextFunction): void {
+  if (req.method !== 'POST' || !req.is('application/x-www-form-urlencoded')) return next();
+  consoleUrlencoded(req, res, (err?: unknown) => {
+    if (err) {
+      const e = err as { type?: string };
+      return next(e.type === 'entity.too.large' || e.type === 'parameters.too.many' ? new DashboardRefusal(413, 'The form is too large; nothing was changed.') : new DashboardRefusal(400, 'The form could not be read.'));
+    }
+    next();
+  });
+}
+
 export function field(req: Request, name: string): string | undefined {
   const v = (req.body as Record<string, unknown> | undefined)?.[name];
   return typeof v === 'string' ? v : undefined;

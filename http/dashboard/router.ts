@@ -12,13 +12,18 @@ import { PROJECT_ROOT } from '../../lib/platform/project-root.js';
 import { resolveSession } from '../../lib/dashboard/sessions.js';
 import { csrfMatches } from '../../lib/dashboard/csrf.js';
 import { DashboardRefusal } from '../../lib/dashboard/refusal.js';
-import { cookie, errorPage, page, parseForm, SESSION_COOKIE, clearCookie } from './request.js';
+import { cookie, errorPage, page, parseConsoleForm, parseForm, SESSION_COOKIE, clearCookie } from './request.js';
 import { showLogin, submitLogin, showSetup, submitSetup, showInvite, submitInvite, submitLogout } from './auth-pages.js';
 import { showProjects, showWebhooks, showTemplates, decideTemplate, showPeople, invite, removeMember, showAudit, type DashboardOptions } from './project-pages.js';
 import { showKeys, createKey, rotateKey, revokeKey, updateScopes } from './key-pages.js';
 import { showBroadcasts, showBroadcast, broadcastProgress, approve, cancel } from './broadcast-pages.js';
 import { showContacts, showConversations, showConversation } from './customer-pages.js';
 import { answerConsent, disconnect, parseConsentForm, showAgents, showConsent } from './oauth-pages.js';
+import { showDatabase, submitCopyPreview, submitCreateTable, submitDdl } from './database-pages.js';
+import { exportCsv, showEdit, showTable, submitDelete, submitInsert, submitUpdate } from './table-pages.js';
+import { showSecrets, submitDeleteSecret, submitSecret } from './secret-pages.js';
+import { showLogs, submitRedeliver } from './log-pages.js';
+import { exportBilling, showBilling } from './billing-pages.js';
 import { CSP } from './csp.js';
 
 export type { DashboardOptions } from './project-pages.js';
@@ -38,6 +43,8 @@ export function dashboardRouter(deps: AppDeps, opts: DashboardOptions = {}): Rou
   r.get('/assets/dashboard.js', (_req, res) => void res.type('text/javascript').setHeader('Cache-Control', 'public, max-age=300').send(js));
   // The consent form carries a checkbox per project and scope: its own, larger, parser (then parseForm finds it read).
   r.use('/oauth/consent', parseConsentForm);
+  // The console's data forms (rows, secrets) are larger: their own parser (http/dashboard/request.ts).
+  r.use(['/projects/:projectId/database', '/projects/:projectId/secrets'], parseConsoleForm);
   r.use(parseForm);
 
   r.get('/login', page(showLogin(deps)));
@@ -97,6 +104,24 @@ export function dashboardRouter(deps: AppDeps, opts: DashboardOptions = {}): Rou
   r.post('/projects/:projectId/people', page(invite(deps)));
   r.post('/projects/:projectId/people/remove', page(removeMember(deps)));
   r.get('/projects/:projectId/audit', page(showAudit(deps)));
+  // The console (issue 47): database, secrets, logs, billing.
+  r.get('/projects/:projectId/database', page(showDatabase(deps)));
+  r.post('/projects/:projectId/database/tables', page(submitCreateTable(deps)));
+  r.post('/projects/:projectId/database/ddl', page(submitDdl(deps)));
+  r.post('/projects/:projectId/database/copy-preview', page(submitCopyPreview(deps)));
+  r.get('/projects/:projectId/database/:schema/:table', page(showTable(deps)));
+  r.get('/projects/:projectId/database/:schema/:table/csv', page(exportCsv(deps)));
+  r.get('/projects/:projectId/database/:schema/:table/edit', page(showEdit(deps)));
+  r.post('/projects/:projectId/database/:schema/:table/rows', page(submitInsert(deps)));
+  r.post('/projects/:projectId/database/:schema/:table/update', page(submitUpdate(deps)));
+  r.post('/projects/:projectId/database/:schema/:table/delete', page(submitDelete(deps)));
+  r.get('/projects/:projectId/secrets', page(showSecrets(deps)));
+  r.post('/projects/:projectId/secrets', page(submitSecret(deps)));
+  r.post('/projects/:projectId/secrets/:name/delete', page(submitDeleteSecret(deps)));
+  r.get('/projects/:projectId/logs', page(showLogs(deps)));
+  r.post('/projects/:projectId/logs/deliveries/:deliveryId/redeliver', page(submitRedeliver(deps)));
+  r.get('/projects/:projectId/billing', page(showBilling(deps)));
+  r.get('/projects/:projectId/billing/csv', page(exportBilling(deps)));
 
   r.use((_req, _res, next) => next(new DashboardRefusal(404, 'There is no such page.')));
   r.use((err: unknown, req: Request, res: Response, _next: NextFunction) => errorPage(err, req, res, (m, meta) => deps.logger.error(m, meta)));
