@@ -183,7 +183,7 @@ describe('a sandbox process that ends', () => {
     // What two dead processes leave: a row whose run had started, two abnormal runs counted.
     const { rows } = await t.db.pool.query<{ id: string }>(`SELECT id FROM messages WHERE project_id = $1 AND direction = 'inbound'`, [a.projectId]);
     await t.db.pool.query(
-      `INSERT INTO bot_inbox (key, kind, message_id, project_id, lease_until, attempts, abnormal_runs, run_started_at, created_at) VALUES ('message:' || $1, 'message', $1, $2, $3, 2, 2, $3, $3)`,
+      `INSERT INTO bot_inbox (key, kind, message_id, project_id, lease_until, attempts, abnormal_runs, run_started_at, created_at) VALUES ('message:' || $1, 'message', $1::bigint, $2, $3, 2, 2, $3, $3)`,
       [rows[0].id, a.projectId, t.clock.now()],
     );
     t.clock.advance(1000);

@@ -232,7 +232,7 @@ describe('the bot inbox', () => {
     );
     expect(rows).toHaveLength(1);
     const leaseUntil = new Date(t.clock.now().getTime() + t.config.botInboxLeaseMs);
-    await t.db.pool.query(`INSERT INTO bot_inbox (key, kind, message_id, project_id, lease_until, attempts, created_at) VALUES ('message:' || $1, 'message', $1, $2, $3, $4, $5)`, [rows[0].id, projectId, leaseUntil, attempts, t.clock.now()]);
+    await t.db.pool.query(`INSERT INTO bot_inbox (key, kind, message_id, project_id, lease_until, attempts, created_at) VALUES ('message:' || $1, 'message', $1::bigint, $2, $3, $4, $5)`, [rows[0].id, projectId, leaseUntil, attempts, t.clock.now()]);
   }
 
   it('When the bot has handled a message, then it has left the inbox', async () => {
@@ -295,7 +295,7 @@ describe('the bot inbox', () => {
       [projectId, user.user_id],
     );
     expect(rows).toHaveLength(1);
-    await t.db.pool.query(`INSERT INTO bot_inbox (key, kind, message_id, project_id, lease_until, created_at) VALUES ('message:' || $1, 'message', $1, $2, $3, $3)`, [rows[0].id, projectId, t.clock.now()]);
+    await t.db.pool.query(`INSERT INTO bot_inbox (key, kind, message_id, project_id, lease_until, created_at) VALUES ('message:' || $1, 'message', $1::bigint, $2, $3, $3)`, [rows[0].id, projectId, t.clock.now()]);
     t.clock.advance(1000);
     expect(await t.bot!.reclaim()).toBe(1);
     await t.bot!.whenIdle();
