@@ -123,7 +123,7 @@ describe('deployCode', () => {
     const { key } = await projectWithKey(['code:read']);
     expect((await deploy(key)).status).toBe(403);
     const { key: writer } = await projectWithKey();
-    const bad = await deploy(writer, { message: 'x', force: true });
+    const bad = await deploy(writer, { message: 'x', forcefully: true });
     expect(bad.status).toBe(400);
   });
 

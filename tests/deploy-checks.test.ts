@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
 import { forgetTreeCache } from '../lib/code/store.js';
+import { consentMarkOf } from '../lib/consent/keywords.js';
 
 const LIMITS = { memoryMb: 32, startupTimeoutMs: 1000, eventTimeoutMs: 2000 };
 
@@ -183,6 +184,11 @@ describe('a message that changed consent reaches the bot marked', () => {
     const preview = await request(t.app).post('/v1/bot/preview').set(auth(marked.key)).send({ text: 'UNSUBSCRIBE' }).expect(200);
     expect(preview.body.data.logs[0].message).toBe('consent={"change":"opted_out","keyword":"UNSUBSCRIBE"} text=UNSUBSCRIBE');
     expect(preview.body.data.sends).toEqual([]);
+
+    // A message rebuilt from the inbox after a restart is judged again from its content and the keywords.
+    expect(await consentMarkOf(t.db.pool, marked.projectId, 'text', { text: { body: ' stop. ' } })).toEqual({ change: 'opted_out', keyword: 'STOP' });
+    expect(await consentMarkOf(t.db.pool, marked.projectId, 'interactive', { interactive: { button_reply: { id: 'x', title: 'Stop promotions' } } })).toEqual({ change: 'opted_out', keyword: 'Stop promotions' });
+    expect(await consentMarkOf(t.db.pool, marked.projectId, 'text', { text: { body: 'please stop sending offers' } })).toBeNull();
 
     // The scaffold's own sample bot, deployed as it comes.
     const sample = await project();

@@ -7,6 +7,9 @@ import type pg from 'pg';
 import { ApiError } from '../platform/errors.js';
 import { physicalSchema } from '../tables/isolation.js';
 
+/** What the explanation says of a table production has and the preview schema lacks (a deploy's sample run reads it). */
+export const PUBLIC_ONLY = 'it exists in production (public) only';
+
 export async function explainPreviewTable(pool: pg.Pool, projectId: string, e: unknown): Promise<unknown> {
   if (!(e instanceof ApiError) || e.code !== 'table_not_found') return e;
   const table = (e.details as { table?: unknown } | undefined)?.table;
@@ -16,7 +19,7 @@ export async function explainPreviewTable(pool: pg.Pool, projectId: string, e: u
     .then((r) => r.rowCount! > 0, () => false);
   const fix = `create it there: \`npm run ops -- tables ddl ${projectId} --schema preview --sql "CREATE TABLE ${table} (…)"\`, or \`tables create ${projectId} --schema preview --file TABLE.json\` (POST /admin/projects/${projectId}/tables with "schema": "preview")`;
   const message = found
-    ? `No table "${table}" in the preview schema: it exists in production (public) only. A preview reads and writes the preview schema; ${fix}.`
+    ? `No table "${table}" in the preview schema: ${PUBLIC_ONLY}. A preview reads and writes the preview schema; ${fix}.`
     : `No table "${table}" in the preview schema (a preview reads and writes the preview schema, production the public one); ${fix}.`;
   return new ApiError('table_not_found', message, e.details);
 }

@@ -16,6 +16,7 @@ import { DEFAULT_LIMITS, StartupError, type Outcome, type SandboxLimits } from '
 import { SandboxCrashed, sandboxSupervisor, type BotSandbox } from '../sandbox/supervisor.js';
 import { consentMarkOf } from '../consent/keywords.js';
 import { runHelper, type Capture, type Invocation } from './helpers.js';
+import type { CallContext } from './host-types.js';
 import { hostOpBounds } from './host-api.js';
 import { redactDeep, redactorFor } from './secrets.js';
 import type { BotInboundMessage } from './types.js';
@@ -50,12 +51,19 @@ export async function simulatedMessage(deps: BotDeps, projectId: string, input: 
  */
 export async function runOnceInPreview(
   deps: BotDeps, projectId: string, bundle: string, sourceMap: string, message: BotInboundMessage, limits: SandboxLimits,
+  /** Told each helper call's answer (JSON text), e.g. to tell a preview-only failure apart. */
+  observe?: (op: unknown, answer: string) => void,
 ): Promise<{ outcome: Outcome; capture: Capture }> {
   const capture: Capture = { sends: [], state: null, events: [], logs: [] };
   const inv: Invocation = { projectId, mode: 'preview', capture, logLines: 0 };
+  const helper = async (op: unknown, args: unknown, call?: CallContext) => {
+    const answer = await runHelper(deps, inv, op, args, call);
+    observe?.(op, answer);
+    return answer;
+  };
   let sandbox: BotSandbox;
   try {
-    sandbox = await sandboxSupervisor().create(projectId, bundle, sourceMap, (op, args, call) => runHelper(deps, inv, op, args, call), limits, { ops: hostOpBounds() });
+    sandbox = await sandboxSupervisor().create(projectId, bundle, sourceMap, helper, limits, { ops: hostOpBounds() });
   } catch (e) {
     // Its process ended while it started (this bot's start-up, or another's event).
     if (e instanceof SandboxCrashed) return { outcome: { status: 'crashed', message: e.message, durationMs: 0 }, capture };

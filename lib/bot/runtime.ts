@@ -21,7 +21,8 @@
  * - The inbound webhook answers the channel without waiting for the bot. A paused project's bot
  *   does not run (seen within RELEASE_CHECK_MS).
  * - Every stopped invocation (throw, timeout, memory limit, failed start-up) is written to the
- *   project's bot log for the operator; nothing the bot does can throw into the service. A time or
+ *   project's bot log for the operator and counted in the metrics (bot_event_failures_total);
+ *   nothing the bot does can throw into the service. A time or
  *   memory limit disposes the project's isolate, which also stops that project's other events in
  *   flight (each is logged).
  * - Sandboxes run in supervised child processes (lib/sandbox/supervisor.ts): a failure isolated-vm
@@ -48,6 +49,7 @@ import { takeBotEvent } from './rates.js';
 import { backoff, runHelper, type Invocation } from './helpers.js';
 import { hostOpBounds } from './host-api.js';
 import { redactedBotLog } from './secrets.js';
+import { consentMarkOf } from '../consent/keywords.js';
 import type { BotEvent, BotHook, BotInboundMessage } from './types.js';
 import { addToInbox, markRunStarted, MAX_HANDOVERS, messageKey, reclaimExpired, recordAbnormalRun, removeFromInbox, renewLeases, setAside } from './inbox.js';
 import { runEnded, runStarted, type RunOutcome } from './schedules.js';
@@ -424,6 +426,11 @@ export class BotRuntime implements BotHook {
   private async handle(projectId: string, inboxKey: string, event: BotEvent): Promise<boolean> {
     const deps = this.deps!;
     const label = labelOf(event);
+    // A message rebuilt from the inbox (after a restart) has lost its consent mark: judged again
+    // from its content and the project's keywords, so the bot still sees STOP as such.
+    if (event.kind === 'message' && event.message.consent === undefined) {
+      event.message.consent = await consentMarkOf(deps.db.pool, projectId, event.message.type, event.message.raw).catch(() => null);
+    }
     // A second try only when the sandbox was stopped for another event's leftover work.
     for (let attempt = 1; ; attempt++) {
       const slot = await this.sandboxWithRetry(projectId);
