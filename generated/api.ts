@@ -2317,12 +2317,6 @@ export interface components {
             dry_run: boolean;
             max_affected?: number;
         };
-        TableWriteResponse: {
-            /** @constant */
-            success: true;
-            data: {
-                table: string;
-                schema: components["schemas"]["TableSchemaName"];
         InsertTableRowsRequest: {
             schema?: components["schemas"]["TableSchemaName"];
             /** @description The rows to insert, each by column name (a column left out takes its default; null sets NULL). */
@@ -2335,6 +2329,12 @@ export interface components {
              */
             dry_run: boolean;
         };
+        TableWriteResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                table: string;
+                schema: components["schemas"]["TableSchemaName"];
                 dry_run: boolean;
                 /** @description Rows changed (or that would change on a dry run). */
                 affected: number;
@@ -4768,22 +4768,6 @@ export interface operations {
             503: components["responses"]["QueryTimeout"];
         };
     };
-    deleteTableRows: {
-        parameters: {
-            query: {
-                /** @description `public` (production, default) or `preview` (the development sandbox). */
-                schema?: components["parameters"]["TableSchemaQuery"];
-                /**
-                 * @description JSON array of 1 to 20 predicates `{column, op, value}`, AND-joined; no `like`/`ilike`.
-                 * @example [{"column":"id","op":"eq","value":42}]
-                 */
-                filters: string;
-                /** @description Report what would be deleted, delete nothing. */
-                dry_run?: boolean;
-                /** @description Refuse (409 `max_affected_exceeded`) when more rows would be deleted. */
-                max_affected?: number;
-            };
-            header?: {
     insertTableRows: {
         parameters: {
             query?: never;
@@ -4869,6 +4853,22 @@ export interface operations {
             503: components["responses"]["QueryTimeout"];
         };
     };
+    deleteTableRows: {
+        parameters: {
+            query: {
+                /** @description `public` (production, default) or `preview` (the development sandbox). */
+                schema?: components["parameters"]["TableSchemaQuery"];
+                /**
+                 * @description JSON array of 1 to 20 predicates `{column, op, value}`, AND-joined; no `like`/`ilike`.
+                 * @example [{"column":"id","op":"eq","value":42}]
+                 */
+                filters: string;
+                /** @description Report what would be deleted, delete nothing. */
+                dry_run?: boolean;
+                /** @description Refuse (409 `max_affected_exceeded`) when more rows would be deleted. */
+                max_affected?: number;
+            };
+            header?: {
                 /**
                  * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
                  *     and for reads with an access token (the connection's default). Required for non-GET calls

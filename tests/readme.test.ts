@@ -51,13 +51,15 @@ function bash(script: string, env: NodeJS.ProcessEnv): Promise<ProcessRun> {
 }
 
 describe('the README as pasted', () => {
-  it('When the First call, template and bot blocks are pasted into one shell after npm start, then every command succeeds and prints what the README shows', async () => {
+  it('When the First call, template, bot and backend blocks are pasted into one shell after npm start, then every command succeeds and prints what the README shows', async () => {
     const blocks = readmeBlocks(readFileSync(path.join(root, 'README.md'), 'utf8'));
-    expect(blocks.map((b) => b.name)).toEqual(['first-call', 'first-call', 'first-call', 'templates', 'bot']);
+    expect(blocks.map((b) => b.name)).toEqual(['first-call', 'first-call', 'first-call', 'templates', 'bot', 'backend']);
 
     dir = await tempFolder('svc-readme-');
     const data = path.join(dir, 'data');
     const { env, port, simPort } = await embeddedServiceEnv(data);
+    // As the README's "A bot that answers from your backend" says to start it: its shop is on loopback.
+    env.DEV_ALLOW_PRIVATE_TARGETS = 'true';
     const started = Date.now();
     npm = spawn('npm', ['start'], { cwd: root, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     let banner = '';

@@ -92,16 +92,16 @@ export interface Config {
   botHttpPerMinute: number;
   /** The bot's http.fetch: calls of one project in progress at once, across instances (shared counters). */
   botHttpConcurrency: number;
-  /** How old the portfolio messaging limit read from the channel may be before a pre-flight reads it again (lib/pricing/messaging-limit.ts). */
-  messagingLimitRefreshMs: number;
-  /** On shutdown, how long /readyz answers 503 before the server stops accepting (load balancers notice). */
-  shutdownReadyDelayMs: number;
   /** Files a project may store (lib/project-files/store.ts). */
   projectFilesMax: number;
   /** Bytes a project's files may hold in all. */
   projectFilesMaxBytes: number;
   /** Largest file the bot's `files.get` reads (a larger one is `file_too_large`). */
   botFileReadMaxBytes: number;
+  /** How old the portfolio messaging limit read from the channel may be before a pre-flight reads it again (lib/pricing/messaging-limit.ts). */
+  messagingLimitRefreshMs: number;
+  /** On shutdown, how long /readyz answers 503 before the server stops accepting (load balancers notice). */
+  shutdownReadyDelayMs: number;
   /** Development and tests only: let outbound requests reach private and loopback addresses. */
   devAllowPrivateTargets: boolean;
   /** Port of the bundled Cloud API simulator (embedded default). */
@@ -265,15 +265,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     botHttpMaxBodyBytes: int(env, 'BOT_HTTP_MAX_BODY_BYTES', 1024 * 1024, 1024, 1024 * 1024),
     botHttpPerMinute: int(env, 'BOT_HTTP_PER_MINUTE', 600, 1),
     botHttpConcurrency: int(env, 'BOT_HTTP_CONCURRENCY', 8, 1, 256),
+    projectFilesMax: int(env, 'PROJECT_FILES_MAX', 200, 1, 100_000),
+    projectFilesMaxBytes: int(env, 'PROJECT_FILES_MAX_BYTES', 100 * 1024 * 1024, 1, 100 * 1024 * 1024 * 1024),
+    botFileReadMaxBytes: int(env, 'BOT_FILE_READ_MAX_BYTES', 1024 * 1024, 1, 1024 * 1024),
     messagingLimitRefreshMs: int(env, 'MESSAGING_LIMIT_REFRESH_MS', 900000, 0, 86400000),
     shutdownReadyDelayMs: int(env, 'SHUTDOWN_READY_DELAY_MS', 0, 0, 600000),
     simulatorPort: int(env, 'SIMULATOR_PORT', 4010, 0, 65535),
     simulatorTemplateAutoApproveMs: env.SIMULATOR_TEMPLATE_AUTO_APPROVE_MS?.trim() === 'off' ? null : int(env, 'SIMULATOR_TEMPLATE_AUTO_APPROVE_MS', 3000, 0, 86_400_000),
     simulatorUrl: str(env, 'SIMULATOR_URL')?.replace(/\/+$/, ''),
     devAllowPrivateTargets: bool(env, 'DEV_ALLOW_PRIVATE_TARGETS', false),
-    projectFilesMax: int(env, 'PROJECT_FILES_MAX', 200, 1, 100_000),
-    projectFilesMaxBytes: int(env, 'PROJECT_FILES_MAX_BYTES', 100 * 1024 * 1024, 1, 100 * 1024 * 1024 * 1024),
-    botFileReadMaxBytes: int(env, 'BOT_FILE_READ_MAX_BYTES', 1024 * 1024, 1, 1024 * 1024),
     publicBaseUrl: (str(env, 'PUBLIC_BASE_URL') ?? `http://localhost:${port}`).replace(/\/+$/, ''),
     oauthAccessTokenSeconds: int(env, 'OAUTH_ACCESS_TOKEN_SECONDS', 3600, 60, 86_400),
     oauthRefreshTokenSeconds: int(env, 'OAUTH_REFRESH_TOKEN_SECONDS', 2_592_000, 3600, 365 * 86_400),
