@@ -243,8 +243,8 @@ export async function onMessage(m: InboundMessage): Promise<void> { await sendTe
     try {
       for (const text of ['one', 'two', 'three', 'four']) await inbound(phoneNumberId, '14155550901', text);
       await eventually(() => sentTexts(phoneNumberId, '14155550901'), (s) => s.length === 2, 10_000, 'two answers');
-      await eventually(() => botLogs(projectId), (l) => l.some((e) => e.message.includes('messages a minute (BOT_EVENTS_PER_MINUTE)')), 10_000, 'the wait logged');
-      expect((await botLogs(projectId)).map((l) => l.message)).toEqual([expect.stringContaining('messages a minute (BOT_EVENTS_PER_MINUTE)')]);
+      await eventually(() => botLogs(projectId), (l) => l.some((e) => e.message.includes('events a minute (BOT_EVENTS_PER_MINUTE)')), 10_000, 'the wait logged');
+      expect((await botLogs(projectId)).map((l) => l.message)).toEqual([expect.stringContaining('events a minute (BOT_EVENTS_PER_MINUTE)')]);
       const waiting = await t.db.pool.query('SELECT count(*)::int AS n FROM bot_inbox WHERE project_id = $1', [projectId]);
       expect(waiting.rows[0].n).toBe(2);
       expect(await sentTexts(phoneNumberId, '14155550901')).toEqual(['echo one', 'echo two']);
