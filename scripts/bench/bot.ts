@@ -23,6 +23,16 @@ export async function onMessage(m: InboundMessage): Promise<void> {
 }
 `;
 
+/** The same bot, but it first asks the business's API (a loopback server) over http.fetch. */
+const FETCH_BOT = (url: string) => `import { http, log, sendText, type InboundMessage } from './platform/runtime/index.js';
+export async function onMessage(m: InboundMessage): Promise<void> {
+  const r = await http.fetch('${url}');
+  if (!r.ok) log.warn('fetch failed', r.error);
+  const sent = await sendText(m.from, 'r:' + (m.text ?? ''));
+  if (!sent.ok) log.warn('not sent', sent.error);
+}
+`;
+
 function pct(xs: number[], p: number): number {
   if (!xs.length) return NaN;
   const s = [...xs].sort((a, b) => a - b);
@@ -183,5 +193,44 @@ export const benchBot: BenchSection = async (ctx) => {
   const cost = await sandboxCost();
   console.log(`sandbox round trip per message (trivial bot, helpers answering at once, 1,800 events): p50 ${cost.p50} ms, p99 ${cost.p99} ms`);
   console.log(`deploy of the scaffold: ${deployTimes[0]} ms (first in the process), ${deployTimes[1]} ms (next)`);
+  await benchFetch(ctx, scopes, rate, botTarget);
   await benchSchedules(ctx);
 };
+
+/**
+ * Issue 46's goal for http.fetch: a bot that fetches from a loopback server before replying, against
+ * the trivial bot, messages alternating at the same rate: at most 1 ms more at p50 beyond the
+ * server's own time (its handling, measured inside it). The service runs with
+ * DEV_ALLOW_PRIVATE_TARGETS=true (bench only) so the bot may reach loopback.
+ */
+async function benchFetch(ctx: BenchContext, scopes: string[], rate: number, botTarget: (tag: string) => Target) {
+  const { createServer } = await import('node:http');
+  const serverMs: number[] = [];
+  const server = createServer((_req, res) => {
+    const t0 = performance.now();
+    res.setHeader('content-type', 'application/json');
+    res.end('{"status":"shipped"}');
+    serverMs.push(performance.now() - t0);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  try {
+    const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/orders/1`;
+    const p = await ctx.project(scopes);
+    const put = await fetch(`${ctx.base}/v1/files/src%2Fbot.ts`, { method: 'PUT', headers: { authorization: `Bearer ${p.key}`, 'content-type': 'application/json' }, body: JSON.stringify({ content: FETCH_BOT(url) }) });
+    if (put.status !== 200) throw new Error(`put failed: ${put.status}`);
+    const deployed = await post(`${ctx.base}/v1/deployments`, {}, { authorization: `Bearer ${p.key}` });
+    if (deployed.status !== 201) throw new Error(`deploy failed: ${JSON.stringify(deployed.json)}`);
+    const fetchTarget = (tag: string): Target => ({ ...p, replyByApi: false, tag });
+    await drive(ctx, [fetchTarget('fw'), botTarget('fw2')], 20, 1);
+    serverMs.length = 0;
+    const [plain, fetching] = await measure(ctx, rate * 2, [botTarget('f'), fetchTarget('g')]);
+    const server50 = pct(serverMs, 50);
+    console.log(`\n| run | sent | answered | p50 ms | p99 ms |\n|---|---|---|---|---|`);
+    console.log(`| bot answers, ${rate}/s | ${plain.sent} | ${plain.answered} | ${plain.p50} | ${plain.p99} |`);
+    console.log(`| bot fetches a loopback API, then answers, ${rate}/s | ${fetching.sent} | ${fetching.answered} | ${fetching.p50} | ${fetching.p99} |`);
+    console.log(`the loopback server's own time: p50 ${server50} ms over ${serverMs.length} calls`);
+    goal({ id: 'P10', what: 'bot reply p50 with an http.fetch vs without + server time + 1 ms', ratio: fetching.p50 / (plain.p50 + server50 + 1), op: '<=', target: 1, detail: `${fetching.p50} / (${plain.p50} + ${server50} + 1) ms` });
+  } finally {
+    server.close();
+  }
+}
