@@ -44,6 +44,10 @@ export default {
   // A handle some test left open (a pool, a timer, a child's pipe) must not keep the run from
   // ending once every file has reported: CI waits for the process.
   forceExit: true,
+  // One process running every file in band grew past 5 GB by the end of CI (each file loads its own
+  // modules), and its collector's pauses broke timing-bound tests late in the run. `npm test` runs
+  // one worker instead, replaced by a fresh one whenever a file leaves it above this.
+  workerIdleMemoryLimit: '1500MB',
   // CI's progress: which file runs, and the tallies so far (tests/support/progress-reporter.js).
   reporters: ['default', '<rootDir>/tests/support/progress-reporter.js'],
   globalSetup: '<rootDir>/tests/support/global-setup.ts',
