@@ -85,7 +85,7 @@ export async function onMessage(m: InboundMessage): Promise<void> {
     expect(ok.durationMs).toBeGreaterThan(1500);
     const hang = await sandbox.dispatch(EVENT.replace('"text":"hi"', '"text":"hang"'));
     // With its message, so a failure says how the event ended instead.
-    expect({ status: hang.status, message: hang.message }).toEqual({ status: 'timeout', message: expect.stringContaining('did not finish') });
+    expect({ status: hang.status, message: (hang as { message?: string }).message }).toEqual({ status: 'timeout', message: expect.stringContaining('did not finish') });
     expect(hang.durationMs).toBeLessThan(limits.eventTimeoutMs * 6);
   });
 });
