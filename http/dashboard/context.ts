@@ -25,6 +25,10 @@ const NOTICES: Record<string, string> = {
   secret_replaced: 'Secret replaced: the bot reads the new value from its next event.',
   secret_deleted: 'Secret deleted: the bot reads null from its next event.',
   redelivered: 'Delivery queued again: it is attempted within the next sweep (about 15 s).',
+  rolled_back: 'Rolled back: production runs that deployment again from the next event.',
+  schedule_paused: 'Schedule paused: it does not run until it is resumed.',
+  schedule_resumed: 'Schedule resumed: it runs from its next due time.',
+  schedule_run: 'Run queued: the bot runs the schedule now, once (a manual run).',
 };
 
 export function person(req: Request) {

@@ -50,3 +50,33 @@ document.addEventListener('submit', (event) => {
   };
   setTimeout(tick, 3000);
 })();
+
+// The bot log follows the bot without a reload: its page asks the table's data-live-log URL for
+// the lines after the newest shown, every data-every ms, and puts them on top (rows rendered and
+// escaped by the server). A failed question waits longer and tries again.
+(function liveBotLog() {
+  const table = document.querySelector('table[data-live-log]');
+  if (!table) return;
+  const body = table.tBodies[0];
+  const status = document.getElementById('live-status');
+  const every = Number(table.getAttribute('data-every')) || 3000;
+  let added = 0;
+  const tick = () => {
+    const url = `${table.getAttribute('data-live-log')}&after=${encodeURIComponent(table.getAttribute('data-after') || '0')}`;
+    fetch(url, { credentials: 'same-origin', headers: { accept: 'application/json' } })
+      .then((r) => (r.ok ? r.json() : Promise.reject(new Error(String(r.status)))))
+      .then((p) => {
+        if (p.count > 0) {
+          body.insertAdjacentHTML('afterbegin', p.rows);
+          table.setAttribute('data-after', p.last);
+          added += p.count;
+          const empty = document.getElementById('log-empty');
+          if (empty) empty.hidden = true;
+          if (status) status.textContent = `Live: ${added} new line${added === 1 ? '' : 's'} since the page opened.`;
+        }
+        setTimeout(tick, every);
+      })
+      .catch(() => setTimeout(tick, every * 3));
+  };
+  setTimeout(tick, every);
+})();

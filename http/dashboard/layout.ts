@@ -19,6 +19,8 @@ const TABS: Array<{ tab: string; label: string; roles?: Role[] }> = [
   { tab: 'keys', label: 'API keys', roles: ['owner', 'admin'] },
   { tab: 'webhooks', label: 'Webhooks' },
   { tab: 'templates', label: 'Templates' },
+  { tab: 'bot', label: 'Bot' },
+  { tab: 'schedules', label: 'Scheduled tasks' },
   { tab: 'database', label: 'Database' },
   { tab: 'secrets', label: 'Secrets' },
   { tab: 'logs', label: 'Logs' },

@@ -24,6 +24,8 @@ import { exportCsv, showEdit, showTable, submitDelete, submitInsert, submitUpdat
 import { showSecrets, submitDeleteSecret, submitSecret } from './secret-pages.js';
 import { showLogs, submitRedeliver } from './log-pages.js';
 import { exportBilling, showBilling } from './billing-pages.js';
+import { botLogTail, showBot, showBotFiles, showBotLog, submitPreview, submitRollback } from './bot-pages.js';
+import { showSchedule, showSchedules, submitPause, submitResume, submitRunNow } from './schedule-pages.js';
 import { CSP } from './csp.js';
 
 export type { DashboardOptions } from './project-pages.js';
@@ -123,6 +125,18 @@ export function dashboardRouter(deps: AppDeps, opts: DashboardOptions = {}): Rou
   r.get('/projects/:projectId/billing', page(showBilling(deps)));
   r.get('/projects/:projectId/billing/csv', page(exportBilling(deps)));
 
+  // The bot and its scheduled tasks (issue 47, items 2 and 5).
+  r.get('/projects/:projectId/bot', page(showBot(deps)));
+  r.post('/projects/:projectId/bot/preview', page(submitPreview(deps)));
+  r.post('/projects/:projectId/bot/deployments/:deploymentId/rollback', page(submitRollback(deps)));
+  r.get('/projects/:projectId/bot/files', page(showBotFiles(deps)));
+  r.get('/projects/:projectId/bot/log', page(showBotLog(deps)));
+  r.get('/projects/:projectId/bot/log/tail', page(botLogTail(deps)));
+  r.get('/projects/:projectId/schedules', page(showSchedules(deps)));
+  r.get('/projects/:projectId/schedules/:name', page(showSchedule(deps)));
+  r.post('/projects/:projectId/schedules/:name/pause', page(submitPause(deps)));
+  r.post('/projects/:projectId/schedules/:name/resume', page(submitResume(deps)));
+  r.post('/projects/:projectId/schedules/:name/run', page(submitRunNow(deps)));
   r.use((_req, _res, next) => next(new DashboardRefusal(404, 'There is no such page.')));
   r.use((err: unknown, req: Request, res: Response, _next: NextFunction) => errorPage(err, req, res, (m, meta) => deps.logger.error(m, meta)));
   return r;

@@ -36,3 +36,20 @@ export async function listBotLogs(deps: Pick<Deps, 'db'>, projectId: string, lev
   );
   return res.rows;
 }
+
+/**
+ * A page of the project's log, by keyset on the entry's id (the console's live log): `before`
+ * gives the entries older than that id, newest first; `after` gives those newer than it, oldest
+ * first (a live view appends them in order and asks again from the last one).
+ */
+export async function botLogPage(
+  deps: Pick<Deps, 'db'>, projectId: string, opts: { level?: string; before?: bigint; after?: bigint; limit: number },
+): Promise<BotLogRow[]> {
+  const res = await deps.db.pool.query<BotLogRow>(
+    `SELECT id::text, level, kind, message, deployment_id, created_at FROM bot_logs
+     WHERE project_id = $1 AND ($2::text IS NULL OR level = $2) AND ($3::bigint IS NULL OR id < $3) AND ($4::bigint IS NULL OR id > $4)
+     ORDER BY CASE WHEN $4::bigint IS NULL THEN -id ELSE id END LIMIT $5`,
+    [projectId, opts.level ?? null, opts.before?.toString() ?? null, opts.after?.toString() ?? null, opts.limit],
+  );
+  return res.rows;
+}

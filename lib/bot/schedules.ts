@@ -310,12 +310,12 @@ export async function getSchedule(pool: pg.Pool, projectId: string, name: string
   return found;
 }
 
-/** A schedule's recent runs, newest first. */
-export async function listRuns(pool: pg.Pool, projectId: string, name: string, limit: number): Promise<RunView[]> {
+/** A schedule's recent runs, newest first; `before` (a run's id) gives the page after that run (keyset). */
+export async function listRuns(pool: pg.Pool, projectId: string, name: string, limit: number, before?: bigint): Promise<RunView[]> {
   await scheduleOf(pool, projectId, name);
   const res = await pool.query<RunRow>(
-    `SELECT ${RUN_COLUMNS} FROM bot_schedule_runs WHERE project_id = $1 AND schedule = $2 ORDER BY id DESC LIMIT $3`,
-    [projectId, name, Math.min(limit, MAX_RUNS_LISTED)],
+    `SELECT ${RUN_COLUMNS} FROM bot_schedule_runs WHERE project_id = $1 AND schedule = $2 AND ($4::bigint IS NULL OR id < $4) ORDER BY id DESC LIMIT $3`,
+    [projectId, name, Math.min(limit, MAX_RUNS_LISTED), before?.toString() ?? null],
   );
   return res.rows.map(runView);
 }
