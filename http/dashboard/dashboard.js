@@ -80,3 +80,46 @@ document.addEventListener('submit', (event) => {
   };
   setTimeout(tick, every);
 })();
+
+// A file upload shows its progress: the form (which works without script) is sent by
+// XMLHttpRequest, whose upload events move the bar. Success goes where the server sent the page;
+// a refusal's reason (wrong type, quota) is shown under the form; a cut connection says so.
+document.addEventListener('submit', (event) => {
+  const form = event.target.closest('form[data-upload]');
+  if (!form || event.defaultPrevented || !window.FormData || !window.XMLHttpRequest) return;
+  event.preventDefault();
+  const box = form.querySelector('.upload-progress');
+  const bar = box.querySelector('progress');
+  const status = box.querySelector('.upload-status');
+  const button = form.querySelector('button[type="submit"]');
+  const say = (text, failed) => { status.textContent = text; status.setAttribute('role', failed ? 'alert' : 'status'); };
+  const xhr = new XMLHttpRequest();
+  xhr.open('POST', form.action);
+  xhr.upload.addEventListener('progress', (e) => {
+    if (!e.lengthComputable) return;
+    const pct = Math.floor((e.loaded / e.total) * 100);
+    bar.value = pct;
+    bar.textContent = `${pct}%`;
+    say(`${pct}% sent`);
+  });
+  xhr.upload.addEventListener('load', () => say('Sent; checking the file…'));
+  const done = () => { button.disabled = false; };
+  xhr.addEventListener('load', () => {
+    if (xhr.status >= 200 && xhr.status < 300) { window.location.assign(xhr.responseURL); return; }
+    done();
+    const page = new DOMParser().parseFromString(xhr.responseText, 'text/html');
+    const reason = page.querySelector('main .error');
+    say(reason ? reason.textContent : `The upload was refused (${xhr.status}); nothing was stored.`, true);
+    // The refused form's one-time token was released; a fresh one comes with the answer.
+    const fresh = page.querySelector('form[data-upload] input[name="_once"]');
+    if (fresh) form.querySelector('input[name="_once"]').value = fresh.value;
+  });
+  const cut = () => { done(); say('The upload was interrupted; nothing was stored. Send it again.', true); };
+  xhr.addEventListener('error', cut);
+  xhr.addEventListener('abort', cut);
+  button.disabled = true;
+  bar.value = 0;
+  box.hidden = false;
+  say('Starting…');
+  xhr.send(new FormData(form));
+});

@@ -23,6 +23,8 @@ const TABS: Array<{ tab: string; label: string; roles?: Role[] }> = [
   { tab: 'schedules', label: 'Scheduled tasks' },
   { tab: 'database', label: 'Database' },
   { tab: 'secrets', label: 'Secrets' },
+  { tab: 'files', label: 'Files and media' },
+  { tab: 'flows', label: 'Flows' },
   { tab: 'logs', label: 'Logs' },
   { tab: 'billing', label: 'Billing' },
   { tab: 'people', label: 'People' },

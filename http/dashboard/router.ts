@@ -24,6 +24,8 @@ import { exportCsv, showEdit, showTable, submitDelete, submitInsert, submitUpdat
 import { showSecrets, submitDeleteSecret, submitSecret } from './secret-pages.js';
 import { showLogs, submitRedeliver } from './log-pages.js';
 import { exportBilling, showBilling } from './billing-pages.js';
+import { downloadFile, showFiles, submitDeleteFile, submitDeleteMedia, submitFileAsMedia, submitUpload } from './file-pages.js';
+import { showFlows, showFlow, submitPublish } from './flow-pages.js';
 import { botLogTail, showBot, showBotFiles, showBotLog, submitPreview, submitRollback } from './bot-pages.js';
 import { showSchedule, showSchedules, submitPause, submitResume, submitRunNow } from './schedule-pages.js';
 import { CSP } from './csp.js';
@@ -47,6 +49,8 @@ export function dashboardRouter(deps: AppDeps, opts: DashboardOptions = {}): Rou
   r.use('/oauth/consent', parseConsentForm);
   // The console's data forms (rows, secrets) are larger: their own parser (http/dashboard/request.ts).
   r.use(['/projects/:projectId/database', '/projects/:projectId/secrets'], parseConsoleForm);
+  // A file upload is multipart and streamed: its page reads the session and checks the CSRF field itself (http/dashboard/file-pages.ts).
+  r.post('/projects/:projectId/files/upload', page(submitUpload(deps)));
   r.use(parseForm);
 
   r.get('/login', page(showLogin(deps)));
@@ -124,6 +128,14 @@ export function dashboardRouter(deps: AppDeps, opts: DashboardOptions = {}): Rou
   r.post('/projects/:projectId/logs/deliveries/:deliveryId/redeliver', page(submitRedeliver(deps)));
   r.get('/projects/:projectId/billing', page(showBilling(deps)));
   r.get('/projects/:projectId/billing/csv', page(exportBilling(deps)));
+  r.get('/projects/:projectId/files', page(showFiles(deps)));
+  r.get('/projects/:projectId/files/:name/download', page(downloadFile(deps)));
+  r.post('/projects/:projectId/files/:name/delete', page(submitDeleteFile(deps)));
+  r.post('/projects/:projectId/files/:name/media', page(submitFileAsMedia(deps)));
+  r.post('/projects/:projectId/files/media/:slug/delete', page(submitDeleteMedia(deps)));
+  r.get('/projects/:projectId/flows', page(showFlows(deps)));
+  r.get('/projects/:projectId/flows/:name', page(showFlow(deps)));
+  r.post('/projects/:projectId/flows/:name/publish', page(submitPublish(deps)));
 
   // The bot and its scheduled tasks (issue 47, items 2 and 5).
   r.get('/projects/:projectId/bot', page(showBot(deps)));

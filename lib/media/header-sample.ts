@@ -83,3 +83,12 @@ export async function createHeaderSample(
     await file.remove();
   }
 }
+
+/** The project's header samples, newest first (keyset on created_at, handle): the console's list. */
+export function listHeaderSampleRows(deps: Pick<Deps, 'db'>, projectId: string, after: { at: Date; id: string } | undefined, take: number) {
+  return deps.db.prisma.headerSample.findMany({
+    where: { projectId, ...(after ? { OR: [{ createdAt: { lt: after.at } }, { createdAt: after.at, handle: { lt: after.id } }] } : {}) },
+    orderBy: [{ createdAt: 'desc' }, { handle: 'desc' }],
+    take,
+  });
+}

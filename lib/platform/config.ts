@@ -14,6 +14,10 @@ export interface Config {
   databaseUrl?: string;
   /** Connections in this instance's PostgreSQL pool. */
   databasePoolMax: number;
+  /** At start, how long to wait for PostgreSQL to answer before giving up (seconds; docs/deploy.md). */
+  databaseWaitSeconds: number;
+  /** Where media and project-file bytes live: `local` (DATA_DIR/media, one instance) or `postgres` (shared). */
+  blobStore: 'local' | 'postgres';
   databaseAcquireTimeoutMs: number;
   /** Compresses the bundled simulator's callback retry schedule (tests, demos); 1 = Meta's hours. */
   simulatorCallbackRetryScale: number;
@@ -108,6 +112,8 @@ export interface Config {
   simulatorPort: number;
   /** A standalone simulator (`npm run simulator`) to use instead of the bundled one; new projects get a number there. */
   simulatorUrl?: string;
+  /** Where the standalone simulator calls back (its webhooks) for new projects; unset: this instance's own address. Behind a load balancer: the balancer. */
+  simulatorCallbackBaseUrl?: string;
   /** The bundled simulator approves a new template after this many ms (null: never; decide with `ops templates approve|reject`). Same default as the standalone one. */
   simulatorTemplateAutoApproveMs: number | null;
   /** Base URL written into the served OpenAPI documents' `servers`; also the OAuth issuer (https in production). */
@@ -204,6 +210,13 @@ function bool(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean 
   throw new Error(`Configuration: ${name} must be true or false, got "${env[name]}"`);
 }
 
+function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, allowed: readonly T[], fallback: T): T {
+  const raw = str(env, name);
+  if (raw === undefined) return fallback;
+  if (!allowed.includes(raw as T)) throw new Error(`Configuration: ${name} must be one of ${allowed.join(', ')}, got "${raw}"`);
+  return raw as T;
+}
+
 function str(env: NodeJS.ProcessEnv, name: string): string | undefined {
   const v = env[name];
   return v === undefined || v.trim() === '' ? undefined : v.trim();
@@ -219,6 +232,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     nodeEnv: str(env, 'NODE_ENV') ?? 'development',
     databaseUrl: str(env, 'DATABASE_URL'),
     databasePoolMax: int(env, 'DATABASE_POOL_MAX', 20, 1, 1000),
+    databaseWaitSeconds: int(env, 'DATABASE_WAIT_SECONDS', 60, 0, 3600),
+    blobStore: oneOf(env, 'BLOB_STORE', ['local', 'postgres'] as const, 'local'),
     httpRequestTimeoutMs: int(env, 'HTTP_REQUEST_TIMEOUT_MS', 180000, 1000, 3600000),
     httpHeadersTimeoutMs: int(env, 'HTTP_HEADERS_TIMEOUT_MS', 20000, 1000, 600000),
     httpKeepAliveTimeoutMs: int(env, 'HTTP_KEEPALIVE_TIMEOUT_MS', 5000, 100, 600000),
@@ -273,6 +288,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     simulatorPort: int(env, 'SIMULATOR_PORT', 4010, 0, 65535),
     simulatorTemplateAutoApproveMs: env.SIMULATOR_TEMPLATE_AUTO_APPROVE_MS?.trim() === 'off' ? null : int(env, 'SIMULATOR_TEMPLATE_AUTO_APPROVE_MS', 3000, 0, 86_400_000),
     simulatorUrl: str(env, 'SIMULATOR_URL')?.replace(/\/+$/, ''),
+    simulatorCallbackBaseUrl: str(env, 'SIMULATOR_CALLBACK_BASE_URL')?.replace(/\/+$/, ''),
     devAllowPrivateTargets: bool(env, 'DEV_ALLOW_PRIVATE_TARGETS', false),
     publicBaseUrl: (str(env, 'PUBLIC_BASE_URL') ?? `http://localhost:${port}`).replace(/\/+$/, ''),
     oauthAccessTokenSeconds: int(env, 'OAUTH_ACCESS_TOKEN_SECONDS', 3600, 60, 86_400),
