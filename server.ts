@@ -15,7 +15,8 @@ import { createLogger } from './lib/platform/logger.js';
 import { systemClock } from './lib/platform/clock.js';
 import { startEmbeddedPostgres } from './lib/platform/db/embedded.js';
 import { applyMigrations } from './lib/platform/db/migrate.js';
-import { checkReachable } from './lib/platform/db/database.js';
+import { waitForDatabase } from './lib/platform/db/wait.js';
+import { EXIT_CONFIG, productionProblems } from './lib/platform/production.js';
 import { loadOrCreateAdminToken } from './lib/platform/admin-token.js';
 import { loadOrCreateMasterKey } from './lib/platform/master-key.js';
 import { resealLegacySecrets } from './lib/upkeep/secret-reseal.js';
@@ -27,9 +28,26 @@ import { metaCallbackRetryDelaysMs } from './simulator/state.js';
 /** What has started, in the order it stops (the last started first; PostgreSQL last). */
 const stops: Array<() => Promise<void>> = [];
 
+/** `node dist/server.js migrate`: apply the migrations and exit (compose's one-shot service). */
+const migrateOnly = process.argv[2] === 'migrate';
+
 async function main(): Promise<void> {
-  const config = loadConfig();
+  // .env in the working directory (as .env.example says), under the process environment: a variable
+  // already set wins. The image has none: its configuration is the environment alone.
+  try {
+    process.loadEnvFile('.env');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw configError(`.env: ${(e as Error).message}`);
+  }
+  let config: ReturnType<typeof loadConfig>;
+  try {
+    config = loadConfig();
+  } catch (e) {
+    throw configError((e as Error).message);
+  }
   const logger = createLogger({ level: config.logLevel, json: config.nodeEnv === 'production' });
+  const problems = migrateOnly ? (config.databaseUrl ? [] : ['DATABASE_URL is required to run the migrations']) : productionProblems(config);
+  if (problems.length) throw configError(`Configuration: ${problems.join('; ')}`);
   let drainServices: (() => void) | undefined;
   let stopSimulator: (() => Promise<void>) | undefined;
 
@@ -75,9 +93,16 @@ async function main(): Promise<void> {
     databaseUrl = pg.url;
     await checkpoint();
   }
-  await checkReachable(databaseUrl);
+  await waitForDatabase(databaseUrl, { waitSeconds: config.databaseUrl ? config.databaseWaitSeconds : 0, logger });
+  // Two instances starting at once: the runner holds Prisma's advisory lock, so one applies and the
+  // other then finds nothing left to apply (lib/platform/db/migrate.ts).
   const { applied } = await applyMigrations(databaseUrl, { logger });
   if (applied.length) logger.info(`applied migrations: ${applied.join(', ')}`);
+  if (migrateOnly) {
+    logger.info(`migrations: ${applied.length ? `${applied.length} applied` : 'nothing to apply'}`);
+    for (const stop of stops) await stop().catch(() => undefined);
+    process.exit(0);
+  }
 
   const admin = config.adminToken ? { token: config.adminToken, created: false } : await loadOrCreateAdminToken(config.dataDir);
   const masterKey = await loadOrCreateMasterKey(config.dataDir, config.encryptionKey);
@@ -120,7 +145,7 @@ async function main(): Promise<void> {
   stops.unshift(() => closeServer(server, config.shutdownGraceMs));
   const port = (server.address() as { port: number }).port;
   const base = `http://localhost:${port}`;
-  services.setCallbackBase(`http://127.0.0.1:${port}`);
+  services.setCallbackBase(config.simulatorCallbackBaseUrl ?? `http://127.0.0.1:${port}`);
 
   // The validator compiles the contract on first use: warm it before the first caller waits.
   await Promise.all([fetch(`${base}/v1/openapi.json`), fetch(`${base}/admin/openapi.json`)]).catch(() => undefined);
@@ -144,8 +169,14 @@ function closeServer(server: Server, graceMs: number): Promise<void> {
   });
 }
 
+/** A setting is missing or wrong: named, and the exit status says so (EX_CONFIG, no retry helps). */
+function configError(message: string): Error {
+  return Object.assign(new Error(message), { exitCode: EXIT_CONFIG });
+}
+
 main().catch(async (e) => {
   console.error(`Failed to start: ${e instanceof Error ? e.message : String(e)}`);
+  if ((e as { exitCode?: number })?.exitCode === EXIT_CONFIG) process.exit(EXIT_CONFIG);
   if (process.env.DEBUG_START) console.error(e?.stack);
   // What did start (the embedded PostgreSQL above all) stops too, rather than outliving us.
   for (const stop of stops) await stop().catch(() => undefined);

@@ -31,12 +31,20 @@ export interface RunningEngine {
 
 type EngineDeps = Pick<Deps, 'db' | 'clock' | 'logger' | 'secretBox' | 'channel'>;
 
+/**
+ * A campaign's lease owner names the instance: INSTANCE_NAME when set (compose.yaml sets app1, app2:
+ * in containers every node is PID 1), else the process id; a random part keeps two engines apart.
+ */
+function engineOwner(): string {
+  return `engine-${process.env.INSTANCE_NAME || process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+}
+
 /** The engine on the service's job runner: the tick is defined now and scheduled when the runner starts. */
 export function registerBroadcastEngine(ctx: JobContext & { deps: EngineDeps }, opts: BroadcastEngineOptions = {}): RunningEngine & JobModule {
   const { deps, runner, pool } = ctx;
   const engine = new BroadcastEngine(
     { ...deps, db: { ...deps.db, pool } },
-    { owner: opts.owner ?? `engine-${process.pid}-${Math.random().toString(36).slice(2, 8)}`, timer: opts.timer ?? systemClock, ...opts },
+    { owner: opts.owner ?? engineOwner(), timer: opts.timer ?? systemClock, ...opts },
   );
   // Imports cut short by a crash are failed on the same tick (one recurring job for both).
   const tick = async () => {
@@ -66,7 +74,7 @@ export async function startBroadcastEngine(deps: EngineDeps, opts: BroadcastEngi
   const pool = backgroundPool(deps, opts.poolSize ?? 8);
   const engine = new BroadcastEngine(
     { ...deps, db: { ...deps.db, pool } },
-    { owner: opts.owner ?? `engine-${process.pid}-${Math.random().toString(36).slice(2, 8)}`, timer: opts.timer ?? systemClock, ...opts },
+    { owner: opts.owner ?? engineOwner(), timer: opts.timer ?? systemClock, ...opts },
   );
   return {
     engine,
