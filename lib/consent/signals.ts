@@ -63,12 +63,36 @@ function validIds(c: Customer): Customer {
   return out;
 }
 
+/** The statuses that say something about their recipient (BSUID, phone, username). */
+function statusesNamingCustomers(statuses: Array<MetaStatus & { customer?: Customer }>) {
+  return statuses.filter((s) => typeof s?.id === 'string' && s.customer && (s.customer.userId || s.customer.username || s.customer.phone));
+}
+
+/**
+ * What the statuses say about their recipients, as the columns of a check in the statuses'
+ * statement (lib/messaging/inbound.ts): per status naming one, its wamid and the valid ids given
+ * (null when not given). The contact has news when an id it lacks is given, or another username:
+ * exactly when fillStatusCustomers would write it.
+ */
+export function statusCustomerIds(statuses: Array<MetaStatus & { customer?: Customer }>): { wamid: string[]; phone: Array<string | null>; userId: Array<string | null>; username: Array<string | null> } {
+  const out = { wamid: [] as string[], phone: [] as Array<string | null>, userId: [] as Array<string | null>, username: [] as Array<string | null> };
+  for (const s of statusesNamingCustomers(statuses)) {
+    const c = validIds(s.customer!);
+    out.wamid.push(s.id);
+    out.phone.push(c.phone || null);
+    out.userId.push(c.userId || null);
+    out.username.push(c.username || null);
+  }
+  return out;
+}
+
 /**
  * Fills in the contacts of the statuses' messages with what the statuses say (BSUID, phone,
  * username): one read for the notification; a contact is written only when something is new.
+ * The statuses' statement checks first (statusCustomerIds) and calls this only when there is news.
  */
 export async function fillStatusCustomers(prisma: PrismaClient, moves: MergeMoves, projectId: string, statuses: Array<MetaStatus & { customer?: Customer }>, at: Date): Promise<void> {
-  const given = statuses.filter((s) => typeof s?.id === 'string' && s.customer && (s.customer.userId || s.customer.username || s.customer.phone));
+  const given = statusesNamingCustomers(statuses);
   if (given.length === 0) return;
   const rows = await prisma.$queryRawUnsafe<Array<{ wamid: string; phone: string | null; user_id: string | null; username: string | null }>>(
     `SELECT m.wamid, ct.phone, ct.user_id, ct.username FROM messages m

@@ -19,7 +19,7 @@ import { conversationView, messageView } from '../conversations/views.js';
 import { upsertConversation } from '../conversations/conversations.js';
 import { notificationChanges, type Customer, type MetaMessage, type MetaStatus } from '../../channel/notifications.js';
 import { isBsuid, rekeyContact, resolveContact } from '../conversations/identity.js';
-import { applyUserPreferences, fillStatusCustomers, keywordConsent, optOutOnFailedStatuses } from '../consent/signals.js';
+import { applyUserPreferences, fillStatusCustomers, keywordConsent, optOutOnFailedStatuses, statusCustomerIds } from '../consent/signals.js';
 import { sendConsentConfirmation } from './consent-confirmation.js';
 import { inboundText } from './inbound-text.js';
 import { flowReplyOf } from '../flows/send.js';
@@ -112,8 +112,12 @@ function bsuidChangeOf(m: MetaMessage): string | undefined {
  * A notification naming one wamid twice is applied in rounds, in the order given, so each status
  * is judged against the one before it. Returns, per status, whether its message is known (an
  * unknown one may not be recorded yet).
+ * What the statuses say about the recipient (BSUID, phone, username) is filled in first, so the
+ * events carry it: the first round's statement checks whether any of it is news to the contact
+ * and, when it is, writes nothing; the contacts are then filled in (fillStatusCustomers) and the
+ * rounds run again without the check. Mostly nothing is news: one statement.
  */
-async function applyStatuses(deps: Deps, channel: OpenChannel, statuses: MetaStatus[], now: Date): Promise<boolean[]> {
+async function applyStatuses(deps: Deps, channel: OpenChannel, statuses: Array<MetaStatus & { customer?: Customer }>, now: Date): Promise<boolean[]> {
   // Statuses we do not track (e.g. "deleted") and malformed ones are acknowledged as known.
   const known = statuses.map(() => true);
   // Within one notification, only a forward move of a wamid can change anything: a status not
@@ -134,24 +138,55 @@ async function applyStatuses(deps: Deps, channel: OpenChannel, statuses: MetaSta
     latest.set(s.id, { rank, i, round });
     (rounds[round] ??= []).push({ s, i });
   });
-  for (const round of rounds) {
-    const rows = await applyStatusRound(deps, channel.projectId, round.map(({ s }) => s), now);
+  let check = statusCustomerIds(statuses);
+  if (check.wamid.length && !rounds.length) {
+    await fillStatusCustomers(deps.db.prisma, deps.contactMerge, channel.projectId, statuses, now);
+  }
+  for (let r = 0; r < rounds.length; r++) {
+    const round = rounds[r];
+    const { known: rows, news } = await applyStatusRound(deps, channel.projectId, round.map(({ s }) => s), now, check);
+    if (news) {
+      await fillStatusCustomers(deps.db.prisma, deps.contactMerge, channel.projectId, statuses, now);
+      check = NO_CHECK;
+      r--;
+      continue;
+    }
+    check = NO_CHECK;
     round.forEach(({ i }, k) => (known[i] = rows[k]));
   }
   for (const [i, earlier] of sameAs) known[i] = known[earlier];
   return known;
 }
 
-async function applyStatusRound(deps: Deps, projectId: string, statuses: MetaStatus[], now: Date): Promise<boolean[]> {
+/** No check of the recipients' ids (done, or nothing to check). */
+const NO_CHECK: ReturnType<typeof statusCustomerIds> = { wamid: [], phone: [], userId: [], username: [] };
+
+/**
+ * One round of statuses in one statement. `check`: the recipients' ids the statuses give; when
+ * any is news to its message's contact, nothing is written and `news` is true.
+ */
+async function applyStatusRound(
+  deps: Deps, projectId: string, statuses: MetaStatus[], now: Date, check: ReturnType<typeof statusCustomerIds>,
+): Promise<{ known: boolean[]; news: boolean }> {
   const errors = statuses.map((s) => (s.status === 'failed' ? JSON.stringify(s.errors?.[0] ?? { message: 'failed without detail' }) : null));
   const { rows } = await retryDeadlock(() =>
-    deps.db.pool.query<{ ord: number; known: boolean }>({
+    deps.db.pool.query<{ ord: number; known: boolean; news: boolean }>({
       name: 'apply-statuses',
       text: `WITH input AS (
                SELECT * FROM unnest($2::text[], $3::text[], $4::int[], $5::jsonb[], $6::text[], $9::text[], $10::jsonb[]) WITH ORDINALITY
                  AS i(wamid, status, rank, error, event_id, ref, pricing, ord)
+             ), news AS (
+               -- What the statuses say of a recipient that its contact lacks (or another username).
+               SELECT 1 FROM unnest($11::text[], $12::text[], $13::text[], $14::text[]) AS c(wamid, phone, user_id, username)
+                 JOIN messages m ON m.project_id = $1 AND m.wamid = c.wamid
+                 JOIN conversations cv ON cv.id = m.conversation_id JOIN contacts ct ON ct.id = cv.contact_id
+               WHERE (c.user_id IS NOT NULL AND ct.user_id IS NULL) OR (c.phone IS NOT NULL AND ct.phone IS NULL)
+                  OR (c.username IS NOT NULL AND c.username IS DISTINCT FROM ct.username)
+               LIMIT 1
+             ), gated AS (
+               SELECT * FROM input WHERE NOT EXISTS (SELECT 1 FROM news)
              ), upd AS (
-               ${statusMovesSql('input', '$1', '$7')}
+               ${statusMovesSql('gated', '$1', '$7')}
              ), ev AS (
                ${insertEventsSql(`SELECT upd.event_id, $1, 'message.status',
                       jsonb_build_object('message_id', upd.wamid, 'id', upd.id, 'conversation_id', upd.conversation_id, 'status', upd.status,
@@ -167,7 +202,8 @@ async function applyStatusRound(deps: Deps, projectId: string, statuses: MetaSta
              SELECT i.ord::int AS ord,
                     EXISTS (SELECT 1 FROM upd WHERE upd.ord = i.ord)
                       OR EXISTS (SELECT 1 FROM messages WHERE project_id = $1 AND wamid = i.wamid) AS known,
-                    (SELECT pg_notify($8, project_id) FROM ev WHERE dispatched_at IS NULL LIMIT 1) IS NULL AS quiet
+                    (SELECT pg_notify($8, project_id) FROM ev WHERE dispatched_at IS NULL LIMIT 1) IS NULL AS quiet,
+                    EXISTS (SELECT 1 FROM news) AS news
              FROM input i ORDER BY i.ord`,
       values: [
         projectId,
@@ -183,10 +219,14 @@ async function applyStatusRound(deps: Deps, projectId: string, statuses: MetaSta
           const pricing = pricingOf(s);
           return pricing ? JSON.stringify(pricing) : null;
         }),
+        check.wamid,
+        check.phone,
+        check.userId,
+        check.username,
       ],
     }),
   );
-  return rows.map((r) => r.known);
+  return { known: rows.map((r) => r.known), news: rows.some((r) => r.news) };
 }
 
 export async function applyWebhook(deps: Deps, channel: OpenChannel, payload: unknown): Promise<WebhookOutcome> {
@@ -199,8 +239,7 @@ export async function applyWebhook(deps: Deps, channel: OpenChannel, payload: un
       }
       const { statuses } = change;
       // What statuses say about the recipient (BSUID, phone, username) is filled in first, so
-      // the `message.status` events carry it; a failed marketing send with 131050 opts out.
-      if (statuses.length) await fillStatusCustomers(deps.db.prisma, deps.contactMerge, channel.projectId, statuses, now);
+      // the `message.status` events carry it (applyStatuses); a failed marketing send with 131050 opts out.
       const known = statuses.length ? await applyStatuses(deps, channel, statuses, now) : [];
       statuses.forEach((s, i) => {
         if (known[i]) outcome.statuses++;

@@ -87,8 +87,9 @@ export interface FanOutPair {
  * to its name. Run inside the fan-out's transaction, which writes the deliveries.
  */
 export async function takeEventsForFanOut(db: Queryable, limit: number, now: Date): Promise<FanOutPair[]> {
-  const { rows } = await db.query<FanOutPair>(
-    `WITH ev AS (
+  const { rows } = await db.query<FanOutPair>({
+    name: 'webhook-take-events',
+    text: `WITH ev AS (
        SELECT id, project_id, name, data, created_at FROM events
         WHERE dispatched_at IS NULL ORDER BY created_at, id LIMIT $1 FOR UPDATE SKIP LOCKED
      ), upd AS (
@@ -101,8 +102,8 @@ export async function takeEventsForFanOut(db: Queryable, limit: number, now: Dat
                 w.id AS webhook_id, w.url, w.secret_enc
            FROM ev JOIN webhook_endpoints w ON w.project_id = ev.project_id AND w.is_active AND ev.name = ANY(w.events)
        ) p ON true`,
-    [limit, now],
-  );
+    values: [limit, now],
+  });
   return rows;
 }
 

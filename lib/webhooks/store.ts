@@ -48,41 +48,44 @@ function claimed(r: any): ClaimedDelivery {
 
 /** Claims a due delivery of an active registration, reserving (counting) its next attempt; none past the fifth. */
 export async function claimDelivery(db: Queryable, id: string, now: Date, leaseUntil: Date): Promise<ClaimedDelivery | undefined> {
-  const { rows } = await db.query(
-    `UPDATE webhook_deliveries d SET next_attempt_at = $3, attempts = d.attempts + 1
+  const { rows } = await db.query({
+    name: 'webhook-claim',
+    text: `UPDATE webhook_deliveries d SET next_attempt_at = $3, attempts = d.attempts + 1
        FROM webhook_endpoints e, events ev
       WHERE d.id = $1 AND d.status = 'pending' AND d.next_attempt_at <= $2 AND d.attempts < ${MAX_ATTEMPTS}
         AND e.id = d.webhook_id AND e.is_active AND ev.id = d.event_id
       ${CLAIM_RETURNING}`,
-    [id, now, leaseUntil],
-  );
+    values: [id, now, leaseUntil],
+  });
   return rows[0] ? claimed(rows[0]) : undefined;
 }
 
 /** Claims those of `ids` that are due, reserving their next attempts (one statement for a whole retry job or sweep). */
 export async function claimDeliveries(db: Queryable, ids: string[], now: Date, leaseUntil: Date): Promise<ClaimedDelivery[]> {
   if (ids.length === 0) return [];
-  const { rows } = await db.query(
-    `UPDATE webhook_deliveries d SET next_attempt_at = $3, attempts = d.attempts + 1
+  const { rows } = await db.query({
+    name: 'webhook-claim-many',
+    text: `UPDATE webhook_deliveries d SET next_attempt_at = $3, attempts = d.attempts + 1
        FROM webhook_endpoints e, events ev
       WHERE d.id = ANY($1::text[]) AND d.status = 'pending' AND d.next_attempt_at <= $2 AND d.attempts < ${MAX_ATTEMPTS}
         AND e.id = d.webhook_id AND e.is_active AND ev.id = d.event_id
       ${CLAIM_RETURNING}`,
-    [ids, now, leaseUntil],
-  );
+    values: [ids, now, leaseUntil],
+  });
   return rows.map(claimed);
 }
 
 /** Extends a claim we hold (lease `heldUntil`, attempt already reserved), re-reading the registration; undefined if it is no longer ours or active. */
 export async function renewClaim(db: Queryable, id: string, heldUntil: Date, leaseUntil: Date): Promise<ClaimedDelivery | undefined> {
-  const { rows } = await db.query(
-    `UPDATE webhook_deliveries d SET next_attempt_at = $3
+  const { rows } = await db.query({
+    name: 'webhook-renew-claim',
+    text: `UPDATE webhook_deliveries d SET next_attempt_at = $3
        FROM webhook_endpoints e, events ev
       WHERE d.id = $1 AND d.status = 'pending' AND d.next_attempt_at = $2
         AND e.id = d.webhook_id AND e.is_active AND ev.id = d.event_id
       ${CLAIM_RETURNING}`,
-    [id, heldUntil, leaseUntil],
-  );
+    values: [id, heldUntil, leaseUntil],
+  });
   return rows[0] ? claimed(rows[0]) : undefined;
 }
 
@@ -126,8 +129,9 @@ const STATUS_OF: Record<OutcomeKind, string> = { success: 'succeeded', retry: 'p
  */
 export async function recordOutcomes(db: Queryable, outcomes: Outcome[]): Promise<RecordedOutcome[]> {
   if (outcomes.length === 0) return [];
-  const { rows } = await db.query<{ id: string; webhook_id: string; ord: number }>(
-    `WITH o AS (
+  const { rows } = await db.query<{ id: string; webhook_id: string; ord: number }>({
+    name: 'webhook-record-outcomes',
+    text: `WITH o AS (
        SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::timestamptz[], $5::int[], $6::text[], $7::int[], $8::timestamptz[], $9::int[], $10::text[])
          AS o(delivery_id, attempt, status, next_attempt_at, status_code, error, duration_ms, at, ord, response_excerpt)
      ), d AS (
@@ -140,7 +144,7 @@ export async function recordOutcomes(db: Queryable, outcomes: Outcome[]): Promis
        SELECT id, webhook_id, attempt, status_code, error, duration_ms, at, response_excerpt FROM d ORDER BY ord
      )
      SELECT id, webhook_id, ord FROM d`,
-    [
+    values: [
       outcomes.map((o) => o.deliveryId),
       outcomes.map((o) => o.attempt),
       outcomes.map((o) => STATUS_OF[o.kind]),
@@ -152,7 +156,7 @@ export async function recordOutcomes(db: Queryable, outcomes: Outcome[]): Promis
       outcomes.map((_, i) => i),
       outcomes.map((o) => o.responseExcerpt ?? null),
     ],
-  );
+  });
   return rows.sort((a, b) => a.ord - b.ord).map((r) => outcomes[r.ord]);
 }
 
@@ -181,13 +185,14 @@ export async function redeliver(db: Queryable, projectId: string, deliveryId: st
  */
 export async function releaseClaims(db: Queryable, claims: Array<{ id: string; leaseUntil: Date }>, dueAt: Date): Promise<string[]> {
   if (claims.length === 0) return [];
-  const { rows } = await db.query<{ id: string }>(
-    `UPDATE webhook_deliveries d SET attempts = d.attempts - 1, next_attempt_at = $3
+  const { rows } = await db.query<{ id: string }>({
+    name: 'webhook-release-claims',
+    text: `UPDATE webhook_deliveries d SET attempts = d.attempts - 1, next_attempt_at = $3
        FROM unnest($1::text[], $2::timestamptz[]) AS c(id, lease_until)
       WHERE d.id = c.id AND d.status = 'pending' AND d.next_attempt_at = c.lease_until AND d.attempts > 0
       RETURNING d.id`,
-    [claims.map((c) => c.id), claims.map((c) => c.leaseUntil), dueAt],
-  );
+    values: [claims.map((c) => c.id), claims.map((c) => c.leaseUntil), dueAt],
+  });
   return rows.map((r) => r.id);
 }
 
@@ -198,13 +203,14 @@ export async function releaseClaims(db: Queryable, claims: Array<{ id: string; l
  */
 export async function extendClaims(db: Queryable, claims: Array<{ id: string; leaseUntil: Date }>, leaseUntil: Date): Promise<string[]> {
   if (claims.length === 0) return [];
-  const { rows } = await db.query<{ id: string }>(
-    `UPDATE webhook_deliveries d SET next_attempt_at = $3
+  const { rows } = await db.query<{ id: string }>({
+    name: 'webhook-extend-claims',
+    text: `UPDATE webhook_deliveries d SET next_attempt_at = $3
        FROM unnest($1::text[], $2::timestamptz[]) AS c(id, lease_until)
       WHERE d.id = c.id AND d.status = 'pending' AND d.next_attempt_at = c.lease_until
       RETURNING d.id`,
-    [claims.map((c) => c.id), claims.map((c) => c.leaseUntil), leaseUntil],
-  );
+    values: [claims.map((c) => c.id), claims.map((c) => c.leaseUntil), leaseUntil],
+  });
   return rows.map((r) => r.id);
 }
 
@@ -219,14 +225,15 @@ export async function insertClaimedDeliveries(
   leaseUntil: Date,
   now: Date,
 ): Promise<Set<string>> {
-  const { rows: inserted } = await db.query<{ id: string }>(
-    `INSERT INTO webhook_deliveries (id, project_id, webhook_id, event_id, event, status, attempts, next_attempt_at, created_at)
+  const { rows: inserted } = await db.query<{ id: string }>({
+    name: 'webhook-fanout-insert',
+    text: `INSERT INTO webhook_deliveries (id, project_id, webhook_id, event_id, event, status, attempts, next_attempt_at, created_at)
      SELECT d.id, d.project_id, d.webhook_id, d.event_id, d.event, 'pending', 1, $6, $7
        FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS d(id, project_id, webhook_id, event_id, event)
      ON CONFLICT (event_id, webhook_id) DO NOTHING
      RETURNING id`,
-    [rows.map((r) => r.id), rows.map((r) => r.projectId), rows.map((r) => r.webhookId), rows.map((r) => r.eventId), rows.map((r) => r.event), leaseUntil, now],
-  );
+    values: [rows.map((r) => r.id), rows.map((r) => r.projectId), rows.map((r) => r.webhookId), rows.map((r) => r.eventId), rows.map((r) => r.event), leaseUntil, now],
+  });
   return new Set(inserted.map((r) => r.id));
 }
 

@@ -1,0 +1,50 @@
+/**
+ * A wrapper on the service's pool that sees every statement it runs: `pool.query`, Prisma's
+ * queries through its driver adapter, and each statement of a transaction on a checked-out client
+ * (BEGIN and COMMIT included), because all of them end in one pooled client's `query`. Named
+ * statements are listed by name, others by their first 60 characters.
+ */
+import type pg from 'pg';
+
+type Query = (...args: unknown[]) => unknown;
+const WRAPPED = Symbol('statement counter');
+
+export interface StatementCounter {
+  /** The statements run while `run` runs (by name, else the start of the text). */
+  during(run: () => Promise<unknown>): Promise<string[]>;
+}
+
+function label(q: unknown): string {
+  if (typeof q === 'string') return q.replace(/\s+/g, ' ').trim().slice(0, 60);
+  const c = q as { name?: string; text?: string } | undefined;
+  return c?.name ?? (c?.text ?? String(q)).replace(/\s+/g, ' ').trim().slice(0, 60);
+}
+
+export function countStatements(pool: pg.Pool): StatementCounter {
+  let seen: string[] | undefined;
+  const wrap = (client: pg.PoolClient) => {
+    const c = client as unknown as { query: Query; [WRAPPED]?: true };
+    if (c[WRAPPED]) return;
+    c[WRAPPED] = true;
+    const original = c.query;
+    c.query = function (this: unknown, ...args: unknown[]) {
+      seen?.push(label(args[0]));
+      return original.apply(this, args);
+    };
+  };
+  pool.on('connect', wrap);
+  // Connections opened before the counter: the pool's own list (pg-pool keeps every client there).
+  for (const client of (pool as unknown as { _clients: pg.PoolClient[] })._clients ?? []) wrap(client);
+  return {
+    async during(run) {
+      const mine: string[] = [];
+      seen = mine;
+      try {
+        await run();
+      } finally {
+        seen = undefined;
+      }
+      return mine;
+    },
+  };
+}
