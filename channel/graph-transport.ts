@@ -16,6 +16,7 @@ import https from 'node:https';
 import type { Duplex } from 'node:stream';
 import { Readable } from 'node:stream';
 import type { Logger } from '../lib/platform/logger.js';
+import { withSpan } from '../lib/platform/tracing/spans.js';
 import {
   ChannelError,
   channelErrorFromResponse,
@@ -250,7 +251,12 @@ export class GraphTransport {
     });
   }
 
-  async call(creds: ChannelCredentials, spec: CallSpec, guard: LengthGuard | null = null): Promise<unknown> {
+  /** One Graph call, as a span of its own (`graph <operation>`) when tracing is on. */
+  call(creds: ChannelCredentials, spec: CallSpec, guard: LengthGuard | null = null): Promise<unknown> {
+    return withSpan(`graph ${spec.op}`, { 'graph.operation': spec.op }, () => this.callOnce(creds, spec, guard));
+  }
+
+  private async callOnce(creds: ChannelCredentials, spec: CallSpec, guard: LengthGuard | null): Promise<unknown> {
     checkCreds(creds);
     const path = spec.rawNode
       ? `/${this.version}/${spec.rawNode}`

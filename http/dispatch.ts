@@ -13,6 +13,7 @@ import type { Contract, OperationInfo } from './contract.js';
 import type { AppDeps } from './app-deps.js';
 import type { Handler, HandlerMap, Reply } from './handler-types.js';
 import { responseCheck as contractResponseCheck } from './contract-checks/response-check.js';
+import { nameRequest } from '../lib/platform/tracing/spans.js';
 
 export function operationOf(req: Request, contract: Contract): OperationInfo {
   const id = (req as any).openapi?.schema?.operationId;
@@ -94,6 +95,7 @@ export function contractPipeline(opts: PipelineOptions): RequestHandler {
 
   const dispatch: RequestHandler = async (req, res) => {
     const op = operationOf(req, contract);
+    nameRequest(req, req.method, req.baseUrl + op.path, op.operationId);
     const reply: Reply<any> = await handlers[op.operationId](
       {
         params: (req as any).openapi?.pathParams ?? {},

@@ -13,6 +13,7 @@ import { Agenda } from 'agenda';
 import { PostgresBackend } from '@agendajs/postgres-backend';
 import type pg from 'pg';
 import type { Logger } from '../lib/platform/logger.js';
+import { withSpan } from '../lib/platform/tracing/spans.js';
 import { releaseListenClientOnFailedConnect } from './listen-client-guard.js';
 
 export interface JobRunnerOptions {
@@ -78,7 +79,7 @@ export function createJobRunner(opts: JobRunnerOptions): JobRunner {
 
   return {
     define(name, handler, defOpts = {}) {
-      agenda.define(name, async (job) => handler(job.attrs.data as never), {
+      agenda.define(name, async (job) => withSpan(`job ${name}`, { 'job.name': name }, () => handler(job.attrs.data as never)), {
         concurrency: defOpts.concurrency ?? 10,
         lockLifetime,
         removeOnComplete: defOpts.removeOnComplete ?? true,

@@ -1,10 +1,13 @@
 /**
  * Every response carries X-Request-Id. A caller's id is adopted when it is sane (1 to 128
  * characters of letters, digits, `.`, `_`, `-`, `:`), so it can be logged and echoed safely;
- * anything else is replaced by a fresh id.
+ * anything else is replaced by a fresh id. The rest of the request runs with that id as its log
+ * context (every log line written meanwhile carries it) and on its trace's server span.
  */
 import type { NextFunction, Request, Response } from 'express';
 import { randomUUID } from 'node:crypto';
+import { inRequest } from '../lib/platform/log-context.js';
+import { tagRequest } from '../lib/platform/tracing/spans.js';
 
 const SANE = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -23,5 +26,6 @@ export function requestId(req: Request, res: Response, next: NextFunction): void
   const offered = req.headers['x-request-id'];
   req.requestId = typeof offered === 'string' && SANE.test(offered) ? offered : newRequestId();
   res.setHeader('X-Request-Id', req.requestId);
-  next();
+  tagRequest(req, req.requestId);
+  inRequest(req.requestId, next);
 }

@@ -19,6 +19,7 @@ import AjvModule, { type ValidateFunction } from 'ajv';
 import { ApiError } from '../platform/errors.js';
 import { MAX_HELPER_ARGS, MAX_OP_NAME } from '../sandbox/limits.js';
 import { oneLine } from './log-text.js';
+import { withSpan } from '../platform/tracing/spans.js';
 import { explainPreviewTable } from './preview-tables.js';
 import { hostOperation, type HostOperation } from './host-api.js';
 import { asAnswer } from './ops-messaging.js';
@@ -64,7 +65,11 @@ export async function runHelper(deps: BotDeps, inv: Invocation | undefined, op: 
     if (!inv) answer = fail('no_event', 'Helpers work only while the bot handles an event.');
     else if (typeof op !== 'string' || typeof argsJson !== 'string') answer = fail('invalid_request', 'Bad helper call.');
     else if (op.length > MAX_OP_NAME) answer = fail('invalid_request', `Helper names are limited to ${MAX_OP_NAME} characters.`);
-    else answer = await perform(deps, inv, op, argsJson, call);
+    else {
+      // Named by the helper when it is one (the name is the bot's to choose, so an unknown one is not copied).
+      const helper = hostOperation(op) ? op : 'unknown';
+      answer = await withSpan(`bot.helper ${helper}`, { 'bot.helper': helper, 'project.id': inv.projectId }, () => perform(deps, inv, op, argsJson, call));
+    }
   } catch (caught) {
     const e = inv?.mode === 'preview' ? await explainPreviewTable(deps.db.pool, inv.projectId, caught) : caught;
     answer = asAnswer(e);

@@ -62,6 +62,8 @@ export interface Config {
   /** Byte cap of one page of table rows (tables API, the bot's `tables.select`); lib/tables/rows.ts. */
   tablesPageMaxBytes: number;
   logLevel: string;
+  /** OTLP/HTTP collector that traces go to (docs/traces.md); unset: tracing off, the SDK not loaded. */
+  otelEndpoint?: string;
   /** Graph API base URL; unset in the embedded default means the bundled simulator. */
   graphBaseUrl?: string;
   graphApiVersion: string;
@@ -222,6 +224,15 @@ function str(env: NodeJS.ProcessEnv, name: string): string | undefined {
   return v === undefined || v.trim() === '' ? undefined : v.trim();
 }
 
+/** Read before the config too, by the tracing bootstrap (lib/platform/tracing/preload.ts), which skips a value refused here. */
+function otlpEndpoint(env: NodeJS.ProcessEnv): string | undefined {
+  const v = str(env, 'OTEL_EXPORTER_OTLP_ENDPOINT');
+  if (v !== undefined && !/^https?:\/\/\S+$/i.test(v)) {
+    throw new Error(`Configuration: OTEL_EXPORTER_OTLP_ENDPOINT must be the http(s) URL of an OTLP/HTTP collector (e.g. http://127.0.0.1:4318), got "${v}"`);
+  }
+  return v;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const embeddedPgPort = int(env, 'EMBEDDED_PG_PORT', 54329, 1024, 65535);
   if (embeddedPgPort === 5432) throw new Error('Configuration: EMBEDDED_PG_PORT must not be 5432 (a system PostgreSQL may hold it)');
@@ -262,6 +273,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     tablesQuotaPreviewBytes: int(env, 'TABLES_QUOTA_PREVIEW_BYTES', 100 * 1024 ** 2, 0),
     tablesPageMaxBytes: int(env, 'TABLES_PAGE_MAX_BYTES', 4 * 1024 ** 2, 1024, 256 * 1024 ** 2),
     logLevel: str(env, 'LOG_LEVEL') ?? 'info',
+    otelEndpoint: otlpEndpoint(env),
     graphBaseUrl: str(env, 'GRAPH_BASE_URL')?.replace(/\/+$/, ''),
     graphApiVersion: str(env, 'GRAPH_API_VERSION') ?? 'v21.0',
     graphTimeoutMs: int(env, 'GRAPH_TIMEOUT_MS', 10000, 100, 120000),

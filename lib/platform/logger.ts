@@ -5,6 +5,8 @@
 import { writeSync } from 'node:fs';
 import winston from 'winston';
 import type TransportStream from 'winston-transport';
+import { currentRequestId } from './log-context.js';
+import { traceIds } from './tracing/spans.js';
 
 export type Logger = winston.Logger;
 
@@ -79,6 +81,20 @@ function skipUnwanted(logger: winston.Logger): winston.Logger {
   return logger;
 }
 
+/**
+ * Every line names the request it was written for (`request_id`, unless the caller named one) and,
+ * when tracing is on, the trace and span it belongs to (`trace_id`, `span_id`; docs/traces.md).
+ */
+const withContext = winston.format((info) => {
+  if (info.request_id === undefined) {
+    const requestId = currentRequestId();
+    if (requestId) info.request_id = requestId;
+  }
+  const ids = traceIds();
+  if (ids) Object.assign(info, ids);
+  return info;
+});
+
 export function createLogger(opts: { level?: string; json?: boolean; silent?: boolean } = {}): Logger {
   // The service passes its typed config's values (server.ts); other callers get readable lines at info.
   const json = opts.json ?? false;
@@ -86,8 +102,9 @@ export function createLogger(opts: { level?: string; json?: boolean; silent?: bo
     level: opts.level ?? 'info',
     silent: opts.silent ?? false,
     format: json
-      ? winston.format.combine(winston.format.timestamp(), winston.format.json())
+      ? winston.format.combine(withContext(), winston.format.timestamp(), winston.format.json())
       : winston.format.combine(
+          withContext(),
           winston.format.timestamp({ format: 'HH:mm:ss.SSS' }),
           winston.format.printf(({ timestamp, level, message, ...rest }) => {
             const extra = Object.entries(rest)

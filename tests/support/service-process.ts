@@ -1,5 +1,5 @@
 /**
- * The service as a real process (`node --import tsx server.ts`) on a given PostgreSQL and Redis,
+ * The service as a real process (`node --import tsx server.ts`, with the tracing bootstrap) on a given PostgreSQL and Redis,
  * for tests that run several instances or kill one: its own port and data folder, the log in a
  * file, its own process group (so SIGKILL reaches everything it started), and `stopAll()` for
  * afterAll. Also a redis-server of the test's own on a free port, which a test may stop and start
@@ -85,7 +85,8 @@ export class ServiceProcess {
     if (opts.redisUrl) env.REDIS_URL = opts.redisUrl;
     const logFile = path.join(folder, `service-${port}.log`);
     const log = openSync(logFile, 'a');
-    const child = spawn(process.execPath, ['--no-node-snapshot', '--import', 'tsx', 'server.ts'], { cwd: root, env, stdio: ['ignore', log, log], detached: true });
+    // As `npm run start:dev` starts it: the tracing bootstrap first (it does nothing unless OTEL_EXPORTER_OTLP_ENDPOINT is set).
+    const child = spawn(process.execPath, ['--no-node-snapshot', '--import', 'tsx', '--import', './lib/platform/tracing/preload.ts', 'server.ts'], { cwd: root, env, stdio: ['ignore', log, log], detached: true });
     const service = new ServiceProcess(child, port, logFile);
     running.add(service);
     const until = Date.now() + 120_000;
