@@ -23,6 +23,8 @@ const PROOFS = [
   'api-reference', 'browser-smoke', 'dashboard-browser', 'oauth-browser',
   // two instances on one database
   'two-instances',
+  // the service as a process exporting traces to a collector of the test's own
+  'traces',
 ];
 const proofPaths = PROOFS.map((name) => `<rootDir>/tests/${name}.test.ts`);
 
