@@ -12,6 +12,7 @@ import { listenOn } from './http/listen.js';
 import { startupBanner } from './http/banner.js';
 import { loadConfig } from './lib/platform/config.js';
 import { createLogger } from './lib/platform/logger.js';
+import { tracingOn } from './lib/platform/tracing/spans.js';
 import { systemClock } from './lib/platform/clock.js';
 import { startEmbeddedPostgres } from './lib/platform/db/embedded.js';
 import { applyMigrations } from './lib/platform/db/migrate.js';
@@ -48,6 +49,9 @@ async function main(): Promise<void> {
   const logger = createLogger({ level: config.logLevel, json: config.nodeEnv === 'production' });
   const problems = migrateOnly ? (config.databaseUrl ? [] : ['DATABASE_URL is required to run the migrations']) : productionProblems(config);
   if (problems.length) throw configError(`Configuration: ${problems.join('; ')}`);
+  if (config.otelEndpoint && !tracingOn()) {
+    logger.warn('OTEL_EXPORTER_OTLP_ENDPOINT is set, but the process was not started with the tracing bootstrap (node --import …/lib/platform/tracing/preload.js, as npm start does): no traces (docs/traces.md)');
+  }
   let drainServices: (() => void) | undefined;
   let stopSimulator: (() => Promise<void>) | undefined;
 
