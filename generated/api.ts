@@ -2044,8 +2044,20 @@ export interface components {
             direction: "inbound" | "outbound";
             type: string;
             status: components["schemas"]["DeliveryStatus"];
-            /** @description The message as sent (our request shape) or as received (the channel's shape). */
+            /**
+             * @description The message as sent (our request shape) or as received (the channel's shape). A text
+             *     message carries its text as `text.body` in both directions: an outbound text message
+             *     sent with `content` (our request shape, kept) also has `text.body` with the same text.
+             */
             content: {
+                /** @description A text message's text, inbound and outbound alike. */
+                text?: {
+                    /** @description The text as the customer sees it. */
+                    body: string;
+                } & {
+                    [key: string]: unknown;
+                };
+            } & {
                 [key: string]: unknown;
             };
             /** @description The provider's error of a `failed` message (`code`, `title`, `message`, `details`). */

@@ -368,7 +368,8 @@ describe('GET /v1/conversations/{id}/messages', () => {
           direction: 'outbound',
           type: 'text',
           status: 'read',
-          content: { type: 'text', content: expect.any(String) },
+          // One shape for text in both directions: text.body beside the request's content (CHANGELOG, Unreleased).
+          content: { type: 'text', content: expect.any(String), text: { body: expect.any(String) } },
           error: null,
           created_at: t.clock.now().toISOString(),
           status_updated_at: t.clock.now().toISOString(),

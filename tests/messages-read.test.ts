@@ -65,7 +65,7 @@ describe('GET /v1/messages/{id}', () => {
         direction: 'outbound',
         type: 'text',
         status: 'sent',
-        content: { type: 'text', content: 'Your order has shipped.' },
+        content: { type: 'text', content: 'Your order has shipped.', text: { body: 'Your order has shipped.' } },
         error: null,
         created_at: t.clock.now().toISOString(),
         status_updated_at: t.clock.now().toISOString(),

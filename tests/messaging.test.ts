@@ -81,6 +81,21 @@ describe('sendMessage', () => {
     expect(logged.at(-1).payload.template.language).toEqual({ policy: 'deterministic', code: 'en_US' });
   });
 
+  it('When the customer writes and the API replies, then both text messages carry their text as content.text.body (one shape; outbound keeps content)', async () => {
+    const { key, phoneNumberId } = await projectWithKey();
+    await inbound(phoneNumberId, '14155550131', 'Hi <b>there</b>!');
+    t.clock.advance(1000);
+    expect((await send(key, { type: 'text', phone: '+14155550131', content: 'Hello, how can we help?' })).status).toBe(200);
+    const conv = await t.db.prisma.conversation.findFirstOrThrow({ where: { contact: { phone: '14155550131' } } });
+    const list = await request(t.app).get(`/v1/conversations/${conv.id}/messages`).set('Authorization', `Bearer ${key}`);
+    expect(list.status).toBe(200);
+    const [outbound, received] = list.body.data.messages;
+    expect(received).toMatchObject({ direction: 'inbound', type: 'text', content: { text: { body: 'Hi <b>there</b>!' } } });
+    expect(outbound).toMatchObject({ direction: 'outbound', type: 'text', content: { type: 'text', content: 'Hello, how can we help?', text: { body: 'Hello, how can we help?' } } });
+    const one = await request(t.app).get(`/v1/messages/${outbound.id}`).set('Authorization', `Bearer ${key}`);
+    expect(one.body.data.content.text).toEqual({ body: 'Hello, how can we help?' });
+  });
+
   it('When a template is sent, then its conversation moves to the top of recent activity and keeps its state', async () => {
     const { project, key, phoneNumberId } = await projectWithKey(['messages:send', 'conversations:read', 'conversations:write']);
     await approvedTemplate(project.id);

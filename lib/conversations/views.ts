@@ -55,6 +55,8 @@ export interface ConversationRow {
   createdAt: Date;
   /** The recent-activity order's key (lib/conversations/order.ts), where the list reads it. */
   orderAt?: Date;
+  /** When a person last opened it in the dashboard (its unread mark), where the read selected it. */
+  seenAt?: Date | null;
   contact: ContactSummaryRow;
 }
 
@@ -90,6 +92,18 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
+/**
+ * A message's content as stored, with one shape for text: a text message carries `text.body` in
+ * both directions. Inbound messages have it as the channel gave it; an outbound text stored in our
+ * request shape (`content`) gets `text.body` beside it (the old field kept, a compatible addition).
+ */
+function contentView(row: MessageRow): Record<string, unknown> {
+  if (!isPlainObject(row.content)) return { value: row.content ?? null };
+  const c = row.content;
+  if (row.type === 'text' && typeof c.content === 'string' && !isPlainObject(c.text)) return { ...c, text: { body: c.content } };
+  return c;
+}
+
 export function messageView(row: MessageRow & MessageCustomerRow, customer?: ContactSummaryRow): MessageView {
   const who = customer
     ? { phone: phoneView(customer.phone), user_id: customer.userId ?? null, username: customer.username ?? null }
@@ -103,7 +117,7 @@ export function messageView(row: MessageRow & MessageCustomerRow, customer?: Con
     direction: row.direction as MessageView['direction'],
     type: row.type,
     status: row.status as MessageView['status'],
-    content: isPlainObject(row.content) ? row.content : { value: row.content ?? null },
+    content: contentView(row),
     error: isPlainObject(row.error) ? row.error : null,
     created_at: row.sentAt.toISOString(),
     status_updated_at: row.statusAt.toISOString(),
