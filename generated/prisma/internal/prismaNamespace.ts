@@ -4612,6 +4612,7 @@ export const ConversationScalarFieldEnum = {
   lastMessageAt: 'lastMessageAt',
   orderAt: 'orderAt',
   lastInboundAt: 'lastInboundAt',
+  seenAt: 'seenAt',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt'
 } as const

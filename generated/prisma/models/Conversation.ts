@@ -44,6 +44,7 @@ export type ConversationMinAggregateOutputType = {
   lastMessageAt: Date | null
   orderAt: Date | null
   lastInboundAt: Date | null
+  seenAt: Date | null
   createdAt: Date | null
   updatedAt: Date | null
 }
@@ -56,6 +57,7 @@ export type ConversationMaxAggregateOutputType = {
   lastMessageAt: Date | null
   orderAt: Date | null
   lastInboundAt: Date | null
+  seenAt: Date | null
   createdAt: Date | null
   updatedAt: Date | null
 }
@@ -68,6 +70,7 @@ export type ConversationCountAggregateOutputType = {
   lastMessageAt: number
   orderAt: number
   lastInboundAt: number
+  seenAt: number
   createdAt: number
   updatedAt: number
   _all: number
@@ -92,6 +95,7 @@ export type ConversationMinAggregateInputType = {
   lastMessageAt?: true
   orderAt?: true
   lastInboundAt?: true
+  seenAt?: true
   createdAt?: true
   updatedAt?: true
 }
@@ -104,6 +108,7 @@ export type ConversationMaxAggregateInputType = {
   lastMessageAt?: true
   orderAt?: true
   lastInboundAt?: true
+  seenAt?: true
   createdAt?: true
   updatedAt?: true
 }
@@ -116,6 +121,7 @@ export type ConversationCountAggregateInputType = {
   lastMessageAt?: true
   orderAt?: true
   lastInboundAt?: true
+  seenAt?: true
   createdAt?: true
   updatedAt?: true
   _all?: true
@@ -215,6 +221,7 @@ export type ConversationGroupByOutputType = {
   lastMessageAt: Date
   orderAt: Date
   lastInboundAt: Date | null
+  seenAt: Date | null
   createdAt: Date
   updatedAt: Date
   _count: ConversationCountAggregateOutputType | null
@@ -250,6 +257,7 @@ export type ConversationWhereInput = {
   lastMessageAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
   orderAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
   lastInboundAt?: Prisma.DateTimeNullableFilter<"Conversation"> | Date | string | null
+  seenAt?: Prisma.DateTimeNullableFilter<"Conversation"> | Date | string | null
   createdAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
   project?: Prisma.XOR<Prisma.ProjectScalarRelationFilter, Prisma.ProjectWhereInput>
@@ -266,6 +274,7 @@ export type ConversationOrderByWithRelationInput = {
   lastMessageAt?: Prisma.SortOrder
   orderAt?: Prisma.SortOrder
   lastInboundAt?: Prisma.SortOrderInput | Prisma.SortOrder
+  seenAt?: Prisma.SortOrderInput | Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
   project?: Prisma.ProjectOrderByWithRelationInput
@@ -286,6 +295,7 @@ export type ConversationWhereUniqueInput = Prisma.AtLeast<{
   lastMessageAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
   orderAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
   lastInboundAt?: Prisma.DateTimeNullableFilter<"Conversation"> | Date | string | null
+  seenAt?: Prisma.DateTimeNullableFilter<"Conversation"> | Date | string | null
   createdAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
   project?: Prisma.XOR<Prisma.ProjectScalarRelationFilter, Prisma.ProjectWhereInput>
@@ -302,6 +312,7 @@ export type ConversationOrderByWithAggregationInput = {
   lastMessageAt?: Prisma.SortOrder
   orderAt?: Prisma.SortOrder
   lastInboundAt?: Prisma.SortOrderInput | Prisma.SortOrder
+  seenAt?: Prisma.SortOrderInput | Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
   _count?: Prisma.ConversationCountOrderByAggregateInput
@@ -322,6 +333,7 @@ export type ConversationScalarWhereWithAggregatesInput = {
   lastMessageAt?: Prisma.DateTimeWithAggregatesFilter<"Conversation"> | Date | string
   orderAt?: Prisma.DateTimeWithAggregatesFilter<"Conversation"> | Date | string
   lastInboundAt?: Prisma.DateTimeNullableWithAggregatesFilter<"Conversation"> | Date | string | null
+  seenAt?: Prisma.DateTimeNullableWithAggregatesFilter<"Conversation"> | Date | string | null
   createdAt?: Prisma.DateTimeWithAggregatesFilter<"Conversation"> | Date | string
   updatedAt?: Prisma.DateTimeWithAggregatesFilter<"Conversation"> | Date | string
 }
@@ -332,6 +344,7 @@ export type ConversationCreateInput = {
   lastMessageAt: Date | string
   orderAt?: Date | string
   lastInboundAt?: Date | string | null
+  seenAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   project: Prisma.ProjectCreateNestedOneWithoutConversationsInput
@@ -348,6 +361,7 @@ export type ConversationUncheckedCreateInput = {
   lastMessageAt: Date | string
   orderAt?: Date | string
   lastInboundAt?: Date | string | null
+  seenAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutConversationInput
@@ -360,6 +374,7 @@ export type ConversationUpdateInput = {
   lastMessageAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   project?: Prisma.ProjectUpdateOneRequiredWithoutConversationsNestedInput
@@ -376,6 +391,7 @@ export type ConversationUncheckedUpdateInput = {
   lastMessageAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   messages?: Prisma.MessageUncheckedUpdateManyWithoutConversationNestedInput
@@ -390,6 +406,7 @@ export type ConversationCreateManyInput = {
   lastMessageAt: Date | string
   orderAt?: Date | string
   lastInboundAt?: Date | string | null
+  seenAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
 }
@@ -400,6 +417,7 @@ export type ConversationUpdateManyMutationInput = {
   lastMessageAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -412,6 +430,7 @@ export type ConversationUncheckedUpdateManyInput = {
   lastMessageAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -439,6 +458,7 @@ export type ConversationCountOrderByAggregateInput = {
   lastMessageAt?: Prisma.SortOrder
   orderAt?: Prisma.SortOrder
   lastInboundAt?: Prisma.SortOrder
+  seenAt?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -456,6 +476,7 @@ export type ConversationMaxOrderByAggregateInput = {
   lastMessageAt?: Prisma.SortOrder
   orderAt?: Prisma.SortOrder
   lastInboundAt?: Prisma.SortOrder
+  seenAt?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -468,6 +489,7 @@ export type ConversationMinOrderByAggregateInput = {
   lastMessageAt?: Prisma.SortOrder
   orderAt?: Prisma.SortOrder
   lastInboundAt?: Prisma.SortOrder
+  seenAt?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -600,6 +622,7 @@ export type ConversationCreateWithoutProjectInput = {
   lastMessageAt: Date | string
   orderAt?: Date | string
   lastInboundAt?: Date | string | null
+  seenAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   contact: Prisma.ContactCreateNestedOneWithoutConversationsInput
@@ -614,6 +637,7 @@ export type ConversationUncheckedCreateWithoutProjectInput = {
   lastMessageAt: Date | string
   orderAt?: Date | string
   lastInboundAt?: Date | string | null
+  seenAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutConversationInput
@@ -657,6 +681,7 @@ export type ConversationScalarWhereInput = {
   lastMessageAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
   orderAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
   lastInboundAt?: Prisma.DateTimeNullableFilter<"Conversation"> | Date | string | null
+  seenAt?: Prisma.DateTimeNullableFilter<"Conversation"> | Date | string | null
   createdAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
 }
@@ -667,6 +692,7 @@ export type ConversationCreateWithoutContactInput = {
   lastMessageAt: Date | string
   orderAt?: Date | string
   lastInboundAt?: Date | string | null
+  seenAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   project: Prisma.ProjectCreateNestedOneWithoutConversationsInput
@@ -681,6 +707,7 @@ export type ConversationUncheckedCreateWithoutContactInput = {
   lastMessageAt: Date | string
   orderAt?: Date | string
   lastInboundAt?: Date | string | null
+  seenAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutConversationInput
@@ -719,6 +746,7 @@ export type ConversationCreateWithoutOrderInput = {
   lastMessageAt: Date | string
   orderAt?: Date | string
   lastInboundAt?: Date | string | null
+  seenAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   project: Prisma.ProjectCreateNestedOneWithoutConversationsInput
@@ -734,6 +762,7 @@ export type ConversationUncheckedCreateWithoutOrderInput = {
   lastMessageAt: Date | string
   orderAt?: Date | string
   lastInboundAt?: Date | string | null
+  seenAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutConversationInput
@@ -761,6 +790,7 @@ export type ConversationUpdateWithoutOrderInput = {
   lastMessageAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   project?: Prisma.ProjectUpdateOneRequiredWithoutConversationsNestedInput
@@ -776,6 +806,7 @@ export type ConversationUncheckedUpdateWithoutOrderInput = {
   lastMessageAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   messages?: Prisma.MessageUncheckedUpdateManyWithoutConversationNestedInput
@@ -787,6 +818,7 @@ export type ConversationCreateWithoutMessagesInput = {
   lastMessageAt: Date | string
   orderAt?: Date | string
   lastInboundAt?: Date | string | null
+  seenAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   project: Prisma.ProjectCreateNestedOneWithoutConversationsInput
@@ -802,6 +834,7 @@ export type ConversationUncheckedCreateWithoutMessagesInput = {
   lastMessageAt: Date | string
   orderAt?: Date | string
   lastInboundAt?: Date | string | null
+  seenAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   order?: Prisma.ConversationOrderUncheckedCreateNestedOneWithoutConversationInput
@@ -829,6 +862,7 @@ export type ConversationUpdateWithoutMessagesInput = {
   lastMessageAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   project?: Prisma.ProjectUpdateOneRequiredWithoutConversationsNestedInput
@@ -844,6 +878,7 @@ export type ConversationUncheckedUpdateWithoutMessagesInput = {
   lastMessageAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   order?: Prisma.ConversationOrderUncheckedUpdateOneWithoutConversationNestedInput
@@ -856,6 +891,7 @@ export type ConversationCreateManyProjectInput = {
   lastMessageAt: Date | string
   orderAt?: Date | string
   lastInboundAt?: Date | string | null
+  seenAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
 }
@@ -866,6 +902,7 @@ export type ConversationUpdateWithoutProjectInput = {
   lastMessageAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   contact?: Prisma.ContactUpdateOneRequiredWithoutConversationsNestedInput
@@ -880,6 +917,7 @@ export type ConversationUncheckedUpdateWithoutProjectInput = {
   lastMessageAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   messages?: Prisma.MessageUncheckedUpdateManyWithoutConversationNestedInput
@@ -893,6 +931,7 @@ export type ConversationUncheckedUpdateManyWithoutProjectInput = {
   lastMessageAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -904,6 +943,7 @@ export type ConversationCreateManyContactInput = {
   lastMessageAt: Date | string
   orderAt?: Date | string
   lastInboundAt?: Date | string | null
+  seenAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
 }
@@ -914,6 +954,7 @@ export type ConversationUpdateWithoutContactInput = {
   lastMessageAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   project?: Prisma.ProjectUpdateOneRequiredWithoutConversationsNestedInput
@@ -928,6 +969,7 @@ export type ConversationUncheckedUpdateWithoutContactInput = {
   lastMessageAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   messages?: Prisma.MessageUncheckedUpdateManyWithoutConversationNestedInput
@@ -941,6 +983,7 @@ export type ConversationUncheckedUpdateManyWithoutContactInput = {
   lastMessageAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -984,6 +1027,7 @@ export type ConversationSelect<ExtArgs extends runtime.Types.Extensions.Internal
   lastMessageAt?: boolean
   orderAt?: boolean
   lastInboundAt?: boolean
+  seenAt?: boolean
   createdAt?: boolean
   updatedAt?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
@@ -1001,6 +1045,7 @@ export type ConversationSelectCreateManyAndReturn<ExtArgs extends runtime.Types.
   lastMessageAt?: boolean
   orderAt?: boolean
   lastInboundAt?: boolean
+  seenAt?: boolean
   createdAt?: boolean
   updatedAt?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
@@ -1015,6 +1060,7 @@ export type ConversationSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.
   lastMessageAt?: boolean
   orderAt?: boolean
   lastInboundAt?: boolean
+  seenAt?: boolean
   createdAt?: boolean
   updatedAt?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
@@ -1029,11 +1075,12 @@ export type ConversationSelectScalar = {
   lastMessageAt?: boolean
   orderAt?: boolean
   lastInboundAt?: boolean
+  seenAt?: boolean
   createdAt?: boolean
   updatedAt?: boolean
 }
 
-export type ConversationOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "contactId" | "state" | "lastMessageAt" | "orderAt" | "lastInboundAt" | "createdAt" | "updatedAt", ExtArgs["result"]["conversation"]>
+export type ConversationOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "contactId" | "state" | "lastMessageAt" | "orderAt" | "lastInboundAt" | "seenAt" | "createdAt" | "updatedAt", ExtArgs["result"]["conversation"]>
 export type ConversationInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
   contact?: boolean | Prisma.ContactDefaultArgs<ExtArgs>
@@ -1079,6 +1126,11 @@ export type $ConversationPayload<ExtArgs extends runtime.Types.Extensions.Intern
      * The customer's last message; the 24-hour window runs from it.
      */
     lastInboundAt: Date | null
+    /**
+     * When a person last opened the conversation in the dashboard: the customer's messages after it
+     * are unread (the console's filter). Not indexed.
+     */
+    seenAt: Date | null
     createdAt: Date
     updatedAt: Date
   }, ExtArgs["result"]["conversation"]>
@@ -1515,6 +1567,7 @@ export interface ConversationFieldRefs {
   readonly lastMessageAt: Prisma.FieldRef<"Conversation", 'DateTime'>
   readonly orderAt: Prisma.FieldRef<"Conversation", 'DateTime'>
   readonly lastInboundAt: Prisma.FieldRef<"Conversation", 'DateTime'>
+  readonly seenAt: Prisma.FieldRef<"Conversation", 'DateTime'>
   readonly createdAt: Prisma.FieldRef<"Conversation", 'DateTime'>
   readonly updatedAt: Prisma.FieldRef<"Conversation", 'DateTime'>
 }

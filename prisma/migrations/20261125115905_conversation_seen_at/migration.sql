@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "conversations" ADD COLUMN     "seen_at" TIMESTAMPTZ(3);
