@@ -135,14 +135,27 @@ describeWithBrowser(describe)('dashboard in Chromium', () => {
     expect(await fitsWidth(page)).toBe(true);
     await page.screenshot({ path: docs('dashboard-phone.png'), fullPage: true });
     await page.setViewportSize({ width: 1100, height: 900 });
-    await card.getByRole('button', { name: /^Approve/ }).click();
+    // Approve leads to a confirmation page (no script needed): the message as its first recipient
+    // gets it, a test to the approver's own number through the send path, then Approve and send.
+    await card.getByRole('link', { name: /^Approve/ }).click();
+    await page.waitForURL(`**/broadcasts/${broadcastId}/approve`);
+    expect(await unlabelled(page)).toEqual([]);
+    expect(await page.textContent('#message-preview')).toContain('Hello Ana, our spring sale starts today');
+    expect(await page.textContent('#message-preview')).toContain('first recipient, Ana (+14155550101)');
+    await page.getByLabel('Send a test to your own number').fill('+1 415 555 0199');
+    await page.getByRole('button', { name: 'Send the test' }).click();
+    await page.waitForURL(`**/broadcasts/${broadcastId}/approve?done=test_sent`);
+    expect(await page.textContent('.notice')).toContain('Test sent');
+    await page.screenshot({ path: docs('dashboard-approve.png'), fullPage: true });
+    await page.getByRole('button', { name: 'Approve and send to 3 recipients' }).click();
     await page.waitForURL(`**/broadcasts/${broadcastId}?done=approved`);
     expect(await page.textContent('#broadcast-status')).toBe('scheduled');
     expect(await page.textContent('main')).toContain(`by ${owner}`);
 
     // The engine releases it; the page, left open, follows the sending without a reload: a
-    // daily quota of 2 holds the third recipient (the held reason shows), raising it completes it.
-    await t.admin.call('patch', `/admin/projects/${project.id}`, { daily_send_quota: 2 });
+    // daily quota of 3 (the test took one) holds the third recipient (the held reason and which
+    // hold it is show), raising it completes it.
+    await t.admin.call('patch', `/admin/projects/${project.id}`, { daily_send_quota: 3 });
     const engine = await engineFor(t);
     let navigations = 0;
     page.on('framenavigated', (f) => {
@@ -153,6 +166,9 @@ describeWithBrowser(describe)('dashboard in Chromium', () => {
       await engine.engine.idle();
       await page.locator('#progress-reason').filter({ hasText: 'daily quota used; sending resumes at' }).waitFor({ timeout: 15_000 });
       expect(await page.getAttribute('#progress-bar', 'value')).toBe('2');
+      expect(await page.textContent('#progress-hold')).toBe('Held by the daily send quota: 1 recipient waits in the queue until it resets or is raised (counted as queued, not held).');
+      expect(await page.textContent('#broadcast-started')).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d UTC$/);
+      expect(await page.textContent('#broadcast-waves')).toMatch(/sent 2, queued 1|queued 1, sent 2/);
       expect(await page.textContent('#broadcast-status')).toMatch(/^sending \(daily quota used; sending resumes at \d{4}-\d\d-\d\d 00:00 UTC/);
       await page.screenshot({ path: docs('dashboard-broadcast-held.png'), fullPage: true });
       await t.admin.call('patch', `/admin/projects/${project.id}`, { daily_send_quota: 1000 });
@@ -165,8 +181,10 @@ describeWithBrowser(describe)('dashboard in Chromium', () => {
     expect(await page.isHidden('#progress-reason')).toBe(true);
     expect(navigations).toBe(0);
     const sent = (await request(t.sim!.url).get(`/_sim/messages?phone_number_id=${phoneNumberId}&limit=100`)).body.data as Array<{ to: string; payload: any }>;
-    expect(sent.map((m) => m.to).sort()).toEqual(['14155550101', '14155550102', '14155550103']);
+    expect(sent.map((m) => m.to).sort()).toEqual(['14155550101', '14155550102', '14155550103', '14155550199']);
     expect(sent.find((m) => m.to === '14155550101')!.payload.template.components[0].parameters[0].text).toBe('Ana');
+    // The test went out with the first recipient's values.
+    expect(sent.find((m) => m.to === '14155550199')!.payload.template.components[0].parameters[0].text).toBe('Ana');
     await page.reload();
     expect(await page.textContent('#broadcast-status')).toBe('completed');
     await page.screenshot({ path: docs('dashboard-broadcast-progress.png'), fullPage: true });

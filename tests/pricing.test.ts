@@ -173,8 +173,9 @@ describe('pricing recorded from statuses', () => {
     expect((await t.admin.call('get', `/admin/broadcasts/${b.id}`)).broadcast.billing.billable).toBe(5);
     const owner = await person(t, project.id, `owner-${project.id}@example.com`);
     const page = await owner.agent.get(`/dashboard/projects/${project.id}/broadcasts/${b.id}`);
-    expect(page.text).toMatch(/<dd id="billing-estimate">about 0\.1136 USD \(estimate from the rate card, marketing\)/);
-    expect(page.text).toMatch(/<dd id="billing-reported">5 charged, 0 free, 0 not reported yet; [0-9.]+ USD \(\+[0-9]+ not priced by the card\)/);
+    // Money in the currency's minor units (cents): 0.1136 USD shows as 0.11 USD.
+    expect(page.text).toMatch(/<dd id="billing-estimate">about 0\.11 USD \(estimate from the rate card, marketing\)/);
+    expect(page.text).toMatch(/<dd id="billing-reported">5 charged, 0 free, 0 not reported yet; [0-9]+\.[0-9]{2} USD \(\+[0-9]+ not priced by the card\)/);
   });
 
   it('When a status carries no pricing (read) after one that did, then the pricing is kept', async () => {
@@ -356,7 +357,7 @@ describe('the operator CLI and the dashboard show the estimate', () => {
     const owner = await person(t, project.id, `owner-${project.id}@example.com`);
     const page = await owner.agent.get(`/dashboard/projects/${project.id}/broadcasts`);
     expect(page.status).toBe(200);
-    expect(page.text).toMatch(/Estimated cost<\/dt><dd id="cost-estimate">about 0\.1136 USD \(estimate from the rate card, marketing\); 4 charged; 1 not priced by the card/);
+    expect(page.text).toMatch(/Estimated cost<\/dt><dd id="cost-estimate">about 0\.11 USD \(estimate from the rate card, marketing\); 4 recipients charged; 1 recipient not priced by the card/);
     expect(page.text).toMatch(/Messaging limit<\/dt><dd id="messaging-limit">unlimited/);
   });
 });

@@ -1,7 +1,11 @@
 /**
- * Broadcasts: the approval queue with each campaign's pre-flight report, approve or cancel (owners
- * and admins; members only look), then a campaign's progress: counts by recipient status, waves
- * and the next wave's release, failures by reason, retargeting.
+ * Broadcasts: the approval queue with each campaign's pre-flight report and the message its first
+ * recipient would get, a test to the approver's own number, approve (after a confirmation page,
+ * which needs no script) or cancel (owners and admins; members only look), then a campaign's
+ * progress: counts by recipient status, which hold keeps it waiting, waves and the next wave's
+ * release, failures and cancellations by reason, retargeting. The live parts of a campaign's page
+ * (its facts, counts, waves, failures and cancellations) are rendered by the same functions for the
+ * page and for its live updates (`/progress`).
  */
 import type { Request, Response } from 'express';
 import type { AppDeps } from '../app-deps.js';
@@ -9,8 +13,11 @@ import { approveBroadcastAs, cancelBroadcastAs } from '../../lib/dashboard/actio
 import { broadcastDetail, broadcastsOf } from '../../lib/dashboard/reads.js';
 import { canManage } from '../../lib/dashboard/roles.js';
 import type { BroadcastView } from '../../lib/broadcasts/store.js';
-import { quotaSentence } from '../../lib/broadcasts/quota-hold.js';
-import { duration, html, when, type Html } from './html.js';
+import { LIMIT_HOLD_PREFIX, QUOTA_HOLD_PREFIX, quotaSentence } from '../../lib/broadcasts/quota-hold.js';
+import { testSendAs } from '../../lib/dashboard/test-send.js';
+import type { RenderedTemplate } from '../../lib/templates/render.js';
+import { duration, html, plural, when, type Html } from './html.js';
+import { changeOnce, onceField } from './console-kit.js';
 import { csrfField, layout, projectPath } from './layout.js';
 import { field, send } from './request.js';
 import { projectContext } from './context.js';
@@ -27,7 +34,7 @@ function preflightReport(b: BroadcastView, templateStatus: string): Html {
   if (!p) return html`<p class="muted">No pre-flight report (the audience could not be resolved).</p>`;
   const excluded = Object.entries(p.excluded ?? {});
   return html`<dl class="facts">
-  <dt>Audience</dt><dd><strong>${p.eligible}</strong> eligible recipients</dd>
+  <dt>Audience</dt><dd><strong>${p.eligible}</strong> eligible ${p.eligible === 1 ? 'recipient' : 'recipients'}</dd>
   <dt>Excluded</dt><dd>${excluded.some(([, n]) => n > 0) ? html`<ul>${excluded.filter(([, n]) => n > 0).map(([r, n]) => html`<li>${REASONS[r] ?? r}: ${n}</li>`)}</ul>` : 'none'}</dd>
   <dt>Template</dt><dd>${b.template_name} (${b.template_language}, ${b.category}): <span class="status">${templateStatus}</span></dd>
   <dt>Daily quota</dt><dd${p.quota?.held ? html` class="warning" role="note"` : ''}>${p.quota ? quotaSentence(p.quota) : 'not shown for this campaign'}</dd>
@@ -47,12 +54,42 @@ function cancelForm(projectId: string, csrf: string, b: BroadcastView, label: st
     <button type="submit" class="danger" aria-label="${label} ${b.name}">${label}</button></fieldset></form>`;
 }
 
+/** Approve leads to the confirmation page (a link: it works without script); cancel asks in its own form. */
 function decisionForms(projectId: string, csrf: string, b: BroadcastView): Html {
   const base = projectPath(projectId, `/broadcasts/${b.id}`);
   return html`<div class="actions">
-  <form method="post" action="${base}/approve" class="inline">${csrfField(csrf)}<button type="submit" class="primary" aria-label="Approve ${b.name}">Approve</button></form>
+  <a class="button" href="${base}/approve" aria-label="Approve ${b.name}…">Approve…</a>
   ${cancelForm(projectId, csrf, b, 'Cancel')}
 </div>`;
+}
+
+/** The message as the phone shows it: every part text (escaped by the `html` tag). */
+export function messagePreview(m: RenderedTemplate): Html {
+  return html`<div class="message-preview">
+  ${m.header ? ('text' in m.header ? html`<p class="message-header">${m.header.text}</p>` : html`<p class="muted">[${m.header.media.toLowerCase()} header]</p>`) : ''}
+  <p class="message-body">${m.body || html`<span class="muted">(no body text)</span>`}</p>
+  ${m.footer ? html`<p class="message-footer muted">${m.footer}</p>` : ''}
+  ${m.buttons.length ? html`<ul class="message-buttons">${m.buttons.map((b) => html`<li>${b.text}${b.detail ? html` <span class="muted">(${b.type.toLowerCase().replace('_', ' ')}: ${b.detail})</span>` : ''}</li>`)}</ul>` : ''}
+</div>`;
+}
+
+type Detail = Awaited<ReturnType<typeof broadcastDetail>>;
+
+/** What goes out and a test of it: the first recipient's message and, for owners and admins, a test to their own number. */
+function previewSection(projectId: string, csrf: string, b: BroadcastView, d: Detail, manage: boolean): Html {
+  const pv = d.preview;
+  const who = pv?.recipient ? `${pv.recipient.name ?? 'a contact without a name'}${pv.recipient.phone ? ` (+${pv.recipient.phone})` : ''}` : null;
+  return html`<section aria-labelledby="preview-title" id="message-preview">
+<h2 id="preview-title">The message that will go out</h2>
+${pv ? html`<p class="muted">${who ? `As its first recipient, ${who}, would get it; each recipient gets their own values.` : 'No eligible recipient yet: the placeholders are shown unfilled.'}</p>${messagePreview(pv.message)}`
+    : html`<p class="warning">Template ${b.template_name} (${b.template_language}) is not known to this project: nothing can be shown.</p>`}
+${manage && pv?.recipient ? html`<form method="post" action="${projectPath(projectId, `/broadcasts/${b.id}/test-send`)}" class="inline-form test-send">${csrfField(csrf)}${onceField()}
+  <label for="test-phone-${b.id}">Send a test to your own number</label>
+  <input id="test-phone-${b.id}" name="phone" type="tel" autocomplete="tel" required placeholder="+1 415 555 0101">
+  <button type="submit">Send the test</button>
+</form>
+<p class="muted">The test goes through the same send path as the campaign (it counts against the daily quota) and is in the audit trail.</p>` : ''}
+</section>`;
 }
 
 /** What the progress shows, for the page and for its live updates (the same words). */
@@ -70,6 +107,7 @@ export function progressOf(b: BroadcastView) {
     : null;
   const reason = [held, unknown].filter(Boolean).join('. ') || null;
   return {
+    hold: holdOf(b),
     status: b.status,
     status_line: `${b.status}${b.status_reason ? ` (${b.status_reason})` : ''}`,
     live,
@@ -81,8 +119,23 @@ export function progressOf(b: BroadcastView) {
   };
 }
 
+/**
+ * Which hold keeps recipients waiting, in words: the daily quota leaves them queued (the "held"
+ * column counts only recipients kept for a later wave or by the messaging limit), the messaging
+ * limit and later waves hold them.
+ */
+function holdOf(b: BroadcastView): string | null {
+  const c = b.counts;
+  if (b.status_reason?.startsWith(QUOTA_HOLD_PREFIX)) {
+    return `Held by the daily send quota: ${c ? plural(c.queued, 'recipient') : 'the recipients'} ${c?.queued === 1 ? 'waits' : 'wait'} in the queue until it resets or is raised (counted as queued, not held).`;
+  }
+  if (b.status_reason?.startsWith(LIMIT_HOLD_PREFIX)) return `Held by the portfolio's messaging limit: ${c ? plural(c.held, 'recipient') : 'recipients'} held until the 24-hour window frees room.`;
+  if (c?.held && b.wave_scheduled_at) return `${plural(c.held, 'recipient')} held for later waves; the next is released at ${when(b.wave_scheduled_at)}.`;
+  return null;
+}
+
 /** A recipient status as the pages name it. */
-const statusLabel = (k: string) => (k === 'unknown' ? 'outcome unknown' : k);
+const statusLabel = (k: string) => (k === 'unknown' ? 'outcome unknown' : k === 'held' ? 'held (wave or limit)' : k);
 
 function progressSection(projectId: string, b: BroadcastView): Html {
   const p = progressOf(b);
@@ -93,6 +146,7 @@ function progressSection(projectId: string, b: BroadcastView): Html {
 <p><progress id="progress-bar" max="${Math.max(1, p.total)}" value="${p.done}" aria-label="Progress of ${b.name}">${p.done} of ${p.total}</progress>
 <span id="progress-text" aria-live="polite">${p.text}</span></p>
 <p id="progress-reason" class="warning"${p.reason ? '' : html` hidden`}>${p.reason ?? ''}</p>
+<p id="progress-hold"${p.hold ? '' : html` hidden`}>${p.hold ?? ''}</p>
 <div class="table-wrap"><table><thead><tr>${keys.map((k) => html`<th scope="col">${label(k)}</th>`)}</tr></thead>
 <tbody><tr>${keys.map((k) => html`<td data-count="${k}">${p.counts ? p.counts[k] : '—'}</td>`)}</tr></tbody></table></div>
 ${p.live ? html`<p class="muted">Updates by itself every few seconds while the campaign is scheduled or sending.</p>` : ''}
@@ -123,31 +177,59 @@ export const showBroadcasts = (deps: AppDeps) => async (req: Request, res: Respo
   send(res, 200, layout(ctx.shell('Broadcasts'), body));
 };
 
+/** The campaign's facts at the top of its page (live: started, completed and the count move). */
+function factsPart(b: BroadcastView, d: Detail): Html {
+  return html`<dl class="facts">
+  <dt>Status</dt><dd class="status" id="broadcast-status">${b.status}${b.status_reason ? ` (${b.status_reason})` : ''}</dd>
+  <dt>Approved</dt><dd>${d.approvedAt ? `${when(d.approvedAt)} by ${d.approvedBy ?? 'the operator'}` : 'not yet'}</dd>
+  <dt>Started</dt><dd id="broadcast-started">${b.started_at ? when(b.started_at) : 'not yet'}</dd>
+  <dt>Completed</dt><dd id="broadcast-completed">${b.completed_at ? when(b.completed_at) : 'not yet'}</dd>
+  <dt>Recipients</dt><dd>${b.recipient_count ?? '—'}</dd>
+  ${b.status !== 'pending_approval' && b.preflight?.quota ? html`<dt>Daily quota at approval</dt><dd${b.preflight.quota.held ? html` class="warning"` : ''}>${quotaSentence(b.preflight.quota)}</dd>` : ''}
+</dl>`;
+}
+
+function wavesPart(b: BroadcastView, d: Detail): Html {
+  return html`<p>${b.wave_size ? `${plural(b.wave_size, 'recipient')} per wave.` : 'One wave.'} Next wave: ${b.wave_scheduled_at ? `${plural(b.wave_scheduled_count ?? 0, 'recipient')} at ${when(b.wave_scheduled_at)}` : 'none scheduled'}.</p>
+${d.waves.length ? html`<div class="table-wrap"><table class="stack"><thead><tr><th scope="col">Wave</th><th scope="col">Recipients by status</th></tr></thead><tbody>
+${d.waves.map((w) => html`<tr><td data-label="Wave">${w.wave}</td><td data-label="Recipients">${Object.entries(w.counts).map(([s, n]) => `${statusLabel(s)} ${n}`).join(', ')}</td></tr>`)}</tbody></table></div>` : ''}`;
+}
+
+function failuresPart(d: Detail): Html {
+  return d.failures.length ? html`<div class="table-wrap"><table class="stack"><thead><tr><th scope="col">Code</th><th scope="col">Reason</th><th scope="col">Category</th><th scope="col">Recipients</th></tr></thead><tbody>
+${d.failures.map((f) => html`<tr><td data-label="Code">${f.code ?? '—'}</td><td data-label="Reason">${f.title ?? '—'}</td><td data-label="Category">${f.category ?? '—'}</td><td data-label="Recipients">${f.count}</td></tr>`)}</tbody></table></div>` : html`<p class="muted">No failures.</p>`;
+}
+
+/** Recipients not sent to and why: opted out after approval, or left when the campaign stopped. */
+function cancellationsPart(d: Detail): Html {
+  return d.cancellations.length ? html`<div class="table-wrap"><table class="stack"><thead><tr><th scope="col">Reason</th><th scope="col">Recipients</th></tr></thead><tbody>
+${d.cancellations.map((c) => html`<tr><td data-label="Reason">${c.reason}</td><td data-label="Recipients">${c.count}</td></tr>`)}</tbody></table></div>` : html`<p class="muted">No cancellations.</p>`;
+}
+
+/** The parts a live page replaces as the campaign moves (by element id): the same functions as the page. */
+function liveParts(b: BroadcastView, d: Detail): Record<string, Html> {
+  return { 'broadcast-facts': factsPart(b, d), 'broadcast-waves': wavesPart(b, d), 'broadcast-failures': failuresPart(d), 'broadcast-cancellations': cancellationsPart(d) };
+}
+
 export const showBroadcast = (deps: AppDeps) => async (req: Request, res: Response) => {
   const ctx = await projectContext(deps, req, 'broadcasts');
   await refreshMessagingLimit(deps, ctx.project.id);
   const d = await broadcastDetail(deps, ctx.project.id, String(req.params.broadcastId));
   const b = d.view;
   const open = ['pending_approval', 'scheduled', 'sending'].includes(b.status);
-  const body = html`<dl class="facts">
-  <dt>Status</dt><dd class="status" id="broadcast-status">${b.status}${b.status_reason ? ` (${b.status_reason})` : ''}</dd>
-  <dt>Approved</dt><dd>${d.approvedAt ? `${when(d.approvedAt)} by ${d.approvedBy ?? 'the operator'}` : 'not yet'}</dd>
-  <dt>Started</dt><dd>${when(b.started_at)}</dd>
-  <dt>Completed</dt><dd>${when(b.completed_at)}</dd>
-  <dt>Recipients</dt><dd>${b.recipient_count ?? '—'}</dd>
-  ${b.status !== 'pending_approval' && b.preflight?.quota ? html`<dt>Daily quota at approval</dt><dd${b.preflight.quota.held ? html` class="warning"` : ''}>${quotaSentence(b.preflight.quota)}</dd>` : ''}
-</dl>
-${b.status === 'pending_approval' ? html`<h2>Pre-flight report</h2>${preflightReport(b, d.templateStatus)}` : ''}
-${canManage(ctx.role) && open ? (b.status === 'pending_approval' ? decisionForms(ctx.project.id, ctx.csrf, b) : cancelForm(ctx.project.id, ctx.csrf, b, 'Cancel the rest')) : ''}
+  const manage = canManage(ctx.role);
+  const parts = liveParts(b, d);
+  const body = html`<div id="broadcast-facts">${parts['broadcast-facts']}</div>
+${b.status === 'pending_approval' ? html`<h2>Pre-flight report</h2>${preflightReport(b, d.templateStatus)}${previewSection(ctx.project.id, ctx.csrf, b, d, manage)}` : ''}
+${manage && open ? (b.status === 'pending_approval' ? decisionForms(ctx.project.id, ctx.csrf, b) : cancelForm(ctx.project.id, ctx.csrf, b, 'Cancel the rest')) : ''}
 ${billingSection(b)}
 ${b.status === 'pending_approval' ? '' : progressSection(ctx.project.id, b)}
 <h2>Waves</h2>
-<p>${b.wave_size ? `${b.wave_size} recipients per wave.` : 'One wave.'} Next wave: ${b.wave_scheduled_at ? `${b.wave_scheduled_count ?? ''} recipients at ${when(b.wave_scheduled_at)}` : 'none scheduled'}.</p>
-${d.waves.length ? html`<div class="table-wrap"><table class="stack"><thead><tr><th scope="col">Wave</th><th scope="col">Recipients by status</th></tr></thead><tbody>
-${d.waves.map((w) => html`<tr><td data-label="Wave">${w.wave}</td><td data-label="Recipients">${Object.entries(w.counts).map(([s, n]) => `${statusLabel(s)} ${n}`).join(', ')}</td></tr>`)}</tbody></table></div>` : ''}
+<div id="broadcast-waves">${parts['broadcast-waves']}</div>
 <h2>Failures by reason</h2>
-${d.failures.length ? html`<div class="table-wrap"><table class="stack"><thead><tr><th scope="col">Code</th><th scope="col">Reason</th><th scope="col">Category</th><th scope="col">Recipients</th></tr></thead><tbody>
-${d.failures.map((f) => html`<tr><td data-label="Code">${f.code ?? '—'}</td><td data-label="Reason">${f.title ?? '—'}</td><td data-label="Category">${f.category ?? '—'}</td><td data-label="Recipients">${f.count}</td></tr>`)}</tbody></table></div>` : html`<p class="muted">No failures.</p>`}
+<div id="broadcast-failures">${parts['broadcast-failures']}</div>
+<h2>Cancellations by reason</h2>
+<div id="broadcast-cancellations">${parts['broadcast-cancellations']}</div>
 <h2>Retargeting</h2>
 <p>${b.auto_retarget_quality ? 'Recipients refused for quality reasons are retargeted automatically' : 'No automatic retargeting'}${d.retargetDueAt ? `; next retarget at ${when(d.retargetDueAt)}` : ''}.
 ${b.retarget_parent_id ? html` This is a follow-up of <a href="${projectPath(ctx.project.id, `/broadcasts/${b.retarget_parent_id}`)}">an earlier broadcast</a>.` : ''}</p>
@@ -159,13 +241,46 @@ ${d.followUps.length ? html`<ul>${d.followUps.map((f) => html`<li><a href="${pro
 export const broadcastProgress = (deps: AppDeps) => async (req: Request, res: Response) => {
   const ctx = await projectContext(deps, req, 'broadcasts');
   const d = await broadcastDetail(deps, ctx.project.id, String(req.params.broadcastId));
-  res.status(200).setHeader('Cache-Control', 'no-store').json(progressOf(d.view));
+  const parts = Object.fromEntries(Object.entries(liveParts(d.view, d)).map(([id, h]) => [id, h.value]));
+  res.status(200).setHeader('Cache-Control', 'no-store').json({ ...progressOf(d.view), parts });
+};
+
+/**
+ * The confirmation before approval, a page of its own (no script needed): what will be sent, to
+ * how many, at what estimated cost, the message, the test; then "Approve and send".
+ */
+export const showApprove = (deps: AppDeps) => async (req: Request, res: Response) => {
+  const ctx = await projectContext(deps, req, 'broadcasts', ['owner', 'admin'], 'approve broadcasts');
+  await refreshMessagingLimit(deps, ctx.project.id);
+  const d = await broadcastDetail(deps, ctx.project.id, String(req.params.broadcastId));
+  const b = d.view;
+  const base = projectPath(ctx.project.id, `/broadcasts/${b.id}`);
+  if (b.status !== 'pending_approval') return res.redirect(303, base);
+  const n = b.preflight?.eligible ?? b.recipient_count ?? 0;
+  const body = html`<p>Approving schedules <strong>${b.name}</strong> for <strong>${plural(n, 'recipient')}</strong>${b.scheduled_at ? html` at ${when(b.scheduled_at)}` : ' now'}. It cannot be undone, only canceled for the recipients not yet sent.</p>
+${preflightReport(b, d.templateStatus)}
+${previewSection(ctx.project.id, ctx.csrf, b, d, true)}
+<div class="actions">
+  <form method="post" action="${base}/approve" class="inline">${csrfField(ctx.csrf)}<button type="submit" class="primary">Approve and send to ${plural(n, 'recipient')}</button></form>
+  <a href="${base}">Back without approving</a>
+</div>`;
+  send(res, 200, layout(ctx.shell(`Approve: ${b.name}`), body));
 };
 
 export const approve = (deps: AppDeps) => async (req: Request, res: Response) => {
   const { actor, project } = await projectContext(deps, req, 'broadcasts');
   await approveBroadcastAs(deps, actor, project.id, String(req.params.broadcastId));
   res.redirect(303, projectPath(project.id, `/broadcasts/${String(req.params.broadcastId).toLowerCase()}?done=approved`));
+};
+
+/** A test of the campaign's message to the approver's number (lib/dashboard/test-send.ts), once per form. */
+export const testSend = (deps: AppDeps) => async (req: Request, res: Response) => {
+  const { actor, project } = await projectContext(deps, req, 'broadcasts', ['owner', 'admin'], 'send a test of a broadcast');
+  const id = String(req.params.broadcastId).toLowerCase();
+  await changeOnce(deps, req, res, project.id, async () => {
+    await testSendAs(deps, actor, project.id, id, field(req, 'phone'), String((req.body as Record<string, unknown>)._once));
+    return projectPath(project.id, `/broadcasts/${id}/approve?done=test_sent`);
+  });
 };
 
 export const cancel = (deps: AppDeps) => async (req: Request, res: Response) => {

@@ -9,6 +9,7 @@ import type { Shell } from './layout.js';
 /** Notices after a redirect: a fixed list, so nothing from the URL is echoed as a message. */
 const NOTICES: Record<string, string> = {
   approved: 'Broadcast approved: it is scheduled and will be released by the engine.',
+  test_sent: 'Test sent to the number you typed, through the same send path as the campaign.',
   canceled: 'Broadcast canceled.',
   revoked: 'Key revoked: it no longer works.',
   scopes: 'Scopes saved: they apply from the key’s next request.',

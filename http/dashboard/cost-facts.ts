@@ -4,27 +4,28 @@
  * and, once sending started, what the channel's statuses reported beside the estimate (lib/pricing/).
  */
 import type { BroadcastView } from '../../lib/broadcasts/store.js';
-import { html, when, type Html } from './html.js';
+import { html, money, plural, when, type Html } from './html.js';
 
 type Estimate = NonNullable<NonNullable<BroadcastView['preflight']>['cost_estimate']>;
 type Limit = NonNullable<NonNullable<BroadcastView['preflight']>['messaging_limit']>;
 
-const amount = (currency: string | null, n: number | null) => (n === null ? '—' : `${n.toFixed(4)} ${currency ?? ''}`.trim());
+const amount = (currency: string | null, n: number | null) => (n === null ? '—' : money(n, currency));
 
 export function estimateText(e: Estimate | undefined | null): string {
   if (!e) return 'not computed (pre-flight from before cost estimates)';
   if (!e.available) return e.reason ?? 'no estimate';
-  const parts = [`about ${amount(e.currency, e.total)} (estimate from the rate card, ${e.category})`, `${e.billable_recipients} charged`];
-  if (e.free_recipients) parts.push(`${e.free_recipients} free (service window open)`);
-  if (e.unpriced_recipients) parts.push(`${e.unpriced_recipients} not priced by the card`);
+  const parts = [`about ${amount(e.currency, e.total)} (estimate from the rate card, ${e.category})`, `${plural(e.billable_recipients, 'recipient')} charged`];
+  if (e.free_recipients) parts.push(`${plural(e.free_recipients, 'recipient')} free (service window open)`);
+  if (e.unpriced_recipients) parts.push(`${plural(e.unpriced_recipients, 'recipient')} not priced by the card`);
   return parts.join('; ');
 }
 
 export function limitText(l: Limit | undefined | null): string {
   if (!l) return 'not computed';
-  if (l.state === 'unknown') return `unknown (the channel's limit could not be read); ${l.reached_24h} users reached in the last 24 hours`;
-  if (l.unlimited) return `unlimited (${l.tier ?? ''}); ${l.reached_24h} users reached in the last 24 hours`;
-  return `${l.limit} users per 24 hours (${l.tier ?? ''}); ${l.reached_24h} reached, ${l.remaining} left; ${l.fits_now} of this audience fit now`
+  const reached = `${plural(l.reached_24h, 'user')} reached in the last 24 hours`;
+  if (l.state === 'unknown') return `unknown (the channel's limit could not be read); ${reached}`;
+  if (l.unlimited) return `unlimited (${l.tier ?? ''}); ${reached}`;
+  return `${plural(l.limit ?? 0, 'user')} per 24 hours (${l.tier ?? ''}); ${l.reached_24h} reached, ${l.remaining} left; ${l.fits_now} of this audience ${l.fits_now === 1 ? 'fits' : 'fit'} now`
     + (l.next_release_at ? `; more from ${when(l.next_release_at)}` : '');
 }
 

@@ -39,6 +39,10 @@ document.addEventListener('submit', (event) => {
         set('broadcast-status', p.status_line);
         const reason = document.getElementById('progress-reason');
         if (reason) { reason.textContent = p.reason || ''; reason.hidden = !p.reason; }
+        const hold = document.getElementById('progress-hold');
+        if (hold) { hold.textContent = p.hold || ''; hold.hidden = !p.hold; }
+        // The page's other live parts (facts, waves, failures, cancellations), rendered and escaped by the server.
+        for (const [id, part] of Object.entries(p.parts || {})) { const el = document.getElementById(id); if (el) el.innerHTML = part; }
         if (p.counts) for (const [k, n] of Object.entries(p.counts)) {
           const cell = section.querySelector(`[data-count="${k}"]`);
           if (cell) cell.textContent = String(n);

@@ -7,7 +7,11 @@ import { membersOf, templatesOf, webhooksOf } from '../../lib/dashboard/reads.js
 import { listAudit } from '../../lib/dashboard/audit.js';
 import { inviteAs, removeMemberAs } from '../../lib/dashboard/actions.js';
 import { DashboardRefusal } from '../../lib/dashboard/refusal.js';
-import { html, when } from './html.js';
+import { html, plural, when } from './html.js';
+import { projectFigures } from '../../lib/dashboard/overview.js';
+import { auditChanges } from '../../lib/dashboard/audit-diff.js';
+import { renderTemplate } from '../../lib/templates/render.js';
+import { messagePreview } from './broadcast-pages.js';
 import { csrfField, layout, projectPath } from './layout.js';
 import { field, send } from './request.js';
 import { person, projectContext } from './context.js';
@@ -21,15 +25,25 @@ export interface DashboardOptions {
 export const showProjects = (deps: AppDeps, opts: DashboardOptions) => async (req: Request, res: Response) => {
   const { session, actor } = person(req);
   const list = await projectsOf(deps, actor.accountId);
+  const figures = await projectFigures(deps, list.map(({ project }) => project.id));
   const sim = deps.config.nodeEnv !== 'production' ? opts.simulatorUrl : undefined;
   const body = list.length
-    ? html`<div class="table-wrap"><table class="stack"><thead><tr><th scope="col">Project</th><th scope="col">Your role</th><th scope="col">Channel number</th>${sim ? html`<th scope="col">Simulator</th>` : ''}</tr></thead><tbody>
-${list.map(({ project, role }) => html`<tr>
+    ? html`<p class="muted">Today's figures (UTC day so far, ${when(deps.clock.now())}).</p>
+<div class="table-wrap"><table class="stack" id="projects"><thead><tr><th scope="col">Project</th><th scope="col">Your role</th><th scope="col">Sent today</th><th scope="col">Delivered</th><th scope="col">Failed</th><th scope="col">Daily quota used</th><th scope="col">Waiting for a reply</th><th scope="col">Channel number</th>${sim ? html`<th scope="col">Simulator</th>` : ''}</tr></thead><tbody>
+${list.map(({ project, role }) => {
+    const f = figures.get(project.id)!;
+    return html`<tr>
   <td data-label="Project"><a href="${projectPath(project.id, '/broadcasts')}">${project.name}</a> <small class="muted">${project.id}${project.status !== 'active' ? ` · ${project.status}` : ''}</small></td>
   <td data-label="Your role">${role}</td>
+  <td data-label="Sent today" data-figure="sent">${f.sent}</td>
+  <td data-label="Delivered" data-figure="delivered">${f.delivered}</td>
+  <td data-label="Failed" data-figure="failed"${f.failed ? html` class="error-text"` : ''}>${f.failed}</td>
+  <td data-label="Daily quota used" data-figure="quota">${f.quotaLimit === null ? `${f.quotaUsed} (no quota)` : `${f.quotaUsed} of ${f.quotaLimit}`}</td>
+  <td data-label="Waiting for a reply" data-figure="waiting">${f.waiting ? html`<a href="${projectPath(project.id, '/conversations')}">${plural(f.waiting, 'conversation')}</a>` : '0'}</td>
   <td data-label="Channel number">${project.channel ? (project.channel.displayPhoneNumber ?? project.channel.phoneNumberId) : html`<span class="muted">not connected</span>`}</td>
   ${sim ? html`<td data-label="Simulator">${project.channel ? html`<a href="${`${sim}/_sim/phone-numbers/${encodeURIComponent(project.channel.phoneNumberId)}`}">simulated number</a>` : '—'}</td>` : ''}
-</tr>`)}</tbody></table></div>`
+</tr>`;
+  })}</tbody></table></div>`
     : html`<p>You have no role in any project yet. An owner can invite you.</p>`;
   const agents = html`<p><a href="/dashboard/agents">Connected AI agents</a> <span class="muted">(applications you or your projects' owners and admins connected through OAuth)</span></p>`;
   send(res, 200, layout({ title: 'Your projects', person: { email: actor.email, csrf: session.csrfToken } }, html`${body}${agents}`));
@@ -65,8 +79,8 @@ export const showTemplates = (deps: AppDeps, opts: DashboardOptions = {}) => asy
     html`<form method="post" action="${projectPath(ctx.project.id, '/templates/decision')}" class="inline">${csrfField(ctx.csrf)}<input type="hidden" name="name" value="${t.name}"><input type="hidden" name="language" value="${t.language}"><input type="hidden" name="decision" value="${decision}"><button type="submit"${decision === 'REJECTED' ? html` class="danger"` : ''} aria-label="${label} ${t.name} (${t.language})">${label}</button></form>`;
   const body = html`${decides ? html`<p class="muted">Templates are decided by Meta's review in production. Here the simulator decides: it approves a new template after 3 s (SIMULATOR_TEMPLATE_AUTO_APPROVE_MS), or you decide below.</p>` : ''}
 ${rows.length
-    ? html`<div class="table-wrap"><table class="stack"><thead><tr><th scope="col">Name</th><th scope="col">Language</th><th scope="col">Category</th><th scope="col">Status</th><th scope="col">Updated</th>${decides ? html`<th scope="col">Decision</th>` : ''}</tr></thead><tbody>
-${rows.map((t) => html`<tr><td data-label="Name">${t.name}</td><td data-label="Language">${t.language}</td><td data-label="Category">${t.category}</td><td data-label="Status" class="status">${t.status}${t.rejected_reason ? ` (${t.rejected_reason})` : ''}</td><td data-label="Updated">${when(t.updated_at)}</td>${decides ? html`<td data-label="Decision">${t.status === 'PENDING' ? html`${decide(t, 'APPROVED', 'Approve')} ${decide(t, 'REJECTED', 'Reject')}` : '—'}</td>` : ''}</tr>`)}
+    ? html`<div class="table-wrap"><table class="stack"><thead><tr><th scope="col">Name</th><th scope="col">Language</th><th scope="col">Category</th><th scope="col">Status</th><th scope="col">Text</th><th scope="col">Updated</th>${decides ? html`<th scope="col">Decision</th>` : ''}</tr></thead><tbody>
+${rows.map((t) => html`<tr><td data-label="Name">${t.name}</td><td data-label="Language">${t.language}</td><td data-label="Category">${t.category}</td><td data-label="Status" class="status">${t.status}${t.rejected_reason ? ` (${t.rejected_reason})` : ''}</td><td data-label="Text">${messagePreview(renderTemplate(t.components))}</td><td data-label="Updated">${when(t.updated_at)}</td>${decides ? html`<td data-label="Decision">${t.status === 'PENDING' ? html`${decide(t, 'APPROVED', 'Approve')} ${decide(t, 'REJECTED', 'Reject')}` : '—'}</td>` : ''}</tr>`)}
 </tbody></table></div>`
     : html`<p class="muted">No templates.</p>`}`;
   send(res, 200, layout(ctx.shell('Templates'), body));
@@ -127,10 +141,15 @@ export const decideTemplate = (deps: AppDeps, opts: DashboardOptions = {}) => as
 export const showAudit = (deps: AppDeps) => async (req: Request, res: Response) => {
   const ctx = await projectContext(deps, req, 'audit', ['owner'], 'read the audit trail');
   const rows = await listAudit(deps, ctx.project.id);
-  const state = (v: unknown) => (v === null || v === undefined ? '—' : JSON.stringify(v));
+  // What changed, field by field (lib/dashboard/audit-diff.ts), not two JSON documents.
+  const changes = (before: unknown, after: unknown) => {
+    const list = auditChanges(before, after);
+    if (!list.length) return html`<span class="muted">no field changed</span>`;
+    return html`<ul class="changes">${list.map((c) => html`<li><code>${c.field}</code>: ${c.before === undefined ? html`<span class="muted">(added)</span>` : html`<del>${c.before}</del>`} → ${c.after === undefined ? html`<span class="muted">(removed)</span>` : html`<ins>${c.after}</ins>`}</li>`)}</ul>`;
+  };
   const body = rows.length
-    ? html`<div class="table-wrap"><table class="stack"><thead><tr><th scope="col">When</th><th scope="col">Who</th><th scope="col">Action</th><th scope="col">On</th><th scope="col">Before</th><th scope="col">After</th></tr></thead><tbody>
-${rows.map((a) => html`<tr><td data-label="When">${when(a.at)}</td><td data-label="Who">${a.actor}</td><td data-label="Action">${a.action}</td><td data-label="On">${a.subject}</td><td data-label="Before"><code>${state(a.before)}</code></td><td data-label="After"><code>${state(a.after)}</code></td></tr>`)}
+    ? html`<div class="table-wrap"><table class="stack" id="audit"><thead><tr><th scope="col">When</th><th scope="col">Who</th><th scope="col">Action</th><th scope="col">On</th><th scope="col">What changed</th></tr></thead><tbody>
+${rows.map((a) => html`<tr><td data-label="When">${when(a.at)}</td><td data-label="Who">${a.actor}</td><td data-label="Action">${a.action}</td><td data-label="On">${a.subject}</td><td data-label="What changed">${changes(a.before, a.after)}</td></tr>`)}
 </tbody></table></div>`
     : html`<p class="muted">Nothing recorded yet.</p>`;
   send(res, 200, layout(ctx.shell('Audit trail'), body));

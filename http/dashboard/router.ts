@@ -16,7 +16,7 @@ import { cookie, errorPage, page, parseConsoleForm, parseForm, SESSION_COOKIE, c
 import { showLogin, submitLogin, showSetup, submitSetup, showInvite, submitInvite, submitLogout } from './auth-pages.js';
 import { showProjects, showWebhooks, showTemplates, decideTemplate, showPeople, invite, removeMember, showAudit, type DashboardOptions } from './project-pages.js';
 import { showKeys, createKey, rotateKey, revokeKey, updateScopes } from './key-pages.js';
-import { showBroadcasts, showBroadcast, broadcastProgress, approve, cancel } from './broadcast-pages.js';
+import { showBroadcasts, showBroadcast, broadcastProgress, approve, cancel, showApprove, testSend } from './broadcast-pages.js';
 import { showContacts, showConversations, showConversation } from './customer-pages.js';
 import { answerConsent, disconnect, parseConsentForm, showAgents, showConsent } from './oauth-pages.js';
 import { showDatabase, submitCopyPreview, submitCreateTable, submitDdl } from './database-pages.js';
@@ -101,7 +101,9 @@ export function dashboardRouter(deps: AppDeps, opts: DashboardOptions = {}): Rou
   r.get('/projects/:projectId/contacts', page(showContacts(deps)));
   r.get('/projects/:projectId/conversations', page(showConversations(deps)));
   r.get('/projects/:projectId/conversations/:conversationId', page(showConversation(deps)));
+  r.get('/projects/:projectId/broadcasts/:broadcastId/approve', page(showApprove(deps)));
   r.post('/projects/:projectId/broadcasts/:broadcastId/approve', page(approve(deps)));
+  r.post('/projects/:projectId/broadcasts/:broadcastId/test-send', page(testSend(deps)));
   r.post('/projects/:projectId/broadcasts/:broadcastId/cancel', page(cancel(deps)));
   r.get('/projects/:projectId/webhooks', page(showWebhooks(deps)));
   r.get('/projects/:projectId/templates', page(showTemplates(deps, opts)));

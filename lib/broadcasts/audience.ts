@@ -130,6 +130,21 @@ export async function countEligible(db: Queryable, rule: AudienceRule): Promise<
 }
 
 /**
+ * The first recipient approval would freeze (contact order, as freezeAudience numbers its waves)
+ * with its variables resolved by the same SQL: the approval page shows the message it would get.
+ */
+export async function sampleRecipient(db: Queryable, rule: AudienceRule): Promise<{ name: string | null; phone: string | null; variables: BroadcastVariables } | null> {
+  const p = new Params();
+  const { where, reason } = classified(rule, p);
+  const vars = resolvedVariablesSql(rule.variables, p);
+  const { rows } = await db.query<{ name: string | null; phone: string | null; vars: BroadcastVariables }>(
+    `SELECT c.name, c.phone, ${vars} AS vars FROM contacts c WHERE ${where} AND (${reason}) IS NULL ORDER BY c.id LIMIT 1`,
+    p.values,
+  );
+  return rows[0] ? { name: rows[0].name, phone: rows[0].phone, variables: rows[0].vars } : null;
+}
+
+/**
  * Freezes the audience into recipient rows (one per phone, variables resolved), inside the
  * approval's transaction. With a wave size, the first `waveSize` rows (in contact order) are
  * queued and the rest held. Returns how many rows were written.

@@ -10,6 +10,8 @@ import { templateView } from '../templates/templates.js';
 import { webhookView } from '../webhooks/registrations.js';
 import { listKeys } from '../access/keys.js';
 import { DashboardRefusal } from './refusal.js';
+import { audienceFilter, sampleRecipient } from '../broadcasts/audience.js';
+import { renderTemplate } from '../templates/render.js';
 
 type ReadDeps = Pick<Deps, 'db' | 'clock'>;
 
@@ -40,9 +42,12 @@ export async function broadcastDetail(deps: ReadDeps, projectId: string, id: str
     `SELECT ${RECIPIENT_ERROR_CODE_SQL} AS code, ${ERROR_CATEGORY_SQL} AS category,
             min(COALESCE(r.error_title, m.error ->> 'title', m.error ->> 'message')) AS title, count(*)::bigint AS n
      ${join} AND (${RECIPIENT_STATUS_SQL}) = 'failed' GROUP BY 1, 2 ORDER BY 4 DESC`, [row.id]);
+  // Recipients not sent to: opted out after approval (the engine's consent check), or left when the campaign stopped.
+  const cancellations = await deps.db.pool.query<{ reason: string | null; n: string }>(
+    `SELECT r.error_title AS reason, count(*)::bigint AS n FROM broadcast_recipients r WHERE r.broadcast_id = $1 AND r.state = 'canceled' GROUP BY 1 ORDER BY 2 DESC`, [row.id]);
   const byWave = new Map<number, Record<string, number>>();
   for (const w of waves.rows) byWave.set(w.wave, { ...byWave.get(w.wave), [w.status]: Number(w.n) });
-  const template = await deps.db.prisma.template.findFirst({ where: { projectId, name: row.template_name, language: row.template_language }, select: { status: true } });
+  const template = await deps.db.prisma.template.findFirst({ where: { projectId, name: row.template_name, language: row.template_language }, select: { status: true, components: true } });
   const followUps = await deps.db.pool.query<{ id: string; status: string; name: string }>(
     'SELECT id, status, name FROM broadcasts WHERE retarget_parent_id = $1 ORDER BY created_at', [row.id]);
   return {
@@ -53,6 +58,8 @@ export async function broadcastDetail(deps: ReadDeps, projectId: string, id: str
     templateStatus: template?.status ?? 'unknown here',
     waves: [...byWave.entries()].map(([wave, counts]) => ({ wave, counts })),
     failures: failures.rows.map((f) => ({ code: f.code, category: f.category, title: f.title, count: Number(f.n) })),
+    cancellations: cancellations.rows.map((c) => ({ reason: c.reason ?? (row.status_reason ? `campaign stopped: ${row.status_reason}` : 'campaign stopped before they were sent'), count: Number(c.n) })),
+    preview: row.status === 'pending_approval' ? await approvalPreview(deps, row, template?.components) : null,
     followUps: followUps.rows,
   };
 }
@@ -78,4 +85,17 @@ export async function templatesOf(deps: ReadDeps, projectId: string) {
 export async function membersOf(deps: ReadDeps, projectId: string) {
   const rows = await deps.db.prisma.dashboardMembership.findMany({ where: { projectId }, include: { account: { select: { email: true, passwordHash: true } } }, orderBy: { createdAt: 'asc' } });
   return rows.map((m) => ({ email: m.account.email, role: m.role, setUp: m.account.passwordHash !== null }));
+}
+
+/**
+ * The message approval would send to its first recipient: the template's text filled with that
+ * recipient's variables, resolved by the audience's own SQL (lib/broadcasts/audience.ts), the
+ * values the engine puts into the send. Null without an approved template here or a recipient.
+ */
+async function approvalPreview(deps: ReadDeps, row: NonNullable<Awaited<ReturnType<typeof findBroadcast>>>, components: unknown) {
+  if (!components) return null;
+  const filter = await audienceFilter(deps.db.pool, row.project_id, row.audience).catch(() => null);
+  const sample = filter && await sampleRecipient(deps.db.pool, { projectId: row.project_id, filter, category: row.category, variables: row.template_variables, now: deps.clock.now() });
+  if (!sample) return { recipient: null, message: renderTemplate(components), variables: null };
+  return { recipient: { name: sample.name, phone: sample.phone }, message: renderTemplate(components, sample.variables), variables: sample.variables };
 }

@@ -4,7 +4,9 @@
  * `browserOrSkip()` says so and the page tests skip, so `npm test` still passes on bare Node.js.
  */
 import { existsSync } from 'node:fs';
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { TestApp } from './app.js';
+import { grant, PASSWORD } from './dashboard.js';
 
 export const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
@@ -33,4 +35,19 @@ export function describeWithBrowser(describe: { (name: string, fn: () => void): 
   if (hasChromium()) return describe;
   console.warn(`Chromium not found at ${chromiumPath}: page tests skipped (apt-get install chromium, or set CHROMIUM_PATH)`);
   return describe.skip;
+}
+
+/**
+ * A new page of `context` signed in as `email` with `role` in the project: the setup link from the
+ * operator API, a password chosen on its page, landing on the projects list.
+ */
+export async function signedInPage(t: TestApp, context: BrowserContext, projectId: string, email: string, role: 'owner' | 'admin' | 'member' = 'owner'): Promise<Page> {
+  const page = await context.newPage();
+  const setup = (await grant(t, projectId, email, role))!;
+  await page.goto(t.baseUrl + setup);
+  await page.getByLabel('New password').fill(PASSWORD);
+  await page.getByLabel('Repeat the password').fill(PASSWORD);
+  await page.getByRole('button', { name: 'Set password and sign in' }).click();
+  await page.waitForURL('**/dashboard/projects');
+  return page;
 }
