@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import path from 'node:path';
 import os from 'node:os';
 import { mkdtempSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { describeWithBrowser, launchBrowser } from './support/browser.js';
 import { startTestApp, type TestApp } from './support/app.js';
@@ -29,6 +30,17 @@ const unlabelled = (page: Page) => page.evaluate(() => Array.from(document.query
   .filter((el) => (el as HTMLInputElement).type !== 'hidden')
   .filter((el) => !(el.getAttribute('aria-label') || (el.id && document.querySelector(`label[for="${el.id}"]`)) || el.closest('label') || (el.tagName === 'BUTTON' && el.textContent!.trim())))
   .map((el) => el.outerHTML.slice(0, 80)));
+
+/** axe-core's serious and critical findings on the page (rule id and the first element). */
+async function axeFindings(page: Page): Promise<string[]> {
+  await page.addScriptTag({ path: createRequire(import.meta.url).resolve('axe-core/axe.min.js') });
+  return page.evaluate(async () => {
+    type Result = { id: string; impact: string; nodes: Array<{ target: string[] }> };
+    const axe = (window as unknown as { axe: { run(o: unknown): Promise<{ violations: Result[] }> } }).axe;
+    const r = await axe.run({ resultTypes: ['violations'] });
+    return r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} ${v.nodes[0]?.target.join(' ')}`);
+  });
+}
 
 const fitsWidth = (page: Page) => page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
 
@@ -63,7 +75,7 @@ describeWithBrowser(describe)('Bot and Scheduled tasks in Chromium', () => {
     const base = `${t.baseUrl}/dashboard/projects/${shop.projectId}`;
 
     const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
-    const page = await signedIn(context, shop.projectId, 'bot.owner@example.com', 'owner');
+    const page = await signedIn(context, shop.projectId, `bot.owner.${Date.now()}@example.com`, 'owner');
     const foreign: string[] = [];
     const dialogs: string[] = [];
     page.on('request', (r) => {
@@ -130,17 +142,23 @@ describeWithBrowser(describe)('Bot and Scheduled tasks in Chromium', () => {
     await page.goto(`${base}/schedules`);
     await page.screenshot({ path: docs('dashboard-schedules.png'), fullPage: true });
 
-    // A phone's width: nothing needs horizontal scrolling.
-    await page.setViewportSize({ width: 375, height: 800 });
-    const pages = ['bot', 'bot/files?tree=development', 'bot/files?tree=production&path=src/bot.ts', 'bot/log', 'schedules', 'schedules/hourly'];
-    for (const p of pages) {
-      await page.goto(`${base}/${p}`);
-      expect({ page: p, fits: await fitsWidth(page) }).toEqual({ page: p, fits: true });
+    // A phone's width: nothing needs horizontal scrolling; axe-core finds nothing serious at either
+    // width (its script is injected, so this context lets it past the pages' CSP).
+    const pages = ['bot', 'bot/files?tree=development', 'bot/files?tree=production&path=src/bot.ts', `bot/files?deployment=${shop.first}&path=src/bot.ts`, 'bot/log', 'schedules', 'schedules/hourly'];
+    const auditContext = await browser.newContext({ bypassCSP: true });
+    const auditor = await signedIn(auditContext, shop.projectId, `bot.auditor.${Date.now()}@example.com`, 'owner');
+    for (const width of [1100, 375]) {
+      await auditor.setViewportSize({ width, height: 800 });
+      for (const p of pages) {
+        await auditor.goto(`${base}/${p}`);
+        expect({ page: p, width, fits: await fitsWidth(auditor), axe: await axeFindings(auditor) }).toEqual({ page: p, width, fits: true, axe: [] });
+      }
     }
+    await auditContext.close();
 
     // A member reads every page without a form that changes something.
     const memberContext = await browser.newContext({ viewport: { width: 1100, height: 900 } });
-    const member = await signedIn(memberContext, shop.projectId, 'bot.member@example.com', 'member');
+    const member = await signedIn(memberContext, shop.projectId, `bot.member.${Date.now()}@example.com`, 'member');
     for (const p of pages) {
       await member.goto(`${base}/${p}`);
       expect({ page: p, forms: await member.locator('main form[method="post"]').count() }).toEqual({ page: p, forms: 0 });
