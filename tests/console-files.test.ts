@@ -241,6 +241,14 @@ describe('Files and media page', () => {
     expect((await who.agent.post(`${base}/media/${slug}/delete`).type('form').send(del)).status).toBe(303);
     expect((await who.agent.post(`${base}/media/${slug}/delete`).type('form').send(del)).status).toBe(303);
     expect(await t.db.prisma.mediaAsset.count({ where: { projectId: p.id } })).toBe(1);
+    // A file as a template header sample (as POST /v1/templates/header-sample): listed with the channel's handle.
+    const sample = await who.agent.post(`${base}/logo.png/header-sample`).type('form').send({ _csrf: f.csrf, _once: hiddenOf(after.text, '_once', `${base}/logo.png/header-sample`) });
+    expect(sample.headers.location).toBe(`${base}?done=header_sample`);
+    const samplesNow = await t.db.prisma.headerSample.findMany({ where: { projectId: p.id, filename: 'logo.png' } });
+    expect(samplesNow).toMatchObject([{ format: 'IMAGE', mimeType: 'image/png', size: S.png(300).length }]);
+    expect((await who.agent.get(sample.headers.location)).text).toContain(`<code>${samplesNow[0].handle}</code>`);
+    await expectNoTempFiles();
+
     // Deleting what is gone already (another tab) says so on the page.
     const stale = await who.agent.post(`${base}/media/${slug}/delete`).type('form').send({ _csrf: f.csrf, _once: hiddenOf(after.text, '_once', `${base}/logo.png/delete`).replace(/^./, 'f') });
     expect(stale.status).toBe(404);

@@ -30,6 +30,7 @@ const NOTICES: Record<string, string> = {
   file_replaced: 'File replaced: the bot reads the new content from its next event.',
   file_deleted: 'File deleted.',
   file_media: 'Media asset made: it is listed under Media assets.',
+  header_sample: 'Header sample made: its handle is listed under Template header samples.',
   media_deleted: 'Media asset deleted.',
   flow_checked: 'Checked at the channel: nothing was published. The channel’s findings are below.',
   flow_published: 'Flow published at the channel: it can be sent now.',

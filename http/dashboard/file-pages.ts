@@ -26,8 +26,10 @@ import { cursorScope, cursorSecretOf } from '../../lib/platform/cursor.js';
 import { keysetPage, positions } from '../../lib/platform/keyset-page.js';
 import { deleteProjectFile, FILE_NAME, listProjectFiles, openProjectFile, projectFileAsMedia, saveProjectFile, type ProjectFileView } from '../../lib/project-files/store.js';
 import { deleteMediaAsset, listMediaRows, mediaView } from '../../lib/media/assets.js';
-import { listHeaderSampleRows } from '../../lib/media/header-sample.js';
-import { MEDIA_MAX_BYTES } from '../../lib/media/types.js';
+import { createHeaderSample, listHeaderSampleRows } from '../../lib/media/header-sample.js';
+import { HEADER_RULES, kindOf, MEDIA_MAX_BYTES, type HeaderFormat } from '../../lib/media/types.js';
+import { fileTooLarge } from '../../lib/media/errors.js';
+import { LimitExceeded, TempFileSink } from '../../lib/media/temp-file.js';
 import { html, when, type Html } from './html.js';
 import { csrfField, layout, projectPath } from './layout.js';
 import { cookie, send, SESSION_COOKIE } from './request.js';
@@ -101,7 +103,7 @@ ${manage ? html`<section class="card" aria-labelledby="upload-title"><h2 id="upl
 ${files.page.length
     ? html`<div class="table-wrap"><table class="stack" id="files" aria-labelledby="files-title"><thead><tr><th scope="col">Name</th><th scope="col">Type</th><th scope="col">Size</th><th scope="col">SHA-256</th><th scope="col">Changed</th>${manage ? html`<th scope="col">Change</th>` : ''}</tr></thead><tbody>
 ${files.page.map((f) => html`<tr><td data-label="Name"><a href="${filesPath(projectId, `/${encodeURIComponent(f.name)}/download`)}" download>${f.name}</a></td><td data-label="Type">${f.content_type}</td><td data-label="Size">${bytes(f.size)}</td><td data-label="SHA-256"><code title="${f.sha256}">${f.sha256.slice(0, 12)}…</code></td><td data-label="Changed">${when(f.updated_at)}</td>
-${manage ? html`<td data-label="Change">${post(filesPath(projectId, `/${encodeURIComponent(f.name)}/media`), html`Make media<span class="visually-hidden"> of ${f.name}</span>`)} ${post(filesPath(projectId, `/${encodeURIComponent(f.name)}/delete`), html`Delete<span class="visually-hidden"> ${f.name}</span>`, `Delete the file ${f.name}? The bot's files.get reads not_found from then on.`, 'danger')}</td>` : ''}</tr>`)}
+${manage ? html`<td data-label="Change">${post(filesPath(projectId, `/${encodeURIComponent(f.name)}/media`), html`Make media<span class="visually-hidden"> of ${f.name}</span>`)} ${kindOf(f.content_type) && kindOf(f.content_type) !== 'audio' ? post(filesPath(projectId, `/${encodeURIComponent(f.name)}/header-sample`), html`Header sample<span class="visually-hidden"> of ${f.name}</span>`) : ''} ${post(filesPath(projectId, `/${encodeURIComponent(f.name)}/delete`), html`Delete<span class="visually-hidden"> ${f.name}</span>`, `Delete the file ${f.name}? The bot's files.get reads not_found from then on.`, 'danger')}</td>` : ''}</tr>`)}
 </tbody></table></div>${files.next ? html`<p><a href="${filesPath(projectId, `?after=${encodeURIComponent(files.next)}`)}">Next files</a></p>` : ''}`
     : html`<p class="muted">${req.query.after ? 'No more files.' : 'No files yet.'}</p>`}
 <h2 id="media-title">Media assets</h2>
@@ -115,7 +117,7 @@ ${manage ? html`<td data-label="Change">${post(filesPath(projectId, `/media/${en
 })}</tbody></table></div>${media.nextCursor ? html`<p><a href="${filesPath(projectId, `?media=${encodeURIComponent(media.nextCursor)}`)}">Older media</a></p>` : ''}`
     : html`<p class="muted">No media assets.</p>`}
 <h2 id="samples-title">Template header samples</h2>
-<p class="muted">Sample files for a template's media header (<code>POST /v1/templates/header-sample</code>): the channel's handle goes in the template's <code>example.header_handle</code>.</p>
+<p class="muted">Sample files for a template's media header (<code>POST /v1/templates/header-sample</code>, or <em>Header sample</em> of a file above): the channel's handle goes in the template's <code>example.header_handle</code>.</p>
 ${samples.page.length
     ? html`<div class="table-wrap"><table class="stack" id="samples" aria-labelledby="samples-title"><thead><tr><th scope="col">Handle</th><th scope="col">Format</th><th scope="col">File name</th><th scope="col">Type</th><th scope="col">Size</th><th scope="col">Uploaded</th></tr></thead><tbody>
 ${samples.page.map((s) => html`<tr><td data-label="Handle"><code>${s.handle}</code></td><td data-label="Format">${s.format}</td><td data-label="File name">${s.filename}</td><td data-label="Type">${s.mimeType}</td><td data-label="Size">${bytes(s.size)}</td><td data-label="Uploaded">${when(s.createdAt)}</td></tr>`)}
@@ -170,6 +172,34 @@ export const submitDeleteFile = change('delete files', async (deps, ctx, req) =>
 export const submitFileAsMedia = change('make media', async (deps, ctx, req) => {
   await projectFileAsMedia(deps, ctx.project.id, String(req.params.name));
   return filesPath(ctx.project.id, '?done=file_media');
+});
+
+const HEADER_FORMATS: Record<string, HeaderFormat> = { image: 'IMAGE', video: 'VIDEO', document: 'DOCUMENT' };
+
+/** A file as a template header sample: its bytes go to createHeaderSample as POST /v1/templates/header-sample's inline file. */
+export const submitFileAsHeaderSample = change('make header samples', async (deps, ctx, req) => {
+  const { file, stream } = await openProjectFile(deps, ctx.project.id, String(req.params.name));
+  const format = HEADER_FORMATS[kindOf(file.content_type) ?? ''];
+  if (!format) {
+    stream.destroy();
+    throw new ApiError('invalid_request', `A template header sample is an image, a video or a document; ${file.name} is ${file.content_type}.`);
+  }
+  const { maxBytes } = HEADER_RULES[format];
+  const sink = await TempFileSink.create(maxBytes, 'ceiling', undefined, deps.config.uploadTmpDir);
+  try {
+    for await (const chunk of stream) await sink.write(chunk as Buffer);
+    await sink.finish();
+  } catch (e) {
+    stream.destroy();
+    await sink.remove();
+    throw e instanceof LimitExceeded ? fileTooLarge(maxBytes, `a header sample of format ${format}`) : e;
+  }
+  try {
+    await createHeaderSample(deps, { id: ctx.project.id, name: ctx.project.name, status: ctx.project.status as 'active' }, { format, data: '', filename: file.name, mime: file.content_type }, sink, undefined);
+  } finally {
+    await sink.remove();
+  }
+  return filesPath(ctx.project.id, '?done=header_sample');
 });
 
 export const submitDeleteMedia = change('delete media', async (deps, ctx, req) => {

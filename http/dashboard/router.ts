@@ -24,7 +24,7 @@ import { exportCsv, showEdit, showTable, submitDelete, submitInsert, submitUpdat
 import { showSecrets, submitDeleteSecret, submitSecret } from './secret-pages.js';
 import { showLogs, submitRedeliver } from './log-pages.js';
 import { exportBilling, showBilling } from './billing-pages.js';
-import { downloadFile, showFiles, submitDeleteFile, submitDeleteMedia, submitFileAsMedia, submitUpload } from './file-pages.js';
+import { downloadFile, showFiles, submitDeleteFile, submitDeleteMedia, submitFileAsHeaderSample, submitFileAsMedia, submitUpload } from './file-pages.js';
 import { showFlows, showFlow, submitPublish } from './flow-pages.js';
 import { botLogTail, showBot, showBotFiles, showBotLog, submitPreview, submitRollback } from './bot-pages.js';
 import { showSchedule, showSchedules, submitPause, submitResume, submitRunNow } from './schedule-pages.js';
@@ -134,6 +134,7 @@ export function dashboardRouter(deps: AppDeps, opts: DashboardOptions = {}): Rou
   r.get('/projects/:projectId/files/:name/download', page(downloadFile(deps)));
   r.post('/projects/:projectId/files/:name/delete', page(submitDeleteFile(deps)));
   r.post('/projects/:projectId/files/:name/media', page(submitFileAsMedia(deps)));
+  r.post('/projects/:projectId/files/:name/header-sample', page(submitFileAsHeaderSample(deps)));
   r.post('/projects/:projectId/files/media/:slug/delete', page(submitDeleteMedia(deps)));
   r.get('/projects/:projectId/flows', page(showFlows(deps)));
   r.get('/projects/:projectId/flows/:name', page(showFlow(deps)));
