@@ -1,6 +1,8 @@
 /**
  * The README runs as pasted: its marked blocks (`<!-- readme-test: … -->` before a ```sh block:
- * the First call, the template decision, the bot walkthrough) run in one bash session, in order, against a service
+ * the First call, a template and a broadcast), then those of the docs it links, in the order of
+ * their first link (docs/bot.md: the bot walkthrough and the bot that answers from a backend), run
+ * in one bash session, in order, against a service
  * started with `npm start` on the embedded defaults, as a user in a fresh clone would paste them.
  * Only what lets the test run beside another service changes: the ports (3000 → PORT, 4010 →
  * SIMULATOR_PORT, free ones) and the folders (.data/ and ./mybot → folders of the test's own). Each
@@ -9,7 +11,7 @@
  */
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -44,6 +46,13 @@ export function readmeBlocks(text: string): Array<{ name: string; script: string
   return out;
 }
 
+/** The README's blocks, then those of each doc it links (docs/<name>.md), in the order of their first link. */
+export function pastedBlocks(root: string): Array<{ name: string; script: string; expected: string[] }> {
+  const readme = readFileSync(path.join(root, 'README.md'), 'utf8');
+  const docs = [...new Set([...readme.matchAll(/\]\((docs\/[\w.-]+\.md)(?:#[\w-]*)?\)/g)].map((m) => m[1]))];
+  return [readme, ...docs.map((d) => readFileSync(path.join(root, d), 'utf8'))].flatMap(readmeBlocks);
+}
+
 const pattern = (line: string) => new RegExp(line.split('…').map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('.*?'));
 
 function bash(script: string, env: NodeJS.ProcessEnv): Promise<ProcessRun> {
@@ -51,9 +60,9 @@ function bash(script: string, env: NodeJS.ProcessEnv): Promise<ProcessRun> {
 }
 
 describe('the README as pasted', () => {
-  it('When the First call, template, bot and backend blocks are pasted into one shell after npm start, then every command succeeds and prints what the README shows', async () => {
-    const blocks = readmeBlocks(readFileSync(path.join(root, 'README.md'), 'utf8'));
-    expect(blocks.map((b) => b.name)).toEqual(['first-call', 'first-call', 'first-call', 'templates', 'bot', 'backend']);
+  it('When the First call, template, broadcast, bot and backend blocks (README, then docs/bot.md) are pasted into one shell after npm start, then every command succeeds and prints what the README shows', async () => {
+    const blocks = pastedBlocks(root);
+    expect(blocks.map((b) => b.name)).toEqual(['first-call', 'first-call', 'first-call', 'templates', 'broadcast', 'bot', 'backend']);
 
     dir = await tempFolder('svc-readme-');
     const data = path.join(dir, 'data');
@@ -94,4 +103,19 @@ describe('the README as pasted', () => {
       for (const line of b.expected) expect({ block: b.name, line, output: sections[i] }).toEqual({ block: b.name, line, output: expect.stringMatching(pattern(line)) });
     });
   }, 240_000);
+
+  it('When the README and the docs it links are read, then every relative link names a file of the project', () => {
+    const broken: string[] = [];
+    const readme = readFileSync(path.join(root, 'README.md'), 'utf8');
+    const docs = [...new Set([...readme.matchAll(/\]\((docs\/[\w.-]+\.md)(?:#[\w-]*)?\)/g)].map((m) => m[1]))];
+    for (const file of ['README.md', ...docs]) {
+      const text = readFileSync(path.join(root, file), 'utf8');
+      for (const m of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+        const target = m[1].split('#')[0];
+        if (!target || /^[a-z]+:/i.test(target)) continue;
+        if (!existsSync(path.join(root, path.dirname(file), target))) broken.push(`${file} → ${m[1]}`);
+      }
+    }
+    expect(broken).toEqual([]);
+  });
 });
