@@ -1,8 +1,10 @@
 /**
- * The dashboard's read-only Contacts and Conversations pages over HTTP: every role may look,
- * someone without a role gets 404, a search finds by phone digits, name or username, markup in a
- * name or a message is shown as text, another project's conversation is 404, and the live
- * progress of a campaign is JSON for the same roles.
+ * The dashboard's Contacts and Conversations pages over HTTP (their changes: conversation-takeover.test.ts):
+ * every role may look, someone without a role gets 404, a search finds by phone digits, name,
+ * username or BSUID, a username customer shows username and BSUID (never "+null"), texts show in
+ * both directions, markup in a name, username or message is shown as text, lists page by keyset
+ * with their search and filters (needs a reply, unread), another project's conversation is 404,
+ * and the live progress of a campaign is JSON for the same roles.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startTestApp, type TestApp } from './support/app.js';
@@ -19,58 +21,144 @@ afterAll(async () => {
 
 const email = (who: string) => `${who}-${Date.now()}-${Math.random().toString(36).slice(2, 6)}@example.com`;
 
-async function conversation(projectId: string, phone: string, text: string) {
+async function conversation(projectId: string, phone: string, text: string, at = t.clock.now()) {
   const c = (await t.db.pool.query<{ id: string }>('SELECT id FROM contacts WHERE project_id = $1 AND phone = $2', [projectId, phone])).rows[0];
   const v = await t.db.pool.query<{ id: string }>(
-    `INSERT INTO conversations (project_id, contact_id, state, last_message_at, created_at, updated_at) VALUES ($1, $2, 'unstructured', now(), now(), now()) RETURNING id::text`,
-    [projectId, c.id],
+    `INSERT INTO conversations (project_id, contact_id, state, last_message_at, last_inbound_at, created_at, updated_at) VALUES ($1, $2, 'unstructured', $3, $3, $3, $3) RETURNING id::text`,
+    [projectId, c.id, at],
   );
-  await t.db.pool.query(
-    `INSERT INTO messages (project_id, conversation_id, wamid, direction, type, content, status, sent_at, status_at)
-     VALUES ($1, $2, $3, 'inbound', 'text', $4, 'received', now(), now())`,
-    [projectId, v.rows[0].id, `wamid.${Math.random().toString(36).slice(2)}`, JSON.stringify({ text })],
-  );
+  await message(projectId, v.rows[0].id, 'inbound', { type: 'text', text: { body: text } }, at);
   return v.rows[0].id;
 }
 
+/** A message as the service stores it: inbound in the channel's shape, outbound in the request's. */
+async function message(projectId: string, conversationId: string, direction: 'inbound' | 'outbound', content: object, at = t.clock.now()) {
+  await t.db.pool.query(
+    `INSERT INTO messages (project_id, conversation_id, wamid, direction, type, content, status, sent_at, status_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)`,
+    [projectId, conversationId, `wamid.${Math.random().toString(36).slice(2)}`, direction, (content as { type: string }).type, JSON.stringify(content), direction === 'inbound' ? 'received' : 'delivered', at],
+  );
+  if (direction === 'outbound') await t.db.pool.query('UPDATE conversations SET last_message_at = $2 WHERE id = $1', [conversationId, at]);
+}
+
+/** A customer known by username and BSUID only (WhatsApp withholds the phone). */
+async function usernameCustomer(projectId: string, username: string, userId: string, name: string | null = null) {
+  const { rows } = await t.db.pool.query<{ id: string }>(
+    `INSERT INTO contacts (project_id, phone, user_id, username, name, created_at, updated_at) VALUES ($1, NULL, $2, $3, $4, now(), now()) RETURNING id::text`,
+    [projectId, userId, username, name],
+  );
+  return rows[0].id;
+}
+
 describe('Contacts and Conversations pages', () => {
-  it('When a member looks, then contacts are searchable by phone, name and username, consent and tags show, and markup is text', async () => {
+  it('When a member looks, then contacts are searchable by phone, name, username and BSUID, a username customer has no "+null", consent and tags show, and markup is text', async () => {
     const { project } = await projectWithKey(t);
     await seedContacts(t, project.id, [
       { phone: '14155550301', name: 'Ada <b>Lovelace</b>', tags: ['vip'], optedIn: true },
-      { phone: '14155550302', name: 'Bo', attributes: { username: 'bo_the_cat' }, optedOut: true },
+      { phone: '14155550302', name: 'Bo', optedOut: true },
       { phone: '4915112345678', name: 'Cy' },
     ]);
+    await usernameCustomer(project.id, 'bo_the_<i>cat</i>', 'US.13491208655302741918');
     const member = await person(t, project.id, email('member'), 'member');
     const all = await member.agent.get(`/dashboard/projects/${project.id}/contacts`);
     expect(all.status).toBe(200);
     expect(all.text).toContain('Ada &lt;b&gt;Lovelace&lt;/b&gt;');
     expect(all.text).not.toContain('<b>Lovelace</b>');
+    expect(all.text).not.toContain('+null');
+    expect(all.text).toContain('@bo_the_&lt;i&gt;cat&lt;/i&gt;');
+    expect(all.text).toContain('<code>US.13491208655302741918</code>');
     const search = async (q: string) => (await member.agent.get(`/dashboard/projects/${project.id}/contacts?q=${encodeURIComponent(q)}`)).text;
     expect(await search('+1 415-555-0301')).toContain('+14155550301');
     expect(await search('+1 415-555-0301')).not.toContain('+14155550302');
-    expect(await search('bo_the')).toMatch(/\+14155550302[\s\S]*opted out/);
+    expect(await search('@bo_the')).toContain('US.13491208655302741918');
+    expect(await search('bo_the')).not.toContain('+14155550302');
+    expect(await search('US.1349120865')).toContain('@bo_the_');
+    expect(await search('bo')).toMatch(/\+14155550302[\s\S]*opted out/);
     expect(await search('ada')).toMatch(/vip/);
     expect(await search('%')).toContain('No contact matches.');
     expect(await search('nobody')).toContain('No contact matches.');
   });
 
-  it('When a conversation is opened, then its messages show with statuses; another project’s conversation and a stranger are 404', async () => {
+  it('When a conversation is opened, then inbound and outbound texts show as text, a username customer shows username and BSUID; another project’s conversation and a stranger are 404', async () => {
     const { project } = await projectWithKey(t);
     await seedContacts(t, project.id, [{ phone: '14155550311', name: 'Dee' }]);
     const id = await conversation(project.id, '14155550311', 'Hi <script>alert(1)</script>');
+    await message(project.id, id, 'outbound', { type: 'text', content: 'Hello Dee, how can we help?' });
     const owner = await person(t, project.id, email('owner'));
     const list = await owner.agent.get(`/dashboard/projects/${project.id}/conversations`);
     expect(list.text).toContain(`/conversations/${id}`);
     const one = await owner.agent.get(`/dashboard/projects/${project.id}/conversations/${id}`);
     expect(one.status).toBe(200);
     expect(one.text).toContain('Hi &lt;script&gt;alert(1)&lt;/script&gt;');
+    expect(one.text).toContain('<td data-label="Text" class="message-text">Hello Dee, how can we help?</td>');
+    expect(one.text).not.toContain('{&quot;body&quot;');
     expect(one.text).toMatch(/from the customer<\/td><td data-label="Type">text<\/td>/);
+
+    const contact = await usernameCustomer(project.id, 'eve.<b>x</b>', 'US.99991208655302741918', 'Eve');
+    const v = await t.db.pool.query<{ id: string }>(
+      `INSERT INTO conversations (project_id, contact_id, state, last_message_at, last_inbound_at, created_at, updated_at) VALUES ($1, $2, 'unstructured', now(), now(), now(), now()) RETURNING id::text`,
+      [project.id, contact],
+    );
+    const eve = await owner.agent.get(`/dashboard/projects/${project.id}/conversations/${v.rows[0].id}`);
+    expect(eve.text).not.toContain('+null');
+    expect(eve.text).toContain('<dt>Username</dt><dd>@eve.&lt;b&gt;x&lt;/b&gt;</dd>');
+    expect(eve.text).toContain('<dt>BSUID</dt><dd><code>US.99991208655302741918</code></dd>');
+    expect(eve.text).not.toContain('<dt>Phone</dt>');
+
     const other = await projectWithKey(t);
     const outsider = await person(t, other.project.id, email('other'));
     expect((await outsider.agent.get(`/dashboard/projects/${other.project.id}/conversations/${id}`)).status).toBe(404);
     expect((await outsider.agent.get(`/dashboard/projects/${project.id}/conversations`)).status).toBe(404);
     expect((await owner.agent.get(`/dashboard/projects/${project.id}/conversations/not-a-number`)).status).toBe(404);
+  });
+
+  it('When there are more than a page, then conversations and contacts page on by keyset with the search and filter kept; a cursor of another search is refused', async () => {
+    const { project } = await projectWithKey(t);
+    const phones = Array.from({ length: 30 }, (_, i) => `1415555${String(4000 + i)}`);
+    await seedContacts(t, project.id, phones.map((phone, i) => ({ phone, name: `Customer ${i}` })));
+    const start = t.clock.now().getTime() - 3600_000;
+    const ids: string[] = [];
+    for (const [i, phone] of phones.entries()) ids.push(await conversation(project.id, phone, `message ${i}`, new Date(start + i * 1000)));
+    // Replied to: every third conversation (it no longer needs a reply).
+    for (let i = 0; i < 30; i += 3) await message(project.id, ids[i], 'outbound', { type: 'text', content: 'answered' }, new Date(start + i * 1000 + 500));
+    const owner = await person(t, project.id, email('pager'));
+    const base = `/dashboard/projects/${project.id}`;
+    const customers = (page: string) => [...page.matchAll(/>Customer (\d+)</g)].map((m) => Number(m[1]));
+    const next = (page: string) => /href="([^"]+)" rel="next"/.exec(page)?.[1].replace(/&amp;/g, '&');
+
+    const first = await owner.agent.get(`${base}/conversations`);
+    expect(customers(first.text)).toEqual(Array.from({ length: 25 }, (_, i) => 29 - i));
+    const second = await owner.agent.get(next(first.text)!);
+    expect(customers(second.text)).toEqual([4, 3, 2, 1, 0]);
+    expect(next(second.text)).toBeUndefined();
+
+    // Needs a reply: the 20 the shop has not answered; the filter and the search stay in the next link.
+    const needs = await owner.agent.get(`${base}/conversations?filter=needs_reply`);
+    expect(customers(needs.text)).toHaveLength(20);
+    expect(needs.text).toContain('needs a reply');
+    const searched = await owner.agent.get(`${base}/conversations?q=${encodeURIComponent('Customer 1')}&filter=needs_reply`);
+    expect(customers(searched.text).sort((a, b) => a - b)).toEqual([1, 10, 11, 13, 14, 16, 17, 19]);
+    // Unread until a person opens it; opened, it is read.
+    expect(customers((await owner.agent.get(`${base}/conversations?filter=unread`)).text)).toHaveLength(25);
+    await owner.agent.get(`${base}/conversations/${ids[29]}`);
+    const unread = await owner.agent.get(`${base}/conversations?filter=unread`);
+    expect(customers(unread.text)).not.toContain(29);
+    expect(customers(unread.text)[0]).toBe(28);
+
+    // Contacts: the same paging (newest first) and filters.
+    const contacts = await owner.agent.get(`${base}/contacts`);
+    expect(customers(contacts.text)).toHaveLength(25);
+    const more = await owner.agent.get(next(contacts.text)!);
+    expect(customers(more.text)).toHaveLength(5);
+    expect(customers((await owner.agent.get(`${base}/contacts?filter=needs_reply`)).text)).toHaveLength(20);
+    expect(customers((await owner.agent.get(`${base}/contacts?filter=unread`)).text)).not.toContain(29);
+
+    // A cursor taken to another search: refused with a page that says so (never a 500).
+    const cursor = new URL(next(first.text)!, 'http://x').searchParams.get('cursor')!;
+    const stale = await owner.agent.get(`${base}/conversations?filter=unread&cursor=${encodeURIComponent(cursor)}`);
+    expect(stale.status).toBe(400);
+    expect(stale.text).toContain('This page link is out of date');
+    expect((await owner.agent.get(`${base}/contacts?cursor=garbage`)).status).toBe(400);
   });
 
   it('When a campaign page polls its progress, then it gets JSON with the status line; a stranger gets 404', async () => {

@@ -127,3 +127,46 @@ document.addEventListener('submit', (event) => {
   say('Starting…');
   xhr.send(new FormData(form));
 });
+
+// A conversation's page follows it without a reload: it reads /live every 3 s (same origin) and
+// rebuilds the newest messages, the state and the window from its JSON, as text (textContent).
+(function liveConversation() {
+  const section = document.querySelector('#conversation-live[data-live-url]');
+  if (!section) return;
+  const url = section.getAttribute('data-live-url');
+  const body = section.querySelector('#messages tbody');
+  const set = (id, text) => { const el = document.getElementById(id); if (el && el.textContent !== text) el.textContent = text; };
+  const cells = ['when', 'direction', 'type', 'text', 'status'];
+  const labels = { when: 'When', direction: 'Direction', type: 'Type', text: 'Text', status: 'Status' };
+  const row = (m) => {
+    const tr = document.createElement('tr');
+    tr.setAttribute('data-message', String(m.id));
+    for (const k of cells) {
+      const td = document.createElement('td');
+      td.setAttribute('data-label', labels[k]);
+      if (k === 'text') td.className = 'message-text';
+      td.textContent = m[k];
+      tr.appendChild(td);
+    }
+    return tr;
+  };
+  let last = '';
+  const tick = () => {
+    fetch(url, { credentials: 'same-origin', headers: { accept: 'application/json' } })
+      .then((r) => (r.ok ? r.json() : Promise.reject(new Error(String(r.status)))))
+      .then((c) => {
+        set('conversation-state', c.state);
+        set('conversation-window', c.window);
+        const seen = JSON.stringify(c.messages);
+        if (seen !== last) {
+          last = seen;
+          body.replaceChildren(...c.messages.map(row));
+          const none = document.getElementById('no-messages');
+          if (none) none.hidden = c.messages.length > 0;
+        }
+        setTimeout(tick, 3000);
+      })
+      .catch(() => setTimeout(tick, 10000));
+  };
+  setTimeout(tick, 3000);
+})();

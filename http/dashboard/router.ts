@@ -17,7 +17,7 @@ import { showLogin, submitLogin, showSetup, submitSetup, showInvite, submitInvit
 import { showProjects, showWebhooks, showTemplates, decideTemplate, showPeople, invite, removeMember, showAudit, type DashboardOptions } from './project-pages.js';
 import { showKeys, createKey, rotateKey, revokeKey, updateScopes } from './key-pages.js';
 import { showBroadcasts, showBroadcast, broadcastProgress, approve, cancel, showApprove, testSend } from './broadcast-pages.js';
-import { showContacts, showConversations, showConversation } from './customer-pages.js';
+import { showContacts, showConversations, showConversation, conversationLive, submitHandover, submitReply } from './customer-pages.js';
 import { answerConsent, disconnect, parseConsentForm, showAgents, showConsent } from './oauth-pages.js';
 import { showDatabase, submitCopyPreview, submitCreateTable, submitDdl } from './database-pages.js';
 import { exportCsv, showEdit, showTable, submitDelete, submitInsert, submitUpdate } from './table-pages.js';
@@ -48,7 +48,7 @@ export function dashboardRouter(deps: AppDeps, opts: DashboardOptions = {}): Rou
   // The consent form carries a checkbox per project and scope: its own, larger, parser (then parseForm finds it read).
   r.use('/oauth/consent', parseConsentForm);
   // The console's data forms (rows, secrets) are larger: their own parser (http/dashboard/request.ts).
-  r.use(['/projects/:projectId/database', '/projects/:projectId/secrets'], parseConsoleForm);
+  r.use(['/projects/:projectId/database', '/projects/:projectId/secrets', '/projects/:projectId/conversations'], parseConsoleForm);
   // A file upload is multipart and streamed: its page reads the session and checks the CSRF field itself (http/dashboard/file-pages.ts).
   r.post('/projects/:projectId/files/upload', page(submitUpload(deps)));
   r.use(parseForm);
@@ -101,6 +101,9 @@ export function dashboardRouter(deps: AppDeps, opts: DashboardOptions = {}): Rou
   r.get('/projects/:projectId/contacts', page(showContacts(deps)));
   r.get('/projects/:projectId/conversations', page(showConversations(deps)));
   r.get('/projects/:projectId/conversations/:conversationId', page(showConversation(deps)));
+  r.get('/projects/:projectId/conversations/:conversationId/live', page(conversationLive(deps)));
+  r.post('/projects/:projectId/conversations/:conversationId/reply', page(submitReply(deps)));
+  r.post('/projects/:projectId/conversations/:conversationId/handover', page(submitHandover(deps)));
   r.get('/projects/:projectId/broadcasts/:broadcastId/approve', page(showApprove(deps)));
   r.post('/projects/:projectId/broadcasts/:broadcastId/approve', page(approve(deps)));
   r.post('/projects/:projectId/broadcasts/:broadcastId/test-send', page(testSend(deps)));

@@ -54,6 +54,7 @@ import type { BotEvent, BotHook, BotInboundMessage } from './types.js';
 import { addToInbox, markRunStarted, MAX_HANDOVERS, messageKey, reclaimExpired, recordAbnormalRun, removeFromInbox, renewLeases, setAside } from './inbox.js';
 import { runEnded, runStarted, type RunOutcome } from './schedules.js';
 import { createHash } from 'node:crypto';
+import { HUMAN_STATE } from '../conversations/conversations.js';
 import type { Prisma } from '../../generated/prisma/client.js';
 
 export const MAX_QUEUED_PER_PROJECT = 1000;
@@ -422,6 +423,11 @@ export class BotRuntime implements BotHook {
     });
   }
 
+  private async heldByPerson(projectId: string, conversationId: number): Promise<boolean> {
+    const { rows } = await this.deps!.db.pool.query<{ state: string }>('SELECT state FROM conversations WHERE project_id = $1 AND id = $2::bigint', [projectId, String(conversationId)]);
+    return rows[0]?.state === HUMAN_STATE;
+  }
+
   /** Runs the bot on one event; true when the event is done (it leaves the inbox). */
   private async handle(projectId: string, inboxKey: string, event: BotEvent): Promise<boolean> {
     const deps = this.deps!;
@@ -430,6 +436,12 @@ export class BotRuntime implements BotHook {
     // from its content and the project's keywords, so the bot still sees STOP as such.
     if (event.kind === 'message' && event.message.consent === undefined) {
       event.message.consent = await consentMarkOf(deps.db.pool, projectId, event.message.type, event.message.raw).catch(() => null);
+    }
+    // A conversation a person holds (state `handover`, the dashboard's take-over) is not the bot's:
+    // its messages are stored and raised as events, the bot is not handed them. Read as it is now.
+    if (event.kind === 'message' && (await this.heldByPerson(projectId, event.message.conversation.id))) {
+      await this.log(projectId, { level: 'info', kind: 'log', message: `${label} was not handed to the bot: a person holds conversation ${event.message.conversation.id} (state handover).` });
+      return true;
     }
     // A second try only when the sandbox was stopped for another event's leftover work.
     for (let attempt = 1; ; attempt++) {

@@ -5,10 +5,13 @@
  * Policy and why: the list is newest first, keyset-paged by `id DESC` on `(project_id, id)`.
  */
 import type { Queryable } from './conversations.js';
+import { containsPattern, contactSearchSql, conversationConditionSql, type ConversationCondition } from './console-filters.js';
 import type { ContactRow } from './views.js';
 import { normalizePhone } from './phone.js';
 import { ApiError } from '../platform/errors.js';
 import type { ConsentStatus } from './consent.js';
+
+export { containsPattern, type ConversationCondition } from './console-filters.js';
 
 export interface ContactFilters {
   /** Digits only. */
@@ -18,6 +21,10 @@ export interface ContactFilters {
   /** Case-insensitive substring of the name. */
   name?: string;
   tag?: string;
+  /** The console's search: part of the name, username or BSUID, or (3 digits or more) of the phone. */
+  search?: string;
+  /** The console's filter: contacts whose conversation needs a reply, or has messages no person has opened. */
+  conversation?: ConversationCondition;
 }
 
 /**
@@ -26,11 +33,6 @@ export interface ContactFilters {
  */
 export function phoneFilter(input: string): string {
   return normalizePhone(input) ?? input.replace(/[\s\-.()+]/g, '');
-}
-
-/** `text` as a LIKE pattern that matches it literally anywhere (escape character `\`). */
-export function containsPattern(text: string): string {
-  return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
 export const CONTACT_COLUMNS = `
@@ -55,6 +57,10 @@ export async function listContactRows(
   if (filters.userId !== undefined) where.push(`user_id = ${param(filters.userId)}`);
   if (filters.name !== undefined) where.push(`name ILIKE ${param(containsPattern(filters.name))} ESCAPE '\\'`);
   if (filters.tag !== undefined) where.push(`tags @> ARRAY[${param(filters.tag)}::text]`);
+  if (filters.search) where.push(contactSearchSql('contacts', filters.search, param));
+  if (filters.conversation) {
+    where.push(`EXISTS (SELECT 1 FROM conversations v WHERE v.project_id = contacts.project_id AND v.contact_id = contacts.id AND ${conversationConditionSql('v', filters.conversation)})`);
+  }
   if (afterId !== undefined) where.push(`id < ${param(afterId.toString())}::bigint`);
   // ORDER BY names the table's column: the output column "id" is text (id::text).
   const res = await db.query<ContactRow>(

@@ -20,10 +20,17 @@ import type { Prisma } from '../../generated/prisma/client.js';
 export type { Queryable };
 import type { ConversationRow, MessageCustomerRow, MessageRow } from './views.js';
 import { MESSAGE_ACTIVITY_SET_SQL } from './order.js';
+import { contactSearchSql, conversationConditionSql, type ConversationCondition } from './console-filters.js';
+
+export { conversationConditionSql } from './console-filters.js';
 
 
 /** The platform's own conversation states; a project's bot code may add more. */
 export const PLATFORM_STATES = ['unstructured', 'handover', 'awaiting_form', 'done'] as const;
+/** A person holds the conversation (the dashboard's take-over): the bot is not handed its messages (lib/bot/runtime.ts). */
+export const HUMAN_STATE = 'handover';
+/** The state a person gives a conversation back to the bot in. */
+export const BOT_STATE = 'unstructured';
 
 export interface ConversationFilters {
   state?: string;
@@ -33,6 +40,18 @@ export interface ConversationFilters {
   userId?: string;
   /** Only conversations with activity at or after this time. */
   since?: Date;
+  /** The console's search over the customer (console-filters.ts). */
+  search?: string;
+  /** The console's filter (console-filters.ts). */
+  condition?: ConversationCondition;
+}
+
+/** A person opened the conversation in the dashboard: what the customer wrote until now is read. */
+export async function markConversationSeen(db: Queryable, projectId: string, id: bigint, now: Date): Promise<void> {
+  await db.query(
+    `UPDATE conversations SET seen_at = $3 WHERE project_id = $1 AND id = $2::bigint AND last_inbound_at IS NOT NULL AND (seen_at IS NULL OR seen_at < last_inbound_at)`,
+    [projectId, id.toString(), now],
+  );
 }
 
 export interface ConversationKey {
@@ -44,7 +63,7 @@ const CONVERSATION_COLUMNS = `
   c.id::text AS "id", c.state AS "state", c.last_message_at AS "lastMessageAt",
   c.last_inbound_at AS "lastInboundAt", c.created_at AS "createdAt", c.order_at AS "orderAt",
   ct.id::text AS "contactId", ct.phone AS "contactPhone", ct.user_id AS "contactUserId",
-  ct.username AS "contactUsername", ct.name AS "contactName"`;
+  ct.username AS "contactUsername", ct.name AS "contactName", c.seen_at AS "seenAt"`;
 
 interface ConversationSqlRow {
   id: string;
@@ -58,6 +77,7 @@ interface ConversationSqlRow {
   contactUserId: string | null;
   contactUsername: string | null;
   contactName: string | null;
+  seenAt: Date | null;
 }
 
 function toConversationRow(r: ConversationSqlRow): ConversationRow {
@@ -68,6 +88,7 @@ function toConversationRow(r: ConversationSqlRow): ConversationRow {
     lastInboundAt: r.lastInboundAt,
     createdAt: r.createdAt,
     orderAt: r.orderAt,
+    seenAt: r.seenAt,
     contact: { id: r.contactId, phone: r.contactPhone, userId: r.contactUserId, username: r.contactUsername, name: r.contactName },
   };
 }
@@ -89,6 +110,8 @@ export function conversationPageQuery(
   if (filters.phone !== undefined) where.push(`ct.phone = ${param(filters.phone)}`);
   if (filters.userId !== undefined) where.push(`ct.user_id = ${param(filters.userId)}`);
   if (filters.since !== undefined) where.push(`c.last_message_at >= ${param(filters.since)}::timestamptz`);
+  if (filters.search) where.push(contactSearchSql('ct', filters.search, param));
+  if (filters.condition) where.push(conversationConditionSql('c', filters.condition));
   if (after) {
     where.push(`(o.order_at, o.conversation_id) < (${param(after.orderAt)}::timestamptz, ${param(after.id.toString())}::bigint)`);
   }

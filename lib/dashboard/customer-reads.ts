@@ -1,95 +1,162 @@
 /**
- * The dashboard's read-only look at a project's customers: contacts (search by phone, name or
- * WhatsApp username; consent; tags) and conversations (latest first; one conversation's messages
- * with their statuses and its state), so an operator can find the customer a campaign or a bot
- * talked to. Reads only; always scoped by the project.
+ * The dashboard's look at a project's customers, through the API's own reads and paging
+ * (lib/conversations/*, lib/platform/keyset-page.ts): contacts (newest first, keyset by id as
+ * `GET /v1/contacts`) and conversations (recent activity, keyset as `GET /v1/conversations`), each
+ * with the console's search (name, username, BSUID, phone) and filters (needs a reply, unread), and
+ * one conversation with its messages in the contract's shape (`messageView`), newest first, keyset
+ * by id as `GET /v1/conversations/{id}/messages`. Always scoped by the project.
  */
 import type { Deps } from '../deps.js';
 import { DashboardRefusal } from './refusal.js';
+import { ApiError } from '../platform/errors.js';
+import { cursorId, cursorScope, cursorSecretOf, cursorTime, invalidCursor } from '../platform/cursor.js';
+import { keysetPage, positions } from '../platform/keyset-page.js';
+import { findContactRow, listContactRows, type ContactFilters, type ConversationCondition } from '../conversations/contacts.js';
+import {
+  findConversationRow,
+  listConversationRows,
+  listMessageRows,
+  markConversationSeen,
+  type ConversationFilters,
+  type ConversationKey,
+} from '../conversations/conversations.js';
+import { contactView, conversationView, messageView, type ContactView, type ConversationView, type MessageView } from '../conversations/views.js';
 
-type ReadDeps = Pick<Deps, 'db'>;
-const PAGE = 50;
+type ReadDeps = Pick<Deps, 'db' | 'clock' | 'cursorSecret'>;
+export const CUSTOMER_PAGE = 25;
 
-export interface ContactRow {
-  id: string;
-  phone: string;
-  name: string | null;
-  username: string | null;
-  tags: string[];
-  opted_in: boolean;
-  opted_in_at: Date | null;
-  opted_out_at: Date | null;
-  conversation_id: string | null;
-  updated_at: Date;
+export interface CustomerQuery {
+  /** Search text (at most 100 characters are used). */
+  q: string;
+  filter?: ConversationCondition;
+  cursor?: string;
 }
 
-/** Contacts matching `q` (digits of a phone, part of a name or username), newest change first. */
-export async function contactsOf(deps: ReadDeps, projectId: string, q: string): Promise<ContactRow[]> {
-  const term = q.trim().slice(0, 100);
-  const digits = term.replace(/[^0-9]/g, '');
-  const values: unknown[] = [projectId];
-  let where = 'c.project_id = $1';
-  if (term) {
-    values.push(`%${term.replace(/[\\%_]/g, (m) => '\\' + m)}%`);
-    const conds = [`c.name ILIKE $2`, `c.attributes ->> 'username' ILIKE $2`];
-    if (digits.length >= 3) conds.push(`c.phone LIKE $${values.push(`%${digits}%`)}`);
-    where += ` AND (${conds.join(' OR ')})`;
+/** The query string's search and filter, bounded; anything else is no filter. */
+export function customerQuery(query: Record<string, unknown>): CustomerQuery {
+  const q = typeof query.q === 'string' ? query.q.trim().slice(0, 100) : '';
+  const filter = query.filter === 'needs_reply' || query.filter === 'unread' ? query.filter : undefined;
+  const cursor = typeof query.cursor === 'string' && query.cursor ? query.cursor : undefined;
+  return { q, filter, cursor };
+}
+
+/** What the person may not be shown a page for: a cursor of another list or search is a 400 page. */
+function refusedCursor(e: unknown): never {
+  if (e instanceof ApiError && e.code === 'invalid_cursor') {
+    throw new DashboardRefusal(400, 'This page link is out of date (the search or filter changed). Start again from the first page.');
   }
-  const { rows } = await deps.db.pool.query<ContactRow>(
-    `SELECT c.id::text, c.phone, c.name, c.attributes ->> 'username' AS username, c.tags, c.opted_in, c.opted_in_at, c.opted_out_at,
-            v.id::text AS conversation_id, c.updated_at
-     FROM contacts c LEFT JOIN conversations v ON v.project_id = c.project_id AND v.contact_id = c.id
-     WHERE ${where} ORDER BY c.updated_at DESC, c.id DESC LIMIT ${PAGE}`,
-    values,
-  );
-  return rows;
+  throw e;
 }
 
-export interface ConversationRow {
-  id: string;
-  phone: string;
-  name: string | null;
-  state: string;
-  last_message_at: Date;
-  messages: number;
+export interface ContactListItem extends ContactView {
+  conversation: { id: number; needs_reply: boolean; unread: boolean } | null;
 }
 
-export async function conversationsOf(deps: ReadDeps, projectId: string): Promise<ConversationRow[]> {
-  const { rows } = await deps.db.pool.query<ConversationRow>(
-    `SELECT v.id::text, c.phone, c.name, v.state, v.last_message_at,
-            (SELECT count(*)::int FROM messages m WHERE m.conversation_id = v.id) AS messages
-     FROM conversations v JOIN contacts c ON c.id = v.contact_id
-     WHERE v.project_id = $1 ORDER BY v.last_message_at DESC, v.id DESC LIMIT ${PAGE}`,
-    [projectId],
-  );
-  return rows;
+export async function contactsPage(deps: ReadDeps, projectId: string, query: CustomerQuery): Promise<{ contacts: ContactListItem[]; nextCursor: string | null }> {
+  const filters: ContactFilters = { search: query.q || undefined, conversation: query.filter };
+  const { page, nextCursor } = await keysetPage({ cursor: query.cursor, limit: CUSTOMER_PAGE }, {
+    scope: cursorScope('dashboardContacts', projectId, { q: query.q, filter: query.filter }),
+    secret: cursorSecretOf(deps),
+    decode: positions.id,
+    read: (afterId, take) => listContactRows(deps.db.pool, projectId, filters, afterId, take),
+    encode: (r) => [String(r.id)],
+  }).catch(refusedCursor);
+  const ids = page.map((r) => String(r.id));
+  const conversations = new Map<string, { id: number; needs_reply: boolean; unread: boolean }>();
+  if (ids.length) {
+    const { rows } = await deps.db.pool.query<{ contact_id: string; id: string; needs_reply: boolean; unread: boolean }>(
+      `SELECT v.contact_id::text, v.id::text,
+              (v.last_inbound_at IS NOT NULL AND v.last_inbound_at >= v.last_message_at) AS needs_reply,
+              (v.last_inbound_at IS NOT NULL AND v.last_inbound_at > COALESCE(v.seen_at, '-infinity'::timestamptz)) AS unread
+       FROM conversations v WHERE v.project_id = $1 AND v.contact_id = ANY($2::bigint[])`,
+      [projectId, ids],
+    );
+    for (const r of rows) conversations.set(r.contact_id, { id: Number(r.id), needs_reply: r.needs_reply, unread: r.unread });
+  }
+  return { contacts: page.map((r) => ({ ...contactView(r), conversation: conversations.get(String(r.id)) ?? null })), nextCursor };
 }
 
-export interface MessageRow {
-  wamid: string;
-  direction: string;
-  type: string;
-  text: string | null;
-  status: string;
-  error: string | null;
-  sent_at: Date;
-  status_at: Date;
+export interface ConversationListItem extends ConversationView {
+  needs_reply: boolean;
+  unread: boolean;
 }
 
-export async function conversationDetail(deps: ReadDeps, projectId: string, id: string) {
-  if (!/^[0-9]{1,18}$/.test(id)) throw new DashboardRefusal(404, 'No such conversation in this project.');
-  const { rows } = await deps.db.pool.query<ConversationRow & { opted_in: boolean; opted_out_at: Date | null; tags: string[] }>(
-    `SELECT v.id::text, c.phone, c.name, v.state, v.last_message_at, c.opted_in, c.opted_out_at, c.tags, 0 AS messages
-     FROM conversations v JOIN contacts c ON c.id = v.contact_id WHERE v.project_id = $1 AND v.id = $2`,
-    [projectId, id],
-  );
-  if (!rows[0]) throw new DashboardRefusal(404, 'No such conversation in this project.');
-  const messages = await deps.db.pool.query<MessageRow>(
-    `SELECT wamid, direction, type,
-            COALESCE(content ->> 'text', content -> 'text' ->> 'body', content -> 'template' ->> 'name', content ->> 'caption') AS text,
-            status, COALESCE(error ->> 'title', error ->> 'message') AS error, sent_at, status_at
-     FROM messages WHERE project_id = $1 AND conversation_id = $2 ORDER BY sent_at DESC, id DESC LIMIT 200`,
-    [projectId, id],
-  );
-  return { conversation: rows[0], messages: messages.rows };
+export async function conversationsPage(deps: ReadDeps, projectId: string, query: CustomerQuery): Promise<{ conversations: ConversationListItem[]; nextCursor: string | null }> {
+  const filters: ConversationFilters = { search: query.q || undefined, condition: query.filter };
+  const { page, nextCursor } = await keysetPage({ cursor: query.cursor, limit: CUSTOMER_PAGE }, {
+    scope: cursorScope('dashboardConversations', projectId, { q: query.q, filter: query.filter }),
+    secret: cursorSecretOf(deps),
+    decode: (payload): ConversationKey => {
+      if (payload.length !== 2) throw invalidCursor();
+      return { orderAt: cursorTime(payload[0]), id: cursorId(payload[1]) };
+    },
+    read: (after, take) => listConversationRows(deps.db.pool, projectId, filters, after, take),
+    encode: (r) => [(r.orderAt ?? r.lastMessageAt).getTime(), String(r.id)],
+  }).catch(refusedCursor);
+  const now = deps.clock.now();
+  return {
+    conversations: page.map((r) => ({
+      ...conversationView(r, now),
+      needs_reply: r.lastInboundAt !== null && r.lastInboundAt.getTime() >= r.lastMessageAt.getTime(),
+      unread: r.lastInboundAt !== null && (!r.seenAt || r.lastInboundAt.getTime() > r.seenAt.getTime()),
+    })),
+    nextCursor,
+  };
+}
+
+export interface ConversationDetail {
+  conversation: ConversationView;
+  contact: ContactView;
+  messages: MessageView[];
+  nextCursor: string | null;
+}
+
+function conversationId(id: string): bigint {
+  if (!/^[0-9]{1,18}$/.test(id) || BigInt(id) < 1n) throw new DashboardRefusal(404, 'No such conversation in this project.');
+  return BigInt(id);
+}
+
+/** One conversation, its customer and a page of its messages (newest first). */
+export async function conversationDetail(deps: ReadDeps, projectId: string, rawId: string, cursor?: string): Promise<ConversationDetail> {
+  const id = conversationId(rawId);
+  const row = await findConversationRow(deps.db.pool, projectId, id);
+  if (!row) throw new DashboardRefusal(404, 'No such conversation in this project.');
+  const contact = await findContactRow(deps.db.pool, projectId, BigInt(row.contact.id));
+  if (!contact) throw new DashboardRefusal(404, 'No such conversation in this project.');
+  const { page, nextCursor } = await keysetPage({ cursor, limit: CUSTOMER_PAGE }, {
+    scope: cursorScope('dashboardConversationMessages', projectId, { conversation: id.toString() }),
+    secret: cursorSecretOf(deps),
+    decode: positions.id,
+    read: (afterId, take) => listMessageRows(deps.db.pool, projectId, id, afterId, take),
+    encode: (r) => [String(r.id)],
+  }).catch(refusedCursor);
+  return { conversation: conversationView(row, deps.clock.now()), contact: contactView(contact), messages: page.map((m) => messageView(m)), nextCursor };
+}
+
+/** A person opened the conversation: its customer's messages until now are read. */
+export function markSeen(deps: ReadDeps, projectId: string, id: number): Promise<void> {
+  return markConversationSeen(deps.db.pool, projectId, BigInt(id), deps.clock.now());
+}
+
+/**
+ * A message's text as the page shows it, from the contract's shape: a text's `text.body` (one
+ * shape in both directions), a template's name, a caption, an interactive message's body, a
+ * reaction's emoji; null for what has no text.
+ */
+export function messageText(m: MessageView): string | null {
+  const c = m.content as Record<string, unknown>;
+  const obj = (v: unknown) => (typeof v === 'object' && v !== null ? (v as Record<string, unknown>) : undefined);
+  const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
+  const text = str(obj(c.text)?.body);
+  if (text !== undefined) return text;
+  const template = obj(c.template);
+  if (template && str(template.name)) return `Template ${String(template.name)}${Array.isArray(template.variables) && template.variables.length ? ` (${template.variables.map(String).join(', ')})` : ''}`;
+  const media = obj(c.media) ?? obj(c[m.type]);
+  if (str(media?.caption)) return str(media!.caption)!;
+  const interactive = obj(c.interactive);
+  const body = str(interactive?.body) ?? str(obj(interactive?.body)?.text) ?? str(obj(obj(interactive?.button_reply))?.title) ?? str(obj(interactive?.list_reply)?.title);
+  if (body) return body;
+  if (str(obj(c.button)?.text)) return str(obj(c.button)!.text)!;
+  if (str(obj(c.reaction)?.emoji)) return `Reaction ${str(obj(c.reaction)!.emoji)}`;
+  return null;
 }

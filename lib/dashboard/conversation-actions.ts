@@ -1,0 +1,99 @@
+/**
+ * A person takes over a conversation in the dashboard (issue 47, item 9): a reply through the one
+ * send path of `POST /v1/messages` (lib/messaging/send-message.ts: quota, the 24-hour window,
+ * consent, template variables; the form's one-time token is the send's reference, so the same form
+ * sent twice is one message even past the form's own once-store), and the hand-over between the
+ * bot and a person as the conversation's state (`handover`, the spec's platform state; back to the
+ * bot is `unstructured`), through `setConversationState` as `PATCH /v1/conversations/{id}`. While a
+ * conversation is `handover` the bot is not handed its messages (lib/bot/runtime.ts). Each is in
+ * the audit trail.
+ */
+import type { Deps } from '../deps.js';
+import type { ProjectRef } from '../access/credentials.js';
+import { recordAuditAfter, recordAuditOn, type Actor } from './audit.js';
+import { DashboardRefusal } from './refusal.js';
+import { sendMessage } from '../messaging/send-message.js';
+import { bodyPlaceholderCount } from '../messaging/compose.js';
+import { BOT_STATE, HUMAN_STATE, setConversationState } from '../conversations/conversations.js';
+import { inTransaction } from '../platform/db/transaction.js';
+import type { ContactView } from '../conversations/views.js';
+
+export type Reply =
+  | { kind: 'text'; text: string }
+  | { kind: 'template'; name: string; language: string; variables: string[] };
+
+/** Longest text a reply takes (WhatsApp's limit for a text message's body). */
+export const MAX_REPLY_CHARS = 4096;
+
+export interface OfferedTemplate {
+  name: string;
+  language: string;
+  category: string;
+  /** The body's text with its `{{n}}` placeholders. */
+  body: string;
+  variables: number;
+}
+
+/**
+ * The approved templates a person may send from the dashboard: those without a media header (a
+ * header sample is chosen through the API). Name order.
+ */
+export async function offeredTemplates(deps: Pick<Deps, 'db'>, projectId: string): Promise<OfferedTemplate[]> {
+  const rows = await deps.db.prisma.template.findMany({ where: { projectId, status: 'APPROVED' }, orderBy: [{ name: 'asc' }, { language: 'asc' }] });
+  const out: OfferedTemplate[] = [];
+  for (const t of rows) {
+    const parts = Array.isArray(t.components) ? (t.components as Array<Record<string, unknown>>) : [];
+    const header = parts.find((c) => String(c?.type).toUpperCase() === 'HEADER');
+    if (header && ['IMAGE', 'VIDEO', 'DOCUMENT'].includes(String(header.format ?? '').toUpperCase())) continue;
+    const body = parts.find((c) => String(c?.type).toUpperCase() === 'BODY');
+    out.push({ name: t.name, language: t.language, category: t.category, body: typeof body?.text === 'string' ? body.text : '', variables: bodyPlaceholderCount(t.components) });
+  }
+  return out;
+}
+
+/** The recipient of a reply: the contact's phone when known, else its business-scoped user id. */
+function recipientOf(contact: ContactView): { phone: string } | { user_id: string } {
+  if (contact.phone) return { phone: contact.phone };
+  if (contact.user_id) return { user_id: contact.user_id };
+  throw new DashboardRefusal(409, 'This customer has neither a phone number nor a user id yet; nothing was sent.');
+}
+
+/**
+ * Sends the reply through the API's send path under the reference `ref` (one message per form,
+ * however often it is posted) and writes the audit row after it (a send cannot share a
+ * transaction with the trail). Refusals are the API's errors (ApiError), e.g. 409
+ * `outside_24h_window`.
+ */
+export async function sendReply(
+  deps: Deps,
+  actor: Actor,
+  project: ProjectRef,
+  conversation: { id: number; contact: ContactView },
+  reply: Reply,
+  ref: string,
+): Promise<string> {
+  const to = recipientOf(conversation.contact);
+  const body = reply.kind === 'text'
+    ? { type: 'text', ...to, content: reply.text }
+    : { type: 'template', ...to, template: { name: reply.name, language: reply.language, variables: reply.variables } };
+  const sent = await sendMessage(deps, project, body as Parameters<typeof sendMessage>[2], { ref });
+  await recordAuditAfter(deps, actor, {
+    projectId: project.id,
+    action: 'conversation.reply',
+    subject: `conversation ${conversation.id}`,
+    after: reply.kind === 'text' ? { wamid: sent.id, type: 'text', characters: [...reply.text].length } : { wamid: sent.id, type: 'template', template: reply.name, language: reply.language },
+  });
+  return sent.id;
+}
+
+/** Hands the conversation to a person (`handover`) or back to the bot (`unstructured`), audited in the same transaction. */
+export async function handConversation(deps: Pick<Deps, 'db' | 'clock'>, actor: Actor, projectId: string, id: number, to: 'human' | 'bot'): Promise<{ state: string; previousState: string }> {
+  const state = to === 'human' ? HUMAN_STATE : BOT_STATE;
+  const now = deps.clock.now();
+  return inTransaction(deps.db.pool, async (client) => {
+    const changed = await setConversationState(client, projectId, BigInt(id), state, now);
+    if (!changed) throw new DashboardRefusal(404, 'No such conversation in this project.');
+    await recordAuditOn(client, now, actor, { projectId, action: 'conversation.state', subject: `conversation ${id}`, before: { state: changed.previousState }, after: { state } });
+    return { state: changed.state, previousState: changed.previousState };
+  });
+}
