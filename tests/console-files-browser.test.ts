@@ -1,7 +1,7 @@
 /**
  * The Files and media and Flows pages in a real browser (headless Chromium, issue 47, items 4 and
  * 8): an owner uploads a file with the page's form (the bar moves; the file is listed), sees a
- * wrong type refused under the form without leaving the page, uploads again with script turned off
+ * wrong type and a cut connection said under the form without leaving the page, uploads again with script turned off
  * (the plain form works), reads media and header samples whose names are markup (no dialog opens),
  * opens a flow (its JSON as text), checks it at the channel and publishes it after the
  * confirmation; a member reads both pages without a form. Every control is labelled, the pages fit
@@ -118,6 +118,13 @@ describeWithBrowser(describe)('files and flows in Chromium', () => {
     expect(page.url()).toBe(`${base}/files?done=file_uploaded`);
     expect(await page.locator('#files tbody tr').count()).toBe(1);
     expect(await page.getByRole('button', { name: 'Upload' }).isEnabled()).toBe(true);
+    // A connection cut during the upload: said under the form; nothing listed.
+    await page.route('**/files/upload', (route) => route.abort('connectionreset'));
+    await page.getByLabel('File', { exact: true }).setInputFiles({ name: 'late.pdf', mimeType: 'application/pdf', buffer: S.pdf(50_000) });
+    await page.getByRole('button', { name: 'Upload' }).click();
+    await page.locator('.upload-status[role="alert"]', { hasText: 'The upload was interrupted; nothing was stored.' }).waitFor();
+    await page.unroute('**/files/upload');
+    expect(await page.locator('#files tbody tr').count()).toBe(1);
 
     // Markup in a media file name is text; the page at rest is the screenshot.
     expect(await page.textContent('#media')).toContain('<img src=x onerror=alert(1)>.png');
