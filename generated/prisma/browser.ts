@@ -315,3 +315,9 @@ export type PortfolioReach = Prisma.PortfolioReachModel
  * a null limit (or no row) means the configured default.
  */
 export type ProjectTableQuota = Prisma.ProjectTableQuotaModel
+/**
+ * Model BlobChunk
+ * The shared blob store's bytes (BLOB_STORE=postgres; lib/platform/storage/postgres.ts, its only
+ * writer): a blob is chunks of at most 1 MiB numbered from 0, replaced whole in one transaction.
+ */
+export type BlobChunk = Prisma.BlobChunkModel

@@ -449,7 +449,8 @@ export const ModelName = {
   RateCard: 'RateCard',
   ChannelMessagingLimit: 'ChannelMessagingLimit',
   PortfolioReach: 'PortfolioReach',
-  ProjectTableQuota: 'ProjectTableQuota'
+  ProjectTableQuota: 'ProjectTableQuota',
+  BlobChunk: 'BlobChunk'
 } as const
 
 export type ModelName = (typeof ModelName)[keyof typeof ModelName]
@@ -465,7 +466,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "project" | "apiKey" | "agentConnection" | "connectionProject" | "accessToken" | "oAuthClient" | "oAuthRequest" | "oAuthCode" | "oAuthRefreshToken" | "channelSettings" | "contact" | "conversation" | "conversationOrder" | "message" | "event" | "idempotencyRecord" | "sendCounter" | "projectApiError" | "template" | "webhookEndpoint" | "webhookDelivery" | "webhookAttempt" | "runtimeToken" | "mediaAsset" | "headerSample" | "segment" | "broadcast" | "broadcastRecipient" | "broadcastPacing" | "contactImport" | "contactImportRow" | "contactImportPhone" | "codeFile" | "deployment" | "botRelease" | "botLog" | "botInbox" | "botSchedule" | "botScheduleRun" | "botSecret" | "botHttpAllowlist" | "projectFile" | "flow" | "flowVersion" | "dashboardAccount" | "dashboardMembership" | "dashboardSession" | "dashboardInvite" | "dashboardAudit" | "rateCard" | "channelMessagingLimit" | "portfolioReach" | "projectTableQuota"
+    modelProps: "project" | "apiKey" | "agentConnection" | "connectionProject" | "accessToken" | "oAuthClient" | "oAuthRequest" | "oAuthCode" | "oAuthRefreshToken" | "channelSettings" | "contact" | "conversation" | "conversationOrder" | "message" | "event" | "idempotencyRecord" | "sendCounter" | "projectApiError" | "template" | "webhookEndpoint" | "webhookDelivery" | "webhookAttempt" | "runtimeToken" | "mediaAsset" | "headerSample" | "segment" | "broadcast" | "broadcastRecipient" | "broadcastPacing" | "contactImport" | "contactImportRow" | "contactImportPhone" | "codeFile" | "deployment" | "botRelease" | "botLog" | "botInbox" | "botSchedule" | "botScheduleRun" | "botSecret" | "botHttpAllowlist" | "projectFile" | "flow" | "flowVersion" | "dashboardAccount" | "dashboardMembership" | "dashboardSession" | "dashboardInvite" | "dashboardAudit" | "rateCard" | "channelMessagingLimit" | "portfolioReach" | "projectTableQuota" | "blobChunk"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -4391,6 +4392,80 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         }
       }
     }
+    BlobChunk: {
+      payload: Prisma.$BlobChunkPayload<ExtArgs>
+      fields: Prisma.BlobChunkFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.BlobChunkFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BlobChunkPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.BlobChunkFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BlobChunkPayload>
+        }
+        findFirst: {
+          args: Prisma.BlobChunkFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BlobChunkPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.BlobChunkFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BlobChunkPayload>
+        }
+        findMany: {
+          args: Prisma.BlobChunkFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BlobChunkPayload>[]
+        }
+        create: {
+          args: Prisma.BlobChunkCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BlobChunkPayload>
+        }
+        createMany: {
+          args: Prisma.BlobChunkCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.BlobChunkCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BlobChunkPayload>[]
+        }
+        delete: {
+          args: Prisma.BlobChunkDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BlobChunkPayload>
+        }
+        update: {
+          args: Prisma.BlobChunkUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BlobChunkPayload>
+        }
+        deleteMany: {
+          args: Prisma.BlobChunkDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.BlobChunkUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.BlobChunkUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BlobChunkPayload>[]
+        }
+        upsert: {
+          args: Prisma.BlobChunkUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BlobChunkPayload>
+        }
+        aggregate: {
+          args: Prisma.BlobChunkAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateBlobChunk>
+        }
+        groupBy: {
+          args: Prisma.BlobChunkGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.BlobChunkGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.BlobChunkCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.BlobChunkCountAggregateOutputType> | number
+        }
+      }
+    }
   }
 } & {
   other: {
@@ -5229,6 +5304,15 @@ export const ProjectTableQuotaScalarFieldEnum = {
 export type ProjectTableQuotaScalarFieldEnum = (typeof ProjectTableQuotaScalarFieldEnum)[keyof typeof ProjectTableQuotaScalarFieldEnum]
 
 
+export const BlobChunkScalarFieldEnum = {
+  key: 'key',
+  seq: 'seq',
+  data: 'data'
+} as const
+
+export type BlobChunkScalarFieldEnum = (typeof BlobChunkScalarFieldEnum)[keyof typeof BlobChunkScalarFieldEnum]
+
+
 export const SortOrder = {
   asc: 'asc',
   desc: 'desc'
@@ -5399,6 +5483,20 @@ export type FloatFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, '
  * Reference to a field of type 'Float[]'
  */
 export type ListFloatFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'Float[]'>
+    
+
+
+/**
+ * Reference to a field of type 'Bytes'
+ */
+export type BytesFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'Bytes'>
+    
+
+
+/**
+ * Reference to a field of type 'Bytes[]'
+ */
+export type ListBytesFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'Bytes[]'>
     
 
 /**
@@ -5605,6 +5703,7 @@ export type GlobalOmitConfig = {
   channelMessagingLimit?: Prisma.ChannelMessagingLimitOmit
   portfolioReach?: Prisma.PortfolioReachOmit
   projectTableQuota?: Prisma.ProjectTableQuotaOmit
+  blobChunk?: Prisma.BlobChunkOmit
 }
 
 /* Types for Logging */

@@ -103,7 +103,8 @@ export const ModelName = {
   RateCard: 'RateCard',
   ChannelMessagingLimit: 'ChannelMessagingLimit',
   PortfolioReach: 'PortfolioReach',
-  ProjectTableQuota: 'ProjectTableQuota'
+  ProjectTableQuota: 'ProjectTableQuota',
+  BlobChunk: 'BlobChunk'
 } as const
 
 export type ModelName = (typeof ModelName)[keyof typeof ModelName]
@@ -919,6 +920,15 @@ export const ProjectTableQuotaScalarFieldEnum = {
 } as const
 
 export type ProjectTableQuotaScalarFieldEnum = (typeof ProjectTableQuotaScalarFieldEnum)[keyof typeof ProjectTableQuotaScalarFieldEnum]
+
+
+export const BlobChunkScalarFieldEnum = {
+  key: 'key',
+  seq: 'seq',
+  data: 'data'
+} as const
+
+export type BlobChunkScalarFieldEnum = (typeof BlobChunkScalarFieldEnum)[keyof typeof BlobChunkScalarFieldEnum]
 
 
 export const SortOrder = {
