@@ -186,6 +186,8 @@ describe('Bot page', () => {
 describe('Bot log', () => {
   it('When the bot logged lines, then the log shows them by level with an error linked to its file and line, as text; the live tail answers only newer lines; older lines page by keyset', async () => {
     await seedBotLines(t, shop.projectId, shop.second);
+    // A line of a deployment no longer kept links to production's file instead.
+    await t.db.pool.query(`INSERT INTO bot_logs (project_id, level, kind, message, deployment_id, created_at) VALUES ($1, 'error', 'error', 'old at src/bot.ts:3:1', 'dep_pruned', now())`, [shop.projectId]);
     const page = await member.agent.get(`${base}/bot/log`).expect(200);
     notRaw(page.text);
     expect(page.text).toContain('order 1042 looked up');
@@ -193,6 +195,8 @@ describe('Bot log', () => {
     expect(page.text).toContain(`href="${base}/bot/files?deployment=${shop.second}&amp;path=src%2Fbot.ts&amp;line=11#L11">src/bot.ts line 11</a>`);
     const tail = /data-live-log="([^"]+)" data-after="(\d+)"/.exec(page.text)!;
     expect(tail).not.toBeNull();
+    const pruned = await member.agent.get(`${base}/bot/log?level=error`).expect(200);
+    expect(pruned.text).toContain(`<code class="log-line">old at src/bot.ts:3:1</code><br><a class="place" href="${base}/bot/files?tree=production&amp;path=src%2Fbot.ts&amp;line=3#L3">`);
     const errors = await member.agent.get(`${base}/bot/log?level=error`).expect(200);
     expect(errors.text).not.toContain('order 1042 looked up');
     expect(errors.text).toContain('no stock feed');

@@ -20,7 +20,7 @@ import { recordAuditAfter } from '../../lib/dashboard/audit.js';
 import { DashboardRefusal } from '../../lib/dashboard/refusal.js';
 import { ApiError } from '../../lib/platform/errors.js';
 import { rollback } from '../../lib/deploy/deployments.js';
-import { deploymentFile, deploymentHistory, type DeploymentHistoryEntry } from '../../lib/deploy/changes.js';
+import { deploymentFile, deploymentHistory, keptDeployments, type DeploymentHistoryEntry } from '../../lib/deploy/changes.js';
 import type { Diagnostic } from '../../lib/deploy/diagnostic.js';
 import { previewBot } from '../../lib/bot/preview.js';
 import { botLogPage, type BotLogRow } from '../../lib/bot/bot-log.js';
@@ -250,10 +250,11 @@ ${list}`;
 // ---------------------------------------------------------------------------------------------
 // The bot log, live
 
-function logRows(projectId: string, rows: BotLogRow[]): Html {
+/** Log lines as table rows; an error's place links into the deployment that ran it while it is kept, else production. */
+function logRows(projectId: string, rows: BotLogRow[], kept: Set<string>): Html {
   return html`${rows.map((l) => {
     const place = l.level === 'error' || l.level === 'warn' ? placeIn(l.message) : undefined;
-    const from = l.deployment_id ? { deployment: l.deployment_id } : { tree: 'production' as const };
+    const from = l.deployment_id && kept.has(l.deployment_id) ? { deployment: l.deployment_id } : { tree: 'production' as const };
     return html`<tr id="log-${l.id}" class="level-${LEVELS.includes(l.level) ? l.level : 'info'}"><td data-label="When">${when(l.created_at)}</td><td data-label="Level">${l.level}</td><td data-label="Kind">${l.kind}</td><td data-label="Message"><code class="log-line">${l.message}</code>${place ? html`<br>${placeLink(projectId, place, from)}` : ''}</td></tr>`;
   })}`;
 }
@@ -271,7 +272,7 @@ export const showBotLog = (deps: AppDeps) => async (req: Request, res: Response)
   const projectId = ctx.project.id;
   const level = levelOf(req.query.level);
   const before = idOf(req.query.before);
-  const rows = await botLogPage(deps, projectId, { level, before, limit: LOG_PAGE + 1 });
+  const [rows, kept] = await Promise.all([botLogPage(deps, projectId, { level, before, limit: LOG_PAGE + 1 }), keptDeployments(deps.db.pool, projectId)]);
   const shown = rows.slice(0, LOG_PAGE);
   const more = rows.length > LOG_PAGE;
   const path = botPath(projectId, '/log');
@@ -289,7 +290,7 @@ export const showBotLog = (deps: AppDeps) => async (req: Request, res: Response)
 <form method="get" action="${path}" class="inline-form"><label for="log-level">Level</label><select id="log-level" name="level"><option value="">any</option>${LEVELS.map((l) => html`<option${l === level ? html` selected` : ''}>${l}</option>`)}</select> <button type="submit">Show</button></form>
 ${live ? html`<p class="muted" id="live-status" role="status">Live: new lines appear at the top without a reload.</p>` : html`<p class="muted">Older lines (not live). <a href="${link({})}">Newest</a></p>`}
 <div class="table-wrap"><table class="stack" id="bot-log"${live ? html` data-live-log="${tail}" data-after="${newest}" data-every="${LIVE_LOG_EVERY_MS}"` : ''}><thead><tr><th scope="col">When</th><th scope="col">Level</th><th scope="col">Kind</th><th scope="col">Message</th></tr></thead><tbody>
-${logRows(projectId, shown)}
+${logRows(projectId, shown, kept)}
 </tbody></table></div>
 ${shown.length ? '' : html`<p class="muted" id="log-empty">Nothing logged${level ? ` at level ${level}` : ''} yet.</p>`}
 <p class="paging">${more ? html`<a href="${link({ before: shown[shown.length - 1].id })}" rel="next">Older lines</a>` : ''}</p>
@@ -302,6 +303,7 @@ export const botLogTail = (deps: AppDeps) => async (req: Request, res: Response)
   const ctx = await projectContext(deps, req, 'bot');
   const after = idOf(req.query.after) ?? 0n;
   const rows = await botLogPage(deps, ctx.project.id, { level: levelOf(req.query.level), after, limit: LOG_PAGE });
+  const kept = rows.some((r) => r.deployment_id) ? await keptDeployments(deps.db.pool, ctx.project.id) : new Set<string>();
   res.setHeader('Cache-Control', 'no-store');
-  res.json({ count: rows.length, last: rows.length ? rows[rows.length - 1].id : after.toString(), rows: logRows(ctx.project.id, [...rows].reverse()).value });
+  res.json({ count: rows.length, last: rows.length ? rows[rows.length - 1].id : after.toString(), rows: logRows(ctx.project.id, [...rows].reverse(), kept).value });
 };

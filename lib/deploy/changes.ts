@@ -75,6 +75,12 @@ function compare(before: Map<string, string>, after: Map<string, string>, first:
   };
 }
 
+/** The ids of the project's kept deployments whose files can be read (deploymentFile). */
+export async function keptDeployments(pool: pg.Pool, projectId: string): Promise<Set<string>> {
+  const res = await pool.query<{ id: string }>(`SELECT id FROM deployments WHERE project_id = $1 AND status = 'succeeded' AND files IS NOT NULL`, [projectId]);
+  return new Set(res.rows.map((r) => r.id));
+}
+
 /** One file as a kept deployment promoted it (the bot log's errors point into it). */
 export async function deploymentFile(pool: pg.Pool, projectId: string, deploymentId: string, rawPath: string): Promise<string> {
   const path = canonicalPath(rawPath, { forWrite: false });
