@@ -3,7 +3,7 @@ import type { operations } from '../generated/api.js';
 import type { Handler } from '../http/handler-types.js';
 import { ApiError } from '../lib/platform/errors.js';
 import { positiveId as pathId } from '../http/path-ids.js';
-import { cursorId, cursorScope, cursorSecretOf, cursorTime, invalidCursor, pageSize } from '../lib/platform/cursor.js';
+import { cursorScope, cursorSecretOf, pageSize } from '../lib/platform/cursor.js';
 import { keysetPage, positions } from '../lib/platform/keyset-page.js';
 import { conversationView, messageView } from '../lib/conversations/views.js';
 import {
@@ -14,8 +14,8 @@ import {
   listConversationRows,
   listMessageRows,
   setConversationState,
+  conversationPosition,
   type ConversationFilters,
-  type ConversationKey,
 } from '../lib/conversations/conversations.js';
 import { phoneFilter } from '../lib/conversations/contacts.js';
 
@@ -48,12 +48,9 @@ export const listConversations: Handler<operations['listConversations']> = async
   const { page, nextCursor } = await keysetPage(q, {
     scope,
     secret: cursorSecretOf(deps),
-    decode: (payload): ConversationKey => {
-      if (payload.length !== 2) throw invalidCursor();
-      return { orderAt: cursorTime(payload[0]), id: cursorId(payload[1]) };
-    },
+    decode: conversationPosition.decode,
     read: (after, take) => listConversationRows(deps.db.pool, projectId, filters, after, take),
-    encode: (r) => [(r.orderAt ?? r.lastMessageAt).getTime(), String(r.id)],
+    encode: conversationPosition.encode,
   });
   const now = deps.clock.now();
   return { data: { conversations: page.map((r) => conversationView(r, now)), nextCursor } };

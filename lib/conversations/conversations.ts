@@ -20,6 +20,7 @@ import type { Prisma } from '../../generated/prisma/client.js';
 export type { Queryable };
 import type { ConversationRow, MessageCustomerRow, MessageRow } from './views.js';
 import { MESSAGE_ACTIVITY_SET_SQL } from './order.js';
+import { cursorId, cursorTime, invalidCursor } from '../platform/cursor.js';
 import { contactSearchSql, conversationConditionSql, type ConversationCondition } from './console-filters.js';
 
 export { conversationConditionSql } from './console-filters.js';
@@ -58,6 +59,17 @@ export interface ConversationKey {
   orderAt: Date;
   id: bigint;
 }
+
+/** A conversation list's keyset position in a cursor, `[order_at epoch ms, id]` (GET /v1/conversations and the console). */
+export const conversationPosition = {
+  decode(payload: unknown[]): ConversationKey {
+    if (payload.length !== 2) throw invalidCursor();
+    return { orderAt: cursorTime(payload[0]), id: cursorId(payload[1]) };
+  },
+  encode(r: ConversationRow): unknown[] {
+    return [(r.orderAt ?? r.lastMessageAt).getTime(), String(r.id)];
+  },
+};
 
 const CONVERSATION_COLUMNS = `
   c.id::text AS "id", c.state AS "state", c.last_message_at AS "lastMessageAt",

@@ -9,7 +9,7 @@
 import type { Deps } from '../deps.js';
 import { DashboardRefusal } from './refusal.js';
 import { ApiError } from '../platform/errors.js';
-import { cursorId, cursorScope, cursorSecretOf, cursorTime, invalidCursor } from '../platform/cursor.js';
+import { cursorScope, cursorSecretOf } from '../platform/cursor.js';
 import { keysetPage, positions } from '../platform/keyset-page.js';
 import { findContactRow, listContactRows, type ContactFilters, type ConversationCondition } from '../conversations/contacts.js';
 import {
@@ -17,8 +17,8 @@ import {
   listConversationRows,
   listMessageRows,
   markConversationSeen,
+  conversationPosition,
   type ConversationFilters,
-  type ConversationKey,
 } from '../conversations/conversations.js';
 import { contactView, conversationView, messageView, type ContactView, type ConversationView, type MessageView } from '../conversations/views.js';
 
@@ -86,12 +86,9 @@ export async function conversationsPage(deps: ReadDeps, projectId: string, query
   const { page, nextCursor } = await keysetPage({ cursor: query.cursor, limit: CUSTOMER_PAGE }, {
     scope: cursorScope('dashboardConversations', projectId, { q: query.q, filter: query.filter }),
     secret: cursorSecretOf(deps),
-    decode: (payload): ConversationKey => {
-      if (payload.length !== 2) throw invalidCursor();
-      return { orderAt: cursorTime(payload[0]), id: cursorId(payload[1]) };
-    },
+    decode: conversationPosition.decode,
     read: (after, take) => listConversationRows(deps.db.pool, projectId, filters, after, take),
-    encode: (r) => [(r.orderAt ?? r.lastMessageAt).getTime(), String(r.id)],
+    encode: conversationPosition.encode,
   }).catch(refusedCursor);
   const now = deps.clock.now();
   return {
