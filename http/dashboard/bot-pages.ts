@@ -2,7 +2,8 @@
  * The console's Bot pages (issue 47, item 2), each on the operator API's functions:
  * - deployments (lib/deploy/changes.ts over listDeployments): who, when, the message, the files
  *   changed against the deployment before; owners and admins roll back to a kept one (rollback of
- *   lib/deploy/deployments.ts, as adminRollbackDeployment; audited `deployment.rollback`);
+ *   lib/deploy/deployments.ts, as adminRollbackDeployment; audited `deployment.rollback` in the
+ *   promotion's transaction);
  * - the preview console: a typed message through previewBot (lib/bot/preview.ts, as
  *   POST /v1/bot/preview, which needs code:write: owners and admins), showing what the bot would
  *   send, set, emit and log; nothing leaves;
@@ -16,7 +17,7 @@
 import type { Request, Response } from 'express';
 import type { AppDeps } from '../app-deps.js';
 import { canManage } from '../../lib/dashboard/roles.js';
-import { recordAuditAfter } from '../../lib/dashboard/audit.js';
+import { recordAuditOn } from '../../lib/dashboard/audit.js';
 import { DashboardRefusal } from '../../lib/dashboard/refusal.js';
 import { ApiError } from '../../lib/platform/errors.js';
 import { rollback } from '../../lib/deploy/deployments.js';
@@ -199,11 +200,12 @@ export const submitRollback = (deps: AppDeps) => async (req: Request, res: Respo
   const { actor, project } = await projectContext(deps, req, 'bot', MANAGERS, 'roll back the bot');
   const target = String(req.params.deploymentId);
   await changeOnce(deps, req, res, project.id, async () => {
-    const { deployment, noOp } = await rollback(deps, project.id, target, { createdBy: actor.email });
-    if (!noOp) {
-      deps.bot?.releaseChanged(project.id);
-      await recordAuditAfter(deps, actor, { projectId: project.id, action: 'deployment.rollback', subject: target, after: { deployment_id: deployment.id } });
-    }
+    // The audit row is written in the promotion's transaction: both are kept or neither.
+    const { noOp } = await rollback(deps, project.id, target, {
+      createdBy: actor.email,
+      withinPromotion: (client, id) => recordAuditOn(client, deps.clock.now(), actor, { projectId: project.id, action: 'deployment.rollback', subject: target, after: { deployment_id: id } }),
+    });
+    if (!noOp) deps.bot?.releaseChanged(project.id);
     return botPath(project.id, '?done=rolled_back');
   });
 };

@@ -185,6 +185,8 @@ export interface DeployOptions {
   trial?: (bundle: string, sourceMap: string) => Promise<Diagnostic[]>;
   /** Promote without the trial run. */
   force?: boolean;
+  /** A rollback's: runs inside its promotion's transaction with the new deployment's id (the console's audit row). */
+  withinPromotion?: (client: pg.PoolClient, deploymentId: string) => Promise<void>;
 }
 
 export async function deploy(deps: Pick<Deps, 'db' | 'clock'> & { config?: Pick<Deps['config'], 'scheduleMinPeriodSeconds'> }, projectId: string, opts: DeployOptions = {}): Promise<{ deployment: DeploymentView; noOp: boolean }> {
@@ -242,6 +244,7 @@ export async function rollback(deps: Pick<Deps, 'db' | 'clock'>, projectId: stri
       { message: opts.message ?? null, createdBy: opts.createdBy ?? 'operator', rollbackOf: deploymentId },
       deps.clock.now(),
     );
+    await opts.withinPromotion?.(client, id);
     return { deployment: (await findDeployment(client, projectId, id))!, noOp: false };
   });
 }
