@@ -350,7 +350,7 @@ describe('Flows page', () => {
     const forced = await owner.agent.post(action).type('form').send({ ...form, _once: form._once.replace(/^./, 'd'), version: '2' });
     expect(forced.status).toBe(400);
     expect(forced.text).toContain('Not published: Version 2 of flow');
-    expect(forced.text).toContain('Why it was not published');
+    expect(forced.text).toContain('Why it was refused');
 
     const member = await person(t, p.id, email('member'), 'member');
     const read = await member.agent.get(`${base}/contact_form`).expect(200);

@@ -114,7 +114,7 @@ async function renderFlow(deps: AppDeps, req: Request, res: Response, kept: { er
   <dt>Published</dt><dd>${flow.publishedVersion ? `version ${flow.publishedVersion}, ${when(flow.publishedAt)}` : 'never'}</dd>
   <dt>Channel flow</dt><dd>${flow.channelFlowId ? html`<code>${flow.channelFlowId}</code>` : '—'}${flow.channelDraftId ? html` (draft <code>${flow.channelDraftId}</code> of version ${flow.channelDraftVersion ?? '—'})` : ''}</dd>
 </dl>
-${kept.findings?.length ? html`<h2>Why it was not published</h2>${findingList('refusal-findings', kept.findings, '')}` : ''}
+${kept.findings?.length ? html`<h2>Why it was refused</h2>${findingList('refusal-findings', kept.findings, '')}` : ''}
 <section class="card" aria-labelledby="publish-title"><h2 id="publish-title">Publish</h2>
 ${manage
     ? alreadyPublished
