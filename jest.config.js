@@ -25,6 +25,8 @@ const PROOFS = [
   'two-instances',
   // the service as a process exporting traces to a collector of the test's own
   'traces',
+  // the container image started, probed and stopped (where Docker runs)
+  'container-image',
 ];
 const proofPaths = PROOFS.map((name) => `<rootDir>/tests/${name}.test.ts`);
 
