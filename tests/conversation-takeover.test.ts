@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
 import { csrfOf, person } from './support/dashboard.js';
-import { openChannel } from '../lib/channel-settings/settings.js';
+import { template } from './support/broadcasts.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -61,20 +61,6 @@ function formOf(page: string, action: string): Record<string, string> {
   return fields;
 }
 
-/** A template approved at the simulated channel and known to the project, as a review leaves it. */
-async function approvedTemplate(projectId: string, name: string, components: object[]) {
-  const channel = (await openChannel({ db: t.db, secretBox: t.secretBox }, projectId))!;
-  const created = await request(t.sim!.url).post(`/v21.0/${channel.wabaId}/message_templates`).set('Authorization', `Bearer ${channel.accessToken}`)
-    .send({ name, language: 'en_US', category: 'UTILITY', components });
-  expect(created.status).toBe(200);
-  expect((await request(t.sim!.url).post(`/_sim/templates/${created.body.id}/decision`).send({ decision: 'APPROVED' })).status).toBe(200);
-  await t.db.prisma.template.upsert({
-    where: { projectId_name_language: { projectId, name, language: 'en_US' } },
-    create: { id: `tpl_${projectId}_${name}`, projectId, name, language: 'en_US', category: 'UTILITY', status: 'APPROVED', components },
-    update: { status: 'APPROVED', components },
-  });
-}
-
 describe('a person takes over a conversation', () => {
   it('When an owner replies inside the window, then one message goes through the send path however often the form is posted; no or a stale CSRF token and a member send nothing', async () => {
     const s = await shop();
@@ -123,7 +109,7 @@ describe('a person takes over a conversation', () => {
 
   it('When the window has closed, then a text is refused with the spec’s reason and nothing is sent, and an approved template with its variables goes', async () => {
     const s = await shop();
-    await approvedTemplate(s.projectId, 'order_followup', [{ type: 'BODY', text: 'Hi {{1}}, your order {{2}} is on its way.', example: { body_text: [['Ada', '#1']] } }]);
+    await template(t, s.projectId, 'order_followup', 'Hi {{1}}, your order {{2}} is on its way.', 'UTILITY');
     await inbound(s.phoneNumberId, '14155550611', 'hello');
     const id = await conversationId(s.projectId, '14155550611');
     const owner = await person(t, s.projectId, email('owner'));
