@@ -16,7 +16,7 @@ import { createRequire } from 'node:module';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { describeWithBrowser, launchBrowser } from './support/browser.js';
 import { startTestApp, type TestApp } from './support/app.js';
-import { grant, PASSWORD } from './support/dashboard.js';
+import { signedInPage } from './support/dashboard.js';
 import { BOT_LIMITS, botWithTwoDeployments, HOSTILE, seedBotLines } from './support/bot-console.js';
 import { BotScheduler } from '../lib/bot/scheduler.js';
 import { writeBotLog } from '../lib/bot/bot-log.js';
@@ -58,15 +58,7 @@ describeWithBrowser(describe)('Bot and Scheduled tasks in Chromium', () => {
     await t?.close();
   });
 
-  async function signedIn(context: BrowserContext, projectId: string, email: string, role: 'owner' | 'member'): Promise<Page> {
-    const page = await context.newPage();
-    await page.goto(t.baseUrl + (await grant(t, projectId, email, role))!);
-    await page.getByLabel('New password').fill(PASSWORD);
-    await page.getByLabel('Repeat the password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Set password and sign in' }).click();
-    await page.waitForURL('**/dashboard/projects');
-    return page;
-  }
+  const signedIn = (context: BrowserContext, projectId: string, email: string, role: 'owner' | 'member') => signedInPage(t, context, projectId, email, role);
 
   it('When an owner previews, rolls back, reads a file at its line, watches the log and runs the schedules, then each works and hostile text stays text; a member reads without forms', async () => {
     const shop = await botWithTwoDeployments(t, 'Corner shop bot');

@@ -1,6 +1,7 @@
 /** Helpers for the dashboard tests: people with a role (through the operator API), signed in over HTTP, and the forms' CSRF token. */
 import request from 'supertest';
 import { expect } from '@jest/globals';
+import type { BrowserContext, Page } from 'playwright-core';
 import type { TestApp } from './app.js';
 
 export const PASSWORD = 'correct horse battery staple';
@@ -41,4 +42,17 @@ export async function person(t: TestApp, projectId: string, email: string, role:
   /** The session's CSRF token, read from a page as a browser would. */
   const csrf = async (path = '/dashboard/projects') => csrfOf((await agent.get(path)).text);
   return { agent, csrf };
+}
+
+/** A browser page of a person given the role, signed in through the setup link's form as a person would. */
+export async function signedInPage(t: TestApp, context: BrowserContext, projectId: string, email: string, role: 'owner' | 'admin' | 'member'): Promise<Page> {
+  const page = await context.newPage();
+  const link = await grant(t, projectId, email, role);
+  if (!link) throw new Error(`${email} was set up already: give each browser test's people their own address`);
+  await page.goto(t.baseUrl + link);
+  await page.getByLabel('New password').fill(PASSWORD);
+  await page.getByLabel('Repeat the password').fill(PASSWORD);
+  await page.getByRole('button', { name: 'Set password and sign in' }).click();
+  await page.waitForURL('**/dashboard/projects');
+  return page;
 }
