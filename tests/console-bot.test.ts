@@ -136,7 +136,7 @@ describe('Bot page', () => {
     expect(refused.status).toBe(403);
   }, 60_000);
 
-  it('When the development tree does not build, then the preview shows each diagnostic at its file and line, and runs nothing', async () => {
+  it('When the development tree does not build, then the preview shows each diagnostic at its file and line, and runs nothing; with nothing deployed each page says so', async () => {
     const project = await t.admin.project('Broken bot');
     const key = (await t.admin.key(project.id, ['code:read', 'code:write'])).secret;
     await putFile(t, key, 'src/bot.ts', `import type { InboundMessage } from './platform/runtime/index.js';\n\nexport async function onMessage(m: InboundMessage): Promise<void> {\n  const n: number = m.text;\n}\n`);
@@ -147,6 +147,11 @@ describe('Bot page', () => {
     expect(res.status).toBe(422);
     expect(res.text).toContain('The development tree does not build');
     expect(res.text).toMatch(/src\/bot.ts line 4<\/a>: <span class="error-text">[^<]*not assignable to type &#39;number&#39;/);
+    // Nothing deployed: each page says so.
+    const at = `/dashboard/projects/${project.id}`;
+    expect((await someone.agent.get(`${at}/bot/files?tree=production`).expect(200)).text).toContain('Nothing deployed yet.');
+    expect((await someone.agent.get(`${at}/bot/log`).expect(200)).text).toContain('Nothing logged yet.');
+    expect((await someone.agent.get(`${at}/schedules`).expect(200)).text).toContain('The bot in production declares no schedules.');
   }, 60_000);
 
   it('When an owner rolls back to the first deployment and posts the form twice, then one rollback is made and audited; without or with a stale token, or as a member, nothing changes', async () => {
