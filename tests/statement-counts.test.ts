@@ -46,6 +46,22 @@ describe('statements per step', () => {
     expect(seen).toEqual(['quota-reserve', 'record-intent', 'confirm-sent-many']);
   });
 
+  it('When the credential cache entry expires under concurrent requests with one key, then they share one lookup', async () => {
+    const { key } = await setup();
+    const ping = () => request(t.app).get('/v1/ping').set('Authorization', `Bearer ${key}`);
+    expect((await ping()).status).toBe(200);
+    t.clock.advance(t.config.credentialCacheTtlMs + 1000);
+    let answers: request.Response[] = [];
+    const seen = await counter.during(async () => {
+      answers = await Promise.all(Array.from({ length: 20 }, () => ping()));
+    });
+    expect(answers.map((r) => r.status)).toEqual(Array(20).fill(200));
+    expect(seen.filter((s) => s === 'credential-key')).toEqual(['credential-key']);
+    // A wrong key is refused to each request that sends it.
+    const wrong = await Promise.all(Array.from({ length: 3 }, () => request(t.app).get('/v1/ping').set('Authorization', `Bearer ${key}x`)));
+    expect(wrong.map((r) => [r.status, r.body.error.code])).toEqual(Array(3).fill([401, 'invalid_api_key']));
+  });
+
   it('When the channel reports statuses, then each notification is one statement, and its event carries the contact\'s ids', async () => {
     const { send, status, events, phone } = await setup();
     const wamid = (await send()).body.data.id as string;

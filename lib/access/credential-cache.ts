@@ -66,6 +66,8 @@ export class CredentialCache {
   private readonly bad = new Map<string, string>();
   /** Dropped by every clear, so a load that raced a notification serves only the callers already waiting. */
   private valid?: Promise<Set<string>>;
+  /** Lookups in flight by key (shared); dropped by every clear, like `valid`. */
+  private readonly inFlight = new Map<string, Promise<unknown>>();
   private listening = false;
   private client?: pg.PoolClient;
   private stopped = false;
@@ -145,7 +147,26 @@ export class CredentialCache {
     this.entries.set(key, { value, cachedAt: now, expiresAt: expiresAt?.getTime() });
   }
 
+  /**
+   * Runs `load` for `key`, or joins the one already running for it: concurrent misses of one entry
+   * make one lookup. A clear drops the loads in flight, so a caller after an invalidation never
+   * gets an answer read before it. Bypassed while not listening.
+   */
+  shared<T>(key: string, load: () => Promise<T>): Promise<T> {
+    if (!this.listening) return load();
+    const running = this.inFlight.get(key) as Promise<T> | undefined;
+    if (running) return running;
+    const started = load();
+    this.inFlight.set(key, started);
+    const done = () => {
+      if (this.inFlight.get(key) === started) this.inFlight.delete(key);
+    };
+    started.then(done, done);
+    return started;
+  }
+
   private clearAll(): void {
+    this.inFlight.clear();
     this.entries.clear();
     this.bad.clear();
     this.valid = undefined;

@@ -106,14 +106,24 @@ export async function resolveCredential(
   const bad = cache?.knownBad(digest);
   if (bad) throw refused(bad as 'invalid_api_key' | 'invalid_token');
   await opts.beforeLookup?.(digest);
+  // Requests with the same credential that miss the cache together (its entries expire after their
+  // TTL while many requests are in flight) share one lookup; each refusal is its own error.
+  const found = cache ? await cache.shared(digest, () => lookupCredential(db, digest, isKey, now, cache)) : await lookupCredential(db, digest, isKey, now);
+  if (typeof found === 'string') throw refused(found);
+  return found;
+}
 
+/** The database's answer for a digest (cached when usable, remembered when refused): the credential, or the refusal's code. */
+async function lookupCredential(
+  db: Database, digest: string, isKey: boolean, now: Date, cache?: CredentialCache,
+): Promise<Credential | 'invalid_api_key' | 'invalid_token'> {
   // One prepared statement per credential kind: this runs on every request.
   if (isKey) {
     const { rows } = await db.pool.query<KeyRow>({ name: 'credential-key', text: KEY_SQL, values: [digest] });
     const key = rows[0];
     if (!key || key.revoked_at || !safeEqual(key.secret_hash, digest)) {
       cache?.markBad(digest, 'invalid_api_key');
-      throw refused('invalid_api_key');
+      return 'invalid_api_key';
     }
     const credential: Credential = {
       kind: 'api_key',
@@ -130,7 +140,7 @@ export async function resolveCredential(
     const token = rows[0];
     if (!token || token.revoked_at || token.expires_at <= now || !safeEqual(token.secret_hash, digest)) {
       cache?.markBad(digest, 'invalid_token');
-      throw refused('invalid_token');
+      return 'invalid_token';
     }
     const credential: Credential = {
       kind: 'access_token',
