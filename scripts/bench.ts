@@ -23,6 +23,8 @@ import { benchBot } from './bench/bot.js';
 import { benchFlows } from './bench/flows.js';
 import { benchSoak } from './bench/soak.js';
 import { benchAgents } from './bench/agents.js';
+import { configurePgStats, openPgStats } from './bench/pg-stats.js';
+import { memoryLine } from './bench/memory.js';
 
 const SECTIONS: Record<string, BenchSection> = {
   ping: benchPing,
@@ -71,11 +73,13 @@ async function run(wanted: string[], adminToken: string, start: typeof startProc
     SIMULATOR_TEMPLATE_AUTO_APPROVE_MS: 'off',
     SIMULATOR_LOG: 'warn',
   }, /listening on (http:\/\/127\.0\.0\.1:\d+)/);
-  const service = await start('dist/server.js', {
+  const dataDir = '.data/bench';
+  const pgPort = process.env.BENCH_PG_PORT ?? '54331';
+  const serviceEnv = {
     PORT: '0',
     HOST: '127.0.0.1',
-    DATA_DIR: '.data/bench',
-    EMBEDDED_PG_PORT: process.env.BENCH_PG_PORT ?? '54331',
+    DATA_DIR: dataDir,
+    EMBEDDED_PG_PORT: pgPort,
     SIMULATOR_PORT: '0',
     GRAPH_BASE_URL: '',
     SIMULATOR_URL: simulator.match[1],
@@ -85,13 +89,23 @@ async function run(wanted: string[], adminToken: string, start: typeof startProc
     BOT_EMITS_PER_MINUTE: '1000000000',
     ADMIN_TOKEN: adminToken,
     LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
-    NODE_ENV: 'production',
+    // Not NODE_ENV=production: production refuses the embedded PostgreSQL and a generated master
+    // key (lib/platform/production.ts); `npm start` on a developer's machine runs so too.
     // The webhook section delivers to receivers on 127.0.0.1 (a local-development setting).
     DEV_ALLOW_PRIVATE_TARGETS: 'true',
     // Broadcasts: the configured rate is the rate measured; numbers without a setting are unpaced.
     BROADCAST_RATE_SHARE: '1',
     BROADCAST_DEFAULT_MPS: '100000',
-  }, /listening on http:\/\/localhost:(\d+)[\s\S]*simulator on (http:\/\/127\.0\.0\.1:\d+)/);
+  };
+  const serviceReady = /listening on http:\/\/localhost:(\d+)[\s\S]*simulator on (http:\/\/127\.0\.0\.1:\d+)/;
+  // The embedded server runs with pg_stat_statements (bench/pg-stats.ts); a first run creates its
+  // data folder with a start of the service, then sets it.
+  if (!configurePgStats(dataDir) && !process.env.DATABASE_URL) {
+    await stopProcess((await start('dist/server.js', serviceEnv, serviceReady)).child);
+    configurePgStats(dataDir);
+  }
+  const service = await start('dist/server.js', serviceEnv, serviceReady);
+  const pgStats = await openPgStats(dataDir, Number(pgPort));
   const bare = await start('scripts/bench/bare-server.ts', { PORT: '0' }, /READY (\d+)/);
   const base = `http://127.0.0.1:${service.match[1]}`;
   const admin = async (method: string, path: string, body?: object) => {
@@ -119,11 +133,16 @@ async function run(wanted: string[], adminToken: string, start: typeof startProc
       return { id: project.id, key: secret, phoneNumberId: channel.phone_number_id };
     },
   };
+  console.log(await memoryLine('start', ctx.pids.service, base, adminToken));
   for (const [name, section] of Object.entries(SECTIONS)) {
     if (wanted.length ? !wanted.includes(name) : name === 'soak') continue;
     console.log(`\n## ${name} (load average ${loadAverage()})`);
+    await pgStats?.reset();
     await section(ctx);
+    if (pgStats) console.log('\n' + (await pgStats.report()));
+    console.log(await memoryLine(name, ctx.pids.service, base, adminToken));
   }
+  await pgStats?.close();
   console.log('\n' + summary(loadAverage()));
 }
 

@@ -15,6 +15,8 @@ export interface Result {
   p99: number;
   errors: number;
   non2xx: number;
+  /** Requests answered in all (load and paced). */
+  total?: number;
 }
 
 /**
@@ -103,6 +105,7 @@ export async function load(name: string, opts: autocannon.Options): Promise<Resu
     p99: r.latency.p99,
     errors: r.errors + r.timeouts,
     non2xx: r.non2xx,
+    total: r.requests.total,
   };
 }
 
@@ -165,7 +168,7 @@ export async function paced(name: string, opts: PacedOptions): Promise<Result> {
   agent.destroy();
   latencies.sort((a, b) => a - b);
   const q = (p: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] ?? NaN);
-  return { name, rps: Math.round(latencies.length / elapsed), p50: q(0.5), p99: q(0.99), errors, non2xx };
+  return { name, rps: Math.round(latencies.length / elapsed), p50: q(0.5), p99: q(0.99), errors, non2xx, total: latencies.length };
 }
 
 export function table(results: Result[]): string {

@@ -11,6 +11,7 @@ import { cpuSeconds, load, paced, table, type Result } from './harness.js';
 import type { BenchContext, BenchSection } from './context.js';
 import { benchDatabaseUrl, benchPool, quietStart } from './quiet.js';
 import { goal } from './goals.js';
+import { operations } from './pg-stats.js';
 
 function cpuOf(ctx: BenchContext) {
   const service = cpuSeconds(ctx.pids.service);
@@ -40,7 +41,7 @@ export const benchMessages: BenchSection = async (ctx) => {
   // Each phase starts quiet: the last one's callbacks applied, the hot tables vacuumed.
   const pool = benchPool(await benchDatabaseUrl());
   const settle = () => quietStart(pool);
-  await load('warm-up', { url: ctx.base, headers, requests: [plain], duration: 2, connections: 20 });
+  operations((await load('warm-up', { url: ctx.base, headers, requests: [plain], duration: 2, connections: 20 })).total ?? 0, 'send (with its status callbacks)');
   await load('warm-up', { url: `${ctx.bareUrl}/bare`, duration: 2 });
   const results: Result[] = [];
   // The baseline in the same run (issue #24): bare Express requests per second and CPU per request.
@@ -62,6 +63,7 @@ export const benchMessages: BenchSection = async (ctx) => {
   const cpuBefore = cpuOf(ctx);
   results.push(await paced('… text at a steady 150/s', { url: ctx.base, path: '/v1/messages', method: 'POST', headers, body, rate: 150, durationSeconds: ctx.duration }));
   const cpuAfter = cpuOf(ctx);
+  for (const r of results.slice(1)) operations(r.total ?? 0, 'send (with its status callbacks)');
   console.log('\n' + table(results));
   const [, max, withKey, light] = results;
   console.log(`p99 at a steady 150/s: ${light.p99} ms (p50 ${light.p50} ms)`);

@@ -8,6 +8,7 @@
 import { cpuSeconds, load, table, type Result } from './harness.js';
 import type { BenchSection } from './context.js';
 import { goal } from './goals.js';
+import { operations } from './pg-stats.js';
 
 /** Seconds per round: short rounds, so a neighbour's burst of load falls on both sides alike. */
 const ROUND_SECONDS = 2;
@@ -16,7 +17,7 @@ export const benchPing: BenchSection = async (ctx) => {
   const { key } = await ctx.project(['messages:send']);
   const auth = { authorization: `Bearer ${key}` };
   await load('warm-up', { url: `${ctx.bareUrl}/bare`, duration: 2 });
-  await load('warm-up', { url: `${ctx.base}/v1/ping`, headers: auth, duration: 2 });
+  operations((await load('warm-up', { url: `${ctx.base}/v1/ping`, headers: auth, duration: 2 })).total ?? 0, 'ping');
   const rounds = Math.max(2, Math.round(ctx.duration / ROUND_SECONDS));
   const duration = Math.min(ROUND_SECONDS, ctx.duration);
   const runs = { bare: [] as Result[], ping: [] as Result[] };
@@ -29,6 +30,7 @@ export const benchPing: BenchSection = async (ctx) => {
     const before = cpuSeconds(pid)?.self ?? NaN;
     const r = await load(name, { ...opts, duration });
     runs[kind].push(r);
+    if (kind === 'ping') operations(r.total ?? 0, 'ping');
     const used = (cpuSeconds(pid)?.self ?? NaN) - before;
     cpu[kind] += used;
     perRound[kind].push((used * 1e6) / (r.rps * duration));
