@@ -1,8 +1,9 @@
 /**
  * Every response carries X-Request-Id. A caller's id is adopted when it is sane (1 to 128
  * characters of letters, digits, `.`, `_`, `-`, `:`), so it can be logged and echoed safely;
- * anything else is replaced by a fresh id. The rest of the request runs with that id as its log
- * context (every log line written meanwhile carries it) and on its trace's server span.
+ * anything else is replaced by a fresh id. Traced (docs/traces.md), the rest of the request runs
+ * with that id in its context, so every log line written meanwhile names it, and the id is on the
+ * trace's server span.
  */
 import type { NextFunction, Request, Response } from 'express';
 import { randomUUID } from 'node:crypto';

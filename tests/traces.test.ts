@@ -2,8 +2,8 @@
  * Traces (docs/traces.md): the service as a real process, started as `npm run start:dev` starts it
  * (the tracing bootstrap first), exporting over OTLP/HTTP to a collector of the test's own. A send
  * is one trace: the request's server span, the PostgreSQL statements under it, and the Graph call
- * (our span by operation, with the HTTP client call to the simulator inside it); its log line names
- * the request id and the trace id. An endpoint that is not a URL stops the start, naming the setting.
+ * (our span by operation, with the HTTP client call to the simulator inside it); its log lines name
+ * the request id and the trace id, also one written deep under the request (the Graph client's). An endpoint that is not a URL stops the start, naming the setting.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
@@ -166,6 +166,33 @@ describe('traces over OTLP', () => {
     expect(line).toContain(`request_id=${requestId}`);
     expect(line).toContain(`trace_id=${traceId}`);
     expect([...collector.contentTypes]).toEqual(['application/json']);
+  }, 60_000);
+
+  it('When the channel refuses a send, then the Graph client\'s warning, written deep under the request, names the request id and the trace id', async () => {
+    const admin = (method: 'get' | 'post', path: string, body?: object) =>
+      (body ? request(service.url)[method](path).send(body) : request(service.url)[method](path)).set('Authorization', `Bearer ${adminToken}`).expect((r) => expect(r.status).toBeLessThan(300));
+    const project = (await admin('post', '/admin/projects', { name: 'refused' })).body.data.project;
+    const key = (await admin('post', `/admin/projects/${project.id}/keys`, { name: 'k', scopes: ['messages:send'] })).body.data.secret as string;
+    const pnid = (await admin('get', `/admin/projects/${project.id}/channel`)).body.data.channel.phone_number_id as string;
+    await request(simUrl).post('/_sim/inbound').send({ phone_number_id: pnid, from: '14155550124', name: 'Bo', text: 'hi' }).expect(200);
+    await request(simUrl).post('/_sim/faults').send({ phone_number_id: pnid, operation: 'messages', graph_error: { code: 131047 } }).expect(201);
+
+    const requestId = 'req_refused_' + randomBytes(6).toString('hex');
+    const refused = await request(service.url).post('/v1/messages').set('Authorization', `Bearer ${key}`).set('X-Request-Id', requestId).send({ type: 'text', phone: '+14155550124', content: 'no' });
+    expect(refused.status).toBeGreaterThanOrEqual(400);
+    const server = await eventually(
+      async () => collector.spans.find((s) => s.kind === SERVER && s.attributes['request.id'] === requestId),
+      (s) => s !== undefined,
+      15_000,
+      'the server span of the refused send',
+    );
+    const warning = await eventually(
+      async () => (await service.log()).split('\n').find((l) => l.includes('cloud api call failed') && l.includes(requestId)),
+      (l) => l !== undefined,
+      5_000,
+      'the Graph client\'s warning with the request id',
+    );
+    expect(warning).toContain(`trace_id=${server!.traceId}`);
   }, 60_000);
 
   it('When OTEL_EXPORTER_OTLP_ENDPOINT is not a URL, then the service does not start and names the setting', async () => {

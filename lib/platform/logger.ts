@@ -82,8 +82,9 @@ function skipUnwanted(logger: winston.Logger): winston.Logger {
 }
 
 /**
- * Every line names the request it was written for (`request_id`, unless the caller named one) and,
- * when tracing is on, the trace and span it belongs to (`trace_id`, `span_id`; docs/traces.md).
+ * A line names the request it was written for (`request_id`) when its writer passes it or, with
+ * tracing on, whenever it is written while serving one (log-context.ts); traced, it also names the
+ * trace and span it belongs to (`trace_id`, `span_id`; docs/traces.md).
  */
 const withContext = winston.format((info) => {
   if (info.request_id === undefined) {
