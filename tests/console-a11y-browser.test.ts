@@ -16,6 +16,13 @@ import { startTestApp, type TestApp } from './support/app.js';
 import { api, projectWithKey, seedContacts, template } from './support/broadcasts.js';
 import { asProject, RATE_CARD, seedBotLog, seedDeliveries, seedSpend } from './support/console.js';
 import { dropProjectStorage } from '../lib/tables/isolation.js';
+import path from 'node:path';
+import os from 'node:os';
+import { mkdtempSync } from 'node:fs';
+import { PROJECT_ROOT } from '../lib/platform/project-root.js';
+
+// Screenshots of the overview, templates and audit pages: docs/ with UPDATE_SCREENSHOTS=1, as the other browser tests.
+const shotsDir = process.env.UPDATE_SCREENSHOTS ? path.join(PROJECT_ROOT, 'docs') : mkdtempSync(path.join(os.tmpdir(), 'a11y-shots-'));
 
 const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
 
@@ -135,6 +142,20 @@ describeWithBrowser(describe)('every dashboard page: axe-core and a phone’s wi
 
     expect(findings.filter((f) => f.violations.length || f.overflow)).toEqual([]);
     expect(findings.length).toBeGreaterThanOrEqual(2 * 20);
+    // The overview's figures, a template's text, and the audit trail's changes after an approval.
+    await page.setViewportSize({ width: 1100, height: 800 });
+    await page.goto(`${base}/projects`);
+    await page.screenshot({ path: path.join(shotsDir, 'dashboard-overview.png'), fullPage: true });
+    await page.goto(`${base}/projects/${projectId}/templates`);
+    expect(await page.textContent('main')).toContain('Hello {{1}}, our spring sale starts today');
+    await page.screenshot({ path: path.join(shotsDir, 'dashboard-templates.png'), fullPage: true });
+    await page.goto(`${base}/projects/${projectId}/broadcasts/${created.body.data.broadcast.id}/approve`);
+    await page.getByRole('button', { name: 'Approve and send to 2 recipients' }).click();
+    await page.waitForURL('**?done=approved');
+    await page.goto(`${base}/projects/${projectId}/audit`);
+    expect(await page.textContent('#audit')).toMatch(/status: pending_approval\s*→\s*scheduled/);
+    await page.screenshot({ path: path.join(shotsDir, 'dashboard-audit.png'), fullPage: true });
+
     // Every page of the router was reached (a new page without a link from the others, or whose
     // parameter needs a row seeded above, is named here).
     expect(routes.filter((r) => !reached.has(r))).toEqual([]);

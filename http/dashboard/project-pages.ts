@@ -9,13 +9,16 @@ import { inviteAs, removeMemberAs } from '../../lib/dashboard/actions.js';
 import { DashboardRefusal } from '../../lib/dashboard/refusal.js';
 import { html, plural, when } from './html.js';
 import { projectFigures } from '../../lib/dashboard/overview.js';
-import { auditChanges } from '../../lib/dashboard/audit-diff.js';
+import { auditChanges, type FieldChange } from '../../lib/dashboard/audit-diff.js';
 import { renderTemplate } from '../../lib/templates/render.js';
 import { messagePreview } from './broadcast-pages.js';
 import { csrfField, layout, projectPath } from './layout.js';
 import { field, send } from './request.js';
 import { person, projectContext } from './context.js';
 import { inviteLink, pendingInvites } from '../../lib/dashboard/invites.js';
+
+/** A time inside an audit value (ISO 8601), shown in the pages' one format. */
+const ISO_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)$/;
 
 export interface DashboardOptions {
   /** The Cloud API simulator's URL, linked from each project outside production. */
@@ -142,10 +145,14 @@ export const showAudit = (deps: AppDeps) => async (req: Request, res: Response) 
   const ctx = await projectContext(deps, req, 'audit', ['owner'], 'read the audit trail');
   const rows = await listAudit(deps, ctx.project.id);
   // What changed, field by field (lib/dashboard/audit-diff.ts), not two JSON documents.
+  // A time in a value is shown in the pages' one format; null as a dash; past 6 fields, the rest fold away.
+  const shown = (v: string) => (v === 'null' ? '—' : ISO_TIME.test(v) ? when(v) : v);
+  const item = (c: FieldChange) => html`<li><code>${c.field}</code>: ${c.before === undefined ? html`<span class="muted">(added)</span>` : html`<del>${shown(c.before)}</del>`} → ${c.after === undefined ? html`<span class="muted">(removed)</span>` : html`<ins>${shown(c.after)}</ins>`}</li>`;
   const changes = (before: unknown, after: unknown) => {
     const list = auditChanges(before, after);
     if (!list.length) return html`<span class="muted">no field changed</span>`;
-    return html`<ul class="changes">${list.map((c) => html`<li><code>${c.field}</code>: ${c.before === undefined ? html`<span class="muted">(added)</span>` : html`<del>${c.before}</del>`} → ${c.after === undefined ? html`<span class="muted">(removed)</span>` : html`<ins>${c.after}</ins>`}</li>`)}</ul>`;
+    const [first, rest] = [list.slice(0, 6), list.slice(6)];
+    return html`<ul class="changes">${first.map(item)}</ul>${rest.length ? html`<details><summary>${plural(rest.length, 'more field')}</summary><ul class="changes">${rest.map(item)}</ul></details>` : ''}`;
   };
   const body = rows.length
     ? html`<div class="table-wrap"><table class="stack" id="audit"><thead><tr><th scope="col">When</th><th scope="col">Who</th><th scope="col">Action</th><th scope="col">On</th><th scope="col">What changed</th></tr></thead><tbody>
