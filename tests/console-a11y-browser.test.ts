@@ -1,7 +1,8 @@
 /**
  * Every dashboard page in a real browser at a phone's width (375 px) and a desktop's (issue 47,
- * item 11): axe-core finds no serious or critical violation, and the page body never scrolls
- * sideways (a wide table scrolls inside its own container). The pages are the dashboard router's
+ * item 11): axe-core finds no serious or critical violation, the page body never scrolls
+ * sideways (a wide table scrolls inside its own container), and every time in the page's words is
+ * in the one format with its zone (`2026-11-25 09:30 UTC`). The pages are the dashboard router's
  * GET routes, read from the router itself, so a page added later is covered without editing this
  * file: a route's parameters are filled from the seeded project (or from the links of the pages
  * already visited), and a route no link reaches fails the test by name.
@@ -50,7 +51,7 @@ function dashboardGetRoutes(app: Express): string[] {
 /** A route pattern as a regular expression over a path (each `:param` one segment). */
 const patternOf = (route: string) => new RegExp(`^/dashboard${route.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:[A-Za-z0-9_]+/g, '[^/?#]+')}$`);
 
-interface Finding { url: string; width: number; violations: Array<{ id: string; impact: string; nodes: string[] }>; overflow: boolean }
+interface Finding { url: string; width: number; violations: Array<{ id: string; impact: string; nodes: string[] }>; overflow: boolean; dates: string[] }
 
 async function audit(page: Page, url: string, width: number): Promise<Finding> {
   await page.setViewportSize({ width, height: 800 });
@@ -65,7 +66,15 @@ async function audit(page: Page, url: string, width: number): Promise<Finding> {
   // axe ran its rules on the page (a script blocked by the CSP would leave none).
   expect(rules).toBeGreaterThan(10);
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth || document.body.scrollWidth > window.innerWidth);
-  return { url: url.replace(/^https?:\/\/[^/]+/, ''), width, violations: violations.filter((v) => v.impact === 'serious' || v.impact === 'critical'), overflow };
+  // Dates in one format with the zone: a time in the page's words (not in stored data, code or a
+  // form's value) is `YYYY-MM-DD HH:MM UTC`, never ISO's `T…Z` or a time without its zone.
+  const dates = await page.evaluate(() => {
+    const main = document.querySelector('main')!.cloneNode(true) as HTMLElement;
+    for (const el of Array.from(main.querySelectorAll('pre, code, textarea, table.data, table.code, script'))) el.remove();
+    const text = main.textContent ?? '';
+    return [...text.matchAll(/\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d)?(?:\.\d+)?(?!:)(?: UTC)?Z?/g)].map((m) => m[0]).filter((d) => !/^\d{4}-\d\d-\d\d \d\d:\d\d UTC$/.test(d));
+  });
+  return { url: url.replace(/^https?:\/\/[^/]+/, ''), width, violations: violations.filter((v) => v.impact === 'serious' || v.impact === 'critical'), overflow, dates };
 }
 
 describeWithBrowser(describe)('every dashboard page: axe-core and a phone’s width', () => {
@@ -84,7 +93,7 @@ describeWithBrowser(describe)('every dashboard page: axe-core and a phone’s wi
     await t?.close();
   });
 
-  it('When an owner opens every page of the router at 375 px and 1280 px, then axe-core finds no serious or critical violation and nothing scrolls sideways', async () => {
+  it('When an owner opens every page of the router at 375 px and 1280 px, then axe-core finds no serious or critical violation, nothing scrolls sideways and every time reads YYYY-MM-DD HH:MM UTC', async () => {
     const { project, key } = await projectWithKey(t, ['broadcasts:read', 'broadcasts:manage', 'contacts:write', 'flows:write']);
     projectId = project.id;
     await t.admin.call('put', '/admin/rate-card', RATE_CARD);
@@ -140,7 +149,7 @@ describeWithBrowser(describe)('every dashboard page: axe-core and a phone’s wi
       for (const l of links) if (!seen.has(new URL(l).pathname)) queue.push(l.split('#')[0]);
     }
 
-    expect(findings.filter((f) => f.violations.length || f.overflow)).toEqual([]);
+    expect(findings.filter((f) => f.violations.length || f.overflow || f.dates.length)).toEqual([]);
     expect(findings.length).toBeGreaterThanOrEqual(2 * 20);
     // The overview's figures, a template's text, and the audit trail's changes after an approval.
     await page.setViewportSize({ width: 1100, height: 800 });
