@@ -192,26 +192,26 @@ describeWithBrowser(describe)('dashboard in Chromium', () => {
     // Contacts: search by name or phone, with consent and tags; a conversation's messages with their statuses.
     await page.goto(`${t.baseUrl}/dashboard/projects/${project.id}/contacts`);
     expect(await unlabelled(page)).toEqual([]);
-    await page.getByLabel('Search by phone, name or username').fill('Ana');
+    await page.getByLabel('Search by name, username, BSUID or phone').fill('Ana');
     await page.keyboard.press('Enter');
-    await page.waitForURL('**/contacts?q=Ana');
+    await page.waitForURL('**/contacts?q=Ana*');
     expect(await page.locator('#contacts tbody tr').count()).toBe(1);
     expect(await page.textContent('#contacts')).toContain('+14155550101');
     expect(await page.textContent('#contacts')).toMatch(/opted in \d{4}-\d\d-\d\d \d\d:\d\d UTC/);
-    await page.getByLabel('Search by phone, name or username').fill('4155550105');
+    await page.getByLabel('Search by name, username, BSUID or phone').fill('4155550105');
     await page.keyboard.press('Enter');
-    await page.waitForURL('**/contacts?q=4155550105');
+    await page.waitForURL('**/contacts?q=4155550105*');
     expect(await page.textContent('#contacts')).toMatch(/opted out/);
-    await page.screenshot({ path: docs('dashboard-contacts.png'), fullPage: true });
+    // docs/dashboard-contacts.png and dashboard-conversation.png: tests/console-conversations-browser.test.ts.
     await page.goto(`${t.baseUrl}/dashboard/projects/${project.id}/conversations`);
     expect(await unlabelled(page)).toEqual([]);
     const rows = page.locator('#conversations tbody tr');
-    expect(await rows.count()).toBe(3);
+    // The three recipients and the approver's test number.
+    expect(await rows.count()).toBe(4);
     await rows.first().getByRole('link').click();
     await page.waitForURL('**/conversations/*');
-    expect(await page.textContent('#messages')).toMatch(/to the customer\s*template\s*spring_sale\s*sent/);
+    expect(await page.textContent('#messages')).toMatch(/to the customer\s*template\s*Template spring_sale \(\w+\)\s*sent/);
     expect(await page.textContent('#conversation-state')).toBeTruthy();
-    await page.screenshot({ path: docs('dashboard-conversation.png'), fullPage: true });
 
     // Revoke asks first: dismissing keeps the key; accepting revokes it.
     await page.goto(`${t.baseUrl}/dashboard/projects/${project.id}/keys`);

@@ -26,12 +26,13 @@ export function contactSearchSql(ct: string, text: string, param: (v: unknown) =
 }
 
 /**
- * A conversation (alias `v`) in a condition: `needs_reply`, the customer wrote last (no message
- * went out since); `unread`, the customer wrote after a person last opened it in the dashboard
- * (`seen_at`, conversations.ts markConversationSeen).
+ * A conversation (alias `v`) in a condition: `needs_reply`, the customer's message is its newest
+ * (nothing went out since; by message id, so two messages in the same millisecond are told apart:
+ * one probe of the `(conversation_id, id DESC)` index); `unread`, the customer wrote after a person
+ * last opened it in the dashboard (`seen_at`, conversations.ts markConversationSeen).
  */
 export function conversationConditionSql(v: string, condition: ConversationCondition): string {
   return condition === 'needs_reply'
-    ? `(${v}.last_inbound_at IS NOT NULL AND ${v}.last_inbound_at >= ${v}.last_message_at)`
+    ? `(${v}.last_inbound_at IS NOT NULL AND (SELECT m.direction FROM messages m WHERE m.conversation_id = ${v}.id ORDER BY m.id DESC LIMIT 1) = 'inbound')`
     : `(${v}.last_inbound_at IS NOT NULL AND ${v}.last_inbound_at > COALESCE(${v}.seen_at, '-infinity'::timestamptz))`;
 }

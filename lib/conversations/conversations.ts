@@ -75,7 +75,7 @@ const CONVERSATION_COLUMNS = `
   c.id::text AS "id", c.state AS "state", c.last_message_at AS "lastMessageAt",
   c.last_inbound_at AS "lastInboundAt", c.created_at AS "createdAt", c.order_at AS "orderAt",
   ct.id::text AS "contactId", ct.phone AS "contactPhone", ct.user_id AS "contactUserId",
-  ct.username AS "contactUsername", ct.name AS "contactName", c.seen_at AS "seenAt"`;
+  ct.username AS "contactUsername", ct.name AS "contactName"`;
 
 interface ConversationSqlRow {
   id: string;
@@ -89,7 +89,6 @@ interface ConversationSqlRow {
   contactUserId: string | null;
   contactUsername: string | null;
   contactName: string | null;
-  seenAt: Date | null;
 }
 
 function toConversationRow(r: ConversationSqlRow): ConversationRow {
@@ -100,7 +99,6 @@ function toConversationRow(r: ConversationSqlRow): ConversationRow {
     lastInboundAt: r.lastInboundAt,
     createdAt: r.createdAt,
     orderAt: r.orderAt,
-    seenAt: r.seenAt,
     contact: { id: r.contactId, phone: r.contactPhone, userId: r.contactUserId, username: r.contactUsername, name: r.contactName },
   };
 }

@@ -55,8 +55,6 @@ export interface ConversationRow {
   createdAt: Date;
   /** The recent-activity order's key (lib/conversations/order.ts), where the list reads it. */
   orderAt?: Date;
-  /** When a person last opened it in the dashboard (its unread mark), where the read selected it. */
-  seenAt?: Date | null;
   contact: ContactSummaryRow;
 }
 

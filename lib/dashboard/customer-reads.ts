@@ -17,6 +17,7 @@ import {
   listConversationRows,
   listMessageRows,
   markConversationSeen,
+  conversationConditionSql,
   conversationPosition,
   type ConversationFilters,
 } from '../conversations/conversations.js';
@@ -48,8 +49,27 @@ function refusedCursor(e: unknown): never {
   throw e;
 }
 
+interface Marks {
+  id: number;
+  needs_reply: boolean;
+  unread: boolean;
+}
+
+/** Whether each conversation (by its id or its contact's) needs a reply and is unread, in one statement. */
+async function marksOf(deps: ReadDeps, projectId: string, by: 'id' | 'contact_id', ids: string[]): Promise<Map<string, Marks>> {
+  const out = new Map<string, Marks>();
+  if (!ids.length) return out;
+  const { rows } = await deps.db.pool.query<{ key: string; id: string; needs_reply: boolean; unread: boolean }>(
+    `SELECT v.${by}::text AS key, v.id::text, ${conversationConditionSql('v', 'needs_reply')} AS needs_reply, ${conversationConditionSql('v', 'unread')} AS unread
+     FROM conversations v WHERE v.project_id = $1 AND v.${by} = ANY($2::bigint[])`,
+    [projectId, ids],
+  );
+  for (const r of rows) out.set(r.key, { id: Number(r.id), needs_reply: r.needs_reply, unread: r.unread });
+  return out;
+}
+
 export interface ContactListItem extends ContactView {
-  conversation: { id: number; needs_reply: boolean; unread: boolean } | null;
+  conversation: Marks | null;
 }
 
 export async function contactsPage(deps: ReadDeps, projectId: string, query: CustomerQuery): Promise<{ contacts: ContactListItem[]; nextCursor: string | null }> {
@@ -61,18 +81,7 @@ export async function contactsPage(deps: ReadDeps, projectId: string, query: Cus
     read: (afterId, take) => listContactRows(deps.db.pool, projectId, filters, afterId, take),
     encode: (r) => [String(r.id)],
   }).catch(refusedCursor);
-  const ids = page.map((r) => String(r.id));
-  const conversations = new Map<string, { id: number; needs_reply: boolean; unread: boolean }>();
-  if (ids.length) {
-    const { rows } = await deps.db.pool.query<{ contact_id: string; id: string; needs_reply: boolean; unread: boolean }>(
-      `SELECT v.contact_id::text, v.id::text,
-              (v.last_inbound_at IS NOT NULL AND v.last_inbound_at >= v.last_message_at) AS needs_reply,
-              (v.last_inbound_at IS NOT NULL AND v.last_inbound_at > COALESCE(v.seen_at, '-infinity'::timestamptz)) AS unread
-       FROM conversations v WHERE v.project_id = $1 AND v.contact_id = ANY($2::bigint[])`,
-      [projectId, ids],
-    );
-    for (const r of rows) conversations.set(r.contact_id, { id: Number(r.id), needs_reply: r.needs_reply, unread: r.unread });
-  }
+  const conversations = await marksOf(deps, projectId, 'contact_id', page.map((r) => String(r.id)));
   return { contacts: page.map((r) => ({ ...contactView(r), conversation: conversations.get(String(r.id)) ?? null })), nextCursor };
 }
 
@@ -91,11 +100,12 @@ export async function conversationsPage(deps: ReadDeps, projectId: string, query
     encode: conversationPosition.encode,
   }).catch(refusedCursor);
   const now = deps.clock.now();
+  const marks = await marksOf(deps, projectId, 'id', page.map((r) => String(r.id)));
   return {
     conversations: page.map((r) => ({
       ...conversationView(r, now),
-      needs_reply: r.lastInboundAt !== null && r.lastInboundAt.getTime() >= r.lastMessageAt.getTime(),
-      unread: r.lastInboundAt !== null && (!r.seenAt || r.lastInboundAt.getTime() > r.seenAt.getTime()),
+      needs_reply: marks.get(String(r.id))?.needs_reply ?? false,
+      unread: marks.get(String(r.id))?.unread ?? false,
     })),
     nextCursor,
   };
