@@ -151,6 +151,13 @@ describeWithBrowser(describe)('every dashboard page: axe-core and a phone’s wi
 
     expect(findings.filter((f) => f.violations.length || f.overflow || f.dates.length)).toEqual([]);
     expect(findings.length).toBeGreaterThanOrEqual(2 * 20);
+    // The navigation shows every section of a project that the router has (an owner sees them all).
+    await page.goto(`${base}/projects/${projectId}/broadcasts`);
+    const tabs = await page.$$eval('nav.tabs a', (as) => as.map((a) => new URL((a as HTMLAnchorElement).href).pathname.split('/')[4]));
+    const sections = [...new Set(routes.map((r) => /^\/projects\/:projectId\/([a-z-]+)/.exec(r)?.[1]).filter((x): x is string => !!x))];
+    expect(sections.length).toBeGreaterThan(10);
+    expect(sections.filter((x) => !tabs.includes(x))).toEqual([]);
+
     // The overview's figures, a template's text, and the audit trail's changes after an approval.
     await page.setViewportSize({ width: 1100, height: 800 });
     await page.goto(`${base}/projects`);
