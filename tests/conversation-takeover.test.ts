@@ -83,6 +83,11 @@ describe('a person takes over a conversation', () => {
     expect(memberPage.text).not.toContain(`${base}/handover`);
     const refused = await member.agent.post(`${base}/reply`).type('form').send({ ...fields, _csrf: csrfOf(memberPage.text) });
     expect(refused.status).toBe(403);
+    // An empty message and one over 4,096 characters: refused with the reason, nothing sent.
+    const empty = await owner.agent.post(`${base}/reply`).type('form').send({ ...fields, text: '   ' });
+    expect([empty.status, empty.text.includes('Write the message first; nothing was sent.')]).toEqual([400, true]);
+    const long = await owner.agent.post(`${base}/reply`).type('form').send({ ...fields, text: '€'.repeat(4097) });
+    expect([long.status, long.text.includes('A message has at most 4096 characters; nothing was sent.')]).toEqual([400, true]);
     expect(await sentTo(s.phoneNumberId, '14155550601')).toEqual([]);
 
     // Sent once, then the same form again (a double click, a reload): the same answer, one message.
