@@ -175,12 +175,13 @@ describe('templates, audit trail and overview', () => {
        SELECT $1, id, 'unstructured', $3::timestamptz, CASE WHEN $4 THEN $3::timestamptz ELSE $3::timestamptz - interval '1 minute' END, $3, $3 FROM contacts WHERE project_id = $1 AND phone = $2 RETURNING id::text`,
       [a.id, phone, now, inboundLast])).rows[0].id;
     const waiting = await conv('14155550111', true);
-    await conv('14155550112', false);
-    for (const [i, status] of ['sent', 'delivered', 'read', 'failed'].entries()) {
-      await t.db.pool.query(
-        `INSERT INTO messages (project_id, conversation_id, wamid, direction, type, content, status, sent_at, status_at) VALUES ($1, $2, $3, 'outbound', 'text', '{}', $4, $5, $5)`,
-        [a.id, waiting, `wamid.ov${a.id}${i}`, status, now]);
-    }
+    const answered = await conv('14155550112', false);
+    const message = (conversation: string, direction: string, status: string, i: number) => t.db.pool.query(
+      `INSERT INTO messages (project_id, conversation_id, wamid, direction, type, content, status, sent_at, status_at) VALUES ($1, $2, $3, $4, 'text', '{}', $5, $6, $6)`,
+      [a.id, conversation, `wamid.ov${a.id}${i}`, direction, status, now]);
+    // Four sends today on the answered conversation; the other's newest message is the customer's.
+    for (const [i, status] of ['sent', 'delivered', 'read', 'failed'].entries()) await message(answered, 'outbound', status, i);
+    await message(waiting, 'inbound', 'received', 9);
     await t.db.pool.query(`INSERT INTO send_counters (project_id, day, count) VALUES ($1, $2::date, 4) ON CONFLICT (project_id, day) DO UPDATE SET count = 4`, [a.id, now.toISOString().slice(0, 10)]);
     const page = (await owner.agent.get('/dashboard/projects')).text;
     const row = (id: string) => page.slice(page.indexOf(`<small class="muted">${id}`), page.indexOf('</tr>', page.indexOf(`<small class="muted">${id}`)));

@@ -39,19 +39,29 @@ export function limitHoldReason(limit: number, releaseAt: Date): string {
 }
 
 /**
+ * Each project's daily send quota and how much of it a UTC day used (the counter sends reserve in,
+ * lib/messaging/quota.ts), for any number of projects in one statement: the pre-flight's outlook
+ * and the dashboard's overview read it.
+ */
+export async function quotaUsage(db: Queryable, projectIds: string[], day: string): Promise<Map<string, { limit: number | null; used: number }>> {
+  const { rows } = await db.query<{ id: string; q: number | null; used: string | null }>(
+    `SELECT p.id, p.daily_send_quota AS q, s.count AS used FROM projects p
+     LEFT JOIN send_counters s ON s.project_id = p.id AND s.day = $2::date WHERE p.id = ANY($1)`,
+    [projectIds, day],
+  );
+  return new Map(rows.map((r) => [r.id, { limit: r.q, used: Number(r.used ?? 0) }]));
+}
+
+/**
  * The quota on the UTC day sending starts (`startsAt`: the scheduled time, or now) for `eligible`
  * recipients. Other campaigns' future sends are not counted: they are not decided yet.
  */
 export async function quotaOutlook(db: Queryable, projectId: string, eligible: number, startsAt: Date, now: Date): Promise<PreflightQuota> {
   const at = startsAt > now ? startsAt : now;
   const day = utcDay(at);
-  const { rows } = await db.query<{ q: number | null; used: number | null }>(
-    `SELECT (SELECT daily_send_quota FROM projects WHERE id = $1) AS q,
-            (SELECT count FROM send_counters WHERE project_id = $1 AND day = $2::date) AS used`,
-    [projectId, day],
-  );
-  const limit = Math.max(0, rows[0]?.q ?? 0);
-  const used = Math.max(0, Number(rows[0]?.used ?? 0));
+  const usage = (await quotaUsage(db, [projectId], day)).get(projectId);
+  const limit = Math.max(0, usage?.limit ?? 0);
+  const used = Math.max(0, usage?.used ?? 0);
   const remaining = Math.max(0, limit - used);
   const held = Math.max(0, eligible - remaining);
   return { day, daily_limit: limit, used, remaining, held, resumes_at: held > 0 ? nextUtcMidnight(at).toISOString() : null };
