@@ -89,5 +89,6 @@ EXPOSE 3000
 HEALTHCHECK --interval=5s --timeout=3s --start-period=60s --retries=3 \
   CMD ["node", "-e", "fetch(`http://127.0.0.1:${process.env.PORT||3000}/readyz`).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 STOPSIGNAL SIGTERM
-# `npm start` without its build step: the same node flags, node as PID 1 (signals reach it).
-CMD ["node", "--no-node-snapshot", "--enable-source-maps", "dist/server.js"]
+# `npm start` without its build step: the same node flags (traces when OTEL_EXPORTER_OTLP_ENDPOINT is
+# set, docs/traces.md), node as PID 1 (signals reach it).
+CMD ["node", "--no-node-snapshot", "--enable-source-maps", "--import", "./dist/lib/platform/tracing/preload.js", "dist/server.js"]

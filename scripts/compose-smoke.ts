@@ -50,8 +50,6 @@ const composeEnv: NodeJS.ProcessEnv = {
   POSTGRES_IMAGE: process.env.POSTGRES_IMAGE ?? 'messaging-postgres:ci',
   REDIS_IMAGE: process.env.REDIS_IMAGE ?? 'messaging-redis:ci',
   HAPROXY_IMAGE: process.env.HAPROXY_IMAGE ?? 'messaging-haproxy:ci',
-  // The killed instance stays down: the survivor alone must finish the campaign.
-  APP_RESTART: 'no',
 };
 
 /** The production example with this run's secrets and ports: what an operator would fill in. */
@@ -70,6 +68,8 @@ function writeEnvFile(): void {
     // Slow enough that the campaign is mid-flight when an instance is killed (500 at 25/s: 20 s).
     BROADCAST_DEFAULT_MPS: '25',
     RATE_LIMIT_PER_MINUTE: '100000',
+    // Two instances starting at once on a loaded two-core CI machine: connections may be slow to come.
+    DATABASE_ACQUIRE_TIMEOUT_MS: '20000',
     SHUTDOWN_READY_DELAY_MS: '1500',
   };
   const lines = readFileSync(path.join(ROOT, '.env.production.example'), 'utf8').split('\n').map((line) => {
@@ -102,7 +102,7 @@ function check(ok: boolean, what: string): void {
 async function call(url: string, init: RequestInit & { token?: string } = {}): Promise<{ status: number; body: any; bytes: Buffer }> {
   const headers = new Headers(init.headers);
   if (init.token) headers.set('Authorization', `Bearer ${init.token}`);
-  if (init.body && typeof init.body === 'string') headers.set('Content-Type', 'application/json');
+  if (init.body && typeof init.body === 'string' && !headers.has('Content-Type')) headers.set('Content-Type', 'application/json');
   const res = await fetch(url, { ...init, headers, signal: AbortSignal.timeout(20_000) });
   const bytes = Buffer.from(await res.arrayBuffer());
   let body: any;
@@ -211,7 +211,10 @@ async function smoke(): Promise<string[]> {
     const owner = (await db.query<{ lease_owner: string | null }>('SELECT lease_owner FROM broadcasts WHERE id = $1', [id])).rows[0].lease_owner;
     const victim = instanceOf(owner);
     const survivor = victim === 'app1' ? 'app2' : 'app1';
-    await run('docker', ['kill', await containerId(victim)], 30_000);
+    // The killed instance stays down (its restart policy off first): the survivor alone must finish.
+    const victimId = await containerId(victim);
+    await run('docker', ['update', '--restart=no', victimId], 30_000);
+    await run('docker', ['kill', victimId], 30_000);
     const killedAt = Date.now();
     say(`killed ${victim} (the campaign's engine) with ${before} of ${RECIPIENTS} sent`);
     const pingAfter = await eventually('ping through the balancer after the kill', () => call(`${lb}/v1/ping`, { token: key }), (r) => r.status === 200, 10_000, 100);
