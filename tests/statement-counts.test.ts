@@ -16,7 +16,7 @@ let t: TestApp;
 let counter: StatementCounter;
 beforeAll(async () => {
   t = await startTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } });
-  counter = countStatements(t.db.pool);
+  counter = countStatements(t.db.pool, t.db.plansOnce);
 });
 afterAll(async () => {
   await t.close();

@@ -20,7 +20,8 @@ function label(q: unknown): string {
   return c?.name ?? (c?.text ?? String(q)).replace(/\s+/g, ' ').trim().slice(0, 60);
 }
 
-export function countStatements(pool: pg.Pool): StatementCounter {
+/** Counts on `pool` and on the pools its `query` routes to (Database.plansOnce). */
+export function countStatements(...pools: Array<pg.Pool | undefined>): StatementCounter {
   let seen: string[] | undefined;
   const wrap = (client: pg.PoolClient) => {
     const c = client as unknown as { query: Query; [WRAPPED]?: true };
@@ -32,9 +33,12 @@ export function countStatements(pool: pg.Pool): StatementCounter {
       return original.apply(this, args);
     };
   };
-  pool.on('connect', wrap);
-  // Connections opened before the counter: the pool's own list (pg-pool keeps every client there).
-  for (const client of (pool as unknown as { _clients: pg.PoolClient[] })._clients ?? []) wrap(client);
+  for (const pool of pools) {
+    if (!pool) continue;
+    pool.on('connect', wrap);
+    // Connections opened before the counter: the pool's own list (pg-pool keeps every client there).
+    for (const client of (pool as unknown as { _clients: pg.PoolClient[] })._clients ?? []) wrap(client);
+  }
   return {
     async during(run) {
       const mine: string[] = [];

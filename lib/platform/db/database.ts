@@ -15,8 +15,21 @@ import { PrismaClient } from '../../../generated/prisma/client.js';
 export interface Database {
   pool: pg.Pool;
   prisma: PrismaClient;
+  /** The connections that plan GENERIC_PLAN_STATEMENTS once (pool.query routes them here). */
+  plansOnce?: pg.Pool;
   close(): Promise<void>;
 }
+
+/**
+ * Named statements PostgreSQL should plan once per connection, and that it would otherwise plan
+ * on every call: with plan_cache_mode auto it keeps custom plans when they look cheaper, which
+ * they always do for the ledger's record (a custom plan sees the project id and the input's
+ * length). Its generic plan was checked to be as good (docs/benchmarks.md, Issue 49), so it runs
+ * on a few connections of their own with plan_cache_mode=force_generic_plan: a setting that would
+ * also apply to every unnamed statement (Prisma's among them) on the main pool. `pool.query`
+ * routes them by name, so anything that wraps the pool still sees them.
+ */
+export const GENERIC_PLAN_STATEMENTS: ReadonlySet<string> = new Set(['record-intent']);
 
 export interface DatabaseLogger {
   warn(message: string): void;
@@ -48,33 +61,43 @@ export interface OpenDatabaseOptions {
 }
 
 export async function openDatabase(url: string, opts: OpenDatabaseOptions = {}): Promise<Database> {
-  const pool = new pg.Pool({
+  const settings = {
     connectionString: url,
-    max: opts.max ?? 10,
     connectionTimeoutMillis: opts.acquireTimeoutMs ?? 5000,
     ...(opts.statementTimeoutMs ? { statement_timeout: opts.statementTimeoutMs } : {}),
-  });
+  };
+  const pool = new pg.Pool({ ...settings, max: opts.max ?? 10 });
+  const plansOnce = new pg.Pool({ ...settings, max: Math.max(2, Math.ceil((opts.max ?? 10) / 3)), options: '-c plan_cache_mode=force_generic_plan' });
+  const queryMain = pool.query.bind(pool) as (...args: unknown[]) => unknown;
+  const queryOnce = plansOnce.query.bind(plansOnce) as (...args: unknown[]) => unknown;
+  (pool as unknown as { query: (...args: unknown[]) => unknown }).query = (config: unknown, ...rest: unknown[]) => {
+    const name = typeof config === 'object' && config !== null ? (config as { name?: unknown }).name : undefined;
+    return typeof name === 'string' && GENERIC_PLAN_STATEMENTS.has(name) ? queryOnce(config, ...rest) : queryMain(config, ...rest);
+  };
   // Idle connections dropped by a restart all fail at once: one line per interval with a count.
   const throttle = createLogThrottle(10_000);
   // A client checked out of the pool has no pool listener: a connection reset while it is held
   // (between two queries of a transaction, say) would be an unheard 'error' event and end the
   // process. The query in flight, if any, fails on its own; this only keeps the event heard.
-  pool.on('connect', (client) => client.on('error', (err) => throttle((suppressed) => {
-    const message = `database: connection lost while in use (${err.message})` + (suppressed ? ` (${suppressed} more since last report)` : '');
-    if (opts.logger) opts.logger.warn(message);
-    else console.warn(message);
-  })));
-  pool.on('error', (err) => {
-    throttle((suppressed) => {
-      const message = `database: idle connection lost (${err.message}); the pool reconnects on next use` + (suppressed ? ` (${suppressed} more since last report)` : '');
+  for (const p of [pool, plansOnce]) {
+    p.on('connect', (client) => client.on('error', (err) => throttle((suppressed) => {
+      const message = `database: connection lost while in use (${err.message})` + (suppressed ? ` (${suppressed} more since last report)` : '');
       if (opts.logger) opts.logger.warn(message);
       else console.warn(message);
+    })));
+    p.on('error', (err) => {
+      throttle((suppressed) => {
+        const message = `database: idle connection lost (${err.message}); the pool reconnects on next use` + (suppressed ? ` (${suppressed} more since last report)` : '');
+        if (opts.logger) opts.logger.warn(message);
+        else console.warn(message);
+      });
     });
-  });
+  }
   try {
     await pool.query('SELECT 1');
   } catch (e) {
     await pool.end().catch(() => undefined);
+    await plansOnce.end().catch(() => undefined);
     throw new Error(`Cannot connect to PostgreSQL at ${redactUrl(url)}: ${describeError(e)}`);
   }
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
@@ -82,10 +105,12 @@ export async function openDatabase(url: string, opts: OpenDatabaseOptions = {}):
   return {
     pool,
     prisma,
+    plansOnce,
     close() {
       closing ??= (async () => {
         await prisma.$disconnect().catch(() => undefined);
         await pool.end().catch(() => undefined);
+        await plansOnce.end().catch(() => undefined);
       })();
       return closing;
     },
