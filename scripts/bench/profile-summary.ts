@@ -1,7 +1,8 @@
 /**
  * A V8 CPU profile (BENCH_CPU_PROF=<dir> npm run bench -- …) as text: the functions with the most
  * self time, and the same summed by file (node's internals and each package as one line), as a
- * share of the busy (non-idle) time. `node --import tsx scripts/bench/profile-summary.ts <file.cpuprofile> [rows]`
+ * share of the busy (non-idle) time. `node --import tsx scripts/bench/profile-summary.ts <file.cpuprofile> [rows] [from seconds]`:
+ * with `from`, only the samples that many seconds after the profile's start (leaving start-up out).
  */
 import { readFileSync } from 'node:fs';
 
@@ -25,10 +26,14 @@ function place(url: string): string {
   return url.replace(/^file:\/\//, '').replace(/^.*?\/(dist|scripts)\//, '$1/');
 }
 
-export function summarise(profile: Profile, rows = 25): string {
+export function summarise(profile: Profile, rows = 25, fromSeconds = 0): string {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const self = new Map<number, number>();
-  profile.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
+  let at = 0;
+  profile.samples.forEach((id, i) => {
+    at += profile.timeDeltas[i] ?? 0;
+    if (at >= fromSeconds * 1e6) self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
+  });
   const fn = new Map<string, number>();
   const file = new Map<string, number>();
   let busy = 0;
@@ -52,4 +57,4 @@ export function summarise(profile: Profile, rows = 25): string {
   return [`busy ${(busy / 1e6).toFixed(2)} s`, 'self time by function:', ...top(fn), '', 'self time by file or package:', ...top(file)].join('\n');
 }
 
-if (process.argv[2]) console.log(summarise(JSON.parse(readFileSync(process.argv[2], 'utf8')) as Profile, Number(process.argv[3] ?? 25)));
+if (process.argv[2]) console.log(summarise(JSON.parse(readFileSync(process.argv[2], 'utf8')) as Profile, Number(process.argv[3] ?? 25), Number(process.argv[4] ?? 0)));
