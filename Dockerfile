@@ -38,7 +38,11 @@ COPY --from=manifest /tmp/package.json ./package.json
 COPY package-lock.json ./
 # node-gyp builds isolated-vm against the installed node's headers (Debian's nodejs ships them).
 ENV npm_config_nodedir=/usr npm_config_cafile=/etc/ssl/certs/ca-certificates.crt npm_config_fund=false npm_config_audit=false npm_config_update_notifier=false
-RUN npm ci --no-audit --no-fund
+# Two layers, so a build cut short (CI bounds it) keeps the download for the next one: the packages
+# without their install scripts, then the scripts the runtime needs (isolated-vm compiled here,
+# about 2 minutes; esbuild's binary checked). Prisma's download attempts and the dev tools' are skipped.
+RUN npm ci --no-audit --no-fund --ignore-scripts
+RUN npm rebuild isolated-vm esbuild
 COPY . .
 # Pruned further: what only a developer's machine uses (Prisma's CLI and studio, which @prisma/client
 # lists as a peer; the embedded PostgreSQL, which production never starts: DATABASE_URL is required).

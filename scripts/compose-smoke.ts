@@ -226,13 +226,20 @@ async function smoke(): Promise<string[]> {
     for (const m of messages.filter((x) => x.type === 'template')) perPhone.set(m.to, (perPhone.get(m.to) ?? 0) + 1);
     const twice = [...perPhone].filter(([, n]) => n > 1);
     check(twice.length === 0, `recipients sent more than once: ${JSON.stringify(twice.slice(0, 5))}`);
-    check(perPhone.size === RECIPIENTS, `recipients at the channel: ${perPhone.size} of ${RECIPIENTS}`);
-    const states = (await db.query(`SELECT state, count(*)::int AS n FROM broadcast_recipients WHERE broadcast_id = $1 GROUP BY state`, [id])).rows;
-    check(states.length === 1 && states[0].state === 'sent' && states[0].n === RECIPIENTS, `recipient rows: ${JSON.stringify(states)}`);
+    // At most once, by design (lib/broadcasts/engine.ts): a send in flight when its instance was
+    // killed (its intent recorded, the call perhaps made) is never sent again; its row says `unknown`
+    // with no message id. Only such rows may be missing at the channel, at most one batch of them.
+    const missing = Array.from({ length: RECIPIENTS }, (_, i) => String(first + i)).filter((p) => !perPhone.has(p));
+    const missingRows = missing.length ? (await db.query('SELECT * FROM broadcast_recipients WHERE broadcast_id = $1 AND phone = ANY($2)', [id, missing])).rows : [];
+    const inFlight = missingRows.filter((r) => r.state === 'unknown' && !r.wamid);
+    check(inFlight.length === missing.length && missing.length <= 50, `recipients at the channel: ${perPhone.size} of ${RECIPIENTS}; the missing ones' rows: ${JSON.stringify(missingRows).slice(0, 2000)}`);
+    const states = (await db.query(`SELECT state, count(*)::int AS n FROM broadcast_recipients WHERE broadcast_id = $1 GROUP BY state ORDER BY state`, [id])).rows as Array<{ state: string; n: number }>;
+    const stateOf = (name: string) => states.find((r) => r.state === name)?.n ?? 0;
+    check(stateOf('sent') + stateOf('unknown') === RECIPIENTS && stateOf('sent') >= RECIPIENTS - missing.length, `recipient rows: ${JSON.stringify(states)}`);
     const c = status.counts as Record<string, number>;
     const reached = c.sent + c.delivered + c.read;
-    check(c.total === RECIPIENTS && reached === RECIPIENTS && c.failed === 0 && c.queued === 0, `the API's counts: ${JSON.stringify(c)}`);
-    figures.push(`campaign of ${RECIPIENTS}: ${victim} killed at ${before} sent, ${survivor} finished ${((Date.now() - killedAt) / 1000).toFixed(1)} s later (${(finishedIn / 1000).toFixed(1)} s in all); ${perPhone.size} recipients once each at the channel, rows all sent, API counts ${JSON.stringify(c)}`);
+    check(c.total === RECIPIENTS && reached + c.unknown === RECIPIENTS && c.unknown === stateOf('unknown') && c.failed === 0 && c.queued === 0, `the API's counts: ${JSON.stringify(c)}`);
+    figures.push(`campaign of ${RECIPIENTS}: ${victim} killed at ${before} sent, ${survivor} finished ${((Date.now() - killedAt) / 1000).toFixed(1)} s later (${(finishedIn / 1000).toFixed(1)} s in all); ${perPhone.size} recipients once each at the channel, none twice${missing.length ? `, ${missing.length} in flight at the kill recorded unknown and not sent again (at most once)` : ''}; rows ${JSON.stringify(states)}; API counts ${JSON.stringify(c)}`);
     say(figures.at(-1)!);
 
     // SIGTERM: the survivor stops within 10 s.
