@@ -23,13 +23,13 @@ export interface Database {
 /**
  * Named statements PostgreSQL should plan once per connection, and that it would otherwise plan
  * on every call: with plan_cache_mode auto it keeps custom plans when they look cheaper, which
- * they always do for the ledger's record (a custom plan sees the project id and the input's
- * length). Its generic plan was checked to be as good (docs/benchmarks.md, Issue 49), so it runs
+ * they always do for the ledger's record and its confirm (a custom plan sees the project id and
+ * the input's length). Its generic plan was checked to be as good (docs/benchmarks.md, Issue 49), so it runs
  * on a few connections of their own with plan_cache_mode=force_generic_plan: a setting that would
  * also apply to every unnamed statement (Prisma's among them) on the main pool. `pool.query`
  * routes them by name, so anything that wraps the pool still sees them.
  */
-export const GENERIC_PLAN_STATEMENTS: ReadonlySet<string> = new Set(['record-intent']);
+export const GENERIC_PLAN_STATEMENTS: ReadonlySet<string> = new Set(['record-intent', 'confirm-sent-many']);
 
 export interface DatabaseLogger {
   warn(message: string): void;
