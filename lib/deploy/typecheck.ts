@@ -24,7 +24,9 @@ function failAll(e: Error): void {
 
 function workerOf(): Worker {
   if (!worker) {
-    const w = new Worker(WORKER_URL);
+    // No inherited preloads: the service's own (tsx, the tracing bootstrap's .ts under start:dev)
+    // are not for a plain .mjs worker and fail to load in it.
+    const w = new Worker(WORKER_URL, { execArgv: [] });
     w.unref();
     w.on('message', (m: { id: number; diagnostics?: Diagnostic[]; error?: string }) => {
       const p = pending.get(m.id);
