@@ -14,9 +14,8 @@ import os from 'node:os';
 import { mkdtempSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { describeWithBrowser, launchBrowser } from './support/browser.js';
+import { describeWithBrowser, launchBrowser, fitsWidth, signedInPage } from './support/browser.js';
 import { startTestApp, type TestApp } from './support/app.js';
-import { signedInPage } from './support/dashboard.js';
 import { BOT_LIMITS, botWithTwoDeployments, HOSTILE, seedBotLines } from './support/bot-console.js';
 import { BotScheduler } from '../lib/bot/scheduler.js';
 import { writeBotLog } from '../lib/bot/bot-log.js';
@@ -41,8 +40,6 @@ async function axeFindings(page: Page): Promise<string[]> {
     return r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} ${v.nodes[0]?.target.join(' ')}`);
   });
 }
-
-const fitsWidth = (page: Page) => page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
 
 describeWithBrowser(describe)('Bot and Scheduled tasks in Chromium', () => {
   let t: TestApp;

@@ -12,30 +12,14 @@ import path from 'node:path';
 import os from 'node:os';
 import { mkdtempSync } from 'node:fs';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { describeWithBrowser, launchBrowser } from './support/browser.js';
+import { describeWithBrowser, launchBrowser, unlabelled, fitsWidth, signedInPage } from './support/browser.js';
 import { startTestApp, type TestApp } from './support/app.js';
-import { grant, PASSWORD } from './support/dashboard.js';
 import { HOSTILE, RATE_CARD, seedBotLog, seedDeliveries, seedSpend } from './support/console.js';
 import { dropProjectStorage } from '../lib/tables/isolation.js';
 import { PROJECT_ROOT } from '../lib/platform/project-root.js';
 
 const shotsDir = process.env.UPDATE_SCREENSHOTS ? path.join(PROJECT_ROOT, 'docs') : mkdtempSync(path.join(os.tmpdir(), 'console-shots-'));
 const docs = (name: string) => path.join(shotsDir, name);
-
-async function unlabelled(page: Page): Promise<string[]> {
-  return page.evaluate(() => {
-    const out: string[] = [];
-    for (const el of Array.from(document.querySelectorAll('input, select, textarea, button'))) {
-      if ((el as HTMLInputElement).type === 'hidden') continue;
-      const id = el.getAttribute('id');
-      const named = el.getAttribute('aria-label') || (id && document.querySelector(`label[for="${id}"]`)) || el.closest('label') || (el.tagName === 'BUTTON' && el.textContent!.trim());
-      if (!named) out.push(el.outerHTML.slice(0, 80));
-    }
-    return out;
-  });
-}
-
-const fitsWidth = (page: Page) => page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
 
 describeWithBrowser(describe)('console in Chromium', () => {
   let t: TestApp;
@@ -53,16 +37,7 @@ describeWithBrowser(describe)('console in Chromium', () => {
     await t?.close();
   });
 
-  async function signedIn(context: BrowserContext, email: string, role: 'owner' | 'member'): Promise<Page> {
-    const page = await context.newPage();
-    const setup = (await grant(t, projectId, email, role))!;
-    await page.goto(t.baseUrl + setup);
-    await page.getByLabel('New password').fill(PASSWORD);
-    await page.getByLabel('Repeat the password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Set password and sign in' }).click();
-    await page.waitForURL('**/dashboard/projects');
-    return page;
-  }
+  const signedIn = (context: BrowserContext, email: string, role: 'owner' | 'member') => signedInPage(t, context, projectId, email, role);
 
   it('When an owner walks Database, Secrets, Logs and Billing, then each change shows first and applies once, hostile text stays text, and a member reads without forms', async () => {
     const project = await t.admin.project('Corner shop');

@@ -14,7 +14,7 @@ import path from 'node:path';
 import os from 'node:os';
 import { mkdtempSync } from 'node:fs';
 import type { Browser, Page } from 'playwright-core';
-import { describeWithBrowser, launchBrowser, signedInPage } from './support/browser.js';
+import { describeWithBrowser, launchBrowser, signedInPage, unlabelled, fitsWidth } from './support/browser.js';
 import { startTestApp, type TestApp } from './support/app.js';
 import { template } from './support/broadcasts.js';
 import { PROJECT_ROOT } from '../lib/platform/project-root.js';
@@ -22,21 +22,6 @@ import { PROJECT_ROOT } from '../lib/platform/project-root.js';
 const shotsDir = process.env.UPDATE_SCREENSHOTS ? path.join(PROJECT_ROOT, 'docs') : mkdtempSync(path.join(os.tmpdir(), 'conversation-shots-'));
 const docs = (name: string) => path.join(shotsDir, name);
 const HOSTILE = '<img src=x onerror=alert(1)>';
-
-async function unlabelled(page: Page): Promise<string[]> {
-  return page.evaluate(() => {
-    const out: string[] = [];
-    for (const el of Array.from(document.querySelectorAll('input, select, textarea, button'))) {
-      if ((el as HTMLInputElement).type === 'hidden') continue;
-      const id = el.getAttribute('id');
-      const named = el.getAttribute('aria-label') || (id && document.querySelector(`label[for="${id}"]`)) || el.closest('label') || (el.tagName === 'BUTTON' && el.textContent!.trim());
-      if (!named) out.push(el.outerHTML.slice(0, 80));
-    }
-    return out;
-  });
-}
-
-const fitsWidth = (page: Page) => page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
 
 describeWithBrowser(describe)('conversations in Chromium', () => {
   let t: TestApp;

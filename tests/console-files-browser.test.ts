@@ -13,29 +13,13 @@ import os from 'node:os';
 import { mkdtempSync } from 'node:fs';
 import request from 'supertest';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { describeWithBrowser, launchBrowser } from './support/browser.js';
+import { describeWithBrowser, launchBrowser, unlabelled, fitsWidth, signedInPage } from './support/browser.js';
 import { startTestApp, type TestApp } from './support/app.js';
-import { grant, PASSWORD } from './support/dashboard.js';
 import * as S from './support/samples.js';
 import { PROJECT_ROOT } from '../lib/platform/project-root.js';
 
 const shotsDir = process.env.UPDATE_SCREENSHOTS ? path.join(PROJECT_ROOT, 'docs') : mkdtempSync(path.join(os.tmpdir(), 'console-files-shots-'));
 const docs = (name: string) => path.join(shotsDir, name);
-
-async function unlabelled(page: Page): Promise<string[]> {
-  return page.evaluate(() => {
-    const out: string[] = [];
-    for (const el of Array.from(document.querySelectorAll('input, select, textarea, button'))) {
-      if ((el as HTMLInputElement).type === 'hidden') continue;
-      const id = el.getAttribute('id');
-      const named = el.getAttribute('aria-label') || (id && document.querySelector(`label[for="${id}"]`)) || el.closest('label') || (el.tagName === 'BUTTON' && el.textContent!.trim());
-      if (!named) out.push(el.outerHTML.slice(0, 80));
-    }
-    return out;
-  });
-}
-
-const fitsWidth = (page: Page) => page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
 
 describeWithBrowser(describe)('files and flows in Chromium', () => {
   let t: TestApp;
@@ -52,16 +36,7 @@ describeWithBrowser(describe)('files and flows in Chromium', () => {
     await t?.close();
   });
 
-  async function signedIn(context: BrowserContext, email: string, role: 'owner' | 'member'): Promise<Page> {
-    const page = await context.newPage();
-    const setup = (await grant(t, projectId, email, role))!;
-    await page.goto(t.baseUrl + setup);
-    await page.getByLabel('New password').fill(PASSWORD);
-    await page.getByLabel('Repeat the password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Set password and sign in' }).click();
-    await page.waitForURL('**/dashboard/projects');
-    return page;
-  }
+  const signedIn = (context: BrowserContext, email: string, role: 'owner' | 'member') => signedInPage(t, context, projectId, email, role);
 
   it('When an owner uploads, is refused a wrong type, and publishes a flow, then each shows on the page, markup stays text, and a member reads without forms', async () => {
     const project = await t.admin.project('Corner shop');

@@ -10,7 +10,7 @@ import path from 'node:path';
 import os from 'node:os';
 import { mkdtempSync } from 'node:fs';
 import type { Browser, Page } from 'playwright-core';
-import { describeWithBrowser, launchBrowser } from './support/browser.js';
+import { describeWithBrowser, launchBrowser, unlabelled, fitsWidth } from './support/browser.js';
 import { startTestApp, type TestApp } from './support/app.js';
 import { api, engineFor, projectWithKey, runUntil, seedContacts, template } from './support/broadcasts.js';
 import { grant, PASSWORD } from './support/dashboard.js';
@@ -22,22 +22,7 @@ const shotsDir = process.env.UPDATE_SCREENSHOTS ? path.join(PROJECT_ROOT, 'docs'
 const docs = (name: string) => path.join(shotsDir, name);
 
 /** Every visible form control and button has an accessible name (a label, aria-label or text). */
-async function unlabelled(page: Page): Promise<string[]> {
-  return page.evaluate(() => {
-    const out: string[] = [];
-    for (const el of Array.from(document.querySelectorAll('input, select, textarea, button'))) {
-      if ((el as HTMLInputElement).type === 'hidden') continue;
-      const id = el.getAttribute('id');
-      const named = el.getAttribute('aria-label') || (id && document.querySelector(`label[for="${id}"]`)) || el.closest('label') || (el.tagName === 'BUTTON' && el.textContent!.trim());
-      if (!named) out.push(el.outerHTML.slice(0, 80));
-    }
-    return out;
-  });
-}
-
 /** True when the page needs no horizontal scrolling at the viewport's width. */
-const fitsWidth = (page: Page) => page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
-
 describeWithBrowser(describe)('dashboard in Chromium', () => {
   let t: TestApp;
   let browser: Browser;

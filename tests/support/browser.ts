@@ -43,7 +43,8 @@ export function describeWithBrowser(describe: { (name: string, fn: () => void): 
  */
 export async function signedInPage(t: TestApp, context: BrowserContext, projectId: string, email: string, role: 'owner' | 'admin' | 'member' = 'owner'): Promise<Page> {
   const page = await context.newPage();
-  const setup = (await grant(t, projectId, email, role))!;
+  const setup = await grant(t, projectId, email, role);
+  if (!setup) throw new Error(`${email} was set up already: give each browser test's people their own address`);
   await page.goto(t.baseUrl + setup);
   await page.getByLabel('New password').fill(PASSWORD);
   await page.getByLabel('Repeat the password').fill(PASSWORD);
@@ -51,3 +52,20 @@ export async function signedInPage(t: TestApp, context: BrowserContext, projectI
   await page.waitForURL('**/dashboard/projects');
   return page;
 }
+
+/** The page's form controls that have no accessible name (label, aria-label, or a button's text). */
+export async function unlabelled(page: Page): Promise<string[]> {
+  return page.evaluate(() => {
+    const out: string[] = [];
+    for (const el of Array.from(document.querySelectorAll('input, select, textarea, button'))) {
+      if ((el as HTMLInputElement).type === 'hidden') continue;
+      const id = el.getAttribute('id');
+      const named = el.getAttribute('aria-label') || (id && document.querySelector(`label[for="${id}"]`)) || el.closest('label') || (el.tagName === 'BUTTON' && el.textContent!.trim());
+      if (!named) out.push(el.outerHTML.slice(0, 80));
+    }
+    return out;
+  });
+}
+
+/** The page fits the viewport's width: no sideways scroll. */
+export const fitsWidth = (page: Page) => page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);

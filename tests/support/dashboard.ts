@@ -44,15 +44,3 @@ export async function person(t: TestApp, projectId: string, email: string, role:
   return { agent, csrf };
 }
 
-/** A browser page of a person given the role, signed in through the setup link's form as a person would. */
-export async function signedInPage(t: TestApp, context: BrowserContext, projectId: string, email: string, role: 'owner' | 'admin' | 'member'): Promise<Page> {
-  const page = await context.newPage();
-  const link = await grant(t, projectId, email, role);
-  if (!link) throw new Error(`${email} was set up already: give each browser test's people their own address`);
-  await page.goto(t.baseUrl + link);
-  await page.getByLabel('New password').fill(PASSWORD);
-  await page.getByLabel('Repeat the password').fill(PASSWORD);
-  await page.getByRole('button', { name: 'Set password and sign in' }).click();
-  await page.waitForURL('**/dashboard/projects');
-  return page;
-}
