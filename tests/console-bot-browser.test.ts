@@ -14,7 +14,7 @@ import os from 'node:os';
 import { mkdtempSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { describeWithBrowser, launchBrowser, fitsWidth, signedInPage } from './support/browser.js';
+import { describeWithBrowser, launchBrowser, fitsWidth, signedInPage, watchPage } from './support/browser.js';
 import { startTestApp, type TestApp } from './support/app.js';
 import { BOT_LIMITS, botWithTwoDeployments, HOSTILE, seedBotLines } from './support/bot-console.js';
 import { BotScheduler } from '../lib/bot/scheduler.js';
@@ -65,15 +65,7 @@ describeWithBrowser(describe)('Bot and Scheduled tasks in Chromium', () => {
 
     const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
     const page = await signedIn(context, shop.projectId, `bot.owner.${Date.now()}@example.com`, 'owner');
-    const foreign: string[] = [];
-    const dialogs: string[] = [];
-    page.on('request', (r) => {
-      if (!r.url().startsWith(t.baseUrl!)) foreign.push(r.url());
-    });
-    page.on('dialog', (d) => {
-      dialogs.push(d.message());
-      void d.accept();
-    });
+    const { foreign, dialogs } = watchPage(page, t.baseUrl!);
 
     // The preview console: a message holding markup, what the bot would do, as text.
     await page.goto(`${base}/bot`);

@@ -12,7 +12,7 @@ import path from 'node:path';
 import os from 'node:os';
 import { mkdtempSync } from 'node:fs';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { describeWithBrowser, launchBrowser, unlabelled, fitsWidth, signedInPage } from './support/browser.js';
+import { describeWithBrowser, launchBrowser, unlabelled, fitsWidth, signedInPage, watchPage } from './support/browser.js';
 import { startTestApp, type TestApp } from './support/app.js';
 import { HOSTILE, RATE_CARD, seedBotLog, seedDeliveries, seedSpend } from './support/console.js';
 import { dropProjectStorage } from '../lib/tables/isolation.js';
@@ -49,15 +49,7 @@ describeWithBrowser(describe)('console in Chromium', () => {
 
     const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
     const page = await signedIn(context, 'shop.owner@example.com', 'owner');
-    const foreign: string[] = [];
-    const dialogs: string[] = [];
-    page.on('request', (r) => {
-      if (!r.url().startsWith(t.baseUrl!)) foreign.push(r.url());
-    });
-    page.on('dialog', (d) => {
-      dialogs.push(d.message());
-      void d.accept();
-    });
+    const { foreign, dialogs } = watchPage(page, t.baseUrl!);
     const base = `${t.baseUrl}/dashboard/projects/${projectId}`;
 
     // Database: a table made with the form, a row typed in, previewed, added.

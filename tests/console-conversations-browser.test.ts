@@ -14,7 +14,7 @@ import path from 'node:path';
 import os from 'node:os';
 import { mkdtempSync } from 'node:fs';
 import type { Browser, Page } from 'playwright-core';
-import { describeWithBrowser, launchBrowser, signedInPage, unlabelled, fitsWidth } from './support/browser.js';
+import { describeWithBrowser, launchBrowser, signedInPage, unlabelled, fitsWidth, watchPage } from './support/browser.js';
 import { startTestApp, type TestApp } from './support/app.js';
 import { template } from './support/broadcasts.js';
 import { PROJECT_ROOT } from '../lib/platform/project-root.js';
@@ -60,15 +60,7 @@ describeWithBrowser(describe)('conversations in Chromium', () => {
 
     const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
     const page = await signedInPage(t, context, project.id, 'shop.owner@example.com');
-    const foreign: string[] = [];
-    const dialogs: string[] = [];
-    page.on('request', (r) => {
-      if (!r.url().startsWith(t.baseUrl!)) foreign.push(r.url());
-    });
-    page.on('dialog', (d) => {
-      dialogs.push(d.message());
-      void d.accept();
-    });
+    const { foreign, dialogs } = watchPage(page, t.baseUrl!);
     const base = `${t.baseUrl}/dashboard/projects/${project.id}`;
 
     // Contacts: the username customer by username and by BSUID; no "+null" anywhere.

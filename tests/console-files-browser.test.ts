@@ -13,7 +13,7 @@ import os from 'node:os';
 import { mkdtempSync } from 'node:fs';
 import request from 'supertest';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { describeWithBrowser, launchBrowser, unlabelled, fitsWidth, signedInPage } from './support/browser.js';
+import { describeWithBrowser, launchBrowser, unlabelled, fitsWidth, signedInPage, watchPage } from './support/browser.js';
 import { startTestApp, type TestApp } from './support/app.js';
 import * as S from './support/samples.js';
 import { PROJECT_ROOT } from '../lib/platform/project-root.js';
@@ -54,15 +54,7 @@ describeWithBrowser(describe)('files and flows in Chromium', () => {
 
     const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
     const page = await signedIn(context, 'shop.owner@example.com', 'owner');
-    const foreign: string[] = [];
-    const dialogs: string[] = [];
-    page.on('request', (r) => {
-      if (!r.url().startsWith(t.baseUrl!)) foreign.push(r.url());
-    });
-    page.on('dialog', (d) => {
-      dialogs.push(d.message());
-      void d.accept();
-    });
+    const { foreign, dialogs } = watchPage(page, t.baseUrl!);
     const said: string[] = [];
     await page.exposeFunction('recordUploadStatus', (text: string) => void said.push(text));
     const base = `${t.baseUrl}/dashboard/projects/${projectId}`;

@@ -69,3 +69,20 @@ export async function unlabelled(page: Page): Promise<string[]> {
 
 /** The page fits the viewport's width: no sideways scroll. */
 export const fitsWidth = (page: Page) => page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
+
+/**
+ * What a page does beside its own service: every request to another origin (a page must load
+ * nothing from outside) and every dialog's message (each accepted, so a confirmation proceeds).
+ */
+export function watchPage(page: Page, baseUrl: string): { foreign: string[]; dialogs: string[] } {
+  const foreign: string[] = [];
+  const dialogs: string[] = [];
+  page.on('request', (r) => {
+    if (!r.url().startsWith(baseUrl)) foreign.push(r.url());
+  });
+  page.on('dialog', (d) => {
+    dialogs.push(d.message());
+    void d.accept();
+  });
+  return { foreign, dialogs };
+}
