@@ -298,6 +298,24 @@ export async function upsertConversation(tx: Prisma.TransactionClient, projectId
 }
 
 /**
+ * The SET items of an inbound message's `UPDATE conversations c` at `at` (SQL), the statement's
+ * form of upsertConversation's update with inbound: true (lib/messaging/inbound-statement.ts):
+ * activity and the window only move forward, the order moves only when another conversation is
+ * ahead (order.ts). Computed from the locked row, so a concurrent send's update is not lost.
+ */
+export function inboundActivitySetSql(at: string, updatedAt: string): string {
+  return `last_message_at = GREATEST(c.last_message_at, ${at}),
+    last_inbound_at = CASE WHEN c.last_inbound_at IS NULL OR c.last_inbound_at < ${at} THEN ${at} ELSE c.last_inbound_at END,
+    order_at = CASE
+      WHEN ${at} > c.order_at AND EXISTS (
+        SELECT 1 FROM conversation_order ahead
+        WHERE ahead.project_id = c.project_id AND (ahead.order_at, ahead.conversation_id) > (c.order_at, c.id))
+      THEN GREATEST(c.last_message_at, ${at})
+      ELSE c.order_at END,
+    updated_at = ${updatedAt}`;
+}
+
+/**
  * The send ledger's conversations of a batch, inside its one statement: `select` yields
  * (project_id, contact_id, last_message_at, created_at, updated_at); an existing conversation has
  * its activity moved forward (order.ts). The caller adds its RETURNING.

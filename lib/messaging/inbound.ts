@@ -24,6 +24,7 @@ import { sendConsentConfirmation } from './consent-confirmation.js';
 import { inboundText } from './inbound-text.js';
 import { flowReplyOf } from '../flows/send.js';
 import { pricingOf } from '../pricing/status-pricing.js';
+import { storeReturningCustomerMessage } from './inbound-statement.js';
 
 export { STATUS_RANK } from './status-rank.js';
 
@@ -44,42 +45,12 @@ async function applyMessage(deps: Deps, channel: OpenChannel, m: MetaMessage, cu
   if (ids.userId !== undefined && !isBsuid(ids.userId)) delete ids.userId;
   if (typeof m?.id !== 'string' || !m.id || (!ids.phone && !ids.userId)) return false;
   const { id: _omit, from: _from, ...rest } = m;
-  const stored = await deps.db.prisma.$transaction(async (tx) => {
-    const seen = await tx.message.findUnique({ where: { projectId_wamid: { projectId: channel.projectId, wamid: m.id } }, select: { id: true } });
-    if (seen) return false;
-    // Meta's BSUID change (a system message from the old id naming the new one): re-key first,
-    // so the message lands on the same contact under its new id. A replay finds nothing to move.
-    const newUserId = bsuidChangeOf(m);
-    if (newUserId && ids.userId && newUserId !== ids.userId) {
-      await rekeyContact(tx, channel.projectId, ids.userId, newUserId, now, deps.contactMerge);
-      ids.userId = newUserId;
-    }
-    const contact = (await resolveContact(tx, channel.projectId, ids, now, deps.contactMerge))!;
-    // The window runs from when we received the message: our clock, not the provider's.
-    const conversation = await upsertConversation(tx, channel.projectId, contact.id, now, { inbound: true });
-    const flowReply = await flowReplyOf(tx, channel.projectId, m);
-    if (flowReply) (rest as Record<string, unknown>).flow_reply = flowReply;
-    const type = String(m.type ?? 'unknown').slice(0, 32);
-    const message = await recordInbound(tx, {
-      projectId: channel.projectId,
-      conversationId: conversation.id,
-      wamid: m.id,
-      type,
-      content: rest as object,
-      sentAt: m.timestamp ? new Date(Number(m.timestamp) * 1000) : now,
-      at: now,
-    });
-    // A consent keyword (the whole message) changes the contact's marketing consent with it.
-    const consent = await keywordConsent(tx, channel.projectId, contact.id, type, rest as Record<string, unknown>, now);
-    // The bot's part commits with the message: a restart before the bot ran cannot drop it.
-    if (deps.bot) await deps.bot.enqueue(tx, channel.projectId, message.id, now);
-    await recordEvent(tx, channel.projectId, 'message.received', {
-      conversation_id: Number(conversation.id),
-      message: messageView(message, contact),
-      conversation: conversationView(conversation, now),
-    }, now);
-    return { conversation, message, contact, consent };
+  // A returning customer's message is one statement; any other case runs the transaction.
+  const fast = await storeReturningCustomerMessage(deps.db.pool, {
+    projectId: channel.projectId, message: m, ids, content: rest, now, botInboxLeaseMs: deps.bot ? deps.config.botInboxLeaseMs : null,
   });
+  if (fast === 'not stored') return false;
+  const stored = fast ? { ...fast.stored, consent: undefined } : await storeInTransaction(deps, channel, m, ids, rest, now);
   if (!stored) return false;
   if (stored.consent?.confirmation) {
     const to = stored.contact.phone ? { phone: `+${stored.contact.phone}` } : { user_id: stored.contact.userId! };
@@ -94,6 +65,50 @@ async function applyMessage(deps: Deps, channel: OpenChannel, m: MetaMessage, cu
     consent: stored.consent ? { change: stored.consent.status, keyword: stored.consent.keyword } : null,
   });
   return true;
+}
+
+/**
+ * Any inbound message, in one transaction: a BSUID change, a new or merged contact, ids to fill
+ * in, a flow's reply, a consent keyword (the one statement's fast path leaves these here).
+ * False when the wamid was stored before.
+ */
+async function storeInTransaction(deps: Deps, channel: OpenChannel, m: MetaMessage, ids: Customer, rest: Record<string, unknown>, now: Date) {
+  return deps.db.prisma.$transaction(async (tx) => {
+    const seen = await tx.message.findUnique({ where: { projectId_wamid: { projectId: channel.projectId, wamid: m.id } }, select: { id: true } });
+    if (seen) return false;
+    // Meta's BSUID change (a system message from the old id naming the new one): re-key first,
+    // so the message lands on the same contact under its new id. A replay finds nothing to move.
+    const newUserId = bsuidChangeOf(m);
+    if (newUserId && ids.userId && newUserId !== ids.userId) {
+      await rekeyContact(tx, channel.projectId, ids.userId, newUserId, now, deps.contactMerge);
+      ids.userId = newUserId;
+    }
+    const contact = (await resolveContact(tx, channel.projectId, ids, now, deps.contactMerge))!;
+    // The window runs from when we received the message: our clock, not the provider's.
+    const conversation = await upsertConversation(tx, channel.projectId, contact.id, now, { inbound: true });
+    const flowReply = await flowReplyOf(tx, channel.projectId, m);
+    if (flowReply) rest.flow_reply = flowReply;
+    const type = String(m.type ?? 'unknown').slice(0, 32);
+    const message = await recordInbound(tx, {
+      projectId: channel.projectId,
+      conversationId: conversation.id,
+      wamid: m.id,
+      type,
+      content: rest,
+      sentAt: m.timestamp ? new Date(Number(m.timestamp) * 1000) : now,
+      at: now,
+    });
+    // A consent keyword (the whole message) changes the contact's marketing consent with it.
+    const consent = await keywordConsent(tx, channel.projectId, contact.id, type, rest, now);
+    // The bot's part commits with the message: a restart before the bot ran cannot drop it.
+    if (deps.bot) await deps.bot.enqueue(tx, channel.projectId, message.id, now);
+    await recordEvent(tx, channel.projectId, 'message.received', {
+      conversation_id: Number(conversation.id),
+      message: messageView(message, contact),
+      conversation: conversationView(conversation, now),
+    }, now);
+    return { conversation, message, contact, consent };
+  });
 }
 
 /** The new BSUID a system message announces (Meta's user id change), if it is one. */

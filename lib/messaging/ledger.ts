@@ -324,6 +324,17 @@ export async function recordInbound(
 }
 
 /**
+ * recordInbound as SQL, for the inbound message's one statement (lib/messaging/inbound-statement.ts):
+ * `select` yields (project_id, conversation_id, wamid, type, content, sent_at, status_at). A wamid
+ * already stored (a provider's retry racing the first delivery) inserts nothing. The caller adds its RETURNING.
+ */
+export function insertInboundSql(select: string): string {
+  return `INSERT INTO messages (project_id, conversation_id, wamid, type, content, sent_at, status_at, direction, status)
+          SELECT s.*, 'inbound', 'received' FROM (${select}) s
+          ON CONFLICT (project_id, wamid) DO NOTHING`;
+}
+
+/**
  * The statuses' moves, as a data-modifying CTE body over `input` (wamid, status, rank, error,
  * event_id, ref, pricing, ord) of project `project` at `at` (SQL given by the caller's statement).
  * A pending send (outcome unknown to us), or one the ledger settled as unknown, is found by our
