@@ -14,6 +14,7 @@ import type { AppDeps } from './app-deps.js';
 import type { Handler, HandlerMap, Reply } from './handler-types.js';
 import { responseCheck as contractResponseCheck } from './contract-checks/response-check.js';
 import { nameRequest } from '../lib/platform/tracing/spans.js';
+import { sendJson } from './json-response.js';
 
 export function operationOf(req: Request, contract: Contract): OperationInfo {
   const id = (req as any).openapi?.schema?.operationId;
@@ -109,7 +110,7 @@ export function contractPipeline(opts: PipelineOptions): RequestHandler {
       deps,
     );
     if ('raw' in reply) {
-      res.status(reply.status ?? 200).json(reply.raw);
+      sendJson(req, res, reply.status ?? 200, reply.raw);
     } else if ('stream' in reply) {
       res.status(reply.status ?? 200).set(reply.headers);
       // A read error mid-stream can only cut the connection: the status line has gone.
@@ -119,7 +120,7 @@ export function contractPipeline(opts: PipelineOptions): RequestHandler {
       });
     } else {
       if (reply.headers) res.set(reply.headers);
-      res.status(reply.status ?? 200).json({ success: true, data: reply.data });
+      sendJson(req, res, reply.status ?? 200, { success: true, data: reply.data });
     }
   };
 

@@ -5,6 +5,7 @@
  */
 import type { NextFunction, Request, Response } from 'express';
 import { ApiError } from '../lib/platform/errors.js';
+import { sendJson } from '../http/json-response.js';
 import type { Logger } from '../lib/platform/logger.js';
 import { isDatabaseUnavailable } from '../lib/platform/db/errors.js';
 import { createLogThrottle } from '../lib/platform/counters.js';
@@ -20,7 +21,7 @@ export function sendError(req: Request, res: Response, err: ApiError): void {
   res.locals.errorCode = err.code;
   const error: Record<string, unknown> = { code: err.code, message: err.message };
   if (err.details !== undefined) error.details = err.details;
-  res.status(err.status).json({ success: false, error, request_id: req.requestId });
+  sendJson(req, res, err.status, { success: false, error, request_id: req.requestId });
 }
 
 /** Validator errors name fields as paths like `/body/state` or `.query.limit`. */
