@@ -2,7 +2,8 @@
  * A returning customer's message in one statement (lib/messaging/inbound-statement.ts) under
  * concurrency, against the real database: the provider's retries of one wamid at once store it
  * once with one `message.received`, and messages of one customer at once are all stored, each with
- * its event, none losing the conversation's update.
+ * its event, none losing the conversation's update; with a bot runtime attached, the message
+ * enters the bot's inbox as the runtime's enqueue puts it there.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
@@ -10,6 +11,7 @@ import { startTestApp, type TestApp } from './support/app.js';
 import { countStatements, type StatementCounter } from './support/statements.js';
 import { openChannel } from '../lib/channel-settings/settings.js';
 import { applyWebhook } from '../lib/messaging/inbound.js';
+import { storeReturningCustomerMessage } from '../lib/messaging/inbound-statement.js';
 
 let t: TestApp;
 let counter: StatementCounter;
@@ -41,10 +43,10 @@ async function returningCustomer() {
   const apply = (payload: object) => applyWebhook(t.services.deps, channel, payload);
   const count = async (sql: string) => (await t.db.pool.query(sql, [project.id])).rows[0].n as number;
   const conversation = async () => (await t.db.pool.query('SELECT last_message_at, last_inbound_at FROM conversations WHERE project_id = $1', [project.id])).rows[0];
-  return { notification, apply, count, conversation };
+  return { project, contact, notification, apply, count, conversation };
 }
 
-describe('a returning customer\'s message in one statement, concurrently', () => {
+describe('a returning customer\'s message in one statement', () => {
   it('When the provider delivers one message several times at once, then it is stored once with one message.received', async () => {
     const c = await returningCustomer();
     t.clock.advance(5_000);
@@ -73,5 +75,19 @@ describe('a returning customer\'s message in one statement, concurrently', () =>
     expect(await c.count(`SELECT count(*)::int AS n FROM messages WHERE project_id = $1 AND wamid LIKE 'wamid.together-%'`)).toBe(5);
     expect(await c.count(`SELECT count(DISTINCT data #>> '{message,wamid}')::int AS n FROM events WHERE project_id = $1 AND name = 'message.received' AND data #>> '{message,wamid}' LIKE 'wamid.together-%'`)).toBe(5);
     expect(await c.conversation()).toEqual({ last_message_at: t.clock.now(), last_inbound_at: t.clock.now() });
+  });
+
+  it('When a bot runtime is attached, then the statement puts the message in the bot\'s inbox as its enqueue does', async () => {
+    const c = await returningCustomer();
+    const now = t.clock.now();
+    const message = { id: 'wamid.for-the-bot', timestamp: String(Math.floor(now.getTime() / 1000)), type: 'text', text: { body: 'hello bot' } };
+    const result = await storeReturningCustomerMessage(t.db.pool, {
+      projectId: c.project.id, message, ids: { phone: c.contact.phone, userId: c.contact.user_id, profileName: 'Ada' },
+      content: { timestamp: message.timestamp, type: 'text', text: message.text }, now, botInboxLeaseMs: 60_000,
+    });
+    expect(result).toMatchObject({ stored: { message: { type: 'text' }, contact: { phone: c.contact.phone, userId: c.contact.user_id, name: 'Ada' }, conversation: { state: 'unstructured' } } });
+    const id = (result as { stored: { message: { id: bigint } } }).stored.message.id;
+    const { rows } = await t.db.pool.query('SELECT key, kind, message_id, lease_until, attempts, abnormal_runs, created_at FROM bot_inbox WHERE project_id = $1', [c.project.id]);
+    expect(rows).toEqual([{ key: `message:${id}`, kind: 'message', message_id: String(id), lease_until: new Date(now.getTime() + 60_000), attempts: 0, abnormal_runs: 0, created_at: now }]);
   });
 });
