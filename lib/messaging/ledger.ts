@@ -218,20 +218,26 @@ export async function recordIntents(db: Db, projectId: string, intents: Intent[]
 /**
  * 3. The channel accepted these sends: each message gets its wamid (unless a status already gave
  * it one) and leaves `pending` (or `unknown`); a message a status already settled is left alone
- * (no write that changes nothing). Locks are taken by wamid, as the status side does.
+ * (no write that changes nothing). Its rows are locked in id order first, as the status side
+ * locks them (statusMovesSql), so the two never deadlock.
  */
 export async function confirmIntents(db: Db, projectId: string, accepted: Array<{ ref: string; wamid: string; at: Date }>): Promise<void> {
   if (!accepted.length) return;
-  const sorted = [...accepted].sort((a, b) => (a.wamid < b.wamid ? -1 : a.wamid > b.wamid ? 1 : 0));
   await retryDeadlock(() => db.query({
     name: 'confirm-sent-many',
-    text: `UPDATE messages m SET wamid = i.wamid,
+    text: `WITH i AS (SELECT * FROM unnest($2::text[], $3::text[], $4::timestamptz[]) AS i(ref, wamid, at)),
+           locked AS (
+             SELECT m.id FROM messages m JOIN i ON m.project_id = $1 AND m.send_ref = i.ref
+             WHERE m.status IN ('pending', 'unknown') OR m.wamid IS DISTINCT FROM i.wamid
+             ORDER BY m.id FOR UPDATE OF m
+           )
+           UPDATE messages m SET wamid = i.wamid,
                   status = CASE WHEN m.status IN ('pending', 'unknown') THEN 'sent' ELSE m.status END,
                   status_at = CASE WHEN m.status IN ('pending', 'unknown') THEN i.at ELSE m.status_at END
-           FROM unnest($2::text[], $3::text[], $4::timestamptz[]) AS i(ref, wamid, at)
-           WHERE m.project_id = $1 AND m.send_ref = i.ref
+           FROM i, locked
+           WHERE m.id = locked.id AND m.project_id = $1 AND m.send_ref = i.ref
              AND (m.status IN ('pending', 'unknown') OR m.wamid IS DISTINCT FROM i.wamid)`,
-    values: [projectId, sorted.map((w) => w.ref), sorted.map((w) => w.wamid), sorted.map((w) => w.at)],
+    values: [projectId, accepted.map((w) => w.ref), accepted.map((w) => w.wamid), accepted.map((w) => w.at)],
   }));
 }
 
@@ -344,11 +350,15 @@ export function insertInboundSql(select: string): string {
  * already recorded as sent costs no extra row write.
  */
 export function statusMovesSql(input: string, project: string, at: string): string {
+  const target = (m: string, i: string) => `${m}.project_id = ${project} AND ${m}.direction = 'outbound'
+                 AND (${m}.wamid = ${i}.wamid OR (${i}.ref IS NOT NULL AND ${m}.send_ref = ${i}.ref AND ${m}.status IN ('pending', 'unknown')))
+                 AND ${statusRankSql(`${m}.status`)} < ${i}.rank`;
+  // The rows are locked first, in id order, as every writer of several messages locks them
+  // (confirmIntents): otherwise a status batch and a confirm taking the same rows in other
+  // orders deadlock, and PostgreSQL breaks that only after deadlock_timeout, a second.
   return `UPDATE messages m SET status = i.status, status_at = ${at}, error = i.error, wamid = i.wamid, pricing = COALESCE(i.pricing, m.pricing)
-               FROM ${input} i
-               WHERE m.project_id = ${project} AND m.direction = 'outbound'
-                 AND (m.wamid = i.wamid OR (i.ref IS NOT NULL AND m.send_ref = i.ref AND m.status IN ('pending', 'unknown')))
-                 AND ${statusRankSql('m.status')} < i.rank
+               FROM ${input} i, (SELECT lm.id FROM messages lm JOIN ${input} li ON ${target('lm', 'li')} ORDER BY lm.id FOR UPDATE OF lm) locked
+               WHERE m.id = locked.id AND ${target('m', 'i')}
                RETURNING m.id, m.conversation_id, i.wamid, i.status, i.error, i.event_id, i.ord, i.pricing`;
 }
 

@@ -67,14 +67,18 @@ export async function openPgStats(dataDir: string, port: number): Promise<PgStat
     await client.end();
     return undefined;
   }
+  // pg_stat_database counts deadlocks since the server's statistics began: read before and after.
+  const deadlocks = async () => Number((await client.query<{ n: string }>(`SELECT deadlocks AS n FROM pg_stat_database WHERE datname = 'service'`)).rows[0]?.n ?? 0);
+  let deadlocksBefore = await deadlocks();
   return {
     async reset() {
       ops = { count: 0, what: 'operation' };
       await client.query('SELECT pg_stat_statements_reset()');
+      deadlocksBefore = await deadlocks();
     },
     async report() {
-      const { rows } = await client.query<{ calls: string; plans: string; plan: number; exec: number; query: string }>(
-        `SELECT s.calls, s.plans, s.total_plan_time AS plan, s.total_exec_time AS exec, s.query
+      const { rows } = await client.query<{ calls: string; plans: string; plan: number; exec: number; max: number; query: string }>(
+        `SELECT s.calls, s.plans, s.total_plan_time AS plan, s.total_exec_time AS exec, s.max_exec_time AS max, s.query
          FROM pg_stat_statements s JOIN pg_roles r ON r.oid = s.userid JOIN pg_database d ON d.oid = s.dbid
          WHERE r.rolname = 'service' AND d.datname = 'service' AND s.query NOT ILIKE 'vacuum%'
            AND s.query NOT LIKE '%(SELECT count(*) FROM events WHERE dispatched_at IS NULL) + (SELECT count(*) FROM messages%'`,
@@ -84,11 +88,13 @@ export async function openPgStats(dataDir: string, port: number): Promise<PgStat
       if (ops.count > 0) {
         lines.push(`per ${ops.what} (${ops.count}): ${(sum('calls') / ops.count).toFixed(2)} statements, ${(sum('plans') / ops.count).toFixed(2)} planned, plan ${((sum('plan') * 1000) / ops.count).toFixed(0)} µs, execution ${((sum('exec') * 1000) / ops.count).toFixed(0)} µs`);
       }
+      // A deadlock waits deadlock_timeout (1 s) before PostgreSQL breaks it: a request's one-second tail.
+      lines.push(`deadlocks: ${(await deadlocks()) - deadlocksBefore}; the slowest execution of a statement: ${Math.max(0, ...rows.map((r) => r.max)).toFixed(0)} ms`);
       const top = rows.sort((a, b) => b.plan + b.exec - (a.plan + a.exec)).slice(0, 10);
-      lines.push('   calls  planned  plan µs/call  exec µs/call  statement');
+      lines.push('   calls  planned  plan µs/call  exec µs/call  max ms  statement');
       for (const r of top) {
         const calls = Number(r.calls);
-        lines.push(`${String(calls).padStart(8)}  ${String(r.plans).padStart(7)}  ${((r.plan * 1000) / calls).toFixed(0).padStart(12)}  ${((r.exec * 1000) / calls).toFixed(0).padStart(12)}  ${r.query.replace(/\s+/g, ' ').slice(0, 90)}`);
+        lines.push(`${String(calls).padStart(8)}  ${String(r.plans).padStart(7)}  ${((r.plan * 1000) / calls).toFixed(0).padStart(12)}  ${((r.exec * 1000) / calls).toFixed(0).padStart(12)}  ${r.max.toFixed(0).padStart(6)}  ${r.query.replace(/\s+/g, ' ').slice(0, 90)}`);
       }
       return lines.join('\n');
     },
