@@ -5,17 +5,20 @@
  *
  * The fast path is exactly a returning customer writing a normal message: one contact matches the
  * phone and/or BSUID, the payload adds nothing to it (no id, username or name to fill in), it has a
- * conversation, and the message is neither a BSUID change, a flow's reply, nor possibly a consent
- * keyword. Anything else (a new customer, a merge, ids to fill in, a first conversation, those
- * messages) writes nothing here and answers `fallback`: the caller runs the full transaction
- * (lib/messaging/inbound.ts), which is the rule this statement must agree with.
+ * conversation, and the message is neither a system message (a BSUID change), a flow's reply, nor
+ * possibly a consent keyword. Anything else (a new customer, a merge, ids to fill in, a first
+ * conversation, those messages) writes nothing here and answers `fallback`: the caller runs the
+ * full transaction (lib/messaging/inbound.ts), which is the rule this statement must agree with.
+ * Those need writes whose outcome the rest depends on (a contact created or merged, a keyword's
+ * consent and its confirmation), rare enough to pay this statement and the transaction.
  *
  * Concurrency, as in the transaction: the contact is locked FOR UPDATE, so messages of one customer
  * are stored one at a time, and a merge (which locks its contacts first) cannot move the
  * conversation underneath. A wamid already stored is seen first; one being stored by a concurrent
  * retry makes the insert do nothing (ON CONFLICT), and every other write hangs off the inserted
- * row, so the retry writes nothing at all. The conversation's update is computed from its locked
- * row, so a concurrent send's update of it is not lost.
+ * row, so the retry writes nothing at all (and is answered as a replay, where the transaction's
+ * insert failed on the unique key). The conversation's update is computed from its locked row, so
+ * a concurrent send's update of it is not lost.
  */
 import type pg from 'pg';
 import type { Customer, MetaMessage } from '../../channel/notifications.js';
