@@ -36,6 +36,26 @@ export function assertHandlers(contract: Contract, handlers: Record<string, unkn
   }
 }
 
+const APPLIES = Symbol('the operations a step applies to');
+
+/**
+ * A step that some operations need (an upload's budget, a project's selection, idempotency): each
+ * operation's pipeline is composed at start-up from the steps that apply to it, so a request pays
+ * nothing for the others. A step without this mark applies to every operation.
+ */
+export function onlyFor(applies: (op: OperationInfo) => boolean, step: RequestHandler): RequestHandler {
+  return Object.assign(step, { [APPLIES]: applies });
+}
+
+/** One composed pipeline per operation, of the steps that apply to it; chosen by the operation the validator matched. */
+function perOperation(contract: Contract, steps: RequestHandler[]): RequestHandler {
+  const pipelines = new Map<string, RequestHandler>();
+  for (const op of contract.operations.values()) {
+    pipelines.set(op.operationId, compose(steps.filter((s) => (s as { [APPLIES]?: (op: OperationInfo) => boolean })[APPLIES]?.(op) ?? true)));
+  }
+  return (req, res, next) => pipelines.get(operationOf(req, contract).operationId)!(req, res, next);
+}
+
 export interface PipelineOptions {
   contract: Contract;
   handlers: HandlerMap;
@@ -124,19 +144,23 @@ export function contractPipeline(opts: PipelineOptions): RequestHandler {
     }
   };
 
+  // Up to the validator's metadata step the operation is unknown; from there on, each operation
+  // runs its own pipeline, composed here once.
   const pipeline = compose([
     ...steps.slice(0, meta + 1),
-    ...responseCheck,
-    // Ours after the validator's, so it sees the handler's body first (http/contract-checks/response-check.ts).
-    contractResponseCheck({ contract, sample: deps.config.responseCheckSample, logger: deps.logger, pathPrefix, onViolation: deps.onResponseViolation }),
-    // The validator's security step stands here, where our policy runs; with validateSecurity off
-    // it only passes on, a promise hop per request, so it is left out.
-    ...steps.slice(meta + 1, at),
-    ...policy,
-    body,
-    ...steps.slice(at + 1),
-    ...beforeHandler,
-    dispatch,
+    perOperation(contract, [
+      ...responseCheck,
+      // Ours after the validator's, so it sees the handler's body first (http/contract-checks/response-check.ts).
+      contractResponseCheck({ contract, sample: deps.config.responseCheckSample, logger: deps.logger, pathPrefix, onViolation: deps.onResponseViolation }),
+      // The validator's security step stands here, where our policy runs; with validateSecurity off
+      // it only passes on, a promise hop per request, so it is left out.
+      ...steps.slice(meta + 1, at),
+      ...policy,
+      body,
+      ...steps.slice(at + 1),
+      ...beforeHandler,
+      dispatch,
+    ]),
   ]);
   // A request of another contract skips the whole pipeline at once.
   return (req, res, next) => (req.path.startsWith(pathPrefix) ? pipeline(req, res, next) : next());

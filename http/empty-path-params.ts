@@ -13,6 +13,7 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Contract } from './contract.js';
 import { ApiError } from '../lib/platform/errors.js';
+import { onlyFor } from './dispatch.js';
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -73,9 +74,9 @@ export function markEmptyPathParams(contracts: Array<{ contract: Contract; prefi
 }
 
 /** After authentication: an empty path parameter is a malformed id. */
-export const refuseEmptyPathParams: RequestHandler = (req, _res, next) => {
+export const refuseEmptyPathParams: RequestHandler = onlyFor((op) => op.path.includes('{'), (req, _res, next) => {
   const empty = req.emptyPathParams;
   if (!empty?.length) return next();
   const fields = empty.map((name) => ({ field: `path.${name}`, message: 'must not be empty' }));
   next(new ApiError('invalid_id', `The path parameter ${empty.map((n) => `{${n}}`).join(', ')} is empty.`, { fields }));
-};
+});

@@ -20,7 +20,7 @@ import { createHash } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
 import { ApiError } from '../lib/platform/errors.js';
 import type { AppDeps } from '../http/app-deps.js';
-import { operationOf } from '../http/dispatch.js';
+import { onlyFor, operationOf } from '../http/dispatch.js';
 import { claimKey, completeKey, completeLinkedKey, readKey, releaseKey, releaseLinkedKey, type StoredKey } from '../lib/platform/idempotency-store.js';
 
 const RETENTION_MS = 24 * 60 * 60 * 1000;
@@ -81,11 +81,11 @@ function replayHeaders(record: Stored, now: Date): Record<string, string> {
 }
 
 export function idempotency(deps: AppDeps) {
-  return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
+  // Only operations marked x-idempotent honour the header (the pipeline leaves it out of the others).
+  return onlyFor((op) => op.idempotent, async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     const header = req.headers['idempotency-key'];
     if (header === undefined || !req.auth) return next();
     const op = operationOf(req, deps.contract);
-    if (!op.idempotent) return next();
     const resolver = resolvers.get(op.operationId);
     const key = Array.isArray(header) ? header.join(',') : header;
     if (key.length === 0 || key.length > 255) {
@@ -142,7 +142,7 @@ export function idempotency(deps: AppDeps) {
     };
     req.idempotencyKey = key;
     next();
-  };
+  });
 }
 
 /** A 5xx: the key is released, unless work linked to it is still open (its operation decides). */

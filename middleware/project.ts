@@ -7,7 +7,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { ApiError } from '../lib/platform/errors.js';
 import type { AuthContext, Credential, Grant } from '../lib/access/types.js';
 import type { AppDeps } from '../http/app-deps.js';
-import { operationOf } from '../http/dispatch.js';
+import { onlyFor } from '../http/dispatch.js';
 
 export type { AuthContext } from '../lib/access/types.js';
 
@@ -38,14 +38,14 @@ export function selectGrant(credential: Credential, header: string | string[] | 
 }
 
 export function selectProject(deps: AppDeps) {
-  return (req: Request, _res: Response, next: NextFunction): void => {
-    const op = operationOf(req, deps.contract);
-    if (!req.credential || !op.projectScoped) return next();
+  // Only operations on one project select it (the pipeline leaves it out of the others).
+  return onlyFor((op) => op.projectScoped, (req: Request, _res: Response, next: NextFunction): void => {
+    if (!req.credential) return next();
     const grant = selectGrant(req.credential, req.headers['x-service-project'], req.method);
     if (grant.project.status !== 'active') {
       throw new ApiError('project_inactive', `Project "${grant.project.id}" is ${grant.project.status}.`);
     }
     req.auth = { credential: req.credential, project: grant.project, scopes: grant.scopes };
     next();
-  };
+  });
 }

@@ -5,13 +5,12 @@
 import type { NextFunction, Request, Response } from 'express';
 import { requireScopes } from '../lib/access/scopes.js';
 import type { AppDeps } from '../http/app-deps.js';
-import { operationOf } from '../http/dispatch.js';
+import { onlyFor, operationOf } from '../http/dispatch.js';
 
 export function operationScopes(deps: AppDeps) {
-  return (req: Request, _res: Response, next: NextFunction): void => {
-    const { requiredScopes } = operationOf(req, deps.contract);
-    if (requiredScopes.length === 0 || !req.auth) return next();
-    requireScopes(req.auth, requiredScopes, 'This operation');
+  return onlyFor((op) => op.requiredScopes.length > 0, (req: Request, _res: Response, next: NextFunction): void => {
+    if (!req.auth) return next();
+    requireScopes(req.auth, operationOf(req, deps.contract).requiredScopes, 'This operation');
     next();
-  };
+  });
 }

@@ -6,7 +6,7 @@
  */
 import type { NextFunction, Request, Response } from 'express';
 import type { Contract } from '../http/contract.js';
-import { operationOf } from '../http/dispatch.js';
+import { onlyFor, operationOf } from '../http/dispatch.js';
 import { ApiError } from '../lib/platform/errors.js';
 
 export function streamedBody(contract: Contract) {
@@ -16,9 +16,8 @@ export function streamedBody(contract: Contract) {
       if (op && typeof op === 'object' && typeof op['x-streamed-body'] === 'string') streamed.set(op.operationId, op['x-streamed-body']);
     }
   }
-  return (req: Request, _res: Response, next: NextFunction): void => {
-    const type = streamed.get(operationOf(req, contract).operationId);
-    if (type === undefined) return next();
+  return onlyFor((op) => streamed.has(op.operationId), (req: Request, _res: Response, next: NextFunction): void => {
+    const type = streamed.get(operationOf(req, contract).operationId)!;
     const given = String(req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
     if (given !== type) return next();
     const encoding = String(req.headers['content-encoding'] ?? 'identity').toLowerCase();
@@ -26,5 +25,5 @@ export function streamedBody(contract: Contract) {
     (req as unknown as { _body: boolean })._body = true;
     req.body = '';
     next();
-  };
+  });
 }

@@ -18,7 +18,7 @@
  */
 import type { NextFunction, Request, Response } from 'express';
 import type { AppDeps } from '../http/app-deps.js';
-import { operationOf } from '../http/dispatch.js';
+import { onlyFor, operationOf } from '../http/dispatch.js';
 import { ApiError } from '../lib/platform/errors.js';
 import { readJsonUpload } from '../http/upload/json-body.js';
 import { readMultipartUpload } from '../http/upload/multipart-body.js';
@@ -73,8 +73,8 @@ function drain(req: Request, res: Response, cap: number): Promise<void> {
 }
 
 export function uploadBody(deps: AppDeps) {
-  // Most operations take no file: they pass without entering the async reader below.
-  return (req: Request, res: Response, next: NextFunction): void | Promise<void> => (operationOf(req, deps.contract).uploadMetered ? read(req, res, next) : next());
+  // Only operations that take a file read one (the pipeline leaves it out of the others).
+  return onlyFor((op) => op.uploadMetered, read);
   async function read(req: Request, res: Response, next: NextFunction): Promise<void> {
     const op = operationOf(req, deps.contract);
     const type = String(req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();

@@ -8,7 +8,7 @@
  */
 import type { NextFunction, Request, Response } from 'express';
 import type { AppDeps } from '../http/app-deps.js';
-import { operationOf } from '../http/dispatch.js';
+import { onlyFor } from '../http/dispatch.js';
 import { UploadBudget } from '../lib/media/budget.js';
 
 declare module 'express-serve-static-core' {
@@ -25,10 +25,10 @@ export function uploadBudget(deps: AppDeps) {
     req.uploadBudget = budget;
     next();
   };
-  // Most operations are not metered: they pass without a promise.
-  return (req: Request, _res: Response, next: NextFunction): void | Promise<void> => {
+  // Only operations that take a file are metered (the pipeline leaves it out of the others).
+  return onlyFor((op) => op.uploadMetered, (req: Request, _res: Response, next: NextFunction): void | Promise<void> => {
     const key = req.credential?.rateKey;
-    if (!operationOf(req, deps.contract).uploadMetered || key === undefined) return next();
+    if (key === undefined) return next();
     return count(req, key, next);
-  };
+  });
 }
