@@ -3,7 +3,7 @@
  * SHA-256 digest is a sufficient one-way hash: only the digest is stored, and a presented
  * secret is found by its digest and then compared in constant time.
  */
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 const ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
 
@@ -29,7 +29,8 @@ export function newSecret(prefix: string): string {
 }
 
 export function hashSecret(secret: string): string {
-  return createHash('sha256').update(secret, 'utf8').digest('hex');
+  // The one-shot hash: a third of createHash's cost, and every authenticated request pays it.
+  return hash('sha256', secret, 'hex');
 }
 
 /** Constant-time equality of two strings (false when lengths differ). */
