@@ -350,15 +350,17 @@ export function insertInboundSql(select: string): string {
  * already recorded as sent costs no extra row write.
  */
 export function statusMovesSql(input: string, project: string, at: string): string {
-  const target = (m: string, i: string) => `${m}.project_id = ${project} AND ${m}.direction = 'outbound'
-                 AND (${m}.wamid = ${i}.wamid OR (${i}.ref IS NOT NULL AND ${m}.send_ref = ${i}.ref AND ${m}.status IN ('pending', 'unknown')))
-                 AND ${statusRankSql(`${m}.status`)} < ${i}.rank`;
   // The rows are locked first, in id order, as every writer of several messages locks them
   // (confirmIntents): otherwise a status batch and a confirm taking the same rows in other
-  // orders deadlock, and PostgreSQL breaks that only after deadlock_timeout, a second.
+  // orders deadlock, and PostgreSQL breaks that only after deadlock_timeout, a second. The lock
+  // re-checks the match on a row changed meanwhile; the update re-checks the forward move.
   return `UPDATE messages m SET status = i.status, status_at = ${at}, error = i.error, wamid = i.wamid, pricing = COALESCE(i.pricing, m.pricing)
-               FROM ${input} i, (SELECT lm.id FROM messages lm JOIN ${input} li ON ${target('lm', 'li')} ORDER BY lm.id FOR UPDATE OF lm) locked
-               WHERE m.id = locked.id AND ${target('m', 'i')}
+               FROM (SELECT lm.id, li.* FROM messages lm JOIN ${input} li
+                       ON lm.project_id = ${project} AND lm.direction = 'outbound'
+                      AND (lm.wamid = li.wamid OR (li.ref IS NOT NULL AND lm.send_ref = li.ref AND lm.status IN ('pending', 'unknown')))
+                      AND ${statusRankSql('lm.status')} < li.rank
+                     ORDER BY lm.id FOR UPDATE OF lm) i
+               WHERE m.id = i.id AND ${statusRankSql('m.status')} < i.rank
                RETURNING m.id, m.conversation_id, i.wamid, i.status, i.error, i.event_id, i.ord, i.pricing`;
 }
 
