@@ -12,6 +12,7 @@ import { countStatements, type StatementCounter } from './support/statements.js'
 import { openChannel } from '../lib/channel-settings/settings.js';
 import { applyWebhook } from '../lib/messaging/inbound.js';
 import { storeReturningCustomerMessage } from '../lib/messaging/inbound-statement.js';
+import { messageInboxSql } from '../lib/bot/inbox.js';
 
 let t: TestApp;
 let counter: StatementCounter;
@@ -83,7 +84,7 @@ describe('a returning customer\'s message in one statement', () => {
     const message = { id: 'wamid.for-the-bot', timestamp: String(Math.floor(now.getTime() / 1000)), type: 'text', text: { body: 'hello bot' } };
     const result = await storeReturningCustomerMessage(t.db.pool, {
       projectId: c.project.id, message, ids: { phone: c.contact.phone, userId: c.contact.user_id, profileName: 'Ada' },
-      content: { timestamp: message.timestamp, type: 'text', text: message.text }, now, botInboxLeaseMs: 60_000,
+      content: { timestamp: message.timestamp, type: 'text', text: message.text }, now, bot: { leaseMs: 60_000, enqueueSql: messageInboxSql },
     });
     expect(result).toMatchObject({ stored: { message: { type: 'text' }, contact: { phone: c.contact.phone, userId: c.contact.user_id, name: 'Ada' }, conversation: { state: 'unstructured' } } });
     const id = (result as { stored: { message: { id: bigint } } }).stored.message.id;

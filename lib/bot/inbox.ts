@@ -41,7 +41,18 @@ export const runKey = (runId: bigint | string) => `schedule:${runId}`;
 
 /** Records, in the storing transaction, that the bot has the message `messageId` to handle (leased to this instance). */
 export async function addToInbox(tx: Prisma.TransactionClient, projectId: string, messageId: bigint, now: Date, leaseMs: number): Promise<void> {
-  await tx.botInbox.create({ data: { key: messageKey(messageId), kind: 'message', messageId, projectId, leaseUntil: new Date(now.getTime() + leaseMs), createdAt: now } });
+  await tx.$executeRawUnsafe(messageInboxSql('SELECT $1::bigint, $2::text, $3::timestamptz, $4::timestamptz'), messageId, projectId, new Date(now.getTime() + leaseMs), now);
+}
+
+/**
+ * The inbox rows of stored messages: `rows` yields (message_id, project_id, lease_until,
+ * created_at). The one form of a message's inbox row, for addToInbox and for the inbound
+ * message's one statement (through BotHook.enqueueSql).
+ */
+export function messageInboxSql(rows: string): string {
+  return `INSERT INTO bot_inbox (key, kind, message_id, project_id, lease_until, created_at)
+          SELECT 'message:' || r.message_id, 'message', r.message_id, r.project_id, r.lease_until, r.created_at
+            FROM (${rows}) AS r(message_id, project_id, lease_until, created_at)`;
 }
 
 /** Records, in the transaction that fires a schedule's run, that the bot has the run to handle (leased to this instance). */

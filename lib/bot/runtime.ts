@@ -51,7 +51,7 @@ import { hostOpBounds } from './host-api.js';
 import { redactedBotLog } from './secrets.js';
 import { consentMarkOf } from '../consent/keywords.js';
 import type { BotEvent, BotHook, BotInboundMessage } from './types.js';
-import { addToInbox, markRunStarted, MAX_HANDOVERS, messageKey, reclaimExpired, recordAbnormalRun, removeFromInbox, renewLeases, setAside } from './inbox.js';
+import { addToInbox, messageInboxSql, markRunStarted, MAX_HANDOVERS, messageKey, reclaimExpired, recordAbnormalRun, removeFromInbox, renewLeases, setAside } from './inbox.js';
 import { runEnded, runStarted, type RunOutcome } from './schedules.js';
 import { createHash } from 'node:crypto';
 import { HUMAN_STATE } from '../conversations/conversations.js';
@@ -194,6 +194,11 @@ export class BotRuntime implements BotHook {
   async enqueue(tx: Prisma.TransactionClient, projectId: string, messageId: bigint, now: Date): Promise<void> {
     if (!this.deps) throw new Error('the bot runtime is not attached');
     await addToInbox(tx, projectId, messageId, now, this.deps.config.botInboxLeaseMs);
+  }
+
+  /** enqueue as SQL, for the inbound message's one statement (BotHook). */
+  enqueueSql(rows: string): string {
+    return messageInboxSql(rows);
   }
 
   /** A deploy or rollback switched the project's release: read it again at the next event. */

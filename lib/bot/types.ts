@@ -49,6 +49,11 @@ export interface BotHook {
    * restart before the bot ran cannot drop it). Messaging calls this; it never imports the bot.
    */
   enqueue(tx: Prisma.TransactionClient, projectId: string, messageId: bigint, now: Date): Promise<void>;
+  /**
+   * enqueue as SQL, for a statement that stores messages itself (lib/messaging/inbound-statement.ts):
+   * the insert putting each row of `rows` (message_id, project_id, lease_until, created_at) into the inbox.
+   */
+  enqueueSql(rows: string): string;
   /** A deploy, rollback or project change: the next message loads the project's release again. */
   releaseChanged(projectId: string): void;
   /** Makes the project's sandbox ready before an event is due (a schedule's run, a moment before its time). */

@@ -298,13 +298,14 @@ export async function upsertConversation(tx: Prisma.TransactionClient, projectId
 }
 
 /**
- * The SET items of an inbound message's `UPDATE conversations c` at `at` (SQL), the statement's
- * form of upsertConversation's update with inbound: true (lib/messaging/inbound-statement.ts):
+ * An inbound message's update of its conversation at `at` (SQL), for each row of `from` (a CTE with
+ * `conversation_id`): the statement's form of upsertConversation's update with inbound: true
+ * (lib/messaging/inbound-statement.ts); the caller adds its RETURNING (alias `c`):
  * activity and the window only move forward, the order moves only when another conversation is
  * ahead (order.ts). Computed from the locked row, so a concurrent send's update is not lost.
  */
-export function inboundActivitySetSql(at: string, updatedAt: string): string {
-  return `last_message_at = GREATEST(c.last_message_at, ${at}),
+export function inboundActivityUpdateSql(from: string, at: string, updatedAt: string): string {
+  return `UPDATE conversations c SET last_message_at = GREATEST(c.last_message_at, ${at}),
     last_inbound_at = CASE WHEN c.last_inbound_at IS NULL OR c.last_inbound_at < ${at} THEN ${at} ELSE c.last_inbound_at END,
     order_at = CASE
       WHEN ${at} > c.order_at AND EXISTS (
@@ -312,7 +313,8 @@ export function inboundActivitySetSql(at: string, updatedAt: string): string {
         WHERE ahead.project_id = c.project_id AND (ahead.order_at, ahead.conversation_id) > (c.order_at, c.id))
       THEN GREATEST(c.last_message_at, ${at})
       ELSE c.order_at END,
-    updated_at = ${updatedAt}`;
+    updated_at = ${updatedAt}
+    FROM ${from} WHERE c.id = ${from}.conversation_id`;
 }
 
 /**

@@ -22,7 +22,7 @@
  */
 import type pg from 'pg';
 import type { Customer, MetaMessage } from '../../channel/notifications.js';
-import { inboundActivitySetSql } from '../conversations/conversations.js';
+import { inboundActivityUpdateSql } from '../conversations/conversations.js';
 import { messageView } from '../conversations/views.js';
 import { SERVICE_WINDOW_MS } from '../conversations/window.js';
 import { DEFAULT_CONSENT_KEYWORDS, keywordCandidates } from '../consent/keywords.js';
@@ -62,7 +62,7 @@ const ISO_SQL = (t: string) => `to_char((${t}) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T
 
 const WINDOW_END = `upd.last_inbound_at + $16::int * interval '1 millisecond'`;
 
-const TEXT = `WITH seen AS (
+const TEMPLATE = `WITH seen AS (
     SELECT 1 FROM messages WHERE project_id = $1 AND wamid = $2
   ), found AS (
     -- resolveContact's lookups (by phone, by BSUID), locked as there.
@@ -96,14 +96,12 @@ const TEXT = `WITH seen AS (
     ${insertInboundSql(`SELECT $1::text, conversation_id, $2::text, $8::text, $9::jsonb, $10::timestamptz, $11::timestamptz FROM gate`)}
     RETURNING id, conversation_id
   ), upd AS (
-    UPDATE conversations c SET ${inboundActivitySetSql('$11::timestamptz', '$12::timestamptz')}
-      FROM ins WHERE c.id = ins.conversation_id
+    ${inboundActivityUpdateSql('ins', '$11::timestamptz', '$12::timestamptz')}
     RETURNING c.id, c.state, c.last_message_at, c.last_inbound_at, c.created_at
   ), bot AS (
-    -- What the bot's enqueue writes (lib/bot/inbox.ts addToInbox): the message in its inbox,
-    -- leased to this instance, committed with the message.
-    INSERT INTO bot_inbox (key, kind, message_id, project_id, lease_until, created_at)
-    SELECT 'message:' || ins.id, 'message', ins.id, $1, $17::timestamptz, $11::timestamptz FROM ins WHERE $20::boolean
+    -- The bot's enqueue (BotHook.enqueueSql, lib/bot/inbox.ts): the message in its inbox, leased
+    -- to this instance, committed with the message. Without a bot, these rows alone (unused).
+    {{bot}}
   ), ev AS (
     ${insertEventsSql(`SELECT $14, $1, 'message.received',
         jsonb_build_object(
@@ -134,6 +132,21 @@ const TEXT = `WITH seen AS (
          (SELECT pg_notify($15, project_id) FROM ev WHERE dispatched_at IS NULL LIMIT 1) IS NULL AS quiet
     FROM (SELECT 1) one LEFT JOIN gate g ON true LEFT JOIN ins ON true LEFT JOIN upd ON true`;
 
+/** The inbox rows of the stored message (message_id, project_id, lease_until, created_at), when a bot runs. */
+const INBOX_ROWS = 'SELECT ins.id, $1::text, $17::timestamptz, $11::timestamptz FROM ins WHERE $20::boolean';
+
+/**
+ * The statement with the bot's inbox insert, or without a bot: two names, as a named statement
+ * must keep one text on a connection.
+ */
+const texts = new Map<string, string>();
+function statement(enqueueSql: ((rows: string) => string) | undefined): { name: string; text: string } {
+  const bot = enqueueSql ? enqueueSql(INBOX_ROWS) : INBOX_ROWS;
+  let text = texts.get(bot);
+  if (text === undefined) texts.set(bot, (text = TEMPLATE.replace('{{bot}}', bot)));
+  return { name: enqueueSql ? 'inbound-message-for-bot' : 'inbound-message', text };
+}
+
 interface Row {
   outcome: 'seen' | 'stored' | 'replay' | 'fallback';
   message_id: string | null;
@@ -159,7 +172,7 @@ function needsTransaction(m: MetaMessage): boolean {
  */
 export async function storeReturningCustomerMessage(
   db: Pick<pg.Pool, 'query'>,
-  opts: { projectId: string; message: MetaMessage; ids: Customer; content: Record<string, unknown>; now: Date; botInboxLeaseMs: number | null },
+  opts: { projectId: string; message: MetaMessage; ids: Customer; content: Record<string, unknown>; now: Date; bot?: { leaseMs: number; enqueueSql: (rows: string) => string } },
 ): Promise<{ stored: StoredInbound } | 'not stored' | undefined> {
   const { projectId, message: m, ids, now } = opts;
   if (needsTransaction(m)) return undefined;
@@ -173,16 +186,15 @@ export async function storeReturningCustomerMessage(
   const defaults = [...DEFAULT_CONSENT_KEYWORDS.opt_out, ...DEFAULT_CONSENT_KEYWORDS.opt_in];
   const { rows } = await retryDeadlock(() =>
     db.query<Row>({
-      name: 'inbound-message',
-      text: TEXT,
+      ...statement(opts.bot?.enqueueSql),
       values: [
         projectId, m.id, ids.phone ?? null, ids.userId ?? null, ids.parentUserId ?? null, ids.username ?? null, ids.profileName ?? null,
         type, JSON.stringify(content), sentAt, now,
         // The conversation's updated_at is the wall clock's, as Prisma's @updatedAt writes it in the transaction.
         new Date(),
         JSON.stringify(view), newId('evt', 20), EVENTS_CHANNEL, SERVICE_WINDOW_MS,
-        opts.botInboxLeaseMs === null ? null : new Date(now.getTime() + opts.botInboxLeaseMs),
-        candidates, defaults, opts.botInboxLeaseMs !== null,
+        opts.bot ? new Date(now.getTime() + opts.bot.leaseMs) : null,
+        candidates, defaults, opts.bot !== undefined,
       ],
     }),
   );

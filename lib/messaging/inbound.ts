@@ -47,7 +47,7 @@ async function applyMessage(deps: Deps, channel: OpenChannel, m: MetaMessage, cu
   const { id: _omit, from: _from, ...rest } = m;
   // A returning customer's message is one statement; any other case runs the transaction.
   const fast = await storeReturningCustomerMessage(deps.db.pool, {
-    projectId: channel.projectId, message: m, ids, content: rest, now, botInboxLeaseMs: deps.bot ? deps.config.botInboxLeaseMs : null,
+    projectId: channel.projectId, message: m, ids, content: rest, now, bot: deps.bot ? { leaseMs: deps.config.botInboxLeaseMs, enqueueSql: (rows) => deps.bot!.enqueueSql(rows) } : undefined,
   });
   if (fast === 'not stored') return false;
   const stored = fast ? { ...fast.stored, consent: undefined } : await storeInTransaction(deps, channel, m, ids, rest, now);
