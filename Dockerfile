@@ -98,5 +98,8 @@ HEALTHCHECK --interval=5s --timeout=3s --start-period=60s --retries=3 \
   CMD ["node", "-e", "fetch(`http://127.0.0.1:${process.env.PORT||3000}/readyz`).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 STOPSIGNAL SIGTERM
 # `npm start` without its build step: the same node flags (traces when OTEL_EXPORTER_OTLP_ENDPOINT is
-# set, docs/traces.md), node as PID 1 (signals reach it).
-CMD ["node", "--no-node-snapshot", "--enable-source-maps", "--import", "./dist/lib/platform/tracing/preload.js", "dist/server.js"]
+# set, docs/traces.md), node as PID 1 (signals reach it). --max-old-space-size=512 also caps how far
+# V8 lets the heap grow past what is live before it collects, and MALLOC_ARENA_MAX=2 keeps V8's
+# background threads from holding an allocator arena each (docs/benchmarks.md, issue 49 item 3).
+ENV MALLOC_ARENA_MAX=2
+CMD ["node", "--no-node-snapshot", "--max-old-space-size=512", "--enable-source-maps", "--import", "./dist/lib/platform/tracing/preload.js", "dist/server.js"]

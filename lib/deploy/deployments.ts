@@ -162,7 +162,7 @@ export async function buildArtifact(files: Map<string, string>, opts: { minPerio
   const declared: { text?: string } = {};
   const diagnostics = await startupCheck(built.bundle, built.sourceMap, 'deploy', declared);
   if (diagnostics.length) return { ok: false, diagnostics };
-  const schedules = readSchedules(files, declared.text, opts.minPeriodSeconds ?? MIN_PERIOD_SECONDS);
+  const schedules = await readSchedules(files, declared.text, opts.minPeriodSeconds ?? MIN_PERIOD_SECONDS);
   return schedules.ok ? { ...built, schedules: schedules.schedules } : schedules;
 }
 

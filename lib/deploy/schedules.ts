@@ -6,7 +6,7 @@
  * the tree's source with the TypeScript parser; the entry point when it cannot be found (a
  * computed declaration).
  */
-import ts from 'typescript';
+import type ts from 'typescript';
 import { ENTRY } from './build.js';
 import type { Diagnostic } from './diagnostic.js';
 import { checkSchedules, type ScheduleField, type ScheduleSpec } from './schedule-rules.js';
@@ -19,11 +19,17 @@ export interface DeclaredSchedule extends ScheduleSpec {
 
 type Where = { file: string; line: number; column: number };
 
-/** Positions of `export const schedules = { name: { cron, timeZone } }` in the tree's own files. */
-function declarations(files: Map<string, string>): Map<string, Partial<Record<ScheduleField, Where>>> {
+/**
+ * Positions of `export const schedules = { name: { cron, timeZone } }` in the tree's own files.
+ * The TypeScript compiler is imported here, at the first deploy that declares schedules, not with
+ * the service: it holds about 70 MB (its 9 MB source, its code and tables) that nothing else in the
+ * service process uses (the type-check runs in a worker of its own).
+ */
+async function declarations(files: Map<string, string>): Promise<Map<string, Partial<Record<ScheduleField, Where>>>> {
   const found = new Map<string, Partial<Record<ScheduleField, Where>>>();
   for (const [file, text] of files) {
     if (!file.endsWith('.ts') || file.startsWith('src/platform/') || !/\bschedules\b/.test(text)) continue;
+    const { default: ts } = await import('typescript');
     const sf = ts.createSourceFile(file, text, ts.ScriptTarget.ES2022, true);
     const at = (node: ts.Node): Where => {
       const { line, character } = sf.getLineAndCharacterOfPosition(node.getStart(sf));
@@ -62,8 +68,8 @@ function declarations(files: Map<string, string>): Map<string, Partial<Record<Sc
  * The schedules a bundle declared at start-up (`declared`: JSON text, or undefined when it
  * declares none), checked: the schedules to record, or the diagnostics that refuse the deploy.
  */
-export function readSchedules(files: Map<string, string>, declared: string | undefined, minPeriodSeconds: number):
-  { ok: true; schedules: Record<string, DeclaredSchedule> } | { ok: false; diagnostics: Diagnostic[] } {
+export async function readSchedules(files: Map<string, string>, declared: string | undefined, minPeriodSeconds: number):
+  Promise<{ ok: true; schedules: Record<string, DeclaredSchedule> } | { ok: false; diagnostics: Diagnostic[] }> {
   let value: unknown;
   try {
     // The scaffold's registerBot leaves `{ "schedules": … }` (src/platform/webhook.ts).
@@ -72,7 +78,7 @@ export function readSchedules(files: Map<string, string>, declared: string | und
     value = null;
   }
   const { schedules, problems } = checkSchedules(value, minPeriodSeconds);
-  const places = declarations(files);
+  const places = await declarations(files);
   if (problems.length) {
     return {
       ok: false,

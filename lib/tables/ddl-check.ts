@@ -25,7 +25,6 @@
  * - This is the second wall: every statement runs on a login of the project's own role, a member
  *   of no other role (lib/tables/tenant-pool.ts), so even an accepted expression cannot leave it.
  */
-import { loadModule, parseSync } from 'libpg-query';
 import { ApiError } from '../platform/errors.js';
 import { PLATFORM_TABLE_PREFIX } from './names.js';
 
@@ -72,11 +71,25 @@ export function isCatalogueType(name: string): boolean {
 /** Keys whose string value names an object being created (a rename's target: checkDdl). */
 const NEW_OBJECT_NAMES = new Set(['idxname', 'conname']);
 
+type Parser = typeof import('libpg-query');
+let parser: Parser | undefined;
 let loaded: Promise<void> | undefined;
-/** Loads the parser (WebAssembly) once; call before checkDdl. */
+/**
+ * Loads the parser (WebAssembly) once; call before checkDdl and ddlParser. Imported here, at the
+ * first DDL, not with the service: its module reserves 128 MB of WebAssembly memory at import.
+ */
 export function loadDdlParser(): Promise<void> {
-  loaded ??= loadModule();
+  loaded ??= import('libpg-query').then(async (m) => {
+    await m.loadModule();
+    parser = m;
+  });
   return loaded;
+}
+
+/** The parser loadDdlParser loaded. */
+export function ddlParser(): Parser {
+  if (!parser) throw new Error('The DDL parser is not loaded: await loadDdlParser() first.');
+  return parser;
 }
 
 function refuse(why: string): never {
@@ -180,7 +193,7 @@ export function checkDdl(sql: string): string {
   if (text.length === 0) throw new ApiError('invalid_request', 'sql is empty.');
   let stmts: Array<{ stmt?: Record<string, unknown> }>;
   try {
-    stmts = (parseSync(text) as { stmts?: Array<{ stmt?: Record<string, unknown> }> }).stmts ?? [];
+    stmts = (ddlParser().parseSync(text) as { stmts?: Array<{ stmt?: Record<string, unknown> }> }).stmts ?? [];
   } catch (e) {
     throw new ApiError('invalid_request', `The statement does not parse: ${(e as Error).message}`);
   }

@@ -41,11 +41,10 @@ import { randomBytes } from 'node:crypto';
 import { ApiError } from '../platform/errors.js';
 import { withProjectTx } from './isolation.js';
 import { loadTable } from './catalogue.js';
-import { checkDdl, loadDdlParser } from './ddl-check.js';
+import { checkDdl, ddlParser, loadDdlParser } from './ddl-check.js';
 import { IDENT_PATTERN, quoteIdent, isPlatformTable, type TableSchema } from './names.js';
 import { queryTimeout, sqlState } from './pg-errors.js';
 import { enforceQuota, limitsOf, usageOf, type QuotaDefaults, type QuotaLimit, type Usage } from './quota.js';
-import { parseSync, scanSync } from 'libpg-query';
 
 export const DDL_TIMEOUT_MS = 30000;
 
@@ -80,6 +79,7 @@ async function runOne(c: pg.PoolClient, sql: string): Promise<void> {
  * PostgreSQL's scanner are bytes of the UTF-8 text.
  */
 export function createTableAsParts(text: string): { head: string; query: string } | undefined {
+  const { parseSync, scanSync } = ddlParser();
   const stmt = (parseSync(text) as { stmts?: Array<{ stmt?: Record<string, any> }> }).stmts?.[0]?.stmt;
   const ctas = stmt?.CreateTableAsStmt;
   if (!ctas || ctas.objtype !== 'OBJECT_TABLE' || ctas.into?.skipData === true) return undefined;

@@ -32,16 +32,28 @@ export function buildService(): void {
  * compiled code, source maps on); anything else (the bench's own helpers) from TypeScript via tsx.
  */
 function runnerArgs(script: string): string[] {
-  // --no-node-snapshot: isolated-vm (the bot runtime) needs it on Node 20+.
-  return script.startsWith('dist/') ? ['--no-node-snapshot', '--enable-source-maps', script] : ['--no-node-snapshot', '--import', 'tsx', script];
+  // --no-node-snapshot: isolated-vm (the bot runtime) needs it on Node 20+. The service's heap
+  // bound as `npm start` and the image's CMD set it (package.json, Dockerfile; docs/benchmarks.md,
+  // issue 49 item 3); not the simulator's, whose saved state (.data/simulator) can outgrow it.
+  const heap = script === 'dist/server.js' ? ['--max-old-space-size=512'] : [];
+  return script.startsWith('dist/') ? ['--no-node-snapshot', ...heap, '--enable-source-maps', script] : ['--no-node-snapshot', '--import', 'tsx', script];
+}
+
+/** The service's allocator setting, as `npm start` and the image set it (a value already set wins). */
+function runnerEnv(script: string): Record<string, string> {
+  return script === 'dist/server.js' ? { MALLOC_ARENA_MAX: '2' } : {};
 }
 
 export function startProcess(script: string, env: Record<string, string>, ready: RegExp, timeoutMs = 60_000): Promise<{ child: ChildProcess; match: RegExpMatchArray }> {
   return new Promise((resolve, reject) => {
     // BENCH_CPU_PROF=<dir> writes a V8 CPU profile of each started process there, on exit.
     const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-    const child = spawn(process.execPath, [...profile, ...runnerArgs(script)], {
-      env: { ...process.env, ...env },
+    // BENCH_HEAP_SNAPSHOT=<dir>: SIGUSR2 writes a heap snapshot there (memory.ts sends it after each phase).
+    const heap = process.env.BENCH_HEAP_SNAPSHOT ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${process.env.BENCH_HEAP_SNAPSHOT}`] : [];
+    // BENCH_NODE_FLAGS: more node flags for each started process (--trace-gc, which NODE_OPTIONS refuses).
+    const extra = process.env.BENCH_NODE_FLAGS?.split(/\s+/).filter(Boolean) ?? [];
+    const child = spawn(process.execPath, [...profile, ...heap, ...extra, ...runnerArgs(script)], {
+      env: { ...runnerEnv(script), ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
       // Its own process group: a Ctrl-C reaches the bench alone, which then stops what it started
       // (a soak stopped midway still reads its figures from the running service).
