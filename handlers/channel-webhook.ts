@@ -12,6 +12,7 @@ import { openChannel } from '../lib/channel-settings/settings.js';
 import { safeEqual } from '../lib/platform/secrets.js';
 import { applyWebhook } from '../lib/messaging/inbound.js';
 import { signatureOf } from '../channel/signature.js';
+import { FairShares } from '../lib/platform/fair-shares.js';
 
 export { signatureOf };
 
@@ -20,6 +21,19 @@ export { signatureOf };
 const NO_CHANNEL_SECRET = randomBytes(32).toString('hex');
 const WRONG_SIGNATURE = 'Missing or wrong X-Hub-Signature-256.';
 const WRONG_VERIFICATION = 'Verification failed: hub.mode must be subscribe and hub.verify_token must match.';
+
+/**
+ * Notifications applied at once, in this process: each holds its payload and, soon, a database
+ * connection; more than the pool can serve only wait in memory (during a campaign's statuses,
+ * about 200 held 40 MB). So at most half the platform pool's connections apply notifications, a
+ * project at most a quarter (shares: lib/platform/fair-shares.ts), and the rest of the pool stays
+ * for the API. A notification over the limit waits before its body is read, so it holds a socket,
+ * not a payload. Past the wait, 503 with Retry-After: the channel retries.
+ */
+export function notificationShares(poolMax: number): { total: number; perProject: number } {
+  return { total: Math.max(1, Math.ceil(poolMax / 2)), perProject: Math.max(1, Math.ceil(poolMax / 4)) };
+}
+const NOTIFICATION_WAIT_MS = 30_000;
 
 async function channelOf(deps: AppDeps, projectId: string) {
   return /^[a-z0-9][a-z0-9_-]{2,63}$/i.test(projectId) ? openChannel(deps, projectId.toLowerCase()) : undefined;
@@ -38,8 +52,26 @@ export function channelWebhookRouter(deps: AppDeps): Router {
     res.status(200).type('text/plain').send(challenge.slice(0, 1000));
   });
 
+  const shares = notificationShares(deps.db.pool.options.max ?? deps.config.databasePoolMax);
+  const applying = new FairShares(shares.total, shares.perProject);
   router.post(
     '/channel/:projectId/webhook',
+    (req, res, next) => {
+      const project = String(req.params.projectId).toLowerCase();
+      // The slot is given back when the answer is written or the caller has gone (also while it waited).
+      let held = false;
+      let gone = false;
+      res.once('close', () => {
+        gone = true;
+        if (held) applying.release(project);
+      });
+      applying.acquire(project, NOTIFICATION_WAIT_MS, { reserve: true }).then((granted) => {
+        if (!granted) return next(new ApiError('service_unavailable', 'Too many notifications are being applied; retry later.', undefined, { 'Retry-After': '1' }));
+        if (gone) return applying.release(project);
+        held = true;
+        next();
+      }, next);
+    },
     express.raw({ type: () => true, limit: '3mb' }),
     async (req: Request, res: Response) => {
       const channel = await channelOf(deps, String(req.params.projectId));

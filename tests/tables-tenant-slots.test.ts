@@ -5,7 +5,7 @@
  * HTTP against PostgreSQL.
  */
 import { describe, expect, it } from '@jest/globals';
-import { FairShares, reserveOf } from '../lib/tables/tenant-pool.js';
+import { FairShares, reserveOf } from '../lib/platform/fair-shares.js';
 
 const API = { reserve: true };
 const DDL = { reserve: false };

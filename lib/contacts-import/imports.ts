@@ -33,7 +33,7 @@ import { readCsv, type CsvRecord } from './csv.js';
 import { classifyNumber, csvReason, type ImportRowCode, type RowReason } from './reasons.js';
 import type { Queryable } from '../platform/db/transaction.js';
 import { UUID } from '../platform/ids.js';
-import { Slots } from '../tables/tenant-pool.js';
+import { Slots } from '../platform/fair-shares.js';
 import { upsertImportedContacts } from '../conversations/contact-store.js';
 
 export type ImportView = components['schemas']['ContactImport'];

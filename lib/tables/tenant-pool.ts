@@ -37,6 +37,7 @@
 import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { ApiError } from '../platform/errors.js';
+import { FairShares } from '../platform/fair-shares.js';
 
 export interface TenantPoolOptions {
   /** Tenant transactions of one project at once (this process). */
@@ -52,133 +53,6 @@ export interface TenantPoolOptions {
 }
 
 export const DEFAULT_TENANT_POOL: TenantPoolOptions = { perProject: 4, total: 10, acquireTimeoutMs: 5000, idleMs: 10_000 };
-
-/** Slots kept for projects that hold none: a fifth of the total, at least 1 (none when total is 1). */
-export function reserveOf(total: number): number {
-  return Math.min(Math.max(1, Math.floor(total / 5)), total - 1);
-}
-
-/** A FIFO counting semaphore whose waiters give up after a timeout. */
-export class Slots {
-  private used = 0;
-  private readonly waiters: Array<() => void> = [];
-  constructor(readonly max: number) {}
-
-  get busy(): number {
-    return this.used;
-  }
-
-  acquire(timeoutMs: number): Promise<boolean> {
-    if (this.used < this.max) {
-      this.used++;
-      return Promise.resolve(true);
-    }
-    return new Promise((resolve) => {
-      const grant = () => {
-        clearTimeout(timer);
-        resolve(true);
-      };
-      const timer = setTimeout(() => {
-        const i = this.waiters.indexOf(grant);
-        if (i >= 0) this.waiters.splice(i, 1);
-        resolve(false);
-      }, timeoutMs);
-      this.waiters.push(grant);
-    });
-  }
-
-  release(): void {
-    const next = this.waiters.shift();
-    if (next) next(); // the slot passes to the next waiter
-    else this.used--;
-  }
-}
-
-interface Waiter {
-  project: string;
-  /** May take one of the reserved slots (API and bot work, not operator DDL). */
-  reserve: boolean;
-  grant(): void;
-}
-
-/**
- * Tenant slots shared fairly between projects (the policy above): per-project shares that shrink
- * as more projects are active, the fewest-holding waiter first, and a reserve for projects holding
- * none. Waiters give up after a timeout.
- */
-export class FairShares {
-  private used = 0;
-  private readonly held = new Map<string, number>();
-  private readonly queue: Waiter[] = [];
-
-  constructor(readonly total: number, readonly perProject: number, readonly reserve = reserveOf(total)) {}
-
-  heldBy(project: string): number {
-    return this.held.get(project) ?? 0;
-  }
-
-  /** The most one project may hold now. */
-  share(): number {
-    const active = new Set(this.held.keys());
-    for (const w of this.queue) active.add(w.project);
-    return Math.min(this.perProject, Math.max(1, Math.floor(this.total / Math.max(1, active.size))));
-  }
-
-  private may(w: Waiter, share: number): boolean {
-    const h = this.heldBy(w.project);
-    if (this.used >= this.total || h >= share) return false;
-    return this.total - this.used > this.reserve || (h === 0 && w.reserve);
-  }
-
-  /** Resolves true with a slot, or false after `timeoutMs`. */
-  acquire(project: string, timeoutMs: number, opts: { reserve: boolean }): Promise<boolean> {
-    return new Promise((resolve) => {
-      // Every caller queues, so a newcomer never passes a waiter with a better claim.
-      const w: Waiter = {
-        project,
-        reserve: opts.reserve,
-        grant: () => {
-          clearTimeout(timer);
-          resolve(true);
-        },
-      };
-      const timer = setTimeout(() => {
-        const i = this.queue.indexOf(w);
-        if (i < 0) return;
-        this.queue.splice(i, 1);
-        resolve(false);
-        this.dispatch(); // one project fewer is waiting: the others' shares may grow
-      }, timeoutMs);
-      this.queue.push(w);
-      this.dispatch();
-    });
-  }
-
-  release(project: string): void {
-    const h = this.heldBy(project) - 1;
-    if (h > 0) this.held.set(project, h);
-    else this.held.delete(project);
-    this.used--;
-    this.dispatch();
-  }
-
-  private dispatch(): void {
-    for (;;) {
-      const share = this.share();
-      let best = -1;
-      for (let i = 0; i < this.queue.length; i++) {
-        const w = this.queue[i];
-        if (!this.may(w, share)) continue;
-        if (best < 0 || this.heldBy(w.project) < this.heldBy(this.queue[best].project)) best = i;
-      }
-      if (best < 0) return;
-      const [w] = this.queue.splice(best, 1);
-      this.held.set(w.project, this.heldBy(w.project) + 1);
-      this.used++;
-      w.grant();
-    }
-  }
-}
 
 export interface TenantConnection {
   client: pg.PoolClient;
