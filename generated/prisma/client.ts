@@ -243,6 +243,14 @@ export type BotLog = Prisma.BotLogModel
  */
 export type BotInbox = Prisma.BotInboxModel
 /**
+ * Model BotCallJournal
+ * The helper calls of a bot event that took effect (a write, an emit, a fetch, a file read, a
+ * send), with their answers (lib/bot/journal.ts): a run of the same event after a crash, a timeout
+ * or its process's end gets the recorded answer of each call instead of running it again. Deleted
+ * with the event's inbox row.
+ */
+export type BotCallJournal = Prisma.BotCallJournalModel
+/**
  * Model BotSchedule
  * A schedule the project's active release declares (`export const schedules`), written at deploy
  * and by operators (lib/bot/schedules.ts, its only writer): a 5-field cron expression in an IANA

@@ -434,6 +434,7 @@ export const ModelName = {
   BotRelease: 'BotRelease',
   BotLog: 'BotLog',
   BotInbox: 'BotInbox',
+  BotCallJournal: 'BotCallJournal',
   BotSchedule: 'BotSchedule',
   BotScheduleRun: 'BotScheduleRun',
   BotSecret: 'BotSecret',
@@ -466,7 +467,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "project" | "apiKey" | "agentConnection" | "connectionProject" | "accessToken" | "oAuthClient" | "oAuthRequest" | "oAuthCode" | "oAuthRefreshToken" | "channelSettings" | "contact" | "conversation" | "conversationOrder" | "message" | "event" | "idempotencyRecord" | "sendCounter" | "projectApiError" | "template" | "webhookEndpoint" | "webhookDelivery" | "webhookAttempt" | "runtimeToken" | "mediaAsset" | "headerSample" | "segment" | "broadcast" | "broadcastRecipient" | "broadcastPacing" | "contactImport" | "contactImportRow" | "contactImportPhone" | "codeFile" | "deployment" | "botRelease" | "botLog" | "botInbox" | "botSchedule" | "botScheduleRun" | "botSecret" | "botHttpAllowlist" | "projectFile" | "flow" | "flowVersion" | "dashboardAccount" | "dashboardMembership" | "dashboardSession" | "dashboardInvite" | "dashboardAudit" | "rateCard" | "channelMessagingLimit" | "portfolioReach" | "projectTableQuota" | "blobChunk"
+    modelProps: "project" | "apiKey" | "agentConnection" | "connectionProject" | "accessToken" | "oAuthClient" | "oAuthRequest" | "oAuthCode" | "oAuthRefreshToken" | "channelSettings" | "contact" | "conversation" | "conversationOrder" | "message" | "event" | "idempotencyRecord" | "sendCounter" | "projectApiError" | "template" | "webhookEndpoint" | "webhookDelivery" | "webhookAttempt" | "runtimeToken" | "mediaAsset" | "headerSample" | "segment" | "broadcast" | "broadcastRecipient" | "broadcastPacing" | "contactImport" | "contactImportRow" | "contactImportPhone" | "codeFile" | "deployment" | "botRelease" | "botLog" | "botInbox" | "botCallJournal" | "botSchedule" | "botScheduleRun" | "botSecret" | "botHttpAllowlist" | "projectFile" | "flow" | "flowVersion" | "dashboardAccount" | "dashboardMembership" | "dashboardSession" | "dashboardInvite" | "dashboardAudit" | "rateCard" | "channelMessagingLimit" | "portfolioReach" | "projectTableQuota" | "blobChunk"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -3208,6 +3209,80 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         }
       }
     }
+    BotCallJournal: {
+      payload: Prisma.$BotCallJournalPayload<ExtArgs>
+      fields: Prisma.BotCallJournalFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.BotCallJournalFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotCallJournalPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.BotCallJournalFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotCallJournalPayload>
+        }
+        findFirst: {
+          args: Prisma.BotCallJournalFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotCallJournalPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.BotCallJournalFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotCallJournalPayload>
+        }
+        findMany: {
+          args: Prisma.BotCallJournalFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotCallJournalPayload>[]
+        }
+        create: {
+          args: Prisma.BotCallJournalCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotCallJournalPayload>
+        }
+        createMany: {
+          args: Prisma.BotCallJournalCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.BotCallJournalCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotCallJournalPayload>[]
+        }
+        delete: {
+          args: Prisma.BotCallJournalDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotCallJournalPayload>
+        }
+        update: {
+          args: Prisma.BotCallJournalUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotCallJournalPayload>
+        }
+        deleteMany: {
+          args: Prisma.BotCallJournalDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.BotCallJournalUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.BotCallJournalUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotCallJournalPayload>[]
+        }
+        upsert: {
+          args: Prisma.BotCallJournalUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$BotCallJournalPayload>
+        }
+        aggregate: {
+          args: Prisma.BotCallJournalAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateBotCallJournal>
+        }
+        groupBy: {
+          args: Prisma.BotCallJournalGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.BotCallJournalGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.BotCallJournalCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.BotCallJournalCountAggregateOutputType> | number
+        }
+      }
+    }
     BotSchedule: {
       payload: Prisma.$BotSchedulePayload<ExtArgs>
       fields: Prisma.BotScheduleFieldRefs
@@ -5089,6 +5164,19 @@ export const BotInboxScalarFieldEnum = {
 export type BotInboxScalarFieldEnum = (typeof BotInboxScalarFieldEnum)[keyof typeof BotInboxScalarFieldEnum]
 
 
+export const BotCallJournalScalarFieldEnum = {
+  eventKey: 'eventKey',
+  seq: 'seq',
+  projectId: 'projectId',
+  op: 'op',
+  argsHash: 'argsHash',
+  answer: 'answer',
+  createdAt: 'createdAt'
+} as const
+
+export type BotCallJournalScalarFieldEnum = (typeof BotCallJournalScalarFieldEnum)[keyof typeof BotCallJournalScalarFieldEnum]
+
+
 export const BotScheduleScalarFieldEnum = {
   projectId: 'projectId',
   name: 'name',
@@ -5687,6 +5775,7 @@ export type GlobalOmitConfig = {
   botRelease?: Prisma.BotReleaseOmit
   botLog?: Prisma.BotLogOmit
   botInbox?: Prisma.BotInboxOmit
+  botCallJournal?: Prisma.BotCallJournalOmit
   botSchedule?: Prisma.BotScheduleOmit
   botScheduleRun?: Prisma.BotScheduleRunOmit
   botSecret?: Prisma.BotSecretOmit

@@ -88,6 +88,7 @@ export const ModelName = {
   BotRelease: 'BotRelease',
   BotLog: 'BotLog',
   BotInbox: 'BotInbox',
+  BotCallJournal: 'BotCallJournal',
   BotSchedule: 'BotSchedule',
   BotScheduleRun: 'BotScheduleRun',
   BotSecret: 'BotSecret',
@@ -705,6 +706,19 @@ export const BotInboxScalarFieldEnum = {
 } as const
 
 export type BotInboxScalarFieldEnum = (typeof BotInboxScalarFieldEnum)[keyof typeof BotInboxScalarFieldEnum]
+
+
+export const BotCallJournalScalarFieldEnum = {
+  eventKey: 'eventKey',
+  seq: 'seq',
+  projectId: 'projectId',
+  op: 'op',
+  argsHash: 'argsHash',
+  answer: 'answer',
+  createdAt: 'createdAt'
+} as const
+
+export type BotCallJournalScalarFieldEnum = (typeof BotCallJournalScalarFieldEnum)[keyof typeof BotCallJournalScalarFieldEnum]
 
 
 export const BotScheduleScalarFieldEnum = {

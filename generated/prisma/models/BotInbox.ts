@@ -289,6 +289,7 @@ export type BotInboxWhereInput = {
   createdAt?: Prisma.DateTimeFilter<"BotInbox"> | Date | string
   message?: Prisma.XOR<Prisma.MessageNullableScalarRelationFilter, Prisma.MessageWhereInput> | null
   run?: Prisma.XOR<Prisma.BotScheduleRunNullableScalarRelationFilter, Prisma.BotScheduleRunWhereInput> | null
+  calls?: Prisma.BotCallJournalListRelationFilter
 }
 
 export type BotInboxOrderByWithRelationInput = {
@@ -306,6 +307,7 @@ export type BotInboxOrderByWithRelationInput = {
   createdAt?: Prisma.SortOrder
   message?: Prisma.MessageOrderByWithRelationInput
   run?: Prisma.BotScheduleRunOrderByWithRelationInput
+  calls?: Prisma.BotCallJournalOrderByRelationAggregateInput
 }
 
 export type BotInboxWhereUniqueInput = Prisma.AtLeast<{
@@ -326,6 +328,7 @@ export type BotInboxWhereUniqueInput = Prisma.AtLeast<{
   createdAt?: Prisma.DateTimeFilter<"BotInbox"> | Date | string
   message?: Prisma.XOR<Prisma.MessageNullableScalarRelationFilter, Prisma.MessageWhereInput> | null
   run?: Prisma.XOR<Prisma.BotScheduleRunNullableScalarRelationFilter, Prisma.BotScheduleRunWhereInput> | null
+  calls?: Prisma.BotCallJournalListRelationFilter
 }, "key" | "messageId" | "runId">
 
 export type BotInboxOrderByWithAggregationInput = {
@@ -379,6 +382,7 @@ export type BotInboxCreateInput = {
   createdAt: Date | string
   message?: Prisma.MessageCreateNestedOneWithoutBotInboxInput
   run?: Prisma.BotScheduleRunCreateNestedOneWithoutInboxInput
+  calls?: Prisma.BotCallJournalCreateNestedManyWithoutEventInput
 }
 
 export type BotInboxUncheckedCreateInput = {
@@ -394,6 +398,7 @@ export type BotInboxUncheckedCreateInput = {
   setAsideAt?: Date | string | null
   setAsideReason?: string | null
   createdAt: Date | string
+  calls?: Prisma.BotCallJournalUncheckedCreateNestedManyWithoutEventInput
 }
 
 export type BotInboxUpdateInput = {
@@ -409,6 +414,7 @@ export type BotInboxUpdateInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   message?: Prisma.MessageUpdateOneWithoutBotInboxNestedInput
   run?: Prisma.BotScheduleRunUpdateOneWithoutInboxNestedInput
+  calls?: Prisma.BotCallJournalUpdateManyWithoutEventNestedInput
 }
 
 export type BotInboxUncheckedUpdateInput = {
@@ -424,6 +430,7 @@ export type BotInboxUncheckedUpdateInput = {
   setAsideAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   setAsideReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  calls?: Prisma.BotCallJournalUncheckedUpdateManyWithoutEventNestedInput
 }
 
 export type BotInboxCreateManyInput = {
@@ -533,6 +540,11 @@ export type BotInboxSumOrderByAggregateInput = {
   abnormalRuns?: Prisma.SortOrder
 }
 
+export type BotInboxScalarRelationFilter = {
+  is?: Prisma.BotInboxWhereInput
+  isNot?: Prisma.BotInboxWhereInput
+}
+
 export type BotInboxCreateNestedOneWithoutMessageInput = {
   create?: Prisma.XOR<Prisma.BotInboxCreateWithoutMessageInput, Prisma.BotInboxUncheckedCreateWithoutMessageInput>
   connectOrCreate?: Prisma.BotInboxCreateOrConnectWithoutMessageInput
@@ -563,6 +575,20 @@ export type BotInboxUncheckedUpdateOneWithoutMessageNestedInput = {
   delete?: Prisma.BotInboxWhereInput | boolean
   connect?: Prisma.BotInboxWhereUniqueInput
   update?: Prisma.XOR<Prisma.XOR<Prisma.BotInboxUpdateToOneWithWhereWithoutMessageInput, Prisma.BotInboxUpdateWithoutMessageInput>, Prisma.BotInboxUncheckedUpdateWithoutMessageInput>
+}
+
+export type BotInboxCreateNestedOneWithoutCallsInput = {
+  create?: Prisma.XOR<Prisma.BotInboxCreateWithoutCallsInput, Prisma.BotInboxUncheckedCreateWithoutCallsInput>
+  connectOrCreate?: Prisma.BotInboxCreateOrConnectWithoutCallsInput
+  connect?: Prisma.BotInboxWhereUniqueInput
+}
+
+export type BotInboxUpdateOneRequiredWithoutCallsNestedInput = {
+  create?: Prisma.XOR<Prisma.BotInboxCreateWithoutCallsInput, Prisma.BotInboxUncheckedCreateWithoutCallsInput>
+  connectOrCreate?: Prisma.BotInboxCreateOrConnectWithoutCallsInput
+  upsert?: Prisma.BotInboxUpsertWithoutCallsInput
+  connect?: Prisma.BotInboxWhereUniqueInput
+  update?: Prisma.XOR<Prisma.XOR<Prisma.BotInboxUpdateToOneWithWhereWithoutCallsInput, Prisma.BotInboxUpdateWithoutCallsInput>, Prisma.BotInboxUncheckedUpdateWithoutCallsInput>
 }
 
 export type BotInboxCreateNestedOneWithoutRunInput = {
@@ -609,6 +635,7 @@ export type BotInboxCreateWithoutMessageInput = {
   setAsideReason?: string | null
   createdAt: Date | string
   run?: Prisma.BotScheduleRunCreateNestedOneWithoutInboxInput
+  calls?: Prisma.BotCallJournalCreateNestedManyWithoutEventInput
 }
 
 export type BotInboxUncheckedCreateWithoutMessageInput = {
@@ -623,6 +650,7 @@ export type BotInboxUncheckedCreateWithoutMessageInput = {
   setAsideAt?: Date | string | null
   setAsideReason?: string | null
   createdAt: Date | string
+  calls?: Prisma.BotCallJournalUncheckedCreateNestedManyWithoutEventInput
 }
 
 export type BotInboxCreateOrConnectWithoutMessageInput = {
@@ -653,11 +681,89 @@ export type BotInboxUpdateWithoutMessageInput = {
   setAsideReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   run?: Prisma.BotScheduleRunUpdateOneWithoutInboxNestedInput
+  calls?: Prisma.BotCallJournalUpdateManyWithoutEventNestedInput
 }
 
 export type BotInboxUncheckedUpdateWithoutMessageInput = {
   key?: Prisma.StringFieldUpdateOperationsInput | string
   kind?: Prisma.StringFieldUpdateOperationsInput | string
+  runId?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  projectId?: Prisma.StringFieldUpdateOperationsInput | string
+  leaseUntil?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  attempts?: Prisma.IntFieldUpdateOperationsInput | number
+  abnormalRuns?: Prisma.IntFieldUpdateOperationsInput | number
+  runStartedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  setAsideAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  setAsideReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  calls?: Prisma.BotCallJournalUncheckedUpdateManyWithoutEventNestedInput
+}
+
+export type BotInboxCreateWithoutCallsInput = {
+  key: string
+  kind: string
+  projectId: string
+  leaseUntil: Date | string
+  attempts?: number
+  abnormalRuns?: number
+  runStartedAt?: Date | string | null
+  setAsideAt?: Date | string | null
+  setAsideReason?: string | null
+  createdAt: Date | string
+  message?: Prisma.MessageCreateNestedOneWithoutBotInboxInput
+  run?: Prisma.BotScheduleRunCreateNestedOneWithoutInboxInput
+}
+
+export type BotInboxUncheckedCreateWithoutCallsInput = {
+  key: string
+  kind: string
+  messageId?: bigint | number | null
+  runId?: bigint | number | null
+  projectId: string
+  leaseUntil: Date | string
+  attempts?: number
+  abnormalRuns?: number
+  runStartedAt?: Date | string | null
+  setAsideAt?: Date | string | null
+  setAsideReason?: string | null
+  createdAt: Date | string
+}
+
+export type BotInboxCreateOrConnectWithoutCallsInput = {
+  where: Prisma.BotInboxWhereUniqueInput
+  create: Prisma.XOR<Prisma.BotInboxCreateWithoutCallsInput, Prisma.BotInboxUncheckedCreateWithoutCallsInput>
+}
+
+export type BotInboxUpsertWithoutCallsInput = {
+  update: Prisma.XOR<Prisma.BotInboxUpdateWithoutCallsInput, Prisma.BotInboxUncheckedUpdateWithoutCallsInput>
+  create: Prisma.XOR<Prisma.BotInboxCreateWithoutCallsInput, Prisma.BotInboxUncheckedCreateWithoutCallsInput>
+  where?: Prisma.BotInboxWhereInput
+}
+
+export type BotInboxUpdateToOneWithWhereWithoutCallsInput = {
+  where?: Prisma.BotInboxWhereInput
+  data: Prisma.XOR<Prisma.BotInboxUpdateWithoutCallsInput, Prisma.BotInboxUncheckedUpdateWithoutCallsInput>
+}
+
+export type BotInboxUpdateWithoutCallsInput = {
+  key?: Prisma.StringFieldUpdateOperationsInput | string
+  kind?: Prisma.StringFieldUpdateOperationsInput | string
+  projectId?: Prisma.StringFieldUpdateOperationsInput | string
+  leaseUntil?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  attempts?: Prisma.IntFieldUpdateOperationsInput | number
+  abnormalRuns?: Prisma.IntFieldUpdateOperationsInput | number
+  runStartedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  setAsideAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  setAsideReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  message?: Prisma.MessageUpdateOneWithoutBotInboxNestedInput
+  run?: Prisma.BotScheduleRunUpdateOneWithoutInboxNestedInput
+}
+
+export type BotInboxUncheckedUpdateWithoutCallsInput = {
+  key?: Prisma.StringFieldUpdateOperationsInput | string
+  kind?: Prisma.StringFieldUpdateOperationsInput | string
+  messageId?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   runId?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   projectId?: Prisma.StringFieldUpdateOperationsInput | string
   leaseUntil?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -681,6 +787,7 @@ export type BotInboxCreateWithoutRunInput = {
   setAsideReason?: string | null
   createdAt: Date | string
   message?: Prisma.MessageCreateNestedOneWithoutBotInboxInput
+  calls?: Prisma.BotCallJournalCreateNestedManyWithoutEventInput
 }
 
 export type BotInboxUncheckedCreateWithoutRunInput = {
@@ -695,6 +802,7 @@ export type BotInboxUncheckedCreateWithoutRunInput = {
   setAsideAt?: Date | string | null
   setAsideReason?: string | null
   createdAt: Date | string
+  calls?: Prisma.BotCallJournalUncheckedCreateNestedManyWithoutEventInput
 }
 
 export type BotInboxCreateOrConnectWithoutRunInput = {
@@ -725,6 +833,7 @@ export type BotInboxUpdateWithoutRunInput = {
   setAsideReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   message?: Prisma.MessageUpdateOneWithoutBotInboxNestedInput
+  calls?: Prisma.BotCallJournalUpdateManyWithoutEventNestedInput
 }
 
 export type BotInboxUncheckedUpdateWithoutRunInput = {
@@ -739,8 +848,38 @@ export type BotInboxUncheckedUpdateWithoutRunInput = {
   setAsideAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   setAsideReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  calls?: Prisma.BotCallJournalUncheckedUpdateManyWithoutEventNestedInput
 }
 
+
+/**
+ * Count Type BotInboxCountOutputType
+ */
+
+export type BotInboxCountOutputType = {
+  calls: number
+}
+
+export type BotInboxCountOutputTypeSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  calls?: boolean | BotInboxCountOutputTypeCountCallsArgs
+}
+
+/**
+ * BotInboxCountOutputType without action
+ */
+export type BotInboxCountOutputTypeDefaultArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  /**
+   * Select specific fields to fetch from the BotInboxCountOutputType
+   */
+  select?: Prisma.BotInboxCountOutputTypeSelect<ExtArgs> | null
+}
+
+/**
+ * BotInboxCountOutputType without action
+ */
+export type BotInboxCountOutputTypeCountCallsArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  where?: Prisma.BotCallJournalWhereInput
+}
 
 
 export type BotInboxSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -758,6 +897,8 @@ export type BotInboxSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs
   createdAt?: boolean
   message?: boolean | Prisma.BotInbox$messageArgs<ExtArgs>
   run?: boolean | Prisma.BotInbox$runArgs<ExtArgs>
+  calls?: boolean | Prisma.BotInbox$callsArgs<ExtArgs>
+  _count?: boolean | Prisma.BotInboxCountOutputTypeDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["botInbox"]>
 
 export type BotInboxSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -813,6 +954,8 @@ export type BotInboxOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs =
 export type BotInboxInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   message?: boolean | Prisma.BotInbox$messageArgs<ExtArgs>
   run?: boolean | Prisma.BotInbox$runArgs<ExtArgs>
+  calls?: boolean | Prisma.BotInbox$callsArgs<ExtArgs>
+  _count?: boolean | Prisma.BotInboxCountOutputTypeDefaultArgs<ExtArgs>
 }
 export type BotInboxIncludeCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   message?: boolean | Prisma.BotInbox$messageArgs<ExtArgs>
@@ -828,6 +971,7 @@ export type $BotInboxPayload<ExtArgs extends runtime.Types.Extensions.InternalAr
   objects: {
     message: Prisma.$MessagePayload<ExtArgs> | null
     run: Prisma.$BotScheduleRunPayload<ExtArgs> | null
+    calls: Prisma.$BotCallJournalPayload<ExtArgs>[]
   }
   scalars: runtime.Types.Extensions.GetPayloadResult<{
     /**
@@ -1267,6 +1411,7 @@ export interface Prisma__BotInboxClient<T, Null = never, ExtArgs extends runtime
   readonly [Symbol.toStringTag]: "PrismaPromise"
   message<T extends Prisma.BotInbox$messageArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.BotInbox$messageArgs<ExtArgs>>): Prisma.Prisma__MessageClient<runtime.Types.Result.GetResult<Prisma.$MessagePayload<ExtArgs>, T, "findUniqueOrThrow", GlobalOmitOptions> | null, null, ExtArgs, GlobalOmitOptions>
   run<T extends Prisma.BotInbox$runArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.BotInbox$runArgs<ExtArgs>>): Prisma.Prisma__BotScheduleRunClient<runtime.Types.Result.GetResult<Prisma.$BotScheduleRunPayload<ExtArgs>, T, "findUniqueOrThrow", GlobalOmitOptions> | null, null, ExtArgs, GlobalOmitOptions>
+  calls<T extends Prisma.BotInbox$callsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.BotInbox$callsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$BotCallJournalPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   /**
    * Attaches callbacks for the resolution and/or rejection of the Promise.
    * @param onfulfilled The callback to execute when the Promise is resolved.
@@ -1744,6 +1889,30 @@ export type BotInbox$runArgs<ExtArgs extends runtime.Types.Extensions.InternalAr
    */
   include?: Prisma.BotScheduleRunInclude<ExtArgs> | null
   where?: Prisma.BotScheduleRunWhereInput
+}
+
+/**
+ * BotInbox.calls
+ */
+export type BotInbox$callsArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  /**
+   * Select specific fields to fetch from the BotCallJournal
+   */
+  select?: Prisma.BotCallJournalSelect<ExtArgs> | null
+  /**
+   * Omit specific fields from the BotCallJournal
+   */
+  omit?: Prisma.BotCallJournalOmit<ExtArgs> | null
+  /**
+   * Choose, which related nodes to fetch as well
+   */
+  include?: Prisma.BotCallJournalInclude<ExtArgs> | null
+  where?: Prisma.BotCallJournalWhereInput
+  orderBy?: Prisma.BotCallJournalOrderByWithRelationInput | Prisma.BotCallJournalOrderByWithRelationInput[]
+  cursor?: Prisma.BotCallJournalWhereUniqueInput
+  take?: number
+  skip?: number
+  distinct?: Prisma.BotCallJournalScalarFieldEnum | Prisma.BotCallJournalScalarFieldEnum[]
 }
 
 /**
