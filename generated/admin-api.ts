@@ -517,9 +517,12 @@ export interface paths {
          *     VIEW/TYPE (composite, enum), ALTER or DROP TABLE/INDEX/SEQUENCE/VIEW/TYPE, ALTER … RENAME,
          *     COMMENT ON or TRUNCATE. 400 `invalid_request` for anything else: several statements, SET,
          *     DO, grants, owner changes, function calls other than harmless built-ins (`now()`,
-         *     `gen_random_uuid()`, `nextval()`, `lower()`, `count()`…), subqueries, WITH, functions in
-         *     FROM, schema-qualified names (so `pg_temp`, `public` and other projects' schemas),
-         *     temporary objects, `pg_…` catalogs, tablespaces. Platform tables are 403. A PostgreSQL error
+         *     `gen_random_uuid()`, `nextval()`, `lower()`, `count()`…), the session's names
+         *     (`current_user`, `current_role`, `user`, `session_user`, `current_schema`,
+         *     `current_catalog`), system columns (`tableoid`, `xmin`, `xmax`, `cmin`, `cmax`, `ctid`),
+         *     subqueries, WITH, functions in FROM, schema-qualified names (so `pg_temp`, `public` and
+         *     other projects' schemas), temporary objects, `pg_…` catalogs, tablespaces. Platform tables
+         *     are 403. A PostgreSQL error
          *     is 400 (`invalid_request`, with its message and `details.sqlstate`) or 409 (`conflict`, e.g.
          *     dependent objects or existing rows); 503 `service_unavailable` when the project's table
          *     work has no free slot. The storage quota holds: a statement that left the schema over its

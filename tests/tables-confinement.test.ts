@@ -92,6 +92,66 @@ describe('operator DDL', () => {
     }
   });
 
+  it('When an expression names the session (current_user, current_schema…) or a system column (tableoid…), wherever an expression can stand, then 400 invalid_request and nothing is created', async () => {
+    const a = await project();
+    expect((await ddl(a.id, 'CREATE TABLE base (id int PRIMARY KEY, body text)')).status).toBe(200);
+    const session = ['current_user', 'session_user', 'current_role', 'user', 'current_schema', 'current_catalog', 'current_schema()', 'system_user', "current_setting('role')", 'pg_backend_pid()::text', 'inet_server_addr()::text', 'version()', 'current_database()'];
+    const probes: string[] = [];
+    for (const e of session) {
+      probes.push(
+        `CREATE TABLE x (v text DEFAULT ${e})`,
+        `CREATE TABLE x (v text CHECK (v <> ${e}))`,
+        `CREATE TABLE x (v text GENERATED ALWAYS AS (${e}) STORED)`,
+        `CREATE TABLE x (v text, CONSTRAINT c CHECK (v IS DISTINCT FROM ${e}))`,
+        `CREATE TABLE x AS SELECT ${e} AS v`,
+        `CREATE TABLE x AS SELECT id, ${e} AS v FROM base`,
+        `CREATE VIEW x AS SELECT ${e} AS v`,
+        `CREATE VIEW x AS SELECT id FROM base WHERE body = ${e}`,
+        `CREATE INDEX x ON base ((body || ${e}))`,
+        `CREATE INDEX x ON base (id) WHERE body = ${e}`,
+        `ALTER TABLE base ADD COLUMN v text DEFAULT ${e}`,
+        `ALTER TABLE base ALTER COLUMN body SET DEFAULT ${e}`,
+        `ALTER TABLE base ALTER COLUMN body TYPE text USING ${e}`,
+        `ALTER TABLE base ADD CONSTRAINT c CHECK (body <> ${e})`,
+      );
+    }
+    for (const column of ['tableoid', 'base.tableoid', '"tableoid"', 'xmin', 'xmax', 'cmin', 'cmax', 'ctid']) {
+      probes.push(
+        `CREATE TABLE x AS SELECT ${column}::text AS v FROM base`,
+        `CREATE VIEW x AS SELECT id, ${column} AS v FROM base`,
+        `CREATE TABLE x (v text, CHECK (tableoid IS NOT NULL))`,
+        `CREATE TABLE x (v bigint GENERATED ALWAYS AS (${column.replace('base.', '')}::text::bigint) STORED)`,
+        `CREATE INDEX x ON base (id) WHERE ${column} IS NOT NULL`,
+      );
+    }
+    const accepted: string[] = [];
+    for (const sql of new Set(probes)) {
+      const res = await ddl(a.id, sql);
+      if (res.status !== 400 || res.body.error?.code !== 'invalid_request' || !/not accepted/.test(res.body.error?.message ?? '')) accepted.push(`${sql} → ${res.status} ${JSON.stringify(res.body.error)}`);
+    }
+    // A partition bound is evaluated once and stored: the session's name would be kept in it.
+    expect((await ddl(a.id, 'CREATE TABLE parts (v text) PARTITION BY LIST (v)')).status).toBe(200);
+    for (const sql of ['CREATE TABLE x PARTITION OF parts FOR VALUES IN (current_user)', 'CREATE TABLE x PARTITION OF parts FOR VALUES IN (current_catalog)']) {
+      const res = await ddl(a.id, sql);
+      if (res.status !== 400) accepted.push(`${sql} → ${res.status}`);
+    }
+    // The structured create's defaults go through the same judge.
+    for (const d of ['current_user', 'current_schema', 'session_user']) {
+      const res = await request(t.app).post(`/admin/projects/${a.id}/tables`).set('Authorization', `Bearer ${t.adminToken}`).send({ name: 'x', columns: [{ name: 'v', type: 'text', default: d }] });
+      if (res.status !== 400 || res.body.error?.code !== 'invalid_request') accepted.push(`structured default ${d} → ${res.status}`);
+    }
+    expect(accepted).toEqual([]);
+    const schema = await physicalSchema(t.db.pool, a.id, 'public');
+    const rels = await t.db.pool.query("SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname NOT LIKE '\\_platform\\_%' ORDER BY 1", [schema]);
+    expect(rels.rows.map((r) => r.relname)).toEqual(['base', 'base_pkey', 'parts']);
+    const cols = await t.db.pool.query("SELECT a.attname, pg_get_expr(d.adbin, d.adrelid) AS def FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum WHERE n.nspname = $1 AND c.relname = 'base' AND a.attnum > 0 ORDER BY a.attnum", [schema]);
+    expect(cols.rows).toEqual([{ attname: 'id', def: null }, { attname: 'body', def: null }]);
+    // Date and time values without parentheses are still accepted.
+    for (const sql of ['CREATE TABLE stamps (d date DEFAULT current_date, t timestamptz DEFAULT current_timestamp, l timestamp DEFAULT localtimestamp, k time DEFAULT localtime)']) {
+      expect({ sql, status: (await ddl(a.id, sql)).status }).toEqual({ sql, status: 200 });
+    }
+  });
+
   it('When each documented kind of statement is sent, then it is accepted and runs', async () => {
     const p = await project();
     const accepted = [

@@ -18,6 +18,11 @@
  *   "does not exist". `to_regclass()` and the like are not among the accepted functions; the
  *   accepted functions that look names up (`nextval`, `to_tsvector`'s configuration) take only a
  *   constant, unqualified name.
+ * - Nothing reveals the session's identity: `current_user`, `current_role`, `user`, `session_user`,
+ *   `current_schema`, `current_catalog` (and functions such as `current_setting()`, `version()`,
+ *   `pg_backend_pid()`, `inet_server_addr()`, which are not on the list) name the project's role,
+ *   schema and database or the server; system columns (`tableoid`, `xmin`, `xmax`, `cmin`, `cmax`,
+ *   `ctid`) give catalogue oids and the cluster's transaction counters.
  * - Every identifier is judged on the tree, where the parser has already decoded `U&"\0061"`
  *   escapes and quotes: any name containing `_platform_` is a platform name (403), and the names of
  *   created or renamed objects (RENAME TO, index, constraint and type names) follow the rules of
@@ -56,6 +61,28 @@ const REFUSED_NODES: Record<string, string> = {
   RoleSpec: 'roles may not be named',
   CallStmt: 'CALL is not accepted',
 };
+
+/**
+ * The SQL-standard "functions" without parentheses that name the session's role, schema or
+ * database (parsed as SQLValueFunction, not FuncCall): refused, as the functions outside FUNCTIONS
+ * are. The date and time ones (current_date, current_timestamp, localtime…) stay accepted.
+ */
+const SESSION_VALUES: Record<string, string> = {
+  SVFOP_CURRENT_ROLE: 'current_role',
+  SVFOP_CURRENT_USER: 'current_user',
+  SVFOP_USER: 'user',
+  SVFOP_SESSION_USER: 'session_user',
+  SVFOP_CURRENT_CATALOG: 'current_catalog',
+  SVFOP_CURRENT_SCHEMA: 'current_schema',
+};
+
+/**
+ * System columns: `tableoid` is the catalogue oid of the table, `xmin`/`xmax`/`cmin`/`cmax` the
+ * cluster-wide transaction counters (other tenants' write rate), `ctid` the row's physical place.
+ * No user column can carry these names (PostgreSQL reserves them), so a column reference ending in
+ * one is always a system column.
+ */
+const SYSTEM_COLUMNS = new Set(['tableoid', 'xmin', 'xmax', 'cmin', 'cmax', 'ctid']);
 
 /** Types whose values name catalogue objects (and `oid`, the step to them); arrays are `_<name>`. */
 const CATALOGUE_TYPES = new Set([
@@ -158,6 +185,14 @@ function walk(node: unknown, seen: { platform: boolean }): void {
     // Every name and string, as the parser decoded it (U& escapes, quotes).
     if (typeof value === 'string' && value.toLowerCase().includes(PLATFORM_TABLE_PREFIX)) seen.platform = true;
     if (typeof value === 'string' && NEW_OBJECT_NAMES.has(key)) judgeNewName(value);
+    if (key === 'SQLValueFunction') {
+      const op = (value as { op?: string }).op ?? '';
+      if (op in SESSION_VALUES) refuse(`${SESSION_VALUES[op]} is not accepted (it names the session's role, schema or database)`);
+    }
+    if (key === 'ColumnRef') {
+      const column = strings((value as { fields?: unknown }).fields).at(-1) ?? '';
+      if (SYSTEM_COLUMNS.has(column)) refuse(`the system column ${column} is not accepted`);
+    }
     if (key === 'FuncCall') {
       const call = value as { funcname?: unknown; args?: unknown[] };
       const name = funcName(call.funcname);
