@@ -123,7 +123,11 @@ export async function completeSetup(deps: AccountDeps, token: string, password: 
   return account;
 }
 
-/** Email and password to an account, or a refusal that does not say which of the two was wrong. */
+/**
+ * Email and password to an account, or a refusal that does not say which of the two was wrong. The
+ * throttle (./login-throttle.ts) is asked first: it refuses only an address that failed too often
+ * (on this account, or in all), never the account as such.
+ */
 export async function signIn(deps: Pick<Deps, 'db' | 'clock' | 'counters' | 'logger'>, rawEmail: unknown, password: unknown, address: string) {
   const email = typeof rawEmail === 'string' ? rawEmail.trim().toLowerCase().slice(0, 320) : '';
   const pw = typeof password === 'string' ? password.slice(0, 1000) : '';
@@ -131,7 +135,8 @@ export async function signIn(deps: Pick<Deps, 'db' | 'clock' | 'counters' | 'log
   const account = email ? await deps.db.prisma.dashboardAccount.findUnique({ where: { email } }) : null;
   const ok = await verifyPassword(pw, account?.passwordHash ?? null);
   if (!account || !ok) {
-    await recordLoginFailure(deps, email, address);
+    const reason = !account ? 'unknown_email' : account.passwordHash === null ? 'no_password_set' : 'wrong_password';
+    await recordLoginFailure(deps, { email, address, account, reason, via: 'sign-in' });
     throw new DashboardRefusal(401, 'Wrong email or password.');
   }
   return { id: account.id, email: account.email };

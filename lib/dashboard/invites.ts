@@ -76,7 +76,7 @@ export async function acceptInvite(deps: Pick<Deps, 'db' | 'clock' | 'counters' 
   if (existing) {
     await checkLoginAllowed(deps, invite.email, address);
     if (!(await verifyPassword(pw, existing.passwordHash))) {
-      await recordLoginFailure(deps, invite.email, address);
+      await recordLoginFailure(deps, { email: invite.email, address, account: existing, reason: existing.passwordHash === null ? 'no_password_set' : 'wrong_password', via: 'invitation' });
       throw new DashboardRefusal(401, CANNOT_ACCEPT);
     }
   } else {
