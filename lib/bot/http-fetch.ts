@@ -12,9 +12,12 @@
  *   lets it reach loopback, over http too, and nothing else private. An operator may restrict a
  *   project to a list of hosts (lib/bot/http-allowlist.ts). A refusal is `forbidden_target`.
  * - Redirects (301, 302, 303, 307, 308) are followed at most MAX_REDIRECTS times, each hop checked
- *   like the first; 303 (and 301/302 after a POST) become a GET without body; a hop to another
- *   origin drops Authorization, Cookie and Proxy-Authorization, so a bearer token never follows a
- *   redirect elsewhere.
+ *   like the first; 303 (and 301/302 after a POST) become a GET without body. A hop to another
+ *   origin (scheme, host or port) keeps only Accept, Accept-Language and Accept-Encoding of the
+ *   bot's headers (CROSS_ORIGIN_SAFE_HEADERS), so no credential, whatever its header, follows a
+ *   redirect elsewhere, nor comes back on a later hop; a hop to another origin that would re-send
+ *   the body (307, 308, or 301/302 after a method other than POST) is not followed: the bot gets
+ *   `forbidden_target` saying so. Same-origin hops keep every header and the body.
  * - Time: `timeoutMs` (default BOT_HTTP_TIMEOUT_MS, 5 s; at most 15 s) covers connecting, every
  *   hop and the body, and never reaches past the deadline of the event that called (the sandbox
  *   tells how long is left): past it, `timeout`.
@@ -43,8 +46,12 @@ export const FETCH_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', '
 export const USER_AGENT = 'messaging-service-bot/1.0 (http.fetch of a bot hosted by the messaging service)';
 /** Headers the bot may not set: the connection's own, and the service's User-Agent. */
 const RESERVED_HEADERS = new Set(['host', 'content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'te', 'trailer', 'proxy-connection', 'expect', 'user-agent']);
-/** Dropped on a redirect to another origin. */
-const CREDENTIAL_HEADERS = ['authorization', 'cookie', 'proxy-authorization'];
+/**
+ * The only headers of the bot's that follow a redirect to another origin (scheme, host or port):
+ * any other may carry a credential (x-api-key, x-auth-token, a signature…), so all others are
+ * dropped. Content-Type never goes along: a body never follows to another origin.
+ */
+const CROSS_ORIGIN_SAFE_HEADERS = new Set(['accept', 'accept-language', 'accept-encoding']);
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 
 export interface FetchArgs {
@@ -215,8 +222,14 @@ async function fetchWithRedirects(deps: FetchDeps, projectId: string, first: Hop
           throw new FetchError('forbidden_target', `Redirect ${n + 1} names no valid URL.`);
         }
         const toGet = status === 303 || ((status === 301 || status === 302) && hop.method === 'POST');
-        const headers = { ...hop.headers };
-        if (next.origin !== url.origin) for (const h of CREDENTIAL_HEADERS) delete headers[h];
+        const crossOrigin = next.origin !== url.origin;
+        if (crossOrigin && !toGet && hop.body !== null) {
+          // A 307/308 (or a 301/302 after a method other than POST) would send the body again, to a
+          // server the bot did not name: stop instead of re-sending it (or silently changing the method).
+          throw new FetchError('forbidden_target', `Redirect ${n + 1} (${status}) leads to another origin (${next.origin.slice(0, 255)}) and would re-send the request body there; a body is never sent to another origin. Call that URL yourself if you trust it.`);
+        }
+        let headers = { ...hop.headers };
+        if (crossOrigin) headers = Object.fromEntries(Object.entries(headers).filter(([h]) => CROSS_ORIGIN_SAFE_HEADERS.has(h)));
         if (toGet) delete headers['content-type'];
         hop = { url: next.toString(), method: toGet ? 'GET' : hop.method, headers, body: toGet ? null : hop.body };
         continue;
