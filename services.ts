@@ -30,6 +30,7 @@ import type { Readiness } from './http/operational.js';
 import type { MergeMoves } from './lib/conversations/identity.js';
 import { moveConversationMessages } from './lib/messaging/ledger.js';
 import { moveRecipientsToContact } from './lib/broadcasts/recipients.js';
+import { graphVersionWarning, graphVersionWatch, type GraphVersionReport } from './channel/graph-versions.js';
 
 /** A contact merge moves each room's rows through that room's owner (lib/conversations/identity.ts). */
 const CONTACT_MERGE: MergeMoves = { moveMessages: moveConversationMessages, moveContactRows: moveRecipientsToContact };
@@ -115,7 +116,13 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
     const deps = appDeps(opts, { db, clock, counters, channel, secretBox, credentialCache, metrics }, () => callbackBase);
     let draining = false;
     const jobs = jobsControl((jobOpts) => startJobs({ db, clock, logger, secretBox, config, channel, bot: opts.bot }, withDeliveryMetrics(jobOpts, metrics, clock)));
-    const readiness = readinessCheck({ db, config, counters, jobsRunning: () => jobs.current !== undefined, draining: () => draining });
+    // The configured Graph version against Meta's end dates: in /readyz, and a warning a day in the log.
+    const graphVersion = graphVersionWatch({ version: opts.channelVersion ?? config.graphApiVersion, now: () => clock.now(), warn: (m, f) => logger.warn(m, f) });
+    graphVersion.check();
+    const versionTimer = setInterval(() => graphVersion.check(), 3_600_000);
+    versionTimer.unref();
+    stops.unshift(async () => clearInterval(versionTimer));
+    const readiness = readinessCheck({ db, config, counters, jobsRunning: () => jobs.current !== undefined, draining: () => draining, graphVersion });
     collectGauges(metrics, db, readiness);
     const app = createApp({ ...deps, handlers: opts.handlers, adminToken: opts.adminToken, readiness, simulatorUrl: opts.simulatorUrl });
     opts.bot?.attach(deps);
@@ -226,6 +233,7 @@ function jobsControl(launch: (opts: JobsOptions) => Promise<Jobs>) {
  */
 function readinessCheck(o: {
   db: Database; config: ServicesOptions['config']; counters: unknown; jobsRunning: () => boolean; draining: () => boolean;
+  graphVersion: { check(): GraphVersionReport };
 }): () => Promise<Readiness> {
   const { db, config } = o;
   let migrationsApplied = false;
@@ -258,7 +266,9 @@ function readinessCheck(o: {
     checks.redis = !config.redisUrl ? 'not configured' : redis.isReady === false ? 'unreachable' : 'ok';
     if (o.draining()) checks.shutdown = 'draining';
     const ready = !o.draining() && Object.values(checks).every((v) => v === 'ok' || v === 'not configured');
-    return { ready, checks };
+    // Informational: an ending Graph version never makes the instance unready (sends still work until Meta's date).
+    const graph = o.graphVersion.check();
+    return { ready, checks, graph_api: { ...graph, warning: graphVersionWarning(graph) } };
   };
 }
 

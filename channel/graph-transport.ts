@@ -38,7 +38,7 @@ export interface ChannelCredentials {
 export interface CloudApiClientOptions {
   /** e.g. http://127.0.0.1:4010 (simulator) or https://graph.facebook.com */
   baseUrl: string;
-  /** Graph API version, e.g. 'v21.0' */
+  /** Graph API version, e.g. 'v26.0' */
   version: string;
   /** Deadline of one JSON call (connect, send, answer). */
   timeoutMs: number;
@@ -182,7 +182,7 @@ export class GraphTransport {
     const base = new URL(opts.baseUrl);
     if (base.protocol !== 'http:' && base.protocol !== 'https:') throw new TypeError('CloudApiClient: baseUrl must be http(s)');
     if (base.username || base.password) throw new TypeError('CloudApiClient: baseUrl must not carry credentials');
-    if (!/^v\d{1,2}\.\d$/.test(opts.version)) throw new TypeError(`CloudApiClient: version must look like v21.0, got ${opts.version}`);
+    if (!/^v\d{1,2}\.\d$/.test(opts.version)) throw new TypeError(`CloudApiClient: version must look like v26.0, got ${opts.version}`);
     if (!(opts.timeoutMs > 0)) throw new TypeError('CloudApiClient: timeoutMs must be positive');
     this.version = opts.version;
     this.timeoutMs = opts.timeoutMs;

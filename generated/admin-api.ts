@@ -1400,6 +1400,43 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * @description `data` of `GET /readyz` (a probe outside the API paths: no credential, never rate limited; docs/operations.md).
+         *     503 `service_unavailable` carries the same `checks` in `details.checks`. `graph_api` is informational:
+         *     an ending Graph API version never makes the instance unready.
+         */
+        Readiness: {
+            ready: boolean;
+            /** @description Each check (`database`, `migrations`, `jobs`, `redis`, `shutdown`) is `ok`, `not configured`, or what is wrong. */
+            checks: {
+                [key: string]: string;
+            };
+            graph_api?: components["schemas"]["GraphApiVersionReport"];
+        };
+        /** @description The configured `GRAPH_API_VERSION` against the end dates of Meta's versions known to the service (docs/configuration.md, "Moving the Graph API version"). */
+        GraphApiVersionReport: {
+            /** @example v26.0 */
+            version: string;
+            /**
+             * @description `ending_soon`: Meta ends it within 90 days; `ended`: Meta refuses it; `unknown`: not in the table.
+             * @enum {string}
+             */
+            status: "supported" | "ending_soon" | "ended" | "unknown";
+            /**
+             * @description Meta's last day (`YYYY-MM-DD`) or month (`YYYY-MM`, counted from its first day); null when not announced.
+             * @example 2027-01-21
+             */
+            ends: string | null;
+            /** @description Whole days before it ends (0 on its last day, negative once ended); null when no end is known. */
+            days_left: number | null;
+            /**
+             * @description The latest version the service knows.
+             * @example v26.0
+             */
+            latest: string;
+            /** @description The sentence the log warns with once a day; null when the version needs no move. */
+            warning: string | null;
+        };
         RateCardInput: {
             /** @description ISO 4217 code, for example USD. */
             currency: string;

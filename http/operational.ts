@@ -10,11 +10,14 @@ import { Router, type NextFunction, type Request, type Response } from 'express'
 import { ApiError } from '../lib/platform/errors.js';
 import { hashSecret, safeEqual } from '../lib/platform/secrets.js';
 import type { Metrics } from '../lib/platform/metrics.js';
+import type { GraphVersionReport } from '../channel/graph-versions.js';
 
 export interface Readiness {
   ready: boolean;
   /** Each check: `ok`, `not configured`, or what is wrong. */
   checks: Record<string, string>;
+  /** The configured Graph API version against Meta's end dates (informational: never makes it unready). */
+  graph_api?: GraphVersionReport & { warning: string | null };
 }
 
 export interface OperationalOptions {

@@ -1,4 +1,4 @@
-/** The Graph API surface under /:version (v21.0 etc.), with fault injection in front of it. */
+/** The Graph API surface under /:version (v26.0 etc.: the versions Meta serves, versions.ts), with fault injection in front of it. */
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { requireAnyToken, requireToken, tokenOf, type SimContext } from './context.js';
 import { GraphError, paramError, sendGraphError, unknownPath, unsupportedRequest } from './errors.js';
@@ -10,6 +10,7 @@ import { getTemplate, createTemplate, deleteTemplates, listTemplates } from './t
 import { logRequest } from './request-log.js';
 import { createFlow, deleteFlow, deprecateFlow, flowOf, getFlow, listAssets, listFlows, publishFlow, uploadAsset } from './flows.js';
 import { messagingLimitOf } from './pricing.js';
+import { deprecatedVersion, versionState } from './versions.js';
 
 const safeDecode = (s: string) => {
   try {
@@ -59,6 +60,9 @@ export function graphRouter(ctx: SimContext): Router {
     try {
       const version = String(req.params.version);
       if (!/^v\d{1,2}\.\d{1,2}$/.test(version)) throw unknownPath(req.path === '/' ? `/${version}` : `/${version}${req.path}`);
+      const served = versionState(version, state.clock.now());
+      if (served === 'unreleased') throw unknownPath(req.path === '/' ? `/${version}` : `/${version}${req.path}`);
+      if (served === 'retired') throw deprecatedVersion();
       state.stats.graph_requests++;
       logRequest(state, req, res);
       const segs = req.path.split('/').filter(Boolean).map(safeDecode);

@@ -54,7 +54,7 @@ const server = sim.app.listen(port, host, () => {
   const p = typeof addr === 'object' && addr ? addr.port : port;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${p}`;
   console.log(`WhatsApp Cloud API simulator listening on ${url}`);
-  console.log(`  Graph API base URL: ${url}/v21.0   control API: ${url}/_sim (see simulator/README.md)`);
+  console.log(`  Graph API base URL: ${url}/v26.0   control API: ${url}/_sim (see simulator/README.md)`);
 });
 server.keepAliveTimeout = 65_000;
 server.on('error', (e: NodeJS.ErrnoException) => {

@@ -113,7 +113,7 @@ describe('engine', () => {
     const real = (await engineFor(t)) ;
     await real.stop();
     const { CloudApiClient: Client } = await import('../channel/cloud-api.js');
-    const inner = new Client({ baseUrl: t.sim!.url, version: 'v21.0', timeoutMs: 2000 });
+    const inner = new Client({ baseUrl: t.sim!.url, version: 'v26.0', timeoutMs: 2000 });
     const dying = Object.create(inner) as CloudApiClient;
     dying.sendMessage = async (creds, payload) => {
       calls++;

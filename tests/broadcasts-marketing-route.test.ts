@@ -150,7 +150,7 @@ describe('simulator /marketing_messages', () => {
     const { phoneNumberId, project: p } = await project('MARKETING', 1);
     const { rows } = await t.db.pool.query<{ phone: string }>('SELECT phone FROM contacts WHERE project_id = $1 LIMIT 1', [p.id]);
     const token = (await request(t.sim!.url).get(`/_sim/phone-numbers/${phoneNumberId}`)).body.access_token;
-    const send = (b: object) => request(t.sim!.url).post(`/v21.0/${phoneNumberId}/marketing_messages`).set('Authorization', `Bearer ${token}`)
+    const send = (b: object) => request(t.sim!.url).post(`/v26.0/${phoneNumberId}/marketing_messages`).set('Authorization', `Bearer ${token}`)
       .send({ messaging_product: 'whatsapp', recipient_type: 'individual', to: rows[0].phone, ...b });
     const tpl = { type: 'template', template: { name: 'offer', language: { policy: 'deterministic', code: 'en_US' }, components: [{ type: 'body', parameters: [{ type: 'text', text: 'x' }] }] } };
     const short = await send({ ...tpl, message_send_ttl_seconds: 600 });

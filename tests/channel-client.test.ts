@@ -77,7 +77,7 @@ describe('CloudApiClient against the simulator', () => {
   const log = captureLogger();
   const clients: CloudApiClient[] = [];
   const makeClient = (opts: Partial<ConstructorParameters<typeof CloudApiClient>[0]> = {}) => {
-    const c = new CloudApiClient({ baseUrl: base, version: 'v21.0', timeoutMs: 300, logger: log.logger, ...opts });
+    const c = new CloudApiClient({ baseUrl: base, version: 'v26.0', timeoutMs: 300, logger: log.logger, ...opts });
     clients.push(c);
     return c;
   };
@@ -408,7 +408,7 @@ describe('CloudApiClient against the simulator', () => {
         expect(r.httpStatus).toBe(302);
         expect(hits).toBe(2);
         // The token travels in the Authorization header only; JSON bodies are declared as such.
-        expect(seen[0].url).toBe(`/v21.0/${creds.phoneNumberId}/messages`);
+        expect(seen[0].url).toBe(`/v26.0/${creds.phoneNumberId}/messages`);
         expect(seen[0].headers.authorization).toBe(`Bearer ${creds.accessToken}`);
         expect(seen[0].headers['content-type']).toMatch(/^application\/json/);
         expect(seen[1].headers['content-type']).toMatch(/^multipart\/form-data; boundary=/);

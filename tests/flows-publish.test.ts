@@ -175,7 +175,7 @@ describe('the simulator Flows endpoints (Meta shapes)', () => {
     const channel = await t.db.prisma.channelSettings.findUniqueOrThrow({ where: { projectId } });
     const pn = t.sim!.simulator.state.phones.get(channel.phoneNumberId)!;
     const creds = { phoneNumberId: pn.phone_number_id, wabaId: pn.waba_id, appId: pn.app_id, accessToken: pn.access_token };
-    const client = new CloudApiClient({ baseUrl: t.sim!.url, version: 'v21.0', timeoutMs: 5000 });
+    const client = new CloudApiClient({ baseUrl: t.sim!.url, version: 'v26.0', timeoutMs: 5000 });
     try {
       const { id } = await createFlow(client, creds, { name: 'raw_upload', categories: ['OTHER'] });
       const text = JSON.stringify({ version: '7.3', screens: [{ id: 'SCREEN_1', layout: { type: 'SingleColumnLayout', children: [] } }] }, null, 2);
@@ -246,14 +246,14 @@ describe('the simulator keeps flows across a restart', () => {
     try {
       const pn = (await request(s.app).post('/_sim/phone-numbers').send({ callback_url: 'http://127.0.0.1:9/cb', app_secret: 'sec' }).expect(201)).body;
       const auth = `Bearer ${pn.access_token}`;
-      const { id } = (await request(s.app).post(`/v21.0/${pn.waba_id}/flows`).set('Authorization', auth).send({ name: 'kept', categories: ['OTHER'] }).expect(200)).body;
+      const { id } = (await request(s.app).post(`/v26.0/${pn.waba_id}/flows`).set('Authorization', auth).send({ name: 'kept', categories: ['OTHER'] }).expect(200)).body;
       const json = JSON.stringify({ version: '7.3', screens: [{ id: 'ONLY', terminal: true, layout: { type: 'SingleColumnLayout', children: [{ type: 'Footer', label: 'Done', 'on-click-action': { name: 'complete', payload: {} } }] } }] });
-      const up = await request(s.app).post(`/v21.0/${id}/assets`).set('Authorization', auth).field('name', 'flow.json').field('asset_type', 'FLOW_JSON').attach('file', Buffer.from(json), { filename: 'flow.json', contentType: 'application/json' });
+      const up = await request(s.app).post(`/v26.0/${id}/assets`).set('Authorization', auth).field('name', 'flow.json').field('asset_type', 'FLOW_JSON').attach('file', Buffer.from(json), { filename: 'flow.json', contentType: 'application/json' });
       expect(up.body).toEqual({ success: true, validation_errors: [] });
-      await request(s.app).post(`/v21.0/${id}/publish`).set('Authorization', auth).expect(200);
+      await request(s.app).post(`/v26.0/${id}/publish`).set('Authorization', auth).expect(200);
       await s.close();
       s = createSimulator({ dataDir: dir, autoStatusDelaysMs: null });
-      const got = await request(s.app).get(`/v21.0/${id}?fields=id,name,status,json_version`).set('Authorization', auth);
+      const got = await request(s.app).get(`/v26.0/${id}?fields=id,name,status,json_version`).set('Authorization', auth);
       expect(got.body).toEqual({ id, name: 'kept', status: 'PUBLISHED', json_version: '7.3' });
       expect((await request(s.app).get(`/_sim/flows/${id}/flow.json`)).text).toBe(json);
     } finally {

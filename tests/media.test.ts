@@ -156,7 +156,7 @@ describe('listMedia, getMedia, deleteMedia', () => {
     expect((await request(t.app).get('/v1/media/one').set(auth(key))).status).toBe(404);
     await expect(fs.stat(blobPath(project.id, row.id))).rejects.toThrow();
     const channel = await t.db.prisma.channelSettings.findUniqueOrThrow({ where: { projectId: project.id } });
-    const gone = await request(t.sim!.url).get(`/v21.0/${row.channelMediaId}`).set('Authorization', `Bearer ${t.secretBox.open(channel.accessTokenEnc, channelSecretPlace(channel.projectId, 'access_token'))}`);
+    const gone = await request(t.sim!.url).get(`/v26.0/${row.channelMediaId}`).set('Authorization', `Bearer ${t.secretBox.open(channel.accessTokenEnc, channelSecretPlace(channel.projectId, 'access_token'))}`);
     expect(gone.status).toBe(400);
     expect((await request(t.app).delete('/v1/media/one').set(auth(key))).status).toBe(404);
     expect((await request(t.app).get('/v1/media/Bad%20Slug').set(auth(key))).status).toBe(400);

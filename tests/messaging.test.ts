@@ -34,7 +34,7 @@ async function inbound(phoneNumberId: string, from: string, text = 'hello') {
 /** An approved template at the simulated channel (the templates API arrives later). */
 async function approvedTemplate(projectId: string, name = 'hello_world') {
   const channel = (await openChannel({ db: t.db, secretBox: t.secretBox }, projectId))!;
-  const created = await request(t.sim!.url).post(`/v21.0/${channel.wabaId}/message_templates`).set('Authorization', `Bearer ${channel.accessToken}`)
+  const created = await request(t.sim!.url).post(`/v26.0/${channel.wabaId}/message_templates`).set('Authorization', `Bearer ${channel.accessToken}`)
     .send({ name, language: 'en_US', category: 'UTILITY', components: [{ type: 'BODY', text: 'Hello there' }] });
   expect(created.status).toBe(200);
   const decided = await request(t.sim!.url).post(`/_sim/templates/${created.body.id}/decision`).send({ decision: 'APPROVED' });

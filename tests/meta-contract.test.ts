@@ -140,7 +140,7 @@ suite("the service's Graph calls, validated against Meta's published schema", ()
     // The client's reads: template list, media read.
     const channel = (await openChannel({ db: t.db, secretBox: t.secretBox }, projectId))!;
     const creds = { phoneNumberId: channel.phoneNumberId, wabaId: channel.wabaId, appId: channel.appId, accessToken: channel.accessToken };
-    const client = new CloudApiClient({ baseUrl: t.sim!.url, version: 'v21.0', timeoutMs: 5000 });
+    const client = new CloudApiClient({ baseUrl: t.sim!.url, version: 'v26.0', timeoutMs: 5000 });
     expect((await client.listTemplates(creds)).map((x) => x.name).sort()).toEqual(['all_buttons', 'image_header', 'text_header']);
     expect((await client.getMedia(creds, media.image.media_id)).id).toBe(media.image.media_id);
 
@@ -227,7 +227,7 @@ suite("the service's Graph calls, validated against Meta's published schema", ()
     const reg = await request(t.sim!.url).post('/_sim/phone-numbers').send({ callback_url: `${receiver.url}/hook`, app_secret: SECRET });
     expect(reg.status).toBe(201);
     const pn = reg.body;
-    const client = new CloudApiClient({ baseUrl: t.sim!.url, version: 'v21.0', timeoutMs: 5000 });
+    const client = new CloudApiClient({ baseUrl: t.sim!.url, version: 'v26.0', timeoutMs: 5000 });
     const creds = { phoneNumberId: pn.phone_number_id, wabaId: pn.waba_id, appId: pn.app_id, accessToken: pn.access_token };
     const { wamid } = await client.sendMessage(creds, { messaging_product: 'whatsapp', recipient_type: 'individual', to: '14155550143', type: 'text', text: { body: 'hello' } });
     for (const status of ['sent', 'delivered', 'read']) expect((await request(t.sim!.url).post('/_sim/status').send({ wamid, status })).body.status_code).toBe(200);
@@ -264,7 +264,7 @@ suite("the service's Graph calls, validated against Meta's published schema", ()
   });
   it('When the Flows endpoints are called as Meta publishes them (multipart create and asset upload, read, publish, deprecate), then each answer matches Meta’s schema; a refused step answers GraphAPIError', async () => {
     const reg = (await request(t.sim!.url).post('/_sim/phone-numbers').send({ callback_url: `${receiver.url}/flows`, app_secret: SECRET }).expect(201)).body;
-    const graph = (path: string) => `/v21.0/${path}`;
+    const graph = (path: string) => `/v26.0/${path}`;
     const as = (r: request.Test) => r.set('Authorization', `Bearer ${reg.access_token}`);
     const check = (op: Operation, res: request.Response) => {
       expect(res.status).toBe(200);

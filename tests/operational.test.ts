@@ -21,7 +21,11 @@ describe('health, readiness and metrics', () => {
 
   it('GET /readyz lists its checks: database, migrations, jobs, redis', async () => {
     const res = await request(t.app).get('/readyz?verbose=yes').expect(200);
-    expect(res.body.data).toEqual({ ready: true, checks: { database: 'ok', migrations: 'ok', jobs: 'ok', redis: 'not configured' } });
+    expect(res.body.data).toEqual({
+      ready: true,
+      checks: { database: 'ok', migrations: 'ok', jobs: 'ok', redis: 'not configured' },
+      graph_api: { version: 'v26.0', status: 'supported', ends: null, days_left: null, latest: 'v26.0', warning: null },
+    });
   });
 
   it('GET /readyz is 503 naming the failed check when the jobs do not run, and 200 again when they do', async () => {

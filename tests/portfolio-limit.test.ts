@@ -114,7 +114,7 @@ describe('portfolio messaging limit in the engine', () => {
     const warnings: string[] = [];
     const logger = { warn: (m: string) => warnings.push(m), info: () => undefined, error: () => undefined, debug: () => undefined } as never;
     const engine = await startBroadcastEngine(
-      { db: t.db, clock: t.clock, logger, secretBox: t.secretBox, channel: new CloudApiClient({ baseUrl: t.sim!.url, version: 'v21.0', timeoutMs: 5000 }) },
+      { db: t.db, clock: t.clock, logger, secretBox: t.secretBox, channel: new CloudApiClient({ baseUrl: t.sim!.url, version: 'v26.0', timeoutMs: 5000 }) },
       { schedule: false, leaseMs: 15_000, idleMs: 50, maxBatch: 10, pacing: { defaultThroughput: 1000 } },
     );
     try {

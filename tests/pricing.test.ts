@@ -277,7 +277,7 @@ describe('simulator pricing and typing indicators', () => {
     await template(t, project.id, 'promo', 'Hi');
     await request(t.sim!.url).patch(`/_sim/phone-numbers/${phoneNumberId}`).send({ messaging_limit: 'TIER_250' });
     const channel = (await openChannel({ db: t.db, secretBox: t.secretBox }, project.id))!;
-    const graph = (to: string) => request(t.sim!.url).post(`/v21.0/${phoneNumberId}/messages`).set('Authorization', `Bearer ${channel.accessToken}`)
+    const graph = (to: string) => request(t.sim!.url).post(`/v26.0/${phoneNumberId}/messages`).set('Authorization', `Bearer ${channel.accessToken}`)
       .send({ messaging_product: 'whatsapp', recipient_type: 'individual', to, type: 'template', template: { name: 'promo', language: { code: 'en_US', policy: 'deterministic' } } });
     const base = 4930000000 + Math.floor(Math.random() * 1e4) * 1000;
     const ids: string[] = [];
@@ -296,7 +296,7 @@ describe('simulator pricing and typing indicators', () => {
     await new Promise((r) => setTimeout(r, 200));
     expect(await stateOf(later.body.messages[0].id)).not.toBe('failed');
     // The phone number serves the limit as Meta's field.
-    const node = await request(t.sim!.url).get(`/v21.0/${phoneNumberId}?fields=whatsapp_business_manager_messaging_limit`).set('Authorization', `Bearer ${channel.accessToken}`);
+    const node = await request(t.sim!.url).get(`/v26.0/${phoneNumberId}?fields=whatsapp_business_manager_messaging_limit`).set('Authorization', `Bearer ${channel.accessToken}`);
     expect(node.body.whatsapp_business_manager_messaging_limit).toBe('TIER_250');
     // A tier the simulator does not know is refused at the control API.
     expect((await request(t.sim!.url).patch(`/_sim/phone-numbers/${phoneNumberId}`).send({ messaging_limit: 'TIER_3' })).status).toBe(400);
@@ -316,7 +316,7 @@ describe('simulator pricing and typing indicators', () => {
     expect(await showTyping(deps, project.id, { messageId: 42 }, false)).toMatchObject({ ok: false, error: { code: 'invalid_request' } });
     // The simulator, like Meta, knows one typing indicator type.
     const channel = (await openChannel({ db: t.db, secretBox: t.secretBox }, project.id))!;
-    const bad = await request(t.sim!.url).post(`/v21.0/${phoneNumberId}/messages`).set('Authorization', `Bearer ${channel.accessToken}`)
+    const bad = await request(t.sim!.url).post(`/v26.0/${phoneNumberId}/messages`).set('Authorization', `Bearer ${channel.accessToken}`)
       .send({ messaging_product: 'whatsapp', status: 'read', message_id: rows[0].wamid, typing_indicator: { type: 'audio' } });
     expect(bad.status).toBe(400);
   });

@@ -77,19 +77,19 @@ describe('restart keeps the channel', () => {
     let s = createSimulator({ dataDir: dir, templateAutoDecisionMs: null });
     const pn = (await request(s.app).post('/_sim/phone-numbers').send({ callback_url: 'http://127.0.0.1:9/cb', app_secret: 'sec' }).expect(201)).body;
     const auth = `Bearer ${pn.access_token}`;
-    const tpl = (await request(s.app).post(`/v21.0/${pn.waba_id}/message_templates`).set('Authorization', auth)
+    const tpl = (await request(s.app).post(`/v26.0/${pn.waba_id}/message_templates`).set('Authorization', auth)
       .send({ name: 'kept_template', language: 'en_US', category: 'UTILITY', components: [{ type: 'BODY', text: 'Hi' }] }).expect(200)).body;
-    const media = (await request(s.app).post(`/v21.0/${pn.phone_number_id}/media`).set('Authorization', auth)
+    const media = (await request(s.app).post(`/v26.0/${pn.phone_number_id}/media`).set('Authorization', auth)
       .field('messaging_product', 'whatsapp').attach('file', Buffer.from('%PDF-1.4 kept'), { filename: 'k.pdf', contentType: 'application/pdf' }).expect(200)).body;
     await s.close();
 
     s = createSimulator({ dataDir: dir, templateAutoDecisionMs: null });
     try {
-      const got = await request(s.app).get(`/v21.0/${pn.phone_number_id}`).set('Authorization', auth);
+      const got = await request(s.app).get(`/v26.0/${pn.phone_number_id}`).set('Authorization', auth);
       expect(got.status).toBe(200);
-      const listed = (await request(s.app).get(`/v21.0/${pn.waba_id}/message_templates`).set('Authorization', auth).expect(200)).body.data;
+      const listed = (await request(s.app).get(`/v26.0/${pn.waba_id}/message_templates`).set('Authorization', auth).expect(200)).body.data;
       expect(listed.map((t: any) => t.id)).toContain(tpl.id);
-      const info = (await request(s.app).get(`/v21.0/${media.id}`).set('Authorization', auth).expect(200)).body;
+      const info = (await request(s.app).get(`/v26.0/${media.id}`).set('Authorization', auth).expect(200)).body;
       const bytes = await request(s.app).get(new URL(info.url).pathname + new URL(info.url).search).set('Authorization', auth).buffer(true);
       expect(Buffer.from(bytes.body).toString()).toBe('%PDF-1.4 kept');
     } finally {

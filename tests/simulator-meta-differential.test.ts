@@ -32,7 +32,7 @@ let pn: { phone_number_id: string; waba_id: string; app_id: string; access_token
 const media: Record<string, string> = {};
 let flowId: string;
 
-const graph = (path: string) => `/v21.0/${path}`;
+const graph = (path: string) => `/v26.0/${path}`;
 const authed = (r: request.Test) => r.set('Authorization', `Bearer ${pn.access_token}`);
 
 beforeAll(async () => {

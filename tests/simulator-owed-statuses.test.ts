@@ -72,7 +72,7 @@ describe('owed statuses across a restart', () => {
     const pn = (await request(s.url).post('/_sim/phone-numbers').send({ callback_url: rx.url + hook, app_secret: 'sec' }).expect(201)).body;
     const wamids: string[] = [];
     for (let i = 0; i < 3; i++) {
-      const res = await request(s.url).post(`/v21.0/${pn.phone_number_id}/messages`).set('Authorization', `Bearer ${pn.access_token}`).send(text(`1555123400${i}`, `ref-${i}`)).expect(200);
+      const res = await request(s.url).post(`/v26.0/${pn.phone_number_id}/messages`).set('Authorization', `Bearer ${pn.access_token}`).send(text(`1555123400${i}`, `ref-${i}`)).expect(200);
       wamids.push(res.body.messages[0].id);
     }
     // Each message's `sent` was offered and refused; the retry is a minute away: owed.
@@ -118,7 +118,7 @@ describe('owed statuses across a restart', () => {
       await until(() => existsSync(path.join(dir, 'state.json')) && readFileSync(path.join(dir, 'state.json'), 'utf8').includes(pn.phone_number_id), 5_000, 'the snapshot');
       const wamids: string[] = [];
       for (let i = 0; i < 6; i++) {
-        const res = await request(child.url).post(`/v21.0/${pn.phone_number_id}/messages`).set('Authorization', `Bearer ${pn.access_token}`).send(text(`1555123410${i}`, `kill-${i}`)).expect(200);
+        const res = await request(child.url).post(`/v26.0/${pn.phone_number_id}/messages`).set('Authorization', `Bearer ${pn.access_token}`).send(text(`1555123410${i}`, `kill-${i}`)).expect(200);
         wamids.push(res.body.messages[0].id);
       }
       // Killed once the sends are `sent` at the webhook, before any is delivered.

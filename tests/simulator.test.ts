@@ -94,7 +94,7 @@ describe('WhatsApp Cloud API simulator', () => {
   const register = async () =>
     (await request(base).post('/_sim/phone-numbers').send({ callback_url: rx.url, app_secret: SECRET, verify_token: VERIFY }).expect(201)).body;
   const send = (body: object, token = pn.access_token, id = pn.phone_number_id) =>
-    request(base).post(`/v21.0/${id}/messages`).set('Authorization', `Bearer ${token}`).send(body);
+    request(base).post(`/v26.0/${id}/messages`).set('Authorization', `Bearer ${token}`).send(body);
   const text = (to = '+15551230001') => ({ messaging_product: 'whatsapp', recipient_type: 'individual', to, type: 'text', text: { body: 'hello' } });
 
   beforeAll(async () => {
@@ -188,7 +188,7 @@ describe('WhatsApp Cloud API simulator', () => {
   it('refuses a missing, wrong or other number’s token with Graph error 190 (HTTP 401)', async () => {
     const other = await register();
     for (const auth of [undefined, 'Bearer nope', `Bearer ${other.access_token}`]) {
-      const r = request(base).post(`/v21.0/${pn.phone_number_id}/messages`);
+      const r = request(base).post(`/v26.0/${pn.phone_number_id}/messages`);
       const res = await (auth ? r.set('Authorization', auth) : r).send(text());
       expect(res.status).toBe(401);
       expect(res.body.error).toMatchObject({ type: 'OAuthException', code: 190, fbtrace_id: expect.any(String) });
@@ -318,7 +318,7 @@ describe('WhatsApp Cloud API simulator', () => {
     const img = await request(base).post('/_sim/inbound').send({ phone_number_id: pn.phone_number_id, from: '15557654321', type: 'image', object: { caption: 'look' } }).expect(200);
     const image = rx.got.find((r) => r.body.entry[0].changes[0].value.messages?.[0]?.id === img.body.wamid)!.body.entry[0].changes[0].value.messages[0].image;
     expect(image).toMatchObject({ caption: 'look', mime_type: 'image/png', id: expect.stringMatching(/^\d+$/), sha256: expect.any(String) });
-    const meta = await request(base).get(`/v21.0/${image.id}`).set('Authorization', `Bearer ${pn.access_token}`).expect(200);
+    const meta = await request(base).get(`/v26.0/${image.id}`).set('Authorization', `Bearer ${pn.access_token}`).expect(200);
     const dl = await request(meta.body.url).get('').set('Authorization', `Bearer ${pn.access_token}`).buffer(true).expect(200);
     expect(dl.headers['content-type']).toBe('image/png');
 
@@ -334,7 +334,7 @@ describe('WhatsApp Cloud API simulator', () => {
     const qbase = await listen(qs);
     try {
       const p = (await request(qbase).post('/_sim/phone-numbers').send({ callback_url: rx.url, app_secret: SECRET }).expect(201)).body;
-      const wamid = (await request(qbase).post(`/v21.0/${p.phone_number_id}/messages`).set('Authorization', `Bearer ${p.access_token}`).send(text()).expect(200)).body.messages[0].id;
+      const wamid = (await request(qbase).post(`/v26.0/${p.phone_number_id}/messages`).set('Authorization', `Bearer ${p.access_token}`).send(text()).expect(200)).body.messages[0].id;
       await new Promise((r) => setTimeout(r, 100));
       expect(statusesOf(rx.got, wamid)).toHaveLength(0);
       const r = await request(qbase).post('/_sim/status').send({ wamid, status: 'failed', errors: [{ code: 131049, title: 'Not delivered', error_data: { details: 'ecosystem' } }] }).expect(200);
@@ -356,10 +356,10 @@ describe('WhatsApp Cloud API simulator', () => {
       components: [...extra, { type: 'BODY', text: 'Hi {{1}}, order {{2}} shipped.', example: { body_text: [['Ana', '42']] } }],
     });
     const upload = async (bytes = Buffer.from('\x89PNG fake image bytes'), encodeId = false) => {
-      const s = await request(base).post(`/v21.0/${pn.app_id}/uploads`).query({ file_name: 'a.png', file_length: bytes.length, file_type: 'image/png' }).set(auth()).expect(200);
+      const s = await request(base).post(`/v26.0/${pn.app_id}/uploads`).query({ file_name: 'a.png', file_length: bytes.length, file_type: 'image/png' }).set(auth()).expect(200);
       expect(s.body.id).toMatch(/^upload:/);
       // Sent as is, the ?sig= part becomes a query parameter (as with Meta); URL-encoded works too.
-      const path = `/v21.0/${encodeId ? encodeURIComponent(s.body.id) : s.body.id}`;
+      const path = `/v26.0/${encodeId ? encodeURIComponent(s.body.id) : s.body.id}`;
       const h = await request(base).post(path).set('Authorization', `OAuth ${pn.access_token}`).set('file_offset', '0').set('content-type', 'application/octet-stream').send(bytes).expect(200);
       const st = await request(base).get(path).set('Authorization', `OAuth ${pn.access_token}`).expect(200);
       expect(st.body).toEqual({ id: s.body.id, file_offset: bytes.length });
@@ -367,16 +367,16 @@ describe('WhatsApp Cloud API simulator', () => {
     };
 
     it('creates, lists, refuses duplicates, decides (webhook) and deletes', async () => {
-      const created = await request(base).post(`/v21.0/${pn.waba_id}/message_templates`).set(auth()).send(body('order_shipped')).expect(200);
+      const created = await request(base).post(`/v26.0/${pn.waba_id}/message_templates`).set(auth()).send(body('order_shipped')).expect(200);
       expect(created.body).toEqual({ id: expect.stringMatching(/^\d+$/), status: 'PENDING', category: 'UTILITY' });
       const id = created.body.id;
 
-      const dup = await request(base).post(`/v21.0/${pn.waba_id}/message_templates`).set(auth()).send(body('order_shipped')).expect(400);
+      const dup = await request(base).post(`/v26.0/${pn.waba_id}/message_templates`).set(auth()).send(body('order_shipped')).expect(400);
       expect(dup.body.error).toMatchObject({ code: 100, error_subcode: 2388024, type: 'OAuthException', error_user_title: expect.any(String) });
-      const badName = await request(base).post(`/v21.0/${pn.waba_id}/message_templates`).set(auth()).send(body('Order Shipped')).expect(400);
+      const badName = await request(base).post(`/v26.0/${pn.waba_id}/message_templates`).set(auth()).send(body('Order Shipped')).expect(400);
       expect(badName.body.error.code).toBe(100);
 
-      const list = await request(base).get(`/v21.0/${pn.waba_id}/message_templates`).query({ name: 'order_shipped' }).set(auth()).expect(200);
+      const list = await request(base).get(`/v26.0/${pn.waba_id}/message_templates`).query({ name: 'order_shipped' }).set(auth()).expect(200);
       expect(list.body.data).toEqual([expect.objectContaining({ id, name: 'order_shipped', language: 'en_US', status: 'PENDING', category: 'UTILITY' })]);
       expect(list.body.paging.cursors).toEqual({ before: expect.any(String), after: expect.any(String) });
 
@@ -398,20 +398,20 @@ describe('WhatsApp Cloud API simulator', () => {
       const sent = await waitFor(() => statusesOf(rx.got, ok.body.messages[0].id).find((s) => s.status === 'sent'));
       expect(sent.pricing).toEqual({ billable: true, pricing_model: 'PMP', category: 'utility', type: 'regular' });
 
-      await request(base).delete(`/v21.0/${pn.waba_id}/message_templates`).query({ name: 'order_shipped', hsm_id: id }).set(auth()).expect(200, { success: true });
-      expect((await request(base).get(`/v21.0/${pn.waba_id}/message_templates`).query({ name: 'order_shipped' }).set(auth()).expect(200)).body.data).toEqual([]);
+      await request(base).delete(`/v26.0/${pn.waba_id}/message_templates`).query({ name: 'order_shipped', hsm_id: id }).set(auth()).expect(200, { success: true });
+      expect((await request(base).get(`/v26.0/${pn.waba_id}/message_templates`).query({ name: 'order_shipped' }).set(auth()).expect(200)).body.data).toEqual([]);
     });
 
     it('accepts a resumable-upload handle as header_handle once; refuses a media id', async () => {
       const h = await upload();
       expect(h).toMatch(/^4::/);
       const header = (handle: string) => [{ type: 'HEADER', format: 'IMAGE', example: { header_handle: [handle] } }];
-      const tpl = await request(base).post(`/v21.0/${pn.waba_id}/message_templates`).set(auth()).send(body('with_image', header(h))).expect(200);
-      const reused = await request(base).post(`/v21.0/${pn.waba_id}/message_templates`).set(auth()).send(body('with_image_again', header(h))).expect(400);
+      const tpl = await request(base).post(`/v26.0/${pn.waba_id}/message_templates`).set(auth()).send(body('with_image', header(h))).expect(200);
+      const reused = await request(base).post(`/v26.0/${pn.waba_id}/message_templates`).set(auth()).send(body('with_image_again', header(h))).expect(400);
       expect(reused.body.error).toMatchObject({ code: 100, error_subcode: 2494102 });
 
-      const media = await request(base).post(`/v21.0/${pn.phone_number_id}/media`).set(auth()).field('messaging_product', 'whatsapp').field('type', 'image/png').attach('file', Buffer.from('png'), { filename: 'a.png', contentType: 'image/png' }).expect(200);
-      const byMediaId = await request(base).post(`/v21.0/${pn.waba_id}/message_templates`).set(auth()).send(body('with_media_id', header(media.body.id))).expect(400);
+      const media = await request(base).post(`/v26.0/${pn.phone_number_id}/media`).set(auth()).field('messaging_product', 'whatsapp').field('type', 'image/png').attach('file', Buffer.from('png'), { filename: 'a.png', contentType: 'image/png' }).expect(200);
+      const byMediaId = await request(base).post(`/v26.0/${pn.waba_id}/message_templates`).set(auth()).send(body('with_media_id', header(media.body.id))).expect(400);
       expect(byMediaId.body.error).toMatchObject({ code: 100, error_subcode: 2494102 });
 
       // …and a handle is not a media id for sending.
@@ -428,30 +428,30 @@ describe('WhatsApp Cloud API simulator', () => {
 
     it('uploads media, serves it, and expires it 30 days later (injected clock)', async () => {
       const bytes = Buffer.from('%PDF-1.4 simulated');
-      const up = await request(base).post(`/v21.0/${pn.phone_number_id}/media`).set(auth()).field('messaging_product', 'whatsapp').field('type', 'application/pdf').attach('file', bytes, { filename: 'doc.pdf', contentType: 'application/pdf' }).expect(200);
+      const up = await request(base).post(`/v26.0/${pn.phone_number_id}/media`).set(auth()).field('messaging_product', 'whatsapp').field('type', 'application/pdf').attach('file', bytes, { filename: 'doc.pdf', contentType: 'application/pdf' }).expect(200);
       expect(up.body).toEqual({ id: expect.stringMatching(/^\d{16}$/) });
       const id = up.body.id;
-      const info = await request(base).get(`/v21.0/${id}`).set(auth()).expect(200);
+      const info = await request(base).get(`/v26.0/${id}`).set(auth()).expect(200);
       expect(info.body).toEqual({ messaging_product: 'whatsapp', url: expect.stringContaining('/whatsapp_business/attachments/?mid='), mime_type: 'application/pdf', sha256: expect.stringMatching(/^[0-9a-f]{64}$/), file_size: String(bytes.length), id });
       await send({ messaging_product: 'whatsapp', recipient_type: 'individual', to: '15551230001', type: 'document', document: { id, filename: 'doc.pdf' } }).expect(200);
 
       clock.t += 30 * DAY - 60_000;
-      await request(base).get(`/v21.0/${id}`).set(auth()).expect(200);
+      await request(base).get(`/v26.0/${id}`).set(auth()).expect(200);
       clock.t += 60_000;
-      const gone = await request(base).get(`/v21.0/${id}`).set(auth()).expect(400);
+      const gone = await request(base).get(`/v26.0/${id}`).set(auth()).expect(400);
       expect(gone.body.error).toMatchObject({ code: 100, error_subcode: 33, type: 'GraphMethodException' });
       const expired = await send({ messaging_product: 'whatsapp', recipient_type: 'individual', to: '15551230001', type: 'document', document: { id } }).expect(400);
       expect(expired.body.error.code).toBe(131053);
       const unknown = await send({ messaging_product: 'whatsapp', recipient_type: 'individual', to: '15551230001', type: 'image', image: { id: '1234567890123456' } }).expect(400);
       expect(unknown.body.error.code).toBe(131053);
 
-      const wrongType = await request(base).post(`/v21.0/${pn.phone_number_id}/media`).set(auth()).field('messaging_product', 'whatsapp').field('type', 'application/x-msdownload').attach('file', Buffer.from('MZ'), 'a.exe').expect(400);
+      const wrongType = await request(base).post(`/v26.0/${pn.phone_number_id}/media`).set(auth()).field('messaging_product', 'whatsapp').field('type', 'application/x-msdownload').attach('file', Buffer.from('MZ'), 'a.exe').expect(400);
       expect(wrongType.body.error.code).toBe(100);
     });
 
     it('refuses bodies over the upload limit with 413', async () => {
       const big = Buffer.alloc(3 * 1024 * 1024, 1);
-      const res = await request(base).post(`/v21.0/${pn.phone_number_id}/media`).set(auth()).field('messaging_product', 'whatsapp').attach('file', big, 'big.pdf').ok(() => true);
+      const res = await request(base).post(`/v26.0/${pn.phone_number_id}/media`).set(auth()).field('messaging_product', 'whatsapp').attach('file', big, 'big.pdf').ok(() => true);
       expect(res.status).toBe(413);
     });
   });
@@ -505,7 +505,7 @@ describe('simulator callback retries (Meta keeps retrying with decreasing freque
       const wamids: string[] = [];
       for (let i = 0; i < 10; i++) {
         const res = await request(base)
-          .post(`/v21.0/${pn.phone_number_id}/messages`)
+          .post(`/v26.0/${pn.phone_number_id}/messages`)
           .set('Authorization', `Bearer ${pn.access_token}`)
           .send({ messaging_product: 'whatsapp', recipient_type: 'individual', to: `+1555000${1000 + i}`, type: 'text', text: { body: 'hi' } })
           .expect(200);

@@ -209,7 +209,7 @@ describe('platform events', () => {
     await register(key, '/templates', ['template.approved', 'template.rejected']);
     const channel = (await openChannel({ db: t.db, secretBox: t.secretBox }, project.id))!;
     for (const [name, decision] of [['welcome_one', 'APPROVED'], ['welcome_two', 'REJECTED']] as const) {
-      const created = await request(t.sim!.url).post(`/v21.0/${channel.wabaId}/message_templates`).set('Authorization', `Bearer ${channel.accessToken}`)
+      const created = await request(t.sim!.url).post(`/v26.0/${channel.wabaId}/message_templates`).set('Authorization', `Bearer ${channel.accessToken}`)
         .send({ name, language: 'en_US', category: 'UTILITY', components: [{ type: 'BODY', text: 'Welcome' }] });
       expect(created.status).toBe(200);
       await t.db.prisma.template.create({

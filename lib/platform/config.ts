@@ -80,8 +80,14 @@ export interface Config {
   scheduleGraceSeconds: number;
   /** The shortest period a bot's schedule may have, in seconds (at least 60: a cron expression has 5 fields); a deploy declaring a shorter one is refused. */
   scheduleMinPeriodSeconds: number;
-  /** Child processes the bots' sandboxes run in (lib/sandbox/supervisor.ts). */
+  /** Sandbox processes alive at once, one per project whose bot runs (lib/sandbox/supervisor.ts). */
   botSandboxProcesses: number;
+  /** A sandbox process with nothing to run for this long is stopped. */
+  botSandboxIdleMs: number;
+  /** CPU a project's bots (events, schedules, previews) may use per minute; past it their events wait (lib/bot/cpu-budget.ts). */
+  botCpuMsPerMinute: number;
+  /** CPU per minute past which a project's sandbox process runs at a lower priority than the others'. */
+  botCpuBurstMs: number;
   /** A sandbox process whose resident set passes this (MB) is replaced once its events end. */
   botSandboxMaxRssMb: number;
   /** Custom events a project's bot may emit per minute (shared counters); past it `emit` answers false. */
@@ -275,7 +281,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: str(env, 'LOG_LEVEL') ?? 'info',
     otelEndpoint: otlpEndpoint(env),
     graphBaseUrl: str(env, 'GRAPH_BASE_URL')?.replace(/\/+$/, ''),
-    graphApiVersion: str(env, 'GRAPH_API_VERSION') ?? 'v21.0',
+    // The latest Graph version (channel/graph-versions.ts's DEFAULT_GRAPH_VERSION; a test keeps them equal).
+    graphApiVersion: str(env, 'GRAPH_API_VERSION') ?? 'v26.0',
     graphTimeoutMs: int(env, 'GRAPH_TIMEOUT_MS', 10000, 100, 120000),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 5000, 0, 600000),
     botInboxLeaseMs: int(env, 'BOT_INBOX_LEASE_MS', 60000, 1000, 3600000),
@@ -283,7 +290,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     botMaxAbnormalRuns: int(env, 'BOT_MAX_ABNORMAL_RUNS', 3, 1, 20),
     scheduleGraceSeconds: int(env, 'SCHEDULE_GRACE_SECONDS', 600, 0, 7 * 86_400),
     scheduleMinPeriodSeconds: int(env, 'SCHEDULE_MIN_PERIOD_SECONDS', 60, 60, 86_400),
-    botSandboxProcesses: int(env, 'BOT_SANDBOX_PROCESSES', 2, 1, 64),
+    botSandboxProcesses: int(env, 'BOT_SANDBOX_PROCESSES', 8, 1, 256),
+    botSandboxIdleMs: int(env, 'BOT_SANDBOX_IDLE_MS', 60_000, 1000, 3_600_000),
+    botCpuMsPerMinute: int(env, 'BOT_CPU_MS_PER_MINUTE', 30_000, 100, 3_600_000),
+    botCpuBurstMs: int(env, 'BOT_CPU_BURST_MS', 2000, 0, 3_600_000),
     botSandboxMaxRssMb: int(env, 'BOT_SANDBOX_MAX_RSS_MB', 512, 64, 65536),
     botEmitsPerMinute: int(env, 'BOT_EMITS_PER_MINUTE', 1200, 1),
     botSecretsMax: int(env, 'BOT_SECRETS_MAX', 50, 1, 1000),

@@ -162,7 +162,7 @@ export const benchBroadcasts: BenchSection = async (ctx) => {
     const rss = peakRssMb(ctx.pids.service);
     // The bare loop: the same template messages straight to the simulator, 32 in flight.
     const pn = (await (await fetch(`${ctx.simulatorUrl}/_sim/phone-numbers/${p.phoneNumberId}`)).json()) as any;
-    const url = `${ctx.simulatorUrl}/v21.0/${p.phoneNumberId}/messages`;
+    const url = `${ctx.simulatorUrl}/v26.0/${p.phoneNumberId}/messages`;
     let next = 0;
     const started = Date.now();
     await Promise.all(Array.from({ length: 32 }, async () => {

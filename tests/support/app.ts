@@ -131,7 +131,7 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
     clock,
     counters,
     poolMax: 5,
-    channelVersion: 'v21.0',
+    channelVersion: opts.config?.graphApiVersion ?? 'v26.0',
     channelTimeoutMs: 2000,
     ...shippedContracts(),
     ...(opts.contract ? { contract: opts.contract } : {}),

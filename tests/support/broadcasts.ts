@@ -21,7 +21,7 @@ export async function template(t: TestApp, projectId: string, name: string, body
   if (t.sim) {
     const channel = (await openChannel({ db: t.db, secretBox: t.secretBox }, projectId))!;
     const example = (body.match(/\{\{\d+\}\}/g) ?? []).map((_, i) => `x${i}`);
-    const created = await request(t.sim.url).post(`/v21.0/${channel.wabaId}/message_templates`).set('Authorization', `Bearer ${channel.accessToken}`)
+    const created = await request(t.sim.url).post(`/v26.0/${channel.wabaId}/message_templates`).set('Authorization', `Bearer ${channel.accessToken}`)
       .send({ name, language: 'en_US', category, components: [{ type: 'BODY', text: body, ...(example.length ? { example: { body_text: [example] } } : {}) }] });
     expect(created.status).toBe(200);
     const decided = await request(t.sim.url).post(`/_sim/templates/${created.body.id}/decision`).send({ decision: 'APPROVED' });
@@ -77,7 +77,7 @@ export function api(t: TestApp, key: string) {
 }
 
 export function engineFor(t: TestApp, opts: BroadcastEngineOptions = {}): Promise<RunningEngine> {
-  const channel = new CloudApiClient({ baseUrl: t.sim!.url, version: 'v21.0', timeoutMs: 2000 });
+  const channel = new CloudApiClient({ baseUrl: t.sim!.url, version: 'v26.0', timeoutMs: 2000 });
   return startBroadcastEngine(
     { db: t.db, clock: t.clock, logger: createLogger({ silent: !process.env.TEST_LOG, level: 'debug' }), secretBox: t.secretBox, channel },
     { schedule: false, leaseMs: 2000, idleMs: 50, ...opts },
