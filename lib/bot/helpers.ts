@@ -68,7 +68,10 @@ export async function runHelper(deps: BotDeps, inv: Invocation | undefined, op: 
     else {
       // Named by the helper when it is one (the name is the bot's to choose, so an unknown one is not copied).
       const helper = hostOperation(op) ? op : 'unknown';
-      answer = await withSpan(`bot.helper ${helper}`, { 'bot.helper': helper, 'project.id': inv.projectId }, () => perform(deps, inv, op, argsJson, call));
+      const run = () => withSpan(`bot.helper ${helper}`, { 'bot.helper': helper, 'project.id': inv.projectId }, () => perform(deps, inv, op, argsJson, call));
+      // An effect runs once per event: a rerun is answered from the event's journal.
+      if (inv.journal && hostOperation(op)?.journaled) return await inv.journal.call(op, argsJson, async () => JSON.stringify(await run()));
+      answer = await run();
     }
   } catch (caught) {
     const e = inv?.mode === 'preview' ? await explainPreviewTable(deps.db.pool, inv.projectId, caught) : caught;

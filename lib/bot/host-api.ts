@@ -75,6 +75,11 @@ export interface HostOperation<A = any> {
   previewNote: string;
   /** Whether the dispatcher checks the arguments against `args`, or the runner does. */
   validate: 'schema' | 'runner';
+  /**
+   * It takes effect (or reads what a replay must see the same): its answers are recorded per event
+   * and a rerun of the event is answered from the record instead of running it again (lib/bot/journal.ts).
+   */
+  journaled: boolean;
   run(deps: BotDeps, inv: Invocation, args: A, call: CallContext): Promise<Answer>;
 }
 
@@ -109,6 +114,7 @@ export const HOST_API = {
     preview: 'captured',
     previewNote: "Recorded in the preview's `sends`, answered with a `preview.N` id; nothing is sent.",
     validate: 'runner',
+    journaled: true,
     run: (deps, inv, args) => runSend(deps, inv, args),
   },
   setState: {
@@ -121,6 +127,7 @@ export const HOST_API = {
     preview: 'captured',
     previewNote: "Recorded in the preview's `state`; no conversation changes.",
     validate: 'runner',
+    journaled: true,
     run: (deps, inv, args) => runSetState(deps, inv, args),
   },
   emit: {
@@ -133,6 +140,7 @@ export const HOST_API = {
     preview: 'captured',
     previewNote: "Recorded in the preview's `events`; nothing is delivered, nothing counted.",
     validate: 'runner',
+    journaled: true,
     run: (deps, inv, args) => runEmit(deps, inv, args),
   },
   log: {
@@ -145,6 +153,7 @@ export const HOST_API = {
     preview: 'captured',
     previewNote: "Recorded in the preview's `logs`.",
     validate: 'runner',
+    journaled: false,
     run: (deps, inv, args) => runLog(deps, inv, args),
   },
   showTyping: {
@@ -157,6 +166,7 @@ export const HOST_API = {
     preview: 'answered',
     previewNote: 'Checked and answered true; no read mark is sent.',
     validate: 'runner',
+    journaled: true,
     run: (deps, inv, args) => runShowTyping(deps, inv, args),
   },
   'tables.select': {
@@ -176,6 +186,7 @@ export const HOST_API = {
     preview: 'preview_schema',
     previewNote: 'Reads the `preview` schema.',
     validate: 'runner',
+    journaled: false,
     run: (deps, inv, args) => runSelect(deps, inv, args),
   },
   'tables.insert': {
@@ -188,6 +199,7 @@ export const HOST_API = {
     preview: 'preview_schema',
     previewNote: 'Writes the `preview` schema.',
     validate: 'runner',
+    journaled: true,
     run: (deps, inv, args) => runInsert(deps, inv, args),
   },
   'tables.update': {
@@ -200,6 +212,7 @@ export const HOST_API = {
     preview: 'preview_schema',
     previewNote: 'Writes the `preview` schema.',
     validate: 'runner',
+    journaled: true,
     run: (deps, inv, args) => runUpdate(deps, inv, args),
   },
   'tables.delete': {
@@ -212,6 +225,7 @@ export const HOST_API = {
     preview: 'preview_schema',
     previewNote: 'Writes the `preview` schema.',
     validate: 'runner',
+    journaled: true,
     run: (deps, inv, args) => runDelete(deps, inv, args),
   },
   'secrets.get': {
@@ -224,6 +238,7 @@ export const HOST_API = {
     preview: 'performed',
     previewNote: 'Reads the same secrets, except those marked production-only (null in a preview).',
     validate: 'schema',
+    journaled: false,
     run: (deps, inv, args: { name: string }) => runSecretsGet(deps, inv, args),
   },
   'http.fetch': {
@@ -253,6 +268,7 @@ export const HOST_API = {
     preview: 'performed',
     previewNote: 'Performed as in production (a preview reads the business systems too), within the same limits.',
     validate: 'schema',
+    journaled: true,
     run: (deps, inv, args: FetchArgs, call) => runHttpFetch(deps, inv, args, call),
   },
   'files.get': {
@@ -272,6 +288,7 @@ export const HOST_API = {
     preview: 'performed',
     previewNote: 'Reads the same files.',
     validate: 'schema',
+    journaled: true,
     run: (deps, inv, args: { name: string }) => runFilesGet(deps, inv, args),
   },
   'files.media': {
@@ -289,6 +306,7 @@ export const HOST_API = {
     preview: 'performed',
     previewNote: 'Makes (or reuses) the media asset as in production; the send that follows is captured as every preview send.',
     validate: 'schema',
+    journaled: true,
     run: (deps, inv, args: { name: string }) => runFilesMedia(deps, inv, args),
   },
 } satisfies Record<string, HostOperation>;
@@ -301,5 +319,5 @@ export function hostOperation(name: string): HostOperation | undefined {
 
 /** What the sandbox's bridge needs of the table: each name's argument and answer bounds. */
 export function hostOpBounds(): HostOpBounds {
-  return Object.fromEntries(Object.entries(HOST_API as Record<string, HostOperation>).map(([name, op]) => [name, { maxArgs: op.maxArgs, maxResult: op.maxResult }]));
+  return Object.fromEntries(Object.entries(HOST_API as Record<string, HostOperation>).map(([name, op]) => [name, { maxArgs: op.maxArgs, maxResult: op.maxResult, effect: op.journaled }]));
 }

@@ -2,6 +2,7 @@
 import type { Deps } from '../deps.js';
 import type { ProjectRef } from '../access/credentials.js';
 import type { SendContract } from './types.js';
+import type { EventJournal } from './journal.js';
 
 /** The service as the bot runtime sees it: the domain's dependencies and the contract its sends are checked by. */
 export type BotDeps = Deps & { contract: SendContract };
@@ -14,7 +15,7 @@ export interface Capture {
   logs: Array<{ level: string; message: string }>;
 }
 
-/** The rights a bot's helper calls run with: one per sandbox (production) or per preview. */
+/** The rights a bot's helper calls run with: one per event (production) or per preview. */
 export interface Invocation {
   projectId: string;
   /** The reference of the next send to `recipient` (phone digits or BSUID) in the event now handling that conversation, if any (lib/bot/runtime.ts). */
@@ -24,6 +25,8 @@ export interface Invocation {
   capture?: Capture;
   logLines: number;
   project?: ProjectRef;
+  /** The event's journal (production): its effects are answered from it when the event runs again (lib/bot/journal.ts). */
+  journal?: EventJournal;
 }
 
 /** About one call, from the sandbox that made it (lib/sandbox/supervisor.ts). */

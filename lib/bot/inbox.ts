@@ -81,9 +81,17 @@ export async function removeFromInbox(pool: pg.Pool, key: string): Promise<void>
 }
 
 /** A run of the bot on the event begins; false when the event is no longer to be run (gone, set aside). */
-export async function markRunStarted(pool: pg.Pool, key: string, now: Date): Promise<boolean> {
-  const res = await pool.query('UPDATE bot_inbox SET run_started_at = $2 WHERE key = $1 AND set_aside_at IS NULL', [key, now]);
-  return (res.rowCount ?? 0) > 0;
+export async function markRunStarted(pool: pg.Pool, key: string, now: Date): Promise<{ ranBefore: boolean } | undefined> {
+  // `o` is the row as it was: a run started before (and not ended), an abnormal run or a hand-over
+  // means an earlier run may have taken effects (its journal answers them: lib/bot/journal.ts).
+  const res = await pool.query<{ ran_before: boolean }>(
+    `UPDATE bot_inbox b SET run_started_at = $2 FROM bot_inbox o
+      WHERE b.key = $1 AND o.key = b.key AND b.set_aside_at IS NULL
+      RETURNING (o.run_started_at IS NOT NULL OR o.abnormal_runs > 0 OR o.attempts > 0) AS ran_before`,
+    [key, now],
+  );
+  const row = res.rows[0];
+  return row && { ranBefore: row.ran_before };
 }
 
 /**

@@ -13,7 +13,7 @@ import type { BotDeps } from './helpers.js';
 import { ensureTree, readTree } from '../code/store.js';
 import { buildArtifact, buildFailed } from '../deploy/deployments.js';
 import { DEFAULT_LIMITS, StartupError, type Outcome, type SandboxLimits } from '../sandbox/sandbox.js';
-import { SandboxCrashed, sandboxSupervisor, type BotSandbox } from '../sandbox/supervisor.js';
+import { SandboxBusy, SandboxCrashed, sandboxSupervisor, type BotSandbox } from '../sandbox/supervisor.js';
 import { consentMarkOf } from '../consent/keywords.js';
 import { runHelper, type Capture, type Invocation } from './helpers.js';
 import type { CallContext } from './host-types.js';
@@ -66,7 +66,7 @@ export async function runOnceInPreview(
     sandbox = await sandboxSupervisor().create(projectId, bundle, sourceMap, helper, limits, { ops: hostOpBounds() });
   } catch (e) {
     // Its process ended while it started (this bot's start-up, or another's event).
-    if (e instanceof SandboxCrashed) return { outcome: { status: 'crashed', message: e.message, durationMs: 0 }, capture };
+    if (e instanceof SandboxCrashed || e instanceof SandboxBusy) return { outcome: { status: 'crashed', message: e.message, durationMs: 0 }, capture };
     throw e;
   }
   try {
@@ -80,7 +80,7 @@ export async function previewBot(deps: BotDeps, projectId: string, input: Previe
   const now = deps.clock.now();
   await ensureTree(deps.db.pool, projectId, now);
   const files = await readTree(deps.db.pool, projectId, 'development');
-  const built = await buildArtifact(files);
+  const built = await buildArtifact(files, { projectId });
   if (!built.ok) throw buildFailed(built.diagnostics);
   const message = await simulatedMessage(deps, projectId, input, now);
   let run: { outcome: Outcome; capture: Capture };

@@ -44,7 +44,9 @@ import type { Deps } from '../deps.js';
 import type { BotDeps } from './helpers.js';
 import { loadRelease } from '../deploy/deployments.js';
 import { DEFAULT_LIMITS, StartupError, type Outcome, type SandboxLimits } from '../sandbox/sandbox.js';
-import { SandboxCrashed, sandboxSupervisor, type BotSandbox } from '../sandbox/supervisor.js';
+import { SandboxBusy, SandboxCrashed, sandboxSupervisor, type BotSandbox } from '../sandbox/supervisor.js';
+import { CpuBudget } from './cpu-budget.js';
+import { EventJournal } from './journal.js';
 import { takeBotEvent } from './rates.js';
 import { backoff, runHelper, type Invocation } from './helpers.js';
 import { hostOpBounds } from './host-api.js';
@@ -60,6 +62,10 @@ import type { Prisma } from '../../generated/prisma/client.js';
 export const MAX_QUEUED_PER_PROJECT = 1000;
 export const MAX_CONCURRENT_PER_PROJECT = 16;
 export const MAX_WARM_SANDBOXES = 200;
+/** Reruns of an event in this process that was not at fault (stopped for another's leftover work, or its process ended under several events). */
+export const MAX_RERUNS = 3;
+/** After its process ended under several events, a project runs one event at a time for this long, so the culprit is found alone. */
+export const SOLO_MS = 60_000;
 /** How long the active release id is trusted before it is read again (other processes may deploy). */
 export const RELEASE_CHECK_MS = 1000;
 /** Tries at reading a project's release before an event is given up (about 10 s of backoff in all). */
@@ -72,17 +78,23 @@ const RATE_POLL_MS = 200;
 /** A message not handled by this process now (shutdown while it waited): it stays in the inbox. */
 class NotNow extends Error {}
 
+/** One sandbox (isolate) of a project: it runs one event at a time, so its helper calls are that event's. */
+interface Pooled {
+  sandbox: BotSandbox;
+  /** The event it runs now: its rights, journal and send references; helpers answer only while set. */
+  inv?: Invocation;
+}
+
 interface Slot {
   deploymentId: string;
-  sandbox?: BotSandbox;
-  /** Start-up met the end of its sandbox process (not the release's fault): the next event tries again. */
-  crashed?: string;
+  bundle: string;
+  sourceMap?: string;
+  /** Sandboxes of this release ready for an event. */
+  idle: Pooled[];
+  /** Events of this release in flight. */
+  running: number;
   /** Start-up failed for this release: not retried until the next release. */
   broken?: boolean;
-  /** Events of this sandbox in flight; helpers answer only while there is one. */
-  running: number;
-  /** The project's rights, shared by the sandbox's events (helpers name their conversation). */
-  inv: Invocation;
 }
 
 interface ProjectState {
@@ -102,10 +114,11 @@ export class BotRuntime implements BotHook {
   private readonly releases = new Map<string, { id: string | undefined; at: number }>();
   /** Inbox events this process holds (queued or running), by key: their leases are renewed. */
   private readonly held = new Set<string>();
-  /** Per project and customer, the event handling that conversation now and the sends it made (one at a time per conversation). */
-  private readonly running = new Map<string, { key: string; sends: number }>();
-  /** Per project, the schedule runs in progress and their sends per recipient (send references). */
-  private readonly scheduleRuns = new Map<string, Map<string, { runId: string; sends: Map<string, number> }>>();
+  /** Per project: until when it runs one event at a time (its process ended under several events). */
+  private readonly solo = new Map<string, number>();
+  private cpu?: CpuBudget;
+  /** Per project: the end of the minute whose exhausted CPU budget the bot log was told of. */
+  private readonly cpuLogged = new Map<string, number>();
   private renewTimer?: NodeJS.Timeout;
   private readonly releaseListeners: Array<(projectId: string) => void> = [];
   private closed = false;
@@ -117,6 +130,15 @@ export class BotRuntime implements BotHook {
   /** Called by createApp with the app's dependencies. */
   attach(deps: BotDeps): void {
     this.deps = deps;
+    const supervisor = sandboxSupervisor();
+    this.cpu = new CpuBudget(deps, supervisor);
+    const cpu = this.cpu;
+    supervisor.configure({
+      processes: deps.config.botSandboxProcesses,
+      maxRssMb: deps.config.botSandboxMaxRssMb,
+      idleMs: deps.config.botSandboxIdleMs,
+      onCpu: (projectId, ms) => cpu.spent(projectId, ms),
+    });
     clearInterval(this.renewTimer);
     this.renewTimer = setInterval(() => void this.renew(), Math.max(200, deps.config.botInboxLeaseMs / 3));
     this.renewTimer.unref();
@@ -141,8 +163,7 @@ export class BotRuntime implements BotHook {
     // One conversation's messages, and one schedule's runs, one at a time and in order.
     const key = event.kind === 'message' ? event.message.from : `schedule:${event.schedule.name}`;
     const run = (state.chains.get(key) ?? Promise.resolve())
-      .then(() => this.admit(projectId, labelOf(event)))
-      .then(() => this.withTurn(state, () => this.handle(projectId, inboxKey, event)))
+      .then(() => this.runToEnd(projectId, state, inboxKey, event))
       .then(
         (done) => (done ? this.settle(inboxKey) : undefined),
         // Not handled: left in the inbox for a reclaim pass.
@@ -161,7 +182,19 @@ export class BotRuntime implements BotHook {
     void run.finally(() => this.inFlight.delete(run));
   }
 
-  /** Resolves when the project's bot may handle one more event under BOT_EVENTS_PER_MINUTE. */
+  /** Admits and runs the event, again while it was not at fault (MAX_RERUNS); true when it was handled. */
+  private async runToEnd(projectId: string, state: ProjectState, inboxKey: string, event: BotEvent): Promise<boolean> {
+    for (let reruns = 0; ; reruns++) {
+      await this.admit(projectId, labelOf(event));
+      const result = await this.withTurn(projectId, state, () => this.handle(projectId, inboxKey, event, reruns));
+      if (result !== 'again') return result === 'done';
+    }
+  }
+
+  /**
+   * Resolves when the project's bot may handle one more event: within its CPU budget
+   * (BOT_CPU_MS_PER_MINUTE) and under BOT_EVENTS_PER_MINUTE.
+   */
   private async admit(projectId: string, label: string): Promise<void> {
     const deps = this.deps!;
     for (;;) {
@@ -169,6 +202,17 @@ export class BotRuntime implements BotHook {
       const gate = this.gates.get(projectId);
       if (gate) {
         await gate;
+        continue;
+      }
+      const cpuUntil = await this.cpu?.exhausted(projectId);
+      if (cpuUntil) {
+        if (this.cpuLogged.get(projectId) !== cpuUntil.getTime()) {
+          this.cpuLogged.set(projectId, cpuUntil.getTime());
+          if (this.cpuLogged.size > 10 * MAX_WARM_SANDBOXES) this.cpuLogged.delete(this.cpuLogged.keys().next().value as string);
+          void this.log(projectId, { level: 'warn', kind: 'error', message: `${label} and later events wait: the bot used its CPU budget of ${deps.config.botCpuMsPerMinute} ms this minute (BOT_CPU_MS_PER_MINUTE); they run from ${cpuUntil.toISOString()}, in order.` });
+        }
+        const opened = this.waitUntil(cpuUntil).finally(() => this.gates.delete(projectId));
+        this.gates.set(projectId, opened);
         continue;
       }
       const rate = await takeBotEvent(deps, projectId);
@@ -207,9 +251,13 @@ export class BotRuntime implements BotHook {
     for (const listener of this.releaseListeners) listener(projectId);
   }
 
+  /** Makes one sandbox of the project's release ready (a schedule's run is due). */
   async warm(projectId: string): Promise<void> {
     if (this.closed || !this.deps) return;
-    await this.sandboxWithRetry(projectId).catch(() => undefined);
+    const slot = await this.sandboxWithRetry(projectId).catch(() => undefined);
+    if (!slot || slot.broken || slot.idle.length > 0) return;
+    const pooled = await this.takeSandbox(projectId, slot).catch(() => undefined);
+    if (pooled) this.giveBack(projectId, slot, pooled);
   }
 
   onReleaseChanged(listener: (projectId: string) => void): void {
@@ -288,13 +336,24 @@ export class BotRuntime implements BotHook {
     this.closed = true;
     clearInterval(this.renewTimer);
     await this.whenIdle();
-    for (const slot of this.slots.values()) slot.sandbox?.dispose();
+    for (const slot of this.slots.values()) this.disposeIdle(slot);
     this.slots.clear();
   }
 
-  /** Runs `fn` when fewer than MAX_CONCURRENT_PER_PROJECT of the project's events run. */
-  private async withTurn<T>(p: ProjectState, fn: () => Promise<T>): Promise<T> {
-    if (p.running >= MAX_CONCURRENT_PER_PROJECT) await new Promise<void>((resolve) => p.waiters.push(resolve));
+  /** Undefined while the project's bots are within their CPU budget, else when the minute ends (BotHook). */
+  async cpuExhausted(projectId: string): Promise<Date | undefined> {
+    return this.cpu?.exhausted(projectId);
+  }
+
+  /** Runs `fn` when fewer than MAX_CONCURRENT_PER_PROJECT of the project's events run (one, in solo mode). */
+  private async withTurn<T>(projectId: string, p: ProjectState, fn: () => Promise<T>): Promise<T> {
+    for (;;) {
+      const soloUntil = this.solo.get(projectId);
+      if (soloUntil !== undefined && soloUntil < performance.now()) this.solo.delete(projectId);
+      const limit = this.solo.has(projectId) ? 1 : MAX_CONCURRENT_PER_PROJECT;
+      if (p.running < limit) break;
+      await new Promise<void>((resolve) => p.waiters.push(resolve));
+    }
     p.running++;
     try {
       return await fn();
@@ -311,17 +370,18 @@ export class BotRuntime implements BotHook {
     });
   }
 
+  /** The project's active release as a slot (its sandboxes made on demand); undefined when none. */
   private async sandboxFor(projectId: string): Promise<Slot | undefined> {
     const active = await this.activeRelease(projectId);
     if (!active) return undefined;
     const slot = this.slots.get(projectId);
-    if (slot && slot.deploymentId === active && (slot.broken || slot.sandbox?.usable)) {
+    if (slot && slot.deploymentId === active) {
       // Most recently used last (Map order).
       this.slots.delete(projectId);
       this.slots.set(projectId, slot);
       return slot;
     }
-    // One creation per project at a time: events arriving together share it.
+    // One load per project at a time: events arriving together share it.
     let pending = this.creating.get(projectId);
     if (!pending) {
       pending = this.createSlot(projectId, slot).finally(() => this.creating.delete(projectId));
@@ -332,43 +392,64 @@ export class BotRuntime implements BotHook {
 
   private async createSlot(projectId: string, old: Slot | undefined): Promise<Slot | undefined> {
     const deps = this.deps!;
-    if (old && old.running === 0) old.sandbox?.dispose();
+    if (old) this.disposeIdle(old);
     this.slots.delete(projectId);
     for (const [id, s] of this.slots) {
       if (this.slots.size < MAX_WARM_SANDBOXES) break;
       if (s.running > 0) continue;
-      s.sandbox?.dispose();
+      this.disposeIdle(s);
       this.slots.delete(id);
     }
     const release = await loadRelease(deps.db.pool, projectId);
     if (!release) return undefined;
-    const slot: Slot = {
-      deploymentId: release.deploymentId,
-      running: 0,
-      inv: { projectId, mode: 'production', deploymentId: release.deploymentId, logLines: 0, sendRef: (recipient) => this.sendRef(projectId, recipient) },
-    };
-    const supervisor = sandboxSupervisor({ processes: deps.config.botSandboxProcesses, maxRssMb: deps.config.botSandboxMaxRssMb });
-    try {
-      slot.sandbox = await supervisor.create(projectId, release.bundle, release.sourceMap, (op, args, call) => runHelper(deps, slot.running > 0 ? slot.inv : undefined, op, args, call), this.limits, {
-        onStopped: (_reason, message) => void this.log(projectId, { level: 'error', kind: 'timeout', message, deploymentId: release.deploymentId }),
-        ops: hostOpBounds(),
-      });
-    } catch (e) {
-      if (e instanceof SandboxCrashed) {
-        // Not the release's fault: this event counts a crashed run, the next one starts again.
-        slot.crashed = e.message;
-        return slot;
-      }
-      slot.broken = true;
-      const where = e instanceof StartupError && e.location ? ` (${e.location.file}:${e.location.line}:${e.location.column})` : '';
-      await this.log(projectId, { level: 'error', kind: e instanceof StartupError && e.kind !== 'error' ? e.kind : 'startup', message: `${e instanceof Error ? e.message : String(e)}${where}`, deploymentId: release.deploymentId });
-    }
+    const slot: Slot = { deploymentId: release.deploymentId, bundle: release.bundle, sourceMap: release.sourceMap, idle: [], running: 0 };
     this.slots.set(projectId, slot);
     return slot;
   }
 
+  private disposeIdle(slot: Slot): void {
+    for (const p of slot.idle.splice(0)) p.sandbox.dispose();
+  }
+
   /**
-   * The sandbox for an event, read again after a database error (a connection cut, a failover):
+   * A sandbox of the slot's release for one event: an idle one, or a new one in the project's own
+   * sandbox process. StartupError marks the release broken (logged once); SandboxCrashed and
+   * SandboxBusy are thrown to the event.
+   */
+  private async takeSandbox(projectId: string, slot: Slot): Promise<Pooled | undefined> {
+    for (;;) {
+      const ready = slot.idle.pop();
+      if (!ready) break;
+      if (ready.sandbox.usable) return ready;
+      ready.sandbox.dispose();
+    }
+    const deps = this.deps!;
+    const pooled: Partial<Pooled> = {};
+    try {
+      pooled.sandbox = await sandboxSupervisor().create(projectId, slot.bundle, slot.sourceMap, (op, args, call) => runHelper(deps, pooled.inv, op, args, call), this.limits, {
+        onStopped: (_reason, message) => void this.log(projectId, { level: 'error', kind: 'timeout', message, deploymentId: slot.deploymentId }),
+        ops: hostOpBounds(),
+      });
+      return pooled as Pooled;
+    } catch (e) {
+      if (e instanceof SandboxCrashed || e instanceof SandboxBusy) throw e;
+      if (slot.broken) return undefined;
+      slot.broken = true;
+      const where = e instanceof StartupError && e.location ? ` (${e.location.file}:${e.location.line}:${e.location.column})` : '';
+      await this.log(projectId, { level: 'error', kind: e instanceof StartupError && e.kind !== 'error' ? e.kind : 'startup', message: `${e instanceof Error ? e.message : String(e)}${where}`, deploymentId: slot.deploymentId });
+      return undefined;
+    }
+  }
+
+  /** Back to the slot's idle sandboxes when still usable and the slot still current; else disposed. */
+  private giveBack(projectId: string, slot: Slot, pooled: Pooled): void {
+    pooled.inv = undefined;
+    if (pooled.sandbox.usable && this.slots.get(projectId) === slot && !this.closed && slot.idle.length < MAX_CONCURRENT_PER_PROJECT) slot.idle.push(pooled);
+    else pooled.sandbox.dispose();
+  }
+
+  /**
+   * The slot for an event, read again after a database error (a connection cut, a failover):
    * nothing has run yet, so a retry cannot answer twice, and giving up would drop the message.
    */
   private async sandboxWithRetry(projectId: string): Promise<Slot | undefined> {
@@ -384,40 +465,24 @@ export class BotRuntime implements BotHook {
   }
 
   /**
-   * The reference of the next send to `recipient` (a phone's digits, or a BSUID for a customer
-   * without one) by the event handling that customer's conversation:
-   * the same event handed over again after a crash makes the same references in the same order, so
-   * what it had sent is not sent twice (a bot that sends the same things in the same order, as
-   * bots do, replays exactly). A send to another number has none.
+   * The send references of one event (a message event's sends to its customer; a schedule run's,
+   * numbered per recipient): the same event run again makes the same references in the same order,
+   * so what it had sent is not sent twice, even where the journal's record of a send was lost
+   * (a crash between the send and its record). A message event's send to another number has none.
    */
-  private sendRef(projectId: string, recipient: string): string | undefined {
-    const event = this.running.get(`${projectId}:${recipient}`);
-    if (event) {
-      event.sends++;
+  private sendRefs(inboxKey: string, event: BotEvent): (recipient: string) => string | undefined {
+    if (event.kind === 'message') {
+      let sends = 0;
       // snd_: our references, which statuses echo (inbound.ts); a message's are named by its id.
-      return `snd_bot${event.key.slice('message:'.length)}_${event.sends}`;
+      return (recipient) => (recipient === event.message.from ? `snd_bot${inboxKey.slice('message:'.length)}_${++sends}` : undefined);
     }
-    // A schedule run's sends, when it is the project's only run in progress: numbered per
-    // recipient, so a replay that sends to the same customers in the same order per customer
-    // repeats them (a run fanning out with Promise.all included).
-    const runs = this.scheduleRuns.get(projectId);
-    if (!runs || runs.size !== 1) return undefined;
-    const [run] = runs.values();
-    const n = (run.sends.get(recipient) ?? 0) + 1;
-    run.sends.set(recipient, n);
-    return `snd_sch${run.runId}_${createHash('sha256').update(recipient).digest('hex').slice(0, 12)}_${n}`;
-  }
-
-  private trackRun(projectId: string, key: string, runId: string): void {
-    let runs = this.scheduleRuns.get(projectId);
-    if (!runs) this.scheduleRuns.set(projectId, (runs = new Map()));
-    runs.set(key, { runId, sends: new Map() });
-  }
-
-  private untrackRun(projectId: string, key: string): void {
-    const runs = this.scheduleRuns.get(projectId);
-    runs?.delete(key);
-    if (runs && runs.size === 0) this.scheduleRuns.delete(projectId);
+    const perRecipient = new Map<string, number>();
+    const runId = event.kind === 'schedule' ? event.schedule.run_id : inboxKey;
+    return (recipient) => {
+      const n = (perRecipient.get(recipient) ?? 0) + 1;
+      perRecipient.set(recipient, n);
+      return `snd_sch${runId}_${createHash('sha256').update(recipient).digest('hex').slice(0, 12)}_${n}`;
+    };
   }
 
   /** A schedule run's outcome, written to its run; a message's is in the bot log only. */
@@ -433,8 +498,11 @@ export class BotRuntime implements BotHook {
     return rows[0]?.state === HUMAN_STATE;
   }
 
-  /** Runs the bot on one event; true when the event is done (it leaves the inbox). */
-  private async handle(projectId: string, inboxKey: string, event: BotEvent): Promise<boolean> {
+  /**
+   * Runs the bot on one event: `done` when it is handled (it leaves the inbox), `left` when it
+   * stays in the inbox for a reclaim pass, `again` when it runs again here (it was not at fault).
+   */
+  private async handle(projectId: string, inboxKey: string, event: BotEvent, reruns: number): Promise<'done' | 'left' | 'again'> {
     const deps = this.deps!;
     const label = labelOf(event);
     // A message rebuilt from the inbox (after a restart) has lost its consent mark: judged again
@@ -446,67 +514,93 @@ export class BotRuntime implements BotHook {
     // its messages are stored and raised as events, the bot is not handed them. Read as it is now.
     if (event.kind === 'message' && (await this.heldByPerson(projectId, event.message.conversation.id))) {
       await this.log(projectId, { level: 'info', kind: 'log', message: `${label} was not handed to the bot: a person holds conversation ${event.message.conversation.id} (state handover).` });
-      return true;
+      return 'done';
     }
-    // A second try only when the sandbox was stopped for another event's leftover work.
-    for (let attempt = 1; ; attempt++) {
-      const slot = await this.sandboxWithRetry(projectId);
-      if (!slot || slot.broken) {
-        await this.ended(event, { outcome: 'skipped', error: !slot ? 'The project has no active release, or is not active.' : 'The bot could not start (see the bot log).' });
-        return true;
-      }
-      // Recorded before it runs, so that a run its process does not survive is counted (reclaim).
-      if (!(await markRunStarted(deps.db.pool, inboxKey, deps.clock.now()))) return false;
-      if (event.kind === 'schedule') await runStarted(deps.db.pool, event.schedule.run_id, deps.clock.now(), slot.deploymentId);
-      let outcome: Outcome;
-      if (!slot.sandbox) {
-        outcome = { status: 'crashed', message: slot.crashed ?? 'The bot could not start.', durationMs: 0 };
-        if (this.slots.get(projectId) === slot) this.slots.delete(projectId);
-      } else {
-        // The log cap counts from the moment the sandbox was last idle.
-        if (slot.running === 0) slot.inv.logLines = 0;
-        slot.running++;
-        const conversation = event.kind === 'message' ? `${projectId}:${event.message.from}` : undefined;
-        if (conversation) this.running.set(conversation, { key: inboxKey, sends: 0 });
-        else this.trackRun(projectId, inboxKey, event.kind === 'schedule' ? event.schedule.run_id : inboxKey);
-        try {
-          const payload = event.kind === 'message' ? { type: 'message', message: event.message } : { type: 'schedule', schedule: event.schedule };
-          outcome = await slot.sandbox.dispatch(JSON.stringify(payload));
-        } finally {
-          slot.running--;
-          if (conversation) this.running.delete(conversation);
-          else this.untrackRun(projectId, inboxKey);
-        }
-      }
-      if (outcome.status === 'interrupted' && attempt < 2 && !this.closed) continue;
-      if (outcome.status === 'ok') {
-        await this.ended(event, { outcome: 'ok', durationMs: outcome.durationMs });
-        return true;
-      }
-      const location = 'location' in outcome ? outcome.location : undefined;
-      const where = location ? ` at ${location.file}:${location.line}:${location.column}` : '';
-      const kind = outcome.status === 'interrupted' ? 'timeout' : outcome.status === 'crashed' ? 'crash' : outcome.status;
-      // Counted for the operator (bot_event_failures_total) besides the bot log entry below.
-      deps.metrics?.botFailure(projectId, kind);
-      if (outcome.status === 'error') {
-        await this.log(projectId, { level: 'error', kind, message: `${outcome.message}${where} (${label})`, deploymentId: slot.deploymentId });
-        await this.ended(event, { outcome: 'error', durationMs: outcome.durationMs, error: outcome.message, location });
-        return true;
-      }
-      // Abnormal: tried again by a reclaim pass, or set aside at the limit.
-      const max = deps.config.botMaxAbnormalRuns;
-      const counted = await recordAbnormalRun(deps.db.pool, inboxKey, `${outcome.message}${where}`, deps.clock.now(), max);
-      const next = !counted ? '' : counted.setAside
-        ? ` It was set aside after ${counted.runs} abnormal runs and will not be handed to the bot again.`
-        : ` It will be tried again (abnormal run ${counted.runs} of ${max}).`;
-      await this.log(projectId, { level: 'error', kind: counted?.setAside ? 'set_aside' : kind, message: `${outcome.message}${where} (${label}).${next}`, deploymentId: slot.deploymentId });
-      await this.ended(event, { outcome: counted?.setAside ? 'set_aside' : (outcome.status as RunOutcome), durationMs: outcome.durationMs, error: `${outcome.message}${next}`, location });
-      return false;
+    const slot = await this.sandboxWithRetry(projectId);
+    if (!slot || slot.broken) {
+      await this.ended(event, { outcome: 'skipped', error: !slot ? 'The project has no active release, or is not active.' : 'The bot could not start (see the bot log).' });
+      return 'done';
     }
+    // Recorded before it runs, so that a run its process does not survive is counted (reclaim).
+    const started = await markRunStarted(deps.db.pool, inboxKey, deps.clock.now());
+    if (!started) return 'left';
+    if (event.kind === 'schedule') await runStarted(deps.db.pool, event.schedule.run_id, deps.clock.now(), slot.deploymentId);
+    let outcome: Outcome;
+    let pooled: Pooled | undefined;
+    try {
+      pooled = await this.takeSandbox(projectId, slot);
+    } catch (e) {
+      if (e instanceof SandboxBusy) {
+        // Not this event's doing: it waits in the inbox, uncounted.
+        await this.log(projectId, { level: 'warn', kind: 'error', message: `${label} waits: ${e.message} It is handed to the bot again later.` });
+        return 'left';
+      }
+      pooled = undefined;
+      outcome = { status: 'crashed', message: e instanceof Error ? e.message : String(e), durationMs: 0 };
+    }
+    if (!pooled && slot.broken) {
+      await this.ended(event, { outcome: 'skipped', error: 'The bot could not start (see the bot log).' });
+      return 'done';
+    }
+    if (pooled) {
+      const inv: Invocation = {
+        projectId,
+        mode: 'production',
+        deploymentId: slot.deploymentId,
+        logLines: 0,
+        sendRef: this.sendRefs(inboxKey, event),
+        journal: new EventJournal(deps.db.pool, projectId, inboxKey, started.ranBefore, () => deps.clock.now()),
+      };
+      pooled.inv = inv;
+      slot.running++;
+      try {
+        const payload = event.kind === 'message' ? { type: 'message', message: event.message } : { type: 'schedule', schedule: event.schedule };
+        outcome = await pooled.sandbox.dispatch(JSON.stringify(payload));
+      } finally {
+        slot.running--;
+        this.giveBack(projectId, slot, pooled);
+      }
+    }
+    outcome = outcome!;
+    // Not this event's fault: stopped for an earlier event's leftover work, or its process ended
+    // under several events at once (which one ended it is not known: the project then runs one
+    // event at a time, so the culprit is charged alone). It runs again, uncounted; its journal
+    // answers what it had done.
+    const bystander = (outcome.status === 'crashed' || outcome.status === 'memory_limit') && (outcome.bystanders ?? 0) > 0;
+    if (bystander) this.solo.set(projectId, performance.now() + SOLO_MS);
+    if (outcome.status === 'interrupted' || bystander) {
+      if (reruns < MAX_RERUNS && !this.closed) return 'again';
+      return 'left';
+    }
+    if (outcome.status === 'ok') {
+      await this.ended(event, { outcome: 'ok', durationMs: outcome.durationMs });
+      return 'done';
+    }
+    const location = 'location' in outcome ? outcome.location : undefined;
+    const where = location ? ` at ${location.file}:${location.line}:${location.column}` : '';
+    const kind = outcome.status === 'crashed' ? 'crash' : outcome.status;
+    // Counted for the operator (bot_event_failures_total) besides the bot log entry below.
+    deps.metrics?.botFailure(projectId, kind);
+    if (outcome.status === 'error') {
+      await this.log(projectId, { level: 'error', kind, message: `${outcome.message}${where} (${label})`, deploymentId: slot.deploymentId });
+      await this.ended(event, { outcome: 'error', durationMs: outcome.durationMs, error: outcome.message, location });
+      return 'done';
+    }
+    // Abnormal, and this event's own (it ran alone, or its own isolate's limit): tried again by a
+    // reclaim pass, or set aside at the limit.
+    const max = deps.config.botMaxAbnormalRuns;
+    const counted = await recordAbnormalRun(deps.db.pool, inboxKey, `${outcome.message}${where}`, deps.clock.now(), max);
+    const next = !counted ? '' : counted.setAside
+      ? ` It was set aside after ${counted.runs} abnormal runs and will not be handed to the bot again.`
+      : ` It will be tried again (abnormal run ${counted.runs} of ${max}).`;
+    await this.log(projectId, { level: 'error', kind: counted?.setAside ? 'set_aside' : kind, message: `${outcome.message}${where} (${label}).${next}`, deploymentId: slot.deploymentId });
+    await this.ended(event, { outcome: counted?.setAside ? 'set_aside' : (outcome.status as RunOutcome), durationMs: outcome.durationMs, error: `${outcome.message}${next}`, location });
+    return 'left';
   }
 }
 
 /** How the bot log names an event. */
+
 function labelOf(event: BotEvent): string {
   return event.kind === 'message' ? `message ${event.message.id}` : `schedule "${event.schedule.name}" run ${event.schedule.run_id}`;
 }

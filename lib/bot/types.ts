@@ -63,6 +63,8 @@ export interface BotHook {
   /** Hands the inbox's events whose lease ran out to the bot again; resolves with how many were taken. */
   reclaim(): Promise<number>;
   readonly limits: SandboxLimits;
+  /** Undefined while the project's bots are within their CPU budget, else when the minute ends (lib/bot/cpu-budget.ts). */
+  cpuExhausted?(projectId: string): Promise<Date | undefined>;
 }
 
 /** The contract document whose SendMessageRequest checks a bot's sends (the served openapi.yaml). */

@@ -24,7 +24,7 @@ import { newId } from '../platform/secrets.js';
 import { ensureTree, readTree, replaceProductionTree, treeHash } from '../code/store.js';
 import { buildTree, ENTRY, type Diagnostic } from './build.js';
 import { DEFAULT_LIMITS, StartupError } from '../sandbox/sandbox.js';
-import { SandboxCrashed, sandboxSupervisor } from '../sandbox/supervisor.js';
+import { SandboxBusy, SandboxCrashed, sandboxSupervisor } from '../sandbox/supervisor.js';
 import { readSchedules, type DeclaredSchedule } from './schedules.js';
 
 export const KEPT_DEPLOYMENTS = 20;
@@ -143,6 +143,9 @@ export async function startupCheck(bundle: string, sourceMap: string, key = 'dep
     sandbox.dispose();
     return [];
   } catch (e) {
+    if (e instanceof SandboxBusy) {
+      return [{ file: ENTRY, line: 1, column: 1, message: `The bot's start-up could not be checked now: ${e.message} Try again.`, source: 'startup' }];
+    }
     if (e instanceof SandboxCrashed) {
       return [{ file: ENTRY, line: 1, column: 1, message: `The bot's start-up ended its sandbox process: ${e.message}`, source: 'startup' }];
     }
@@ -155,12 +158,13 @@ export async function startupCheck(bundle: string, sourceMap: string, key = 'dep
 const MIN_PERIOD_SECONDS = 60;
 
 /** Builds a tree completely (bundle, type check, start-up, the schedules it declares). */
-export async function buildArtifact(files: Map<string, string>, opts: { minPeriodSeconds?: number } = {}):
+export async function buildArtifact(files: Map<string, string>, opts: { minPeriodSeconds?: number; projectId?: string } = {}):
   Promise<{ ok: true; bundle: string; sourceMap: string; schedules: Record<string, DeclaredSchedule> } | { ok: false; diagnostics: Diagnostic[] }> {
   const built = await buildTree(files);
   if (!built.ok) return built;
   const declared: { text?: string } = {};
-  const diagnostics = await startupCheck(built.bundle, built.sourceMap, 'deploy', declared);
+  // In the project's own sandbox process: a start-up that ends it costs no other project.
+  const diagnostics = await startupCheck(built.bundle, built.sourceMap, opts.projectId ?? 'deploy', declared);
   if (diagnostics.length) return { ok: false, diagnostics };
   const schedules = await readSchedules(files, declared.text, opts.minPeriodSeconds ?? MIN_PERIOD_SECONDS);
   return schedules.ok ? { ...built, schedules: schedules.schedules } : schedules;
@@ -199,7 +203,7 @@ export async function deploy(deps: Pick<Deps, 'db' | 'clock'> & { config?: Pick<
     const active = await findDeployment(pool, projectId, release.deploymentId);
     if (active) return { deployment: active, noOp: true };
   }
-  const built = await buildArtifact(files, { minPeriodSeconds: deps.config?.scheduleMinPeriodSeconds });
+  const built = await buildArtifact(files, { minPeriodSeconds: deps.config?.scheduleMinPeriodSeconds, projectId });
   const meta = { message: opts.message ?? null, createdBy: opts.createdBy ?? null, rollbackOf: null };
   // A bundle that fails its trial run (the sample message) would fail every customer: refused as a failed build.
   const refused = !built.ok ? built.diagnostics : opts.trial && !opts.force ? await opts.trial(built.bundle, built.sourceMap) : [];

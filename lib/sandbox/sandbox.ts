@@ -53,7 +53,7 @@ export const DEFAULT_LIMITS: SandboxLimits = { memoryMb: 32, startupTimeoutMs: 1
  * characters. The bot runtime gives its host API's (lib/bot/host-api.ts); without it, any name
  * passes with MAX_HELPER_ARGS and MAX_HELPER_RESULT.
  */
-export type HostOpBounds = Record<string, { maxArgs: number; maxResult: number }>;
+export type HostOpBounds = Record<string, { maxArgs: number; maxResult: number; effect?: boolean }>;
 
 /** The largest answer of `op` under `ops`. */
 export function maxResultOf(ops: HostOpBounds | undefined, op: string): number {
@@ -140,6 +140,8 @@ const host = freeze({
   },
 });
 defineProperty(globalThis, '__host', { value: host, writable: false, enumerable: false, configurable: false });
+// WebAssembly memory lives outside the isolate's heap limit: there is no WebAssembly here.
+delete globalThis.WebAssembly;
 `;
 
 /** About one helper call: the time left before the deadline of the earliest event in flight in the sandbox. */
@@ -150,13 +152,25 @@ export interface HostCall {
 /** A helper call from the bot: op name and JSON arguments → JSON answer text. */
 export type HostFn = (op: string, argsJson: string, call?: HostCall) => Promise<string>;
 
+/** Besides its status: the isolate's CPU the event spent (lib/bot/cpu-budget.ts). */
+interface Spent {
+  cpuMs?: number;
+}
+
 export type Outcome =
-  | { status: 'ok'; durationMs: number }
+  | ({ status: 'ok'; durationMs: number } & Spent)
   /**
    * `interrupted`: the isolate was stopped for work left running by earlier events; this event was not at fault.
    * `crashed`: the sandbox's process ended while the event ran (lib/sandbox/supervisor.ts); the event may or may not be at fault.
    */
-  | { status: 'error' | 'timeout' | 'memory_limit' | 'interrupted' | 'crashed'; message: string; location?: SourceLocation; durationMs: number };
+  | ({
+      status: 'error' | 'timeout' | 'memory_limit' | 'interrupted' | 'crashed';
+      message: string;
+      location?: SourceLocation;
+      durationMs: number;
+      /** When its process ended under it: how many other events were in flight there. */
+      bystanders?: number;
+    } & Spent);
 
 /** Why an isolate was stopped outside an event's own outcome. */
 export type StopReason = 'leftover_cpu';
@@ -225,6 +239,34 @@ export function resultTooLarge(limit: number, what: string): string {
   return JSON.stringify({ ok: false, error: { code: 'result_too_large', message: `The helper's answer is over ${what} (${limit} characters): ask for less (fewer rows or columns).` } });
 }
 
+/** Heap kept free beyond an answer's own copy (its parse, the bot's next steps), in bytes. */
+export const ANSWER_HEADROOM_BYTES = 1024 * 1024;
+
+/** The answer the bot gets instead of one its heap has no room for; undefined when it fits. */
+export function heapShortfall(isolate: ivm.Isolate, chars: number, memoryMb: number): string | undefined {
+  let free: number;
+  try {
+    const h = isolate.getHeapStatisticsSync();
+    free = h.heap_size_limit - h.used_heap_size - (h.externally_allocated_size ?? 0);
+  } catch {
+    return undefined;
+  }
+  // A string of `chars` characters takes up to two bytes each; its parse about as much again.
+  const need = chars * 3 + ANSWER_HEADROOM_BYTES;
+  if (need <= free) return undefined;
+  return JSON.stringify({
+    ok: false,
+    error: {
+      code: 'memory_limit',
+      message: `The helper's answer (${chars} characters) does not fit in the bot's free memory (${Math.max(0, Math.round(free / 1048576))} MB free of ${memoryMb} MB): keep less in memory, or ask for less.`,
+    },
+  });
+}
+
+function isEffect(ops: HostOpBounds | undefined, op: string): boolean {
+  return !!ops && Object.hasOwn(ops, op) && ops[op].effect === true;
+}
+
 const HOST_BUSY = JSON.stringify({ ok: false, error: { code: 'too_many_calls', message: `At most ${MAX_HOST_CALLS} helper calls run at once.` } });
 
 /** Largest declaration (`__platformDeclared`, JSON text) read from a bot at start-up, in characters. */
@@ -250,6 +292,10 @@ export class Sandbox {
   /** Set while work may run with no event in flight: CPU counted from `cpuStart`. */
   private leftover?: { cpuStart: bigint; lastCpu: bigint; quietReads: number };
   private watch?: NodeJS.Timeout;
+  /** Whether an event ever ran here (before that, only the start-up did). */
+  private ranEvent = false;
+  /** The CPU counter's last reading, for an isolate disposed by its event (its counter is gone then). */
+  private lastCpu?: bigint;
 
   private constructor(
     private readonly isolate: ivm.Isolate,
@@ -272,17 +318,24 @@ export class Sandbox {
       const s = counter.sandbox;
       // The bridge keeps to the bound; this holds even if it were got round.
       if (s && s.hostPending >= MAX_HOST_CALLS) return HOST_BUSY;
+      const maxResult = maxResultOf(options.ops, op);
+      const budget = s ? MAX_EVENT_RESULTS * Math.max(1, s.events) : Infinity;
+      // An effect is refused before it runs when its answer might not fit the event's budget: a
+      // write that took place always answers its result.
+      const effect = isEffect(options.ops, op);
+      if (s && effect && s.copiedIn + maxResult > budget) return resultTooLarge(MAX_EVENT_RESULTS, "the event's limit of answers (checked before the helper ran, so nothing was done)");
       if (s) s.hostPending++;
       try {
         const answer = await host(op, args, s?.callContext() ?? {});
         if (typeof answer !== 'string') return answer;
-        const maxResult = maxResultOf(options.ops, op);
         if (answer.length > maxResult) return resultTooLarge(maxResult, 'the limit of one answer');
         if (s) {
-          const budget = MAX_EVENT_RESULTS * Math.max(1, s.events);
-          if (s.copiedIn + answer.length > budget) return resultTooLarge(MAX_EVENT_RESULTS, "the event's limit of answers");
+          if (!effect && s.copiedIn + answer.length > budget) return resultTooLarge(MAX_EVENT_RESULTS, "the event's limit of answers");
           s.copiedIn += answer.length;
         }
+        // Copied in only when the isolate's heap has room for it: a copy into a full heap ends the process.
+        const tight = heapShortfall(isolate, answer.length, limits.memoryMb);
+        if (tight) return tight;
         return answer;
       } finally {
         if (s) {
@@ -333,7 +386,8 @@ export class Sandbox {
 
   private cpuNs(): bigint | undefined {
     try {
-      return this.isolate.isDisposed ? undefined : this.isolate.cpuTime;
+      if (this.isolate.isDisposed) return undefined;
+      return (this.lastCpu = this.isolate.cpuTime);
     } catch {
       return undefined;
     }
@@ -378,8 +432,16 @@ export class Sandbox {
     if (this.leftover) this.leftover.lastCpu = cpu;
   }
 
-  /** Hands one event to the bot, within the event deadline. Never throws. */
+  /** Hands one event to the bot, within the event deadline, with the isolate's CPU it spent. Never throws. */
   async dispatch(eventJson: string): Promise<Outcome> {
+    const before = this.cpuNs();
+    const outcome = await this.run(eventJson);
+    const after = this.cpuNs() ?? this.lastCpu;
+    if (before !== undefined && after !== undefined) outcome.cpuMs = Math.max(0, Math.round(Number(after - before) / 1e5) / 10);
+    return outcome;
+  }
+
+  private async run(eventJson: string): Promise<Outcome> {
     const started = performance.now();
     const ms = () => Math.round((performance.now() - started) * 10) / 10;
     if (this.isolate.isDisposed) {
@@ -396,17 +458,19 @@ export class Sandbox {
         return;
       }
       this.disposedFor ??= 'timeout';
-      if (!this.isolate.isDisposed) this.isolate.dispose();
+      this.disposeIsolate();
     };
     timer = setTimeout(check, this.limits.eventTimeoutMs);
     const eventId = this.nextEvent++;
     this.deadlines.set(eventId, started + this.limits.eventTimeoutMs);
     if (this.events === 0) this.copiedIn = 0;
-    // Nothing ran since the last read: no leftover work, so this event's CPU is not counted as such.
+    // Nothing ran since the last read (or nothing but the start-up: no event ever ran here): no
+    // leftover work, so this event's CPU is not counted as such.
     if (this.events++ === 0 && this.leftover) {
       const cpu = this.cpuNs();
-      if (cpu !== undefined && cpu - this.leftover.lastCpu < QUIET_NS) this.stopWatch();
+      if (!this.ranEvent || (cpu !== undefined && cpu - this.leftover.lastCpu < QUIET_NS)) this.stopWatch();
     }
+    this.ranEvent = true;
     try {
       await this.dispatchRef.apply(undefined, [eventJson], {
         arguments: { copy: true },
@@ -421,11 +485,11 @@ export class Sandbox {
       }
       if (this.disposedFor === 'timeout' || /timed out/i.test(message)) {
         this.disposedFor ??= 'timeout';
-        if (!this.isolate.isDisposed) this.isolate.dispose();
+        this.disposeIsolate();
         return { status: 'timeout', message: `The bot did not finish within ${this.limits.eventTimeoutMs} ms and was stopped.`, durationMs: ms() };
       }
       if (this.isolate.isDisposed || /memory limit/i.test(message)) {
-        if (!this.isolate.isDisposed) this.isolate.dispose();
+        this.disposeIsolate();
         return { status: 'memory_limit', message: `The bot exceeded its ${this.limits.memoryMb} MB memory limit and was stopped.`, durationMs: ms() };
       }
       const location = locate(stack, this.mapper);
@@ -435,6 +499,12 @@ export class Sandbox {
       this.deadlines.delete(eventId);
       if (--this.events === 0) this.watchLeftover();
     }
+  }
+
+  /** Disposes the isolate, its CPU counter read first (the event is charged what it spent). */
+  private disposeIsolate(): void {
+    this.cpuNs();
+    if (!this.isolate.isDisposed) this.isolate.dispose();
   }
 
   dispose(): void {

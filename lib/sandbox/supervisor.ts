@@ -4,22 +4,33 @@
  * Policy and why:
  * - isolated-vm contains a bot's loops and heap (lib/sandbox/sandbox.ts), but not every failure:
  *   some end the process that hosts the isolate (a FatalRuntimeError thrown where isolated-vm does
- *   not catch it, seen with a 48 MB helper answer; a catastrophic out-of-memory). In a child such a
- *   failure costs the child and the events it was running, which are answered `crashed`; the next
- *   sandbox starts a fresh child. The service, its HTTP traffic and its database pool never share
- *   the isolates' process.
- * - `processes` children (BOT_SANDBOX_PROCESSES, default 2); a project's sandboxes always go to the
- *   same one (a hash of the key), so one project's crash loop costs at most the events of the
- *   projects sharing its child, which are retried (lib/bot/runtime.ts).
- * - Host memory is bounded per child: each outcome reports the child's resident set; past
- *   `maxRssMb` (BOT_SANDBOX_MAX_RSS_MB, default 512) the child is retired: its sandboxes stop being
- *   usable (their owners make new ones in a fresh child), and it is stopped once its events end.
+ *   not catch it; a catastrophic out-of-memory). So each project's sandboxes run in a process of
+ *   their own: what ends a process costs that project's events, never another project's. The
+ *   service, its HTTP traffic and its database pool never share the isolates' process.
+ * - Processes are started on demand (a project's first sandbox) and stopped when idle for
+ *   `idleMs` (BOT_SANDBOX_IDLE_MS). At most `processes` live at once (BOT_SANDBOX_PROCESSES):
+ *   past it, a project waits in one first-come queue; an idle process (nothing in flight) is
+ *   stopped for the head of the queue at once, so a busy project keeps its process and an idle one
+ *   yields it. A wait longer than QUEUE_WAIT_MS ends in SandboxBusy (the event stays in the inbox,
+ *   not counted against it).
+ * - Memory is bounded per process: while events run, the process's resident set is read from
+ *   /proc every RSS_WATCH_MS; past `maxRssMb` (BOT_SANDBOX_MAX_RSS_MB) the process is stopped at
+ *   once and its events are answered `memory_limit`. Each outcome also reports the resident set;
+ *   past the bound the process is retired (stopped once its events end).
+ * - When a process ends under events, each is answered with how many other events were in flight
+ *   (`bystanders`): the runtime charges the abnormal run only to an event that ran alone
+ *   (lib/bot/runtime.ts).
+ * - CPU: while anything is in flight, the process's CPU (all its threads, from /proc) is told to
+ *   `onCpu`, which charges the project's budget (lib/bot/cpu-budget.ts); a project past its burst
+ *   or its budget has its process's threads lowered in priority (`setPriority`), so every other
+ *   process and the service come first on the machine's cores.
  * - Nothing waits for ever on a child: an event not answered within its hard limit plus a margin,
  *   or a start-up within its limit plus the child's own start, kills the child (SIGKILL).
- * - Helper answers over MAX_HELPER_RESULT are refused here, before they are sent to the child.
+ * - Helper answers over their bound are refused here, before they are sent to the child.
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { readFileSync, readdirSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DEFAULT_LIMITS, HARD_LIMIT_FACTOR, StartupError, maxResultOf, resultTooLarge, type HostFn, type Outcome, type SandboxLimits, type SandboxOptions } from './sandbox.js';
@@ -35,15 +46,59 @@ export interface BotSandbox {
 }
 
 export interface SupervisorOptions {
+  /** Sandbox processes alive at once: one per project whose bot runs. */
   processes: number;
   maxRssMb: number;
+  /** A process with nothing in flight for this long is stopped. */
+  idleMs: number;
+  /** Told the CPU each process spent (all its threads), in ms, as it runs (lib/bot/cpu-budget.ts). */
+  onCpu?: (key: string, ms: number) => void;
 }
 
-export const DEFAULT_SUPERVISOR: SupervisorOptions = { processes: 2, maxRssMb: 512 };
+export const DEFAULT_SUPERVISOR: SupervisorOptions = { processes: 8, maxRssMb: 512, idleMs: 60_000 };
+/** How often a process's resident set is read while it runs events. */
+const RSS_WATCH_MS = 100;
+/** Longest wait for a free process before SandboxBusy. */
+export const QUEUE_WAIT_MS = 30_000;
+/** A process's priority (nice) on the machine's cores: its project within its budget, past its burst, past its budget. */
+export type Priority = 0 | 10 | 19;
+/** Clock ticks per second of /proc/<pid>/stat's CPU times (USER_HZ, 100 on Linux). */
+const TICKS_PER_SECOND = 100;
+
+/** CPU time of `pid` (all threads) in ms from /proc (Linux), undefined elsewhere. */
+function cpuMsOf(pid: number | undefined): number | undefined {
+  if (!pid) return undefined;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
+  } catch {
+    return undefined;
+  }
+}
 /** Margin over an event's hard limit (or a start-up's limit) before the child is deemed stuck. */
 const STUCK_MARGIN_MS = 10_000;
 /** A child that does not say it is ready within this long is killed. */
 const SPAWN_TIMEOUT_MS = 30_000;
+
+/** No sandbox process came free in time (every one busy with other projects): try again later. */
+export class SandboxBusy extends Error {
+  constructor() {
+    super(`Every sandbox process was busy for ${QUEUE_WAIT_MS / 1000} s.`);
+    this.name = 'SandboxBusy';
+  }
+}
+
+/** The resident set of `pid` in MB from /proc (Linux), undefined elsewhere. */
+function residentMb(pid: number | undefined): number | undefined {
+  if (!pid) return undefined;
+  try {
+    const pages = Number(readFileSync(`/proc/${pid}/statm`, 'utf8').split(' ')[1]);
+    return Math.round((pages * 4096) / 1048576);
+  } catch {
+    return undefined;
+  }
+}
 
 /** The sandbox's process ended while it started: not the bot's fault, try again later. */
 export class SandboxCrashed extends Error {
@@ -62,8 +117,16 @@ class SandboxProcess {
   readonly child: ChildProcess;
   alive = true;
   retiring = false;
-  /** The last resident set the child reported, in MB. */
+  /** The last resident set the child reported (or the watch read), in MB. */
   rssMb = 0;
+  /** When it last had something in flight (performance.now()). */
+  lastActive = performance.now();
+  /** Stopped by the memory watch: its events are answered `memory_limit`. */
+  private overMemory = false;
+  private rssWatch?: NodeJS.Timeout;
+  private priority: Priority = 0;
+  /** CPU time reported so far (ms). */
+  private cpuSeen = 0;
   readonly ready: Promise<void>;
   private readonly sandboxes = new Map<number, SupervisedSandbox>();
   private readonly creates = new Map<number, { resolve: (declared?: string) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
@@ -71,7 +134,7 @@ class SandboxProcess {
   private nextId = 1;
   private exitText = 'it ended';
 
-  constructor(private readonly options: SupervisorOptions, private readonly onGone: (p: SandboxProcess) => void) {
+  constructor(readonly key: string, private readonly options: SupervisorOptions, private readonly onGone: (p: SandboxProcess) => void, private readonly onIdle: () => void) {
     this.child = fork(CHILD_ENTRY, [], {
       execArgv: CHILD_ARGS,
       serialization: 'advanced',
@@ -141,6 +204,7 @@ class SandboxProcess {
     this.sandboxes.set(sid, sandbox);
     try {
       this.hold();
+      this.watch();
       sandbox.declared = await new Promise<string | undefined>((resolve, reject) => {
         const timer = setTimeout(() => this.kill(), limits.startupTimeoutMs + STUCK_MARGIN_MS);
         this.creates.set(sid, { resolve, reject, timer });
@@ -154,15 +218,85 @@ class SandboxProcess {
   }
 
   dispatch(sid: number, event: string, limits: SandboxLimits): Promise<Outcome> {
-    if (!this.alive) return Promise.resolve(this.crashed(performance.now()));
+    if (!this.alive) return Promise.resolve(this.crashed(performance.now(), 0));
     const did = this.nextId++;
     const started = performance.now();
     this.hold();
+    this.watch();
+    if (this.priority !== 0) this.applyPriority();
     return new Promise<Outcome>((resolve) => {
       const timer = setTimeout(() => this.kill(), limits.eventTimeoutMs * HARD_LIMIT_FACTOR + STUCK_MARGIN_MS);
       this.dispatches.set(did, { sid, resolve, started, timer });
       this.send({ t: 'dispatch', sid, did, event });
-    }).finally(() => this.letGo());
+    }).finally(() => {
+      this.letGo();
+      this.lastActive = performance.now();
+      if (this.idle) this.onIdle();
+    });
+  }
+
+  /**
+   * While anything is in flight: reads the resident set (past the bound the process is stopped at
+   * once) and the CPU spent since the last read (told to `onCpu`).
+   */
+  private watch(): void {
+    if (this.rssWatch) return;
+    this.rssWatch = setInterval(() => {
+      this.readCpu();
+      if (this.idle) {
+        clearInterval(this.rssWatch);
+        this.rssWatch = undefined;
+        return;
+      }
+      const mb = residentMb(this.child.pid);
+      if (mb === undefined) return;
+      this.rssMb = mb;
+      if (mb > this.options.maxRssMb) {
+        this.overMemory = true;
+        this.kill();
+      }
+    }, RSS_WATCH_MS);
+    this.rssWatch.unref();
+  }
+
+  private readCpu(): void {
+    const ms = cpuMsOf(this.child.pid);
+    if (ms === undefined || ms <= this.cpuSeen) return;
+    const spent = ms - this.cpuSeen;
+    this.cpuSeen = ms;
+    this.options.onCpu?.(this.key, spent);
+  }
+
+  /** Sets the priority of every thread of the process (Linux sets it per thread). */
+  setPriority(priority: Priority): void {
+    if (this.priority === priority) return;
+    const lower = priority < this.priority;
+    this.priority = priority;
+    if (!this.applyPriority() && lower) {
+      // Raising it back needs the right to (root or CAP_SYS_NICE): replaced by a fresh process once its events end.
+      this.retire();
+    }
+  }
+
+  /** False when a thread's priority could not be set. */
+  private applyPriority(): boolean {
+    const pid = this.child.pid;
+    if (!pid || !this.alive) return true;
+    let tids: number[];
+    try {
+      tids = readdirSync(`/proc/${pid}/task`).map(Number);
+    } catch {
+      tids = [pid];
+    }
+    let all = true;
+    for (const tid of tids) {
+      try {
+        os.setPriority(tid, this.priority);
+      } catch {
+        all = false;
+      }
+    }
+    return all;
   }
 
   dispose(sid: number): void {
@@ -171,8 +305,12 @@ class SandboxProcess {
     this.stopIfDone();
   }
 
-  private crashed(started: number): Outcome {
-    return { status: 'crashed', message: `The bot's sandbox process ${this.exitText} while the event ran; the service kept running.`, durationMs: Math.round(performance.now() - started) };
+  private crashed(started: number, bystanders: number): Outcome {
+    const durationMs = Math.round(performance.now() - started);
+    if (this.overMemory) {
+      return { status: 'memory_limit', message: `The bot's sandbox process passed its memory bound (${this.options.maxRssMb} MB, BOT_SANDBOX_MAX_RSS_MB) and was stopped.`, durationMs, bystanders };
+    }
+    return { status: 'crashed', message: `The bot's sandbox process ${this.exitText} while the event ran; the service kept running.`, durationMs, bystanders };
   }
 
   private onMessage(m: ChildMessage): void {
@@ -239,6 +377,7 @@ class SandboxProcess {
 
   private onExit(code: number | null, signal: NodeJS.Signals | null): void {
     this.alive = false;
+    clearInterval(this.rssWatch);
     this.exitText = signal ? `ended (${signal})` : `ended (exit code ${code})`;
     this.onGone(this);
     for (const [, c] of this.creates) {
@@ -246,9 +385,10 @@ class SandboxProcess {
       c.reject(new SandboxCrashed(`The sandbox process ${this.exitText} while the bot started.`));
     }
     this.creates.clear();
+    const inFlight = this.dispatches.size;
     for (const [, d] of this.dispatches) {
       clearTimeout(d.timer);
-      d.resolve(this.crashed(d.started));
+      d.resolve(this.crashed(d.started, inFlight - 1));
     }
     this.dispatches.clear();
   }
@@ -297,45 +437,120 @@ export class SupervisedSandbox implements BotSandbox {
 }
 
 export class SandboxSupervisor {
-  private readonly procs: Array<SandboxProcess | undefined>;
+  /** Every live process (retiring ones included: they still hold memory). */
+  private readonly live = new Set<SandboxProcess>();
+  /** The usable process of each key. */
+  private readonly byKey = new Map<string, SandboxProcess>();
+  /** Keys waiting for a process, first come first served. */
+  private readonly queue: Array<() => void> = [];
+  private readonly reaper: NodeJS.Timeout;
 
-  constructor(readonly options: SupervisorOptions = DEFAULT_SUPERVISOR) {
-    this.procs = new Array(Math.max(1, options.processes)).fill(undefined);
+  readonly options: SupervisorOptions;
+
+  constructor(options: SupervisorOptions = DEFAULT_SUPERVISOR) {
+    this.options = { ...options };
+    this.reaper = setInterval(() => this.reap(), Math.max(250, Math.min(options.idleMs / 4, 15_000)));
+    this.reaper.unref();
   }
 
-  /** The child for `key` (a project id): the same one every time, started anew after it ended or retired. */
-  private processFor(key: string): SandboxProcess {
-    const i = createHash('sha256').update(key).digest().readUInt32BE(0) % this.procs.length;
-    let p = this.procs[i];
-    if (!p || !p.alive || p.retiring) {
-      p = new SandboxProcess(this.options, (gone) => {
-        if (this.procs[i] === gone) this.procs[i] = undefined;
+  /** The process for `key` (a project id): its own, started on demand, within the cap on live processes. */
+  private async processFor(key: string): Promise<SandboxProcess> {
+    const deadline = performance.now() + QUEUE_WAIT_MS;
+    for (;;) {
+      const own = this.byKey.get(key);
+      if (own && own.alive && !own.retiring) {
+        own.lastActive = performance.now();
+        return own;
+      }
+      if (this.live.size < Math.max(1, this.options.processes)) return this.spawn(key);
+      // An idle process makes room when it has exited (which wakes the queue).
+      this.evictIdle();
+      const left = deadline - performance.now();
+      if (left <= 0) throw new SandboxBusy();
+      // Woken when a process ends or goes idle (or at the deadline).
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, left);
+        timer.unref();
+        function done() {
+          clearTimeout(timer);
+          resolve();
+        }
+        this.queue.push(done);
       });
-      this.procs[i] = p;
     }
+  }
+
+  private spawn(key: string): SandboxProcess {
+    const p = new SandboxProcess(key, this.options, (gone) => this.gone(gone), () => this.wake());
+    this.live.add(p);
+    this.byKey.set(key, p);
+    p.child.once('exit', () => {
+      this.live.delete(p);
+      this.wake();
+    });
     return p;
   }
 
-  /** A sandbox for `key`'s bot; StartupError as Sandbox.create, SandboxCrashed when its child ended meanwhile. */
-  async create(key: string, bundle: string, sourceMap: string | undefined, host: HostFn, limits: SandboxLimits = DEFAULT_LIMITS, options: SandboxOptions = {}): Promise<SupervisedSandbox> {
-    return this.processFor(key).create(bundle, sourceMap, host, limits, options);
+  private gone(p: SandboxProcess): void {
+    if (this.byKey.get(p.key) === p) this.byKey.delete(p.key);
   }
 
-  /** The children's process ids and resident sets (tests, metrics). */
-  get processes(): Array<{ pid: number | undefined; rssMb: number }> {
-    return this.procs.filter((p): p is SandboxProcess => !!p && p.alive).map((p) => ({ pid: p.child.pid, rssMb: p.rssMb }));
+  /** Stops the least recently active idle process; true when one was stopped (it leaves `live` on exit). */
+  private evictIdle(): boolean {
+    let lru: SandboxProcess | undefined;
+    for (const p of this.live) if (p.alive && p.idle && (!lru || p.lastActive < lru.lastActive)) lru = p;
+    if (!lru) return false;
+    this.gone(lru);
+    lru.alive = false;
+    lru.kill();
+    return true;
+  }
+
+  /** The head of the queue tries again (a process ended or went idle). */
+  private wake(): void {
+    this.queue.shift()?.();
+  }
+
+  private reap(): void {
+    const now = performance.now();
+    for (const p of this.live) {
+      if (p.alive && p.idle && now - p.lastActive > this.options.idleMs) {
+        this.gone(p);
+        p.kill();
+      }
+    }
+  }
+
+  /** New settings (the service's configuration); processes already running keep to them too. */
+  configure(options: Partial<SupervisorOptions>): void {
+    Object.assign(this.options, options);
+  }
+
+  /** A sandbox for `key`'s bot; StartupError as Sandbox.create, SandboxCrashed when its child ended meanwhile, SandboxBusy when no process came free. */
+  async create(key: string, bundle: string, sourceMap: string | undefined, host: HostFn, limits: SandboxLimits = DEFAULT_LIMITS, options: SandboxOptions = {}): Promise<SupervisedSandbox> {
+    return (await this.processFor(key)).create(bundle, sourceMap, host, limits, options);
+  }
+
+  /** Sets the priority of `key`'s process, if it has one (lib/bot/cpu-budget.ts). */
+  setPriority(key: string, priority: Priority): void {
+    this.byKey.get(key)?.setPriority(priority);
+  }
+
+  /** The live processes: their keys, ids and resident sets (tests, metrics). */
+  get processes(): Array<{ key: string; pid: number | undefined; rssMb: number }> {
+    return [...this.live].filter((p) => p.alive).map((p) => ({ key: p.key, pid: p.child.pid, rssMb: p.rssMb }));
   }
 
   close(): void {
-    for (const p of this.procs) p?.kill();
-    this.procs.fill(undefined);
+    for (const p of this.live) p.kill();
+    this.byKey.clear();
   }
 }
 
 let shared: SandboxSupervisor | undefined;
 
-/** The process's supervisor, made at first use with `options` (later options are ignored). */
-export function sandboxSupervisor(options: SupervisorOptions = DEFAULT_SUPERVISOR): SandboxSupervisor {
-  shared ??= new SandboxSupervisor(options);
+/** The process's supervisor, made at first use (the bot runtime configures it: SandboxSupervisor.configure). */
+export function sandboxSupervisor(): SandboxSupervisor {
+  shared ??= new SandboxSupervisor(DEFAULT_SUPERVISOR);
   return shared;
 }
