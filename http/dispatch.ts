@@ -15,12 +15,19 @@ import type { Handler, HandlerMap, Reply } from './handler-types.js';
 import { responseCheck as contractResponseCheck } from './contract-checks/response-check.js';
 import { nameRequest } from '../lib/platform/tracing/spans.js';
 import { sendJson } from './json-response.js';
+import { ApiError } from '../lib/platform/errors.js';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../lib/platform/json-depth.js';
 
 export function operationOf(req: Request, contract: Contract): OperationInfo {
   const id = (req as any).openapi?.schema?.operationId;
   const op = typeof id === 'string' ? contract.operations.get(id) : undefined;
   if (!op) throw new Error(`No operation matched ${req.method} ${req.path}`);
   return op;
+}
+
+function tooDeep(): ApiError {
+  const message = `nests more than ${MAX_JSON_DEPTH} levels of arrays and objects`;
+  return new ApiError('invalid_request', `Invalid request: body ${message}.`, { fields: [{ field: 'body', message }], max_depth: MAX_JSON_DEPTH });
 }
 
 /** Every operation has exactly one handler, and every handler an operation. */
@@ -105,13 +112,18 @@ export function contractPipeline(opts: PipelineOptions): RequestHandler {
   const at = steps.findIndex((mw) => mw.name === 'securityMiddleware');
 
   // The body is read only once the caller is known, so an anonymous caller cannot make us parse.
-  // Each operation's limit comes from its `x-body-limit` (one parser per distinct limit).
+  // Each operation's limit comes from its `x-body-limit` (one parser per distinct limit). Its
+  // nesting is judged before the validator or a handler walks it (lib/platform/json-depth.ts).
   const parsers = new Map<number, RequestHandler>();
   const body: RequestHandler = (req, res, next) => {
     const limit = operationOf(req, contract).bodyLimit;
     let parser = parsers.get(limit);
     if (!parser) parsers.set(limit, (parser = express.json({ limit })));
-    return parser(req, res, next);
+    return parser(req, res, (err?: unknown) => {
+      if (err) return next(err);
+      if (nestsDeeperThan(req.body, MAX_JSON_DEPTH)) return next(tooDeep());
+      next();
+    });
   };
 
   const dispatch: RequestHandler = async (req, res) => {

@@ -8,6 +8,7 @@
 import type { RequestListener } from 'node:http';
 import { BODY_ARG, PROJECT_ARG, type ToolDef } from './tools.js';
 import { inject } from './inject.js';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../lib/platform/json-depth.js';
 
 export interface CallContext {
   /** The caller's Authorization header, passed on as is. */
@@ -39,6 +40,11 @@ function refused(message: string, details?: unknown): ToolOutcome {
 export async function callTool(app: RequestListener, tool: ToolDef, rawArgs: unknown, ctx: CallContext): Promise<ToolOutcome> {
   const args = (rawArgs ?? {}) as Record<string, unknown>;
   if (typeof args !== 'object' || Array.isArray(args)) return refused('Tool arguments must be an object.');
+  // Before anything walks them (JSON.stringify below, the pipeline's validator): each argument's
+  // value nests at most as deep as a JSON body over HTTP may.
+  if (nestsDeeperThan(args, MAX_JSON_DEPTH + 1)) {
+    return refused(`Tool arguments nest too deeply: an argument's value may nest at most ${MAX_JSON_DEPTH} levels of arrays and objects.`, { max_depth: MAX_JSON_DEPTH });
+  }
   // The shape a URL and headers can carry is checked here; every value rule is the pipeline's.
   const known = new Set([PROJECT_ARG, ...tool.params.map((p) => p.arg), ...(tool.body ? [BODY_ARG] : [])]);
   const unknown = Object.keys(args).filter((k) => !known.has(k));
