@@ -335,6 +335,13 @@ export type RateCard = Prisma.RateCardModel
  */
 export type ChannelMessagingLimit = Prisma.ChannelMessagingLimitModel
 /**
+ * Model ChannelThroughput
+ * The number's throughput level as Meta reports it (GET /{phone-number-id}?fields=throughput,is_on_biz_app):
+ * STANDARD 80/s, HIGH up to 1,000/s, a coexistence number 20/s. Read at start, periodically and on
+ * phone_number_quality_update/account_update notifications (lib/channel-settings/throughput.ts).
+ */
+export type ChannelThroughput = Prisma.ChannelThroughputModel
+/**
  * Model PortfolioReach
  * The business portfolio's unique users reached by campaigns in a moving 24 hours, the budget the
  * messaging limit sets (lib/pricing/portfolio-reach.ts). Keyed by WhatsApp Business Account: a

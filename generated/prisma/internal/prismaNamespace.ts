@@ -449,6 +449,7 @@ export const ModelName = {
   DashboardAudit: 'DashboardAudit',
   RateCard: 'RateCard',
   ChannelMessagingLimit: 'ChannelMessagingLimit',
+  ChannelThroughput: 'ChannelThroughput',
   PortfolioReach: 'PortfolioReach',
   ProjectTableQuota: 'ProjectTableQuota',
   BlobChunk: 'BlobChunk'
@@ -467,7 +468,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "project" | "apiKey" | "agentConnection" | "connectionProject" | "accessToken" | "oAuthClient" | "oAuthRequest" | "oAuthCode" | "oAuthRefreshToken" | "channelSettings" | "contact" | "conversation" | "conversationOrder" | "message" | "event" | "idempotencyRecord" | "sendCounter" | "projectApiError" | "template" | "webhookEndpoint" | "webhookDelivery" | "webhookAttempt" | "runtimeToken" | "mediaAsset" | "headerSample" | "segment" | "broadcast" | "broadcastRecipient" | "broadcastPacing" | "contactImport" | "contactImportRow" | "contactImportPhone" | "codeFile" | "deployment" | "botRelease" | "botLog" | "botInbox" | "botCallJournal" | "botSchedule" | "botScheduleRun" | "botSecret" | "botHttpAllowlist" | "projectFile" | "flow" | "flowVersion" | "dashboardAccount" | "dashboardMembership" | "dashboardSession" | "dashboardInvite" | "dashboardAudit" | "rateCard" | "channelMessagingLimit" | "portfolioReach" | "projectTableQuota" | "blobChunk"
+    modelProps: "project" | "apiKey" | "agentConnection" | "connectionProject" | "accessToken" | "oAuthClient" | "oAuthRequest" | "oAuthCode" | "oAuthRefreshToken" | "channelSettings" | "contact" | "conversation" | "conversationOrder" | "message" | "event" | "idempotencyRecord" | "sendCounter" | "projectApiError" | "template" | "webhookEndpoint" | "webhookDelivery" | "webhookAttempt" | "runtimeToken" | "mediaAsset" | "headerSample" | "segment" | "broadcast" | "broadcastRecipient" | "broadcastPacing" | "contactImport" | "contactImportRow" | "contactImportPhone" | "codeFile" | "deployment" | "botRelease" | "botLog" | "botInbox" | "botCallJournal" | "botSchedule" | "botScheduleRun" | "botSecret" | "botHttpAllowlist" | "projectFile" | "flow" | "flowVersion" | "dashboardAccount" | "dashboardMembership" | "dashboardSession" | "dashboardInvite" | "dashboardAudit" | "rateCard" | "channelMessagingLimit" | "channelThroughput" | "portfolioReach" | "projectTableQuota" | "blobChunk"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -4319,6 +4320,80 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         }
       }
     }
+    ChannelThroughput: {
+      payload: Prisma.$ChannelThroughputPayload<ExtArgs>
+      fields: Prisma.ChannelThroughputFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.ChannelThroughputFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ChannelThroughputPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.ChannelThroughputFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ChannelThroughputPayload>
+        }
+        findFirst: {
+          args: Prisma.ChannelThroughputFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ChannelThroughputPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.ChannelThroughputFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ChannelThroughputPayload>
+        }
+        findMany: {
+          args: Prisma.ChannelThroughputFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ChannelThroughputPayload>[]
+        }
+        create: {
+          args: Prisma.ChannelThroughputCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ChannelThroughputPayload>
+        }
+        createMany: {
+          args: Prisma.ChannelThroughputCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.ChannelThroughputCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ChannelThroughputPayload>[]
+        }
+        delete: {
+          args: Prisma.ChannelThroughputDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ChannelThroughputPayload>
+        }
+        update: {
+          args: Prisma.ChannelThroughputUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ChannelThroughputPayload>
+        }
+        deleteMany: {
+          args: Prisma.ChannelThroughputDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.ChannelThroughputUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.ChannelThroughputUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ChannelThroughputPayload>[]
+        }
+        upsert: {
+          args: Prisma.ChannelThroughputUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ChannelThroughputPayload>
+        }
+        aggregate: {
+          args: Prisma.ChannelThroughputAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateChannelThroughput>
+        }
+        groupBy: {
+          args: Prisma.ChannelThroughputGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ChannelThroughputGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.ChannelThroughputCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ChannelThroughputCountAggregateOutputType> | number
+        }
+      }
+    }
     PortfolioReach: {
       payload: Prisma.$PortfolioReachPayload<ExtArgs>
       fields: Prisma.PortfolioReachFieldRefs
@@ -5035,6 +5110,7 @@ export type BroadcastRecipientScalarFieldEnum = (typeof BroadcastRecipientScalar
 export const BroadcastPacingScalarFieldEnum = {
   phoneNumberId: 'phoneNumberId',
   throughput: 'throughput',
+  operatorThroughput: 'operatorThroughput',
   currentRate: 'currentRate',
   nextSlotAt: 'nextSlotAt',
   throttledAt: 'throttledAt'
@@ -5370,6 +5446,20 @@ export const ChannelMessagingLimitScalarFieldEnum = {
 } as const
 
 export type ChannelMessagingLimitScalarFieldEnum = (typeof ChannelMessagingLimitScalarFieldEnum)[keyof typeof ChannelMessagingLimitScalarFieldEnum]
+
+
+export const ChannelThroughputScalarFieldEnum = {
+  phoneNumberId: 'phoneNumberId',
+  state: 'state',
+  level: 'level',
+  coexistence: 'coexistence',
+  messagesPerSecond: 'messagesPerSecond',
+  error: 'error',
+  readAt: 'readAt',
+  changedAt: 'changedAt'
+} as const
+
+export type ChannelThroughputScalarFieldEnum = (typeof ChannelThroughputScalarFieldEnum)[keyof typeof ChannelThroughputScalarFieldEnum]
 
 
 export const PortfolioReachScalarFieldEnum = {
@@ -5790,6 +5880,7 @@ export type GlobalOmitConfig = {
   dashboardAudit?: Prisma.DashboardAuditOmit
   rateCard?: Prisma.RateCardOmit
   channelMessagingLimit?: Prisma.ChannelMessagingLimitOmit
+  channelThroughput?: Prisma.ChannelThroughputOmit
   portfolioReach?: Prisma.PortfolioReachOmit
   projectTableQuota?: Prisma.ProjectTableQuotaOmit
   blobChunk?: Prisma.BlobChunkOmit

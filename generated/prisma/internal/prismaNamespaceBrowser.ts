@@ -103,6 +103,7 @@ export const ModelName = {
   DashboardAudit: 'DashboardAudit',
   RateCard: 'RateCard',
   ChannelMessagingLimit: 'ChannelMessagingLimit',
+  ChannelThroughput: 'ChannelThroughput',
   PortfolioReach: 'PortfolioReach',
   ProjectTableQuota: 'ProjectTableQuota',
   BlobChunk: 'BlobChunk'
@@ -579,6 +580,7 @@ export type BroadcastRecipientScalarFieldEnum = (typeof BroadcastRecipientScalar
 export const BroadcastPacingScalarFieldEnum = {
   phoneNumberId: 'phoneNumberId',
   throughput: 'throughput',
+  operatorThroughput: 'operatorThroughput',
   currentRate: 'currentRate',
   nextSlotAt: 'nextSlotAt',
   throttledAt: 'throttledAt'
@@ -914,6 +916,20 @@ export const ChannelMessagingLimitScalarFieldEnum = {
 } as const
 
 export type ChannelMessagingLimitScalarFieldEnum = (typeof ChannelMessagingLimitScalarFieldEnum)[keyof typeof ChannelMessagingLimitScalarFieldEnum]
+
+
+export const ChannelThroughputScalarFieldEnum = {
+  phoneNumberId: 'phoneNumberId',
+  state: 'state',
+  level: 'level',
+  coexistence: 'coexistence',
+  messagesPerSecond: 'messagesPerSecond',
+  error: 'error',
+  readAt: 'readAt',
+  changedAt: 'changedAt'
+} as const
+
+export type ChannelThroughputScalarFieldEnum = (typeof ChannelThroughputScalarFieldEnum)[keyof typeof ChannelThroughputScalarFieldEnum]
 
 
 export const PortfolioReachScalarFieldEnum = {

@@ -28,17 +28,20 @@ export type AggregateBroadcastPacing = {
 
 export type BroadcastPacingAvgAggregateOutputType = {
   throughput: number | null
+  operatorThroughput: number | null
   currentRate: number | null
 }
 
 export type BroadcastPacingSumAggregateOutputType = {
   throughput: number | null
+  operatorThroughput: number | null
   currentRate: number | null
 }
 
 export type BroadcastPacingMinAggregateOutputType = {
   phoneNumberId: string | null
   throughput: number | null
+  operatorThroughput: number | null
   currentRate: number | null
   nextSlotAt: Date | null
   throttledAt: Date | null
@@ -47,6 +50,7 @@ export type BroadcastPacingMinAggregateOutputType = {
 export type BroadcastPacingMaxAggregateOutputType = {
   phoneNumberId: string | null
   throughput: number | null
+  operatorThroughput: number | null
   currentRate: number | null
   nextSlotAt: Date | null
   throttledAt: Date | null
@@ -55,6 +59,7 @@ export type BroadcastPacingMaxAggregateOutputType = {
 export type BroadcastPacingCountAggregateOutputType = {
   phoneNumberId: number
   throughput: number
+  operatorThroughput: number
   currentRate: number
   nextSlotAt: number
   throttledAt: number
@@ -64,17 +69,20 @@ export type BroadcastPacingCountAggregateOutputType = {
 
 export type BroadcastPacingAvgAggregateInputType = {
   throughput?: true
+  operatorThroughput?: true
   currentRate?: true
 }
 
 export type BroadcastPacingSumAggregateInputType = {
   throughput?: true
+  operatorThroughput?: true
   currentRate?: true
 }
 
 export type BroadcastPacingMinAggregateInputType = {
   phoneNumberId?: true
   throughput?: true
+  operatorThroughput?: true
   currentRate?: true
   nextSlotAt?: true
   throttledAt?: true
@@ -83,6 +91,7 @@ export type BroadcastPacingMinAggregateInputType = {
 export type BroadcastPacingMaxAggregateInputType = {
   phoneNumberId?: true
   throughput?: true
+  operatorThroughput?: true
   currentRate?: true
   nextSlotAt?: true
   throttledAt?: true
@@ -91,6 +100,7 @@ export type BroadcastPacingMaxAggregateInputType = {
 export type BroadcastPacingCountAggregateInputType = {
   phoneNumberId?: true
   throughput?: true
+  operatorThroughput?: true
   currentRate?: true
   nextSlotAt?: true
   throttledAt?: true
@@ -186,6 +196,7 @@ export type BroadcastPacingGroupByArgs<ExtArgs extends runtime.Types.Extensions.
 export type BroadcastPacingGroupByOutputType = {
   phoneNumberId: string
   throughput: number
+  operatorThroughput: number | null
   currentRate: number
   nextSlotAt: Date
   throttledAt: Date | null
@@ -217,6 +228,7 @@ export type BroadcastPacingWhereInput = {
   NOT?: Prisma.BroadcastPacingWhereInput | Prisma.BroadcastPacingWhereInput[]
   phoneNumberId?: Prisma.StringFilter<"BroadcastPacing"> | string
   throughput?: Prisma.IntFilter<"BroadcastPacing"> | number
+  operatorThroughput?: Prisma.IntNullableFilter<"BroadcastPacing"> | number | null
   currentRate?: Prisma.FloatFilter<"BroadcastPacing"> | number
   nextSlotAt?: Prisma.DateTimeFilter<"BroadcastPacing"> | Date | string
   throttledAt?: Prisma.DateTimeNullableFilter<"BroadcastPacing"> | Date | string | null
@@ -225,6 +237,7 @@ export type BroadcastPacingWhereInput = {
 export type BroadcastPacingOrderByWithRelationInput = {
   phoneNumberId?: Prisma.SortOrder
   throughput?: Prisma.SortOrder
+  operatorThroughput?: Prisma.SortOrderInput | Prisma.SortOrder
   currentRate?: Prisma.SortOrder
   nextSlotAt?: Prisma.SortOrder
   throttledAt?: Prisma.SortOrderInput | Prisma.SortOrder
@@ -236,6 +249,7 @@ export type BroadcastPacingWhereUniqueInput = Prisma.AtLeast<{
   OR?: Prisma.BroadcastPacingWhereInput[]
   NOT?: Prisma.BroadcastPacingWhereInput | Prisma.BroadcastPacingWhereInput[]
   throughput?: Prisma.IntFilter<"BroadcastPacing"> | number
+  operatorThroughput?: Prisma.IntNullableFilter<"BroadcastPacing"> | number | null
   currentRate?: Prisma.FloatFilter<"BroadcastPacing"> | number
   nextSlotAt?: Prisma.DateTimeFilter<"BroadcastPacing"> | Date | string
   throttledAt?: Prisma.DateTimeNullableFilter<"BroadcastPacing"> | Date | string | null
@@ -244,6 +258,7 @@ export type BroadcastPacingWhereUniqueInput = Prisma.AtLeast<{
 export type BroadcastPacingOrderByWithAggregationInput = {
   phoneNumberId?: Prisma.SortOrder
   throughput?: Prisma.SortOrder
+  operatorThroughput?: Prisma.SortOrderInput | Prisma.SortOrder
   currentRate?: Prisma.SortOrder
   nextSlotAt?: Prisma.SortOrder
   throttledAt?: Prisma.SortOrderInput | Prisma.SortOrder
@@ -260,6 +275,7 @@ export type BroadcastPacingScalarWhereWithAggregatesInput = {
   NOT?: Prisma.BroadcastPacingScalarWhereWithAggregatesInput | Prisma.BroadcastPacingScalarWhereWithAggregatesInput[]
   phoneNumberId?: Prisma.StringWithAggregatesFilter<"BroadcastPacing"> | string
   throughput?: Prisma.IntWithAggregatesFilter<"BroadcastPacing"> | number
+  operatorThroughput?: Prisma.IntNullableWithAggregatesFilter<"BroadcastPacing"> | number | null
   currentRate?: Prisma.FloatWithAggregatesFilter<"BroadcastPacing"> | number
   nextSlotAt?: Prisma.DateTimeWithAggregatesFilter<"BroadcastPacing"> | Date | string
   throttledAt?: Prisma.DateTimeNullableWithAggregatesFilter<"BroadcastPacing"> | Date | string | null
@@ -268,6 +284,7 @@ export type BroadcastPacingScalarWhereWithAggregatesInput = {
 export type BroadcastPacingCreateInput = {
   phoneNumberId: string
   throughput?: number
+  operatorThroughput?: number | null
   currentRate: number
   nextSlotAt: Date | string
   throttledAt?: Date | string | null
@@ -276,6 +293,7 @@ export type BroadcastPacingCreateInput = {
 export type BroadcastPacingUncheckedCreateInput = {
   phoneNumberId: string
   throughput?: number
+  operatorThroughput?: number | null
   currentRate: number
   nextSlotAt: Date | string
   throttledAt?: Date | string | null
@@ -284,6 +302,7 @@ export type BroadcastPacingUncheckedCreateInput = {
 export type BroadcastPacingUpdateInput = {
   phoneNumberId?: Prisma.StringFieldUpdateOperationsInput | string
   throughput?: Prisma.IntFieldUpdateOperationsInput | number
+  operatorThroughput?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   currentRate?: Prisma.FloatFieldUpdateOperationsInput | number
   nextSlotAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   throttledAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
@@ -292,6 +311,7 @@ export type BroadcastPacingUpdateInput = {
 export type BroadcastPacingUncheckedUpdateInput = {
   phoneNumberId?: Prisma.StringFieldUpdateOperationsInput | string
   throughput?: Prisma.IntFieldUpdateOperationsInput | number
+  operatorThroughput?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   currentRate?: Prisma.FloatFieldUpdateOperationsInput | number
   nextSlotAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   throttledAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
@@ -300,6 +320,7 @@ export type BroadcastPacingUncheckedUpdateInput = {
 export type BroadcastPacingCreateManyInput = {
   phoneNumberId: string
   throughput?: number
+  operatorThroughput?: number | null
   currentRate: number
   nextSlotAt: Date | string
   throttledAt?: Date | string | null
@@ -308,6 +329,7 @@ export type BroadcastPacingCreateManyInput = {
 export type BroadcastPacingUpdateManyMutationInput = {
   phoneNumberId?: Prisma.StringFieldUpdateOperationsInput | string
   throughput?: Prisma.IntFieldUpdateOperationsInput | number
+  operatorThroughput?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   currentRate?: Prisma.FloatFieldUpdateOperationsInput | number
   nextSlotAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   throttledAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
@@ -316,6 +338,7 @@ export type BroadcastPacingUpdateManyMutationInput = {
 export type BroadcastPacingUncheckedUpdateManyInput = {
   phoneNumberId?: Prisma.StringFieldUpdateOperationsInput | string
   throughput?: Prisma.IntFieldUpdateOperationsInput | number
+  operatorThroughput?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   currentRate?: Prisma.FloatFieldUpdateOperationsInput | number
   nextSlotAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   throttledAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
@@ -324,6 +347,7 @@ export type BroadcastPacingUncheckedUpdateManyInput = {
 export type BroadcastPacingCountOrderByAggregateInput = {
   phoneNumberId?: Prisma.SortOrder
   throughput?: Prisma.SortOrder
+  operatorThroughput?: Prisma.SortOrder
   currentRate?: Prisma.SortOrder
   nextSlotAt?: Prisma.SortOrder
   throttledAt?: Prisma.SortOrder
@@ -331,12 +355,14 @@ export type BroadcastPacingCountOrderByAggregateInput = {
 
 export type BroadcastPacingAvgOrderByAggregateInput = {
   throughput?: Prisma.SortOrder
+  operatorThroughput?: Prisma.SortOrder
   currentRate?: Prisma.SortOrder
 }
 
 export type BroadcastPacingMaxOrderByAggregateInput = {
   phoneNumberId?: Prisma.SortOrder
   throughput?: Prisma.SortOrder
+  operatorThroughput?: Prisma.SortOrder
   currentRate?: Prisma.SortOrder
   nextSlotAt?: Prisma.SortOrder
   throttledAt?: Prisma.SortOrder
@@ -345,6 +371,7 @@ export type BroadcastPacingMaxOrderByAggregateInput = {
 export type BroadcastPacingMinOrderByAggregateInput = {
   phoneNumberId?: Prisma.SortOrder
   throughput?: Prisma.SortOrder
+  operatorThroughput?: Prisma.SortOrder
   currentRate?: Prisma.SortOrder
   nextSlotAt?: Prisma.SortOrder
   throttledAt?: Prisma.SortOrder
@@ -352,6 +379,7 @@ export type BroadcastPacingMinOrderByAggregateInput = {
 
 export type BroadcastPacingSumOrderByAggregateInput = {
   throughput?: Prisma.SortOrder
+  operatorThroughput?: Prisma.SortOrder
   currentRate?: Prisma.SortOrder
 }
 
@@ -368,6 +396,7 @@ export type FloatFieldUpdateOperationsInput = {
 export type BroadcastPacingSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
   phoneNumberId?: boolean
   throughput?: boolean
+  operatorThroughput?: boolean
   currentRate?: boolean
   nextSlotAt?: boolean
   throttledAt?: boolean
@@ -376,6 +405,7 @@ export type BroadcastPacingSelect<ExtArgs extends runtime.Types.Extensions.Inter
 export type BroadcastPacingSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
   phoneNumberId?: boolean
   throughput?: boolean
+  operatorThroughput?: boolean
   currentRate?: boolean
   nextSlotAt?: boolean
   throttledAt?: boolean
@@ -384,6 +414,7 @@ export type BroadcastPacingSelectCreateManyAndReturn<ExtArgs extends runtime.Typ
 export type BroadcastPacingSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
   phoneNumberId?: boolean
   throughput?: boolean
+  operatorThroughput?: boolean
   currentRate?: boolean
   nextSlotAt?: boolean
   throttledAt?: boolean
@@ -392,12 +423,13 @@ export type BroadcastPacingSelectUpdateManyAndReturn<ExtArgs extends runtime.Typ
 export type BroadcastPacingSelectScalar = {
   phoneNumberId?: boolean
   throughput?: boolean
+  operatorThroughput?: boolean
   currentRate?: boolean
   nextSlotAt?: boolean
   throttledAt?: boolean
 }
 
-export type BroadcastPacingOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"phoneNumberId" | "throughput" | "currentRate" | "nextSlotAt" | "throttledAt", ExtArgs["result"]["broadcastPacing"]>
+export type BroadcastPacingOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"phoneNumberId" | "throughput" | "operatorThroughput" | "currentRate" | "nextSlotAt" | "throttledAt", ExtArgs["result"]["broadcastPacing"]>
 
 export type $BroadcastPacingPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   name: "BroadcastPacing"
@@ -405,9 +437,14 @@ export type $BroadcastPacingPayload<ExtArgs extends runtime.Types.Extensions.Int
   scalars: runtime.Types.Extensions.GetPayloadResult<{
     phoneNumberId: string
     /**
-     * Messages per second the number may take (default 80, at most 1,000).
+     * Messages per second the number may take now: the channel's level (channel_throughput; default
+     * 80 until read) capped by the operator's setting; at most 1,000. Kept in step by lib/broadcasts/pacing.ts.
      */
     throughput: number
+    /**
+     * The operator's setting (messages per second), a cap below the channel's level; null: none.
+     */
+    operatorThroughput: number | null
     /**
      * The rate in force now: lowered on 130429 (halved), raised back step by step.
      */
@@ -842,6 +879,7 @@ export interface Prisma__BroadcastPacingClient<T, Null = never, ExtArgs extends 
 export interface BroadcastPacingFieldRefs {
   readonly phoneNumberId: Prisma.FieldRef<"BroadcastPacing", 'String'>
   readonly throughput: Prisma.FieldRef<"BroadcastPacing", 'Int'>
+  readonly operatorThroughput: Prisma.FieldRef<"BroadcastPacing", 'Int'>
   readonly currentRate: Prisma.FieldRef<"BroadcastPacing", 'Float'>
   readonly nextSlotAt: Prisma.FieldRef<"BroadcastPacing", 'DateTime'>
   readonly throttledAt: Prisma.FieldRef<"BroadcastPacing", 'DateTime'>
