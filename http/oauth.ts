@@ -4,7 +4,9 @@
  * SDK leaves to us in front of it:
  * - a per-address limit on /register, /authorize, /token and /revoke in the shared counters (the SDK's
  *   own limiter keeps its counts in process memory, so it is off): 429 `too_many_requests`, fail-open;
- * - the registration's JSON body at most 16 KiB;
+ * - registration's own budget per address: OAUTH_REGISTRATIONS_PER_HOUR registrations an hour and
+ *   OAUTH_REGISTRATION_BYTES_PER_DAY bytes a day (429 `too_many_requests` with `Retry-After`);
+ * - the registration's JSON body at most 16 KiB, nested at most 64 levels;
  * - client authentication at /token and /revoke: a confidential client's secret is compared with its
  *   stored SHA-256 here (the SDK would compare a plain-text secret), as `client_secret_post` or HTTP
  *   Basic; unknown client or missing/wrong secret: 401 `invalid_client`.
@@ -22,6 +24,8 @@ import { mcpResourceUrl } from '../lib/mcp/resource.js';
 import { checkClientSecret, createOAuthProvider } from '../lib/oauth/provider.js';
 import { LIMITS, SCOPES_SUPPORTED } from '../lib/oauth/rules.js';
 import { CONSENT_PATH } from './dashboard/oauth-pages.js';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../lib/platform/json-depth.js';
+import { throttleAddress } from '../lib/dashboard/login-throttle.js';
 
 const ENDPOINTS = ['/register', '/authorize', '/token', '/revoke'] as const;
 
@@ -48,6 +52,69 @@ function limiter(deps: AppDeps, endpoint: string) {
       }
       next(err);
     });
+}
+
+const HOUR_MS = 3600_000;
+const DAY_MS = 24 * HOUR_MS;
+
+/** A refusal of the shared counters, as OAuth errors are (RFC 6585's 429, `Retry-After`). */
+function tooMany(res: Response, retryAfterSeconds: number, description: string): void {
+  res.setHeader('Retry-After', String(retryAfterSeconds));
+  oauthError(res, 429, 'too_many_requests', description);
+}
+
+/**
+ * Registration's own budget per client address (IPv6 by /64: one host holds the prefix), in the
+ * shared counters, fail-open like every limit here: at most OAUTH_REGISTRATIONS_PER_HOUR requests
+ * an hour, counted before the body is read (a refused registration counts too), and at most
+ * OAUTH_REGISTRATION_BYTES_PER_DAY bytes of registration bodies a UTC day, charged once the body is
+ * read. With each registration's stored metadata at most 4 KiB (lib/oauth/rules.ts), that bounds what
+ * one address can make us store a day.
+ */
+function registrationLimits(deps: AppDeps) {
+  const addressOf = (req: Request) => throttleAddress(req.ip ?? 'unknown');
+  const hourly = rateLimit({
+    store: deps.counters,
+    limit: () => deps.config.oauthRegistrationsPerHour,
+    windowMs: HOUR_MS,
+    clock: deps.clock,
+    keyOf: (req) => (req.method === 'POST' ? `oauth/register-hour:${addressOf(req)}` : undefined),
+    logger: deps.logger,
+    onReject: () => deps.metrics?.rateLimited('oauth'),
+  });
+  const perHour = (req: Request, res: Response, next: NextFunction) =>
+    hourly(req, res, (err?: unknown) => {
+      if (err instanceof ApiError && err.code === 'rate_limited') {
+        const retry = Number(err.headers?.['Retry-After'] ?? 3600);
+        return tooMany(res, retry, `Too many client registrations from this address: at most ${deps.config.oauthRegistrationsPerHour} an hour; retry in ${retry} seconds.`);
+      }
+      next(err);
+    });
+  const perDay = (req: Request, res: Response, next: NextFunction): void => {
+    const bytes = (req as Request & { registrationBytes?: number }).registrationBytes;
+    if (req.method !== 'POST' || bytes === undefined) return next();
+    const now = deps.clock.now();
+    let pending;
+    try {
+      pending = deps.counters.hit(`rl:oauth/register-bytes:${addressOf(req)}`, DAY_MS, now, bytes);
+    } catch {
+      return next();
+    }
+    pending.then(({ count, resetAt }) => {
+      const cap = deps.config.oauthRegistrationBytesPerDay;
+      if (count <= cap) return next();
+      deps.metrics?.rateLimited('oauth');
+      const retry = Math.max(1, Math.ceil((resetAt.getTime() - now.getTime()) / 1000));
+      tooMany(res, retry, `Too many bytes of client registrations from this address today: at most ${cap} a day; retry in ${retry} seconds.`);
+    }, () => next());
+  };
+  return { perHour, perDay };
+}
+
+/** A registration nested deeper than any metadata needs, refused before anything walks it. */
+function shallowRegistration(req: Request, res: Response, next: NextFunction): void {
+  if (!nestsDeeperThan(req.body, MAX_JSON_DEPTH)) return next();
+  oauthError(res, 400, 'invalid_client_metadata', `The registration nests more than ${MAX_JSON_DEPTH} levels of arrays and objects.`);
 }
 
 /** `Authorization: Basic` client credentials (RFC 6749 §2.3.1: each part form-urlencoded). */
@@ -152,7 +219,15 @@ export function oauthRoutes(deps: AppDeps): Router {
   }
   for (const endpoint of ENDPOINTS) router.use(endpoint, limiter(deps, endpoint));
   router.use('/authorize', stateOnErrors);
-  router.use('/register', express.json({ limit: LIMITS.registrationBody }), bodyRefused('invalid_client_metadata'));
+  const registration = registrationLimits(deps);
+  router.use(
+    '/register',
+    registration.perHour,
+    express.json({ limit: LIMITS.registrationBody, verify: (req, _res, buf) => void ((req as Request & { registrationBytes?: number }).registrationBytes = buf.length) }),
+    bodyRefused('invalid_client_metadata'),
+    shallowRegistration,
+    registration.perDay,
+  );
   for (const endpoint of ['/token', '/revoke']) {
     router.use(endpoint, express.urlencoded({ extended: false, limit: 16 * 1024, parameterLimit: 50 }), bodyRefused('invalid_request'), clientAuthentication(deps));
   }

@@ -2,7 +2,8 @@
  * The authorization server's storage behind the MCP SDK's router (`mcpAuthRouter`, http/oauth.ts): an
  * `OAuthServerProvider` over PostgreSQL. Nothing is held in memory, so any instance serves any step
  * of a flow. The rules (docs/agents-oauth.md):
- * - registration (RFC 7591): redirect URIs https, or http on a loopback host; the client secret the SDK
+ * - registration (RFC 7591): redirect URIs https, or http on a loopback host; its size bounded (rules.ts
+ *   LIMITS: 5 redirect URIs of 512 characters, the stored metadata 4 KiB); the client secret the SDK
  *   generated is kept as its SHA-256 only, answered once, and never returned by `getClient` (the SDK
  *   would compare it in plain text): `checkClientSecret` authenticates a confidential client instead;
  * - `/authorize` stores the request and sends the browser to the dashboard's consent page; a
@@ -125,6 +126,10 @@ export function createOAuthProvider(deps: OAuthDeps, opts: OAuthProviderOptions)
         response_types: client.response_types ?? ['code'],
         ...(name ? { client_name: name } : {}),
       };
+      const stored = Buffer.byteLength(JSON.stringify(registered));
+      if (stored > LIMITS.registrationStored) {
+        throw new InvalidClientMetadataError(`the registration's metadata is ${stored} bytes as stored; at most ${LIMITS.registrationStored} (leave out or shorten optional fields such as logo_uri, contacts, jwks, software_statement).`);
+      }
       const row = await store.createClient(deps.db, {
         id: clientId,
         name,

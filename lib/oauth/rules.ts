@@ -6,12 +6,21 @@
  */
 import { SCOPES } from '../dashboard/scopes.js';
 
+/**
+ * Registration is open to anyone, so what one address can make us store is bounded three ways: each
+ * registration (these sizes, and its stored metadata at most `registrationStored` bytes), how many
+ * an address sends (`OAUTH_REGISTRATIONS_PER_HOUR`) and how many bytes (`OAUTH_REGISTRATION_BYTES_PER_DAY`),
+ * both in the shared counters (http/oauth.ts). Real clients register one or two loopback or https
+ * callbacks of well under 512 characters.
+ */
 export const LIMITS = {
   clientName: 200,
-  redirectUris: 10,
-  redirectUri: 2000,
+  redirectUris: 5,
+  redirectUri: 512,
   /** The registration's JSON body (bytes). */
   registrationBody: 16 * 1024,
+  /** The registered metadata as stored (its JSON, bytes): redirect URIs, name and every other field. */
+  registrationStored: 4096,
   /** The authorization request's `state` (characters). */
   state: 1000,
   /** Pending consent: the person has this long to answer. */

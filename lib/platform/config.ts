@@ -132,6 +132,10 @@ export interface Config {
   oauthRefreshTokenSeconds: number;
   /** Requests per minute per client address to each of /register, /authorize, /token and /revoke (shared counters). */
   oauthRequestsPerMinute: number;
+  /** Client registrations (POST /register) per client address (IPv6 by /64) and hour (shared counters). */
+  oauthRegistrationsPerHour: number;
+  /** Bytes of registration bodies per client address (IPv6 by /64) and UTC day (shared counters). */
+  oauthRegistrationBytesPerDay: number;
   /** Upload budget per credential and minute (header samples and media): bytes received. */
   uploadBytesPerMinute: number;
   /** Upload budget per credential and minute: upload requests. */
@@ -316,6 +320,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     oauthAccessTokenSeconds: int(env, 'OAUTH_ACCESS_TOKEN_SECONDS', 3600, 60, 86_400),
     oauthRefreshTokenSeconds: int(env, 'OAUTH_REFRESH_TOKEN_SECONDS', 2_592_000, 3600, 365 * 86_400),
     oauthRequestsPerMinute: int(env, 'OAUTH_REQUESTS_PER_MINUTE', 60, 1),
+    oauthRegistrationsPerHour: int(env, 'OAUTH_REGISTRATIONS_PER_HOUR', 10, 1),
+    oauthRegistrationBytesPerDay: int(env, 'OAUTH_REGISTRATION_BYTES_PER_DAY', 64 * 1024, 16 * 1024),
     // At least the 100 MB document ceiling, or a maximal document could never be uploaded.
     uploadBytesPerMinute: int(env, 'UPLOAD_BYTES_PER_MINUTE', 200 * 1024 * 1024, 1),
     uploadRequestsPerMinute: int(env, 'UPLOAD_REQUESTS_PER_MINUTE', 30, 1),

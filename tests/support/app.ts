@@ -100,9 +100,17 @@ export const TEST_WEBHOOK_OPTIONS = {
 export const TEST_JOB_OPTIONS = { processEveryMs: 100, lockLifetimeMs: 1000, poolSize: 6, broadcasts: false } satisfies JobsOptions;
 
 export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> {
-  // Tests make many failed authentications from one address: throttling only where a test asks for it.
+  // Tests make many failed authentications (and OAuth registrations) from one address: throttling only where a test asks for it.
   // Every response is checked against the contract (a violation fails the test: response-violations.ts).
-  const config = { ...loadConfig({}), rateLimitPerMinute: 1000, authFailuresPerMinute: 1_000_000, responseCheckSample: 1, ...opts.config };
+  const config = {
+    ...loadConfig({}),
+    rateLimitPerMinute: 1000,
+    authFailuresPerMinute: 1_000_000,
+    oauthRegistrationsPerHour: 1_000_000,
+    oauthRegistrationBytesPerDay: 1_000_000_000,
+    responseCheckSample: 1,
+    ...opts.config,
+  };
   const clock = opts.clock ?? new ManualClock(new Date('2026-03-01T12:00:00Z'));
   const counters = opts.counters ?? new MemoryCounterStore();
   const adminToken = 'adm_test_' + randomToken(24);
