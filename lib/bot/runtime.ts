@@ -521,10 +521,6 @@ export class BotRuntime implements BotHook {
       await this.ended(event, { outcome: 'skipped', error: !slot ? 'The project has no active release, or is not active.' : 'The bot could not start (see the bot log).' });
       return 'done';
     }
-    // Recorded before it runs, so that a run its process does not survive is counted (reclaim).
-    const started = await markRunStarted(deps.db.pool, inboxKey, deps.clock.now());
-    if (!started) return 'left';
-    if (event.kind === 'schedule') await runStarted(deps.db.pool, event.schedule.run_id, deps.clock.now(), slot.deploymentId);
     let outcome: Outcome;
     let pooled: Pooled | undefined;
     try {
@@ -542,6 +538,13 @@ export class BotRuntime implements BotHook {
       await this.ended(event, { outcome: 'skipped', error: 'The bot could not start (see the bot log).' });
       return 'done';
     }
+    // Recorded before it runs, so that a run its process does not survive is counted (reclaim).
+    const started = await markRunStarted(deps.db.pool, inboxKey, deps.clock.now());
+    if (!started) {
+      if (pooled) this.giveBack(projectId, slot, pooled);
+      return 'left';
+    }
+    if (event.kind === 'schedule') await runStarted(deps.db.pool, event.schedule.run_id, deps.clock.now(), slot.deploymentId);
     if (pooled) {
       const inv: Invocation = {
         projectId,

@@ -320,10 +320,10 @@ export class Sandbox {
       if (s && s.hostPending >= MAX_HOST_CALLS) return HOST_BUSY;
       const maxResult = maxResultOf(options.ops, op);
       const budget = s ? MAX_EVENT_RESULTS * Math.max(1, s.events) : Infinity;
-      // An effect is refused before it runs when its answer might not fit the event's budget: a
-      // write that took place always answers its result.
+      // An effect is refused before it runs once the event's budget is spent; a write that took
+      // place always answers its result (past the budget by at most that one answer).
       const effect = isEffect(options.ops, op);
-      if (s && effect && s.copiedIn + maxResult > budget) return resultTooLarge(MAX_EVENT_RESULTS, "the event's limit of answers (checked before the helper ran, so nothing was done)");
+      if (s && effect && s.copiedIn >= budget) return resultTooLarge(MAX_EVENT_RESULTS, "the event's limit of answers (checked before the helper ran, so nothing was done)");
       if (s) s.hostPending++;
       try {
         const answer = await host(op, args, s?.callContext() ?? {});

@@ -1,0 +1,275 @@
+/**
+ * A tenant's failure is its own (issue 55): each project's bots run in a sandbox process of their
+ * own, one event per isolate; what a bot does to its heap, its process or its time costs its own
+ * event, never another project's; all of a bot's memory is counted; and an event that runs again
+ * (a crash, a timeout, its process ended) takes its effects once, answered from its journal.
+ * Against the real sandbox, PostgreSQL and the simulator.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import request from 'supertest';
+import { startTestApp, type TestApp } from './support/app.js';
+import { sandboxSupervisor } from '../lib/sandbox/supervisor.js';
+
+const LIMITS = { memoryMb: 32, startupTimeoutMs: 1000, eventTimeoutMs: 3000 };
+
+let t: TestApp;
+let slow: http.Server;
+let slowUrl: string;
+let big: string;
+beforeAll(async () => {
+  t = await startTestApp({
+    simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null },
+    bot: LIMITS,
+    config: { devAllowPrivateTargets: true, botMaxAbnormalRuns: 3 },
+  });
+  big = 'b'.repeat(1_040_000);
+  // A backend that answers slowly (holds an event in flight) or with a large body.
+  slow = http.createServer((req, res) => {
+    if (req.url?.startsWith('/big')) return void res.end(big);
+    setTimeout(() => res.end('ok'), Number(new URL(req.url!, 'http://x').searchParams.get('ms') ?? 800));
+  });
+  await new Promise<void>((r) => slow.listen(0, '127.0.0.1', r));
+  slowUrl = `http://127.0.0.1:${(slow.address() as AddressInfo).port}`;
+});
+afterAll(async () => {
+  slow.closeAllConnections();
+  await new Promise((r) => slow.close(r));
+  await t.close();
+});
+
+const auth = (key: string) => ({ Authorization: `Bearer ${key}` });
+const admin = () => ({ Authorization: `Bearer ${t.adminToken}` });
+
+async function botProject(botSource: string, table?: string) {
+  const project = await t.admin.project();
+  const key = (await t.admin.key(project.id, ['code:read', 'code:write', 'tables:read', 'messages:send'])).secret;
+  const channel = await t.db.prisma.channelSettings.findUniqueOrThrow({ where: { projectId: project.id } });
+  if (table) {
+    const created = await request(t.app).post(`/admin/projects/${project.id}/tables`).set(admin())
+      .send({ name: table, columns: [{ name: 'id', type: 'bigserial', primary_key: true }, { name: 'phone', type: 'text' }, { name: 'body', type: 'text' }] });
+    expect(created.status).toBe(201);
+  }
+  expect((await request(t.app).put('/v1/files/src/bot.ts').set(auth(key)).send({ content: botSource })).status).toBeLessThan(300);
+  const res = await request(t.app).post('/v1/deployments').set(auth(key)).send({});
+  expect({ status: res.status, body: res.status === 201 ? undefined : res.body }).toEqual({ status: 201 });
+  return { projectId: project.id, key, phoneNumberId: channel.phoneNumberId };
+}
+
+async function inbound(phoneNumberId: string, from: string, text: string) {
+  const res = await request(t.sim!.url).post('/_sim/inbound').send({ phone_number_id: phoneNumberId, from, name: 'Ada', text });
+  expect(res.status).toBe(200);
+}
+
+async function sentTexts(phoneNumberId: string, to?: string): Promise<string[]> {
+  const res = await request(t.sim!.url).get(`/_sim/messages?phone_number_id=${phoneNumberId}`);
+  const all: any[] = Array.isArray(res.body) ? res.body : (res.body.messages ?? res.body.data ?? []);
+  return all.filter((m) => !to || JSON.stringify(m).includes(to)).map((m) => m.payload?.text?.body as string);
+}
+
+async function until<T>(what: string, fn: () => Promise<T | undefined | false>, withinMs = 20_000): Promise<T> {
+  const started = Date.now();
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() - started > withinMs) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+async function botLogs(projectId: string) {
+  const res = await request(t.app).get(`/admin/projects/${projectId}/bot/logs?limit=100`).set(admin());
+  expect(res.status).toBe(200);
+  return res.body.data.logs as Array<{ kind: string; level: string; message: string }>;
+}
+
+const inboxRows = async (projectId: string) =>
+  (await t.db.pool.query<{ abnormal_runs: number; set_aside: boolean }>('SELECT abnormal_runs, set_aside_at IS NOT NULL AS set_aside FROM bot_inbox WHERE project_id = $1', [projectId])).rows;
+
+async function tableRows(key: string, table: string): Promise<any[]> {
+  const rows: any[] = [];
+  for (let cursor: string | undefined; ;) {
+    const res = await request(t.app).get(`/v1/tables/${table}/rows`).query({ limit: 50, ...(cursor ? { cursor } : {}) }).set(auth(key));
+    expect(res.status).toBe(200);
+    rows.push(...res.body.data.rows);
+    cursor = res.body.data.nextCursor ?? undefined;
+    if (!cursor) return rows;
+  }
+}
+
+const pidOf = (projectId: string) => sandboxSupervisor().processes.find((p) => p.key === projectId)?.pid;
+
+/** Reclaim passes until the project's inbox is empty or only set-aside events remain. */
+async function settleAll(projectId: string) {
+  for (let pass = 0; pass < 10; pass++) {
+    await t.bot!.whenIdle();
+    const rows = await inboxRows(projectId);
+    if (rows.every((r) => r.set_aside)) return rows;
+    t.clock.advance(120_000);
+    await t.bot!.reclaim();
+  }
+  return inboxRows(projectId);
+}
+
+const p50 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+const ECHO = `import { sendText, type InboundMessage } from './platform/runtime/index.js';
+export async function onMessage(m: InboundMessage): Promise<void> {
+  await sendText(m.from, 'echo: ' + m.text);
+}
+`;
+
+/** B's reply times, one message at a time (each waits for its answer). */
+async function replyTimes(b: { phoneNumberId: string }, from: string, n: number, tag: string): Promise<number[]> {
+  const times: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const before = (await sentTexts(b.phoneNumberId, from)).length;
+    const started = performance.now();
+    await inbound(b.phoneNumberId, from, `${tag} ${i}`);
+    await until(`B's answer ${i}`, async () => (await sentTexts(b.phoneNumberId, from)).length > before);
+    times.push(performance.now() - started);
+  }
+  return times;
+}
+
+describe('a full heap meets a large answer', () => {
+  const fillThen = (what: string) => `import { files, http, sendText, type InboundMessage } from './platform/runtime/index.js';
+const kept: number[][] = [];
+export async function onMessage(m: InboundMessage): Promise<void> {
+  // About 1 MB per array of doubles, kept in a global.
+  for (let i = 0; i < Number(m.text); i++) kept.push(new Array(131072).fill(1.5));
+  let said = '';
+  try {
+    ${what}
+  } catch (e) {
+    said = 'refused ' + (e as { code?: string }).code;
+  }
+  kept.length = 0;
+  await sendText(m.from, said);
+}
+`;
+
+  it.each([
+    ['fill 30 MB, then read a 1,000,000-byte file', "const f: any = await files.get('big2.txt'); said = f.ok === false ? 'refused ' + f.error.code : 'file ' + f.size;"],
+    ['fill 30 MB, then fetch a 1,040,000-character body', "const r: any = await http.fetch(SLOW + '/big'); said = r.ok === false ? 'refused ' + r.error.code : 'body ' + String(r.body).length;"],
+  ])('When a bot does "%s", then its event gets memory_limit instead of aborting its process, and another project\'s bot keeps its pace and loses nothing', async (_name, what) => {
+    const a = await botProject(fillThen(what).replace('SLOW', JSON.stringify(slowUrl)));
+    const upload = await request(t.app).put(`/admin/projects/${a.projectId}/files/big2.txt`).set(admin()).set('Content-Type', 'application/octet-stream').send(Buffer.from('a'.repeat(1_000_000)));
+    expect(upload.status).toBeLessThan(300);
+    const b = await botProject(ECHO);
+    // B's pace alone (the first message starts its process).
+    await replyTimes(b, '14155552200', 1, 'warm');
+    const alone = await replyTimes(b, '14155552200', 12, 'alone');
+
+    // Beside A: A's events fill their heap and ask for a large answer, over and over.
+    await inbound(a.phoneNumberId, '14155552201', '1');
+    await until("A's process", async () => pidOf(a.projectId));
+    const aPid = pidOf(a.projectId);
+    // From just under the heap's limit to past it (where the fill itself exhausts the isolate).
+    const fills = [29, 30, 31, 32, 33, 34];
+    for (const [i, mb] of fills.entries()) await inbound(a.phoneNumberId, `1415555221${i}`, String(mb));
+    const beside = await replyTimes(b, '14155552200', 12, 'beside');
+    await settleAll(a.projectId);
+    await t.bot!.whenIdle();
+
+    // Each of A's events got the answer, or was refused with the reason, or ran out of its own
+    // heap while filling it (its isolate's memory_limit); A's process never aborted.
+    const aSaid = (await sentTexts(a.phoneNumberId)).slice(1);
+    const logs = (await botLogs(a.projectId)).map((l) => l.message);
+    console.log(`A's answers by fill (MB ${fills.join(', ')}): ${JSON.stringify(aSaid)}; memory_limit runs: ${logs.filter((m) => /memory limit/.test(m)).length}`);
+    expect(aSaid.every((said) => /^(file 1000000|body 1040000|refused memory_limit)$/.test(said))).toBe(true);
+    expect(aSaid).toContain('refused memory_limit');
+    expect(logs.filter((m) => /sandbox process/.test(m))).toEqual([]);
+    expect(pidOf(a.projectId)).toBe(aPid);
+    // B lost nothing and kept its pace (a timing bound: at most twice its p50 alone, or 100 ms more).
+    expect(await sentTexts(b.phoneNumberId, '14155552200')).toHaveLength(25);
+    const bound = Math.max(2 * p50(alone), p50(alone) + 100);
+    console.log(`B p50 alone ${p50(alone).toFixed(0)} ms, beside A ${p50(beside).toFixed(0)} ms (bound ${bound.toFixed(0)} ms)`);
+    expect(p50(beside)).toBeLessThanOrEqual(bound);
+  });
+});
+
+describe('WebAssembly', () => {
+  it('When a bot looks for WebAssembly, then there is none in the sandbox, so no memory outside its limit', async () => {
+    const a = await botProject(`import { sendText, type InboundMessage } from './platform/runtime/index.js';
+export async function onMessage(m: InboundMessage): Promise<void> {
+  const g = globalThis as { WebAssembly?: { Memory: new (d: { initial: number }) => unknown } };
+  let said = 'typeof ' + typeof g.WebAssembly;
+  try {
+    new g.WebAssembly!.Memory({ initial: 4096 });
+    said += ', memory made';
+  } catch (e) {
+    said += ', ' + (e as Error).name;
+  }
+  await sendText(m.from, said);
+}
+`);
+    await inbound(a.phoneNumberId, '14155552300', 'wasm');
+    await t.bot!.whenIdle();
+    expect(await sentTexts(a.phoneNumberId)).toEqual(['typeof undefined, TypeError']);
+    const rss = sandboxSupervisor().processes.find((p) => p.key === a.projectId)?.rssMb;
+    console.log(`sandbox process RSS after the WebAssembly probe: ${rss} MB`);
+  });
+});
+
+describe('a process that ends under several events', () => {
+  it("When a project's sandbox process is killed while several of its events run, then each runs again uncounted, none is set aside, and each row is written once", async () => {
+    const b = await botProject(`import { http, sendText, tables, type InboundMessage } from './platform/runtime/index.js';
+export async function onMessage(m: InboundMessage): Promise<void> {
+  await tables.insert('visits', { phone: m.from, body: m.text ?? '' });
+  await http.fetch(${JSON.stringify(slowUrl)} + '/hold?ms=1500');
+  await sendText(m.from, 'noted ' + m.text);
+}
+`, 'visits');
+    const other = await botProject(ECHO);
+    await inbound(other.phoneNumberId, '14155552399', 'before');
+    await until('the other bot', async () => (await sentTexts(other.phoneNumberId)).length === 1);
+    const otherPid = pidOf(other.projectId);
+    for (let i = 0; i < 6; i++) await inbound(b.phoneNumberId, `1415555240${i}`, `v${i}`);
+    // Every event has written its row and waits on the backend.
+    await until('six rows', async () => (await tableRows(b.key, 'visits')).length === 6);
+    const pid = pidOf(b.projectId)!;
+    process.kill(pid, 'SIGKILL');
+    await settleAll(b.projectId);
+    expect(await inboxRows(b.projectId)).toEqual([]);
+    expect((await tableRows(b.key, 'visits')).map((r) => r.body).sort()).toEqual(['v0', 'v1', 'v2', 'v3', 'v4', 'v5']);
+    expect((await sentTexts(b.phoneNumberId)).sort()).toEqual(['noted v0', 'noted v1', 'noted v2', 'noted v3', 'noted v4', 'noted v5']);
+    expect((await botLogs(b.projectId)).filter((l) => l.kind === 'crash' || l.kind === 'set_aside')).toEqual([]);
+    // Another project's process was not touched.
+    expect(pidOf(other.projectId)).toBe(otherPid);
+  });
+});
+
+describe('a timeout stops only its event', () => {
+  it('When one event loops past its limit beside 48 that each write a row, then exactly 48 rows are written, and the looping event is set aside alone', async () => {
+    const a = await botProject(`import { tables, type InboundMessage } from './platform/runtime/index.js';
+export async function onMessage(m: InboundMessage): Promise<void> {
+  if (m.text === 'loop') {
+    for (;;) {}
+  }
+  await tables.insert('runs', { phone: m.from, body: m.text ?? '' });
+}
+`, 'runs');
+    await inbound(a.phoneNumberId, '14155552500', 'loop');
+    for (let i = 0; i < 48; i++) await inbound(a.phoneNumberId, `141555526${String(i).padStart(2, '0')}`, `w${i}`);
+    const rows = await settleAll(a.projectId);
+    expect(rows).toEqual([{ abnormal_runs: 3, set_aside: true }]);
+    expect(await tableRows(a.key, 'runs')).toHaveLength(48);
+    expect((await botLogs(a.projectId)).filter((l) => l.kind === 'timeout' || l.kind === 'set_aside')).toHaveLength(3);
+  });
+
+  it('When an event writes a row and then times out, then its reruns are answered from its journal: one row, not one per run', async () => {
+    const a = await botProject(`import { tables, type InboundMessage } from './platform/runtime/index.js';
+export async function onMessage(m: InboundMessage): Promise<void> {
+  const row = await tables.insert('marks', { phone: m.from, body: m.text ?? '' });
+  if (!row) throw new Error('no row');
+  for (;;) {}
+}
+`, 'marks');
+    await inbound(a.phoneNumberId, '14155552700', 'once');
+    const rows = await settleAll(a.projectId);
+    expect(rows).toEqual([{ abnormal_runs: 3, set_aside: true }]);
+    expect(await tableRows(a.key, 'marks')).toHaveLength(1);
+  });
+});
