@@ -1,0 +1,144 @@
+/**
+ * A CPU budget per project (issue 55): a project's bots share BOT_CPU_MS_PER_MINUTE of CPU a
+ * minute, counted from its sandbox process; past BOT_CPU_BURST_MS its process runs at a lower
+ * priority, past the budget at the lowest and its new events wait for the next minute (the bot
+ * log says so), and another project's bot keeps its pace meanwhile. On a manual clock.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { readFileSync, readdirSync } from 'node:fs';
+import request from 'supertest';
+import { startTestApp, type TestApp } from './support/app.js';
+import { sandboxSupervisor } from '../lib/sandbox/supervisor.js';
+
+const BUDGET_MS = 1500;
+let t: TestApp;
+beforeAll(async () => {
+  t = await startTestApp({
+    simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null },
+    bot: { memoryMb: 32, startupTimeoutMs: 1000, eventTimeoutMs: 3000 },
+    config: { botCpuMsPerMinute: BUDGET_MS, botCpuBurstMs: 300 },
+  });
+});
+afterAll(async () => {
+  await t.close();
+});
+
+const auth = (key: string) => ({ Authorization: `Bearer ${key}` });
+const admin = () => ({ Authorization: `Bearer ${t.adminToken}` });
+
+async function botProject(botSource: string) {
+  const project = await t.admin.project();
+  const key = (await t.admin.key(project.id, ['code:read', 'code:write', 'messages:send'])).secret;
+  const channel = await t.db.prisma.channelSettings.findUniqueOrThrow({ where: { projectId: project.id } });
+  expect((await request(t.app).put('/v1/files/src/bot.ts').set(auth(key)).send({ content: botSource })).status).toBeLessThan(300);
+  expect((await request(t.app).post('/v1/deployments').set(auth(key)).send({})).status).toBe(201);
+  return { projectId: project.id, key, phoneNumberId: channel.phoneNumberId };
+}
+
+async function inbound(phoneNumberId: string, from: string, text: string) {
+  expect((await request(t.sim!.url).post('/_sim/inbound').send({ phone_number_id: phoneNumberId, from, name: 'Ada', text })).status).toBe(200);
+}
+
+async function sentTexts(phoneNumberId: string): Promise<string[]> {
+  const res = await request(t.sim!.url).get(`/_sim/messages?phone_number_id=${phoneNumberId}`);
+  const all: any[] = Array.isArray(res.body) ? res.body : (res.body.messages ?? res.body.data ?? []);
+  return all.map((m) => m.payload?.text?.body as string);
+}
+
+async function until<T>(what: string, fn: () => Promise<T | undefined | false>, withinMs = 20_000): Promise<T> {
+  const started = Date.now();
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() - started > withinMs) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+const botLogs = async (projectId: string) =>
+  ((await request(t.app).get(`/admin/projects/${projectId}/bot/logs?limit=50`).set(admin())).body.data.logs as Array<{ message: string }>).map((l) => l.message);
+
+/** The nice value of every thread of `pid` (Linux). */
+function nices(pid: number): number[] {
+  return readdirSync(`/proc/${pid}/task`).map((tid) => Number(readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1].split(' ')[16]));
+}
+
+const BURN = `import { sendText, type InboundMessage } from './platform/runtime/index.js';
+export async function onMessage(m: InboundMessage): Promise<void> {
+  const end = Date.now() + Number(m.text);
+  let x = 0;
+  while (Date.now() < end) x++;
+  await sendText(m.from, 'burned ' + m.text);
+}
+`;
+const ECHO = `import { sendText, type InboundMessage } from './platform/runtime/index.js';
+export async function onMessage(m: InboundMessage): Promise<void> {
+  await sendText(m.from, 'echo: ' + m.text);
+}
+`;
+
+describe('the CPU budget', () => {
+  it('When a project spends its CPU budget, then its process runs at the lowest priority, its next event waits for the next minute (said in its bot log), and another project is answered meanwhile', async () => {
+    const a = await botProject(BURN);
+    const b = await botProject(ECHO);
+    // Loops of two seconds until the budget (1.5 s of CPU) is spent: on a loaded machine a loop of
+    // two seconds may get less than a second and a half of CPU.
+    let spent: Date | undefined;
+    let burned = 0;
+    while (!spent && burned < 6) {
+      await inbound(a.phoneNumberId, '14155553001', '2000');
+      burned++;
+      await until("A's loop", async () => (await sentTexts(a.phoneNumberId)).length === burned);
+      // Counted within the supervisor's next reads (100 ms) and the budget's flush (250 ms).
+      await new Promise((r) => setTimeout(r, 600));
+      spent = await t.bot!.cpuExhausted!(a.projectId);
+    }
+    if (!spent) throw new Error('the budget was never spent');
+    const pid = sandboxSupervisor().processes.find((p) => p.key === a.projectId)!.pid!;
+    expect(spent.getTime()).toBeGreaterThan(t.clock.now().getTime());
+    expect(Math.min(...nices(pid))).toBe(19);
+
+    // A's next event waits; B's is answered.
+    await inbound(a.phoneNumberId, '14155553001', '10');
+    await inbound(b.phoneNumberId, '14155553002', 'hello');
+    await until("B's answer", async () => (await sentTexts(b.phoneNumberId)).length === 1);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await sentTexts(a.phoneNumberId)).toEqual(Array(burned).fill('burned 2000'));
+    expect((await botLogs(a.projectId)).join('\n')).toMatch(/used its CPU budget of 1500 ms this minute \(BOT_CPU_MS_PER_MINUTE\)/);
+
+    // The minute turns: it runs, and the priority is back.
+    t.clock.advance(60_000);
+    await until("A's waiting event", async () => (await sentTexts(a.phoneNumberId)).length === burned + 1);
+    expect(await t.bot!.cpuExhausted!(a.projectId)).toBeUndefined();
+    if (process.getuid?.() === 0) expect(Math.max(...nices(pid))).toBe(0);
+    await t.bot!.whenIdle();
+  });
+
+  it('When a project loops on many events at once, then another project\'s bot keeps its p50 within twice its pace alone (or 100 ms more)', async () => {
+    const a = await botProject(BURN);
+    const b = await botProject(ECHO);
+    const times = async (tag: string) => {
+      const out: number[] = [];
+      for (let i = 0; i < 12; i++) {
+        const before = (await sentTexts(b.phoneNumberId)).length;
+        const started = performance.now();
+        await inbound(b.phoneNumberId, '14155553102', `${tag} ${i}`);
+        await until("B's answer", async () => (await sentTexts(b.phoneNumberId)).length > before);
+        out.push(performance.now() - started);
+      }
+      return out.sort((x, y) => x - y)[6];
+    };
+    await times('warm');
+    const alone = await times('alone');
+    // A: 16 events that each loop 2.5 s at once, in a fresh minute.
+    t.clock.advance(60_000);
+    for (let i = 0; i < 16; i++) await inbound(a.phoneNumberId, `141555532${String(i).padStart(2, '0')}`, '2500');
+    await until("A's loops", async () => (sandboxSupervisor().processes.find((p) => p.key === a.projectId)));
+    const beside = await times('beside');
+    const bound = Math.max(2 * alone, alone + 100);
+    console.log(`CPU budget: B p50 alone ${alone.toFixed(0)} ms, beside A's 16 loops ${beside.toFixed(0)} ms (bound ${bound.toFixed(0)} ms)`);
+    expect(beside).toBeLessThanOrEqual(bound);
+    t.clock.advance(60_000);
+    await t.bot!.whenIdle();
+  }, 120_000);
+});
