@@ -105,6 +105,11 @@ describe('the CPU budget', () => {
     await new Promise((r) => setTimeout(r, 500));
     expect(await sentTexts(a.phoneNumberId)).toEqual(Array(burned).fill('burned 2000'));
     expect((await botLogs(a.projectId)).join('\n')).toMatch(/used its CPU budget of 1500 ms this minute \(BOT_CPU_MS_PER_MINUTE\)/);
+    // A preview spends the same budget: refused until the minute turns.
+    const refused = await request(t.app).post('/v1/bot/preview').set(auth(a.key)).send({ text: '10' });
+    expect(refused.status).toBe(429);
+    expect(refused.body.error.code).toBe('rate_limited');
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
 
     // The minute turns: it runs, and the priority is back.
     t.clock.advance(60_000);
@@ -112,6 +117,24 @@ describe('the CPU budget', () => {
     expect(await t.bot!.cpuExhausted!(a.projectId)).toBeUndefined();
     if (process.getuid?.() === 0) expect(Math.max(...nices(pid))).toBe(0);
     await t.bot!.whenIdle();
+  });
+
+  it('When a preview is CPU-heavy (start-up and handler), then it runs to its end: nothing of another event stops it', async () => {
+    const a = await botProject(`import { sendText, type InboundMessage } from './platform/runtime/index.js';
+const started = Date.now();
+let warm = 0;
+while (Date.now() - started < 150) warm++;
+export async function onMessage(m: InboundMessage): Promise<void> {
+  const end = Date.now() + 700;
+  let x = 0;
+  while (Date.now() < end) x++;
+  await sendText(m.from, 'computed ' + (x > 0 && warm > 0));
+}
+`);
+    const res = await request(t.app).post('/v1/bot/preview').set(auth(a.key)).send({ text: 'heavy' });
+    expect(res.status).toBe(200);
+    expect(res.body.data.outcome.status).toBe('ok');
+    expect(JSON.stringify(res.body.data.sends)).toContain('computed true');
   });
 
   it('When a project loops on many events at once, then another project\'s bot keeps its p50 within twice its pace alone (or 100 ms more)', async () => {

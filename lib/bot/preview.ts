@@ -12,6 +12,7 @@
 import type { BotDeps } from './helpers.js';
 import { ensureTree, readTree } from '../code/store.js';
 import { buildArtifact, buildFailed } from '../deploy/deployments.js';
+import { ApiError } from '../platform/errors.js';
 import { DEFAULT_LIMITS, StartupError, type Outcome, type SandboxLimits } from '../sandbox/sandbox.js';
 import { SandboxBusy, SandboxCrashed, sandboxSupervisor, type BotSandbox } from '../sandbox/supervisor.js';
 import { consentMarkOf } from '../consent/keywords.js';
@@ -78,6 +79,12 @@ export async function runOnceInPreview(
 
 export async function previewBot(deps: BotDeps, projectId: string, input: PreviewInput, limits: SandboxLimits = deps.bot?.limits ?? DEFAULT_LIMITS) {
   const now = deps.clock.now();
+  // A preview spends the project's CPU budget as its events do (lib/bot/cpu-budget.ts): past it, refused.
+  const cpuUntil = await deps.bot?.cpuExhausted?.(projectId);
+  if (cpuUntil) {
+    const retry = Math.max(1, Math.ceil((cpuUntil.getTime() - now.getTime()) / 1000));
+    throw new ApiError('rate_limited', `The project's bots used their CPU budget of ${deps.config.botCpuMsPerMinute} ms this minute (BOT_CPU_MS_PER_MINUTE); preview again in ${retry} seconds.`, { budget: 'bot_cpu', limit: deps.config.botCpuMsPerMinute }, { 'Retry-After': String(retry) });
+  }
   await ensureTree(deps.db.pool, projectId, now);
   const files = await readTree(deps.db.pool, projectId, 'development');
   const built = await buildArtifact(files, { projectId });
