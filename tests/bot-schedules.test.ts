@@ -308,3 +308,49 @@ export async function onSchedule(): Promise<void> {
     expect(await calls()).toEqual(['14155550901']);
   });
 });
+
+describe('a run takes effect once', () => {
+  it('When one schedule loops past its limit beside 48 that each write a row, then exactly 48 rows are written per due time and only the looping one is set aside', async () => {
+    t.clock.set(START);
+    const names = Array.from({ length: 48 }, (_, i) => `w${i}`);
+    const p = await botProject(`import { tables, type ScheduleContext } from './platform/runtime/index.js';
+
+export const schedules = {
+${[...names, 'stuck'].map((n) => `  ${n}: { cron: '* * * * *', timeZone: 'UTC' },`).join('\n')}
+};
+
+export async function onSchedule(name: string, ctx: ScheduleContext): Promise<void> {
+  if (name === 'stuck') {
+    for (;;) {}
+  }
+  await tables.insert('ticks', { name, due: ctx.due_at });
+}
+`);
+    const created = await request(t.app).post(`/admin/projects/${p.projectId}/tables`).set({ Authorization: `Bearer ${t.adminToken}` })
+      .send({ name: 'ticks', columns: [{ name: 'id', type: 'bigserial', primary_key: true }, { name: 'name', type: 'text' }, { name: 'due', type: 'text' }] });
+    expect(created.status).toBe(201);
+    expect((await deploy(p.key)).status).toBe(201);
+    await sched.tick();
+    t.clock.set(new Date('2026-03-01T11:59:00.000Z'));
+    expect(await sched.tick()).toBe(49);
+    await t.bot!.whenIdle();
+    // The looping run is tried again up to its third timeout (each time on its own isolate).
+    for (let pass = 0; pass < 4; pass++) {
+      await t.bot!.reclaim();
+      await t.bot!.whenIdle();
+    }
+    const reader = (await t.admin.key(p.projectId, ['tables:read'])).secret;
+    const rows: Array<{ name: string }> = [];
+    for (let cursor: string | undefined; ;) {
+      const page = await request(t.app).get('/v1/tables/ticks/rows').query({ limit: 50, ...(cursor ? { cursor } : {}) }).set(auth(reader));
+      expect(page.status).toBe(200);
+      rows.push(...page.body.data.rows);
+      if (!(cursor = page.body.data.nextCursor ?? undefined)) break;
+    }
+    expect(rows).toHaveLength(48);
+    expect(new Set(rows.map((r) => r.name)).size).toBe(48);
+    expect((await runs(p.projectId, 'stuck'))[0]).toMatchObject({ outcome: 'set_aside' });
+    for (const name of ['w0', 'w47']) expect((await runs(p.projectId, name))[0]).toMatchObject({ outcome: 'ok' });
+  }, 120_000);
+});
+
