@@ -27,6 +27,9 @@ export class CloudApiClient extends GraphTransport {
   getMessagingLimit(...a: Parameters<typeof phoneNumbers.getMessagingLimit>) {
     return phoneNumbers.getMessagingLimit.apply(this, a);
   }
+  getThroughput(...a: Parameters<typeof phoneNumbers.getThroughput>) {
+    return phoneNumbers.getThroughput.apply(this, a);
+  }
 
   createTemplate(...a: Parameters<typeof templates.createTemplate>) {
     return templates.createTemplate.apply(this, a);

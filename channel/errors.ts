@@ -32,6 +32,7 @@ export type ChannelOperation =
   | 'deprecateFlow'
   // The phone number and its portfolio's messaging limit (channel/phone-numbers.ts)
   | 'getMessagingLimit'
+  | 'getThroughput'
   // Mark read with a typing indicator (channel/messages.ts)
   | 'markRead';
 

@@ -64,7 +64,13 @@ export type NotificationChange =
   | { kind: 'template_status'; update: TemplateUpdate }
   | { kind: 'user_preferences'; preferences: UserPreference[] }
   /** The portfolio's messaging limit changed (business_capability_update, phone_number_quality_update). */
-  | { kind: 'messaging_limit'; limit: MessagingLimit };
+  | { kind: 'messaging_limit'; limit: MessagingLimit }
+  /**
+   * The number's throughput level may have changed: a `phone_number_quality_update` (Meta announces
+   * an upgrade with `event: THROUGHPUT_UPGRADE`) or an `account_update` (coexistence on or off).
+   * The level itself is read from the channel (`GET /{phone-number-id}?fields=throughput`).
+   */
+  | { kind: 'throughput'; field: string; event: string | null };
 
 /** Webhooks give the limit as a number; we keep the tier by the name the phone number's field uses. */
 const TIER_NAMES: Record<string, string> = { '250': 'TIER_250', '2000': 'TIER_2K', '10000': 'TIER_10K', '100000': 'TIER_100K', null: 'TIER_UNLIMITED' };
@@ -136,6 +142,9 @@ export function notificationChanges(payload: any, phoneNumberId: string): Notifi
         // The limit is the portfolio's, shared by all its numbers: whichever number the change names.
         const limit = parseMessagingLimit(value.max_daily_conversations_per_business);
         if (limit) out.push({ kind: 'messaging_limit', limit: { ...limit, tier: TIER_NAMES[String(limit.limit)] ?? limit.tier } });
+        if (change.field === 'phone_number_quality_update') out.push({ kind: 'throughput', field: change.field, event: str(value.event, 64) ?? null });
+      } else if (change?.field === 'account_update') {
+        out.push({ kind: 'throughput', field: change.field, event: str(value.event, 64) ?? null });
       }
     }
   }

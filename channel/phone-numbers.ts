@@ -6,6 +6,11 @@
  * `whatsapp_business_manager_messaging_limit` field; `messaging_limit_tier` is deprecated (Meta,
  * "Messaging limits"). Meta documents the tiers (250, 2,000, 10,000, 100,000, unlimited); the
  * value is a tier name such as `TIER_2K` (as partner pages show it), read tolerantly here.
+ *
+ * Its throughput level (`throughput.level`): `STANDARD` is 80 messages per second, `HIGH` up to
+ * 1,000 (Meta upgrades a number automatically and announces it with a `phone_number_quality_update`
+ * whose `event` is `THROUGHPUT_UPGRADE`); a number also on the WhatsApp Business app (coexistence,
+ * `is_on_biz_app`) is held at 20 whatever its level (Meta, "Throughput", updated 21 May 2026).
  */
 import type { ChannelCredentials, GraphTransport } from './graph-transport.js';
 
@@ -39,4 +44,35 @@ export async function getMessagingLimit(this: GraphTransport, creds: ChannelCred
   const parsed = parseMessagingLimit(raw);
   if (!parsed) throw this.unexpected('getMessagingLimit', raw === undefined ? `no ${MESSAGING_LIMIT_FIELD} in the answer` : `unrecognised ${MESSAGING_LIMIT_FIELD} "${String(raw).slice(0, 64)}"`);
   return parsed;
+}
+
+export const THROUGHPUT_FIELDS = 'throughput,is_on_biz_app';
+/** Messages per second of each level Meta names; a coexistence number is held at COEXISTENCE_MPS. */
+export const THROUGHPUT_LEVELS: Record<string, number> = { STANDARD: 80, HIGH: 1000 };
+export const COEXISTENCE_MPS = 20;
+
+export interface Throughput {
+  /** Meta's level as given (`STANDARD`, `HIGH`, or another value such as `NOT_APPLICABLE`). */
+  level: string;
+  coexistence: boolean;
+  /** Messages per second it allows; null when the level is not one Meta documents a rate for. */
+  messagesPerSecond: number | null;
+}
+
+/** The rate of a level (and coexistence); null when unknown. */
+export function throughputOf(level: string, coexistence: boolean): number | null {
+  if (coexistence) return COEXISTENCE_MPS;
+  return THROUGHPUT_LEVELS[level.toUpperCase()] ?? null;
+}
+
+/** GET /{version}/{phoneNumberId}?fields=throughput,is_on_biz_app */
+export async function getThroughput(this: GraphTransport, creds: ChannelCredentials): Promise<Throughput> {
+  const body = await this.call(creds, { op: 'getThroughput', method: 'GET', segments: [creds.phoneNumberId], params: { fields: THROUGHPUT_FIELDS } });
+  const b = (body ?? {}) as { throughput?: { level?: unknown }; is_on_biz_app?: unknown };
+  const level = b.throughput?.level;
+  if (typeof level !== 'string' || !/^[A-Z_]{1,32}$/i.test(level)) {
+    throw this.unexpected('getThroughput', level === undefined ? 'no throughput.level in the answer' : `unrecognised throughput.level "${String(level).slice(0, 64)}"`);
+  }
+  const coexistence = b.is_on_biz_app === true;
+  return { level: level.toUpperCase(), coexistence, messagesPerSecond: throughputOf(level, coexistence) };
 }

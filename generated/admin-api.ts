@@ -711,7 +711,7 @@ export interface paths {
         get?: never;
         /**
          * Set the channel number's throughput
-         * @description Messages per second the project's number may take (1 to 1,000; default 80). Broadcasts use `BROADCAST_RATE_SHARE` of it (default 90%), leaving the rest for replies.
+         * @description The operator's cap on the messages per second the project's number may take (1 to 1,000), below the level Meta gives the number (read from Graph; STANDARD 80, HIGH up to 1,000, coexistence 20; 80 until read); a cap above the level changes nothing until Meta raises it. Broadcasts use `BROADCAST_RATE_SHARE` of the smaller (default 90%), leaving the rest for replies; `broadcast_rate` is what campaigns may use now.
          */
         put: operations["adminSetBroadcastThroughput"];
         post?: never;

@@ -2516,6 +2516,7 @@ export interface components {
             computed_at: string;
             cost_estimate?: components["schemas"]["CostEstimate"];
             messaging_limit?: components["schemas"]["MessagingLimitReport"];
+            throughput?: components["schemas"]["ThroughputReport"];
             /** @description The project's daily send quota on the UTC day sending starts, as it stands now; null on reports made before it was shown (and on retarget follow-ups). */
             quota?: components["schemas"]["PreflightQuota"] | null;
         };
@@ -2680,8 +2681,40 @@ export interface components {
             route: components["schemas"]["BroadcastRoute"];
             /** @description The time-to-live sent with each message on the `marketing_messages` route; null: Meta's default. */
             ttl_seconds: number | null;
+            /** @description While the campaign is scheduled or sending (reads of one campaign), the number's throughput as it stands now and what holds the campaign's pace (it follows an upgrade Meta makes mid-campaign); absent otherwise. */
+            pacing?: components["schemas"]["ThroughputReport"] | null;
             /** Format: date-time */
             created_at: string;
+        };
+        /**
+         * @description The channel number's throughput: Meta's level read from the channel (`GET /{phone-number-id}?fields=throughput`:
+         *     `STANDARD` 80 messages per second, `HIGH` up to 1,000; a coexistence number 20), the operator's cap below it,
+         *     and the rate campaigns may use (the broadcast share, lower for a while after the channel's 130429).
+         */
+        ThroughputReport: {
+            /**
+             * @description Meta's level (`STANDARD`, `HIGH`, or another value Meta names), or `COEXISTENCE` for a number also on the WhatsApp Business app; null until the level has been read.
+             * @example HIGH
+             */
+            tier: string | null;
+            /** @description What the level allows; null until read. */
+            channel_messages_per_second: number | null;
+            /** @description The operator's cap; null when none. */
+            operator_messages_per_second: number | null;
+            /** @description The number's throughput in force: the level (80 until read) capped by the operator. */
+            messages_per_second: number;
+            /** @description Messages per second campaigns on the number may use now. */
+            broadcast_rate: number;
+            /**
+             * @description What holds the pace: `channel` (Meta's level), `operator` (the operator's cap is lower), `default` (the level not read yet: 80), `throttled` (slowed down after the channel's 130429, climbing back).
+             * @enum {string}
+             */
+            limited_by: "channel" | "operator" | "default" | "throttled";
+            /**
+             * Format: date-time
+             * @description When the level was last read from the channel.
+             */
+            read_at: string | null;
         };
         /** @description Template variables; `body` in placeholder order. Values may use `{{contact.…}}` references. */
         BroadcastVariables: {

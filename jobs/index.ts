@@ -11,6 +11,7 @@ import { registerBotInboxReclaim } from './bot-inbox.js';
 import { registerBotSchedules } from './bot-schedules.js';
 import type { BotScheduler } from '../lib/bot/scheduler.js';
 import { registerSendSettle } from './send-settle.js';
+import { registerChannelThroughput } from './channel-throughput.js';
 import type { BotHook } from '../lib/bot/types.js';
 
 export interface JobsOptions {
@@ -48,7 +49,8 @@ export async function startJobs(deps: JobDeps & { bot?: BotHook }, opts: JobsOpt
   const botInbox = deps.bot ? registerBotInboxReclaim(ctx, deps.bot, opts.botReclaimEveryMs) : undefined;
   const schedules = deps.bot ? registerBotSchedules(ctx, deps.bot, opts.botSchedulesEveryMs) : undefined;
   const sendSettle = registerSendSettle(ctx);
-  const modules: JobModule[] = [webhooks, ...(broadcasts ? [broadcasts] : []), ...(botInbox ? [botInbox] : []), ...(schedules ? [schedules] : []), sendSettle];
+  const throughput = registerChannelThroughput(ctx);
+  const modules: JobModule[] = [webhooks, ...(broadcasts ? [broadcasts] : []), ...(botInbox ? [botInbox] : []), ...(schedules ? [schedules] : []), sendSettle, throughput];
 
   let stopped = false;
   const stop = async () => {

@@ -50,6 +50,15 @@ function throughputOf(v: unknown): number | null {
   return v as number;
 }
 
+/** The rate Meta allows at a level (coexistence numbers: 20). */
+export const LEVEL_MPS = { STANDARD: 80, HIGH: 1000 } as const;
+const levelMps = (p: PhoneNumber) => (p.coexistence ? 20 : LEVEL_MPS[p.throughput_level ?? 'STANDARD']);
+
+function throughputLevelInput(v: unknown): 'STANDARD' | 'HIGH' {
+  if (v !== 'STANDARD' && v !== 'HIGH') fail(400, 'throughput_level must be STANDARD or HIGH');
+  return v as 'STANDARD' | 'HIGH';
+}
+
 function messagingLimitInput(v: unknown): string | undefined {
   if (v === undefined || v === null) return undefined;
   if (typeof v !== 'string' || !Object.hasOwn(MESSAGING_LIMITS, v)) return fail(400, `messaging_limit must be one of ${Object.keys(MESSAGING_LIMITS).join(', ')}`);
@@ -74,6 +83,8 @@ function phoneView(p: PhoneNumber): Obj {
     callback_url: p.callback_url,
     enforce_customer_window: p.enforce_customer_window,
     throughput_mps: p.throughput_mps ?? null,
+    throughput_level: p.throughput_level ?? 'STANDARD',
+    coexistence: p.coexistence === true,
     messaging_limit: messagingLimitOf(p),
     marketing_messages_terms_accepted: p.marketing_messages_terms_accepted !== false,
     webhook_verification: p.verify_token ? p.verification : null,
@@ -123,13 +134,16 @@ export function controlRouter(ctx: SimContext, hooks: ControlHooks): Router {
         app_secret: b.app_secret as string,
         verify_token: typeof b.verify_token === 'string' ? b.verify_token : null,
         enforce_customer_window: b.enforce_customer_window === true,
-        throughput_mps: throughputOf(b.throughput_mps),
+        throughput_mps: b.throughput_mps === 'level' ? null : throughputOf(b.throughput_mps),
+        ...(b.throughput_level !== undefined ? { throughput_level: throughputLevelInput(b.throughput_level) } : {}),
+        ...(b.coexistence !== undefined ? { coexistence: b.coexistence === true } : {}),
         messaging_limit: messagingLimitInput(b.messaging_limit),
         marketing_messages_terms_accepted: termsInput(b.marketing_messages_terms_accepted),
         verification: { ok: null, at: null, status_code: null, error: null },
         lastVerifyAttemptMs: 0,
         created_at: state.clock.now().toISOString(),
       };
+      if (b.throughput_mps === 'level') pn.throughput_mps = levelMps(pn);
       state.addPhone(pn);
       if (pn.verify_token) await dispatcher.verify(pn);
       res.status(201);
@@ -153,9 +167,16 @@ export function controlRouter(ctx: SimContext, hooks: ControlHooks): Router {
       if (b.messaging_limit !== undefined) pn.messaging_limit = messagingLimitInput(b.messaging_limit);
       if (b.marketing_messages_terms_accepted !== undefined) pn.marketing_messages_terms_accepted = termsInput(b.marketing_messages_terms_accepted);
       if (b.throughput_mps !== undefined) {
-        pn.throughput_mps = throughputOf(b.throughput_mps);
+        pn.throughput_mps = b.throughput_mps === 'level' ? levelMps(pn) : throughputOf(b.throughput_mps);
         pn.bucket = undefined;
       }
+      const levelBefore = levelMps(pn);
+      const coexistenceBefore = pn.coexistence === true;
+      if (b.throughput_level !== undefined) pn.throughput_level = throughputLevelInput(b.throughput_level);
+      if (b.coexistence !== undefined) pn.coexistence = b.coexistence === true;
+      const levelChanged = levelMps(pn) !== levelBefore;
+      // A number paced by its level (throughput_mps equal to it) follows the new level.
+      if (levelChanged && pn.throughput_mps === levelBefore) (pn.throughput_mps = levelMps(pn)), (pn.bucket = undefined);
       if (reverify) {
         pn.verification = { ok: null, at: null, status_code: null, error: null };
         if (pn.verify_token) await dispatcher.verify(pn);
@@ -164,6 +185,19 @@ export function controlRouter(ctx: SimContext, hooks: ControlHooks): Router {
         // Meta announces a new portfolio limit to the business account's webhook.
         const hook = JSON.stringify(envelopeOf(pn, 'business_capability_update', capabilityWebhookValue(pn), state.nowSec()));
         await dispatcher.deliverNow({ pnid: pn.phone_number_id, field: 'business_capability_update', kind: 'business_capability_update', ref: pn.phone_number_id, body: hook, attempt: 0 });
+      }
+      if (levelChanged && pn.throughput_level === 'HIGH' && !pn.coexistence && levelBefore < LEVEL_MPS.HIGH) {
+        // Meta announces an upgrade to the business account's webhook (Meta, "Throughput": event
+        // THROUGHPUT_UPGRADE, max_daily_conversations_per_business TIER_UNLIMITED: only a portfolio
+        // with an unlimited messaging limit is upgraded).
+        pn.messaging_limit = 'TIER_UNLIMITED';
+        const value = { display_phone_number: pn.display_phone_number, event: 'THROUGHPUT_UPGRADE', max_daily_conversations_per_business: 'TIER_UNLIMITED' };
+        const hook = JSON.stringify(envelopeOf(pn, 'phone_number_quality_update', value, state.nowSec()));
+        await dispatcher.deliverNow({ pnid: pn.phone_number_id, field: 'phone_number_quality_update', kind: 'phone_number_quality_update', ref: pn.phone_number_id, body: hook, attempt: 0 });
+      } else if (pn.coexistence !== coexistenceBefore) {
+        const value = { phone_number: pn.display_phone_number, event: pn.coexistence ? 'PARTNER_APP_INSTALLED' : 'PARTNER_APP_UNINSTALLED' };
+        const hook = JSON.stringify(envelopeOf(pn, 'account_update', value, state.nowSec()));
+        await dispatcher.deliverNow({ pnid: pn.phone_number_id, field: 'account_update', kind: 'account_update', ref: pn.phone_number_id, body: hook, attempt: 0 });
       }
       return phoneView(pn);
     }),

@@ -113,7 +113,8 @@ export function graphRouter(ctx: SimContext): Router {
           display_phone_number: pn.display_phone_number,
           quality_rating: 'GREEN',
           platform_type: 'CLOUD_API',
-          throughput: { level: 'STANDARD' },
+          throughput: { level: pn.throughput_level ?? 'STANDARD' },
+          is_on_biz_app: pn.coexistence === true,
           // The portfolio's messaging limit (pricing.ts); messaging_limit_tier is deprecated at Meta.
           whatsapp_business_manager_messaging_limit: messagingLimitOf(pn),
           id: pn.phone_number_id,

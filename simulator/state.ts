@@ -97,6 +97,10 @@ export interface PhoneNumber {
   lastVerifyAttemptMs: number;
   /** Messages per second this number accepts (wall clock); beyond it, 130429. Absent or null: unlimited. */
   throughput_mps?: number | null;
+  /** Meta's throughput level served as `throughput.level` (STANDARD 80/s, HIGH up to 1,000/s); default STANDARD. */
+  throughput_level?: 'STANDARD' | 'HIGH';
+  /** Also on the WhatsApp Business app (coexistence, `is_on_biz_app`): held at 20/s. */
+  coexistence?: boolean;
   /** The throughput bucket: tokens left and when it was last filled (wall-clock ms). */
   bucket?: { tokens: number; at: number };
   /** The portfolio's messaging limit served as `whatsapp_business_manager_messaging_limit` (pricing.ts); default TIER_UNLIMITED. */

@@ -21,7 +21,7 @@ import { changeOnce, onceField } from './console-kit.js';
 import { csrfField, layout, projectPath } from './layout.js';
 import { field, send } from './request.js';
 import { projectContext } from './context.js';
-import { billingSection, preflightCostRows } from './cost-facts.js';
+import { billingSection, preflightCostRows, throughputText } from './cost-facts.js';
 import { refreshMessagingLimit } from '../../lib/pricing/messaging-limit.js';
 
 const REASONS: Record<string, string> = {
@@ -116,6 +116,8 @@ export function progressOf(b: BroadcastView) {
     text: counts ? `${done} of ${total} recipients handed over or settled` : b.status === 'scheduled' ? `Scheduled for ${when(b.scheduled_at)}; ${total} recipients` : 'Sending has not started.',
     reason,
     counts,
+    // The number's level now and which limit holds the pace (it follows an upgrade Meta makes mid-campaign).
+    pace: live && b.pacing ? `Pace: ${throughputText(b.pacing)}.` : null,
   };
 }
 
@@ -147,6 +149,7 @@ function progressSection(projectId: string, b: BroadcastView): Html {
 <span id="progress-text" aria-live="polite">${p.text}</span></p>
 <p id="progress-reason" class="warning"${p.reason ? '' : html` hidden`}>${p.reason ?? ''}</p>
 <p id="progress-hold"${p.hold ? '' : html` hidden`}>${p.hold ?? ''}</p>
+<p id="progress-pace"${p.pace ? '' : html` hidden`}>${p.pace ?? ''}</p>
 <div class="table-wrap"><table><thead><tr>${keys.map((k) => html`<th scope="col">${label(k)}</th>`)}</tr></thead>
 <tbody><tr>${keys.map((k) => html`<td data-count="${k}">${p.counts ? p.counts[k] : '—'}</td>`)}</tr></tbody></table></div>
 ${p.live ? html`<p class="muted">Updates by itself every few seconds while the campaign is scheduled or sending.</p>` : ''}

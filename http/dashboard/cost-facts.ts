@@ -8,6 +8,7 @@ import { html, money, plural, when, type Html } from './html.js';
 
 type Estimate = NonNullable<NonNullable<BroadcastView['preflight']>['cost_estimate']>;
 type Limit = NonNullable<NonNullable<BroadcastView['preflight']>['messaging_limit']>;
+type Throughput = NonNullable<NonNullable<BroadcastView['preflight']>['throughput']>;
 
 const amount = (currency: string | null, n: number | null) => (n === null ? '—' : money(n, currency));
 
@@ -29,10 +30,30 @@ export function limitText(l: Limit | undefined | null): string {
     + (l.next_release_at ? `; more from ${when(l.next_release_at)}` : '');
 }
 
-/** Two rows for the pre-flight's facts list. */
+const HOLDS: Record<Throughput['limited_by'], string> = {
+  channel: "held by the number's level at Meta",
+  operator: "held by the operator's cap (below Meta's level)",
+  default: "held by the default: the number's level not read from Meta yet",
+  throttled: "slowed down after the channel's rate error (130429), climbing back",
+};
+
+/** The number's level, the caps and which limit holds the campaign, in words. */
+export function throughputText(t: Throughput | undefined | null): string {
+  if (!t) return 'not computed';
+  const tier = t.tier === null ? 'level not read yet' : t.tier === 'COEXISTENCE' ? 'coexistence number' : `${t.tier} at Meta`;
+  const caps = [
+    t.channel_messages_per_second !== null ? `Meta allows ${t.channel_messages_per_second}/s` : null,
+    t.operator_messages_per_second !== null ? `operator cap ${t.operator_messages_per_second}/s` : null,
+  ].filter(Boolean).join(', ');
+  const rate = Math.round(t.broadcast_rate * 10) / 10;
+  return `${tier}${caps ? ` (${caps})` : ''}; campaigns send up to ${rate} messages/s, ${HOLDS[t.limited_by]}`;
+}
+
+/** The rows for the pre-flight's facts list. */
 export function preflightCostRows(p: BroadcastView['preflight']): Html {
   return html`<dt>Estimated cost</dt><dd id="cost-estimate">${estimateText(p?.cost_estimate)}</dd>
-  <dt>Messaging limit</dt><dd id="messaging-limit">${limitText(p?.messaging_limit)}</dd>`;
+  <dt>Messaging limit</dt><dd id="messaging-limit">${limitText(p?.messaging_limit)}</dd>
+  <dt>Throughput</dt><dd id="throughput">${throughputText(p?.throughput)}</dd>`;
 }
 
 /** The campaign's cost as reported by the statuses, beside the estimate. */

@@ -41,6 +41,8 @@ document.addEventListener('submit', (event) => {
         if (reason) { reason.textContent = p.reason || ''; reason.hidden = !p.reason; }
         const hold = document.getElementById('progress-hold');
         if (hold) { hold.textContent = p.hold || ''; hold.hidden = !p.hold; }
+        const pace = document.getElementById('progress-pace');
+        if (pace) { pace.textContent = p.pace || ''; pace.hidden = !p.pace; }
         // The page's other live parts (facts, waves, failures, cancellations), rendered and escaped by the server.
         for (const [id, part] of Object.entries(p.parts || {})) { const el = document.getElementById(id); if (el) el.innerHTML = part; }
         if (p.counts) for (const [k, n] of Object.entries(p.counts)) {

@@ -9,10 +9,13 @@ import { eligibleContactsSql } from './audience.js';
 import { Params } from './filter.js';
 import { estimateCost, type RecipientSource } from '../pricing/estimate.js';
 import { messagingLimitReport } from '../pricing/messaging-limit.js';
+import { pacingReport, pacingSettings } from './pacing.js';
+import { phoneNumberIdOf } from './channel-number.js';
 
 export type PreflightWithFacts = Preflight & {
   cost_estimate?: Awaited<ReturnType<typeof estimateCost>>;
   messaging_limit?: Awaited<ReturnType<typeof messagingLimitReport>>;
+  throughput?: Awaited<ReturnType<typeof pacingReport>>;
 };
 
 export const liveRecipients = (rule: AudienceRule) => (): RecipientSource => {
@@ -25,7 +28,7 @@ export const frozenRecipients = (broadcastId: string) => (): RecipientSource => 
   return { sql: `SELECT r.contact_id, r.phone FROM broadcast_recipients r WHERE r.broadcast_id = ${p.add(broadcastId)}`, p };
 };
 
-/** Adds `cost_estimate` and `messaging_limit` to the pre-flight (in place) and returns it. */
+/** Adds `cost_estimate`, `messaging_limit` and `throughput` (the number's level and what holds the pace) to the pre-flight (in place) and returns it. */
 export async function addChannelFacts<T extends Preflight>(
   db: Queryable,
   preflight: T,
@@ -37,5 +40,6 @@ export async function addChannelFacts<T extends Preflight>(
   const out = preflight as T & PreflightWithFacts;
   out.cost_estimate = await estimateCost(db, projectId, templateCategory, recipients(), now);
   out.messaging_limit = await messagingLimitReport(db, projectId, recipients(), preflight.eligible, now);
+  out.throughput = await pacingReport(db, await phoneNumberIdOf(db, projectId), pacingSettings());
   return out;
 }

@@ -10,7 +10,7 @@ import { quotaOutlook } from './quota-hold.js';
 import type { components } from '../../generated/api.js';
 import { ApiError } from '../platform/errors.js';
 import { audienceFilter, computePreflight, UUID, type Queryable, type Preflight } from './audience.js';
-import { broadcastRate, pacingSettings } from './pacing.js';
+import { broadcastRate, pacingReport, pacingSettings } from './pacing.js';
 import { phoneNumberIdOf } from './channel-number.js';
 import type { BroadcastVariables } from './variables.js';
 import { addChannelFacts, liveRecipients, type PreflightWithFacts } from './preflight-facts.js';
@@ -173,6 +173,10 @@ export async function broadcastView(db: Queryable, row: BroadcastRow, now: Date,
     billing: live && counts !== null ? await campaignBilling(db, row.id, (preflight as PreflightWithFacts | null)?.cost_estimate ?? null) : null,
     route: row.route,
     ttl_seconds: row.ttl_seconds,
+    // The number's throughput now and what holds the pace, while the campaign is to send (it follows an upgrade mid-way).
+    ...(live && (row.status === 'scheduled' || row.status === 'sending')
+      ? { pacing: await pacingReport(db, await phoneNumberIdOf(db, row.project_id), pacingSettings()) }
+      : {}),
     created_at: row.created_at.toISOString(),
   };
 }

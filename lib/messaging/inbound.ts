@@ -6,6 +6,7 @@
  * raising `message.status`. A template decision updates the template and raises
  * `template.approved` or `template.rejected`. Each change and its event commit together.
  */
+import { refreshChannelThroughput } from '../channel-settings/throughput.js';
 import { storeAnnouncedLimit } from '../pricing/messaging-limit.js';
 import { applyTemplateStatus } from '../templates/templates.js';
 import { retryDeadlock } from '../platform/db/transaction.js';
@@ -267,6 +268,9 @@ export async function applyWebhook(deps: Deps, channel: OpenChannel, payload: un
       await applyUserPreferences(deps.db.prisma, deps.contactMerge, channel.projectId, change.preferences, now);
     } else if (change.kind === 'messaging_limit') {
       await storeAnnouncedLimit(deps.db.pool, channel.wabaId, change.limit, now);
+    } else if (change.kind === 'throughput') {
+      // Read the level now: campaigns on the number follow it at their next take (pacing.ts).
+      await refreshChannelThroughput(deps, channel.projectId, `${change.field}${change.event ? ` ${change.event}` : ''}`);
     } else if (await applyTemplateStatus(deps, channel.projectId, change.update, now)) outcome.templates++;
   }
   return outcome;

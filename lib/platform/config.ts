@@ -112,6 +112,8 @@ export interface Config {
   botFileReadMaxBytes: number;
   /** How old the portfolio messaging limit read from the channel may be before a pre-flight reads it again (lib/pricing/messaging-limit.ts). */
   messagingLimitRefreshMs: number;
+  /** How often each number's throughput level is read from the channel (CHANNEL_THROUGHPUT_REFRESH_MS). */
+  channelThroughputRefreshMs: number;
   /** On shutdown, how long /readyz answers 503 before the server stops accepting (load balancers notice). */
   shutdownReadyDelayMs: number;
   /** Development and tests only: let outbound requests reach private and loopback addresses. */
@@ -310,6 +312,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     projectFilesMaxBytes: int(env, 'PROJECT_FILES_MAX_BYTES', 100 * 1024 * 1024, 1, 100 * 1024 * 1024 * 1024),
     botFileReadMaxBytes: int(env, 'BOT_FILE_READ_MAX_BYTES', 1024 * 1024, 1, 1024 * 1024),
     messagingLimitRefreshMs: int(env, 'MESSAGING_LIMIT_REFRESH_MS', 900000, 0, 86400000),
+    channelThroughputRefreshMs: int(env, 'CHANNEL_THROUGHPUT_REFRESH_MS', 3600000, 60000, 86400000),
     shutdownReadyDelayMs: int(env, 'SHUTDOWN_READY_DELAY_MS', 0, 0, 600000),
     simulatorPort: int(env, 'SIMULATOR_PORT', 4010, 0, 65535),
     simulatorTemplateAutoApproveMs: env.SIMULATOR_TEMPLATE_AUTO_APPROVE_MS?.trim() === 'off' ? null : int(env, 'SIMULATOR_TEMPLATE_AUTO_APPROVE_MS', 3000, 0, 86_400_000),

@@ -91,7 +91,7 @@ export const BROADCAST_COMMANDS: Command[] = [
   },
   {
     group: 'broadcasts', name: 'throughput', args: ['<projectId>', '<messagesPerSecond>'],
-    summary: "Set the project's number throughput (1 to 1,000 messages per second; broadcasts use 90% of it)",
+    summary: "Cap the project's number throughput below the level Meta gives it (1 to 1,000 messages per second; broadcasts use 90% of the smaller)",
     async run(api, [projectId, mps]) {
       const data = await api.setBroadcastThroughput(projectId, { messages_per_second: parseInteger(mps, '<messagesPerSecond>', 1, 1000) });
       return { data, human: `Number ${data.phone_number_id}: ${data.messages_per_second}/s; broadcasts at ${data.broadcast_rate}/s.` };
