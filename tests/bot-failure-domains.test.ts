@@ -10,7 +10,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
-import { sandboxSupervisor } from '../lib/sandbox/supervisor.js';
+import { SandboxSupervisor, sandboxSupervisor } from '../lib/sandbox/supervisor.js';
 
 const LIMITS = { memoryMb: 32, startupTimeoutMs: 1000, eventTimeoutMs: 3000 };
 
@@ -271,5 +271,29 @@ export async function onMessage(m: InboundMessage): Promise<void> {
     const rows = await settleAll(a.projectId);
     expect(rows).toEqual([{ abnormal_runs: 3, set_aside: true }]);
     expect(await tableRows(a.key, 'marks')).toHaveLength(1);
+  });
+});
+
+describe('the cap on sandbox processes', () => {
+  const BUNDLE = 'globalThis.__platformDispatch = async (e) => { const end = Date.now() + JSON.parse(e).ms; while (Date.now() < end) {} };';
+  const host = async () => '{"ok":true,"value":null}';
+
+  it('When more projects than BOT_SANDBOX_PROCESSES want a process, then each gets its own in turn: a busy one keeps it, an idle one is stopped for the next in the queue', async () => {
+    const sup = new SandboxSupervisor({ processes: 1, maxRssMb: 512, idleMs: 60_000 });
+    try {
+      const a = await sup.create('prj_a', BUNDLE, undefined, host, LIMITS);
+      expect(sup.processes.map((p) => p.key)).toEqual(['prj_a']);
+      // A runs for 600 ms: B waits for it, then A's idle process is stopped for B.
+      const running = a.dispatch(JSON.stringify({ ms: 600 }));
+      const started = performance.now();
+      const b = await sup.create('prj_b', BUNDLE, undefined, host, LIMITS);
+      expect((await running).status).toBe('ok');
+      expect(performance.now() - started).toBeGreaterThanOrEqual(500);
+      expect(sup.processes.map((p) => p.key)).toEqual(['prj_b']);
+      expect(a.usable).toBe(false);
+      expect((await b.dispatch(JSON.stringify({ ms: 1 }))).status).toBe('ok');
+    } finally {
+      sup.close();
+    }
   });
 });

@@ -192,12 +192,21 @@ class SandboxProcess {
     if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGKILL');
   }
 
+  /** Sandboxes asked of it and not yet made (its start-up included): it is not idle meanwhile. */
+  private asked = 0;
+
   get idle(): boolean {
-    return this.dispatches.size === 0 && this.creates.size === 0;
+    return this.dispatches.size === 0 && this.creates.size === 0 && this.asked === 0;
   }
 
   async create(bundle: string, sourceMap: string | undefined, host: HostFn, limits: SandboxLimits, options: SandboxOptions): Promise<SupervisedSandbox> {
-    await this.ready;
+    this.asked++;
+    try {
+      await this.ready;
+    } finally {
+      this.asked--;
+      this.lastActive = performance.now();
+    }
     if (!this.alive) throw new SandboxCrashed(`The sandbox process ${this.exitText}.`);
     const sid = this.nextId++;
     const sandbox = new SupervisedSandbox(this, sid, host, options, limits);
