@@ -296,4 +296,19 @@ describe('the cap on sandbox processes', () => {
       sup.close();
     }
   });
+
+  it('When a sandbox process passes BOT_SANDBOX_MAX_RSS_MB while an event runs, then it is stopped at once and the event is answered memory_limit', async () => {
+    // A bound below what a sandbox process holds at rest: the first read while an event runs is over it.
+    const sup = new SandboxSupervisor({ processes: 1, maxRssMb: 40, idleMs: 60_000 });
+    try {
+      const a = await sup.create('prj_rss', BUNDLE, undefined, host, LIMITS);
+      const started = performance.now();
+      const outcome = await a.dispatch(JSON.stringify({ ms: 2500 }));
+      expect(outcome).toMatchObject({ status: 'memory_limit', message: expect.stringMatching(/passed its memory bound \(40 MB, BOT_SANDBOX_MAX_RSS_MB\)/), bystanders: 0 });
+      // Stopped within the watch's reads, not at the event's end.
+      expect(performance.now() - started).toBeLessThan(2000);
+    } finally {
+      sup.close();
+    }
+  });
 });
