@@ -16,12 +16,12 @@
  * warning at start): production needs https.
  */
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import { mcpAuthRouter } from '@modelcontextprotocol/sdk/server/auth/router.js';
+import { createOAuthMetadata, mcpAuthRouter } from '@modelcontextprotocol/sdk/server/auth/router.js';
 import type { AppDeps } from './app-deps.js';
 import { rateLimit } from '../middleware/rate-limit.js';
 import { ApiError } from '../lib/platform/errors.js';
 import { mcpResourceUrl } from '../lib/mcp/resource.js';
-import { checkClientSecret, createOAuthProvider } from '../lib/oauth/provider.js';
+import { checkClientSecret, createOAuthProvider, TOKEN_AUTH_METHODS } from '../lib/oauth/provider.js';
 import { LIMITS, SCOPES_SUPPORTED } from '../lib/oauth/rules.js';
 import { CONSENT_PATH } from './dashboard/oauth-pages.js';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../lib/platform/json-depth.js';
@@ -192,24 +192,40 @@ function bodyRefused(error: string) {
   };
 }
 
+/**
+ * The authorization server's metadata (RFC 8414) as the SDK builds it, with the client authentication
+ * methods this server accepts at /token and /revoke (a secret in the body or HTTP Basic, or none for a
+ * public client).
+ */
+function authorizationServerMetadata(sdkMetadata: Record<string, unknown>): Record<string, unknown> {
+  return {
+    ...sdkMetadata,
+    token_endpoint_auth_methods_supported: [...TOKEN_AUTH_METHODS],
+    revocation_endpoint_auth_methods_supported: [...TOKEN_AUTH_METHODS],
+  };
+}
+
 export function oauthRoutes(deps: AppDeps): Router {
   const router = express.Router();
   const base = deps.config.publicBaseUrl;
   const resourceUrl = mcpResourceUrl(base);
   const provider = createOAuthProvider(deps, { resourceUrl, consentPath: CONSENT_PATH });
   let sdk: express.RequestHandler;
+  let metadata: Record<string, unknown>;
   try {
-    sdk = mcpAuthRouter({
+    const options = {
       provider,
       issuerUrl: new URL(base),
       resourceServerUrl: new URL(resourceUrl),
       scopesSupported: [...SCOPES_SUPPORTED],
       resourceName: 'Messaging service (MCP)',
-      authorizationOptions: { rateLimit: false },
-      tokenOptions: { rateLimit: false },
-      revocationOptions: { rateLimit: false },
-      clientRegistrationOptions: { rateLimit: false, clientSecretExpirySeconds: 0 },
-    });
+      authorizationOptions: { rateLimit: false as const },
+      tokenOptions: { rateLimit: false as const },
+      revocationOptions: { rateLimit: false as const },
+      clientRegistrationOptions: { rateLimit: false as const, clientSecretExpirySeconds: 0 },
+    };
+    sdk = mcpAuthRouter(options);
+    metadata = authorizationServerMetadata(createOAuthMetadata(options));
   } catch (e) {
     deps.logger.warn('OAuth for AI agents is off: PUBLIC_BASE_URL must be https (or http on localhost or 127.0.0.1) to be the issuer', {
       public_base_url: base,
@@ -217,6 +233,12 @@ export function oauthRoutes(deps: AppDeps): Router {
     });
     return router;
   }
+  // Ours before the SDK's (which lists only client_secret_post and none): what registration accepts.
+  router.get('/.well-known/oauth-authorization-server', (_req, res) => {
+    res.setHeader('Access-Control-Allow-Origin', '*');
+    res.setHeader('Cache-Control', 'public, max-age=3600');
+    res.json(metadata);
+  });
   for (const endpoint of ENDPOINTS) router.use(endpoint, limiter(deps, endpoint));
   router.use('/authorize', stateOnErrors);
   const registration = registrationLimits(deps);

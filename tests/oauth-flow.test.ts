@@ -38,7 +38,7 @@ describe('metadata documents', () => {
       response_types_supported: ['code'],
       code_challenge_methods_supported: ['S256'],
       grant_types_supported: ['authorization_code', 'refresh_token'],
-      token_endpoint_auth_methods_supported: ['client_secret_post', 'none'],
+      token_endpoint_auth_methods_supported: ['none', 'client_secret_post', 'client_secret_basic'],
     });
     expect(res.body.scopes_supported).toEqual(SCOPES);
   });
@@ -96,7 +96,7 @@ describe('dynamic client registration (RFC 7591)', () => {
   it.each([
     ['http on a public host', { redirect_uris: ['http://app.example.test/cb'] }, 'plain http is allowed only for a loopback host'],
     ['http on a private address', { redirect_uris: ['http://10.0.0.5/cb'] }, 'plain http'],
-    ['a custom scheme', { redirect_uris: ['myapp://callback'] }, 'must be https'],
+    ['a custom scheme for a confidential client', { redirect_uris: ['myapp://callback'] }, 'public client'],
     ['javascript:', { redirect_uris: ['javascript:alert(1)'] }, 'redirect_uris'],
     ['a fragment', { redirect_uris: ['https://app.example.test/cb#x'] }, 'fragment'],
     ['no redirect URI', { redirect_uris: [] }, 'at least one'],

@@ -50,7 +50,9 @@ function consentBody(view: ConsentView, csrf: string) {
   <h2 id="who">${view.client.name || 'An application that gave no name'} <small class="muted">(name not verified)</small></h2>
   <p>This application asks to use the API on your behalf. Its name is what it registered itself; the service has not verified it.</p>
   <dl class="facts">
-    <dt>Returns to</dt><dd><strong>${view.returnHost}</strong></dd>
+    <dt>Returns to</dt><dd><strong>${view.returnHost}</strong>${view.returnApp
+      ? html`<br><small>An app on this computer that opens <code>${view.returnApp}://</code> links. Any installed app can claim a scheme: approve only if you started this from that app just now.</small>`
+      : ''}</dd>
     <dt>Client id</dt><dd><code>${view.client.id}</code></dd>
   </dl>
 </section>

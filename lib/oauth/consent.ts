@@ -17,7 +17,7 @@ import { canManage, projectsOf, type Role } from '../dashboard/roles.js';
 import { DashboardRefusal } from '../dashboard/refusal.js';
 import { newId } from '../platform/secrets.js';
 import * as store from './store.js';
-import { LIMITS, SCOPES_SUPPORTED, redirectOrigin, returnHost, scopeList } from './rules.js';
+import { LIMITS, SCOPES_SUPPORTED, appScheme, redirectOrigin, returnHost, scopeList } from './rules.js';
 
 type ConsentDeps = Pick<Deps, 'db' | 'clock' | 'logger'> & Partial<Pick<Deps, 'credentialCache'>>;
 
@@ -26,8 +26,10 @@ export interface ConsentView {
   client: { id: string; name: string };
   /** The host the browser returns to. */
   returnHost: string;
-  /** The redirect URI's origin (the page's form may lead there). */
+  /** The redirect URI's origin, or `scheme:` for an app's private-use scheme (the page's form may lead there). */
   returnOrigin?: string;
+  /** The private-use scheme the browser hands the answer to (`cursor`), when the redirect URI has one. */
+  returnApp?: string;
   /** The scopes the person may tick: those the client asked for, else the catalogue. */
   offered: string[];
   projects: Array<{ id: string; name: string; role: Role; canGrant: boolean }>;
@@ -70,6 +72,7 @@ export async function consentView(deps: ConsentDeps, accountId: string, requestI
     client: { id: request.client.id, name: request.client.name },
     returnHost: returnHost(request.redirectUri),
     returnOrigin: redirectOrigin(request.redirectUri),
+    ...(appScheme(request.redirectUri) ? { returnApp: appScheme(request.redirectUri) } : {}),
     offered: offeredOf(request),
     projects,
   };

@@ -2,7 +2,8 @@
  * The authorization server's storage behind the MCP SDK's router (`mcpAuthRouter`, http/oauth.ts): an
  * `OAuthServerProvider` over PostgreSQL. Nothing is held in memory, so any instance serves any step
  * of a flow. The rules (docs/agents-oauth.md):
- * - registration (RFC 7591): redirect URIs https, or http on a loopback host; its size bounded (rules.ts
+ * - registration (RFC 7591): redirect URIs https, http on a loopback host, or (a public client only) a
+ *   native app's private-use scheme, matched exactly; its size bounded (rules.ts
  *   LIMITS: 5 redirect URIs of 512 characters, the stored metadata 4 KiB); the client secret the SDK
  *   generated is kept as its SHA-256 only, answered once, and never returned by `getClient` (the SDK
  *   would compare it in plain text): `checkClientSecret` authenticates a confidential client instead;
@@ -46,7 +47,9 @@ export interface OAuthProviderOptions {
   consentPath: string;
 }
 
-const AUTH_METHODS = new Set(['none', 'client_secret_post', 'client_secret_basic']);
+/** The client authentication methods registration accepts (and the metadata advertises). */
+export const TOKEN_AUTH_METHODS = ['none', 'client_secret_post', 'client_secret_basic'] as const;
+const AUTH_METHODS: ReadonlySet<string> = new Set(TOKEN_AUTH_METHODS);
 const GRANT_TYPES = new Set(['authorization_code', 'refresh_token']);
 
 /** The registered client as the SDK knows it: its metadata and id, never its secret. */
@@ -103,14 +106,14 @@ export function createOAuthProvider(deps: OAuthDeps, opts: OAuthProviderOptions)
       const uris = client.redirect_uris ?? [];
       if (uris.length === 0) throw new InvalidClientMetadataError('redirect_uris: register at least one redirect URI.');
       if (uris.length > LIMITS.redirectUris) throw new InvalidClientMetadataError(`redirect_uris: at most ${LIMITS.redirectUris}.`);
+      const method = client.token_endpoint_auth_method ?? 'client_secret_post';
+      if (!AUTH_METHODS.has(method)) throw new InvalidClientMetadataError(`token_endpoint_auth_method: one of none, client_secret_post, client_secret_basic (not ${method.slice(0, 50)}).`);
       for (const uri of uris) {
-        const problem = redirectUriProblem(uri);
+        const problem = redirectUriProblem(uri, { publicClient: method === 'none' });
         if (problem) throw new InvalidClientMetadataError(`redirect_uris: ${problem}.`);
       }
       const name = client.client_name?.trim() ?? '';
       if (name.length > LIMITS.clientName) throw new InvalidClientMetadataError(`client_name: at most ${LIMITS.clientName} characters.`);
-      const method = client.token_endpoint_auth_method ?? 'client_secret_post';
-      if (!AUTH_METHODS.has(method)) throw new InvalidClientMetadataError(`token_endpoint_auth_method: one of none, client_secret_post, client_secret_basic (not ${method.slice(0, 50)}).`);
       const unsupported = (client.grant_types ?? []).filter((g) => !GRANT_TYPES.has(g));
       if (unsupported.length) throw new InvalidClientMetadataError(`grant_types: only authorization_code and refresh_token (not ${unsupported.join(', ').slice(0, 100)}).`);
       if ((client.response_types ?? []).some((t) => t !== 'code')) throw new InvalidClientMetadataError('response_types: only code.');

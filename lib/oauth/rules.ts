@@ -1,7 +1,7 @@
 /**
  * The OAuth rules that are plain functions of their input: which redirect URIs a client may register
- * (RFC 8252: https, or plain http on a loopback host with any port), the size limits of a
- * registration, how a requested `resource` (RFC 8707) compares with the MCP endpoint's URL, and the
+ * (RFC 8252: https, plain http on a loopback host with any port, or a native app's private-use scheme
+ * for a public client), the size limits of a registration, how a requested `resource` (RFC 8707) compares with the MCP endpoint's URL, and the
  * scopes a request may name (the catalogue).
  */
 import { SCOPES } from '../dashboard/scopes.js';
@@ -31,8 +31,31 @@ export const LIMITS = {
 
 export const LOOPBACK_HOSTS: ReadonlySet<string> = new Set(['localhost', '127.0.0.1', '[::1]']);
 
-/** Why a redirect URI cannot be registered, or undefined when it can. */
-export function redirectUriProblem(raw: string): string | undefined {
+/**
+ * Schemes that are never a native app's private-use scheme (RFC 8252 §7.1): scripts and data, the
+ * browser's own, files, mail and telephony, and web sockets. Any other scheme is one an app claims
+ * on the person's machine (`cursor://`, `windsurf://`, `com.example.app:`).
+ */
+const NOT_PRIVATE_USE: ReadonlySet<string> = new Set([
+  'javascript', 'data', 'vbscript', 'file', 'blob', 'about', 'filesystem', 'view-source', 'ftp', 'ws', 'wss',
+  'mailto', 'tel', 'sms', 'urn', 'chrome', 'chrome-extension', 'moz-extension', 'resource', 'intent', 'http', 'https',
+]);
+
+/** Whether a redirect URI uses a private-use (custom) scheme, as a native app's deep link does. */
+export function isPrivateUseScheme(raw: string): boolean {
+  const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(raw)?.[1]?.toLowerCase();
+  return scheme !== undefined && !NOT_PRIVATE_USE.has(scheme);
+}
+
+/**
+ * Why a redirect URI cannot be registered, or undefined when it can: https; plain http on a loopback
+ * host; or, for a public client (no secret: a native app cannot keep one), a private-use scheme of
+ * RFC 8252 §7.1 such as Cursor's `cursor://anysphere.cursor-mcp/oauth/callback`. Such a scheme can be
+ * claimed by any app on the machine, which is why the code is bound by PKCE (S256, always required
+ * here) to the client that began the flow, the URI must match exactly, and the consent page names the
+ * app scheme the browser returns to.
+ */
+export function redirectUriProblem(raw: string, opts: { publicClient?: boolean } = {}): string | undefined {
   if (raw.length > LIMITS.redirectUri) return `a redirect URI is longer than ${LIMITS.redirectUri} characters`;
   let url: URL;
   try {
@@ -40,25 +63,39 @@ export function redirectUriProblem(raw: string): string | undefined {
   } catch {
     return `"${raw.slice(0, 100)}" is not an absolute URL`;
   }
-  if (url.hash) return `a redirect URI must not have a fragment (${url.href.slice(0, 100)})`;
+  if (url.hash || raw.includes('#')) return `a redirect URI must not have a fragment (${url.href.slice(0, 100)})`;
   if (url.username || url.password) return 'a redirect URI must not carry credentials';
   if (url.protocol === 'https:') return undefined;
   if (url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname)) return undefined;
   if (url.protocol === 'http:') return `plain http is allowed only for a loopback host (localhost, 127.0.0.1, [::1]); use https for ${url.host}`;
-  return `a redirect URI must be https (or http on a loopback host), not ${url.protocol.replace(/:$/, '')}`;
+  const scheme = url.protocol.replace(/:$/, '');
+  if (!isPrivateUseScheme(raw)) return `a redirect URI must be https, http on a loopback host, or an app's private-use scheme; not ${scheme}`;
+  if (!opts.publicClient) {
+    return `a private-use scheme (${scheme}:) is for a native app, which cannot keep a secret: register it as a public client (token_endpoint_auth_method "none"; PKCE is always required)`;
+  }
+  return undefined;
 }
 
-/** The host a person returns to, as the consent page shows it. */
+/** Where the browser returns, as the consent page shows it: the host, or for an app's scheme `the app of cursor:// (anysphere.cursor-mcp)`. */
 export function returnHost(redirectUri: string): string {
   try {
-    return new URL(redirectUri).host;
+    const url = new URL(redirectUri);
+    if (url.protocol === 'https:' || url.protocol === 'http:') return url.host;
+    return `the app of ${url.protocol}//${url.host ? ` (${url.host})` : ''}`;
   } catch {
     return redirectUri.slice(0, 100);
   }
 }
 
-/** The origin of a redirect URI (the consent page's CSP lets its form lead there). */
+/** The scheme of a private-use redirect URI (`cursor`), or undefined for http(s). */
+export function appScheme(redirectUri: string): string | undefined {
+  return isPrivateUseScheme(redirectUri) ? redirectUri.slice(0, redirectUri.indexOf(':')).toLowerCase() : undefined;
+}
+
+/** What the consent page's CSP form-action needs to let the answer lead there: the origin, or the app's scheme. */
 export function redirectOrigin(redirectUri: string): string | undefined {
+  const scheme = appScheme(redirectUri);
+  if (scheme) return `${scheme}:`;
   try {
     const origin = new URL(redirectUri).origin;
     return origin === 'null' ? undefined : origin;
