@@ -1461,10 +1461,18 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
-        /** @description A component as the WhatsApp Cloud API takes it; members beyond these are passed to the channel as given. */
+        /**
+         * @description A component as the WhatsApp Cloud API takes it; members beyond these are passed to the channel as given.
+         *     The newer kinds are checked before the channel as Meta checks them (400 `invalid_template`, `details.rule`; docs/templates.md):
+         *     `CAROUSEL` (MARKETING; with a BODY only; 2 to 10 `cards`, each an IMAGE or VIDEO HEADER with its sample, an optional BODY of up to
+         *     160 characters on every card or none, and 1 or 2 QUICK_REPLY, URL or PHONE_NUMBER buttons, the same kinds in the same order on
+         *     every card), `LIMITED_TIME_OFFER` (MARKETING; `limited_time_offer`; an optional IMAGE or VIDEO header, a BODY of up to 600
+         *     characters, no FOOTER, one URL button and a COPY_CODE button first when `has_expiration`) and `CALL_PERMISSION_REQUEST`
+         *     (asks the user for permission to call; at most one).
+         */
         TemplateComponent: {
             /** @enum {string} */
-            type: "HEADER" | "BODY" | "FOOTER" | "BUTTONS";
+            type: "HEADER" | "BODY" | "FOOTER" | "BUTTONS" | "CAROUSEL" | "LIMITED_TIME_OFFER" | "CALL_PERMISSION_REQUEST";
             /**
              * @description HEADER only; default TEXT.
              * @enum {string}
@@ -1472,12 +1480,37 @@ export interface components {
             format?: "TEXT" | "IMAGE" | "VIDEO" | "DOCUMENT" | "LOCATION";
             text?: string;
             example?: components["schemas"]["TemplateComponentExample"];
-            buttons?: ({
-                type: string;
-                text?: string;
-            } & {
-                [key: string]: unknown;
-            })[];
+            buttons?: components["schemas"]["TemplateButton"][];
+            /** @description `CAROUSEL` only: the cards, each with its own HEADER, BODY and BUTTONS components. */
+            cards?: {
+                components: components["schemas"]["TemplateComponent"][];
+            }[];
+            /** @description `LIMITED_TIME_OFFER` only: the offer's headline and whether the message shows its expiry (set per send with `expiration_time_ms`). */
+            limited_time_offer?: {
+                text: string;
+                has_expiration?: boolean;
+            };
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * @description A button as the WhatsApp Cloud API takes it: `QUICK_REPLY`, `URL`, `PHONE_NUMBER`, `COPY_CODE`, `OTP`, `FLOW`, `VOICE_CALL`
+         *     (the user calls the business on WhatsApp; at most one, text up to 25 characters), `REQUEST_CONTACT_INFO` (asks a username
+         *     customer to share their phone number; at most one; not in AUTHENTICATION templates), or another kind the channel introduces.
+         */
+        TemplateButton: {
+            /** @example QUICK_REPLY */
+            type: string;
+            text?: string;
+            /** @description `OTP` buttons: `COPY_CODE`, `ONE_TAP` or `ZERO_TAP`. */
+            otp_type?: string;
+            /** @description `OTP` buttons of `otp_type` ONE_TAP or ZERO_TAP (AUTHENTICATION templates): the Android apps that may autofill the code. */
+            supported_apps?: {
+                /** @example com.example.shop */
+                package_name: string;
+                /** @example K8a/AINcGX7 */
+                signature_hash: string;
+            }[];
         } & {
             [key: string]: unknown;
         };

@@ -7,6 +7,7 @@ import { numericId } from './ids.js';
 import { placeholders } from './messages.js';
 import type { PhoneNumber, SimState, Template } from './state.js';
 import { isObj, type Obj } from './validate.js';
+import { checkTemplateKinds, NEW_COMPONENT_TYPES } from './template-kinds.js';
 
 const CATEGORIES = ['MARKETING', 'UTILITY', 'AUTHENTICATION'];
 const HANDLE_MIME: Record<string, string[]> = {
@@ -33,10 +34,15 @@ function validateComponents(state: SimState, pn: PhoneNumber, category: string, 
   if (!Array.isArray(components) || components.length === 0) throw paramError('The parameter components is required.');
   const seen = new Set<string>();
   const handles: string[] = [];
-  for (const c of components) {
+  if (components.some((c) => !isObj(c) || typeof c.type !== 'string')) throw bad('Invalid component', 'Every component needs a type (HEADER, BODY, FOOTER or BUTTONS).');
+  // The newer kinds (template-kinds.ts); each card's header is checked below like a header.
+  const cardHeaders = checkTemplateKinds(category, components as Obj[]);
+  for (const c of [...components, ...cardHeaders]) {
     if (!isObj(c) || typeof c.type !== 'string') throw bad('Invalid component', 'Every component needs a type (HEADER, BODY, FOOTER or BUTTONS).');
     const type = c.type.toUpperCase();
+    if (NEW_COMPONENT_TYPES.includes(type)) continue;
     if (!['HEADER', 'BODY', 'FOOTER', 'BUTTONS'].includes(type)) throw bad('Invalid component', `Unknown component type ${c.type}.`);
+    if (cardHeaders.includes(c)) seen.delete('HEADER');
     if (seen.has(type)) throw bad('Invalid component', `Only one ${type} component is allowed.`);
     seen.add(type);
     const example = isObj(c.example) ? c.example : {};

@@ -7,8 +7,11 @@
  *   (IMAGE, VIDEO, DOCUMENT) needs `example.header_handle` with one handle (400 `invalid_request`
  *   otherwise), and that handle must be one header-sample issued to this project, for the same
  *   format, not used by another of its templates (400 `invalid_header_handle`; a channel media id
- *   is named as such). Everything else about the payload is the channel's to judge: its 4xx
- *   rejection is 400 `invalid_template` with the provider's detail.
+ *   is named as such); so does each carousel card's header. The newer kinds (carousel,
+ *   limited-time offer, call and contact-request buttons, supported_apps) are checked as Meta
+ *   checks them (kinds.ts: 400 `invalid_template` with the rule). Everything else about the
+ *   payload is the channel's to judge: its 4xx rejection is 400 `invalid_template` with the
+ *   provider's detail.
  * - Name + language are unique per project: the row is inserted first (status PENDING), so a
  *   concurrent duplicate is 409 `template_exists` without reaching the channel; the channel's own
  *   "already exists" (e.g. a template made outside the service) is 409 too. A failed channel call
@@ -28,6 +31,7 @@ import { isUniqueViolation } from '../platform/db/errors.js';
 import { isChannelError, isTemplateExists, isTemplateRejection } from '../../channel/errors.js';
 import { asApiError, invalidTemplateApiError } from '../../channel/api-errors.js';
 import type { GraphTemplateDefinitionComponent } from '../../channel/cloud-api.js';
+import { cardHeaders, checkTemplateKinds } from './kinds.js';
 
 type CreateTemplateRequest = components['schemas']['CreateTemplateRequest'];
 export type TemplateView = components['schemas']['Template'];
@@ -64,17 +68,22 @@ function badHandle(message: string, field: string): ApiError {
   return new ApiError('invalid_header_handle', message, { fields: [{ field, message }] });
 }
 
-/** The media header's handle checks (see the policy above). */
+/** The media header's handle checks (see the policy above), for the template's header and each carousel card's. */
 async function checkHeaderHandles(deps: Deps, projectId: string, body: CreateTemplateRequest): Promise<void> {
-  for (const [i, c] of body.components.entries()) {
-    if (c.type !== 'HEADER' || !MEDIA_FORMATS.has(String(c.format ?? 'TEXT'))) continue;
-    const field = `components[${i}].example.header_handle`;
-    const handles = c.example?.header_handle;
-    const handle = Array.isArray(handles) && handles.length === 1 ? handles[0] : undefined;
+  const headers = [
+    ...body.components.flatMap((c, i) => (c.type === 'HEADER' && MEDIA_FORMATS.has(String(c.format ?? 'TEXT'))
+      ? [{ field: `components[${i}].example.header_handle`, format: String(c.format), handle: Array.isArray(c.example?.header_handle) && c.example.header_handle.length === 1 ? c.example.header_handle[0] : undefined }]
+      : [])),
+    ...cardHeaders(body.components),
+  ];
+  const seen = new Set<string>();
+  for (const { field, format, handle } of headers) {
     if (typeof handle !== 'string' || handle === '') {
-      const message = `A ${c.format} header needs example.header_handle: an array with one handle from POST /v1/templates/header-sample.`;
+      const message = `A ${format} header needs example.header_handle: an array with one handle from POST /v1/templates/header-sample.`;
       throw new ApiError('invalid_request', message, { fields: [{ field, message }] });
     }
+    if (seen.has(handle)) throw badHandle('The handle is used twice in this template; each header (each card) needs its own sample.', field);
+    seen.add(handle);
     const sample = await deps.db.prisma.headerSample.findFirst({ where: { handle, projectId } });
     if (!sample) {
       const media = await deps.db.prisma.mediaAsset.findFirst({ where: { projectId, channelMediaId: handle }, select: { slug: true } });
@@ -85,10 +94,11 @@ async function checkHeaderHandles(deps: Deps, projectId: string, body: CreateTem
         field,
       );
     }
-    if (sample.format !== c.format) throw badHandle(`The handle is a ${sample.format} sample; this header is ${c.format}.`, field);
+    if (sample.format !== format) throw badHandle(`The handle is a ${sample.format} sample; this header is ${format}.`, field);
+    // Anywhere in a template's components: a card's header is nested.
     const used = await deps.db.pool.query(
-      `SELECT name, language FROM templates WHERE project_id = $1 AND components @> $2::jsonb LIMIT 1`,
-      [projectId, JSON.stringify([{ example: { header_handle: [handle] } }])],
+      `SELECT name, language FROM templates WHERE project_id = $1 AND jsonb_path_exists(components, '$.**.header_handle[*] ? (@ == $h)', jsonb_build_object('h', $2::text)) LIMIT 1`,
+      [projectId, handle],
     );
     if (used.rowCount) {
       throw badHandle(`The handle was already used by template ${used.rows[0].name} (${used.rows[0].language}); a handle serves one template.`, field);
@@ -102,6 +112,7 @@ function exists(name: string, language: string): ApiError {
 
 export async function createTemplate(deps: Deps, project: ProjectRef, body: CreateTemplateRequest): Promise<TemplateView> {
   const { prisma } = deps.db;
+  checkTemplateKinds(body);
   await checkHeaderHandles(deps, project.id, body);
   const channel = await requireChannel(deps, project.id);
   const id = newId('tpl');

@@ -1,0 +1,166 @@
+/**
+ * The template kinds of late 2026 (issue 56, item 3), created through POST /v1/templates against the
+ * simulator: a media card carousel (each card's header sample checked like a header's), a
+ * limited-time offer, the call button and the call permission request, REQUEST_CONTACT_INFO,
+ * supported_apps on an authentication template's one-tap button; each created, approved by the
+ * channel; and each of Meta's rules refused before Graph (400 invalid_template naming the rule, no
+ * Graph call), the simulator refusing the same payloads as Meta does.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import request from 'supertest';
+import { startTestApp, type TestApp } from './support/app.js';
+import { projectWithKey } from './support/uploads.js';
+import { openChannel } from '../lib/channel-settings/settings.js';
+import * as S from './support/samples.js';
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await startTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } });
+}, 60_000);
+afterAll(async () => t?.close());
+
+const auth = (key: string) => ({ Authorization: `Bearer ${key}` });
+const create = (key: string, body: object) => request(t.app).post('/v1/templates').set(auth(key)).send(body);
+const graphCalls = async () => ((await request(t.sim!.url).get('/_sim/requests?limit=1000')).body.data as Array<{ path: string; method: string }>)
+  .filter((r) => r.method === 'POST' && r.path.endsWith('/message_templates')).length;
+
+async function manager() {
+  return projectWithKey(t, ['templates:manage', 'templates:read', 'media:write']);
+}
+
+async function handle(key: string, format: 'IMAGE' | 'VIDEO' = 'IMAGE'): Promise<string> {
+  const [data, mime] = format === 'IMAGE' ? [S.png(), 'image/png'] : [S.mp4(), 'video/mp4'];
+  const res = await request(t.app).post('/v1/templates/header-sample').set(auth(key)).send({ format, data: S.b64(data), filename: 'sample', mime });
+  expect(res.status).toBe(201);
+  return res.body.data.handle;
+}
+
+async function approve(projectId: string, name: string) {
+  const row = await t.db.prisma.template.findFirstOrThrow({ where: { projectId, name } });
+  const res = await request(t.sim!.url).post(`/_sim/templates/${row.channelTemplateId}/decision`).send({ decision: 'APPROVED' });
+  expect(res.body.status_code).toBe(200);
+  expect((await t.db.prisma.template.findUniqueOrThrow({ where: { id: row.id } })).status).toBe('APPROVED');
+}
+
+const card = (h: string, n: number, over: object = {}) => ({
+  components: [
+    { type: 'HEADER', format: 'IMAGE', example: { header_handle: [h] } },
+    { type: 'BODY', text: `Plant ${n}: {{1}}`, example: { body_text: [[`pot ${n}`]] } },
+    { type: 'BUTTONS', buttons: [{ type: 'QUICK_REPLY', text: 'More' }, { type: 'URL', text: 'Buy', url: 'https://shop.example.com/p/{{1}}', example: ['succulent'] }] },
+  ],
+  ...over,
+});
+const carousel = (name: string, cards: object[], category = 'MARKETING') => ({
+  name, language: 'en_US', category,
+  components: [{ type: 'BODY', text: 'Our spring plants, {{1}}!', example: { body_text: [['Ada']] } }, { type: 'CAROUSEL', cards }],
+});
+const lto = (name: string, over: { offer?: object; buttons?: object[]; extra?: object[] } = {}) => ({
+  name, language: 'en_US', category: 'MARKETING',
+  components: [
+    { type: 'LIMITED_TIME_OFFER', limited_time_offer: { text: 'Expiring offer!', has_expiration: true, ...over.offer } },
+    { type: 'BODY', text: 'Good news, {{1}}! Use code {{2}} for 25% off.', example: { body_text: [['Ada', 'SPRING25']] } },
+    ...(over.extra ?? []),
+    { type: 'BUTTONS', buttons: over.buttons ?? [{ type: 'COPY_CODE', example: 'SPRING25' }, { type: 'URL', text: 'Book now!', url: 'https://shop.example.com/{{1}}', example: ['spring'] }] },
+  ],
+});
+
+describe('the newer template kinds: created and approved', () => {
+  it('a carousel of two cards, each with its own image sample, is created (PENDING), reaches the channel whole, and is approved', async () => {
+    const { project, key } = await manager();
+    const res = await create(key, carousel('spring_plants', [card(await handle(key), 1), card(await handle(key), 2)]));
+    expect(res.status).toBe(201);
+    expect(res.body.data.template).toMatchObject({ name: 'spring_plants', status: 'PENDING', category: 'MARKETING' });
+    expect(res.body.data.template.components[1].cards).toHaveLength(2);
+    const channel = (await openChannel(t.services.deps, project.id))!;
+    const listed = await request(t.sim!.url).get(`/v26.0/${channel.wabaId}/message_templates`).query({ name: 'spring_plants' }).set('Authorization', `Bearer ${channel.accessToken}`).expect(200);
+    expect(listed.body.data[0].components[1]).toMatchObject({ type: 'CAROUSEL', cards: [expect.anything(), expect.anything()] });
+    await approve(project.id, 'spring_plants');
+  });
+
+  it('a limited-time offer, a template with the call button and the call permission request, one with REQUEST_CONTACT_INFO, and an authentication template with supported_apps', async () => {
+    const { project, key } = await manager();
+    expect((await create(key, lto('spring_offer'))).status).toBe(201);
+    expect((await create(key, lto('open_offer', { offer: { has_expiration: false }, buttons: [{ type: 'URL', text: 'Shop', url: 'https://shop.example.com' }] }))).status).toBe(201);
+    expect((await create(key, {
+      name: 'call_us', language: 'en_US', category: 'MARKETING',
+      components: [{ type: 'BODY', text: 'Questions? Call us on WhatsApp.' }, { type: 'CALL_PERMISSION_REQUEST' }, { type: 'BUTTONS', buttons: [{ type: 'VOICE_CALL', text: 'Call now' }] }],
+    })).status).toBe(201);
+    expect((await create(key, {
+      name: 'share_number', language: 'en_US', category: 'UTILITY',
+      components: [{ type: 'BODY', text: 'To send you delivery updates by SMS too, share your number.' }, { type: 'BUTTONS', buttons: [{ type: 'REQUEST_CONTACT_INFO', text: 'Share number' }] }],
+    })).status).toBe(201);
+    expect((await create(key, {
+      name: 'login_code', language: 'en_US', category: 'AUTHENTICATION',
+      components: [
+        { type: 'BODY', text: '{{1}} is your verification code.', example: { body_text: [['123456']] } },
+        { type: 'BUTTONS', buttons: [{ type: 'OTP', otp_type: 'ONE_TAP', text: 'Copy code', autofill_text: 'Autofill', supported_apps: [{ package_name: 'com.example.shop', signature_hash: 'K8a/AINcGX7' }, { package_name: 'com.example.shop.beta', signature_hash: 'AbCdEfGhIj0' }] }] },
+      ],
+    })).status).toBe(201);
+    for (const name of ['spring_offer', 'open_offer', 'call_us', 'share_number', 'login_code']) await approve(project.id, name);
+  });
+});
+
+describe("Meta's rules, before Graph", () => {
+  it('each refusal is 400 invalid_template naming the rule and the place, and nothing reaches the channel', async () => {
+    const { key } = await manager();
+    const h = [await handle(key), await handle(key), await handle(key)];
+    const video = await handle(key, 'VIDEO');
+    const cases: Array<[string, object, string, string]> = [
+      ['utility carousel', carousel('c2', [card(h[0], 1), card(h[1], 2)], 'UTILITY'), 'carousel_marketing_only', 'category'],
+      ['three buttons on a card', carousel('c3', [card(h[0], 1), { components: [...card(h[1], 2).components.slice(0, 2), { type: 'BUTTONS', buttons: [{ type: 'QUICK_REPLY', text: 'a' }, { type: 'QUICK_REPLY', text: 'b' }, { type: 'QUICK_REPLY', text: 'c' }] }] }]), 'carousel_card_buttons', 'components[1].cards[1].components'],
+      ['a copy-code button on a card', carousel('c4', [card(h[0], 1), { components: [...card(h[1], 2).components.slice(0, 2), { type: 'BUTTONS', buttons: [{ type: 'COPY_CODE', example: 'X' }] }] }]), 'carousel_card_button_kind', 'components[1].cards[1].components'],
+      ['cards not alike (video header)', carousel('c5', [card(h[0], 1), { components: [{ type: 'HEADER', format: 'VIDEO', example: { header_handle: [video] } }, ...card(h[1], 2).components.slice(1)] }]), 'carousel_cards_alike', 'components[1].cards[1]'],
+      ['a card without a header', carousel('c6', [card(h[0], 1), { components: card(h[1], 2).components.slice(1) }]), 'carousel_card_header', 'components[1].cards[1].components'],
+      ['a header beside the carousel', { ...carousel('c7', [card(h[0], 1), card(h[1], 2)]), components: [{ type: 'HEADER', format: 'TEXT', text: 'Hi' }, ...carousel('c7', [card(h[0], 1), card(h[1], 2)]).components] }, 'carousel_components', 'components[0]'],
+      ['an offer with a footer', lto('o2', { extra: [{ type: 'FOOTER', text: 'Terms apply' }] }), 'lto_no_footer', 'components[2]'],
+      ['an expiring offer without its code first', lto('o3', { buttons: [{ type: 'URL', text: 'Go', url: 'https://shop.example.com' }, { type: 'COPY_CODE', example: 'X' }] }), 'lto_copy_code', 'components[2].buttons'],
+      ['an offer without a URL button', lto('o4', { buttons: [{ type: 'COPY_CODE', example: 'X' }] }), 'lto_url_button', 'components[2].buttons'],
+      ['two call buttons', { name: 'v1', language: 'en_US', category: 'MARKETING', components: [{ type: 'BODY', text: 'Call' }, { type: 'BUTTONS', buttons: [{ type: 'VOICE_CALL', text: 'Call' }, { type: 'VOICE_CALL', text: 'Call again' }] }] }, 'voice_call_once', 'components'],
+      ['REQUEST_CONTACT_INFO in an authentication template', { name: 'r1', language: 'en_US', category: 'AUTHENTICATION', components: [{ type: 'BODY', text: 'Code {{1}}', example: { body_text: [['1']] } }, { type: 'BUTTONS', buttons: [{ type: 'REQUEST_CONTACT_INFO', text: 'Share' }] }] }, 'request_contact_info_category', 'components[1].buttons[0]'],
+      ['supported_apps on a copy-code OTP', { name: 'a1', language: 'en_US', category: 'AUTHENTICATION', components: [{ type: 'BODY', text: 'Code {{1}}', example: { body_text: [['1']] } }, { type: 'BUTTONS', buttons: [{ type: 'OTP', otp_type: 'COPY_CODE', supported_apps: [{ package_name: 'com.example.app', signature_hash: 'K8a/AINcGX7' }] }] }] }, 'supported_apps_otp', 'components[1].buttons[0].supported_apps'],
+    ];
+    const before = await graphCalls();
+    for (const [what, body, rule, field] of cases) {
+      const res = await create(key, body);
+      expect({ what, status: res.status, code: res.body.error?.code, rule: res.body.error?.details?.rule, field: res.body.error?.details?.fields?.[0]?.field })
+        .toEqual({ what, status: 400, code: 'invalid_template', rule, field });
+    }
+    // The contract's own bounds (invalid_request, before any rule): one card or eleven, an offer text of 17 characters, a bad signature hash, six apps.
+    expect((await create(key, carousel('c1', [card(h[0], 1)]))).body.error).toMatchObject({ code: 'invalid_request', details: { fields: [{ field: 'components.1.cards' }] } });
+    expect((await create(key, carousel('c1', Array.from({ length: 11 }, (_, i) => card(h[i % 3], i))))).body.error.code).toBe('invalid_request');
+    expect((await create(key, lto('o1', { offer: { text: 'Seventeen chars!!' } }))).body.error.code).toBe('invalid_request');
+    const app = (signature_hash: string) => ({ package_name: 'com.example.app', signature_hash });
+    const otp = (apps: object[]) => ({ name: 'a2', language: 'en_US', category: 'AUTHENTICATION', components: [{ type: 'BODY', text: 'Code {{1}}', example: { body_text: [['1']] } }, { type: 'BUTTONS', buttons: [{ type: 'OTP', otp_type: 'ONE_TAP', supported_apps: apps }] }] });
+    expect((await create(key, otp([app('short')]))).body.error.code).toBe('invalid_request');
+    expect((await create(key, otp(Array.from({ length: 6 }, () => app('K8a/AINcGX7'))))).body.error.code).toBe('invalid_request');
+    expect(await graphCalls()).toBe(before);
+    // Nothing was kept of a refused template.
+    expect(await t.db.prisma.template.count({ where: { name: { in: ['c1', 'o1', 'v1', 'r1', 'a1'] } } })).toBe(0);
+  });
+
+  it("a card's header sample is checked like a header's: each card needs one, issued to this project, used once", async () => {
+    const { key } = await manager();
+    const h = await handle(key);
+    const missing = await create(key, carousel('m1', [card(h, 1), { components: [{ type: 'HEADER', format: 'IMAGE' }, ...card(h, 2).components.slice(1)] }]));
+    expect(missing.status).toBe(400);
+    expect(missing.body.error).toMatchObject({ code: 'invalid_request', details: { fields: [{ field: 'components[1].cards[1].components[0].example.header_handle' }] } });
+    const twice = await create(key, carousel('m2', [card(h, 1), card(h, 2)]));
+    expect(twice.body.error).toMatchObject({ code: 'invalid_header_handle', details: { fields: [{ field: 'components[1].cards[1].components[0].example.header_handle' }] } });
+    expect((await create(key, carousel('m3', [card(h, 1), card(await handle(key), 2)]))).status).toBe(201);
+    const reused = await create(key, carousel('m4', [card(h, 1), card(await handle(key), 2)]));
+    expect(reused.body.error.code).toBe('invalid_header_handle');
+    expect(reused.body.error.message).toMatch(/already used by template m3/);
+  });
+
+  it('the simulator refuses the same payloads as Meta does (Graph code 100, a user title and message)', async () => {
+    const { project } = await manager();
+    const channel = (await openChannel(t.services.deps, project.id))!;
+    const graph = (body: object) => request(t.sim!.url).post(`/v26.0/${channel.wabaId}/message_templates`).set('Authorization', `Bearer ${channel.accessToken}`).send(body);
+    const one = await graph(carousel('s1', [{ components: [{ type: 'HEADER', format: 'IMAGE', example: { header_handle: ['x'] } }, { type: 'BUTTONS', buttons: [{ type: 'QUICK_REPLY', text: 'a' }] }] }]));
+    expect(one.status).toBe(400);
+    expect(one.body.error).toMatchObject({ code: 100, error_user_title: 'Invalid number of cards' });
+    expect((await graph(lto('s2', { offer: { text: 'Seventeen chars!!' } }))).body.error).toMatchObject({ code: 100, error_user_title: 'Invalid limited-time offer' });
+    const unknownHandle = await graph(carousel('s3', [card('not-a-handle', 1), card('not-a-handle-2', 2)]));
+    expect(unknownHandle.body.error).toMatchObject({ code: 100, error_subcode: 2494102 });
+  });
+});
