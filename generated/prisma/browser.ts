@@ -81,6 +81,18 @@ export type Contact = Prisma.ContactModel
  */
 export type Conversation = Prisma.ConversationModel
 /**
+ * Model ConversationNote
+ * A private note on a conversation: read by the team, never sent to the customer
+ * (lib/conversations/notes.ts is its only writer).
+ */
+export type ConversationNote = Prisma.ConversationNoteModel
+/**
+ * Model CannedReply
+ * A project's canned replies: a short name and the text a person or an agent sends with it
+ * (through the one send path; lib/conversations/canned-replies.ts is its only writer).
+ */
+export type CannedReply = Prisma.CannedReplyModel
+/**
  * Model ConversationOrder
  * The conversation list's order, apart from `conversations` so that a message's update of its
  * conversation is always HOT: only a reorder writes here, to a narrow row with two index entries.

@@ -409,6 +409,8 @@ export const ModelName = {
   ChannelSettings: 'ChannelSettings',
   Contact: 'Contact',
   Conversation: 'Conversation',
+  ConversationNote: 'ConversationNote',
+  CannedReply: 'CannedReply',
   ConversationOrder: 'ConversationOrder',
   Message: 'Message',
   Event: 'Event',
@@ -468,7 +470,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "project" | "apiKey" | "agentConnection" | "connectionProject" | "accessToken" | "oAuthClient" | "oAuthRequest" | "oAuthCode" | "oAuthRefreshToken" | "channelSettings" | "contact" | "conversation" | "conversationOrder" | "message" | "event" | "idempotencyRecord" | "sendCounter" | "projectApiError" | "template" | "webhookEndpoint" | "webhookDelivery" | "webhookAttempt" | "runtimeToken" | "mediaAsset" | "headerSample" | "segment" | "broadcast" | "broadcastRecipient" | "broadcastPacing" | "contactImport" | "contactImportRow" | "contactImportPhone" | "codeFile" | "deployment" | "botRelease" | "botLog" | "botInbox" | "botCallJournal" | "botSchedule" | "botScheduleRun" | "botSecret" | "botHttpAllowlist" | "projectFile" | "flow" | "flowVersion" | "dashboardAccount" | "dashboardMembership" | "dashboardSession" | "dashboardInvite" | "dashboardAudit" | "rateCard" | "channelMessagingLimit" | "channelThroughput" | "portfolioReach" | "projectTableQuota" | "blobChunk"
+    modelProps: "project" | "apiKey" | "agentConnection" | "connectionProject" | "accessToken" | "oAuthClient" | "oAuthRequest" | "oAuthCode" | "oAuthRefreshToken" | "channelSettings" | "contact" | "conversation" | "conversationNote" | "cannedReply" | "conversationOrder" | "message" | "event" | "idempotencyRecord" | "sendCounter" | "projectApiError" | "template" | "webhookEndpoint" | "webhookDelivery" | "webhookAttempt" | "runtimeToken" | "mediaAsset" | "headerSample" | "segment" | "broadcast" | "broadcastRecipient" | "broadcastPacing" | "contactImport" | "contactImportRow" | "contactImportPhone" | "codeFile" | "deployment" | "botRelease" | "botLog" | "botInbox" | "botCallJournal" | "botSchedule" | "botScheduleRun" | "botSecret" | "botHttpAllowlist" | "projectFile" | "flow" | "flowVersion" | "dashboardAccount" | "dashboardMembership" | "dashboardSession" | "dashboardInvite" | "dashboardAudit" | "rateCard" | "channelMessagingLimit" | "channelThroughput" | "portfolioReach" | "projectTableQuota" | "blobChunk"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -1357,6 +1359,154 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         count: {
           args: Prisma.ConversationCountArgs<ExtArgs>
           result: runtime.Types.Utils.Optional<Prisma.ConversationCountAggregateOutputType> | number
+        }
+      }
+    }
+    ConversationNote: {
+      payload: Prisma.$ConversationNotePayload<ExtArgs>
+      fields: Prisma.ConversationNoteFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.ConversationNoteFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ConversationNotePayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.ConversationNoteFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ConversationNotePayload>
+        }
+        findFirst: {
+          args: Prisma.ConversationNoteFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ConversationNotePayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.ConversationNoteFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ConversationNotePayload>
+        }
+        findMany: {
+          args: Prisma.ConversationNoteFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ConversationNotePayload>[]
+        }
+        create: {
+          args: Prisma.ConversationNoteCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ConversationNotePayload>
+        }
+        createMany: {
+          args: Prisma.ConversationNoteCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.ConversationNoteCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ConversationNotePayload>[]
+        }
+        delete: {
+          args: Prisma.ConversationNoteDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ConversationNotePayload>
+        }
+        update: {
+          args: Prisma.ConversationNoteUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ConversationNotePayload>
+        }
+        deleteMany: {
+          args: Prisma.ConversationNoteDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.ConversationNoteUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.ConversationNoteUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ConversationNotePayload>[]
+        }
+        upsert: {
+          args: Prisma.ConversationNoteUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ConversationNotePayload>
+        }
+        aggregate: {
+          args: Prisma.ConversationNoteAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateConversationNote>
+        }
+        groupBy: {
+          args: Prisma.ConversationNoteGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ConversationNoteGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.ConversationNoteCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ConversationNoteCountAggregateOutputType> | number
+        }
+      }
+    }
+    CannedReply: {
+      payload: Prisma.$CannedReplyPayload<ExtArgs>
+      fields: Prisma.CannedReplyFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.CannedReplyFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CannedReplyPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.CannedReplyFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CannedReplyPayload>
+        }
+        findFirst: {
+          args: Prisma.CannedReplyFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CannedReplyPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.CannedReplyFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CannedReplyPayload>
+        }
+        findMany: {
+          args: Prisma.CannedReplyFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CannedReplyPayload>[]
+        }
+        create: {
+          args: Prisma.CannedReplyCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CannedReplyPayload>
+        }
+        createMany: {
+          args: Prisma.CannedReplyCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.CannedReplyCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CannedReplyPayload>[]
+        }
+        delete: {
+          args: Prisma.CannedReplyDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CannedReplyPayload>
+        }
+        update: {
+          args: Prisma.CannedReplyUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CannedReplyPayload>
+        }
+        deleteMany: {
+          args: Prisma.CannedReplyDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.CannedReplyUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.CannedReplyUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CannedReplyPayload>[]
+        }
+        upsert: {
+          args: Prisma.CannedReplyUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CannedReplyPayload>
+        }
+        aggregate: {
+          args: Prisma.CannedReplyAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateCannedReply>
+        }
+        groupBy: {
+          args: Prisma.CannedReplyGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.CannedReplyGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.CannedReplyCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.CannedReplyCountAggregateOutputType> | number
         }
       }
     }
@@ -4838,11 +4988,38 @@ export const ConversationScalarFieldEnum = {
   orderAt: 'orderAt',
   lastInboundAt: 'lastInboundAt',
   seenAt: 'seenAt',
+  assigneeId: 'assigneeId',
+  assignedAt: 'assignedAt',
+  labels: 'labels',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt'
 } as const
 
 export type ConversationScalarFieldEnum = (typeof ConversationScalarFieldEnum)[keyof typeof ConversationScalarFieldEnum]
+
+
+export const ConversationNoteScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  conversationId: 'conversationId',
+  body: 'body',
+  author: 'author',
+  createdAt: 'createdAt'
+} as const
+
+export type ConversationNoteScalarFieldEnum = (typeof ConversationNoteScalarFieldEnum)[keyof typeof ConversationNoteScalarFieldEnum]
+
+
+export const CannedReplyScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  shortcut: 'shortcut',
+  text: 'text',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type CannedReplyScalarFieldEnum = (typeof CannedReplyScalarFieldEnum)[keyof typeof CannedReplyScalarFieldEnum]
 
 
 export const ConversationOrderScalarFieldEnum = {
@@ -4867,7 +5044,8 @@ export const MessageScalarFieldEnum = {
   sendRef: 'sendRef',
   sentAt: 'sentAt',
   statusAt: 'statusAt',
-  pricing: 'pricing'
+  pricing: 'pricing',
+  author: 'author'
 } as const
 
 export type MessageScalarFieldEnum = (typeof MessageScalarFieldEnum)[keyof typeof MessageScalarFieldEnum]
@@ -5840,6 +6018,8 @@ export type GlobalOmitConfig = {
   channelSettings?: Prisma.ChannelSettingsOmit
   contact?: Prisma.ContactOmit
   conversation?: Prisma.ConversationOmit
+  conversationNote?: Prisma.ConversationNoteOmit
+  cannedReply?: Prisma.CannedReplyOmit
   conversationOrder?: Prisma.ConversationOrderOmit
   message?: Prisma.MessageOmit
   event?: Prisma.EventOmit

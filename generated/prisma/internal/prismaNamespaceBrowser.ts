@@ -63,6 +63,8 @@ export const ModelName = {
   ChannelSettings: 'ChannelSettings',
   Contact: 'Contact',
   Conversation: 'Conversation',
+  ConversationNote: 'ConversationNote',
+  CannedReply: 'CannedReply',
   ConversationOrder: 'ConversationOrder',
   Message: 'Message',
   Event: 'Event',
@@ -308,11 +310,38 @@ export const ConversationScalarFieldEnum = {
   orderAt: 'orderAt',
   lastInboundAt: 'lastInboundAt',
   seenAt: 'seenAt',
+  assigneeId: 'assigneeId',
+  assignedAt: 'assignedAt',
+  labels: 'labels',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt'
 } as const
 
 export type ConversationScalarFieldEnum = (typeof ConversationScalarFieldEnum)[keyof typeof ConversationScalarFieldEnum]
+
+
+export const ConversationNoteScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  conversationId: 'conversationId',
+  body: 'body',
+  author: 'author',
+  createdAt: 'createdAt'
+} as const
+
+export type ConversationNoteScalarFieldEnum = (typeof ConversationNoteScalarFieldEnum)[keyof typeof ConversationNoteScalarFieldEnum]
+
+
+export const CannedReplyScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  shortcut: 'shortcut',
+  text: 'text',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type CannedReplyScalarFieldEnum = (typeof CannedReplyScalarFieldEnum)[keyof typeof CannedReplyScalarFieldEnum]
 
 
 export const ConversationOrderScalarFieldEnum = {
@@ -337,7 +366,8 @@ export const MessageScalarFieldEnum = {
   sendRef: 'sendRef',
   sentAt: 'sentAt',
   statusAt: 'statusAt',
-  pricing: 'pricing'
+  pricing: 'pricing',
+  author: 'author'
 } as const
 
 export type MessageScalarFieldEnum = (typeof MessageScalarFieldEnum)[keyof typeof MessageScalarFieldEnum]

@@ -45,6 +45,8 @@ export type ConversationMinAggregateOutputType = {
   orderAt: Date | null
   lastInboundAt: Date | null
   seenAt: Date | null
+  assigneeId: string | null
+  assignedAt: Date | null
   createdAt: Date | null
   updatedAt: Date | null
 }
@@ -58,6 +60,8 @@ export type ConversationMaxAggregateOutputType = {
   orderAt: Date | null
   lastInboundAt: Date | null
   seenAt: Date | null
+  assigneeId: string | null
+  assignedAt: Date | null
   createdAt: Date | null
   updatedAt: Date | null
 }
@@ -71,6 +75,9 @@ export type ConversationCountAggregateOutputType = {
   orderAt: number
   lastInboundAt: number
   seenAt: number
+  assigneeId: number
+  assignedAt: number
+  labels: number
   createdAt: number
   updatedAt: number
   _all: number
@@ -96,6 +103,8 @@ export type ConversationMinAggregateInputType = {
   orderAt?: true
   lastInboundAt?: true
   seenAt?: true
+  assigneeId?: true
+  assignedAt?: true
   createdAt?: true
   updatedAt?: true
 }
@@ -109,6 +118,8 @@ export type ConversationMaxAggregateInputType = {
   orderAt?: true
   lastInboundAt?: true
   seenAt?: true
+  assigneeId?: true
+  assignedAt?: true
   createdAt?: true
   updatedAt?: true
 }
@@ -122,6 +133,9 @@ export type ConversationCountAggregateInputType = {
   orderAt?: true
   lastInboundAt?: true
   seenAt?: true
+  assigneeId?: true
+  assignedAt?: true
+  labels?: true
   createdAt?: true
   updatedAt?: true
   _all?: true
@@ -222,6 +236,9 @@ export type ConversationGroupByOutputType = {
   orderAt: Date
   lastInboundAt: Date | null
   seenAt: Date | null
+  assigneeId: string | null
+  assignedAt: Date | null
+  labels: string[]
   createdAt: Date
   updatedAt: Date
   _count: ConversationCountAggregateOutputType | null
@@ -258,11 +275,16 @@ export type ConversationWhereInput = {
   orderAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
   lastInboundAt?: Prisma.DateTimeNullableFilter<"Conversation"> | Date | string | null
   seenAt?: Prisma.DateTimeNullableFilter<"Conversation"> | Date | string | null
+  assigneeId?: Prisma.StringNullableFilter<"Conversation"> | string | null
+  assignedAt?: Prisma.DateTimeNullableFilter<"Conversation"> | Date | string | null
+  labels?: Prisma.StringNullableListFilter<"Conversation">
   createdAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
   project?: Prisma.XOR<Prisma.ProjectScalarRelationFilter, Prisma.ProjectWhereInput>
   contact?: Prisma.XOR<Prisma.ContactScalarRelationFilter, Prisma.ContactWhereInput>
+  assignee?: Prisma.XOR<Prisma.DashboardAccountNullableScalarRelationFilter, Prisma.DashboardAccountWhereInput> | null
   messages?: Prisma.MessageListRelationFilter
+  notes?: Prisma.ConversationNoteListRelationFilter
   order?: Prisma.XOR<Prisma.ConversationOrderNullableScalarRelationFilter, Prisma.ConversationOrderWhereInput> | null
 }
 
@@ -275,11 +297,16 @@ export type ConversationOrderByWithRelationInput = {
   orderAt?: Prisma.SortOrder
   lastInboundAt?: Prisma.SortOrderInput | Prisma.SortOrder
   seenAt?: Prisma.SortOrderInput | Prisma.SortOrder
+  assigneeId?: Prisma.SortOrderInput | Prisma.SortOrder
+  assignedAt?: Prisma.SortOrderInput | Prisma.SortOrder
+  labels?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
   project?: Prisma.ProjectOrderByWithRelationInput
   contact?: Prisma.ContactOrderByWithRelationInput
+  assignee?: Prisma.DashboardAccountOrderByWithRelationInput
   messages?: Prisma.MessageOrderByRelationAggregateInput
+  notes?: Prisma.ConversationNoteOrderByRelationAggregateInput
   order?: Prisma.ConversationOrderOrderByWithRelationInput
 }
 
@@ -296,11 +323,16 @@ export type ConversationWhereUniqueInput = Prisma.AtLeast<{
   orderAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
   lastInboundAt?: Prisma.DateTimeNullableFilter<"Conversation"> | Date | string | null
   seenAt?: Prisma.DateTimeNullableFilter<"Conversation"> | Date | string | null
+  assigneeId?: Prisma.StringNullableFilter<"Conversation"> | string | null
+  assignedAt?: Prisma.DateTimeNullableFilter<"Conversation"> | Date | string | null
+  labels?: Prisma.StringNullableListFilter<"Conversation">
   createdAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
   project?: Prisma.XOR<Prisma.ProjectScalarRelationFilter, Prisma.ProjectWhereInput>
   contact?: Prisma.XOR<Prisma.ContactScalarRelationFilter, Prisma.ContactWhereInput>
+  assignee?: Prisma.XOR<Prisma.DashboardAccountNullableScalarRelationFilter, Prisma.DashboardAccountWhereInput> | null
   messages?: Prisma.MessageListRelationFilter
+  notes?: Prisma.ConversationNoteListRelationFilter
   order?: Prisma.XOR<Prisma.ConversationOrderNullableScalarRelationFilter, Prisma.ConversationOrderWhereInput> | null
 }, "id" | "projectId_contactId">
 
@@ -313,6 +345,9 @@ export type ConversationOrderByWithAggregationInput = {
   orderAt?: Prisma.SortOrder
   lastInboundAt?: Prisma.SortOrderInput | Prisma.SortOrder
   seenAt?: Prisma.SortOrderInput | Prisma.SortOrder
+  assigneeId?: Prisma.SortOrderInput | Prisma.SortOrder
+  assignedAt?: Prisma.SortOrderInput | Prisma.SortOrder
+  labels?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
   _count?: Prisma.ConversationCountOrderByAggregateInput
@@ -334,6 +369,9 @@ export type ConversationScalarWhereWithAggregatesInput = {
   orderAt?: Prisma.DateTimeWithAggregatesFilter<"Conversation"> | Date | string
   lastInboundAt?: Prisma.DateTimeNullableWithAggregatesFilter<"Conversation"> | Date | string | null
   seenAt?: Prisma.DateTimeNullableWithAggregatesFilter<"Conversation"> | Date | string | null
+  assigneeId?: Prisma.StringNullableWithAggregatesFilter<"Conversation"> | string | null
+  assignedAt?: Prisma.DateTimeNullableWithAggregatesFilter<"Conversation"> | Date | string | null
+  labels?: Prisma.StringNullableListFilter<"Conversation">
   createdAt?: Prisma.DateTimeWithAggregatesFilter<"Conversation"> | Date | string
   updatedAt?: Prisma.DateTimeWithAggregatesFilter<"Conversation"> | Date | string
 }
@@ -345,11 +383,15 @@ export type ConversationCreateInput = {
   orderAt?: Date | string
   lastInboundAt?: Date | string | null
   seenAt?: Date | string | null
+  assignedAt?: Date | string | null
+  labels?: Prisma.ConversationCreatelabelsInput | string[]
   createdAt?: Date | string
   updatedAt?: Date | string
   project: Prisma.ProjectCreateNestedOneWithoutConversationsInput
   contact: Prisma.ContactCreateNestedOneWithoutConversationsInput
+  assignee?: Prisma.DashboardAccountCreateNestedOneWithoutAssignedInput
   messages?: Prisma.MessageCreateNestedManyWithoutConversationInput
+  notes?: Prisma.ConversationNoteCreateNestedManyWithoutConversationInput
   order?: Prisma.ConversationOrderCreateNestedOneWithoutConversationInput
 }
 
@@ -362,9 +404,13 @@ export type ConversationUncheckedCreateInput = {
   orderAt?: Date | string
   lastInboundAt?: Date | string | null
   seenAt?: Date | string | null
+  assigneeId?: string | null
+  assignedAt?: Date | string | null
+  labels?: Prisma.ConversationCreatelabelsInput | string[]
   createdAt?: Date | string
   updatedAt?: Date | string
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutConversationInput
+  notes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutConversationInput
   order?: Prisma.ConversationOrderUncheckedCreateNestedOneWithoutConversationInput
 }
 
@@ -375,11 +421,15 @@ export type ConversationUpdateInput = {
   orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  labels?: Prisma.ConversationUpdatelabelsInput | string[]
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   project?: Prisma.ProjectUpdateOneRequiredWithoutConversationsNestedInput
   contact?: Prisma.ContactUpdateOneRequiredWithoutConversationsNestedInput
+  assignee?: Prisma.DashboardAccountUpdateOneWithoutAssignedNestedInput
   messages?: Prisma.MessageUpdateManyWithoutConversationNestedInput
+  notes?: Prisma.ConversationNoteUpdateManyWithoutConversationNestedInput
   order?: Prisma.ConversationOrderUpdateOneWithoutConversationNestedInput
 }
 
@@ -392,9 +442,13 @@ export type ConversationUncheckedUpdateInput = {
   orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  assigneeId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  labels?: Prisma.ConversationUpdatelabelsInput | string[]
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   messages?: Prisma.MessageUncheckedUpdateManyWithoutConversationNestedInput
+  notes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutConversationNestedInput
   order?: Prisma.ConversationOrderUncheckedUpdateOneWithoutConversationNestedInput
 }
 
@@ -407,6 +461,9 @@ export type ConversationCreateManyInput = {
   orderAt?: Date | string
   lastInboundAt?: Date | string | null
   seenAt?: Date | string | null
+  assigneeId?: string | null
+  assignedAt?: Date | string | null
+  labels?: Prisma.ConversationCreatelabelsInput | string[]
   createdAt?: Date | string
   updatedAt?: Date | string
 }
@@ -418,6 +475,8 @@ export type ConversationUpdateManyMutationInput = {
   orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  labels?: Prisma.ConversationUpdatelabelsInput | string[]
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -431,6 +490,9 @@ export type ConversationUncheckedUpdateManyInput = {
   orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  assigneeId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  labels?: Prisma.ConversationUpdatelabelsInput | string[]
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -459,6 +521,9 @@ export type ConversationCountOrderByAggregateInput = {
   orderAt?: Prisma.SortOrder
   lastInboundAt?: Prisma.SortOrder
   seenAt?: Prisma.SortOrder
+  assigneeId?: Prisma.SortOrder
+  assignedAt?: Prisma.SortOrder
+  labels?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -477,6 +542,8 @@ export type ConversationMaxOrderByAggregateInput = {
   orderAt?: Prisma.SortOrder
   lastInboundAt?: Prisma.SortOrder
   seenAt?: Prisma.SortOrder
+  assigneeId?: Prisma.SortOrder
+  assignedAt?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -490,6 +557,8 @@ export type ConversationMinOrderByAggregateInput = {
   orderAt?: Prisma.SortOrder
   lastInboundAt?: Prisma.SortOrder
   seenAt?: Prisma.SortOrder
+  assigneeId?: Prisma.SortOrder
+  assignedAt?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -588,6 +657,29 @@ export type ConversationUncheckedUpdateManyWithoutContactNestedInput = {
   deleteMany?: Prisma.ConversationScalarWhereInput | Prisma.ConversationScalarWhereInput[]
 }
 
+export type ConversationCreatelabelsInput = {
+  set: string[]
+}
+
+export type ConversationUpdatelabelsInput = {
+  set?: string[]
+  push?: string | string[]
+}
+
+export type ConversationCreateNestedOneWithoutNotesInput = {
+  create?: Prisma.XOR<Prisma.ConversationCreateWithoutNotesInput, Prisma.ConversationUncheckedCreateWithoutNotesInput>
+  connectOrCreate?: Prisma.ConversationCreateOrConnectWithoutNotesInput
+  connect?: Prisma.ConversationWhereUniqueInput
+}
+
+export type ConversationUpdateOneRequiredWithoutNotesNestedInput = {
+  create?: Prisma.XOR<Prisma.ConversationCreateWithoutNotesInput, Prisma.ConversationUncheckedCreateWithoutNotesInput>
+  connectOrCreate?: Prisma.ConversationCreateOrConnectWithoutNotesInput
+  upsert?: Prisma.ConversationUpsertWithoutNotesInput
+  connect?: Prisma.ConversationWhereUniqueInput
+  update?: Prisma.XOR<Prisma.XOR<Prisma.ConversationUpdateToOneWithWhereWithoutNotesInput, Prisma.ConversationUpdateWithoutNotesInput>, Prisma.ConversationUncheckedUpdateWithoutNotesInput>
+}
+
 export type ConversationCreateNestedOneWithoutOrderInput = {
   create?: Prisma.XOR<Prisma.ConversationCreateWithoutOrderInput, Prisma.ConversationUncheckedCreateWithoutOrderInput>
   connectOrCreate?: Prisma.ConversationCreateOrConnectWithoutOrderInput
@@ -616,6 +708,48 @@ export type ConversationUpdateOneRequiredWithoutMessagesNestedInput = {
   update?: Prisma.XOR<Prisma.XOR<Prisma.ConversationUpdateToOneWithWhereWithoutMessagesInput, Prisma.ConversationUpdateWithoutMessagesInput>, Prisma.ConversationUncheckedUpdateWithoutMessagesInput>
 }
 
+export type ConversationCreateNestedManyWithoutAssigneeInput = {
+  create?: Prisma.XOR<Prisma.ConversationCreateWithoutAssigneeInput, Prisma.ConversationUncheckedCreateWithoutAssigneeInput> | Prisma.ConversationCreateWithoutAssigneeInput[] | Prisma.ConversationUncheckedCreateWithoutAssigneeInput[]
+  connectOrCreate?: Prisma.ConversationCreateOrConnectWithoutAssigneeInput | Prisma.ConversationCreateOrConnectWithoutAssigneeInput[]
+  createMany?: Prisma.ConversationCreateManyAssigneeInputEnvelope
+  connect?: Prisma.ConversationWhereUniqueInput | Prisma.ConversationWhereUniqueInput[]
+}
+
+export type ConversationUncheckedCreateNestedManyWithoutAssigneeInput = {
+  create?: Prisma.XOR<Prisma.ConversationCreateWithoutAssigneeInput, Prisma.ConversationUncheckedCreateWithoutAssigneeInput> | Prisma.ConversationCreateWithoutAssigneeInput[] | Prisma.ConversationUncheckedCreateWithoutAssigneeInput[]
+  connectOrCreate?: Prisma.ConversationCreateOrConnectWithoutAssigneeInput | Prisma.ConversationCreateOrConnectWithoutAssigneeInput[]
+  createMany?: Prisma.ConversationCreateManyAssigneeInputEnvelope
+  connect?: Prisma.ConversationWhereUniqueInput | Prisma.ConversationWhereUniqueInput[]
+}
+
+export type ConversationUpdateManyWithoutAssigneeNestedInput = {
+  create?: Prisma.XOR<Prisma.ConversationCreateWithoutAssigneeInput, Prisma.ConversationUncheckedCreateWithoutAssigneeInput> | Prisma.ConversationCreateWithoutAssigneeInput[] | Prisma.ConversationUncheckedCreateWithoutAssigneeInput[]
+  connectOrCreate?: Prisma.ConversationCreateOrConnectWithoutAssigneeInput | Prisma.ConversationCreateOrConnectWithoutAssigneeInput[]
+  upsert?: Prisma.ConversationUpsertWithWhereUniqueWithoutAssigneeInput | Prisma.ConversationUpsertWithWhereUniqueWithoutAssigneeInput[]
+  createMany?: Prisma.ConversationCreateManyAssigneeInputEnvelope
+  set?: Prisma.ConversationWhereUniqueInput | Prisma.ConversationWhereUniqueInput[]
+  disconnect?: Prisma.ConversationWhereUniqueInput | Prisma.ConversationWhereUniqueInput[]
+  delete?: Prisma.ConversationWhereUniqueInput | Prisma.ConversationWhereUniqueInput[]
+  connect?: Prisma.ConversationWhereUniqueInput | Prisma.ConversationWhereUniqueInput[]
+  update?: Prisma.ConversationUpdateWithWhereUniqueWithoutAssigneeInput | Prisma.ConversationUpdateWithWhereUniqueWithoutAssigneeInput[]
+  updateMany?: Prisma.ConversationUpdateManyWithWhereWithoutAssigneeInput | Prisma.ConversationUpdateManyWithWhereWithoutAssigneeInput[]
+  deleteMany?: Prisma.ConversationScalarWhereInput | Prisma.ConversationScalarWhereInput[]
+}
+
+export type ConversationUncheckedUpdateManyWithoutAssigneeNestedInput = {
+  create?: Prisma.XOR<Prisma.ConversationCreateWithoutAssigneeInput, Prisma.ConversationUncheckedCreateWithoutAssigneeInput> | Prisma.ConversationCreateWithoutAssigneeInput[] | Prisma.ConversationUncheckedCreateWithoutAssigneeInput[]
+  connectOrCreate?: Prisma.ConversationCreateOrConnectWithoutAssigneeInput | Prisma.ConversationCreateOrConnectWithoutAssigneeInput[]
+  upsert?: Prisma.ConversationUpsertWithWhereUniqueWithoutAssigneeInput | Prisma.ConversationUpsertWithWhereUniqueWithoutAssigneeInput[]
+  createMany?: Prisma.ConversationCreateManyAssigneeInputEnvelope
+  set?: Prisma.ConversationWhereUniqueInput | Prisma.ConversationWhereUniqueInput[]
+  disconnect?: Prisma.ConversationWhereUniqueInput | Prisma.ConversationWhereUniqueInput[]
+  delete?: Prisma.ConversationWhereUniqueInput | Prisma.ConversationWhereUniqueInput[]
+  connect?: Prisma.ConversationWhereUniqueInput | Prisma.ConversationWhereUniqueInput[]
+  update?: Prisma.ConversationUpdateWithWhereUniqueWithoutAssigneeInput | Prisma.ConversationUpdateWithWhereUniqueWithoutAssigneeInput[]
+  updateMany?: Prisma.ConversationUpdateManyWithWhereWithoutAssigneeInput | Prisma.ConversationUpdateManyWithWhereWithoutAssigneeInput[]
+  deleteMany?: Prisma.ConversationScalarWhereInput | Prisma.ConversationScalarWhereInput[]
+}
+
 export type ConversationCreateWithoutProjectInput = {
   id?: bigint | number
   state?: string
@@ -623,10 +757,14 @@ export type ConversationCreateWithoutProjectInput = {
   orderAt?: Date | string
   lastInboundAt?: Date | string | null
   seenAt?: Date | string | null
+  assignedAt?: Date | string | null
+  labels?: Prisma.ConversationCreatelabelsInput | string[]
   createdAt?: Date | string
   updatedAt?: Date | string
   contact: Prisma.ContactCreateNestedOneWithoutConversationsInput
+  assignee?: Prisma.DashboardAccountCreateNestedOneWithoutAssignedInput
   messages?: Prisma.MessageCreateNestedManyWithoutConversationInput
+  notes?: Prisma.ConversationNoteCreateNestedManyWithoutConversationInput
   order?: Prisma.ConversationOrderCreateNestedOneWithoutConversationInput
 }
 
@@ -638,9 +776,13 @@ export type ConversationUncheckedCreateWithoutProjectInput = {
   orderAt?: Date | string
   lastInboundAt?: Date | string | null
   seenAt?: Date | string | null
+  assigneeId?: string | null
+  assignedAt?: Date | string | null
+  labels?: Prisma.ConversationCreatelabelsInput | string[]
   createdAt?: Date | string
   updatedAt?: Date | string
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutConversationInput
+  notes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutConversationInput
   order?: Prisma.ConversationOrderUncheckedCreateNestedOneWithoutConversationInput
 }
 
@@ -682,6 +824,9 @@ export type ConversationScalarWhereInput = {
   orderAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
   lastInboundAt?: Prisma.DateTimeNullableFilter<"Conversation"> | Date | string | null
   seenAt?: Prisma.DateTimeNullableFilter<"Conversation"> | Date | string | null
+  assigneeId?: Prisma.StringNullableFilter<"Conversation"> | string | null
+  assignedAt?: Prisma.DateTimeNullableFilter<"Conversation"> | Date | string | null
+  labels?: Prisma.StringNullableListFilter<"Conversation">
   createdAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
 }
@@ -693,10 +838,14 @@ export type ConversationCreateWithoutContactInput = {
   orderAt?: Date | string
   lastInboundAt?: Date | string | null
   seenAt?: Date | string | null
+  assignedAt?: Date | string | null
+  labels?: Prisma.ConversationCreatelabelsInput | string[]
   createdAt?: Date | string
   updatedAt?: Date | string
   project: Prisma.ProjectCreateNestedOneWithoutConversationsInput
+  assignee?: Prisma.DashboardAccountCreateNestedOneWithoutAssignedInput
   messages?: Prisma.MessageCreateNestedManyWithoutConversationInput
+  notes?: Prisma.ConversationNoteCreateNestedManyWithoutConversationInput
   order?: Prisma.ConversationOrderCreateNestedOneWithoutConversationInput
 }
 
@@ -708,9 +857,13 @@ export type ConversationUncheckedCreateWithoutContactInput = {
   orderAt?: Date | string
   lastInboundAt?: Date | string | null
   seenAt?: Date | string | null
+  assigneeId?: string | null
+  assignedAt?: Date | string | null
+  labels?: Prisma.ConversationCreatelabelsInput | string[]
   createdAt?: Date | string
   updatedAt?: Date | string
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutConversationInput
+  notes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutConversationInput
   order?: Prisma.ConversationOrderUncheckedCreateNestedOneWithoutConversationInput
 }
 
@@ -740,6 +893,94 @@ export type ConversationUpdateManyWithWhereWithoutContactInput = {
   data: Prisma.XOR<Prisma.ConversationUpdateManyMutationInput, Prisma.ConversationUncheckedUpdateManyWithoutContactInput>
 }
 
+export type ConversationCreateWithoutNotesInput = {
+  id?: bigint | number
+  state?: string
+  lastMessageAt: Date | string
+  orderAt?: Date | string
+  lastInboundAt?: Date | string | null
+  seenAt?: Date | string | null
+  assignedAt?: Date | string | null
+  labels?: Prisma.ConversationCreatelabelsInput | string[]
+  createdAt?: Date | string
+  updatedAt?: Date | string
+  project: Prisma.ProjectCreateNestedOneWithoutConversationsInput
+  contact: Prisma.ContactCreateNestedOneWithoutConversationsInput
+  assignee?: Prisma.DashboardAccountCreateNestedOneWithoutAssignedInput
+  messages?: Prisma.MessageCreateNestedManyWithoutConversationInput
+  order?: Prisma.ConversationOrderCreateNestedOneWithoutConversationInput
+}
+
+export type ConversationUncheckedCreateWithoutNotesInput = {
+  id?: bigint | number
+  projectId: string
+  contactId: bigint | number
+  state?: string
+  lastMessageAt: Date | string
+  orderAt?: Date | string
+  lastInboundAt?: Date | string | null
+  seenAt?: Date | string | null
+  assigneeId?: string | null
+  assignedAt?: Date | string | null
+  labels?: Prisma.ConversationCreatelabelsInput | string[]
+  createdAt?: Date | string
+  updatedAt?: Date | string
+  messages?: Prisma.MessageUncheckedCreateNestedManyWithoutConversationInput
+  order?: Prisma.ConversationOrderUncheckedCreateNestedOneWithoutConversationInput
+}
+
+export type ConversationCreateOrConnectWithoutNotesInput = {
+  where: Prisma.ConversationWhereUniqueInput
+  create: Prisma.XOR<Prisma.ConversationCreateWithoutNotesInput, Prisma.ConversationUncheckedCreateWithoutNotesInput>
+}
+
+export type ConversationUpsertWithoutNotesInput = {
+  update: Prisma.XOR<Prisma.ConversationUpdateWithoutNotesInput, Prisma.ConversationUncheckedUpdateWithoutNotesInput>
+  create: Prisma.XOR<Prisma.ConversationCreateWithoutNotesInput, Prisma.ConversationUncheckedCreateWithoutNotesInput>
+  where?: Prisma.ConversationWhereInput
+}
+
+export type ConversationUpdateToOneWithWhereWithoutNotesInput = {
+  where?: Prisma.ConversationWhereInput
+  data: Prisma.XOR<Prisma.ConversationUpdateWithoutNotesInput, Prisma.ConversationUncheckedUpdateWithoutNotesInput>
+}
+
+export type ConversationUpdateWithoutNotesInput = {
+  id?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  state?: Prisma.StringFieldUpdateOperationsInput | string
+  lastMessageAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  labels?: Prisma.ConversationUpdatelabelsInput | string[]
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  project?: Prisma.ProjectUpdateOneRequiredWithoutConversationsNestedInput
+  contact?: Prisma.ContactUpdateOneRequiredWithoutConversationsNestedInput
+  assignee?: Prisma.DashboardAccountUpdateOneWithoutAssignedNestedInput
+  messages?: Prisma.MessageUpdateManyWithoutConversationNestedInput
+  order?: Prisma.ConversationOrderUpdateOneWithoutConversationNestedInput
+}
+
+export type ConversationUncheckedUpdateWithoutNotesInput = {
+  id?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  projectId?: Prisma.StringFieldUpdateOperationsInput | string
+  contactId?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  state?: Prisma.StringFieldUpdateOperationsInput | string
+  lastMessageAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  assigneeId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  labels?: Prisma.ConversationUpdatelabelsInput | string[]
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  messages?: Prisma.MessageUncheckedUpdateManyWithoutConversationNestedInput
+  order?: Prisma.ConversationOrderUncheckedUpdateOneWithoutConversationNestedInput
+}
+
 export type ConversationCreateWithoutOrderInput = {
   id?: bigint | number
   state?: string
@@ -747,11 +988,15 @@ export type ConversationCreateWithoutOrderInput = {
   orderAt?: Date | string
   lastInboundAt?: Date | string | null
   seenAt?: Date | string | null
+  assignedAt?: Date | string | null
+  labels?: Prisma.ConversationCreatelabelsInput | string[]
   createdAt?: Date | string
   updatedAt?: Date | string
   project: Prisma.ProjectCreateNestedOneWithoutConversationsInput
   contact: Prisma.ContactCreateNestedOneWithoutConversationsInput
+  assignee?: Prisma.DashboardAccountCreateNestedOneWithoutAssignedInput
   messages?: Prisma.MessageCreateNestedManyWithoutConversationInput
+  notes?: Prisma.ConversationNoteCreateNestedManyWithoutConversationInput
 }
 
 export type ConversationUncheckedCreateWithoutOrderInput = {
@@ -763,9 +1008,13 @@ export type ConversationUncheckedCreateWithoutOrderInput = {
   orderAt?: Date | string
   lastInboundAt?: Date | string | null
   seenAt?: Date | string | null
+  assigneeId?: string | null
+  assignedAt?: Date | string | null
+  labels?: Prisma.ConversationCreatelabelsInput | string[]
   createdAt?: Date | string
   updatedAt?: Date | string
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutConversationInput
+  notes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutConversationInput
 }
 
 export type ConversationCreateOrConnectWithoutOrderInput = {
@@ -791,11 +1040,15 @@ export type ConversationUpdateWithoutOrderInput = {
   orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  labels?: Prisma.ConversationUpdatelabelsInput | string[]
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   project?: Prisma.ProjectUpdateOneRequiredWithoutConversationsNestedInput
   contact?: Prisma.ContactUpdateOneRequiredWithoutConversationsNestedInput
+  assignee?: Prisma.DashboardAccountUpdateOneWithoutAssignedNestedInput
   messages?: Prisma.MessageUpdateManyWithoutConversationNestedInput
+  notes?: Prisma.ConversationNoteUpdateManyWithoutConversationNestedInput
 }
 
 export type ConversationUncheckedUpdateWithoutOrderInput = {
@@ -807,9 +1060,13 @@ export type ConversationUncheckedUpdateWithoutOrderInput = {
   orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  assigneeId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  labels?: Prisma.ConversationUpdatelabelsInput | string[]
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   messages?: Prisma.MessageUncheckedUpdateManyWithoutConversationNestedInput
+  notes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutConversationNestedInput
 }
 
 export type ConversationCreateWithoutMessagesInput = {
@@ -819,10 +1076,14 @@ export type ConversationCreateWithoutMessagesInput = {
   orderAt?: Date | string
   lastInboundAt?: Date | string | null
   seenAt?: Date | string | null
+  assignedAt?: Date | string | null
+  labels?: Prisma.ConversationCreatelabelsInput | string[]
   createdAt?: Date | string
   updatedAt?: Date | string
   project: Prisma.ProjectCreateNestedOneWithoutConversationsInput
   contact: Prisma.ContactCreateNestedOneWithoutConversationsInput
+  assignee?: Prisma.DashboardAccountCreateNestedOneWithoutAssignedInput
+  notes?: Prisma.ConversationNoteCreateNestedManyWithoutConversationInput
   order?: Prisma.ConversationOrderCreateNestedOneWithoutConversationInput
 }
 
@@ -835,8 +1096,12 @@ export type ConversationUncheckedCreateWithoutMessagesInput = {
   orderAt?: Date | string
   lastInboundAt?: Date | string | null
   seenAt?: Date | string | null
+  assigneeId?: string | null
+  assignedAt?: Date | string | null
+  labels?: Prisma.ConversationCreatelabelsInput | string[]
   createdAt?: Date | string
   updatedAt?: Date | string
+  notes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutConversationInput
   order?: Prisma.ConversationOrderUncheckedCreateNestedOneWithoutConversationInput
 }
 
@@ -863,10 +1128,14 @@ export type ConversationUpdateWithoutMessagesInput = {
   orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  labels?: Prisma.ConversationUpdatelabelsInput | string[]
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   project?: Prisma.ProjectUpdateOneRequiredWithoutConversationsNestedInput
   contact?: Prisma.ContactUpdateOneRequiredWithoutConversationsNestedInput
+  assignee?: Prisma.DashboardAccountUpdateOneWithoutAssignedNestedInput
+  notes?: Prisma.ConversationNoteUpdateManyWithoutConversationNestedInput
   order?: Prisma.ConversationOrderUpdateOneWithoutConversationNestedInput
 }
 
@@ -879,9 +1148,75 @@ export type ConversationUncheckedUpdateWithoutMessagesInput = {
   orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  assigneeId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  labels?: Prisma.ConversationUpdatelabelsInput | string[]
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  notes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutConversationNestedInput
   order?: Prisma.ConversationOrderUncheckedUpdateOneWithoutConversationNestedInput
+}
+
+export type ConversationCreateWithoutAssigneeInput = {
+  id?: bigint | number
+  state?: string
+  lastMessageAt: Date | string
+  orderAt?: Date | string
+  lastInboundAt?: Date | string | null
+  seenAt?: Date | string | null
+  assignedAt?: Date | string | null
+  labels?: Prisma.ConversationCreatelabelsInput | string[]
+  createdAt?: Date | string
+  updatedAt?: Date | string
+  project: Prisma.ProjectCreateNestedOneWithoutConversationsInput
+  contact: Prisma.ContactCreateNestedOneWithoutConversationsInput
+  messages?: Prisma.MessageCreateNestedManyWithoutConversationInput
+  notes?: Prisma.ConversationNoteCreateNestedManyWithoutConversationInput
+  order?: Prisma.ConversationOrderCreateNestedOneWithoutConversationInput
+}
+
+export type ConversationUncheckedCreateWithoutAssigneeInput = {
+  id?: bigint | number
+  projectId: string
+  contactId: bigint | number
+  state?: string
+  lastMessageAt: Date | string
+  orderAt?: Date | string
+  lastInboundAt?: Date | string | null
+  seenAt?: Date | string | null
+  assignedAt?: Date | string | null
+  labels?: Prisma.ConversationCreatelabelsInput | string[]
+  createdAt?: Date | string
+  updatedAt?: Date | string
+  messages?: Prisma.MessageUncheckedCreateNestedManyWithoutConversationInput
+  notes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutConversationInput
+  order?: Prisma.ConversationOrderUncheckedCreateNestedOneWithoutConversationInput
+}
+
+export type ConversationCreateOrConnectWithoutAssigneeInput = {
+  where: Prisma.ConversationWhereUniqueInput
+  create: Prisma.XOR<Prisma.ConversationCreateWithoutAssigneeInput, Prisma.ConversationUncheckedCreateWithoutAssigneeInput>
+}
+
+export type ConversationCreateManyAssigneeInputEnvelope = {
+  data: Prisma.ConversationCreateManyAssigneeInput | Prisma.ConversationCreateManyAssigneeInput[]
+  skipDuplicates?: boolean
+}
+
+export type ConversationUpsertWithWhereUniqueWithoutAssigneeInput = {
+  where: Prisma.ConversationWhereUniqueInput
+  update: Prisma.XOR<Prisma.ConversationUpdateWithoutAssigneeInput, Prisma.ConversationUncheckedUpdateWithoutAssigneeInput>
+  create: Prisma.XOR<Prisma.ConversationCreateWithoutAssigneeInput, Prisma.ConversationUncheckedCreateWithoutAssigneeInput>
+}
+
+export type ConversationUpdateWithWhereUniqueWithoutAssigneeInput = {
+  where: Prisma.ConversationWhereUniqueInput
+  data: Prisma.XOR<Prisma.ConversationUpdateWithoutAssigneeInput, Prisma.ConversationUncheckedUpdateWithoutAssigneeInput>
+}
+
+export type ConversationUpdateManyWithWhereWithoutAssigneeInput = {
+  where: Prisma.ConversationScalarWhereInput
+  data: Prisma.XOR<Prisma.ConversationUpdateManyMutationInput, Prisma.ConversationUncheckedUpdateManyWithoutAssigneeInput>
 }
 
 export type ConversationCreateManyProjectInput = {
@@ -892,6 +1227,9 @@ export type ConversationCreateManyProjectInput = {
   orderAt?: Date | string
   lastInboundAt?: Date | string | null
   seenAt?: Date | string | null
+  assigneeId?: string | null
+  assignedAt?: Date | string | null
+  labels?: Prisma.ConversationCreatelabelsInput | string[]
   createdAt?: Date | string
   updatedAt?: Date | string
 }
@@ -903,10 +1241,14 @@ export type ConversationUpdateWithoutProjectInput = {
   orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  labels?: Prisma.ConversationUpdatelabelsInput | string[]
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   contact?: Prisma.ContactUpdateOneRequiredWithoutConversationsNestedInput
+  assignee?: Prisma.DashboardAccountUpdateOneWithoutAssignedNestedInput
   messages?: Prisma.MessageUpdateManyWithoutConversationNestedInput
+  notes?: Prisma.ConversationNoteUpdateManyWithoutConversationNestedInput
   order?: Prisma.ConversationOrderUpdateOneWithoutConversationNestedInput
 }
 
@@ -918,9 +1260,13 @@ export type ConversationUncheckedUpdateWithoutProjectInput = {
   orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  assigneeId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  labels?: Prisma.ConversationUpdatelabelsInput | string[]
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   messages?: Prisma.MessageUncheckedUpdateManyWithoutConversationNestedInput
+  notes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutConversationNestedInput
   order?: Prisma.ConversationOrderUncheckedUpdateOneWithoutConversationNestedInput
 }
 
@@ -932,6 +1278,9 @@ export type ConversationUncheckedUpdateManyWithoutProjectInput = {
   orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  assigneeId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  labels?: Prisma.ConversationUpdatelabelsInput | string[]
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -944,6 +1293,9 @@ export type ConversationCreateManyContactInput = {
   orderAt?: Date | string
   lastInboundAt?: Date | string | null
   seenAt?: Date | string | null
+  assigneeId?: string | null
+  assignedAt?: Date | string | null
+  labels?: Prisma.ConversationCreatelabelsInput | string[]
   createdAt?: Date | string
   updatedAt?: Date | string
 }
@@ -955,10 +1307,14 @@ export type ConversationUpdateWithoutContactInput = {
   orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  labels?: Prisma.ConversationUpdatelabelsInput | string[]
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   project?: Prisma.ProjectUpdateOneRequiredWithoutConversationsNestedInput
+  assignee?: Prisma.DashboardAccountUpdateOneWithoutAssignedNestedInput
   messages?: Prisma.MessageUpdateManyWithoutConversationNestedInput
+  notes?: Prisma.ConversationNoteUpdateManyWithoutConversationNestedInput
   order?: Prisma.ConversationOrderUpdateOneWithoutConversationNestedInput
 }
 
@@ -970,9 +1326,13 @@ export type ConversationUncheckedUpdateWithoutContactInput = {
   orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  assigneeId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  labels?: Prisma.ConversationUpdatelabelsInput | string[]
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   messages?: Prisma.MessageUncheckedUpdateManyWithoutConversationNestedInput
+  notes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutConversationNestedInput
   order?: Prisma.ConversationOrderUncheckedUpdateOneWithoutConversationNestedInput
 }
 
@@ -984,6 +1344,75 @@ export type ConversationUncheckedUpdateManyWithoutContactInput = {
   orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  assigneeId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  labels?: Prisma.ConversationUpdatelabelsInput | string[]
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+}
+
+export type ConversationCreateManyAssigneeInput = {
+  id?: bigint | number
+  projectId: string
+  contactId: bigint | number
+  state?: string
+  lastMessageAt: Date | string
+  orderAt?: Date | string
+  lastInboundAt?: Date | string | null
+  seenAt?: Date | string | null
+  assignedAt?: Date | string | null
+  labels?: Prisma.ConversationCreatelabelsInput | string[]
+  createdAt?: Date | string
+  updatedAt?: Date | string
+}
+
+export type ConversationUpdateWithoutAssigneeInput = {
+  id?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  state?: Prisma.StringFieldUpdateOperationsInput | string
+  lastMessageAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  labels?: Prisma.ConversationUpdatelabelsInput | string[]
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  project?: Prisma.ProjectUpdateOneRequiredWithoutConversationsNestedInput
+  contact?: Prisma.ContactUpdateOneRequiredWithoutConversationsNestedInput
+  messages?: Prisma.MessageUpdateManyWithoutConversationNestedInput
+  notes?: Prisma.ConversationNoteUpdateManyWithoutConversationNestedInput
+  order?: Prisma.ConversationOrderUpdateOneWithoutConversationNestedInput
+}
+
+export type ConversationUncheckedUpdateWithoutAssigneeInput = {
+  id?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  projectId?: Prisma.StringFieldUpdateOperationsInput | string
+  contactId?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  state?: Prisma.StringFieldUpdateOperationsInput | string
+  lastMessageAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  labels?: Prisma.ConversationUpdatelabelsInput | string[]
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  messages?: Prisma.MessageUncheckedUpdateManyWithoutConversationNestedInput
+  notes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutConversationNestedInput
+  order?: Prisma.ConversationOrderUncheckedUpdateOneWithoutConversationNestedInput
+}
+
+export type ConversationUncheckedUpdateManyWithoutAssigneeInput = {
+  id?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  projectId?: Prisma.StringFieldUpdateOperationsInput | string
+  contactId?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  state?: Prisma.StringFieldUpdateOperationsInput | string
+  lastMessageAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  labels?: Prisma.ConversationUpdatelabelsInput | string[]
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -995,10 +1424,12 @@ export type ConversationUncheckedUpdateManyWithoutContactInput = {
 
 export type ConversationCountOutputType = {
   messages: number
+  notes: number
 }
 
 export type ConversationCountOutputTypeSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   messages?: boolean | ConversationCountOutputTypeCountMessagesArgs
+  notes?: boolean | ConversationCountOutputTypeCountNotesArgs
 }
 
 /**
@@ -1018,6 +1449,13 @@ export type ConversationCountOutputTypeCountMessagesArgs<ExtArgs extends runtime
   where?: Prisma.MessageWhereInput
 }
 
+/**
+ * ConversationCountOutputType without action
+ */
+export type ConversationCountOutputTypeCountNotesArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  where?: Prisma.ConversationNoteWhereInput
+}
+
 
 export type ConversationSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
   id?: boolean
@@ -1028,11 +1466,16 @@ export type ConversationSelect<ExtArgs extends runtime.Types.Extensions.Internal
   orderAt?: boolean
   lastInboundAt?: boolean
   seenAt?: boolean
+  assigneeId?: boolean
+  assignedAt?: boolean
+  labels?: boolean
   createdAt?: boolean
   updatedAt?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
   contact?: boolean | Prisma.ContactDefaultArgs<ExtArgs>
+  assignee?: boolean | Prisma.Conversation$assigneeArgs<ExtArgs>
   messages?: boolean | Prisma.Conversation$messagesArgs<ExtArgs>
+  notes?: boolean | Prisma.Conversation$notesArgs<ExtArgs>
   order?: boolean | Prisma.Conversation$orderArgs<ExtArgs>
   _count?: boolean | Prisma.ConversationCountOutputTypeDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["conversation"]>
@@ -1046,10 +1489,14 @@ export type ConversationSelectCreateManyAndReturn<ExtArgs extends runtime.Types.
   orderAt?: boolean
   lastInboundAt?: boolean
   seenAt?: boolean
+  assigneeId?: boolean
+  assignedAt?: boolean
+  labels?: boolean
   createdAt?: boolean
   updatedAt?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
   contact?: boolean | Prisma.ContactDefaultArgs<ExtArgs>
+  assignee?: boolean | Prisma.Conversation$assigneeArgs<ExtArgs>
 }, ExtArgs["result"]["conversation"]>
 
 export type ConversationSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -1061,10 +1508,14 @@ export type ConversationSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.
   orderAt?: boolean
   lastInboundAt?: boolean
   seenAt?: boolean
+  assigneeId?: boolean
+  assignedAt?: boolean
+  labels?: boolean
   createdAt?: boolean
   updatedAt?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
   contact?: boolean | Prisma.ContactDefaultArgs<ExtArgs>
+  assignee?: boolean | Prisma.Conversation$assigneeArgs<ExtArgs>
 }, ExtArgs["result"]["conversation"]>
 
 export type ConversationSelectScalar = {
@@ -1076,25 +1527,32 @@ export type ConversationSelectScalar = {
   orderAt?: boolean
   lastInboundAt?: boolean
   seenAt?: boolean
+  assigneeId?: boolean
+  assignedAt?: boolean
+  labels?: boolean
   createdAt?: boolean
   updatedAt?: boolean
 }
 
-export type ConversationOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "contactId" | "state" | "lastMessageAt" | "orderAt" | "lastInboundAt" | "seenAt" | "createdAt" | "updatedAt", ExtArgs["result"]["conversation"]>
+export type ConversationOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "contactId" | "state" | "lastMessageAt" | "orderAt" | "lastInboundAt" | "seenAt" | "assigneeId" | "assignedAt" | "labels" | "createdAt" | "updatedAt", ExtArgs["result"]["conversation"]>
 export type ConversationInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
   contact?: boolean | Prisma.ContactDefaultArgs<ExtArgs>
+  assignee?: boolean | Prisma.Conversation$assigneeArgs<ExtArgs>
   messages?: boolean | Prisma.Conversation$messagesArgs<ExtArgs>
+  notes?: boolean | Prisma.Conversation$notesArgs<ExtArgs>
   order?: boolean | Prisma.Conversation$orderArgs<ExtArgs>
   _count?: boolean | Prisma.ConversationCountOutputTypeDefaultArgs<ExtArgs>
 }
 export type ConversationIncludeCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
   contact?: boolean | Prisma.ContactDefaultArgs<ExtArgs>
+  assignee?: boolean | Prisma.Conversation$assigneeArgs<ExtArgs>
 }
 export type ConversationIncludeUpdateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
   contact?: boolean | Prisma.ContactDefaultArgs<ExtArgs>
+  assignee?: boolean | Prisma.Conversation$assigneeArgs<ExtArgs>
 }
 
 export type $ConversationPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
@@ -1102,7 +1560,9 @@ export type $ConversationPayload<ExtArgs extends runtime.Types.Extensions.Intern
   objects: {
     project: Prisma.$ProjectPayload<ExtArgs>
     contact: Prisma.$ContactPayload<ExtArgs>
+    assignee: Prisma.$DashboardAccountPayload<ExtArgs> | null
     messages: Prisma.$MessagePayload<ExtArgs>[]
+    notes: Prisma.$ConversationNotePayload<ExtArgs>[]
     order: Prisma.$ConversationOrderPayload<ExtArgs> | null
   }
   scalars: runtime.Types.Extensions.GetPayloadResult<{
@@ -1131,6 +1591,16 @@ export type $ConversationPayload<ExtArgs extends runtime.Types.Extensions.Intern
      * are unread (the console's filter). Not indexed.
      */
     seenAt: Date | null
+    /**
+     * The person handling it (a dashboard account with a role in the project; the inbox's
+     * "assigned to me"), and since when; null: unassigned (lib/conversations/assignment.ts).
+     */
+    assigneeId: string | null
+    assignedAt: Date | null
+    /**
+     * The team's labels (the inbox's filter), lower-case, sorted, at most 20.
+     */
+    labels: string[]
     createdAt: Date
     updatedAt: Date
   }, ExtArgs["result"]["conversation"]>
@@ -1529,7 +1999,9 @@ export interface Prisma__ConversationClient<T, Null = never, ExtArgs extends run
   readonly [Symbol.toStringTag]: "PrismaPromise"
   project<T extends Prisma.ProjectDefaultArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.ProjectDefaultArgs<ExtArgs>>): Prisma.Prisma__ProjectClient<runtime.Types.Result.GetResult<Prisma.$ProjectPayload<ExtArgs>, T, "findUniqueOrThrow", GlobalOmitOptions> | Null, Null, ExtArgs, GlobalOmitOptions>
   contact<T extends Prisma.ContactDefaultArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.ContactDefaultArgs<ExtArgs>>): Prisma.Prisma__ContactClient<runtime.Types.Result.GetResult<Prisma.$ContactPayload<ExtArgs>, T, "findUniqueOrThrow", GlobalOmitOptions> | Null, Null, ExtArgs, GlobalOmitOptions>
+  assignee<T extends Prisma.Conversation$assigneeArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Conversation$assigneeArgs<ExtArgs>>): Prisma.Prisma__DashboardAccountClient<runtime.Types.Result.GetResult<Prisma.$DashboardAccountPayload<ExtArgs>, T, "findUniqueOrThrow", GlobalOmitOptions> | null, null, ExtArgs, GlobalOmitOptions>
   messages<T extends Prisma.Conversation$messagesArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Conversation$messagesArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$MessagePayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
+  notes<T extends Prisma.Conversation$notesArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Conversation$notesArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$ConversationNotePayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   order<T extends Prisma.Conversation$orderArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Conversation$orderArgs<ExtArgs>>): Prisma.Prisma__ConversationOrderClient<runtime.Types.Result.GetResult<Prisma.$ConversationOrderPayload<ExtArgs>, T, "findUniqueOrThrow", GlobalOmitOptions> | null, null, ExtArgs, GlobalOmitOptions>
   /**
    * Attaches callbacks for the resolution and/or rejection of the Promise.
@@ -1568,6 +2040,9 @@ export interface ConversationFieldRefs {
   readonly orderAt: Prisma.FieldRef<"Conversation", 'DateTime'>
   readonly lastInboundAt: Prisma.FieldRef<"Conversation", 'DateTime'>
   readonly seenAt: Prisma.FieldRef<"Conversation", 'DateTime'>
+  readonly assigneeId: Prisma.FieldRef<"Conversation", 'String'>
+  readonly assignedAt: Prisma.FieldRef<"Conversation", 'DateTime'>
+  readonly labels: Prisma.FieldRef<"Conversation", 'String[]'>
   readonly createdAt: Prisma.FieldRef<"Conversation", 'DateTime'>
   readonly updatedAt: Prisma.FieldRef<"Conversation", 'DateTime'>
 }
@@ -1971,6 +2446,25 @@ export type ConversationDeleteManyArgs<ExtArgs extends runtime.Types.Extensions.
 }
 
 /**
+ * Conversation.assignee
+ */
+export type Conversation$assigneeArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  /**
+   * Select specific fields to fetch from the DashboardAccount
+   */
+  select?: Prisma.DashboardAccountSelect<ExtArgs> | null
+  /**
+   * Omit specific fields from the DashboardAccount
+   */
+  omit?: Prisma.DashboardAccountOmit<ExtArgs> | null
+  /**
+   * Choose, which related nodes to fetch as well
+   */
+  include?: Prisma.DashboardAccountInclude<ExtArgs> | null
+  where?: Prisma.DashboardAccountWhereInput
+}
+
+/**
  * Conversation.messages
  */
 export type Conversation$messagesArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
@@ -1992,6 +2486,30 @@ export type Conversation$messagesArgs<ExtArgs extends runtime.Types.Extensions.I
   take?: number
   skip?: number
   distinct?: Prisma.MessageScalarFieldEnum | Prisma.MessageScalarFieldEnum[]
+}
+
+/**
+ * Conversation.notes
+ */
+export type Conversation$notesArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  /**
+   * Select specific fields to fetch from the ConversationNote
+   */
+  select?: Prisma.ConversationNoteSelect<ExtArgs> | null
+  /**
+   * Omit specific fields from the ConversationNote
+   */
+  omit?: Prisma.ConversationNoteOmit<ExtArgs> | null
+  /**
+   * Choose, which related nodes to fetch as well
+   */
+  include?: Prisma.ConversationNoteInclude<ExtArgs> | null
+  where?: Prisma.ConversationNoteWhereInput
+  orderBy?: Prisma.ConversationNoteOrderByWithRelationInput | Prisma.ConversationNoteOrderByWithRelationInput[]
+  cursor?: Prisma.ConversationNoteWhereUniqueInput
+  take?: number
+  skip?: number
+  distinct?: Prisma.ConversationNoteScalarFieldEnum | Prisma.ConversationNoteScalarFieldEnum[]
 }
 
 /**

@@ -193,6 +193,7 @@ export type DashboardAccountWhereInput = {
   memberships?: Prisma.DashboardMembershipListRelationFilter
   sessions?: Prisma.DashboardSessionListRelationFilter
   connections?: Prisma.AgentConnectionListRelationFilter
+  assigned?: Prisma.ConversationListRelationFilter
 }
 
 export type DashboardAccountOrderByWithRelationInput = {
@@ -205,6 +206,7 @@ export type DashboardAccountOrderByWithRelationInput = {
   memberships?: Prisma.DashboardMembershipOrderByRelationAggregateInput
   sessions?: Prisma.DashboardSessionOrderByRelationAggregateInput
   connections?: Prisma.AgentConnectionOrderByRelationAggregateInput
+  assigned?: Prisma.ConversationOrderByRelationAggregateInput
 }
 
 export type DashboardAccountWhereUniqueInput = Prisma.AtLeast<{
@@ -220,6 +222,7 @@ export type DashboardAccountWhereUniqueInput = Prisma.AtLeast<{
   memberships?: Prisma.DashboardMembershipListRelationFilter
   sessions?: Prisma.DashboardSessionListRelationFilter
   connections?: Prisma.AgentConnectionListRelationFilter
+  assigned?: Prisma.ConversationListRelationFilter
 }, "id" | "email" | "setupTokenHash">
 
 export type DashboardAccountOrderByWithAggregationInput = {
@@ -256,6 +259,7 @@ export type DashboardAccountCreateInput = {
   memberships?: Prisma.DashboardMembershipCreateNestedManyWithoutAccountInput
   sessions?: Prisma.DashboardSessionCreateNestedManyWithoutAccountInput
   connections?: Prisma.AgentConnectionCreateNestedManyWithoutAccountInput
+  assigned?: Prisma.ConversationCreateNestedManyWithoutAssigneeInput
 }
 
 export type DashboardAccountUncheckedCreateInput = {
@@ -268,6 +272,7 @@ export type DashboardAccountUncheckedCreateInput = {
   memberships?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutAccountInput
   sessions?: Prisma.DashboardSessionUncheckedCreateNestedManyWithoutAccountInput
   connections?: Prisma.AgentConnectionUncheckedCreateNestedManyWithoutAccountInput
+  assigned?: Prisma.ConversationUncheckedCreateNestedManyWithoutAssigneeInput
 }
 
 export type DashboardAccountUpdateInput = {
@@ -280,6 +285,7 @@ export type DashboardAccountUpdateInput = {
   memberships?: Prisma.DashboardMembershipUpdateManyWithoutAccountNestedInput
   sessions?: Prisma.DashboardSessionUpdateManyWithoutAccountNestedInput
   connections?: Prisma.AgentConnectionUpdateManyWithoutAccountNestedInput
+  assigned?: Prisma.ConversationUpdateManyWithoutAssigneeNestedInput
 }
 
 export type DashboardAccountUncheckedUpdateInput = {
@@ -292,6 +298,7 @@ export type DashboardAccountUncheckedUpdateInput = {
   memberships?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutAccountNestedInput
   sessions?: Prisma.DashboardSessionUncheckedUpdateManyWithoutAccountNestedInput
   connections?: Prisma.AgentConnectionUncheckedUpdateManyWithoutAccountNestedInput
+  assigned?: Prisma.ConversationUncheckedUpdateManyWithoutAssigneeNestedInput
 }
 
 export type DashboardAccountCreateManyInput = {
@@ -374,6 +381,22 @@ export type DashboardAccountUpdateOneWithoutConnectionsNestedInput = {
   update?: Prisma.XOR<Prisma.XOR<Prisma.DashboardAccountUpdateToOneWithWhereWithoutConnectionsInput, Prisma.DashboardAccountUpdateWithoutConnectionsInput>, Prisma.DashboardAccountUncheckedUpdateWithoutConnectionsInput>
 }
 
+export type DashboardAccountCreateNestedOneWithoutAssignedInput = {
+  create?: Prisma.XOR<Prisma.DashboardAccountCreateWithoutAssignedInput, Prisma.DashboardAccountUncheckedCreateWithoutAssignedInput>
+  connectOrCreate?: Prisma.DashboardAccountCreateOrConnectWithoutAssignedInput
+  connect?: Prisma.DashboardAccountWhereUniqueInput
+}
+
+export type DashboardAccountUpdateOneWithoutAssignedNestedInput = {
+  create?: Prisma.XOR<Prisma.DashboardAccountCreateWithoutAssignedInput, Prisma.DashboardAccountUncheckedCreateWithoutAssignedInput>
+  connectOrCreate?: Prisma.DashboardAccountCreateOrConnectWithoutAssignedInput
+  upsert?: Prisma.DashboardAccountUpsertWithoutAssignedInput
+  disconnect?: Prisma.DashboardAccountWhereInput | boolean
+  delete?: Prisma.DashboardAccountWhereInput | boolean
+  connect?: Prisma.DashboardAccountWhereUniqueInput
+  update?: Prisma.XOR<Prisma.XOR<Prisma.DashboardAccountUpdateToOneWithWhereWithoutAssignedInput, Prisma.DashboardAccountUpdateWithoutAssignedInput>, Prisma.DashboardAccountUncheckedUpdateWithoutAssignedInput>
+}
+
 export type DashboardAccountCreateNestedOneWithoutMembershipsInput = {
   create?: Prisma.XOR<Prisma.DashboardAccountCreateWithoutMembershipsInput, Prisma.DashboardAccountUncheckedCreateWithoutMembershipsInput>
   connectOrCreate?: Prisma.DashboardAccountCreateOrConnectWithoutMembershipsInput
@@ -411,6 +434,7 @@ export type DashboardAccountCreateWithoutConnectionsInput = {
   createdAt?: Date | string
   memberships?: Prisma.DashboardMembershipCreateNestedManyWithoutAccountInput
   sessions?: Prisma.DashboardSessionCreateNestedManyWithoutAccountInput
+  assigned?: Prisma.ConversationCreateNestedManyWithoutAssigneeInput
 }
 
 export type DashboardAccountUncheckedCreateWithoutConnectionsInput = {
@@ -422,6 +446,7 @@ export type DashboardAccountUncheckedCreateWithoutConnectionsInput = {
   createdAt?: Date | string
   memberships?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutAccountInput
   sessions?: Prisma.DashboardSessionUncheckedCreateNestedManyWithoutAccountInput
+  assigned?: Prisma.ConversationUncheckedCreateNestedManyWithoutAssigneeInput
 }
 
 export type DashboardAccountCreateOrConnectWithoutConnectionsInput = {
@@ -449,6 +474,7 @@ export type DashboardAccountUpdateWithoutConnectionsInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   memberships?: Prisma.DashboardMembershipUpdateManyWithoutAccountNestedInput
   sessions?: Prisma.DashboardSessionUpdateManyWithoutAccountNestedInput
+  assigned?: Prisma.ConversationUpdateManyWithoutAssigneeNestedInput
 }
 
 export type DashboardAccountUncheckedUpdateWithoutConnectionsInput = {
@@ -460,6 +486,71 @@ export type DashboardAccountUncheckedUpdateWithoutConnectionsInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   memberships?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutAccountNestedInput
   sessions?: Prisma.DashboardSessionUncheckedUpdateManyWithoutAccountNestedInput
+  assigned?: Prisma.ConversationUncheckedUpdateManyWithoutAssigneeNestedInput
+}
+
+export type DashboardAccountCreateWithoutAssignedInput = {
+  id: string
+  email: string
+  passwordHash?: string | null
+  setupTokenHash?: string | null
+  setupExpiresAt?: Date | string | null
+  createdAt?: Date | string
+  memberships?: Prisma.DashboardMembershipCreateNestedManyWithoutAccountInput
+  sessions?: Prisma.DashboardSessionCreateNestedManyWithoutAccountInput
+  connections?: Prisma.AgentConnectionCreateNestedManyWithoutAccountInput
+}
+
+export type DashboardAccountUncheckedCreateWithoutAssignedInput = {
+  id: string
+  email: string
+  passwordHash?: string | null
+  setupTokenHash?: string | null
+  setupExpiresAt?: Date | string | null
+  createdAt?: Date | string
+  memberships?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutAccountInput
+  sessions?: Prisma.DashboardSessionUncheckedCreateNestedManyWithoutAccountInput
+  connections?: Prisma.AgentConnectionUncheckedCreateNestedManyWithoutAccountInput
+}
+
+export type DashboardAccountCreateOrConnectWithoutAssignedInput = {
+  where: Prisma.DashboardAccountWhereUniqueInput
+  create: Prisma.XOR<Prisma.DashboardAccountCreateWithoutAssignedInput, Prisma.DashboardAccountUncheckedCreateWithoutAssignedInput>
+}
+
+export type DashboardAccountUpsertWithoutAssignedInput = {
+  update: Prisma.XOR<Prisma.DashboardAccountUpdateWithoutAssignedInput, Prisma.DashboardAccountUncheckedUpdateWithoutAssignedInput>
+  create: Prisma.XOR<Prisma.DashboardAccountCreateWithoutAssignedInput, Prisma.DashboardAccountUncheckedCreateWithoutAssignedInput>
+  where?: Prisma.DashboardAccountWhereInput
+}
+
+export type DashboardAccountUpdateToOneWithWhereWithoutAssignedInput = {
+  where?: Prisma.DashboardAccountWhereInput
+  data: Prisma.XOR<Prisma.DashboardAccountUpdateWithoutAssignedInput, Prisma.DashboardAccountUncheckedUpdateWithoutAssignedInput>
+}
+
+export type DashboardAccountUpdateWithoutAssignedInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  email?: Prisma.StringFieldUpdateOperationsInput | string
+  passwordHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  setupTokenHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  setupExpiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  memberships?: Prisma.DashboardMembershipUpdateManyWithoutAccountNestedInput
+  sessions?: Prisma.DashboardSessionUpdateManyWithoutAccountNestedInput
+  connections?: Prisma.AgentConnectionUpdateManyWithoutAccountNestedInput
+}
+
+export type DashboardAccountUncheckedUpdateWithoutAssignedInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  email?: Prisma.StringFieldUpdateOperationsInput | string
+  passwordHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  setupTokenHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  setupExpiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  memberships?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutAccountNestedInput
+  sessions?: Prisma.DashboardSessionUncheckedUpdateManyWithoutAccountNestedInput
+  connections?: Prisma.AgentConnectionUncheckedUpdateManyWithoutAccountNestedInput
 }
 
 export type DashboardAccountCreateWithoutMembershipsInput = {
@@ -471,6 +562,7 @@ export type DashboardAccountCreateWithoutMembershipsInput = {
   createdAt?: Date | string
   sessions?: Prisma.DashboardSessionCreateNestedManyWithoutAccountInput
   connections?: Prisma.AgentConnectionCreateNestedManyWithoutAccountInput
+  assigned?: Prisma.ConversationCreateNestedManyWithoutAssigneeInput
 }
 
 export type DashboardAccountUncheckedCreateWithoutMembershipsInput = {
@@ -482,6 +574,7 @@ export type DashboardAccountUncheckedCreateWithoutMembershipsInput = {
   createdAt?: Date | string
   sessions?: Prisma.DashboardSessionUncheckedCreateNestedManyWithoutAccountInput
   connections?: Prisma.AgentConnectionUncheckedCreateNestedManyWithoutAccountInput
+  assigned?: Prisma.ConversationUncheckedCreateNestedManyWithoutAssigneeInput
 }
 
 export type DashboardAccountCreateOrConnectWithoutMembershipsInput = {
@@ -509,6 +602,7 @@ export type DashboardAccountUpdateWithoutMembershipsInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   sessions?: Prisma.DashboardSessionUpdateManyWithoutAccountNestedInput
   connections?: Prisma.AgentConnectionUpdateManyWithoutAccountNestedInput
+  assigned?: Prisma.ConversationUpdateManyWithoutAssigneeNestedInput
 }
 
 export type DashboardAccountUncheckedUpdateWithoutMembershipsInput = {
@@ -520,6 +614,7 @@ export type DashboardAccountUncheckedUpdateWithoutMembershipsInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   sessions?: Prisma.DashboardSessionUncheckedUpdateManyWithoutAccountNestedInput
   connections?: Prisma.AgentConnectionUncheckedUpdateManyWithoutAccountNestedInput
+  assigned?: Prisma.ConversationUncheckedUpdateManyWithoutAssigneeNestedInput
 }
 
 export type DashboardAccountCreateWithoutSessionsInput = {
@@ -531,6 +626,7 @@ export type DashboardAccountCreateWithoutSessionsInput = {
   createdAt?: Date | string
   memberships?: Prisma.DashboardMembershipCreateNestedManyWithoutAccountInput
   connections?: Prisma.AgentConnectionCreateNestedManyWithoutAccountInput
+  assigned?: Prisma.ConversationCreateNestedManyWithoutAssigneeInput
 }
 
 export type DashboardAccountUncheckedCreateWithoutSessionsInput = {
@@ -542,6 +638,7 @@ export type DashboardAccountUncheckedCreateWithoutSessionsInput = {
   createdAt?: Date | string
   memberships?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutAccountInput
   connections?: Prisma.AgentConnectionUncheckedCreateNestedManyWithoutAccountInput
+  assigned?: Prisma.ConversationUncheckedCreateNestedManyWithoutAssigneeInput
 }
 
 export type DashboardAccountCreateOrConnectWithoutSessionsInput = {
@@ -569,6 +666,7 @@ export type DashboardAccountUpdateWithoutSessionsInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   memberships?: Prisma.DashboardMembershipUpdateManyWithoutAccountNestedInput
   connections?: Prisma.AgentConnectionUpdateManyWithoutAccountNestedInput
+  assigned?: Prisma.ConversationUpdateManyWithoutAssigneeNestedInput
 }
 
 export type DashboardAccountUncheckedUpdateWithoutSessionsInput = {
@@ -580,6 +678,7 @@ export type DashboardAccountUncheckedUpdateWithoutSessionsInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   memberships?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutAccountNestedInput
   connections?: Prisma.AgentConnectionUncheckedUpdateManyWithoutAccountNestedInput
+  assigned?: Prisma.ConversationUncheckedUpdateManyWithoutAssigneeNestedInput
 }
 
 
@@ -591,12 +690,14 @@ export type DashboardAccountCountOutputType = {
   memberships: number
   sessions: number
   connections: number
+  assigned: number
 }
 
 export type DashboardAccountCountOutputTypeSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   memberships?: boolean | DashboardAccountCountOutputTypeCountMembershipsArgs
   sessions?: boolean | DashboardAccountCountOutputTypeCountSessionsArgs
   connections?: boolean | DashboardAccountCountOutputTypeCountConnectionsArgs
+  assigned?: boolean | DashboardAccountCountOutputTypeCountAssignedArgs
 }
 
 /**
@@ -630,6 +731,13 @@ export type DashboardAccountCountOutputTypeCountConnectionsArgs<ExtArgs extends 
   where?: Prisma.AgentConnectionWhereInput
 }
 
+/**
+ * DashboardAccountCountOutputType without action
+ */
+export type DashboardAccountCountOutputTypeCountAssignedArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  where?: Prisma.ConversationWhereInput
+}
+
 
 export type DashboardAccountSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
   id?: boolean
@@ -641,6 +749,7 @@ export type DashboardAccountSelect<ExtArgs extends runtime.Types.Extensions.Inte
   memberships?: boolean | Prisma.DashboardAccount$membershipsArgs<ExtArgs>
   sessions?: boolean | Prisma.DashboardAccount$sessionsArgs<ExtArgs>
   connections?: boolean | Prisma.DashboardAccount$connectionsArgs<ExtArgs>
+  assigned?: boolean | Prisma.DashboardAccount$assignedArgs<ExtArgs>
   _count?: boolean | Prisma.DashboardAccountCountOutputTypeDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["dashboardAccount"]>
 
@@ -676,6 +785,7 @@ export type DashboardAccountInclude<ExtArgs extends runtime.Types.Extensions.Int
   memberships?: boolean | Prisma.DashboardAccount$membershipsArgs<ExtArgs>
   sessions?: boolean | Prisma.DashboardAccount$sessionsArgs<ExtArgs>
   connections?: boolean | Prisma.DashboardAccount$connectionsArgs<ExtArgs>
+  assigned?: boolean | Prisma.DashboardAccount$assignedArgs<ExtArgs>
   _count?: boolean | Prisma.DashboardAccountCountOutputTypeDefaultArgs<ExtArgs>
 }
 export type DashboardAccountIncludeCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {}
@@ -687,6 +797,7 @@ export type $DashboardAccountPayload<ExtArgs extends runtime.Types.Extensions.In
     memberships: Prisma.$DashboardMembershipPayload<ExtArgs>[]
     sessions: Prisma.$DashboardSessionPayload<ExtArgs>[]
     connections: Prisma.$AgentConnectionPayload<ExtArgs>[]
+    assigned: Prisma.$ConversationPayload<ExtArgs>[]
   }
   scalars: runtime.Types.Extensions.GetPayloadResult<{
     id: string
@@ -1101,6 +1212,7 @@ export interface Prisma__DashboardAccountClient<T, Null = never, ExtArgs extends
   memberships<T extends Prisma.DashboardAccount$membershipsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.DashboardAccount$membershipsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$DashboardMembershipPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   sessions<T extends Prisma.DashboardAccount$sessionsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.DashboardAccount$sessionsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$DashboardSessionPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   connections<T extends Prisma.DashboardAccount$connectionsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.DashboardAccount$connectionsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$AgentConnectionPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
+  assigned<T extends Prisma.DashboardAccount$assignedArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.DashboardAccount$assignedArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$ConversationPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   /**
    * Attaches callbacks for the resolution and/or rejection of the Promise.
    * @param onfulfilled The callback to execute when the Promise is resolved.
@@ -1598,6 +1710,30 @@ export type DashboardAccount$connectionsArgs<ExtArgs extends runtime.Types.Exten
   take?: number
   skip?: number
   distinct?: Prisma.AgentConnectionScalarFieldEnum | Prisma.AgentConnectionScalarFieldEnum[]
+}
+
+/**
+ * DashboardAccount.assigned
+ */
+export type DashboardAccount$assignedArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  /**
+   * Select specific fields to fetch from the Conversation
+   */
+  select?: Prisma.ConversationSelect<ExtArgs> | null
+  /**
+   * Omit specific fields from the Conversation
+   */
+  omit?: Prisma.ConversationOmit<ExtArgs> | null
+  /**
+   * Choose, which related nodes to fetch as well
+   */
+  include?: Prisma.ConversationInclude<ExtArgs> | null
+  where?: Prisma.ConversationWhereInput
+  orderBy?: Prisma.ConversationOrderByWithRelationInput | Prisma.ConversationOrderByWithRelationInput[]
+  cursor?: Prisma.ConversationWhereUniqueInput
+  take?: number
+  skip?: number
+  distinct?: Prisma.ConversationScalarFieldEnum | Prisma.ConversationScalarFieldEnum[]
 }
 
 /**

@@ -76,6 +76,7 @@ export type MessageCountAggregateOutputType = {
   sentAt: number
   statusAt: number
   pricing: number
+  author: number
   _all: number
 }
 
@@ -130,6 +131,7 @@ export type MessageCountAggregateInputType = {
   sentAt?: true
   statusAt?: true
   pricing?: true
+  author?: true
   _all?: true
 }
 
@@ -233,6 +235,7 @@ export type MessageGroupByOutputType = {
   sentAt: Date
   statusAt: Date
   pricing: runtime.JsonValue | null
+  author: runtime.JsonValue | null
   _count: MessageCountAggregateOutputType | null
   _avg: MessageAvgAggregateOutputType | null
   _sum: MessageSumAggregateOutputType | null
@@ -272,6 +275,7 @@ export type MessageWhereInput = {
   sentAt?: Prisma.DateTimeFilter<"Message"> | Date | string
   statusAt?: Prisma.DateTimeFilter<"Message"> | Date | string
   pricing?: Prisma.JsonNullableFilter<"Message">
+  author?: Prisma.JsonNullableFilter<"Message">
   project?: Prisma.XOR<Prisma.ProjectScalarRelationFilter, Prisma.ProjectWhereInput>
   conversation?: Prisma.XOR<Prisma.ConversationScalarRelationFilter, Prisma.ConversationWhereInput>
   botInbox?: Prisma.XOR<Prisma.BotInboxNullableScalarRelationFilter, Prisma.BotInboxWhereInput> | null
@@ -291,6 +295,7 @@ export type MessageOrderByWithRelationInput = {
   sentAt?: Prisma.SortOrder
   statusAt?: Prisma.SortOrder
   pricing?: Prisma.SortOrderInput | Prisma.SortOrder
+  author?: Prisma.SortOrderInput | Prisma.SortOrder
   project?: Prisma.ProjectOrderByWithRelationInput
   conversation?: Prisma.ConversationOrderByWithRelationInput
   botInbox?: Prisma.BotInboxOrderByWithRelationInput
@@ -315,6 +320,7 @@ export type MessageWhereUniqueInput = Prisma.AtLeast<{
   sentAt?: Prisma.DateTimeFilter<"Message"> | Date | string
   statusAt?: Prisma.DateTimeFilter<"Message"> | Date | string
   pricing?: Prisma.JsonNullableFilter<"Message">
+  author?: Prisma.JsonNullableFilter<"Message">
   project?: Prisma.XOR<Prisma.ProjectScalarRelationFilter, Prisma.ProjectWhereInput>
   conversation?: Prisma.XOR<Prisma.ConversationScalarRelationFilter, Prisma.ConversationWhereInput>
   botInbox?: Prisma.XOR<Prisma.BotInboxNullableScalarRelationFilter, Prisma.BotInboxWhereInput> | null
@@ -334,6 +340,7 @@ export type MessageOrderByWithAggregationInput = {
   sentAt?: Prisma.SortOrder
   statusAt?: Prisma.SortOrder
   pricing?: Prisma.SortOrderInput | Prisma.SortOrder
+  author?: Prisma.SortOrderInput | Prisma.SortOrder
   _count?: Prisma.MessageCountOrderByAggregateInput
   _avg?: Prisma.MessageAvgOrderByAggregateInput
   _max?: Prisma.MessageMaxOrderByAggregateInput
@@ -358,6 +365,7 @@ export type MessageScalarWhereWithAggregatesInput = {
   sentAt?: Prisma.DateTimeWithAggregatesFilter<"Message"> | Date | string
   statusAt?: Prisma.DateTimeWithAggregatesFilter<"Message"> | Date | string
   pricing?: Prisma.JsonNullableWithAggregatesFilter<"Message">
+  author?: Prisma.JsonNullableWithAggregatesFilter<"Message">
 }
 
 export type MessageCreateInput = {
@@ -372,6 +380,7 @@ export type MessageCreateInput = {
   sentAt: Date | string
   statusAt: Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  author?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   project: Prisma.ProjectCreateNestedOneWithoutMessagesInput
   conversation: Prisma.ConversationCreateNestedOneWithoutMessagesInput
   botInbox?: Prisma.BotInboxCreateNestedOneWithoutMessageInput
@@ -391,6 +400,7 @@ export type MessageUncheckedCreateInput = {
   sentAt: Date | string
   statusAt: Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  author?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   botInbox?: Prisma.BotInboxUncheckedCreateNestedOneWithoutMessageInput
 }
 
@@ -406,6 +416,7 @@ export type MessageUpdateInput = {
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  author?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   project?: Prisma.ProjectUpdateOneRequiredWithoutMessagesNestedInput
   conversation?: Prisma.ConversationUpdateOneRequiredWithoutMessagesNestedInput
   botInbox?: Prisma.BotInboxUpdateOneWithoutMessageNestedInput
@@ -425,6 +436,7 @@ export type MessageUncheckedUpdateInput = {
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  author?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   botInbox?: Prisma.BotInboxUncheckedUpdateOneWithoutMessageNestedInput
 }
 
@@ -442,6 +454,7 @@ export type MessageCreateManyInput = {
   sentAt: Date | string
   statusAt: Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  author?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
 }
 
 export type MessageUpdateManyMutationInput = {
@@ -456,6 +469,7 @@ export type MessageUpdateManyMutationInput = {
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  author?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
 }
 
 export type MessageUncheckedUpdateManyInput = {
@@ -472,6 +486,7 @@ export type MessageUncheckedUpdateManyInput = {
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  author?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
 }
 
 export type MessageListRelationFilter = {
@@ -508,6 +523,7 @@ export type MessageCountOrderByAggregateInput = {
   sentAt?: Prisma.SortOrder
   statusAt?: Prisma.SortOrder
   pricing?: Prisma.SortOrder
+  author?: Prisma.SortOrder
 }
 
 export type MessageAvgOrderByAggregateInput = {
@@ -663,6 +679,7 @@ export type MessageCreateWithoutProjectInput = {
   sentAt: Date | string
   statusAt: Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  author?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   conversation: Prisma.ConversationCreateNestedOneWithoutMessagesInput
   botInbox?: Prisma.BotInboxCreateNestedOneWithoutMessageInput
 }
@@ -680,6 +697,7 @@ export type MessageUncheckedCreateWithoutProjectInput = {
   sentAt: Date | string
   statusAt: Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  author?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   botInbox?: Prisma.BotInboxUncheckedCreateNestedOneWithoutMessageInput
 }
 
@@ -726,6 +744,7 @@ export type MessageScalarWhereInput = {
   sentAt?: Prisma.DateTimeFilter<"Message"> | Date | string
   statusAt?: Prisma.DateTimeFilter<"Message"> | Date | string
   pricing?: Prisma.JsonNullableFilter<"Message">
+  author?: Prisma.JsonNullableFilter<"Message">
 }
 
 export type MessageCreateWithoutConversationInput = {
@@ -740,6 +759,7 @@ export type MessageCreateWithoutConversationInput = {
   sentAt: Date | string
   statusAt: Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  author?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   project: Prisma.ProjectCreateNestedOneWithoutMessagesInput
   botInbox?: Prisma.BotInboxCreateNestedOneWithoutMessageInput
 }
@@ -757,6 +777,7 @@ export type MessageUncheckedCreateWithoutConversationInput = {
   sentAt: Date | string
   statusAt: Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  author?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   botInbox?: Prisma.BotInboxUncheckedCreateNestedOneWithoutMessageInput
 }
 
@@ -798,6 +819,7 @@ export type MessageCreateWithoutBotInboxInput = {
   sentAt: Date | string
   statusAt: Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  author?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   project: Prisma.ProjectCreateNestedOneWithoutMessagesInput
   conversation: Prisma.ConversationCreateNestedOneWithoutMessagesInput
 }
@@ -816,6 +838,7 @@ export type MessageUncheckedCreateWithoutBotInboxInput = {
   sentAt: Date | string
   statusAt: Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  author?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
 }
 
 export type MessageCreateOrConnectWithoutBotInboxInput = {
@@ -846,6 +869,7 @@ export type MessageUpdateWithoutBotInboxInput = {
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  author?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   project?: Prisma.ProjectUpdateOneRequiredWithoutMessagesNestedInput
   conversation?: Prisma.ConversationUpdateOneRequiredWithoutMessagesNestedInput
 }
@@ -864,6 +888,7 @@ export type MessageUncheckedUpdateWithoutBotInboxInput = {
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  author?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
 }
 
 export type MessageCreateManyProjectInput = {
@@ -879,6 +904,7 @@ export type MessageCreateManyProjectInput = {
   sentAt: Date | string
   statusAt: Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  author?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
 }
 
 export type MessageUpdateWithoutProjectInput = {
@@ -893,6 +919,7 @@ export type MessageUpdateWithoutProjectInput = {
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  author?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   conversation?: Prisma.ConversationUpdateOneRequiredWithoutMessagesNestedInput
   botInbox?: Prisma.BotInboxUpdateOneWithoutMessageNestedInput
 }
@@ -910,6 +937,7 @@ export type MessageUncheckedUpdateWithoutProjectInput = {
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  author?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   botInbox?: Prisma.BotInboxUncheckedUpdateOneWithoutMessageNestedInput
 }
 
@@ -926,6 +954,7 @@ export type MessageUncheckedUpdateManyWithoutProjectInput = {
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  author?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
 }
 
 export type MessageCreateManyConversationInput = {
@@ -941,6 +970,7 @@ export type MessageCreateManyConversationInput = {
   sentAt: Date | string
   statusAt: Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  author?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
 }
 
 export type MessageUpdateWithoutConversationInput = {
@@ -955,6 +985,7 @@ export type MessageUpdateWithoutConversationInput = {
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  author?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   project?: Prisma.ProjectUpdateOneRequiredWithoutMessagesNestedInput
   botInbox?: Prisma.BotInboxUpdateOneWithoutMessageNestedInput
 }
@@ -972,6 +1003,7 @@ export type MessageUncheckedUpdateWithoutConversationInput = {
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  author?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   botInbox?: Prisma.BotInboxUncheckedUpdateOneWithoutMessageNestedInput
 }
 
@@ -988,6 +1020,7 @@ export type MessageUncheckedUpdateManyWithoutConversationInput = {
   sentAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  author?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
 }
 
 
@@ -1006,6 +1039,7 @@ export type MessageSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs 
   sentAt?: boolean
   statusAt?: boolean
   pricing?: boolean
+  author?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
   conversation?: boolean | Prisma.ConversationDefaultArgs<ExtArgs>
   botInbox?: boolean | Prisma.Message$botInboxArgs<ExtArgs>
@@ -1025,6 +1059,7 @@ export type MessageSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Exten
   sentAt?: boolean
   statusAt?: boolean
   pricing?: boolean
+  author?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
   conversation?: boolean | Prisma.ConversationDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["message"]>
@@ -1043,6 +1078,7 @@ export type MessageSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Exten
   sentAt?: boolean
   statusAt?: boolean
   pricing?: boolean
+  author?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
   conversation?: boolean | Prisma.ConversationDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["message"]>
@@ -1061,9 +1097,10 @@ export type MessageSelectScalar = {
   sentAt?: boolean
   statusAt?: boolean
   pricing?: boolean
+  author?: boolean
 }
 
-export type MessageOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "conversationId" | "wamid" | "direction" | "type" | "content" | "status" | "error" | "sendRef" | "sentAt" | "statusAt" | "pricing", ExtArgs["result"]["message"]>
+export type MessageOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "conversationId" | "wamid" | "direction" | "type" | "content" | "status" | "error" | "sendRef" | "sentAt" | "statusAt" | "pricing" | "author", ExtArgs["result"]["message"]>
 export type MessageInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
   conversation?: boolean | Prisma.ConversationDefaultArgs<ExtArgs>
@@ -1117,6 +1154,11 @@ export type $MessagePayload<ExtArgs extends runtime.Types.Extensions.InternalArg
      * `billable` when given), stored as given: Meta adds categories and types (lib/pricing/status-pricing.ts).
      */
     pricing: runtime.JsonValue | null
+    /**
+     * Who wrote an outbound message (`{kind, id?, name?}`: api_key, person, agent, bot, schedule;
+     * lib/conversations/authors.ts); null for an inbound one, and for sends recorded before it.
+     */
+    author: runtime.JsonValue | null
   }, ExtArgs["result"]["message"]>
   composites: {}
 }
@@ -1556,6 +1598,7 @@ export interface MessageFieldRefs {
   readonly sentAt: Prisma.FieldRef<"Message", 'DateTime'>
   readonly statusAt: Prisma.FieldRef<"Message", 'DateTime'>
   readonly pricing: Prisma.FieldRef<"Message", 'Json'>
+  readonly author: Prisma.FieldRef<"Message", 'Json'>
 }
     
 

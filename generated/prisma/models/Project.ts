@@ -258,6 +258,8 @@ export type ProjectWhereInput = {
   flows?: Prisma.FlowListRelationFilter
   dashboardMembers?: Prisma.DashboardMembershipListRelationFilter
   dashboardInvites?: Prisma.DashboardInviteListRelationFilter
+  conversationNotes?: Prisma.ConversationNoteListRelationFilter
+  cannedReplies?: Prisma.CannedReplyListRelationFilter
 }
 
 export type ProjectOrderByWithRelationInput = {
@@ -291,6 +293,8 @@ export type ProjectOrderByWithRelationInput = {
   flows?: Prisma.FlowOrderByRelationAggregateInput
   dashboardMembers?: Prisma.DashboardMembershipOrderByRelationAggregateInput
   dashboardInvites?: Prisma.DashboardInviteOrderByRelationAggregateInput
+  conversationNotes?: Prisma.ConversationNoteOrderByRelationAggregateInput
+  cannedReplies?: Prisma.CannedReplyOrderByRelationAggregateInput
 }
 
 export type ProjectWhereUniqueInput = Prisma.AtLeast<{
@@ -327,6 +331,8 @@ export type ProjectWhereUniqueInput = Prisma.AtLeast<{
   flows?: Prisma.FlowListRelationFilter
   dashboardMembers?: Prisma.DashboardMembershipListRelationFilter
   dashboardInvites?: Prisma.DashboardInviteListRelationFilter
+  conversationNotes?: Prisma.ConversationNoteListRelationFilter
+  cannedReplies?: Prisma.CannedReplyListRelationFilter
 }, "id" | "storageKey">
 
 export type ProjectOrderByWithAggregationInput = {
@@ -390,6 +396,8 @@ export type ProjectCreateInput = {
   flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateInput = {
@@ -423,6 +431,8 @@ export type ProjectUncheckedCreateInput = {
   flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUpdateInput = {
@@ -456,6 +466,8 @@ export type ProjectUpdateInput = {
   flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateInput = {
@@ -489,6 +501,8 @@ export type ProjectUncheckedUpdateInput = {
   flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateManyInput = {
@@ -656,6 +670,34 @@ export type ProjectUpdateOneRequiredWithoutConversationsNestedInput = {
   upsert?: Prisma.ProjectUpsertWithoutConversationsInput
   connect?: Prisma.ProjectWhereUniqueInput
   update?: Prisma.XOR<Prisma.XOR<Prisma.ProjectUpdateToOneWithWhereWithoutConversationsInput, Prisma.ProjectUpdateWithoutConversationsInput>, Prisma.ProjectUncheckedUpdateWithoutConversationsInput>
+}
+
+export type ProjectCreateNestedOneWithoutConversationNotesInput = {
+  create?: Prisma.XOR<Prisma.ProjectCreateWithoutConversationNotesInput, Prisma.ProjectUncheckedCreateWithoutConversationNotesInput>
+  connectOrCreate?: Prisma.ProjectCreateOrConnectWithoutConversationNotesInput
+  connect?: Prisma.ProjectWhereUniqueInput
+}
+
+export type ProjectUpdateOneRequiredWithoutConversationNotesNestedInput = {
+  create?: Prisma.XOR<Prisma.ProjectCreateWithoutConversationNotesInput, Prisma.ProjectUncheckedCreateWithoutConversationNotesInput>
+  connectOrCreate?: Prisma.ProjectCreateOrConnectWithoutConversationNotesInput
+  upsert?: Prisma.ProjectUpsertWithoutConversationNotesInput
+  connect?: Prisma.ProjectWhereUniqueInput
+  update?: Prisma.XOR<Prisma.XOR<Prisma.ProjectUpdateToOneWithWhereWithoutConversationNotesInput, Prisma.ProjectUpdateWithoutConversationNotesInput>, Prisma.ProjectUncheckedUpdateWithoutConversationNotesInput>
+}
+
+export type ProjectCreateNestedOneWithoutCannedRepliesInput = {
+  create?: Prisma.XOR<Prisma.ProjectCreateWithoutCannedRepliesInput, Prisma.ProjectUncheckedCreateWithoutCannedRepliesInput>
+  connectOrCreate?: Prisma.ProjectCreateOrConnectWithoutCannedRepliesInput
+  connect?: Prisma.ProjectWhereUniqueInput
+}
+
+export type ProjectUpdateOneRequiredWithoutCannedRepliesNestedInput = {
+  create?: Prisma.XOR<Prisma.ProjectCreateWithoutCannedRepliesInput, Prisma.ProjectUncheckedCreateWithoutCannedRepliesInput>
+  connectOrCreate?: Prisma.ProjectCreateOrConnectWithoutCannedRepliesInput
+  upsert?: Prisma.ProjectUpsertWithoutCannedRepliesInput
+  connect?: Prisma.ProjectWhereUniqueInput
+  update?: Prisma.XOR<Prisma.XOR<Prisma.ProjectUpdateToOneWithWhereWithoutCannedRepliesInput, Prisma.ProjectUpdateWithoutCannedRepliesInput>, Prisma.ProjectUncheckedUpdateWithoutCannedRepliesInput>
 }
 
 export type ProjectCreateNestedOneWithoutMessagesInput = {
@@ -926,6 +968,8 @@ export type ProjectCreateWithoutApiKeysInput = {
   flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutApiKeysInput = {
@@ -958,6 +1002,8 @@ export type ProjectUncheckedCreateWithoutApiKeysInput = {
   flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutApiKeysInput = {
@@ -1006,6 +1052,8 @@ export type ProjectUpdateWithoutApiKeysInput = {
   flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutApiKeysInput = {
@@ -1038,6 +1086,8 @@ export type ProjectUncheckedUpdateWithoutApiKeysInput = {
   flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutConnectionsInput = {
@@ -1070,6 +1120,8 @@ export type ProjectCreateWithoutConnectionsInput = {
   flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutConnectionsInput = {
@@ -1102,6 +1154,8 @@ export type ProjectUncheckedCreateWithoutConnectionsInput = {
   flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutConnectionsInput = {
@@ -1150,6 +1204,8 @@ export type ProjectUpdateWithoutConnectionsInput = {
   flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutConnectionsInput = {
@@ -1182,6 +1238,8 @@ export type ProjectUncheckedUpdateWithoutConnectionsInput = {
   flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutChannelInput = {
@@ -1214,6 +1272,8 @@ export type ProjectCreateWithoutChannelInput = {
   flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutChannelInput = {
@@ -1246,6 +1306,8 @@ export type ProjectUncheckedCreateWithoutChannelInput = {
   flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutChannelInput = {
@@ -1294,6 +1356,8 @@ export type ProjectUpdateWithoutChannelInput = {
   flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutChannelInput = {
@@ -1326,6 +1390,8 @@ export type ProjectUncheckedUpdateWithoutChannelInput = {
   flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutContactsInput = {
@@ -1358,6 +1424,8 @@ export type ProjectCreateWithoutContactsInput = {
   flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutContactsInput = {
@@ -1390,6 +1458,8 @@ export type ProjectUncheckedCreateWithoutContactsInput = {
   flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutContactsInput = {
@@ -1438,6 +1508,8 @@ export type ProjectUpdateWithoutContactsInput = {
   flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutContactsInput = {
@@ -1470,6 +1542,8 @@ export type ProjectUncheckedUpdateWithoutContactsInput = {
   flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutConversationsInput = {
@@ -1502,6 +1576,8 @@ export type ProjectCreateWithoutConversationsInput = {
   flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutConversationsInput = {
@@ -1534,6 +1610,8 @@ export type ProjectUncheckedCreateWithoutConversationsInput = {
   flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutConversationsInput = {
@@ -1582,6 +1660,8 @@ export type ProjectUpdateWithoutConversationsInput = {
   flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutConversationsInput = {
@@ -1614,6 +1694,312 @@ export type ProjectUncheckedUpdateWithoutConversationsInput = {
   flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
+}
+
+export type ProjectCreateWithoutConversationNotesInput = {
+  id: string
+  name: string
+  status?: $Enums.ProjectStatus
+  dailySendQuota?: number
+  consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
+  createdAt?: Date | string
+  updatedAt?: Date | string
+  apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutProjectInput
+  connections?: Prisma.ConnectionProjectCreateNestedManyWithoutProjectInput
+  channel?: Prisma.ChannelSettingsCreateNestedOneWithoutProjectInput
+  contacts?: Prisma.ContactCreateNestedManyWithoutProjectInput
+  conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
+  messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
+  events?: Prisma.EventCreateNestedManyWithoutProjectInput
+  idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
+  sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorCreateNestedManyWithoutProjectInput
+  templates?: Prisma.TemplateCreateNestedManyWithoutProjectInput
+  webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
+  runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
+  mediaAssets?: Prisma.MediaAssetCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileCreateNestedManyWithoutProjectInput
+  headerSamples?: Prisma.HeaderSampleCreateNestedManyWithoutProjectInput
+  segments?: Prisma.SegmentCreateNestedManyWithoutProjectInput
+  broadcasts?: Prisma.BroadcastCreateNestedManyWithoutProjectInput
+  contactImports?: Prisma.ContactImportCreateNestedManyWithoutProjectInput
+  flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
+  dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
+}
+
+export type ProjectUncheckedCreateWithoutConversationNotesInput = {
+  id: string
+  name: string
+  status?: $Enums.ProjectStatus
+  dailySendQuota?: number
+  consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
+  createdAt?: Date | string
+  updatedAt?: Date | string
+  apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutProjectInput
+  connections?: Prisma.ConnectionProjectUncheckedCreateNestedManyWithoutProjectInput
+  channel?: Prisma.ChannelSettingsUncheckedCreateNestedOneWithoutProjectInput
+  contacts?: Prisma.ContactUncheckedCreateNestedManyWithoutProjectInput
+  conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
+  messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
+  events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
+  idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
+  sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedCreateNestedManyWithoutProjectInput
+  templates?: Prisma.TemplateUncheckedCreateNestedManyWithoutProjectInput
+  webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
+  runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
+  mediaAssets?: Prisma.MediaAssetUncheckedCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileUncheckedCreateNestedManyWithoutProjectInput
+  headerSamples?: Prisma.HeaderSampleUncheckedCreateNestedManyWithoutProjectInput
+  segments?: Prisma.SegmentUncheckedCreateNestedManyWithoutProjectInput
+  broadcasts?: Prisma.BroadcastUncheckedCreateNestedManyWithoutProjectInput
+  contactImports?: Prisma.ContactImportUncheckedCreateNestedManyWithoutProjectInput
+  flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
+  dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
+}
+
+export type ProjectCreateOrConnectWithoutConversationNotesInput = {
+  where: Prisma.ProjectWhereUniqueInput
+  create: Prisma.XOR<Prisma.ProjectCreateWithoutConversationNotesInput, Prisma.ProjectUncheckedCreateWithoutConversationNotesInput>
+}
+
+export type ProjectUpsertWithoutConversationNotesInput = {
+  update: Prisma.XOR<Prisma.ProjectUpdateWithoutConversationNotesInput, Prisma.ProjectUncheckedUpdateWithoutConversationNotesInput>
+  create: Prisma.XOR<Prisma.ProjectCreateWithoutConversationNotesInput, Prisma.ProjectUncheckedCreateWithoutConversationNotesInput>
+  where?: Prisma.ProjectWhereInput
+}
+
+export type ProjectUpdateToOneWithWhereWithoutConversationNotesInput = {
+  where?: Prisma.ProjectWhereInput
+  data: Prisma.XOR<Prisma.ProjectUpdateWithoutConversationNotesInput, Prisma.ProjectUncheckedUpdateWithoutConversationNotesInput>
+}
+
+export type ProjectUpdateWithoutConversationNotesInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  name?: Prisma.StringFieldUpdateOperationsInput | string
+  status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
+  dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  apiKeys?: Prisma.ApiKeyUpdateManyWithoutProjectNestedInput
+  connections?: Prisma.ConnectionProjectUpdateManyWithoutProjectNestedInput
+  channel?: Prisma.ChannelSettingsUpdateOneWithoutProjectNestedInput
+  contacts?: Prisma.ContactUpdateManyWithoutProjectNestedInput
+  conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
+  messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
+  events?: Prisma.EventUpdateManyWithoutProjectNestedInput
+  idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
+  sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUpdateManyWithoutProjectNestedInput
+  templates?: Prisma.TemplateUpdateManyWithoutProjectNestedInput
+  webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
+  runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
+  mediaAssets?: Prisma.MediaAssetUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUpdateManyWithoutProjectNestedInput
+  headerSamples?: Prisma.HeaderSampleUpdateManyWithoutProjectNestedInput
+  segments?: Prisma.SegmentUpdateManyWithoutProjectNestedInput
+  broadcasts?: Prisma.BroadcastUpdateManyWithoutProjectNestedInput
+  contactImports?: Prisma.ContactImportUpdateManyWithoutProjectNestedInput
+  flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
+  dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
+}
+
+export type ProjectUncheckedUpdateWithoutConversationNotesInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  name?: Prisma.StringFieldUpdateOperationsInput | string
+  status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
+  dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutProjectNestedInput
+  connections?: Prisma.ConnectionProjectUncheckedUpdateManyWithoutProjectNestedInput
+  channel?: Prisma.ChannelSettingsUncheckedUpdateOneWithoutProjectNestedInput
+  contacts?: Prisma.ContactUncheckedUpdateManyWithoutProjectNestedInput
+  conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
+  messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
+  events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
+  idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
+  sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedUpdateManyWithoutProjectNestedInput
+  templates?: Prisma.TemplateUncheckedUpdateManyWithoutProjectNestedInput
+  webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
+  runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
+  mediaAssets?: Prisma.MediaAssetUncheckedUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUncheckedUpdateManyWithoutProjectNestedInput
+  headerSamples?: Prisma.HeaderSampleUncheckedUpdateManyWithoutProjectNestedInput
+  segments?: Prisma.SegmentUncheckedUpdateManyWithoutProjectNestedInput
+  broadcasts?: Prisma.BroadcastUncheckedUpdateManyWithoutProjectNestedInput
+  contactImports?: Prisma.ContactImportUncheckedUpdateManyWithoutProjectNestedInput
+  flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
+  dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
+}
+
+export type ProjectCreateWithoutCannedRepliesInput = {
+  id: string
+  name: string
+  status?: $Enums.ProjectStatus
+  dailySendQuota?: number
+  consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
+  createdAt?: Date | string
+  updatedAt?: Date | string
+  apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutProjectInput
+  connections?: Prisma.ConnectionProjectCreateNestedManyWithoutProjectInput
+  channel?: Prisma.ChannelSettingsCreateNestedOneWithoutProjectInput
+  contacts?: Prisma.ContactCreateNestedManyWithoutProjectInput
+  conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
+  messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
+  events?: Prisma.EventCreateNestedManyWithoutProjectInput
+  idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
+  sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorCreateNestedManyWithoutProjectInput
+  templates?: Prisma.TemplateCreateNestedManyWithoutProjectInput
+  webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
+  runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
+  mediaAssets?: Prisma.MediaAssetCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileCreateNestedManyWithoutProjectInput
+  headerSamples?: Prisma.HeaderSampleCreateNestedManyWithoutProjectInput
+  segments?: Prisma.SegmentCreateNestedManyWithoutProjectInput
+  broadcasts?: Prisma.BroadcastCreateNestedManyWithoutProjectInput
+  contactImports?: Prisma.ContactImportCreateNestedManyWithoutProjectInput
+  flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
+  dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+}
+
+export type ProjectUncheckedCreateWithoutCannedRepliesInput = {
+  id: string
+  name: string
+  status?: $Enums.ProjectStatus
+  dailySendQuota?: number
+  consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
+  createdAt?: Date | string
+  updatedAt?: Date | string
+  apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutProjectInput
+  connections?: Prisma.ConnectionProjectUncheckedCreateNestedManyWithoutProjectInput
+  channel?: Prisma.ChannelSettingsUncheckedCreateNestedOneWithoutProjectInput
+  contacts?: Prisma.ContactUncheckedCreateNestedManyWithoutProjectInput
+  conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
+  messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
+  events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
+  idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
+  sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedCreateNestedManyWithoutProjectInput
+  templates?: Prisma.TemplateUncheckedCreateNestedManyWithoutProjectInput
+  webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
+  runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
+  mediaAssets?: Prisma.MediaAssetUncheckedCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileUncheckedCreateNestedManyWithoutProjectInput
+  headerSamples?: Prisma.HeaderSampleUncheckedCreateNestedManyWithoutProjectInput
+  segments?: Prisma.SegmentUncheckedCreateNestedManyWithoutProjectInput
+  broadcasts?: Prisma.BroadcastUncheckedCreateNestedManyWithoutProjectInput
+  contactImports?: Prisma.ContactImportUncheckedCreateNestedManyWithoutProjectInput
+  flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
+  dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+}
+
+export type ProjectCreateOrConnectWithoutCannedRepliesInput = {
+  where: Prisma.ProjectWhereUniqueInput
+  create: Prisma.XOR<Prisma.ProjectCreateWithoutCannedRepliesInput, Prisma.ProjectUncheckedCreateWithoutCannedRepliesInput>
+}
+
+export type ProjectUpsertWithoutCannedRepliesInput = {
+  update: Prisma.XOR<Prisma.ProjectUpdateWithoutCannedRepliesInput, Prisma.ProjectUncheckedUpdateWithoutCannedRepliesInput>
+  create: Prisma.XOR<Prisma.ProjectCreateWithoutCannedRepliesInput, Prisma.ProjectUncheckedCreateWithoutCannedRepliesInput>
+  where?: Prisma.ProjectWhereInput
+}
+
+export type ProjectUpdateToOneWithWhereWithoutCannedRepliesInput = {
+  where?: Prisma.ProjectWhereInput
+  data: Prisma.XOR<Prisma.ProjectUpdateWithoutCannedRepliesInput, Prisma.ProjectUncheckedUpdateWithoutCannedRepliesInput>
+}
+
+export type ProjectUpdateWithoutCannedRepliesInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  name?: Prisma.StringFieldUpdateOperationsInput | string
+  status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
+  dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  apiKeys?: Prisma.ApiKeyUpdateManyWithoutProjectNestedInput
+  connections?: Prisma.ConnectionProjectUpdateManyWithoutProjectNestedInput
+  channel?: Prisma.ChannelSettingsUpdateOneWithoutProjectNestedInput
+  contacts?: Prisma.ContactUpdateManyWithoutProjectNestedInput
+  conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
+  messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
+  events?: Prisma.EventUpdateManyWithoutProjectNestedInput
+  idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
+  sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUpdateManyWithoutProjectNestedInput
+  templates?: Prisma.TemplateUpdateManyWithoutProjectNestedInput
+  webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
+  runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
+  mediaAssets?: Prisma.MediaAssetUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUpdateManyWithoutProjectNestedInput
+  headerSamples?: Prisma.HeaderSampleUpdateManyWithoutProjectNestedInput
+  segments?: Prisma.SegmentUpdateManyWithoutProjectNestedInput
+  broadcasts?: Prisma.BroadcastUpdateManyWithoutProjectNestedInput
+  contactImports?: Prisma.ContactImportUpdateManyWithoutProjectNestedInput
+  flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
+  dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+}
+
+export type ProjectUncheckedUpdateWithoutCannedRepliesInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  name?: Prisma.StringFieldUpdateOperationsInput | string
+  status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
+  dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutProjectNestedInput
+  connections?: Prisma.ConnectionProjectUncheckedUpdateManyWithoutProjectNestedInput
+  channel?: Prisma.ChannelSettingsUncheckedUpdateOneWithoutProjectNestedInput
+  contacts?: Prisma.ContactUncheckedUpdateManyWithoutProjectNestedInput
+  conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
+  messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
+  events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
+  idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
+  sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedUpdateManyWithoutProjectNestedInput
+  templates?: Prisma.TemplateUncheckedUpdateManyWithoutProjectNestedInput
+  webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
+  runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
+  mediaAssets?: Prisma.MediaAssetUncheckedUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUncheckedUpdateManyWithoutProjectNestedInput
+  headerSamples?: Prisma.HeaderSampleUncheckedUpdateManyWithoutProjectNestedInput
+  segments?: Prisma.SegmentUncheckedUpdateManyWithoutProjectNestedInput
+  broadcasts?: Prisma.BroadcastUncheckedUpdateManyWithoutProjectNestedInput
+  contactImports?: Prisma.ContactImportUncheckedUpdateManyWithoutProjectNestedInput
+  flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
+  dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutMessagesInput = {
@@ -1646,6 +2032,8 @@ export type ProjectCreateWithoutMessagesInput = {
   flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutMessagesInput = {
@@ -1678,6 +2066,8 @@ export type ProjectUncheckedCreateWithoutMessagesInput = {
   flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutMessagesInput = {
@@ -1726,6 +2116,8 @@ export type ProjectUpdateWithoutMessagesInput = {
   flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutMessagesInput = {
@@ -1758,6 +2150,8 @@ export type ProjectUncheckedUpdateWithoutMessagesInput = {
   flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutEventsInput = {
@@ -1790,6 +2184,8 @@ export type ProjectCreateWithoutEventsInput = {
   flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutEventsInput = {
@@ -1822,6 +2218,8 @@ export type ProjectUncheckedCreateWithoutEventsInput = {
   flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutEventsInput = {
@@ -1870,6 +2268,8 @@ export type ProjectUpdateWithoutEventsInput = {
   flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutEventsInput = {
@@ -1902,6 +2302,8 @@ export type ProjectUncheckedUpdateWithoutEventsInput = {
   flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutIdempotencyRecordsInput = {
@@ -1934,6 +2336,8 @@ export type ProjectCreateWithoutIdempotencyRecordsInput = {
   flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutIdempotencyRecordsInput = {
@@ -1966,6 +2370,8 @@ export type ProjectUncheckedCreateWithoutIdempotencyRecordsInput = {
   flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutIdempotencyRecordsInput = {
@@ -2014,6 +2420,8 @@ export type ProjectUpdateWithoutIdempotencyRecordsInput = {
   flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutIdempotencyRecordsInput = {
@@ -2046,6 +2454,8 @@ export type ProjectUncheckedUpdateWithoutIdempotencyRecordsInput = {
   flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutSendCountersInput = {
@@ -2078,6 +2488,8 @@ export type ProjectCreateWithoutSendCountersInput = {
   flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutSendCountersInput = {
@@ -2110,6 +2522,8 @@ export type ProjectUncheckedCreateWithoutSendCountersInput = {
   flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutSendCountersInput = {
@@ -2158,6 +2572,8 @@ export type ProjectUpdateWithoutSendCountersInput = {
   flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutSendCountersInput = {
@@ -2190,6 +2606,8 @@ export type ProjectUncheckedUpdateWithoutSendCountersInput = {
   flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutApiErrorsInput = {
@@ -2222,6 +2640,8 @@ export type ProjectCreateWithoutApiErrorsInput = {
   flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutApiErrorsInput = {
@@ -2254,6 +2674,8 @@ export type ProjectUncheckedCreateWithoutApiErrorsInput = {
   flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutApiErrorsInput = {
@@ -2302,6 +2724,8 @@ export type ProjectUpdateWithoutApiErrorsInput = {
   flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutApiErrorsInput = {
@@ -2334,6 +2758,8 @@ export type ProjectUncheckedUpdateWithoutApiErrorsInput = {
   flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutTemplatesInput = {
@@ -2366,6 +2792,8 @@ export type ProjectCreateWithoutTemplatesInput = {
   flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutTemplatesInput = {
@@ -2398,6 +2826,8 @@ export type ProjectUncheckedCreateWithoutTemplatesInput = {
   flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutTemplatesInput = {
@@ -2446,6 +2876,8 @@ export type ProjectUpdateWithoutTemplatesInput = {
   flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutTemplatesInput = {
@@ -2478,6 +2910,8 @@ export type ProjectUncheckedUpdateWithoutTemplatesInput = {
   flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutWebhooksInput = {
@@ -2510,6 +2944,8 @@ export type ProjectCreateWithoutWebhooksInput = {
   flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutWebhooksInput = {
@@ -2542,6 +2978,8 @@ export type ProjectUncheckedCreateWithoutWebhooksInput = {
   flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutWebhooksInput = {
@@ -2590,6 +3028,8 @@ export type ProjectUpdateWithoutWebhooksInput = {
   flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutWebhooksInput = {
@@ -2622,6 +3062,8 @@ export type ProjectUncheckedUpdateWithoutWebhooksInput = {
   flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutRuntimeTokensInput = {
@@ -2654,6 +3096,8 @@ export type ProjectCreateWithoutRuntimeTokensInput = {
   flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutRuntimeTokensInput = {
@@ -2686,6 +3130,8 @@ export type ProjectUncheckedCreateWithoutRuntimeTokensInput = {
   flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutRuntimeTokensInput = {
@@ -2734,6 +3180,8 @@ export type ProjectUpdateWithoutRuntimeTokensInput = {
   flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutRuntimeTokensInput = {
@@ -2766,6 +3214,8 @@ export type ProjectUncheckedUpdateWithoutRuntimeTokensInput = {
   flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutMediaAssetsInput = {
@@ -2798,6 +3248,8 @@ export type ProjectCreateWithoutMediaAssetsInput = {
   flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutMediaAssetsInput = {
@@ -2830,6 +3282,8 @@ export type ProjectUncheckedCreateWithoutMediaAssetsInput = {
   flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutMediaAssetsInput = {
@@ -2878,6 +3332,8 @@ export type ProjectUpdateWithoutMediaAssetsInput = {
   flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutMediaAssetsInput = {
@@ -2910,6 +3366,8 @@ export type ProjectUncheckedUpdateWithoutMediaAssetsInput = {
   flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutHeaderSamplesInput = {
@@ -2942,6 +3400,8 @@ export type ProjectCreateWithoutHeaderSamplesInput = {
   flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutHeaderSamplesInput = {
@@ -2974,6 +3434,8 @@ export type ProjectUncheckedCreateWithoutHeaderSamplesInput = {
   flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutHeaderSamplesInput = {
@@ -3022,6 +3484,8 @@ export type ProjectUpdateWithoutHeaderSamplesInput = {
   flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutHeaderSamplesInput = {
@@ -3054,6 +3518,8 @@ export type ProjectUncheckedUpdateWithoutHeaderSamplesInput = {
   flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutSegmentsInput = {
@@ -3086,6 +3552,8 @@ export type ProjectCreateWithoutSegmentsInput = {
   flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutSegmentsInput = {
@@ -3118,6 +3586,8 @@ export type ProjectUncheckedCreateWithoutSegmentsInput = {
   flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutSegmentsInput = {
@@ -3166,6 +3636,8 @@ export type ProjectUpdateWithoutSegmentsInput = {
   flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutSegmentsInput = {
@@ -3198,6 +3670,8 @@ export type ProjectUncheckedUpdateWithoutSegmentsInput = {
   flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutBroadcastsInput = {
@@ -3230,6 +3704,8 @@ export type ProjectCreateWithoutBroadcastsInput = {
   flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutBroadcastsInput = {
@@ -3262,6 +3738,8 @@ export type ProjectUncheckedCreateWithoutBroadcastsInput = {
   flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutBroadcastsInput = {
@@ -3310,6 +3788,8 @@ export type ProjectUpdateWithoutBroadcastsInput = {
   flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutBroadcastsInput = {
@@ -3342,6 +3822,8 @@ export type ProjectUncheckedUpdateWithoutBroadcastsInput = {
   flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutContactImportsInput = {
@@ -3374,6 +3856,8 @@ export type ProjectCreateWithoutContactImportsInput = {
   flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutContactImportsInput = {
@@ -3406,6 +3890,8 @@ export type ProjectUncheckedCreateWithoutContactImportsInput = {
   flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutContactImportsInput = {
@@ -3454,6 +3940,8 @@ export type ProjectUpdateWithoutContactImportsInput = {
   flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutContactImportsInput = {
@@ -3486,6 +3974,8 @@ export type ProjectUncheckedUpdateWithoutContactImportsInput = {
   flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutProjectFilesInput = {
@@ -3518,6 +4008,8 @@ export type ProjectCreateWithoutProjectFilesInput = {
   flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutProjectFilesInput = {
@@ -3550,6 +4042,8 @@ export type ProjectUncheckedCreateWithoutProjectFilesInput = {
   flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutProjectFilesInput = {
@@ -3598,6 +4092,8 @@ export type ProjectUpdateWithoutProjectFilesInput = {
   flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutProjectFilesInput = {
@@ -3630,6 +4126,8 @@ export type ProjectUncheckedUpdateWithoutProjectFilesInput = {
   flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutFlowsInput = {
@@ -3662,6 +4160,8 @@ export type ProjectCreateWithoutFlowsInput = {
   contactImports?: Prisma.ContactImportCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutFlowsInput = {
@@ -3694,6 +4194,8 @@ export type ProjectUncheckedCreateWithoutFlowsInput = {
   contactImports?: Prisma.ContactImportUncheckedCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutFlowsInput = {
@@ -3742,6 +4244,8 @@ export type ProjectUpdateWithoutFlowsInput = {
   contactImports?: Prisma.ContactImportUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutFlowsInput = {
@@ -3774,6 +4278,8 @@ export type ProjectUncheckedUpdateWithoutFlowsInput = {
   contactImports?: Prisma.ContactImportUncheckedUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutDashboardMembersInput = {
@@ -3806,6 +4312,8 @@ export type ProjectCreateWithoutDashboardMembersInput = {
   contactImports?: Prisma.ContactImportCreateNestedManyWithoutProjectInput
   flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutDashboardMembersInput = {
@@ -3838,6 +4346,8 @@ export type ProjectUncheckedCreateWithoutDashboardMembersInput = {
   contactImports?: Prisma.ContactImportUncheckedCreateNestedManyWithoutProjectInput
   flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutDashboardMembersInput = {
@@ -3886,6 +4396,8 @@ export type ProjectUpdateWithoutDashboardMembersInput = {
   contactImports?: Prisma.ContactImportUpdateManyWithoutProjectNestedInput
   flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutDashboardMembersInput = {
@@ -3918,6 +4430,8 @@ export type ProjectUncheckedUpdateWithoutDashboardMembersInput = {
   contactImports?: Prisma.ContactImportUncheckedUpdateManyWithoutProjectNestedInput
   flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutDashboardInvitesInput = {
@@ -3950,6 +4464,8 @@ export type ProjectCreateWithoutDashboardInvitesInput = {
   contactImports?: Prisma.ContactImportCreateNestedManyWithoutProjectInput
   flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutDashboardInvitesInput = {
@@ -3982,6 +4498,8 @@ export type ProjectUncheckedCreateWithoutDashboardInvitesInput = {
   contactImports?: Prisma.ContactImportUncheckedCreateNestedManyWithoutProjectInput
   flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutDashboardInvitesInput = {
@@ -4030,6 +4548,8 @@ export type ProjectUpdateWithoutDashboardInvitesInput = {
   contactImports?: Prisma.ContactImportUpdateManyWithoutProjectNestedInput
   flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutDashboardInvitesInput = {
@@ -4062,6 +4582,8 @@ export type ProjectUncheckedUpdateWithoutDashboardInvitesInput = {
   contactImports?: Prisma.ContactImportUncheckedUpdateManyWithoutProjectNestedInput
   flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 
@@ -4091,6 +4613,8 @@ export type ProjectCountOutputType = {
   flows: number
   dashboardMembers: number
   dashboardInvites: number
+  conversationNotes: number
+  cannedReplies: number
 }
 
 export type ProjectCountOutputTypeSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
@@ -4115,6 +4639,8 @@ export type ProjectCountOutputTypeSelect<ExtArgs extends runtime.Types.Extension
   flows?: boolean | ProjectCountOutputTypeCountFlowsArgs
   dashboardMembers?: boolean | ProjectCountOutputTypeCountDashboardMembersArgs
   dashboardInvites?: boolean | ProjectCountOutputTypeCountDashboardInvitesArgs
+  conversationNotes?: boolean | ProjectCountOutputTypeCountConversationNotesArgs
+  cannedReplies?: boolean | ProjectCountOutputTypeCountCannedRepliesArgs
 }
 
 /**
@@ -4274,6 +4800,20 @@ export type ProjectCountOutputTypeCountDashboardInvitesArgs<ExtArgs extends runt
   where?: Prisma.DashboardInviteWhereInput
 }
 
+/**
+ * ProjectCountOutputType without action
+ */
+export type ProjectCountOutputTypeCountConversationNotesArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  where?: Prisma.ConversationNoteWhereInput
+}
+
+/**
+ * ProjectCountOutputType without action
+ */
+export type ProjectCountOutputTypeCountCannedRepliesArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  where?: Prisma.CannedReplyWhereInput
+}
+
 
 export type ProjectSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
   id?: boolean
@@ -4306,6 +4846,8 @@ export type ProjectSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs 
   flows?: boolean | Prisma.Project$flowsArgs<ExtArgs>
   dashboardMembers?: boolean | Prisma.Project$dashboardMembersArgs<ExtArgs>
   dashboardInvites?: boolean | Prisma.Project$dashboardInvitesArgs<ExtArgs>
+  conversationNotes?: boolean | Prisma.Project$conversationNotesArgs<ExtArgs>
+  cannedReplies?: boolean | Prisma.Project$cannedRepliesArgs<ExtArgs>
   _count?: boolean | Prisma.ProjectCountOutputTypeDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["project"]>
 
@@ -4366,6 +4908,8 @@ export type ProjectInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs
   flows?: boolean | Prisma.Project$flowsArgs<ExtArgs>
   dashboardMembers?: boolean | Prisma.Project$dashboardMembersArgs<ExtArgs>
   dashboardInvites?: boolean | Prisma.Project$dashboardInvitesArgs<ExtArgs>
+  conversationNotes?: boolean | Prisma.Project$conversationNotesArgs<ExtArgs>
+  cannedReplies?: boolean | Prisma.Project$cannedRepliesArgs<ExtArgs>
   _count?: boolean | Prisma.ProjectCountOutputTypeDefaultArgs<ExtArgs>
 }
 export type ProjectIncludeCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {}
@@ -4396,6 +4940,8 @@ export type $ProjectPayload<ExtArgs extends runtime.Types.Extensions.InternalArg
     flows: Prisma.$FlowPayload<ExtArgs>[]
     dashboardMembers: Prisma.$DashboardMembershipPayload<ExtArgs>[]
     dashboardInvites: Prisma.$DashboardInvitePayload<ExtArgs>[]
+    conversationNotes: Prisma.$ConversationNotePayload<ExtArgs>[]
+    cannedReplies: Prisma.$CannedReplyPayload<ExtArgs>[]
   }
   scalars: runtime.Types.Extensions.GetPayloadResult<{
     /**
@@ -4835,6 +5381,8 @@ export interface Prisma__ProjectClient<T, Null = never, ExtArgs extends runtime.
   flows<T extends Prisma.Project$flowsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$flowsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$FlowPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   dashboardMembers<T extends Prisma.Project$dashboardMembersArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$dashboardMembersArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$DashboardMembershipPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   dashboardInvites<T extends Prisma.Project$dashboardInvitesArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$dashboardInvitesArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$DashboardInvitePayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
+  conversationNotes<T extends Prisma.Project$conversationNotesArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$conversationNotesArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$ConversationNotePayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
+  cannedReplies<T extends Prisma.Project$cannedRepliesArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$cannedRepliesArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$CannedReplyPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   /**
    * Attaches callbacks for the resolution and/or rejection of the Promise.
    * @param onfulfilled The callback to execute when the Promise is resolved.
@@ -5785,6 +6333,54 @@ export type Project$dashboardInvitesArgs<ExtArgs extends runtime.Types.Extension
   take?: number
   skip?: number
   distinct?: Prisma.DashboardInviteScalarFieldEnum | Prisma.DashboardInviteScalarFieldEnum[]
+}
+
+/**
+ * Project.conversationNotes
+ */
+export type Project$conversationNotesArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  /**
+   * Select specific fields to fetch from the ConversationNote
+   */
+  select?: Prisma.ConversationNoteSelect<ExtArgs> | null
+  /**
+   * Omit specific fields from the ConversationNote
+   */
+  omit?: Prisma.ConversationNoteOmit<ExtArgs> | null
+  /**
+   * Choose, which related nodes to fetch as well
+   */
+  include?: Prisma.ConversationNoteInclude<ExtArgs> | null
+  where?: Prisma.ConversationNoteWhereInput
+  orderBy?: Prisma.ConversationNoteOrderByWithRelationInput | Prisma.ConversationNoteOrderByWithRelationInput[]
+  cursor?: Prisma.ConversationNoteWhereUniqueInput
+  take?: number
+  skip?: number
+  distinct?: Prisma.ConversationNoteScalarFieldEnum | Prisma.ConversationNoteScalarFieldEnum[]
+}
+
+/**
+ * Project.cannedReplies
+ */
+export type Project$cannedRepliesArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  /**
+   * Select specific fields to fetch from the CannedReply
+   */
+  select?: Prisma.CannedReplySelect<ExtArgs> | null
+  /**
+   * Omit specific fields from the CannedReply
+   */
+  omit?: Prisma.CannedReplyOmit<ExtArgs> | null
+  /**
+   * Choose, which related nodes to fetch as well
+   */
+  include?: Prisma.CannedReplyInclude<ExtArgs> | null
+  where?: Prisma.CannedReplyWhereInput
+  orderBy?: Prisma.CannedReplyOrderByWithRelationInput | Prisma.CannedReplyOrderByWithRelationInput[]
+  cursor?: Prisma.CannedReplyWhereUniqueInput
+  take?: number
+  skip?: number
+  distinct?: Prisma.CannedReplyScalarFieldEnum | Prisma.CannedReplyScalarFieldEnum[]
 }
 
 /**
