@@ -10,6 +10,7 @@
  * - client authentication at /token and /revoke: a confidential client's secret is compared with its
  *   stored SHA-256 here (the SDK would compare a plain-text secret), as `client_secret_post` or HTTP
  *   Basic; unknown client or missing/wrong secret: 401 `invalid_client`.
+ * - the Origin rule of /mcp (lib/mcp/origin.ts) on /register, /token and /revoke: 403 `access_denied`;
  * Metadata: /.well-known/oauth-authorization-server (RFC 8414) and
  * /.well-known/oauth-protected-resource/mcp (RFC 9728). The issuer is PUBLIC_BASE_URL; the SDK
  * refuses a plain-http issuer other than localhost or 127.0.0.1, and then nothing is served here (a
@@ -20,7 +21,8 @@ import { createOAuthMetadata, mcpAuthRouter } from '@modelcontextprotocol/sdk/se
 import type { AppDeps } from './app-deps.js';
 import { rateLimit } from '../middleware/rate-limit.js';
 import { ApiError } from '../lib/platform/errors.js';
-import { mcpResourceUrl } from '../lib/mcp/resource.js';
+import { MCP_PATH, mcpResourceUrl, reachedBaseUrl } from '../lib/mcp/resource.js';
+import { originRule } from '../lib/mcp/origin.js';
 import { checkClientSecret, createOAuthProvider, TOKEN_AUTH_METHODS } from '../lib/oauth/provider.js';
 import { LIMITS, SCOPES_SUPPORTED } from '../lib/oauth/rules.js';
 import { CONSENT_PATH } from './dashboard/oauth-pages.js';
@@ -205,6 +207,17 @@ function authorizationServerMetadata(sdkMetadata: Record<string, unknown>): Reco
   };
 }
 
+/** The MCP endpoint's protected-resource metadata (RFC 9728). */
+function protectedResourceMetadata(resource: string, issuer: string): Record<string, unknown> {
+  return {
+    resource,
+    authorization_servers: [issuer],
+    scopes_supported: [...SCOPES_SUPPORTED],
+    bearer_methods_supported: ['header'],
+    resource_name: 'Messaging service (MCP)',
+  };
+}
+
 export function oauthRoutes(deps: AppDeps): Router {
   const router = express.Router();
   const base = deps.config.publicBaseUrl;
@@ -234,11 +247,28 @@ export function oauthRoutes(deps: AppDeps): Router {
     return router;
   }
   // Ours before the SDK's (which lists only client_secret_post and none): what registration accepts.
+  // The protected resource's metadata (RFC 9728), naming /mcp as the client reached it (a loopback
+  // alias of PUBLIC_BASE_URL in development: lib/mcp/resource.ts reachedBaseUrl).
+  router.get(`/.well-known/oauth-protected-resource${MCP_PATH}`, (req, res) => {
+    res.setHeader('Access-Control-Allow-Origin', '*');
+    res.setHeader('Cache-Control', 'public, max-age=3600');
+    res.setHeader('Vary', 'Host');
+    res.json(protectedResourceMetadata(mcpResourceUrl(reachedBaseUrl(base, req.headers.host)), String(metadata.issuer)));
+  });
   router.get('/.well-known/oauth-authorization-server', (_req, res) => {
     res.setHeader('Access-Control-Allow-Origin', '*');
     res.setHeader('Cache-Control', 'public, max-age=3600');
     res.json(metadata);
   });
+  // The Origin rule of /mcp (lib/mcp/origin.ts) on what browsers call with fetch; /authorize is a
+  // top-level navigation from the client's own site, and the metadata documents are public.
+  const origins = originRule(base, deps.config.mcpAllowedOrigins);
+  for (const endpoint of ['/register', '/token', '/revoke']) {
+    router.use(endpoint, (req, res, next) => {
+      if (origins.allows(req.headers.origin)) return next();
+      oauthError(res, 403, 'access_denied', `Requests from the web origin ${String(req.headers.origin).replace(/[^\x20-\x7e]/g, '?').slice(0, 200)} are not allowed (Origin must be this service's own or one of MCP_ALLOWED_ORIGINS).`);
+    });
+  }
   for (const endpoint of ENDPOINTS) router.use(endpoint, limiter(deps, endpoint));
   router.use('/authorize', stateOnErrors);
   const registration = registrationLimits(deps);

@@ -3,9 +3,11 @@
  * its own credential and gets its own short-lived SDK server and transport), so any instance
  * behind a load balancer answers any request and there is no session to lose or forge.
  *
- * Order: CORS for browser clients, no sessions (a Mcp-Session-Id was never issued: 404), the
+ * Order: the Origin rule (lib/mcp/origin.ts: a present Origin that is not this service's or one of
+ * MCP_ALLOWED_ORIGINS is 403, the DNS-rebinding defence), CORS for browser clients, no sessions (a Mcp-Session-Id was never issued: 404), the
  * bearer (401 with the protected-resource metadata in WWW-Authenticate, RFC 9728), the body (its
- * limit the contract's largest plus room for JSON), then the SDK. Tools come from the contract
+ * limit the contract's largest plus room for JSON; a JSON-RPC batch is refused, as MCP 2025-06-18
+ * removed batching), then the SDK. Tools come from the contract
  * (http/mcp/tools.ts) and run through the HTTP pipeline itself (http/mcp/call.ts).
  */
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
@@ -13,15 +15,16 @@ import type { IncomingMessage, RequestListener } from 'node:http';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { AppDeps } from '../app-deps.js';
 import { bearerResolver } from '../../middleware/authenticate.js';
 import { selectGrant } from '../../middleware/project.js';
 import { ApiError } from '../../lib/platform/errors.js';
 import type { Credential } from '../../lib/access/types.js';
-import { MCP_PATH, mcpResourceUrl, protectedResourceMetadataUrl } from '../../lib/mcp/resource.js';
+import { MCP_PATH, mcpResourceUrl, protectedResourceMetadataUrl, reachedBaseUrl } from '../../lib/mcp/resource.js';
 import { bearerChallenge } from '../../lib/oauth/challenge.js';
 import { sameResource } from '../../lib/oauth/rules.js';
+import { originRule } from '../../lib/mcp/origin.js';
 import { toolsFromContract, type ToolDef } from './tools.js';
 import { callTool, type ToolOutcome } from './call.js';
 
@@ -38,16 +41,17 @@ export function mcpRoutes(deps: AppDeps, app: () => RequestListener): RequestHan
   const tools = toolsFromContract(deps.contract);
   const byName = new Map(tools.map((t) => [t.name, t]));
   const resource = mcpResourceUrl(deps.config.publicBaseUrl);
-  const resourceMetadataUrl = protectedResourceMetadataUrl(deps.config.publicBaseUrl);
   const resolve = bearerResolver(deps);
   const maxBody = Math.max(...[...deps.contract.operations.values()].map((o) => o.bodyLimit));
   const json = express.json({ limit: Math.ceil(maxBody * 1.5) + FRAME_ALLOWANCE });
   // One validator for every request's server: the SDK would otherwise build an Ajv per server.
   const jsonSchemaValidator = new AjvJsonSchemaValidator();
+  const origins = originRule(deps.config.publicBaseUrl, deps.config.mcpAllowedOrigins);
 
   const refuse = (req: Request, res: Response, e: ApiError) => {
     if (e.status === 401) {
       const refused = e.code === 'invalid_token' ? { error: 'invalid_token' as const, description: e.message } : {};
+      const resourceMetadataUrl = protectedResourceMetadataUrl(reachedBaseUrl(deps.config.publicBaseUrl, req.headers.host));
       res.setHeader('WWW-Authenticate', bearerChallenge({ resourceMetadataUrl, ...refused }));
     }
     if (e.headers) res.set(e.headers);
@@ -55,6 +59,10 @@ export function mcpRoutes(deps: AppDeps, app: () => RequestListener): RequestHan
   };
 
   const handle = async (req: Request, res: Response, next: NextFunction): Promise<void> => {
+    if (!origins.allows(req.headers.origin)) {
+      res.status(403).json(rpcError(null, ErrorCode.InvalidRequest, originRefusal(req.headers.origin)));
+      return;
+    }
     res.setHeader('Access-Control-Allow-Origin', '*');
     res.setHeader('Access-Control-Expose-Headers', 'WWW-Authenticate, Mcp-Session-Id, Mcp-Protocol-Version, X-Request-Id');
     if (req.method === 'OPTIONS') {
@@ -92,6 +100,9 @@ export function mcpRoutes(deps: AppDeps, app: () => RequestListener): RequestHan
         if (type === 'charset.unsupported' || type === 'encoding.unsupported') return void res.status(415).json(rpcError(null, ErrorCode.InvalidRequest, 'Unsupported encoding.'));
         return next(err);
       }
+      if (Array.isArray(req.body)) {
+        return void res.status(400).json(rpcError(null, ErrorCode.InvalidRequest, 'Invalid Request: JSON-RPC batches are not supported (MCP 2025-06-18 removed them); send one message per request.'));
+      }
       serve(req, res, credential).catch(next);
     });
   };
@@ -102,7 +113,7 @@ export function mcpRoutes(deps: AppDeps, app: () => RequestListener): RequestHan
     server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: visibleTools(tools, credential, req.headers['x-service-project']).map(listed) }));
     server.setRequestHandler(CallToolRequestSchema, async (request) => {
       const tool = byName.get(request.params.name);
-      if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${request.params.name}`);
+      if (!tool) throw protocolError(ErrorCode.InvalidParams, `Unknown tool: ${String(request.params.name).slice(0, 100)}`);
       const started = process.hrtime.bigint();
       const outcome = await callTool(app(), tool, request.params.arguments, {
         authorization: req.headers.authorization!,
@@ -122,7 +133,7 @@ export function mcpRoutes(deps: AppDeps, app: () => RequestListener): RequestHan
         mcp_request_id: req.requestId,
         credential_id: credential.id,
       });
-      return resultOf(tool, outcome);
+      return resultOf(tool, outcome.ok || outcome.error.code !== 'project_required' ? outcome : projectRequired(outcome, credential));
     });
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     res.on('close', () => {
@@ -142,7 +153,7 @@ function visibleTools(tools: ToolDef[], credential: Credential, header: string |
   try {
     scopes = new Set(selectGrant(credential, header, 'GET').scopes);
   } catch (e) {
-    if (e instanceof ApiError) throw new McpError(ErrorCode.InvalidRequest, `${e.code}: ${e.message}`, { code: e.code });
+    if (e instanceof ApiError) throw protocolError(ErrorCode.InvalidRequest, `${e.code}: ${e.message}`, { code: e.code });
     throw e;
   }
   return tools.filter((t) => !t.operation.projectScoped || t.operation.requiredScopes.every((s) => scopes.has(s)));
@@ -170,6 +181,26 @@ function forwardedOf(req: Request): Record<string, string> | undefined {
     if (typeof v === 'string') (out ??= {})[name] = v;
   }
   return out;
+}
+
+/**
+ * A JSON-RPC error a request handler throws: its message as said, once. (The SDK's McpError puts
+ * "MCP error <code>: " in its own message, and the client's McpError adds it again.)
+ */
+function protocolError(code: number, message: string, data?: unknown): Error {
+  return Object.assign(new Error(message), { code, ...(data === undefined ? {} : { data }) });
+}
+
+/** An agent cannot set X-Service-Project: it names the project with the tool's `project` argument. */
+function projectRequired(outcome: Extract<ToolOutcome, { ok: false }>, credential: Credential): ToolOutcome {
+  const projects = credential.grants.map((g) => g.project.id);
+  const message = `This connection reaches several projects: name one with the tool's \`project\` argument (one of: ${projects.slice(0, 20).join(', ')}).`;
+  return { ok: false, error: { ...outcome.error, message, details: { argument: 'project', projects } } };
+}
+
+function originRefusal(origin: string | string[] | undefined): string {
+  const shown = (Array.isArray(origin) ? origin.join(', ') : String(origin)).replace(/[^\x20-\x7e]/g, '?').slice(0, 200);
+  return `Forbidden: requests from the web origin ${shown} are not allowed (Origin must be this service's own or one of MCP_ALLOWED_ORIGINS).`;
 }
 
 function rpcError(id: string | number | null, code: number, message: string) {

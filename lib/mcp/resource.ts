@@ -13,3 +13,30 @@ export function mcpResourceUrl(publicBaseUrl: string): string {
 export function protectedResourceMetadataUrl(publicBaseUrl: string): string {
   return `${publicBaseUrl.replace(/\/+$/, '')}/.well-known/oauth-protected-resource${MCP_PATH}`;
 }
+
+const LOOPBACK: ReadonlySet<string> = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/**
+ * The base URL a request reached, when it is a loopback alias of PUBLIC_BASE_URL (development:
+ * `localhost`, `127.0.0.1` and `[::1]` on the same port are one service); else PUBLIC_BASE_URL. The
+ * protected-resource metadata and the 401's `resource_metadata` name the MCP URL as the client
+ * wrote it, so the SDK's check that the metadata's resource is the URL it was given holds for both.
+ */
+export function reachedBaseUrl(publicBaseUrl: string, hostHeader: string | undefined): string {
+  const base = publicBaseUrl.replace(/\/+$/, '');
+  if (!hostHeader) return base;
+  let url: URL;
+  try {
+    url = new URL(base);
+  } catch {
+    return base;
+  }
+  if (!LOOPBACK.has(url.hostname) || url.pathname.replace(/\/+$/, '') !== '') return base;
+  let reached: URL;
+  try {
+    reached = new URL(`${url.protocol}//${hostHeader}`);
+  } catch {
+    return base;
+  }
+  return LOOPBACK.has(reached.hostname) && reached.port === url.port ? reached.origin : base;
+}

@@ -110,15 +110,22 @@ function comparable(resource: string): string {
   return (hash === -1 ? resource : resource.slice(0, hash)).replace(/\/$/, '');
 }
 
-/** Whether a requested resource names the MCP endpoint (a trailing slash aside). */
+/**
+ * Whether a requested resource names the MCP endpoint (a trailing slash aside). When the endpoint is
+ * on a loopback address (development), `localhost`, `127.0.0.1` and `[::1]` with the same scheme,
+ * port and path are one service: a client configured with either name is served (its tokens are
+ * bound to the canonical URL all the same).
+ */
 export function sameResource(requested: string | URL, expected: string): boolean {
-  let href: string;
+  let url: URL;
   try {
-    href = new URL(String(requested)).href;
+    url = new URL(String(requested));
   } catch {
     return false;
   }
-  return comparable(href) === comparable(new URL(expected).href);
+  const canonical = new URL(expected);
+  if (LOOPBACK_HOSTS.has(url.hostname) && LOOPBACK_HOSTS.has(canonical.hostname)) url.hostname = canonical.hostname;
+  return comparable(url.href) === comparable(canonical.href);
 }
 
 const CATALOGUE: ReadonlySet<string> = new Set(SCOPES);

@@ -128,6 +128,8 @@ export interface Config {
   simulatorTemplateAutoApproveMs: number | null;
   /** Base URL written into the served OpenAPI documents' `servers`; also the OAuth issuer (https in production). */
   publicBaseUrl: string;
+  /** Browser origins besides PUBLIC_BASE_URL's that may call /mcp and the OAuth endpoints (MCP_ALLOWED_ORIGINS, comma-separated). */
+  mcpAllowedOrigins: string[];
   /** Lifetime of an access token (`mcp_at_`) issued by the OAuth token endpoint. */
   oauthAccessTokenSeconds: number;
   /** Lifetime of an OAuth refresh token (`mcp_rt_`); each use replaces it with a new one. */
@@ -231,6 +233,24 @@ function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, allowed: 
   return raw as T;
 }
 
+/** A comma-separated list of browser origins (`https://app.example.com`); anything else stops start-up. */
+function origins(env: NodeJS.ProcessEnv, name: string): string[] {
+  const raw = str(env, name);
+  if (!raw) return [];
+  return raw.split(',').map((v) => v.trim()).filter((v) => v !== '').map((v) => {
+    let url: URL | undefined;
+    try {
+      url = new URL(v);
+    } catch {
+      url = undefined;
+    }
+    if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.origin !== v.replace(/\/$/, '')) {
+      throw new Error(`Configuration: ${name}: "${v.slice(0, 100)}" is not an origin (scheme://host[:port], no path), e.g. https://app.example.com`);
+    }
+    return url.origin;
+  });
+}
+
 function str(env: NodeJS.ProcessEnv, name: string): string | undefined {
   const v = env[name];
   return v === undefined || v.trim() === '' ? undefined : v.trim();
@@ -320,6 +340,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     simulatorCallbackBaseUrl: str(env, 'SIMULATOR_CALLBACK_BASE_URL')?.replace(/\/+$/, ''),
     devAllowPrivateTargets: bool(env, 'DEV_ALLOW_PRIVATE_TARGETS', false),
     publicBaseUrl: (str(env, 'PUBLIC_BASE_URL') ?? `http://localhost:${port}`).replace(/\/+$/, ''),
+    mcpAllowedOrigins: origins(env, 'MCP_ALLOWED_ORIGINS'),
     oauthAccessTokenSeconds: int(env, 'OAUTH_ACCESS_TOKEN_SECONDS', 3600, 60, 86_400),
     oauthRefreshTokenSeconds: int(env, 'OAUTH_REFRESH_TOKEN_SECONDS', 2_592_000, 3600, 365 * 86_400),
     oauthRequestsPerMinute: int(env, 'OAUTH_REQUESTS_PER_MINUTE', 60, 1),
