@@ -248,7 +248,7 @@ export const HOST_API = {
       method: { type: 'string', enum: [...FETCH_METHODS], description: 'Default GET.' },
       headers: { type: 'object', additionalProperties: { type: 'string' }, description: 'Request headers (not Host, Content-Length, Connection, User-Agent…).' },
       body: { type: ['string', 'null'], description: 'A UTF-8 text body (not with GET or HEAD).' },
-      timeoutMs: { type: 'integer', minimum: 1, maximum: MAX_FETCH_TIMEOUT_MS, description: `Default BOT_HTTP_TIMEOUT_MS (5000); never past the event's deadline.` },
+      timeoutMs: { type: 'integer', minimum: 1, maximum: MAX_FETCH_TIMEOUT_MS, description: `Default BOT_HTTP_TIMEOUT_MS (3000); ends 1 s before the event's deadline, so the bot can still answer.` },
     }, ['url']),
     result: {
       oneOf: [

@@ -18,9 +18,11 @@
  *   redirect elsewhere, nor comes back on a later hop; a hop to another origin that would re-send
  *   the body (307, 308, or 301/302 after a method other than POST) is not followed: the bot gets
  *   `forbidden_target` saying so. Same-origin hops keep every header and the body.
- * - Time: `timeoutMs` (default BOT_HTTP_TIMEOUT_MS, 5 s; at most 15 s) covers connecting, every
- *   hop and the body, and never reaches past the deadline of the event that called (the sandbox
- *   tells how long is left): past it, `timeout`.
+ * - Time: `timeoutMs` (default BOT_HTTP_TIMEOUT_MS, 3 s of an event's 5; at most 15 s) covers
+ *   connecting, every hop and the body, and ends FETCH_ANSWER_RESERVE_MS before the deadline of the
+ *   event that called (the sandbox tells how long is left), so the bot has time to answer the
+ *   customer: past it, `timeout`. A timed-out fetch is journaled like any answer (lib/bot/journal.ts):
+ *   the event run again gets the same `timeout`, the backend is not called twice.
  * - Size: a request body over BOT_HTTP_MAX_BODY_BYTES (1 MiB) is `request_too_large`; an answer
  *   over it is `response_too_large` (refused on its Content-Length, or cut off the moment it
  *   passes): an error, never a truncated body. Bodies are UTF-8 text.
@@ -69,6 +71,9 @@ class FetchError extends Error {
     super(message);
   }
 }
+
+/** Time kept before the event's deadline for the bot to answer after a fetch (a slow backend still gets a reply out). */
+export const FETCH_ANSWER_RESERVE_MS = 1000;
 
 const refused = (code: string, message: string): Answer => ok({ ok: false, error: { code, message } });
 
@@ -152,7 +157,7 @@ export async function runHttpFetch(deps: FetchDeps, inv: Invocation, args: Fetch
   }
   if (body !== null && (method === 'GET' || method === 'HEAD')) return finish({ code: 'invalid_request', message: `A ${method} request has no body.` });
   let timeoutMs = Math.min(args.timeoutMs ?? deps.config.botHttpTimeoutMs, MAX_FETCH_TIMEOUT_MS);
-  if (call.remainingMs !== undefined) timeoutMs = Math.min(timeoutMs, Math.floor(call.remainingMs));
+  if (call.remainingMs !== undefined) timeoutMs = Math.min(timeoutMs, Math.floor(call.remainingMs) - FETCH_ANSWER_RESERVE_MS);
   if (timeoutMs < 1) return finish({ code: 'timeout', message: "The event's deadline has passed: no time is left for the call." });
   if (!(await withinRate(deps, inv.projectId))) {
     return finish({ code: 'rate_limited', message: `A project's bot may start ${deps.config.botHttpPerMinute} http.fetch calls a minute (BOT_HTTP_PER_MINUTE); try again in the next minute.` });

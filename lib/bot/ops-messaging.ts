@@ -67,7 +67,7 @@ export async function runSend(deps: BotDeps, inv: Invocation, args: any): Promis
     args = { ...rest, user_id: phone };
   }
   const problem = sendBodyProblem(deps.contract, args);
-  if (problem) return ok({ ok: false, error: { code: 'invalid_request', message: problem } });
+  if (problem) return refusedSend(deps, inv, args, { code: 'invalid_request', message: problem });
   if (inv.capture) {
     inv.capture.sends.push(args);
     return ok({ ok: true, id: `preview.${inv.capture.sends.length}` });
@@ -88,9 +88,22 @@ export async function runSend(deps: BotDeps, inv: Invocation, args: any): Promis
         continue;
       }
       const a = asAnswer(e);
-      return ok(a.ok ? a.value : { ok: false, error: a.error });
+      return a.ok ? ok(a.value) : refusedSend(deps, inv, args, a.error);
     }
   }
+}
+
+/**
+ * A send the service refused (quota, window, consent, limits, a bad body): answered to the bot as
+ * a value, and written to the bot log with its code, so a bot that ignores the result still leaves
+ * a trace a person sees. Counted in the event's log lines (a storm of refusals is bounded).
+ */
+async function refusedSend(deps: BotDeps, inv: Invocation, args: any, error: { code: string; message: string }): Promise<Answer> {
+  if (!inv.capture && ++inv.logLines <= MAX_LOG_LINES_PER_EVENT) {
+    const to = typeof args?.phone === 'string' ? args.phone : typeof args?.user_id === 'string' ? args.user_id : 'an unnamed recipient';
+    await redactedBotLog(deps, inv.projectId, { level: 'warn', kind: 'error', message: `A send to ${String(to).slice(0, 64)} was refused (${error.code}): ${error.message}`.slice(0, MAX_LOG_LINE), deploymentId: inv.deploymentId }).catch(() => undefined);
+  }
+  return ok({ ok: false, error });
 }
 
 export async function runSetState(deps: BotDeps, inv: Invocation, args: any): Promise<Answer> {

@@ -324,7 +324,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     botEmitsPerMinute: int(env, 'BOT_EMITS_PER_MINUTE', 1200, 1),
     botSecretsMax: int(env, 'BOT_SECRETS_MAX', 50, 1, 1000),
     botSecretMaxBytes: int(env, 'BOT_SECRET_MAX_BYTES', 4096, 1, 65536),
-    botHttpTimeoutMs: int(env, 'BOT_HTTP_TIMEOUT_MS', 5000, 100, 15000),
+    botHttpTimeoutMs: int(env, 'BOT_HTTP_TIMEOUT_MS', 3000, 100, 15000),
     botHttpMaxBodyBytes: int(env, 'BOT_HTTP_MAX_BODY_BYTES', 1024 * 1024, 1024, 1024 * 1024),
     botHttpPerMinute: int(env, 'BOT_HTTP_PER_MINUTE', 600, 1),
     botHttpConcurrency: int(env, 'BOT_HTTP_CONCURRENCY', 8, 1, 256),

@@ -172,7 +172,7 @@ export interface HostOperations {
       headers?: Record<string, string>;
       /** A UTF-8 text body (not with GET or HEAD). */
       body?: string | null;
-      /** Default BOT_HTTP_TIMEOUT_MS (5000); never past the event's deadline. */
+      /** Default BOT_HTTP_TIMEOUT_MS (3000); ends 1 s before the event's deadline, so the bot can still answer. */
       timeoutMs?: number;
     };
     result: {
