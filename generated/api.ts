@@ -1991,6 +1991,35 @@ export interface components {
                 /** @description quick_reply: payload; url: the URL suffix; copy_code: the code. */
                 payload?: string;
             }[];
+            /**
+             * @description A carousel template's cards, in order (`card_index` 0, 1, …): one for every card of the template (400
+             *     `template_variable_mismatch` otherwise, when the template is known). Each card's header media (the template's
+             *     card header format: image or video), its body variables and its button parameters.
+             */
+            cards?: {
+                header: {
+                    media: components["schemas"]["MediaSend"];
+                };
+                variables?: string[];
+                buttons?: {
+                    index: number;
+                    /**
+                     * @default quick_reply
+                     * @enum {string}
+                     */
+                    sub_type: "quick_reply" | "url";
+                    /** @description quick_reply: payload; url: the URL suffix. */
+                    payload?: string;
+                }[];
+            }[];
+            /** @description A limited-time offer template's expiry (needed when the template has `has_expiration`; its code goes in a `copy_code` button). */
+            limited_time_offer?: {
+                /**
+                 * @description When the offer ends, in milliseconds since 1970 (UTC).
+                 * @example 1767225599000
+                 */
+                expiration_time_ms: number;
+            };
         };
         /** @description Exactly one of `slug` (an asset uploaded through the media API), `media_id` (the channel media id of this project's asset) or `link` (a public https URL). */
         MediaSend: {

@@ -68,7 +68,43 @@ function validateTemplateSend(state: SimState, wabaId: string, o: Obj): Template
       validateMediaRef(state, p[kind] as Obj, `template['components'][header]['parameters'][0]['${kind}']`);
     }
   }
+  validateCarouselSend(state, t, o);
+  // A limited-time offer that shows its expiry needs it per send (Meta, "Limited-time offer templates").
+  const lto = t.components.find((c) => String(c.type).toUpperCase() === 'LIMITED_TIME_OFFER');
+  if (lto && isObj(lto.limited_time_offer) && lto.limited_time_offer.has_expiration === true) {
+    const p = componentParams(o.components, 'limited_time_offer')?.[0];
+    if (!isObj(p) || !isObj(p.limited_time_offer) || typeof p.limited_time_offer.expiration_time_ms !== 'number') {
+      throw waError(131008, "The parameter template['components'][limited_time_offer]['parameters'][0]['limited_time_offer']['expiration_time_ms'] is required.");
+    }
+  }
   return t;
+}
+
+/** A carousel send: a card for every card of the template (Meta: the same number), each with its header media and body parameters. */
+function validateCarouselSend(state: SimState, t: Template, o: Obj): void {
+  const carousel = t.components.find((c) => String(c.type).toUpperCase() === 'CAROUSEL');
+  if (!carousel) return;
+  const expected = Array.isArray(carousel.cards) ? (carousel.cards as Obj[]) : [];
+  const sent = (Array.isArray(o.components) ? o.components : []).find((c: unknown) => isObj(c) && String(c.type).toLowerCase() === 'carousel') as Obj | undefined;
+  const cards = sent && Array.isArray(sent.cards) ? (sent.cards as Obj[]) : [];
+  if (cards.length !== expected.length) throw waError(132000, `carousel: number of cards (${cards.length}) does not match the template's (${expected.length})`);
+  expected.forEach((tc, i) => {
+    const card = cards.find((c) => isObj(c) && c.card_index === i);
+    if (!card) throw waError(131008, `The parameter template['components'][carousel]['cards'] has no card_index ${i}.`);
+    const tComponents = Array.isArray(tc.components) ? (tc.components as Obj[]) : [];
+    const header = tComponents.find((c) => String(c.type).toUpperCase() === 'HEADER');
+    const format = String(header?.format ?? 'IMAGE').toUpperCase();
+    const kind = format.toLowerCase();
+    const p = componentParams(card.components, 'header')?.[0];
+    if (!isObj(p) || p.type !== kind || !isObj(p[kind])) {
+      throw waError(132012, `carousel card ${i} header: Format mismatch, expected ${format}, received ${isObj(p) && typeof p.type === 'string' ? p.type.toUpperCase() : 'NONE'}`);
+    }
+    validateMediaRef(state, p[kind] as Obj, `template['components'][carousel]['cards'][${i}][header]['parameters'][0]['${kind}']`);
+    const body = tComponents.find((c) => String(c.type).toUpperCase() === 'BODY');
+    const want = placeholders(body?.text);
+    const got = componentParams(card.components, 'body')?.length ?? 0;
+    if (want !== got) throw waError(132000, `carousel card ${i} body: number of localizable_params (${got}) does not match the expected number of params (${want})`);
+  });
 }
 
 /** Meta's time-to-live of marketing messages (seconds): 12 hours to 30 days. */

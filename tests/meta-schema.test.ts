@@ -84,7 +84,7 @@ describe('repair of defect 2: the webhook part refers to the outbound schemas', 
 
 describe('supplements', () => {
   it('are exactly the three documented corrections (none added silently)', () => {
-    expect(SUPPLEMENTS.map((s) => s.id)).toEqual(['biz_opaque_callback_data', 'button-index', 'copy_code-button']);
+    expect(SUPPLEMENTS.map((s) => s.id)).toEqual(['biz_opaque_callback_data', 'button-index', 'copy_code-button', 'carousel-component', 'limited_time_offer-component']);
   });
 });
 

@@ -164,3 +164,73 @@ describe("Meta's rules, before Graph", () => {
     expect(unknownHandle.body.error).toMatchObject({ code: 100, error_subcode: 2494102 });
   });
 });
+
+describe('sending the newer kinds through POST /v1/messages', () => {
+  it('a carousel is sent with a card for each of the template\'s cards (header media, body variables, button parameters), as the channel takes it; a wrong number of cards is refused before the channel', async () => {
+    const { project, key } = await projectWithKey(t, ['templates:manage', 'templates:read', 'media:write', 'messages:send']);
+    expect((await create(key, carousel('plants_send', [card(await handle(key), 1), card(await handle(key), 2)]))).status).toBe(201);
+    await approve(project.id, 'plants_send');
+    const send = (cards: object[]) => request(t.app).post('/v1/messages').set(auth(key)).send({
+      type: 'template', phone: '+15550101010', template: { name: 'plants_send', language: 'en_US', variables: ['Ada'], cards },
+    });
+    const cardSend = (n: number) => ({ header: { media: { link: `https://cdn.example.com/plant-${n}.png` } }, variables: [`pot ${n}`], buttons: [{ index: 1, sub_type: 'url', payload: `plant-${n}` }] });
+    const sent = await send([cardSend(1), cardSend(2)]);
+    expect(sent.status).toBe(200);
+    const atChannel = (await request(t.sim!.url).get('/_sim/messages').query({ to: '15550101010', limit: 10 })).body.data.find((m: any) => m.wamid === sent.body.data.id);
+    expect(atChannel.payload.template.components).toEqual([
+      { type: 'body', parameters: [{ type: 'text', text: 'Ada' }] },
+      { type: 'carousel', cards: [1, 2].map((n, i) => ({
+        card_index: i,
+        components: [
+          { type: 'header', parameters: [{ type: 'image', image: { link: `https://cdn.example.com/plant-${n}.png` } }] },
+          { type: 'body', parameters: [{ type: 'text', text: `pot ${n}` }] },
+          { type: 'button', sub_type: 'url', index: '1', parameters: [{ type: 'text', text: `plant-${n}` }] },
+        ],
+      })) },
+    ]);
+    const before = (await request(t.sim!.url).get('/_sim/stats')).body.graph_requests;
+    const one = await send([cardSend(1)]);
+    expect(one.status).toBe(400);
+    expect(one.body.error).toMatchObject({ code: 'template_variable_mismatch', details: { expected_cards: 2, given_cards: 1 } });
+    const vars = await send([cardSend(1), { ...cardSend(2), variables: [] }]);
+    expect(vars.body.error).toMatchObject({ code: 'template_variable_mismatch', details: { card: 1, expected: 1, given: 0 } });
+    expect((await request(t.sim!.url).get('/_sim/stats')).body.graph_requests).toBe(before);
+  });
+
+  it('a limited-time offer is sent with its expiry and its code; without the expiry it is refused before the channel', async () => {
+    const { project, key } = await projectWithKey(t, ['templates:manage', 'templates:read', 'messages:send']);
+    expect((await create(key, lto('offer_send'))).status).toBe(201);
+    await approve(project.id, 'offer_send');
+    const send = (extra: object) => request(t.app).post('/v1/messages').set(auth(key)).send({
+      type: 'template', phone: '+15550101011',
+      template: { name: 'offer_send', language: 'en_US', variables: ['Ada', 'SPRING25'], buttons: [{ index: 0, sub_type: 'copy_code', payload: 'SPRING25' }, { index: 1, sub_type: 'url', payload: 'spring' }], ...extra },
+    });
+    const expiry = Date.parse('2026-12-31T23:59:59Z');
+    const sent = await send({ limited_time_offer: { expiration_time_ms: expiry } });
+    expect(sent.status).toBe(200);
+    const atChannel = (await request(t.sim!.url).get('/_sim/messages').query({ to: '15550101011', limit: 10 })).body.data.find((m: any) => m.wamid === sent.body.data.id);
+    expect(atChannel.payload.template.components).toEqual(expect.arrayContaining([
+      { type: 'limited_time_offer', parameters: [{ type: 'limited_time_offer', limited_time_offer: { expiration_time_ms: expiry } }] },
+      { type: 'button', sub_type: 'copy_code', index: '0', parameters: [{ type: 'coupon_code', coupon_code: 'SPRING25' }] },
+    ]));
+    const without = await send({});
+    expect(without.status).toBe(400);
+    expect(without.body.error).toMatchObject({ code: 'invalid_request', details: { fields: [{ field: 'template.limited_time_offer' }] } });
+  });
+
+  it('the simulator, like Meta, refuses a carousel send with the wrong number of cards (132000) and an expiring offer without its expiry (131008)', async () => {
+    const { project, key } = await projectWithKey(t, ['templates:manage', 'templates:read', 'media:write']);
+    expect((await create(key, carousel('plants_sim', [card(await handle(key), 1), card(await handle(key), 2)]))).status).toBe(201);
+    expect((await create(key, lto('offer_sim'))).status).toBe(201);
+    await approve(project.id, 'plants_sim');
+    await approve(project.id, 'offer_sim');
+    const channel = (await openChannel(t.services.deps, project.id))!;
+    const graph = (template: object) => request(t.sim!.url).post(`/v26.0/${channel.phoneNumberId}/messages`).set('Authorization', `Bearer ${channel.accessToken}`)
+      .send({ messaging_product: 'whatsapp', recipient_type: 'individual', to: '15550101012', type: 'template', template });
+    const header = (n: number) => ({ type: 'header', parameters: [{ type: 'image', image: { link: `https://cdn.example.com/${n}.png` } }] });
+    const oneCard = await graph({ name: 'plants_sim', language: { policy: 'deterministic', code: 'en_US' }, components: [{ type: 'body', parameters: [{ type: 'text', text: 'Ada' }] }, { type: 'carousel', cards: [{ card_index: 0, components: [header(1), { type: 'body', parameters: [{ type: 'text', text: 'x' }] }] }] }] });
+    expect(oneCard.body.error).toMatchObject({ code: 132000, error_data: { details: expect.stringContaining('number of cards (1)') } });
+    const noExpiry = await graph({ name: 'offer_sim', language: { policy: 'deterministic', code: 'en_US' }, components: [{ type: 'body', parameters: [{ type: 'text', text: 'Ada' }, { type: 'text', text: 'X' }] }] });
+    expect(noExpiry.body.error).toMatchObject({ code: 131008 });
+  });
+});

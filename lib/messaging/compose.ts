@@ -32,6 +32,8 @@ export interface ComposedMessage {
   template?: { name: string; language: string; variables: string[] };
   /** The message's media, for send-message.ts to resolve a slug and check a media id. */
   media?: MediaRef;
+  /** A carousel send's card headers (resolved like `media`, typed by the template's card header format). */
+  cardMedia?: MediaRef[];
   /** A flow message's flow, for send-message.ts to resolve to the published channel flow. */
   flow?: FlowSendRef;
 }
@@ -68,7 +70,7 @@ function mediaObject(media: MediaSend | undefined, field: string, type: string):
   return { object, slug: media.slug, mediaId: media.media_id };
 }
 
-function composeTemplate(body: SendRequest): Pick<ComposedMessage, 'payload' | 'template' | 'media'> {
+function composeTemplate(body: SendRequest): Pick<ComposedMessage, 'payload' | 'template' | 'media' | 'cardMedia'> {
   const t = body.template;
   if (!t?.name || t.name.trim() === '') throw new ApiError('missing_template_name', 'A template send needs template.name.');
   if (!t.language || t.language.trim() === '') throw new ApiError('missing_language', 'A template send needs template.language (e.g. en_US).');
@@ -85,18 +87,44 @@ function composeTemplate(body: SendRequest): Pick<ComposedMessage, 'payload' | '
     components.push({ type: 'header', parameters: t.header.variables.map((text) => ({ type: 'text', text })) });
   }
   if (variables.length) components.push({ type: 'body', parameters: variables.map((text) => ({ type: 'text', text })) });
-  for (const b of t.buttons ?? []) {
+  const buttonComponents = (buttons: Array<{ index: number; sub_type?: string; payload?: string }>) => buttons.map((b) => {
     const subType = b.sub_type ?? 'quick_reply';
     const parameter =
       subType === 'quick_reply' ? { type: 'payload', payload: b.payload ?? '' }
       : subType === 'copy_code' ? { type: 'coupon_code', coupon_code: b.payload ?? '' }
       : { type: 'text', text: b.payload ?? '' };
-    components.push({ type: 'button', sub_type: subType, index: String(b.index), parameters: [parameter] });
+    return { type: 'button', sub_type: subType, index: String(b.index), parameters: [parameter] };
+  });
+  if (t.limited_time_offer) {
+    components.push({ type: 'limited_time_offer', parameters: [{ type: 'limited_time_offer', limited_time_offer: { expiration_time_ms: t.limited_time_offer.expiration_time_ms } }] });
+  }
+  components.push(...buttonComponents(t.buttons ?? []));
+  let cardMedia: MediaRef[] | undefined;
+  if (t.cards) {
+    // Each card: its header media (typed by the template's card header format in send-message.ts), body and buttons.
+    cardMedia = [];
+    const cards = t.cards.map((card, i) => {
+      const ref = mediaObject(card.header.media, `template.cards[${i}].header.media`, 'document');
+      delete ref.object.caption;
+      delete ref.object.filename;
+      ref.headerParam = { type: 'image', image: ref.object };
+      cardMedia!.push(ref);
+      return {
+        card_index: i,
+        components: [
+          { type: 'header', parameters: [ref.headerParam] },
+          ...(card.variables?.length ? [{ type: 'body', parameters: card.variables.map((text) => ({ type: 'text', text })) }] : []),
+          ...buttonComponents(card.buttons ?? []),
+        ],
+      };
+    });
+    components.push({ type: 'carousel', cards });
   }
   return {
     payload: { type: 'template', template: { name: t.name, language: { policy: 'deterministic', code: t.language }, ...(components.length ? { components } : {}) } },
     template: { name: t.name, language: t.language, variables },
     media,
+    ...(cardMedia ? { cardMedia } : {}),
   };
 }
 

@@ -64,6 +64,59 @@ async function resolveMedia(deps: Deps, projectId: string, message: ComposedMess
   }
 }
 
+const componentOf = (components: unknown, type: string): Record<string, any> | undefined =>
+  Array.isArray(components) ? components.find((c) => typeof c === 'object' && c !== null && String(c.type).toUpperCase() === type) : undefined;
+
+/**
+ * A carousel's cards and a limited-time offer's expiry, checked against the known template (a card
+ * for every card of the template, each card's body variables; the expiry when the offer shows
+ * it), and each card's header media resolved like a header's (typed by the card header format).
+ */
+async function prepareNewerKinds(deps: Deps, projectId: string, message: ComposedMessage, templateComponents: unknown): Promise<void> {
+  const t = message.template!;
+  const refs = message.cardMedia ?? [];
+  const sent = (message.payload.template as { components?: Array<Record<string, any>> }).components ?? [];
+  const carousel = componentOf(templateComponents, 'CAROUSEL');
+  if (templateComponents !== undefined) {
+    const cards: Array<Record<string, any>> = Array.isArray(carousel?.cards) ? carousel.cards : [];
+    if (cards.length !== refs.length) {
+      throw new ApiError(
+        'template_variable_mismatch',
+        `Template ${t.name} (${t.language}) has ${cards.length} carousel card${cards.length === 1 ? '' : 's'}; ${refs.length} ${refs.length === 1 ? 'was' : 'were'} given (template.cards): the channel sends exactly the template's cards.`,
+        { expected_cards: cards.length, given_cards: refs.length },
+      );
+    }
+    const sentCards: Array<Record<string, any>> = sent.find((c) => c.type === 'carousel')?.cards ?? [];
+    cards.forEach((card, i) => {
+      const expected = bodyPlaceholderCount(card.components);
+      const given = sentCards[i]?.components.find((c: Record<string, any>) => c.type === 'body')?.parameters.length ?? 0;
+      if (expected !== given) {
+        throw new ApiError('template_variable_mismatch', `Card ${i + 1} of template ${t.name} (${t.language}) has ${expected} body variables; ${given} were given.`, { card: i, expected, given });
+      }
+    });
+    const lto = componentOf(templateComponents, 'LIMITED_TIME_OFFER');
+    if (lto?.limited_time_offer?.has_expiration === true && !sent.some((c) => c.type === 'limited_time_offer')) {
+      const text = `Template ${t.name} shows its offer's expiry: give template.limited_time_offer.expiration_time_ms.`;
+      throw new ApiError('invalid_request', text, { fields: [{ field: 'template.limited_time_offer', message: text }] });
+    }
+  }
+  for (const [i, ref] of refs.entries()) {
+    const field = `template.cards[${i}].header.media`;
+    if (ref.mediaId !== undefined) await resolveProjectMediaId(deps, projectId, ref.mediaId, `${field}.media_id`);
+    let kind: string | undefined;
+    if (ref.slug !== undefined) {
+      const asset = await resolveMediaSlug(deps, projectId, ref.slug);
+      ref.object.id = asset.mediaId;
+      kind = asset.kind;
+    }
+    const header = componentOf((Array.isArray(carousel?.cards) ? carousel.cards[i] : undefined)?.components, 'HEADER');
+    const format = String(header?.format ?? '').toLowerCase();
+    const type = format === 'image' || format === 'video' ? format : kind === 'video' ? 'video' : 'image';
+    for (const k of Object.keys(ref.headerParam!)) delete ref.headerParam![k];
+    Object.assign(ref.headerParam!, { type, [type]: ref.object });
+  }
+}
+
 function outsideWindow(): ApiError {
   return new ApiError(
     'outside_24h_window',
@@ -174,6 +227,7 @@ async function prepareMessage(deps: Deps, projectId: string, message: Prepared):
     }
   }
   if (message.media) await resolveMedia(deps, projectId, message, known?.components);
+  if (message.template) await prepareNewerKinds(deps, projectId, message, known?.components);
   if (message.flow) await resolveFlowSend(deps, projectId, message.flow);
   Object.assign(message, await resolveRecipient(deps.db.pool, projectId, message, known?.category));
 }

@@ -46,6 +46,14 @@ export const SUPPLEMENTS = [
     id: 'copy_code-button',
     why: 'Template messages reference: a copy_code button (sub_type "copy_code") takes one parameter { type: "coupon_code", coupon_code } (max 15 characters); the sub_type and parameter enums omit them.',
   },
+  {
+    id: 'carousel-component',
+    why: 'Media card carousel templates (sending): a "carousel" component with `cards` (1 to 10 of { card_index, components: header, body and button components }); the document\'s component `type` enum has header, body and button only.',
+  },
+  {
+    id: 'limited_time_offer-component',
+    why: 'Limited-time offer templates (sending): a "limited_time_offer" component with one parameter { type: "limited_time_offer", limited_time_offer: { expiration_time_ms } }; absent from the document.',
+  },
 ] as const;
 
 /** The schemas of the webhook part: WebhookPayload and everything after it in document order. */
@@ -195,6 +203,46 @@ export function applySupplements(doc: Doc): Doc {
     for (const p of own(s[name])) {
       if (p.index !== undefined) p.index = { type: 'string', pattern: '^[0-9]$' };
       if (p.sub_type !== undefined) p.sub_type = withCopyCode(p.sub_type);
+    }
+  }
+  // The carousel and limited-time offer components of a template send (SUPPLEMENTS).
+  const tc = s.TemplateComponent;
+  if (isObj(tc) && isObj(tc.properties) && isObj(tc.properties.type) && Array.isArray(tc.properties.type.enum)) {
+    tc.properties.type.enum = [...tc.properties.type.enum, 'carousel', 'limited_time_offer'];
+    s.CarouselComponent = {
+      type: 'object',
+      required: ['type', 'cards'],
+      properties: {
+        type: { type: 'string', enum: ['carousel'] },
+        cards: {
+          type: 'array', minItems: 1, maxItems: 10,
+          items: {
+            type: 'object', required: ['card_index', 'components'], additionalProperties: false,
+            properties: { card_index: { type: 'integer', minimum: 0, maximum: 9 }, components: { type: 'array', items: { $ref: REF + 'TemplateComponent' } } },
+          },
+        },
+      },
+    };
+    s.LimitedTimeOfferComponent = {
+      type: 'object',
+      required: ['type', 'parameters'],
+      properties: {
+        type: { type: 'string', enum: ['limited_time_offer'] },
+        parameters: {
+          type: 'array', minItems: 1, maxItems: 1,
+          items: {
+            type: 'object', required: ['type', 'limited_time_offer'], additionalProperties: false,
+            properties: {
+              type: { type: 'string', enum: ['limited_time_offer'] },
+              limited_time_offer: { type: 'object', required: ['expiration_time_ms'], additionalProperties: false, properties: { expiration_time_ms: { type: 'integer', minimum: 0 } } },
+            },
+          },
+        },
+      },
+    };
+    if (isObj(tc.discriminator) && isObj(tc.discriminator.mapping)) {
+      tc.discriminator.mapping.carousel = REF + 'CarouselComponent';
+      tc.discriminator.mapping.limited_time_offer = REF + 'LimitedTimeOfferComponent';
     }
   }
   const bp = s.ButtonParameterObject;
