@@ -4,7 +4,7 @@ import type { SimContext } from './context.js';
 import { FaultInputError, parseFault } from './faults.js';
 import { accessToken, displayPhoneNumber, numericId } from './ids.js';
 import { ControlError, injectInbound } from './inbound.js';
-import { changeUserId, createUser, updateUser, userPreference } from './users.js';
+import { changeUserId, createUser, shareContactInfo, updateUser, userPreference } from './users.js';
 import type { AutoStatusDelays, PhoneNumber, Template } from './state.js';
 import { requestLog } from './request-log.js';
 import { templateView } from './templates.js';
@@ -226,6 +226,7 @@ export function controlRouter(ctx: SimContext, hooks: ControlHooks): Router {
   r.patch('/users/:userId', wrap((req) => updateUser(ctx, String(req.params.userId), body(req))));
   r.post('/users/:userId/preferences', wrap((req) => userPreference(ctx, String(req.params.userId), body(req))));
   r.post('/users/:userId/change-id', wrap((req) => changeUserId(ctx, String(req.params.userId), body(req))));
+  r.post('/users/:userId/share-contact-info', wrap((req) => shareContactInfo(ctx, String(req.params.userId), body(req))));
 
   r.post(
     '/status',

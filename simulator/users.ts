@@ -118,3 +118,31 @@ export async function changeUserId(ctx: SimContext, userId: string, b: Obj): Pro
   const r = await ctx.dispatcher.deliverNow({ pnid: u.pnid, field: 'messages', kind: 'system:user_changed_user_id', ref: id, body, attempt: 0 });
   return { ...userView(u), previous_user_id: old, wamid: id, ...r };
 }
+
+/**
+ * POST /_sim/users/{user_id}/share-contact-info `{ phone_number_id, context? }`: the user answers a
+ * template's REQUEST_CONTACT_INFO button by sharing their number. From then on webhooks carry the
+ * phone (`wa_id`, `from`) beside the BSUID; the answer itself is a `contacts` message with the
+ * user's own card (their phone and `wa_id`), replying to the template (`context.id`, the template
+ * message's wamid). Meta documents the button, not this payload: the shape is the simulator's
+ * reading (a contact card is how WhatsApp shares a number).
+ */
+export async function shareContactInfo(ctx: SimContext, userId: string, b: Obj): Promise<Obj> {
+  const u = userOr404(ctx, b.phone_number_id, userId);
+  if (!u.phone) throw new ControlError(400, 'this user has no phone to share (give one with PATCH /_sim/users/{user_id})');
+  if (b.context !== undefined && (typeof b.context !== 'string' || !b.context)) throw new ControlError(400, 'context must be the wamid of the template message');
+  u.phone_shared = true;
+  const pn = ctx.state.phones.get(u.pnid)!;
+  const id = newWamid(u.phone, true);
+  const message: Obj = {
+    ...senderFields(u),
+    id,
+    timestamp: String(ctx.state.nowSec()),
+    type: 'contacts',
+    contacts: [{ name: { formatted_name: u.name, first_name: u.name }, phones: [{ phone: `+${u.phone}`, wa_id: u.phone, type: 'MOBILE' }] }],
+    ...(typeof b.context === 'string' ? { context: { from: pn.display_phone_number, id: b.context } } : {}),
+  };
+  const body = JSON.stringify(envelopeOf(pn, 'messages', messagesValueOf(pn, { contacts: [contactEntry(u)], messages: [message] })));
+  const r = await ctx.dispatcher.deliverNow({ pnid: u.pnid, field: 'messages', kind: 'contacts:share_contact_info', ref: id, body, attempt: 0 });
+  return { ...userView(u), wamid: id, ...r };
+}

@@ -234,3 +234,32 @@ describe('sending the newer kinds through POST /v1/messages', () => {
     expect(noExpiry.body.error).toMatchObject({ code: 131008 });
   });
 });
+
+describe('REQUEST_CONTACT_INFO: a username customer shares their number', () => {
+  it('the customer known only by BSUID answers the button with their number: one contact, its phone filled, the conversation kept', async () => {
+    const { project, key, phoneNumberId } = await projectWithKey(t, ['templates:manage', 'templates:read', 'messages:send', 'contacts:read', 'conversations:read']);
+    expect((await create(key, {
+      name: 'ask_number', language: 'en_US', category: 'UTILITY',
+      components: [{ type: 'BODY', text: 'To reach you by phone too, share your number.' }, { type: 'BUTTONS', buttons: [{ type: 'REQUEST_CONTACT_INFO', text: 'Share number' }] }],
+    })).status).toBe(201);
+    await approve(project.id, 'ask_number');
+    const user = (await request(t.sim!.url).post('/_sim/users').send({ phone_number_id: phoneNumberId, username: 'nora.k', phone: '+14155550909', name: 'Nora' }).expect(201)).body;
+    expect(user.phone_shared).toBe(false);
+    expect((await request(t.sim!.url).post('/_sim/inbound').send({ phone_number_id: phoneNumberId, user_id: user.user_id, text: 'hi' })).body.status_code).toBe(200);
+    const contacts = async () => (await t.db.pool.query('SELECT id, phone, user_id, username FROM contacts WHERE project_id = $1', [project.id])).rows;
+    const [before] = await contacts();
+    expect(before).toMatchObject({ phone: null, user_id: user.user_id, username: 'nora.k' });
+
+    const asked = await request(t.app).post('/v1/messages').set(auth(key)).send({ type: 'template', user_id: user.user_id, template: { name: 'ask_number', language: 'en_US' } });
+    expect(asked.status).toBe(200);
+    const shared = await request(t.sim!.url).post(`/_sim/users/${user.user_id}/share-contact-info`).send({ phone_number_id: phoneNumberId, context: asked.body.data.id });
+    expect(shared.status).toBe(200);
+    expect(shared.body).toMatchObject({ phone_shared: true, status_code: 200 });
+
+    const after = await contacts();
+    expect(after).toHaveLength(1);
+    expect(after[0]).toMatchObject({ id: before.id, phone: '14155550909', user_id: user.user_id, username: 'nora.k' });
+    const messages = (await t.db.pool.query(`SELECT m.direction, m.type FROM messages m JOIN conversations c ON c.id = m.conversation_id WHERE c.contact_id = $1 ORDER BY m.id`, [before.id])).rows;
+    expect(messages.map((m) => `${m.direction}:${m.type}`)).toEqual(['inbound:text', 'outbound:template', 'inbound:contacts']);
+  });
+});
