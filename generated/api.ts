@@ -201,6 +201,129 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/conversations/{id}/assignee": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Assign a conversation to a member of the project's team
+         * @description Names the person handling the conversation: `email` is a dashboard member of the project
+         *     (any role). Assigning is not taking over: the conversation's `state` is unchanged (a
+         *     person takes the conversation from the bot with the `handover` state). An email that is not
+         *     a member is 400 `unknown_member`; an unknown conversation is 404. The answer carries the
+         *     assignee before and after; `conversation.assigned` fires when it changed.
+         */
+        put: operations["assignConversation"];
+        post?: never;
+        /**
+         * Leave a conversation unassigned
+         * @description Clears the conversation's assignee (already unassigned is not an error). `conversation.assigned` fires, with `assignee` null, when there was one.
+         */
+        delete: operations["unassignConversation"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/conversations/{id}/labels": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Set a conversation's labels
+         * @description Replaces the conversation's labels with `labels` (an empty list removes them all): at most
+         *     20, each 1 to 40 letters, digits, spaces, `.`, `_` or `-`, starting with a letter or a digit;
+         *     stored in lower case and sorted, a repeat counted once. The list filter `label` finds them.
+         *     `conversation.labels_changed` fires when the set changed.
+         */
+        put: operations["setConversationLabels"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/conversations/{id}/notes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a conversation's private notes, newest first
+         * @description The team's notes on the conversation (never sent to the customer), keyset-paged like its messages, each with its author.
+         */
+        get: operations["listConversationNotes"];
+        put?: never;
+        /**
+         * Write a private note on a conversation
+         * @description A note for the team, kept with the conversation and never sent to the customer (no message,
+         *     no quota, no window). `body` is 1 to 4,096 characters (blank is 400 `invalid_request`). A
+         *     conversation has at most 1,000 notes (409 `note_limit_reached`). `conversation.note_added` fires.
+         */
+        post: operations["createConversationNote"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/canned-replies": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the project's canned replies
+         * @description Every canned reply of the project (at most 200), by shortcut. A canned reply is sent as a text message through `POST /v1/messages` (same window, quota and consent rules).
+         */
+        get: operations["listCannedReplies"];
+        put?: never;
+        /**
+         * Create a canned reply
+         * @description `shortcut`: 1 to 40 lower-case letters, digits, `_` or `-`, unique in the project (taken is
+         *     409 `canned_reply_exists`); `text`: 1 to 4,096 characters. A project has at most 200 (409
+         *     `canned_reply_limit_reached`, `details.limit`).
+         */
+        post: operations["createCannedReply"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/canned-replies/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete a canned reply
+         * @description An unknown id is 404; a malformed one is 400 `invalid_id`.
+         */
+        delete: operations["deleteCannedReply"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/contacts": {
         parameters: {
             query?: never;
@@ -303,14 +426,15 @@ export interface paths {
          *       unique-local, IPv4-mapped or otherwise non-public address, or does not resolve, is
          *       400 `webhook_target_forbidden`. The address is checked again on every delivery attempt.
          *     * `events`: 1 to 50 names (otherwise 400 `invalid_event_list`), each a platform event
-         *       (`message.received`, `message.status`, `template.approved`, `template.rejected`) or a
+         *       (`message.received`, `message.status`, `template.approved`, `template.rejected`,
+         *       `conversation.assigned`, `conversation.labels_changed`, `conversation.note_added`) or a
          *       custom name of letters, digits, `.`, `_`, `-`, at most 100 characters; any name that is
          *       not exactly a platform event is custom (`message.custom` included) and is matched
          *       exactly. A malformed name is 400 `invalid_event_name`; a name listed twice is 400
          *       `duplicate_event`.
          *     * Subscribing to a platform event also needs its scope (`message.received` →
          *       `events:message_received`, `message.status` → `events:message_status`, `template.*` →
-         *       `events:template_status`): 403 `insufficient_scope` otherwise. Custom events need only
+         *       `events:template_status`, `conversation.*` → `conversations:read`): 403 `insufficient_scope` otherwise. Custom events need only
          *       `webhooks:manage`.
          *     * `is_active` defaults to true.
          *     * A project has at most 100 registrations (active or not): the 101st is 409
@@ -1382,6 +1506,158 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "conversation.assigned": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Event: a conversation was assigned to a member, or unassigned
+         * @description Sent to registrations subscribed to `conversation.assigned` (needs `conversations:read`),
+         *     whoever changed it (the API, an agent, a person in the dashboard). `assignee` is null when
+         *     the conversation was unassigned.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description `t=<unix seconds>,v1=<hex HMAC-SHA256>`: the HMAC is keyed with the registration's signing
+                     *     secret (the whole `whsec_…` string as UTF-8) over `<t>.<raw body>` (the timestamp, a dot and
+                     *     the exact received bytes). Recompute it over the raw bytes, compare in constant time, and
+                     *     reject when `t` differs from your clock by more than 300 seconds.
+                     * @example t=1767225600,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd
+                     */
+                    "X-Service-Signature": components["parameters"]["WebhookSignatureHeader"];
+                    /**
+                     * @description The event name, equal to the body's `event`.
+                     * @example message.received
+                     */
+                    "X-Service-Event": components["parameters"]["WebhookEventHeader"];
+                    "User-Agent": components["parameters"]["WebhookUserAgentHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["ConversationAssignedDelivery"];
+                };
+            };
+            responses: {
+                200: components["responses"]["WebhookAcknowledged"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "conversation.labels_changed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Event: a conversation's labels changed
+         * @description Sent to registrations subscribed to `conversation.labels_changed` (needs `conversations:read`).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description `t=<unix seconds>,v1=<hex HMAC-SHA256>`: the HMAC is keyed with the registration's signing
+                     *     secret (the whole `whsec_…` string as UTF-8) over `<t>.<raw body>` (the timestamp, a dot and
+                     *     the exact received bytes). Recompute it over the raw bytes, compare in constant time, and
+                     *     reject when `t` differs from your clock by more than 300 seconds.
+                     * @example t=1767225600,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd
+                     */
+                    "X-Service-Signature": components["parameters"]["WebhookSignatureHeader"];
+                    /**
+                     * @description The event name, equal to the body's `event`.
+                     * @example message.received
+                     */
+                    "X-Service-Event": components["parameters"]["WebhookEventHeader"];
+                    "User-Agent": components["parameters"]["WebhookUserAgentHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["ConversationLabelsChangedDelivery"];
+                };
+            };
+            responses: {
+                200: components["responses"]["WebhookAcknowledged"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "conversation.note_added": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Event: a private note was written on a conversation
+         * @description Sent to registrations subscribed to `conversation.note_added` (needs `conversations:read`). The note is the team's; it was not sent to the customer.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description `t=<unix seconds>,v1=<hex HMAC-SHA256>`: the HMAC is keyed with the registration's signing
+                     *     secret (the whole `whsec_…` string as UTF-8) over `<t>.<raw body>` (the timestamp, a dot and
+                     *     the exact received bytes). Recompute it over the raw bytes, compare in constant time, and
+                     *     reject when `t` differs from your clock by more than 300 seconds.
+                     * @example t=1767225600,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd
+                     */
+                    "X-Service-Signature": components["parameters"]["WebhookSignatureHeader"];
+                    /**
+                     * @description The event name, equal to the body's `event`.
+                     * @example message.received
+                     */
+                    "X-Service-Event": components["parameters"]["WebhookEventHeader"];
+                    "User-Agent": components["parameters"]["WebhookUserAgentHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["ConversationNoteAddedDelivery"];
+                };
+            };
+            responses: {
+                200: components["responses"]["WebhookAcknowledged"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     custom: {
         parameters: {
             query?: never;
@@ -1696,7 +1972,7 @@ export interface components {
          *     capability layer and are matched like any other.
          * @enum {string}
          */
-        ErrorCode: "bad_request" | "invalid_request" | "invalid_json" | "invalid_id" | "invalid_cursor" | "invalid_idempotency_key" | "invalid_project_header" | "project_required" | "invalid_template" | "invalid_header_handle" | "invalid_media_id" | "empty_file" | "source_url_forbidden" | "download_failed" | "invalid_phone" | "missing_recipient" | "conflicting_recipient" | "invalid_user_id" | "recipient_requires_phone" | "missing_template_name" | "missing_language" | "template_variable_mismatch" | "unsupported_message_type" | "too_many_buttons" | "null_filter_value" | "unknown_column" | "invalid_path" | "invalid_flow" | "invalid_value" | "row_too_large" | "api_key_required" | "invalid_api_key" | "invalid_token" | "insufficient_scope" | "project_inactive" | "project_not_attached" | "no_project_access" | "protected_file" | "flow_file_forbidden" | "platform_table_forbidden" | "not_found" | "table_not_found" | "method_not_allowed" | "outside_24h_window" | "recipient_opted_out" | "template_exists" | "idempotency_in_progress" | "idempotency_key_mismatch" | "precondition_failed" | "conflict" | "channel_not_configured" | "file_too_large" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "quota_exceeded" | "server_error" | "upstream_error" | "upstream_auth_error" | "build_failed" | "flow_generation_failed" | "flow_update_failed" | "invalid_webhook_url" | "webhook_target_forbidden" | "invalid_event_list" | "invalid_event_name" | "duplicate_event" | "reserved_event_name" | "webhook_limit_reached" | "max_affected_exceeded" | "table_quota_exceeded" | "file_quota_exceeded" | "secret_too_large" | "secret_limit_reached" | "query_timeout" | "service_unavailable" | "empty_audience" | "marketing_template_required" | "invalid_csv" | "INVALID_STATE" | "PROJECT_NOT_FOUND" | "SEGMENT_NOT_FOUND" | "MEDIA_EXPIRED" | "BROADCAST_NOT_FOUND";
+        ErrorCode: "bad_request" | "invalid_request" | "invalid_json" | "invalid_id" | "invalid_cursor" | "invalid_idempotency_key" | "invalid_project_header" | "project_required" | "invalid_template" | "invalid_header_handle" | "invalid_media_id" | "empty_file" | "source_url_forbidden" | "download_failed" | "invalid_phone" | "missing_recipient" | "conflicting_recipient" | "invalid_user_id" | "recipient_requires_phone" | "missing_template_name" | "missing_language" | "template_variable_mismatch" | "unsupported_message_type" | "too_many_buttons" | "null_filter_value" | "unknown_column" | "invalid_path" | "invalid_flow" | "invalid_value" | "row_too_large" | "api_key_required" | "invalid_api_key" | "invalid_token" | "insufficient_scope" | "project_inactive" | "project_not_attached" | "no_project_access" | "protected_file" | "flow_file_forbidden" | "platform_table_forbidden" | "not_found" | "table_not_found" | "method_not_allowed" | "outside_24h_window" | "recipient_opted_out" | "template_exists" | "idempotency_in_progress" | "idempotency_key_mismatch" | "precondition_failed" | "conflict" | "channel_not_configured" | "file_too_large" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "quota_exceeded" | "server_error" | "upstream_error" | "upstream_auth_error" | "build_failed" | "flow_generation_failed" | "flow_update_failed" | "invalid_webhook_url" | "webhook_target_forbidden" | "invalid_event_list" | "invalid_event_name" | "duplicate_event" | "reserved_event_name" | "webhook_limit_reached" | "max_affected_exceeded" | "table_quota_exceeded" | "file_quota_exceeded" | "secret_too_large" | "secret_limit_reached" | "query_timeout" | "service_unavailable" | "empty_audience" | "marketing_template_required" | "invalid_csv" | "unknown_member" | "note_limit_reached" | "canned_reply_exists" | "canned_reply_limit_reached" | "INVALID_STATE" | "PROJECT_NOT_FOUND" | "SEGMENT_NOT_FOUND" | "MEDIA_EXPIRED" | "BROADCAST_NOT_FOUND";
         ErrorDetail: {
             code: components["schemas"]["ErrorCode"];
             /** @description Human-readable explanation; may change, never branch on it. */
@@ -1718,7 +1994,8 @@ export interface components {
         };
         /**
          * @description A platform event (`message.received`, `message.status`, `template.approved`,
-         *     `template.rejected`) or a custom event name: letters, digits, `.`, `_`, `-`, at most 100
+         *     `template.rejected`, `conversation.assigned`, `conversation.labels_changed`,
+         *     `conversation.note_added`) or a custom event name: letters, digits, `.`, `_`, `-`, at most 100
          *     characters. A custom name must not equal a platform event name (the bot's emit of one is
          *     400 `reserved_event_name`); names are matched exactly.
          * @example message.received
@@ -2133,6 +2410,7 @@ export interface components {
             /** @description What the channel's statuses said this outbound message costs; null until a status carries pricing (and for inbound messages). */
             pricing: components["schemas"]["MessagePricing"] | null;
             customer?: components["schemas"]["MessageCustomer"];
+            author?: components["schemas"]["Author"];
         };
         /**
          * @description The channel's pricing of one message, as its status notifications give it (per-message pricing
@@ -2201,6 +2479,10 @@ export interface components {
             window_expires_at: string | null;
             /** Format: date-time */
             created_at: string;
+            /** @description The member handling the conversation; null when unassigned. */
+            assignee?: components["schemas"]["Member"] | null;
+            /** @description The team's labels, lower case, sorted. */
+            labels?: string[];
         };
         ConversationResponse: {
             /** @constant */
@@ -2233,6 +2515,154 @@ export interface components {
                     previous_state: string;
                 };
             };
+        };
+        /**
+         * @description Who wrote a message or a note. `customer` (an inbound message), `person` (a member in the
+         *     dashboard: `id` the account, `name` the email), `api_key` (`id` and `name` of the key),
+         *     `agent` (an AI agent's connection: `id` and `name`), `bot` (the project's bot code
+         *     answering a message), `schedule` (a bot schedule's run: `name` the schedule), `campaign` (a
+         *     broadcast), `business_app` (sent from the WhatsApp Business app on the same number), or
+         *     `unknown` (an outbound message recorded before authors were).
+         */
+        Author: {
+            /** @enum {string} */
+            kind: "customer" | "person" | "api_key" | "agent" | "bot" | "schedule" | "campaign" | "business_app" | "unknown";
+            id: string | null;
+            name: string | null;
+        };
+        /** @description A person of the project's team (a dashboard account with a role in the project). */
+        Member: {
+            /** @example acc_3k9m2n7p4q8r1s5t */
+            id: string;
+            /** @example ada@example.com */
+            email: string;
+        };
+        AssignConversationRequest: {
+            /**
+             * @description The member's email (any case).
+             * @example ada@example.com
+             */
+            email: string;
+        };
+        ConversationAssignmentResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                conversation: {
+                    id: number;
+                    assignee: components["schemas"]["Member"] | null;
+                    previous_assignee: components["schemas"]["Member"] | null;
+                };
+            };
+        };
+        /** @example vip */
+        ConversationLabel: string;
+        SetConversationLabelsRequest: {
+            labels: components["schemas"]["ConversationLabel"][];
+        };
+        ConversationLabelsResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                conversation: {
+                    id: number;
+                    labels: string[];
+                    previous_labels: string[];
+                };
+            };
+        };
+        ConversationNote: {
+            id: number;
+            conversation_id: number;
+            body: string;
+            author: components["schemas"]["Author"];
+            /** Format: date-time */
+            created_at: string;
+        };
+        CreateConversationNoteRequest: {
+            body: string;
+        };
+        ConversationNoteResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                note: components["schemas"]["ConversationNote"];
+            };
+        };
+        ConversationNoteListResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                notes: components["schemas"]["ConversationNote"][];
+                /** @description Pass as `cursor` for the next page; null on the last page. */
+                nextCursor: string | null;
+            };
+        };
+        CannedReply: {
+            id: number;
+            /** @example thanks */
+            shortcut: string;
+            text: string;
+            /** Format: date-time */
+            created_at: string;
+        };
+        CreateCannedReplyRequest: {
+            shortcut: string;
+            text: string;
+        };
+        CannedReplyResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                canned_reply: components["schemas"]["CannedReply"];
+            };
+        };
+        CannedReplyListResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                canned_replies: components["schemas"]["CannedReply"][];
+            };
+        };
+        CannedReplyDeletedResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                /** @description The id of the deleted canned reply. */
+                deleted: number;
+            };
+        };
+        ConversationAssignedData: {
+            conversation_id: number;
+            /** @description The member now handling it; null when it was unassigned. */
+            assignee: components["schemas"]["Member"] | null;
+            previous_assignee: components["schemas"]["Member"] | null;
+            by: components["schemas"]["Author"];
+        };
+        ConversationLabelsChangedData: {
+            conversation_id: number;
+            labels: string[];
+            previous_labels: string[];
+            by: components["schemas"]["Author"];
+        };
+        ConversationNoteAddedData: {
+            conversation_id: number;
+            note: components["schemas"]["ConversationNote"];
+        };
+        ConversationAssignedDelivery: components["schemas"]["WebhookDelivery"] & {
+            /** @constant */
+            event?: "conversation.assigned";
+            data?: components["schemas"]["ConversationAssignedData"];
+        };
+        ConversationLabelsChangedDelivery: components["schemas"]["WebhookDelivery"] & {
+            /** @constant */
+            event?: "conversation.labels_changed";
+            data?: components["schemas"]["ConversationLabelsChangedData"];
+        };
+        ConversationNoteAddedDelivery: components["schemas"]["WebhookDelivery"] & {
+            /** @constant */
+            event?: "conversation.note_added";
+            data?: components["schemas"]["ConversationNoteAddedData"];
         };
         /** @description A string of at most 1,000 characters, a number, a boolean or null (null deletes the key). */
         AttributeValue: string | number | boolean | null;
@@ -3791,6 +4221,10 @@ export interface operations {
                 user_id?: string;
                 /** @description Only conversations with activity at or after this time. */
                 since?: string;
+                /** @description Only conversations with this label (any case). */
+                label?: string;
+                /** @description Only conversations assigned to the member with this email, or `none` (unassigned) or `any` (assigned to someone). */
+                assignee?: string;
             };
             header?: {
                 /**
@@ -3950,6 +4384,359 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["MessageListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    assignConversation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description Numeric id; a malformed or empty one is 400 `invalid_id` (after authentication).
+                 * @example 42
+                 */
+                id: components["parameters"]["NumericId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AssignConversationRequest"];
+            };
+        };
+        responses: {
+            /** @description The assignee after the change and the one before. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConversationAssignmentResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    unassignConversation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description Numeric id; a malformed or empty one is 400 `invalid_id` (after authentication).
+                 * @example 42
+                 */
+                id: components["parameters"]["NumericId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The conversation unassigned, with the assignee it had. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConversationAssignmentResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    setConversationLabels: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description Numeric id; a malformed or empty one is 400 `invalid_id` (after authentication).
+                 * @example 42
+                 */
+                id: components["parameters"]["NumericId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SetConversationLabelsRequest"];
+            };
+        };
+        responses: {
+            /** @description The labels after the change and the ones before. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConversationLabelsResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listConversationNotes: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100. */
+                limit?: components["parameters"]["Limit"];
+                /** @description The `nextCursor` of the previous page (opaque, at most 512 characters). Any cursor the service did not issue, a longer one included, is 400 `invalid_cursor`. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description Numeric id; a malformed or empty one is 400 `invalid_id` (after authentication).
+                 * @example 42
+                 */
+                id: components["parameters"]["NumericId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of notes. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConversationNoteListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createConversationNote: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description Numeric id; a malformed or empty one is 400 `invalid_id` (after authentication).
+                 * @example 42
+                 */
+                id: components["parameters"]["NumericId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateConversationNoteRequest"];
+            };
+        };
+        responses: {
+            /** @description The note. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConversationNoteResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listCannedReplies: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The canned replies. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CannedReplyListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createCannedReply: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateCannedReplyRequest"];
+            };
+        };
+        responses: {
+            /** @description The canned reply. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CannedReplyResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteCannedReply: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description Numeric id; a malformed or empty one is 400 `invalid_id` (after authentication).
+                 * @example 42
+                 */
+                id: components["parameters"]["NumericId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CannedReplyDeletedResponse"];
                 };
             };
             400: components["responses"]["BadRequest"];

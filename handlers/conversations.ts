@@ -18,6 +18,8 @@ import {
   type ConversationFilters,
 } from '../lib/conversations/conversations.js';
 import { phoneFilter } from '../lib/conversations/contacts.js';
+import { assign, credentialAuthor, relabel } from '../lib/inbox/team.js';
+import { addNote, listNotes, noteView } from '../lib/inbox/notes.js';
 
 
 function notFound(id: bigint): ApiError {
@@ -39,11 +41,18 @@ export const listConversations: Handler<operations['listConversations']> = async
     }
     filters.since = since;
   }
+  if (q.label !== undefined) filters.label = String(q.label).trim().toLowerCase();
+  if (q.assignee !== undefined) {
+    const a = String(q.assignee).trim();
+    filters.assignee = a === 'none' ? null : a === 'any' ? 'any' : { email: a };
+  }
   const scope = cursorScope('listConversations', projectId, {
     state: filters.state,
     phone: filters.phone,
     user_id: filters.userId,
     since: filters.since?.getTime(),
+    label: filters.label,
+    assignee: q.assignee === undefined ? undefined : String(q.assignee).trim().toLowerCase(),
   });
   const { page, nextCursor } = await keysetPage(q, {
     scope,
@@ -99,4 +108,63 @@ export const updateConversationState: Handler<operations['updateConversationStat
   const changed = await setConversationState(pool, projectId, id, state, deps.clock.now());
   if (!changed) throw notFound(id); // deleted meanwhile
   return { data: { conversation: { id: Number(changed.id), state: changed.state, previous_state: changed.previousState } } };
+};
+
+// The team's operations (issue 60): assignment, labels and private notes, named by who made them.
+
+export const assignConversation: Handler<operations['assignConversation']> = async (req, deps) => {
+  const id = pathId(req.params.id);
+  const email = req.body?.email;
+  if (typeof email !== 'string' || !email.trim()) {
+    throw new ApiError('invalid_request', 'email is required.', { fields: [{ field: 'email', message: 'is required' }] });
+  }
+  const by = await credentialAuthor(deps.db.pool, req.auth!);
+  const changed = await assign(deps.db.pool, req.auth!.project.id, id, email, by, deps.clock.now());
+  if (!changed) throw notFound(id);
+  return { data: { conversation: changed } };
+};
+
+export const unassignConversation: Handler<operations['unassignConversation']> = async (req, deps) => {
+  const id = pathId(req.params.id);
+  const by = await credentialAuthor(deps.db.pool, req.auth!);
+  const changed = await assign(deps.db.pool, req.auth!.project.id, id, null, by, deps.clock.now());
+  if (!changed) throw notFound(id);
+  return { data: { conversation: changed } };
+};
+
+export const setConversationLabels: Handler<operations['setConversationLabels']> = async (req, deps) => {
+  const id = pathId(req.params.id);
+  const labels = req.body?.labels;
+  if (!Array.isArray(labels)) {
+    throw new ApiError('invalid_request', 'labels is required (a list; empty removes them all).', { fields: [{ field: 'labels', message: 'is required' }] });
+  }
+  const by = await credentialAuthor(deps.db.pool, req.auth!);
+  const changed = await relabel(deps.db.pool, req.auth!.project.id, id, labels, by, deps.clock.now());
+  if (!changed) throw notFound(id);
+  return { data: { conversation: changed } };
+};
+
+export const createConversationNote: Handler<operations['createConversationNote']> = async (req, deps) => {
+  const id = pathId(req.params.id);
+  const body = typeof req.body?.body === 'string' ? req.body.body.trim() : '';
+  if (!body) throw new ApiError('invalid_request', 'body is required: the note\'s text.', { fields: [{ field: 'body', message: 'is required' }] });
+  const by = await credentialAuthor(deps.db.pool, req.auth!);
+  const note = await addNote(deps.db.pool, req.auth!.project.id, id, body, by, deps.clock.now());
+  if (!note) throw notFound(id);
+  return { status: 201, data: { note } };
+};
+
+export const listConversationNotes: Handler<operations['listConversationNotes']> = async (req, deps) => {
+  const projectId = req.auth!.project.id;
+  const id = pathId(req.params.id);
+  pageSize(req.query.limit);
+  if (!(await conversationExists(deps.db.pool, projectId, id))) throw notFound(id);
+  const { page, nextCursor } = await keysetPage(req.query, {
+    scope: cursorScope('listConversationNotes', projectId, { conversation: id.toString() }),
+    secret: cursorSecretOf(deps),
+    decode: positions.id,
+    read: (afterId, take) => listNotes(deps.db.pool, projectId, id, afterId, take),
+    encode: (r) => [String(r.id)],
+  });
+  return { data: { notes: page.map(noteView), nextCursor } };
 };

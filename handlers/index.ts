@@ -16,6 +16,7 @@ import * as contactImports from './contact-imports.js';
 import * as files from './files.js';
 import * as deployments from './deployments.js';
 import * as flows from './flows.js';
+import * as cannedReplies from './canned-replies.js';
 
 export const handlers: Handlers<operations> = {
   ping: serviceInfo.ping,
@@ -27,6 +28,14 @@ export const handlers: Handlers<operations> = {
   getConversation: conversations.getConversation,
   updateConversationState: conversations.updateConversationState,
   listConversationMessages: conversations.listConversationMessages,
+  assignConversation: conversations.assignConversation,
+  unassignConversation: conversations.unassignConversation,
+  setConversationLabels: conversations.setConversationLabels,
+  listConversationNotes: conversations.listConversationNotes,
+  createConversationNote: conversations.createConversationNote,
+  listCannedReplies: cannedReplies.listCannedReplies,
+  createCannedReply: cannedReplies.createCannedReply,
+  deleteCannedReply: cannedReplies.deleteCannedReply,
   listContacts: contacts.listContacts,
   getContact: contacts.getContact,
   updateContact: contacts.updateContact,

@@ -43,8 +43,10 @@ export const CAPABILITY_EDGES: Record<string, string[]> = {
   messaging: ['access', 'channel-settings', 'consent', 'conversations', 'flows', 'media', 'pricing', 'templates', 'webhooks'],
   broadcasts: ['access', 'channel-settings', 'conversations', 'messaging', 'pricing'],
   bot: ['access', 'channel-settings', 'code', 'consent', 'conversations', 'dashboard', 'deploy', 'messaging', 'project-files', 'sandbox', 'tables', 'webhooks'],
+  // The team's inbox: assignment, labels, notes and canned replies, each change with its event.
+  inbox: ['access', 'conversations', 'webhooks'],
   // The console's customers pages read conversations and send a person's reply through messaging's one send path.
-  dashboard: ['access', 'broadcasts', 'conversations', 'messaging', 'templates', 'webhooks'],
+  dashboard: ['access', 'broadcasts', 'conversations', 'inbox', 'messaging', 'templates', 'webhooks'],
   // The agents' authorization server: connections and tokens (access), consent's roles and audit (dashboard).
   oauth: ['access', 'dashboard'],
   // The MCP server's identity as a protected resource (its tools and endpoint are HTTP edge: http/mcp/).

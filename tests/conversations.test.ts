@@ -118,6 +118,9 @@ describe('GET /v1/conversations', () => {
       window_open: true,
       window_expires_at: new Date(now + 22 * HOUR).toISOString(),
       created_at: expect.any(String),
+      // The team's hold (issue 60): nobody assigned, no labels.
+      assignee: null,
+      labels: [],
     });
     expect(list[1]).toMatchObject({ contact: { name: null }, last_inbound_at: null, window_open: false, window_expires_at: null });
     expect(list[2]).toMatchObject({ window_open: false, window_expires_at: new Date(now - HOUR).toISOString() });
@@ -375,6 +378,8 @@ describe('GET /v1/conversations/{id}/messages', () => {
           status_updated_at: t.clock.now().toISOString(),
           // No status has reported the message's pricing (issue 37).
           pricing: null,
+          // Written straight to the table, with no author or send reference (issue 60).
+          author: { kind: 'unknown', id: null, name: null },
         },
       ],
       nextCursor: null,

@@ -72,6 +72,8 @@ describe('GET /v1/messages/{id}', () => {
         // No status has reported the message's pricing yet (issue 37).
         pricing: null,
         customer: { phone: expect.stringMatching(/^\+\d+$/), user_id: null, username: null },
+        // Written straight to the table, with no author or send reference (issue 60).
+        author: { kind: 'unknown', id: null, name: null },
       },
     });
   });

@@ -22,6 +22,7 @@ import type { ConversationRow, MessageCustomerRow, MessageRow } from './views.js
 import { MESSAGE_ACTIVITY_SET_SQL } from './order.js';
 import { cursorId, cursorTime, invalidCursor } from '../platform/cursor.js';
 import { contactSearchSql, conversationConditionSql, type ConversationCondition } from './console-filters.js';
+import { AUTHOR_COLUMNS } from './authors.js';
 
 export { conversationConditionSql } from './console-filters.js';
 
@@ -45,6 +46,10 @@ export interface ConversationFilters {
   search?: string;
   /** The console's filter (console-filters.ts). */
   condition?: ConversationCondition;
+  /** Only conversations with this label (lower case). */
+  label?: string;
+  /** Only those assigned to this account, or none (`null`: unassigned), or anyone (`any`). */
+  assignee?: { accountId: string } | { email: string } | null | 'any';
 }
 
 /** A person opened the conversation in the dashboard: what the customer wrote until now is read. */
@@ -75,7 +80,9 @@ const CONVERSATION_COLUMNS = `
   c.id::text AS "id", c.state AS "state", c.last_message_at AS "lastMessageAt",
   c.last_inbound_at AS "lastInboundAt", c.created_at AS "createdAt", c.order_at AS "orderAt",
   ct.id::text AS "contactId", ct.phone AS "contactPhone", ct.user_id AS "contactUserId",
-  ct.username AS "contactUsername", ct.name AS "contactName"`;
+  ct.username AS "contactUsername", ct.name AS "contactName",
+  c.assignee_id AS "assigneeId", (SELECT a.email FROM dashboard_accounts a WHERE a.id = c.assignee_id) AS "assigneeEmail",
+  c.labels AS "labels"`;
 
 interface ConversationSqlRow {
   id: string;
@@ -89,6 +96,9 @@ interface ConversationSqlRow {
   contactUserId: string | null;
   contactUsername: string | null;
   contactName: string | null;
+  assigneeId: string | null;
+  assigneeEmail: string | null;
+  labels: string[] | null;
 }
 
 function toConversationRow(r: ConversationSqlRow): ConversationRow {
@@ -100,6 +110,8 @@ function toConversationRow(r: ConversationSqlRow): ConversationRow {
     createdAt: r.createdAt,
     orderAt: r.orderAt,
     contact: { id: r.contactId, phone: r.contactPhone, userId: r.contactUserId, username: r.contactUsername, name: r.contactName },
+    assignee: { id: r.assigneeId, email: r.assigneeEmail },
+    labels: r.labels ?? [],
   };
 }
 
@@ -122,6 +134,11 @@ export function conversationPageQuery(
   if (filters.since !== undefined) where.push(`c.last_message_at >= ${param(filters.since)}::timestamptz`);
   if (filters.search) where.push(contactSearchSql('ct', filters.search, param));
   if (filters.condition) where.push(conversationConditionSql('c', filters.condition));
+  if (filters.label !== undefined) where.push(`${param(filters.label)}::text = ANY (c.labels)`);
+  if (filters.assignee === null) where.push('c.assignee_id IS NULL');
+  else if (filters.assignee === 'any') where.push('c.assignee_id IS NOT NULL');
+  else if (filters.assignee && 'accountId' in filters.assignee) where.push(`c.assignee_id = ${param(filters.assignee.accountId)}`);
+  else if (filters.assignee) where.push(`c.assignee_id = (SELECT a.id FROM dashboard_accounts a WHERE a.email = lower(${param(filters.assignee.email)}))`);
   if (after) {
     where.push(`(o.order_at, o.conversation_id) < (${param(after.orderAt)}::timestamptz, ${param(after.id.toString())}::bigint)`);
   }
@@ -165,7 +182,7 @@ export async function conversationExists(db: Queryable, projectId: string, id: b
 
 const MESSAGE_COLUMNS = `
   m.id::text AS "id", m.wamid, m.conversation_id::text AS "conversationId", m.direction, m.type, m.content,
-  m.status, m.error, m.sent_at AS "sentAt", m.status_at AS "statusAt", m.pricing`;
+  m.status, m.error, m.sent_at AS "sentAt", m.status_at AS "statusAt", m.pricing, ${AUTHOR_COLUMNS}`;
 
 /** One page of a conversation's messages, newest first; `afterId` is the last id of the previous page. */
 export async function listMessageRows(
@@ -349,4 +366,55 @@ export async function absorbConversation(
 /** A merge's only conversation, of the gone contact, moves to the kept contact. */
 export async function moveConversation(tx: Prisma.TransactionClient, id: bigint, toContact: bigint, at: Date): Promise<void> {
   await tx.$executeRawUnsafe(`UPDATE conversations SET contact_id = $1::bigint, updated_at = $3 WHERE id = $2::bigint`, String(toContact), String(id), at);
+}
+
+/**
+ * Sets (or clears, `accountId` null) the conversation's assignee and returns it with the one it
+ * replaced, in one statement over the locked row (two concurrent changes each report what they
+ * replaced). Undefined when the conversation is not the project's.
+ */
+export async function setConversationAssignee(
+  db: Queryable,
+  projectId: string,
+  id: bigint,
+  accountId: string | null,
+  now: Date,
+): Promise<{ id: string; assigneeId: string | null; previousAssigneeId: string | null } | undefined> {
+  const res = await db.query<{ id: string; assigneeId: string | null; previousAssigneeId: string | null }>(
+    `UPDATE conversations c SET assignee_id = $3, assigned_at = CASE WHEN $3::text IS NULL THEN NULL ELSE $4::timestamptz END, updated_at = $4
+     FROM (SELECT id, assignee_id FROM conversations WHERE project_id = $1 AND id = $2::bigint FOR UPDATE) old
+     WHERE c.id = old.id
+     RETURNING c.id::text AS "id", c.assignee_id AS "assigneeId", old.assignee_id AS "previousAssigneeId"`,
+    [projectId, id.toString(), accountId, now],
+  );
+  return res.rows[0];
+}
+
+/** Replaces the conversation's labels, returning them with the ones they replaced (as setConversationAssignee). */
+export async function setConversationLabels(
+  db: Queryable,
+  projectId: string,
+  id: bigint,
+  labels: string[],
+  now: Date,
+): Promise<{ id: string; labels: string[]; previousLabels: string[] } | undefined> {
+  const res = await db.query<{ id: string; labels: string[]; previousLabels: string[] | null }>(
+    `UPDATE conversations c SET labels = $3::text[], updated_at = $4
+     FROM (SELECT id, labels FROM conversations WHERE project_id = $1 AND id = $2::bigint FOR UPDATE) old
+     WHERE c.id = old.id
+     RETURNING c.id::text AS "id", c.labels AS "labels", old.labels AS "previousLabels"`,
+    [projectId, id.toString(), labels, now],
+  );
+  const r = res.rows[0];
+  return r && { id: r.id, labels: r.labels, previousLabels: r.previousLabels ?? [] };
+}
+
+/** The labels in use in the project, most used first (the inbox's label filter). */
+export async function projectLabels(db: Queryable, projectId: string, limit = 50): Promise<string[]> {
+  const res = await db.query<{ label: string }>(
+    `SELECT l AS label FROM conversations c, unnest(c.labels) l WHERE c.project_id = $1 AND c.labels <> '{}'
+     GROUP BY l ORDER BY count(*) DESC, l LIMIT $2`,
+    [projectId, limit],
+  );
+  return res.rows.map((r) => r.label);
 }

@@ -18,11 +18,12 @@ export type ContactSummaryView = Schemas['ContactSummary'];
 export type RowId = bigint | number | string;
 
 import { serviceWindow } from './window.js';
+import { authorOf, type AuthorColumns } from './authors.js';
 import { consentView, type ConsentColumns } from './consent.js';
 
 export { SERVICE_WINDOW_MS, serviceWindow } from './window.js';
 
-export interface MessageRow {
+export interface MessageRow extends AuthorColumns {
   id: RowId;
   wamid: string;
   conversationId: RowId;
@@ -56,6 +57,9 @@ export interface ConversationRow {
   /** The recent-activity order's key (lib/conversations/order.ts), where the list reads it. */
   orderAt?: Date;
   contact: ContactSummaryRow;
+  /** The member handling it (absent in rows that did not select it; id null: unassigned). */
+  assignee?: { id: string | null; email: string | null };
+  labels?: string[] | null;
 }
 
 export interface ContactRow extends ContactSummaryRow, ConsentColumns {
@@ -108,6 +112,7 @@ export function messageView(row: MessageRow & MessageCustomerRow, customer?: Con
     : row.customerPhone !== undefined || row.customerUserId !== undefined
       ? { phone: phoneView(row.customerPhone), user_id: row.customerUserId ?? null, username: row.customerUsername ?? null }
       : undefined;
+  const author = authorOf(row);
   return {
     id: idView(row.id),
     wamid: row.wamid,
@@ -121,6 +126,7 @@ export function messageView(row: MessageRow & MessageCustomerRow, customer?: Con
     status_updated_at: row.statusAt.toISOString(),
     pricing: isPlainObject(row.pricing) ? (row.pricing as MessageView['pricing']) : null,
     ...(who ? { customer: who } : {}),
+    ...(author ? { author } : {}),
   };
 }
 
@@ -146,6 +152,8 @@ export function conversationView(row: ConversationRow, now: Date): ConversationV
     window_open: window.open,
     window_expires_at: window.expiresAt ? window.expiresAt.toISOString() : null,
     created_at: row.createdAt.toISOString(),
+    ...(row.assignee ? { assignee: row.assignee.id && row.assignee.email ? { id: row.assignee.id, email: row.assignee.email } : null } : {}),
+    ...(row.labels !== undefined ? { labels: row.labels ?? [] } : {}),
   };
 }
 

@@ -17,6 +17,7 @@ import { bodyPlaceholderCount } from '../messaging/compose.js';
 import { BOT_STATE, HUMAN_STATE, setConversationState } from '../conversations/conversations.js';
 import { inTransaction } from '../platform/db/transaction.js';
 import type { ContactView } from '../conversations/views.js';
+import { personAuthor } from '../conversations/authors.js';
 
 export type Reply =
   | { kind: 'text'; text: string }
@@ -76,7 +77,7 @@ export async function sendReply(
   const body = reply.kind === 'text'
     ? { type: 'text', ...to, content: reply.text }
     : { type: 'template', ...to, template: { name: reply.name, language: reply.language, variables: reply.variables } };
-  const sent = await sendMessage(deps, project, body as Parameters<typeof sendMessage>[2], { ref });
+  const sent = await sendMessage(deps, project, body as Parameters<typeof sendMessage>[2], { ref, author: personAuthor(actor) });
   await recordAuditAfter(deps, actor, {
     projectId: project.id,
     action: 'conversation.reply',

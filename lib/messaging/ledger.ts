@@ -54,6 +54,8 @@ export interface Intent {
   session?: boolean;
   /** The request's Idempotency-Key, linked to the reference in the same statement. */
   idempotencyKey?: string;
+  /** Who sends it (lib/conversations/authors.ts), recorded on the message; absent: not said. */
+  author?: unknown;
 }
 
 export function utcDay(now: Date): string {
@@ -156,8 +158,8 @@ export async function recordIntents(db: Db, projectId: string, intents: Intent[]
     const { rows } = await db.query<{ ord: string; open: boolean; recorded: boolean }>({
       name: 'record-intent',
       text: `WITH input AS (
-               SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::jsonb[], $6::boolean[], $7::text[], $9::text[])
-                 WITH ORDINALITY AS i(phone, ref, type, content, session, ikey, user_id, ord)
+               SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::jsonb[], $6::boolean[], $7::text[], $9::text[], $10::jsonb[])
+                 WITH ORDINALITY AS i(phone, ref, type, content, session, ikey, user_id, author, ord)
              ), found AS (
                -- By phone, else by business-scoped user id.
                SELECT i.ord, c.id FROM input i JOIN contacts c ON c.project_id = $1
@@ -183,8 +185,8 @@ export async function recordIntents(db: Db, projectId: string, intents: Intent[]
              ), ik AS (
                ${linkKeysSql('SELECT $1::text AS project_id, g.ikey, g.ref FROM gate g WHERE g.ikey IS NOT NULL AND g.open')}
              ), ins AS (
-               INSERT INTO messages (project_id, conversation_id, wamid, send_ref, direction, type, content, status, sent_at, status_at)
-               SELECT $1, cv.id, g.ref, g.ref, 'outbound', g.type, g.content, 'pending', $8, $8
+               INSERT INTO messages (project_id, conversation_id, wamid, send_ref, direction, type, content, status, sent_at, status_at, author)
+               SELECT $1, cv.id, g.ref, g.ref, 'outbound', g.type, g.content, 'pending', $8, $8, g.author
                FROM gate g JOIN ct ON ct.ord = g.ord JOIN cv ON cv.contact_id = ct.contact_id
                RETURNING send_ref
              )
@@ -199,6 +201,7 @@ export async function recordIntents(db: Db, projectId: string, intents: Intent[]
         batch.map((b) => b.idempotencyKey ?? null),
         at,
         batch.map((b) => b.to.userId ?? null),
+        batch.map((b) => (b.author === undefined ? null : JSON.stringify(b.author))),
       ],
     });
     const retry: number[] = [];

@@ -135,6 +135,8 @@ export interface SendOptions {
    * after a crash repeats its sends under the same references).
    */
   ref?: string;
+  /** Who sends it (api_key, person, agent, bot, schedule: lib/conversations/authors.ts), recorded on the message. */
+  author?: { kind: string; id: string | null; name: string | null };
 }
 
 /** A send whose outcome the channel left unknown (a timeout after the request went out). */
@@ -258,7 +260,7 @@ async function reserveUnit(pool: Deps['db']['pool'], projectId: string, message:
 async function recordIntent(deps: Deps, projectId: string, message: Prepared, to: Intent['to'], opts: SendOptions, now: Date): Promise<string> {
   const { pool } = deps.db;
   const ref = opts.ref ?? newSendRef();
-  const intent: Intent = { to, ref, type: message.type, content: message.content, session: message.session, idempotencyKey: opts.idempotencyKey };
+  const intent: Intent = { to, ref, type: message.type, content: message.content, session: message.session, idempotencyKey: opts.idempotencyKey, author: opts.author };
   let recorded: boolean;
   try {
     [recorded] = await recordIntents(pool, projectId, [intent], now);

@@ -16,6 +16,10 @@ export const EVENT_SCOPES: Record<PlatformEvent, string> = {
   'message.status': 'events:message_status',
   'template.approved': 'events:template_status',
   'template.rejected': 'events:template_status',
+  // What the team does with a conversation is read with the conversation (no scope of its own).
+  'conversation.assigned': 'conversations:read',
+  'conversation.labels_changed': 'conversations:read',
+  'conversation.note_added': 'conversations:read',
 };
 
 export const MAX_EVENTS_PER_WEBHOOK = 50;

@@ -7,7 +7,11 @@
 import { newId } from '../platform/secrets.js';
 import type { Queryable, RawTx } from '../platform/db/transaction.js';
 
-export const PLATFORM_EVENTS = ['message.received', 'message.status', 'template.approved', 'template.rejected'] as const;
+export const PLATFORM_EVENTS = [
+  'message.received', 'message.status', 'template.approved', 'template.rejected',
+  // The team's changes of a conversation (lib/conversations/team.ts, notes.ts).
+  'conversation.assigned', 'conversation.labels_changed', 'conversation.note_added',
+] as const;
 export type PlatformEvent = (typeof PLATFORM_EVENTS)[number];
 
 /** Channel of the PostgreSQL notification raised with each event, so the dispatcher wakes at once. */

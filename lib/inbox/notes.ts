@@ -1,0 +1,65 @@
+/**
+ * Private notes on a conversation (issue 60): the team's, never sent to the customer (no message,
+ * no channel call, no quota). This module is the only writer of `conversation_notes`; a note and
+ * its `conversation.note_added` event are written in one transaction.
+ */
+import type pg from 'pg';
+import type { components } from '../../generated/api.js';
+import { ApiError } from '../platform/errors.js';
+import { inTransaction, type Queryable } from '../platform/db/transaction.js';
+import { insertEvent } from '../webhooks/events.js';
+import type { Author } from '../conversations/authors.js';
+
+export type NoteView = components['schemas']['ConversationNote'];
+
+/** Longest note, in characters. */
+export const MAX_NOTE_CHARS = 4096;
+/** Most notes one conversation keeps: a bound on what a page of the inbox reads and a runaway writer. */
+export const MAX_NOTES_PER_CONVERSATION = 1000;
+
+interface NoteRow {
+  id: string;
+  conversationId: string;
+  body: string;
+  author: Author;
+  createdAt: Date;
+}
+
+export function noteView(r: NoteRow): NoteView {
+  return { id: Number(r.id), conversation_id: Number(r.conversationId), body: r.body, author: r.author, created_at: r.createdAt.toISOString() };
+}
+
+const COLUMNS = `id::text AS "id", conversation_id::text AS "conversationId", body, author, created_at AS "createdAt"`;
+
+/** Writes the note and its event. Undefined when the conversation is not the project's. */
+export async function addNote(pool: pg.Pool, projectId: string, conversationId: bigint, body: string, author: Author, now: Date): Promise<NoteView | undefined> {
+  return inTransaction(pool, async (client) => {
+    // The conversation row is locked, so two writers cannot both pass the count at its limit.
+    const conv = await client.query('SELECT 1 FROM conversations WHERE project_id = $1 AND id = $2::bigint FOR UPDATE', [projectId, conversationId.toString()]);
+    if (conv.rowCount !== 1) return undefined;
+    const { rows: [count] } = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM conversation_notes WHERE conversation_id = $1::bigint', [conversationId.toString()]);
+    if (count.n >= MAX_NOTES_PER_CONVERSATION) {
+      throw new ApiError('note_limit_reached', `This conversation already has ${MAX_NOTES_PER_CONVERSATION} notes, the most it keeps.`, { limit: MAX_NOTES_PER_CONVERSATION });
+    }
+    const { rows } = await client.query<NoteRow>(
+      `INSERT INTO conversation_notes (project_id, conversation_id, body, author, created_at) VALUES ($1, $2::bigint, $3, $4::jsonb, $5)
+       RETURNING ${COLUMNS}`,
+      [projectId, conversationId.toString(), body, JSON.stringify(author), now],
+    );
+    const note = noteView(rows[0]);
+    await insertEvent(client, projectId, 'conversation.note_added', { conversation_id: note.conversation_id, note }, now);
+    return note;
+  });
+}
+
+/** One page of a conversation's notes, newest first (`afterId`: the last id of the previous page). */
+export async function listNotes(db: Queryable, projectId: string, conversationId: bigint, afterId: bigint | undefined, take: number): Promise<NoteRow[]> {
+  const values: unknown[] = [projectId, conversationId.toString(), take];
+  if (afterId !== undefined) values.push(afterId.toString());
+  const { rows } = await db.query<NoteRow>(
+    `SELECT ${COLUMNS} FROM conversation_notes WHERE project_id = $1 AND conversation_id = $2::bigint ${afterId !== undefined ? 'AND id < $4::bigint' : ''}
+     ORDER BY id DESC LIMIT $3`,
+    values,
+  );
+  return rows;
+}
