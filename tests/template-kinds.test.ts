@@ -12,6 +12,9 @@ import { startTestApp, type TestApp } from './support/app.js';
 import { projectWithKey } from './support/uploads.js';
 import { openChannel } from '../lib/channel-settings/settings.js';
 import * as S from './support/samples.js';
+import { renderTemplate } from '../lib/templates/render.js';
+import { messagePreview } from '../http/dashboard/broadcast-pages.js';
+import { messageText } from '../lib/dashboard/customer-reads.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -261,5 +264,32 @@ describe('REQUEST_CONTACT_INFO: a username customer shares their number', () => 
     expect(after[0]).toMatchObject({ id: before.id, phone: '14155550909', user_id: user.user_id, username: 'nora.k' });
     const messages = (await t.db.pool.query(`SELECT m.direction, m.type FROM messages m JOIN conversations c ON c.id = m.conversation_id WHERE c.contact_id = $1 ORDER BY m.id`, [before.id])).rows;
     expect(messages.map((m) => `${m.direction}:${m.type}`)).toEqual(['inbound:text', 'outbound:template', 'inbound:contacts']);
+    // The conversation view says what the customer shared.
+    const conv = (await t.db.pool.query('SELECT id FROM conversations WHERE contact_id = $1', [before.id])).rows[0];
+    const listed = await request(t.app).get(`/v1/conversations/${conv.id}/messages`).set(auth(key)).expect(200);
+    const answer = listed.body.data.messages.find((m: any) => m.type === 'contacts');
+    expect(messageText(answer)).toBe('Shared contact: Nora +14155550909');
+  });
+});
+
+describe('rendering the newer kinds (the approval page, the templates page, the conversation view)', () => {
+  it('a carousel shows its cards, an offer its headline, the call and contact buttons what they do', () => {
+    const c = carousel('r', [card('h1', 1), card('h2', 2)]).components;
+    const r = renderTemplate(c, { body: ['Ada'] });
+    expect(r.body).toBe('Our spring plants, Ada!');
+    expect(r.cards).toEqual([1, 2].map((n) => ({ header: { media: 'IMAGE' }, body: `Plant ${n}: {{1}}`, buttons: [{ type: 'QUICK_REPLY', text: 'More' }, { type: 'URL', text: 'Buy', detail: 'https://shop.example.com/p/{{1}}' }] })));
+    const page = String(messagePreview(r));
+    expect(page).toContain('aria-label="2 carousel cards"');
+    expect(page).toContain('[image]</span> Plant 2: {{1}}');
+    const offer = renderTemplate(lto('o').components);
+    expect(offer.offer).toEqual({ text: 'Expiring offer!', expires: true });
+    expect(offer.buttons[0]).toEqual({ type: 'COPY_CODE', text: 'Copy code', detail: 'copies the code' });
+    expect(String(messagePreview(offer))).toContain(`<strong>Expiring offer!</strong> <span class="muted">(with the offer's countdown)</span>`);
+    const call = renderTemplate([{ type: 'BODY', text: 'Call us' }, { type: 'CALL_PERMISSION_REQUEST' }, { type: 'BUTTONS', buttons: [{ type: 'VOICE_CALL', text: 'Call now' }, { type: 'REQUEST_CONTACT_INFO', text: 'Share number' }] }]);
+    expect(call.callPermissionRequest).toBe(true);
+    expect(String(messagePreview(call))).toContain('Share number <span class="muted">(request contact info: asks for the phone number)</span>');
+    // The conversation view: a carousel send and an offer's expiry.
+    expect(messageText({ type: 'template', content: { type: 'template', template: { name: 'plants', language: 'en_US', variables: ['Ada'], cards: [{}, {}], limited_time_offer: { expiration_time_ms: Date.parse('2026-12-31T23:59:59Z') } } } } as any))
+      .toBe('Template plants (Ada); 2 carousel cards; offer ends 2026-12-31T23:59:59.000Z');
   });
 });

@@ -69,8 +69,15 @@ export function messagePreview(m: RenderedTemplate): Html {
   ${m.header ? ('text' in m.header ? html`<p class="message-header">${m.header.text}</p>` : html`<p class="muted">[${m.header.media.toLowerCase()} header]</p>`) : ''}
   <p class="message-body">${m.body || html`<span class="muted">(no body text)</span>`}</p>
   ${m.footer ? html`<p class="message-footer muted">${m.footer}</p>` : ''}
-  ${m.buttons.length ? html`<ul class="message-buttons">${m.buttons.map((b) => html`<li>${b.text}${b.detail ? html` <span class="muted">(${b.type.toLowerCase().replace('_', ' ')}: ${b.detail})</span>` : ''}</li>`)}</ul>` : ''}
+  ${m.buttons.length ? buttonList(m.buttons) : ''}
+  ${m.offer ? html`<p class="message-offer"><strong>${m.offer.text}</strong>${m.offer.expires ? html` <span class="muted">(with the offer's countdown)</span>` : ''}</p>` : ''}
+  ${m.callPermissionRequest ? html`<p class="muted">[asks permission to call the customer]</p>` : ''}
+  ${m.cards.length ? html`<ol class="message-cards" aria-label="${m.cards.length} carousel cards">${m.cards.map((c) => html`<li>${c.header ? html`<span class="muted">[${c.header.media.toLowerCase()}]</span> ` : ''}${c.body ?? ''}${c.buttons.length ? buttonList(c.buttons) : ''}</li>`)}</ol>` : ''}
 </div>`;
+}
+
+function buttonList(buttons: RenderedTemplate['buttons']): Html {
+  return html`<ul class="message-buttons">${buttons.map((b) => html`<li>${b.text}${b.detail ? html` <span class="muted">(${b.type.toLowerCase().replace(/_/g, ' ')}: ${b.detail})</span>` : ''}</li>`)}</ul>`;
 }
 
 type Detail = Awaited<ReturnType<typeof broadcastDetail>>;

@@ -157,7 +157,18 @@ export function messageText(m: MessageView): string | null {
   const text = str(obj(c.text)?.body);
   if (text !== undefined) return text;
   const template = obj(c.template);
-  if (template && str(template.name)) return `Template ${String(template.name)}${Array.isArray(template.variables) && template.variables.length ? ` (${template.variables.map(String).join(', ')})` : ''}`;
+  if (template && str(template.name)) {
+    const cards = Array.isArray(template.cards) ? template.cards.length : 0;
+    const expiry = Number(obj(template.limited_time_offer)?.expiration_time_ms);
+    return `Template ${String(template.name)}${Array.isArray(template.variables) && template.variables.length ? ` (${template.variables.map(String).join(', ')})` : ''}`
+      + (cards ? `; ${cards} carousel cards` : '')
+      + (Number.isFinite(expiry) ? `; offer ends ${new Date(expiry).toISOString()}` : '');
+  }
+  // A contact card (e.g. the customer answering a REQUEST_CONTACT_INFO button with their number).
+  const shared = Array.isArray(c.contacts) ? (c.contacts as unknown[]).map(obj).filter(Boolean) : [];
+  if (m.type === 'contacts' && shared.length) {
+    return `Shared contact: ${shared.map((x) => [str(obj(x!.name)?.formatted_name), ...((Array.isArray(x!.phones) ? x!.phones : []) as unknown[]).map((p) => str(obj(p)?.phone))].filter(Boolean).join(' ')).join('; ')}`;
+  }
   const media = obj(c.media) ?? obj(c[m.type]);
   if (str(media?.caption)) return str(media!.caption)!;
   const interactive = obj(c.interactive);

@@ -11,6 +11,12 @@ export interface RenderedTemplate {
   body: string;
   footer: string | null;
   buttons: Array<{ type: string; text: string; detail?: string }>;
+  /** A carousel's cards (empty otherwise): each card's media header kind, body and buttons. */
+  cards: Array<{ header: { media: string } | null; body: string | null; buttons: Array<{ type: string; text: string; detail?: string }> }>;
+  /** A limited-time offer's headline and whether the message shows its expiry; null otherwise. */
+  offer: { text: string; expires: boolean } | null;
+  /** The template asks the customer for permission to call (CALL_PERMISSION_REQUEST). */
+  callPermissionRequest: boolean;
 }
 
 export interface TemplateValues {
@@ -18,7 +24,7 @@ export interface TemplateValues {
   body?: readonly string[];
 }
 
-type Component = { type?: unknown; format?: unknown; text?: unknown; buttons?: unknown };
+type Component = { type?: unknown; format?: unknown; text?: unknown; buttons?: unknown; cards?: unknown; components?: unknown; limited_time_offer?: unknown };
 
 const PLACEHOLDER = /\{\{\s*(\d+)\s*\}\}/g;
 
@@ -37,14 +43,34 @@ export function renderTemplate(components: unknown, values: TemplateValues = {})
   const format = String(header?.format ?? 'TEXT').toUpperCase();
   const footer = component(components, 'FOOTER');
   const buttons = component(components, 'BUTTONS');
+  const carousel = component(components, 'CAROUSEL');
+  const offer = component(components, 'LIMITED_TIME_OFFER')?.limited_time_offer as { text?: unknown; has_expiration?: unknown } | undefined;
   return {
     header: !header ? null : format === 'TEXT' ? { text: fillPlaceholders(String(header.text ?? ''), values.header) } : { media: format },
     body: fillPlaceholders(String(component(components, 'BODY')?.text ?? ''), values.body),
     footer: footer && typeof footer.text === 'string' ? footer.text : null,
-    buttons: (Array.isArray(buttons?.buttons) ? (buttons.buttons as Array<Record<string, unknown>>) : []).map((b) => ({
-      type: String(b.type ?? 'QUICK_REPLY'),
-      text: String(b.text ?? ''),
-      ...(typeof b.url === 'string' ? { detail: b.url } : typeof b.phone_number === 'string' ? { detail: b.phone_number } : {}),
-    })),
+    buttons: buttonsOf(buttons),
+    cards: (Array.isArray(carousel?.cards) ? (carousel.cards as Array<{ components?: unknown }>) : []).map((card) => {
+      const h = component(card?.components, 'HEADER');
+      const b = component(card?.components, 'BODY');
+      return { header: h ? { media: String(h.format ?? 'IMAGE').toUpperCase() } : null, body: typeof b?.text === 'string' ? b.text : null, buttons: buttonsOf(component(card?.components, 'BUTTONS')) };
+    }),
+    offer: offer && typeof offer.text === 'string' ? { text: offer.text, expires: offer.has_expiration === true } : null,
+    callPermissionRequest: component(components, 'CALL_PERMISSION_REQUEST') !== undefined,
   };
+}
+
+/** What a button does beyond its text, for the kinds whose text does not say it. */
+const BUTTON_DETAIL: Record<string, string> = {
+  VOICE_CALL: 'calls the business on WhatsApp',
+  REQUEST_CONTACT_INFO: 'asks for the phone number',
+  COPY_CODE: 'copies the code',
+};
+
+function buttonsOf(c: Component | undefined): RenderedTemplate['buttons'] {
+  return (Array.isArray(c?.buttons) ? (c.buttons as Array<Record<string, unknown>>) : []).map((b) => {
+    const type = String(b.type ?? 'QUICK_REPLY');
+    const detail = typeof b.url === 'string' ? b.url : typeof b.phone_number === 'string' ? b.phone_number : BUTTON_DETAIL[type.toUpperCase()];
+    return { type, text: String(b.text ?? (type.toUpperCase() === 'COPY_CODE' ? 'Copy code' : '')), ...(detail ? { detail } : {}) };
+  });
 }
