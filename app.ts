@@ -17,7 +17,7 @@ import { errorHandler, notFound } from './middleware/errors.js';
 import { authenticate } from './middleware/authenticate.js';
 import { rateLimit } from './middleware/rate-limit.js';
 import { selectProject } from './middleware/project.js';
-import { operationScopes } from './middleware/scopes.js';
+import { operationScopes, scopeChallenge } from './middleware/scopes.js';
 import { uploadBudget } from './middleware/upload-budget.js';
 import { uploadBody } from './middleware/upload-body.js';
 import { streamedBody } from './middleware/streamed-body.js';
@@ -138,6 +138,7 @@ export function createApp(deps: AppDeps & AppOptions): Express {
   app.use('/dashboard', dashboardRouter(deps, { simulatorUrl: deps.simulatorUrl }));
 
   app.use(notFound);
+  app.use(scopeChallenge(deps));
   app.use(errorHandler(deps.logger));
   return app;
 }

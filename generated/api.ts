@@ -3757,6 +3757,8 @@ export interface components {
         Forbidden: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                /** @description With `insufficient_scope` only: the step-up challenge (RFC 6750 §3.1, MCP 2025-11-25), `Bearer resource_metadata="…", error="insufficient_scope", error_description="…", scope="…"`. `scope` names the scopes the credential holds on the project and those the request needs: what an OAuth client asks for when it authorizes again. */
+                "WWW-Authenticate"?: string;
                 [name: string]: unknown;
             };
             content: {

@@ -92,6 +92,10 @@ describe('an agent connects by itself', () => {
     expect(storage.authorizationUrl?.searchParams.get('resource')).toBe(`${base}/mcp`);
 
     // 2. The person's browser: /authorize → the consent page (signed in) → approve → back to the agent with a code.
+    // The SDK asked for the 401's starter scopes (reads); this agent asks for the send it needs up front
+    // (tests/oauth-step-up.test.ts asks for it later instead).
+    expect(storage.authorizationUrl?.searchParams.get('scope')).toBe('conversations:read contacts:read templates:read');
+    storage.authorizationUrl!.searchParams.set('scope', 'messages:send conversations:read');
     const redirected = await agent.get(storage.authorizationUrl!.pathname + storage.authorizationUrl!.search);
     expect(redirected.status).toBe(302);
     const location = String(redirected.headers.location);

@@ -42,7 +42,8 @@ describe('Origin (DNS rebinding)', () => {
   it('When a page on another origin calls /mcp (its name rebound to us), then 403 with a JSON-RPC error and no id, before the credential is looked at', async () => {
     const p = await t.admin.project();
     const con = await t.admin.connection([{ projectId: p.id, scopes: ['contacts:read'] }]);
-    for (const headers of [{ Origin: 'http://evil.example.com' }, { Origin: 'http://evil.example.com', Host: 'evil.example.com' }, { Origin: 'null' }, { Origin: `http://localhost:${port + 1}` }]) {
+    const forged: Array<Record<string, string>> = [{ Origin: 'http://evil.example.com' }, { Origin: 'http://evil.example.com', Host: 'evil.example.com' }, { Origin: 'null' }, { Origin: `http://localhost:${port + 1}` }];
+    for (const headers of forged) {
       const res = await rpc(con.secret, LIST, headers);
       expect({ headers, status: res.status }).toEqual({ headers, status: 403 });
       expect(res.body).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32600 } });

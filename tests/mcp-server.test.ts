@@ -48,7 +48,7 @@ describe('discovery and the bearer', () => {
   it('When /mcp is called without a bearer, then 401 names the protected-resource metadata (RFC 9728)', async () => {
     const res = await rpc(undefined, { jsonrpc: '2.0', id: 1, method: 'tools/list' });
     expect(res.status).toBe(401);
-    expect(res.headers['www-authenticate']).toBe(`Bearer resource_metadata="${t.config.publicBaseUrl}/.well-known/oauth-protected-resource/mcp"`);
+    expect(res.headers['www-authenticate']).toBe(`Bearer resource_metadata="${t.config.publicBaseUrl}/.well-known/oauth-protected-resource/mcp", scope="conversations:read contacts:read templates:read"`);
     expect(res.body.error.code).toBe('api_key_required');
   });
 

@@ -195,7 +195,7 @@ describe('the authorization-code flow with PKCE, through the consent page', () =
     expect(boxes.filter(([, on]) => on).map(([s]) => s)).toEqual(SCOPES.filter((s) => s.endsWith(':read')));
   });
 
-  it('When the person consents again to the same client, then the same connection is extended, not a second one made', async () => {
+  it('When the person consents again to the same client, keeping the earlier project (ticked on the page), then the same connection is extended, not a second one made', async () => {
     const a = await t.admin.project();
     const b = await t.admin.project();
     const who = email();
@@ -203,7 +203,7 @@ describe('the authorization-code flow with PKCE, through the consent page', () =
     await grant(t, b.id, who, 'owner');
     const client = await register(t);
     await grantFlow(t, agent, client.client_id, { projects: [{ id: a.id, scopes: ['contacts:read'] }] });
-    const { tokens } = await grantFlow(t, agent, client.client_id, { projects: [{ id: b.id, scopes: ['templates:read'] }], defaultProject: b.id });
+    const { tokens } = await grantFlow(t, agent, client.client_id, { projects: [{ id: a.id, scopes: ['contacts:read'] }, { id: b.id, scopes: ['templates:read'] }], defaultProject: b.id });
     const connections = await t.db.prisma.agentConnection.findMany({ where: { clientId: client.client_id }, include: { projects: true } });
     expect(connections).toHaveLength(1);
     expect(connections[0].projects.map((p) => [p.projectId, p.scopes, p.isDefault]).sort()).toEqual([[a.id, ['contacts:read'], false], [b.id, ['templates:read'], true]].sort());

@@ -61,10 +61,15 @@ function consentBody(view: ConsentView, csrf: string) {
   <input type="hidden" name="request" value="${view.requestId}">
   ${manageable.length
     ? html`<p>Choose the projects it may reach and what it may do on each. Reads are preselected; anything that changes data is yours to tick.</p>
+  ${manageable.some((p) => p.earlier) ? html`<p class="notice" role="status">This application already holds access you granted earlier: it is ticked below and marked <em>granted earlier</em>. Keep it, or untick a scope (or a project) to take it away when you approve.</p>` : ''}
   ${manageable.map((p, i) => html`<fieldset class="card" id="project-${p.id}">
-    <legend><label class="check"><input type="checkbox" name="project" value="${p.id}"${single ? html` checked` : ''}> Connect <strong>${p.name}</strong> <small class="muted">${p.id} · you are ${p.role}</small></label></legend>
+    <legend><label class="check"><input type="checkbox" name="project" value="${p.id}"${single || p.earlier ? html` checked` : ''}> Connect <strong>${p.name}</strong> <small class="muted">${p.id} · you are ${p.role}${p.earlier ? ' · connected earlier' : ''}</small></label></legend>
+    ${p.earlier ? html`<p class="muted">Granted earlier on ${p.name}: ${p.earlier.join(', ')}.</p>` : ''}
     <fieldset><legend>Scopes on ${p.name}</legend>
-      ${view.offered.map((s) => html`<label class="check"><input type="checkbox" name="${`scope:${p.id}`}" value="${s}"${isReadScope(s) ? html` checked` : ''}> ${s}</label>`)}
+      ${p.offered.map((s) => {
+        const held = p.earlier?.includes(s) === true;
+        return html`<label class="check"><input type="checkbox" name="${`scope:${p.id}`}" value="${s}"${held || isReadScope(s) ? html` checked` : ''}> ${s}${held ? html` <small class="muted">(granted earlier)</small>` : view.offered.includes(s) && p.earlier ? html` <small class="muted">(asked for now)</small>` : ''}</label>`;
+      })}
     </fieldset>
     <label class="check"><input type="radio" name="default" value="${p.id}"${i === 0 ? html` checked` : ''}> Default project (a read that names no project acts on it)</label>
   </fieldset>`)}`

@@ -23,9 +23,10 @@ import { ApiError } from '../../lib/platform/errors.js';
 import type { Credential } from '../../lib/access/types.js';
 import { MCP_PATH, mcpResourceUrl, protectedResourceMetadataUrl, reachedBaseUrl } from '../../lib/mcp/resource.js';
 import { bearerChallenge } from '../../lib/oauth/challenge.js';
-import { sameResource } from '../../lib/oauth/rules.js';
+import { sameResource, STARTER_SCOPES } from '../../lib/oauth/rules.js';
+import { stepUpScopes } from '../../middleware/scopes.js';
 import { originRule } from '../../lib/mcp/origin.js';
-import { toolsFromContract, type ToolDef } from './tools.js';
+import { PROJECT_ARG, toolsFromContract, type ToolDef } from './tools.js';
 import { callTool, type ToolOutcome } from './call.js';
 
 const SERVER_INFO = { name: 'service-api', title: 'WhatsApp messaging-automation API', version: '1' };
@@ -52,7 +53,7 @@ export function mcpRoutes(deps: AppDeps, app: () => RequestListener): RequestHan
     if (e.status === 401) {
       const refused = e.code === 'invalid_token' ? { error: 'invalid_token' as const, description: e.message } : {};
       const resourceMetadataUrl = protectedResourceMetadataUrl(reachedBaseUrl(deps.config.publicBaseUrl, req.headers.host));
-      res.setHeader('WWW-Authenticate', bearerChallenge({ resourceMetadataUrl, ...refused }));
+      res.setHeader('WWW-Authenticate', bearerChallenge({ resourceMetadataUrl, ...refused, scope: STARTER_SCOPES }));
     }
     if (e.headers) res.set(e.headers);
     res.status(e.status).json({ success: false, error: { code: e.code, message: e.message }, request_id: req.requestId });
@@ -103,8 +104,39 @@ export function mcpRoutes(deps: AppDeps, app: () => RequestListener): RequestHan
       if (Array.isArray(req.body)) {
         return void res.status(400).json(rpcError(null, ErrorCode.InvalidRequest, 'Invalid Request: JSON-RPC batches are not supported (MCP 2025-06-18 removed them); send one message per request.'));
       }
+      if (stepUp(req, res, credential)) return;
       serve(req, res, credential).catch(next);
     });
+  };
+
+  /**
+   * A tool call of an OAuth client whose token lacks the operation's scopes on the project it names:
+   * HTTP 403 with the step-up challenge (MCP 2025-11-25, "Scope Challenge Handling"), which the SDK's
+   * client answers by authorizing again for those scopes, instead of a tool error in a 200 that no
+   * client acts on. Operator-issued tokens and `pk_` keys, which no authorization can widen, keep the
+   * tool error `insufficient_scope`. Anything else (the project unknown or ambiguous) is left to the
+   * call, which answers it as over HTTP.
+   */
+  const stepUp = (req: Request, res: Response, credential: Credential): boolean => {
+    const message = req.body as { id?: unknown; method?: unknown; params?: { name?: unknown; arguments?: Record<string, unknown> } } | undefined;
+    if (credential.kind !== 'access_token' || !credential.clientId || message?.method !== 'tools/call') return false;
+    const tool = typeof message.params?.name === 'string' ? byName.get(message.params.name) : undefined;
+    if (!tool || !tool.operation.projectScoped || tool.operation.requiredScopes.length === 0) return false;
+    const named = message.params?.arguments?.[PROJECT_ARG];
+    let held: string[];
+    try {
+      held = selectGrant(credential, typeof named === 'string' ? named : req.headers['x-service-project'], tool.operation.method.toUpperCase()).scopes;
+    } catch {
+      return false;
+    }
+    const missing = tool.operation.requiredScopes.filter((s) => !held.includes(s));
+    if (missing.length === 0) return false;
+    const description = `${tool.name} needs the scope ${missing.join(', ')}; authorize again to add it.`;
+    const resourceMetadataUrl = protectedResourceMetadataUrl(reachedBaseUrl(deps.config.publicBaseUrl, req.headers.host));
+    res.setHeader('WWW-Authenticate', bearerChallenge({ resourceMetadataUrl, error: 'insufficient_scope', scope: stepUpScopes(held, tool.operation.requiredScopes), description }));
+    const id = typeof message.id === 'string' || typeof message.id === 'number' ? message.id : null;
+    res.status(403).json({ jsonrpc: '2.0', id, error: { code: ErrorCode.InvalidRequest, message: description, data: { code: 'insufficient_scope', required: tool.operation.requiredScopes, missing } } });
+    return true;
   };
 
   const serve = async (req: Request, res: Response, credential: Credential): Promise<void> => {

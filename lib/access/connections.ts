@@ -93,6 +93,32 @@ export async function connectionForClientOn(tx: Tx, input: { clientId: string; a
   });
 }
 
+/** What the connection of an OAuth client and a person reaches now (per project, its scopes); empty when there is none. */
+export async function grantsOfClient(deps: DbDeps, clientId: string, accountId: string): Promise<Map<string, string[]>> {
+  const connection = await deps.db.prisma.agentConnection.findUnique({
+    where: { clientId_accountId: { clientId, accountId } },
+    include: withProjects,
+  });
+  return new Map((connection?.projects ?? []).map((p) => [p.projectId, p.scopes]));
+}
+
+/**
+ * Detaches a project inside the caller's transaction (a consent that drops a project granted
+ * earlier), handing the default to the earliest other project when it was the default; the caller
+ * announces `credentialsChanged` after its commit. False when it was not attached.
+ */
+export async function detachProjectOn(tx: Tx, connectionId: string, projectId: string): Promise<boolean> {
+  const attached = await tx.connectionProject.findMany({ where: { connectionId }, orderBy: { createdAt: 'asc' } });
+  const it = attached.find((p) => p.projectId === projectId);
+  if (!it) return false;
+  await tx.connectionProject.delete({ where: { connectionId_projectId: { connectionId, projectId } } });
+  const next = attached.find((p) => p.projectId !== projectId);
+  if (it.isDefault && next) {
+    await tx.connectionProject.update({ where: { connectionId_projectId: { connectionId, projectId: next.projectId } }, data: { isDefault: true } });
+  }
+  return true;
+}
+
 /** Every scope the connection holds on any of its projects, each once, in the order of the projects and their scopes. */
 export async function scopesOfConnection(tx: Pick<Tx, 'connectionProject'>, connectionId: string): Promise<string[]> {
   const rows = await tx.connectionProject.findMany({ where: { connectionId }, orderBy: { createdAt: 'asc' }, select: { scopes: true } });

@@ -1,7 +1,10 @@
 /**
  * A person's answer to an agent's authorization request, on the dashboard's consent page. What the
  * page offers: each project where the person is an owner or admin, with the scopes the client asked
- * for (all of the catalogue when it named none); a member cannot grant. Approving is checked again
+ * for (all of the catalogue when it named none); a member cannot grant. When this client already
+ * holds a grant of this person (an earlier consent; a step-up asks again), the page shows it: each
+ * project it reaches ticked, with the scopes it holds there ticked and marked as granted earlier, so
+ * the person keeps them or unticks to drop them; a project left unticked is detached. Approving is checked again
  * on the server (the request still unanswered, each project one the person manages, each scope one
  * that was offered, at least one project), then in one transaction: the request is answered (once:
  * `… WHERE answered_at IS NULL`, so the same form posted twice stores nothing the second time), the
@@ -11,7 +14,7 @@
  */
 import type { Deps } from '../deps.js';
 import { credentialsChanged } from '../access/credential-cache.js';
-import { attachProjectOn, connectionForClientOn, scopesOfConnection } from '../access/connections.js';
+import { attachProjectOn, connectionForClientOn, detachProjectOn, grantsOfClient, scopesOfConnection } from '../access/connections.js';
 import { recordAudit, type Actor } from '../dashboard/audit.js';
 import { canManage, projectsOf, type Role } from '../dashboard/roles.js';
 import { DashboardRefusal } from '../dashboard/refusal.js';
@@ -32,7 +35,7 @@ export interface ConsentView {
   returnApp?: string;
   /** The scopes the person may tick: those the client asked for, else the catalogue. */
   offered: string[];
-  projects: Array<{ id: string; name: string; role: Role; canGrant: boolean }>;
+  projects: Array<{ id: string; name: string; role: Role; canGrant: boolean; earlier?: string[]; offered: string[] }>;
 }
 
 export interface ConsentChoice {
@@ -64,16 +67,28 @@ export async function consentExists(deps: Pick<Deps, 'db'>, requestId: string): 
   return (await store.findRequest(deps.db, requestId)) !== null;
 }
 
+/** Per project: the scopes offered, those the client asked for and, after them, those it holds there already. */
+const offeredOn = (offered: string[], earlier: string[] | undefined) => [...new Set([...offered, ...(earlier ?? [])])];
+
 export async function consentView(deps: ConsentDeps, accountId: string, requestId: string): Promise<ConsentView> {
   const request = await openRequest(deps, requestId);
-  const projects = (await projectsOf(deps, accountId)).map(({ role, project }) => ({ id: project.id, name: project.name, role, canGrant: canManage(role) }));
+  const earlier = await grantsOfClient(deps, request.client.id, accountId);
+  const offered = offeredOf(request);
+  const projects = (await projectsOf(deps, accountId)).map(({ role, project }) => ({
+    id: project.id,
+    name: project.name,
+    role,
+    canGrant: canManage(role),
+    ...(earlier.has(project.id) ? { earlier: earlier.get(project.id) } : {}),
+    offered: offeredOn(offered, earlier.get(project.id)),
+  }));
   return {
     requestId: request.id,
     client: { id: request.client.id, name: request.client.name },
     returnHost: returnHost(request.redirectUri),
     returnOrigin: redirectOrigin(request.redirectUri),
     ...(appScheme(request.redirectUri) ? { returnApp: appScheme(request.redirectUri) } : {}),
-    offered: offeredOf(request),
+    offered,
     projects,
   };
 }
@@ -100,14 +115,17 @@ export async function approveConsent(deps: ConsentDeps, actor: Actor & { account
       throw new DashboardRefusal(403, `Only an owner or admin of a project can connect an agent to it; your role in "${p.slice(0, 60)}" is ${role ?? 'none'}. Nothing was stored.`);
     }
   }
-  const offered = offeredOf(request);
+  const earlier = await grantsOfClient(deps, request.client.id, actor.accountId);
   const grants = chosen.map((projectId) => {
     const scopes = scopeList(choice.scopes[projectId] ?? []);
     if (scopes.length === 0) throw new DashboardRefusal(400, `Choose at least one scope for "${projectId}", or leave it unticked. Nothing was stored.`);
+    const offered = offeredOn(offeredOf(request), earlier.get(projectId));
     const notOffered = scopes.filter((s) => !offered.includes(s));
     if (notOffered.length) throw new DashboardRefusal(400, `The scope ${notOffered[0].slice(0, 60)} was not offered to this application. Nothing was stored.`);
     return { projectId, scopes };
   });
+  // Granted earlier, left unticked now, on a project the person still manages: dropped.
+  const dropped = [...earlier.keys()].filter((p) => !chosen.includes(p) && canManage(roles.get(p) ?? 'member'));
   const defaultProject = choice.defaultProject?.trim().toLowerCase() || chosen[0];
   if (!chosen.includes(defaultProject)) throw new DashboardRefusal(400, 'The default project must be one of the projects you connect. Nothing was stored.');
 
@@ -124,7 +142,17 @@ export async function approveConsent(deps: ConsentDeps, actor: Actor & { account
         projectId: g.projectId,
         action: 'agent.grant',
         subject: connection.id,
+        ...(earlier.has(g.projectId) ? { before: { client_id: client.id, scopes: earlier.get(g.projectId) } } : {}),
         after: { client_id: client.id, client_name: client.name, scopes: g.scopes, is_default: isDefault, redirect_host: returnHost(request.redirectUri) },
+      });
+    }
+    for (const projectId of dropped) {
+      if (!(await detachProjectOn(tx, connection.id, projectId))) continue;
+      await recordAudit(tx, now, actor, {
+        projectId,
+        action: 'agent.disconnect',
+        subject: connection.id,
+        before: { client_id: client.id, client_name: client.name, scopes: earlier.get(projectId) },
       });
     }
     return store.createCodeOn(tx, {
@@ -140,7 +168,7 @@ export async function approveConsent(deps: ConsentDeps, actor: Actor & { account
     });
   });
   await credentialsChanged(deps);
-  deps.logger.info('oauth: consent approved', { client_id: client.id, account_id: actor.accountId, projects: chosen });
+  deps.logger.info('oauth: consent approved', { client_id: client.id, account_id: actor.accountId, projects: chosen, dropped });
   return answerUrl(request, { code });
 }
 

@@ -143,6 +143,13 @@ export function scopeList(raw: readonly string[] | string | undefined): string[]
   return [...new Set(parts.map((s) => s.trim()).filter((s) => s !== ''))];
 }
 
+/**
+ * What an agent asks for first (the `scope` of /mcp's 401, which the SDK's client requests): reading
+ * conversations, contacts and templates, enough to look around. Anything more is asked for when it is
+ * needed, by the step-up challenge of a 403 `insufficient_scope` (middleware/scopes.ts, http/mcp).
+ */
+export const STARTER_SCOPES: readonly string[] = ['conversations:read', 'contacts:read', 'templates:read'];
+
 /** Read scopes are preselected on the consent page; writes are opt-in. */
 export function isReadScope(scope: string): boolean {
   return scope.endsWith(':read');
