@@ -1497,6 +1497,8 @@ export interface components {
             /** @enum {string} */
             status: "active" | "paused" | "deleted";
             daily_send_quota: number;
+            /** @description Units of the daily send quota campaigns leave for conversations (the bot, agents, people); a campaign sends at most `daily_send_quota - conversation_reserve` a day. */
+            conversation_reserve: number;
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -1507,12 +1509,16 @@ export interface components {
             id?: string;
             name: string;
             daily_send_quota?: number;
+            /** @description Units of the daily quota campaigns leave for conversations (default 0). */
+            conversation_reserve?: number;
         };
         UpdateProjectRequest: {
             name?: string;
             /** @enum {string} */
             status?: "active" | "paused";
             daily_send_quota?: number;
+            /** @description Units of the daily quota campaigns leave for conversations; a reserve at or above the quota leaves campaigns nothing. */
+            conversation_reserve?: number;
         };
         ApiKey: {
             id: string;

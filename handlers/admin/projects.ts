@@ -14,8 +14,8 @@ export const adminListProjects: Handler<Ops['adminListProjects']> = async (_req,
 });
 
 export const adminCreateProject: Handler<Ops['adminCreateProject']> = async (req, deps) => {
-  const { id, name, daily_send_quota } = req.body;
-  return { status: 201, data: { project: projectView(await projects.createProject(deps, { id, name, dailySendQuota: daily_send_quota })) } };
+  const { id, name, daily_send_quota, conversation_reserve } = req.body;
+  return { status: 201, data: { project: projectView(await projects.createProject(deps, { id, name, dailySendQuota: daily_send_quota, conversationReserve: conversation_reserve })) } };
 };
 
 export const adminGetProject: Handler<Ops['adminGetProject']> = async (req, deps) => ({
@@ -23,11 +23,11 @@ export const adminGetProject: Handler<Ops['adminGetProject']> = async (req, deps
 });
 
 export const adminUpdateProject: Handler<Ops['adminUpdateProject']> = async (req, deps) => {
-  const { name, status, daily_send_quota } = req.body;
-  const project = await projects.updateProject(deps, req.params.projectId, { name, status, dailySendQuota: daily_send_quota });
+  const { name, status, daily_send_quota, conversation_reserve } = req.body;
+  const project = await projects.updateProject(deps, req.params.projectId, { name, status, dailySendQuota: daily_send_quota, conversationReserve: conversation_reserve });
   deps.bot?.releaseChanged(project.id); // a paused project's bot stops at once
   // Campaigns parked on the used quota resume at the engine's next tick, not at midnight.
-  if (daily_send_quota !== undefined) await wakeQuotaHeld(deps.db.pool, project.id);
+  if (daily_send_quota !== undefined || conversation_reserve !== undefined) await wakeQuotaHeld(deps.db.pool, project.id);
   return { data: { project: projectView(project) } };
 };
 

@@ -4,12 +4,13 @@ import type { components } from '../../generated/admin-api.js';
 type S = components['schemas'];
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
-export function projectView(p: { id: string; name: string; status: string; dailySendQuota: number; createdAt: Date; updatedAt: Date }): S['AdminProject'] {
+export function projectView(p: { id: string; name: string; status: string; dailySendQuota: number; conversationReserve: number; createdAt: Date; updatedAt: Date }): S['AdminProject'] {
   return {
     id: p.id,
     name: p.name,
     status: p.status as S['AdminProject']['status'],
     daily_send_quota: p.dailySendQuota,
+    conversation_reserve: p.conversationReserve,
     created_at: p.createdAt.toISOString(),
     updated_at: p.updatedAt.toISOString(),
   };

@@ -23,10 +23,10 @@ export function listProjects(deps: Pick<Deps, 'db'>) {
 }
 
 /** A new project, connected to a channel when the deployment provisions one (the simulator's default). */
-export async function createProject(deps: ProjectDeps, input: { id?: string; name: string; dailySendQuota?: number }) {
+export async function createProject(deps: ProjectDeps, input: { id?: string; name: string; dailySendQuota?: number; conversationReserve?: number }) {
   try {
     const project = await deps.db.prisma.project.create({
-      data: { id: input.id?.toLowerCase() ?? newId('prj', 12), name: input.name, dailySendQuota: input.dailySendQuota },
+      data: { id: input.id?.toLowerCase() ?? newId('prj', 12), name: input.name, dailySendQuota: input.dailySendQuota, conversationReserve: input.conversationReserve },
     });
     if (deps.provisionChannel) {
       await deps.provisionChannel(project.id).catch((e) =>
@@ -45,7 +45,7 @@ type WriteDeps = Pick<Deps, 'db'> & Partial<Pick<Deps, 'credentialCache' | 'logg
 export async function updateProject(
   deps: WriteDeps,
   id: string,
-  change: { name?: string; status?: 'active' | 'paused' | 'deleted'; dailySendQuota?: number },
+  change: { name?: string; status?: 'active' | 'paused' | 'deleted'; dailySendQuota?: number; conversationReserve?: number },
 ) {
   const current = await findProject(deps, id);
   if (current.status === 'deleted') throw new ApiError('conflict', `Project "${current.id}" is deleted and cannot be changed.`);

@@ -17,6 +17,10 @@ export interface PreflightQuota {
   remaining: number;
   held: number;
   resumes_at: string | null;
+  /** Units campaigns leave for conversations (the project's setting); absent from reports made before it. */
+  conversation_reserve?: number;
+  /** What this campaign leaves of the day's quota for replies; absent from reports made before it. */
+  left_for_conversations?: number;
 }
 
 /** The date format people read everywhere (the dashboard's `when`, the held reason, the CLI). */
@@ -43,13 +47,13 @@ export function limitHoldReason(limit: number, releaseAt: Date): string {
  * lib/messaging/quota.ts), for any number of projects in one statement: the pre-flight's outlook
  * and the dashboard's overview read it.
  */
-export async function quotaUsage(db: Queryable, projectIds: string[], day: string): Promise<Map<string, { limit: number | null; used: number }>> {
-  const { rows } = await db.query<{ id: string; q: number | null; used: string | null }>(
-    `SELECT p.id, p.daily_send_quota AS q, s.count AS used FROM projects p
+export async function quotaUsage(db: Queryable, projectIds: string[], day: string): Promise<Map<string, { limit: number | null; used: number; reserve: number }>> {
+  const { rows } = await db.query<{ id: string; q: number | null; used: string | null; reserve: number | null }>(
+    `SELECT p.id, p.daily_send_quota AS q, s.count AS used, p.conversation_reserve AS reserve FROM projects p
      LEFT JOIN send_counters s ON s.project_id = p.id AND s.day = $2::date WHERE p.id = ANY($1)`,
     [projectIds, day],
   );
-  return new Map(rows.map((r) => [r.id, { limit: r.q, used: Number(r.used ?? 0) }]));
+  return new Map(rows.map((r) => [r.id, { limit: r.q, used: Number(r.used ?? 0), reserve: Math.max(0, r.reserve ?? 0) }]));
 }
 
 /**
@@ -62,14 +66,19 @@ export async function quotaOutlook(db: Queryable, projectId: string, eligible: n
   const usage = (await quotaUsage(db, [projectId], day)).get(projectId);
   const limit = Math.max(0, usage?.limit ?? 0);
   const used = Math.max(0, usage?.used ?? 0);
-  const remaining = Math.max(0, limit - used);
+  const reserve = usage?.reserve ?? 0;
+  // A campaign never takes the conversation reserve (lib/messaging/ledger.ts, reserveUnits).
+  const remaining = Math.max(0, limit - reserve - used);
   const held = Math.max(0, eligible - remaining);
-  return { day, daily_limit: limit, used, remaining, held, resumes_at: held > 0 ? nextUtcMidnight(at).toISOString() : null };
+  const left = Math.max(0, limit - used - Math.min(eligible, remaining));
+  return { day, daily_limit: limit, used, remaining, held, resumes_at: held > 0 ? nextUtcMidnight(at).toISOString() : null, conversation_reserve: reserve, left_for_conversations: left };
 }
 
 /** One line for people: the same words in the CLI and the dashboard. */
 export function quotaSentence(q: PreflightQuota): string {
   const base = `${q.remaining} of ${q.daily_limit} left on ${q.day} (UTC)`;
-  if (q.held === 0) return `${base}: all recipients fit`;
-  return `${base}: ${q.held} recipients would be held until ${utcMinute(new Date(q.resumes_at!))} unless the quota is raised`;
+  const fits = q.held === 0 ? `${base}: all recipients fit` : `${base}: ${q.held} recipients would be held until ${utcMinute(new Date(q.resumes_at!))} unless the quota is raised`;
+  if (q.left_for_conversations === undefined) return fits;
+  const kept = q.conversation_reserve ? ` (${q.conversation_reserve} kept for them)` : '';
+  return `${fits}; ${q.left_for_conversations} left for replies${kept}`;
 }

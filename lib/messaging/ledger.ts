@@ -80,17 +80,18 @@ export function quotaExceeded(limit: number, now: Date): ApiError {
 /**
  * 1. Takes up to `wanted` units of today's quota at once and answers how many it got (all, some
  * or none) and the limit that applied. `limit` null: the project's own daily quota, read in the
- * statement. The counter row is locked and read in the statement that raises it, so the count is
+ * statement; less its conversation reserve for a campaign (`forCampaign`), which so never takes the
+ * units kept for the bot's, agents' and people's replies. The counter row is locked and read in the statement that raises it, so the count is
  * exact under any concurrency; the day's first reservation creates the row (a second statement,
  * once a day).
  */
-export async function reserveUnits(db: Db, projectId: string, wanted: number, now: Date, limit: number | null = null): Promise<{ granted: number; limit: number }> {
+export async function reserveUnits(db: Db, projectId: string, wanted: number, now: Date, limit: number | null = null, forCampaign = false): Promise<{ granted: number; limit: number }> {
   if (limit !== null && limit <= 0) return { granted: 0, limit };
   const day = utcDay(now);
   for (;;) {
     const { rows } = await db.query<{ q: number | null; granted: number | null }>({
       name: 'quota-reserve',
-      text: `WITH lim AS (SELECT GREATEST(0, COALESCE($4::int, (SELECT daily_send_quota FROM projects WHERE id = $1), 0)) AS q),
+      text: `WITH lim AS (SELECT GREATEST(0, COALESCE($4::int, (SELECT daily_send_quota - CASE WHEN $5::boolean THEN conversation_reserve ELSE 0 END FROM projects WHERE id = $1), 0)) AS q),
              old AS (SELECT count FROM send_counters WHERE project_id = $1 AND day = $2::date FOR UPDATE),
              upd AS (
                UPDATE send_counters s SET count = s.count + LEAST($3::int, (SELECT q FROM lim) - s.count)
@@ -99,7 +100,7 @@ export async function reserveUnits(db: Db, projectId: string, wanted: number, no
              )
              SELECT (SELECT q FROM lim) AS q,
                     CASE WHEN EXISTS (SELECT 1 FROM old) THEN COALESCE((SELECT granted FROM upd), 0) END AS granted`,
-      values: [projectId, day, wanted, limit],
+      values: [projectId, day, wanted, limit, forCampaign],
     });
     const q = rows[0].q ?? 0;
     if (rows[0].granted !== null) return { granted: rows[0].granted, limit: q };

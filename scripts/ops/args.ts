@@ -7,7 +7,7 @@
 /** Flags that take no value. Every other known flag takes exactly one. */
 const SWITCHES = new Set(['json', 'help', 'test', 'default', 'dry-run', 'reset-password', 'stdin', 'production-only', 'any', 'force']);
 /** Flags that take a value. */
-const VALUED = new Set(['url', 'token', 'timeout', 'id', 'quota', 'name', 'scopes', 'expires-in', 'phone-number-id', 'waba-id', 'app-id', 'display-phone', 'status', 'limit', 'schema', 'sql', 'file', 'project', 'at', 'by', 'reason', 'country', 'message', 'tree', 'level', 'role', 'rows', 'bytes', 'from-env', 'hosts', 'out', 'sample']);
+const VALUED = new Set(['url', 'token', 'timeout', 'id', 'quota', 'reserve', 'name', 'scopes', 'expires-in', 'phone-number-id', 'waba-id', 'app-id', 'display-phone', 'status', 'limit', 'schema', 'sql', 'file', 'project', 'at', 'by', 'reason', 'country', 'message', 'tree', 'level', 'role', 'rows', 'bytes', 'from-env', 'hosts', 'out', 'sample']);
 /** Accepted by every command. */
 export const GLOBAL_FLAGS = ['json', 'help', 'url', 'token', 'timeout'];
 

@@ -43,8 +43,9 @@ function unknownLine(n: number): string {
 /** The same words as the dashboard's (lib/broadcasts/quota-hold.ts quotaSentence). */
 function quotaLine(q: Record<string, any>): string {
   const base = `${q.remaining} of ${q.daily_limit} left on ${q.day} (UTC)`;
-  if (!q.held) return `${base}: all recipients fit`;
-  return `${base}: ${q.held} recipients would be held until ${f.utcMinute(q.resumes_at)} unless the quota is raised`;
+  const fits = !q.held ? `${base}: all recipients fit` : `${base}: ${q.held} recipients would be held until ${f.utcMinute(q.resumes_at)} unless the quota is raised`;
+  if (q.left_for_conversations === undefined) return fits;
+  return `${fits}; ${q.left_for_conversations} left for replies${q.conversation_reserve ? ` (${q.conversation_reserve} kept for them)` : ''}`;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

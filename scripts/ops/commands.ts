@@ -148,10 +148,16 @@ export const COMMANDS: Command[] = [
     },
   },
   {
-    group: 'projects', name: 'quota', args: ['<id>', '<n>'], summary: 'Set the daily send quota',
-    async run(api, [id, n]) {
-      const data = await api.updateProject(id, { daily_send_quota: parseInteger(n, 'the quota') });
-      return { data, human: done(`Set the daily send quota of ${data.project.id} to ${data.project.daily_send_quota}.`, f.projectRecord(data.project)) };
+    group: 'projects', name: 'quota', args: ['<id>', '<n>'], options: '[--reserve N]', flags: ['reserve'],
+    summary: 'Set the daily send quota (--reserve: the units campaigns leave for conversations)',
+    async run(api, [id, n], args) {
+      const reserve = flagValue(args, 'reserve');
+      const data = await api.updateProject(id, {
+        daily_send_quota: parseInteger(n, 'the quota'),
+        ...(reserve !== undefined ? { conversation_reserve: parseInteger(reserve, '--reserve') } : {}),
+      });
+      const kept = data.project.conversation_reserve ? `, ${data.project.conversation_reserve} of it kept for conversations` : '';
+      return { data, human: done(`Set the daily send quota of ${data.project.id} to ${data.project.daily_send_quota}${kept}.`, f.projectRecord(data.project)) };
     },
   },
 

@@ -65,6 +65,7 @@ export const projectRecord = (p: Schemas['AdminProject']) =>
     ['name', p.name],
     ['status', p.status],
     ['daily quota', p.daily_send_quota],
+    ['kept for conversations', p.conversation_reserve],
     ['created', when(p.created_at)],
     ['updated', when(p.updated_at)],
   ]);

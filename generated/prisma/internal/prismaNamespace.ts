@@ -4810,6 +4810,7 @@ export const ProjectScalarFieldEnum = {
   name: 'name',
   status: 'status',
   dailySendQuota: 'dailySendQuota',
+  conversationReserve: 'conversationReserve',
   consentKeywords: 'consentKeywords',
   storageKey: 'storageKey',
   createdAt: 'createdAt',

@@ -28,10 +28,12 @@ export type AggregateProject = {
 
 export type ProjectAvgAggregateOutputType = {
   dailySendQuota: number | null
+  conversationReserve: number | null
 }
 
 export type ProjectSumAggregateOutputType = {
   dailySendQuota: number | null
+  conversationReserve: number | null
 }
 
 export type ProjectMinAggregateOutputType = {
@@ -39,6 +41,7 @@ export type ProjectMinAggregateOutputType = {
   name: string | null
   status: $Enums.ProjectStatus | null
   dailySendQuota: number | null
+  conversationReserve: number | null
   storageKey: string | null
   createdAt: Date | null
   updatedAt: Date | null
@@ -49,6 +52,7 @@ export type ProjectMaxAggregateOutputType = {
   name: string | null
   status: $Enums.ProjectStatus | null
   dailySendQuota: number | null
+  conversationReserve: number | null
   storageKey: string | null
   createdAt: Date | null
   updatedAt: Date | null
@@ -59,6 +63,7 @@ export type ProjectCountAggregateOutputType = {
   name: number
   status: number
   dailySendQuota: number
+  conversationReserve: number
   consentKeywords: number
   storageKey: number
   createdAt: number
@@ -69,10 +74,12 @@ export type ProjectCountAggregateOutputType = {
 
 export type ProjectAvgAggregateInputType = {
   dailySendQuota?: true
+  conversationReserve?: true
 }
 
 export type ProjectSumAggregateInputType = {
   dailySendQuota?: true
+  conversationReserve?: true
 }
 
 export type ProjectMinAggregateInputType = {
@@ -80,6 +87,7 @@ export type ProjectMinAggregateInputType = {
   name?: true
   status?: true
   dailySendQuota?: true
+  conversationReserve?: true
   storageKey?: true
   createdAt?: true
   updatedAt?: true
@@ -90,6 +98,7 @@ export type ProjectMaxAggregateInputType = {
   name?: true
   status?: true
   dailySendQuota?: true
+  conversationReserve?: true
   storageKey?: true
   createdAt?: true
   updatedAt?: true
@@ -100,6 +109,7 @@ export type ProjectCountAggregateInputType = {
   name?: true
   status?: true
   dailySendQuota?: true
+  conversationReserve?: true
   consentKeywords?: true
   storageKey?: true
   createdAt?: true
@@ -198,6 +208,7 @@ export type ProjectGroupByOutputType = {
   name: string
   status: $Enums.ProjectStatus
   dailySendQuota: number
+  conversationReserve: number
   consentKeywords: runtime.JsonValue | null
   storageKey: string
   createdAt: Date
@@ -232,6 +243,7 @@ export type ProjectWhereInput = {
   name?: Prisma.StringFilter<"Project"> | string
   status?: Prisma.EnumProjectStatusFilter<"Project"> | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFilter<"Project"> | number
+  conversationReserve?: Prisma.IntFilter<"Project"> | number
   consentKeywords?: Prisma.JsonNullableFilter<"Project">
   storageKey?: Prisma.StringFilter<"Project"> | string
   createdAt?: Prisma.DateTimeFilter<"Project"> | Date | string
@@ -267,6 +279,7 @@ export type ProjectOrderByWithRelationInput = {
   name?: Prisma.SortOrder
   status?: Prisma.SortOrder
   dailySendQuota?: Prisma.SortOrder
+  conversationReserve?: Prisma.SortOrder
   consentKeywords?: Prisma.SortOrderInput | Prisma.SortOrder
   storageKey?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
@@ -306,6 +319,7 @@ export type ProjectWhereUniqueInput = Prisma.AtLeast<{
   name?: Prisma.StringFilter<"Project"> | string
   status?: Prisma.EnumProjectStatusFilter<"Project"> | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFilter<"Project"> | number
+  conversationReserve?: Prisma.IntFilter<"Project"> | number
   consentKeywords?: Prisma.JsonNullableFilter<"Project">
   createdAt?: Prisma.DateTimeFilter<"Project"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Project"> | Date | string
@@ -340,6 +354,7 @@ export type ProjectOrderByWithAggregationInput = {
   name?: Prisma.SortOrder
   status?: Prisma.SortOrder
   dailySendQuota?: Prisma.SortOrder
+  conversationReserve?: Prisma.SortOrder
   consentKeywords?: Prisma.SortOrderInput | Prisma.SortOrder
   storageKey?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
@@ -359,6 +374,7 @@ export type ProjectScalarWhereWithAggregatesInput = {
   name?: Prisma.StringWithAggregatesFilter<"Project"> | string
   status?: Prisma.EnumProjectStatusWithAggregatesFilter<"Project"> | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntWithAggregatesFilter<"Project"> | number
+  conversationReserve?: Prisma.IntWithAggregatesFilter<"Project"> | number
   consentKeywords?: Prisma.JsonNullableWithAggregatesFilter<"Project">
   storageKey?: Prisma.StringWithAggregatesFilter<"Project"> | string
   createdAt?: Prisma.DateTimeWithAggregatesFilter<"Project"> | Date | string
@@ -370,6 +386,7 @@ export type ProjectCreateInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -405,6 +422,7 @@ export type ProjectUncheckedCreateInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -440,6 +458,7 @@ export type ProjectUpdateInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -475,6 +494,7 @@ export type ProjectUncheckedUpdateInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -510,6 +530,7 @@ export type ProjectCreateManyInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -521,6 +542,7 @@ export type ProjectUpdateManyMutationInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -532,6 +554,7 @@ export type ProjectUncheckedUpdateManyInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -543,6 +566,7 @@ export type ProjectCountOrderByAggregateInput = {
   name?: Prisma.SortOrder
   status?: Prisma.SortOrder
   dailySendQuota?: Prisma.SortOrder
+  conversationReserve?: Prisma.SortOrder
   consentKeywords?: Prisma.SortOrder
   storageKey?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
@@ -551,6 +575,7 @@ export type ProjectCountOrderByAggregateInput = {
 
 export type ProjectAvgOrderByAggregateInput = {
   dailySendQuota?: Prisma.SortOrder
+  conversationReserve?: Prisma.SortOrder
 }
 
 export type ProjectMaxOrderByAggregateInput = {
@@ -558,6 +583,7 @@ export type ProjectMaxOrderByAggregateInput = {
   name?: Prisma.SortOrder
   status?: Prisma.SortOrder
   dailySendQuota?: Prisma.SortOrder
+  conversationReserve?: Prisma.SortOrder
   storageKey?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
@@ -568,6 +594,7 @@ export type ProjectMinOrderByAggregateInput = {
   name?: Prisma.SortOrder
   status?: Prisma.SortOrder
   dailySendQuota?: Prisma.SortOrder
+  conversationReserve?: Prisma.SortOrder
   storageKey?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
@@ -575,6 +602,7 @@ export type ProjectMinOrderByAggregateInput = {
 
 export type ProjectSumOrderByAggregateInput = {
   dailySendQuota?: Prisma.SortOrder
+  conversationReserve?: Prisma.SortOrder
 }
 
 export type ProjectScalarRelationFilter = {
@@ -943,6 +971,7 @@ export type ProjectCreateWithoutApiKeysInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -977,6 +1006,7 @@ export type ProjectUncheckedCreateWithoutApiKeysInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -1027,6 +1057,7 @@ export type ProjectUpdateWithoutApiKeysInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -1061,6 +1092,7 @@ export type ProjectUncheckedUpdateWithoutApiKeysInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -1095,6 +1127,7 @@ export type ProjectCreateWithoutConnectionsInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -1129,6 +1162,7 @@ export type ProjectUncheckedCreateWithoutConnectionsInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -1179,6 +1213,7 @@ export type ProjectUpdateWithoutConnectionsInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -1213,6 +1248,7 @@ export type ProjectUncheckedUpdateWithoutConnectionsInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -1247,6 +1283,7 @@ export type ProjectCreateWithoutChannelInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -1281,6 +1318,7 @@ export type ProjectUncheckedCreateWithoutChannelInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -1331,6 +1369,7 @@ export type ProjectUpdateWithoutChannelInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -1365,6 +1404,7 @@ export type ProjectUncheckedUpdateWithoutChannelInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -1399,6 +1439,7 @@ export type ProjectCreateWithoutContactsInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -1433,6 +1474,7 @@ export type ProjectUncheckedCreateWithoutContactsInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -1483,6 +1525,7 @@ export type ProjectUpdateWithoutContactsInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -1517,6 +1560,7 @@ export type ProjectUncheckedUpdateWithoutContactsInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -1551,6 +1595,7 @@ export type ProjectCreateWithoutConversationsInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -1585,6 +1630,7 @@ export type ProjectUncheckedCreateWithoutConversationsInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -1635,6 +1681,7 @@ export type ProjectUpdateWithoutConversationsInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -1669,6 +1716,7 @@ export type ProjectUncheckedUpdateWithoutConversationsInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -1703,6 +1751,7 @@ export type ProjectCreateWithoutConversationNotesInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -1737,6 +1786,7 @@ export type ProjectUncheckedCreateWithoutConversationNotesInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -1787,6 +1837,7 @@ export type ProjectUpdateWithoutConversationNotesInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -1821,6 +1872,7 @@ export type ProjectUncheckedUpdateWithoutConversationNotesInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -1855,6 +1907,7 @@ export type ProjectCreateWithoutCannedRepliesInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -1889,6 +1942,7 @@ export type ProjectUncheckedCreateWithoutCannedRepliesInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -1939,6 +1993,7 @@ export type ProjectUpdateWithoutCannedRepliesInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -1973,6 +2028,7 @@ export type ProjectUncheckedUpdateWithoutCannedRepliesInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -2007,6 +2063,7 @@ export type ProjectCreateWithoutMessagesInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -2041,6 +2098,7 @@ export type ProjectUncheckedCreateWithoutMessagesInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -2091,6 +2149,7 @@ export type ProjectUpdateWithoutMessagesInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -2125,6 +2184,7 @@ export type ProjectUncheckedUpdateWithoutMessagesInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -2159,6 +2219,7 @@ export type ProjectCreateWithoutEventsInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -2193,6 +2254,7 @@ export type ProjectUncheckedCreateWithoutEventsInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -2243,6 +2305,7 @@ export type ProjectUpdateWithoutEventsInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -2277,6 +2340,7 @@ export type ProjectUncheckedUpdateWithoutEventsInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -2311,6 +2375,7 @@ export type ProjectCreateWithoutIdempotencyRecordsInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -2345,6 +2410,7 @@ export type ProjectUncheckedCreateWithoutIdempotencyRecordsInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -2395,6 +2461,7 @@ export type ProjectUpdateWithoutIdempotencyRecordsInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -2429,6 +2496,7 @@ export type ProjectUncheckedUpdateWithoutIdempotencyRecordsInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -2463,6 +2531,7 @@ export type ProjectCreateWithoutSendCountersInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -2497,6 +2566,7 @@ export type ProjectUncheckedCreateWithoutSendCountersInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -2547,6 +2617,7 @@ export type ProjectUpdateWithoutSendCountersInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -2581,6 +2652,7 @@ export type ProjectUncheckedUpdateWithoutSendCountersInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -2615,6 +2687,7 @@ export type ProjectCreateWithoutApiErrorsInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -2649,6 +2722,7 @@ export type ProjectUncheckedCreateWithoutApiErrorsInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -2699,6 +2773,7 @@ export type ProjectUpdateWithoutApiErrorsInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -2733,6 +2808,7 @@ export type ProjectUncheckedUpdateWithoutApiErrorsInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -2767,6 +2843,7 @@ export type ProjectCreateWithoutTemplatesInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -2801,6 +2878,7 @@ export type ProjectUncheckedCreateWithoutTemplatesInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -2851,6 +2929,7 @@ export type ProjectUpdateWithoutTemplatesInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -2885,6 +2964,7 @@ export type ProjectUncheckedUpdateWithoutTemplatesInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -2919,6 +2999,7 @@ export type ProjectCreateWithoutWebhooksInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -2953,6 +3034,7 @@ export type ProjectUncheckedCreateWithoutWebhooksInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -3003,6 +3085,7 @@ export type ProjectUpdateWithoutWebhooksInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -3037,6 +3120,7 @@ export type ProjectUncheckedUpdateWithoutWebhooksInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -3071,6 +3155,7 @@ export type ProjectCreateWithoutRuntimeTokensInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -3105,6 +3190,7 @@ export type ProjectUncheckedCreateWithoutRuntimeTokensInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -3155,6 +3241,7 @@ export type ProjectUpdateWithoutRuntimeTokensInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -3189,6 +3276,7 @@ export type ProjectUncheckedUpdateWithoutRuntimeTokensInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -3223,6 +3311,7 @@ export type ProjectCreateWithoutMediaAssetsInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -3257,6 +3346,7 @@ export type ProjectUncheckedCreateWithoutMediaAssetsInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -3307,6 +3397,7 @@ export type ProjectUpdateWithoutMediaAssetsInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -3341,6 +3432,7 @@ export type ProjectUncheckedUpdateWithoutMediaAssetsInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -3375,6 +3467,7 @@ export type ProjectCreateWithoutHeaderSamplesInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -3409,6 +3502,7 @@ export type ProjectUncheckedCreateWithoutHeaderSamplesInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -3459,6 +3553,7 @@ export type ProjectUpdateWithoutHeaderSamplesInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -3493,6 +3588,7 @@ export type ProjectUncheckedUpdateWithoutHeaderSamplesInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -3527,6 +3623,7 @@ export type ProjectCreateWithoutSegmentsInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -3561,6 +3658,7 @@ export type ProjectUncheckedCreateWithoutSegmentsInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -3611,6 +3709,7 @@ export type ProjectUpdateWithoutSegmentsInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -3645,6 +3744,7 @@ export type ProjectUncheckedUpdateWithoutSegmentsInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -3679,6 +3779,7 @@ export type ProjectCreateWithoutBroadcastsInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -3713,6 +3814,7 @@ export type ProjectUncheckedCreateWithoutBroadcastsInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -3763,6 +3865,7 @@ export type ProjectUpdateWithoutBroadcastsInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -3797,6 +3900,7 @@ export type ProjectUncheckedUpdateWithoutBroadcastsInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -3831,6 +3935,7 @@ export type ProjectCreateWithoutContactImportsInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -3865,6 +3970,7 @@ export type ProjectUncheckedCreateWithoutContactImportsInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -3915,6 +4021,7 @@ export type ProjectUpdateWithoutContactImportsInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -3949,6 +4056,7 @@ export type ProjectUncheckedUpdateWithoutContactImportsInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -3983,6 +4091,7 @@ export type ProjectCreateWithoutProjectFilesInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -4017,6 +4126,7 @@ export type ProjectUncheckedCreateWithoutProjectFilesInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -4067,6 +4177,7 @@ export type ProjectUpdateWithoutProjectFilesInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -4101,6 +4212,7 @@ export type ProjectUncheckedUpdateWithoutProjectFilesInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -4135,6 +4247,7 @@ export type ProjectCreateWithoutFlowsInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -4169,6 +4282,7 @@ export type ProjectUncheckedCreateWithoutFlowsInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -4219,6 +4333,7 @@ export type ProjectUpdateWithoutFlowsInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -4253,6 +4368,7 @@ export type ProjectUncheckedUpdateWithoutFlowsInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -4287,6 +4403,7 @@ export type ProjectCreateWithoutDashboardMembersInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -4321,6 +4438,7 @@ export type ProjectUncheckedCreateWithoutDashboardMembersInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -4371,6 +4489,7 @@ export type ProjectUpdateWithoutDashboardMembersInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -4405,6 +4524,7 @@ export type ProjectUncheckedUpdateWithoutDashboardMembersInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -4439,6 +4559,7 @@ export type ProjectCreateWithoutDashboardInvitesInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -4473,6 +4594,7 @@ export type ProjectUncheckedCreateWithoutDashboardInvitesInput = {
   name: string
   status?: $Enums.ProjectStatus
   dailySendQuota?: number
+  conversationReserve?: number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: string
   createdAt?: Date | string
@@ -4523,6 +4645,7 @@ export type ProjectUpdateWithoutDashboardInvitesInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -4557,6 +4680,7 @@ export type ProjectUncheckedUpdateWithoutDashboardInvitesInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
   dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
   consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   storageKey?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -4820,6 +4944,7 @@ export type ProjectSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs 
   name?: boolean
   status?: boolean
   dailySendQuota?: boolean
+  conversationReserve?: boolean
   consentKeywords?: boolean
   storageKey?: boolean
   createdAt?: boolean
@@ -4856,6 +4981,7 @@ export type ProjectSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Exten
   name?: boolean
   status?: boolean
   dailySendQuota?: boolean
+  conversationReserve?: boolean
   consentKeywords?: boolean
   storageKey?: boolean
   createdAt?: boolean
@@ -4867,6 +4993,7 @@ export type ProjectSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Exten
   name?: boolean
   status?: boolean
   dailySendQuota?: boolean
+  conversationReserve?: boolean
   consentKeywords?: boolean
   storageKey?: boolean
   createdAt?: boolean
@@ -4878,13 +5005,14 @@ export type ProjectSelectScalar = {
   name?: boolean
   status?: boolean
   dailySendQuota?: boolean
+  conversationReserve?: boolean
   consentKeywords?: boolean
   storageKey?: boolean
   createdAt?: boolean
   updatedAt?: boolean
 }
 
-export type ProjectOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "name" | "status" | "dailySendQuota" | "consentKeywords" | "storageKey" | "createdAt" | "updatedAt", ExtArgs["result"]["project"]>
+export type ProjectOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "name" | "status" | "dailySendQuota" | "conversationReserve" | "consentKeywords" | "storageKey" | "createdAt" | "updatedAt", ExtArgs["result"]["project"]>
 export type ProjectInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   apiKeys?: boolean | Prisma.Project$apiKeysArgs<ExtArgs>
   connections?: boolean | Prisma.Project$connectionsArgs<ExtArgs>
@@ -4951,6 +5079,11 @@ export type $ProjectPayload<ExtArgs extends runtime.Types.Extensions.InternalArg
     name: string
     status: $Enums.ProjectStatus
     dailySendQuota: number
+    /**
+     * Units of the daily quota campaigns leave for conversations (the bot, agents, people): a
+     * campaign reserves up to daily_send_quota - conversation_reserve (lib/messaging/ledger.ts).
+     */
+    conversationReserve: number
     /**
      * The customer keywords that change marketing consent, and their confirmations
      * (lib/consent/keywords.ts); null: the defaults (STOP, UNSUBSCRIBE, "Stop promotions"; START).
@@ -5416,6 +5549,7 @@ export interface ProjectFieldRefs {
   readonly name: Prisma.FieldRef<"Project", 'String'>
   readonly status: Prisma.FieldRef<"Project", 'ProjectStatus'>
   readonly dailySendQuota: Prisma.FieldRef<"Project", 'Int'>
+  readonly conversationReserve: Prisma.FieldRef<"Project", 'Int'>
   readonly consentKeywords: Prisma.FieldRef<"Project", 'Json'>
   readonly storageKey: Prisma.FieldRef<"Project", 'String'>
   readonly createdAt: Prisma.FieldRef<"Project", 'DateTime'>
