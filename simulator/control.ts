@@ -289,10 +289,11 @@ export function controlRouter(ctx: SimContext, hooks: ControlHooks): Router {
 
   r.get('/messages', wrap((req) => {
     const { phone_number_id: p, to } = req.query;
+    // `to`: a phone (any formatting) or a user id (a reply by `recipient` to a username customer).
     const digits = typeof to === 'string' ? to.replace(/\D/g, '') : null;
-    const all = state.messages.toArray().filter((m) => (typeof p !== 'string' || m.phone_number_id === p) && (digits === null || m.to === digits));
+    const all = state.messages.toArray().filter((m) => (typeof p !== 'string' || m.phone_number_id === p) && (digits === null || (digits !== '' && m.to === digits) || m.user_id === to));
     const data = all.slice(-limitOf(req.query.limit, 100, state.limits.messageLogSize));
-    return { data: data.map((m) => ({ wamid: m.wamid, phone_number_id: m.phone_number_id, to: m.to, type: m.type, route: m.route ?? 'messages', status: m.meta.status, at: m.at, payload: m.payload })) };
+    return { data: data.map((m) => ({ wamid: m.wamid, phone_number_id: m.phone_number_id, to: m.to, ...(m.user_id ? { user_id: m.user_id } : {}), type: m.type, route: m.route ?? 'messages', status: m.meta.status, at: m.at, payload: m.payload })) };
   }));
   r.get('/callbacks', wrap((req) => {
     const { phone_number_id: p, kind } = req.query;

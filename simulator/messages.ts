@@ -254,7 +254,7 @@ export function sendMessage(ctx: SimContext, route: 'messages' | 'marketing_mess
     if (typeof b.biz_opaque_callback_data === 'string') meta.opaque = b.biz_opaque_callback_data;
     meta.pricingType = pricingTypeAt(state, pn, waId, category);
     state.index.set(id, meta);
-    state.messages.push({ wamid: id, phone_number_id: pn.phone_number_id, to: waId, type, at: state.clock.now().toISOString(), payload: b, meta, ...(marketing ? { route } : {}) });
+    state.messages.push({ wamid: id, phone_number_id: pn.phone_number_id, to: waId, type, at: state.clock.now().toISOString(), payload: b, meta, ...(marketing ? { route } : {}), ...(user ? { user_id: user.user_id } : {}) });
     state.stats.messages_sent++;
     ctx.statuses.start(id, asyncError);
     if ((res.locals as { loseAnswer?: boolean }).loseAnswer) return; // held: the answer never comes

@@ -1,5 +1,6 @@
 /**
- * What a restart must not lose: the simulator's numbers, templates, media and flows, kept in a folder
+ * What a restart must not lose: the simulator's numbers, templates, media, flows and users (their
+ * usernames, business-scoped user ids and phones), kept in a folder
  * (the service's data folder for the bundled simulator, SIMULATOR_DATA_DIR standalone). A project
  * connected to a simulated number keeps working after either side restarts.
  *
@@ -13,6 +14,7 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, w
 import path from 'node:path';
 import type { Media, PhoneNumber, SimState, Template } from './state.js';
 import { simFlows, type SimFlow } from './flows.js';
+import type { SimUser } from './user-model.js';
 
 interface Snapshot {
   version: 1;
@@ -21,7 +23,15 @@ interface Snapshot {
   media: Array<Omit<Media, 'data'> & { hasData: boolean }>;
   /** WhatsApp Flows with their Flow JSON (absent in snapshots from before flows). */
   flows?: SimFlow[];
+  /**
+   * WhatsApp users (absent in snapshots from before users): all of them up to MAX_KEPT_USERS, past
+   * it those with a username (a customer known only by user id cannot be found again otherwise).
+   */
+  users?: SimUser[];
 }
+
+/** Users kept whole in the snapshot; past it only usernames (a load test's thousands of phones are not rewritten twice a second). */
+export const MAX_KEPT_USERS = 10_000;
 
 export interface SimPersistence {
   /** Writes the snapshot now if it changed. */
@@ -44,6 +54,7 @@ export function persistState(state: SimState, dir: string, intervalMs = 500): Si
       templates: [...state.templates.values()].map(({ timer: _timer, ...t }) => t),
       media: [...state.media.values()].map(({ data, ...m }) => ({ ...m, hasData: data !== null })),
       flows: [...simFlows(state).values()],
+      users: state.users.size <= MAX_KEPT_USERS ? state.users.all() : state.users.all().filter((u) => u.username !== null),
     };
     for (const m of state.media.values()) {
       if (m.data && !written.has(m.id)) {
@@ -92,6 +103,7 @@ function load(state: SimState, file: string, mediaDir: string): void {
   for (const p of snapshot.phones ?? []) state.addPhone(p);
   for (const t of snapshot.templates ?? []) state.templates.set(t.id, { ...t, timer: null });
   for (const f of snapshot.flows ?? []) simFlows(state).set(f.id, f);
+  for (const u of snapshot.users ?? []) state.users.add(u);
   for (const { hasData, ...m } of snapshot.media ?? []) {
     const bytes = hasData && existsSync(path.join(mediaDir, m.id)) ? readFileSync(path.join(mediaDir, m.id)) : null;
     state.addMedia({ ...m, data: bytes });

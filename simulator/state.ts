@@ -141,6 +141,8 @@ export interface SentMessage {
   meta: MessageMeta;
   /** The Graph edge it came through: `messages` (Cloud API) or `marketing_messages` (Marketing Messages API). */
   route?: 'messages' | 'marketing_messages';
+  /** The recipient's business-scoped user id, when the simulator knows the user (a reply by `recipient` has no phone). */
+  user_id?: string;
 }
 
 export interface Template {

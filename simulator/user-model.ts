@@ -78,6 +78,15 @@ export class SimUsers {
     this.byId.clear();
     this.byPhone.clear();
   }
+
+  /** Every user (the snapshot's, simulator/persistence.ts). */
+  all(): SimUser[] {
+    return [...this.byId.values()];
+  }
+
+  get size(): number {
+    return this.byId.size;
+  }
 }
 
 /** The phone the user's webhooks show, if any. */
