@@ -3106,10 +3106,7 @@ export interface components {
          * @description How the daily send quota (messages per project per UTC calendar day, shared by the API's
          *     sends and every campaign) meets this campaign. `held` recipients would wait, queued, until
          *     `resumes_at` (the next UTC midnight): an operator raising the quota (`ops projects
-         *     quota`) resumes a held campaign at once. A campaign never takes the project's
-         *     `conversation_reserve` (units kept for the bot's, agents' and people's replies):
-         *     `remaining` is what is left for campaigns, `left_for_conversations` what this campaign
-         *     leaves for replies that day.
+         *     quota`) resumes a held campaign at once.
          */
         PreflightQuota: {
             /**
@@ -3128,10 +3125,6 @@ export interface components {
              * @description The next UTC midnight after `day` when `held` > 0; null otherwise.
              */
             resumes_at: string | null;
-            /** @description Units of the daily quota campaigns leave for conversations (the project's setting). Absent from reports made before it existed. */
-            conversation_reserve?: number;
-            /** @description What is left of that day's quota for replies (the bot, agents, people) once this campaign has sent what fits. Absent from reports made before it existed. */
-            left_for_conversations?: number;
         };
         Broadcast: {
             /** Format: uuid */
@@ -3219,6 +3212,24 @@ export interface components {
         BroadcastVariables: {
             body?: string[];
             header?: string[];
+            /**
+             * @description A carousel template's cards, one for each card of the template in order (400 `template_variable_mismatch`
+             *     otherwise): the card's header image or video by `header.link` (https; required when creating) and its body
+             *     variables (with `{{contact.…}}` references). A recipient's resolved variables carry each card's `body` only.
+             */
+            cards?: {
+                header?: {
+                    /** Format: uri */
+                    link: string;
+                };
+                body?: string[];
+            }[];
+            /** @description A limited-time offer template's expiry, the same for every recipient (required when the template has `has_expiration`). */
+            limited_time_offer?: {
+                expiration_time_ms: number;
+            };
+            /** @description The code of the template's COPY_CODE button, the same for every recipient. */
+            coupon_code?: string;
         };
         BroadcastAudience: {
             segment_id: string;
@@ -3764,8 +3775,6 @@ export interface components {
         Forbidden: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
-                /** @description With `insufficient_scope` only: the step-up challenge (RFC 6750 §3.1, MCP 2025-11-25), `Bearer resource_metadata="…", error="insufficient_scope", error_description="…", scope="…"`. `scope` names the scopes the credential holds on the project and those the request needs: what an OAuth client asks for when it authorizes again. */
-                "WWW-Authenticate"?: string;
                 [name: string]: unknown;
             };
             content: {

@@ -9,6 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
+import { api, engineFor, runUntil, seedMany } from './support/broadcasts.js';
 import { projectWithKey } from './support/uploads.js';
 import { openChannel } from '../lib/channel-settings/settings.js';
 import * as S from './support/samples.js';
@@ -292,4 +293,68 @@ describe('rendering the newer kinds (the approval page, the templates page, the 
     expect(messageText({ type: 'template', content: { type: 'template', template: { name: 'plants', language: 'en_US', variables: ['Ada'], cards: [{}, {}], limited_time_offer: { expiration_time_ms: Date.parse('2026-12-31T23:59:59Z') } } } } as any))
       .toBe('Template plants (Ada); 2 carousel cards; offer ends 2026-12-31T23:59:59.000Z');
   });
+});
+
+describe('campaigns of the newer kinds', () => {
+  it('a carousel campaign: a card for each of the template\'s cards (header link, body variables resolved per recipient); an offer campaign with its expiry and code; both sent as the channel takes them', async () => {
+    const { project, key, phoneNumberId } = await projectWithKey(t, ['templates:manage', 'templates:read', 'media:write', 'broadcasts:read', 'broadcasts:manage', 'contacts:read']);
+    expect((await create(key, carousel('plants_campaign', [card(await handle(key), 1), card(await handle(key), 2)]))).status).toBe(201);
+    expect((await create(key, lto('offer_campaign'))).status).toBe(201);
+    await approve(project.id, 'plants_campaign');
+    await approve(project.id, 'offer_campaign');
+    await seedMany(t, project.id, 3, 15570000000 + Math.floor(Math.random() * 1e5) * 100);
+    const call = api(t, key);
+    const audience = { filter: { match: 'all', conditions: [] } };
+    const cards = [
+      { header: { link: 'https://cdn.example.com/plant-1.png' }, body: ['pot 1'] },
+      { header: { link: 'https://cdn.example.com/plant-2.png' }, body: ['{{contact.phone}}'] },
+    ];
+    const campaign = (template_name: string, template_variables: object) => call.post('/v1/broadcasts', { name: template_name, template_name, template_language: 'en_US', audience, template_variables });
+
+    const one = await campaign('plants_campaign', { body: ['{{contact.name|friend}}'], cards: cards.slice(0, 1) });
+    expect(one.body.error).toMatchObject({ code: 'template_variable_mismatch', details: { expected_cards: 2, given_cards: 1 } });
+    const noLink = await campaign('plants_campaign', { body: ['x'], cards: [cards[0], { body: ['x'] }] });
+    expect(noLink.body.error).toMatchObject({ code: 'invalid_request', details: { fields: [{ field: 'template_variables.cards[1].header.link' }] } });
+    const noExpiry = await campaign('offer_campaign', { body: ['{{contact.name|friend}}', 'SPRING25'], coupon_code: 'SPRING25' });
+    expect(noExpiry.body.error).toMatchObject({ code: 'invalid_request', details: { fields: [{ field: 'template_variables.limited_time_offer' }] } });
+    const noCode = await campaign('offer_campaign', { body: ['x', 'y'], limited_time_offer: { expiration_time_ms: 1 } });
+    expect(noCode.body.error).toMatchObject({ code: 'invalid_request', details: { fields: [{ field: 'template_variables.coupon_code' }] } });
+
+    const plants = await campaign('plants_campaign', { body: ['{{contact.name|friend}}'], cards });
+    expect(plants.status).toBe(201);
+    const expiry = Date.parse('2026-12-31T23:59:59Z');
+    const offer = await campaign('offer_campaign', { body: ['{{contact.name|friend}}', 'SPRING25'], limited_time_offer: { expiration_time_ms: expiry }, coupon_code: 'SPRING25' });
+    expect(offer.status).toBe(201);
+    const engine = await engineFor(t);
+    try {
+      for (const id of [plants.body.data.broadcast.id, offer.body.data.broadcast.id]) {
+        await t.admin.call('post', `/admin/broadcasts/${id}/approve`, {});
+        expect(await runUntil(t, engine, id, ['completed', 'failed'])).toBe('completed');
+      }
+    } finally {
+      await engine.stop();
+    }
+    const sent = (await request(t.sim!.url).get(`/_sim/messages?phone_number_id=${phoneNumberId}&limit=100`)).body.data as Array<{ to: string; payload: any }>;
+    const carousels = sent.filter((m) => m.payload.template.name === 'plants_campaign');
+    expect(carousels).toHaveLength(3);
+    for (const m of carousels) {
+      expect(m.payload.template.components).toEqual([
+        { type: 'body', parameters: [{ type: 'text', text: 'friend' }] },
+        { type: 'carousel', cards: [
+          { card_index: 0, components: [{ type: 'header', parameters: [{ type: 'image', image: { link: 'https://cdn.example.com/plant-1.png' } }] }, { type: 'body', parameters: [{ type: 'text', text: 'pot 1' }] }] },
+          { card_index: 1, components: [{ type: 'header', parameters: [{ type: 'image', image: { link: 'https://cdn.example.com/plant-2.png' } }] }, { type: 'body', parameters: [{ type: 'text', text: `+${m.to}` }] }] },
+        ] },
+      ]);
+    }
+    const offers = sent.filter((m) => m.payload.template.name === 'offer_campaign');
+    expect(offers).toHaveLength(3);
+    expect(offers[0].payload.template.components).toEqual([
+      { type: 'body', parameters: [{ type: 'text', text: 'friend' }, { type: 'text', text: 'SPRING25' }] },
+      { type: 'limited_time_offer', parameters: [{ type: 'limited_time_offer', limited_time_offer: { expiration_time_ms: expiry } }] },
+      { type: 'button', sub_type: 'copy_code', index: '0', parameters: [{ type: 'coupon_code', coupon_code: 'SPRING25' }] },
+    ]);
+    // A recipient's resolved variables carry each card's body.
+    const recipients = (await call.get(`/v1/broadcasts/${plants.body.data.broadcast.id}/recipients`)).body.data.recipients;
+    expect(recipients[0].variables.cards).toEqual([{ body: ['pot 1'] }, { body: [`+${recipients[0].phone.replace(/\D/g, '')}`] }]);
+  }, 60_000);
 });

@@ -14,7 +14,7 @@ import { bodyPlaceholderCount } from '../messaging/compose.js';
 import { computePreflight, requireAudienceFilter, type Queryable } from './audience.js';
 import { broadcastRate, pacingSettings } from './pacing.js';
 import type { BroadcastRow } from './store.js';
-import { parseVariable } from './variables.js';
+import { parseVariable, type BroadcastVariables } from './variables.js';
 
 type CreateRequest = components['schemas']['CreateBroadcastRequest'];
 type BroadcastRoute = components['schemas']['BroadcastRoute'];
@@ -61,6 +61,42 @@ function routeOf(body: CreateRequest, templateCategory: string, category: string
 
 export { phoneNumberIdOf };
 
+const componentOf = (components: unknown, type: string): Record<string, any> | undefined =>
+  Array.isArray(components) ? components.find((c) => typeof c === 'object' && c !== null && String(c.type).toUpperCase() === type) : undefined;
+
+function invalidVariables(message: string, field: string): ApiError {
+  return new ApiError('invalid_request', message, { fields: [{ field, message }] });
+}
+
+/**
+ * A carousel campaign names a card for every card of the template (each with its header link and
+ * body variables); an offer that shows its expiry names it; a COPY_CODE button gets its code.
+ */
+function checkNewerKinds(components: unknown, v: BroadcastVariables, name: string, language: string): void {
+  const carousel = componentOf(components, 'CAROUSEL');
+  const cards: Array<Record<string, any>> = Array.isArray(carousel?.cards) ? carousel.cards : [];
+  const given = v.cards ?? [];
+  if (cards.length !== given.length) {
+    throw new ApiError('template_variable_mismatch', `Template ${name} (${language}) has ${cards.length} carousel cards; template_variables.cards has ${given.length}.`, { expected_cards: cards.length, given_cards: given.length });
+  }
+  cards.forEach((card, i) => {
+    const link = given[i].header?.link;
+    if (typeof link !== 'string' || !/^https:\/\//i.test(link)) throw invalidVariables(`Card ${i + 1} needs header.link: the https URL of its image or video.`, `template_variables.cards[${i}].header.link`);
+    const expected = bodyPlaceholderCount(card.components);
+    const count = given[i].body?.length ?? 0;
+    if (expected !== count) {
+      throw new ApiError('template_variable_mismatch', `Card ${i + 1} of template ${name} (${language}) has ${expected} body variables; ${count} were given.`, { card: i, expected, given: count });
+    }
+  });
+  const offer = componentOf(components, 'LIMITED_TIME_OFFER');
+  if (offer?.limited_time_offer?.has_expiration === true && !v.limited_time_offer) {
+    throw invalidVariables(`Template ${name} shows its offer's expiry: give template_variables.limited_time_offer.expiration_time_ms.`, 'template_variables.limited_time_offer');
+  }
+  const copyCode = (componentOf(components, 'BUTTONS')?.buttons ?? []).some((b: Record<string, unknown>) => String(b.type).toUpperCase() === 'COPY_CODE');
+  if (copyCode && !v.coupon_code) throw invalidVariables(`Template ${name} has a COPY_CODE button: give template_variables.coupon_code.`, 'template_variables.coupon_code');
+  if (!copyCode && v.coupon_code) throw invalidVariables(`Template ${name} has no COPY_CODE button.`, 'template_variables.coupon_code');
+}
+
 export async function createBroadcast(deps: Deps, auth: AuthContext, body: CreateRequest): Promise<BroadcastRow> {
   const pool = deps.db.pool;
   const projectId = auth.project.id;
@@ -75,7 +111,15 @@ export async function createBroadcast(deps: Deps, auth: AuthContext, body: Creat
       fields: [{ field: 'template_name', message: 'unknown template name and language' }],
     });
   }
-  const variables = { body: body.template_variables?.body ?? [], ...(body.template_variables?.header ? { header: body.template_variables.header } : {}) };
+  const given = body.template_variables;
+  const variables = {
+    body: given?.body ?? [],
+    ...(given?.header ? { header: given.header } : {}),
+    ...(given?.cards ? { cards: given.cards } : {}),
+    ...(given?.limited_time_offer ? { limited_time_offer: given.limited_time_offer } : {}),
+    ...(given?.coupon_code ? { coupon_code: given.coupon_code } : {}),
+  };
+  checkNewerKinds(template.components, variables, body.template_name, body.template_language);
   const expected = bodyPlaceholderCount(template.components);
   if (expected !== variables.body.length) {
     throw new ApiError(
@@ -86,6 +130,7 @@ export async function createBroadcast(deps: Deps, auth: AuthContext, body: Creat
   }
   variables.body.forEach((v, i) => parseVariable(v, `template_variables.body[${i}]`));
   (variables.header ?? []).forEach((v, i) => parseVariable(v, `template_variables.header[${i}]`));
+  (variables.cards ?? []).forEach((c, i) => (c.body ?? []).forEach((v, j) => parseVariable(v, `template_variables.cards[${i}].body[${j}]`)));
   const category = body.category ?? (['MARKETING', 'UTILITY', 'AUTHENTICATION'].includes(template.category) ? template.category : 'MARKETING');
   const { route, ttlSeconds } = routeOf(body, template.category, category);
   if (body.scheduled_at !== undefined && Number.isNaN(Date.parse(body.scheduled_at))) {

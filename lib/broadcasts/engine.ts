@@ -67,6 +67,8 @@ export class BroadcastEngine {
   readonly settings: PacingSettings;
   private readonly pool: pg.Pool;
   private readonly unknownLimitLogged = new Set<string>();
+  /** Per campaign: its template's card header formats and COPY_CODE button index (newerKindComponents). */
+  private readonly templateShapes = new Map<string, { cardFormats: string[]; copyCodeIndex: number }>();
 
   constructor(private readonly deps: EngineDeps, private readonly opts: EngineOptions) {
     this.leaseMs = opts.leaseMs ?? 30_000;
@@ -203,7 +205,7 @@ export class BroadcastEngine {
     const claimed = await claimBatch(this.pool, b.id, this.opts.owner, size, t, new Date(t.getTime() + this.leaseMs), now);
     if (claimed.length === 0) return this.whenEmpty(b, now);
 
-    const { granted } = await reserveUnits(this.pool, b.project_id, claimed.length, now, null, true);
+    const { granted } = await reserveUnits(this.pool, b.project_id, claimed.length, now);
     if (granted < claimed.length) {
       const held = claimed.splice(granted);
       await unclaim(this.pool, held.map((r) => r.id), this.opts.owner, t, null);
@@ -271,11 +273,55 @@ export class BroadcastEngine {
   }
 
 
+  /**
+   * A limited-time offer's expiry and code, and a carousel's cards (each card's header link from
+   * the campaign, typed by the template's card header format; its body from the recipient's
+   * variables). The template's shape is read once per campaign.
+   */
+  private async newerKindComponents(b: BroadcastRow, r: ClaimedRecipient): Promise<Array<Record<string, unknown>>> {
+    const v = b.template_variables;
+    if (!v.cards?.length && !v.limited_time_offer && !v.coupon_code) return [];
+    let shape = this.templateShapes.get(b.id);
+    if (!shape) {
+      const { rows } = await this.pool.query<{ components: unknown }>('SELECT components FROM templates WHERE project_id = $1 AND name = $2 AND language = $3', [b.project_id, b.template_name, b.template_language]);
+      const of = (components: unknown, type: string): Record<string, any> | undefined =>
+        Array.isArray(components) ? components.find((c) => String(c?.type).toUpperCase() === type) : undefined;
+      const cards: Array<Record<string, any>> = of(rows[0]?.components, 'CAROUSEL')?.cards ?? [];
+      const buttons: Array<Record<string, unknown>> = of(rows[0]?.components, 'BUTTONS')?.buttons ?? [];
+      shape = {
+        cardFormats: cards.map((c) => (String(of(c.components, 'HEADER')?.format ?? 'IMAGE').toLowerCase() === 'video' ? 'video' : 'image')),
+        copyCodeIndex: buttons.findIndex((x) => String(x.type).toUpperCase() === 'COPY_CODE'),
+      };
+      this.templateShapes.set(b.id, shape);
+    }
+    const out: Array<Record<string, unknown>> = [];
+    if (v.limited_time_offer) out.push({ type: 'limited_time_offer', parameters: [{ type: 'limited_time_offer', limited_time_offer: { expiration_time_ms: v.limited_time_offer.expiration_time_ms } }] });
+    if (v.coupon_code && shape.copyCodeIndex >= 0) out.push({ type: 'button', sub_type: 'copy_code', index: String(shape.copyCodeIndex), parameters: [{ type: 'coupon_code', coupon_code: v.coupon_code }] });
+    if (v.cards?.length) {
+      out.push({
+        type: 'carousel',
+        cards: v.cards.map((card, i) => {
+          const kind = shape!.cardFormats[i] ?? 'image';
+          const body = r.variables.cards?.[i]?.body ?? [];
+          return {
+            card_index: i,
+            components: [
+              { type: 'header', parameters: [{ type: kind, [kind]: { link: card.header?.link } }] },
+              ...(body.length ? [{ type: 'body', parameters: body.map((text) => ({ type: 'text', text })) }] : []),
+            ],
+          };
+        }),
+      });
+    }
+    return out;
+  }
+
   /** One send; answers the accepted send, nothing (handled), or a reason to stop the campaign. */
   private async sendOne(b: BroadcastRow, channel: OpenChannel, r: ClaimedRecipient, day: Date): Promise<{ id: string; ref: string; wamid: string } | string | undefined> {
     const components: Array<Record<string, unknown>> = [];
     if (r.variables.header?.length) components.push({ type: 'header', parameters: r.variables.header.map((text) => ({ type: 'text', text })) });
     if (r.variables.body?.length) components.push({ type: 'body', parameters: r.variables.body.map((text) => ({ type: 'text', text })) });
+    components.push(...(await this.newerKindComponents(b, r)));
     const payload = {
       messaging_product: 'whatsapp', recipient_type: 'individual', ...channelRecipient({ phone: r.phone, userId: r.user_id }), type: 'template',
       template: { name: b.template_name, language: { policy: 'deterministic', code: b.template_language }, ...(components.length ? { components } : {}) },

@@ -23,7 +23,7 @@ export interface ClaimedRecipient {
   /** Null for a contact known only by its business-scoped user id (sent by `recipient`). */
   phone: string | null;
   user_id: string | null;
-  variables: { body?: string[]; header?: string[] };
+  variables: { body?: string[]; header?: string[]; cards?: Array<{ body?: string[] }> };
   attempts: number;
   send_ref: string;
 }

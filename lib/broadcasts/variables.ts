@@ -12,6 +12,11 @@ import type { Params } from './filter.js';
 export interface BroadcastVariables {
   body?: string[];
   header?: string[];
+  /** A carousel's cards: each card's header link (the campaign's) and body variables (resolved per recipient). */
+  cards?: Array<{ header?: { link: string }; body?: string[] }>;
+  /** A limited-time offer's expiry and the COPY_CODE button's code: the campaign's, the same for everyone. */
+  limited_time_offer?: { expiration_time_ms: number };
+  coupon_code?: string;
 }
 
 type Part = { text: string } | { ref: 'name' | 'phone' | 'attribute'; key?: string; fallback?: string };
@@ -55,13 +60,16 @@ function variableSql(parts: Part[], p: Params): string {
 export function resolvedVariablesSql(vars: BroadcastVariables, p: Params): string {
   const list = (values: string[] | undefined, name: string) =>
     values && values.length ? `jsonb_build_array(${values.map((v, i) => variableSql(parseVariable(v, `template_variables.${name}[${i}]`), p)).join(', ')})` : `'[]'::jsonb`;
-  return `jsonb_build_object('body', ${list(vars.body, 'body')}, 'header', ${list(vars.header, 'header')})`;
+  const cards = vars.cards?.length
+    ? `, 'cards', jsonb_build_array(${vars.cards.map((c, i) => `jsonb_build_object('body', ${list(c.body, `cards[${i}].body`)})`).join(', ')})`
+    : '';
+  return `jsonb_build_object('body', ${list(vars.body, 'body')}, 'header', ${list(vars.header, 'header')}${cards})`;
 }
 
 /** SQL that is true when every reference without a fallback has a value for the contact. */
 export function variablesPresentSql(vars: BroadcastVariables, p: Params): string {
   const checks: string[] = [];
-  for (const [name, values] of [['body', vars.body], ['header', vars.header]] as const) {
+  for (const [name, values] of [['body', vars.body], ['header', vars.header], ...(vars.cards ?? []).map((c, i) => [`cards[${i}].body`, c.body] as const)] as const) {
     (values ?? []).forEach((v, i) => {
       for (const part of parseVariable(v, `template_variables.${name}[${i}]`)) {
         // A contact known only by its BSUID has no phone: {{contact.phone}} without a fallback excludes it.
