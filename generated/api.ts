@@ -3106,7 +3106,10 @@ export interface components {
          * @description How the daily send quota (messages per project per UTC calendar day, shared by the API's
          *     sends and every campaign) meets this campaign. `held` recipients would wait, queued, until
          *     `resumes_at` (the next UTC midnight): an operator raising the quota (`ops projects
-         *     quota`) resumes a held campaign at once.
+         *     quota`) resumes a held campaign at once. A campaign never takes the project's
+         *     `conversation_reserve` (units kept for the bot's, agents' and people's replies):
+         *     `remaining` is what is left for campaigns, `left_for_conversations` what this campaign
+         *     leaves for replies that day.
          */
         PreflightQuota: {
             /**
@@ -3125,6 +3128,10 @@ export interface components {
              * @description The next UTC midnight after `day` when `held` > 0; null otherwise.
              */
             resumes_at: string | null;
+            /** @description Units of the daily quota campaigns leave for conversations (the project's setting). Absent from reports made before it existed. */
+            conversation_reserve?: number;
+            /** @description What is left of that day's quota for replies (the bot, agents, people) once this campaign has sent what fits. Absent from reports made before it existed. */
+            left_for_conversations?: number;
         };
         Broadcast: {
             /** Format: uuid */
@@ -3775,6 +3782,8 @@ export interface components {
         Forbidden: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
+                /** @description With `insufficient_scope` only: the step-up challenge (RFC 6750 §3.1, MCP 2025-11-25), `Bearer resource_metadata="…", error="insufficient_scope", error_description="…", scope="…"`. `scope` names the scopes the credential holds on the project and those the request needs: what an OAuth client asks for when it authorizes again. */
+                "WWW-Authenticate"?: string;
                 [name: string]: unknown;
             };
             content: {

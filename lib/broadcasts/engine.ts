@@ -205,7 +205,7 @@ export class BroadcastEngine {
     const claimed = await claimBatch(this.pool, b.id, this.opts.owner, size, t, new Date(t.getTime() + this.leaseMs), now);
     if (claimed.length === 0) return this.whenEmpty(b, now);
 
-    const { granted } = await reserveUnits(this.pool, b.project_id, claimed.length, now);
+    const { granted } = await reserveUnits(this.pool, b.project_id, claimed.length, now, null, true);
     if (granted < claimed.length) {
       const held = claimed.splice(granted);
       await unclaim(this.pool, held.map((r) => r.id), this.opts.owner, t, null);
