@@ -37,6 +37,16 @@ async function main(): Promise<number> {
     process.stderr.write(hostApi.out);
     stale++;
   }
+  // The README's house: its domain floor is drawn from CAPABILITY_EDGES and the rooms of lib/ (scripts/house.ts).
+  const house = await promisify(execFile)(process.execPath, ['--import', 'tsx', path.join(root, 'scripts', 'generate-house.ts'), '--check'], { cwd: root }).then(
+    (r) => ({ ok: true, out: r.stdout }),
+    (e: { stdout?: string; stderr?: string }) => ({ ok: false, out: `${e.stdout ?? ''}${e.stderr ?? ''}` }),
+  );
+  if (house.ok) process.stdout.write(house.out);
+  else {
+    process.stderr.write(house.out);
+    stale++;
+  }
   return stale === 0 ? 0 : 1;
 }
 
