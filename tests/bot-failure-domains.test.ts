@@ -10,6 +10,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
+import { botWorld, p50, until } from './support/bots.js';
 import { SandboxSupervisor, sandboxSupervisor } from '../lib/sandbox/supervisor.js';
 
 const LIMITS = { memoryMb: 32, startupTimeoutMs: 1000, eventTimeoutMs: 3000 };
@@ -32,6 +33,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => slow.listen(0, '127.0.0.1', r));
   slowUrl = `http://127.0.0.1:${(slow.address() as AddressInfo).port}`;
+  w = botWorld(t);
 });
 afterAll(async () => {
   slow.closeAllConnections();
@@ -39,80 +41,16 @@ afterAll(async () => {
   await t.close();
 });
 
-const auth = (key: string) => ({ Authorization: `Bearer ${key}` });
-const admin = () => ({ Authorization: `Bearer ${t.adminToken}` });
-
-async function botProject(botSource: string, table?: string) {
-  const project = await t.admin.project();
-  const key = (await t.admin.key(project.id, ['code:read', 'code:write', 'tables:read', 'messages:send'])).secret;
-  const channel = await t.db.prisma.channelSettings.findUniqueOrThrow({ where: { projectId: project.id } });
-  if (table) {
-    const created = await request(t.app).post(`/admin/projects/${project.id}/tables`).set(admin())
-      .send({ name: table, columns: [{ name: 'id', type: 'bigserial', primary_key: true }, { name: 'phone', type: 'text' }, { name: 'body', type: 'text' }] });
-    expect(created.status).toBe(201);
-  }
-  expect((await request(t.app).put('/v1/files/src/bot.ts').set(auth(key)).send({ content: botSource })).status).toBeLessThan(300);
-  const res = await request(t.app).post('/v1/deployments').set(auth(key)).send({});
-  expect({ status: res.status, body: res.status === 201 ? undefined : res.body }).toEqual({ status: 201 });
-  return { projectId: project.id, key, phoneNumberId: channel.phoneNumberId };
-}
-
-async function inbound(phoneNumberId: string, from: string, text: string) {
-  const res = await request(t.sim!.url).post('/_sim/inbound').send({ phone_number_id: phoneNumberId, from, name: 'Ada', text });
-  expect(res.status).toBe(200);
-}
-
-async function sentTexts(phoneNumberId: string, to?: string): Promise<string[]> {
-  const res = await request(t.sim!.url).get(`/_sim/messages?phone_number_id=${phoneNumberId}`);
-  const all: any[] = Array.isArray(res.body) ? res.body : (res.body.messages ?? res.body.data ?? []);
-  return all.filter((m) => !to || JSON.stringify(m).includes(to)).map((m) => m.payload?.text?.body as string);
-}
-
-async function until<T>(what: string, fn: () => Promise<T | undefined | false>, withinMs = 20_000): Promise<T> {
-  const started = Date.now();
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() - started > withinMs) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
-async function botLogs(projectId: string) {
-  const res = await request(t.app).get(`/admin/projects/${projectId}/bot/logs?limit=100`).set(admin());
-  expect(res.status).toBe(200);
-  return res.body.data.logs as Array<{ kind: string; level: string; message: string }>;
-}
-
-const inboxRows = async (projectId: string) =>
-  (await t.db.pool.query<{ abnormal_runs: number; set_aside: boolean }>('SELECT abnormal_runs, set_aside_at IS NOT NULL AS set_aside FROM bot_inbox WHERE project_id = $1', [projectId])).rows;
-
-async function tableRows(key: string, table: string): Promise<any[]> {
-  const rows: any[] = [];
-  for (let cursor: string | undefined; ;) {
-    const res = await request(t.app).get(`/v1/tables/${table}/rows`).query({ limit: 50, ...(cursor ? { cursor } : {}) }).set(auth(key));
-    expect(res.status).toBe(200);
-    rows.push(...res.body.data.rows);
-    cursor = res.body.data.nextCursor ?? undefined;
-    if (!cursor) return rows;
-  }
-}
+let w: ReturnType<typeof botWorld>;
+const botProject = (source: string, table?: string) => w.botProject(source, { table });
+const inbound = (phoneNumberId: string, from: string, text: string) => w.inbound(phoneNumberId, from, text);
+const sentTexts = (phoneNumberId: string, to?: string) => w.sentTexts(phoneNumberId, to);
+const botLogs = (projectId: string) => w.botLogs(projectId);
+const inboxRows = (projectId: string) => w.inboxRows(projectId);
+const tableRows = (key: string, table: string) => w.tableRows(key, table);
+const settleAll = (projectId: string) => w.settleAll(projectId);
 
 const pidOf = (projectId: string) => sandboxSupervisor().processes.find((p) => p.key === projectId)?.pid;
-
-/** Reclaim passes until the project's inbox is empty or only set-aside events remain. */
-async function settleAll(projectId: string) {
-  for (let pass = 0; pass < 10; pass++) {
-    await t.bot!.whenIdle();
-    const rows = await inboxRows(projectId);
-    if (rows.every((r) => r.set_aside)) return rows;
-    t.clock.advance(120_000);
-    await t.bot!.reclaim();
-  }
-  return inboxRows(projectId);
-}
-
-const p50 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 const ECHO = `import { sendText, type InboundMessage } from './platform/runtime/index.js';
 export async function onMessage(m: InboundMessage): Promise<void> {
@@ -155,7 +93,7 @@ export async function onMessage(m: InboundMessage): Promise<void> {
     ['fill 30 MB, then fetch a 1,040,000-character body', "const r: any = await http.fetch(SLOW + '/big'); said = r.ok === false ? 'refused ' + r.error.code : 'body ' + String(r.body).length;"],
   ])('When a bot does "%s", then its event gets memory_limit instead of aborting its process, and another project\'s bot keeps its pace and loses nothing', async (_name, what) => {
     const a = await botProject(fillThen(what).replace('SLOW', JSON.stringify(slowUrl)));
-    const upload = await request(t.app).put(`/admin/projects/${a.projectId}/files/big2.txt`).set(admin()).set('Content-Type', 'application/octet-stream').send(Buffer.from('a'.repeat(1_000_000)));
+    const upload = await request(t.app).put(`/admin/projects/${a.projectId}/files/big2.txt`).set(w.admin()).set('Content-Type', 'application/octet-stream').send(Buffer.from('a'.repeat(1_000_000)));
     expect(upload.status).toBeLessThan(300);
     const b = await botProject(ECHO);
     // B's pace alone (the first message starts its process).

@@ -8,6 +8,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
+import { botWorld } from './support/bots.js';
 
 let t: TestApp;
 let shop: http.Server;
@@ -24,6 +25,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => shop.listen(0, '127.0.0.1', r));
   shopUrl = `http://127.0.0.1:${(shop.address() as AddressInfo).port}`;
+  w = botWorld(t);
 });
 afterAll(async () => {
   shop.closeAllConnections();
@@ -31,31 +33,11 @@ afterAll(async () => {
   await t.close();
 });
 
-const auth = (key: string) => ({ Authorization: `Bearer ${key}` });
-const admin = () => ({ Authorization: `Bearer ${t.adminToken}` });
-
-async function botProject(botSource: string, force = false) {
-  const project = await t.admin.project();
-  const key = (await t.admin.key(project.id, ['code:read', 'code:write', 'messages:send'])).secret;
-  const channel = await t.db.prisma.channelSettings.findUniqueOrThrow({ where: { projectId: project.id } });
-  expect((await request(t.app).put('/v1/files/src/bot.ts').set(auth(key)).send({ content: botSource })).status).toBeLessThan(300);
-  const deployed = await request(t.app).post('/v1/deployments').set(auth(key)).send(force ? { force: true } : {});
-  expect({ status: deployed.status, error: deployed.status === 201 ? undefined : deployed.body.error }).toEqual({ status: 201 });
-  return { projectId: project.id, key, phoneNumberId: channel.phoneNumberId };
-}
-
-async function inbound(phoneNumberId: string, from: string, text: string) {
-  expect((await request(t.sim!.url).post('/_sim/inbound').send({ phone_number_id: phoneNumberId, from, name: 'Ada', text })).status).toBe(200);
-}
-
-async function sentTexts(phoneNumberId: string): Promise<string[]> {
-  const res = await request(t.sim!.url).get(`/_sim/messages?phone_number_id=${phoneNumberId}`);
-  const all: any[] = Array.isArray(res.body) ? res.body : (res.body.messages ?? res.body.data ?? []);
-  return all.map((m) => m.payload?.text?.body as string);
-}
-
-const botLogs = async (projectId: string) =>
-  ((await request(t.app).get(`/admin/projects/${projectId}/bot/logs?limit=50`).set(admin())).body.data.logs as Array<{ kind: string; message: string }>);
+let w: ReturnType<typeof botWorld>;
+const botProject = (source: string, force = false) => w.botProject(source, { force, scopes: ['code:read', 'code:write', 'messages:send'] });
+const inbound = (phoneNumberId: string, from: string, text: string) => w.inbound(phoneNumberId, from, text);
+const sentTexts = (phoneNumberId: string) => w.sentTexts(phoneNumberId);
+const botLogs = (projectId: string) => w.botLogs(projectId);
 
 const ORDER_BOT = (after: string) => `import { http, sendText, type InboundMessage } from './platform/runtime/index.js';
 export async function onMessage(m: InboundMessage): Promise<void> {
