@@ -13,6 +13,7 @@ import { api, engineFor, projectWithKey, seedMany, template } from './support/br
 import { openChannel } from '../lib/channel-settings/settings.js';
 import { channelThroughputOf, refreshChannelThroughput } from '../lib/channel-settings/throughput.js';
 import { notificationChanges } from '../channel/notifications.js';
+import { pacingSettings, takeSlots } from '../lib/broadcasts/pacing.js';
 import { throughputText } from '../http/dashboard/cost-facts.js';
 import { progressOf } from '../http/dashboard/broadcast-pages.js';
 
@@ -92,6 +93,28 @@ describe('the level read from Meta', () => {
 });
 
 describe('an upgrade mid-campaign', () => {
+  it('the shared schedule follows the level: 72 slots a second on STANDARD, 900 once Meta upgrades the number (by the clock, not the machine)', async () => {
+    const { project, phoneNumberId } = await projectWithKey(t);
+    await refreshChannelThroughput(t.services.deps, project.id, 'start');
+    const s = pacingSettings();
+    const t0 = new Date('2026-11-25T10:00:00Z');
+    const at = (ms: number) => new Date(t0.getTime() + ms);
+    // Two takers (two instances) drawing 72 each: the second waits a second.
+    await takeSlots(t.db.pool, phoneNumberId, 72, t0, s);
+    const second = await takeSlots(t.db.pool, phoneNumberId, 72, t0, s);
+    const third72 = await takeSlots(t.db.pool, phoneNumberId, 72, t0, s);
+    expect(second.rate).toBe(72);
+    expect(third72.at.getTime() - second.at.getTime()).toBeCloseTo(1000, -1);
+    await sim().patch(`/_sim/phone-numbers/${phoneNumberId}`).send({ throughput_level: 'HIGH' }).expect(200);
+    const t1 = at(5000);
+    const first = await takeSlots(t.db.pool, phoneNumberId, 900, t1, s);
+    expect(first.rate).toBe(900);
+    // 900 slots a second: a batch of 900 after another starts a second after it (the first may use the half-second burst).
+    const next = await takeSlots(t.db.pool, phoneNumberId, 900, t1, s);
+    const third = await takeSlots(t.db.pool, phoneNumberId, 900, t1, s);
+    expect(third.at.getTime() - next.at.getTime()).toBeCloseTo(1000, -1);
+  });
+
   it('a number upgraded from STANDARD to HIGH while sending: two engines follow the new pace together, never past what the channel allows', async () => {
     const N = 900;
     const { call, id, project, phoneNumberId } = await campaign(N);
@@ -144,8 +167,12 @@ describe('an upgrade mid-campaign', () => {
       console.log(`throughput upgrade: ${upgradedAt!.sent} sent at ${beforeRate.toFixed(0)}/s on STANDARD (share 72/s), ${N - upgradedAt!.sent} at ${afterRate.toFixed(0)}/s on HIGH (share 900/s), two engines`);
       // STANDARD: the broadcast share of 80 (72/s) plus the half-second burst.
       expect(beforeRate).toBeLessThan(72 * 1.35);
-      // HIGH: well past STANDARD (this machine, not the channel, bounds it below 900/s).
-      expect(afterRate).toBeGreaterThan(72 * 2);
+      // HIGH: faster than the STANDARD pace, with no 130429; this machine, not the channel, bounds it
+      // below the 900/s share (measured 84 to 224/s with a load average of 10 to 14 on 2 cores); the
+      // schedule itself is proved below, by the clock.
+      expect(afterRate).toBeGreaterThan(beforeRate);
+      const { rows: [bucket] } = await t.db.pool.query('SELECT throughput, current_rate, operator_throughput FROM broadcast_pacing WHERE phone_number_id = $1', [phoneNumberId]);
+      expect(bucket).toEqual({ throughput: 1000, current_rate: 900, operator_throughput: null });
       const counts = (await call.get(`/v1/broadcasts/${id}`).expect(200)).body.data.broadcast.counts;
       expect(counts).toMatchObject({ total: N, sent: N, failed: 0 });
     } finally {
