@@ -61,6 +61,8 @@ RUN mkdir -p /var/lib/postgresql/data && chown postgres:postgres /var/lib/postgr
 USER postgres
 ENV PGDATA=/var/lib/postgresql/data
 VOLUME ["/var/lib/postgresql/data"]
+# PostgreSQL's fast shutdown (SIGTERM is its smart shutdown, which waits for every client to leave).
+STOPSIGNAL SIGINT
 ENTRYPOINT ["/usr/local/bin/postgres-entrypoint"]
 
 FROM base AS redis

@@ -16,7 +16,7 @@ import { tracingOn } from './lib/platform/tracing/spans.js';
 import { systemClock } from './lib/platform/clock.js';
 import { startEmbeddedPostgres } from './lib/platform/db/embedded.js';
 import { applyMigrations } from './lib/platform/db/migrate.js';
-import { waitForDatabase } from './lib/platform/db/wait.js';
+import { startDeadline, waitForDatabase, whileStarting } from './lib/platform/db/wait.js';
 import { EXIT_CONFIG, productionProblems } from './lib/platform/production.js';
 import { loadOrCreateAdminToken } from './lib/platform/admin-token.js';
 import { loadOrCreateMasterKey } from './lib/platform/master-key.js';
@@ -97,10 +97,13 @@ async function main(): Promise<void> {
     databaseUrl = pg.url;
     await checkpoint();
   }
-  await waitForDatabase(databaseUrl, { waitSeconds: config.databaseUrl ? config.databaseWaitSeconds : 0, logger });
+  // Every step that connects (this check, the migrations, the pools) is tried again while it fails to
+  // connect, until DATABASE_WAIT_SECONDS after this point (lib/platform/db/wait.ts).
+  const connectDeadline = startDeadline(config.databaseUrl ? config.databaseWaitSeconds : 0, logger);
+  await waitForDatabase(databaseUrl, { waitSeconds: connectDeadline.waitSeconds, logger, deadline: connectDeadline });
   // Two instances starting at once: the runner holds Prisma's advisory lock, so one applies and the
   // other then finds nothing left to apply (lib/platform/db/migrate.ts).
-  const { applied } = await applyMigrations(databaseUrl, { logger });
+  const { applied } = await whileStarting('apply the migrations', () => applyMigrations(databaseUrl!, { logger }), connectDeadline);
   if (applied.length) logger.info(`applied migrations: ${applied.join(', ')}`);
   if (migrateOnly) {
     logger.info(`migrations: ${applied.length ? `${applied.length} applied` : 'nothing to apply'}`);
@@ -129,6 +132,7 @@ async function main(): Promise<void> {
     config, logger, databaseUrl, masterKey, adminToken: admin.token, graphBaseUrl, simulatorUrl, clock: systemClock,
     jobs: false,
     bot: new BotRuntime(),
+    connectDeadline,
   });
   drainServices = () => services.drain();
   stops.unshift(() => services.close());

@@ -15,6 +15,7 @@ import type { Config } from './lib/platform/config.js';
 import { systemClock, type Clock } from './lib/platform/clock.js';
 import type { Logger } from './lib/platform/logger.js';
 import { openDatabase, type Database } from './lib/platform/db/database.js';
+import { whileStarting, type StartDeadline } from './lib/platform/db/wait.js';
 import { closeTenantPools, configureTenantPools } from './lib/tables/tenant-pool.js';
 import { createCounterStore, type CounterStore } from './lib/platform/counters.js';
 import { SecretBox, deriveKey } from './lib/platform/crypto-box.js';
@@ -52,6 +53,8 @@ export interface ServicesOptions {
   counters?: CounterStore;
   /** Pool size of API requests; default config.databasePoolMax. */
   poolMax?: number;
+  /** At start (server.ts): the pools' first connection is tried again until this deadline (lib/platform/db/wait.ts). */
+  connectDeadline?: StartDeadline;
   channelVersion?: string;
   channelTimeoutMs?: number;
   /** A contract and handlers of the caller's own (tests of the shared policy mechanism). */
@@ -180,12 +183,12 @@ function appDeps(
 /** The service's pool, and the tenant pools beside it: project tables log in as each project's role. */
 async function openDatabases(opts: ServicesOptions): Promise<Database> {
   const { config } = opts;
-  const db = await openDatabase(opts.databaseUrl, {
+  const db = await whileStarting('open the pools', () => openDatabase(opts.databaseUrl, {
     max: opts.poolMax ?? config.databasePoolMax,
     logger: opts.logger,
     acquireTimeoutMs: config.databaseAcquireTimeoutMs,
     statementTimeoutMs: config.databaseStatementTimeoutMs,
-  });
+  }), opts.connectDeadline);
   configureTenantPools(db.pool, opts.databaseUrl, {
     total: config.tablesPoolMax,
     perProject: config.tablesProjectConcurrency,

@@ -199,7 +199,7 @@ describeIf('docker/haproxy.cfg', () => {
     const deadline = Date.now() + 10_000;
     while (Date.now() < deadline && !/app1 is DOWN/.test(log)) await sleep(200);
     expect(log).toMatch(/app1 is DOWN/);
-    for (const headers of [{}, { 'idempotency-key': 'drop-1' }]) {
+    for (const headers of [{}, { 'idempotency-key': 'drop-1' }] as Record<string, string>[]) {
       const id = `req_test_drop_${Object.keys(headers).length}`;
       const res = await request(lbPort, 'POST', '/drop', { ...headers, 'x-request-id': id });
       if (res.status !== 502) console.log(`balancer: unexpected ${res.status} ${JSON.stringify(res.body)}; HAProxy's log:\n${log}`);

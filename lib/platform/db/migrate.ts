@@ -93,9 +93,16 @@ export async function applyMigrations(
   const dir = opts.dir ?? MIGRATIONS_DIR;
   const local = await readMigrations(dir);
 
-  const client = new pg.Client({ connectionString: databaseUrl });
+  // A bounded connect: a server that accepts and never answers fails here (and server.ts tries
+  // again within DATABASE_WAIT_SECONDS) instead of holding the start for ever.
+  const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 10_000 });
   client.on('error', (err) => logger?.warn(`migrations: connection error: ${err.message}`));
-  await client.connect();
+  try {
+    await client.connect();
+  } catch (e) {
+    await client.end().catch(() => undefined);
+    throw e;
+  }
   const applied: string[] = [];
   let locked = false;
   try {
