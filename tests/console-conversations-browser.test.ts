@@ -104,7 +104,9 @@ describeWithBrowser(describe)('conversations in Chromium', () => {
     const fields = await form.evaluate((f) => Object.fromEntries(new FormData(f as HTMLFormElement)) as Record<string, string>);
     await page.getByRole('button', { name: 'Send reply' }).click();
     await page.waitForURL('**?done=reply_sent');
-    expect(await page.textContent('#messages tbody tr:first-child')).toContain('Yes, 10:00 to 14:00 <b>on Sundays</b>.');
+    // The chat runs oldest to newest (issue 60): the reply is the last bubble, named by the person.
+    expect(await page.textContent('#messages li:last-child')).toContain('Yes, 10:00 to 14:00 <b>on Sundays</b>.');
+    expect(await page.textContent('#messages li:last-child .author')).toBe('shop.owner@example.com');
     const again = await context.request.post(t.baseUrl + action, { form: fields, maxRedirects: 0 });
     expect([again.status(), again.headers().location]).toEqual([303, expect.stringContaining('done=reply_sent')]);
     expect(await sentTo('14155550701')).toEqual(['Yes, 10:00 to 14:00 <b>on Sundays</b>.']);
@@ -118,7 +120,7 @@ describeWithBrowser(describe)('conversations in Chromium', () => {
       if (f === page.mainFrame()) navigations++;
     });
     await inbound({ from: '14155550701' }, `And on holidays? ${HOSTILE}`);
-    await page.locator('#messages tbody tr:first-child').filter({ hasText: `And on holidays? ${HOSTILE}` }).waitFor({ timeout: 15_000 });
+    await page.locator('#messages li:last-child').filter({ hasText: `And on holidays? ${HOSTILE}` }).waitFor({ timeout: 15_000 });
     expect(navigations).toBe(0);
     await page.screenshot({ path: docs('dashboard-conversation.png'), fullPage: true });
 
@@ -157,11 +159,12 @@ describeWithBrowser(describe)('conversations in Chromium', () => {
       expect({ page: p, fits: await fitsWidth(page) }).toEqual({ page: p, fits: true });
     }
 
-    // A member reads the conversation without forms; a reply posted anyway is refused and sends nothing.
+    // A member reads the conversation without the reply and hand-over forms (the team's forms are
+    // everyone's: issue 60); a reply posted anyway is refused and sends nothing.
     const memberContext = await browser.newContext({ viewport: { width: 1100, height: 900 } });
     const member = await signedInPage(t, memberContext, project.id, 'shop.member@example.com', 'member');
     await member.goto(conversationUrl);
-    expect(await member.locator('main form[method="post"]').count()).toBe(0);
+    expect(await member.locator('main form[action$="/reply"], main form[action$="/handover"]').count()).toBe(0);
     expect(await member.textContent('#messages')).toContain('Do you open on Sunday?');
     const csrf = (await member.locator('header input[name="_csrf"]').getAttribute('value'))!;
     const refused = await memberContext.request.post(t.baseUrl + action, { form: { ...fields, _csrf: csrf, _once: 'b'.repeat(32), text: 'from a member' }, maxRedirects: 0 });

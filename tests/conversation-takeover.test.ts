@@ -195,7 +195,8 @@ describe('a person takes over a conversation', () => {
     const member = await person(t, s.projectId, email('member'), 'member');
     const live = await member.agent.get(`/dashboard/projects/${s.projectId}/conversations/${id}/live`);
     expect(live.status).toBe(200);
-    expect(live.body).toMatchObject({ state: 'unstructured', messages: [{ direction: 'from the customer', type: 'text', text: 'first <img src=x onerror=alert(1)>', status: 'received' }] });
+    // The inbox's chat (issue 60): items oldest first, each with its author.
+    expect(live.body).toMatchObject({ state: 'unstructured', assignee: 'nobody', labels: '—', items: [{ kind: 'inbound', author: 'Customer', authorKind: 'customer', text: 'first <img src=x onerror=alert(1)>', meta: 'text · received' }] });
     expect(live.body.window).toMatch(/^open until /);
     const other = await shop();
     const outsider = await person(t, other.projectId, email('x'));

@@ -195,7 +195,8 @@ describeWithBrowser(describe)('dashboard in Chromium', () => {
     expect(await rows.count()).toBe(4);
     await rows.first().getByRole('link').click();
     await page.waitForURL('**/conversations/*');
-    expect(await page.textContent('#messages')).toMatch(/to the customer\s*template\s*Template spring_sale \(\w+\)\s*sent/);
+    // The inbox's chat (issue 60): the campaign's message, its author and its status.
+    expect(await page.textContent('#messages')).toMatch(/Campaign[\s\S]*Template spring_sale \(\w+\)\s*template · sent/);
     expect(await page.textContent('#conversation-state')).toBeTruthy();
 
     // Revoke asks first: dismissing keeps the key; accepting revokes it.

@@ -90,9 +90,10 @@ describe('Contacts and Conversations pages', () => {
     const one = await owner.agent.get(`/dashboard/projects/${project.id}/conversations/${id}`);
     expect(one.status).toBe(200);
     expect(one.text).toContain('Hi &lt;script&gt;alert(1)&lt;/script&gt;');
-    expect(one.text).toContain('<td data-label="Text" class="message-text">Hello Dee, how can we help?</td>');
+    // The inbox's chat (issue 60): one bubble per message, its author named.
+    expect(one.text).toContain('<p class="message-text">Hello Dee, how can we help?</p>');
     expect(one.text).not.toContain('{&quot;body&quot;');
-    expect(one.text).toMatch(/from the customer<\/td><td data-label="Type">text<\/td>/);
+    expect(one.text).toMatch(/<li class="bubble inbound"[^>]*><p class="by"><span class="author">Customer<\/span>/);
 
     const contact = await usernameCustomer(project.id, 'eve.<b>x</b>', 'US.99991208655302741918', 'Eve');
     const v = await t.db.pool.query<{ id: string }>(

@@ -130,27 +130,42 @@ document.addEventListener('submit', (event) => {
   xhr.send(new FormData(form));
 });
 
-// A conversation's page follows it without a reload: it reads /live every 3 s (same origin) and
-// rebuilds the newest messages, the state and the window from its JSON, as text (textContent).
+// A conversation's chat follows it without a reload: it reads /live every 3 s (same origin) and
+// rebuilds the chat (oldest to newest: messages with their authors and statuses, and the team's
+// notes), the state, the window, the assignee and the labels from its JSON, as text (textContent).
 (function liveConversation() {
   const section = document.querySelector('#conversation-live[data-live-url]');
   if (!section) return;
   const url = section.getAttribute('data-live-url');
-  const body = section.querySelector('#messages tbody');
+  const list = section.querySelector('#messages');
   const set = (id, text) => { const el = document.getElementById(id); if (el && el.textContent !== text) el.textContent = text; };
-  const cells = ['when', 'direction', 'type', 'text', 'status'];
-  const labels = { when: 'When', direction: 'Direction', type: 'Type', text: 'Text', status: 'Status' };
-  const row = (m) => {
-    const tr = document.createElement('tr');
-    tr.setAttribute('data-message', String(m.id));
-    for (const k of cells) {
-      const td = document.createElement('td');
-      td.setAttribute('data-label', labels[k]);
-      if (k === 'text') td.className = 'message-text';
-      td.textContent = m[k];
-      tr.appendChild(td);
+  const para = (cls, parts) => {
+    const p = document.createElement('p');
+    if (cls) p.className = cls;
+    for (const [c, text] of parts) {
+      const span = document.createElement('span');
+      if (c) span.className = c;
+      span.textContent = text;
+      if (p.childNodes.length) p.appendChild(document.createTextNode(' '));
+      p.appendChild(span);
     }
-    return tr;
+    return p;
+  };
+  const bubble = (i) => {
+    const li = document.createElement('li');
+    li.className = `bubble ${i.kind}`;
+    li.setAttribute('data-item', i.key);
+    li.setAttribute('data-author', i.authorKind);
+    li.appendChild(para('by', [['author', i.author], ['muted', i.when]]));
+    const text = document.createElement('p');
+    text.className = 'message-text';
+    text.textContent = i.text;
+    li.appendChild(text);
+    const meta = document.createElement('p');
+    meta.className = 'meta muted';
+    meta.textContent = i.meta;
+    li.appendChild(meta);
+    return li;
   };
   let last = '';
   const tick = () => {
@@ -159,16 +174,55 @@ document.addEventListener('submit', (event) => {
       .then((c) => {
         set('conversation-state', c.state);
         set('conversation-window', c.window);
-        const seen = JSON.stringify(c.messages);
+        set('conversation-assignee', c.assignee);
+        set('conversation-labels', c.labels);
+        const seen = JSON.stringify(c.items);
         if (seen !== last) {
+          const atEnd = list.scrollHeight - list.scrollTop - list.clientHeight < 40;
           last = seen;
-          body.replaceChildren(...c.messages.map(row));
+          list.replaceChildren(...c.items.map(bubble));
+          if (atEnd) list.scrollTop = list.scrollHeight;
           const none = document.getElementById('no-messages');
-          if (none) none.hidden = c.messages.length > 0;
+          if (none) none.hidden = c.items.length > 0;
         }
         setTimeout(tick, 3000);
       })
       .catch(() => setTimeout(tick, 10000));
   };
+  list.scrollTop = list.scrollHeight;
   setTimeout(tick, 3000);
 })();
+
+// The inbox's list follows new conversations and marks without a reload (its first page only):
+// rows rendered and escaped by the server for the same search and filters.
+(function liveInboxList() {
+  const table = document.querySelector('table#conversations[data-live-list]:not([data-paged])');
+  if (!table) return;
+  const body = table.tBodies[0];
+  const selected = document.querySelector('#conversations tr.selected');
+  const url = table.getAttribute('data-live-list') + (table.getAttribute('data-live-list').includes('?') ? '&' : '?') + 'selected=' + (selected ? selected.getAttribute('data-conversation') : '');
+  let last = null;
+  const tick = () => {
+    fetch(url, { credentials: 'same-origin', headers: { accept: 'application/json' } })
+      .then((r) => (r.ok ? r.json() : Promise.reject(new Error(String(r.status)))))
+      .then((p) => {
+        if (p.rows !== last && !table.contains(document.activeElement)) {
+          body.innerHTML = p.rows;
+          const none = document.getElementById('no-conversations');
+          if (none) none.hidden = p.count > 0;
+        }
+        if (!table.contains(document.activeElement)) last = p.rows;
+        setTimeout(tick, 4000);
+      })
+      .catch(() => setTimeout(tick, 12000));
+  };
+  setTimeout(tick, 1000);
+})();
+
+// A canned reply chosen in the reply form fills the message (the person may still edit it).
+document.addEventListener('change', (event) => {
+  const select = event.target.closest('select[data-fills]');
+  if (!select || !select.value) return;
+  const target = document.getElementById(select.getAttribute('data-fills'));
+  if (target) { target.value = select.value; target.focus(); }
+});

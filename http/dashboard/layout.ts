@@ -13,9 +13,10 @@ export interface Shell {
 }
 
 const TABS: Array<{ tab: string; label: string; roles?: Role[] }> = [
+  { tab: 'overview', label: 'Overview' },
+  { tab: 'conversations', label: 'Inbox' },
   { tab: 'broadcasts', label: 'Broadcasts' },
   { tab: 'contacts', label: 'Contacts' },
-  { tab: 'conversations', label: 'Conversations' },
   { tab: 'keys', label: 'API keys', roles: ['owner', 'admin'] },
   { tab: 'webhooks', label: 'Webhooks' },
   { tab: 'templates', label: 'Templates' },

@@ -52,6 +52,23 @@ ${list.map(({ project, role }) => {
   send(res, 200, layout({ title: 'Your projects', person: { email: actor.email, csrf: session.csrfToken } }, html`${body}${agents}`));
 };
 
+/** The project's overview (its entry in the project's menu): today's figures and the inbox's queues. */
+export const showProjectOverview = (deps: AppDeps) => async (req: Request, res: Response) => {
+  const ctx = await projectContext(deps, req, 'overview');
+  const f = (await projectFigures(deps, [ctx.project.id])).get(ctx.project.id)!;
+  const inbox = projectPath(ctx.project.id, '/conversations');
+  const body = html`<p class="muted">Today's figures (UTC day so far, ${when(deps.clock.now())}). <a href="/dashboard/projects">All your projects</a></p>
+<dl class="facts" id="overview">
+  <dt>Sent today</dt><dd data-figure="sent">${f.sent}</dd>
+  <dt>Delivered</dt><dd data-figure="delivered">${f.delivered}</dd>
+  <dt>Failed</dt><dd data-figure="failed"${f.failed ? html` class="error-text"` : ''}>${f.failed}</dd>
+  <dt>Daily quota used</dt><dd data-figure="quota">${f.quotaLimit === null ? `${f.quotaUsed} (no quota)` : `${f.quotaUsed} of ${f.quotaLimit}`}</dd>
+  <dt>Waiting for a reply</dt><dd data-figure="waiting">${f.waiting ? html`<a href="${`${inbox}?filter=needs_reply`}">${plural(f.waiting, 'conversation')}</a>` : '0'}</dd>
+</dl>
+<p><a href="${inbox}?assigned=mine">Assigned to me</a> · <a href="${inbox}?assigned=none&amp;filter=needs_reply">Unassigned and waiting</a> · <a href="${inbox}">The whole inbox</a></p>`;
+  send(res, 200, layout(ctx.shell('Overview'), body));
+};
+
 export const showWebhooks = (deps: AppDeps) => async (req: Request, res: Response) => {
   const ctx = await projectContext(deps, req, 'webhooks');
   const hooks = await webhooksOf(deps, ctx.project.id);

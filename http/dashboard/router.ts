@@ -14,10 +14,11 @@ import { csrfMatches } from '../../lib/dashboard/csrf.js';
 import { DashboardRefusal } from '../../lib/dashboard/refusal.js';
 import { cookie, errorPage, page, parseConsoleForm, parseForm, SESSION_COOKIE, clearCookie } from './request.js';
 import { showLogin, submitLogin, showSetup, submitSetup, showInvite, submitInvite, submitLogout } from './auth-pages.js';
-import { showProjects, showWebhooks, showTemplates, decideTemplate, showPeople, invite, removeMember, showAudit, type DashboardOptions } from './project-pages.js';
+import { showProjects, showProjectOverview, showWebhooks, showTemplates, decideTemplate, showPeople, invite, removeMember, showAudit, type DashboardOptions } from './project-pages.js';
 import { showKeys, createKey, rotateKey, revokeKey, updateScopes } from './key-pages.js';
 import { showBroadcasts, showBroadcast, broadcastProgress, approve, cancel, showApprove, testSend } from './broadcast-pages.js';
-import { showContacts, showConversations, showConversation, conversationLive, submitHandover, submitReply } from './customer-pages.js';
+import { showContacts } from './customer-pages.js';
+import { showConversations, showConversation, conversationLive, conversationList, submitHandover, submitReply, submitAssign, submitLabels, submitNote, submitCannedReply } from './inbox-pages.js';
 import { answerConsent, disconnect, parseConsentForm, showAgents, showConsent } from './oauth-pages.js';
 import { showDatabase, submitCopyPreview, submitCreateTable, submitDdl } from './database-pages.js';
 import { exportCsv, showEdit, showTable, submitDelete, submitInsert, submitUpdate } from './table-pages.js';
@@ -90,6 +91,7 @@ export function dashboardRouter(deps: AppDeps, opts: DashboardOptions = {}): Rou
   r.get('/agents', page(showAgents(deps)));
   r.post('/agents/:connectionId/disconnect', page(disconnect(deps)));
   r.get('/projects/:projectId', (req, res) => res.redirect(303, `/dashboard/projects/${encodeURIComponent(String(req.params.projectId))}/broadcasts`));
+  r.get('/projects/:projectId/overview', page(showProjectOverview(deps)));
   r.get('/projects/:projectId/keys', page(showKeys(deps)));
   r.post('/projects/:projectId/keys', page(createKey(deps)));
   r.post('/projects/:projectId/keys/:keyId/rotate', page(rotateKey(deps)));
@@ -100,7 +102,13 @@ export function dashboardRouter(deps: AppDeps, opts: DashboardOptions = {}): Rou
   r.get('/projects/:projectId/broadcasts/:broadcastId/progress', page(broadcastProgress(deps)));
   r.get('/projects/:projectId/contacts', page(showContacts(deps)));
   r.get('/projects/:projectId/conversations', page(showConversations(deps)));
+  // The inbox (issue 60): the list's live rows and the canned replies come before the conversation's id.
+  r.get('/projects/:projectId/conversations/list', page(conversationList(deps)));
+  r.post('/projects/:projectId/conversations/canned-replies', page(submitCannedReply(deps)));
   r.get('/projects/:projectId/conversations/:conversationId', page(showConversation(deps)));
+  r.post('/projects/:projectId/conversations/:conversationId/assign', page(submitAssign(deps)));
+  r.post('/projects/:projectId/conversations/:conversationId/labels', page(submitLabels(deps)));
+  r.post('/projects/:projectId/conversations/:conversationId/notes', page(submitNote(deps)));
   r.get('/projects/:projectId/conversations/:conversationId/live', page(conversationLive(deps)));
   r.post('/projects/:projectId/conversations/:conversationId/reply', page(submitReply(deps)));
   r.post('/projects/:projectId/conversations/:conversationId/handover', page(submitHandover(deps)));

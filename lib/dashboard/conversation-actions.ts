@@ -18,6 +18,9 @@ import { BOT_STATE, HUMAN_STATE, setConversationState } from '../conversations/c
 import { inTransaction } from '../platform/db/transaction.js';
 import type { ContactView } from '../conversations/views.js';
 import { personAuthor } from '../conversations/authors.js';
+import { ApiError } from '../platform/errors.js';
+import { assign, relabel } from '../inbox/team.js';
+import { addNote } from '../inbox/notes.js';
 
 export type Reply =
   | { kind: 'text'; text: string }
@@ -97,4 +100,45 @@ export async function handConversation(deps: Pick<Deps, 'db' | 'clock'>, actor: 
     await recordAuditOn(client, now, actor, { projectId, action: 'conversation.state', subject: `conversation ${id}`, before: { state: changed.previousState }, after: { state } });
     return { state: changed.state, previousState: changed.previousState };
   });
+}
+
+/**
+ * The inbox's team actions (issue 60), open to every role of the project (a member takes and
+ * hands on conversations, writes notes and labels; replies stay with owners and admins): the same
+ * functions as the API's (lib/inbox/team.ts, notes.ts), named by the person, each in the audit trail.
+ */
+export async function assignAs(deps: Pick<Deps, 'db' | 'clock'>, actor: Actor, projectId: string, id: number, email: string | null): Promise<void> {
+  let changed;
+  try {
+    changed = await assign(deps.db.pool, projectId, BigInt(id), email, personAuthor(actor), deps.clock.now());
+  } catch (e) {
+    if (e instanceof ApiError && e.code === 'unknown_member') throw new DashboardRefusal(400, 'That person is not in this project’s team; nothing was changed.');
+    throw e;
+  }
+  if (!changed) throw new DashboardRefusal(404, 'No such conversation in this project.');
+  await recordAuditAfter(deps, actor, { projectId, action: 'conversation.assign', subject: `conversation ${id}`, before: { assignee: changed.previous_assignee?.email ?? null }, after: { assignee: changed.assignee?.email ?? null } });
+}
+
+export async function labelAs(deps: Pick<Deps, 'db' | 'clock'>, actor: Actor, projectId: string, id: number, labels: string[]): Promise<void> {
+  let changed;
+  try {
+    changed = await relabel(deps.db.pool, projectId, BigInt(id), labels, personAuthor(actor), deps.clock.now());
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 400) throw new DashboardRefusal(400, `${e.message} Nothing was changed.`);
+    throw e;
+  }
+  if (!changed) throw new DashboardRefusal(404, 'No such conversation in this project.');
+  await recordAuditAfter(deps, actor, { projectId, action: 'conversation.labels', subject: `conversation ${id}`, before: { labels: changed.previous_labels }, after: { labels: changed.labels } });
+}
+
+export async function noteAs(deps: Pick<Deps, 'db' | 'clock'>, actor: Actor, projectId: string, id: number, body: string): Promise<void> {
+  let note;
+  try {
+    note = await addNote(deps.db.pool, projectId, BigInt(id), body, personAuthor(actor), deps.clock.now());
+  } catch (e) {
+    if (e instanceof ApiError && e.status < 500) throw new DashboardRefusal(e.status === 409 ? 409 : 400, `${e.message} The note was not saved.`);
+    throw e;
+  }
+  if (!note) throw new DashboardRefusal(404, 'No such conversation in this project.');
+  await recordAuditAfter(deps, actor, { projectId, action: 'conversation.note', subject: `conversation ${id}`, after: { note: note.id, characters: [...body].length } });
 }

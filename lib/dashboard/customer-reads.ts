@@ -31,6 +31,10 @@ export interface CustomerQuery {
   q: string;
   filter?: ConversationCondition;
   cursor?: string;
+  /** The inbox's split by assignment: the person's own, nobody's (absent: all). */
+  assigned?: 'mine' | 'none';
+  /** The inbox's label filter (lower case). */
+  label?: string;
 }
 
 /** The query string's search and filter, bounded; anything else is no filter. */
@@ -38,7 +42,9 @@ export function customerQuery(query: Record<string, unknown>): CustomerQuery {
   const q = typeof query.q === 'string' ? query.q.trim().slice(0, 100) : '';
   const filter = query.filter === 'needs_reply' || query.filter === 'unread' ? query.filter : undefined;
   const cursor = typeof query.cursor === 'string' && query.cursor ? query.cursor : undefined;
-  return { q, filter, cursor };
+  const assigned = query.assigned === 'mine' || query.assigned === 'none' ? query.assigned : undefined;
+  const label = typeof query.label === 'string' && /^[A-Za-z0-9][A-Za-z0-9 ._-]{0,39}$/.test(query.label.trim()) ? query.label.trim().toLowerCase() : undefined;
+  return { q, filter, cursor, assigned, label };
 }
 
 /** What the person may not be shown a page for: a cursor of another list or search is a 400 page. */
@@ -90,10 +96,12 @@ export interface ConversationListItem extends ConversationView {
   unread: boolean;
 }
 
-export async function conversationsPage(deps: ReadDeps, projectId: string, query: CustomerQuery): Promise<{ conversations: ConversationListItem[]; nextCursor: string | null }> {
-  const filters: ConversationFilters = { search: query.q || undefined, condition: query.filter };
+export async function conversationsPage(deps: ReadDeps, projectId: string, query: CustomerQuery, accountId?: string): Promise<{ conversations: ConversationListItem[]; nextCursor: string | null }> {
+  const filters: ConversationFilters = { search: query.q || undefined, condition: query.filter, label: query.label };
+  if (query.assigned === 'none') filters.assignee = null;
+  else if (query.assigned === 'mine' && accountId) filters.assignee = { accountId };
   const { page, nextCursor } = await keysetPage({ cursor: query.cursor, limit: CUSTOMER_PAGE }, {
-    scope: cursorScope('dashboardConversations', projectId, { q: query.q, filter: query.filter }),
+    scope: cursorScope('dashboardConversations', projectId, { q: query.q, filter: query.filter, assigned: query.assigned, label: query.label, who: query.assigned === 'mine' ? accountId : undefined }),
     secret: cursorSecretOf(deps),
     decode: conversationPosition.decode,
     read: (after, take) => listConversationRows(deps.db.pool, projectId, filters, after, take),
@@ -138,6 +146,23 @@ export async function conversationDetail(deps: ReadDeps, projectId: string, rawI
     encode: (r) => [String(r.id)],
   }).catch(refusedCursor);
   return { conversation: conversationView(row, deps.clock.now()), contact: contactView(contact), messages: page.map((m) => messageView(m)), nextCursor };
+}
+
+export interface ConversationHistory {
+  messages: number;
+  notes: number;
+  first: Date | null;
+}
+
+/** The conversation's history beside the chat: how many messages and notes, since when. */
+export async function conversationHistory(deps: ReadDeps, projectId: string, id: number): Promise<ConversationHistory> {
+  const { rows } = await deps.db.pool.query<ConversationHistory>(
+    `SELECT (SELECT count(*)::int FROM messages WHERE conversation_id = $2::bigint AND project_id = $1 AND status <> 'pending') AS messages,
+            (SELECT count(*)::int FROM conversation_notes WHERE conversation_id = $2::bigint AND project_id = $1) AS notes,
+            (SELECT min(sent_at) FROM messages WHERE conversation_id = $2::bigint AND project_id = $1) AS first`,
+    [projectId, String(id)],
+  );
+  return rows[0];
 }
 
 /** A person opened the conversation: its customer's messages until now are read. */

@@ -1,0 +1,447 @@
+/**
+ * The inbox (issue 60, item 1): three panes a team keeps open all day. The conversation list
+ * (search; needs a reply, unread; assigned to me, unassigned or all; by label) beside the selected
+ * conversation as a chat, oldest to newest, each message with its author (the customer, the bot, a
+ * named person, an API key, an agent's connection, a schedule, a campaign) and its status, the
+ * team's private notes between them (never sent), and the customer beside it (identity, consent,
+ * attributes, tags, the conversation's history). Live without a reload: dashboard.js polls the
+ * chat's `/live` and the list's `/list` (rendered and escaped here).
+ *
+ * Who may do what: every role reads, assigns (to anyone of the team, itself included), labels and
+ * writes notes (lib/dashboard/conversation-actions.ts, the API's own functions); owners and admins
+ * reply through the API's one send path (the window, then templates; quota, consent) and hand the
+ * conversation to a person or back to the bot, as before. At 375 px the panes stack, the chat first.
+ */
+import type { Request, Response } from 'express';
+import type { AppDeps } from '../app-deps.js';
+import { canManage } from '../../lib/dashboard/roles.js';
+import { ApiError } from '../../lib/platform/errors.js';
+import { HUMAN_STATE, projectLabels } from '../../lib/conversations/conversations.js';
+import {
+  conversationDetail, conversationHistory, conversationsPage, customerQuery, markSeen, messageText,
+  type ConversationDetail, type ConversationHistory, type ConversationListItem, type CustomerQuery,
+} from '../../lib/dashboard/customer-reads.js';
+import {
+  assignAs, handConversation, labelAs, MAX_REPLY_CHARS, noteAs, offeredTemplates, sendReply, type Reply,
+} from '../../lib/dashboard/conversation-actions.js';
+import { authorOf, authorWords, type Author } from '../../lib/conversations/authors.js';
+import type { ContactView, MessageView } from '../../lib/conversations/views.js';
+import { listMembers } from '../../lib/inbox/team.js';
+import { listNotes, noteView, MAX_NOTE_CHARS, type NoteView } from '../../lib/inbox/notes.js';
+import { createCannedReply, listCannedReplies } from '../../lib/inbox/canned-replies.js';
+import { DashboardRefusal } from '../../lib/dashboard/refusal.js';
+import { html, plural, when, type Html } from './html.js';
+import { csrfField, layout, projectPath } from './layout.js';
+import { field, send } from './request.js';
+import { projectContext } from './context.js';
+import { changeOnce, onceField } from './console-kit.js';
+
+const MANAGERS = ['owner', 'admin'] as const;
+/** Longest list of template variables a reply form takes. */
+const MAX_VARIABLES = 20;
+/** Notes shown beside a page of messages. */
+const NOTES_SHOWN = 50;
+
+export function consentWords(c: ContactView): string {
+  const at = c.consent.updated_at ? ` ${when(c.consent.updated_at)}` : '';
+  if (c.consent.status === 'opted_out') return `opted out${at}`;
+  if (c.consent.status === 'opted_in') return `opted in${at}`;
+  return 'unknown (not opted in)';
+}
+
+/** Who the customer is, in words: the name, else the username, phone or BSUID (never "+null"). */
+export function customerName(c: { name: string | null; username: string | null; phone: string | null; user_id: string | null }): string {
+  return c.name ?? (c.username ? `@${c.username}` : null) ?? c.phone ?? c.user_id ?? 'unknown customer';
+}
+
+/** The customer's identifiers, each only when known. */
+export function identity(c: { phone: string | null; username: string | null; user_id: string | null }): Html {
+  return html`${c.phone ? html`<dt>Phone</dt><dd>${c.phone}</dd>` : ''}${c.username ? html`<dt>Username</dt><dd>@${c.username}</dd>` : ''}${c.user_id ? html`<dt>BSUID</dt><dd><code>${c.user_id}</code></dd>` : ''}`;
+}
+
+export function marks(v: { needs_reply: boolean; unread: boolean }): Html {
+  return html`${v.needs_reply ? html` <span class="badge" data-mark="needs-reply">needs a reply</span>` : ''}${v.unread ? html` <span class="badge" data-mark="unread">unread</span>` : ''}`;
+}
+
+const FILTERS: Array<[string, string]> = [['', 'All'], ['needs_reply', 'Needs a reply'], ['unread', 'Unread']];
+const ASSIGNED: Array<[string, string]> = [['', 'Everyone’s'], ['mine', 'Assigned to me'], ['none', 'Unassigned']];
+
+function listParams(q: CustomerQuery): URLSearchParams {
+  const params = new URLSearchParams();
+  if (q.q) params.set('q', q.q);
+  if (q.filter) params.set('filter', q.filter);
+  if (q.assigned) params.set('assigned', q.assigned);
+  if (q.label) params.set('label', q.label);
+  return params;
+}
+
+function withQuery(path: string, params: URLSearchParams): string {
+  return params.size ? `${path}?${params}` : path;
+}
+
+function searchForm(action: string, q: CustomerQuery, labels: string[]): Html {
+  const option = (value: string, label: string, chosen: string | undefined) => html`<option value="${value}"${(chosen ?? '') === value ? html` selected` : ''}>${label}</option>`;
+  return html`<form method="get" action="${action}" class="inbox-filters" role="search">
+  <label for="customer-q">Search by name, username, BSUID or phone</label>
+  <input id="customer-q" name="q" type="text" value="${q.q}" maxlength="100" placeholder="Ada, @ada, US.1349… or +1 415…">
+  <div class="filter-row">
+  <span><label for="customer-filter">Show</label>
+  <select id="customer-filter" name="filter">${FILTERS.map(([v, l]) => option(v, l, q.filter))}</select></span>
+  <span><label for="inbox-assigned">Assigned</label>
+  <select id="inbox-assigned" name="assigned">${ASSIGNED.map(([v, l]) => option(v, l, q.assigned))}</select></span>
+  <span><label for="inbox-label">Label</label>
+  <select id="inbox-label" name="label">${option('', 'Any label', q.label)}${[...new Set([...labels, ...(q.label ? [q.label] : [])])].map((l) => option(l, l, q.label))}</select></span>
+  </div>
+  <button type="submit">Search conversations</button>
+</form>`;
+}
+
+function listRows(projectId: string, conversations: ConversationListItem[], params: URLSearchParams, selected?: number): Html {
+  return html`${conversations.map((v) => html`<tr${v.id === selected ? html` aria-current="true" class="selected"` : ''} data-conversation="${v.id}"><td data-label="Customer"><a href="${withQuery(projectPath(projectId, `/conversations/${v.id}`), params)}">${customerName(v.contact)}</a>${marks(v)}${(v.labels ?? []).map((l) => html` <span class="label">${l}</span>`)}</td><td data-label="Assigned">${v.assignee ? v.assignee.email : html`<span class="muted">unassigned</span>`}</td><td data-label="Last message">${when(v.last_message_at)}</td></tr>`)}`;
+}
+
+function listPane(projectId: string, q: CustomerQuery, labels: string[], list: { conversations: ConversationListItem[]; nextCursor: string | null }, selected?: number): Html {
+  const path = projectPath(projectId, '/conversations');
+  const params = listParams(q);
+  const filtered = q.q || q.filter || q.assigned || q.label;
+  const next = new URLSearchParams(params);
+  if (list.nextCursor) next.set('cursor', list.nextCursor);
+  return html`<section class="inbox-list" aria-labelledby="list-title"><h2 id="list-title">Conversations</h2>
+${searchForm(path, q, labels)}
+<div class="table-wrap"><table class="stack" id="conversations" data-live-list="${withQuery(`${path}/list`, params)}"${q.cursor ? html` data-paged="true"` : ''}><thead><tr><th scope="col">Customer</th><th scope="col">Assigned</th><th scope="col">Last message</th></tr></thead><tbody>
+${listRows(projectId, list.conversations, params, selected)}
+</tbody></table></div>
+<p class="muted" id="no-conversations"${list.conversations.length ? html` hidden` : ''}>${filtered ? 'No conversation matches.' : 'No conversations yet.'}</p>
+${list.nextCursor || q.cursor ? html`<p class="paging">${q.cursor ? html`<a href="${withQuery(path, params)}">First page</a> ` : ''}${list.nextCursor ? html`<a href="${`${path}?${next}`}" rel="next">Older conversations</a>` : ''}</p>` : ''}
+</section>`;
+}
+
+function stateWords(state: string): string {
+  return state === HUMAN_STATE ? 'handover (a person answers)' : state;
+}
+
+function windowWords(d: ConversationDetail['conversation']): string {
+  if (d.window_open) return `open until ${when(d.window_expires_at)}: any message may be sent`;
+  if (d.window_expires_at) return `closed since ${when(d.window_expires_at)}: only an approved template may be sent`;
+  return 'the customer has never written: only an approved template may be sent';
+}
+
+function statusWords(m: MessageView): string {
+  const err = m.error && typeof (m.error as { title?: unknown }).title === 'string' ? ` (${(m.error as { title: string }).title})` : '';
+  return `${m.status}${err}${m.status !== 'received' ? ` · ${when(m.status_updated_at)}` : ''}`;
+}
+
+/** One item of the chat as the live script gets it (it fills the bubble with textContent: always text). */
+interface ChatItem {
+  key: string;
+  kind: 'inbound' | 'outbound' | 'note';
+  author: string;
+  authorKind: string;
+  when: string;
+  text: string;
+  meta: string;
+  at: number;
+}
+
+function messageItem(m: MessageView): ChatItem {
+  const author: Author = m.author ?? authorOf({ direction: m.direction, author: null, sendRef: null }) ?? { kind: 'unknown', id: null, name: null };
+  return {
+    key: `m${m.id}`,
+    kind: m.direction === 'inbound' ? 'inbound' : 'outbound',
+    author: authorWords(author as Author),
+    authorKind: author.kind,
+    when: when(m.created_at),
+    text: messageText(m) ?? '—',
+    meta: `${m.type} · ${statusWords(m)}`,
+    at: Date.parse(m.created_at),
+  };
+}
+
+function noteItem(n: NoteView): ChatItem {
+  return { key: `n${n.id}`, kind: 'note', author: authorWords(n.author as Author), authorKind: n.author.kind, when: when(n.created_at), text: n.body, meta: 'private note · never sent to the customer', at: Date.parse(n.created_at) };
+}
+
+/** Messages (a page, newest first) and notes as one chat, oldest to newest; with an older page, only the notes of the shown span. */
+function chatItems(d: ConversationDetail, notes: NoteView[]): ChatItem[] {
+  const messages = [...d.messages].reverse().map(messageItem);
+  const from = d.nextCursor && messages.length ? messages[0].at : -Infinity;
+  const items = [...messages, ...notes.filter((n) => Date.parse(n.created_at) >= from).map(noteItem)];
+  return items.sort((a, b) => a.at - b.at || (a.kind === 'note' ? 1 : 0) - (b.kind === 'note' ? 1 : 0));
+}
+
+function bubble(i: ChatItem): Html {
+  return html`<li class="bubble ${i.kind}" data-item="${i.key}" data-author="${i.authorKind}"><p class="by"><span class="author">${i.author}</span> <span class="muted">${i.when}</span></p><p class="message-text">${i.text}</p><p class="meta muted">${i.meta}</p></li>`;
+}
+
+interface Kept {
+  error?: string;
+  status?: number;
+  text?: string;
+}
+
+async function notesOf(deps: AppDeps, projectId: string, id: number): Promise<NoteView[]> {
+  return (await listNotes(deps.db.pool, projectId, BigInt(id), undefined, NOTES_SHOWN)).map(noteView);
+}
+
+function contactPane(d: ConversationDetail, history: ConversationHistory, contactsPath: string): Html {
+  const c = d.contact;
+  const attributes = Object.entries(c.attributes);
+  return html`<aside class="inbox-contact" aria-labelledby="contact-title"><h2 id="contact-title">Customer</h2>
+<dl class="facts">
+  <dt>Customer</dt><dd>${c.name ?? '—'}</dd>
+  ${identity(c)}
+  <dt>Consent</dt><dd>${consentWords(c)}</dd>
+  <dt>Tags</dt><dd>${c.tags.length ? c.tags.join(', ') : '—'}</dd>
+  ${attributes.map(([k, v]) => html`<dt>${k}</dt><dd>${String(v)}</dd>`)}
+</dl>
+<h3>History</h3>
+<ul class="history">
+  <li>Customer since ${when(c.created_at)}</li>
+  <li>First message ${when(history.first)}; ${plural(history.messages, 'message')} in all</li>
+  <li>${plural(history.notes, 'private note')}</li>
+  <li>Conversation opened ${when(d.conversation.created_at)} (one conversation per customer: earlier exchanges are its older messages)</li>
+</ul>
+<p><a href="${contactsPath}">All contacts</a></p>
+</aside>`;
+}
+
+async function renderInbox(deps: AppDeps, req: Request, res: Response, kept: Kept = {}) {
+  const ctx = await projectContext(deps, req, 'conversations');
+  const q = customerQuery(req.query);
+  const selectedId = req.params.conversationId !== undefined ? String(req.params.conversationId) : undefined;
+  const cursor = selectedId && typeof req.query.before === 'string' && req.query.before ? req.query.before : undefined;
+  const detail = selectedId ? await conversationDetail(deps, ctx.project.id, selectedId, cursor) : undefined;
+  if (detail && !cursor && req.method === 'GET') await markSeen(deps, ctx.project.id, detail.conversation.id);
+  const labels = await projectLabels(deps.db.pool, ctx.project.id);
+  const list = await conversationsPage(deps, ctx.project.id, q, ctx.actor.accountId);
+  const pane = listPane(ctx.project.id, q, labels, list, detail?.conversation.id);
+  // The chosen template rides in the query string (the template chooser is a GET form).
+  const template = typeof req.query.template === 'string' ? req.query.template : undefined;
+  const chat = detail ? await chatPane(deps, ctx, q, detail, cursor, kept, template) : html`<section class="inbox-chat" aria-labelledby="chat-title"><h2 id="chat-title">Choose a conversation</h2><p class="muted">Open a conversation from the list to read it as a chat, assign it, label it, write private notes and reply.</p></section>`;
+  const contact = detail
+    ? contactPane(detail, await conversationHistory(deps, ctx.project.id, detail.conversation.id), projectPath(ctx.project.id, '/contacts'))
+    : html``;
+  const body = html`${detail ? html`<p class="jump"><a href="#chat-title">Jump to the conversation</a></p>` : ''}<div class="inbox${detail ? ' selected' : ''}">${pane}${chat}${contact}</div>`;
+  const title = detail ? `Conversation with ${customerName(detail.contact)}` : 'Inbox';
+  send(res, kept.status ?? 200, layout(ctx.shell(title, { error: kept.error }), body));
+}
+
+type Ctx = Awaited<ReturnType<typeof projectContext>>;
+
+async function chatPane(deps: AppDeps, ctx: Ctx, q: CustomerQuery, d: ConversationDetail, cursor: string | undefined, kept: Kept, template: string | undefined): Promise<Html> {
+  const v = d.conversation;
+  const manage = canManage(ctx.role);
+  const path = projectPath(ctx.project.id, `/conversations/${v.id}`);
+  const params = listParams(q);
+  const notes = await notesOf(deps, ctx.project.id, v.id);
+  const members = await listMembers(deps.db.pool, ctx.project.id);
+  const canned = manage ? await listCannedReplies(deps.db.pool, ctx.project.id) : [];
+  const held = v.state === HUMAN_STATE;
+  const mine = v.assignee?.id === ctx.actor.accountId;
+  const items = chatItems(d, notes);
+  const older = new URLSearchParams(params);
+  if (d.nextCursor) older.set('before', d.nextCursor);
+  return html`<section class="inbox-chat" aria-labelledby="chat-title"><h2 id="chat-title">${customerName(d.contact)}</h2>
+<p class="chat-facts"><span>State: <span class="status" id="conversation-state">${stateWords(v.state)}</span></span> <span>Window: <span id="conversation-window">${windowWords(v)}</span></span> <span>Assigned: <span id="conversation-assignee">${v.assignee ? v.assignee.email : 'nobody'}</span></span> <span>Labels: <span id="conversation-labels">${v.labels?.length ? v.labels.join(', ') : '—'}</span></span></p>
+${d.nextCursor ? html`<p class="paging"><a href="${`${path}?${older}`}" rel="prev">Older messages</a></p>` : ''}
+${cursor ? html`<p class="muted">Older messages (not live). <a href="${withQuery(path, params)}">Newest</a></p>` : ''}
+<section id="conversation-live" aria-label="Messages, oldest first"${cursor ? '' : html` data-live-url="${path}/live"`}>
+${!cursor ? html`<p class="muted" id="live-status" role="status">Live: new messages appear without a reload.</p>` : ''}
+<ol class="chat" id="messages">${items.map(bubble)}</ol>
+<p class="muted" id="no-messages"${items.length ? html` hidden` : ''}>No messages.</p>
+</section>
+${manage ? replyCard(ctx, v, path, canned, kept, v.window_open ? [] : await offeredTemplates(deps, ctx.project.id), template) : html`<p class="muted">Your role (${ctx.role}) reads the conversation, assigns it, labels it and writes notes; owners and admins reply and hand it over.</p>`}
+<section class="card" aria-labelledby="team-title"><h3 id="team-title">Team</h3>
+<form method="post" action="${path}/assign" class="inline-form">${csrfField(ctx.csrf)}${onceField()}
+  <label for="assign-email">Assigned to</label>
+  <select id="assign-email" name="email"><option value=""${v.assignee ? '' : html` selected`}>Nobody (unassigned)</option>${members.map((m) => html`<option value="${m.email}"${v.assignee?.id === m.id ? html` selected` : ''}>${m.email}${m.id === ctx.actor.accountId ? ' (me)' : ''}</option>`)}</select>
+  <button type="submit">Save assignment</button>
+</form>
+${mine ? '' : html`<form method="post" action="${path}/assign" class="inline">${csrfField(ctx.csrf)}${onceField()}<input type="hidden" name="email" value="${ctx.actor.email}"><button type="submit">Assign to me</button></form>`}
+<form method="post" action="${path}/labels" class="inline-form">${csrfField(ctx.csrf)}${onceField()}
+  <label for="labels-input">Labels (comma-separated)</label>
+  <input id="labels-input" name="labels" type="text" maxlength="900" value="${(v.labels ?? []).join(', ')}" placeholder="vip, refund">
+  <button type="submit">Save labels</button>
+</form>
+<form method="post" action="${path}/notes">${csrfField(ctx.csrf)}${onceField()}
+  <label for="note-text">Private note (the team’s; never sent to the customer)</label>
+  <textarea id="note-text" name="note" rows="2" maxlength="${MAX_NOTE_CHARS}" required></textarea>
+  <div class="actions"><button type="submit">Add note</button></div>
+</form>
+</section>
+${manage ? html`<section class="card" aria-labelledby="handover-title"><h3 id="handover-title">Who answers</h3>
+${held
+    ? html`<p>A person holds this conversation: the bot is not handed the customer's messages.</p>
+<form method="post" action="${path}/handover" class="inline">${csrfField(ctx.csrf)}${onceField()}<input type="hidden" name="to" value="bot"><button type="submit">Give back to the bot</button></form>`
+    : html`<p>The bot answers this conversation (state ${v.state}).</p>
+<form method="post" action="${path}/handover" class="inline">${csrfField(ctx.csrf)}${onceField()}<input type="hidden" name="to" value="human"><button type="submit" class="primary">Take over (the bot stops answering)</button></form>`}
+</section>
+<details class="card"><summary>Canned replies (${canned.length})</summary>
+${canned.length ? html`<ul class="canned">${canned.map((c) => html`<li><strong>${c.shortcut}</strong>: <span class="message-text">${c.text}</span></li>`)}</ul>` : html`<p class="muted">None yet.</p>`}
+<form method="post" action="${projectPath(ctx.project.id, '/conversations/canned-replies')}">${csrfField(ctx.csrf)}${onceField()}<input type="hidden" name="back" value="${v.id}">
+  <label for="canned-shortcut">Shortcut (lower-case letters, digits, _ or -)</label><input id="canned-shortcut" name="shortcut" type="text" maxlength="40" required pattern="[a-z0-9_\\-]+">
+  <label for="canned-text">Text</label><textarea id="canned-text" name="text" rows="2" maxlength="${MAX_REPLY_CHARS}" required></textarea>
+  <div class="actions"><button type="submit">Save canned reply</button></div>
+</form></details>` : ''}
+</section>`;
+}
+
+function replyCard(ctx: Ctx, v: ConversationDetail['conversation'], path: string, canned: Array<{ shortcut: string; text: string }>, kept: Kept, templates: Awaited<ReturnType<typeof offeredTemplates>>, chosen: string | undefined): Html {
+  return html`<section class="card" aria-labelledby="reply-title"><h3 id="reply-title">Reply</h3>
+${v.window_open
+    ? html`<form method="post" action="${path}/reply">${csrfField(ctx.csrf)}${onceField()}<input type="hidden" name="kind" value="text">
+  ${canned.length ? html`<label for="canned-pick">Canned reply</label><select id="canned-pick" data-fills="reply-text"><option value="">Choose one to fill the message</option>${canned.map((c) => html`<option value="${c.text}">${c.shortcut}</option>`)}</select>` : ''}
+  <label for="reply-text">Message</label><textarea id="reply-text" name="text" rows="3" maxlength="${MAX_REPLY_CHARS}" required>${kept.text ?? ''}</textarea>
+  <div class="actions"><button type="submit" class="primary">Send reply</button></div>
+</form>`
+    : html`<p>${windowWords(v)}.</p>
+${kept.text ? html`<p>Your message, not sent: <span class="message-text" id="unsent-text">${kept.text}</span></p>` : ''}
+${templates.length ? templateForms(path, templates, ctx, chosen) : html`<p class="muted">No approved template can be sent from here (templates with a media header are sent through the API).</p>`}`}
+</section>`;
+}
+
+function templateForms(path: string, templates: Awaited<ReturnType<typeof offeredTemplates>>, ctx: Ctx, chosen: string | undefined): Html {
+  const template = chosen ? templates.find((t) => `${t.name}@${t.language}` === chosen) : undefined;
+  return html`<form method="get" action="${path}" class="inline-form">
+  <label for="reply-template">Approved template</label>
+  <select id="reply-template" name="template">${templates.map((t) => html`<option value="${t.name}@${t.language}"${template === t ? html` selected` : ''}>${t.name} (${t.language}, ${t.category.toLowerCase()})</option>`)}</select>
+  <button type="submit">Choose template</button>
+</form>
+${template ? html`<form method="post" action="${path}/reply">${csrfField(ctx.csrf)}${onceField()}<input type="hidden" name="kind" value="template"><input type="hidden" name="template_name" value="${template.name}"><input type="hidden" name="template_language" value="${template.language}">
+  <p class="muted">Text: <span class="message-text" id="template-body">${template.body || '(no body text)'}</span></p>
+  ${Array.from({ length: Math.min(template.variables, MAX_VARIABLES) }, (_, i) => html`<label for="var-${i + 1}">Variable {{${i + 1}}}</label><input id="var-${i + 1}" name="var${i + 1}" type="text" required maxlength="1024">`)}
+  <div class="actions"><button type="submit" class="primary">Send template ${template.name}</button></div>
+</form>` : ''}`;
+}
+
+function render(deps: AppDeps, req: Request, res: Response, kept: Kept = {}) {
+  return renderInbox(deps, req, res, kept);
+}
+
+export const showConversations = (deps: AppDeps) => (req: Request, res: Response) => render(deps, req, res);
+export const showConversation = (deps: AppDeps) => (req: Request, res: Response) => render(deps, req, res);
+
+/** What the chat's live script polls: the state, window, assignee, labels and the newest page of the chat, as JSON. */
+export const conversationLive = (deps: AppDeps) => async (req: Request, res: Response) => {
+  const ctx = await projectContext(deps, req, 'conversations');
+  const d = await conversationDetail(deps, ctx.project.id, String(req.params.conversationId));
+  await markSeen(deps, ctx.project.id, d.conversation.id);
+  const notes = await notesOf(deps, ctx.project.id, d.conversation.id);
+  const v = d.conversation;
+  res.setHeader('Cache-Control', 'no-store');
+  res.json({
+    state: stateWords(v.state),
+    window: windowWords(v),
+    assignee: v.assignee ? v.assignee.email : 'nobody',
+    labels: v.labels?.length ? v.labels.join(', ') : '—',
+    items: chatItems(d, notes).map(({ at: _at, ...i }) => i),
+  });
+};
+
+/** What the list's live script polls: the list's rows for the same query, rendered and escaped here. */
+export const conversationList = (deps: AppDeps) => async (req: Request, res: Response) => {
+  const ctx = await projectContext(deps, req, 'conversations');
+  const q = customerQuery(req.query);
+  const list = await conversationsPage(deps, ctx.project.id, { ...q, cursor: undefined }, ctx.actor.accountId);
+  const selected = typeof req.query.selected === 'string' ? Number(req.query.selected) : undefined;
+  res.setHeader('Cache-Control', 'no-store');
+  res.json({ count: list.conversations.length, rows: String(listRows(ctx.project.id, list.conversations, listParams(q), selected)) });
+};
+
+function replyOf(req: Request): Reply {
+  if (field(req, 'kind') === 'template') {
+    const name = field(req, 'template_name') ?? '';
+    const language = field(req, 'template_language') ?? '';
+    const variables: string[] = [];
+    for (let i = 1; i <= MAX_VARIABLES; i++) {
+      const value = field(req, `var${i}`);
+      if (value === undefined) break;
+      variables.push(value);
+    }
+    return { kind: 'template', name, language, variables };
+  }
+  const text = (field(req, 'text') ?? '').trim();
+  if (!text) throw new DashboardRefusal(400, 'Write the message first; nothing was sent.');
+  if ([...text].length > MAX_REPLY_CHARS) throw new DashboardRefusal(400, `A message has at most ${MAX_REPLY_CHARS} characters; nothing was sent.`);
+  return { kind: 'text', text };
+}
+
+export const submitReply = (deps: AppDeps) => async (req: Request, res: Response) => {
+  const { actor, project } = await projectContext(deps, req, 'conversations', MANAGERS, 'reply to customers');
+  if (project.status !== 'active') throw new DashboardRefusal(409, `This project is ${project.status}: nothing can be sent.`);
+  const reply = replyOf(req);
+  const once = field(req, '_once') ?? '';
+  try {
+    await changeOnce(deps, req, res, project.id, async () => {
+      const d = await conversationDetail(deps, project.id, String(req.params.conversationId));
+      // The form's one-time token is the send's reference: one message per form, whatever happens to the page.
+      await sendReply(deps, actor, { id: project.id, name: project.name, status: 'active' }, { id: d.conversation.id, contact: d.contact }, reply, `snd_dsh${once}`);
+      return projectPath(project.id, `/conversations/${d.conversation.id}?done=reply_sent`);
+    });
+  } catch (e) {
+    // The send path's refusal (outside the window, quota, consent, a template's variables) with its reason; the text is kept.
+    if (!(e instanceof ApiError) || e.status >= 500) throw e;
+    await render(deps, req, res, { error: `Not sent: ${e.message} (${e.code})`, status: e.status, text: reply.kind === 'text' ? reply.text : undefined });
+  }
+};
+
+export const submitHandover = (deps: AppDeps) => async (req: Request, res: Response) => {
+  const { actor, project } = await projectContext(deps, req, 'conversations', MANAGERS, 'hand conversations over');
+  const to = field(req, 'to');
+  if (to !== 'human' && to !== 'bot') throw new DashboardRefusal(400, 'Say who answers (a person or the bot); nothing was changed.');
+  await changeOnce(deps, req, res, project.id, async () => {
+    const d = await conversationDetail(deps, project.id, String(req.params.conversationId));
+    await handConversation(deps, actor, project.id, d.conversation.id, to);
+    return projectPath(project.id, `/conversations/${d.conversation.id}?done=${to === 'human' ? 'handed_to_human' : 'handed_to_bot'}`);
+  });
+};
+
+export const submitAssign = (deps: AppDeps) => async (req: Request, res: Response) => {
+  const { actor, project } = await projectContext(deps, req, 'conversations');
+  const email = (field(req, 'email') ?? '').trim();
+  await changeOnce(deps, req, res, project.id, async () => {
+    const d = await conversationDetail(deps, project.id, String(req.params.conversationId));
+    await assignAs(deps, actor, project.id, d.conversation.id, email || null);
+    return projectPath(project.id, `/conversations/${d.conversation.id}?done=${email ? 'assigned' : 'unassigned'}`);
+  });
+};
+
+export const submitLabels = (deps: AppDeps) => async (req: Request, res: Response) => {
+  const { actor, project } = await projectContext(deps, req, 'conversations');
+  const labels = (field(req, 'labels') ?? '').split(',').map((l) => l.trim()).filter(Boolean);
+  await changeOnce(deps, req, res, project.id, async () => {
+    const d = await conversationDetail(deps, project.id, String(req.params.conversationId));
+    await labelAs(deps, actor, project.id, d.conversation.id, labels);
+    return projectPath(project.id, `/conversations/${d.conversation.id}?done=labels_saved`);
+  });
+};
+
+export const submitNote = (deps: AppDeps) => async (req: Request, res: Response) => {
+  const { actor, project } = await projectContext(deps, req, 'conversations');
+  const note = (field(req, 'note') ?? '').trim();
+  if (!note) throw new DashboardRefusal(400, 'Write the note first; nothing was saved.');
+  if ([...note].length > MAX_NOTE_CHARS) throw new DashboardRefusal(400, `A note has at most ${MAX_NOTE_CHARS} characters; nothing was saved.`);
+  await changeOnce(deps, req, res, project.id, async () => {
+    const d = await conversationDetail(deps, project.id, String(req.params.conversationId));
+    await noteAs(deps, actor, project.id, d.conversation.id, note);
+    return projectPath(project.id, `/conversations/${d.conversation.id}?done=note_added`);
+  });
+};
+
+export const submitCannedReply = (deps: AppDeps) => async (req: Request, res: Response) => {
+  const { project } = await projectContext(deps, req, 'conversations', MANAGERS, 'save canned replies');
+  const shortcut = (field(req, 'shortcut') ?? '').trim();
+  const text = (field(req, 'text') ?? '').trim();
+  const back = field(req, 'back') ?? '';
+  if (!/^[a-z0-9_-]{1,40}$/.test(shortcut)) throw new DashboardRefusal(400, 'A shortcut is 1 to 40 lower-case letters, digits, "_" or "-"; nothing was saved.');
+  if (!text || [...text].length > MAX_REPLY_CHARS) throw new DashboardRefusal(400, `A canned reply has 1 to ${MAX_REPLY_CHARS} characters; nothing was saved.`);
+  await changeOnce(deps, req, res, project.id, async () => {
+    try {
+      await createCannedReply(deps.db.pool, project.id, shortcut, text, deps.clock.now());
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 409) throw new DashboardRefusal(409, `${e.message} Nothing was saved.`);
+      throw e;
+    }
+    return projectPath(project.id, /^[0-9]{1,18}$/.test(back) ? `/conversations/${back}?done=canned_saved` : '/conversations?done=canned_saved');
+  });
+};
