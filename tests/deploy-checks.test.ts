@@ -229,3 +229,23 @@ export async function onMessage(m: InboundMessage): Promise<void> {
     expect(bot.body.data.file.content).toContain("files.get('menu.txt')");
   }, 60_000);
 });
+
+describe("the scaffold's types", () => {
+  it('When a bot sends by user_id (a customer whose number WhatsApp withholds), then the deploy type-checks it; naming both phone and user_id is a type error at its line', async () => {
+    const p = await project(`import { send, type InboundMessage } from './platform/runtime/index.js';
+export async function onMessage(m: InboundMessage): Promise<void> {
+  if (m.contact.user_id) await send({ type: 'text', user_id: m.contact.user_id, content: 'hi' });
+}
+`);
+    expect((await deploy(p.key)).status).toBe(201);
+    await putBot(p.key, `import { send, type InboundMessage } from './platform/runtime/index.js';
+export async function onMessage(m: InboundMessage): Promise<void> {
+  await send({ type: 'text', phone: m.from, user_id: 'US.1', content: 'hi' });
+}
+`);
+    const refused = await deploy(p.key);
+    expect(refused.status).toBe(502);
+    expect(refused.body.error.details.diagnostics[0]).toMatchObject({ file: 'src/bot.ts', line: 3, source: 'typecheck' });
+  });
+});
+

@@ -57,12 +57,20 @@ export interface BotModule {
   onSchedule?: (name: string, ctx: ScheduleContext) => unknown | Promise<unknown>;
 }
 
+/**
+ * The recipient of a send: a phone, or the business-scoped user id of a customer whose number
+ * WhatsApp withholds (`message.from` is either: pass it as `phone` and the service sends it the
+ * right way, or name it `user_id`). Exactly one.
+ */
+export type SendRecipient = { phone: string; user_id?: never } | { user_id: string; phone?: never };
+
 /** The body of POST /v1/messages. */
-export type SendMessageRequest =
-  | { type: 'text'; phone: string; content: string }
-  | { type: 'image' | 'video' | 'document' | 'audio'; phone: string; media: { slug?: string; media_id?: string; caption?: string; filename?: string } }
-  | { type: 'interactive'; phone: string; interactive: { body: string; header?: string; footer?: string; buttons?: Array<{ id: string; title: string }>; list?: unknown } }
-  | { type: 'template'; phone: string; template: { name: string; language: string; [k: string]: unknown } };
+export type SendMessageRequest = SendRecipient & (
+  | { type: 'text'; content: string }
+  | { type: 'image' | 'video' | 'document' | 'audio'; media: { slug?: string; media_id?: string; caption?: string; filename?: string } }
+  | { type: 'interactive'; interactive: { body: string; header?: string; footer?: string; buttons?: Array<{ id: string; title: string }>; list?: unknown } }
+  | { type: 'template'; template: { name: string; language: string; [k: string]: unknown } }
+);
 
 export type SendResult =
   | { ok: true; id: string }
