@@ -95,7 +95,6 @@ describe('tools follow the contract', () => {
         title: 'Echo a note',
         annotations: { readOnlyHint: false, destructiveHint: false },
         inputSchema: { type: 'object', required: ['id', 'body'], properties: { id: { type: 'string' }, loud: { type: 'boolean' }, body: { type: 'object' }, project: { type: 'string' } } },
-        outputSchema: { type: 'object' },
       });
       expect(tool!.description).toContain('Returns the note it was given');
       const echoed = await client.callTool({ name: 'echoNote', arguments: { id: 'abc', loud: true, body: { text: 'hello' } } });

@@ -8,7 +8,8 @@
  * bearer (401 with the protected-resource metadata in WWW-Authenticate, RFC 9728), the body (its
  * limit the contract's largest plus room for JSON; a JSON-RPC batch is refused, as MCP 2025-06-18
  * removed batching), then the SDK. Tools come from the contract
- * (http/mcp/tools.ts) and run through the HTTP pipeline itself (http/mcp/call.ts).
+ * (http/mcp/tools.ts) and run through the HTTP pipeline itself (http/mcp/call.ts); the answer is
+ * compressed when the client accepts it (http/mcp/compress.ts).
  */
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import type { IncomingMessage, RequestListener } from 'node:http';
@@ -26,14 +27,18 @@ import { bearerChallenge } from '../../lib/oauth/challenge.js';
 import { sameResource, STARTER_SCOPES } from '../../lib/oauth/rules.js';
 import { stepUpScopes } from '../../middleware/scopes.js';
 import { originRule } from '../../lib/mcp/origin.js';
-import { PROJECT_ARG, toolsFromContract, type ToolDef } from './tools.js';
+import { PROJECT_ARG, SHARED_ARGS, toolsFromContract, type ToolDef } from './tools.js';
 import { callTool, type ToolOutcome } from './call.js';
+import { compressAnswer } from './compress.js';
 
 const SERVER_INFO = { name: 'service-api', title: 'WhatsApp messaging-automation API', version: '1' };
+/** The meta-tool that describes the tools a long list leaves out. */
+const DESCRIBE_TOOLS = 'describeTools';
 const INSTRUCTIONS =
-  'Each tool is one operation of the REST API (/v1), with its scopes and errors. A tool acts on the project named by its `project` argument, ' +
-  'else the X-Service-Project header, else (for reads) the connection\'s default project. A failure is a tool error whose text is ' +
-  '{"error":{"code","message","request_id"}} with the API\'s error code.';
+  'WhatsApp messaging for a business: each tool is one operation of its API, with the scopes it names. Arguments many tools share: ' +
+  Object.entries(SHARED_ARGS).map(([arg, text]) => `\`${arg}\`, ${text}`).join('; ') +
+  '. A failure is a tool error whose text is {"error":{"code","message"}} with the API\'s error code. ' +
+  `When the list would be too long for your context, some groups are not listed: \`${DESCRIBE_TOOLS}\` gives their tools' descriptions and arguments, and they are called by name like the others.`;
 
 /** Room over the largest operation body for JSON escaping and the JSON-RPC frame. */
 const FRAME_ALLOWANCE = 256 * 1024;
@@ -142,8 +147,9 @@ export function mcpRoutes(deps: AppDeps, app: () => RequestListener): RequestHan
   const serve = async (req: Request, res: Response, credential: Credential): Promise<void> => {
     const projectHeader = typeof req.headers['x-service-project'] === 'string' ? req.headers['x-service-project'] : undefined;
     const server = new Server(SERVER_INFO, { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS, jsonSchemaValidator });
-    server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: visibleTools(tools, credential, req.headers['x-service-project']).map(listed) }));
+    server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: toolList(visibleTools(tools, credential, req.headers['x-service-project'])).listed }));
     server.setRequestHandler(CallToolRequestSchema, async (request) => {
+      if (request.params.name === DESCRIBE_TOOLS) return describeTools(visibleTools(tools, credential, req.headers['x-service-project']), request.params.arguments);
       const tool = byName.get(request.params.name);
       if (!tool) throw protocolError(ErrorCode.InvalidParams, `Unknown tool: ${String(request.params.name).slice(0, 100)}`);
       const started = process.hrtime.bigint();
@@ -173,6 +179,7 @@ export function mcpRoutes(deps: AppDeps, app: () => RequestListener): RequestHan
       void server.close();
     });
     await server.connect(transport);
+    compressAnswer(req, res);
     await transport.handleRequest(req as unknown as IncomingMessage, res, req.body);
   };
 
@@ -191,8 +198,87 @@ function visibleTools(tools: ToolDef[], credential: Credential, header: string |
   return tools.filter((t) => !t.operation.projectScoped || t.operation.requiredScopes.every((s) => scopes.has(s)));
 }
 
+/**
+ * What tools/list may cost an agent (bytes of the JSON answer): about 10,000 tokens. A credential
+ * whose tools fit is listed in full; otherwise the core groups (CORE_GROUPS: messages, conversations
+ * and contacts, a conversation with customers) first, then each other group of GROUP_ORDER that fits, and `describeTools` for the
+ * rest. Every tool stays callable by name, listed or not.
+ */
+export const TOOL_LIST_BUDGET = 40_000;
+const CORE_GROUPS = ['Meta', 'Projects', 'Messages', 'Conversations', 'Contacts'];
+const GROUP_ORDER = ['Templates', 'Broadcasts', 'Media', 'Segments', 'Webhooks', 'Tables', 'Flows', 'Code'];
+
+const sizeOf = new WeakMap<ToolDef, number>();
+function bytesOf(t: ToolDef): number {
+  let n = sizeOf.get(t);
+  if (n === undefined) sizeOf.set(t, (n = Buffer.byteLength(JSON.stringify(listed(t))) + 1));
+  return n;
+}
+
+function toolList(visible: ToolDef[]): { listed: ReturnType<typeof listed>[]; left: Map<string, ToolDef[]> } {
+  const frame = 200; // {"result":{"tools":[…]},"jsonrpc":"2.0","id":…}
+  if (visible.reduce((n, t) => n + bytesOf(t), frame) <= TOOL_LIST_BUDGET) return { listed: visible.map(listed), left: new Map() };
+  const groups = new Map<string, ToolDef[]>();
+  for (const t of visible) groups.set(t.group, [...(groups.get(t.group) ?? []), t]);
+  const order = [...CORE_GROUPS, ...GROUP_ORDER, ...[...groups.keys()].filter((g) => !CORE_GROUPS.includes(g) && !GROUP_ORDER.includes(g)).sort()];
+  const chosen: ToolDef[] = [];
+  const left = new Map<string, ToolDef[]>();
+  let used = frame + DESCRIBE_RESERVE;
+  for (const g of order) {
+    const list = groups.get(g);
+    if (!list) continue;
+    const size = list.reduce((n, t) => n + bytesOf(t), 0);
+    if (CORE_GROUPS.includes(g) || used + size <= TOOL_LIST_BUDGET) {
+      chosen.push(...list);
+      used += size;
+    } else {
+      left.set(g, list);
+    }
+  }
+  const all = chosen.sort((a, b) => a.name.localeCompare(b.name)).map(listed);
+  return { listed: left.size ? [...all, describeToolsTool(left)] : all, left };
+}
+
+/** Room kept for `describeTools` itself. */
+const DESCRIBE_RESERVE = 1200;
+
+function describeToolsTool(left: Map<string, ToolDef[]>) {
+  const groups = [...left].map(([g, list]) => `${g} (${list.map((t) => t.name).join(', ')})`).join('; ');
+  return {
+    name: DESCRIBE_TOOLS,
+    title: 'Describe the tools not listed',
+    description: `Gives the description and arguments of tools left out of this list to keep it short; call them by name afterwards. Not listed: ${groups}.`,
+    inputSchema: {
+      type: 'object' as const,
+      additionalProperties: false,
+      properties: {
+        group: { type: 'string', enum: [...left.keys()] },
+        names: { type: 'array', items: { type: 'string' }, maxItems: 20 },
+      },
+    },
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  };
+}
+
+/** `describeTools`: the listed form of the visible tools of a group, or of the names asked for. */
+function describeTools(visible: ToolDef[], rawArgs: unknown): CallToolResult {
+  const args = (rawArgs ?? {}) as { group?: unknown; names?: unknown };
+  const names = Array.isArray(args.names) ? args.names.filter((n): n is string => typeof n === 'string').slice(0, 20) : [];
+  const group = typeof args.group === 'string' ? args.group : undefined;
+  if (!group && names.length === 0) {
+    return { isError: true, content: [{ type: 'text', text: JSON.stringify({ error: { code: 'invalid_request', message: 'Name a `group` or some tool `names`.' } }) }] };
+  }
+  const found = visible.filter((t) => (group !== undefined && t.group === group) || names.includes(t.name)).map(listed);
+  const data = { tools: found };
+  return { content: [{ type: 'text', text: JSON.stringify(data) }], structuredContent: data };
+}
+
+/**
+ * A tool as listed: no output schema (the API's response schemas are most of the contract, 142 KB
+ * for the 63 tools; the result still carries the data as `structuredContent` and as text).
+ */
 function listed(t: ToolDef) {
-  return { name: t.name, title: t.title, description: t.description, inputSchema: t.inputSchema, ...(t.outputSchema ? { outputSchema: t.outputSchema } : {}), annotations: t.annotations };
+  return { name: t.name, title: t.title, description: t.description, inputSchema: t.inputSchema, annotations: t.annotations };
 }
 
 function resultOf(tool: ToolDef, outcome: ToolOutcome): CallToolResult {

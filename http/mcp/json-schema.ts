@@ -14,13 +14,17 @@ const ONE = new Set(['items', 'additionalProperties', 'not', 'if', 'then', 'else
 const MANY = new Set(['allOf', 'anyOf', 'oneOf', 'prefixItems']);
 /** Keywords whose value maps names to schemas. */
 const MAP = new Set(['properties', 'patternProperties', 'dependentSchemas', '$defs']);
-const DROPPED = new Set(['example', 'discriminator', 'nullable', 'xml', 'externalDocs']);
+const DROPPED = new Set(['example', 'examples', 'discriminator', 'nullable', 'xml', 'externalDocs']);
 const COMPONENT = '#/components/schemas/';
 
 export class SchemaBundler {
   private readonly defs = new Map<string, Schema>();
 
-  constructor(private readonly components: Record<string, Schema>) {}
+  constructor(
+    private readonly components: Record<string, Schema>,
+    /** Descriptions inside schemas cut to their first sentence, at most this many characters (a tool list an agent can afford). */
+    private readonly opts: { descriptionLimit?: number } = {},
+  ) {}
 
   /** The schema rewritten; the components it reaches are collected for `bundle`. */
   convert(schema: unknown): Schema {
@@ -41,6 +45,12 @@ export class SchemaBundler {
     const out: Schema = {};
     for (const [key, value] of Object.entries(node as Schema)) {
       if (DROPPED.has(key) || key.startsWith('x-')) continue;
+      // A non-empty string is what every string argument means; saying so on each is bytes, not help.
+      if (key === 'minLength' && value === 1 && this.opts.descriptionLimit) continue;
+      if (key === 'description' && typeof value === 'string' && this.opts.descriptionLimit) {
+        out.description = firstSentence(value, this.opts.descriptionLimit);
+        continue;
+      }
       if (key === 'format' && value === 'binary') continue;
       if (key === '$ref' && typeof value === 'string') {
         out.$ref = this.ref(value);
@@ -78,4 +88,13 @@ export function resolveSchemaRef(schema: unknown, components: Record<string, Sch
     s = (s.$ref as string).startsWith(COMPONENT) ? components[(s.$ref as string).slice(COMPONENT.length)] : undefined;
   }
   return s;
+}
+
+/** A description's first sentence, at most `max` characters (cut at a word). */
+function firstSentence(text: string, max: number): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  const sentence = /^(.+?[.!?])(\s|$)/.exec(flat)?.[1] ?? flat;
+  if (sentence.length <= max) return sentence;
+  const cut = sentence.slice(0, max - 1);
+  return `${cut.slice(0, Math.max(cut.lastIndexOf(' '), max / 2))}…`;
 }

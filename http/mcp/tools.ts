@@ -25,11 +25,13 @@ export interface ParamBinding {
 
 export interface ToolDef {
   name: string;
+  /** The operation's first tag (`Messages`, `Flows`, …): the group it is listed with. */
+  group: string;
   title: string;
   description: string;
   inputSchema: Schema & { type: 'object' };
   outputSchema?: Schema & { type: 'object' };
-  annotations: { title: string; readOnlyHint: boolean; destructiveHint: boolean; idempotentHint: boolean; openWorldHint: boolean };
+  annotations: { readOnlyHint: boolean; destructiveHint: boolean; idempotentHint: boolean; openWorldHint: boolean };
   operation: OperationInfo;
   params: ParamBinding[];
   body?: { contentType: string; required: boolean };
@@ -41,13 +43,51 @@ export const BODY_ARG = 'body';
 /** Headers the MCP layer sets itself: never tool arguments. */
 const OWN_HEADERS = new Set(['x-service-project', 'authorization', 'content-type', 'accept', 'x-request-id']);
 
-const PROJECT_SCHEMA = {
-  type: 'string',
-  minLength: 1,
-  maxLength: 200,
-  description:
-    'Project to act on (what the X-Service-Project header selects over HTTP). Optional for reads (the connection\'s default project) and for a credential of one project; required for writes of a connection that reaches several projects.',
+/** Said once, in the server's instructions (http/mcp/endpoint.ts), not on each of the tools. */
+const PROJECT_SCHEMA = { type: 'string', minLength: 1, maxLength: 200 };
+
+/**
+ * The rules of the headers an operation takes, said as the arguments an agent passes (the
+ * contract's own words speak of headers and status codes, which an agent cannot act on).
+ */
+const HEADER_ARGS: Record<string, string> = {
+  idempotency_key: 'Any unique string up to 255 characters: a retry with the same key and arguments within 24 hours returns the first answer instead of acting twice.',
+  if_match: 'The `etag` of the version you read: the change is refused (precondition_failed) if it changed since.',
+  if_none_match: 'The `etag` you hold: the answer says nothing changed when it is still current.',
 };
+
+/** Arguments many tools share, described once in the server's instructions rather than on each tool. */
+export const SHARED_ARGS: Record<string, string> = {
+  [PROJECT_ARG]: 'the project to act on (a project id); optional for reads (the connection\'s default project) and for a credential of one project, required for writes of a connection that reaches several',
+  limit: 'page size, 1 to 100 (default 50)',
+  cursor: 'the `nextCursor` of the previous page, to read the next one',
+};
+
+/** Longest tool description, and longest description inside an input schema (characters). */
+export const DESCRIPTION_LIMIT = 400;
+export const ARGUMENT_DESCRIPTION_LIMIT = 120;
+
+/** The contract's words for HTTP, as the agent's arguments. */
+function inAgentTerms(text: string): string {
+  return text
+    .replaceAll('X-Service-Project', '`project`')
+    .replaceAll('Idempotency-Key', '`idempotency_key`')
+    .replaceAll('If-None-Match', '`if_none_match`')
+    .replaceAll('If-Match', '`if_match`')
+    .replaceAll('``', '`');
+}
+
+/** A text's first sentence (or its first `max` characters, at a word), in agent terms. */
+export function shortText(text: string, max: number): string {
+  const flat = inAgentTerms(text.replace(/\s+/g, ' ').trim());
+  const sentence = /^(.+?[.!?])(\s|$)/.exec(flat)?.[1] ?? flat;
+  if (sentence.length <= max) return sentence;
+  const cut = sentence.slice(0, max - 1);
+  return `${cut.slice(0, Math.max(cut.lastIndexOf(' '), max / 2))}…`;
+}
+
+/** What says HTTP rather than what the tool does: left out of a fallback description. */
+const HTTP_TALK = /\b(header|HTTP|status|[1-5]\d\d|ETag|Content-Type|multipart|query string)\b/i;
 
 export function argName(param: { name: string; in: string }): string {
   return param.in === 'header' ? param.name.toLowerCase().replaceAll('-', '_') : param.name;
@@ -56,7 +96,7 @@ export function argName(param: { name: string; in: string }): string {
 export function toolsFromContract(contract: Contract): ToolDef[] {
   const doc = contract.document;
   const components: Record<string, Schema> = doc.components?.schemas ?? {};
-  const bundler = new SchemaBundler(components);
+  const bundler = new SchemaBundler(components, { descriptionLimit: ARGUMENT_DESCRIPTION_LIMIT });
   const tools: ToolDef[] = [];
   for (const op of contract.operations.values()) {
     if (!op.secured || !op.path.startsWith('/v1/')) continue;
@@ -64,7 +104,63 @@ export function toolsFromContract(contract: Contract): ToolDef[] {
     const spec = item[op.method];
     tools.push(toolOf(op, item, spec, doc, bundler));
   }
-  return tools.sort((a, b) => a.name.localeCompare(b.name));
+  return shareSchemas(tools.sort((a, b) => a.name.localeCompare(b.name)));
+}
+
+/** A component schema this large, in more than one tool, is spelled out once. */
+const SHARED_SCHEMA_BYTES = 200;
+
+/**
+ * Shared schemas once: a component schema several tools take (a template send, an audience filter)
+ * is spelled out in one tool's `$defs`, its home (the tool whose `body` it is, else the first by
+ * name), and in the others' `$defs` it is a stub that names the home and accepts any value (the
+ * operation's own validation still judges it). Definitions only a stub reached are dropped.
+ */
+function shareSchemas(tools: ToolDef[]): ToolDef[] {
+  const users = new Map<string, ToolDef[]>();
+  for (const t of tools) for (const name of Object.keys(defsOf(t))) users.set(name, [...(users.get(name) ?? []), t]);
+  const home = new Map<string, ToolDef>();
+  for (const [name, list] of users) {
+    if (list.length < 2 || JSON.stringify(defsOf(list[0])[name]).length < SHARED_SCHEMA_BYTES) continue;
+    home.set(name, list.find((t) => (t.inputSchema.properties as Record<string, Schema> | undefined)?.[BODY_ARG]?.$ref === `#/$defs/${name}`) ?? list[0]);
+  }
+  for (const t of tools) {
+    const defs = defsOf(t);
+    let stubbed = false;
+    for (const name of Object.keys(defs)) {
+      const owner = home.get(name);
+      if (!owner || owner === t) continue;
+      defs[name] = { description: `${name}: as in the input schema of \`${owner.name}\` ($defs.${name}).` };
+      stubbed = true;
+    }
+    if (stubbed) pruneDefs(t.inputSchema);
+  }
+  return tools;
+}
+
+function defsOf(t: ToolDef): Record<string, Schema> {
+  return ((t.inputSchema as Schema).$defs ?? {}) as Record<string, Schema>;
+}
+
+/** Drops the `$defs` no longer reached from the schema's own properties. */
+function pruneDefs(schema: Schema): void {
+  const defs = (schema.$defs ?? {}) as Record<string, Schema>;
+  const reached = new Set<string>();
+  const visit = (node: unknown): void => {
+    if (Array.isArray(node)) return node.forEach(visit);
+    if (!node || typeof node !== 'object') return;
+    for (const [k, v] of Object.entries(node as Schema)) {
+      if (k === '$ref' && typeof v === 'string' && v.startsWith('#/$defs/')) {
+        const name = v.slice('#/$defs/'.length);
+        if (!reached.has(name)) {
+          reached.add(name);
+          visit(defs[name]);
+        }
+      } else if (k !== '$defs') visit(v);
+    }
+  };
+  visit(schema);
+  for (const name of Object.keys(defs)) if (!reached.has(name)) delete defs[name];
 }
 
 function toolOf(op: OperationInfo, item: Schema, spec: Schema, doc: Record<string, any>, bundler: SchemaBundler): ToolDef {
@@ -82,7 +178,8 @@ function toolOf(op: OperationInfo, item: Schema, spec: Schema, doc: Record<strin
     const arg = argName(param);
     claim(arg);
     const schema = bundler.convert(param.schema ?? { type: 'string' });
-    properties[arg] = param.description ? { ...schema, description: String(param.description).trim() } : schema;
+    const said = arg in SHARED_ARGS ? undefined : HEADER_ARGS[arg] ?? (param.description ? shortText(String(param.description), ARGUMENT_DESCRIPTION_LIMIT) : undefined);
+    properties[arg] = said ? { ...schema, description: said } : schema;
     if (param.required) required.push(arg);
     params.push({ arg, name: param.name, in: param.in });
   }
@@ -110,26 +207,57 @@ function toolOf(op: OperationInfo, item: Schema, spec: Schema, doc: Record<strin
   const outputSchema = outputOf(spec, doc, bundler);
 
   const summary = String(spec.summary ?? op.operationId).trim();
-  const details = typeof spec.description === 'string' ? spec.description.trim() : '';
-  const scopes = op.requiredScopes.length ? `\n\nNeeds the scope${op.requiredScopes.length > 1 ? 's' : ''} ${op.requiredScopes.join(', ')} on the selected project.` : '';
+  const scopes = op.requiredScopes.length ? ` Needs ${op.requiredScopes.join(', ')}.` : '';
   const method = op.method.toUpperCase();
   return {
     name: op.operationId,
+    group: String((spec.tags as unknown[] | undefined)?.[0] ?? 'Other'),
     title: summary,
-    description: `${summary}${details ? `\n\n${details}` : ''}${scopes}`,
+    description: `${agentDescription(spec, summary)}${scopes}`,
     inputSchema,
     outputSchema,
-    annotations: {
-      title: summary,
-      readOnlyHint: method === 'GET',
-      destructiveHint: method === 'DELETE',
-      // PUT and DELETE are idempotent by HTTP's rules; a POST when the contract honours Idempotency-Key.
-      idempotentHint: method === 'GET' || method === 'PUT' || method === 'DELETE' || op.idempotent,
-      openWorldHint: false,
-    },
+    annotations: annotationsOf(op, spec, method),
     operation: op,
     params,
     body,
+  };
+}
+
+/**
+ * What the tool does and needs, for an agent: the operation's `x-mcp-description` (written for
+ * agents, in terms of the tool's arguments), else its summary and the first sentence of its
+ * description unless that sentence speaks of HTTP; at most DESCRIPTION_LIMIT characters.
+ */
+function agentDescription(spec: Schema, summary: string): string {
+  const own = spec['x-mcp-description'];
+  if (typeof own === 'string' && own.trim()) return clip(own);
+  const first = typeof spec.description === 'string' ? shortText(spec.description, DESCRIPTION_LIMIT - summary.length - 2) : '';
+  const sentence = first && !HTTP_TALK.test(first) && !first.endsWith('…') ? ` ${first}` : '';
+  return `${summary.replace(/[.]?$/, '.')}${sentence}`;
+}
+
+/** A written description over the limit: cut at a word. */
+function clip(text: string): string {
+  const flat = inAgentTerms(text.replace(/\s+/g, ' ').trim());
+  return flat.length <= DESCRIPTION_LIMIT ? flat : `${flat.slice(0, flat.lastIndexOf(' ', DESCRIPTION_LIMIT - 1))}…`;
+}
+
+/**
+ * The hints, true to the operation (MCP tool annotations): read-only for GET; destructive unless
+ * the call only adds (a PUT, PATCH or DELETE, or a POST named update…, delete…, set… or deploy…, may
+ * overwrite or remove); idempotent only for GET, PUT and DELETE (a POST that honours an
+ * `idempotency_key` repeats itself when called again without one); open world when the call reaches
+ * people or systems outside the service (messages customers, submits to Meta), which the contract
+ * marks with `x-mcp-open-world: true`.
+ */
+function annotationsOf(op: OperationInfo, spec: Schema, method: string): ToolDef['annotations'] {
+  const readOnly = method === 'GET';
+  const overwrites = method === 'PUT' || method === 'PATCH' || method === 'DELETE' || /^(update|delete|set|deploy|put|remove|unassign)[A-Z]/.test(op.operationId);
+  return {
+    readOnlyHint: readOnly,
+    destructiveHint: !readOnly && overwrites,
+    idempotentHint: method === 'GET' || method === 'PUT' || method === 'DELETE',
+    openWorldHint: spec['x-mcp-open-world'] === true,
   };
 }
 

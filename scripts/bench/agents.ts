@@ -8,6 +8,7 @@ import { cpuSeconds, paced, table, type Result } from './harness.js';
 import type { BenchSection } from './context.js';
 import { benchDatabaseUrl, benchPool, quietStart } from './quiet.js';
 import { goal } from './goals.js';
+import { SCOPES } from '../../lib/dashboard/scopes.js';
 
 const RECIPIENTS = 200;
 const RATE = 100;
@@ -34,6 +35,8 @@ export const benchAgents: BenchSection = async (ctx) => {
   const check = await fetch(`${ctx.base}/mcp`, { method: 'POST', headers: mcpHeaders, body: call() }).then((r) => r.json() as Promise<any>);
   if (check.result?.isError !== false && !check.result?.structuredContent?.id) throw new Error(`the sendMessage tool did not send: ${JSON.stringify(check).slice(0, 300)}`);
 
+  await toolListCost(ctx);
+
   const pool = benchPool(await benchDatabaseUrl());
   const cpu = () => cpuSeconds(ctx.pids.service)?.self;
   await paced('warm-up', { ...http, rate: RATE, durationSeconds: 2 });
@@ -56,3 +59,23 @@ export const benchAgents: BenchSection = async (ctx) => {
   goal({ id: 'A1', what: 'service CPU per MCP send vs per POST /v1/messages', ratio: mcpMs / httpMs, op: '<=', target: 1.3, detail: `${mcpMs.toFixed(3)} / ${httpMs.toFixed(3)} ms` });
   await pool.end();
 };
+
+/** What tools/list costs an agent holding every scope (issue 58): its bytes as JSON and as sent gzip-compressed. */
+async function toolListCost(ctx: Parameters<BenchSection>[0]): Promise<void> {
+  const { key } = await ctx.project([...SCOPES]);
+  const list = (encoding: string) =>
+    fetch(`${ctx.base}/mcp`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'accept-encoding': encoding },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    });
+  const plain = await list('identity');
+  const text = await plain.text();
+  const tools = (JSON.parse(text) as { result?: { tools?: unknown[] } }).result?.tools?.length ?? 0;
+  const gzip = await list('gzip');
+  const sent = gzip.headers.get('content-encoding') === 'gzip' ? Number(gzip.headers.get('content-length') ?? NaN) : NaN;
+  await gzip.arrayBuffer();
+  const bytes = Buffer.byteLength(text);
+  console.log(`tools/list for every scope: ${bytes} bytes as JSON (${tools} tools listed, about ${Math.round(bytes / 4)} tokens), ${sent} bytes sent gzip`);
+  goal({ id: 'A2', what: 'tools/list bytes for a key holding every scope, over 40,000', ratio: bytes / 40_000, op: '<=', target: 1, detail: `${bytes} B, ${tools} tools, ${sent} B gzip` });
+}
