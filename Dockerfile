@@ -90,6 +90,10 @@ RUN useradd --system --uid 10001 --home-dir /app --shell /usr/sbin/nologin app \
  && mkdir -p /data && chown app:app /data
 WORKDIR /app
 COPY --from=build --chown=root:root /app /app
+# The operator CLI (scripts/ops.ts, compiled into dist/): `docker compose exec app1 ops projects list`
+# talks to the instance it runs in (SERVICE_URL defaults to it; ADMIN_TOKEN is in its environment).
+RUN printf '#!/bin/sh\nexport SERVICE_URL="${SERVICE_URL:-http://127.0.0.1:${PORT:-3000}}"\nexec node --no-node-snapshot /app/dist/scripts/ops.js "$@"\n' > /usr/local/bin/ops \
+ && chmod 755 /usr/local/bin/ops
 USER app
 # Writable paths: /data (DATA_DIR: the local blob store when BLOB_STORE=local) and /tmp (uploads
 # while they are checked, UPLOAD_TMP_DIR). Everything else may be mounted read-only.

@@ -16,6 +16,7 @@ import { systemClock, type Clock } from './lib/platform/clock.js';
 import type { Logger } from './lib/platform/logger.js';
 import { openDatabase, type Database } from './lib/platform/db/database.js';
 import { whileStarting, type StartDeadline } from './lib/platform/db/wait.js';
+import { metricsInstanceId } from './lib/platform/instance.js';
 import { closeTenantPools, configureTenantPools } from './lib/tables/tenant-pool.js';
 import { createCounterStore, type CounterStore } from './lib/platform/counters.js';
 import { SecretBox, deriveKey } from './lib/platform/crypto-box.js';
@@ -111,7 +112,7 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
     stops.unshift(() => credentialCache.stop());
     const counters = opts.counters ?? createCounterStore({ redisUrl: config.redisUrl, timeoutMs: config.redisTimeoutMs, logger });
     stops.unshift(() => counters.close());
-    const metrics = createMetrics({ defaultMetrics: opts.processMetrics ?? true });
+    const metrics = createMetrics({ defaultMetrics: opts.processMetrics ?? true, instanceId: metricsInstanceId() });
     const channel = createChannel(opts, metrics);
     stops.unshift(async () => channel.close?.());
     const secretBox = new SecretBox(opts.masterKey);

@@ -14,7 +14,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
+import { tmpdir } from 'node:os';
 import net from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -209,6 +212,46 @@ describeIf('docker/haproxy.cfg', () => {
       expect(app2.seen.filter((s) => s.id === id)).toHaveLength(1);
     }
   });
+
+  it('When loaded with haproxy-tls.cfg and a certificate, then it serves HTTPS with the same routing and redirects HTTP', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'lb-tls-'));
+    const pem = path.join(dir, 'site.pem');
+    const made = await run('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=localhost', '-keyout', path.join(dir, 'key.pem'), '-out', path.join(dir, 'cert.pem')], process.env);
+    expect(made.code).toBe(0);
+    writeFileSync(pem, readFileSync(path.join(dir, 'cert.pem'), 'utf8') + readFileSync(path.join(dir, 'key.pem'), 'utf8'));
+    const tlsPort = await freePort();
+    const httpPort = await freePort();
+    const tlsEnv = { ...env, LB_PORT: String(await freePort()), TLS_BIND: '127.0.0.1', TLS_PORT: String(tlsPort), TLS_HTTP_PORT: String(httpPort), TLS_CERT: pem };
+    const checked = await run(HAPROXY, ['-c', '-f', CONFIG, '-f', path.resolve('docker/haproxy-tls.cfg')], tlsEnv);
+    expect(checked.out).toContain('Configuration file is valid');
+    // Running it drops to the user haproxy after binding: only as root (CI is).
+    if (process.getuid?.() !== 0) { console.log('balancer: TLS not started (not root: it binds as root, then runs as haproxy)'); rmSync(dir, { recursive: true, force: true }); return; }
+    chmodSync(dir, 0o755);
+    const tls = spawn(HAPROXY, ['-W', '-db', '-f', CONFIG, '-f', path.resolve('docker/haproxy-tls.cfg')], { env: tlsEnv, stdio: 'ignore' });
+    try {
+      let answer: { status: number; body: string; hsts?: string } | undefined;
+      for (let i = 0; i < 50 && !answer; i++) {
+        answer = await new Promise((resolve) => {
+          const req = https.get({ host: '127.0.0.1', port: tlsPort, path: '/v1/ping', ca: readFileSync(path.join(dir, 'cert.pem')), servername: 'localhost', checkServerIdentity: () => undefined, agent: false }, (res) => {
+            let body = '';
+            res.on('data', (c) => { body += c; });
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, body, hsts: res.headers['strict-transport-security'] as string | undefined }));
+          });
+          req.on('error', () => resolve(undefined));
+        });
+        if (!answer) await sleep(100);
+      }
+      expect(answer?.status).toBe(200);
+      expect(answer?.hsts).toBe('max-age=31536000');
+      const plain = await request(httpPort, 'GET', '/v1/ping');
+      expect(plain.status).toBe(301);
+      expect(plain.headers.location).toMatch(/^https:\/\/127\.0\.0\.1:\d+\/v1\/ping$/);
+    } finally {
+      tls.kill('SIGTERM');
+      await new Promise((r) => tls.once('exit', r));
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 30_000);
 
   it('When no instance is up, then the balancer answers JSON 503 with Retry-After and its own request id', async () => {
     await app2.kill();

@@ -42,8 +42,10 @@ export interface CollectedGauges {
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const LAG_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900];
 
-export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics {
+export function createMetrics(opts: { defaultMetrics?: boolean; instanceId?: string } = {}): Metrics {
   const registry = new client.Registry();
+  // Which instance answered, on every sample (lib/platform/instance.ts).
+  if (opts.instanceId) registry.setDefaultLabels({ service_instance_id: opts.instanceId });
   if (opts.defaultMetrics !== false) client.collectDefaultMetrics({ register: registry });
   const requests = new client.Counter({ name: 'http_requests_total', help: 'HTTP requests by operationId and status', labelNames: ['operation', 'status'], registers: [registry] });
   const latency = new client.Histogram({ name: 'http_request_duration_seconds', help: 'HTTP request latency by operationId', labelNames: ['operation'], buckets: LATENCY_BUCKETS, registers: [registry] });

@@ -25,12 +25,14 @@ import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { markTracingOn } from './spans.js';
+import { traceResourceAttributes } from '../instance.js';
 
 const { registerOptions, waitForAllMessagesAcknowledged } = createAddHookMessageChannel();
 register('import-in-the-middle/hook.mjs', import.meta.url, registerOptions);
 
 const provider = new NodeTracerProvider({
-  resource: resourceFromAttributes({ 'service.name': process.env.OTEL_SERVICE_NAME?.trim() || 'messaging-service' }),
+  // service.name and service.instance.id (which instance answered; lib/platform/instance.ts).
+  resource: resourceFromAttributes(traceResourceAttributes()),
   spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter(), { scheduledDelayMillis: 1000 })],
 });
 provider.register();
