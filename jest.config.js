@@ -27,6 +27,8 @@ const PROOFS = [
   'traces',
   // the container image started, probed and stopped (where Docker runs)
   'container-image',
+  // a backup of a running instance restored into a new PostgreSQL cluster and served by a new instance
+  'backup-restore',
 ];
 const proofPaths = PROOFS.map((name) => `<rootDir>/tests/${name}.test.ts`);
 
