@@ -197,12 +197,14 @@ function bodyRefused(error: string) {
 /**
  * The authorization server's metadata (RFC 8414) as the SDK builds it, with the client authentication
  * methods this server accepts at /token and /revoke (a secret in the body or HTTP Basic, or none for a
- * public client).
+ * public client), and client ID metadata documents (MCP 2025-11-25) beside dynamic registration.
  */
 function authorizationServerMetadata(sdkMetadata: Record<string, unknown>): Record<string, unknown> {
   return {
     ...sdkMetadata,
     token_endpoint_auth_methods_supported: [...TOKEN_AUTH_METHODS],
+    // A client_id may be the https URL of the client's metadata document (lib/oauth/client-metadata.ts).
+    client_id_metadata_document_supported: true,
     revocation_endpoint_auth_methods_supported: [...TOKEN_AUTH_METHODS],
   };
 }

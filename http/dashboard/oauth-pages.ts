@@ -47,8 +47,11 @@ function consentBody(view: ConsentView, csrf: string) {
   const others = view.projects.filter((p) => !p.canGrant);
   const single = manageable.length === 1;
   return html`<section class="card" aria-labelledby="who">
-  <h2 id="who">${view.client.name || 'An application that gave no name'} <small class="muted">(name not verified)</small></h2>
-  <p>This application asks to use the API on your behalf. Its name is what it registered itself; the service has not verified it.</p>
+  ${view.client.documentHost
+    ? html`<h2 id="who">${view.client.name || 'An application that gave no name'} <small class="muted">(published by ${view.client.documentHost})</small></h2>
+  <p>This application asks to use the API on your behalf. Its name and where it may return are published by <strong>${view.client.documentHost}</strong>, at its client id below: approve only if you trust that site.</p>`
+    : html`<h2 id="who">${view.client.name || 'An application that gave no name'} <small class="muted">(name not verified)</small></h2>
+  <p>This application asks to use the API on your behalf. Its name is what it registered itself; the service has not verified it.</p>`}
   <dl class="facts">
     <dt>Returns to</dt><dd><strong>${view.returnHost}</strong>${view.returnApp
       ? html`<br><small>An app on this computer that opens <code>${view.returnApp}://</code> links. Any installed app can claim a scheme: approve only if you started this from that app just now.</small>`

@@ -20,13 +20,15 @@ import { canManage, projectsOf, type Role } from '../dashboard/roles.js';
 import { DashboardRefusal } from '../dashboard/refusal.js';
 import { newId } from '../platform/secrets.js';
 import * as store from './store.js';
+import { isMetadataClientId } from './client-metadata.js';
 import { LIMITS, SCOPES_SUPPORTED, appScheme, redirectOrigin, returnHost, scopeList } from './rules.js';
 
 type ConsentDeps = Pick<Deps, 'db' | 'clock' | 'logger'> & Partial<Pick<Deps, 'credentialCache'>>;
 
 export interface ConsentView {
   requestId: string;
-  client: { id: string; name: string };
+  /** `documentHost`: the host that publishes the client's metadata document, when its id is that document's URL. */
+  client: { id: string; name: string; documentHost?: string };
   /** The host the browser returns to. */
   returnHost: string;
   /** The redirect URI's origin, or `scheme:` for an app's private-use scheme (the page's form may lead there). */
@@ -84,13 +86,23 @@ export async function consentView(deps: ConsentDeps, accountId: string, requestI
   }));
   return {
     requestId: request.id,
-    client: { id: request.client.id, name: request.client.name },
+    client: { id: request.client.id, name: request.client.name, ...(documentHostOf(request.client.id) ? { documentHost: documentHostOf(request.client.id) } : {}) },
     returnHost: returnHost(request.redirectUri),
     returnOrigin: redirectOrigin(request.redirectUri),
     ...(appScheme(request.redirectUri) ? { returnApp: appScheme(request.redirectUri) } : {}),
     offered,
     projects,
   };
+}
+
+/** The host of a client_id that is its metadata document's URL (lib/oauth/client-metadata.ts). */
+function documentHostOf(clientId: string): string | undefined {
+  if (!isMetadataClientId(clientId)) return undefined;
+  try {
+    return new URL(clientId).host;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The client's redirect URI with the answer's parameters (the stored URI only). */

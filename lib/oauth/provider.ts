@@ -2,6 +2,8 @@
  * The authorization server's storage behind the MCP SDK's router (`mcpAuthRouter`, http/oauth.ts): an
  * `OAuthServerProvider` over PostgreSQL. Nothing is held in memory, so any instance serves any step
  * of a flow. The rules (docs/agents-oauth.md):
+ * - a client_id that is an https URL is a client metadata document's (lib/oauth/client-metadata.ts):
+ *   fetched, checked and cached, with no registration; dynamic registration stays as the fallback;
  * - registration (RFC 7591): redirect URIs https, http on a loopback host, or (a public client only) a
  *   native app's private-use scheme, matched exactly; its size bounded (rules.ts
  *   LIMITS: 5 redirect URIs of 512 characters, the stored metadata 4 KiB); the client secret the SDK
@@ -22,6 +24,7 @@ import type { OAuthRegisteredClientsStore } from '@modelcontextprotocol/sdk/serv
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { OAuthClientInformationFull, OAuthTokenRevocationRequest, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import {
+  InvalidClientError,
   InvalidClientMetadataError,
   InvalidGrantError,
   InvalidRequestError,
@@ -36,6 +39,7 @@ import { issueTokenOn, revokeClientTokenOn, revokeGrantTokensOn, scopesOfConnect
 import { ApiError } from '../platform/errors.js';
 import { hashSecret, safeEqual } from '../platform/secrets.js';
 import * as store from './store.js';
+import { ClientMetadataError, clientMetadataDocuments, isMetadataClientId } from './client-metadata.js';
 import { CODE_CHALLENGE, LIMITS, isKnownScope, redirectUriProblem, sameResource, scopeList } from './rules.js';
 
 export type OAuthDeps = Pick<Deps, 'db' | 'clock' | 'config' | 'logger'> & Partial<Pick<Deps, 'credentialCache'>>;
@@ -94,8 +98,20 @@ export function createOAuthProvider(deps: OAuthDeps, opts: OAuthProviderOptions)
     return (narrowed.length ? held.filter((s) => narrowed.includes(s)) : held).join(' ');
   }
 
+  const documents = clientMetadataDocuments(deps);
+
   const clientsStore: OAuthRegisteredClientsStore = {
     async getClient(clientId) {
+      if (isMetadataClientId(clientId)) {
+        // A URL is a client metadata document's: fetched (or cached) and checked, never registered.
+        try {
+          const { host: _host, ...client } = await documents.resolve(clientId);
+          return client;
+        } catch (e) {
+          if (e instanceof ClientMetadataError) throw new InvalidClientError(`client_id metadata document: ${e.message}.`);
+          throw e;
+        }
+      }
       const row = await store.findClient(deps.db, clientId);
       return row ? clientInfo(row) : undefined;
     },

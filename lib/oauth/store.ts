@@ -35,6 +35,12 @@ export function createClient(db: Db, c: NewClient) {
   });
 }
 
+/** A client described by its metadata document (lib/oauth/client-metadata.ts): made or refreshed under its URL, never with a secret. */
+export function upsertMetadataClient(db: Db, c: Omit<NewClient, 'secretHash'>) {
+  const data = { name: c.name, redirectUris: c.redirectUris, metadata: c.metadata as object, secretHash: null };
+  return db.prisma.oAuthClient.upsert({ where: { id: c.id }, create: { id: c.id, ...data, createdAt: c.now }, update: data });
+}
+
 export function findClient(db: Db, id: string) {
   if (id.length === 0 || id.length > 200) return Promise.resolve(null);
   return db.prisma.oAuthClient.findUnique({ where: { id } });

@@ -2,6 +2,7 @@
  * Typed configuration, read once at start. Every setting is listed in .env.example with its default.
  * A bad value fails fast with a message naming the variable.
  */
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -130,6 +131,8 @@ export interface Config {
   publicBaseUrl: string;
   /** Browser origins besides PUBLIC_BASE_URL's that may call /mcp and the OAuth endpoints (MCP_ALLOWED_ORIGINS, comma-separated). */
   mcpAllowedOrigins: string[];
+  /** A PEM certificate to trust for client metadata documents besides the system's (OAUTH_CLIENT_METADATA_CA_FILE; development). */
+  oauthClientMetadataCa?: string;
   /** Lifetime of an access token (`mcp_at_`) issued by the OAuth token endpoint. */
   oauthAccessTokenSeconds: number;
   /** Lifetime of an OAuth refresh token (`mcp_rt_`); each use replaces it with a new one. */
@@ -231,6 +234,20 @@ function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, allowed: 
   if (raw === undefined) return fallback;
   if (!allowed.includes(raw as T)) throw new Error(`Configuration: ${name} must be one of ${allowed.join(', ')}, got "${raw}"`);
   return raw as T;
+}
+
+/** A PEM file's text, read once at start; a missing or non-PEM file stops start-up. */
+function pemFile(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const file = str(env, name);
+  if (!file) return undefined;
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new Error(`Configuration: ${name}: cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? String(e)}`);
+  }
+  if (!text.includes('-----BEGIN CERTIFICATE-----')) throw new Error(`Configuration: ${name}: ${file} holds no PEM certificate`);
+  return text;
 }
 
 /** A comma-separated list of browser origins (`https://app.example.com`); anything else stops start-up. */
@@ -341,6 +358,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     devAllowPrivateTargets: bool(env, 'DEV_ALLOW_PRIVATE_TARGETS', false),
     publicBaseUrl: (str(env, 'PUBLIC_BASE_URL') ?? `http://localhost:${port}`).replace(/\/+$/, ''),
     mcpAllowedOrigins: origins(env, 'MCP_ALLOWED_ORIGINS'),
+    oauthClientMetadataCa: pemFile(env, 'OAUTH_CLIENT_METADATA_CA_FILE'),
     oauthAccessTokenSeconds: int(env, 'OAUTH_ACCESS_TOKEN_SECONDS', 3600, 60, 86_400),
     oauthRefreshTokenSeconds: int(env, 'OAUTH_REFRESH_TOKEN_SECONDS', 2_592_000, 3600, 365 * 86_400),
     oauthRequestsPerMinute: int(env, 'OAUTH_REQUESTS_PER_MINUTE', 60, 1),

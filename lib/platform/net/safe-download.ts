@@ -20,6 +20,7 @@
  */
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
+import tls from 'node:tls';
 import { checkUrl, pinnedLookup, resolveTarget, UnsafeTargetError } from './public-address.js';
 
 export type DownloadFailure = 'forbidden' | 'unresolvable' | 'too_many_redirects' | 'http_status' | 'timeout' | 'network' | 'length_mismatch';
@@ -45,6 +46,12 @@ export interface DownloadOptions {
   /** Replaces the resolver (tests: make a name "public"); it must apply the same address policy. */
   resolve?: typeof resolveTarget;
   userAgent?: string;
+  /** https only (a client metadata document); plain http is refused like any other scheme. */
+  httpsOnly?: boolean;
+  /** Certificates to trust beside the system's (development: a local document server's own). */
+  ca?: string;
+  /** The Accept header (default any). */
+  accept?: string;
 }
 
 export interface DownloadResult {
@@ -55,6 +62,9 @@ export interface DownloadResult {
   /** A file name from Content-Disposition or the URL's last path segment, if any. */
   filename?: string;
   size: number;
+  /** The response's Cache-Control and Expires, for a caller that caches what it fetched. */
+  cacheControl?: string;
+  expires?: string;
 }
 
 export const DEFAULT_MAX_REDIRECTS = 5;
@@ -102,7 +112,7 @@ export async function safeDownload(rawUrl: string, opts: DownloadOptions): Promi
       let url: URL;
       let target: { address: string; family: 4 | 6 };
       try {
-        url = checkUrl(current, { allowPrivate: opts.allowPrivate, allowHttp: true });
+        url = checkUrl(current, { allowPrivate: opts.allowPrivate, allowHttp: !opts.httpsOnly });
         target = await resolve(url.hostname, { allowPrivate: opts.allowPrivate });
       } catch (e) {
         if (e instanceof UnsafeTargetError) {
@@ -146,7 +156,16 @@ export async function safeDownload(rawUrl: string, opts: DownloadOptions): Promi
           throw new DownloadError('length_mismatch', `The server declared ${declared} bytes and sent ${size}.`);
         }
         const type = res.headers['content-type'];
-        return { url: url.toString(), contentType: typeof type === 'string' ? type : undefined, filename: filenameOf(res, url), size };
+        const cacheControl = res.headers['cache-control'];
+        const expires = res.headers.expires;
+        return {
+          url: url.toString(),
+          contentType: typeof type === 'string' ? type : undefined,
+          filename: filenameOf(res, url),
+          size,
+          ...(typeof cacheControl === 'string' ? { cacheControl } : {}),
+          ...(typeof expires === 'string' ? { expires } : {}),
+        };
       } catch (e) {
         res.destroy();
         if (e instanceof DownloadError || (e as Error)?.name === 'LimitExceeded') throw e;
@@ -171,7 +190,8 @@ function request(url: URL, target: { address: string; family: 4 | 6 }, opts: Dow
       agent: false,
       lookup: pinnedLookup(target.address, target.family),
       signal,
-      headers: { 'User-Agent': opts.userAgent ?? 'messaging-service/1.0 (media fetch)', Accept: '*/*', 'Accept-Encoding': 'identity' },
+      headers: { 'User-Agent': opts.userAgent ?? 'messaging-service/1.0 (media fetch)', Accept: opts.accept ?? '*/*', 'Accept-Encoding': 'identity' },
+      ...(opts.ca && url.protocol === 'https:' ? { ca: [...tls.rootCertificates, opts.ca] } : {}),
     });
     let response: IncomingMessage | undefined;
     req.on('response', (res) => {
