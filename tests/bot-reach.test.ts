@@ -297,7 +297,7 @@ describe('ops secrets and ops code http-allowlist', () => {
       expect(list.out).toContain('1 of at most 3 secrets');
       const allow = await ops(['code', 'http-allowlist', project.id, '--hosts', 'shop.example.com,*.crm.example.net']);
       expect(allow.out).toBe('Allowed hosts:\n  *.crm.example.net\n  shop.example.com\n');
-      expect((await ops(['code', 'http-allowlist', project.id, '--any'])).out).toBe('Any public https host (no allowlist).\n');
+      expect((await ops(['code', 'http-allowlist', project.id, '--any'])).out).toBe('Any public https host (no allowlist); also loopback and private hosts over http while the service runs with DEV_ALLOW_PRIVATE_TARGETS=true (development only).\n');
       expect((await ops(['secrets', 'delete', project.id, 'CLI_TOKEN'])).out).toBe('Secret CLI_TOKEN deleted.\n');
       expect(JSON.stringify([missing, set, list])).not.toContain(value);
     } finally {

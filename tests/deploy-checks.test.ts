@@ -142,6 +142,26 @@ describe('a deploy whose bundle fails its sample message is refused', () => {
   }, 60_000);
 });
 
+describe('the CLI says what --force would do', () => {
+  it('When a deploy is refused for its schedules, not its sample, then the CLI says --force would not help and lists every bad schedule', async () => {
+    const { main } = await import('../scripts/ops/main.js');
+    const { key } = await project(`${ECHO}
+export const schedules = { a: { cron: '* * * * * *', timeZone: 'UTC' }, b: { cron: '0 9 * * *', timeZone: 'Mars/Olympus' } };
+`);
+    let err = '';
+    const io = { out: () => undefined, err: (x: string) => void (err += x + '\n') };
+    process.env.SERVICE_API_KEY = key;
+    try {
+      expect(await main(['code', 'deploy'], { SERVICE_URL: t.baseUrl!, ADMIN_TOKEN: t.adminToken }, io)).not.toBe(0);
+    } finally {
+      delete process.env.SERVICE_API_KEY;
+    }
+    expect(err).toContain('--force would not help');
+    expect(err).toContain('Schedule "a"');
+    expect(err).toContain('Schedule "b"');
+  }, 60_000);
+});
+
 describe('a bot that throws in production is counted', () => {
   it('When the deployed bot throws on two messages, then the bot log has an error entry for each at the author\'s line and the metrics count two failures', async () => {
     const { projectId, key, phoneNumberId } = await project(THROWS_ON_CRASH);

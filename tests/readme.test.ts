@@ -4,8 +4,10 @@
  * their first link (docs/bot.md: the bot walkthrough and the bot that answers from a backend), run
  * in one bash session, in order, against a service
  * started with `npm start` on the embedded defaults, as a user in a fresh clone would paste them.
- * Only what lets the test run beside another service changes: the ports (3000 → PORT, 4010 →
- * SIMULATOR_PORT, free ones) and the folders (.data/ and ./mybot → folders of the test's own). Each
+ * Only what lets the test run beside another service changes: the ports, which the blocks read from
+ * the variables set once at their top (SERVICE_URL, SIM_URL, SHOP_PORT: free ones here, given in the
+ * shell's environment; the blocks name no port of their own), and the folders (.data/ and ../mybot →
+ * folders of the test's own). Each
  * output line of a block (a comment starting with `{`, `…` or `→`) must appear in its output (`…` stands for anything). The start-up
  * banner is checked on the real start, and the time to ready is printed.
  */
@@ -16,7 +18,7 @@ import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { embeddedServiceEnv, runProcess, tempFolder, type ProcessRun } from './support/local.js';
+import { embeddedServiceEnv, freePort, runProcess, tempFolder, type ProcessRun } from './support/local.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 let dir: string | undefined;
@@ -88,13 +90,16 @@ describe('the README as pasted', () => {
     expect(banner).toContain(`export SERVICE_URL=${base}`);
     expect(banner).toMatch(/ADMIN_TOKEN=adm_/);
 
+    // The blocks run on any port: no address is written in them but the defaults of the variables at their top.
+    for (const b of blocks) {
+      const named = b.script.split('\n').filter((l) => /localhost:\d|127\.0\.0\.1:\d/.test(l) && !/^(export )?(SERVICE_URL|SIM_URL)=\$\{/.test(l));
+      expect({ block: b.name, named }).toEqual({ block: b.name, named: [] });
+    }
     // One shell for all blocks, as a user pasting them one after the other.
     const script = ['set -euo pipefail', ...blocks.map((b) => `echo; echo "=== ${b.name}"\n${b.script}`)].join('\n')
-      .replaceAll('localhost:3000', `localhost:${port}`)
-      .replaceAll('localhost:4010', `localhost:${simPort}`)
       .replaceAll('.data/', `${data}/`)
-      .replaceAll('./mybot', `${dir}/mybot`);
-    const shellEnv: NodeJS.ProcessEnv = { ...process.env, SERVICE_URL: base };
+      .replaceAll('../mybot', `${dir}/mybot`);
+    const shellEnv: NodeJS.ProcessEnv = { ...process.env, SERVICE_URL: base, SIM_URL: `http://127.0.0.1:${simPort}`, SHOP_PORT: String(await freePort()) };
     for (const k of ['ADMIN_TOKEN', 'SERVICE_API_KEY', 'PROJECT']) delete shellEnv[k];
     const run = await bash(script, shellEnv);
     expect({ code: run.code, stderr: run.stderr.split('\n').filter((l) => !/Unknown (user|env) config|^$/.test(l)) }).toEqual({ code: 0, stderr: [] });

@@ -70,22 +70,33 @@ export function latestDueUpTo(spec: ScheduleSpec, from: Date, now: Date, limit =
   return last;
 }
 
-/** What is wrong with one declared schedule, or an empty list. `value` is what the bundle exported. */
+/** What is wrong with one declared schedule (its expression and its zone both), or an empty list. `value` is what the bundle exported. */
 export function scheduleProblems(name: string, value: unknown, minPeriodSeconds: number): ScheduleProblem[] {
   const problem = (field: ScheduleField, message: string): ScheduleProblem[] => [{ name, field, message }];
   if (!NAME.test(name)) return problem('name', `Schedule name "${name.slice(0, 80)}" must be 1 to 64 letters, digits, "_" or "-", starting with a letter.`);
   if (typeof value !== 'object' || value === null) return problem('name', `Schedule "${name}" must be an object { cron, timeZone }.`);
   const { cron, timeZone } = value as Record<string, unknown>;
-  if (typeof cron !== 'string' || !cron.trim()) return problem('cron', `Schedule "${name}": cron must be a 5-field expression such as "0 9 * * *".`);
-  if (typeof timeZone !== 'string' || !timeZone.trim()) return problem('timeZone', `Schedule "${name}": timeZone must be an IANA time zone such as "Europe/Lisbon".`);
+  // The time zone and the expression are judged apart, so a declaration wrong in both says both at once.
+  const zoneProblems: ScheduleProblem[] = typeof timeZone !== 'string' || !timeZone.trim()
+    ? problem('timeZone', `Schedule "${name}": timeZone must be an IANA time zone such as "Europe/Lisbon".`)
+    : !validZone(timeZone) ? problem('timeZone', `Schedule "${name}": "${timeZone.slice(0, 100)}" is not a known IANA time zone (e.g. "Europe/Lisbon", "UTC").`) : [];
+  if (typeof cron !== 'string' || !cron.trim()) return [...problem('cron', `Schedule "${name}": cron must be a 5-field expression such as "0 9 * * *".`), ...zoneProblems];
   const fields = cron.trim().split(/\s+/);
   if (fields.length !== 5) {
-    return problem('cron', `Schedule "${name}": "${cron.slice(0, 100)}" has ${fields.length} fields; a cron expression has exactly 5 (minute hour day-of-month month day-of-week).`);
+    return [...problem('cron', `Schedule "${name}": "${cron.slice(0, 100)}" has ${fields.length} fields; a cron expression has exactly 5 (minute hour day-of-month month day-of-week).`), ...zoneProblems];
   }
-  if (!validZone(timeZone)) return problem('timeZone', `Schedule "${name}": "${timeZone.slice(0, 100)}" is not a known IANA time zone (e.g. "Europe/Lisbon", "UTC").`);
+  if (zoneProblems.length) {
+    // The expression is still checked, in UTC, so its own mistakes are reported with the zone's.
+    try {
+      cronOf({ cron, timeZone: 'UTC' });
+    } catch (e) {
+      return [...problem('cron', `Schedule "${name}": "${cron.slice(0, 100)}" is not a valid cron expression: ${e instanceof Error ? e.message.replace(/^CronPattern: /, '') : String(e)}.`), ...zoneProblems];
+    }
+    return zoneProblems;
+  }
   let c: Cron;
   try {
-    c = cronOf({ cron, timeZone });
+    c = cronOf({ cron, timeZone: timeZone as string });
   } catch (e) {
     return problem('cron', `Schedule "${name}": "${cron.slice(0, 100)}" is not a valid cron expression: ${e instanceof Error ? e.message.replace(/^CronPattern: /, '') : String(e)}.`);
   }

@@ -90,9 +90,12 @@ function localFiles(dir: string, prefix = ''): string[] {
   return out.sort();
 }
 
+function diagnosticsOf(env: FailureEnvelope): Array<{ file: string; line: number; column: number; message: string; source?: string }> {
+  return (env.error.details as { diagnostics?: Array<{ file: string; line: number; column: number; message: string; source?: string }> } | undefined)?.diagnostics ?? [];
+}
+
 function diagnosticsText(env: FailureEnvelope): string {
-  const diags = (env.error.details as { diagnostics?: Array<{ file: string; line: number; column: number; message: string }> } | undefined)?.diagnostics ?? [];
-  return diags.map((d) => `${d.file}:${d.line}:${d.column}  ${d.message}`).join('\n');
+  return diagnosticsOf(env).map((d) => `${d.file}:${d.line}:${d.column}  ${d.message}`).join('\n');
 }
 
 const deploymentRow = (d: any) => [d.id, d.status, d.active ? 'active' : '', f.when(d.created_at), d.created_by ?? '-', d.rollback_of ?? '', d.message ?? ''];
@@ -177,7 +180,10 @@ export const CODE_COMMANDS: Command[] = [
         return { data: res.data, human: res.data.no_op ? `Nothing to deploy: production already runs this code (${d.id}).` : `Deployed ${d.id} (${d.content_hash.slice(0, 12)}); production runs it from the next message.` };
       } catch (e) {
         if (e instanceof OpsFailure && e.envelope.error.code === 'build_failed') {
-          throw new OpsFailure({ ...e.envelope, error: { ...e.envelope.error, message: `build failed; production is unchanged (--force skips the sample run).\n${diagnosticsText(e.envelope)}` } }, e.status);
+          // --force skips only the sample run: said only when the sample is what failed.
+          const sampleFailed = diagnosticsOf(e.envelope).some((d) => d.source === 'sample');
+          const hint = sampleFailed ? '--force skips the sample run' : 'fix what is listed and deploy again; --force would not help: it skips only the sample run';
+          throw new OpsFailure({ ...e.envelope, error: { ...e.envelope.error, message: `build failed; production is unchanged (${hint}).\n${diagnosticsText(e.envelope)}` } }, e.status);
         }
         throw e;
       }

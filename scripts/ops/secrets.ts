@@ -31,7 +31,7 @@ async function secretValue(name: string, args: ParsedArgs): Promise<string> {
 }
 
 const allowlistText = (hosts: string[] | null | undefined) =>
-  hosts === null || hosts === undefined ? 'Any public https host (no allowlist).' : hosts.length === 0 ? 'No host: every http.fetch is refused.' : `Allowed hosts:\n${hosts.map((h) => `  ${h}`).join('\n')}`;
+  hosts === null || hosts === undefined ? 'Any public https host (no allowlist); also loopback and private hosts over http while the service runs with DEV_ALLOW_PRIVATE_TARGETS=true (development only).' : hosts.length === 0 ? 'No host: every http.fetch is refused.' : `Allowed hosts:\n${hosts.map((h) => `  ${h}`).join('\n')}`;
 
 export const SECRET_COMMANDS: Command[] = [
   {
