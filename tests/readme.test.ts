@@ -64,7 +64,7 @@ function bash(script: string, env: NodeJS.ProcessEnv): Promise<ProcessRun> {
 describe('the README as pasted', () => {
   it('When the First call, template, broadcast, bot and backend blocks (README, then docs/bot.md) are pasted into one shell after npm start, then every command succeeds and prints what the README shows', async () => {
     const blocks = pastedBlocks(root);
-    expect(blocks.map((b) => b.name)).toEqual(['first-call', 'first-call', 'first-call', 'templates', 'broadcast', 'bot', 'backend']);
+    expect(blocks.map((b) => b.name)).toEqual(['first-call', 'first-call', 'first-call', 'templates', 'broadcast', 'bot', 'backend', 'templates-offer', 'graph-version']);
 
     dir = await tempFolder('svc-readme-');
     const data = path.join(dir, 'data');
