@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
-import { grant } from './support/dashboard.js';
+import { grant, person } from './support/dashboard.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -103,6 +103,21 @@ describe('assignConversation and unassignConversation', () => {
     expect(await eventsOf(s.projectId, 'conversation.assigned')).toEqual([]);
     const { rows } = await t.db.pool.query('SELECT assignee_id FROM conversations WHERE id = $1', [id]);
     expect(rows[0].assignee_id).toBeNull();
+  });
+
+  it('When a member is removed from the team, then the conversations they held are unassigned, each with its event', async () => {
+    const s = await shop();
+    const ownerEmail = email('owner');
+    const leaving = email('leaving');
+    const owner = await person(t, s.projectId, ownerEmail, 'owner');
+    await grant(t, s.projectId, leaving, 'member');
+    const id = await conversationWith(s, '14155550705');
+    expect((await s.api('put', `/v1/conversations/${id}/assignee`).send({ email: leaving })).status).toBe(200);
+    const removed = await owner.agent.post(`/dashboard/projects/${s.projectId}/people/remove`).type('form').send({ _csrf: await owner.csrf(), email: leaving });
+    expect(removed.status).toBe(303);
+    expect((await s.api('get', `/v1/conversations/${id}`)).body.data.conversation.assignee).toBeNull();
+    const events = await eventsOf(s.projectId, 'conversation.assigned');
+    expect(events.map((e) => [e.assignee, e.previous_assignee?.email, e.by.kind, e.by.name])).toEqual([[{ id: expect.any(String), email: leaving }, undefined, 'api_key', 'test key'], [null, leaving, 'person', ownerEmail]]);
   });
 
   it('When the key may only read conversations, then every change is 403 insufficient_scope and reads still work', async () => {

@@ -418,3 +418,15 @@ export async function projectLabels(db: Queryable, projectId: string, limit = 50
   );
   return res.rows.map((r) => r.label);
 }
+
+/**
+ * A person removed from a project's team hands on what they held: their conversations of that
+ * project are unassigned (inside the removal's transaction). Returns the conversations' ids.
+ */
+export async function unassignAccount(tx: Pick<Prisma.TransactionClient, '$queryRawUnsafe'>, projectId: string, accountId: string, at: Date): Promise<string[]> {
+  const rows = await tx.$queryRawUnsafe<Array<{ id: string }>>(
+    `UPDATE conversations SET assignee_id = NULL, assigned_at = NULL, updated_at = $3 WHERE project_id = $1 AND assignee_id = $2 RETURNING id::text AS id`,
+    projectId, accountId, at,
+  );
+  return rows.map((r) => r.id);
+}

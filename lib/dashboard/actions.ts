@@ -19,6 +19,9 @@ import { parseScopes } from './scopes.js';
 import { changeRole, leaveProject, normaliseEmail } from './accounts.js';
 import { createInvite } from './invites.js';
 import { isRole, requireRole, type Role } from './roles.js';
+import { unassignAccount } from '../conversations/conversations.js';
+import { personAuthor } from '../conversations/authors.js';
+import { recordEvent } from '../webhooks/events.js';
 
 type ActionDeps = Pick<Deps, 'db' | 'clock' | 'logger' | 'credentialCache'>;
 
@@ -168,6 +171,12 @@ export async function removeMemberAs(deps: ActionDeps, actor: Actor, projectId: 
   }
   await audited(deps, actor, async (tx) => {
     await leaveProject(tx.db.prisma, member.accountId, projectId);
-    return { result: undefined, entry: { projectId, action: 'member.remove', subject: email, before: { role: member.role } } };
+    // The conversations they handled are nobody's now (the inbox's "Unassigned"), each with its event.
+    const now = deps.clock.now();
+    const held = await unassignAccount(tx.db.prisma, projectId, member.accountId, now);
+    for (const id of held) {
+      await recordEvent(tx.db.prisma, projectId, 'conversation.assigned', { conversation_id: Number(id), assignee: null, previous_assignee: { id: member.accountId, email }, by: personAuthor(actor) }, now);
+    }
+    return { result: undefined, entry: { projectId, action: 'member.remove', subject: email, before: { role: member.role, ...(held.length ? { conversations: held.length } : {}) } } };
   });
 }
