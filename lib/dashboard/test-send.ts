@@ -15,6 +15,7 @@ import { UUID } from '../platform/ids.js';
 import { recordAuditAfter, type Actor } from './audit.js';
 import { DashboardRefusal } from './refusal.js';
 import { requireRole } from './roles.js';
+import { personAuthor } from '../conversations/authors.js';
 
 export async function testSendAs(deps: Deps, actor: Actor, projectId: string, broadcastId: string, phone: string | undefined, token: string): Promise<{ id: string }> {
   await requireRole(deps, actor.accountId, projectId, ['owner', 'admin'], 'send a test of a broadcast');
@@ -31,7 +32,7 @@ export async function testSendAs(deps: Deps, actor: Actor, projectId: string, br
     phone: phone.trim(),
     type: 'template',
     template: { name: row.template_name, language: row.template_language, variables: body, ...(header.length ? { header: { variables: header } } : {}) },
-  } as Parameters<typeof sendMessage>[2], { ref: `snd_test_${token}` });
+  } as Parameters<typeof sendMessage>[2], { ref: `snd_test_${token}`, author: personAuthor(actor) });
   await recordAuditAfter(deps, actor, {
     projectId, action: 'broadcast.test_send', subject: row.id,
     after: { to: phone.trim(), template: row.template_name, language: row.template_language, variables: sample.variables, message_id: sent.id },
