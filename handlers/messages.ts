@@ -4,7 +4,7 @@ import type { Handler } from '../http/handler-types.js';
 import { ApiError } from '../lib/platform/errors.js';
 import { findMessageRow } from '../lib/conversations/conversations.js';
 import { messageView } from '../lib/conversations/views.js';
-import { credentialAuthor } from '../lib/inbox/team.js';
+import { credentialRef } from '../lib/conversations/authors.js';
 import { answerForPendingKey, sendMessage as send } from '../lib/messaging/send-message.js';
 import { registerPendingAnswers } from '../middleware/idempotency.js';
 
@@ -13,9 +13,8 @@ registerPendingAnswers('sendMessage', (deps, linked) => answerForPendingKey(deps
 
 export const sendMessage: Handler<operations['sendMessage']> = async (req, deps) => {
   // The key (validated and claimed by middleware/idempotency.ts) is linked to the send's record.
-  // The caller (an API key, or an agent's connection) is recorded as the message's author.
-  const author = await credentialAuthor(deps.db.pool, req.auth!);
-  return { data: await send(deps, req.auth!.project, req.body, { idempotencyKey: req.idempotencyKey, author }) };
+  // The caller (an API key, or an agent's connection) is recorded as the message's author, by id.
+  return { data: await send(deps, req.auth!.project, req.body, { idempotencyKey: req.idempotencyKey, author: credentialRef(req.auth!.credential) }) };
 };
 
 /**

@@ -38,6 +38,7 @@ async function conversationWith(s: { phoneNumberId: string; projectId: string },
 }
 
 async function eventsOf(projectId: string, name: string): Promise<any[]> {
+  // The test's clock stands still unless moved: the tests move it a second after each change.
   const { rows } = await t.db.pool.query<{ data: any }>('SELECT data FROM events WHERE project_id = $1 AND name = $2 ORDER BY created_at', [projectId, name]);
   return rows.map((r) => r.data);
 }
@@ -58,9 +59,11 @@ describe('assignConversation and unassignConversation', () => {
     const second = await conversationWith(s, '14155550702');
 
     const assigned = await s.api('put', `/v1/conversations/${first}/assignee`).send({ email: ada.toUpperCase() });
+    t.clock.advance(1000); // each change a second after the last: the events' order is theirs
     expect(assigned.status).toBe(200);
     expect(assigned.body.data.conversation).toMatchObject({ id: first, assignee: { email: ada }, previous_assignee: null });
     const moved = await s.api('put', `/v1/conversations/${first}/assignee`).send({ email: bob });
+    t.clock.advance(1000); // each change a second after the last: the events' order is theirs
     expect(moved.body.data.conversation).toMatchObject({ assignee: { email: bob }, previous_assignee: { email: ada } });
 
     const got = await s.api('get', `/v1/conversations/${first}`);
@@ -73,6 +76,7 @@ describe('assignConversation and unassignConversation', () => {
     expect(any.body.data.conversations.map((c: any) => c.id)).toEqual([first]);
 
     const cleared = await s.api('delete', `/v1/conversations/${first}/assignee`);
+    t.clock.advance(1000); // each change a second after the last: the events' order is theirs
     expect(cleared.status).toBe(200);
     expect(cleared.body.data.conversation).toMatchObject({ assignee: null, previous_assignee: { email: bob } });
     // Unassigning again changes nothing and writes no event.
@@ -113,6 +117,7 @@ describe('assignConversation and unassignConversation', () => {
     await grant(t, s.projectId, leaving, 'member');
     const id = await conversationWith(s, '14155550705');
     expect((await s.api('put', `/v1/conversations/${id}/assignee`).send({ email: leaving })).status).toBe(200);
+    t.clock.advance(1000);
     const removed = await owner.agent.post(`/dashboard/projects/${s.projectId}/people/remove`).type('form').send({ _csrf: await owner.csrf(), email: leaving });
     expect(removed.status).toBe(303);
     expect((await s.api('get', `/v1/conversations/${id}`)).body.data.conversation.assignee).toBeNull();
@@ -139,6 +144,7 @@ describe('setConversationLabels', () => {
     const a = await conversationWith(s, '14155550711');
     const b = await conversationWith(s, '14155550712');
     const set = await s.api('put', `/v1/conversations/${a}/labels`).send({ labels: ['VIP', 'Refund', 'vip'] });
+    t.clock.advance(1000); // each change a second after the last: the events' order is theirs
     expect(set.status).toBe(200);
     expect(set.body.data.conversation).toEqual({ id: a, labels: ['refund', 'vip'], previous_labels: [] });
     await s.api('put', `/v1/conversations/${b}/labels`).send({ labels: ['refund'] });
@@ -148,7 +154,9 @@ describe('setConversationLabels', () => {
     expect(refunds.body.data.conversations.map((c: any) => c.id).sort()).toEqual([a, b].sort());
     // The same set again: no event.
     await s.api('put', `/v1/conversations/${a}/labels`).send({ labels: ['vip', 'refund'] });
+    t.clock.advance(1000); // each change a second after the last: the events' order is theirs
     const cleared = await s.api('put', `/v1/conversations/${a}/labels`).send({ labels: [] });
+    t.clock.advance(1000); // each change a second after the last: the events' order is theirs
     expect(cleared.body.data.conversation).toEqual({ id: a, labels: [], previous_labels: ['refund', 'vip'] });
     const events = (await eventsOf(s.projectId, 'conversation.labels_changed')).filter((e) => e.conversation_id === a);
     expect(events.map((e) => [e.labels, e.previous_labels])).toEqual([[['refund', 'vip'], []], [[], ['refund', 'vip']]]);
@@ -175,9 +183,11 @@ describe('createConversationNote and listConversationNotes', () => {
     const s = await shop();
     const id = await conversationWith(s, '14155550721');
     const created = await s.api('post', `/v1/conversations/${id}/notes`).send({ body: 'Refund approved; ship the label tomorrow.' });
+    t.clock.advance(1000); // each change a second after the last: the events' order is theirs
     expect(created.status).toBe(201);
     expect(created.body.data.note).toMatchObject({ conversation_id: id, body: 'Refund approved; ship the label tomorrow.', author: { kind: 'api_key', name: 'test key' } });
     await s.api('post', `/v1/conversations/${id}/notes`).send({ body: 'Second note' });
+    t.clock.advance(1000); // each change a second after the last: the events' order is theirs
     const page = await s.api('get', `/v1/conversations/${id}/notes?limit=1`);
     expect(page.body.data.notes.map((n: any) => n.body)).toEqual(['Second note']);
     const next = await s.api('get', `/v1/conversations/${id}/notes?limit=1&cursor=${encodeURIComponent(page.body.data.nextCursor)}`);

@@ -24,6 +24,14 @@ export interface Author {
 
 const KINDS: readonly string[] = ['customer', 'person', 'api_key', 'agent', 'bot', 'schedule', 'campaign', 'business_app', 'unknown'];
 
+/**
+ * The API's caller as a send records it, by id only (the send path reads nothing more; a message
+ * read names the key or the connection as it is then): an API key, or an agent's connection.
+ */
+export function credentialRef(credential: { kind: 'api_key'; id: string } | { kind: 'access_token'; connectionId: string }): Author {
+  return credential.kind === 'api_key' ? { kind: 'api_key', id: credential.id, name: null } : { kind: 'agent', id: credential.connectionId, name: null };
+}
+
 /** A dashboard person. */
 export function personAuthor(actor: { accountId: string; email: string }): Author {
   return { kind: 'person', id: actor.accountId, name: actor.email };
@@ -36,13 +44,18 @@ export const AUTHOR_COLUMNS = `m.author, m.send_ref AS "sendRef",
       AND r.id = NULLIF(substring(m.send_ref from '^snd_sch([0-9]{1,18})_'), '')::bigint) AS "authorSchedule",
   (SELECT b.broadcast_id FROM broadcast_recipients b
     WHERE m.author IS NULL AND m.direction = 'outbound' AND m.send_ref LIKE 'snd\\_%' AND m.send_ref NOT LIKE 'snd\\_bot%'
-      AND m.send_ref NOT LIKE 'snd\\_sch%' AND m.send_ref NOT LIKE 'snd\\_dsh%' AND b.send_ref = m.send_ref LIMIT 1)::text AS "authorCampaign"`;
+      AND m.send_ref NOT LIKE 'snd\\_sch%' AND m.send_ref NOT LIKE 'snd\\_dsh%' AND b.send_ref = m.send_ref LIMIT 1)::text AS "authorCampaign",
+  (SELECT k.name FROM api_keys k WHERE m.author->>'kind' = 'api_key' AND k.id = m.author->>'id') AS "authorKeyName",
+  (SELECT c.name FROM agent_connections c WHERE m.author->>'kind' = 'agent' AND c.id = m.author->>'id') AS "authorAgentName"`;
 
 export interface AuthorColumns {
   author?: unknown;
   sendRef?: string | null;
   authorSchedule?: string | null;
   authorCampaign?: string | null;
+  /** The key's or the connection's name as it is now (a send records only its id: no read on the send path). */
+  authorKeyName?: string | null;
+  authorAgentName?: string | null;
 }
 
 /** A message's author from its row (AUTHOR_COLUMNS); undefined when the row did not select them. */
@@ -51,7 +64,8 @@ export function authorOf(row: AuthorColumns & { direction: string }): Author | u
   if (row.direction === 'inbound') return { kind: 'customer', id: null, name: null };
   const a = row.author as Partial<Author> | null | undefined;
   if (a && typeof a === 'object' && typeof a.kind === 'string' && KINDS.includes(a.kind)) {
-    return { kind: a.kind as AuthorKind, id: typeof a.id === 'string' ? a.id : null, name: typeof a.name === 'string' ? a.name : null };
+    const named = typeof a.name === 'string' ? a.name : a.kind === 'api_key' ? row.authorKeyName : a.kind === 'agent' ? row.authorAgentName : null;
+    return { kind: a.kind as AuthorKind, id: typeof a.id === 'string' ? a.id : null, name: named ?? null };
   }
   const ref = row.sendRef ?? '';
   if (ref.startsWith('snd_bot')) return { kind: 'bot', id: null, name: null };

@@ -97,7 +97,7 @@ const TEMPLATE = `WITH seen AS (
     RETURNING id, conversation_id
   ), upd AS (
     ${inboundActivityUpdateSql('ins', '$11::timestamptz', '$12::timestamptz')}
-    RETURNING c.id, c.state, c.last_message_at, c.last_inbound_at, c.created_at
+    RETURNING c.id, c.state, c.last_message_at, c.last_inbound_at, c.created_at, c.assignee_id, c.labels
   ), bot AS (
     -- The bot's enqueue (BotHook.enqueueSql, lib/bot/inbox.ts): the message in its inbox, leased
     -- to this instance, committed with the message. Without a bot, these rows alone (unused).
@@ -108,7 +108,8 @@ const TEMPLATE = `WITH seen AS (
           'conversation_id', upd.id,
           'message', $13::jsonb || jsonb_build_object(
             'id', ins.id, 'conversation_id', ins.conversation_id,
-            'customer', jsonb_build_object('phone', ${PHONE_VIEW_SQL('g.phone')}, 'user_id', g.user_id, 'username', g.username)),
+            'customer', jsonb_build_object('phone', ${PHONE_VIEW_SQL('g.phone')}, 'user_id', g.user_id, 'username', g.username),
+            'author', jsonb_build_object('kind', 'customer', 'id', NULL, 'name', NULL)),
           'conversation', jsonb_build_object(
             'id', upd.id,
             'contact', jsonb_build_object('id', g.id, 'phone', ${PHONE_VIEW_SQL('g.phone')}, 'user_id', g.user_id, 'username', g.username, 'name', g.name),
@@ -118,7 +119,10 @@ const TEMPLATE = `WITH seen AS (
             'last_inbound_at', ${ISO_SQL('upd.last_inbound_at')},
             'window_open', COALESCE($11::timestamptz < ${WINDOW_END}, false),
             'window_expires_at', ${ISO_SQL(WINDOW_END)},
-            'created_at', ${ISO_SQL('upd.created_at')})),
+            'created_at', ${ISO_SQL('upd.created_at')},
+            -- The team's hold (issue 60), as the API's conversation reads give it.
+            'assignee', (SELECT jsonb_build_object('id', a.id, 'email', a.email) FROM dashboard_accounts a WHERE a.id = upd.assignee_id),
+            'labels', to_jsonb(COALESCE(upd.labels, '{}'::text[])))),
         $11::timestamptz, ${dispatchedAtSql('$1', `'message.received'`, '$11::timestamptz')}
       FROM ins JOIN upd ON upd.id = ins.conversation_id CROSS JOIN gate g`)}
     RETURNING project_id, dispatched_at
