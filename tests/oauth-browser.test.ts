@@ -5,7 +5,8 @@
  * sends no SameSite=Strict session cookie. The page's Continue leads through the sign-in page (which
  * forwards a signed-in person at once) to the consent form; Approve redirects the browser to the
  * agent's callback (the page's CSP lets the form lead there), and the code it carries gets a token
- * that works on /v1. (tests/agents-browser.test.ts takes the README's screenshot of the page.)
+ * that works on /v1. Asked again by the same agent (a step-up), the page shows what it holds, which the
+ * person keeps or drops. (tests/agents-browser.test.ts takes the README's screenshot of the page.)
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import http from 'node:http';
@@ -99,6 +100,58 @@ describeWithBrowser(describe)('OAuth consent in Chromium', () => {
     expect(tokens.status).toBe(200);
     const pinged = await request(t.app).get('/v1/ping').set('Authorization', `Bearer ${tokens.body.access_token}`);
     expect(pinged.body.data).toEqual({ ok: true, projectId: p.id, scopes: ['conversations:read', 'contacts:read', 'messages:send'] });
+    await context.close();
+  }, 60_000);
+
+  it('When the same agent asks again for more (a step-up), then the page shows what it holds, ticked and marked, and the person keeps a scope, drops one and adds one', async () => {
+    const p = await t.admin.project('Deli');
+    const setup = await grant(t, p.id, 'browser-consent-3@example.test', 'owner');
+    const redirect = `${agentBase}/callback`;
+    const reg = await request(t.app).post('/register').send({ client_name: 'Deli agent', redirect_uris: [redirect], token_endpoint_auth_method: 'none' });
+    const clientId = reg.body.client_id as string;
+    const context = await browser.newContext({ viewport: { width: 1000, height: 900 } });
+    const page = await context.newPage();
+    await page.goto(`${base}${setup}`);
+    await page.fill('#password', PASSWORD);
+    await page.fill('#confirm', PASSWORD);
+    await Promise.all([page.waitForURL(`${base}/dashboard/projects`), page.click('button[type=submit]')]);
+    /** Connect from the agent's site, asking for `scope`; leaves the browser on the consent form. */
+    const connect = async (scope: string) => {
+      const { verifier, challenge } = pkce();
+      const authorize = `${base}/authorize?${new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: redirect, code_challenge: challenge, code_challenge_method: 'S256', state: 'st', scope })}`;
+      await page.goto(`${agentBase}/start?go=${encodeURIComponent(authorize)}`);
+      await page.click('#connect');
+      await page.waitForURL(/\/dashboard\/oauth\/consent\?request=/);
+      await page.click('a.button');
+      await page.waitForSelector('button[value=approve]');
+      return verifier;
+    };
+    const approve = async (verifier: string) => {
+      const before = callbacks.length;
+      await Promise.all([page.waitForURL(/\/callback\?/), page.click('button[value=approve]')]);
+      const tokens = await request(t.app).post('/token').type('form')
+        .send(new URLSearchParams({ grant_type: 'authorization_code', code: callbacks[before].searchParams.get('code')!, code_verifier: verifier, client_id: clientId, redirect_uri: redirect }).toString());
+      return (await request(t.app).get('/v1/ping').set('Authorization', `Bearer ${tokens.body.access_token}`)).body.data.scopes as string[];
+    };
+    const box = (scope: string) => `input[name="scope:${p.id}"][value="${scope}"]`;
+
+    // First: reads only.
+    let verifier = await connect('conversations:read contacts:read');
+    expect(await page.textContent('main')).not.toContain('granted earlier');
+    expect(await approve(verifier)).toEqual(['conversations:read', 'contacts:read']);
+
+    // Again, asking for the send: the earlier grant is shown, ticked; the new write is the person's to tick.
+    verifier = await connect('conversations:read contacts:read messages:send');
+    const main = await page.textContent('main');
+    expect(main).toContain('already holds access you granted earlier');
+    expect(main).toContain('Granted earlier on Deli: conversations:read, contacts:read.');
+    expect(await page.isChecked(`input[name="project"][value="${p.id}"]`)).toBe(true);
+    expect(await page.isChecked(box('conversations:read'))).toBe(true);
+    expect(await page.isChecked(box('contacts:read'))).toBe(true);
+    expect(await page.isChecked(box('messages:send'))).toBe(false);
+    await page.uncheck(box('contacts:read'));
+    await page.check(box('messages:send'));
+    expect(await approve(verifier)).toEqual(['conversations:read', 'messages:send']);
     await context.close();
   }, 60_000);
 
