@@ -54,7 +54,7 @@ describe('tools/list for a key holding every scope', () => {
     const res = await list(everything, { 'Accept-Encoding': 'identity' });
     expect(res.status).toBe(200);
     const bytes = Buffer.byteLength(res.text);
-    process.stdout.write(`tools/list for every scope: ${bytes} bytes, ${res.body.result.tools.length} tools listed\n`);
+    process.stdout.write(`tools/list for every scope: ${bytes} bytes, ${res.body.result.tools.length} tools listed (describeTools included)\n`);
     expect(bytes).toBeLessThanOrEqual(40_000);
     const tools = res.body.result.tools as Array<{ name: string; description: string; outputSchema?: unknown }>;
     const names = tools.map((x) => x.name);
