@@ -1,0 +1,62 @@
+/**
+ * `npm run check:transactions` (CI): PostgreSQL's own mechanisms are spelled in one place. A
+ * transaction begins only in lib/platform/db/transaction.ts (inTransaction, transactionOn), an
+ * advisory lock is taken only through lib/platform/db/locks.ts, a setting is set for a transaction
+ * only through transaction.ts (its `local` option, setLocal). So a move to another database, or a
+ * change of how transactions run, has one folder to change. This fails on a BEGIN, an advisory
+ * lock or a SET LOCAL written in any other file of the service (comments aside).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOTS = ['lib', 'jobs', 'http', 'handlers', 'middleware', 'channel', 'scripts', 'app.ts', 'server.ts', 'services.ts'];
+/** Where they may be spelled: the database floor itself, and this check. */
+const ALLOWED = [/^lib\/platform\/db\//, /^scripts\/check-transactions\.ts$/, /^scripts\/bench\//];
+const RULES: Array<{ pattern: RegExp; what: string; instead: string }> = [
+  { pattern: /(['"`]|;\s*)BEGIN\b/, what: 'a BEGIN', instead: 'inTransaction or transactionOn (lib/platform/db/transaction.ts)' },
+  { pattern: /pg_(try_)?advisory_(xact_)?(lock|unlock)/, what: 'an advisory lock', instead: 'lockForTransaction, tryLockSession (lib/platform/db/locks.ts)' },
+  { pattern: /\bSET LOCAL\b/, what: 'a SET LOCAL', instead: "inTransaction's `local` option or setLocal (lib/platform/db/transaction.ts)" },
+];
+
+export interface TxViolation {
+  file: string;
+  line: number;
+  message: string;
+}
+
+function walk(entry: string, out: string[]): string[] {
+  if (!fs.existsSync(entry)) return out;
+  if (fs.statSync(entry).isFile()) {
+    if (entry.endsWith('.ts')) out.push(entry.split(path.sep).join('/'));
+    return out;
+  }
+  for (const name of fs.readdirSync(entry).sort()) walk(path.join(entry, name), out);
+  return out;
+}
+
+/** The violations in one file's text (`file` relative to the root). */
+export function violationsIn(file: string, text: string): TxViolation[] {
+  if (ALLOWED.some((a) => a.test(file))) return [];
+  const found: TxViolation[] = [];
+  text.split('\n').forEach((raw, i) => {
+    const line = raw.trim();
+    // Comments say why, and may name what they explain.
+    if (line.startsWith('*') || line.startsWith('//') || line.startsWith('/*')) return;
+    for (const r of RULES) if (r.pattern.test(line)) found.push({ file, line: i + 1, message: `${r.what} outside lib/platform/db: use ${r.instead}` });
+  });
+  return found;
+}
+
+export function transactionViolations(root: string): TxViolation[] {
+  const files = ROOTS.flatMap((r) => walk(path.join(root, r), [])).map((f) => path.relative(root, f).split(path.sep).join('/'));
+  return files.flatMap((f) => violationsIn(f, fs.readFileSync(path.join(root, f), 'utf8')));
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
+  const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+  const found = transactionViolations(root);
+  for (const v of found) console.error(`${v.file}:${v.line}: ${v.message}`);
+  if (found.length) process.exit(1);
+  console.log("transactions, advisory locks and SET LOCAL are spelled only in lib/platform/db");
+}

@@ -1,0 +1,115 @@
+/**
+ * One transaction helper (issue 57, item 2): inTransaction's options against the real PostgreSQL,
+ * the named advisory locks, and the check that keeps BEGIN, advisory locks and SET LOCAL in
+ * lib/platform/db.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { testDatabaseUrl } from './support/db.js';
+import { beginStatement, inTransaction, setLocal } from '../lib/platform/db/transaction.js';
+import { lockForTransaction, tryLockSession, unlockSession } from '../lib/platform/db/locks.js';
+import { transactionViolations, violationsIn } from '../scripts/check-transactions.js';
+
+let pool: pg.Pool;
+beforeAll(() => {
+  pool = new pg.Pool({ connectionString: testDatabaseUrl(), max: 4 });
+  pool.on('error', () => undefined);
+});
+afterAll(async () => {
+  await pool.end();
+});
+
+describe('inTransaction', () => {
+  it('When options are given, then the transaction runs with that isolation, access mode and settings, and they end with it', async () => {
+    const seen = await inTransaction(pool, async (c) => {
+      const { rows } = await c.query<{ iso: string; ro: string; st: string }>(
+        "SELECT current_setting('transaction_isolation') AS iso, current_setting('transaction_read_only') AS ro, current_setting('statement_timeout') AS st",
+      );
+      return rows[0];
+    }, { isolation: 'REPEATABLE READ', readOnly: true, local: { statement_timeout: 1234 } });
+    expect(seen).toEqual({ iso: 'repeatable read', ro: 'on', st: '1234ms' });
+    // A write in a read-only transaction is refused, and nothing stays of it.
+    await expect(inTransaction(pool, (c) => c.query('CREATE TEMP TABLE nope (x int)'), { readOnly: true })).rejects.toMatchObject({ code: '25006' });
+    expect(beginStatement({ isolation: 'SERIALIZABLE', readOnly: false, local: { lock_timeout: 10 } })).toBe('BEGIN ISOLATION LEVEL SERIALIZABLE READ WRITE; SET LOCAL lock_timeout = 10');
+    expect(() => beginStatement({ local: { 'x; DROP TABLE y': 1 } })).toThrow(/not a setting name/);
+    await expect(inTransaction(pool, (c) => setLocal(c, 'bad name', 1))).rejects.toThrow(/not a setting name/);
+  });
+
+  it('When the work fails, then it is rolled back; with retryOn, a deadlock victim runs again and succeeds', async () => {
+    await pool.query('CREATE TABLE IF NOT EXISTS tx_probe (id int PRIMARY KEY, n int NOT NULL)');
+    await pool.query('TRUNCATE tx_probe');
+    await expect(inTransaction(pool, async (c) => {
+      await c.query('INSERT INTO tx_probe VALUES (1, 1)');
+      throw new Error('boom');
+    })).rejects.toThrow('boom');
+    expect((await pool.query('SELECT count(*)::int AS n FROM tx_probe')).rows[0].n).toBe(0);
+
+    let tries = 0;
+    const out = await inTransaction(pool, async (c) => {
+      tries++;
+      await c.query('INSERT INTO tx_probe VALUES (2, $1) ON CONFLICT (id) DO UPDATE SET n = EXCLUDED.n', [tries]);
+      if (tries < 3) throw Object.assign(new Error('deadlock detected'), { code: '40P01' });
+      return tries;
+    }, { retryOn: ['40P01'], attempts: 5 });
+    expect(out).toBe(3);
+    expect((await pool.query('SELECT n FROM tx_probe WHERE id = 2')).rows[0].n).toBe(3);
+    // Another SQLSTATE is not retried.
+    tries = 0;
+    await expect(inTransaction(pool, async () => {
+      tries++;
+      throw Object.assign(new Error('unique'), { code: '23505' });
+    }, { retryOn: ['40P01'] })).rejects.toThrow('unique');
+    expect(tries).toBe(1);
+  });
+});
+
+describe('advisory locks', () => {
+  it('When two transactions take the same named lock, then the second waits for the first to end; a session lock is refused to another connection while held', async () => {
+    const order: string[] = [];
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const first = inTransaction(pool, async (c) => {
+      await lockForTransaction(c, 'probe:1');
+      order.push('first has it');
+      await held;
+      order.push('first ends');
+    });
+    await new Promise((r) => setTimeout(r, 100));
+    const second = inTransaction(pool, async (c) => {
+      await lockForTransaction(c, 'probe:1');
+      order.push('second has it');
+    });
+    await new Promise((r) => setTimeout(r, 100));
+    release();
+    await Promise.all([first, second]);
+    expect(order).toEqual(['first has it', 'first ends', 'second has it']);
+
+    const a = await pool.connect();
+    const b = await pool.connect();
+    try {
+      expect(await tryLockSession(a, 'probe:session', 14)).toBe(true);
+      expect(await tryLockSession(b, 'probe:session', 14)).toBe(false);
+      await unlockSession(a, 'probe:session', 14);
+      expect(await tryLockSession(b, 'probe:session', 14)).toBe(true);
+      await unlockSession(b, 'probe:session', 14);
+    } finally {
+      a.release();
+      b.release();
+    }
+  });
+});
+
+describe('the check', () => {
+  it('When the tree is read, then no BEGIN, advisory lock or SET LOCAL is spelled outside lib/platform/db; one written elsewhere is named with its line', () => {
+    const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+    expect(transactionViolations(root)).toEqual([]);
+    expect(violationsIn('lib/x/y.ts', "const a = 1;\nawait client.query('BEGIN');\n// BEGIN in a comment is fine\nawait c.query(`SELECT pg_advisory_xact_lock(1)`);\nawait c.query('SET LOCAL work_mem = 1');")).toEqual([
+      { file: 'lib/x/y.ts', line: 2, message: expect.stringMatching(/^a BEGIN outside lib\/platform\/db/) },
+      { file: 'lib/x/y.ts', line: 4, message: expect.stringMatching(/^an advisory lock outside/) },
+      { file: 'lib/x/y.ts', line: 5, message: expect.stringMatching(/^a SET LOCAL outside/) },
+    ]);
+    expect(violationsIn('lib/platform/db/transaction.ts', "await client.query('BEGIN');")).toEqual([]);
+  });
+});
