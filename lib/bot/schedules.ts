@@ -34,6 +34,7 @@ import { latestDueUpTo, nextDue, type ScheduleSpec } from '../deploy/schedule-ru
 import type { DeclaredSchedule } from '../deploy/schedules.js';
 import { addRunToInbox, scheduleRunPending } from './inbox.js';
 import type { BotScheduleRun } from './types.js';
+import { lockForTransaction } from '../platform/db/locks.js';
 
 /** A run more than this late (and within the grace) is a catch-up rather than an on-time run. */
 export const CATCH_UP_AFTER_MS = 60_000;
@@ -132,7 +133,7 @@ export async function projectsToSync(pool: pg.Pool, limit = 100): Promise<string
 /** Makes the project's schedules those its active release declares; true when anything changed. */
 export async function syncFromRelease(pool: pg.Pool, projectId: string, now: Date): Promise<boolean> {
   return inTransaction(pool, async (client) => {
-    await client.query(`SELECT pg_advisory_xact_lock(hashtextextended('bot_schedules:' || $1, 0))`, [projectId]);
+    await lockForTransaction(client, `bot_schedules:${projectId}`);
     const rel = (await client.query<{ deployment_id: string; schedules: Record<string, DeclaredSchedule> | null }>(
       `SELECT r.deployment_id, d.schedules FROM bot_releases r JOIN deployments d ON d.id = r.deployment_id WHERE r.project_id = $1`,
       [projectId],

@@ -26,6 +26,7 @@ import { inTransaction } from '../platform/db/transaction.js';
 import { recordAuditOn, type AuditActor } from '../dashboard/audit.js';
 import { writeBotLog } from './bot-log.js';
 import { fail, ok, type Answer, type BotDeps, type Invocation } from './host-types.js';
+import { lockForTransaction } from '../platform/db/locks.js';
 
 export const SECRET_NAME = /^[A-Z][A-Z0-9_]{0,63}$/;
 const FINGERPRINT_PURPOSE = 'bot-secret';
@@ -94,7 +95,7 @@ export async function setSecret(
   const sealed = deps.secretBox.seal(value, placeOf(projectId, name));
   const result = await inTransaction(deps.db.pool, async (client) => {
     // One writer at a time per project: the count limit holds under concurrent sets.
-    await client.query(`SELECT pg_advisory_xact_lock(hashtextextended('bot_secrets:' || $1, 0))`, [projectId]);
+    await lockForTransaction(client, `bot_secrets:${projectId}`);
     const before = (await client.query<Row>('SELECT name, value_enc, fingerprint, production_only, created_at, updated_at FROM bot_secrets WHERE project_id = $1 AND name = $2', [projectId, name])).rows[0];
     if (!before) {
       const max = deps.config.botSecretsMax;

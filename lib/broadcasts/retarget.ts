@@ -14,18 +14,15 @@ import { RECIPIENT_ERROR_CODE_SQL } from './store.js';
 import { preflightOf } from './audience.js';
 import { insertRetargetChild, lockDueRetargetParent, settleRetarget } from './campaigns.js';
 import { insertRecipientsSql } from './recipients.js';
+import { inTransaction } from '../platform/db/transaction.js';
 
 export async function spawnDueRetargets(pool: pg.Pool, now: Date): Promise<string[]> {
   const spawned: string[] = [];
   for (;;) {
-    const client = await pool.connect();
-    try {
-      await client.query('BEGIN');
+    // One parent per transaction: 'none' when no parent is due, else the child made (or null).
+    const step = await inTransaction(pool, async (client): Promise<string | null | 'none'> => {
       const parent = await lockDueRetargetParent(client, now);
-      if (!parent) {
-        await client.query('COMMIT');
-        return spawned;
-      }
+      if (!parent) return 'none';
       const childId = randomUUID();
       const candidates = `
         SELECT r.contact_id, r.phone, r.user_id, r.variables FROM broadcast_recipients r JOIN broadcasts b ON b.id = r.broadcast_id
@@ -39,8 +36,7 @@ export async function spawnDueRetargets(pool: pg.Pool, now: Date): Promise<strin
       const n = Number(count[0].n);
       if (n === 0) {
         await settleRetarget(client, parent.id, false);
-        await client.query('COMMIT');
-        continue;
+        return null;
       }
       const preflight = preflightOf(n, { opted_out: 0, invalid_phone: 0, not_opted_in: 0, recent_marketing_limit: 0, missing_variable: 0, duplicate: 0 }, 0, now);
       await insertRetargetChild(client, parent.id, childId, preflight, now);
@@ -49,13 +45,9 @@ export async function spawnDueRetargets(pool: pg.Pool, now: Date): Promise<strin
         [parent.id, parent.category, parent.started_at, childId, now],
       );
       await settleRetarget(client, parent.id, true);
-      await client.query('COMMIT');
-      spawned.push(childId);
-    } catch (e) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw e;
-    } finally {
-      client.release();
-    }
+      return childId;
+    });
+    if (step === 'none') return spawned;
+    if (step) spawned.push(step);
   }
 }

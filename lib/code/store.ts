@@ -16,6 +16,8 @@ import type pg from 'pg';
 import { ApiError } from '../platform/errors.js';
 import { scaffoldFiles } from './scaffold.js';
 import { canonicalPath, FLOWS_DIR, protectionOf, type ProtectedReason } from './paths.js';
+import { lockForTransaction } from '../platform/db/locks.js';
+import { inTransaction } from '../platform/db/transaction.js';
 
 export const CODE_LIMITS = { fileBytes: 256 * 1024, treeBytes: 2 * 1024 * 1024, files: 200 } as const;
 
@@ -90,9 +92,7 @@ async function refreshPlatformFiles(pool: pg.Pool, projectId: string, now: Date)
   const stale = [...wanted].filter(([path, content]) => have.get(path) !== sha256(content)).map(([path]) => path);
   const gone = [...have.keys()].filter((path) => path.startsWith('src/platform/') && !wanted.has(path));
   if (!stale.length && !gone.length) return;
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
+  await inTransaction(pool, async (client) => {
     await lockTree(client, projectId);
     const contents = stale.map((p) => wanted.get(p)!);
     await client.query(
@@ -105,13 +105,7 @@ async function refreshPlatformFiles(pool: pg.Pool, projectId: string, now: Date)
       [projectId, stale, contents, contents.map(sha256), contents.map((c) => Buffer.byteLength(c)), now],
     );
     if (gone.length) await client.query(`DELETE FROM code_files WHERE project_id = $1 AND tree = 'development' AND path = ANY($2::text[])`, [projectId, gone]);
-    await client.query('COMMIT');
-  } catch (e) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw e;
-  } finally {
-    client.release();
-  }
+  });
 }
 
 /**
@@ -186,7 +180,7 @@ function checkContent(content: string): number {
 }
 
 async function lockTree(client: pg.PoolClient, projectId: string): Promise<void> {
-  await client.query(`SELECT pg_advisory_xact_lock(hashtextextended('code:' || $1, 0))`, [projectId]);
+  await lockForTransaction(client, `code:${projectId}`);
 }
 
 /**
@@ -196,9 +190,7 @@ async function lockTree(client: pg.PoolClient, projectId: string): Promise<void>
 async function writeDevFile(pool: pg.Pool, projectId: string, path: string, content: string, pre: Preconditions, now: Date): Promise<{ file: FileWithContent; created: boolean }> {
   const size = checkContent(content);
   await ensureTree(pool, projectId, now);
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
+  return inTransaction(pool, async (client) => {
     await lockTree(client, projectId);
     const rows = await client.query<Row>(
       `SELECT path, sha256, size, version, updated_at FROM code_files WHERE project_id = $1 AND tree = 'development'`,
@@ -234,14 +226,8 @@ async function writeDevFile(pool: pg.Pool, projectId: string, path: string, cont
        RETURNING path, sha256, size, version, updated_at`,
       [projectId, path, content, sha, size, now],
     );
-    await client.query('COMMIT');
     return { file: { ...view(written.rows[0]), content }, created: !current };
-  } catch (e) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw e;
-  } finally {
-    client.release();
-  }
+  });
 }
 
 /** PUT /v1/files/{path}: protected paths (any spelling) and flow definitions are refused. */

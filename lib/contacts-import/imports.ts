@@ -35,6 +35,7 @@ import type { Queryable } from '../platform/db/transaction.js';
 import { UUID } from '../platform/ids.js';
 import { Slots } from '../platform/fair-shares.js';
 import { upsertImportedContacts } from '../conversations/contact-store.js';
+import { inTransaction } from '../platform/db/transaction.js';
 
 export type ImportView = components['schemas']['ContactImport'];
 
@@ -246,9 +247,7 @@ async function applyBatch(
   bytesRead: number,
   now: Date,
 ): Promise<void> {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
+  await inTransaction(pool, async (client) => {
     // In-batch duplicates merge into their first line; earlier batches' numbers are in contact_import_phones.
     const first = new Map<string, Line>();
     const merged: ReportRow[] = [];
@@ -301,13 +300,7 @@ async function applyBatch(
               merged = merged + $6, rejected = rejected + $7, bytes_read = LEAST(bytes_total, $8), heartbeat_at = now() WHERE id = $1`,
       [id, rowsRead, created, updated, unchanged, merged.length, rejects.length, bytesRead],
     );
-    await client.query('COMMIT');
-  } catch (e) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw e;
-  } finally {
-    client.release();
-  }
+  });
 }
 
 interface ImportRow {

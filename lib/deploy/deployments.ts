@@ -26,6 +26,7 @@ import { buildTree, ENTRY, type Diagnostic } from './build.js';
 import { DEFAULT_LIMITS, StartupError } from '../sandbox/sandbox.js';
 import { SandboxBusy, SandboxCrashed, sandboxSupervisor } from '../sandbox/supervisor.js';
 import { readSchedules, type DeclaredSchedule } from './schedules.js';
+import { lockForTransaction } from '../platform/db/locks.js';
 
 export const KEPT_DEPLOYMENTS = 20;
 
@@ -98,7 +99,7 @@ async function prune(db: pg.Pool | pg.PoolClient, projectId: string): Promise<vo
 
 async function withDeployLock<T>(pool: pg.Pool, projectId: string, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   return inTransaction(pool, async (client) => {
-    await client.query(`SELECT pg_advisory_xact_lock(hashtextextended('deploy:' || $1, 0))`, [projectId]);
+    await lockForTransaction(client, `deploy:${projectId}`);
     return fn(client);
   });
 }

@@ -22,6 +22,7 @@ import { asApiError } from '../../channel/api-errors.js';
 import { createFlow, deprecateFlow as deprecateAtChannel, getFlow as getChannelFlow, publishFlow as publishAtChannel, uploadFlowJson, type GraphFlowValidationError } from '../../channel/flows.js';
 import { findFlow, findVersion, recordChannelState, type FlowRow } from './store.js';
 import { validateFlowJson } from './validator/index.js';
+import { tryLockSession, unlockSession } from '../platform/db/locks.js';
 
 export interface PublishResult {
   flow: FlowRow;
@@ -44,12 +45,11 @@ export async function publishFlow(deps: Deps, projectId: string, name: string, o
   const client = await deps.db.pool.connect();
   const key = `flow-publish:${projectId}:${name}`;
   try {
-    const { rows } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock(hashtextextended($1, 14)) AS ok', [key]);
-    if (!rows[0]?.ok) throw new ApiError('conflict', `Flow "${name}" is being published by another request; try again when it is done.`);
+    if (!(await tryLockSession(client, key, 14))) throw new ApiError('conflict', `Flow "${name}" is being published by another request; try again when it is done.`);
     try {
       return await publishLocked(deps, projectId, name, opts);
     } finally {
-      await client.query('SELECT pg_advisory_unlock(hashtextextended($1, 14))', [key]).catch(() => undefined);
+      await unlockSession(client, key, 14).catch(() => undefined);
     }
   } finally {
     client.release();

@@ -16,6 +16,7 @@
 import type pg from 'pg';
 import type { Queryable } from '../platform/db/transaction.js';
 import { inTransaction } from '../platform/db/transaction.js';
+import { lockForTransaction } from '../platform/db/locks.js';
 
 export const REACH_WINDOW_MS = 24 * 3600_000;
 
@@ -51,7 +52,7 @@ export interface Reservation {
 export async function reserveReach(pool: pg.Pool, wabaId: string, limit: number, keys: string[], now: Date): Promise<Reservation> {
   const since = new Date(now.getTime() - REACH_WINDOW_MS);
   return inTransaction(pool, async (tx) => {
-    await tx.query({ name: 'reach-lock', text: `SELECT pg_advisory_xact_lock(hashtext('portfolio_reach:' || $1))`, values: [wabaId] });
+    await lockForTransaction(tx, `portfolio_reach:${wabaId}`, 'text', { prepared: true });
     // Users whose 24 hours are over leave the budget (and the table).
     await tx.query({ name: 'reach-prune', text: 'DELETE FROM portfolio_reach WHERE waba_id = $1 AND reached_at <= $2', values: [wabaId, since] });
     const { rows } = await tx.query<{ user_key: string; granted: boolean; oldest: Date | null }>({

@@ -35,6 +35,7 @@ import { verifyContent } from '../media/verify.js';
 import { MEDIA_MAX_BYTES, MEDIA_TYPES, TEXT, kindOf, type MediaKind } from '../media/types.js';
 import { fileTooLarge } from '../media/errors.js';
 import { createMediaAsset, getMediaAsset } from '../media/assets.js';
+import { lockForTransaction } from '../platform/db/locks.js';
 
 export const FILE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 /** The types a project file may have: what can also be sent as media. */
@@ -153,7 +154,7 @@ async function store(deps: FileDeps, actor: AuditActor, projectId: string, name:
   try {
     const result = await inTransaction(deps.db.pool, async (client) => {
       // One writer at a time per project: the quota holds under concurrent uploads.
-      await client.query(`SELECT pg_advisory_xact_lock(hashtextextended('project_files:' || $1, 0))`, [projectId]);
+      await lockForTransaction(client, `project_files:${projectId}`);
       replaced = await findRow(client, projectId, name);
       const used = await usage(client, projectId);
       if (!replaced && used.files >= deps.config.projectFilesMax) throw quotaError('files', deps.config.projectFilesMax, used.files);

@@ -16,6 +16,7 @@ import { decodeCursor, encodeCursor, encodeCursorUnchecked, invalidCursor } from
 import { quoteIdent, PLATFORM_TABLE_PREFIX } from './names.js';
 import type { Position } from './keyset.js';
 import { queryTimeout, sqlState } from './pg-errors.js';
+import { inTransaction } from '../platform/db/transaction.js';
 
 export const MAX_TABLE_CURSOR_LENGTH = 200;
 export const CURSOR_POSITIONS_TABLE = `${PLATFORM_TABLE_PREFIX}cursor_positions`;
@@ -32,22 +33,13 @@ export function positionsTableDdl(physicalSchema: string): string {
 
 /** One statement on the positions table, as the service, under the statement timeout. */
 async function positionsQuery<R extends pg.QueryResultRow>(pool: pg.Pool, timeoutMs: number, text: string, values: unknown[]): Promise<pg.QueryResult<R>> {
-  const client = await pool.connect();
-  let broken = false;
+  const ms = Math.max(1, Math.floor(timeoutMs));
   try {
-    await client.query(`BEGIN; SET LOCAL statement_timeout = ${Math.max(1, Math.floor(timeoutMs))}; SET LOCAL lock_timeout = ${Math.max(1, Math.floor(timeoutMs))}`);
-    const r = await client.query<R>(text, values);
-    await client.query('COMMIT');
-    return r;
+    return await inTransaction(pool, (client) => client.query<R>(text, values), { local: { statement_timeout: ms, lock_timeout: ms } });
   } catch (e) {
-    await client.query('ROLLBACK').catch(() => {
-      broken = true;
-    });
     const state = sqlState(e);
     if (state === '57014' || state === '55P03') throw queryTimeout(timeoutMs);
     throw e;
-  } finally {
-    client.release(broken);
   }
 }
 

@@ -45,6 +45,7 @@ import { checkDdl, ddlParser, loadDdlParser } from './ddl-check.js';
 import { IDENT_PATTERN, quoteIdent, isPlatformTable, type TableSchema } from './names.js';
 import { queryTimeout, sqlState } from './pg-errors.js';
 import { enforceQuota, limitsOf, usageOf, type QuotaDefaults, type QuotaLimit, type Usage } from './quota.js';
+import { setLocal } from '../platform/db/transaction.js';
 
 export const DDL_TIMEOUT_MS = 30000;
 
@@ -230,7 +231,7 @@ interface ColumnRow {
 }
 
 async function setPath(c: pg.PoolClient, physical: string): Promise<void> {
-  await c.query(`SET LOCAL search_path = ${quoteIdent(physical)}, pg_catalog`);
+  await setLocal(c, 'search_path', `${quoteIdent(physical)}, pg_catalog`);
 }
 
 async function columnsOf(c: pg.PoolClient, physical: string): Promise<ColumnRow[]> {

@@ -26,6 +26,7 @@ import { queryTimeout, sqlState } from './pg-errors.js';
 import { scramVerifier, tenantPoolsOf } from './tenant-pool.js';
 import { ApiError } from '../platform/errors.js';
 import { asStorageKey, isPlatformTable, quoteIdent, roleName, schemaName, TABLE_SCHEMAS, type StorageKey, type TableSchema, PLATFORM_TABLE_PREFIX } from './names.js';
+import { lockForTransaction } from '../platform/db/locks.js';
 
 export interface ProjectStorage {
   role: string;
@@ -105,7 +106,7 @@ async function provision(pool: pg.Pool, projectId: string): Promise<ProjectStora
   try {
     await client.query(`BEGIN; SET LOCAL statement_timeout = ${PROVISION_TIMEOUT_MS}; SET LOCAL lock_timeout = ${PROVISION_TIMEOUT_MS}`);
     // One provisioning at a time per role name (CREATE ROLE is not idempotent under races).
-    await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`tables-provision:${names.role}`]);
+    await lockForTransaction(client, `tables-provision:${names.role}`, 'text');
     const role = quoteIdent(names.role);
     const me = (
       await client.query<{ superuser: boolean; version: number }>(

@@ -33,6 +33,7 @@ import { ApiError } from '../platform/errors.js';
 import { sqlState } from './pg-errors.js';
 import { PLATFORM_TABLE_PREFIX, TABLE_SCHEMAS, type TableSchema } from './names.js';
 import { physicalSchema } from './isolation.js';
+import { lockForTransaction } from '../platform/db/locks.js';
 
 export interface QuotaLimit {
   rows: number;
@@ -110,7 +111,7 @@ export function quotaExceeded(schema: TableSchema, limit: QuotaLimit, usage: Usa
  * judged and written one at a time (waits are bounded by the transaction's lock timeout).
  */
 export async function lockQuota(client: pg.PoolClient, physicalSchema: string): Promise<void> {
-  await client.query('SELECT pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtext($1))', [`tables-quota:${physicalSchema}`]);
+  await lockForTransaction(client, `tables-quota:${physicalSchema}`, 'text');
 }
 
 /** A row version's own cost beside its values: tuple header (24), line pointer (4), null bitmap and alignment. */

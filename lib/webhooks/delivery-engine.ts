@@ -34,6 +34,7 @@ import { cancelIfOrphaned, claimDeliveries, extendClaims, overdueDeliveries, pru
 import { interruptedOutcome } from './claims.js';
 import { listen, type Listener } from './listener.js';
 import { WEBHOOK_CHANGES_CHANNEL } from './registrations.js';
+import { inTransaction } from '../platform/db/transaction.js';
 
 /** [delivery id, webhook id] pairs. */
 export type DeliveryPairs = Array<[string, string]>;
@@ -325,18 +326,12 @@ export class WebhookDeliveryEngine {
     for (const webhookId of [...this.touched]) {
       if (budget.rows <= 0 || this.stopped || Date.now() > budget.until) break;
       const chunk = Math.min(budget.rows, 500);
-      const client = await pool.connect();
       try {
-        await client.query('BEGIN');
-        const { deliveries } = await pruneLog(client, webhookId, this.policy.keepDeliveriesPerWebhook, chunk);
-        await client.query('COMMIT');
+        const { deliveries } = await inTransaction(pool, (client) => pruneLog(client, webhookId, this.policy.keepDeliveriesPerWebhook, chunk));
         budget.rows -= deliveries;
         if (deliveries < chunk) this.touched.delete(webhookId); // nothing more to prune there
       } catch (e) {
-        await client.query('ROLLBACK').catch(() => undefined);
         deps.logger.warn('webhook log pruning failed', { webhook_id: webhookId, error: String(e) });
-      } finally {
-        client.release();
       }
     }
   }

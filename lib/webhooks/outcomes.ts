@@ -12,6 +12,7 @@ import type pg from 'pg';
 import type { Logger } from '../platform/logger.js';
 import { applyEndpointChanges, endpointChanges, lockEndpoints, WEBHOOK_CHANGES_CHANNEL } from './registrations.js';
 import { cancelPending, recordOutcomes, type Outcome, type RecordedOutcome } from './store.js';
+import { inTransaction } from '../platform/db/transaction.js';
 
 export interface OutcomeWriterOptions {
   pool: pg.Pool;
@@ -78,25 +79,17 @@ export class OutcomeWriter {
 
   /** One transaction; retried when PostgreSQL picks it as a deadlock or serialization victim. */
   private async transact(outcomes: Outcome[], at: Date): Promise<{ recorded: RecordedOutcome[]; disabled: string[] }> {
-    for (let attempt = 1; ; attempt++) {
-      const client = await this.opts.pool.connect();
-      try {
-        await client.query('BEGIN');
-        await client.query('SET LOCAL synchronous_commit TO off');
+    return inTransaction(
+      this.opts.pool,
+      async (client) => {
         await lockEndpoints(client, outcomes.map((o) => o.webhookId));
         const recorded = await recordOutcomes(client, outcomes);
         const disabled = await applyEndpointChanges(client, endpointChanges(recorded), this.opts.disableAfter);
         if (disabled.length > 0) await cancelPending(client, disabled, at, WEBHOOK_CHANGES_CHANNEL);
-        await client.query('COMMIT');
         return { recorded, disabled };
-      } catch (e) {
-        await client.query('ROLLBACK').catch(() => undefined);
-        const code = (e as { code?: string }).code;
-        if (attempt >= 3 || (code !== '40P01' && code !== '40001')) throw e;
-      } finally {
-        client.release();
-      }
-    }
+      },
+      { local: { synchronous_commit: 'off' }, retryOn: ['40P01', '40001'], attempts: 3 },
+    );
   }
 
   private async write(batch: Pending[]): Promise<void> {
