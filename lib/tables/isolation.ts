@@ -27,6 +27,7 @@ import { scramVerifier, tenantPoolsOf } from './tenant-pool.js';
 import { ApiError } from '../platform/errors.js';
 import { asStorageKey, isPlatformTable, quoteIdent, roleName, schemaName, TABLE_SCHEMAS, type StorageKey, type TableSchema, PLATFORM_TABLE_PREFIX } from './names.js';
 import { lockForTransaction } from '../platform/db/locks.js';
+import { inTransaction, transactionOn } from '../platform/db/transaction.js';
 
 export interface ProjectStorage {
   role: string;
@@ -102,62 +103,62 @@ const PROVISION_TIMEOUT_MS = 30000;
 
 async function provision(pool: pg.Pool, projectId: string): Promise<ProjectStorage> {
   const names = await storageNames(pool, projectId);
-  const client = await pool.connect();
   try {
-    await client.query(`BEGIN; SET LOCAL statement_timeout = ${PROVISION_TIMEOUT_MS}; SET LOCAL lock_timeout = ${PROVISION_TIMEOUT_MS}`);
-    // One provisioning at a time per role name (CREATE ROLE is not idempotent under races).
-    await lockForTransaction(client, `tables-provision:${names.role}`, 'text');
-    const role = quoteIdent(names.role);
-    const me = (
-      await client.query<{ superuser: boolean; version: number }>(
-        "SELECT rolsuper AS superuser, current_setting('server_version_num')::int AS version FROM pg_roles WHERE rolname = current_user",
-      )
-    ).rows[0];
-    const exists = await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [names.role]);
-    if (exists.rowCount === 0) await client.query(`CREATE ROLE ${role} NOLOGIN NOINHERIT`);
-    // Tenant work logs in as this role (lib/tables/tenant-pool.ts): the password is derived (only its
-    // SCRAM verifier is sent), and the role stays a member of no other role, so nothing run on its
-    // sessions can become anyone else.
-    await client.query(`ALTER ROLE ${role} LOGIN PASSWORD ${client.escapeLiteral(scramVerifier(tenantPoolsOf(pool).passwordOf(names.role)))}`);
-    if (!me.superuser) {
-      // Maintenance as the project (SET ROLE) needs membership with SET. PostgreSQL 16+ gives a
-      // CREATEROLE creator ADMIN only; our own grant adds SET (no INHERIT: no ambient project rights).
-      if (me.version >= 160000) await client.query(`GRANT ${role} TO CURRENT_USER WITH INHERIT FALSE, SET TRUE`);
-      else if (!(await client.query('SELECT pg_has_role(current_user, $1, $2) AS m', [names.role, 'MEMBER'])).rows[0].m) {
-        await client.query(`GRANT ${role} TO CURRENT_USER`);
-      }
-    }
-    for (const s of TABLE_SCHEMAS) {
-      const schema = quoteIdent(names.schemas[s]);
-      // The service owns the schema (so it can keep platform tables there and drop it); the project
-      // role may use it and create in it, and owns what it creates. Nobody else may even look inside.
-      await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
-      await client.query(`REVOKE ALL ON SCHEMA ${schema} FROM PUBLIC`);
-      await client.query(`GRANT USAGE, CREATE ON SCHEMA ${schema} TO ${role}`);
-      await client.query(
-        `CREATE TABLE IF NOT EXISTS ${schema}.${quoteIdent(PLATFORM_META_TABLE)} (key text PRIMARY KEY, value text NOT NULL)`,
-      );
-      // Created by the service, so owned by it: the project role has no grant on it at all.
-      await client.query(`REVOKE ALL ON ${schema}.${quoteIdent(PLATFORM_META_TABLE)} FROM PUBLIC, ${role}`);
-      await client.query(positionsTableDdl(names.schemas[s]));
-      await client.query(`REVOKE ALL ON ${schema}.${quoteIdent(CURSOR_POSITIONS_TABLE)} FROM PUBLIC, ${role}`);
-      await client.query(
-        `INSERT INTO ${schema}.${quoteIdent(PLATFORM_META_TABLE)} (key, value) VALUES ('layout', '1'), ('project_id', $1) ON CONFLICT (key) DO NOTHING`,
-        [projectId.toLowerCase()],
-      );
-    }
-    await client.query('COMMIT');
-    return names;
+    return await inTransaction(
+      pool,
+      async (client) => {
+        // One provisioning at a time per role name (CREATE ROLE is not idempotent under races).
+        await lockForTransaction(client, `tables-provision:${names.role}`, 'text');
+        const role = quoteIdent(names.role);
+        const me = (
+          await client.query<{ superuser: boolean; version: number }>(
+            "SELECT rolsuper AS superuser, current_setting('server_version_num')::int AS version FROM pg_roles WHERE rolname = current_user",
+          )
+        ).rows[0];
+        const exists = await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [names.role]);
+        if (exists.rowCount === 0) await client.query(`CREATE ROLE ${role} NOLOGIN NOINHERIT`);
+        // Tenant work logs in as this role (lib/tables/tenant-pool.ts): the password is derived (only its
+        // SCRAM verifier is sent), and the role stays a member of no other role, so nothing run on its
+        // sessions can become anyone else.
+        await client.query(`ALTER ROLE ${role} LOGIN PASSWORD ${client.escapeLiteral(scramVerifier(tenantPoolsOf(pool).passwordOf(names.role)))}`);
+        if (!me.superuser) {
+          // Maintenance as the project (SET ROLE) needs membership with SET. PostgreSQL 16+ gives a
+          // CREATEROLE creator ADMIN only; our own grant adds SET (no INHERIT: no ambient project rights).
+          if (me.version >= 160000) await client.query(`GRANT ${role} TO CURRENT_USER WITH INHERIT FALSE, SET TRUE`);
+          else if (!(await client.query('SELECT pg_has_role(current_user, $1, $2) AS m', [names.role, 'MEMBER'])).rows[0].m) {
+            await client.query(`GRANT ${role} TO CURRENT_USER`);
+          }
+        }
+        for (const s of TABLE_SCHEMAS) {
+          const schema = quoteIdent(names.schemas[s]);
+          // The service owns the schema (so it can keep platform tables there and drop it); the project
+          // role may use it and create in it, and owns what it creates. Nobody else may even look inside.
+          await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+          await client.query(`REVOKE ALL ON SCHEMA ${schema} FROM PUBLIC`);
+          await client.query(`GRANT USAGE, CREATE ON SCHEMA ${schema} TO ${role}`);
+          await client.query(
+            `CREATE TABLE IF NOT EXISTS ${schema}.${quoteIdent(PLATFORM_META_TABLE)} (key text PRIMARY KEY, value text NOT NULL)`,
+          );
+          // Created by the service, so owned by it: the project role has no grant on it at all.
+          await client.query(`REVOKE ALL ON ${schema}.${quoteIdent(PLATFORM_META_TABLE)} FROM PUBLIC, ${role}`);
+          await client.query(positionsTableDdl(names.schemas[s]));
+          await client.query(`REVOKE ALL ON ${schema}.${quoteIdent(CURSOR_POSITIONS_TABLE)} FROM PUBLIC, ${role}`);
+          await client.query(
+            `INSERT INTO ${schema}.${quoteIdent(PLATFORM_META_TABLE)} (key, value) VALUES ('layout', '1'), ('project_id', $1) ON CONFLICT (key) DO NOTHING`,
+            [projectId.toLowerCase()],
+          );
+        }
+        return names;
+      },
+      { local: { statement_timeout: PROVISION_TIMEOUT_MS, lock_timeout: PROVISION_TIMEOUT_MS } },
+    );
   } catch (e) {
-    await client.query('ROLLBACK').catch(() => undefined);
     const state = sqlState(e);
     if (state === '57014' || state === '55P03') throw queryTimeout(PROVISION_TIMEOUT_MS);
     if (state === '42501') {
       throw new Error(`Cannot create the storage of project ${projectId}: the service's database role must be a superuser or have CREATEROLE (${(e as Error).message})`);
     }
     throw e;
-  } finally {
-    client.release();
   }
 }
 
@@ -198,31 +199,32 @@ export async function withProjectTx<T>(
   // Operator DDL (30 s statements) never takes the slots kept for projects holding none.
   const conn = await tenantPoolsOf(pool).connect(projectId.toLowerCase(), storage.role, { reserve: !opts.ddl });
   const client = conn.client;
-  let broken = false;
+  const state: { broken?: boolean } = {};
+  const timeout = Math.max(1, Math.floor(opts.statementTimeoutMs));
+  const schema = quoteIdent(storage.schemas[opts.schema]);
   try {
-    const timeout = Math.max(1, Math.floor(opts.statementTimeoutMs));
-    await client.query(
+    return await transactionOn(client, (c) => fn(c, storage), {
       // Reads see one snapshot across their statements (a page may be read in two segments).
-      `BEGIN ISOLATION LEVEL ${opts.readOnly ? 'REPEATABLE READ READ ONLY' : 'READ COMMITTED READ WRITE'};` +
+      isolation: opts.readOnly ? 'REPEATABLE READ' : 'READ COMMITTED',
+      readOnly: !!opts.readOnly,
+      local: {
         // Stable text forms: values come back, and cursor positions go round, in these.
-        `SET LOCAL TimeZone = 'UTC'; SET LOCAL DateStyle = 'ISO, YMD'; SET LOCAL IntervalStyle = 'postgres'; SET LOCAL extra_float_digits = 1;` +
-        `SET LOCAL search_path = ${opts.ddl ? `${quoteIdent(storage.schemas[opts.schema])}, pg_catalog` : `pg_catalog, ${quoteIdent(storage.schemas[opts.schema])}`};` +
-        `SET LOCAL statement_timeout = ${timeout};` +
-        `SET LOCAL lock_timeout = ${timeout};` +
-        `SET LOCAL idle_in_transaction_session_timeout = ${Math.max(timeout * 4, 10000)}`,
-    );
-    const result = await fn(client, storage);
-    await client.query('COMMIT');
-    return result;
+        timezone: "'UTC'",
+        datestyle: "'ISO, YMD'",
+        intervalstyle: "'postgres'",
+        extra_float_digits: 1,
+        search_path: opts.ddl ? `${schema}, pg_catalog` : `pg_catalog, ${schema}`,
+        statement_timeout: timeout,
+        lock_timeout: timeout,
+        idle_in_transaction_session_timeout: Math.max(timeout * 4, 10000),
+      },
+    }, state);
   } catch (e) {
-    await client.query('ROLLBACK').catch(() => {
-      broken = true;
-    });
-    const state = sqlState(e);
-    if (state === '57014' || state === '55P03') throw queryTimeout(opts.statementTimeoutMs);
+    const code = sqlState(e);
+    if (code === '57014' || code === '55P03') throw queryTimeout(opts.statementTimeoutMs);
     throw e;
   } finally {
-    await conn.release(broken);
+    await conn.release(!!state.broken);
   }
 }
 
