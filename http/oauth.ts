@@ -28,6 +28,7 @@ import { LIMITS, SCOPES_SUPPORTED } from '../lib/oauth/rules.js';
 import { CONSENT_PATH } from './dashboard/oauth-pages.js';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../lib/platform/json-depth.js';
 import { throttleAddress } from '../lib/dashboard/login-throttle.js';
+import type { OAuthServerProvider } from '@modelcontextprotocol/sdk/server/auth/provider.js';
 
 const ENDPOINTS = ['/register', '/authorize', '/token', '/revoke'] as const;
 
@@ -224,7 +225,16 @@ export function oauthRoutes(deps: AppDeps): Router {
   const router = express.Router();
   const base = deps.config.publicBaseUrl;
   const resourceUrl = mcpResourceUrl(base);
-  const provider = createOAuthProvider(deps, { resourceUrl, consentPath: CONSENT_PATH });
+  const domain = createOAuthProvider(deps, { resourceUrl });
+  // The SDK's provider: the domain, and the one HTTP step it leaves to the edge (the redirect to consent).
+  const provider: OAuthServerProvider = {
+    ...domain,
+    clientsStore: domain.clientsStore,
+    async authorize(client, params, res) {
+      const id = await domain.beginAuthorization(client, params);
+      res.redirect(302, `${CONSENT_PATH}?request=${encodeURIComponent(id)}`);
+    },
+  };
   let sdk: express.RequestHandler;
   let metadata: Record<string, unknown>;
   try {

@@ -47,9 +47,17 @@ export type OAuthDeps = Pick<Deps, 'db' | 'clock' | 'config' | 'logger'> & Parti
 export interface OAuthProviderOptions {
   /** The MCP endpoint's URL (lib/mcp/resource.ts): every grant is bound to it. */
   resourceUrl: string;
-  /** Where `/authorize` sends the browser, with `?request=<id>`. */
-  consentPath: string;
 }
+
+/**
+ * The authorization server's domain: the SDK's OAuthServerProvider but for `authorize`, whose HTTP
+ * answer (the redirect to the consent page) is the edge's (http/oauth.ts); here it records the
+ * request and answers its id.
+ */
+export type OAuthDomain = Omit<OAuthServerProvider, 'authorize'> & {
+  /** Checks an authorization request and stores it for the consent page; its id. */
+  beginAuthorization(client: OAuthClientInformationFull, params: AuthorizationParams): Promise<string>;
+};
 
 /** The client authentication methods registration accepts (and the metadata advertises). */
 export const TOKEN_AUTH_METHODS = ['none', 'client_secret_post', 'client_secret_basic'] as const;
@@ -78,7 +86,7 @@ export async function checkClientSecret(deps: Pick<Deps, 'db'>, clientId: string
   return safeEqual(hashSecret(secret), row.secretHash) ? 'ok' : 'refused';
 }
 
-export function createOAuthProvider(deps: OAuthDeps, opts: OAuthProviderOptions): OAuthServerProvider {
+export function createOAuthProvider(deps: OAuthDeps, opts: OAuthProviderOptions): OAuthDomain {
   const now = () => deps.clock.now();
 
   /** A code or refresh token used twice: every access and refresh token of its grant stops now, on every instance. */
@@ -171,7 +179,7 @@ export function createOAuthProvider(deps: OAuthDeps, opts: OAuthProviderOptions)
       return clientsStore;
     },
 
-    async authorize(client: OAuthClientInformationFull, params: AuthorizationParams, res): Promise<void> {
+    async beginAuthorization(client: OAuthClientInformationFull, params: AuthorizationParams): Promise<string> {
       const scopes = scopeList(params.scopes);
       const unknown = scopes.filter((s) => !isKnownScope(s));
       if (unknown.length) throw new InvalidScopeError(`Unknown scope: ${unknown.slice(0, 3).join(', ').slice(0, 200)}.`);
@@ -180,7 +188,7 @@ export function createOAuthProvider(deps: OAuthDeps, opts: OAuthProviderOptions)
       }
       if (!CODE_CHALLENGE.test(params.codeChallenge)) throw new InvalidRequestError('code_challenge must be the base64url SHA-256 of the code verifier (43 characters).');
       if (params.state !== undefined && params.state.length > LIMITS.state) throw new InvalidRequestError(`state: at most ${LIMITS.state} characters.`);
-      const id = await store.createRequest(deps.db, {
+      return store.createRequest(deps.db, {
         clientId: client.client_id,
         redirectUri: params.redirectUri,
         codeChallenge: params.codeChallenge,
@@ -190,7 +198,6 @@ export function createOAuthProvider(deps: OAuthDeps, opts: OAuthProviderOptions)
         now: now(),
         ttlSeconds: LIMITS.requestSeconds,
       });
-      res.redirect(302, `${opts.consentPath}?request=${encodeURIComponent(id)}`);
     },
 
     async challengeForAuthorizationCode(client, authorizationCode) {
