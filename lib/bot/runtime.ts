@@ -2,31 +2,38 @@
  * The production bot runtime: hands each stored inbound message to the project's deployed bundle.
  *
  * Policy and why:
- * - One sandbox (V8 isolate) per project, created from the active release on first use (once,
- *   however many messages arrive together) and replaced when a deploy or rollback switches the
- *   release (the active release is re-read at most once a second, and at once after a deploy or
- *   rollback in this process) or when an event disposed it (time or memory
- *   limit). At most MAX_WARM_SANDBOXES stay alive; the least recently used goes first.
+ * - One event per sandbox (V8 isolate) at a time: a project's sandboxes are a pool of its active
+ *   release (a slot), made on demand in the project's own sandbox process (lib/sandbox/supervisor.ts)
+ *   and given back after each event while usable, so a helper call is always that event's (its
+ *   journal, its send references) and a time or memory limit stops only the event that overran.
+ *   The slot is replaced when a deploy or rollback switches the release (the active release is
+ *   re-read at most once a second, and at once after a deploy or rollback in this process). At
+ *   most MAX_WARM_SANDBOXES slots stay; the least recently used goes first.
  * - Order: one conversation's messages are handled one at a time, in arrival order. A project's
- *   different conversations run side by side, up to MAX_CONCURRENT_PER_PROJECT at once (while one
- *   waits for a send, the isolate serves another), and different projects are independent.
+ *   different conversations run side by side, up to MAX_CONCURRENT_PER_PROJECT at once (one at a
+ *   time for SOLO_MS after its process ended under several events), and different projects are
+ *   independent.
  * - A project's backlog is capped (MAX_QUEUED_PER_PROJECT); beyond it a message is not queued here
  *   (never without bound) but stays in the bot's inbox, handed over again when its lease runs out.
+ * - CPU: a project's bots share BOT_CPU_MS_PER_MINUTE (lib/bot/cpu-budget.ts); past it, its events
+ *   wait for the next minute as they do past the rate below.
  * - Rate: a project's bot handles at most BOT_EVENTS_PER_MINUTE messages a minute, counted in the
  *   shared counters so all instances agree (lib/bot/rates.ts). A message past it is not lost: it
  *   waits here (its lease renewed, its conversation's later messages behind it) until the minute
  *   turns, and the bot log says so once a minute. On shutdown a waiting message stays in the inbox.
  * - Work the bot left running after an event (lib/sandbox/sandbox.ts) is stopped past its CPU bound and
- *   logged; an event caught in that stop was not at fault and runs again once on a fresh sandbox.
+ *   logged; an event caught in that stop was not at fault and runs again (up to MAX_RERUNS, uncounted).
  * - The inbound webhook answers the channel without waiting for the bot. A paused project's bot
  *   does not run (seen within RELEASE_CHECK_MS).
  * - Every stopped invocation (throw, timeout, memory limit, failed start-up) is written to the
  *   project's bot log for the operator and counted in the metrics (bot_event_failures_total);
- *   nothing the bot does can throw into the service. A time or
- *   memory limit disposes the project's isolate, which also stops that project's other events in
- *   flight (each is logged).
- * - Sandboxes run in supervised child processes (lib/sandbox/supervisor.ts): a failure isolated-vm
- *   cannot contain ends a child, and the events it was running are answered `crashed`.
+ *   nothing the bot does can throw into the service.
+ * - Sandboxes run in a supervised child process per project (lib/sandbox/supervisor.ts): a failure
+ *   isolated-vm cannot contain ends that project's child only. An event it ended alone is charged
+ *   an abnormal run; events it ended together are not (which one ended it is unknown): they run
+ *   again, uncounted, one at a time, so the culprit is found alone.
+ * - Effects once: each event's helper calls that take effect are journaled (lib/bot/journal.ts); a
+ *   run of the same event again is answered from the journal, so nothing is done twice.
  * - An event whose run ends abnormally (`crashed`, `timeout`, `memory_limit`) goes back to the
  *   inbox and is tried again by a reclaim pass, up to BOT_MAX_ABNORMAL_RUNS runs; then it is set
  *   aside with its reason (lib/bot/inbox.ts), logged, and never replayed. A bot that throws has
