@@ -14,6 +14,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { sourceFiles } from './source-files.js';
 
 const ROOTS = ['app.ts', 'server.ts', 'services.ts', 'lib', 'http', 'middleware', 'handlers', 'jobs', 'channel', 'bot-client', 'simulator', 'scripts'];
 
@@ -59,17 +60,6 @@ function capabilityOf(file: string): string | null {
   return m && m[1] !== 'platform' ? m[1] : null;
 }
 const SPEC = /(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)(['"])([^'"]+)\1/g;
-
-function walk(entry: string, out: string[]): string[] {
-  if (!fs.existsSync(entry)) return out;
-  const stat = fs.statSync(entry);
-  if (stat.isFile()) {
-    if (entry.endsWith('.ts')) out.push(entry.split(path.sep).join('/'));
-    return out;
-  }
-  for (const name of fs.readdirSync(entry).sort()) walk(path.join(entry, name), out);
-  return out;
-}
 
 export interface Violation {
   file: string;
@@ -201,7 +191,7 @@ export function cyclesOf(graph: Map<string, { local: string[] }>): Violation[] {
 }
 
 export function checkImports(root: string): Violation[] {
-  const files = ROOTS.flatMap((r) => walk(path.join(root, r), [])).map((f) => path.relative(root, f).split(path.sep).join('/'));
+  const files = sourceFiles(root, ROOTS);
   // The declared edges run one way: no two rooms reach each other, directly or around a circle.
   const declared = new Map(Object.entries(CAPABILITY_EDGES).map(([room, to]) => [room, { local: to }]));
   const circles = cyclesOf(declared).map((v) => ({ file: 'scripts/check-imports.ts', message: `CAPABILITY_EDGES ${v.message}` }));

@@ -11,22 +11,13 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { sourceFiles } from './source-files.js';
 
 const ROOTS = ['app.ts', 'server.ts', 'services.ts', 'lib', 'http', 'middleware', 'handlers', 'jobs', 'scripts'];
 const SKIP = [/^scripts\/bench/, /^scripts\/compose-smoke\.ts$/, /^scripts\/check-table-writers\.ts$/, /^lib\/platform\/db\/migrate\.ts$/];
 const BASELINE = 'scripts/table-writers.baseline.json';
 const SQL_WRITE = /\b(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM|MERGE\s+INTO)\s+(?:ONLY\s+)?(?:public\.)?"?([a-z_][a-z0-9_]*)"?/g;
 const PRISMA_WRITE = /\.([a-z][A-Za-z0-9]*)\.(?:create|createMany|createManyAndReturn|update|updateMany|updateManyAndReturn|upsert|delete|deleteMany)\s*\(/g;
-
-function walk(entry: string, out: string[]): string[] {
-  if (!fs.existsSync(entry)) return out;
-  if (fs.statSync(entry).isFile()) {
-    if (entry.endsWith('.ts')) out.push(entry.split(path.sep).join('/'));
-    return out;
-  }
-  for (const name of fs.readdirSync(entry).sort()) walk(path.join(entry, name), out);
-  return out;
-}
 
 /** Prisma model name (camelCase, as the client spells it) → table, from schema.prisma's @@map. */
 export function prismaTables(schema: string): Map<string, string> {
@@ -48,9 +39,7 @@ export function tableWriters(root: string): Map<string, Set<string>> {
     if (!writers.has(table)) writers.set(table, new Set());
     writers.get(table)!.add(file);
   };
-  const files = ROOTS.flatMap((r) => walk(path.join(root, r), []))
-    .map((f) => path.relative(root, f).split(path.sep).join('/'))
-    .filter((f) => !SKIP.some((s) => s.test(f)));
+  const files = sourceFiles(root, ROOTS).filter((f) => !SKIP.some((s) => s.test(f)));
   for (const file of files) {
     const text = fs.readFileSync(path.join(root, file), 'utf8').replace(/\/\*[\s\S]*?\*\/|^\s*\/\/.*$/gm, '');
     for (const m of text.matchAll(SQL_WRITE)) add(m[1], file);

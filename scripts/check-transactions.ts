@@ -9,6 +9,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { sourceFiles } from './source-files.js';
 
 const ROOTS = ['lib', 'jobs', 'http', 'handlers', 'middleware', 'channel', 'scripts', 'app.ts', 'server.ts', 'services.ts'];
 /** Where they may be spelled: the database floor itself, and this check. */
@@ -25,16 +26,6 @@ export interface TxViolation {
   message: string;
 }
 
-function walk(entry: string, out: string[]): string[] {
-  if (!fs.existsSync(entry)) return out;
-  if (fs.statSync(entry).isFile()) {
-    if (entry.endsWith('.ts')) out.push(entry.split(path.sep).join('/'));
-    return out;
-  }
-  for (const name of fs.readdirSync(entry).sort()) walk(path.join(entry, name), out);
-  return out;
-}
-
 /** The violations in one file's text (`file` relative to the root). */
 export function violationsIn(file: string, text: string): TxViolation[] {
   if (ALLOWED.some((a) => a.test(file))) return [];
@@ -49,7 +40,7 @@ export function violationsIn(file: string, text: string): TxViolation[] {
 }
 
 export function transactionViolations(root: string): TxViolation[] {
-  const files = ROOTS.flatMap((r) => walk(path.join(root, r), [])).map((f) => path.relative(root, f).split(path.sep).join('/'));
+  const files = sourceFiles(root, ROOTS);
   return files.flatMap((f) => violationsIn(f, fs.readFileSync(path.join(root, f), 'utf8')));
 }
 
