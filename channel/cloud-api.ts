@@ -1,8 +1,10 @@
 /**
- * WhatsApp Cloud API client: every upstream call the service makes goes through here (Meta's Graph
- * API in production, the simulator in development and tests). The transport (deadlines, error
- * mapping, secrets kept out of logs) is graph-transport.ts; each Graph area has its module:
- * messages.ts, templates.ts, media.ts and flows.ts.
+ * WhatsApp Cloud API client, the channel port's adapter (lib/channel-port/port.ts): every upstream
+ * call the service makes goes through here (Meta's Graph API in production, the simulator in
+ * development and tests). The transport (deadlines, error mapping, secrets kept out of logs) is
+ * graph-transport.ts; each Graph area has its module: messages.ts, templates.ts, media.ts,
+ * phone-numbers.ts and flows.ts; Meta's webhook notifications are read into the port's events by
+ * notifications.ts.
  */
 import { GraphTransport, type CallSpec, type ChannelCredentials } from './graph-transport.js';
 import type { ChannelError, ChannelOperation } from './errors.js';
@@ -10,6 +12,10 @@ import * as messages from './messages.js';
 import * as templates from './templates.js';
 import * as media from './media.js';
 import * as phoneNumbers from './phone-numbers.js';
+import * as flows from './flows.js';
+import { notificationEvents } from './notifications.js';
+import type { ChannelPort } from '../lib/channel-port/port.js';
+import type { ChannelEvent } from '../lib/channel-port/events.js';
 
 export type { ChannelCredentials, CloudApiClientOptions } from './graph-transport.js';
 export type * from './messages.js';
@@ -17,7 +23,7 @@ export type * from './templates.js';
 export type * from './media.js';
 export type * from './phone-numbers.js';
 
-export class CloudApiClient extends GraphTransport {
+export class CloudApiClient extends GraphTransport implements ChannelPort {
   sendMessage(...a: Parameters<typeof messages.sendMessage>) {
     return messages.sendMessage.apply(this, a);
   }
@@ -58,6 +64,26 @@ export class CloudApiClient extends GraphTransport {
   }
   uploadHeaderSample(...a: Parameters<typeof media.uploadHeaderSample>) {
     return media.uploadHeaderSample.apply(this, a);
+  }
+
+  createFlow(creds: ChannelCredentials, input: { name: string; categories: string[] }) {
+    return flows.createFlow(this, creds, input);
+  }
+  uploadFlowJson(creds: ChannelCredentials, flowId: string, json: string) {
+    return flows.uploadFlowJson(this, creds, flowId, json);
+  }
+  getFlow(creds: ChannelCredentials, flowId: string) {
+    return flows.getFlow(this, creds, flowId);
+  }
+  publishFlow(creds: ChannelCredentials, flowId: string) {
+    return flows.publishFlow(this, creds, flowId);
+  }
+  deprecateFlow(creds: ChannelCredentials, flowId: string) {
+    return flows.deprecateFlow(this, creds, flowId);
+  }
+
+  parseNotification(payload: unknown, phoneNumberId: string): ChannelEvent[] {
+    return notificationEvents(payload, phoneNumberId);
   }
 
   /**

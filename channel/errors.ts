@@ -1,7 +1,8 @@
 /**
- * One error type for trouble with the upstream WhatsApp Cloud API (Meta's Graph API, or the simulator),
- * its classification, and its mapping onto the service's error envelope (spec "Errors": 502
- * `upstream_auth_error` / `upstream_error`).
+ * Trouble with the upstream WhatsApp Cloud API (Meta's Graph API, or the simulator) as the port's
+ * ChannelError (lib/channel-port/errors.ts): its kind, whether to retry, and the reasons the domain
+ * decides on, read from Graph's codes here and nowhere else. (What it means to our caller, in the
+ * spec's envelope, is the domain's: lib/channel-port/api-errors.ts.)
  *
  * Graph errors look like `{ error: { message, type, code, error_subcode?, error_user_title?,
  * error_user_msg?, error_data?: { messaging_product, details }, is_transient?, fbtrace_id } }`.
@@ -11,101 +12,10 @@
  * provider are scrubbed of the call's token (and of anything shaped like a Meta token) as well.
  */
 
-export type ChannelErrorKind = 'auth' | 'rejected' | 'throttled' | 'unavailable';
+import { ChannelError, type ChannelErrorKind, type ChannelErrorReason, type ChannelOperation } from '../lib/channel-port/errors.js';
 
-/** Which client call failed (lets helpers tell a template payload from any other). */
-export type ChannelOperation =
-  | 'sendMessage'
-  | 'createTemplate'
-  | 'listTemplates'
-  | 'deleteTemplate'
-  | 'uploadMedia'
-  | 'getMedia'
-  | 'deleteMedia'
-  | 'createUploadSession'
-  | 'uploadToSession'
-  // WhatsApp Flows (channel/flows.ts)
-  | 'createFlow'
-  | 'uploadFlowAsset'
-  | 'getFlow'
-  | 'publishFlow'
-  | 'deprecateFlow'
-  // The phone number and its portfolio's messaging limit (channel/phone-numbers.ts)
-  | 'getMessagingLimit'
-  | 'getThroughput'
-  // Mark read with a typing indicator (channel/messages.ts)
-  | 'markRead';
-
-export interface ChannelErrorInit {
-  kind: ChannelErrorKind;
-  message: string;
-  retryable: boolean;
-  operation?: ChannelOperation;
-  /** For sendMessage: the payload's `type` (text, template, image, …). */
-  messageType?: string;
-  httpStatus?: number;
-  graphCode?: number;
-  subcode?: number;
-  graphType?: string;
-  title?: string;
-  details?: string;
-  fbtraceId?: string;
-  /** Transport-level code: ECONNREFUSED, ECONNRESET, ETIMEDOUT, ECONNABORTED, ENOTFOUND, EBADRESPONSE, … */
-  networkCode?: string;
-  outcomeUnknown?: boolean;
-}
-
-export class ChannelError extends Error {
-  readonly kind: ChannelErrorKind;
-  /** Worth retrying later with backoff (5xx, timeouts, connection failures, rate limits). */
-  readonly retryable: boolean;
-  readonly operation?: ChannelOperation;
-  readonly messageType?: string;
-  readonly httpStatus?: number;
-  /** Graph `error.code` (e.g. 190, 131047, 130429). */
-  readonly graphCode?: number;
-  /** Graph `error.error_subcode` (e.g. 2388024 for a duplicate template). */
-  readonly subcode?: number;
-  /** Graph `error.type` (OAuthException, GraphMethodException, …). */
-  readonly graphType?: string;
-  /** The error's title: `error_user_title`, else the message without its "(#code) " prefix. */
-  readonly title?: string;
-  /** `error.error_data.details`, else `error_user_msg`. */
-  readonly details?: string;
-  readonly fbtraceId?: string;
-  readonly networkCode?: string;
-  /**
-   * The request may have reached the provider and taken effect although no usable answer came back
-   * (timeout or reset after sending, a 2xx with an unreadable body). A retried send may duplicate.
-   */
-  readonly outcomeUnknown: boolean;
-
-  constructor(init: ChannelErrorInit) {
-    super(init.message);
-    this.name = 'ChannelError';
-    this.kind = init.kind;
-    this.retryable = init.retryable;
-    this.outcomeUnknown = init.outcomeUnknown ?? false;
-    // Assign only what is defined, so inspection and JSON show no noise.
-    const optional = [
-      'operation', 'messageType', 'httpStatus', 'graphCode', 'subcode', 'graphType', 'title', 'details', 'fbtraceId', 'networkCode',
-    ] as const;
-    for (const k of optional) {
-      if (init[k] !== undefined) (this as Record<string, unknown>)[k] = init[k];
-    }
-  }
-
-  toJSON(): Record<string, unknown> {
-    const out: Record<string, unknown> = { name: this.name, kind: this.kind, message: this.message, retryable: this.retryable };
-    for (const k of ['operation', 'messageType', 'httpStatus', 'graphCode', 'subcode', 'graphType', 'title', 'details', 'fbtraceId', 'networkCode'] as const) {
-      if (this[k] !== undefined) out[k] = this[k];
-    }
-    if (this.outcomeUnknown) out.outcomeUnknown = true;
-    return out;
-  }
-}
-
-export const isChannelError = (e: unknown): e is ChannelError => e instanceof ChannelError;
+export { ChannelError, isChannelError } from '../lib/channel-port/errors.js';
+export type { ChannelErrorKind, ChannelOperation } from '../lib/channel-port/errors.js';
 
 // ---------------------------------------------------------------------------------------------
 // Classification
@@ -120,6 +30,59 @@ const UNAVAILABLE_CODES = new Set([1, 2, 131000]);
 
 /** Template-payload rejections when sending (132xxx) or creating (subcodes 2388xxx, 2494xxx). */
 const TEMPLATE_EXISTS_SUBCODES = new Set([2388024]);
+
+/** Codes after which no further send can succeed now: template trouble, spam and account limits. */
+const SENDING_BLOCKED_CODES = new Set([132000, 132001, 132005, 132007, 132012, 132015, 132016, 131048, 131031, 131042, 368, 133010]);
+/** Meta's codes with one reason each (lib/channel-port/errors.ts names them). */
+const CODE_REASONS = new Map<number, ChannelErrorReason>([
+  [131047, 'window_closed'],
+  [130429, 'throughput_exceeded'],
+  [131056, 'recipient_rate_exceeded'],
+  [131049, 'recipient_marketing_limit'],
+  [131050, 'recipient_opted_out'],
+  [131062, 'recipient_requires_phone'],
+  [131055, 'marketing_terms_not_accepted'],
+]);
+
+interface Classified {
+  kind: ChannelErrorKind;
+  httpStatus?: number;
+  operation?: ChannelOperation;
+  messageType?: string;
+  code?: number;
+  subcode?: number;
+  title?: string;
+  details?: string;
+}
+
+/** What a Graph error means to the domain, as the port's reasons. */
+export function reasonsOf(e: Classified): ChannelErrorReason[] {
+  const out: ChannelErrorReason[] = [];
+  const byCode = e.code !== undefined ? CODE_REASONS.get(e.code) : undefined;
+  if (byCode) out.push(byCode);
+  if (e.code !== undefined && SENDING_BLOCKED_CODES.has(e.code)) out.push('sending_blocked');
+  // The Marketing Messages route refusing a template that is not MARKETING: code 100 with details
+  // naming marketing messages (Meta recommends matching on code and details).
+  if (e.code === 100 && /marketing|MM API/i.test(`${e.details ?? ''} ${e.title ?? ''}`)) out.push('marketing_template_required');
+  if (e.kind === 'rejected' && e.operation === 'createTemplate' && e.subcode !== undefined && TEMPLATE_EXISTS_SUBCODES.has(e.subcode)) out.push('template_exists');
+  else if (isTemplatePayloadRejection(e)) out.push('template_rejected');
+  return out;
+}
+
+/**
+ * A 4xx rejection of a template payload: any rejection of template creation (except "already
+ * exists"), and template-send rejections (132xxx codes, or a parameter error on a `type: template` send).
+ */
+function isTemplatePayloadRejection(e: Classified): boolean {
+  if (e.kind !== 'rejected') return false;
+  if (e.httpStatus === undefined || e.httpStatus < 400 || e.httpStatus >= 500) return false;
+  // "Object with ID … does not exist": the channel's ids are wrong, not the template.
+  if (e.code === 100 && e.subcode === 33) return false;
+  if (e.operation === 'createTemplate') return true;
+  if (e.operation !== 'sendMessage') return false;
+  if (e.code !== undefined && e.code >= 132000 && e.code < 133000) return true;
+  return e.messageType === 'template' && (e.code === 100 || e.code === 131008 || e.code === 131009);
+}
 
 export interface ErrorContext {
   operation?: ChannelOperation;
@@ -220,13 +183,13 @@ export function channelErrorFromResponse(
       ...base,
       kind,
       retryable,
-      graphCode: code,
+      code,
       subcode,
-      graphType: type,
       title,
       details,
-      fbtraceId,
+      traceId: fbtraceId,
       outcomeUnknown: false,
+      reasons: reasonsOf({ ...base, kind, code, subcode, title, details }),
       message: `WhatsApp Cloud API ${KIND_TEXT[kind]} (HTTP ${httpStatus}${code !== undefined ? `, code ${code}` : ''}${subcode !== undefined ? `/${subcode}` : ''})${what ? `: ${what}` : ''}`,
     });
   }
@@ -236,10 +199,10 @@ export function channelErrorFromResponse(
   const snippet = ctx.rawText ? scrub(ctx.rawText.replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' '), secrets).slice(0, 200) : undefined;
   const describe = (what: string) => `WhatsApp Cloud API ${what} (HTTP ${httpStatus})${snippet ? `: ${snippet}` : ''}`;
   if (httpStatus === 401) {
-    return new ChannelError({ ...base, kind: 'auth', retryable: false, fbtraceId, details: snippet, message: describe(KIND_TEXT.auth) });
+    return new ChannelError({ ...base, kind: 'auth', retryable: false, traceId: fbtraceId, details: snippet, message: describe(KIND_TEXT.auth) });
   }
   if (httpStatus === 429) {
-    return new ChannelError({ ...base, kind: 'throttled', retryable: true, fbtraceId, details: snippet, message: describe(KIND_TEXT.throttled) });
+    return new ChannelError({ ...base, kind: 'throttled', retryable: true, traceId: fbtraceId, details: snippet, message: describe(KIND_TEXT.throttled) });
   }
   const ok = httpStatus >= 200 && httpStatus < 300;
   return new ChannelError({
@@ -247,7 +210,7 @@ export function channelErrorFromResponse(
     kind: 'unavailable',
     // 5xx, 408, unreadable 2xx and garbage are worth another try; a redirect will redirect again.
     retryable: !(httpStatus >= 300 && httpStatus < 400),
-    fbtraceId,
+    traceId: fbtraceId,
     details: snippet,
     networkCode: 'EBADRESPONSE',
     outcomeUnknown: ok,
@@ -289,30 +252,13 @@ export function channelErrorFromTransport(err: unknown, ctx: ErrorContext & { ti
 }
 
 // ---------------------------------------------------------------------------------------------
-// Helpers for the service
+// The reasons as predicates (for this adapter's tests and tools)
 
 /** Graph 131047 "Re-engagement message": the customer's 24-hour window is closed upstream. */
-export function isOutsideWindowError(e: unknown): e is ChannelError {
-  return e instanceof ChannelError && e.graphCode === 131047;
-}
+export const isOutsideWindowError = (e: unknown): e is ChannelError => e instanceof ChannelError && e.reasons.includes('window_closed');
 
-/** The template name and language already exist upstream (map to 409 `template_exists`). */
-export function isTemplateExists(e: unknown): e is ChannelError {
-  return e instanceof ChannelError && e.kind === 'rejected' && e.operation === 'createTemplate' && e.subcode !== undefined && TEMPLATE_EXISTS_SUBCODES.has(e.subcode);
-}
+/** The template name and language already exist upstream (409 `template_exists`). */
+export const isTemplateExists = (e: unknown): e is ChannelError => e instanceof ChannelError && e.reasons.includes('template_exists');
 
-/**
- * A 4xx rejection of a template payload (map to 400 `invalid_template` with the provider's detail):
- * any rejection of template creation (except "already exists"), and template-send rejections
- * (132xxx codes, or a parameter error on a `type: template` send).
- */
-export function isTemplateRejection(e: unknown): e is ChannelError {
-  if (!(e instanceof ChannelError) || e.kind !== 'rejected') return false;
-  if (e.httpStatus === undefined || e.httpStatus < 400 || e.httpStatus >= 500) return false;
-  // "Object with ID … does not exist": the channel's ids are wrong, not the template.
-  if (e.graphCode === 100 && e.subcode === 33) return false;
-  if (e.operation === 'createTemplate') return !isTemplateExists(e);
-  if (e.operation !== 'sendMessage') return false;
-  if (e.graphCode !== undefined && e.graphCode >= 132000 && e.graphCode < 133000) return true;
-  return e.messageType === 'template' && (e.graphCode === 100 || e.graphCode === 131008 || e.graphCode === 131009);
-}
+/** A 4xx rejection of a template payload (400 `invalid_template` with the provider's detail). */
+export const isTemplateRejection = (e: unknown): e is ChannelError => e instanceof ChannelError && e.reasons.includes('template_rejected');

@@ -7,36 +7,25 @@
  * `validation_errors`; they are returned as they came, for the caller to store and show.
  */
 import { randomBytes } from 'node:crypto';
-import type { ChannelCredentials, CloudApiClient } from './cloud-api.js';
+import type { CallSpec, ChannelCredentials } from './graph-transport.js';
+import type { ChannelError, ChannelOperation } from './errors.js';
 
-/** One of Meta's `validation_errors` items, as returned. */
-export interface GraphFlowValidationError {
-  error: string;
-  error_type: string;
-  message: string;
-  line_start?: number;
-  line_end?: number;
-  column_start?: number;
-  column_end?: number;
-  pointers?: unknown[];
-  [key: string]: unknown;
+/** What these calls need of the client (channel/cloud-api.ts: CloudApiClient). */
+export interface GraphCaller {
+  graph(creds: ChannelCredentials, spec: CallSpec): Promise<unknown>;
+  unexpectedAnswer(op: ChannelOperation, why: string): ChannelError;
 }
 
-export interface GraphFlow {
-  id: string;
-  name?: string;
-  status?: string;
-  categories?: string[];
-  validation_errors?: GraphFlowValidationError[];
-  json_version?: string;
-  preview?: { preview_url?: string; expires_at?: string };
-  [key: string]: unknown;
-}
+import type { ChannelFlow, FlowValidationError } from '../lib/channel-port/port.js';
+
+/** The Graph names of the port's flow shapes. */
+export type GraphFlowValidationError = FlowValidationError;
+export type GraphFlow = ChannelFlow;
 
 const FLOW_FIELDS = 'id,name,status,categories,validation_errors,json_version,data_api_version,preview';
 
-function validationErrors(v: unknown): GraphFlowValidationError[] {
-  return Array.isArray(v) ? (v.filter((x) => x && typeof x === 'object') as GraphFlowValidationError[]) : [];
+function validationErrors(v: unknown): FlowValidationError[] {
+  return Array.isArray(v) ? (v.filter((x) => x && typeof x === 'object') as FlowValidationError[]) : [];
 }
 
 /** A multipart/form-data body of text fields and at most one file, as Meta's Flows calls take it. */
@@ -56,7 +45,7 @@ function multipart(fields: Record<string, string>, file?: { field: string; filen
  * POST /{version}/{wabaId}/flows → the flow's id. Meta publishes this call as multipart/form-data
  * with `categories` a JSON list in a string field.
  */
-export async function createFlow(client: CloudApiClient, creds: ChannelCredentials, input: { name: string; categories: string[] }): Promise<{ id: string }> {
+export async function createFlow(client: GraphCaller, creds: ChannelCredentials, input: { name: string; categories: string[] }): Promise<{ id: string }> {
   const form = multipart({ name: input.name, categories: JSON.stringify(input.categories) });
   const b = (await client.graph(creds, {
     op: 'createFlow',
@@ -74,7 +63,7 @@ export async function createFlow(client: CloudApiClient, creds: ChannelCredentia
  * POST /{version}/{flowId}/assets as multipart (name flow.json, asset_type FLOW_JSON, file) →
  * the channel's validation errors (empty when it found none).
  */
-export async function uploadFlowJson(client: CloudApiClient, creds: ChannelCredentials, flowId: string, json: string): Promise<{ validationErrors: GraphFlowValidationError[] }> {
+export async function uploadFlowJson(client: GraphCaller, creds: ChannelCredentials, flowId: string, json: string): Promise<{ validationErrors: FlowValidationError[] }> {
   const form = multipart({ name: 'flow.json', asset_type: 'FLOW_JSON' }, { field: 'file', filename: 'flow.json', type: 'application/json', content: json });
   const b = (await client.graph(creds, {
     op: 'uploadFlowAsset',
@@ -89,18 +78,18 @@ export async function uploadFlowJson(client: CloudApiClient, creds: ChannelCrede
 }
 
 /** GET /{version}/{flowId}?fields=… */
-export async function getFlow(client: CloudApiClient, creds: ChannelCredentials, flowId: string): Promise<GraphFlow> {
+export async function getFlow(client: GraphCaller, creds: ChannelCredentials, flowId: string): Promise<ChannelFlow> {
   const b = (await client.graph(creds, { op: 'getFlow', method: 'GET', segments: [flowId], params: { fields: FLOW_FIELDS } })) as Record<string, unknown>;
   if (typeof b?.id !== 'string') throw client.unexpectedAnswer('getFlow', 'no flow id in the answer');
-  return { ...b, id: b.id, validation_errors: validationErrors(b.validation_errors) } as GraphFlow;
+  return { ...b, id: b.id, validation_errors: validationErrors(b.validation_errors) } as ChannelFlow;
 }
 
 /** POST /{version}/{flowId}/publish (irreversible). */
-export async function publishFlow(client: CloudApiClient, creds: ChannelCredentials, flowId: string): Promise<void> {
+export async function publishFlow(client: GraphCaller, creds: ChannelCredentials, flowId: string): Promise<void> {
   await client.graph(creds, { op: 'publishFlow', method: 'POST', segments: [flowId, 'publish'] });
 }
 
 /** POST /{version}/{flowId}/deprecate */
-export async function deprecateFlow(client: CloudApiClient, creds: ChannelCredentials, flowId: string): Promise<void> {
+export async function deprecateFlow(client: GraphCaller, creds: ChannelCredentials, flowId: string): Promise<void> {
   await client.graph(creds, { op: 'deprecateFlow', method: 'POST', segments: [flowId, 'deprecate'] });
 }

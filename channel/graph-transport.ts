@@ -28,12 +28,9 @@ import {
 // ---------------------------------------------------------------------------------------------
 // Credentials and options
 
-export interface ChannelCredentials {
-  phoneNumberId: string;
-  wabaId: string;
-  appId: string;
-  accessToken: string;
-}
+/** A project's account at the channel (the port's type). */
+export type { ChannelCredentials } from '../lib/channel-port/port.js';
+import type { ChannelCredentials } from '../lib/channel-port/port.js';
 
 export interface CloudApiClientOptions {
   /** e.g. http://127.0.0.1:4010 (simulator) or https://graph.facebook.com */
@@ -329,7 +326,7 @@ export class GraphTransport {
       fbtraceHeader: fbtrace,
       rawText: parsed ? undefined : text.slice(0, 2000),
     });
-    this.onCall?.(spec.op, e.graphCode !== undefined ? String(e.graphCode) : `http_${res.status}`, ms);
+    this.onCall?.(spec.op, e.code !== undefined ? String(e.code) : `http_${res.status}`, ms);
     this.logger?.warn('cloud api call failed', {
       op: spec.op,
       method: spec.method,
@@ -337,9 +334,9 @@ export class GraphTransport {
       status: res.status,
       ms,
       kind: e.kind,
-      graph_code: e.graphCode,
+      graph_code: e.code,
       graph_subcode: e.subcode,
-      fbtrace_id: e.fbtraceId,
+      fbtrace_id: e.traceId,
     });
     throw e;
   }

@@ -6,43 +6,9 @@ import { dispositionFilename, LengthGuard, MIME_RE, type ChannelCredentials, typ
 // ---------------------------------------------------------------------------------------------
 // Media
 
-export interface UploadMediaInput {
-  data: Buffer | Readable;
-  mimeType: string;
-  filename: string;
-  /** Byte length of a stream (gives a Content-Length; checked). Ignored for a Buffer. */
-  size?: number;
-}
+import type { HeaderSampleInput, MediaInfo, UploadChunkResult, UploadMediaInput, UploadSessionInput } from '../lib/channel-port/port.js';
 
-export interface MediaInfo {
-  id: string;
-  /** Download URL; valid about 5 minutes and needs the same access token. */
-  url: string;
-  mime_type: string;
-  sha256: string;
-  file_size: number;
-}
-
-export interface UploadSessionInput {
-  fileName: string;
-  fileLength: number;
-  /** application/pdf, image/jpeg, image/jpg, image/png or video/mp4 */
-  fileType: string;
-}
-
-export type UploadChunkResult =
-  /** The upload is complete; `handle` serves as a template header example (`header_handle`). */
-  | { handle: string; fileOffset?: undefined }
-  /** More bytes are expected from `fileOffset`. */
-  | { handle?: undefined; fileOffset: number };
-
-export interface HeaderSampleInput {
-  data: Buffer | Readable;
-  fileName: string;
-  fileType: string;
-  /** Required for a stream; a Buffer's length otherwise. */
-  fileLength?: number;
-}
+export type { HeaderSampleInput, MediaInfo, UploadChunkResult, UploadMediaInput, UploadSessionInput };
 
 /** POST /{version}/{phoneNumberId}/media as multipart (messaging_product, type, file), streamed. */
 export async function uploadMedia(this: GraphTransport, creds: ChannelCredentials, input: UploadMediaInput): Promise<{ id: string }> {

@@ -1,16 +1,19 @@
 /**
- * Meta's webhook notifications (POST to our channel webhook), read into what they say: per change,
- * the inbound messages (with what the payload says about the sender), the statuses of sent
- * messages, the users' marketing preferences, or a template's status update. Malformed parts are
- * skipped here; what they mean to storage is lib/messaging/inbound.ts.
+ * Meta's webhook notifications (POST to our channel webhook), read into the port's events
+ * (lib/channel-port/events.ts): the inbound messages (with what the payload says about the sender),
+ * the statuses of sent messages, the users' marketing preferences, a template's status update, the
+ * messaging limit and throughput announcements. Malformed parts are skipped here; what the events
+ * mean to storage is lib/messaging/inbound.ts.
  *
  * Identity (since April 2026, Meta's "Business-scoped user IDs"): `contacts[]` carries `user_id`
  * (the BSUID), `parent_user_id` when linked portfolios are on, `profile.username` for a user with
  * a username, and `wa_id` (the phone) only under Meta's phone-number rules; messages carry
  * `from_user_id` (and `from` only with a phone); statuses `recipient_user_id` (and `recipient_id`).
  */
-import { parseMessagingLimit, type MessagingLimit } from './phone-numbers.js';
+import type { ChannelEvent, Customer, MessageEvent, StatusEvent, UserPreferenceEvent } from '../lib/channel-port/events.js';
+import { parseMessagingLimit } from './phone-numbers.js';
 
+/** A message object of a notification, as Meta sends it. */
 export interface MetaMessage {
   id: string;
   /** The sender's phone (digits); absent for a user whose number Meta withholds. */
@@ -22,6 +25,7 @@ export interface MetaMessage {
   [k: string]: unknown;
 }
 
+/** A status object of a notification, as Meta sends it. */
 export interface MetaStatus {
   id: string;
   status: string;
@@ -32,45 +36,11 @@ export interface MetaStatus {
   errors?: unknown[];
   /** Echo of what the send carried: our reference of the send (lib/messaging/send-message.ts). */
   biz_opaque_callback_data?: string;
+  pricing?: unknown;
 }
 
-export interface TemplateUpdate {
-  event?: string;
-  message_template_id?: string | number;
-  message_template_name?: string;
-  message_template_language?: string;
-  reason?: string;
-}
-
-/** What a payload says about a customer: each field only when given (phone digits only). */
-export interface Customer {
-  phone?: string;
-  userId?: string;
-  parentUserId?: string;
-  username?: string;
-  profileName?: string;
-}
-
-export interface UserPreference {
-  customer: Customer;
-  category: string;
-  /** `stop` or `resume`. */
-  value: string;
-  timestamp?: number;
-}
-
-export type NotificationChange =
-  | { kind: 'messages'; messages: Array<{ message: MetaMessage; customer: Customer; profileName?: string }>; statuses: Array<MetaStatus & { customer?: Customer }> }
-  | { kind: 'template_status'; update: TemplateUpdate }
-  | { kind: 'user_preferences'; preferences: UserPreference[] }
-  /** The portfolio's messaging limit changed (business_capability_update, phone_number_quality_update). */
-  | { kind: 'messaging_limit'; limit: MessagingLimit }
-  /**
-   * The number's throughput level may have changed: a `phone_number_quality_update` (Meta announces
-   * an upgrade with `event: THROUGHPUT_UPGRADE`) or an `account_update` (coexistence on or off).
-   * The level itself is read from the channel (`GET /{phone-number-id}?fields=throughput`).
-   */
-  | { kind: 'throughput'; field: string; event: string | null };
+/** Meta's error for a user who stopped marketing messages. */
+const STOPPED_MARKETING = 131050;
 
 /** Webhooks give the limit as a number; we keep the tier by the name the phone number's field uses. */
 const TIER_NAMES: Record<string, string> = { '250': 'TIER_250', '2000': 'TIER_2K', '10000': 'TIER_10K', '100000': 'TIER_100K', null: 'TIER_UNLIMITED' };
@@ -104,9 +74,44 @@ function merged(entry: Customer | undefined, own: Customer): Customer {
   return out;
 }
 
-/** The changes of one notification addressed to `phoneNumberId` (another number of the same business account is not ours). */
-export function notificationChanges(payload: any, phoneNumberId: string): NotificationChange[] {
-  const out: NotificationChange[] = [];
+/** The sent-at time as given (seconds since the epoch), when there is one. */
+const when = (v: unknown): string | undefined => (v ? String(v) : undefined);
+
+function messageEvent(m: MetaMessage, entries: Customer[]): MessageEvent | undefined {
+  if (typeof m.id !== 'string' || !m.id) return undefined;
+  const own: Customer = { phone: digits(m.from), userId: str(m.from_user_id), parentUserId: str(m.from_parent_user_id) };
+  const customer = merged(findEntry(entries, own.userId, own.phone), own);
+  // What is stored as the message's content: all it says but its id and the sender's phone.
+  const { id: _id, from: _from, ...content } = m;
+  return { kind: 'message', channelMessageId: m.id, customer, type: String(m.type ?? 'unknown'), timestamp: when(m.timestamp), content };
+}
+
+function statusEvent(s: MetaStatus, entries: Customer[]): StatusEvent {
+  // A malformed status is kept (acknowledged, counted) with nothing the domain could apply.
+  if (typeof s !== 'object' || s === null) return { kind: 'status', channelMessageId: '', status: '' };
+  const out: StatusEvent = {
+    kind: 'status',
+    channelMessageId: typeof s.id === 'string' ? s.id : '',
+    status: typeof s.status === 'string' ? s.status : '',
+  };
+  const timestamp = when(s.timestamp);
+  if (timestamp !== undefined) out.timestamp = timestamp;
+  if (typeof s.id === 'string') {
+    const own: Customer = { phone: digits(s.recipient_id), userId: str(s.recipient_user_id), parentUserId: str(s.recipient_parent_user_id) };
+    out.customer = merged(findEntry(entries, own.userId, own.phone), own);
+  }
+  if (Array.isArray(s.errors)) {
+    out.errors = s.errors;
+    if (s.errors.some((e) => Number((e as { code?: unknown })?.code) === STOPPED_MARKETING)) out.recipientOptedOut = true;
+  }
+  if (typeof s.biz_opaque_callback_data === 'string') out.reference = s.biz_opaque_callback_data;
+  if (s.pricing !== undefined) out.pricing = s.pricing;
+  return out;
+}
+
+/** The events of one notification addressed to `phoneNumberId` (another number of the same business account is not ours). */
+export function notificationEvents(payload: any, phoneNumberId: string): ChannelEvent[] {
+  const out: ChannelEvent[] = [];
   for (const entry of Array.isArray(payload?.entry) ? payload.entry : []) {
     for (const change of Array.isArray(entry?.changes) ? entry.changes : []) {
       const value = change?.value ?? {};
@@ -114,39 +119,46 @@ export function notificationChanges(payload: any, phoneNumberId: string): Notifi
       const entries = (Array.isArray(value.contacts) ? value.contacts : []).map(contactEntry);
       if (change?.field === 'messages') {
         if (!ours) continue;
-        const messages = (Array.isArray(value.messages) ? value.messages : [])
-          .filter((m: unknown) => typeof m === 'object' && m !== null)
-          .map((m: MetaMessage) => {
-            const own: Customer = { phone: digits(m.from), userId: str(m.from_user_id), parentUserId: str(m.from_parent_user_id) };
-            const customer = merged(findEntry(entries, own.userId, own.phone), own);
-            return { message: m, customer, profileName: customer.profileName };
-          });
-        const statuses = (Array.isArray(value.statuses) ? value.statuses : []).map((s: MetaStatus) => {
-          if (typeof s !== 'object' || s === null) return s;
-          const own: Customer = { phone: digits(s.recipient_id), userId: str(s.recipient_user_id), parentUserId: str(s.recipient_parent_user_id) };
-          return { ...s, customer: merged(findEntry(entries, own.userId, own.phone), own) };
-        });
-        out.push({ kind: 'messages', messages, statuses });
+        for (const m of Array.isArray(value.messages) ? value.messages : []) {
+          const event = typeof m === 'object' && m !== null ? messageEvent(m, entries) : undefined;
+          if (event) out.push(event);
+        }
+        for (const s of Array.isArray(value.statuses) ? value.statuses : []) out.push(statusEvent(s, entries));
       } else if (change?.field === 'user_preferences') {
         if (!ours) continue;
-        const preferences = (Array.isArray(value.user_preferences) ? value.user_preferences : [])
-          .filter((p: unknown) => typeof p === 'object' && p !== null)
-          .map((p: any): UserPreference => {
-            const own: Customer = { phone: digits(p.wa_id), userId: str(p.user_id), parentUserId: str(p.parent_user_id) };
-            return { customer: merged(findEntry(entries, own.userId, own.phone), own), category: String(p.category ?? ''), value: String(p.value ?? ''), timestamp: Number(p.timestamp) || undefined };
-          });
-        out.push({ kind: 'user_preferences', preferences });
+        for (const p of Array.isArray(value.user_preferences) ? value.user_preferences : []) {
+          if (typeof p !== 'object' || p === null) continue;
+          const own: Customer = { phone: digits(p.wa_id), userId: str(p.user_id), parentUserId: str(p.parent_user_id) };
+          const event: UserPreferenceEvent = {
+            kind: 'user_preference', customer: merged(findEntry(entries, own.userId, own.phone), own), category: String(p.category ?? ''), value: String(p.value ?? ''), timestamp: Number(p.timestamp) || undefined,
+          };
+          out.push(event);
+        }
       } else if (change?.field === 'message_template_status_update') {
-        out.push({ kind: 'template_status', update: value });
+        out.push({
+          kind: 'template_status',
+          templateId: value.message_template_id !== undefined ? String(value.message_template_id) : undefined,
+          name: String(value.message_template_name),
+          language: String(value.message_template_language),
+          status: String(value.event ?? '').toUpperCase(),
+          reason: typeof value.reason === 'string' ? value.reason : undefined,
+        });
       } else if (change?.field === 'business_capability_update' || change?.field === 'phone_number_quality_update') {
         // The limit is the portfolio's, shared by all its numbers: whichever number the change names.
         const limit = parseMessagingLimit(value.max_daily_conversations_per_business);
         if (limit) out.push({ kind: 'messaging_limit', limit: { ...limit, tier: TIER_NAMES[String(limit.limit)] ?? limit.tier } });
-        if (change.field === 'phone_number_quality_update') out.push({ kind: 'throughput', field: change.field, event: str(value.event, 64) ?? null });
+        // Meta announces an upgrade with `event: THROUGHPUT_UPGRADE`; the level is read from the number.
+        if (change.field === 'phone_number_quality_update') out.push({ kind: 'throughput', why: throughputWhy(change.field, value.event) });
       } else if (change?.field === 'account_update') {
-        out.push({ kind: 'throughput', field: change.field, event: str(value.event, 64) ?? null });
+        // Coexistence on or off changes the number's throughput.
+        out.push({ kind: 'throughput', why: throughputWhy(change.field, value.event) });
       }
     }
   }
   return out;
+}
+
+function throughputWhy(field: string, event: unknown): string {
+  const e = str(event, 64);
+  return e ? `${field} ${e}` : field;
 }

@@ -16,12 +16,9 @@ import type { ChannelCredentials, GraphTransport } from './graph-transport.js';
 
 export const MESSAGING_LIMIT_FIELD = 'whatsapp_business_manager_messaging_limit';
 
-export interface MessagingLimit {
-  /** The channel's value as given (e.g. TIER_2K). */
-  tier: string;
-  /** Unique users per moving 24 hours; null for unlimited. */
-  limit: number | null;
-}
+import type { MessagingLimit, Throughput } from '../lib/channel-port/port.js';
+
+export type { MessagingLimit, Throughput };
 
 /** `TIER_250`, `TIER_2K`, `TIER_10K`, `TIER_100K`, `TIER_UNLIMITED` (or a bare number, -1 unlimited); undefined when unrecognised. */
 export function parseMessagingLimit(value: unknown): MessagingLimit | undefined {
@@ -50,14 +47,6 @@ export const THROUGHPUT_FIELDS = 'throughput,is_on_biz_app';
 /** Messages per second of each level Meta names; a coexistence number is held at COEXISTENCE_MPS. */
 export const THROUGHPUT_LEVELS: Record<string, number> = { STANDARD: 80, HIGH: 1000 };
 export const COEXISTENCE_MPS = 20;
-
-export interface Throughput {
-  /** Meta's level as given (`STANDARD`, `HIGH`, or another value such as `NOT_APPLICABLE`). */
-  level: string;
-  coexistence: boolean;
-  /** Messages per second it allows; null when the level is not one Meta documents a rate for. */
-  messagesPerSecond: number | null;
-}
 
 /** The rate of a level (and coexistence); null when unknown. */
 export function throughputOf(level: string, coexistence: boolean): number | null {

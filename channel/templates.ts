@@ -4,44 +4,12 @@ import type { ChannelCredentials, GraphTransport } from './graph-transport.js';
 // ---------------------------------------------------------------------------------------------
 // Templates
 
-/** Template components as created (upper-case types), e.g. { type: 'BODY', text, example }. */
-export type GraphTemplateDefinitionComponent = Record<string, unknown> & { type: string };
+import type { ChannelTemplate, CreateTemplateInput, CreateTemplateResult, ListTemplatesInput, TemplateDefinitionComponent } from '../lib/channel-port/port.js';
 
-export interface CreateTemplateInput {
-  name: string;
-  language: string;
-  category: 'MARKETING' | 'UTILITY' | 'AUTHENTICATION' | string;
-  components: GraphTemplateDefinitionComponent[];
-  parameter_format?: 'POSITIONAL' | 'NAMED';
-  allow_category_change?: boolean;
-}
-
-export interface CreateTemplateResult {
-  id: string;
-  status: string;
-  category: string;
-}
-
-export interface GraphTemplate {
-  id: string;
-  name: string;
-  language: string;
-  status: string;
-  category: string;
-  components?: GraphTemplateDefinitionComponent[];
-  rejected_reason?: string;
-  parameter_format?: string;
-  [key: string]: unknown;
-}
-
-export interface ListTemplatesInput {
-  /** Graph matches names partially; filter exactly on the result when needed. */
-  name?: string;
-  status?: string;
-  language?: string;
-  /** Most templates returned (pages are followed). Default 100, at most 5000. */
-  limit?: number;
-}
+export type { CreateTemplateInput, CreateTemplateResult, ListTemplatesInput };
+/** The Graph names of the port's template shapes. */
+export type GraphTemplateDefinitionComponent = TemplateDefinitionComponent;
+export type GraphTemplate = ChannelTemplate;
 
 const TEMPLATE_FIELDS = 'id,name,language,status,category,components,rejected_reason,parameter_format';
 

@@ -9,7 +9,7 @@ import type { Database } from './platform/db/database.js';
 import type { CounterStore } from './platform/counters.js';
 import type { SecretBox } from './platform/crypto-box.js';
 import type { CredentialCache } from './access/credential-cache.js';
-import type { CloudApiClient } from '../channel/cloud-api.js';
+import type { ChannelPort } from './channel-port/port.js';
 import type { Metrics } from './platform/metrics.js';
 import type { BlobStore } from './platform/storage/blob-store.js';
 import type { BotHook } from './bot/types.js';
@@ -21,8 +21,8 @@ export interface Deps {
   clock: Clock;
   logger: Logger;
   counters: CounterStore;
-  /** The WhatsApp Cloud API (or the simulator). */
-  channel: CloudApiClient;
+  /** The messaging channel (lib/channel-port/port.ts): the WhatsApp Cloud API's adapter, or the simulator behind it, or a test's. */
+  channel: ChannelPort;
   /** Resolved credentials, invalidated on every operator write (lib/access/credential-cache.ts). */
   credentialCache?: CredentialCache;
   /** Encrypts channel tokens and signing secrets at rest. */

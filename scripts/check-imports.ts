@@ -1,8 +1,11 @@
 /**
  * The house rules of imports, checked in CI (`npm run check:imports`):
  * - the domain (lib/) imports neither Express, nor the HTTP edge (http/, middleware/, handlers/);
- * - lib/platform/ is the floor: it imports no capability of lib/, nor the channel;
- * - channel/ (the Cloud API client and Meta's payloads) is a leaf over lib/platform/;
+ * - lib/platform/ is the floor: it imports no capability of lib/;
+ * - lib/ imports no file of channel/: the domain owns the channel port (lib/channel-port/) and
+ *   takes its adapter through Deps.channel;
+ * - channel/ (the Cloud API client and Meta's payloads, the port's adapter) is a leaf over
+ *   lib/platform/ and the port (lib/channel-port/);
  * - a capability of lib/ imports another only along an edge declared in CAPABILITY_EDGES below,
  *   which run one way (a new room, or a new edge, is declared there: the README's house shows them);
  *   lib/platform/ is below them all, and lib/deps.ts, the composition's type, may be named by any;
@@ -26,24 +29,26 @@ const ROOTS = ['app.ts', 'server.ts', 'services.ts', 'lib', 'http', 'middleware'
 export const CAPABILITY_EDGES: Record<string, string[]> = {
   access: [],
   code: [],
-  conversations: [],
+  conversations: ['channel-port'],
   tables: [],
   sandbox: [],
+  // The channel port: what the domain asks of a channel and what a channel tells it (its adapters are in channel/).
+  'channel-port': [],
   'channel-settings': ['access'],
   webhooks: ['access'],
-  templates: ['access', 'channel-settings', 'webhooks'],
-  media: ['access', 'channel-settings'],
+  templates: ['access', 'channel-port', 'channel-settings', 'webhooks'],
+  media: ['access', 'channel-port', 'channel-settings'],
   // A project's stored files: their audit rows (dashboard), and media made of them.
   'project-files': ['access', 'dashboard', 'media'],
-  flows: ['channel-settings', 'code'],
-  consent: ['access', 'conversations'],
+  flows: ['channel-port', 'channel-settings', 'code'],
+  consent: ['access', 'channel-port', 'conversations'],
   pricing: ['channel-settings', 'conversations'],
   'contacts-import': ['conversations', 'tables'],
   deploy: ['code', 'sandbox'],
   upkeep: ['channel-settings', 'webhooks'],
-  messaging: ['access', 'channel-settings', 'consent', 'conversations', 'flows', 'media', 'pricing', 'templates', 'webhooks'],
-  broadcasts: ['access', 'channel-settings', 'conversations', 'messaging', 'pricing'],
-  bot: ['access', 'channel-settings', 'code', 'consent', 'conversations', 'dashboard', 'deploy', 'messaging', 'project-files', 'sandbox', 'tables', 'webhooks'],
+  messaging: ['access', 'channel-port', 'channel-settings', 'consent', 'conversations', 'flows', 'media', 'pricing', 'templates', 'webhooks'],
+  broadcasts: ['access', 'channel-port', 'channel-settings', 'conversations', 'messaging', 'pricing'],
+  bot: ['access', 'channel-port', 'channel-settings', 'code', 'consent', 'conversations', 'dashboard', 'deploy', 'messaging', 'project-files', 'sandbox', 'tables', 'webhooks'],
   // The team's inbox: assignment, labels, notes and canned replies, each change with its event.
   inbox: ['access', 'conversations', 'webhooks'],
   // The console's customers pages read conversations and send a person's reply through messaging's one send path.
@@ -108,6 +113,7 @@ export function checkRules(graph: Map<string, { local: string[]; packages: strin
       for (const to of local) {
         const edge = ['http', 'middleware', 'handlers'].find((f) => under(to, f));
         if (edge) violations.push({ file, message: `the domain imports the HTTP edge (${to})` });
+        if (under(to, 'channel')) violations.push({ file, message: `the domain imports the channel's adapter (${to}): use the port (lib/channel-port/) and Deps.channel` });
       }
     }
     if (EDGE.some((f) => under(file, f))) {
@@ -138,13 +144,12 @@ export function checkRules(graph: Map<string, { local: string[]; packages: strin
         if (under(to, 'lib') && !under(to, 'lib/platform')) {
           violations.push({ file, message: `lib/platform imports a capability (${to}): the floor depends on nothing above it` });
         }
-        if (under(to, 'channel')) violations.push({ file, message: `lib/platform imports the channel (${to})` });
       }
     }
     if (under(file, 'channel')) {
       for (const to of local) {
-        if (!under(to, 'channel') && !under(to, 'lib/platform')) {
-          violations.push({ file, message: `channel/ is a leaf over lib/platform but imports ${to}` });
+        if (!under(to, 'channel') && !under(to, 'lib/platform') && !under(to, 'lib/channel-port')) {
+          violations.push({ file, message: `channel/ is a leaf over lib/platform and the port (lib/channel-port) but imports ${to}` });
         }
       }
     }

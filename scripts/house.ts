@@ -27,6 +27,7 @@ export const ROOM_SUMMARIES: Record<string, string> = {
   upkeep: 'start-up re-sealing of secrets',
   webhooks: 'events outbox, custom events, the delivery engine',
   'channel-settings': "a project's number, token and throughput",
+  'channel-port': 'what the domain asks of a channel (sends, templates, media, flows) and the events a channel tells it; adapters in channel/',
   conversations: 'contacts (contact-store.ts writes them; identity by phone or BSUID, consent columns), conversations, views, the 24-hour window',
   access: 'projects, API keys, credentials',
   code: "a project's code tree and its history",

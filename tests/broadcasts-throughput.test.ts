@@ -12,7 +12,7 @@ import { startTestApp, type TestApp } from './support/app.js';
 import { api, engineFor, projectWithKey, seedMany, template } from './support/broadcasts.js';
 import { openChannel } from '../lib/channel-settings/settings.js';
 import { channelThroughputOf, refreshChannelThroughput } from '../lib/channel-settings/throughput.js';
-import { notificationChanges } from '../channel/notifications.js';
+import { notificationEvents } from '../channel/notifications.js';
 import { pacingSettings, takeSlots } from '../lib/broadcasts/pacing.js';
 import { throughputText } from '../http/dashboard/cost-facts.js';
 import { progressOf } from '../http/dashboard/broadcast-pages.js';
@@ -53,9 +53,9 @@ describe('the level read from Meta', () => {
 
   it('the notifications that announce a change are recognised (THROUGHPUT_UPGRADE, account_update)', () => {
     const entry = (field: string, value: object) => ({ object: 'whatsapp_business_account', entry: [{ id: 'w', changes: [{ field, value }] }] });
-    expect(notificationChanges(entry('phone_number_quality_update', { display_phone_number: '1555', event: 'THROUGHPUT_UPGRADE', max_daily_conversations_per_business: 'TIER_UNLIMITED' }), 'p'))
-      .toEqual(expect.arrayContaining([{ kind: 'throughput', field: 'phone_number_quality_update', event: 'THROUGHPUT_UPGRADE' }]));
-    expect(notificationChanges(entry('account_update', { event: 'PARTNER_APP_INSTALLED' }), 'p')).toEqual([{ kind: 'throughput', field: 'account_update', event: 'PARTNER_APP_INSTALLED' }]);
+    expect(notificationEvents(entry('phone_number_quality_update', { display_phone_number: '1555', event: 'THROUGHPUT_UPGRADE', max_daily_conversations_per_business: 'TIER_UNLIMITED' }), 'p'))
+      .toEqual(expect.arrayContaining([{ kind: 'throughput', why: 'phone_number_quality_update THROUGHPUT_UPGRADE' }]));
+    expect(notificationEvents(entry('account_update', { event: 'PARTNER_APP_INSTALLED' }), 'p')).toEqual([{ kind: 'throughput', why: 'account_update PARTNER_APP_INSTALLED' }]);
   });
 
   it('the pre-flight says the tier and which limit holds the campaign: the default, Meta\'s level, the operator\'s cap, coexistence', async () => {

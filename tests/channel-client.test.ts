@@ -17,7 +17,7 @@ import {
   isTemplateExists,
   isTemplateRejection,
 } from '../channel/errors.js';
-import { channelApiError as toApiError, invalidTemplateApiError as toInvalidTemplateError } from '../channel/api-errors.js';
+import { channelApiError as toApiError, invalidTemplateApiError as toInvalidTemplateError } from '../lib/channel-port/api-errors.js';
 import { ApiError } from '../lib/platform/errors.js';
 
 // A 1x1 PNG.
@@ -115,10 +115,10 @@ describe('CloudApiClient against the simulator', () => {
   describe('messages', () => {
     it('sends text: returns a wamid and the simulator recorded the payload', async () => {
       const r = await client.sendMessage(creds, text('hi there'));
-      expect(r.wamid).toMatch(/^wamid\./);
+      expect(r.channelMessageId).toMatch(/^wamid\./);
       expect(r.waId).toBe('15551230001');
       const logged = await sim(base, 'GET', `/_sim/messages?phone_number_id=${creds.phoneNumberId}`);
-      const m = logged.data.find((x: any) => x.wamid === r.wamid);
+      const m = logged.data.find((x: any) => x.wamid === r.channelMessageId);
       expect(m).toBeDefined();
       expect(m.type).toBe('text');
       expect(m.payload).toEqual({ messaging_product: 'whatsapp', recipient_type: 'individual', to: TO, type: 'text', text: { body: 'hi there' } });
@@ -127,7 +127,7 @@ describe('CloudApiClient against the simulator', () => {
     it('sends image (uploaded id, caption) and document (link, filename)', async () => {
       const { id } = await client.uploadMedia(creds, { data: PNG, mimeType: 'image/png', filename: 'dot.png' });
       const img = await client.sendMessage(creds, { messaging_product: 'whatsapp', recipient_type: 'individual', to: TO, type: 'image', image: { id, caption: 'a dot' } });
-      expect(img.wamid).toMatch(/^wamid\./);
+      expect(img.channelMessageId).toMatch(/^wamid\./);
       const doc = await client.sendMessage(creds, {
         messaging_product: 'whatsapp',
         recipient_type: 'individual',
@@ -135,7 +135,7 @@ describe('CloudApiClient against the simulator', () => {
         type: 'document',
         document: { link: 'https://example.com/terms.pdf', filename: 'terms.pdf', caption: 'Terms' },
       });
-      expect(doc.wamid).toMatch(/^wamid\./);
+      expect(doc.channelMessageId).toMatch(/^wamid\./);
     });
 
     it('sends interactive button and list messages', async () => {
@@ -152,7 +152,7 @@ describe('CloudApiClient against the simulator', () => {
           action: { buttons: [{ type: 'reply', reply: { id: 'yes', title: 'Yes' } }, { type: 'reply', reply: { id: 'no', title: 'No' } }] },
         },
       });
-      expect(buttons.wamid).toMatch(/^wamid\./);
+      expect(buttons.channelMessageId).toMatch(/^wamid\./);
       const list = await client.sendMessage(creds, {
         messaging_product: 'whatsapp',
         recipient_type: 'individual',
@@ -170,7 +170,7 @@ describe('CloudApiClient against the simulator', () => {
           },
         },
       });
-      expect(list.wamid).toMatch(/^wamid\./);
+      expect(list.channelMessageId).toMatch(/^wamid\./);
     });
 
     it('sends an approved template with header and body parameters and a quick-reply button', async () => {
@@ -201,7 +201,7 @@ describe('CloudApiClient against the simulator', () => {
           ],
         },
       });
-      expect(r.wamid).toMatch(/^wamid\./);
+      expect(r.channelMessageId).toMatch(/^wamid\./);
       expect(r.messageStatus).toBe('accepted');
 
       // A parameter-count mismatch is a template rejection (400 invalid_template for the service).
@@ -215,7 +215,7 @@ describe('CloudApiClient against the simulator', () => {
         }),
       );
       expect(e.kind).toBe('rejected');
-      expect(e.graphCode).toBe(132000);
+      expect(e.code).toBe(132000);
       expect(isTemplateRejection(e)).toBe(true);
       const api = toInvalidTemplateError(e);
       expect(api.status).toBe(400);
@@ -236,7 +236,7 @@ describe('CloudApiClient against the simulator', () => {
         return original.apply(this, args);
       };
       try {
-        for (let i = 0; i < 10; i++) expect((await c.sendMessage(creds, text(`n${i}`))).wamid).toMatch(/^wamid\./);
+        for (let i = 0; i < 10; i++) expect((await c.sendMessage(creds, text(`n${i}`))).channelMessageId).toMatch(/^wamid\./);
       } finally {
         Socket.prototype.setKeepAlive = original;
       }
@@ -252,9 +252,9 @@ describe('CloudApiClient against the simulator', () => {
       const e = await failure(client.sendMessage(bad, text()));
       expect(e.kind).toBe('auth');
       expect(e.httpStatus).toBe(401);
-      expect(e.graphCode).toBe(190);
+      expect(e.code).toBe(190);
       expect(e.retryable).toBe(false);
-      expect(e.fbtraceId).toBeTruthy();
+      expect(e.traceId).toBeTruthy();
       const api = toApiError(e);
       expect(api).toBeInstanceOf(ApiError);
       expect(api.status).toBe(502);
@@ -277,7 +277,7 @@ describe('CloudApiClient against the simulator', () => {
       await fault({ operation: 'messages', graph_error: { code: 131047 } });
       const e = await failure(client.sendMessage(creds, text()));
       expect(e.kind).toBe('rejected');
-      expect(e.graphCode).toBe(131047);
+      expect(e.code).toBe(131047);
       expect(e.httpStatus).toBe(400);
       expect(e.title).toBe('Re-engagement message');
       expect(e.details).toMatch(/24 hours/);
@@ -292,7 +292,7 @@ describe('CloudApiClient against the simulator', () => {
         provider_title: 'Re-engagement message',
         provider_details: e.details,
         http_status: 400,
-        fbtrace_id: e.fbtraceId,
+        fbtrace_id: e.traceId,
       });
       expectNoToken(e);
     });
@@ -302,7 +302,7 @@ describe('CloudApiClient against the simulator', () => {
       const e = await failure(client.sendMessage(creds, text()));
       expect(e.kind).toBe('rejected');
       expect(e.retryable).toBe(false);
-      expect(e.graphCode).toBe(131026);
+      expect(e.code).toBe(131026);
       expect(e.subcode).toBe(2494010);
       expect(e.details).toBe('Receiver is incapable of receiving this message');
       expect(isOutsideWindowError(e)).toBe(false);
@@ -339,7 +339,7 @@ describe('CloudApiClient against the simulator', () => {
       await fault({ operation: 'messages', graph_error: { code: 2 } });
       const e = await failure(client.sendMessage(creds, text()));
       expect(e.kind).toBe('unavailable');
-      expect(e.graphCode).toBe(2);
+      expect(e.code).toBe(2);
       expect(e.retryable).toBe(true);
     });
 
@@ -422,7 +422,7 @@ describe('CloudApiClient against the simulator', () => {
     it('an unknown node id is rejected with Graph 100/33', async () => {
       const e = await failure(client.getMedia(creds, '999999999999999'));
       expect(e.kind).toBe('rejected');
-      expect(e.graphCode).toBe(100);
+      expect(e.code).toBe(100);
       expect(e.subcode).toBe(33);
     });
 

@@ -186,7 +186,7 @@ describe('the simulator Flows endpoints (Meta shapes)', () => {
       expect(idError).toMatchObject({ error_type: 'FLOW_JSON_ERROR', line_start: 5 });
       expect(idError.message).toContain('$root/screens/0/id');
       expect((await getFlow(client, creds, id)).validation_errors).toHaveLength(up.validationErrors.length);
-      await expect(publishFlow(client, creds, id)).rejects.toMatchObject({ name: 'ChannelError', kind: 'rejected', graphCode: 139002 });
+      await expect(publishFlow(client, creds, id)).rejects.toMatchObject({ name: 'ChannelError', kind: 'rejected', code: 139002 });
       const notJson = await uploadFlowJson(client, creds, id, '{ not json');
       expect(notJson.validationErrors[0].error).toBe('INVALID_JSON');
       // Another project's token cannot see it.

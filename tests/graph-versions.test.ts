@@ -134,10 +134,10 @@ describe('Graph API versions: readiness, the daily warning, the simulator', () =
     const old = new CloudApiClient({ baseUrl: t.sim!.url, version: 'v21.0', timeoutMs: 5000 });
     try {
       const sent = await v26.sendMessage(creds, text);
-      expect(sent.wamid).toMatch(/^wamid\./);
+      expect(sent.channelMessageId).toMatch(/^wamid\./);
       const refused = await old.sendMessage(creds, text).then(() => null, (e: unknown) => e);
       expect(refused).toBeInstanceOf(ChannelError);
-      expect(refused).toMatchObject({ kind: 'rejected', retryable: false, graphCode: 2635, httpStatus: 400 });
+      expect(refused).toMatchObject({ kind: 'rejected', retryable: false, code: 2635, httpStatus: 400 });
     } finally {
       v26.close();
       old.close();

@@ -29,7 +29,21 @@ describe('import rules', () => {
     const v = checkRules(graph({ 'lib/platform/x.ts': { local: ['lib/messaging/y.ts'] }, 'lib/messaging/y.ts': {}, 'channel/c.ts': { local: ['lib/messaging/y.ts'] } }));
     expect(v.map((x) => x.message)).toEqual([
       'lib/platform imports a capability (lib/messaging/y.ts): the floor depends on nothing above it',
-      'channel/ is a leaf over lib/platform but imports lib/messaging/y.ts',
+      'channel/ is a leaf over lib/platform and the port (lib/channel-port) but imports lib/messaging/y.ts',
+    ]);
+  });
+
+  it('refuse the domain importing the channel\'s adapter, and let the adapter import the port', () => {
+    const v = checkRules(graph({
+      'lib/messaging/y.ts': { local: ['channel/errors.ts', 'lib/channel-port/errors.ts'] },
+      'lib/deps.ts': { local: ['channel/cloud-api.ts'] },
+      'lib/channel-port/errors.ts': {},
+      'channel/errors.ts': { local: ['lib/channel-port/errors.ts'] },
+      'channel/cloud-api.ts': {},
+    }));
+    expect(v.map((x) => `${x.file}: ${x.message}`)).toEqual([
+      'lib/messaging/y.ts: the domain imports the channel\'s adapter (channel/errors.ts): use the port (lib/channel-port/) and Deps.channel',
+      'lib/deps.ts: the domain imports the channel\'s adapter (channel/cloud-api.ts): use the port (lib/channel-port/) and Deps.channel',
     ]);
   });
 

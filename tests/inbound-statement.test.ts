@@ -81,10 +81,12 @@ describe('a returning customer\'s message in one statement', () => {
   it('When a bot runtime is attached, then the statement puts the message in the bot\'s inbox as its enqueue does', async () => {
     const c = await returningCustomer();
     const now = t.clock.now();
-    const message = { id: 'wamid.for-the-bot', timestamp: String(Math.floor(now.getTime() / 1000)), type: 'text', text: { body: 'hello bot' } };
+    const timestamp = String(Math.floor(now.getTime() / 1000));
+    const content = { timestamp, type: 'text', text: { body: 'hello bot' } };
+    const message = { kind: 'message' as const, channelMessageId: 'wamid.for-the-bot', customer: { phone: c.contact.phone }, type: 'text', timestamp, content };
     const result = await storeReturningCustomerMessage(t.db.pool, {
       projectId: c.project.id, message, ids: { phone: c.contact.phone, userId: c.contact.user_id, profileName: 'Ada' },
-      content: { timestamp: message.timestamp, type: 'text', text: message.text }, now, bot: { leaseMs: 60_000, enqueueSql: messageInboxSql },
+      content, now, bot: { leaseMs: 60_000, enqueueSql: messageInboxSql },
     });
     expect(result).toMatchObject({ stored: { message: { type: 'text' }, contact: { phone: c.contact.phone, userId: c.contact.user_id, name: 'Ada' }, conversation: { state: 'unstructured' } } });
     const id = (result as { stored: { message: { id: bigint } } }).stored.message.id;

@@ -9,7 +9,7 @@
  */
 import type { Deps } from '../deps.js';
 import { openChannel } from '../channel-settings/settings.js';
-import { ChannelError } from '../../channel/errors.js';
+import { ChannelError } from '../channel-port/errors.js';
 
 export type TypingAnswer = { ok: true; value: true } | { ok: false; error: { code: string; message: string } };
 

@@ -20,8 +20,8 @@ import type pg from 'pg';
 import type { Deps } from '../deps.js';
 import type { Clock } from '../platform/clock.js';
 import { openChannel, type OpenChannel } from '../channel-settings/settings.js';
-import { isChannelError } from '../../channel/errors.js';
-import type { GraphMessagePayload } from '../../channel/cloud-api.js';
+import { isChannelError } from '../channel-port/errors.js';
+import type { OutboundMessage } from '../channel-port/messages.js';
 import { abandonIntents, confirmIntents, nextUtcMidnight, recordIntents, releaseUnits, reserveUnits } from '../messaging/ledger.js';
 import { pacingSettings, takeSlots, throttled, type PacingSettings } from './pacing.js';
 import { categoryOf, failureOf, MAX_ATTEMPTS, outcomeOf, sendRouteOf } from './send-errors.js';
@@ -326,9 +326,9 @@ export class BroadcastEngine {
       messaging_product: 'whatsapp', recipient_type: 'individual', ...channelRecipient({ phone: r.phone, userId: r.user_id }), type: 'template',
       template: { name: b.template_name, language: { policy: 'deterministic', code: b.template_language }, ...(components.length ? { components } : {}) },
       biz_opaque_callback_data: r.send_ref,
-    } as unknown as GraphMessagePayload;
+    } as unknown as OutboundMessage;
     try {
-      const { wamid } = await this.deps.channel.sendMessage(channel, payload, sendRouteOf(b));
+      const { channelMessageId: wamid } = await this.deps.channel.sendMessage(channel, payload, sendRouteOf(b));
       return { id: r.id, ref: r.send_ref, wamid };
     } catch (e) {
       const t = this.opts.timer.now();
@@ -338,8 +338,8 @@ export class BroadcastEngine {
         await markUnknown(this.pool, { id: r.id, ref: r.send_ref }, this.opts.owner, t);
         return undefined;
       }
-      // 131050: the user stopped marketing messages; the contact opts out (never retried).
-      await optOutOnSendError(this.pool, b.project_id, { phone: r.phone, userId: r.user_id }, e.graphCode, t);
+      // The user stopped marketing messages: the contact opts out (never retried).
+      await optOutOnSendError(this.pool, b.project_id, { phone: r.phone, userId: r.user_id }, e, t);
       const outcome = outcomeOf(e, b.route);
       const failure = failureOf(e, b.route);
       // Certainly not sent: the ledger drops the message and gives its unit back, then the
@@ -359,7 +359,7 @@ export class BroadcastEngine {
         }
       } else if (outcome === 'stop') {
         await fail(categoryOf(outcome));
-        return `The channel refused the campaign: ${e.graphCode ? `(#${e.graphCode}) ` : ''}${failure.reason ? failure.title : e.title ?? e.message}`.slice(0, 500);
+        return `The channel refused the campaign: ${e.code ? `(#${e.code}) ` : ''}${failure.reason ? failure.title : e.title ?? e.message}`.slice(0, 500);
       } else {
         await fail(categoryOf(outcome));
       }

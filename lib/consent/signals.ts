@@ -12,7 +12,7 @@
  */
 import type pg from 'pg';
 import type { Prisma, PrismaClient } from '../../generated/prisma/client.js';
-import type { Customer, MetaStatus, UserPreference } from '../../channel/notifications.js';
+import type { Customer, StatusEvent, UserPreferenceEvent } from '../channel-port/events.js';
 import type { ConsentStatus } from '../conversations/consent.js';
 import { optOutMessageRecipients, setContactConsent, setPreferenceConsent } from '../conversations/contact-store.js';
 import { keywordCandidates, keywordMatch, keywordsOf } from './keywords.js';
@@ -40,7 +40,7 @@ export async function keywordConsent(
 }
 
 /** Meta's `user_preferences`: `stop` opts out, `resume` opts in (marketing messages only). */
-export async function applyUserPreferences(prisma: PrismaClient, moves: MergeMoves, projectId: string, preferences: UserPreference[], at: Date): Promise<number> {
+export async function applyUserPreferences(prisma: PrismaClient, moves: MergeMoves, projectId: string, preferences: UserPreferenceEvent[], at: Date): Promise<number> {
   let changed = 0;
   for (const p of preferences) {
     if (p.category !== 'marketing_messages' || (p.value !== 'stop' && p.value !== 'resume')) continue;
@@ -64,8 +64,8 @@ function validIds(c: Customer): Customer {
 }
 
 /** The statuses that say something about their recipient (BSUID, phone, username). */
-function statusesNamingCustomers(statuses: Array<MetaStatus & { customer?: Customer }>) {
-  return statuses.filter((s) => typeof s?.id === 'string' && s.customer && (s.customer.userId || s.customer.username || s.customer.phone));
+function statusesNamingCustomers(statuses: StatusEvent[]) {
+  return statuses.filter((s) => s.channelMessageId && s.customer && (s.customer.userId || s.customer.username || s.customer.phone));
 }
 
 /**
@@ -74,11 +74,11 @@ function statusesNamingCustomers(statuses: Array<MetaStatus & { customer?: Custo
  * (null when not given). The contact has news when an id it lacks is given, or another username:
  * exactly when fillStatusCustomers would write it.
  */
-export function statusCustomerIds(statuses: Array<MetaStatus & { customer?: Customer }>): { wamid: string[]; phone: Array<string | null>; userId: Array<string | null>; username: Array<string | null> } {
+export function statusCustomerIds(statuses: StatusEvent[]): { wamid: string[]; phone: Array<string | null>; userId: Array<string | null>; username: Array<string | null> } {
   const out = { wamid: [] as string[], phone: [] as Array<string | null>, userId: [] as Array<string | null>, username: [] as Array<string | null> };
   for (const s of statusesNamingCustomers(statuses)) {
     const c = validIds(s.customer!);
-    out.wamid.push(s.id);
+    out.wamid.push(s.channelMessageId);
     out.phone.push(c.phone || null);
     out.userId.push(c.userId || null);
     out.username.push(c.username || null);
@@ -91,18 +91,18 @@ export function statusCustomerIds(statuses: Array<MetaStatus & { customer?: Cust
  * username): one read for the notification; a contact is written only when something is new.
  * The statuses' statement checks first (statusCustomerIds) and calls this only when there is news.
  */
-export async function fillStatusCustomers(prisma: PrismaClient, moves: MergeMoves, projectId: string, statuses: Array<MetaStatus & { customer?: Customer }>, at: Date): Promise<void> {
+export async function fillStatusCustomers(prisma: PrismaClient, moves: MergeMoves, projectId: string, statuses: StatusEvent[], at: Date): Promise<void> {
   const given = statusesNamingCustomers(statuses);
   if (given.length === 0) return;
   const rows = await prisma.$queryRawUnsafe<Array<{ wamid: string; phone: string | null; user_id: string | null; username: string | null }>>(
     `SELECT m.wamid, ct.phone, ct.user_id, ct.username FROM messages m
        JOIN conversations cv ON cv.id = m.conversation_id JOIN contacts ct ON ct.id = cv.contact_id
      WHERE m.project_id = $1 AND m.wamid = ANY($2::text[])`,
-    projectId, given.map((s) => s.id),
+    projectId, given.map((s) => s.channelMessageId),
   );
   const byWamid = new Map(rows.map((r) => [r.wamid, r]));
   for (const s of given) {
-    const known = byWamid.get(s.id);
+    const known = byWamid.get(s.channelMessageId);
     if (!known) continue;
     const c = validIds(s.customer!);
     // Only what the contact lacks (or a new username) is news: a status of another id changes nothing.
@@ -118,11 +118,9 @@ export async function fillStatusCustomers(prisma: PrismaClient, moves: MergeMove
   }
 }
 
-/** Failed statuses with 131050 (the user stopped marketing messages) opt their contacts out. */
-export async function optOutOnFailedStatuses(pool: pg.Pool, projectId: string, statuses: MetaStatus[], at: Date): Promise<void> {
-  const wamids = statuses
-    .filter((s) => s?.status === 'failed' && Array.isArray(s.errors) && s.errors.some((e) => Number((e as { code?: unknown })?.code) === 131050))
-    .map((s) => s.id);
+/** Failed statuses saying the user stopped marketing messages (Meta's 131050) opt their contacts out. */
+export async function optOutOnFailedStatuses(pool: pg.Pool, projectId: string, statuses: StatusEvent[], at: Date): Promise<void> {
+  const wamids = statuses.filter((s) => s.status === 'failed' && s.recipientOptedOut && s.channelMessageId).map((s) => s.channelMessageId);
   if (wamids.length === 0) return;
   await optOutMessageRecipients(pool, projectId, wamids, at);
 }

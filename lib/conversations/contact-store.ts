@@ -12,6 +12,7 @@
  * - Callers in a Prisma transaction (identity, consent signals) pass it; the others a pg Queryable.
  *   The send ledger creates the contacts of a batch inside its one statement (insertContactsSql).
  */
+import type { ChannelError } from '../channel-port/errors.js';
 import type { Queryable, RawTx } from '../platform/db/transaction.js';
 import { CONTACT_COLUMNS, type ContactChange } from './contacts.js';
 import { consentIsSql, consentSetSql, type ConsentStatus } from './consent.js';
@@ -170,9 +171,9 @@ export async function setPreferenceConsent(tx: RawTx, projectId: string, contact
   return rows.length > 0;
 }
 
-/** A send refused with 131050 (the user stopped marketing messages): the recipient's contact, by phone or BSUID, opts out. */
-export async function optOutOnSendError(db: Queryable, projectId: string, to: { phone?: string | null; userId?: string | null }, code: number | undefined, at: Date): Promise<void> {
-  if (code !== 131050) return;
+/** A send refused because the user stopped marketing messages (Meta's 131050): the recipient's contact, by phone or BSUID, opts out. */
+export async function optOutOnSendError(db: Queryable, projectId: string, to: { phone?: string | null; userId?: string | null }, e: ChannelError, at: Date): Promise<void> {
+  if (!e.reasons.includes('recipient_opted_out')) return;
   await db.query(
     `UPDATE contacts SET ${consentSetSql('opted_out', '$4', `'error_131050'`)}
      WHERE project_id = $1 AND opted_out_at IS NULL

@@ -4,6 +4,7 @@
  * wins); one known only by its BSUID by `recipient`. A MARKETING template to a contact who opted
  * out is refused here, before the channel is called (WhatsApp's policy: honour opt-outs).
  */
+import type { ChannelError } from '../channel-port/errors.js';
 import type { Queryable } from '../platform/db/transaction.js';
 import { ApiError } from '../platform/errors.js';
 import { normalizePhone } from './phone.js';
@@ -69,11 +70,11 @@ export function channelRecipient(r: { phone: string | null; userId?: string | nu
   return r.phone ? { to: r.phone } : { recipient: r.userId! };
 }
 
-/** A channel refusal that concerns the recipient: 131062 (this message needs a phone), 131050 (stopped marketing). */
-export function recipientChannelError(code: number | undefined): ApiError | undefined {
-  if (code === 131062) {
+/** A channel refusal that concerns the recipient: this message needs a phone (Meta's 131062), or the user stopped marketing (131050). */
+export function recipientChannelError(e: ChannelError): ApiError | undefined {
+  if (e.reasons.includes('recipient_requires_phone')) {
     return new ApiError('recipient_requires_phone', 'WhatsApp sends this message only to a phone number (e.g. an authentication template with a one-tap, zero-tap or copy-code button); this customer is known only by user_id.', { provider_code: 131062 });
   }
-  if (code === 131050) return optedOut();
+  if (e.reasons.includes('recipient_opted_out')) return optedOut();
   return undefined;
 }

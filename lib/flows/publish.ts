@@ -18,8 +18,8 @@
 import type { Deps } from '../deps.js';
 import { ApiError } from '../platform/errors.js';
 import { requireChannel } from '../channel-settings/settings.js';
-import { asApiError } from '../../channel/api-errors.js';
-import { createFlow, deprecateFlow as deprecateAtChannel, getFlow as getChannelFlow, publishFlow as publishAtChannel, uploadFlowJson, type GraphFlowValidationError } from '../../channel/flows.js';
+import { asApiError } from '../channel-port/api-errors.js';
+import type { FlowValidationError } from '../channel-port/port.js';
 import { findFlow, findVersion, recordChannelState, type FlowRow } from './store.js';
 import { validateFlowJson } from './validator/index.js';
 import { tryLockSession, unlockSession } from '../platform/db/locks.js';
@@ -30,10 +30,10 @@ export interface PublishResult {
   channelFindings: ChannelFinding[];
 }
 
-export type ChannelFinding = GraphFlowValidationError & { severity: 'error' | 'warning'; pointer?: string };
+export type ChannelFinding = FlowValidationError & { severity: 'error' | 'warning'; pointer?: string };
 
 /** Meta's errors with our severity: everything Meta lists blocks publishing. */
-function asFindings(errors: GraphFlowValidationError[]): ChannelFinding[] {
+function asFindings(errors: FlowValidationError[]): ChannelFinding[] {
   return errors.map((e) => ({ ...e, severity: 'error' as const }));
 }
 
@@ -76,12 +76,12 @@ async function publishLocked(deps: Deps, projectId: string, name: string, opts: 
       // `<name>-v<version>`, and a republish after deprecation gets a time suffix too.
       const first = flow.publishedVersion === null && flow.channelFlowId === null;
       const channelName = first ? name : `${name}-v${version.version}${flow.status === 'DEPRECATED' ? `-${deps.clock.now().getTime().toString(36)}` : ''}`;
-      draftId = (await createFlow(deps.channel, channel, { name: channelName, categories: flow.categories })).id;
+      draftId = (await deps.channel.createFlow(channel, { name: channelName, categories: flow.categories })).id;
       flow = await recordChannelState(deps, flow.id, { channelDraftId: draftId });
     }
-    const uploaded = await uploadFlowJson(deps.channel, channel, draftId, version.definition);
+    const uploaded = await deps.channel.uploadFlowJson(channel, draftId, version.definition);
     // Read back what the channel now holds for the flow (its list is the one publishing obeys).
-    const readBack = await getChannelFlow(deps.channel, channel, draftId);
+    const readBack = await deps.channel.getFlow(channel, draftId);
     const channelFindings = asFindings(readBack.validation_errors?.length ? readBack.validation_errors : uploaded.validationErrors);
     flow = await recordChannelState(deps, flow.id, { channelDraftVersion: version.version, channelFindings: channelFindings as object[] });
     if (channelFindings.length) {
@@ -92,7 +92,7 @@ async function publishLocked(deps: Deps, projectId: string, name: string, opts: 
       );
     }
     if (opts.dryRun) return { flow, published: false, channelFindings };
-    await publishAtChannel(deps.channel, channel, draftId);
+    await deps.channel.publishFlow(channel, draftId);
     const previous = flow.channelFlowId;
     flow = await recordChannelState(deps, flow.id, {
       status: 'PUBLISHED',
@@ -103,7 +103,7 @@ async function publishLocked(deps: Deps, projectId: string, name: string, opts: 
       publishedAt: deps.clock.now(),
     });
     if (previous && previous !== draftId) {
-      await deprecateAtChannel(deps.channel, channel, previous).catch((e) =>
+      await deps.channel.deprecateFlow(channel, previous).catch((e) =>
         deps.logger.warn('flow publish: the previous channel flow could not be deprecated', { flow: name, channel_flow_id: previous, error: String((e as Error)?.message ?? e) }),
       );
     }
@@ -119,7 +119,7 @@ export async function deprecateFlow(deps: Deps, projectId: string, name: string)
   if (flow.status !== 'PUBLISHED' || !flow.channelFlowId) throw new ApiError('conflict', `Flow "${name}" is ${flow.status}: only a published flow can be deprecated.`);
   const channel = await requireChannel(deps, projectId);
   try {
-    await deprecateAtChannel(deps.channel, channel, flow.channelFlowId);
+    await deps.channel.deprecateFlow(channel, flow.channelFlowId);
   } catch (e) {
     throw asApiError(e);
   }

@@ -24,7 +24,7 @@ import { ApiError } from '../platform/errors.js';
 import { newId } from '../platform/secrets.js';
 import { requireChannel } from '../channel-settings/settings.js';
 import { isUniqueViolation } from '../platform/db/errors.js';
-import { asApiError } from '../../channel/api-errors.js';
+import { asApiError } from '../channel-port/api-errors.js';
 import { blobStoreOf } from '../platform/storage/store-of.js';
 import type { UploadBudget } from './budget.js';
 import { fileTooLarge } from './errors.js';

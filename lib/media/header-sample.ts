@@ -18,7 +18,7 @@ import type { Deps } from '../deps.js';
 import type { ProjectRef } from '../access/credentials.js';
 import { ApiError } from '../platform/errors.js';
 import { requireChannel } from '../channel-settings/settings.js';
-import { asApiError } from '../../channel/api-errors.js';
+import { asApiError } from '../channel-port/api-errors.js';
 import type { UploadBudget } from './budget.js';
 import { fileTooLarge } from './errors.js';
 import { fetchSource } from './source.js';

@@ -21,7 +21,7 @@
  * a concurrent send's update of it is not lost.
  */
 import type pg from 'pg';
-import type { Customer, MetaMessage } from '../../channel/notifications.js';
+import type { Customer, MessageEvent } from '../channel-port/events.js';
 import { inboundActivityUpdateSql } from '../conversations/conversations.js';
 import { messageView } from '../conversations/views.js';
 import { SERVICE_WINDOW_MS } from '../conversations/window.js';
@@ -163,9 +163,9 @@ interface Row {
 }
 
 /** A BSUID change or a flow's reply: the transaction's own steps (rekeyContact, flowReplyOf) are needed. */
-function needsTransaction(m: MetaMessage): boolean {
+function needsTransaction(m: MessageEvent): boolean {
   if (m.type === 'system') return true;
-  const interactive = m.interactive as { type?: unknown } | undefined;
+  const interactive = m.content.interactive as { type?: unknown } | undefined;
   return m.type === 'interactive' && interactive?.type === 'nfm_reply';
 }
 
@@ -176,7 +176,7 @@ function needsTransaction(m: MetaMessage): boolean {
  */
 export async function storeReturningCustomerMessage(
   db: Pick<pg.Pool, 'query'>,
-  opts: { projectId: string; message: MetaMessage; ids: Customer; content: Record<string, unknown>; now: Date; bot?: { leaseMs: number; enqueueSql: (rows: string) => string } },
+  opts: { projectId: string; message: MessageEvent; ids: Customer; content: Record<string, unknown>; now: Date; bot?: { leaseMs: number; enqueueSql: (rows: string) => string } },
 ): Promise<{ stored: StoredInbound } | 'not stored' | undefined> {
   const { projectId, message: m, ids, now } = opts;
   if (needsTransaction(m)) return undefined;
@@ -185,14 +185,14 @@ export async function storeReturningCustomerMessage(
   const type = String(m.type ?? 'unknown').slice(0, 32);
   // The content as stored (JSON), and the message's view of it (ids and customer added in SQL).
   const content = JSON.parse(JSON.stringify(opts.content)) as Record<string, unknown>;
-  const view = messageView({ id: 0, wamid: m.id, conversationId: 0, direction: 'inbound', type, content, status: 'received', error: null, sentAt, statusAt: now });
+  const view = messageView({ id: 0, wamid: m.channelMessageId, conversationId: 0, direction: 'inbound', type, content, status: 'received', error: null, sentAt, statusAt: now });
   const candidates = keywordCandidates(type, content).filter((c) => c.trim().length > 0 && c.length <= KEYWORD_MAX).map(looseKey);
   const defaults = [...DEFAULT_CONSENT_KEYWORDS.opt_out, ...DEFAULT_CONSENT_KEYWORDS.opt_in];
   const { rows } = await retryDeadlock(() =>
     db.query<Row>({
       ...statement(opts.bot?.enqueueSql),
       values: [
-        projectId, m.id, ids.phone ?? null, ids.userId ?? null, ids.parentUserId ?? null, ids.username ?? null, ids.profileName ?? null,
+        projectId, m.channelMessageId, ids.phone ?? null, ids.userId ?? null, ids.parentUserId ?? null, ids.username ?? null, ids.profileName ?? null,
         type, JSON.stringify(content), sentAt, now,
         // The conversation's updated_at is the wall clock's, as Prisma's @updatedAt writes it in the transaction.
         new Date(),

@@ -1,6 +1,7 @@
 /**
- * What the channel tells us, applied to storage. An inbound message creates or updates the contact
- * and conversation, is stored once (keyed by its wamid, so the provider's retries are harmless),
+ * What the channel tells us (the port's events, lib/channel-port/events.ts), applied to storage.
+ * An inbound message creates or updates the contact and conversation, is stored once (keyed by the
+ * channel's message id, the `wamid` column, so the provider's retries are harmless),
  * opens the 24-hour window and raises `message.received`. A status update attaches to its message
  * by wamid and only moves forward (sent → delivered → read; failed keeps the provider's error),
  * raising `message.status`. A template decision updates the template and raises
@@ -18,7 +19,7 @@ import { recordInbound, statusMovesSql } from './ledger.js';
 import { newId } from '../platform/secrets.js';
 import { conversationView, messageView } from '../conversations/views.js';
 import { upsertConversation } from '../conversations/conversations.js';
-import { notificationChanges, type Customer, type MetaMessage, type MetaStatus } from '../../channel/notifications.js';
+import type { ChannelEvent, Customer, MessageEvent, StatusEvent } from '../channel-port/events.js';
 import { isBsuid, rekeyContact, resolveContact } from '../conversations/identity.js';
 import { applyUserPreferences, fillStatusCustomers, keywordConsent, optOutOnFailedStatuses, statusCustomerIds } from '../consent/signals.js';
 import { sendConsentConfirmation } from './consent-confirmation.js';
@@ -40,12 +41,13 @@ export interface WebhookOutcome {
   retryLater: boolean;
 }
 
-async function applyMessage(deps: Deps, channel: OpenChannel, m: MetaMessage, customer: Customer, now: Date): Promise<boolean> {
+async function applyMessage(deps: Deps, channel: OpenChannel, m: MessageEvent, now: Date): Promise<boolean> {
   // A customer with a username may come with a BSUID and no phone: known either way.
-  const ids: Customer = { ...customer };
+  const ids: Customer = { ...m.customer };
   if (ids.userId !== undefined && !isBsuid(ids.userId)) delete ids.userId;
-  if (typeof m?.id !== 'string' || !m.id || (!ids.phone && !ids.userId)) return false;
-  const { id: _omit, from: _from, ...rest } = m;
+  if (typeof m.channelMessageId !== 'string' || !m.channelMessageId || (!ids.phone && !ids.userId)) return false;
+  // The content is stored as it came; a flow's reply is added to this copy.
+  const rest: Record<string, unknown> = { ...m.content };
   // A returning customer's message is one statement; any other case runs the transaction.
   const fast = await storeReturningCustomerMessage(deps.db.pool, {
     projectId: channel.projectId, message: m, ids, content: rest, now, bot: deps.bot ? { leaseMs: deps.config.botInboxLeaseMs, enqueueSql: (rows) => deps.bot!.enqueueSql(rows) } : undefined,
@@ -60,7 +62,7 @@ async function applyMessage(deps: Deps, channel: OpenChannel, m: MetaMessage, cu
   // The project's deployed bot handles the message once it is stored and `message.received` raised.
   const { contact } = stored;
   deps.bot?.onInboundMessage(channel.projectId, stored.message.id, {
-    id: m.id, from: contact.phone ?? contact.userId!, type: stored.message.type, text: inboundText(stored.message.type, rest as Record<string, unknown>), raw: rest as Record<string, unknown>,
+    id: m.channelMessageId, from: contact.phone ?? contact.userId!, type: stored.message.type, text: inboundText(stored.message.type, rest as Record<string, unknown>), raw: rest as Record<string, unknown>,
     conversation: { id: Number(stored.conversation.id), state: stored.conversation.state },
     contact: { phone: contact.phone, user_id: contact.userId, username: contact.username, name: contact.name ?? null }, received_at: now.toISOString(),
     consent: stored.consent ? { change: stored.consent.status, keyword: stored.consent.keyword } : null,
@@ -73,9 +75,9 @@ async function applyMessage(deps: Deps, channel: OpenChannel, m: MetaMessage, cu
  * in, a flow's reply, a consent keyword (the one statement's fast path leaves these here).
  * False when the wamid was stored before.
  */
-async function storeInTransaction(deps: Deps, channel: OpenChannel, m: MetaMessage, ids: Customer, rest: Record<string, unknown>, now: Date) {
+async function storeInTransaction(deps: Deps, channel: OpenChannel, m: MessageEvent, ids: Customer, rest: Record<string, unknown>, now: Date) {
   return deps.db.prisma.$transaction(async (tx) => {
-    const seen = await tx.message.findUnique({ where: { projectId_wamid: { projectId: channel.projectId, wamid: m.id } }, select: { id: true } });
+    const seen = await tx.message.findUnique({ where: { projectId_wamid: { projectId: channel.projectId, wamid: m.channelMessageId } }, select: { id: true } });
     if (seen) return false;
     // Meta's BSUID change (a system message from the old id naming the new one): re-key first,
     // so the message lands on the same contact under its new id. A replay finds nothing to move.
@@ -87,13 +89,13 @@ async function storeInTransaction(deps: Deps, channel: OpenChannel, m: MetaMessa
     const contact = (await resolveContact(tx, channel.projectId, ids, now, deps.contactMerge))!;
     // The window runs from when we received the message: our clock, not the provider's.
     const conversation = await upsertConversation(tx, channel.projectId, contact.id, now, { inbound: true });
-    const flowReply = await flowReplyOf(tx, channel.projectId, m);
+    const flowReply = await flowReplyOf(tx, channel.projectId, m.content);
     if (flowReply) rest.flow_reply = flowReply;
     const type = String(m.type ?? 'unknown').slice(0, 32);
     const message = await recordInbound(tx, {
       projectId: channel.projectId,
       conversationId: conversation.id,
-      wamid: m.id,
+      wamid: m.channelMessageId,
       type,
       content: rest,
       sentAt: m.timestamp ? new Date(Number(m.timestamp) * 1000) : now,
@@ -113,9 +115,9 @@ async function storeInTransaction(deps: Deps, channel: OpenChannel, m: MetaMessa
 }
 
 /** The new BSUID a system message announces (Meta's user id change), if it is one. */
-function bsuidChangeOf(m: MetaMessage): string | undefined {
+function bsuidChangeOf(m: MessageEvent): string | undefined {
   if (m.type !== 'system') return undefined;
-  const sys = m.system as { type?: unknown; user_id?: unknown; new_user_id?: unknown } | undefined;
+  const sys = m.content.system as { type?: unknown; user_id?: unknown; new_user_id?: unknown } | undefined;
   if (sys?.type !== 'user_changed_user_id') return undefined;
   const next = sys.user_id ?? sys.new_user_id;
   return isBsuid(next) ? next : undefined;
@@ -133,25 +135,26 @@ function bsuidChangeOf(m: MetaMessage): string | undefined {
  * and, when it is, writes nothing; the contacts are then filled in (fillStatusCustomers) and the
  * rounds run again without the check. Mostly nothing is news: one statement.
  */
-async function applyStatuses(deps: Deps, channel: OpenChannel, statuses: Array<MetaStatus & { customer?: Customer }>, now: Date): Promise<boolean[]> {
+async function applyStatuses(deps: Deps, channel: OpenChannel, statuses: StatusEvent[], now: Date): Promise<boolean[]> {
   // Statuses we do not track (e.g. "deleted") and malformed ones are acknowledged as known.
   const known = statuses.map(() => true);
   // Within one notification, only a forward move of a wamid can change anything: a status not
   // above an earlier one for the same wamid shares that one's outcome. So a wamid takes at most
   // one round per rank (4), however long the notification.
-  const rounds: Array<Array<{ s: MetaStatus; i: number }>> = [];
+  const rounds: Array<Array<{ s: StatusEvent; i: number }>> = [];
   const latest = new Map<string, { rank: number; i: number; round: number }>();
   const sameAs: Array<[number, number]> = [];
   statuses.forEach((s, i) => {
-    if (typeof s?.id !== 'string' || s.id.length > 256 || !Object.hasOwn(STATUS_RANK, s.status)) return;
+    const id = s.channelMessageId;
+    if (!id || id.length > 256 || !Object.hasOwn(STATUS_RANK, s.status)) return;
     const rank = STATUS_RANK[s.status];
-    const before = latest.get(s.id);
+    const before = latest.get(id);
     if (before && rank <= before.rank) {
       sameAs.push([i, before.i]);
       return;
     }
     const round = before ? before.round + 1 : 0;
-    latest.set(s.id, { rank, i, round });
+    latest.set(id, { rank, i, round });
     (rounds[round] ??= []).push({ s, i });
   });
   let check = statusCustomerIds(statuses);
@@ -182,7 +185,7 @@ const NO_CHECK: ReturnType<typeof statusCustomerIds> = { wamid: [], phone: [], u
  * any is news to its message's contact, nothing is written and `news` is true.
  */
 async function applyStatusRound(
-  deps: Deps, projectId: string, statuses: MetaStatus[], now: Date, check: ReturnType<typeof statusCustomerIds>,
+  deps: Deps, projectId: string, statuses: StatusEvent[], now: Date, check: ReturnType<typeof statusCustomerIds>,
 ): Promise<{ known: boolean[]; news: boolean }> {
   const errors = statuses.map((s) => (s.status === 'failed' ? JSON.stringify(s.errors?.[0] ?? { message: 'failed without detail' }) : null));
   const { rows } = await retryDeadlock(() =>
@@ -223,14 +226,14 @@ async function applyStatusRound(
              FROM input i ORDER BY i.ord`,
       values: [
         projectId,
-        statuses.map((s) => s.id),
+        statuses.map((s) => s.channelMessageId),
         statuses.map((s) => s.status),
         statuses.map((s) => STATUS_RANK[s.status]),
         errors,
         statuses.map(() => newId('evt', 20)),
         now,
         EVENTS_CHANNEL,
-        statuses.map((s) => (typeof s.biz_opaque_callback_data === 'string' && s.biz_opaque_callback_data.startsWith('snd_') ? s.biz_opaque_callback_data : null)),
+        statuses.map((s) => (s.reference?.startsWith('snd_') ? s.reference : null)),
         statuses.map((s) => {
           const pricing = pricingOf(s);
           return pricing ? JSON.stringify(pricing) : null;
@@ -245,33 +248,46 @@ async function applyStatusRound(
   return { known: rows.map((r) => r.known), news: rows.some((r) => r.news) };
 }
 
+/** One notification the channel posted: its events (the adapter reads them), applied. */
 export async function applyWebhook(deps: Deps, channel: OpenChannel, payload: unknown): Promise<WebhookOutcome> {
+  return applyChannelEvents(deps, channel, deps.channel.parseNotification(payload, channel.phoneNumberId));
+}
+
+/**
+ * The domain's inbound entry point: the channel's events, in order. The statuses that come
+ * together (one notification's) are applied together, in one statement per round.
+ */
+export async function applyChannelEvents(deps: Deps, channel: OpenChannel, events: readonly ChannelEvent[]): Promise<WebhookOutcome> {
   const outcome: WebhookOutcome = { messages: 0, statuses: 0, templates: 0, retryLater: false };
   const now = deps.clock.now();
-  for (const change of notificationChanges(payload, channel.phoneNumberId)) {
-    if (change.kind === 'messages') {
-      for (const { message, customer } of change.messages) {
-        if (await applyMessage(deps, channel, message, customer, now)) outcome.messages++;
-      }
-      const { statuses } = change;
+  for (let i = 0; i < events.length; i++) {
+    const event = events[i];
+    if (event.kind === 'message') {
+      if (await applyMessage(deps, channel, event, now)) outcome.messages++;
+    } else if (event.kind === 'status') {
+      const statuses: StatusEvent[] = [event];
+      while (events[i + 1]?.kind === 'status') statuses.push(events[++i] as StatusEvent);
       // What statuses say about the recipient (BSUID, phone, username) is filled in first, so
-      // the `message.status` events carry it (applyStatuses); a failed marketing send with 131050 opts out.
-      const known = statuses.length ? await applyStatuses(deps, channel, statuses, now) : [];
-      statuses.forEach((s, i) => {
-        if (known[i]) outcome.statuses++;
+      // the `message.status` events carry it (applyStatuses); a failed marketing send to a user
+      // who stopped marketing opts out.
+      const known = await applyStatuses(deps, channel, statuses, now);
+      statuses.forEach((s, k) => {
+        if (known[k]) outcome.statuses++;
         // `sent` is the state a send is recorded in, so an early `sent` loses nothing.
-        else if (s?.status === 'sent') return;
+        else if (s.status === 'sent') return;
         else if (!s.timestamp || now.getTime() - Number(s.timestamp) * 1000 < UNKNOWN_STATUS_GRACE_MS) outcome.retryLater = true;
       });
-      if (statuses.length) await optOutOnFailedStatuses(deps.db.pool, channel.projectId, statuses, now);
-    } else if (change.kind === 'user_preferences') {
-      await applyUserPreferences(deps.db.prisma, deps.contactMerge, channel.projectId, change.preferences, now);
-    } else if (change.kind === 'messaging_limit') {
-      await storeAnnouncedLimit(deps.db.pool, channel.wabaId, change.limit, now);
-    } else if (change.kind === 'throughput') {
+      await optOutOnFailedStatuses(deps.db.pool, channel.projectId, statuses, now);
+    } else if (event.kind === 'user_preference') {
+      await applyUserPreferences(deps.db.prisma, deps.contactMerge, channel.projectId, [event], now);
+    } else if (event.kind === 'messaging_limit') {
+      await storeAnnouncedLimit(deps.db.pool, channel.wabaId, event.limit, now);
+    } else if (event.kind === 'throughput') {
       // Read the level now: campaigns on the number follow it at their next take (pacing.ts).
-      await refreshChannelThroughput(deps, channel.projectId, `${change.field}${change.event ? ` ${change.event}` : ''}`);
-    } else if (await applyTemplateStatus(deps, channel.projectId, change.update, now)) outcome.templates++;
+      await refreshChannelThroughput(deps, channel.projectId, event.why);
+    } else if (event.kind === 'template_status') {
+      if (await applyTemplateStatus(deps, channel.projectId, event, now)) outcome.templates++;
+    }
   }
   return outcome;
 }

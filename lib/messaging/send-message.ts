@@ -22,9 +22,9 @@ import { reserveSends } from './quota.js';
 import { settleLater } from './send-cleanup.js';
 import { abandonIntents, newSendRef, recordIntents, releaseUnits, sendState, sessionWindowOpen, type Intent } from './ledger.js';
 import { confirmSends } from './confirm-batch.js';
-import { isChannelError, isOutsideWindowError, isTemplateRejection } from '../../channel/errors.js';
-import { asApiError, channelApiError, invalidTemplateApiError } from '../../channel/api-errors.js';
-import type { GraphMessagePayload } from '../../channel/cloud-api.js';
+import { hasReason, isChannelError } from '../channel-port/errors.js';
+import { asApiError, channelApiError, invalidTemplateApiError } from '../channel-port/api-errors.js';
+import type { OutboundMessage } from '../channel-port/messages.js';
 import { channelRecipient, recipientChannelError, resolveRecipient } from '../conversations/recipient.js';
 import { optOutOnSendError } from '../conversations/contact-store.js';
 
@@ -285,9 +285,9 @@ async function callChannel(
   try {
     const payload = {
       messaging_product: 'whatsapp', recipient_type: 'individual', ...channelRecipient(message), ...message.payload, biz_opaque_callback_data: ref,
-    } as GraphMessagePayload;
+    } as OutboundMessage;
     opts.onChannelCall?.();
-    return (await deps.channel.sendMessage(channel, payload)).wamid;
+    return (await deps.channel.sendMessage(channel, payload)).channelMessageId;
   } catch (e) {
     if (isChannelError(e) && e.outcomeUnknown) {
       // Maybe sent: the message stays pending and keeps its quota unit until a status names it.
@@ -297,15 +297,15 @@ async function callChannel(
     }
     const abandon = () => abandonIntents(pool, projectId, [ref], now);
     await abandon().catch(() => settleLater('abandoning a send the channel refused', abandon, deps.logger, { project_id: projectId, ref }));
-    if (isOutsideWindowError(e)) throw outsideWindow();
-    // 131050 (stopped marketing) opts the contact out; it and 131062 (needs a phone) are the recipient's.
+    if (hasReason(e, 'window_closed')) throw outsideWindow();
+    // A user who stopped marketing opts out; that and a message that needs a phone are the recipient's.
     if (isChannelError(e)) {
-      await optOutOnSendError(pool, projectId, message, e.graphCode, now).catch(() => undefined);
-      const refused = recipientChannelError(e.graphCode);
+      await optOutOnSendError(pool, projectId, message, e, now).catch(() => undefined);
+      const refused = recipientChannelError(e);
       if (refused) throw refused;
     }
     // The spec's rule: a template send the channel refuses with a 4xx template error is 400 invalid_template (not 502).
-    if (isTemplateRejection(e)) throw invalidTemplateApiError(e);
+    if (hasReason(e, 'template_rejected')) throw invalidTemplateApiError(e);
     throw asApiError(e);
   }
 }

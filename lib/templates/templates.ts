@@ -20,7 +20,7 @@
  *   channel id) and here.
  */
 import type { components } from '../../generated/api.js';
-import type { TemplateUpdate } from '../../channel/notifications.js';
+import type { TemplateStatusEvent } from '../channel-port/events.js';
 import { recordEvent } from '../webhooks/events.js';
 import type { Deps } from '../deps.js';
 import type { ProjectRef } from '../access/credentials.js';
@@ -28,9 +28,9 @@ import { ApiError } from '../platform/errors.js';
 import { newId } from '../platform/secrets.js';
 import { requireChannel } from '../channel-settings/settings.js';
 import { isUniqueViolation } from '../platform/db/errors.js';
-import { isChannelError, isTemplateExists, isTemplateRejection } from '../../channel/errors.js';
-import { asApiError, invalidTemplateApiError } from '../../channel/api-errors.js';
-import type { GraphTemplateDefinitionComponent } from '../../channel/cloud-api.js';
+import { hasReason, isChannelError } from '../channel-port/errors.js';
+import { asApiError, invalidTemplateApiError } from '../channel-port/api-errors.js';
+import type { TemplateDefinitionComponent } from '../channel-port/port.js';
 import { cardHeaders, checkTemplateKinds } from './kinds.js';
 
 type CreateTemplateRequest = components['schemas']['CreateTemplateRequest'];
@@ -130,14 +130,14 @@ export async function createTemplate(deps: Deps, project: ProjectRef, body: Crea
       name: body.name,
       language: body.language,
       category: body.category,
-      components: body.components as GraphTemplateDefinitionComponent[],
+      components: body.components as TemplateDefinitionComponent[],
       ...(body.parameter_format ? { parameter_format: body.parameter_format } : {}),
       ...(body.allow_category_change !== undefined ? { allow_category_change: body.allow_category_change } : {}),
     });
   } catch (e) {
     await prisma.template.delete({ where: { id } }).catch(() => undefined);
-    if (isTemplateExists(e)) throw exists(body.name, body.language);
-    if (isTemplateRejection(e)) throw invalidTemplateApiError(e);
+    if (hasReason(e, 'template_exists')) throw exists(body.name, body.language);
+    if (hasReason(e, 'template_rejected')) throw invalidTemplateApiError(e);
     throw asApiError(e);
   }
   // A decision may already have arrived (inbound matches a row without a channel id by name and
@@ -199,12 +199,12 @@ export async function deleteTemplate(deps: Deps, project: ProjectRef, name: stri
  * The channel's decision on a template (the message_template_status_update webhook): the mirrored
  * row follows it, and an approval or rejection is raised as template.approved / .rejected.
  */
-export async function applyTemplateStatus(deps: Pick<Deps, 'db'>, projectId: string, v: TemplateUpdate, now: Date): Promise<boolean> {
-  const status = String(v.event ?? '').toUpperCase();
-  const byName = { name: String(v.message_template_name), language: String(v.message_template_language) };
+export async function applyTemplateStatus(deps: Pick<Deps, 'db'>, projectId: string, v: TemplateStatusEvent, now: Date): Promise<boolean> {
+  const status = v.status;
+  const byName = { name: v.name, language: v.language };
   // By the channel's id; a row still waiting for its id (created an instant ago) by name and language.
-  const where = v.message_template_id !== undefined
-    ? { projectId: projectId, OR: [{ channelTemplateId: String(v.message_template_id) }, { ...byName, channelTemplateId: null }] }
+  const where = v.templateId !== undefined
+    ? { projectId: projectId, OR: [{ channelTemplateId: v.templateId }, { ...byName, channelTemplateId: null }] }
     : { projectId: projectId, ...byName };
   return deps.db.prisma.$transaction(async (tx) => {
     const template = await tx.template.findFirst({ where });

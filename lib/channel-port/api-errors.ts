@@ -1,8 +1,8 @@
 /**
- * What a channel failure (channel/errors.ts: ChannelError) means to our caller, in the spec's
+ * What a channel failure (./errors.ts: ChannelError) means to our caller, in the spec's
  * envelope: the channel reports, the domain decides.
  */
-import { ApiError } from '../lib/platform/errors.js';
+import { ApiError } from '../platform/errors.js';
 import { isChannelError, type ChannelError, type ChannelErrorKind } from './errors.js';
 
 /** The provider's words for a rejection, for an ApiError message. */
@@ -13,12 +13,12 @@ function providerDetail(e: ChannelError): string {
 
 function detailsOf(e: ChannelError): Record<string, unknown> {
   const d: Record<string, unknown> = {
-    provider_code: e.graphCode,
+    provider_code: e.code,
     provider_subcode: e.subcode,
     provider_title: e.title,
     provider_details: e.details,
     http_status: e.httpStatus,
-    fbtrace_id: e.fbtraceId,
+    fbtrace_id: e.traceId,
   };
   for (const k of Object.keys(d)) if (d[k] === undefined) delete d[k];
   return d;
@@ -45,10 +45,10 @@ export function channelApiError(e: ChannelError): ApiError {
     throttled: 'The messaging provider throttled the call; retry later',
     unavailable: 'The messaging provider is unavailable; retry later',
   };
-  return new ApiError('upstream_error', `${lead[e.kind]}: ${e.kind === 'unavailable' && !e.graphCode ? e.message : providerDetail(e)}`, d);
+  return new ApiError('upstream_error', `${lead[e.kind]}: ${e.kind === 'unavailable' && e.code === undefined ? e.message : providerDetail(e)}`, d);
 }
 
-/** For a template-payload rejection (see isTemplateRejection): 400 `invalid_template` with the provider's detail. */
+/** For a template-payload rejection (reason `template_rejected`): 400 `invalid_template` with the provider's detail. */
 export function invalidTemplateApiError(e: ChannelError): ApiError {
   return new ApiError('invalid_template', `The provider rejected the template: ${providerDetail(e)}`, detailsOf(e));
 }

@@ -1,0 +1,91 @@
+/**
+ * What a channel tells us, in the domain's terms: one event per thing that happened, a union on
+ * `kind`. The adapter reads its provider's notifications into these (channel/notifications.ts for
+ * the Cloud API); lib/messaging/inbound.ts applies them.
+ *
+ * A new kind of event (a call, a group change, an echo of a message sent from another app, a
+ * history sync, a handover) is a new member here, produced by the adapter that knows it and applied
+ * by the room it concerns; an adapter that never sees it never produces it.
+ */
+import type { MessagingLimit } from './number.js';
+
+/** What the channel says about a customer: each field only when given (phone digits only). */
+export interface Customer {
+  phone?: string;
+  /** The channel's user id of the customer (WhatsApp's business-scoped user id). */
+  userId?: string;
+  parentUserId?: string;
+  username?: string;
+  profileName?: string;
+}
+
+/** A customer sent us a message. */
+export interface MessageEvent {
+  kind: 'message';
+  /** The channel's id of the message: storing it once makes the channel's retries harmless. */
+  channelMessageId: string;
+  customer: Customer;
+  /** text, image, interactive, system, … as the channel names it. */
+  type: string;
+  /** When the customer sent it, in seconds since the epoch as the channel gave it. */
+  timestamp?: string;
+  /** What the message carries, stored and shown as it came (with its `type` and the fields it names). */
+  content: Record<string, unknown>;
+}
+
+/** A message we sent moved: sent, delivered, read, failed, … */
+export interface StatusEvent {
+  kind: 'status';
+  channelMessageId: string;
+  status: string;
+  /** Seconds since the epoch, as the channel gave it. */
+  timestamp?: string;
+  /** What the status says about the recipient. */
+  customer?: Customer;
+  /** A failed status's errors, as the channel gave them (the first is stored with the message). */
+  errors?: unknown[];
+  /** What the send carried as its reference, echoed (lib/messaging/send-message.ts). */
+  reference?: string;
+  /** The channel's pricing of the message, as given (lib/pricing/status-pricing.ts reads it). */
+  pricing?: unknown;
+  /** The recipient had stopped marketing messages (the failure says so): the contact opts out. */
+  recipientOptedOut?: boolean;
+}
+
+/** A customer stopped or resumed a category of messages (e.g. marketing) at the channel. */
+export interface UserPreferenceEvent {
+  kind: 'user_preference';
+  customer: Customer;
+  category: string;
+  /** `stop` or `resume`. */
+  value: string;
+  timestamp?: number;
+}
+
+/** The channel decided on a template (APPROVED, REJECTED, PAUSED, …). */
+export interface TemplateStatusEvent {
+  kind: 'template_status';
+  /** The channel's id of the template, when given. */
+  templateId?: string;
+  name: string;
+  language: string;
+  /** Upper case. */
+  status: string;
+  reason?: string;
+}
+
+/** The account's messaging limit changed (shared by all its numbers). */
+export interface MessagingLimitEvent {
+  kind: 'messaging_limit';
+  limit: MessagingLimit;
+}
+
+/** The number's throughput may have changed: read it again from the channel (getThroughput). */
+export interface ThroughputEvent {
+  kind: 'throughput';
+  /** What announced it, for the log (e.g. `phone_number_quality_update THROUGHPUT_UPGRADE`). */
+  why: string;
+}
+
+export type ChannelEvent = MessageEvent | StatusEvent | UserPreferenceEvent | TemplateStatusEvent | MessagingLimitEvent | ThroughputEvent;
+export type ChannelEventKind = ChannelEvent['kind'];

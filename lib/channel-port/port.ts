@@ -1,0 +1,175 @@
+/**
+ * The channel port: every operation the domain asks of a messaging channel, in the domain's terms.
+ * `Deps.channel` is one; the WhatsApp Cloud API client (channel/cloud-api.ts) is its adapter in
+ * production, an in-memory one (tests/support/memory-channel.ts) proves the domain needs no other.
+ * A failure is a ChannelError (./errors.ts) whose reasons the domain decides on; what the channel
+ * tells us arrives as ChannelEvents (./events.ts), read from its notifications by `parseNotification`.
+ *
+ * A new operation is a method here, implemented by each adapter; nothing in lib/ imports an adapter.
+ */
+import type { Readable } from 'node:stream';
+import type { ChannelEvent } from './events.js';
+import type { OutboundMessage, SendResult, SendRoute } from './messages.js';
+import type { MessagingLimit, Throughput } from './number.js';
+
+export type * from './messages.js';
+export type * from './number.js';
+
+/** A project's account at the channel: its number, its business account, its app and its token. */
+export interface ChannelCredentials {
+  phoneNumberId: string;
+  wabaId: string;
+  appId: string;
+  accessToken: string;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Templates
+
+/** Template components as created (upper-case types), e.g. { type: 'BODY', text, example }. */
+export type TemplateDefinitionComponent = Record<string, unknown> & { type: string };
+
+export interface CreateTemplateInput {
+  name: string;
+  language: string;
+  category: 'MARKETING' | 'UTILITY' | 'AUTHENTICATION' | string;
+  components: TemplateDefinitionComponent[];
+  parameter_format?: 'POSITIONAL' | 'NAMED';
+  allow_category_change?: boolean;
+}
+
+export interface CreateTemplateResult {
+  id: string;
+  status: string;
+  category: string;
+}
+
+/** A template as the channel lists it. */
+export interface ChannelTemplate {
+  id: string;
+  name: string;
+  language: string;
+  status: string;
+  category: string;
+  components?: TemplateDefinitionComponent[];
+  rejected_reason?: string;
+  parameter_format?: string;
+  [key: string]: unknown;
+}
+
+export interface ListTemplatesInput {
+  /** The channel may match names partially; filter exactly on the result when needed. */
+  name?: string;
+  status?: string;
+  language?: string;
+  /** Most templates returned (pages are followed). Default 100, at most 5000. */
+  limit?: number;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Media
+
+export interface UploadMediaInput {
+  data: Buffer | Readable;
+  mimeType: string;
+  filename: string;
+  /** Byte length of a stream (gives a Content-Length; checked). Ignored for a Buffer. */
+  size?: number;
+}
+
+export interface MediaInfo {
+  id: string;
+  /** Download URL; short-lived and needs the same credentials. */
+  url: string;
+  mime_type: string;
+  sha256: string;
+  file_size: number;
+}
+
+export interface UploadSessionInput {
+  fileName: string;
+  fileLength: number;
+  /** application/pdf, image/jpeg, image/jpg, image/png or video/mp4 */
+  fileType: string;
+}
+
+export type UploadChunkResult =
+  /** The upload is complete; `handle` serves as a template header example. */
+  | { handle: string; fileOffset?: undefined }
+  /** More bytes are expected from `fileOffset`. */
+  | { handle?: undefined; fileOffset: number };
+
+export interface HeaderSampleInput {
+  data: Buffer | Readable;
+  fileName: string;
+  fileType: string;
+  /** Required for a stream; a Buffer's length otherwise. */
+  fileLength?: number;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Flows
+
+/** One problem the channel found in a flow's definition, as it gave it. */
+export interface FlowValidationError {
+  error: string;
+  error_type: string;
+  message: string;
+  line_start?: number;
+  line_end?: number;
+  column_start?: number;
+  column_end?: number;
+  pointers?: unknown[];
+  [key: string]: unknown;
+}
+
+export interface ChannelFlow {
+  id: string;
+  name?: string;
+  status?: string;
+  categories?: string[];
+  validation_errors?: FlowValidationError[];
+  json_version?: string;
+  preview?: { preview_url?: string; expires_at?: string };
+  [key: string]: unknown;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+export interface ChannelPort {
+  // Messages
+  sendMessage(creds: ChannelCredentials, message: OutboundMessage, route?: SendRoute): Promise<SendResult>;
+  /** Marks a received message read, optionally showing the business typing. */
+  markRead(creds: ChannelCredentials, channelMessageId: string, opts?: { typing?: boolean }): Promise<void>;
+
+  // Templates
+  createTemplate(creds: ChannelCredentials, input: CreateTemplateInput): Promise<CreateTemplateResult>;
+  listTemplates(creds: ChannelCredentials, input?: ListTemplatesInput): Promise<ChannelTemplate[]>;
+  deleteTemplate(creds: ChannelCredentials, input: { name: string; hsmId?: string }): Promise<void>;
+
+  // Media
+  uploadMedia(creds: ChannelCredentials, input: UploadMediaInput): Promise<{ id: string }>;
+  getMedia(creds: ChannelCredentials, mediaId: string): Promise<MediaInfo>;
+  deleteMedia(creds: ChannelCredentials, mediaId: string): Promise<void>;
+  /** Uploads a template's media header example; the handle goes in the template's example. */
+  uploadHeaderSample(creds: ChannelCredentials, input: HeaderSampleInput): Promise<{ handle: string }>;
+
+  // Flows
+  createFlow(creds: ChannelCredentials, input: { name: string; categories: string[] }): Promise<{ id: string }>;
+  /** Uploads a flow's definition; the channel's validation errors (empty when none). */
+  uploadFlowJson(creds: ChannelCredentials, flowId: string, json: string): Promise<{ validationErrors: FlowValidationError[] }>;
+  getFlow(creds: ChannelCredentials, flowId: string): Promise<ChannelFlow>;
+  publishFlow(creds: ChannelCredentials, flowId: string): Promise<void>;
+  deprecateFlow(creds: ChannelCredentials, flowId: string): Promise<void>;
+
+  // The number
+  getMessagingLimit(creds: ChannelCredentials): Promise<MessagingLimit>;
+  getThroughput(creds: ChannelCredentials): Promise<Throughput>;
+
+  // Notifications
+  /** The events of one notification the channel posted, those addressed to `phoneNumberId`. Malformed parts are skipped. */
+  parseNotification(payload: unknown, phoneNumberId: string): ChannelEvent[];
+
+  /** Releases the adapter's connections (at shutdown). */
+  close?(): void | Promise<void>;
+}
