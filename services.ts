@@ -23,6 +23,7 @@ import { SecretBox, deriveKey } from './lib/platform/crypto-box.js';
 import { CredentialCache } from './lib/access/credential-cache.js';
 import { simulatedChannelProvisioner } from './lib/channel-settings/simulated-channel.js';
 import { CloudApiClient } from './channel/cloud-api.js';
+import type { ChannelPort } from './lib/channel-port/port.js';
 import { startJobs, type Jobs, type JobsOptions } from './jobs/index.js';
 import { configurePacing } from './lib/broadcasts/pacing.js';
 import { createMetrics, type Metrics } from './lib/platform/metrics.js';
@@ -58,6 +59,8 @@ export interface ServicesOptions {
   connectDeadline?: StartDeadline;
   channelVersion?: string;
   channelTimeoutMs?: number;
+  /** The channel port's adapter; default the Cloud API client at graphBaseUrl (tests pass one of their own). */
+  channel?: ChannelPort;
   /** A contract and handlers of the caller's own (tests of the shared policy mechanism). */
   contract?: Contract;
   /** The operator and runtime contracts, already loaded (tests load the shipped ones once: tests/support/contracts.ts). */
@@ -113,7 +116,7 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
     const counters = opts.counters ?? createCounterStore({ redisUrl: config.redisUrl, timeoutMs: config.redisTimeoutMs, logger });
     stops.unshift(() => counters.close());
     const metrics = createMetrics({ defaultMetrics: opts.processMetrics ?? true, instanceId: metricsInstanceId() });
-    const channel = createChannel(opts, metrics);
+    const channel = opts.channel ?? createChannel(opts, metrics);
     stops.unshift(async () => channel.close?.());
     const secretBox = new SecretBox(opts.masterKey);
     let callbackBase = '';

@@ -25,6 +25,7 @@ import { createServices, type Services } from '../../services.js';
 import { BotRuntime } from '../../lib/bot/runtime.js';
 import type { SandboxLimits } from '../../lib/sandbox/sandbox.js';
 import type { Logger } from '../../lib/platform/logger.js';
+import type { ChannelPort } from '../../lib/channel-port/port.js';
 import { recordViolations } from './response-violations.js';
 import { shippedContracts } from './contracts.js';
 
@@ -73,6 +74,8 @@ export interface TestAppOptions {
   /** A contract and handlers of the test's own, to exercise the shared policy mechanism. */
   contract?: Contract;
   handlers?: Record<string, unknown>;
+  /** A channel port's adapter of the test's own (tests/support/memory-channel.ts) instead of the Cloud API client. */
+  channel?: ChannelPort;
   /** Start the Cloud API simulator and connect new projects to it (the app then listens on a port for its callbacks). */
   simulator?: boolean | SimulatorOptions;
   /**
@@ -141,6 +144,7 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
     poolMax: 5,
     channelVersion: opts.config?.graphApiVersion ?? 'v26.0',
     channelTimeoutMs: 2000,
+    ...(opts.channel ? { channel: opts.channel } : {}),
     ...shippedContracts(),
     ...(opts.contract ? { contract: opts.contract } : {}),
     // Tests pass loosely typed stand-ins; the app's own maps are typed per operation.

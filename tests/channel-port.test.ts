@@ -1,0 +1,103 @@
+/**
+ * The domain on another channel: the app built with an in-memory channel port
+ * (tests/support/memory-channel.ts) instead of the Cloud API client. Through HTTP, a customer's
+ * message arrives at the channel webhook as the port's events, the API answers it, a template is
+ * created, decided and sent, and statuses move the messages: what is stored is what the Cloud API
+ * adapter would have stored.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import request from 'supertest';
+import { createHmac } from 'node:crypto';
+import { startTestApp, type TestApp } from './support/app.js';
+import { MemoryChannel } from './support/memory-channel.js';
+import { ChannelError } from '../lib/channel-port/errors.js';
+import type { ChannelEvent } from '../lib/channel-port/events.js';
+
+const APP_SECRET = 'memory-app-secret';
+
+let t: TestApp;
+const channel = new MemoryChannel();
+beforeAll(async () => {
+  t = await startTestApp({ channel });
+});
+afterAll(async () => {
+  await t.close();
+});
+
+/** A project connected to the memory channel on a number of its own. */
+async function project() {
+  const p = await t.admin.project('Memory channel');
+  const phoneNumberId = String(1e12 + Math.floor(Math.random() * 1e11));
+  await t.admin.call('put', `/admin/projects/${p.id}/channel`, {
+    phone_number_id: phoneNumberId, waba_id: '2000300040005', app_id: '3000400050006', access_token: 'memory-token', app_secret: APP_SECRET, verify_token: 'memory-verify',
+  });
+  const key = await t.admin.key(p.id, ['messages:send', 'conversations:read', 'templates:manage', 'templates:read']);
+  return { id: p.id, key: key.secret, phoneNumberId };
+}
+
+/** The channel's notification, posted to the project's webhook as a channel would (signed with the app secret). */
+async function notify(p: { id: string; phoneNumberId: string }, events: ChannelEvent[]) {
+  const raw = JSON.stringify({ phone_number_id: p.phoneNumberId, events });
+  const signature = 'sha256=' + createHmac('sha256', APP_SECRET).update(raw).digest('hex');
+  return request(t.app).post(`/channel/${p.id}/webhook`).set('Content-Type', 'application/json').set('X-Hub-Signature-256', signature).send(raw);
+}
+
+const auth = (key: string) => ({ Authorization: `Bearer ${key}` });
+const seconds = () => String(Math.floor(t.clock.now().getTime() / 1000));
+
+describe('the domain on an in-memory channel', () => {
+  it('When a customer writes and the API answers, then the conversation, both messages and their statuses are stored', async () => {
+    const p = await project();
+    const inbound = await notify(p, [{
+      kind: 'message', channelMessageId: 'mem.in-1', customer: { phone: '14155550123', profileName: 'Ada' }, type: 'text', timestamp: seconds(),
+      content: { type: 'text', text: { body: 'Where is my order?' } },
+    }]);
+    expect(inbound.status).toBe(200);
+    expect(inbound.body.data).toEqual({ messages: 1, statuses: 0, templates: 0, retryLater: false });
+    // The channel's retry of the same notification stores nothing twice.
+    expect((await notify(p, [{ kind: 'message', channelMessageId: 'mem.in-1', customer: { phone: '14155550123' }, type: 'text', content: { type: 'text', text: { body: 'Where is my order?' } } }])).body.data.messages).toBe(0);
+
+    const sent = await request(t.app).post('/v1/messages').set(auth(p.key)).send({ type: 'text', phone: '+14155550123', content: 'It ships today' });
+    expect(sent.status).toBe(200);
+    const out = channel.sent.at(-1)!;
+    expect(sent.body.data).toEqual({ id: out.channelMessageId, status: 'sent' });
+    expect(out).toMatchObject({ phoneNumberId: p.phoneNumberId, message: { type: 'text', to: '14155550123', text: { body: 'It ships today' } } });
+
+    const statuses = await notify(p, [
+      { kind: 'status', channelMessageId: out.channelMessageId, status: 'delivered', timestamp: seconds(), customer: { phone: '14155550123' } },
+      { kind: 'status', channelMessageId: out.channelMessageId, status: 'read', timestamp: seconds() },
+    ]);
+    expect(statuses.body.data).toEqual({ messages: 0, statuses: 2, templates: 0, retryLater: false });
+
+    const list = await request(t.app).get('/v1/conversations').set(auth(p.key));
+    expect(list.status).toBe(200);
+    expect(list.body.data.conversations).toHaveLength(1);
+    const conversation = list.body.data.conversations[0];
+    expect(conversation).toMatchObject({ contact: { phone: '+14155550123', name: 'Ada' }, window_open: true });
+    const messages = await request(t.app).get(`/v1/conversations/${conversation.id}/messages`).set(auth(p.key));
+    expect(messages.status).toBe(200);
+    const byId = Object.fromEntries(messages.body.data.messages.map((m: any) => [m.wamid, m]));
+    expect(byId['mem.in-1']).toMatchObject({ direction: 'inbound', type: 'text', status: 'received', content: { text: { body: 'Where is my order?' } } });
+    expect(byId[out.channelMessageId]).toMatchObject({ direction: 'outbound', type: 'text', status: 'read' });
+  });
+
+  it('When a template is created, decided by the channel and sent, then it goes out as the channel\'s template', async () => {
+    const p = await project();
+    const created = await request(t.app).post('/v1/templates').set(auth(p.key))
+      .send({ name: 'memory_hello', language: 'en_US', category: 'UTILITY', components: [{ type: 'BODY', text: 'Hello from memory' }] });
+    expect(created.status).toBe(201);
+    expect(created.body.data.template).toMatchObject({ name: 'memory_hello', status: 'PENDING' });
+    const decided = await notify(p, [{ kind: 'template_status', templateId: channel.templates.get('memory_hello/en_US')!.id, name: 'memory_hello', language: 'en_US', status: 'APPROVED' }]);
+    expect(decided.body.data.templates).toBe(1);
+
+    const sent = await request(t.app).post('/v1/messages').set(auth(p.key)).send({ type: 'template', phone: '+14155550124', template: { name: 'memory_hello', language: 'en_US' } });
+    expect(sent.status).toBe(200);
+    expect(channel.sent.at(-1)).toMatchObject({ message: { type: 'template', to: '14155550124', template: { name: 'memory_hello', language: { code: 'en_US' } } } });
+
+    // The adapter's reasons decide: a closed window at the channel is the spec's answer, not a 502.
+    channel.refuseNext = new ChannelError({ kind: 'rejected', retryable: false, operation: 'sendMessage', httpStatus: 400, message: 'window closed', reasons: ['window_closed'] });
+    const refused = await request(t.app).post('/v1/messages').set(auth(p.key)).send({ type: 'template', phone: '+14155550125', template: { name: 'memory_hello', language: 'en_US' } });
+    expect(refused.status).toBe(409);
+    expect(refused.body.error.code).toBe('outside_24h_window');
+  });
+});
