@@ -9,14 +9,13 @@
 import { randomBytes } from 'node:crypto';
 import type { CallSpec, ChannelCredentials } from './graph-transport.js';
 import type { ChannelError, ChannelOperation } from './errors.js';
+import type { ChannelFlow, FlowValidationError } from '../lib/channel-port/port.js';
 
 /** What these calls need of the client (channel/cloud-api.ts: CloudApiClient). */
 export interface GraphCaller {
   graph(creds: ChannelCredentials, spec: CallSpec): Promise<unknown>;
   unexpectedAnswer(op: ChannelOperation, why: string): ChannelError;
 }
-
-import type { ChannelFlow, FlowValidationError } from '../lib/channel-port/port.js';
 
 /** The Graph names of the port's flow shapes. */
 export type GraphFlowValidationError = FlowValidationError;

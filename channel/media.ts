@@ -2,11 +2,10 @@
 import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { dispositionFilename, LengthGuard, MIME_RE, type ChannelCredentials, type GraphTransport } from './graph-transport.js';
+import type { HeaderSampleInput, MediaInfo, UploadChunkResult, UploadMediaInput, UploadSessionInput } from '../lib/channel-port/port.js';
 
 // ---------------------------------------------------------------------------------------------
 // Media
-
-import type { HeaderSampleInput, MediaInfo, UploadChunkResult, UploadMediaInput, UploadSessionInput } from '../lib/channel-port/port.js';
 
 export type { HeaderSampleInput, MediaInfo, UploadChunkResult, UploadMediaInput, UploadSessionInput };
 
@@ -77,7 +76,6 @@ export async function getMedia(this: GraphTransport, creds: ChannelCredentials, 
 export async function deleteMedia(this: GraphTransport, creds: ChannelCredentials, mediaId: string): Promise<void> {
   await this.call(creds, { op: 'deleteMedia', method: 'DELETE', segments: [mediaId], params: { phone_number_id: creds.phoneNumberId } });
 }
-
 
 /** POST /{version}/{appId}/uploads?file_name=&file_length=&file_type= → "upload:<id>?sig=…" */
 export async function createUploadSession(this: GraphTransport, creds: ChannelCredentials, input: UploadSessionInput): Promise<{ sessionId: string }> {

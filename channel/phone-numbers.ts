@@ -13,10 +13,9 @@
  * `is_on_biz_app`) is held at 20 whatever its level (Meta, "Throughput", updated 21 May 2026).
  */
 import type { ChannelCredentials, GraphTransport } from './graph-transport.js';
+import type { MessagingLimit, Throughput } from '../lib/channel-port/port.js';
 
 export const MESSAGING_LIMIT_FIELD = 'whatsapp_business_manager_messaging_limit';
-
-import type { MessagingLimit, Throughput } from '../lib/channel-port/port.js';
 
 export type { MessagingLimit, Throughput };
 

@@ -1,10 +1,9 @@
 /** Message templates (/{waba-id}/message_templates): create, list, delete. */
 import type { ChannelCredentials, GraphTransport } from './graph-transport.js';
+import type { ChannelTemplate, CreateTemplateInput, CreateTemplateResult, ListTemplatesInput, TemplateDefinitionComponent } from '../lib/channel-port/port.js';
 
 // ---------------------------------------------------------------------------------------------
 // Templates
-
-import type { ChannelTemplate, CreateTemplateInput, CreateTemplateResult, ListTemplatesInput, TemplateDefinitionComponent } from '../lib/channel-port/port.js';
 
 export type { CreateTemplateInput, CreateTemplateResult, ListTemplatesInput };
 /** The Graph names of the port's template shapes. */
