@@ -41,7 +41,7 @@ const base = {
     '^.+\\.ts$': ['@swc/jest', { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'es6' } }],
   },
   // A response that breaks the contract fails the test that caused it, naming operation, path and rule.
-  setupFilesAfterEnv: ['<rootDir>/tests/support/response-violations-hook.ts', '<rootDir>/tests/support/retry-timing.ts'],
+  setupFilesAfterEnv: ['<rootDir>/tests/support/response-violations-hook.ts'],
 };
 
 export default {

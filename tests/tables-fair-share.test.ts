@@ -18,6 +18,7 @@ import { importsSettled } from '../lib/contacts-import/imports.js';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { timingBound } from './support/retry-timing.js';
 
 let t: TestApp;
 const made: string[] = [];
@@ -40,7 +41,7 @@ function admin(method: 'get' | 'post', path: string, body?: object) {
 }
 
 describe('tenant work and platform work', () => {
-  it('When one project runs 100 concurrent slow table reads, then another project\'s pings and sends keep their normal latency', async () => {
+  timingBound('another project\'s latency under 1 s').it('When one project runs 100 concurrent slow table reads, then another project\'s pings and sends keep their normal latency', async () => {
     const a = await t.admin.project('A');
     made.push(a.id);
     const aKey = (await t.admin.key(a.id, ['tables:read'])).secret;
@@ -176,7 +177,7 @@ describe('fair shares between projects', () => {
 });
 
 describe('tenant work and the bot', () => {
-  it('When one project runs 100 concurrent slow table reads, then another project\'s bot keeps answering within its normal time', async () => {
+  timingBound('another project\'s bot under 1.5 s').it('When one project runs 100 concurrent slow table reads, then another project\'s bot keeps answering within its normal time', async () => {
     const a = await t.admin.project('A2');
     made.push(a.id);
     const aKey = (await t.admin.key(a.id, ['tables:read'])).secret;

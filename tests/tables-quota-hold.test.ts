@@ -10,6 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { startTestApp, type TestApp } from './support/app.js';
 import { dropProjectStorage } from '../lib/tables/isolation.js';
 import { runHelper, type BotDeps } from '../lib/bot/helpers.js';
+import { timingBound } from './support/retry-timing.js';
 
 let t: TestApp;
 const made: string[] = [];
@@ -50,7 +51,7 @@ async function seeded() {
 }
 
 describe('operator DDL is held to the storage quota', () => {
-  it('When CREATE TABLE AS would pass the row quota, then 409 table_quota_exceeded at once, and nothing grows', async () => {
+  timingBound('refused within 5 s').it('When CREATE TABLE AS would pass the row quota, then 409 table_quota_exceeded at once, and nothing grows', async () => {
     const p = await seeded();
     await setQuota(p.id, { max_rows: 1100 + 1000, max_bytes: null });
     const before = await usage(p.id);
