@@ -8,11 +8,12 @@
  * @alone It measures latencies and statement timeouts on this machine's CPU: another file's load
  * beside it would be measured too (tests/support/test-environment.js).
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import pg from 'pg';
-import { startTestApp, type TestApp } from './support/app.js';
-import { dropProjectStorage, physicalSchema, storageNames } from '../lib/tables/isolation.js';
+import type { TestApp } from './support/app.js';
+import { tablesHarness } from './support/tables.js';
+import { physicalSchema, storageNames } from '../lib/tables/isolation.js';
 import { testDatabaseUrl } from './support/db.js';
 import { importsSettled } from '../lib/contacts-import/imports.js';
 import { mkdtempSync } from 'node:fs';
@@ -20,19 +21,16 @@ import os from 'node:os';
 import path from 'node:path';
 import { timingBound } from './support/retry-timing.js';
 
-let t: TestApp;
-const made: string[] = [];
-beforeAll(async () => {
-  t = await startTestApp({
-    simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null },
-    bot: { memoryMb: 32, startupTimeoutMs: 2000, eventTimeoutMs: 5000 },
-    config: { dataDir: mkdtempSync(path.join(os.tmpdir(), 'fair-share-')), tablesStatementTimeoutMs: 5000, tablesAcquireTimeoutMs: 1000, tablesProjectConcurrency: 4, tablesPoolMax: 10 },
-  });
+const h = tablesHarness({
+  simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null },
+  bot: { memoryMb: 32, startupTimeoutMs: 2000, eventTimeoutMs: 5000 },
+  config: { dataDir: mkdtempSync(path.join(os.tmpdir(), 'fair-share-')), tablesStatementTimeoutMs: 5000, tablesAcquireTimeoutMs: 1000, tablesProjectConcurrency: 4, tablesPoolMax: 10 },
+  beforeClose: importsSettled,
 });
-afterAll(async () => {
-  await importsSettled();
-  for (const id of made) await dropProjectStorage(t.db.pool, id).catch(() => undefined);
-  await t.close();
+let t: TestApp;
+const made = h.made;
+beforeAll(() => {
+  t = h.t;
 });
 
 function admin(method: 'get' | 'post', path: string, body?: object) {
