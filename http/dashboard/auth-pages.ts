@@ -2,11 +2,11 @@
 import type { Request, Response } from 'express';
 import type { AppDeps } from '../app-deps.js';
 import { randomToken, safeEqual } from '../../lib/platform/secrets.js';
-import { signIn, accountForSetup, completeSetup } from '../../lib/dashboard/accounts.js';
-import { acceptInvite, inviteForToken, INVALID_INVITE } from '../../lib/dashboard/invites.js';
-import { endSession, resolveSession, startSession, SESSION_TTL_MS } from '../../lib/dashboard/sessions.js';
-import { DashboardRefusal } from '../../lib/dashboard/refusal.js';
-import { MIN_PASSWORD_LENGTH } from '../../lib/dashboard/passwords.js';
+import { signIn, accountForSetup, completeSetup } from '../../lib/accounts/accounts.js';
+import { acceptInvite, inviteForToken, INVALID_INVITE } from '../../lib/accounts/invites.js';
+import { endSession, resolveSession, startSession, SESSION_TTL_MS } from '../../lib/accounts/sessions.js';
+import { DashboardRefusal } from '../../lib/accounts/refusal.js';
+import { MIN_PASSWORD_LENGTH } from '../../lib/accounts/passwords.js';
 import { html } from './html.js';
 import { layout } from './layout.js';
 import { clearCookie, cookie, field, LOGIN_COOKIE, send, SESSION_COOKIE, setCookie } from './request.js';

@@ -16,9 +16,9 @@
  */
 import type { Request, Response } from 'express';
 import type { AppDeps } from '../app-deps.js';
-import { canManage } from '../../lib/dashboard/roles.js';
-import { recordAuditOn } from '../../lib/dashboard/audit.js';
-import { DashboardRefusal } from '../../lib/dashboard/refusal.js';
+import { canManage } from '../../lib/accounts/roles.js';
+import { recordAuditOn } from '../../lib/accounts/audit.js';
+import { DashboardRefusal } from '../../lib/accounts/refusal.js';
 import { ApiError } from '../../lib/platform/errors.js';
 import { rollback } from '../../lib/deploy/deployments.js';
 import { deploymentFile, deploymentHistory, keptDeployments, type DeploymentHistoryEntry } from '../../lib/deploy/changes.js';

@@ -11,7 +11,7 @@ import type { Request, Response } from 'express';
 import type { AppDeps } from '../app-deps.js';
 import { approveBroadcastAs, cancelBroadcastAs } from '../../lib/dashboard/actions.js';
 import { broadcastDetail, broadcastsOf } from '../../lib/dashboard/reads.js';
-import { canManage } from '../../lib/dashboard/roles.js';
+import { canManage } from '../../lib/accounts/roles.js';
 import type { BroadcastView } from '../../lib/broadcasts/store.js';
 import { LIMIT_HOLD_PREFIX, QUOTA_HOLD_PREFIX, quotaSentence } from '../../lib/broadcasts/quota-hold.js';
 import { testSendAs } from '../../lib/dashboard/test-send.js';

@@ -5,12 +5,12 @@
  * structure copied to public after its dry-run diff. Everything goes through lib/tables/ (the
  * operator API's functions: listTables, createTable, runDdl, copyPreviewToPublic, quotaReport);
  * owners and admins change, members read. Changes are audited right after they commit
- * (lib/dashboard/audit.ts recordAuditAfter: the project's role cannot reach the audit table).
+ * (lib/accounts/audit.ts recordAuditAfter: the project's role cannot reach the audit table).
  */
 import type { Request, Response } from 'express';
 import type { AppDeps } from '../app-deps.js';
-import { canManage } from '../../lib/dashboard/roles.js';
-import { recordAuditAfter } from '../../lib/dashboard/audit.js';
+import { canManage } from '../../lib/accounts/roles.js';
+import { recordAuditAfter } from '../../lib/accounts/audit.js';
 import { ApiError } from '../../lib/platform/errors.js';
 import { copyPreviewToPublic, createTable, listTables, runDdl, type ColumnSpec, type CopyResult } from '../../lib/tables/ddl.js';
 import { quotaDefaultsOf, quotaReport } from '../../lib/tables/quota.js';

@@ -10,8 +10,8 @@
  */
 import type { Request, Response } from 'express';
 import type { AppDeps } from '../app-deps.js';
-import { canManage } from '../../lib/dashboard/roles.js';
-import { recordAuditAfter } from '../../lib/dashboard/audit.js';
+import { canManage } from '../../lib/accounts/roles.js';
+import { recordAuditAfter } from '../../lib/accounts/audit.js';
 import { ApiError } from '../../lib/platform/errors.js';
 import { cursorScope, cursorSecretOf, invalidCursor } from '../../lib/platform/cursor.js';
 import { keysetPage } from '../../lib/platform/keyset-page.js';

@@ -14,7 +14,7 @@
  */
 import type { Request, Response } from 'express';
 import type { AppDeps } from '../app-deps.js';
-import { canManage } from '../../lib/dashboard/roles.js';
+import { canManage } from '../../lib/accounts/roles.js';
 import { ApiError } from '../../lib/platform/errors.js';
 import { HUMAN_STATE, projectLabels } from '../../lib/conversations/conversations.js';
 import {
@@ -29,7 +29,7 @@ import type { ContactView, MessageView } from '../../lib/conversations/views.js'
 import { listMembers } from '../../lib/inbox/team.js';
 import { listNotes, noteView, MAX_NOTE_CHARS, type NoteView } from '../../lib/inbox/notes.js';
 import { createCannedReply, listCannedReplies } from '../../lib/inbox/canned-replies.js';
-import { DashboardRefusal } from '../../lib/dashboard/refusal.js';
+import { DashboardRefusal } from '../../lib/accounts/refusal.js';
 import { html, plural, when, type Html } from './html.js';
 import { csrfField, layout, projectPath } from './layout.js';
 import { field, send } from './request.js';

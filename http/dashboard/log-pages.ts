@@ -11,7 +11,7 @@
  */
 import type { Request, Response } from 'express';
 import type { AppDeps } from '../app-deps.js';
-import { canManage } from '../../lib/dashboard/roles.js';
+import { canManage } from '../../lib/accounts/roles.js';
 import { redeliverAs } from '../../lib/dashboard/redeliver.js';
 import { webhookDeliveryLog } from '../../lib/webhooks/delivery-log.js';
 import { listBotLogs } from '../../lib/bot/bot-log.js';

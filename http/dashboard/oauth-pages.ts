@@ -14,8 +14,8 @@
  */
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { AppDeps } from '../app-deps.js';
-import { resolveSession } from '../../lib/dashboard/sessions.js';
-import { DashboardRefusal } from '../../lib/dashboard/refusal.js';
+import { resolveSession } from '../../lib/accounts/sessions.js';
+import { DashboardRefusal } from '../../lib/accounts/refusal.js';
 import { approveConsent, consentExists, consentView, denyConsent, type ConsentView } from '../../lib/oauth/consent.js';
 import { connectedAgents, disconnectAgent } from '../../lib/oauth/agents.js';
 import { isReadScope } from '../../lib/oauth/rules.js';

@@ -8,7 +8,7 @@
  */
 import type { Request, Response } from 'express';
 import type { AppDeps } from '../app-deps.js';
-import { canManage } from '../../lib/dashboard/roles.js';
+import { canManage } from '../../lib/accounts/roles.js';
 import { ApiError } from '../../lib/platform/errors.js';
 import { getSchedule, listRuns, listSchedules, runNow, setPaused, type RunView, type ScheduleView } from '../../lib/bot/schedules.js';
 import { html, type Html, when } from './html.js';

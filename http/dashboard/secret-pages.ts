@@ -7,7 +7,7 @@
  */
 import type { Request, Response } from 'express';
 import type { AppDeps } from '../app-deps.js';
-import { canManage } from '../../lib/dashboard/roles.js';
+import { canManage } from '../../lib/accounts/roles.js';
 import { ApiError } from '../../lib/platform/errors.js';
 import { deleteSecret, listSecrets, SECRET_NAME, setSecret } from '../../lib/bot/secrets.js';
 import { html, when } from './html.js';

@@ -11,7 +11,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Deps } from '../deps.js';
 import { claimKey, completeKey, readKey, releaseKey } from '../platform/idempotency-store.js';
-import { DashboardRefusal } from './refusal.js';
+import { DashboardRefusal } from '../accounts/refusal.js';
 
 const RETENTION_MS = 24 * 3600_000;
 /** A claim older than this whose request never finished (a crash) may be taken again. */
