@@ -21,6 +21,7 @@ import { csrfField, layout, projectPath } from './layout.js';
 import { field, send } from './request.js';
 import { projectContext } from './context.js';
 import { bytes, changeOnce, count, onceField, usage } from './console-kit.js';
+import type { PageRoute } from './page-routes.js';
 
 export const MANAGERS = ['owner', 'admin'] as const;
 /** Rows of the structured create form. */
@@ -176,3 +177,11 @@ ${diff.statements.length ? html`<form method="post" action="${projectPath(projec
     return databasePath(projectId, 'public', '?done=copied');
   });
 };
+
+/** This module's pages under /dashboard (router.ts mounts them). */
+export const databaseRoutes: PageRoute[] = [
+  { method: 'get', path: '/projects/:projectId/database', handler: showDatabase },
+  { method: 'post', path: '/projects/:projectId/database/tables', handler: submitCreateTable },
+  { method: 'post', path: '/projects/:projectId/database/ddl', handler: submitDdl },
+  { method: 'post', path: '/projects/:projectId/database/copy-preview', handler: submitCopyPreview },
+];

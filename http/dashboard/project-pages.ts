@@ -16,14 +16,10 @@ import { csrfField, layout, projectPath } from './layout.js';
 import { field, send } from './request.js';
 import { person, projectContext } from './context.js';
 import { inviteLink, pendingInvites } from '../../lib/accounts/invites.js';
+import type { DashboardOptions, PageRoute } from './page-routes.js';
 
 /** A time inside an audit value (ISO 8601), shown in the pages' one format. */
 const ISO_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)$/;
-
-export interface DashboardOptions {
-  /** The Cloud API simulator's URL, linked from each project outside production. */
-  simulatorUrl?: string;
-}
 
 export const showProjects = (deps: AppDeps, opts: DashboardOptions) => async (req: Request, res: Response) => {
   const { session, actor } = person(req);
@@ -178,3 +174,18 @@ ${rows.map((a) => html`<tr><td data-label="When">${when(a.at)}</td><td data-labe
     : html`<p class="muted">Nothing recorded yet.</p>`;
   send(res, 200, layout(ctx.shell('Audit trail'), body));
 };
+
+/** This module's pages under /dashboard (router.ts mounts them). */
+export const projectRoutes: PageRoute[] = [
+  { method: 'get', path: '/', handler: () => async (_req, res) => res.redirect(303, '/dashboard/projects') },
+  { method: 'get', path: '/projects', handler: showProjects },
+  { method: 'get', path: '/projects/:projectId', handler: () => async (req, res) => res.redirect(303, `/dashboard/projects/${encodeURIComponent(String(req.params.projectId))}/broadcasts`) },
+  { method: 'get', path: '/projects/:projectId/overview', handler: showProjectOverview },
+  { method: 'get', path: '/projects/:projectId/webhooks', handler: showWebhooks },
+  { method: 'get', path: '/projects/:projectId/templates', handler: showTemplates },
+  { method: 'post', path: '/projects/:projectId/templates/decision', handler: decideTemplate },
+  { method: 'get', path: '/projects/:projectId/people', handler: showPeople },
+  { method: 'post', path: '/projects/:projectId/people', handler: invite },
+  { method: 'post', path: '/projects/:projectId/people/remove', handler: removeMember },
+  { method: 'get', path: '/projects/:projectId/audit', handler: showAudit },
+];
