@@ -1,8 +1,10 @@
 /**
  * The dashboard under /dashboard: server-rendered pages and HTML forms, outside the three API
- * contracts. Order: security headers for pages, static assets, the form parser (size-limited),
- * the sign-in and setup pages, then the session (else: sign in) and the CSRF check on every
- * POST, then the pages; refusals and errors become an HTML page with the status.
+ * contracts. Each page module declares its pages (page-routes.ts); this mounts them in order:
+ * security headers for pages, static assets, the larger parsers of the consent and console forms,
+ * the streamed upload, the form parser (size-limited), the public pages (sign-in, setup, an
+ * invitation, the consent page), then the session (else: sign in) and the CSRF check on every
+ * POST, then the other pages; refusals and errors become an HTML page with the status.
  */
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { readFileSync } from 'node:fs';
@@ -45,7 +47,6 @@ const ROUTES: PageRoute[] = [
 ];
 
 const asset = (name: string) => readFileSync(path.join(PROJECT_ROOT, 'http', 'dashboard', name), 'utf8');
-
 
 export function dashboardRouter(deps: AppDeps, opts: DashboardOptions = {}): Router {
   const css = asset('dashboard.css');
