@@ -29,7 +29,7 @@ import type pg from 'pg';
 import type { Deps } from '../deps.js';
 import { inTransaction } from '../platform/db/transaction.js';
 import { ApiError } from '../platform/errors.js';
-import { recordAuditOn, type AuditActor } from '../dashboard/audit.js';
+import { recordAuditOn, type AuditActor } from '../accounts/audit.js';
 import { latestDueUpTo, nextDue, type ScheduleSpec } from '../deploy/schedule-rules.js';
 import type { DeclaredSchedule } from '../deploy/schedules.js';
 import { addRunToInbox, scheduleRunPending } from './inbox.js';
