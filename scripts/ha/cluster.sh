@@ -42,15 +42,15 @@ mkdir -p "$dir"; chmod 755 "$dir"
 : > "$dir/pids"
 trap 'status=$?; if [ $status != 0 ]; then echo "scripts/ha/cluster.sh: up failed; logs in $dir" >&2; down; fi' EXIT
 
-# 19 free ports at once (each held until all are chosen, so none repeats).
+# 18 free ports at once (each held until all are chosen, so none repeats).
 read -r -a P <<<"$(node -e '
 const net = require("net"); const ss = [];
-(async () => { for (let i = 0; i < 19; i++) { const s = net.createServer(); await new Promise((r) => s.listen(0, "127.0.0.1", r)); ss.push(s); }
+(async () => { for (let i = 0; i < 18; i++) { const s = net.createServer(); await new Promise((r) => s.listen(0, "127.0.0.1", r)); ss.push(s); }
   console.log(ss.map((s) => s.address().port).join(" ")); ss.forEach((s) => s.close()); })();')"
 ETCD_CLIENT=("${P[0]}" "${P[1]}" "${P[2]}"); ETCD_PEER=("${P[3]}" "${P[4]}" "${P[5]}")
 PG_PORT=("${P[6]}" "${P[7]}" "${P[8]}"); PG_API=("${P[9]}" "${P[10]}" "${P[11]}")
 PG_LB_PORT="${P[12]}"; REDIS_MASTER_PORT="${P[13]}"; REDIS_REPLICA_PORT="${P[14]}"
-SENTINEL_PORT=("${P[15]}" "${P[16]}" "${P[17]}"); HAPROXY_STATS_PORT="${P[18]}"
+SENTINEL_PORT=("${P[15]}" "${P[16]}" "${P[17]}")
 SUPER_PW="$(node -e 'console.log(require("crypto").randomBytes(12).toString("hex"))')"
 REPL_PW="$(node -e 'console.log(require("crypto").randomBytes(12).toString("hex"))')"
 
