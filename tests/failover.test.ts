@@ -2,12 +2,13 @@
  * Production survives the loss of a machine (issue 59, items 1 and 2; docs/deploy.md "High
  * availability"): the HA topology of scripts/ha/cluster.sh (3 etcd, 3 PostgreSQL 15 nodes under
  * Patroni in synchronous mode, HAProxy to the primary, Redis master + replica + 3 sentinels), two
- * service instances as real processes on it (DATABASE_URL through HAProxy, Redis in Sentinel mode),
- * the Cloud API simulator in this process.
+ * service instances as real processes on it (DATABASE_URL through HAProxy, Redis in Sentinel mode)
+ * behind the balancer of compose.yaml (docker/haproxy.cfg), the Cloud API simulator in this process.
  * - SIGKILL of the PostgreSQL primary (its Patroni and its postgres: the machine is gone) during a
  *   500-recipient campaign and a stream of API sends with Idempotency-Keys (the client retries
  *   connection errors, 409, 502, 503, 504 with the same key, as docs/deploy.md says): a standby is
- *   promoted within the stated bound, both instances serve again without a restart, every
+ *   promoted within the stated bound, no client sees a reset (the balancer answers 503 while no
+ *   instance is ready; issue 59 item 3), both instances serve again without a restart, every
  *   recipient reached at most once and all but those the kill left `unknown` (the engine's
  *   at-most-once rule) exactly once, every acknowledged send delivered exactly once, none lost.
  * - SIGKILL of the Redis master during a stream of sends: no request fails (the counters fail
@@ -17,7 +18,7 @@
  * (CI's .ci/run installs them); otherwise it says why it skipped.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
@@ -29,7 +30,7 @@ import pg from 'pg';
 import request from 'supertest';
 import { createSimulator, type Simulator } from '../simulator/app.js';
 import { withClient, withDatabase } from './support/db.js';
-import { runProcess } from './support/local.js';
+import { freePort, runProcess } from './support/local.js';
 import { ServiceProcess, eventually, stopAll } from './support/service-process.js';
 
 const RECIPIENTS = 500;
@@ -63,6 +64,8 @@ let simUrl: string;
 let a: ServiceProcess;
 let b: ServiceProcess;
 let db: pg.Pool;
+let lb: ChildProcess | undefined;
+let lbUrl: string;
 let projectId: string;
 let key: string;
 let pnid: string;
@@ -91,29 +94,31 @@ async function q<T = any>(sql: string, params: unknown[] = []): Promise<T[]> {
   return (await eventually(() => db.query(sql, params), (r) => !(r instanceof Error), 60_000, sql.slice(0, 60), 250)).rows as T[];
 }
 
-interface SendOutcome { key: string; content: string; wamid?: string; ackAt?: number; final?: string; attempts: number }
+interface SendOutcome { key: string; content: string; wamid?: string; ackAt?: number; final?: string; attempts: number; resets: number; statuses: number[] }
 
 /**
- * Sends with Idempotency-Keys, 4 at a time, alternating between the instances, until `stop()` (so
- * the stream spans the whole outage). Each is retried with its key, on the other instance, after a
- * connection error, 409 (in progress), 429, 502, 503 or 504 — what docs/deploy.md asks of clients —
- * until acknowledged (200), answered finally, or `deadlineMs` passes.
+ * Sends with Idempotency-Keys, 4 at a time, through the balancer of compose.yaml (docker/haproxy.cfg
+ * in front of both instances), until `stop()` (so the stream spans the whole outage). Each is
+ * retried with its key after a connection error, 409 (in progress), 429, 502, 503 or 504 — what
+ * docs/deploy.md asks of clients — until acknowledged (200), answered finally, or `deadlineMs`
+ * passes. A connection error (a reset) is counted: the balancer should answer instead.
  */
 function sendStream(label: string, deadlineMs: number, paceMs = 200): { stop: () => Promise<SendOutcome[]> } {
   const out: SendOutcome[] = [];
   let next = 0;
   let stopped = false;
   const until = Date.now() + deadlineMs;
-  const running = Promise.all(Array.from({ length: 4 }, async (_, w) => {
+  const running = Promise.all(Array.from({ length: 4 }, async () => {
     while (!stopped) {
       const i = next++;
-      const o: SendOutcome = { key: `${label}-${i}-${randomBytes(4).toString('hex')}`, content: `${label} ${i}`, attempts: 0 };
+      const o: SendOutcome = { key: `${label}-${i}-${randomBytes(4).toString('hex')}`, content: `${label} ${i}`, attempts: 0, resets: 0, statuses: [] };
       out.push(o);
       for (;;) {
-        const target = (i + o.attempts + w) % 2 ? b : a;
         o.attempts++;
-        const res = await request(target.url).post('/v1/messages').set('Authorization', `Bearer ${key}`).set('Idempotency-Key', o.key)
+        const res = await request(lbUrl).post('/v1/messages').set('Authorization', `Bearer ${key}`).set('Idempotency-Key', o.key)
           .timeout(15_000).send({ type: 'text', phone: `+${phones[i % phones.length]}`, content: o.content }).then((r) => r, (e: Error) => e);
+        if (res instanceof Error) o.resets++;
+        else o.statuses.push(res.status);
         if (!(res instanceof Error) && res.status === 200) {
           o.wamid = res.body.data.id;
           o.ackAt = Date.now();
@@ -192,6 +197,14 @@ beforeAll(async () => {
   };
   a = await start('instance A');
   b = await start('instance B');
+  // The balancer of compose.yaml in front of both (docs/deploy.md "The balancer").
+  const lbPort = await freePort();
+  lb = spawn('haproxy', ['-W', '-db', '-f', path.resolve('docker/haproxy.cfg')], {
+    env: { ...process.env, LB_BIND: '127.0.0.1', LB_PORT: String(lbPort), APP1_PORT: String(a.port), APP2_PORT: String(b.port) },
+    stdio: 'ignore',
+  });
+  lbUrl = `http://127.0.0.1:${lbPort}`;
+  await eventually(() => fetch(`${lbUrl}/readyz`).then((r) => r.status), (st) => st === 200, 30_000, 'the balancer answering', 200);
   db = new pg.Pool({ connectionString: databaseUrl, max: 2 });
   db.on('error', () => undefined);
   const admin = async (method: 'get' | 'post' | 'patch', p: string, body?: object) => {
@@ -220,6 +233,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (figures.length) console.log(`failover (HA topology, two instances):\n  ${figures.join('\n  ')}`);
+  lb?.kill('SIGKILL');
   await stopAll();
   await db?.end().catch(() => undefined);
   await sim?.close();
@@ -291,10 +305,14 @@ describeIf('the loss of a machine (HA topology)', () => {
     expect(unresolved.length).toBeLessThanOrEqual(4);
     for (const o of unresolved) expect(o.final ?? '').toMatch(/unknown|deadline/);
 
+    // The balancer answers every request (503 while no instance is ready): no client sees a reset.
+    const resets = outcomes.reduce((n, o) => n + o.resets, 0);
+    expect(resets).toBe(0);
+    const answered = outcomes.flatMap((o) => o.statuses).reduce((m: Record<number, number>, st) => ({ ...m, [st]: (m[st] ?? 0) + 1 }), {});
     const apiGapS = gapAround(acked.map((o) => o.ackAt!), killedAt) / 1000;
     const campaignTimes = sent.filter((x) => x.type === 'template').map((m) => Date.parse(m.at));
     const campaignGapS = gapAround(campaignTimes, killedAt) / 1000;
-    figures.push(`PostgreSQL primary ${primary.name} SIGKILLed (Patroni and postgres) with ${atKill}/${RECIPIENTS} recipients reached: ${promoted!.name} promoted after ${failoverS.toFixed(1)} s (bound ${PG_FAILOVER_BOUND_S} s); API sends unavailable ${apiGapS.toFixed(1)} s, campaign paused ${campaignGapS.toFixed(1)} s; campaign ${JSON.stringify(states)}, ${perPhone.size} reached, ${twice.length} twice; sends ${acked.length}/${outcomes.length} acknowledged (${outcomes.reduce((s, o) => s + o.attempts, 0) - outcomes.length} retries), ${unresolved.length} unresolved ${JSON.stringify(unresolved.map((o) => o.final))}, none twice`);
+    figures.push(`PostgreSQL primary ${primary.name} SIGKILLed (Patroni and postgres) with ${atKill}/${RECIPIENTS} recipients reached: ${promoted!.name} promoted after ${failoverS.toFixed(1)} s (bound ${PG_FAILOVER_BOUND_S} s); API sends unavailable ${apiGapS.toFixed(1)} s, campaign paused ${campaignGapS.toFixed(1)} s; campaign ${JSON.stringify(states)}, ${perPhone.size} reached, ${twice.length} twice; sends through the balancer ${acked.length}/${outcomes.length} acknowledged (${outcomes.reduce((s, o) => s + o.attempts, 0) - outcomes.length} retries; answers ${JSON.stringify(answered)}; ${resets} resets), ${unresolved.length} unresolved ${JSON.stringify(unresolved.map((o) => o.final))}, none twice`);
     expect(failoverS).toBeLessThanOrEqual(PG_FAILOVER_BOUND_S);
     expect(apiGapS).toBeLessThan(60);
   }, 420_000);
