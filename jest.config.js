@@ -29,6 +29,8 @@ const PROOFS = [
   'container-image',
   // a backup of a running instance restored into a new PostgreSQL cluster and served by a new instance
   'backup-restore',
+  // the HA topology (Patroni, etcd, Sentinel, HAProxy): the PostgreSQL primary and the Redis master killed
+  'failover',
 ];
 const proofPaths = PROOFS.map((name) => `<rootDir>/tests/${name}.test.ts`);
 
