@@ -29,6 +29,8 @@ const PROOFS = [
   'container-image',
   // a backup of a running instance restored into a new PostgreSQL cluster and served by a new instance
   'backup-restore',
+  // the HA topology (Patroni, etcd, Sentinel, HAProxy): the PostgreSQL primary and the Redis master killed
+  'failover',
 ];
 const proofPaths = PROOFS.map((name) => `<rootDir>/tests/${name}.test.ts`);
 
@@ -41,7 +43,7 @@ const base = {
     '^.+\\.ts$': ['@swc/jest', { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'es6' } }],
   },
   // A response that breaks the contract fails the test that caused it, naming operation, path and rule.
-  setupFilesAfterEnv: ['<rootDir>/tests/support/response-violations-hook.ts', '<rootDir>/tests/support/retry-timing.ts'],
+  setupFilesAfterEnv: ['<rootDir>/tests/support/response-violations-hook.ts'],
 };
 
 export default {

@@ -19,6 +19,7 @@ import { whileStarting, type StartDeadline } from './lib/platform/db/wait.js';
 import { metricsInstanceId } from './lib/platform/instance.js';
 import { closeTenantPools, configureTenantPools } from './lib/tables/tenant-pool.js';
 import { createCounterStore, type CounterStore } from './lib/platform/counters.js';
+import { redisTargetOf } from './lib/platform/redis-client.js';
 import { SecretBox, deriveKey } from './lib/platform/crypto-box.js';
 import { CredentialCache } from './lib/access/credential-cache.js';
 import { simulatedChannelProvisioner } from './lib/channel-settings/simulated-channel.js';
@@ -51,7 +52,7 @@ export interface ServicesOptions {
   /** When the upstream is the simulator: new projects get a simulated number there. */
   simulatorUrl?: string;
   clock?: Clock;
-  /** Default: Redis at config.redisUrl, else in process. */
+  /** Default: Redis at config.redisUrl or behind config.redisSentinels, else in process. */
   counters?: CounterStore;
   /** Pool size of API requests; default config.databasePoolMax. */
   poolMax?: number;
@@ -113,7 +114,7 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
     const credentialCache = new CredentialCache(db.pool, { ttlMs: config.credentialCacheTtlMs, enabled: config.credentialCacheTtlMs > 0, logger });
     await credentialCache.start();
     stops.unshift(() => credentialCache.stop());
-    const counters = opts.counters ?? createCounterStore({ redisUrl: config.redisUrl, timeoutMs: config.redisTimeoutMs, logger });
+    const counters = opts.counters ?? createCounterStore({ redis: redisTargetOf(config), timeoutMs: config.redisTimeoutMs, logger });
     stops.unshift(() => counters.close());
     const metrics = createMetrics({ defaultMetrics: opts.processMetrics ?? true, instanceId: metricsInstanceId() });
     const channel = opts.channel ?? createChannel(opts, metrics);
@@ -270,7 +271,7 @@ function readinessCheck(o: {
     else checks.migrations ??= 'unknown';
     checks.jobs = o.jobsRunning() ? 'ok' : 'not running';
     const redis = o.counters as { isReady?: boolean };
-    checks.redis = !config.redisUrl ? 'not configured' : redis.isReady === false ? 'unreachable' : 'ok';
+    checks.redis = !redisTargetOf(config) ? 'not configured' : redis.isReady === false ? 'unreachable' : 'ok';
     if (o.draining()) checks.shutdown = 'draining';
     const ready = !o.draining() && Object.values(checks).every((v) => v === 'ok' || v === 'not configured');
     // Informational: an ending Graph version never makes the instance unready (sends still work until Meta's date).

@@ -2521,12 +2521,14 @@ export interface components {
          *     dashboard: `id` the account, `name` the email), `api_key` (`id` and `name` of the key),
          *     `agent` (an AI agent's connection: `id` and `name`), `bot` (the project's bot code
          *     answering a message), `schedule` (a bot schedule's run: `name` the schedule), `campaign` (a
-         *     broadcast), `business_app` (sent from the WhatsApp Business app on the same number), or
-         *     `unknown` (an outbound message recorded before authors were).
+         *     broadcast), `business_app` (sent from the WhatsApp Business app on the same number),
+         *     `automation` (an automatic answer of the service itself: `name` says which, e.g.
+         *     `consent_confirmation` for the text a STOP or START keyword answers with), or `unknown` (an
+         *     outbound message recorded before authors were). Clients should accept kinds added later.
          */
         Author: {
             /** @enum {string} */
-            kind: "customer" | "person" | "api_key" | "agent" | "bot" | "schedule" | "campaign" | "business_app" | "unknown";
+            kind: "customer" | "person" | "api_key" | "agent" | "bot" | "schedule" | "campaign" | "business_app" | "automation" | "unknown";
             id: string | null;
             name: string | null;
         };

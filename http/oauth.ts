@@ -27,7 +27,7 @@ import { checkClientSecret, createOAuthProvider, TOKEN_AUTH_METHODS } from '../l
 import { LIMITS, SCOPES_SUPPORTED } from '../lib/oauth/rules.js';
 import { CONSENT_PATH } from './dashboard/oauth-pages.js';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../lib/platform/json-depth.js';
-import { throttleAddress } from '../lib/dashboard/login-throttle.js';
+import { throttleAddress } from '../lib/accounts/login-throttle.js';
 import type { OAuthServerProvider } from '@modelcontextprotocol/sdk/server/auth/provider.js';
 
 const ENDPOINTS = ['/register', '/authorize', '/token', '/revoke'] as const;

@@ -16,32 +16,12 @@
  * left by a crashed instance is taken over after a grace period unless such a reference is linked,
  * and a 5xx releases the key only when the operation says its reference is gone.
  */
-import { createHash } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
 import { ApiError } from '../lib/platform/errors.js';
 import type { AppDeps } from '../http/app-deps.js';
 import { onlyFor, operationOf } from '../http/dispatch.js';
-import { claimKey, completeKey, completeLinkedKey, readKey, releaseKey, releaseLinkedKey, type StoredKey } from '../lib/platform/idempotency-store.js';
-
-const RETENTION_MS = 24 * 60 * 60 * 1000;
-/** Longer than any request can run (upstream timeout included). */
-const ABANDONED_AFTER_MS = 2 * 60 * 1000;
-
-/** JSON with object keys sorted at every depth; arrays keep their order. */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value && typeof value === 'object') {
-    const entries = Object.keys(value as object)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
-    return `{${entries.join(',')}}`;
-  }
-  return JSON.stringify(value ?? null);
-}
-
-export function fingerprint(method: string, path: string, body: unknown): string {
-  return createHash('sha256').update(`${method.toUpperCase()} ${path}\n${canonicalJson(body)}`).digest('hex');
-}
+import { completeKey, completeLinkedKey, releaseKey, releaseLinkedKey, type StoredKey } from '../lib/platform/idempotency-store.js';
+import { claimOnce, fingerprint } from '../lib/platform/idempotency.js';
 
 type Stored = StoredKey;
 
@@ -95,18 +75,14 @@ export function idempotency(deps: AppDeps) {
     const print = fingerprint(req.method, req.path, req.body);
     const now = deps.clock.now();
 
-    // Claim the key: insert, or take over a record that expired or was abandoned.
-    const claimed = await claimKey(deps.db.pool, projectId, key, print, {
-      now,
-      expiresAt: new Date(now.getTime() + RETENTION_MS),
-      abandonedBefore: new Date(now.getTime() - ABANDONED_AFTER_MS),
-    });
-    if (!claimed) {
-      let record = await readKey(deps.db.pool, projectId, key);
-      if (!record) throw new ApiError('idempotency_in_progress', 'A request with this Idempotency-Key is being processed; retry shortly.');
-      if (record.fingerprint !== print) {
+    // Claim the key: insert, or take over a record that expired or was abandoned (lib/platform/idempotency.ts).
+    const held = await claimOnce(deps.db.pool, projectId, key, print, now);
+    if (held.state !== 'claimed') {
+      if (held.state === 'mismatch') {
         throw new ApiError('idempotency_key_mismatch', 'This Idempotency-Key was used with a different request; use a new key for a new request.');
       }
+      if (!held.record) throw new ApiError('idempotency_in_progress', 'A request with this Idempotency-Key is being processed; retry shortly.');
+      let record = held.record;
       let pending = 'A request with this Idempotency-Key is still being processed; retry shortly.';
       if (record.state !== 'completed' && record.send_ref && resolver) {
         const answer = await resolver(deps, { projectId, ref: record.send_ref, requestId: req.requestId });

@@ -28,6 +28,8 @@ const ROOTS = ['app.ts', 'server.ts', 'services.ts', 'lib', 'http', 'middleware'
  */
 export const CAPABILITY_EDGES: Record<string, string[]> = {
   access: [],
+  // The dashboard's people: accounts, sessions, roles, invites, the sign-in throttle, the audit trail.
+  accounts: ['access'],
   code: [],
   conversations: ['channel-port'],
   tables: [],
@@ -38,8 +40,8 @@ export const CAPABILITY_EDGES: Record<string, string[]> = {
   webhooks: ['access'],
   templates: ['access', 'channel-port', 'channel-settings', 'webhooks'],
   media: ['access', 'channel-port', 'channel-settings'],
-  // A project's stored files: their audit rows (dashboard), and media made of them.
-  'project-files': ['access', 'dashboard', 'media'],
+  // A project's stored files: their audit rows (accounts), and media made of them.
+  'project-files': ['access', 'accounts', 'media'],
   flows: ['channel-port', 'channel-settings', 'code'],
   consent: ['access', 'channel-port', 'conversations'],
   pricing: ['channel-settings', 'conversations'],
@@ -48,13 +50,13 @@ export const CAPABILITY_EDGES: Record<string, string[]> = {
   upkeep: ['channel-settings', 'webhooks'],
   messaging: ['access', 'channel-port', 'channel-settings', 'consent', 'conversations', 'flows', 'media', 'pricing', 'templates', 'webhooks'],
   broadcasts: ['access', 'channel-port', 'channel-settings', 'conversations', 'messaging', 'pricing'],
-  bot: ['access', 'channel-port', 'channel-settings', 'code', 'consent', 'conversations', 'dashboard', 'deploy', 'messaging', 'project-files', 'sandbox', 'tables', 'webhooks'],
+  bot: ['access', 'accounts', 'channel-port', 'channel-settings', 'code', 'consent', 'conversations', 'deploy', 'messaging', 'project-files', 'sandbox', 'tables', 'webhooks'],
   // The team's inbox: assignment, labels, notes and canned replies, each change with its event.
   inbox: ['access', 'conversations', 'webhooks'],
   // The console's customers pages read conversations and send a person's reply through messaging's one send path.
-  dashboard: ['access', 'broadcasts', 'conversations', 'inbox', 'messaging', 'templates', 'webhooks'],
-  // The agents' authorization server: connections and tokens (access), consent's roles and audit (dashboard).
-  oauth: ['access', 'dashboard'],
+  dashboard: ['access', 'accounts', 'broadcasts', 'conversations', 'inbox', 'messaging', 'templates', 'webhooks'],
+  // The agents' authorization server: connections and tokens (access), consent's roles and audit (accounts).
+  oauth: ['access', 'accounts'],
   // The MCP server's identity as a protected resource (its tools and endpoint are HTTP edge: http/mcp/).
   mcp: [],
 };

@@ -4,7 +4,8 @@
  * advisory lock is taken only through lib/platform/db/locks.ts, a setting is set for a transaction
  * only through transaction.ts (its `local` option, setLocal). So a move to another database, or a
  * change of how transactions run, has one folder to change. This fails on a BEGIN, an advisory
- * lock or a SET LOCAL written in any other file of the service (comments aside).
+ * lock, a SET LOCAL, a SKIP LOCKED claim or a LISTEN written in any other file of the service (comments aside). A LISTEN
+ * connection is held only through lib/platform/db/notifications.ts (listen).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -18,6 +19,8 @@ const RULES: Array<{ pattern: RegExp; what: string; instead: string }> = [
   { pattern: /(['"`]|;\s*)BEGIN\b/, what: 'a BEGIN', instead: 'inTransaction or transactionOn (lib/platform/db/transaction.ts)' },
   { pattern: /pg_(try_)?advisory_(xact_)?(lock|unlock)/, what: 'an advisory lock', instead: 'lockForTransaction, tryLockSession (lib/platform/db/locks.ts)' },
   { pattern: /\bSET LOCAL\b/, what: 'a SET LOCAL', instead: "inTransaction's `local` option or setLocal (lib/platform/db/transaction.ts)" },
+  { pattern: /SKIP LOCKED/, what: 'a SKIP LOCKED claim', instead: 'CLAIM_ROWS (lib/platform/db/claims.ts)' },
+  { pattern: /(['"`]|;\s*)LISTEN\b|\.on\(\s*['"]notification['"]/, what: 'a LISTEN', instead: 'listen (lib/platform/db/notifications.ts)' },
 ];
 
 export interface TxViolation {
@@ -49,5 +52,5 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.a
   const found = transactionViolations(root);
   for (const v of found) console.error(`${v.file}:${v.line}: ${v.message}`);
   if (found.length) process.exit(1);
-  console.log("transactions, advisory locks and SET LOCAL are spelled only in lib/platform/db");
+  console.log("transactions, advisory locks, SET LOCAL, SKIP LOCKED and LISTEN are spelled only in lib/platform/db");
 }

@@ -10,7 +10,7 @@ import { CAPABILITY_EDGES } from './check-imports.js';
 
 /** What each room of lib/ holds, in a line or two (the README's words). */
 export const ROOM_SUMMARIES: Record<string, string> = {
-  dashboard: 'accounts, sessions, invites, roles, audit, the console\'s reads',
+  dashboard: "the console's reads and actions, its one-time forms",
   bot: 'the bot runtime: inbox, helpers, the effects journal, rates, the CPU budget, preview',
   broadcasts: 'campaigns: create, pre-flight (quota, cost, limit), approval, the engine (claims, pacing, waves, retargets)',
   messaging: 'the send ledger (ledger.ts: the only writer of messages and send_counters), sendMessage, inbound, status rank',
@@ -29,7 +29,8 @@ export const ROOM_SUMMARIES: Record<string, string> = {
   'channel-settings': "a project's number, token and throughput",
   'channel-port': 'what the domain asks of a channel (sends, templates, media, flows) and the events a channel tells it; adapters in channel/',
   conversations: 'contacts (contact-store.ts writes them; identity by phone or BSUID, consent columns), conversations, views, the 24-hour window',
-  access: 'projects, API keys, credentials',
+  access: 'projects, API keys, credentials, the scope catalogue',
+  accounts: "the dashboard's people: accounts, passwords, sessions, CSRF, invites, roles, the sign-in throttle, the audit trail",
   code: "a project's code tree and its history",
   tables: "a project's own tables: DDL, rows, quotas, roles",
   sandbox: 'isolates in supervised processes, one per project',

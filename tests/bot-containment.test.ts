@@ -8,6 +8,7 @@ import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
 import { sandboxSupervisor } from '../lib/sandbox/supervisor.js';
 import { MAX_HELPER_RESULT } from '../lib/sandbox/limits.js';
+import { timingBound } from './support/retry-timing.js';
 
 const LIMITS = { memoryMb: 32, startupTimeoutMs: 1000, eventTimeoutMs: 4000 };
 
@@ -233,7 +234,7 @@ export async function onMessage(m: InboundMessage): Promise<void> {
 `;
 
 describe('a storm of helper calls', () => {
-  it('When a bot loops on helper calls for seconds per event over many events, then the service memory stays bounded', async () => {
+  timingBound('the storm of helper calls in real time').it('When a bot loops on helper calls for seconds per event over many events, then the service memory stays bounded', async () => {
     const a = await botProject(STORM);
     const created = await request(t.app).post(`/admin/projects/${a.projectId}/tables`).set(admin())
       .send({ name: 'notes', columns: [{ name: 'id', type: 'bigserial', primary_key: true }, { name: 'body', type: 'text' }] });

@@ -12,6 +12,7 @@ import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
 import { botWorld, p50, until } from './support/bots.js';
 import { SandboxSupervisor, sandboxSupervisor } from '../lib/sandbox/supervisor.js';
+import { timingBound } from './support/retry-timing.js';
 
 const LIMITS = { memoryMb: 32, startupTimeoutMs: 1000, eventTimeoutMs: 3000 };
 
@@ -235,7 +236,7 @@ describe('the cap on sandbox processes', () => {
     }
   });
 
-  it('When a sandbox process passes BOT_SANDBOX_MAX_RSS_MB while an event runs, then it is stopped at once and the event is answered memory_limit', async () => {
+  timingBound('stopped within 2 s of passing the RSS cap').it('When a sandbox process passes BOT_SANDBOX_MAX_RSS_MB while an event runs, then it is stopped at once and the event is answered memory_limit', async () => {
     // A bound below what a sandbox process holds at rest: the first read while an event runs is over it.
     const sup = new SandboxSupervisor({ processes: 1, maxRssMb: 40, idleMs: 60_000 });
     try {

@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
 import { botWorld } from './support/bots.js';
+import { timingBound } from './support/retry-timing.js';
 
 let t: TestApp;
 let shop: http.Server;
@@ -48,7 +49,7 @@ export async function onMessage(m: InboundMessage): Promise<void> {
 `;
 
 describe('a slow shop', () => {
-  it('When the shop takes 10 s, then the customer is answered within the event and the shop is called once', async () => {
+  timingBound('the customer answered within 5 s').it('When the shop takes 10 s, then the customer is answered within the event and the shop is called once', async () => {
     const a = await botProject(ORDER_BOT('').replace('"SHOP"', JSON.stringify(shopUrl)));
     shopCalls = 0;
     const started = performance.now();

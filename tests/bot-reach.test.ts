@@ -13,6 +13,7 @@ import winston from 'winston';
 import { startTestApp, type TestApp } from './support/app.js';
 import { runHelper, type BotDeps } from '../lib/bot/helpers.js';
 import { main } from '../scripts/ops/main.js';
+import { timingBound } from './support/retry-timing.js';
 
 const LIMITS = { memoryMb: 32, startupTimeoutMs: 1000, eventTimeoutMs: 2000 };
 const TOKEN_1 = 'shop_live_T0k3n_first_9d8c7b6a5f4e';
@@ -393,7 +394,7 @@ describe('http.fetch: bad input', () => {
     expect(limited['redirect-off-list'].outcome).toBe('forbidden_target');
   }, 60_000);
 
-  it('When the server is slow or answers 5 MiB, then the call ends with timeout (within the event deadline) or response_too_large, never a truncated body', async () => {
+  timingBound('a slow server cut within the event deadline').it('When the server is slow or answers 5 MiB, then the call ends with timeout (within the event deadline) or response_too_large, never a truncated body', async () => {
     const out = await probe([
       ['slow', `${shop.url}/slow`, { timeoutMs: 300 }],
       ['huge', `${shop.url}/huge`],

@@ -9,6 +9,7 @@ import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
 import { Receiver } from './support/receiver.js';
 import { MAX_HANDOVERS } from '../lib/bot/inbox.js';
+import { timingBound } from './support/retry-timing.js';
 
 const LIMITS = { memoryMb: 16, startupTimeoutMs: 1000, eventTimeoutMs: 1500 };
 
@@ -335,7 +336,7 @@ export async function onMessage(m: InboundMessage): Promise<void> {
 `;
 
 describe('containment', () => {
-  it('When a bot loops, exhausts memory, throws or never resolves, then it is stopped and logged, and another project\'s bot keeps answering meanwhile', async () => {
+  timingBound('each bad bot stopped within the event timeout').it('When a bot loops, exhausts memory, throws or never resolves, then it is stopped and logged, and another project\'s bot keeps answering meanwhile', async () => {
     const bad = await botProject(UNRULY);
     const good = await botProject();
     await deploy(bad.key);

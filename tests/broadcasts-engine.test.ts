@@ -9,6 +9,7 @@ import { startTestApp, type TestApp } from './support/app.js';
 import { api, engineFor, projectWithKey, runUntil, seedMany, template } from './support/broadcasts.js';
 import { ChannelError } from '../channel/errors.js';
 import type { CloudApiClient } from '../channel/cloud-api.js';
+import { timingBound } from './support/retry-timing.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -287,7 +288,7 @@ describe('engine', () => {
 });
 
 describe('pacing', () => {
-  it('When the channel answers 130429 beyond its real throughput, then the engine slows down, recovers, and sends everyone exactly once', async () => {
+  timingBound('the pace recovers within the test clock of real time').it('When the channel answers 130429 beyond its real throughput, then the engine slows down, recovers, and sends everyone exactly once', async () => {
     const { call, id, project, phoneNumberId } = await campaign(60);
     await t.admin.call('put', `/admin/projects/${project.id}/broadcast-throughput`, { messages_per_second: 200 });
     await request(t.sim!.url).patch(`/_sim/phone-numbers/${phoneNumberId}`).send({ throughput_mps: 20 });

@@ -16,6 +16,7 @@ import { notificationEvents } from '../channel/notifications.js';
 import { pacingSettings, takeSlots } from '../lib/broadcasts/pacing.js';
 import { throughputText } from '../http/dashboard/cost-facts.js';
 import { progressOf } from '../http/dashboard/broadcast-pages.js';
+import { timingBound } from './support/retry-timing.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -115,7 +116,7 @@ describe('an upgrade mid-campaign', () => {
     expect(third.at.getTime() - next.at.getTime()).toBeCloseTo(1000, -1);
   });
 
-  it('a number upgraded from STANDARD to HIGH while sending: two engines follow the new pace together, never past what the channel allows', async () => {
+  timingBound('two engines follow the pace in real time (under 1.35x of 72/s)').it('a number upgraded from STANDARD to HIGH while sending: two engines follow the new pace together, never past what the channel allows', async () => {
     const N = 900;
     const { call, id, project, phoneNumberId } = await campaign(N);
     // The channel enforces the level's rate (80/s, then 1,000/s): a send past it would be a 130429.

@@ -19,6 +19,7 @@ import {
 } from '../channel/errors.js';
 import { channelApiError as toApiError, invalidTemplateApiError as toInvalidTemplateError } from '../lib/channel-port/api-errors.js';
 import { ApiError } from '../lib/platform/errors.js';
+import { timingBound } from './support/retry-timing.js';
 
 // A 1x1 PNG.
 const PNG = Buffer.from(
@@ -343,7 +344,7 @@ describe('CloudApiClient against the simulator', () => {
       expect(e.retryable).toBe(true);
     });
 
-    it('latency beyond timeoutMs → unavailable within about the timeout', async () => {
+    timingBound('unavailable within about the timeout').it('latency beyond timeoutMs → unavailable within about the timeout', async () => {
       await fault({ operation: 'messages', latency_ms: 1500 });
       const t0 = Date.now();
       const e = await failure(client.sendMessage(creds, text()));
@@ -358,7 +359,7 @@ describe('CloudApiClient against the simulator', () => {
       expectNoToken(e);
     });
 
-    it('no answer at all (held request) → unavailable after the timeout', async () => {
+    timingBound('unavailable within 1 s of the timeout').it('no answer at all (held request) → unavailable after the timeout', async () => {
       await fault({ operation: 'templates', timeout: true });
       const t0 = Date.now();
       const e = await failure(client.listTemplates(creds));

@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
+import { timingBound } from './support/retry-timing.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -127,7 +128,7 @@ describe('deployCode', () => {
     expect(bad.status).toBe(400);
   });
 
-  it('When a large tree is type-checked, then the service keeps answering meanwhile (the check runs off the event loop)', async () => {
+  timingBound('event-loop gaps under 300 ms during a type-check').it('When a large tree is type-checked, then the service keeps answering meanwhile (the check runs off the event loop)', async () => {
     const { key } = await projectWithKey();
     const lines = Array.from({ length: 600 }, (_, i) => `export function f${i}(a: { x: number; y: string[] }): Array<{ n: number }> { return a.y.map((s, k) => ({ n: a.x + s.length + k + ${i} })); }`);
     await putFile(key, 'src/big.ts', lines.join('\n') + '\n');

@@ -183,6 +183,10 @@ describe('marketing consent', () => {
     await s.write({ from: '+14155550302', type: 'button', object: { payload: 'Stop promotions', text: 'Stop promotions' } });
     expect((await s.contacts())[0].consent_source).toBe('keyword');
     await eventually(async () => (await s.sends()).map((m) => m.payload.text?.body), (b) => Array.isArray(b) && b.includes('You will get no more offers.'));
+    // The conversation says who answered: the service itself, not a person or the bot (issue 60).
+    const [conv] = (await s.call.get('/v1/conversations?phone=%2B14155550302')).body.data.conversations;
+    const items = (await s.call.get(`/v1/conversations/${conv.id}/messages`)).body.data.messages;
+    expect(items.find((m: { direction: string }) => m.direction === 'outbound').author).toEqual({ kind: 'automation', id: null, name: 'consent_confirmation' });
   });
 
   it('When WhatsApp sends user_preferences stop, then the contact opts out (source user_preferences), also a user we did not know, and a replay changes nothing', async () => {

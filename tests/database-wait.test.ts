@@ -11,6 +11,7 @@ import { openDatabase } from '../lib/platform/db/database.js';
 import { applyMigrations } from '../lib/platform/db/migrate.js';
 import { isConnectFailure, startDeadline, waitForDatabase, whileStarting } from '../lib/platform/db/wait.js';
 import { createScratchDatabase } from './support/db.js';
+import { timingBound } from './support/retry-timing.js';
 
 /** Accepts and says nothing until `answer()`; from then on forwards new connections to `url`'s server. */
 async function silentPostgres(url: string) {
@@ -44,7 +45,7 @@ describe('start-up waits through connect timeouts (DATABASE_WAIT_SECONDS)', () =
   beforeAll(async () => { scratch = await createScratchDatabase('dbwait'); });
   afterAll(async () => { await scratch?.drop(); });
 
-  it('When PostgreSQL accepts but never answers, then the first check tries again until the deadline and fails naming the timeout', async () => {
+  timingBound('the first check gives up within 6 s').it('When PostgreSQL accepts but never answers, then the first check tries again until the deadline and fails naming the timeout', async () => {
     const silent = await silentPostgres(scratch.url);
     const said: string[] = [];
     const t0 = Date.now();
@@ -89,7 +90,7 @@ describe('start-up waits through connect timeouts (DATABASE_WAIT_SECONDS)', () =
     expect(said.some((m) => /^waiting for PostgreSQL to open the pools \(up to DATABASE_WAIT_SECONDS=20\): Cannot connect to PostgreSQL .*timeout/i.test(m))).toBe(true);
   }, 40_000);
 
-  it('When the failure is not about connecting, then the start fails at once', async () => {
+  timingBound('a non-connect failure within 500 ms').it('When the failure is not about connecting, then the start fails at once', async () => {
     const deadline = startDeadline(30, { warn: () => undefined, info: () => undefined });
     const t0 = Date.now();
     let tries = 0;

@@ -12,6 +12,7 @@ import { expectNoTempFiles, projectWithKey } from './support/uploads.js';
 import * as S from './support/samples.js';
 import type { CounterStore } from '../lib/platform/counters.js';
 import { gzipSync } from 'node:zlib';
+import { timingBound } from './support/retry-timing.js';
 
 const MB = 1024 * 1024;
 let t: TestApp;
@@ -175,7 +176,7 @@ describe('header sample: bad input is a clear 4xx and stores nothing', () => {
     await expectNoTempFiles();
   });
 
-  it('When the server never finishes its body, then the total time limit cuts it: 400 download_failed (timeout), nothing stored', async () => {
+  timingBound('the total time limit cuts within 5 s').it('When the server never finishes its body, then the total time limit cuts it: 400 download_failed (timeout), nothing stored', async () => {
     const { project, key } = await manager();
     const saved = t.config.downloadTimeoutMs;
     t.config.downloadTimeoutMs = 700;

@@ -9,6 +9,7 @@ import pg from 'pg';
 import { createJobRunner, type JobRunner } from '../jobs/runner.js';
 import { testDatabaseUrl } from './support/db.js';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { timingBound } from './support/retry-timing.js';
 
 
 let pool: pg.Pool;
@@ -40,7 +41,7 @@ async function terminateOthers(): Promise<number> {
 }
 
 describe('job runner under terminated backends', () => {
-  it('When its backends are terminated 12 times, some while it reconnects, then it runs jobs again, leaks no connection and stops promptly', async () => {
+  timingBound('jobs run again within 8 s').it('When its backends are terminated 12 times, some while it reconnects, then it runs jobs again, leaks no connection and stops promptly', async () => {
     for (let i = 0; i < 12; i++) {
       await terminateOthers();
       await sleep(i % 3 === 0 ? 5 : 40 + ((i * 37) % 120)); // some land during the reconnect's checkout and LISTEN

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
-import { SCOPES } from '../lib/dashboard/scopes.js';
+import { SCOPES } from '../lib/access/scope-catalogue.js';
 
 let t: TestApp;
 let key: string;

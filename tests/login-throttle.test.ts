@@ -1,5 +1,5 @@
 /**
- * Sign-in cannot be turned against its owner (lib/dashboard/login-throttle.ts, issue 55 finding 6):
+ * Sign-in cannot be turned against its owner (lib/accounts/login-throttle.ts, issue 55 finding 6):
  * failures slow the address that fails on an account (backoff, not a lockout) and the address that
  * sprays many accounts; the right password from an address that has not failed still signs in; every
  * checked failure is in the owner's audit trail, without the password. Time moves on the injected clock.
@@ -11,7 +11,7 @@ import { startTestApp, type TestApp } from './support/app.js';
 import { csrfOf, person, PASSWORD } from './support/dashboard.js';
 import { ManualClock } from '../lib/platform/clock.js';
 import { MemoryCounterStore, RedisCounterStore, type CounterStore } from '../lib/platform/counters.js';
-import { throttleAddress, waitAfter, LOGIN_THROTTLE } from '../lib/dashboard/login-throttle.js';
+import { throttleAddress, waitAfter, LOGIN_THROTTLE } from '../lib/accounts/login-throttle.js';
 
 let t: TestApp;
 // An hour's start: the pair's window begins here, so waits are exact.

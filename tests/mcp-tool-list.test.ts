@@ -11,7 +11,7 @@ import http from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startTestApp, type TestApp } from './support/app.js';
-import { SCOPES } from '../lib/dashboard/scopes.js';
+import { SCOPES } from '../lib/access/scope-catalogue.js';
 import { TOOL_LIST_BUDGET } from '../http/mcp/endpoint.js';
 import { toolsFromContract } from '../http/mcp/tools.js';
 import { loadPublicContract } from '../http/contracts.js';

@@ -17,6 +17,7 @@ import { DownloadError, safeDownload } from '../lib/platform/net/safe-download.j
 import { resolveTarget } from '../lib/platform/net/public-address.js';
 import { HEADER_RULES, MEDIA_TYPES } from '../lib/media/types.js';
 import { ApiError } from '../lib/platform/errors.js';
+import { timingBound } from './support/retry-timing.js';
 
 let dir: string;
 beforeAll(async () => {
@@ -281,7 +282,7 @@ describe('safeDownload', () => {
     expect(await reasonOf(download(`http://public.test:${port}/to-private`, { allowPrivate: false, resolve }))).toBe('forbidden');
   });
 
-  it('When the private-address rule is lifted, then redirects are still bounded at 5, the size at the limit and the time at the deadline', async () => {
+  timingBound('the download deadline within 2 s').it('When the private-address rule is lifted, then redirects are still bounded at 5, the size at the limit and the time at the deadline', async () => {
     expect(await reasonOf(download(`${server.url}/five`))).toBe('ok');
     expect(await reasonOf(download(`${server.url}/six`))).toBe('too_many_redirects');
     expect(await reasonOf(download(`${server.url}/big.png`, { limit: 10_000 }))).toBe('limit');

@@ -12,7 +12,7 @@ import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
 import { grant, person } from './support/dashboard.js';
 import { REDIRECT, RESOURCE, authorize, answer, codeOf, grantFlow, pkce, ping, register, token } from './support/oauth.js';
-import { SCOPES } from '../lib/dashboard/scopes.js';
+import { SCOPES } from '../lib/access/scope-catalogue.js';
 
 let t: TestApp;
 beforeAll(async () => {

@@ -18,6 +18,7 @@ import type { Logger } from '../lib/platform/logger.js';
 import { eventually } from './support/eventually.js';
 import { RedisServer, hasRedisServer } from './support/redis-server.js';
 import { rateLimit } from '../middleware/rate-limit.js';
+import { timingBound } from './support/retry-timing.js';
 
 const MINUTE = 60_000;
 /** 10 s into a minute: the window resets in 50 s. */
@@ -321,7 +322,7 @@ async function timed<T>(fn: () => Promise<T>): Promise<{ value: T; ms: number }>
     await Promise.all(servers.map((s) => s.stop()));
   });
 
-  it('lets requests through promptly while Redis is down, and resumes limiting when it returns', async () => {
+  timingBound('each request within 1 s while Redis is down').it('lets requests through promptly while Redis is down, and resumes limiting when it returns', async () => {
     const { redis, app: a, cap } = await setup(true);
     const first = await waitForLimiting(a);
     expect(first.status).toBe(200);
@@ -349,7 +350,7 @@ async function timed<T>(fn: () => Promise<T>): Promise<{ value: T; ms: number }>
     expect((await ping(a, 'key-a')).headers['ratelimit-remaining']).toBe('58');
   });
 
-  it('fails open when Redis is unreachable at boot, and starts limiting once it comes up', async () => {
+  timingBound('each request within 1 s while Redis is unreachable').it('fails open when Redis is unreachable at boot, and starts limiting once it comes up', async () => {
     const { redis, app: a } = await setup(false);
     for (let i = 0; i < 5; i++) {
       const { value: res, ms } = await timed(() => ping(a, 'key-a'));
@@ -362,7 +363,7 @@ async function timed<T>(fn: () => Promise<T>): Promise<{ value: T; ms: number }>
     expect(res.headers['ratelimit-remaining']).toBe('59');
   });
 
-  it('bounds every request while Redis hangs (SIGSTOP), and recovers after SIGCONT', async () => {
+  timingBound('each request within 1 s while Redis hangs').it('bounds every request while Redis hangs (SIGSTOP), and recovers after SIGCONT', async () => {
     const { redis, app: a, cap } = await setup(true);
     await waitForLimiting(a);
 

@@ -14,6 +14,7 @@ import { SecretBox, deriveKey } from '../lib/platform/crypto-box.js';
 import { channelSecretPlace, openChannel } from '../lib/channel-settings/settings.js';
 import { resealLegacySecrets } from '../lib/upkeep/secret-reseal.js';
 import { applyHttpTimeouts } from '../http/timeouts.js';
+import { timingBound } from './support/retry-timing.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -173,7 +174,7 @@ describe('sealed secrets', () => {
 });
 
 describe('server timeouts', () => {
-  it('When a client sends its body slowly past the request bound, then the server cuts the connection with 408', async () => {
+  timingBound('the slow body cut within 5 s').it('When a client sends its body slowly past the request bound, then the server cuts the connection with 408', async () => {
     const app = express();
     app.post('/upload', (req, res) => {
       req.resume();

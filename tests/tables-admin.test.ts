@@ -3,41 +3,26 @@
  * through the operator API and the CLI, and copy preview's structure to public. Statements that
  * could leave the project's role (SET, RESET, DO, functions, several statements) are refused.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
-import { startTestApp, type TestApp } from './support/app.js';
-import { dropProjectStorage, physicalSchema } from '../lib/tables/isolation.js';
+import type { TestApp } from './support/app.js';
+import { tablesHarness } from './support/tables.js';
+import { physicalSchema } from '../lib/tables/isolation.js';
 import { main } from '../scripts/ops/main.js';
-import type { AddressInfo } from 'node:net';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import type { Server } from 'node:http';
 
+const h = tablesHarness({ listen: true });
 let t: TestApp;
-let server: Server;
 let url: string;
-const made: string[] = [];
-
-beforeAll(async () => {
-  t = await startTestApp();
-  server = await new Promise<Server>((resolve) => {
-    const s = t.app.listen(0, '127.0.0.1', () => resolve(s));
-  });
-  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-});
-afterAll(async () => {
-  for (const id of made) await dropProjectStorage(t.db.pool, id).catch(() => undefined);
-  server.closeAllConnections();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  await t.close();
+const made = h.made;
+beforeAll(() => {
+  t = h.t;
+  url = h.url;
 });
 
-async function project() {
-  const p = await t.admin.project();
-  made.push(p.id);
-  return { id: p.id, key: (await t.admin.key(p.id, ['tables:read', 'tables:write'])).secret };
-}
+const project = () => h.project();
 
 function admin(method: 'get' | 'post', path: string, body?: object) {
   const req = request(t.app)[method](path).set('Authorization', `Bearer ${t.adminToken}`);

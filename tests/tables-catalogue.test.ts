@@ -5,27 +5,21 @@
  * API or the bot; and every name is judged on the parse tree, where `U&"\005f…"` escapes are
  * already decoded, so a platform name cannot be created or renamed to.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
-import { startTestApp, type TestApp } from './support/app.js';
-import { dropProjectStorage, physicalSchema, withProjectTx } from '../lib/tables/isolation.js';
+import type { TestApp } from './support/app.js';
+import { tablesHarness } from './support/tables.js';
+import { physicalSchema, withProjectTx } from '../lib/tables/isolation.js';
 import { runHelper, type BotDeps } from '../lib/bot/helpers.js';
 
+const h = tablesHarness();
 let t: TestApp;
-const made: string[] = [];
-beforeAll(async () => {
-  t = await startTestApp();
-});
-afterAll(async () => {
-  for (const id of made) await dropProjectStorage(t.db.pool, id).catch(() => undefined);
-  await t.close();
+const made = h.made;
+beforeAll(() => {
+  t = h.t;
 });
 
-async function project() {
-  const p = await t.admin.project();
-  made.push(p.id);
-  return { id: p.id, key: (await t.admin.key(p.id, ['tables:read', 'tables:write'])).secret };
-}
+const project = () => h.project();
 
 const admin = (method: 'get' | 'post', url: string, body?: object) => {
   const req = request(t.app)[method](url).set('Authorization', `Bearer ${t.adminToken}`);

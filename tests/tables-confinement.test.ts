@@ -5,27 +5,21 @@
  * become another role, read another project's rows or the platform's tables, or leave session
  * state on a pooled connection.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
-import { startTestApp, type TestApp } from './support/app.js';
-import { dropProjectStorage, ensureProjectStorage, physicalSchema, storageNames, withProjectTx } from '../lib/tables/isolation.js';
+import type { TestApp } from './support/app.js';
+import { tablesHarness } from './support/tables.js';
+import { ensureProjectStorage, physicalSchema, storageNames, withProjectTx } from '../lib/tables/isolation.js';
 import { insertRow } from '../lib/bot/table-insert.js';
 
+const h = tablesHarness();
 let t: TestApp;
-const made: string[] = [];
-beforeAll(async () => {
-  t = await startTestApp();
-});
-afterAll(async () => {
-  for (const id of made) await dropProjectStorage(t.db.pool, id).catch(() => undefined);
-  await t.close();
+const made = h.made;
+beforeAll(() => {
+  t = h.t;
 });
 
-async function project() {
-  const p = await t.admin.project();
-  made.push(p.id);
-  return { id: p.id, key: (await t.admin.key(p.id, ['tables:read', 'tables:write'])).secret };
-}
+const project = () => h.project();
 
 const ddl = (projectId: string, sql: string, schema = 'public') =>
   request(t.app).post(`/admin/projects/${projectId}/tables/ddl`).set('Authorization', `Bearer ${t.adminToken}`).send({ schema, sql });

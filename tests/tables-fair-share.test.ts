@@ -8,30 +8,29 @@
  * @alone It measures latencies and statement timeouts on this machine's CPU: another file's load
  * beside it would be measured too (tests/support/test-environment.js).
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import pg from 'pg';
-import { startTestApp, type TestApp } from './support/app.js';
-import { dropProjectStorage, physicalSchema, storageNames } from '../lib/tables/isolation.js';
+import type { TestApp } from './support/app.js';
+import { tablesHarness } from './support/tables.js';
+import { physicalSchema, storageNames } from '../lib/tables/isolation.js';
 import { testDatabaseUrl } from './support/db.js';
 import { importsSettled } from '../lib/contacts-import/imports.js';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { timingBound } from './support/retry-timing.js';
 
-let t: TestApp;
-const made: string[] = [];
-beforeAll(async () => {
-  t = await startTestApp({
-    simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null },
-    bot: { memoryMb: 32, startupTimeoutMs: 2000, eventTimeoutMs: 5000 },
-    config: { dataDir: mkdtempSync(path.join(os.tmpdir(), 'fair-share-')), tablesStatementTimeoutMs: 5000, tablesAcquireTimeoutMs: 1000, tablesProjectConcurrency: 4, tablesPoolMax: 10 },
-  });
+const h = tablesHarness({
+  simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null },
+  bot: { memoryMb: 32, startupTimeoutMs: 2000, eventTimeoutMs: 5000 },
+  config: { dataDir: mkdtempSync(path.join(os.tmpdir(), 'fair-share-')), tablesStatementTimeoutMs: 5000, tablesAcquireTimeoutMs: 1000, tablesProjectConcurrency: 4, tablesPoolMax: 10 },
+  beforeClose: importsSettled,
 });
-afterAll(async () => {
-  await importsSettled();
-  for (const id of made) await dropProjectStorage(t.db.pool, id).catch(() => undefined);
-  await t.close();
+let t: TestApp;
+const made = h.made;
+beforeAll(() => {
+  t = h.t;
 });
 
 function admin(method: 'get' | 'post', path: string, body?: object) {
@@ -40,7 +39,7 @@ function admin(method: 'get' | 'post', path: string, body?: object) {
 }
 
 describe('tenant work and platform work', () => {
-  it('When one project runs 100 concurrent slow table reads, then another project\'s pings and sends keep their normal latency', async () => {
+  timingBound('another project\'s latency under 1 s').it('When one project runs 100 concurrent slow table reads, then another project\'s pings and sends keep their normal latency', async () => {
     const a = await t.admin.project('A');
     made.push(a.id);
     const aKey = (await t.admin.key(a.id, ['tables:read'])).secret;
@@ -176,7 +175,7 @@ describe('fair shares between projects', () => {
 });
 
 describe('tenant work and the bot', () => {
-  it('When one project runs 100 concurrent slow table reads, then another project\'s bot keeps answering within its normal time', async () => {
+  timingBound('another project\'s bot under 1.5 s').it('When one project runs 100 concurrent slow table reads, then another project\'s bot keeps answering within its normal time', async () => {
     const a = await t.admin.project('A2');
     made.push(a.id);
     const aKey = (await t.admin.key(a.id, ['tables:read'])).secret;

@@ -7,19 +7,17 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
-import { dropProjectStorage, physicalSchema } from '../lib/tables/isolation.js';
+import { tablesHarness } from './support/tables.js';
+import { physicalSchema } from '../lib/tables/isolation.js';
 import { DEFAULT_PAGE_MAX_BYTES } from '../lib/tables/rows.js';
 import { runHelper, type BotDeps } from '../lib/bot/helpers.js';
 
+const h = tablesHarness();
 let t: TestApp;
-const made: string[] = [];
+const made = h.made;
 const MB = 1_000_000;
-beforeAll(async () => {
-  t = await startTestApp();
-});
-afterAll(async () => {
-  for (const id of made) await dropProjectStorage(t.db.pool, id).catch(() => undefined);
-  await t.close();
+beforeAll(() => {
+  t = h.t;
 });
 
 /** A project with `fat`: 60 rows of 1 MB values (and a small note each), written as the service. */

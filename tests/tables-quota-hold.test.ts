@@ -4,21 +4,19 @@
  * what it would write before it writes, so a refused one leaves the measured usage where it was.
  * Usage is read as the operator reads it (`GET /admin/projects/{id}/tables/quota`).
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { randomBytes } from 'node:crypto';
-import { startTestApp, type TestApp } from './support/app.js';
-import { dropProjectStorage } from '../lib/tables/isolation.js';
+import type { TestApp } from './support/app.js';
+import { tablesHarness } from './support/tables.js';
 import { runHelper, type BotDeps } from '../lib/bot/helpers.js';
+import { timingBound } from './support/retry-timing.js';
 
+const h = tablesHarness();
 let t: TestApp;
-const made: string[] = [];
-beforeAll(async () => {
-  t = await startTestApp();
-});
-afterAll(async () => {
-  for (const id of made) await dropProjectStorage(t.db.pool, id).catch(() => undefined);
-  await t.close();
+const made = h.made;
+beforeAll(() => {
+  t = h.t;
 });
 
 function admin(method: 'get' | 'post' | 'put', path: string, body?: object) {
@@ -50,7 +48,7 @@ async function seeded() {
 }
 
 describe('operator DDL is held to the storage quota', () => {
-  it('When CREATE TABLE AS would pass the row quota, then 409 table_quota_exceeded at once, and nothing grows', async () => {
+  timingBound('refused within 5 s').it('When CREATE TABLE AS would pass the row quota, then 409 table_quota_exceeded at once, and nothing grows', async () => {
     const p = await seeded();
     await setQuota(p.id, { max_rows: 1100 + 1000, max_bytes: null });
     const before = await usage(p.id);

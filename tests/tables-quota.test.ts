@@ -3,32 +3,22 @@
  * config, a per-project override by the operator API and the CLI, visible to the operator, and
  * 409 `table_quota_exceeded` (nothing written) from the API's updates and the bot's inserts alike.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { randomBytes } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
-import { startTestApp, type TestApp } from './support/app.js';
-import { dropProjectStorage, physicalSchema } from '../lib/tables/isolation.js';
+import type { TestApp } from './support/app.js';
+import { tablesHarness } from './support/tables.js';
+import { physicalSchema } from '../lib/tables/isolation.js';
 import { runHelper, type BotDeps } from '../lib/bot/helpers.js';
 import { main } from '../scripts/ops/main.js';
 
+const h = tablesHarness({ config: { tablesQuotaPreviewRows: 7, tablesQuotaPreviewBytes: 5_000_000 }, listen: true });
 let t: TestApp;
-let server: Server;
 let url: string;
-const made: string[] = [];
-beforeAll(async () => {
-  t = await startTestApp({ config: { tablesQuotaPreviewRows: 7, tablesQuotaPreviewBytes: 5_000_000 } });
-  server = await new Promise<Server>((resolve) => {
-    const s = t.app.listen(0, '127.0.0.1', () => resolve(s));
-  });
-  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-});
-afterAll(async () => {
-  for (const id of made) await dropProjectStorage(t.db.pool, id).catch(() => undefined);
-  server.closeAllConnections();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  await t.close();
+const made = h.made;
+beforeAll(() => {
+  t = h.t;
+  url = h.url;
 });
 
 function admin(method: 'get' | 'post' | 'put', path: string, body?: object) {

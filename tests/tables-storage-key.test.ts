@@ -5,23 +5,21 @@
  * created with the id `h` + 24 hex digits of sha256("proj-c") shared `proj-c`'s schemas and role.
  * Existing projects keep their names (migration storage_key).
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import request from 'supertest';
-import { startTestApp, type TestApp } from './support/app.js';
+import type { TestApp } from './support/app.js';
+import { tablesHarness } from './support/tables.js';
 import { createScratchDatabase, withClient } from './support/db.js';
-import { dropProjectStorage, storageNames } from '../lib/tables/isolation.js';
+import { storageNames } from '../lib/tables/isolation.js';
 
+const h = tablesHarness();
 let t: TestApp;
-const made: string[] = [];
-beforeAll(async () => {
-  t = await startTestApp();
-});
-afterAll(async () => {
-  for (const id of made) await dropProjectStorage(t.db.pool, id).catch(() => undefined);
-  await t.close();
+const made = h.made;
+beforeAll(() => {
+  t = h.t;
 });
 
 /** The name the old code gave an id's storage (lib/tables/names.ts before storage_key). */

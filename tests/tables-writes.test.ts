@@ -9,6 +9,7 @@ import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
 import { dropProjectStorage, physicalSchema, withProjectTx } from '../lib/tables/isolation.js';
 import type { TableSchema } from '../lib/tables/names.js';
+import { timingBound } from './support/retry-timing.js';
 
 let t: TestApp;
 let p: { id: string; key: string };
@@ -191,7 +192,7 @@ describe('statement timeout', () => {
     await t.db.pool.query(`INSERT INTO ${await physicalSchema(t.db.pool, p.id, 'public')}.sleepy VALUES (1, 1)`);
   }, 20000);
 
-  it('When a read outlasts the statement timeout, then 503 query_timeout, quickly', async () => {
+  timingBound('query_timeout within 900 ms').it('When a read outlasts the statement timeout, then 503 query_timeout, quickly', async () => {
     const started = Date.now();
     const res = await request(t.app)
       .get('/v1/tables/sleepy/rows')

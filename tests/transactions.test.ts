@@ -10,7 +10,9 @@ import pg from 'pg';
 import { testDatabaseUrl } from './support/db.js';
 import { beginStatement, inTransaction, setLocal } from '../lib/platform/db/transaction.js';
 import { lockForTransaction, tryLockSession, unlockSession } from '../lib/platform/db/locks.js';
+import { listen, notify } from '../lib/platform/db/notifications.js';
 import { transactionViolations, violationsIn } from '../scripts/check-transactions.js';
+import { eventually } from './support/eventually.js';
 
 let pool: pg.Pool;
 beforeAll(() => {
@@ -101,14 +103,38 @@ describe('advisory locks', () => {
   });
 });
 
+describe('listen and notify', () => {
+  it('When a notification is sent, then its handler gets the payload; when the connection is killed, then onLost is called and, once back, the handler is called with no payload', async () => {
+    const heard: Array<string | undefined> = [];
+    let lost = 0;
+    const channel = `t_listen_${process.pid}`;
+    const listener = await listen(pool, { [channel]: (p) => heard.push(p) }, undefined, { name: 'test listener', retryMs: 50, onLost: () => { lost++; } });
+    try {
+      expect(heard).toEqual([undefined]); // the first connect: handlers re-read what they cache
+      await notify(pool, channel, 'one');
+      const same = (want: Array<string | undefined>) => async () => JSON.stringify(heard) === JSON.stringify(want);
+      await eventually(same([undefined, 'one']), Boolean, 5000, 'the notification heard');
+      await pool.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = $1`, [`LISTEN "${channel}"`]);
+      await eventually(async () => lost, (n) => n === 1, 5000, 'onLost called');
+      await eventually(same([undefined, 'one', undefined]), Boolean, 5000, 'the handler called once back');
+      await notify(pool, channel, 'two');
+      await eventually(same([undefined, 'one', undefined, 'two']), Boolean, 5000, 'heard again after the reconnect');
+    } finally {
+      await listener.close();
+    }
+  });
+});
+
 describe('the check', () => {
-  it('When the tree is read, then no BEGIN, advisory lock or SET LOCAL is spelled outside lib/platform/db; one written elsewhere is named with its line', () => {
+  it('When the tree is read, then no BEGIN, advisory lock, SET LOCAL, SKIP LOCKED or LISTEN is spelled outside lib/platform/db; one written elsewhere is named with its line', () => {
     const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
     expect(transactionViolations(root)).toEqual([]);
-    expect(violationsIn('lib/x/y.ts', "const a = 1;\nawait client.query('BEGIN');\n// BEGIN in a comment is fine\nawait c.query(`SELECT pg_advisory_xact_lock(1)`);\nawait c.query('SET LOCAL work_mem = 1');")).toEqual([
+    expect(violationsIn('lib/x/y.ts', "const a = 1;\nawait client.query('BEGIN');\n// BEGIN in a comment is fine\nawait c.query(`SELECT pg_advisory_xact_lock(1)`);\nawait c.query('SET LOCAL work_mem = 1');\nawait c.query(`LISTEN x`);\nconst q = `SELECT 1 FROM t LIMIT 1 FOR UPDATE SKIP LOCKED`;")).toEqual([
       { file: 'lib/x/y.ts', line: 2, message: expect.stringMatching(/^a BEGIN outside lib\/platform\/db/) },
       { file: 'lib/x/y.ts', line: 4, message: expect.stringMatching(/^an advisory lock outside/) },
       { file: 'lib/x/y.ts', line: 5, message: expect.stringMatching(/^a SET LOCAL outside/) },
+      { file: 'lib/x/y.ts', line: 6, message: expect.stringMatching(/^a LISTEN outside/) },
+      { file: 'lib/x/y.ts', line: 7, message: expect.stringMatching(/^a SKIP LOCKED claim outside/) },
     ]);
     expect(violationsIn('lib/platform/db/transaction.ts', "await client.query('BEGIN');")).toEqual([]);
   });

@@ -24,6 +24,7 @@ import { createLogger } from '../lib/platform/logger.js';
 import type { OutcomeWriter } from '../lib/webhooks/outcomes.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { eventually } from './support/eventually.js';
+import { timingBound } from './support/retry-timing.js';
 
 let t: TestApp;
 let rx: Receiver;
@@ -173,7 +174,7 @@ describe('restarts', () => {
     for (const d of deliveries) expect(d.attempt_log.map((a: any) => [a.attempt, a.status_code])).toEqual([[1, 200]]);
   }, 30_000);
 
-  it('When retries fall due while delivery is down, then after a restart every one is delivered at once (the start-up retake and the retry jobs drop none of each other\'s)', async () => {
+  timingBound('redelivered within 3 s of a restart').it('When retries fall due while delivery is down, then after a restart every one is delivered at once (the start-up retake and the retry jobs drop none of each other\'s)', async () => {
     const { webhookId, emit } = await setup('/overdue', { kind: 'status', status: 500 });
     const n = 20;
     for (let i = 0; i < n; i++) await emit({ i });

@@ -14,6 +14,7 @@ import { openChannel } from '../lib/channel-settings/settings.js';
 import { emit } from '../bot-client/emit.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { eventually } from './support/eventually.js';
+import { timingBound } from './support/retry-timing.js';
 
 const KEEP = 5;
 let t: TestApp;
@@ -329,7 +330,7 @@ describe('retries and disable', () => {
     expect(got.body.data).toEqual({ during: 'outage' });
   });
 
-  it('When delivery stops while an attempt hangs, then stop returns after its grace and the next instance delivers the same id', async () => {
+  timingBound('stop returns within 1.5 s').it('When delivery stops while an attempt hangs, then stop returns after its grace and the next instance delivers the same id', async () => {
     const { key, runtime } = await setup();
     const { webhook } = await register(key, '/stop-hang', ['stop.event']);
     rx.on('/stop-hang', { kind: 'hang' });
@@ -393,7 +394,7 @@ describe('a long queue behind a slow receiver', () => {
 });
 
 describe('hostile receivers', () => {
-  it('When one receiver hangs, then another registration\'s deliveries are not delayed', async () => {
+  timingBound('another registration\'s deliveries within 1.9 s').it('When one receiver hangs, then another registration\'s deliveries are not delayed', async () => {
     const { key, runtime } = await setup();
     const slow = await register(key, '/slow', ['tick']);
     rx.on('/slow', { kind: 'hang' });

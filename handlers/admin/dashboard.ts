@@ -1,8 +1,8 @@
-/** Operator API: the first dashboard owner of a project (owners invite the others from the dashboard). Rules: lib/dashboard/accounts.ts. */
+/** Operator API: the first dashboard owner of a project (owners invite the others from the dashboard). Rules: lib/accounts/accounts.ts. */
 import type { operations } from '../../generated/admin-api.js';
 import type { Handler } from '../../http/handler-types.js';
-import { grantRole, setupLink } from '../../lib/dashboard/accounts.js';
-import { DashboardRefusal } from '../../lib/dashboard/refusal.js';
+import { grantRole, setupLink } from '../../lib/accounts/accounts.js';
+import { DashboardRefusal } from '../../lib/accounts/refusal.js';
 import { ApiError } from '../../lib/platform/errors.js';
 
 type Ops = operations;

@@ -3,7 +3,7 @@ import type { operations } from '../../generated/admin-api.js';
 import type { Handler } from '../../http/handler-types.js';
 import { findProject } from './projects.js';
 import { deleteProjectFile, listProjectFiles, openProjectFile, saveProjectFile } from '../../lib/project-files/store.js';
-import { OPERATOR_ACTOR } from '../../lib/dashboard/audit.js';
+import { OPERATOR_ACTOR } from '../../lib/accounts/audit.js';
 
 type Ops = operations;
 

@@ -4,7 +4,7 @@ import type { Handler } from '../../http/handler-types.js';
 import { findProject } from './projects.js';
 import { deleteSecret, listSecrets, setSecret } from '../../lib/bot/secrets.js';
 import { getAllowlist, setAllowlist } from '../../lib/bot/http-allowlist.js';
-import { OPERATOR_ACTOR } from '../../lib/dashboard/audit.js';
+import { OPERATOR_ACTOR } from '../../lib/accounts/audit.js';
 
 type Ops = operations;
 

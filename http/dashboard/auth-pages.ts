@@ -2,14 +2,15 @@
 import type { Request, Response } from 'express';
 import type { AppDeps } from '../app-deps.js';
 import { randomToken, safeEqual } from '../../lib/platform/secrets.js';
-import { signIn, accountForSetup, completeSetup } from '../../lib/dashboard/accounts.js';
-import { acceptInvite, inviteForToken, INVALID_INVITE } from '../../lib/dashboard/invites.js';
-import { endSession, resolveSession, startSession, SESSION_TTL_MS } from '../../lib/dashboard/sessions.js';
-import { DashboardRefusal } from '../../lib/dashboard/refusal.js';
-import { MIN_PASSWORD_LENGTH } from '../../lib/dashboard/passwords.js';
+import { signIn, accountForSetup, completeSetup } from '../../lib/accounts/accounts.js';
+import { acceptInvite, inviteForToken, INVALID_INVITE } from '../../lib/accounts/invites.js';
+import { endSession, resolveSession, startSession, SESSION_TTL_MS } from '../../lib/accounts/sessions.js';
+import { DashboardRefusal } from '../../lib/accounts/refusal.js';
+import { MIN_PASSWORD_LENGTH } from '../../lib/accounts/passwords.js';
 import { html } from './html.js';
 import { layout } from './layout.js';
 import { clearCookie, cookie, field, LOGIN_COOKIE, send, SESSION_COOKIE, setCookie } from './request.js';
+import type { PageRoute } from './page-routes.js';
 
 /**
  * Where to go after signing in (`next`): only a path of the dashboard itself (`/dashboard/…`, no
@@ -168,3 +169,15 @@ export function submitLogout(deps: AppDeps) {
     res.redirect(303, '/dashboard/login');
   };
 }
+
+/** This module's pages under /dashboard (router.ts mounts them). */
+export const authRoutes: PageRoute[] = [
+  // The token rides in the query string and the form, never the path: paths are logged, queries are not.
+  { method: 'get', path: '/login', handler: showLogin, stage: 'public' },
+  { method: 'post', path: '/login', handler: submitLogin, stage: 'public' },
+  { method: 'get', path: '/setup', handler: showSetup, stage: 'public' },
+  { method: 'post', path: '/setup', handler: submitSetup, stage: 'public' },
+  { method: 'get', path: '/invite', handler: showInvite, stage: 'public' },
+  { method: 'post', path: '/invite', handler: submitInvite, stage: 'public' },
+  { method: 'post', path: '/logout', handler: submitLogout },
+];

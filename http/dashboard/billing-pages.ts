@@ -17,6 +17,7 @@ import { send } from './request.js';
 import { projectContext } from './context.js';
 import { count, usage } from './console-kit.js';
 import { barChart } from './svg-chart.js';
+import type { PageRoute } from './page-routes.js';
 
 const MONTHS_SHOWN = 12;
 
@@ -113,3 +114,9 @@ export const exportBilling = (deps: AppDeps) => async (req: Request, res: Respon
   res.setHeader('Cache-Control', 'no-store');
   res.send(out);
 };
+
+/** This module's pages under /dashboard (router.ts mounts them). */
+export const billingRoutes: PageRoute[] = [
+  { method: 'get', path: '/projects/:projectId/billing', handler: showBilling },
+  { method: 'get', path: '/projects/:projectId/billing/csv', handler: exportBilling },
+];

@@ -16,9 +16,9 @@
  */
 import type { Request, Response } from 'express';
 import type { AppDeps } from '../app-deps.js';
-import { canManage } from '../../lib/dashboard/roles.js';
-import { recordAuditOn } from '../../lib/dashboard/audit.js';
-import { DashboardRefusal } from '../../lib/dashboard/refusal.js';
+import { canManage } from '../../lib/accounts/roles.js';
+import { recordAuditOn } from '../../lib/accounts/audit.js';
+import { DashboardRefusal } from '../../lib/accounts/refusal.js';
 import { ApiError } from '../../lib/platform/errors.js';
 import { rollback } from '../../lib/deploy/deployments.js';
 import { deploymentFile, deploymentHistory, keptDeployments, type DeploymentHistoryEntry } from '../../lib/deploy/changes.js';
@@ -31,6 +31,8 @@ import { csrfField, layout, projectPath } from './layout.js';
 import { field, send } from './request.js';
 import { projectContext } from './context.js';
 import { bytes, changeOnce, count, onceField } from './console-kit.js';
+import type { PageRoute } from './page-routes.js';
+import { checkForm, type FormSchema } from './form-schema.js';
 
 const MANAGERS = ['owner', 'admin'] as const;
 const LOG_PAGE = 50;
@@ -169,16 +171,17 @@ ${consoleSection}
 
 export const showBot = (deps: AppDeps) => (req: Request, res: Response) => renderBot(deps, req, res);
 
+const PREVIEW_TEXT = 'Type a message of 1 to 4,096 characters.';
+const PREVIEW_FORM = {
+  text: { required: PREVIEW_TEXT, maxChars: { max: 4096, message: PREVIEW_TEXT } },
+  from: { trim: true, pattern: { re: /^[0-9]{8,15}$/, message: "The sender's number is 8 to 15 digits." } },
+  state: { trim: true, maxChars: { max: 64, message: 'A conversation state has at most 64 characters.' } },
+} satisfies FormSchema;
+
 /** The preview's input as POST /v1/bot/preview's contract has it (PreviewRequest), or its problem. */
 function previewInput(req: Request): { input: PreviewInput; problem?: string } {
-  const text = field(req, 'text') ?? '';
-  const from = (field(req, 'from') ?? '').trim() || undefined;
-  const state = (field(req, 'state') ?? '').trim() || undefined;
-  const input = { text, from, state };
-  if (!text || text.length > 4096) return { input, problem: 'Type a message of 1 to 4,096 characters.' };
-  if (from !== undefined && !/^[0-9]{8,15}$/.test(from)) return { input, problem: "The sender's number is 8 to 15 digits." };
-  if (state !== undefined && state.length > 64) return { input, problem: 'A conversation state has at most 64 characters.' };
-  return { input };
+  const { values, problem } = checkForm(req, PREVIEW_FORM);
+  return { input: { text: values.text ?? '', from: values.from, state: values.state }, problem };
 }
 
 /** Runs a preview (no change: nothing leaves, so no one-time token) and shows its result on the page. */
@@ -309,3 +312,13 @@ export const botLogTail = (deps: AppDeps) => async (req: Request, res: Response)
   res.setHeader('Cache-Control', 'no-store');
   res.json({ count: rows.length, last: rows.length ? rows[rows.length - 1].id : after.toString(), rows: logRows(ctx.project.id, [...rows].reverse(), kept).value });
 };
+
+/** This module's pages under /dashboard (router.ts mounts them). */
+export const botRoutes: PageRoute[] = [
+  { method: 'get', path: '/projects/:projectId/bot', handler: showBot },
+  { method: 'post', path: '/projects/:projectId/bot/preview', handler: submitPreview, form: PREVIEW_FORM },
+  { method: 'post', path: '/projects/:projectId/bot/deployments/:deploymentId/rollback', handler: submitRollback },
+  { method: 'get', path: '/projects/:projectId/bot/files', handler: showBotFiles },
+  { method: 'get', path: '/projects/:projectId/bot/log', handler: showBotLog },
+  { method: 'get', path: '/projects/:projectId/bot/log/tail', handler: botLogTail },
+];

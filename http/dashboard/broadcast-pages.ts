@@ -11,7 +11,7 @@ import type { Request, Response } from 'express';
 import type { AppDeps } from '../app-deps.js';
 import { approveBroadcastAs, cancelBroadcastAs } from '../../lib/dashboard/actions.js';
 import { broadcastDetail, broadcastsOf } from '../../lib/dashboard/reads.js';
-import { canManage } from '../../lib/dashboard/roles.js';
+import { canManage } from '../../lib/accounts/roles.js';
 import type { BroadcastView } from '../../lib/broadcasts/store.js';
 import { LIMIT_HOLD_PREFIX, QUOTA_HOLD_PREFIX, quotaSentence } from '../../lib/broadcasts/quota-hold.js';
 import { testSendAs } from '../../lib/dashboard/test-send.js';
@@ -23,6 +23,7 @@ import { field, send } from './request.js';
 import { projectContext } from './context.js';
 import { billingSection, preflightCostRows, throughputText } from './cost-facts.js';
 import { refreshMessagingLimit } from '../../lib/pricing/messaging-limit.js';
+import type { PageRoute } from './page-routes.js';
 
 const REASONS: Record<string, string> = {
   opted_out: 'Opted out', invalid_phone: 'Invalid phone', not_opted_in: 'Not opted in',
@@ -298,3 +299,14 @@ export const cancel = (deps: AppDeps) => async (req: Request, res: Response) => 
   await cancelBroadcastAs(deps, actor, project.id, String(req.params.broadcastId), field(req, 'reason'));
   res.redirect(303, projectPath(project.id, `/broadcasts/${String(req.params.broadcastId).toLowerCase()}?done=canceled`));
 };
+
+/** This module's pages under /dashboard (router.ts mounts them). */
+export const broadcastRoutes: PageRoute[] = [
+  { method: 'get', path: '/projects/:projectId/broadcasts', handler: showBroadcasts },
+  { method: 'get', path: '/projects/:projectId/broadcasts/:broadcastId', handler: showBroadcast },
+  { method: 'get', path: '/projects/:projectId/broadcasts/:broadcastId/progress', handler: broadcastProgress },
+  { method: 'get', path: '/projects/:projectId/broadcasts/:broadcastId/approve', handler: showApprove },
+  { method: 'post', path: '/projects/:projectId/broadcasts/:broadcastId/approve', handler: approve },
+  { method: 'post', path: '/projects/:projectId/broadcasts/:broadcastId/test-send', handler: testSend },
+  { method: 'post', path: '/projects/:projectId/broadcasts/:broadcastId/cancel', handler: cancel },
+];

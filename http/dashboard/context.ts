@@ -2,8 +2,8 @@
 import type { Request } from 'express';
 import type { AppDeps } from '../app-deps.js';
 import { findProject } from '../../lib/access/projects.js';
-import { requireRole, roleIn, type Role } from '../../lib/dashboard/roles.js';
-import type { Actor } from '../../lib/dashboard/audit.js';
+import { requireRole, roleIn, type Role } from '../../lib/accounts/roles.js';
+import type { Actor } from '../../lib/accounts/audit.js';
 import type { Shell } from './layout.js';
 
 /** Notices after a redirect: a fixed list, so nothing from the URL is echoed as a message. */

@@ -11,6 +11,7 @@ import { layout, projectPath } from './layout.js';
 import { send } from './request.js';
 import { projectContext } from './context.js';
 import { consentWords as consent, marks } from './inbox-pages.js';
+import type { PageRoute } from './page-routes.js';
 
 const FILTERS: Array<[string, string]> = [['', 'All'], ['needs_reply', 'Needs a reply'], ['unread', 'Unread']];
 
@@ -49,3 +50,7 @@ ${nextLink(path, q, nextCursor, 'Next contacts')}`;
   send(res, 200, layout(ctx.shell('Contacts'), body));
 };
 
+/** This module's pages under /dashboard (router.ts mounts them). */
+export const customerRoutes: PageRoute[] = [
+  { method: 'get', path: '/projects/:projectId/contacts', handler: showContacts },
+];

@@ -5,12 +5,12 @@
  * structure copied to public after its dry-run diff. Everything goes through lib/tables/ (the
  * operator API's functions: listTables, createTable, runDdl, copyPreviewToPublic, quotaReport);
  * owners and admins change, members read. Changes are audited right after they commit
- * (lib/dashboard/audit.ts recordAuditAfter: the project's role cannot reach the audit table).
+ * (lib/accounts/audit.ts recordAuditAfter: the project's role cannot reach the audit table).
  */
 import type { Request, Response } from 'express';
 import type { AppDeps } from '../app-deps.js';
-import { canManage } from '../../lib/dashboard/roles.js';
-import { recordAuditAfter } from '../../lib/dashboard/audit.js';
+import { canManage } from '../../lib/accounts/roles.js';
+import { recordAuditAfter } from '../../lib/accounts/audit.js';
 import { ApiError } from '../../lib/platform/errors.js';
 import { copyPreviewToPublic, createTable, listTables, runDdl, type ColumnSpec, type CopyResult } from '../../lib/tables/ddl.js';
 import { quotaDefaultsOf, quotaReport } from '../../lib/tables/quota.js';
@@ -21,6 +21,7 @@ import { csrfField, layout, projectPath } from './layout.js';
 import { field, send } from './request.js';
 import { projectContext } from './context.js';
 import { bytes, changeOnce, count, onceField, usage } from './console-kit.js';
+import type { PageRoute } from './page-routes.js';
 
 export const MANAGERS = ['owner', 'admin'] as const;
 /** Rows of the structured create form. */
@@ -176,3 +177,11 @@ ${diff.statements.length ? html`<form method="post" action="${projectPath(projec
     return databasePath(projectId, 'public', '?done=copied');
   });
 };
+
+/** This module's pages under /dashboard (router.ts mounts them). */
+export const databaseRoutes: PageRoute[] = [
+  { method: 'get', path: '/projects/:projectId/database', handler: showDatabase },
+  { method: 'post', path: '/projects/:projectId/database/tables', handler: submitCreateTable },
+  { method: 'post', path: '/projects/:projectId/database/ddl', handler: submitDdl },
+  { method: 'post', path: '/projects/:projectId/database/copy-preview', handler: submitCopyPreview },
+];

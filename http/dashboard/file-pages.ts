@@ -17,10 +17,10 @@ import busboy from 'busboy';
 import { PassThrough, type Readable } from 'node:stream';
 import type { Request, Response } from 'express';
 import type { AppDeps } from '../app-deps.js';
-import { canManage } from '../../lib/dashboard/roles.js';
-import { csrfMatches } from '../../lib/dashboard/csrf.js';
-import { DashboardRefusal } from '../../lib/dashboard/refusal.js';
-import { resolveSession } from '../../lib/dashboard/sessions.js';
+import { canManage } from '../../lib/accounts/roles.js';
+import { csrfMatches } from '../../lib/accounts/csrf.js';
+import { DashboardRefusal } from '../../lib/accounts/refusal.js';
+import { resolveSession } from '../../lib/accounts/sessions.js';
 import { ApiError } from '../../lib/platform/errors.js';
 import { cursorScope, cursorSecretOf } from '../../lib/platform/cursor.js';
 import { keysetPage, positions } from '../../lib/platform/keyset-page.js';
@@ -35,6 +35,7 @@ import { csrfField, layout, projectPath } from './layout.js';
 import { cookie, send, SESSION_COOKIE } from './request.js';
 import { projectContext } from './context.js';
 import { bytes, changeOnce, count, onceField, usage } from './console-kit.js';
+import type { PageRoute } from './page-routes.js';
 
 const MANAGERS = ['owner', 'admin'] as const;
 /** Files a page shows (the operator API lists them all: at most PROJECT_FILES_MAX); by name, `?after=`. */
@@ -320,3 +321,15 @@ export const submitUpload = (deps: AppDeps) => async (req: Request, res: Respons
     await renderFiles(deps, req, res, { error: `Not uploaded: ${r.error}`, status: r.status });
   }
 };
+
+/** This module's pages under /dashboard (router.ts mounts them). */
+export const fileRoutes: PageRoute[] = [
+  // Multipart and streamed: mounted before the form parser; the page reads the session and checks the CSRF field itself.
+  { method: 'post', path: '/projects/:projectId/files/upload', handler: submitUpload, stage: 'stream' },
+  { method: 'get', path: '/projects/:projectId/files', handler: showFiles },
+  { method: 'get', path: '/projects/:projectId/files/:name/download', handler: downloadFile },
+  { method: 'post', path: '/projects/:projectId/files/:name/delete', handler: submitDeleteFile },
+  { method: 'post', path: '/projects/:projectId/files/:name/media', handler: submitFileAsMedia },
+  { method: 'post', path: '/projects/:projectId/files/:name/header-sample', handler: submitFileAsHeaderSample },
+  { method: 'post', path: '/projects/:projectId/files/media/:slug/delete', handler: submitDeleteMedia },
+];

@@ -10,8 +10,8 @@
  */
 import type { Request, Response } from 'express';
 import type { AppDeps } from '../app-deps.js';
-import { canManage } from '../../lib/dashboard/roles.js';
-import { recordAuditAfter } from '../../lib/dashboard/audit.js';
+import { canManage } from '../../lib/accounts/roles.js';
+import { recordAuditAfter } from '../../lib/accounts/audit.js';
 import { ApiError } from '../../lib/platform/errors.js';
 import { cursorScope, cursorSecretOf, invalidCursor } from '../../lib/platform/cursor.js';
 import { keysetPage } from '../../lib/platform/keyset-page.js';
@@ -23,6 +23,7 @@ import { csrfField, layout, projectPath } from './layout.js';
 import { field, send } from './request.js';
 import { projectContext } from './context.js';
 import { changeOnce, onceField } from './console-kit.js';
+import type { PageRoute } from './page-routes.js';
 
 const MANAGERS = ['owner', 'admin'] as const;
 const FLOWS_PAGE = 25;
@@ -159,3 +160,10 @@ export const submitPublish = (deps: AppDeps) => async (req: Request, res: Respon
     await renderFlow(deps, req, res, { error: `Not ${dryRun ? 'checked' : 'published'}: ${e.message}`, status: e.status, findings: findingsOf(details?.findings) });
   }
 };
+
+/** This module's pages under /dashboard (router.ts mounts them). */
+export const flowRoutes: PageRoute[] = [
+  { method: 'get', path: '/projects/:projectId/flows', handler: showFlows },
+  { method: 'get', path: '/projects/:projectId/flows/:name', handler: showFlow },
+  { method: 'post', path: '/projects/:projectId/flows/:name/publish', handler: submitPublish },
+];

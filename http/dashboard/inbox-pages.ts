@@ -14,7 +14,7 @@
  */
 import type { Request, Response } from 'express';
 import type { AppDeps } from '../app-deps.js';
-import { canManage } from '../../lib/dashboard/roles.js';
+import { canManage } from '../../lib/accounts/roles.js';
 import { ApiError } from '../../lib/platform/errors.js';
 import { HUMAN_STATE, projectLabels } from '../../lib/conversations/conversations.js';
 import {
@@ -29,12 +29,14 @@ import type { ContactView, MessageView } from '../../lib/conversations/views.js'
 import { listMembers } from '../../lib/inbox/team.js';
 import { listNotes, noteView, MAX_NOTE_CHARS, type NoteView } from '../../lib/inbox/notes.js';
 import { createCannedReply, listCannedReplies } from '../../lib/inbox/canned-replies.js';
-import { DashboardRefusal } from '../../lib/dashboard/refusal.js';
+import { DashboardRefusal } from '../../lib/accounts/refusal.js';
 import { html, plural, when, type Html } from './html.js';
 import { csrfField, layout, projectPath } from './layout.js';
 import { field, send } from './request.js';
 import { projectContext } from './context.js';
 import { changeOnce, onceField } from './console-kit.js';
+import type { PageRoute } from './page-routes.js';
+import { readForm, type FormSchema } from './form-schema.js';
 
 const MANAGERS = ['owner', 'admin'] as const;
 /** Longest list of template variables a reply form takes. */
@@ -348,6 +350,27 @@ export const conversationList = (deps: AppDeps) => async (req: Request, res: Res
   res.json({ count: list.conversations.length, rows: String(listRows(ctx.project.id, list.conversations, listParams(q), selected)) });
 };
 
+/** A text reply (a template reply's name, language and variables are checked by the send path). */
+const TEXT_REPLY_FORM = {
+  text: { trim: true, required: 'Write the message first; nothing was sent.', maxChars: { max: MAX_REPLY_CHARS, message: `A message has at most ${MAX_REPLY_CHARS} characters; nothing was sent.` } },
+} satisfies FormSchema;
+
+const HANDOVER_FORM = {
+  to: { required: 'Say who answers (a person or the bot); nothing was changed.', oneOf: { values: ['human', 'bot'], message: 'Say who answers (a person or the bot); nothing was changed.' } },
+} satisfies FormSchema;
+
+const NOTE_FORM = {
+  note: { trim: true, required: 'Write the note first; nothing was saved.', maxChars: { max: MAX_NOTE_CHARS, message: `A note has at most ${MAX_NOTE_CHARS} characters; nothing was saved.` } },
+} satisfies FormSchema;
+
+const SHORTCUT = { re: /^[a-z0-9_-]{1,40}$/, message: 'A shortcut is 1 to 40 lower-case letters, digits, "_" or "-"; nothing was saved.' };
+const CANNED_TEXT = `A canned reply has 1 to ${MAX_REPLY_CHARS} characters; nothing was saved.`;
+const CANNED_REPLY_FORM = {
+  shortcut: { trim: true, required: SHORTCUT.message, pattern: SHORTCUT },
+  text: { trim: true, required: CANNED_TEXT, maxChars: { max: MAX_REPLY_CHARS, message: CANNED_TEXT } },
+  back: {},
+} satisfies FormSchema;
+
 function replyOf(req: Request): Reply {
   if (field(req, 'kind') === 'template') {
     const name = field(req, 'template_name') ?? '';
@@ -360,9 +383,7 @@ function replyOf(req: Request): Reply {
     }
     return { kind: 'template', name, language, variables };
   }
-  const text = (field(req, 'text') ?? '').trim();
-  if (!text) throw new DashboardRefusal(400, 'Write the message first; nothing was sent.');
-  if ([...text].length > MAX_REPLY_CHARS) throw new DashboardRefusal(400, `A message has at most ${MAX_REPLY_CHARS} characters; nothing was sent.`);
+  const { text } = readForm(req, TEXT_REPLY_FORM);
   return { kind: 'text', text };
 }
 
@@ -387,8 +408,7 @@ export const submitReply = (deps: AppDeps) => async (req: Request, res: Response
 
 export const submitHandover = (deps: AppDeps) => async (req: Request, res: Response) => {
   const { actor, project } = await projectContext(deps, req, 'conversations', MANAGERS, 'hand conversations over');
-  const to = field(req, 'to');
-  if (to !== 'human' && to !== 'bot') throw new DashboardRefusal(400, 'Say who answers (a person or the bot); nothing was changed.');
+  const to = readForm(req, HANDOVER_FORM).to as 'human' | 'bot';
   await changeOnce(deps, req, res, project.id, async () => {
     const d = await conversationDetail(deps, project.id, String(req.params.conversationId));
     await handConversation(deps, actor, project.id, d.conversation.id, to);
@@ -418,9 +438,7 @@ export const submitLabels = (deps: AppDeps) => async (req: Request, res: Respons
 
 export const submitNote = (deps: AppDeps) => async (req: Request, res: Response) => {
   const { actor, project } = await projectContext(deps, req, 'conversations');
-  const note = (field(req, 'note') ?? '').trim();
-  if (!note) throw new DashboardRefusal(400, 'Write the note first; nothing was saved.');
-  if ([...note].length > MAX_NOTE_CHARS) throw new DashboardRefusal(400, `A note has at most ${MAX_NOTE_CHARS} characters; nothing was saved.`);
+  const { note } = readForm(req, NOTE_FORM);
   await changeOnce(deps, req, res, project.id, async () => {
     const d = await conversationDetail(deps, project.id, String(req.params.conversationId));
     await noteAs(deps, actor, project.id, d.conversation.id, note);
@@ -430,11 +448,7 @@ export const submitNote = (deps: AppDeps) => async (req: Request, res: Response)
 
 export const submitCannedReply = (deps: AppDeps) => async (req: Request, res: Response) => {
   const { project } = await projectContext(deps, req, 'conversations', MANAGERS, 'save canned replies');
-  const shortcut = (field(req, 'shortcut') ?? '').trim();
-  const text = (field(req, 'text') ?? '').trim();
-  const back = field(req, 'back') ?? '';
-  if (!/^[a-z0-9_-]{1,40}$/.test(shortcut)) throw new DashboardRefusal(400, 'A shortcut is 1 to 40 lower-case letters, digits, "_" or "-"; nothing was saved.');
-  if (!text || [...text].length > MAX_REPLY_CHARS) throw new DashboardRefusal(400, `A canned reply has 1 to ${MAX_REPLY_CHARS} characters; nothing was saved.`);
+  const { shortcut, text, back = '' } = readForm(req, CANNED_REPLY_FORM);
   await changeOnce(deps, req, res, project.id, async () => {
     try {
       await createCannedReply(deps.db.pool, project.id, shortcut, text, deps.clock.now());
@@ -445,3 +459,18 @@ export const submitCannedReply = (deps: AppDeps) => async (req: Request, res: Re
     return projectPath(project.id, /^[0-9]{1,18}$/.test(back) ? `/conversations/${back}?done=canned_saved` : '/conversations?done=canned_saved');
   });
 };
+
+/** This module's pages under /dashboard (router.ts mounts them). */
+export const inboxRoutes: PageRoute[] = [
+  { method: 'get', path: '/projects/:projectId/conversations', handler: showConversations },
+  // The list's live rows and the canned replies come before the conversation's id.
+  { method: 'get', path: '/projects/:projectId/conversations/list', handler: conversationList },
+  { method: 'post', path: '/projects/:projectId/conversations/canned-replies', handler: submitCannedReply, form: CANNED_REPLY_FORM },
+  { method: 'get', path: '/projects/:projectId/conversations/:conversationId', handler: showConversation },
+  { method: 'post', path: '/projects/:projectId/conversations/:conversationId/assign', handler: submitAssign },
+  { method: 'post', path: '/projects/:projectId/conversations/:conversationId/labels', handler: submitLabels },
+  { method: 'post', path: '/projects/:projectId/conversations/:conversationId/notes', handler: submitNote, form: NOTE_FORM },
+  { method: 'get', path: '/projects/:projectId/conversations/:conversationId/live', handler: conversationLive },
+  { method: 'post', path: '/projects/:projectId/conversations/:conversationId/reply', handler: submitReply, form: TEXT_REPLY_FORM },
+  { method: 'post', path: '/projects/:projectId/conversations/:conversationId/handover', handler: submitHandover, form: HANDOVER_FORM },
+];

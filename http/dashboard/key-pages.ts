@@ -3,12 +3,13 @@ import type { Request, Response } from 'express';
 import type { AppDeps } from '../app-deps.js';
 import { createKeyAs, revokeKeyAs, rotateKeyAs, updateKeyScopesAs } from '../../lib/dashboard/actions.js';
 import { keysOf } from '../../lib/dashboard/reads.js';
-import { SCOPES } from '../../lib/dashboard/scopes.js';
-import { DashboardRefusal } from '../../lib/dashboard/refusal.js';
+import { SCOPES } from '../../lib/access/scope-catalogue.js';
+import { DashboardRefusal } from '../../lib/accounts/refusal.js';
 import { html, when, type Html } from './html.js';
 import { csrfField, layout, projectPath } from './layout.js';
 import { field, send } from './request.js';
 import { projectContext } from './context.js';
+import type { PageRoute } from './page-routes.js';
 
 const MANAGERS = ['owner', 'admin'] as const;
 type Key = Awaited<ReturnType<typeof keysOf>>[number];
@@ -114,3 +115,12 @@ export const updateScopes = (deps: AppDeps) => (req: Request, res: Response) =>
     await updateKeyScopesAs(deps, actor, String(req.params.projectId), String(req.params.keyId), req.body?.scopes);
     return 'scopes';
   });
+
+/** This module's pages under /dashboard (router.ts mounts them). */
+export const keyRoutes: PageRoute[] = [
+  { method: 'get', path: '/projects/:projectId/keys', handler: showKeys },
+  { method: 'post', path: '/projects/:projectId/keys', handler: createKey },
+  { method: 'post', path: '/projects/:projectId/keys/:keyId/rotate', handler: rotateKey },
+  { method: 'post', path: '/projects/:projectId/keys/:keyId/revoke', handler: revokeKey },
+  { method: 'post', path: '/projects/:projectId/keys/:keyId/scopes', handler: updateScopes },
+];

@@ -1,6 +1,6 @@
 /** The page shell: head, the header with the person and logout, the project's tabs, a notice. */
 import { html, type Html } from './html.js';
-import type { Role } from '../../lib/dashboard/roles.js';
+import type { Role } from '../../lib/accounts/roles.js';
 
 export interface Shell {
   title: string;

@@ -11,7 +11,7 @@
  */
 import type { Request, Response } from 'express';
 import type { AppDeps } from '../app-deps.js';
-import { canManage } from '../../lib/dashboard/roles.js';
+import { canManage } from '../../lib/accounts/roles.js';
 import { redeliverAs } from '../../lib/dashboard/redeliver.js';
 import { webhookDeliveryLog } from '../../lib/webhooks/delivery-log.js';
 import { listBotLogs } from '../../lib/bot/bot-log.js';
@@ -22,6 +22,7 @@ import { csrfField, layout, projectPath } from './layout.js';
 import { send } from './request.js';
 import { projectContext } from './context.js';
 import { changeOnce, count, onceField } from './console-kit.js';
+import type { PageRoute } from './page-routes.js';
 
 const DELIVERY_PAGE = 20;
 const BOT_LOG_LINES = 100;
@@ -98,3 +99,9 @@ export const submitRedeliver = (deps: AppDeps) => async (req: Request, res: Resp
     return projectPath(project.id, `/logs?webhook=${encodeURIComponent(done.webhookId)}&done=redelivered`);
   });
 };
+
+/** This module's pages under /dashboard (router.ts mounts them). */
+export const logRoutes: PageRoute[] = [
+  { method: 'get', path: '/projects/:projectId/logs', handler: showLogs },
+  { method: 'post', path: '/projects/:projectId/logs/deliveries/:deliveryId/redeliver', handler: submitRedeliver },
+];

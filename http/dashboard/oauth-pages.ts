@@ -14,8 +14,8 @@
  */
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { AppDeps } from '../app-deps.js';
-import { resolveSession } from '../../lib/dashboard/sessions.js';
-import { DashboardRefusal } from '../../lib/dashboard/refusal.js';
+import { resolveSession } from '../../lib/accounts/sessions.js';
+import { DashboardRefusal } from '../../lib/accounts/refusal.js';
 import { approveConsent, consentExists, consentView, denyConsent, type ConsentView } from '../../lib/oauth/consent.js';
 import { connectedAgents, disconnectAgent } from '../../lib/oauth/agents.js';
 import { isReadScope } from '../../lib/oauth/rules.js';
@@ -24,6 +24,8 @@ import { csrfField, layout } from './layout.js';
 import { cookie, field, send, SESSION_COOKIE } from './request.js';
 import { person } from './context.js';
 import { CSP } from './csp.js';
+import type { PageRoute } from './page-routes.js';
+import { readForm, type FormSchema } from './form-schema.js';
 
 export const CONSENT_PATH = '/dashboard/oauth/consent';
 
@@ -106,14 +108,22 @@ export const showConsent = (deps: AppDeps) => async (req: Request, res: Response
   send(res, 200, layout({ title: 'Connect an application', person: { email: session.account.email, csrf: session.csrfToken } }, consentBody(view, session.csrfToken)));
 };
 
+/** The consent form's answer (its projects and scopes are checkbox lists, checked by lib/oauth/consent.ts). */
+const CHOOSE = 'Choose Approve or Deny. Nothing was stored.';
+const CONSENT_FORM = {
+  request: {},
+  decision: { required: CHOOSE, oneOf: { values: ['approve', 'deny'], message: CHOOSE } },
+} satisfies FormSchema;
+
 export const answerConsent = (deps: AppDeps) => async (req: Request, res: Response) => {
   const { session } = person(req);
-  const requestId = field(req, 'request') ?? '';
-  const decision = field(req, 'decision');
+  const form = readForm(req, CONSENT_FORM);
+  const requestId = form.request ?? '';
+  const decision = form.decision;
   let location: string;
   if (decision === 'deny') {
     location = await denyConsent(deps, session.account.id, requestId);
-  } else if (decision === 'approve') {
+  } else {
     const body = (req.body ?? {}) as Record<string, unknown>;
     const projects = list(body.project);
     const scopes = Object.fromEntries(projects.map((p) => [p.trim().toLowerCase(), list(body[`scope:${p}`])]));
@@ -122,8 +132,6 @@ export const answerConsent = (deps: AppDeps) => async (req: Request, res: Respon
       scopes,
       defaultProject: field(req, 'default'),
     });
-  } else {
-    throw new DashboardRefusal(400, 'Choose Approve or Deny. Nothing was stored.');
   }
   res.redirect(303, location);
 };
@@ -159,3 +167,13 @@ export const disconnect = (deps: AppDeps) => async (req: Request, res: Response)
   await disconnectAgent(deps, { accountId: session.account.id, email: session.account.email }, String(req.params.connectionId));
   res.redirect(303, '/dashboard/agents?done=disconnected');
 };
+
+/** This module's pages under /dashboard (router.ts mounts them). */
+export const oauthRoutes: PageRoute[] = [
+  // An agent's authorization request arrives here from /authorize by a cross-site redirect, without the
+  // session cookie: the page resolves the session itself.
+  { method: 'get', path: '/oauth/consent', handler: showConsent, stage: 'public' },
+  { method: 'post', path: '/oauth/consent', handler: answerConsent, form: CONSENT_FORM },
+  { method: 'get', path: '/agents', handler: showAgents },
+  { method: 'post', path: '/agents/:connectionId/disconnect', handler: disconnect },
+];

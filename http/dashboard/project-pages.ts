@@ -1,29 +1,25 @@
 /** The person's projects; a project's webhooks with their delivery log, templates, people (owners invite) and audit trail (owners). */
 import type { Request, Response } from 'express';
 import type { AppDeps } from '../app-deps.js';
-import { canManage, projectsOf } from '../../lib/dashboard/roles.js';
+import { canManage, projectsOf } from '../../lib/accounts/roles.js';
 import { decideTemplateAs } from '../../lib/dashboard/template-decision.js';
 import { membersOf, templatesOf, webhooksOf } from '../../lib/dashboard/reads.js';
-import { listAudit } from '../../lib/dashboard/audit.js';
+import { listAudit } from '../../lib/accounts/audit.js';
 import { inviteAs, removeMemberAs } from '../../lib/dashboard/actions.js';
-import { DashboardRefusal } from '../../lib/dashboard/refusal.js';
+import { DashboardRefusal } from '../../lib/accounts/refusal.js';
 import { html, plural, when } from './html.js';
 import { projectFigures } from '../../lib/dashboard/overview.js';
-import { auditChanges, type FieldChange } from '../../lib/dashboard/audit-diff.js';
+import { auditChanges, type FieldChange } from '../../lib/accounts/audit-diff.js';
 import { renderTemplate } from '../../lib/templates/render.js';
 import { messagePreview } from './broadcast-pages.js';
 import { csrfField, layout, projectPath } from './layout.js';
 import { field, send } from './request.js';
 import { person, projectContext } from './context.js';
-import { inviteLink, pendingInvites } from '../../lib/dashboard/invites.js';
+import { inviteLink, pendingInvites } from '../../lib/accounts/invites.js';
+import type { DashboardOptions, PageRoute } from './page-routes.js';
 
 /** A time inside an audit value (ISO 8601), shown in the pages' one format. */
 const ISO_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)$/;
-
-export interface DashboardOptions {
-  /** The Cloud API simulator's URL, linked from each project outside production. */
-  simulatorUrl?: string;
-}
 
 export const showProjects = (deps: AppDeps, opts: DashboardOptions) => async (req: Request, res: Response) => {
   const { session, actor } = person(req);
@@ -109,7 +105,7 @@ ${rows.map((t) => html`<tr><td data-label="Name">${t.name}</td><td data-label="L
 async function renderPeople(deps: AppDeps, req: Request, res: Response, status: number, extra: { link?: string; email?: string; role?: string; error?: string } = {}) {
   const ctx = await projectContext(deps, req, 'people');
   const members = await membersOf(deps, ctx.project.id);
-  // Invitations look the same whether the email has an account or not (lib/dashboard/invites.ts).
+  // Invitations look the same whether the email has an account or not (lib/accounts/invites.ts).
   const invites = await pendingInvites(deps, ctx.project.id);
   const body = html`${extra.link ? html`<section class="card" aria-labelledby="link-title"><h2 id="link-title">Invitation link for ${extra.email}</h2>
   <p>Send this link to the person: it works once, for 72 hours. They accept it with their dashboard password, or choose one if they are new; only then do they join. It is not shown again.</p>
@@ -161,7 +157,7 @@ export const decideTemplate = (deps: AppDeps, opts: DashboardOptions = {}) => as
 export const showAudit = (deps: AppDeps) => async (req: Request, res: Response) => {
   const ctx = await projectContext(deps, req, 'audit', ['owner'], 'read the audit trail');
   const rows = await listAudit(deps, ctx.project.id);
-  // What changed, field by field (lib/dashboard/audit-diff.ts), not two JSON documents.
+  // What changed, field by field (lib/accounts/audit-diff.ts), not two JSON documents.
   // A time in a value is shown in the pages' one format; null as a dash; past 6 fields, the rest fold away.
   const shown = (v: string) => (v === 'null' ? '—' : ISO_TIME.test(v) ? when(v) : v);
   const item = (c: FieldChange) => html`<li><code>${c.field}</code>: ${c.before === undefined ? html`<span class="muted">(added)</span>` : html`<del>${shown(c.before)}</del>`} → ${c.after === undefined ? html`<span class="muted">(removed)</span>` : html`<ins>${shown(c.after)}</ins>`}</li>`;
@@ -178,3 +174,18 @@ ${rows.map((a) => html`<tr><td data-label="When">${when(a.at)}</td><td data-labe
     : html`<p class="muted">Nothing recorded yet.</p>`;
   send(res, 200, layout(ctx.shell('Audit trail'), body));
 };
+
+/** This module's pages under /dashboard (router.ts mounts them). */
+export const projectRoutes: PageRoute[] = [
+  { method: 'get', path: '/', handler: () => async (_req, res) => res.redirect(303, '/dashboard/projects') },
+  { method: 'get', path: '/projects', handler: showProjects },
+  { method: 'get', path: '/projects/:projectId', handler: () => async (req, res) => res.redirect(303, `/dashboard/projects/${encodeURIComponent(String(req.params.projectId))}/broadcasts`) },
+  { method: 'get', path: '/projects/:projectId/overview', handler: showProjectOverview },
+  { method: 'get', path: '/projects/:projectId/webhooks', handler: showWebhooks },
+  { method: 'get', path: '/projects/:projectId/templates', handler: showTemplates },
+  { method: 'post', path: '/projects/:projectId/templates/decision', handler: decideTemplate },
+  { method: 'get', path: '/projects/:projectId/people', handler: showPeople },
+  { method: 'post', path: '/projects/:projectId/people', handler: invite },
+  { method: 'post', path: '/projects/:projectId/people/remove', handler: removeMember },
+  { method: 'get', path: '/projects/:projectId/audit', handler: showAudit },
+];

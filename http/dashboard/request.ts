@@ -4,8 +4,8 @@
  */
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { ApiError } from '../../lib/platform/errors.js';
-import { DashboardRefusal } from '../../lib/dashboard/refusal.js';
-import type { ActiveSession } from '../../lib/dashboard/sessions.js';
+import { DashboardRefusal } from '../../lib/accounts/refusal.js';
+import type { ActiveSession } from '../../lib/accounts/sessions.js';
 import { html, type Html } from './html.js';
 import { layout, type Shell } from './layout.js';
 

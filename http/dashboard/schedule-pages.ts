@@ -8,7 +8,7 @@
  */
 import type { Request, Response } from 'express';
 import type { AppDeps } from '../app-deps.js';
-import { canManage } from '../../lib/dashboard/roles.js';
+import { canManage } from '../../lib/accounts/roles.js';
 import { ApiError } from '../../lib/platform/errors.js';
 import { getSchedule, listRuns, listSchedules, runNow, setPaused, type RunView, type ScheduleView } from '../../lib/bot/schedules.js';
 import { html, type Html, when } from './html.js';
@@ -17,6 +17,7 @@ import { field, send } from './request.js';
 import { projectContext } from './context.js';
 import { changeOnce, onceField } from './console-kit.js';
 import { fileHref } from './bot-pages.js';
+import type { PageRoute } from './page-routes.js';
 
 const MANAGERS = ['owner', 'admin'] as const;
 const RUNS_PAGE = 20;
@@ -117,3 +118,12 @@ const change = (what: 'pause' | 'resume' | 'run') => (deps: AppDeps) => async (r
 export const submitPause = change('pause');
 export const submitResume = change('resume');
 export const submitRunNow = change('run');
+
+/** This module's pages under /dashboard (router.ts mounts them). */
+export const scheduleRoutes: PageRoute[] = [
+  { method: 'get', path: '/projects/:projectId/schedules', handler: showSchedules },
+  { method: 'get', path: '/projects/:projectId/schedules/:name', handler: showSchedule },
+  { method: 'post', path: '/projects/:projectId/schedules/:name/pause', handler: submitPause },
+  { method: 'post', path: '/projects/:projectId/schedules/:name/resume', handler: submitResume },
+  { method: 'post', path: '/projects/:projectId/schedules/:name/run', handler: submitRunNow },
+];

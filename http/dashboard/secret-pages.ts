@@ -7,7 +7,7 @@
  */
 import type { Request, Response } from 'express';
 import type { AppDeps } from '../app-deps.js';
-import { canManage } from '../../lib/dashboard/roles.js';
+import { canManage } from '../../lib/accounts/roles.js';
 import { ApiError } from '../../lib/platform/errors.js';
 import { deleteSecret, listSecrets, SECRET_NAME, setSecret } from '../../lib/bot/secrets.js';
 import { html, when } from './html.js';
@@ -15,6 +15,7 @@ import { csrfField, layout, projectPath } from './layout.js';
 import { field, send } from './request.js';
 import { projectContext } from './context.js';
 import { changeOnce, onceField } from './console-kit.js';
+import type { PageRoute } from './page-routes.js';
 
 const MANAGERS = ['owner', 'admin'] as const;
 
@@ -68,3 +69,10 @@ export const submitDeleteSecret = (deps: AppDeps) => async (req: Request, res: R
     return projectPath(project.id, '/secrets?done=secret_deleted');
   });
 };
+
+/** This module's pages under /dashboard (router.ts mounts them). */
+export const secretRoutes: PageRoute[] = [
+  { method: 'get', path: '/projects/:projectId/secrets', handler: showSecrets },
+  { method: 'post', path: '/projects/:projectId/secrets', handler: submitSecret },
+  { method: 'post', path: '/projects/:projectId/secrets/:name/delete', handler: submitDeleteSecret },
+];

@@ -11,9 +11,9 @@ import type { Request, Response } from 'express';
 import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
 import type { AppDeps } from '../app-deps.js';
-import { canManage } from '../../lib/dashboard/roles.js';
-import { recordAuditAfter } from '../../lib/dashboard/audit.js';
-import { DashboardRefusal } from '../../lib/dashboard/refusal.js';
+import { canManage } from '../../lib/accounts/roles.js';
+import { recordAuditAfter } from '../../lib/accounts/audit.js';
+import { DashboardRefusal } from '../../lib/accounts/refusal.js';
 import { ApiError } from '../../lib/platform/errors.js';
 import { readRows, type RowsPage } from '../../lib/tables/rows.js';
 import { describeTable, type ColumnDescriptor } from '../../lib/tables/describe.js';
@@ -28,6 +28,7 @@ import { field, send } from './request.js';
 import { projectContext } from './context.js';
 import { cell, changeOnce, fieldText, onceField } from './console-kit.js';
 import { databasePath, MANAGERS, schemaOf, tablePath } from './database-pages.js';
+import type { PageRoute } from './page-routes.js';
 
 /** The most rows one edit or delete of the console may change. */
 export const CONSOLE_MAX_AFFECTED = 100;
@@ -347,3 +348,13 @@ export const submitDelete = (deps: AppDeps) => async (req: Request, res: Respons
     return `${tablePath(t.projectId, t.schema, t.table)}?done=rows_deleted`;
   });
 };
+
+/** This module's pages under /dashboard (router.ts mounts them). */
+export const tableRoutes: PageRoute[] = [
+  { method: 'get', path: '/projects/:projectId/database/:schema/:table', handler: showTable },
+  { method: 'get', path: '/projects/:projectId/database/:schema/:table/csv', handler: exportCsv },
+  { method: 'get', path: '/projects/:projectId/database/:schema/:table/edit', handler: showEdit },
+  { method: 'post', path: '/projects/:projectId/database/:schema/:table/rows', handler: submitInsert },
+  { method: 'post', path: '/projects/:projectId/database/:schema/:table/update', handler: submitUpdate },
+  { method: 'post', path: '/projects/:projectId/database/:schema/:table/delete', handler: submitDelete },
+];

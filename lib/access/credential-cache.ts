@@ -27,6 +27,7 @@
 import type pg from 'pg';
 import type { Credential } from './types.js';
 import type { Logger } from '../platform/logger.js';
+import { listen, notify, type Listener } from '../platform/db/notifications.js';
 
 export const CHANNEL = 'credentials_changed';
 
@@ -42,7 +43,7 @@ export async function credentialsChanged(deps: {
 }): Promise<void> {
   try {
     if (deps.credentialCache) await deps.credentialCache.invalidate();
-    else await deps.db.pool.query(`SELECT pg_notify('${CHANNEL}', '')`);
+    else await notify(deps.db.pool, CHANNEL);
   } catch (e) {
     deps.logger?.error('credential cache: invalidation failed', { error: String(e) });
   }
@@ -69,52 +70,33 @@ export class CredentialCache {
   /** Lookups in flight by key (shared); dropped by every clear, like `valid`. */
   private readonly inFlight = new Map<string, Promise<unknown>>();
   private listening = false;
-  private client?: pg.PoolClient;
-  private stopped = false;
-  private retry?: NodeJS.Timeout;
+  private listener?: Listener;
 
   constructor(
     private readonly pool: pg.Pool,
     private readonly opts: { ttlMs: number; maxEntries?: number; logger?: Logger; enabled?: boolean },
   ) {}
 
-  /** Starts listening for invalidations; until it succeeds the cache is bypassed. */
+  /**
+   * Starts listening for invalidations (lib/platform/db/notifications.ts): until it is in place, and
+   * whenever the connection is lost, the cache is bypassed; on every (re)connect it starts empty.
+   */
   async start(): Promise<void> {
     if (this.opts.enabled === false) return;
-    let client: pg.PoolClient | undefined;
-    try {
-      client = await this.pool.connect();
-      client.on('notification', (n) => {
-        if (n.channel === CHANNEL) this.clearAll();
-      });
-      client.on('error', () => this.lost());
-      await client.query(`LISTEN ${CHANNEL}`);
-      this.client = client;
-      this.clearAll();
-      this.listening = true;
-    } catch (e) {
-      if (client && client !== this.client) client.release(true);
-      this.opts.logger?.warn('credential cache: cannot listen for invalidations; bypassed until it can', { error: String(e) });
-      this.scheduleRetry();
-    }
-  }
-
-  private lost(): void {
-    this.listening = false;
-    this.clearAll();
-    const client = this.client;
-    this.client = undefined;
-    client?.release(true);
-    this.scheduleRetry();
-  }
-
-  private scheduleRetry(): void {
-    if (this.stopped || this.retry) return;
-    this.retry = setTimeout(() => {
-      this.retry = undefined;
-      void this.start();
-    }, 1000);
-    this.retry.unref();
+    this.listener = await listen(this.pool, {
+      [CHANNEL]: (payload) => {
+        this.clearAll();
+        if (payload === undefined) this.listening = true;
+      },
+    }, this.opts.logger, {
+      name: 'credential cache',
+      retryMs: 1000,
+      maxRetryMs: 1000,
+      onLost: () => {
+        this.listening = false;
+        this.clearAll();
+      },
+    });
   }
 
   /** A credential by its digest. */
@@ -208,19 +190,13 @@ export class CredentialCache {
   /** After a change to credentials: clear here now, and everywhere else through PostgreSQL. */
   async invalidate(): Promise<void> {
     this.clearAll();
-    await this.pool.query(`SELECT pg_notify('${CHANNEL}', '')`);
+    await notify(this.pool, CHANNEL);
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.retry) clearTimeout(this.retry);
     this.listening = false;
     this.clearAll();
-    const client = this.client;
-    this.client = undefined;
-    if (client) {
-      await client.query(`UNLISTEN ${CHANNEL}`).catch(() => undefined);
-      client.release();
-    }
+    await this.listener?.close();
+    this.listener = undefined;
   }
 }

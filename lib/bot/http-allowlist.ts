@@ -16,7 +16,7 @@ import { isIP } from 'node:net';
 import type { Deps } from '../deps.js';
 import { ApiError } from '../platform/errors.js';
 import { inTransaction } from '../platform/db/transaction.js';
-import { recordAuditOn, type AuditActor } from '../dashboard/audit.js';
+import { recordAuditOn, type AuditActor } from '../accounts/audit.js';
 
 export const MAX_ALLOWED_HOSTS = 100;
 const LABEL = '[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?';

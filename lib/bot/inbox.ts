@@ -30,6 +30,7 @@
 import type pg from 'pg';
 import type { Prisma } from '../../generated/prisma/client.js';
 import { inboundText, type BotEvent } from './types.js';
+import { CLAIM_ROWS } from '../platform/db/claims.js';
 
 /** Hand-overs after which an event is given up. */
 export const MAX_HANDOVERS = 20;
@@ -164,7 +165,7 @@ export async function reclaimExpired(pool: pg.Pool, now: Date, leaseMs: number):
   }>(
     `WITH due AS (
        SELECT key, run_started_at IS NOT NULL AS died_mid_run FROM bot_inbox
-        WHERE lease_until <= $1 AND set_aside_at IS NULL ORDER BY created_at, key LIMIT $3 FOR UPDATE SKIP LOCKED
+        WHERE lease_until <= $1 AND set_aside_at IS NULL ORDER BY created_at, key LIMIT $3 ${CLAIM_ROWS}
      ), taken AS (
        UPDATE bot_inbox b SET lease_until = $2, attempts = b.attempts + 1,
               abnormal_runs = b.abnormal_runs + due.died_mid_run::int, run_started_at = NULL

@@ -21,6 +21,7 @@ import type { CallContext } from './host-types.js';
 import { hostOpBounds } from './host-api.js';
 import { redactDeep, redactorFor } from './secrets.js';
 import type { BotInboundMessage } from './types.js';
+import type { InboundEvent } from './event-types.js';
 
 export interface PreviewInput {
   text: string;
@@ -71,7 +72,8 @@ export async function runOnceInPreview(
     throw e;
   }
   try {
-    return { outcome: await sandbox.dispatch(JSON.stringify({ type: 'message', message })), capture };
+    const event: InboundEvent = { type: 'message', message };
+    return { outcome: await sandbox.dispatch(JSON.stringify(event)), capture };
   } finally {
     sandbox.dispose();
   }

@@ -65,6 +65,7 @@ import { runEnded, runStarted, type RunOutcome } from './schedules.js';
 import { createHash } from 'node:crypto';
 import { HUMAN_STATE } from '../conversations/conversations.js';
 import type { Prisma } from '../../generated/prisma/client.js';
+import type { InboundEvent } from './event-types.js';
 
 export const MAX_QUEUED_PER_PROJECT = 1000;
 export const MAX_CONCURRENT_PER_PROJECT = 16;
@@ -564,7 +565,7 @@ export class BotRuntime implements BotHook {
       pooled.inv = inv;
       slot.running++;
       try {
-        const payload = event.kind === 'message' ? { type: 'message', message: event.message } : { type: 'schedule', schedule: event.schedule };
+        const payload: InboundEvent = event.kind === 'message' ? { type: 'message', message: event.message } : { type: 'schedule', schedule: event.schedule };
         outcome = await pooled.sandbox.dispatch(JSON.stringify(payload));
       } finally {
         slot.running--;

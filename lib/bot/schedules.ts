@@ -29,12 +29,13 @@ import type pg from 'pg';
 import type { Deps } from '../deps.js';
 import { inTransaction } from '../platform/db/transaction.js';
 import { ApiError } from '../platform/errors.js';
-import { recordAuditOn, type AuditActor } from '../dashboard/audit.js';
+import { recordAuditOn, type AuditActor } from '../accounts/audit.js';
 import { latestDueUpTo, nextDue, type ScheduleSpec } from '../deploy/schedule-rules.js';
 import type { DeclaredSchedule } from '../deploy/schedules.js';
 import { addRunToInbox, scheduleRunPending } from './inbox.js';
 import type { BotScheduleRun } from './types.js';
 import { lockForTransaction } from '../platform/db/locks.js';
+import { CLAIM_ROWS } from '../platform/db/claims.js';
 
 /** A run more than this late (and within the grace) is a catch-up rather than an on-time run. */
 export const CATCH_UP_AFTER_MS = 60_000;
@@ -175,7 +176,7 @@ export async function unarmed(pool: pg.Pool, limit = 500): Promise<Array<{ proje
   const res = await pool.query<{ project_id: string; name: string; next_run_at: Date }>(
     `WITH due AS (
        SELECT project_id, name FROM bot_schedules WHERE next_run_at IS NOT NULL AND armed_for IS DISTINCT FROM next_run_at
-        ORDER BY next_run_at LIMIT $1 FOR UPDATE SKIP LOCKED
+        ORDER BY next_run_at LIMIT $1 ${CLAIM_ROWS}
      )
      UPDATE bot_schedules s SET armed_for = s.next_run_at FROM due WHERE s.project_id = due.project_id AND s.name = due.name
      RETURNING s.project_id, s.name, s.next_run_at`,

@@ -23,7 +23,7 @@
 import type { Deps } from '../deps.js';
 import { ApiError } from '../platform/errors.js';
 import { inTransaction } from '../platform/db/transaction.js';
-import { recordAuditOn, type AuditActor } from '../dashboard/audit.js';
+import { recordAuditOn, type AuditActor } from '../accounts/audit.js';
 import { writeBotLog } from './bot-log.js';
 import { fail, ok, type Answer, type BotDeps, type Invocation } from './host-types.js';
 import { lockForTransaction } from '../platform/db/locks.js';

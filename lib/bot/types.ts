@@ -1,35 +1,15 @@
 /** What the service hands the bot runtime, and what the rest of the service sees of it. */
 import type { SandboxLimits } from '../sandbox/sandbox.js';
 import type { Prisma } from '../../generated/prisma/client.js';
+import type { InboundMessage, ScheduleContext } from './event-types.js';
 
-/** The event the bot's `onMessage` receives (see scaffold/src/platform/runtime/types.ts). */
-export interface BotInboundMessage {
-  id: string;
-  from: string;
-  type: string;
-  text: string | null;
-  raw: Record<string, unknown>;
-  conversation: { id: number; state: string };
-  /** `phone` is null for a customer whose number WhatsApp withholds; `user_id` is the BSUID. */
-  contact: { phone: string | null; user_id?: string | null; username?: string | null; name: string | null };
-  received_at: string;
-  /**
-   * Set when the message is one of the project's consent keywords (STOP, START, …): the change
-   * it made to the customer's marketing consent and the keyword, so a bot need not answer it.
-   * Null otherwise; absent on a message rebuilt from the inbox, which the runtime judges again.
-   */
-  consent?: { change: 'opted_out' | 'opted_in'; keyword: string } | null;
-}
-
-/** What `onSchedule(name, ctx)` receives about a run of one of the bot's schedules (lib/bot/schedules.ts). */
-export interface BotScheduleRun {
-  name: string;
-  run_id: string;
-  due_at: string;
-  trigger: 'cron' | 'catch_up' | 'manual';
-  cron: string;
-  time_zone: string;
-}
+/**
+ * The event the bot's `onMessage` receives, and what `onSchedule(name, ctx)` receives about a run
+ * of one of its schedules (lib/bot/schedules.ts): the bot's own types (lib/bot/event-types.ts, the
+ * scaffold's generated copy). A message rebuilt from the inbox has no `consent`: the runtime judges it again.
+ */
+export type BotInboundMessage = InboundMessage;
+export type BotScheduleRun = ScheduleContext;
 
 /** An event of the bot's inbox (lib/bot/inbox.ts), by kind. */
 export type BotEvent =

@@ -8,6 +8,7 @@
 import type { Queryable } from '../platform/db/transaction.js';
 import type { BroadcastRow } from './store.js';
 import { QUOTA_HOLD_PREFIX } from './quota-hold.js';
+import { CLAIM_ROWS } from '../platform/db/claims.js';
 
 export interface NewCampaign {
   id: string;
@@ -83,7 +84,7 @@ export async function leaseDueCampaigns(db: Queryable, owner: string, now: Date,
                         OR x.status_reason IS NOT NULL
                         OR EXISTS (SELECT 1 FROM broadcast_recipients r WHERE r.broadcast_id = x.id AND r.state IN ('queued', 'sending')))))
                AND (x.lease_until IS NULL OR x.lease_until < $4 OR x.lease_owner = $1)
-             ORDER BY x.scheduled_at NULLS FIRST LIMIT 20 FOR UPDATE SKIP LOCKED)
+             ORDER BY x.scheduled_at NULLS FIRST LIMIT 20 ${CLAIM_ROWS})
            RETURNING b.id`,
     values: [owner, now, leaseUntil, t],
   });
@@ -184,7 +185,7 @@ export async function lockDueRetargetParent(tx: Queryable, now: Date) {
   const { rows } = await tx.query<{ id: string; project_id: string; name: string; category: string; started_at: Date }>(
     `SELECT id, project_id, name, category, started_at FROM broadcasts
      WHERE status = 'completed' AND auto_retarget_quality AND retarget_count = 0 AND retarget_due_at <= $1
-     ORDER BY retarget_due_at LIMIT 1 FOR UPDATE SKIP LOCKED`,
+     ORDER BY retarget_due_at LIMIT 1 ${CLAIM_ROWS}`,
     [now],
   );
   return rows[0];

@@ -17,6 +17,7 @@
 import type pg from 'pg';
 import type { Queryable, RawTx } from '../platform/db/transaction.js';
 import { REACH_KEY_SQL } from '../pricing/portfolio-reach.js';
+import { CLAIM_ROWS } from '../platform/db/claims.js';
 
 export interface ClaimedRecipient {
   id: string;
@@ -65,7 +66,7 @@ export async function claimBatch(
            WHERE r.id IN (SELECT id FROM broadcast_recipients
                           WHERE broadcast_id = $1 AND state = 'queued' AND (not_before IS NULL OR not_before <= $5)
                             AND (limit_held_until IS NULL OR limit_held_until <= $6)
-                          ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED)
+                          ORDER BY id LIMIT $3 ${CLAIM_ROWS})
            RETURNING r.id::text AS id, r.phone, r.user_id, r.variables, r.attempts, r.send_ref`,
     values: [broadcastId, owner, size, leaseUntil, now, businessNow],
   });
@@ -207,7 +208,7 @@ export async function queueNextWave(db: Queryable, broadcastId: string, count: n
   const { rows } = await db.query<{ held: string; released: string }>(
     `WITH next AS (
        SELECT id FROM broadcast_recipients WHERE broadcast_id = $1 AND state = 'held' ORDER BY id
-       LIMIT COALESCE($2::int, 2147483647) FOR UPDATE SKIP LOCKED
+       LIMIT COALESCE($2::int, 2147483647) ${CLAIM_ROWS}
      ), released AS (
        UPDATE broadcast_recipients r SET state = 'queued', wave = (SELECT COALESCE(max(wave), 1) + 1 FROM broadcast_recipients WHERE broadcast_id = $1 AND state <> 'held'), updated_at = $3
        FROM next WHERE r.id = next.id RETURNING r.id

@@ -11,10 +11,11 @@
  *   schedule's run): read back from the reference, so the bot's own code is not touched, and the
  *   schedule's name is joined from its run.
  * - A campaign's messages are named by their broadcast recipient (the same reference).
+ * - The service's own automatic answers (a consent keyword's confirmation) are `automation`, named.
  * - Anything else outbound without a record (sent before authors were recorded) is `unknown`.
  */
 
-export type AuthorKind = 'customer' | 'person' | 'api_key' | 'agent' | 'bot' | 'schedule' | 'campaign' | 'business_app' | 'unknown';
+export type AuthorKind = 'customer' | 'person' | 'api_key' | 'agent' | 'bot' | 'schedule' | 'campaign' | 'business_app' | 'automation' | 'unknown';
 
 export interface Author {
   kind: AuthorKind;
@@ -22,7 +23,7 @@ export interface Author {
   name: string | null;
 }
 
-const KINDS: readonly string[] = ['customer', 'person', 'api_key', 'agent', 'bot', 'schedule', 'campaign', 'business_app', 'unknown'];
+const KINDS: readonly string[] = ['customer', 'person', 'api_key', 'agent', 'bot', 'schedule', 'campaign', 'business_app', 'automation', 'unknown'];
 
 /**
  * The API's caller as a send records it, by id only (the send path reads nothing more; a message
@@ -30,6 +31,11 @@ const KINDS: readonly string[] = ['customer', 'person', 'api_key', 'agent', 'bot
  */
 export function credentialRef(credential: { kind: 'api_key'; id: string } | { kind: 'access_token'; connectionId: string }): Author {
   return credential.kind === 'api_key' ? { kind: 'api_key', id: credential.id, name: null } : { kind: 'agent', id: credential.connectionId, name: null };
+}
+
+/** An automatic answer of the service itself, named by what answered. */
+export function automationAuthor(name: 'consent_confirmation'): Author {
+  return { kind: 'automation', id: null, name };
 }
 
 /** A dashboard person. */
@@ -86,6 +92,7 @@ export function authorWords(a: Author): string {
     case 'schedule': return `Schedule${a.name ? ` “${a.name}”` : ''}`;
     case 'campaign': return 'Campaign';
     case 'business_app': return 'WhatsApp Business app';
+    case 'automation': return a.name === 'consent_confirmation' ? 'Automatic (consent confirmation)' : 'Automatic';
     default: return 'Sent (author not recorded)';
   }
 }

@@ -1,7 +1,7 @@
 /**
  * What a signed-in person does, checked against their role in the project and recorded in the
  * audit trail: key actions (the rules are lib/access/keys.ts), approving or cancelling a broadcast
- * (lib/broadcasts/approval.ts) and inviting people (lib/dashboard/invites.ts). Every id a form names must belong to the
+ * (lib/broadcasts/approval.ts) and inviting people (lib/accounts/invites.ts). Every id a form names must belong to the
  * project of the page (404 otherwise), so a forged id cannot reach another project.
  * The audit row is written in the same transaction as the change it records: if it cannot be
  * written, the change is undone and the action fails (nothing happens unrecorded).
@@ -12,13 +12,13 @@ import { credentialsChanged, type CredentialCache } from '../access/credential-c
 import { approveBroadcast, cancelBroadcast } from '../broadcasts/approval.js';
 import { findBroadcast } from '../broadcasts/store.js';
 import { UUID } from '../platform/ids.js';
-import { recordAudit, recordAuditOn, type Actor, type AuditEntry } from './audit.js';
+import { recordAudit, recordAuditOn, type Actor, type AuditEntry } from '../accounts/audit.js';
 import type { PrismaClient } from '../../generated/prisma/client.js';
-import { DashboardRefusal } from './refusal.js';
-import { parseScopes } from './scopes.js';
-import { changeRole, leaveProject, normaliseEmail } from './accounts.js';
-import { createInvite } from './invites.js';
-import { isRole, requireRole, type Role } from './roles.js';
+import { DashboardRefusal } from '../accounts/refusal.js';
+import { parseScopes } from '../access/scope-catalogue.js';
+import { changeRole, leaveProject, normaliseEmail } from '../accounts/accounts.js';
+import { createInvite } from '../accounts/invites.js';
+import { isRole, requireRole, type Role } from '../accounts/roles.js';
 import { unassignAccount } from '../conversations/conversations.js';
 import { personAuthor } from '../conversations/authors.js';
 import { recordEvent } from '../webhooks/events.js';
@@ -137,7 +137,7 @@ export interface Invited {
 }
 
 /**
- * Invites an email (owners only): an invitation the person accepts through its link (lib/dashboard/invites.ts),
+ * Invites an email (owners only): an invitation the person accepts through its link (lib/accounts/invites.ts),
  * the same answer whether the email has an account or not. A person already in the project has their
  * role changed instead (the People page lists them anyway); the last owner keeps theirs.
  */

@@ -10,8 +10,8 @@
  */
 import type { Deps } from '../deps.js';
 import type { ProjectRef } from '../access/credentials.js';
-import { recordAuditAfter, recordAuditOn, type Actor } from './audit.js';
-import { DashboardRefusal } from './refusal.js';
+import { recordAuditAfter, recordAuditOn, type Actor } from '../accounts/audit.js';
+import { DashboardRefusal } from '../accounts/refusal.js';
 import { sendMessage } from '../messaging/send-message.js';
 import { bodyPlaceholderCount } from '../messaging/compose.js';
 import { BOT_STATE, HUMAN_STATE, setConversationState } from '../conversations/conversations.js';

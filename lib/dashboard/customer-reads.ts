@@ -7,7 +7,7 @@
  * by id as `GET /v1/conversations/{id}/messages`. Always scoped by the project.
  */
 import type { Deps } from '../deps.js';
-import { DashboardRefusal } from './refusal.js';
+import { DashboardRefusal } from '../accounts/refusal.js';
 import { ApiError } from '../platform/errors.js';
 import { cursorScope, cursorSecretOf } from '../platform/cursor.js';
 import { keysetPage, positions } from '../platform/keyset-page.js';

@@ -9,7 +9,7 @@ import { UUID } from '../platform/ids.js';
 import { templateView } from '../templates/templates.js';
 import { webhookView } from '../webhooks/registrations.js';
 import { listKeys } from '../access/keys.js';
-import { DashboardRefusal } from './refusal.js';
+import { DashboardRefusal } from '../accounts/refusal.js';
 import { audienceFilter, sampleRecipient } from '../broadcasts/audience.js';
 import { renderTemplate } from '../templates/render.js';
 

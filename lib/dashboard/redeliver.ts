@@ -6,9 +6,9 @@
 import type { Deps } from '../deps.js';
 import { inTransaction } from '../platform/db/transaction.js';
 import { redeliver } from '../webhooks/store.js';
-import { recordAuditOn, type Actor } from './audit.js';
-import { DashboardRefusal } from './refusal.js';
-import { requireRole } from './roles.js';
+import { recordAuditOn, type Actor } from '../accounts/audit.js';
+import { DashboardRefusal } from '../accounts/refusal.js';
+import { requireRole } from '../accounts/roles.js';
 
 export async function redeliverAs(deps: Pick<Deps, 'db' | 'clock'>, actor: Actor, projectId: string, deliveryId: string): Promise<{ id: string; webhookId: string }> {
   await requireRole(deps, actor.accountId, projectId, ['owner', 'admin'], 'redeliver webhooks');

@@ -4,9 +4,9 @@
  * approve|reject`); recorded in the audit trail with the status before and after.
  */
 import type { Deps } from '../deps.js';
-import { recordAudit, type Actor } from './audit.js';
+import { recordAudit, type Actor } from '../accounts/audit.js';
 import { decideOnSimulator } from '../templates/simulator-decision.js';
-import { DashboardRefusal } from './refusal.js';
+import { DashboardRefusal } from '../accounts/refusal.js';
 
 export async function decideTemplateAs(
   deps: Deps, actor: Actor, projectId: string, simulatorUrl: string | undefined,

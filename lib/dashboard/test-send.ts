@@ -12,9 +12,9 @@ import { audienceFilter, sampleRecipient } from '../broadcasts/audience.js';
 import { sendMessage } from '../messaging/send-message.js';
 import { findProject } from '../access/projects.js';
 import { UUID } from '../platform/ids.js';
-import { recordAuditAfter, type Actor } from './audit.js';
-import { DashboardRefusal } from './refusal.js';
-import { requireRole } from './roles.js';
+import { recordAuditAfter, type Actor } from '../accounts/audit.js';
+import { DashboardRefusal } from '../accounts/refusal.js';
+import { requireRole } from '../accounts/roles.js';
 import { personAuthor } from '../conversations/authors.js';
 
 export async function testSendAs(deps: Deps, actor: Actor, projectId: string, broadcastId: string, phone: string | undefined, token: string): Promise<{ id: string }> {

@@ -32,6 +32,7 @@ import { dispatchedAtSql, EVENTS_CHANNEL, insertEventsSql } from '../webhooks/ev
 import { newId } from '../platform/secrets.js';
 import { linkKeysSql } from '../platform/idempotency-store.js';
 import { retryDeadlock, type RawTx } from '../platform/db/transaction.js';
+import { CLAIM_ROWS } from '../platform/db/claims.js';
 
 type Db = Pick<pg.Pool, 'query'>;
 
@@ -279,7 +280,7 @@ export async function settleUnknown(db: Db, opts: { boundMs: number; now: Date; 
     name: 'settle-unknown',
     text: `WITH due AS (
              SELECT id FROM messages WHERE wamid = send_ref AND sent_at <= $1 AND status = 'pending'
-             ORDER BY sent_at LIMIT $3 FOR UPDATE SKIP LOCKED
+             ORDER BY sent_at LIMIT $3 ${CLAIM_ROWS}
            ), upd AS (
              UPDATE messages m SET status = 'unknown', status_at = $2
              FROM due WHERE m.id = due.id AND m.status = 'pending'

@@ -8,9 +8,9 @@
 import type { Deps } from '../deps.js';
 import { credentialsChanged } from '../access/credential-cache.js';
 import { removeConnectionOn } from '../access/connections.js';
-import { recordAudit, type Actor } from '../dashboard/audit.js';
-import { canManage, projectsOf } from '../dashboard/roles.js';
-import { DashboardRefusal } from '../dashboard/refusal.js';
+import { recordAudit, type Actor } from '../accounts/audit.js';
+import { canManage, projectsOf } from '../accounts/roles.js';
+import { DashboardRefusal } from '../accounts/refusal.js';
 
 type AgentDeps = Pick<Deps, 'db' | 'clock' | 'logger'> & Partial<Pick<Deps, 'credentialCache'>>;
 

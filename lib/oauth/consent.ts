@@ -15,9 +15,9 @@
 import type { Deps } from '../deps.js';
 import { credentialsChanged } from '../access/credential-cache.js';
 import { attachProjectOn, connectionForClientOn, detachProjectOn, grantsOfClient, scopesOfConnection } from '../access/connections.js';
-import { recordAudit, type Actor } from '../dashboard/audit.js';
-import { canManage, projectsOf, type Role } from '../dashboard/roles.js';
-import { DashboardRefusal } from '../dashboard/refusal.js';
+import { recordAudit, type Actor } from '../accounts/audit.js';
+import { canManage, projectsOf, type Role } from '../accounts/roles.js';
+import { DashboardRefusal } from '../accounts/refusal.js';
 import { newId } from '../platform/secrets.js';
 import * as store from './store.js';
 import { isMetadataClientId } from './client-metadata.js';

@@ -4,7 +4,7 @@
  * for a public client), the size limits of a registration, how a requested `resource` (RFC 8707) compares with the MCP endpoint's URL, and the
  * scopes a request may name (the catalogue).
  */
-import { SCOPES } from '../dashboard/scopes.js';
+import { SCOPES } from '../access/scope-catalogue.js';
 
 /**
  * Registration is open to anyone, so what one address can make us store is bounded three ways: each

@@ -36,6 +36,14 @@ export interface Config {
   embeddedPgPort: number;
   /** Redis URL for shared counters; unset means an in-process store (single instance). */
   redisUrl?: string;
+  /** Sentinel mode (high availability): the sentinels' addresses; with `redisSentinelMaster`, used instead of `redisUrl`. */
+  redisSentinels?: Array<{ host: string; port: number }>;
+  /** The master's name the sentinels monitor. */
+  redisSentinelMaster?: string;
+  /** Sentinel mode: the master's and replicas' password (in URL mode it is part of REDIS_URL). */
+  redisPassword?: string;
+  /** Sentinel mode: the sentinels' own password. */
+  redisSentinelPassword?: string;
   /** Bound on every Redis command before the request fails open. */
   redisTimeoutMs: number;
   /** Master key (32 bytes, hex or base64); unset in the embedded default means generated into `dataDir`. */
@@ -282,6 +290,22 @@ function otlpEndpoint(env: NodeJS.ProcessEnv): string | undefined {
   return v;
 }
 
+/** REDIS_SENTINELS=host:port,… with REDIS_SENTINEL_MASTER (both or neither; not with REDIS_URL). */
+function redisSentinelSettings(env: NodeJS.ProcessEnv): Pick<Config, 'redisSentinels' | 'redisSentinelMaster' | 'redisPassword' | 'redisSentinelPassword'> {
+  const raw = str(env, 'REDIS_SENTINELS');
+  const master = str(env, 'REDIS_SENTINEL_MASTER');
+  if (!raw && !master) return {};
+  if (!raw || !master) throw new Error('Configuration: REDIS_SENTINELS and REDIS_SENTINEL_MASTER go together (the sentinels\' host:port list and the master\'s name they monitor)');
+  if (str(env, 'REDIS_URL')) throw new Error('Configuration: set REDIS_URL or REDIS_SENTINELS, not both');
+  const sentinels = raw.split(',').map((v) => v.trim()).filter((v) => v !== '').map((v) => {
+    const m = /^\[?([^\]]+?)\]?:(\d{1,5})$/.exec(v);
+    const port = m ? Number(m[2]) : 0;
+    if (!m || port < 1 || port > 65535) throw new Error(`Configuration: REDIS_SENTINELS: "${v.slice(0, 100)}" is not host:port`);
+    return { host: m[1], port };
+  });
+  return { redisSentinels: sentinels, redisSentinelMaster: master, redisPassword: str(env, 'REDIS_PASSWORD'), redisSentinelPassword: str(env, 'REDIS_SENTINEL_PASSWORD') };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const embeddedPgPort = int(env, 'EMBEDDED_PG_PORT', 54329, 1024, 65535);
   if (embeddedPgPort === 5432) throw new Error('Configuration: EMBEDDED_PG_PORT must not be 5432 (a system PostgreSQL may hold it)');
@@ -306,6 +330,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: path.resolve(str(env, 'DATA_DIR') ?? '.data'),
     embeddedPgPort,
     redisUrl: str(env, 'REDIS_URL'),
+    ...redisSentinelSettings(env),
     redisTimeoutMs: int(env, 'REDIS_TIMEOUT_MS', 200, 1, 60000),
     adminToken: str(env, 'ADMIN_TOKEN'),
     encryptionKey: str(env, 'ENCRYPTION_KEY'),

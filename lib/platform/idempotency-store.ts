@@ -1,6 +1,7 @@
 /**
  * The only writer of `idempotency_records`: keys, fingerprints and stored answers, nothing of any
- * operation. The state machine that uses them lives at the edge (middleware/idempotency.ts). The
+ * operation. The claim both idempotency keys and the dashboard's one-time forms go through is
+ * lib/platform/idempotency.ts; the API's state machine lives at the edge (middleware/idempotency.ts). The
  * send ledger links a key to its message's reference inside its batch statement, through
  * linkKeysSql, so that link costs no statement of its own.
  */

@@ -28,7 +28,7 @@ import { ApiError } from '../platform/errors.js';
 import { newId } from '../platform/secrets.js';
 import { inTransaction, type Queryable } from '../platform/db/transaction.js';
 import { blobStoreOf } from '../platform/storage/store-of.js';
-import { recordAuditOn, type AuditActor } from '../dashboard/audit.js';
+import { recordAuditOn, type AuditActor } from '../accounts/audit.js';
 import { findProject } from '../access/projects.js';
 import { TempFileSink, LimitExceeded, type TempFile } from '../media/temp-file.js';
 import { verifyContent } from '../media/verify.js';

@@ -32,7 +32,7 @@ import { OutcomeWriter } from './outcomes.js';
 import { fanOutBatch } from './fanout.js';
 import { cancelIfOrphaned, claimDeliveries, extendClaims, overdueDeliveries, pruneLog, releaseClaims, type ClaimedDelivery, type RecordedOutcome } from './store.js';
 import { interruptedOutcome } from './claims.js';
-import { listen, type Listener } from './listener.js';
+import { listen, type Listener } from '../platform/db/notifications.js';
 import { WEBHOOK_CHANGES_CHANNEL } from './registrations.js';
 import { inTransaction } from '../platform/db/transaction.js';
 
@@ -114,7 +114,7 @@ export class WebhookDeliveryEngine {
         if (webhookId) this.changes.set(webhookId, now);
         else for (const lane of this.dispatcher.lanesWithWork()) this.changes.set(lane, now); // missed while reconnecting: re-read all
       },
-    }, deps.logger);
+    }, deps.logger, { name: 'webhook listener' });
     // A stop gave them back or a crash left their claims lapsed.
     void this.retakeOverdue(0).catch((e) => deps.logger.warn('webhook start-up retake failed; the sweep retries', { error: String(e) }));
   }

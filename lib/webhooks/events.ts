@@ -6,6 +6,7 @@
  */
 import { newId } from '../platform/secrets.js';
 import type { Queryable, RawTx } from '../platform/db/transaction.js';
+import { CLAIM_ROWS } from '../platform/db/claims.js';
 
 export const PLATFORM_EVENTS = [
   'message.received', 'message.status', 'template.approved', 'template.rejected',
@@ -95,7 +96,7 @@ export async function takeEventsForFanOut(db: Queryable, limit: number, now: Dat
     name: 'webhook-take-events',
     text: `WITH ev AS (
        SELECT id, project_id, name, data, created_at FROM events
-        WHERE dispatched_at IS NULL ORDER BY created_at, id LIMIT $1 FOR UPDATE SKIP LOCKED
+        WHERE dispatched_at IS NULL ORDER BY created_at, id LIMIT $1 ${CLAIM_ROWS}
      ), upd AS (
        UPDATE events e SET dispatched_at = $2 FROM ev WHERE e.id = ev.id RETURNING e.id
      )

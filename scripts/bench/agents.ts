@@ -8,7 +8,7 @@ import { cpuSeconds, paced, table, type Result } from './harness.js';
 import type { BenchSection } from './context.js';
 import { benchDatabaseUrl, benchPool, quietStart } from './quiet.js';
 import { goal } from './goals.js';
-import { SCOPES } from '../../lib/dashboard/scopes.js';
+import { SCOPES } from '../../lib/access/scope-catalogue.js';
 
 const RECIPIENTS = 200;
 const RATE = 100;

@@ -2,7 +2,8 @@
  * `npm run generate:check`: says whether generated/ is stale, without changing anything. Each
  * stale file is named with the contract it comes from and the command that fixes it. CI runs it.
  * The bot's host API table (lib/bot/host-api.ts) is checked too: the scaffold's types and the
- * runtime contract's `x-bot-helpers` section (scripts/generate-host-api.ts --check).
+ * runtime contract's `x-bot-helpers` section (scripts/generate-host-api.ts --check); so are the
+ * scaffold's copy of the bot's event types (scripts/generate-bot-events.ts --check) and the README's house.
  */
 import { execFile } from 'node:child_process';
 import path from 'node:path';
@@ -28,24 +29,19 @@ async function main(): Promise<number> {
       stale++;
     }
   }
-  const hostApi = await promisify(execFile)(process.execPath, ['--import', 'tsx', path.join(root, 'scripts', 'generate-host-api.ts'), '--check'], { cwd: root }).then(
-    (r) => ({ ok: true, out: r.stdout }),
-    (e: { stdout?: string; stderr?: string }) => ({ ok: false, out: `${e.stdout ?? ''}${e.stderr ?? ''}` }),
-  );
-  if (hostApi.ok) process.stdout.write(hostApi.out);
-  else {
-    process.stderr.write(hostApi.out);
-    stale++;
-  }
-  // The README's house: its domain floor is drawn from CAPABILITY_EDGES and the rooms of lib/ (scripts/house.ts).
-  const house = await promisify(execFile)(process.execPath, ['--import', 'tsx', path.join(root, 'scripts', 'generate-house.ts'), '--check'], { cwd: root }).then(
-    (r) => ({ ok: true, out: r.stdout }),
-    (e: { stdout?: string; stderr?: string }) => ({ ok: false, out: `${e.stdout ?? ''}${e.stderr ?? ''}` }),
-  );
-  if (house.ok) process.stdout.write(house.out);
-  else {
-    process.stderr.write(house.out);
-    stale++;
+  // The bot's host API table (lib/bot/host-api.ts), the bot's event types (lib/bot/event-types.ts,
+  // copied into the scaffold) and the README's house (CAPABILITY_EDGES and the rooms of lib/): each
+  // generator says with --check whether what it writes is stale.
+  for (const script of ['generate-host-api.ts', 'generate-bot-events.ts', 'generate-house.ts']) {
+    const run = await promisify(execFile)(process.execPath, ['--import', 'tsx', path.join(root, 'scripts', script), '--check'], { cwd: root }).then(
+      (r) => ({ ok: true, out: r.stdout }),
+      (e: { stdout?: string; stderr?: string }) => ({ ok: false, out: `${e.stdout ?? ''}${e.stderr ?? ''}` }),
+    );
+    if (run.ok) process.stdout.write(run.out);
+    else {
+      process.stderr.write(run.out);
+      stale++;
+    }
   }
   return stale === 0 ? 0 : 1;
 }

@@ -4,7 +4,7 @@
  * the client reconnects by itself when Redis returns.
  */
 import { createHash } from 'node:crypto';
-import { createClient } from 'redis';
+import { createRedisConnection, type RedisConnection, type RedisTarget } from '../redis-client.js';
 import type { Logger } from '../logger.js';
 import { checkArgs, windowStartOf, type CounterHit, type CounterStore } from './store.js';
 import { createLogThrottle } from '../log-throttle.js';
@@ -36,28 +36,13 @@ class CounterTimeoutError extends Error {
   }
 }
 
-/** A fail-fast node-redis client (see ../../shared/STACK.md, "Redis 6"). */
-function buildClient(url: string, timeoutMs: number, maxReconnectDelayMs: number) {
-  return createClient({
-    url,
-    // Reject commands at once while disconnected instead of queueing them until Redis returns.
-    disableOfflineQueue: true,
-    // Bounds a command still waiting to be written; once written, node-redis drops this timer,
-    // so `hit` also races its own timer (see `hit`).
-    commandOptions: { timeout: timeoutMs },
-    commandsQueueMaxLength: MAX_QUEUED_COMMANDS,
-    socket: {
-      connectTimeout: Math.max(timeoutMs, 1_000),
-      // Capped exponential backoff with a little jitter; never gives up.
-      reconnectStrategy: (retries: number) =>
-        Math.min(50 * 2 ** Math.min(retries, 10), maxReconnectDelayMs) + Math.floor(Math.random() * 50),
-    },
-  });
-}
-type Client = ReturnType<typeof buildClient>;
+type Client = RedisConnection;
 
 export interface RedisCounterStoreOptions {
-  url: string;
+  /** One Redis server (REDIS_URL)… */
+  url?: string;
+  /** …or any target, a master behind sentinels included (lib/platform/redis-client.ts). */
+  target?: RedisTarget;
   /** Bound on every command (config `redisTimeoutMs`). */
   timeoutMs: number;
   logger?: Logger;
@@ -75,13 +60,15 @@ export class RedisCounterStore implements CounterStore {
 
   constructor(private readonly opts: RedisCounterStoreOptions) {
     if (!Number.isFinite(opts.timeoutMs) || opts.timeoutMs <= 0) throw new RangeError('timeoutMs must be positive');
+    if (!opts.url && !opts.target) throw new RangeError('url or target is required');
     this.timeoutMs = opts.timeoutMs;
     this.client = this.newClient();
   }
 
   private newClient(): Client {
-    const client = buildClient(this.opts.url, this.timeoutMs, this.opts.maxReconnectDelayMs ?? 2_000);
-    client.on('error', (err: unknown) => {
+    const target = this.opts.target ?? { kind: 'url' as const, url: this.opts.url ?? '' };
+    const client = createRedisConnection(target, { timeoutMs: this.timeoutMs, maxReconnectDelayMs: this.opts.maxReconnectDelayMs ?? 2_000, maxQueuedCommands: MAX_QUEUED_COMMANDS });
+    client.onError((err: unknown) => {
       const message = err instanceof Error ? err.message : String(err);
       this.logError((suppressed) =>
         this.opts.logger?.warn('Redis counter store error; counters unavailable until it reconnects', {
@@ -90,7 +77,7 @@ export class RedisCounterStore implements CounterStore {
         }),
       );
     });
-    client.on('ready', () => {
+    client.onReady(() => {
       this.consecutiveTimeouts = 0;
     });
     // Boot never waits for Redis and never fails on it: the client keeps retrying in the background.

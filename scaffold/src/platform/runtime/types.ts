@@ -1,26 +1,8 @@
 /** Types of the bot's world (managed by the platform). */
+import type { InboundMessage, ScheduleContext } from '../generated/events.js';
 
-export interface InboundMessage {
-  /** The channel's message id (wamid). */
-  id: string;
-  /** The customer's phone number, digits only; its business-scoped user id (e.g. `US.1349…`) when WhatsApp withholds the number. Send to it as given. */
-  from: string;
-  /** text, image, interactive, … */
-  type: string;
-  /** The text of a text message, or the title of a tapped button or list row; null otherwise. */
-  text: string | null;
-  /** The message as the channel sent it. */
-  raw: Record<string, unknown>;
-  conversation: { id: number; state: string };
-  contact: { phone: string | null; user_id?: string | null; username?: string | null; name: string | null };
-  received_at: string;
-  /**
-   * Set when the message is one of the project's consent keywords (STOP, START, …): the service
-   * has already changed the customer's marketing consent (and sent the project's confirmation, if
-   * it has one), so most bots should not answer it. Null for any other message.
-   */
-  consent?: { change: 'opted_out' | 'opted_in'; keyword: string } | null;
-}
+// The events a bot receives: generated from the service's one source (lib/bot/event-types.ts).
+export type { InboundEvent, InboundMessage, ScheduleContext } from '../generated/events.js';
 
 /** One schedule: a 5-field cron expression (minute hour day-of-month month day-of-week) in an IANA time zone. */
 export interface Schedule {
@@ -29,25 +11,6 @@ export interface Schedule {
   /** e.g. 'Europe/Lisbon', 'UTC'. */
   timeZone: string;
 }
-
-/** What `onSchedule(name, ctx)` is told about the run. */
-export interface ScheduleContext {
-  /** The schedule's name (a key of `schedules`). */
-  name: string;
-  /** The run's id (as the operator's list of runs shows it). */
-  run_id: string;
-  /** The due time this run is for (ISO 8601, UTC); a manual run's is when it was asked for. */
-  due_at: string;
-  /** cron: on time; catch_up: missed while the service was down, run at its start; manual: an operator's "run now". */
-  trigger: 'cron' | 'catch_up' | 'manual';
-  /** The schedule's cron expression and time zone. */
-  cron: string;
-  time_zone: string;
-}
-
-export type InboundEvent =
-  | { type: 'message'; message: InboundMessage }
-  | { type: 'schedule'; schedule: ScheduleContext };
 
 export interface BotModule {
   onMessage?: (message: InboundMessage) => unknown | Promise<unknown>;

@@ -1,0 +1,52 @@
+// Generated from lib/bot/event-types.ts by scripts/generate-bot-events.ts (`npm run generate`): do not edit (the platform replaces it).
+/**
+ * The events a deployed bot receives: the one source of these types. The service builds them
+ * (lib/bot/types.ts names them for the runtime) and `npm run generate` copies this file into the
+ * scaffold as src/platform/generated/events.ts (scripts/generate-bot-events.ts), which the bot's
+ * own code imports through src/platform/runtime/types.ts; `generate:check` fails when that copy
+ * differs. Self-contained (no imports): it is copied as it is.
+ */
+
+/** The message the bot's `onMessage` receives. */
+export interface InboundMessage {
+  /** The channel's message id (wamid). */
+  id: string;
+  /** The customer's phone number, digits only; its business-scoped user id (e.g. `US.1349…`) when WhatsApp withholds the number. Send to it as given. */
+  from: string;
+  /** text, image, interactive, … */
+  type: string;
+  /** The text of a text message, or the title of a tapped button or list row; null otherwise. */
+  text: string | null;
+  /** The message as the channel sent it. */
+  raw: Record<string, unknown>;
+  conversation: { id: number; state: string };
+  /** `phone` is null for a customer whose number WhatsApp withholds; `user_id` is the business-scoped user id. */
+  contact: { phone: string | null; user_id?: string | null; username?: string | null; name: string | null };
+  received_at: string;
+  /**
+   * Set when the message is one of the project's consent keywords (STOP, START, …): the service
+   * has already changed the customer's marketing consent (and sent the project's confirmation, if
+   * it has one), so most bots should not answer it. Null for any other message.
+   */
+  consent?: { change: 'opted_out' | 'opted_in'; keyword: string } | null;
+}
+
+/** What `onSchedule(name, ctx)` is told about the run. */
+export interface ScheduleContext {
+  /** The schedule's name (a key of `schedules`). */
+  name: string;
+  /** The run's id (as the operator's list of runs shows it). */
+  run_id: string;
+  /** The due time this run is for (ISO 8601, UTC); a manual run's is when it was asked for. */
+  due_at: string;
+  /** cron: on time; catch_up: missed while the service was down, run at its start; manual: an operator's "run now". */
+  trigger: 'cron' | 'catch_up' | 'manual';
+  /** The schedule's cron expression and time zone. */
+  cron: string;
+  time_zone: string;
+}
+
+/** What the service hands the bot's event endpoint (src/platform/webhook.ts), as JSON. */
+export type InboundEvent =
+  | { type: 'message'; message: InboundMessage }
+  | { type: 'schedule'; schedule: ScheduleContext };
