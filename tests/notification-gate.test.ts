@@ -49,7 +49,8 @@ describe('notifications applied at once', () => {
       await blocker.query('SELECT 1 FROM contacts WHERE project_id = $1 FOR UPDATE', [a.project.id]);
       flood = Array.from({ length: 12 }, (_, i) => a.notify(`wamid.gate-${i}`));
       let waiting = 0;
-      for (let i = 0; i < 100 && waiting < perProject; i++) {
+      // Waits for the condition (up to 30 s: a loaded machine takes seconds to start twelve requests), not a clock.
+      for (let i = 0; i < 600 && waiting < perProject; i++) {
         await new Promise((r) => setTimeout(r, 50));
         waiting = await lockWaits();
       }
