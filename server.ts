@@ -136,12 +136,14 @@ async function main(): Promise<void> {
   });
   drainServices = () => services.drain();
   stops.unshift(() => services.close());
-  const sealing = await resealLegacySecrets(services.db.pool, services.deps.secretBox);
+  // Re-sealing skips what is sealed already, so a try cut off by a connect failure is simply run again.
+  const sealing = await whileStarting('re-seal stored secrets', () => resealLegacySecrets(services.db.pool, services.deps.secretBox), connectDeadline);
   if (sealing.resealed) logger.info(`re-sealed ${sealing.resealed} stored secrets bound to their rows`);
   if (sealing.failed) logger.warn(`${sealing.failed} stored secrets do not open with this ENCRYPTION_KEY; left unchanged`);
   // Background jobs (webhook delivery) start once stored secrets are sealed as they should be.
   await checkpoint();
-  await services.startJobs();
+  // The job runner opens connections of its own; a failed start stops what it began (jobs/index.ts).
+  await whileStarting('start the background jobs', () => services.startJobs(), connectDeadline);
   const { app } = services;
 
   const server = await listenOn(createHttpServer(app), config.port, config.host, 'Service API', 'PORT');

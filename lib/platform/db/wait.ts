@@ -2,7 +2,8 @@
  * At start, PostgreSQL may not answer yet (a compose file starting everything at once, a managed
  * database restarting, a loaded host where a connection takes seconds). Policy: until the start-up
  * deadline (`DATABASE_WAIT_SECONDS` after the wait began), every step of the start that connects —
- * the first reachability check, the migrations, the pools' first connection — is tried again after a
+ * the first reachability check, the migrations, the pools' first connection, the re-seal of stored
+ * secrets, the job runner's start (its own connections) — is tried again after a
  * second when it fails to *connect* (refused, reset, timed out, "the database system is starting
  * up", too many clients), saying once and then every 10 s what is awaited and why. A connect
  * timeout is such a failure: a server that accepts and never answers is one that is not up yet.
