@@ -113,6 +113,30 @@ describe('Contacts and Conversations pages', () => {
     expect((await owner.agent.get(`/dashboard/projects/${project.id}/conversations/not-a-number`)).status).toBe(404);
   });
 
+  it('When a customer wrote again after days of silence, then the contact pane lists the earlier exchanges as past conversations, newest first', async () => {
+    const { project } = await projectWithKey(t);
+    await seedContacts(t, project.id, [{ phone: '14155550321', name: 'Fay' }]);
+    const day = 24 * 3600_000;
+    const now = t.clock.now().getTime();
+    const id = await conversation(project.id, '14155550321', 'Is my order shipped?', new Date(now - 10 * day));
+    await message(project.id, id, 'outbound', { type: 'text', text: { body: 'Yes, today.' } }, new Date(now - 10 * day + 60_000));
+    await message(project.id, id, 'inbound', { type: 'text', text: { body: 'Can I return it?' } }, new Date(now - 3 * day));
+    // 23 hours later: the same exchange (the window had not closed).
+    await message(project.id, id, 'outbound', { type: 'text', text: { body: 'Within 30 days.' } }, new Date(now - 3 * day + 23 * 3600_000));
+    await message(project.id, id, 'inbound', { type: 'text', text: { body: 'Hello again' } }, new Date(now - 60_000));
+    const owner = await person(t, project.id, email('owner'), 'owner');
+    const page = (await owner.agent.get(`/dashboard/projects/${project.id}/conversations/${id}`)).text;
+    const past = page.match(/<ol class="history past"[^>]*>([\s\S]*?)<\/ol>/)?.[1] ?? '';
+    expect([...past.matchAll(/<li>[^<]*: (\d+ messages?)<\/li>/g)].map((m) => m[1])).toEqual(['2 messages', '2 messages']);
+
+    // A customer of one exchange has no past.
+    await seedContacts(t, project.id, [{ phone: '14155550322', name: 'Gus' }]);
+    const fresh = await conversation(project.id, '14155550322', 'First words', new Date(now));
+    const one = (await owner.agent.get(`/dashboard/projects/${project.id}/conversations/${fresh}`)).text;
+    expect(one).toContain('id="no-past"');
+    expect(one).not.toContain('class="history past"');
+  });
+
   it('When there are more than a page, then conversations and contacts page on by keyset with the search and filter kept; a cursor of another search is refused', async () => {
     const { project } = await projectWithKey(t);
     const phones = Array.from({ length: 30 }, (_, i) => `1415555${String(4000 + i)}`);

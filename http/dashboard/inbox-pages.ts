@@ -19,7 +19,7 @@ import { ApiError } from '../../lib/platform/errors.js';
 import { HUMAN_STATE, projectLabels } from '../../lib/conversations/conversations.js';
 import {
   conversationDetail, conversationHistory, conversationsPage, customerQuery, markSeen, messageText,
-  type ConversationDetail, type ConversationHistory, type ConversationListItem, type CustomerQuery,
+  PAST_GAP_HOURS, type ConversationDetail, type ConversationHistory, type ConversationListItem, type CustomerQuery,
 } from '../../lib/dashboard/customer-reads.js';
 import {
   assignAs, handConversation, labelAs, MAX_REPLY_CHARS, noteAs, offeredTemplates, sendReply, type Reply,
@@ -201,8 +201,12 @@ function contactPane(d: ConversationDetail, history: ConversationHistory, contac
   <li>Customer since ${when(c.created_at)}</li>
   <li>First message ${when(history.first)}; ${plural(history.messages, 'message')} in all</li>
   <li>${plural(history.notes, 'private note')}</li>
-  <li>Conversation opened ${when(d.conversation.created_at)} (one conversation per customer: earlier exchanges are its older messages)</li>
+  <li>Conversation opened ${when(d.conversation.created_at)}</li>
 </ul>
+<h3 id="past-title">Past conversations</h3>
+${history.past.length
+    ? html`<ol class="history past" aria-labelledby="past-title">${history.past.map((p) => html`<li>${when(p.started)} to ${when(p.ended)}: ${plural(p.messages, 'message')}</li>`)}</ol>`
+    : html`<p class="muted" id="no-past">None: every message is of this exchange (a new one begins after ${PAST_GAP_HOURS} hours of silence).</p>`}
 <p><a href="${contactsPath}">All contacts</a></p>
 </aside>`;
 }

@@ -152,17 +152,60 @@ export interface ConversationHistory {
   messages: number;
   notes: number;
   first: Date | null;
+  /** Past conversations, newest first: see `PAST_GAP_HOURS`. */
+  past: PastConversation[];
 }
 
-/** The conversation's history beside the chat: how many messages and notes, since when. */
+/**
+ * A customer has one conversation per project (its messages, however old); the inbox shows its past
+ * as the exchanges it holds, each begun after more than a day of silence (the customer service
+ * window's length: a new exchange is one the window had closed before), as Chatwoot lists a
+ * contact's previous conversations.
+ */
+export const PAST_GAP_HOURS = 24;
+const PAST_SHOWN = 10;
+/** The last messages the past is read from (a page read stays bounded for a very long conversation). */
+const PAST_SCAN = 5000;
+
+export interface PastConversation {
+  started: Date;
+  ended: Date;
+  messages: number;
+  /** The first message's id: the chat opens there. */
+  firstMessageId: number;
+}
+
+/** The conversation's history beside the chat: how many messages and notes, since when, and its past exchanges. */
 export async function conversationHistory(deps: ReadDeps, projectId: string, id: number): Promise<ConversationHistory> {
-  const { rows } = await deps.db.pool.query<ConversationHistory>(
-    `SELECT (SELECT count(*)::int FROM messages WHERE conversation_id = $2::bigint AND project_id = $1 AND status <> 'pending') AS messages,
-            (SELECT count(*)::int FROM conversation_notes WHERE conversation_id = $2::bigint AND project_id = $1) AS notes,
-            (SELECT min(sent_at) FROM messages WHERE conversation_id = $2::bigint AND project_id = $1) AS first`,
-    [projectId, String(id)],
-  );
-  return rows[0];
+  const [{ rows }, exchanges] = await Promise.all([
+    deps.db.pool.query<Omit<ConversationHistory, 'past'>>(
+      `SELECT (SELECT count(*)::int FROM messages WHERE conversation_id = $2::bigint AND project_id = $1 AND status <> 'pending') AS messages,
+              (SELECT count(*)::int FROM conversation_notes WHERE conversation_id = $2::bigint AND project_id = $1) AS notes,
+              (SELECT min(sent_at) FROM messages WHERE conversation_id = $2::bigint AND project_id = $1) AS first`,
+      [projectId, String(id)],
+    ),
+    deps.db.pool.query<{ started: Date; ended: Date; messages: number; first_id: string }>(
+      `WITH recent AS (
+         SELECT id, sent_at FROM messages WHERE conversation_id = $2::bigint AND project_id = $1 AND status <> 'pending'
+          ORDER BY sent_at DESC, id DESC LIMIT $4
+       ), marked AS (
+         SELECT id, sent_at, CASE WHEN sent_at - lag(sent_at) OVER (ORDER BY sent_at, id) > make_interval(hours => $3) THEN 1 ELSE 0 END AS begins
+           FROM recent
+       ), numbered AS (
+         SELECT id, sent_at, sum(begins) OVER (ORDER BY sent_at, id) AS exchange FROM marked
+       )
+       SELECT min(sent_at) AS started, max(sent_at) AS ended, count(*)::int AS messages, (array_agg(id ORDER BY sent_at, id))[1]::text AS first_id
+         FROM numbered GROUP BY exchange ORDER BY exchange DESC LIMIT $5`,
+      [projectId, String(id), PAST_GAP_HOURS, PAST_SCAN, PAST_SHOWN + 1],
+    ),
+  ]);
+  // The newest exchange is the one the chat shows; the rest are past.
+  const past = pastRows(exchanges.rows).slice(1);
+  return { ...rows[0], past };
+}
+
+function pastRows(rows: Array<{ started: Date; ended: Date; messages: number; first_id: string }>): PastConversation[] {
+  return rows.map((r) => ({ started: r.started, ended: r.ended, messages: r.messages, firstMessageId: Number(r.first_id) }));
 }
 
 /** A person opened the conversation: its customer's messages until now are read. */
