@@ -46,7 +46,9 @@ export const CAPABILITY_EDGES: Record<string, string[]> = {
   'contacts-import': ['conversations', 'tables'],
   deploy: ['code', 'sandbox'],
   upkeep: ['channel-settings', 'webhooks'],
-  messaging: ['access', 'channel-port', 'channel-settings', 'consent', 'conversations', 'flows', 'media', 'pricing', 'templates', 'webhooks'],
+  // Voice calls: their signalling, events and the contacts' call permission (docs/calls.md).
+  calls: ['channel-port', 'channel-settings', 'conversations', 'webhooks'],
+  messaging: ['access', 'calls', 'channel-port', 'channel-settings', 'consent', 'conversations', 'flows', 'media', 'pricing', 'templates', 'webhooks'],
   broadcasts: ['access', 'channel-port', 'channel-settings', 'conversations', 'messaging', 'pricing'],
   bot: ['access', 'channel-port', 'channel-settings', 'code', 'consent', 'conversations', 'dashboard', 'deploy', 'messaging', 'project-files', 'sandbox', 'tables', 'webhooks'],
   // The team's inbox: assignment, labels, notes and canned replies, each change with its event.
