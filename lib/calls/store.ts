@@ -61,12 +61,12 @@ export async function moveCall(tx: RawTx, projectId: string, callId: string, fro
 }
 
 /**
- * Ends a call once: `failed` when the channel says so, `rejected` stays, `completed` when it was
+ * Ends a call once: a rejected call stays `rejected`, `failed` when the channel says so, `completed` when it was
  * answered (or lasted), else `missed`. The row when it ended now.
  */
 export async function endCall(tx: RawTx, projectId: string, callId: string, failed: boolean, endedAt: Date, durationSeconds: number | null, at: Date): Promise<CallRow | undefined> {
   const rows = await tx.$queryRawUnsafe<CallRow[]>(
-    `UPDATE calls SET status = CASE WHEN $3 THEN 'failed' WHEN status = 'rejected' THEN 'rejected'
+    `UPDATE calls SET status = CASE WHEN status = 'rejected' THEN 'rejected' WHEN $3 THEN 'failed'
                                     WHEN status = 'accepted' OR COALESCE($5, 0) > 0 THEN 'completed' ELSE 'missed' END,
                       ended_at = $4, duration_seconds = $5, updated_at = $6
      WHERE project_id = $1 AND call_id = $2 AND ended_at IS NULL RETURNING ${CALL_COLUMNS}`,
