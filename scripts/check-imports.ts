@@ -54,7 +54,7 @@ export const CAPABILITY_EDGES: Record<string, string[]> = {
   // The team's inbox: assignment, labels, notes and canned replies, each change with its event.
   inbox: ['access', 'conversations', 'webhooks'],
   // The console's customers pages read conversations and send a person's reply through messaging's one send path.
-  dashboard: ['access', 'broadcasts', 'conversations', 'inbox', 'messaging', 'templates', 'webhooks'],
+  dashboard: ['access', 'broadcasts', 'calls', 'conversations', 'inbox', 'messaging', 'templates', 'webhooks'],
   // The agents' authorization server: connections and tokens (access), consent's roles and audit (dashboard).
   oauth: ['access', 'dashboard'],
   // The MCP server's identity as a protected resource (its tools and endpoint are HTTP edge: http/mcp/).

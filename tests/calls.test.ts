@@ -12,6 +12,7 @@ import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
 import { eventually } from './support/eventually.js';
 import { metaSchemas } from '../simulator/meta/validator.js';
+import { person } from './support/dashboard.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -85,6 +86,12 @@ describe('a customer calls the business', () => {
     expect(ended).toMatchObject({ duration_seconds: 42, ended_at: t.clock.now().toISOString() });
     const endedEvents = await eventsOf(s.projectId, 'call.ended');
     expect(endedEvents.map((e) => (e.data as any).call)).toEqual([expect.objectContaining({ call_id, status: 'completed', duration_seconds: 42 })]);
+
+    // The customer's conversation in the dashboard shows the call and how it went.
+    const owner = await person(t, s.projectId, `owner-${Date.now()}@example.com`);
+    const page = await owner.agent.get(`/dashboard/projects/${s.projectId}/conversations/${ringing.conversation_id}`);
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('Voice call from the customer: ended · 42 s');
 
     // An ended call takes no action.
     const late = await s.api('post', `/v1/calls/${call_id}/actions`).send({ action: 'terminate' });

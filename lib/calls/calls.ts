@@ -155,7 +155,7 @@ function permissionGranted(status: string | null, expires: Date | null, now: Dat
 
 // ------------------------------------------------------------------ reads
 
-export async function listCalls(deps: Deps, projectId: string, q: { conversationId?: number; limit: number; beforeId?: number }): Promise<CallView[]> {
+export async function listCalls(deps: Pick<Deps, 'db'>, projectId: string, q: { conversationId?: number; limit: number; beforeId?: number }): Promise<CallView[]> {
   const rows = await deps.db.prisma.$queryRawUnsafe<CallWithContact[]>(
     `${SELECT_CALLS} WHERE c.project_id = $1 AND ($2::bigint IS NULL OR c.conversation_id = $2::bigint) AND ($3::bigint IS NULL OR c.id < $3::bigint)
      ORDER BY c.id DESC LIMIT $4`,
