@@ -33,11 +33,18 @@ import { readMigrations } from './lib/platform/db/migrate.js';
 import type { Readiness } from './http/operational.js';
 import type { MergeMoves } from './lib/conversations/identity.js';
 import { moveConversationMessages } from './lib/messaging/ledger.js';
+import { moveConversationCalls } from './lib/calls/calls.js';
 import { moveRecipientsToContact } from './lib/broadcasts/recipients.js';
 import { graphVersionWarning, graphVersionWatch, type GraphVersionReport } from './channel/graph-versions.js';
 
 /** A contact merge moves each room's rows through that room's owner (lib/conversations/identity.ts). */
-const CONTACT_MERGE: MergeMoves = { moveMessages: moveConversationMessages, moveContactRows: moveRecipientsToContact };
+const CONTACT_MERGE: MergeMoves = {
+  moveMessages: async (tx, to, from) => {
+    await moveConversationMessages(tx, to, from);
+    await moveConversationCalls(tx, to, from);
+  },
+  moveContactRows: moveRecipientsToContact,
+};
 
 export interface ServicesOptions {
   config: Config;

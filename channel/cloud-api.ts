@@ -13,6 +13,7 @@ import * as templates from './templates.js';
 import * as media from './media.js';
 import * as phoneNumbers from './phone-numbers.js';
 import * as flows from './flows.js';
+import * as calls from './calls.js';
 import { notificationEvents } from './notifications.js';
 import type { ChannelPort } from '../lib/channel-port/port.js';
 import type { ChannelEvent } from '../lib/channel-port/events.js';
@@ -80,6 +81,10 @@ export class CloudApiClient extends GraphTransport implements ChannelPort {
   }
   deprecateFlow(creds: ChannelCredentials, flowId: string) {
     return flows.deprecateFlow(this, creds, flowId);
+  }
+
+  callAction(...a: Parameters<typeof calls.callAction>) {
+    return calls.callAction.apply(this, a);
   }
 
   parseNotification(payload: unknown, phoneNumberId: string): ChannelEvent[] {

@@ -42,6 +42,8 @@ const CODE_REASONS = new Map<number, ChannelErrorReason>([
   [131050, 'recipient_opted_out'],
   [131062, 'recipient_requires_phone'],
   [131055, 'marketing_terms_not_accepted'],
+  // Calls: no call permission from the user (Meta's /calls description).
+  [138006, 'call_permission_required'],
 ]);
 
 interface Classified {

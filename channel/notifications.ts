@@ -10,7 +10,7 @@
  * a username, and `wa_id` (the phone) only under Meta's phone-number rules; messages carry
  * `from_user_id` (and `from` only with a phone); statuses `recipient_user_id` (and `recipient_id`).
  */
-import type { ChannelEvent, Customer, MessageEvent, StatusEvent, UserPreferenceEvent } from '../lib/channel-port/events.js';
+import type { CallEvent, CallPermissionEvent, ChannelEvent, Customer, MessageEvent, StatusEvent, UserPreferenceEvent } from '../lib/channel-port/events.js';
 import { parseMessagingLimit } from './phone-numbers.js';
 
 /** A message object of a notification, as Meta sends it. */
@@ -122,6 +122,8 @@ export function notificationEvents(payload: any, phoneNumberId: string): Channel
         for (const m of Array.isArray(value.messages) ? value.messages : []) {
           const event = typeof m === 'object' && m !== null ? messageEvent(m, entries) : undefined;
           if (event) out.push(event);
+          const permission = event ? callPermissionEvent(event) : undefined;
+          if (permission) out.push(permission);
         }
         for (const s of Array.isArray(value.statuses) ? value.statuses : []) out.push(statusEvent(s, entries));
       } else if (change?.field === 'user_preferences') {
@@ -133,6 +135,17 @@ export function notificationEvents(payload: any, phoneNumberId: string): Channel
             kind: 'user_preference', customer: merged(findEntry(entries, own.userId, own.phone), own), category: String(p.category ?? ''), value: String(p.value ?? ''), timestamp: Number(p.timestamp) || undefined,
           };
           out.push(event);
+        }
+      } else if (change?.field === 'calls') {
+        if (!ours) continue;
+        for (const c of Array.isArray(value.calls) ? value.calls : []) {
+          const event = typeof c === 'object' && c !== null ? callEvent(c, entries) : undefined;
+          if (event) out.push(event);
+        }
+        // A business-initiated call's progress comes as statuses of type `call` (RINGING, ACCEPTED, REJECTED).
+        for (const st of Array.isArray(value.statuses) ? value.statuses : []) {
+          const event = typeof st === 'object' && st !== null ? callStatusEvent(st, entries) : undefined;
+          if (event) out.push(event);
         }
       } else if (change?.field === 'message_template_status_update') {
         out.push({
@@ -161,4 +174,49 @@ export function notificationEvents(payload: any, phoneNumberId: string): Channel
 function throughputWhy(field: string, event: unknown): string {
   const e = str(event, 64);
   return e ? `${field} ${e}` : field;
+}
+
+/** A `calls` entry: `connect` (a customer calls, with the SDP offer) or `terminate` (COMPLETED or FAILED, with its duration). */
+function callEvent(c: any, entries: Customer[]): CallEvent | undefined {
+  const callId = str(c.id);
+  if (!callId || (c.event !== 'connect' && c.event !== 'terminate')) return undefined;
+  const business = String(c.direction ?? '').toUpperCase() === 'BUSINESS_INITIATED';
+  // The customer is the caller of a user-initiated call and the callee of a business-initiated one.
+  const own: Customer = { phone: digits(business ? c.to : c.from), userId: str(business ? c.to_user_id : c.from_user_id) };
+  const out: CallEvent = {
+    kind: 'call', callId, event: c.event, direction: business ? 'business_initiated' : 'user_initiated',
+    customer: merged(findEntry(entries, own.userId, own.phone), own), timestamp: when(c.timestamp),
+  };
+  if (typeof c.session?.sdp === 'string') out.sdp = { type: String(c.session.sdp_type ?? 'offer'), sdp: c.session.sdp };
+  if (typeof c.status === 'string') out.status = c.status.toUpperCase();
+  if (c.start_time !== undefined) out.startTime = when(c.start_time);
+  if (c.end_time !== undefined) out.endTime = when(c.end_time);
+  const duration = Number(c.duration);
+  if (c.duration !== undefined && Number.isFinite(duration) && duration >= 0) out.durationSeconds = Math.floor(duration);
+  if (typeof c.biz_opaque_callback_data === 'string') out.reference = c.biz_opaque_callback_data;
+  return out;
+}
+
+function callStatusEvent(s: any, entries: Customer[]): CallEvent | undefined {
+  const callId = str(s.id);
+  if (!callId || s.type !== 'call' || typeof s.status !== 'string') return undefined;
+  const own: Customer = { phone: digits(s.recipient_id), userId: str(s.recipient_user_id) };
+  const out: CallEvent = {
+    kind: 'call', callId, event: 'status', direction: 'business_initiated', status: s.status.toUpperCase(),
+    customer: merged(findEntry(entries, own.userId, own.phone), own), timestamp: when(s.timestamp),
+  };
+  if (typeof s.biz_opaque_callback_data === 'string') out.reference = s.biz_opaque_callback_data;
+  return out;
+}
+
+/** The customer's answer to a call permission request: an interactive `call_permission_reply` message. */
+function callPermissionEvent(m: MessageEvent): CallPermissionEvent | undefined {
+  const i = m.content.interactive as { type?: unknown; call_permission_reply?: any } | undefined;
+  const reply = i?.type === 'call_permission_reply' ? i.call_permission_reply : undefined;
+  if (!reply || (reply.response !== 'accept' && reply.response !== 'reject')) return undefined;
+  const expiresAt = Number(reply.expiration_timestamp);
+  return {
+    kind: 'call_permission', customer: m.customer, status: reply.response === 'accept' ? 'granted' : 'denied',
+    permanent: reply.is_permanent === true, expiresAt: Number.isFinite(expiresAt) && expiresAt > 0 ? expiresAt : undefined,
+  };
 }

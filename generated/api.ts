@@ -427,14 +427,14 @@ export interface paths {
          *       400 `webhook_target_forbidden`. The address is checked again on every delivery attempt.
          *     * `events`: 1 to 50 names (otherwise 400 `invalid_event_list`), each a platform event
          *       (`message.received`, `message.status`, `template.approved`, `template.rejected`,
-         *       `conversation.assigned`, `conversation.labels_changed`, `conversation.note_added`) or a
-         *       custom name of letters, digits, `.`, `_`, `-`, at most 100 characters; any name that is
+         *       `conversation.assigned`, `conversation.labels_changed`, `conversation.note_added`,
+         *       `call.ringing`, `call.answered`, `call.ended`) or a custom name of letters, digits, `.`, `_`, `-`, at most 100 characters; any name that is
          *       not exactly a platform event is custom (`message.custom` included) and is matched
          *       exactly. A malformed name is 400 `invalid_event_name`; a name listed twice is 400
          *       `duplicate_event`.
          *     * Subscribing to a platform event also needs its scope (`message.received` →
          *       `events:message_received`, `message.status` → `events:message_status`, `template.*` →
-         *       `events:template_status`, `conversation.*` → `conversations:read`): 403 `insufficient_scope` otherwise. Custom events need only
+         *       `events:template_status`, `conversation.*` and `call.*` → `conversations:read`): 403 `insufficient_scope` otherwise. Custom events need only
          *       `webhooks:manage`.
          *     * `is_active` defaults to true.
          *     * A project has at most 100 registrations (active or not): the 101st is 409
@@ -1302,6 +1302,106 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/calls": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List calls, newest first
+         * @description The project's WhatsApp voice calls (docs/calls.md), newest first: each with its status
+         *     (`dialing`, `ringing`, `pre_accepted`, `accepted`, `rejected`, `completed`, `failed`,
+         *     `missed`), its times and duration. `conversation_id` lists the calls of one conversation
+         *     (the customer's conversation view); `before` (a call's `id`) gives the next page.
+         */
+        get: operations["listCalls"];
+        put?: never;
+        /**
+         * Call a customer (business-initiated call)
+         * @description Calls the contact's phone with the softphone's SDP offer (`sdp`; docs/calls.md). Refused
+         *     before the channel where WhatsApp forbids it: a number of a country without business calls
+         *     (+1 US and Canada, +90, +20, +84, +234) is 422 `calling_unavailable_in_country`; a contact
+         *     who has not granted call permission (`call_permission_status` of the contact, see
+         *     POST /v1/contacts/{id}/call-permission-request) is 409 `call_permission_required`. The call
+         *     starts `dialing`; `call.ringing`, `call.answered` and `call.ended` follow.
+         */
+        post: operations["startCall"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/calls/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a call
+         * @description `{id}` is the numeric call id or the channel's call id (`wacid.…`). A customer's ringing call carries `offer_sdp`, the offer the softphone answers.
+         */
+        get: operations["getCall"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/calls/{id}/actions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pre-accept, accept, reject or terminate a call
+         * @description `pre_accept` and `accept` take `sdp`, the softphone's SDP answer to the call's `offer_sdp`
+         *     (passed to WhatsApp as it is; missing is 400 `invalid_request`); an accepted call is
+         *     `accepted` at once and raises `call.answered`. `reject` and `terminate` end the call when
+         *     WhatsApp's terminate notification comes (`call.ended`). An action the call's status does not
+         *     allow (accepting an ended call, rejecting a business call) is 409 `conflict`.
+         */
+        post: operations["actOnCall"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/contacts/{id}/call-permission-request": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ask a customer for permission to call them
+         * @description Sends the interactive call permission request (`body`, the text shown above WhatsApp's
+         *     buttons). Inside the 24-hour window only: outside it is 409 `outside_24h_window` (send an
+         *     approved template with a call permission request component instead). The contact's
+         *     `call_permission_status` is `pending` until the customer answers (`granted` with an
+         *     expiry, or `denied`).
+         */
+        post: operations["requestCallPermission"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     "message.received": {
@@ -1658,6 +1758,156 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "call.ringing": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Event: a call is ringing
+         * @description Sent to registrations subscribed to `call.ringing` (needs `conversations:read`) when a customer calls the business (the call carries `offer_sdp`), or a business call rings at the customer.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description `t=<unix seconds>,v1=<hex HMAC-SHA256>`: the HMAC is keyed with the registration's signing
+                     *     secret (the whole `whsec_…` string as UTF-8) over `<t>.<raw body>` (the timestamp, a dot and
+                     *     the exact received bytes). Recompute it over the raw bytes, compare in constant time, and
+                     *     reject when `t` differs from your clock by more than 300 seconds.
+                     * @example t=1767225600,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd
+                     */
+                    "X-Service-Signature": components["parameters"]["WebhookSignatureHeader"];
+                    /**
+                     * @description The event name, equal to the body's `event`.
+                     * @example message.received
+                     */
+                    "X-Service-Event": components["parameters"]["WebhookEventHeader"];
+                    "User-Agent": components["parameters"]["WebhookUserAgentHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["CallEventDelivery"];
+                };
+            };
+            responses: {
+                200: components["responses"]["WebhookAcknowledged"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "call.answered": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Event: a call was answered
+         * @description Sent to registrations subscribed to `call.answered` (needs `conversations:read`) when the business accepted a customer's call or the customer accepted a business call.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description `t=<unix seconds>,v1=<hex HMAC-SHA256>`: the HMAC is keyed with the registration's signing
+                     *     secret (the whole `whsec_…` string as UTF-8) over `<t>.<raw body>` (the timestamp, a dot and
+                     *     the exact received bytes). Recompute it over the raw bytes, compare in constant time, and
+                     *     reject when `t` differs from your clock by more than 300 seconds.
+                     * @example t=1767225600,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd
+                     */
+                    "X-Service-Signature": components["parameters"]["WebhookSignatureHeader"];
+                    /**
+                     * @description The event name, equal to the body's `event`.
+                     * @example message.received
+                     */
+                    "X-Service-Event": components["parameters"]["WebhookEventHeader"];
+                    "User-Agent": components["parameters"]["WebhookUserAgentHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["CallEventDelivery"];
+                };
+            };
+            responses: {
+                200: components["responses"]["WebhookAcknowledged"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "call.ended": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Event: a call ended
+         * @description Sent to registrations subscribed to `call.ended` (needs `conversations:read`) once per call; its `status` says how (`completed` with `duration_seconds`, `missed`, `rejected`, `failed`).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description `t=<unix seconds>,v1=<hex HMAC-SHA256>`: the HMAC is keyed with the registration's signing
+                     *     secret (the whole `whsec_…` string as UTF-8) over `<t>.<raw body>` (the timestamp, a dot and
+                     *     the exact received bytes). Recompute it over the raw bytes, compare in constant time, and
+                     *     reject when `t` differs from your clock by more than 300 seconds.
+                     * @example t=1767225600,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd
+                     */
+                    "X-Service-Signature": components["parameters"]["WebhookSignatureHeader"];
+                    /**
+                     * @description The event name, equal to the body's `event`.
+                     * @example message.received
+                     */
+                    "X-Service-Event": components["parameters"]["WebhookEventHeader"];
+                    "User-Agent": components["parameters"]["WebhookUserAgentHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["CallEventDelivery"];
+                };
+            };
+            responses: {
+                200: components["responses"]["WebhookAcknowledged"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     custom: {
         parameters: {
             query?: never;
@@ -1972,7 +2222,7 @@ export interface components {
          *     capability layer and are matched like any other.
          * @enum {string}
          */
-        ErrorCode: "bad_request" | "invalid_request" | "invalid_json" | "invalid_id" | "invalid_cursor" | "invalid_idempotency_key" | "invalid_project_header" | "project_required" | "invalid_template" | "invalid_header_handle" | "invalid_media_id" | "empty_file" | "source_url_forbidden" | "download_failed" | "invalid_phone" | "missing_recipient" | "conflicting_recipient" | "invalid_user_id" | "recipient_requires_phone" | "missing_template_name" | "missing_language" | "template_variable_mismatch" | "unsupported_message_type" | "too_many_buttons" | "null_filter_value" | "unknown_column" | "invalid_path" | "invalid_flow" | "invalid_value" | "row_too_large" | "api_key_required" | "invalid_api_key" | "invalid_token" | "insufficient_scope" | "project_inactive" | "project_not_attached" | "no_project_access" | "protected_file" | "flow_file_forbidden" | "platform_table_forbidden" | "not_found" | "table_not_found" | "method_not_allowed" | "outside_24h_window" | "recipient_opted_out" | "template_exists" | "idempotency_in_progress" | "idempotency_key_mismatch" | "precondition_failed" | "conflict" | "channel_not_configured" | "file_too_large" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "quota_exceeded" | "server_error" | "upstream_error" | "upstream_auth_error" | "build_failed" | "flow_generation_failed" | "flow_update_failed" | "invalid_webhook_url" | "webhook_target_forbidden" | "invalid_event_list" | "invalid_event_name" | "duplicate_event" | "reserved_event_name" | "webhook_limit_reached" | "max_affected_exceeded" | "table_quota_exceeded" | "file_quota_exceeded" | "secret_too_large" | "secret_limit_reached" | "query_timeout" | "service_unavailable" | "empty_audience" | "marketing_template_required" | "invalid_csv" | "unknown_member" | "note_limit_reached" | "canned_reply_exists" | "canned_reply_limit_reached" | "INVALID_STATE" | "PROJECT_NOT_FOUND" | "SEGMENT_NOT_FOUND" | "MEDIA_EXPIRED" | "BROADCAST_NOT_FOUND";
+        ErrorCode: "bad_request" | "invalid_request" | "invalid_json" | "invalid_id" | "invalid_cursor" | "invalid_idempotency_key" | "invalid_project_header" | "project_required" | "invalid_template" | "invalid_header_handle" | "invalid_media_id" | "empty_file" | "source_url_forbidden" | "download_failed" | "invalid_phone" | "missing_recipient" | "conflicting_recipient" | "invalid_user_id" | "recipient_requires_phone" | "missing_template_name" | "missing_language" | "template_variable_mismatch" | "unsupported_message_type" | "too_many_buttons" | "null_filter_value" | "unknown_column" | "invalid_path" | "invalid_flow" | "invalid_value" | "row_too_large" | "api_key_required" | "invalid_api_key" | "invalid_token" | "insufficient_scope" | "project_inactive" | "project_not_attached" | "no_project_access" | "protected_file" | "flow_file_forbidden" | "platform_table_forbidden" | "not_found" | "table_not_found" | "method_not_allowed" | "outside_24h_window" | "recipient_opted_out" | "template_exists" | "idempotency_in_progress" | "idempotency_key_mismatch" | "precondition_failed" | "conflict" | "channel_not_configured" | "file_too_large" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "quota_exceeded" | "server_error" | "upstream_error" | "upstream_auth_error" | "build_failed" | "flow_generation_failed" | "flow_update_failed" | "invalid_webhook_url" | "webhook_target_forbidden" | "invalid_event_list" | "invalid_event_name" | "duplicate_event" | "reserved_event_name" | "webhook_limit_reached" | "max_affected_exceeded" | "table_quota_exceeded" | "file_quota_exceeded" | "secret_too_large" | "secret_limit_reached" | "query_timeout" | "service_unavailable" | "empty_audience" | "marketing_template_required" | "invalid_csv" | "unknown_member" | "note_limit_reached" | "canned_reply_exists" | "canned_reply_limit_reached" | "call_permission_required" | "calling_unavailable_in_country" | "INVALID_STATE" | "PROJECT_NOT_FOUND" | "SEGMENT_NOT_FOUND" | "MEDIA_EXPIRED" | "BROADCAST_NOT_FOUND";
         ErrorDetail: {
             code: components["schemas"]["ErrorCode"];
             /** @description Human-readable explanation; may change, never branch on it. */
@@ -1995,7 +2245,7 @@ export interface components {
         /**
          * @description A platform event (`message.received`, `message.status`, `template.approved`,
          *     `template.rejected`, `conversation.assigned`, `conversation.labels_changed`,
-         *     `conversation.note_added`) or a custom event name: letters, digits, `.`, `_`, `-`, at most 100
+         *     `conversation.note_added`, `call.ringing`, `call.answered`, `call.ended`) or a custom event name: letters, digits, `.`, `_`, `-`, at most 100
          *     characters. A custom name must not equal a platform event name (the bot's emit of one is
          *     400 `reserved_event_name`); names are matched exactly.
          * @example message.received
@@ -2354,6 +2604,11 @@ export interface components {
                     [key: string]: unknown;
                 };
             };
+            /**
+             * @description Asks the customer for permission to call them (docs/calls.md): WhatsApp shows `body` with its allow and decline buttons; no header, footer, buttons, list or flow with it. The answer sets the contact's `call_permission_status`.
+             * @constant
+             */
+            call_permission_request?: true;
         };
         SendMessageResponse: {
             /** @constant */
@@ -2647,6 +2902,85 @@ export interface components {
             previous_labels: string[];
             by: components["schemas"]["Author"];
         };
+        /** @description A WhatsApp voice call with a customer (docs/calls.md). No media passes through the service. */
+        Call: {
+            id: number;
+            /** @description The channel's call id (`wacid.…`). */
+            call_id: string;
+            conversation_id: number;
+            /** @enum {string} */
+            direction: "user_initiated" | "business_initiated";
+            /**
+             * @description `dialing` (a business call placed), `ringing`, `pre_accepted`, `accepted`, then `completed`, `missed`, `rejected` or `failed` once ended.
+             * @example ringing
+             */
+            status: string;
+            contact: {
+                id: number;
+                phone: string | null;
+                user_id: string | null;
+                name: string | null;
+            };
+            /** @description The customer's SDP offer of a call they placed: the softphone's remote description. */
+            offer_sdp: string | null;
+            /** Format: date-time */
+            started_at: string;
+            /** Format: date-time */
+            answered_at: string | null;
+            /** Format: date-time */
+            ended_at: string | null;
+            duration_seconds: number | null;
+        };
+        CallResponse: {
+            /** @constant */
+            success: true;
+            data: components["schemas"]["Call"];
+        };
+        CallListResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                calls: components["schemas"]["Call"][];
+            };
+        };
+        StartCallRequest: {
+            contact_id: number;
+            /** @description The softphone's SDP offer (RFC 8866). */
+            sdp: string;
+            /** @description Echoed by WhatsApp with the call's notifications. */
+            reference?: string;
+        };
+        CallActionRequest: {
+            /** @enum {string} */
+            action: "pre_accept" | "accept" | "reject" | "terminate";
+            /** @description For `pre_accept` and `accept`: the softphone's SDP answer. */
+            sdp?: string;
+        };
+        CallPermissionRequestRequest: {
+            /** @description The text shown with the request. */
+            body: string;
+        };
+        CallPermissionRequestResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                /** @description The sent message's `wamid`. */
+                id: string;
+                /** @constant */
+                status: "sent";
+                /** @example pending */
+                call_permission_status: string;
+            };
+        };
+        CallEventData: {
+            conversation_id: number;
+            call: components["schemas"]["Call"];
+        };
+        CallEventDelivery: components["schemas"]["WebhookDelivery"] & {
+            /** @enum {unknown} */
+            event?: "call.ringing" | "call.answered" | "call.ended";
+            data?: components["schemas"]["CallEventData"];
+        };
         ConversationNoteAddedData: {
             conversation_id: number;
             note: components["schemas"]["ConversationNote"];
@@ -2684,6 +3018,13 @@ export interface components {
             /** @description The parent BSUID of linked business portfolios (`US.ENT.…`), when the channel sends one. */
             parent_user_id: string | null;
             name: string | null;
+            /** @description The customer's answer to a call permission request (docs/calls.md): `pending`, `granted` (until `call_permission_expires_at`), `denied`; null when never asked. */
+            call_permission_status?: string | null;
+            /**
+             * Format: date-time
+             * @description Until when a `granted` permission holds; null when permanent or not granted.
+             */
+            call_permission_expires_at?: string | null;
             tags: string[];
             /** @description Flat map of custom fields. */
             attributes: {
@@ -3975,6 +4316,11 @@ export interface components {
         Limit: number;
         /** @description The `nextCursor` of the previous page (opaque, at most 512 characters). Any cursor the service did not issue, a longer one included, is 400 `invalid_cursor`. */
         Cursor: string;
+        /**
+         * @description The numeric call id, or the channel's call id (`wacid.…`).
+         * @example 42
+         */
+        CallId: string;
         /**
          * @description Numeric id; a malformed or empty one is 400 `invalid_id` (after authentication).
          * @example 42
@@ -6956,6 +7302,244 @@ export interface operations {
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listCalls: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100. */
+                limit?: components["parameters"]["Limit"];
+                /** @description Only the calls of this conversation. */
+                conversation_id?: number;
+                /** @description Only calls older than the call of this `id` (the last `id` of the previous page). */
+                before?: number;
+            };
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of calls. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CallListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    startCall: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["StartCallRequest"];
+            };
+        };
+        responses: {
+            /** @description The call, dialing. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CallResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description WhatsApp offers no business-initiated calls to the customer's country (`calling_unavailable_in_country`). */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            502: components["responses"]["UpstreamError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getCall: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description The numeric call id, or the channel's call id (`wacid.…`).
+                 * @example 42
+                 */
+                id: components["parameters"]["CallId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The call. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CallResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    actOnCall: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description The numeric call id, or the channel's call id (`wacid.…`).
+                 * @example 42
+                 */
+                id: components["parameters"]["CallId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CallActionRequest"];
+            };
+        };
+        responses: {
+            /** @description The call after the action. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CallResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            502: components["responses"]["UpstreamError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    requestCallPermission: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description Numeric id; a malformed or empty one is 400 `invalid_id` (after authentication).
+                 * @example 42
+                 */
+                id: components["parameters"]["NumericId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CallPermissionRequestRequest"];
+            };
+        };
+        responses: {
+            /** @description The request was sent. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CallPermissionRequestResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            502: components["responses"]["UpstreamError"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };

@@ -17,6 +17,7 @@ import * as files from './files.js';
 import * as deployments from './deployments.js';
 import * as flows from './flows.js';
 import * as cannedReplies from './canned-replies.js';
+import * as calls from './calls.js';
 
 export const handlers: Handlers<operations> = {
   ping: serviceInfo.ping,
@@ -36,6 +37,11 @@ export const handlers: Handlers<operations> = {
   listCannedReplies: cannedReplies.listCannedReplies,
   createCannedReply: cannedReplies.createCannedReply,
   deleteCannedReply: cannedReplies.deleteCannedReply,
+  listCalls: calls.listCalls,
+  startCall: calls.startCall,
+  getCall: calls.getCall,
+  actOnCall: calls.actOnCall,
+  requestCallPermission: calls.requestCallPermission,
   listContacts: contacts.listContacts,
   getContact: contacts.getContact,
   updateContact: contacts.updateContact,

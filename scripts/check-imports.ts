@@ -48,13 +48,15 @@ export const CAPABILITY_EDGES: Record<string, string[]> = {
   'contacts-import': ['conversations', 'tables'],
   deploy: ['code', 'sandbox'],
   upkeep: ['channel-settings', 'webhooks'],
-  messaging: ['access', 'channel-port', 'channel-settings', 'consent', 'conversations', 'flows', 'media', 'pricing', 'templates', 'webhooks'],
+  // Voice calls: their signalling, events and the contacts' call permission (docs/calls.md).
+  calls: ['channel-port', 'channel-settings', 'conversations', 'webhooks'],
+  messaging: ['access', 'calls', 'channel-port', 'channel-settings', 'consent', 'conversations', 'flows', 'media', 'pricing', 'templates', 'webhooks'],
   broadcasts: ['access', 'channel-port', 'channel-settings', 'conversations', 'messaging', 'pricing'],
   bot: ['access', 'accounts', 'channel-port', 'channel-settings', 'code', 'consent', 'conversations', 'deploy', 'messaging', 'project-files', 'sandbox', 'tables', 'webhooks'],
   // The team's inbox: assignment, labels, notes and canned replies, each change with its event.
   inbox: ['access', 'conversations', 'webhooks'],
   // The console's customers pages read conversations and send a person's reply through messaging's one send path.
-  dashboard: ['access', 'accounts', 'broadcasts', 'conversations', 'inbox', 'messaging', 'templates', 'webhooks'],
+  dashboard: ['access', 'accounts', 'broadcasts', 'calls', 'conversations', 'inbox', 'messaging', 'templates', 'webhooks'],
   // The agents' authorization server: connections and tokens (access), consent's roles and audit (accounts).
   oauth: ['access', 'accounts'],
   // The MCP server's identity as a protected resource (its tools and endpoint are HTTP edge: http/mcp/).

@@ -4,6 +4,7 @@ import type { SimContext } from './context.js';
 import { FaultInputError, parseFault } from './faults.js';
 import { accessToken, displayPhoneNumber, numericId } from './ids.js';
 import { ControlError, injectInbound } from './inbound.js';
+import { userAnswers, userAnswersPermission, userCalls, userHangsUp } from './calls.js';
 import { changeUserId, createUser, shareContactInfo, updateUser, userPreference } from './users.js';
 import type { AutoStatusDelays, PhoneNumber, Template } from './state.js';
 import { requestLog } from './request-log.js';
@@ -209,6 +210,10 @@ export function controlRouter(ctx: SimContext, hooks: ControlHooks): Router {
   }));
 
   r.post('/inbound', wrap((req) => injectInbound(ctx, body(req))));
+  r.post('/calls', wrap((req) => userCalls(ctx, body(req))));
+  r.post('/calls/:id/answer', wrap((req) => userAnswers(ctx, String(req.params.id), body(req))));
+  r.post('/calls/:id/hangup', wrap((req) => userHangsUp(ctx, String(req.params.id), body(req))));
+  r.post('/users/:user/call-permission', wrap((req) => userAnswersPermission(ctx, String(req.params.user), body(req))));
   // Read marks and typing indicators the numbers received (pricing.ts), newest last.
   r.get('/read-marks', wrap(() => ({ data: readMarksOf(state) })));
   // A free entry point for a customer (72 hours of free_entry_point pricing), as a click-to-WhatsApp ad opens one.

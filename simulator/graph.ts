@@ -6,6 +6,7 @@ import { fbtraceId } from './ids.js';
 import { applyFault, takeFault, type Operation } from './faults.js';
 import { createUploadSession, deleteMedia, getMedia, uploadChunk, uploadMedia, uploadStatus } from './media.js';
 import { sendMessage } from './messages.js';
+import { callAction } from './calls.js';
 import { getTemplate, createTemplate, deleteTemplates, listTemplates } from './templates.js';
 import { logRequest } from './request-log.js';
 import { createFlow, deleteFlow, deprecateFlow, flowOf, getFlow, listAssets, listFlows, publishFlow, uploadAsset } from './flows.js';
@@ -81,6 +82,7 @@ export function graphRouter(ctx: SimContext): Router {
 
   r.post('/:node/messages', json, wrap(sendMessage(ctx)));
   r.post('/:node/marketing_messages', json, wrap(sendMessage(ctx, 'marketing_messages')));
+  r.post('/:node/calls', json, wrap(callAction(ctx)));
   r.post('/:node/media', wrap(uploadMedia(ctx)));
   r.get('/:node/message_templates', wrap(listTemplates(ctx)));
   r.post('/:node/message_templates', json, wrap(createTemplate(ctx)));

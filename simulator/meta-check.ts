@@ -67,6 +67,15 @@ export function checkTemplateCreateBody(body: unknown): GraphError | null {
   return paramError('Invalid parameter', `Param ${field} ${i.message}.`);
 }
 
+/** Null when Meta's schema of POST /{pnid}/calls accepts the body, else code 100 naming the field. */
+export function checkCallBody(body: unknown): GraphError | null {
+  const issues = metaSchemas().request('POST /{Version}/{Phone-Number-ID}/calls', body, 'application/json');
+  if (!issues.length) return null;
+  const i = mainIssue(issues);
+  const field = i.keyword === 'required' ? fieldName(i.instancePath, String(i.params.missingProperty)) : fieldName(i.instancePath);
+  return paramError('Invalid parameter', `Param ${field} ${i.message}.`);
+}
+
 /** Compiles the send schema now (about 150 ms, once per process) rather than during the first send. */
 export function warmSendCheck(): void {
   metaSchemas().request(SEND, null);

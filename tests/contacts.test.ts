@@ -91,6 +91,9 @@ describe('GET /v1/contacts', () => {
       attributes: { plan: 'pro', seats: 3, trial: false },
       opted_in: true,
       consent: { status: 'opted_in', source: 'import', updated_at: null },
+      // Never asked for call permission (docs/calls.md).
+      call_permission_status: null,
+      call_permission_expires_at: null,
       created_at: expect.any(String),
       updated_at: expect.any(String),
     });

@@ -16,7 +16,7 @@ const OP = 'POST /whatsapp/webhooks' as const;
 /** A document of Meta's shape with one operation, so vendor() can take it; `root` is what the webhook operation's body refers to. */
 function doc(schemas: Record<string, object>, root: string): Doc {
   const paths: Record<string, object> = {};
-  for (const op of ['POST /{Version}/{Phone-Number-ID}/messages', 'POST /{Version}/{Phone-Number-ID}/marketing_messages', 'POST /{Version}/{Phone-Number-ID}/media', 'GET /{Version}/{Media-ID}', 'DELETE /{Version}/{Media-ID}', 'POST /{Version}/{WABA-ID}/message_templates', 'GET /{Version}/{WABA-ID}/message_templates', 'DELETE /{Version}/{WABA-ID}/message_templates', 'GET /{Version}/{TEMPLATE_ID}', 'POST /{Version}/{WABA-ID}/flows', 'GET /{Version}/{Flow-ID}', 'POST /{Version}/{Flow-ID}/assets', 'POST /{Version}/{Flow-ID}/publish', 'POST /{Version}/{Flow-ID}/deprecate', OP]) {
+  for (const op of ['POST /{Version}/{Phone-Number-ID}/messages', 'POST /{Version}/{Phone-Number-ID}/marketing_messages', 'POST /{Version}/{Phone-Number-ID}/media', 'GET /{Version}/{Media-ID}', 'DELETE /{Version}/{Media-ID}', 'POST /{Version}/{WABA-ID}/message_templates', 'GET /{Version}/{WABA-ID}/message_templates', 'DELETE /{Version}/{WABA-ID}/message_templates', 'GET /{Version}/{TEMPLATE_ID}', 'POST /{Version}/{WABA-ID}/flows', 'GET /{Version}/{Flow-ID}', 'POST /{Version}/{Flow-ID}/assets', 'POST /{Version}/{Flow-ID}/publish', 'POST /{Version}/{Flow-ID}/deprecate', 'POST /{Version}/{Phone-Number-ID}/calls', OP]) {
     const [m, p] = op.split(' ');
     (paths[p] ??= {} as object);
     (paths[p] as Record<string, object>)[m.toLowerCase()] = op === OP ? { requestBody: { content: { 'application/json': { schema: REF(root) } } } } : {};

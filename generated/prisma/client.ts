@@ -372,3 +372,9 @@ export type ProjectTableQuota = Prisma.ProjectTableQuotaModel
  * writer): a blob is chunks of at most 1 MiB numbered from 0, replaced whole in one transaction.
  */
 export type BlobChunk = Prisma.BlobChunkModel
+/**
+ * Model Call
+ * A WhatsApp voice call with a customer (lib/calls/store.ts is its writer; docs/calls.md). Keyed by
+ * the channel's call id, so a notification sent twice changes nothing the second time.
+ */
+export type Call = Prisma.CallModel

@@ -136,7 +136,7 @@ function statusWords(m: MessageView): string {
 /** One item of the chat as the live script gets it (it fills the bubble with textContent: always text). */
 interface ChatItem {
   key: string;
-  kind: 'inbound' | 'outbound' | 'note';
+  kind: 'inbound' | 'outbound' | 'note' | 'call';
   author: string;
   authorKind: string;
   when: string;
@@ -163,11 +163,24 @@ function noteItem(n: NoteView): ChatItem {
   return { key: `n${n.id}`, kind: 'note', author: authorWords(n.author as Author), authorKind: n.author.kind, when: when(n.created_at), text: n.body, meta: 'private note · never sent to the customer', at: Date.parse(n.created_at) };
 }
 
-/** Messages (a page, newest first) and notes as one chat, oldest to newest; with an older page, only the notes of the shown span. */
+/** A call in the chat (docs/calls.md): who called, and how it went (ringing, answered, ended with its duration, missed). */
+function callItem(c: ConversationDetail['calls'][number]): ChatItem {
+  const by = c.direction === 'user_initiated' ? 'the customer' : 'the business';
+  const how: Record<string, string> = {
+    dialing: 'calling…', ringing: 'ringing', pre_accepted: 'being answered', accepted: `answered ${c.answered_at ? when(c.answered_at) : ''}`.trim(),
+    completed: `ended · ${c.duration_seconds ?? 0} s`, missed: 'missed', rejected: 'rejected', failed: 'failed',
+  };
+  return {
+    key: `c${c.id}`, kind: 'call', author: by, authorKind: 'call', when: when(c.started_at),
+    text: `Voice call from ${by}: ${how[c.status] ?? c.status}`, meta: `call · ${c.status}`, at: Date.parse(c.started_at),
+  };
+}
+
+/** Messages (a page, newest first), calls and notes as one chat, oldest to newest; with an older page, only the notes and calls of the shown span. */
 function chatItems(d: ConversationDetail, notes: NoteView[]): ChatItem[] {
   const messages = [...d.messages].reverse().map(messageItem);
   const from = d.nextCursor && messages.length ? messages[0].at : -Infinity;
-  const items = [...messages, ...notes.filter((n) => Date.parse(n.created_at) >= from).map(noteItem)];
+  const items = [...messages, ...notes.filter((n) => Date.parse(n.created_at) >= from).map(noteItem), ...d.calls.filter((c) => Date.parse(c.started_at) >= from).map(callItem)];
   return items.sort((a, b) => a.at - b.at || (a.kind === 'note' ? 1 : 0) - (b.kind === 'note' ? 1 : 0));
 }
 

@@ -27,7 +27,8 @@ export type ChannelOperation =
   | 'deprecateFlow'
   | 'getMessagingLimit'
   | 'getThroughput'
-  | 'markRead';
+  | 'markRead'
+  | 'callAction';
 
 /**
  * What a failure means to the domain, as the adapter classifies it (one failure may have several):
@@ -42,7 +43,8 @@ export type ChannelOperation =
  * - `sending_blocked`: the template, the number or the account cannot send at all now (paused or
  *   disabled template, spam or account limits): every further send would be refused alike;
  * - `marketing_terms_not_accepted`: the business has not accepted the marketing route's terms;
- * - `marketing_template_required`: the marketing route takes marketing templates only.
+ * - `marketing_template_required`: the marketing route takes marketing templates only;
+ * - `call_permission_required`: the customer has not granted the business permission to call.
  */
 export type ChannelErrorReason =
   | 'window_closed'
@@ -55,7 +57,8 @@ export type ChannelErrorReason =
   | 'recipient_requires_phone'
   | 'sending_blocked'
   | 'marketing_terms_not_accepted'
-  | 'marketing_template_required';
+  | 'marketing_template_required'
+  | 'call_permission_required';
 
 export interface ChannelErrorInit {
   kind: ChannelErrorKind;

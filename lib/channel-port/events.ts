@@ -87,5 +87,40 @@ export interface ThroughputEvent {
   why: string;
 }
 
-export type ChannelEvent = MessageEvent | StatusEvent | UserPreferenceEvent | TemplateStatusEvent | MessagingLimitEvent | ThroughputEvent;
+/**
+ * A voice call moved (docs/calls.md): a customer calls (`connect`, with the caller's SDP offer), a
+ * business-initiated call rings, is accepted or rejected (`status`), or the call ended
+ * (`terminate`, COMPLETED or FAILED, with its duration). The channel's call id keys it.
+ */
+export interface CallEvent {
+  kind: 'call';
+  callId: string;
+  customer: Customer;
+  /** `connect`, `terminate`, or `status` (a business-initiated call's RINGING, ACCEPTED, REJECTED). */
+  event: 'connect' | 'terminate' | 'status';
+  direction: 'user_initiated' | 'business_initiated';
+  /** The channel's word, upper case: COMPLETED or FAILED on terminate; RINGING, ACCEPTED, REJECTED on status. */
+  status?: string;
+  /** The other side's session description (the caller's offer on connect). */
+  sdp?: { type: string; sdp: string };
+  /** Seconds since the epoch, as given. */
+  timestamp?: string;
+  startTime?: string;
+  endTime?: string;
+  durationSeconds?: number;
+  /** What the business passed with its call, echoed. */
+  reference?: string;
+}
+
+/** The customer answered a call permission request: `granted` or `denied`, until `expiresAt` (seconds). */
+export interface CallPermissionEvent {
+  kind: 'call_permission';
+  customer: Customer;
+  status: 'granted' | 'denied';
+  permanent: boolean;
+  expiresAt?: number;
+}
+
+export type ChannelEvent = MessageEvent | StatusEvent | UserPreferenceEvent | TemplateStatusEvent | MessagingLimitEvent | ThroughputEvent
+  | CallEvent | CallPermissionEvent;
 export type ChannelEventKind = ChannelEvent['kind'];

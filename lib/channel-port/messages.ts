@@ -68,6 +68,11 @@ export type Interactive =
       action: { button: string; sections: { title?: string; rows: { id: string; title: string; description?: string }[] }[] };
     })
   | (InteractiveCommon & {
+      /** Asks the customer for permission to call them (docs/calls.md). */
+      type: 'call_permission_request';
+      action: { name: 'call_permission_request' };
+    })
+  | (InteractiveCommon & {
       type: 'cta_url';
       action: { name: 'cta_url'; parameters: { display_text: string; url: string } };
     });

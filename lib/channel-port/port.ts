@@ -135,6 +135,15 @@ export interface ChannelFlow {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Calls (docs/calls.md): signalling only, no media passes through the service.
+
+/** What the business does with a call: `connect` starts one (with an SDP offer), the others act on `callId`. */
+export type CallActionInput =
+  | { action: 'connect'; to: string; sdp: string; reference?: string }
+  | { action: 'pre_accept' | 'accept'; callId: string; to: string; sdp: string }
+  | { action: 'reject' | 'terminate'; callId: string; to?: string };
+
+// ---------------------------------------------------------------------------------------------
 
 export interface ChannelPort {
   // Messages
@@ -165,6 +174,10 @@ export interface ChannelPort {
   // The number
   getMessagingLimit(creds: ChannelCredentials): Promise<MessagingLimit>;
   getThroughput(creds: ChannelCredentials): Promise<Throughput>;
+
+  // Calls
+  /** Acts on a call; `connect` answers the new call's id. */
+  callAction(creds: ChannelCredentials, input: CallActionInput): Promise<{ callId?: string }>;
 
   // Notifications
   /** The events of one notification the channel posted, those addressed to `phoneNumberId`. Malformed parts are skipped. */

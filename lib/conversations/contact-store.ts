@@ -230,3 +230,16 @@ const IMPORT_UPSERT = `INSERT INTO contacts AS c (project_id, phone, name, tags,
           OR (EXCLUDED.opted_in_at IS NOT NULL AND NOT (c.opted_in AND c.opted_out_at IS NULL))
           OR (EXCLUDED.opted_out_at IS NOT NULL AND (c.opted_in OR c.opted_out_at IS NULL))
        RETURNING (xmax = 0) AS created`;
+
+// ------------------------------------------------------------------ calls (lib/calls decides)
+
+/** The customer's answer to a call permission request (or `pending` when one was sent); whether it changed. */
+export async function setCallPermission(tx: RawTx, projectId: string, contactId: bigint, status: string, expiresAt: Date | null, at: Date): Promise<boolean> {
+  const rows = await tx.$queryRawUnsafe<unknown[]>(
+    `UPDATE contacts SET call_permission_status = $3, call_permission_expires_at = $4, updated_at = $5
+     WHERE project_id = $1 AND id = $2::bigint
+       AND (call_permission_status IS DISTINCT FROM $3 OR call_permission_expires_at IS DISTINCT FROM $4) RETURNING id`,
+    projectId, String(contactId), status, expiresAt, at,
+  );
+  return rows.length > 0;
+}

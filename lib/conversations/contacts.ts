@@ -38,7 +38,8 @@ export function phoneFilter(input: string): string {
 export const CONTACT_COLUMNS = `
   id::text AS "id", phone, user_id AS "userId", parent_user_id AS "parentUserId", username, name, tags, attributes,
   opted_in AS "optedIn", opted_in_at AS "optedInAt", opted_out_at AS "optedOutAt", consent_source AS "consentSource",
-  consent_at AS "consentAt", created_at AS "createdAt", updated_at AS "updatedAt"`;
+  consent_at AS "consentAt", call_permission_status AS "callPermissionStatus", call_permission_expires_at AS "callPermissionExpiresAt",
+  created_at AS "createdAt", updated_at AS "updatedAt"`;
 
 export async function listContactRows(
   db: Queryable,

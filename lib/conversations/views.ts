@@ -67,6 +67,9 @@ export interface ContactRow extends ContactSummaryRow, ConsentColumns {
   tags: string[] | null;
   attributes: unknown;
   optedIn: boolean;
+  /** The customer's call permission (docs/calls.md); absent in rows that did not select it. */
+  callPermissionStatus?: string | null;
+  callPermissionExpiresAt?: Date | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -185,6 +188,10 @@ export function contactView(row: ContactRow): ContactView {
     attributes: attributesView(row.attributes),
     opted_in: consentView(row).status === 'opted_in',
     consent: consentView(row),
+    ...(row.callPermissionStatus !== undefined ? {
+      call_permission_status: row.callPermissionStatus,
+      call_permission_expires_at: row.callPermissionExpiresAt?.toISOString() ?? null,
+    } : {}),
     created_at: row.createdAt.toISOString(),
     updated_at: row.updatedAt.toISOString(),
   };

@@ -22,6 +22,7 @@ import {
   type ConversationFilters,
 } from '../conversations/conversations.js';
 import { contactView, conversationView, messageView, type ContactView, type ConversationView, type MessageView } from '../conversations/views.js';
+import { listCalls, type CallView } from '../calls/calls.js';
 
 type ReadDeps = Pick<Deps, 'db' | 'clock' | 'cursorSecret'>;
 export const CUSTOMER_PAGE = 25;
@@ -123,6 +124,8 @@ export interface ConversationDetail {
   conversation: ConversationView;
   contact: ContactView;
   messages: MessageView[];
+  /** The conversation's latest calls (docs/calls.md), newest first. */
+  calls: CallView[];
   nextCursor: string | null;
 }
 
@@ -145,7 +148,8 @@ export async function conversationDetail(deps: ReadDeps, projectId: string, rawI
     read: (afterId, take) => listMessageRows(deps.db.pool, projectId, id, afterId, take),
     encode: (r) => [String(r.id)],
   }).catch(refusedCursor);
-  return { conversation: conversationView(row, deps.clock.now()), contact: contactView(contact), messages: page.map((m) => messageView(m)), nextCursor };
+  const calls = await listCalls(deps, projectId, { conversationId: Number(id), limit: CUSTOMER_PAGE });
+  return { conversation: conversationView(row, deps.clock.now()), contact: contactView(contact), messages: page.map((m) => messageView(m)), calls, nextCursor };
 }
 
 export interface ConversationHistory {

@@ -137,6 +137,10 @@ function composeInteractive(body: SendRequest): Record<string, unknown> {
     ...(i.footer ? { footer: { text: i.footer } } : {}),
   };
   if (i.buttons && i.list) throw invalid('interactive takes buttons or list, not both.', 'interactive');
+  if (i.call_permission_request) {
+    if (i.buttons || i.list || i.header || i.footer) throw invalid('A call permission request takes only body.', 'interactive');
+    return { type: 'interactive', interactive: { type: 'call_permission_request', body: { text: i.body }, action: { name: 'call_permission_request' } } };
+  }
   if (i.buttons) {
     if (i.buttons.length > MAX_REPLY_BUTTONS) {
       throw new ApiError('too_many_buttons', `Reply buttons are limited to ${MAX_REPLY_BUTTONS}; got ${i.buttons.length}.`, { max: MAX_REPLY_BUTTONS, count: i.buttons.length });

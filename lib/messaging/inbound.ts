@@ -27,6 +27,7 @@ import { inboundText } from './inbound-text.js';
 import { flowReplyOf } from '../flows/send.js';
 import { pricingOf } from '../pricing/status-pricing.js';
 import { storeReturningCustomerMessage } from './inbound-statement.js';
+import { applyCallEvent, applyCallPermission } from '../calls/calls.js';
 
 export { STATUS_RANK } from './status-rank.js';
 
@@ -287,6 +288,11 @@ export async function applyChannelEvents(deps: Deps, channel: OpenChannel, event
       await refreshChannelThroughput(deps, channel.projectId, event.why);
     } else if (event.kind === 'template_status') {
       if (await applyTemplateStatus(deps, channel.projectId, event, now)) outcome.templates++;
+    } else if (event.kind === 'call') {
+      // A call's change is stored once, with its event (docs/calls.md).
+      await applyCallEvent(deps, channel, event, now);
+    } else if (event.kind === 'call_permission') {
+      await applyCallPermission(deps, channel, event, now);
     }
   }
   return outcome;

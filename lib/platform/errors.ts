@@ -71,6 +71,8 @@ export const ERROR_STATUS = {
   note_limit_reached: 409,
   canned_reply_exists: 409,
   canned_reply_limit_reached: 409,
+  call_permission_required: 409,
+  calling_unavailable_in_country: 422,
   precondition_failed: 412,
   file_too_large: 413,
   file_quota_exceeded: 413,

@@ -20,6 +20,10 @@ export const EVENT_SCOPES: Record<PlatformEvent, string> = {
   'conversation.assigned': 'conversations:read',
   'conversation.labels_changed': 'conversations:read',
   'conversation.note_added': 'conversations:read',
+  // A call is read with the conversation it belongs to.
+  'call.ringing': 'conversations:read',
+  'call.answered': 'conversations:read',
+  'call.ended': 'conversations:read',
 };
 
 export const MAX_EVENTS_PER_WEBHOOK = 50;

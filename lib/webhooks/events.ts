@@ -12,6 +12,8 @@ export const PLATFORM_EVENTS = [
   'message.received', 'message.status', 'template.approved', 'template.rejected',
   // The team's changes of a conversation (lib/conversations/team.ts, notes.ts).
   'conversation.assigned', 'conversation.labels_changed', 'conversation.note_added',
+  // Voice calls (lib/calls/calls.ts).
+  'call.ringing', 'call.answered', 'call.ended',
 ] as const;
 export type PlatformEvent = (typeof PLATFORM_EVENTS)[number];
 

@@ -7,8 +7,9 @@
  *    is merged into one object (properties and `required` united; a member's `additionalProperties:
  *    false` then closes the union), the way generators build one class from it. A `discriminator`
  *    becomes an if/then per mapping entry (the branch is picked by the property, as generators do),
- *    so overlapping `oneOf` branches are never counted; the remaining overlapping `oneOf` of a
- *    webhook change's `value` is read as `anyOf`.
+ *    so overlapping `oneOf` branches are never counted; the remaining overlapping `oneOf`s of a
+ *    webhook change's `value` and of the /calls request and answer (open objects, none required
+ *    in the answers) are read as `anyOf`.
  * 2. The webhook part's colliding names were suffixed (`TextMessage_2`, `BaseMessageProperties_1`)
  *    but its references were not: inside the webhook part, a reference to `X` is pointed at its
  *    suffixed twin `X_n` of the same part.
@@ -186,6 +187,14 @@ export function overlappingOneOfs(doc: Doc): Doc {
     value.anyOf = value.oneOf;
     delete value.oneOf;
   }
+  // POST /calls: `{ success: true }` and a connect's `{ calls }` each match both open answer shapes.
+  const calls = out.paths['/{Version}/{Phone-Number-ID}/calls']?.post as any;
+  for (const schema of [calls?.requestBody?.content?.['application/json']?.schema, calls?.responses?.['200']?.content?.['application/json']?.schema]) {
+    if (isObj(schema) && Array.isArray(schema.oneOf)) {
+      schema.anyOf = schema.oneOf;
+      delete schema.oneOf;
+    }
+  }
   return out;
 }
 
@@ -283,6 +292,7 @@ export const OPERATIONS = [
   'POST /{Version}/{Flow-ID}/assets',
   'POST /{Version}/{Flow-ID}/publish',
   'POST /{Version}/{Flow-ID}/deprecate',
+  'POST /{Version}/{Phone-Number-ID}/calls',
   'POST /whatsapp/webhooks',
 ] as const;
 export type Operation = (typeof OPERATIONS)[number];
@@ -352,7 +362,7 @@ export function vendor(raw: Doc, source: string, transform: (d: Doc) => Doc = re
   return {
     source,
     notice: "Derived from Meta's WhatsApp Business Platform OpenAPI document. MIT License, Copyright (c) Meta Platforms, Inc. and affiliates: see LICENSE beside this file.",
-    repairs: ['allOf merged (properties and required united)', 'discriminator → branch by property', 'webhook references → suffixed twins', "webhook change's value oneOf → anyOf"],
+    repairs: ['allOf merged (properties and required united)', 'discriminator → branch by property', 'webhook references → suffixed twins', "webhook change's value oneOf → anyOf", 'calls request and answer oneOf → anyOf'],
     supplements: SUPPLEMENTS.map((s) => s.id),
     $defs,
     operations: toDefs(operations as unknown as Json) as unknown as Record<string, OperationSchemas>,

@@ -9,7 +9,7 @@ import { ChannelError } from '../../lib/channel-port/errors.js';
 import type { ChannelEvent } from '../../lib/channel-port/events.js';
 import type {
   ChannelCredentials, ChannelFlow, ChannelPort, ChannelTemplate, CreateTemplateInput, CreateTemplateResult, FlowValidationError,
-  HeaderSampleInput, ListTemplatesInput, MediaInfo, MessagingLimit, OutboundMessage, SendResult, SendRoute, Throughput, UploadMediaInput,
+  CallActionInput, HeaderSampleInput, ListTemplatesInput, MediaInfo, MessagingLimit, OutboundMessage, SendResult, SendRoute, Throughput, UploadMediaInput,
 } from '../../lib/channel-port/port.js';
 
 const id = (prefix: string) => `${prefix}.${randomBytes(8).toString('hex')}`;
@@ -26,6 +26,7 @@ export class MemoryChannel implements ChannelPort {
   readonly read: string[] = [];
   readonly templates = new Map<string, ChannelTemplate>();
   readonly media = new Map<string, { mimeType: string }>();
+  readonly callActions: CallActionInput[] = [];
   /** The next sends refuse with this error (then it is cleared). */
   refuseNext?: ChannelError;
 
@@ -105,6 +106,11 @@ export class MemoryChannel implements ChannelPort {
 
   async getThroughput(): Promise<Throughput> {
     return { level: 'STANDARD', coexistence: false, messagesPerSecond: 80 };
+  }
+
+  async callAction(_creds: ChannelCredentials, input: CallActionInput): Promise<{ callId?: string }> {
+    this.callActions.push(input);
+    return input.action === 'connect' ? { callId: id('call') } : {};
   }
 
   /** This channel's notification: `{ phone_number_id, events }`, the port's events as they are. */

@@ -108,7 +108,8 @@ export const ModelName = {
   ChannelThroughput: 'ChannelThroughput',
   PortfolioReach: 'PortfolioReach',
   ProjectTableQuota: 'ProjectTableQuota',
-  BlobChunk: 'BlobChunk'
+  BlobChunk: 'BlobChunk',
+  Call: 'Call'
 } as const
 
 export type ModelName = (typeof ModelName)[keyof typeof ModelName]
@@ -295,6 +296,8 @@ export const ContactScalarFieldEnum = {
   optedOutAt: 'optedOutAt',
   consentSource: 'consentSource',
   consentAt: 'consentAt',
+  callPermissionStatus: 'callPermissionStatus',
+  callPermissionExpiresAt: 'callPermissionExpiresAt',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt'
 } as const
@@ -990,6 +993,25 @@ export const BlobChunkScalarFieldEnum = {
 } as const
 
 export type BlobChunkScalarFieldEnum = (typeof BlobChunkScalarFieldEnum)[keyof typeof BlobChunkScalarFieldEnum]
+
+
+export const CallScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  conversationId: 'conversationId',
+  callId: 'callId',
+  direction: 'direction',
+  status: 'status',
+  offerSdp: 'offerSdp',
+  startedAt: 'startedAt',
+  answeredAt: 'answeredAt',
+  endedAt: 'endedAt',
+  durationSeconds: 'durationSeconds',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type CallScalarFieldEnum = (typeof CallScalarFieldEnum)[keyof typeof CallScalarFieldEnum]
 
 
 export const SortOrder = {

@@ -48,6 +48,8 @@ export type ContactMinAggregateOutputType = {
   optedOutAt: Date | null
   consentSource: string | null
   consentAt: Date | null
+  callPermissionStatus: string | null
+  callPermissionExpiresAt: Date | null
   createdAt: Date | null
   updatedAt: Date | null
 }
@@ -66,6 +68,8 @@ export type ContactMaxAggregateOutputType = {
   optedOutAt: Date | null
   consentSource: string | null
   consentAt: Date | null
+  callPermissionStatus: string | null
+  callPermissionExpiresAt: Date | null
   createdAt: Date | null
   updatedAt: Date | null
 }
@@ -86,6 +90,8 @@ export type ContactCountAggregateOutputType = {
   optedOutAt: number
   consentSource: number
   consentAt: number
+  callPermissionStatus: number
+  callPermissionExpiresAt: number
   createdAt: number
   updatedAt: number
   _all: number
@@ -114,6 +120,8 @@ export type ContactMinAggregateInputType = {
   optedOutAt?: true
   consentSource?: true
   consentAt?: true
+  callPermissionStatus?: true
+  callPermissionExpiresAt?: true
   createdAt?: true
   updatedAt?: true
 }
@@ -132,6 +140,8 @@ export type ContactMaxAggregateInputType = {
   optedOutAt?: true
   consentSource?: true
   consentAt?: true
+  callPermissionStatus?: true
+  callPermissionExpiresAt?: true
   createdAt?: true
   updatedAt?: true
 }
@@ -152,6 +162,8 @@ export type ContactCountAggregateInputType = {
   optedOutAt?: true
   consentSource?: true
   consentAt?: true
+  callPermissionStatus?: true
+  callPermissionExpiresAt?: true
   createdAt?: true
   updatedAt?: true
   _all?: true
@@ -259,6 +271,8 @@ export type ContactGroupByOutputType = {
   optedOutAt: Date | null
   consentSource: string | null
   consentAt: Date | null
+  callPermissionStatus: string | null
+  callPermissionExpiresAt: Date | null
   createdAt: Date
   updatedAt: Date
   _count: ContactCountAggregateOutputType | null
@@ -302,6 +316,8 @@ export type ContactWhereInput = {
   optedOutAt?: Prisma.DateTimeNullableFilter<"Contact"> | Date | string | null
   consentSource?: Prisma.StringNullableFilter<"Contact"> | string | null
   consentAt?: Prisma.DateTimeNullableFilter<"Contact"> | Date | string | null
+  callPermissionStatus?: Prisma.StringNullableFilter<"Contact"> | string | null
+  callPermissionExpiresAt?: Prisma.DateTimeNullableFilter<"Contact"> | Date | string | null
   createdAt?: Prisma.DateTimeFilter<"Contact"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Contact"> | Date | string
   project?: Prisma.XOR<Prisma.ProjectScalarRelationFilter, Prisma.ProjectWhereInput>
@@ -324,6 +340,8 @@ export type ContactOrderByWithRelationInput = {
   optedOutAt?: Prisma.SortOrderInput | Prisma.SortOrder
   consentSource?: Prisma.SortOrderInput | Prisma.SortOrder
   consentAt?: Prisma.SortOrderInput | Prisma.SortOrder
+  callPermissionStatus?: Prisma.SortOrderInput | Prisma.SortOrder
+  callPermissionExpiresAt?: Prisma.SortOrderInput | Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
   project?: Prisma.ProjectOrderByWithRelationInput
@@ -351,6 +369,8 @@ export type ContactWhereUniqueInput = Prisma.AtLeast<{
   optedOutAt?: Prisma.DateTimeNullableFilter<"Contact"> | Date | string | null
   consentSource?: Prisma.StringNullableFilter<"Contact"> | string | null
   consentAt?: Prisma.DateTimeNullableFilter<"Contact"> | Date | string | null
+  callPermissionStatus?: Prisma.StringNullableFilter<"Contact"> | string | null
+  callPermissionExpiresAt?: Prisma.DateTimeNullableFilter<"Contact"> | Date | string | null
   createdAt?: Prisma.DateTimeFilter<"Contact"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Contact"> | Date | string
   project?: Prisma.XOR<Prisma.ProjectScalarRelationFilter, Prisma.ProjectWhereInput>
@@ -373,6 +393,8 @@ export type ContactOrderByWithAggregationInput = {
   optedOutAt?: Prisma.SortOrderInput | Prisma.SortOrder
   consentSource?: Prisma.SortOrderInput | Prisma.SortOrder
   consentAt?: Prisma.SortOrderInput | Prisma.SortOrder
+  callPermissionStatus?: Prisma.SortOrderInput | Prisma.SortOrder
+  callPermissionExpiresAt?: Prisma.SortOrderInput | Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
   _count?: Prisma.ContactCountOrderByAggregateInput
@@ -401,6 +423,8 @@ export type ContactScalarWhereWithAggregatesInput = {
   optedOutAt?: Prisma.DateTimeNullableWithAggregatesFilter<"Contact"> | Date | string | null
   consentSource?: Prisma.StringNullableWithAggregatesFilter<"Contact"> | string | null
   consentAt?: Prisma.DateTimeNullableWithAggregatesFilter<"Contact"> | Date | string | null
+  callPermissionStatus?: Prisma.StringNullableWithAggregatesFilter<"Contact"> | string | null
+  callPermissionExpiresAt?: Prisma.DateTimeNullableWithAggregatesFilter<"Contact"> | Date | string | null
   createdAt?: Prisma.DateTimeWithAggregatesFilter<"Contact"> | Date | string
   updatedAt?: Prisma.DateTimeWithAggregatesFilter<"Contact"> | Date | string
 }
@@ -420,6 +444,8 @@ export type ContactCreateInput = {
   optedOutAt?: Date | string | null
   consentSource?: string | null
   consentAt?: Date | string | null
+  callPermissionStatus?: string | null
+  callPermissionExpiresAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   project: Prisma.ProjectCreateNestedOneWithoutContactsInput
@@ -442,6 +468,8 @@ export type ContactUncheckedCreateInput = {
   optedOutAt?: Date | string | null
   consentSource?: string | null
   consentAt?: Date | string | null
+  callPermissionStatus?: string | null
+  callPermissionExpiresAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutContactInput
@@ -462,6 +490,8 @@ export type ContactUpdateInput = {
   optedOutAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   consentSource?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   consentAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  callPermissionStatus?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  callPermissionExpiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   project?: Prisma.ProjectUpdateOneRequiredWithoutContactsNestedInput
@@ -484,6 +514,8 @@ export type ContactUncheckedUpdateInput = {
   optedOutAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   consentSource?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   consentAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  callPermissionStatus?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  callPermissionExpiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutContactNestedInput
@@ -505,6 +537,8 @@ export type ContactCreateManyInput = {
   optedOutAt?: Date | string | null
   consentSource?: string | null
   consentAt?: Date | string | null
+  callPermissionStatus?: string | null
+  callPermissionExpiresAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
 }
@@ -524,6 +558,8 @@ export type ContactUpdateManyMutationInput = {
   optedOutAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   consentSource?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   consentAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  callPermissionStatus?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  callPermissionExpiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -544,6 +580,8 @@ export type ContactUncheckedUpdateManyInput = {
   optedOutAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   consentSource?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   consentAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  callPermissionStatus?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  callPermissionExpiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -584,6 +622,8 @@ export type ContactCountOrderByAggregateInput = {
   optedOutAt?: Prisma.SortOrder
   consentSource?: Prisma.SortOrder
   consentAt?: Prisma.SortOrder
+  callPermissionStatus?: Prisma.SortOrder
+  callPermissionExpiresAt?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -606,6 +646,8 @@ export type ContactMaxOrderByAggregateInput = {
   optedOutAt?: Prisma.SortOrder
   consentSource?: Prisma.SortOrder
   consentAt?: Prisma.SortOrder
+  callPermissionStatus?: Prisma.SortOrder
+  callPermissionExpiresAt?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -624,6 +666,8 @@ export type ContactMinOrderByAggregateInput = {
   optedOutAt?: Prisma.SortOrder
   consentSource?: Prisma.SortOrder
   consentAt?: Prisma.SortOrder
+  callPermissionStatus?: Prisma.SortOrder
+  callPermissionExpiresAt?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -725,6 +769,8 @@ export type ContactCreateWithoutProjectInput = {
   optedOutAt?: Date | string | null
   consentSource?: string | null
   consentAt?: Date | string | null
+  callPermissionStatus?: string | null
+  callPermissionExpiresAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   conversations?: Prisma.ConversationCreateNestedManyWithoutContactInput
@@ -745,6 +791,8 @@ export type ContactUncheckedCreateWithoutProjectInput = {
   optedOutAt?: Date | string | null
   consentSource?: string | null
   consentAt?: Date | string | null
+  callPermissionStatus?: string | null
+  callPermissionExpiresAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutContactInput
@@ -795,6 +843,8 @@ export type ContactScalarWhereInput = {
   optedOutAt?: Prisma.DateTimeNullableFilter<"Contact"> | Date | string | null
   consentSource?: Prisma.StringNullableFilter<"Contact"> | string | null
   consentAt?: Prisma.DateTimeNullableFilter<"Contact"> | Date | string | null
+  callPermissionStatus?: Prisma.StringNullableFilter<"Contact"> | string | null
+  callPermissionExpiresAt?: Prisma.DateTimeNullableFilter<"Contact"> | Date | string | null
   createdAt?: Prisma.DateTimeFilter<"Contact"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Contact"> | Date | string
 }
@@ -814,6 +864,8 @@ export type ContactCreateWithoutConversationsInput = {
   optedOutAt?: Date | string | null
   consentSource?: string | null
   consentAt?: Date | string | null
+  callPermissionStatus?: string | null
+  callPermissionExpiresAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   project: Prisma.ProjectCreateNestedOneWithoutContactsInput
@@ -835,6 +887,8 @@ export type ContactUncheckedCreateWithoutConversationsInput = {
   optedOutAt?: Date | string | null
   consentSource?: string | null
   consentAt?: Date | string | null
+  callPermissionStatus?: string | null
+  callPermissionExpiresAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
 }
@@ -870,6 +924,8 @@ export type ContactUpdateWithoutConversationsInput = {
   optedOutAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   consentSource?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   consentAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  callPermissionStatus?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  callPermissionExpiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   project?: Prisma.ProjectUpdateOneRequiredWithoutContactsNestedInput
@@ -891,6 +947,8 @@ export type ContactUncheckedUpdateWithoutConversationsInput = {
   optedOutAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   consentSource?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   consentAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  callPermissionStatus?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  callPermissionExpiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -910,6 +968,8 @@ export type ContactCreateManyProjectInput = {
   optedOutAt?: Date | string | null
   consentSource?: string | null
   consentAt?: Date | string | null
+  callPermissionStatus?: string | null
+  callPermissionExpiresAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
 }
@@ -929,6 +989,8 @@ export type ContactUpdateWithoutProjectInput = {
   optedOutAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   consentSource?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   consentAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  callPermissionStatus?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  callPermissionExpiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   conversations?: Prisma.ConversationUpdateManyWithoutContactNestedInput
@@ -949,6 +1011,8 @@ export type ContactUncheckedUpdateWithoutProjectInput = {
   optedOutAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   consentSource?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   consentAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  callPermissionStatus?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  callPermissionExpiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutContactNestedInput
@@ -969,6 +1033,8 @@ export type ContactUncheckedUpdateManyWithoutProjectInput = {
   optedOutAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   consentSource?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   consentAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  callPermissionStatus?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  callPermissionExpiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -1020,6 +1086,8 @@ export type ContactSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs 
   optedOutAt?: boolean
   consentSource?: boolean
   consentAt?: boolean
+  callPermissionStatus?: boolean
+  callPermissionExpiresAt?: boolean
   createdAt?: boolean
   updatedAt?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
@@ -1043,6 +1111,8 @@ export type ContactSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Exten
   optedOutAt?: boolean
   consentSource?: boolean
   consentAt?: boolean
+  callPermissionStatus?: boolean
+  callPermissionExpiresAt?: boolean
   createdAt?: boolean
   updatedAt?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
@@ -1064,6 +1134,8 @@ export type ContactSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Exten
   optedOutAt?: boolean
   consentSource?: boolean
   consentAt?: boolean
+  callPermissionStatus?: boolean
+  callPermissionExpiresAt?: boolean
   createdAt?: boolean
   updatedAt?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
@@ -1085,11 +1157,13 @@ export type ContactSelectScalar = {
   optedOutAt?: boolean
   consentSource?: boolean
   consentAt?: boolean
+  callPermissionStatus?: boolean
+  callPermissionExpiresAt?: boolean
   createdAt?: boolean
   updatedAt?: boolean
 }
 
-export type ContactOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "phone" | "userId" | "parentUserId" | "username" | "name" | "tags" | "attributes" | "optedIn" | "optedInAt" | "optInImportId" | "optedOutAt" | "consentSource" | "consentAt" | "createdAt" | "updatedAt", ExtArgs["result"]["contact"]>
+export type ContactOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "phone" | "userId" | "parentUserId" | "username" | "name" | "tags" | "attributes" | "optedIn" | "optedInAt" | "optInImportId" | "optedOutAt" | "consentSource" | "consentAt" | "callPermissionStatus" | "callPermissionExpiresAt" | "createdAt" | "updatedAt", ExtArgs["result"]["contact"]>
 export type ContactInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
   conversations?: boolean | Prisma.Contact$conversationsArgs<ExtArgs>
@@ -1148,6 +1222,11 @@ export type $ContactPayload<ExtArgs extends runtime.Types.Extensions.InternalArg
      */
     consentSource: string | null
     consentAt: Date | null
+    /**
+     * The customer's answer to a call permission request (granted, denied, pending) and until when (docs/calls.md).
+     */
+    callPermissionStatus: string | null
+    callPermissionExpiresAt: Date | null
     createdAt: Date
     updatedAt: Date
   }, ExtArgs["result"]["contact"]>
@@ -1590,6 +1669,8 @@ export interface ContactFieldRefs {
   readonly optedOutAt: Prisma.FieldRef<"Contact", 'DateTime'>
   readonly consentSource: Prisma.FieldRef<"Contact", 'String'>
   readonly consentAt: Prisma.FieldRef<"Contact", 'DateTime'>
+  readonly callPermissionStatus: Prisma.FieldRef<"Contact", 'String'>
+  readonly callPermissionExpiresAt: Prisma.FieldRef<"Contact", 'DateTime'>
   readonly createdAt: Prisma.FieldRef<"Contact", 'DateTime'>
   readonly updatedAt: Prisma.FieldRef<"Contact", 'DateTime'>
 }

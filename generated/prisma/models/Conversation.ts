@@ -284,6 +284,7 @@ export type ConversationWhereInput = {
   contact?: Prisma.XOR<Prisma.ContactScalarRelationFilter, Prisma.ContactWhereInput>
   assignee?: Prisma.XOR<Prisma.DashboardAccountNullableScalarRelationFilter, Prisma.DashboardAccountWhereInput> | null
   messages?: Prisma.MessageListRelationFilter
+  calls?: Prisma.CallListRelationFilter
   notes?: Prisma.ConversationNoteListRelationFilter
   order?: Prisma.XOR<Prisma.ConversationOrderNullableScalarRelationFilter, Prisma.ConversationOrderWhereInput> | null
 }
@@ -306,6 +307,7 @@ export type ConversationOrderByWithRelationInput = {
   contact?: Prisma.ContactOrderByWithRelationInput
   assignee?: Prisma.DashboardAccountOrderByWithRelationInput
   messages?: Prisma.MessageOrderByRelationAggregateInput
+  calls?: Prisma.CallOrderByRelationAggregateInput
   notes?: Prisma.ConversationNoteOrderByRelationAggregateInput
   order?: Prisma.ConversationOrderOrderByWithRelationInput
 }
@@ -332,6 +334,7 @@ export type ConversationWhereUniqueInput = Prisma.AtLeast<{
   contact?: Prisma.XOR<Prisma.ContactScalarRelationFilter, Prisma.ContactWhereInput>
   assignee?: Prisma.XOR<Prisma.DashboardAccountNullableScalarRelationFilter, Prisma.DashboardAccountWhereInput> | null
   messages?: Prisma.MessageListRelationFilter
+  calls?: Prisma.CallListRelationFilter
   notes?: Prisma.ConversationNoteListRelationFilter
   order?: Prisma.XOR<Prisma.ConversationOrderNullableScalarRelationFilter, Prisma.ConversationOrderWhereInput> | null
 }, "id" | "projectId_contactId">
@@ -391,6 +394,7 @@ export type ConversationCreateInput = {
   contact: Prisma.ContactCreateNestedOneWithoutConversationsInput
   assignee?: Prisma.DashboardAccountCreateNestedOneWithoutAssignedInput
   messages?: Prisma.MessageCreateNestedManyWithoutConversationInput
+  calls?: Prisma.CallCreateNestedManyWithoutConversationInput
   notes?: Prisma.ConversationNoteCreateNestedManyWithoutConversationInput
   order?: Prisma.ConversationOrderCreateNestedOneWithoutConversationInput
 }
@@ -410,6 +414,7 @@ export type ConversationUncheckedCreateInput = {
   createdAt?: Date | string
   updatedAt?: Date | string
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutConversationInput
+  calls?: Prisma.CallUncheckedCreateNestedManyWithoutConversationInput
   notes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutConversationInput
   order?: Prisma.ConversationOrderUncheckedCreateNestedOneWithoutConversationInput
 }
@@ -429,6 +434,7 @@ export type ConversationUpdateInput = {
   contact?: Prisma.ContactUpdateOneRequiredWithoutConversationsNestedInput
   assignee?: Prisma.DashboardAccountUpdateOneWithoutAssignedNestedInput
   messages?: Prisma.MessageUpdateManyWithoutConversationNestedInput
+  calls?: Prisma.CallUpdateManyWithoutConversationNestedInput
   notes?: Prisma.ConversationNoteUpdateManyWithoutConversationNestedInput
   order?: Prisma.ConversationOrderUpdateOneWithoutConversationNestedInput
 }
@@ -448,6 +454,7 @@ export type ConversationUncheckedUpdateInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   messages?: Prisma.MessageUncheckedUpdateManyWithoutConversationNestedInput
+  calls?: Prisma.CallUncheckedUpdateManyWithoutConversationNestedInput
   notes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutConversationNestedInput
   order?: Prisma.ConversationOrderUncheckedUpdateOneWithoutConversationNestedInput
 }
@@ -750,6 +757,20 @@ export type ConversationUncheckedUpdateManyWithoutAssigneeNestedInput = {
   deleteMany?: Prisma.ConversationScalarWhereInput | Prisma.ConversationScalarWhereInput[]
 }
 
+export type ConversationCreateNestedOneWithoutCallsInput = {
+  create?: Prisma.XOR<Prisma.ConversationCreateWithoutCallsInput, Prisma.ConversationUncheckedCreateWithoutCallsInput>
+  connectOrCreate?: Prisma.ConversationCreateOrConnectWithoutCallsInput
+  connect?: Prisma.ConversationWhereUniqueInput
+}
+
+export type ConversationUpdateOneRequiredWithoutCallsNestedInput = {
+  create?: Prisma.XOR<Prisma.ConversationCreateWithoutCallsInput, Prisma.ConversationUncheckedCreateWithoutCallsInput>
+  connectOrCreate?: Prisma.ConversationCreateOrConnectWithoutCallsInput
+  upsert?: Prisma.ConversationUpsertWithoutCallsInput
+  connect?: Prisma.ConversationWhereUniqueInput
+  update?: Prisma.XOR<Prisma.XOR<Prisma.ConversationUpdateToOneWithWhereWithoutCallsInput, Prisma.ConversationUpdateWithoutCallsInput>, Prisma.ConversationUncheckedUpdateWithoutCallsInput>
+}
+
 export type ConversationCreateWithoutProjectInput = {
   id?: bigint | number
   state?: string
@@ -764,6 +785,7 @@ export type ConversationCreateWithoutProjectInput = {
   contact: Prisma.ContactCreateNestedOneWithoutConversationsInput
   assignee?: Prisma.DashboardAccountCreateNestedOneWithoutAssignedInput
   messages?: Prisma.MessageCreateNestedManyWithoutConversationInput
+  calls?: Prisma.CallCreateNestedManyWithoutConversationInput
   notes?: Prisma.ConversationNoteCreateNestedManyWithoutConversationInput
   order?: Prisma.ConversationOrderCreateNestedOneWithoutConversationInput
 }
@@ -782,6 +804,7 @@ export type ConversationUncheckedCreateWithoutProjectInput = {
   createdAt?: Date | string
   updatedAt?: Date | string
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutConversationInput
+  calls?: Prisma.CallUncheckedCreateNestedManyWithoutConversationInput
   notes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutConversationInput
   order?: Prisma.ConversationOrderUncheckedCreateNestedOneWithoutConversationInput
 }
@@ -845,6 +868,7 @@ export type ConversationCreateWithoutContactInput = {
   project: Prisma.ProjectCreateNestedOneWithoutConversationsInput
   assignee?: Prisma.DashboardAccountCreateNestedOneWithoutAssignedInput
   messages?: Prisma.MessageCreateNestedManyWithoutConversationInput
+  calls?: Prisma.CallCreateNestedManyWithoutConversationInput
   notes?: Prisma.ConversationNoteCreateNestedManyWithoutConversationInput
   order?: Prisma.ConversationOrderCreateNestedOneWithoutConversationInput
 }
@@ -863,6 +887,7 @@ export type ConversationUncheckedCreateWithoutContactInput = {
   createdAt?: Date | string
   updatedAt?: Date | string
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutConversationInput
+  calls?: Prisma.CallUncheckedCreateNestedManyWithoutConversationInput
   notes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutConversationInput
   order?: Prisma.ConversationOrderUncheckedCreateNestedOneWithoutConversationInput
 }
@@ -908,6 +933,7 @@ export type ConversationCreateWithoutNotesInput = {
   contact: Prisma.ContactCreateNestedOneWithoutConversationsInput
   assignee?: Prisma.DashboardAccountCreateNestedOneWithoutAssignedInput
   messages?: Prisma.MessageCreateNestedManyWithoutConversationInput
+  calls?: Prisma.CallCreateNestedManyWithoutConversationInput
   order?: Prisma.ConversationOrderCreateNestedOneWithoutConversationInput
 }
 
@@ -926,6 +952,7 @@ export type ConversationUncheckedCreateWithoutNotesInput = {
   createdAt?: Date | string
   updatedAt?: Date | string
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutConversationInput
+  calls?: Prisma.CallUncheckedCreateNestedManyWithoutConversationInput
   order?: Prisma.ConversationOrderUncheckedCreateNestedOneWithoutConversationInput
 }
 
@@ -960,6 +987,7 @@ export type ConversationUpdateWithoutNotesInput = {
   contact?: Prisma.ContactUpdateOneRequiredWithoutConversationsNestedInput
   assignee?: Prisma.DashboardAccountUpdateOneWithoutAssignedNestedInput
   messages?: Prisma.MessageUpdateManyWithoutConversationNestedInput
+  calls?: Prisma.CallUpdateManyWithoutConversationNestedInput
   order?: Prisma.ConversationOrderUpdateOneWithoutConversationNestedInput
 }
 
@@ -978,6 +1006,7 @@ export type ConversationUncheckedUpdateWithoutNotesInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   messages?: Prisma.MessageUncheckedUpdateManyWithoutConversationNestedInput
+  calls?: Prisma.CallUncheckedUpdateManyWithoutConversationNestedInput
   order?: Prisma.ConversationOrderUncheckedUpdateOneWithoutConversationNestedInput
 }
 
@@ -996,6 +1025,7 @@ export type ConversationCreateWithoutOrderInput = {
   contact: Prisma.ContactCreateNestedOneWithoutConversationsInput
   assignee?: Prisma.DashboardAccountCreateNestedOneWithoutAssignedInput
   messages?: Prisma.MessageCreateNestedManyWithoutConversationInput
+  calls?: Prisma.CallCreateNestedManyWithoutConversationInput
   notes?: Prisma.ConversationNoteCreateNestedManyWithoutConversationInput
 }
 
@@ -1014,6 +1044,7 @@ export type ConversationUncheckedCreateWithoutOrderInput = {
   createdAt?: Date | string
   updatedAt?: Date | string
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutConversationInput
+  calls?: Prisma.CallUncheckedCreateNestedManyWithoutConversationInput
   notes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutConversationInput
 }
 
@@ -1048,6 +1079,7 @@ export type ConversationUpdateWithoutOrderInput = {
   contact?: Prisma.ContactUpdateOneRequiredWithoutConversationsNestedInput
   assignee?: Prisma.DashboardAccountUpdateOneWithoutAssignedNestedInput
   messages?: Prisma.MessageUpdateManyWithoutConversationNestedInput
+  calls?: Prisma.CallUpdateManyWithoutConversationNestedInput
   notes?: Prisma.ConversationNoteUpdateManyWithoutConversationNestedInput
 }
 
@@ -1066,6 +1098,7 @@ export type ConversationUncheckedUpdateWithoutOrderInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   messages?: Prisma.MessageUncheckedUpdateManyWithoutConversationNestedInput
+  calls?: Prisma.CallUncheckedUpdateManyWithoutConversationNestedInput
   notes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutConversationNestedInput
 }
 
@@ -1083,6 +1116,7 @@ export type ConversationCreateWithoutMessagesInput = {
   project: Prisma.ProjectCreateNestedOneWithoutConversationsInput
   contact: Prisma.ContactCreateNestedOneWithoutConversationsInput
   assignee?: Prisma.DashboardAccountCreateNestedOneWithoutAssignedInput
+  calls?: Prisma.CallCreateNestedManyWithoutConversationInput
   notes?: Prisma.ConversationNoteCreateNestedManyWithoutConversationInput
   order?: Prisma.ConversationOrderCreateNestedOneWithoutConversationInput
 }
@@ -1101,6 +1135,7 @@ export type ConversationUncheckedCreateWithoutMessagesInput = {
   labels?: Prisma.ConversationCreatelabelsInput | string[]
   createdAt?: Date | string
   updatedAt?: Date | string
+  calls?: Prisma.CallUncheckedCreateNestedManyWithoutConversationInput
   notes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutConversationInput
   order?: Prisma.ConversationOrderUncheckedCreateNestedOneWithoutConversationInput
 }
@@ -1135,6 +1170,7 @@ export type ConversationUpdateWithoutMessagesInput = {
   project?: Prisma.ProjectUpdateOneRequiredWithoutConversationsNestedInput
   contact?: Prisma.ContactUpdateOneRequiredWithoutConversationsNestedInput
   assignee?: Prisma.DashboardAccountUpdateOneWithoutAssignedNestedInput
+  calls?: Prisma.CallUpdateManyWithoutConversationNestedInput
   notes?: Prisma.ConversationNoteUpdateManyWithoutConversationNestedInput
   order?: Prisma.ConversationOrderUpdateOneWithoutConversationNestedInput
 }
@@ -1153,6 +1189,7 @@ export type ConversationUncheckedUpdateWithoutMessagesInput = {
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  calls?: Prisma.CallUncheckedUpdateManyWithoutConversationNestedInput
   notes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutConversationNestedInput
   order?: Prisma.ConversationOrderUncheckedUpdateOneWithoutConversationNestedInput
 }
@@ -1171,6 +1208,7 @@ export type ConversationCreateWithoutAssigneeInput = {
   project: Prisma.ProjectCreateNestedOneWithoutConversationsInput
   contact: Prisma.ContactCreateNestedOneWithoutConversationsInput
   messages?: Prisma.MessageCreateNestedManyWithoutConversationInput
+  calls?: Prisma.CallCreateNestedManyWithoutConversationInput
   notes?: Prisma.ConversationNoteCreateNestedManyWithoutConversationInput
   order?: Prisma.ConversationOrderCreateNestedOneWithoutConversationInput
 }
@@ -1189,6 +1227,7 @@ export type ConversationUncheckedCreateWithoutAssigneeInput = {
   createdAt?: Date | string
   updatedAt?: Date | string
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutConversationInput
+  calls?: Prisma.CallUncheckedCreateNestedManyWithoutConversationInput
   notes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutConversationInput
   order?: Prisma.ConversationOrderUncheckedCreateNestedOneWithoutConversationInput
 }
@@ -1217,6 +1256,98 @@ export type ConversationUpdateWithWhereUniqueWithoutAssigneeInput = {
 export type ConversationUpdateManyWithWhereWithoutAssigneeInput = {
   where: Prisma.ConversationScalarWhereInput
   data: Prisma.XOR<Prisma.ConversationUpdateManyMutationInput, Prisma.ConversationUncheckedUpdateManyWithoutAssigneeInput>
+}
+
+export type ConversationCreateWithoutCallsInput = {
+  id?: bigint | number
+  state?: string
+  lastMessageAt: Date | string
+  orderAt?: Date | string
+  lastInboundAt?: Date | string | null
+  seenAt?: Date | string | null
+  assignedAt?: Date | string | null
+  labels?: Prisma.ConversationCreatelabelsInput | string[]
+  createdAt?: Date | string
+  updatedAt?: Date | string
+  project: Prisma.ProjectCreateNestedOneWithoutConversationsInput
+  contact: Prisma.ContactCreateNestedOneWithoutConversationsInput
+  assignee?: Prisma.DashboardAccountCreateNestedOneWithoutAssignedInput
+  messages?: Prisma.MessageCreateNestedManyWithoutConversationInput
+  notes?: Prisma.ConversationNoteCreateNestedManyWithoutConversationInput
+  order?: Prisma.ConversationOrderCreateNestedOneWithoutConversationInput
+}
+
+export type ConversationUncheckedCreateWithoutCallsInput = {
+  id?: bigint | number
+  projectId: string
+  contactId: bigint | number
+  state?: string
+  lastMessageAt: Date | string
+  orderAt?: Date | string
+  lastInboundAt?: Date | string | null
+  seenAt?: Date | string | null
+  assigneeId?: string | null
+  assignedAt?: Date | string | null
+  labels?: Prisma.ConversationCreatelabelsInput | string[]
+  createdAt?: Date | string
+  updatedAt?: Date | string
+  messages?: Prisma.MessageUncheckedCreateNestedManyWithoutConversationInput
+  notes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutConversationInput
+  order?: Prisma.ConversationOrderUncheckedCreateNestedOneWithoutConversationInput
+}
+
+export type ConversationCreateOrConnectWithoutCallsInput = {
+  where: Prisma.ConversationWhereUniqueInput
+  create: Prisma.XOR<Prisma.ConversationCreateWithoutCallsInput, Prisma.ConversationUncheckedCreateWithoutCallsInput>
+}
+
+export type ConversationUpsertWithoutCallsInput = {
+  update: Prisma.XOR<Prisma.ConversationUpdateWithoutCallsInput, Prisma.ConversationUncheckedUpdateWithoutCallsInput>
+  create: Prisma.XOR<Prisma.ConversationCreateWithoutCallsInput, Prisma.ConversationUncheckedCreateWithoutCallsInput>
+  where?: Prisma.ConversationWhereInput
+}
+
+export type ConversationUpdateToOneWithWhereWithoutCallsInput = {
+  where?: Prisma.ConversationWhereInput
+  data: Prisma.XOR<Prisma.ConversationUpdateWithoutCallsInput, Prisma.ConversationUncheckedUpdateWithoutCallsInput>
+}
+
+export type ConversationUpdateWithoutCallsInput = {
+  id?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  state?: Prisma.StringFieldUpdateOperationsInput | string
+  lastMessageAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  labels?: Prisma.ConversationUpdatelabelsInput | string[]
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  project?: Prisma.ProjectUpdateOneRequiredWithoutConversationsNestedInput
+  contact?: Prisma.ContactUpdateOneRequiredWithoutConversationsNestedInput
+  assignee?: Prisma.DashboardAccountUpdateOneWithoutAssignedNestedInput
+  messages?: Prisma.MessageUpdateManyWithoutConversationNestedInput
+  notes?: Prisma.ConversationNoteUpdateManyWithoutConversationNestedInput
+  order?: Prisma.ConversationOrderUpdateOneWithoutConversationNestedInput
+}
+
+export type ConversationUncheckedUpdateWithoutCallsInput = {
+  id?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  projectId?: Prisma.StringFieldUpdateOperationsInput | string
+  contactId?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  state?: Prisma.StringFieldUpdateOperationsInput | string
+  lastMessageAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  orderAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  lastInboundAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  assigneeId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  labels?: Prisma.ConversationUpdatelabelsInput | string[]
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  messages?: Prisma.MessageUncheckedUpdateManyWithoutConversationNestedInput
+  notes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutConversationNestedInput
+  order?: Prisma.ConversationOrderUncheckedUpdateOneWithoutConversationNestedInput
 }
 
 export type ConversationCreateManyProjectInput = {
@@ -1248,6 +1379,7 @@ export type ConversationUpdateWithoutProjectInput = {
   contact?: Prisma.ContactUpdateOneRequiredWithoutConversationsNestedInput
   assignee?: Prisma.DashboardAccountUpdateOneWithoutAssignedNestedInput
   messages?: Prisma.MessageUpdateManyWithoutConversationNestedInput
+  calls?: Prisma.CallUpdateManyWithoutConversationNestedInput
   notes?: Prisma.ConversationNoteUpdateManyWithoutConversationNestedInput
   order?: Prisma.ConversationOrderUpdateOneWithoutConversationNestedInput
 }
@@ -1266,6 +1398,7 @@ export type ConversationUncheckedUpdateWithoutProjectInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   messages?: Prisma.MessageUncheckedUpdateManyWithoutConversationNestedInput
+  calls?: Prisma.CallUncheckedUpdateManyWithoutConversationNestedInput
   notes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutConversationNestedInput
   order?: Prisma.ConversationOrderUncheckedUpdateOneWithoutConversationNestedInput
 }
@@ -1314,6 +1447,7 @@ export type ConversationUpdateWithoutContactInput = {
   project?: Prisma.ProjectUpdateOneRequiredWithoutConversationsNestedInput
   assignee?: Prisma.DashboardAccountUpdateOneWithoutAssignedNestedInput
   messages?: Prisma.MessageUpdateManyWithoutConversationNestedInput
+  calls?: Prisma.CallUpdateManyWithoutConversationNestedInput
   notes?: Prisma.ConversationNoteUpdateManyWithoutConversationNestedInput
   order?: Prisma.ConversationOrderUpdateOneWithoutConversationNestedInput
 }
@@ -1332,6 +1466,7 @@ export type ConversationUncheckedUpdateWithoutContactInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   messages?: Prisma.MessageUncheckedUpdateManyWithoutConversationNestedInput
+  calls?: Prisma.CallUncheckedUpdateManyWithoutConversationNestedInput
   notes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutConversationNestedInput
   order?: Prisma.ConversationOrderUncheckedUpdateOneWithoutConversationNestedInput
 }
@@ -1380,6 +1515,7 @@ export type ConversationUpdateWithoutAssigneeInput = {
   project?: Prisma.ProjectUpdateOneRequiredWithoutConversationsNestedInput
   contact?: Prisma.ContactUpdateOneRequiredWithoutConversationsNestedInput
   messages?: Prisma.MessageUpdateManyWithoutConversationNestedInput
+  calls?: Prisma.CallUpdateManyWithoutConversationNestedInput
   notes?: Prisma.ConversationNoteUpdateManyWithoutConversationNestedInput
   order?: Prisma.ConversationOrderUpdateOneWithoutConversationNestedInput
 }
@@ -1398,6 +1534,7 @@ export type ConversationUncheckedUpdateWithoutAssigneeInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   messages?: Prisma.MessageUncheckedUpdateManyWithoutConversationNestedInput
+  calls?: Prisma.CallUncheckedUpdateManyWithoutConversationNestedInput
   notes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutConversationNestedInput
   order?: Prisma.ConversationOrderUncheckedUpdateOneWithoutConversationNestedInput
 }
@@ -1424,11 +1561,13 @@ export type ConversationUncheckedUpdateManyWithoutAssigneeInput = {
 
 export type ConversationCountOutputType = {
   messages: number
+  calls: number
   notes: number
 }
 
 export type ConversationCountOutputTypeSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   messages?: boolean | ConversationCountOutputTypeCountMessagesArgs
+  calls?: boolean | ConversationCountOutputTypeCountCallsArgs
   notes?: boolean | ConversationCountOutputTypeCountNotesArgs
 }
 
@@ -1447,6 +1586,13 @@ export type ConversationCountOutputTypeDefaultArgs<ExtArgs extends runtime.Types
  */
 export type ConversationCountOutputTypeCountMessagesArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   where?: Prisma.MessageWhereInput
+}
+
+/**
+ * ConversationCountOutputType without action
+ */
+export type ConversationCountOutputTypeCountCallsArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  where?: Prisma.CallWhereInput
 }
 
 /**
@@ -1475,6 +1621,7 @@ export type ConversationSelect<ExtArgs extends runtime.Types.Extensions.Internal
   contact?: boolean | Prisma.ContactDefaultArgs<ExtArgs>
   assignee?: boolean | Prisma.Conversation$assigneeArgs<ExtArgs>
   messages?: boolean | Prisma.Conversation$messagesArgs<ExtArgs>
+  calls?: boolean | Prisma.Conversation$callsArgs<ExtArgs>
   notes?: boolean | Prisma.Conversation$notesArgs<ExtArgs>
   order?: boolean | Prisma.Conversation$orderArgs<ExtArgs>
   _count?: boolean | Prisma.ConversationCountOutputTypeDefaultArgs<ExtArgs>
@@ -1540,6 +1687,7 @@ export type ConversationInclude<ExtArgs extends runtime.Types.Extensions.Interna
   contact?: boolean | Prisma.ContactDefaultArgs<ExtArgs>
   assignee?: boolean | Prisma.Conversation$assigneeArgs<ExtArgs>
   messages?: boolean | Prisma.Conversation$messagesArgs<ExtArgs>
+  calls?: boolean | Prisma.Conversation$callsArgs<ExtArgs>
   notes?: boolean | Prisma.Conversation$notesArgs<ExtArgs>
   order?: boolean | Prisma.Conversation$orderArgs<ExtArgs>
   _count?: boolean | Prisma.ConversationCountOutputTypeDefaultArgs<ExtArgs>
@@ -1562,6 +1710,7 @@ export type $ConversationPayload<ExtArgs extends runtime.Types.Extensions.Intern
     contact: Prisma.$ContactPayload<ExtArgs>
     assignee: Prisma.$DashboardAccountPayload<ExtArgs> | null
     messages: Prisma.$MessagePayload<ExtArgs>[]
+    calls: Prisma.$CallPayload<ExtArgs>[]
     notes: Prisma.$ConversationNotePayload<ExtArgs>[]
     order: Prisma.$ConversationOrderPayload<ExtArgs> | null
   }
@@ -2001,6 +2150,7 @@ export interface Prisma__ConversationClient<T, Null = never, ExtArgs extends run
   contact<T extends Prisma.ContactDefaultArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.ContactDefaultArgs<ExtArgs>>): Prisma.Prisma__ContactClient<runtime.Types.Result.GetResult<Prisma.$ContactPayload<ExtArgs>, T, "findUniqueOrThrow", GlobalOmitOptions> | Null, Null, ExtArgs, GlobalOmitOptions>
   assignee<T extends Prisma.Conversation$assigneeArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Conversation$assigneeArgs<ExtArgs>>): Prisma.Prisma__DashboardAccountClient<runtime.Types.Result.GetResult<Prisma.$DashboardAccountPayload<ExtArgs>, T, "findUniqueOrThrow", GlobalOmitOptions> | null, null, ExtArgs, GlobalOmitOptions>
   messages<T extends Prisma.Conversation$messagesArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Conversation$messagesArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$MessagePayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
+  calls<T extends Prisma.Conversation$callsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Conversation$callsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$CallPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   notes<T extends Prisma.Conversation$notesArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Conversation$notesArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$ConversationNotePayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   order<T extends Prisma.Conversation$orderArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Conversation$orderArgs<ExtArgs>>): Prisma.Prisma__ConversationOrderClient<runtime.Types.Result.GetResult<Prisma.$ConversationOrderPayload<ExtArgs>, T, "findUniqueOrThrow", GlobalOmitOptions> | null, null, ExtArgs, GlobalOmitOptions>
   /**
@@ -2486,6 +2636,30 @@ export type Conversation$messagesArgs<ExtArgs extends runtime.Types.Extensions.I
   take?: number
   skip?: number
   distinct?: Prisma.MessageScalarFieldEnum | Prisma.MessageScalarFieldEnum[]
+}
+
+/**
+ * Conversation.calls
+ */
+export type Conversation$callsArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  /**
+   * Select specific fields to fetch from the Call
+   */
+  select?: Prisma.CallSelect<ExtArgs> | null
+  /**
+   * Omit specific fields from the Call
+   */
+  omit?: Prisma.CallOmit<ExtArgs> | null
+  /**
+   * Choose, which related nodes to fetch as well
+   */
+  include?: Prisma.CallInclude<ExtArgs> | null
+  where?: Prisma.CallWhereInput
+  orderBy?: Prisma.CallOrderByWithRelationInput | Prisma.CallOrderByWithRelationInput[]
+  cursor?: Prisma.CallWhereUniqueInput
+  take?: number
+  skip?: number
+  distinct?: Prisma.CallScalarFieldEnum | Prisma.CallScalarFieldEnum[]
 }
 
 /**

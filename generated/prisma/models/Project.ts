@@ -254,6 +254,7 @@ export type ProjectWhereInput = {
   contacts?: Prisma.ContactListRelationFilter
   conversations?: Prisma.ConversationListRelationFilter
   messages?: Prisma.MessageListRelationFilter
+  calls?: Prisma.CallListRelationFilter
   events?: Prisma.EventListRelationFilter
   idempotencyRecords?: Prisma.IdempotencyRecordListRelationFilter
   sendCounters?: Prisma.SendCounterListRelationFilter
@@ -290,6 +291,7 @@ export type ProjectOrderByWithRelationInput = {
   contacts?: Prisma.ContactOrderByRelationAggregateInput
   conversations?: Prisma.ConversationOrderByRelationAggregateInput
   messages?: Prisma.MessageOrderByRelationAggregateInput
+  calls?: Prisma.CallOrderByRelationAggregateInput
   events?: Prisma.EventOrderByRelationAggregateInput
   idempotencyRecords?: Prisma.IdempotencyRecordOrderByRelationAggregateInput
   sendCounters?: Prisma.SendCounterOrderByRelationAggregateInput
@@ -329,6 +331,7 @@ export type ProjectWhereUniqueInput = Prisma.AtLeast<{
   contacts?: Prisma.ContactListRelationFilter
   conversations?: Prisma.ConversationListRelationFilter
   messages?: Prisma.MessageListRelationFilter
+  calls?: Prisma.CallListRelationFilter
   events?: Prisma.EventListRelationFilter
   idempotencyRecords?: Prisma.IdempotencyRecordListRelationFilter
   sendCounters?: Prisma.SendCounterListRelationFilter
@@ -397,6 +400,7 @@ export type ProjectCreateInput = {
   contacts?: Prisma.ContactCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
@@ -433,6 +437,7 @@ export type ProjectUncheckedCreateInput = {
   contacts?: Prisma.ContactUncheckedCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
@@ -469,6 +474,7 @@ export type ProjectUpdateInput = {
   contacts?: Prisma.ContactUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
@@ -505,6 +511,7 @@ export type ProjectUncheckedUpdateInput = {
   contacts?: Prisma.ContactUncheckedUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
@@ -966,6 +973,20 @@ export type ProjectUpdateOneRequiredWithoutDashboardInvitesNestedInput = {
   update?: Prisma.XOR<Prisma.XOR<Prisma.ProjectUpdateToOneWithWhereWithoutDashboardInvitesInput, Prisma.ProjectUpdateWithoutDashboardInvitesInput>, Prisma.ProjectUncheckedUpdateWithoutDashboardInvitesInput>
 }
 
+export type ProjectCreateNestedOneWithoutCallsInput = {
+  create?: Prisma.XOR<Prisma.ProjectCreateWithoutCallsInput, Prisma.ProjectUncheckedCreateWithoutCallsInput>
+  connectOrCreate?: Prisma.ProjectCreateOrConnectWithoutCallsInput
+  connect?: Prisma.ProjectWhereUniqueInput
+}
+
+export type ProjectUpdateOneRequiredWithoutCallsNestedInput = {
+  create?: Prisma.XOR<Prisma.ProjectCreateWithoutCallsInput, Prisma.ProjectUncheckedCreateWithoutCallsInput>
+  connectOrCreate?: Prisma.ProjectCreateOrConnectWithoutCallsInput
+  upsert?: Prisma.ProjectUpsertWithoutCallsInput
+  connect?: Prisma.ProjectWhereUniqueInput
+  update?: Prisma.XOR<Prisma.XOR<Prisma.ProjectUpdateToOneWithWhereWithoutCallsInput, Prisma.ProjectUpdateWithoutCallsInput>, Prisma.ProjectUncheckedUpdateWithoutCallsInput>
+}
+
 export type ProjectCreateWithoutApiKeysInput = {
   id: string
   name: string
@@ -981,6 +1002,7 @@ export type ProjectCreateWithoutApiKeysInput = {
   contacts?: Prisma.ContactCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
@@ -1016,6 +1038,7 @@ export type ProjectUncheckedCreateWithoutApiKeysInput = {
   contacts?: Prisma.ContactUncheckedCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
@@ -1067,6 +1090,7 @@ export type ProjectUpdateWithoutApiKeysInput = {
   contacts?: Prisma.ContactUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
@@ -1102,6 +1126,7 @@ export type ProjectUncheckedUpdateWithoutApiKeysInput = {
   contacts?: Prisma.ContactUncheckedUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
@@ -1137,6 +1162,7 @@ export type ProjectCreateWithoutConnectionsInput = {
   contacts?: Prisma.ContactCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
@@ -1172,6 +1198,7 @@ export type ProjectUncheckedCreateWithoutConnectionsInput = {
   contacts?: Prisma.ContactUncheckedCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
@@ -1223,6 +1250,7 @@ export type ProjectUpdateWithoutConnectionsInput = {
   contacts?: Prisma.ContactUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
@@ -1258,6 +1286,7 @@ export type ProjectUncheckedUpdateWithoutConnectionsInput = {
   contacts?: Prisma.ContactUncheckedUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
@@ -1293,6 +1322,7 @@ export type ProjectCreateWithoutChannelInput = {
   contacts?: Prisma.ContactCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
@@ -1328,6 +1358,7 @@ export type ProjectUncheckedCreateWithoutChannelInput = {
   contacts?: Prisma.ContactUncheckedCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
@@ -1379,6 +1410,7 @@ export type ProjectUpdateWithoutChannelInput = {
   contacts?: Prisma.ContactUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
@@ -1414,6 +1446,7 @@ export type ProjectUncheckedUpdateWithoutChannelInput = {
   contacts?: Prisma.ContactUncheckedUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
@@ -1449,6 +1482,7 @@ export type ProjectCreateWithoutContactsInput = {
   channel?: Prisma.ChannelSettingsCreateNestedOneWithoutProjectInput
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
@@ -1484,6 +1518,7 @@ export type ProjectUncheckedCreateWithoutContactsInput = {
   channel?: Prisma.ChannelSettingsUncheckedCreateNestedOneWithoutProjectInput
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
@@ -1535,6 +1570,7 @@ export type ProjectUpdateWithoutContactsInput = {
   channel?: Prisma.ChannelSettingsUpdateOneWithoutProjectNestedInput
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
@@ -1570,6 +1606,7 @@ export type ProjectUncheckedUpdateWithoutContactsInput = {
   channel?: Prisma.ChannelSettingsUncheckedUpdateOneWithoutProjectNestedInput
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
@@ -1605,6 +1642,7 @@ export type ProjectCreateWithoutConversationsInput = {
   channel?: Prisma.ChannelSettingsCreateNestedOneWithoutProjectInput
   contacts?: Prisma.ContactCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
@@ -1640,6 +1678,7 @@ export type ProjectUncheckedCreateWithoutConversationsInput = {
   channel?: Prisma.ChannelSettingsUncheckedCreateNestedOneWithoutProjectInput
   contacts?: Prisma.ContactUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
@@ -1691,6 +1730,7 @@ export type ProjectUpdateWithoutConversationsInput = {
   channel?: Prisma.ChannelSettingsUpdateOneWithoutProjectNestedInput
   contacts?: Prisma.ContactUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
@@ -1726,6 +1766,7 @@ export type ProjectUncheckedUpdateWithoutConversationsInput = {
   channel?: Prisma.ChannelSettingsUncheckedUpdateOneWithoutProjectNestedInput
   contacts?: Prisma.ContactUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
@@ -1762,6 +1803,7 @@ export type ProjectCreateWithoutConversationNotesInput = {
   contacts?: Prisma.ContactCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
@@ -1797,6 +1839,7 @@ export type ProjectUncheckedCreateWithoutConversationNotesInput = {
   contacts?: Prisma.ContactUncheckedCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
@@ -1848,6 +1891,7 @@ export type ProjectUpdateWithoutConversationNotesInput = {
   contacts?: Prisma.ContactUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
@@ -1883,6 +1927,7 @@ export type ProjectUncheckedUpdateWithoutConversationNotesInput = {
   contacts?: Prisma.ContactUncheckedUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
@@ -1918,6 +1963,7 @@ export type ProjectCreateWithoutCannedRepliesInput = {
   contacts?: Prisma.ContactCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
@@ -1953,6 +1999,7 @@ export type ProjectUncheckedCreateWithoutCannedRepliesInput = {
   contacts?: Prisma.ContactUncheckedCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
@@ -2004,6 +2051,7 @@ export type ProjectUpdateWithoutCannedRepliesInput = {
   contacts?: Prisma.ContactUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
@@ -2039,6 +2087,7 @@ export type ProjectUncheckedUpdateWithoutCannedRepliesInput = {
   contacts?: Prisma.ContactUncheckedUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
@@ -2073,6 +2122,7 @@ export type ProjectCreateWithoutMessagesInput = {
   channel?: Prisma.ChannelSettingsCreateNestedOneWithoutProjectInput
   contacts?: Prisma.ContactCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
@@ -2108,6 +2158,7 @@ export type ProjectUncheckedCreateWithoutMessagesInput = {
   channel?: Prisma.ChannelSettingsUncheckedCreateNestedOneWithoutProjectInput
   contacts?: Prisma.ContactUncheckedCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
@@ -2159,6 +2210,7 @@ export type ProjectUpdateWithoutMessagesInput = {
   channel?: Prisma.ChannelSettingsUpdateOneWithoutProjectNestedInput
   contacts?: Prisma.ContactUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
@@ -2194,6 +2246,7 @@ export type ProjectUncheckedUpdateWithoutMessagesInput = {
   channel?: Prisma.ChannelSettingsUncheckedUpdateOneWithoutProjectNestedInput
   contacts?: Prisma.ContactUncheckedUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
@@ -2230,6 +2283,7 @@ export type ProjectCreateWithoutEventsInput = {
   contacts?: Prisma.ContactCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
   apiErrors?: Prisma.ProjectApiErrorCreateNestedManyWithoutProjectInput
@@ -2265,6 +2319,7 @@ export type ProjectUncheckedCreateWithoutEventsInput = {
   contacts?: Prisma.ContactUncheckedCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
   apiErrors?: Prisma.ProjectApiErrorUncheckedCreateNestedManyWithoutProjectInput
@@ -2316,6 +2371,7 @@ export type ProjectUpdateWithoutEventsInput = {
   contacts?: Prisma.ContactUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
   apiErrors?: Prisma.ProjectApiErrorUpdateManyWithoutProjectNestedInput
@@ -2351,6 +2407,7 @@ export type ProjectUncheckedUpdateWithoutEventsInput = {
   contacts?: Prisma.ContactUncheckedUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
   apiErrors?: Prisma.ProjectApiErrorUncheckedUpdateManyWithoutProjectNestedInput
@@ -2386,6 +2443,7 @@ export type ProjectCreateWithoutIdempotencyRecordsInput = {
   contacts?: Prisma.ContactCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
   apiErrors?: Prisma.ProjectApiErrorCreateNestedManyWithoutProjectInput
@@ -2421,6 +2479,7 @@ export type ProjectUncheckedCreateWithoutIdempotencyRecordsInput = {
   contacts?: Prisma.ContactUncheckedCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
   apiErrors?: Prisma.ProjectApiErrorUncheckedCreateNestedManyWithoutProjectInput
@@ -2472,6 +2531,7 @@ export type ProjectUpdateWithoutIdempotencyRecordsInput = {
   contacts?: Prisma.ContactUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
   apiErrors?: Prisma.ProjectApiErrorUpdateManyWithoutProjectNestedInput
@@ -2507,6 +2567,7 @@ export type ProjectUncheckedUpdateWithoutIdempotencyRecordsInput = {
   contacts?: Prisma.ContactUncheckedUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
   apiErrors?: Prisma.ProjectApiErrorUncheckedUpdateManyWithoutProjectNestedInput
@@ -2542,6 +2603,7 @@ export type ProjectCreateWithoutSendCountersInput = {
   contacts?: Prisma.ContactCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   apiErrors?: Prisma.ProjectApiErrorCreateNestedManyWithoutProjectInput
@@ -2577,6 +2639,7 @@ export type ProjectUncheckedCreateWithoutSendCountersInput = {
   contacts?: Prisma.ContactUncheckedCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   apiErrors?: Prisma.ProjectApiErrorUncheckedCreateNestedManyWithoutProjectInput
@@ -2628,6 +2691,7 @@ export type ProjectUpdateWithoutSendCountersInput = {
   contacts?: Prisma.ContactUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   apiErrors?: Prisma.ProjectApiErrorUpdateManyWithoutProjectNestedInput
@@ -2663,6 +2727,7 @@ export type ProjectUncheckedUpdateWithoutSendCountersInput = {
   contacts?: Prisma.ContactUncheckedUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   apiErrors?: Prisma.ProjectApiErrorUncheckedUpdateManyWithoutProjectNestedInput
@@ -2698,6 +2763,7 @@ export type ProjectCreateWithoutApiErrorsInput = {
   contacts?: Prisma.ContactCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
@@ -2733,6 +2799,7 @@ export type ProjectUncheckedCreateWithoutApiErrorsInput = {
   contacts?: Prisma.ContactUncheckedCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
@@ -2784,6 +2851,7 @@ export type ProjectUpdateWithoutApiErrorsInput = {
   contacts?: Prisma.ContactUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
@@ -2819,6 +2887,7 @@ export type ProjectUncheckedUpdateWithoutApiErrorsInput = {
   contacts?: Prisma.ContactUncheckedUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
@@ -2854,6 +2923,7 @@ export type ProjectCreateWithoutTemplatesInput = {
   contacts?: Prisma.ContactCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
@@ -2889,6 +2959,7 @@ export type ProjectUncheckedCreateWithoutTemplatesInput = {
   contacts?: Prisma.ContactUncheckedCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
@@ -2940,6 +3011,7 @@ export type ProjectUpdateWithoutTemplatesInput = {
   contacts?: Prisma.ContactUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
@@ -2975,6 +3047,7 @@ export type ProjectUncheckedUpdateWithoutTemplatesInput = {
   contacts?: Prisma.ContactUncheckedUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
@@ -3010,6 +3083,7 @@ export type ProjectCreateWithoutWebhooksInput = {
   contacts?: Prisma.ContactCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
@@ -3045,6 +3119,7 @@ export type ProjectUncheckedCreateWithoutWebhooksInput = {
   contacts?: Prisma.ContactUncheckedCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
@@ -3096,6 +3171,7 @@ export type ProjectUpdateWithoutWebhooksInput = {
   contacts?: Prisma.ContactUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
@@ -3131,6 +3207,7 @@ export type ProjectUncheckedUpdateWithoutWebhooksInput = {
   contacts?: Prisma.ContactUncheckedUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
@@ -3166,6 +3243,7 @@ export type ProjectCreateWithoutRuntimeTokensInput = {
   contacts?: Prisma.ContactCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
@@ -3201,6 +3279,7 @@ export type ProjectUncheckedCreateWithoutRuntimeTokensInput = {
   contacts?: Prisma.ContactUncheckedCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
@@ -3252,6 +3331,7 @@ export type ProjectUpdateWithoutRuntimeTokensInput = {
   contacts?: Prisma.ContactUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
@@ -3287,6 +3367,7 @@ export type ProjectUncheckedUpdateWithoutRuntimeTokensInput = {
   contacts?: Prisma.ContactUncheckedUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
@@ -3322,6 +3403,7 @@ export type ProjectCreateWithoutMediaAssetsInput = {
   contacts?: Prisma.ContactCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
@@ -3357,6 +3439,7 @@ export type ProjectUncheckedCreateWithoutMediaAssetsInput = {
   contacts?: Prisma.ContactUncheckedCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
@@ -3408,6 +3491,7 @@ export type ProjectUpdateWithoutMediaAssetsInput = {
   contacts?: Prisma.ContactUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
@@ -3443,6 +3527,7 @@ export type ProjectUncheckedUpdateWithoutMediaAssetsInput = {
   contacts?: Prisma.ContactUncheckedUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
@@ -3478,6 +3563,7 @@ export type ProjectCreateWithoutHeaderSamplesInput = {
   contacts?: Prisma.ContactCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
@@ -3513,6 +3599,7 @@ export type ProjectUncheckedCreateWithoutHeaderSamplesInput = {
   contacts?: Prisma.ContactUncheckedCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
@@ -3564,6 +3651,7 @@ export type ProjectUpdateWithoutHeaderSamplesInput = {
   contacts?: Prisma.ContactUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
@@ -3599,6 +3687,7 @@ export type ProjectUncheckedUpdateWithoutHeaderSamplesInput = {
   contacts?: Prisma.ContactUncheckedUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
@@ -3634,6 +3723,7 @@ export type ProjectCreateWithoutSegmentsInput = {
   contacts?: Prisma.ContactCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
@@ -3669,6 +3759,7 @@ export type ProjectUncheckedCreateWithoutSegmentsInput = {
   contacts?: Prisma.ContactUncheckedCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
@@ -3720,6 +3811,7 @@ export type ProjectUpdateWithoutSegmentsInput = {
   contacts?: Prisma.ContactUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
@@ -3755,6 +3847,7 @@ export type ProjectUncheckedUpdateWithoutSegmentsInput = {
   contacts?: Prisma.ContactUncheckedUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
@@ -3790,6 +3883,7 @@ export type ProjectCreateWithoutBroadcastsInput = {
   contacts?: Prisma.ContactCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
@@ -3825,6 +3919,7 @@ export type ProjectUncheckedCreateWithoutBroadcastsInput = {
   contacts?: Prisma.ContactUncheckedCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
@@ -3876,6 +3971,7 @@ export type ProjectUpdateWithoutBroadcastsInput = {
   contacts?: Prisma.ContactUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
@@ -3911,6 +4007,7 @@ export type ProjectUncheckedUpdateWithoutBroadcastsInput = {
   contacts?: Prisma.ContactUncheckedUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
@@ -3946,6 +4043,7 @@ export type ProjectCreateWithoutContactImportsInput = {
   contacts?: Prisma.ContactCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
@@ -3981,6 +4079,7 @@ export type ProjectUncheckedCreateWithoutContactImportsInput = {
   contacts?: Prisma.ContactUncheckedCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
@@ -4032,6 +4131,7 @@ export type ProjectUpdateWithoutContactImportsInput = {
   contacts?: Prisma.ContactUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
@@ -4067,6 +4167,7 @@ export type ProjectUncheckedUpdateWithoutContactImportsInput = {
   contacts?: Prisma.ContactUncheckedUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
@@ -4102,6 +4203,7 @@ export type ProjectCreateWithoutProjectFilesInput = {
   contacts?: Prisma.ContactCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
@@ -4137,6 +4239,7 @@ export type ProjectUncheckedCreateWithoutProjectFilesInput = {
   contacts?: Prisma.ContactUncheckedCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
@@ -4188,6 +4291,7 @@ export type ProjectUpdateWithoutProjectFilesInput = {
   contacts?: Prisma.ContactUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
@@ -4223,6 +4327,7 @@ export type ProjectUncheckedUpdateWithoutProjectFilesInput = {
   contacts?: Prisma.ContactUncheckedUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
@@ -4258,6 +4363,7 @@ export type ProjectCreateWithoutFlowsInput = {
   contacts?: Prisma.ContactCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
@@ -4293,6 +4399,7 @@ export type ProjectUncheckedCreateWithoutFlowsInput = {
   contacts?: Prisma.ContactUncheckedCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
@@ -4344,6 +4451,7 @@ export type ProjectUpdateWithoutFlowsInput = {
   contacts?: Prisma.ContactUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
@@ -4379,6 +4487,7 @@ export type ProjectUncheckedUpdateWithoutFlowsInput = {
   contacts?: Prisma.ContactUncheckedUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
@@ -4414,6 +4523,7 @@ export type ProjectCreateWithoutDashboardMembersInput = {
   contacts?: Prisma.ContactCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
@@ -4449,6 +4559,7 @@ export type ProjectUncheckedCreateWithoutDashboardMembersInput = {
   contacts?: Prisma.ContactUncheckedCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
@@ -4500,6 +4611,7 @@ export type ProjectUpdateWithoutDashboardMembersInput = {
   contacts?: Prisma.ContactUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
@@ -4535,6 +4647,7 @@ export type ProjectUncheckedUpdateWithoutDashboardMembersInput = {
   contacts?: Prisma.ContactUncheckedUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
@@ -4570,6 +4683,7 @@ export type ProjectCreateWithoutDashboardInvitesInput = {
   contacts?: Prisma.ContactCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
@@ -4605,6 +4719,7 @@ export type ProjectUncheckedCreateWithoutDashboardInvitesInput = {
   contacts?: Prisma.ContactUncheckedCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
@@ -4656,6 +4771,7 @@ export type ProjectUpdateWithoutDashboardInvitesInput = {
   contacts?: Prisma.ContactUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
@@ -4691,6 +4807,7 @@ export type ProjectUncheckedUpdateWithoutDashboardInvitesInput = {
   contacts?: Prisma.ContactUncheckedUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
@@ -4710,6 +4827,166 @@ export type ProjectUncheckedUpdateWithoutDashboardInvitesInput = {
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
 }
 
+export type ProjectCreateWithoutCallsInput = {
+  id: string
+  name: string
+  status?: $Enums.ProjectStatus
+  dailySendQuota?: number
+  conversationReserve?: number
+  consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
+  createdAt?: Date | string
+  updatedAt?: Date | string
+  apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutProjectInput
+  connections?: Prisma.ConnectionProjectCreateNestedManyWithoutProjectInput
+  channel?: Prisma.ChannelSettingsCreateNestedOneWithoutProjectInput
+  contacts?: Prisma.ContactCreateNestedManyWithoutProjectInput
+  conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
+  messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
+  events?: Prisma.EventCreateNestedManyWithoutProjectInput
+  idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
+  sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorCreateNestedManyWithoutProjectInput
+  templates?: Prisma.TemplateCreateNestedManyWithoutProjectInput
+  webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
+  runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
+  mediaAssets?: Prisma.MediaAssetCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileCreateNestedManyWithoutProjectInput
+  headerSamples?: Prisma.HeaderSampleCreateNestedManyWithoutProjectInput
+  segments?: Prisma.SegmentCreateNestedManyWithoutProjectInput
+  broadcasts?: Prisma.BroadcastCreateNestedManyWithoutProjectInput
+  contactImports?: Prisma.ContactImportCreateNestedManyWithoutProjectInput
+  flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
+  dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
+}
+
+export type ProjectUncheckedCreateWithoutCallsInput = {
+  id: string
+  name: string
+  status?: $Enums.ProjectStatus
+  dailySendQuota?: number
+  conversationReserve?: number
+  consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
+  createdAt?: Date | string
+  updatedAt?: Date | string
+  apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutProjectInput
+  connections?: Prisma.ConnectionProjectUncheckedCreateNestedManyWithoutProjectInput
+  channel?: Prisma.ChannelSettingsUncheckedCreateNestedOneWithoutProjectInput
+  contacts?: Prisma.ContactUncheckedCreateNestedManyWithoutProjectInput
+  conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
+  messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
+  events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
+  idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
+  sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedCreateNestedManyWithoutProjectInput
+  templates?: Prisma.TemplateUncheckedCreateNestedManyWithoutProjectInput
+  webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
+  runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
+  mediaAssets?: Prisma.MediaAssetUncheckedCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileUncheckedCreateNestedManyWithoutProjectInput
+  headerSamples?: Prisma.HeaderSampleUncheckedCreateNestedManyWithoutProjectInput
+  segments?: Prisma.SegmentUncheckedCreateNestedManyWithoutProjectInput
+  broadcasts?: Prisma.BroadcastUncheckedCreateNestedManyWithoutProjectInput
+  contactImports?: Prisma.ContactImportUncheckedCreateNestedManyWithoutProjectInput
+  flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
+  dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
+}
+
+export type ProjectCreateOrConnectWithoutCallsInput = {
+  where: Prisma.ProjectWhereUniqueInput
+  create: Prisma.XOR<Prisma.ProjectCreateWithoutCallsInput, Prisma.ProjectUncheckedCreateWithoutCallsInput>
+}
+
+export type ProjectUpsertWithoutCallsInput = {
+  update: Prisma.XOR<Prisma.ProjectUpdateWithoutCallsInput, Prisma.ProjectUncheckedUpdateWithoutCallsInput>
+  create: Prisma.XOR<Prisma.ProjectCreateWithoutCallsInput, Prisma.ProjectUncheckedCreateWithoutCallsInput>
+  where?: Prisma.ProjectWhereInput
+}
+
+export type ProjectUpdateToOneWithWhereWithoutCallsInput = {
+  where?: Prisma.ProjectWhereInput
+  data: Prisma.XOR<Prisma.ProjectUpdateWithoutCallsInput, Prisma.ProjectUncheckedUpdateWithoutCallsInput>
+}
+
+export type ProjectUpdateWithoutCallsInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  name?: Prisma.StringFieldUpdateOperationsInput | string
+  status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
+  dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
+  consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  apiKeys?: Prisma.ApiKeyUpdateManyWithoutProjectNestedInput
+  connections?: Prisma.ConnectionProjectUpdateManyWithoutProjectNestedInput
+  channel?: Prisma.ChannelSettingsUpdateOneWithoutProjectNestedInput
+  contacts?: Prisma.ContactUpdateManyWithoutProjectNestedInput
+  conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
+  messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
+  events?: Prisma.EventUpdateManyWithoutProjectNestedInput
+  idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
+  sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUpdateManyWithoutProjectNestedInput
+  templates?: Prisma.TemplateUpdateManyWithoutProjectNestedInput
+  webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
+  runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
+  mediaAssets?: Prisma.MediaAssetUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUpdateManyWithoutProjectNestedInput
+  headerSamples?: Prisma.HeaderSampleUpdateManyWithoutProjectNestedInput
+  segments?: Prisma.SegmentUpdateManyWithoutProjectNestedInput
+  broadcasts?: Prisma.BroadcastUpdateManyWithoutProjectNestedInput
+  contactImports?: Prisma.ContactImportUpdateManyWithoutProjectNestedInput
+  flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
+  dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
+}
+
+export type ProjectUncheckedUpdateWithoutCallsInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  name?: Prisma.StringFieldUpdateOperationsInput | string
+  status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
+  dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
+  consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutProjectNestedInput
+  connections?: Prisma.ConnectionProjectUncheckedUpdateManyWithoutProjectNestedInput
+  channel?: Prisma.ChannelSettingsUncheckedUpdateOneWithoutProjectNestedInput
+  contacts?: Prisma.ContactUncheckedUpdateManyWithoutProjectNestedInput
+  conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
+  messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
+  events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
+  idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
+  sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedUpdateManyWithoutProjectNestedInput
+  templates?: Prisma.TemplateUncheckedUpdateManyWithoutProjectNestedInput
+  webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
+  runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
+  mediaAssets?: Prisma.MediaAssetUncheckedUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUncheckedUpdateManyWithoutProjectNestedInput
+  headerSamples?: Prisma.HeaderSampleUncheckedUpdateManyWithoutProjectNestedInput
+  segments?: Prisma.SegmentUncheckedUpdateManyWithoutProjectNestedInput
+  broadcasts?: Prisma.BroadcastUncheckedUpdateManyWithoutProjectNestedInput
+  contactImports?: Prisma.ContactImportUncheckedUpdateManyWithoutProjectNestedInput
+  flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
+  dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
+}
+
 
 /**
  * Count Type ProjectCountOutputType
@@ -4721,6 +4998,7 @@ export type ProjectCountOutputType = {
   contacts: number
   conversations: number
   messages: number
+  calls: number
   events: number
   idempotencyRecords: number
   sendCounters: number
@@ -4747,6 +5025,7 @@ export type ProjectCountOutputTypeSelect<ExtArgs extends runtime.Types.Extension
   contacts?: boolean | ProjectCountOutputTypeCountContactsArgs
   conversations?: boolean | ProjectCountOutputTypeCountConversationsArgs
   messages?: boolean | ProjectCountOutputTypeCountMessagesArgs
+  calls?: boolean | ProjectCountOutputTypeCountCallsArgs
   events?: boolean | ProjectCountOutputTypeCountEventsArgs
   idempotencyRecords?: boolean | ProjectCountOutputTypeCountIdempotencyRecordsArgs
   sendCounters?: boolean | ProjectCountOutputTypeCountSendCountersArgs
@@ -4810,6 +5089,13 @@ export type ProjectCountOutputTypeCountConversationsArgs<ExtArgs extends runtime
  */
 export type ProjectCountOutputTypeCountMessagesArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   where?: Prisma.MessageWhereInput
+}
+
+/**
+ * ProjectCountOutputType without action
+ */
+export type ProjectCountOutputTypeCountCallsArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  where?: Prisma.CallWhereInput
 }
 
 /**
@@ -4955,6 +5241,7 @@ export type ProjectSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs 
   contacts?: boolean | Prisma.Project$contactsArgs<ExtArgs>
   conversations?: boolean | Prisma.Project$conversationsArgs<ExtArgs>
   messages?: boolean | Prisma.Project$messagesArgs<ExtArgs>
+  calls?: boolean | Prisma.Project$callsArgs<ExtArgs>
   events?: boolean | Prisma.Project$eventsArgs<ExtArgs>
   idempotencyRecords?: boolean | Prisma.Project$idempotencyRecordsArgs<ExtArgs>
   sendCounters?: boolean | Prisma.Project$sendCountersArgs<ExtArgs>
@@ -5020,6 +5307,7 @@ export type ProjectInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs
   contacts?: boolean | Prisma.Project$contactsArgs<ExtArgs>
   conversations?: boolean | Prisma.Project$conversationsArgs<ExtArgs>
   messages?: boolean | Prisma.Project$messagesArgs<ExtArgs>
+  calls?: boolean | Prisma.Project$callsArgs<ExtArgs>
   events?: boolean | Prisma.Project$eventsArgs<ExtArgs>
   idempotencyRecords?: boolean | Prisma.Project$idempotencyRecordsArgs<ExtArgs>
   sendCounters?: boolean | Prisma.Project$sendCountersArgs<ExtArgs>
@@ -5052,6 +5340,7 @@ export type $ProjectPayload<ExtArgs extends runtime.Types.Extensions.InternalArg
     contacts: Prisma.$ContactPayload<ExtArgs>[]
     conversations: Prisma.$ConversationPayload<ExtArgs>[]
     messages: Prisma.$MessagePayload<ExtArgs>[]
+    calls: Prisma.$CallPayload<ExtArgs>[]
     events: Prisma.$EventPayload<ExtArgs>[]
     idempotencyRecords: Prisma.$IdempotencyRecordPayload<ExtArgs>[]
     sendCounters: Prisma.$SendCounterPayload<ExtArgs>[]
@@ -5498,6 +5787,7 @@ export interface Prisma__ProjectClient<T, Null = never, ExtArgs extends runtime.
   contacts<T extends Prisma.Project$contactsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$contactsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$ContactPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   conversations<T extends Prisma.Project$conversationsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$conversationsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$ConversationPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   messages<T extends Prisma.Project$messagesArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$messagesArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$MessagePayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
+  calls<T extends Prisma.Project$callsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$callsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$CallPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   events<T extends Prisma.Project$eventsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$eventsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$EventPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   idempotencyRecords<T extends Prisma.Project$idempotencyRecordsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$idempotencyRecordsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$IdempotencyRecordPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   sendCounters<T extends Prisma.Project$sendCountersArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$sendCountersArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$SendCounterPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
@@ -6083,6 +6373,30 @@ export type Project$messagesArgs<ExtArgs extends runtime.Types.Extensions.Intern
   take?: number
   skip?: number
   distinct?: Prisma.MessageScalarFieldEnum | Prisma.MessageScalarFieldEnum[]
+}
+
+/**
+ * Project.calls
+ */
+export type Project$callsArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  /**
+   * Select specific fields to fetch from the Call
+   */
+  select?: Prisma.CallSelect<ExtArgs> | null
+  /**
+   * Omit specific fields from the Call
+   */
+  omit?: Prisma.CallOmit<ExtArgs> | null
+  /**
+   * Choose, which related nodes to fetch as well
+   */
+  include?: Prisma.CallInclude<ExtArgs> | null
+  where?: Prisma.CallWhereInput
+  orderBy?: Prisma.CallOrderByWithRelationInput | Prisma.CallOrderByWithRelationInput[]
+  cursor?: Prisma.CallWhereUniqueInput
+  take?: number
+  skip?: number
+  distinct?: Prisma.CallScalarFieldEnum | Prisma.CallScalarFieldEnum[]
 }
 
 /**
