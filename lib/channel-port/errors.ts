@@ -27,7 +27,8 @@ export type ChannelOperation =
   | 'deprecateFlow'
   | 'getMessagingLimit'
   | 'getThroughput'
-  | 'markRead';
+  | 'markRead'
+  | 'threadControl';
 
 /**
  * What a failure means to the domain, as the adapter classifies it (one failure may have several):

@@ -135,6 +135,19 @@ export interface ChannelFlow {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Thread control
+
+export interface ThreadControlInput {
+  /** The customer: a phone (digits) or a business-scoped user id. */
+  to: { phone: string } | { userId: string };
+  action: 'pass' | 'take' | 'release';
+  /** The app the thread is passed to (pass only). */
+  targetAppId?: string;
+  /** Passed on to the other app, at most 2,000 characters. */
+  metadata?: string;
+}
+
+// ---------------------------------------------------------------------------------------------
 
 export interface ChannelPort {
   // Messages
@@ -165,6 +178,10 @@ export interface ChannelPort {
   // The number
   getMessagingLimit(creds: ChannelCredentials): Promise<MessagingLimit>;
   getThroughput(creds: ChannelCredentials): Promise<Throughput>;
+
+  // Thread control (another app on the number, e.g. Meta's Business Agent, may hold a thread)
+  /** Passes the customer's thread to `targetAppId`, takes it, or releases it (docs/coexistence.md). */
+  threadControl(creds: ChannelCredentials, input: ThreadControlInput): Promise<void>;
 
   // Notifications
   /** The events of one notification the channel posted, those addressed to `phoneNumberId`. Malformed parts are skipped. */

@@ -20,6 +20,9 @@ export const EVENT_SCOPES: Record<PlatformEvent, string> = {
   'conversation.assigned': 'conversations:read',
   'conversation.labels_changed': 'conversations:read',
   'conversation.note_added': 'conversations:read',
+  // What the Business app sent, and who holds the thread, are read with the conversation too.
+  'message.echo': 'conversations:read',
+  'conversation.thread_control': 'conversations:read',
 };
 
 export const MAX_EVENTS_PER_WEBHOOK = 50;

@@ -11,6 +11,8 @@ export const PLATFORM_EVENTS = [
   'message.received', 'message.status', 'template.approved', 'template.rejected',
   // The team's changes of a conversation (lib/conversations/team.ts, notes.ts).
   'conversation.assigned', 'conversation.labels_changed', 'conversation.note_added',
+  // The Business app beside the API, and thread control (lib/messaging/coexistence.ts).
+  'message.echo', 'conversation.thread_control',
 ] as const;
 export type PlatformEvent = (typeof PLATFORM_EVENTS)[number];
 

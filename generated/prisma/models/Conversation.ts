@@ -47,6 +47,8 @@ export type ConversationMinAggregateOutputType = {
   seenAt: Date | null
   assigneeId: string | null
   assignedAt: Date | null
+  threadHolder: string | null
+  threadHolderSince: Date | null
   createdAt: Date | null
   updatedAt: Date | null
 }
@@ -62,6 +64,8 @@ export type ConversationMaxAggregateOutputType = {
   seenAt: Date | null
   assigneeId: string | null
   assignedAt: Date | null
+  threadHolder: string | null
+  threadHolderSince: Date | null
   createdAt: Date | null
   updatedAt: Date | null
 }
@@ -78,6 +82,8 @@ export type ConversationCountAggregateOutputType = {
   assigneeId: number
   assignedAt: number
   labels: number
+  threadHolder: number
+  threadHolderSince: number
   createdAt: number
   updatedAt: number
   _all: number
@@ -105,6 +111,8 @@ export type ConversationMinAggregateInputType = {
   seenAt?: true
   assigneeId?: true
   assignedAt?: true
+  threadHolder?: true
+  threadHolderSince?: true
   createdAt?: true
   updatedAt?: true
 }
@@ -120,6 +128,8 @@ export type ConversationMaxAggregateInputType = {
   seenAt?: true
   assigneeId?: true
   assignedAt?: true
+  threadHolder?: true
+  threadHolderSince?: true
   createdAt?: true
   updatedAt?: true
 }
@@ -136,6 +146,8 @@ export type ConversationCountAggregateInputType = {
   assigneeId?: true
   assignedAt?: true
   labels?: true
+  threadHolder?: true
+  threadHolderSince?: true
   createdAt?: true
   updatedAt?: true
   _all?: true
@@ -239,6 +251,8 @@ export type ConversationGroupByOutputType = {
   assigneeId: string | null
   assignedAt: Date | null
   labels: string[]
+  threadHolder: string | null
+  threadHolderSince: Date | null
   createdAt: Date
   updatedAt: Date
   _count: ConversationCountAggregateOutputType | null
@@ -278,6 +292,8 @@ export type ConversationWhereInput = {
   assigneeId?: Prisma.StringNullableFilter<"Conversation"> | string | null
   assignedAt?: Prisma.DateTimeNullableFilter<"Conversation"> | Date | string | null
   labels?: Prisma.StringNullableListFilter<"Conversation">
+  threadHolder?: Prisma.StringNullableFilter<"Conversation"> | string | null
+  threadHolderSince?: Prisma.DateTimeNullableFilter<"Conversation"> | Date | string | null
   createdAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
   project?: Prisma.XOR<Prisma.ProjectScalarRelationFilter, Prisma.ProjectWhereInput>
@@ -300,6 +316,8 @@ export type ConversationOrderByWithRelationInput = {
   assigneeId?: Prisma.SortOrderInput | Prisma.SortOrder
   assignedAt?: Prisma.SortOrderInput | Prisma.SortOrder
   labels?: Prisma.SortOrder
+  threadHolder?: Prisma.SortOrderInput | Prisma.SortOrder
+  threadHolderSince?: Prisma.SortOrderInput | Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
   project?: Prisma.ProjectOrderByWithRelationInput
@@ -326,6 +344,8 @@ export type ConversationWhereUniqueInput = Prisma.AtLeast<{
   assigneeId?: Prisma.StringNullableFilter<"Conversation"> | string | null
   assignedAt?: Prisma.DateTimeNullableFilter<"Conversation"> | Date | string | null
   labels?: Prisma.StringNullableListFilter<"Conversation">
+  threadHolder?: Prisma.StringNullableFilter<"Conversation"> | string | null
+  threadHolderSince?: Prisma.DateTimeNullableFilter<"Conversation"> | Date | string | null
   createdAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
   project?: Prisma.XOR<Prisma.ProjectScalarRelationFilter, Prisma.ProjectWhereInput>
@@ -348,6 +368,8 @@ export type ConversationOrderByWithAggregationInput = {
   assigneeId?: Prisma.SortOrderInput | Prisma.SortOrder
   assignedAt?: Prisma.SortOrderInput | Prisma.SortOrder
   labels?: Prisma.SortOrder
+  threadHolder?: Prisma.SortOrderInput | Prisma.SortOrder
+  threadHolderSince?: Prisma.SortOrderInput | Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
   _count?: Prisma.ConversationCountOrderByAggregateInput
@@ -372,6 +394,8 @@ export type ConversationScalarWhereWithAggregatesInput = {
   assigneeId?: Prisma.StringNullableWithAggregatesFilter<"Conversation"> | string | null
   assignedAt?: Prisma.DateTimeNullableWithAggregatesFilter<"Conversation"> | Date | string | null
   labels?: Prisma.StringNullableListFilter<"Conversation">
+  threadHolder?: Prisma.StringNullableWithAggregatesFilter<"Conversation"> | string | null
+  threadHolderSince?: Prisma.DateTimeNullableWithAggregatesFilter<"Conversation"> | Date | string | null
   createdAt?: Prisma.DateTimeWithAggregatesFilter<"Conversation"> | Date | string
   updatedAt?: Prisma.DateTimeWithAggregatesFilter<"Conversation"> | Date | string
 }
@@ -385,6 +409,8 @@ export type ConversationCreateInput = {
   seenAt?: Date | string | null
   assignedAt?: Date | string | null
   labels?: Prisma.ConversationCreatelabelsInput | string[]
+  threadHolder?: string | null
+  threadHolderSince?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   project: Prisma.ProjectCreateNestedOneWithoutConversationsInput
@@ -407,6 +433,8 @@ export type ConversationUncheckedCreateInput = {
   assigneeId?: string | null
   assignedAt?: Date | string | null
   labels?: Prisma.ConversationCreatelabelsInput | string[]
+  threadHolder?: string | null
+  threadHolderSince?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutConversationInput
@@ -423,6 +451,8 @@ export type ConversationUpdateInput = {
   seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
+  threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   project?: Prisma.ProjectUpdateOneRequiredWithoutConversationsNestedInput
@@ -445,6 +475,8 @@ export type ConversationUncheckedUpdateInput = {
   assigneeId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
+  threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   messages?: Prisma.MessageUncheckedUpdateManyWithoutConversationNestedInput
@@ -464,6 +496,8 @@ export type ConversationCreateManyInput = {
   assigneeId?: string | null
   assignedAt?: Date | string | null
   labels?: Prisma.ConversationCreatelabelsInput | string[]
+  threadHolder?: string | null
+  threadHolderSince?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
 }
@@ -477,6 +511,8 @@ export type ConversationUpdateManyMutationInput = {
   seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
+  threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -493,6 +529,8 @@ export type ConversationUncheckedUpdateManyInput = {
   assigneeId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
+  threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -524,6 +562,8 @@ export type ConversationCountOrderByAggregateInput = {
   assigneeId?: Prisma.SortOrder
   assignedAt?: Prisma.SortOrder
   labels?: Prisma.SortOrder
+  threadHolder?: Prisma.SortOrder
+  threadHolderSince?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -544,6 +584,8 @@ export type ConversationMaxOrderByAggregateInput = {
   seenAt?: Prisma.SortOrder
   assigneeId?: Prisma.SortOrder
   assignedAt?: Prisma.SortOrder
+  threadHolder?: Prisma.SortOrder
+  threadHolderSince?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -559,6 +601,8 @@ export type ConversationMinOrderByAggregateInput = {
   seenAt?: Prisma.SortOrder
   assigneeId?: Prisma.SortOrder
   assignedAt?: Prisma.SortOrder
+  threadHolder?: Prisma.SortOrder
+  threadHolderSince?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -759,6 +803,8 @@ export type ConversationCreateWithoutProjectInput = {
   seenAt?: Date | string | null
   assignedAt?: Date | string | null
   labels?: Prisma.ConversationCreatelabelsInput | string[]
+  threadHolder?: string | null
+  threadHolderSince?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   contact: Prisma.ContactCreateNestedOneWithoutConversationsInput
@@ -779,6 +825,8 @@ export type ConversationUncheckedCreateWithoutProjectInput = {
   assigneeId?: string | null
   assignedAt?: Date | string | null
   labels?: Prisma.ConversationCreatelabelsInput | string[]
+  threadHolder?: string | null
+  threadHolderSince?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutConversationInput
@@ -827,6 +875,8 @@ export type ConversationScalarWhereInput = {
   assigneeId?: Prisma.StringNullableFilter<"Conversation"> | string | null
   assignedAt?: Prisma.DateTimeNullableFilter<"Conversation"> | Date | string | null
   labels?: Prisma.StringNullableListFilter<"Conversation">
+  threadHolder?: Prisma.StringNullableFilter<"Conversation"> | string | null
+  threadHolderSince?: Prisma.DateTimeNullableFilter<"Conversation"> | Date | string | null
   createdAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
 }
@@ -840,6 +890,8 @@ export type ConversationCreateWithoutContactInput = {
   seenAt?: Date | string | null
   assignedAt?: Date | string | null
   labels?: Prisma.ConversationCreatelabelsInput | string[]
+  threadHolder?: string | null
+  threadHolderSince?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   project: Prisma.ProjectCreateNestedOneWithoutConversationsInput
@@ -860,6 +912,8 @@ export type ConversationUncheckedCreateWithoutContactInput = {
   assigneeId?: string | null
   assignedAt?: Date | string | null
   labels?: Prisma.ConversationCreatelabelsInput | string[]
+  threadHolder?: string | null
+  threadHolderSince?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutConversationInput
@@ -902,6 +956,8 @@ export type ConversationCreateWithoutNotesInput = {
   seenAt?: Date | string | null
   assignedAt?: Date | string | null
   labels?: Prisma.ConversationCreatelabelsInput | string[]
+  threadHolder?: string | null
+  threadHolderSince?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   project: Prisma.ProjectCreateNestedOneWithoutConversationsInput
@@ -923,6 +979,8 @@ export type ConversationUncheckedCreateWithoutNotesInput = {
   assigneeId?: string | null
   assignedAt?: Date | string | null
   labels?: Prisma.ConversationCreatelabelsInput | string[]
+  threadHolder?: string | null
+  threadHolderSince?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutConversationInput
@@ -954,6 +1012,8 @@ export type ConversationUpdateWithoutNotesInput = {
   seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
+  threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   project?: Prisma.ProjectUpdateOneRequiredWithoutConversationsNestedInput
@@ -975,6 +1035,8 @@ export type ConversationUncheckedUpdateWithoutNotesInput = {
   assigneeId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
+  threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   messages?: Prisma.MessageUncheckedUpdateManyWithoutConversationNestedInput
@@ -990,6 +1052,8 @@ export type ConversationCreateWithoutOrderInput = {
   seenAt?: Date | string | null
   assignedAt?: Date | string | null
   labels?: Prisma.ConversationCreatelabelsInput | string[]
+  threadHolder?: string | null
+  threadHolderSince?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   project: Prisma.ProjectCreateNestedOneWithoutConversationsInput
@@ -1011,6 +1075,8 @@ export type ConversationUncheckedCreateWithoutOrderInput = {
   assigneeId?: string | null
   assignedAt?: Date | string | null
   labels?: Prisma.ConversationCreatelabelsInput | string[]
+  threadHolder?: string | null
+  threadHolderSince?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutConversationInput
@@ -1042,6 +1108,8 @@ export type ConversationUpdateWithoutOrderInput = {
   seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
+  threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   project?: Prisma.ProjectUpdateOneRequiredWithoutConversationsNestedInput
@@ -1063,6 +1131,8 @@ export type ConversationUncheckedUpdateWithoutOrderInput = {
   assigneeId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
+  threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   messages?: Prisma.MessageUncheckedUpdateManyWithoutConversationNestedInput
@@ -1078,6 +1148,8 @@ export type ConversationCreateWithoutMessagesInput = {
   seenAt?: Date | string | null
   assignedAt?: Date | string | null
   labels?: Prisma.ConversationCreatelabelsInput | string[]
+  threadHolder?: string | null
+  threadHolderSince?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   project: Prisma.ProjectCreateNestedOneWithoutConversationsInput
@@ -1099,6 +1171,8 @@ export type ConversationUncheckedCreateWithoutMessagesInput = {
   assigneeId?: string | null
   assignedAt?: Date | string | null
   labels?: Prisma.ConversationCreatelabelsInput | string[]
+  threadHolder?: string | null
+  threadHolderSince?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   notes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutConversationInput
@@ -1130,6 +1204,8 @@ export type ConversationUpdateWithoutMessagesInput = {
   seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
+  threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   project?: Prisma.ProjectUpdateOneRequiredWithoutConversationsNestedInput
@@ -1151,6 +1227,8 @@ export type ConversationUncheckedUpdateWithoutMessagesInput = {
   assigneeId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
+  threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   notes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutConversationNestedInput
@@ -1166,6 +1244,8 @@ export type ConversationCreateWithoutAssigneeInput = {
   seenAt?: Date | string | null
   assignedAt?: Date | string | null
   labels?: Prisma.ConversationCreatelabelsInput | string[]
+  threadHolder?: string | null
+  threadHolderSince?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   project: Prisma.ProjectCreateNestedOneWithoutConversationsInput
@@ -1186,6 +1266,8 @@ export type ConversationUncheckedCreateWithoutAssigneeInput = {
   seenAt?: Date | string | null
   assignedAt?: Date | string | null
   labels?: Prisma.ConversationCreatelabelsInput | string[]
+  threadHolder?: string | null
+  threadHolderSince?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutConversationInput
@@ -1230,6 +1312,8 @@ export type ConversationCreateManyProjectInput = {
   assigneeId?: string | null
   assignedAt?: Date | string | null
   labels?: Prisma.ConversationCreatelabelsInput | string[]
+  threadHolder?: string | null
+  threadHolderSince?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
 }
@@ -1243,6 +1327,8 @@ export type ConversationUpdateWithoutProjectInput = {
   seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
+  threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   contact?: Prisma.ContactUpdateOneRequiredWithoutConversationsNestedInput
@@ -1263,6 +1349,8 @@ export type ConversationUncheckedUpdateWithoutProjectInput = {
   assigneeId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
+  threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   messages?: Prisma.MessageUncheckedUpdateManyWithoutConversationNestedInput
@@ -1281,6 +1369,8 @@ export type ConversationUncheckedUpdateManyWithoutProjectInput = {
   assigneeId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
+  threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -1296,6 +1386,8 @@ export type ConversationCreateManyContactInput = {
   assigneeId?: string | null
   assignedAt?: Date | string | null
   labels?: Prisma.ConversationCreatelabelsInput | string[]
+  threadHolder?: string | null
+  threadHolderSince?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
 }
@@ -1309,6 +1401,8 @@ export type ConversationUpdateWithoutContactInput = {
   seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
+  threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   project?: Prisma.ProjectUpdateOneRequiredWithoutConversationsNestedInput
@@ -1329,6 +1423,8 @@ export type ConversationUncheckedUpdateWithoutContactInput = {
   assigneeId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
+  threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   messages?: Prisma.MessageUncheckedUpdateManyWithoutConversationNestedInput
@@ -1347,6 +1443,8 @@ export type ConversationUncheckedUpdateManyWithoutContactInput = {
   assigneeId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
+  threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -1362,6 +1460,8 @@ export type ConversationCreateManyAssigneeInput = {
   seenAt?: Date | string | null
   assignedAt?: Date | string | null
   labels?: Prisma.ConversationCreatelabelsInput | string[]
+  threadHolder?: string | null
+  threadHolderSince?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
 }
@@ -1375,6 +1475,8 @@ export type ConversationUpdateWithoutAssigneeInput = {
   seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
+  threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   project?: Prisma.ProjectUpdateOneRequiredWithoutConversationsNestedInput
@@ -1395,6 +1497,8 @@ export type ConversationUncheckedUpdateWithoutAssigneeInput = {
   seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
+  threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   messages?: Prisma.MessageUncheckedUpdateManyWithoutConversationNestedInput
@@ -1413,6 +1517,8 @@ export type ConversationUncheckedUpdateManyWithoutAssigneeInput = {
   seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
+  threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -1469,6 +1575,8 @@ export type ConversationSelect<ExtArgs extends runtime.Types.Extensions.Internal
   assigneeId?: boolean
   assignedAt?: boolean
   labels?: boolean
+  threadHolder?: boolean
+  threadHolderSince?: boolean
   createdAt?: boolean
   updatedAt?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
@@ -1492,6 +1600,8 @@ export type ConversationSelectCreateManyAndReturn<ExtArgs extends runtime.Types.
   assigneeId?: boolean
   assignedAt?: boolean
   labels?: boolean
+  threadHolder?: boolean
+  threadHolderSince?: boolean
   createdAt?: boolean
   updatedAt?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
@@ -1511,6 +1621,8 @@ export type ConversationSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.
   assigneeId?: boolean
   assignedAt?: boolean
   labels?: boolean
+  threadHolder?: boolean
+  threadHolderSince?: boolean
   createdAt?: boolean
   updatedAt?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
@@ -1530,11 +1642,13 @@ export type ConversationSelectScalar = {
   assigneeId?: boolean
   assignedAt?: boolean
   labels?: boolean
+  threadHolder?: boolean
+  threadHolderSince?: boolean
   createdAt?: boolean
   updatedAt?: boolean
 }
 
-export type ConversationOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "contactId" | "state" | "lastMessageAt" | "orderAt" | "lastInboundAt" | "seenAt" | "assigneeId" | "assignedAt" | "labels" | "createdAt" | "updatedAt", ExtArgs["result"]["conversation"]>
+export type ConversationOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "contactId" | "state" | "lastMessageAt" | "orderAt" | "lastInboundAt" | "seenAt" | "assigneeId" | "assignedAt" | "labels" | "threadHolder" | "threadHolderSince" | "createdAt" | "updatedAt", ExtArgs["result"]["conversation"]>
 export type ConversationInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
   contact?: boolean | Prisma.ContactDefaultArgs<ExtArgs>
@@ -1601,6 +1715,12 @@ export type $ConversationPayload<ExtArgs extends runtime.Types.Extensions.Intern
      * The team's labels (the inbox's filter), lower-case, sorted, at most 20.
      */
     labels: string[]
+    /**
+     * Who holds the thread at the channel (Meta's thread control, docs/coexistence.md): null, this
+     * project's app; else the other app's id (e.g. Meta's Business Agent), and since when.
+     */
+    threadHolder: string | null
+    threadHolderSince: Date | null
     createdAt: Date
     updatedAt: Date
   }, ExtArgs["result"]["conversation"]>
@@ -2043,6 +2163,8 @@ export interface ConversationFieldRefs {
   readonly assigneeId: Prisma.FieldRef<"Conversation", 'String'>
   readonly assignedAt: Prisma.FieldRef<"Conversation", 'DateTime'>
   readonly labels: Prisma.FieldRef<"Conversation", 'String[]'>
+  readonly threadHolder: Prisma.FieldRef<"Conversation", 'String'>
+  readonly threadHolderSince: Prisma.FieldRef<"Conversation", 'DateTime'>
   readonly createdAt: Prisma.FieldRef<"Conversation", 'DateTime'>
   readonly updatedAt: Prisma.FieldRef<"Conversation", 'DateTime'>
 }
