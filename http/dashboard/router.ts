@@ -18,7 +18,7 @@ import { showProjects, showProjectOverview, showWebhooks, showTemplates, decideT
 import { showKeys, createKey, rotateKey, revokeKey, updateScopes } from './key-pages.js';
 import { showBroadcasts, showBroadcast, broadcastProgress, approve, cancel, showApprove, testSend } from './broadcast-pages.js';
 import { showContacts } from './customer-pages.js';
-import { showConversations, showConversation, conversationLive, conversationList, submitHandover, submitReply, submitAssign, submitLabels, submitNote, submitCannedReply } from './inbox-pages.js';
+import { showConversations, showConversation, conversationLive, conversationList, submitHandover, submitThread, submitReply, submitAssign, submitLabels, submitNote, submitCannedReply } from './inbox-pages.js';
 import { answerConsent, disconnect, parseConsentForm, showAgents, showConsent } from './oauth-pages.js';
 import { showDatabase, submitCopyPreview, submitCreateTable, submitDdl } from './database-pages.js';
 import { exportCsv, showEdit, showTable, submitDelete, submitInsert, submitUpdate } from './table-pages.js';
@@ -112,6 +112,7 @@ export function dashboardRouter(deps: AppDeps, opts: DashboardOptions = {}): Rou
   r.get('/projects/:projectId/conversations/:conversationId/live', page(conversationLive(deps)));
   r.post('/projects/:projectId/conversations/:conversationId/reply', page(submitReply(deps)));
   r.post('/projects/:projectId/conversations/:conversationId/handover', page(submitHandover(deps)));
+  r.post('/projects/:projectId/conversations/:conversationId/thread', page(submitThread(deps)));
   r.get('/projects/:projectId/broadcasts/:broadcastId/approve', page(showApprove(deps)));
   r.post('/projects/:projectId/broadcasts/:broadcastId/approve', page(approve(deps)));
   r.post('/projects/:projectId/broadcasts/:broadcastId/test-send', page(testSend(deps)));
