@@ -31,6 +31,9 @@ export class CloudApiClient extends GraphTransport implements ChannelPort {
   markRead(...a: Parameters<typeof messages.markRead>) {
     return messages.markRead.apply(this, a);
   }
+  threadControl(...a: Parameters<typeof messages.threadControl>) {
+    return messages.threadControl.apply(this, a);
+  }
   getMessagingLimit(...a: Parameters<typeof phoneNumbers.getMessagingLimit>) {
     return phoneNumbers.getMessagingLimit.apply(this, a);
   }

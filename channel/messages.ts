@@ -1,5 +1,6 @@
 /** Messages (POST /{phone-number-id}/messages): the payloads as Meta documents them, and the send. */
 import type { ChannelCredentials, GraphTransport } from './graph-transport.js';
+import type { ThreadControlInput } from '../lib/channel-port/port.js';
 // The payloads are the port's message shapes, sent as they are (they are Meta's).
 import type {
   MediaRef,
@@ -65,4 +66,18 @@ export async function markRead(this: GraphTransport, creds: ChannelCredentials, 
   if (opts.typing) data.typing_indicator = { type: 'text' };
   const body = await this.call(creds, { op: 'markRead', method: 'POST', segments: [creds.phoneNumberId, 'messages'], data });
   if ((body as { success?: unknown } | null)?.success !== true) throw this.unexpected('markRead', 'no success in the answer');
+}
+
+/**
+ * Meta's thread control (POST /{phone-number-id}/thread_control): passes the customer's thread to
+ * another app, takes it, or releases it; Meta answers `{ success: true }`.
+ */
+export async function threadControl(this: GraphTransport, creds: ChannelCredentials, input: ThreadControlInput): Promise<void> {
+  const data: Record<string, unknown> = { messaging_product: 'whatsapp', action: input.action };
+  if ('phone' in input.to) data.to = input.to.phone;
+  else data.recipient = input.to.userId;
+  if (input.targetAppId !== undefined) data.target_app_id = input.targetAppId;
+  if (input.metadata !== undefined) data.metadata = input.metadata;
+  const body = await this.call(creds, { op: 'threadControl', method: 'POST', segments: [creds.phoneNumberId, 'thread_control'], data });
+  if ((body as { success?: unknown } | null)?.success !== true) throw this.unexpected('threadControl', 'no success in the answer');
 }

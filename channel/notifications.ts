@@ -11,19 +11,10 @@
  * `from_user_id` (and `from` only with a phone); statuses `recipient_user_id` (and `recipient_id`).
  */
 import type { CallEvent, CallPermissionEvent, ChannelEvent, Customer, MessageEvent, StatusEvent, UserPreferenceEvent } from '../lib/channel-port/events.js';
+import { coexistenceEvents, COEXISTENCE_FIELDS } from './coexistence-notifications.js';
 import { parseMessagingLimit } from './phone-numbers.js';
-
-/** A message object of a notification, as Meta sends it. */
-export interface MetaMessage {
-  id: string;
-  /** The sender's phone (digits); absent for a user whose number Meta withholds. */
-  from?: string;
-  from_user_id?: string;
-  from_parent_user_id?: string;
-  timestamp?: string;
-  type: string;
-  [k: string]: unknown;
-}
+import { contactEntry, digits, findEntry, merged, str, when, messageEvent } from './notification-parts.js';
+export type { MetaMessage } from './notification-parts.js';
 
 /** A status object of a notification, as Meta sends it. */
 export interface MetaStatus {
@@ -45,46 +36,6 @@ const STOPPED_MARKETING = 131050;
 /** Webhooks give the limit as a number; we keep the tier by the name the phone number's field uses. */
 const TIER_NAMES: Record<string, string> = { '250': 'TIER_250', '2000': 'TIER_2K', '10000': 'TIER_10K', '100000': 'TIER_100K', null: 'TIER_UNLIMITED' };
 
-const str = (v: unknown, max = 256): string | undefined => (typeof v === 'string' && v.length > 0 && v.length <= max ? v : typeof v === 'number' ? String(v) : undefined);
-const digits = (v: unknown): string | undefined => {
-  const d = str(v)?.replace(/\D/g, '');
-  return d ? d : undefined;
-};
-
-function contactEntry(c: any): Customer {
-  return {
-    phone: digits(c?.wa_id),
-    userId: str(c?.user_id),
-    parentUserId: str(c?.parent_user_id),
-    username: str(c?.profile?.username, 200),
-    profileName: str(c?.profile?.name, 1000)?.slice(0, 200),
-  };
-}
-
-/** The contacts entry for a message or status: by BSUID, else by phone, else the only one. */
-function findEntry(entries: Customer[], userId: string | undefined, phone: string | undefined): Customer | undefined {
-  return (userId ? entries.find((e) => e.userId === userId) : undefined)
-    ?? (phone ? entries.find((e) => e.phone === phone) : undefined)
-    ?? (entries.length === 1 && !userId && !phone ? entries[0] : undefined);
-}
-
-function merged(entry: Customer | undefined, own: Customer): Customer {
-  const out: Customer = { ...(entry ?? {}) };
-  for (const [k, v] of Object.entries(own) as Array<[keyof Customer, string | undefined]>) if (v !== undefined) out[k] = v;
-  return out;
-}
-
-/** The sent-at time as given (seconds since the epoch), when there is one. */
-const when = (v: unknown): string | undefined => (v ? String(v) : undefined);
-
-function messageEvent(m: MetaMessage, entries: Customer[]): MessageEvent | undefined {
-  if (typeof m.id !== 'string' || !m.id) return undefined;
-  const own: Customer = { phone: digits(m.from), userId: str(m.from_user_id), parentUserId: str(m.from_parent_user_id) };
-  const customer = merged(findEntry(entries, own.userId, own.phone), own);
-  // What is stored as the message's content: all it says but its id and the sender's phone.
-  const { id: _id, from: _from, ...content } = m;
-  return { kind: 'message', channelMessageId: m.id, customer, type: String(m.type ?? 'unknown'), timestamp: when(m.timestamp), content };
-}
 
 function statusEvent(s: MetaStatus, entries: Customer[]): StatusEvent {
   // A malformed status is kept (acknowledged, counted) with nothing the domain could apply.
@@ -126,6 +77,10 @@ export function notificationEvents(payload: any, phoneNumberId: string): Channel
           if (permission) out.push(permission);
         }
         for (const s of Array.isArray(value.statuses) ? value.statuses : []) out.push(statusEvent(s, entries));
+      } else if (COEXISTENCE_FIELDS.has(change?.field)) {
+        // The Business app beside the API, and thread control (coexistence-notifications.ts).
+        if (!ours) continue;
+        out.push(...coexistenceEvents(change.field, value, entries));
       } else if (change?.field === 'user_preferences') {
         if (!ours) continue;
         for (const p of Array.isArray(value.user_preferences) ? value.user_preferences : []) {

@@ -229,6 +229,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/conversations/{id}/thread-control": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pass the conversation's thread to another app, take it, or release it
+         * @description Meta's thread control on a number shared with other apps (docs/coexistence.md): `pass`
+         *     gives the customer's thread to the app `target_app_id` (for example Meta's Business
+         *     Agent), `take` takes it back from whichever app holds it, `release` gives up a thread this
+         *     app holds (it returns to the number's primary app, this one). While another app holds the
+         *     thread, the customer's messages arrive as standby (stored, never handed to the bot) and
+         *     sends to the customer are refused with 409 `thread_held_elsewhere`; passing or releasing a
+         *     thread another app holds is refused the same way, before the channel is called.
+         *     `metadata` (at most 2,000 characters) is handed to the other app. The conversation's
+         *     `thread` shows the holder; `conversation.thread_control` fires when it changed.
+         */
+        post: operations["controlConversationThread"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/conversations/{id}/labels": {
         parameters: {
             query?: never;
@@ -428,7 +456,7 @@ export interface paths {
          *     * `events`: 1 to 50 names (otherwise 400 `invalid_event_list`), each a platform event
          *       (`message.received`, `message.status`, `template.approved`, `template.rejected`,
          *       `conversation.assigned`, `conversation.labels_changed`, `conversation.note_added`,
-         *       `call.ringing`, `call.answered`, `call.ended`) or a custom name of letters, digits, `.`, `_`, `-`, at most 100 characters; any name that is
+         *       `call.ringing`, `call.answered`, `call.ended`, `message.echo`, `conversation.thread_control`) or a custom name of letters, digits, `.`, `_`, `-`, at most 100 characters; any name that is
          *       not exactly a platform event is custom (`message.custom` included) and is matched
          *       exactly. A malformed name is 400 `invalid_event_name`; a name listed twice is 400
          *       `duplicate_event`.
@@ -1908,6 +1936,111 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "message.echo": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Event: the business sent a message from the WhatsApp Business app
+         * @description Sent to registrations subscribed to `message.echo` (needs `conversations:read`). On a number
+         *     shared with the WhatsApp Business app (docs/coexistence.md), a message a person sent from
+         *     the app is stored as an outbound message by `business_app`, and the conversation is the
+         *     person's (`handover`: the bot stays quiet); `previous_state` is the state it had.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description `t=<unix seconds>,v1=<hex HMAC-SHA256>`: the HMAC is keyed with the registration's signing
+                     *     secret (the whole `whsec_…` string as UTF-8) over `<t>.<raw body>` (the timestamp, a dot and
+                     *     the exact received bytes). Recompute it over the raw bytes, compare in constant time, and
+                     *     reject when `t` differs from your clock by more than 300 seconds.
+                     * @example t=1767225600,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd
+                     */
+                    "X-Service-Signature": components["parameters"]["WebhookSignatureHeader"];
+                    /**
+                     * @description The event name, equal to the body's `event`.
+                     * @example message.received
+                     */
+                    "X-Service-Event": components["parameters"]["WebhookEventHeader"];
+                    "User-Agent": components["parameters"]["WebhookUserAgentHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["MessageEchoDelivery"];
+                };
+            };
+            responses: {
+                200: components["responses"]["WebhookAcknowledged"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "conversation.thread_control": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Event: the app holding a conversation's thread changed
+         * @description Sent to registrations subscribed to `conversation.thread_control` (needs `conversations:read`)
+         *     when the thread's holder changed: by the API or the dashboard (`by`: `api`, `dashboard`) or
+         *     by another app, as the channel's handover notification said (`by`: `channel`).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description `t=<unix seconds>,v1=<hex HMAC-SHA256>`: the HMAC is keyed with the registration's signing
+                     *     secret (the whole `whsec_…` string as UTF-8) over `<t>.<raw body>` (the timestamp, a dot and
+                     *     the exact received bytes). Recompute it over the raw bytes, compare in constant time, and
+                     *     reject when `t` differs from your clock by more than 300 seconds.
+                     * @example t=1767225600,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd
+                     */
+                    "X-Service-Signature": components["parameters"]["WebhookSignatureHeader"];
+                    /**
+                     * @description The event name, equal to the body's `event`.
+                     * @example message.received
+                     */
+                    "X-Service-Event": components["parameters"]["WebhookEventHeader"];
+                    "User-Agent": components["parameters"]["WebhookUserAgentHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["ConversationThreadControlDelivery"];
+                };
+            };
+            responses: {
+                200: components["responses"]["WebhookAcknowledged"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     custom: {
         parameters: {
             query?: never;
@@ -2222,7 +2355,7 @@ export interface components {
          *     capability layer and are matched like any other.
          * @enum {string}
          */
-        ErrorCode: "bad_request" | "invalid_request" | "invalid_json" | "invalid_id" | "invalid_cursor" | "invalid_idempotency_key" | "invalid_project_header" | "project_required" | "invalid_template" | "invalid_header_handle" | "invalid_media_id" | "empty_file" | "source_url_forbidden" | "download_failed" | "invalid_phone" | "missing_recipient" | "conflicting_recipient" | "invalid_user_id" | "recipient_requires_phone" | "missing_template_name" | "missing_language" | "template_variable_mismatch" | "unsupported_message_type" | "too_many_buttons" | "null_filter_value" | "unknown_column" | "invalid_path" | "invalid_flow" | "invalid_value" | "row_too_large" | "api_key_required" | "invalid_api_key" | "invalid_token" | "insufficient_scope" | "project_inactive" | "project_not_attached" | "no_project_access" | "protected_file" | "flow_file_forbidden" | "platform_table_forbidden" | "not_found" | "table_not_found" | "method_not_allowed" | "outside_24h_window" | "recipient_opted_out" | "template_exists" | "idempotency_in_progress" | "idempotency_key_mismatch" | "precondition_failed" | "conflict" | "channel_not_configured" | "file_too_large" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "quota_exceeded" | "server_error" | "upstream_error" | "upstream_auth_error" | "build_failed" | "flow_generation_failed" | "flow_update_failed" | "invalid_webhook_url" | "webhook_target_forbidden" | "invalid_event_list" | "invalid_event_name" | "duplicate_event" | "reserved_event_name" | "webhook_limit_reached" | "max_affected_exceeded" | "table_quota_exceeded" | "file_quota_exceeded" | "secret_too_large" | "secret_limit_reached" | "query_timeout" | "service_unavailable" | "empty_audience" | "marketing_template_required" | "invalid_csv" | "unknown_member" | "note_limit_reached" | "canned_reply_exists" | "canned_reply_limit_reached" | "call_permission_required" | "calling_unavailable_in_country" | "INVALID_STATE" | "PROJECT_NOT_FOUND" | "SEGMENT_NOT_FOUND" | "MEDIA_EXPIRED" | "BROADCAST_NOT_FOUND";
+        ErrorCode: "bad_request" | "invalid_request" | "invalid_json" | "invalid_id" | "invalid_cursor" | "invalid_idempotency_key" | "invalid_project_header" | "project_required" | "invalid_template" | "invalid_header_handle" | "invalid_media_id" | "empty_file" | "source_url_forbidden" | "download_failed" | "invalid_phone" | "missing_recipient" | "conflicting_recipient" | "invalid_user_id" | "recipient_requires_phone" | "missing_template_name" | "missing_language" | "template_variable_mismatch" | "unsupported_message_type" | "too_many_buttons" | "null_filter_value" | "unknown_column" | "invalid_path" | "invalid_flow" | "invalid_value" | "row_too_large" | "api_key_required" | "invalid_api_key" | "invalid_token" | "insufficient_scope" | "project_inactive" | "project_not_attached" | "no_project_access" | "protected_file" | "flow_file_forbidden" | "platform_table_forbidden" | "not_found" | "table_not_found" | "method_not_allowed" | "outside_24h_window" | "recipient_opted_out" | "thread_held_elsewhere" | "template_exists" | "idempotency_in_progress" | "idempotency_key_mismatch" | "precondition_failed" | "conflict" | "channel_not_configured" | "file_too_large" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "quota_exceeded" | "server_error" | "upstream_error" | "upstream_auth_error" | "build_failed" | "flow_generation_failed" | "flow_update_failed" | "invalid_webhook_url" | "webhook_target_forbidden" | "invalid_event_list" | "invalid_event_name" | "duplicate_event" | "reserved_event_name" | "webhook_limit_reached" | "max_affected_exceeded" | "table_quota_exceeded" | "file_quota_exceeded" | "secret_too_large" | "secret_limit_reached" | "query_timeout" | "service_unavailable" | "empty_audience" | "marketing_template_required" | "invalid_csv" | "unknown_member" | "note_limit_reached" | "canned_reply_exists" | "canned_reply_limit_reached" | "call_permission_required" | "calling_unavailable_in_country" | "INVALID_STATE" | "PROJECT_NOT_FOUND" | "SEGMENT_NOT_FOUND" | "MEDIA_EXPIRED" | "BROADCAST_NOT_FOUND";
         ErrorDetail: {
             code: components["schemas"]["ErrorCode"];
             /** @description Human-readable explanation; may change, never branch on it. */
@@ -2245,7 +2378,7 @@ export interface components {
         /**
          * @description A platform event (`message.received`, `message.status`, `template.approved`,
          *     `template.rejected`, `conversation.assigned`, `conversation.labels_changed`,
-         *     `conversation.note_added`, `call.ringing`, `call.answered`, `call.ended`) or a custom event name: letters, digits, `.`, `_`, `-`, at most 100
+         *     `conversation.note_added`, `call.ringing`, `call.answered`, `call.ended`, `message.echo`, `conversation.thread_control`) or a custom event name: letters, digits, `.`, `_`, `-`, at most 100
          *     characters. A custom name must not equal a platform event name (the bot's emit of one is
          *     400 `reserved_event_name`); names are matched exactly.
          * @example message.received
@@ -2666,6 +2799,12 @@ export interface components {
             pricing: components["schemas"]["MessagePricing"] | null;
             customer?: components["schemas"]["MessageCustomer"];
             author?: components["schemas"]["Author"];
+            /**
+             * @description Present (true) on a past message the channel shared when the number joined the WhatsApp
+             *     Business app (coexistence's history sync): stored as it was, never handed to the bot.
+             * @constant
+             */
+            history?: true;
         };
         /**
          * @description The channel's pricing of one message, as its status notifications give it (per-message pricing
@@ -2738,6 +2877,42 @@ export interface components {
             assignee?: components["schemas"]["Member"] | null;
             /** @description The team's labels, lower case, sorted. */
             labels?: string[];
+            thread?: components["schemas"]["ThreadHolder"];
+        };
+        /**
+         * @description Who holds the customer's thread at the channel (docs/coexistence.md): this app (`us`), or
+         *     another app on the number (`other_app`, e.g. Meta's Business Agent), named by its app id.
+         */
+        ThreadHolder: {
+            /** @enum {string} */
+            held_by: "us" | "other_app";
+            /** @description The other app's id; null when this app holds it. */
+            app_id: string | null;
+            /**
+             * Format: date-time
+             * @description When the holder last changed; null when it never did.
+             */
+            since: string | null;
+        };
+        ThreadControlRequest: {
+            /** @enum {string} */
+            action: "pass" | "take" | "release";
+            /** @description The app the thread is passed to (`pass` only). */
+            target_app_id?: string;
+            /** @description Handed to the other app with the thread. */
+            metadata?: string;
+        };
+        ThreadControlResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                conversation_id: number;
+                /** @enum {string} */
+                action: "pass" | "take" | "release";
+                thread: components["schemas"]["ThreadHolder"];
+                /** @description The app that held the thread before; null when this app did. */
+                previous_holder_app_id: string | null;
+            };
         };
         ConversationResponse: {
             /** @constant */
@@ -2999,6 +3174,31 @@ export interface components {
             /** @constant */
             event?: "conversation.note_added";
             data?: components["schemas"]["ConversationNoteAddedData"];
+        };
+        MessageEchoData: {
+            conversation_id: number;
+            message: components["schemas"]["Message"];
+            conversation: components["schemas"]["Conversation"];
+            previous_state: string;
+        };
+        MessageEchoDelivery: components["schemas"]["WebhookDelivery"] & {
+            /** @constant */
+            event?: "message.echo";
+            data?: components["schemas"]["MessageEchoData"];
+        };
+        ConversationThreadControlData: {
+            conversation_id: number;
+            /** @enum {string} */
+            action: "pass" | "take" | "release";
+            /** @enum {string} */
+            by: "api" | "dashboard" | "channel";
+            holder: components["schemas"]["ThreadHolder"];
+            previous_holder_app_id: string | null;
+        };
+        ConversationThreadControlDelivery: components["schemas"]["WebhookDelivery"] & {
+            /** @constant */
+            event?: "conversation.thread_control";
+            data?: components["schemas"]["ConversationThreadControlData"];
         };
         /** @description A string of at most 1,000 characters, a number, a boolean or null (null deletes the key). */
         AttributeValue: string | number | boolean | null;
@@ -4857,6 +5057,56 @@ export interface operations {
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    controlConversationThread: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description Numeric id; a malformed or empty one is 400 `invalid_id` (after authentication).
+                 * @example 42
+                 */
+                id: components["parameters"]["NumericId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ThreadControlRequest"];
+            };
+        };
+        responses: {
+            /** @description The channel accepted; the thread's holder after it and the app that held it before. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ThreadControlResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            502: components["responses"]["UpstreamError"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };

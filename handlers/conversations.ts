@@ -20,6 +20,7 @@ import {
 import { phoneFilter } from '../lib/conversations/contacts.js';
 import { assign, credentialAuthor, relabel } from '../lib/inbox/team.js';
 import { addNote, listNotes, noteView } from '../lib/inbox/notes.js';
+import { controlThread, parseThreadControl } from '../lib/messaging/thread-control.js';
 
 
 function notFound(id: bigint): ApiError {
@@ -108,6 +109,13 @@ export const updateConversationState: Handler<operations['updateConversationStat
   const changed = await setConversationState(pool, projectId, id, state, deps.clock.now());
   if (!changed) throw notFound(id); // deleted meanwhile
   return { data: { conversation: { id: Number(changed.id), state: changed.state, previous_state: changed.previousState } } };
+};
+
+/** Thread control (docs/coexistence.md): pass the thread to another app, take it, release it. */
+export const controlConversationThread: Handler<operations['controlConversationThread']> = async (req, deps) => {
+  const id = pathId(req.params.id);
+  const input = parseThreadControl(req.body);
+  return { data: await controlThread(deps, req.auth!.project.id, id, input, 'api') };
 };
 
 // The team's operations (issue 60): assignment, labels and private notes, named by who made them.

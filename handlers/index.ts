@@ -30,6 +30,7 @@ export const handlers: Handlers<operations> = {
   updateConversationState: conversations.updateConversationState,
   listConversationMessages: conversations.listConversationMessages,
   assignConversation: conversations.assignConversation,
+  controlConversationThread: conversations.controlConversationThread,
   unassignConversation: conversations.unassignConversation,
   setConversationLabels: conversations.setConversationLabels,
   listConversationNotes: conversations.listConversationNotes,

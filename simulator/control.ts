@@ -5,6 +5,7 @@ import { FaultInputError, parseFault } from './faults.js';
 import { accessToken, displayPhoneNumber, numericId } from './ids.js';
 import { ControlError, injectInbound } from './inbound.js';
 import { userAnswers, userAnswersPermission, userCalls, userHangsUp } from './calls.js';
+import { emitEcho, emitHandover, emitHistory, emitStateSync } from './coexistence.js';
 import { changeUserId, createUser, shareContactInfo, updateUser, userPreference } from './users.js';
 import type { AutoStatusDelays, PhoneNumber, Template } from './state.js';
 import { requestLog } from './request-log.js';
@@ -214,6 +215,15 @@ export function controlRouter(ctx: SimContext, hooks: ControlHooks): Router {
   r.post('/calls/:id/answer', wrap((req) => userAnswers(ctx, String(req.params.id), body(req))));
   r.post('/calls/:id/hangup', wrap((req) => userHangsUp(ctx, String(req.params.id), body(req))));
   r.post('/users/:user/call-permission', wrap((req) => userAnswersPermission(ctx, String(req.params.user), body(req))));
+  // The WhatsApp Business app beside the API, and other apps' handovers (coexistence.ts).
+  r.post('/phone-numbers/:id/echoes', wrap((req) => emitEcho(ctx, phoneOr404(String(req.params.id)), body(req))));
+  r.post('/phone-numbers/:id/history', wrap((req) => emitHistory(ctx, phoneOr404(String(req.params.id)), body(req))));
+  r.post('/phone-numbers/:id/state-sync', wrap((req) => emitStateSync(ctx, phoneOr404(String(req.params.id)), body(req))));
+  r.post('/phone-numbers/:id/handovers', wrap((req) => emitHandover(ctx, phoneOr404(String(req.params.id)), body(req))));
+  r.get('/phone-numbers/:id/thread-holders', wrap((req) => {
+    const pn = phoneOr404(String(req.params.id));
+    return { data: [...state.threadHolders.entries()].filter(([k]) => k.startsWith(`${pn.phone_number_id}:`)).map(([k, app]) => ({ wa_id: k.split(':')[1], app_id: app })) };
+  }));
   // Read marks and typing indicators the numbers received (pricing.ts), newest last.
   r.get('/read-marks', wrap(() => ({ data: readMarksOf(state) })));
   // A free entry point for a customer (72 hours of free_entry_point pricing), as a click-to-WhatsApp ad opens one.

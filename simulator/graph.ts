@@ -1,4 +1,5 @@
 /** The Graph API surface under /:version (v26.0 etc.: the versions Meta serves, versions.ts), with fault injection in front of it. */
+import { threadControl } from './coexistence.js';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { requireAnyToken, requireToken, tokenOf, type SimContext } from './context.js';
 import { GraphError, paramError, sendGraphError, unknownPath, unsupportedRequest } from './errors.js';
@@ -83,6 +84,7 @@ export function graphRouter(ctx: SimContext): Router {
   r.post('/:node/messages', json, wrap(sendMessage(ctx)));
   r.post('/:node/marketing_messages', json, wrap(sendMessage(ctx, 'marketing_messages')));
   r.post('/:node/calls', json, wrap(callAction(ctx)));
+  r.post('/:node/thread_control', json, wrap(threadControl(ctx)));
   r.post('/:node/media', wrap(uploadMedia(ctx)));
   r.get('/:node/message_templates', wrap(listTemplates(ctx)));
   r.post('/:node/message_templates', json, wrap(createTemplate(ctx)));

@@ -99,7 +99,10 @@ export async function injectInbound(ctx: SimContext, b: Obj): Promise<InboundRes
   if (user.phone) state.lastInbound.set(`${pn.phone_number_id}:${user.phone}`, ts * 1000);
   state.lastInbound.set(`${pn.phone_number_id}:${user.user_id}`, ts * 1000);
 
-  const body = JSON.stringify(inboundWebhook(pn, contactEntry(user), message));
-  const r = await ctx.dispatcher.deliverNow({ pnid: pn.phone_number_id, field: 'messages', kind: `inbound:${type}`, ref: id, body, attempt: 0 });
+  // While another app holds the customer's thread, Meta delivers the message to us as `standby`.
+  const held = user.phone !== null && state.threadHolders.has(`${pn.phone_number_id}:${user.phone}`);
+  const field = held ? 'standby' : 'messages';
+  const body = JSON.stringify(inboundWebhook(pn, contactEntry(user), message, field));
+  const r = await ctx.dispatcher.deliverNow({ pnid: pn.phone_number_id, field, kind: `inbound:${type}`, ref: id, body, attempt: 0 });
   return { wamid: id, ...r };
 }

@@ -248,6 +248,8 @@ export class SimState {
   index: BoundedMap<string, MessageMeta>;
   /** Last inbound message per `${pnid}:${wa_id}` (customer-service window). */
   lastInbound = new BoundedMap<string, number>(200_000);
+  /** Who holds a customer's thread, per `${pnid}:${wa_id}`, when another app does (coexistence.ts). */
+  threadHolders = new BoundedMap<string, string>(200_000);
   /** Open conversation per `${pnid}:${wa_id}:${category}`. */
   conversations = new BoundedMap<string, { id: string; expiresSec: number }>(200_000);
   faults: Fault[] = [];
@@ -340,6 +342,7 @@ export class SimState {
     this.messages.clear();
     this.index.clear();
     this.lastInbound.clear();
+    this.threadHolders.clear();
     this.conversations.clear();
     this.faults = [];
     this.users.clear();

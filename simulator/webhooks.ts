@@ -129,8 +129,9 @@ export function inboundWebhook(
   pn: PhoneNumber,
   contact: Record<string, unknown>,
   message: Record<string, unknown>,
+  field: 'messages' | 'standby' = 'messages',
 ): Record<string, unknown> {
-  return envelope(pn, 'messages', messagesValue(pn, { contacts: [contact], messages: [message] }));
+  return envelope(pn, field, messagesValue(pn, { contacts: [contact], messages: [message] }));
 }
 
 export function templateWebhook(state: SimState, pn: PhoneNumber, t: Template, event: string, reason: string): Record<string, unknown> {

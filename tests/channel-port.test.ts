@@ -100,4 +100,28 @@ describe('the domain on an in-memory channel', () => {
     expect(refused.status).toBe(409);
     expect(refused.body.error.code).toBe('outside_24h_window');
   });
+  it('When the channel tells of an echo, history, a standby message and a handover, and the API passes the thread, then the domain applies them as on the Cloud API', async () => {
+    const p = await project();
+    const writer = await t.admin.key(p.id, ['conversations:read', 'conversations:write', 'messages:send']);
+    const customer = { phone: '14155550177' };
+    await notify(p, [{ kind: 'message', channelMessageId: 'mem.coex-in', customer, type: 'text', timestamp: seconds(), content: { type: 'text', text: { body: 'hi' } } }]);
+    const told = await notify(p, [
+      { kind: 'message_echo', channelMessageId: 'mem.coex-echo', customer, type: 'text', timestamp: seconds(), content: { type: 'text', text: { body: 'Hello from the app' } } },
+      { kind: 'history', channelMessageId: 'mem.coex-old', direction: 'inbound', customer, type: 'text', timestamp: '1700000000', content: { type: 'text', text: { body: 'last year' } } },
+      { kind: 'standby_message', channelMessageId: 'mem.coex-standby', customer, type: 'text', timestamp: seconds(), content: { type: 'text', text: { body: 'to the agent' } } },
+      { kind: 'thread_control_changed', customer, action: 'take', newOwnerAppId: '9900' },
+    ]);
+    expect(told.body.data).toMatchObject({ messages: 3 });
+    const conversation = (await request(t.app).get('/v1/conversations').set(auth(p.key))).body.data.conversations[0];
+    expect(conversation).toMatchObject({ state: 'handover', thread: { held_by: 'other_app', app_id: '9900' } });
+    const messages = (await request(t.app).get(`/v1/conversations/${conversation.id}/messages`).set(auth(p.key))).body.data.messages;
+    const byId = Object.fromEntries(messages.map((m: any) => [m.wamid, m]));
+    expect(byId['mem.coex-echo']).toMatchObject({ direction: 'outbound', author: { kind: 'business_app' } });
+    expect(byId['mem.coex-old']).toMatchObject({ direction: 'inbound', history: true });
+    expect(byId['mem.coex-standby']).toMatchObject({ direction: 'inbound' });
+
+    const taken = await request(t.app).post(`/v1/conversations/${conversation.id}/thread-control`).set(auth(writer.secret)).send({ action: 'take' });
+    expect([taken.status, taken.body.data.thread.held_by]).toEqual([200, 'us']);
+    expect(channel.threadCalls.at(-1)).toEqual({ to: { phone: '14155550177' }, action: 'take', targetAppId: undefined, metadata: undefined });
+  });
 });

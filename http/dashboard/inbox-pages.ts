@@ -22,7 +22,7 @@ import {
   PAST_GAP_HOURS, type ConversationDetail, type ConversationHistory, type ConversationListItem, type CustomerQuery,
 } from '../../lib/dashboard/customer-reads.js';
 import {
-  assignAs, handConversation, labelAs, MAX_REPLY_CHARS, noteAs, offeredTemplates, sendReply, type Reply,
+  assignAs, handConversation, labelAs, MAX_REPLY_CHARS, noteAs, offeredTemplates, sendReply, threadControlAs, type Reply,
 } from '../../lib/dashboard/conversation-actions.js';
 import { authorOf, authorWords, type Author } from '../../lib/conversations/authors.js';
 import type { ContactView, MessageView } from '../../lib/conversations/views.js';
@@ -261,7 +261,7 @@ async function chatPane(deps: AppDeps, ctx: Ctx, q: CustomerQuery, d: Conversati
   const older = new URLSearchParams(params);
   if (d.nextCursor) older.set('before', d.nextCursor);
   return html`<section class="inbox-chat" aria-labelledby="chat-title"><h2 id="chat-title">${customerName(d.contact)}</h2>
-<p class="chat-facts"><span>State: <span class="status" id="conversation-state">${stateWords(v.state)}</span></span> <span>Window: <span id="conversation-window">${windowWords(v)}</span></span> <span>Assigned: <span id="conversation-assignee">${v.assignee ? v.assignee.email : 'nobody'}</span></span> <span>Labels: <span id="conversation-labels">${v.labels?.length ? v.labels.join(', ') : '—'}</span></span></p>
+<p class="chat-facts"><span>State: <span class="status" id="conversation-state">${stateWords(v.state)}</span></span> <span>Window: <span id="conversation-window">${windowWords(v)}</span></span> <span>Assigned: <span id="conversation-assignee">${v.assignee ? v.assignee.email : 'nobody'}</span></span> <span>Labels: <span id="conversation-labels">${v.labels?.length ? v.labels.join(', ') : '—'}</span></span> <span>Thread: <span id="conversation-thread">${threadWords(v)}</span></span></p>
 ${d.nextCursor ? html`<p class="paging"><a href="${`${path}?${older}`}" rel="prev">Older messages</a></p>` : ''}
 ${cursor ? html`<p class="muted">Older messages (not live). <a href="${withQuery(path, params)}">Newest</a></p>` : ''}
 <section id="conversation-live" aria-label="Messages, oldest first"${cursor ? '' : html` data-live-url="${path}/live"`}>
@@ -295,6 +295,7 @@ ${held
     : html`<p>The bot answers this conversation (state ${v.state}).</p>
 <form method="post" action="${path}/handover" class="inline">${csrfField(ctx.csrf)}${onceField()}<input type="hidden" name="to" value="human"><button type="submit" class="primary">Take over (the bot stops answering)</button></form>`}
 </section>
+${threadCard(ctx, v, path)}
 <details class="card"><summary>Canned replies (${canned.length})</summary>
 ${canned.length ? html`<ul class="canned">${canned.map((c) => html`<li><strong>${c.shortcut}</strong>: <span class="message-text">${c.text}</span></li>`)}</ul>` : html`<p class="muted">None yet.</p>`}
 <form method="post" action="${projectPath(ctx.project.id, '/conversations/canned-replies')}">${csrfField(ctx.csrf)}${onceField()}<input type="hidden" name="back" value="${v.id}">
@@ -302,6 +303,29 @@ ${canned.length ? html`<ul class="canned">${canned.map((c) => html`<li><strong>$
   <label for="canned-text">Text</label><textarea id="canned-text" name="text" rows="2" maxlength="${MAX_REPLY_CHARS}" required></textarea>
   <div class="actions"><button type="submit">Save canned reply</button></div>
 </form></details>` : ''}
+</section>`;
+}
+
+/** Who holds the customer's thread at the channel (another app on the number, e.g. Meta's Business Agent). */
+function threadWords(v: ConversationDetail['conversation']): string {
+  const t = v.thread;
+  if (!t || t.held_by === 'us') return 'this app';
+  return `app ${t.app_id}${t.since ? ` since ${when(t.since)}` : ''} (the customer's messages are stored, not answered here)`;
+}
+
+/** Thread control (docs/coexistence.md): pass the thread to another app, take it back, release it. */
+function threadCard(ctx: Ctx, v: ConversationDetail['conversation'], path: string): Html {
+  const elsewhere = v.thread?.held_by === 'other_app';
+  return html`<section class="card" aria-labelledby="thread-title"><h3 id="thread-title">Thread (other apps on this number)</h3>
+${elsewhere
+    ? html`<p>App ${v.thread!.app_id} holds this customer's thread: replies from here are refused until you take it back.</p>
+<form method="post" action="${path}/thread" class="inline">${csrfField(ctx.csrf)}${onceField()}<input type="hidden" name="action" value="take"><button type="submit" class="primary">Take the thread back</button></form>`
+    : html`<p>This app holds the thread.</p>
+<form method="post" action="${path}/thread" class="inline-form">${csrfField(ctx.csrf)}${onceField()}<input type="hidden" name="action" value="pass">
+  <label for="thread-target">Pass to app (its id)</label><input id="thread-target" name="target_app_id" type="text" inputmode="numeric" pattern="[0-9]{1,32}" maxlength="32" required>
+  <button type="submit">Pass the thread</button>
+</form>
+<form method="post" action="${path}/thread" class="inline">${csrfField(ctx.csrf)}${onceField()}<input type="hidden" name="action" value="release"><button type="submit">Release the thread</button></form>`}
 </section>`;
 }
 
@@ -376,6 +400,11 @@ const HANDOVER_FORM = {
   to: { required: 'Say who answers (a person or the bot); nothing was changed.', oneOf: { values: ['human', 'bot'], message: 'Say who answers (a person or the bot); nothing was changed.' } },
 } satisfies FormSchema;
 
+const THREAD_FORM = {
+  action: { required: 'Say what to do with the thread (pass, take or release); nothing was changed.', oneOf: { values: ['pass', 'take', 'release'], message: 'Say what to do with the thread (pass, take or release); nothing was changed.' } },
+  target_app_id: { trim: true },
+} satisfies FormSchema;
+
 const NOTE_FORM = {
   note: { trim: true, required: 'Write the note first; nothing was saved.', maxChars: { max: MAX_NOTE_CHARS, message: `A note has at most ${MAX_NOTE_CHARS} characters; nothing was saved.` } },
 } satisfies FormSchema;
@@ -430,6 +459,17 @@ export const submitHandover = (deps: AppDeps) => async (req: Request, res: Respo
     const d = await conversationDetail(deps, project.id, String(req.params.conversationId));
     await handConversation(deps, actor, project.id, d.conversation.id, to);
     return projectPath(project.id, `/conversations/${d.conversation.id}?done=${to === 'human' ? 'handed_to_human' : 'handed_to_bot'}`);
+  });
+};
+
+export const submitThread = (deps: AppDeps) => async (req: Request, res: Response) => {
+  const { actor, project } = await projectContext(deps, req, 'conversations', MANAGERS, 'pass, take or release threads');
+  const form = readForm(req, THREAD_FORM);
+  const action = form.action as 'pass' | 'take' | 'release';
+  await changeOnce(deps, req, res, project.id, async () => {
+    const d = await conversationDetail(deps, project.id, String(req.params.conversationId));
+    await threadControlAs(deps, actor, project.id, d.conversation.id, action, form.target_app_id ?? '');
+    return projectPath(project.id, `/conversations/${d.conversation.id}?done=thread_${action}`);
   });
 };
 
@@ -490,4 +530,5 @@ export const inboxRoutes: PageRoute[] = [
   { method: 'get', path: '/projects/:projectId/conversations/:conversationId/live', handler: conversationLive },
   { method: 'post', path: '/projects/:projectId/conversations/:conversationId/reply', handler: submitReply, form: TEXT_REPLY_FORM },
   { method: 'post', path: '/projects/:projectId/conversations/:conversationId/handover', handler: submitHandover, form: HANDOVER_FORM },
+  { method: 'post', path: '/projects/:projectId/conversations/:conversationId/thread', handler: submitThread, form: THREAD_FORM },
 ];

@@ -28,7 +28,8 @@ export type ChannelOperation =
   | 'getMessagingLimit'
   | 'getThroughput'
   | 'markRead'
-  | 'callAction';
+  | 'callAction'
+  | 'threadControl';
 
 /**
  * What a failure means to the domain, as the adapter classifies it (one failure may have several):

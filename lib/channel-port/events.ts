@@ -121,6 +121,61 @@ export interface CallPermissionEvent {
   expiresAt?: number;
 }
 
-export type ChannelEvent = MessageEvent | StatusEvent | UserPreferenceEvent | TemplateStatusEvent | MessagingLimitEvent | ThroughputEvent
-  | CallEvent | CallPermissionEvent;
+/**
+ * A message the business sent from another app on the same number (coexistence: the WhatsApp
+ * Business app): a person replied, so the bot stays quiet in that conversation.
+ */
+export interface MessageEchoEvent {
+  kind: 'message_echo';
+  channelMessageId: string;
+  /** The customer it was sent to. */
+  customer: Customer;
+  type: string;
+  timestamp?: string;
+  content: Record<string, unknown>;
+}
+
+/** One past message the channel shared (coexistence's history sync), either way. */
+export interface HistoryEvent {
+  kind: 'history';
+  channelMessageId: string;
+  direction: 'inbound' | 'outbound';
+  customer: Customer;
+  type: string;
+  timestamp?: string;
+  content: Record<string, unknown>;
+  /** Its delivery status as the history gives it, lower case (delivered, read, sent, played, error, pending). */
+  status?: string;
+}
+
+/** The Business app's address book changed a contact's name (coexistence's state sync). */
+export interface ContactSyncEvent {
+  kind: 'contact_sync';
+  customer: Customer;
+  /** `add` (or an edit) or `remove`. */
+  action: string;
+  fullName?: string;
+  firstName?: string;
+}
+
+/** A customer wrote while another app holds the thread: stored, the bot not woken. */
+export interface StandbyMessageEvent extends Omit<MessageEvent, 'kind'> {
+  kind: 'standby_message';
+}
+
+/** Who holds a customer's thread changed (another app passed, took or released it). */
+export interface ThreadControlChangedEvent {
+  kind: 'thread_control_changed';
+  customer: Customer;
+  action: 'pass' | 'take' | 'release';
+  previousOwnerAppId?: string;
+  newOwnerAppId?: string;
+  metadata?: string;
+  timestamp?: string;
+}
+
+export type ChannelEvent =
+  | MessageEvent | StatusEvent | UserPreferenceEvent | TemplateStatusEvent | MessagingLimitEvent | ThroughputEvent
+  | CallEvent | CallPermissionEvent
+  | MessageEchoEvent | HistoryEvent | ContactSyncEvent | StandbyMessageEvent | ThreadControlChangedEvent;
 export type ChannelEventKind = ChannelEvent['kind'];

@@ -142,6 +142,17 @@ export type CallActionInput =
   | { action: 'connect'; to: string; sdp: string; reference?: string }
   | { action: 'pre_accept' | 'accept'; callId: string; to: string; sdp: string }
   | { action: 'reject' | 'terminate'; callId: string; to?: string };
+// Thread control
+
+export interface ThreadControlInput {
+  /** The customer: a phone (digits) or a business-scoped user id. */
+  to: { phone: string } | { userId: string };
+  action: 'pass' | 'take' | 'release';
+  /** The app the thread is passed to (pass only). */
+  targetAppId?: string;
+  /** Passed on to the other app, at most 2,000 characters. */
+  metadata?: string;
+}
 
 // ---------------------------------------------------------------------------------------------
 
@@ -178,6 +189,9 @@ export interface ChannelPort {
   // Calls
   /** Acts on a call; `connect` answers the new call's id. */
   callAction(creds: ChannelCredentials, input: CallActionInput): Promise<{ callId?: string }>;
+  // Thread control (another app on the number, e.g. Meta's Business Agent, may hold a thread)
+  /** Passes the customer's thread to `targetAppId`, takes it, or releases it (docs/coexistence.md). */
+  threadControl(creds: ChannelCredentials, input: ThreadControlInput): Promise<void>;
 
   // Notifications
   /** The events of one notification the channel posted, those addressed to `phoneNumberId`. Malformed parts are skipped. */

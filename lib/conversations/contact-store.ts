@@ -243,3 +243,16 @@ export async function setCallPermission(tx: RawTx, projectId: string, contactId:
   );
   return rows.length > 0;
 }
+
+/**
+ * The Business app's address book named a customer (coexistence's state sync): the known contact
+ * of that phone takes the name. A removal there never deletes a contact here (its conversations
+ * and consent stay). False when no contact has the phone or the name is unchanged.
+ */
+export async function syncContactName(db: Queryable, projectId: string, phone: string, name: string, at: Date): Promise<boolean> {
+  const res = await db.query(
+    `UPDATE contacts SET name = $3, updated_at = $4 WHERE project_id = $1 AND phone = $2 AND name IS DISTINCT FROM $3`,
+    [projectId, phone, name, at],
+  );
+  return (res.rowCount ?? 0) > 0;
+}

@@ -82,7 +82,7 @@ const CONVERSATION_COLUMNS = `
   ct.id::text AS "contactId", ct.phone AS "contactPhone", ct.user_id AS "contactUserId",
   ct.username AS "contactUsername", ct.name AS "contactName",
   c.assignee_id AS "assigneeId", (SELECT a.email FROM dashboard_accounts a WHERE a.id = c.assignee_id) AS "assigneeEmail",
-  c.labels AS "labels"`;
+  c.labels AS "labels", c.thread_holder AS "threadHolder", c.thread_holder_since AS "threadHolderSince"`;
 
 interface ConversationSqlRow {
   id: string;
@@ -99,6 +99,8 @@ interface ConversationSqlRow {
   assigneeId: string | null;
   assigneeEmail: string | null;
   labels: string[] | null;
+  threadHolder: string | null;
+  threadHolderSince: Date | null;
 }
 
 function toConversationRow(r: ConversationSqlRow): ConversationRow {
@@ -112,6 +114,8 @@ function toConversationRow(r: ConversationSqlRow): ConversationRow {
     contact: { id: r.contactId, phone: r.contactPhone, userId: r.contactUserId, username: r.contactUsername, name: r.contactName },
     assignee: { id: r.assigneeId, email: r.assigneeEmail },
     labels: r.labels ?? [],
+    threadHolder: r.threadHolder,
+    threadHolderSince: r.threadHolderSince,
   };
 }
 
@@ -182,7 +186,7 @@ export async function conversationExists(db: Queryable, projectId: string, id: b
 
 const MESSAGE_COLUMNS = `
   m.id::text AS "id", m.wamid, m.conversation_id::text AS "conversationId", m.direction, m.type, m.content,
-  m.status, m.error, m.sent_at AS "sentAt", m.status_at AS "statusAt", m.pricing, ${AUTHOR_COLUMNS}`;
+  m.status, m.error, m.sent_at AS "sentAt", m.status_at AS "statusAt", m.pricing, m.history, ${AUTHOR_COLUMNS}`;
 
 /** One page of a conversation's messages, newest first; `afterId` is the last id of the previous page. */
 export async function listMessageRows(
@@ -429,4 +433,30 @@ export async function unassignAccount(tx: Pick<Prisma.TransactionClient, '$query
     projectId, accountId, at,
   );
   return rows.map((r) => r.id);
+}
+
+/**
+ * A person answered from the Business app (an echo): the conversation is the person's, as when
+ * one takes it over in the dashboard, so the bot stays quiet (lib/messaging/coexistence.ts).
+ */
+export async function holdForPerson(tx: Prisma.TransactionClient, id: bigint, now: Date): Promise<{ state: string; previousState: string }> {
+  const before = await tx.conversation.findUniqueOrThrow({ where: { id }, select: { state: true } });
+  if (before.state !== HUMAN_STATE) await tx.conversation.update({ where: { id }, data: { state: HUMAN_STATE, updatedAt: now } });
+  return { state: HUMAN_STATE, previousState: before.state };
+}
+
+/**
+ * Who holds the customer's thread at the channel (docs/coexistence.md): `null` is this project's
+ * app, else the other app's id. Returns the holder it replaced; undefined when the conversation
+ * is not the project's. The row is locked while the previous holder is read.
+ */
+export async function setThreadHolder(db: Queryable, projectId: string, id: bigint, holder: string | null, now: Date): Promise<{ previous: string | null; since: Date } | undefined> {
+  const res = await db.query<{ previous: string | null; since: Date }>(
+    `UPDATE conversations c SET thread_holder = $3, thread_holder_since = $4, updated_at = $4
+     FROM (SELECT id, thread_holder FROM conversations WHERE project_id = $1 AND id = $2::bigint FOR UPDATE) old
+     WHERE c.id = old.id
+     RETURNING old.thread_holder AS "previous", c.thread_holder_since AS "since"`,
+    [projectId, id.toString(), holder, now],
+  );
+  return res.rows[0];
 }

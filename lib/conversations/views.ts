@@ -36,6 +36,8 @@ export interface MessageRow extends AuthorColumns {
   statusAt: Date;
   /** The channel's pricing from the message's statuses (lib/pricing/status-pricing.ts); absent in rows that did not select it. */
   pricing?: unknown;
+  /** A past message of coexistence's history sync. */
+  history?: boolean;
 }
 
 export interface ContactSummaryRow {
@@ -60,6 +62,9 @@ export interface ConversationRow {
   /** The member handling it (absent in rows that did not select it; id null: unassigned). */
   assignee?: { id: string | null; email: string | null };
   labels?: string[] | null;
+  /** Who holds the thread at the channel (null: this app); absent in rows that did not select it. */
+  threadHolder?: string | null;
+  threadHolderSince?: Date | null;
 }
 
 export interface ContactRow extends ContactSummaryRow, ConsentColumns {
@@ -130,6 +135,7 @@ export function messageView(row: MessageRow & MessageCustomerRow, customer?: Con
     pricing: isPlainObject(row.pricing) ? (row.pricing as MessageView['pricing']) : null,
     ...(who ? { customer: who } : {}),
     ...(author ? { author } : {}),
+    ...(row.history ? { history: true } : {}),
   };
 }
 
@@ -157,7 +163,13 @@ export function conversationView(row: ConversationRow, now: Date): ConversationV
     created_at: row.createdAt.toISOString(),
     ...(row.assignee ? { assignee: row.assignee.id && row.assignee.email ? { id: row.assignee.id, email: row.assignee.email } : null } : {}),
     ...(row.labels !== undefined ? { labels: row.labels ?? [] } : {}),
+    ...(row.threadHolder !== undefined ? { thread: threadHolderView(row.threadHolder, row.threadHolderSince ?? null) } : {}),
   };
+}
+
+/** Who holds the customer's thread at the channel (the contract's `ThreadHolder`): this app (`us`) or another one. */
+export function threadHolderView(holder: string | null, since: Date | null): { held_by: 'us' | 'other_app'; app_id: string | null; since: string | null } {
+  return { held_by: holder === null ? 'us' : 'other_app', app_id: holder, since: since ? since.toISOString() : null };
 }
 
 /**

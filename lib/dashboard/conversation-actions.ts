@@ -21,6 +21,7 @@ import { personAuthor } from '../conversations/authors.js';
 import { ApiError } from '../platform/errors.js';
 import { assign, relabel } from '../inbox/team.js';
 import { addNote } from '../inbox/notes.js';
+import { controlThread, parseThreadControl } from '../messaging/thread-control.js';
 
 export type Reply =
   | { kind: 'text'; text: string }
@@ -141,4 +142,22 @@ export async function noteAs(deps: Pick<Deps, 'db' | 'clock'>, actor: Actor, pro
   }
   if (!note) throw new DashboardRefusal(404, 'No such conversation in this project.');
   await recordAuditAfter(deps, actor, { projectId, action: 'conversation.note', subject: `conversation ${id}`, after: { note: note.id, characters: [...body].length } });
+}
+
+/**
+ * Thread control from the dashboard (docs/coexistence.md): an owner or admin passes the thread to
+ * another app, takes it back or releases it, as the API does; a refusal (held elsewhere, a bad
+ * app id, the channel's) is said in words, and the change is in the audit trail.
+ */
+export async function threadControlAs(
+  deps: Pick<Deps, 'db' | 'clock' | 'channel' | 'config' | 'logger'>, actor: Actor, projectId: string, id: number, action: string, targetAppId: string | undefined,
+): Promise<void> {
+  let done;
+  try {
+    done = await controlThread(deps, projectId, BigInt(id), parseThreadControl({ action, ...(action === 'pass' ? { target_app_id: targetAppId } : {}) }), 'dashboard');
+  } catch (e) {
+    if (e instanceof ApiError && e.status < 500) throw new DashboardRefusal(e.status === 404 ? 404 : e.status === 409 ? 409 : 400, `${e.message} Nothing was changed. (${e.code})`);
+    throw e;
+  }
+  await recordAuditAfter(deps, actor, { projectId, action: 'conversation.thread_control', subject: `conversation ${id}`, before: { holder: done.previous_holder_app_id }, after: { action, holder: done.thread.app_id } });
 }

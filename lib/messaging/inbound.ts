@@ -28,6 +28,7 @@ import { flowReplyOf } from '../flows/send.js';
 import { pricingOf } from '../pricing/status-pricing.js';
 import { storeReturningCustomerMessage } from './inbound-statement.js';
 import { applyCallEvent, applyCallPermission } from '../calls/calls.js';
+import { applyContactSync, applyEcho, applyHistory, applyThreadControlChange } from './coexistence.js';
 
 export { STATUS_RANK } from './status-rank.js';
 
@@ -42,19 +43,23 @@ export interface WebhookOutcome {
   retryLater: boolean;
 }
 
-async function applyMessage(deps: Deps, channel: OpenChannel, m: MessageEvent, now: Date): Promise<boolean> {
+/**
+ * `standby`: the customer wrote while another app holds the thread (docs/coexistence.md): stored
+ * and raised as any message, the bot not handed it.
+ */
+async function applyMessage(deps: Deps, channel: OpenChannel, m: MessageEvent, now: Date, opts: { standby?: boolean } = {}): Promise<boolean> {
   // A customer with a username may come with a BSUID and no phone: known either way.
   const ids: Customer = { ...m.customer };
   if (ids.userId !== undefined && !isBsuid(ids.userId)) delete ids.userId;
   if (typeof m.channelMessageId !== 'string' || !m.channelMessageId || (!ids.phone && !ids.userId)) return false;
   // The content is stored as it came; a flow's reply is added to this copy.
   const rest: Record<string, unknown> = { ...m.content };
-  // A returning customer's message is one statement; any other case runs the transaction.
-  const fast = await storeReturningCustomerMessage(deps.db.pool, {
+  // A returning customer's message is one statement; any other case (and a standby one) runs the transaction.
+  const fast = opts.standby ? undefined : await storeReturningCustomerMessage(deps.db.pool, {
     projectId: channel.projectId, message: m, ids, content: rest, now, bot: deps.bot ? { leaseMs: deps.config.botInboxLeaseMs, enqueueSql: (rows) => deps.bot!.enqueueSql(rows) } : undefined,
   });
   if (fast === 'not stored') return false;
-  const stored = fast ? { ...fast.stored, consent: undefined } : await storeInTransaction(deps, channel, m, ids, rest, now);
+  const stored = fast ? { ...fast.stored, consent: undefined } : await storeInTransaction(deps, channel, m, ids, rest, now, !opts.standby);
   if (!stored) return false;
   if (stored.consent?.confirmation) {
     const to = stored.contact.phone ? { phone: `+${stored.contact.phone}` } : { user_id: stored.contact.userId! };
@@ -62,6 +67,7 @@ async function applyMessage(deps: Deps, channel: OpenChannel, m: MessageEvent, n
   }
   // The project's deployed bot handles the message once it is stored and `message.received` raised.
   const { contact } = stored;
+  if (opts.standby) return true;
   deps.bot?.onInboundMessage(channel.projectId, stored.message.id, {
     id: m.channelMessageId, from: contact.phone ?? contact.userId!, type: stored.message.type, text: inboundText(stored.message.type, rest as Record<string, unknown>), raw: rest as Record<string, unknown>,
     conversation: { id: Number(stored.conversation.id), state: stored.conversation.state },
@@ -76,7 +82,7 @@ async function applyMessage(deps: Deps, channel: OpenChannel, m: MessageEvent, n
  * in, a flow's reply, a consent keyword (the one statement's fast path leaves these here).
  * False when the wamid was stored before.
  */
-async function storeInTransaction(deps: Deps, channel: OpenChannel, m: MessageEvent, ids: Customer, rest: Record<string, unknown>, now: Date) {
+async function storeInTransaction(deps: Deps, channel: OpenChannel, m: MessageEvent, ids: Customer, rest: Record<string, unknown>, now: Date, forBot = true) {
   return deps.db.prisma.$transaction(async (tx) => {
     const seen = await tx.message.findUnique({ where: { projectId_wamid: { projectId: channel.projectId, wamid: m.channelMessageId } }, select: { id: true } });
     if (seen) return false;
@@ -105,7 +111,7 @@ async function storeInTransaction(deps: Deps, channel: OpenChannel, m: MessageEv
     // A consent keyword (the whole message) changes the contact's marketing consent with it.
     const consent = await keywordConsent(tx, channel.projectId, contact.id, type, rest, now);
     // The bot's part commits with the message: a restart before the bot ran cannot drop it.
-    if (deps.bot) await deps.bot.enqueue(tx, channel.projectId, message.id, now);
+    if (deps.bot && forBot) await deps.bot.enqueue(tx, channel.projectId, message.id, now);
     await recordEvent(tx, channel.projectId, 'message.received', {
       conversation_id: Number(conversation.id),
       message: messageView(message, contact),
@@ -293,6 +299,16 @@ export async function applyChannelEvents(deps: Deps, channel: OpenChannel, event
       await applyCallEvent(deps, channel, event, now);
     } else if (event.kind === 'call_permission') {
       await applyCallPermission(deps, channel, event, now);
+    } else if (event.kind === 'standby_message') {
+      if (await applyMessage(deps, channel, { ...event, kind: 'message' }, now, { standby: true })) outcome.messages++;
+    } else if (event.kind === 'message_echo') {
+      if (await applyEcho(deps, channel, event, now)) outcome.messages++;
+    } else if (event.kind === 'history') {
+      if (await applyHistory(deps, channel, event, now)) outcome.messages++;
+    } else if (event.kind === 'contact_sync') {
+      await applyContactSync(deps, channel, event, now);
+    } else if (event.kind === 'thread_control_changed') {
+      await applyThreadControlChange(deps, channel, event, now);
     }
   }
   return outcome;

@@ -143,14 +143,25 @@ export async function sessionWindowOpen(db: Db, projectId: string, to: Recipient
   return rows[0].open;
 }
 
+/** The app holding the customer's thread when another app does (docs/coexistence.md): read on a refused send's path only. */
+export async function threadHeldBy(db: Db, projectId: string, to: Recipient): Promise<string | null> {
+  const { rows } = await db.query<{ holder: string }>(
+    `SELECT w.thread_holder AS holder FROM contacts c JOIN conversations w ON w.project_id = c.project_id AND w.contact_id = c.id
+     WHERE c.project_id = $1 AND (c.phone = $2 OR ($2::text IS NULL AND c.user_id = $3)) AND w.thread_holder IS NOT NULL LIMIT 1`,
+    [projectId, to.phone, to.userId ?? null],
+  );
+  return rows[0]?.holder ?? null;
+}
+
 /**
  * 2. Records the intents before the channel is called, in one statement: per intent the window
  * gate (session messages), the contact (created when missing; an existing one is only read), the
  * conversation (created, or its activity moved: lib/conversations/order.ts; its state untouched),
  * the Idempotency-Key's link and the `pending` message under the reference. Answers, per intent,
- * whether it was recorded (false: a session message whose window is closed; nothing written).
+ * whether it was recorded (false: a session message whose window is closed, or with `refuseHeld`
+ * a message to a customer whose thread another app holds (docs/coexistence.md); nothing written).
  */
-export async function recordIntents(db: Db, projectId: string, intents: Intent[], at: Date): Promise<boolean[]> {
+export async function recordIntents(db: Db, projectId: string, intents: Intent[], at: Date, opts: { refuseHeld?: boolean } = {}): Promise<boolean[]> {
   const result = intents.map(() => false);
   let todo = intents.map((_, i) => i);
   // A contact inserted by a concurrent transaction after the statement's snapshot is neither seen
@@ -170,7 +181,10 @@ export async function recordIntents(db: Db, projectId: string, intents: Intent[]
                SELECT i.*, (NOT i.session OR EXISTS (
                  SELECT 1 FROM found f JOIN conversations w ON w.project_id = $1 AND w.contact_id = f.id
                  WHERE f.ord = i.ord AND w.last_inbound_at > $8::timestamptz - interval '${SERVICE_WINDOW_MS} milliseconds'
-               )) AS open FROM input i
+               ) AND NOT ($11::boolean AND EXISTS (
+                 SELECT 1 FROM found f JOIN conversations w ON w.project_id = $1 AND w.contact_id = f.id
+                 WHERE f.ord = i.ord AND w.thread_holder IS NOT NULL
+               ))) AS open FROM input i
              ), created AS (
                -- Either unique key (phone, user id) may conflict: DO NOTHING names neither.
                ${insertContactsSql(`SELECT DISTINCT $1, g.phone, CASE WHEN g.phone IS NULL THEN g.user_id END, $8::timestamptz, $8::timestamptz FROM gate g
@@ -204,6 +218,7 @@ export async function recordIntents(db: Db, projectId: string, intents: Intent[]
         at,
         batch.map((b) => b.to.userId ?? null),
         batch.map((b) => (b.author === undefined ? null : JSON.stringify(b.author))),
+        opts.refuseHeld === true,
       ],
     });
     const retry: number[] = [];
@@ -332,6 +347,28 @@ export async function recordInbound(
       statusAt: m.at,
     },
   });
+}
+
+/**
+ * A message the channel told us of without our sending or the bot seeing it (coexistence,
+ * lib/messaging/coexistence.ts): an echo of one the business sent from the Business app
+ * (outbound, author business_app), or a past one of the history sync (`history`). Inserted once
+ * per wamid: undefined when it was stored before.
+ */
+export async function recordTold(
+  tx: Pick<Prisma.TransactionClient, 'message'>,
+  m: { projectId: string; conversationId: bigint; wamid: string; direction: 'inbound' | 'outbound'; type: string; content: object; status: string; history: boolean; sentAt: Date; at: Date },
+) {
+  const { count } = await tx.message.createMany({
+    data: [{
+      projectId: m.projectId, conversationId: m.conversationId, wamid: m.wamid, direction: m.direction, type: m.type, content: m.content,
+      status: m.status, history: m.history, sentAt: m.sentAt, statusAt: m.at,
+      ...(m.direction === 'outbound' ? { author: { kind: 'business_app', id: null, name: null } } : {}),
+    }],
+    skipDuplicates: true,
+  });
+  if (count === 0) return undefined;
+  return tx.message.findUniqueOrThrow({ where: { projectId_wamid: { projectId: m.projectId, wamid: m.wamid } } });
 }
 
 /**

@@ -20,7 +20,7 @@ import { resolveProjectMediaId } from '../media/media-id.js';
 import { resolveFlowSend } from '../flows/send.js';
 import { reserveSends } from './quota.js';
 import { settleLater } from './send-cleanup.js';
-import { abandonIntents, newSendRef, recordIntents, releaseUnits, sendState, sessionWindowOpen, type Intent } from './ledger.js';
+import { abandonIntents, newSendRef, recordIntents, releaseUnits, sendState, sessionWindowOpen, threadHeldBy, type Intent } from './ledger.js';
 import { confirmSends } from './confirm-batch.js';
 import { hasReason, isChannelError } from '../channel-port/errors.js';
 import { asApiError, channelApiError, invalidTemplateApiError } from '../channel-port/api-errors.js';
@@ -115,6 +115,15 @@ async function prepareNewerKinds(deps: Deps, projectId: string, message: Compose
     for (const k of Object.keys(ref.headerParam!)) delete ref.headerParam![k];
     Object.assign(ref.headerParam!, { type, [type]: ref.object });
   }
+}
+
+/** Another app (e.g. Meta's Business Agent) holds the customer's thread: take it first (docs/coexistence.md). */
+export function threadHeldElsewhere(holder: string): ApiError {
+  return new ApiError(
+    'thread_held_elsewhere',
+    'Another app holds this customer\'s thread, so nothing was sent: take the thread back first (POST /v1/conversations/{id}/thread-control with action take).',
+    { holder_app_id: holder },
+  );
 }
 
 function outsideWindow(): ApiError {
@@ -263,7 +272,7 @@ async function recordIntent(deps: Deps, projectId: string, message: Prepared, to
   const intent: Intent = { to, ref, type: message.type, content: message.content, session: message.session, idempotencyKey: opts.idempotencyKey, author: opts.author };
   let recorded: boolean;
   try {
-    [recorded] = await recordIntents(pool, projectId, [intent], now);
+    [recorded] = await recordIntents(pool, projectId, [intent], now, { refuseHeld: true });
   } catch (e) {
     const withdraw = () => abandonIntents(pool, projectId, [ref], now, { withdraw: true });
     await withdraw().catch(() => settleLater('withdrawing a send not recorded', withdraw, deps.logger, { project_id: projectId, ref }));
@@ -272,6 +281,8 @@ async function recordIntent(deps: Deps, projectId: string, message: Prepared, to
   if (!recorded) {
     const release = () => releaseUnits(pool, projectId, 1, now);
     await release().catch(() => settleLater('giving back the quota unit of a send outside the window', release, deps.logger, { project_id: projectId }));
+    const holder = await threadHeldBy(pool, projectId, to);
+    if (holder !== null) throw threadHeldElsewhere(holder);
     throw outsideWindow();
   }
   return ref;

@@ -60,6 +60,7 @@ export const ERROR_STATUS = {
   method_not_allowed: 405,
   outside_24h_window: 409,
   recipient_opted_out: 409,
+  thread_held_elsewhere: 409,
   template_exists: 409,
   idempotency_in_progress: 409,
   idempotency_key_mismatch: 409,

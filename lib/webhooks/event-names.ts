@@ -24,6 +24,9 @@ export const EVENT_SCOPES: Record<PlatformEvent, string> = {
   'call.ringing': 'conversations:read',
   'call.answered': 'conversations:read',
   'call.ended': 'conversations:read',
+  // What the Business app sent, and who holds the thread, are read with the conversation too.
+  'message.echo': 'conversations:read',
+  'conversation.thread_control': 'conversations:read',
 };
 
 export const MAX_EVENTS_PER_WEBHOOK = 50;

@@ -9,7 +9,7 @@ import { ChannelError } from '../../lib/channel-port/errors.js';
 import type { ChannelEvent } from '../../lib/channel-port/events.js';
 import type {
   ChannelCredentials, ChannelFlow, ChannelPort, ChannelTemplate, CreateTemplateInput, CreateTemplateResult, FlowValidationError,
-  CallActionInput, HeaderSampleInput, ListTemplatesInput, MediaInfo, MessagingLimit, OutboundMessage, SendResult, SendRoute, Throughput, UploadMediaInput,
+  CallActionInput, ThreadControlInput, HeaderSampleInput, ListTemplatesInput, MediaInfo, MessagingLimit, OutboundMessage, SendResult, SendRoute, Throughput, UploadMediaInput,
 } from '../../lib/channel-port/port.js';
 
 const id = (prefix: string) => `${prefix}.${randomBytes(8).toString('hex')}`;
@@ -99,6 +99,17 @@ export class MemoryChannel implements ChannelPort {
   async publishFlow(): Promise<void> {}
 
   async deprecateFlow(): Promise<void> {}
+
+  /** Thread control calls, in order; `holders` keeps who holds each customer's thread (absent: us). */
+  readonly threadCalls: ThreadControlInput[] = [];
+  readonly holders = new Map<string, string>();
+
+  async threadControl(_creds: ChannelCredentials, input: ThreadControlInput): Promise<void> {
+    this.threadCalls.push(input);
+    const who = 'phone' in input.to ? input.to.phone : input.to.userId;
+    if (input.action === 'pass') this.holders.set(who, input.targetAppId ?? '');
+    else this.holders.delete(who);
+  }
 
   async getMessagingLimit(): Promise<MessagingLimit> {
     return { tier: 'TIER_2K', limit: 2000 };

@@ -5069,6 +5069,8 @@ export const ConversationScalarFieldEnum = {
   assigneeId: 'assigneeId',
   assignedAt: 'assignedAt',
   labels: 'labels',
+  threadHolder: 'threadHolder',
+  threadHolderSince: 'threadHolderSince',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt'
 } as const
@@ -5123,7 +5125,8 @@ export const MessageScalarFieldEnum = {
   sentAt: 'sentAt',
   statusAt: 'statusAt',
   pricing: 'pricing',
-  author: 'author'
+  author: 'author',
+  history: 'history'
 } as const
 
 export type MessageScalarFieldEnum = (typeof MessageScalarFieldEnum)[keyof typeof MessageScalarFieldEnum]

@@ -47,6 +47,8 @@ export type ConversationMinAggregateOutputType = {
   seenAt: Date | null
   assigneeId: string | null
   assignedAt: Date | null
+  threadHolder: string | null
+  threadHolderSince: Date | null
   createdAt: Date | null
   updatedAt: Date | null
 }
@@ -62,6 +64,8 @@ export type ConversationMaxAggregateOutputType = {
   seenAt: Date | null
   assigneeId: string | null
   assignedAt: Date | null
+  threadHolder: string | null
+  threadHolderSince: Date | null
   createdAt: Date | null
   updatedAt: Date | null
 }
@@ -78,6 +82,8 @@ export type ConversationCountAggregateOutputType = {
   assigneeId: number
   assignedAt: number
   labels: number
+  threadHolder: number
+  threadHolderSince: number
   createdAt: number
   updatedAt: number
   _all: number
@@ -105,6 +111,8 @@ export type ConversationMinAggregateInputType = {
   seenAt?: true
   assigneeId?: true
   assignedAt?: true
+  threadHolder?: true
+  threadHolderSince?: true
   createdAt?: true
   updatedAt?: true
 }
@@ -120,6 +128,8 @@ export type ConversationMaxAggregateInputType = {
   seenAt?: true
   assigneeId?: true
   assignedAt?: true
+  threadHolder?: true
+  threadHolderSince?: true
   createdAt?: true
   updatedAt?: true
 }
@@ -136,6 +146,8 @@ export type ConversationCountAggregateInputType = {
   assigneeId?: true
   assignedAt?: true
   labels?: true
+  threadHolder?: true
+  threadHolderSince?: true
   createdAt?: true
   updatedAt?: true
   _all?: true
@@ -239,6 +251,8 @@ export type ConversationGroupByOutputType = {
   assigneeId: string | null
   assignedAt: Date | null
   labels: string[]
+  threadHolder: string | null
+  threadHolderSince: Date | null
   createdAt: Date
   updatedAt: Date
   _count: ConversationCountAggregateOutputType | null
@@ -278,6 +292,8 @@ export type ConversationWhereInput = {
   assigneeId?: Prisma.StringNullableFilter<"Conversation"> | string | null
   assignedAt?: Prisma.DateTimeNullableFilter<"Conversation"> | Date | string | null
   labels?: Prisma.StringNullableListFilter<"Conversation">
+  threadHolder?: Prisma.StringNullableFilter<"Conversation"> | string | null
+  threadHolderSince?: Prisma.DateTimeNullableFilter<"Conversation"> | Date | string | null
   createdAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
   project?: Prisma.XOR<Prisma.ProjectScalarRelationFilter, Prisma.ProjectWhereInput>
@@ -301,6 +317,8 @@ export type ConversationOrderByWithRelationInput = {
   assigneeId?: Prisma.SortOrderInput | Prisma.SortOrder
   assignedAt?: Prisma.SortOrderInput | Prisma.SortOrder
   labels?: Prisma.SortOrder
+  threadHolder?: Prisma.SortOrderInput | Prisma.SortOrder
+  threadHolderSince?: Prisma.SortOrderInput | Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
   project?: Prisma.ProjectOrderByWithRelationInput
@@ -328,6 +346,8 @@ export type ConversationWhereUniqueInput = Prisma.AtLeast<{
   assigneeId?: Prisma.StringNullableFilter<"Conversation"> | string | null
   assignedAt?: Prisma.DateTimeNullableFilter<"Conversation"> | Date | string | null
   labels?: Prisma.StringNullableListFilter<"Conversation">
+  threadHolder?: Prisma.StringNullableFilter<"Conversation"> | string | null
+  threadHolderSince?: Prisma.DateTimeNullableFilter<"Conversation"> | Date | string | null
   createdAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
   project?: Prisma.XOR<Prisma.ProjectScalarRelationFilter, Prisma.ProjectWhereInput>
@@ -351,6 +371,8 @@ export type ConversationOrderByWithAggregationInput = {
   assigneeId?: Prisma.SortOrderInput | Prisma.SortOrder
   assignedAt?: Prisma.SortOrderInput | Prisma.SortOrder
   labels?: Prisma.SortOrder
+  threadHolder?: Prisma.SortOrderInput | Prisma.SortOrder
+  threadHolderSince?: Prisma.SortOrderInput | Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
   _count?: Prisma.ConversationCountOrderByAggregateInput
@@ -375,6 +397,8 @@ export type ConversationScalarWhereWithAggregatesInput = {
   assigneeId?: Prisma.StringNullableWithAggregatesFilter<"Conversation"> | string | null
   assignedAt?: Prisma.DateTimeNullableWithAggregatesFilter<"Conversation"> | Date | string | null
   labels?: Prisma.StringNullableListFilter<"Conversation">
+  threadHolder?: Prisma.StringNullableWithAggregatesFilter<"Conversation"> | string | null
+  threadHolderSince?: Prisma.DateTimeNullableWithAggregatesFilter<"Conversation"> | Date | string | null
   createdAt?: Prisma.DateTimeWithAggregatesFilter<"Conversation"> | Date | string
   updatedAt?: Prisma.DateTimeWithAggregatesFilter<"Conversation"> | Date | string
 }
@@ -388,6 +412,8 @@ export type ConversationCreateInput = {
   seenAt?: Date | string | null
   assignedAt?: Date | string | null
   labels?: Prisma.ConversationCreatelabelsInput | string[]
+  threadHolder?: string | null
+  threadHolderSince?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   project: Prisma.ProjectCreateNestedOneWithoutConversationsInput
@@ -411,6 +437,8 @@ export type ConversationUncheckedCreateInput = {
   assigneeId?: string | null
   assignedAt?: Date | string | null
   labels?: Prisma.ConversationCreatelabelsInput | string[]
+  threadHolder?: string | null
+  threadHolderSince?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutConversationInput
@@ -428,6 +456,8 @@ export type ConversationUpdateInput = {
   seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
+  threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   project?: Prisma.ProjectUpdateOneRequiredWithoutConversationsNestedInput
@@ -451,6 +481,8 @@ export type ConversationUncheckedUpdateInput = {
   assigneeId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
+  threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   messages?: Prisma.MessageUncheckedUpdateManyWithoutConversationNestedInput
@@ -471,6 +503,8 @@ export type ConversationCreateManyInput = {
   assigneeId?: string | null
   assignedAt?: Date | string | null
   labels?: Prisma.ConversationCreatelabelsInput | string[]
+  threadHolder?: string | null
+  threadHolderSince?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
 }
@@ -484,6 +518,8 @@ export type ConversationUpdateManyMutationInput = {
   seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
+  threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -500,6 +536,8 @@ export type ConversationUncheckedUpdateManyInput = {
   assigneeId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
+  threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -531,6 +569,8 @@ export type ConversationCountOrderByAggregateInput = {
   assigneeId?: Prisma.SortOrder
   assignedAt?: Prisma.SortOrder
   labels?: Prisma.SortOrder
+  threadHolder?: Prisma.SortOrder
+  threadHolderSince?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -551,6 +591,8 @@ export type ConversationMaxOrderByAggregateInput = {
   seenAt?: Prisma.SortOrder
   assigneeId?: Prisma.SortOrder
   assignedAt?: Prisma.SortOrder
+  threadHolder?: Prisma.SortOrder
+  threadHolderSince?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -566,6 +608,8 @@ export type ConversationMinOrderByAggregateInput = {
   seenAt?: Prisma.SortOrder
   assigneeId?: Prisma.SortOrder
   assignedAt?: Prisma.SortOrder
+  threadHolder?: Prisma.SortOrder
+  threadHolderSince?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -780,6 +824,8 @@ export type ConversationCreateWithoutProjectInput = {
   seenAt?: Date | string | null
   assignedAt?: Date | string | null
   labels?: Prisma.ConversationCreatelabelsInput | string[]
+  threadHolder?: string | null
+  threadHolderSince?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   contact: Prisma.ContactCreateNestedOneWithoutConversationsInput
@@ -801,6 +847,8 @@ export type ConversationUncheckedCreateWithoutProjectInput = {
   assigneeId?: string | null
   assignedAt?: Date | string | null
   labels?: Prisma.ConversationCreatelabelsInput | string[]
+  threadHolder?: string | null
+  threadHolderSince?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutConversationInput
@@ -850,6 +898,8 @@ export type ConversationScalarWhereInput = {
   assigneeId?: Prisma.StringNullableFilter<"Conversation"> | string | null
   assignedAt?: Prisma.DateTimeNullableFilter<"Conversation"> | Date | string | null
   labels?: Prisma.StringNullableListFilter<"Conversation">
+  threadHolder?: Prisma.StringNullableFilter<"Conversation"> | string | null
+  threadHolderSince?: Prisma.DateTimeNullableFilter<"Conversation"> | Date | string | null
   createdAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
 }
@@ -863,6 +913,8 @@ export type ConversationCreateWithoutContactInput = {
   seenAt?: Date | string | null
   assignedAt?: Date | string | null
   labels?: Prisma.ConversationCreatelabelsInput | string[]
+  threadHolder?: string | null
+  threadHolderSince?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   project: Prisma.ProjectCreateNestedOneWithoutConversationsInput
@@ -884,6 +936,8 @@ export type ConversationUncheckedCreateWithoutContactInput = {
   assigneeId?: string | null
   assignedAt?: Date | string | null
   labels?: Prisma.ConversationCreatelabelsInput | string[]
+  threadHolder?: string | null
+  threadHolderSince?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutConversationInput
@@ -927,6 +981,8 @@ export type ConversationCreateWithoutNotesInput = {
   seenAt?: Date | string | null
   assignedAt?: Date | string | null
   labels?: Prisma.ConversationCreatelabelsInput | string[]
+  threadHolder?: string | null
+  threadHolderSince?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   project: Prisma.ProjectCreateNestedOneWithoutConversationsInput
@@ -949,6 +1005,8 @@ export type ConversationUncheckedCreateWithoutNotesInput = {
   assigneeId?: string | null
   assignedAt?: Date | string | null
   labels?: Prisma.ConversationCreatelabelsInput | string[]
+  threadHolder?: string | null
+  threadHolderSince?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutConversationInput
@@ -981,6 +1039,8 @@ export type ConversationUpdateWithoutNotesInput = {
   seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
+  threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   project?: Prisma.ProjectUpdateOneRequiredWithoutConversationsNestedInput
@@ -1003,6 +1063,8 @@ export type ConversationUncheckedUpdateWithoutNotesInput = {
   assigneeId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
+  threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   messages?: Prisma.MessageUncheckedUpdateManyWithoutConversationNestedInput
@@ -1019,6 +1081,8 @@ export type ConversationCreateWithoutOrderInput = {
   seenAt?: Date | string | null
   assignedAt?: Date | string | null
   labels?: Prisma.ConversationCreatelabelsInput | string[]
+  threadHolder?: string | null
+  threadHolderSince?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   project: Prisma.ProjectCreateNestedOneWithoutConversationsInput
@@ -1041,6 +1105,8 @@ export type ConversationUncheckedCreateWithoutOrderInput = {
   assigneeId?: string | null
   assignedAt?: Date | string | null
   labels?: Prisma.ConversationCreatelabelsInput | string[]
+  threadHolder?: string | null
+  threadHolderSince?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutConversationInput
@@ -1073,6 +1139,8 @@ export type ConversationUpdateWithoutOrderInput = {
   seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
+  threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   project?: Prisma.ProjectUpdateOneRequiredWithoutConversationsNestedInput
@@ -1095,6 +1163,8 @@ export type ConversationUncheckedUpdateWithoutOrderInput = {
   assigneeId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
+  threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   messages?: Prisma.MessageUncheckedUpdateManyWithoutConversationNestedInput
@@ -1111,6 +1181,8 @@ export type ConversationCreateWithoutMessagesInput = {
   seenAt?: Date | string | null
   assignedAt?: Date | string | null
   labels?: Prisma.ConversationCreatelabelsInput | string[]
+  threadHolder?: string | null
+  threadHolderSince?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   project: Prisma.ProjectCreateNestedOneWithoutConversationsInput
@@ -1133,6 +1205,8 @@ export type ConversationUncheckedCreateWithoutMessagesInput = {
   assigneeId?: string | null
   assignedAt?: Date | string | null
   labels?: Prisma.ConversationCreatelabelsInput | string[]
+  threadHolder?: string | null
+  threadHolderSince?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   calls?: Prisma.CallUncheckedCreateNestedManyWithoutConversationInput
@@ -1165,6 +1239,8 @@ export type ConversationUpdateWithoutMessagesInput = {
   seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
+  threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   project?: Prisma.ProjectUpdateOneRequiredWithoutConversationsNestedInput
@@ -1187,6 +1263,8 @@ export type ConversationUncheckedUpdateWithoutMessagesInput = {
   assigneeId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
+  threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   calls?: Prisma.CallUncheckedUpdateManyWithoutConversationNestedInput
@@ -1203,6 +1281,8 @@ export type ConversationCreateWithoutAssigneeInput = {
   seenAt?: Date | string | null
   assignedAt?: Date | string | null
   labels?: Prisma.ConversationCreatelabelsInput | string[]
+  threadHolder?: string | null
+  threadHolderSince?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   project: Prisma.ProjectCreateNestedOneWithoutConversationsInput
@@ -1224,6 +1304,8 @@ export type ConversationUncheckedCreateWithoutAssigneeInput = {
   seenAt?: Date | string | null
   assignedAt?: Date | string | null
   labels?: Prisma.ConversationCreatelabelsInput | string[]
+  threadHolder?: string | null
+  threadHolderSince?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutConversationInput
@@ -1267,6 +1349,8 @@ export type ConversationCreateWithoutCallsInput = {
   seenAt?: Date | string | null
   assignedAt?: Date | string | null
   labels?: Prisma.ConversationCreatelabelsInput | string[]
+  threadHolder?: string | null
+  threadHolderSince?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   project: Prisma.ProjectCreateNestedOneWithoutConversationsInput
@@ -1289,6 +1373,8 @@ export type ConversationUncheckedCreateWithoutCallsInput = {
   assigneeId?: string | null
   assignedAt?: Date | string | null
   labels?: Prisma.ConversationCreatelabelsInput | string[]
+  threadHolder?: string | null
+  threadHolderSince?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutConversationInput
@@ -1321,6 +1407,8 @@ export type ConversationUpdateWithoutCallsInput = {
   seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
+  threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   project?: Prisma.ProjectUpdateOneRequiredWithoutConversationsNestedInput
@@ -1343,6 +1431,8 @@ export type ConversationUncheckedUpdateWithoutCallsInput = {
   assigneeId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
+  threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   messages?: Prisma.MessageUncheckedUpdateManyWithoutConversationNestedInput
@@ -1361,6 +1451,8 @@ export type ConversationCreateManyProjectInput = {
   assigneeId?: string | null
   assignedAt?: Date | string | null
   labels?: Prisma.ConversationCreatelabelsInput | string[]
+  threadHolder?: string | null
+  threadHolderSince?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
 }
@@ -1374,6 +1466,8 @@ export type ConversationUpdateWithoutProjectInput = {
   seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
+  threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   contact?: Prisma.ContactUpdateOneRequiredWithoutConversationsNestedInput
@@ -1395,6 +1489,8 @@ export type ConversationUncheckedUpdateWithoutProjectInput = {
   assigneeId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
+  threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   messages?: Prisma.MessageUncheckedUpdateManyWithoutConversationNestedInput
@@ -1414,6 +1510,8 @@ export type ConversationUncheckedUpdateManyWithoutProjectInput = {
   assigneeId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
+  threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -1429,6 +1527,8 @@ export type ConversationCreateManyContactInput = {
   assigneeId?: string | null
   assignedAt?: Date | string | null
   labels?: Prisma.ConversationCreatelabelsInput | string[]
+  threadHolder?: string | null
+  threadHolderSince?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
 }
@@ -1442,6 +1542,8 @@ export type ConversationUpdateWithoutContactInput = {
   seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
+  threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   project?: Prisma.ProjectUpdateOneRequiredWithoutConversationsNestedInput
@@ -1463,6 +1565,8 @@ export type ConversationUncheckedUpdateWithoutContactInput = {
   assigneeId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
+  threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   messages?: Prisma.MessageUncheckedUpdateManyWithoutConversationNestedInput
@@ -1482,6 +1586,8 @@ export type ConversationUncheckedUpdateManyWithoutContactInput = {
   assigneeId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
+  threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -1497,6 +1603,8 @@ export type ConversationCreateManyAssigneeInput = {
   seenAt?: Date | string | null
   assignedAt?: Date | string | null
   labels?: Prisma.ConversationCreatelabelsInput | string[]
+  threadHolder?: string | null
+  threadHolderSince?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
 }
@@ -1510,6 +1618,8 @@ export type ConversationUpdateWithoutAssigneeInput = {
   seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
+  threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   project?: Prisma.ProjectUpdateOneRequiredWithoutConversationsNestedInput
@@ -1531,6 +1641,8 @@ export type ConversationUncheckedUpdateWithoutAssigneeInput = {
   seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
+  threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   messages?: Prisma.MessageUncheckedUpdateManyWithoutConversationNestedInput
@@ -1550,6 +1662,8 @@ export type ConversationUncheckedUpdateManyWithoutAssigneeInput = {
   seenAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   assignedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
+  threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -1615,6 +1729,8 @@ export type ConversationSelect<ExtArgs extends runtime.Types.Extensions.Internal
   assigneeId?: boolean
   assignedAt?: boolean
   labels?: boolean
+  threadHolder?: boolean
+  threadHolderSince?: boolean
   createdAt?: boolean
   updatedAt?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
@@ -1639,6 +1755,8 @@ export type ConversationSelectCreateManyAndReturn<ExtArgs extends runtime.Types.
   assigneeId?: boolean
   assignedAt?: boolean
   labels?: boolean
+  threadHolder?: boolean
+  threadHolderSince?: boolean
   createdAt?: boolean
   updatedAt?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
@@ -1658,6 +1776,8 @@ export type ConversationSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.
   assigneeId?: boolean
   assignedAt?: boolean
   labels?: boolean
+  threadHolder?: boolean
+  threadHolderSince?: boolean
   createdAt?: boolean
   updatedAt?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
@@ -1677,11 +1797,13 @@ export type ConversationSelectScalar = {
   assigneeId?: boolean
   assignedAt?: boolean
   labels?: boolean
+  threadHolder?: boolean
+  threadHolderSince?: boolean
   createdAt?: boolean
   updatedAt?: boolean
 }
 
-export type ConversationOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "contactId" | "state" | "lastMessageAt" | "orderAt" | "lastInboundAt" | "seenAt" | "assigneeId" | "assignedAt" | "labels" | "createdAt" | "updatedAt", ExtArgs["result"]["conversation"]>
+export type ConversationOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "contactId" | "state" | "lastMessageAt" | "orderAt" | "lastInboundAt" | "seenAt" | "assigneeId" | "assignedAt" | "labels" | "threadHolder" | "threadHolderSince" | "createdAt" | "updatedAt", ExtArgs["result"]["conversation"]>
 export type ConversationInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
   contact?: boolean | Prisma.ContactDefaultArgs<ExtArgs>
@@ -1750,6 +1872,12 @@ export type $ConversationPayload<ExtArgs extends runtime.Types.Extensions.Intern
      * The team's labels (the inbox's filter), lower-case, sorted, at most 20.
      */
     labels: string[]
+    /**
+     * Who holds the thread at the channel (Meta's thread control, docs/coexistence.md): null, this
+     * project's app; else the other app's id (e.g. Meta's Business Agent), and since when.
+     */
+    threadHolder: string | null
+    threadHolderSince: Date | null
     createdAt: Date
     updatedAt: Date
   }, ExtArgs["result"]["conversation"]>
@@ -2193,6 +2321,8 @@ export interface ConversationFieldRefs {
   readonly assigneeId: Prisma.FieldRef<"Conversation", 'String'>
   readonly assignedAt: Prisma.FieldRef<"Conversation", 'DateTime'>
   readonly labels: Prisma.FieldRef<"Conversation", 'String[]'>
+  readonly threadHolder: Prisma.FieldRef<"Conversation", 'String'>
+  readonly threadHolderSince: Prisma.FieldRef<"Conversation", 'DateTime'>
   readonly createdAt: Prisma.FieldRef<"Conversation", 'DateTime'>
   readonly updatedAt: Prisma.FieldRef<"Conversation", 'DateTime'>
 }

@@ -47,6 +47,7 @@ export type MessageMinAggregateOutputType = {
   sendRef: string | null
   sentAt: Date | null
   statusAt: Date | null
+  history: boolean | null
 }
 
 export type MessageMaxAggregateOutputType = {
@@ -60,6 +61,7 @@ export type MessageMaxAggregateOutputType = {
   sendRef: string | null
   sentAt: Date | null
   statusAt: Date | null
+  history: boolean | null
 }
 
 export type MessageCountAggregateOutputType = {
@@ -77,6 +79,7 @@ export type MessageCountAggregateOutputType = {
   statusAt: number
   pricing: number
   author: number
+  history: number
   _all: number
 }
 
@@ -102,6 +105,7 @@ export type MessageMinAggregateInputType = {
   sendRef?: true
   sentAt?: true
   statusAt?: true
+  history?: true
 }
 
 export type MessageMaxAggregateInputType = {
@@ -115,6 +119,7 @@ export type MessageMaxAggregateInputType = {
   sendRef?: true
   sentAt?: true
   statusAt?: true
+  history?: true
 }
 
 export type MessageCountAggregateInputType = {
@@ -132,6 +137,7 @@ export type MessageCountAggregateInputType = {
   statusAt?: true
   pricing?: true
   author?: true
+  history?: true
   _all?: true
 }
 
@@ -236,6 +242,7 @@ export type MessageGroupByOutputType = {
   statusAt: Date
   pricing: runtime.JsonValue | null
   author: runtime.JsonValue | null
+  history: boolean
   _count: MessageCountAggregateOutputType | null
   _avg: MessageAvgAggregateOutputType | null
   _sum: MessageSumAggregateOutputType | null
@@ -276,6 +283,7 @@ export type MessageWhereInput = {
   statusAt?: Prisma.DateTimeFilter<"Message"> | Date | string
   pricing?: Prisma.JsonNullableFilter<"Message">
   author?: Prisma.JsonNullableFilter<"Message">
+  history?: Prisma.BoolFilter<"Message"> | boolean
   project?: Prisma.XOR<Prisma.ProjectScalarRelationFilter, Prisma.ProjectWhereInput>
   conversation?: Prisma.XOR<Prisma.ConversationScalarRelationFilter, Prisma.ConversationWhereInput>
   botInbox?: Prisma.XOR<Prisma.BotInboxNullableScalarRelationFilter, Prisma.BotInboxWhereInput> | null
@@ -296,6 +304,7 @@ export type MessageOrderByWithRelationInput = {
   statusAt?: Prisma.SortOrder
   pricing?: Prisma.SortOrderInput | Prisma.SortOrder
   author?: Prisma.SortOrderInput | Prisma.SortOrder
+  history?: Prisma.SortOrder
   project?: Prisma.ProjectOrderByWithRelationInput
   conversation?: Prisma.ConversationOrderByWithRelationInput
   botInbox?: Prisma.BotInboxOrderByWithRelationInput
@@ -321,6 +330,7 @@ export type MessageWhereUniqueInput = Prisma.AtLeast<{
   statusAt?: Prisma.DateTimeFilter<"Message"> | Date | string
   pricing?: Prisma.JsonNullableFilter<"Message">
   author?: Prisma.JsonNullableFilter<"Message">
+  history?: Prisma.BoolFilter<"Message"> | boolean
   project?: Prisma.XOR<Prisma.ProjectScalarRelationFilter, Prisma.ProjectWhereInput>
   conversation?: Prisma.XOR<Prisma.ConversationScalarRelationFilter, Prisma.ConversationWhereInput>
   botInbox?: Prisma.XOR<Prisma.BotInboxNullableScalarRelationFilter, Prisma.BotInboxWhereInput> | null
@@ -341,6 +351,7 @@ export type MessageOrderByWithAggregationInput = {
   statusAt?: Prisma.SortOrder
   pricing?: Prisma.SortOrderInput | Prisma.SortOrder
   author?: Prisma.SortOrderInput | Prisma.SortOrder
+  history?: Prisma.SortOrder
   _count?: Prisma.MessageCountOrderByAggregateInput
   _avg?: Prisma.MessageAvgOrderByAggregateInput
   _max?: Prisma.MessageMaxOrderByAggregateInput
@@ -366,6 +377,7 @@ export type MessageScalarWhereWithAggregatesInput = {
   statusAt?: Prisma.DateTimeWithAggregatesFilter<"Message"> | Date | string
   pricing?: Prisma.JsonNullableWithAggregatesFilter<"Message">
   author?: Prisma.JsonNullableWithAggregatesFilter<"Message">
+  history?: Prisma.BoolWithAggregatesFilter<"Message"> | boolean
 }
 
 export type MessageCreateInput = {
@@ -381,6 +393,7 @@ export type MessageCreateInput = {
   statusAt: Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   author?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  history?: boolean
   project: Prisma.ProjectCreateNestedOneWithoutMessagesInput
   conversation: Prisma.ConversationCreateNestedOneWithoutMessagesInput
   botInbox?: Prisma.BotInboxCreateNestedOneWithoutMessageInput
@@ -401,6 +414,7 @@ export type MessageUncheckedCreateInput = {
   statusAt: Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   author?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  history?: boolean
   botInbox?: Prisma.BotInboxUncheckedCreateNestedOneWithoutMessageInput
 }
 
@@ -417,6 +431,7 @@ export type MessageUpdateInput = {
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   author?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  history?: Prisma.BoolFieldUpdateOperationsInput | boolean
   project?: Prisma.ProjectUpdateOneRequiredWithoutMessagesNestedInput
   conversation?: Prisma.ConversationUpdateOneRequiredWithoutMessagesNestedInput
   botInbox?: Prisma.BotInboxUpdateOneWithoutMessageNestedInput
@@ -437,6 +452,7 @@ export type MessageUncheckedUpdateInput = {
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   author?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  history?: Prisma.BoolFieldUpdateOperationsInput | boolean
   botInbox?: Prisma.BotInboxUncheckedUpdateOneWithoutMessageNestedInput
 }
 
@@ -455,6 +471,7 @@ export type MessageCreateManyInput = {
   statusAt: Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   author?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  history?: boolean
 }
 
 export type MessageUpdateManyMutationInput = {
@@ -470,6 +487,7 @@ export type MessageUpdateManyMutationInput = {
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   author?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  history?: Prisma.BoolFieldUpdateOperationsInput | boolean
 }
 
 export type MessageUncheckedUpdateManyInput = {
@@ -487,6 +505,7 @@ export type MessageUncheckedUpdateManyInput = {
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   author?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  history?: Prisma.BoolFieldUpdateOperationsInput | boolean
 }
 
 export type MessageListRelationFilter = {
@@ -524,6 +543,7 @@ export type MessageCountOrderByAggregateInput = {
   statusAt?: Prisma.SortOrder
   pricing?: Prisma.SortOrder
   author?: Prisma.SortOrder
+  history?: Prisma.SortOrder
 }
 
 export type MessageAvgOrderByAggregateInput = {
@@ -542,6 +562,7 @@ export type MessageMaxOrderByAggregateInput = {
   sendRef?: Prisma.SortOrder
   sentAt?: Prisma.SortOrder
   statusAt?: Prisma.SortOrder
+  history?: Prisma.SortOrder
 }
 
 export type MessageMinOrderByAggregateInput = {
@@ -555,6 +576,7 @@ export type MessageMinOrderByAggregateInput = {
   sendRef?: Prisma.SortOrder
   sentAt?: Prisma.SortOrder
   statusAt?: Prisma.SortOrder
+  history?: Prisma.SortOrder
 }
 
 export type MessageSumOrderByAggregateInput = {
@@ -680,6 +702,7 @@ export type MessageCreateWithoutProjectInput = {
   statusAt: Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   author?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  history?: boolean
   conversation: Prisma.ConversationCreateNestedOneWithoutMessagesInput
   botInbox?: Prisma.BotInboxCreateNestedOneWithoutMessageInput
 }
@@ -698,6 +721,7 @@ export type MessageUncheckedCreateWithoutProjectInput = {
   statusAt: Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   author?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  history?: boolean
   botInbox?: Prisma.BotInboxUncheckedCreateNestedOneWithoutMessageInput
 }
 
@@ -745,6 +769,7 @@ export type MessageScalarWhereInput = {
   statusAt?: Prisma.DateTimeFilter<"Message"> | Date | string
   pricing?: Prisma.JsonNullableFilter<"Message">
   author?: Prisma.JsonNullableFilter<"Message">
+  history?: Prisma.BoolFilter<"Message"> | boolean
 }
 
 export type MessageCreateWithoutConversationInput = {
@@ -760,6 +785,7 @@ export type MessageCreateWithoutConversationInput = {
   statusAt: Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   author?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  history?: boolean
   project: Prisma.ProjectCreateNestedOneWithoutMessagesInput
   botInbox?: Prisma.BotInboxCreateNestedOneWithoutMessageInput
 }
@@ -778,6 +804,7 @@ export type MessageUncheckedCreateWithoutConversationInput = {
   statusAt: Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   author?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  history?: boolean
   botInbox?: Prisma.BotInboxUncheckedCreateNestedOneWithoutMessageInput
 }
 
@@ -820,6 +847,7 @@ export type MessageCreateWithoutBotInboxInput = {
   statusAt: Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   author?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  history?: boolean
   project: Prisma.ProjectCreateNestedOneWithoutMessagesInput
   conversation: Prisma.ConversationCreateNestedOneWithoutMessagesInput
 }
@@ -839,6 +867,7 @@ export type MessageUncheckedCreateWithoutBotInboxInput = {
   statusAt: Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   author?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  history?: boolean
 }
 
 export type MessageCreateOrConnectWithoutBotInboxInput = {
@@ -870,6 +899,7 @@ export type MessageUpdateWithoutBotInboxInput = {
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   author?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  history?: Prisma.BoolFieldUpdateOperationsInput | boolean
   project?: Prisma.ProjectUpdateOneRequiredWithoutMessagesNestedInput
   conversation?: Prisma.ConversationUpdateOneRequiredWithoutMessagesNestedInput
 }
@@ -889,6 +919,7 @@ export type MessageUncheckedUpdateWithoutBotInboxInput = {
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   author?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  history?: Prisma.BoolFieldUpdateOperationsInput | boolean
 }
 
 export type MessageCreateManyProjectInput = {
@@ -905,6 +936,7 @@ export type MessageCreateManyProjectInput = {
   statusAt: Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   author?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  history?: boolean
 }
 
 export type MessageUpdateWithoutProjectInput = {
@@ -920,6 +952,7 @@ export type MessageUpdateWithoutProjectInput = {
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   author?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  history?: Prisma.BoolFieldUpdateOperationsInput | boolean
   conversation?: Prisma.ConversationUpdateOneRequiredWithoutMessagesNestedInput
   botInbox?: Prisma.BotInboxUpdateOneWithoutMessageNestedInput
 }
@@ -938,6 +971,7 @@ export type MessageUncheckedUpdateWithoutProjectInput = {
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   author?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  history?: Prisma.BoolFieldUpdateOperationsInput | boolean
   botInbox?: Prisma.BotInboxUncheckedUpdateOneWithoutMessageNestedInput
 }
 
@@ -955,6 +989,7 @@ export type MessageUncheckedUpdateManyWithoutProjectInput = {
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   author?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  history?: Prisma.BoolFieldUpdateOperationsInput | boolean
 }
 
 export type MessageCreateManyConversationInput = {
@@ -971,6 +1006,7 @@ export type MessageCreateManyConversationInput = {
   statusAt: Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   author?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  history?: boolean
 }
 
 export type MessageUpdateWithoutConversationInput = {
@@ -986,6 +1022,7 @@ export type MessageUpdateWithoutConversationInput = {
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   author?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  history?: Prisma.BoolFieldUpdateOperationsInput | boolean
   project?: Prisma.ProjectUpdateOneRequiredWithoutMessagesNestedInput
   botInbox?: Prisma.BotInboxUpdateOneWithoutMessageNestedInput
 }
@@ -1004,6 +1041,7 @@ export type MessageUncheckedUpdateWithoutConversationInput = {
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   author?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  history?: Prisma.BoolFieldUpdateOperationsInput | boolean
   botInbox?: Prisma.BotInboxUncheckedUpdateOneWithoutMessageNestedInput
 }
 
@@ -1021,6 +1059,7 @@ export type MessageUncheckedUpdateManyWithoutConversationInput = {
   statusAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   pricing?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   author?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  history?: Prisma.BoolFieldUpdateOperationsInput | boolean
 }
 
 
@@ -1040,6 +1079,7 @@ export type MessageSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs 
   statusAt?: boolean
   pricing?: boolean
   author?: boolean
+  history?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
   conversation?: boolean | Prisma.ConversationDefaultArgs<ExtArgs>
   botInbox?: boolean | Prisma.Message$botInboxArgs<ExtArgs>
@@ -1060,6 +1100,7 @@ export type MessageSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Exten
   statusAt?: boolean
   pricing?: boolean
   author?: boolean
+  history?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
   conversation?: boolean | Prisma.ConversationDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["message"]>
@@ -1079,6 +1120,7 @@ export type MessageSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Exten
   statusAt?: boolean
   pricing?: boolean
   author?: boolean
+  history?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
   conversation?: boolean | Prisma.ConversationDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["message"]>
@@ -1098,9 +1140,10 @@ export type MessageSelectScalar = {
   statusAt?: boolean
   pricing?: boolean
   author?: boolean
+  history?: boolean
 }
 
-export type MessageOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "conversationId" | "wamid" | "direction" | "type" | "content" | "status" | "error" | "sendRef" | "sentAt" | "statusAt" | "pricing" | "author", ExtArgs["result"]["message"]>
+export type MessageOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "conversationId" | "wamid" | "direction" | "type" | "content" | "status" | "error" | "sendRef" | "sentAt" | "statusAt" | "pricing" | "author" | "history", ExtArgs["result"]["message"]>
 export type MessageInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
   conversation?: boolean | Prisma.ConversationDefaultArgs<ExtArgs>
@@ -1159,6 +1202,11 @@ export type $MessagePayload<ExtArgs extends runtime.Types.Extensions.InternalArg
      * lib/conversations/authors.ts); null for an inbound one, and for sends recorded before it.
      */
     author: runtime.JsonValue | null
+    /**
+     * A past message the channel shared when the number joined the Business app (coexistence's
+     * history sync): stored, never handed to the bot, never moving the window.
+     */
+    history: boolean
   }, ExtArgs["result"]["message"]>
   composites: {}
 }
@@ -1599,6 +1647,7 @@ export interface MessageFieldRefs {
   readonly statusAt: Prisma.FieldRef<"Message", 'DateTime'>
   readonly pricing: Prisma.FieldRef<"Message", 'Json'>
   readonly author: Prisma.FieldRef<"Message", 'Json'>
+  readonly history: Prisma.FieldRef<"Message", 'Boolean'>
 }
     
 
