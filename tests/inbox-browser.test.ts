@@ -5,7 +5,7 @@
  * and never reaches the simulator, a canned reply fills the reply and is sent once, a label filters
  * the list, a customer's message and an API send arrive without a reload, and the chat names each
  * message's author (the customer, the bot, the person, an API key, an agent's connection, a
- * schedule). Every control is labelled, the page works from the keyboard and at 375 px, and no
+ * schedule, the WhatsApp Business app). Every control is labelled, the page works from the keyboard and at 375 px, and no
  * request leaves the service. Screenshot: docs/dashboard-inbox.png with UPDATE_SCREENSHOTS=1.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -176,6 +176,11 @@ describeWithBrowser(describe)('the inbox in Chromium', () => {
     const agent = await t.admin.connection([{ projectId: project.id, scopes: ['messages:send'] }]);
     expect((await request(t.app).post('/v1/messages').set('Authorization', `Bearer ${agent.secret}`).send({ type: 'text', phone: '+14155550801', content: 'Anything else I can do?' })).status).toBe(200);
     await owner.locator('#messages li:last-child').filter({ hasText: 'Anything else I can do?' }).waitFor({ timeout: 15_000 });
+    // A colleague answers from the WhatsApp Business app on the same number (coexistence's echo, issue 61).
+    later();
+    const echo = await sim.post(`/_sim/phone-numbers/${pnid}/echoes`).send({ to: '14155550801', text: 'Sent from the shop phone.' });
+    expect([echo.status, echo.body.delivered]).toEqual([200, true]);
+    await owner.locator('#messages li:last-child').filter({ hasText: 'Sent from the shop phone.' }).waitFor({ timeout: 15_000 });
     await inbound('14155550803', 'Hello?', 'Cy Cole');
     await owner.locator('#conversations tbody tr a', { hasText: 'Cy Cole' }).waitFor({ timeout: 15_000 });
     expect(navigations).toBe(0);
@@ -191,6 +196,7 @@ describeWithBrowser(describe)('the inbox in Chromium', () => {
       ['customer', 'Customer'],
       ['api_key', 'API key “Shop integration”'],
       ['agent', 'Agent “agent”'],
+      ['business_app', 'WhatsApp Business app'],
     ]);
     expect(await owner.locator('#messages li.note').count()).toBe(1);
     await owner.screenshot({ path: path.join(shotsDir, 'dashboard-inbox.png'), fullPage: false });

@@ -97,7 +97,7 @@ const TEMPLATE = `WITH seen AS (
     RETURNING id, conversation_id
   ), upd AS (
     ${inboundActivityUpdateSql('ins', '$11::timestamptz', '$12::timestamptz')}
-    RETURNING c.id, c.state, c.last_message_at, c.last_inbound_at, c.created_at, c.assignee_id, c.labels
+    RETURNING c.id, c.state, c.last_message_at, c.last_inbound_at, c.created_at, c.assignee_id, c.labels, c.thread_holder, c.thread_holder_since
   ), bot AS (
     -- The bot's enqueue (BotHook.enqueueSql, lib/bot/inbox.ts): the message in its inbox, leased
     -- to this instance, committed with the message. Without a bot, these rows alone (unused).
@@ -122,7 +122,10 @@ const TEMPLATE = `WITH seen AS (
             'created_at', ${ISO_SQL('upd.created_at')},
             -- The team's hold (issue 60), as the API's conversation reads give it.
             'assignee', (SELECT jsonb_build_object('id', a.id, 'email', a.email) FROM dashboard_accounts a WHERE a.id = upd.assignee_id),
-            'labels', to_jsonb(COALESCE(upd.labels, '{}'::text[])))),
+            'labels', to_jsonb(COALESCE(upd.labels, '{}'::text[])),
+            -- Who holds the thread at the channel (issue 61), as conversationView gives it.
+            'thread', jsonb_build_object('held_by', CASE WHEN upd.thread_holder IS NULL THEN 'us' ELSE 'other_app' END,
+              'app_id', upd.thread_holder, 'since', ${ISO_SQL('upd.thread_holder_since')}))),
         $11::timestamptz, ${dispatchedAtSql('$1', `'message.received'`, '$11::timestamptz')}
       FROM ins JOIN upd ON upd.id = ins.conversation_id CROSS JOIN gate g`)}
     RETURNING project_id, dispatched_at
