@@ -278,9 +278,11 @@ function readinessCheck(o: {
     else checks.migrations ??= 'unknown';
     checks.jobs = o.jobsRunning() ? 'ok' : 'not running';
     const redis = o.counters as { isReady?: boolean };
-    checks.redis = !redisTargetOf(config) ? 'not configured' : redis.isReady === false ? 'unreachable' : 'ok';
+    // Informational: without Redis the rate limits fail open and every request is served, so an
+    // unreachable Redis (a Sentinel failover, an outage) must not take every instance out of the balancer.
+    checks.redis = !redisTargetOf(config) ? 'not configured' : redis.isReady === false ? 'unreachable (rate limits fail open)' : 'ok';
     if (o.draining()) checks.shutdown = 'draining';
-    const ready = !o.draining() && Object.values(checks).every((v) => v === 'ok' || v === 'not configured');
+    const ready = !o.draining() && Object.entries(checks).every(([name, v]) => name === 'redis' || v === 'ok' || v === 'not configured');
     // Informational: an ending Graph version never makes the instance unready (sends still work until Meta's date).
     const graph = o.graphVersion.check();
     return { ready, checks, graph_api: { ...graph, warning: graphVersionWarning(graph) } };

@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
+import { createCounterStore } from '../lib/platform/counters.js';
 
 describe('health, readiness and metrics', () => {
   let t: TestApp;
@@ -26,6 +27,19 @@ describe('health, readiness and metrics', () => {
       checks: { database: 'ok', migrations: 'ok', jobs: 'ok', redis: 'not configured' },
       graph_api: { version: 'v26.0', status: 'supported', ends: null, days_left: null, latest: 'v26.0', warning: null },
     });
+  });
+
+  it('When Redis is configured but unreachable, then /readyz still answers 200 and says so: requests are served with the rate limits open, so the balancer must keep the instance', async () => {
+    // Port 1 refuses at once: a Redis that is gone (an outage, a Sentinel failover under way).
+    const counters = createCounterStore({ redisUrl: 'redis://127.0.0.1:1', timeoutMs: 200 });
+    const noRedis = await startTestApp({ webhooks: true, counters, config: { redisUrl: 'redis://127.0.0.1:1', redisTimeoutMs: 200 } });
+    try {
+      const res = await request(noRedis.app).get('/readyz');
+      expect([res.status, res.body.data ?? res.body.error]).toMatchObject([200, { ready: true, checks: { database: 'ok', jobs: 'ok', redis: 'unreachable (rate limits fail open)' } }]);
+    } finally {
+      await noRedis.close();
+      await counters.close?.();
+    }
   });
 
   it('GET /readyz is 503 naming the failed check when the jobs do not run, and 200 again when they do', async () => {
