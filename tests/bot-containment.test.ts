@@ -195,7 +195,7 @@ describe('a sandbox process that ends', () => {
     expect((await botLogs(a.projectId))[0].message).toMatch(/set aside.*ended with the process running it/);
   });
 
-  it('When a bot loops past its time limit on every run, then it is retried and set aside after its third timeout', async () => {
+  timingBound('each run stopped at the event time limit, in real time').it('When a bot loops past its time limit on every run, then it is retried and set aside after its third timeout', async () => {
     const a = await botProject(ECHO);
     await inbound(a.phoneNumberId, '14155551301', 'hang');
     await t.bot!.whenIdle();
