@@ -7,21 +7,15 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import type { Browser } from 'playwright-core';
-import { describeWithBrowser, launchBrowser, signedInPage, unlabelled, watchPage } from './support/browser.js';
-import { startTestApp, type TestApp } from './support/app.js';
+import { describeWithBrowser, browserTestApp, signedInPage, unlabelled, watchPage } from './support/browser.js';
+import type { TestApp } from './support/app.js';
 
 describeWithBrowser(describe)('the Business app and thread control in Chromium', () => {
+  const app = browserTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } });
   let t: TestApp;
   let browser: Browser;
-
-  beforeAll(async () => {
-    t = await startTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } });
-    browser = await launchBrowser();
-  }, 60_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await t?.close();
+  beforeAll(() => {
+    ({ t, browser } = app);
   });
 
   it('When a person answered from the Business app and the owner passes and takes back the thread, then the page shows the echo’s author and who holds the thread', async () => {

@@ -14,8 +14,8 @@ import os from 'node:os';
 import { mkdtempSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { describeWithBrowser, launchBrowser, fitsWidth, signedInPage, watchPage } from './support/browser.js';
-import { startTestApp, type TestApp } from './support/app.js';
+import { describeWithBrowser, browserTestApp, fitsWidth, signedInPage, watchPage } from './support/browser.js';
+import type { TestApp } from './support/app.js';
 import { BOT_LIMITS, botWithTwoDeployments, HOSTILE, seedBotLines } from './support/bot-console.js';
 import { BotScheduler } from '../lib/bot/scheduler.js';
 import { writeBotLog } from '../lib/bot/bot-log.js';
@@ -42,17 +42,11 @@ async function axeFindings(page: Page): Promise<string[]> {
 }
 
 describeWithBrowser(describe)('Bot and Scheduled tasks in Chromium', () => {
+  const app = browserTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null }, bot: BOT_LIMITS });
   let t: TestApp;
   let browser: Browser;
-
-  beforeAll(async () => {
-    t = await startTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null }, bot: BOT_LIMITS });
-    browser = await launchBrowser();
-  }, 60_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await t?.close();
+  beforeAll(() => {
+    ({ t, browser } = app);
   });
 
   const signedIn = (context: BrowserContext, projectId: string, email: string, role: 'owner' | 'member') => signedInPage(t, context, projectId, email, role);

@@ -14,8 +14,8 @@ import path from 'node:path';
 import os from 'node:os';
 import { mkdtempSync } from 'node:fs';
 import type { Browser, Page } from 'playwright-core';
-import { describeWithBrowser, launchBrowser, signedInPage, unlabelled, fitsWidth, watchPage } from './support/browser.js';
-import { startTestApp, type TestApp } from './support/app.js';
+import { describeWithBrowser, browserTestApp, signedInPage, unlabelled, fitsWidth, watchPage } from './support/browser.js';
+import type { TestApp } from './support/app.js';
 import { template } from './support/broadcasts.js';
 import { PROJECT_ROOT } from '../lib/platform/project-root.js';
 
@@ -24,17 +24,11 @@ const docs = (name: string) => path.join(shotsDir, name);
 const HOSTILE = '<img src=x onerror=alert(1)>';
 
 describeWithBrowser(describe)('conversations in Chromium', () => {
+  const app = browserTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } });
   let t: TestApp;
   let browser: Browser;
-
-  beforeAll(async () => {
-    t = await startTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } });
-    browser = await launchBrowser();
-  }, 60_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await t?.close();
+  beforeAll(() => {
+    ({ t, browser } = app);
   });
 
   it('When an owner finds a customer, replies, takes over and follows the conversation live, then each send happens once through the send path, hostile text stays text, and a member reads without forms', async () => {

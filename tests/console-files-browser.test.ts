@@ -13,8 +13,8 @@ import os from 'node:os';
 import { mkdtempSync } from 'node:fs';
 import request from 'supertest';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { describeWithBrowser, launchBrowser, unlabelled, fitsWidth, signedInPage, watchPage } from './support/browser.js';
-import { startTestApp, type TestApp } from './support/app.js';
+import { describeWithBrowser, browserTestApp, unlabelled, fitsWidth, signedInPage, watchPage } from './support/browser.js';
+import type { TestApp } from './support/app.js';
 import * as S from './support/samples.js';
 import { PROJECT_ROOT } from '../lib/platform/project-root.js';
 
@@ -22,18 +22,12 @@ const shotsDir = process.env.UPDATE_SCREENSHOTS ? path.join(PROJECT_ROOT, 'docs'
 const docs = (name: string) => path.join(shotsDir, name);
 
 describeWithBrowser(describe)('files and flows in Chromium', () => {
+  const app = browserTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } });
   let t: TestApp;
   let browser: Browser;
   let projectId: string;
-
-  beforeAll(async () => {
-    t = await startTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } });
-    browser = await launchBrowser();
-  }, 60_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await t?.close();
+  beforeAll(() => {
+    ({ t, browser } = app);
   });
 
   const signedIn = (context: BrowserContext, email: string, role: 'owner' | 'member') => signedInPage(t, context, projectId, email, role);

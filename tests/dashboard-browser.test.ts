@@ -10,8 +10,8 @@ import path from 'node:path';
 import os from 'node:os';
 import { mkdtempSync } from 'node:fs';
 import type { Browser, Page } from 'playwright-core';
-import { describeWithBrowser, launchBrowser, unlabelled, fitsWidth } from './support/browser.js';
-import { startTestApp, type TestApp } from './support/app.js';
+import { describeWithBrowser, browserTestApp, unlabelled, fitsWidth } from './support/browser.js';
+import type { TestApp } from './support/app.js';
 import { api, engineFor, projectWithKey, runUntil, seedContacts, template } from './support/broadcasts.js';
 import { grant, PASSWORD } from './support/dashboard.js';
 import { PROJECT_ROOT } from '../lib/platform/project-root.js';
@@ -24,17 +24,11 @@ const docs = (name: string) => path.join(shotsDir, name);
 /** Every visible form control and button has an accessible name (a label, aria-label or text). */
 /** True when the page needs no horizontal scrolling at the viewport's width. */
 describeWithBrowser(describe)('dashboard in Chromium', () => {
+  const app = browserTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } });
   let t: TestApp;
   let browser: Browser;
-
-  beforeAll(async () => {
-    t = await startTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } });
-    browser = await launchBrowser();
-  }, 60_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await t?.close();
+  beforeAll(() => {
+    ({ t, browser } = app);
   });
 
   it('When an owner signs in, mints a key and approves a broadcast, then the key works and the simulator receives the sends', async () => {

@@ -14,8 +14,8 @@ import path from 'node:path';
 import os from 'node:os';
 import { mkdtempSync } from 'node:fs';
 import type { Browser, Page } from 'playwright-core';
-import { describeWithBrowser, launchBrowser, signedInPage, unlabelled, fitsWidth, watchPage } from './support/browser.js';
-import { startTestApp, type TestApp } from './support/app.js';
+import { describeWithBrowser, browserTestApp, signedInPage, unlabelled, fitsWidth, watchPage } from './support/browser.js';
+import type { TestApp } from './support/app.js';
 import { BOT_LIMITS, deploy, putFile } from './support/bot-console.js';
 import { eventually } from './support/eventually.js';
 import { PROJECT_ROOT } from '../lib/platform/project-root.js';
@@ -31,17 +31,11 @@ export async function onMessage(m: InboundMessage): Promise<void> {
 `;
 
 describeWithBrowser(describe)('the inbox in Chromium', () => {
+  const app = browserTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null }, bot: BOT_LIMITS });
   let t: TestApp;
   let browser: Browser;
-
-  beforeAll(async () => {
-    t = await startTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null }, bot: BOT_LIMITS });
-    browser = await launchBrowser();
-  }, 60_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await t?.close();
+  beforeAll(() => {
+    ({ t, browser } = app);
   });
 
   it('When an owner and a member split the inbox, then assignment, a private note, a canned reply, a label filter, live arrival and every author show as they should', async () => {

@@ -5,7 +5,8 @@
  */
 import { existsSync } from 'node:fs';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import type { TestApp } from './app.js';
+import { afterAll, beforeAll } from '@jest/globals';
+import { startTestApp, type TestApp, type TestAppOptions } from './app.js';
 import { grant, PASSWORD } from './dashboard.js';
 
 export const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -85,4 +86,29 @@ export function watchPage(page: Page, baseUrl: string): { foreign: string[]; dia
     void d.accept();
   });
   return { foreign, dialogs };
+}
+
+/**
+ * The set-up the page tests share: the file's app and one Chromium, started before its tests and
+ * closed after them. Read `t` and `browser` inside a test or hook.
+ */
+export function browserTestApp(options: TestAppOptions = {}): { readonly t: TestApp; readonly browser: Browser } {
+  let t: TestApp | undefined;
+  let browser: Browser | undefined;
+  beforeAll(async () => {
+    t = await startTestApp(options);
+    browser = await launchBrowser();
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+    await t?.close();
+  });
+  const started = <T>(v: T | undefined): T => {
+    if (v === undefined) throw new Error('browserTestApp: started in beforeAll; use it inside a test or hook');
+    return v;
+  };
+  return {
+    get t() { return started(t); },
+    get browser() { return started(browser); },
+  };
 }
