@@ -11,8 +11,8 @@
  */
 import type { Request, Response } from 'express';
 import type { SimContext } from './context.js';
-import { requireAnyToken, requireToken } from './context.js';
-import { paramError, unsupportedRequest } from './errors.js';
+import { postedNode } from './context.js';
+import { paramError } from './errors.js';
 import { ControlError } from './inbound.js';
 import { wamid as newWamid } from './ids.js';
 import type { PhoneNumber } from './state.js';
@@ -33,13 +33,7 @@ const businessOf = (pn: PhoneNumber) => pn.display_phone_number.replace(/\D/g, '
 export function threadControl(ctx: SimContext) {
   return (req: Request, res: Response): void => {
     const { state } = ctx;
-    const node = String(req.params.node);
-    const pn = state.phones.get(node);
-    if (!pn) {
-      requireAnyToken(state, req);
-      throw unsupportedRequest('post', node);
-    }
-    requireToken(req, pn);
+    const pn = postedNode(state, req);
     const b: unknown = req.body;
     if (!isObj(b) || b.messaging_product !== 'whatsapp') throw paramError('The parameter messaging_product is required and must be whatsapp.');
     const who = b.to ?? b.recipient;

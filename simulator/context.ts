@@ -1,7 +1,7 @@
 /** What the route modules share. */
 import type { Request, Response } from 'express';
 import type { Dispatcher } from './callbacks.js';
-import { oauthError } from './errors.js';
+import { oauthError, unsupportedRequest } from './errors.js';
 import type { StatusEngine } from './progression.js';
 import type { PhoneNumber, SimLogger, SimState, Template } from './state.js';
 
@@ -42,6 +42,21 @@ export function requireAnyToken(state: SimState, req: Request): PhoneNumber {
   if (!t) throw oauthError('An active access token must be used to query information about the current user.');
   const pn = state.byToken.get(t);
   if (!pn) throw oauthError();
+  return pn;
+}
+
+/**
+ * The phone number (or app, with `byApp`) a Graph POST names as `:node`, its token checked. An id
+ * nobody has is Graph's unsupported request, once the caller's token is known to be valid.
+ */
+export function postedNode(state: SimState, req: Request, registry: Map<string, PhoneNumber> = state.phones): PhoneNumber {
+  const node = String(req.params.node);
+  const pn = registry.get(node);
+  if (!pn) {
+    requireAnyToken(state, req);
+    throw unsupportedRequest('post', node);
+  }
+  requireToken(req, pn);
   return pn;
 }
 

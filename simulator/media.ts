@@ -6,7 +6,7 @@ import busboy from 'busboy';
 import { recordForm } from './request-log.js';
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import type { Request, Response } from 'express';
-import { baseUrl, requireAnyToken, requireToken, tokenOf, type SimContext } from './context.js';
+import { baseUrl, postedNode, requireAnyToken, requireToken, tokenOf, type SimContext } from './context.js';
 import { GraphError, paramError, unsupportedRequest, waError } from './errors.js';
 import { fileHandle, numericId, uploadSessionId } from './ids.js';
 import type { Media, SimState, UploadSession } from './state.js';
@@ -52,13 +52,7 @@ export function storeMedia(state: SimState, pnid: string, mime: string, data: Bu
 export function uploadMedia(ctx: SimContext) {
   return async (req: Request, res: Response): Promise<void> => {
     const { state } = ctx;
-    const node = String(req.params.node);
-    const pn = state.phones.get(node);
-    if (!pn) {
-      requireAnyToken(state, req);
-      throw unsupportedRequest('post', node);
-    }
-    requireToken(req, pn);
+    const pn = postedNode(state, req);
     const limit = state.limits.uploadLimitBytes;
     const form = await new Promise<{ fields: Record<string, string>; file: { data: Buffer; mime: string; name: string } | null; truncated: boolean }>((resolve, reject) => {
       let bb: busboy.Busboy;
@@ -167,13 +161,7 @@ export function downloadMedia(ctx: SimContext) {
 export function createUploadSession(ctx: SimContext) {
   return (req: Request, res: Response): void => {
     const { state } = ctx;
-    const node = String(req.params.node);
-    const pn = state.byApp.get(node);
-    if (!pn) {
-      requireAnyToken(state, req);
-      throw unsupportedRequest('post', node);
-    }
-    requireToken(req, pn);
+    const pn = postedNode(state, req, state.byApp);
     const q = { ...(req.query as Record<string, unknown>), ...(typeof req.body === 'object' && req.body ? req.body : {}) };
     const length = Number(q.file_length);
     if (q.file_length === undefined) throw paramError('The parameter file_length is required.');

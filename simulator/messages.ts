@@ -1,7 +1,7 @@
 /** POST /:version/:phoneNumberId/messages */
 import type { Request, Response } from 'express';
-import { requireAnyToken, requireToken, type SimContext } from './context.js';
-import { paramError, unsupportedRequest, waError } from './errors.js';
+import { postedNode, type SimContext } from './context.js';
+import { paramError, waError } from './errors.js';
 import { wamid as newWamid } from './ids.js';
 import type { MessageMeta, SimState, Template } from './state.js';
 import { validateFlowSend } from './flows.js';
@@ -124,13 +124,7 @@ export function sendMessage(ctx: SimContext, route: 'messages' | 'marketing_mess
   const marketing = route === 'marketing_messages';
   return (req: Request, res: Response): void => {
     const { state } = ctx;
-    const node = String(req.params.node);
-    const pn = state.phones.get(node);
-    if (!pn) {
-      requireAnyToken(state, req);
-      throw unsupportedRequest('post', node);
-    }
-    requireToken(req, pn);
+    const pn = postedNode(state, req);
     const b: unknown = req.body;
     if (!isObj(b) || b.messaging_product === undefined) throw paramError('The parameter messaging_product is required.');
     if (b.messaging_product !== 'whatsapp') throw paramError(`Param messaging_product must be one of {WHATSAPP} - got "${String(b.messaging_product)}".`);
