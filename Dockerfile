@@ -7,8 +7,8 @@
 # Extra targets `postgres`, `redis` and `haproxy` are the compose file's other services, built from
 # the same base with Debian's packages (PostgreSQL 17, Redis, HAProxy).
 ARG BASE=debian:trixie-slim
-# The HA topology's images (targets patroni, etcd): Debian 12, whose packages tests/failover.test.ts proves.
-ARG HA_BASE=debian:bookworm-slim
+# The HA topology's images (patroni, etcd) are in docker/ha/Dockerfile: the classic builder builds
+# every stage before its target, so a Debian 12 stage here would make every build pull Debian 12.
 
 FROM ${BASE} AS base
 ENV DEBIAN_FRONTEND=noninteractive LANG=C.UTF-8
@@ -80,31 +80,6 @@ RUN apt-get update -q \
  && rm -rf /var/lib/apt/lists/*
 USER haproxy
 ENTRYPOINT ["haproxy", "-W", "-db", "-f", "/usr/local/etc/haproxy/haproxy.cfg"]
-
-# The HA topology (compose.yaml's profile `ha`, docs/deploy.md "High availability") runs the
-# versions tests/failover.test.ts proves natively (HA_BASE): Debian 12's PostgreSQL 15, Patroni 3.0, etcd 3.4.
-FROM ${HA_BASE} AS patroni
-# The binaries only: no cluster of the package's own (Patroni creates and runs its node).
-RUN mkdir -p /etc/postgresql-common && echo 'create_main_cluster = false' > /etc/postgresql-common/createcluster.conf \
- && apt-get update -q \
- && apt-get install -y -q --no-install-recommends patroni postgresql-15 ca-certificates \
- && rm -rf /var/lib/apt/lists/*
-COPY docker/ha/patroni.yml /etc/patroni/patroni.yml
-RUN mkdir -p /var/lib/postgresql/ha && chown postgres:postgres /var/lib/postgresql/ha && chmod 700 /var/lib/postgresql/ha
-USER postgres
-ENV PATRONI_POSTGRESQL_DATA_DIR=/var/lib/postgresql/ha/data PATRONI_POSTGRESQL_PGPASS=/var/lib/postgresql/ha/pgpass \
-    PATRONI_POSTGRESQL_BIN_DIR=/usr/lib/postgresql/15/bin
-VOLUME ["/var/lib/postgresql/ha"]
-ENTRYPOINT ["patroni", "/etc/patroni/patroni.yml"]
-
-FROM ${HA_BASE} AS etcd
-RUN apt-get update -q \
- && apt-get install -y -q --no-install-recommends etcd-server \
- && rm -rf /var/lib/apt/lists/*
-RUN mkdir -p /var/lib/etcd-ha && chown nobody:nogroup /var/lib/etcd-ha
-USER nobody
-VOLUME ["/var/lib/etcd-ha"]
-ENTRYPOINT ["etcd"]
 
 # The default target (last): the service.
 FROM base AS runtime
