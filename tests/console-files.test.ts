@@ -39,6 +39,8 @@ function hiddenOf(page: string, name: string, action?: string): string {
   return m[1];
 }
 
+/** Another one-time token than `token` (its first character changed: an equal token would be the same form, taken once). */
+const anotherOnce = (token: string) => token.replace(/^./, (c) => (c === 'e' ? 'f' : 'e'));
 const audit = (projectId: string, action: string) => t.db.prisma.dashboardAudit.findMany({ where: { projectId, action } });
 const storedFiles = async (projectId: string) => (await t.db.pool.query('SELECT name, size FROM project_files WHERE project_id = $1 ORDER BY name', [projectId])).rows;
 
@@ -250,7 +252,7 @@ describe('Files and media page', () => {
     await expectNoTempFiles();
 
     // Deleting what is gone already (another tab) says so on the page.
-    const stale = await who.agent.post(`${base}/media/${slug}/delete`).type('form').send({ _csrf: f.csrf, _once: hiddenOf(after.text, '_once', `${base}/logo.png/delete`).replace(/^./, 'f') });
+    const stale = await who.agent.post(`${base}/media/${slug}/delete`).type('form').send({ _csrf: f.csrf, _once: anotherOnce(hiddenOf(after.text, '_once', `${base}/logo.png/delete`)) });
     expect(stale.status).toBe(404);
     expect(stale.text).toContain('Not done: No media asset');
   });
@@ -324,7 +326,7 @@ describe('Flows page', () => {
     const done = await owner.agent.get(first.headers.location);
     expect(done.text).toContain('Version 1 is published.');
     // A fresh form for the version published already: refused with the reason, nothing sent again.
-    const stale = await owner.agent.post(action).type('form').send({ ...publish, _once: forms[0][1].replace(/^./, 'e') });
+    const stale = await owner.agent.post(action).type('form').send({ ...publish, _once: anotherOnce(forms[0][1]) });
     expect(stale.status).toBe(409);
     expect(stale.text).toContain('Not published: Version 1 of flow');
   });
@@ -347,7 +349,7 @@ describe('Flows page', () => {
     expect(invalid.text).toContain('INVALID_JSON');
     expect(invalid.text).toContain('does not validate');
     expect(invalid.text).not.toContain('value="publish"');
-    const forced = await owner.agent.post(action).type('form').send({ ...form, _once: form._once.replace(/^./, 'd'), version: '2' });
+    const forced = await owner.agent.post(action).type('form').send({ ...form, _once: anotherOnce(form._once), version: '2' });
     expect(forced.status).toBe(400);
     expect(forced.text).toContain('Not published: Version 2 of flow');
     expect(forced.text).toContain('Why it was refused');
