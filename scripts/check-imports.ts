@@ -52,7 +52,8 @@ export const CAPABILITY_EDGES: Record<string, string[]> = {
   calls: ['channel-port', 'channel-settings', 'conversations', 'webhooks'],
   messaging: ['access', 'calls', 'channel-port', 'channel-settings', 'consent', 'conversations', 'flows', 'media', 'pricing', 'templates', 'webhooks'],
   broadcasts: ['access', 'channel-port', 'channel-settings', 'conversations', 'messaging', 'pricing'],
-  bot: ['access', 'accounts', 'channel-port', 'channel-settings', 'code', 'consent', 'conversations', 'deploy', 'messaging', 'project-files', 'sandbox', 'tables', 'webhooks'],
+  // Calls: a bot acts on a call through the API's one path (lib/bot/ops-calls.ts); calls reach the bot through BotHook.
+  bot: ['access', 'accounts', 'calls', 'channel-port', 'channel-settings', 'code', 'consent', 'conversations', 'deploy', 'messaging', 'project-files', 'sandbox', 'tables', 'webhooks'],
   // The team's inbox: assignment, labels, notes and canned replies, each change with its event.
   inbox: ['access', 'conversations', 'webhooks'],
   // The console's customers pages read conversations and send a person's reply through messaging's one send path.

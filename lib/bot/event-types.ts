@@ -45,7 +45,40 @@ export interface ScheduleContext {
   time_zone: string;
 }
 
+/**
+ * What `onCall(call, ctx)` receives: one change of a WhatsApp voice call (docs/calls.md), as it was
+ * when it happened. Each change is one event (a notification delivered twice is one event).
+ */
+export interface InboundCall {
+  /** The channel's call id (`wacid.…`): what `calls.reject(call.id)` takes. */
+  id: string;
+  /** What happened: the call rings, was answered, ended (see `result`), or ended unanswered (`missed`). */
+  status: 'ringing' | 'answered' | 'ended' | 'missed';
+  /** user_initiated: the customer calls the business; business_initiated: a call the business placed (POST /v1/calls). */
+  direction: 'user_initiated' | 'business_initiated';
+  /** The customer (the caller of their call, the one called in a business call): phone digits, or their business-scoped user id when WhatsApp withholds the number. Send to it as given. */
+  from: string;
+  conversation: { id: number; state: string };
+  /** `phone` is null for a customer whose number WhatsApp withholds; `user_id` is the business-scoped user id. */
+  contact: { phone: string | null; user_id?: string | null; name: string | null };
+  /** How an ended call ended: completed (it was answered), rejected, missed or failed; null while the call is live. */
+  result: 'completed' | 'rejected' | 'missed' | 'failed' | null;
+  /** ISO 8601 (UTC): when the call started ringing, was answered, ended. */
+  started_at: string;
+  answered_at: string | null;
+  ended_at: string | null;
+  /** The call's length in seconds, once it ended (null for a call never answered). */
+  duration_seconds: number | null;
+}
+
+/** What `onCall(call, ctx)` is told besides the call. */
+export interface CallEventContext {
+  /** The event's time as the service received it (ISO 8601, UTC): a bot's "now" for opening hours. */
+  received_at: string;
+}
+
 /** What the service hands the bot's event endpoint (src/platform/webhook.ts), as JSON. */
 export type InboundEvent =
   | { type: 'message'; message: InboundMessage }
-  | { type: 'schedule'; schedule: ScheduleContext };
+  | { type: 'schedule'; schedule: ScheduleContext }
+  | { type: 'call'; call: InboundCall; context: CallEventContext };

@@ -26,6 +26,7 @@ import { runSecretsGet } from './secrets.js';
 import { FETCH_METHODS, MAX_FETCH_TIMEOUT_MS, MAX_REDIRECTS, runHttpFetch, type FetchArgs } from './http-fetch.js';
 import { MAX_LOG_LINE } from './bot-log.js';
 import { runFilesGet, runFilesMedia } from './ops-files.js';
+import { runCallAction } from './ops-calls.js';
 
 /** The subset of JSON Schema the table uses (scripts/generate-host-api.ts turns it into TypeScript). */
 export interface JsonSchema {
@@ -309,7 +310,31 @@ export const HOST_API = {
     journaled: true,
     run: (deps, inv, args: { name: string }) => runFilesMedia(deps, inv, args),
   },
+  'calls.reject': callOp('reject', "Rejects a customer's call that is ringing (the way of POST /v1/calls/{id}/actions `reject`); never throws: `{ ok: true, call }` or `{ ok: false, error }` (`not_found`, `conflict` when the call is no longer ringing: already rejected, answered or ended)."),
+  'calls.terminate': callOp('terminate', 'Hangs up a live call (the way of POST /v1/calls/{id}/actions `terminate`); never throws: `{ ok: true, call }` or `{ ok: false, error }` (`not_found`, `conflict` when the call already ended).'),
 } satisfies Record<string, HostOperation>;
+
+/** A call action as an operation: one path with the API's action (lib/bot/ops-calls.ts). */
+function callOp(action: 'reject' | 'terminate', summary: string): HostOperation<{ callId: string }> {
+  return {
+    summary,
+    args: object({ callId: str("The call's id (`call.id` of the event, `wacid.…`), or the service's numeric id.", { minLength: 1, maxLength: 256 }) }, ['callId']),
+    result: {
+      oneOf: [
+        object({ ok: { const: true }, call: object({ id: str('The call id.'), status: str(`The call's status now (${action === 'reject' ? 'rejected' : 'as it was: the end comes with the channel\'s notification'}).`) }, ['id', 'status']) }, ['ok', 'call']),
+        object({ ok: { const: false }, error: errorValue }, ['ok', 'error']),
+      ],
+    },
+    maxArgs: 1024,
+    maxResult: 4096,
+    limits: "The project's calls only (`not_found`); the call's status must allow it (`conflict`); the channel's refusals as the API's. Once per event: a rerun of the event does not act twice.",
+    preview: 'answered',
+    previewNote: 'Checks that the call exists and answers it unchanged; nothing reaches WhatsApp.',
+    validate: 'schema',
+    journaled: true,
+    run: (deps, inv, args) => runCallAction(deps, inv, action, args),
+  };
+}
 
 export type HostOpName = keyof typeof HOST_API;
 

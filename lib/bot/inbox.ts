@@ -1,9 +1,10 @@
 /**
  * The bot's inbox of events: each thing the deployed bot has to handle — an inbound message, a run
  * of one of its schedules, later others — written in the transaction that makes it (the stored
- * message, the fired run) and deleted once the bot has handled it (lib/bot/runtime.ts). An event is
- * named by its key (`message:<message id>`, `schedule:<run id>`) and has a kind; its payload is the
- * row it names, read when the event is handed over again.
+ * message, the fired run, the call's change) and deleted once the bot has handled it
+ * (lib/bot/runtime.ts). An event is named by its key (`message:<message id>`, `schedule:<run id>`,
+ * `call:<call id>:<status>`) and has a kind; its payload is the row it names, read when the event
+ * is handed over again (a call's event keeps the call as it was at its change: the row moves on).
  *
  * Policy and why (one lease mechanism for every kind, the one the webhook deliveries and the
  * campaigns use: a row leased by a conditional UPDATE, renewed while held, retaken by a recurring
@@ -29,7 +30,8 @@
  */
 import type pg from 'pg';
 import type { Prisma } from '../../generated/prisma/client.js';
-import { inboundText, type BotEvent } from './types.js';
+import type { RawTx } from '../platform/db/transaction.js';
+import { inboundText, type BotCall, type BotEvent } from './types.js';
 import { CLAIM_ROWS } from '../platform/db/claims.js';
 
 /** Hand-overs after which an event is given up. */
@@ -39,6 +41,8 @@ export const RECLAIM_BATCH = 200;
 
 export const messageKey = (messageId: bigint | string) => `message:${messageId}`;
 export const runKey = (runId: bigint | string) => `schedule:${runId}`;
+/** One change of a call: a notification delivered twice makes the same key (and the second finds it). */
+export const callKey = (callRowId: bigint | string, status: BotCall['status']) => `call:${callRowId}:${status}`;
 
 /** Records, in the storing transaction, that the bot has the message `messageId` to handle (leased to this instance). */
 export async function addToInbox(tx: Prisma.TransactionClient, projectId: string, messageId: bigint, now: Date, leaseMs: number): Promise<void> {
@@ -64,6 +68,22 @@ export async function addRunToInbox(client: pg.PoolClient, projectId: string, ru
     [key, runId.toString(), projectId, new Date(now.getTime() + leaseMs), now],
   );
   return key;
+}
+
+/**
+ * Records, in the transaction that stores a call's change, that the bot has it to handle (leased to
+ * this instance), when the project has a deployed bot (without one there is nobody to hand it to).
+ * The key when it was recorded now; undefined when there is no bot or the change was recorded before.
+ */
+export async function addCallToInbox(tx: RawTx, projectId: string, callRowId: bigint, call: BotCall, now: Date, leaseMs: number): Promise<string | undefined> {
+  const key = callKey(callRowId, call.status);
+  const rows = await tx.$queryRawUnsafe<{ key: string }[]>(
+    `INSERT INTO bot_inbox (key, kind, call_id, payload, project_id, lease_until, created_at)
+     SELECT $1, 'call', $2::bigint, $3::jsonb, $4, $5, $6 WHERE EXISTS (SELECT 1 FROM bot_releases WHERE project_id = $4)
+     ON CONFLICT (key) DO NOTHING RETURNING key`,
+    key, String(callRowId), JSON.stringify(call), projectId, new Date(now.getTime() + leaseMs), now,
+  );
+  return rows[0]?.key;
 }
 
 /** Whether an earlier run of the schedule is still in the inbox (waiting, running or to be tried again). */
@@ -162,6 +182,7 @@ export async function reclaimExpired(pool: pg.Pool, now: Date, leaseMs: number):
     wamid: string | null; type: string | null; content: Record<string, unknown> | null;
     conversation_id: string | null; state: string | null; phone: string | null; user_id: string | null; username: string | null; name: string | null;
     run_id: string | null; schedule: string | null; due_at: Date | null; trigger: string | null; cron: string | null; time_zone: string | null;
+    call_payload: BotCall | null;
   }>(
     `WITH due AS (
        SELECT key, run_started_at IS NOT NULL AS died_mid_run FROM bot_inbox
@@ -170,10 +191,10 @@ export async function reclaimExpired(pool: pg.Pool, now: Date, leaseMs: number):
        UPDATE bot_inbox b SET lease_until = $2, attempts = b.attempts + 1,
               abnormal_runs = b.abnormal_runs + due.died_mid_run::int, run_started_at = NULL
          FROM due WHERE b.key = due.key
-       RETURNING b.key, b.kind, b.message_id, b.run_id, b.project_id, b.attempts, b.abnormal_runs, due.died_mid_run, b.created_at
+       RETURNING b.key, b.kind, b.message_id, b.run_id, b.call_id, b.payload, b.project_id, b.attempts, b.abnormal_runs, due.died_mid_run, b.created_at
      )
      SELECT t.key, t.kind, t.project_id, t.attempts, t.abnormal_runs, t.died_mid_run, t.created_at, m.wamid, m.type, m.content, c.id AS conversation_id, c.state, k.phone, k.user_id, k.username, k.name,
-            r.id AS run_id, r.schedule, r.due_at, r.trigger, s.cron, s.time_zone
+            r.id AS run_id, r.schedule, r.due_at, r.trigger, s.cron, s.time_zone, CASE WHEN t.call_id IS NOT NULL THEN t.payload END AS call_payload
        FROM taken t
        LEFT JOIN messages m ON m.id = t.message_id
        LEFT JOIN conversations c ON c.id = m.conversation_id
@@ -199,6 +220,8 @@ export async function reclaimExpired(pool: pg.Pool, now: Date, leaseMs: number):
         kind: 'schedule',
         schedule: { name: r.schedule, run_id: r.run_id, due_at: r.due_at.toISOString(), trigger: r.trigger as 'cron', cron: r.cron, time_zone: r.time_zone },
       };
+    } else if (r.kind === 'call' && r.call_payload) {
+      event = { kind: 'call', call: r.call_payload, context: { received_at: r.created_at.toISOString() } };
     }
     return { projectId: r.project_id, key: r.key, handovers: r.attempts, abnormalRuns: r.abnormal_runs, diedMidRun: r.died_mid_run, event };
   });

@@ -59,8 +59,9 @@ import { backoff, runHelper, type Invocation } from './helpers.js';
 import { hostOpBounds } from './host-api.js';
 import { redactedBotLog } from './secrets.js';
 import { consentMarkOf } from '../consent/keywords.js';
-import type { BotEvent, BotHook, BotInboundMessage } from './types.js';
-import { addToInbox, messageInboxSql, markRunStarted, MAX_HANDOVERS, messageKey, reclaimExpired, recordAbnormalRun, removeFromInbox, renewLeases, setAside } from './inbox.js';
+import type { BotCall, BotEvent, BotHook, BotInboundMessage } from './types.js';
+import type { RawTx } from '../platform/db/transaction.js';
+import { addCallToInbox, addToInbox, messageInboxSql, markRunStarted, MAX_HANDOVERS, messageKey, reclaimExpired, recordAbnormalRun, removeFromInbox, renewLeases, setAside } from './inbox.js';
 import { runEnded, runStarted, type RunOutcome } from './schedules.js';
 import { createHash } from 'node:crypto';
 import { HUMAN_STATE } from '../conversations/conversations.js';
@@ -168,8 +169,8 @@ export class BotRuntime implements BotHook {
     p.queued++;
     this.held.add(inboxKey);
     const state = p;
-    // One conversation's messages, and one schedule's runs, one at a time and in order.
-    const key = event.kind === 'message' ? event.message.from : `schedule:${event.schedule.name}`;
+    // One conversation's messages and calls, and one schedule's runs, one at a time and in order.
+    const key = event.kind === 'message' ? event.message.from : event.kind === 'call' ? event.call.from : `schedule:${event.schedule.name}`;
     const run = (state.chains.get(key) ?? Promise.resolve())
       .then(() => this.runToEnd(projectId, state, inboxKey, event))
       .then(
@@ -246,6 +247,12 @@ export class BotRuntime implements BotHook {
   async enqueue(tx: Prisma.TransactionClient, projectId: string, messageId: bigint, now: Date): Promise<void> {
     if (!this.deps) throw new Error('the bot runtime is not attached');
     await addToInbox(tx, projectId, messageId, now, this.deps.config.botInboxLeaseMs);
+  }
+
+  /** A call's change enters the inbox in the transaction that stores it, when the project has a deployed bot (BotHook). */
+  async enqueueCall(tx: RawTx, projectId: string, callRowId: bigint, call: BotCall, now: Date): Promise<string | undefined> {
+    if (!this.deps) throw new Error('the bot runtime is not attached');
+    return addCallToInbox(tx, projectId, callRowId, call, now, this.deps.config.botInboxLeaseMs);
   }
 
   /** enqueue as SQL, for the inbound message's one statement (BotHook). */
@@ -484,6 +491,12 @@ export class BotRuntime implements BotHook {
       // snd_: our references, which statuses echo (inbound.ts); a message's are named by its id.
       return (recipient) => (recipient === event.message.from ? `snd_bot${inboxKey.slice('message:'.length)}_${++sends}` : undefined);
     }
+    if (event.kind === 'call') {
+      let sends = 0;
+      // call:<id>:<status> → snd_botcall<id>_<status>_<n>: a bot's (authors.ts), one per change.
+      const [, id, status] = inboxKey.split(':');
+      return (recipient) => (recipient === event.call.from ? `snd_botcall${id}_${status}_${++sends}` : undefined);
+    }
     const perRecipient = new Map<string, number>();
     const runId = event.kind === 'schedule' ? event.schedule.run_id : inboxKey;
     return (recipient) => {
@@ -520,8 +533,9 @@ export class BotRuntime implements BotHook {
     }
     // A conversation a person holds (state `handover`, the dashboard's take-over) is not the bot's:
     // its messages are stored and raised as events, the bot is not handed them. Read as it is now.
-    if (event.kind === 'message' && (await this.heldByPerson(projectId, event.message.conversation.id))) {
-      await this.log(projectId, { level: 'info', kind: 'log', message: `${label} was not handed to the bot: a person holds conversation ${event.message.conversation.id} (state handover).` });
+    const conversationId = event.kind === 'message' ? event.message.conversation.id : event.kind === 'call' ? event.call.conversation.id : undefined;
+    if (conversationId !== undefined && (await this.heldByPerson(projectId, conversationId))) {
+      await this.log(projectId, { level: 'info', kind: 'log', message: `${label} was not handed to the bot: a person holds conversation ${conversationId} (state handover).` });
       return 'done';
     }
     const slot = await this.sandboxWithRetry(projectId);
@@ -565,7 +579,9 @@ export class BotRuntime implements BotHook {
       pooled.inv = inv;
       slot.running++;
       try {
-        const payload: InboundEvent = event.kind === 'message' ? { type: 'message', message: event.message } : { type: 'schedule', schedule: event.schedule };
+        const payload: InboundEvent = event.kind === 'message' ? { type: 'message', message: event.message }
+          : event.kind === 'call' ? { type: 'call', call: event.call, context: event.context }
+          : { type: 'schedule', schedule: event.schedule };
         outcome = await pooled.sandbox.dispatch(JSON.stringify(payload));
       } finally {
         slot.running--;
@@ -613,5 +629,6 @@ export class BotRuntime implements BotHook {
 /** How the bot log names an event. */
 
 function labelOf(event: BotEvent): string {
+  if (event.kind === 'call') return `call ${event.call.id} (${event.call.status})`;
   return event.kind === 'message' ? `message ${event.message.id}` : `schedule "${event.schedule.name}" run ${event.schedule.run_id}`;
 }

@@ -1,7 +1,8 @@
 /** What the service hands the bot runtime, and what the rest of the service sees of it. */
 import type { SandboxLimits } from '../sandbox/sandbox.js';
 import type { Prisma } from '../../generated/prisma/client.js';
-import type { InboundMessage, ScheduleContext } from './event-types.js';
+import type { RawTx } from '../platform/db/transaction.js';
+import type { CallEventContext, InboundCall, InboundMessage, ScheduleContext } from './event-types.js';
 
 /**
  * The event the bot's `onMessage` receives, and what `onSchedule(name, ctx)` receives about a run
@@ -10,11 +11,14 @@ import type { InboundMessage, ScheduleContext } from './event-types.js';
  */
 export type BotInboundMessage = InboundMessage;
 export type BotScheduleRun = ScheduleContext;
+/** A change of a voice call, as `onCall(call, ctx)` receives it (lib/calls/calls.ts makes it). */
+export type BotCall = InboundCall;
 
 /** An event of the bot's inbox (lib/bot/inbox.ts), by kind. */
 export type BotEvent =
   | { kind: 'message'; message: BotInboundMessage }
-  | { kind: 'schedule'; schedule: BotScheduleRun };
+  | { kind: 'schedule'; schedule: BotScheduleRun }
+  | { kind: 'call'; call: BotCall; context: CallEventContext };
 
 /** The hook the inbound path calls once a message is stored (with its bot inbox row) and `message.received` raised. */
 export { inboundText } from '../messaging/inbound-text.js';
@@ -34,6 +38,13 @@ export interface BotHook {
    * the insert putting each row of `rows` (message_id, project_id, lease_until, created_at) into the inbox.
    */
   enqueueSql(rows: string): string;
+  /**
+   * Puts a change of a call (`call:<calls.id>:<status>`) into the bot's inbox, in the transaction
+   * that stores the change, when the project has a deployed bot; the inbox key when it was put
+   * there (then hand it over with onEvent once committed), else undefined. Calls call this; they
+   * never import the bot.
+   */
+  enqueueCall?(tx: RawTx, projectId: string, callRowId: bigint, call: BotCall, now: Date): Promise<string | undefined>;
   /** A deploy, rollback or project change: the next message loads the project's release again. */
   releaseChanged(projectId: string): void;
   /** Makes the project's sandbox ready before an event is due (a schedule's run, a moment before its time). */

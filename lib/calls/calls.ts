@@ -5,6 +5,10 @@
  * pre-accept, accept with the SDP answer, reject, terminate), refused here when Meta would refuse
  * it; and the customer's call permission, kept on the contact. The service relays signalling only:
  * the media flows between the customer's phone and the business's softphone.
+ *
+ * The deployed bot hears of the same changes (`onCall`; docs/bot.md): each change that raises a
+ * call event is also put into the bot's inbox in its transaction (`call:<id>:<status>`, through
+ * BotHook.enqueueCall: calls never import the bot) and handed to the bot once committed.
  */
 import { ApiError } from '../platform/errors.js';
 import type { Deps } from '../deps.js';
@@ -45,9 +49,9 @@ export interface CallView {
   duration_seconds: number | null;
 }
 
-type CallWithContact = CallRow & { contactId: bigint; phone: string | null; userId: string | null; name: string | null };
+type CallWithContact = CallRow & { contactId: bigint; phone: string | null; userId: string | null; name: string | null; conversationState: string };
 
-const SELECT_CALLS = `SELECT ${callColumns('c.')}, ct.id AS "contactId", ct.phone, ct.user_id AS "userId", ct.name
+const SELECT_CALLS = `SELECT ${callColumns('c.')}, ct.id AS "contactId", ct.phone, ct.user_id AS "userId", ct.name, cv.state AS "conversationState"
   FROM calls c JOIN conversations cv ON cv.id = c.conversation_id JOIN contacts ct ON ct.id = cv.contact_id`;
 
 export function callView(c: CallWithContact): CallView {
@@ -73,11 +77,49 @@ async function withContact(tx: RawTx, projectId: string, callId: string): Promis
 
 const EVENT_OF: Record<string, string> = { ringing: 'call.ringing', accepted: 'call.answered' };
 
-/** Records the call's event for a change (ended calls raise `call.ended`). */
-async function raise(tx: RawTx, projectId: string, row: CallRow, at: Date): Promise<CallView> {
-  const view = callView(await withContact(tx, projectId, row.callId));
+/** The bot's view of a call (lib/bot/event-types.ts), named through Deps: calls never import the bot. */
+type InboundCall = Parameters<NonNullable<NonNullable<Deps['bot']>['enqueueCall']>>[3];
+
+/** The bot's view of a call's change (lib/bot/event-types.ts), for the changes that raise an event. */
+function botCallOf(c: CallWithContact): InboundCall | undefined {
+  const status = c.endedAt ? (c.status === 'missed' ? 'missed' : 'ended') : c.status === 'ringing' ? 'ringing' : c.status === 'accepted' ? 'answered' : undefined;
+  if (!status || (!c.phone && !c.userId)) return undefined;
+  return {
+    id: c.callId,
+    status,
+    direction: c.direction === 'business_initiated' ? 'business_initiated' : 'user_initiated',
+    from: (c.phone ?? c.userId)!,
+    conversation: { id: Number(c.conversationId), state: c.conversationState },
+    contact: { phone: c.phone, user_id: c.userId, name: c.name },
+    result: c.endedAt ? (c.status as InboundCall['result']) : null,
+    started_at: c.startedAt.toISOString(),
+    answered_at: c.answeredAt?.toISOString() ?? null,
+    ended_at: c.endedAt?.toISOString() ?? null,
+    duration_seconds: c.durationSeconds,
+  };
+}
+
+/** Changes put into the bot's inbox in a transaction, handed to the bot once it committed. */
+type BotHandovers = Array<{ key: string; call: InboundCall; at: Date }>;
+
+function handOver(deps: Deps, projectId: string, handovers: BotHandovers): void {
+  for (const h of handovers) deps.bot?.onEvent(projectId, h.key, { kind: 'call', call: h.call, context: { received_at: h.at.toISOString() } });
+}
+
+/**
+ * Records the call's event for a change (ended calls raise `call.ended`), and puts the change into
+ * the deployed bot's inbox in the same transaction (`handovers` says what to hand over after it).
+ */
+async function raise(deps: Deps, tx: RawTx, projectId: string, row: CallRow, at: Date, handovers: BotHandovers): Promise<CallView> {
+  const c = await withContact(tx, projectId, row.callId);
+  const view = callView(c);
   const name = row.endedAt ? 'call.ended' : EVENT_OF[row.status];
   if (name) await recordEvent(tx, projectId, name, { conversation_id: view.conversation_id, call: view }, at);
+  const call = name ? botCallOf(c) : undefined;
+  if (call && deps.bot?.enqueueCall) {
+    const key = await deps.bot.enqueueCall(tx, projectId, row.id, call, at);
+    if (key) handovers.push({ key, call, at });
+  }
   return view;
 }
 
@@ -97,7 +139,8 @@ export async function applyCallEvent(deps: Deps, channel: OpenChannel, e: CallEv
   const ids = customerIds(e.customer);
   if (!e.callId || e.callId.length > 256 || (!ids.phone && !ids.userId)) return undefined;
   const projectId = channel.projectId;
-  return deps.db.prisma.$transaction(async (tx) => {
+  const handovers: BotHandovers = [];
+  const view = await deps.db.prisma.$transaction(async (tx) => {
     const contact = await resolveContact(tx, projectId, ids, now, deps.contactMerge);
     if (!contact) return undefined;
     // A call is activity in the conversation but not a message: it does not open the 24-hour window.
@@ -123,8 +166,10 @@ export async function applyCallEvent(deps: Deps, channel: OpenChannel, e: CallEv
         status: failed ? 'failed' : (e.durationSeconds ?? 0) > 0 ? 'completed' : 'missed', startedAt, endedAt, durationSeconds: e.durationSeconds ?? null,
       }, now);
     }
-    return row ? raise(tx, projectId, row, now) : undefined;
+    return row ? raise(deps, tx, projectId, row, now, handovers) : undefined;
   });
+  handOver(deps, projectId, handovers);
+  return view;
 }
 
 /** The customer answered a call permission request: kept on the contact (`call_permission_status`). */
@@ -230,10 +275,13 @@ export async function actOnCall(deps: Deps, projectId: string, id: string, actio
   const now = deps.clock.now();
   const moved = action === 'accept' ? 'accepted' : action === 'pre_accept' ? 'pre_accepted' : action === 'reject' ? 'rejected' : undefined;
   if (!moved) return callView(call);
-  return deps.db.prisma.$transaction(async (tx) => {
+  const handovers: BotHandovers = [];
+  const view = await deps.db.prisma.$transaction(async (tx) => {
     const row = await moveCall(tx, projectId, call.callId, ACTS_ON[action], moved, now);
-    return row ? raise(tx, projectId, row, now) : callView(await withContact(tx, projectId, call.callId));
+    return row ? raise(deps, tx, projectId, row, now, handovers) : callView(await withContact(tx, projectId, call.callId));
   });
+  handOver(deps, projectId, handovers);
+  return view;
 }
 
 /**

@@ -734,6 +734,8 @@ export const BotInboxScalarFieldEnum = {
   kind: 'kind',
   messageId: 'messageId',
   runId: 'runId',
+  callId: 'callId',
+  payload: 'payload',
   projectId: 'projectId',
   leaseUntil: 'leaseUntil',
   attempts: 'attempts',

@@ -32,6 +32,7 @@ export type AggregateBotInbox = {
 export type BotInboxAvgAggregateOutputType = {
   messageId: number | null
   runId: number | null
+  callId: number | null
   attempts: number | null
   abnormalRuns: number | null
 }
@@ -39,6 +40,7 @@ export type BotInboxAvgAggregateOutputType = {
 export type BotInboxSumAggregateOutputType = {
   messageId: bigint | null
   runId: bigint | null
+  callId: bigint | null
   attempts: number | null
   abnormalRuns: number | null
 }
@@ -48,6 +50,7 @@ export type BotInboxMinAggregateOutputType = {
   kind: string | null
   messageId: bigint | null
   runId: bigint | null
+  callId: bigint | null
   projectId: string | null
   leaseUntil: Date | null
   attempts: number | null
@@ -63,6 +66,7 @@ export type BotInboxMaxAggregateOutputType = {
   kind: string | null
   messageId: bigint | null
   runId: bigint | null
+  callId: bigint | null
   projectId: string | null
   leaseUntil: Date | null
   attempts: number | null
@@ -78,6 +82,8 @@ export type BotInboxCountAggregateOutputType = {
   kind: number
   messageId: number
   runId: number
+  callId: number
+  payload: number
   projectId: number
   leaseUntil: number
   attempts: number
@@ -93,6 +99,7 @@ export type BotInboxCountAggregateOutputType = {
 export type BotInboxAvgAggregateInputType = {
   messageId?: true
   runId?: true
+  callId?: true
   attempts?: true
   abnormalRuns?: true
 }
@@ -100,6 +107,7 @@ export type BotInboxAvgAggregateInputType = {
 export type BotInboxSumAggregateInputType = {
   messageId?: true
   runId?: true
+  callId?: true
   attempts?: true
   abnormalRuns?: true
 }
@@ -109,6 +117,7 @@ export type BotInboxMinAggregateInputType = {
   kind?: true
   messageId?: true
   runId?: true
+  callId?: true
   projectId?: true
   leaseUntil?: true
   attempts?: true
@@ -124,6 +133,7 @@ export type BotInboxMaxAggregateInputType = {
   kind?: true
   messageId?: true
   runId?: true
+  callId?: true
   projectId?: true
   leaseUntil?: true
   attempts?: true
@@ -139,6 +149,8 @@ export type BotInboxCountAggregateInputType = {
   kind?: true
   messageId?: true
   runId?: true
+  callId?: true
+  payload?: true
   projectId?: true
   leaseUntil?: true
   attempts?: true
@@ -241,6 +253,8 @@ export type BotInboxGroupByOutputType = {
   kind: string
   messageId: bigint | null
   runId: bigint | null
+  callId: bigint | null
+  payload: runtime.JsonValue | null
   projectId: string
   leaseUntil: Date
   attempts: number
@@ -279,6 +293,8 @@ export type BotInboxWhereInput = {
   kind?: Prisma.StringFilter<"BotInbox"> | string
   messageId?: Prisma.BigIntNullableFilter<"BotInbox"> | bigint | number | null
   runId?: Prisma.BigIntNullableFilter<"BotInbox"> | bigint | number | null
+  callId?: Prisma.BigIntNullableFilter<"BotInbox"> | bigint | number | null
+  payload?: Prisma.JsonNullableFilter<"BotInbox">
   projectId?: Prisma.StringFilter<"BotInbox"> | string
   leaseUntil?: Prisma.DateTimeFilter<"BotInbox"> | Date | string
   attempts?: Prisma.IntFilter<"BotInbox"> | number
@@ -289,6 +305,7 @@ export type BotInboxWhereInput = {
   createdAt?: Prisma.DateTimeFilter<"BotInbox"> | Date | string
   message?: Prisma.XOR<Prisma.MessageNullableScalarRelationFilter, Prisma.MessageWhereInput> | null
   run?: Prisma.XOR<Prisma.BotScheduleRunNullableScalarRelationFilter, Prisma.BotScheduleRunWhereInput> | null
+  call?: Prisma.XOR<Prisma.CallNullableScalarRelationFilter, Prisma.CallWhereInput> | null
   calls?: Prisma.BotCallJournalListRelationFilter
 }
 
@@ -297,6 +314,8 @@ export type BotInboxOrderByWithRelationInput = {
   kind?: Prisma.SortOrder
   messageId?: Prisma.SortOrderInput | Prisma.SortOrder
   runId?: Prisma.SortOrderInput | Prisma.SortOrder
+  callId?: Prisma.SortOrderInput | Prisma.SortOrder
+  payload?: Prisma.SortOrderInput | Prisma.SortOrder
   projectId?: Prisma.SortOrder
   leaseUntil?: Prisma.SortOrder
   attempts?: Prisma.SortOrder
@@ -307,6 +326,7 @@ export type BotInboxOrderByWithRelationInput = {
   createdAt?: Prisma.SortOrder
   message?: Prisma.MessageOrderByWithRelationInput
   run?: Prisma.BotScheduleRunOrderByWithRelationInput
+  call?: Prisma.CallOrderByWithRelationInput
   calls?: Prisma.BotCallJournalOrderByRelationAggregateInput
 }
 
@@ -318,6 +338,8 @@ export type BotInboxWhereUniqueInput = Prisma.AtLeast<{
   OR?: Prisma.BotInboxWhereInput[]
   NOT?: Prisma.BotInboxWhereInput | Prisma.BotInboxWhereInput[]
   kind?: Prisma.StringFilter<"BotInbox"> | string
+  callId?: Prisma.BigIntNullableFilter<"BotInbox"> | bigint | number | null
+  payload?: Prisma.JsonNullableFilter<"BotInbox">
   projectId?: Prisma.StringFilter<"BotInbox"> | string
   leaseUntil?: Prisma.DateTimeFilter<"BotInbox"> | Date | string
   attempts?: Prisma.IntFilter<"BotInbox"> | number
@@ -328,6 +350,7 @@ export type BotInboxWhereUniqueInput = Prisma.AtLeast<{
   createdAt?: Prisma.DateTimeFilter<"BotInbox"> | Date | string
   message?: Prisma.XOR<Prisma.MessageNullableScalarRelationFilter, Prisma.MessageWhereInput> | null
   run?: Prisma.XOR<Prisma.BotScheduleRunNullableScalarRelationFilter, Prisma.BotScheduleRunWhereInput> | null
+  call?: Prisma.XOR<Prisma.CallNullableScalarRelationFilter, Prisma.CallWhereInput> | null
   calls?: Prisma.BotCallJournalListRelationFilter
 }, "key" | "messageId" | "runId">
 
@@ -336,6 +359,8 @@ export type BotInboxOrderByWithAggregationInput = {
   kind?: Prisma.SortOrder
   messageId?: Prisma.SortOrderInput | Prisma.SortOrder
   runId?: Prisma.SortOrderInput | Prisma.SortOrder
+  callId?: Prisma.SortOrderInput | Prisma.SortOrder
+  payload?: Prisma.SortOrderInput | Prisma.SortOrder
   projectId?: Prisma.SortOrder
   leaseUntil?: Prisma.SortOrder
   attempts?: Prisma.SortOrder
@@ -359,6 +384,8 @@ export type BotInboxScalarWhereWithAggregatesInput = {
   kind?: Prisma.StringWithAggregatesFilter<"BotInbox"> | string
   messageId?: Prisma.BigIntNullableWithAggregatesFilter<"BotInbox"> | bigint | number | null
   runId?: Prisma.BigIntNullableWithAggregatesFilter<"BotInbox"> | bigint | number | null
+  callId?: Prisma.BigIntNullableWithAggregatesFilter<"BotInbox"> | bigint | number | null
+  payload?: Prisma.JsonNullableWithAggregatesFilter<"BotInbox">
   projectId?: Prisma.StringWithAggregatesFilter<"BotInbox"> | string
   leaseUntil?: Prisma.DateTimeWithAggregatesFilter<"BotInbox"> | Date | string
   attempts?: Prisma.IntWithAggregatesFilter<"BotInbox"> | number
@@ -372,6 +399,7 @@ export type BotInboxScalarWhereWithAggregatesInput = {
 export type BotInboxCreateInput = {
   key: string
   kind: string
+  payload?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   projectId: string
   leaseUntil: Date | string
   attempts?: number
@@ -382,6 +410,7 @@ export type BotInboxCreateInput = {
   createdAt: Date | string
   message?: Prisma.MessageCreateNestedOneWithoutBotInboxInput
   run?: Prisma.BotScheduleRunCreateNestedOneWithoutInboxInput
+  call?: Prisma.CallCreateNestedOneWithoutBotEventsInput
   calls?: Prisma.BotCallJournalCreateNestedManyWithoutEventInput
 }
 
@@ -390,6 +419,8 @@ export type BotInboxUncheckedCreateInput = {
   kind: string
   messageId?: bigint | number | null
   runId?: bigint | number | null
+  callId?: bigint | number | null
+  payload?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   projectId: string
   leaseUntil: Date | string
   attempts?: number
@@ -404,6 +435,7 @@ export type BotInboxUncheckedCreateInput = {
 export type BotInboxUpdateInput = {
   key?: Prisma.StringFieldUpdateOperationsInput | string
   kind?: Prisma.StringFieldUpdateOperationsInput | string
+  payload?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   projectId?: Prisma.StringFieldUpdateOperationsInput | string
   leaseUntil?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   attempts?: Prisma.IntFieldUpdateOperationsInput | number
@@ -414,6 +446,7 @@ export type BotInboxUpdateInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   message?: Prisma.MessageUpdateOneWithoutBotInboxNestedInput
   run?: Prisma.BotScheduleRunUpdateOneWithoutInboxNestedInput
+  call?: Prisma.CallUpdateOneWithoutBotEventsNestedInput
   calls?: Prisma.BotCallJournalUpdateManyWithoutEventNestedInput
 }
 
@@ -422,6 +455,8 @@ export type BotInboxUncheckedUpdateInput = {
   kind?: Prisma.StringFieldUpdateOperationsInput | string
   messageId?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   runId?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  callId?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  payload?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   projectId?: Prisma.StringFieldUpdateOperationsInput | string
   leaseUntil?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   attempts?: Prisma.IntFieldUpdateOperationsInput | number
@@ -438,6 +473,8 @@ export type BotInboxCreateManyInput = {
   kind: string
   messageId?: bigint | number | null
   runId?: bigint | number | null
+  callId?: bigint | number | null
+  payload?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   projectId: string
   leaseUntil: Date | string
   attempts?: number
@@ -451,6 +488,7 @@ export type BotInboxCreateManyInput = {
 export type BotInboxUpdateManyMutationInput = {
   key?: Prisma.StringFieldUpdateOperationsInput | string
   kind?: Prisma.StringFieldUpdateOperationsInput | string
+  payload?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   projectId?: Prisma.StringFieldUpdateOperationsInput | string
   leaseUntil?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   attempts?: Prisma.IntFieldUpdateOperationsInput | number
@@ -466,6 +504,8 @@ export type BotInboxUncheckedUpdateManyInput = {
   kind?: Prisma.StringFieldUpdateOperationsInput | string
   messageId?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   runId?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  callId?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  payload?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   projectId?: Prisma.StringFieldUpdateOperationsInput | string
   leaseUntil?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   attempts?: Prisma.IntFieldUpdateOperationsInput | number
@@ -486,6 +526,8 @@ export type BotInboxCountOrderByAggregateInput = {
   kind?: Prisma.SortOrder
   messageId?: Prisma.SortOrder
   runId?: Prisma.SortOrder
+  callId?: Prisma.SortOrder
+  payload?: Prisma.SortOrder
   projectId?: Prisma.SortOrder
   leaseUntil?: Prisma.SortOrder
   attempts?: Prisma.SortOrder
@@ -499,6 +541,7 @@ export type BotInboxCountOrderByAggregateInput = {
 export type BotInboxAvgOrderByAggregateInput = {
   messageId?: Prisma.SortOrder
   runId?: Prisma.SortOrder
+  callId?: Prisma.SortOrder
   attempts?: Prisma.SortOrder
   abnormalRuns?: Prisma.SortOrder
 }
@@ -508,6 +551,7 @@ export type BotInboxMaxOrderByAggregateInput = {
   kind?: Prisma.SortOrder
   messageId?: Prisma.SortOrder
   runId?: Prisma.SortOrder
+  callId?: Prisma.SortOrder
   projectId?: Prisma.SortOrder
   leaseUntil?: Prisma.SortOrder
   attempts?: Prisma.SortOrder
@@ -523,6 +567,7 @@ export type BotInboxMinOrderByAggregateInput = {
   kind?: Prisma.SortOrder
   messageId?: Prisma.SortOrder
   runId?: Prisma.SortOrder
+  callId?: Prisma.SortOrder
   projectId?: Prisma.SortOrder
   leaseUntil?: Prisma.SortOrder
   attempts?: Prisma.SortOrder
@@ -536,6 +581,7 @@ export type BotInboxMinOrderByAggregateInput = {
 export type BotInboxSumOrderByAggregateInput = {
   messageId?: Prisma.SortOrder
   runId?: Prisma.SortOrder
+  callId?: Prisma.SortOrder
   attempts?: Prisma.SortOrder
   abnormalRuns?: Prisma.SortOrder
 }
@@ -543,6 +589,16 @@ export type BotInboxSumOrderByAggregateInput = {
 export type BotInboxScalarRelationFilter = {
   is?: Prisma.BotInboxWhereInput
   isNot?: Prisma.BotInboxWhereInput
+}
+
+export type BotInboxListRelationFilter = {
+  every?: Prisma.BotInboxWhereInput
+  some?: Prisma.BotInboxWhereInput
+  none?: Prisma.BotInboxWhereInput
+}
+
+export type BotInboxOrderByRelationAggregateInput = {
+  _count?: Prisma.SortOrder
 }
 
 export type BotInboxCreateNestedOneWithoutMessageInput = {
@@ -623,9 +679,52 @@ export type BotInboxUncheckedUpdateOneWithoutRunNestedInput = {
   update?: Prisma.XOR<Prisma.XOR<Prisma.BotInboxUpdateToOneWithWhereWithoutRunInput, Prisma.BotInboxUpdateWithoutRunInput>, Prisma.BotInboxUncheckedUpdateWithoutRunInput>
 }
 
+export type BotInboxCreateNestedManyWithoutCallInput = {
+  create?: Prisma.XOR<Prisma.BotInboxCreateWithoutCallInput, Prisma.BotInboxUncheckedCreateWithoutCallInput> | Prisma.BotInboxCreateWithoutCallInput[] | Prisma.BotInboxUncheckedCreateWithoutCallInput[]
+  connectOrCreate?: Prisma.BotInboxCreateOrConnectWithoutCallInput | Prisma.BotInboxCreateOrConnectWithoutCallInput[]
+  createMany?: Prisma.BotInboxCreateManyCallInputEnvelope
+  connect?: Prisma.BotInboxWhereUniqueInput | Prisma.BotInboxWhereUniqueInput[]
+}
+
+export type BotInboxUncheckedCreateNestedManyWithoutCallInput = {
+  create?: Prisma.XOR<Prisma.BotInboxCreateWithoutCallInput, Prisma.BotInboxUncheckedCreateWithoutCallInput> | Prisma.BotInboxCreateWithoutCallInput[] | Prisma.BotInboxUncheckedCreateWithoutCallInput[]
+  connectOrCreate?: Prisma.BotInboxCreateOrConnectWithoutCallInput | Prisma.BotInboxCreateOrConnectWithoutCallInput[]
+  createMany?: Prisma.BotInboxCreateManyCallInputEnvelope
+  connect?: Prisma.BotInboxWhereUniqueInput | Prisma.BotInboxWhereUniqueInput[]
+}
+
+export type BotInboxUpdateManyWithoutCallNestedInput = {
+  create?: Prisma.XOR<Prisma.BotInboxCreateWithoutCallInput, Prisma.BotInboxUncheckedCreateWithoutCallInput> | Prisma.BotInboxCreateWithoutCallInput[] | Prisma.BotInboxUncheckedCreateWithoutCallInput[]
+  connectOrCreate?: Prisma.BotInboxCreateOrConnectWithoutCallInput | Prisma.BotInboxCreateOrConnectWithoutCallInput[]
+  upsert?: Prisma.BotInboxUpsertWithWhereUniqueWithoutCallInput | Prisma.BotInboxUpsertWithWhereUniqueWithoutCallInput[]
+  createMany?: Prisma.BotInboxCreateManyCallInputEnvelope
+  set?: Prisma.BotInboxWhereUniqueInput | Prisma.BotInboxWhereUniqueInput[]
+  disconnect?: Prisma.BotInboxWhereUniqueInput | Prisma.BotInboxWhereUniqueInput[]
+  delete?: Prisma.BotInboxWhereUniqueInput | Prisma.BotInboxWhereUniqueInput[]
+  connect?: Prisma.BotInboxWhereUniqueInput | Prisma.BotInboxWhereUniqueInput[]
+  update?: Prisma.BotInboxUpdateWithWhereUniqueWithoutCallInput | Prisma.BotInboxUpdateWithWhereUniqueWithoutCallInput[]
+  updateMany?: Prisma.BotInboxUpdateManyWithWhereWithoutCallInput | Prisma.BotInboxUpdateManyWithWhereWithoutCallInput[]
+  deleteMany?: Prisma.BotInboxScalarWhereInput | Prisma.BotInboxScalarWhereInput[]
+}
+
+export type BotInboxUncheckedUpdateManyWithoutCallNestedInput = {
+  create?: Prisma.XOR<Prisma.BotInboxCreateWithoutCallInput, Prisma.BotInboxUncheckedCreateWithoutCallInput> | Prisma.BotInboxCreateWithoutCallInput[] | Prisma.BotInboxUncheckedCreateWithoutCallInput[]
+  connectOrCreate?: Prisma.BotInboxCreateOrConnectWithoutCallInput | Prisma.BotInboxCreateOrConnectWithoutCallInput[]
+  upsert?: Prisma.BotInboxUpsertWithWhereUniqueWithoutCallInput | Prisma.BotInboxUpsertWithWhereUniqueWithoutCallInput[]
+  createMany?: Prisma.BotInboxCreateManyCallInputEnvelope
+  set?: Prisma.BotInboxWhereUniqueInput | Prisma.BotInboxWhereUniqueInput[]
+  disconnect?: Prisma.BotInboxWhereUniqueInput | Prisma.BotInboxWhereUniqueInput[]
+  delete?: Prisma.BotInboxWhereUniqueInput | Prisma.BotInboxWhereUniqueInput[]
+  connect?: Prisma.BotInboxWhereUniqueInput | Prisma.BotInboxWhereUniqueInput[]
+  update?: Prisma.BotInboxUpdateWithWhereUniqueWithoutCallInput | Prisma.BotInboxUpdateWithWhereUniqueWithoutCallInput[]
+  updateMany?: Prisma.BotInboxUpdateManyWithWhereWithoutCallInput | Prisma.BotInboxUpdateManyWithWhereWithoutCallInput[]
+  deleteMany?: Prisma.BotInboxScalarWhereInput | Prisma.BotInboxScalarWhereInput[]
+}
+
 export type BotInboxCreateWithoutMessageInput = {
   key: string
   kind: string
+  payload?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   projectId: string
   leaseUntil: Date | string
   attempts?: number
@@ -635,6 +734,7 @@ export type BotInboxCreateWithoutMessageInput = {
   setAsideReason?: string | null
   createdAt: Date | string
   run?: Prisma.BotScheduleRunCreateNestedOneWithoutInboxInput
+  call?: Prisma.CallCreateNestedOneWithoutBotEventsInput
   calls?: Prisma.BotCallJournalCreateNestedManyWithoutEventInput
 }
 
@@ -642,6 +742,8 @@ export type BotInboxUncheckedCreateWithoutMessageInput = {
   key: string
   kind: string
   runId?: bigint | number | null
+  callId?: bigint | number | null
+  payload?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   projectId: string
   leaseUntil: Date | string
   attempts?: number
@@ -672,6 +774,7 @@ export type BotInboxUpdateToOneWithWhereWithoutMessageInput = {
 export type BotInboxUpdateWithoutMessageInput = {
   key?: Prisma.StringFieldUpdateOperationsInput | string
   kind?: Prisma.StringFieldUpdateOperationsInput | string
+  payload?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   projectId?: Prisma.StringFieldUpdateOperationsInput | string
   leaseUntil?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   attempts?: Prisma.IntFieldUpdateOperationsInput | number
@@ -681,6 +784,7 @@ export type BotInboxUpdateWithoutMessageInput = {
   setAsideReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   run?: Prisma.BotScheduleRunUpdateOneWithoutInboxNestedInput
+  call?: Prisma.CallUpdateOneWithoutBotEventsNestedInput
   calls?: Prisma.BotCallJournalUpdateManyWithoutEventNestedInput
 }
 
@@ -688,6 +792,8 @@ export type BotInboxUncheckedUpdateWithoutMessageInput = {
   key?: Prisma.StringFieldUpdateOperationsInput | string
   kind?: Prisma.StringFieldUpdateOperationsInput | string
   runId?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  callId?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  payload?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   projectId?: Prisma.StringFieldUpdateOperationsInput | string
   leaseUntil?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   attempts?: Prisma.IntFieldUpdateOperationsInput | number
@@ -702,6 +808,7 @@ export type BotInboxUncheckedUpdateWithoutMessageInput = {
 export type BotInboxCreateWithoutCallsInput = {
   key: string
   kind: string
+  payload?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   projectId: string
   leaseUntil: Date | string
   attempts?: number
@@ -712,6 +819,7 @@ export type BotInboxCreateWithoutCallsInput = {
   createdAt: Date | string
   message?: Prisma.MessageCreateNestedOneWithoutBotInboxInput
   run?: Prisma.BotScheduleRunCreateNestedOneWithoutInboxInput
+  call?: Prisma.CallCreateNestedOneWithoutBotEventsInput
 }
 
 export type BotInboxUncheckedCreateWithoutCallsInput = {
@@ -719,6 +827,8 @@ export type BotInboxUncheckedCreateWithoutCallsInput = {
   kind: string
   messageId?: bigint | number | null
   runId?: bigint | number | null
+  callId?: bigint | number | null
+  payload?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   projectId: string
   leaseUntil: Date | string
   attempts?: number
@@ -748,6 +858,7 @@ export type BotInboxUpdateToOneWithWhereWithoutCallsInput = {
 export type BotInboxUpdateWithoutCallsInput = {
   key?: Prisma.StringFieldUpdateOperationsInput | string
   kind?: Prisma.StringFieldUpdateOperationsInput | string
+  payload?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   projectId?: Prisma.StringFieldUpdateOperationsInput | string
   leaseUntil?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   attempts?: Prisma.IntFieldUpdateOperationsInput | number
@@ -758,6 +869,7 @@ export type BotInboxUpdateWithoutCallsInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   message?: Prisma.MessageUpdateOneWithoutBotInboxNestedInput
   run?: Prisma.BotScheduleRunUpdateOneWithoutInboxNestedInput
+  call?: Prisma.CallUpdateOneWithoutBotEventsNestedInput
 }
 
 export type BotInboxUncheckedUpdateWithoutCallsInput = {
@@ -765,6 +877,8 @@ export type BotInboxUncheckedUpdateWithoutCallsInput = {
   kind?: Prisma.StringFieldUpdateOperationsInput | string
   messageId?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   runId?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  callId?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  payload?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   projectId?: Prisma.StringFieldUpdateOperationsInput | string
   leaseUntil?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   attempts?: Prisma.IntFieldUpdateOperationsInput | number
@@ -778,6 +892,7 @@ export type BotInboxUncheckedUpdateWithoutCallsInput = {
 export type BotInboxCreateWithoutRunInput = {
   key: string
   kind: string
+  payload?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   projectId: string
   leaseUntil: Date | string
   attempts?: number
@@ -787,6 +902,7 @@ export type BotInboxCreateWithoutRunInput = {
   setAsideReason?: string | null
   createdAt: Date | string
   message?: Prisma.MessageCreateNestedOneWithoutBotInboxInput
+  call?: Prisma.CallCreateNestedOneWithoutBotEventsInput
   calls?: Prisma.BotCallJournalCreateNestedManyWithoutEventInput
 }
 
@@ -794,6 +910,8 @@ export type BotInboxUncheckedCreateWithoutRunInput = {
   key: string
   kind: string
   messageId?: bigint | number | null
+  callId?: bigint | number | null
+  payload?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   projectId: string
   leaseUntil: Date | string
   attempts?: number
@@ -824,6 +942,7 @@ export type BotInboxUpdateToOneWithWhereWithoutRunInput = {
 export type BotInboxUpdateWithoutRunInput = {
   key?: Prisma.StringFieldUpdateOperationsInput | string
   kind?: Prisma.StringFieldUpdateOperationsInput | string
+  payload?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   projectId?: Prisma.StringFieldUpdateOperationsInput | string
   leaseUntil?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   attempts?: Prisma.IntFieldUpdateOperationsInput | number
@@ -833,6 +952,7 @@ export type BotInboxUpdateWithoutRunInput = {
   setAsideReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   message?: Prisma.MessageUpdateOneWithoutBotInboxNestedInput
+  call?: Prisma.CallUpdateOneWithoutBotEventsNestedInput
   calls?: Prisma.BotCallJournalUpdateManyWithoutEventNestedInput
 }
 
@@ -840,6 +960,8 @@ export type BotInboxUncheckedUpdateWithoutRunInput = {
   key?: Prisma.StringFieldUpdateOperationsInput | string
   kind?: Prisma.StringFieldUpdateOperationsInput | string
   messageId?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  callId?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  payload?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   projectId?: Prisma.StringFieldUpdateOperationsInput | string
   leaseUntil?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   attempts?: Prisma.IntFieldUpdateOperationsInput | number
@@ -849,6 +971,152 @@ export type BotInboxUncheckedUpdateWithoutRunInput = {
   setAsideReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   calls?: Prisma.BotCallJournalUncheckedUpdateManyWithoutEventNestedInput
+}
+
+export type BotInboxCreateWithoutCallInput = {
+  key: string
+  kind: string
+  payload?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  projectId: string
+  leaseUntil: Date | string
+  attempts?: number
+  abnormalRuns?: number
+  runStartedAt?: Date | string | null
+  setAsideAt?: Date | string | null
+  setAsideReason?: string | null
+  createdAt: Date | string
+  message?: Prisma.MessageCreateNestedOneWithoutBotInboxInput
+  run?: Prisma.BotScheduleRunCreateNestedOneWithoutInboxInput
+  calls?: Prisma.BotCallJournalCreateNestedManyWithoutEventInput
+}
+
+export type BotInboxUncheckedCreateWithoutCallInput = {
+  key: string
+  kind: string
+  messageId?: bigint | number | null
+  runId?: bigint | number | null
+  payload?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  projectId: string
+  leaseUntil: Date | string
+  attempts?: number
+  abnormalRuns?: number
+  runStartedAt?: Date | string | null
+  setAsideAt?: Date | string | null
+  setAsideReason?: string | null
+  createdAt: Date | string
+  calls?: Prisma.BotCallJournalUncheckedCreateNestedManyWithoutEventInput
+}
+
+export type BotInboxCreateOrConnectWithoutCallInput = {
+  where: Prisma.BotInboxWhereUniqueInput
+  create: Prisma.XOR<Prisma.BotInboxCreateWithoutCallInput, Prisma.BotInboxUncheckedCreateWithoutCallInput>
+}
+
+export type BotInboxCreateManyCallInputEnvelope = {
+  data: Prisma.BotInboxCreateManyCallInput | Prisma.BotInboxCreateManyCallInput[]
+  skipDuplicates?: boolean
+}
+
+export type BotInboxUpsertWithWhereUniqueWithoutCallInput = {
+  where: Prisma.BotInboxWhereUniqueInput
+  update: Prisma.XOR<Prisma.BotInboxUpdateWithoutCallInput, Prisma.BotInboxUncheckedUpdateWithoutCallInput>
+  create: Prisma.XOR<Prisma.BotInboxCreateWithoutCallInput, Prisma.BotInboxUncheckedCreateWithoutCallInput>
+}
+
+export type BotInboxUpdateWithWhereUniqueWithoutCallInput = {
+  where: Prisma.BotInboxWhereUniqueInput
+  data: Prisma.XOR<Prisma.BotInboxUpdateWithoutCallInput, Prisma.BotInboxUncheckedUpdateWithoutCallInput>
+}
+
+export type BotInboxUpdateManyWithWhereWithoutCallInput = {
+  where: Prisma.BotInboxScalarWhereInput
+  data: Prisma.XOR<Prisma.BotInboxUpdateManyMutationInput, Prisma.BotInboxUncheckedUpdateManyWithoutCallInput>
+}
+
+export type BotInboxScalarWhereInput = {
+  AND?: Prisma.BotInboxScalarWhereInput | Prisma.BotInboxScalarWhereInput[]
+  OR?: Prisma.BotInboxScalarWhereInput[]
+  NOT?: Prisma.BotInboxScalarWhereInput | Prisma.BotInboxScalarWhereInput[]
+  key?: Prisma.StringFilter<"BotInbox"> | string
+  kind?: Prisma.StringFilter<"BotInbox"> | string
+  messageId?: Prisma.BigIntNullableFilter<"BotInbox"> | bigint | number | null
+  runId?: Prisma.BigIntNullableFilter<"BotInbox"> | bigint | number | null
+  callId?: Prisma.BigIntNullableFilter<"BotInbox"> | bigint | number | null
+  payload?: Prisma.JsonNullableFilter<"BotInbox">
+  projectId?: Prisma.StringFilter<"BotInbox"> | string
+  leaseUntil?: Prisma.DateTimeFilter<"BotInbox"> | Date | string
+  attempts?: Prisma.IntFilter<"BotInbox"> | number
+  abnormalRuns?: Prisma.IntFilter<"BotInbox"> | number
+  runStartedAt?: Prisma.DateTimeNullableFilter<"BotInbox"> | Date | string | null
+  setAsideAt?: Prisma.DateTimeNullableFilter<"BotInbox"> | Date | string | null
+  setAsideReason?: Prisma.StringNullableFilter<"BotInbox"> | string | null
+  createdAt?: Prisma.DateTimeFilter<"BotInbox"> | Date | string
+}
+
+export type BotInboxCreateManyCallInput = {
+  key: string
+  kind: string
+  messageId?: bigint | number | null
+  runId?: bigint | number | null
+  payload?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  projectId: string
+  leaseUntil: Date | string
+  attempts?: number
+  abnormalRuns?: number
+  runStartedAt?: Date | string | null
+  setAsideAt?: Date | string | null
+  setAsideReason?: string | null
+  createdAt: Date | string
+}
+
+export type BotInboxUpdateWithoutCallInput = {
+  key?: Prisma.StringFieldUpdateOperationsInput | string
+  kind?: Prisma.StringFieldUpdateOperationsInput | string
+  payload?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  projectId?: Prisma.StringFieldUpdateOperationsInput | string
+  leaseUntil?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  attempts?: Prisma.IntFieldUpdateOperationsInput | number
+  abnormalRuns?: Prisma.IntFieldUpdateOperationsInput | number
+  runStartedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  setAsideAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  setAsideReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  message?: Prisma.MessageUpdateOneWithoutBotInboxNestedInput
+  run?: Prisma.BotScheduleRunUpdateOneWithoutInboxNestedInput
+  calls?: Prisma.BotCallJournalUpdateManyWithoutEventNestedInput
+}
+
+export type BotInboxUncheckedUpdateWithoutCallInput = {
+  key?: Prisma.StringFieldUpdateOperationsInput | string
+  kind?: Prisma.StringFieldUpdateOperationsInput | string
+  messageId?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  runId?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  payload?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  projectId?: Prisma.StringFieldUpdateOperationsInput | string
+  leaseUntil?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  attempts?: Prisma.IntFieldUpdateOperationsInput | number
+  abnormalRuns?: Prisma.IntFieldUpdateOperationsInput | number
+  runStartedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  setAsideAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  setAsideReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  calls?: Prisma.BotCallJournalUncheckedUpdateManyWithoutEventNestedInput
+}
+
+export type BotInboxUncheckedUpdateManyWithoutCallInput = {
+  key?: Prisma.StringFieldUpdateOperationsInput | string
+  kind?: Prisma.StringFieldUpdateOperationsInput | string
+  messageId?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  runId?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  payload?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  projectId?: Prisma.StringFieldUpdateOperationsInput | string
+  leaseUntil?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  attempts?: Prisma.IntFieldUpdateOperationsInput | number
+  abnormalRuns?: Prisma.IntFieldUpdateOperationsInput | number
+  runStartedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  setAsideAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  setAsideReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
 
 
@@ -887,6 +1155,8 @@ export type BotInboxSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs
   kind?: boolean
   messageId?: boolean
   runId?: boolean
+  callId?: boolean
+  payload?: boolean
   projectId?: boolean
   leaseUntil?: boolean
   attempts?: boolean
@@ -897,6 +1167,7 @@ export type BotInboxSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs
   createdAt?: boolean
   message?: boolean | Prisma.BotInbox$messageArgs<ExtArgs>
   run?: boolean | Prisma.BotInbox$runArgs<ExtArgs>
+  call?: boolean | Prisma.BotInbox$callArgs<ExtArgs>
   calls?: boolean | Prisma.BotInbox$callsArgs<ExtArgs>
   _count?: boolean | Prisma.BotInboxCountOutputTypeDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["botInbox"]>
@@ -906,6 +1177,8 @@ export type BotInboxSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Exte
   kind?: boolean
   messageId?: boolean
   runId?: boolean
+  callId?: boolean
+  payload?: boolean
   projectId?: boolean
   leaseUntil?: boolean
   attempts?: boolean
@@ -916,6 +1189,7 @@ export type BotInboxSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Exte
   createdAt?: boolean
   message?: boolean | Prisma.BotInbox$messageArgs<ExtArgs>
   run?: boolean | Prisma.BotInbox$runArgs<ExtArgs>
+  call?: boolean | Prisma.BotInbox$callArgs<ExtArgs>
 }, ExtArgs["result"]["botInbox"]>
 
 export type BotInboxSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -923,6 +1197,8 @@ export type BotInboxSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Exte
   kind?: boolean
   messageId?: boolean
   runId?: boolean
+  callId?: boolean
+  payload?: boolean
   projectId?: boolean
   leaseUntil?: boolean
   attempts?: boolean
@@ -933,6 +1209,7 @@ export type BotInboxSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Exte
   createdAt?: boolean
   message?: boolean | Prisma.BotInbox$messageArgs<ExtArgs>
   run?: boolean | Prisma.BotInbox$runArgs<ExtArgs>
+  call?: boolean | Prisma.BotInbox$callArgs<ExtArgs>
 }, ExtArgs["result"]["botInbox"]>
 
 export type BotInboxSelectScalar = {
@@ -940,6 +1217,8 @@ export type BotInboxSelectScalar = {
   kind?: boolean
   messageId?: boolean
   runId?: boolean
+  callId?: boolean
+  payload?: boolean
   projectId?: boolean
   leaseUntil?: boolean
   attempts?: boolean
@@ -950,20 +1229,23 @@ export type BotInboxSelectScalar = {
   createdAt?: boolean
 }
 
-export type BotInboxOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"key" | "kind" | "messageId" | "runId" | "projectId" | "leaseUntil" | "attempts" | "abnormalRuns" | "runStartedAt" | "setAsideAt" | "setAsideReason" | "createdAt", ExtArgs["result"]["botInbox"]>
+export type BotInboxOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"key" | "kind" | "messageId" | "runId" | "callId" | "payload" | "projectId" | "leaseUntil" | "attempts" | "abnormalRuns" | "runStartedAt" | "setAsideAt" | "setAsideReason" | "createdAt", ExtArgs["result"]["botInbox"]>
 export type BotInboxInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   message?: boolean | Prisma.BotInbox$messageArgs<ExtArgs>
   run?: boolean | Prisma.BotInbox$runArgs<ExtArgs>
+  call?: boolean | Prisma.BotInbox$callArgs<ExtArgs>
   calls?: boolean | Prisma.BotInbox$callsArgs<ExtArgs>
   _count?: boolean | Prisma.BotInboxCountOutputTypeDefaultArgs<ExtArgs>
 }
 export type BotInboxIncludeCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   message?: boolean | Prisma.BotInbox$messageArgs<ExtArgs>
   run?: boolean | Prisma.BotInbox$runArgs<ExtArgs>
+  call?: boolean | Prisma.BotInbox$callArgs<ExtArgs>
 }
 export type BotInboxIncludeUpdateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   message?: boolean | Prisma.BotInbox$messageArgs<ExtArgs>
   run?: boolean | Prisma.BotInbox$runArgs<ExtArgs>
+  call?: boolean | Prisma.BotInbox$callArgs<ExtArgs>
 }
 
 export type $BotInboxPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
@@ -971,15 +1253,16 @@ export type $BotInboxPayload<ExtArgs extends runtime.Types.Extensions.InternalAr
   objects: {
     message: Prisma.$MessagePayload<ExtArgs> | null
     run: Prisma.$BotScheduleRunPayload<ExtArgs> | null
+    call: Prisma.$CallPayload<ExtArgs> | null
     calls: Prisma.$BotCallJournalPayload<ExtArgs>[]
   }
   scalars: runtime.Types.Extensions.GetPayloadResult<{
     /**
-     * The event: `message:<message id>` or `schedule:<run id>`.
+     * The event: `message:<message id>`, `schedule:<run id>` or `call:<call id>:<status>`.
      */
     key: string
     /**
-     * message | schedule (later others): what the bot is handed; its payload is the row it names.
+     * message | schedule | call: what the bot is handed; its payload is the row it names (a call's, as it was at the change).
      */
     kind: string
     /**
@@ -990,6 +1273,14 @@ export type $BotInboxPayload<ExtArgs extends runtime.Types.Extensions.InternalAr
      * A `schedule` event's run (bot_schedule_runs).
      */
     runId: bigint | null
+    /**
+     * A `call` event's call (calls.id): one event per change the bot hears of (ringing, answered, ended, missed).
+     */
+    callId: bigint | null
+    /**
+     * A `call` event's call as the bot receives it (InboundCall, lib/bot/event-types.ts), as it was at the change.
+     */
+    payload: runtime.JsonValue | null
     projectId: string
     /**
      * Until then the instance that took the message is handling it; after it, anyone may.
@@ -1411,6 +1702,7 @@ export interface Prisma__BotInboxClient<T, Null = never, ExtArgs extends runtime
   readonly [Symbol.toStringTag]: "PrismaPromise"
   message<T extends Prisma.BotInbox$messageArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.BotInbox$messageArgs<ExtArgs>>): Prisma.Prisma__MessageClient<runtime.Types.Result.GetResult<Prisma.$MessagePayload<ExtArgs>, T, "findUniqueOrThrow", GlobalOmitOptions> | null, null, ExtArgs, GlobalOmitOptions>
   run<T extends Prisma.BotInbox$runArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.BotInbox$runArgs<ExtArgs>>): Prisma.Prisma__BotScheduleRunClient<runtime.Types.Result.GetResult<Prisma.$BotScheduleRunPayload<ExtArgs>, T, "findUniqueOrThrow", GlobalOmitOptions> | null, null, ExtArgs, GlobalOmitOptions>
+  call<T extends Prisma.BotInbox$callArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.BotInbox$callArgs<ExtArgs>>): Prisma.Prisma__CallClient<runtime.Types.Result.GetResult<Prisma.$CallPayload<ExtArgs>, T, "findUniqueOrThrow", GlobalOmitOptions> | null, null, ExtArgs, GlobalOmitOptions>
   calls<T extends Prisma.BotInbox$callsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.BotInbox$callsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$BotCallJournalPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   /**
    * Attaches callbacks for the resolution and/or rejection of the Promise.
@@ -1445,6 +1737,8 @@ export interface BotInboxFieldRefs {
   readonly kind: Prisma.FieldRef<"BotInbox", 'String'>
   readonly messageId: Prisma.FieldRef<"BotInbox", 'BigInt'>
   readonly runId: Prisma.FieldRef<"BotInbox", 'BigInt'>
+  readonly callId: Prisma.FieldRef<"BotInbox", 'BigInt'>
+  readonly payload: Prisma.FieldRef<"BotInbox", 'Json'>
   readonly projectId: Prisma.FieldRef<"BotInbox", 'String'>
   readonly leaseUntil: Prisma.FieldRef<"BotInbox", 'DateTime'>
   readonly attempts: Prisma.FieldRef<"BotInbox", 'Int'>
@@ -1889,6 +2183,25 @@ export type BotInbox$runArgs<ExtArgs extends runtime.Types.Extensions.InternalAr
    */
   include?: Prisma.BotScheduleRunInclude<ExtArgs> | null
   where?: Prisma.BotScheduleRunWhereInput
+}
+
+/**
+ * BotInbox.call
+ */
+export type BotInbox$callArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  /**
+   * Select specific fields to fetch from the Call
+   */
+  select?: Prisma.CallSelect<ExtArgs> | null
+  /**
+   * Omit specific fields from the Call
+   */
+  omit?: Prisma.CallOmit<ExtArgs> | null
+  /**
+   * Choose, which related nodes to fetch as well
+   */
+  include?: Prisma.CallInclude<ExtArgs> | null
+  where?: Prisma.CallWhereInput
 }
 
 /**

@@ -291,6 +291,7 @@ export type CallWhereInput = {
   updatedAt?: Prisma.DateTimeFilter<"Call"> | Date | string
   project?: Prisma.XOR<Prisma.ProjectScalarRelationFilter, Prisma.ProjectWhereInput>
   conversation?: Prisma.XOR<Prisma.ConversationScalarRelationFilter, Prisma.ConversationWhereInput>
+  botEvents?: Prisma.BotInboxListRelationFilter
 }
 
 export type CallOrderByWithRelationInput = {
@@ -309,6 +310,7 @@ export type CallOrderByWithRelationInput = {
   updatedAt?: Prisma.SortOrder
   project?: Prisma.ProjectOrderByWithRelationInput
   conversation?: Prisma.ConversationOrderByWithRelationInput
+  botEvents?: Prisma.BotInboxOrderByRelationAggregateInput
 }
 
 export type CallWhereUniqueInput = Prisma.AtLeast<{
@@ -331,6 +333,7 @@ export type CallWhereUniqueInput = Prisma.AtLeast<{
   updatedAt?: Prisma.DateTimeFilter<"Call"> | Date | string
   project?: Prisma.XOR<Prisma.ProjectScalarRelationFilter, Prisma.ProjectWhereInput>
   conversation?: Prisma.XOR<Prisma.ConversationScalarRelationFilter, Prisma.ConversationWhereInput>
+  botEvents?: Prisma.BotInboxListRelationFilter
 }, "id" | "projectId_callId">
 
 export type CallOrderByWithAggregationInput = {
@@ -387,6 +390,7 @@ export type CallCreateInput = {
   updatedAt?: Date | string
   project: Prisma.ProjectCreateNestedOneWithoutCallsInput
   conversation: Prisma.ConversationCreateNestedOneWithoutCallsInput
+  botEvents?: Prisma.BotInboxCreateNestedManyWithoutCallInput
 }
 
 export type CallUncheckedCreateInput = {
@@ -403,6 +407,7 @@ export type CallUncheckedCreateInput = {
   durationSeconds?: number | null
   createdAt?: Date | string
   updatedAt?: Date | string
+  botEvents?: Prisma.BotInboxUncheckedCreateNestedManyWithoutCallInput
 }
 
 export type CallUpdateInput = {
@@ -419,6 +424,7 @@ export type CallUpdateInput = {
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   project?: Prisma.ProjectUpdateOneRequiredWithoutCallsNestedInput
   conversation?: Prisma.ConversationUpdateOneRequiredWithoutCallsNestedInput
+  botEvents?: Prisma.BotInboxUpdateManyWithoutCallNestedInput
 }
 
 export type CallUncheckedUpdateInput = {
@@ -435,6 +441,7 @@ export type CallUncheckedUpdateInput = {
   durationSeconds?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  botEvents?: Prisma.BotInboxUncheckedUpdateManyWithoutCallNestedInput
 }
 
 export type CallCreateManyInput = {
@@ -491,6 +498,11 @@ export type CallListRelationFilter = {
 
 export type CallOrderByRelationAggregateInput = {
   _count?: Prisma.SortOrder
+}
+
+export type CallNullableScalarRelationFilter = {
+  is?: Prisma.CallWhereInput | null
+  isNot?: Prisma.CallWhereInput | null
 }
 
 export type CallProjectIdCallIdCompoundUniqueInput = {
@@ -642,6 +654,22 @@ export type CallUncheckedUpdateManyWithoutConversationNestedInput = {
   deleteMany?: Prisma.CallScalarWhereInput | Prisma.CallScalarWhereInput[]
 }
 
+export type CallCreateNestedOneWithoutBotEventsInput = {
+  create?: Prisma.XOR<Prisma.CallCreateWithoutBotEventsInput, Prisma.CallUncheckedCreateWithoutBotEventsInput>
+  connectOrCreate?: Prisma.CallCreateOrConnectWithoutBotEventsInput
+  connect?: Prisma.CallWhereUniqueInput
+}
+
+export type CallUpdateOneWithoutBotEventsNestedInput = {
+  create?: Prisma.XOR<Prisma.CallCreateWithoutBotEventsInput, Prisma.CallUncheckedCreateWithoutBotEventsInput>
+  connectOrCreate?: Prisma.CallCreateOrConnectWithoutBotEventsInput
+  upsert?: Prisma.CallUpsertWithoutBotEventsInput
+  disconnect?: Prisma.CallWhereInput | boolean
+  delete?: Prisma.CallWhereInput | boolean
+  connect?: Prisma.CallWhereUniqueInput
+  update?: Prisma.XOR<Prisma.XOR<Prisma.CallUpdateToOneWithWhereWithoutBotEventsInput, Prisma.CallUpdateWithoutBotEventsInput>, Prisma.CallUncheckedUpdateWithoutBotEventsInput>
+}
+
 export type CallCreateWithoutProjectInput = {
   id?: bigint | number
   callId: string
@@ -655,6 +683,7 @@ export type CallCreateWithoutProjectInput = {
   createdAt?: Date | string
   updatedAt?: Date | string
   conversation: Prisma.ConversationCreateNestedOneWithoutCallsInput
+  botEvents?: Prisma.BotInboxCreateNestedManyWithoutCallInput
 }
 
 export type CallUncheckedCreateWithoutProjectInput = {
@@ -670,6 +699,7 @@ export type CallUncheckedCreateWithoutProjectInput = {
   durationSeconds?: number | null
   createdAt?: Date | string
   updatedAt?: Date | string
+  botEvents?: Prisma.BotInboxUncheckedCreateNestedManyWithoutCallInput
 }
 
 export type CallCreateOrConnectWithoutProjectInput = {
@@ -730,6 +760,7 @@ export type CallCreateWithoutConversationInput = {
   createdAt?: Date | string
   updatedAt?: Date | string
   project: Prisma.ProjectCreateNestedOneWithoutCallsInput
+  botEvents?: Prisma.BotInboxCreateNestedManyWithoutCallInput
 }
 
 export type CallUncheckedCreateWithoutConversationInput = {
@@ -745,6 +776,7 @@ export type CallUncheckedCreateWithoutConversationInput = {
   durationSeconds?: number | null
   createdAt?: Date | string
   updatedAt?: Date | string
+  botEvents?: Prisma.BotInboxUncheckedCreateNestedManyWithoutCallInput
 }
 
 export type CallCreateOrConnectWithoutConversationInput = {
@@ -771,6 +803,86 @@ export type CallUpdateWithWhereUniqueWithoutConversationInput = {
 export type CallUpdateManyWithWhereWithoutConversationInput = {
   where: Prisma.CallScalarWhereInput
   data: Prisma.XOR<Prisma.CallUpdateManyMutationInput, Prisma.CallUncheckedUpdateManyWithoutConversationInput>
+}
+
+export type CallCreateWithoutBotEventsInput = {
+  id?: bigint | number
+  callId: string
+  direction: string
+  status: string
+  offerSdp?: string | null
+  startedAt: Date | string
+  answeredAt?: Date | string | null
+  endedAt?: Date | string | null
+  durationSeconds?: number | null
+  createdAt?: Date | string
+  updatedAt?: Date | string
+  project: Prisma.ProjectCreateNestedOneWithoutCallsInput
+  conversation: Prisma.ConversationCreateNestedOneWithoutCallsInput
+}
+
+export type CallUncheckedCreateWithoutBotEventsInput = {
+  id?: bigint | number
+  projectId: string
+  conversationId: bigint | number
+  callId: string
+  direction: string
+  status: string
+  offerSdp?: string | null
+  startedAt: Date | string
+  answeredAt?: Date | string | null
+  endedAt?: Date | string | null
+  durationSeconds?: number | null
+  createdAt?: Date | string
+  updatedAt?: Date | string
+}
+
+export type CallCreateOrConnectWithoutBotEventsInput = {
+  where: Prisma.CallWhereUniqueInput
+  create: Prisma.XOR<Prisma.CallCreateWithoutBotEventsInput, Prisma.CallUncheckedCreateWithoutBotEventsInput>
+}
+
+export type CallUpsertWithoutBotEventsInput = {
+  update: Prisma.XOR<Prisma.CallUpdateWithoutBotEventsInput, Prisma.CallUncheckedUpdateWithoutBotEventsInput>
+  create: Prisma.XOR<Prisma.CallCreateWithoutBotEventsInput, Prisma.CallUncheckedCreateWithoutBotEventsInput>
+  where?: Prisma.CallWhereInput
+}
+
+export type CallUpdateToOneWithWhereWithoutBotEventsInput = {
+  where?: Prisma.CallWhereInput
+  data: Prisma.XOR<Prisma.CallUpdateWithoutBotEventsInput, Prisma.CallUncheckedUpdateWithoutBotEventsInput>
+}
+
+export type CallUpdateWithoutBotEventsInput = {
+  id?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  callId?: Prisma.StringFieldUpdateOperationsInput | string
+  direction?: Prisma.StringFieldUpdateOperationsInput | string
+  status?: Prisma.StringFieldUpdateOperationsInput | string
+  offerSdp?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  startedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  answeredAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  endedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  durationSeconds?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  project?: Prisma.ProjectUpdateOneRequiredWithoutCallsNestedInput
+  conversation?: Prisma.ConversationUpdateOneRequiredWithoutCallsNestedInput
+}
+
+export type CallUncheckedUpdateWithoutBotEventsInput = {
+  id?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  projectId?: Prisma.StringFieldUpdateOperationsInput | string
+  conversationId?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  callId?: Prisma.StringFieldUpdateOperationsInput | string
+  direction?: Prisma.StringFieldUpdateOperationsInput | string
+  status?: Prisma.StringFieldUpdateOperationsInput | string
+  offerSdp?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  startedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  answeredAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  endedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  durationSeconds?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
 
 export type CallCreateManyProjectInput = {
@@ -801,6 +913,7 @@ export type CallUpdateWithoutProjectInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   conversation?: Prisma.ConversationUpdateOneRequiredWithoutCallsNestedInput
+  botEvents?: Prisma.BotInboxUpdateManyWithoutCallNestedInput
 }
 
 export type CallUncheckedUpdateWithoutProjectInput = {
@@ -816,6 +929,7 @@ export type CallUncheckedUpdateWithoutProjectInput = {
   durationSeconds?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  botEvents?: Prisma.BotInboxUncheckedUpdateManyWithoutCallNestedInput
 }
 
 export type CallUncheckedUpdateManyWithoutProjectInput = {
@@ -861,6 +975,7 @@ export type CallUpdateWithoutConversationInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   project?: Prisma.ProjectUpdateOneRequiredWithoutCallsNestedInput
+  botEvents?: Prisma.BotInboxUpdateManyWithoutCallNestedInput
 }
 
 export type CallUncheckedUpdateWithoutConversationInput = {
@@ -876,6 +991,7 @@ export type CallUncheckedUpdateWithoutConversationInput = {
   durationSeconds?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  botEvents?: Prisma.BotInboxUncheckedUpdateManyWithoutCallNestedInput
 }
 
 export type CallUncheckedUpdateManyWithoutConversationInput = {
@@ -894,6 +1010,35 @@ export type CallUncheckedUpdateManyWithoutConversationInput = {
 }
 
 
+/**
+ * Count Type CallCountOutputType
+ */
+
+export type CallCountOutputType = {
+  botEvents: number
+}
+
+export type CallCountOutputTypeSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  botEvents?: boolean | CallCountOutputTypeCountBotEventsArgs
+}
+
+/**
+ * CallCountOutputType without action
+ */
+export type CallCountOutputTypeDefaultArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  /**
+   * Select specific fields to fetch from the CallCountOutputType
+   */
+  select?: Prisma.CallCountOutputTypeSelect<ExtArgs> | null
+}
+
+/**
+ * CallCountOutputType without action
+ */
+export type CallCountOutputTypeCountBotEventsArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  where?: Prisma.BotInboxWhereInput
+}
+
 
 export type CallSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
   id?: boolean
@@ -911,6 +1056,8 @@ export type CallSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = r
   updatedAt?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
   conversation?: boolean | Prisma.ConversationDefaultArgs<ExtArgs>
+  botEvents?: boolean | Prisma.Call$botEventsArgs<ExtArgs>
+  _count?: boolean | Prisma.CallCountOutputTypeDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["call"]>
 
 export type CallSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -969,6 +1116,8 @@ export type CallOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = run
 export type CallInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
   conversation?: boolean | Prisma.ConversationDefaultArgs<ExtArgs>
+  botEvents?: boolean | Prisma.Call$botEventsArgs<ExtArgs>
+  _count?: boolean | Prisma.CallCountOutputTypeDefaultArgs<ExtArgs>
 }
 export type CallIncludeCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
@@ -984,6 +1133,7 @@ export type $CallPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs =
   objects: {
     project: Prisma.$ProjectPayload<ExtArgs>
     conversation: Prisma.$ConversationPayload<ExtArgs>
+    botEvents: Prisma.$BotInboxPayload<ExtArgs>[]
   }
   scalars: runtime.Types.Extensions.GetPayloadResult<{
     id: bigint
@@ -1407,6 +1557,7 @@ export interface Prisma__CallClient<T, Null = never, ExtArgs extends runtime.Typ
   readonly [Symbol.toStringTag]: "PrismaPromise"
   project<T extends Prisma.ProjectDefaultArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.ProjectDefaultArgs<ExtArgs>>): Prisma.Prisma__ProjectClient<runtime.Types.Result.GetResult<Prisma.$ProjectPayload<ExtArgs>, T, "findUniqueOrThrow", GlobalOmitOptions> | Null, Null, ExtArgs, GlobalOmitOptions>
   conversation<T extends Prisma.ConversationDefaultArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.ConversationDefaultArgs<ExtArgs>>): Prisma.Prisma__ConversationClient<runtime.Types.Result.GetResult<Prisma.$ConversationPayload<ExtArgs>, T, "findUniqueOrThrow", GlobalOmitOptions> | Null, Null, ExtArgs, GlobalOmitOptions>
+  botEvents<T extends Prisma.Call$botEventsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Call$botEventsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$BotInboxPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   /**
    * Attaches callbacks for the resolution and/or rejection of the Promise.
    * @param onfulfilled The callback to execute when the Promise is resolved.
@@ -1847,6 +1998,30 @@ export type CallDeleteManyArgs<ExtArgs extends runtime.Types.Extensions.Internal
    * Limit how many Calls to delete.
    */
   limit?: number
+}
+
+/**
+ * Call.botEvents
+ */
+export type Call$botEventsArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  /**
+   * Select specific fields to fetch from the BotInbox
+   */
+  select?: Prisma.BotInboxSelect<ExtArgs> | null
+  /**
+   * Omit specific fields from the BotInbox
+   */
+  omit?: Prisma.BotInboxOmit<ExtArgs> | null
+  /**
+   * Choose, which related nodes to fetch as well
+   */
+  include?: Prisma.BotInboxInclude<ExtArgs> | null
+  where?: Prisma.BotInboxWhereInput
+  orderBy?: Prisma.BotInboxOrderByWithRelationInput | Prisma.BotInboxOrderByWithRelationInput[]
+  cursor?: Prisma.BotInboxWhereUniqueInput
+  take?: number
+  skip?: number
+  distinct?: Prisma.BotInboxScalarFieldEnum | Prisma.BotInboxScalarFieldEnum[]
 }
 
 /**

@@ -1,8 +1,9 @@
 /**
  * The bot's event endpoint inside the sandbox (managed by the platform). The service stores each
  * inbound message, raises `message.received`, then hands the message here; this calls the
- * project's `onMessage`. A run of one of the bot's `schedules` calls its `onSchedule(name, ctx)`.
- * One conversation's messages and one schedule's runs are handled one at a time, in order.
+ * project's `onMessage`. A run of one of the bot's `schedules` calls its `onSchedule(name, ctx)`; a
+ * change of a voice call (ringing, answered, ended, missed) its `onCall(call, ctx)`, if it has one.
+ * One customer's messages and calls, and one schedule's runs, are handled one at a time, in order.
  */
 import type { BotModule, InboundEvent } from './runtime/types.js';
 
@@ -16,6 +17,8 @@ export function registerBot(bot: BotModule): void {
       await bot.onMessage(event.message);
     } else if (event.type === 'schedule' && typeof bot.onSchedule === 'function') {
       await bot.onSchedule(event.schedule.name, event.schedule);
+    } else if (event.type === 'call' && typeof bot.onCall === 'function') {
+      await bot.onCall(event.call, event.context);
     }
     return 'ok';
   };

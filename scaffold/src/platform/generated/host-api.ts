@@ -259,6 +259,62 @@ export interface HostOperations {
       };
     };
   };
+  /**
+   * Rejects a customer's call that is ringing (the way of POST /v1/calls/{id}/actions `reject`); never throws: `{ ok: true, call }` or `{ ok: false, error }` (`not_found`, `conflict` when the call is no longer ringing: already rejected, answered or ended).
+   * Limits: The project's calls only (`not_found`); the call's status must allow it (`conflict`); the channel's refusals as the API's. Once per event: a rerun of the event does not act twice.
+   * Preview: Checks that the call exists and answers it unchanged; nothing reaches WhatsApp.
+   */
+  'calls.reject': {
+    args: {
+      /** The call's id (`call.id` of the event, `wacid.…`), or the service's numeric id. */
+      callId: string;
+    };
+    result: {
+      ok: true;
+      call: {
+        /** The call id. */
+        id: string;
+        /** The call's status now (rejected). */
+        status: string;
+      };
+    } | {
+      ok: false;
+      error: {
+        /** A machine-readable code. */
+        code: string;
+        /** What went wrong, for people. */
+        message: string;
+      };
+    };
+  };
+  /**
+   * Hangs up a live call (the way of POST /v1/calls/{id}/actions `terminate`); never throws: `{ ok: true, call }` or `{ ok: false, error }` (`not_found`, `conflict` when the call already ended).
+   * Limits: The project's calls only (`not_found`); the call's status must allow it (`conflict`); the channel's refusals as the API's. Once per event: a rerun of the event does not act twice.
+   * Preview: Checks that the call exists and answers it unchanged; nothing reaches WhatsApp.
+   */
+  'calls.terminate': {
+    args: {
+      /** The call's id (`call.id` of the event, `wacid.…`), or the service's numeric id. */
+      callId: string;
+    };
+    result: {
+      ok: true;
+      call: {
+        /** The call id. */
+        id: string;
+        /** The call's status now (as it was: the end comes with the channel's notification). */
+        status: string;
+      };
+    } | {
+      ok: false;
+      error: {
+        /** A machine-readable code. */
+        code: string;
+        /** What went wrong, for people. */
+        message: string;
+      };
+    };
+  };
 }
 
 export type HostOpName = keyof HostOperations;

@@ -7,5 +7,6 @@ export { tables, emit } from './connectors.js';
 export { secrets } from './secrets.js';
 export { http, type FetchOptions, type FetchResult } from './http.js';
 export { files, type FileResult } from './files.js';
+export { calls, type CallActionResult } from './calls.js';
 export { HelperError } from './host.js';
-export type { InboundMessage, Schedule, ScheduleContext, SendMessageRequest, SendResult, TableFilter, TableRow } from './types.js';
+export type { CallEventContext, InboundCall, InboundMessage, Schedule, ScheduleContext, SendMessageRequest, SendResult, TableFilter, TableRow } from './types.js';

@@ -1,8 +1,8 @@
 /** Types of the bot's world (managed by the platform). */
-import type { InboundMessage, ScheduleContext } from '../generated/events.js';
+import type { CallEventContext, InboundCall, InboundMessage, ScheduleContext } from '../generated/events.js';
 
 // The events a bot receives: generated from the service's one source (lib/bot/event-types.ts).
-export type { InboundEvent, InboundMessage, ScheduleContext } from '../generated/events.js';
+export type { CallEventContext, InboundCall, InboundEvent, InboundMessage, ScheduleContext } from '../generated/events.js';
 
 /** One schedule: a 5-field cron expression (minute hour day-of-month month day-of-week) in an IANA time zone. */
 export interface Schedule {
@@ -18,6 +18,8 @@ export interface BotModule {
   schedules?: Record<string, Schedule>;
   /** Runs at each due time of a schedule (one run at a time per schedule). */
   onSchedule?: (name: string, ctx: ScheduleContext) => unknown | Promise<unknown>;
+  /** Runs at each change of a voice call (ringing, answered, ended, missed); without it calls change nothing in the bot. */
+  onCall?: (call: InboundCall, ctx: CallEventContext) => unknown | Promise<unknown>;
 }
 
 /**
