@@ -49,7 +49,8 @@ export async function listContactRows(
   take: number,
 ): Promise<ContactRow[]> {
   const values: unknown[] = [projectId];
-  const where = ['project_id = $1'];
+  // A WhatsApp group's own record (kind group, docs/groups.md) is no contact.
+  const where = ['project_id = $1', "kind = 'customer'"];
   const param = (v: unknown) => {
     values.push(v);
     return `$${values.length}`;
@@ -72,7 +73,7 @@ export async function listContactRows(
 }
 
 export async function findContactRow(db: Queryable, projectId: string, id: bigint): Promise<ContactRow | undefined> {
-  const res = await db.query<ContactRow>(`SELECT ${CONTACT_COLUMNS} FROM contacts WHERE project_id = $1 AND id = $2::bigint`, [
+  const res = await db.query<ContactRow>(`SELECT ${CONTACT_COLUMNS} FROM contacts WHERE project_id = $1 AND id = $2::bigint AND kind = 'customer'`, [
     projectId,
     id.toString(),
   ]);
