@@ -248,7 +248,9 @@ export interface paths {
          *     sends to the customer are refused with 409 `thread_held_elsewhere`; passing or releasing a
          *     thread another app holds is refused the same way, before the channel is called.
          *     `metadata` (at most 2,000 characters) is handed to the other app. The conversation's
-         *     `thread` shows the holder; `conversation.thread_control` fires when it changed.
+         *     `thread` shows the holder; `conversation.thread_control` fires when it changed. A WhatsApp
+         *     group's conversation (kind `group`, docs/groups.md) has no customer's thread: 400
+         *     `unsupported_in_group`.
          */
         post: operations["controlConversationThread"];
         delete?: never;

@@ -2,8 +2,8 @@
  * A WhatsApp group's conversation in a real browser (headless Chromium, issue 61, item 2): a group
  * created through the API and confirmed by WhatsApp, two users joined and one wrote; the
  * dashboard's conversation page shows the group (subject, status, participants) instead of a
- * customer, each message by the participant who wrote it, and the business's reply sent to the
- * group. Every control is labelled and no request leaves the service.
+ * customer, each message by the participant who wrote it, and the business's replies (through the
+ * API and from the page) sent to the group. Every control is labelled and no request leaves the service.
  */
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
@@ -46,6 +46,13 @@ describeWithBrowser(describe)('a group conversation in Chromium', () => {
     expect(await inbound.locator('.message-text').textContent()).toBe('Can I come on Sunday?');
     expect(await page.locator('li.bubble.outbound .message-text').textContent()).toBe('Sunday 10 to 12 works.');
     expect(await unlabelled(page)).toEqual([]);
+
+    // A person answers from the dashboard: the reply goes to the group.
+    await page.getByLabel('Message', { exact: true }).fill('See you on Sunday, Bea.');
+    await page.getByRole('button', { name: 'Send reply' }).click();
+    await page.waitForURL('**done=reply_sent');
+    const toGroup = (await sim.get(`/_sim/messages?limit=1000`)).body.data.filter((m: { to: string }) => m.to === g.group_id).map((m: { payload: { text: { body: string } } }) => m.payload.text.body);
+    expect(toGroup).toEqual(['Sunday 10 to 12 works.', 'See you on Sunday, Bea.']);
     expect(foreign).toEqual([]);
     await context.close();
   }, 60_000);

@@ -25,7 +25,7 @@ afterAll(async () => {
 
 async function shop() {
   const project = await t.admin.project();
-  const key = (await t.admin.key(project.id, ['conversations:read', 'conversations:write', 'messages:send', 'contacts:read'])).secret;
+  const key = (await t.admin.key(project.id, ['conversations:read', 'conversations:write', 'messages:send', 'contacts:read', 'contacts:write'])).secret;
   const channel = await t.db.prisma.channelSettings.findUniqueOrThrow({ where: { projectId: project.id } });
   const api = (method: 'get' | 'post' | 'delete', path: string) => request(t.app)[method](path).set('Authorization', `Bearer ${key}`);
   return { projectId: project.id, pnid: channel.phoneNumberId, api, key };
@@ -104,6 +104,11 @@ describe('a group from creation to messages', () => {
     expect((await s.api('get', '/v1/contacts')).body.data.contacts).toEqual([]);
     const own = await t.db.prisma.contact.findFirstOrThrow({ where: { projectId: s.projectId, kind: 'group' } });
     expect((await s.api('get', `/v1/contacts/${own.id}`)).status).toBe(404);
+    expect((await request(t.app).patch(`/v1/contacts/${own.id}`).set('Authorization', `Bearer ${s.key}`).send({ name: 'Renamed' })).status).toBe(404);
+    // A group has no customer's thread to pass.
+    const thread = await s.api('post', `/v1/conversations/${g.conversation_id}/thread-control`).send({ action: 'release' });
+    expect(thread.status).toBe(400);
+    expect(thread.body.error.code).toBe('unsupported_in_group');
     // The group's conversation is listed with the others.
     const listed = await s.api('get', '/v1/conversations');
     expect(listed.body.data.conversations.map((c: { id: number; kind?: string }) => [c.id, c.kind])).toEqual([[g.conversation_id, 'group']]);

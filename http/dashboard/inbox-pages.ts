@@ -473,7 +473,7 @@ export const submitReply = (deps: AppDeps) => async (req: Request, res: Response
     await changeOnce(deps, req, res, project.id, async () => {
       const d = await conversationDetail(deps, project.id, String(req.params.conversationId));
       // The form's one-time token is the send's reference: one message per form, whatever happens to the page.
-      await sendReply(deps, actor, { id: project.id, name: project.name, status: 'active' }, { id: d.conversation.id, contact: d.contact }, reply, `snd_dsh${once}`);
+      await sendReply(deps, actor, { id: project.id, name: project.name, status: 'active' }, { id: d.conversation.id, contact: d.contact, group: d.conversation.group ?? null }, reply, `snd_dsh${once}`);
       return projectPath(project.id, `/conversations/${d.conversation.id}?done=reply_sent`);
     });
   } catch (e) {

@@ -55,7 +55,7 @@ export async function updateContactRow(
        consent_source = CASE WHEN $10::text IS NULL THEN consent_source ELSE 'api' END,
        consent_at = CASE WHEN $10::text IS NULL THEN consent_at ELSE $9 END,
        updated_at = $9
-     WHERE project_id = $1 AND id = $2::bigint
+     WHERE project_id = $1 AND id = $2::bigint AND kind = 'customer'
      RETURNING ${CONTACT_COLUMNS}`,
     [
       projectId,

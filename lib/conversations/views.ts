@@ -154,6 +154,8 @@ export function contactSummaryView(row: ContactSummaryRow): ContactSummaryView {
  */
 export function conversationView(row: ConversationRow, now: Date): ConversationView {
   const window = serviceWindow(row.lastInboundAt, now);
+  // A row read with its contact (Prisma's include) knows a customer's conversation by the contact's kind.
+  const kind = row.kind ?? ((row.contact as { kind?: unknown }).kind === 'customer' ? 'customer' : undefined);
   return {
     id: idView(row.id),
     contact: contactSummaryView(row.contact),
@@ -167,9 +169,9 @@ export function conversationView(row: ConversationRow, now: Date): ConversationV
     ...(row.assignee ? { assignee: row.assignee.id && row.assignee.email ? { id: row.assignee.id, email: row.assignee.email } : null } : {}),
     ...(row.labels !== undefined ? { labels: row.labels ?? [] } : {}),
     ...(row.threadHolder !== undefined ? { thread: threadHolderView(row.threadHolder, row.threadHolderSince ?? null) } : {}),
-    ...(row.kind !== undefined ? {
-      kind: row.kind === 'group' ? 'group' as const : 'individual' as const,
-      group: row.kind === 'group' && row.group ? { ...row.group, status: row.group.status as 'pending' | 'active' | 'suspended' | 'deleted' } : null,
+    ...(kind !== undefined ? {
+      kind: kind === 'group' ? 'group' as const : 'individual' as const,
+      group: kind === 'group' && row.group ? { ...row.group, status: row.group.status as 'pending' | 'active' | 'suspended' | 'deleted' } : null,
     } : {}),
   };
 }
