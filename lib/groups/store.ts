@@ -55,9 +55,14 @@ export async function listGroupRows(db: RawTx, projectId: string, limit: number,
 
 /** The creation the channel answered with a request id: pending until its notification names the group. */
 export async function insertPendingGroup(db: RawTx, g: { projectId: string; requestId: string; subject: string; description: string | null; joinApprovalMode: string }, at: Date): Promise<GroupRow> {
+  // WhatsApp's notification may come before this insert (a fast channel): then the group it made
+  // holds the request id, and takes what only the creation knows (the approval mode, the description).
   const rows = await db.$queryRawUnsafe<{ id: bigint }[]>(
     `INSERT INTO groups (project_id, request_id, status, subject, description, join_approval_mode, created_at, updated_at)
-     VALUES ($1, $2, 'pending', $3, $4, $5, $6, $6) RETURNING id`,
+     VALUES ($1, $2, 'pending', $3, $4, $5, $6, $6)
+     ON CONFLICT (project_id, request_id) DO UPDATE SET join_approval_mode = EXCLUDED.join_approval_mode,
+       description = COALESCE(groups.description, EXCLUDED.description), updated_at = EXCLUDED.updated_at
+     RETURNING id`,
     g.projectId, g.requestId, g.subject, g.description, g.joinApprovalMode, at,
   );
   return (await groupById(db, g.projectId, rows[0].id))!;
@@ -78,10 +83,12 @@ export async function confirmGroup(tx: RawTx, projectId: string, e: { groupId: s
     );
     if (moved[0]) return moved[0].id;
   }
+  // No pending creation (yet): a group made elsewhere on the number, or a notification faster than
+  // our record of the creation (insertPendingGroup then finds it by the request id).
   const inserted = await tx.$queryRawUnsafe<{ id: bigint }[]>(
     `INSERT INTO groups (project_id, group_id, request_id, status, subject, description, join_approval_mode, created_at, updated_at)
-     VALUES ($1, $2, NULL, 'active', $3, $4, 'auto_approve', $5, $5) ON CONFLICT DO NOTHING RETURNING id`,
-    projectId, e.groupId, e.subject ?? e.groupId.slice(0, 128), e.description ?? null, at,
+     VALUES ($1, $2, $3, 'active', $4, $5, 'auto_approve', $6, $6) ON CONFLICT DO NOTHING RETURNING id`,
+    projectId, e.groupId, e.requestId ?? null, e.subject ?? e.groupId.slice(0, 128), e.description ?? null, at,
   );
   return inserted[0]?.id;
 }

@@ -130,8 +130,12 @@ export class MemoryChannel implements ChannelPort {
   readonly removals: Array<{ groupId: string; participants: string[] }> = [];
   readonly joinRequests = new Map<string, GroupJoinRequest[]>();
 
+  /** The request id the next creation is answered with (a test naming it before); else a new one. */
+  nextRequestId?: string;
+
   async createGroup(_creds: ChannelCredentials, input: CreateGroupInput): Promise<{ requestId: string }> {
-    const requestId = id('req');
+    const requestId = this.nextRequestId ?? id('req');
+    this.nextRequestId = undefined;
     this.groupsCreated.set(requestId, input);
     return { requestId };
   }
