@@ -20,7 +20,7 @@ const PROOFS = [
   // fuzzing
   'contract-fuzz', 'simulator-meta-differential',
   // real browsers
-  'api-reference', 'browser-smoke', 'dashboard-browser', 'oauth-browser', 'console-a11y-browser',
+  'api-reference', 'browser-smoke', 'dashboard-browser', 'oauth-browser', 'console-a11y-browser', 'groups-browser',
   // two instances on one database
   'two-instances',
   // the service as a process exporting traces to a collector of the test's own

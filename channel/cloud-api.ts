@@ -14,6 +14,7 @@ import * as media from './media.js';
 import * as phoneNumbers from './phone-numbers.js';
 import * as flows from './flows.js';
 import * as calls from './calls.js';
+import * as groups from './groups.js';
 import { notificationEvents } from './notifications.js';
 import type { ChannelPort } from '../lib/channel-port/port.js';
 import type { ChannelEvent } from '../lib/channel-port/events.js';
@@ -88,6 +89,22 @@ export class CloudApiClient extends GraphTransport implements ChannelPort {
 
   callAction(...a: Parameters<typeof calls.callAction>) {
     return calls.callAction.apply(this, a);
+  }
+
+  createGroup(...a: Parameters<typeof groups.createGroup>) {
+    return groups.createGroup.apply(this, a);
+  }
+  createGroupInviteLink(...a: Parameters<typeof groups.createGroupInviteLink>) {
+    return groups.createGroupInviteLink.apply(this, a);
+  }
+  removeGroupParticipants(...a: Parameters<typeof groups.removeGroupParticipants>) {
+    return groups.removeGroupParticipants.apply(this, a);
+  }
+  listGroupJoinRequests(...a: Parameters<typeof groups.listGroupJoinRequests>) {
+    return groups.listGroupJoinRequests.apply(this, a);
+  }
+  approveGroupJoinRequests(...a: Parameters<typeof groups.approveGroupJoinRequests>) {
+    return groups.approveGroupJoinRequests.apply(this, a);
   }
 
   parseNotification(payload: unknown, phoneNumberId: string): ChannelEvent[] {

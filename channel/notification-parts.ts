@@ -54,5 +54,9 @@ export function messageEvent(m: MetaMessage, entries: Customer[]): MessageEvent 
   const customer = merged(findEntry(entries, own.userId, own.phone), own);
   // What is stored as the message's content: all it says but its id and the sender's phone.
   const { id: _id, from: _from, ...content } = m;
-  return { kind: 'message', channelMessageId: m.id, customer, type: String(m.type ?? 'unknown'), timestamp: when(m.timestamp), content };
+  const event: MessageEvent = { kind: 'message', channelMessageId: m.id, customer, type: String(m.type ?? 'unknown'), timestamp: when(m.timestamp), content };
+  // A message written in a group names it (docs/groups.md).
+  const groupId = str(m.group_id);
+  if (groupId) event.groupId = groupId;
+  return event;
 }

@@ -12,6 +12,7 @@
  */
 import type { CallEvent, CallPermissionEvent, ChannelEvent, Customer, MessageEvent, StatusEvent, UserPreferenceEvent } from '../lib/channel-port/events.js';
 import { coexistenceEvents, COEXISTENCE_FIELDS } from './coexistence-notifications.js';
+import { groupEvents, GROUP_FIELDS } from './group-notifications.js';
 import { parseMessagingLimit } from './phone-numbers.js';
 import { contactEntry, digits, findEntry, merged, str, when, messageEvent } from './notification-parts.js';
 export type { MetaMessage } from './notification-parts.js';
@@ -28,6 +29,8 @@ export interface MetaStatus {
   /** Echo of what the send carried: our reference of the send (lib/messaging/send-message.ts). */
   biz_opaque_callback_data?: string;
   pricing?: unknown;
+  /** A message sent to a group: the group's id (docs/groups.md). */
+  group_id?: string;
 }
 
 /** Meta's error for a user who stopped marketing messages. */
@@ -47,7 +50,10 @@ function statusEvent(s: MetaStatus, entries: Customer[]): StatusEvent {
   };
   const timestamp = when(s.timestamp);
   if (timestamp !== undefined) out.timestamp = timestamp;
-  if (typeof s.id === 'string') {
+  if (typeof s.group_id === 'string' && s.group_id) {
+    // A message sent to a group: its recipient is the group, not a customer (docs/groups.md).
+    out.groupId = s.group_id;
+  } else if (typeof s.id === 'string') {
     const own: Customer = { phone: digits(s.recipient_id), userId: str(s.recipient_user_id), parentUserId: str(s.recipient_parent_user_id) };
     out.customer = merged(findEntry(entries, own.userId, own.phone), own);
   }
@@ -77,6 +83,10 @@ export function notificationEvents(payload: any, phoneNumberId: string): Channel
           if (permission) out.push(permission);
         }
         for (const s of Array.isArray(value.statuses) ? value.statuses : []) out.push(statusEvent(s, entries));
+      } else if (GROUP_FIELDS.has(change?.field)) {
+        // A group's creation, deletion, participants, settings or suspension (group-notifications.ts).
+        if (!ours) continue;
+        out.push(...groupEvents(change.field, value));
       } else if (COEXISTENCE_FIELDS.has(change?.field)) {
         // The Business app beside the API, and thread control (coexistence-notifications.ts).
         if (!ours) continue;

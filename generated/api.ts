@@ -248,7 +248,9 @@ export interface paths {
          *     sends to the customer are refused with 409 `thread_held_elsewhere`; passing or releasing a
          *     thread another app holds is refused the same way, before the channel is called.
          *     `metadata` (at most 2,000 characters) is handed to the other app. The conversation's
-         *     `thread` shows the holder; `conversation.thread_control` fires when it changed.
+         *     `thread` shows the holder; `conversation.thread_control` fires when it changed. A WhatsApp
+         *     group's conversation (kind `group`, docs/groups.md) has no customer's thread: 400
+         *     `unsupported_in_group`.
          */
         post: operations["controlConversationThread"];
         delete?: never;
@@ -456,13 +458,13 @@ export interface paths {
          *     * `events`: 1 to 50 names (otherwise 400 `invalid_event_list`), each a platform event
          *       (`message.received`, `message.status`, `template.approved`, `template.rejected`,
          *       `conversation.assigned`, `conversation.labels_changed`, `conversation.note_added`,
-         *       `call.ringing`, `call.answered`, `call.ended`, `message.echo`, `conversation.thread_control`) or a custom name of letters, digits, `.`, `_`, `-`, at most 100 characters; any name that is
+         *       `call.ringing`, `call.answered`, `call.ended`, `message.echo`, `conversation.thread_control`, `group.created`, `group.deleted`, `group.participants_changed`, `group.settings_changed`, `group.status_changed`) or a custom name of letters, digits, `.`, `_`, `-`, at most 100 characters; any name that is
          *       not exactly a platform event is custom (`message.custom` included) and is matched
          *       exactly. A malformed name is 400 `invalid_event_name`; a name listed twice is 400
          *       `duplicate_event`.
          *     * Subscribing to a platform event also needs its scope (`message.received` →
          *       `events:message_received`, `message.status` → `events:message_status`, `template.*` →
-         *       `events:template_status`, `conversation.*` and `call.*` → `conversations:read`): 403 `insufficient_scope` otherwise. Custom events need only
+         *       `events:template_status`, `conversation.*`, `call.*` and `group.*` → `conversations:read`): 403 `insufficient_scope` otherwise. Custom events need only
          *       `webhooks:manage`.
          *     * `is_active` defaults to true.
          *     * A project has at most 100 registrations (active or not): the 101st is 409
@@ -1330,6 +1332,153 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/groups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the project's groups, newest first
+         * @description The WhatsApp groups the project created (docs/groups.md), newest first: each with its
+         *     `status` (`pending` until WhatsApp confirms the creation, then `active`; `suspended` or
+         *     `deleted` as WhatsApp says), subject, participant count and conversation. `before` (a
+         *     group's `id`) gives the next page.
+         */
+        get: operations["listGroups"];
+        put?: never;
+        /**
+         * Create a group
+         * @description Asks WhatsApp to create a group on the project's number (docs/groups.md). The group is
+         *     `pending` until WhatsApp's `group_lifecycle_update` notification names it; it is then
+         *     `active`, has its conversation (kind `group`) and raises `group.created`. Users join by the
+         *     invite link only (GET /v1/groups/{id}/invite-link); with `join_approval_mode`
+         *     `approval_required` each one asks first (GET /v1/groups/{id}/join-requests).
+         */
+        post: operations["createGroup"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/groups/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a group
+         * @description One group by its numeric id, with its participants and its conversation's id. An unknown id is 404; a malformed one is 400 `invalid_id`.
+         */
+        get: operations["getGroup"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/groups/{id}/invite-link": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get the group's invite link
+         * @description The link users join the group by. The link WhatsApp last gave is answered as it is; a group
+         *     without one gets a new one from WhatsApp. A group that is not `active` is 409 `group_not_active`.
+         */
+        get: operations["getGroupInviteLink"];
+        put?: never;
+        /**
+         * Reset the group's invite link
+         * @description Asks WhatsApp for a new invite link; the old one stops working. A group that is not
+         *     `active` is 409 `group_not_active`.
+         */
+        post: operations["resetGroupInviteLink"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/groups/{id}/participants": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the group's participants
+         * @description Who is in the group now, as WhatsApp's `group_participants_update` notifications said, oldest member first (at most 1,024, WhatsApp's group size).
+         */
+        get: operations["listGroupParticipants"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/groups/{id}/participants/{phone}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a participant from the group
+         * @description Asks WhatsApp to remove the participant (`phone`, international form with or without `+`).
+         *     The participant leaves the list when WhatsApp's `group_participants_update` notification
+         *     says so (`group.participants_changed`). Someone not in the group is 404; a group that is
+         *     not `active` is 409 `group_not_active`.
+         */
+        delete: operations["removeGroupParticipant"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/groups/{id}/join-requests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the group's open join requests
+         * @description The users who asked to join a group with `join_approval_mode` `approval_required`, as WhatsApp lists them now. A group that is not `active` is 409 `group_not_active`.
+         */
+        get: operations["listGroupJoinRequests"];
+        put?: never;
+        /**
+         * Approve join requests
+         * @description Approves join requests by their ids (from GET /v1/groups/{id}/join-requests). WhatsApp
+         *     answers per request: `approved` and `failed` list them. Approved users join the group when
+         *     WhatsApp's `group_participants_update` notification says so. A group that is not `active`
+         *     is 409 `group_not_active`.
+         */
+        post: operations["approveGroupJoinRequests"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/calls": {
         parameters: {
             query?: never;
@@ -1774,6 +1923,256 @@ export interface webhooks {
             requestBody: {
                 content: {
                     "application/json": components["schemas"]["ConversationNoteAddedDelivery"];
+                };
+            };
+            responses: {
+                200: components["responses"]["WebhookAcknowledged"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "group.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Event: a group was created
+         * @description Sent to registrations subscribed to `group.created` (needs `conversations:read`). WhatsApp confirmed a group the project created (`group_lifecycle_update`): the group is `active` and has its conversation. Each change is sent once, however often WhatsApp repeats its notification.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description `t=<unix seconds>,v1=<hex HMAC-SHA256>`: the HMAC is keyed with the registration's signing
+                     *     secret (the whole `whsec_…` string as UTF-8) over `<t>.<raw body>` (the timestamp, a dot and
+                     *     the exact received bytes). Recompute it over the raw bytes, compare in constant time, and
+                     *     reject when `t` differs from your clock by more than 300 seconds.
+                     * @example t=1767225600,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd
+                     */
+                    "X-Service-Signature": components["parameters"]["WebhookSignatureHeader"];
+                    /**
+                     * @description The event name, equal to the body's `event`.
+                     * @example message.received
+                     */
+                    "X-Service-Event": components["parameters"]["WebhookEventHeader"];
+                    "User-Agent": components["parameters"]["WebhookUserAgentHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["GroupEventDelivery"];
+                };
+            };
+            responses: {
+                200: components["responses"]["WebhookAcknowledged"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "group.deleted": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Event: a group was deleted
+         * @description Sent to registrations subscribed to `group.deleted` (needs `conversations:read`). WhatsApp deleted the group (`group_lifecycle_update`); its conversation stays with its messages. Each change is sent once, however often WhatsApp repeats its notification.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description `t=<unix seconds>,v1=<hex HMAC-SHA256>`: the HMAC is keyed with the registration's signing
+                     *     secret (the whole `whsec_…` string as UTF-8) over `<t>.<raw body>` (the timestamp, a dot and
+                     *     the exact received bytes). Recompute it over the raw bytes, compare in constant time, and
+                     *     reject when `t` differs from your clock by more than 300 seconds.
+                     * @example t=1767225600,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd
+                     */
+                    "X-Service-Signature": components["parameters"]["WebhookSignatureHeader"];
+                    /**
+                     * @description The event name, equal to the body's `event`.
+                     * @example message.received
+                     */
+                    "X-Service-Event": components["parameters"]["WebhookEventHeader"];
+                    "User-Agent": components["parameters"]["WebhookUserAgentHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["GroupEventDelivery"];
+                };
+            };
+            responses: {
+                200: components["responses"]["WebhookAcknowledged"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "group.participants_changed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Event: participants joined or left a group
+         * @description Sent to registrations subscribed to `group.participants_changed` (needs `conversations:read`). WhatsApp said participants joined (by the invite link, or approved) or left or were removed (`group_participants_update`); `added_participants` and `removed_participants` name them. Each change is sent once, however often WhatsApp repeats its notification.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description `t=<unix seconds>,v1=<hex HMAC-SHA256>`: the HMAC is keyed with the registration's signing
+                     *     secret (the whole `whsec_…` string as UTF-8) over `<t>.<raw body>` (the timestamp, a dot and
+                     *     the exact received bytes). Recompute it over the raw bytes, compare in constant time, and
+                     *     reject when `t` differs from your clock by more than 300 seconds.
+                     * @example t=1767225600,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd
+                     */
+                    "X-Service-Signature": components["parameters"]["WebhookSignatureHeader"];
+                    /**
+                     * @description The event name, equal to the body's `event`.
+                     * @example message.received
+                     */
+                    "X-Service-Event": components["parameters"]["WebhookEventHeader"];
+                    "User-Agent": components["parameters"]["WebhookUserAgentHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["GroupEventDelivery"];
+                };
+            };
+            responses: {
+                200: components["responses"]["WebhookAcknowledged"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "group.settings_changed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Event: a group's subject or description changed
+         * @description Sent to registrations subscribed to `group.settings_changed` (needs `conversations:read`). WhatsApp said the group's settings changed (`group_settings_update`). Each change is sent once, however often WhatsApp repeats its notification.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description `t=<unix seconds>,v1=<hex HMAC-SHA256>`: the HMAC is keyed with the registration's signing
+                     *     secret (the whole `whsec_…` string as UTF-8) over `<t>.<raw body>` (the timestamp, a dot and
+                     *     the exact received bytes). Recompute it over the raw bytes, compare in constant time, and
+                     *     reject when `t` differs from your clock by more than 300 seconds.
+                     * @example t=1767225600,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd
+                     */
+                    "X-Service-Signature": components["parameters"]["WebhookSignatureHeader"];
+                    /**
+                     * @description The event name, equal to the body's `event`.
+                     * @example message.received
+                     */
+                    "X-Service-Event": components["parameters"]["WebhookEventHeader"];
+                    "User-Agent": components["parameters"]["WebhookUserAgentHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["GroupEventDelivery"];
+                };
+            };
+            responses: {
+                200: components["responses"]["WebhookAcknowledged"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "group.status_changed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Event: a group was suspended or restored
+         * @description Sent to registrations subscribed to `group.status_changed` (needs `conversations:read`). WhatsApp suspended the group or lifted the suspension (`group_status_update`); the group's `status` says which. Each change is sent once, however often WhatsApp repeats its notification.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description `t=<unix seconds>,v1=<hex HMAC-SHA256>`: the HMAC is keyed with the registration's signing
+                     *     secret (the whole `whsec_…` string as UTF-8) over `<t>.<raw body>` (the timestamp, a dot and
+                     *     the exact received bytes). Recompute it over the raw bytes, compare in constant time, and
+                     *     reject when `t` differs from your clock by more than 300 seconds.
+                     * @example t=1767225600,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd
+                     */
+                    "X-Service-Signature": components["parameters"]["WebhookSignatureHeader"];
+                    /**
+                     * @description The event name, equal to the body's `event`.
+                     * @example message.received
+                     */
+                    "X-Service-Event": components["parameters"]["WebhookEventHeader"];
+                    "User-Agent": components["parameters"]["WebhookUserAgentHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["GroupEventDelivery"];
                 };
             };
             responses: {
@@ -2355,7 +2754,7 @@ export interface components {
          *     capability layer and are matched like any other.
          * @enum {string}
          */
-        ErrorCode: "bad_request" | "invalid_request" | "invalid_json" | "invalid_id" | "invalid_cursor" | "invalid_idempotency_key" | "invalid_project_header" | "project_required" | "invalid_template" | "invalid_header_handle" | "invalid_media_id" | "empty_file" | "source_url_forbidden" | "download_failed" | "invalid_phone" | "missing_recipient" | "conflicting_recipient" | "invalid_user_id" | "recipient_requires_phone" | "missing_template_name" | "missing_language" | "template_variable_mismatch" | "unsupported_message_type" | "too_many_buttons" | "null_filter_value" | "unknown_column" | "invalid_path" | "invalid_flow" | "invalid_value" | "row_too_large" | "api_key_required" | "invalid_api_key" | "invalid_token" | "insufficient_scope" | "project_inactive" | "project_not_attached" | "no_project_access" | "protected_file" | "flow_file_forbidden" | "platform_table_forbidden" | "not_found" | "table_not_found" | "method_not_allowed" | "outside_24h_window" | "recipient_opted_out" | "thread_held_elsewhere" | "template_exists" | "idempotency_in_progress" | "idempotency_key_mismatch" | "precondition_failed" | "conflict" | "channel_not_configured" | "file_too_large" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "quota_exceeded" | "server_error" | "upstream_error" | "upstream_auth_error" | "build_failed" | "flow_generation_failed" | "flow_update_failed" | "invalid_webhook_url" | "webhook_target_forbidden" | "invalid_event_list" | "invalid_event_name" | "duplicate_event" | "reserved_event_name" | "webhook_limit_reached" | "max_affected_exceeded" | "table_quota_exceeded" | "file_quota_exceeded" | "secret_too_large" | "secret_limit_reached" | "query_timeout" | "service_unavailable" | "empty_audience" | "marketing_template_required" | "invalid_csv" | "unknown_member" | "note_limit_reached" | "canned_reply_exists" | "canned_reply_limit_reached" | "call_permission_required" | "calling_unavailable_in_country" | "INVALID_STATE" | "PROJECT_NOT_FOUND" | "SEGMENT_NOT_FOUND" | "MEDIA_EXPIRED" | "BROADCAST_NOT_FOUND";
+        ErrorCode: "bad_request" | "invalid_request" | "invalid_json" | "invalid_id" | "invalid_cursor" | "invalid_idempotency_key" | "invalid_project_header" | "project_required" | "invalid_template" | "invalid_header_handle" | "invalid_media_id" | "empty_file" | "source_url_forbidden" | "download_failed" | "invalid_phone" | "missing_recipient" | "conflicting_recipient" | "invalid_user_id" | "recipient_requires_phone" | "missing_template_name" | "missing_language" | "template_variable_mismatch" | "unsupported_message_type" | "too_many_buttons" | "null_filter_value" | "unknown_column" | "invalid_path" | "invalid_flow" | "invalid_value" | "row_too_large" | "api_key_required" | "invalid_api_key" | "invalid_token" | "insufficient_scope" | "project_inactive" | "project_not_attached" | "no_project_access" | "protected_file" | "flow_file_forbidden" | "platform_table_forbidden" | "not_found" | "table_not_found" | "method_not_allowed" | "outside_24h_window" | "recipient_opted_out" | "thread_held_elsewhere" | "template_exists" | "idempotency_in_progress" | "idempotency_key_mismatch" | "precondition_failed" | "conflict" | "channel_not_configured" | "file_too_large" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "quota_exceeded" | "server_error" | "upstream_error" | "upstream_auth_error" | "build_failed" | "flow_generation_failed" | "flow_update_failed" | "invalid_webhook_url" | "webhook_target_forbidden" | "invalid_event_list" | "invalid_event_name" | "duplicate_event" | "reserved_event_name" | "webhook_limit_reached" | "max_affected_exceeded" | "table_quota_exceeded" | "file_quota_exceeded" | "secret_too_large" | "secret_limit_reached" | "query_timeout" | "service_unavailable" | "empty_audience" | "marketing_template_required" | "invalid_csv" | "unknown_member" | "note_limit_reached" | "canned_reply_exists" | "canned_reply_limit_reached" | "call_permission_required" | "calling_unavailable_in_country" | "group_not_active" | "unsupported_in_group" | "INVALID_STATE" | "PROJECT_NOT_FOUND" | "SEGMENT_NOT_FOUND" | "MEDIA_EXPIRED" | "BROADCAST_NOT_FOUND";
         ErrorDetail: {
             code: components["schemas"]["ErrorCode"];
             /** @description Human-readable explanation; may change, never branch on it. */
@@ -2378,7 +2777,7 @@ export interface components {
         /**
          * @description A platform event (`message.received`, `message.status`, `template.approved`,
          *     `template.rejected`, `conversation.assigned`, `conversation.labels_changed`,
-         *     `conversation.note_added`, `call.ringing`, `call.answered`, `call.ended`, `message.echo`, `conversation.thread_control`) or a custom event name: letters, digits, `.`, `_`, `-`, at most 100
+         *     `conversation.note_added`, `call.ringing`, `call.answered`, `call.ended`, `message.echo`, `conversation.thread_control`, `group.created`, `group.deleted`, `group.participants_changed`, `group.settings_changed`, `group.status_changed`) or a custom event name: letters, digits, `.`, `_`, `-`, at most 100
          *     characters. A custom name must not equal a platform event name (the bot's emit of one is
          *     400 `reserved_event_name`); names are matched exactly.
          * @example message.received
@@ -2620,6 +3019,14 @@ export interface components {
              * @example US.13491208655302741918
              */
             user_id?: string;
+            /**
+             * @description Sends to a WhatsApp group of the project (its numeric `id`, docs/groups.md) instead of a
+             *     customer: give it instead of `phone` and `user_id` (with either, 400
+             *     `conflicting_recipient`). An unknown group is 404; a group that is not `active` is 409
+             *     `group_not_active`. WhatsApp takes no interactive messages in groups: `interactive` is
+             *     400 `unsupported_in_group`, refused before the channel is called.
+             */
+            group_id?: number;
             /** @description The text of a `text` message. */
             content?: string;
             /** @description For `text`, render a preview of the first URL. */
@@ -2878,6 +3285,15 @@ export interface components {
             /** @description The team's labels, lower case, sorted. */
             labels?: string[];
             thread?: components["schemas"]["ThreadHolder"];
+            /**
+             * @description `individual` (one customer), or `group`: a WhatsApp group's conversation (docs/groups.md),
+             *     whose `contact` is the group's own record (named by the group's subject, no phone, no
+             *     user id) and whose inbound messages carry their sender in `content.group_sender`.
+             * @enum {string}
+             */
+            kind?: "individual" | "group";
+            /** @description The group of a conversation of kind `group`; null otherwise. */
+            group?: components["schemas"]["GroupSummary"] | null;
         };
         /**
          * @description Who holds the customer's thread at the channel (docs/coexistence.md): this app (`us`), or
@@ -3076,6 +3492,143 @@ export interface components {
             labels: string[];
             previous_labels: string[];
             by: components["schemas"]["Author"];
+        };
+        /** @description The group a conversation of kind `group` is with (docs/groups.md). */
+        GroupSummary: {
+            id: number;
+            /** @description WhatsApp's group id; null while the creation is pending. */
+            group_id: string | null;
+            subject: string;
+            /** @enum {string} */
+            status: "pending" | "active" | "suspended" | "deleted";
+            participant_count: number;
+        };
+        Group: {
+            id: number;
+            /** @description WhatsApp's group id; null while the creation is pending. */
+            group_id: string | null;
+            /**
+             * @description `pending` until WhatsApp confirms the creation; `suspended` and `deleted` as WhatsApp says.
+             * @enum {string}
+             */
+            status: "pending" | "active" | "suspended" | "deleted";
+            subject: string;
+            description: string | null;
+            /** @enum {string} */
+            join_approval_mode: "approval_required" | "auto_approve";
+            /** @description The link WhatsApp last gave; null until one was asked for. */
+            invite_link: string | null;
+            /** @description Participants other than the business. */
+            participant_count: number;
+            /** @description The group's conversation (kind `group`); null while pending. */
+            conversation_id: number | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        CreateGroupRequest: {
+            /** @description The group's subject (WhatsApp trims whitespace), at most 128 characters. */
+            subject: string;
+            /** @description At most 2048 characters. */
+            description?: string;
+            /**
+             * @description `approval_required`: users who open the invite link ask first (join requests).
+             * @default auto_approve
+             * @enum {string}
+             */
+            join_approval_mode: "approval_required" | "auto_approve";
+        };
+        GroupResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                group: components["schemas"]["Group"];
+            };
+        };
+        GroupListResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                groups: components["schemas"]["Group"][];
+            };
+        };
+        GroupInviteLinkResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                group_id: number;
+                /** @example https://chat.whatsapp.com/AbCdEfGh123 */
+                invite_link: string;
+            };
+        };
+        GroupParticipant: {
+            /** @description International form with a leading `+`. */
+            phone: string;
+            /**
+             * Format: date-time
+             * @description When WhatsApp said the participant joined.
+             */
+            joined_at: string;
+        };
+        GroupParticipantListResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                participants: components["schemas"]["GroupParticipant"][];
+            };
+        };
+        GroupParticipantRemovedResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                group_id: number;
+                phone: string;
+                /**
+                 * @description WhatsApp took the removal; the participant leaves the list with its notification.
+                 * @constant
+                 */
+                requested: true;
+            };
+        };
+        GroupJoinRequest: {
+            /** @description WhatsApp's join request id. */
+            id: string;
+            /** @description International form with a leading `+`. */
+            phone: string;
+            /** Format: date-time */
+            created_at: string | null;
+        };
+        GroupJoinRequestListResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                join_requests: components["schemas"]["GroupJoinRequest"][];
+            };
+        };
+        ApproveGroupJoinRequestsRequest: {
+            /** @description 1 to 100 join request ids. */
+            join_request_ids: string[];
+        };
+        ApproveGroupJoinRequestsResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                approved: string[];
+                failed: string[];
+            };
+        };
+        GroupEventData: {
+            group: components["schemas"]["Group"];
+            /** @description Phones that joined (`group.participants_changed`). */
+            added_participants?: string[];
+            /** @description Phones that left or were removed (`group.participants_changed`). */
+            removed_participants?: string[];
+        };
+        GroupEventDelivery: components["schemas"]["WebhookDelivery"] & {
+            /** @enum {unknown} */
+            event?: "group.created" | "group.deleted" | "group.participants_changed" | "group.settings_changed" | "group.status_changed";
+            data?: components["schemas"]["GroupEventData"];
         };
         /** @description A WhatsApp voice call with a customer (docs/calls.md). No media passes through the service. */
         Call: {
@@ -7552,6 +8105,403 @@ export interface operations {
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listGroups: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100. */
+                limit?: components["parameters"]["Limit"];
+                /** @description Only groups older than the group of this `id` (the last `id` of the previous page). */
+                before?: number;
+            };
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of groups. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GroupListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createGroup: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateGroupRequest"];
+            };
+        };
+        responses: {
+            /** @description The group, pending until WhatsApp confirms it. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GroupResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            502: components["responses"]["UpstreamError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getGroup: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description Numeric id; a malformed or empty one is 400 `invalid_id` (after authentication).
+                 * @example 42
+                 */
+                id: components["parameters"]["NumericId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The group. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GroupResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getGroupInviteLink: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description Numeric id; a malformed or empty one is 400 `invalid_id` (after authentication).
+                 * @example 42
+                 */
+                id: components["parameters"]["NumericId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The invite link. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GroupInviteLinkResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            502: components["responses"]["UpstreamError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    resetGroupInviteLink: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description Numeric id; a malformed or empty one is 400 `invalid_id` (after authentication).
+                 * @example 42
+                 */
+                id: components["parameters"]["NumericId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new invite link. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GroupInviteLinkResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            502: components["responses"]["UpstreamError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listGroupParticipants: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description Numeric id; a malformed or empty one is 400 `invalid_id` (after authentication).
+                 * @example 42
+                 */
+                id: components["parameters"]["NumericId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The participants. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GroupParticipantListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    removeGroupParticipant: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description Numeric id; a malformed or empty one is 400 `invalid_id` (after authentication).
+                 * @example 42
+                 */
+                id: components["parameters"]["NumericId"];
+                /**
+                 * @description The participant's phone, digits with an optional leading `+`.
+                 * @example +14155550123
+                 */
+                phone: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description WhatsApp took the removal. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GroupParticipantRemovedResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            502: components["responses"]["UpstreamError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listGroupJoinRequests: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description Numeric id; a malformed or empty one is 400 `invalid_id` (after authentication).
+                 * @example 42
+                 */
+                id: components["parameters"]["NumericId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The open join requests. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GroupJoinRequestListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            502: components["responses"]["UpstreamError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    approveGroupJoinRequests: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description Numeric id; a malformed or empty one is 400 `invalid_id` (after authentication).
+                 * @example 42
+                 */
+                id: components["parameters"]["NumericId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ApproveGroupJoinRequestsRequest"];
+            };
+        };
+        responses: {
+            /** @description What WhatsApp approved. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApproveGroupJoinRequestsResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            502: components["responses"]["UpstreamError"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };

@@ -18,6 +18,7 @@ import * as deployments from './deployments.js';
 import * as flows from './flows.js';
 import * as cannedReplies from './canned-replies.js';
 import * as calls from './calls.js';
+import * as groups from './groups.js';
 
 export const handlers: Handlers<operations> = {
   ping: serviceInfo.ping,
@@ -43,6 +44,15 @@ export const handlers: Handlers<operations> = {
   getCall: calls.getCall,
   actOnCall: calls.actOnCall,
   requestCallPermission: calls.requestCallPermission,
+  listGroups: groups.listGroups,
+  createGroup: groups.createGroup,
+  getGroup: groups.getGroup,
+  getGroupInviteLink: groups.getGroupInviteLink,
+  resetGroupInviteLink: groups.resetGroupInviteLink,
+  listGroupParticipants: groups.listGroupParticipants,
+  removeGroupParticipant: groups.removeGroupParticipant,
+  listGroupJoinRequests: groups.listGroupJoinRequests,
+  approveGroupJoinRequests: groups.approveGroupJoinRequests,
   listContacts: contacts.listContacts,
   getContact: contacts.getContact,
   updateContact: contacts.updateContact,

@@ -50,7 +50,9 @@ export const CAPABILITY_EDGES: Record<string, string[]> = {
   upkeep: ['channel-settings', 'webhooks'],
   // Voice calls: their signalling, events and the contacts' call permission (docs/calls.md).
   calls: ['channel-port', 'channel-settings', 'conversations', 'webhooks'],
-  messaging: ['access', 'calls', 'channel-port', 'channel-settings', 'consent', 'conversations', 'flows', 'media', 'pricing', 'templates', 'webhooks'],
+  // WhatsApp groups: the groups tables, their events, the business's group operations (docs/groups.md).
+  groups: ['channel-port', 'channel-settings', 'conversations', 'webhooks'],
+  messaging: ['access', 'calls', 'channel-port', 'groups', 'channel-settings', 'consent', 'conversations', 'flows', 'media', 'pricing', 'templates', 'webhooks'],
   broadcasts: ['access', 'channel-port', 'channel-settings', 'conversations', 'messaging', 'pricing'],
   // Calls: a bot acts on a call through the API's one path (lib/bot/ops-calls.ts); calls reach the bot through BotHook.
   bot: ['access', 'accounts', 'calls', 'channel-port', 'channel-settings', 'code', 'consent', 'conversations', 'deploy', 'messaging', 'project-files', 'sandbox', 'tables', 'webhooks'],

@@ -14,6 +14,7 @@ export const ROOM_SUMMARIES: Record<string, string> = {
   bot: 'the bot runtime: inbox, helpers, the effects journal, rates, the CPU budget, preview',
   broadcasts: 'campaigns: create, pre-flight (quota, cost, limit), approval, the engine (claims, pacing, waves, retargets)',
   calls: 'voice calls: the calls table (store.ts), call events, the business\'s call actions, call permission',
+  groups: 'WhatsApp groups: the groups tables (store.ts), group events, the business\'s group operations',
   messaging: 'the send ledger (ledger.ts: the only writer of messages and send_counters), sendMessage, inbound, status rank',
   inbox: "the team's inbox: assignment, labels, private notes, canned replies",
   'project-files': "a project's stored files (the bot's files.get, media made of them)",

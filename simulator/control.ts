@@ -5,6 +5,7 @@ import { FaultInputError, parseFault } from './faults.js';
 import { accessToken, displayPhoneNumber, numericId } from './ids.js';
 import { ControlError, injectInbound } from './inbound.js';
 import { userAnswers, userAnswersPermission, userCalls, userHangsUp } from './calls.js';
+import { changeSettings, createdAgain, deleteGroup, groupNotifications, listSimGroups, participantWrites, suspendGroup, userJoins, userLeaves } from './groups.js';
 import { emitEcho, emitHandover, emitHistory, emitStateSync } from './coexistence.js';
 import { changeUserId, createUser, shareContactInfo, updateUser, userPreference } from './users.js';
 import type { AutoStatusDelays, PhoneNumber, Template } from './state.js';
@@ -215,6 +216,16 @@ export function controlRouter(ctx: SimContext, hooks: ControlHooks): Router {
   r.post('/calls/:id/answer', wrap((req) => userAnswers(ctx, String(req.params.id), body(req))));
   r.post('/calls/:id/hangup', wrap((req) => userHangsUp(ctx, String(req.params.id), body(req))));
   r.post('/users/:user/call-permission', wrap((req) => userAnswersPermission(ctx, String(req.params.user), body(req))));
+  // Groups (groups.ts): the users of a group, and WhatsApp's own changes of it.
+  r.get('/groups', wrap(() => listSimGroups(ctx)));
+  r.get('/groups/:id/notifications', wrap((req) => groupNotifications(ctx, String(req.params.id))));
+  r.post('/groups/:id/join', wrap((req) => userJoins(ctx, String(req.params.id), body(req))));
+  r.post('/groups/:id/leave', wrap((req) => userLeaves(ctx, String(req.params.id), body(req))));
+  r.post('/groups/:id/inbound', wrap((req) => participantWrites(ctx, String(req.params.id), body(req))));
+  r.post('/groups/:id/settings', wrap((req) => changeSettings(ctx, String(req.params.id), body(req))));
+  r.post('/groups/:id/suspend', wrap((req) => suspendGroup(ctx, String(req.params.id), body(req))));
+  r.post('/groups/:id/delete', wrap((req) => deleteGroup(ctx, String(req.params.id), body(req))));
+  r.post('/groups/:id/created', wrap((req) => createdAgain(ctx, String(req.params.id), body(req))));
   // The WhatsApp Business app beside the API, and other apps' handovers (coexistence.ts).
   r.post('/phone-numbers/:id/echoes', wrap((req) => emitEcho(ctx, phoneOr404(String(req.params.id)), body(req))));
   r.post('/phone-numbers/:id/history', wrap((req) => emitHistory(ctx, phoneOr404(String(req.params.id)), body(req))));

@@ -10,6 +10,7 @@ import { isBsuidLike, shownPhone } from './user-model.js';
 import { isObj, MEDIA_TYPES, validateInteractive, validateMediaMessage, validateMediaRef, validateOther, validateText, type Obj } from './validate.js';
 import type { StatusError } from './webhooks.js';
 import { messagingLimitError, pricingTypeAt, recordReadMark } from './pricing.js';
+import { groupSendTarget } from './groups.js';
 
 const TYPES = ['audio', 'contacts', 'document', 'image', 'interactive', 'location', 'reaction', 'sticker', 'template', 'text', 'video'];
 const WINDOW_MS = 24 * 3600 * 1000;
@@ -169,8 +170,12 @@ export function sendMessage(ctx: SimContext, route: 'messages' | 'marketing_mess
       }
       bucket.tokens -= 1;
     }
-    if (b.recipient_type !== undefined && b.recipient_type !== 'individual') {
-      throw paramError(`Param recipient_type must be one of {INDIVIDUAL} - got "${String(b.recipient_type)}".`);
+    if (b.recipient_type !== undefined && b.recipient_type !== 'individual' && !(b.recipient_type === 'group' && !marketing)) {
+      throw paramError(`Param recipient_type must be one of {INDIVIDUAL, GROUP} - got "${String(b.recipient_type)}".`);
+    }
+    if (b.recipient_type === 'group') {
+      sendToGroup(ctx, pn, b, res);
+      return;
     }
     // `to` (a phone) or `recipient` (a BSUID or parent BSUID); with both, `to` wins (Meta, 2026).
     const byPhone = !(b.to === undefined || b.to === null || b.to === '');
@@ -259,4 +264,32 @@ export function sendMessage(ctx: SimContext, route: 'messages' | 'marketing_mess
       messages: [type === 'template' ? { id, message_status: 'accepted' } : { id }],
     });
   };
+}
+
+/**
+ * A send to a group (groups.ts): `to` is the group's id; no interactive messages. Statuses name the
+ * group (`group_id`) and stop at delivered (no read receipts in groups).
+ */
+function sendToGroup(ctx: SimContext, pn: Parameters<typeof groupSendTarget>[1], b: Obj, res: Response): void {
+  const { state } = ctx;
+  const g = groupSendTarget(state, pn, b);
+  const type = b.type === undefined ? 'text' : b.type;
+  if (typeof type !== 'string' || !TYPES.includes(type)) throw paramError(`Param type must be one of {${TYPES.map((t) => t.toUpperCase()).join(', ')}} - got "${String(type)}".`);
+  const obj = b[type];
+  if (!isObj(obj)) throw waError(131008, `The parameter ${type} is required.`);
+  let category = 'service';
+  if (type === 'text') validateText(obj);
+  else if (MEDIA_TYPES.has(type)) validateMediaMessage(state, type, obj);
+  else if (type === 'template') category = validateTemplateSend(state, pn.waba_id, obj).category.toLowerCase();
+  else validateOther(type, obj);
+  const id = newWamid(g.id.replace(/\D/g, '').slice(0, 15) || '0');
+  const meta: MessageMeta = { pnid: pn.phone_number_id, to: '', category, status: 'accepted', convId: null, stop: false, groupId: g.id };
+  if (typeof b.biz_opaque_callback_data === 'string') meta.opaque = b.biz_opaque_callback_data;
+  meta.pricingType = 'regular';
+  state.index.set(id, meta);
+  state.messages.push({ wamid: id, phone_number_id: pn.phone_number_id, to: g.id, type, at: state.clock.now().toISOString(), payload: b, meta });
+  state.stats.messages_sent++;
+  ctx.statuses.start(id, (res.locals as { asyncError?: StatusError }).asyncError ?? null);
+  if ((res.locals as { loseAnswer?: boolean }).loseAnswer) return;
+  res.json({ messaging_product: 'whatsapp', contacts: [{ input: g.id }], messages: [type === 'template' ? { id, message_status: 'accepted' } : { id }] });
 }

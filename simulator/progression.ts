@@ -96,7 +96,8 @@ export class StatusEngine {
       let next: 'delivered' | 'read' | null = null;
       if (meta.stop || !this.delays) next = null;
       else if (status === 'sent' && this.delays.delivered !== null) next = 'delivered';
-      else if (status === 'delivered' && this.delays.read !== null) next = 'read';
+      // No read receipts in groups (Meta's Groups API): a group message stops at delivered.
+      else if (status === 'delivered' && this.delays.read !== null && !meta.groupId) next = 'read';
       this.owed?.setNext(wamid, next && { status: next });
       if (next) this.push(next === 'delivered' ? this.deliveredQ : this.readQ, wamid);
     });

@@ -129,6 +129,8 @@ export interface MessageMeta {
   pricingType?: string;
   /** A pricing object the control API set for the next manual status (pricing.ts). */
   pricingOverride?: Record<string, unknown>;
+  /** A send to a group (groups.ts): its statuses name the group and stop at delivered. */
+  groupId?: string;
 }
 
 export interface SentMessage {

@@ -99,6 +99,14 @@ export function statusObject(
   errors?: StatusError[],
 ): Record<string, unknown> {
   const s: Record<string, unknown> = { id: wamid, status, timestamp: String(state.nowSec()) };
+  if (meta.groupId) {
+    // A message sent to a group: its statuses name the group (Meta's StatusObject `group_id`).
+    s.group_id = meta.groupId;
+    if (meta.opaque !== undefined) s.biz_opaque_callback_data = meta.opaque;
+    if (status === 'sent' || status === 'delivered') Object.assign(s, conversationAndPricing(state, meta, status === 'sent'));
+    if (status === 'failed') s.errors = (errors && errors.length ? errors : [{ code: 131026, title: 'Message undeliverable' }]).map((e) => ({ code: e.code, title: e.title ?? e.message ?? 'Error', message: e.message ?? e.title ?? 'Error' }));
+    return s;
+  }
   // Since April 2026 statuses carry the BSUID (recipient_user_id, and the parent's); the phone
   // (recipient_id) only when known. A failed status to a phone omits recipient_user_id (Meta).
   const user = meta.userId ? state.users.get(meta.pnid, meta.userId) : meta.to ? state.users.getByPhone(meta.pnid, meta.to) : undefined;

@@ -31,7 +31,7 @@ async function project() {
   await t.admin.call('put', `/admin/projects/${p.id}/channel`, {
     phone_number_id: phoneNumberId, waba_id: '2000300040005', app_id: '3000400050006', access_token: 'memory-token', app_secret: APP_SECRET, verify_token: 'memory-verify',
   });
-  const key = await t.admin.key(p.id, ['messages:send', 'conversations:read', 'templates:manage', 'templates:read']);
+  const key = await t.admin.key(p.id, ['messages:send', 'conversations:read', 'conversations:write', 'templates:manage', 'templates:read']);
   return { id: p.id, key: key.secret, phoneNumberId };
 }
 
@@ -123,5 +123,33 @@ describe('the domain on an in-memory channel', () => {
     const taken = await request(t.app).post(`/v1/conversations/${conversation.id}/thread-control`).set(auth(writer.secret)).send({ action: 'take' });
     expect([taken.status, taken.body.data.thread.held_by]).toEqual([200, 'us']);
     expect(channel.threadCalls.at(-1)).toEqual({ to: { phone: '14155550177' }, action: 'take', targetAppId: undefined, metadata: undefined });
+  });
+
+  it('When the channel names a group before the service recorded its creation, then it is one group, active, with the creation\'s approval mode; its participants, a participant\'s message and a send to it go through the port', async () => {
+    const p = await project();
+    channel.nextRequestId = 'req.fast-1';
+    // WhatsApp's group_create comes first (a fast channel), naming the creation's request id.
+    const early = await notify(p, [{ kind: 'group_lifecycle', groupId: 'mem.group-1', change: 'created', requestId: 'req.fast-1', subject: 'Fast club' }]);
+    expect(early.status).toBe(200);
+    const created = await request(t.app).post('/v1/groups').set(auth(p.key)).send({ subject: 'Fast club', join_approval_mode: 'approval_required' });
+    expect(created.status).toBe(201);
+    expect(created.body.data.group).toMatchObject({ status: 'active', group_id: 'mem.group-1', join_approval_mode: 'approval_required', conversation_id: expect.any(Number) });
+    expect((await request(t.app).get('/v1/groups').set(auth(p.key))).body.data.groups).toHaveLength(1);
+    expect(channel.groupsCreated.get('req.fast-1')).toEqual({ subject: 'Fast club', joinApprovalMode: 'approval_required' });
+
+    await notify(p, [{ kind: 'group_participants', groupId: 'mem.group-1', added: [{ waId: '5511955550001' }], removed: [] }]);
+    await notify(p, [{
+      kind: 'message', channelMessageId: 'mem.group-in-1', groupId: 'mem.group-1', customer: { phone: '5511955550001', profileName: 'Caio' }, type: 'text', timestamp: seconds(),
+      content: { type: 'text', text: { body: 'Oi, grupo' }, group_id: 'mem.group-1' },
+    }]);
+    const id = created.body.data.group.id;
+    expect((await request(t.app).get(`/v1/groups/${id}/participants`).set(auth(p.key))).body.data.participants.map((x: { phone: string }) => x.phone)).toEqual(['+5511955550001']);
+    const conv = created.body.data.group.conversation_id;
+    const messages = (await request(t.app).get(`/v1/conversations/${conv}/messages`).set(auth(p.key))).body.data.messages;
+    expect(messages.map((m: { content: { group_sender: unknown } }) => m.content.group_sender)).toEqual([{ phone: '+5511955550001', user_id: null, name: 'Caio' }]);
+
+    const sent = await request(t.app).post('/v1/messages').set(auth(p.key)).send({ type: 'text', group_id: id, content: 'Bem-vindo' });
+    expect(sent.status).toBe(200);
+    expect(channel.sent.at(-1)?.message).toMatchObject({ recipient_type: 'group', to: 'mem.group-1', type: 'text', text: { body: 'Bem-vindo' } });
   });
 });

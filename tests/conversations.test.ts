@@ -123,6 +123,9 @@ describe('GET /v1/conversations', () => {
       labels: [],
       // Thread control (issue 61): this app holds the thread, as it always has.
       thread: { held_by: 'us', app_id: null, since: null },
+      // WhatsApp groups (issue 61): a customer's conversation, no group.
+      kind: 'individual',
+      group: null,
     });
     expect(list[1]).toMatchObject({ contact: { name: null }, last_inbound_at: null, window_open: false, window_expires_at: null });
     expect(list[2]).toMatchObject({ window_open: false, window_expires_at: new Date(now - HOUR).toISOString() });

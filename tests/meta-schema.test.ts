@@ -16,7 +16,7 @@ const OP = 'POST /whatsapp/webhooks' as const;
 /** A document of Meta's shape with one operation, so vendor() can take it; `root` is what the webhook operation's body refers to. */
 function doc(schemas: Record<string, object>, root: string): Doc {
   const paths: Record<string, object> = {};
-  for (const op of ['POST /{Version}/{Phone-Number-ID}/messages', 'POST /{Version}/{Phone-Number-ID}/marketing_messages', 'POST /{Version}/{Phone-Number-ID}/media', 'GET /{Version}/{Media-ID}', 'DELETE /{Version}/{Media-ID}', 'POST /{Version}/{WABA-ID}/message_templates', 'GET /{Version}/{WABA-ID}/message_templates', 'DELETE /{Version}/{WABA-ID}/message_templates', 'GET /{Version}/{TEMPLATE_ID}', 'POST /{Version}/{WABA-ID}/flows', 'GET /{Version}/{Flow-ID}', 'POST /{Version}/{Flow-ID}/assets', 'POST /{Version}/{Flow-ID}/publish', 'POST /{Version}/{Flow-ID}/deprecate', 'POST /{Version}/{Phone-Number-ID}/calls', OP]) {
+  for (const op of ['POST /{Version}/{Phone-Number-ID}/messages', 'POST /{Version}/{Phone-Number-ID}/marketing_messages', 'POST /{Version}/{Phone-Number-ID}/media', 'GET /{Version}/{Media-ID}', 'DELETE /{Version}/{Media-ID}', 'POST /{Version}/{WABA-ID}/message_templates', 'GET /{Version}/{WABA-ID}/message_templates', 'DELETE /{Version}/{WABA-ID}/message_templates', 'GET /{Version}/{TEMPLATE_ID}', 'POST /{Version}/{WABA-ID}/flows', 'GET /{Version}/{Flow-ID}', 'POST /{Version}/{Flow-ID}/assets', 'POST /{Version}/{Flow-ID}/publish', 'POST /{Version}/{Flow-ID}/deprecate', 'POST /{Version}/{Phone-Number-ID}/calls', 'POST /{Version}/{Phone-Number-ID}/groups', 'POST /{Version}/{group_id}/invite_link', 'DELETE /{Version}/{group_id}/participants', 'GET /{Version}/{group_id}/join_requests', 'POST /{Version}/{group_id}/join_requests', OP]) {
     const [m, p] = op.split(' ');
     (paths[p] ??= {} as object);
     (paths[p] as Record<string, object>)[m.toLowerCase()] = op === OP ? { requestBody: { content: { 'application/json': { schema: REF(root) } } } } : {};
@@ -84,7 +84,7 @@ describe('repair of defect 2: the webhook part refers to the outbound schemas', 
 
 describe('supplements', () => {
   it('are exactly the three documented corrections (none added silently)', () => {
-    expect(SUPPLEMENTS.map((s) => s.id)).toEqual(['biz_opaque_callback_data', 'button-index', 'copy_code-button', 'carousel-component', 'limited_time_offer-component']);
+    expect(SUPPLEMENTS.map((s) => s.id)).toEqual(['biz_opaque_callback_data', 'button-index', 'copy_code-button', 'carousel-component', 'group-webhook-fields', 'limited_time_offer-component']);
   });
 });
 

@@ -378,3 +378,16 @@ export type BlobChunk = Prisma.BlobChunkModel
  * the channel's call id, so a notification sent twice changes nothing the second time.
  */
 export type Call = Prisma.CallModel
+/**
+ * Model Group
+ * A WhatsApp group the business created (lib/groups/store.ts is its writer; docs/groups.md).
+ * `pending` until the channel's group_lifecycle_update names its group id (matched by the
+ * creation's request id), then `active`; `deleted` or `suspended` as the channel says.
+ */
+export type Group = Prisma.GroupModel
+/**
+ * Model GroupParticipant
+ * Who is in a group now (lib/groups/store.ts is its writer): added by the channel's
+ * group_participants_update (a user joined by the invite link or was approved), removed likewise.
+ */
+export type GroupParticipant = Prisma.GroupParticipantModel

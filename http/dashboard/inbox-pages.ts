@@ -145,12 +145,21 @@ interface ChatItem {
   at: number;
 }
 
+/** The participant who wrote a group message (docs/groups.md): its name and phone, as stored with it. */
+function groupSenderWords(m: MessageView): string | undefined {
+  const g = (m.content as { group_sender?: { phone?: unknown; name?: unknown } }).group_sender;
+  if (m.direction !== 'inbound' || !g || typeof g !== 'object') return undefined;
+  const phone = typeof g.phone === 'string' ? g.phone : undefined;
+  const name = typeof g.name === 'string' && g.name ? g.name : undefined;
+  return name && phone ? `${name} (${phone})` : name ?? phone;
+}
+
 function messageItem(m: MessageView): ChatItem {
   const author: Author = m.author ?? authorOf({ direction: m.direction, author: null, sendRef: null }) ?? { kind: 'unknown', id: null, name: null };
   return {
     key: `m${m.id}`,
     kind: m.direction === 'inbound' ? 'inbound' : 'outbound',
-    author: authorWords(author as Author),
+    author: groupSenderWords(m) ?? authorWords(author as Author),
     authorKind: author.kind,
     when: when(m.created_at),
     text: messageText(m) ?? '—',
@@ -198,7 +207,29 @@ async function notesOf(deps: AppDeps, projectId: string, id: number): Promise<No
   return (await listNotes(deps.db.pool, projectId, BigInt(id), undefined, NOTES_SHOWN)).map(noteView);
 }
 
+/** A group conversation's pane (docs/groups.md): the group, its status and its participants. */
+function groupPane(d: ConversationDetail, history: ConversationHistory): Html {
+  const g = d.conversation.group;
+  return html`<aside class="inbox-contact" aria-labelledby="contact-title"><h2 id="contact-title">Group: ${g?.subject ?? d.contact.name ?? '—'}</h2>
+<dl class="facts">
+  <dt>Kind</dt><dd>WhatsApp group</dd>
+  <dt>Status</dt><dd>${g?.status ?? '—'}</dd>
+  <dt>Participants</dt><dd>${String(d.participants.length)}</dd>
+</dl>
+<h3 id="participants-title">Participants</h3>
+${d.participants.length
+    ? html`<ul class="history participants" aria-labelledby="participants-title">${d.participants.map((p) => html`<li>${p.phone} <span class="muted">since ${when(p.joinedAt)}</span></li>`)}</ul>`
+    : html`<p class="muted">Nobody has joined yet: users join by the group's invite link.</p>`}
+<h3>History</h3>
+<ul class="history">
+  <li>First message ${when(history.first)}; ${plural(history.messages, 'message')} in all</li>
+  <li>Conversation opened ${when(d.conversation.created_at)}</li>
+</ul>
+</aside>`;
+}
+
 function contactPane(d: ConversationDetail, history: ConversationHistory, contactsPath: string): Html {
+  if (d.conversation.kind === 'group') return groupPane(d, history);
   const c = d.contact;
   const attributes = Object.entries(c.attributes);
   return html`<aside class="inbox-contact" aria-labelledby="contact-title"><h2 id="contact-title">Customer</h2>
@@ -241,7 +272,7 @@ async function renderInbox(deps: AppDeps, req: Request, res: Response, kept: Kep
     ? contactPane(detail, await conversationHistory(deps, ctx.project.id, detail.conversation.id), projectPath(ctx.project.id, '/contacts'))
     : html``;
   const body = html`${detail ? html`<p class="jump"><a href="#chat-title">Jump to the conversation</a></p>` : ''}<div class="inbox${detail ? ' selected' : ''}">${pane}${chat}${contact}</div>`;
-  const title = detail ? `Conversation with ${customerName(detail.contact)}` : 'Inbox';
+  const title = detail ? (detail.conversation.kind === 'group' ? `Group conversation: ${detail.conversation.group?.subject ?? detail.contact.name ?? ''}` : `Conversation with ${customerName(detail.contact)}`) : 'Inbox';
   send(res, kept.status ?? 200, layout(ctx.shell(title, { error: kept.error }), body));
 }
 
@@ -442,7 +473,7 @@ export const submitReply = (deps: AppDeps) => async (req: Request, res: Response
     await changeOnce(deps, req, res, project.id, async () => {
       const d = await conversationDetail(deps, project.id, String(req.params.conversationId));
       // The form's one-time token is the send's reference: one message per form, whatever happens to the page.
-      await sendReply(deps, actor, { id: project.id, name: project.name, status: 'active' }, { id: d.conversation.id, contact: d.contact }, reply, `snd_dsh${once}`);
+      await sendReply(deps, actor, { id: project.id, name: project.name, status: 'active' }, { id: d.conversation.id, contact: d.contact, group: d.conversation.group ?? null }, reply, `snd_dsh${once}`);
       return projectPath(project.id, `/conversations/${d.conversation.id}?done=reply_sent`);
     });
   } catch (e) {

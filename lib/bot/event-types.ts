@@ -18,7 +18,12 @@ export interface InboundMessage {
   text: string | null;
   /** The message as the channel sent it. */
   raw: Record<string, unknown>;
-  conversation: { id: number; state: string };
+  /**
+   * `kind` `group`: the message was written in a WhatsApp group of the business (docs/groups.md):
+   * `from` and `contact` are the participant who wrote; answer in the group with
+   * `group_id` (the group's id) instead of a phone. Absent or `individual`: a one-to-one conversation.
+   */
+  conversation: { id: number; state: string; kind?: 'individual' | 'group'; group_id?: number };
   /** `phone` is null for a customer whose number WhatsApp withholds; `user_id` is the business-scoped user id. */
   contact: { phone: string | null; user_id?: string | null; username?: string | null; name: string | null };
   received_at: string;

@@ -181,6 +181,7 @@ export async function reclaimExpired(pool: pg.Pool, now: Date, leaseMs: number):
     key: string; kind: string; project_id: string; attempts: number; abnormal_runs: number; died_mid_run: boolean; created_at: Date;
     wamid: string | null; type: string | null; content: Record<string, unknown> | null;
     conversation_id: string | null; state: string | null; phone: string | null; user_id: string | null; username: string | null; name: string | null;
+    contact_kind: string | null; group_row_id: string | null;
     run_id: string | null; schedule: string | null; due_at: Date | null; trigger: string | null; cron: string | null; time_zone: string | null;
     call_payload: BotCall | null;
   }>(
@@ -194,6 +195,7 @@ export async function reclaimExpired(pool: pg.Pool, now: Date, leaseMs: number):
        RETURNING b.key, b.kind, b.message_id, b.run_id, b.call_id, b.payload, b.project_id, b.attempts, b.abnormal_runs, due.died_mid_run, b.created_at
      )
      SELECT t.key, t.kind, t.project_id, t.attempts, t.abnormal_runs, t.died_mid_run, t.created_at, m.wamid, m.type, m.content, c.id AS conversation_id, c.state, k.phone, k.user_id, k.username, k.name,
+            k.kind AS contact_kind, (SELECT g.id::text FROM groups g WHERE g.contact_id = k.id) AS group_row_id,
             r.id AS run_id, r.schedule, r.due_at, r.trigger, s.cron, s.time_zone, CASE WHEN t.call_id IS NOT NULL THEN t.payload END AS call_payload
        FROM taken t
        LEFT JOIN messages m ON m.id = t.message_id
@@ -206,7 +208,18 @@ export async function reclaimExpired(pool: pg.Pool, now: Date, leaseMs: number):
   );
   return rows.map((r) => {
     let event: BotEvent | undefined;
-    if (r.kind === 'message' && r.wamid && (r.phone || r.user_id) && r.conversation_id) {
+    // A group message (docs/groups.md): its sender, as stored with it, is who wrote.
+    const sender = r.contact_kind === 'group' ? (r.content?.group_sender as { phone?: string | null; user_id?: string | null; name?: string | null } | undefined) : undefined;
+    if (r.kind === 'message' && r.wamid && r.conversation_id && sender && (sender.phone || sender.user_id) && r.group_row_id) {
+      event = {
+        kind: 'message',
+        message: {
+          id: r.wamid, from: (sender.phone?.replace(/^\+/, '') ?? sender.user_id)!, type: r.type!, text: inboundText(r.type!, r.content ?? {}), raw: r.content ?? {},
+          conversation: { id: Number(r.conversation_id), state: r.state!, kind: 'group', group_id: Number(r.group_row_id) },
+          contact: { phone: sender.phone?.replace(/^\+/, '') ?? null, user_id: sender.user_id ?? null, username: null, name: sender.name ?? null }, received_at: r.created_at.toISOString(),
+        },
+      };
+    } else if (r.kind === 'message' && r.wamid && (r.phone || r.user_id) && r.conversation_id) {
       event = {
         kind: 'message',
         message: {

@@ -76,7 +76,9 @@ export async function runSend(deps: BotDeps, inv: Invocation, args: any): Promis
   // Fixed before any try: a retry, or the event's replay after a crash, repeats this send's
   // reference. Keyed by the recipient as the event's `from` names it: a phone's digits, or the
   // BSUID of a customer without one (so a username customer's reply is not sent twice either).
-  const recipient = typeof args?.phone === 'string' ? normalizePhone(args.phone) : typeof args?.user_id === 'string' ? args.user_id : undefined;
+  // A reply in a WhatsApp group (docs/groups.md) is keyed by the group.
+  const recipient = typeof args?.phone === 'string' ? normalizePhone(args.phone) : typeof args?.user_id === 'string' ? args.user_id
+    : typeof args?.group_id === 'number' ? `group:${args.group_id}` : undefined;
   const ref = recipient ? inv.sendRef?.(recipient) : undefined;
   for (let attempt = 1; ; attempt++) {
     try {

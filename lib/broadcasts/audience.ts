@@ -60,7 +60,8 @@ export const EXCLUSION_REASONS = ['opted_out', 'invalid_phone', 'not_opted_in', 
 /** `FROM contacts c WHERE …` plus the reason column (NULL = eligible). */
 function classified(rule: AudienceRule, p: Params): { where: string; reason: string } {
   const project = p.add(rule.projectId);
-  const where = `c.project_id = ${project} AND ${compileFilter(rule.filter, p)}`;
+  // A WhatsApp group's own record (kind group, docs/groups.md) is never in an audience.
+  const where = `c.project_id = ${project} AND c.kind = 'customer' AND ${compileFilter(rule.filter, p)}`;
   const marketing = rule.category === 'MARKETING';
   const since = marketing ? p.add(new Date(rule.now.getTime() - 24 * 3600_000)) : '';
   const recentLimit = `(EXISTS (SELECT 1 FROM conversations cv JOIN messages m ON m.conversation_id = cv.id

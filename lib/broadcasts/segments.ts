@@ -24,7 +24,7 @@ export function segmentId(raw: string): string {
 async function liveCount(db: Queryable, projectId: string, filter: unknown): Promise<number> {
   const p = new Params([projectId]);
   const where = compileFilter(parseFilter(filter), p);
-  const { rows } = await db.query<{ n: string }>(`SELECT count(*)::bigint AS n FROM contacts c WHERE c.project_id = $1 AND ${where}`, p.values);
+  const { rows } = await db.query<{ n: string }>(`SELECT count(*)::bigint AS n FROM contacts c WHERE c.project_id = $1 AND c.kind = 'customer' AND ${where}`, p.values);
   return Number(rows[0].n);
 }
 

@@ -29,7 +29,12 @@ export type ChannelOperation =
   | 'getThroughput'
   | 'markRead'
   | 'callAction'
-  | 'threadControl';
+  | 'threadControl'
+  | 'createGroup'
+  | 'createGroupInviteLink'
+  | 'removeGroupParticipants'
+  | 'listGroupJoinRequests'
+  | 'approveGroupJoinRequests';
 
 /**
  * What a failure means to the domain, as the adapter classifies it (one failure may have several):

@@ -31,6 +31,8 @@ export interface MessageEvent {
   timestamp?: string;
   /** What the message carries, stored and shown as it came (with its `type` and the fields it names). */
   content: Record<string, unknown>;
+  /** The channel's id of the group the customer wrote in (docs/groups.md); absent for a one-to-one message. */
+  groupId?: string;
 }
 
 /** A message we sent moved: sent, delivered, read, failed, … */
@@ -50,6 +52,8 @@ export interface StatusEvent {
   pricing?: unknown;
   /** The recipient had stopped marketing messages (the failure says so): the contact opts out. */
   recipientOptedOut?: boolean;
+  /** The channel's id of the group the message was sent to (then `customer` is absent). */
+  groupId?: string;
 }
 
 /** A customer stopped or resumed a category of messages (e.g. marketing) at the channel. */
@@ -174,8 +178,59 @@ export interface ThreadControlChangedEvent {
   timestamp?: string;
 }
 
+/** One participant of a group as the channel names it: the WhatsApp id (phone digits) it gave. */
+export interface GroupMember {
+  waId: string;
+}
+
+/**
+ * A group was created (`created`, naming the creation's request id and the group's id) or deleted
+ * (the channel's group_lifecycle_update; docs/groups.md).
+ */
+export interface GroupLifecycleEvent {
+  kind: 'group_lifecycle';
+  groupId: string;
+  change: 'created' | 'deleted';
+  /** The request id the creation was answered with (matches the pending group). */
+  requestId?: string;
+  subject?: string;
+  description?: string;
+  /** Participants the group was created with, when given. */
+  added?: GroupMember[];
+  timestamp?: string;
+}
+
+/** Participants joined (by the invite link, or approved) or left the group (group_participants_update). */
+export interface GroupParticipantsEvent {
+  kind: 'group_participants';
+  groupId: string;
+  added: GroupMember[];
+  removed: GroupMember[];
+  requestId?: string;
+  timestamp?: string;
+}
+
+/** The group's subject or description changed (group_settings_update); each field only when given. */
+export interface GroupSettingsEvent {
+  kind: 'group_settings';
+  groupId: string;
+  subject?: string;
+  description?: string;
+  requestId?: string;
+  timestamp?: string;
+}
+
+/** The channel suspended the group, or lifted the suspension (group_status_update). */
+export interface GroupStatusEvent {
+  kind: 'group_status';
+  groupId: string;
+  status: 'suspended' | 'active';
+  timestamp?: string;
+}
+
 export type ChannelEvent =
   | MessageEvent | StatusEvent | UserPreferenceEvent | TemplateStatusEvent | MessagingLimitEvent | ThroughputEvent
   | CallEvent | CallPermissionEvent
-  | MessageEchoEvent | HistoryEvent | ContactSyncEvent | StandbyMessageEvent | ThreadControlChangedEvent;
+  | MessageEchoEvent | HistoryEvent | ContactSyncEvent | StandbyMessageEvent | ThreadControlChangedEvent
+  | GroupLifecycleEvent | GroupParticipantsEvent | GroupSettingsEvent | GroupStatusEvent;
 export type ChannelEventKind = ChannelEvent['kind'];

@@ -79,8 +79,9 @@ export type Interactive =
 
 interface OutboundMessageBase {
   messaging_product: 'whatsapp';
-  recipient_type: 'individual';
-  /** Recipient phone number (international format) or WhatsApp id. */
+  /** `group`: `to` is the channel's group id (docs/groups.md; no interactive messages there). */
+  recipient_type: 'individual' | 'group';
+  /** Recipient phone number (international format) or WhatsApp id; a group's id with `recipient_type` group. */
   to: string;
   /** Reply to a message. */
   context?: { message_id: string };

@@ -155,6 +155,24 @@ export interface ThreadControlInput {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Groups (docs/groups.md): created by the business, joined by invite link only.
+
+export interface CreateGroupInput {
+  subject: string;
+  description?: string;
+  joinApprovalMode: 'approval_required' | 'auto_approve';
+}
+
+/** An open request to join a group (approval_required groups). */
+export interface GroupJoinRequest {
+  id: string;
+  /** The user's WhatsApp id (phone digits). */
+  waId: string;
+  /** Seconds since the epoch, when given. */
+  createdAt?: number;
+}
+
+// ---------------------------------------------------------------------------------------------
 
 export interface ChannelPort {
   // Messages
@@ -192,6 +210,17 @@ export interface ChannelPort {
   // Thread control (another app on the number, e.g. Meta's Business Agent, may hold a thread)
   /** Passes the customer's thread to `targetAppId`, takes it, or releases it (docs/coexistence.md). */
   threadControl(creds: ChannelCredentials, input: ThreadControlInput): Promise<void>;
+
+  // Groups
+  /** Asks the channel to create a group; the group's id comes with its group_lifecycle_update, matched by `requestId`. */
+  createGroup(creds: ChannelCredentials, input: CreateGroupInput): Promise<{ requestId: string }>;
+  /** A new invite link for the group (the old one stops working). */
+  createGroupInviteLink(creds: ChannelCredentials, groupId: string): Promise<{ inviteLink: string }>;
+  /** Removes participants (WhatsApp ids or phones, at most 8); the change comes back as a group_participants event. */
+  removeGroupParticipants(creds: ChannelCredentials, groupId: string, participants: string[]): Promise<void>;
+  listGroupJoinRequests(creds: ChannelCredentials, groupId: string): Promise<GroupJoinRequest[]>;
+  /** Approves join requests; the channel answers which it approved and which failed. */
+  approveGroupJoinRequests(creds: ChannelCredentials, groupId: string, ids: string[]): Promise<{ approved: string[]; failed: string[] }>;
 
   // Notifications
   /** The events of one notification the channel posted, those addressed to `phoneNumberId`. Malformed parts are skipped. */

@@ -55,7 +55,7 @@ export async function updateContactRow(
        consent_source = CASE WHEN $10::text IS NULL THEN consent_source ELSE 'api' END,
        consent_at = CASE WHEN $10::text IS NULL THEN consent_at ELSE $9 END,
        updated_at = $9
-     WHERE project_id = $1 AND id = $2::bigint
+     WHERE project_id = $1 AND id = $2::bigint AND kind = 'customer'
      RETURNING ${CONTACT_COLUMNS}`,
     [
       projectId,
@@ -255,4 +255,25 @@ export async function syncContactName(db: Queryable, projectId: string, phone: s
     [projectId, phone, name, at],
   );
   return (res.rowCount ?? 0) > 0;
+}
+
+/**
+ * A WhatsApp group's own record (kind `group`; docs/groups.md): what the group's conversation
+ * belongs to, named by the group's subject, with neither phone nor user id. Never listed as a
+ * contact nor in an audience (their reads exclude kind `group`).
+ */
+export async function insertGroupContact(tx: RawTx, projectId: string, name: string, at: Date): Promise<bigint> {
+  const rows = await tx.$queryRawUnsafe<{ id: bigint }[]>(
+    `INSERT INTO contacts (project_id, kind, name, created_at, updated_at) VALUES ($1, 'group', $2, $3, $3) RETURNING id`,
+    projectId, name, at,
+  );
+  return rows[0].id;
+}
+
+/** The group's record follows its subject. */
+export async function renameGroupContact(tx: RawTx, projectId: string, id: bigint, name: string, at: Date): Promise<void> {
+  await tx.$executeRawUnsafe(
+    `UPDATE contacts SET name = $3, updated_at = $4 WHERE project_id = $1 AND id = $2::bigint AND kind = 'group' AND name IS DISTINCT FROM $3`,
+    projectId, String(id), name, at,
+  );
 }

@@ -49,7 +49,8 @@ export async function listContactRows(
   take: number,
 ): Promise<ContactRow[]> {
   const values: unknown[] = [projectId];
-  const where = ['project_id = $1'];
+  // A WhatsApp group's own record (kind group, docs/groups.md) is no contact.
+  const where = ['project_id = $1', "kind = 'customer'"];
   const param = (v: unknown) => {
     values.push(v);
     return `$${values.length}`;
@@ -71,10 +72,12 @@ export async function listContactRows(
   return res.rows;
 }
 
-export async function findContactRow(db: Queryable, projectId: string, id: bigint): Promise<ContactRow | undefined> {
-  const res = await db.query<ContactRow>(`SELECT ${CONTACT_COLUMNS} FROM contacts WHERE project_id = $1 AND id = $2::bigint`, [
+/** A contact; `withGroups`: also a WhatsApp group's own record (the dashboard's group conversation, docs/groups.md). */
+export async function findContactRow(db: Queryable, projectId: string, id: bigint, opts: { withGroups?: boolean } = {}): Promise<ContactRow | undefined> {
+  const res = await db.query<ContactRow>(`SELECT ${CONTACT_COLUMNS} FROM contacts WHERE project_id = $1 AND id = $2::bigint AND (kind = 'customer' OR $3::boolean)`, [
     projectId,
     id.toString(),
+    opts.withGroups === true,
   ]);
   return res.rows[0];
 }

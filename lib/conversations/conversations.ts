@@ -82,7 +82,11 @@ const CONVERSATION_COLUMNS = `
   ct.id::text AS "contactId", ct.phone AS "contactPhone", ct.user_id AS "contactUserId",
   ct.username AS "contactUsername", ct.name AS "contactName",
   c.assignee_id AS "assigneeId", (SELECT a.email FROM dashboard_accounts a WHERE a.id = c.assignee_id) AS "assigneeEmail",
-  c.labels AS "labels", c.thread_holder AS "threadHolder", c.thread_holder_since AS "threadHolderSince"`;
+  c.labels AS "labels", c.thread_holder AS "threadHolder", c.thread_holder_since AS "threadHolderSince",
+  ct.kind AS "contactKind",
+  (SELECT json_build_object('id', g.id, 'group_id', g.group_id, 'subject', g.subject, 'status', g.status,
+          'participant_count', (SELECT count(*)::int FROM group_participants p WHERE p.group_row_id = g.id))
+     FROM groups g WHERE g.contact_id = ct.id) AS "group"`;
 
 interface ConversationSqlRow {
   id: string;
@@ -101,6 +105,8 @@ interface ConversationSqlRow {
   labels: string[] | null;
   threadHolder: string | null;
   threadHolderSince: Date | null;
+  contactKind: string;
+  group: { id: number | string; group_id: string | null; subject: string; status: string; participant_count: number } | null;
 }
 
 function toConversationRow(r: ConversationSqlRow): ConversationRow {
@@ -116,6 +122,8 @@ function toConversationRow(r: ConversationSqlRow): ConversationRow {
     labels: r.labels ?? [],
     threadHolder: r.threadHolder,
     threadHolderSince: r.threadHolderSince,
+    kind: r.contactKind,
+    group: r.group ? { ...r.group, id: Number(r.group.id) } : null,
   };
 }
 

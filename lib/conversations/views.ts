@@ -65,6 +65,9 @@ export interface ConversationRow {
   /** Who holds the thread at the channel (null: this app); absent in rows that did not select it. */
   threadHolder?: string | null;
   threadHolderSince?: Date | null;
+  /** The contact's kind (`customer`, or `group`: a WhatsApp group's conversation, docs/groups.md); absent in rows that did not select it. */
+  kind?: string;
+  group?: { id: number; group_id: string | null; subject: string; status: string; participant_count: number } | null;
 }
 
 export interface ContactRow extends ContactSummaryRow, ConsentColumns {
@@ -151,6 +154,8 @@ export function contactSummaryView(row: ContactSummaryRow): ContactSummaryView {
  */
 export function conversationView(row: ConversationRow, now: Date): ConversationView {
   const window = serviceWindow(row.lastInboundAt, now);
+  // A row read with its contact (Prisma's include) knows a customer's conversation by the contact's kind.
+  const kind = row.kind ?? ((row.contact as { kind?: unknown }).kind === 'customer' ? 'customer' : undefined);
   return {
     id: idView(row.id),
     contact: contactSummaryView(row.contact),
@@ -164,6 +169,10 @@ export function conversationView(row: ConversationRow, now: Date): ConversationV
     ...(row.assignee ? { assignee: row.assignee.id && row.assignee.email ? { id: row.assignee.id, email: row.assignee.email } : null } : {}),
     ...(row.labels !== undefined ? { labels: row.labels ?? [] } : {}),
     ...(row.threadHolder !== undefined ? { thread: threadHolderView(row.threadHolder, row.threadHolderSince ?? null) } : {}),
+    ...(kind !== undefined ? {
+      kind: kind === 'group' ? 'group' as const : 'individual' as const,
+      group: kind === 'group' && row.group ? { ...row.group, status: row.group.status as 'pending' | 'active' | 'suspended' | 'deleted' } : null,
+    } : {}),
   };
 }
 

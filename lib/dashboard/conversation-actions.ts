@@ -73,11 +73,12 @@ export async function sendReply(
   deps: Deps,
   actor: Actor,
   project: ProjectRef,
-  conversation: { id: number; contact: ContactView },
+  conversation: { id: number; contact: ContactView; group?: { id: number } | null },
   reply: Reply,
   ref: string,
 ): Promise<string> {
-  const to = recipientOf(conversation.contact);
+  // A WhatsApp group's conversation is answered in the group (docs/groups.md).
+  const to = conversation.group ? { group_id: conversation.group.id } : recipientOf(conversation.contact);
   const body = reply.kind === 'text'
     ? { type: 'text', ...to, content: reply.text }
     : { type: 'template', ...to, template: { name: reply.name, language: reply.language, variables: reply.variables } };

@@ -127,6 +127,8 @@ export interface ConversationDetail {
   /** The conversation's latest calls (docs/calls.md), newest first. */
   calls: CallView[];
   nextCursor: string | null;
+  /** A group conversation's participants (docs/groups.md), oldest member first; empty otherwise. */
+  participants: Array<{ phone: string; joinedAt: Date }>;
 }
 
 function conversationId(id: string): bigint {
@@ -139,7 +141,8 @@ export async function conversationDetail(deps: ReadDeps, projectId: string, rawI
   const id = conversationId(rawId);
   const row = await findConversationRow(deps.db.pool, projectId, id);
   if (!row) throw new DashboardRefusal(404, 'No such conversation in this project.');
-  const contact = await findContactRow(deps.db.pool, projectId, BigInt(row.contact.id));
+  const group = row.kind === 'group';
+  const contact = await findContactRow(deps.db.pool, projectId, BigInt(row.contact.id), { withGroups: group });
   if (!contact) throw new DashboardRefusal(404, 'No such conversation in this project.');
   const { page, nextCursor } = await keysetPage({ cursor, limit: CUSTOMER_PAGE }, {
     scope: cursorScope('dashboardConversationMessages', projectId, { conversation: id.toString() }),
@@ -149,7 +152,18 @@ export async function conversationDetail(deps: ReadDeps, projectId: string, rawI
     encode: (r) => [String(r.id)],
   }).catch(refusedCursor);
   const calls = await listCalls(deps, projectId, { conversationId: Number(id), limit: CUSTOMER_PAGE });
-  return { conversation: conversationView(row, deps.clock.now()), contact: contactView(contact), messages: page.map((m) => messageView(m)), calls, nextCursor };
+  const participants = group ? await groupParticipants(deps, projectId, BigInt(row.contact.id)) : [];
+  return { conversation: conversationView(row, deps.clock.now()), contact: contactView(contact), messages: page.map((m) => messageView(m)), calls, nextCursor, participants };
+}
+
+/** Who is in the group whose own record is `contactId` (lib/groups/store.ts writes them). */
+async function groupParticipants(deps: ReadDeps, projectId: string, contactId: bigint): Promise<Array<{ phone: string; joinedAt: Date }>> {
+  const { rows } = await deps.db.pool.query<{ wa_id: string; joined_at: Date }>(
+    `SELECT p.wa_id, p.joined_at FROM group_participants p JOIN groups g ON g.id = p.group_row_id
+      WHERE g.project_id = $1 AND g.contact_id = $2::bigint ORDER BY p.joined_at, p.wa_id LIMIT 1024`,
+    [projectId, String(contactId)],
+  );
+  return rows.map((r) => ({ phone: `+${r.wa_id}`, joinedAt: r.joined_at }));
 }
 
 export interface ConversationHistory {

@@ -156,8 +156,9 @@ function composeInteractive(body: SendRequest): Record<string, unknown> {
   throw invalid('interactive needs buttons (1 to 3), a list or a flow.', 'interactive');
 }
 
-export function composeMessage(body: SendRequest): ComposedMessage {
-  const { phone, userId } = parseRecipient(body);
+/** `toGroup`: a send to a WhatsApp group (group-messages.ts): no customer recipient to parse. */
+export function composeMessage(body: SendRequest, opts: { toGroup?: boolean } = {}): ComposedMessage {
+  const { phone, userId } = opts.toGroup ? { phone: null, userId: null } : parseRecipient(body);
   const type = body.type as MessageType;
   if (!(MESSAGE_TYPES as readonly string[]).includes(type)) {
     throw new ApiError('unsupported_message_type', `Message type "${String(body.type).slice(0, 32)}" is not supported; use one of ${MESSAGE_TYPES.join(', ')}.`);

@@ -125,7 +125,9 @@ const TEMPLATE = `WITH seen AS (
             'labels', to_jsonb(COALESCE(upd.labels, '{}'::text[])),
             -- Who holds the thread at the channel (issue 61), as conversationView gives it.
             'thread', jsonb_build_object('held_by', CASE WHEN upd.thread_holder IS NULL THEN 'us' ELSE 'other_app' END,
-              'app_id', upd.thread_holder, 'since', ${ISO_SQL('upd.thread_holder_since')}))),
+              'app_id', upd.thread_holder, 'since', ${ISO_SQL('upd.thread_holder_since')}),
+            -- A customer's conversation (a group's messages take lib/messaging/group-messages.ts).
+            'kind', 'individual', 'group', NULL)),
         $11::timestamptz, ${dispatchedAtSql('$1', `'message.received'`, '$11::timestamptz')}
       FROM ins JOIN upd ON upd.id = ins.conversation_id CROSS JOIN gate g`)}
     RETURNING project_id, dispatched_at

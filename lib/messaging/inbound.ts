@@ -29,6 +29,8 @@ import { pricingOf } from '../pricing/status-pricing.js';
 import { storeReturningCustomerMessage } from './inbound-statement.js';
 import { applyCallEvent, applyCallPermission } from '../calls/calls.js';
 import { applyContactSync, applyEcho, applyHistory, applyThreadControlChange } from './coexistence.js';
+import { applyGroupMessage } from './group-messages.js';
+import { applyGroupEvent } from '../groups/groups.js';
 
 export { STATUS_RANK } from './status-rank.js';
 
@@ -269,7 +271,10 @@ export async function applyChannelEvents(deps: Deps, channel: OpenChannel, event
   const now = deps.clock.now();
   for (let i = 0; i < events.length; i++) {
     const event = events[i];
-    if (event.kind === 'message') {
+    if (event.kind === 'message' && event.groupId) {
+      // A participant wrote in a group: the group's conversation (docs/groups.md).
+      if (await applyGroupMessage(deps, channel, event, now)) outcome.messages++;
+    } else if (event.kind === 'message') {
       if (await applyMessage(deps, channel, event, now)) outcome.messages++;
     } else if (event.kind === 'status') {
       const statuses: StatusEvent[] = [event];
@@ -309,6 +314,9 @@ export async function applyChannelEvents(deps: Deps, channel: OpenChannel, event
       await applyContactSync(deps, channel, event, now);
     } else if (event.kind === 'thread_control_changed') {
       await applyThreadControlChange(deps, channel, event, now);
+    } else if (event.kind === 'group_lifecycle' || event.kind === 'group_participants' || event.kind === 'group_settings' || event.kind === 'group_status') {
+      // A group's change is stored once, with its event (docs/groups.md).
+      await applyGroupEvent(deps, channel, event, now);
     }
   }
   return outcome;

@@ -236,6 +236,30 @@ export async function recordIntents(db: Db, projectId: string, intents: Intent[]
 }
 
 /**
+ * 2'. A send to a WhatsApp group (lib/messaging/group-messages.ts): the intent is recorded in the
+ * group's conversation (that of the group's own record, `contactId`), in one statement with the
+ * conversation's activity and the Idempotency-Key's link, before the channel is called. No window
+ * gate: a group is not a customer's 24-hour window (docs/groups.md).
+ */
+export async function recordGroupIntent(db: Db, projectId: string, contactId: bigint, intent: Omit<Intent, 'to' | 'session'>, at: Date): Promise<void> {
+  await db.query({
+    name: 'record-group-intent',
+    text: `WITH cv AS (
+             ${upsertConversationsSql('SELECT $1, $2::bigint, $3::timestamptz, $3::timestamptz, $3::timestamptz')}
+             RETURNING id
+           ), ik AS (
+             ${linkKeysSql('SELECT $1::text AS project_id, $7::text AS ikey, $4::text AS ref WHERE $7::text IS NOT NULL')}
+           )
+           INSERT INTO messages (project_id, conversation_id, wamid, send_ref, direction, type, content, status, sent_at, status_at, author)
+           SELECT $1, cv.id, $4, $4, 'outbound', $5, $6::jsonb, 'pending', $3, $3, $8::jsonb FROM cv`,
+    values: [
+      projectId, String(contactId), at, intent.ref, intent.type, JSON.stringify(intent.content), intent.idempotencyKey ?? null,
+      intent.author === undefined ? null : JSON.stringify(intent.author),
+    ],
+  });
+}
+
+/**
  * 3. The channel accepted these sends: each message gets its wamid (unless a status already gave
  * it one) and leaves `pending` (or `unknown`); a message a status already settled is left alone
  * (no write that changes nothing). Its rows are locked in id order first, as the status side

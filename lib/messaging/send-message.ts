@@ -20,13 +20,14 @@ import { resolveProjectMediaId } from '../media/media-id.js';
 import { resolveFlowSend } from '../flows/send.js';
 import { reserveSends } from './quota.js';
 import { settleLater } from './send-cleanup.js';
-import { abandonIntents, newSendRef, recordIntents, releaseUnits, sendState, sessionWindowOpen, threadHeldBy, type Intent } from './ledger.js';
+import { abandonIntents, newSendRef, recordGroupIntent, recordIntents, releaseUnits, sendState, sessionWindowOpen, threadHeldBy, type Intent } from './ledger.js';
 import { confirmSends } from './confirm-batch.js';
 import { hasReason, isChannelError } from '../channel-port/errors.js';
 import { asApiError, channelApiError, invalidTemplateApiError } from '../channel-port/api-errors.js';
 import type { OutboundMessage } from '../channel-port/messages.js';
 import { channelRecipient, recipientChannelError, resolveRecipient } from '../conversations/recipient.js';
 import { optOutOnSendError } from '../conversations/contact-store.js';
+import { groupForSend, refuseInGroup } from './group-messages.js';
 
 type SendRequest = components['schemas']['SendMessageRequest'];
 
@@ -198,6 +199,7 @@ export async function sendMessage(deps: Deps, project: ProjectRef, body: SendReq
 
 /** The steps of a send, each in its own function below: prepare, reserve, record, call, confirm. */
 async function sendOnce(deps: Deps, project: ProjectRef, body: SendRequest, opts: SendOptions): Promise<{ id: string; status: 'sent' }> {
+  if (body.group_id !== undefined) return sendToGroup(deps, project, body, opts);
   const message = composeMessage(body);
   const { pool } = deps.db;
   const now = deps.clock.now();
@@ -215,6 +217,40 @@ async function sendOnce(deps: Deps, project: ProjectRef, body: SendRequest, opts
   return { id: wamid, status: 'sent' };
 }
 
+/**
+ * A send to a WhatsApp group (docs/groups.md; lib/messaging/group-messages.ts): interactive is
+ * refused before anything else, then the group must be the project's and active; the ledger's
+ * steps follow as for a customer, the intent in the group's conversation.
+ */
+async function sendToGroup(deps: Deps, project: ProjectRef, body: SendRequest, opts: SendOptions): Promise<{ id: string; status: 'sent' }> {
+  if (body.phone !== undefined || body.user_id !== undefined) {
+    throw new ApiError('conflicting_recipient', 'Give the recipient as phone, user_id or group_id: only one.', { fields: [{ field: 'group_id', message: 'not with phone or user_id' }] });
+  }
+  refuseInGroup(body.type);
+  const message = composeMessage(body, { toGroup: true });
+  const { pool } = deps.db;
+  const now = deps.clock.now();
+  if (opts.ref) {
+    const { rows } = await pool.query<{ wamid: string }>('SELECT wamid FROM messages WHERE project_id = $1 AND send_ref = $2', [project.id, opts.ref]);
+    if (rows[0]) return { id: rows[0].wamid, status: 'sent' };
+  }
+  const group = await groupForSend(deps, project.id, body.group_id!);
+  await prepareMessage(deps, project.id, message, { toGroup: true });
+  const channel = await requireChannel(deps, project.id);
+  await reserveSends(pool, project.id, null, now);
+  const ref = opts.ref ?? newSendRef();
+  try {
+    await recordGroupIntent(pool, project.id, group.contactId, { ref, type: message.type, content: message.content, idempotencyKey: opts.idempotencyKey, author: opts.author }, now);
+  } catch (e) {
+    const release = () => releaseUnits(pool, project.id, 1, now);
+    await release().catch(() => settleLater('giving back the quota unit of a group send not recorded', release, deps.logger, { project_id: project.id }));
+    throw e;
+  }
+  const wamid = await callChannel(deps, project.id, channel, message, ref, opts, now, { recipient_type: 'group', to: group.groupId });
+  await confirmSends(pool, project.id, ref, wamid, now);
+  return { id: wamid, status: 'sent' };
+}
+
 type Prepared = ReturnType<typeof composeMessage>;
 
 /**
@@ -222,7 +258,7 @@ type Prepared = ReturnType<typeof composeMessage>;
  * media and flows resolved, and who it goes to (a BSUID send to a contact with a phone goes to the
  * phone; no MARKETING template to a contact who opted out): refused before anything is reserved.
  */
-async function prepareMessage(deps: Deps, projectId: string, message: Prepared): Promise<void> {
+async function prepareMessage(deps: Deps, projectId: string, message: Prepared, opts: { toGroup?: boolean } = {}): Promise<void> {
   let known: { components: unknown; category?: string } | null = null;
   if (message.template) {
     known = await deps.db.prisma.template.findUnique({
@@ -240,7 +276,7 @@ async function prepareMessage(deps: Deps, projectId: string, message: Prepared):
   if (message.media) await resolveMedia(deps, projectId, message, known?.components);
   if (message.template) await prepareNewerKinds(deps, projectId, message, known?.components);
   if (message.flow) await resolveFlowSend(deps, projectId, message.flow);
-  Object.assign(message, await resolveRecipient(deps.db.pool, projectId, message, known?.category));
+  if (!opts.toGroup) Object.assign(message, await resolveRecipient(deps.db.pool, projectId, message, known?.category));
 }
 
 /**
@@ -291,11 +327,12 @@ async function recordIntent(deps: Deps, projectId: string, message: Prepared, to
 /** The channel's call; its refusals become the spec's answers, and the ledger gives back what a certain refusal did not use. */
 async function callChannel(
   deps: Deps, projectId: string, channel: Awaited<ReturnType<typeof requireChannel>>, message: Prepared, ref: string, opts: SendOptions, now: Date,
+  group?: { recipient_type: 'group'; to: string },
 ): Promise<string> {
   const { pool } = deps.db;
   try {
     const payload = {
-      messaging_product: 'whatsapp', recipient_type: 'individual', ...channelRecipient(message), ...message.payload, biz_opaque_callback_data: ref,
+      messaging_product: 'whatsapp', ...(group ?? { recipient_type: 'individual', ...channelRecipient(message) }), ...message.payload, biz_opaque_callback_data: ref,
     } as OutboundMessage;
     opts.onChannelCall?.();
     return (await deps.channel.sendMessage(channel, payload)).channelMessageId;
@@ -310,7 +347,7 @@ async function callChannel(
     await abandon().catch(() => settleLater('abandoning a send the channel refused', abandon, deps.logger, { project_id: projectId, ref }));
     if (hasReason(e, 'window_closed')) throw outsideWindow();
     // A user who stopped marketing opts out; that and a message that needs a phone are the recipient's.
-    if (isChannelError(e)) {
+    if (isChannelError(e) && !group) {
       await optOutOnSendError(pool, projectId, message, e, now).catch(() => undefined);
       const refused = recipientChannelError(e);
       if (refused) throw refused;

@@ -52,6 +52,8 @@ export async function controlThread(
   );
   const row = rows[0];
   if (!row) throw new ApiError('not_found', `No conversation ${id} in this project.`);
+  // A WhatsApp group's conversation (docs/groups.md) has no customer's thread to pass.
+  if (!row.phone && !row.userId) throw new ApiError('unsupported_in_group', 'Thread control is a customer\'s thread; a group\'s conversation has none.');
   if (row.holder !== null && input.action !== 'take') throw threadHeldElsewhere(row.holder);
   const channel = await requireChannel(deps as Deps, projectId);
   try {

@@ -74,6 +74,9 @@ export const ERROR_STATUS = {
   canned_reply_limit_reached: 409,
   call_permission_required: 409,
   calling_unavailable_in_country: 422,
+  // Groups (docs/groups.md): a group WhatsApp has not confirmed, or deleted or suspended; a message kind groups do not take.
+  group_not_active: 409,
+  unsupported_in_group: 400,
   precondition_failed: 412,
   file_too_large: 413,
   file_quota_exceeded: 413,

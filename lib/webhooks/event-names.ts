@@ -24,6 +24,12 @@ export const EVENT_SCOPES: Record<PlatformEvent, string> = {
   'call.ringing': 'conversations:read',
   'call.answered': 'conversations:read',
   'call.ended': 'conversations:read',
+  // A group is read with its conversation.
+  'group.created': 'conversations:read',
+  'group.deleted': 'conversations:read',
+  'group.participants_changed': 'conversations:read',
+  'group.settings_changed': 'conversations:read',
+  'group.status_changed': 'conversations:read',
   // What the Business app sent, and who holds the thread, are read with the conversation too.
   'message.echo': 'conversations:read',
   'conversation.thread_control': 'conversations:read',

@@ -14,6 +14,8 @@ export const PLATFORM_EVENTS = [
   'conversation.assigned', 'conversation.labels_changed', 'conversation.note_added',
   // Voice calls (lib/calls/calls.ts).
   'call.ringing', 'call.answered', 'call.ended',
+  // WhatsApp groups (lib/groups/groups.ts).
+  'group.created', 'group.deleted', 'group.participants_changed', 'group.settings_changed', 'group.status_changed',
   // The Business app beside the API, and thread control (lib/messaging/coexistence.ts).
   'message.echo', 'conversation.thread_control',
 ] as const;

@@ -52,6 +52,10 @@ export const SUPPLEMENTS = [
     why: 'Media card carousel templates (sending): a "carousel" component with `cards` (1 to 10 of { card_index, components: header, body and button components }); the document\'s component `type` enum has header, body and button only.',
   },
   {
+    id: 'group-webhook-fields',
+    why: 'Groups webhooks: Meta\'s own example of the participants change is field "group_participants_update" and its pages name "group_status_update" (group_suspend, group_suspend_cleared); the Change `field` enum lists "group_participant_update" only. A group message\'s status names its `group_id` (StatusObject) and Meta\'s pages give an inbound group message its `group_id`.',
+  },
+  {
     id: 'limited_time_offer-component',
     why: 'Limited-time offer templates (sending): a "limited_time_offer" component with one parameter { type: "limited_time_offer", limited_time_offer: { expiration_time_ms } }; absent from the document.',
   },
@@ -254,6 +258,15 @@ export function applySupplements(doc: Doc): Doc {
       tc.discriminator.mapping.limited_time_offer = REF + 'LimitedTimeOfferComponent';
     }
   }
+  // Groups webhooks (SUPPLEMENTS): the field names Meta's example and pages use.
+  const change = s.Change;
+  if (isObj(change) && isObj(change.properties) && isObj(change.properties.field) && Array.isArray(change.properties.field.enum)) {
+    for (const f of ['group_participants_update', 'group_status_update']) if (!change.properties.field.enum.includes(f)) change.properties.field.enum.push(f);
+  }
+  const groups = s.Groups;
+  if (isObj(groups) && isObj(groups.properties) && isObj(groups.properties.type) && Array.isArray(groups.properties.type.enum)) {
+    for (const t of ['group_suspend', 'group_suspend_cleared']) if (!groups.properties.type.enum.includes(t)) groups.properties.type.enum.push(t);
+  }
   const bp = s.ButtonParameterObject;
   if (isObj(bp) && isObj(bp.properties)) {
     const typeOf = bp.properties.type;
@@ -293,6 +306,11 @@ export const OPERATIONS = [
   'POST /{Version}/{Flow-ID}/publish',
   'POST /{Version}/{Flow-ID}/deprecate',
   'POST /{Version}/{Phone-Number-ID}/calls',
+  'POST /{Version}/{Phone-Number-ID}/groups',
+  'POST /{Version}/{group_id}/invite_link',
+  'DELETE /{Version}/{group_id}/participants',
+  'GET /{Version}/{group_id}/join_requests',
+  'POST /{Version}/{group_id}/join_requests',
   'POST /whatsapp/webhooks',
 ] as const;
 export type Operation = (typeof OPERATIONS)[number];

@@ -9,7 +9,7 @@ import { ChannelError } from '../../lib/channel-port/errors.js';
 import type { ChannelEvent } from '../../lib/channel-port/events.js';
 import type {
   ChannelCredentials, ChannelFlow, ChannelPort, ChannelTemplate, CreateTemplateInput, CreateTemplateResult, FlowValidationError,
-  CallActionInput, ThreadControlInput, HeaderSampleInput, ListTemplatesInput, MediaInfo, MessagingLimit, OutboundMessage, SendResult, SendRoute, Throughput, UploadMediaInput,
+  CallActionInput, CreateGroupInput, GroupJoinRequest, ThreadControlInput, HeaderSampleInput, ListTemplatesInput, MediaInfo, MessagingLimit, OutboundMessage, SendResult, SendRoute, Throughput, UploadMediaInput,
 } from '../../lib/channel-port/port.js';
 
 const id = (prefix: string) => `${prefix}.${randomBytes(8).toString('hex')}`;
@@ -122,6 +122,43 @@ export class MemoryChannel implements ChannelPort {
   async callAction(_creds: ChannelCredentials, input: CallActionInput): Promise<{ callId?: string }> {
     this.callActions.push(input);
     return input.action === 'connect' ? { callId: id('call') } : {};
+  }
+
+  /** Groups asked for (by request id), invite links given, removals, open join requests per group id. */
+  readonly groupsCreated = new Map<string, CreateGroupInput>();
+  readonly inviteLinks: string[] = [];
+  readonly removals: Array<{ groupId: string; participants: string[] }> = [];
+  readonly joinRequests = new Map<string, GroupJoinRequest[]>();
+
+  /** The request id the next creation is answered with (a test naming it before); else a new one. */
+  nextRequestId?: string;
+
+  async createGroup(_creds: ChannelCredentials, input: CreateGroupInput): Promise<{ requestId: string }> {
+    const requestId = this.nextRequestId ?? id('req');
+    this.nextRequestId = undefined;
+    this.groupsCreated.set(requestId, input);
+    return { requestId };
+  }
+
+  async createGroupInviteLink(): Promise<{ inviteLink: string }> {
+    const link = `https://chat.whatsapp.com/${randomBytes(8).toString('hex')}`;
+    this.inviteLinks.push(link);
+    return { inviteLink: link };
+  }
+
+  async removeGroupParticipants(_creds: ChannelCredentials, groupId: string, participants: string[]): Promise<void> {
+    this.removals.push({ groupId, participants });
+  }
+
+  async listGroupJoinRequests(_creds: ChannelCredentials, groupId: string): Promise<GroupJoinRequest[]> {
+    return this.joinRequests.get(groupId) ?? [];
+  }
+
+  async approveGroupJoinRequests(_creds: ChannelCredentials, groupId: string, ids: string[]): Promise<{ approved: string[]; failed: string[] }> {
+    const open = this.joinRequests.get(groupId) ?? [];
+    const approved = ids.filter((i) => open.some((r) => r.id === i));
+    this.joinRequests.set(groupId, open.filter((r) => !approved.includes(r.id)));
+    return { approved, failed: ids.filter((i) => !approved.includes(i)) };
   }
 
   /** This channel's notification: `{ phone_number_id, events }`, the port's events as they are. */

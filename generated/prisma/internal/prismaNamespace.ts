@@ -455,7 +455,9 @@ export const ModelName = {
   PortfolioReach: 'PortfolioReach',
   ProjectTableQuota: 'ProjectTableQuota',
   BlobChunk: 'BlobChunk',
-  Call: 'Call'
+  Call: 'Call',
+  Group: 'Group',
+  GroupParticipant: 'GroupParticipant'
 } as const
 
 export type ModelName = (typeof ModelName)[keyof typeof ModelName]
@@ -471,7 +473,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "project" | "apiKey" | "agentConnection" | "connectionProject" | "accessToken" | "oAuthClient" | "oAuthRequest" | "oAuthCode" | "oAuthRefreshToken" | "channelSettings" | "contact" | "conversation" | "conversationNote" | "cannedReply" | "conversationOrder" | "message" | "event" | "idempotencyRecord" | "sendCounter" | "projectApiError" | "template" | "webhookEndpoint" | "webhookDelivery" | "webhookAttempt" | "runtimeToken" | "mediaAsset" | "headerSample" | "segment" | "broadcast" | "broadcastRecipient" | "broadcastPacing" | "contactImport" | "contactImportRow" | "contactImportPhone" | "codeFile" | "deployment" | "botRelease" | "botLog" | "botInbox" | "botCallJournal" | "botSchedule" | "botScheduleRun" | "botSecret" | "botHttpAllowlist" | "projectFile" | "flow" | "flowVersion" | "dashboardAccount" | "dashboardMembership" | "dashboardSession" | "dashboardInvite" | "dashboardAudit" | "rateCard" | "channelMessagingLimit" | "channelThroughput" | "portfolioReach" | "projectTableQuota" | "blobChunk" | "call"
+    modelProps: "project" | "apiKey" | "agentConnection" | "connectionProject" | "accessToken" | "oAuthClient" | "oAuthRequest" | "oAuthCode" | "oAuthRefreshToken" | "channelSettings" | "contact" | "conversation" | "conversationNote" | "cannedReply" | "conversationOrder" | "message" | "event" | "idempotencyRecord" | "sendCounter" | "projectApiError" | "template" | "webhookEndpoint" | "webhookDelivery" | "webhookAttempt" | "runtimeToken" | "mediaAsset" | "headerSample" | "segment" | "broadcast" | "broadcastRecipient" | "broadcastPacing" | "contactImport" | "contactImportRow" | "contactImportPhone" | "codeFile" | "deployment" | "botRelease" | "botLog" | "botInbox" | "botCallJournal" | "botSchedule" | "botScheduleRun" | "botSecret" | "botHttpAllowlist" | "projectFile" | "flow" | "flowVersion" | "dashboardAccount" | "dashboardMembership" | "dashboardSession" | "dashboardInvite" | "dashboardAudit" | "rateCard" | "channelMessagingLimit" | "channelThroughput" | "portfolioReach" | "projectTableQuota" | "blobChunk" | "call" | "group" | "groupParticipant"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -4841,6 +4843,154 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         }
       }
     }
+    Group: {
+      payload: Prisma.$GroupPayload<ExtArgs>
+      fields: Prisma.GroupFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.GroupFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GroupPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.GroupFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GroupPayload>
+        }
+        findFirst: {
+          args: Prisma.GroupFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GroupPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.GroupFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GroupPayload>
+        }
+        findMany: {
+          args: Prisma.GroupFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GroupPayload>[]
+        }
+        create: {
+          args: Prisma.GroupCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GroupPayload>
+        }
+        createMany: {
+          args: Prisma.GroupCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.GroupCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GroupPayload>[]
+        }
+        delete: {
+          args: Prisma.GroupDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GroupPayload>
+        }
+        update: {
+          args: Prisma.GroupUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GroupPayload>
+        }
+        deleteMany: {
+          args: Prisma.GroupDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.GroupUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.GroupUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GroupPayload>[]
+        }
+        upsert: {
+          args: Prisma.GroupUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GroupPayload>
+        }
+        aggregate: {
+          args: Prisma.GroupAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateGroup>
+        }
+        groupBy: {
+          args: Prisma.GroupGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.GroupGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.GroupCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.GroupCountAggregateOutputType> | number
+        }
+      }
+    }
+    GroupParticipant: {
+      payload: Prisma.$GroupParticipantPayload<ExtArgs>
+      fields: Prisma.GroupParticipantFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.GroupParticipantFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GroupParticipantPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.GroupParticipantFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GroupParticipantPayload>
+        }
+        findFirst: {
+          args: Prisma.GroupParticipantFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GroupParticipantPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.GroupParticipantFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GroupParticipantPayload>
+        }
+        findMany: {
+          args: Prisma.GroupParticipantFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GroupParticipantPayload>[]
+        }
+        create: {
+          args: Prisma.GroupParticipantCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GroupParticipantPayload>
+        }
+        createMany: {
+          args: Prisma.GroupParticipantCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.GroupParticipantCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GroupParticipantPayload>[]
+        }
+        delete: {
+          args: Prisma.GroupParticipantDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GroupParticipantPayload>
+        }
+        update: {
+          args: Prisma.GroupParticipantUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GroupParticipantPayload>
+        }
+        deleteMany: {
+          args: Prisma.GroupParticipantDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.GroupParticipantUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.GroupParticipantUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GroupParticipantPayload>[]
+        }
+        upsert: {
+          args: Prisma.GroupParticipantUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GroupParticipantPayload>
+        }
+        aggregate: {
+          args: Prisma.GroupParticipantAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateGroupParticipant>
+        }
+        groupBy: {
+          args: Prisma.GroupParticipantGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.GroupParticipantGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.GroupParticipantCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.GroupParticipantCountAggregateOutputType> | number
+        }
+      }
+    }
   }
 } & {
   other: {
@@ -5050,6 +5200,7 @@ export const ContactScalarFieldEnum = {
   consentAt: 'consentAt',
   callPermissionStatus: 'callPermissionStatus',
   callPermissionExpiresAt: 'callPermissionExpiresAt',
+  kind: 'kind',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt'
 } as const
@@ -5771,6 +5922,34 @@ export const CallScalarFieldEnum = {
 export type CallScalarFieldEnum = (typeof CallScalarFieldEnum)[keyof typeof CallScalarFieldEnum]
 
 
+export const GroupScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  groupId: 'groupId',
+  requestId: 'requestId',
+  status: 'status',
+  subject: 'subject',
+  description: 'description',
+  joinApprovalMode: 'joinApprovalMode',
+  inviteLink: 'inviteLink',
+  contactId: 'contactId',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type GroupScalarFieldEnum = (typeof GroupScalarFieldEnum)[keyof typeof GroupScalarFieldEnum]
+
+
+export const GroupParticipantScalarFieldEnum = {
+  groupRowId: 'groupRowId',
+  projectId: 'projectId',
+  waId: 'waId',
+  joinedAt: 'joinedAt'
+} as const
+
+export type GroupParticipantScalarFieldEnum = (typeof GroupParticipantScalarFieldEnum)[keyof typeof GroupParticipantScalarFieldEnum]
+
+
 export const SortOrder = {
   asc: 'asc',
   desc: 'desc'
@@ -6167,6 +6346,8 @@ export type GlobalOmitConfig = {
   projectTableQuota?: Prisma.ProjectTableQuotaOmit
   blobChunk?: Prisma.BlobChunkOmit
   call?: Prisma.CallOmit
+  group?: Prisma.GroupOmit
+  groupParticipant?: Prisma.GroupParticipantOmit
 }
 
 /* Types for Logging */

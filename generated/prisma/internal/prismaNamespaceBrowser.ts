@@ -109,7 +109,9 @@ export const ModelName = {
   PortfolioReach: 'PortfolioReach',
   ProjectTableQuota: 'ProjectTableQuota',
   BlobChunk: 'BlobChunk',
-  Call: 'Call'
+  Call: 'Call',
+  Group: 'Group',
+  GroupParticipant: 'GroupParticipant'
 } as const
 
 export type ModelName = (typeof ModelName)[keyof typeof ModelName]
@@ -298,6 +300,7 @@ export const ContactScalarFieldEnum = {
   consentAt: 'consentAt',
   callPermissionStatus: 'callPermissionStatus',
   callPermissionExpiresAt: 'callPermissionExpiresAt',
+  kind: 'kind',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt'
 } as const
@@ -1017,6 +1020,34 @@ export const CallScalarFieldEnum = {
 } as const
 
 export type CallScalarFieldEnum = (typeof CallScalarFieldEnum)[keyof typeof CallScalarFieldEnum]
+
+
+export const GroupScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  groupId: 'groupId',
+  requestId: 'requestId',
+  status: 'status',
+  subject: 'subject',
+  description: 'description',
+  joinApprovalMode: 'joinApprovalMode',
+  inviteLink: 'inviteLink',
+  contactId: 'contactId',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type GroupScalarFieldEnum = (typeof GroupScalarFieldEnum)[keyof typeof GroupScalarFieldEnum]
+
+
+export const GroupParticipantScalarFieldEnum = {
+  groupRowId: 'groupRowId',
+  projectId: 'projectId',
+  waId: 'waId',
+  joinedAt: 'joinedAt'
+} as const
+
+export type GroupParticipantScalarFieldEnum = (typeof GroupParticipantScalarFieldEnum)[keyof typeof GroupParticipantScalarFieldEnum]
 
 
 export const SortOrder = {

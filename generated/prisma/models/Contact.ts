@@ -50,6 +50,7 @@ export type ContactMinAggregateOutputType = {
   consentAt: Date | null
   callPermissionStatus: string | null
   callPermissionExpiresAt: Date | null
+  kind: string | null
   createdAt: Date | null
   updatedAt: Date | null
 }
@@ -70,6 +71,7 @@ export type ContactMaxAggregateOutputType = {
   consentAt: Date | null
   callPermissionStatus: string | null
   callPermissionExpiresAt: Date | null
+  kind: string | null
   createdAt: Date | null
   updatedAt: Date | null
 }
@@ -92,6 +94,7 @@ export type ContactCountAggregateOutputType = {
   consentAt: number
   callPermissionStatus: number
   callPermissionExpiresAt: number
+  kind: number
   createdAt: number
   updatedAt: number
   _all: number
@@ -122,6 +125,7 @@ export type ContactMinAggregateInputType = {
   consentAt?: true
   callPermissionStatus?: true
   callPermissionExpiresAt?: true
+  kind?: true
   createdAt?: true
   updatedAt?: true
 }
@@ -142,6 +146,7 @@ export type ContactMaxAggregateInputType = {
   consentAt?: true
   callPermissionStatus?: true
   callPermissionExpiresAt?: true
+  kind?: true
   createdAt?: true
   updatedAt?: true
 }
@@ -164,6 +169,7 @@ export type ContactCountAggregateInputType = {
   consentAt?: true
   callPermissionStatus?: true
   callPermissionExpiresAt?: true
+  kind?: true
   createdAt?: true
   updatedAt?: true
   _all?: true
@@ -273,6 +279,7 @@ export type ContactGroupByOutputType = {
   consentAt: Date | null
   callPermissionStatus: string | null
   callPermissionExpiresAt: Date | null
+  kind: string
   createdAt: Date
   updatedAt: Date
   _count: ContactCountAggregateOutputType | null
@@ -318,6 +325,7 @@ export type ContactWhereInput = {
   consentAt?: Prisma.DateTimeNullableFilter<"Contact"> | Date | string | null
   callPermissionStatus?: Prisma.StringNullableFilter<"Contact"> | string | null
   callPermissionExpiresAt?: Prisma.DateTimeNullableFilter<"Contact"> | Date | string | null
+  kind?: Prisma.StringFilter<"Contact"> | string
   createdAt?: Prisma.DateTimeFilter<"Contact"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Contact"> | Date | string
   project?: Prisma.XOR<Prisma.ProjectScalarRelationFilter, Prisma.ProjectWhereInput>
@@ -342,6 +350,7 @@ export type ContactOrderByWithRelationInput = {
   consentAt?: Prisma.SortOrderInput | Prisma.SortOrder
   callPermissionStatus?: Prisma.SortOrderInput | Prisma.SortOrder
   callPermissionExpiresAt?: Prisma.SortOrderInput | Prisma.SortOrder
+  kind?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
   project?: Prisma.ProjectOrderByWithRelationInput
@@ -371,6 +380,7 @@ export type ContactWhereUniqueInput = Prisma.AtLeast<{
   consentAt?: Prisma.DateTimeNullableFilter<"Contact"> | Date | string | null
   callPermissionStatus?: Prisma.StringNullableFilter<"Contact"> | string | null
   callPermissionExpiresAt?: Prisma.DateTimeNullableFilter<"Contact"> | Date | string | null
+  kind?: Prisma.StringFilter<"Contact"> | string
   createdAt?: Prisma.DateTimeFilter<"Contact"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Contact"> | Date | string
   project?: Prisma.XOR<Prisma.ProjectScalarRelationFilter, Prisma.ProjectWhereInput>
@@ -395,6 +405,7 @@ export type ContactOrderByWithAggregationInput = {
   consentAt?: Prisma.SortOrderInput | Prisma.SortOrder
   callPermissionStatus?: Prisma.SortOrderInput | Prisma.SortOrder
   callPermissionExpiresAt?: Prisma.SortOrderInput | Prisma.SortOrder
+  kind?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
   _count?: Prisma.ContactCountOrderByAggregateInput
@@ -425,6 +436,7 @@ export type ContactScalarWhereWithAggregatesInput = {
   consentAt?: Prisma.DateTimeNullableWithAggregatesFilter<"Contact"> | Date | string | null
   callPermissionStatus?: Prisma.StringNullableWithAggregatesFilter<"Contact"> | string | null
   callPermissionExpiresAt?: Prisma.DateTimeNullableWithAggregatesFilter<"Contact"> | Date | string | null
+  kind?: Prisma.StringWithAggregatesFilter<"Contact"> | string
   createdAt?: Prisma.DateTimeWithAggregatesFilter<"Contact"> | Date | string
   updatedAt?: Prisma.DateTimeWithAggregatesFilter<"Contact"> | Date | string
 }
@@ -446,6 +458,7 @@ export type ContactCreateInput = {
   consentAt?: Date | string | null
   callPermissionStatus?: string | null
   callPermissionExpiresAt?: Date | string | null
+  kind?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   project: Prisma.ProjectCreateNestedOneWithoutContactsInput
@@ -470,6 +483,7 @@ export type ContactUncheckedCreateInput = {
   consentAt?: Date | string | null
   callPermissionStatus?: string | null
   callPermissionExpiresAt?: Date | string | null
+  kind?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutContactInput
@@ -492,6 +506,7 @@ export type ContactUpdateInput = {
   consentAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   callPermissionStatus?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   callPermissionExpiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  kind?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   project?: Prisma.ProjectUpdateOneRequiredWithoutContactsNestedInput
@@ -516,6 +531,7 @@ export type ContactUncheckedUpdateInput = {
   consentAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   callPermissionStatus?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   callPermissionExpiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  kind?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutContactNestedInput
@@ -539,6 +555,7 @@ export type ContactCreateManyInput = {
   consentAt?: Date | string | null
   callPermissionStatus?: string | null
   callPermissionExpiresAt?: Date | string | null
+  kind?: string
   createdAt?: Date | string
   updatedAt?: Date | string
 }
@@ -560,6 +577,7 @@ export type ContactUpdateManyMutationInput = {
   consentAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   callPermissionStatus?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   callPermissionExpiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  kind?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -582,6 +600,7 @@ export type ContactUncheckedUpdateManyInput = {
   consentAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   callPermissionStatus?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   callPermissionExpiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  kind?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -624,6 +643,7 @@ export type ContactCountOrderByAggregateInput = {
   consentAt?: Prisma.SortOrder
   callPermissionStatus?: Prisma.SortOrder
   callPermissionExpiresAt?: Prisma.SortOrder
+  kind?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -648,6 +668,7 @@ export type ContactMaxOrderByAggregateInput = {
   consentAt?: Prisma.SortOrder
   callPermissionStatus?: Prisma.SortOrder
   callPermissionExpiresAt?: Prisma.SortOrder
+  kind?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -668,6 +689,7 @@ export type ContactMinOrderByAggregateInput = {
   consentAt?: Prisma.SortOrder
   callPermissionStatus?: Prisma.SortOrder
   callPermissionExpiresAt?: Prisma.SortOrder
+  kind?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -771,6 +793,7 @@ export type ContactCreateWithoutProjectInput = {
   consentAt?: Date | string | null
   callPermissionStatus?: string | null
   callPermissionExpiresAt?: Date | string | null
+  kind?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   conversations?: Prisma.ConversationCreateNestedManyWithoutContactInput
@@ -793,6 +816,7 @@ export type ContactUncheckedCreateWithoutProjectInput = {
   consentAt?: Date | string | null
   callPermissionStatus?: string | null
   callPermissionExpiresAt?: Date | string | null
+  kind?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutContactInput
@@ -845,6 +869,7 @@ export type ContactScalarWhereInput = {
   consentAt?: Prisma.DateTimeNullableFilter<"Contact"> | Date | string | null
   callPermissionStatus?: Prisma.StringNullableFilter<"Contact"> | string | null
   callPermissionExpiresAt?: Prisma.DateTimeNullableFilter<"Contact"> | Date | string | null
+  kind?: Prisma.StringFilter<"Contact"> | string
   createdAt?: Prisma.DateTimeFilter<"Contact"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Contact"> | Date | string
 }
@@ -866,6 +891,7 @@ export type ContactCreateWithoutConversationsInput = {
   consentAt?: Date | string | null
   callPermissionStatus?: string | null
   callPermissionExpiresAt?: Date | string | null
+  kind?: string
   createdAt?: Date | string
   updatedAt?: Date | string
   project: Prisma.ProjectCreateNestedOneWithoutContactsInput
@@ -889,6 +915,7 @@ export type ContactUncheckedCreateWithoutConversationsInput = {
   consentAt?: Date | string | null
   callPermissionStatus?: string | null
   callPermissionExpiresAt?: Date | string | null
+  kind?: string
   createdAt?: Date | string
   updatedAt?: Date | string
 }
@@ -926,6 +953,7 @@ export type ContactUpdateWithoutConversationsInput = {
   consentAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   callPermissionStatus?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   callPermissionExpiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  kind?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   project?: Prisma.ProjectUpdateOneRequiredWithoutContactsNestedInput
@@ -949,6 +977,7 @@ export type ContactUncheckedUpdateWithoutConversationsInput = {
   consentAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   callPermissionStatus?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   callPermissionExpiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  kind?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -970,6 +999,7 @@ export type ContactCreateManyProjectInput = {
   consentAt?: Date | string | null
   callPermissionStatus?: string | null
   callPermissionExpiresAt?: Date | string | null
+  kind?: string
   createdAt?: Date | string
   updatedAt?: Date | string
 }
@@ -991,6 +1021,7 @@ export type ContactUpdateWithoutProjectInput = {
   consentAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   callPermissionStatus?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   callPermissionExpiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  kind?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   conversations?: Prisma.ConversationUpdateManyWithoutContactNestedInput
@@ -1013,6 +1044,7 @@ export type ContactUncheckedUpdateWithoutProjectInput = {
   consentAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   callPermissionStatus?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   callPermissionExpiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  kind?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutContactNestedInput
@@ -1035,6 +1067,7 @@ export type ContactUncheckedUpdateManyWithoutProjectInput = {
   consentAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   callPermissionStatus?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   callPermissionExpiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  kind?: Prisma.StringFieldUpdateOperationsInput | string
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -1088,6 +1121,7 @@ export type ContactSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs 
   consentAt?: boolean
   callPermissionStatus?: boolean
   callPermissionExpiresAt?: boolean
+  kind?: boolean
   createdAt?: boolean
   updatedAt?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
@@ -1113,6 +1147,7 @@ export type ContactSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Exten
   consentAt?: boolean
   callPermissionStatus?: boolean
   callPermissionExpiresAt?: boolean
+  kind?: boolean
   createdAt?: boolean
   updatedAt?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
@@ -1136,6 +1171,7 @@ export type ContactSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Exten
   consentAt?: boolean
   callPermissionStatus?: boolean
   callPermissionExpiresAt?: boolean
+  kind?: boolean
   createdAt?: boolean
   updatedAt?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
@@ -1159,11 +1195,12 @@ export type ContactSelectScalar = {
   consentAt?: boolean
   callPermissionStatus?: boolean
   callPermissionExpiresAt?: boolean
+  kind?: boolean
   createdAt?: boolean
   updatedAt?: boolean
 }
 
-export type ContactOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "phone" | "userId" | "parentUserId" | "username" | "name" | "tags" | "attributes" | "optedIn" | "optedInAt" | "optInImportId" | "optedOutAt" | "consentSource" | "consentAt" | "callPermissionStatus" | "callPermissionExpiresAt" | "createdAt" | "updatedAt", ExtArgs["result"]["contact"]>
+export type ContactOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "phone" | "userId" | "parentUserId" | "username" | "name" | "tags" | "attributes" | "optedIn" | "optedInAt" | "optInImportId" | "optedOutAt" | "consentSource" | "consentAt" | "callPermissionStatus" | "callPermissionExpiresAt" | "kind" | "createdAt" | "updatedAt", ExtArgs["result"]["contact"]>
 export type ContactInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
   conversations?: boolean | Prisma.Contact$conversationsArgs<ExtArgs>
@@ -1227,6 +1264,11 @@ export type $ContactPayload<ExtArgs extends runtime.Types.Extensions.InternalArg
      */
     callPermissionStatus: string | null
     callPermissionExpiresAt: Date | null
+    /**
+     * `customer`, or `group`: the record a WhatsApp group's conversation belongs to (docs/groups.md;
+     * no phone, no user id; never listed as a contact nor in a broadcast's audience).
+     */
+    kind: string
     createdAt: Date
     updatedAt: Date
   }, ExtArgs["result"]["contact"]>
@@ -1671,6 +1713,7 @@ export interface ContactFieldRefs {
   readonly consentAt: Prisma.FieldRef<"Contact", 'DateTime'>
   readonly callPermissionStatus: Prisma.FieldRef<"Contact", 'String'>
   readonly callPermissionExpiresAt: Prisma.FieldRef<"Contact", 'DateTime'>
+  readonly kind: Prisma.FieldRef<"Contact", 'String'>
   readonly createdAt: Prisma.FieldRef<"Contact", 'DateTime'>
   readonly updatedAt: Prisma.FieldRef<"Contact", 'DateTime'>
 }

@@ -255,6 +255,7 @@ export type ProjectWhereInput = {
   conversations?: Prisma.ConversationListRelationFilter
   messages?: Prisma.MessageListRelationFilter
   calls?: Prisma.CallListRelationFilter
+  groups?: Prisma.GroupListRelationFilter
   events?: Prisma.EventListRelationFilter
   idempotencyRecords?: Prisma.IdempotencyRecordListRelationFilter
   sendCounters?: Prisma.SendCounterListRelationFilter
@@ -292,6 +293,7 @@ export type ProjectOrderByWithRelationInput = {
   conversations?: Prisma.ConversationOrderByRelationAggregateInput
   messages?: Prisma.MessageOrderByRelationAggregateInput
   calls?: Prisma.CallOrderByRelationAggregateInput
+  groups?: Prisma.GroupOrderByRelationAggregateInput
   events?: Prisma.EventOrderByRelationAggregateInput
   idempotencyRecords?: Prisma.IdempotencyRecordOrderByRelationAggregateInput
   sendCounters?: Prisma.SendCounterOrderByRelationAggregateInput
@@ -332,6 +334,7 @@ export type ProjectWhereUniqueInput = Prisma.AtLeast<{
   conversations?: Prisma.ConversationListRelationFilter
   messages?: Prisma.MessageListRelationFilter
   calls?: Prisma.CallListRelationFilter
+  groups?: Prisma.GroupListRelationFilter
   events?: Prisma.EventListRelationFilter
   idempotencyRecords?: Prisma.IdempotencyRecordListRelationFilter
   sendCounters?: Prisma.SendCounterListRelationFilter
@@ -401,6 +404,7 @@ export type ProjectCreateInput = {
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
@@ -438,6 +442,7 @@ export type ProjectUncheckedCreateInput = {
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
@@ -475,6 +480,7 @@ export type ProjectUpdateInput = {
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
@@ -512,6 +518,7 @@ export type ProjectUncheckedUpdateInput = {
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
@@ -987,6 +994,20 @@ export type ProjectUpdateOneRequiredWithoutCallsNestedInput = {
   update?: Prisma.XOR<Prisma.XOR<Prisma.ProjectUpdateToOneWithWhereWithoutCallsInput, Prisma.ProjectUpdateWithoutCallsInput>, Prisma.ProjectUncheckedUpdateWithoutCallsInput>
 }
 
+export type ProjectCreateNestedOneWithoutGroupsInput = {
+  create?: Prisma.XOR<Prisma.ProjectCreateWithoutGroupsInput, Prisma.ProjectUncheckedCreateWithoutGroupsInput>
+  connectOrCreate?: Prisma.ProjectCreateOrConnectWithoutGroupsInput
+  connect?: Prisma.ProjectWhereUniqueInput
+}
+
+export type ProjectUpdateOneRequiredWithoutGroupsNestedInput = {
+  create?: Prisma.XOR<Prisma.ProjectCreateWithoutGroupsInput, Prisma.ProjectUncheckedCreateWithoutGroupsInput>
+  connectOrCreate?: Prisma.ProjectCreateOrConnectWithoutGroupsInput
+  upsert?: Prisma.ProjectUpsertWithoutGroupsInput
+  connect?: Prisma.ProjectWhereUniqueInput
+  update?: Prisma.XOR<Prisma.XOR<Prisma.ProjectUpdateToOneWithWhereWithoutGroupsInput, Prisma.ProjectUpdateWithoutGroupsInput>, Prisma.ProjectUncheckedUpdateWithoutGroupsInput>
+}
+
 export type ProjectCreateWithoutApiKeysInput = {
   id: string
   name: string
@@ -1003,6 +1024,7 @@ export type ProjectCreateWithoutApiKeysInput = {
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
@@ -1039,6 +1061,7 @@ export type ProjectUncheckedCreateWithoutApiKeysInput = {
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
@@ -1091,6 +1114,7 @@ export type ProjectUpdateWithoutApiKeysInput = {
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
@@ -1127,6 +1151,7 @@ export type ProjectUncheckedUpdateWithoutApiKeysInput = {
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
@@ -1163,6 +1188,7 @@ export type ProjectCreateWithoutConnectionsInput = {
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
@@ -1199,6 +1225,7 @@ export type ProjectUncheckedCreateWithoutConnectionsInput = {
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
@@ -1251,6 +1278,7 @@ export type ProjectUpdateWithoutConnectionsInput = {
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
@@ -1287,6 +1315,7 @@ export type ProjectUncheckedUpdateWithoutConnectionsInput = {
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
@@ -1323,6 +1352,7 @@ export type ProjectCreateWithoutChannelInput = {
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
@@ -1359,6 +1389,7 @@ export type ProjectUncheckedCreateWithoutChannelInput = {
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
@@ -1411,6 +1442,7 @@ export type ProjectUpdateWithoutChannelInput = {
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
@@ -1447,6 +1479,7 @@ export type ProjectUncheckedUpdateWithoutChannelInput = {
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
@@ -1483,6 +1516,7 @@ export type ProjectCreateWithoutContactsInput = {
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
@@ -1519,6 +1553,7 @@ export type ProjectUncheckedCreateWithoutContactsInput = {
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
@@ -1571,6 +1606,7 @@ export type ProjectUpdateWithoutContactsInput = {
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
@@ -1607,6 +1643,7 @@ export type ProjectUncheckedUpdateWithoutContactsInput = {
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
@@ -1643,6 +1680,7 @@ export type ProjectCreateWithoutConversationsInput = {
   contacts?: Prisma.ContactCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
@@ -1679,6 +1717,7 @@ export type ProjectUncheckedCreateWithoutConversationsInput = {
   contacts?: Prisma.ContactUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
@@ -1731,6 +1770,7 @@ export type ProjectUpdateWithoutConversationsInput = {
   contacts?: Prisma.ContactUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
@@ -1767,6 +1807,7 @@ export type ProjectUncheckedUpdateWithoutConversationsInput = {
   contacts?: Prisma.ContactUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
@@ -1804,6 +1845,7 @@ export type ProjectCreateWithoutConversationNotesInput = {
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
@@ -1840,6 +1882,7 @@ export type ProjectUncheckedCreateWithoutConversationNotesInput = {
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
@@ -1892,6 +1935,7 @@ export type ProjectUpdateWithoutConversationNotesInput = {
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
@@ -1928,6 +1972,7 @@ export type ProjectUncheckedUpdateWithoutConversationNotesInput = {
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
@@ -1964,6 +2009,7 @@ export type ProjectCreateWithoutCannedRepliesInput = {
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
@@ -2000,6 +2046,7 @@ export type ProjectUncheckedCreateWithoutCannedRepliesInput = {
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
@@ -2052,6 +2099,7 @@ export type ProjectUpdateWithoutCannedRepliesInput = {
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
@@ -2088,6 +2136,7 @@ export type ProjectUncheckedUpdateWithoutCannedRepliesInput = {
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
@@ -2123,6 +2172,7 @@ export type ProjectCreateWithoutMessagesInput = {
   contacts?: Prisma.ContactCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
@@ -2159,6 +2209,7 @@ export type ProjectUncheckedCreateWithoutMessagesInput = {
   contacts?: Prisma.ContactUncheckedCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
@@ -2211,6 +2262,7 @@ export type ProjectUpdateWithoutMessagesInput = {
   contacts?: Prisma.ContactUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
@@ -2247,6 +2299,7 @@ export type ProjectUncheckedUpdateWithoutMessagesInput = {
   contacts?: Prisma.ContactUncheckedUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
@@ -2284,6 +2337,7 @@ export type ProjectCreateWithoutEventsInput = {
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
   apiErrors?: Prisma.ProjectApiErrorCreateNestedManyWithoutProjectInput
@@ -2320,6 +2374,7 @@ export type ProjectUncheckedCreateWithoutEventsInput = {
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
   apiErrors?: Prisma.ProjectApiErrorUncheckedCreateNestedManyWithoutProjectInput
@@ -2372,6 +2427,7 @@ export type ProjectUpdateWithoutEventsInput = {
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
   apiErrors?: Prisma.ProjectApiErrorUpdateManyWithoutProjectNestedInput
@@ -2408,6 +2464,7 @@ export type ProjectUncheckedUpdateWithoutEventsInput = {
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
   apiErrors?: Prisma.ProjectApiErrorUncheckedUpdateManyWithoutProjectNestedInput
@@ -2444,6 +2501,7 @@ export type ProjectCreateWithoutIdempotencyRecordsInput = {
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
   apiErrors?: Prisma.ProjectApiErrorCreateNestedManyWithoutProjectInput
@@ -2480,6 +2538,7 @@ export type ProjectUncheckedCreateWithoutIdempotencyRecordsInput = {
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
   apiErrors?: Prisma.ProjectApiErrorUncheckedCreateNestedManyWithoutProjectInput
@@ -2532,6 +2591,7 @@ export type ProjectUpdateWithoutIdempotencyRecordsInput = {
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
   apiErrors?: Prisma.ProjectApiErrorUpdateManyWithoutProjectNestedInput
@@ -2568,6 +2628,7 @@ export type ProjectUncheckedUpdateWithoutIdempotencyRecordsInput = {
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
   apiErrors?: Prisma.ProjectApiErrorUncheckedUpdateManyWithoutProjectNestedInput
@@ -2604,6 +2665,7 @@ export type ProjectCreateWithoutSendCountersInput = {
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   apiErrors?: Prisma.ProjectApiErrorCreateNestedManyWithoutProjectInput
@@ -2640,6 +2702,7 @@ export type ProjectUncheckedCreateWithoutSendCountersInput = {
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   apiErrors?: Prisma.ProjectApiErrorUncheckedCreateNestedManyWithoutProjectInput
@@ -2692,6 +2755,7 @@ export type ProjectUpdateWithoutSendCountersInput = {
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   apiErrors?: Prisma.ProjectApiErrorUpdateManyWithoutProjectNestedInput
@@ -2728,6 +2792,7 @@ export type ProjectUncheckedUpdateWithoutSendCountersInput = {
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   apiErrors?: Prisma.ProjectApiErrorUncheckedUpdateManyWithoutProjectNestedInput
@@ -2764,6 +2829,7 @@ export type ProjectCreateWithoutApiErrorsInput = {
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
@@ -2800,6 +2866,7 @@ export type ProjectUncheckedCreateWithoutApiErrorsInput = {
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
@@ -2852,6 +2919,7 @@ export type ProjectUpdateWithoutApiErrorsInput = {
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
@@ -2888,6 +2956,7 @@ export type ProjectUncheckedUpdateWithoutApiErrorsInput = {
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
@@ -2924,6 +2993,7 @@ export type ProjectCreateWithoutTemplatesInput = {
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
@@ -2960,6 +3030,7 @@ export type ProjectUncheckedCreateWithoutTemplatesInput = {
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
@@ -3012,6 +3083,7 @@ export type ProjectUpdateWithoutTemplatesInput = {
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
@@ -3048,6 +3120,7 @@ export type ProjectUncheckedUpdateWithoutTemplatesInput = {
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
@@ -3084,6 +3157,7 @@ export type ProjectCreateWithoutWebhooksInput = {
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
@@ -3120,6 +3194,7 @@ export type ProjectUncheckedCreateWithoutWebhooksInput = {
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
@@ -3172,6 +3247,7 @@ export type ProjectUpdateWithoutWebhooksInput = {
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
@@ -3208,6 +3284,7 @@ export type ProjectUncheckedUpdateWithoutWebhooksInput = {
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
@@ -3244,6 +3321,7 @@ export type ProjectCreateWithoutRuntimeTokensInput = {
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
@@ -3280,6 +3358,7 @@ export type ProjectUncheckedCreateWithoutRuntimeTokensInput = {
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
@@ -3332,6 +3411,7 @@ export type ProjectUpdateWithoutRuntimeTokensInput = {
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
@@ -3368,6 +3448,7 @@ export type ProjectUncheckedUpdateWithoutRuntimeTokensInput = {
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
@@ -3404,6 +3485,7 @@ export type ProjectCreateWithoutMediaAssetsInput = {
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
@@ -3440,6 +3522,7 @@ export type ProjectUncheckedCreateWithoutMediaAssetsInput = {
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
@@ -3492,6 +3575,7 @@ export type ProjectUpdateWithoutMediaAssetsInput = {
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
@@ -3528,6 +3612,7 @@ export type ProjectUncheckedUpdateWithoutMediaAssetsInput = {
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
@@ -3564,6 +3649,7 @@ export type ProjectCreateWithoutHeaderSamplesInput = {
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
@@ -3600,6 +3686,7 @@ export type ProjectUncheckedCreateWithoutHeaderSamplesInput = {
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
@@ -3652,6 +3739,7 @@ export type ProjectUpdateWithoutHeaderSamplesInput = {
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
@@ -3688,6 +3776,7 @@ export type ProjectUncheckedUpdateWithoutHeaderSamplesInput = {
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
@@ -3724,6 +3813,7 @@ export type ProjectCreateWithoutSegmentsInput = {
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
@@ -3760,6 +3850,7 @@ export type ProjectUncheckedCreateWithoutSegmentsInput = {
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
@@ -3812,6 +3903,7 @@ export type ProjectUpdateWithoutSegmentsInput = {
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
@@ -3848,6 +3940,7 @@ export type ProjectUncheckedUpdateWithoutSegmentsInput = {
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
@@ -3884,6 +3977,7 @@ export type ProjectCreateWithoutBroadcastsInput = {
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
@@ -3920,6 +4014,7 @@ export type ProjectUncheckedCreateWithoutBroadcastsInput = {
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
@@ -3972,6 +4067,7 @@ export type ProjectUpdateWithoutBroadcastsInput = {
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
@@ -4008,6 +4104,7 @@ export type ProjectUncheckedUpdateWithoutBroadcastsInput = {
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
@@ -4044,6 +4141,7 @@ export type ProjectCreateWithoutContactImportsInput = {
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
@@ -4080,6 +4178,7 @@ export type ProjectUncheckedCreateWithoutContactImportsInput = {
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
@@ -4132,6 +4231,7 @@ export type ProjectUpdateWithoutContactImportsInput = {
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
@@ -4168,6 +4268,7 @@ export type ProjectUncheckedUpdateWithoutContactImportsInput = {
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
@@ -4204,6 +4305,7 @@ export type ProjectCreateWithoutProjectFilesInput = {
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
@@ -4240,6 +4342,7 @@ export type ProjectUncheckedCreateWithoutProjectFilesInput = {
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
@@ -4292,6 +4395,7 @@ export type ProjectUpdateWithoutProjectFilesInput = {
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
@@ -4328,6 +4432,7 @@ export type ProjectUncheckedUpdateWithoutProjectFilesInput = {
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
@@ -4364,6 +4469,7 @@ export type ProjectCreateWithoutFlowsInput = {
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
@@ -4400,6 +4506,7 @@ export type ProjectUncheckedCreateWithoutFlowsInput = {
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
@@ -4452,6 +4559,7 @@ export type ProjectUpdateWithoutFlowsInput = {
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
@@ -4488,6 +4596,7 @@ export type ProjectUncheckedUpdateWithoutFlowsInput = {
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
@@ -4524,6 +4633,7 @@ export type ProjectCreateWithoutDashboardMembersInput = {
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
@@ -4560,6 +4670,7 @@ export type ProjectUncheckedCreateWithoutDashboardMembersInput = {
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
@@ -4612,6 +4723,7 @@ export type ProjectUpdateWithoutDashboardMembersInput = {
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
@@ -4648,6 +4760,7 @@ export type ProjectUncheckedUpdateWithoutDashboardMembersInput = {
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
@@ -4684,6 +4797,7 @@ export type ProjectCreateWithoutDashboardInvitesInput = {
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
@@ -4720,6 +4834,7 @@ export type ProjectUncheckedCreateWithoutDashboardInvitesInput = {
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
   calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
@@ -4772,6 +4887,7 @@ export type ProjectUpdateWithoutDashboardInvitesInput = {
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
@@ -4808,6 +4924,7 @@ export type ProjectUncheckedUpdateWithoutDashboardInvitesInput = {
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
   calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
@@ -4843,6 +4960,7 @@ export type ProjectCreateWithoutCallsInput = {
   contacts?: Prisma.ContactCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupCreateNestedManyWithoutProjectInput
   events?: Prisma.EventCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
@@ -4879,6 +4997,7 @@ export type ProjectUncheckedCreateWithoutCallsInput = {
   contacts?: Prisma.ContactUncheckedCreateNestedManyWithoutProjectInput
   conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupUncheckedCreateNestedManyWithoutProjectInput
   events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
   sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
@@ -4931,6 +5050,7 @@ export type ProjectUpdateWithoutCallsInput = {
   contacts?: Prisma.ContactUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
@@ -4967,6 +5087,171 @@ export type ProjectUncheckedUpdateWithoutCallsInput = {
   contacts?: Prisma.ContactUncheckedUpdateManyWithoutProjectNestedInput
   conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
   messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUncheckedUpdateManyWithoutProjectNestedInput
+  events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
+  idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
+  sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedUpdateManyWithoutProjectNestedInput
+  templates?: Prisma.TemplateUncheckedUpdateManyWithoutProjectNestedInput
+  webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
+  runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
+  mediaAssets?: Prisma.MediaAssetUncheckedUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUncheckedUpdateManyWithoutProjectNestedInput
+  headerSamples?: Prisma.HeaderSampleUncheckedUpdateManyWithoutProjectNestedInput
+  segments?: Prisma.SegmentUncheckedUpdateManyWithoutProjectNestedInput
+  broadcasts?: Prisma.BroadcastUncheckedUpdateManyWithoutProjectNestedInput
+  contactImports?: Prisma.ContactImportUncheckedUpdateManyWithoutProjectNestedInput
+  flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
+  dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
+}
+
+export type ProjectCreateWithoutGroupsInput = {
+  id: string
+  name: string
+  status?: $Enums.ProjectStatus
+  dailySendQuota?: number
+  conversationReserve?: number
+  consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
+  createdAt?: Date | string
+  updatedAt?: Date | string
+  apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutProjectInput
+  connections?: Prisma.ConnectionProjectCreateNestedManyWithoutProjectInput
+  channel?: Prisma.ChannelSettingsCreateNestedOneWithoutProjectInput
+  contacts?: Prisma.ContactCreateNestedManyWithoutProjectInput
+  conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
+  messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallCreateNestedManyWithoutProjectInput
+  events?: Prisma.EventCreateNestedManyWithoutProjectInput
+  idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
+  sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorCreateNestedManyWithoutProjectInput
+  templates?: Prisma.TemplateCreateNestedManyWithoutProjectInput
+  webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
+  runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
+  mediaAssets?: Prisma.MediaAssetCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileCreateNestedManyWithoutProjectInput
+  headerSamples?: Prisma.HeaderSampleCreateNestedManyWithoutProjectInput
+  segments?: Prisma.SegmentCreateNestedManyWithoutProjectInput
+  broadcasts?: Prisma.BroadcastCreateNestedManyWithoutProjectInput
+  contactImports?: Prisma.ContactImportCreateNestedManyWithoutProjectInput
+  flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
+  dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
+}
+
+export type ProjectUncheckedCreateWithoutGroupsInput = {
+  id: string
+  name: string
+  status?: $Enums.ProjectStatus
+  dailySendQuota?: number
+  conversationReserve?: number
+  consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
+  createdAt?: Date | string
+  updatedAt?: Date | string
+  apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutProjectInput
+  connections?: Prisma.ConnectionProjectUncheckedCreateNestedManyWithoutProjectInput
+  channel?: Prisma.ChannelSettingsUncheckedCreateNestedOneWithoutProjectInput
+  contacts?: Prisma.ContactUncheckedCreateNestedManyWithoutProjectInput
+  conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
+  messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
+  events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
+  idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
+  sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedCreateNestedManyWithoutProjectInput
+  templates?: Prisma.TemplateUncheckedCreateNestedManyWithoutProjectInput
+  webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
+  runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
+  mediaAssets?: Prisma.MediaAssetUncheckedCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileUncheckedCreateNestedManyWithoutProjectInput
+  headerSamples?: Prisma.HeaderSampleUncheckedCreateNestedManyWithoutProjectInput
+  segments?: Prisma.SegmentUncheckedCreateNestedManyWithoutProjectInput
+  broadcasts?: Prisma.BroadcastUncheckedCreateNestedManyWithoutProjectInput
+  contactImports?: Prisma.ContactImportUncheckedCreateNestedManyWithoutProjectInput
+  flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
+  dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
+}
+
+export type ProjectCreateOrConnectWithoutGroupsInput = {
+  where: Prisma.ProjectWhereUniqueInput
+  create: Prisma.XOR<Prisma.ProjectCreateWithoutGroupsInput, Prisma.ProjectUncheckedCreateWithoutGroupsInput>
+}
+
+export type ProjectUpsertWithoutGroupsInput = {
+  update: Prisma.XOR<Prisma.ProjectUpdateWithoutGroupsInput, Prisma.ProjectUncheckedUpdateWithoutGroupsInput>
+  create: Prisma.XOR<Prisma.ProjectCreateWithoutGroupsInput, Prisma.ProjectUncheckedCreateWithoutGroupsInput>
+  where?: Prisma.ProjectWhereInput
+}
+
+export type ProjectUpdateToOneWithWhereWithoutGroupsInput = {
+  where?: Prisma.ProjectWhereInput
+  data: Prisma.XOR<Prisma.ProjectUpdateWithoutGroupsInput, Prisma.ProjectUncheckedUpdateWithoutGroupsInput>
+}
+
+export type ProjectUpdateWithoutGroupsInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  name?: Prisma.StringFieldUpdateOperationsInput | string
+  status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
+  dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
+  consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  apiKeys?: Prisma.ApiKeyUpdateManyWithoutProjectNestedInput
+  connections?: Prisma.ConnectionProjectUpdateManyWithoutProjectNestedInput
+  channel?: Prisma.ChannelSettingsUpdateOneWithoutProjectNestedInput
+  contacts?: Prisma.ContactUpdateManyWithoutProjectNestedInput
+  conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
+  messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
+  events?: Prisma.EventUpdateManyWithoutProjectNestedInput
+  idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
+  sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUpdateManyWithoutProjectNestedInput
+  templates?: Prisma.TemplateUpdateManyWithoutProjectNestedInput
+  webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
+  runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
+  mediaAssets?: Prisma.MediaAssetUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUpdateManyWithoutProjectNestedInput
+  headerSamples?: Prisma.HeaderSampleUpdateManyWithoutProjectNestedInput
+  segments?: Prisma.SegmentUpdateManyWithoutProjectNestedInput
+  broadcasts?: Prisma.BroadcastUpdateManyWithoutProjectNestedInput
+  contactImports?: Prisma.ContactImportUpdateManyWithoutProjectNestedInput
+  flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
+  dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
+}
+
+export type ProjectUncheckedUpdateWithoutGroupsInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  name?: Prisma.StringFieldUpdateOperationsInput | string
+  status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
+  dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
+  consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutProjectNestedInput
+  connections?: Prisma.ConnectionProjectUncheckedUpdateManyWithoutProjectNestedInput
+  channel?: Prisma.ChannelSettingsUncheckedUpdateOneWithoutProjectNestedInput
+  contacts?: Prisma.ContactUncheckedUpdateManyWithoutProjectNestedInput
+  conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
+  messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
   events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
   idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
   sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
@@ -4999,6 +5284,7 @@ export type ProjectCountOutputType = {
   conversations: number
   messages: number
   calls: number
+  groups: number
   events: number
   idempotencyRecords: number
   sendCounters: number
@@ -5026,6 +5312,7 @@ export type ProjectCountOutputTypeSelect<ExtArgs extends runtime.Types.Extension
   conversations?: boolean | ProjectCountOutputTypeCountConversationsArgs
   messages?: boolean | ProjectCountOutputTypeCountMessagesArgs
   calls?: boolean | ProjectCountOutputTypeCountCallsArgs
+  groups?: boolean | ProjectCountOutputTypeCountGroupsArgs
   events?: boolean | ProjectCountOutputTypeCountEventsArgs
   idempotencyRecords?: boolean | ProjectCountOutputTypeCountIdempotencyRecordsArgs
   sendCounters?: boolean | ProjectCountOutputTypeCountSendCountersArgs
@@ -5096,6 +5383,13 @@ export type ProjectCountOutputTypeCountMessagesArgs<ExtArgs extends runtime.Type
  */
 export type ProjectCountOutputTypeCountCallsArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   where?: Prisma.CallWhereInput
+}
+
+/**
+ * ProjectCountOutputType without action
+ */
+export type ProjectCountOutputTypeCountGroupsArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  where?: Prisma.GroupWhereInput
 }
 
 /**
@@ -5242,6 +5536,7 @@ export type ProjectSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs 
   conversations?: boolean | Prisma.Project$conversationsArgs<ExtArgs>
   messages?: boolean | Prisma.Project$messagesArgs<ExtArgs>
   calls?: boolean | Prisma.Project$callsArgs<ExtArgs>
+  groups?: boolean | Prisma.Project$groupsArgs<ExtArgs>
   events?: boolean | Prisma.Project$eventsArgs<ExtArgs>
   idempotencyRecords?: boolean | Prisma.Project$idempotencyRecordsArgs<ExtArgs>
   sendCounters?: boolean | Prisma.Project$sendCountersArgs<ExtArgs>
@@ -5308,6 +5603,7 @@ export type ProjectInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs
   conversations?: boolean | Prisma.Project$conversationsArgs<ExtArgs>
   messages?: boolean | Prisma.Project$messagesArgs<ExtArgs>
   calls?: boolean | Prisma.Project$callsArgs<ExtArgs>
+  groups?: boolean | Prisma.Project$groupsArgs<ExtArgs>
   events?: boolean | Prisma.Project$eventsArgs<ExtArgs>
   idempotencyRecords?: boolean | Prisma.Project$idempotencyRecordsArgs<ExtArgs>
   sendCounters?: boolean | Prisma.Project$sendCountersArgs<ExtArgs>
@@ -5341,6 +5637,7 @@ export type $ProjectPayload<ExtArgs extends runtime.Types.Extensions.InternalArg
     conversations: Prisma.$ConversationPayload<ExtArgs>[]
     messages: Prisma.$MessagePayload<ExtArgs>[]
     calls: Prisma.$CallPayload<ExtArgs>[]
+    groups: Prisma.$GroupPayload<ExtArgs>[]
     events: Prisma.$EventPayload<ExtArgs>[]
     idempotencyRecords: Prisma.$IdempotencyRecordPayload<ExtArgs>[]
     sendCounters: Prisma.$SendCounterPayload<ExtArgs>[]
@@ -5788,6 +6085,7 @@ export interface Prisma__ProjectClient<T, Null = never, ExtArgs extends runtime.
   conversations<T extends Prisma.Project$conversationsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$conversationsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$ConversationPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   messages<T extends Prisma.Project$messagesArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$messagesArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$MessagePayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   calls<T extends Prisma.Project$callsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$callsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$CallPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
+  groups<T extends Prisma.Project$groupsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$groupsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$GroupPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   events<T extends Prisma.Project$eventsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$eventsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$EventPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   idempotencyRecords<T extends Prisma.Project$idempotencyRecordsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$idempotencyRecordsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$IdempotencyRecordPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   sendCounters<T extends Prisma.Project$sendCountersArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$sendCountersArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$SendCounterPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
@@ -6397,6 +6695,30 @@ export type Project$callsArgs<ExtArgs extends runtime.Types.Extensions.InternalA
   take?: number
   skip?: number
   distinct?: Prisma.CallScalarFieldEnum | Prisma.CallScalarFieldEnum[]
+}
+
+/**
+ * Project.groups
+ */
+export type Project$groupsArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  /**
+   * Select specific fields to fetch from the Group
+   */
+  select?: Prisma.GroupSelect<ExtArgs> | null
+  /**
+   * Omit specific fields from the Group
+   */
+  omit?: Prisma.GroupOmit<ExtArgs> | null
+  /**
+   * Choose, which related nodes to fetch as well
+   */
+  include?: Prisma.GroupInclude<ExtArgs> | null
+  where?: Prisma.GroupWhereInput
+  orderBy?: Prisma.GroupOrderByWithRelationInput | Prisma.GroupOrderByWithRelationInput[]
+  cursor?: Prisma.GroupWhereUniqueInput
+  take?: number
+  skip?: number
+  distinct?: Prisma.GroupScalarFieldEnum | Prisma.GroupScalarFieldEnum[]
 }
 
 /**
