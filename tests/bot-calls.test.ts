@@ -8,7 +8,7 @@
  * the call ring; a bot without `onCall` changes nothing; a bot acting on an unknown or ended call
  * gets a clean refusal.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
 import { botWorld, type BotProject } from './support/bots.js';
@@ -179,6 +179,10 @@ describe('bots and calls otherwise', () => {
   it('When the bot acts on an unknown call, or on a call that already ended, then it gets a clean refusal (not_found, conflict) and nothing reaches WhatsApp', async () => {
     const p = await w.botProject(`
 import { calls, sendText, type InboundCall, type InboundMessage } from './platform/runtime/index.js';
+
+// A deployed bot's events, or a group's notifications delivered twice, take 20 to 28 s on a loaded
+// two-core machine: above jest's default 30 s is a hang, not a slow machine. Not a retry.
+jest.setTimeout(90_000);
 export async function onMessage(m: InboundMessage): Promise<void> {
   const r = await calls.reject((m.text ?? '').trim());
   await sendText(m.from, r.ok ? 'rejected ' + r.call.status : 'refused ' + r.error.code);

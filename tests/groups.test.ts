@@ -8,12 +8,16 @@
  * is delivered twice at once (as two instances would take it) and changes the group once, with one
  * event; the notifications are Meta's shape and the Graph calls are ones Meta's contract accepts.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
 import { eventually } from './support/eventually.js';
 import { metaSchemas } from '../simulator/meta/validator.js';
 import { person } from './support/dashboard.js';
+
+// A deployed bot's events, or a group's notifications delivered twice, take 20 to 28 s on a loaded
+// two-core machine: above jest's default 30 s is a hang, not a slow machine. Not a retry.
+jest.setTimeout(90_000);
 
 let t: TestApp;
 beforeAll(async () => {
