@@ -20,7 +20,8 @@ import type { NextFunction, Request, Response } from 'express';
 import { ApiError } from '../lib/platform/errors.js';
 import type { AppDeps } from '../http/app-deps.js';
 import { onlyFor, operationOf } from '../http/dispatch.js';
-import { completeKey, completeLinkedKey, releaseKey, releaseLinkedKey, type StoredKey } from '../lib/platform/idempotency-store.js';
+import { completeLinkedKey, releaseKey, releaseLinkedKey, type StoredKey } from '../lib/platform/idempotency-store.js';
+import { claimBatched, completeBatched } from '../lib/platform/idempotency-batch.js';
 import { claimOnce, fingerprint } from '../lib/platform/idempotency.js';
 
 type Stored = StoredKey;
@@ -76,7 +77,8 @@ export function idempotency(deps: AppDeps) {
     const now = deps.clock.now();
 
     // Claim the key: insert, or take over a record that expired or was abandoned (lib/platform/idempotency.ts).
-    const held = await claimOnce(deps.db.pool, projectId, key, print, now);
+    // Batched with the project's other claims in flight (lib/platform/idempotency-batch.ts).
+    const held = await claimOnce(deps.db.pool, projectId, key, print, now, () => claimBatched(deps.db.pool, projectId, key, print, now));
     if (held.state !== 'claimed') {
       if (held.state === 'mismatch') {
         throw new ApiError('idempotency_key_mismatch', 'This Idempotency-Key was used with a different request; use a new key for a new request.');
@@ -110,7 +112,7 @@ export function idempotency(deps: AppDeps) {
       const settle =
         status >= 500
           ? release(deps, projectId, key, resolver, req.requestId)
-          : completeKey(deps.db.pool, projectId, key, status, body, Object.keys(headers).length ? headers : null);
+          : completeBatched(deps.db.pool, projectId, key, status, body, Object.keys(headers).length ? headers : null);
       settle
         .catch((e) => deps.logger.error('idempotency: could not settle key', { request_id: req.requestId, error: String(e) }))
         .finally(() => send(body));
