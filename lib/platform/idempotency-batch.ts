@@ -84,6 +84,8 @@ interface Answer {
   status: number;
   body: unknown;
   headers: Record<string, string> | null;
+  /** The body as JSON text when the caller has it already (it is stored as given). */
+  bodyJson?: string;
 }
 
 const claimers = new WeakMap<pg.Pool, Batcher<Claim, boolean>>();
@@ -112,7 +114,7 @@ export function claimBatched(pool: pg.Pool, projectId: string, key: string, fing
 }
 
 /** Stores the key's answer (completeKey's write), batched with the project's other completions in flight. */
-export function completeBatched(pool: pg.Pool, projectId: string, key: string, status: number, body: unknown, headers: Record<string, string> | null): Promise<void> {
+export function completeBatched(pool: pg.Pool, projectId: string, key: string, status: number, body: unknown, headers: Record<string, string> | null, bodyJson?: string): Promise<void> {
   let b = completers.get(pool);
   if (!b) {
     b = new Batcher<Answer, void>(async (project, items) => {
@@ -121,5 +123,5 @@ export function completeBatched(pool: pg.Pool, projectId: string, key: string, s
     }, (a) => a.key);
     completers.set(pool, b);
   }
-  return b.add(projectId, { key, status, body, headers });
+  return b.add(projectId, { key, status, body, headers, bodyJson });
 }

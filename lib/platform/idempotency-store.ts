@@ -123,7 +123,7 @@ export async function claimKeys(
 export async function completeKeys(
   db: Queryable,
   projectId: string,
-  answers: Array<{ key: string; status: number; body: unknown; headers: Record<string, string> | null }>,
+  answers: Array<{ key: string; status: number; body: unknown; headers: Record<string, string> | null; bodyJson?: string }>,
 ): Promise<void> {
   await db.query({
     name: 'idempotency-complete-many',
@@ -134,7 +134,7 @@ export async function completeKeys(
       projectId,
       answers.map((a) => a.key),
       answers.map((a) => a.status),
-      answers.map((a) => JSON.stringify(a.body)),
+      answers.map((a) => a.bodyJson ?? JSON.stringify(a.body)),
       answers.map((a) => (a.headers ? JSON.stringify(a.headers) : null)),
     ],
   });
