@@ -109,5 +109,8 @@ STOPSIGNAL SIGTERM
 # set, docs/traces.md), node as PID 1 (signals reach it). --max-old-space-size=512 also caps how far
 # V8 lets the heap grow past what is live before it collects, and MALLOC_ARENA_MAX=2 keeps V8's
 # background threads from holding an allocator arena each (docs/benchmarks.md, issue 49 item 3).
+# --liftoff-only: WebAssembly (Prisma's query compiler) stays in V8's baseline code, not also
+# recompiled by its optimising tier, which held about 60 MB; --max-semi-space-size=8: a 16 MB young
+# generation instead of 32 (docs/benchmarks.md, issue 62).
 ENV MALLOC_ARENA_MAX=2
-CMD ["node", "--no-node-snapshot", "--max-old-space-size=512", "--enable-source-maps", "--import", "./dist/lib/platform/tracing/preload.js", "dist/server.js"]
+CMD ["node", "--no-node-snapshot", "--max-old-space-size=512", "--max-semi-space-size=8", "--liftoff-only", "--enable-source-maps", "--import", "./dist/lib/platform/tracing/preload.js", "dist/server.js"]

@@ -10,9 +10,10 @@
  * - Every call has a deadline (`timeoutMs`; uploads `uploadTimeoutMs`) covering connect, send and
  *   reading the answer.
  */
-import axios, { type AxiosInstance, type AxiosResponse, type Method } from 'axios';
+import axios, { type AxiosInstance, type Method } from 'axios';
+import zlib from 'node:zlib';
 import http from 'node:http';
-import https from 'node:https';
+import https, { request as httpsRequest } from 'node:https';
 import type { Duplex } from 'node:stream';
 import { Readable } from 'node:stream';
 import type { Logger } from '../lib/platform/logger.js';
@@ -174,6 +175,10 @@ export class GraphTransport {
   readonly maxRequestBytes: number;
   private readonly logger?: Logger;
   private readonly onCall?: (op: string, outcome: string, ms: number) => void;
+  private readonly base: URL;
+  private readonly basePath: string;
+  private readonly userAgent: string;
+  private readonly maxResponseBytes: number;
 
   constructor(opts: CloudApiClientOptions) {
     const base = new URL(opts.baseUrl);
@@ -187,6 +192,10 @@ export class GraphTransport {
     this.maxRequestBytes = opts.maxRequestBytes ?? 110 * 1024 * 1024;
     this.logger = opts.logger;
     this.onCall = opts.onCall;
+    this.base = base;
+    this.basePath = base.pathname.replace(/\/+$/, '');
+    this.userAgent = opts.userAgent ?? 'messaging-service/1.0 (+whatsapp-cloud-api)';
+    this.maxResponseBytes = opts.maxResponseBytes ?? 8 * 1024 * 1024;
     const agentOpts = { keepAlive: true, keepAliveMsecs: 1_000, maxSockets: opts.maxSockets ?? 256, maxFreeSockets: 64, timeout: 60_000 };
     this.httpAgent = new GraphHttpAgent(agentOpts.keepAliveMsecs, agentOpts);
     this.httpsAgent = new GraphHttpsAgent(agentOpts.keepAliveMsecs, agentOpts);
@@ -195,7 +204,7 @@ export class GraphTransport {
       httpAgent: this.httpAgent,
       httpsAgent: this.httpsAgent,
       maxRedirects: 0,
-      maxContentLength: opts.maxResponseBytes ?? 8 * 1024 * 1024,
+      maxContentLength: this.maxResponseBytes,
       maxBodyLength: this.maxRequestBytes,
       validateStatus: () => true,
       // Bodies are parsed here, so that garbage is told apart from JSON.
@@ -204,7 +213,67 @@ export class GraphTransport {
       // Env proxies (HTTP_PROXY …) are not applied implicitly: the upstream is configured explicitly.
       proxy: false,
       decompress: true,
-      headers: { 'User-Agent': opts.userAgent ?? 'messaging-service/1.0 (+whatsapp-cloud-api)', Accept: 'application/json' },
+      headers: { 'User-Agent': this.userAgent, Accept: 'application/json' },
+    });
+  }
+
+  /** Whether a call takes the direct JSON path: no upload, no query, no headers of its own, a JSON body or none. */
+  private direct(spec: CallSpec): boolean {
+    if (spec.upload || spec.rawNode || spec.headers || spec.params) return false;
+    const d = spec.data;
+    return d === undefined || (typeof d === 'object' && d !== null && (Object.getPrototypeOf(d) === Object.prototype || Array.isArray(d)));
+  }
+
+  /**
+   * One JSON call on Node's HTTP client through the transport's keep-alive agents (issue 62): what
+   * axios did for such a call (the same request line and headers: User-Agent, Accept, JSON
+   * Content-Type and Content-Length, Authorization; no redirect followed, no proxy; the answer
+   * read as text up to maxResponseBytes and decompressed when the server compressed it anyway;
+   * the caller's abort signal as the deadline), without its per-request configuration merging,
+   * header objects, transforms and stream plumbing, which cost more than a send's own steps. The
+   * body is serialised once, as one string, and leaves with the headers in one write.
+   */
+  private jsonCall(method: string, path: string, data: unknown, authorization: string, signal: AbortSignal): Promise<{ status: number; headers: Record<string, unknown>; data: string }> {
+    return new Promise((resolve, reject) => {
+      const body = data === undefined ? undefined : JSON.stringify(data);
+      const headers: Record<string, string | number> = { 'User-Agent': this.userAgent, Accept: 'application/json', Authorization: authorization };
+      if (body !== undefined) {
+        headers['Content-Type'] = 'application/json';
+        headers['Content-Length'] = Buffer.byteLength(body);
+      }
+      const https = this.base.protocol === 'https:';
+      const req = (https ? httpsRequest : http.request)({
+        protocol: this.base.protocol,
+        hostname: this.base.hostname,
+        port: this.base.port || undefined,
+        method: method.toUpperCase(),
+        path: this.basePath + path,
+        headers,
+        agent: https ? this.httpsAgent : this.httpAgent,
+        signal,
+      }, (res) => {
+        const encoding = String(res.headers['content-encoding'] ?? '').toLowerCase();
+        const decoder = encoding === 'gzip' || encoding === 'x-gzip' ? zlib.createGunzip() : encoding === 'deflate' ? zlib.createInflate() : encoding === 'br' ? zlib.createBrotliDecompress() : null;
+        const stream = decoder ? res.pipe(decoder) : res;
+        if (decoder) res.on('error', (e) => decoder.destroy(e));
+        const chunks: Buffer[] = [];
+        let size = 0;
+        stream.on('data', (chunk: Buffer) => {
+          size += chunk.length;
+          if (size > this.maxResponseBytes) {
+            const e = Object.assign(new Error(`maxContentLength size of ${this.maxResponseBytes} exceeded`), { code: 'ERR_FR_MAX_CONTENT_LENGTH_EXCEEDED' });
+            req.destroy(e);
+            stream.destroy();
+            reject(e);
+            return;
+          }
+          chunks.push(chunk);
+        });
+        stream.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, data: chunks.length === 1 ? chunks[0].toString('utf8') : Buffer.concat(chunks).toString('utf8') }));
+        stream.on('error', reject);
+      });
+      req.on('error', reject);
+      req.end(body);
     });
   }
 
@@ -271,17 +340,21 @@ export class GraphTransport {
       ac.abort();
     }, deadlineMs);
     const started = Date.now();
-    let res: AxiosResponse<string>;
+    let res: { status: number; headers: Record<string, unknown>; data: unknown };
     try {
-      res = await this.http.request<string>({
-        method: spec.method,
-        url: path,
-        params,
-        data: spec.data,
-        headers: { ...spec.headers, Authorization: `${spec.scheme ?? 'Bearer'} ${creds.accessToken}` },
-        timeout: deadlineMs,
-        signal: ac.signal,
-      });
+      // A JSON call (no upload, no query, no headers of its own: a send among them) goes straight
+      // onto Node's HTTP client with the same keep-alive agents (jsonCall); the others through axios.
+      res = this.direct(spec)
+        ? await this.jsonCall(spec.method, path, spec.data, `${spec.scheme ?? 'Bearer'} ${creds.accessToken}`, ac.signal)
+        : await this.http.request<string>({
+            method: spec.method,
+            url: path,
+            params,
+            data: spec.data,
+            headers: { ...spec.headers, Authorization: `${spec.scheme ?? 'Bearer'} ${creds.accessToken}` },
+            timeout: deadlineMs,
+            signal: ac.signal,
+          });
     } catch (err) {
       clearTimeout(timer);
       if (guard?.mismatch) throw new TypeError(`CloudApiClient: ${spec.op} data length differs from the declared size`);

@@ -162,8 +162,11 @@ export function contractPipeline(opts: PipelineOptions): RequestHandler {
     ...steps.slice(0, meta + 1),
     perOperation(contract, [
       ...responseCheck,
-      // Ours after the validator's, so it sees the handler's body first (http/contract-checks/response-check.ts).
-      contractResponseCheck({ contract, sample: deps.config.responseCheckSample, logger: deps.logger, pathPrefix, onViolation: deps.onResponseViolation }),
+      // Ours after the validator's, so it sees the handler's body first (http/contract-checks/response-check.ts);
+      // with no sample to check (production's default) it is not in the pipeline at all.
+      ...(deps.config.responseCheckSample > 0
+        ? [contractResponseCheck({ contract, sample: deps.config.responseCheckSample, logger: deps.logger, pathPrefix, onViolation: deps.onResponseViolation })]
+        : []),
       // The validator's security step stands here, where our policy runs; with validateSecurity off
       // it only passes on, a promise hop per request, so it is left out.
       ...steps.slice(meta + 1, at),

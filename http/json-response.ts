@@ -17,7 +17,15 @@ export function sendJson(req: Request, res: Response, status: number, value: unk
     res.status(status).json(value);
     return;
   }
-  const body = JSON.stringify(value);
+  writeJsonText(req, res, status, JSON.stringify(value));
+}
+
+/**
+ * A body already serialised (the idempotency record stores the same text it answers with),
+ * written as sendJson writes it. The caller has checked what sendJson checks first: a body, a
+ * status with content, no Content-Type of the response's own and no hook on `res.json`.
+ */
+export function writeJsonText(req: Request, res: Response, status: number, body: string): void {
   res.statusCode = status;
   res.setHeader('Content-Type', 'application/json; charset=utf-8');
   res.setHeader('Content-Length', Buffer.byteLength(body));

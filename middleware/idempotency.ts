@@ -20,7 +20,9 @@ import type { NextFunction, Request, Response } from 'express';
 import { ApiError } from '../lib/platform/errors.js';
 import type { AppDeps } from '../http/app-deps.js';
 import { onlyFor, operationOf } from '../http/dispatch.js';
-import { completeKey, completeLinkedKey, releaseKey, releaseLinkedKey, type StoredKey } from '../lib/platform/idempotency-store.js';
+import { writeJsonText } from '../http/json-response.js';
+import { completeLinkedKey, releaseKey, releaseLinkedKey, type StoredKey } from '../lib/platform/idempotency-store.js';
+import { claimBatched, completeBatched } from '../lib/platform/idempotency-batch.js';
 import { claimOnce, fingerprint } from '../lib/platform/idempotency.js';
 
 type Stored = StoredKey;
@@ -76,7 +78,8 @@ export function idempotency(deps: AppDeps) {
     const now = deps.clock.now();
 
     // Claim the key: insert, or take over a record that expired or was abandoned (lib/platform/idempotency.ts).
-    const held = await claimOnce(deps.db.pool, projectId, key, print, now);
+    // Batched with the project's other claims in flight (lib/platform/idempotency-batch.ts).
+    const held = await claimOnce(deps.db.pool, projectId, key, print, now, () => claimBatched(deps.db.pool, projectId, key, print, now));
     if (held.state !== 'claimed') {
       if (held.state === 'mismatch') {
         throw new ApiError('idempotency_key_mismatch', 'This Idempotency-Key was used with a different request; use a new key for a new request.');
@@ -99,6 +102,9 @@ export function idempotency(deps: AppDeps) {
 
     // We own the key: store the outcome before the response leaves, so a retry that arrives
     // right after it sees the stored result, never a stale claim.
+    // Nothing else hooks res.json (production): the answer is serialised once, stored and written
+    // as those bytes (http/json-response.ts); with a hook (the response checks of tests), it goes through it.
+    const hooked = Object.hasOwn(res, 'json');
     const send = res.json.bind(res);
     res.json = (body: unknown) => {
       const status = res.statusCode;
@@ -107,13 +113,14 @@ export function idempotency(deps: AppDeps) {
         const v = res.getHeader(h);
         if (v !== undefined) headers[h] = String(v);
       }
+      const text = !hooked && body !== undefined && status !== 204 && status !== 304 && res.getHeader('content-type') === undefined ? JSON.stringify(body) : undefined;
       const settle =
         status >= 500
           ? release(deps, projectId, key, resolver, req.requestId)
-          : completeKey(deps.db.pool, projectId, key, status, body, Object.keys(headers).length ? headers : null);
+          : completeBatched(deps.db.pool, projectId, key, status, body, Object.keys(headers).length ? headers : null, text);
       settle
         .catch((e) => deps.logger.error('idempotency: could not settle key', { request_id: req.requestId, error: String(e) }))
-        .finally(() => send(body));
+        .finally(() => (text === undefined ? send(body) : writeJsonText(req, res, status, text)));
       return res;
     };
     req.idempotencyKey = key;

@@ -420,6 +420,39 @@ describe('CloudApiClient against the simulator', () => {
       }
     });
 
+    it('a send answered compressed is read; an answer over the size limit is unavailable, outcome unknown', async () => {
+      const { gzipSync } = await import('node:zlib');
+      const seen: http.IncomingHttpHeaders[] = [];
+      const answer = JSON.stringify({ messaging_product: 'whatsapp', contacts: [{ input: TO, wa_id: '15551230001' }], messages: [{ id: 'wamid.gz' }] });
+      const odd = http.createServer((req, res) => {
+        seen.push(req.headers);
+        req.resume();
+        req.on('end', () => {
+          if (seen.length === 1) {
+            res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
+            res.end(gzipSync(answer));
+          } else {
+            res.writeHead(200, { 'content-type': 'application/json' });
+            res.end(JSON.stringify({ messages: [{ id: 'wamid.big' }], padding: 'x'.repeat(4096) }));
+          }
+        });
+      });
+      const url = await listen(odd);
+      try {
+        const c = makeClient({ baseUrl: url, maxResponseBytes: 1024 });
+        expect(await c.sendMessage(creds, text())).toEqual({ channelMessageId: 'wamid.gz', waId: '15551230001' });
+        const e = await failure(c.sendMessage(creds, text()));
+        expect(e.kind).toBe('unavailable');
+        expect(e.outcomeUnknown).toBe(true);
+        expect(e.message).toMatch(/over the size limit/);
+        expect(seen[0]['user-agent']).toMatch(/^messaging-service\//);
+        expect(seen[0].accept).toBe('application/json');
+        expect(seen[0]['content-length']).toBe(String(Buffer.byteLength(JSON.stringify(text()))));
+      } finally {
+        await closeServer(odd);
+      }
+    });
+
     it('an unknown node id is rejected with Graph 100/33', async () => {
       const e = await failure(client.getMedia(creds, '999999999999999'));
       expect(e.kind).toBe('rejected');

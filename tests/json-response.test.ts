@@ -10,6 +10,7 @@ import { startTestApp, type TestApp } from './support/app.js';
 let direct: TestApp;
 let hooked: TestApp;
 let keys: { direct: string; hooked: string };
+let senders: { direct: string; hooked: string };
 
 beforeAll(async () => {
   direct = await startTestApp({ validateResponses: false, config: { responseCheckSample: 0 } });
@@ -19,6 +20,11 @@ beforeAll(async () => {
     return (await t.admin.key(p.id, ['contacts:read'])).secret;
   };
   keys = { direct: await key(direct), hooked: await key(hooked) };
+  const sender = async (t: TestApp) => {
+    const p = await t.admin.project();
+    return (await t.admin.key(p.id, ['messages:send'])).secret;
+  };
+  senders = { direct: await sender(direct), hooked: await sender(hooked) };
 });
 afterAll(async () => {
   await direct.close();
@@ -52,6 +58,22 @@ describe('JSON answers written directly', () => {
     const unknown = await request(direct.app).get('/v1/nowhere').set('authorization', `Bearer ${keys.direct}`);
     expect(unknown.status).toBe(404);
     expect(unknown.body).toEqual({ success: false, error: expect.objectContaining({ code: 'not_found' }), request_id: unknown.headers['x-request-id'] });
+  });
+
+  it('When an Idempotency-Key answer is written directly, then it has the bytes res.json writes, and its replay the same body', async () => {
+    // No customer wrote to this number: the send is refused (a 4xx), and a 4xx is stored and replayed.
+    const body = { type: 'text', phone: '+14155550999', content: 'no window' };
+    const send = (t: TestApp, secret: string) => request(t.app).post('/v1/messages').set('authorization', `Bearer ${secret}`).set('idempotency-key', 'k-direct').send(body);
+    const a = await send(direct, senders.direct);
+    const b = await send(hooked, senders.hooked);
+    expect(a.status).toBeGreaterThanOrEqual(400);
+    expect(a.status).toBeLessThan(500);
+    expect(Number(a.headers['content-length'])).toBe(Buffer.byteLength(a.text));
+    expect(shape(a)).toEqual(shape(b));
+    const replay = await send(direct, senders.direct);
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(replay.status).toBe(a.status);
+    expect(replay.body).toEqual(a.body);
   });
 
   it('When a caller asks with HEAD, then the headers come without a body, as res.json sends them', async () => {

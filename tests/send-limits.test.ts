@@ -172,6 +172,27 @@ describe('Idempotency-Key', () => {
     expect(await upstreamSends(phoneNumberId)).toBe(1);
   });
 
+  it('When concurrent requests bring ten keys twice each (claims and completions batched), then each key sends once and each pair answers one message', async () => {
+    const { key, phoneNumberId } = await setup();
+    await openWindow(phoneNumberId, '14155550307');
+    await request(t.sim!.url).post('/_sim/faults').send({ phone_number_id: phoneNumberId, latency_ms: 200 });
+    const keys = Array.from({ length: 10 }, (_, i) => `k-batch-${i}`);
+    const results = await Promise.all([...keys, ...keys].map((k) => send(key, { type: 'text', phone: '+14155550307', content: `batch ${k}` }, { 'Idempotency-Key': k })));
+    expect(results.every((r) => r.status === 200 || (r.status === 409 && r.body.error.code === 'idempotency_in_progress'))).toBe(true);
+    for (let i = 0; i < 10; i++) {
+      const pair = [results[i], results[i + 10]].filter((r) => r.status === 200);
+      expect(pair.length).toBeGreaterThanOrEqual(1);
+      expect(new Set(pair.map((r) => r.body.data.id)).size).toBe(1);
+    }
+    expect(await upstreamSends(phoneNumberId)).toBe(10);
+    // Every key's answer was stored: a retry of each replays it.
+    for (const [i, k] of keys.entries()) {
+      const replay = await send(key, { type: 'text', phone: '+14155550307', content: `batch ${k}` }, { 'Idempotency-Key': k });
+      expect(replay.headers['idempotent-replayed']).toBe('true');
+      expect(replay.body.data.id).toBe((results[i].status === 200 ? results[i] : results[i + 10]).body.data.id);
+    }
+  });
+
   it('When 24 hours pass, then the key behaves as new', async () => {
     const { key, phoneNumberId } = await setup();
     await openWindow(phoneNumberId, '14155550306');

@@ -20,8 +20,9 @@ import { resolveProjectMediaId } from '../media/media-id.js';
 import { resolveFlowSend } from '../flows/send.js';
 import { reserveSends } from './quota.js';
 import { settleLater } from './send-cleanup.js';
-import { abandonIntents, newSendRef, recordGroupIntent, recordIntents, releaseUnits, sendState, sessionWindowOpen, threadHeldBy, type Intent } from './ledger.js';
+import { abandonIntents, newSendRef, recordGroupIntent, releaseUnits, sendState, sessionWindowOpen, threadHeldBy, type Intent } from './ledger.js';
 import { confirmSends } from './confirm-batch.js';
+import { recordSend } from './record-batch.js';
 import { hasReason, isChannelError } from '../channel-port/errors.js';
 import { asApiError, channelApiError, invalidTemplateApiError } from '../channel-port/api-errors.js';
 import type { OutboundMessage } from '../channel-port/messages.js';
@@ -308,7 +309,7 @@ async function recordIntent(deps: Deps, projectId: string, message: Prepared, to
   const intent: Intent = { to, ref, type: message.type, content: message.content, session: message.session, idempotencyKey: opts.idempotencyKey, author: opts.author };
   let recorded: boolean;
   try {
-    [recorded] = await recordIntents(pool, projectId, [intent], now, { refuseHeld: true });
+    recorded = await recordSend(pool, projectId, intent, now, { refuseHeld: true });
   } catch (e) {
     const withdraw = () => abandonIntents(pool, projectId, [ref], now, { withdraw: true });
     await withdraw().catch(() => settleLater('withdrawing a send not recorded', withdraw, deps.logger, { project_id: projectId, ref }));

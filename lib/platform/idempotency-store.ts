@@ -94,3 +94,48 @@ export async function completeLinkedKey(db: Queryable, projectId: string, key: s
     values: [projectId, key, ref, status, JSON.stringify(body)],
   });
 }
+
+/**
+ * Claims several keys of one project in one statement (claimKey's rule for each; the keys must be
+ * distinct): the keys claimed. Used by claimBatched below.
+ */
+export async function claimKeys(
+  db: Queryable,
+  projectId: string,
+  claims: Array<{ key: string; fingerprint: string }>,
+  at: { now: Date; expiresAt: Date; abandonedBefore: Date },
+): Promise<Set<string>> {
+  const { rows } = await db.query<{ key: string }>({
+    name: 'idempotency-claim-many',
+    text: `INSERT INTO idempotency_records AS r (project_id, key, fingerprint, state, created_at, expires_at)
+           SELECT $1, c.key, c.fingerprint, 'in_progress', $4, $5 FROM unnest($2::text[], $3::text[]) AS c(key, fingerprint)
+           ON CONFLICT (project_id, key) DO UPDATE
+             SET fingerprint = EXCLUDED.fingerprint, state = 'in_progress', status_code = NULL, body = NULL,
+                 created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
+             WHERE r.expires_at <= $4 OR (r.state = 'in_progress' AND r.created_at <= $6 AND r.send_ref IS NULL)
+           RETURNING key`,
+    values: [projectId, claims.map((c) => c.key), claims.map((c) => c.fingerprint), at.now, at.expiresAt, at.abandonedBefore],
+  });
+  return new Set(rows.map((r) => r.key));
+}
+
+/** Stores the answers of several keys of one project in one statement (completeKey's write for each). */
+export async function completeKeys(
+  db: Queryable,
+  projectId: string,
+  answers: Array<{ key: string; status: number; body: unknown; headers: Record<string, string> | null; bodyJson?: string }>,
+): Promise<void> {
+  await db.query({
+    name: 'idempotency-complete-many',
+    text: `UPDATE idempotency_records r SET state = 'completed', status_code = a.status, body = a.body, headers = a.headers
+           FROM unnest($2::text[], $3::int[], $4::jsonb[], $5::jsonb[]) AS a(key, status, body, headers)
+           WHERE r.project_id = $1 AND r.key = a.key`,
+    values: [
+      projectId,
+      answers.map((a) => a.key),
+      answers.map((a) => a.status),
+      answers.map((a) => a.bodyJson ?? JSON.stringify(a.body)),
+      answers.map((a) => (a.headers ? JSON.stringify(a.headers) : null)),
+    ],
+  });
+}

@@ -43,12 +43,15 @@ export type Held =
   | { state: 'completed'; record: StoredKey };
 
 /** Claims the key for the request with this fingerprint, or says what already holds it. */
-export async function claimOnce(db: Queryable, projectId: string, key: string, print: string, now: Date): Promise<Held> {
-  const claimed = await claimKey(db, projectId, key, print, {
-    now,
-    expiresAt: new Date(now.getTime() + RETENTION_MS),
-    abandonedBefore: new Date(now.getTime() - ABANDONED_AFTER_MS),
-  });
+export async function claimOnce(db: Queryable, projectId: string, key: string, print: string, now: Date, claim?: () => Promise<boolean>): Promise<Held> {
+  // `claim`: the same claim made another way (the API's requests batch theirs: idempotency-batch.ts).
+  const claimed = claim
+    ? await claim()
+    : await claimKey(db, projectId, key, print, {
+        now,
+        expiresAt: new Date(now.getTime() + RETENTION_MS),
+        abandonedBefore: new Date(now.getTime() - ABANDONED_AFTER_MS),
+      });
   if (claimed) return { state: 'claimed' };
   const record = await readKey(db, projectId, key);
   if (!record) return { state: 'running' };

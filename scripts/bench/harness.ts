@@ -35,7 +35,9 @@ function runnerArgs(script: string): string[] {
   // --no-node-snapshot: isolated-vm (the bot runtime) needs it on Node 20+. The service's heap
   // bound as `npm start` and the image's CMD set it (package.json, Dockerfile; docs/benchmarks.md,
   // issue 49 item 3); not the simulator's, whose saved state (.data/simulator) can outgrow it.
-  const heap = script === 'dist/server.js' ? ['--max-old-space-size=512'] : [];
+  // --liftoff-only (issue 62): Prisma's WebAssembly query compiler kept in baseline code;
+  // --max-semi-space-size=8: a 16 MB young generation instead of 32 (issue 62, item 4).
+  const heap = script === 'dist/server.js' ? ['--max-old-space-size=512', '--max-semi-space-size=8', '--liftoff-only'] : [];
   return script.startsWith('dist/') ? ['--no-node-snapshot', ...heap, '--enable-source-maps', script] : ['--no-node-snapshot', '--import', 'tsx', script];
 }
 
