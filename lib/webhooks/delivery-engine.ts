@@ -85,6 +85,7 @@ export class WebhookDeliveryEngine {
   private pulling: Promise<void> | undefined;
   private pullAgain = false;
   private pullScheduled = false;
+  private sweeps = 0;
   /** Per parked registration, the due time its scan of due deliveries starts from (claimDue's `from`); none: from the start. */
   private readonly cursors = new Map<string, Date>();
   /** Bumped whenever a registration's scan start moves back (a pull in flight then leaves it there). */
@@ -345,11 +346,10 @@ export class WebhookDeliveryEngine {
           this.cursorEpochs.delete(webhookId);
         }
       }
-      // A claim of ours that lapsed while its outcome was being written is not attempted again: it goes back, and the outcome settles it.
-      const settling = claims.filter((c) => this.unsettled.has(c.id));
-      const fresh = claims.filter((c) => !this.unsettled.has(c.id));
-      if (settling.length > 0) await releaseClaims(pool, settling, now);
-      await this.take(fresh);
+      // A claim on a row whose outcome this instance is still writing (its lease lapsed first) is not
+      // attempted: the outcome, once committed, overwrites it (count, status and due time). Nothing
+      // is written for it here; were the outcome lost, the claim lapses and counts, as a crash's would.
+      await this.take(claims.filter((c) => !this.unsettled.has(c.id)));
     } while (this.pullAgain && !this.stopped);
   }
 
@@ -393,7 +393,10 @@ export class WebhookDeliveryEngine {
     if (this.stopped) return;
     const { pool, deps, timer } = this.ctx;
     const before = new Date(timer.now().getTime() - graceMs);
-    for (const webhookId of await lanesWithDue(pool, before)) this.markParked(webhookId, null);
+    // A registration already being claimed here keeps its scan start, but for one sweep in four
+    // (work due before it, e.g. a dead instance's lapsed claims, is found within four sweeps).
+    const rescan = this.sweeps++ % 4 === 0;
+    for (const webhookId of await lanesWithDue(pool, before)) this.markParked(webhookId, rescan || !this.parked.has(webhookId) ? null : undefined);
     await this.pullNow();
     // Ids queued, running or being settled here are ours already (their claims are kept alive): never counted twice.
     const exhausted = (await interruptedLastAttempts(pool, before, 1000)).filter((d) => !this.dispatcher.has(d.id) && !this.unsettled.has(d.id));
