@@ -17,6 +17,8 @@ export const WEBHOOK_SWEEP_JOB = 'webhook-sweep';
 export interface RetryJobData {
   /** [delivery id, webhook id] pairs due at the job's time. */
   deliveries: DeliveryPairs;
+  /** The job's time (ISO): its deliveries fell due within the retry bucket before it (absent in jobs of earlier versions). */
+  due?: string;
 }
 
 export interface WebhookDeliveryOptions {
@@ -46,9 +48,9 @@ export function registerWebhookDelivery(ctx: JobContext, opts: WebhookDeliveryOp
     policy: deliveryPolicy(opts.policy),
     timer: opts.timer ?? systemClock,
     onAttempt: opts.onAttempt,
-    scheduleRetry: (at, deliveries) => runner.schedule<RetryJobData>(at, WEBHOOK_RETRY_JOB, { deliveries }),
+    scheduleRetry: (at, deliveries) => runner.schedule<RetryJobData>(at, WEBHOOK_RETRY_JOB, { deliveries, due: at.toISOString() }),
   });
-  runner.define<RetryJobData>(WEBHOOK_RETRY_JOB, (data) => engine.retry(data?.deliveries ?? []), { concurrency: 20 });
+  runner.define<RetryJobData>(WEBHOOK_RETRY_JOB, (data) => engine.retry(data?.deliveries ?? [], data?.due ? new Date(data.due) : undefined), { concurrency: 20 });
   runner.define(WEBHOOK_SWEEP_JOB, async () => {
     await engine.sweep().catch((e) => deps.logger.error('webhook sweep failed', { error: e instanceof Error ? e.message : String(e) }));
   }, { concurrency: 1, removeOnComplete: false });

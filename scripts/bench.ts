@@ -16,6 +16,7 @@ import { summary } from './bench/goals.js';
 import { benchPing } from './bench/ping.js';
 import { benchMessages } from './bench/messages.js';
 import { benchWebhooks } from './bench/webhooks.js';
+import { benchStatuses } from './bench/statuses.js';
 import { benchUploads } from './bench/uploads.js';
 import { benchTables } from './bench/tables.js';
 import { benchBroadcasts } from './bench/broadcasts.js';
@@ -30,6 +31,7 @@ const SECTIONS: Record<string, BenchSection> = {
   ping: benchPing,
   messages: benchMessages,
   webhooks: benchWebhooks,
+  statuses: benchStatuses,
   uploads: benchUploads,
   tables: benchTables,
   broadcasts: benchBroadcasts,

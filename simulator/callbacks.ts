@@ -9,7 +9,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { hubChallenge } from './ids.js';
 import type { PhoneNumber, SimLogger, SimState, Verification } from './state.js';
-import { statusesWebhook } from './webhooks.js';
+import { statusesNotification } from './webhooks.js';
 
 export interface CallbackJob {
   pnid: string;
@@ -40,16 +40,23 @@ export function signBody(appSecret: string, body: string): string {
   return 'sha256=' + createHmac('sha256', appSecret).update(body, 'utf8').digest('hex');
 }
 
+/** Statuses waiting to share a notification: those of the numbers that send to one callback URL with one app secret. */
 interface StatusBatch {
-  pn: PhoneNumber;
-  statuses: Record<string, unknown>[];
+  /** Per number, in the order they first joined. */
+  groups: Map<string, { pn: PhoneNumber; statuses: Record<string, unknown>[] }>;
+  count: number;
   after: Array<(ok: boolean) => void>;
   timer?: NodeJS.Timeout;
 }
 
+/** Numbers of one app (same callback URL and secret) share notifications, as Meta sends an app's webhooks. */
+function batchKey(pn: PhoneNumber): string {
+  return `${pn.callback_url}\n${pn.app_secret}`;
+}
+
 export class Dispatcher {
   private queue: CallbackJob[] = [];
-  /** Automatic statuses waiting (up to `statusBatchMs`) to share a notification, per number. */
+  /** Automatic statuses waiting (up to `statusBatchMs`) to share a notification, per callback URL and app secret. */
   private batches = new Map<string, StatusBatch>();
   private batched = 0;
   private head = 0;
@@ -80,9 +87,10 @@ export class Dispatcher {
   }
 
   /**
-   * Queue an automatic status. Statuses of one number raised within `statusBatchMs` go out in one
-   * notification (`statuses` with several entries), as Meta batches them under load; with 0 each
-   * status is its own notification.
+   * Queue an automatic status. Statuses raised within `statusBatchMs` for numbers of one app (one
+   * callback URL and secret) go out in one notification, as Meta batches them under load: an entry
+   * per WhatsApp Business Account, a change per number, several statuses in each (at most
+   * `statusBatchMax` in all); with 0 each status is its own notification.
    */
   enqueueStatus(pn: PhoneNumber, status: Record<string, unknown>, onFirstAttempt?: (ok: boolean) => void): boolean {
     const { statusBatchMs, statusBatchMax } = this.state.limits;
@@ -92,39 +100,46 @@ export class Dispatcher {
       if (!this.closed) this.onStatusesSettled?.([{ wamid: String(status.id), status: String(status.status) }]);
       return false;
     }
-    let batch = this.batches.get(pn.phone_number_id);
+    const key = batchKey(pn);
+    let batch = this.batches.get(key);
     if (!batch) {
-      batch = { pn, statuses: [], after: [] };
+      batch = { groups: new Map(), count: 0, after: [] };
       if (statusBatchMs > 0) {
-        batch.timer = setTimeout(() => this.flushStatuses(pn.phone_number_id), statusBatchMs);
+        batch.timer = setTimeout(() => this.flushStatuses(key), statusBatchMs);
         batch.timer.unref?.();
       }
-      this.batches.set(pn.phone_number_id, batch);
+      this.batches.set(key, batch);
     }
-    batch.statuses.push(status);
+    let group = batch.groups.get(pn.phone_number_id);
+    if (!group) batch.groups.set(pn.phone_number_id, (group = { pn, statuses: [] }));
+    group.statuses.push(status);
+    batch.count++;
     if (onFirstAttempt) batch.after.push(onFirstAttempt);
     this.batched++;
-    if (statusBatchMs <= 0 || batch.statuses.length >= statusBatchMax) this.flushStatuses(pn.phone_number_id);
+    if (statusBatchMs <= 0 || batch.count >= statusBatchMax) this.flushStatuses(key);
     return true;
   }
 
-  private flushStatuses(pnid: string): void {
-    const batch = this.batches.get(pnid);
+  private flushStatuses(key: string): void {
+    const batch = this.batches.get(key);
     if (!batch) return;
     clearTimeout(batch.timer);
-    this.batches.delete(pnid);
-    this.batched -= batch.statuses.length;
-    const one = batch.statuses.length === 1 ? batch.statuses[0] : undefined;
+    this.batches.delete(key);
+    this.batched -= batch.count;
+    const groups = [...batch.groups.values()];
+    const statuses = groups.flatMap((g) => g.statuses);
+    const one = statuses.length === 1 ? statuses[0] : undefined;
     const after = batch.after;
     this.queue.push({
-      pnid,
+      // The number whose callback URL and secret the notification uses (all of the batch share them).
+      pnid: groups[0].pn.phone_number_id,
       field: 'messages',
       kind: one ? `status:${one.status}` : 'status:batch',
       ref: one ? String(one.id) : null,
-      body: JSON.stringify(statusesWebhook(batch.pn, batch.statuses, this.state)),
+      body: JSON.stringify(statusesNotification(groups, this.state)),
       attempt: 0,
       onFirstAttempt: after.length ? (ok) => after.forEach((f) => f(ok)) : undefined,
-      statuses: batch.statuses.map((s) => ({ wamid: String(s.id), status: String(s.status) })),
+      statuses: statuses.map((s) => ({ wamid: String(s.id), status: String(s.status) })),
     });
     this.pump();
   }

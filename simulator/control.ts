@@ -125,10 +125,12 @@ export function controlRouter(ctx: SimContext, hooks: ControlHooks): Router {
       if (b.display_phone_number !== undefined && (typeof b.display_phone_number !== 'string' || !/^\+?\d{6,20}$/.test(b.display_phone_number))) {
         fail(400, 'display_phone_number must be digits');
       }
+      if (b.waba_id !== undefined && (typeof b.waba_id !== 'string' || !/^\d{1,20}$/.test(b.waba_id))) fail(400, 'waba_id must be digits');
       const display = typeof b.display_phone_number === 'string' ? b.display_phone_number.replace(/\D/g, '') : displayPhoneNumber();
       const pn: PhoneNumber = {
         phone_number_id: numericId(15),
-        waba_id: numericId(15),
+        // Another number of an existing WhatsApp Business Account when named, else a new account.
+        waba_id: typeof b.waba_id === 'string' ? b.waba_id : numericId(15),
         app_id: numericId(16),
         access_token: accessToken(),
         display_phone_number: display,

@@ -295,7 +295,8 @@ export class SimState {
   addPhone(p: PhoneNumber): void {
     this.phones.set(p.phone_number_id, p);
     this.byToken.set(p.access_token, p);
-    this.byWaba.set(p.waba_id, p);
+    // A WABA's own calls (templates, flows) answer to its first number's token; later numbers join it.
+    if (!this.byWaba.has(p.waba_id)) this.byWaba.set(p.waba_id, p);
     this.byApp.set(p.app_id, p);
   }
 

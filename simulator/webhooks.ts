@@ -91,6 +91,22 @@ export function statusesWebhook(pn: PhoneNumber, statuses: Record<string, unknow
   return envelope(pn, 'messages', messagesValue(pn, { ...(contacts.length ? { contacts } : {}), statuses }));
 }
 
+/**
+ * One notification for several numbers of one app, as Meta batches them: an entry per WhatsApp
+ * Business Account, a change per number (its own metadata), several statuses in each change.
+ */
+export function statusesNotification(groups: Array<{ pn: PhoneNumber; statuses: Record<string, unknown>[] }>, state?: SimState): Record<string, unknown> {
+  if (groups.length === 1) return statusesWebhook(groups[0].pn, groups[0].statuses, state);
+  const entries = new Map<string, { id: string; changes: unknown[] }>();
+  for (const g of groups) {
+    const one = statusesWebhook(g.pn, g.statuses, state) as { entry: Array<{ changes: unknown[] }> };
+    let entry = entries.get(g.pn.waba_id);
+    if (!entry) entries.set(g.pn.waba_id, (entry = { id: g.pn.waba_id, changes: [] }));
+    entry.changes.push(...one.entry[0].changes);
+  }
+  return { object: 'whatsapp_business_account', entry: [...entries.values()] };
+}
+
 export function statusObject(
   state: SimState,
   wamid: string,

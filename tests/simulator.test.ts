@@ -71,8 +71,10 @@ async function waitFor<T>(fn: () => T | undefined | false | null, ms = 5000): Pr
   }
 }
 
+/** Every change value of a notification (a batch may carry several entries and changes). */
+const valuesOf = (r: Received): any[] => (r.body.entry ?? []).flatMap((e: any) => (e.changes ?? []).map((c: any) => c.value));
 const statusesOf = (got: Received[], wamid: string) =>
-  got.flatMap((r) => (r.body.entry?.[0]?.changes?.[0]?.value?.statuses ?? []) as any[]).filter((s) => s.id === wamid);
+  got.flatMap((r) => valuesOf(r).flatMap((v) => (v?.statuses ?? []) as any[])).filter((s) => s.id === wamid);
 
 class TestClock {
   t = Date.UTC(2030, 0, 15, 12, 0, 0);
@@ -126,7 +128,7 @@ describe('WhatsApp Cloud API simulator', () => {
       const res = await Promise.all(['+15551230031', '+15551230032', '+15551230033'].map((to) => send(text(to)).expect(200)));
       return res.map((r) => r.body.messages[0].id as string);
     };
-    const sentHooks = (wamids: string[]) => rx.got.filter((r) => (r.body.entry[0].changes[0].value.statuses ?? []).some((s: any) => wamids.includes(s.id) && s.status === 'sent'));
+    const sentHooks = (wamids: string[]) => rx.got.filter((r) => valuesOf(r).some((v) => (v.statuses ?? []).some((s: any) => wamids.includes(s.id) && s.status === 'sent')));
     try {
       // A window wide enough that the three sends surely fall in it, even on a busy machine.
       sim.state.limits.statusBatchMs = 1000;
@@ -141,6 +143,41 @@ describe('WhatsApp Cloud API simulator', () => {
       const alone = await sendThree();
       await waitFor(() => alone.every((w) => statusesOf(rx.got, w).some((s) => s.status === 'sent')));
       expect(sentHooks(alone).map((h) => h.body.entry[0].changes[0].value.statuses.length)).toEqual([1, 1, 1]);
+    } finally {
+      sim.state.limits.statusBatchMs = DEFAULT_LIMITS.statusBatchMs;
+    }
+  });
+
+  it('batches the statuses of several numbers of one app into one notification, as Meta does: an entry per WABA, a change per number, several statuses in each', async () => {
+    // Two more numbers of the app (same callback URL and secret): one in pn's WABA, one in a WABA of its own.
+    const sameWaba = (await request(base).post('/_sim/phone-numbers').send({ callback_url: rx.url, app_secret: SECRET, verify_token: VERIFY, waba_id: pn.waba_id }).expect(201)).body;
+    const ownWaba = await register();
+    expect(sameWaba.waba_id).toBe(pn.waba_id);
+    try {
+      sim.state.limits.statusBatchMs = 1000;
+      const sends = await Promise.all([
+        send(text('+15551230041')), send(text('+15551230042')),
+        send(text('+15551230043'), sameWaba.access_token, sameWaba.phone_number_id), send(text('+15551230044'), sameWaba.access_token, sameWaba.phone_number_id),
+        send(text('+15551230045'), ownWaba.access_token, ownWaba.phone_number_id),
+      ]);
+      const wamids = sends.map((r) => r.body.messages[0].id as string);
+      await waitFor(() => wamids.every((w) => statusesOf(rx.got, w).some((s) => s.status === 'sent')));
+      const hooks = rx.got.filter((r) => valuesOf(r).some((v) => (v.statuses ?? []).some((s: any) => wamids.includes(s.id) && s.status === 'sent')));
+      expect(hooks).toHaveLength(1);
+      const [hook] = hooks;
+      expect(hook.sigOk).toBe(true);
+      expect(hook.body.object).toBe('whatsapp_business_account');
+      const byEntry = Object.fromEntries(hook.body.entry.map((e: any) => [e.id, e.changes]));
+      expect(Object.keys(byEntry).sort()).toEqual([pn.waba_id, ownWaba.waba_id].sort());
+      // pn's WABA: one change per number, each with its own metadata and its own statuses.
+      const changes = byEntry[pn.waba_id] as any[];
+      expect(changes.map((c) => c.field)).toEqual(['messages', 'messages']);
+      const byNumber = Object.fromEntries(changes.map((c) => [c.value.metadata.phone_number_id, c.value.statuses.map((x: any) => x.id).sort()]));
+      expect(byNumber).toEqual({ [pn.phone_number_id]: wamids.slice(0, 2).sort(), [sameWaba.phone_number_id]: wamids.slice(2, 4).sort() });
+      expect(byEntry[ownWaba.waba_id]).toHaveLength(1);
+      expect(byEntry[ownWaba.waba_id][0].value.metadata.phone_number_id).toBe(ownWaba.phone_number_id);
+      expect(byEntry[ownWaba.waba_id][0].value.statuses.map((x: any) => x.id)).toEqual([wamids[4]]);
+      await request(base).post('/_sim/phone-numbers').send({ callback_url: rx.url, app_secret: SECRET, waba_id: 'not digits' }).expect(400);
     } finally {
       sim.state.limits.statusBatchMs = DEFAULT_LIMITS.statusBatchMs;
     }
@@ -174,7 +211,7 @@ describe('WhatsApp Cloud API simulator', () => {
     expect(read.conversation).toBeUndefined();
     expect(read.pricing).toBeUndefined();
 
-    const hook = rx.got.find((r) => r.body.entry[0].changes[0].value.statuses?.[0]?.id === wamid)!;
+    const hook = rx.got.find((r) => r.body.entry.length === 1 && r.body.entry[0].changes.length === 1 && r.body.entry[0].changes[0].value.statuses?.[0]?.id === wamid)!;
     expect(hook.sigOk).toBe(true);
     expect(hook.headers['content-type']).toBe('application/json');
     expect(hook.body).toMatchObject({
@@ -278,8 +315,8 @@ describe('WhatsApp Cloud API simulator', () => {
     const sts = await waitFor(() => (statusesOf(rx.got, wamid).length >= 2 ? statusesOf(rx.got, wamid) : null));
     expect(sts[0]).toMatchObject({ status: 'sent', recipient_user_id: u.user_id, recipient_parent_user_id: u.parent_user_id });
     expect(sts[0].recipient_id).toBeUndefined();
-    const deliveredHook = rx.got.find((r) => r.body.entry[0].changes[0].value.statuses?.some((x: any) => x.id === wamid && x.status === 'delivered'))!;
-    expect(deliveredHook.body.entry[0].changes[0].value.contacts[0]).toMatchObject({ user_id: u.user_id, profile: { username: 'mira.k' } });
+    const deliveredValue = rx.got.flatMap(valuesOf).find((v) => v.statuses?.some((x: any) => x.id === wamid && x.status === 'delivered'))!;
+    expect(deliveredValue.contacts[0]).toMatchObject({ user_id: u.user_id, profile: { username: 'mira.k' } });
 
     // With both, `to` wins; an unknown BSUID and a malformed one are refused.
     const both = await send({ messaging_product: 'whatsapp', recipient_type: 'individual', to: '+15557650009', recipient: u.user_id, type: 'text', text: { body: 'x' } }).expect(200);

@@ -86,7 +86,7 @@ async function hold(ctx: AttemptContext, item: DeliveryItem): Promise<ClaimedDel
     // The claim is used as is unless its registration changed since it was made (new URL,
     // disabled, deleted) or its lease could lapse during the attempt: then it is renewed, which
     // re-reads the registration and checks that the delivery is still pending.
-    const claimedAt = item.claim.leaseUntil.getTime() - ctx.policy.leaseMs;
+    const claimedAt = item.claim.claimedAt?.getTime() ?? item.claim.leaseUntil.getTime() - ctx.policy.leaseMs;
     const changedAt = ctx.changes.get(item.webhookId);
     const stale = item.claim.extended === true || (changedAt !== undefined && changedAt >= claimedAt);
     const spare = item.claim.leaseUntil.getTime() - now.getTime();

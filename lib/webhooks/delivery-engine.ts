@@ -2,14 +2,23 @@
  * The webhook delivery engine: events → fan-out → attempts → retries.
  *
  * - Fast path (in process): a committed event raises a notification; the listener wakes the
- *   fan-out, which turns undispatched events into delivery rows in one transaction (born claimed
- *   by this instance) and queues their first attempts in the dispatcher (fair, bounded
- *   concurrency per registration). Outcomes are written in batches.
+ *   fan-out, which turns undispatched events into delivery rows in one transaction and queues
+ *   their first attempts in the dispatcher (fair, bounded concurrency per registration).
+ *   Outcomes are written in batches.
+ * - Claims only for what starts soon (issue 62): a registration holds claims here for its
+ *   running attempts plus about `laneAheadMs` of its recent throughput (`laneCap`). Within that
+ *   its new deliveries are born claimed; beyond it they are written parked (pending, due, nothing
+ *   counted) and the registration is marked; as its queue empties, the due work of the marked
+ *   registrations is claimed in one statement for all of them (store.ts claimDue, on the index of
+ *   due deliveries), oldest first. A queued claim thus starts well within its lease: no claim per
+ *   delivery and, but for a receiver that slows down suddenly, no extension.
  * - Retries are durable: the retries of a batch are handed to `scheduleRetry` at their backoff
- *   time (grouped per `retryBucketMs`), carrying ids only; the job runner calls `retry()` then.
+ *   time (grouped per `retryBucketMs`), carrying ids only; the job runner calls `retry()` then,
+ *   which marks their registrations and claims their due work as above.
  * - `sweep()` (one runner at a time, every `sweepEveryMs`) is the safety net: it fans out events
- *   whose notification was missed, retakes deliveries whose timer or claim was lost (a crash, a
- *   full queue) once overdue by `overdueGraceMs`, prunes the delivery log, and deletes events
+ *   whose notification was missed, finds the registrations with work overdue by `overdueGraceMs`
+ *   (a lost timer or claim: a crash, another instance's parked work) and claims it as above,
+ *   extends the few queued claims that would lapse, prunes the delivery log, and deletes events
  *   older than `eventRetentionMs` (7 days).
  * The database rows are the truth; every path claims before it queues, so a delivery is never
  * attempted twice at once, and an event accepted before a crash is delivered after it. A claim
@@ -24,13 +33,13 @@ import type pg from 'pg';
 import type { Deps } from '../deps.js';
 import type { Clock } from '../platform/clock.js';
 import { EVENTS_CHANNEL, pruneEvents } from './events.js';
-import { MAX_ATTEMPTS, type DeliveryPolicy } from './policy.js';
+import type { DeliveryPolicy } from './policy.js';
 import { Dispatcher } from './dispatcher.js';
 import { AgentPool } from './http-post.js';
 import { attemptDelivery, type AttemptInfo, type DeliveryItem } from './attempt.js';
 import { OutcomeWriter } from './outcomes.js';
 import { fanOutBatch } from './fanout.js';
-import { cancelIfOrphaned, claimDeliveries, extendClaims, overdueDeliveries, pruneLog, releaseClaims, type ClaimedDelivery, type RecordedOutcome } from './store.js';
+import { cancelIfOrphaned, claimDue, extendClaims, interruptedLastAttempts, lanesWithDue, pruneLog, releaseClaims, type ClaimedDelivery, type RecordedOutcome } from './store.js';
 import { interruptedOutcome } from './claims.js';
 import { listen, type Listener } from '../platform/db/notifications.js';
 import { WEBHOOK_CHANGES_CHANNEL } from './registrations.js';
@@ -70,6 +79,19 @@ export class WebhookDeliveryEngine {
   private waitingForRoom = false;
   /** Deliveries per event in the last batch: batches are sized so their deliveries fit the queue. */
   private fanOutRatio = 1;
+  /** Registrations with due deliveries waiting in the database (parked), each with a mark that changes whenever more are parked. */
+  private readonly parked = new Map<string, number>();
+  private parkSeq = 0;
+  private pulling: Promise<void> | undefined;
+  private pullAgain = false;
+  private pullScheduled = false;
+  private sweeps = 0;
+  /** Per parked registration, the due time its scan of due deliveries starts from (claimDue's `from`); none: from the start. */
+  private readonly cursors = new Map<string, Date>();
+  /** Bumped whenever a registration's scan start moves back (a pull in flight then leaves it there). */
+  private readonly cursorEpochs = new Map<string, number>();
+  /** Each registration's recent throughput here (attempts per second), measured over windows of about a second. */
+  private readonly laneRates = new Map<string, { count: number; since: number; rate: number }>();
   private listener: Listener | undefined;
 
   constructor(private readonly ctx: DeliveryEngineContext) {
@@ -134,6 +156,7 @@ export class WebhookDeliveryEngine {
    */
   async drain(): Promise<void> {
     await this.fanning;
+    await this.pulling;
     const { dropped, drained } = this.dispatcher.stop();
     await this.giveBack(dropped.flatMap((d) => (d.claim ? [d.claim] : [])));
     const graceOver = new Promise<void>((r) => setTimeout(r, this.policy.stopGraceMs).unref());
@@ -145,26 +168,31 @@ export class WebhookDeliveryEngine {
   }
 
   /**
-   * A scheduled retry: one claim for all of them (as many as the queue can take). What does not
-   * fit is taken by the sweep once overdue; what another worker holds is left to it.
+   * A scheduled retry: its registrations have due deliveries, claimed with the rest of their due
+   * work, oldest first, as their queues here have room (claimDue: one statement for all of them).
+   * What another worker holds is left to it; those of a registration disabled or deleted meanwhile
+   * are canceled.
    */
-  async retry(pairs: DeliveryPairs): Promise<void> {
-    const { pool, deps, timer } = this.ctx;
-    const room = Math.max(0, this.policy.maxQueued - this.load());
-    const ids = pairs.slice(0, room).map(([id]) => id);
-    const now = timer.now();
-    const claims = await claimDeliveries(pool, ids, now, new Date(now.getTime() + this.policy.leaseMs));
-    const claimedIds = new Set(claims.map((c) => c.id));
-    await this.take(claims);
-    await cancelIfOrphaned(pool, ids.filter((id) => !claimedIds.has(id)), deps.clock.now()); // disabled or deleted meanwhile
+  async retry(pairs: DeliveryPairs, dueAt?: Date): Promise<void> {
+    if (pairs.length === 0 || this.stopped) return;
+    // The job's deliveries fell due within its bucket: the scans start there at the latest.
+    const floor = dueAt ? new Date(dueAt.getTime() - this.policy.retryBucketMs - 1) : undefined;
+    for (const [, webhookId] of pairs) this.markParked(webhookId, floor ?? null);
+    await this.pullNow();
+    await cancelIfOrphaned(this.ctx.pool, pairs.map(([id]) => id), this.ctx.deps.clock.now());
   }
 
   /** One sweep: fan-out, claims kept alive, overdue work retaken, the log and old events pruned. */
   async sweep(): Promise<void> {
     if (this.stopped) return;
-    // Change marks matter only to claims made before them, which last one lease at most.
-    const expired = this.ctx.timer.now().getTime() - this.policy.leaseMs;
+    // Change marks matter only to claims made before them: those of a lease ago, or older ones kept alive in the queue.
+    const now = this.ctx.timer.now().getTime();
+    let expired = now - this.policy.leaseMs;
+    for (const item of this.dispatcher.waiting()) {
+      if (item.claim?.claimedAt) expired = Math.min(expired, item.claim.claimedAt.getTime());
+    }
     for (const [id, at] of this.changes) if (at < expired) this.changes.delete(id);
+    for (const [id, r] of this.laneRates) if (r.since < now - 60_000 && this.dispatcher.laneLoad(id) === 0) this.laneRates.delete(id);
     this.kick(); // never waits for a running fan-out, which may go on as long as events keep coming
     await this.keepQueuedClaims();
     await this.retakeOverdue(this.policy.overdueGraceMs);
@@ -196,10 +224,133 @@ export class WebhookDeliveryEngine {
       this.unsettled.add(item.id);
       void attempted.written.catch(() => undefined).finally(() => this.unsettled.delete(item.id));
     }
+    this.countAttempt(item.webhookId);
+    if (this.parked.has(item.webhookId)) this.pullSoon();
     if (this.waitingForRoom && this.dispatcher.hasRoom()) {
       this.waitingForRoom = false;
       this.kick();
     }
+  }
+
+  private countAttempt(webhookId: string): void {
+    const now = Date.now();
+    let r = this.laneRates.get(webhookId);
+    if (!r) this.laneRates.set(webhookId, (r = { count: 0, since: now, rate: 0 }));
+    r.count++;
+    const elapsed = now - r.since;
+    if (elapsed >= 1000) {
+      r.rate = (r.count * 1000) / elapsed;
+      r.count = 0;
+      r.since = now;
+    }
+  }
+
+  /**
+   * How many claims a registration may hold here, running and queued: its concurrency plus about
+   * `laneAheadMs` of its recent throughput (a stalled window counts as slow), so a queued claim
+   * starts well within its lease.
+   */
+  private laneCap(webhookId: string): number {
+    const { perWebhookConcurrency: per, laneAheadMs, maxLaneAhead } = this.policy;
+    const r = this.laneRates.get(webhookId);
+    let rate = r?.rate ?? 0;
+    if (r) {
+      const elapsed = Date.now() - r.since;
+      if (elapsed > 2000) rate = Math.min(rate, (r.count * 1000) / elapsed);
+    }
+    return per + Math.min(maxLaneAhead, Math.max(per, Math.ceil((rate * laneAheadMs) / 1000)));
+  }
+
+  /**
+   * Marks a registration as having due work in the database. `scanFrom`: the earliest due time of
+   * that work when known (null: unknown, the next scan starts from the beginning); the fan-out's
+   * parked rows are due now, after anything claimed before (undefined: the scan start is kept).
+   */
+  private markParked(webhookId: string, scanFrom?: Date | null): void {
+    this.parked.set(webhookId, ++this.parkSeq);
+    if (scanFrom === undefined) return;
+    const at = this.cursors.get(webhookId);
+    if (scanFrom === null) this.cursors.delete(webhookId);
+    else if (at && scanFrom < at) this.cursors.set(webhookId, scanFrom);
+    else if (at) return; // the scan starts earlier already
+    // A pull in flight must not move the start past this work.
+    this.cursorEpochs.set(webhookId, (this.cursorEpochs.get(webhookId) ?? 0) + 1);
+  }
+
+  /** A pull once the current attempts have given their slots back (many completions, one pull). */
+  private pullSoon(): void {
+    if (this.pullScheduled || this.stopped) return;
+    this.pullScheduled = true;
+    setImmediate(() => {
+      this.pullScheduled = false;
+      void this.pullNow();
+    });
+  }
+
+  /** Claims the due work of parked registrations that have room here; resolves when this round (and one asked for meanwhile) is done. */
+  private pullNow(): Promise<void> {
+    if (this.stopped) return Promise.resolve();
+    if (this.pulling) {
+      this.pullAgain = true;
+      return this.pulling;
+    }
+    const run: Promise<void> = this.pullLoop()
+      .catch((e) => {
+        this.ctx.deps.logger.error('webhook claim of due deliveries failed; the sweep retries', { error: e instanceof Error ? e.message : String(e) });
+      })
+      .finally(() => {
+        this.pulling = undefined;
+      });
+    this.pulling = run;
+    return run;
+  }
+
+  private async pullLoop(): Promise<void> {
+    const { pool, timer } = this.ctx;
+    do {
+      this.pullAgain = false;
+      let total = this.policy.maxQueued - this.load();
+      const wants: Array<[string, number, Date | null]> = [];
+      const marks = new Map<string, number>();
+      const epochs = new Map<string, number | undefined>();
+      for (const [webhookId, mark] of this.parked) {
+        if (total <= 0) break;
+        const cap = this.laneCap(webhookId);
+        const load = this.dispatcher.laneLoad(webhookId);
+        // A busy registration is refilled once half of its room is free: fewer, larger claims.
+        if (load > 0 && cap - load < Math.ceil(cap / 2)) continue;
+        const n = Math.min(cap - load, total);
+        if (n <= 0) continue;
+        total -= n;
+        wants.push([webhookId, n, this.cursors.get(webhookId) ?? null]);
+        marks.set(webhookId, mark);
+        epochs.set(webhookId, this.cursorEpochs.get(webhookId));
+      }
+      if (wants.length === 0) return;
+      const now = timer.now();
+      const claims = await claimDue(pool, wants, now, new Date(now.getTime() + this.policy.leaseMs));
+      const got = new Map<string, number>();
+      for (const c of claims) {
+        got.set(c.webhookId, (got.get(c.webhookId) ?? 0) + 1);
+        // Claimed oldest first: the registration's next scan starts at the latest due time claimed,
+        // unless it was moved back meanwhile (a retry or the sweep found older work).
+        if (this.cursorEpochs.get(c.webhookId) !== epochs.get(c.webhookId)) continue;
+        const at = this.cursors.get(c.webhookId);
+        if (!at || c.dueAt > at) this.cursors.set(c.webhookId, c.dueAt);
+      }
+      // Fewer than asked: nothing more is due there, unless more was parked meanwhile.
+      for (const [webhookId, n] of wants) {
+        if ((got.get(webhookId) ?? 0) < n && this.parked.get(webhookId) === marks.get(webhookId)) {
+          this.parked.delete(webhookId);
+          this.cursors.delete(webhookId);
+          this.cursorEpochs.delete(webhookId);
+        }
+      }
+      // A claim on a row whose outcome this instance is still writing (its lease lapsed first) is not
+      // attempted: the outcome, once committed, overwrites it (count, status and due time). Nothing
+      // is written for it here; were the outcome lost, the claim lapses and counts, as a crash's would.
+      await this.take(claims.filter((c) => !this.unsettled.has(c.id)));
+    } while (this.pullAgain && !this.stopped);
   }
 
   private async scheduleRetries(retries: RecordedOutcome[]): Promise<void> {
@@ -234,23 +385,21 @@ export class WebhookDeliveryEngine {
   }
 
   /**
-   * Claims pending deliveries overdue by `graceMs` (their timer or claim was lost, or a stop gave
-   * them back) and queues them; those whose fifth attempt was interrupted are dropped.
+   * Finds the registrations with deliveries overdue by `graceMs` (their timer or claim was lost, a
+   * stop gave them back, another instance crashed) and claims their due work as they have room;
+   * deliveries whose fifth attempt was interrupted are dropped.
    */
   private async retakeOverdue(graceMs: number): Promise<void> {
-    const room = this.policy.maxQueued - this.load();
-    if (room <= 0 || this.stopped) return;
+    if (this.stopped) return;
     const { pool, deps, timer } = this.ctx;
-    const now = timer.now();
+    const before = new Date(timer.now().getTime() - graceMs);
+    // A registration already being claimed here keeps its scan start, but for one sweep in four
+    // (work due before it, e.g. a dead instance's lapsed claims, is found within four sweeps).
+    const rescan = this.sweeps++ % 4 === 0;
+    for (const webhookId of await lanesWithDue(pool, before)) this.markParked(webhookId, rescan || !this.parked.has(webhookId) ? null : undefined);
+    await this.pullNow();
     // Ids queued, running or being settled here are ours already (their claims are kept alive): never counted twice.
-    const overdue = (await overdueDeliveries(pool, new Date(now.getTime() - graceMs), Math.min(room, 1000)))
-      .filter((d) => !this.dispatcher.has(d.id) && !this.unsettled.has(d.id));
-    const exhausted = overdue.filter((d) => d.attempts >= MAX_ATTEMPTS);
-    const open = overdue.filter((d) => d.attempts < MAX_ATTEMPTS).map((d) => d.id);
-    const claims = await claimDeliveries(pool, open, now, new Date(now.getTime() + this.policy.leaseMs));
-    await this.take(claims);
-    const claimedIds = new Set(claims.map((c) => c.id));
-    await cancelIfOrphaned(pool, open.filter((id) => !claimedIds.has(id)), deps.clock.now());
+    const exhausted = (await interruptedLastAttempts(pool, before, 1000)).filter((d) => !this.dispatcher.has(d.id) && !this.unsettled.has(d.id));
     if (exhausted.length > 0) {
       await cancelIfOrphaned(pool, exhausted.map((d) => d.id), deps.clock.now());
       await this.outcomes.room();
@@ -261,7 +410,8 @@ export class WebhookDeliveryEngine {
   /** Extends the leases of queued claims that would lapse before the next sweeps. */
   private async keepQueuedClaims(): Promise<void> {
     const now = this.ctx.timer.now().getTime();
-    const soon = now + 2 * this.policy.sweepEveryMs;
+    // Those that could no longer be used as they are (lease shorter than an attempt and its margin) before the next sweep.
+    const soon = now + this.policy.sweepEveryMs + this.policy.attemptTimeoutMs + 2000;
     const lapsing = this.dispatcher.waiting().flatMap((i) => (i.claim && i.claim.leaseUntil.getTime() < soon ? [i.claim] : []));
     if (lapsing.length === 0) return;
     const leaseUntil = new Date(now + this.policy.leaseMs);
@@ -271,8 +421,8 @@ export class WebhookDeliveryEngine {
         const extended = new Set(await extendClaims(this.ctx.pool, chunk, leaseUntil));
         for (const c of chunk) {
           if (!extended.has(c.id)) continue;
+          c.claimedAt ??= new Date(c.leaseUntil.getTime() - this.policy.leaseMs);
           c.leaseUntil = leaseUntil;
-          c.extended = true;
         }
       }
     })();
@@ -296,10 +446,21 @@ export class WebhookDeliveryEngine {
           return;
         }
         const limit = Math.max(1, Math.min(this.policy.fanOutBatch, Math.floor(room / this.fanOutRatio)));
-        const batch = await fanOutBatch(pool, limit, deps.clock.now(), new Date(timer.now().getTime() + this.policy.leaseMs));
+        // A registration's deliveries are born claimed while it has room here (and none parked before them), else parked.
+        const left = new Map<string, number>();
+        const admit = (webhookId: string): boolean => {
+          if (this.parked.has(webhookId)) return false;
+          const n = left.get(webhookId) ?? this.laneCap(webhookId) - this.dispatcher.laneLoad(webhookId);
+          left.set(webhookId, n - 1);
+          return n > 0;
+        };
+        const wall = timer.now();
+        const batch = await fanOutBatch(pool, limit, deps.clock.now(), new Date(wall.getTime() + this.policy.leaseMs), { admit, dueAt: wall });
         if (batch.events > 0) this.fanOutRatio = Math.max(1, batch.deliveries.length / batch.events);
+        for (const webhookId of batch.parked) this.markParked(webhookId);
         // Already claimed by us: queued even past the bound (by at most one batch).
         await this.take(batch.deliveries, true);
+        if (batch.parked.size > 0) this.pullSoon();
         if (batch.events < limit) break;
       }
     } while (this.again && !this.stopped);

@@ -88,6 +88,12 @@ export class Dispatcher<T extends WorkItem = WorkItem> {
     return true;
   }
 
+  /** The items of a registration queued or running here. */
+  laneLoad(webhookId: string): number {
+    const lane = this.lanes.get(webhookId);
+    return lane ? lane.running + lane.queue.length : 0;
+  }
+
   /** Whether `id` is queued or running here (the sweep leaves such ids to us). */
   has(id: string): boolean {
     return this.queued.has(id) || this.runningIds.has(id);

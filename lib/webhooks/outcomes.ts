@@ -105,13 +105,14 @@ export class OutcomeWriter {
     }
     if (disabled.length > 0) this.opts.logger.warn('webhooks disabled after consecutive failed events', { webhook_ids: disabled });
     const byId = new Map(recorded.map((r) => [r.deliveryId, r]));
+    this.opts.onCommitted?.(recorded, disabled);
+    // Settled as soon as committed: a retry falling due is then claimable at once, whoever claims it.
+    for (const p of batch) p.resolve(byId.get(p.outcome.deliveryId));
     const retries = recorded.filter((r) => r.kind === 'retry');
     if (retries.length > 0) {
       await this.opts.onRetries(retries).catch((e) =>
         this.opts.logger.warn('could not schedule webhook retries; the sweep will pick them up', { error: String(e), count: retries.length }),
       );
     }
-    this.opts.onCommitted?.(recorded, disabled);
-    for (const p of batch) p.resolve(byId.get(p.outcome.deliveryId));
   }
 }

@@ -49,6 +49,14 @@ export interface DeliveryPolicy {
   retryBucketMs: number;
   /** At shutdown, how long attempts in flight may take to finish before they are cut off. */
   stopGraceMs: number;
+  /**
+   * A registration's claims held here beyond its running attempts: about this long of its recent
+   * throughput (at least `perWebhookConcurrency`, at most `maxLaneAhead`), so a claim starts well
+   * within its lease and needs no extension; the rest waits in the database, due, and is claimed in
+   * batches (claimDue) as the registration's queue empties.
+   */
+  laneAheadMs: number;
+  maxLaneAhead: number;
 }
 
 export function deliveryPolicy(overrides: Partial<DeliveryPolicy> & { scale?: number } = {}): DeliveryPolicy {
@@ -72,6 +80,8 @@ export function deliveryPolicy(overrides: Partial<DeliveryPolicy> & { scale?: nu
     fanOutBatch: 500,
     retryBucketMs: 250,
     stopGraceMs: 3000,
+    laneAheadMs: 3000,
+    maxLaneAhead: 2000,
     ...rest,
   };
   if (policy.retryDelaysMs.length !== MAX_ATTEMPTS - 1) {

@@ -11,6 +11,7 @@
  */
 import type { Queryable, RawTx } from '../platform/db/transaction.js';
 import { MAX_ATTEMPTS } from './policy.js';
+import { CLAIM_ROWS } from '../platform/db/claims.js';
 
 
 
@@ -30,7 +31,9 @@ export interface ClaimedDelivery {
   eventCreatedAt: Date;
   /** The claim's lease: the delivery is ours until then. */
   leaseUntil: Date;
-  /** Kept alive while queued (claims.ts extendClaims): older than a lease, so its registration is re-read before use. */
+  /** Kept alive while queued (claims.ts extendClaims): when the claim was first made (its registration's changes since then are looked up). */
+  claimedAt?: Date;
+  /** Older than the changes this instance remembers: its registration is re-read (renewed) before use. */
   extended?: boolean;
   /** Set while the sweep is extending this claim: an attempt starting meanwhile waits for it (the two would race on the lease). */
   extending?: Promise<unknown>;
@@ -73,6 +76,73 @@ export async function claimDeliveries(db: Queryable, ids: string[], now: Date, l
     values: [ids, now, leaseUntil],
   });
   return rows.map(claimed);
+}
+
+/**
+ * Claims the due deliveries of several registrations in one statement: for each `[webhook id, n]`,
+ * its `n` oldest due pending deliveries (by due time, through the partial index of due deliveries,
+ * `webhook_deliveries_due_idx`), passing over rows another worker is claiming, each reserving
+ * (counting) its next attempt; none past the fifth, none of an inactive registration. Returned
+ * oldest first within each registration, with the time each was due (`dueAt`).
+ *
+ * `from` (per registration, or null) starts the scan at that due time: the caller's rows due
+ * earlier are claimed already. A claim moves a row's due time forward, but its former index entry
+ * stays until VACUUM; without `from`, every claim would step again over all the entries of the
+ * rows claimed before it.
+ */
+export async function claimDue(db: Queryable, wants: Array<[string, number, Date | null]>, now: Date, leaseUntil: Date): Promise<Array<ClaimedDelivery & { dueAt: Date }>> {
+  const lanes = wants.filter(([, n]) => n > 0);
+  if (lanes.length === 0) return [];
+  const { rows } = await db.query({
+    name: 'webhook-claim-due',
+    text: `WITH c AS (
+       SELECT due.id, due.next_attempt_at AS due_at
+         FROM unnest($1::text[], $2::int[], $5::timestamptz[]) AS w(webhook_id, n, from_at)
+         CROSS JOIN LATERAL (
+           SELECT q.id, q.next_attempt_at FROM webhook_deliveries q
+            WHERE q.webhook_id = w.webhook_id AND q.status = 'pending' AND q.next_attempt_at <= $3
+              AND q.next_attempt_at >= COALESCE(w.from_at, '-infinity') AND q.attempts < ${MAX_ATTEMPTS}
+            ORDER BY q.next_attempt_at LIMIT w.n ${CLAIM_ROWS}
+         ) due
+     )
+     UPDATE webhook_deliveries d SET next_attempt_at = $4, attempts = d.attempts + 1
+       FROM c, webhook_endpoints e, events ev
+      WHERE d.id = c.id AND e.id = d.webhook_id AND e.is_active AND ev.id = d.event_id
+      ${CLAIM_RETURNING}, c.due_at`,
+    values: [lanes.map(([w]) => w), lanes.map(([, n]) => n), now, leaseUntil, lanes.map(([, , from]) => from)],
+  });
+  return rows.sort((a, b) => a.due_at - b.due_at).map((r) => ({ ...claimed(r), dueAt: r.due_at }));
+}
+
+/**
+ * The active registrations with deliveries due before `before` that may still be attempted (one
+ * probe of the due index per active registration): the sweep's way to find work no timer of this
+ * instance knows (another instance crashed, a retry job was lost).
+ */
+export async function lanesWithDue(db: Queryable, before: Date): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>({
+    name: 'webhook-lanes-with-due',
+    text: `SELECT w.id FROM webhook_endpoints w
+      WHERE w.is_active AND EXISTS (
+        SELECT 1 FROM webhook_deliveries d
+         WHERE d.webhook_id = w.id AND d.status = 'pending' AND d.next_attempt_at <= $1 AND d.attempts < ${MAX_ATTEMPTS})`,
+    values: [before],
+  });
+  return rows.map((r) => r.id);
+}
+
+/**
+ * Pending deliveries whose last (fifth) attempt was claimed and whose claim lapsed before `before`
+ * without an outcome (a crash): the sweep drops them (claims.ts).
+ */
+export async function interruptedLastAttempts(db: Queryable, before: Date, limit: number): Promise<Array<{ id: string; webhookId: string; attempts: number }>> {
+  const { rows } = await db.query(
+    `SELECT id, webhook_id, attempts FROM webhook_deliveries
+      WHERE status = 'pending' AND attempts >= ${MAX_ATTEMPTS} AND next_attempt_at <= $1
+      ORDER BY next_attempt_at LIMIT $2`,
+    [before, limit],
+  );
+  return rows.map((r) => ({ id: r.id, webhookId: r.webhook_id, attempts: r.attempts }));
 }
 
 /** Extends a claim we hold (lease `heldUntil`, attempt already reserved), re-reading the registration; undefined if it is no longer ours or active. */
@@ -215,24 +285,30 @@ export async function extendClaims(db: Queryable, claims: Array<{ id: string; le
 }
 
 /**
- * Writes the deliveries of a fan-out, born claimed by the caller until `leaseUntil` with their first
- * attempt counted; a pair already delivered (same event and registration) is skipped. Returns the
- * ids written.
+ * Writes the deliveries of a fan-out. A row with `claimed` is born claimed by the caller until
+ * `leaseUntil` with its first attempt counted; one without is parked: pending, nothing counted, due
+ * at `dueAt`, for claimDue to take when its registration has room. A pair already delivered (same
+ * event and registration) is skipped. Returns the ids written.
  */
 export async function insertClaimedDeliveries(
   db: Queryable,
-  rows: Array<{ id: string; projectId: string; webhookId: string; eventId: string; event: string }>,
+  rows: Array<{ id: string; projectId: string; webhookId: string; eventId: string; event: string; claimed?: boolean }>,
   leaseUntil: Date,
   now: Date,
+  dueAt: Date = now,
 ): Promise<Set<string>> {
   const { rows: inserted } = await db.query<{ id: string }>({
     name: 'webhook-fanout-insert',
     text: `INSERT INTO webhook_deliveries (id, project_id, webhook_id, event_id, event, status, attempts, next_attempt_at, created_at)
-     SELECT d.id, d.project_id, d.webhook_id, d.event_id, d.event, 'pending', 1, $6, $7
-       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS d(id, project_id, webhook_id, event_id, event)
+     SELECT d.id, d.project_id, d.webhook_id, d.event_id, d.event, 'pending',
+            CASE WHEN d.claimed THEN 1 ELSE 0 END, CASE WHEN d.claimed THEN $6::timestamptz ELSE $8::timestamptz END, $7
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $9::boolean[]) AS d(id, project_id, webhook_id, event_id, event, claimed)
      ON CONFLICT (event_id, webhook_id) DO NOTHING
      RETURNING id`,
-    values: [rows.map((r) => r.id), rows.map((r) => r.projectId), rows.map((r) => r.webhookId), rows.map((r) => r.eventId), rows.map((r) => r.event), leaseUntil, now],
+    values: [
+      rows.map((r) => r.id), rows.map((r) => r.projectId), rows.map((r) => r.webhookId), rows.map((r) => r.eventId), rows.map((r) => r.event),
+      leaseUntil, now, dueAt, rows.map((r) => r.claimed !== false),
+    ],
   });
   return new Set(inserted.map((r) => r.id));
 }
