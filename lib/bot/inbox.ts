@@ -224,7 +224,7 @@ export async function reclaimExpired(pool: pg.Pool, now: Date, leaseMs: number):
         kind: 'message',
         message: {
           id: r.wamid, from: (r.phone ?? r.user_id)!, type: r.type!, text: inboundText(r.type!, r.content ?? {}), raw: r.content ?? {},
-          conversation: { id: Number(r.conversation_id), state: r.state! },
+          conversation: { id: Number(r.conversation_id), state: r.state!, kind: 'individual' },
           contact: { phone: r.phone, user_id: r.user_id, username: r.username, name: r.name }, received_at: r.created_at.toISOString(),
         },
       };

@@ -102,7 +102,8 @@ export async function runSend(deps: BotDeps, inv: Invocation, args: any): Promis
  */
 async function refusedSend(deps: BotDeps, inv: Invocation, args: any, error: { code: string; message: string }): Promise<Answer> {
   if (!inv.capture && ++inv.logLines <= MAX_LOG_LINES_PER_EVENT) {
-    const to = typeof args?.phone === 'string' ? args.phone : typeof args?.user_id === 'string' ? args.user_id : 'an unnamed recipient';
+    const to = typeof args?.phone === 'string' ? args.phone : typeof args?.user_id === 'string' ? args.user_id
+      : typeof args?.group_id === 'number' ? `group ${args.group_id}` : 'an unnamed recipient';
     await redactedBotLog(deps, inv.projectId, { level: 'warn', kind: 'error', message: `A send to ${String(to).slice(0, 64)} was refused (${error.code}): ${error.message}`.slice(0, MAX_LOG_LINE), deploymentId: inv.deploymentId }).catch(() => undefined);
   }
   return ok({ ok: false, error });

@@ -72,7 +72,7 @@ async function applyMessage(deps: Deps, channel: OpenChannel, m: MessageEvent, n
   if (opts.standby) return true;
   deps.bot?.onInboundMessage(channel.projectId, stored.message.id, {
     id: m.channelMessageId, from: contact.phone ?? contact.userId!, type: stored.message.type, text: inboundText(stored.message.type, rest as Record<string, unknown>), raw: rest as Record<string, unknown>,
-    conversation: { id: Number(stored.conversation.id), state: stored.conversation.state },
+    conversation: { id: Number(stored.conversation.id), state: stored.conversation.state, kind: 'individual' },
     contact: { phone: contact.phone, user_id: contact.userId, username: contact.username, name: contact.name ?? null }, received_at: now.toISOString(),
     consent: stored.consent ? { change: stored.consent.status, keyword: stored.consent.keyword } : null,
   });

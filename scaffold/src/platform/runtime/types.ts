@@ -25,9 +25,13 @@ export interface BotModule {
 /**
  * The recipient of a send: a phone, or the business-scoped user id of a customer whose number
  * WhatsApp withholds (`message.from` is either: pass it as `phone` and the service sends it the
- * right way, or name it `user_id`). Exactly one.
+ * right way, or name it `user_id`). Exactly one. A WhatsApp group's message (`message.conversation.kind`
+ * `group`) is answered in the group with `group_id` (`message.conversation.group_id`; no interactive messages there).
  */
-export type SendRecipient = { phone: string; user_id?: never } | { user_id: string; phone?: never };
+export type SendRecipient =
+  | { phone: string; user_id?: never; group_id?: never }
+  | { user_id: string; phone?: never; group_id?: never }
+  | { group_id: number; phone?: never; user_id?: never };
 
 /** The body of POST /v1/messages. */
 export type SendMessageRequest = SendRecipient & (
