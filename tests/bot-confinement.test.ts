@@ -168,7 +168,9 @@ export async function onMessage(m: InboundMessage): Promise<void> {
     // The next message arrives while the loop runs: it waits behind it, then runs on a fresh sandbox.
     await inbound(phoneNumberId, '14155550702', 'after');
     await t.bot!.whenIdle();
-    expect(await sentTexts(phoneNumberId, '14155550702')).toEqual(['echo after']);
+    // Waited for, not read at once: in one full run nothing had been sent yet when whenIdle returned
+    // (the message waits behind the loop until its process is stopped).
+    expect(await eventually(() => sentTexts(phoneNumberId, '14155550702'), (s) => s.length > 0, 20_000, 'the answer to "after"')).toEqual(['echo after']);
     const logs = await botLogs(projectId);
     expect(logs.map((l) => l.message)).toEqual([expect.stringContaining('kept running after its event ended')]);
     // Nothing runs any more: the process spends (almost) no CPU while idle.
