@@ -15,6 +15,10 @@ import { botWorld, type BotProject } from './support/bots.js';
 import { eventually } from './support/eventually.js';
 import { template } from './support/broadcasts.js';
 
+// A deployed bot's call events take 20 to 28 s on a loaded two-core machine: above jest's default
+// 30 s is a hang, not a slow machine. Not a retry.
+jest.setTimeout(90_000);
+
 const LIMITS = { memoryMb: 16, startupTimeoutMs: 1000, eventTimeoutMs: 1500 };
 
 let t: TestApp;
@@ -180,9 +184,6 @@ describe('bots and calls otherwise', () => {
     const p = await w.botProject(`
 import { calls, sendText, type InboundCall, type InboundMessage } from './platform/runtime/index.js';
 
-// A deployed bot's events, or a group's notifications delivered twice, take 20 to 28 s on a loaded
-// two-core machine: above jest's default 30 s is a hang, not a slow machine. Not a retry.
-jest.setTimeout(90_000);
 export async function onMessage(m: InboundMessage): Promise<void> {
   const r = await calls.reject((m.text ?? '').trim());
   await sendText(m.from, r.ok ? 'rejected ' + r.call.status : 'refused ' + r.error.code);

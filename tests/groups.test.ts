@@ -15,8 +15,8 @@ import { eventually } from './support/eventually.js';
 import { metaSchemas } from '../simulator/meta/validator.js';
 import { person } from './support/dashboard.js';
 
-// A deployed bot's events, or a group's notifications delivered twice, take 20 to 28 s on a loaded
-// two-core machine: above jest's default 30 s is a hang, not a slow machine. Not a retry.
+// A group's notifications delivered twice take about 20 s on a loaded two-core machine: above
+// jest's default 30 s is a hang, not a slow machine. Not a retry.
 jest.setTimeout(90_000);
 
 let t: TestApp;
