@@ -9,58 +9,25 @@
  */
 import type pg from 'pg';
 import { confirmIntents } from './ledger.js';
+import { Batcher } from '../platform/batcher.js';
 
-interface Waiter {
+interface Accepted {
   ref: string;
   wamid: string;
   at: Date;
-  resolve: () => void;
-  reject: (e: unknown) => void;
 }
 
-class ConfirmBatcher {
-  private readonly waiting = new Map<string, Waiter[]>();
-  private readonly draining = new Set<string>();
-
-  constructor(private readonly pool: pg.Pool) {}
-
-  confirm(projectId: string, ref: string, wamid: string, at: Date): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      const list = this.waiting.get(projectId);
-      if (list) list.push({ ref, wamid, at, resolve, reject });
-      else this.waiting.set(projectId, [{ ref, wamid, at, resolve, reject }]);
-      if (!this.draining.has(projectId)) void this.drain(projectId);
-    });
-  }
-
-  private async drain(projectId: string): Promise<void> {
-    this.draining.add(projectId);
-    try {
-      for (let batch = this.take(projectId); batch.length > 0; batch = this.take(projectId)) {
-        try {
-          await confirmIntents(this.pool, projectId, batch);
-          for (const w of batch) w.resolve();
-        } catch (e) {
-          for (const w of batch) w.reject(e);
-        }
-      }
-    } finally {
-      this.draining.delete(projectId);
-    }
-  }
-
-  private take(projectId: string): Waiter[] {
-    const list = this.waiting.get(projectId) ?? [];
-    this.waiting.delete(projectId);
-    return list;
-  }
-}
-
-const batchers = new WeakMap<pg.Pool, ConfirmBatcher>();
+const batchers = new WeakMap<pg.Pool, Batcher<Accepted, void>>();
 
 /** Confirms one accepted send through this instance's batcher (see the module's note). */
 export function confirmSends(pool: pg.Pool, projectId: string, ref: string, wamid: string, at: Date): Promise<void> {
   let batcher = batchers.get(pool);
-  if (!batcher) batchers.set(pool, (batcher = new ConfirmBatcher(pool)));
-  return batcher.confirm(projectId, ref, wamid, at);
+  if (!batcher) {
+    batcher = new Batcher<Accepted, void>(async (project, items) => {
+      await confirmIntents(pool, project, items);
+      return items.map(() => undefined);
+    });
+    batchers.set(pool, batcher);
+  }
+  return batcher.add(projectId, { ref, wamid, at });
 }

@@ -14,60 +14,26 @@
  */
 import type pg from 'pg';
 import { recordIntents, type Intent } from './ledger.js';
+import { Batcher, newest } from '../platform/batcher.js';
 
-interface Waiter {
+interface SendRecord {
+  projectId: string;
   intent: Intent;
   at: Date;
-  resolve: (recorded: boolean) => void;
-  reject: (e: unknown) => void;
+  refuseHeld: boolean;
 }
 
-class RecordBatcher {
-  private readonly waiting = new Map<string, Waiter[]>();
-  private readonly draining = new Set<string>();
-
-  constructor(private readonly pool: pg.Pool) {}
-
-  record(projectId: string, intent: Intent, at: Date, refuseHeld: boolean): Promise<boolean> {
-    const key = `${refuseHeld ? 'h' : '-'}${projectId}`;
-    return new Promise<boolean>((resolve, reject) => {
-      const list = this.waiting.get(key);
-      if (list) list.push({ intent, at, resolve, reject });
-      else this.waiting.set(key, [{ intent, at, resolve, reject }]);
-      if (!this.draining.has(key)) void this.drain(key, projectId, refuseHeld);
-    });
-  }
-
-  private async drain(key: string, projectId: string, refuseHeld: boolean): Promise<void> {
-    this.draining.add(key);
-    try {
-      for (let batch = this.take(key); batch.length > 0; batch = this.take(key)) {
-        let at = batch[0].at;
-        for (const w of batch) if (w.at > at) at = w.at;
-        try {
-          const recorded = await recordIntents(this.pool, projectId, batch.map((w) => w.intent), at, { refuseHeld });
-          batch.forEach((w, i) => w.resolve(recorded[i]));
-        } catch (e) {
-          for (const w of batch) w.reject(e);
-        }
-      }
-    } finally {
-      this.draining.delete(key);
-    }
-  }
-
-  private take(key: string): Waiter[] {
-    const list = this.waiting.get(key) ?? [];
-    this.waiting.delete(key);
-    return list;
-  }
-}
-
-const batchers = new WeakMap<pg.Pool, RecordBatcher>();
+const batchers = new WeakMap<pg.Pool, Batcher<SendRecord, boolean>>();
 
 /** Records one send's intent through this instance's batcher (see the module's note): true when recorded. */
 export function recordSend(pool: pg.Pool, projectId: string, intent: Intent, at: Date, opts: { refuseHeld?: boolean } = {}): Promise<boolean> {
   let batcher = batchers.get(pool);
-  if (!batcher) batchers.set(pool, (batcher = new RecordBatcher(pool)));
-  return batcher.record(projectId, intent, at, opts.refuseHeld === true);
+  if (!batcher) {
+    batcher = new Batcher<SendRecord, boolean>((_group, items) =>
+      recordIntents(pool, items[0].projectId, items.map((r) => r.intent), newest(items, (r) => r.at), { refuseHeld: items[0].refuseHeld }));
+    batchers.set(pool, batcher);
+  }
+  const refuseHeld = opts.refuseHeld === true;
+  // Sends that refuse a held thread and those that do not are recorded by different statements.
+  return batcher.add(`${refuseHeld ? 'h' : '-'}${projectId}`, { projectId, intent, at, refuseHeld });
 }

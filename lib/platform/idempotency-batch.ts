@@ -13,65 +13,8 @@
 import type pg from 'pg';
 import { claimKeys, completeKeys } from './idempotency-store.js';
 import { ABANDONED_AFTER_MS, RETENTION_MS } from './idempotency.js';
+import { Batcher, newest } from './batcher.js';
 
-interface Batch<T, R> {
-  items: Array<{ item: T; resolve: (r: R) => void; reject: (e: unknown) => void }>;
-}
-
-/** Per-project batches of one kind of statement; `key` makes an item unique within a batch. */
-class Batcher<T, R> {
-  private readonly waiting = new Map<string, Batch<T, R>['items']>();
-  private readonly draining = new Set<string>();
-
-  constructor(
-    private readonly run: (projectId: string, items: T[]) => Promise<R[]>,
-    private readonly key: (item: T) => string,
-  ) {}
-
-  add(projectId: string, item: T): Promise<R> {
-    return new Promise<R>((resolve, reject) => {
-      const list = this.waiting.get(projectId);
-      if (list) list.push({ item, resolve, reject });
-      else this.waiting.set(projectId, [{ item, resolve, reject }]);
-      if (!this.draining.has(projectId)) void this.drain(projectId);
-    });
-  }
-
-  private async drain(projectId: string): Promise<void> {
-    this.draining.add(projectId);
-    try {
-      for (let batch = this.take(projectId); batch.length > 0; batch = this.take(projectId)) {
-        try {
-          const results = await this.run(projectId, batch.map((b) => b.item));
-          batch.forEach((b, i) => b.resolve(results[i]));
-        } catch (e) {
-          for (const b of batch) b.reject(e);
-        }
-      }
-    } finally {
-      this.draining.delete(projectId);
-    }
-  }
-
-  /** The waiting items, each key once; a repeated key stays for the next batch. */
-  private take(projectId: string): Batch<T, R>['items'] {
-    const list = this.waiting.get(projectId) ?? [];
-    this.waiting.delete(projectId);
-    const seen = new Set<string>();
-    const now: typeof list = [];
-    const later: typeof list = [];
-    for (const w of list) {
-      const k = this.key(w.item);
-      if (seen.has(k)) later.push(w);
-      else {
-        seen.add(k);
-        now.push(w);
-      }
-    }
-    if (later.length) this.waiting.set(projectId, later);
-    return now;
-  }
-}
 
 interface Claim {
   key: string;
@@ -99,8 +42,7 @@ export function claimBatched(pool: pg.Pool, projectId: string, key: string, fing
   let b = claimers.get(pool);
   if (!b) {
     b = new Batcher<Claim, boolean>(async (project, items) => {
-      let at = items[0].now;
-      for (const c of items) if (c.now > at) at = c.now;
+      const at = newest(items, (c) => c.now);
       const claimed = await claimKeys(pool, project, items, {
         now: at,
         expiresAt: new Date(at.getTime() + RETENTION_MS),
