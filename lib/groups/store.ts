@@ -74,15 +74,18 @@ export async function insertPendingGroup(db: RawTx, g: { projectId: string; requ
  * call confirmed it; undefined when it was confirmed before (a repeated notification).
  */
 export async function confirmGroup(tx: RawTx, projectId: string, e: { groupId: string; requestId?: string; subject?: string; description?: string }, at: Date): Promise<bigint | undefined> {
-  if (e.requestId) {
+  const confirmPending = async (): Promise<bigint | undefined> => {
+    if (!e.requestId) return undefined;
     const moved = await tx.$queryRawUnsafe<{ id: bigint }[]>(
       `UPDATE groups SET group_id = $3, status = 'active', subject = COALESCE($4, subject), description = COALESCE($5, description), updated_at = $6
        WHERE project_id = $1 AND request_id = $2 AND group_id IS NULL
          AND NOT EXISTS (SELECT 1 FROM groups o WHERE o.project_id = $1 AND o.group_id = $3) RETURNING id`,
       projectId, e.requestId, e.groupId, e.subject ?? null, e.description ?? null, at,
     );
-    if (moved[0]) return moved[0].id;
-  }
+    return moved[0]?.id;
+  };
+  const moved = await confirmPending();
+  if (moved !== undefined) return moved;
   // No pending creation (yet): a group made elsewhere on the number, or a notification faster than
   // our record of the creation (insertPendingGroup then finds it by the request id).
   const inserted = await tx.$queryRawUnsafe<{ id: bigint }[]>(
@@ -90,7 +93,10 @@ export async function confirmGroup(tx: RawTx, projectId: string, e: { groupId: s
      VALUES ($1, $2, $3, 'active', $4, $5, 'auto_approve', $6, $6) ON CONFLICT DO NOTHING RETURNING id`,
     projectId, e.groupId, e.requestId ?? null, e.subject ?? e.groupId.slice(0, 128), e.description ?? null, at,
   );
-  return inserted[0]?.id;
+  if (inserted[0]) return inserted[0].id;
+  // The creation's record committed between the two statements above (the insert waited for it and
+  // met its request id): confirm it now, in a statement that sees it, or the group stays pending.
+  return confirmPending();
 }
 
 /** Links the group to its own contact record (once). */
