@@ -43,6 +43,10 @@ export interface SimulatorOptions {
 export interface Simulator {
   app: express.Express;
   state: SimState;
+  /** The automatic statuses waiting for their batch's window to close. */
+  batchedStatuses(): Array<{ wamid: string; status: string }>;
+  /** Close every batch's window now (a test's clock for `statusBatchMs`). */
+  flushStatusBatches(): void;
   close(): Promise<void>;
 }
 
@@ -130,6 +134,8 @@ export function createSimulator(opts: SimulatorOptions = {}): Simulator {
   return {
     app,
     state,
+    batchedStatuses: () => dispatcher.batchedStatuses(),
+    flushStatusBatches: () => dispatcher.flushAllStatuses(),
     async close() {
       persistence?.close();
       for (const t of state.templates.values()) if (t.timer) clearTimeout(t.timer);

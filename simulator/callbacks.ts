@@ -120,6 +120,16 @@ export class Dispatcher {
     return true;
   }
 
+  /** Statuses waiting in a batch (tests hold the window open and flush when theirs are all in it). */
+  batchedStatuses(): Array<{ wamid: string; status: string }> {
+    return [...this.batches.values()].flatMap((b) => [...b.groups.values()].flatMap((g) => g.statuses.map((s) => ({ wamid: String(s.id), status: String(s.status) }))));
+  }
+
+  /** Send every waiting batch now, as its window closing would. */
+  flushAllStatuses(): void {
+    for (const key of [...this.batches.keys()]) this.flushStatuses(key);
+  }
+
   private flushStatuses(key: string): void {
     const batch = this.batches.get(key);
     if (!batch) return;

@@ -123,6 +123,19 @@ describe('WhatsApp Cloud API simulator', () => {
     rx.setStatus(200);
   });
 
+  /** A batch window no test waits out: closeWindowWhenIn closes it. */
+  const HELD_OPEN_MS = 10 * 60_000;
+  /** Batches opened from now wait for closeWindowWhenIn; one opened before (an earlier test's statuses, a short window) goes now. */
+  const holdWindowsOpen = () => {
+    sim.state.limits.statusBatchMs = HELD_OPEN_MS;
+    sim.flushStatusBatches();
+  };
+  /** Wait until every message's 'sent' status waits in a batch, then close the windows (the clock of `statusBatchMs`). */
+  const closeWindowWhenIn = async (wamids: string[]) => {
+    await waitFor(() => wamids.every((w) => sim.batchedStatuses().some((s) => s.wamid === w && s.status === 'sent')));
+    sim.flushStatusBatches();
+  };
+
   it('batches the automatic statuses of one number raised together into one notification; with statusBatchMs 0 each goes alone', async () => {
     const sendThree = async () => {
       const res = await Promise.all(['+15551230031', '+15551230032', '+15551230033'].map((to) => send(text(to)).expect(200)));
@@ -130,9 +143,10 @@ describe('WhatsApp Cloud API simulator', () => {
     };
     const sentHooks = (wamids: string[]) => rx.got.filter((r) => valuesOf(r).some((v) => (v.statuses ?? []).some((s: any) => wamids.includes(s.id) && s.status === 'sent')));
     try {
-      // A window wide enough that the three sends surely fall in it, even on a busy machine.
-      sim.state.limits.statusBatchMs = 1000;
+      // The window is held open until the three 'sent' statuses are in it, then closed: no machine is too slow for it.
+      holdWindowsOpen();
       const batched = await sendThree();
+      await closeWindowWhenIn(batched);
       await waitFor(() => batched.every((w) => statusesOf(rx.got, w).some((s) => s.status === 'sent')));
       const [hook, ...others] = sentHooks(batched);
       expect(others).toEqual([]);
@@ -140,11 +154,13 @@ describe('WhatsApp Cloud API simulator', () => {
       expect(hook.body.entry[0].changes[0].value.statuses.map((s: any) => s.id).sort()).toEqual([...batched].sort());
 
       sim.state.limits.statusBatchMs = 0;
+      sim.flushStatusBatches(); // the later statuses of the batched three, still held, go before
       const alone = await sendThree();
       await waitFor(() => alone.every((w) => statusesOf(rx.got, w).some((s) => s.status === 'sent')));
       expect(sentHooks(alone).map((h) => h.body.entry[0].changes[0].value.statuses.length)).toEqual([1, 1, 1]);
     } finally {
       sim.state.limits.statusBatchMs = DEFAULT_LIMITS.statusBatchMs;
+      sim.flushStatusBatches();
     }
   });
 
@@ -154,13 +170,14 @@ describe('WhatsApp Cloud API simulator', () => {
     const ownWaba = await register();
     expect(sameWaba.waba_id).toBe(pn.waba_id);
     try {
-      sim.state.limits.statusBatchMs = 1000;
+      holdWindowsOpen();
       const sends = await Promise.all([
         send(text('+15551230041')), send(text('+15551230042')),
         send(text('+15551230043'), sameWaba.access_token, sameWaba.phone_number_id), send(text('+15551230044'), sameWaba.access_token, sameWaba.phone_number_id),
         send(text('+15551230045'), ownWaba.access_token, ownWaba.phone_number_id),
       ]);
       const wamids = sends.map((r) => r.body.messages[0].id as string);
+      await closeWindowWhenIn(wamids);
       await waitFor(() => wamids.every((w) => statusesOf(rx.got, w).some((s) => s.status === 'sent')));
       const hooks = rx.got.filter((r) => valuesOf(r).some((v) => (v.statuses ?? []).some((s: any) => wamids.includes(s.id) && s.status === 'sent')));
       expect(hooks).toHaveLength(1);
@@ -182,6 +199,7 @@ describe('WhatsApp Cloud API simulator', () => {
       await request(base).post('/_sim/phone-numbers').send({ callback_url: rx.url, app_secret: SECRET, waba_id: 'not digits' }).expect(400);
     } finally {
       sim.state.limits.statusBatchMs = DEFAULT_LIMITS.statusBatchMs;
+      sim.flushStatusBatches();
     }
   });
 
