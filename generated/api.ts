@@ -1491,14 +1491,31 @@ export interface paths {
          *     is 409 `group_not_active`.
          */
         post: operations["approveGroupJoinRequests"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/groups/{id}/join-requests/rejections": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
         /**
          * Reject join requests
          * @description Rejects join requests by their ids (from GET /v1/groups/{id}/join-requests), the
-         *     counterpart of approving them: the body names them as approving does. WhatsApp answers per
+         *     counterpart of approving them: the body names them as approving does (a POST of a
+         *     rejection rather than a DELETE with a body, which some clients and proxies drop). WhatsApp answers per
          *     request: `rejected` and `failed` list them. A rejected user does not join; they may ask
          *     again by the invite link. A group that is not `active` is 409 `group_not_active`.
          */
-        delete: operations["rejectGroupJoinRequests"];
+        post: operations["rejectGroupJoinRequests"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;

@@ -162,7 +162,7 @@ describe('the domain on an in-memory channel', () => {
     const events = async (name: string) => t.db.prisma.event.count({ where: { projectId: p.id, name } });
 
     channel.joinRequests.set('mem.group-2', [{ id: 'jr-1', waId: '5511955550002' }]);
-    const rejected = await request(t.app).delete(`/v1/groups/${id}/join-requests`).set(auth(p.key)).send({ join_request_ids: ['jr-1'] });
+    const rejected = await request(t.app).post(`/v1/groups/${id}/join-requests/rejections`).set(auth(p.key)).send({ join_request_ids: ['jr-1'] });
     expect(rejected.body.data).toEqual({ rejected: ['jr-1'], failed: [] });
     expect(channel.joinRequests.get('mem.group-2')).toEqual([]);
 

@@ -258,7 +258,7 @@ describe('the business rejects join requests, changes the settings and deletes a
     const ada = (await sim().post(gpath(g, 'join')).send({ from: '+5511977770021' })).body.join_request_id as string;
     const bo = (await sim().post(gpath(g, 'join')).send({ from: '+5511977770022' })).body.join_request_id as string;
 
-    const rejected = await s.api('delete', `/v1/groups/${g.id}/join-requests`).send({ join_request_ids: [ada, 'nope'] });
+    const rejected = await s.api('post', `/v1/groups/${g.id}/join-requests/rejections`).send({ join_request_ids: [ada, 'nope'] });
     expect(rejected.status).toBe(200);
     expect(rejected.body.data).toEqual({ rejected: [ada], failed: ['nope'] });
     expect((await graphRequests('/join_requests')).filter((r) => r.method === 'DELETE').map((r) => r.body)).toEqual([{ messaging_product: 'whatsapp', join_requests: [ada, 'nope'] }]);
@@ -270,11 +270,11 @@ describe('the business rejects join requests, changes the settings and deletes a
     expect((await s.api('post', `/v1/groups/${g.id}/join-requests`).send({ join_request_ids: [bo] })).body.data).toEqual({ approved: [bo], failed: [] });
 
     // Bad input is refused before WhatsApp, in the spec's envelope.
-    const none = await s.api('delete', `/v1/groups/${g.id}/join-requests`).send({ join_request_ids: [] });
+    const none = await s.api('post', `/v1/groups/${g.id}/join-requests/rejections`).send({ join_request_ids: [] });
     expect(none.status).toBe(400);
     expect(none.body).toMatchObject({ success: false, error: { code: 'invalid_request', details: { fields: [{ field: 'join_request_ids' }] } }, request_id: expect.any(String) });
-    expect((await s.api('delete', `/v1/groups/${g.id}/join-requests`).send({})).body.error.code).toBe('invalid_request');
-    const unknown = await s.api('delete', '/v1/groups/999999999/join-requests').send({ join_request_ids: [bo] });
+    expect((await s.api('post', `/v1/groups/${g.id}/join-requests/rejections`).send({})).body.error.code).toBe('invalid_request');
+    const unknown = await s.api('post', '/v1/groups/999999999/join-requests/rejections').send({ join_request_ids: [bo] });
     expect([unknown.status, unknown.body.error.code]).toEqual([404, 'not_found']);
     expect((await graphRequests('/join_requests')).filter((r) => r.method === 'DELETE')).toHaveLength(1);
   });
@@ -345,7 +345,7 @@ describe('the business rejects join requests, changes the settings and deletes a
     const refused = [
       await s.read('patch', `/v1/groups/${g.id}`).send({ subject: 'No' }),
       await s.read('delete', `/v1/groups/${g.id}`),
-      await s.read('delete', `/v1/groups/${g.id}/join-requests`).send({ join_request_ids: ['any'] }),
+      await s.read('post', `/v1/groups/${g.id}/join-requests/rejections`).send({ join_request_ids: ['any'] }),
     ];
     expect(refused.map((r) => [r.status, r.body.error.code])).toEqual([[403, 'insufficient_scope'], [403, 'insufficient_scope'], [403, 'insufficient_scope']]);
     // The same key reads the group.
@@ -383,7 +383,7 @@ describe('the business rejects join requests, changes the settings and deletes a
       await s.api('post', '/v1/messages').send({ type: 'text', group_id: g.id, content: 'Anyone?' }),
       await s.api('patch', `/v1/groups/${g.id}`).send({ subject: 'Back again' }),
       await s.api('delete', `/v1/groups/${g.id}`),
-      await s.api('delete', `/v1/groups/${g.id}/join-requests`).send({ join_request_ids: ['any'] }),
+      await s.api('post', `/v1/groups/${g.id}/join-requests/rejections`).send({ join_request_ids: ['any'] }),
       await s.api('post', `/v1/groups/${g.id}/invite-link`),
     ];
     expect(refusals.map((r) => [r.status, r.body.error.code, r.body.error.details])).toEqual(Array(5).fill([409, 'group_not_active', { status: 'deleted' }]));
