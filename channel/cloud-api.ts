@@ -106,6 +106,15 @@ export class CloudApiClient extends GraphTransport implements ChannelPort {
   approveGroupJoinRequests(...a: Parameters<typeof groups.approveGroupJoinRequests>) {
     return groups.approveGroupJoinRequests.apply(this, a);
   }
+  rejectGroupJoinRequests(...a: Parameters<typeof groups.rejectGroupJoinRequests>) {
+    return groups.rejectGroupJoinRequests.apply(this, a);
+  }
+  updateGroupSettings(...a: Parameters<typeof groups.updateGroupSettings>) {
+    return groups.updateGroupSettings.apply(this, a);
+  }
+  deleteGroup(...a: Parameters<typeof groups.deleteGroup>) {
+    return groups.deleteGroup.apply(this, a);
+  }
 
   parseNotification(payload: unknown, phoneNumberId: string): ChannelEvent[] {
     return notificationEvents(payload, phoneNumberId);

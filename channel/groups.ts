@@ -1,11 +1,12 @@
 /**
  * Groups (Meta's Groups API, v23.0 contract: POST /{phone-number-id}/groups, POST /{group-id}/invite_link,
- * DELETE /{group-id}/participants, GET and POST /{group-id}/join_requests; docs/groups.md). The group's
+ * DELETE /{group-id}/participants, GET, POST and DELETE /{group-id}/join_requests, POST and DELETE
+ * /{group-id}; docs/groups.md). The group's
  * id is not in the creation's answer: it comes with the group_lifecycle_update notification, which
  * names the creation's `request_id` (notifications.ts reads it).
  */
 import type { ChannelCredentials, GraphTransport } from './graph-transport.js';
-import type { CreateGroupInput, GroupJoinRequest } from '../lib/channel-port/port.js';
+import type { CreateGroupInput, GroupJoinRequest, GroupSettingsInput } from '../lib/channel-port/port.js';
 
 /** A group id as Graph takes it in a path: base64-like, as Meta issues them. */
 function groupNode(groupId: string): string {
@@ -50,13 +51,38 @@ export async function listGroupJoinRequests(this: GraphTransport, creds: Channel
   return out;
 }
 
+/** Graph's `failed_join_requests` (`[{ join_request_id, errors }]`): the ids. */
+function failedIds(v: unknown): string[] {
+  return Array.isArray(v) ? (v as Array<{ join_request_id?: unknown }>).map((f) => f?.join_request_id).filter((x): x is string => typeof x === 'string') : [];
+}
+
+const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
+
 export async function approveGroupJoinRequests(this: GraphTransport, creds: ChannelCredentials, groupId: string, ids: string[]): Promise<{ approved: string[]; failed: string[] }> {
   const answer = (await this.call(creds, {
     op: 'approveGroupJoinRequests', method: 'POST', segments: [groupNode(groupId), 'join_requests'], data: { messaging_product: 'whatsapp', join_requests: ids },
   })) as { approved_join_requests?: unknown; failed_join_requests?: unknown } | null;
-  const approved = Array.isArray(answer?.approved_join_requests) ? answer.approved_join_requests.filter((x): x is string => typeof x === 'string') : [];
-  const failed = Array.isArray(answer?.failed_join_requests)
-    ? (answer.failed_join_requests as Array<{ join_request_id?: unknown }>).map((f) => f?.join_request_id).filter((x): x is string => typeof x === 'string')
-    : [];
-  return { approved, failed };
+  return { approved: strings(answer?.approved_join_requests), failed: failedIds(answer?.failed_join_requests) };
+}
+
+/** DELETE /{group-id}/join_requests: Meta's counterpart of approving, the same body. */
+export async function rejectGroupJoinRequests(this: GraphTransport, creds: ChannelCredentials, groupId: string, ids: string[]): Promise<{ rejected: string[]; failed: string[] }> {
+  const answer = (await this.call(creds, {
+    op: 'rejectGroupJoinRequests', method: 'DELETE', segments: [groupNode(groupId), 'join_requests'], data: { messaging_product: 'whatsapp', join_requests: ids },
+  })) as { rejected_join_requests?: unknown; failed_join_requests?: unknown } | null;
+  return { rejected: strings(answer?.rejected_join_requests), failed: failedIds(answer?.failed_join_requests) };
+}
+
+/** POST /{group-id}: the subject and/or description (Meta's updateGroupSettings; the picture is not sent here). */
+export async function updateGroupSettings(this: GraphTransport, creds: ChannelCredentials, groupId: string, input: GroupSettingsInput): Promise<void> {
+  if (input.subject === undefined && input.description === undefined) throw new TypeError('CloudApiClient: a subject or a description');
+  const data: Record<string, unknown> = { messaging_product: 'whatsapp' };
+  if (input.subject !== undefined) data.subject = input.subject;
+  if (input.description !== undefined) data.description = input.description;
+  await this.call(creds, { op: 'updateGroupSettings', method: 'POST', segments: [groupNode(groupId)], data });
+}
+
+/** DELETE /{group-id}: no body (Meta's deleteGroup takes none). */
+export async function deleteGroup(this: GraphTransport, creds: ChannelCredentials, groupId: string): Promise<void> {
+  await this.call(creds, { op: 'deleteGroup', method: 'DELETE', segments: [groupNode(groupId)] });
 }

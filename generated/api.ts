@@ -1377,10 +1377,28 @@ export interface paths {
         get: operations["getGroup"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Delete a group
+         * @description Asks WhatsApp to delete the group (WhatsApp removes every participant, the business
+         *     included). When WhatsApp takes it the group is `deleted`, as when WhatsApp's
+         *     `group_lifecycle_update` says so, and `group.deleted` is raised once (the notification that
+         *     follows changes nothing more); its conversation stays with its messages. A deleted group
+         *     then takes no send, settings change, invite link or join request call. A group that is not
+         *     `active` (pending, suspended or already deleted) is 409 `group_not_active`.
+         */
+        delete: operations["deleteGroup"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change a group's subject or description
+         * @description Asks WhatsApp to change the group's `subject` (1 to 128 characters, not blank) and/or
+         *     `description` (at most 2048 characters; empty clears it); at least one of them. When
+         *     WhatsApp takes the change the group is answered with it and `group.settings_changed` is
+         *     raised; WhatsApp's `group_settings_update` notification that follows changes nothing more.
+         *     The group's conversation is named by the new subject. A group that is not `active` is 409
+         *     `group_not_active`; the picture is not changed here.
+         */
+        patch: operations["updateGroup"];
         trace?: never;
     };
     "/v1/groups/{id}/invite-link": {
@@ -1473,6 +1491,30 @@ export interface paths {
          *     is 409 `group_not_active`.
          */
         post: operations["approveGroupJoinRequests"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/groups/{id}/join-requests/rejections": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reject join requests
+         * @description Rejects join requests by their ids (from GET /v1/groups/{id}/join-requests), the
+         *     counterpart of approving them: the body names them as approving does (a POST of a
+         *     rejection rather than a DELETE with a body, which some clients and proxies drop). WhatsApp answers per
+         *     request: `rejected` and `failed` list them. A rejected user does not join; they may ask
+         *     again by the invite link. A group that is not `active` is 409 `group_not_active`.
+         */
+        post: operations["rejectGroupJoinRequests"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1996,7 +2038,7 @@ export interface webhooks {
         put?: never;
         /**
          * Event: a group was deleted
-         * @description Sent to registrations subscribed to `group.deleted` (needs `conversations:read`). WhatsApp deleted the group (`group_lifecycle_update`); its conversation stays with its messages. Each change is sent once, however often WhatsApp repeats its notification.
+         * @description Sent to registrations subscribed to `group.deleted` (needs `conversations:read`). The group was deleted: through DELETE /v1/groups/{id} once WhatsApp took it, or as WhatsApp said (`group_lifecycle_update`); its conversation stays with its messages. Each change is sent once, however often WhatsApp repeats its notification.
          */
         post: {
             parameters: {
@@ -2096,7 +2138,7 @@ export interface webhooks {
         put?: never;
         /**
          * Event: a group's subject or description changed
-         * @description Sent to registrations subscribed to `group.settings_changed` (needs `conversations:read`). WhatsApp said the group's settings changed (`group_settings_update`). Each change is sent once, however often WhatsApp repeats its notification.
+         * @description Sent to registrations subscribed to `group.settings_changed` (needs `conversations:read`). The group's subject or description changed: through PATCH /v1/groups/{id} once WhatsApp took it, or as WhatsApp said (`group_settings_update`). Each change is sent once, however often WhatsApp repeats its notification.
          */
         post: {
             parameters: {
@@ -3539,6 +3581,13 @@ export interface components {
              */
             join_approval_mode: "approval_required" | "auto_approve";
         };
+        /** @description At least one of `subject` and `description`. */
+        UpdateGroupRequest: {
+            /** @description The new subject (WhatsApp trims whitespace; not blank), at most 128 characters. */
+            subject?: string;
+            /** @description The new description, at most 2048 characters (empty clears it). */
+            description?: string;
+        };
         GroupResponse: {
             /** @constant */
             success: true;
@@ -3615,6 +3664,18 @@ export interface components {
             success: true;
             data: {
                 approved: string[];
+                failed: string[];
+            };
+        };
+        RejectGroupJoinRequestsRequest: {
+            /** @description 1 to 100 join request ids. */
+            join_request_ids: string[];
+        };
+        RejectGroupJoinRequestsResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                rejected: string[];
                 failed: string[];
             };
         };
@@ -8232,6 +8293,100 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    deleteGroup: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description Numeric id; a malformed or empty one is 400 `invalid_id` (after authentication).
+                 * @example 42
+                 */
+                id: components["parameters"]["NumericId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The group, deleted. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GroupResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            502: components["responses"]["UpstreamError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateGroup: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description Numeric id; a malformed or empty one is 400 `invalid_id` (after authentication).
+                 * @example 42
+                 */
+                id: components["parameters"]["NumericId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateGroupRequest"];
+            };
+        };
+        responses: {
+            /** @description The group with its new settings. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GroupResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            502: components["responses"]["UpstreamError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     getGroupInviteLink: {
         parameters: {
             query?: never;
@@ -8490,6 +8645,56 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ApproveGroupJoinRequestsResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            502: components["responses"]["UpstreamError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    rejectGroupJoinRequests: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description Numeric id; a malformed or empty one is 400 `invalid_id` (after authentication).
+                 * @example 42
+                 */
+                id: components["parameters"]["NumericId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RejectGroupJoinRequestsRequest"];
+            };
+        };
+        responses: {
+            /** @description What WhatsApp rejected. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RejectGroupJoinRequestsResponse"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -8,7 +8,7 @@ import { applyFault, takeFault, type Operation } from './faults.js';
 import { createUploadSession, deleteMedia, getMedia, uploadChunk, uploadMedia, uploadStatus } from './media.js';
 import { sendMessage } from './messages.js';
 import { callAction } from './calls.js';
-import { approveJoinRequests, createGroup, createInviteLink, listJoinRequests, removeParticipants } from './groups.js';
+import { approveJoinRequests, createGroup, createInviteLink, deleteGroupNode, groupsOf, listJoinRequests, rejectJoinRequests, removeParticipants, updateGroupSettings } from './groups.js';
 import { getTemplate, createTemplate, deleteTemplates, listTemplates } from './templates.js';
 import { logRequest } from './request-log.js';
 import { createFlow, deleteFlow, deprecateFlow, flowOf, getFlow, listAssets, listFlows, publishFlow, uploadAsset } from './flows.js';
@@ -90,6 +90,7 @@ export function graphRouter(ctx: SimContext): Router {
   r.delete('/:node/participants', json, wrap(removeParticipants(ctx)));
   r.get('/:node/join_requests', wrap(listJoinRequests(ctx)));
   r.post('/:node/join_requests', json, wrap(approveJoinRequests(ctx)));
+  r.delete('/:node/join_requests', json, wrap(rejectJoinRequests(ctx)));
   r.post('/:node/thread_control', json, wrap(threadControl(ctx)));
   r.post('/:node/media', wrap(uploadMedia(ctx)));
   r.get('/:node/message_templates', wrap(listTemplates(ctx)));
@@ -148,6 +149,7 @@ export function graphRouter(ctx: SimContext): Router {
     wrap((req, res) => {
       const node = String(req.params.node);
       if (node.startsWith('upload:')) return uploadChunk(ctx, req, res);
+      if (groupsOf(state).has(node)) return updateGroupSettings(ctx)(req, res);
       requireAnyToken(state, req);
       throw unsupportedRequest('post', node);
     }),
@@ -161,6 +163,7 @@ export function graphRouter(ctx: SimContext): Router {
       if (media) return deleteMedia(ctx, req, res, media);
       const flow = flowOf(ctx, req);
       if (flow) return deleteFlow(ctx, req, res, flow);
+      if (groupsOf(state).has(node)) return deleteGroupNode(ctx)(req, res);
       requireAnyToken(state, req);
       throw unsupportedRequest('delete', node);
     }),

@@ -2,8 +2,10 @@
  * Groups (Meta's Groups API, v23.0 contract; docs/groups.md): the business creates a group with
  * POST /:phoneNumberId/groups (answered with a `request_id`; the `group_lifecycle_update`
  * notification `group_create` then names the group), gets a new invite link (POST
- * /:groupId/invite_link), removes participants (DELETE /:groupId/participants), lists and approves
- * join requests (GET and POST /:groupId/join_requests), and sends to the group (POST
+ * /:groupId/invite_link), removes participants (DELETE /:groupId/participants), lists, approves and
+ * rejects join requests (GET, POST and DELETE /:groupId/join_requests), changes the subject or
+ * description (POST /:groupId, then `group_settings_update`), deletes the group (DELETE /:groupId,
+ * then `group_lifecycle_update` `group_delete`), and sends to the group (POST
  * /:phoneNumberId/messages with `recipient_type: group`, no interactive messages; statuses name
  * the group and stop at delivered). Every Graph body is checked against Meta's schema first.
  *
@@ -172,6 +174,61 @@ export function approveJoinRequests(ctx: SimContext) {
   };
 }
 
+/** DELETE /:groupId/join_requests: the rejected requests are gone (the user may ask again); no notification. */
+export function rejectJoinRequests(ctx: SimContext) {
+  return (req: Request, res: Response): void => {
+    const g = groupNode(ctx, req);
+    checked('DELETE /{Version}/{group_id}/join_requests', req.body);
+    const ids = (req.body as Obj).join_requests as string[];
+    const rejected: string[] = [];
+    const failed: Obj[] = [];
+    for (const id of ids) {
+      if (g.joinRequests.delete(id)) rejected.push(id);
+      else failed.push({ join_request_id: id, errors: [{ code: 131009, title: 'Parameter value is not valid', message: 'Parameter value is not valid' }] });
+    }
+    res.json({ messaging_product: 'whatsapp', rejected_join_requests: rejected, failed_join_requests: failed });
+  };
+}
+
+/** The group takes a settings change; the `group_settings_update` entry names what changed. */
+function newSettings(g: SimGroup, s: { subject?: string; description?: string }): Obj {
+  if (s.subject !== undefined) g.subject = s.subject.trim();
+  if (s.description !== undefined) g.description = s.description;
+  return { type: 'group_settings_update', ...(s.subject !== undefined ? { subject: g.subject } : {}), ...(s.description !== undefined ? { description: g.description } : {}) };
+}
+
+/** POST /:groupId: the subject and/or description change (no picture here), then `group_settings_update`. */
+export function updateGroupSettings(ctx: SimContext) {
+  return (req: Request, res: Response): void => {
+    const g = groupNode(ctx, req);
+    checked('POST /{Version}/{group_id}', req.body);
+    const b = req.body as Obj;
+    const subject = typeof b.subject === 'string' ? b.subject : undefined;
+    const description = typeof b.description === 'string' ? b.description : undefined;
+    if (subject === undefined && description === undefined) throw paramError('Invalid parameter', 'Param subject or description is required (the simulator changes no picture).');
+    if (subject !== undefined && !subject.trim()) throw paramError('Invalid parameter', 'Param subject must not be blank.');
+    const entry = newSettings(g, { subject, description });
+    res.json({ success: true });
+    setImmediate(() => void deliver(ctx, g, 'group_settings_update', entry).catch(() => undefined));
+  };
+}
+
+/** The group ends: it takes no call nor send from now on; `group_delete` tells the business. */
+function endGroup(ctx: SimContext, g: SimGroup, deliveries = 1): Promise<void> {
+  g.deleted = true;
+  return deliver(ctx, g, 'group_lifecycle_update', { type: 'group_delete' }, deliveries);
+}
+
+/** DELETE /:groupId (no body): the group is deleted, then `group_delete`. */
+export function deleteGroupNode(ctx: SimContext) {
+  return (req: Request, res: Response): void => {
+    const g = groupNode(ctx, req);
+    g.deleted = true; // at once: a send or a call after the answer is refused
+    res.json({ success: true });
+    setImmediate(() => void endGroup(ctx, g).catch(() => undefined));
+  };
+}
+
 /**
  * A send's group (messages.ts): `to` names a group of this number. WhatsApp takes no interactive
  * messages in groups: 131009 before anything is sent.
@@ -253,11 +310,8 @@ export async function changeSettings(ctx: SimContext, id: string, b: Obj): Promi
   const g = groupOr404(ctx, id);
   if (b.subject !== undefined && (typeof b.subject !== 'string' || !b.subject.trim() || b.subject.length > 128)) throw new ControlError(400, 'subject: 1 to 128 characters');
   if (b.description !== undefined && (typeof b.description !== 'string' || b.description.length > 2048)) throw new ControlError(400, 'description: at most 2048 characters');
-  if (typeof b.subject === 'string') g.subject = b.subject.trim();
-  if (typeof b.description === 'string') g.description = b.description;
-  await deliver(ctx, g, 'group_settings_update', {
-    type: 'group_settings_update', ...(typeof b.subject === 'string' ? { subject: g.subject } : {}), ...(typeof b.description === 'string' ? { description: g.description } : {}),
-  }, deliveriesOf(b));
+  const entry = newSettings(g, { subject: b.subject as string | undefined, description: b.description as string | undefined });
+  await deliver(ctx, g, 'group_settings_update', entry, deliveriesOf(b));
   return { group_id: g.id, subject: g.subject };
 }
 
@@ -273,8 +327,7 @@ export async function suspendGroup(ctx: SimContext, id: string, b: Obj): Promise
 /** POST /_sim/groups/:id/delete `{ deliveries? }`: the group is deleted. */
 export async function deleteGroup(ctx: SimContext, id: string, b: Obj): Promise<Obj> {
   const g = groupOr404(ctx, id);
-  g.deleted = true;
-  await deliver(ctx, g, 'group_lifecycle_update', { type: 'group_delete' }, deliveriesOf(b));
+  await endGroup(ctx, g, deliveriesOf(b));
   return { group_id: g.id, deleted: true };
 }
 
@@ -289,7 +342,7 @@ export async function createdAgain(ctx: SimContext, id: string, b: Obj): Promise
 export function listSimGroups(ctx: SimContext): Obj {
   return {
     data: [...groupsOf(ctx.state).values()].map((g) => ({
-      id: g.id, phone_number_id: g.pnid, request_id: g.requestId, subject: g.subject, invite_link: g.inviteLink,
+      id: g.id, phone_number_id: g.pnid, request_id: g.requestId, subject: g.subject, description: g.description ?? null, invite_link: g.inviteLink,
       participants: [...g.participants], join_requests: [...g.joinRequests.keys()], suspended: g.suspended, deleted: g.deleted,
     })),
   };

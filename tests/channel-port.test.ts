@@ -152,4 +152,32 @@ describe('the domain on an in-memory channel', () => {
     expect(sent.status).toBe(200);
     expect(channel.sent.at(-1)?.message).toMatchObject({ recipient_type: 'group', to: 'mem.group-1', type: 'text', text: { body: 'Bem-vindo' } });
   });
+
+  it("When a group's join request is rejected, its subject changed and the group deleted through the API, then the port is asked each, the group follows at once, and the channel's own events of the same changes raise no second event", async () => {
+    const p = await project();
+    channel.nextRequestId = 'req.mem-2';
+    const created = await request(t.app).post('/v1/groups').set(auth(p.key)).send({ subject: 'Slow club', join_approval_mode: 'approval_required' });
+    await notify(p, [{ kind: 'group_lifecycle', groupId: 'mem.group-2', change: 'created', requestId: 'req.mem-2', subject: 'Slow club' }]);
+    const id = created.body.data.group.id;
+    const events = async (name: string) => t.db.prisma.event.count({ where: { projectId: p.id, name } });
+
+    channel.joinRequests.set('mem.group-2', [{ id: 'jr-1', waId: '5511955550002' }]);
+    const rejected = await request(t.app).post(`/v1/groups/${id}/join-requests/rejections`).set(auth(p.key)).send({ join_request_ids: ['jr-1'] });
+    expect(rejected.body.data).toEqual({ rejected: ['jr-1'], failed: [] });
+    expect(channel.joinRequests.get('mem.group-2')).toEqual([]);
+
+    const renamed = await request(t.app).patch(`/v1/groups/${id}`).set(auth(p.key)).send({ subject: 'Quick club' });
+    expect(renamed.body.data.group).toMatchObject({ subject: 'Quick club', status: 'active' });
+    expect(channel.settingsChanges.at(-1)).toEqual({ groupId: 'mem.group-2', input: { subject: 'Quick club' } });
+    expect((await notify(p, [{ kind: 'group_settings', groupId: 'mem.group-2', subject: 'Quick club' }])).status).toBe(200);
+    expect(await events('group.settings_changed')).toBe(1);
+
+    const deleted = await request(t.app).delete(`/v1/groups/${id}`).set(auth(p.key));
+    expect(deleted.body.data.group).toMatchObject({ status: 'deleted' });
+    expect(channel.groupsDeleted).toContain('mem.group-2');
+    expect((await notify(p, [{ kind: 'group_lifecycle', groupId: 'mem.group-2', change: 'deleted' }])).status).toBe(200);
+    expect(await events('group.deleted')).toBe(1);
+    const refused = await request(t.app).post('/v1/messages').set(auth(p.key)).send({ type: 'text', group_id: id, content: 'Still there?' });
+    expect([refused.status, refused.body.error.code]).toEqual([409, 'group_not_active']);
+  });
 });

@@ -34,7 +34,10 @@ export type ChannelOperation =
   | 'createGroupInviteLink'
   | 'removeGroupParticipants'
   | 'listGroupJoinRequests'
-  | 'approveGroupJoinRequests';
+  | 'approveGroupJoinRequests'
+  | 'rejectGroupJoinRequests'
+  | 'updateGroupSettings'
+  | 'deleteGroup';
 
 /**
  * What a failure means to the domain, as the adapter classifies it (one failure may have several):

@@ -163,6 +163,12 @@ export interface CreateGroupInput {
   joinApprovalMode: 'approval_required' | 'auto_approve';
 }
 
+/** A change of a group's settings: each field only when it changes (an empty description clears it). */
+export interface GroupSettingsInput {
+  subject?: string;
+  description?: string;
+}
+
 /** An open request to join a group (approval_required groups). */
 export interface GroupJoinRequest {
   id: string;
@@ -221,6 +227,12 @@ export interface ChannelPort {
   listGroupJoinRequests(creds: ChannelCredentials, groupId: string): Promise<GroupJoinRequest[]>;
   /** Approves join requests; the channel answers which it approved and which failed. */
   approveGroupJoinRequests(creds: ChannelCredentials, groupId: string, ids: string[]): Promise<{ approved: string[]; failed: string[] }>;
+  /** Rejects join requests; the channel answers which it rejected and which failed. */
+  rejectGroupJoinRequests(creds: ChannelCredentials, groupId: string, ids: string[]): Promise<{ rejected: string[]; failed: string[] }>;
+  /** Changes the group's subject and/or description; the change comes back as a group_settings event. */
+  updateGroupSettings(creds: ChannelCredentials, groupId: string, input: GroupSettingsInput): Promise<void>;
+  /** Deletes the group (every participant, the business included, leaves); a group_lifecycle `deleted` event follows. */
+  deleteGroup(creds: ChannelCredentials, groupId: string): Promise<void>;
 
   // Notifications
   /** The events of one notification the channel posted, those addressed to `phoneNumberId`. Malformed parts are skipped. */

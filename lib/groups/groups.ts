@@ -1,10 +1,13 @@
 /**
  * WhatsApp groups (docs/groups.md): what the business asks of a group (create, the invite link,
- * remove a participant, the join requests), and what the channel tells of it (created, deleted,
- * participants, settings, suspension), each change applied once with its event (`group.created`,
- * `group.deleted`, `group.participants_changed`, `group.settings_changed`, `group.status_changed`)
- * in one transaction. A confirmed group gets its own contact record (kind `group`) and its
- * conversation, which takes the group's messages like any other (lib/messaging/group-messages.ts).
+ * remove a participant, approve or reject join requests, change its subject or description, delete
+ * it), and what the channel tells of it (created, deleted, participants, settings, suspension), each
+ * change applied once with its event (`group.created`, `group.deleted`, `group.participants_changed`,
+ * `group.settings_changed`, `group.status_changed`) in one transaction. A settings change or a
+ * deletion the channel took is applied at once by the same step its notification takes, so
+ * whichever comes first changes the group and the other finds nothing to change. A confirmed group
+ * gets its own contact record (kind `group`) and its conversation, which takes the group's messages
+ * like any other (lib/messaging/group-messages.ts).
  */
 import { ApiError } from '../platform/errors.js';
 import type { Deps } from '../deps.js';
@@ -151,6 +154,46 @@ export async function approveJoinRequests(deps: Deps, projectId: string, id: big
   return channelCall(() => deps.channel.approveGroupJoinRequests(channel, g.groupId, ids));
 }
 
+export async function rejectJoinRequests(deps: Deps, projectId: string, id: bigint, ids: string[]): Promise<{ rejected: string[]; failed: string[] }> {
+  const g = await requireActive(deps, projectId, id);
+  const channel = await requireChannel(deps, projectId);
+  return channelCall(() => deps.channel.rejectGroupJoinRequests(channel, g.groupId, ids));
+}
+
+/**
+ * Asks WhatsApp to change the subject and/or the description. Once WhatsApp took it, the group
+ * takes the change as its group_settings_update would give it (applySettings): the notification
+ * that follows finds it applied and raises no second event.
+ */
+export async function updateGroup(deps: Deps, projectId: string, id: bigint, input: { subject?: string; description?: string }): Promise<GroupView> {
+  const subject = input.subject?.trim();
+  if (subject === '') throw new ApiError('invalid_request', 'subject must not be blank.', { fields: [{ field: 'subject', message: 'is blank' }] });
+  if (subject === undefined && input.description === undefined) {
+    throw new ApiError('invalid_request', 'Give a subject or a description to change.', { fields: [{ field: 'subject', message: 'or description is required' }] });
+  }
+  const settings = { ...(subject !== undefined ? { subject } : {}), ...(input.description !== undefined ? { description: input.description } : {}) };
+  const g = await requireActive(deps, projectId, id);
+  const channel = await requireChannel(deps, projectId);
+  await channelCall(() => deps.channel.updateGroupSettings(channel, g.groupId, settings));
+  const now = deps.clock.now();
+  await deps.db.prisma.$transaction((tx) => applySettings(tx, projectId, g, settings, now));
+  return groupView(await requireGroup(deps, projectId, g.id));
+}
+
+/**
+ * Asks WhatsApp to delete the group. Once WhatsApp took it, the group is deleted as its
+ * group_lifecycle_update `group_delete` makes it (applyDeleted): the notification that follows
+ * finds it deleted and raises no second `group.deleted`.
+ */
+export async function deleteGroup(deps: Deps, projectId: string, id: bigint): Promise<GroupView> {
+  const g = await requireActive(deps, projectId, id);
+  const channel = await requireChannel(deps, projectId);
+  await channelCall(() => deps.channel.deleteGroup(channel, g.groupId));
+  const now = deps.clock.now();
+  await deps.db.prisma.$transaction((tx) => applyDeleted(tx, projectId, g, now));
+  return groupView(await requireGroup(deps, projectId, g.id));
+}
+
 // ------------------------------------------------------------------ what the channel tells
 
 type GroupEvent = GroupLifecycleEvent | GroupParticipantsEvent | GroupSettingsEvent | GroupStatusEvent;
@@ -158,6 +201,21 @@ type GroupEvent = GroupLifecycleEvent | GroupParticipantsEvent | GroupSettingsEv
 async function raise(tx: RawTx, projectId: string, name: string, id: bigint, at: Date, extra: Record<string, unknown> = {}): Promise<void> {
   const g = (await groupById(tx, projectId, id))!;
   await recordEvent(tx, projectId, name, { group: groupView(g), ...extra }, at);
+}
+
+type KnownGroup = Pick<GroupRow, 'id' | 'contactId'> & { groupId: string };
+
+/** The group ended: `deleted` (from any status but deleted) with `group.deleted`, once. */
+async function applyDeleted(tx: RawTx, projectId: string, g: KnownGroup, now: Date): Promise<void> {
+  if (await setGroupStatus(tx, projectId, g.groupId, 'deleted', now)) await raise(tx, projectId, 'group.deleted', g.id, now);
+}
+
+/** The subject and/or description, once, with `group.settings_changed`; the group's own record follows the subject. */
+async function applySettings(tx: RawTx, projectId: string, g: KnownGroup, s: { subject?: string; description?: string }, now: Date): Promise<void> {
+  if (await setGroupSettings(tx, projectId, g.groupId, s, now)) {
+    if (s.subject && g.contactId !== null) await renameGroupContact(tx, projectId, g.contactId, s.subject, now);
+    await raise(tx, projectId, 'group.settings_changed', g.id, now);
+  }
 }
 
 /**
@@ -180,10 +238,11 @@ export async function applyGroupEvent(deps: Deps, channel: OpenChannel, e: Group
       await raise(tx, projectId, 'group.created', id, now, added.length ? { added_participants: added.map((w) => phoneView(w)) } : {});
       return;
     }
-    const g = await groupByChannelId(tx, projectId, e.groupId);
-    if (!g) return;
+    const found = await groupByChannelId(tx, projectId, e.groupId);
+    if (!found) return;
+    const g = { ...found, groupId: e.groupId };
     if (e.kind === 'group_lifecycle') {
-      if (await setGroupStatus(tx, projectId, e.groupId, 'deleted', now)) await raise(tx, projectId, 'group.deleted', g.id, now);
+      await applyDeleted(tx, projectId, g, now);
     } else if (e.kind === 'group_participants') {
       const added = await addParticipants(tx, projectId, g.id, e.added.map((m) => m.waId), now);
       const removed = await removeParticipants(tx, g.id, e.removed.map((m) => m.waId));
@@ -193,10 +252,7 @@ export async function applyGroupEvent(deps: Deps, channel: OpenChannel, e: Group
         });
       }
     } else if (e.kind === 'group_settings') {
-      if (await setGroupSettings(tx, projectId, e.groupId, e, now)) {
-        if (e.subject && g.contactId !== null) await renameGroupContact(tx, projectId, g.contactId, e.subject, now);
-        await raise(tx, projectId, 'group.settings_changed', g.id, now);
-      }
+      await applySettings(tx, projectId, g, e, now);
     } else if (e.kind === 'group_status') {
       if (await setGroupStatus(tx, projectId, e.groupId, e.status, now)) await raise(tx, projectId, 'group.status_changed', g.id, now);
     }

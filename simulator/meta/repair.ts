@@ -311,6 +311,9 @@ export const OPERATIONS = [
   'DELETE /{Version}/{group_id}/participants',
   'GET /{Version}/{group_id}/join_requests',
   'POST /{Version}/{group_id}/join_requests',
+  'DELETE /{Version}/{group_id}/join_requests',
+  'POST /{Version}/{group_id}',
+  'DELETE /{Version}/{group_id}',
   'POST /whatsapp/webhooks',
 ] as const;
 export type Operation = (typeof OPERATIONS)[number];

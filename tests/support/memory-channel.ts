@@ -9,7 +9,7 @@ import { ChannelError } from '../../lib/channel-port/errors.js';
 import type { ChannelEvent } from '../../lib/channel-port/events.js';
 import type {
   ChannelCredentials, ChannelFlow, ChannelPort, ChannelTemplate, CreateTemplateInput, CreateTemplateResult, FlowValidationError,
-  CallActionInput, CreateGroupInput, GroupJoinRequest, ThreadControlInput, HeaderSampleInput, ListTemplatesInput, MediaInfo, MessagingLimit, OutboundMessage, SendResult, SendRoute, Throughput, UploadMediaInput,
+  CallActionInput, CreateGroupInput, GroupJoinRequest, GroupSettingsInput, ThreadControlInput, HeaderSampleInput, ListTemplatesInput, MediaInfo, MessagingLimit, OutboundMessage, SendResult, SendRoute, Throughput, UploadMediaInput,
 } from '../../lib/channel-port/port.js';
 
 const id = (prefix: string) => `${prefix}.${randomBytes(8).toString('hex')}`;
@@ -124,11 +124,13 @@ export class MemoryChannel implements ChannelPort {
     return input.action === 'connect' ? { callId: id('call') } : {};
   }
 
-  /** Groups asked for (by request id), invite links given, removals, open join requests per group id. */
+  /** Groups asked for (by request id), invite links given, removals, open join requests per group id, settings changes, deletions. */
   readonly groupsCreated = new Map<string, CreateGroupInput>();
   readonly inviteLinks: string[] = [];
   readonly removals: Array<{ groupId: string; participants: string[] }> = [];
   readonly joinRequests = new Map<string, GroupJoinRequest[]>();
+  readonly settingsChanges: Array<{ groupId: string; input: GroupSettingsInput }> = [];
+  readonly groupsDeleted: string[] = [];
 
   /** The request id the next creation is answered with (a test naming it before); else a new one. */
   nextRequestId?: string;
@@ -159,6 +161,21 @@ export class MemoryChannel implements ChannelPort {
     const approved = ids.filter((i) => open.some((r) => r.id === i));
     this.joinRequests.set(groupId, open.filter((r) => !approved.includes(r.id)));
     return { approved, failed: ids.filter((i) => !approved.includes(i)) };
+  }
+
+  async rejectGroupJoinRequests(_creds: ChannelCredentials, groupId: string, ids: string[]): Promise<{ rejected: string[]; failed: string[] }> {
+    const open = this.joinRequests.get(groupId) ?? [];
+    const rejected = ids.filter((i) => open.some((r) => r.id === i));
+    this.joinRequests.set(groupId, open.filter((r) => !rejected.includes(r.id)));
+    return { rejected, failed: ids.filter((i) => !rejected.includes(i)) };
+  }
+
+  async updateGroupSettings(_creds: ChannelCredentials, groupId: string, input: GroupSettingsInput): Promise<void> {
+    this.settingsChanges.push({ groupId, input });
+  }
+
+  async deleteGroup(_creds: ChannelCredentials, groupId: string): Promise<void> {
+    this.groupsDeleted.push(groupId);
   }
 
   /** This channel's notification: `{ phone_number_id, events }`, the port's events as they are. */
