@@ -46,7 +46,7 @@ const MODES: Array<[GroupView['join_approval_mode'], string]> = [
   ['approval_required', 'A person approves each request to join'],
 ];
 
-export function groupStatusWords(status: GroupView['status']): string {
+function groupStatusWords(status: GroupView['status']): string {
   if (status === 'pending') return 'pending: WhatsApp has not confirmed its creation yet';
   if (status === 'suspended') return 'suspended by WhatsApp: it takes no change, send or join request until WhatsApp lifts it';
   if (status === 'deleted') return 'deleted: its conversation and messages are kept';
