@@ -58,8 +58,9 @@ export const CAPABILITY_EDGES: Record<string, string[]> = {
   bot: ['access', 'accounts', 'calls', 'channel-port', 'channel-settings', 'code', 'consent', 'conversations', 'deploy', 'messaging', 'project-files', 'sandbox', 'tables', 'webhooks'],
   // The team's inbox: assignment, labels, notes and canned replies, each change with its event.
   inbox: ['access', 'conversations', 'webhooks'],
-  // The console's customers pages read conversations and send a person's reply through messaging's one send path.
-  dashboard: ['access', 'accounts', 'broadcasts', 'calls', 'conversations', 'inbox', 'messaging', 'templates', 'webhooks'],
+  // The console's customers pages read conversations and send a person's reply through messaging's one send path;
+  // its group actions are the API's own group operations.
+  dashboard: ['access', 'accounts', 'broadcasts', 'calls', 'conversations', 'groups', 'inbox', 'messaging', 'templates', 'webhooks'],
   // The agents' authorization server: connections and tokens (access), consent's roles and audit (accounts).
   oauth: ['access', 'accounts'],
   // The MCP server's identity as a protected resource (its tools and endpoint are HTTP edge: http/mcp/).

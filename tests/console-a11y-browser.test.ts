@@ -15,6 +15,7 @@ import type { Browser, Page } from 'playwright-core';
 import { describeWithBrowser, launchBrowser, signedInPage } from './support/browser.js';
 import { startTestApp, type TestApp } from './support/app.js';
 import { api, projectWithKey, seedContacts, template } from './support/broadcasts.js';
+import { eventually } from './support/eventually.js';
 import { asProject, RATE_CARD, seedBotLog, seedDeliveries, seedSpend } from './support/console.js';
 import { dropProjectStorage } from '../lib/tables/isolation.js';
 import path from 'node:path';
@@ -94,7 +95,7 @@ describeWithBrowser(describe)('every dashboard page: axe-core and a phone’s wi
   });
 
   it('When an owner opens every page of the router at 375 px and 1280 px, then axe-core finds no serious or critical violation, nothing scrolls sideways and every time reads YYYY-MM-DD HH:MM UTC', async () => {
-    const { project, key } = await projectWithKey(t, ['broadcasts:read', 'broadcasts:manage', 'contacts:write', 'flows:write']);
+    const { project, key } = await projectWithKey(t, ['broadcasts:read', 'broadcasts:manage', 'contacts:write', 'flows:write', 'conversations:read', 'conversations:write']);
     projectId = project.id;
     await t.admin.call('put', '/admin/rate-card', RATE_CARD);
     await template(t, projectId, 'spring_sale', 'Hello {{1}}, our spring sale starts today', 'MARKETING');
@@ -107,7 +108,7 @@ describeWithBrowser(describe)('every dashboard page: axe-core and a phone’s wi
     await seedDeliveries(t, projectId);
     await seedBotLog(t, projectId);
     await seedSpend(t, projectId);
-    // A row for each page with a parameter of its own: a file, a flow, a scheduled task.
+    // A row for each page with a parameter of its own: a file, a flow, a scheduled task, a group.
     const admin = { Authorization: `Bearer ${t.adminToken}` };
     expect((await request(t.app).put(`/admin/projects/${projectId}/files/hours.txt`).set(admin).set('Content-Type', 'application/octet-stream').send(Buffer.from('Mon-Fri 9-17\n'))).status).toBeLessThan(300);
     const flow = await request(t.app).post('/v1/flows/generate').set('Authorization', `Bearer ${key}`).send({
@@ -119,6 +120,10 @@ describeWithBrowser(describe)('every dashboard page: axe-core and a phone’s wi
     await t.db.pool.query(
       `INSERT INTO bot_schedules (project_id, name, cron, time_zone, deployment_id, source, next_run_at, created_at, updated_at) VALUES ($1, 'morning', '0 9 * * *', 'Europe/Berlin', $2, 'src/bot.ts:3', now() + interval '1 hour', now(), now())`,
       [projectId, `dep_a11y_${projectId}`]);
+    // A WhatsApp group confirmed by the simulator, asking users' approval: its page, join requests and deletion's confirmation.
+    const group = await api(t, key).post('/v1/groups', { subject: 'Weekend pickups', join_approval_mode: 'approval_required' });
+    expect(group.status).toBe(201);
+    await eventually(() => api(t, key).get(`/v1/groups/${group.body.data.group.id}`), (r) => r.body.data?.group?.status === 'active', 10_000, 'the group confirmed');
     await asProject(t, projectId, 'public', 'CREATE TABLE opening_hours (id serial PRIMARY KEY, weekday int NOT NULL, note text)', "INSERT INTO opening_hours (weekday, note) VALUES (1, 'Monday')");
 
     const routes = dashboardGetRoutes(t.app);

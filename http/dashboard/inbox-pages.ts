@@ -207,8 +207,8 @@ async function notesOf(deps: AppDeps, projectId: string, id: number): Promise<No
   return (await listNotes(deps.db.pool, projectId, BigInt(id), undefined, NOTES_SHOWN)).map(noteView);
 }
 
-/** A group conversation's pane (docs/groups.md): the group, its status and its participants. */
-function groupPane(d: ConversationDetail, history: ConversationHistory): Html {
+/** A group conversation's pane (docs/groups.md): the group, its status and its participants; its page has the group's actions. */
+function groupPane(d: ConversationDetail, history: ConversationHistory, projectId: string): Html {
   const g = d.conversation.group;
   return html`<aside class="inbox-contact" aria-labelledby="contact-title"><h2 id="contact-title">Group: ${g?.subject ?? d.contact.name ?? '—'}</h2>
 <dl class="facts">
@@ -220,6 +220,7 @@ function groupPane(d: ConversationDetail, history: ConversationHistory): Html {
 ${d.participants.length
     ? html`<ul class="history participants" aria-labelledby="participants-title">${d.participants.map((p) => html`<li>${p.phone} <span class="muted">since ${when(p.joinedAt)}</span></li>`)}</ul>`
     : html`<p class="muted">Nobody has joined yet: users join by the group's invite link.</p>`}
+${g ? html`<p><a href="${projectPath(projectId, `/groups/${g.id}`)}" id="group-page-link">The group's page: invite link, join requests, participants, subject</a></p>` : ''}
 <h3>History</h3>
 <ul class="history">
   <li>First message ${when(history.first)}; ${plural(history.messages, 'message')} in all</li>
@@ -228,8 +229,9 @@ ${d.participants.length
 </aside>`;
 }
 
-function contactPane(d: ConversationDetail, history: ConversationHistory, contactsPath: string): Html {
-  if (d.conversation.kind === 'group') return groupPane(d, history);
+function contactPane(d: ConversationDetail, history: ConversationHistory, projectId: string): Html {
+  if (d.conversation.kind === 'group') return groupPane(d, history, projectId);
+  const contactsPath = projectPath(projectId, '/contacts');
   const c = d.contact;
   const attributes = Object.entries(c.attributes);
   return html`<aside class="inbox-contact" aria-labelledby="contact-title"><h2 id="contact-title">Customer</h2>
@@ -269,7 +271,7 @@ async function renderInbox(deps: AppDeps, req: Request, res: Response, kept: Kep
   const template = typeof req.query.template === 'string' ? req.query.template : undefined;
   const chat = detail ? await chatPane(deps, ctx, q, detail, cursor, kept, template) : html`<section class="inbox-chat" aria-labelledby="chat-title"><h2 id="chat-title">Choose a conversation</h2><p class="muted">Open a conversation from the list to read it as a chat, assign it, label it, write private notes and reply.</p></section>`;
   const contact = detail
-    ? contactPane(detail, await conversationHistory(deps, ctx.project.id, detail.conversation.id), projectPath(ctx.project.id, '/contacts'))
+    ? contactPane(detail, await conversationHistory(deps, ctx.project.id, detail.conversation.id), ctx.project.id)
     : html``;
   const body = html`${detail ? html`<p class="jump"><a href="#chat-title">Jump to the conversation</a></p>` : ''}<div class="inbox${detail ? ' selected' : ''}">${pane}${chat}${contact}</div>`;
   const title = detail ? (detail.conversation.kind === 'group' ? `Group conversation: ${detail.conversation.group?.subject ?? detail.contact.name ?? ''}` : `Conversation with ${customerName(detail.contact)}`) : 'Inbox';

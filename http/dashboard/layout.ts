@@ -17,6 +17,7 @@ const TABS: Array<{ tab: string; label: string; roles?: Role[] }> = [
   { tab: 'conversations', label: 'Inbox' },
   { tab: 'broadcasts', label: 'Broadcasts' },
   { tab: 'contacts', label: 'Contacts' },
+  { tab: 'groups', label: 'Groups' },
   { tab: 'keys', label: 'API keys', roles: ['owner', 'admin'] },
   { tab: 'webhooks', label: 'Webhooks' },
   { tab: 'templates', label: 'Templates' },

@@ -104,7 +104,7 @@ export function errorPage(err: unknown, req: Request, res: Response, log: (msg: 
   }
   const session = req.dashboardSession;
   const shell: Shell = {
-    title: status === 404 ? 'Not found' : status === 401 ? 'Sign in again' : status >= 500 ? 'Error' : 'Not done',
+    title: status === 404 ? 'Not found' : status === 401 ? 'Sign in again' : status >= 500 && !(err instanceof DashboardRefusal) ? 'Error' : 'Not done',
     person: session ? { email: session.account.email, csrf: session.csrfToken } : undefined,
     error: message,
   };

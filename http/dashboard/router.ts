@@ -21,6 +21,7 @@ import { keyRoutes } from './key-pages.js';
 import { broadcastRoutes } from './broadcast-pages.js';
 import { customerRoutes } from './customer-pages.js';
 import { inboxRoutes } from './inbox-pages.js';
+import { groupRoutes } from './group-pages.js';
 import { oauthRoutes, parseConsentForm } from './oauth-pages.js';
 import { databaseRoutes } from './database-pages.js';
 import { tableRoutes } from './table-pages.js';
@@ -41,7 +42,7 @@ export type { DashboardOptions } from './page-routes.js';
  * before a parameter in the same place: `conversations/list` before `conversations/:conversationId`).
  */
 const ROUTES: PageRoute[] = [
-  ...authRoutes, ...oauthRoutes, ...projectRoutes, ...keyRoutes, ...broadcastRoutes, ...customerRoutes, ...inboxRoutes,
+  ...authRoutes, ...oauthRoutes, ...projectRoutes, ...keyRoutes, ...broadcastRoutes, ...customerRoutes, ...inboxRoutes, ...groupRoutes,
   ...databaseRoutes, ...tableRoutes, ...secretRoutes, ...logRoutes, ...billingRoutes, ...fileRoutes, ...flowRoutes,
   ...botRoutes, ...scheduleRoutes,
 ];
