@@ -2,14 +2,17 @@
  * The hot path's updates are HOT (heap-only: no new index entries, pruned on the page) and it
  * writes nothing that does not change: after a burst of conversation exchanges (a customer
  * writes, the business answers a few times, the channel reports sent, delivered and read), the
- * conversations' updates and the messages' status updates are HOT at least 90% of the time, and a
+ * conversations' updates and the messages' status updates are HOT at least 80% of the time, and a
  * send to an existing contact does not rewrite the contact. Read from pg_stat_user_tables, whose
  * counters each backend reports asynchronously (at most once a second while busy, within about
  * 10 s when idle): the test polls them with a bound until the burst's updates are all counted.
  *
  * @alone Whether an update finds room on its page depends on when the page was pruned, which waits
  * for the transactions still open in this database: a slower machine (other files' load beside it)
- * keeps more of its own statements in flight and the share drops (84% under three workers, 90%+ alone).
+ * keeps more of its own statements in flight and the share drops (84% under three workers, 88 to
+ * 100% alone; CI saw 88%). So the bound is HOT_SHARE, 80%: what it guards against (an index on a
+ * column the path updates, a rewrite of columns that did not change) takes the share near 0, and
+ * load alone does not take it there. The share is printed on every run.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
@@ -26,6 +29,9 @@ afterAll(async () => {
 
 
 interface TableStats { upd: number; hot: number; ins: number }
+
+/** The least share of HOT updates asserted (see the file's comment for why not 90%). */
+const HOT_SHARE = 0.8;
 
 async function tableStats(): Promise<Record<string, TableStats>> {
   const client = await t.db.pool.connect();
@@ -82,7 +88,7 @@ async function settled(projectId: string, sends: number): Promise<void> {
 }
 
 describe('HOT updates on the send and status path', () => {
-  it('When customers and the business exchange messages, then conversations and message statuses are updated HOT at least 90% of the time and contacts are not rewritten', async () => {
+  it('When customers and the business exchange messages, then conversations and message statuses are updated HOT at least 80% of the time and contacts are not rewritten', async () => {
     const { project, phones, inbound, send } = await setup(6);
     // Let the set-up's own updates be counted before the burst's baseline is taken.
     await settled(project.id, 0);
@@ -112,13 +118,14 @@ describe('HOT updates on the send and status path', () => {
     const conversations = d('conversations');
     const messages = d('messages');
     expect(conversations.upd).toBe(sends + inboundCount);
-    expect(conversations.hot / conversations.upd).toBeGreaterThanOrEqual(0.9);
+    console.log(`HOT share: conversations ${(conversations.hot / conversations.upd * 100).toFixed(1)}%, message statuses ${((messages.hot / (messages.upd - sends)) * 100).toFixed(1)}%`);
+    expect(conversations.hot / conversations.upd).toBeGreaterThanOrEqual(HOT_SHARE);
     // One update per send gives the message the channel's wamid (the confirm, or a `sent` status
     // that came first), which an index carries: it cannot be HOT. The status updates (delivered,
     // read) can, and are.
     expect(messages.upd).toBe(3 * sends);
     const statusHot = messages.hot / (messages.upd - sends);
-    expect(statusHot).toBeGreaterThanOrEqual(0.9);
+    expect(statusHot).toBeGreaterThanOrEqual(HOT_SHARE);
     // A send to a contact that exists writes nothing to it.
     expect(d('contacts').upd).toBe(0);
     expect(d('contacts').ins).toBe(0);
@@ -147,7 +154,7 @@ describe('HOT updates on the send and status path', () => {
     const inboundCount = phones.length * 3;
     const d = await statsWhen(before, (d) => d('conversations').upd >= sends + inboundCount);
     expect(d('conversations').upd).toBe(sends + inboundCount);
-    expect(d('conversations').hot / d('conversations').upd).toBeGreaterThanOrEqual(0.9);
+    expect(d('conversations').hot / d('conversations').upd).toBeGreaterThanOrEqual(HOT_SHARE);
     const { rows } = await t.db.pool.query(
       `SELECT count(*)::int AS n FROM conversations c LEFT JOIN conversation_order o ON o.conversation_id = c.id
         WHERE c.project_id = $1 AND (o.order_at IS DISTINCT FROM c.order_at OR o.project_id IS DISTINCT FROM c.project_id)`,
