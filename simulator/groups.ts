@@ -147,6 +147,9 @@ export function listJoinRequests(ctx: SimContext) {
   };
 }
 
+/** A failed_join_requests entry, as Graph answers an id that is no open request of the group. */
+const notAJoinRequest = (id: string): Obj => ({ join_request_id: id, errors: [{ code: 131009, title: 'Parameter value is not valid', message: 'Parameter value is not valid' }] });
+
 /** POST /:groupId/join_requests: approved users join, with their notification. */
 export function approveJoinRequests(ctx: SimContext) {
   return (req: Request, res: Response): void => {
@@ -159,7 +162,7 @@ export function approveJoinRequests(ctx: SimContext) {
     for (const id of ids) {
       const r = g.joinRequests.get(id);
       if (!r) {
-        failed.push({ join_request_id: id, errors: [{ code: 131009, title: 'Parameter value is not valid', message: 'Parameter value is not valid' }] });
+        failed.push(notAJoinRequest(id));
         continue;
       }
       g.joinRequests.delete(id);
@@ -184,7 +187,7 @@ export function rejectJoinRequests(ctx: SimContext) {
     const failed: Obj[] = [];
     for (const id of ids) {
       if (g.joinRequests.delete(id)) rejected.push(id);
-      else failed.push({ join_request_id: id, errors: [{ code: 131009, title: 'Parameter value is not valid', message: 'Parameter value is not valid' }] });
+      else failed.push(notAJoinRequest(id));
     }
     res.json({ messaging_product: 'whatsapp', rejected_join_requests: rejected, failed_join_requests: failed });
   };
