@@ -1852,10 +1852,10 @@ export interface components {
             /** @enum {string} */
             level: "debug" | "info" | "warn" | "error";
             /**
-             * @description `crash`: the sandbox process running the event ended; `set_aside`: the event was set aside after its abnormal runs (never replayed); `schedule`: a schedule's run did not run (missed beyond the grace, or its previous run still going).
+             * @description `crash`: the sandbox process running the event ended; `set_aside`: the event was set aside after its abnormal runs (never replayed); `schedule`: a schedule's run did not run (missed beyond the grace, or its previous run still going); `moved`: the project's bots were moved from a shared sandbox process to one of their own (past their CPU burst, memory limits again and again, or a shared process ended under their events), and for how long.
              * @enum {string}
              */
-            kind: "log" | "error" | "timeout" | "memory_limit" | "startup" | "crash" | "set_aside" | "schedule";
+            kind: "log" | "error" | "timeout" | "memory_limit" | "startup" | "crash" | "set_aside" | "schedule" | "moved";
             message: string;
             deployment_id: string | null;
             /** Format: date-time */

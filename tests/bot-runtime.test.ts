@@ -369,7 +369,9 @@ describe('containment', () => {
     expect(stopped).toBeGreaterThanOrEqual(3);
     expect(timeouts).toBeLessThanOrEqual(2 * t.config.botMaxAbnormalRuns);
     expect(logs.find((l) => l.kind === 'error')!.message).toMatch(/the bot broke at src\/bot\.ts:6:/);
-    expect(logs.every((l) => l.level === 'error')).toBe(true);
+    // A loop past the CPU burst moves the project to a sandbox process of its own: said once, as a warning.
+    expect(logs.filter((l) => l.kind !== 'moved').every((l) => l.level === 'error')).toBe(true);
+    expect(logs.filter((l) => l.kind === 'moved').every((l) => l.level === 'warn')).toBe(true);
     expect(await botLogs(good.projectId)).toEqual([]);
     const ping = await request(t.app).get('/v1/ping').set(auth(good.key));
     expect(ping.status).toBe(200);

@@ -13,7 +13,7 @@ import type { BotDeps } from './helpers.js';
 import { ensureTree, readTree } from '../code/store.js';
 import { buildArtifact, buildFailed } from '../deploy/deployments.js';
 import { ApiError } from '../platform/errors.js';
-import { DEFAULT_LIMITS, StartupError, type Outcome, type SandboxLimits } from '../sandbox/sandbox.js';
+import { DEFAULT_LIMITS, MOVED_MESSAGE, StartupError, type Outcome, type SandboxLimits } from '../sandbox/sandbox.js';
 import { SandboxBusy, SandboxCrashed, sandboxSupervisor, type BotSandbox } from '../sandbox/supervisor.js';
 import { consentMarkOf } from '../consent/keywords.js';
 import { runHelper, type Capture, type Invocation } from './helpers.js';
@@ -54,6 +54,18 @@ export async function simulatedMessage(deps: BotDeps, projectId: string, input: 
 export async function runOnceInPreview(
   deps: BotDeps, projectId: string, bundle: string, sourceMap: string, message: BotInboundMessage, limits: SandboxLimits,
   /** Told each helper call's answer (JSON text), e.g. to tell a preview-only failure apart. */
+  observe?: (op: unknown, answer: string) => void,
+): Promise<{ outcome: Outcome; capture: Capture }> {
+  for (let attempt = 1; ; attempt++) {
+    const run = await runOnce(deps, projectId, bundle, sourceMap, message, limits, observe);
+    // Its project was moved to a process of its own meanwhile (past its CPU burst): run again there, from the start.
+    if (run.outcome.status === 'interrupted' && run.outcome.message === MOVED_MESSAGE && attempt < 2) continue;
+    return run;
+  }
+}
+
+async function runOnce(
+  deps: BotDeps, projectId: string, bundle: string, sourceMap: string, message: BotInboundMessage, limits: SandboxLimits,
   observe?: (op: unknown, answer: string) => void,
 ): Promise<{ outcome: Outcome; capture: Capture }> {
   const capture: Capture = { sends: [], state: null, events: [], logs: [] };

@@ -90,6 +90,8 @@ class NotNow extends Error {}
 /** One sandbox (isolate) of a project: it runs one event at a time, so its helper calls are that event's. */
 interface Pooled {
   sandbox: BotSandbox;
+  /** When it was last given back (performance.now()): idle past BOT_SANDBOX_IDLE_MS, it is disposed. */
+  idleSince?: number;
   /** The event it runs now: its rights, journal and send references; helpers answer only while set. */
   inv?: Invocation;
 }
@@ -129,6 +131,7 @@ export class BotRuntime implements BotHook {
   /** Per project: the end of the minute whose exhausted CPU budget the bot log was told of. */
   private readonly cpuLogged = new Map<string, number>();
   private renewTimer?: NodeJS.Timeout;
+  private sweepTimer?: NodeJS.Timeout;
   private readonly releaseListeners: Array<(projectId: string) => void> = [];
   private closed = false;
   /** Per project over its event rate: the end of the window its waiting messages wait for. */
@@ -144,10 +147,17 @@ export class BotRuntime implements BotHook {
     const cpu = this.cpu;
     supervisor.configure({
       processes: deps.config.botSandboxProcesses,
+      sharedProcesses: deps.config.botSandboxSharedProcesses,
       maxRssMb: deps.config.botSandboxMaxRssMb,
+      sharedMaxRssMb: deps.config.botSandboxSharedMaxRssMb,
+      inFlight: deps.config.botSandboxInFlight,
       idleMs: deps.config.botSandboxIdleMs,
       onCpu: (projectId, ms) => cpu.spent(projectId, ms),
+      onMoved: (projectId, _reason, message) => void this.log(projectId, { level: 'warn', kind: 'moved', message }),
     });
+    clearInterval(this.sweepTimer);
+    this.sweepTimer = setInterval(() => this.sweepIdle(), Math.max(250, Math.min(deps.config.botSandboxIdleMs / 4, 15_000)));
+    this.sweepTimer.unref();
     clearInterval(this.renewTimer);
     this.renewTimer = setInterval(() => void this.renew(), Math.max(200, deps.config.botInboxLeaseMs / 3));
     this.renewTimer.unref();
@@ -347,9 +357,26 @@ export class BotRuntime implements BotHook {
     }
   }
 
+  /**
+   * Disposes isolates idle past BOT_SANDBOX_IDLE_MS: a deployed project that is not talking costs
+   * no sandbox memory (its next event makes an isolate in milliseconds).
+   */
+  private sweepIdle(): void {
+    const idleMs = this.deps?.config.botSandboxIdleMs ?? 60_000;
+    const now = performance.now();
+    for (const slot of this.slots.values()) {
+      slot.idle = slot.idle.filter((p) => {
+        if (now - (p.idleSince ?? now) <= idleMs) return true;
+        p.sandbox.dispose();
+        return false;
+      });
+    }
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.renewTimer);
+    clearInterval(this.sweepTimer);
     await this.whenIdle();
     for (const slot of this.slots.values()) this.disposeIdle(slot);
     this.slots.clear();
@@ -459,6 +486,7 @@ export class BotRuntime implements BotHook {
   /** Back to the slot's idle sandboxes when still usable and the slot still current; else disposed. */
   private giveBack(projectId: string, slot: Slot, pooled: Pooled): void {
     pooled.inv = undefined;
+    pooled.idleSince = performance.now();
     if (pooled.sandbox.usable && this.slots.get(projectId) === slot && !this.closed && slot.idle.length < MAX_CONCURRENT_PER_PROJECT) slot.idle.push(pooled);
     else pooled.sandbox.dispose();
   }
@@ -554,7 +582,8 @@ export class BotRuntime implements BotHook {
         return 'left';
       }
       pooled = undefined;
-      outcome = { status: 'crashed', message: e instanceof Error ? e.message : String(e), durationMs: 0 };
+      // Its process ended while it started: charged only when no other start-up or event was in flight there.
+      outcome = { status: 'crashed', message: e instanceof Error ? e.message : String(e), durationMs: 0, bystanders: e instanceof SandboxCrashed ? e.bystanders : 0 };
     }
     if (!pooled && slot.broken) {
       await this.ended(event, { outcome: 'skipped', error: 'The bot could not start (see the bot log).' });
@@ -606,6 +635,8 @@ export class BotRuntime implements BotHook {
     const location = 'location' in outcome ? outcome.location : undefined;
     const where = location ? ` at ${location.file}:${location.line}:${location.column}` : '';
     const kind = outcome.status === 'crashed' ? 'crash' : outcome.status;
+    // Its isolates keep meeting their memory limit: its neighbours' process should not hold them.
+    if (outcome.status === 'memory_limit') sandboxSupervisor().noteMemoryLimit(projectId);
     // Counted for the operator (bot_event_failures_total) besides the bot log entry below.
     deps.metrics?.botFailure(projectId, kind);
     if (outcome.status === 'error') {

@@ -89,8 +89,14 @@ export interface Config {
   scheduleGraceSeconds: number;
   /** The shortest period a bot's schedule may have, in seconds (at least 60: a cron expression has 5 fields); a deploy declaring a shorter one is refused. */
   scheduleMinPeriodSeconds: number;
-  /** Sandbox processes alive at once, one per project whose bot runs (lib/sandbox/supervisor.ts). */
+  /** Processes of their own alive at once, for projects moved out of the shared sandbox processes (lib/sandbox/supervisor.ts). */
   botSandboxProcesses: number;
+  /** Sandbox processes that host many projects' isolates (0: every project in a process of its own). */
+  botSandboxSharedProcesses: number;
+  /** A shared sandbox process whose resident set passes this (MB) is stopped (while it runs events) or replaced. */
+  botSandboxSharedMaxRssMb: number;
+  /** Bot events and start-ups in flight at once on the instance, shared between projects in turn (lib/sandbox/fair-slots.ts). */
+  botSandboxInFlight: number;
   /** A sandbox process with nothing to run for this long is stopped. */
   botSandboxIdleMs: number;
   /** CPU a project's bots (events, schedules, previews) may use per minute; past it their events wait (lib/bot/cpu-budget.ts). */
@@ -358,7 +364,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     botMaxAbnormalRuns: int(env, 'BOT_MAX_ABNORMAL_RUNS', 3, 1, 20),
     scheduleGraceSeconds: int(env, 'SCHEDULE_GRACE_SECONDS', 600, 0, 7 * 86_400),
     scheduleMinPeriodSeconds: int(env, 'SCHEDULE_MIN_PERIOD_SECONDS', 60, 60, 86_400),
-    botSandboxProcesses: int(env, 'BOT_SANDBOX_PROCESSES', 8, 1, 256),
+    botSandboxProcesses: int(env, 'BOT_SANDBOX_PROCESSES', 16, 1, 256),
+    botSandboxSharedProcesses: int(env, 'BOT_SANDBOX_SHARED_PROCESSES', 2, 0, 64),
+    botSandboxSharedMaxRssMb: int(env, 'BOT_SANDBOX_SHARED_MAX_RSS_MB', 2048, 128, 65536),
+    botSandboxInFlight: int(env, 'BOT_SANDBOX_IN_FLIGHT', 512, 1, 100_000),
     botSandboxIdleMs: int(env, 'BOT_SANDBOX_IDLE_MS', 60_000, 1000, 3_600_000),
     botCpuMsPerMinute: int(env, 'BOT_CPU_MS_PER_MINUTE', 30_000, 100, 3_600_000),
     botCpuBurstMs: int(env, 'BOT_CPU_BURST_MS', 2000, 0, 3_600_000),

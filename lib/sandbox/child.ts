@@ -11,6 +11,12 @@ import { Sandbox, StartupError, type HostFn } from './sandbox.js';
 import type { ChildMessage, ParentMessage } from './protocol.js';
 
 const sandboxes = new Map<number, Sandbox>();
+/** Per sandbox: its isolate's CPU already reported (ns); a sandbox is read while it may be spending. */
+const reported = new Map<number, bigint>();
+/** Sandboxes read at the next CPU report: busy now, or busy since the last report. */
+const active = new Set<number>();
+/** How often the isolates' CPU is reported: a shared process charges each project while it runs, not after. */
+const CPU_REPORT_MS = 100;
 const calls = new Map<number, (answer: string) => void>();
 let nextCall = 1;
 
@@ -28,6 +34,25 @@ function hostFor(sid: number): HostFn {
     });
 }
 
+/** Sends what each active sandbox's isolate spent since its last report. */
+function reportCpu(): void {
+  const spent: Array<[number, number]> = [];
+  for (const sid of active) {
+    const sandbox = sandboxes.get(sid);
+    const now = sandbox?.cpuTotalNs();
+    if (!sandbox || now === undefined) {
+      active.delete(sid);
+      continue;
+    }
+    const before = reported.get(sid) ?? 0n;
+    if (now > before) spent.push([sid, Number(now - before) / 1e6]);
+    reported.set(sid, now);
+    if (!sandbox.busy) active.delete(sid);
+  }
+  if (spent.length) send({ t: 'cpu', spent });
+}
+setInterval(reportCpu, CPU_REPORT_MS).unref();
+
 function rssMb(): number {
   return Math.round(process.memoryUsage.rss() / 1048576);
 }
@@ -41,6 +66,8 @@ async function onMessage(m: ParentMessage): Promise<void> {
           ops: m.ops,
         });
         sandboxes.set(m.sid, sandbox);
+        // Its start-up's CPU is reported with the next read.
+        active.add(m.sid);
         send({ t: 'created', sid: m.sid, declared: sandbox.declared });
       } catch (e) {
         const error = e instanceof StartupError
@@ -52,6 +79,7 @@ async function onMessage(m: ParentMessage): Promise<void> {
     }
     case 'dispatch': {
       const sandbox = sandboxes.get(m.sid);
+      active.add(m.sid);
       const outcome = sandbox
         ? await sandbox.dispatch(m.event)
         : { status: 'error' as const, message: 'The sandbox was disposed.', durationMs: 0 };
@@ -65,8 +93,16 @@ async function onMessage(m: ParentMessage): Promise<void> {
       return;
     }
     case 'dispose': {
+      reportCpu();
       sandboxes.get(m.sid)?.dispose();
       sandboxes.delete(m.sid);
+      reported.delete(m.sid);
+      active.delete(m.sid);
+      return;
+    }
+    case 'interrupt': {
+      reportCpu();
+      for (const sid of m.sids) sandboxes.get(sid)?.interrupt();
       return;
     }
   }

@@ -175,6 +175,9 @@ export type Outcome =
 /** Why an isolate was stopped outside an event's own outcome. */
 export type StopReason = 'leftover_cpu';
 
+/** Why the supervisor stopped an isolate whose events were not at fault: its project moved to a process of its own. */
+export const MOVED_MESSAGE = "The bot's project was moved to a sandbox process of its own; the event runs again there.";
+
 export interface SourceLocation {
   file: string;
   line: number;
@@ -279,7 +282,7 @@ export class Sandbox {
    * the bot's schedules), read once after the start-up; undefined when none (or over MAX_DECLARED).
    */
   declared?: string;
-  private disposedFor?: 'timeout' | 'memory_limit' | StopReason;
+  private disposedFor?: 'timeout' | 'memory_limit' | 'moved' | StopReason;
   /** Helper calls in progress (the bot waits for the service). */
   private hostPending = 0;
   /** Events in flight. */
@@ -384,6 +387,23 @@ export class Sandbox {
     return this.limits.leftoverCpuMs ?? LEFTOVER_CPU_MS;
   }
 
+  /** The isolate's CPU so far in ns (its start-up included), or its last reading once disposed. */
+  cpuTotalNs(): bigint | undefined {
+    return this.cpuNs() ?? this.lastCpu;
+  }
+
+  /** Events in flight, or work left running being watched: its CPU may still grow. */
+  get busy(): boolean {
+    return this.events > 0 || this.leftover !== undefined || this.hostPending > 0;
+  }
+
+  /** Stops the isolate: its events in flight are answered `interrupted` (they run again elsewhere, not at fault). */
+  interrupt(): void {
+    this.disposedFor ??= 'moved';
+    this.stopWatch();
+    this.disposeIsolate();
+  }
+
   private cpuNs(): bigint | undefined {
     try {
       if (this.isolate.isDisposed) return undefined;
@@ -446,6 +466,7 @@ export class Sandbox {
     const ms = () => Math.round((performance.now() - started) * 10) / 10;
     if (this.isolate.isDisposed) {
       if (this.disposedFor === 'leftover_cpu') return { status: 'interrupted', message: 'The sandbox was stopped for work left running by an earlier event.', durationMs: 0 };
+      if (this.disposedFor === 'moved') return { status: 'interrupted', message: MOVED_MESSAGE, durationMs: 0 };
       return { status: 'error', message: 'The sandbox was disposed.', durationMs: 0 };
     }
     const hardLimit = this.limits.eventTimeoutMs * HARD_LIMIT_FACTOR;
@@ -483,6 +504,7 @@ export class Sandbox {
       if (this.disposedFor === 'leftover_cpu') {
         return { status: 'interrupted', message: 'The sandbox was stopped for work left running by an earlier event.', durationMs: ms() };
       }
+      if (this.disposedFor === 'moved') return { status: 'interrupted', message: MOVED_MESSAGE, durationMs: ms() };
       if (this.disposedFor === 'timeout' || /timed out/i.test(message)) {
         this.disposedFor ??= 'timeout';
         this.disposeIsolate();
