@@ -924,6 +924,36 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/projects/{projectId}/bot/capacity": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read the bot's CPU budget and sandbox placement
+         * @description Where the project's bots stand now (docs/bot.md): the CPU spent this minute against
+         *     `BOT_CPU_BURST_MS` and `BOT_CPU_MS_PER_MINUTE` (the shared counters, so every instance
+         *     agrees), and, as this instance sees it, whether its isolates run in a shared sandbox
+         *     process or were moved to one of their own (why, and until when), and its events running
+         *     and queued here.
+         */
+        get: operations["adminGetBotCapacity"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/projects/{projectId}/bot/set-aside": {
         parameters: {
             query?: never;
@@ -1860,6 +1890,50 @@ export interface components {
             deployment_id: string | null;
             /** Format: date-time */
             created_at: string;
+        };
+        BotCapacity: {
+            cpu: {
+                /** @description CPU the project's bots spent this minute (events, start-ups, previews, deploy checks). */
+                spent_ms: number;
+                /** @description BOT_CPU_BURST_MS: past it, the project runs in a sandbox process of its own at a lower priority. */
+                burst_ms: number;
+                /** @description BOT_CPU_MS_PER_MINUTE: past it, its new events wait for the next minute. */
+                budget_ms: number;
+                /** @enum {string} */
+                state: "within" | "past_burst" | "exhausted";
+                /**
+                 * Format: date-time
+                 * @description When the minute's count ends (null when the counters could not be read).
+                 */
+                resets_at: string | null;
+            };
+            sandbox: {
+                /**
+                 * @description `shared`: its isolates run with other projects' in a shared sandbox process; `own`: moved to a process of its own.
+                 * @enum {string}
+                 */
+                process: "shared" | "own";
+                /**
+                 * @description Why it was moved (null when shared).
+                 * @enum {string|null}
+                 */
+                reason: "cpu" | "memory" | "crash" | "suspect" | null;
+                /**
+                 * Format: date-time
+                 * @description When it goes back to a shared process.
+                 */
+                until: string | null;
+                /** @description The process hosting its new isolates on this instance, when one runs. */
+                pid: number | null;
+                /** @description That process's resident set, in MB. */
+                rss_mb: number | null;
+            };
+            events: {
+                /** @description Its events running on this instance. */
+                running: number;
+                /** @description Its events held by this instance (running or waiting their turn). */
+                queued: number;
+            };
         };
         SetAsideEvent: {
             /** @description The inbound message's WhatsApp id (wamid). */
@@ -3569,6 +3643,39 @@ export interface operations {
                         data: {
                             logs: components["schemas"]["BotLogEntry"][];
                         };
+                    };
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+        };
+    };
+    adminGetBotCapacity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Project id, matched case-insensitively; an empty or malformed one is 400 `invalid_id`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                projectId: components["parameters"]["ProjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The bot's capacity now. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["BotCapacity"];
                     };
                 };
             };

@@ -43,3 +43,9 @@ export const adminListSetAsideEvents: Handler<operations['adminListSetAsideEvent
     },
   };
 };
+
+export const adminGetBotCapacity: Handler<operations['adminGetBotCapacity']> = async (req, deps) => {
+  const id = await projectId(deps, req.params.projectId);
+  if (!deps.bot?.capacity) throw new ApiError('not_found', 'This instance runs no bots.');
+  return { data: await deps.bot.capacity(id) };
+};

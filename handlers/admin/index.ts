@@ -68,6 +68,7 @@ export const adminHandlers: Handlers<operations> = {
   adminListDeployments: code.adminListDeployments,
   adminRollbackDeployment: code.adminRollbackDeployment,
   adminListBotLogs: code.adminListBotLogs,
+  adminGetBotCapacity: code.adminGetBotCapacity,
   adminListSetAsideEvents: code.adminListSetAsideEvents,
   adminListFlows: flows.adminListFlows,
   adminPublishFlow: flows.adminPublishFlow,

@@ -69,6 +69,11 @@ export class CpuBudget {
     return (await this.hit(projectId, 0))?.count ?? 0;
   }
 
+  /** The minute's count and when it ends (undefined when the counters cannot answer). */
+  async state(projectId: string): Promise<{ count: number; resetAt: Date } | undefined> {
+    return this.hit(projectId, 0);
+  }
+
   private priorityOf(ms: number): Priority {
     if (ms >= this.deps.config.botCpuMsPerMinute) return 19;
     return ms >= this.deps.config.botCpuBurstMs ? 10 : 0;

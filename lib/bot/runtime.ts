@@ -59,7 +59,7 @@ import { backoff, runHelper, type Invocation } from './helpers.js';
 import { hostOpBounds } from './host-api.js';
 import { redactedBotLog } from './secrets.js';
 import { consentMarkOf } from '../consent/keywords.js';
-import type { BotCall, BotEvent, BotHook, BotInboundMessage } from './types.js';
+import type { BotCall, BotCapacity, BotEvent, BotHook, BotInboundMessage } from './types.js';
 import type { RawTx } from '../platform/db/transaction.js';
 import { addCallToInbox, addToInbox, messageInboxSql, markRunStarted, MAX_HANDOVERS, messageKey, reclaimExpired, recordAbnormalRun, removeFromInbox, renewLeases, setAside } from './inbox.js';
 import { runEnded, runStarted, type RunOutcome } from './schedules.js';
@@ -385,6 +385,34 @@ export class BotRuntime implements BotHook {
   /** Undefined while the project's bots are within their CPU budget, else when the minute ends (BotHook). */
   async cpuExhausted(projectId: string): Promise<Date | undefined> {
     return this.cpu?.exhausted(projectId);
+  }
+
+  /** Where the project's bots stand now (BotHook): CPU this minute, this instance's placement and events. */
+  async capacity(projectId: string): Promise<BotCapacity> {
+    const config = this.deps!.config;
+    const minute = await this.cpu?.state(projectId);
+    const spent = minute?.count ?? 0;
+    const supervisor = sandboxSupervisor();
+    const placed = supervisor.placement(projectId);
+    const proc = supervisor.processOf(projectId);
+    const state = this.projects.get(projectId);
+    return {
+      cpu: {
+        spent_ms: Math.round(spent),
+        burst_ms: config.botCpuBurstMs,
+        budget_ms: config.botCpuMsPerMinute,
+        state: spent >= config.botCpuMsPerMinute ? 'exhausted' : spent >= config.botCpuBurstMs ? 'past_burst' : 'within',
+        resets_at: minute ? minute.resetAt.toISOString() : null,
+      },
+      sandbox: {
+        process: placed.process,
+        reason: placed.reason ?? null,
+        until: placed.untilMs === undefined ? null : new Date(this.deps!.clock.now().getTime() + placed.untilMs).toISOString(),
+        pid: proc?.pid ?? null,
+        rss_mb: proc ? proc.rssMb : null,
+      },
+      events: { running: state?.running ?? 0, queued: state?.queued ?? 0 },
+    };
   }
 
   /** Runs `fn` when fewer than MAX_CONCURRENT_PER_PROJECT of the project's events run (one, in solo mode). */

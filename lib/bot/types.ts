@@ -56,6 +56,14 @@ export interface BotHook {
   readonly limits: SandboxLimits;
   /** Undefined while the project's bots are within their CPU budget, else when the minute ends (lib/bot/cpu-budget.ts). */
   cpuExhausted?(projectId: string): Promise<Date | undefined>;
+  /** Where the project's bots stand now: CPU this minute, sandbox placement, events here (the operator's view). */
+  capacity?(projectId: string): Promise<BotCapacity>;
+}
+
+export interface BotCapacity {
+  cpu: { spent_ms: number; burst_ms: number; budget_ms: number; state: 'within' | 'past_burst' | 'exhausted'; resets_at: string | null };
+  sandbox: { process: 'shared' | 'own'; reason: 'cpu' | 'memory' | 'crash' | 'suspect' | null; until: string | null; pid: number | null; rss_mb: number | null };
+  events: { running: number; queued: number };
 }
 
 /** The contract document whose SendMessageRequest checks a bot's sends (the served openapi.yaml). */
