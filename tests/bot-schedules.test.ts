@@ -231,6 +231,45 @@ describe('runs', () => {
   });
 });
 
+describe('the spread within the minute', () => {
+  it("When projects' schedules name the same minute, then each runs at a fixed second of its own within BOT_SCHEDULE_SPREAD_SECONDS, not all at second 0, and once", async () => {
+    // On a whole minute: each schedule's next due time is this minute plus its second.
+    const M0 = new Date('2026-03-01T12:00:00Z');
+    t.clock.set(M0);
+    const spread = new BotScheduler({ ...t.services.deps, config: { ...t.config, botScheduleSpreadSeconds: 30 }, bot: t.bot });
+    const projects = [];
+    for (let i = 0; i < 4; i++) {
+      const p = await botProject(LOGGING_BOT);
+      expect((await deploy(p.key)).status).toBe(201);
+      projects.push(p);
+    }
+    await spread.tick();
+    const offsets: number[] = [];
+    for (const p of projects) {
+      const every = (await schedules(p.projectId)).find((s) => s.name === 'everyMinute');
+      // M0's minute plus the project's own second (a whole second in [0, 30)); second 0 is the next minute's.
+      const offset = (new Date(every.next_run_at).getTime() - M0.getTime()) % 60_000;
+      expect(offset % 1000 === 0 && offset >= 0 && offset < 30_000).toBe(true);
+      offsets.push(offset);
+    }
+    console.log(`spread: everyMinute's seconds past the minute: ${offsets.map((o) => o / 1000).join(', ')}`);
+    // Four projects on one second would be a 1-in-27,000 chance: the hash spreads them.
+    expect(new Set(offsets).size).toBeGreaterThan(1);
+    // Half a minute on, each with a second of its own has run once, its due time that second; none ran at second 0.
+    t.clock.set(new Date(M0.getTime() + 30_000));
+    await spread.tick();
+    await t.bot!.whenIdle();
+    for (const [i, p] of projects.entries()) {
+      if (offsets[i] === 0) continue;
+      const due = new Date(M0.getTime() + offsets[i]).toISOString();
+      expect(await ranLines(p.projectId)).toEqual([`ran everyMinute ${due} cron`]);
+      // The next due time keeps the same second, a minute on.
+      const every = (await schedules(p.projectId)).find((s) => s.name === 'everyMinute');
+      expect(new Date(every.next_run_at).getTime()).toBe(new Date(due).getTime() + 60_000);
+    }
+  }, 120_000);
+});
+
 describe('a failing schedule', () => {
   const FAILING_BOT = `import { log, type ScheduleContext } from './platform/runtime/index.js';
 

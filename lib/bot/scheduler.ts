@@ -29,7 +29,7 @@ export class BotScheduler {
   /** Fires the schedule's due time `dueAt` if it is still due and unfired; the run goes to this instance's bot. */
   async fire(projectId: string, name: string, dueAt: Date): Promise<FireResult> {
     const { config, clock } = this.deps;
-    const result = await fireDue(this.pool, projectId, name, dueAt, clock.now(), { graceMs: config.scheduleGraceSeconds * 1000, leaseMs: config.botInboxLeaseMs });
+    const result = await fireDue(this.pool, projectId, name, dueAt, clock.now(), { graceMs: config.scheduleGraceSeconds * 1000, leaseMs: config.botInboxLeaseMs, spreadSeconds: config.botScheduleSpreadSeconds });
     if (result.fired) {
       this.deps.bot?.onEvent(projectId, result.key, { kind: 'schedule', schedule: result.event });
     } else if (result.skipped) {
@@ -48,7 +48,7 @@ export class BotScheduler {
   async tick(): Promise<number> {
     const now = this.deps.clock.now();
     for (const projectId of await projectsToSync(this.pool)) {
-      await syncFromRelease(this.pool, projectId, now).catch((e) => this.deps.logger.warn('bot schedules not synced', { project_id: projectId, error: String(e) }));
+      await syncFromRelease(this.pool, projectId, now, this.deps.config.botScheduleSpreadSeconds).catch((e) => this.deps.logger.warn('bot schedules not synced', { project_id: projectId, error: String(e) }));
     }
     if (this.arm) await this.armAll();
     let fired = 0;
@@ -64,7 +64,7 @@ export class BotScheduler {
 
   /** A deploy or rollback in this process: its schedules now (the sweep would see it too). */
   async releaseChanged(projectId: string): Promise<void> {
-    await syncFromRelease(this.pool, projectId, this.deps.clock.now());
+    await syncFromRelease(this.pool, projectId, this.deps.clock.now(), this.deps.config.botScheduleSpreadSeconds);
     if (this.arm) await this.armAll();
   }
 

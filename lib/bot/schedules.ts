@@ -30,7 +30,7 @@ import type { Deps } from '../deps.js';
 import { inTransaction } from '../platform/db/transaction.js';
 import { ApiError } from '../platform/errors.js';
 import { recordAuditOn, type AuditActor } from '../accounts/audit.js';
-import { latestDueUpTo, nextDue, type ScheduleSpec } from '../deploy/schedule-rules.js';
+import { latestDueUpTo, nextDue, spreadMs, type ScheduleSpec } from '../deploy/schedule-rules.js';
 import type { DeclaredSchedule } from '../deploy/schedules.js';
 import { addRunToInbox, scheduleRunPending } from './inbox.js';
 import type { BotScheduleRun } from './types.js';
@@ -108,7 +108,9 @@ function runView(r: RunRow): RunView {
   };
 }
 
-const specOf = (r: { cron: string; time_zone: string }): ScheduleSpec => ({ cron: r.cron, timeZone: r.time_zone });
+/** A stored schedule's spec, with its spread within the minute (BOT_SCHEDULE_SPREAD_SECONDS). */
+const specOf = (r: { project_id: string; name: string; cron: string; time_zone: string }, spreadSeconds: number): ScheduleSpec =>
+  ({ cron: r.cron, timeZone: r.time_zone, offsetMs: spreadMs(r.project_id, r.name, spreadSeconds) });
 
 /** The event a fired run is handed to the bot as. */
 function runEvent(s: { name: string; cron: string; time_zone: string }, runId: string, dueAt: Date, trigger: RunTrigger): BotScheduleRun {
@@ -132,7 +134,7 @@ export async function projectsToSync(pool: pg.Pool, limit = 100): Promise<string
 }
 
 /** Makes the project's schedules those its active release declares; true when anything changed. */
-export async function syncFromRelease(pool: pg.Pool, projectId: string, now: Date): Promise<boolean> {
+export async function syncFromRelease(pool: pg.Pool, projectId: string, now: Date, spreadSeconds = 0): Promise<boolean> {
   return inTransaction(pool, async (client) => {
     await lockForTransaction(client, `bot_schedules:${projectId}`);
     const rel = (await client.query<{ deployment_id: string; schedules: Record<string, DeclaredSchedule> | null }>(
@@ -154,7 +156,7 @@ export async function syncFromRelease(pool: pg.Pool, projectId: string, now: Dat
       const old = have.get(name);
       const same = old && old.cron === d.cron && old.time_zone === d.timeZone;
       if (same && old.deployment_id === rel.deployment_id && old.source === d.source) continue;
-      const next = same ? old.next_run_at : old?.paused_at ? null : (nextDue(d, now) ?? null);
+      const next = same ? old.next_run_at : old?.paused_at ? null : (nextDue({ ...d, offsetMs: spreadMs(projectId, name, spreadSeconds) }, now) ?? null);
       await client.query(
         `INSERT INTO bot_schedules (project_id, name, cron, time_zone, deployment_id, source, next_run_at, created_at, updated_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)
@@ -202,7 +204,7 @@ export type FireResult =
  * Fires the schedule's due time `dueAt` if it is still its next one and has come (`now`): one
  * transaction (see the policy above). The caller hands a fired run to the bot.
  */
-export async function fireDue(pool: pg.Pool, projectId: string, name: string, dueAt: Date, now: Date, opts: { graceMs: number; leaseMs: number }): Promise<FireResult> {
+export async function fireDue(pool: pg.Pool, projectId: string, name: string, dueAt: Date, now: Date, opts: { graceMs: number; leaseMs: number; spreadSeconds?: number }): Promise<FireResult> {
   if (dueAt.getTime() > now.getTime()) return { fired: false };
   return inTransaction(pool, async (client) => {
     const row = (await client.query<ScheduleRow & { project_status: string }>(
@@ -211,7 +213,7 @@ export async function fireDue(pool: pg.Pool, projectId: string, name: string, du
       [projectId, name, dueAt],
     )).rows[0];
     if (!row) return { fired: false }; // fired already, paused, changed or gone
-    const spec = specOf(row);
+    const spec = specOf(row, opts.spreadSeconds ?? 0);
     const latest = latestDueUpTo(spec, new Date(dueAt.getTime() - 1), now) ?? dueAt;
     const missed = countBetween(spec, dueAt, latest);
     await client.query('UPDATE bot_schedules SET next_run_at = $3, updated_at = $4 WHERE project_id = $1 AND name = $2', [projectId, name, nextDue(spec, now) ?? null, now]);
@@ -323,12 +325,12 @@ export async function listRuns(pool: pg.Pool, projectId: string, name: string, l
 }
 
 /** Pauses or resumes a schedule (audited); a no-op when it already is. */
-export async function setPaused(deps: Pick<Deps, 'db' | 'clock'>, actor: AuditActor, projectId: string, name: string, paused: boolean): Promise<ScheduleView> {
+export async function setPaused(deps: Pick<Deps, 'db' | 'clock' | 'config'>, actor: AuditActor, projectId: string, name: string, paused: boolean): Promise<ScheduleView> {
   const now = deps.clock.now();
   await inTransaction(deps.db.pool, async (client) => {
     const row = await scheduleOf(client, projectId, name, true);
     if ((row.paused_at !== null) === paused) return;
-    const next = paused ? null : (nextDue(specOf(row), now) ?? null);
+    const next = paused ? null : (nextDue(specOf(row, deps.config.botScheduleSpreadSeconds), now) ?? null);
     await client.query(
       'UPDATE bot_schedules SET paused_at = $3, paused_by = $4, next_run_at = $5, updated_at = $6 WHERE project_id = $1 AND name = $2',
       [projectId, name, paused ? now : null, paused ? actor.email : null, next, now],

@@ -23,6 +23,21 @@ const NAME = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
 export interface ScheduleSpec {
   cron: string;
   timeZone: string;
+  /** A fixed delay after each time the expression names (the schedule's spread, spreadMs), in ms. */
+  offsetMs?: number;
+}
+
+/**
+ * The schedule's fixed delay within its minute, in [0, spreadSeconds) whole seconds, from its
+ * project and name: a thousand projects' `* * * * *` (or one project's fifty) do not all run at
+ * second 0, so a burst at the top of the minute cannot take another project's replies with it.
+ */
+export function spreadMs(projectId: string, name: string, spreadSeconds: number): number {
+  if (spreadSeconds <= 0) return 0;
+  let h = 0x811c9dc5;
+  const key = `${projectId}/${name}`;
+  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
+  return ((h >>> 0) % spreadSeconds) * 1000;
 }
 
 /** Which part of a declaration a problem is about (its diagnostic points there). */
@@ -49,7 +64,9 @@ function cronOf(spec: ScheduleSpec): Cron {
 
 /** The first due time strictly after `after`, or undefined when the expression never matches again. */
 export function nextDue(spec: ScheduleSpec, after: Date): Date | undefined {
-  return cronOf(spec).nextRun(after) ?? undefined;
+  const off = spec.offsetMs ?? 0;
+  const at = cronOf(spec).nextRun(new Date(after.getTime() - off));
+  return at ? new Date(at.getTime() + off) : undefined;
 }
 
 /**
@@ -58,6 +75,11 @@ export function nextDue(spec: ScheduleSpec, after: Date): Date | undefined {
  * then jumps to the last one before `now` by walking from an hour before it.
  */
 export function latestDueUpTo(spec: ScheduleSpec, from: Date, now: Date, limit = 2000): Date | undefined {
+  const off = spec.offsetMs ?? 0;
+  if (off) {
+    const at = latestDueUpTo({ ...spec, offsetMs: 0 }, new Date(from.getTime() - off), new Date(now.getTime() - off), limit);
+    return at ? new Date(at.getTime() + off) : undefined;
+  }
   const cron = cronOf(spec);
   let start = from;
   if (now.getTime() - from.getTime() > 86_400_000) start = new Date(now.getTime() - 86_400_000);

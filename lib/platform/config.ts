@@ -87,6 +87,8 @@ export interface Config {
   botMaxAbnormalRuns: number;
   /** A schedule's run missed while the service was down runs once at start when at most this late (seconds); later, it is skipped and logged (lib/bot/schedules.ts). */
   scheduleGraceSeconds: number;
+  /** A bot schedule runs this many seconds at most after the time its expression names, at a fixed second per project and schedule (0: on the time itself). */
+  botScheduleSpreadSeconds: number;
   /** The shortest period a bot's schedule may have, in seconds (at least 60: a cron expression has 5 fields); a deploy declaring a shorter one is refused. */
   scheduleMinPeriodSeconds: number;
   /** Processes of their own alive at once, for projects moved out of the shared sandbox processes (lib/sandbox/supervisor.ts). */
@@ -364,6 +366,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     botMaxAbnormalRuns: int(env, 'BOT_MAX_ABNORMAL_RUNS', 3, 1, 20),
     scheduleGraceSeconds: int(env, 'SCHEDULE_GRACE_SECONDS', 600, 0, 7 * 86_400),
     scheduleMinPeriodSeconds: int(env, 'SCHEDULE_MIN_PERIOD_SECONDS', 60, 60, 86_400),
+    botScheduleSpreadSeconds: int(env, 'BOT_SCHEDULE_SPREAD_SECONDS', 30, 0, 59),
     botSandboxProcesses: int(env, 'BOT_SANDBOX_PROCESSES', 16, 1, 256),
     botSandboxSharedProcesses: int(env, 'BOT_SANDBOX_SHARED_PROCESSES', 2, 0, 64),
     botSandboxSharedMaxRssMb: int(env, 'BOT_SANDBOX_SHARED_MAX_RSS_MB', 2048, 128, 65536),
