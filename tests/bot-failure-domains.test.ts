@@ -246,6 +246,28 @@ describe('the cap on sandbox processes', () => {
     }
   });
 
+  it('When a process ends while start-ups are in flight, then a start-up that was alone is told it ran alone (charged) and start-ups beside another are told of their bystanders (charged to none)', async () => {
+    // A start-up that spins 800 ms, so the process can be ended while it runs.
+    const SLOW_START = 'const end = Date.now() + 800; while (Date.now() < end) {} globalThis.__platformDispatch = async () => {};';
+    const sup = new SandboxSupervisor({ processes: 4, maxRssMb: 512, idleMs: 60_000 });
+    const killWhileStarting = async (key: string, n: number) => {
+      const starts = Array.from({ length: n }, () => sup.create(key, SLOW_START, undefined, host, LIMITS).then(() => undefined, (e: unknown) => e));
+      const pid = await until(`${key}'s process`, async () => sup.processOf(key)?.pid);
+      // Its start-ups are under way (the child is up and spinning) before it is ended.
+      await new Promise((r) => setTimeout(r, 300));
+      process.kill(pid, 'SIGKILL');
+      return Promise.all(starts);
+    };
+    try {
+      const alone = await killWhileStarting('prj_alone', 1);
+      expect(alone).toEqual([expect.objectContaining({ name: 'SandboxCrashed', bystanders: 0 })]);
+      const together = await killWhileStarting('prj_three', 3);
+      expect(together).toEqual(Array(3).fill(expect.objectContaining({ name: 'SandboxCrashed', bystanders: 2 })));
+    } finally {
+      sup.close();
+    }
+  });
+
   timingBound('stopped within 2 s of passing the RSS cap').it('When a sandbox process passes BOT_SANDBOX_MAX_RSS_MB while an event runs, then it is stopped at once and the event is answered memory_limit', async () => {
     // A bound below what a sandbox process holds at rest: the first read while an event runs is over it.
     const sup = new SandboxSupervisor({ processes: 1, maxRssMb: 40, idleMs: 60_000 });

@@ -277,6 +277,10 @@ class SandboxProcess {
     this.asked++;
     try {
       await this.ready;
+    } catch (e) {
+      // Ended while it started: this start-up and the others asked of it meanwhile are bystanders of each other.
+      if (e instanceof SandboxCrashed) throw new SandboxCrashed(e.message, Math.max(0, this.inFlightAtExit - 1));
+      throw e;
     } finally {
       this.asked--;
       this.lastActive = performance.now();
@@ -477,8 +481,12 @@ class SandboxProcess {
     if (this.retiring && this.idle) this.kill();
   }
 
+  /** Start-ups (asked or under way) and events in flight when it ended. */
+  private inFlightAtExit = 0;
+
   private onExit(code: number | null, signal: NodeJS.Signals | null): void {
     this.alive = false;
+    this.inFlightAtExit = this.asked + this.creates.size + this.dispatches.size;
     clearInterval(this.rssWatch);
     this.exitText = signal ? `ended (${signal})` : `ended (exit code ${code})`;
     this.events.onGone(this);
