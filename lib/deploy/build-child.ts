@@ -46,4 +46,6 @@ process.on('message', (m: BuildRequest) => {
 // The service ended (even by kill -9): so do we (esbuild's process follows when its stdin closes).
 process.on('disconnect', () => process.exit(0));
 lowerPriority();
+// The standard library's declarations are parsed before the first build, so no project's build pays for them.
+typecheckTree(new Map([['src/main.ts', '']]));
 send({ t: 'ready' });
