@@ -6,7 +6,7 @@
  * Why a process of its own, at a lower priority: a build is a tenant's work; it must not run on the
  * service's time. Every thread of this process runs at nice BUILD_NICE, set before esbuild starts,
  * so esbuild's service process (spawned at the first build) inherits it: the service, its HTTP
- * traffic and its database pool come first on the machine's cores.
+ * traffic and its database pool come first on the machine's cores (its start-up aside, below).
  */
 import { bundleTree } from './bundle.js';
 import { typecheckTree } from './typecheck-tree.js';
@@ -45,7 +45,10 @@ process.on('message', (m: BuildRequest) => {
 });
 // The service ended (even by kill -9): so do we (esbuild's process follows when its stdin closes).
 process.on('disconnect', () => process.exit(0));
-lowerPriority();
-// The standard library's declarations are parsed before the first build, so no project's build pays for them.
+// The start-up is the service's own, the same for every project (loading the compiler, parsing its
+// standard library's declarations, so that no project's build pays for them): at the service's
+// priority, so a build waiting for a new process is not held up by it on a busy machine. Every
+// build runs lowered.
 typecheckTree(new Map([['src/main.ts', '']]));
+lowerPriority();
 send({ t: 'ready' });
