@@ -14,6 +14,7 @@ import { buildTree, buildsState, configureBuilds, BUILD_NICE, BUILD_TIMEOUT_MS, 
 import { childrenOf, nicesOf, treeCpuMs } from '../lib/deploy/process-tree.js';
 import { CpuBudget } from '../lib/bot/cpu-budget.js';
 import { ApiError } from '../lib/platform/errors.js';
+import { BuildQueue, QueueFull } from '../lib/deploy/build-queue.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -154,6 +155,38 @@ describe('builds are served in turn per project, with a bound on what one projec
     // Served: A may build again.
     expect((await preview(a.key)).status).toBe(200);
   }, 120_000);
+});
+
+describe('the builds\' queue takes projects in turn', () => {
+  it('When three projects wait, one with a full queue, then each gets one build a round, in the order they came, and the full one is refused naming the builds ahead', async () => {
+    const queue = new BuildQueue({ concurrency: 1, maxWaitingPerProject: 2 });
+    const order: string[] = [];
+    const gates = new Map<string, () => void>();
+    const job = (label: string) => () => new Promise<void>((resolve) => gates.set(label, () => (order.push(label), resolve())));
+    const done = [
+      queue.run('A', job('A1')), queue.run('A', job('A2')), queue.run('A', job('A3')),
+      queue.run('B', job('B1')), queue.run('B', job('B2')), queue.run('C', job('C1')),
+    ];
+    let refused: unknown;
+    try {
+      void queue.run('A', job('A4'));
+    } catch (e) {
+      refused = e;
+    }
+    expect(refused).toBeInstanceOf(QueueFull);
+    // The running build, then one of B and one of C, before A's next.
+    expect((refused as QueueFull).turnsAhead).toBe(3);
+    expect(queue.state).toEqual({ running: 1, waiting: { A: 2, B: 2, C: 1 } });
+    // Each build ends when let go: one at a time, whoever runs.
+    for (let i = 0; i < 6; i++) {
+      await until('a build to run', async () => gates.size > i || undefined);
+      [...gates.values()][i]();
+      await Promise.resolve();
+    }
+    await Promise.all(done);
+    expect(order).toEqual(['A1', 'B1', 'C1', 'A2', 'B2', 'A3']);
+    expect(queue.state).toEqual({ running: 0, waiting: {} });
+  });
 });
 
 describe('a build never hangs on its process', () => {
