@@ -129,7 +129,7 @@ export class BuildProcess {
       child.on('message', (m: BuildReply) => {
         if (m.t === 'ready') {
           clearTimeout(timer);
-          this.isReady = true;
+          if (this.child === child) this.isReady = true;
           resolve();
           return;
         }
