@@ -35,6 +35,7 @@ import type { MergeMoves } from './lib/conversations/identity.js';
 import { moveConversationMessages } from './lib/messaging/ledger.js';
 import { moveConversationCalls } from './lib/calls/calls.js';
 import { moveRecipientsToContact } from './lib/broadcasts/recipients.js';
+import { stopBuilds } from './lib/deploy/build.js';
 import { graphVersionWarning, graphVersionWatch, type GraphVersionReport } from './channel/graph-versions.js';
 
 /** A contact merge moves each room's rows through that room's owner (lib/conversations/identity.ts). */
@@ -118,6 +119,8 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
   try {
     // Isolates stop after requests and jobs, before the pool.
     if (opts.bot) stops.unshift(() => opts.bot!.close());
+    // The build process stops with the service (a build in flight fails with a diagnostic).
+    stops.unshift(() => stopBuilds());
     const credentialCache = new CredentialCache(db.pool, { ttlMs: config.credentialCacheTtlMs, enabled: config.credentialCacheTtlMs > 0, logger });
     await credentialCache.start();
     stops.unshift(() => credentialCache.stop());

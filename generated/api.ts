@@ -1168,6 +1168,10 @@ export interface paths {
          *     with `details.diagnostics[]`, each `{file, line, column, message}` pointing into the
          *     project's source files (1-based line and column), and `details.deployment_id` of the
          *     failed attempt's record. The last 20 deployments are kept.
+         *
+         *     Builds (deploys and previews) run one at a time, projects in turn. A project that already
+         *     has 2 builds waiting is refused 429 `rate_limited` (`details.budget: builds`) with
+         *     `Retry-After`; nothing is recorded.
          */
         post: operations["deployCode"];
         delete?: never;
@@ -1193,6 +1197,9 @@ export interface paths {
          *     events are captured and returned, not performed; table helpers read and write the
          *     `preview` schema. The bot's own failure (throw, timeout, memory) is reported in
          *     `outcome`, not as an HTTP error.
+         *
+         *     The build waits its turn like a deploy's: a project that already has 2 builds waiting is
+         *     refused 429 `rate_limited` (`details.budget: builds`) with `Retry-After`.
          */
         post: operations["previewBot"];
         delete?: never;

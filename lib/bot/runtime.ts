@@ -52,6 +52,7 @@ import type { BotDeps } from './helpers.js';
 import { loadRelease } from '../deploy/deployments.js';
 import { DEFAULT_LIMITS, StartupError, type Outcome, type SandboxLimits } from '../sandbox/sandbox.js';
 import { SandboxBusy, SandboxCrashed, sandboxSupervisor, type BotSandbox } from '../sandbox/supervisor.js';
+import { configureBuilds } from '../deploy/build.js';
 import { CpuBudget } from './cpu-budget.js';
 import { EventJournal } from './journal.js';
 import { takeBotEvent } from './rates.js';
@@ -158,6 +159,8 @@ export class BotRuntime implements BotHook {
     clearInterval(this.sweepTimer);
     this.sweepTimer = setInterval(() => this.sweepIdle(), Math.max(250, Math.min(deps.config.botSandboxIdleMs / 4, 15_000)));
     this.sweepTimer.unref();
+    // A project's builds (deploys, previews) spend its budget too.
+    configureBuilds({ onCpu: (projectId, ms) => cpu.spent(projectId, ms) });
     clearInterval(this.renewTimer);
     this.renewTimer = setInterval(() => void this.renew(), Math.max(200, deps.config.botInboxLeaseMs / 3));
     this.renewTimer.unref();

@@ -1,104 +1,88 @@
 /**
- * Building a code tree: esbuild bundles `src/main.ts` and what it imports from the tree held in
- * memory (relative imports only: npm packages are not installed; esbuild works in its own
- * process), and the TypeScript compiler type-checks every `.ts` file (strict, ES2022 library, no
- * Node types: the bot has no Node) in a worker thread (lib/deploy/typecheck.ts).
- * Diagnostics always name a file of the tree with a 1-based line and column, never the bundle.
+ * Building a code tree: esbuild bundles `src/main.ts` and what it imports from the tree
+ * (lib/deploy/bundle.ts), and the TypeScript compiler type-checks every `.ts` file
+ * (lib/deploy/typecheck-tree.ts); the bundle is answered only when both pass. Diagnostics always
+ * name a file of the tree with a 1-based line and column, never the bundle.
+ *
+ * Policy and why (issue 66: no tenant's work runs on the service's time):
+ * - Builds run in a build process of their own (lib/deploy/build-process.ts), never in the
+ *   service's: every thread of it, and esbuild's process under it, at nice 10 (BUILD_NICE), so the
+ *   service's requests, its bots' events and its database pool come first on the machine's cores.
+ * - A build is the project's work: the CPU it spent (the build process's and esbuild's, from /proc)
+ *   is told to the listener set by configureBuilds (`onCpu`), which the bot runtime charges to the
+ *   project's CPU budget (lib/bot/cpu-budget.ts). A build without a project (tests, the bench) is
+ *   charged to nobody.
+ * - One build at a time (BUILD_CONCURRENCY): a build is CPU-bound, so two at once would finish no
+ *   sooner on a small machine, would take a second core from the service, and would make the CPU
+ *   of the process no longer one build's own to charge.
+ * - Served in turn per project (lib/deploy/build-queue.ts): a project's builds wait in its own
+ *   queue and the projects take turns; at most MAX_WAITING_BUILDS wait per project, past it the
+ *   build is refused with 429 `rate_limited` and a Retry-After (deploys and previews alike).
+ * - Bounded in time: a build not done in BUILD_TIMEOUT_MS is stopped (its process killed and
+ *   replaced) and fails with a diagnostic, as does a build whose process ends under it.
  */
-import * as esbuild from 'esbuild';
-import path from 'node:path';
-import { typecheckInWorker } from './typecheck.js';
-import type { Diagnostic } from './diagnostic.js';
+import { ApiError } from '../platform/errors.js';
+import { BuildProcess } from './build-process.js';
+import { BuildQueue, QueueFull } from './build-queue.js';
+import { ENTRY, type BuildResult } from './build-protocol.js';
 
-export const ENTRY = 'src/main.ts';
-
+export { ENTRY, BUILD_NICE, type BuildResult } from './build-protocol.js';
 export type { Diagnostic } from './diagnostic.js';
 
-export type BuildResult =
-  | { ok: true; bundle: string; sourceMap: string }
-  | { ok: false; diagnostics: Diagnostic[] };
+export const BUILD_CONCURRENCY = 1;
+export const MAX_WAITING_BUILDS = 2;
+export const BUILD_TIMEOUT_MS = 60_000;
 
-const NS = 'tree';
+let onCpu: ((projectId: string, ms: number) => void) | undefined;
+let timeoutMs = BUILD_TIMEOUT_MS;
+let builder: BuildProcess | undefined;
+const queue = new BuildQueue({ concurrency: BUILD_CONCURRENCY, maxWaitingPerProject: MAX_WAITING_BUILDS });
+/** A build's usual length (moving average, ms): the Retry-After of a refusal. */
+let usualMs = 2000;
 
-const LOADERS: Record<string, esbuild.Loader> = { '.ts': 'ts', '.js': 'js', '.mjs': 'js', '.json': 'json', '.txt': 'text', '.md': 'text' };
-
-/** The tree file an import names, trying the usual TypeScript spellings (`./x.js` → `./x.ts`). */
-function resolveInTree(files: Map<string, string>, fromDir: string, spec: string): string | undefined {
-  const base = path.posix.normalize(path.posix.join(fromDir, spec));
-  if (base.startsWith('..') || base.startsWith('/')) return undefined;
-  const stem = base.replace(/\.(js|mjs)$/, '');
-  const candidates = [base, `${stem}.ts`, `${base}.ts`, `${base}.js`, `${base}.json`, `${base}/index.ts`, `${base}/index.js`];
-  return candidates.find((c) => files.has(c));
+/** Sets who is told each build's CPU (the bot runtime: the project's CPU budget), and the time bound (tests). */
+export function configureBuilds(options: { onCpu?: (projectId: string, ms: number) => void; timeoutMs?: number }): void {
+  if (options.onCpu) onCpu = options.onCpu;
+  if (options.timeoutMs !== undefined) timeoutMs = options.timeoutMs;
 }
 
-function treePlugin(files: Map<string, string>): esbuild.Plugin {
-  return {
-    name: 'code-tree',
-    setup(build) {
-      build.onResolve({ filter: /.*/ }, (args) => {
-        if (args.kind === 'entry-point') return { path: args.path, namespace: NS };
-        const fromDir = path.posix.dirname(args.importer);
-        if (!args.path.startsWith('./') && !args.path.startsWith('../')) {
-          return { errors: [{ text: `Cannot import "${args.path}": npm packages are not available to the bot; import files of the tree with a relative path.` }] };
-        }
-        const found = resolveInTree(files, fromDir, args.path);
-        if (!found) return { errors: [{ text: `Cannot find "${args.path}" in the tree (from ${args.importer}).` }] };
-        return { path: found, namespace: NS };
-      });
-      build.onLoad({ filter: /.*/, namespace: NS }, (args) => {
-        const loader = LOADERS[path.posix.extname(args.path)];
-        if (!loader) return { errors: [{ text: `${args.path}: files of this kind cannot be imported.` }] };
-        return { contents: files.get(args.path) ?? '', loader };
-      });
-    },
-  };
+function buildProcess(): BuildProcess {
+  builder ??= new BuildProcess();
+  return builder;
 }
 
-function fromEsbuild(messages: esbuild.Message[]): Diagnostic[] {
-  return messages.map((m) => ({
-    file: (m.location?.file ?? ENTRY).replace(/^tree:/, ''),
-    line: Math.max(1, m.location?.line ?? 1),
-    column: (m.location?.column ?? 0) + 1,
-    message: m.text,
-    source: 'bundle' as const,
-  }));
-}
-
-async function bundle(files: Map<string, string>): Promise<BuildResult> {
-  try {
-    const result = await esbuild.build({
-      entryPoints: [ENTRY],
-      bundle: true,
-      write: false,
-      format: 'iife',
-      platform: 'neutral',
-      target: 'es2022',
-      mainFields: [],
-      outfile: 'bundle.js',
-      sourcemap: 'external',
-      sourcesContent: false,
-      logLevel: 'silent',
-      plugins: [treePlugin(files)],
-    });
-    if (result.errors.length) return { ok: false, diagnostics: fromEsbuild(result.errors) };
-    const js = result.outputFiles.find((f) => f.path.endsWith('.js'))!;
-    const map = result.outputFiles.find((f) => f.path.endsWith('.map'));
-    return { ok: true, bundle: js.text, sourceMap: map?.text ?? '{"version":3,"sources":[],"mappings":""}' };
-  } catch (e) {
-    const errors = (e as { errors?: esbuild.Message[] }).errors;
-    if (Array.isArray(errors) && errors.length) return { ok: false, diagnostics: fromEsbuild(errors) };
-    throw e;
-  }
-}
-
-/** Bundles and type-checks; the bundle is answered only when both pass. */
-export async function buildTree(files: Map<string, string>): Promise<BuildResult> {
+/** Bundles and type-checks in the build process, in the project's turn. */
+export async function buildTree(files: Map<string, string>, opts: { projectId?: string } = {}): Promise<BuildResult> {
   if (!files.has(ENTRY)) {
     return { ok: false, diagnostics: [{ file: ENTRY, line: 1, column: 1, message: `The entry point ${ENTRY} is missing.`, source: 'bundle' }] };
   }
-  const bundled = await bundle(files);
-  if (!bundled.ok) return bundled;
-  const diagnostics = await typecheckInWorker(files);
-  if (diagnostics.length) return { ok: false, diagnostics };
-  return bundled;
+  const { projectId } = opts;
+  try {
+    return await queue.run(projectId ?? '', async () => {
+      const started = performance.now();
+      const { result, cpuMs } = await buildProcess().build(files, timeoutMs);
+      usualMs = 0.8 * usualMs + 0.2 * (performance.now() - started);
+      if (projectId && cpuMs > 0) onCpu?.(projectId, cpuMs);
+      return result;
+    }, projectId !== undefined);
+  } catch (e) {
+    if (!(e instanceof QueueFull)) throw e;
+    const retry = Math.max(1, Math.ceil((usualMs * e.turnsAhead) / 1000));
+    throw new ApiError(
+      'rate_limited',
+      `This project already has ${e.limit} builds waiting (deploys and previews are built one at a time, projects in turn); try again in ${retry} seconds.`,
+      { budget: 'builds', limit: e.limit },
+      { 'Retry-After': String(retry) },
+    );
+  }
+}
+
+/** The build process's id (tests) and the builds running and waiting. */
+export function buildsState(): { pid: number | undefined; running: number; waiting: Record<string, number> } {
+  return { pid: builder?.pid, ...queue.state };
+}
+
+/** Stops the build process (shutdown, tests); a later build starts a new one. */
+export async function stopBuilds(): Promise<void> {
+  await builder?.stop();
 }

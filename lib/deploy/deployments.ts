@@ -161,7 +161,8 @@ const MIN_PERIOD_SECONDS = 60;
 /** Builds a tree completely (bundle, type check, start-up, the schedules it declares). */
 export async function buildArtifact(files: Map<string, string>, opts: { minPeriodSeconds?: number; projectId?: string } = {}):
   Promise<{ ok: true; bundle: string; sourceMap: string; schedules: Record<string, DeclaredSchedule> } | { ok: false; diagnostics: Diagnostic[] }> {
-  const built = await buildTree(files);
+  // In the project's turn, charged to it (lib/deploy/build.ts).
+  const built = await buildTree(files, { projectId: opts.projectId });
   if (!built.ok) return built;
   const declared: { text?: string } = {};
   // In the project's own sandbox process: a start-up that ends it costs no other project.

@@ -1,21 +1,20 @@
 /**
- * The TypeScript type check of a code tree, run in a worker thread (lib/deploy/typecheck.ts):
- * the compiler is synchronous and takes from a few hundred milliseconds to seconds, which must
- * never block the service's event loop. Plain JavaScript so the worker loads the same way under
- * `node`, tsx and jest. Messages: { id, files: [[path, content]…] } → { id, diagnostics } or
- * { id, error }. The standard library's declarations are parsed once per worker and reused.
+ * The TypeScript type check of a code tree (strict, ES2022 library, no Node types: the bot has no
+ * Node). It runs in the build process (lib/deploy/build-child.ts), never in the service's: the
+ * compiler is synchronous and takes from a few hundred milliseconds to seconds. The standard
+ * library's declarations are parsed once per process and reused.
  */
-import { parentPort } from 'node:worker_threads';
 import path from 'node:path';
 import ts from 'typescript';
+import type { Diagnostic } from './diagnostic.js';
+import { ENTRY } from './build-protocol.js';
 
 const ROOT = '/project/';
-const ENTRY = 'src/main.ts';
 const MAX_DIAGNOSTICS = 50;
 const LIB_DIR = path.dirname(ts.getDefaultLibFilePath({}));
-const libCache = new Map();
+const libCache = new Map<string, ts.SourceFile>();
 
-const COMPILER_OPTIONS = {
+const COMPILER_OPTIONS: ts.CompilerOptions = {
   target: ts.ScriptTarget.ES2022,
   module: ts.ModuleKind.ESNext,
   moduleResolution: ts.ModuleResolutionKind.Bundler,
@@ -29,10 +28,10 @@ const COMPILER_OPTIONS = {
   allowJs: false,
 };
 
-export function typecheck(files) {
+export function typecheckTree(files: Map<string, string>): Diagnostic[] {
   const rootNames = [...files.keys()].filter((p) => p.endsWith('.ts')).map((p) => ROOT + p);
-  const treeFile = (name) => (name.startsWith(ROOT) ? name.slice(ROOT.length) : undefined);
-  const host = {
+  const treeFile = (name: string) => (name.startsWith(ROOT) ? name.slice(ROOT.length) : undefined);
+  const host: ts.CompilerHost = {
     getSourceFile(fileName, languageVersion) {
       const rel = treeFile(fileName);
       if (rel !== undefined) {
@@ -68,7 +67,7 @@ export function typecheck(files) {
     directoryExists: (d) => d.startsWith(ROOT) || d.startsWith(LIB_DIR),
   };
   const program = ts.createProgram({ rootNames, options: COMPILER_OPTIONS, host });
-  const out = [];
+  const out: Diagnostic[] = [];
   for (const d of ts.getPreEmitDiagnostics(program)) {
     if (d.category !== ts.DiagnosticCategory.Error) continue;
     const message = `TS${d.code}: ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`;
@@ -82,14 +81,4 @@ export function typecheck(files) {
     if (out.length >= MAX_DIAGNOSTICS) break;
   }
   return out;
-}
-
-if (parentPort) {
-  parentPort.on('message', ({ id, files }) => {
-    try {
-      parentPort.postMessage({ id, diagnostics: typecheck(new Map(files)) });
-    } catch (e) {
-      parentPort.postMessage({ id, error: e instanceof Error ? e.message : String(e) });
-    }
-  });
 }
