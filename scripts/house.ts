@@ -35,7 +35,7 @@ export const ROOM_SUMMARIES: Record<string, string> = {
   accounts: "the dashboard's people: accounts, passwords, sessions, CSRF, invites, roles, the sign-in throttle, the audit trail",
   code: "a project's code tree and its history",
   tables: "a project's own tables: DDL, rows, quotas, roles",
-  sandbox: 'isolates in supervised processes, one per project',
+  sandbox: 'isolates, many projects per supervised process',
   mcp: "the MCP server's identity as a protected resource",
 };
 
