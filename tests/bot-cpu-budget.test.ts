@@ -5,6 +5,7 @@
  * log says so), and another project's bot keeps its pace meanwhile. On a manual clock.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { timingBound } from './support/retry-timing.js';
 import { readFileSync, readdirSync } from 'node:fs';
 import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
@@ -111,7 +112,7 @@ export async function onMessage(m: InboundMessage): Promise<void> {
     expect(JSON.stringify(res.body.data.sends)).toContain('computed true');
   });
 
-  it('When a project loops on many events at once, then another project\'s bot keeps its p50 within twice its pace alone (or 100 ms more)', async () => {
+  timingBound("another project's p50 within twice its pace alone").it('When a project loops on many events at once, then another project\'s bot keeps its p50 within twice its pace alone (or 100 ms more)', async () => {
     const a = await botProject(BURN);
     const b = await botProject(ECHO);
     const times = async (tag: string) => {
