@@ -22,7 +22,7 @@ let url: string;
 
 beforeAll(async () => {
   // Private targets allowed so that a webhook can be registered on a loopback URL (nothing delivers here).
-  t = await startTestApp({ config: { devAllowPrivateTargets: true } });
+  t = await startTestApp({ bot: true, config: { devAllowPrivateTargets: true } });
   server = await new Promise<Server>((resolve) => {
     const s = t.app.listen(0, '127.0.0.1', () => resolve(s));
   });
@@ -162,6 +162,12 @@ describe('ops commands (in process)', () => {
     expect((await opsJson(['projects', 'pause', id])).project.status).toBe('paused');
     expect((await opsJson(['projects', 'resume', id])).project.status).toBe('active');
     expect((await opsJson(['projects', 'quota', id, '250'])).project.daily_send_quota).toBe(250);
+    // A project whose bot spent nothing: within its budget, its isolates in a shared sandbox process.
+    const capacity = await ops(['code', 'capacity', id]);
+    expect(capacity.code).toBe(0);
+    expect(capacity.stdout).toMatch(/^CPU this minute: 0 ms of 30000 ms \(burst 2000 ms\): within/m);
+    expect(capacity.stdout).toMatch(/^Isolates: in a shared sandbox process/m);
+    expect((await opsJson(['code', 'capacity', id])).sandbox).toMatchObject({ process: 'shared', reason: null });
 
     const list = await ops(['projects', 'list']);
     expect(list.code).toBe(0);

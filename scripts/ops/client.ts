@@ -142,6 +142,7 @@ export class AdminClient {
     this.call('adminListBotLogs', 'GET', `/admin/projects/${seg(projectId)}/bot/logs${queryString(query)}`);
   listSetAsideEvents = (projectId: string, query: Query<'adminListSetAsideEvents'> = {}) =>
     this.call('adminListSetAsideEvents', 'GET', `/admin/projects/${seg(projectId)}/bot/set-aside${queryString(query)}`);
+  getBotCapacity = (projectId: string) => this.call('adminGetBotCapacity', 'GET', `/admin/projects/${seg(projectId)}/bot/capacity`);
   listSecrets = (projectId: string) => this.call('adminListSecrets', 'GET', `/admin/projects/${seg(projectId)}/secrets`);
   setSecret = (projectId: string, name: string, body: Body<'adminSetSecret'>) =>
     this.call('adminSetSecret', 'PUT', `/admin/projects/${seg(projectId)}/secrets/${seg(name)}`, body);

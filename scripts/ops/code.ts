@@ -228,4 +228,19 @@ export const CODE_COMMANDS: Command[] = [
       return { data, human: f.table(['SET ASIDE', 'MESSAGE', 'RUNS', 'REASON'], data.events.map((e) => [f.when(e.set_aside_at), e.message_id, String(e.abnormal_runs), e.reason]), 'No set-aside events.') };
     },
   },
+  {
+    group: 'code', name: 'capacity', args: ['<projectId>'],
+    summary: "Show the bot's CPU this minute and where its isolates run (shared, or a process of their own)",
+    async run(api, [projectId]) {
+      const data = await api.getBotCapacity(projectId);
+      const { cpu, sandbox, events } = data;
+      const where = sandbox.process === 'shared' ? 'a shared sandbox process' : `a process of its own (${sandbox.reason}) until ${sandbox.until}`;
+      const human = [
+        `CPU this minute: ${cpu.spent_ms} ms of ${cpu.budget_ms} ms (burst ${cpu.burst_ms} ms): ${cpu.state.replace('_', ' ')}${cpu.resets_at ? `, resets ${cpu.resets_at}` : ''}`,
+        `Isolates: in ${where}${sandbox.pid ? `, pid ${sandbox.pid}, ${sandbox.rss_mb} MB` : ''}`,
+        `Events here: ${events.running} running, ${events.queued} held`,
+      ].join('\n');
+      return { data, human };
+    },
+  },
 ];
