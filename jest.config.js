@@ -17,6 +17,8 @@ const PROOFS = [
   'readme', 'busy-ports',
   // faults: backends terminated, the database stopped
   'database-outage', 'job-runner-faults', 'terminate-during-sends',
+  // a primary that refuses writes (its sessions cut, as a read-only restart or a demotion cuts them)
+  'read-only-database',
   // fuzzing
   'contract-fuzz', 'simulator-meta-differential',
   // real browsers

@@ -5021,7 +5021,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description The service's database is out of reach or too slow for now (`service_unavailable`): a restart, an outage, no free connection within `DATABASE_ACQUIRE_TIMEOUT_MS`, or a statement over `DATABASE_STATEMENT_TIMEOUT_MS`. Nothing was changed unless the operation says so; retry after `Retry-After` seconds. The service recovers by itself. */
+        /** @description The service's database is out of reach, too slow or unable to write for now (`service_unavailable`): a restart, an outage, a primary restarted read-only or demoted to a standby (a failover), no free connection within `DATABASE_ACQUIRE_TIMEOUT_MS`, or a statement over `DATABASE_STATEMENT_TIMEOUT_MS`. Nothing was changed unless the operation says so; retry after `Retry-After` seconds. The service recovers by itself. */
         ServiceUnavailable: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
@@ -7695,6 +7695,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getFile: {
@@ -7739,6 +7740,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     putFile: {
@@ -7802,6 +7804,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listDeployments: {
@@ -7835,6 +7838,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     deployCode: {
@@ -7886,6 +7890,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             502: components["responses"]["BuildFailed"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     previewBot: {
@@ -7926,6 +7931,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             502: components["responses"]["BuildFailed"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listFlows: {
