@@ -11,6 +11,8 @@
 const PROOFS = [
   // kill -9, restarts and stops of a service process
   'crash-mid-send', 'crash-proofs', 'broadcast-crash', 'restart', 'shutdown', 'npm-start', 'embedded-postgres', 'webhook-restart',
+  // a service started in the background by a shell that exits, and one told to stop with its parent
+  'parent-exit',
   // kill -9 of a standalone simulator process (its owed statuses)
   'simulator-owed-statuses',
   // the service started as a user starts it: the README pasted after `npm start`, busy ports at start-up
