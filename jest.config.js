@@ -25,8 +25,8 @@ const PROOFS = [
   'contract-fuzz', 'simulator-meta-differential',
   // real browsers
   'api-reference', 'browser-smoke', 'dashboard-browser', 'oauth-browser', 'console-a11y-browser', 'groups-browser',
-  // two instances on one database
-  'two-instances',
+  // two instances on one database; three started at once on an empty one
+  'two-instances', 'fresh-start',
   // the service as a process exporting traces to a collector of the test's own
   'traces',
   // the container image started, probed and stopped (where Docker runs)
