@@ -243,8 +243,9 @@ function jobsControl(launch: (opts: JobsOptions) => Promise<Jobs>) {
 }
 
 /**
- * What /readyz reports: the database answers and takes writes (not in recovery, not read-only), every migration is applied (checked until it is
- * once true), the jobs run, Redis (when configured) is reachable, and no shutdown has begun.
+ * What /readyz reports: the database answers and takes writes (not in recovery, not read-only),
+ * every migration is applied (checked until it is once true), the jobs run, Redis (when
+ * configured) is reachable, and no shutdown has begun.
  */
 function readinessCheck(o: {
   db: Database; config: ServicesOptions['config']; counters: unknown; jobsRunning: () => boolean; draining: () => boolean;

@@ -9,10 +9,11 @@ export function isUniqueViolation(e: unknown): boolean {
  * cannot_connect_now (starting up, shutting down, in recovery), 57P05 idle session timeout, 53300
  * too many connections, 53100 disk full, 57014 statement timeout, 55P03 lock timeout, and 25006
  * read_only_sql_transaction: PostgreSQL restarted read-only or demoted to a standby (Patroni does
- * both; "cannot execute INSERT in a read-only transaction"). The service never opens a READ ONLY
- * transaction for a write, so a 25006 reaching the error handler is the server's state, not the
- * request's. Serialization failures and deadlocks (40001, 40P01) are not here: they are retried
- * where they can happen (inTransaction's `retryOn`), and one that escapes is a fault to fix.
+ * both; "cannot execute INSERT in a read-only transaction"). The service's own READ ONLY
+ * transactions (table reads, dry runs) only read, and a project's DDL that meets 25006 is mapped
+ * before it gets here (lib/tables/ddl.ts), so a 25006 reaching the error handler is the server's
+ * state, not the request's. Serialization failures and deadlocks (40001, 40P01) are not here: they
+ * are retried where they can happen (inTransaction's `retryOn`), and one that escapes is a fault.
  */
 const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '57P05', '53300', '53100', '57014', '55P03', '25006']);
 /**
@@ -27,8 +28,9 @@ const UNAVAILABLE_TEXT = /ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|Connection ter
 /**
  * Whether an error means the database is (for now) out of reach, too slow or unable to write: a
  * restart, a terminated backend, a refused connection, no free pool connection in time, a statement
- * or lock timeout, a primary restarted read-only or demoted. Such a request answers 503 with Retry-After instead of a bare 500, and the service
- * recovers by itself once PostgreSQL answers again. Errors come raw from pg or wrapped by Prisma's
+ * or lock timeout, a primary restarted read-only or demoted. Such a request answers 503 with
+ * Retry-After instead of a bare 500, and the service recovers by itself once PostgreSQL answers
+ * (and takes writes) again. Errors come raw from pg or wrapped by Prisma's
  * driver adapter, so the cause chain is walked.
  */
 export function isDatabaseUnavailable(e: unknown, depth = 0): boolean {
