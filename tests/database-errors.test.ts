@@ -29,6 +29,15 @@ describe('isDatabaseUnavailable', () => {
     expect(isDatabaseUnavailable(new Error('record failed', { cause: pgError('25006', readOnly) }))).toBe(true);
   });
 
+  it('When a transaction begun READ WRITE meets a standby (0A000, "cannot set transaction read-write mode during recovery"), then it is unavailability; another 0A000 is not', () => {
+    const recovery = 'cannot set transaction read-write mode during recovery';
+    expect(isDatabaseUnavailable(pgError('0A000', recovery))).toBe(true);
+    expect(isDatabaseUnavailable(prismaWrapped('P2010', '0A000', recovery))).toBe(true);
+    expect(isDatabaseUnavailable(adapterError('0A000', recovery))).toBe(true);
+    expect(isDatabaseUnavailable(pgError('0A000', 'cannot use column reference in DEFAULT expression'))).toBe(false);
+    expect(isDatabaseUnavailable(prismaWrapped('P2010', '0A000', 'LOCK TABLE is not supported here'))).toBe(false);
+  });
+
   it('When the server is shutting down, crashed, not yet accepting, out of disk or the session timed out, then it is unavailability', () => {
     for (const code of ['57P01', '57P02', '57P03', '57P05', '53100', '53300', '08006', '08001', '08003']) {
       expect([code, isDatabaseUnavailable(pgError(code))]).toEqual([code, true]);

@@ -66,8 +66,9 @@ describe('a primary that refuses writes', () => {
     expect([before.status, before.body.error]).toEqual([201, undefined]);
 
     await readOnly(true);
-    // The pools reconnect on next use; /readyz sees the new sessions refuse writes.
-    const down = await eventually(() => request(t.app).get('/readyz'), (r: any) => r.status === 503, 15_000);
+    // The pools drop the cut sessions (a probe that meets one first says `unreachable`) and
+    // reconnect on next use; /readyz then sees the new sessions refuse writes.
+    const down = await eventually(() => request(t.app).get('/readyz'), (r: any) => r.status === 503 && /^read-only/.test(r.body.error.details.checks.database), 15_000);
     expect(down.body).toMatchObject({ success: false, error: { code: 'service_unavailable' } });
     expect(down.body.error.details.checks.database).toMatch(/^read-only \(default_transaction_read_only is on/);
     expect(Number(down.headers['retry-after'])).toBeGreaterThan(0);

@@ -12,8 +12,11 @@ export function isUniqueViolation(e: unknown): boolean {
  * both; "cannot execute INSERT in a read-only transaction"). The service's own READ ONLY
  * transactions (table reads, dry runs) only read, and a project's DDL that meets 25006 is mapped
  * before it gets here (lib/tables/ddl.ts), so a 25006 reaching the error handler is the server's
- * state, not the request's. Serialization failures and deadlocks (40001, 40P01) are not here: they
- * are retried where they can happen (inTransaction's `retryOn`), and one that escapes is a fault.
+ * state, not the request's. On a standby a transaction the service begins READ WRITE fails before
+ * any write, with 0A000 (feature_not_supported, a class of its own unrelated errors share): that one
+ * is recognised by its message, "cannot set transaction read-write mode during recovery", below.
+ * Serialization failures and deadlocks (40001, 40P01) are not here: they are retried where they
+ * can happen (inTransaction's `retryOn`), and one that escapes is a fault.
  */
 const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '57P05', '53300', '53100', '57014', '55P03', '25006']);
 /**
@@ -23,7 +26,7 @@ const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '57P05', '5330
  * SQLSTATE in `meta.driverAdapterError.cause.originalCode`: walked below.
  */
 const UNAVAILABLE_PRISMA = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024', 'P2037']);
-const UNAVAILABLE_TEXT = /ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|Connection terminated|timeout exceeded when trying to connect|terminating connection|the database system is (starting up|shutting down|in recovery mode|not yet accepting connections)|Client has encountered a connection error|statement timeout|lock timeout|Can't reach database server|connection.*closed|cannot execute \w+( \w+)? in a read-only transaction/i;
+const UNAVAILABLE_TEXT = /ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|Connection terminated|timeout exceeded when trying to connect|terminating connection|the database system is (starting up|shutting down|in recovery mode|not yet accepting connections)|Client has encountered a connection error|statement timeout|lock timeout|Can't reach database server|connection.*closed|cannot execute \w+( \w+)? in a read-only transaction|cannot set transaction read-write mode during recovery/i;
 
 /**
  * Whether an error means the database is (for now) out of reach, too slow or unable to write: a
