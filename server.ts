@@ -96,7 +96,7 @@ async function main(): Promise<void> {
     const watch = setInterval(() => {
       if (process.ppid === parent) return;
       clearInterval(watch);
-      logger.warn(`the parent process (pid ${parent}, npm start) exited: stopping with it (STOP_WITH_PARENT=1, set by npm start's script; 0 keeps the service running)`);
+      logger.warn(`the parent process (pid ${parent}) exited: stopping with it (STOP_WITH_PARENT=1, which npm start sets; 0 keeps the service running)`);
       requestStop('parent process exited');
     }, 500);
     watch.unref();

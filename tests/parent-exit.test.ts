@@ -139,6 +139,6 @@ describe('a service whose starter exits', () => {
     expect(await healthz(s.base)).toBe(0);
     const log = await s.log();
     // LOG_LEVEL=warn: the line is there at warn level, naming the parent and the setting.
-    expect(log).toMatch(new RegExp(`warn.*the parent process \\(pid ${s.starter}, npm start\\) exited: stopping with it \\(STOP_WITH_PARENT=1`, 'i'));
+    expect(log).toMatch(new RegExp(`warn.*the parent process \\(pid ${s.starter}\\) exited: stopping with it \\(STOP_WITH_PARENT=1`, 'i'));
   }, 120_000);
 });
