@@ -100,6 +100,20 @@ export function createJobRunner(opts: JobRunnerOptions): JobRunner {
   // No DDL of its own on connect (see ensureJobTables); logTableName is the logger's default, named.
   const backend = new PostgresBackend({ pool: opts.pool, ensureSchema: false, logTableName: LOG_TABLE });
   watchNotifications(backend, opts.logger);
+  // Agenda's constructor calls backend.connect() and never handles its rejection: a database out of
+  // reach at that moment was an unhandled rejection (the process ends) and a start() that waited for
+  // ever. The failure is kept instead, and start() connects again, throwing what that meets.
+  const connect = backend.connect.bind(backend);
+  let connecting: Promise<void> = Promise.resolve();
+  let connectFailure: { error: unknown } | undefined;
+  backend.connect = () =>
+    (connecting = connect().then(
+      () => void (connectFailure = undefined),
+      (error: unknown) => {
+        connectFailure = { error };
+        opts.logger.warn('job runner: first connection failed (start() tries again)', { error: error instanceof Error ? error.message : String(error) });
+      },
+    ));
   const agenda = new Agenda({
     backend,
     name: opts.name ?? `service-${process.pid}`,
@@ -125,6 +139,11 @@ export function createJobRunner(opts: JobRunnerOptions): JobRunner {
       await agenda.every(intervalMs, name);
     },
     async start() {
+      await connecting;
+      if (connectFailure) {
+        connectFailure = undefined;
+        await connect();
+      }
       await ensureJobTables(opts.pool, backend);
       await agenda.start();
       started = true;

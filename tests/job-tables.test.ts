@@ -10,6 +10,7 @@ import pg from 'pg';
 import { createJobRunner, type JobRunner } from '../jobs/runner.js';
 import { testDatabaseUrl } from './support/db.js';
 import { eventually } from './support/eventually.js';
+import { freePort } from './support/local.js';
 
 const RUNNERS = 4;
 const quiet = { warn: () => undefined, info: () => undefined, error: () => undefined } as never;
@@ -68,6 +69,15 @@ describe('job tables', () => {
     await eventually(async () => ran.length, (n) => n === 1, 10_000, 'the probe job ran');
     expect(crashes).toEqual([]);
   }, 60_000);
+
+  it('When the database is out of reach as the runner is made, then start() rejects naming it, and nothing is left unhandled (it used to end the process and leave start() waiting)', async () => {
+    const pool = new pg.Pool({ connectionString: `postgres://postgres@127.0.0.1:${await freePort()}/none`, max: 2, connectionTimeoutMillis: 2000 });
+    pool.on('error', () => undefined);
+    pools.push(pool);
+    const runner = createJobRunner({ pool, logger: quiet, processEveryMs: 100, lockLifetimeMs: 1000, name: 'unreachable' });
+    await expect(runner.start()).rejects.toThrow(/ECONNREFUSED|connect/);
+    expect(crashes).toEqual([]);
+  });
 
   it('When the job tables are already there, then a runner starts on them unchanged (the DDL is idempotent under its lock)', async () => {
     const pool = new pg.Pool({ connectionString: testDatabaseUrl(), max: 3 });
