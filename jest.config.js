@@ -11,18 +11,22 @@
 const PROOFS = [
   // kill -9, restarts and stops of a service process
   'crash-mid-send', 'crash-proofs', 'broadcast-crash', 'restart', 'shutdown', 'npm-start', 'embedded-postgres', 'webhook-restart',
+  // a service started in the background by a shell that exits, and one told to stop with its parent
+  'parent-exit',
   // kill -9 of a standalone simulator process (its owed statuses)
   'simulator-owed-statuses',
   // the service started as a user starts it: the README pasted after `npm start`, busy ports at start-up
   'readme', 'busy-ports',
   // faults: backends terminated, the database stopped
   'database-outage', 'job-runner-faults', 'terminate-during-sends',
+  // a primary that refuses writes (its sessions cut, as a read-only restart or a demotion cuts them)
+  'read-only-database',
   // fuzzing
   'contract-fuzz', 'simulator-meta-differential',
   // real browsers
   'api-reference', 'browser-smoke', 'dashboard-browser', 'oauth-browser', 'console-a11y-browser', 'groups-browser',
-  // two instances on one database
-  'two-instances',
+  // two instances on one database; three started at once on an empty one
+  'two-instances', 'fresh-start',
   // the service as a process exporting traces to a collector of the test's own
   'traces',
   // the container image started, probed and stopped (where Docker runs)

@@ -84,11 +84,23 @@ async function main(): Promise<void> {
   };
   for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(sig, () => requestStop(sig));
   // `npm start` under a supervisor: a SIGTERM to npm ends npm but is not passed on, and the service
-  // would keep serving (and holding its PostgreSQL) with no parent. When the parent goes, so do we.
-  const parent = process.ppid;
-  setInterval(() => {
-    if (process.ppid !== parent) requestStop('parent process exited');
-  }, 500).unref();
+  // would keep serving (and holding its PostgreSQL) with no parent. So when that npm goes, so do we,
+  // saying so. Only then: npm's start scripts set STOP_WITH_PARENT=1 (package.json). A service
+  // started any other way (node dist/server.js directly, by a script that then exits, nohup … &,
+  // PID 1 of a container) keeps running when its starter exits (issue 71: it used to stop within
+  // half a second, exit 0, nothing logged above info). docs/deploy.md, "Start-up and stop".
+  const stopWithParent = process.env.STOP_WITH_PARENT === '1';
+  delete process.env.STOP_WITH_PARENT; // not passed on to anything this process starts
+  if (stopWithParent) {
+    const parent = process.ppid;
+    const watch = setInterval(() => {
+      if (process.ppid === parent) return;
+      clearInterval(watch);
+      logger.warn(`the parent process (pid ${parent}) exited: stopping with it (STOP_WITH_PARENT=1, which npm start sets; 0 keeps the service running)`);
+      requestStop('parent process exited');
+    }, 500);
+    watch.unref();
+  }
 
   let databaseUrl = config.databaseUrl;
   if (!databaseUrl) {

@@ -246,8 +246,9 @@ function jobsControl(launch: (opts: JobsOptions) => Promise<Jobs>) {
 }
 
 /**
- * What /readyz reports: the database answers, every migration is applied (checked until it is
- * once true), the jobs run, Redis (when configured) is reachable, and no shutdown has begun.
+ * What /readyz reports: the database answers and takes writes (not in recovery, not read-only),
+ * every migration is applied (checked until it is once true), the jobs run, Redis (when
+ * configured) is reachable, and no shutdown has begun.
  */
 function readinessCheck(o: {
   db: Database; config: ServicesOptions['config']; counters: unknown; jobsRunning: () => boolean; draining: () => boolean;
@@ -260,12 +261,20 @@ function readinessCheck(o: {
     const bounded = <T>(p: Promise<T>) =>
       Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timed out')), 2000).unref())]);
     try {
-      await bounded(db.pool.query('SELECT 1'));
-      checks.database = 'ok';
+      // Reachable is not enough: a primary restarted read-only, or demoted to a standby (Patroni),
+      // answers reads and refuses every write. One round trip says both.
+      const { rows } = await bounded(db.pool.query<{ recovery: boolean; read_only: string }>(
+        "SELECT pg_catalog.pg_is_in_recovery() AS recovery, pg_catalog.current_setting('transaction_read_only') AS read_only",
+      ));
+      checks.database = rows[0]?.recovery
+        ? 'read-only (in recovery: a standby or a demoted primary; writes are refused)'
+        : rows[0]?.read_only === 'on'
+          ? 'read-only (default_transaction_read_only is on; writes are refused)'
+          : 'ok';
     } catch (e) {
       checks.database = `unreachable (${e instanceof Error ? e.message : String(e)})`;
     }
-    if (!migrationsApplied && checks.database === 'ok') {
+    if (!migrationsApplied && !checks.database.startsWith('unreachable')) {
       try {
         const local = (await readMigrations()).map((m) => m.name);
         const { rows } = await bounded(db.pool.query<{ migration_name: string }>('SELECT migration_name FROM _prisma_migrations WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL'));

@@ -5028,7 +5028,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description The service's database is out of reach or too slow for now (`service_unavailable`): a restart, an outage, no free connection within `DATABASE_ACQUIRE_TIMEOUT_MS`, or a statement over `DATABASE_STATEMENT_TIMEOUT_MS`. Nothing was changed unless the operation says so; retry after `Retry-After` seconds. The service recovers by itself. */
+        /** @description The service's database is out of reach, too slow or unable to write for now (`service_unavailable`): a restart, an outage, a primary restarted read-only or demoted to a standby (a failover), no free connection within `DATABASE_ACQUIRE_TIMEOUT_MS`, or a statement over `DATABASE_STATEMENT_TIMEOUT_MS`. Nothing was changed unless the operation says so; retry after `Retry-After` seconds. The service recovers by itself. */
         ServiceUnavailable: {
             headers: {
                 "X-Request-Id": components["headers"]["XRequestId"];
@@ -7702,6 +7702,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getFile: {
@@ -7746,6 +7747,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     putFile: {
@@ -7809,6 +7811,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listDeployments: {
@@ -7842,6 +7845,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     deployCode: {
@@ -7893,6 +7897,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             502: components["responses"]["BuildFailed"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     previewBot: {
@@ -7933,6 +7938,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             502: components["responses"]["BuildFailed"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listFlows: {

@@ -1,7 +1,7 @@
 /**
  * What operators and load balancers probe, outside the contracts (no credential, never rate
  * limited, not logged per request): `GET /healthz` (the process answers; touches nothing),
- * `GET /readyz` (PostgreSQL answers, migrations applied, jobs running, Redis reachable when
+ * `GET /readyz` (PostgreSQL answers and takes writes, migrations applied, jobs running, Redis reachable when
  * configured; 503 `service_unavailable` naming the failed checks, and 503 from the moment a
  * shutdown begins) and `GET /metrics` (Prometheus text, with the operator token). Query strings
  * and bodies are ignored.

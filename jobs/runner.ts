@@ -8,11 +8,20 @@
  * '500 milliseconds' is misparsed); `stop()` does not close our pool; every job run leaves a timer
  * of max(processEvery, lockLifetime) / 2 that outlives `stop()`, so keep `lockLifetimeMs` short
  * where a process must exit promptly (tests) and exit explicitly after a graceful shutdown.
+ *
+ * Its tables: the backend creates `agenda_jobs` and `agenda_logs` itself (CREATE TABLE/INDEX IF NOT
+ * EXISTS, a trigger dropped and created again) on every connect, unguarded: instances starting at
+ * once on a fresh database race it and one crashes ("duplicate key value violates unique
+ * constraint pg_class_relname_nsp_index", issue 71). Here the backend's own DDL is told off
+ * (`ensureSchema: false`) and run at start instead, by ensureJobTables, in one transaction under an
+ * advisory lock: the first instance creates, the others wait and find everything there.
  */
 import { Agenda } from 'agenda';
-import { PostgresBackend } from '@agendajs/postgres-backend';
+import { PostgresBackend, getCreateLogsIndexesSQL, getCreateLogsTableSQL } from '@agendajs/postgres-backend';
 import type pg from 'pg';
 import type { Logger } from '../lib/platform/logger.js';
+import { inTransaction } from '../lib/platform/db/transaction.js';
+import { lockForTransaction } from '../lib/platform/db/locks.js';
 import { withSpan } from '../lib/platform/tracing/spans.js';
 import { releaseListenClientOnFailedConnect } from './listen-client-guard.js';
 
@@ -62,11 +71,49 @@ function watchNotifications(backend: PostgresBackend, logger: Logger): void {
   });
 }
 
+/** The advisory lock the job tables' DDL runs under (every instance, every version, the same name). */
+export const JOB_TABLES_LOCK = 'agenda:schema';
+const LOG_TABLE = 'agenda_logs';
+
+/**
+ * The backend's tables, created or brought up to date once at a time: the backend's own DDL (the
+ * repository's `createSchema`: table, added columns, indexes, trigger; and the job logger's table and
+ * indexes), in one transaction holding JOB_TABLES_LOCK. An upgrade of @agendajs/postgres-backend
+ * that drops `createSchema` fails here, at start, naming it (tests/job-tables.test.ts).
+ */
+export async function ensureJobTables(pool: pg.Pool, backend: PostgresBackend): Promise<void> {
+  const repository = backend.repository as unknown as { createSchema?: (client: pg.PoolClient) => Promise<void> };
+  if (typeof repository.createSchema !== 'function') {
+    throw new Error('@agendajs/postgres-backend: PostgresJobRepository.createSchema is gone; jobs/runner.ts runs it under a lock (issue 71) and must be adapted');
+  }
+  await inTransaction(pool, async (client) => {
+    await lockForTransaction(client, JOB_TABLES_LOCK);
+    await repository.createSchema!.call(repository, client);
+    await client.query(getCreateLogsTableSQL(LOG_TABLE));
+    for (const sql of getCreateLogsIndexesSQL(LOG_TABLE)) await client.query(sql);
+  });
+}
+
 export function createJobRunner(opts: JobRunnerOptions): JobRunner {
   const lockLifetime = opts.lockLifetimeMs ?? 15_000;
   const processEvery = opts.processEveryMs ?? 1000;
-  const backend = new PostgresBackend({ pool: opts.pool });
+  // No DDL of its own on connect (see ensureJobTables); logTableName is the logger's default, named.
+  const backend = new PostgresBackend({ pool: opts.pool, ensureSchema: false, logTableName: LOG_TABLE });
   watchNotifications(backend, opts.logger);
+  // Agenda's constructor calls backend.connect() and never handles its rejection: a database out of
+  // reach at that moment was an unhandled rejection (the process ends) and a start() that waited for
+  // ever. The failure is kept instead, and start() connects again, throwing what that meets.
+  const connect = backend.connect.bind(backend);
+  let connecting: Promise<void> = Promise.resolve();
+  let connectFailure: { error: unknown } | undefined;
+  backend.connect = () =>
+    (connecting = connect().then(
+      () => void (connectFailure = undefined),
+      (error: unknown) => {
+        connectFailure = { error };
+        opts.logger.warn('job runner: first connection failed (start() tries again)', { error: error instanceof Error ? error.message : String(error) });
+      },
+    ));
   const agenda = new Agenda({
     backend,
     name: opts.name ?? `service-${process.pid}`,
@@ -92,6 +139,12 @@ export function createJobRunner(opts: JobRunnerOptions): JobRunner {
       await agenda.every(intervalMs, name);
     },
     async start() {
+      await connecting;
+      if (connectFailure) {
+        connectFailure = undefined;
+        await connect();
+      }
+      await ensureJobTables(opts.pool, backend);
       await agenda.start();
       started = true;
     },

@@ -46,6 +46,7 @@ import { IDENT_PATTERN, quoteIdent, isPlatformTable, type TableSchema } from './
 import { queryTimeout, sqlState } from './pg-errors.js';
 import { enforceQuota, limitsOf, usageOf, type QuotaDefaults, type QuotaLimit, type Usage } from './quota.js';
 import { setLocal } from '../platform/db/transaction.js';
+import { isDatabaseUnavailable } from '../platform/db/errors.js';
 
 export const DDL_TIMEOUT_MS = 30000;
 
@@ -54,8 +55,12 @@ function ddlError(e: unknown, timeoutMs: number): unknown {
   if (!state) return e;
   const message = (e as Error).message;
   if (state === '57014' || state === '55P03') return queryTimeout(timeoutMs);
+  // The server refusing writes for now (read-only, a standby: 25006, or 0A000 "cannot set
+  // transaction read-write mode during recovery") or out of reach: the error handler's 503
+  // service_unavailable, not the caller's 400 (issue 71).
+  if (isDatabaseUnavailable(e)) return e;
   if (state.startsWith('23') || state === '2BP01' || state === '55006') return new ApiError('conflict', message, { sqlstate: state });
-  if (state.startsWith('42') || state.startsWith('22') || state.startsWith('0A') || state === '25006') {
+  if (state.startsWith('42') || state.startsWith('22') || state.startsWith('0A')) {
     return new ApiError('invalid_request', message, { sqlstate: state });
   }
   return e;
