@@ -43,8 +43,15 @@ export const BODY_ARG = 'body';
 /** Headers the MCP layer sets itself: never tool arguments. */
 const OWN_HEADERS = new Set(['x-service-project', 'authorization', 'content-type', 'accept', 'x-request-id']);
 
-/** Said once, in the server's instructions (http/mcp/endpoint.ts), not on each of the tools. */
-const PROJECT_SCHEMA = { type: 'string', minLength: 1, maxLength: 200 };
+/**
+ * Said on every tool as well as in the server's instructions: hosts do not all show a model the
+ * instructions, and an argument nothing explains is guessed at.
+ */
+export const PROJECT_SCHEMA = {
+  type: 'string',
+  // Its length rule is the X-Service-Project header's, judged by the operation: bytes here are the list's.
+  description: 'Project id (see listProjects); optional for reads.',
+};
 
 /**
  * The rules of the headers an operation takes, said as the arguments an agent passes (the
@@ -135,6 +142,8 @@ function shareSchemas(tools: ToolDef[]): ToolDef[] {
     }
     if (stubbed) pruneDefs(t.inputSchema);
   }
+  // Every schema carries only the definitions it reaches, whatever collected them.
+  for (const t of tools) pruneDefs(t.inputSchema);
   return tools;
 }
 
@@ -142,8 +151,8 @@ function defsOf(t: ToolDef): Record<string, Schema> {
   return ((t.inputSchema as Schema).$defs ?? {}) as Record<string, Schema>;
 }
 
-/** Drops the `$defs` no longer reached from the schema's own properties. */
-function pruneDefs(schema: Schema): void {
+/** Drops the `$defs` not reached, transitively, from the schema's own properties; an empty `$defs` goes too. */
+export function pruneDefs(schema: Schema): void {
   const defs = (schema.$defs ?? {}) as Record<string, Schema>;
   const reached = new Set<string>();
   const visit = (node: unknown): void => {
@@ -161,6 +170,7 @@ function pruneDefs(schema: Schema): void {
   };
   visit(schema);
   for (const name of Object.keys(defs)) if (!reached.has(name)) delete defs[name];
+  if (schema.$defs && Object.keys(defs).length === 0) delete schema.$defs;
 }
 
 function toolOf(op: OperationInfo, item: Schema, spec: Schema, doc: Record<string, any>, bundler: SchemaBundler): ToolDef {
