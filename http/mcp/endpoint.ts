@@ -6,8 +6,8 @@
  * Order: the Origin rule (lib/mcp/origin.ts: a present Origin that is not this service's or one of
  * MCP_ALLOWED_ORIGINS is 403, the DNS-rebinding defence), CORS for browser clients, no sessions (a Mcp-Session-Id was never issued: 404), the
  * bearer (401 with the protected-resource metadata in WWW-Authenticate, RFC 9728), the body (its
- * limit the contract's largest plus room for JSON; a JSON-RPC batch is refused, as MCP 2025-06-18
- * removed batching), then the SDK. Tools come from the contract
+ * limit the contract's largest plus room for JSON; a JSON-RPC batch is answered only at MCP
+ * 2025-03-26, the one revision that had them), then the SDK. Tools come from the contract
  * (http/mcp/tools.ts) and run through the HTTP pipeline itself (http/mcp/call.ts); the answer is
  * compressed when the client accepts it (http/mcp/compress.ts).
  */
@@ -111,8 +111,8 @@ export function mcpRoutes(deps: AppDeps, app: () => RequestListener): RequestHan
         if (type === 'charset.unsupported' || type === 'encoding.unsupported') return void res.status(415).json(rpcError(null, ErrorCode.InvalidRequest, 'Unsupported encoding.'));
         return next(err);
       }
-      if (Array.isArray(req.body)) {
-        return void res.status(400).json(rpcError(null, ErrorCode.InvalidRequest, 'Invalid Request: JSON-RPC batches are not supported (MCP 2025-06-18 removed them); send one message per request.'));
+      if (Array.isArray(req.body) && !batchesAllowed(req.headers['mcp-protocol-version'])) {
+        return void res.status(400).json(rpcError(null, ErrorCode.InvalidRequest, 'Invalid Request: JSON-RPC batches are not supported at this protocol version (MCP 2025-06-18 removed them); send one message per request.'));
       }
       if (stepUp(req, res, credential)) return;
       serve(req, res, credential).catch(next);
@@ -194,6 +194,16 @@ export function mcpRoutes(deps: AppDeps, app: () => RequestListener): RequestHan
   };
 
   return (req, res, next) => (req.path === MCP_PATH || req.path === `${MCP_PATH}/` ? void handle(req, res, next).catch(next) : next());
+}
+
+/**
+ * Batches are part of MCP 2025-03-26 only (added there, removed in 2025-06-18). A stateless server
+ * knows the negotiated version from the Mcp-Protocol-Version header alone; without one, 2025-06-18
+ * says to assume 2025-03-26, whose clients never send it.
+ */
+const BATCH_VERSION = '2025-03-26';
+function batchesAllowed(version: string | string[] | undefined): boolean {
+  return version === undefined || version === BATCH_VERSION;
 }
 
 /** The tools the credential may call on the project the header (or the default) selects. */
