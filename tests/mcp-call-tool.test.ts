@@ -98,3 +98,45 @@ describe('callTool', () => {
     await client.close();
   });
 });
+
+describe('one paging style', () => {
+  it('When an operation pages by offset, then its tool takes `cursor` (not `offset`) and answers `nextCursor`, page after page to null', async () => {
+    const p = await t.admin.project('Paging');
+    const con = await t.admin.connection([{ projectId: p.id, scopes: [...SCOPES] }]);
+    const client = await connect(con.secret);
+    for (const name of ['Alpha', 'Beta', 'Gamma']) {
+      const made = await client.callTool({ name: 'callTool', arguments: { name: 'createSegment', arguments: { body: { name, filter: { match: 'all', conditions: [] } } } } });
+      expect(made.isError).toBeFalsy();
+    }
+    const described = (await client.callTool({ name: 'describeTools', arguments: { names: ['listBroadcasts', 'listSegments'] } })).structuredContent as { tools: Array<{ name: string; description: string; inputSchema: { properties: Record<string, unknown> } }> };
+    for (const x of described.tools) {
+      expect(Object.keys(x.inputSchema.properties)).toEqual(expect.arrayContaining(['cursor', 'limit']));
+      expect(Object.keys(x.inputSchema.properties)).not.toContain('offset');
+      expect(x.description).not.toContain('offset');
+    }
+
+    const page = async (cursor?: string) => {
+      const r = await client.callTool({ name: 'callTool', arguments: { name: 'listSegments', arguments: { limit: 2, ...(cursor ? { cursor } : {}) } } });
+      return JSON.parse((r.content as Array<{ text: string }>)[0].text) as { segments: Array<{ name: string }>; total: number; nextCursor: string | null };
+    };
+    const first = await page();
+    expect(first.segments).toHaveLength(2);
+    expect(first.total).toBe(3);
+    expect(typeof first.nextCursor).toBe('string');
+    const second = await page(first.nextCursor!);
+    expect(second.segments).toHaveLength(1);
+    expect(second.nextCursor).toBeNull();
+    expect([...first.segments, ...second.segments].map((s) => s.name).sort()).toEqual(['Alpha', 'Beta', 'Gamma']);
+
+    const broadcasts = await client.callTool({ name: 'listBroadcasts', arguments: {} });
+    expect(JSON.parse((broadcasts.content as Array<{ text: string }>)[0].text)).toMatchObject({ broadcasts: [], nextCursor: null });
+    await client.close();
+  });
+
+  it('When a cursor the service did not issue, or `offset`, is passed, then invalid_cursor or an unknown argument, and nothing runs', async () => {
+    const client = await connect(everything);
+    expect(errorOf(await client.callTool({ name: 'listBroadcasts', arguments: { cursor: 'b2Zmc2V0OjU=' } })).code).toBe('invalid_cursor');
+    expect(errorOf(await client.callTool({ name: 'listBroadcasts', arguments: { offset: 5 } }))).toMatchObject({ code: 'invalid_request', details: { unknown: ['offset'] } });
+    await client.close();
+  });
+});

@@ -21,6 +21,8 @@ export interface ParamBinding {
   /** The HTTP name (path template name, query name, header name). */
   name: string;
   in: 'path' | 'query' | 'header';
+  /** Set by the MCP layer, not an argument: the `offset` a `cursor` stands for (see `offsetPaged`). */
+  internal?: true;
 }
 
 export interface ToolDef {
@@ -35,11 +37,18 @@ export interface ToolDef {
   operation: OperationInfo;
   params: ParamBinding[];
   body?: { contentType: string; required: boolean };
+  /**
+   * The operation pages by `offset` (with `total`), the tool by `cursor` like every other list: the
+   * cursor is an offset made opaque (http/mcp/paging.ts), so a model learns one way to page.
+   */
+  offsetPaged?: boolean;
 }
 
 /** Arguments every tool has besides its operation's own. */
 export const PROJECT_ARG = 'project';
 export const BODY_ARG = 'body';
+export const CURSOR_ARG = 'cursor';
+const OFFSET = 'offset';
 /** Headers the MCP layer sets itself: never tool arguments. */
 const OWN_HEADERS = new Set(['x-service-project', 'authorization', 'content-type', 'accept', 'x-request-id']);
 
@@ -182,9 +191,17 @@ function toolOf(op: OperationInfo, item: Schema, spec: Schema, doc: Record<strin
     if (arg in properties) throw new Error(`MCP tools: ${where} has two arguments named "${arg}"`);
   };
 
-  for (const param of parametersOf(item, spec, doc)) {
+  const parameters = parametersOf(item, spec, doc);
+  const offsetPaged = parameters.some((p) => p.in === 'query' && p.name === OFFSET) && !parameters.some((p) => p.in === 'query' && p.name === CURSOR_ARG);
+  for (const param of parameters) {
     if (param.in === 'cookie') throw new Error(`MCP tools: ${where} has a cookie parameter, which a tool cannot pass`);
     if (param.in === 'header' && OWN_HEADERS.has(param.name.toLowerCase())) continue;
+    if (offsetPaged && param.in === 'query' && param.name === OFFSET) {
+      claim(CURSOR_ARG);
+      properties[CURSOR_ARG] = { type: 'string' };
+      params.push({ arg: OFFSET, name: OFFSET, in: 'query', internal: true });
+      continue;
+    }
     const arg = argName(param);
     claim(arg);
     const schema = bundler.convert(param.schema ?? { type: 'string' });
@@ -223,13 +240,14 @@ function toolOf(op: OperationInfo, item: Schema, spec: Schema, doc: Record<strin
     name: op.operationId,
     group: String((spec.tags as unknown[] | undefined)?.[0] ?? 'Other'),
     title: summary,
-    description: `${agentDescription(spec, summary)}${scopes}`,
+    description: `${offsetPaged ? agentDescription(spec, summary).replaceAll('`offset`', '`cursor`') : agentDescription(spec, summary)}${scopes}`,
     inputSchema,
     outputSchema,
     annotations: annotationsOf(op, spec, method),
     operation: op,
     params,
     body,
+    ...(offsetPaged ? { offsetPaged } : {}),
   };
 }
 
