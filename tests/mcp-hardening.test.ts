@@ -1,6 +1,6 @@
 /**
  * What stops a real connector or a hostile page at /mcp: a forged Origin is 403 (the transport's
- * DNS-rebinding rule) on /mcp and the OAuth endpoints; a JSON-RPC batch is refused (MCP 2025-06-18);
+ * DNS-rebinding rule) on /mcp and the OAuth endpoints; a JSON-RPC batch is refused from MCP 2025-06-18 on and answered at 2025-03-26;
  * `project_required` names the `project` argument an agent can set; the unknown-tool message carries
  * "MCP error" once; loopback aliases are one resource in development; and the Inspector line of
  * docs/agents.md works from the project root.
@@ -86,13 +86,30 @@ describe('Origin (DNS rebinding)', () => {
 });
 
 describe('the protocol as the current revision says', () => {
-  it('When a JSON-RPC batch is sent, then 400 -32600 and none of it runs', async () => {
+  it('When a JSON-RPC batch is sent at 2025-06-18 or later, then 400 -32600 and none of it runs', async () => {
     const p = await t.admin.project();
     const con = await t.admin.connection([{ projectId: p.id, scopes: ['contacts:read'] }]);
-    const res = await rpc(con.secret, [LIST, { ...LIST, id: 2 }]);
-    expect(res.status).toBe(400);
-    expect(res.body).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32600 } });
-    expect(res.body.error.message).toContain('batches are not supported');
+    for (const version of ['2025-06-18', '2025-11-25']) {
+      const res = await rpc(con.secret, [LIST, { ...LIST, id: 2 }], { 'Mcp-Protocol-Version': version });
+      expect(res.status).toBe(400);
+      expect(res.body).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32600 } });
+      expect(res.body.error.message).toContain('batches are not supported');
+    }
+  });
+
+  it('When a JSON-RPC batch is sent at 2025-03-26 (or with no version header, which means 2025-03-26), then each request is answered, in an array', async () => {
+    const p = await t.admin.project();
+    const con = await t.admin.connection([{ projectId: p.id, scopes: ['contacts:read'] }]);
+    const ping = { jsonrpc: '2.0', id: 'b', method: 'tools/call', params: { name: 'ping', arguments: {} } };
+    for (const headers of [{ 'Mcp-Protocol-Version': '2025-03-26' }, {}] as Array<Record<string, string>>) {
+      const res = await rpc(con.secret, [LIST, ping], headers);
+      expect(res.status).toBe(200);
+      expect(Array.isArray(res.body)).toBe(true);
+      const byId = new Map((res.body as Array<{ id: unknown; result?: any }>).map((m) => [m.id, m]));
+      expect([...byId.keys()].sort()).toEqual([1, 'b']);
+      expect(byId.get(1)!.result.tools.map((x: { name: string }) => x.name)).toContain('listContacts');
+      expect(byId.get('b')!.result.structuredContent).toMatchObject({ ok: true, projectId: p.id });
+    }
   });
 
   it('When an unknown tool is called with the SDK client, then its message says "MCP error -32602" once', async () => {

@@ -96,6 +96,46 @@ describe('tools/list for a key holding every scope', () => {
   });
 });
 
+/** The `$defs` names a schema never reaches from its own properties, following references through definitions. */
+function unreachedDefs(schema: Record<string, any>): string[] {
+  const defs: Record<string, unknown> = schema.$defs ?? {};
+  const reached = new Set<string>();
+  const pending: unknown[] = [{ ...schema, $defs: undefined }];
+  while (pending.length) {
+    const node = pending.pop();
+    if (Array.isArray(node)) pending.push(...node);
+    else if (node && typeof node === 'object') {
+      for (const [k, v] of Object.entries(node)) {
+        const name = k === '$ref' && typeof v === 'string' && v.startsWith('#/$defs/') ? v.slice(8) : undefined;
+        if (name !== undefined && !reached.has(name)) {
+          reached.add(name);
+          pending.push(defs[name]);
+        } else pending.push(v);
+      }
+    }
+  }
+  return Object.keys(defs).filter((d) => !reached.has(d));
+}
+
+describe('schemas an agent can afford', () => {
+  it('When listed, then the answer stays within 40,000 bytes and no input schema carries a $def it does not reach', async () => {
+    const res = await list(everything, { 'Accept-Encoding': 'identity' });
+    expect(Buffer.byteLength(res.text)).toBeLessThanOrEqual(40_000);
+    const listed = res.body.result.tools as Array<{ name: string; inputSchema: Record<string, any> }>;
+    const described = toolsFromContract(loadPublicContract());
+    for (const x of [...listed, ...described]) expect({ name: x.name, unreached: unreachedDefs(x.inputSchema) }).toEqual({ name: x.name, unreached: [] });
+    const send = described.find((x) => x.name === 'sendMessage')!;
+    process.stdout.write(`sendMessage input schema: ${Buffer.byteLength(JSON.stringify(send.inputSchema))} bytes, $defs ${Object.keys((send.inputSchema as any).$defs ?? {}).join(', ')}\n`);
+  });
+
+  it('When a tool takes `project`, then its schema says what it is and where to find one', () => {
+    for (const x of toolsFromContract(loadPublicContract())) {
+      const project = (x.inputSchema.properties as Record<string, { description?: string }>).project;
+      expect({ name: x.name, said: project.description }).toEqual({ name: x.name, said: expect.stringContaining('listProjects') });
+    }
+  });
+});
+
 describe('what the tools say', () => {
   it('When read, then descriptions speak of arguments, not headers, and stay short', async () => {
     const tools = (await list(everything)).body.result.tools as Array<{ name: string; description: string; inputSchema: unknown }>;

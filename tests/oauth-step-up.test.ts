@@ -103,6 +103,30 @@ describe('step-up', () => {
     await client.close();
   });
 
+  it('When an agent granted only reads sends through callTool, then /mcp answers the same 403 insufficient_scope challenge as calling sendMessage by name', async () => {
+    const p = await t.admin.project('Step-up via callTool');
+    const { agent } = await person(t, p.id, email(), 'owner');
+    const storage = new AgentStorage({ keepRefreshToken: false });
+    const first = new StreamableHTTPClientTransport(new URL('/mcp', base), { authProvider: storage });
+    await expect(new Client({ name: 'desk', version: '1' }).connect(first)).rejects.toThrow(UnauthorizedError);
+    const redirected = await agent.get(storage.authorizationUrl!.pathname + storage.authorizationUrl!.search);
+    const location = String(redirected.headers.location);
+    const approved = await answer(agent, location, new URL(location, base).searchParams.get('request')!, 'approve', { projects: [{ id: p.id, scopes: ['conversations:read', 'contacts:read'] }] });
+    await first.finishAuth(codeOf(String(approved.headers.location)).code);
+    const readOnly = storage.saved!.access_token;
+
+    const send = { body: { type: 'text', phone: '+14155550178', content: 'x' } };
+    const call = (params: object) => request(t.app).post('/mcp').set('Accept', 'application/json, text/event-stream').set('Authorization', `Bearer ${readOnly}`)
+      .send({ jsonrpc: '2.0', id: 7, method: 'tools/call', params });
+    const direct = await call({ name: 'sendMessage', arguments: send });
+    const through = await call({ name: 'callTool', arguments: { name: 'sendMessage', arguments: send } });
+    expect(direct.status).toBe(403);
+    expect(direct.headers['www-authenticate']).toContain('error="insufficient_scope"');
+    expect(through.status).toBe(403);
+    expect(through.headers['www-authenticate']).toBe(direct.headers['www-authenticate']);
+    expect(through.body).toEqual(direct.body);
+  });
+
   it('When the person drops a scope and a project granted earlier, then the connection loses them', async () => {
     const a = await t.admin.project('Keep A');
     const b = await t.admin.project('Drop B');

@@ -6,7 +6,8 @@
  * envelope, the access log and the metrics), without a second path to the data.
  */
 import type { RequestListener } from 'node:http';
-import { BODY_ARG, PROJECT_ARG, type ToolDef } from './tools.js';
+import { BODY_ARG, CURSOR_ARG, PROJECT_ARG, type ToolDef } from './tools.js';
+import { offsetOf, withNextCursor } from './paging.js';
 import { inject } from './inject.js';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../lib/platform/json-depth.js';
 
@@ -46,9 +47,15 @@ export async function callTool(app: RequestListener, tool: ToolDef, rawArgs: unk
     return refused(`Tool arguments nest too deeply: an argument's value may nest at most ${MAX_JSON_DEPTH} levels of arrays and objects.`, { max_depth: MAX_JSON_DEPTH });
   }
   // The shape a URL and headers can carry is checked here; every value rule is the pipeline's.
-  const known = new Set([PROJECT_ARG, ...tool.params.map((p) => p.arg), ...(tool.body ? [BODY_ARG] : [])]);
+  const known = new Set([PROJECT_ARG, ...tool.params.filter((p) => !p.internal).map((p) => p.arg), ...(tool.body ? [BODY_ARG] : []), ...(tool.offsetPaged ? [CURSOR_ARG] : [])]);
   const unknown = Object.keys(args).filter((k) => !known.has(k));
   if (unknown.length) return refused(`Unknown argument${unknown.length > 1 ? 's' : ''}: ${unknown.slice(0, 5).join(', ')}.`, { unknown: unknown.slice(0, 20) });
+  // An offset-paged operation's tool takes a cursor (./paging.ts): the offset it stands for, or the first page.
+  let offset: number | undefined;
+  if (tool.offsetPaged && args[CURSOR_ARG] !== undefined && args[CURSOR_ARG] !== null) {
+    offset = offsetOf(args[CURSOR_ARG]);
+    if (offset === undefined) return { ok: false, error: { code: 'invalid_cursor', message: 'The cursor was not issued by this service: pass the `nextCursor` of the previous page, unchanged.', details: { field: CURSOR_ARG } } };
+  }
 
   const headers: Record<string, string> = { ...ctx.forwarded, authorization: ctx.authorization, accept: 'application/json' };
   const project = args[PROJECT_ARG];
@@ -62,7 +69,7 @@ export async function callTool(app: RequestListener, tool: ToolDef, rawArgs: unk
   let path = tool.operation.path;
   const query = new URLSearchParams();
   for (const p of tool.params) {
-    const value = args[p.arg];
+    const value = p.internal ? offset : args[p.arg];
     if (value === undefined || value === null) continue;
     if (p.in === 'query' && Array.isArray(value) && value.every(isPrimitive)) {
       for (const v of value) query.append(p.name, String(v));
@@ -96,7 +103,8 @@ export async function callTool(app: RequestListener, tool: ToolDef, rawArgs: unk
     payload,
     remoteAddress: ctx.remoteAddress,
   });
-  return outcomeOf(res.statusCode, res.headers['content-type'], res.payload, res.headers['x-request-id']);
+  const outcome = outcomeOf(res.statusCode, res.headers['content-type'], res.payload, res.headers['x-request-id']);
+  return outcome.ok && tool.offsetPaged ? { ...outcome, data: withNextCursor(outcome.data) } : outcome;
 }
 
 function outcomeOf(status: number, contentType: unknown, payload: string, requestId: unknown): ToolOutcome {

@@ -6,8 +6,8 @@
  * Order: the Origin rule (lib/mcp/origin.ts: a present Origin that is not this service's or one of
  * MCP_ALLOWED_ORIGINS is 403, the DNS-rebinding defence), CORS for browser clients, no sessions (a Mcp-Session-Id was never issued: 404), the
  * bearer (401 with the protected-resource metadata in WWW-Authenticate, RFC 9728), the body (its
- * limit the contract's largest plus room for JSON; a JSON-RPC batch is refused, as MCP 2025-06-18
- * removed batching), then the SDK. Tools come from the contract
+ * limit the contract's largest plus room for JSON; a JSON-RPC batch is answered only at MCP
+ * 2025-03-26, the one revision that had them), then the SDK. Tools come from the contract
  * (http/mcp/tools.ts) and run through the HTTP pipeline itself (http/mcp/call.ts); the answer is
  * compressed when the client accepts it (http/mcp/compress.ts).
  */
@@ -34,11 +34,16 @@ import { compressAnswer } from './compress.js';
 const SERVER_INFO = { name: 'service-api', title: 'WhatsApp messaging-automation API', version: '1' };
 /** The meta-tool that describes the tools a long list leaves out. */
 const DESCRIBE_TOOLS = 'describeTools';
+/**
+ * The generic tool that calls another by name: hosts let a model call only what tools/list listed,
+ * so the tools a long list leaves out are reached through this listed one.
+ */
+const CALL_TOOL = 'callTool';
 const INSTRUCTIONS =
   'WhatsApp messaging for a business: each tool is one operation of its API, with the scopes it names. Arguments many tools share: ' +
   Object.entries(SHARED_ARGS).map(([arg, text]) => `\`${arg}\`, ${text}`).join('; ') +
   '. A failure is a tool error whose text is {"error":{"code","message"}} with the API\'s error code. ' +
-  `When the list would be too long for your context, some groups are not listed: \`${DESCRIBE_TOOLS}\` gives their tools' descriptions and arguments, and they are called by name like the others.`;
+  `When the list would be too long for your context, some groups are not listed: \`${DESCRIBE_TOOLS}\` gives their tools' descriptions and arguments, and \`${CALL_TOOL}\` with \`{"name": "<tool>", "arguments": {…}}\` calls one of them (as calling it by name would, where the host allows that).`;
 
 /** Room over the largest operation body for JSON escaping and the JSON-RPC frame. */
 const FRAME_ALLOWANCE = 256 * 1024;
@@ -106,8 +111,8 @@ export function mcpRoutes(deps: AppDeps, app: () => RequestListener): RequestHan
         if (type === 'charset.unsupported' || type === 'encoding.unsupported') return void res.status(415).json(rpcError(null, ErrorCode.InvalidRequest, 'Unsupported encoding.'));
         return next(err);
       }
-      if (Array.isArray(req.body)) {
-        return void res.status(400).json(rpcError(null, ErrorCode.InvalidRequest, 'Invalid Request: JSON-RPC batches are not supported (MCP 2025-06-18 removed them); send one message per request.'));
+      if (Array.isArray(req.body) && !batchesAllowed(req.headers['mcp-protocol-version'])) {
+        return void res.status(400).json(rpcError(null, ErrorCode.InvalidRequest, 'Invalid Request: JSON-RPC batches are not supported at this protocol version (MCP 2025-06-18 removed them); send one message per request.'));
       }
       if (stepUp(req, res, credential)) return;
       serve(req, res, credential).catch(next);
@@ -125,9 +130,12 @@ export function mcpRoutes(deps: AppDeps, app: () => RequestListener): RequestHan
   const stepUp = (req: Request, res: Response, credential: Credential): boolean => {
     const message = req.body as { id?: unknown; method?: unknown; params?: { name?: unknown; arguments?: Record<string, unknown> } } | undefined;
     if (credential.kind !== 'access_token' || !credential.clientId || message?.method !== 'tools/call') return false;
-    const tool = typeof message.params?.name === 'string' ? byName.get(message.params.name) : undefined;
+    // Through callTool, the tool it names is the one judged: the same challenge as calling it by name.
+    const target = targetOf(message.params?.name, message.params?.arguments);
+    if ('refused' in target) return false;
+    const tool = byName.get(target.name);
     if (!tool || !tool.operation.projectScoped || tool.operation.requiredScopes.length === 0) return false;
-    const named = message.params?.arguments?.[PROJECT_ARG];
+    const named = (target.arguments as Record<string, unknown> | undefined)?.[PROJECT_ARG];
     let held: string[];
     try {
       held = selectGrant(credential, typeof named === 'string' ? named : req.headers['x-service-project'], tool.operation.method.toUpperCase()).scopes;
@@ -149,11 +157,13 @@ export function mcpRoutes(deps: AppDeps, app: () => RequestListener): RequestHan
     const server = new Server(SERVER_INFO, { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS, jsonSchemaValidator });
     server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: toolList(visibleTools(tools, credential, req.headers['x-service-project'])).listed }));
     server.setRequestHandler(CallToolRequestSchema, async (request) => {
-      if (request.params.name === DESCRIBE_TOOLS) return describeTools(visibleTools(tools, credential, req.headers['x-service-project']), request.params.arguments);
-      const tool = byName.get(request.params.name);
-      if (!tool) throw protocolError(ErrorCode.InvalidParams, `Unknown tool: ${String(request.params.name).slice(0, 100)}`);
+      const target = targetOf(request.params.name, request.params.arguments);
+      if ('refused' in target) return { isError: true, content: [{ type: 'text', text: JSON.stringify({ error: { code: 'invalid_request', message: target.refused } }) }] };
+      if (target.name === DESCRIBE_TOOLS) return describeTools(visibleTools(tools, credential, req.headers['x-service-project']), target.arguments);
+      const tool = byName.get(target.name);
+      if (!tool) throw protocolError(ErrorCode.InvalidParams, `Unknown tool: ${String(target.name).slice(0, 100)}`);
       const started = process.hrtime.bigint();
-      const outcome = await callTool(app(), tool, request.params.arguments, {
+      const outcome = await callTool(app(), tool, target.arguments, {
         authorization: req.headers.authorization!,
         projectHeader,
         remoteAddress: req.socket?.remoteAddress,
@@ -184,6 +194,16 @@ export function mcpRoutes(deps: AppDeps, app: () => RequestListener): RequestHan
   };
 
   return (req, res, next) => (req.path === MCP_PATH || req.path === `${MCP_PATH}/` ? void handle(req, res, next).catch(next) : next());
+}
+
+/**
+ * Batches are part of MCP 2025-03-26 only (added there, removed in 2025-06-18). A stateless server
+ * knows the negotiated version from the Mcp-Protocol-Version header alone; without one, 2025-06-18
+ * says to assume 2025-03-26, whose clients never send it.
+ */
+const BATCH_VERSION = '2025-03-26';
+function batchesAllowed(version: string | string[] | undefined): boolean {
+  return version === undefined || version === BATCH_VERSION;
 }
 
 /** The tools the credential may call on the project the header (or the default) selects. */
@@ -236,18 +256,53 @@ function toolList(visible: ToolDef[]): { listed: ReturnType<typeof listed>[]; le
     }
   }
   const all = chosen.sort((a, b) => a.name.localeCompare(b.name)).map(listed);
-  return { listed: left.size ? [...all, describeToolsTool(left)] : all, left };
+  return { listed: left.size ? [...all, callToolTool(), describeToolsTool(left)] : all, left };
 }
 
-/** Room kept for `describeTools` itself. */
-const DESCRIBE_RESERVE = 1200;
+/** Room kept for `describeTools` and `callTool` themselves. */
+const DESCRIBE_RESERVE = 2000;
+
+/**
+ * The tool a tools/call runs and its arguments: the named one, or, for `callTool`, the one its
+ * `name` names with its `arguments`, so both ways meet the same checks and errors. A `callTool` of
+ * the wrong shape is refused (a tool error, as arguments of the wrong shape are).
+ */
+function targetOf(name: unknown, args: unknown): { name: string; arguments: unknown } | { refused: string } {
+  if (name !== CALL_TOOL) return { name: String(name), arguments: args };
+  const a = (args ?? {}) as Record<string, unknown>;
+  if (typeof a !== 'object' || Array.isArray(a) || typeof a.name !== 'string') return { refused: `\`${CALL_TOOL}\` needs \`name\`, the tool to call (a string), and its \`arguments\` (an object).` };
+  const unknown = Object.keys(a).filter((k) => k !== 'name' && k !== 'arguments');
+  if (unknown.length) return { refused: `Unknown argument${unknown.length > 1 ? 's' : ''} of \`${CALL_TOOL}\`: ${unknown.slice(0, 5).join(', ')}; put the tool's own in \`arguments\`.` };
+  // No nesting: a callTool of callTool would only hide the tool called.
+  if (a.name === CALL_TOOL) return { refused: `\`${CALL_TOOL}\` calls another tool, not itself.` };
+  return { name: a.name, arguments: a.arguments };
+}
+
+function callToolTool() {
+  return {
+    name: CALL_TOOL,
+    title: 'Call a tool by name',
+    description: `Calls any tool, listed or not, with its arguments: \`{"name": "sendMessage", "arguments": {…}}\`. The same checks, scopes, errors and result as calling it directly. Learn a tool's arguments with \`${DESCRIBE_TOOLS}\` first.`,
+    inputSchema: {
+      type: 'object' as const,
+      additionalProperties: false,
+      required: ['name'],
+      properties: {
+        name: { type: 'string', description: 'The tool to call.' },
+        arguments: { type: 'object', description: 'Its arguments, as its input schema says.' },
+      },
+    },
+    // What a call does is the named tool's: nothing can be promised for all of them.
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
+  };
+}
 
 function describeToolsTool(left: Map<string, ToolDef[]>) {
   const groups = [...left].map(([g, list]) => `${g} (${list.map((t) => t.name).join(', ')})`).join('; ');
   return {
     name: DESCRIBE_TOOLS,
     title: 'Describe the tools not listed',
-    description: `Gives the description and arguments of tools left out of this list to keep it short; call them by name afterwards. Not listed: ${groups}.`,
+    description: `Gives the description and arguments of tools left out of this list to keep it short; then call one with \`${CALL_TOOL}\` ({"name", "arguments"}). Not listed: ${groups}.`,
     inputSchema: {
       type: 'object' as const,
       additionalProperties: false,

@@ -21,6 +21,8 @@ export interface ParamBinding {
   /** The HTTP name (path template name, query name, header name). */
   name: string;
   in: 'path' | 'query' | 'header';
+  /** Set by the MCP layer, not an argument: the `offset` a `cursor` stands for (see `offsetPaged`). */
+  internal?: true;
 }
 
 export interface ToolDef {
@@ -35,16 +37,30 @@ export interface ToolDef {
   operation: OperationInfo;
   params: ParamBinding[];
   body?: { contentType: string; required: boolean };
+  /**
+   * The operation pages by `offset` (with `total`), the tool by `cursor` like every other list: the
+   * cursor is an offset made opaque (http/mcp/paging.ts), so a model learns one way to page.
+   */
+  offsetPaged?: boolean;
 }
 
 /** Arguments every tool has besides its operation's own. */
 export const PROJECT_ARG = 'project';
 export const BODY_ARG = 'body';
+export const CURSOR_ARG = 'cursor';
+const OFFSET = 'offset';
 /** Headers the MCP layer sets itself: never tool arguments. */
 const OWN_HEADERS = new Set(['x-service-project', 'authorization', 'content-type', 'accept', 'x-request-id']);
 
-/** Said once, in the server's instructions (http/mcp/endpoint.ts), not on each of the tools. */
-const PROJECT_SCHEMA = { type: 'string', minLength: 1, maxLength: 200 };
+/**
+ * Said on every tool as well as in the server's instructions: hosts do not all show a model the
+ * instructions, and an argument nothing explains is guessed at.
+ */
+export const PROJECT_SCHEMA = {
+  type: 'string',
+  // Its length rule is the X-Service-Project header's, judged by the operation: bytes here are the list's.
+  description: 'Project id (see listProjects); optional for reads.',
+};
 
 /**
  * The rules of the headers an operation takes, said as the arguments an agent passes (the
@@ -135,6 +151,8 @@ function shareSchemas(tools: ToolDef[]): ToolDef[] {
     }
     if (stubbed) pruneDefs(t.inputSchema);
   }
+  // Every schema carries only the definitions it reaches, whatever collected them.
+  for (const t of tools) pruneDefs(t.inputSchema);
   return tools;
 }
 
@@ -142,8 +160,8 @@ function defsOf(t: ToolDef): Record<string, Schema> {
   return ((t.inputSchema as Schema).$defs ?? {}) as Record<string, Schema>;
 }
 
-/** Drops the `$defs` no longer reached from the schema's own properties. */
-function pruneDefs(schema: Schema): void {
+/** Drops the `$defs` not reached, transitively, from the schema's own properties; an empty `$defs` goes too. */
+export function pruneDefs(schema: Schema): void {
   const defs = (schema.$defs ?? {}) as Record<string, Schema>;
   const reached = new Set<string>();
   const visit = (node: unknown): void => {
@@ -161,6 +179,7 @@ function pruneDefs(schema: Schema): void {
   };
   visit(schema);
   for (const name of Object.keys(defs)) if (!reached.has(name)) delete defs[name];
+  if (schema.$defs && Object.keys(defs).length === 0) delete schema.$defs;
 }
 
 function toolOf(op: OperationInfo, item: Schema, spec: Schema, doc: Record<string, any>, bundler: SchemaBundler): ToolDef {
@@ -172,9 +191,17 @@ function toolOf(op: OperationInfo, item: Schema, spec: Schema, doc: Record<strin
     if (arg in properties) throw new Error(`MCP tools: ${where} has two arguments named "${arg}"`);
   };
 
-  for (const param of parametersOf(item, spec, doc)) {
+  const parameters = parametersOf(item, spec, doc);
+  const offsetPaged = parameters.some((p) => p.in === 'query' && p.name === OFFSET) && !parameters.some((p) => p.in === 'query' && p.name === CURSOR_ARG);
+  for (const param of parameters) {
     if (param.in === 'cookie') throw new Error(`MCP tools: ${where} has a cookie parameter, which a tool cannot pass`);
     if (param.in === 'header' && OWN_HEADERS.has(param.name.toLowerCase())) continue;
+    if (offsetPaged && param.in === 'query' && param.name === OFFSET) {
+      claim(CURSOR_ARG);
+      properties[CURSOR_ARG] = { type: 'string' };
+      params.push({ arg: OFFSET, name: OFFSET, in: 'query', internal: true });
+      continue;
+    }
     const arg = argName(param);
     claim(arg);
     const schema = bundler.convert(param.schema ?? { type: 'string' });
@@ -213,13 +240,14 @@ function toolOf(op: OperationInfo, item: Schema, spec: Schema, doc: Record<strin
     name: op.operationId,
     group: String((spec.tags as unknown[] | undefined)?.[0] ?? 'Other'),
     title: summary,
-    description: `${agentDescription(spec, summary)}${scopes}`,
+    description: `${offsetPaged ? agentDescription(spec, summary).replaceAll('`offset`', '`cursor`') : agentDescription(spec, summary)}${scopes}`,
     inputSchema,
     outputSchema,
     annotations: annotationsOf(op, spec, method),
     operation: op,
     params,
     body,
+    ...(offsetPaged ? { offsetPaged } : {}),
   };
 }
 
