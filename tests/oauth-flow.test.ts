@@ -269,6 +269,41 @@ describe('refresh tokens', () => {
     expect(full.body.scope).toBe('contacts:read conversations:read messages:send');
   });
 
+  it('When two refreshes with one refresh token run at once, then both succeed with the same pair, which works, and the grant stays', async () => {
+    const { client, tokens } = await granted();
+    const form = { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: client.client_id };
+    const [a, b] = await Promise.all([token(t, form), token(t, form)]);
+    expect([a.status, b.status]).toEqual([200, 200]);
+    // One rotation: the racing request is answered the pair it produced, so the grant stays one chain.
+    expect(b.body.access_token).toBe(a.body.access_token);
+    expect(b.body.refresh_token).toBe(a.body.refresh_token);
+    expect(b.body.scope).toBe(a.body.scope);
+    expect((await ping(t, a.body.access_token)).status).toBe(200);
+    expect((await ping(t, tokens.access_token)).status).toBe(200);
+    expect((await token(t, { ...form, refresh_token: a.body.refresh_token })).status).toBe(200);
+    // The pair is kept sealed, never in plain text.
+    const old = await t.db.prisma.oAuthRefreshToken.findUnique({ where: { secretHash: createHash('sha256').update(tokens.refresh_token).digest('hex') } });
+    expect(old!.successorSealed).toMatch(/^v2\./);
+    expect(old!.successorSealed).not.toContain(a.body.refresh_token);
+    expect(old!.successorSealed).not.toContain(a.body.access_token);
+  });
+
+  it('When a refresh is retried 29 seconds after its rotation, then it gets the same pair with the access token\'s remaining lifetime', async () => {
+    const { client, tokens } = await granted();
+    const form = { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: client.client_id };
+    const first = await token(t, form);
+    t.clock.advance(29_000);
+    try {
+      const retried = await token(t, form);
+      expect(retried.status).toBe(200);
+      expect({ access: retried.body.access_token, refresh: retried.body.refresh_token }).toEqual({ access: first.body.access_token, refresh: first.body.refresh_token });
+      expect(retried.body.expires_in).toBe(3600 - 29);
+      expect((await ping(t, first.body.access_token)).status).toBe(200);
+    } finally {
+      t.clock.advance(-29_000);
+    }
+  });
+
   it('When a refresh token is another client\'s, then invalid_grant', async () => {
     const { tokens } = await granted();
     const other = await register(t);

@@ -27,6 +27,11 @@ export const LIMITS = {
   requestSeconds: 600,
   /** An authorization code lives this long. */
   codeSeconds: 60,
+  /**
+   * A refresh token presented again this long after its rotation (a client's parallel or retried
+   * refresh) is answered the pair its rotation produced; later, it is a reuse and revokes its grant.
+   */
+  refreshGraceSeconds: 30,
 } as const;
 
 export const LOOPBACK_HOSTS: ReadonlySet<string> = new Set(['localhost', '127.0.0.1', '[::1]']);
