@@ -100,6 +100,28 @@ export async function checkClientSecret(deps: Pick<Deps, 'db'>, clientId: string
   return safeEqual(hashSecret(secret), row.secretHash) ? 'ok' : 'refused';
 }
 
+/**
+ * Who a /token request is on behalf of, for its rate limits: its client (and, for a refresh, its
+ * grant) when it carries a code or refresh token of that client; undefined otherwise (such requests
+ * are limited by address). Keyed on a valid credential, so nobody can spend a client's budget with
+ * its client_id alone.
+ */
+export async function tokenRequestSubject(
+  deps: Pick<Deps, 'db'>,
+  clientId: string,
+  form: Record<string, unknown>,
+): Promise<{ clientId: string; grantId?: string } | undefined> {
+  if (form.grant_type === 'refresh_token' && typeof form.refresh_token === 'string') {
+    const row = await store.findRefreshToken(deps.db, form.refresh_token);
+    return row && row.clientId === clientId ? { clientId, grantId: row.grantId } : undefined;
+  }
+  if (form.grant_type === 'authorization_code' && typeof form.code === 'string') {
+    const row = await store.findCode(deps.db, form.code);
+    return row && row.clientId === clientId ? { clientId } : undefined;
+  }
+  return undefined;
+}
+
 export function createOAuthProvider(deps: OAuthDeps, opts: OAuthProviderOptions): OAuthDomain {
   const now = () => deps.clock.now();
 
