@@ -266,14 +266,14 @@ describe('the consent page', () => {
     expect(await counts()).toEqual(before);
   });
 
-  it('When a scope that was not offered is posted, or none, or no project, then 400 and nothing is stored', async () => {
+  it('When a scope outside the catalogue is posted, or none, or no project, then 400 and nothing is stored', async () => {
     const { p, agent, client } = await setup();
     const { location, requestId } = await authorize(t, client.client_id, pkce().challenge, { scope: 'contacts:read' });
     const page = await agent.get(location);
     const before = await counts();
     const post = (choice: Parameters<typeof consentForm>[3]) => agent.post('/dashboard/oauth/consent').type('form').send(consentForm(csrfOf(page.text), requestId, 'approve', choice));
     for (const choice of [
-      { projects: [{ id: p.id, scopes: ['contacts:read', 'messages:send'] }] },
+      { projects: [{ id: p.id, scopes: ['contacts:read', 'made:up'] }] },
       { projects: [{ id: p.id, scopes: ['made:up'] }] },
       { projects: [{ id: p.id, scopes: [] }] },
       { projects: [] },
