@@ -2,8 +2,11 @@
  * The agents' OAuth 2.1 authorization server at the app's root (docs/agents-oauth.md): the MCP SDK's
  * router (`mcpAuthRouter`) over our provider (lib/oauth/provider.ts, PostgreSQL only), with what the
  * SDK leaves to us in front of it:
- * - a per-address limit on /register, /authorize, /token and /revoke in the shared counters (the SDK's
- *   own limiter keeps its counts in process memory, so it is off): 429 `too_many_requests`, fail-open;
+ * - a per-address limit on /register, /authorize and /revoke in the shared counters (the SDK's own
+ *   limiter keeps its counts in process memory, so it is off): 429 `too_many_requests`, fail-open;
+ * - /token limited by client and, for a refresh, by grant, when the request carries a code or refresh
+ *   token of its client (hosted connectors refresh for all their users from a few addresses); by
+ *   address otherwise;
  * - registration's own budget per address: OAUTH_REGISTRATIONS_PER_HOUR registrations an hour and
  *   OAUTH_REGISTRATION_BYTES_PER_DAY bytes a day (429 `too_many_requests` with `Retry-After`);
  * - the registration's JSON body at most 16 KiB, nested at most 64 levels;
@@ -23,7 +26,7 @@ import { rateLimit } from '../middleware/rate-limit.js';
 import { ApiError } from '../lib/platform/errors.js';
 import { MCP_PATH, mcpResourceUrl, reachedBaseUrl } from '../lib/mcp/resource.js';
 import { originRule } from '../lib/mcp/origin.js';
-import { checkClientSecret, createOAuthProvider, TOKEN_AUTH_METHODS } from '../lib/oauth/provider.js';
+import { checkClientSecret, createOAuthProvider, tokenRequestSubject, TOKEN_AUTH_METHODS } from '../lib/oauth/provider.js';
 import { LIMITS, SCOPES_SUPPORTED } from '../lib/oauth/rules.js';
 import { CONSENT_PATH } from './dashboard/oauth-pages.js';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../lib/platform/json-depth.js';
@@ -37,24 +40,66 @@ function oauthError(res: Response, status: number, error: string, description: s
   res.status(status).json({ error, error_description: description });
 }
 
-/** The per-address limit of one endpoint, answered as OAuth errors are. */
-function limiter(deps: AppDeps, endpoint: string) {
-  const limit = rateLimit({
-    store: deps.counters,
-    limit: () => deps.config.oauthRequestsPerMinute,
-    clock: deps.clock,
-    keyOf: (req) => `oauth${endpoint}:${req.ip ?? 'unknown'}`,
-    logger: deps.logger,
-    onReject: () => deps.metrics?.rateLimited('oauth'),
-  });
+/** A per-minute limit answered as OAuth errors are; `keyOf` undefined skips it; `describe` names what is limited. */
+function oauthLimit(deps: AppDeps, limit: () => number, keyOf: (req: Request) => string | undefined, describe: (req: Request) => string) {
+  const limited = rateLimit({ store: deps.counters, limit, clock: deps.clock, keyOf, logger: deps.logger, onReject: () => deps.metrics?.rateLimited('oauth') });
   return (req: Request, res: Response, next: NextFunction) =>
-    limit(req, res, (err?: unknown) => {
+    limited(req, res, (err?: unknown) => {
       if (err instanceof ApiError && err.code === 'rate_limited') {
         if (err.headers) res.set(err.headers);
-        return oauthError(res, 429, 'too_many_requests', `Too many requests to ${endpoint} from this address; retry in ${res.getHeader('Retry-After') ?? 60} seconds.`);
+        return oauthError(res, 429, 'too_many_requests', `${describe(req)}: at most ${limit()} a minute; retry in ${res.getHeader('Retry-After') ?? 60} seconds.`);
       }
       next(err);
     });
+}
+
+/** The per-address limit of one endpoint. */
+function limiter(deps: AppDeps, endpoint: string) {
+  return oauthLimit(deps, () => deps.config.oauthRequestsPerMinute, (req) => `oauth${endpoint}:${req.ip ?? 'unknown'}`, () => `Too many requests to ${endpoint} from this address`);
+}
+
+type TokenRequest = Request & { tokenSubject?: { clientId: string; grantId?: string } };
+
+/**
+ * /token's limits. Hosted connectors (claude.ai, ChatGPT) exchange and refresh for all their users
+ * from a few addresses, so a request carrying a code or refresh token of its client counts against
+ * its client (OAUTH_CLIENT_TOKEN_REQUESTS_PER_MINUTE) and, a refresh, its grant
+ * (OAUTH_GRANT_REFRESHES_PER_MINUTE: one person's connection in a loop). Keyed on a valid credential,
+ * so nobody spends a client's budget with its client_id alone; any other request (unknown client,
+ * wrong or made-up token) counts against its address (OAUTH_REQUESTS_PER_MINUTE). Runs after the
+ * body is read and before client authentication.
+ */
+function tokenLimits(deps: AppDeps) {
+  const subject = (req: Request, _res: Response, next: NextFunction): void => {
+    if (req.method !== 'POST') return next();
+    const body = (req.body ?? {}) as Record<string, unknown>;
+    const clientId = basicCredentials(req.headers.authorization)?.id ?? body.client_id;
+    if (typeof clientId !== 'string' || clientId.length === 0 || clientId.length > 200) return next();
+    tokenRequestSubject(deps, clientId, body).then((found) => {
+      if (found) (req as TokenRequest).tokenSubject = found;
+      next();
+    }, next);
+  };
+  const subjectOf = (req: Request) => (req as TokenRequest).tokenSubject;
+  const byAddress = oauthLimit(
+    deps,
+    () => deps.config.oauthRequestsPerMinute,
+    (req) => (req.method === 'POST' && !subjectOf(req) ? `oauth/token:${req.ip ?? 'unknown'}` : undefined),
+    () => 'Too many requests to /token from this address without a valid code or refresh token',
+  );
+  const byClient = oauthLimit(
+    deps,
+    () => deps.config.oauthClientTokenRequestsPerMinute,
+    (req) => (subjectOf(req) ? `oauth/token-client:${subjectOf(req)!.clientId}` : undefined),
+    () => 'Too many token requests from this client',
+  );
+  const byGrant = oauthLimit(
+    deps,
+    () => deps.config.oauthGrantRefreshesPerMinute,
+    (req) => (subjectOf(req)?.grantId ? `oauth/token-grant:${subjectOf(req)!.grantId}` : undefined),
+    () => 'Too many refreshes of this grant',
+  );
+  return [subject, byAddress, byClient, byGrant];
 }
 
 const HOUR_MS = 3600_000;
@@ -281,7 +326,7 @@ export function oauthRoutes(deps: AppDeps): Router {
       oauthError(res, 403, 'access_denied', `Requests from the web origin ${String(req.headers.origin).replace(/[^\x20-\x7e]/g, '?').slice(0, 200)} are not allowed (Origin must be this service's own or one of MCP_ALLOWED_ORIGINS).`);
     });
   }
-  for (const endpoint of ENDPOINTS) router.use(endpoint, limiter(deps, endpoint));
+  for (const endpoint of ENDPOINTS) if (endpoint !== '/token') router.use(endpoint, limiter(deps, endpoint));
   router.use('/authorize', stateOnErrors);
   const registration = registrationLimits(deps);
   router.use(
@@ -292,9 +337,9 @@ export function oauthRoutes(deps: AppDeps): Router {
     shallowRegistration,
     registration.perDay,
   );
-  for (const endpoint of ['/token', '/revoke']) {
-    router.use(endpoint, express.urlencoded({ extended: false, limit: 16 * 1024, parameterLimit: 50 }), bodyRefused('invalid_request'), clientAuthentication(deps));
-  }
+  const form = [express.urlencoded({ extended: false, limit: 16 * 1024, parameterLimit: 50 }), bodyRefused('invalid_request')];
+  router.use('/token', ...form, ...tokenLimits(deps), clientAuthentication(deps));
+  router.use('/revoke', ...form, clientAuthentication(deps));
   router.use(sdk);
   return router;
 }

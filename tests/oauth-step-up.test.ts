@@ -84,14 +84,14 @@ describe('step-up', () => {
     await expect(client.callTool(send)).rejects.toThrow(UnauthorizedError);
     expect(storage.authorizationUrl!.searchParams.get('scope')).toBe('conversations:read contacts:read messages:send');
 
-    // 4. The consent page shows what the client holds (ticked, "granted earlier") and the new scope (a write: opt-in).
+    // 4. The consent page shows what the client holds (ticked, "granted earlier") and the new scope (asked for: preselected).
     redirected = await agent.get(storage.authorizationUrl!.pathname + storage.authorizationUrl!.search);
     location = String(redirected.headers.location);
     const page = await agent.get(location);
     expect(page.text).toContain('already holds access you granted earlier');
     expect(page.text).toMatch(/name="project" value="[^"]+" checked> Connect/);
     expect(page.text).toMatch(/value="conversations:read" checked> conversations:read <small class="muted">\(granted earlier\)/);
-    expect(page.text).toMatch(/value="messages:send"> messages:send <small class="muted">\(asked for now\)/);
+    expect(page.text).toMatch(/value="messages:send" checked> messages:send <small class="muted">\(asked for now\)/);
     approved = await answer(agent, location, new URL(location, base).searchParams.get('request')!, 'approve', { projects: [{ id: p.id, scopes: ['conversations:read', 'contacts:read', 'messages:send'] }] });
     expect(approved.status).toBe(303);
     await transport.finishAuth(codeOf(String(approved.headers.location)).code);

@@ -18,7 +18,7 @@ import { resolveSession } from '../../lib/accounts/sessions.js';
 import { DashboardRefusal } from '../../lib/accounts/refusal.js';
 import { approveConsent, consentExists, consentView, denyConsent, type ConsentView } from '../../lib/oauth/consent.js';
 import { connectedAgents, disconnectAgent } from '../../lib/oauth/agents.js';
-import { isReadScope } from '../../lib/oauth/rules.js';
+import { SCOPE_GROUPS, scopeGroup, type ScopeGroup } from '../../lib/oauth/rules.js';
 import { html, when } from './html.js';
 import { csrfField, layout } from './layout.js';
 import { cookie, field, send, SESSION_COOKIE } from './request.js';
@@ -39,6 +39,29 @@ export function parseConsentForm(req: Request, res: Response, next: NextFunction
       return next(e.type === 'entity.too.large' ? new DashboardRefusal(413, 'The form is too large.') : new DashboardRefusal(400, 'The form could not be read.'));
     }
     next();
+  });
+}
+
+/** Each group's heading on the consent page. */
+const GROUP_TITLES: Record<ScopeGroup, string> = {
+  read: 'Read (and receive events)',
+  write: 'Write: change data',
+  send: 'Send messages to your customers',
+  manage: 'Manage templates, broadcasts and webhooks',
+};
+
+/** One project's scopes as a fieldset per group (a legend each, every checkbox inside its label: screen readers and the keyboard reach them all). */
+function scopeGroups(view: ConsentView, p: ConsentView['projects'][number]) {
+  return SCOPE_GROUPS.map((group) => {
+    const scopes = p.offered.filter((s) => scopeGroup(s) === group);
+    if (scopes.length === 0) return '';
+    return html`<fieldset class="scope-group"><legend>${GROUP_TITLES[group]} on ${p.name}</legend>
+      ${scopes.map((s) => {
+        const held = p.earlier?.includes(s) === true;
+        const note = held ? html` <small class="muted">(granted earlier)</small>` : view.asked.includes(s) ? html` <small class="muted">(${p.earlier ? 'asked for now' : 'asked for'})</small>` : '';
+        return html`<label class="check"><input type="checkbox" name="${`scope:${p.id}`}" value="${s}"${p.preselected.includes(s) ? html` checked` : ''}> ${s}${note}</label>`;
+      })}
+    </fieldset>`;
   });
 }
 
@@ -65,17 +88,12 @@ function consentBody(view: ConsentView, csrf: string) {
   ${csrfField(csrf)}
   <input type="hidden" name="request" value="${view.requestId}">
   ${manageable.length
-    ? html`<p>Choose the projects it may reach and what it may do on each. Reads are preselected; anything that changes data is yours to tick.</p>
+    ? html`<p>Choose the projects it may reach and what it may do on each. What the application asked for is preselected; you may grant more (sending, for instance) or less.</p>
   ${manageable.some((p) => p.earlier) ? html`<p class="notice" role="status">This application already holds access you granted earlier: it is ticked below and marked <em>granted earlier</em>. Keep it, or untick a scope (or a project) to take it away when you approve.</p>` : ''}
   ${manageable.map((p, i) => html`<fieldset class="card" id="project-${p.id}">
     <legend><label class="check"><input type="checkbox" name="project" value="${p.id}"${single || p.earlier ? html` checked` : ''}> Connect <strong>${p.name}</strong> <small class="muted">${p.id} · you are ${p.role}${p.earlier ? ' · connected earlier' : ''}</small></label></legend>
     ${p.earlier ? html`<p class="muted">Granted earlier on ${p.name}: ${p.earlier.join(', ')}.</p>` : ''}
-    <fieldset><legend>Scopes on ${p.name}</legend>
-      ${p.offered.map((s) => {
-        const held = p.earlier?.includes(s) === true;
-        return html`<label class="check"><input type="checkbox" name="${`scope:${p.id}`}" value="${s}"${held || isReadScope(s) ? html` checked` : ''}> ${s}${held ? html` <small class="muted">(granted earlier)</small>` : view.offered.includes(s) && p.earlier ? html` <small class="muted">(asked for now)</small>` : ''}</label>`;
-      })}
-    </fieldset>
+    ${scopeGroups(view, p)}
     <label class="check"><input type="radio" name="default" value="${p.id}"${i === 0 ? html` checked` : ''}> Default project (a read that names no project acts on it)</label>
   </fieldset>`)}`
     : html`<p class="error" role="alert">You are not an owner or admin of any project, so you cannot connect this application. Ask an owner or admin of the project; you can deny the request.</p>`}

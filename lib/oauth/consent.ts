@@ -1,7 +1,9 @@
 /**
  * A person's answer to an agent's authorization request, on the dashboard's consent page. What the
- * page offers: each project where the person is an owner or admin, with the scopes the client asked
- * for (all of the catalogue when it named none); a member cannot grant. When this client already
+ * page offers: each project where the person is an owner or admin, with the whole scope catalogue
+ * that role may grant (scopesGrantableBy), in groups (read, write, send, manage): the scopes the
+ * client asked for preselected (the reads when it named none), the rest opt-in, so a first
+ * connection can be granted sending; a member cannot grant. The token carries what was ticked. When this client already
  * holds a grant of this person (an earlier consent; a step-up asks again), the page shows it: each
  * project it reaches ticked, with the scopes it holds there ticked and marked as granted earlier, so
  * the person keeps them or unticks to drop them; a project left unticked is detached. Approving is checked again
@@ -21,7 +23,7 @@ import { DashboardRefusal } from '../accounts/refusal.js';
 import { newId } from '../platform/secrets.js';
 import * as store from './store.js';
 import { isMetadataClientId } from './client-metadata.js';
-import { LIMITS, SCOPES_SUPPORTED, appScheme, redirectOrigin, returnHost, scopeList } from './rules.js';
+import { LIMITS, SCOPES_SUPPORTED, appScheme, isReadScope, redirectOrigin, returnHost, scopeList } from './rules.js';
 
 type ConsentDeps = Pick<Deps, 'db' | 'clock' | 'logger'> & Partial<Pick<Deps, 'credentialCache'>>;
 
@@ -35,9 +37,10 @@ export interface ConsentView {
   returnOrigin?: string;
   /** The private-use scheme the browser hands the answer to (`cursor`), when the redirect URI has one. */
   returnApp?: string;
-  /** The scopes the person may tick: those the client asked for, else the catalogue. */
-  offered: string[];
-  projects: Array<{ id: string; name: string; role: Role; canGrant: boolean; earlier?: string[]; offered: string[] }>;
+  /** The scopes the client asked for (the `scope` of its request). */
+  asked: string[];
+  /** Per project: `offered`, the catalogue the person's role may grant there; `preselected`, those ticked at first. */
+  projects: Array<{ id: string; name: string; role: Role; canGrant: boolean; earlier?: string[]; offered: string[]; preselected: string[] }>;
 }
 
 export interface ConsentChoice {
@@ -53,7 +56,20 @@ const UNKNOWN = 'This authorization request is unknown. Start again from the app
 const ANSWERED = 'This authorization request was already answered (a form sent twice?). Nothing more was stored; start again from the application if you need to.';
 const EXPIRED = `This authorization request has expired (the consent page is valid for ${LIMITS.requestSeconds / 60} minutes). Nothing was stored; start again from the application.`;
 
-const offeredOf = (request: store.RequestRow) => (request.scopes.length ? request.scopes : [...SCOPES_SUPPORTED]);
+/**
+ * The scopes a role may grant an agent on a project: an owner or admin every scope of the catalogue,
+ * a member none (a member only looks). The consent page offers these and nothing else, and an answer
+ * naming any other is refused.
+ */
+export function scopesGrantableBy(role: Role): string[] {
+  return canManage(role) ? [...SCOPES_SUPPORTED] : [];
+}
+
+/** Ticked at first: what the client asked for (the reads of the catalogue when it asked for nothing), and what it holds already. */
+function preselectedOf(request: store.RequestRow, offered: string[], earlier: string[] | undefined): string[] {
+  const asked = request.scopes.length ? request.scopes : SCOPES_SUPPORTED.filter(isReadScope);
+  return offered.filter((s) => asked.includes(s) || earlier?.includes(s) === true);
+}
 
 /** The request, still open: 404 unknown, 409 answered, 400 expired. */
 async function openRequest(deps: ConsentDeps, requestId: string): Promise<store.RequestRow> {
@@ -69,28 +85,29 @@ export async function consentExists(deps: Pick<Deps, 'db'>, requestId: string): 
   return (await store.findRequest(deps.db, requestId)) !== null;
 }
 
-/** Per project: the scopes offered, those the client asked for and, after them, those it holds there already. */
-const offeredOn = (offered: string[], earlier: string[] | undefined) => [...new Set([...offered, ...(earlier ?? [])])];
 
 export async function consentView(deps: ConsentDeps, accountId: string, requestId: string): Promise<ConsentView> {
   const request = await openRequest(deps, requestId);
   const earlier = await grantsOfClient(deps, request.client.id, accountId);
-  const offered = offeredOf(request);
-  const projects = (await projectsOf(deps, accountId)).map(({ role, project }) => ({
-    id: project.id,
-    name: project.name,
-    role,
-    canGrant: canManage(role),
-    ...(earlier.has(project.id) ? { earlier: earlier.get(project.id) } : {}),
-    offered: offeredOn(offered, earlier.get(project.id)),
-  }));
+  const projects = (await projectsOf(deps, accountId)).map(({ role, project }) => {
+    const offered = scopesGrantableBy(role);
+    return {
+      id: project.id,
+      name: project.name,
+      role,
+      canGrant: canManage(role),
+      ...(earlier.has(project.id) ? { earlier: earlier.get(project.id) } : {}),
+      offered,
+      preselected: preselectedOf(request, offered, earlier.get(project.id)),
+    };
+  });
   return {
     requestId: request.id,
     client: { id: request.client.id, name: request.client.name, ...(documentHostOf(request.client.id) ? { documentHost: documentHostOf(request.client.id) } : {}) },
     returnHost: returnHost(request.redirectUri),
     returnOrigin: redirectOrigin(request.redirectUri),
     ...(appScheme(request.redirectUri) ? { returnApp: appScheme(request.redirectUri) } : {}),
-    offered,
+    asked: request.scopes,
     projects,
   };
 }
@@ -131,9 +148,10 @@ export async function approveConsent(deps: ConsentDeps, actor: Actor & { account
   const grants = chosen.map((projectId) => {
     const scopes = scopeList(choice.scopes[projectId] ?? []);
     if (scopes.length === 0) throw new DashboardRefusal(400, `Choose at least one scope for "${projectId}", or leave it unticked. Nothing was stored.`);
-    const offered = offeredOn(offeredOf(request), earlier.get(projectId));
+    // The form is the person's, but not to be trusted: only scopes the role may grant (the page offers no others).
+    const offered = scopesGrantableBy(roles.get(projectId)!);
     const notOffered = scopes.filter((s) => !offered.includes(s));
-    if (notOffered.length) throw new DashboardRefusal(400, `The scope ${notOffered[0].slice(0, 60)} was not offered to this application. Nothing was stored.`);
+    if (notOffered.length) throw new DashboardRefusal(400, `The scope ${notOffered[0].slice(0, 60)} is not one you may grant on "${projectId.slice(0, 60)}". Nothing was stored.`);
     return { projectId, scopes };
   });
   // Granted earlier, left unticked now, on a project the person still manages: dropped.

@@ -14,8 +14,10 @@
  *   catalogue `invalid_scope`; without a resource the grant is bound to the MCP endpoint anyway;
  * - codes are single use (60 s); a code used twice revokes every token of its grant;
  * - access tokens are the connection model's `mcp_at_` tokens (lib/access/connections.ts), bound to
- *   client, grant and resource; refresh tokens (`mcp_rt_`) rotate on use, and one reused after its
- *   rotation revokes its whole grant; a refresh may ask for fewer scopes, never more;
+ *   client, grant and resource; refresh tokens (`mcp_rt_`) rotate on use; one presented again within
+ *   LIMITS.refreshGraceSeconds of its rotation (a parallel or retried refresh) is answered the same
+ *   pair, kept sealed on its row for that long; later, it revokes its whole grant; a refresh may ask
+ *   for fewer scopes, never more;
  * - revocation (RFC 7009) of a client's own access or refresh token (a refresh token takes its grant
  *   with it); an unknown token is not an error.
  */
@@ -42,7 +44,7 @@ import * as store from './store.js';
 import { ClientMetadataError, clientMetadataDocuments, isMetadataClientId } from './client-metadata.js';
 import { CODE_CHALLENGE, LIMITS, isKnownScope, redirectUriProblem, sameResource, scopeList } from './rules.js';
 
-export type OAuthDeps = Pick<Deps, 'db' | 'clock' | 'config' | 'logger'> & Partial<Pick<Deps, 'credentialCache'>>;
+export type OAuthDeps = Pick<Deps, 'db' | 'clock' | 'config' | 'logger' | 'secretBox'> & Partial<Pick<Deps, 'credentialCache'>>;
 
 export interface OAuthProviderOptions {
   /** The MCP endpoint's URL (lib/mcp/resource.ts): every grant is bound to it. */
@@ -58,6 +60,18 @@ export type OAuthDomain = Omit<OAuthServerProvider, 'authorize'> & {
   /** Checks an authorization request and stores it for the consent page; its id. */
   beginAuthorization(client: OAuthClientInformationFull, params: AuthorizationParams): Promise<string>;
 };
+
+/** The pair a rotation answered, as sealed on the used refresh token's row. */
+interface Successor {
+  access_token: string;
+  refresh_token: string;
+  scope: string;
+  /** Epoch milliseconds. */
+  access_expires_at: number;
+}
+
+/** Where a successor pair is sealed: the AAD that binds it to its row and column. */
+const successorPlace = (id: string) => `oauth_refresh_tokens:${id}:successor_sealed`;
 
 /** The client authentication methods registration accepts (and the metadata advertises). */
 export const TOKEN_AUTH_METHODS = ['none', 'client_secret_post', 'client_secret_basic'] as const;
@@ -86,6 +100,28 @@ export async function checkClientSecret(deps: Pick<Deps, 'db'>, clientId: string
   return safeEqual(hashSecret(secret), row.secretHash) ? 'ok' : 'refused';
 }
 
+/**
+ * Who a /token request is on behalf of, for its rate limits: its client (and, for a refresh, its
+ * grant) when it carries a code or refresh token of that client; undefined otherwise (such requests
+ * are limited by address). Keyed on a valid credential, so nobody can spend a client's budget with
+ * its client_id alone.
+ */
+export async function tokenRequestSubject(
+  deps: Pick<Deps, 'db'>,
+  clientId: string,
+  form: Record<string, unknown>,
+): Promise<{ clientId: string; grantId?: string } | undefined> {
+  if (form.grant_type === 'refresh_token' && typeof form.refresh_token === 'string') {
+    const row = await store.findRefreshToken(deps.db, form.refresh_token);
+    return row && row.clientId === clientId ? { clientId, grantId: row.grantId } : undefined;
+  }
+  if (form.grant_type === 'authorization_code' && typeof form.code === 'string') {
+    const row = await store.findCode(deps.db, form.code);
+    return row && row.clientId === clientId ? { clientId } : undefined;
+  }
+  return undefined;
+}
+
 export function createOAuthProvider(deps: OAuthDeps, opts: OAuthProviderOptions): OAuthDomain {
   const now = () => deps.clock.now();
 
@@ -101,8 +137,8 @@ export function createOAuthProvider(deps: OAuthDeps, opts: OAuthProviderOptions)
   }
 
   /** The `scope` of a token answer: what the connection holds now (only `narrowed` of it, when given). */
-  async function scopeAnswer(connectionId: string, narrowed: string[]): Promise<string> {
-    const held = await scopesOfConnection(deps.db.prisma, connectionId);
+  async function scopeAnswer(connectionId: string, narrowed: string[], on: Parameters<typeof scopesOfConnection>[0] = deps.db.prisma): Promise<string> {
+    const held = await scopesOfConnection(on, connectionId);
     return (narrowed.length ? held.filter((s) => narrowed.includes(s)) : held).join(' ');
   }
 
@@ -243,10 +279,7 @@ export function createOAuthProvider(deps: OAuthDeps, opts: OAuthProviderOptions)
       const row = await store.findRefreshToken(deps.db, refreshToken);
       if (!row || row.clientId !== client.client_id) throw new InvalidGrantError('The refresh token is unknown.');
       if (row.revokedAt) throw new InvalidGrantError('The refresh token is revoked.');
-      if (row.usedAt) {
-        await revokeGrant(row.grantId, row.clientId, 'refresh token reused after rotation');
-        throw new InvalidGrantError('The refresh token was already used (it is rotated at each use); every token of this grant is now revoked.');
-      }
+      if (row.usedAt) return replayOrRevoke(row.id);
       const at = now();
       if (row.expiresAt <= at) throw new InvalidGrantError('The refresh token has expired.');
       if (resource !== undefined && !sameResource(resource, row.resource)) throw new InvalidTargetError(`The grant is for ${row.resource}.`);
@@ -272,15 +305,16 @@ export function createOAuthProvider(deps: OAuthDeps, opts: OAuthProviderOptions)
           now: at,
           ttlSeconds: deps.config.oauthRefreshTokenSeconds,
         });
-        return { access: access.secret, refresh };
+        const scope = await scopeAnswer(row.connectionId, narrowed, tx);
+        const pair: Successor = { access_token: access.secret, refresh_token: refresh, scope, access_expires_at: at.getTime() + lifetime * 1000 };
+        await store.recordSuccessorOn(tx, row.id, deps.secretBox.seal(JSON.stringify(pair), successorPlace(row.id)));
+        return pair;
       });
-      if (!issued) {
-        // Used by a concurrent request between our read and our update: a reuse all the same.
-        await revokeGrant(row.grantId, row.clientId, 'refresh token used twice at once');
-        throw new InvalidGrantError('The refresh token was already used; every token of this grant is now revoked.');
-      }
+      // Used by a concurrent request between our read and our update (its update waited for that
+      // rotation's commit, so the row now shows it): within the grace window, that rotation's pair.
+      if (!issued) return replayOrRevoke(row.id);
       await credentialsChanged(deps);
-      return { access_token: issued.access, token_type: 'Bearer', expires_in: lifetime, refresh_token: issued.refresh, scope: await scopeAnswer(row.connectionId, narrowed) };
+      return { access_token: issued.access_token, token_type: 'Bearer', expires_in: lifetime, refresh_token: issued.refresh_token, scope: issued.scope };
     },
 
     async verifyAccessToken(token: string): Promise<AuthInfo> {
@@ -315,6 +349,31 @@ export function createOAuthProvider(deps: OAuthDeps, opts: OAuthProviderOptions)
       // Anything else: unknown to us, which RFC 7009 answers with 200 all the same.
     },
   };
+
+  /**
+   * A refresh token found used: within the grace window after its rotation, and its grant not
+   * revoked, the pair that rotation answered (a parallel or retried refresh of the same client gets
+   * the same tokens, so the grant stays one chain); otherwise a reuse, which revokes the grant.
+   */
+  async function replayOrRevoke(id: string): Promise<OAuthTokens> {
+    const row = await store.findRefreshTokenById(deps.db, id);
+    if (!row) throw new InvalidGrantError('The refresh token is unknown.');
+    if (row.revokedAt) throw new InvalidGrantError('The refresh token is revoked.');
+    // Not used after all: our conditional update found it expired.
+    if (!row.usedAt) throw new InvalidGrantError('The refresh token has expired.');
+    const at = now().getTime();
+    const inGrace = at - row.usedAt.getTime() <= LIMITS.refreshGraceSeconds * 1000;
+    if (inGrace && row.successorSealed) {
+      const pair = JSON.parse(deps.secretBox.open(row.successorSealed, successorPlace(row.id))) as Successor;
+      const expiresIn = Math.floor((pair.access_expires_at - at) / 1000);
+      if (expiresIn > 0) {
+        deps.logger.info('oauth: refresh answered again within its grace window', { client_id: row.clientId, grant_id: row.grantId });
+        return { access_token: pair.access_token, token_type: 'Bearer', expires_in: expiresIn, refresh_token: pair.refresh_token, scope: pair.scope };
+      }
+    }
+    await revokeGrant(row.grantId, row.clientId, 'refresh token reused after rotation');
+    throw new InvalidGrantError('The refresh token was already used (it is rotated at each use); every token of this grant is now revoked.');
+  }
 
   /** A code of this client that can still be exchanged; a used one revokes its grant. */
   async function liveCode(client: OAuthClientInformationFull, code: string): Promise<store.CodeRow> {

@@ -27,6 +27,11 @@ export const LIMITS = {
   requestSeconds: 600,
   /** An authorization code lives this long. */
   codeSeconds: 60,
+  /**
+   * A refresh token presented again this long after its rotation (a client's parallel or retried
+   * refresh) is answered the pair its rotation produced; later, it is a reuse and revokes its grant.
+   */
+  refreshGraceSeconds: 30,
 } as const;
 
 export const LOOPBACK_HOSTS: ReadonlySet<string> = new Set(['localhost', '127.0.0.1', '[::1]']);
@@ -150,9 +155,21 @@ export function scopeList(raw: readonly string[] | string | undefined): string[]
  */
 export const STARTER_SCOPES: readonly string[] = ['conversations:read', 'contacts:read', 'templates:read'];
 
-/** Read scopes are preselected on the consent page; writes are opt-in. */
+/** Read scopes are preselected on the consent page when the client asked for nothing. */
 export function isReadScope(scope: string): boolean {
   return scope.endsWith(':read');
+}
+
+/** How the consent page groups the catalogue, in this order. */
+export const SCOPE_GROUPS = ['read', 'write', 'send', 'manage'] as const;
+export type ScopeGroup = (typeof SCOPE_GROUPS)[number];
+
+/** A scope's group: `messages:send` sends; `…:manage` manages; `…:write` writes; reads and event subscriptions read. */
+export function scopeGroup(scope: string): ScopeGroup {
+  if (scope === 'messages:send') return 'send';
+  if (scope.endsWith(':manage')) return 'manage';
+  if (scope.endsWith(':write')) return 'write';
+  return 'read';
 }
 
 /** A code_challenge of S256 is the base64url of a SHA-256: 43 characters. */

@@ -9,6 +9,7 @@
 import type { Deps } from '../deps.js';
 import type { Tx } from '../access/connections.js';
 import { hashSecret, newId, newSecret } from '../platform/secrets.js';
+import { LIMITS } from './rules.js';
 
 type Db = Pick<Deps, 'db'>['db'];
 /** Rows that outlived their expiry by this long are deleted when new ones are made. */
@@ -185,6 +186,10 @@ export function findRefreshToken(db: Db, secret: string) {
 
 export type RefreshRow = NonNullable<Awaited<ReturnType<typeof findRefreshToken>>>;
 
+export function findRefreshTokenById(db: Db, id: string) {
+  return db.prisma.oAuthRefreshToken.findUnique({ where: { id } });
+}
+
 /** Marks a refresh token used (rotation): true for the one use; false when used, revoked or expired. */
 export async function useRefreshTokenOn(tx: Pick<Tx, 'oAuthRefreshToken'>, id: string, now: Date): Promise<boolean> {
   const { count } = await tx.oAuthRefreshToken.updateMany({
@@ -192,6 +197,14 @@ export async function useRefreshTokenOn(tx: Pick<Tx, 'oAuthRefreshToken'>, id: s
     data: { usedAt: now },
   });
   return count === 1;
+}
+
+/**
+ * Keeps the pair a rotation answered, sealed, on the used token's row (in the rotation's own
+ * transaction, so a racing request that finds the token used finds its pair too).
+ */
+export async function recordSuccessorOn(tx: Pick<Tx, 'oAuthRefreshToken'>, id: string, sealed: string): Promise<void> {
+  await tx.oAuthRefreshToken.update({ where: { id }, data: { successorSealed: sealed } });
 }
 
 /** Revokes every refresh token of a grant; returns how many were live. */
@@ -206,4 +219,9 @@ async function sweep(db: Db, now: Date): Promise<void> {
   await db.prisma.oAuthRequest.deleteMany({ where: { expiresAt: { lt: before } } });
   await db.prisma.oAuthCode.deleteMany({ where: { expiresAt: { lt: before } } });
   await db.prisma.oAuthRefreshToken.deleteMany({ where: { expiresAt: { lt: before } } });
+  // A sealed pair is needed only within the grace window after its rotation.
+  await db.prisma.oAuthRefreshToken.updateMany({
+    where: { successorSealed: { not: null }, usedAt: { lt: new Date(now.getTime() - LIMITS.refreshGraceSeconds * 1000) } },
+    data: { successorSealed: null },
+  });
 }

@@ -153,8 +153,15 @@ export interface Config {
   oauthAccessTokenSeconds: number;
   /** Lifetime of an OAuth refresh token (`mcp_rt_`); each use replaces it with a new one. */
   oauthRefreshTokenSeconds: number;
-  /** Requests per minute per client address to each of /register, /authorize, /token and /revoke (shared counters). */
+  /**
+   * Requests per minute per client address to each of /register, /authorize and /revoke, and to /token
+   * for requests that carry no valid code or refresh token of their client (shared counters).
+   */
   oauthRequestsPerMinute: number;
+  /** /token requests per minute per client_id that carry a valid code or refresh token of that client (shared counters). */
+  oauthClientTokenRequestsPerMinute: number;
+  /** Refreshes per minute per grant (one person's connection of one client; shared counters). */
+  oauthGrantRefreshesPerMinute: number;
   /** Client registrations (POST /register) per client address (IPv6 by /64) and hour (shared counters). */
   oauthRegistrationsPerHour: number;
   /** Bytes of registration bodies per client address (IPv6 by /64) and UTC day (shared counters). */
@@ -399,8 +406,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     oauthAccessTokenSeconds: int(env, 'OAUTH_ACCESS_TOKEN_SECONDS', 3600, 60, 86_400),
     oauthRefreshTokenSeconds: int(env, 'OAUTH_REFRESH_TOKEN_SECONDS', 2_592_000, 3600, 365 * 86_400),
     oauthRequestsPerMinute: int(env, 'OAUTH_REQUESTS_PER_MINUTE', 60, 1),
-    oauthRegistrationsPerHour: int(env, 'OAUTH_REGISTRATIONS_PER_HOUR', 10, 1),
-    oauthRegistrationBytesPerDay: int(env, 'OAUTH_REGISTRATION_BYTES_PER_DAY', 64 * 1024, 16 * 1024),
+    oauthClientTokenRequestsPerMinute: int(env, 'OAUTH_CLIENT_TOKEN_REQUESTS_PER_MINUTE', 3000, 1),
+    oauthGrantRefreshesPerMinute: int(env, 'OAUTH_GRANT_REFRESHES_PER_MINUTE', 10, 1),
+    oauthRegistrationsPerHour: int(env, 'OAUTH_REGISTRATIONS_PER_HOUR', 1000, 1),
+    oauthRegistrationBytesPerDay: int(env, 'OAUTH_REGISTRATION_BYTES_PER_DAY', 8 * 1024 * 1024, 16 * 1024),
     // At least the 100 MB document ceiling, or a maximal document could never be uploaded.
     uploadBytesPerMinute: int(env, 'UPLOAD_BYTES_PER_MINUTE', 200 * 1024 * 1024, 1),
     uploadRequestsPerMinute: int(env, 'UPLOAD_REQUESTS_PER_MINUTE', 30, 1),

@@ -260,7 +260,8 @@ export const OAuthRefreshTokenScalarFieldEnum = {
   createdAt: 'createdAt',
   expiresAt: 'expiresAt',
   usedAt: 'usedAt',
-  revokedAt: 'revokedAt'
+  revokedAt: 'revokedAt',
+  successorSealed: 'successorSealed'
 } as const
 
 export type OAuthRefreshTokenScalarFieldEnum = (typeof OAuthRefreshTokenScalarFieldEnum)[keyof typeof OAuthRefreshTokenScalarFieldEnum]

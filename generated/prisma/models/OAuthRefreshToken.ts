@@ -35,6 +35,7 @@ export type OAuthRefreshTokenMinAggregateOutputType = {
   expiresAt: Date | null
   usedAt: Date | null
   revokedAt: Date | null
+  successorSealed: string | null
 }
 
 export type OAuthRefreshTokenMaxAggregateOutputType = {
@@ -48,6 +49,7 @@ export type OAuthRefreshTokenMaxAggregateOutputType = {
   expiresAt: Date | null
   usedAt: Date | null
   revokedAt: Date | null
+  successorSealed: string | null
 }
 
 export type OAuthRefreshTokenCountAggregateOutputType = {
@@ -62,6 +64,7 @@ export type OAuthRefreshTokenCountAggregateOutputType = {
   expiresAt: number
   usedAt: number
   revokedAt: number
+  successorSealed: number
   _all: number
 }
 
@@ -77,6 +80,7 @@ export type OAuthRefreshTokenMinAggregateInputType = {
   expiresAt?: true
   usedAt?: true
   revokedAt?: true
+  successorSealed?: true
 }
 
 export type OAuthRefreshTokenMaxAggregateInputType = {
@@ -90,6 +94,7 @@ export type OAuthRefreshTokenMaxAggregateInputType = {
   expiresAt?: true
   usedAt?: true
   revokedAt?: true
+  successorSealed?: true
 }
 
 export type OAuthRefreshTokenCountAggregateInputType = {
@@ -104,6 +109,7 @@ export type OAuthRefreshTokenCountAggregateInputType = {
   expiresAt?: true
   usedAt?: true
   revokedAt?: true
+  successorSealed?: true
   _all?: true
 }
 
@@ -191,6 +197,7 @@ export type OAuthRefreshTokenGroupByOutputType = {
   expiresAt: Date
   usedAt: Date | null
   revokedAt: Date | null
+  successorSealed: string | null
   _count: OAuthRefreshTokenCountAggregateOutputType | null
   _min: OAuthRefreshTokenMinAggregateOutputType | null
   _max: OAuthRefreshTokenMaxAggregateOutputType | null
@@ -226,6 +233,7 @@ export type OAuthRefreshTokenWhereInput = {
   expiresAt?: Prisma.DateTimeFilter<"OAuthRefreshToken"> | Date | string
   usedAt?: Prisma.DateTimeNullableFilter<"OAuthRefreshToken"> | Date | string | null
   revokedAt?: Prisma.DateTimeNullableFilter<"OAuthRefreshToken"> | Date | string | null
+  successorSealed?: Prisma.StringNullableFilter<"OAuthRefreshToken"> | string | null
   client?: Prisma.XOR<Prisma.OAuthClientScalarRelationFilter, Prisma.OAuthClientWhereInput>
   connection?: Prisma.XOR<Prisma.AgentConnectionScalarRelationFilter, Prisma.AgentConnectionWhereInput>
 }
@@ -242,6 +250,7 @@ export type OAuthRefreshTokenOrderByWithRelationInput = {
   expiresAt?: Prisma.SortOrder
   usedAt?: Prisma.SortOrderInput | Prisma.SortOrder
   revokedAt?: Prisma.SortOrderInput | Prisma.SortOrder
+  successorSealed?: Prisma.SortOrderInput | Prisma.SortOrder
   client?: Prisma.OAuthClientOrderByWithRelationInput
   connection?: Prisma.AgentConnectionOrderByWithRelationInput
 }
@@ -261,6 +270,7 @@ export type OAuthRefreshTokenWhereUniqueInput = Prisma.AtLeast<{
   expiresAt?: Prisma.DateTimeFilter<"OAuthRefreshToken"> | Date | string
   usedAt?: Prisma.DateTimeNullableFilter<"OAuthRefreshToken"> | Date | string | null
   revokedAt?: Prisma.DateTimeNullableFilter<"OAuthRefreshToken"> | Date | string | null
+  successorSealed?: Prisma.StringNullableFilter<"OAuthRefreshToken"> | string | null
   client?: Prisma.XOR<Prisma.OAuthClientScalarRelationFilter, Prisma.OAuthClientWhereInput>
   connection?: Prisma.XOR<Prisma.AgentConnectionScalarRelationFilter, Prisma.AgentConnectionWhereInput>
 }, "id" | "secretHash">
@@ -277,6 +287,7 @@ export type OAuthRefreshTokenOrderByWithAggregationInput = {
   expiresAt?: Prisma.SortOrder
   usedAt?: Prisma.SortOrderInput | Prisma.SortOrder
   revokedAt?: Prisma.SortOrderInput | Prisma.SortOrder
+  successorSealed?: Prisma.SortOrderInput | Prisma.SortOrder
   _count?: Prisma.OAuthRefreshTokenCountOrderByAggregateInput
   _max?: Prisma.OAuthRefreshTokenMaxOrderByAggregateInput
   _min?: Prisma.OAuthRefreshTokenMinOrderByAggregateInput
@@ -297,6 +308,7 @@ export type OAuthRefreshTokenScalarWhereWithAggregatesInput = {
   expiresAt?: Prisma.DateTimeWithAggregatesFilter<"OAuthRefreshToken"> | Date | string
   usedAt?: Prisma.DateTimeNullableWithAggregatesFilter<"OAuthRefreshToken"> | Date | string | null
   revokedAt?: Prisma.DateTimeNullableWithAggregatesFilter<"OAuthRefreshToken"> | Date | string | null
+  successorSealed?: Prisma.StringNullableWithAggregatesFilter<"OAuthRefreshToken"> | string | null
 }
 
 export type OAuthRefreshTokenCreateInput = {
@@ -309,6 +321,7 @@ export type OAuthRefreshTokenCreateInput = {
   expiresAt: Date | string
   usedAt?: Date | string | null
   revokedAt?: Date | string | null
+  successorSealed?: string | null
   client: Prisma.OAuthClientCreateNestedOneWithoutRefreshTokensInput
   connection: Prisma.AgentConnectionCreateNestedOneWithoutRefreshTokensInput
 }
@@ -325,6 +338,7 @@ export type OAuthRefreshTokenUncheckedCreateInput = {
   expiresAt: Date | string
   usedAt?: Date | string | null
   revokedAt?: Date | string | null
+  successorSealed?: string | null
 }
 
 export type OAuthRefreshTokenUpdateInput = {
@@ -337,6 +351,7 @@ export type OAuthRefreshTokenUpdateInput = {
   expiresAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   usedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  successorSealed?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   client?: Prisma.OAuthClientUpdateOneRequiredWithoutRefreshTokensNestedInput
   connection?: Prisma.AgentConnectionUpdateOneRequiredWithoutRefreshTokensNestedInput
 }
@@ -353,6 +368,7 @@ export type OAuthRefreshTokenUncheckedUpdateInput = {
   expiresAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   usedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  successorSealed?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type OAuthRefreshTokenCreateManyInput = {
@@ -367,6 +383,7 @@ export type OAuthRefreshTokenCreateManyInput = {
   expiresAt: Date | string
   usedAt?: Date | string | null
   revokedAt?: Date | string | null
+  successorSealed?: string | null
 }
 
 export type OAuthRefreshTokenUpdateManyMutationInput = {
@@ -379,6 +396,7 @@ export type OAuthRefreshTokenUpdateManyMutationInput = {
   expiresAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   usedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  successorSealed?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type OAuthRefreshTokenUncheckedUpdateManyInput = {
@@ -393,6 +411,7 @@ export type OAuthRefreshTokenUncheckedUpdateManyInput = {
   expiresAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   usedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  successorSealed?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type OAuthRefreshTokenListRelationFilter = {
@@ -417,6 +436,7 @@ export type OAuthRefreshTokenCountOrderByAggregateInput = {
   expiresAt?: Prisma.SortOrder
   usedAt?: Prisma.SortOrder
   revokedAt?: Prisma.SortOrder
+  successorSealed?: Prisma.SortOrder
 }
 
 export type OAuthRefreshTokenMaxOrderByAggregateInput = {
@@ -430,6 +450,7 @@ export type OAuthRefreshTokenMaxOrderByAggregateInput = {
   expiresAt?: Prisma.SortOrder
   usedAt?: Prisma.SortOrder
   revokedAt?: Prisma.SortOrder
+  successorSealed?: Prisma.SortOrder
 }
 
 export type OAuthRefreshTokenMinOrderByAggregateInput = {
@@ -443,6 +464,7 @@ export type OAuthRefreshTokenMinOrderByAggregateInput = {
   expiresAt?: Prisma.SortOrder
   usedAt?: Prisma.SortOrder
   revokedAt?: Prisma.SortOrder
+  successorSealed?: Prisma.SortOrder
 }
 
 export type OAuthRefreshTokenCreateNestedManyWithoutConnectionInput = {
@@ -548,6 +570,7 @@ export type OAuthRefreshTokenCreateWithoutConnectionInput = {
   expiresAt: Date | string
   usedAt?: Date | string | null
   revokedAt?: Date | string | null
+  successorSealed?: string | null
   client: Prisma.OAuthClientCreateNestedOneWithoutRefreshTokensInput
 }
 
@@ -562,6 +585,7 @@ export type OAuthRefreshTokenUncheckedCreateWithoutConnectionInput = {
   expiresAt: Date | string
   usedAt?: Date | string | null
   revokedAt?: Date | string | null
+  successorSealed?: string | null
 }
 
 export type OAuthRefreshTokenCreateOrConnectWithoutConnectionInput = {
@@ -605,6 +629,7 @@ export type OAuthRefreshTokenScalarWhereInput = {
   expiresAt?: Prisma.DateTimeFilter<"OAuthRefreshToken"> | Date | string
   usedAt?: Prisma.DateTimeNullableFilter<"OAuthRefreshToken"> | Date | string | null
   revokedAt?: Prisma.DateTimeNullableFilter<"OAuthRefreshToken"> | Date | string | null
+  successorSealed?: Prisma.StringNullableFilter<"OAuthRefreshToken"> | string | null
 }
 
 export type OAuthRefreshTokenCreateWithoutClientInput = {
@@ -617,6 +642,7 @@ export type OAuthRefreshTokenCreateWithoutClientInput = {
   expiresAt: Date | string
   usedAt?: Date | string | null
   revokedAt?: Date | string | null
+  successorSealed?: string | null
   connection: Prisma.AgentConnectionCreateNestedOneWithoutRefreshTokensInput
 }
 
@@ -631,6 +657,7 @@ export type OAuthRefreshTokenUncheckedCreateWithoutClientInput = {
   expiresAt: Date | string
   usedAt?: Date | string | null
   revokedAt?: Date | string | null
+  successorSealed?: string | null
 }
 
 export type OAuthRefreshTokenCreateOrConnectWithoutClientInput = {
@@ -670,6 +697,7 @@ export type OAuthRefreshTokenCreateManyConnectionInput = {
   expiresAt: Date | string
   usedAt?: Date | string | null
   revokedAt?: Date | string | null
+  successorSealed?: string | null
 }
 
 export type OAuthRefreshTokenUpdateWithoutConnectionInput = {
@@ -682,6 +710,7 @@ export type OAuthRefreshTokenUpdateWithoutConnectionInput = {
   expiresAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   usedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  successorSealed?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   client?: Prisma.OAuthClientUpdateOneRequiredWithoutRefreshTokensNestedInput
 }
 
@@ -696,6 +725,7 @@ export type OAuthRefreshTokenUncheckedUpdateWithoutConnectionInput = {
   expiresAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   usedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  successorSealed?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type OAuthRefreshTokenUncheckedUpdateManyWithoutConnectionInput = {
@@ -709,6 +739,7 @@ export type OAuthRefreshTokenUncheckedUpdateManyWithoutConnectionInput = {
   expiresAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   usedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  successorSealed?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type OAuthRefreshTokenCreateManyClientInput = {
@@ -722,6 +753,7 @@ export type OAuthRefreshTokenCreateManyClientInput = {
   expiresAt: Date | string
   usedAt?: Date | string | null
   revokedAt?: Date | string | null
+  successorSealed?: string | null
 }
 
 export type OAuthRefreshTokenUpdateWithoutClientInput = {
@@ -734,6 +766,7 @@ export type OAuthRefreshTokenUpdateWithoutClientInput = {
   expiresAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   usedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  successorSealed?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   connection?: Prisma.AgentConnectionUpdateOneRequiredWithoutRefreshTokensNestedInput
 }
 
@@ -748,6 +781,7 @@ export type OAuthRefreshTokenUncheckedUpdateWithoutClientInput = {
   expiresAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   usedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  successorSealed?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type OAuthRefreshTokenUncheckedUpdateManyWithoutClientInput = {
@@ -761,6 +795,7 @@ export type OAuthRefreshTokenUncheckedUpdateManyWithoutClientInput = {
   expiresAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   usedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  successorSealed?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 
@@ -777,6 +812,7 @@ export type OAuthRefreshTokenSelect<ExtArgs extends runtime.Types.Extensions.Int
   expiresAt?: boolean
   usedAt?: boolean
   revokedAt?: boolean
+  successorSealed?: boolean
   client?: boolean | Prisma.OAuthClientDefaultArgs<ExtArgs>
   connection?: boolean | Prisma.AgentConnectionDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["oAuthRefreshToken"]>
@@ -793,6 +829,7 @@ export type OAuthRefreshTokenSelectCreateManyAndReturn<ExtArgs extends runtime.T
   expiresAt?: boolean
   usedAt?: boolean
   revokedAt?: boolean
+  successorSealed?: boolean
   client?: boolean | Prisma.OAuthClientDefaultArgs<ExtArgs>
   connection?: boolean | Prisma.AgentConnectionDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["oAuthRefreshToken"]>
@@ -809,6 +846,7 @@ export type OAuthRefreshTokenSelectUpdateManyAndReturn<ExtArgs extends runtime.T
   expiresAt?: boolean
   usedAt?: boolean
   revokedAt?: boolean
+  successorSealed?: boolean
   client?: boolean | Prisma.OAuthClientDefaultArgs<ExtArgs>
   connection?: boolean | Prisma.AgentConnectionDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["oAuthRefreshToken"]>
@@ -825,9 +863,10 @@ export type OAuthRefreshTokenSelectScalar = {
   expiresAt?: boolean
   usedAt?: boolean
   revokedAt?: boolean
+  successorSealed?: boolean
 }
 
-export type OAuthRefreshTokenOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "secretHash" | "clientId" | "connectionId" | "grantId" | "resource" | "scopes" | "createdAt" | "expiresAt" | "usedAt" | "revokedAt", ExtArgs["result"]["oAuthRefreshToken"]>
+export type OAuthRefreshTokenOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "secretHash" | "clientId" | "connectionId" | "grantId" | "resource" | "scopes" | "createdAt" | "expiresAt" | "usedAt" | "revokedAt" | "successorSealed", ExtArgs["result"]["oAuthRefreshToken"]>
 export type OAuthRefreshTokenInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   client?: boolean | Prisma.OAuthClientDefaultArgs<ExtArgs>
   connection?: boolean | Prisma.AgentConnectionDefaultArgs<ExtArgs>
@@ -859,6 +898,10 @@ export type $OAuthRefreshTokenPayload<ExtArgs extends runtime.Types.Extensions.I
     expiresAt: Date
     usedAt: Date | null
     revokedAt: Date | null
+    /**
+     * The pair its rotation answered, sealed (lib/platform/crypto-box.ts): answered again to a reuse within the grace window, then cleared.
+     */
+    successorSealed: string | null
   }, ExtArgs["result"]["oAuthRefreshToken"]>
   composites: {}
 }
@@ -1295,6 +1338,7 @@ export interface OAuthRefreshTokenFieldRefs {
   readonly expiresAt: Prisma.FieldRef<"OAuthRefreshToken", 'DateTime'>
   readonly usedAt: Prisma.FieldRef<"OAuthRefreshToken", 'DateTime'>
   readonly revokedAt: Prisma.FieldRef<"OAuthRefreshToken", 'DateTime'>
+  readonly successorSealed: Prisma.FieldRef<"OAuthRefreshToken", 'String'>
 }
     
 
