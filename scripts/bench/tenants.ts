@@ -1,0 +1,460 @@
+/**
+ * `npm run bench -- tenants` (issue 66, item 6): many projects' bots on one service, with and
+ * without hostile neighbours. Not run by default (about 10 minutes with the 1,000 projects).
+ *
+ * For each project count (BENCH_TENANTS_COUNTS, default 1,100,1000) that many projects have the
+ * echo bot deployed; customers write at a steady aggregate rate (BENCH_TENANTS_RATE, default 50
+ * messages/s) for BENCH_TENANTS_DURATION seconds (default 20), spread round-robin over at most
+ * BENCH_TENANTS_ACTIVE of them (default 100: the projects active in the last minute; all the
+ * others are deployed and quiet). Then the same with 16 hostile projects added: 4 whose events
+ * never settle, 4 looping on the CPU, 4 exhausting their isolate's memory, 4 looping
+ * POST /v1/bot/preview; the first 12 (and the 4 preview ones, whose bot is the echo bot) are fed 4
+ * messages every 3 s each. The hostile projects are paused between hostile cases so that their
+ * retried events (up to BOT_MAX_ABNORMAL_RUNS each) do not spill into the next case's quiet run.
+ *
+ * Per case: the quiet projects' reply p50/p99 (from the simulator's accepted inbound notification
+ * to the reply's arrival at the simulator, both on this machine's clock), answered, lost (no reply
+ * within BENCH_TENANTS_GRACE seconds after the last message, default 15) and doubled (more than one
+ * reply to one message: every message's text is unique); the sandbox processes (the service's
+ * descendants whose command line names sandbox/child, through /proc) sampled every second: their
+ * peak count and peak total RSS; the service's peak RSS; the load average. Goals (reported, not
+ * asserted): p99 < 1 s in every case, nothing lost or doubled, sandboxes' RSS < 2 GB at 1,000.
+ *
+ * The service is driven from outside only (HTTP, /proc), so the bench measures whatever sandbox
+ * design lib/sandbox implements.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import type { BenchContext, BenchSection } from './context.js';
+import { goal } from './goals.js';
+
+const ECHO_BOT = `import { sendText, type InboundMessage } from './platform/runtime/index.js';
+export async function onMessage(m: InboundMessage): Promise<void> {
+  await sendText(m.from, 'echo: ' + (m.text ?? ''));
+}
+`;
+
+/** The hostile bots: each misbehaves on every event it gets. */
+const HOSTILE_BOTS = {
+  // Holds every event until its time limit (a promise that never settles).
+  hang: `export async function onMessage(): Promise<void> {
+  await new Promise(() => {});
+}
+`,
+  // Burns the CPU until the time limit stops the isolate.
+  cpu: `export async function onMessage(): Promise<void> {
+  for (;;) {}
+}
+`,
+  // Allocates until the isolate's memory limit (a global keeps everything reachable).
+  memory: `const hoard: number[][] = [];
+export async function onMessage(): Promise<void> {
+  for (;;) hoard.push(new Array(1_000_000).fill(hoard.length));
+}
+`,
+  // Deployed as the echo bot; the bench loops POST /v1/bot/preview on its development tree.
+  preview: ECHO_BOT,
+} as const;
+type HostileKind = keyof typeof HOSTILE_BOTS;
+const HOSTILE_PER_KIND = 4;
+/** Hostile feed: this many messages per hostile project every HOSTILE_EVERY_MS. */
+const HOSTILE_BATCH = 4;
+const HOSTILE_EVERY_MS = 3000;
+
+interface Tenant {
+  id: string;
+  key: string;
+  phoneNumberId: string;
+}
+
+function envNumber(name: string, fallback: number): number {
+  const raw = process.env[name];
+  const value = raw === undefined || raw === '' ? fallback : Number(raw);
+  if (!Number.isFinite(value) || value <= 0) throw new Error(`bench tenants: ${name} must be a positive number`);
+  return value;
+}
+
+function pct(sorted: number[], p: number): number {
+  return sorted.length ? Math.round(sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]) : NaN;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** One HTTP call; status 0 when no answer came (the error's code is kept for the report). */
+async function call(url: string, method: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; json: any; error?: string }> {
+  try {
+    const res = await fetch(url, { method, headers: { 'content-type': 'application/json', ...headers }, body: body === undefined ? undefined : JSON.stringify(body) });
+    const json = await res.json().catch(() => undefined);
+    return { status: res.status, json };
+  } catch (e) {
+    const err = e as Error & { cause?: { code?: string } };
+    return { status: 0, json: undefined, error: err.cause?.code ?? err.message };
+  }
+}
+
+/** Runs `fn` over `items` with at most `limit` in flight. */
+async function pooled<T>(items: T[], limit: number, fn: (item: T, i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      await fn(items[i], i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}
+
+/**
+ * Puts `source` as src/bot.ts and deploys it. A refusal for a passing reason (429, 503, no answer,
+ * or a 502 whose start-up check could not get a sandbox now) is retried: setup only, never during
+ * a measurement. The trial run is skipped (`force`): the hostile bots would fail it by design, and
+ * for the echo bot it would only double the setup's sandbox work.
+ */
+async function deploy(ctx: BenchContext, t: Tenant, source: string, retries: { count: number }): Promise<void> {
+  const headers = { authorization: `Bearer ${t.key}` };
+  for (let attempt = 0; ; attempt++) {
+    const put = await call(`${ctx.base}/v1/files/src%2Fbot.ts`, 'PUT', { content: source }, headers);
+    const dep = put.status === 200 ? await call(`${ctx.base}/v1/deployments`, 'POST', { message: 'bench tenants', force: true }, headers) : put;
+    if (dep.status === 201 || dep.status === 200) return;
+    const text = JSON.stringify(dep.json ?? dep.error ?? '');
+    const transient = dep.status === 0 || dep.status === 429 || dep.status === 503 || (dep.status === 502 && /could not be checked now|did not start in time|Try again/i.test(text));
+    if (!transient || attempt >= 20) throw new Error(`bench tenants: deploy of ${t.id} failed (${dep.status}): ${text.slice(0, 500)}`);
+    retries.count++;
+    await sleep(Math.min(5000, 250 * 2 ** attempt));
+  }
+}
+
+/** The service's descendant processes (pid → ppid order irrelevant), through /proc/<pid>/task/<tid>/children. */
+function descendants(pid: number): number[] {
+  const out: number[] = [];
+  const stack = [pid];
+  while (stack.length) {
+    const p = stack.pop()!;
+    let tasks: string[] = [];
+    try {
+      tasks = readdirSync(`/proc/${p}/task`);
+    } catch {
+      continue; // ended meanwhile
+    }
+    for (const tid of tasks) {
+      let children = '';
+      try {
+        children = readFileSync(`/proc/${p}/task/${tid}/children`, 'utf8');
+      } catch {
+        continue;
+      }
+      for (const c of children.split(' ').filter(Boolean)) {
+        out.push(Number(c));
+        stack.push(Number(c));
+      }
+    }
+  }
+  return out;
+}
+
+function rssMb(pid: number): number {
+  try {
+    const m = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) / 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** The sandbox processes now: those descendants whose command line names the sandbox child (not PostgreSQL, esbuild). */
+function sandboxes(servicePid: number): { count: number; rssMb: number } {
+  let count = 0;
+  let rss = 0;
+  for (const p of descendants(servicePid)) {
+    let cmdline = '';
+    try {
+      cmdline = readFileSync(`/proc/${p}/cmdline`, 'utf8').replace(/\0/g, ' ');
+    } catch {
+      continue;
+    }
+    if (!cmdline.includes('sandbox/child')) continue;
+    count++;
+    rss += rssMb(p);
+  }
+  return { count, rssMb: rss };
+}
+
+/** Samples the sandboxes and the service every second until stopped: peaks and the last sample. */
+function sampler(servicePid: number) {
+  const peak = { count: 0, rssMb: 0, serviceMb: 0 };
+  let last = { count: 0, rssMb: 0 };
+  const take = () => {
+    last = sandboxes(servicePid);
+    peak.count = Math.max(peak.count, last.count);
+    peak.rssMb = Math.max(peak.rssMb, last.rssMb);
+    peak.serviceMb = Math.max(peak.serviceMb, rssMb(servicePid));
+  };
+  take();
+  const timer = setInterval(take, 1000);
+  return {
+    stop() {
+      clearInterval(timer);
+      take();
+      return { peak, last };
+    },
+  };
+}
+
+/**
+ * The echo replies reaching the simulator, read from its message log while a case runs (the log
+ * is a ring of 10,000: read every 500 ms, the newest 2,000, each reply kept once by its wamid).
+ */
+function replyCollector(ctx: BenchContext, prefix: string) {
+  const seen = new Set<string>();
+  /** Reply arrival times by the text they echo. */
+  const byText = new Map<string, number[]>();
+  let stopped = false;
+  let failures = 0;
+  const poll = async () => {
+    const res = await call(`${ctx.simulatorUrl}/_sim/messages?limit=2000`, 'GET');
+    if (res.status !== 200) {
+      failures++;
+      return;
+    }
+    for (const m of (res.json?.data ?? []) as any[]) {
+      const text = m?.payload?.text?.body;
+      if (typeof text !== 'string' || !text.startsWith('echo: ' + prefix) || seen.has(m.wamid)) continue;
+      seen.add(m.wamid);
+      const key = text.slice('echo: '.length);
+      const list = byText.get(key) ?? [];
+      list.push(Date.parse(m.at));
+      byText.set(key, list);
+    }
+  };
+  const loop = (async () => {
+    while (!stopped) {
+      await poll();
+      await sleep(500);
+    }
+    await poll();
+  })();
+  return {
+    byText,
+    get failures() {
+      return failures;
+    },
+    async stop() {
+      stopped = true;
+      await loop;
+    },
+  };
+}
+
+interface CaseResult {
+  name: string;
+  deployed: number;
+  active: number;
+  sent: number;
+  refused: number;
+  answered: number;
+  lost: number;
+  doubled: number;
+  p50: number;
+  p99: number;
+  sandboxes: number;
+  sandboxMb: number;
+  serviceMb: number;
+  hostile?: string;
+  load: string;
+}
+
+function loadAverage(): string {
+  return loadavg().map((l) => l.toFixed(2)).join(', ');
+}
+
+/** One case: the quiet load (and, with `hostile`, the hostile load) for `seconds`, then the grace period. */
+async function runCase(ctx: BenchContext, opts: { name: string; tag: string; deployed: number; quiet: Tenant[]; hostile?: Record<HostileKind, Tenant[]>; rate: number; seconds: number; graceMs: number }): Promise<CaseResult> {
+  const { quiet, rate, seconds, tag } = opts;
+  const collector = replyCollector(ctx, `${tag}-`);
+  const sample = sampler(ctx.pids.service);
+  /** Accepted inbound messages: text → the moment the simulator's notification was accepted. */
+  const accepted = new Map<string, number>();
+  let refused = 0;
+  const refusals = new Map<string, number>();
+  const inbound = async (t: Tenant, from: string, text: string) => {
+    const r = await call(`${ctx.simulatorUrl}/_sim/inbound`, 'POST', { phone_number_id: t.phoneNumberId, from, text });
+    // The simulator answers 200 with the service's own answer in status_code.
+    const ok = r.status === 200 && r.json?.status_code === 200;
+    if (!ok) {
+      // e.g. "200/timeout": the simulator got no answer from the service in time (it retries later, as Meta does).
+      const why = `${r.status}/${r.json?.status_code ?? r.json?.error ?? r.error ?? '?'}`;
+      refusals.set(why, (refusals.get(why) ?? 0) + 1);
+    }
+    return ok;
+  };
+
+  let stopped = false;
+  const hostileJobs: Promise<void>[] = [];
+  const previews = new Map<string, number>();
+  let hostileFed = 0;
+  let hostileRefused = 0;
+  if (opts.hostile) {
+    for (const t of Object.values(opts.hostile).flat()) {
+      hostileJobs.push((async () => {
+        for (let round = 0; !stopped; round++) {
+          for (let k = 0; k < HOSTILE_BATCH; k++) {
+            hostileFed++;
+            if (!(await inbound(t, `1444${String(round * HOSTILE_BATCH + k).padStart(7, '0')}`, `h${tag}-${t.id}-${round}-${k}`))) hostileRefused++;
+          }
+          const until = Date.now() + HOSTILE_EVERY_MS;
+          while (!stopped && Date.now() < until) await sleep(100);
+        }
+      })());
+    }
+    // Each preview project loops on its own key; its answers are counted by status (429 is fine).
+    for (const t of opts.hostile.preview) {
+      hostileJobs.push((async () => {
+        while (!stopped) {
+          const r = await call(`${ctx.base}/v1/bot/preview`, 'POST', { text: 'menu' }, { authorization: `Bearer ${t.key}` });
+          previews.set(String(r.status), (previews.get(String(r.status)) ?? 0) + 1);
+          if (r.status === 0) await sleep(100);
+        }
+      })());
+    }
+  }
+
+  // Open loop: message i leaves at start + i/rate whatever the answers do (harness.ts's `paced`).
+  const total = Math.round(rate * seconds);
+  const jobs: Promise<void>[] = [];
+  const start = Date.now() + 50;
+  for (let i = 0; i < total; i++) {
+    const wait = start + (i * 1000) / rate - Date.now();
+    if (wait > 0) await sleep(wait);
+    const t = quiet[i % quiet.length];
+    const text = `${tag}-${i}`;
+    // A customer per message slot (as bot.ts does): a conversation's messages run in order, so one
+    // slow message would otherwise delay the next of the same customer.
+    const from = `1555${String(i % 5000).padStart(7, '0')}`;
+    jobs.push((async () => {
+      if (await inbound(t, from, text)) accepted.set(text, Date.now());
+      else refused++;
+    })());
+  }
+  await Promise.all(jobs);
+  stopped = true;
+  // The grace period: every accepted message's reply has until then to arrive.
+  const graceEnd = Date.now() + opts.graceMs;
+  while (Date.now() < graceEnd) {
+    if ([...accepted.keys()].every((text) => collector.byText.has(text))) break;
+    await sleep(500);
+  }
+  await collector.stop();
+  const { peak } = sample.stop();
+  await Promise.all(hostileJobs);
+
+  const latencies: number[] = [];
+  let lost = 0;
+  let doubled = 0;
+  for (const [text, t0] of accepted) {
+    const replies = collector.byText.get(text);
+    if (!replies) lost++;
+    else {
+      latencies.push(Math.min(...replies) - t0);
+      if (replies.length > 1) doubled++;
+    }
+  }
+  latencies.sort((a, b) => a - b);
+  if (refusals.size) console.log(`  ${opts.name}: inbound not accepted: ${[...refusals].map(([k, n]) => `${k}: ${n}`).join(', ')}`);
+  if (collector.failures) console.log(`  ${opts.name}: ${collector.failures} reads of the simulator's log failed`);
+  const hostile = opts.hostile
+    ? `fed ${hostileFed} (${hostileRefused} not accepted); previews ${[...previews].sort().map(([s, n]) => `${s}: ${n}`).join(', ') || 'none'}`
+    : undefined;
+  return {
+    name: opts.name, deployed: opts.deployed, active: quiet.length, sent: total, refused, answered: latencies.length, lost, doubled,
+    p50: pct(latencies, 50), p99: pct(latencies, 99),
+    sandboxes: peak.count, sandboxMb: Math.round(peak.rssMb), serviceMb: Math.round(peak.serviceMb), hostile, load: loadAverage(),
+  };
+}
+
+export const benchTenants: BenchSection = async (ctx) => {
+  const counts = (process.env.BENCH_TENANTS_COUNTS ?? '1,100,1000').split(',').map((s) => Number(s.trim()));
+  if (counts.some((n) => !Number.isInteger(n) || n <= 0)) throw new Error('bench tenants: BENCH_TENANTS_COUNTS is a list of positive integers, e.g. 1,100,1000');
+  counts.sort((a, b) => a - b);
+  const rate = envNumber('BENCH_TENANTS_RATE', 50);
+  const seconds = envNumber('BENCH_TENANTS_DURATION', 20);
+  const activeMax = envNumber('BENCH_TENANTS_ACTIVE', 100);
+  const graceMs = envNumber('BENCH_TENANTS_GRACE', 15) * 1000;
+  const concurrency = envNumber('BENCH_TENANTS_SETUP_CONCURRENCY', 8);
+  const withHostile = process.env.BENCH_TENANTS_HOSTILE !== '0';
+  console.log(`tenants: ${counts.join(', ')} projects with the echo bot; ${rate} messages/s for ${seconds} s over at most ${activeMax} of them, grace ${graceMs / 1000} s${withHostile ? `; then the same with ${HOSTILE_PER_KIND * 4} hostile projects` : ''}`);
+
+  // No bulk path exists in the operator API (POST /admin/projects is one project): projects are
+  // created through it (ctx.project: project, key, channel) and deployed, `concurrency` at a time.
+  const scopes = ['code:read', 'code:write'];
+  const tenants: Tenant[] = [];
+  const retries = { count: 0 };
+  const grow = async (n: number) => {
+    const t0 = Date.now();
+    const fresh: Tenant[] = [];
+    await pooled(Array.from({ length: n - tenants.length }), concurrency, async () => {
+      fresh.push(await ctx.project(scopes));
+    });
+    const t1 = Date.now();
+    await pooled(fresh, concurrency, (t) => deploy(ctx, t, ECHO_BOT, retries));
+    tenants.push(...fresh);
+    const t2 = Date.now();
+    console.log(`  setup: ${fresh.length} projects created in ${((t1 - t0) / 1000).toFixed(1)} s, their echo bots deployed in ${((t2 - t1) / 1000).toFixed(1)} s (${concurrency} at a time; ${retries.count} transient refusals retried so far)`);
+  };
+
+  let hostile: Record<HostileKind, Tenant[]> | undefined;
+  const setHostile = async (status: 'active' | 'paused') => {
+    for (const t of Object.values(hostile!).flat()) await ctx.admin('PATCH', `/admin/projects/${t.id}`, { status });
+  };
+  const results: CaseResult[] = [];
+  let caseNo = 0;
+  for (const n of counts) {
+    await grow(n);
+    const quiet = tenants.slice(0, Math.min(n, activeMax));
+    const deployedNote = `${n} project${n === 1 ? '' : 's'}`;
+    // A short warm-up (not measured) so that the first case does not bill the service's first bot events.
+    if (caseNo === 0) await runCase(ctx, { name: 'warm-up', tag: 'w', deployed: n, quiet, rate: Math.min(rate, 10), seconds: 2, graceMs });
+    const quietRun = await runCase(ctx, { name: `${deployedNote}`, tag: `c${++caseNo}`, deployed: n, quiet, rate, seconds, graceMs });
+    console.log(line(quietRun));
+    results.push(quietRun);
+    if (!withHostile) continue;
+    if (!hostile) {
+      const t0 = Date.now();
+      const made = {} as Record<HostileKind, Tenant[]>;
+      for (const kind of Object.keys(HOSTILE_BOTS) as HostileKind[]) {
+        made[kind] = [];
+        for (let i = 0; i < HOSTILE_PER_KIND; i++) made[kind].push(await ctx.project(scopes));
+      }
+      await pooled(Object.entries(made).flatMap(([kind, list]) => list.map((t) => [kind as HostileKind, t] as const)), concurrency, ([kind, t]) => deploy(ctx, t, HOSTILE_BOTS[kind], retries));
+      hostile = made;
+      console.log(`  setup: ${HOSTILE_PER_KIND * 4} hostile projects created and deployed in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    } else {
+      await setHostile('active');
+    }
+    const hostileRun = await runCase(ctx, { name: `${deployedNote} + 16 hostile`, tag: `c${++caseNo}`, deployed: n, quiet, hostile, rate, seconds, graceMs });
+    // Paused until the next hostile case: their events left in the inbox are not run meanwhile.
+    await setHostile('paused');
+    console.log(line(hostileRun));
+    if (hostileRun.hostile) console.log(`  hostile: ${hostileRun.hostile}`);
+    results.push(hostileRun);
+  }
+
+  console.log('\n| case | active | sent | answered | lost | doubled | not accepted | p50 ms | p99 ms | sandboxes (peak) | sandboxes RSS MB (peak) | service RSS MB (peak) | load average |');
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+  for (const r of results) console.log(`| ${r.name} | ${r.active} | ${r.sent} | ${r.answered} | ${r.lost} | ${r.doubled} | ${r.refused} | ${r.p50} | ${r.p99} | ${r.sandboxes} | ${r.sandboxMb} | ${r.serviceMb} | ${r.load} |`);
+  console.log(`setup: ${retries.count} deploys refused for a passing reason and retried`);
+
+  for (const r of results) {
+    goal({ id: 'T1', what: `quiet reply p99 vs 1 s, ${r.name}`, ratio: r.p99 / 1000, op: '<=', target: 1, detail: `p99 ${r.p99} ms of ${r.answered} replies` });
+    // A share of the sent messages, so that the goal reads as one (0% of them).
+    goal({ id: 'T2', what: `lost messages, ${r.name}`, ratio: r.lost / r.sent, op: '<=', target: 0, detail: `${r.lost} of ${r.sent}` });
+    goal({ id: 'T3', what: `doubled replies, ${r.name}`, ratio: r.doubled / r.sent, op: '<=', target: 0, detail: `${r.doubled} of ${r.sent}` });
+  }
+  for (const r of results.filter((x) => x.deployed >= 1000)) {
+    goal({ id: 'T4', what: `sandboxes' total RSS vs 2 GB, ${r.name}`, ratio: r.sandboxMb / 2048, op: '<=', target: 1, detail: `peak ${r.sandboxMb} MB in ${r.sandboxes} processes` });
+  }
+  if (!results.some((x) => x.deployed >= 1000)) console.log('(T4, the sandboxes\' RSS at 1,000 projects, not measured: BENCH_TENANTS_COUNTS has no count of 1,000 or more)');
+};
+
+function line(r: CaseResult): string {
+  return `${r.name}: ${r.answered} of ${r.sent} answered (${r.refused} not accepted), lost ${r.lost}, doubled ${r.doubled}; p50 ${r.p50} ms, p99 ${r.p99} ms; sandboxes peak ${r.sandboxes} processes, ${r.sandboxMb} MB; service ${r.serviceMb} MB; load ${r.load}`;
+}
