@@ -92,6 +92,31 @@ async function call(url: string, method: string, body?: unknown, headers: Record
   }
 }
 
+/** The name of every project this section creates: a later run finds and pauses them by it. */
+const PROJECT_NAME = 'bench-tenants';
+
+/**
+ * A project with a key of `scopes` and its simulated number (as ctx.project, named PROJECT_NAME).
+ * The admin API has no bulk create: three calls a project, run side by side by the caller.
+ */
+async function createTenant(ctx: BenchContext, scopes: string[]): Promise<Tenant> {
+  const { project } = await ctx.admin('POST', '/admin/projects', { name: PROJECT_NAME, daily_send_quota: 100_000_000 });
+  const { secret } = await ctx.admin('POST', `/admin/projects/${project.id}/keys`, { name: 'bench', scopes });
+  const { channel } = await ctx.admin('GET', `/admin/projects/${project.id}/channel`);
+  return { id: project.id, key: secret, phoneNumberId: channel.phone_number_id };
+}
+
+/**
+ * Pauses projects: a paused project's bot runs nothing (its inbox events are dropped), so the
+ * events a case left unanswered do not run in the next case, the next section or the next run
+ * (.data/bench keeps its database between runs).
+ */
+async function pause(ctx: BenchContext, ids: string[], status: 'active' | 'paused' = 'paused'): Promise<void> {
+  await pooled(ids, 8, async (id) => {
+    await ctx.admin('PATCH', `/admin/projects/${id}`, { status });
+  });
+}
+
 /** Runs `fn` over `items` with at most `limit` in flight. */
 async function pooled<T>(items: T[], limit: number, fn: (item: T, i: number) => Promise<void>): Promise<void> {
   let next = 0;
@@ -392,7 +417,7 @@ export const benchTenants: BenchSection = async (ctx) => {
     const t0 = Date.now();
     const fresh: Tenant[] = [];
     await pooled(Array.from({ length: n - tenants.length }), concurrency, async () => {
-      fresh.push(await ctx.project(scopes));
+      fresh.push(await createTenant(ctx, scopes));
     });
     const t1 = Date.now();
     await pooled(fresh, concurrency, (t) => deploy(ctx, t, ECHO_BOT, retries));
@@ -402,9 +427,14 @@ export const benchTenants: BenchSection = async (ctx) => {
   };
 
   let hostile: Record<HostileKind, Tenant[]> | undefined;
-  const setHostile = async (status: 'active' | 'paused') => {
-    for (const t of Object.values(hostile!).flat()) await ctx.admin('PATCH', `/admin/projects/${t.id}`, { status });
-  };
+  const setHostile = (status: 'active' | 'paused') => pause(ctx, Object.values(hostile!).flat().map((t) => t.id), status);
+  // An earlier run's projects (stopped midway, or whose events were left unanswered) would run in this one's cases.
+  const leftovers = ((await ctx.admin('GET', '/admin/projects')).projects as Array<{ id: string; name: string; status: string }>)
+    .filter((p) => p.name === PROJECT_NAME && p.status === 'active').map((p) => p.id);
+  if (leftovers.length) {
+    await pause(ctx, leftovers);
+    console.log(`  paused ${leftovers.length} active projects of an earlier run`);
+  }
   const results: CaseResult[] = [];
   let caseNo = 0;
   for (const n of counts) {
@@ -422,7 +452,7 @@ export const benchTenants: BenchSection = async (ctx) => {
       const made = {} as Record<HostileKind, Tenant[]>;
       for (const kind of Object.keys(HOSTILE_BOTS) as HostileKind[]) {
         made[kind] = [];
-        for (let i = 0; i < HOSTILE_PER_KIND; i++) made[kind].push(await ctx.project(scopes));
+        for (let i = 0; i < HOSTILE_PER_KIND; i++) made[kind].push(await createTenant(ctx, scopes));
       }
       await pooled(Object.entries(made).flatMap(([kind, list]) => list.map((t) => [kind as HostileKind, t] as const)), concurrency, ([kind, t]) => deploy(ctx, t, HOSTILE_BOTS[kind], retries));
       hostile = made;
@@ -437,6 +467,9 @@ export const benchTenants: BenchSection = async (ctx) => {
     if (hostileRun.hostile) console.log(`  hostile: ${hostileRun.hostile}`);
     results.push(hostileRun);
   }
+
+  // The other sections (and the next run) should not find 1,000 deployed bots with work left.
+  await pause(ctx, [...tenants.map((t) => t.id), ...(hostile ? Object.values(hostile).flat().map((t) => t.id) : [])]);
 
   console.log('\n| case | active | sent | answered | lost | doubled | not accepted | p50 ms | p99 ms | sandboxes (peak) | sandboxes RSS MB (peak) | service RSS MB (peak) | load average |');
   console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
