@@ -23,7 +23,9 @@
  * The service is driven from outside only (HTTP, /proc), so the bench measures whatever sandbox
  * design lib/sandbox implements.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { loadavg } from 'node:os';
 import type { BenchContext, BenchSection } from './context.js';
 import { goal } from './goals.js';
@@ -115,6 +117,47 @@ async function pause(ctx: BenchContext, ids: string[], status: 'active' | 'pause
   await pooled(ids, 8, async (id) => {
     await ctx.admin('PATCH', `/admin/projects/${id}`, { status });
   });
+}
+
+/**
+ * The projects set up by earlier runs, kept beside the bench's database (.data/bench) with their
+ * keys: deploying 1,000 bots takes minutes here (each deploy bundles, type-checks in the service's
+ * one worker and starts the bundle in a sandbox), so a run reuses what an earlier one deployed
+ * and sets up only the rest. BENCH_TENANTS_FRESH=1 ignores it.
+ */
+const STORE = process.env.BENCH_TENANTS_STORE ?? '.data/bench/tenants.json';
+/** The bots' sources: projects deployed with other sources are not reused. */
+const VERSION = createHash('sha256').update(ECHO_BOT + JSON.stringify(HOSTILE_BOTS)).digest('hex').slice(0, 16);
+
+interface Stored {
+  version: string;
+  quiet: Tenant[];
+  hostile?: Record<HostileKind, Tenant[]>;
+}
+
+/** What an earlier run deployed and is still there: the project (not deleted) and its simulated number. */
+async function loadStored(ctx: BenchContext): Promise<Stored> {
+  const empty: Stored = { version: VERSION, quiet: [] };
+  if (process.env.BENCH_TENANTS_FRESH === '1') return empty;
+  let stored: Stored;
+  try {
+    stored = JSON.parse(readFileSync(STORE, 'utf8')) as Stored;
+  } catch {
+    return empty;
+  }
+  if (stored.version !== VERSION) return empty;
+  const projects = new Map(((await ctx.admin('GET', '/admin/projects')).projects as Array<{ id: string; name: string; status: string }>).map((p) => [p.id, p]));
+  const numbers = await call(`${ctx.simulatorUrl}/_sim/phone-numbers`, 'GET');
+  const known = new Set(((numbers.json?.data ?? []) as Array<{ phone_number_id?: string; id?: string }>).map((n) => n.phone_number_id ?? n.id));
+  const alive = (t: Tenant) => projects.get(t.id)?.name === PROJECT_NAME && projects.get(t.id)?.status !== 'deleted' && known.has(t.phoneNumberId);
+  const hostile = stored.hostile && Object.values(stored.hostile).every((list) => list.length === HOSTILE_PER_KIND && list.every(alive)) ? stored.hostile : undefined;
+  return { version: VERSION, quiet: stored.quiet.filter(alive), hostile };
+}
+
+function saveStored(stored: Stored): void {
+  mkdirSync(path.dirname(STORE), { recursive: true });
+  // The keys are the bench's own projects' (in the bench's data folder, as its database is).
+  writeFileSync(STORE, JSON.stringify(stored), { mode: 0o600 });
 }
 
 /** Runs `fn` over `items` with at most `limit` in flight. */
@@ -413,28 +456,40 @@ export const benchTenants: BenchSection = async (ctx) => {
   const scopes = ['code:read', 'code:write'];
   const tenants: Tenant[] = [];
   const retries = { count: 0 };
-  const grow = async (n: number) => {
-    const t0 = Date.now();
-    const fresh: Tenant[] = [];
-    await pooled(Array.from({ length: n - tenants.length }), concurrency, async () => {
-      fresh.push(await createTenant(ctx, scopes));
-    });
-    const t1 = Date.now();
-    await pooled(fresh, concurrency, (t) => deploy(ctx, t, ECHO_BOT, retries));
-    tenants.push(...fresh);
-    const t2 = Date.now();
-    console.log(`  setup: ${fresh.length} projects created in ${((t1 - t0) / 1000).toFixed(1)} s, their echo bots deployed in ${((t2 - t1) / 1000).toFixed(1)} s (${concurrency} at a time; ${retries.count} transient refusals retried so far)`);
-  };
-
-  let hostile: Record<HostileKind, Tenant[]> | undefined;
-  const setHostile = (status: 'active' | 'paused') => pause(ctx, Object.values(hostile!).flat().map((t) => t.id), status);
-  // An earlier run's projects (stopped midway, or whose events were left unanswered) would run in this one's cases.
+  // An earlier run's projects (stopped midway, or whose events were left unanswered) would run in
+  // this one's cases: all are paused first; those reused are made active again when their case comes.
   const leftovers = ((await ctx.admin('GET', '/admin/projects')).projects as Array<{ id: string; name: string; status: string }>)
     .filter((p) => p.name === PROJECT_NAME && p.status === 'active').map((p) => p.id);
   if (leftovers.length) {
     await pause(ctx, leftovers);
     console.log(`  paused ${leftovers.length} active projects of an earlier run`);
   }
+  const stored = await loadStored(ctx);
+  const reusable = [...stored.quiet];
+  if (reusable.length || stored.hostile) console.log(`  reusing what an earlier run deployed (${STORE}): ${reusable.length} echo bots${stored.hostile ? ' and the 16 hostile projects' : ''}`);
+  const save = () => saveStored({ version: VERSION, quiet: [...tenants, ...reusable], hostile });
+  const grow = async (n: number) => {
+    const t0 = Date.now();
+    const reused = reusable.splice(0, n - tenants.length);
+    await pause(ctx, reused.map((t) => t.id), 'active');
+    tenants.push(...reused);
+    const t1 = Date.now();
+    const fresh: Tenant[] = [];
+    await pooled(Array.from({ length: n - tenants.length }), concurrency, async () => {
+      fresh.push(await createTenant(ctx, scopes));
+    });
+    const t2 = Date.now();
+    await pooled(fresh, concurrency, async (t) => {
+      await deploy(ctx, t, ECHO_BOT, retries);
+      tenants.push(t);
+    });
+    const t3 = Date.now();
+    save();
+    console.log(`  setup: ${reused.length} projects reused (made active in ${((t1 - t0) / 1000).toFixed(1)} s), ${fresh.length} created in ${((t2 - t1) / 1000).toFixed(1)} s and their echo bots deployed in ${((t3 - t2) / 1000).toFixed(1)} s (${concurrency} at a time; ${retries.count} transient refusals retried so far)`);
+  };
+
+  let hostile: Record<HostileKind, Tenant[]> | undefined;
+  const setHostile = (status: 'active' | 'paused') => pause(ctx, Object.values(hostile!).flat().map((t) => t.id), status);
   const results: CaseResult[] = [];
   let caseNo = 0;
   for (const n of counts) {
@@ -447,7 +502,10 @@ export const benchTenants: BenchSection = async (ctx) => {
     console.log(line(quietRun));
     results.push(quietRun);
     if (!withHostile) continue;
-    if (!hostile) {
+    if (!hostile && stored.hostile) {
+      hostile = stored.hostile;
+      await setHostile('active');
+    } else if (!hostile) {
       const t0 = Date.now();
       const made = {} as Record<HostileKind, Tenant[]>;
       for (const kind of Object.keys(HOSTILE_BOTS) as HostileKind[]) {
@@ -456,6 +514,7 @@ export const benchTenants: BenchSection = async (ctx) => {
       }
       await pooled(Object.entries(made).flatMap(([kind, list]) => list.map((t) => [kind as HostileKind, t] as const)), concurrency, ([kind, t]) => deploy(ctx, t, HOSTILE_BOTS[kind], retries));
       hostile = made;
+      save();
       console.log(`  setup: ${HOSTILE_PER_KIND * 4} hostile projects created and deployed in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
     } else {
       await setHostile('active');
