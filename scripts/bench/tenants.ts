@@ -452,7 +452,7 @@ export const benchTenants: BenchSection = async (ctx) => {
   console.log(`tenants: ${counts.join(', ')} projects with the echo bot; ${rate} messages/s for ${seconds} s over at most ${activeMax} of them, grace ${graceMs / 1000} s${withHostile ? `; then the same with ${HOSTILE_PER_KIND * 4} hostile projects` : ''}`);
 
   // No bulk path exists in the operator API (POST /admin/projects is one project): projects are
-  // created through it (ctx.project: project, key, channel) and deployed, `concurrency` at a time.
+  // created through it (createTenant: project, key, channel) and deployed, `concurrency` at a time.
   const scopes = ['code:read', 'code:write'];
   const tenants: Tenant[] = [];
   const retries = { count: 0 };
@@ -479,12 +479,16 @@ export const benchTenants: BenchSection = async (ctx) => {
       fresh.push(await createTenant(ctx, scopes));
     });
     const t2 = Date.now();
-    await pooled(fresh, concurrency, async (t) => {
-      await deploy(ctx, t, ECHO_BOT, retries);
-      tenants.push(t);
-    });
+    try {
+      await pooled(fresh, concurrency, async (t) => {
+        await deploy(ctx, t, ECHO_BOT, retries);
+        tenants.push(t);
+      });
+    } finally {
+      // Kept even when a deploy failed for good: the next run reuses what was deployed.
+      save();
+    }
     const t3 = Date.now();
-    save();
     console.log(`  setup: ${reused.length} projects reused (made active in ${((t1 - t0) / 1000).toFixed(1)} s), ${fresh.length} created in ${((t2 - t1) / 1000).toFixed(1)} s and their echo bots deployed in ${((t3 - t2) / 1000).toFixed(1)} s (${concurrency} at a time; ${retries.count} transient refusals retried so far)`);
   };
 
