@@ -83,15 +83,38 @@ function pct(sorted: number[], p: number): number {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** One HTTP call; status 0 when no answer came (the error's code is kept for the report). */
-async function call(url: string, method: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; json: any; error?: string }> {
+async function call(url: string, method: string, body?: unknown, headers: Record<string, string> = {}, timeoutMs?: number): Promise<{ status: number; json: any; error?: string }> {
   try {
-    const res = await fetch(url, { method, headers: { 'content-type': 'application/json', ...headers }, body: body === undefined ? undefined : JSON.stringify(body) });
+    const signal = timeoutMs ? AbortSignal.timeout(timeoutMs) : undefined;
+    const res = await fetch(url, { method, signal, headers: { 'content-type': 'application/json', ...headers }, body: body === undefined ? undefined : JSON.stringify(body) });
     const json = await res.json().catch(() => undefined);
     return { status: res.status, json };
   } catch (e) {
     const err = e as Error & { cause?: { code?: string } };
-    return { status: 0, json: undefined, error: err.cause?.code ?? err.message };
+    return { status: 0, json: undefined, error: err.name === 'TimeoutError' ? `no answer in ${timeoutMs} ms` : (err.cause?.code ?? err.message) };
   }
+}
+
+/**
+ * How long the bench waits for the simulator to hand an inbound message to the service. The
+ * simulator queues its notifications (64 at once, each waiting up to 10 s for the service): when
+ * the service falls behind, the queue grows and a call could wait for minutes; past this bound the
+ * message counts as not accepted and the case stays bounded in time.
+ */
+const INBOUND_TIMEOUT_MS = 15_000;
+
+/**
+ * Waits (up to 60 s) until the simulator has no notification left to deliver, so that a case does
+ * not start behind the previous case's backlog (which the simulator keeps delivering, as Meta
+ * would). Answers what was still pending.
+ */
+async function simulatorDrained(ctx: BenchContext): Promise<number> {
+  let pending = NaN;
+  for (const until = Date.now() + 60_000; Date.now() < until; await sleep(1000)) {
+    pending = Number((await call(`${ctx.simulatorUrl}/_sim/stats`, 'GET')).json?.callbacks_pending);
+    if (pending === 0) return 0;
+  }
+  return pending;
 }
 
 /** The name of every project this section creates: a later run finds and pauses them by it. */
@@ -338,6 +361,8 @@ function loadAverage(): string {
 /** One case: the quiet load (and, with `hostile`, the hostile load) for `seconds`, then the grace period. */
 async function runCase(ctx: BenchContext, opts: { name: string; tag: string; deployed: number; quiet: Tenant[]; hostile?: Record<HostileKind, Tenant[]>; rate: number; seconds: number; graceMs: number }): Promise<CaseResult> {
   const { quiet, rate, seconds, tag } = opts;
+  const backlog = await simulatorDrained(ctx);
+  if (backlog) console.log(`  ${opts.name}: starts with ${backlog} notifications of earlier cases still queued in the simulator (waited 60 s)`);
   const collector = replyCollector(ctx, `${tag}-`);
   const sample = sampler(ctx.pids.service);
   /** Accepted inbound messages: text → the moment the simulator's notification was accepted. */
@@ -345,7 +370,7 @@ async function runCase(ctx: BenchContext, opts: { name: string; tag: string; dep
   let refused = 0;
   const refusals = new Map<string, number>();
   const inbound = async (t: Tenant, from: string, text: string) => {
-    const r = await call(`${ctx.simulatorUrl}/_sim/inbound`, 'POST', { phone_number_id: t.phoneNumberId, from, text });
+    const r = await call(`${ctx.simulatorUrl}/_sim/inbound`, 'POST', { phone_number_id: t.phoneNumberId, from, text }, {}, INBOUND_TIMEOUT_MS);
     // The simulator answers 200 with the service's own answer in status_code.
     const ok = r.status === 200 && r.json?.status_code === 200;
     if (!ok) {
@@ -378,7 +403,7 @@ async function runCase(ctx: BenchContext, opts: { name: string; tag: string; dep
     for (const t of opts.hostile.preview) {
       hostileJobs.push((async () => {
         while (!stopped) {
-          const r = await call(`${ctx.base}/v1/bot/preview`, 'POST', { text: 'menu' }, { authorization: `Bearer ${t.key}` });
+          const r = await call(`${ctx.base}/v1/bot/preview`, 'POST', { text: 'menu' }, { authorization: `Bearer ${t.key}` }, 60_000);
           previews.set(String(r.status), (previews.get(String(r.status)) ?? 0) + 1);
           if (r.status === 0) await sleep(100);
         }
