@@ -508,6 +508,8 @@ export const benchTenants: BenchSection = async (ctx) => {
       await pooled(fresh, concurrency, async (t) => {
         await deploy(ctx, t, ECHO_BOT, retries);
         tenants.push(t);
+        // Saved as it goes: a run stopped during a long setup (Ctrl-C) still leaves its deploys to the next.
+        if (tenants.length % 25 === 0) save();
       });
     } finally {
       // Kept even when a deploy failed for good: the next run reuses what was deployed.
