@@ -177,6 +177,23 @@ async function loadStored(ctx: BenchContext): Promise<Stored> {
   return { version: VERSION, quiet: stored.quiet.filter(alive), hostile };
 }
 
+/**
+ * Points reused projects' simulated numbers at this run's service: a number keeps the callback URL
+ * of the service that created it, and the bench starts the service on a new port each run.
+ */
+async function repoint(ctx: BenchContext, tenants: Tenant[]): Promise<void> {
+  const port = new URL(ctx.base).port;
+  const numbers = await call(`${ctx.simulatorUrl}/_sim/phone-numbers`, 'GET');
+  const urls = new Map(((numbers.json?.data ?? []) as Array<{ phone_number_id: string; callback_url: string }>).map((n) => [n.phone_number_id, n.callback_url]));
+  await pooled(tenants, 8, async (t) => {
+    const url = new URL(urls.get(t.phoneNumberId) ?? '');
+    if (url.port === port) return;
+    url.port = port;
+    const r = await call(`${ctx.simulatorUrl}/_sim/phone-numbers/${t.phoneNumberId}`, 'PATCH', { callback_url: url.toString() });
+    if (r.status !== 200) throw new Error(`bench tenants: could not point ${t.phoneNumberId} at the service: ${r.status} ${JSON.stringify(r.json)}`);
+  });
+}
+
 function saveStored(stored: Stored): void {
   mkdirSync(path.dirname(STORE), { recursive: true });
   // The keys are the bench's own projects' (in the bench's data folder, as its database is).
@@ -496,6 +513,7 @@ export const benchTenants: BenchSection = async (ctx) => {
   const grow = async (n: number) => {
     const t0 = Date.now();
     const reused = reusable.splice(0, n - tenants.length);
+    await repoint(ctx, reused);
     await pause(ctx, reused.map((t) => t.id), 'active');
     tenants.push(...reused);
     const t1 = Date.now();
@@ -535,6 +553,7 @@ export const benchTenants: BenchSection = async (ctx) => {
     if (!withHostile) continue;
     if (!hostile && stored.hostile) {
       hostile = stored.hostile;
+      await repoint(ctx, Object.values(hostile).flat());
       await setHostile('active');
     } else if (!hostile) {
       const t0 = Date.now();
