@@ -104,13 +104,13 @@ async function call(url: string, method: string, body?: unknown, headers: Record
 const INBOUND_TIMEOUT_MS = 15_000;
 
 /**
- * Waits (up to 60 s) until the simulator has no notification left to deliver, so that a case does
+ * Waits (up to 30 s) until the simulator has no notification left to deliver, so that a case does
  * not start behind the previous case's backlog (which the simulator keeps delivering, as Meta
  * would). Answers what was still pending.
  */
 async function simulatorDrained(ctx: BenchContext): Promise<number> {
   let pending = NaN;
-  for (const until = Date.now() + 60_000; Date.now() < until; await sleep(1000)) {
+  for (const until = Date.now() + 30_000; Date.now() < until; await sleep(1000)) {
     pending = Number((await call(`${ctx.simulatorUrl}/_sim/stats`, 'GET')).json?.callbacks_pending);
     if (pending === 0) return 0;
   }
@@ -379,7 +379,7 @@ function loadAverage(): string {
 async function runCase(ctx: BenchContext, opts: { name: string; tag: string; deployed: number; quiet: Tenant[]; hostile?: Record<HostileKind, Tenant[]>; rate: number; seconds: number; graceMs: number }): Promise<CaseResult> {
   const { quiet, rate, seconds, tag } = opts;
   const backlog = await simulatorDrained(ctx);
-  if (backlog) console.log(`  ${opts.name}: starts with ${backlog} notifications of earlier cases still queued in the simulator (waited 60 s)`);
+  if (backlog) console.log(`  ${opts.name}: starts with ${backlog} notifications of earlier cases still queued in the simulator (waited 30 s)`);
   const collector = replyCollector(ctx, `${tag}-`);
   const sample = sampler(ctx.pids.service);
   /** Accepted inbound messages: text → the moment the simulator's notification was accepted. */
@@ -541,13 +541,16 @@ export const benchTenants: BenchSection = async (ctx) => {
   const setHostile = (status: 'active' | 'paused') => pause(ctx, Object.values(hostile!).flat().map((t) => t.id), status);
   const results: CaseResult[] = [];
   let caseNo = 0;
+  // Texts unique across runs too: the simulator retries an earlier run's undelivered notifications
+  // (as Meta does), and their replies must not count as this run's.
+  const run = Date.now().toString(36);
   for (const n of counts) {
     await grow(n);
     const quiet = tenants.slice(0, Math.min(n, activeMax));
     const deployedNote = `${n} project${n === 1 ? '' : 's'}`;
     // A short warm-up (not measured) so that the first case does not bill the service's first bot events.
-    if (caseNo === 0) await runCase(ctx, { name: 'warm-up', tag: 'w', deployed: n, quiet, rate: Math.min(rate, 10), seconds: 2, graceMs });
-    const quietRun = await runCase(ctx, { name: `${deployedNote}`, tag: `c${++caseNo}`, deployed: n, quiet, rate, seconds, graceMs });
+    if (caseNo === 0) await runCase(ctx, { name: 'warm-up', tag: `${run}w`, deployed: n, quiet, rate: Math.min(rate, 10), seconds: 2, graceMs });
+    const quietRun = await runCase(ctx, { name: `${deployedNote}`, tag: `${run}c${++caseNo}`, deployed: n, quiet, rate, seconds, graceMs });
     console.log(line(quietRun));
     results.push(quietRun);
     if (!withHostile) continue;
@@ -569,7 +572,7 @@ export const benchTenants: BenchSection = async (ctx) => {
     } else {
       await setHostile('active');
     }
-    const hostileRun = await runCase(ctx, { name: `${deployedNote} + 16 hostile`, tag: `c${++caseNo}`, deployed: n, quiet, hostile, rate, seconds, graceMs });
+    const hostileRun = await runCase(ctx, { name: `${deployedNote} + 16 hostile`, tag: `${run}c${++caseNo}`, deployed: n, quiet, hostile, rate, seconds, graceMs });
     // Paused until the next hostile case: their events left in the inbox are not run meanwhile.
     await setHostile('paused');
     console.log(line(hostileRun));
