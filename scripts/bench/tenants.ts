@@ -310,7 +310,7 @@ function sampler(servicePid: number) {
 
 /**
  * The echo replies reaching the simulator, read from its message log while a case runs (the log
- * is a ring of 10,000: read every 500 ms, the newest 2,000, each reply kept once by its wamid).
+ * is a ring of 10,000: read every 500 ms, the newest 500, each reply kept once by its wamid).
  */
 function replyCollector(ctx: BenchContext, prefix: string) {
   const seen = new Set<string>();
@@ -319,7 +319,8 @@ function replyCollector(ctx: BenchContext, prefix: string) {
   let stopped = false;
   let failures = 0;
   const poll = async () => {
-    const res = await call(`${ctx.simulatorUrl}/_sim/messages?limit=2000`, 'GET');
+    // 500 covers 10 s of replies at 50/s; more would make each read a cost of the measurement.
+    const res = await call(`${ctx.simulatorUrl}/_sim/messages?limit=500`, 'GET');
     if (res.status !== 200) {
       failures++;
       return;
