@@ -125,10 +125,20 @@ const PROJECT_NAME = 'bench-tenants';
  * The admin API has no bulk create: three calls a project, run side by side by the caller.
  */
 async function createTenant(ctx: BenchContext, scopes: string[]): Promise<Tenant> {
-  const { project } = await ctx.admin('POST', '/admin/projects', { name: PROJECT_NAME, daily_send_quota: 100_000_000 });
-  const { secret } = await ctx.admin('POST', `/admin/projects/${project.id}/keys`, { name: 'bench', scopes });
-  const { channel } = await ctx.admin('GET', `/admin/projects/${project.id}/channel`);
-  return { id: project.id, key: secret, phoneNumberId: channel.phone_number_id };
+  for (let attempt = 1; ; attempt++) {
+    const { project } = await ctx.admin('POST', '/admin/projects', { name: PROJECT_NAME, daily_send_quota: 100_000_000 });
+    const { secret } = await ctx.admin('POST', `/admin/projects/${project.id}/keys`, { name: 'bench', scopes });
+    try {
+      const { channel } = await ctx.admin('GET', `/admin/projects/${project.id}/channel`);
+      return { id: project.id, key: secret, phoneNumberId: channel.phone_number_id };
+    } catch (e) {
+      // The service asks the simulator for a number within 5 s; a busy simulator (a case's
+      // backlog of statuses) can miss it, leaving the project without one: make another.
+      if (attempt >= 3) throw e;
+      await ctx.admin('PATCH', `/admin/projects/${project.id}`, { status: 'paused' });
+      await sleep(2000);
+    }
+  }
 }
 
 /**
