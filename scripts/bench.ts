@@ -41,7 +41,7 @@ const SECTIONS: Record<string, BenchSection> = {
   agents: benchAgents,
   // Not run by default (about 9 minutes): `npm run bench -- soak`.
   soak: benchSoak,
-  // Not run by default (about 10 minutes, 1,000 projects): `npm run bench -- tenants` (issue 66).
+  // Not run by default (long: 1,000 deployed bots; docs/benchmarks.md): `npm run bench -- tenants` (issue 66).
   tenants: benchTenants,
 };
 
