@@ -24,6 +24,7 @@ import { benchBot } from './bench/bot.js';
 import { benchFlows } from './bench/flows.js';
 import { benchSoak } from './bench/soak.js';
 import { benchAgents } from './bench/agents.js';
+import { benchTenants } from './bench/tenants.js';
 import { configurePgStats, openPgStats } from './bench/pg-stats.js';
 import { memoryLine } from './bench/memory.js';
 
@@ -40,7 +41,12 @@ const SECTIONS: Record<string, BenchSection> = {
   agents: benchAgents,
   // Not run by default (about 9 minutes): `npm run bench -- soak`.
   soak: benchSoak,
+  // Not run by default (long: 1,000 deployed bots; docs/benchmarks.md): `npm run bench -- tenants` (issue 66).
+  tenants: benchTenants,
 };
+
+/** Sections that run only when named. */
+const OPT_IN = new Set(['soak', 'tenants']);
 
 async function main(): Promise<void> {
   const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
@@ -137,7 +143,7 @@ async function run(wanted: string[], adminToken: string, start: typeof startProc
   };
   console.log(await memoryLine('start', ctx.pids.service, base, adminToken));
   for (const [name, section] of Object.entries(SECTIONS)) {
-    if (wanted.length ? !wanted.includes(name) : name === 'soak') continue;
+    if (wanted.length ? !wanted.includes(name) : OPT_IN.has(name)) continue;
     console.log(`\n## ${name} (load average ${loadAverage()})`);
     await pgStats?.reset();
     await section(ctx);
