@@ -106,6 +106,8 @@ export async function onMessage(m: InboundMessage): Promise<void> {
   await sendText(m.from, 'computed ' + (x > 0 && warm > 0));
 }
 `);
+    // A fresh minute: the deploy's build and trial run spent this file's small budget (builds are charged too).
+    t.clock.advance(60_000);
     const res = await request(t.app).post('/v1/bot/preview').set(auth(a.key)).send({ text: 'heavy' });
     expect(res.status).toBe(200);
     expect(res.body.data.outcome.status).toBe('ok');
