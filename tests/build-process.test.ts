@@ -102,7 +102,7 @@ describe('builds run in a build process, on the project\'s time', () => {
 
   it('When a project builds, then its CPU budget counter grows by the CPU the build spent', async () => {
     const { projectId } = await projectWithKey();
-    const budget = new CpuBudget(t.services.deps, { setPriority: () => undefined });
+    const budget = new CpuBudget(t.services.deps, { setPriority: () => undefined, dedicate: () => undefined });
     expect((await buildTree(tree(1))).ok).toBe(true);
     expect(await budget.spentThisMinute(projectId)).toBe(0);
     const pid = buildPid();

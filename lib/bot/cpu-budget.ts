@@ -7,16 +7,18 @@
  * - What is counted is the CPU of the project's sandbox process (all its threads, read from /proc
  *   while anything runs there: lib/sandbox/supervisor.ts), so start-ups, compiles and leftover
  *   work count as much as handlers do, and a loop is charged while it loops, not when it ends.
- * - Past BOT_CPU_BURST_MS in the minute, the project's process runs at a lower priority (nice 10);
- *   past BOT_CPU_MS_PER_MINUTE, at the lowest (nice 19), and its new events wait for the next
- *   minute (lib/bot/runtime.ts, the bot log says so once a minute; a preview is answered that it
- *   waits). Events already running finish at the lowest priority: the bound is the budget plus
- *   what they spend (each at most its time limit), and none of it ahead of another project.
+ * - Past BOT_CPU_BURST_MS in the minute, the project moves out of the shared sandbox processes to
+ *   one of its own (lib/sandbox/supervisor.ts); past half of BOT_CPU_MS_PER_MINUTE that process
+ *   runs at a lower priority (nice 10); past BOT_CPU_MS_PER_MINUTE at the lowest (nice 19), and its
+ *   new events wait for the next minute (lib/bot/runtime.ts, the bot log says so once a minute; a
+ *   preview is answered that it waits). Events already running finish at the lowest priority: the
+ *   bound is the budget plus what they spend (each at most its time limit), and none of it ahead of
+ *   another project.
  * - Back within the budget (the minute turned), the priority is restored.
  * - When the counters cannot answer, the budget fails open (like the API's rate limits).
  */
 import type { Deps } from '../deps.js';
-import type { Priority, SandboxSupervisor } from '../sandbox/supervisor.js';
+import { DEDICATED_MS, type Priority, type SandboxSupervisor } from '../sandbox/supervisor.js';
 
 export const CPU_WINDOW_MS = 60_000;
 /** How often CPU told by the supervisor is added to the shared counters. */
@@ -30,7 +32,7 @@ export class CpuBudget {
   private readonly pending = new Map<string, number>();
   private timer?: NodeJS.Timeout;
 
-  constructor(private readonly deps: BudgetDeps, private readonly supervisor: Pick<SandboxSupervisor, 'setPriority'>) {}
+  constructor(private readonly deps: BudgetDeps, private readonly supervisor: Pick<SandboxSupervisor, 'setPriority' | 'dedicate'>) {}
 
   /** CPU the project's sandbox process spent (the supervisor's `onCpu`). */
   spent(projectId: string, ms: number): void {
@@ -51,7 +53,7 @@ export class CpuBudget {
         const whole = Math.floor(ms);
         if (ms > whole) this.pending.set(projectId, (this.pending.get(projectId) ?? 0) + ms - whole);
         const total = await this.hit(projectId, whole);
-        if (total) this.supervisor.setPriority(projectId, this.priorityOf(total.count));
+        if (total) this.shape(projectId, total.count);
       }),
     );
   }
@@ -60,7 +62,7 @@ export class CpuBudget {
   async exhausted(projectId: string): Promise<Date | undefined> {
     const total = await this.hit(projectId, 0);
     if (!total) return undefined;
-    this.supervisor.setPriority(projectId, this.priorityOf(total.count));
+    this.shape(projectId, total.count);
     return total.count >= this.deps.config.botCpuMsPerMinute ? total.resetAt : undefined;
   }
 
@@ -74,9 +76,19 @@ export class CpuBudget {
     return this.hit(projectId, 0);
   }
 
+  /**
+   * Past the burst, the project leaves the shared sandbox processes (its CPU no longer shares their
+   * threads with other projects'); its own process runs below the others' only past half its budget
+   * (nice 10) and past its budget (nice 19): a busy but legitimate bot keeps its pace, a loop does not.
+   */
+  private shape(projectId: string, ms: number): void {
+    if (ms >= this.deps.config.botCpuBurstMs) this.supervisor.dedicate(projectId, 'cpu', DEDICATED_MS);
+    this.supervisor.setPriority(projectId, this.priorityOf(ms));
+  }
+
   private priorityOf(ms: number): Priority {
     if (ms >= this.deps.config.botCpuMsPerMinute) return 19;
-    return ms >= this.deps.config.botCpuBurstMs ? 10 : 0;
+    return ms >= Math.max(this.deps.config.botCpuBurstMs, this.deps.config.botCpuMsPerMinute / 2) ? 10 : 0;
   }
 
   private async hit(projectId: string, ms: number): Promise<{ count: number; resetAt: Date } | undefined> {
