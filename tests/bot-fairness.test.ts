@@ -128,3 +128,17 @@ export async function onMessage(m: InboundMessage): Promise<void> {
     expect((await request(t.app).get('/admin/projects/prj_nope/bot/capacity').set(w.admin())).status).toBe(404);
   }, 120_000);
 });
+
+describe('a busy project on an idle instance', () => {
+  it('When one project has 70 customers at once on an idle instance, then it runs up to 64 of their events at once, not 16, and never more', async () => {
+    const busy = await w.botProject(HOLD);
+    await Promise.all(Array.from({ length: 7 }, async (_, chunk) => {
+      for (let c = 0; c < 10; c++) await w.inbound(busy.phoneNumberId, `1415557${String(chunk * 10 + c).padStart(4, '0')}`, 'hold');
+    }));
+    await until('64 of its events in flight', async () => sandboxSupervisor().slots.stats.inFlight >= 64, 30_000);
+    // Past 64 it waits, though the instance has room.
+    await new Promise((r) => setTimeout(r, 500));
+    expect(sandboxSupervisor().slots.stats).toMatchObject({ inFlight: 64, projects: 1 });
+    await t.bot!.whenIdle();
+  }, 120_000);
+});

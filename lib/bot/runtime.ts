@@ -71,6 +71,12 @@ import type { InboundEvent } from './event-types.js';
 
 export const MAX_QUEUED_PER_PROJECT = 1000;
 export const MAX_CONCURRENT_PER_PROJECT = 16;
+/**
+ * A busy project may run up to this many events at once while the instance has room: while fewer
+ * than a quarter of BOT_SANDBOX_IN_FLIGHT are in flight (work-conserving, so one project's burst
+ * is not held to 16 on an idle instance, and the fair bound still holds: docs/bot.md).
+ */
+export const MAX_BORROWED_PER_PROJECT = 64;
 export const MAX_WARM_SANDBOXES = 200;
 /** Reruns of an event in this process that was not at fault (stopped for another's leftover work, or its process ended under several events). */
 export const MAX_RERUNS = 3;
@@ -425,6 +431,7 @@ export class BotRuntime implements BotHook {
       if (soloUntil !== undefined && soloUntil < performance.now()) this.solo.delete(projectId);
       const limit = this.solo.has(projectId) ? 1 : MAX_CONCURRENT_PER_PROJECT;
       if (p.running < limit) break;
+      if (limit > 1 && p.running < MAX_BORROWED_PER_PROJECT && this.roomToBorrow()) break;
       await new Promise<void>((resolve) => p.waiters.push(resolve));
     }
     p.running++;
@@ -434,6 +441,12 @@ export class BotRuntime implements BotHook {
       p.running--;
       p.waiters.shift()?.();
     }
+  }
+
+  /** The instance has room for a project's events past MAX_CONCURRENT_PER_PROJECT. */
+  private roomToBorrow(): boolean {
+    const slots = sandboxSupervisor().slots;
+    return slots.inFlightNow < slots.capacity / 4;
   }
 
   private log(projectId: string, entry: { level: string; kind: string; message: string; deploymentId?: string }): Promise<void> {

@@ -57,6 +57,11 @@ export class FairSlots {
     };
   }
 
+  /** Pieces of work in flight now. */
+  get inFlightNow(): number {
+    return this.inFlight;
+  }
+
   /** Work in flight, and per project (tests, metrics). */
   get stats(): { inFlight: number; waiting: number; projects: number } {
     let waiting = 0;
