@@ -11,7 +11,7 @@ import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
 import { until } from './support/bots.js';
 import { buildTree, buildsState, configureBuilds, BUILD_NICE, BUILD_TIMEOUT_MS, MAX_WAITING_BUILDS } from '../lib/deploy/build.js';
-import { childrenOf, nicesOf, treeCpuMs } from '../lib/deploy/process-tree.js';
+import { childrenOf, nicesOf, treeCpuMs } from '../lib/platform/process-tree.js';
 import { CpuBudget } from '../lib/bot/cpu-budget.js';
 import { ApiError } from '../lib/platform/errors.js';
 import { BuildQueue, QueueFull } from '../lib/deploy/build-queue.js';

@@ -10,7 +10,7 @@
  */
 import { bundleTree } from './bundle.js';
 import { typecheckTree } from './typecheck-tree.js';
-import { childrenOf, setNiceOfThreads } from './process-tree.js';
+import { childrenOf, setNiceOfThreads } from '../platform/process-tree.js';
 import { BUILD_NICE, type BuildReply, type BuildRequest, type BuildResult } from './build-protocol.js';
 
 /**

@@ -17,7 +17,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ENTRY, type BuildReply, type BuildRequest, type BuildResult } from './build-protocol.js';
-import { treeCpuMs } from './process-tree.js';
+import { treeCpuMs } from '../platform/process-tree.js';
 
 /** A child that does not say it is ready within this long is killed. */
 const SPAWN_TIMEOUT_MS = 30_000;

@@ -40,7 +40,8 @@
  * - Helper answers over their bound are refused here, before they are sent to the child.
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { cpuMsOf, threadsOf } from '../platform/process-tree.js';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -92,20 +93,6 @@ const RSS_WATCH_MS = 100;
 export const QUEUE_WAIT_MS = 30_000;
 /** A process's priority (nice) on the machine's cores: its project within its budget, past its burst, past its budget. */
 export type Priority = 0 | 10 | 19;
-/** Clock ticks per second of /proc/<pid>/stat's CPU times (USER_HZ, 100 on Linux). */
-const TICKS_PER_SECOND = 100;
-
-/** CPU time of `pid` (all threads) in ms from /proc (Linux), undefined elsewhere. */
-function cpuMsOf(pid: number | undefined): number | undefined {
-  if (!pid) return undefined;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
-  } catch {
-    return undefined;
-  }
-}
 /** Margin over an event's hard limit (or a start-up's limit) before the child is deemed stuck. */
 const STUCK_MARGIN_MS = 10_000;
 /** A child that does not say it is ready within this long is killed. */
@@ -351,7 +338,7 @@ class SandboxProcess {
   private readCpu(): void {
     // A shared process's CPU is told per isolate (its 'cpu' messages).
     if (this.shared) return;
-    const ms = cpuMsOf(this.child.pid);
+    const ms = this.child.pid ? cpuMsOf(this.child.pid) : undefined;
     if (ms === undefined || ms <= this.cpuSeen) return;
     const spent = ms - this.cpuSeen;
     this.cpuSeen = ms;
@@ -373,14 +360,8 @@ class SandboxProcess {
   private applyPriority(): boolean {
     const pid = this.child.pid;
     if (!pid || !this.alive) return true;
-    let tids: number[];
-    try {
-      tids = readdirSync(`/proc/${pid}/task`).map(Number);
-    } catch {
-      tids = [pid];
-    }
     let all = true;
-    for (const tid of tids) {
+    for (const tid of threadsOf(pid)) {
       try {
         os.setPriority(tid, this.priority);
       } catch {

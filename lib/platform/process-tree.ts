@@ -1,7 +1,8 @@
 /**
  * A process and its children as Linux's /proc shows them: their CPU (all threads, utime + stime)
  * and their threads' priority. Used for the build process and its esbuild child
- * (lib/deploy/build-process.ts); elsewhere than Linux the readings are undefined.
+ * (lib/deploy/build-process.ts) and the sandbox processes (lib/sandbox/supervisor.ts); elsewhere than
+ * Linux the readings are undefined.
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import os from 'node:os';
