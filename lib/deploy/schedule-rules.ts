@@ -15,6 +15,7 @@
  * - At most MAX_SCHEDULES per bot; names are 1 to 64 letters, digits, `_` or `-`, starting with a letter.
  */
 import { Cron } from 'croner';
+import { stableHash } from '../platform/stable-hash.js';
 
 export const MAX_SCHEDULES = 50;
 const MAX_PROBES = 200;
@@ -34,10 +35,7 @@ export interface ScheduleSpec {
  */
 export function spreadMs(projectId: string, name: string, spreadSeconds: number): number {
   if (spreadSeconds <= 0) return 0;
-  let h = 0x811c9dc5;
-  const key = `${projectId}/${name}`;
-  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
-  return ((h >>> 0) % spreadSeconds) * 1000;
+  return (stableHash(`${projectId}/${name}`) % spreadSeconds) * 1000;
 }
 
 /** Which part of a declaration a problem is about (its diagnostic points there). */

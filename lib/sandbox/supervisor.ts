@@ -42,6 +42,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { cpuMsOf, threadsOf } from '../platform/process-tree.js';
+import { stableHash } from '../platform/stable-hash.js';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -553,11 +554,9 @@ interface ProcessEvents {
   hosts(p: SandboxProcess, key: string): boolean;
 }
 
-/** A stable index in [0, n) for a project id (FNV-1a): a project's isolates stay in one shared process. */
+/** A stable index in [0, n) for a project id: a project's isolates stay in one shared process. */
 function indexOf(key: string, n: number): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
-  return (h >>> 0) % n;
+  return stableHash(key) % n;
 }
 
 export class SandboxSupervisor {
