@@ -4,8 +4,8 @@
  * throttled address are answered without a database query each, and what memory holds stays true
  * across instances (a key revoked on another instance is refused here, one created there works here).
  *
- * @alone It asserts that another instance's announcement (LISTEN/NOTIFY) arrives before the next
- * request: under other files' load the notification can trail it (a 429 seen once in test:fast).
+ * Another instance's announcement (LISTEN/NOTIFY) is waited for, up to 2 s, before a key created or
+ * revoked there is asserted here: under load it can trail the next request (CI once saw the 429).
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
@@ -138,8 +138,16 @@ describe('failed-authentication throttle: failures, not customers', () => {
       }
       expect(status).toBe(429);
       expect((await call('/v1/ping', doomed.secret, { from: '198.51.100.21' })).status).toBe(401);
+      // A key created there is served here once the notification has arrived (milliseconds; bounded
+      // at 2 s here): before it, this throttled address is told 429 with Retry-After, never 401.
       const later = await other.admin.key(project.id, ['contacts:read']);
-      expect((await call('/v1/ping', later.secret)).status).toBe(200);
+      const seen: number[] = [];
+      for (let i = 0; i < 100 && seen.at(-1) !== 200; i++) {
+        if (i > 0) await new Promise((r) => setTimeout(r, 20));
+        seen.push((await call('/v1/ping', later.secret)).status);
+      }
+      expect(seen.at(-1)).toBe(200);
+      expect(seen.filter((s) => s !== 200 && s !== 429)).toEqual([]);
       expect((await call('/v1/ping', kept.secret)).status).toBe(200);
     } finally {
       await other.close();
