@@ -96,7 +96,11 @@ export async function ensureJobTables(pool: pg.Pool, backend: PostgresBackend): 
 
 export function createJobRunner(opts: JobRunnerOptions): JobRunner {
   const lockLifetime = opts.lockLifetimeMs ?? 15_000;
-  const processEvery = opts.processEveryMs ?? 1000;
+  // By default each instance polls every 0.9 to 1.1 s, chosen at start: instances polling at one
+  // period stay in one phase, and the first to poll after a job falls due locks it, so jobs due on
+  // whole seconds (the bots' schedule timers) would all go to the same instance. Drifting periods
+  // share them out.
+  const processEvery = opts.processEveryMs ?? Math.round(900 + Math.random() * 200);
   // No DDL of its own on connect (see ensureJobTables); logTableName is the logger's default, named.
   const backend = new PostgresBackend({ pool: opts.pool, ensureSchema: false, logTableName: LOG_TABLE });
   watchNotifications(backend, opts.logger);

@@ -26,6 +26,10 @@
  *   the bot again (a restart included). Below it, the event goes back to the inbox and a reclaim
  *   pass tries it again; later messages of the same customer do not wait for it.
  * - An event handed over MAX_HANDOVERS times for any other reason is set aside too.
+ * - A row is held by generation: `attempts` counts hand-overs, and the holder renews and starts a run
+ *   only while the row's count is still the one it took it at. An instance whose lease ran out (a
+ *   stall, an outage) therefore loses a waiting event to the instance that reclaimed it, and never
+ *   runs it as well: any number of instances take events, none twice.
  * - Times come from the service's clock, so tests move leases with a manual clock, not sleeps.
  */
 import type pg from 'pg';
@@ -101,15 +105,18 @@ export async function removeFromInbox(pool: pg.Pool, key: string): Promise<void>
   await pool.query('DELETE FROM bot_inbox WHERE key = $1 AND set_aside_at IS NULL', [key]);
 }
 
-/** A run of the bot on the event begins; false when the event is no longer to be run (gone, set aside). */
-export async function markRunStarted(pool: pg.Pool, key: string, now: Date): Promise<{ ranBefore: boolean } | undefined> {
+/**
+ * A run of the bot on the event begins; undefined when the event is no longer this holder's to run
+ * (gone, set aside, or handed over to another instance since `handovers` was read).
+ */
+export async function markRunStarted(pool: pg.Pool, key: string, handovers: number, now: Date): Promise<{ ranBefore: boolean } | undefined> {
   // `o` is the row as it was: a run started before (and not ended), an abnormal run or a hand-over
   // means an earlier run may have taken effects (its journal answers them: lib/bot/journal.ts).
   const res = await pool.query<{ ran_before: boolean }>(
     `UPDATE bot_inbox b SET run_started_at = $2 FROM bot_inbox o
-      WHERE b.key = $1 AND o.key = b.key AND b.set_aside_at IS NULL
+      WHERE b.key = $1 AND o.key = b.key AND b.set_aside_at IS NULL AND b.attempts = $3
       RETURNING (o.run_started_at IS NOT NULL OR o.abnormal_runs > 0 OR o.attempts > 0) AS ran_before`,
-    [key, now],
+    [key, now, handovers],
   );
   const row = res.rows[0];
   return row && { ranBefore: row.ran_before };
@@ -156,10 +163,21 @@ export async function listSetAside(pool: pg.Pool, projectId: string, limit: numb
   return res.rows;
 }
 
-/** Keeps the events this instance still holds (waiting or running) from being taken by another. */
-export async function renewLeases(pool: pg.Pool, keys: string[], now: Date, leaseMs: number): Promise<void> {
-  if (!keys.length) return;
-  await pool.query('UPDATE bot_inbox SET lease_until = $2 WHERE key = ANY($1::text[])', [keys, new Date(now.getTime() + leaseMs)]);
+/**
+ * Keeps the events this instance still holds (waiting or running) from being taken by another.
+ * `held` maps each key to its hand-overs when this instance took it: a row handed over since (its
+ * lease ran out here, another instance's reclaim took it) is not renewed, and is returned as lost.
+ */
+export async function renewLeases(pool: pg.Pool, held: ReadonlyMap<string, number>, now: Date, leaseMs: number): Promise<string[]> {
+  if (!held.size) return [];
+  const keys = [...held.keys()];
+  const res = await pool.query<{ key: string }>(
+    `UPDATE bot_inbox b SET lease_until = $3 FROM unnest($1::text[], $2::int[]) AS h(key, attempts)
+      WHERE b.key = h.key AND b.attempts = h.attempts RETURNING b.key`,
+    [keys, keys.map((k) => held.get(k)!), new Date(now.getTime() + leaseMs)],
+  );
+  const renewed = new Set(res.rows.map((r) => r.key));
+  return keys.filter((k) => !renewed.has(k));
 }
 
 export interface ReclaimedEvent {

@@ -123,6 +123,9 @@ interface ProjectState {
   chains: Map<string, Promise<void>>;
 }
 
+/** The hand-overs of a held event another instance has taken since (lib/bot/inbox.ts): never a row's. */
+const LOST = -1;
+
 export class BotRuntime implements BotHook {
   private deps?: BotDeps;
   private readonly slots = new Map<string, Slot>();
@@ -130,8 +133,11 @@ export class BotRuntime implements BotHook {
   private readonly projects = new Map<string, ProjectState>();
   private readonly inFlight = new Set<Promise<void>>();
   private readonly releases = new Map<string, { id: string | undefined; at: number }>();
-  /** Inbox events this process holds (queued or running), by key: their leases are renewed. */
-  private readonly held = new Set<string>();
+  /**
+   * Inbox events this process holds (queued or running): key → the row's hand-overs when this
+   * process took it (lib/bot/inbox.ts: held by generation). Their leases are renewed.
+   */
+  private readonly held = new Map<string, number>();
   /** Per project: until when it runs one event at a time (its process ended under several events). */
   private readonly solo = new Map<string, number>();
   private cpu?: CpuBudget;
@@ -176,9 +182,14 @@ export class BotRuntime implements BotHook {
     this.onEvent(projectId, messageKey(inboxId), { kind: 'message', message });
   }
 
-  onEvent(projectId: string, inboxKey: string, event: BotEvent): void {
-    // Not taken (closing, or already held here): the inbox keeps it until a reclaim pass.
-    if (this.closed || !this.deps || this.held.has(inboxKey)) return;
+  onEvent(projectId: string, inboxKey: string, event: BotEvent, handovers = 0): void {
+    if (this.closed || !this.deps) return; // closing: the inbox keeps it for a reclaim pass
+    // Already queued here, and its lease ran out and came back by this process's own reclaim pass:
+    // the queued run goes on under the new generation.
+    if (this.held.has(inboxKey)) {
+      if (handovers > this.held.get(inboxKey)!) this.held.set(inboxKey, handovers);
+      return;
+    }
     let p = this.projects.get(projectId);
     if (!p) this.projects.set(projectId, (p = { queued: 0, running: 0, waiters: [], chains: new Map() }));
     if (p.queued >= MAX_QUEUED_PER_PROJECT) {
@@ -186,7 +197,7 @@ export class BotRuntime implements BotHook {
       return;
     }
     p.queued++;
-    this.held.add(inboxKey);
+    this.held.set(inboxKey, handovers);
     const state = p;
     // One conversation's messages and calls, and one schedule's runs, one at a time and in order.
     const key = event.kind === 'message' ? event.message.from : event.kind === 'call' ? event.call.from : `schedule:${event.schedule.name}`;
@@ -339,16 +350,22 @@ export class BotRuntime implements BotHook {
         await this.log(e.projectId, { level: 'error', kind: 'set_aside', message: `${labelOf(e.event)} was set aside and will not be handed to the bot again: ${reason}.` });
         continue;
       }
-      this.onEvent(e.projectId, e.key, e.event);
+      this.onEvent(e.projectId, e.key, e.event, e.handovers);
     }
     return taken.length;
   }
 
   private async renew(): Promise<void> {
     if (!this.held.size || !this.deps) return;
-    await renewLeases(this.deps.db.pool, [...this.held], this.deps.clock.now(), this.deps.config.botInboxLeaseMs).catch((e) => {
+    const mine = new Map([...this.held].filter(([, handovers]) => handovers !== LOST));
+    const lost = await renewLeases(this.deps.db.pool, mine, this.deps.clock.now(), this.deps.config.botInboxLeaseMs).catch((e) => {
       this.deps?.logger.warn(`bot runtime: inbox leases not renewed: ${e instanceof Error ? e.message : String(e)}`);
+      return [];
     });
+    // Handed over to another instance (its lease ran out here): when its turn comes it is not run
+    // here (no row has LOST hand-overs, so markRunStarted refuses it); said once, for the operator.
+    for (const key of lost) if (this.held.has(key)) this.held.set(key, LOST);
+    if (lost.length) this.deps.logger.warn('bot runtime: events held here were taken over by another instance after their lease ran out; they run there', { events: lost.length });
   }
 
   /** The event was handled: out of the inbox, retried through an outage (else it would run again). */
@@ -634,11 +651,12 @@ export class BotRuntime implements BotHook {
       return 'done';
     }
     // Recorded before it runs, so that a run its process does not survive is counted (reclaim).
-    const started = await markRunStarted(deps.db.pool, inboxKey, deps.clock.now());
+    const started = await markRunStarted(deps.db.pool, inboxKey, this.held.get(inboxKey) ?? 0, deps.clock.now());
     if (!started) {
       if (pooled) this.giveBack(projectId, slot, pooled);
       return 'left';
     }
+    deps.metrics?.botRun(event.kind);
     if (event.kind === 'schedule') await runStarted(deps.db.pool, event.schedule.run_id, deps.clock.now(), slot.deploymentId);
     if (pooled) {
       const inv: Invocation = {

@@ -29,6 +29,11 @@ export interface Metrics {
    * bot log's kinds.
    */
   botFailure(projectId: string, kind: string): void;
+  /**
+   * One run of a deployed bot on an event on this instance, by the event's kind (`message`,
+   * `schedule`, `call`): across instances, the runs show how they share the bots' work.
+   */
+  botRun(kind: string): void;
   /** Values read at scrape time (queue depths, readiness). */
   onCollect(collect: () => Promise<CollectedGauges>): void;
 }
@@ -58,6 +63,7 @@ export function createMetrics(opts: { defaultMetrics?: boolean; instanceId?: str
   const botFetches = new client.Counter({ name: 'bot_http_fetches_total', help: "Bots' http.fetch calls by project and outcome (status class or error code)", labelNames: ['project', 'outcome'], registers: [registry] });
   const botFetchLatency = new client.Histogram({ name: 'bot_http_fetch_duration_seconds', help: "Bots' http.fetch duration", buckets: LATENCY_BUCKETS, registers: [registry] });
   const botFailures = new client.Counter({ name: 'bot_event_failures_total', help: "Events a project's deployed bot did not handle, by project and kind (error: it threw; timeout, memory_limit, crash, startup)", labelNames: ['project', 'kind'], registers: [registry] });
+  const botRuns = new client.Counter({ name: 'bot_event_runs_total', help: "Runs of projects' deployed bots on events on this instance, by event kind (message, schedule, call)", labelNames: ['kind'], registers: [registry] });
   const limited = new client.Counter({ name: 'rate_limit_rejections_total', help: 'Requests refused by a rate limit', labelNames: ['limit'], registers: [registry] });
   const collectors: Array<() => Promise<CollectedGauges>> = [];
   const gather = async (): Promise<CollectedGauges> => {
@@ -116,6 +122,7 @@ export function createMetrics(opts: { defaultMetrics?: boolean; instanceId?: str
       botFetchLatency.observe(seconds);
     },
     botFailure: (project, kind) => botFailures.inc({ project, kind }),
+    botRun: (kind) => botRuns.inc({ kind }),
     toolCall: (tool, outcome) => toolCalls.inc({ tool, outcome }),
     onCollect: (collect) => collectors.push(collect),
   };
