@@ -26,7 +26,7 @@ const PROOFS = [
   // real browsers
   'api-reference', 'browser-smoke', 'dashboard-browser', 'oauth-browser', 'console-a11y-browser', 'groups-browser',
   // two instances on one database; three started at once on an empty one
-  'two-instances', 'fresh-start',
+  'two-instances', 'bot-two-instances', 'fresh-start',
   // the service as a process exporting traces to a collector of the test's own
   'traces',
   // the container image started, probed and stopped (where Docker runs)

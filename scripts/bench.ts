@@ -25,7 +25,8 @@ import { benchFlows } from './bench/flows.js';
 import { benchSoak } from './bench/soak.js';
 import { benchAgents } from './bench/agents.js';
 import { benchTenants } from './bench/tenants.js';
-import { configurePgStats, openPgStats } from './bench/pg-stats.js';
+import { benchInstances } from './bench/instances.js';
+import { configurePgStats, embeddedSuperuserUrl, openPgStats } from './bench/pg-stats.js';
 import { memoryLine } from './bench/memory.js';
 
 const SECTIONS: Record<string, BenchSection> = {
@@ -43,10 +44,12 @@ const SECTIONS: Record<string, BenchSection> = {
   soak: benchSoak,
   // Not run by default (long: 1,000 deployed bots; docs/benchmarks.md): `npm run bench -- tenants` (issue 66).
   tenants: benchTenants,
+  // Not run by default (starts instances of its own): `npm run bench -- instances` (issue 66, item 5).
+  instances: benchInstances,
 };
 
 /** Sections that run only when named. */
-const OPT_IN = new Set(['soak', 'tenants']);
+const OPT_IN = new Set(['soak', 'tenants', 'instances']);
 
 async function main(): Promise<void> {
   const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
@@ -132,6 +135,7 @@ async function run(wanted: string[], adminToken: string, start: typeof startProc
     pids: { service: service.child.pid!, simulator: simulator.child.pid!, bare: bare.child.pid! },
     bareUrl: `http://127.0.0.1:${bare.match[1]}`,
     adminToken,
+    databaseUrl: process.env.DATABASE_URL ?? (await embeddedSuperuserUrl(dataDir, Number(pgPort))),
     duration: Number(process.env.BENCH_DURATION ?? 10),
     admin,
     async project(scopes) {

@@ -9,6 +9,8 @@ export interface BenchContext {
   /** A bare Express endpoint, the baseline. */
   bareUrl: string;
   adminToken: string;
+  /** A superuser URL of the bench's PostgreSQL (the embedded server's, or DATABASE_URL), for sections that make databases of their own. */
+  databaseUrl?: string;
   /** Seconds per measured run (BENCH_DURATION). */
   duration: number;
   /** Calls the operator API; throws on failure; returns `data`. */

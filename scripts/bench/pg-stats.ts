@@ -51,6 +51,12 @@ export interface PgStats {
   close(): Promise<void>;
 }
 
+/** The bench's embedded server's superuser URL (its `service` database), or undefined before its first start. */
+export async function embeddedSuperuserUrl(dataDir: string, port: number): Promise<string | undefined> {
+  const credentials = await readEmbeddedCredentials(dataDir);
+  return credentials && `postgres://${EMBEDDED_SUPERUSER}:${encodeURIComponent(credentials.superuserPassword)}@127.0.0.1:${port}/service`;
+}
+
 /** A superuser connection to the bench's embedded server, or undefined when it has no pg_stat_statements. */
 export async function openPgStats(dataDir: string, port: number): Promise<PgStats | undefined> {
   if (process.env.DATABASE_URL) return undefined;
