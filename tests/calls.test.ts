@@ -105,6 +105,11 @@ describe('a customer calls the business', () => {
     const noSdp = await s.api('post', `/v1/calls/${first.call_id}/actions`).send({ action: 'accept' });
     expect(noSdp.status).toBe(400);
     expect(noSdp.body.error.code).toBe('invalid_request');
+    // An sdp of the wrong type is refused in the envelope, whatever the action, and nothing is sent.
+    for (const body of [{ action: 'accept', sdp: 12345 }, { action: 'pre_accept', sdp: { sdp: 'v=0' } }, { action: 'reject', sdp: ['v=0'] }, { action: 'accept', sdp: null }]) {
+      const wrong = await s.api('post', `/v1/calls/${first.call_id}/actions`).send(body);
+      expect({ body, status: wrong.status, code: wrong.body.error?.code }).toEqual({ body, status: 400, code: 'invalid_request' });
+    }
 
     expect((await s.api('post', `/v1/calls/${first.call_id}/actions`).send({ action: 'reject' })).status).toBe(200);
     const rejected = await eventually(() => callOf(s, first.call_id), (c) => c?.ended_at != null, 10_000, 'the rejected call ended');
