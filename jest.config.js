@@ -33,6 +33,8 @@ const PROOFS = [
   'container-image',
   // a backup of a running instance restored into a new PostgreSQL cluster and served by a new instance
   'backup-restore',
+  // point-in-time recovery with pgBackRest: a cluster of its own archived, backed up and restored to a named point
+  'pitr',
   // the HA topology (Patroni, etcd, Sentinel, HAProxy): the PostgreSQL primary and the Redis master killed
   'failover',
 ];
