@@ -11,9 +11,9 @@
  * least as new as the test database's server; otherwise it says why it skipped (CI installs them).
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { execFile, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -23,34 +23,12 @@ import request from 'supertest';
 import { createSimulator, type Simulator } from '../simulator/app.js';
 import { createScratchDatabase } from './support/db.js';
 import { freePort } from './support/local.js';
+import { debianPostgres, isRoot, ownClusterSkipReason, run } from './support/own-cluster.js';
 import { pdf } from './support/samples.js';
 import { ServiceProcess, stopAll } from './support/service-process.js';
 
-/** The newest Debian PostgreSQL with server and client binaries. */
-function debianPostgres(): { bin: string; version: number } | undefined {
-  const base = '/usr/lib/postgresql';
-  if (!existsSync(base)) return undefined;
-  const versions = readdirSync(base).map(Number).filter((v) => v > 0).sort((a, b) => b - a);
-  for (const v of versions) {
-    const bin = path.join(base, String(v), 'bin');
-    if (['initdb', 'pg_ctl', 'postgres', 'pg_dump', 'pg_dumpall', 'pg_restore', 'psql'].every((b) => existsSync(path.join(bin, b)))) return { bin, version: v };
-  }
-  return undefined;
-}
-
-function run(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; asPostgres?: boolean } = {}): Promise<{ code: number; out: string; err: string }> {
-  const [file, argv] = opts.asPostgres ? ['runuser', ['-u', 'postgres', '--', cmd, ...args]] : [cmd, args];
-  return new Promise((resolve) => {
-    execFile(file, argv, { env: { ...process.env, ...opts.env }, timeout: 120_000, maxBuffer: 256 * 1024 * 1024 }, (err, stdout, stderr) =>
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, out: String(stdout), err: String(stderr) }));
-  });
-}
-
 const pgBin = debianPostgres();
-const isRoot = process.getuid?.() === 0;
-let skipReason: string | undefined;
-if (!pgBin) skipReason = "no PostgreSQL server and client binaries under /usr/lib/postgresql (apt-get install postgresql)";
-else if (isRoot && !(() => { try { execFileSync('id', ['postgres'], { stdio: 'ignore' }); return true; } catch { return false; } })()) skipReason = 'running as root without a postgres user to run the new cluster as';
+const skipReason = ownClusterSkipReason();
 if (skipReason) console.log(`backup-restore: skipped: ${skipReason}`);
 const describeIf = skipReason ? describe.skip : describe;
 
