@@ -58,4 +58,27 @@ describe('an event held by two instances in turn', () => {
     expect(await ran(p.projectId)).toEqual(['ran first', 'ran second']);
     expect((await t.db.pool.query(`SELECT count(*)::int AS n FROM bot_inbox WHERE project_id = $1`, [p.projectId])).rows[0].n).toBe(0);
   }, 60_000);
+
+  it('When an instance shuts down with events waiting, then it gives them back at once and another instance runs each once', async () => {
+    t.clock.set(new Date('2026-03-01T12:05:10Z'));
+    const p = await w.botProject(LOGGING);
+    await w.inbound(p.phoneNumberId, '15550002001', 'one');
+    await until('the first handled', async () => (await ran(p.projectId)).length === 1);
+    await w.inbound(p.phoneNumberId, '15550002002', 'two');
+    await w.inbound(p.phoneNumberId, '15550002003', 'three');
+    await until('two waiting', async () => Number((await t.db.pool.query(`SELECT count(*) AS n FROM bot_inbox WHERE project_id = $1`, [p.projectId])).rows[0].n) === 2);
+    // The shutdown: no clock moved, no lease ran out; the waiting events are the other's at once.
+    await t.bot!.close();
+    const leases = (await t.db.pool.query(`SELECT lease_until <= $2 AS free FROM bot_inbox WHERE project_id = $1`, [p.projectId, t.clock.now()])).rows;
+    expect(leases).toEqual([{ free: true }, { free: true }]);
+    expect(await u.bot!.reclaim()).toBe(2);
+    // One event a minute there too: the minutes turn until both have run.
+    for (let minute = 6; minute <= 8; minute++) {
+      t.clock.set(new Date(`2026-03-01T12:0${minute}:05Z`));
+      await until(`a run in minute ${minute}`, async () => (await ran(p.projectId)).length >= Math.min(3, minute - 4));
+    }
+    await u.bot!.whenIdle();
+    expect(await ran(p.projectId)).toEqual(['ran one', 'ran three', 'ran two']);
+    expect((await t.db.pool.query(`SELECT count(*)::int AS n FROM bot_inbox WHERE project_id = $1`, [p.projectId])).rows[0].n).toBe(0);
+  }, 60_000);
 });

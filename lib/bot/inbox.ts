@@ -29,7 +29,8 @@
  * - A row is held by generation: `attempts` counts hand-overs, and the holder renews and starts a run
  *   only while the row's count is still the one it took it at. An instance whose lease ran out (a
  *   stall, an outage) therefore loses a waiting event to the instance that reclaimed it, and never
- *   runs it as well: any number of instances take events, none twice.
+ *   runs it as well: any number of instances take events, none twice. At a shutdown the events
+ *   waiting (not started) are given back at once (releaseWaiting), one more hand-over each.
  * - Times come from the service's clock, so tests move leases with a manual clock, not sleeps.
  */
 import type pg from 'pg';
@@ -178,6 +179,23 @@ export async function renewLeases(pool: pg.Pool, held: ReadonlyMap<string, numbe
   );
   const renewed = new Set(res.rows.map((r) => r.key));
   return keys.filter((k) => !renewed.has(k));
+}
+
+/**
+ * Gives back, at a shutdown, the events this instance holds and has not started: their lease ends
+ * now, so another instance's next reclaim pass takes them (not after BOT_INBOX_LEASE_MS). Only rows
+ * still of the generation held here and not running; one that starts here after this is refused
+ * its run (markRunStarted), so none runs twice. The number given back.
+ */
+export async function releaseWaiting(pool: pg.Pool, held: ReadonlyMap<string, number>, now: Date): Promise<number> {
+  if (!held.size) return 0;
+  const keys = [...held.keys()];
+  const res = await pool.query(
+    `UPDATE bot_inbox b SET lease_until = $3, attempts = b.attempts + 1 FROM unnest($1::text[], $2::int[]) AS h(key, attempts)
+      WHERE b.key = h.key AND b.attempts = h.attempts AND b.run_started_at IS NULL AND b.set_aside_at IS NULL`,
+    [keys, keys.map((k) => held.get(k)!), now],
+  );
+  return res.rowCount ?? 0;
 }
 
 export interface ReclaimedEvent {

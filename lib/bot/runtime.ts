@@ -62,7 +62,7 @@ import { redactedBotLog } from './secrets.js';
 import { consentMarkOf } from '../consent/keywords.js';
 import type { BotCall, BotCapacity, BotEvent, BotHook, BotInboundMessage } from './types.js';
 import type { RawTx } from '../platform/db/transaction.js';
-import { addCallToInbox, addToInbox, messageInboxSql, markRunStarted, MAX_HANDOVERS, messageKey, reclaimExpired, recordAbnormalRun, removeFromInbox, renewLeases, setAside } from './inbox.js';
+import { addCallToInbox, addToInbox, messageInboxSql, markRunStarted, MAX_HANDOVERS, messageKey, reclaimExpired, recordAbnormalRun, releaseWaiting, removeFromInbox, renewLeases, setAside } from './inbox.js';
 import { runEnded, runStarted, type RunOutcome } from './schedules.js';
 import { createHash } from 'node:crypto';
 import { HUMAN_STATE } from '../conversations/conversations.js';
@@ -403,6 +403,12 @@ export class BotRuntime implements BotHook {
     this.closed = true;
     clearInterval(this.renewTimer);
     clearInterval(this.sweepTimer);
+    // Events waiting here go to another instance's next reclaim pass at once, not after their lease.
+    const mine = new Map([...this.held].filter(([, handovers]) => handovers !== LOST));
+    if (this.deps && mine.size) {
+      const given = await releaseWaiting(this.deps.db.pool, mine, this.deps.clock.now()).catch(() => 0);
+      if (given) this.deps.logger.info('bot runtime: events waiting here given back to the inbox at shutdown', { events: given });
+    }
     await this.whenIdle();
     for (const slot of this.slots.values()) this.disposeIdle(slot);
     this.slots.clear();
