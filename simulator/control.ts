@@ -107,14 +107,32 @@ function parseDelays(v: unknown): AutoStatusDelays | null {
 }
 
 export function controlRouter(ctx: SimContext, hooks: ControlHooks): Router {
-  const { state, dispatcher } = ctx;
+  const { state } = ctx;
   const r = express.Router();
   r.use(express.json({ limit: 25 * 1024 * 1024 }));
 
   r.get('/health', (_req, res) => void res.json({ ok: true }));
   // The Graph requests received and their answers (request-log.ts), oldest first.
   r.get('/requests', wrap((req) => ({ data: requestLog(state).slice(-limitOf(req.query.limit, 100, 1000)) })));
+  numberRoutes(r, ctx);
+  peopleRoutes(r, ctx);
+  stateRoutes(r, ctx, hooks);
 
+  r.use((_req: Request, res: Response) => void res.status(404).json({ error: { message: 'unknown control endpoint' } }));
+  r.use((err: unknown, _req: Request, res: Response, next: NextFunction) => {
+    void next;
+    const e = err as { status?: number; message?: string; type?: string };
+    const status = err instanceof ControlError ? err.status : e?.type === 'entity.parse.failed' ? 400 : e?.type === 'entity.too.large' ? 413 : 500;
+    if (status === 500) ctx.log.error?.('simulator: control error', { error: String(err) });
+    res.status(status).json({ error: { message: e?.message ?? 'error' } });
+  });
+  return r;
+}
+
+/** The business's phone numbers: registration, settings, webhook verification. */
+function numberRoutes(r: Router, ctx: SimContext): void {
+  const { state, dispatcher } = ctx;
+  const phoneOr404 = (id: string) => state.phones.get(id) ?? fail(404, `unknown phone_number_id ${id}`);
   r.post(
     '/phone-numbers',
     wrap(async (req, res) => {
@@ -156,7 +174,6 @@ export function controlRouter(ctx: SimContext, hooks: ControlHooks): Router {
     }),
   );
   r.get('/phone-numbers', wrap(() => ({ data: [...state.phones.values()].map(phoneView) })));
-  const phoneOr404 = (id: string) => state.phones.get(id) ?? fail(404, `unknown phone_number_id ${id}`);
   r.get('/phone-numbers/:id', wrap((req) => phoneView(phoneOr404(String(req.params.id)))));
   r.patch(
     '/phone-numbers/:id',
@@ -213,6 +230,12 @@ export function controlRouter(ctx: SimContext, hooks: ControlHooks): Router {
     return { webhook_verification: await dispatcher.verify(pn) };
   }));
 
+}
+
+/** What WhatsApp users and the Business app do: messages, calls, groups, echoes, entry points, users. */
+function peopleRoutes(r: Router, ctx: SimContext): void {
+  const { state } = ctx;
+  const phoneOr404 = (id: string) => state.phones.get(id) ?? fail(404, `unknown phone_number_id ${id}`);
   r.post('/inbound', wrap((req) => injectInbound(ctx, body(req))));
   r.post('/calls', wrap((req) => userCalls(ctx, body(req))));
   r.post('/calls/:id/answer', wrap((req) => userAnswers(ctx, String(req.params.id), body(req))));
@@ -256,6 +279,11 @@ export function controlRouter(ctx: SimContext, hooks: ControlHooks): Router {
   r.post('/users/:userId/change-id', wrap((req) => changeUserId(ctx, String(req.params.userId), body(req))));
   r.post('/users/:userId/share-contact-info', wrap((req) => shareContactInfo(ctx, String(req.params.userId), body(req))));
 
+}
+
+/** Statuses, templates, faults and what the simulator recorded; its settings, clock and reset. */
+function stateRoutes(r: Router, ctx: SimContext, hooks: ControlHooks): void {
+  const { state, dispatcher } = ctx;
   r.post(
     '/status',
     wrap(async (req) => {
@@ -351,13 +379,4 @@ export function controlRouter(ctx: SimContext, hooks: ControlHooks): Router {
     return { ok: true };
   }));
 
-  r.use((_req: Request, res: Response) => void res.status(404).json({ error: { message: 'unknown control endpoint' } }));
-  r.use((err: unknown, _req: Request, res: Response, next: NextFunction) => {
-    void next;
-    const e = err as { status?: number; message?: string; type?: string };
-    const status = err instanceof ControlError ? err.status : e?.type === 'entity.parse.failed' ? 400 : e?.type === 'entity.too.large' ? 413 : 500;
-    if (status === 500) ctx.log.error?.('simulator: control error', { error: String(err) });
-    res.status(status).json({ error: { message: e?.message ?? 'error' } });
-  });
-  return r;
 }

@@ -34,19 +34,22 @@ function quantile(sorted: number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
 }
 
-export const benchWebhooks: BenchSection = async (ctx) => {
-  const { id: projectId, key } = await ctx.project(['webhooks:manage']);
-  const { secret: runtime } = await ctx.admin('POST', `/admin/projects/${projectId}/runtime-tokens`);
+interface Sink {
+  latencies: number[];
+  delivered: number;
+  failingAttempts: number;
+  lastAt: number;
+}
 
-  // Receivers: one local server, one path per registration.
-  let sink: { latencies: number[]; delivered: number; failingAttempts: number; lastAt: number } = { latencies: [], delivered: 0, failingAttempts: 0, lastAt: 0 };
+/** The local receivers: one server, a path per registration; `/fail…` paths always answer 500. */
+async function startReceivers() {
+  const state = { run: '', sink: newSink() };
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      const failing = req.url!.startsWith('/fail');
-      if (failing) {
-        sink.failingAttempts++;
+      if (req.url!.startsWith('/fail')) {
+        state.sink.failingAttempts++;
         res.writeHead(500).end();
         return;
       }
@@ -54,41 +57,41 @@ export const benchWebhooks: BenchSection = async (ctx) => {
       // Cheaper than JSON.parse, so the receiver takes less of the machine from the service.
       const raw = Buffer.concat(chunks).toString('utf8');
       const createdAt = /"created_at":"([^"]+)"/.exec(raw)?.[1];
-      if (createdAt && /"run":\s?"([^"]*)"/.exec(raw)?.[1] === currentRun) {
-        sink.delivered++;
-        sink.latencies.push(now - Date.parse(createdAt));
-        sink.lastAt = now;
+      if (createdAt && /"run":\s?"([^"]*)"/.exec(raw)?.[1] === state.run) {
+        state.sink.delivered++;
+        state.sink.latencies.push(now - Date.parse(createdAt));
+        state.sink.lastAt = now;
       }
       res.writeHead(200).end();
     });
   });
   server.keepAliveTimeout = 60_000;
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  const receiverUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const webhookIds: string[] = [];
-  for (let i = 0; i < RECEIVERS; i++) {
-    const path = i < FAILING ? `/fail${i}` : `/ok${i}`;
-    const res = await fetch(`${ctx.base}/v1/webhooks`, {
-      method: 'POST',
-      headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
-      body: JSON.stringify({ url: receiverUrl + path, events: ['bench.tick'] }),
-    });
-    const json = (await res.json()) as any;
-    if (res.status !== 201) throw new Error(`register webhook: ${JSON.stringify(json)}`);
-    webhookIds.push(json.data.webhook.id);
-  }
-  const healthy = RECEIVERS - FAILING;
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    state,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}
 
-  let currentRun = '';
+function newSink(): Sink {
+  return { latencies: [], delivered: 0, failingAttempts: 0, lastAt: 0 };
+}
+
+/** Emits `bench.tick` through the runtime API; true when it was accepted (202). */
+function emitter(base: string, runtimeToken: string, runName: () => string) {
   let seq = 0;
-  const emitAgent = new http.Agent({ keepAlive: true, maxSockets: 64 });
-  const emitUrl = new URL(`${ctx.base}/runtime/events`);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+  const url = new URL(`${base}/runtime/events`);
   const emitOne = (): Promise<boolean> =>
     new Promise((resolve) => {
-      const body = Buffer.from(JSON.stringify({ name: 'bench.tick', payload: { run: currentRun, n: seq++ } }));
+      const body = Buffer.from(JSON.stringify({ name: 'bench.tick', payload: { run: runName(), n: seq++ } }));
       const req = http.request(
-        { host: emitUrl.hostname, port: emitUrl.port, path: emitUrl.pathname, method: 'POST', agent: emitAgent,
-          headers: { Authorization: `Bearer ${runtime}`, 'Content-Type': 'application/json', 'Content-Length': body.length } },
+        { host: url.hostname, port: url.port, path: url.pathname, method: 'POST', agent,
+          headers: { Authorization: `Bearer ${runtimeToken}`, 'Content-Type': 'application/json', 'Content-Length': body.length } },
         (res) => {
           res.resume();
           res.on('end', () => resolve(res.statusCode === 202));
@@ -98,48 +101,93 @@ export const benchWebhooks: BenchSection = async (ctx) => {
       req.on('error', () => resolve(false));
       req.end(body);
     });
+  return { emitOne, close: () => agent.destroy() };
+}
 
-  /** Emits for `seconds`, either at `rate` events/s or as fast as `concurrency` emitters go; then waits for the healthy deliveries. */
-  const run = async (name: string, seconds: number, opts: { rate?: number; concurrency?: number }): Promise<Run> => {
-    currentRun = name;
-    sink = { latencies: [], delivered: 0, failingAttempts: 0, lastAt: 0 };
-    let events = 0;
-    let emitErrors = 0;
-    const started = Date.now();
-    const until = started + seconds * 1000;
+/** Emits for `seconds`, at `rate` events/s or as fast as `concurrency` emitters go; counts accepted and refused. */
+async function emitFor(emitOne: () => Promise<boolean>, seconds: number, opts: { rate?: number; concurrency?: number }): Promise<{ events: number; emitErrors: number; started: number }> {
+  let events = 0;
+  let emitErrors = 0;
+  const started = Date.now();
+  const until = started + seconds * 1000;
+  const count = (ok: boolean): void => void (ok ? events++ : emitErrors++);
+  if (opts.rate) {
     const inflight = new Set<Promise<void>>();
-    const fire = () => {
-      const p = emitOne().then((ok) => {
-        if (ok) events++;
-        else emitErrors++;
-      });
-      inflight.add(p);
-      void p.finally(() => inflight.delete(p));
-    };
-    if (opts.rate) {
-      // Every 10 ms, emit what the schedule owes.
-      let sent = 0;
-      while (Date.now() < until) {
-        const owed = Math.floor(((Date.now() - started) / 1000) * opts.rate) - sent;
-        for (let i = 0; i < owed; i++) fire();
-        sent += Math.max(0, owed);
-        await new Promise((r) => setTimeout(r, 10));
+    // Every 10 ms, emit what the schedule owes.
+    let sent = 0;
+    while (Date.now() < until) {
+      const owed = Math.floor(((Date.now() - started) / 1000) * opts.rate) - sent;
+      for (let i = 0; i < owed; i++) {
+        const p = emitOne().then(count);
+        inflight.add(p);
+        void p.finally(() => inflight.delete(p));
       }
-    } else {
-      const worker = async () => {
-        while (Date.now() < until) {
-          if (await emitOne()) events++;
-          else emitErrors++;
-        }
-      };
-      await Promise.all(Array.from({ length: opts.concurrency ?? 64 }, worker));
+      sent += Math.max(0, owed);
+      await new Promise((r) => setTimeout(r, 10));
     }
     await Promise.all(inflight);
-    // Wait for the healthy receivers to get every event (or give up after 30 s).
+  } else {
+    await Promise.all(Array.from({ length: opts.concurrency ?? 64 }, async () => {
+      while (Date.now() < until) count(await emitOne());
+    }));
+  }
+  return { events, emitErrors, started };
+}
+
+function report(runs: Run[], duration: number, healthy: number): void {
+  const rows = [
+    ['webhook fan-out (10 receivers, 1 failing)', 'events/s', 'deliveries/s', 'delivered', 'p50 ms', 'p99 ms', 'max ms', 'failing attempts', 'emit errors'],
+    ...runs.map((r) => [
+      r.name,
+      (r.events / duration).toFixed(0),
+      (r.delivered / r.seconds).toFixed(0),
+      `${r.delivered}/${r.events * healthy}`,
+      String(quantile(r.latencies, 0.5)),
+      String(quantile(r.latencies, 0.99)),
+      String(r.latencies[r.latencies.length - 1] ?? NaN),
+      String(r.failingAttempts),
+      String(r.emitErrors),
+    ]),
+  ];
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
+  console.log('\n' + rows.map((r) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ')).join('\n'));
+  const fixed = runs[0];
+  const complete = fixed.delivered === fixed.events * healthy;
+  console.log(
+    `deliveries per second at the fixed rate: ${(fixed.delivered / fixed.seconds).toFixed(0)} with p99 event→delivery ${quantile(fixed.latencies, 0.99)} ms` +
+      `${complete ? '' : ' (INCOMPLETE: some deliveries missing)'}`,
+  );
+  console.log(`at half the fixed rate: p99 event→delivery ${quantile(runs[1].latencies, 0.99)} ms`);
+}
+
+export const benchWebhooks: BenchSection = async (ctx) => {
+  const { id: projectId, key } = await ctx.project(['webhooks:manage']);
+  const { secret: runtime } = await ctx.admin('POST', `/admin/projects/${projectId}/runtime-tokens`);
+  const receivers = await startReceivers();
+  const webhookIds: string[] = [];
+  for (let i = 0; i < RECEIVERS; i++) {
+    const path = i < FAILING ? `/fail${i}` : `/ok${i}`;
+    const res = await fetch(`${ctx.base}/v1/webhooks`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ url: receivers.url + path, events: ['bench.tick'] }),
+    });
+    const json = (await res.json()) as any;
+    if (res.status !== 201) throw new Error(`register webhook: ${JSON.stringify(json)}`);
+    webhookIds.push(json.data.webhook.id);
+  }
+  const healthy = RECEIVERS - FAILING;
+  const { emitOne, close } = emitter(ctx.base, runtime, () => receivers.state.run);
+
+  /** One run: emits, then waits for the healthy receivers to get every event (or gives up after 30 s). */
+  const run = async (name: string, seconds: number, opts: { rate?: number; concurrency?: number }): Promise<Run> => {
+    receivers.state.run = name;
+    const sink = (receivers.state.sink = newSink());
+    const { events, emitErrors, started } = await emitFor(emitOne, seconds, opts);
     const deadline = Date.now() + 30_000;
     while (sink.delivered < events * healthy && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    const seconds2 = ((sink.lastAt || Date.now()) - started) / 1000;
-    return { name, events, emitErrors, seconds: seconds2, delivered: sink.delivered, latencies: sink.latencies.sort((a, b) => a - b), failingAttempts: sink.failingAttempts };
+    const took = ((sink.lastAt || Date.now()) - started) / 1000;
+    return { name, events, emitErrors, seconds: took, delivered: sink.delivered, latencies: sink.latencies.sort((a, b) => a - b), failingAttempts: sink.failingAttempts };
   };
 
   const targetEventRate = Math.ceil(FIXED_RATE / healthy);
@@ -153,31 +201,7 @@ export const benchWebhooks: BenchSection = async (ctx) => {
   const after = { service: cpuSeconds(ctx.pids.service), bench: process.cpuUsage(before.bench) };
   runs.push(await run('max rate, 64 emitters', ctx.duration, { concurrency: 64 }));
 
-  const rows = [
-    ['webhook fan-out (10 receivers, 1 failing)', 'events/s', 'deliveries/s', 'delivered', 'p50 ms', 'p99 ms', 'max ms', 'failing attempts', 'emit errors'],
-    ...runs.map((r) => [
-      r.name,
-      (r.events / ctx.duration).toFixed(0),
-      (r.delivered / r.seconds).toFixed(0),
-      `${r.delivered}/${r.events * healthy}`,
-      String(quantile(r.latencies, 0.5)),
-      String(quantile(r.latencies, 0.99)),
-      String(r.latencies[r.latencies.length - 1] ?? NaN),
-      String(r.failingAttempts),
-      String(r.emitErrors),
-    ]),
-  ];
-  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
-  console.log('\n' + rows.map((r) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ')).join('\n'));
-  const fixed = runs[0];
-  const rate = fixed.delivered / fixed.seconds;
-  const p99 = quantile(fixed.latencies, 0.99);
-  const complete = fixed.delivered === fixed.events * healthy;
-  console.log(
-    `deliveries per second at the fixed rate: ${rate.toFixed(0)} with p99 event→delivery ${p99} ms` +
-      `${complete ? '' : ' (INCOMPLETE: some deliveries missing)'}`,
-  );
-  console.log(`at half the fixed rate: p99 event→delivery ${quantile(runs[1].latencies, 0.99)} ms`);
+  report(runs, ctx.duration, healthy);
   if (before.service && after.service && runs[1].delivered > 0) {
     const per = (seconds: number) => ((seconds * 1000) / runs[1].delivered).toFixed(2);
     console.log(
@@ -195,7 +219,6 @@ export const benchWebhooks: BenchSection = async (ctx) => {
   for (const id of webhookIds) {
     await fetch(`${ctx.base}/v1/webhooks/${id}`, { method: 'DELETE', headers: { Authorization: `Bearer ${key}` } }).catch(() => undefined);
   }
-  emitAgent.destroy();
-  server.closeAllConnections();
-  await new Promise<void>((r) => server.close(() => r()));
+  close();
+  await receivers.close();
 };
