@@ -13,6 +13,10 @@ import { startTestApp, type TestApp } from './support/app.js';
 import { eventually } from './support/eventually.js';
 import * as S from './support/samples.js';
 import { showTyping } from '../lib/bot/typing.js';
+import { api as broadcastsApi, projectWithKey, runUntil, seedMany, template as approvedTemplate } from './support/broadcasts.js';
+import { CloudApiClient } from '../channel/cloud-api.js';
+import { createLogger } from '../lib/platform/logger.js';
+import { startBroadcastEngine } from '../jobs/broadcast-engine.js';
 
 // Groups are confirmed by WhatsApp's notification: a loaded two-core machine takes seconds.
 jest.setTimeout(90_000);
@@ -133,5 +137,57 @@ describe('a refusal of the service\'s own configuration', () => {
     expect((await f.api('get', `/v1/templates/${f.template}`)).status).toBe(200);
     expect((await f.api('get', `/v1/groups/${f.group.id}`)).body.data.group.status).toBe('active');
     expect((await f.api('get', `/v1/calls/${f.callId}`)).body.data.status).toBe('ringing');
+  });
+});
+
+describe('a campaign meeting a refusal of the configuration', () => {
+  /** A campaign of `n` recipients, approved, run by an engine on the app's Graph version until it ends. */
+  async function run(n: number, refuse: () => Promise<void>, undo: () => Promise<void>) {
+    const { project, key } = await projectWithKey(t);
+    await approvedTemplate(t, project.id, 'promo', 'Hi there');
+    await seedMany(t, project.id, n, 15560000000 + Math.floor(Math.random() * 1e6) * 1000);
+    const call = broadcastsApi(t, key);
+    const created = await call.post('/v1/broadcasts', { name: 'Spring', template_name: 'promo', template_language: 'en_US', audience: { filter: { match: 'all', conditions: [] } } });
+    expect(created.status).toBe(201);
+    const id = created.body.data.broadcast.id as string;
+    const channel = new CloudApiClient({ baseUrl: t.sim!.url, version: 'v21.0', timeoutMs: 2000 });
+    const engine = await startBroadcastEngine(
+      { db: t.db, clock: t.clock, logger: createLogger({ silent: true }), secretBox: t.secretBox, channel },
+      { schedule: false, leaseMs: 2000, idleMs: 50 },
+    );
+    await refuse();
+    try {
+      await t.admin.call('post', `/admin/broadcasts/${id}/approve`, {});
+      const status = await runUntil(t, engine, id, ['completed', 'failed']);
+      const b = (await call.get(`/v1/broadcasts/${id}`)).body.data.broadcast;
+      const failed = (await call.get(`/v1/broadcasts/${id}/recipients?status=failed`)).body.data.recipients;
+      return { status, b, failed };
+    } finally {
+      await undo();
+      await engine.stop();
+      channel.close();
+    }
+  }
+
+  // The service's configuration is refused for every recipient alike: the campaign stops at the first
+  // (as for a refused token), rather than failing each recipient for good one by one.
+  it('When the Graph API version has ended, then the campaign stops as failed at the first send and the rest is canceled', async () => {
+    const { status, b, failed } = await run(10, async () => clock.set(RETIRED), async () => clock.set(LAST_DAY));
+    expect(status).toBe('failed');
+    expect(b.status_reason).toMatch(/2635/);
+    expect(b.counts.sent).toBe(0);
+    expect(b.counts.failed + b.counts.canceled).toBe(10);
+    expect(failed[0].error).toMatchObject({ code: 2635, category: 'campaign' });
+  });
+
+  it('When WhatsApp refuses the access token, then the campaign stops the same way', async () => {
+    const { status, b, failed } = await run(10, async () => {
+      expect((await sim().post('/_sim/faults').send({ graph_error: { code: 190 }, count: 1000 })).status).toBe(201);
+    }, async () => {
+      await sim().delete('/_sim/faults');
+    });
+    expect(status).toBe('failed');
+    expect(b.counts.sent).toBe(0);
+    expect(failed[0].error).toMatchObject({ code: 190, category: 'campaign' });
   });
 });
