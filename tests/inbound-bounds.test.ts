@@ -12,6 +12,7 @@ import request from 'supertest';
 import { openChannel } from '../lib/channel-settings/settings.js';
 import { CONTENT_BUDGET, SDP_MAX } from '../lib/messaging/inbound-bounds.js';
 import { startTestApp, type TestApp } from './support/app.js';
+import { eventually } from './support/eventually.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -23,9 +24,9 @@ const long = (n: number, unit = 'x') => unit.repeat(Math.ceil(n / unit.length)).
 
 async function shop() {
   const project = await t.admin.project();
-  const key = (await t.admin.key(project.id, ['conversations:read', 'messages:send', 'contacts:read', 'templates:manage', 'templates:read'])).secret;
+  const key = (await t.admin.key(project.id, ['conversations:read', 'conversations:write', 'messages:send', 'contacts:read', 'templates:manage', 'templates:read'])).secret;
   const channel = (await openChannel({ db: t.db, secretBox: t.secretBox }, project.id))!;
-  const api = (method: 'get' | 'post', path: string) => request(t.app)[method](path).set('Authorization', `Bearer ${key}`);
+  const api = (method: 'get' | 'post' | 'patch', path: string) => request(t.app)[method](path).set('Authorization', `Bearer ${key}`);
   /** One signed notification of `field` with `value`, as Meta posts it. */
   const notify = async (field: string, value: object) => {
     const body = JSON.stringify({ object: 'whatsapp_business_account', entry: [{ id: channel.wabaId, changes: [{ field, value: { messaging_product: 'whatsapp', metadata: { phone_number_id: channel.phoneNumberId }, ...value } }] }] });
@@ -128,4 +129,17 @@ describe('a notification with oversized fields', () => {
     expect(template.status).toBe('REJECTED');
     expect(template.rejected_reason).toHaveLength(1000);
   });
+
+  it('When a group\'s settings change comes with a 5,000-character subject and a 10,000-character description, then the group keeps 128 and 2,048 of them (as PATCH /v1/groups/{id} takes them)', async () => {
+    const s = await shop();
+    const created = await s.api('post', '/v1/groups').send({ subject: 'Order 7' });
+    expect(created.status).toBe(201);
+    const id = created.body.data.group.id;
+    const group = (await eventually(() => s.api('get', `/v1/groups/${id}`), (r) => r.body.data?.group?.status === 'active', 20_000, 'the group confirmed')).body.data.group;
+    const res = await s.notify('group_settings_update', { groups: [{ timestamp: ts(), group_id: group.group_id, type: 'group_settings_update', subject: long(5000, 'Order '), description: long(10_000) }] });
+    expect(res.status).toBe(200);
+    const after = await eventually(() => s.api('get', `/v1/groups/${id}`), (r) => r.body.data?.group?.subject !== 'Order 7', 10_000, 'the new subject');
+    expect(after.body.data.group.subject).toBe(long(128, 'Order '));
+    expect(after.body.data.group.description).toBe(long(2048));
+  }, 60_000);
 });
