@@ -59,7 +59,7 @@ beforeAll(async () => {
 afterAll(async () => t?.close());
 
 const present = fs.existsSync(DEFAULT_SOURCE);
-(present ? it : it.skip)("the fixture holds every template-creation example of Meta's document, unchanged", () => {
+(present ? it : it.skip)("When Meta's document is read, then the fixture holds every template-creation example of it, unchanged", () => {
   const doc = YAML.parse(fs.readFileSync(DEFAULT_SOURCE, 'utf8'));
   const examples = doc.paths['/{Version}/{WABA-ID}/message_templates'].post.requestBody.content['application/json'].examples as Record<string, { value: unknown }>;
   expect(FIXTURE.examples).toEqual(Object.fromEntries(Object.entries(examples).map(([k, v]) => [k, v.value])));
@@ -86,7 +86,7 @@ describe("the simulator's Graph endpoint takes Meta's examples", () => {
     pn = res.body;
   });
 
-  it.each(ALL.map(([title, ex], i) => [title, ex, i] as const))('%s: accepted (PENDING, its category)', async (_title, ex, i) => {
+  it.each(ALL.map(([title, ex], i) => [title, ex, i] as const))('When Meta\'s example "%s" is posted to the simulator, then it is accepted (PENDING, its category)', async (_title, ex, i) => {
     const body = await filled(ex, `meta_example_${i}`, upload);
     const res = await sim().post(`/v26.0/${pn.waba_id}/message_templates`).set(auth()).send(body);
     expect(res.body).toEqual({ id: expect.stringMatching(/^\d+$/), status: 'PENDING', category: ex.category });
@@ -100,7 +100,7 @@ describe("the simulator's Graph endpoint takes Meta's examples", () => {
     ['a zero-tap button without the terms', 'AUTHENTICATION', [{ type: 'BODY' }, { type: 'BUTTONS', buttons: [{ type: 'OTP', otp_type: 'ZERO_TAP', package_name: 'com.example.app', signature_hash: 'K8a/AINcGX7' }] }], /zero_tap_terms_accepted/],
     ['a code expiring after 91 minutes', 'AUTHENTICATION', [{ type: 'BODY' }, { type: 'FOOTER', code_expiration_minutes: 91 }, { type: 'BUTTONS', buttons: [{ type: 'OTP', otp_type: 'COPY_CODE' }] }], /code_expiration_minutes/],
     ['an authentication template with a second button', 'AUTHENTICATION', [{ type: 'BODY', add_security_recommendation: true }, { type: 'BUTTONS', buttons: [{ type: 'OTP', otp_type: 'COPY_CODE' }, { type: 'QUICK_REPLY', text: 'Help' }] }], /one OTP button/],
-  ])('refuses %s as Meta does (code 100)', async (_title, category, components, detail) => {
+  ])('When a template has %s, then the simulator refuses it as Meta does (code 100)', async (_title, category, components, detail) => {
     const res = await sim().post(`/v26.0/${pn.waba_id}/message_templates`).set(auth()).send({ name: 'refused_otp', language: 'en_US', category, components });
     expect(res.status).toBe(400);
     expect(res.body.error).toMatchObject({ code: 100, type: 'OAuthException' });
@@ -129,7 +129,7 @@ describe("our API's template creation takes Meta's examples where our contract a
     return res.body.data.handle as string;
   };
 
-  it.each(ALL.map(([title, ex], i) => [title, ex, i] as const))('%s', async (_title, ex, i) => {
+  it.each(ALL.map(([title, ex], i) => [title, ex, i] as const))('When Meta\'s example "%s" is posted to POST /v1/templates, then it is created as given (or 400 invalid_request for component types in lower case)', async (_title, ex, i) => {
     const body = await filled(ex, `api_example_${i}`, sample);
     const res = await request(t.app).post('/v1/templates').set('Authorization', `Bearer ${key}`).send(body);
     if (lowerCaseTypes(ex)) {
