@@ -13,7 +13,7 @@
  *   Messenger's handover protocol, as Meta's reference does not give WhatsApp's yet.
  */
 import type { ChannelEvent, Customer, HistoryEvent } from '../lib/channel-port/events.js';
-import { digits, messageEvent, str, type MetaMessage } from './notification-parts.js';
+import { digits, messageEvent, str, text, type MetaMessage } from './notification-parts.js';
 
 export const COEXISTENCE_FIELDS: ReadonlySet<unknown> = new Set(['smb_message_echoes', 'history', 'smb_app_state_sync', 'standby', 'messaging_handovers']);
 
@@ -68,7 +68,7 @@ export function coexistenceEvents(field: string, value: any, entries: Customer[]
       if (!obj(s) || s.type !== 'contact' || !obj(s.contact)) continue;
       const phone = digits(s.contact.phone_number);
       if (!phone) continue;
-      out.push({ kind: 'contact_sync', customer: { phone }, action: String(s.action ?? 'add'), fullName: str(s.contact.full_name, 1000)?.slice(0, 200), firstName: str(s.contact.first_name, 1000)?.slice(0, 200) });
+      out.push({ kind: 'contact_sync', customer: { phone }, action: String(s.action ?? 'add'), fullName: text(s.contact.full_name), firstName: text(s.contact.first_name) });
     }
   } else if (field === 'standby') {
     for (const m of list(value.messages)) {

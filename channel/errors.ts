@@ -28,6 +28,13 @@ const THROTTLE_CODES = new Set([4, 17, 32, 613, 80007, 130429, 131048, 131056]);
 /** Provider-side trouble reported inside a Graph error object. */
 const UNAVAILABLE_CODES = new Set([1, 2, 131000]);
 
+/**
+ * Graph's refusals of the service's own set-up, whatever the request: 2635 "You are calling a
+ * deprecated version of the Graph API" (the configured GRAPH_API_VERSION has ended) and 2500
+ * "Unknown path components" (a version not released, or a path the adapter got wrong).
+ */
+const CONFIGURATION_CODES = new Set([2635, 2500]);
+
 /** Template-payload rejections when sending (132xxx) or creating (subcodes 2388xxx, 2494xxx). */
 const TEMPLATE_EXISTS_SUBCODES = new Set([2388024]);
 
@@ -66,6 +73,8 @@ export function reasonsOf(e: Classified): ChannelErrorReason[] {
   // The Marketing Messages route refusing a template that is not MARKETING: code 100 with details
   // naming marketing messages (Meta recommends matching on code and details).
   if (e.code === 100 && /marketing|MM API/i.test(`${e.details ?? ''} ${e.title ?? ''}`)) out.push('marketing_template_required');
+  // The service's configuration, not the caller's payload: never a template rejection.
+  if (e.code !== undefined && CONFIGURATION_CODES.has(e.code)) return [...out, 'configuration_refused'];
   if (e.kind === 'rejected' && e.operation === 'createTemplate' && e.subcode !== undefined && TEMPLATE_EXISTS_SUBCODES.has(e.subcode)) out.push('template_exists');
   else if (isTemplatePayloadRejection(e)) out.push('template_rejected');
   return out;

@@ -11,7 +11,7 @@
  * Meta's example spells the timestamp as a string, its schema as an integer: both are read.
  */
 import type { ChannelEvent, GroupMember } from '../lib/channel-port/events.js';
-import { digits, str } from './notification-parts.js';
+import { digits, str, text } from './notification-parts.js';
 
 export const GROUP_FIELDS: ReadonlySet<unknown> = new Set([
   'group_lifecycle_update', 'group_participants_update', 'group_participant_update', 'group_settings_update', 'group_status_update',
@@ -28,6 +28,12 @@ function members(v: unknown): GroupMember[] {
   return out;
 }
 
+/** The subject and description as given (an empty description clears it); the domain cuts them at the API's bounds. */
+function settingsOf(g: any): { subject?: string; description?: string } {
+  const subject = text(g.subject);
+  return { ...(subject ? { subject } : {}), ...(typeof g.description === 'string' ? { description: g.description } : {}) };
+}
+
 /** The events of one group change (`field` one of GROUP_FIELDS). */
 export function groupEvents(field: string, value: any): ChannelEvent[] {
   const out: ChannelEvent[] = [];
@@ -42,16 +48,14 @@ export function groupEvents(field: string, value: any): ChannelEvent[] {
     if (field === 'group_lifecycle_update' && (type === 'group_create' || type === 'group_delete')) {
       out.push({
         kind: 'group_lifecycle', ...common, change: type === 'group_create' ? 'created' : 'deleted',
-        ...(requestId ? { requestId } : {}), ...(str(g.subject, 1024) ? { subject: str(g.subject, 1024) } : {}),
-        ...(typeof g.description === 'string' ? { description: g.description.slice(0, 4096) } : {}), ...(added.length ? { added } : {}),
+        ...(requestId ? { requestId } : {}), ...settingsOf(g), ...(added.length ? { added } : {}),
       });
     } else if (field === 'group_participants_update' || field === 'group_participant_update') {
       // Meta's own example names the type `group_create` here: the lists say what changed.
       if (added.length || removed.length) out.push({ kind: 'group_participants', ...common, added, removed, ...(requestId ? { requestId } : {}) });
     } else if (field === 'group_settings_update') {
       out.push({
-        kind: 'group_settings', ...common, ...(requestId ? { requestId } : {}),
-        ...(str(g.subject, 1024) ? { subject: str(g.subject, 1024) } : {}), ...(typeof g.description === 'string' ? { description: g.description.slice(0, 4096) } : {}),
+        kind: 'group_settings', ...common, ...(requestId ? { requestId } : {}), ...settingsOf(g),
       });
     } else if (field === 'group_status_update' && (type === 'group_suspend' || type === 'group_suspend_cleared')) {
       out.push({ kind: 'group_status', ...common, status: type === 'group_suspend' ? 'suspended' : 'active' });

@@ -17,6 +17,8 @@ export interface MetaMessage {
 }
 
 export const str = (v: unknown, max = 256): string | undefined => (typeof v === 'string' && v.length > 0 && v.length <= max ? v : typeof v === 'number' ? String(v) : undefined);
+/** A non-empty string of any length (display text the domain bounds). */
+export const text = (v: unknown): string | undefined => (typeof v === 'string' && v.length > 0 ? v : undefined);
 export const digits = (v: unknown): string | undefined => {
   const d = str(v)?.replace(/\D/g, '');
   return d ? d : undefined;
@@ -28,7 +30,8 @@ export function contactEntry(c: any): Customer {
     userId: str(c?.user_id),
     parentUserId: str(c?.parent_user_id),
     username: str(c?.profile?.username, 200),
-    profileName: str(c?.profile?.name, 1000)?.slice(0, 200),
+    // Display text, however long: the domain cuts it at a contact name's bound (lib/messaging/inbound-bounds.ts).
+    profileName: text(c?.profile?.name),
   };
 }
 

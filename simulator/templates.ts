@@ -47,6 +47,12 @@ function validateComponents(state: SimState, pn: PhoneNumber, category: string, 
     seen.add(type);
     const example = isObj(c.example) ? c.example : {};
     if (type === 'BODY') {
+      // An authentication template's body is Meta's own text ("<code> is your verification code."),
+      // with an optional security recommendation: the caller may give no text (Meta's examples give none).
+      if (category === 'AUTHENTICATION' && c.add_security_recommendation !== undefined && typeof c.add_security_recommendation !== 'boolean') {
+        throw bad('Invalid body', 'add_security_recommendation must be true or false.');
+      }
+      if (category === 'AUTHENTICATION' && c.text === undefined) continue;
       if (typeof c.text !== 'string' || !c.text) throw bad('Body text is required', 'The BODY component needs a non-empty text.');
       if (c.text.length > 1024) throw bad('Body text too long', 'The BODY text can have at most 1024 characters.');
       const n = placeholders(c.text);
@@ -81,6 +87,12 @@ function validateComponents(state: SimState, pn: PhoneNumber, category: string, 
         throw bad('Invalid header', `Header format must be TEXT, IMAGE, VIDEO, DOCUMENT or LOCATION, got ${String(c.format)}.`);
       }
     } else if (type === 'FOOTER') {
+      if (category === 'AUTHENTICATION' && c.code_expiration_minutes !== undefined) {
+        // Meta writes the footer of an authentication template from the code's expiry (1 to 90 minutes).
+        const m = c.code_expiration_minutes;
+        if (typeof m !== 'number' || !Number.isInteger(m) || m < 1 || m > 90) throw bad('Invalid footer', 'code_expiration_minutes must be an integer from 1 to 90.');
+        if (c.text === undefined) continue;
+      }
       if (typeof c.text !== 'string' || !c.text || c.text.length > 60) throw bad('Invalid footer', 'The FOOTER needs a text of 1 to 60 characters.');
     } else if (type === 'BUTTONS') {
       const bs = c.buttons;
@@ -88,11 +100,39 @@ function validateComponents(state: SimState, pn: PhoneNumber, category: string, 
       for (const b of bs) {
         if (!isObj(b) || typeof b.type !== 'string') throw bad('Invalid buttons', 'Every button needs a type.');
         if (b.text !== undefined && (typeof b.text !== 'string' || b.text.length > 25)) throw bad('Invalid buttons', 'Button text can have at most 25 characters.');
+        checkOtpButton(category, b);
+      }
+      if (category === 'AUTHENTICATION' && (bs.length !== 1 || !isObj(bs[0]) || String(bs[0].type).toUpperCase() !== 'OTP')) {
+        throw bad('Invalid buttons', 'An authentication template has one OTP button.');
       }
     }
   }
   if (!seen.has('BODY') && category !== 'AUTHENTICATION') throw bad('Body is required', 'A template needs a BODY component.');
   return handles;
+}
+
+const OTP_TYPES = ['COPY_CODE', 'ONE_TAP', 'ZERO_TAP'];
+const ANDROID_PACKAGE = /^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)+$/;
+
+/**
+ * An OTP button as Meta's "Authentication templates" guide documents it: in AUTHENTICATION only;
+ * `otp_type` COPY_CODE, ONE_TAP or ZERO_TAP; a one-tap or zero-tap button names the Android app
+ * (`package_name` and `signature_hash`, or `supported_apps`, checked in template-kinds.ts); a
+ * zero-tap one needs `zero_tap_terms_accepted: true`; `autofill_text` up to 25 characters.
+ */
+function checkOtpButton(category: string, b: Obj): void {
+  if (String(b.type).toUpperCase() !== 'OTP') return;
+  if (category !== 'AUTHENTICATION') throw bad('Invalid buttons', 'OTP buttons are for AUTHENTICATION templates.');
+  const otp = typeof b.otp_type === 'string' ? b.otp_type.toUpperCase() : '';
+  if (!OTP_TYPES.includes(otp)) throw bad('Invalid buttons', `otp_type must be one of ${OTP_TYPES.join(', ')}.`);
+  if (b.autofill_text !== undefined && (typeof b.autofill_text !== 'string' || !b.autofill_text || b.autofill_text.length > 25)) {
+    throw bad('Invalid buttons', 'autofill_text has 1 to 25 characters.');
+  }
+  if (otp === 'COPY_CODE') return;
+  // The signature hash is taken as given: Meta's own example percent-encodes it (K8a%2FAINcGX7).
+  const named = typeof b.package_name === 'string' && ANDROID_PACKAGE.test(b.package_name) && typeof b.signature_hash === 'string' && b.signature_hash.length > 0;
+  if (!named && b.supported_apps === undefined) throw bad('Invalid buttons', `A ${otp} button needs package_name and signature_hash, or supported_apps.`);
+  if (otp === 'ZERO_TAP' && b.zero_tap_terms_accepted !== true) throw bad('Invalid buttons', 'A ZERO_TAP button needs zero_tap_terms_accepted: true.');
 }
 
 export function createTemplate(ctx: SimContext) {

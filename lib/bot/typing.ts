@@ -9,7 +9,8 @@
  */
 import type { Deps } from '../deps.js';
 import { openChannel } from '../channel-settings/settings.js';
-import { ChannelError } from '../channel-port/errors.js';
+import { isChannelError } from '../channel-port/errors.js';
+import { channelApiError } from '../channel-port/api-errors.js';
 
 export type TypingAnswer = { ok: true; value: true } | { ok: false; error: { code: string; message: string } };
 
@@ -28,7 +29,11 @@ export async function showTyping(deps: Pick<Deps, 'db' | 'secretBox' | 'channel'
     await deps.channel.markRead(channel, messageId, { typing: true });
     return { ok: true, value: true };
   } catch (e) {
-    const message = e instanceof ChannelError ? e.message : 'The channel did not take the typing indicator.';
-    return { ok: false, error: { code: 'upstream_error', message: message.slice(0, 500) } };
+    // The API's code for the same refusal (a refused token is upstream_auth_error here too).
+    if (isChannelError(e)) {
+      const api = channelApiError(e);
+      return { ok: false, error: { code: api.code, message: api.message.slice(0, 500) } };
+    }
+    return { ok: false, error: { code: 'upstream_error', message: 'The channel did not take the typing indicator.' } };
   }
 }

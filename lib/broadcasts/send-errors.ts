@@ -7,7 +7,8 @@
  * - `retry` (channel unavailable, 5xx, a network failure that certainly did not send): backoff,
  *   at most `MAX_ATTEMPTS` attempts, then failed `retryable`.
  * - `stop` (sending_blocked: template paused, disabled, missing or malformed, spam or account
- *   limits; credentials rejected): the whole campaign stops as `failed` with the reason; nothing else is sent.
+ *   limits; credentials rejected; the service's configuration refused, configuration_refused: an
+ *   ended Graph API version): the whole campaign stops as `failed` with the reason; nothing else is sent.
  * - `later` (recipient_marketing_limit, 131049): failed, gathered for retargeting about 24 h on.
  * - `permanent` (anything else: not on WhatsApp, invalid number, …): failed for this recipient.
  *
@@ -64,7 +65,8 @@ export function outcomeOf(e: ChannelError, route: CampaignRoute = 'cloud_api'): 
   if (has(e, 'throughput_exceeded')) return 'throttle';
   if (has(e, 'recipient_rate_exceeded')) return 'pair';
   if (has(e, 'recipient_marketing_limit')) return 'later';
-  if (e.kind === 'auth') return 'stop';
+  // The service's own set-up refused (credentials, an ended Graph version): every send would be refused alike.
+  if (e.kind === 'auth' || has(e, 'configuration_refused')) return 'stop';
   if (has(e, 'sending_blocked')) return 'stop';
   if (e.kind === 'throttled') return 'throttle';
   if (e.kind === 'unavailable' || e.retryable) return 'retry';

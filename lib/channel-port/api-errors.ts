@@ -29,7 +29,7 @@ export function asApiError(e: unknown): unknown {
   return isChannelError(e) ? channelApiError(e) : e;
 }
 
-/** Map onto the spec's envelope: auth → 502 `upstream_auth_error`; anything else → 502 `upstream_error`. */
+/** Map onto the spec's envelope: auth → 502 `upstream_auth_error`; anything else (a refused configuration too) → 502 `upstream_error`. */
 export function channelApiError(e: ChannelError): ApiError {
   const details = detailsOf(e);
   const d = Object.keys(details).length ? details : undefined;
@@ -39,6 +39,10 @@ export function channelApiError(e: ChannelError): ApiError {
       `The provider rejected the project's channel credentials (${providerDetail(e)}). Reconnect the WhatsApp channel or renew its access token.`,
       d,
     );
+  }
+  if (e.reasons.includes('configuration_refused')) {
+    // The service's own set-up (its Graph API version): the caller can do nothing but tell an operator.
+    return new ApiError('upstream_error', `The messaging provider refused the service's channel configuration (${providerDetail(e)}); an operator must update it.`, d);
   }
   const lead: Record<Exclude<ChannelErrorKind, 'auth'>, string> = {
     rejected: 'The messaging provider rejected the call',

@@ -53,7 +53,10 @@ export type ChannelOperation =
  *   disabled template, spam or account limits): every further send would be refused alike;
  * - `marketing_terms_not_accepted`: the business has not accepted the marketing route's terms;
  * - `marketing_template_required`: the marketing route takes marketing templates only;
- * - `call_permission_required`: the customer has not granted the business permission to call.
+ * - `call_permission_required`: the customer has not granted the business permission to call;
+ * - `configuration_refused`: the channel refused the service's own set-up (an API version it no
+ *   longer serves, a path it does not know), not anything the caller sent: no payload is at fault
+ *   and no retry helps until an operator changes the configuration.
  */
 export type ChannelErrorReason =
   | 'window_closed'
@@ -67,7 +70,8 @@ export type ChannelErrorReason =
   | 'sending_blocked'
   | 'marketing_terms_not_accepted'
   | 'marketing_template_required'
-  | 'call_permission_required';
+  | 'call_permission_required'
+  | 'configuration_refused';
 
 export interface ChannelErrorInit {
   kind: ChannelErrorKind;

@@ -24,6 +24,7 @@ import { isBsuid, rekeyContact, resolveContact } from '../conversations/identity
 import { applyUserPreferences, fillStatusCustomers, keywordConsent, optOutOnFailedStatuses, statusCustomerIds } from '../consent/signals.js';
 import { sendConsentConfirmation } from './consent-confirmation.js';
 import { inboundText } from './inbound-text.js';
+import { boundEvent } from './inbound-bounds.js';
 import { flowReplyOf } from '../flows/send.js';
 import { pricingOf } from '../pricing/status-pricing.js';
 import { storeReturningCustomerMessage } from './inbound-statement.js';
@@ -266,7 +267,9 @@ export async function applyWebhook(deps: Deps, channel: OpenChannel, payload: un
  * The domain's inbound entry point: the channel's events, in order. The statuses that come
  * together (one notification's) are applied together, in one statement per round.
  */
-export async function applyChannelEvents(deps: Deps, channel: OpenChannel, events: readonly ChannelEvent[]): Promise<WebhookOutcome> {
+export async function applyChannelEvents(deps: Deps, channel: OpenChannel, received: readonly ChannelEvent[]): Promise<WebhookOutcome> {
+  // Every field within the API's bounds before anything is stored (./inbound-bounds.ts).
+  const events = received.map(boundEvent);
   const outcome: WebhookOutcome = { messages: 0, statuses: 0, templates: 0, retryLater: false };
   const now = deps.clock.now();
   for (let i = 0; i < events.length; i++) {

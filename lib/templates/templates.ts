@@ -188,8 +188,9 @@ export async function deleteTemplate(deps: Deps, project: ProjectRef, name: stri
     // One language: by the channel's id (the name alone would delete every language there).
     if (!one || one.channelTemplateId) await deps.channel.deleteTemplate(channel, { name, hsmId: one?.channelTemplateId ?? undefined });
   } catch (e) {
-    // A 4xx rejection means the channel has no such template any more: ours goes too.
-    if (!(isChannelError(e) && e.kind === 'rejected')) throw asApiError(e);
+    // A 4xx rejection means the channel has no such template any more: ours goes too. Not a
+    // refusal of our own configuration (a retired version): the channel still has it.
+    if (!(isChannelError(e) && e.kind === 'rejected' && !hasReason(e, 'configuration_refused'))) throw asApiError(e);
   }
   await prisma.template.deleteMany({ where: { id: { in: rows.map((r) => r.id) } } });
   return rows.map((r) => ({ name: r.name, language: r.language }));
