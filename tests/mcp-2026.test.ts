@@ -238,6 +238,28 @@ describe('the legacy revisions beside it', () => {
     expect(res.body).toMatchObject({ id: 12, error: { code: -32001 } });
   });
 
+  it('When a legacy tools/list or tools/call skips the SDK (http/mcp/direct.ts), then its answer is the SDK\'s: the same as inside a 2025-03-26 batch, which the SDK answers', async () => {
+    const post = (body: unknown) => request(t.app).post('/mcp').set('Accept', 'application/json, text/event-stream').set('Authorization', `Bearer ${bearer}`)
+      .set('Mcp-Protocol-Version', '2025-03-26').send(body as object);
+    for (const message of [
+      { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+      { jsonrpc: '2.0', id: 'u', method: 'tools/call', params: { name: 'noSuchTool', arguments: {} } },
+      { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'listContacts', arguments: { limit: 'x' } } },
+      { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'callTool', arguments: { nope: 1 } } },
+    ]) {
+      const single = await post(message);
+      const batch = await post([message]);
+      expect(single.status).toBe(200);
+      expect(single.headers['content-type']).toBe('application/json');
+      expect(batch.status).toBe(200);
+      // The SDK answers a batch of one with the one answer, not an array.
+      const sdk = Array.isArray(batch.body) ? batch.body[0] : batch.body;
+      // A tool error's text names the operation's request id, which differs per call.
+      const strip = (m: unknown) => JSON.parse(JSON.stringify(m).replace(/\\"request_id\\":\\"[^\\"]*\\"/g, '\\"request_id\\":\\"-\\"'));
+      expect(strip(single.body)).toEqual(strip(sdk));
+    }
+  });
+
   for (const version of ['2025-11-25', '2025-06-18', '2025-03-26']) {
     it(`When a ${version} request (header, no _meta) lists tools, then the SDK answers it without 2026-07-28's fields`, async () => {
       const res = await request(t.app).post('/mcp').set('Accept', 'application/json, text/event-stream').set('Authorization', `Bearer ${bearer}`)

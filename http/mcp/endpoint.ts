@@ -1,13 +1,17 @@
 /**
- * The MCP server at /mcp: Streamable HTTP with the official SDK, stateless (each POST carries
- * its own credential and gets its own short-lived SDK server and transport), so any instance
- * behind a load balancer answers any request and there is no session to lose or forge.
+ * The MCP server at /mcp: Streamable HTTP, dual-era, stateless (each POST carries its own
+ * credential; a handshake revision's request that needs the official SDK gets its own short-lived
+ * SDK server and transport), so any instance behind a load balancer answers any request and there
+ * is no session to lose or forge.
  *
  * Order: the Origin rule (lib/mcp/origin.ts: a present Origin that is not this service's or one of
- * MCP_ALLOWED_ORIGINS is 403, the DNS-rebinding defence), CORS for browser clients, no sessions (a Mcp-Session-Id was never issued: 404), the
+ * MCP_ALLOWED_ORIGINS is 403, the DNS-rebinding defence), CORS for browser clients, the
  * bearer (401 with the protected-resource metadata in WWW-Authenticate, RFC 9728), the body (its
  * limit the contract's largest plus room for JSON; a JSON-RPC batch is answered only at MCP
- * 2025-03-26, the one revision that had them), then the SDK. Tools come from the contract
+ * 2025-03-26, the one revision that had them), no sessions (a legacy request with a Mcp-Session-Id,
+ * never issued, is 404), then the SDK (its `tools/list` and `tools/call` answered
+ * without it when well-formed: http/mcp/direct.ts), or, at MCP 2026-07-28, our own transport
+ * (http/mcp/modern.ts). Tools come from the contract
  * (http/mcp/tools.ts) and run through the HTTP pipeline itself (http/mcp/call.ts); the answer is
  * compressed when the client accepts it (http/mcp/compress.ts).
  */
@@ -31,6 +35,7 @@ import { PROJECT_ARG, SHARED_ARGS, toolsFromContract, type ToolDef } from './too
 import { callTool, type ToolOutcome } from './call.js';
 import { compressAnswer } from './compress.js';
 import { answerModern, checkModern, rpcError } from './modern.js';
+import { answerDirect, directRequest } from './direct.js';
 import { isModern } from './versions.js';
 
 const SERVER_INFO = { name: 'service-api', title: 'WhatsApp messaging-automation API', version: '1' };
@@ -195,6 +200,11 @@ export function mcpRoutes(deps: AppDeps, app: () => RequestListener): RequestHan
   };
 
   const serve = async (req: Request, res: Response, credential: Credential): Promise<void> => {
+    const direct = directRequest(req);
+    if (direct) {
+      compressAnswer(req, res);
+      return answerDirect(res, direct.id, async () => (direct.method === 'tools/list' ? listTools(req, credential) : runTool(req, credential, direct.params)));
+    }
     const server = new Server(SERVER_INFO, { capabilities: CAPABILITIES, instructions: INSTRUCTIONS, jsonSchemaValidator });
     server.setRequestHandler(ListToolsRequestSchema, async () => listTools(req, credential));
     server.setRequestHandler(CallToolRequestSchema, async (request) => runTool(req, credential, request.params));
