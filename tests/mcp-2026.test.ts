@@ -231,6 +231,17 @@ describe('the legacy revisions beside it', () => {
     await client.close();
   });
 
+  it('When a request without the header carries a handshake version in _meta, then it is a legacy request (the SDK answers it); a 2026-07-28 one without the header is -32020', async () => {
+    const post = (version: string) => request(t.app).post('/mcp').set('Accept', 'application/json, text/event-stream').set('Authorization', `Bearer ${bearer}`)
+      .send({ jsonrpc: '2.0', id: 9, method: 'tools/list', params: { _meta: { 'io.modelcontextprotocol/protocolVersion': version } } });
+    const legacy = await post('2025-03-26');
+    expect(legacy.status).toBe(200);
+    expect(legacy.body.result.tools.length).toBeGreaterThan(0);
+    const modern = await post(V);
+    expect(modern.status).toBe(400);
+    expect(modern.body).toMatchObject({ id: 9, error: { code: -32020 } });
+  });
+
   it('When a legacy request carries a Mcp-Session-Id, then 404 as before, now with the request\'s id', async () => {
     const res = await request(t.app).post('/mcp').set('Accept', 'application/json, text/event-stream').set('Authorization', `Bearer ${bearer}`)
       .set('Mcp-Protocol-Version', '2025-11-25').set('Mcp-Session-Id', 'abc').send({ jsonrpc: '2.0', id: 12, method: 'tools/list' });

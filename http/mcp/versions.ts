@@ -43,5 +43,7 @@ export function modernHeader(header: string | string[] | undefined): boolean {
 export function isModern(header: string | string[] | undefined, body: unknown): boolean {
   if (modernHeader(header)) return true;
   const v = metaVersion(body);
-  return v !== undefined && v !== header;
+  if (v === undefined || v === header) return false;
+  // No header and a handshake version in _meta: a legacy client's own metadata, which the SDK ignores.
+  return !(header === undefined && typeof v === 'string' && LEGACY_VERSIONS.includes(v));
 }

@@ -78,6 +78,20 @@ export const benchAgents: BenchSection = async (ctx) => {
     const avg = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
     return { http: avg(per.http), mcp: avg(per.mcp), modern: avg(per.modern) };
   };
+  // BENCH_AGENTS_ONLY=http|mcp|modern runs one way alone, 10 at once, to profile it (BENCH_CPU_PROF) without the others.
+  const only = process.env.BENCH_AGENTS_ONLY;
+  if (only) {
+    const way = ways.find((w) => w.kind === only);
+    if (!way) throw new Error(`BENCH_AGENTS_ONLY: one of ${ways.map((w) => w.kind).join(', ')}`);
+    await quietStart(pool);
+    const before = cpu();
+    const r = await parallel(`${way.name}, 10 at once, alone`, { ...way.opts, concurrency: PARALLEL, durationSeconds: ctx.duration });
+    const after = cpu();
+    console.log('\n' + table([r]));
+    if (before !== undefined && after !== undefined) console.log(`service CPU per send, ${way.name} alone: ${(((after - before) * 1000) / r.total!).toFixed(3)} ms`);
+    await pool.end();
+    return;
+  }
   const steady = await measure('steady');
   const together = await measure('parallel');
   console.log('\n' + table(results));
