@@ -27,7 +27,7 @@ import { ApiError } from '../lib/platform/errors.js';
 import { MCP_PATH, mcpResourceUrl, reachedBaseUrl } from '../lib/mcp/resource.js';
 import { originRule } from '../lib/mcp/origin.js';
 import { checkClientSecret, createOAuthProvider, tokenRequestSubject, TOKEN_AUTH_METHODS } from '../lib/oauth/provider.js';
-import { LIMITS, SCOPES_SUPPORTED } from '../lib/oauth/rules.js';
+import { LIMITS, redirectUriProblem, SCOPES_SUPPORTED } from '../lib/oauth/rules.js';
 import { CONSENT_PATH } from './dashboard/oauth-pages.js';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../lib/platform/json-depth.js';
 import { throttleAddress } from '../lib/accounts/login-throttle.js';
@@ -163,6 +163,23 @@ function registrationLimits(deps: AppDeps) {
 function shallowRegistration(req: Request, res: Response, next: NextFunction): void {
   if (!nestsDeeperThan(req.body, MAX_JSON_DEPTH)) return next();
   oauthError(res, 400, 'invalid_client_metadata', `The registration nests more than ${MAX_JSON_DEPTH} levels of arrays and objects.`);
+}
+
+/**
+ * The redirect URIs judged by our rule (lib/oauth/rules.ts, RFC 8252) before the SDK's own schema
+ * sees them, so that a refused one is RFC 7591's `invalid_redirect_uri` whatever the reason (the
+ * SDK's schema would answer `javascript:` as `invalid_client_metadata`). The list's shape and size
+ * stay the provider's (`invalid_client_metadata`).
+ */
+function redirectUrisChecked(req: Request, res: Response, next: NextFunction): void {
+  const body = req.body as { redirect_uris?: unknown; token_endpoint_auth_method?: unknown } | undefined;
+  const uris = body && typeof body === 'object' && Array.isArray(body.redirect_uris) ? body.redirect_uris : [];
+  for (const uri of uris) {
+    if (typeof uri !== 'string') continue;
+    const problem = redirectUriProblem(uri, { publicClient: body?.token_endpoint_auth_method === 'none' });
+    if (problem) return oauthError(res, 400, 'invalid_redirect_uri', `redirect_uris: ${problem}.`);
+  }
+  next();
 }
 
 /** `Authorization: Basic` client credentials (RFC 6749 §2.3.1: each part form-urlencoded). */
@@ -336,6 +353,7 @@ export function oauthRoutes(deps: AppDeps): Router {
     bodyRefused('invalid_client_metadata'),
     shallowRegistration,
     registration.perDay,
+    redirectUrisChecked,
   );
   const form = [express.urlencoded({ extended: false, limit: 16 * 1024, parameterLimit: 50 }), bodyRefused('invalid_request')];
   router.use('/token', ...form, ...tokenLimits(deps), clientAuthentication(deps));

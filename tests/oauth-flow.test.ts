@@ -95,24 +95,25 @@ describe('dynamic client registration (RFC 7591)', () => {
     expect(client.redirect_uris).toEqual([uri]);
   });
 
+  // A refused redirect URI is RFC 7591's invalid_redirect_uri; the rest of the metadata invalid_client_metadata.
   it.each([
-    ['http on a public host', { redirect_uris: ['http://app.example.test/cb'] }, 'plain http is allowed only for a loopback host'],
-    ['http on a private address', { redirect_uris: ['http://10.0.0.5/cb'] }, 'plain http'],
-    ['a custom scheme for a confidential client', { redirect_uris: ['myapp://callback'] }, 'public client'],
-    ['javascript:', { redirect_uris: ['javascript:alert(1)'] }, 'redirect_uris'],
-    ['a fragment', { redirect_uris: ['https://app.example.test/cb#x'] }, 'fragment'],
-    ['no redirect URI', { redirect_uris: [] }, 'at least one'],
-    ['six redirect URIs', { redirect_uris: Array.from({ length: 6 }, (_, i) => `https://app.example.test/cb${i}`) }, 'at most 5'],
-    ['a redirect URI over 512 characters', { redirect_uris: [`https://app.example.test/${'a'.repeat(488)}`] }, 'longer than 512'],
-    ['a name over 200 characters', { redirect_uris: [REDIRECT], client_name: 'n'.repeat(201) }, 'client_name'],
-    ['the client_credentials grant', { redirect_uris: [REDIRECT], grant_types: ['client_credentials'] }, 'grant_types'],
-    ['an unsupported auth method', { redirect_uris: [REDIRECT], token_endpoint_auth_method: 'private_key_jwt' }, 'token_endpoint_auth_method'],
-    ['redirect_uris not a list', { redirect_uris: 'https://app.example.test/cb' }, ''],
-  ])('When the metadata has %s, then 400 invalid_client_metadata and nothing is stored', async (_label, body, message) => {
+    ['http on a public host', { redirect_uris: ['http://app.example.test/cb'] }, 'plain http is allowed only for a loopback host', 'invalid_redirect_uri'],
+    ['http on a private address', { redirect_uris: ['http://10.0.0.5/cb'] }, 'plain http', 'invalid_redirect_uri'],
+    ['a custom scheme for a confidential client', { redirect_uris: ['com.example.app:/callback'] }, 'public client', 'invalid_redirect_uri'],
+    ['javascript:', { redirect_uris: ['javascript:alert(1)'] }, 'redirect_uris', 'invalid_redirect_uri'],
+    ['a fragment', { redirect_uris: ['https://app.example.test/cb#x'] }, 'fragment', 'invalid_redirect_uri'],
+    ['no redirect URI', { redirect_uris: [] }, 'at least one', 'invalid_client_metadata'],
+    ['six redirect URIs', { redirect_uris: Array.from({ length: 6 }, (_, i) => `https://app.example.test/cb${i}`) }, 'at most 5', 'invalid_client_metadata'],
+    ['a redirect URI over 512 characters', { redirect_uris: [`https://app.example.test/${'a'.repeat(488)}`] }, 'longer than 512', 'invalid_redirect_uri'],
+    ['a name over 200 characters', { redirect_uris: [REDIRECT], client_name: 'n'.repeat(201) }, 'client_name', 'invalid_client_metadata'],
+    ['the client_credentials grant', { redirect_uris: [REDIRECT], grant_types: ['client_credentials'] }, 'grant_types', 'invalid_client_metadata'],
+    ['an unsupported auth method', { redirect_uris: [REDIRECT], token_endpoint_auth_method: 'private_key_jwt' }, 'token_endpoint_auth_method', 'invalid_client_metadata'],
+    ['redirect_uris not a list', { redirect_uris: 'https://app.example.test/cb' }, '', 'invalid_client_metadata'],
+  ])('When the metadata has %s, then 400 (invalid_redirect_uri or invalid_client_metadata) and nothing is stored', async (_label, body, message, error) => {
     const before = await t.db.prisma.oAuthClient.count();
     const res = await request(t.app).post('/register').send(body);
     expect(res.status).toBe(400);
-    expect(res.body.error).toBe('invalid_client_metadata');
+    expect(res.body.error).toBe(error);
     expect(res.body.error_description).toContain(message);
     expect(await t.db.prisma.oAuthClient.count()).toBe(before);
   });

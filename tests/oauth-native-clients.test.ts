@@ -92,10 +92,10 @@ describe('private-use scheme redirects', () => {
     ['javascript:', { redirect_uris: ['javascript:alert(1)'], token_endpoint_auth_method: 'none' }, 'redirect_uris'],
     ['file:', { redirect_uris: ['file:///etc/passwd'], token_endpoint_auth_method: 'none' }, 'not file'],
     ['a fragment', { redirect_uris: [`${CURSOR}#x`], token_endpoint_auth_method: 'none' }, 'fragment'],
-  ])('When a private-use scheme comes with %s, then 400 invalid_client_metadata', async (_label, body, message) => {
+  ])('When a private-use scheme comes with %s, then 400 invalid_redirect_uri (RFC 7591)', async (_label, body, message) => {
     const res = await request(t.app).post('/register').send(body);
     expect(res.status).toBe(400);
-    expect(res.body.error).toBe('invalid_client_metadata');
+    expect(res.body.error).toBe('invalid_redirect_uri');
     expect(res.body.error_description).toContain(message);
   });
 

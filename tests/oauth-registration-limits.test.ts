@@ -62,20 +62,21 @@ describe('registrations per address', () => {
 });
 
 describe('the size of one registration', () => {
-  it('When a registration passes a bound (6 redirect URIs, one of 513 characters, 4 KiB stored, 8,000 levels), then 400 invalid_client_metadata naming it and nothing is stored; at the bounds it is registered', async () => {
+  it('When a registration passes a bound (6 redirect URIs, one of 513 characters, 4 KiB stored, 8,000 levels), then 400 invalid_client_metadata (invalid_redirect_uri for the long URI) naming it and nothing is stored; at the bounds it is registered', async () => {
     t.clock.set(new Date('2026-03-05T09:00:00Z'));
     const base = `"client_name":"Agent","token_endpoint_auth_method":"none"`;
-    const cases: Array<[string, string]> = [
-      [`{${base},"redirect_uris":${JSON.stringify(Array.from({ length: 6 }, (_, i) => `https://app.example.test/cb${i}`))}}`, 'at most 5'],
-      [`{${base},"redirect_uris":["https://app.example.test/${'a'.repeat(488)}"]}`, 'longer than 512'],
-      [`{${base},"redirect_uris":["${REDIRECT}"],"jwks":{"keys":[{"kty":"RSA","n":"${'n'.repeat(5000)}","e":"AQAB"}]}}`, 'at most 4096'],
+    // A redirect URI over its bound is RFC 7591's invalid_redirect_uri; the other bounds invalid_client_metadata.
+    const cases: Array<[string, string, string]> = [
+      [`{${base},"redirect_uris":${JSON.stringify(Array.from({ length: 6 }, (_, i) => `https://app.example.test/cb${i}`))}}`, 'at most 5', 'invalid_client_metadata'],
+      [`{${base},"redirect_uris":["https://app.example.test/${'a'.repeat(488)}"]}`, 'longer than 512', 'invalid_redirect_uri'],
+      [`{${base},"redirect_uris":["${REDIRECT}"],"jwks":{"keys":[{"kty":"RSA","n":"${'n'.repeat(5000)}","e":"AQAB"}]}}`, 'at most 4096', 'invalid_client_metadata'],
       // Sent as text: it is too deep for JSON.stringify here, as it was for the service's storage.
-      [`{${base},"redirect_uris":["${REDIRECT}"],"jwks":${'['.repeat(8000)}${']'.repeat(8000)}}`, '64 levels'],
+      [`{${base},"redirect_uris":["${REDIRECT}"],"jwks":${'['.repeat(8000)}${']'.repeat(8000)}}`, '64 levels', 'invalid_client_metadata'],
     ];
     const before = await clients();
-    for (const [body, message] of cases) {
+    for (const [body, message, error] of cases) {
       const res = await request(t.app).post('/register').set('X-Forwarded-For', '192.0.2.10').set('Content-Type', 'application/json').send(body);
-      expect({ body: body.slice(0, 80), status: res.status, error: res.body.error, description: res.body.error_description?.includes(message) }).toEqual({ body: body.slice(0, 80), status: 400, error: 'invalid_client_metadata', description: true });
+      expect({ body: body.slice(0, 80), status: res.status, error: res.body.error, description: res.body.error_description?.includes(message) }).toEqual({ body: body.slice(0, 80), status: 400, error, description: true });
     }
     expect(await clients()).toBe(before);
     const uris = Array.from({ length: 5 }, (_, i) => `https://app.example.test/${i}${'a'.repeat(486)}`);

@@ -127,6 +127,31 @@ describe('step-up', () => {
     expect(through.body).toEqual(direct.body);
   });
 
+  it('When an agent granted only reads sends at MCP 2026-07-28, then the same 403 challenge with the request\'s id, after the headers are checked (a mismatched Mcp-Name is 400 -32020 first)', async () => {
+    const p = await t.admin.project('Step-up at 2026-07-28');
+    const { agent } = await person(t, p.id, email(), 'owner');
+    const storage = new AgentStorage({ keepRefreshToken: false });
+    const first = new StreamableHTTPClientTransport(new URL('/mcp', base), { authProvider: storage });
+    await expect(new Client({ name: 'modern', version: '1' }).connect(first)).rejects.toThrow(UnauthorizedError);
+    const redirected = await agent.get(storage.authorizationUrl!.pathname + storage.authorizationUrl!.search);
+    const location = String(redirected.headers.location);
+    const approved = await answer(agent, location, new URL(location, base).searchParams.get('request')!, 'approve', { projects: [{ id: p.id, scopes: ['conversations:read', 'contacts:read'] }] });
+    await first.finishAuth(codeOf(String(approved.headers.location)).code);
+    const readOnly = storage.saved!.access_token;
+
+    const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
+    const call = (name: string) => request(t.app).post('/mcp').set('Authorization', `Bearer ${readOnly}`)
+      .set('MCP-Protocol-Version', '2026-07-28').set('Mcp-Method', 'tools/call').set('Mcp-Name', name)
+      .send({ jsonrpc: '2.0', id: 'send-1', method: 'tools/call', params: { name: 'sendMessage', arguments: { body: { type: 'text', phone: '+14155550178', content: 'x' } }, _meta: meta } });
+    const challenged = await call('sendMessage');
+    expect(challenged.status).toBe(403);
+    expect(challenged.headers['www-authenticate']).toContain('error="insufficient_scope"');
+    expect(challenged.body).toMatchObject({ id: 'send-1', error: { data: { code: 'insufficient_scope', missing: ['messages:send'] } } });
+    const mismatched = await call('listContacts');
+    expect(mismatched.status).toBe(400);
+    expect(mismatched.body).toMatchObject({ id: 'send-1', error: { code: -32020 } });
+  });
+
   it('When the person drops a scope and a project granted earlier, then the connection loses them', async () => {
     const a = await t.admin.project('Keep A');
     const b = await t.admin.project('Drop B');

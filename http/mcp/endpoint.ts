@@ -1,13 +1,17 @@
 /**
- * The MCP server at /mcp: Streamable HTTP with the official SDK, stateless (each POST carries
- * its own credential and gets its own short-lived SDK server and transport), so any instance
- * behind a load balancer answers any request and there is no session to lose or forge.
+ * The MCP server at /mcp: Streamable HTTP, dual-era, stateless (each POST carries its own
+ * credential; a handshake revision's request that needs the official SDK gets its own short-lived
+ * SDK server and transport), so any instance behind a load balancer answers any request and there
+ * is no session to lose or forge.
  *
  * Order: the Origin rule (lib/mcp/origin.ts: a present Origin that is not this service's or one of
- * MCP_ALLOWED_ORIGINS is 403, the DNS-rebinding defence), CORS for browser clients, no sessions (a Mcp-Session-Id was never issued: 404), the
+ * MCP_ALLOWED_ORIGINS is 403, the DNS-rebinding defence), CORS for browser clients, the
  * bearer (401 with the protected-resource metadata in WWW-Authenticate, RFC 9728), the body (its
  * limit the contract's largest plus room for JSON; a JSON-RPC batch is answered only at MCP
- * 2025-03-26, the one revision that had them), then the SDK. Tools come from the contract
+ * 2025-03-26, the one revision that had them), no sessions (a legacy request with a Mcp-Session-Id,
+ * never issued, is 404), then the SDK (its `tools/list` and `tools/call` answered
+ * without it when well-formed: http/mcp/direct.ts), or, at MCP 2026-07-28, our own transport
+ * (http/mcp/modern.ts). Tools come from the contract
  * (http/mcp/tools.ts) and run through the HTTP pipeline itself (http/mcp/call.ts); the answer is
  * compressed when the client accepts it (http/mcp/compress.ts).
  */
@@ -30,6 +34,9 @@ import { originRule } from '../../lib/mcp/origin.js';
 import { PROJECT_ARG, SHARED_ARGS, toolsFromContract, type ToolDef } from './tools.js';
 import { callTool, type ToolOutcome } from './call.js';
 import { compressAnswer } from './compress.js';
+import { answerModern, checkModern, rpcError } from './modern.js';
+import { answerDirect, directRequest } from './direct.js';
+import { isModern } from './versions.js';
 
 const SERVER_INFO = { name: 'service-api', title: 'WhatsApp messaging-automation API', version: '1' };
 /** The meta-tool that describes the tools a long list leaves out. */
@@ -44,6 +51,12 @@ const INSTRUCTIONS =
   Object.entries(SHARED_ARGS).map(([arg, text]) => `\`${arg}\`, ${text}`).join('; ') +
   '. A failure is a tool error whose text is {"error":{"code","message"}} with the API\'s error code. ' +
   `When the list would be too long for your context, some groups are not listed: \`${DESCRIBE_TOOLS}\` gives their tools' descriptions and arguments, and \`${CALL_TOOL}\` with \`{"name": "<tool>", "arguments": {…}}\` calls one of them (as calling it by name would, where the host allows that).`;
+
+/** Tools only; no list-changed notifications (2026-07-28 would deliver them on subscriptions/listen). */
+const CAPABILITIES = { tools: { listChanged: false } };
+/** Caching hints (MCP 2026-07-28): what a deploy or a new grant may change, minutes; the server's own description, an hour. */
+const TOOLS_TTL_MS = 5 * 60_000;
+const DISCOVER_TTL_MS = 60 * 60_000;
 
 /** Room over the largest operation body for JSON escaping and the JSON-RPC frame. */
 const FRAME_ALLOWANCE = 256 * 1024;
@@ -78,7 +91,7 @@ export function mcpRoutes(deps: AppDeps, app: () => RequestListener): RequestHan
     res.setHeader('Access-Control-Expose-Headers', 'WWW-Authenticate, Mcp-Session-Id, Mcp-Protocol-Version, X-Request-Id');
     if (req.method === 'OPTIONS') {
       res.setHeader('Access-Control-Allow-Methods', 'POST, OPTIONS');
-      res.setHeader('Access-Control-Allow-Headers', 'Authorization, Content-Type, Accept, Mcp-Protocol-Version, X-Service-Project, Last-Event-ID');
+      res.setHeader('Access-Control-Allow-Headers', 'Authorization, Content-Type, Accept, Mcp-Protocol-Version, Mcp-Method, Mcp-Name, X-Service-Project, Last-Event-ID');
       res.status(204).end();
       return;
     }
@@ -86,10 +99,6 @@ export function mcpRoutes(deps: AppDeps, app: () => RequestListener): RequestHan
       // Stateless: no server-initiated stream to GET, no session to DELETE.
       res.setHeader('Allow', 'POST, OPTIONS');
       res.status(405).json(rpcError(null, ErrorCode.ConnectionClosed, 'Method not allowed: this MCP server is stateless and answers POST only.'));
-      return;
-    }
-    if (req.headers['mcp-session-id'] !== undefined) {
-      res.status(404).json(rpcError(null, -32001, 'Session not found: this server issues no sessions; send requests without Mcp-Session-Id.'));
       return;
     }
     let credential: Credential;
@@ -111,8 +120,14 @@ export function mcpRoutes(deps: AppDeps, app: () => RequestListener): RequestHan
         if (type === 'charset.unsupported' || type === 'encoding.unsupported') return void res.status(415).json(rpcError(null, ErrorCode.InvalidRequest, 'Unsupported encoding.'));
         return next(err);
       }
-      if (Array.isArray(req.body) && !batchesAllowed(req.headers['mcp-protocol-version'])) {
+      const version = req.headers['mcp-protocol-version'];
+      if (Array.isArray(req.body) && !batchesAllowed(version)) {
         return void res.status(400).json(rpcError(null, ErrorCode.InvalidRequest, 'Invalid Request: JSON-RPC batches are not supported at this protocol version (MCP 2025-06-18 removed them); send one message per request.'));
+      }
+      if (isModern(version, req.body)) return void serveModern(req, res, credential).catch(next);
+      // 2026-07-28 says to ignore a session id; the legacy revisions' stateless server answers 404.
+      if (req.headers['mcp-session-id'] !== undefined) {
+        return void res.status(404).json(rpcError(idOf(req.body), -32001, 'Session not found: this server issues no sessions; send requests without Mcp-Session-Id.'));
       }
       if (stepUp(req, res, credential)) return;
       serve(req, res, credential).catch(next);
@@ -152,37 +167,47 @@ export function mcpRoutes(deps: AppDeps, app: () => RequestListener): RequestHan
     return true;
   };
 
-  const serve = async (req: Request, res: Response, credential: Credential): Promise<void> => {
+  const listTools = (req: Request, credential: Credential) => ({ tools: toolList(visibleTools(tools, credential, req.headers['x-service-project'])).listed });
+
+  /** A tools/call, either era: its result, or a thrown JSON-RPC error (an unknown tool). */
+  const runTool = async (req: Request, credential: Credential, params: { name?: unknown; arguments?: unknown }): Promise<CallToolResult> => {
     const projectHeader = typeof req.headers['x-service-project'] === 'string' ? req.headers['x-service-project'] : undefined;
-    const server = new Server(SERVER_INFO, { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS, jsonSchemaValidator });
-    server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: toolList(visibleTools(tools, credential, req.headers['x-service-project'])).listed }));
-    server.setRequestHandler(CallToolRequestSchema, async (request) => {
-      const target = targetOf(request.params.name, request.params.arguments);
-      if ('refused' in target) return { isError: true, content: [{ type: 'text', text: JSON.stringify({ error: { code: 'invalid_request', message: target.refused } }) }] };
-      if (target.name === DESCRIBE_TOOLS) return describeTools(visibleTools(tools, credential, req.headers['x-service-project']), target.arguments);
-      const tool = byName.get(target.name);
-      if (!tool) throw protocolError(ErrorCode.InvalidParams, `Unknown tool: ${String(target.name).slice(0, 100)}`);
-      const started = process.hrtime.bigint();
-      const outcome = await callTool(app(), tool, target.arguments, {
-        authorization: req.headers.authorization!,
-        projectHeader,
-        remoteAddress: req.socket?.remoteAddress,
-        forwarded: forwardedOf(req),
-      });
-      const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      const result = outcome.ok ? 'ok' : outcome.error.code;
-      deps.metrics?.toolCall(tool.name, result);
-      // As the operation's own access line: ids and outcome, never arguments.
-      deps.logger.info('mcp tool call', {
-        tool: tool.name,
-        outcome: result,
-        duration_ms: ms,
-        request_id: outcome.ok ? outcome.requestId : outcome.error.request_id,
-        mcp_request_id: req.requestId,
-        credential_id: credential.id,
-      });
-      return resultOf(tool, outcome.ok || outcome.error.code !== 'project_required' ? outcome : projectRequired(outcome, credential));
+    const target = targetOf(params.name, params.arguments);
+    if ('refused' in target) return { isError: true, content: [{ type: 'text', text: JSON.stringify({ error: { code: 'invalid_request', message: target.refused } }) }] };
+    if (target.name === DESCRIBE_TOOLS) return describeTools(visibleTools(tools, credential, req.headers['x-service-project']), target.arguments);
+    const tool = byName.get(target.name);
+    if (!tool) throw protocolError(ErrorCode.InvalidParams, `Unknown tool: ${String(target.name).slice(0, 100)}`);
+    const started = process.hrtime.bigint();
+    const outcome = await callTool(app(), tool, target.arguments, {
+      authorization: req.headers.authorization!,
+      projectHeader,
+      remoteAddress: req.socket?.remoteAddress,
+      forwarded: forwardedOf(req),
     });
+    const ms = Number(process.hrtime.bigint() - started) / 1e6;
+    const result = outcome.ok ? 'ok' : outcome.error.code;
+    deps.metrics?.toolCall(tool.name, result);
+    // As the operation's own access line: ids and outcome, never arguments.
+    deps.logger.info('mcp tool call', {
+      tool: tool.name,
+      outcome: result,
+      duration_ms: ms,
+      request_id: outcome.ok ? outcome.requestId : outcome.error.request_id,
+      mcp_request_id: req.requestId,
+      credential_id: credential.id,
+    });
+    return resultOf(tool, outcome.ok || outcome.error.code !== 'project_required' ? outcome : projectRequired(outcome, credential));
+  };
+
+  const serve = async (req: Request, res: Response, credential: Credential): Promise<void> => {
+    const direct = directRequest(req);
+    if (direct) {
+      compressAnswer(req, res);
+      return answerDirect(res, direct.id, async () => (direct.method === 'tools/list' ? listTools(req, credential) : runTool(req, credential, direct.params)));
+    }
+    const server = new Server(SERVER_INFO, { capabilities: CAPABILITIES, instructions: INSTRUCTIONS, jsonSchemaValidator });
+    server.setRequestHandler(ListToolsRequestSchema, async () => listTools(req, credential));
+    server.setRequestHandler(CallToolRequestSchema, async (request) => runTool(req, credential, request.params));
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     res.on('close', () => {
       void transport.close();
@@ -191,6 +216,27 @@ export function mcpRoutes(deps: AppDeps, app: () => RequestListener): RequestHan
     await server.connect(transport);
     compressAnswer(req, res);
     await transport.handleRequest(req as unknown as IncomingMessage, res, req.body);
+  };
+
+  /** MCP 2026-07-28 (http/mcp/modern.ts): the checks, the step-up challenge for a call, the answer. */
+  const serveModern = async (req: Request, res: Response, credential: Credential): Promise<void> => {
+    const checked = checkModern(req);
+    if ('refusal' in checked) {
+      const { status, body } = checked.refusal;
+      return void (body ? res.status(status).json(body) : res.status(status).end());
+    }
+    if (stepUp(req, res, credential)) return;
+    compressAnswer(req, res);
+    await answerModern(req, res, checked.request, {
+      serverInfo: SERVER_INFO,
+      capabilities: CAPABILITIES,
+      instructions: INSTRUCTIONS,
+      // The list follows the token's scopes and project: private, and fresh for minutes (tools change on deploy).
+      toolsCache: { ttlMs: TOOLS_TTL_MS, cacheScope: 'private' },
+      discoverCache: { ttlMs: DISCOVER_TTL_MS, cacheScope: 'public' },
+      listTools: async (r) => listTools(r, credential),
+      callTool: async (r, params) => ({ ...(await runTool(r, credential, params as { name?: unknown; arguments?: unknown })) }),
+    });
   };
 
   return (req, res, next) => (req.path === MCP_PATH || req.path === `${MCP_PATH}/` ? void handle(req, res, next).catch(next) : next());
@@ -376,6 +422,8 @@ function originRefusal(origin: string | string[] | undefined): string {
   return `Forbidden: requests from the web origin ${shown} are not allowed (Origin must be this service's own or one of MCP_ALLOWED_ORIGINS).`;
 }
 
-function rpcError(id: string | number | null, code: number, message: string) {
-  return { jsonrpc: '2.0', error: { code, message }, id };
+/** The id of a single request, for an error about it; null when there is none to read. */
+function idOf(body: unknown): string | number | null {
+  const id = body && typeof body === 'object' && !Array.isArray(body) ? (body as { id?: unknown }).id : undefined;
+  return typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) ? id : null;
 }

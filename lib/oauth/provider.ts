@@ -27,6 +27,7 @@ import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { OAuthClientInformationFull, OAuthTokenRevocationRequest, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import {
   InvalidClientError,
+  CustomOAuthError,
   InvalidClientMetadataError,
   InvalidGrantError,
   InvalidRequestError,
@@ -78,12 +79,16 @@ export const TOKEN_AUTH_METHODS = ['none', 'client_secret_post', 'client_secret_
 const AUTH_METHODS: ReadonlySet<string> = new Set(TOKEN_AUTH_METHODS);
 const GRANT_TYPES = new Set(['authorization_code', 'refresh_token']);
 
-/** The registered client as the SDK knows it: its metadata and id, never its secret. */
+/**
+ * The registered client as the SDK knows it: its metadata and id, never its secret. A redirect URI
+ * stored under an earlier, looser rule that the current one refuses (issue 67: `feed:` and the like)
+ * is left out, so /authorize answers it as unregistered instead of redirecting there.
+ */
 function clientInfo(row: store.ClientRow): OAuthClientInformationFull {
   return {
     ...(row.metadata as Record<string, unknown>),
     client_id: row.id,
-    redirect_uris: row.redirectUris,
+    redirect_uris: row.redirectUris.filter((u) => redirectUriProblem(u, { publicClient: row.secretHash === null }) === undefined),
     client_id_issued_at: Math.floor(row.createdAt.getTime() / 1000),
   } as OAuthClientInformationFull;
 }
@@ -170,7 +175,7 @@ export function createOAuthProvider(deps: OAuthDeps, opts: OAuthProviderOptions)
       if (!AUTH_METHODS.has(method)) throw new InvalidClientMetadataError(`token_endpoint_auth_method: one of none, client_secret_post, client_secret_basic (not ${method.slice(0, 50)}).`);
       for (const uri of uris) {
         const problem = redirectUriProblem(uri, { publicClient: method === 'none' });
-        if (problem) throw new InvalidClientMetadataError(`redirect_uris: ${problem}.`);
+        if (problem) throw new CustomOAuthError('invalid_redirect_uri', `redirect_uris: ${problem}.`);
       }
       const name = client.client_name?.trim() ?? '';
       if (name.length > LIMITS.clientName) throw new InvalidClientMetadataError(`client_name: at most ${LIMITS.clientName} characters.`);

@@ -1,7 +1,7 @@
 /**
  * The OAuth rules that are plain functions of their input: which redirect URIs a client may register
  * (RFC 8252: https, plain http on a loopback host with any port, or a native app's private-use scheme
- * for a public client), the size limits of a registration, how a requested `resource` (RFC 8707) compares with the MCP endpoint's URL, and the
+ * in reverse-domain form, or a known client's, for a public client), the size limits of a registration, how a requested `resource` (RFC 8707) compares with the MCP endpoint's URL, and the
  * scopes a request may name (the catalogue).
  */
 import { SCOPES } from '../access/scope-catalogue.js';
@@ -39,12 +39,27 @@ export const LOOPBACK_HOSTS: ReadonlySet<string> = new Set(['localhost', '127.0.
 /**
  * Schemes that are never a native app's private-use scheme (RFC 8252 §7.1): scripts and data, the
  * browser's own, files, mail and telephony, and web sockets. Any other scheme is one an app claims
- * on the person's machine (`cursor://`, `windsurf://`, `com.example.app:`).
+ * on the person's machine (`cursor://`, `com.example.app:`); registration further requires the
+ * reverse-domain form or a known client's scheme (redirectUriProblem).
  */
 const NOT_PRIVATE_USE: ReadonlySet<string> = new Set([
   'javascript', 'data', 'vbscript', 'file', 'blob', 'about', 'filesystem', 'view-source', 'ftp', 'ws', 'wss',
   'mailto', 'tel', 'sms', 'urn', 'chrome', 'chrome-extension', 'moz-extension', 'resource', 'intent', 'http', 'https',
+  'feed', 'jar', 'ms-settings',
 ]);
+
+/**
+ * Private-use schemes of clients people use that predate RFC 8252's reverse-domain advice, accepted
+ * as they are: Cursor (`cursor://anysphere.cursor-mcp/oauth/callback`), Windsurf
+ * (`windsurf://codeium.windsurf/mcp/oauth/callback`), VS Code and its Insiders build, Claude's desktop app.
+ */
+export const KNOWN_APP_SCHEMES: ReadonlySet<string> = new Set(['cursor', 'windsurf', 'vscode', 'vscode-insiders', 'claude']);
+
+/** RFC 8252 §7.1's reverse-domain scheme (`com.example.app`): two or more DNS labels, no `+`. */
+const REVERSE_DOMAIN = /^[a-z][a-z0-9-]*(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)+$/;
+
+/** RFC 3986's URI characters: unreserved, reserved, and percent-encoded octets. */
+const URI_CHARACTERS = /^(?:[A-Za-z0-9\-._~:/?#[\]@!$&'()*+,;=]|%[0-9A-Fa-f]{2})*$/;
 
 /** Whether a redirect URI uses a private-use (custom) scheme, as a native app's deep link does. */
 export function isPrivateUseScheme(raw: string): boolean {
@@ -53,15 +68,22 @@ export function isPrivateUseScheme(raw: string): boolean {
 }
 
 /**
- * Why a redirect URI cannot be registered, or undefined when it can: https; plain http on a loopback
- * host; or, for a public client (no secret: a native app cannot keep one), a private-use scheme of
- * RFC 8252 §7.1 such as Cursor's `cursor://anysphere.cursor-mcp/oauth/callback`. Such a scheme can be
- * claimed by any app on the machine, which is why the code is bound by PKCE (S256, always required
- * here) to the client that began the flow, the URI must match exactly, and the consent page names the
- * app scheme the browser returns to.
+ * Why a redirect URI cannot be registered, or undefined when it can (RFC 8252 §7): https; plain http
+ * on a loopback host; or, for a public client (no secret: a native app cannot keep one), a private-use
+ * scheme in reverse-domain form (`com.example.app:/cb`) or a known client's (KNOWN_APP_SCHEMES) such
+ * as Cursor's `cursor://anysphere.cursor-mcp/oauth/callback`. Never a script, data, file or
+ * browser-handled scheme, and never a character outside RFC 3986's grammar (a quote or an angle
+ * bracket would be markup wherever the URI is shown). A private-use scheme can be claimed by any app
+ * on the machine, which is why the code is bound by PKCE (S256, always required here) to the client
+ * that began the flow, the URI must match exactly, and the consent page names the app scheme the
+ * browser returns to. The same rule holds for client ID metadata documents.
  */
 export function redirectUriProblem(raw: string, opts: { publicClient?: boolean } = {}): string | undefined {
   if (raw.length > LIMITS.redirectUri) return `a redirect URI is longer than ${LIMITS.redirectUri} characters`;
+  if (!URI_CHARACTERS.test(raw)) {
+    const bad = [...raw].find((c, i) => !/[A-Za-z0-9\-._~:/?#[\]@!$&'()*+,;=%]/.test(c) || (c === '%' && !/^%[0-9A-Fa-f]{2}/.test(raw.slice(i)))) ?? '%';
+    return `a redirect URI may hold only the characters of the URI grammar (RFC 3986), not ${JSON.stringify(bad)}`;
+  }
   let url: URL;
   try {
     url = new URL(raw);
@@ -73,8 +95,11 @@ export function redirectUriProblem(raw: string, opts: { publicClient?: boolean }
   if (url.protocol === 'https:') return undefined;
   if (url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname)) return undefined;
   if (url.protocol === 'http:') return `plain http is allowed only for a loopback host (localhost, 127.0.0.1, [::1]); use https for ${url.host}`;
-  const scheme = url.protocol.replace(/:$/, '');
+  const scheme = url.protocol.replace(/:$/, '').toLowerCase();
   if (!isPrivateUseScheme(raw)) return `a redirect URI must be https, http on a loopback host, or an app's private-use scheme; not ${scheme}`;
+  if (!REVERSE_DOMAIN.test(scheme) && !KNOWN_APP_SCHEMES.has(scheme)) {
+    return `an app's private-use scheme must be in reverse-domain form such as com.example.app: (RFC 8252 §7.1) or one of ${[...KNOWN_APP_SCHEMES].join(', ')}; not ${scheme.slice(0, 50)}`;
+  }
   if (!opts.publicClient) {
     return `a private-use scheme (${scheme}:) is for a native app, which cannot keep a secret: register it as a public client (token_endpoint_auth_method "none"; PKCE is always required)`;
   }

@@ -185,6 +185,46 @@ export async function paced(name: string, opts: PacedOptions): Promise<Result> {
   return { name, rps: Math.round(latencies.length / elapsed), p50: q(0.5), p99: q(0.99), errors, non2xx, total: latencies.length };
 }
 
+/**
+ * A closed loop of `concurrency` clients, each sending its next request when the last is answered,
+ * for `durationSeconds`: what "10 in parallel" costs, beside paced()'s steady rate.
+ */
+export async function parallel(name: string, opts: Omit<PacedOptions, 'rate'> & { concurrency: number }): Promise<Result> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: opts.concurrency });
+  const target = new URL(opts.path, opts.url);
+  const latencies: number[] = [];
+  let errors = 0;
+  let non2xx = 0;
+  const started = performance.now();
+  const until = started + opts.durationSeconds * 1000;
+  const one = () =>
+    new Promise<void>((resolve) => {
+      const t0 = performance.now();
+      const req = http.request(target, { method: opts.method, agent, headers: opts.headers }, (res) => {
+        res.resume();
+        res.on('end', () => {
+          latencies.push(performance.now() - t0);
+          if (res.statusCode! < 200 || res.statusCode! >= 300) non2xx++;
+          resolve();
+        });
+      });
+      req.on('error', () => {
+        errors++;
+        resolve();
+      });
+      req.end(opts.body());
+    });
+  const worker = async () => {
+    while (performance.now() < until) await one();
+  };
+  await Promise.all(Array.from({ length: opts.concurrency }, worker));
+  const elapsed = (performance.now() - started) / 1000;
+  agent.destroy();
+  latencies.sort((a, b) => a - b);
+  const q = (p: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] ?? NaN);
+  return { name, rps: Math.round(latencies.length / elapsed), p50: q(0.5), p99: q(0.99), errors, non2xx, total: latencies.length };
+}
+
 export function table(results: Result[]): string {
   const rows = [['benchmark', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'non-2xx'], ...results.map((r) => [r.name, r.rps, r.p50, r.p99, r.errors, r.non2xx].map(String))];
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
