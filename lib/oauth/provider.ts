@@ -130,26 +130,132 @@ export async function tokenRequestSubject(
 export function createOAuthProvider(deps: OAuthDeps, opts: OAuthProviderOptions): OAuthDomain {
   const now = () => deps.clock.now();
 
-  /** A code or refresh token used twice: every access and refresh token of its grant stops now, on every instance. */
-  async function revokeGrant(grantId: string, clientId: string, why: string): Promise<void> {
-    const at = now();
-    const [access, refresh] = await deps.db.prisma.$transaction(async (tx) => [
-      await revokeGrantTokensOn(tx, grantId, at),
-      await store.revokeGrantRefreshTokensOn(tx, grantId, at),
-    ]);
-    deps.logger.warn('oauth: grant revoked', { grant_id: grantId, client_id: clientId, reason: why, access_tokens: access, refresh_tokens: refresh });
-    await credentialsChanged(deps);
-  }
-
-  /** The `scope` of a token answer: what the connection holds now (only `narrowed` of it, when given). */
-  async function scopeAnswer(connectionId: string, narrowed: string[], on: Parameters<typeof scopesOfConnection>[0] = deps.db.prisma): Promise<string> {
-    const held = await scopesOfConnection(on, connectionId);
-    return (narrowed.length ? held.filter((s) => narrowed.includes(s)) : held).join(' ');
-  }
+  const { revokeGrant, issuePairOn, scopeAnswer, replayOrRevoke, liveCode } = grantOps(deps);
 
   const documents = clientMetadataDocuments(deps);
 
-  const clientsStore: OAuthRegisteredClientsStore = {
+  const clientsStore = registeredClients(deps, documents);
+
+  return {
+    get clientsStore() {
+      return clientsStore;
+    },
+
+    async beginAuthorization(client: OAuthClientInformationFull, params: AuthorizationParams): Promise<string> {
+      const scopes = scopeList(params.scopes);
+      const unknown = scopes.filter((s) => !isKnownScope(s));
+      if (unknown.length) throw new InvalidScopeError(`Unknown scope: ${unknown.slice(0, 3).join(', ').slice(0, 200)}.`);
+      if (params.resource !== undefined && !sameResource(params.resource, opts.resourceUrl)) {
+        throw new InvalidTargetError(`This authorization server issues tokens only for ${opts.resourceUrl}.`);
+      }
+      if (!CODE_CHALLENGE.test(params.codeChallenge)) throw new InvalidRequestError('code_challenge must be the base64url SHA-256 of the code verifier (43 characters).');
+      if (params.state !== undefined && params.state.length > LIMITS.state) throw new InvalidRequestError(`state: at most ${LIMITS.state} characters.`);
+      return store.createRequest(deps.db, {
+        clientId: client.client_id,
+        redirectUri: params.redirectUri,
+        codeChallenge: params.codeChallenge,
+        state: params.state,
+        scopes,
+        resource: opts.resourceUrl,
+        now: now(),
+        ttlSeconds: LIMITS.requestSeconds,
+      });
+    },
+
+    async challengeForAuthorizationCode(client, authorizationCode) {
+      const row = await liveCode(client, authorizationCode);
+      return row.codeChallenge;
+    },
+
+    async exchangeAuthorizationCode(client, authorizationCode, _codeVerifier, redirectUri, resource): Promise<OAuthTokens> {
+      const row = await liveCode(client, authorizationCode);
+      if (redirectUri !== undefined && redirectUri !== row.redirectUri) throw new InvalidGrantError('redirect_uri differs from the one of the authorization request.');
+      if (resource !== undefined && !sameResource(resource, row.resource)) throw new InvalidTargetError(`The code was granted for ${row.resource}.`);
+      const at = now();
+      const lifetime = deps.config.oauthAccessTokenSeconds;
+      const issued = await deps.db.prisma.$transaction(async (tx) => {
+        if (!(await store.useCodeOn(tx, row.id, at))) return null;
+        return issuePairOn(tx, row, at, []);
+      });
+      if (!issued) {
+        // Another request used it between our read and our update (or it just expired).
+        await liveCode(client, authorizationCode);
+        throw new InvalidGrantError('The authorization code has expired.');
+      }
+      await credentialsChanged(deps);
+      return { access_token: issued.access, token_type: 'Bearer', expires_in: lifetime, refresh_token: issued.refresh, scope: await scopeAnswer(row.connectionId, []) };
+    },
+
+    async exchangeRefreshToken(client, refreshToken, scopes, resource): Promise<OAuthTokens> {
+      const row = await store.findRefreshToken(deps.db, refreshToken);
+      if (!row || row.clientId !== client.client_id) throw new InvalidGrantError('The refresh token is unknown.');
+      if (row.revokedAt) throw new InvalidGrantError('The refresh token is revoked.');
+      if (row.usedAt) return replayOrRevoke(row.id);
+      const at = now();
+      if (row.expiresAt <= at) throw new InvalidGrantError('The refresh token has expired.');
+      if (resource !== undefined && !sameResource(resource, row.resource)) throw new InvalidTargetError(`The grant is for ${row.resource}.`);
+      const asked = scopeList(scopes);
+      const beyond = asked.filter((s) => !row.scopes.includes(s));
+      if (beyond.length) throw new InvalidScopeError(`Beyond the grant: ${beyond.slice(0, 3).join(', ').slice(0, 200)}.`);
+      const narrowed = asked.length > 0 && asked.length < row.scopes.length ? asked : [];
+      const lifetime = deps.config.oauthAccessTokenSeconds;
+      const issued = await deps.db.prisma.$transaction(async (tx) => {
+        if (!(await store.useRefreshTokenOn(tx, row.id, at))) return null;
+        const { access, refresh } = await issuePairOn(tx, row, at, narrowed);
+        const scope = await scopeAnswer(row.connectionId, narrowed, tx);
+        const pair: Successor = { access_token: access, refresh_token: refresh, scope, access_expires_at: at.getTime() + lifetime * 1000 };
+        await store.recordSuccessorOn(tx, row.id, deps.secretBox.seal(JSON.stringify(pair), successorPlace(row.id)));
+        return pair;
+      });
+      // Used by a concurrent request between our read and our update (its update waited for that
+      // rotation's commit, so the row now shows it): within the grace window, that rotation's pair.
+      if (!issued) return replayOrRevoke(row.id);
+      await credentialsChanged(deps);
+      return { access_token: issued.access_token, token_type: 'Bearer', expires_in: lifetime, refresh_token: issued.refresh_token, scope: issued.scope };
+    },
+
+    async verifyAccessToken(token: string): Promise<AuthInfo> {
+      let credential;
+      try {
+        credential = await resolveCredential(deps.db, `Bearer ${token}`, now(), deps.credentialCache);
+      } catch (e) {
+        if (e instanceof ApiError) throw new InvalidTokenError(e.message);
+        throw e;
+      }
+      if (credential.kind !== 'access_token') throw new InvalidTokenError('Not an access token (mcp_at_…).');
+      return {
+        token,
+        clientId: credential.clientId ?? credential.connectionId,
+        scopes: [...new Set(credential.grants.flatMap((g) => g.scopes))],
+        expiresAt: Math.floor(credential.expiresAt.getTime() / 1000),
+        ...(credential.resource ? { resource: new URL(credential.resource) } : {}),
+        extra: { connectionId: credential.connectionId, tokenId: credential.id },
+      };
+    },
+
+    async revokeToken(client: OAuthClientInformationFull, request: OAuthTokenRevocationRequest): Promise<void> {
+      const token = request.token;
+      if (token.startsWith(store.REFRESH_PREFIX)) {
+        const row = await store.findRefreshToken(deps.db, token);
+        if (row && row.clientId === client.client_id && !row.revokedAt) await revokeGrant(row.grantId, row.clientId, 'refresh token revoked by its client');
+        return;
+      }
+      if (token.startsWith(TOKEN_PREFIX) && token.length <= 200) {
+        if (await revokeClientTokenOn(deps.db.prisma, client.client_id, token, now())) await credentialsChanged(deps);
+      }
+      // Anything else: unknown to us, which RFC 7009 answers with 200 all the same.
+    },
+  };
+}
+
+/**
+ * Clients: registered ones (RFC 7591, checked here: redirect URIs, auth method, names, grant and
+ * response types, stored size) and client ID metadata documents (a URL as client_id: fetched or
+ * cached, never registered).
+ */
+function registeredClients(deps: OAuthDeps, documents: ReturnType<typeof clientMetadataDocuments>): OAuthRegisteredClientsStore {
+  const now = () => deps.clock.now();
+  return {
     async getClient(clientId) {
       if (isMetadataClientId(clientId)) {
         // A URL is a client metadata document's: fetched (or cached) and checked, never registered.
@@ -214,146 +320,56 @@ export function createOAuthProvider(deps: OAuthDeps, opts: OAuthProviderOptions)
       };
     },
   };
+}
 
-  return {
-    get clientsStore() {
-      return clientsStore;
-    },
+/** What the token endpoint does to a grant's codes and tokens: issue a pair, answer a replay, revoke. */
+function grantOps(deps: OAuthDeps) {
+  const now = () => deps.clock.now();
 
-    async beginAuthorization(client: OAuthClientInformationFull, params: AuthorizationParams): Promise<string> {
-      const scopes = scopeList(params.scopes);
-      const unknown = scopes.filter((s) => !isKnownScope(s));
-      if (unknown.length) throw new InvalidScopeError(`Unknown scope: ${unknown.slice(0, 3).join(', ').slice(0, 200)}.`);
-      if (params.resource !== undefined && !sameResource(params.resource, opts.resourceUrl)) {
-        throw new InvalidTargetError(`This authorization server issues tokens only for ${opts.resourceUrl}.`);
-      }
-      if (!CODE_CHALLENGE.test(params.codeChallenge)) throw new InvalidRequestError('code_challenge must be the base64url SHA-256 of the code verifier (43 characters).');
-      if (params.state !== undefined && params.state.length > LIMITS.state) throw new InvalidRequestError(`state: at most ${LIMITS.state} characters.`);
-      return store.createRequest(deps.db, {
-        clientId: client.client_id,
-        redirectUri: params.redirectUri,
-        codeChallenge: params.codeChallenge,
-        state: params.state,
-        scopes,
-        resource: opts.resourceUrl,
-        now: now(),
-        ttlSeconds: LIMITS.requestSeconds,
-      });
-    },
+  /** A code or refresh token used twice: every access and refresh token of its grant stops now, on every instance. */
+  async function revokeGrant(grantId: string, clientId: string, why: string): Promise<void> {
+    const at = now();
+    const [access, refresh] = await deps.db.prisma.$transaction(async (tx) => [
+      await revokeGrantTokensOn(tx, grantId, at),
+      await store.revokeGrantRefreshTokensOn(tx, grantId, at),
+    ]);
+    deps.logger.warn('oauth: grant revoked', { grant_id: grantId, client_id: clientId, reason: why, access_tokens: access, refresh_tokens: refresh });
+    await credentialsChanged(deps);
+  }
 
-    async challengeForAuthorizationCode(client, authorizationCode) {
-      const row = await liveCode(client, authorizationCode);
-      return row.codeChallenge;
-    },
+  /**
+   * An access token and a refresh token of the grant `row` names (a code's or a refresh token's),
+   * in the caller's transaction; the access token only `narrowed` of the grant's scopes when given.
+   */
+  async function issuePairOn(
+    tx: Parameters<typeof issueTokenOn>[0] & Parameters<typeof store.createRefreshTokenOn>[0],
+    row: { clientId: string; connectionId: string; grantId: string; resource: string; scopes: string[] },
+    at: Date,
+    narrowed: string[],
+  ): Promise<{ access: string; refresh: string }> {
+    const access = await issueTokenOn(tx, {
+      connectionId: row.connectionId,
+      now: at,
+      expiresInSeconds: deps.config.oauthAccessTokenSeconds,
+      binding: { clientId: row.clientId, grantId: row.grantId, resource: row.resource, scopes: narrowed },
+    });
+    const refresh = await store.createRefreshTokenOn(tx, {
+      clientId: row.clientId,
+      connectionId: row.connectionId,
+      grantId: row.grantId,
+      resource: row.resource,
+      scopes: row.scopes,
+      now: at,
+      ttlSeconds: deps.config.oauthRefreshTokenSeconds,
+    });
+    return { access: access.secret, refresh };
+  }
 
-    async exchangeAuthorizationCode(client, authorizationCode, _codeVerifier, redirectUri, resource): Promise<OAuthTokens> {
-      const row = await liveCode(client, authorizationCode);
-      if (redirectUri !== undefined && redirectUri !== row.redirectUri) throw new InvalidGrantError('redirect_uri differs from the one of the authorization request.');
-      if (resource !== undefined && !sameResource(resource, row.resource)) throw new InvalidTargetError(`The code was granted for ${row.resource}.`);
-      const at = now();
-      const lifetime = deps.config.oauthAccessTokenSeconds;
-      const issued = await deps.db.prisma.$transaction(async (tx) => {
-        if (!(await store.useCodeOn(tx, row.id, at))) return null;
-        const access = await issueTokenOn(tx, {
-          connectionId: row.connectionId,
-          now: at,
-          expiresInSeconds: lifetime,
-          binding: { clientId: row.clientId, grantId: row.grantId, resource: row.resource },
-        });
-        const refresh = await store.createRefreshTokenOn(tx, {
-          clientId: row.clientId,
-          connectionId: row.connectionId,
-          grantId: row.grantId,
-          resource: row.resource,
-          scopes: row.scopes,
-          now: at,
-          ttlSeconds: deps.config.oauthRefreshTokenSeconds,
-        });
-        return { access: access.secret, refresh };
-      });
-      if (!issued) {
-        // Another request used it between our read and our update (or it just expired).
-        await liveCode(client, authorizationCode);
-        throw new InvalidGrantError('The authorization code has expired.');
-      }
-      await credentialsChanged(deps);
-      return { access_token: issued.access, token_type: 'Bearer', expires_in: lifetime, refresh_token: issued.refresh, scope: await scopeAnswer(row.connectionId, []) };
-    },
-
-    async exchangeRefreshToken(client, refreshToken, scopes, resource): Promise<OAuthTokens> {
-      const row = await store.findRefreshToken(deps.db, refreshToken);
-      if (!row || row.clientId !== client.client_id) throw new InvalidGrantError('The refresh token is unknown.');
-      if (row.revokedAt) throw new InvalidGrantError('The refresh token is revoked.');
-      if (row.usedAt) return replayOrRevoke(row.id);
-      const at = now();
-      if (row.expiresAt <= at) throw new InvalidGrantError('The refresh token has expired.');
-      if (resource !== undefined && !sameResource(resource, row.resource)) throw new InvalidTargetError(`The grant is for ${row.resource}.`);
-      const asked = scopeList(scopes);
-      const beyond = asked.filter((s) => !row.scopes.includes(s));
-      if (beyond.length) throw new InvalidScopeError(`Beyond the grant: ${beyond.slice(0, 3).join(', ').slice(0, 200)}.`);
-      const narrowed = asked.length > 0 && asked.length < row.scopes.length ? asked : [];
-      const lifetime = deps.config.oauthAccessTokenSeconds;
-      const issued = await deps.db.prisma.$transaction(async (tx) => {
-        if (!(await store.useRefreshTokenOn(tx, row.id, at))) return null;
-        const access = await issueTokenOn(tx, {
-          connectionId: row.connectionId,
-          now: at,
-          expiresInSeconds: lifetime,
-          binding: { clientId: row.clientId, grantId: row.grantId, resource: row.resource, scopes: narrowed },
-        });
-        const refresh = await store.createRefreshTokenOn(tx, {
-          clientId: row.clientId,
-          connectionId: row.connectionId,
-          grantId: row.grantId,
-          resource: row.resource,
-          scopes: row.scopes,
-          now: at,
-          ttlSeconds: deps.config.oauthRefreshTokenSeconds,
-        });
-        const scope = await scopeAnswer(row.connectionId, narrowed, tx);
-        const pair: Successor = { access_token: access.secret, refresh_token: refresh, scope, access_expires_at: at.getTime() + lifetime * 1000 };
-        await store.recordSuccessorOn(tx, row.id, deps.secretBox.seal(JSON.stringify(pair), successorPlace(row.id)));
-        return pair;
-      });
-      // Used by a concurrent request between our read and our update (its update waited for that
-      // rotation's commit, so the row now shows it): within the grace window, that rotation's pair.
-      if (!issued) return replayOrRevoke(row.id);
-      await credentialsChanged(deps);
-      return { access_token: issued.access_token, token_type: 'Bearer', expires_in: lifetime, refresh_token: issued.refresh_token, scope: issued.scope };
-    },
-
-    async verifyAccessToken(token: string): Promise<AuthInfo> {
-      let credential;
-      try {
-        credential = await resolveCredential(deps.db, `Bearer ${token}`, now(), deps.credentialCache);
-      } catch (e) {
-        if (e instanceof ApiError) throw new InvalidTokenError(e.message);
-        throw e;
-      }
-      if (credential.kind !== 'access_token') throw new InvalidTokenError('Not an access token (mcp_at_…).');
-      return {
-        token,
-        clientId: credential.clientId ?? credential.connectionId,
-        scopes: [...new Set(credential.grants.flatMap((g) => g.scopes))],
-        expiresAt: Math.floor(credential.expiresAt.getTime() / 1000),
-        ...(credential.resource ? { resource: new URL(credential.resource) } : {}),
-        extra: { connectionId: credential.connectionId, tokenId: credential.id },
-      };
-    },
-
-    async revokeToken(client: OAuthClientInformationFull, request: OAuthTokenRevocationRequest): Promise<void> {
-      const token = request.token;
-      if (token.startsWith(store.REFRESH_PREFIX)) {
-        const row = await store.findRefreshToken(deps.db, token);
-        if (row && row.clientId === client.client_id && !row.revokedAt) await revokeGrant(row.grantId, row.clientId, 'refresh token revoked by its client');
-        return;
-      }
-      if (token.startsWith(TOKEN_PREFIX) && token.length <= 200) {
-        if (await revokeClientTokenOn(deps.db.prisma, client.client_id, token, now())) await credentialsChanged(deps);
-      }
-      // Anything else: unknown to us, which RFC 7009 answers with 200 all the same.
-    },
-  };
+  /** The `scope` of a token answer: what the connection holds now (only `narrowed` of it, when given). */
+  async function scopeAnswer(connectionId: string, narrowed: string[], on: Parameters<typeof scopesOfConnection>[0] = deps.db.prisma): Promise<string> {
+    const held = await scopesOfConnection(on, connectionId);
+    return (narrowed.length ? held.filter((s) => narrowed.includes(s)) : held).join(' ');
+  }
 
   /**
    * A refresh token found used: within the grace window after its rotation, and its grant not
@@ -391,4 +407,6 @@ export function createOAuthProvider(deps: OAuthDeps, opts: OAuthProviderOptions)
     if (row.expiresAt <= now()) throw new InvalidGrantError('The authorization code has expired.');
     return row;
   }
+
+  return { revokeGrant, issuePairOn, scopeAnswer, replayOrRevoke, liveCode };
 }
