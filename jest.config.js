@@ -21,6 +21,8 @@ const PROOFS = [
   'database-outage', 'job-runner-faults', 'terminate-during-sends',
   // a primary that refuses writes (its sessions cut, as a read-only restart or a demotion cuts them)
   'read-only-database',
+  // commits that wait for a synchronous standby that is not there (a PostgreSQL of the file's own)
+  'sync-commit-stall',
   // fuzzing
   'contract-fuzz', 'simulator-meta-differential',
   // real browsers

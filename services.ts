@@ -15,6 +15,7 @@ import type { Config } from './lib/platform/config.js';
 import { systemClock, type Clock } from './lib/platform/clock.js';
 import type { Logger } from './lib/platform/logger.js';
 import { openDatabase, type Database } from './lib/platform/db/database.js';
+import { readReplication, type ReplicationState } from './lib/platform/db/replication-state.js';
 import { whileStarting, type StartDeadline } from './lib/platform/db/wait.js';
 import { metricsInstanceId } from './lib/platform/instance.js';
 import { closeTenantPools, configureTenantPools } from './lib/tables/tenant-pool.js';
@@ -203,6 +204,7 @@ async function openDatabases(opts: ServicesOptions): Promise<Database> {
     logger: opts.logger,
     acquireTimeoutMs: config.databaseAcquireTimeoutMs,
     statementTimeoutMs: config.databaseStatementTimeoutMs,
+    commitTimeoutMs: config.databaseCommitTimeoutMs,
   }), opts.connectDeadline);
   configureTenantPools(db.pool, opts.databaseUrl, {
     total: config.tablesPoolMax,
@@ -245,6 +247,9 @@ function jobsControl(launch: (opts: JobsOptions) => Promise<Jobs>) {
   };
 }
 
+/** A commit cancelled for want of a synchronous standby keeps the instance unready this long (ms). */
+const RECENT_UNCONFIRMED_MS = 5000;
+
 /**
  * What /readyz reports: the database answers and takes writes (not in recovery, not read-only),
  * every migration is applied (checked until it is once true), the jobs run, Redis (when
@@ -260,6 +265,10 @@ function readinessCheck(o: {
     const checks: Record<string, string> = {};
     const bounded = <T>(p: Promise<T>) =>
       Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timed out')), 2000).unref())]);
+    // Beside it, on its own connection: can the primary confirm commits (a synchronous standby)?
+    const unconfirmedAt = db.commits?.lastUnconfirmedAt() ?? 0;
+    const replication = bounded(readReplication(db.pool, unconfirmedAt > 0 && Date.now() - unconfirmedAt < RECENT_UNCONFIRMED_MS));
+    replication.catch(() => undefined);
     try {
       // Reachable is not enough: a primary restarted read-only, or demoted to a standby (Patroni),
       // answers reads and refuses every write. One round trip says both.
@@ -273,6 +282,15 @@ function readinessCheck(o: {
           : 'ok';
     } catch (e) {
       checks.database = `unreachable (${e instanceof Error ? e.message : String(e)})`;
+    }
+    let replicationInfo: ReplicationState | undefined;
+    if (checks.database === 'ok') {
+      try {
+        replicationInfo = await replication;
+        checks.replication = replicationInfo.check;
+      } catch (e) {
+        checks.replication = `unknown (${e instanceof Error ? e.message : String(e)})`;
+      }
     }
     if (!migrationsApplied && !checks.database.startsWith('unreachable')) {
       try {

@@ -1437,7 +1437,7 @@ export interface components {
          */
         Readiness: {
             ready: boolean;
-            /** @description Each check (`database`, `migrations`, `jobs`, `redis`, `shutdown`) is `ok`, `not configured`, or what is wrong (`database` is `unreachable (…)`, or `read-only (…)` on a standby, a demoted primary or with `default_transaction_read_only` on, which refuse writes). */
+            /** @description Each check (`database`, `replication`, `migrations`, `jobs`, `redis`, `shutdown`) is `ok`, `not configured`, or what is wrong (`database` is `unreachable (…)`, or `read-only (…)` on a standby, a demoted primary or with `default_transaction_read_only` on, which refuse writes; `replication` is `no synchronous standby: …` while `synchronous_standby_names` asks for a standby that is not connected, so commits cannot complete, and `not configured` without synchronous replication). */
             checks: {
                 [key: string]: string;
             };

@@ -20,11 +20,11 @@ describe('health, readiness and metrics', () => {
     expect(res.body).toEqual({ success: true, data: { status: 'ok' } });
   });
 
-  it('GET /readyz lists its checks: database, migrations, jobs, redis', async () => {
+  it('GET /readyz lists its checks: database, replication, migrations, jobs, redis', async () => {
     const res = await request(t.app).get('/readyz?verbose=yes').expect(200);
     expect(res.body.data).toEqual({
       ready: true,
-      checks: { database: 'ok', migrations: 'ok', jobs: 'ok', redis: 'not configured' },
+      checks: { database: 'ok', replication: 'not configured', migrations: 'ok', jobs: 'ok', redis: 'not configured' },
       graph_api: { version: 'v26.0', status: 'supported', ends: null, days_left: null, latest: 'v26.0', warning: null },
     });
   });

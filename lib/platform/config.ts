@@ -30,6 +30,8 @@ export interface Config {
   httpHeadersTimeoutMs: number;
   httpKeepAliveTimeoutMs: number;
   databaseStatementTimeoutMs: number;
+  /** Longest wait of a commit for a synchronous standby; past it the commit is cancelled and the request answers 503. */
+  databaseCommitTimeoutMs: number;
   /** Folder of the embedded defaults (database files, admin token). */
   dataDir: string;
   /** Port of the embedded PostgreSQL (never 5432). */
@@ -342,6 +344,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     simulatorCallbackRetryScale: positiveNumber(env, 'SIMULATOR_CALLBACK_RETRY_SCALE', 1),
     databaseAcquireTimeoutMs: int(env, 'DATABASE_ACQUIRE_TIMEOUT_MS', 5000, 100, 600000),
     databaseStatementTimeoutMs: int(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 30000, 0, 3600000),
+    databaseCommitTimeoutMs: int(env, 'DATABASE_COMMIT_TIMEOUT_MS', 2000, 0, 600000),
     dataDir: path.resolve(str(env, 'DATA_DIR') ?? '.data'),
     embeddedPgPort,
     redisUrl: str(env, 'REDIS_URL'),
