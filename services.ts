@@ -15,7 +15,9 @@ import type { Config } from './lib/platform/config.js';
 import { systemClock, type Clock } from './lib/platform/clock.js';
 import type { Logger } from './lib/platform/logger.js';
 import { openDatabase, type Database } from './lib/platform/db/database.js';
-import { readReplication, type ReplicationState } from './lib/platform/db/replication-state.js';
+import { readReplication } from './lib/platform/db/replication-state.js';
+import { watchHa, type HaWatch } from './lib/platform/ha-watch.js';
+import { readRedisHa } from './lib/platform/redis-ha.js';
 import { whileStarting, type StartDeadline } from './lib/platform/db/wait.js';
 import { metricsInstanceId } from './lib/platform/instance.js';
 import { closeTenantPools, configureTenantPools } from './lib/tables/tenant-pool.js';
@@ -141,7 +143,9 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
     const versionTimer = setInterval(() => graphVersion.check(), 3_600_000);
     versionTimer.unref();
     stops.unshift(async () => clearInterval(versionTimer));
-    const readiness = readinessCheck({ db, config, counters, jobsRunning: () => jobs.current !== undefined, draining: () => draining, graphVersion });
+    const ha = haWatch(db, config, logger, clock);
+    stops.unshift(async () => ha.stop());
+    const readiness = readinessCheck({ db, config, counters, jobsRunning: () => jobs.current !== undefined, draining: () => draining, graphVersion, ha });
     collectGauges(metrics, db, readiness);
     const app = createApp({ ...deps, handlers: opts.handlers, adminToken: opts.adminToken, readiness, simulatorUrl: opts.simulatorUrl });
     opts.bot?.attach(deps);
@@ -250,6 +254,25 @@ function jobsControl(launch: (opts: JobsOptions) => Promise<Jobs>) {
 /** A commit cancelled for want of a synchronous standby keeps the instance unready this long (ms). */
 const RECENT_UNCONFIRMED_MS = 5000;
 
+/** A commit was cancelled for want of a synchronous standby a moment ago. */
+const recentlyUnconfirmed = (db: Database) => {
+  const at = db.commits?.lastUnconfirmedAt() ?? 0;
+  return at > 0 && Date.now() - at < RECENT_UNCONFIRMED_MS;
+};
+
+/** What the HA topology lacks (lib/platform/ha-watch.ts), checked every 10 s, logged on change. */
+function haWatch(db: Database, config: ServicesOptions['config'], logger: ServicesOptions['logger'], clock: Clock): HaWatch {
+  const target = redisTargetOf(config);
+  const bound = <T>(p: Promise<T>) => Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timed out')), 2000).unref())]);
+  return watchHa({
+    readDatabase: () => bound(readReplication(db.pool, recentlyUnconfirmed(db))),
+    readRedis: target?.kind === 'sentinel' ? () => readRedisHa(target, Math.max(1000, config.redisTimeoutMs)) : undefined,
+    logger,
+    now: () => clock.now(),
+    everyMs: 10_000,
+  });
+}
+
 /**
  * What /readyz reports: the database answers and takes writes (not in recovery, not read-only),
  * every migration is applied (checked until it is once true), the jobs run, Redis (when
@@ -258,6 +281,7 @@ const RECENT_UNCONFIRMED_MS = 5000;
 function readinessCheck(o: {
   db: Database; config: ServicesOptions['config']; counters: unknown; jobsRunning: () => boolean; draining: () => boolean;
   graphVersion: { check(): GraphVersionReport };
+  ha: HaWatch;
 }): () => Promise<Readiness> {
   const { db, config } = o;
   let migrationsApplied = false;
@@ -266,8 +290,7 @@ function readinessCheck(o: {
     const bounded = <T>(p: Promise<T>) =>
       Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timed out')), 2000).unref())]);
     // Beside it, on its own connection: can the primary confirm commits (a synchronous standby)?
-    const unconfirmedAt = db.commits?.lastUnconfirmedAt() ?? 0;
-    const replication = bounded(readReplication(db.pool, unconfirmedAt > 0 && Date.now() - unconfirmedAt < RECENT_UNCONFIRMED_MS));
+    const replication = bounded(readReplication(db.pool, recentlyUnconfirmed(db)));
     replication.catch(() => undefined);
     try {
       // Reachable is not enough: a primary restarted read-only, or demoted to a standby (Patroni),
@@ -283,11 +306,9 @@ function readinessCheck(o: {
     } catch (e) {
       checks.database = `unreachable (${e instanceof Error ? e.message : String(e)})`;
     }
-    let replicationInfo: ReplicationState | undefined;
     if (checks.database === 'ok') {
       try {
-        replicationInfo = await replication;
-        checks.replication = replicationInfo.check;
+        checks.replication = (await replication).check;
       } catch (e) {
         checks.replication = `unknown (${e instanceof Error ? e.message : String(e)})`;
       }
@@ -315,7 +336,8 @@ function readinessCheck(o: {
     const ready = !o.draining() && Object.entries(checks).every(([name, v]) => name === 'redis' || v === 'ok' || v === 'not configured');
     // Informational: an ending Graph version never makes the instance unready (sends still work until Meta's date).
     const graph = o.graphVersion.check();
-    return { ready, checks, graph_api: { ...graph, warning: graphVersionWarning(graph) } };
+    // Informational too: what the HA topology lacks, as last checked (never makes the instance unready).
+    return { ready, checks, graph_api: { ...graph, warning: graphVersionWarning(graph) }, ha: o.ha.report() };
   };
 }
 

@@ -26,6 +26,7 @@ describe('health, readiness and metrics', () => {
       ready: true,
       checks: { database: 'ok', replication: 'not configured', migrations: 'ok', jobs: 'ok', redis: 'not configured' },
       graph_api: { version: 'v26.0', status: 'supported', ends: null, days_left: null, latest: 'v26.0', warning: null },
+      ha: expect.objectContaining({ missing: [], redis: null }),
     });
   });
 
