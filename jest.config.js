@@ -37,6 +37,8 @@ const PROOFS = [
   'backup-restore',
   // the HA topology (Patroni, etcd, Sentinel, HAProxy): the PostgreSQL primary and the Redis master killed
   'failover',
+  // scripts/ha/cluster.sh's status, start, stop and supervisor; etcd's quorum lost; one PostgreSQL node left
+  'ha-cluster',
 ];
 const proofPaths = PROOFS.map((name) => `<rootDir>/tests/${name}.test.ts`);
 

@@ -156,7 +156,9 @@ async function simMessages(): Promise<Array<{ wamid: string; to: string; type: s
 beforeAll(async () => {
   if (skip) return;
   dir = mkdtempSync(path.join(tmpdir(), 'ha-'));
-  const up = await runProcess(SCRIPT, ['up', dir], { timeoutMs: 240_000 });
+  // No supervisor: a killed primary restarted at once would keep its leader key, and the failover
+  // this file measures would not happen (tests/ha-cluster.test.ts proves the supervisor).
+  const up = await runProcess(SCRIPT, ['up', dir], { timeoutMs: 240_000, env: { ...process.env, HA_SUPERVISE: '0' } });
   if (up.code !== 0) throw new Error(`scripts/ha/cluster.sh up failed (${up.code}): ${up.stderr.slice(-2000)}`);
   figures.push(up.stdout.trim());
   for (const line of readFileSync(path.join(dir, 'cluster.env'), 'utf8').split('\n')) {
