@@ -9,11 +9,14 @@
  *
  * No Patroni needed: the file's own PostgreSQL (embedded, its own folder and port) gets
  * `synchronous_standby_names` naming a standby that does not exist, which is what strict
- * synchronous mode leaves when no standby is left, then the setting is cleared.
+ * synchronous mode leaves when no standby is left, then the setting is cleared. A stalled primary
+ * is the same server with every one of its processes stopped (SIGSTOP), then continued.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { rm } from 'node:fs/promises';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import pg from 'pg';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../lib/platform/db/embedded.js';
 import { applyMigrations } from '../lib/platform/db/migrate.js';
@@ -31,6 +34,22 @@ let t: TestApp;
 let admin: pg.Client;
 let key: string;
 let contactId: number;
+
+/** The file's own PostgreSQL: its postmaster and every child of it. */
+function postgresProcesses(): number[] {
+  const postmaster = Number(readFileSync(path.join(dataDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]);
+  const children = readdirSync('/proc').filter((d) => /^\d+$/.test(d)).filter((d) => {
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === postmaster;
+    } catch {
+      return false;
+    }
+  });
+  return [postmaster, ...children.map(Number)];
+}
+let stopped: number[] = [];
+const signal = (pids: number[], sig: NodeJS.Signals) => pids.forEach((pid) => { try { process.kill(pid, sig); } catch { /* gone */ } });
 
 async function syncStandby(names: string | null): Promise<void> {
   await admin.query(names === null ? 'ALTER SYSTEM RESET synchronous_standby_names' : `ALTER SYSTEM SET synchronous_standby_names = '${names}'`);
@@ -52,6 +71,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
+  signal(stopped, 'SIGCONT');
   await syncStandby(null).catch(() => undefined);
   await admin?.end().catch(() => undefined);
   await t?.close().catch(() => undefined);
@@ -107,6 +127,32 @@ describe('commits that cannot complete', () => {
       // unknown to the client then, settled now, as after a connection lost during COMMIT.
       const contact = await request(t.app).get(`/v1/contacts/${contactId}`).set(auth()).expect(200);
       expect(contact.body.data.contact.name).toBe('Ada Lovelace');
+    },
+    90_000,
+  );
+
+  timingBound(`writes answer 503 within ${BOUND_MS} ms while the primary answers nothing`).it(
+    'When every process of the primary is stopped (a stalled machine), then a write answers 503 with Retry-After within the bound, never a client time-out, and the service recovers by itself once it runs again',
+    async () => {
+      await eventually(() => request(t.app).get('/readyz'), (r: any) => r.status === 200, 20_000, '/readyz ready');
+      stopped = postgresProcesses();
+      signal(stopped, 'SIGSTOP');
+      try {
+        const started = Date.now();
+        const res = await renameContact('Katherine Johnson');
+        const ms = Date.now() - started;
+        console.log(`sync-commit-stall: 503 after ${ms} ms with the primary stopped, bound ${BOUND_MS} ms`);
+        expect503(res);
+        expect(ms).toBeLessThan(BOUND_MS);
+        const ready = await request(t.app).get('/readyz');
+        expect([ready.status, ready.body.error?.details?.checks?.database]).toEqual([503, expect.stringMatching(/^unreachable/)]);
+      } finally {
+        signal(stopped, 'SIGCONT');
+        stopped = [];
+      }
+      await eventually(() => request(t.app).get('/readyz'), (r: any) => r.status === 200, 20_000, '/readyz ready again');
+      const renamed = await eventually(() => renameContact('Katherine Johnson'), (r: any) => r.status === 200, 10_000, 'writes again');
+      expect(renamed.body.data.contact.name).toBe('Katherine Johnson');
     },
     90_000,
   );

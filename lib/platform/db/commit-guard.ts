@@ -14,12 +14,22 @@
  *
  * Only statements that wait on SyncRep are cancelled: a long query is left to statement_timeout.
  * The guard's own session only reads pg_stat_activity, and reads never wait for a standby.
+ *
+ * A stalled primary (its processes stopped, a machine frozen) answers nothing, not even the
+ * guard, and a cancel would not reach it: when the guard's own statement gets no answer within
+ * half of `boundMs` (at least 1 s), the connections of the statements past their bound are closed
+ * from this side. Those statements fail as a lost connection (503, outcome unknown as for any
+ * connection lost during COMMIT) and the pool opens new connections once the server answers. A refusal (too many
+ * connections, say) is an answer: nothing is closed then.
  */
 import pg from 'pg';
 import { createLogThrottle } from '../log-throttle.js';
 
 const SYNC_CANCELLED = /canceling (the )?wait for synchronous replication/i;
 const FLAG = Symbol('syncWaitCancelled');
+const IN_FLIGHT = Symbol('statementsInFlight');
+/** No answer at all, as opposed to a refusal. */
+const NO_ANSWER = /timeout|timed out|Connection terminated/i;
 
 export interface CommitGuardLogger {
   warn(message: string, meta?: Record<string, unknown>): void;
@@ -31,7 +41,7 @@ export interface CommitGuard {
   close(): Promise<void>;
 }
 
-type Guarded = pg.PoolClient & { [FLAG]?: boolean; processID?: number | null };
+type Guarded = pg.PoolClient & { [FLAG]?: boolean; [IN_FLIGHT]?: number; processID?: number | null; connection?: { stream?: { destroy(err?: Error): void } } };
 
 /** The error a COMMIT answers when its wait for a synchronous standby was cancelled. */
 export function unconfirmedCommitError(boundMs: number): Error {
@@ -46,14 +56,16 @@ export function guardCommits(pools: pg.Pool[], opts: { url: string; boundMs: num
   let lastUnconfirmed = 0;
   let watchdog: pg.Client | undefined;
   let closed = false;
-  const due = new Set<number>();
+  const due = new Map<number, Guarded>();
   let flushing: Promise<void> | undefined;
   const throttle = createLogThrottle(10_000);
   const warn = (message: string) => throttle((n) => (opts.logger ? opts.logger.warn(message + (n ? ` (${n} more since last report)` : '')) : console.warn(message)));
 
   const connectWatchdog = async (): Promise<pg.Client> => {
     if (watchdog) return watchdog;
-    const c = new pg.Client({ connectionString: opts.url, connectionTimeoutMillis: opts.boundMs, query_timeout: opts.boundMs, application_name: 'commit-guard' });
+    // Reading pg_stat_activity takes milliseconds: half the bound without an answer is a stall.
+    const answerMs = Math.max(1000, Math.round(opts.boundMs / 2));
+    const c = new pg.Client({ connectionString: opts.url, connectionTimeoutMillis: answerMs, query_timeout: answerMs, application_name: 'commit-guard' });
     c.on('error', () => {
       if (watchdog === c) watchdog = undefined;
     });
@@ -65,7 +77,8 @@ export function guardCommits(pools: pg.Pool[], opts: { url: string; boundMs: num
   // One statement for every commit past its bound at that moment.
   const flush = async (): Promise<void> => {
     while (due.size && !closed) {
-      const pids = [...due];
+      const overdue = [...due];
+      const pids = overdue.map(([pid]) => pid);
       due.clear();
       try {
         const c = await connectWatchdog();
@@ -78,12 +91,16 @@ export function guardCommits(pools: pg.Pool[], opts: { url: string; boundMs: num
       } catch (e) {
         watchdog?.end().catch(() => undefined);
         watchdog = undefined;
-        warn(`database: could not check commits past ${opts.boundMs} ms (${e instanceof Error ? e.message : String(e)})`);
+        const reason = e instanceof Error ? e.message : String(e);
+        const stuck = NO_ANSWER.test(reason) ? overdue.filter(([, c]) => (c[IN_FLIGHT] ?? 0) > 0) : [];
+        for (const [, c] of stuck) c.connection?.stream?.destroy(new Error(`Connection terminated: the database did not answer a statement within ${opts.boundMs} ms, nor the check after it (stalled)`));
+        warn(`database: could not check statements past ${opts.boundMs} ms (${reason})` + (stuck.length ? `; closed ${stuck.length} connection(s) to a database that does not answer (answered 503)` : ''));
       }
     }
   };
-  const overdue = (pid: number) => {
-    due.add(pid);
+  const overdue = (client: Guarded) => {
+    if (!client.processID) return;
+    due.set(client.processID, client);
     flushing ??= flush().finally(() => (flushing = undefined));
   };
 
@@ -103,13 +120,18 @@ export function guardCommits(pools: pg.Pool[], opts: { url: string; boundMs: num
       const config = args[0] as { submit?: unknown } | undefined;
       // Cursors and streams (objects with submit) complete on their own schedule: passed through.
       if (config && typeof config === 'object' && typeof config.submit === 'function') return original(...args);
-      const timer = setTimeout(() => client.processID && overdue(client.processID), opts.boundMs);
+      const timer = setTimeout(() => overdue(client), opts.boundMs);
       timer.unref();
+      client[IN_FLIGHT] = (client[IN_FLIGHT] ?? 0) + 1;
+      const done = () => {
+        clearTimeout(timer);
+        client[IN_FLIGHT] = (client[IN_FLIGHT] ?? 1) - 1;
+      };
       const cbIndex = args.findIndex((a) => typeof a === 'function');
       if (cbIndex >= 0) {
         const cb = args[cbIndex] as (err: unknown, res?: unknown) => void;
         args[cbIndex] = (err: unknown, res: unknown) => {
-          clearTimeout(timer);
+          done();
           const e = settle(err);
           return e ? cb(e) : cb(undefined, res);
         };
@@ -117,13 +139,13 @@ export function guardCommits(pools: pg.Pool[], opts: { url: string; boundMs: num
       }
       return (original(...args) as Promise<unknown>).then(
         (res) => {
-          clearTimeout(timer);
+          done();
           const e = settle(undefined);
           if (e) throw e;
           return res;
         },
         (err: unknown) => {
-          clearTimeout(timer);
+          done();
           throw settle(err);
         },
       );
