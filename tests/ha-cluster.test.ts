@@ -7,7 +7,10 @@
  * - etcd's quorum lost (2 of 3 members stopped) past Patroni's ttl: the primary keeps taking
  *   writes (failsafe_mode), and the cluster is whole again once etcd returns;
  * - one PostgreSQL node left (both standbys stopped): a commit waits (strict synchronous mode keeps
- *   no acknowledged write on one node only), and completes once a standby is back.
+ *   no acknowledged write on one node only), and completes once a standby is back;
+ * - point-in-time recovery's half on the topology (where pgbackrest is installed): `up` took a full
+ *   backup, and after a switchover the new primary archives its WAL and is backed up
+ *   (tests/pitr.test.ts restores from such a repository).
  * Runs as root with Debian's patroni, etcd-server, redis-sentinel, haproxy and PostgreSQL 15;
  * otherwise it says why it skipped.
  */
@@ -140,5 +143,26 @@ describeIf('the native HA tooling', () => {
     console.log(`ha-cluster: one node left: the commit waited ${((done - started) / 1000).toFixed(1)} s, ${((done - restarted) / 1000).toFixed(1)} s after a standby was started again`);
     expect((await cluster('start', 'pg3')).code).toBe(0);
     await eventually(status, (s) => s.code === 0, 90_000, 'every node running', 500);
+  }, 180_000);
+
+  it('When the primary changes (a switchover to the synchronous standby), then the new primary archives its WAL and an incremental backup is taken from it', async () => {
+    const hasBackups = existsSync(path.join(dir, 'pgbackrest.conf'));
+    if (!hasBackups) return void console.log('ha-cluster: backups skipped: no pgbackrest');
+    const info = () => runProcess('runuser', ['-u', 'postgres', '--', 'pgbackrest', `--config=${path.join(dir, 'pgbackrest.conf')}`, '--stanza=messaging', 'info'], { timeoutMs: 30_000 }).then((r) => r.stdout);
+    expect(await info()).toMatch(/full backup: \d+-\d+F/);
+    const s = await eventually(status, (x) => x.code === 0 && Object.values(x.nodes).some((v) => /sync_standby running/.test(v)), 60_000, 'a synchronous standby', 500);
+    const leader = Object.keys(s.nodes).find((n) => /^running leader/.test(s.nodes[n]))!;
+    const candidate = Object.keys(s.nodes).find((n) => /sync_standby running/.test(s.nodes[n]))!;
+    const api = env.PATRONI_API_PORTS.split(' ')[Number(leader.slice(2)) - 1];
+    const res = await fetch(`http://127.0.0.1:${api}/switchover`, { method: 'POST', body: JSON.stringify({ leader, candidate }) });
+    expect([res.status, await res.text()]).toEqual([200, `Successfully switched over to "${candidate}"`]);
+    await eventually(status, (x) => x.code === 0 && new RegExp(`^running leader running`).test(x.nodes[candidate]), 60_000, `${candidate} the primary`, 500);
+    await eventually(() => write(5).then(() => true), (ok) => ok === true, 30_000, 'writes on the new primary', 500);
+    const backup = await cluster('backup', 'incr');
+    expect([backup.code, backup.stdout.trim()]).toEqual([0, expect.stringMatching(new RegExp(`incr backup of ${candidate} done$`))]);
+    const after = await info();
+    expect(after).toMatch(/incr backup: \d+-\d+F_\d+-\d+I/);
+    // The archive reached the new timeline: the new primary's segments are there.
+    expect(after).toMatch(/wal archive min\/max \(15\): \w+\/00000002/);
   }, 180_000);
 });

@@ -10,6 +10,7 @@
 #   scripts/ha/cluster.sh status DIR      # each node: running or not, and its role (exit 1 if one is not running)
 #   scripts/ha/cluster.sh stop DIR NODE   # stops one node (SIGTERM, then SIGKILL after 20 s); the supervisor leaves it stopped
 #   scripts/ha/cluster.sh start DIR NODE  # starts it again, with the same ports and secrets
+#   scripts/ha/cluster.sh backup DIR full|incr   # a pgBackRest backup from whichever node is primary
 #   scripts/ha/cluster.sh down DIR        # SIGKILLs everything it started (also after a partial up)
 #
 # NODE: etcd1..3, pg1..3 (Patroni and its PostgreSQL), haproxy, redis-master, redis-replica,
@@ -22,13 +23,17 @@
 # every port and secret, DATABASE_URL (through HAProxy), REDIS_SENTINELS and REDIS_SENTINEL_MASTER;
 # `start` and the supervisor read it back. HA_SUPERVISE=0 starts no supervisor (the kill test: a
 # primary restarted at once would keep its leader key, and no failover would be seen).
+# Point-in-time recovery, where pgbackrest is installed (HA_BACKUPS=0: none): the primary archives
+# its WAL into DIR/backup (DIR/pgbackrest.conf), `up` takes a full backup, and the supervisor an
+# incremental one every HA_BACKUP_INCR_SECONDS (3600) and a full one every HA_BACKUP_FULL_SECONDS
+# (86400), logged in DIR/backup.log.
 # Needs root (PostgreSQL and Patroni run as the user postgres) and the packages patroni,
 # etcd-server, redis-sentinel, haproxy, postgresql-15 (apt-get install; no main cluster needed).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 self="$here/$(basename "$0")"
 conf="$(cd "$here/../../docker/ha" && pwd)"
-usage() { echo "usage: $0 up|down|status|supervise DIR, or $0 start|stop DIR NODE" >&2; exit 2; }
+usage() { echo "usage: $0 up|down|status|supervise DIR, $0 start|stop DIR NODE, or $0 backup DIR full|incr" >&2; exit 2; }
 cmd="${1:-}"; dir="${2:-}"; node_arg="${3:-}"
 [ -n "$cmd" ] && [ -n "$dir" ] || usage
 PG_BIN="${PG_BIN:-/usr/lib/postgresql/15/bin}"
@@ -79,6 +84,9 @@ launch() {
         PATRONI_POSTGRESQL_BIN_DIR="$PG_BIN" PATRONI_ETCD3_HOSTS="$ETCD_HOSTS"
         PATRONI_SUPERUSER_PASSWORD="$PG_SUPERUSER_PASSWORD" PATRONI_REPLICATION_PASSWORD="$PG_REPLICATION_PASSWORD"
         PATRONI_REWIND_PASSWORD="$PG_SUPERUSER_PASSWORD" PATRONI_POSTGRESQL_PARAMETERS_UNIX_SOCKET_DIRECTORIES="$dir/$n"
+        # patroni.yml's archive_command pushes WAL with pgBackRest when PGBACKREST_CONFIG is set; its
+        # PGBACKREST_PG1_* name this node, whichever is primary.
+        $(backups_on && echo PGBACKREST_CONFIG="$dir/pgbackrest.conf" PGBACKREST_PG1_PATH="$dir/$n/data" PGBACKREST_PG1_PORT="${PG_PORT[$i]}" || true)
         HOME="$dir/$n" setpriv --reuid=postgres --regid=postgres --init-groups patroni "$conf/patroni.yml") ;;
     haproxy) argv=(env PG_LB_BIND=127.0.0.1 PG_LB_PORT="$PG_LB_PORT"
         PG1_ADDR="127.0.0.1:${PG_PORT[0]}" PG1_API_HOST=127.0.0.1 PG1_API_PORT="${PG_API[0]}"
@@ -121,9 +129,28 @@ stop_node() {
   echo "$n stopped"
 }
 
+backups_on() { [ -f "$dir/pgbackrest.conf" ]; }
+
+# A pgBackRest backup of whichever node is primary now (the stanza is created on first use).
+backup() {
+  local type="$1" i primary=""
+  backups_on || { echo "scripts/ha/cluster.sh: no backups here (pgbackrest missing, or HA_BACKUPS=0 at up)" >&2; return 3; }
+  for i in 0 1 2; do curl -fsS -m 2 -o /dev/null "http://127.0.0.1:${PG_API[$i]}/primary" 2>/dev/null && { primary=$i; break; }; done
+  [ -n "$primary" ] || { echo "scripts/ha/cluster.sh: no primary to back up" >&2; return 1; }
+  local data="$dir/pg$((primary+1))/data"
+  # pgBackRest reaches PostgreSQL through its Unix socket: the folder its postmaster.pid names.
+  local socket; socket="$(sed -n 5p "$data/postmaster.pid")"
+  local -a on=(--config="$dir/pgbackrest.conf" --stanza="$NAME" --pg1-path="$data" --pg1-port="${PG_PORT[$primary]}" --pg1-socket-path="$socket")
+  runuser -u postgres -- pgbackrest "${on[@]}" stanza-create || return 1
+  runuser -u postgres -- pgbackrest "${on[@]}" --type="$type" backup || return 1
+  echo "$(date -u +%FT%TZ) $type backup of pg$((primary+1)) done"
+}
+
 # Restarts every node whose process is gone, unless `stop` stopped it; each at most every 5 s.
+# Takes the scheduled backups too (in the background, so restarts never wait for one).
 supervise() {
   declare -A last=()
+  local incr_every="${HA_BACKUP_INCR_SECONDS:-3600}" full_every="${HA_BACKUP_FULL_SECONDS:-86400}" last_incr=$SECONDS last_full=$SECONDS
   echo "$(date -u +%FT%TZ) supervisor: watching $NODES"
   while :; do
     for n in $NODES; do
@@ -135,6 +162,11 @@ supervise() {
       echo "$(date -u +%FT%TZ) supervisor: $n (pid $pid) is gone: restarting it"
       launch "$n" || echo "$(date -u +%FT%TZ) supervisor: could not restart $n"
     done
+    if backups_on; then
+      if [ $(( SECONDS - last_full )) -ge "$full_every" ]; then last_full=$SECONDS; last_incr=$SECONDS; "$self" backup "$dir" full >> "$dir/backup.log" 2>&1 &
+      elif [ $(( SECONDS - last_incr )) -ge "$incr_every" ]; then last_incr=$SECONDS; "$self" backup "$dir" incr >> "$dir/backup.log" 2>&1 &
+      fi
+    fi
     sleep 1
   done
 }
@@ -169,6 +201,7 @@ case "$cmd" in
   down) down; exit 0 ;;
   status) load_env; status; exit $? ;;
   supervise) load_env; supervise ;;
+  backup) case "$node_arg" in full|incr) ;; *) usage ;; esac; load_env; backup "$node_arg"; exit $? ;;
   start|stop) [ -n "$node_arg" ] || usage; load_env
     if [ "$cmd" = stop ]; then stop_node "$node_arg"
     else alive "$(pid_of "$node_arg")" && { echo "$node_arg is running"; exit 0; }; launch "$node_arg"; echo "$node_arg started"; fi
@@ -211,6 +244,21 @@ load_env
   echo "REDIS_SENTINELS=127.0.0.1:${SENTINEL_PORT[0]},127.0.0.1:${SENTINEL_PORT[1]},127.0.0.1:${SENTINEL_PORT[2]}"; } >> "$dir/cluster.env"
 load_env
 
+# pgBackRest's repository and settings (the node to read from is given per command).
+if [ "${HA_BACKUPS:-1}" != 0 ] && command -v pgbackrest >/dev/null; then
+  mkdir -p "$dir/backup" "$dir/backup/log"; chown -R postgres: "$dir/backup"; chmod 700 "$dir/backup"
+  cat > "$dir/pgbackrest.conf" <<CONF
+[global]
+repo1-path=$dir/backup
+repo1-retention-full=2
+log-path=$dir/backup/log
+lock-path=$dir/backup/log
+log-level-console=warn
+start-fast=y
+CONF
+  chmod 644 "$dir/pgbackrest.conf"
+fi
+
 wait_for() { local what="$1" secs="$2"; shift 2; local t=$((SECONDS + secs)); until "$@" >/dev/null 2>&1; do
   [ $SECONDS -lt $t ] || { echo "scripts/ha/cluster.sh: $what not ready within ${secs} s" >&2; return 1; }; sleep 0.3; done; }
 
@@ -249,6 +297,9 @@ sentinels_ready() { for p in "${SENTINEL_PORT[@]}"; do
   redis-cli -p "$p" sentinel master "$NAME" 2>/dev/null | grep -A1 -x num-other-sentinels | tail -1 | grep -qx 2 || return 1
   redis-cli -p "$p" sentinel master "$NAME" 2>/dev/null | grep -A1 -x num-slaves | tail -1 | grep -qx 1 || return 1; done; }
 wait_for "the sentinels (each seeing the 2 others and the replica)" 60 sentinels_ready
+
+# The first full backup, so that the archive has a base to recover from.
+if backups_on; then backup full >> "$dir/backup.log" 2>&1 || { echo "scripts/ha/cluster.sh: the first backup failed (see $dir/backup.log)" >&2; exit 1; }; fi
 
 [ "${HA_SUPERVISE:-1}" = 0 ] || launch supervisor
 trap - EXIT
