@@ -30,7 +30,7 @@ import { CloudApiClient } from './channel/cloud-api.js';
 import type { ChannelPort } from './lib/channel-port/port.js';
 import { startJobs, type Jobs, type JobsOptions } from './jobs/index.js';
 import { configurePacing } from './lib/broadcasts/pacing.js';
-import { createMetrics, type Metrics } from './lib/platform/metrics.js';
+import { createMetrics, type CollectedGauges, type Metrics } from './lib/platform/metrics.js';
 import type { BotRuntime } from './lib/bot/runtime.js';
 import { readMigrations } from './lib/platform/db/migrate.js';
 import type { Readiness } from './http/operational.js';
@@ -146,7 +146,7 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
     const ha = haWatch(db, config, logger, clock);
     stops.unshift(async () => ha.stop());
     const readiness = readinessCheck({ db, config, counters, jobsRunning: () => jobs.current !== undefined, draining: () => draining, graphVersion, ha });
-    collectGauges(metrics, db, readiness);
+    collectGauges(metrics, db, readiness, ha);
     const app = createApp({ ...deps, handlers: opts.handlers, adminToken: opts.adminToken, readiness, simulatorUrl: opts.simulatorUrl });
     opts.bot?.attach(deps);
     if (opts.jobs !== false) await jobs.start(opts.jobs);
@@ -341,10 +341,15 @@ function readinessCheck(o: {
   };
 }
 
-/** Gauges read when /metrics is scraped: readiness, the outbox's backlog, jobs overdue. */
-function collectGauges(metrics: Metrics, db: Database, readiness: () => Promise<Readiness>): void {
+/** Gauges read when /metrics is scraped: readiness, the outbox's backlog, jobs overdue, what HA lacks. */
+function collectGauges(metrics: Metrics, db: Database, readiness: () => Promise<Readiness>, ha: HaWatch): void {
   metrics.onCollect(async () => {
-    const out: { ready?: boolean; outboxPending?: number; jobsDue?: number } = { ready: (await readiness()).ready };
+    const report = ha.report();
+    const out: CollectedGauges = {
+      ready: (await readiness()).ready,
+      ...(report.checked_at ? { haMissing: report.missing.length } : {}),
+      ...(report.database?.lag_seconds != null ? { replicationLagSeconds: report.database.lag_seconds } : {}),
+    };
     const count = async (sql: string) => Number((await db.pool.query<{ n: string }>(sql)).rows[0]?.n ?? 0);
     out.outboxPending = await count('SELECT count(*) AS n FROM events WHERE dispatched_at IS NULL').catch(() => undefined);
     out.jobsDue = await count(`SELECT count(*) AS n FROM agenda_jobs WHERE next_run_at <= now() AND locked_at IS NULL AND NOT coalesce(disabled, false)`).catch(() => undefined);
