@@ -18,6 +18,7 @@ import { openDatabase, type Database } from './lib/platform/db/database.js';
 import { readReplication } from './lib/platform/db/replication-state.js';
 import { watchHa, type HaWatch } from './lib/platform/ha-watch.js';
 import { readRedisHa } from './lib/platform/redis-ha.js';
+import { readEtcd } from './lib/platform/etcd-health.js';
 import { whileStarting, type StartDeadline } from './lib/platform/db/wait.js';
 import { metricsInstanceId } from './lib/platform/instance.js';
 import { closeTenantPools, configureTenantPools } from './lib/tables/tenant-pool.js';
@@ -267,6 +268,7 @@ function haWatch(db: Database, config: ServicesOptions['config'], logger: Servic
   return watchHa({
     readDatabase: () => bound(readReplication(db.pool, recentlyUnconfirmed(db))),
     readRedis: target?.kind === 'sentinel' ? () => readRedisHa(target, Math.max(1000, config.redisTimeoutMs)) : undefined,
+    readEtcd: config.haEtcdEndpoints?.length ? () => readEtcd(config.haEtcdEndpoints!) : undefined,
     logger,
     now: () => clock.now(),
     everyMs: 10_000,

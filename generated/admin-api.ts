@@ -1451,7 +1451,7 @@ export interface components {
          */
         HighAvailabilityReport: {
             /**
-             * @description One sentence per missing piece (no synchronous standby, a standby replaying over 10 s behind, a sentinel not answering, a Redis master without a replica); empty when nothing is missing.
+             * @description One sentence per missing piece (no synchronous standby, a standby replaying over 10 s behind, a sentinel not answering, a Redis master without a replica, an etcd member not healthy); empty when nothing is missing.
              * @example [
              *       "Redis: master 127.0.0.1:26380 has no replica (the next master fault loses the counters)"
              *     ]
@@ -1476,6 +1476,13 @@ export interface components {
                 master: string | null;
                 /** @description Replicas of that master that are up; null when no sentinel answered. */
                 replicas: number | null;
+            } | null;
+            /** @description The etcd members of `HA_ETCD_ENDPOINTS` (null when unset), each asked `/health` within 1 s. */
+            etcd: {
+                members: number;
+                members_up: number;
+                /** @description Each member that did not answer healthy. */
+                members_down: string[];
             } | null;
             /** Format: date-time */
             checked_at: string | null;

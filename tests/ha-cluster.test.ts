@@ -22,6 +22,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { freePort, runProcess } from './support/local.js';
 import { eventually } from './support/eventually.js';
+import { readEtcd } from '../lib/platform/etcd-health.js';
 
 const SCRIPT = path.resolve('scripts/ha/cluster.sh');
 
@@ -125,6 +126,9 @@ describeIf('the native HA tooling', () => {
       await new Promise((r) => setTimeout(r, 2000));
     }
     expect(readFileSync(path.join(dir, 'pg1.log'), 'utf8')).toMatch(/continue to run as a leader because failsafe mode is enabled/);
+    // What the service's HA watch reports of it (HA_ETCD_ENDPOINTS).
+    const endpoints = env.ETCD_CLIENT_PORTS.split(' ').map((p) => `http://127.0.0.1:${p}`);
+    expect(await readEtcd(endpoints)).toEqual({ members: 3, members_up: 0, members_down: endpoints });
     for (const m of ['etcd2', 'etcd3']) expect((await cluster('start', m)).code).toBe(0);
     await eventually(status, (s) => s.code === 0 && /^running \{"health":"true"\}/.test(s.nodes.etcd3), 60_000, 'etcd whole again', 500);
     await write(3);
