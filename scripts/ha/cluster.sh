@@ -20,7 +20,8 @@
 # PG_PORTS, PATRONI_API_PORTS, SENTINEL_PORTS: three each, space-separated; PG_LB_PORT,
 # REDIS_MASTER_PORT, REDIS_REPLICA_PORT). Secrets: HA_PG_SUPERUSER_PASSWORD and
 # HA_PG_REPLICATION_PASSWORD, random unless set. DIR/cluster.env (shell and dotenv syntax) keeps
-# every port and secret, DATABASE_URL (through HAProxy), REDIS_SENTINELS and REDIS_SENTINEL_MASTER;
+# every port and secret, DATABASE_URL (through HAProxy), REDIS_SENTINELS, REDIS_SENTINEL_MASTER and
+# HA_ETCD_ENDPOINTS (the service's settings);
 # `start` and the supervisor read it back. HA_SUPERVISE=0 starts no supervisor (the kill test: a
 # primary restarted at once would keep its leader key, and no failover would be seen).
 # Point-in-time recovery, where pgbackrest is installed (HA_BACKUPS=0: none): the primary archives
@@ -241,7 +242,8 @@ ENV
 chmod 600 "$dir/cluster.env"
 load_env
 { echo "DATABASE_URL=postgres://postgres:${PG_SUPERUSER_PASSWORD}@127.0.0.1:${PG_LB_PORT}/postgres"
-  echo "REDIS_SENTINELS=127.0.0.1:${SENTINEL_PORT[0]},127.0.0.1:${SENTINEL_PORT[1]},127.0.0.1:${SENTINEL_PORT[2]}"; } >> "$dir/cluster.env"
+  echo "REDIS_SENTINELS=127.0.0.1:${SENTINEL_PORT[0]},127.0.0.1:${SENTINEL_PORT[1]},127.0.0.1:${SENTINEL_PORT[2]}"
+  echo "HA_ETCD_ENDPOINTS=http://127.0.0.1:${ETCD_CLIENT[0]},http://127.0.0.1:${ETCD_CLIENT[1]},http://127.0.0.1:${ETCD_CLIENT[2]}"; } >> "$dir/cluster.env"
 load_env
 
 # pgBackRest's repository and settings (the node to read from is given per command).
