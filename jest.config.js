@@ -21,6 +21,8 @@ const PROOFS = [
   'database-outage', 'job-runner-faults', 'terminate-during-sends',
   // a primary that refuses writes (its sessions cut, as a read-only restart or a demotion cuts them)
   'read-only-database',
+  // commits that wait for a synchronous standby that is not there (a PostgreSQL of the file's own)
+  'sync-commit-stall',
   // fuzzing
   'contract-fuzz', 'simulator-meta-differential',
   // real browsers
@@ -37,6 +39,10 @@ const PROOFS = [
   'pitr',
   // the HA topology (Patroni, etcd, Sentinel, HAProxy): the PostgreSQL primary and the Redis master killed
   'failover',
+  // scripts/ha/cluster.sh's status, start, stop and supervisor; etcd's quorum lost; one PostgreSQL node left
+  'ha-cluster',
+  // pgBackRest: WAL archived, backups, a cluster restored to a point in time between two writes
+  'pitr',
 ];
 const proofPaths = PROOFS.map((name) => `<rootDir>/tests/${name}.test.ts`);
 

@@ -15,6 +15,10 @@ import type { Config } from './lib/platform/config.js';
 import { systemClock, type Clock } from './lib/platform/clock.js';
 import type { Logger } from './lib/platform/logger.js';
 import { openDatabase, type Database } from './lib/platform/db/database.js';
+import { readReplication } from './lib/platform/db/replication-state.js';
+import { watchHa, type HaWatch } from './lib/platform/ha-watch.js';
+import { readRedisHa } from './lib/platform/redis-ha.js';
+import { readEtcd } from './lib/platform/etcd-health.js';
 import { whileStarting, type StartDeadline } from './lib/platform/db/wait.js';
 import { metricsInstanceId } from './lib/platform/instance.js';
 import { closeTenantPools, configureTenantPools } from './lib/tables/tenant-pool.js';
@@ -27,7 +31,7 @@ import { CloudApiClient } from './channel/cloud-api.js';
 import type { ChannelPort } from './lib/channel-port/port.js';
 import { startJobs, type Jobs, type JobsOptions } from './jobs/index.js';
 import { configurePacing } from './lib/broadcasts/pacing.js';
-import { createMetrics, type Metrics } from './lib/platform/metrics.js';
+import { createMetrics, type CollectedGauges, type Metrics } from './lib/platform/metrics.js';
 import type { BotRuntime } from './lib/bot/runtime.js';
 import { readMigrations } from './lib/platform/db/migrate.js';
 import type { Readiness } from './http/operational.js';
@@ -140,8 +144,10 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
     const versionTimer = setInterval(() => graphVersion.check(), 3_600_000);
     versionTimer.unref();
     stops.unshift(async () => clearInterval(versionTimer));
-    const readiness = readinessCheck({ db, config, counters, jobsRunning: () => jobs.current !== undefined, draining: () => draining, graphVersion });
-    collectGauges(metrics, db, readiness);
+    const ha = haWatch(db, config, logger, clock);
+    stops.unshift(async () => ha.stop());
+    const readiness = readinessCheck({ db, config, counters, jobsRunning: () => jobs.current !== undefined, draining: () => draining, graphVersion, ha });
+    collectGauges(metrics, db, readiness, ha);
     const app = createApp({ ...deps, handlers: opts.handlers, adminToken: opts.adminToken, readiness, simulatorUrl: opts.simulatorUrl });
     opts.bot?.attach(deps);
     if (opts.jobs !== false) await jobs.start(opts.jobs);
@@ -203,6 +209,7 @@ async function openDatabases(opts: ServicesOptions): Promise<Database> {
     logger: opts.logger,
     acquireTimeoutMs: config.databaseAcquireTimeoutMs,
     statementTimeoutMs: config.databaseStatementTimeoutMs,
+    commitTimeoutMs: config.databaseCommitTimeoutMs,
   }), opts.connectDeadline);
   configureTenantPools(db.pool, opts.databaseUrl, {
     total: config.tablesPoolMax,
@@ -245,6 +252,29 @@ function jobsControl(launch: (opts: JobsOptions) => Promise<Jobs>) {
   };
 }
 
+/** A commit cancelled for want of a synchronous standby keeps the instance unready this long (ms). */
+const RECENT_UNCONFIRMED_MS = 5000;
+
+/** A commit was cancelled for want of a synchronous standby a moment ago. */
+const recentlyUnconfirmed = (db: Database) => {
+  const at = db.commits?.lastUnconfirmedAt() ?? 0;
+  return at > 0 && Date.now() - at < RECENT_UNCONFIRMED_MS;
+};
+
+/** What the HA topology lacks (lib/platform/ha-watch.ts), checked every 10 s, logged on change. */
+function haWatch(db: Database, config: ServicesOptions['config'], logger: ServicesOptions['logger'], clock: Clock): HaWatch {
+  const target = redisTargetOf(config);
+  const bound = <T>(p: Promise<T>) => Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timed out')), 2000).unref())]);
+  return watchHa({
+    readDatabase: () => bound(readReplication(db.pool, recentlyUnconfirmed(db))),
+    readRedis: target?.kind === 'sentinel' ? () => readRedisHa(target, Math.max(1000, config.redisTimeoutMs)) : undefined,
+    readEtcd: config.haEtcdEndpoints?.length ? () => readEtcd(config.haEtcdEndpoints!) : undefined,
+    logger,
+    now: () => clock.now(),
+    everyMs: 10_000,
+  });
+}
+
 /**
  * What /readyz reports: the database answers and takes writes (not in recovery, not read-only),
  * every migration is applied (checked until it is once true), the jobs run, Redis (when
@@ -253,6 +283,7 @@ function jobsControl(launch: (opts: JobsOptions) => Promise<Jobs>) {
 function readinessCheck(o: {
   db: Database; config: ServicesOptions['config']; counters: unknown; jobsRunning: () => boolean; draining: () => boolean;
   graphVersion: { check(): GraphVersionReport };
+  ha: HaWatch;
 }): () => Promise<Readiness> {
   const { db, config } = o;
   let migrationsApplied = false;
@@ -260,6 +291,9 @@ function readinessCheck(o: {
     const checks: Record<string, string> = {};
     const bounded = <T>(p: Promise<T>) =>
       Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timed out')), 2000).unref())]);
+    // Beside it, on its own connection: can the primary confirm commits (a synchronous standby)?
+    const replication = bounded(readReplication(db.pool, recentlyUnconfirmed(db)));
+    replication.catch(() => undefined);
     try {
       // Reachable is not enough: a primary restarted read-only, or demoted to a standby (Patroni),
       // answers reads and refuses every write. One round trip says both.
@@ -273,6 +307,13 @@ function readinessCheck(o: {
           : 'ok';
     } catch (e) {
       checks.database = `unreachable (${e instanceof Error ? e.message : String(e)})`;
+    }
+    if (checks.database === 'ok') {
+      try {
+        checks.replication = (await replication).check;
+      } catch (e) {
+        checks.replication = `unknown (${e instanceof Error ? e.message : String(e)})`;
+      }
     }
     if (!migrationsApplied && !checks.database.startsWith('unreachable')) {
       try {
@@ -297,14 +338,20 @@ function readinessCheck(o: {
     const ready = !o.draining() && Object.entries(checks).every(([name, v]) => name === 'redis' || v === 'ok' || v === 'not configured');
     // Informational: an ending Graph version never makes the instance unready (sends still work until Meta's date).
     const graph = o.graphVersion.check();
-    return { ready, checks, graph_api: { ...graph, warning: graphVersionWarning(graph) } };
+    // Informational too: what the HA topology lacks, as last checked (never makes the instance unready).
+    return { ready, checks, graph_api: { ...graph, warning: graphVersionWarning(graph) }, ha: o.ha.report() };
   };
 }
 
-/** Gauges read when /metrics is scraped: readiness, the outbox's backlog, jobs overdue. */
-function collectGauges(metrics: Metrics, db: Database, readiness: () => Promise<Readiness>): void {
+/** Gauges read when /metrics is scraped: readiness, the outbox's backlog, jobs overdue, what HA lacks. */
+function collectGauges(metrics: Metrics, db: Database, readiness: () => Promise<Readiness>, ha: HaWatch): void {
   metrics.onCollect(async () => {
-    const out: { ready?: boolean; outboxPending?: number; jobsDue?: number } = { ready: (await readiness()).ready };
+    const report = ha.report();
+    const out: CollectedGauges = {
+      ready: (await readiness()).ready,
+      ...(report.checked_at ? { haMissing: report.missing.length } : {}),
+      ...(report.database?.lag_seconds != null ? { replicationLagSeconds: report.database.lag_seconds } : {}),
+    };
     const count = async (sql: string) => Number((await db.pool.query<{ n: string }>(sql)).rows[0]?.n ?? 0);
     out.outboxPending = await count('SELECT count(*) AS n FROM events WHERE dispatched_at IS NULL').catch(() => undefined);
     out.jobsDue = await count(`SELECT count(*) AS n FROM agenda_jobs WHERE next_run_at <= now() AND locked_at IS NULL AND NOT coalesce(disabled, false)`).catch(() => undefined);

@@ -1437,11 +1437,55 @@ export interface components {
          */
         Readiness: {
             ready: boolean;
-            /** @description Each check (`database`, `migrations`, `jobs`, `redis`, `shutdown`) is `ok`, `not configured`, or what is wrong (`database` is `unreachable (…)`, or `read-only (…)` on a standby, a demoted primary or with `default_transaction_read_only` on, which refuse writes). */
+            /** @description Each check (`database`, `replication`, `migrations`, `jobs`, `redis`, `shutdown`) is `ok`, `not configured`, or what is wrong (`database` is `unreachable (…)`, or `read-only (…)` on a standby, a demoted primary or with `default_transaction_read_only` on, which refuse writes; `replication` is `no synchronous standby: …` while `synchronous_standby_names` asks for a standby that is not connected, so commits cannot complete, and `not configured` without synchronous replication). */
             checks: {
                 [key: string]: string;
             };
             graph_api?: components["schemas"]["GraphApiVersionReport"];
+            ha?: components["schemas"]["HighAvailabilityReport"];
+        };
+        /**
+         * @description What the high-availability topology lacks, as last checked (every 10 s; docs/deploy.md "High availability").
+         *     Informational: it never makes the instance unready (commits that cannot complete do, through `checks.replication`).
+         *     Each change is logged once (warn when something goes missing, info when nothing is missing any more).
+         */
+        HighAvailabilityReport: {
+            /**
+             * @description One sentence per missing piece (no synchronous standby, a standby replaying over 10 s behind, a sentinel not answering, a Redis master without a replica, an etcd member not healthy); empty when nothing is missing.
+             * @example [
+             *       "Redis: master 127.0.0.1:26380 has no replica (the next master fault loses the counters)"
+             *     ]
+             */
+            missing: string[];
+            /** @description The primary's standbys (null when not read yet). */
+            database: {
+                /** @description WAL senders connected. */
+                standbys: number;
+                /** @description Synchronous ones; null when the service's role may not see it (no pg_read_all_stats). */
+                synchronous: number | null;
+                /** @description The largest replay lag; null when unknown or idle. */
+                lag_seconds: number | null;
+            } | null;
+            /** @description What the sentinels say (Sentinel mode only; null otherwise). */
+            redis: {
+                sentinels: number;
+                sentinels_up: number;
+                /** @description `host:port` of each sentinel that did not answer. */
+                sentinels_down: string[];
+                /** @description `ip:port` of the master the sentinels name; null when none answered. */
+                master: string | null;
+                /** @description Replicas of that master that are up; null when no sentinel answered. */
+                replicas: number | null;
+            } | null;
+            /** @description The etcd members of `HA_ETCD_ENDPOINTS` (null when unset), each asked `/health` within 1 s. */
+            etcd: {
+                members: number;
+                members_up: number;
+                /** @description Each member that did not answer healthy. */
+                members_down: string[];
+            } | null;
+            /** Format: date-time */
+            checked_at: string | null;
         };
         /** @description The configured `GRAPH_API_VERSION` against the end dates of Meta's versions known to the service (docs/configuration.md, "Moving the Graph API version"). */
         GraphApiVersionReport: {

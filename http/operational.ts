@@ -11,6 +11,7 @@ import { ApiError } from '../lib/platform/errors.js';
 import { hashSecret, safeEqual } from '../lib/platform/secrets.js';
 import type { Metrics } from '../lib/platform/metrics.js';
 import type { GraphVersionReport } from '../channel/graph-versions.js';
+import type { HaReport } from '../lib/platform/ha-watch.js';
 
 export interface Readiness {
   ready: boolean;
@@ -18,6 +19,8 @@ export interface Readiness {
   checks: Record<string, string>;
   /** The configured Graph API version against Meta's end dates (informational: never makes it unready). */
   graph_api?: GraphVersionReport & { warning: string | null };
+  /** What the high-availability topology lacks (informational: never makes it unready). */
+  ha?: HaReport;
 }
 
 export interface OperationalOptions {

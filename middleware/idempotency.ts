@@ -24,6 +24,8 @@ import { writeJsonText } from '../http/json-response.js';
 import { completeLinkedKey, releaseKey, releaseLinkedKey, type StoredKey } from '../lib/platform/idempotency-store.js';
 import { claimBatched, completeBatched } from '../lib/platform/idempotency-batch.js';
 import { claimOnce, fingerprint } from '../lib/platform/idempotency.js';
+import { releaseFailedClaimLater } from '../lib/platform/idempotency-failed-claims.js';
+import { isDatabaseUnavailable } from '../lib/platform/db/errors.js';
 
 type Stored = StoredKey;
 
@@ -79,7 +81,18 @@ export function idempotency(deps: AppDeps) {
 
     // Claim the key: insert, or take over a record that expired or was abandoned (lib/platform/idempotency.ts).
     // Batched with the project's other claims in flight (lib/platform/idempotency-batch.ts).
-    const held = await claimOnce(deps.db.pool, projectId, key, print, now, () => claimBatched(deps.db.pool, projectId, key, print, now));
+    const held = await claimOnce(deps.db.pool, projectId, key, print, now, async () => {
+      try {
+        return await claimBatched(deps.db.pool, projectId, key, print, now);
+      } catch (e) {
+        // Answered 503, and the handler never runs: a claim committed all the same is deleted (not left to block retries).
+        if (isDatabaseUnavailable(e)) {
+          releaseFailedClaimLater(deps.db.pool, projectId, key, print, now, (err) =>
+            deps.logger.warn('idempotency: could not release a claim whose statement failed; the key is taken over once abandoned', { request_id: req.requestId, error: String(err) }));
+        }
+        throw e;
+      }
+    });
     if (held.state !== 'claimed') {
       if (held.state === 'mismatch') {
         throw new ApiError('idempotency_key_mismatch', 'This Idempotency-Key was used with a different request; use a new key for a new request.');

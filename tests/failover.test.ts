@@ -156,7 +156,9 @@ async function simMessages(): Promise<Array<{ wamid: string; to: string; type: s
 beforeAll(async () => {
   if (skip) return;
   dir = mkdtempSync(path.join(tmpdir(), 'ha-'));
-  const up = await runProcess(SCRIPT, ['up', dir], { timeoutMs: 240_000 });
+  // No supervisor: a killed primary restarted at once would keep its leader key, and the failover
+  // this file measures would not happen (tests/ha-cluster.test.ts proves the supervisor).
+  const up = await runProcess(SCRIPT, ['up', dir], { timeoutMs: 240_000, env: { ...process.env, HA_SUPERVISE: '0' } });
   if (up.code !== 0) throw new Error(`scripts/ha/cluster.sh up failed (${up.code}): ${up.stderr.slice(-2000)}`);
   figures.push(up.stdout.trim());
   for (const line of readFileSync(path.join(dir, 'cluster.env'), 'utf8').split('\n')) {
@@ -262,10 +264,13 @@ describeIf('the loss of a machine (HA topology)', () => {
     const atKill = await templatesSent();
     const postmaster = Number(readFileSync(path.join(dir, primary.name, 'data', 'postmaster.pid'), 'utf8').split('\n')[0]);
     const killedAt = Date.now();
-    killGroup(pidOf(`patroni${primary.name.slice(2)}`));
+    // scripts/ha/cluster.sh names each Patroni node's process pg1..pg3 in its pids file.
+    const patroni = pidOf(primary.name);
+    expect(patroni).toBeGreaterThan(0);
+    killGroup(patroni);
     killGroup(postmaster); // Patroni starts postgres as a session of its own
     const promoted = await eventually(
-      async () => (await Promise.all(nodes().filter((n) => n !== primary).map(async (n) => ((await isPrimary(n.api)) ? n : undefined)))).find(Boolean),
+      async () => (await Promise.all(nodes().filter((n) => n.name !== primary.name).map(async (n) => ((await isPrimary(n.api)) ? n : undefined)))).find(Boolean),
       (n) => n !== undefined, PG_FAILOVER_BOUND_S * 1000, `a standby promoted within ${PG_FAILOVER_BOUND_S} s`, 200,
     );
     const failoverS = (Date.now() - killedAt) / 1000;
@@ -327,6 +332,7 @@ describeIf('the loss of a machine (HA topology)', () => {
     const stream = sendStream('redis', 60_000);
     await sleep(1_000);
     const killedAt = Date.now();
+    expect(pidOf('redis-master')).toBeGreaterThan(0);
     killGroup(pidOf('redis-master'));
     await eventually(async () => masterPort(), (p) => p === env.REDIS_REPLICA_PORT, REDIS_FAILOVER_BOUND_S * 1000, `the replica promoted within ${REDIS_FAILOVER_BOUND_S} s`, 100);
     const failoverS = (Date.now() - killedAt) / 1000;

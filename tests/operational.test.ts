@@ -20,12 +20,13 @@ describe('health, readiness and metrics', () => {
     expect(res.body).toEqual({ success: true, data: { status: 'ok' } });
   });
 
-  it('GET /readyz lists its checks: database, migrations, jobs, redis', async () => {
+  it('GET /readyz lists its checks: database, replication, migrations, jobs, redis', async () => {
     const res = await request(t.app).get('/readyz?verbose=yes').expect(200);
     expect(res.body.data).toEqual({
       ready: true,
-      checks: { database: 'ok', migrations: 'ok', jobs: 'ok', redis: 'not configured' },
+      checks: { database: 'ok', replication: 'not configured', migrations: 'ok', jobs: 'ok', redis: 'not configured' },
       graph_api: { version: 'v26.0', status: 'supported', ends: null, days_left: null, latest: 'v26.0', warning: null },
+      ha: expect.objectContaining({ missing: [], redis: null }),
     });
   });
 
@@ -68,7 +69,7 @@ describe('health, readiness and metrics', () => {
     const send = await request(t.app).post('/v1/messages').set('Authorization', `Bearer ${key}`).send({ type: 'text', phone, content: 'hello' });
     const scrape = async () => (await request(t.app).get('/metrics').set('Authorization', `Bearer ${t.adminToken}`).expect(200)).text;
     const text = await scrape();
-    for (const name of ['http_requests_total', 'http_request_duration_seconds', 'messages_sent_total', 'graph_calls_total', 'graph_call_duration_seconds', 'webhook_deliveries_total', 'webhook_delivery_lag_seconds', 'rate_limit_rejections_total', 'service_ready', 'event_outbox_pending', 'jobs_due']) {
+    for (const name of ['http_requests_total', 'http_request_duration_seconds', 'messages_sent_total', 'graph_calls_total', 'graph_call_duration_seconds', 'webhook_deliveries_total', 'webhook_delivery_lag_seconds', 'rate_limit_rejections_total', 'service_ready', 'event_outbox_pending', 'jobs_due', 'ha_missing']) {
       expect(text).toContain(`# TYPE ${name} `);
     }
     expect(send.status).toBe(200);
@@ -76,6 +77,7 @@ describe('health, readiness and metrics', () => {
     expect(text).toMatch(new RegExp(`messages_sent_total\\{type="text",outcome="${outcome}"\\} 1`));
     expect(text).toMatch(/http_requests_total\{operation="sendMessage",status="\d+"\} 1/);
     expect(text).toMatch(/service_ready 1/);
+    expect(text).toMatch(/ha_missing 0/);
     expect(text).toMatch(/graph_calls_total\{op="sendMessage",outcome="ok"\} 1/);
     expect(text).not.toContain(phone);
     expect(text).not.toContain(key);

@@ -6,7 +6,10 @@
  * - the counters through a sentinel: a redis-server of the test's own and a sentinel watching it
  *   (`redis-server --sentinel`, no package beyond redis-server): hits count on the master the
  *   sentinel names, and a sentinel that names no known master leaves the counters failing fast
- *   (the rate limit fails open), never hanging.
+ *   (the rate limit fails open), never hanging;
+ * - what is missing (issue 71 item 5): a sentinel that does not answer and a master without a
+ *   replica are named, and the dead sentinel's error (repeated every 2 s by the client) is logged
+ *   once, not once per 10 s for ever.
  */
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -17,6 +20,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { loadConfig } from '../lib/platform/config.js';
 import { RedisCounterStore } from '../lib/platform/counters.js';
 import { redisTargetOf } from '../lib/platform/redis-client.js';
+import { readRedisHa } from '../lib/platform/redis-ha.js';
+import { missingOf } from '../lib/platform/ha-watch.js';
 import { freePort } from './support/local.js';
 import { RedisServer, eventually, hasRedisServer } from './support/service-process.js';
 
@@ -91,5 +96,38 @@ describeIf('the counters through a sentinel', () => {
     const t0 = Date.now();
     await expect(lost.hit('x', 60_000, new Date())).rejects.toThrow();
     expect(Date.now() - t0).toBeLessThan(1_000);
+  }, 60_000);
+
+  it('When one of the sentinels is down and the master has no replica, then both are named, and the dead sentinel is logged once however often the client meets it', async () => {
+    const own = await RedisServer.start();
+    const port = await freePort();
+    const dead = await freePort();
+    const ownDir = mkdtempSync(path.join(tmpdir(), 'sentinel-'));
+    writeFileSync(path.join(ownDir, 'sentinel.conf'), `port ${port}\nbind 127.0.0.1\ndir ${ownDir}\nsentinel monitor messaging 127.0.0.1 ${own.port} 1\n`);
+    const proc = spawn('redis-server', [path.join(ownDir, 'sentinel.conf'), '--sentinel'], { stdio: 'ignore' });
+    try {
+      const sentinels = [{ host: '127.0.0.1', port: dead }, { host: '127.0.0.1', port }];
+      const report = await eventually(() => readRedisHa({ sentinels, master: 'messaging' }, 1_000), (r) => r.master !== null, 15_000, 'a sentinel answering');
+      expect(report).toEqual({ sentinels: 2, sentinels_up: 1, sentinels_down: [`127.0.0.1:${dead}`], master: `127.0.0.1:${own.port}`, replicas: 0 });
+      expect(missingOf(null, report)).toEqual([
+        `Redis: sentinel 127.0.0.1:${dead} not answering (1 of 2 up)`,
+        `Redis: master 127.0.0.1:${own.port} has no replica (the next master fault loses the counters)`,
+      ]);
+
+      const warned: string[] = [];
+      const logger = { warn: (_m: string, meta?: { error?: string }) => void warned.push(String(meta?.error)), info: () => undefined };
+      const store = new RedisCounterStore({ target: { kind: 'sentinel', sentinels, master: 'messaging' }, timeoutMs: 1_000, logger: logger as never });
+      stores.push(store);
+      await eventually(async () => store.isReady, (ok) => ok, 15_000, 'the sentinel client ready', 100);
+      // The client asks the sentinels every 2 s (scanInterval) and meets the dead one each time; the
+      // old log said so once per 10 s, so the wait is longer than that.
+      await sleep(11_000);
+      expect(warned.filter((e) => e.includes(`:${dead}`))).toEqual([`connect ECONNREFUSED 127.0.0.1:${dead}`]);
+      expect((await store.hit('still-counting', 60_000, new Date())).count).toBe(1);
+    } finally {
+      proc.kill('SIGKILL');
+      await own.stop();
+      rmSync(ownDir, { recursive: true, force: true });
+    }
   }, 60_000);
 });

@@ -30,6 +30,8 @@ export interface Config {
   httpHeadersTimeoutMs: number;
   httpKeepAliveTimeoutMs: number;
   databaseStatementTimeoutMs: number;
+  /** Longest wait of a commit for a synchronous standby; past it the commit is cancelled and the request answers 503. */
+  databaseCommitTimeoutMs: number;
   /** Folder of the embedded defaults (database files, admin token). */
   dataDir: string;
   /** Port of the embedded PostgreSQL (never 5432). */
@@ -38,6 +40,8 @@ export interface Config {
   redisUrl?: string;
   /** Sentinel mode (high availability): the sentinels' addresses; with `redisSentinelMaster`, used instead of `redisUrl`. */
   redisSentinels?: Array<{ host: string; port: number }>;
+  /** etcd members' client URLs (HA_ETCD_ENDPOINTS): /readyz's `ha` names a member that does not answer. */
+  haEtcdEndpoints?: string[];
   /** The master's name the sentinels monitor. */
   redisSentinelMaster?: string;
   /** Sentinel mode: the master's and replicas' password (in URL mode it is part of REDIS_URL). */
@@ -321,6 +325,16 @@ function redisSentinelSettings(env: NodeJS.ProcessEnv): Pick<Config, 'redisSenti
   return { redisSentinels: sentinels, redisSentinelMaster: master, redisPassword: str(env, 'REDIS_PASSWORD'), redisSentinelPassword: str(env, 'REDIS_SENTINEL_PASSWORD') };
 }
 
+/** HA_ETCD_ENDPOINTS=http://host:port,… (the etcd members Patroni uses), informational only. */
+function etcdEndpoints(env: NodeJS.ProcessEnv): string[] | undefined {
+  const raw = str(env, 'HA_ETCD_ENDPOINTS');
+  if (!raw) return undefined;
+  return raw.split(',').map((v) => v.trim()).filter((v) => v !== '').map((v) => {
+    if (!/^https?:\/\/[^/\s]+\/?$/i.test(v)) throw new Error(`Configuration: HA_ETCD_ENDPOINTS: "${v.slice(0, 100)}" is not an http(s)://host:port URL`);
+    return v.replace(/\/$/, '');
+  });
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const embeddedPgPort = int(env, 'EMBEDDED_PG_PORT', 54329, 1024, 65535);
   if (embeddedPgPort === 5432) throw new Error('Configuration: EMBEDDED_PG_PORT must not be 5432 (a system PostgreSQL may hold it)');
@@ -342,10 +356,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     simulatorCallbackRetryScale: positiveNumber(env, 'SIMULATOR_CALLBACK_RETRY_SCALE', 1),
     databaseAcquireTimeoutMs: int(env, 'DATABASE_ACQUIRE_TIMEOUT_MS', 5000, 100, 600000),
     databaseStatementTimeoutMs: int(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 30000, 0, 3600000),
+    databaseCommitTimeoutMs: int(env, 'DATABASE_COMMIT_TIMEOUT_MS', 2000, 0, 600000),
     dataDir: path.resolve(str(env, 'DATA_DIR') ?? '.data'),
     embeddedPgPort,
     redisUrl: str(env, 'REDIS_URL'),
     ...redisSentinelSettings(env),
+    haEtcdEndpoints: etcdEndpoints(env),
     redisTimeoutMs: int(env, 'REDIS_TIMEOUT_MS', 200, 1, 60000),
     adminToken: str(env, 'ADMIN_TOKEN'),
     encryptionKey: str(env, 'ENCRYPTION_KEY'),

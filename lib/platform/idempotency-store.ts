@@ -77,6 +77,20 @@ export async function releaseKey(db: Queryable, projectId: string, key: string):
   return rows[0]?.send_ref ?? undefined;
 }
 
+/**
+ * Deletes a claim whose own statement failed as unavailable (its commit may have happened all the
+ * same, see db/commit-guard.ts): this key and fingerprint, in progress, nothing linked, claimed at
+ * `from` or up to a batch's spread after it (a takeover after ABANDONED_AFTER_MS is never in it).
+ */
+export async function releaseFailedClaim(db: Queryable, projectId: string, key: string, fingerprint: string, from: Date, to: Date): Promise<void> {
+  await db.query({
+    name: 'idempotency-release-failed-claim',
+    text: `DELETE FROM idempotency_records WHERE project_id = $1 AND key = $2 AND fingerprint = $3 AND state = 'in_progress'
+             AND send_ref IS NULL AND created_at >= $4 AND created_at < $5`,
+    values: [projectId, key, fingerprint, from, to],
+  });
+}
+
 /** The linked work certainly did not happen: the key is free for a new attempt. */
 export async function releaseLinkedKey(db: Queryable, projectId: string, key: string, ref: string): Promise<void> {
   await db.query({

@@ -42,6 +42,10 @@ export interface CollectedGauges {
   ready?: boolean;
   outboxPending?: number;
   jobsDue?: number;
+  /** How many pieces the HA topology lacks (lib/platform/ha-watch.ts). */
+  haMissing?: number;
+  /** The largest replay lag of the primary's standbys. */
+  replicationLagSeconds?: number;
 }
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -91,6 +95,20 @@ export function createMetrics(opts: { defaultMetrics?: boolean; instanceId?: str
     name: 'jobs_due', help: 'Background jobs due and not yet running', registers: [registry],
     async collect() {
       const v = (await collectOnce()).jobsDue;
+      if (v !== undefined) this.set(v);
+    },
+  });
+  new client.Gauge({
+    name: 'ha_missing', help: 'Pieces the high-availability topology lacks (no synchronous standby, a lagging standby, a sentinel down, a Redis master without replica; /readyz names them)', registers: [registry],
+    async collect() {
+      const v = (await collectOnce()).haMissing;
+      if (v !== undefined) this.set(v);
+    },
+  });
+  new client.Gauge({
+    name: 'replication_lag_seconds', help: "The largest replay lag of the primary's standbys", registers: [registry],
+    async collect() {
+      const v = (await collectOnce()).replicationLagSeconds;
       if (v !== undefined) this.set(v);
     },
   });

@@ -7,7 +7,6 @@ import { createHash } from 'node:crypto';
 import { createRedisConnection, type RedisConnection, type RedisTarget } from '../redis-client.js';
 import type { Logger } from '../logger.js';
 import { checkArgs, windowStartOf, type CounterHit, type CounterStore } from './store.js';
-import { createLogThrottle } from '../log-throttle.js';
 
 const HIT_SCRIPT = `local c = redis.call('INCRBY', KEYS[1], ARGV[1])
 if c == tonumber(ARGV[1]) or redis.call('PTTL', KEYS[1]) == -1 then
@@ -38,6 +37,9 @@ class CounterTimeoutError extends Error {
 
 type Client = RedisConnection;
 
+/** Distinct error messages logged before the client is ready again (bounds the memory of them). */
+const MAX_DISTINCT_ERRORS = 20;
+
 export interface RedisCounterStoreOptions {
   /** One Redis server (REDIS_URL)… */
   url?: string;
@@ -55,7 +57,8 @@ export class RedisCounterStore implements CounterStore {
   private closed = false;
   private consecutiveTimeouts = 0;
   private lastReplaceAt = 0;
-  private readonly logError = createLogThrottle(10_000);
+  private readonly errorsLogged = new Set<string>();
+  private everReady = false;
   private readonly timeoutMs: number;
 
   constructor(private readonly opts: RedisCounterStoreOptions) {
@@ -68,17 +71,21 @@ export class RedisCounterStore implements CounterStore {
   private newClient(): Client {
     const target = this.opts.target ?? { kind: 'url' as const, url: this.opts.url ?? '' };
     const client = createRedisConnection(target, { timeoutMs: this.timeoutMs, maxReconnectDelayMs: this.opts.maxReconnectDelayMs ?? 2_000, maxQueuedCommands: MAX_QUEUED_COMMANDS });
+    // Once per distinct error until the client is ready again, not once per 10 s: a sentinel that
+    // stays down repeats its error for ever while the counters work on the master (issue 71).
     client.onError((err: unknown) => {
-      const message = err instanceof Error ? err.message : String(err);
-      this.logError((suppressed) =>
-        this.opts.logger?.warn('Redis counter store error; counters unavailable until it reconnects', {
-          error: message,
-          suppressedSinceLast: suppressed,
-        }),
-      );
+      // node-redis reports one failure twice, once wrapped ("… client error: Error: connect ECONNREFUSED …").
+      const message = (err instanceof Error ? err.message : String(err)).replace(/^.*\bError: /, '');
+      if (this.errorsLogged.has(message) || this.errorsLogged.size >= MAX_DISTINCT_ERRORS) return;
+      this.errorsLogged.add(message);
+      this.opts.logger?.warn('Redis counter store: connection error (the master: counters unavailable, rate limits open, until it reconnects; or a sentinel); each distinct error is logged once until the client is ready again', { error: message });
     });
     client.onReady(() => {
       this.consecutiveTimeouts = 0;
+      // The first ready only ends the start: an error from then on (a sentinel down from the start) is not new.
+      if (!this.everReady) return void (this.everReady = true);
+      if (this.errorsLogged.size) this.opts.logger?.info('Redis counter store connected again');
+      this.errorsLogged.clear();
     });
     // Boot never waits for Redis and never fails on it: the client keeps retrying in the background.
     client.connect().catch(() => {});

@@ -10,6 +10,7 @@
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { createLogThrottle } from '../counters.js';
+import { guardCommits, type CommitGuard } from './commit-guard.js';
 import { PrismaClient } from '../../../generated/prisma/client.js';
 
 export interface Database {
@@ -17,6 +18,8 @@ export interface Database {
   prisma: PrismaClient;
   /** The connections that plan GENERIC_PLAN_STATEMENTS once (pool.query routes them here). */
   plansOnce?: pg.Pool;
+  /** The bound on commits waiting for a synchronous standby (commit-guard.ts), when set. */
+  commits?: CommitGuard;
   close(): Promise<void>;
 }
 
@@ -58,6 +61,8 @@ export interface OpenDatabaseOptions {
   acquireTimeoutMs?: number;
   /** Server-side bound on every statement (PostgreSQL `statement_timeout`); 0 = none. */
   statementTimeoutMs?: number;
+  /** Longest wait of a commit for a synchronous standby before it is cancelled and answered 503; 0 = none. */
+  commitTimeoutMs?: number;
 }
 
 export async function openDatabase(url: string, opts: OpenDatabaseOptions = {}): Promise<Database> {
@@ -93,9 +98,12 @@ export async function openDatabase(url: string, opts: OpenDatabaseOptions = {}):
       });
     });
   }
+  // Before the first connection, so that every connection is guarded.
+  const commits = opts.commitTimeoutMs ? guardCommits([pool, plansOnce], { url, boundMs: opts.commitTimeoutMs, logger: opts.logger }) : undefined;
   try {
     await pool.query('SELECT 1');
   } catch (e) {
+    await commits?.close();
     await pool.end().catch(() => undefined);
     await plansOnce.end().catch(() => undefined);
     throw new Error(`Cannot connect to PostgreSQL at ${redactUrl(url)}: ${describeError(e)}`);
@@ -106,8 +114,10 @@ export async function openDatabase(url: string, opts: OpenDatabaseOptions = {}):
     pool,
     prisma,
     plansOnce,
+    commits,
     close() {
       closing ??= (async () => {
+        await commits?.close();
         await prisma.$disconnect().catch(() => undefined);
         await pool.end().catch(() => undefined);
         await plansOnce.end().catch(() => undefined);
