@@ -279,6 +279,39 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
+        /**
+         * Add and remove a conversation's labels
+         * @description Adds the labels of `add` and removes those of `remove`, keeping every other label: two
+         *     people (or integrations) changing labels at once both keep their change, where a `PUT`
+         *     of a whole set made from a stale read would drop the other's. A label in both lists is
+         *     400 `invalid_request`; the same rules, the same answer and the same
+         *     `conversation.labels_changed` event as the `PUT` (a result of more than 20 labels is 400 `invalid_request`, nothing changed).
+         */
+        patch: operations["changeConversationLabels"];
+        trace?: never;
+    };
+    "/v1/conversations/{id}/resolution": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Resolve, snooze or reopen a conversation
+         * @description The team is done with the conversation (`resolved`), or not before a time (`snoozed` with
+         *     `snoozed_until`, in the future and at most 90 days ahead), or takes it up again (`open`).
+         *     A resolved or snoozed conversation leaves the inbox's queue (`needs_reply`); the
+         *     customer's next message opens it again, and a snooze ends by itself when its time has
+         *     passed. `snoozed_until` without `snoozed`, or a snooze without it, is 400
+         *     `invalid_request`; an unknown conversation is 404. The bot's `state` is not changed.
+         */
+        put: operations["setConversationResolution"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
         patch?: never;
         trace?: never;
     };
@@ -3343,6 +3376,44 @@ export interface components {
             kind?: "individual" | "group";
             /** @description The group of a conversation of kind `group`; null otherwise. */
             group?: components["schemas"]["GroupSummary"] | null;
+            resolution?: components["schemas"]["ConversationResolution"];
+            /**
+             * Format: date-time
+             * @description When a snoozed conversation opens again by itself; null unless `resolution` is `snoozed`.
+             */
+            snoozed_until?: string | null;
+        };
+        /**
+         * @description Whether the team is done with the conversation (not the bot's `state`): `open`, `resolved`,
+         *     or `snoozed` until `snoozed_until` (read as `open` once that time has passed). The
+         *     customer's next message opens a resolved or snoozed conversation again.
+         * @enum {string}
+         */
+        ConversationResolution: "open" | "resolved" | "snoozed";
+        SetConversationResolutionRequest: {
+            resolution: components["schemas"]["ConversationResolution"];
+            /**
+             * Format: date-time
+             * @description Required with `snoozed` (in the future, at most 90 days ahead); refused with the others.
+             */
+            snoozed_until?: string;
+        };
+        ConversationResolutionResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                conversation: {
+                    id: number;
+                    resolution: components["schemas"]["ConversationResolution"];
+                    /** Format: date-time */
+                    snoozed_until: string | null;
+                    previous_resolution: components["schemas"]["ConversationResolution"];
+                };
+            };
+        };
+        ChangeConversationLabelsRequest: {
+            add?: components["schemas"]["ConversationLabel"][];
+            remove?: components["schemas"]["ConversationLabel"][];
         };
         /**
          * @description Who holds the customer's thread at the channel (docs/coexistence.md): this app (`us`), or
@@ -5421,6 +5492,10 @@ export interface operations {
                 label?: string;
                 /** @description Only conversations assigned to the member with this email, or `none` (unassigned) or `any` (assigned to someone). */
                 assignee?: string;
+                /** @description `true`: only open conversations whose customer waits for a person (the inbox's queue: the customer's newest message has no answer by a person, an API key, an agent or the service's own automatic answers; the bot's, a schedule's or a campaign's messages are no answer). `false`: only the others. */
+                needs_reply?: boolean;
+                /** @description Only conversations with this resolution (a snooze whose time has passed is `open`). */
+                resolution?: components["schemas"]["ConversationResolution"];
             };
             header?: {
                 /**
@@ -5766,6 +5841,102 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ConversationLabelsResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    changeConversationLabels: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description Numeric id; a malformed or empty one is 400 `invalid_id` (after authentication).
+                 * @example 42
+                 */
+                id: components["parameters"]["NumericId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ChangeConversationLabelsRequest"];
+            };
+        };
+        responses: {
+            /** @description The labels after the change and the ones before. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConversationLabelsResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    setConversationResolution: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description Numeric id; a malformed or empty one is 400 `invalid_id` (after authentication).
+                 * @example 42
+                 */
+                id: components["parameters"]["NumericId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SetConversationResolutionRequest"];
+            };
+        };
+        responses: {
+            /** @description The resolution after the change and the one before. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConversationResolutionResponse"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -5223,6 +5223,8 @@ export const ConversationScalarFieldEnum = {
   labels: 'labels',
   threadHolder: 'threadHolder',
   threadHolderSince: 'threadHolderSince',
+  resolution: 'resolution',
+  snoozedUntil: 'snoozedUntil',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt'
 } as const

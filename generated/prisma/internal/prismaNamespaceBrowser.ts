@@ -323,6 +323,8 @@ export const ConversationScalarFieldEnum = {
   labels: 'labels',
   threadHolder: 'threadHolder',
   threadHolderSince: 'threadHolderSince',
+  resolution: 'resolution',
+  snoozedUntil: 'snoozedUntil',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt'
 } as const
