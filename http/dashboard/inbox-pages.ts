@@ -18,7 +18,7 @@ import { canManage } from '../../lib/accounts/roles.js';
 import { ApiError } from '../../lib/platform/errors.js';
 import { HUMAN_STATE, projectLabels } from '../../lib/conversations/conversations.js';
 import {
-  conversationDetail, conversationHistory, conversationsPage, customerQuery, markSeen, messageText,
+  conversationDetail, conversationHistory, conversationsPage, customerQuery, INBOX_DEFAULT_VIEW, markSeen, messageText,
   PAST_GAP_HOURS, type ConversationDetail, type ConversationHistory, type ConversationListItem, type CustomerQuery,
 } from '../../lib/dashboard/customer-reads.js';
 import {
@@ -82,7 +82,7 @@ export function resolutionWords(v: { resolution?: string; snoozed_until?: string
 
 /** The inbox's views; the first is the default (lib/dashboard/customer-reads.ts INBOX_DEFAULT_VIEW). */
 const FILTERS: Array<[string, string]> = [
-  ['', 'Needs a reply'], ['open', 'Open (the customer wrote)'], ['unread', 'Unread'], ['snoozed', 'Snoozed'], ['resolved', 'Resolved'], ['all', 'All (campaign-only too)'],
+  ['needs_reply', 'Needs a reply'], ['open', 'Open (the customer wrote)'], ['unread', 'Unread'], ['snoozed', 'Snoozed'], ['resolved', 'Resolved'], ['all', 'All (campaign-only too)'],
 ];
 const ASSIGNED: Array<[string, string]> = [['', 'Everyone’s'], ['mine', 'Assigned to me'], ['none', 'Unassigned']];
 
@@ -106,7 +106,7 @@ function searchForm(action: string, q: CustomerQuery, labels: string[]): Html {
   <input id="customer-q" name="q" type="text" value="${q.q}" maxlength="100" placeholder="Ada, @ada, US.1349… or +1 415…">
   <div class="filter-row">
   <span><label for="customer-filter">Show</label>
-  <select id="customer-filter" name="filter">${FILTERS.map(([v, l]) => option(v, l, q.filter))}</select></span>
+  <select id="customer-filter" name="filter">${FILTERS.map(([v, l]) => option(v, l, q.filter ?? INBOX_DEFAULT_VIEW))}</select></span>
   <span><label for="inbox-assigned">Assigned</label>
   <select id="inbox-assigned" name="assigned">${ASSIGNED.map(([v, l]) => option(v, l, q.assigned))}</select></span>
   <span><label for="inbox-label">Label</label>

@@ -34,12 +34,14 @@ export function contactSearchSql(ct: string, text: string, param: (v: unknown) =
  * markConversationSeen); `open` (the customer has written, or a person holds it: a campaign-only
  * conversation is not one until the customer answers), `snoozed`, `resolved`, by the team's resolution.
  */
-export function conversationConditionSql(v: string, condition: ConversationCondition, now: string): string {
+export function conversationConditionSql(v: string, condition: ConversationCondition, nowParam: string | (() => string)): string {
+  // The clock's placeholder is added only where the condition reads it: an unused one has no type for PostgreSQL.
+  const now = () => (typeof nowParam === 'string' ? nowParam : nowParam());
   switch (condition) {
-    case 'needs_reply': return needsReplySql(v, now);
+    case 'needs_reply': return needsReplySql(v, now());
     case 'unread': return `(${v}.last_inbound_at IS NOT NULL AND ${v}.last_inbound_at > COALESCE(${v}.seen_at, '-infinity'::timestamptz))`;
-    case 'open': return `(${openSql(v, now)} AND (${v}.last_inbound_at IS NOT NULL OR ${v}.state = 'handover'))`;
-    case 'snoozed': return `(${v}.resolution = 'snoozed' AND ${v}.snoozed_until > ${now}::timestamptz)`;
+    case 'open': return `(${openSql(v, now())} AND (${v}.last_inbound_at IS NOT NULL OR ${v}.state = 'handover'))`;
+    case 'snoozed': return `(${v}.resolution = 'snoozed' AND ${v}.snoozed_until > ${now()}::timestamptz)`;
     case 'resolved': return `(${v}.resolution = 'resolved')`;
   }
 }

@@ -68,7 +68,7 @@ export async function listContactRows(
   if (filters.tag !== undefined) where.push(`tags @> ARRAY[${param(filters.tag)}::text]`);
   if (filters.search) where.push(contactSearchSql('contacts', filters.search, param));
   if (filters.conversation) {
-    where.push(`EXISTS (SELECT 1 FROM conversations v WHERE v.project_id = contacts.project_id AND v.contact_id = contacts.id AND ${conversationConditionSql('v', filters.conversation, param(filters.now ?? missingNow()))})`);
+    where.push(`EXISTS (SELECT 1 FROM conversations v WHERE v.project_id = contacts.project_id AND v.contact_id = contacts.id AND ${conversationConditionSql('v', filters.conversation, () => param(filters.now ?? missingNow()))})`);
   }
   if (afterId !== undefined) where.push(`id < ${param(afterId.toString())}::bigint`);
   // ORDER BY names the table's column: the output column "id" is text (id::text).

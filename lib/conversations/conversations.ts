@@ -158,10 +158,11 @@ export function conversationPageQuery(
   if (filters.search) where.push(contactSearchSql('ct', filters.search, param));
   if (filters.needsReply !== undefined || filters.resolution !== undefined || filters.condition) {
     if (!filters.now) throw new Error('a conversation condition needs the clock (filters.now)');
-    const now = param(filters.now);
+    let placeholder: string | undefined;
+    const now = () => (placeholder ??= param(filters.now));
     if (filters.condition) where.push(conversationConditionSql('c', filters.condition, now));
-    if (filters.needsReply !== undefined) where.push(`${filters.needsReply ? '' : 'NOT '}${needsReplySql('c', now)}`);
-    if (filters.resolution !== undefined) where.push(`${resolutionSql('c', now)} = ${param(filters.resolution)}`);
+    if (filters.needsReply !== undefined) where.push(`${filters.needsReply ? '' : 'NOT '}${needsReplySql('c', now())}`);
+    if (filters.resolution !== undefined) where.push(`${resolutionSql('c', now())} = ${param(filters.resolution)}`);
   }
   if (filters.label !== undefined) where.push(`${param(filters.label)}::text = ANY (c.labels)`);
   if (filters.assignee === null) where.push('c.assignee_id IS NULL');

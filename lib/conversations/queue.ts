@@ -20,9 +20,16 @@
 /** Authors whose outbound message answers the customer (lib/conversations/authors.ts's kinds). */
 export const ANSWER_KINDS = ['person', 'api_key', 'agent', 'business_app', 'automation'] as const;
 
-/** A message (alias `m`) that answers the customer. A dashboard send recorded before authors were (`snd_dsh…`) is a person's. */
+/**
+ * A message (alias `m`) that answers the customer. One without a recorded author (sent before
+ * authors were, or a campaign's) answers unless its send reference names the bot, a schedule or a
+ * campaign (authors.ts reads them the same way): an old answered conversation does not flood the queue.
+ */
 export function answerSql(m: string): string {
-  return `(${m}.direction = 'outbound' AND ${m}.status NOT IN ('failed', 'pending') AND (${m}.author->>'kind' IN (${ANSWER_KINDS.map((k) => `'${k}'`).join(', ')}) OR (${m}.author IS NULL AND ${m}.send_ref LIKE 'snd\\_dsh%')))`;
+  const kinds = ANSWER_KINDS.map((k) => `'${k}'`).join(', ');
+  const unrecorded = `(${m}.author IS NULL AND (${m}.send_ref IS NULL OR (${m}.send_ref NOT LIKE 'snd\\_bot%' AND ${m}.send_ref NOT LIKE 'snd\\_sch%'
+    AND NOT EXISTS (SELECT 1 FROM broadcast_recipients b WHERE b.send_ref = ${m}.send_ref))))`;
+  return `(${m}.direction = 'outbound' AND ${m}.status NOT IN ('failed', 'pending') AND (${m}.author->>'kind' IN (${kinds}) OR ${unrecorded}))`;
 }
 
 /** The conversation (alias `v`) is open at `now` (a placeholder of a timestamptz). */
