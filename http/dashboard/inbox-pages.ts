@@ -32,6 +32,7 @@ import { createCannedReply, listCannedReplies } from '../../lib/inbox/canned-rep
 import { DashboardRefusal } from '../../lib/accounts/refusal.js';
 import { duration, html, plural, when, type Html } from './html.js';
 import { drawnField, drawnOf, drawnValue, isStale } from './inbox-versions.js';
+import { chatMediaOf, conversationMedia, mediaHtml, type ChatMedia } from './inbox-media.js';
 import { csrfField, layout, projectPath } from './layout.js';
 import { field, send } from './request.js';
 import { projectContext } from './context.js';
@@ -161,6 +162,8 @@ interface ChatItem {
   text: string;
   meta: string;
   at: number;
+  /** A photo, video, audio, document, location or contacts (inbox-media.ts). */
+  media?: ChatMedia;
 }
 
 /** The participant who wrote a group message (docs/groups.md): its name and phone, as stored with it. */
@@ -172,7 +175,7 @@ function groupSenderWords(m: MessageView): string | undefined {
   return name && phone ? `${name} (${phone})` : name ?? phone;
 }
 
-function messageItem(m: MessageView): ChatItem {
+function messageItem(m: MessageView, media: Map<number, ChatMedia>): ChatItem {
   const author: Author = m.author ?? authorOf({ direction: m.direction, author: null, sendRef: null }) ?? { kind: 'unknown', id: null, name: null };
   return {
     key: `m${m.id}`,
@@ -180,9 +183,10 @@ function messageItem(m: MessageView): ChatItem {
     author: groupSenderWords(m) ?? authorWords(author as Author),
     authorKind: author.kind,
     when: when(m.created_at),
-    text: messageText(m) ?? '—',
+    text: messageText(m) ?? (media.has(m.id) ? '' : '—'),
     meta: `${m.type} · ${statusWords(m)}`,
     at: Date.parse(m.created_at),
+    ...(media.has(m.id) ? { media: media.get(m.id) } : {}),
   };
 }
 
@@ -204,15 +208,15 @@ function callItem(c: ConversationDetail['calls'][number]): ChatItem {
 }
 
 /** Messages (a page, newest first), calls and notes as one chat, oldest to newest; with an older page, only the notes and calls of the shown span. */
-function chatItems(d: ConversationDetail, notes: NoteView[]): ChatItem[] {
-  const messages = [...d.messages].reverse().map(messageItem);
+function chatItems(d: ConversationDetail, notes: NoteView[], media: Map<number, ChatMedia>): ChatItem[] {
+  const messages = [...d.messages].reverse().map((m) => messageItem(m, media));
   const from = d.nextCursor && messages.length ? messages[0].at : -Infinity;
   const items = [...messages, ...notes.filter((n) => Date.parse(n.created_at) >= from).map(noteItem), ...d.calls.filter((c) => Date.parse(c.started_at) >= from).map(callItem)];
   return items.sort((a, b) => a.at - b.at || (a.kind === 'note' ? 1 : 0) - (b.kind === 'note' ? 1 : 0));
 }
 
 function bubble(i: ChatItem): Html {
-  return html`<li class="bubble ${i.kind}" data-item="${i.key}" data-author="${i.authorKind}"><p class="by"><span class="author">${i.author}</span> <span class="muted">${i.when}</span></p><p class="message-text">${i.text}</p><p class="meta muted">${i.meta}</p></li>`;
+  return html`<li class="bubble ${i.kind}" data-item="${i.key}" data-author="${i.authorKind}"><p class="by"><span class="author">${i.author}</span> <span class="muted">${i.when}</span></p>${i.media ? mediaHtml(i.media, i.author) : ''}<p class="message-text">${i.text}</p><p class="meta muted">${i.meta}</p></li>`;
 }
 
 interface Kept {
@@ -308,7 +312,7 @@ async function chatPane(deps: AppDeps, ctx: Ctx, q: CustomerQuery, d: Conversati
   const canned = manage ? await listCannedReplies(deps.db.pool, ctx.project.id) : [];
   const held = v.state === HUMAN_STATE;
   const mine = v.assignee?.id === ctx.actor.accountId;
-  const items = chatItems(d, notes);
+  const items = chatItems(d, notes, await chatMediaOf(deps, ctx.project.id, v.id, d.messages));
   const older = new URLSearchParams(params);
   if (d.nextCursor) older.set('before', d.nextCursor);
   return html`<section class="inbox-chat" aria-labelledby="chat-title"><h2 id="chat-title">${customerName(d.contact)}</h2>
@@ -447,7 +451,7 @@ export const conversationLive = (deps: AppDeps) => async (req: Request, res: Res
     assignee: v.assignee ? v.assignee.email : 'nobody',
     labels: v.labels?.length ? v.labels.join(', ') : '—',
     resolution: resolutionWords(v),
-    items: chatItems(d, notes).map(({ at: _at, ...i }) => i),
+    items: chatItems(d, notes, await chatMediaOf(deps, ctx.project.id, v.id, d.messages)).map(({ at: _at, ...i }) => i),
   });
 };
 
@@ -656,6 +660,7 @@ export const inboxRoutes: PageRoute[] = [
   { method: 'post', path: '/projects/:projectId/conversations/:conversationId/resolution', handler: submitResolution, form: RESOLUTION_FORM },
   { method: 'post', path: '/projects/:projectId/conversations/:conversationId/notes', handler: submitNote, form: NOTE_FORM },
   { method: 'get', path: '/projects/:projectId/conversations/:conversationId/live', handler: conversationLive },
+  { method: 'get', path: '/projects/:projectId/conversations/:conversationId/media/:messageId', handler: conversationMedia },
   { method: 'post', path: '/projects/:projectId/conversations/:conversationId/reply', handler: submitReply, form: TEXT_REPLY_FORM },
   { method: 'post', path: '/projects/:projectId/conversations/:conversationId/handover', handler: submitHandover, form: HANDOVER_FORM },
   { method: 'post', path: '/projects/:projectId/conversations/:conversationId/thread', handler: submitThread, form: THREAD_FORM },
