@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
-import { person } from './support/dashboard.js';
+import { csrfOf, person } from './support/dashboard.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -238,5 +238,50 @@ describe('the inbox', () => {
     const again = await owner.agent.post(pageOf(s.projectId, `/${id}/assign`)).type('form')
       .send({ ...formFields(fresh, '/assign'), email: ownerEmail});
     expect(again.status).toBe(303);
+  });
+
+  it('When auto-assignment is on, then each waiting customer goes to the available owner or admin with the fewest open conversations, up to the cap; past it the conversation stays unassigned', async () => {
+    const s = await shop();
+    const ownerEmail = email('owner');
+    const adminEmail = email('admin');
+    const owner = await person(t, s.projectId, ownerEmail, 'owner');
+    const admin = await person(t, s.projectId, adminEmail, 'admin');
+    const member = await person(t, s.projectId, email('member'), 'member');
+    const assigneeOf = async (id: number) => (await s.api('get', `/v1/conversations/${id}`)).body.data.conversation.assignee?.email ?? null;
+    const post = async (who: typeof owner, path: string, fields: Record<string, string>) => {
+      const page = await who.agent.get(pageOf(s.projectId));
+      const form = formFields(page.text, path);
+      return who.agent.post(pageOf(s.projectId, path)).type('form').send({ ...form, ...fields });
+    };
+
+    // Off: nobody is given the conversation.
+    const before = await customerWrites(s, '14155550871');
+    expect(await assigneeOf(before)).toBeNull();
+
+    expect((await post(owner, '/auto-assign', { auto_assign: 'on', cap: '1' })).status).toBe(303);
+    expect((await post(owner, '/availability', {})).status).toBe(303);
+    expect((await post(admin, '/availability', {})).status).toBe(303);
+    // A member looks on: the forms are not theirs.
+    const memberPage = await member.agent.get(pageOf(s.projectId));
+    expect(memberPage.text).toContain('Owners and admins change it.');
+    expect((await member.agent.post(pageOf(s.projectId, '/availability')).type('form').send({ _csrf: csrfOf(memberPage.text), available: '1' })).status).toBeGreaterThanOrEqual(400);
+
+    const first = await customerWrites(s, '14155550872');
+    const second = await customerWrites(s, '14155550873');
+    const third = await customerWrites(s, '14155550874');
+    expect([await assigneeOf(first), await assigneeOf(second)].sort()).toEqual([adminEmail, ownerEmail].sort());
+    expect(await assigneeOf(third)).toBeNull(); // both at the cap: in everyone's "Unassigned"
+    // The customer writing again in a conversation someone holds changes nothing.
+    const held = await assigneeOf(first);
+    await customerWrites(s, '14155550872', 'Still there?');
+    expect(await assigneeOf(first)).toBe(held);
+
+    // The one who resolves a conversation has room again: the unassigned customer's next message (one statement's path) goes to them.
+    expect((await s.api('put', `/v1/conversations/${first}/resolution`).send({ resolution: 'resolved' })).status).toBe(200);
+    await customerWrites(s, '14155550874', 'Hello?');
+    expect(await assigneeOf(third)).toBe(held);
+    const { rows } = await t.db.pool.query<{ data: any }>(
+      `SELECT data FROM events WHERE project_id = $1 AND name = 'conversation.assigned' AND (data->>'conversation_id')::bigint = $2`, [s.projectId, third]);
+    expect(rows.map((r) => r.data.by)).toEqual([{ kind: 'automation', id: null, name: 'auto_assignment' }]);
   });
 });

@@ -32,6 +32,7 @@ import { createCannedReply, listCannedReplies } from '../../lib/inbox/canned-rep
 import { DashboardRefusal } from '../../lib/accounts/refusal.js';
 import { duration, html, plural, when, type Html } from './html.js';
 import { drawnField, drawnOf, drawnValue, isStale } from './inbox-versions.js';
+import { autoAssignCard, autoAssignRoutes } from './inbox-assignment.js';
 import { chatMediaOf, conversationMedia, mediaHtml, type ChatMedia } from './inbox-media.js';
 import { csrfField, layout, projectPath } from './layout.js';
 import { field, send } from './request.js';
@@ -121,7 +122,7 @@ function listRows(projectId: string, conversations: ConversationListItem[], para
   return html`${conversations.map((v) => html`<tr${v.id === selected ? html` aria-current="true" class="selected"` : ''} data-conversation="${v.id}"><td data-label="Customer"><a href="${withQuery(projectPath(projectId, `/conversations/${v.id}`), params)}">${customerName(v.contact)}</a>${marks(v, now)}${(v.labels ?? []).map((l) => html` <span class="label">${l}</span>`)}</td><td data-label="Assigned">${v.assignee ? v.assignee.email : html`<span class="muted">unassigned</span>`}</td><td data-label="Last message">${when(v.last_message_at)}</td></tr>`)}`;
 }
 
-function listPane(projectId: string, q: CustomerQuery, labels: string[], list: { conversations: ConversationListItem[]; nextCursor: string | null }, now: Date, selected?: number): Html {
+function listPane(projectId: string, q: CustomerQuery, labels: string[], list: { conversations: ConversationListItem[]; nextCursor: string | null }, now: Date, selected?: number, below?: Html): Html {
   const path = projectPath(projectId, '/conversations');
   const params = listParams(q);
   const filtered = q.q || (q.filter && q.filter !== 'needs_reply') || q.assigned || q.label;
@@ -134,6 +135,7 @@ ${listRows(projectId, list.conversations, params, now, selected)}
 </tbody></table></div>
 <p class="muted" id="no-conversations"${list.conversations.length ? html` hidden` : ''}>${filtered ? 'No conversation matches.' : 'Nobody is waiting for a reply. Choose “Open” or “All” to see the others.'}</p>
 ${list.nextCursor || q.cursor ? html`<p class="paging">${q.cursor ? html`<a href="${withQuery(path, params)}">First page</a> ` : ''}${list.nextCursor ? html`<a href="${`${path}?${next}`}" rel="next">Older conversations</a>` : ''}</p>` : ''}
+${below ?? ''}
 </section>`;
 }
 
@@ -288,7 +290,7 @@ async function renderInbox(deps: AppDeps, req: Request, res: Response, kept: Kep
   if (detail && !cursor && req.method === 'GET') await markSeen(deps, ctx.project.id, detail.conversation.id);
   const labels = await projectLabels(deps.db.pool, ctx.project.id);
   const list = await conversationsPage(deps, ctx.project.id, q, ctx.actor.accountId);
-  const pane = listPane(ctx.project.id, q, labels, list, deps.clock.now(), detail?.conversation.id);
+  const pane = listPane(ctx.project.id, q, labels, list, deps.clock.now(), detail?.conversation.id, detail ? undefined : await autoAssignCard(deps, ctx));
   // The chosen template rides in the query string (the template chooser is a GET form).
   const template = typeof req.query.template === 'string' ? req.query.template : undefined;
   const chat = detail ? await chatPane(deps, ctx, q, detail, cursor, kept, template) : html`<section class="inbox-chat" aria-labelledby="chat-title"><h2 id="chat-title">Choose a conversation</h2><p class="muted">Open a conversation from the list to read it as a chat, assign it, label it, write private notes and reply.</p></section>`;
@@ -654,6 +656,7 @@ export const inboxRoutes: PageRoute[] = [
   // The list's live rows and the canned replies come before the conversation's id.
   { method: 'get', path: '/projects/:projectId/conversations/list', handler: conversationList },
   { method: 'post', path: '/projects/:projectId/conversations/canned-replies', handler: submitCannedReply, form: CANNED_REPLY_FORM },
+  ...autoAssignRoutes,
   { method: 'get', path: '/projects/:projectId/conversations/:conversationId', handler: showConversation },
   { method: 'post', path: '/projects/:projectId/conversations/:conversationId/assign', handler: submitAssign },
   { method: 'post', path: '/projects/:projectId/conversations/:conversationId/labels', handler: submitLabels },

@@ -512,3 +512,12 @@ export async function setConversationResolution(
   );
   return res.rows[0];
 }
+
+/** Assigns an unassigned conversation (auto-assignment, lib/inbox/auto-assign.ts); false when someone holds it already or it is not the project's. */
+export async function assignIfUnassigned(db: Queryable, projectId: string, id: bigint, accountId: string, now: Date): Promise<boolean> {
+  const res = await db.query(
+    `UPDATE conversations SET assignee_id = $3, assigned_at = $4, updated_at = $4 WHERE project_id = $1 AND id = $2::bigint AND assignee_id IS NULL`,
+    [projectId, id.toString(), accountId, now],
+  );
+  return res.rowCount === 1;
+}
