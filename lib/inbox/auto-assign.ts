@@ -14,6 +14,7 @@ import type pg from 'pg';
 import type { Prisma } from '../../generated/prisma/client.js';
 import type { components } from '../../generated/api.js';
 import { inTransaction, type Queryable } from '../platform/db/transaction.js';
+import { lockForTransaction } from '../platform/db/locks.js';
 import { ApiError } from '../platform/errors.js';
 import { insertEvent } from '../webhooks/events.js';
 import { assignIfUnassigned } from '../conversations/conversations.js';
@@ -70,7 +71,7 @@ export async function autoAssign(pool: pg.Pool, projectId: string, conversationI
   const settings = await inboxSettings(pool, projectId);
   if (!settings.autoAssign) return undefined;
   return inTransaction(pool, async (client) => {
-    await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`inbox-assign:${projectId}`]);
+    await lockForTransaction(client, `inbox-assign:${projectId}`);
     const { rows } = await client.query<Member>(
       `SELECT a.id, a.email FROM inbox_members im
          JOIN dashboard_memberships dm ON dm.project_id = im.project_id AND dm.account_id = im.account_id AND dm.role = ANY($3::text[])
