@@ -281,11 +281,8 @@ export interface paths {
         head?: never;
         /**
          * Add and remove a conversation's labels
-         * @description Adds the labels of `add` and removes those of `remove`, keeping every other label: two
-         *     people (or integrations) changing labels at once both keep their change, where a `PUT`
-         *     of a whole set made from a stale read would drop the other's. A label in both lists is
-         *     400 `invalid_request`; the same rules, the same answer and the same
-         *     `conversation.labels_changed` event as the `PUT` (a result of more than 20 labels is 400 `invalid_request`, nothing changed).
+         * @description Adds `add` and removes `remove`, keeping the other labels (no lost update, unlike a `PUT`
+         *     of a stale set). Same rules, answer and event as the `PUT`.
          */
         patch: operations["changeConversationLabels"];
         trace?: never;
@@ -300,12 +297,8 @@ export interface paths {
         get?: never;
         /**
          * Resolve, snooze or reopen a conversation
-         * @description The team is done with the conversation (`resolved`), or not before a time (`snoozed` with
-         *     `snoozed_until`, in the future and at most 90 days ahead), or takes it up again (`open`).
-         *     A resolved or snoozed conversation leaves the inbox's queue (`needs_reply`); the
-         *     customer's next message opens it again, and a snooze ends by itself when its time has
-         *     passed. `snoozed_until` without `snoozed`, or a snooze without it, is 400
-         *     `invalid_request`; an unknown conversation is 404. The bot's `state` is not changed.
+         * @description `resolved`, `snoozed` until `snoozed_until` (future, at most 90 days), or `open`. Either
+         *     leaves the `needs_reply` queue until the customer writes or the snooze ends. The bot's `state` is unchanged.
          */
         put: operations["setConversationResolution"];
         post?: never;
@@ -5492,9 +5485,9 @@ export interface operations {
                 label?: string;
                 /** @description Only conversations assigned to the member with this email, or `none` (unassigned) or `any` (assigned to someone). */
                 assignee?: string;
-                /** @description `true`: only open conversations whose customer waits for a person (the inbox's queue: the customer's newest message has no answer by a person, an API key, an agent or the service's own automatic answers; the bot's, a schedule's or a campaign's messages are no answer). `false`: only the others. */
+                /** @description `true`: open, the customer waiting for a person (the bot's answers do not count). */
                 needs_reply?: boolean;
-                /** @description Only conversations with this resolution (a snooze whose time has passed is `open`). */
+                /** @description Only conversations with this resolution. */
                 resolution?: components["schemas"]["ConversationResolution"];
             };
             header?: {
