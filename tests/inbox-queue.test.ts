@@ -65,6 +65,12 @@ async function campaignOnly(s: Shop, phone: string): Promise<number> {
   return id;
 }
 
+async function customerConversation(s: Shop, phone: string): Promise<number> {
+  const { rows } = await t.db.pool.query<{ id: string }>(
+    'SELECT v.id::text FROM conversations v JOIN contacts c ON c.id = v.contact_id WHERE v.project_id = $1 AND c.phone = $2', [s.projectId, phone]);
+  return Number(rows[0].id);
+}
+
 async function queue(s: Shop, extra = ''): Promise<number[]> {
   const res = await s.api('get', `/v1/conversations?needs_reply=true${extra}`);
   expect(res.status).toBe(200);
@@ -283,5 +289,35 @@ describe('the inbox', () => {
     const { rows } = await t.db.pool.query<{ data: any }>(
       `SELECT data FROM events WHERE project_id = $1 AND name = 'conversation.assigned' AND (data->>'conversation_id')::bigint = $2`, [s.projectId, third]);
     expect(rows.map((r) => r.data.by)).toEqual([{ kind: 'automation', id: null, name: 'auto_assignment' }]);
+  });
+
+  it('When the inbox is listed, then the tab counts who waits, each row previews its newest message and state, and the search finds words of a message', async () => {
+    const s = await shop();
+    const owner = await person(t, s.projectId, email('owner'), 'owner');
+    const box = await customerWrites(s, '14155550881', 'The parcel came with a broken box, order 4471');
+    const human = await customerWrites(s, '14155550882', 'Can I talk to someone?');
+    expect((await s.api('patch', `/v1/conversations/${human}`).send({ state: 'handover' })).status).toBe(200);
+    await customerWrites(s, '14155550883', 'Thanks');
+    expect((await s.api('post', '/v1/messages').send({ type: 'text', phone: '+14155550883', content: 'You are welcome <b>!</b>' })).status).toBe(200);
+
+    const page = await owner.agent.get(pageOf(s.projectId));
+    expect(page.text).toContain('<title>(2) Inbox · Dashboard</title>');
+    expect(page.text).toContain('<h1>Inbox</h1>');
+    expect(page.text).toContain('<span class="preview muted">The parcel came with a broken box, order 4471</span>');
+    expect(page.text).toMatch(/data-conversation="\d+"><td data-label="Customer"><a [^>]+>Ada<\/a>[^]*?data-mark="handover">a person holds it</);
+    const all = await owner.agent.get(pageOf(s.projectId, '?filter=all'));
+    expect(all.text).toContain('<span class="preview muted">Sent: You are welcome &lt;b&gt;!&lt;/b&gt;</span>');
+    const live = await owner.agent.get(pageOf(s.projectId, '/list'));
+    expect(live.body.tab).toBe('(2) ');
+
+    const ids = (html: string) => [...html.matchAll(/data-conversation="(\d+)"/g)].map((m) => Number(m[1]));
+    expect(ids((await owner.agent.get(pageOf(s.projectId, `?filter=all&q=${encodeURIComponent('broken box')}`))).text)).toEqual([box]);
+    expect(ids((await owner.agent.get(pageOf(s.projectId, `?filter=all&q=${encodeURIComponent('4471')}`))).text)).toEqual([box]);
+    expect(ids((await owner.agent.get(pageOf(s.projectId, `?filter=all&q=${encodeURIComponent('welcome')}`))).text)).toEqual([await customerConversation(s, '14155550883')]);
+    expect(ids((await owner.agent.get(pageOf(s.projectId, `?filter=all&q=${encodeURIComponent('nothing like this')}`))).text)).toEqual([]);
+    // Another project's words are not found here.
+    const other = await shop();
+    await customerWrites(other, '14155550884', 'broken box elsewhere');
+    expect(ids((await owner.agent.get(pageOf(s.projectId, `?filter=all&q=${encodeURIComponent('elsewhere')}`))).text)).toEqual([]);
   });
 });

@@ -253,6 +253,8 @@ document.addEventListener('submit', (event) => {
           if (none) none.hidden = p.count > 0;
         }
         if (!table.contains(document.activeElement)) last = p.rows;
+        // The tab's title leads with how many customers wait ("(3) Inbox · Dashboard"), kept current.
+        if (typeof p.tab === 'string') document.title = p.tab + document.title.replace(/^\(\d+\+?\) /, '');
         setTimeout(tick, 4000);
       })
       .catch(() => setTimeout(tick, 12000));

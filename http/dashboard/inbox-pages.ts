@@ -18,7 +18,7 @@ import { canManage } from '../../lib/accounts/roles.js';
 import { ApiError } from '../../lib/platform/errors.js';
 import { HUMAN_STATE, projectLabels } from '../../lib/conversations/conversations.js';
 import {
-  conversationDetail, conversationHistory, conversationsPage, customerQuery, INBOX_DEFAULT_VIEW, markSeen, messageText,
+  conversationDetail, conversationHistory, conversationsPage, customerQuery, INBOX_DEFAULT_VIEW, markSeen, messageText, waitingCount,
   PAST_GAP_HOURS, type ConversationDetail, type ConversationHistory, type ConversationListItem, type CustomerQuery,
 } from '../../lib/dashboard/customer-reads.js';
 import {
@@ -104,8 +104,8 @@ function withQuery(path: string, params: URLSearchParams): string {
 function searchForm(action: string, q: CustomerQuery, labels: string[]): Html {
   const option = (value: string, label: string, chosen: string | undefined) => html`<option value="${value}"${(chosen ?? '') === value ? html` selected` : ''}>${label}</option>`;
   return html`<form method="get" action="${action}" class="inbox-filters" role="search">
-  <label for="customer-q">Search by name, username, BSUID or phone</label>
-  <input id="customer-q" name="q" type="text" value="${q.q}" maxlength="100" placeholder="Ada, @ada, US.1349… or +1 415…">
+  <label for="customer-q">Search by name, username, BSUID, phone or words of a message</label>
+  <input id="customer-q" name="q" type="text" value="${q.q}" maxlength="100" placeholder="Ada, @ada, +1 415… or “broken box”">
   <div class="filter-row">
   <span><label for="customer-filter">Show</label>
   <select id="customer-filter" name="filter">${FILTERS.map(([v, l]) => option(v, l, q.filter ?? INBOX_DEFAULT_VIEW))}</select></span>
@@ -119,7 +119,7 @@ function searchForm(action: string, q: CustomerQuery, labels: string[]): Html {
 }
 
 function listRows(projectId: string, conversations: ConversationListItem[], params: URLSearchParams, now: Date, selected?: number): Html {
-  return html`${conversations.map((v) => html`<tr${v.id === selected ? html` aria-current="true" class="selected"` : ''} data-conversation="${v.id}"><td data-label="Customer"><a href="${withQuery(projectPath(projectId, `/conversations/${v.id}`), params)}">${customerName(v.contact)}</a>${marks(v, now)}${(v.labels ?? []).map((l) => html` <span class="label">${l}</span>`)}</td><td data-label="Assigned">${v.assignee ? v.assignee.email : html`<span class="muted">unassigned</span>`}</td><td data-label="Last message">${when(v.last_message_at)}</td></tr>`)}`;
+  return html`${conversations.map((v) => html`<tr${v.id === selected ? html` aria-current="true" class="selected"` : ''} data-conversation="${v.id}"><td data-label="Customer"><a href="${withQuery(projectPath(projectId, `/conversations/${v.id}`), params)}">${customerName(v.contact)}</a>${marks(v, now)}${v.state === HUMAN_STATE ? html` <span class="badge" data-mark="handover">a person holds it</span>` : ''}${(v.labels ?? []).map((l) => html` <span class="label">${l}</span>`)}${v.preview ? html`<span class="preview muted">${v.preview.direction === 'inbound' ? '' : 'Sent: '}${v.preview.text}</span>` : ''}</td><td data-label="Assigned">${v.assignee ? v.assignee.email : html`<span class="muted">unassigned</span>`}</td><td data-label="Last message">${when(v.last_message_at)}</td></tr>`)}`;
 }
 
 function listPane(projectId: string, q: CustomerQuery, labels: string[], list: { conversations: ConversationListItem[]; nextCursor: string | null }, now: Date, selected?: number, below?: Html): Html {
@@ -299,7 +299,8 @@ async function renderInbox(deps: AppDeps, req: Request, res: Response, kept: Kep
     : html``;
   const body = html`${detail ? html`<p class="jump"><a href="#chat-title">Jump to the conversation</a></p>` : ''}<div class="inbox${detail ? ' selected' : ''}">${pane}${chat}${contact}</div>`;
   const title = detail ? (detail.conversation.kind === 'group' ? `Group conversation: ${detail.conversation.group?.subject ?? detail.contact.name ?? ''}` : `Conversation with ${customerName(detail.contact)}`) : 'Inbox';
-  send(res, kept.status ?? 200, layout(ctx.shell(title, { error: kept.error }), body));
+  const waiting = await waitingCount(deps, ctx.project.id);
+  send(res, kept.status ?? 200, layout(ctx.shell(title, { error: kept.error, tabPrefix: tabPrefix(waiting) }), body));
 }
 
 type Ctx = Awaited<ReturnType<typeof projectContext>>;
@@ -457,6 +458,11 @@ export const conversationLive = (deps: AppDeps) => async (req: Request, res: Res
   });
 };
 
+/** The tab's waiting count, so a person sees it from another tab: "(3) ", "(99+) ", nothing when nobody waits. */
+function tabPrefix(waiting: number): string {
+  return waiting ? `(${waiting >= 100 ? '99+' : waiting}) ` : '';
+}
+
 /** What the list's live script polls: the list's rows for the same query, rendered and escaped here. */
 export const conversationList = (deps: AppDeps) => async (req: Request, res: Response) => {
   const ctx = await projectContext(deps, req, 'conversations');
@@ -464,7 +470,7 @@ export const conversationList = (deps: AppDeps) => async (req: Request, res: Res
   const list = await conversationsPage(deps, ctx.project.id, { ...q, cursor: undefined }, ctx.actor.accountId);
   const selected = typeof req.query.selected === 'string' ? Number(req.query.selected) : undefined;
   res.setHeader('Cache-Control', 'no-store');
-  res.json({ count: list.conversations.length, rows: String(listRows(ctx.project.id, list.conversations, listParams(q), deps.clock.now(), selected)) });
+  res.json({ count: list.conversations.length, rows: String(listRows(ctx.project.id, list.conversations, listParams(q), deps.clock.now(), selected)), tab: tabPrefix(await waitingCount(deps, ctx.project.id)) });
 };
 
 /** A text reply (a template reply's name, language and variables are checked by the send path). */

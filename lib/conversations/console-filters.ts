@@ -45,3 +45,14 @@ export function conversationConditionSql(v: string, condition: ConversationCondi
     case 'resolved': return `(${v}.resolution = 'resolved')`;
   }
 }
+
+/**
+ * Conversations (alias `c`, of the project `$project`) with a message whose text has every word of
+ * `text` (PostgreSQL full-text over message_search_text, migration message_text_search, through
+ * its GIN index: the matching messages are found first, then their conversations).
+ */
+export function messageSearchSql(c: string, project: string, text: string, param: (v: unknown) => string): string {
+  return `${c}.id IN (SELECT m.conversation_id FROM messages m
+    WHERE to_tsvector('simple'::regconfig, message_search_text(m.content)) @@ plainto_tsquery('simple'::regconfig, ${param(text.trim())})
+      AND m.project_id = ${project})`;
+}

@@ -21,7 +21,7 @@ export type { Queryable };
 import type { ConversationRow, MessageCustomerRow, MessageRow } from './views.js';
 import { MESSAGE_ACTIVITY_SET_SQL } from './order.js';
 import { cursorId, cursorTime, invalidCursor } from '../platform/cursor.js';
-import { contactSearchSql, conversationConditionSql, type ConversationCondition } from './console-filters.js';
+import { contactSearchSql, conversationConditionSql, messageSearchSql, type ConversationCondition } from './console-filters.js';
 import { AUTHOR_COLUMNS } from './authors.js';
 import { needsReplySql, resolutionSql } from './queue.js';
 
@@ -45,6 +45,8 @@ export interface ConversationFilters {
   since?: Date;
   /** The console's search over the customer (console-filters.ts). */
   search?: string;
+  /** The search also finds words of the conversation's messages (the inbox's; full-text). */
+  searchMessages?: boolean;
   /** The console's filter (console-filters.ts). */
   condition?: ConversationCondition;
   /** The service's clock, for `condition` (a snooze ends by it). */
@@ -155,7 +157,10 @@ export function conversationPageQuery(
   if (filters.phone !== undefined) where.push(`ct.phone = ${param(filters.phone)}`);
   if (filters.userId !== undefined) where.push(`ct.user_id = ${param(filters.userId)}`);
   if (filters.since !== undefined) where.push(`c.last_message_at >= ${param(filters.since)}::timestamptz`);
-  if (filters.search) where.push(contactSearchSql('ct', filters.search, param));
+  if (filters.search) {
+    const customer = contactSearchSql('ct', filters.search, param);
+    where.push(filters.searchMessages ? `(${customer} OR ${messageSearchSql('c', '$1', filters.search, param)})` : customer);
+  }
   if (filters.needsReply !== undefined || filters.resolution !== undefined || filters.condition) {
     if (!filters.now) throw new Error('a conversation condition needs the clock (filters.now)');
     let placeholder: string | undefined;

@@ -23,7 +23,7 @@ import {
   type ConversationFilters,
 } from '../conversations/conversations.js';
 import { waitingSinceSql } from '../conversations/queue.js';
-import { contactView, conversationView, messageView, type ContactView, type ConversationView, type MessageView } from '../conversations/views.js';
+import { contactView, conversationView, messageView, type ContactView, type ConversationView, type MessageRow, type MessageView } from '../conversations/views.js';
 import { listCalls, type CallView } from '../calls/calls.js';
 
 type ReadDeps = Pick<Deps, 'db' | 'clock' | 'cursorSecret'>;
@@ -102,6 +102,43 @@ export interface ConversationListItem extends ConversationView {
   needs_reply: boolean;
   unread: boolean;
   waiting_since: string | null;
+  /** The newest message, in words (the list's preview line); null without messages. */
+  preview: { direction: string; text: string } | null;
+}
+
+/** Longest preview line of the list. */
+const PREVIEW_CHARS = 90;
+
+/** The newest message of each conversation, in words, one statement (a probe of `(conversation_id, id DESC)` each). */
+async function previewsOf(deps: ReadDeps, projectId: string, ids: string[]): Promise<Map<string, { direction: string; text: string }>> {
+  const out = new Map<string, { direction: string; text: string }>();
+  if (!ids.length) return out;
+  const { rows } = await deps.db.pool.query<MessageRow & { key: string }>(
+    `SELECT v.id::text AS key, m.id::text AS id, m.wamid, m.conversation_id::text AS "conversationId", m.direction, m.type, m.content,
+            m.status, m.error, m.sent_at AS "sentAt", m.status_at AS "statusAt"
+       FROM conversations v
+       CROSS JOIN LATERAL (SELECT * FROM messages m WHERE m.conversation_id = v.id AND m.status <> 'pending' ORDER BY m.id DESC LIMIT 1) m
+      WHERE v.project_id = $1 AND v.id = ANY($2::bigint[])`,
+    [projectId, ids],
+  );
+  for (const r of rows) {
+    const view = messageView(r);
+    const text = messageText(view) ?? (view.type === 'text' ? '' : view.type);
+    out.set(r.key, { direction: r.direction, text: [...text].length > PREVIEW_CHARS ? `${[...text].slice(0, PREVIEW_CHARS - 1).join('')}…` : text });
+  }
+  return out;
+}
+
+/**
+ * How many conversations wait for a person (the tab's title), counted up to `cap` (the title says
+ * "99+" past it): a bounded read however many conversations the project has.
+ */
+export async function waitingCount(deps: ReadDeps, projectId: string, cap = 100): Promise<number> {
+  const { rows } = await deps.db.pool.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM (SELECT 1 FROM conversations v WHERE v.project_id = $1 AND ${conversationConditionSql('v', 'needs_reply', '$2')} LIMIT $3) w`,
+    [projectId, deps.clock.now(), cap],
+  );
+  return rows[0].n;
 }
 
 /** The inbox's view when none is chosen (issue 68): what needs a person comes first. */
@@ -109,7 +146,7 @@ export const INBOX_DEFAULT_VIEW = 'needs_reply';
 
 export async function conversationsPage(deps: ReadDeps, projectId: string, query: CustomerQuery, accountId?: string): Promise<{ conversations: ConversationListItem[]; nextCursor: string | null }> {
   const view = query.filter ?? INBOX_DEFAULT_VIEW;
-  const filters: ConversationFilters = { search: query.q || undefined, condition: view === 'all' ? undefined : view, label: query.label, now: deps.clock.now() };
+  const filters: ConversationFilters = { search: query.q || undefined, searchMessages: true, condition: view === 'all' ? undefined : view, label: query.label, now: deps.clock.now() };
   if (query.assigned === 'none') filters.assignee = null;
   else if (query.assigned === 'mine' && accountId) filters.assignee = { accountId };
   const { page, nextCursor } = await keysetPage({ cursor: query.cursor, limit: CUSTOMER_PAGE }, {
@@ -121,12 +158,14 @@ export async function conversationsPage(deps: ReadDeps, projectId: string, query
   }).catch(refusedCursor);
   const now = deps.clock.now();
   const marks = await marksOf(deps, projectId, 'id', page.map((r) => String(r.id)));
+  const previews = await previewsOf(deps, projectId, page.map((r) => String(r.id)));
   return {
     conversations: page.map((r) => ({
       ...conversationView(r, now),
       needs_reply: marks.get(String(r.id))?.needs_reply ?? false,
       unread: marks.get(String(r.id))?.unread ?? false,
       waiting_since: marks.get(String(r.id))?.waiting_since ?? null,
+      preview: previews.get(String(r.id)) ?? null,
     })),
     nextCursor,
   };
