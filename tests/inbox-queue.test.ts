@@ -246,6 +246,31 @@ describe('the inbox', () => {
     expect(again.status).toBe(303);
   });
 
+  it('When a colleague took over or resolved meanwhile, or the thread's holder changed, then the stale "Who answers", status and thread forms are refused in words and nothing changes', async () => {
+    const s = await shop();
+    const owner = await person(t, s.projectId, email('owner'), 'owner');
+    const admin = await person(t, s.projectId, email('admin'), 'admin');
+    const id = await customerWrites(s, '14155550891');
+    const ownersPage = (await owner.agent.get(pageOf(s.projectId, `/${id}`))).text;
+    const adminsPage = (await admin.agent.get(pageOf(s.projectId, `/${id}`))).text;
+
+    expect((await admin.agent.post(pageOf(s.projectId, `/${id}/handover`)).type('form').send(formFields(adminsPage, '/handover'))).status).toBe(303);
+    const handover = await owner.agent.post(pageOf(s.projectId, `/${id}/handover`)).type('form').send(formFields(ownersPage, '/handover'));
+    expect(handover.status).toBe(409);
+    expect(handover.text).toContain('Not saved: someone changed who answers while your page was open. It is now handover (a person answers) (your page showed unstructured).');
+
+    expect((await admin.agent.post(pageOf(s.projectId, `/${id}/resolution`)).type('form').send(formFields(adminsPage, '/resolution'))).status).toBe(303);
+    const resolve = await owner.agent.post(pageOf(s.projectId, `/${id}/resolution`)).type('form').send({ ...formFields(ownersPage, '/resolution', 1), hours: '4' });
+    expect(resolve.status).toBe(409);
+    expect(resolve.text).toContain('Not saved: someone changed the status while your page was open. It is now resolved (your page showed open).');
+    expect((await s.api('get', `/v1/conversations/${id}`)).body.data.conversation).toMatchObject({ state: 'handover', resolution: 'resolved', snoozed_until: null });
+
+    // The thread's forms carry what they were drawn from too: a page showing another app's hold is stale once this app holds it.
+    const thread = await owner.agent.post(pageOf(s.projectId, `/${id}/thread`)).type('form').send({ ...formFields(ownersPage, '/thread', 1), drawn_thread: '1234567890' });
+    expect(thread.status).toBe(409);
+    expect(thread.text).toContain('It is now this app (your page showed app 1234567890)');
+  });
+
   it('When auto-assignment is on, then each waiting customer goes to the available owner or admin with the fewest open conversations, up to the cap; past it the conversation stays unassigned', async () => {
     const s = await shop();
     const ownerEmail = email('owner');
