@@ -109,4 +109,17 @@ describe('media in the inbox', () => {
     expect((await owner.agent.get(`/dashboard/projects/${s.projectId}/conversations/${b.conversation}/media/${b.byType.text}`)).status).toBe(404);
     expect((await owner.agent.get(`/dashboard/projects/${s.projectId}/conversations/${a.conversation}/media/abc`)).status).toBe(404);
   });
+
+  it('When WhatsApp no longer has the media (after its 30 days), then the route answers a 404 page that says so', async () => {
+    const s = await shop();
+    await inbound(s, '14155550921', { type: 'document', document: { filename: 'old.pdf' } });
+    const { conversation, byType } = await messagesOf(s.projectId, '14155550921');
+    const path = `/dashboard/projects/${s.projectId}/conversations/${conversation}/media/${byType.document}`;
+    t.clock.advance(31 * 86_400_000);
+    // Signed in after the month (a session of a month ago has expired).
+    const owner = await person(t, s.projectId, email('owner'), 'owner');
+    const gone = await owner.agent.get(path);
+    expect(gone.status).toBe(404);
+    expect(gone.text).toContain('no longer available at WhatsApp');
+  });
 });
