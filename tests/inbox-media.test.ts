@@ -122,4 +122,24 @@ describe('media in the inbox', () => {
     expect(gone.status).toBe(404);
     expect(gone.text).toContain('no longer available at WhatsApp');
   });
+
+  it('When the business sent a document by its media asset, then the inbox serves it from the project\'s own store, not the channel', async () => {
+    const s = await shop();
+    const key = (await t.admin.key(s.projectId, ['media:write', 'messages:send'])).secret;
+    await inbound(s, '14155550931', { text: 'Can I have the menu?' });
+    const made = await request(t.app).post('/v1/media').set('Authorization', `Bearer ${key}`).send({ data: PDF.toString('base64'), filename: 'menu.pdf', mime: 'application/pdf', slug: 'menu' });
+    expect(made.status).toBe(201);
+    const sent = await request(t.app).post('/v1/messages').set('Authorization', `Bearer ${key}`).send({ type: 'document', phone: '+14155550931', media: { slug: 'menu', filename: 'menu.pdf' } });
+    expect(sent.status).toBe(200);
+    const { conversation, byType } = await messagesOf(s.projectId, '14155550931');
+    const owner = await person(t, s.projectId, email('owner'), 'owner');
+    // The channel's media calls fail from now on: the bytes still come, from the blob store.
+    expect((await request(t.sim!.url).post('/_sim/faults').send({ phone_number_id: s.phoneNumberId, operation: 'media', http_status: 500, count: 10 })).status).toBe(201);
+    const file = await owner.agent.get(`/dashboard/projects/${s.projectId}/conversations/${conversation}/media/${byType.document}`).buffer(true);
+    expect(file.status).toBe(200);
+    expect(Buffer.compare(file.body, PDF)).toBe(0);
+  });
+  afterAll(async () => {
+    await request(t.sim!.url).delete('/_sim/faults');
+  });
 });
