@@ -217,6 +217,7 @@ document.addEventListener('submit', (event) => {
         set('conversation-window', c.window);
         set('conversation-assignee', c.assignee);
         set('conversation-labels', c.labels);
+        set('conversation-resolution', c.resolution);
         const seen = JSON.stringify(c.items);
         if (seen !== last) {
           const atEnd = list.scrollHeight - list.scrollTop - list.clientHeight < 40;
