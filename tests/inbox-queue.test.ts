@@ -246,7 +246,7 @@ describe('the inbox', () => {
     expect(again.status).toBe(303);
   });
 
-  it('When a colleague took over or resolved meanwhile, or the thread's holder changed, then the stale "Who answers", status and thread forms are refused in words and nothing changes', async () => {
+  it('When a colleague took over or resolved meanwhile, or the thread changed hands, then the stale "Who answers", status and thread forms are refused in words and nothing changes', async () => {
     const s = await shop();
     const owner = await person(t, s.projectId, email('owner'), 'owner');
     const admin = await person(t, s.projectId, email('admin'), 'admin');
