@@ -58,6 +58,10 @@ export class CloudApiClient extends GraphTransport implements ChannelPort {
   getMedia(...a: Parameters<typeof media.getMedia>) {
     return media.getMedia.apply(this, a);
   }
+
+  downloadMedia(...a: Parameters<typeof media.downloadMedia>) {
+    return media.downloadMedia.apply(this, a);
+  }
   deleteMedia(...a: Parameters<typeof media.deleteMedia>) {
     return media.deleteMedia.apply(this, a);
   }

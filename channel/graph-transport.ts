@@ -304,6 +304,60 @@ export class GraphTransport {
     }
   }
 
+  /**
+   * A media download (media.ts downloadMedia): the token in the Authorization header only, no
+   * redirect, the transport's deadline until the answer's head, then `maxBytes` counted while the
+   * caller reads. A non-2xx answer is a ChannelError (404 and 410: rejected, the media is gone).
+   */
+  download(creds: ChannelCredentials, target: URL, maxBytes: number): Promise<{ data: Readable; mimeType: string; size: number | null }> {
+    checkCreds(creds);
+    const secrets = [creds.accessToken];
+    const started = Date.now();
+    return new Promise((resolve, reject) => {
+      const client = target.protocol === 'https:' ? httpsRequest : http.request;
+      const req = client(target, {
+        method: 'GET',
+        agent: target.protocol === 'https:' ? this.httpsAgent : this.httpAgent,
+        headers: { 'User-Agent': this.userAgent, Authorization: `Bearer ${creds.accessToken}` },
+        timeout: this.timeoutMs,
+      }, (res) => {
+        const status = res.statusCode ?? 0;
+        const declared = Number(res.headers['content-length']);
+        const size = Number.isFinite(declared) && res.headers['content-length'] !== undefined ? declared : null;
+        if (status < 200 || status >= 300 || (size !== null && size > maxBytes)) {
+          res.resume();
+          this.onCall?.('downloadMedia', `http_${status}`, Date.now() - started);
+          const gone = status === 404 || status === 410 || status === 401;
+          reject(new ChannelError({
+            kind: gone ? 'rejected' : 'unavailable', retryable: !gone, operation: 'downloadMedia', httpStatus: status,
+            message: size !== null && size > maxBytes ? `The media is larger than ${maxBytes} bytes.` : scrub(`The media download answered ${status}.`, secrets),
+          }));
+          return;
+        }
+        this.onCall?.('downloadMedia', 'ok', Date.now() - started);
+        let seen = 0;
+        const counted = new Readable({ read() { res.resume(); } });
+        res.on('data', (chunk: Buffer) => {
+          seen += chunk.length;
+          if (seen > maxBytes) {
+            res.destroy();
+            counted.destroy(new Error(`media larger than ${maxBytes} bytes`));
+            return;
+          }
+          if (!counted.push(chunk)) res.pause();
+        });
+        res.on('end', () => counted.push(null));
+        res.on('error', (e) => counted.destroy(e));
+        counted.on('close', () => { if (!res.complete) res.destroy(); });
+        const type = typeof res.headers['content-type'] === 'string' ? res.headers['content-type'].split(';')[0].trim().toLowerCase() : 'application/octet-stream';
+        resolve({ data: counted, mimeType: type, size });
+      });
+      req.on('timeout', () => req.destroy(Object.assign(new Error('timeout'), { code: 'ETIMEDOUT' })));
+      req.on('error', (err) => reject(channelErrorFromTransport(err, { operation: 'downloadMedia', secrets, timedOut: (err as { code?: string }).code === 'ETIMEDOUT', timeoutMs: this.timeoutMs })));
+      req.end();
+    });
+  }
+
   unexpected(op: ChannelOperation, why: string, messageType?: string): ChannelError {
     return new ChannelError({
       kind: 'unavailable',

@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { dispositionFilename, LengthGuard, MIME_RE, type ChannelCredentials, type GraphTransport } from './graph-transport.js';
-import type { HeaderSampleInput, MediaInfo, UploadChunkResult, UploadMediaInput, UploadSessionInput } from '../lib/channel-port/port.js';
+import type { HeaderSampleInput, MediaDownload, MediaInfo, UploadChunkResult, UploadMediaInput, UploadSessionInput } from '../lib/channel-port/port.js';
 
 // ---------------------------------------------------------------------------------------------
 // Media
@@ -70,6 +70,19 @@ export async function getMedia(this: GraphTransport, creds: ChannelCredentials, 
     sha256: typeof b.sha256 === 'string' ? b.sha256 : '',
     file_size: Number.isFinite(size) ? size : 0,
   };
+}
+
+/**
+ * GET of getMedia's download URL with the project's token (Meta's `lookaside` host, the simulator's
+ * attachments route): streamed, bounded by `maxBytes` (declared and counted) and the call deadline.
+ * The URL must be http(s) without credentials: it came from the channel, but the token goes nowhere else.
+ */
+export async function downloadMedia(this: GraphTransport, creds: ChannelCredentials, url: string, maxBytes: number): Promise<MediaDownload> {
+  const target = new URL(url);
+  if ((target.protocol !== 'https:' && target.protocol !== 'http:') || target.username || target.password) {
+    throw this.unexpected('downloadMedia', 'the download URL is not http(s)');
+  }
+  return this.download(creds, target, maxBytes);
 }
 
 /** DELETE /{version}/{mediaId}?phone_number_id=… */

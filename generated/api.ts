@@ -279,6 +279,32 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
+        /**
+         * Add and remove a conversation's labels
+         * @description Adds `add` and removes `remove`, keeping the other labels (no lost update, unlike a `PUT`
+         *     of a stale set). Same rules, answer and event as the `PUT`.
+         */
+        patch: operations["changeConversationLabels"];
+        trace?: never;
+    };
+    "/v1/conversations/{id}/resolution": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Resolve, snooze or reopen a conversation
+         * @description `resolved`, `snoozed` until `snoozed_until` (future, at most 90 days), or `open`. Either
+         *     leaves the `needs_reply` queue until the customer writes or the snooze ends. The bot's `state` is unchanged.
+         */
+        put: operations["setConversationResolution"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
         patch?: never;
         trace?: never;
     };
@@ -3343,6 +3369,44 @@ export interface components {
             kind?: "individual" | "group";
             /** @description The group of a conversation of kind `group`; null otherwise. */
             group?: components["schemas"]["GroupSummary"] | null;
+            resolution?: components["schemas"]["ConversationResolution"];
+            /**
+             * Format: date-time
+             * @description When a snoozed conversation opens again by itself; null unless `resolution` is `snoozed`.
+             */
+            snoozed_until?: string | null;
+        };
+        /**
+         * @description Whether the team is done with the conversation (not the bot's `state`): `open`, `resolved`,
+         *     or `snoozed` until `snoozed_until` (read as `open` once that time has passed). The
+         *     customer's next message opens a resolved or snoozed conversation again.
+         * @enum {string}
+         */
+        ConversationResolution: "open" | "resolved" | "snoozed";
+        SetConversationResolutionRequest: {
+            resolution: components["schemas"]["ConversationResolution"];
+            /**
+             * Format: date-time
+             * @description Required with `snoozed` (in the future, at most 90 days ahead); refused with the others.
+             */
+            snoozed_until?: string;
+        };
+        ConversationResolutionResponse: {
+            /** @constant */
+            success: true;
+            data: {
+                conversation: {
+                    id: number;
+                    resolution: components["schemas"]["ConversationResolution"];
+                    /** Format: date-time */
+                    snoozed_until: string | null;
+                    previous_resolution: components["schemas"]["ConversationResolution"];
+                };
+            };
+        };
+        ChangeConversationLabelsRequest: {
+            add?: components["schemas"]["ConversationLabel"][];
+            remove?: components["schemas"]["ConversationLabel"][];
         };
         /**
          * @description Who holds the customer's thread at the channel (docs/coexistence.md): this app (`us`), or
@@ -5421,6 +5485,10 @@ export interface operations {
                 label?: string;
                 /** @description Only conversations assigned to the member with this email, or `none` (unassigned) or `any` (assigned to someone). */
                 assignee?: string;
+                /** @description `true`: open, the customer waiting for a person (the bot's answers do not count). */
+                needs_reply?: boolean;
+                /** @description Only conversations with this resolution. */
+                resolution?: components["schemas"]["ConversationResolution"];
             };
             header?: {
                 /**
@@ -5766,6 +5834,102 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ConversationLabelsResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    changeConversationLabels: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description Numeric id; a malformed or empty one is 400 `invalid_id` (after authentication).
+                 * @example 42
+                 */
+                id: components["parameters"]["NumericId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ChangeConversationLabelsRequest"];
+            };
+        };
+        responses: {
+            /** @description The labels after the change and the ones before. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConversationLabelsResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    setConversationResolution: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Project to act on, matched case-insensitively. Optional for a `pk_` key (its own project)
+                 *     and for reads with an access token (the connection's default). Required for non-GET calls
+                 *     of a token that reaches two or more projects. Blank is 400 `invalid_project_header`.
+                 * @example prj_7f3k2m9q4x1a
+                 */
+                "X-Service-Project"?: components["parameters"]["XServiceProject"];
+            };
+            path: {
+                /**
+                 * @description Numeric id; a malformed or empty one is 400 `invalid_id` (after authentication).
+                 * @example 42
+                 */
+                id: components["parameters"]["NumericId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SetConversationResolutionRequest"];
+            };
+        };
+        responses: {
+            /** @description The resolution after the change and the one before. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConversationResolutionResponse"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -18,7 +18,8 @@ import {
   type ConversationFilters,
 } from '../lib/conversations/conversations.js';
 import { phoneFilter } from '../lib/conversations/contacts.js';
-import { assign, credentialAuthor, relabel } from '../lib/inbox/team.js';
+import { assign, changeLabels, credentialAuthor, relabel } from '../lib/inbox/team.js';
+import { checkResolution, setResolution } from '../lib/inbox/resolution.js';
 import { addNote, listNotes, noteView } from '../lib/inbox/notes.js';
 import { controlThread, parseThreadControl } from '../lib/messaging/thread-control.js';
 
@@ -47,6 +48,10 @@ export const listConversations: Handler<operations['listConversations']> = async
     const a = String(q.assignee).trim();
     filters.assignee = a === 'none' ? null : a === 'any' ? 'any' : { email: a };
   }
+  if (q.needs_reply !== undefined) filters.needsReply = String(q.needs_reply) === 'true';
+  if (q.resolution !== undefined) filters.resolution = q.resolution;
+  const now = deps.clock.now();
+  filters.now = now;
   const scope = cursorScope('listConversations', projectId, {
     state: filters.state,
     phone: filters.phone,
@@ -54,6 +59,8 @@ export const listConversations: Handler<operations['listConversations']> = async
     since: filters.since?.getTime(),
     label: filters.label,
     assignee: q.assignee === undefined ? undefined : String(q.assignee).trim().toLowerCase(),
+    needs_reply: filters.needsReply,
+    resolution: filters.resolution,
   });
   const { page, nextCursor } = await keysetPage(q, {
     scope,
@@ -62,7 +69,6 @@ export const listConversations: Handler<operations['listConversations']> = async
     read: (after, take) => listConversationRows(deps.db.pool, projectId, filters, after, take),
     encode: conversationPosition.encode,
   });
-  const now = deps.clock.now();
   return { data: { conversations: page.map((r) => conversationView(r, now)), nextCursor } };
 };
 
@@ -148,6 +154,28 @@ export const setConversationLabels: Handler<operations['setConversationLabels']>
   }
   const by = await credentialAuthor(deps.db.pool, req.auth!);
   const changed = await relabel(deps.db.pool, req.auth!.project.id, id, labels, by, deps.clock.now());
+  if (!changed) throw notFound(id);
+  return { data: { conversation: changed } };
+};
+
+export const changeConversationLabels: Handler<operations['changeConversationLabels']> = async (req, deps) => {
+  const id = pathId(req.params.id);
+  const body = req.body ?? {};
+  if (body.add === undefined && body.remove === undefined) {
+    throw new ApiError('invalid_request', 'add or remove is required (lists of labels).', { fields: [{ field: 'add', message: 'add or remove is required' }] });
+  }
+  const by = await credentialAuthor(deps.db.pool, req.auth!);
+  const changed = await changeLabels(deps.db.pool, req.auth!.project.id, id, { add: body.add, remove: body.remove }, by, deps.clock.now());
+  if (!changed) throw notFound(id);
+  return { data: { conversation: changed } };
+};
+
+/** Resolve, snooze or reopen (lib/inbox/resolution.ts); the customer's next message reopens it. */
+export const setConversationResolution: Handler<operations['setConversationResolution']> = async (req, deps) => {
+  const id = pathId(req.params.id);
+  const now = deps.clock.now();
+  const input = checkResolution(req.body ?? {}, now);
+  const changed = await setResolution(deps.db.pool, req.auth!.project.id, id, input, now);
   if (!changed) throw notFound(id);
   return { data: { conversation: changed } };
 };

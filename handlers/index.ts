@@ -34,6 +34,8 @@ export const handlers: Handlers<operations> = {
   controlConversationThread: conversations.controlConversationThread,
   unassignConversation: conversations.unassignConversation,
   setConversationLabels: conversations.setConversationLabels,
+  changeConversationLabels: conversations.changeConversationLabels,
+  setConversationResolution: conversations.setConversationResolution,
   listConversationNotes: conversations.listConversationNotes,
   createConversationNote: conversations.createConversationNote,
   listCannedReplies: cannedReplies.listCannedReplies,

@@ -52,7 +52,8 @@ export const CAPABILITY_EDGES: Record<string, string[]> = {
   calls: ['channel-port', 'channel-settings', 'conversations', 'webhooks'],
   // WhatsApp groups: the groups tables, their events, the business's group operations (docs/groups.md).
   groups: ['channel-port', 'channel-settings', 'conversations', 'webhooks'],
-  messaging: ['access', 'calls', 'channel-port', 'groups', 'channel-settings', 'consent', 'conversations', 'flows', 'media', 'pricing', 'templates', 'webhooks'],
+  // inbox: a customer's message in an unassigned conversation is auto-assigned (lib/inbox/auto-assign.ts).
+  messaging: ['access', 'calls', 'channel-port', 'groups', 'channel-settings', 'consent', 'conversations', 'flows', 'inbox', 'media', 'pricing', 'templates', 'webhooks'],
   broadcasts: ['access', 'channel-port', 'channel-settings', 'conversations', 'messaging', 'pricing'],
   // Calls: a bot acts on a call through the API's one path (lib/bot/ops-calls.ts); calls reach the bot through BotHook.
   bot: ['access', 'accounts', 'calls', 'channel-port', 'channel-settings', 'code', 'consent', 'conversations', 'deploy', 'messaging', 'project-files', 'sandbox', 'tables', 'webhooks'],

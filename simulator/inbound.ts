@@ -52,6 +52,8 @@ export async function injectInbound(ctx: SimContext, b: Obj): Promise<InboundRes
 
   let type: string;
   let obj: Obj;
+  // A shared contacts card is a list (Meta's `contacts: [...]`), the one inbound kind that is no object.
+  let list: unknown[] | undefined;
   if (b.type === undefined || b.type === 'text') {
     const body = typeof b.text === 'string' ? b.text : isObj(b.text) && typeof b.text.body === 'string' ? b.text.body : null;
     if (body === null) throw new ControlError(400, 'give text (string), or type plus object');
@@ -61,8 +63,9 @@ export async function injectInbound(ctx: SimContext, b: Obj): Promise<InboundRes
     if (typeof b.type !== 'string') throw new ControlError(400, 'type must be a string');
     type = b.type;
     const given = b.object ?? b[type];
-    if (!isObj(given)) throw new ControlError(400, `give the ${type} object as "object" (or "${type}")`);
-    obj = { ...given };
+    if (type === 'contacts' && Array.isArray(given)) list = given;
+    else if (!isObj(given)) throw new ControlError(400, `give the ${type} object as "object" (or "${type}")`);
+    obj = list ? {} : { ...(given as Obj) };
   }
 
   if (MEDIA_KINDS.has(type)) {
@@ -93,7 +96,7 @@ export async function injectInbound(ctx: SimContext, b: Obj): Promise<InboundRes
     ts = Math.floor(t);
   }
   const id = newWamid(from || user.user_id.replace(/\D/g, '').slice(0, 15), true);
-  const message: Obj = { ...senderFields(user), id, timestamp: String(ts), type, [type]: obj };
+  const message: Obj = { ...senderFields(user), id, timestamp: String(ts), type, [type]: list ?? obj };
   if (isObj(b.context)) message.context = b.context;
   // The customer-service window is the user's, whichever id a reply names.
   if (user.phone) state.lastInbound.set(`${pn.phone_number_id}:${user.phone}`, ts * 1000);

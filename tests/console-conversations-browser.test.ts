@@ -76,8 +76,8 @@ describeWithBrowser(describe)('conversations in Chromium', () => {
     await page.goto(`${base}/contacts`);
     await page.screenshot({ path: docs('dashboard-contacts.png'), fullPage: true });
 
-    // Conversations: the ones that need a reply; open Ana's.
-    await page.goto(`${base}/conversations`);
+    // Conversations: all of them, then the ones that need a reply (the default view); open Ana's.
+    await page.goto(`${base}/conversations?filter=all`);
     expect(await unlabelled(page)).toEqual([]);
     expect(await page.locator('#conversations tbody tr').count()).toBe(3);
     await page.getByLabel('Show').selectOption('needs_reply');

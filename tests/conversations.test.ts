@@ -126,6 +126,9 @@ describe('GET /v1/conversations', () => {
       // WhatsApp groups (issue 61): a customer's conversation, no group.
       kind: 'individual',
       group: null,
+      // The team's resolution (issue 68): open, not snoozed.
+      resolution: 'open',
+      snoozed_until: null,
     });
     expect(list[1]).toMatchObject({ contact: { name: null }, last_inbound_at: null, window_open: false, window_expires_at: null });
     expect(list[2]).toMatchObject({ window_open: false, window_expires_at: new Date(now - HOUR).toISOString() });

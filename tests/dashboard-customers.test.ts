@@ -85,7 +85,7 @@ describe('Contacts and Conversations pages', () => {
     const id = await conversation(project.id, '14155550311', 'Hi <script>alert(1)</script>');
     await message(project.id, id, 'outbound', { type: 'text', content: 'Hello Dee, how can we help?' });
     const owner = await person(t, project.id, email('owner'));
-    const list = await owner.agent.get(`/dashboard/projects/${project.id}/conversations`);
+    const list = await owner.agent.get(`/dashboard/projects/${project.id}/conversations?filter=all`);
     expect(list.text).toContain(`/conversations/${id}`);
     const one = await owner.agent.get(`/dashboard/projects/${project.id}/conversations/${id}`);
     expect(one.status).toBe(200);
@@ -151,7 +151,7 @@ describe('Contacts and Conversations pages', () => {
     const customers = (page: string) => [...page.matchAll(/>Customer (\d+)</g)].map((m) => Number(m[1]));
     const next = (page: string) => /href="([^"]+)" rel="next"/.exec(page)?.[1].replace(/&amp;/g, '&');
 
-    const first = await owner.agent.get(`${base}/conversations`);
+    const first = await owner.agent.get(`${base}/conversations?filter=all`);
     expect(customers(first.text)).toEqual(Array.from({ length: 25 }, (_, i) => 29 - i));
     const second = await owner.agent.get(next(first.text)!);
     expect(customers(second.text)).toEqual([4, 3, 2, 1, 0]);

@@ -367,3 +367,15 @@ export type Group = Prisma.GroupModel
  * group_participants_update (a user joined by the invite link or was approved), removed likewise.
  */
 export type GroupParticipant = Prisma.GroupParticipantModel
+/**
+ * Model InboxSettings
+ * The inbox's auto-assignment (issue 68, lib/inbox/auto-assign.ts): off unless turned on; a new
+ * waiting conversation goes to the available person with the fewest open conversations, below the cap.
+ */
+export type InboxSettings = Prisma.InboxSettingsModel
+/**
+ * Model InboxMember
+ * A person's availability for auto-assignment in a project (set by the person in the inbox), and
+ * when they were last given a conversation (the round robin's tie-break).
+ */
+export type InboxMember = Prisma.InboxMemberModel

@@ -151,12 +151,53 @@ document.addEventListener('submit', (event) => {
     }
     return p;
   };
+  // A message's media, as http/dashboard/inbox-media.ts mediaHtml draws it (every value set as text or an attribute).
+  const el = (tag, attrs, text) => {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+    if (text !== undefined) e.textContent = text;
+    return e;
+  };
+  const fileLink = (m) => {
+    const p = el('p', { class: 'media-file' });
+    if (m.link) p.appendChild(el('a', { href: m.link, target: '_blank', rel: 'noopener noreferrer' }, `${m.name} (sent by link)`));
+    else { p.className = 'media-file muted'; p.textContent = `${m.name} (no copy the service can fetch)`; }
+    return p;
+  };
+  const media = (m, by) => {
+    if (m.kind === 'image' || m.kind === 'sticker') {
+      if (!m.url) return fileLink(m);
+      const a = el('a', { class: 'media-thumb', href: m.url, target: '_blank', rel: 'noopener' });
+      a.appendChild(el('img', { src: m.url, alt: `${m.kind === 'sticker' ? 'Sticker' : 'Photo'} from ${by} (opens the full size)`, loading: 'lazy', class: m.kind }));
+      return a;
+    }
+    if (m.kind === 'video' || m.kind === 'audio') {
+      if (!m.url) return fileLink(m);
+      return el(m.kind, { class: 'media-player', controls: '', preload: m.kind === 'video' ? 'metadata' : 'none', src: m.url, 'aria-label': `${m.kind === 'video' ? 'Video' : 'Audio'} from ${by}` });
+    }
+    if (m.kind === 'document') {
+      if (!m.url) return fileLink(m);
+      const p = el('p', { class: 'media-file' });
+      p.appendChild(el('a', { href: m.url, download: m.name }, m.name));
+      if (m.size) { p.appendChild(document.createTextNode(' ')); p.appendChild(el('span', { class: 'muted' }, `(${m.size})`)); }
+      return p;
+    }
+    if (m.kind === 'location') {
+      const p = el('p', { class: 'media-location' }, `Location: ${m.name} `);
+      p.appendChild(el('a', { href: m.map, target: '_blank', rel: 'noopener noreferrer' }, 'map'));
+      return p;
+    }
+    const ul = el('ul', { class: 'media-contacts' });
+    for (const c of m.contacts || []) ul.appendChild(el('li', {}, c.phones.length ? `${c.name}: ${c.phones.join(', ')}` : c.name));
+    return ul;
+  };
   const bubble = (i) => {
     const li = document.createElement('li');
     li.className = `bubble ${i.kind}`;
     li.setAttribute('data-item', i.key);
     li.setAttribute('data-author', i.authorKind);
     li.appendChild(para('by', [['author', i.author], ['muted', i.when]]));
+    if (i.media) li.appendChild(media(i.media, i.author));
     const text = document.createElement('p');
     text.className = 'message-text';
     text.textContent = i.text;
@@ -176,6 +217,7 @@ document.addEventListener('submit', (event) => {
         set('conversation-window', c.window);
         set('conversation-assignee', c.assignee);
         set('conversation-labels', c.labels);
+        set('conversation-resolution', c.resolution);
         const seen = JSON.stringify(c.items);
         if (seen !== last) {
           const atEnd = list.scrollHeight - list.scrollTop - list.clientHeight < 40;
@@ -212,6 +254,8 @@ document.addEventListener('submit', (event) => {
           if (none) none.hidden = p.count > 0;
         }
         if (!table.contains(document.activeElement)) last = p.rows;
+        // The tab's title leads with how many customers wait ("(3) Inbox · Dashboard"), kept current.
+        if (typeof p.tab === 'string') document.title = p.tab + document.title.replace(/^\(\d+\+?\) /, '');
         setTimeout(tick, 4000);
       })
       .catch(() => setTimeout(tick, 12000));

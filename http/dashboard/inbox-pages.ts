@@ -18,11 +18,11 @@ import { canManage } from '../../lib/accounts/roles.js';
 import { ApiError } from '../../lib/platform/errors.js';
 import { HUMAN_STATE, projectLabels } from '../../lib/conversations/conversations.js';
 import {
-  conversationDetail, conversationHistory, conversationsPage, customerQuery, markSeen, messageText,
+  conversationDetail, conversationHistory, conversationsPage, customerQuery, INBOX_DEFAULT_VIEW, markSeen, messageText, waitingCount,
   PAST_GAP_HOURS, type ConversationDetail, type ConversationHistory, type ConversationListItem, type CustomerQuery,
 } from '../../lib/dashboard/customer-reads.js';
 import {
-  assignAs, handConversation, labelAs, MAX_REPLY_CHARS, noteAs, offeredTemplates, sendReply, threadControlAs, type Reply,
+  assignAs, handConversation, labelDeltaAs, MAX_REPLY_CHARS, resolveAs, noteAs, offeredTemplates, sendReply, threadControlAs, type Reply,
 } from '../../lib/dashboard/conversation-actions.js';
 import { authorOf, authorWords, type Author } from '../../lib/conversations/authors.js';
 import type { ContactView, MessageView } from '../../lib/conversations/views.js';
@@ -30,7 +30,10 @@ import { listMembers } from '../../lib/inbox/team.js';
 import { listNotes, noteView, MAX_NOTE_CHARS, type NoteView } from '../../lib/inbox/notes.js';
 import { createCannedReply, listCannedReplies } from '../../lib/inbox/canned-replies.js';
 import { DashboardRefusal } from '../../lib/accounts/refusal.js';
-import { html, plural, when, type Html } from './html.js';
+import { duration, html, plural, when, type Html } from './html.js';
+import { drawnField, drawnOf, drawnValue, isStale } from './inbox-versions.js';
+import { autoAssignCard, autoAssignRoutes } from './inbox-assignment.js';
+import { chatMediaOf, conversationMedia, mediaHtml, type ChatMedia } from './inbox-media.js';
 import { csrfField, layout, projectPath } from './layout.js';
 import { field, send } from './request.js';
 import { projectContext } from './context.js';
@@ -61,11 +64,28 @@ export function identity(c: { phone: string | null; username: string | null; use
   return html`${c.phone ? html`<dt>Phone</dt><dd>${c.phone}</dd>` : ''}${c.username ? html`<dt>Username</dt><dd>@${c.username}</dd>` : ''}${c.user_id ? html`<dt>BSUID</dt><dd><code>${c.user_id}</code></dd>` : ''}`;
 }
 
-export function marks(v: { needs_reply: boolean; unread: boolean }): Html {
-  return html`${v.needs_reply ? html` <span class="badge" data-mark="needs-reply">needs a reply</span>` : ''}${v.unread ? html` <span class="badge" data-mark="unread">unread</span>` : ''}`;
+/** How long the customer has waited, in words (`waiting 12 min`). */
+export function waitWords(since: string | null | undefined, now: Date): string | undefined {
+  if (!since) return undefined;
+  return `waiting ${duration(Math.max(0, Math.round((now.getTime() - Date.parse(since)) / 1000)))}`;
 }
 
-const FILTERS: Array<[string, string]> = [['', 'All'], ['needs_reply', 'Needs a reply'], ['unread', 'Unread']];
+export function marks(v: { needs_reply: boolean; unread: boolean; waiting_since?: string | null; resolution?: string; snoozed_until?: string | null }, now?: Date): Html {
+  const waiting = now ? waitWords(v.waiting_since, now) : undefined;
+  return html`${v.needs_reply ? html` <span class="badge" data-mark="needs-reply">needs a reply${waiting ? html`, <span data-wait>${waiting}</span>` : ''}</span>` : ''}${v.unread ? html` <span class="badge" data-mark="unread">unread</span>` : ''}${v.resolution && v.resolution !== 'open' ? html` <span class="badge" data-mark="${v.resolution}">${resolutionWords(v)}</span>` : ''}`;
+}
+
+/** The team's resolution in words. */
+export function resolutionWords(v: { resolution?: string; snoozed_until?: string | null }): string {
+  if (v.resolution === 'resolved') return 'resolved';
+  if (v.resolution === 'snoozed') return `snoozed until ${when(v.snoozed_until)}`;
+  return 'open';
+}
+
+/** The inbox's views; the first is the default (lib/dashboard/customer-reads.ts INBOX_DEFAULT_VIEW). */
+const FILTERS: Array<[string, string]> = [
+  ['needs_reply', 'Needs a reply'], ['open', 'Open (the customer wrote)'], ['unread', 'Unread'], ['snoozed', 'Snoozed'], ['resolved', 'Resolved'], ['all', 'All (campaign-only too)'],
+];
 const ASSIGNED: Array<[string, string]> = [['', 'Everyone’s'], ['mine', 'Assigned to me'], ['none', 'Unassigned']];
 
 function listParams(q: CustomerQuery): URLSearchParams {
@@ -84,11 +104,11 @@ function withQuery(path: string, params: URLSearchParams): string {
 function searchForm(action: string, q: CustomerQuery, labels: string[]): Html {
   const option = (value: string, label: string, chosen: string | undefined) => html`<option value="${value}"${(chosen ?? '') === value ? html` selected` : ''}>${label}</option>`;
   return html`<form method="get" action="${action}" class="inbox-filters" role="search">
-  <label for="customer-q">Search by name, username, BSUID or phone</label>
-  <input id="customer-q" name="q" type="text" value="${q.q}" maxlength="100" placeholder="Ada, @ada, US.1349… or +1 415…">
+  <label for="customer-q">Search by name, username, BSUID, phone or words of a message</label>
+  <input id="customer-q" name="q" type="text" value="${q.q}" maxlength="100" placeholder="Ada, @ada, +1 415… or “broken box”">
   <div class="filter-row">
   <span><label for="customer-filter">Show</label>
-  <select id="customer-filter" name="filter">${FILTERS.map(([v, l]) => option(v, l, q.filter))}</select></span>
+  <select id="customer-filter" name="filter">${FILTERS.map(([v, l]) => option(v, l, q.filter ?? INBOX_DEFAULT_VIEW))}</select></span>
   <span><label for="inbox-assigned">Assigned</label>
   <select id="inbox-assigned" name="assigned">${ASSIGNED.map(([v, l]) => option(v, l, q.assigned))}</select></span>
   <span><label for="inbox-label">Label</label>
@@ -98,23 +118,24 @@ function searchForm(action: string, q: CustomerQuery, labels: string[]): Html {
 </form>`;
 }
 
-function listRows(projectId: string, conversations: ConversationListItem[], params: URLSearchParams, selected?: number): Html {
-  return html`${conversations.map((v) => html`<tr${v.id === selected ? html` aria-current="true" class="selected"` : ''} data-conversation="${v.id}"><td data-label="Customer"><a href="${withQuery(projectPath(projectId, `/conversations/${v.id}`), params)}">${customerName(v.contact)}</a>${marks(v)}${(v.labels ?? []).map((l) => html` <span class="label">${l}</span>`)}</td><td data-label="Assigned">${v.assignee ? v.assignee.email : html`<span class="muted">unassigned</span>`}</td><td data-label="Last message">${when(v.last_message_at)}</td></tr>`)}`;
+function listRows(projectId: string, conversations: ConversationListItem[], params: URLSearchParams, now: Date, selected?: number): Html {
+  return html`${conversations.map((v) => html`<tr${v.id === selected ? html` aria-current="true" class="selected"` : ''} data-conversation="${v.id}"><td data-label="Customer"><a href="${withQuery(projectPath(projectId, `/conversations/${v.id}`), params)}">${customerName(v.contact)}</a>${marks(v, now)}${v.state === HUMAN_STATE ? html` <span class="badge" data-mark="handover">a person holds it</span>` : ''}${(v.labels ?? []).map((l) => html` <span class="label">${l}</span>`)}${v.preview ? html`<span class="preview muted">${v.preview.direction === 'inbound' ? '' : 'Sent: '}${v.preview.text}</span>` : ''}</td><td data-label="Assigned">${v.assignee ? v.assignee.email : html`<span class="muted">unassigned</span>`}</td><td data-label="Last message">${when(v.last_message_at)}</td></tr>`)}`;
 }
 
-function listPane(projectId: string, q: CustomerQuery, labels: string[], list: { conversations: ConversationListItem[]; nextCursor: string | null }, selected?: number): Html {
+function listPane(projectId: string, q: CustomerQuery, labels: string[], list: { conversations: ConversationListItem[]; nextCursor: string | null }, now: Date, selected?: number, below?: Html): Html {
   const path = projectPath(projectId, '/conversations');
   const params = listParams(q);
-  const filtered = q.q || q.filter || q.assigned || q.label;
+  const filtered = q.q || (q.filter && q.filter !== 'needs_reply') || q.assigned || q.label;
   const next = new URLSearchParams(params);
   if (list.nextCursor) next.set('cursor', list.nextCursor);
   return html`<section class="inbox-list" aria-labelledby="list-title"><h2 id="list-title">Conversations</h2>
 ${searchForm(path, q, labels)}
 <div class="table-wrap"><table class="stack" id="conversations" data-live-list="${withQuery(`${path}/list`, params)}"${q.cursor ? html` data-paged="true"` : ''}><thead><tr><th scope="col">Customer</th><th scope="col">Assigned</th><th scope="col">Last message</th></tr></thead><tbody>
-${listRows(projectId, list.conversations, params, selected)}
+${listRows(projectId, list.conversations, params, now, selected)}
 </tbody></table></div>
-<p class="muted" id="no-conversations"${list.conversations.length ? html` hidden` : ''}>${filtered ? 'No conversation matches.' : 'No conversations yet.'}</p>
+<p class="muted" id="no-conversations"${list.conversations.length ? html` hidden` : ''}>${filtered ? 'No conversation matches.' : 'Nobody is waiting for a reply. Choose “Open” or “All” to see the others.'}</p>
 ${list.nextCursor || q.cursor ? html`<p class="paging">${q.cursor ? html`<a href="${withQuery(path, params)}">First page</a> ` : ''}${list.nextCursor ? html`<a href="${`${path}?${next}`}" rel="next">Older conversations</a>` : ''}</p>` : ''}
+${below ?? ''}
 </section>`;
 }
 
@@ -143,6 +164,8 @@ interface ChatItem {
   text: string;
   meta: string;
   at: number;
+  /** A photo, video, audio, document, location or contacts (inbox-media.ts). */
+  media?: ChatMedia;
 }
 
 /** The participant who wrote a group message (docs/groups.md): its name and phone, as stored with it. */
@@ -154,7 +177,7 @@ function groupSenderWords(m: MessageView): string | undefined {
   return name && phone ? `${name} (${phone})` : name ?? phone;
 }
 
-function messageItem(m: MessageView): ChatItem {
+function messageItem(m: MessageView, media: Map<number, ChatMedia>): ChatItem {
   const author: Author = m.author ?? authorOf({ direction: m.direction, author: null, sendRef: null }) ?? { kind: 'unknown', id: null, name: null };
   return {
     key: `m${m.id}`,
@@ -162,9 +185,10 @@ function messageItem(m: MessageView): ChatItem {
     author: groupSenderWords(m) ?? authorWords(author as Author),
     authorKind: author.kind,
     when: when(m.created_at),
-    text: messageText(m) ?? '—',
+    text: messageText(m) ?? (media.has(m.id) ? '' : '—'),
     meta: `${m.type} · ${statusWords(m)}`,
     at: Date.parse(m.created_at),
+    ...(media.has(m.id) ? { media: media.get(m.id) } : {}),
   };
 }
 
@@ -186,15 +210,15 @@ function callItem(c: ConversationDetail['calls'][number]): ChatItem {
 }
 
 /** Messages (a page, newest first), calls and notes as one chat, oldest to newest; with an older page, only the notes and calls of the shown span. */
-function chatItems(d: ConversationDetail, notes: NoteView[]): ChatItem[] {
-  const messages = [...d.messages].reverse().map(messageItem);
+function chatItems(d: ConversationDetail, notes: NoteView[], media: Map<number, ChatMedia>): ChatItem[] {
+  const messages = [...d.messages].reverse().map((m) => messageItem(m, media));
   const from = d.nextCursor && messages.length ? messages[0].at : -Infinity;
   const items = [...messages, ...notes.filter((n) => Date.parse(n.created_at) >= from).map(noteItem), ...d.calls.filter((c) => Date.parse(c.started_at) >= from).map(callItem)];
   return items.sort((a, b) => a.at - b.at || (a.kind === 'note' ? 1 : 0) - (b.kind === 'note' ? 1 : 0));
 }
 
 function bubble(i: ChatItem): Html {
-  return html`<li class="bubble ${i.kind}" data-item="${i.key}" data-author="${i.authorKind}"><p class="by"><span class="author">${i.author}</span> <span class="muted">${i.when}</span></p><p class="message-text">${i.text}</p><p class="meta muted">${i.meta}</p></li>`;
+  return html`<li class="bubble ${i.kind}" data-item="${i.key}" data-author="${i.authorKind}"><p class="by"><span class="author">${i.author}</span> <span class="muted">${i.when}</span></p>${i.media ? mediaHtml(i.media, i.author) : ''}<p class="message-text">${i.text}</p><p class="meta muted">${i.meta}</p></li>`;
 }
 
 interface Kept {
@@ -266,7 +290,7 @@ async function renderInbox(deps: AppDeps, req: Request, res: Response, kept: Kep
   if (detail && !cursor && req.method === 'GET') await markSeen(deps, ctx.project.id, detail.conversation.id);
   const labels = await projectLabels(deps.db.pool, ctx.project.id);
   const list = await conversationsPage(deps, ctx.project.id, q, ctx.actor.accountId);
-  const pane = listPane(ctx.project.id, q, labels, list, detail?.conversation.id);
+  const pane = listPane(ctx.project.id, q, labels, list, deps.clock.now(), detail?.conversation.id, detail ? undefined : await autoAssignCard(deps, ctx));
   // The chosen template rides in the query string (the template chooser is a GET form).
   const template = typeof req.query.template === 'string' ? req.query.template : undefined;
   const chat = detail ? await chatPane(deps, ctx, q, detail, cursor, kept, template) : html`<section class="inbox-chat" aria-labelledby="chat-title"><h2 id="chat-title">Choose a conversation</h2><p class="muted">Open a conversation from the list to read it as a chat, assign it, label it, write private notes and reply.</p></section>`;
@@ -275,7 +299,8 @@ async function renderInbox(deps: AppDeps, req: Request, res: Response, kept: Kep
     : html``;
   const body = html`${detail ? html`<p class="jump"><a href="#chat-title">Jump to the conversation</a></p>` : ''}<div class="inbox${detail ? ' selected' : ''}">${pane}${chat}${contact}</div>`;
   const title = detail ? (detail.conversation.kind === 'group' ? `Group conversation: ${detail.conversation.group?.subject ?? detail.contact.name ?? ''}` : `Conversation with ${customerName(detail.contact)}`) : 'Inbox';
-  send(res, kept.status ?? 200, layout(ctx.shell(title, { error: kept.error }), body));
+  const waiting = await waitingCount(deps, ctx.project.id);
+  send(res, kept.status ?? 200, layout(ctx.shell(title, { error: kept.error, tabPrefix: tabPrefix(waiting) }), body));
 }
 
 type Ctx = Awaited<ReturnType<typeof projectContext>>;
@@ -290,11 +315,11 @@ async function chatPane(deps: AppDeps, ctx: Ctx, q: CustomerQuery, d: Conversati
   const canned = manage ? await listCannedReplies(deps.db.pool, ctx.project.id) : [];
   const held = v.state === HUMAN_STATE;
   const mine = v.assignee?.id === ctx.actor.accountId;
-  const items = chatItems(d, notes);
+  const items = chatItems(d, notes, await chatMediaOf(deps, ctx.project.id, v.id, d.messages));
   const older = new URLSearchParams(params);
   if (d.nextCursor) older.set('before', d.nextCursor);
   return html`<section class="inbox-chat" aria-labelledby="chat-title"><h2 id="chat-title">${customerName(d.contact)}</h2>
-<p class="chat-facts"><span>State: <span class="status" id="conversation-state">${stateWords(v.state)}</span></span> <span>Window: <span id="conversation-window">${windowWords(v)}</span></span> <span>Assigned: <span id="conversation-assignee">${v.assignee ? v.assignee.email : 'nobody'}</span></span> <span>Labels: <span id="conversation-labels">${v.labels?.length ? v.labels.join(', ') : '—'}</span></span> <span>Thread: <span id="conversation-thread">${threadWords(v)}</span></span></p>
+<p class="chat-facts"><span>State: <span class="status" id="conversation-state">${stateWords(v.state)}</span></span> <span>Window: <span id="conversation-window">${windowWords(v)}</span></span> <span>Assigned: <span id="conversation-assignee">${v.assignee ? v.assignee.email : 'nobody'}</span></span> <span>Labels: <span id="conversation-labels">${v.labels?.length ? v.labels.join(', ') : '—'}</span></span> <span>Status: <span id="conversation-resolution">${resolutionWords(v)}</span></span> <span>Thread: <span id="conversation-thread">${threadWords(v)}</span></span></p>
 ${d.nextCursor ? html`<p class="paging"><a href="${`${path}?${older}`}" rel="prev">Older messages</a></p>` : ''}
 ${cursor ? html`<p class="muted">Older messages (not live). <a href="${withQuery(path, params)}">Newest</a></p>` : ''}
 <section id="conversation-live" aria-label="Messages, oldest first"${cursor ? '' : html` data-live-url="${path}/live"`}>
@@ -304,13 +329,14 @@ ${!cursor ? html`<p class="muted" id="live-status" role="status">Live: new messa
 </section>
 ${manage ? replyCard(ctx, v, path, canned, kept, v.window_open ? [] : await offeredTemplates(deps, ctx.project.id), template) : html`<p class="muted">Your role (${ctx.role}) reads the conversation, assigns it, labels it and writes notes; owners and admins reply and hand it over.</p>`}
 <section class="card" aria-labelledby="team-title"><h3 id="team-title">Team</h3>
-<form method="post" action="${path}/assign" class="inline-form">${csrfField(ctx.csrf)}${onceField()}
+${resolutionCard(ctx, v, path)}
+<form method="post" action="${path}/assign" class="inline-form">${csrfField(ctx.csrf)}${onceField()}${drawnField(v, 'assignee')}
   <label for="assign-email">Assigned to</label>
   <select id="assign-email" name="email"><option value=""${v.assignee ? '' : html` selected`}>Nobody (unassigned)</option>${members.map((m) => html`<option value="${m.email}"${v.assignee?.id === m.id ? html` selected` : ''}>${m.email}${m.id === ctx.actor.accountId ? ' (me)' : ''}</option>`)}</select>
   <button type="submit">Save assignment</button>
 </form>
-${mine ? '' : html`<form method="post" action="${path}/assign" class="inline">${csrfField(ctx.csrf)}${onceField()}<input type="hidden" name="email" value="${ctx.actor.email}"><button type="submit">Assign to me</button></form>`}
-<form method="post" action="${path}/labels" class="inline-form">${csrfField(ctx.csrf)}${onceField()}
+${mine ? '' : html`<form method="post" action="${path}/assign" class="inline">${csrfField(ctx.csrf)}${onceField()}${drawnField(v, 'assignee')}<input type="hidden" name="email" value="${ctx.actor.email}"><button type="submit">Assign to me</button></form>`}
+<form method="post" action="${path}/labels" class="inline-form">${csrfField(ctx.csrf)}${onceField()}${drawnField(v, 'labels')}
   <label for="labels-input">Labels (comma-separated)</label>
   <input id="labels-input" name="labels" type="text" maxlength="900" value="${(v.labels ?? []).join(', ')}" placeholder="vip, refund">
   <button type="submit">Save labels</button>
@@ -324,9 +350,9 @@ ${mine ? '' : html`<form method="post" action="${path}/assign" class="inline">${
 ${manage ? html`<section class="card" aria-labelledby="handover-title"><h3 id="handover-title">Who answers</h3>
 ${held
     ? html`<p>A person holds this conversation: the bot is not handed the customer's messages.</p>
-<form method="post" action="${path}/handover" class="inline">${csrfField(ctx.csrf)}${onceField()}<input type="hidden" name="to" value="bot"><button type="submit">Give back to the bot</button></form>`
+<form method="post" action="${path}/handover" class="inline">${csrfField(ctx.csrf)}${onceField()}${drawnField(v, 'state')}<input type="hidden" name="to" value="bot"><button type="submit">Give back to the bot</button></form>`
     : html`<p>The bot answers this conversation (state ${v.state}).</p>
-<form method="post" action="${path}/handover" class="inline">${csrfField(ctx.csrf)}${onceField()}<input type="hidden" name="to" value="human"><button type="submit" class="primary">Take over (the bot stops answering)</button></form>`}
+<form method="post" action="${path}/handover" class="inline">${csrfField(ctx.csrf)}${onceField()}${drawnField(v, 'state')}<input type="hidden" name="to" value="human"><button type="submit" class="primary">Take over (the bot stops answering)</button></form>`}
 </section>
 ${threadCard(ctx, v, path)}
 <details class="card"><summary>Canned replies (${canned.length})</summary>
@@ -337,6 +363,23 @@ ${canned.length ? html`<ul class="canned">${canned.map((c) => html`<li><strong>$
   <div class="actions"><button type="submit">Save canned reply</button></div>
 </form></details>` : ''}
 </section>`;
+}
+
+/** Snoozes the form offers, in hours (the server adds them to its clock: no time zone to guess). */
+const SNOOZES: Array<[number, string]> = [[1, '1 hour'], [4, '4 hours'], [24, '1 day'], [72, '3 days'], [168, '1 week']];
+
+/** Resolve, snooze or reopen (issue 68): every role may; the customer's next message reopens it. */
+function resolutionCard(ctx: Ctx, v: ConversationDetail['conversation'], path: string): Html {
+  const open = (v.resolution ?? 'open') === 'open';
+  return html`<div class="resolution" role="group" aria-labelledby="resolution-title"><p id="resolution-title">Status: ${resolutionWords(v)}${open ? '' : ' (the customer’s next message opens it again)'}</p>
+${open
+    ? html`<form method="post" action="${path}/resolution" class="inline">${csrfField(ctx.csrf)}${onceField()}${drawnField(v, 'resolution')}<input type="hidden" name="resolution" value="resolved"><button type="submit">Resolve</button></form>
+<form method="post" action="${path}/resolution" class="inline-form">${csrfField(ctx.csrf)}${onceField()}${drawnField(v, 'resolution')}<input type="hidden" name="resolution" value="snoozed">
+  <label for="snooze-hours">Snooze for</label><select id="snooze-hours" name="hours">${SNOOZES.map(([h, l]) => html`<option value="${String(h)}">${l}</option>`)}</select>
+  <button type="submit">Snooze</button>
+</form>`
+    : html`<form method="post" action="${path}/resolution" class="inline">${csrfField(ctx.csrf)}${onceField()}${drawnField(v, 'resolution')}<input type="hidden" name="resolution" value="open"><button type="submit">Reopen</button></form>`}
+</div>`;
 }
 
 /** Who holds the customer's thread at the channel (another app on the number, e.g. Meta's Business Agent). */
@@ -352,13 +395,13 @@ function threadCard(ctx: Ctx, v: ConversationDetail['conversation'], path: strin
   return html`<section class="card" aria-labelledby="thread-title"><h3 id="thread-title">Thread (other apps on this number)</h3>
 ${elsewhere
     ? html`<p>App ${v.thread!.app_id} holds this customer's thread: replies from here are refused until you take it back.</p>
-<form method="post" action="${path}/thread" class="inline">${csrfField(ctx.csrf)}${onceField()}<input type="hidden" name="action" value="take"><button type="submit" class="primary">Take the thread back</button></form>`
+<form method="post" action="${path}/thread" class="inline">${csrfField(ctx.csrf)}${onceField()}${drawnField(v, 'thread')}<input type="hidden" name="action" value="take"><button type="submit" class="primary">Take the thread back</button></form>`
     : html`<p>This app holds the thread.</p>
-<form method="post" action="${path}/thread" class="inline-form">${csrfField(ctx.csrf)}${onceField()}<input type="hidden" name="action" value="pass">
+<form method="post" action="${path}/thread" class="inline-form">${csrfField(ctx.csrf)}${onceField()}${drawnField(v, 'thread')}<input type="hidden" name="action" value="pass">
   <label for="thread-target">Pass to app (its id)</label><input id="thread-target" name="target_app_id" type="text" inputmode="numeric" pattern="[0-9]{1,32}" maxlength="32" required>
   <button type="submit">Pass the thread</button>
 </form>
-<form method="post" action="${path}/thread" class="inline">${csrfField(ctx.csrf)}${onceField()}<input type="hidden" name="action" value="release"><button type="submit">Release the thread</button></form>`}
+<form method="post" action="${path}/thread" class="inline">${csrfField(ctx.csrf)}${onceField()}${drawnField(v, 'thread')}<input type="hidden" name="action" value="release"><button type="submit">Release the thread</button></form>`}
 </section>`;
 }
 
@@ -410,9 +453,15 @@ export const conversationLive = (deps: AppDeps) => async (req: Request, res: Res
     window: windowWords(v),
     assignee: v.assignee ? v.assignee.email : 'nobody',
     labels: v.labels?.length ? v.labels.join(', ') : '—',
-    items: chatItems(d, notes).map(({ at: _at, ...i }) => i),
+    resolution: resolutionWords(v),
+    items: chatItems(d, notes, await chatMediaOf(deps, ctx.project.id, v.id, d.messages)).map(({ at: _at, ...i }) => i),
   });
 };
+
+/** The tab's waiting count, so a person sees it from another tab: "(3) ", "(99+) ", nothing when nobody waits. */
+function tabPrefix(waiting: number): string {
+  return waiting ? `(${waiting >= 100 ? '99+' : waiting}) ` : '';
+}
 
 /** What the list's live script polls: the list's rows for the same query, rendered and escaped here. */
 export const conversationList = (deps: AppDeps) => async (req: Request, res: Response) => {
@@ -421,7 +470,7 @@ export const conversationList = (deps: AppDeps) => async (req: Request, res: Res
   const list = await conversationsPage(deps, ctx.project.id, { ...q, cursor: undefined }, ctx.actor.accountId);
   const selected = typeof req.query.selected === 'string' ? Number(req.query.selected) : undefined;
   res.setHeader('Cache-Control', 'no-store');
-  res.json({ count: list.conversations.length, rows: String(listRows(ctx.project.id, list.conversations, listParams(q), selected)) });
+  res.json({ count: list.conversations.length, rows: String(listRows(ctx.project.id, list.conversations, listParams(q), deps.clock.now(), selected)), tab: tabPrefix(await waitingCount(deps, ctx.project.id)) });
 };
 
 /** A text reply (a template reply's name, language and variables are checked by the send path). */
@@ -485,11 +534,49 @@ export const submitReply = (deps: AppDeps) => async (req: Request, res: Response
   }
 };
 
+/**
+ * Refuses a save whose form was drawn from a value a colleague has changed since (inbox-versions.ts):
+ * the page is drawn again with the current value and the refusal in words (409); nothing is changed.
+ */
+async function refuseStale(deps: AppDeps, req: Request, res: Response, what: 'assignee' | 'state' | 'thread' | 'resolution', now: string, was: string): Promise<void> {
+  const words = {
+    assignee: ['the assignment', (x: string) => x || 'nobody'],
+    state: ['who answers', (x: string) => stateWords(x)],
+    thread: ['the thread’s holder', (x: string) => (x ? `app ${x}` : 'this app')],
+    resolution: ['the status', (x: string) => x.replace(/@.*$/, (t) => ` until ${when(t.slice(1))}`)],
+  } as const;
+  const [name, show] = words[what];
+  await render(deps, req, res, {
+    status: 409,
+    error: `Not saved: someone changed ${name} while your page was open. It is now ${show(now)} (your page showed ${show(was)}). The page below shows the current values; save again if you still want your change.`,
+  });
+}
+
+/** A stale form's refusal inside changeOnce: thrown there, drawn after (nothing was changed). */
+class Stale extends Error {
+  constructor(readonly what: 'assignee' | 'state' | 'thread' | 'resolution', readonly now: string, readonly was: string) {
+    super('stale form');
+  }
+}
+
+/** Runs a change once, refusing it (409, the page drawn again) when its form is stale. */
+async function changeUnlessStale(deps: AppDeps, req: Request, res: Response, projectId: string, what: 'assignee' | 'state' | 'thread' | 'resolution', change: (d: ConversationDetail) => Promise<string>): Promise<void> {
+  try {
+    await changeOnce(deps, req, res, projectId, async () => {
+      const d = await conversationDetail(deps, projectId, String(req.params.conversationId));
+      if (isStale(req, d.conversation, what)) throw new Stale(what, drawnValue(d.conversation, what), drawnOf(req, what) ?? '');
+      return change(d);
+    });
+  } catch (e) {
+    if (!(e instanceof Stale)) throw e;
+    await refuseStale(deps, req, res, e.what, e.now, e.was);
+  }
+}
+
 export const submitHandover = (deps: AppDeps) => async (req: Request, res: Response) => {
   const { actor, project } = await projectContext(deps, req, 'conversations', MANAGERS, 'hand conversations over');
   const to = readForm(req, HANDOVER_FORM).to as 'human' | 'bot';
-  await changeOnce(deps, req, res, project.id, async () => {
-    const d = await conversationDetail(deps, project.id, String(req.params.conversationId));
+  await changeUnlessStale(deps, req, res, project.id, 'state', async (d) => {
     await handConversation(deps, actor, project.id, d.conversation.id, to);
     return projectPath(project.id, `/conversations/${d.conversation.id}?done=${to === 'human' ? 'handed_to_human' : 'handed_to_bot'}`);
   });
@@ -499,8 +586,7 @@ export const submitThread = (deps: AppDeps) => async (req: Request, res: Respons
   const { actor, project } = await projectContext(deps, req, 'conversations', MANAGERS, 'pass, take or release threads');
   const form = readForm(req, THREAD_FORM);
   const action = form.action as 'pass' | 'take' | 'release';
-  await changeOnce(deps, req, res, project.id, async () => {
-    const d = await conversationDetail(deps, project.id, String(req.params.conversationId));
+  await changeUnlessStale(deps, req, res, project.id, 'thread', async (d) => {
     await threadControlAs(deps, actor, project.id, d.conversation.id, action, form.target_app_id ?? '');
     return projectPath(project.id, `/conversations/${d.conversation.id}?done=thread_${action}`);
   });
@@ -509,8 +595,7 @@ export const submitThread = (deps: AppDeps) => async (req: Request, res: Respons
 export const submitAssign = (deps: AppDeps) => async (req: Request, res: Response) => {
   const { actor, project } = await projectContext(deps, req, 'conversations');
   const email = (field(req, 'email') ?? '').trim();
-  await changeOnce(deps, req, res, project.id, async () => {
-    const d = await conversationDetail(deps, project.id, String(req.params.conversationId));
+  await changeUnlessStale(deps, req, res, project.id, 'assignee', async (d) => {
     await assignAs(deps, actor, project.id, d.conversation.id, email || null);
     return projectPath(project.id, `/conversations/${d.conversation.id}?done=${email ? 'assigned' : 'unassigned'}`);
   });
@@ -519,10 +604,31 @@ export const submitAssign = (deps: AppDeps) => async (req: Request, res: Respons
 export const submitLabels = (deps: AppDeps) => async (req: Request, res: Response) => {
   const { actor, project } = await projectContext(deps, req, 'conversations');
   const labels = (field(req, 'labels') ?? '').split(',').map((l) => l.trim()).filter(Boolean);
+  const drawn = drawnOf(req, 'labels');
   await changeOnce(deps, req, res, project.id, async () => {
     const d = await conversationDetail(deps, project.id, String(req.params.conversationId));
-    await labelAs(deps, actor, project.id, d.conversation.id, labels);
-    return projectPath(project.id, `/conversations/${d.conversation.id}?done=labels_saved`);
+    // A form without the labels it was drawn from (an old page) saves against the current ones: its set wins, as before.
+    const from = drawn === undefined ? d.conversation.labels ?? [] : drawn.split(',').filter(Boolean);
+    const { merged } = await labelDeltaAs(deps, actor, project.id, d.conversation.id, from, labels);
+    return projectPath(project.id, `/conversations/${d.conversation.id}?done=${merged ? 'labels_merged' : 'labels_saved'}`);
+  });
+};
+
+const RESOLUTION_FORM = {
+  resolution: { required: 'Say open, resolved or snoozed; nothing was changed.', oneOf: { values: ['open', 'resolved', 'snoozed'], message: 'Say open, resolved or snoozed; nothing was changed.' } },
+  hours: { trim: true },
+} satisfies FormSchema;
+
+export const submitResolution = (deps: AppDeps) => async (req: Request, res: Response) => {
+  const { actor, project } = await projectContext(deps, req, 'conversations');
+  const form = readForm(req, RESOLUTION_FORM);
+  const resolution = form.resolution as 'open' | 'resolved' | 'snoozed';
+  const hours = Number(form.hours ?? '');
+  if (resolution === 'snoozed' && !SNOOZES.some(([h]) => h === hours)) throw new DashboardRefusal(400, 'Choose how long to snooze; nothing was changed.');
+  await changeUnlessStale(deps, req, res, project.id, 'resolution', async (d) => {
+    const until = resolution === 'snoozed' ? new Date(deps.clock.now().getTime() + hours * 3_600_000) : undefined;
+    await resolveAs(deps, actor, project.id, d.conversation.id, resolution, until);
+    return projectPath(project.id, `/conversations/${d.conversation.id}?done=${resolution === 'open' ? 'reopened' : resolution}`);
   });
 };
 
@@ -556,11 +662,14 @@ export const inboxRoutes: PageRoute[] = [
   // The list's live rows and the canned replies come before the conversation's id.
   { method: 'get', path: '/projects/:projectId/conversations/list', handler: conversationList },
   { method: 'post', path: '/projects/:projectId/conversations/canned-replies', handler: submitCannedReply, form: CANNED_REPLY_FORM },
+  ...autoAssignRoutes,
   { method: 'get', path: '/projects/:projectId/conversations/:conversationId', handler: showConversation },
   { method: 'post', path: '/projects/:projectId/conversations/:conversationId/assign', handler: submitAssign },
   { method: 'post', path: '/projects/:projectId/conversations/:conversationId/labels', handler: submitLabels },
+  { method: 'post', path: '/projects/:projectId/conversations/:conversationId/resolution', handler: submitResolution, form: RESOLUTION_FORM },
   { method: 'post', path: '/projects/:projectId/conversations/:conversationId/notes', handler: submitNote, form: NOTE_FORM },
   { method: 'get', path: '/projects/:projectId/conversations/:conversationId/live', handler: conversationLive },
+  { method: 'get', path: '/projects/:projectId/conversations/:conversationId/media/:messageId', handler: conversationMedia },
   { method: 'post', path: '/projects/:projectId/conversations/:conversationId/reply', handler: submitReply, form: TEXT_REPLY_FORM },
   { method: 'post', path: '/projects/:projectId/conversations/:conversationId/handover', handler: submitHandover, form: HANDOVER_FORM },
   { method: 'post', path: '/projects/:projectId/conversations/:conversationId/thread', handler: submitThread, form: THREAD_FORM },

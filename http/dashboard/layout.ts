@@ -4,6 +4,8 @@ import type { Role } from '../../lib/accounts/roles.js';
 
 export interface Shell {
   title: string;
+  /** Put before the title in the browser's tab only (the inbox's waiting count, "(3)"). */
+  tabPrefix?: string;
   /** The signed-in person (absent on the sign-in and setup pages). */
   person?: { email: string; csrf: string };
   /** The project whose tabs are shown. */
@@ -48,7 +50,7 @@ export function layout(shell: Shell, body: Html): Html {
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${shell.title} · Dashboard</title>
+<title>${shell.tabPrefix ?? ''}${shell.title} · Dashboard</title>
 <link rel="icon" href="/favicon.svg" type="image/svg+xml">
 <link rel="stylesheet" href="/dashboard/assets/dashboard.css">
 <script src="/dashboard/assets/dashboard.js" defer></script>

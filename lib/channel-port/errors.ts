@@ -17,6 +17,7 @@ export type ChannelOperation =
   | 'deleteTemplate'
   | 'uploadMedia'
   | 'getMedia'
+  | 'downloadMedia'
   | 'deleteMedia'
   | 'createUploadSession'
   | 'uploadToSession'

@@ -86,6 +86,14 @@ export interface MediaInfo {
   file_size: number;
 }
 
+/** A media file's bytes as the channel serves them (downloadMedia). */
+export interface MediaDownload {
+  data: Readable;
+  mimeType: string;
+  /** The length the channel declared; null when it gave none. */
+  size: number | null;
+}
+
 export interface UploadSessionInput {
   fileName: string;
   fileLength: number;
@@ -194,6 +202,11 @@ export interface ChannelPort {
   // Media
   uploadMedia(creds: ChannelCredentials, input: UploadMediaInput): Promise<{ id: string }>;
   getMedia(creds: ChannelCredentials, mediaId: string): Promise<MediaInfo>;
+  /**
+   * The bytes behind getMedia's `url` (short-lived; it needs the same credentials), streamed;
+   * refused past `maxBytes`. Only the service fetches it: a browser never sees the channel's URL.
+   */
+  downloadMedia(creds: ChannelCredentials, url: string, maxBytes: number): Promise<MediaDownload>;
   deleteMedia(creds: ChannelCredentials, mediaId: string): Promise<void>;
   /** Uploads a template's media header example; the handle goes in the template's example. */
   uploadHeaderSample(creds: ChannelCredentials, input: HeaderSampleInput): Promise<{ handle: string }>;

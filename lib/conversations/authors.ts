@@ -34,7 +34,7 @@ export function credentialRef(credential: { kind: 'api_key'; id: string } | { ki
 }
 
 /** An automatic answer of the service itself, named by what answered. */
-export function automationAuthor(name: 'consent_confirmation'): Author {
+export function automationAuthor(name: 'consent_confirmation' | 'auto_assignment'): Author {
   return { kind: 'automation', id: null, name };
 }
 
@@ -92,7 +92,7 @@ export function authorWords(a: Author): string {
     case 'schedule': return `Schedule${a.name ? ` “${a.name}”` : ''}`;
     case 'campaign': return 'Campaign';
     case 'business_app': return 'WhatsApp Business app';
-    case 'automation': return a.name === 'consent_confirmation' ? 'Automatic (consent confirmation)' : 'Automatic';
+    case 'automation': return a.name === 'consent_confirmation' ? 'Automatic (consent confirmation)' : a.name === 'auto_assignment' ? 'Automatic (auto-assignment)' : 'Automatic';
     default: return 'Sent (author not recorded)';
   }
 }

@@ -3,9 +3,11 @@
  * pages), as SQL conditions the contact and conversation lists add to their keyset reads
  * (contacts.ts, conversations.ts). `param` adds a value and returns its placeholder.
  */
+import { needsReplySql, openSql } from './queue.js';
 
 /** Conditions on a contact's conversation. */
-export type ConversationCondition = 'needs_reply' | 'unread';
+export type ConversationCondition = 'needs_reply' | 'unread' | 'open' | 'snoozed' | 'resolved';
+export const CONVERSATION_CONDITIONS: readonly ConversationCondition[] = ['needs_reply', 'unread', 'open', 'snoozed', 'resolved'];
 
 /** `text` as a LIKE pattern that matches it literally anywhere (escape character `\`). */
 export function containsPattern(text: string): string {
@@ -26,13 +28,31 @@ export function contactSearchSql(ct: string, text: string, param: (v: unknown) =
 }
 
 /**
- * A conversation (alias `v`) in a condition: `needs_reply`, the customer's message is its newest
- * (nothing went out since; by message id, so two messages in the same millisecond are told apart:
- * one probe of the `(conversation_id, id DESC)` index); `unread`, the customer wrote after a person
- * last opened it in the dashboard (`seen_at`, conversations.ts markConversationSeen).
+ * A conversation (alias `v`) in a condition at `now` (a placeholder: the service's clock, which ends
+ * snoozes): `needs_reply`, open and the customer's newest message unanswered (queue.ts); `unread`,
+ * the customer wrote after a person last opened it in the dashboard (`seen_at`, conversations.ts
+ * markConversationSeen); `open` (the customer has written, or a person holds it: a campaign-only
+ * conversation is not one until the customer answers), `snoozed`, `resolved`, by the team's resolution.
  */
-export function conversationConditionSql(v: string, condition: ConversationCondition): string {
-  return condition === 'needs_reply'
-    ? `(${v}.last_inbound_at IS NOT NULL AND (SELECT m.direction FROM messages m WHERE m.conversation_id = ${v}.id ORDER BY m.id DESC LIMIT 1) = 'inbound')`
-    : `(${v}.last_inbound_at IS NOT NULL AND ${v}.last_inbound_at > COALESCE(${v}.seen_at, '-infinity'::timestamptz))`;
+export function conversationConditionSql(v: string, condition: ConversationCondition, nowParam: string | (() => string)): string {
+  // The clock's placeholder is added only where the condition reads it: an unused one has no type for PostgreSQL.
+  const now = () => (typeof nowParam === 'string' ? nowParam : nowParam());
+  switch (condition) {
+    case 'needs_reply': return needsReplySql(v, now());
+    case 'unread': return `(${v}.last_inbound_at IS NOT NULL AND ${v}.last_inbound_at > COALESCE(${v}.seen_at, '-infinity'::timestamptz))`;
+    case 'open': return `(${openSql(v, now())} AND (${v}.last_inbound_at IS NOT NULL OR ${v}.state = 'handover'))`;
+    case 'snoozed': return `(${v}.resolution = 'snoozed' AND ${v}.snoozed_until > ${now()}::timestamptz)`;
+    case 'resolved': return `(${v}.resolution = 'resolved')`;
+  }
+}
+
+/**
+ * Conversations (alias `c`, of the project `$project`) with a message whose text has every word of
+ * `text` (PostgreSQL full-text over message_search_text, migration message_text_search, through
+ * its GIN index: the matching messages are found first, then their conversations).
+ */
+export function messageSearchSql(c: string, project: string, text: string, param: (v: unknown) => string): string {
+  return `${c}.id IN (SELECT m.conversation_id FROM messages m
+    WHERE to_tsvector('simple'::regconfig, message_search_text(m.content)) @@ plainto_tsquery('simple'::regconfig, ${param(text.trim())})
+      AND m.project_id = ${project})`;
 }

@@ -25,6 +25,8 @@ export interface ContactFilters {
   search?: string;
   /** The console's filter: contacts whose conversation needs a reply, or has messages no person has opened. */
   conversation?: ConversationCondition;
+  /** The service's clock, for `conversation` (a snooze ends by it). */
+  now?: Date;
 }
 
 /**
@@ -33,6 +35,11 @@ export interface ContactFilters {
  */
 export function phoneFilter(input: string): string {
   return normalizePhone(input) ?? input.replace(/[\s\-.()+]/g, '');
+}
+
+/** A condition read without the clock is a programming error: a snooze would end by the machine's time. */
+function missingNow(): never {
+  throw new Error('a conversation condition needs the clock (filters.now)');
 }
 
 export const CONTACT_COLUMNS = `
@@ -61,7 +68,7 @@ export async function listContactRows(
   if (filters.tag !== undefined) where.push(`tags @> ARRAY[${param(filters.tag)}::text]`);
   if (filters.search) where.push(contactSearchSql('contacts', filters.search, param));
   if (filters.conversation) {
-    where.push(`EXISTS (SELECT 1 FROM conversations v WHERE v.project_id = contacts.project_id AND v.contact_id = contacts.id AND ${conversationConditionSql('v', filters.conversation)})`);
+    where.push(`EXISTS (SELECT 1 FROM conversations v WHERE v.project_id = contacts.project_id AND v.contact_id = contacts.id AND ${conversationConditionSql('v', filters.conversation, () => param(filters.now ?? missingNow()))})`);
   }
   if (afterId !== undefined) where.push(`id < ${param(afterId.toString())}::bigint`);
   // ORDER BY names the table's column: the output column "id" is text (id::text).

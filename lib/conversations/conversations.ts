@@ -21,8 +21,9 @@ export type { Queryable };
 import type { ConversationRow, MessageCustomerRow, MessageRow } from './views.js';
 import { MESSAGE_ACTIVITY_SET_SQL } from './order.js';
 import { cursorId, cursorTime, invalidCursor } from '../platform/cursor.js';
-import { contactSearchSql, conversationConditionSql, type ConversationCondition } from './console-filters.js';
+import { contactSearchSql, conversationConditionSql, messageSearchSql, type ConversationCondition } from './console-filters.js';
 import { AUTHOR_COLUMNS } from './authors.js';
+import { needsReplySql, resolutionSql } from './queue.js';
 
 export { conversationConditionSql } from './console-filters.js';
 
@@ -44,8 +45,16 @@ export interface ConversationFilters {
   since?: Date;
   /** The console's search over the customer (console-filters.ts). */
   search?: string;
+  /** The search also finds words of the conversation's messages (the inbox's; full-text). */
+  searchMessages?: boolean;
   /** The console's filter (console-filters.ts). */
   condition?: ConversationCondition;
+  /** The service's clock, for `condition` (a snooze ends by it). */
+  now?: Date;
+  /** Only conversations in the inbox's queue (true) or out of it (false): queue.ts. Needs `now`. */
+  needsReply?: boolean;
+  /** Only conversations with this resolution as read at `now` (a passed snooze is open). */
+  resolution?: 'open' | 'resolved' | 'snoozed';
   /** Only conversations with this label (lower case). */
   label?: string;
   /** Only those assigned to this account, or none (`null`: unassigned), or anyone (`any`). */
@@ -83,7 +92,7 @@ const CONVERSATION_COLUMNS = `
   ct.username AS "contactUsername", ct.name AS "contactName",
   c.assignee_id AS "assigneeId", (SELECT a.email FROM dashboard_accounts a WHERE a.id = c.assignee_id) AS "assigneeEmail",
   c.labels AS "labels", c.thread_holder AS "threadHolder", c.thread_holder_since AS "threadHolderSince",
-  ct.kind AS "contactKind",
+  ct.kind AS "contactKind", c.resolution AS "resolution", c.snoozed_until AS "snoozedUntil",
   (SELECT json_build_object('id', g.id, 'group_id', g.group_id, 'subject', g.subject, 'status', g.status,
           'participant_count', (SELECT count(*)::int FROM group_participants p WHERE p.group_row_id = g.id))
      FROM groups g WHERE g.contact_id = ct.id) AS "group"`;
@@ -106,6 +115,8 @@ interface ConversationSqlRow {
   threadHolder: string | null;
   threadHolderSince: Date | null;
   contactKind: string;
+  resolution: string;
+  snoozedUntil: Date | null;
   group: { id: number | string; group_id: string | null; subject: string; status: string; participant_count: number } | null;
 }
 
@@ -123,6 +134,8 @@ function toConversationRow(r: ConversationSqlRow): ConversationRow {
     threadHolder: r.threadHolder,
     threadHolderSince: r.threadHolderSince,
     kind: r.contactKind,
+    resolution: r.resolution,
+    snoozedUntil: r.snoozedUntil,
     group: r.group ? { ...r.group, id: Number(r.group.id) } : null,
   };
 }
@@ -144,8 +157,18 @@ export function conversationPageQuery(
   if (filters.phone !== undefined) where.push(`ct.phone = ${param(filters.phone)}`);
   if (filters.userId !== undefined) where.push(`ct.user_id = ${param(filters.userId)}`);
   if (filters.since !== undefined) where.push(`c.last_message_at >= ${param(filters.since)}::timestamptz`);
-  if (filters.search) where.push(contactSearchSql('ct', filters.search, param));
-  if (filters.condition) where.push(conversationConditionSql('c', filters.condition));
+  if (filters.search) {
+    const customer = contactSearchSql('ct', filters.search, param);
+    where.push(filters.searchMessages ? `(${customer} OR ${messageSearchSql('c', '$1', filters.search, param)})` : customer);
+  }
+  if (filters.needsReply !== undefined || filters.resolution !== undefined || filters.condition) {
+    if (!filters.now) throw new Error('a conversation condition needs the clock (filters.now)');
+    let placeholder: string | undefined;
+    const now = () => (placeholder ??= param(filters.now));
+    if (filters.condition) where.push(conversationConditionSql('c', filters.condition, now));
+    if (filters.needsReply !== undefined) where.push(`${filters.needsReply ? '' : 'NOT '}${needsReplySql('c', now())}`);
+    if (filters.resolution !== undefined) where.push(`${resolutionSql('c', now())} = ${param(filters.resolution)}`);
+  }
   if (filters.label !== undefined) where.push(`${param(filters.label)}::text = ANY (c.labels)`);
   if (filters.assignee === null) where.push('c.assignee_id IS NULL');
   else if (filters.assignee === 'any') where.push('c.assignee_id IS NOT NULL');
@@ -321,6 +344,8 @@ export async function upsertConversation(tx: Prisma.TransactionClient, projectId
       lastMessageAt,
       ...(behind ? { orderAt: lastMessageAt } : {}),
       ...(opts.inbound && (!existing.lastInboundAt || existing.lastInboundAt < at) ? { lastInboundAt: at } : {}),
+      // The customer wrote: a resolved or snoozed conversation is open again (queue.ts).
+      ...(opts.inbound && existing.resolution !== 'open' ? { resolution: 'open', snoozedUntil: null } : {}),
     },
     include: { contact: true },
   });
@@ -336,6 +361,7 @@ export async function upsertConversation(tx: Prisma.TransactionClient, projectId
 export function inboundActivityUpdateSql(from: string, at: string, updatedAt: string): string {
   return `UPDATE conversations c SET last_message_at = GREATEST(c.last_message_at, ${at}),
     last_inbound_at = CASE WHEN c.last_inbound_at IS NULL OR c.last_inbound_at < ${at} THEN ${at} ELSE c.last_inbound_at END,
+    resolution = 'open', snoozed_until = NULL,
     order_at = CASE
       WHEN ${at} > c.order_at AND EXISTS (
         SELECT 1 FROM conversation_order ahead
@@ -467,4 +493,36 @@ export async function setThreadHolder(db: Queryable, projectId: string, id: bigi
     [projectId, id.toString(), holder, now],
   );
   return res.rows[0];
+}
+
+/**
+ * The team's resolution (queue.ts): `open`, `resolved`, or `snoozed` until `until`. Returns it with
+ * the one it replaced as read at `now` (a passed snooze reads open), over the locked row;
+ * undefined when the conversation is not the project's.
+ */
+export async function setConversationResolution(
+  db: Queryable,
+  projectId: string,
+  id: bigint,
+  resolution: 'open' | 'resolved' | 'snoozed',
+  until: Date | null,
+  now: Date,
+): Promise<{ id: string; previousResolution: string; previousUntil: Date | null } | undefined> {
+  const res = await db.query<{ id: string; previousResolution: string; previousUntil: Date | null }>(
+    `UPDATE conversations c SET resolution = $3, snoozed_until = $4, updated_at = $5
+     FROM (SELECT id, resolution, snoozed_until FROM conversations WHERE project_id = $1 AND id = $2::bigint FOR UPDATE) old
+     WHERE c.id = old.id
+     RETURNING c.id::text AS "id", old.resolution AS "previousResolution", old.snoozed_until AS "previousUntil"`,
+    [projectId, id.toString(), resolution, until, now],
+  );
+  return res.rows[0];
+}
+
+/** Assigns an unassigned conversation (auto-assignment, lib/inbox/auto-assign.ts); false when someone holds it already or it is not the project's. */
+export async function assignIfUnassigned(db: Queryable, projectId: string, id: bigint, accountId: string, now: Date): Promise<boolean> {
+  const res = await db.query(
+    `UPDATE conversations SET assignee_id = $3, assigned_at = $4, updated_at = $4 WHERE project_id = $1 AND id = $2::bigint AND assignee_id IS NULL`,
+    [projectId, id.toString(), accountId, now],
+  );
+  return res.rowCount === 1;
 }

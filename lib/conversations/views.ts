@@ -67,6 +67,9 @@ export interface ConversationRow {
   threadHolderSince?: Date | null;
   /** The contact's kind (`customer`, or `group`: a WhatsApp group's conversation, docs/groups.md); absent in rows that did not select it. */
   kind?: string;
+  /** The team's resolution as stored (`open`, `resolved`, `snoozed`) and the snooze's end; absent in rows that did not select it. */
+  resolution?: string;
+  snoozedUntil?: Date | null;
   group?: { id: number; group_id: string | null; subject: string; status: string; participant_count: number } | null;
 }
 
@@ -168,12 +171,20 @@ export function conversationView(row: ConversationRow, now: Date): ConversationV
     created_at: row.createdAt.toISOString(),
     ...(row.assignee ? { assignee: row.assignee.id && row.assignee.email ? { id: row.assignee.id, email: row.assignee.email } : null } : {}),
     ...(row.labels !== undefined ? { labels: row.labels ?? [] } : {}),
+    ...(row.resolution !== undefined ? resolutionView(row.resolution, row.snoozedUntil ?? null, now) : {}),
     ...(row.threadHolder !== undefined ? { thread: threadHolderView(row.threadHolder, row.threadHolderSince ?? null) } : {}),
     ...(kind !== undefined ? {
       kind: kind === 'group' ? 'group' as const : 'individual' as const,
       group: kind === 'group' && row.group ? { ...row.group, status: row.group.status as 'pending' | 'active' | 'suspended' | 'deleted' } : null,
     } : {}),
   };
+}
+
+/** The resolution as read at `now` (lib/conversations/queue.ts): a snooze whose time has passed reads open. */
+export function resolutionView(resolution: string, snoozedUntil: Date | null, now: Date): { resolution: 'open' | 'resolved' | 'snoozed'; snoozed_until: string | null } {
+  if (resolution === 'resolved') return { resolution: 'resolved', snoozed_until: null };
+  if (resolution === 'snoozed' && snoozedUntil && snoozedUntil > now) return { resolution: 'snoozed', snoozed_until: snoozedUntil.toISOString() };
+  return { resolution: 'open', snoozed_until: null };
 }
 
 /** Who holds the customer's thread at the channel (the contract's `ThreadHolder`): this app (`us`) or another one. */

@@ -19,7 +19,8 @@ import { inTransaction } from '../platform/db/transaction.js';
 import type { ContactView } from '../conversations/views.js';
 import { personAuthor } from '../conversations/authors.js';
 import { ApiError } from '../platform/errors.js';
-import { assign, relabel } from '../inbox/team.js';
+import { assign, changeLabels, relabel } from '../inbox/team.js';
+import { checkResolution, setResolution, type Resolution } from '../inbox/resolution.js';
 import { addNote } from '../inbox/notes.js';
 import { controlThread, parseThreadControl } from '../messaging/thread-control.js';
 
@@ -131,6 +132,42 @@ export async function labelAs(deps: Pick<Deps, 'db' | 'clock'>, actor: Actor, pr
   }
   if (!changed) throw new DashboardRefusal(404, 'No such conversation in this project.');
   await recordAuditAfter(deps, actor, { projectId, action: 'conversation.labels', subject: `conversation ${id}`, before: { labels: changed.previous_labels }, after: { labels: changed.labels } });
+}
+
+/**
+ * The inbox's labels form (issue 68, item 3): what the person added and removed against the labels
+ * the form was drawn from, applied to the labels as they are now, so a colleague's label saved
+ * meanwhile is kept. Returns the labels after, and whether someone else had changed them meanwhile.
+ */
+export async function labelDeltaAs(deps: Pick<Deps, 'db' | 'clock'>, actor: Actor, projectId: string, id: number, drawnFrom: string[], wanted: string[]): Promise<{ labels: string[]; merged: boolean }> {
+  const lower = (l: string[]) => [...new Set(l.map((x) => x.trim().toLowerCase()).filter(Boolean))];
+  const before = lower(drawnFrom);
+  const after = lower(wanted);
+  let changed;
+  try {
+    changed = await changeLabels(deps.db.pool, projectId, BigInt(id), { add: after.filter((l) => !before.includes(l)), remove: before.filter((l) => !after.includes(l)) }, personAuthor(actor), deps.clock.now());
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 400) throw new DashboardRefusal(400, `${e.message.replace(/^(add|remove)\[\d+\] /, 'A label ')} Nothing was changed.`);
+    throw e;
+  }
+  if (!changed) throw new DashboardRefusal(404, 'No such conversation in this project.');
+  await recordAuditAfter(deps, actor, { projectId, action: 'conversation.labels', subject: `conversation ${id}`, before: { labels: changed.previous_labels }, after: { labels: changed.labels } });
+  return { labels: changed.labels, merged: changed.previous_labels.join('\n') !== [...before].sort().join('\n') };
+}
+
+/** Resolve, snooze (until a time) or reopen, from the inbox (lib/inbox/resolution.ts); every role may. */
+export async function resolveAs(deps: Pick<Deps, 'db' | 'clock'>, actor: Actor, projectId: string, id: number, resolution: Resolution, snoozedUntil?: Date): Promise<void> {
+  const now = deps.clock.now();
+  let input;
+  try {
+    input = checkResolution({ resolution, snoozed_until: snoozedUntil?.toISOString() }, now);
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 400) throw new DashboardRefusal(400, `${e.message} Nothing was changed.`);
+    throw e;
+  }
+  const changed = await setResolution(deps.db.pool, projectId, BigInt(id), input, now);
+  if (!changed) throw new DashboardRefusal(404, 'No such conversation in this project.');
+  await recordAuditAfter(deps, actor, { projectId, action: 'conversation.resolution', subject: `conversation ${id}`, before: { resolution: changed.previous_resolution }, after: { resolution: changed.resolution, snoozed_until: changed.snoozed_until } });
 }
 
 export async function noteAs(deps: Pick<Deps, 'db' | 'clock'>, actor: Actor, projectId: string, id: number, body: string): Promise<void> {

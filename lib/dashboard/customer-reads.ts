@@ -12,6 +12,7 @@ import { ApiError } from '../platform/errors.js';
 import { cursorScope, cursorSecretOf } from '../platform/cursor.js';
 import { keysetPage, positions } from '../platform/keyset-page.js';
 import { findContactRow, listContactRows, type ContactFilters, type ConversationCondition } from '../conversations/contacts.js';
+import { CONVERSATION_CONDITIONS } from '../conversations/console-filters.js';
 import {
   findConversationRow,
   listConversationRows,
@@ -21,7 +22,8 @@ import {
   conversationPosition,
   type ConversationFilters,
 } from '../conversations/conversations.js';
-import { contactView, conversationView, messageView, type ContactView, type ConversationView, type MessageView } from '../conversations/views.js';
+import { waitingSinceSql } from '../conversations/queue.js';
+import { contactView, conversationView, messageView, type ContactView, type ConversationView, type MessageRow, type MessageView } from '../conversations/views.js';
 import { listCalls, type CallView } from '../calls/calls.js';
 
 type ReadDeps = Pick<Deps, 'db' | 'clock' | 'cursorSecret'>;
@@ -30,7 +32,8 @@ export const CUSTOMER_PAGE = 25;
 export interface CustomerQuery {
   /** Search text (at most 100 characters are used). */
   q: string;
-  filter?: ConversationCondition;
+  /** A condition, or `all` (none); absent: the page's default (the inbox: needs_reply; the contacts: none). */
+  filter?: ConversationCondition | 'all';
   cursor?: string;
   /** The inbox's split by assignment: the person's own, nobody's (absent: all). */
   assigned?: 'mine' | 'none';
@@ -41,7 +44,7 @@ export interface CustomerQuery {
 /** The query string's search and filter, bounded; anything else is no filter. */
 export function customerQuery(query: Record<string, unknown>): CustomerQuery {
   const q = typeof query.q === 'string' ? query.q.trim().slice(0, 100) : '';
-  const filter = query.filter === 'needs_reply' || query.filter === 'unread' ? query.filter : undefined;
+  const filter = query.filter === 'all' || (CONVERSATION_CONDITIONS as readonly unknown[]).includes(query.filter) ? (query.filter as CustomerQuery['filter']) : undefined;
   const cursor = typeof query.cursor === 'string' && query.cursor ? query.cursor : undefined;
   const assigned = query.assigned === 'mine' || query.assigned === 'none' ? query.assigned : undefined;
   const label = typeof query.label === 'string' && /^[A-Za-z0-9][A-Za-z0-9 ._-]{0,39}$/.test(query.label.trim()) ? query.label.trim().toLowerCase() : undefined;
@@ -60,18 +63,21 @@ interface Marks {
   id: number;
   needs_reply: boolean;
   unread: boolean;
+  /** Since when the customer waits for a person (lib/conversations/queue.ts); null when nobody waits. */
+  waiting_since: string | null;
 }
 
-/** Whether each conversation (by its id or its contact's) needs a reply and is unread, in one statement. */
+/** Whether each conversation (by its id or its contact's) needs a reply, since when, and is unread, in one statement. */
 async function marksOf(deps: ReadDeps, projectId: string, by: 'id' | 'contact_id', ids: string[]): Promise<Map<string, Marks>> {
   const out = new Map<string, Marks>();
   if (!ids.length) return out;
-  const { rows } = await deps.db.pool.query<{ key: string; id: string; needs_reply: boolean; unread: boolean }>(
-    `SELECT v.${by}::text AS key, v.id::text, ${conversationConditionSql('v', 'needs_reply')} AS needs_reply, ${conversationConditionSql('v', 'unread')} AS unread
+  const { rows } = await deps.db.pool.query<{ key: string; id: string; needs_reply: boolean; unread: boolean; waiting_since: Date | null }>(
+    `SELECT v.${by}::text AS key, v.id::text, ${conversationConditionSql('v', 'needs_reply', '$3')} AS needs_reply, ${conversationConditionSql('v', 'unread', '$3')} AS unread,
+            CASE WHEN ${conversationConditionSql('v', 'needs_reply', '$3')} THEN ${waitingSinceSql('v')} END AS waiting_since
      FROM conversations v WHERE v.project_id = $1 AND v.${by} = ANY($2::bigint[])`,
-    [projectId, ids],
+    [projectId, ids, deps.clock.now()],
   );
-  for (const r of rows) out.set(r.key, { id: Number(r.id), needs_reply: r.needs_reply, unread: r.unread });
+  for (const r of rows) out.set(r.key, { id: Number(r.id), needs_reply: r.needs_reply, unread: r.unread, waiting_since: r.waiting_since ? r.waiting_since.toISOString() : null });
   return out;
 }
 
@@ -80,7 +86,7 @@ export interface ContactListItem extends ContactView {
 }
 
 export async function contactsPage(deps: ReadDeps, projectId: string, query: CustomerQuery): Promise<{ contacts: ContactListItem[]; nextCursor: string | null }> {
-  const filters: ContactFilters = { search: query.q || undefined, conversation: query.filter };
+  const filters: ContactFilters = { search: query.q || undefined, conversation: query.filter === 'all' ? undefined : query.filter, now: deps.clock.now() };
   const { page, nextCursor } = await keysetPage({ cursor: query.cursor, limit: CUSTOMER_PAGE }, {
     scope: cursorScope('dashboardContacts', projectId, { q: query.q, filter: query.filter }),
     secret: cursorSecretOf(deps),
@@ -95,14 +101,56 @@ export async function contactsPage(deps: ReadDeps, projectId: string, query: Cus
 export interface ConversationListItem extends ConversationView {
   needs_reply: boolean;
   unread: boolean;
+  waiting_since: string | null;
+  /** The newest message, in words (the list's preview line); null without messages. */
+  preview: { direction: string; text: string } | null;
 }
 
+/** Longest preview line of the list. */
+const PREVIEW_CHARS = 90;
+
+/** The newest message of each conversation, in words, one statement (a probe of `(conversation_id, id DESC)` each). */
+async function previewsOf(deps: ReadDeps, projectId: string, ids: string[]): Promise<Map<string, { direction: string; text: string }>> {
+  const out = new Map<string, { direction: string; text: string }>();
+  if (!ids.length) return out;
+  const { rows } = await deps.db.pool.query<MessageRow & { key: string }>(
+    `SELECT v.id::text AS key, m.id::text AS id, m.wamid, m.conversation_id::text AS "conversationId", m.direction, m.type, m.content,
+            m.status, m.error, m.sent_at AS "sentAt", m.status_at AS "statusAt"
+       FROM conversations v
+       CROSS JOIN LATERAL (SELECT * FROM messages m WHERE m.conversation_id = v.id AND m.status <> 'pending' ORDER BY m.id DESC LIMIT 1) m
+      WHERE v.project_id = $1 AND v.id = ANY($2::bigint[])`,
+    [projectId, ids],
+  );
+  for (const r of rows) {
+    const view = messageView(r);
+    const text = messageText(view) ?? (view.type === 'text' ? '' : view.type);
+    out.set(r.key, { direction: r.direction, text: [...text].length > PREVIEW_CHARS ? `${[...text].slice(0, PREVIEW_CHARS - 1).join('')}…` : text });
+  }
+  return out;
+}
+
+/**
+ * How many conversations wait for a person (the tab's title), counted up to `cap` (the title says
+ * "99+" past it): a bounded read however many conversations the project has.
+ */
+export async function waitingCount(deps: ReadDeps, projectId: string, cap = 100): Promise<number> {
+  const { rows } = await deps.db.pool.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM (SELECT 1 FROM conversations v WHERE v.project_id = $1 AND ${conversationConditionSql('v', 'needs_reply', '$2')} LIMIT $3) w`,
+    [projectId, deps.clock.now(), cap],
+  );
+  return rows[0].n;
+}
+
+/** The inbox's view when none is chosen (issue 68): what needs a person comes first. */
+export const INBOX_DEFAULT_VIEW = 'needs_reply';
+
 export async function conversationsPage(deps: ReadDeps, projectId: string, query: CustomerQuery, accountId?: string): Promise<{ conversations: ConversationListItem[]; nextCursor: string | null }> {
-  const filters: ConversationFilters = { search: query.q || undefined, condition: query.filter, label: query.label };
+  const view = query.filter ?? INBOX_DEFAULT_VIEW;
+  const filters: ConversationFilters = { search: query.q || undefined, searchMessages: true, condition: view === 'all' ? undefined : view, label: query.label, now: deps.clock.now() };
   if (query.assigned === 'none') filters.assignee = null;
   else if (query.assigned === 'mine' && accountId) filters.assignee = { accountId };
   const { page, nextCursor } = await keysetPage({ cursor: query.cursor, limit: CUSTOMER_PAGE }, {
-    scope: cursorScope('dashboardConversations', projectId, { q: query.q, filter: query.filter, assigned: query.assigned, label: query.label, who: query.assigned === 'mine' ? accountId : undefined }),
+    scope: cursorScope('dashboardConversations', projectId, { q: query.q, filter: view, assigned: query.assigned, label: query.label, who: query.assigned === 'mine' ? accountId : undefined }),
     secret: cursorSecretOf(deps),
     decode: conversationPosition.decode,
     read: (after, take) => listConversationRows(deps.db.pool, projectId, filters, after, take),
@@ -110,11 +158,14 @@ export async function conversationsPage(deps: ReadDeps, projectId: string, query
   }).catch(refusedCursor);
   const now = deps.clock.now();
   const marks = await marksOf(deps, projectId, 'id', page.map((r) => String(r.id)));
+  const previews = await previewsOf(deps, projectId, page.map((r) => String(r.id)));
   return {
     conversations: page.map((r) => ({
       ...conversationView(r, now),
       needs_reply: marks.get(String(r.id))?.needs_reply ?? false,
       unread: marks.get(String(r.id))?.unread ?? false,
+      waiting_since: marks.get(String(r.id))?.waiting_since ?? null,
+      preview: previews.get(String(r.id)) ?? null,
     })),
     nextCursor,
   };

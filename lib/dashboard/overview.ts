@@ -40,8 +40,8 @@ export async function projectFigures(deps: Pick<Deps, 'db' | 'clock'>, projectId
     quotaUsage(pool, projectIds, day),
     pool.query<{ project_id: string; n: string }>(
       `SELECT v.project_id, count(*)::bigint AS n FROM conversations v
-       WHERE v.project_id = ANY($1) AND ${conversationConditionSql('v', 'needs_reply')} AND v.last_inbound_at > $2 GROUP BY v.project_id`,
-      [projectIds, new Date(now.getTime() - WINDOW_MS)],
+       WHERE v.project_id = ANY($1) AND ${conversationConditionSql('v', 'needs_reply', '$3')} AND v.last_inbound_at > $2 GROUP BY v.project_id`,
+      [projectIds, new Date(now.getTime() - WINDOW_MS), now],
     ),
   ]);
   for (const r of messages.rows) Object.assign(out.get(r.project_id)!, { sent: Number(r.sent), delivered: Number(r.delivered), failed: Number(r.failed) });

@@ -114,6 +114,46 @@ export async function relabel(pool: pg.Pool, projectId: string, id: bigint, labe
   });
 }
 
+/**
+ * Adds and removes labels, keeping the others (issue 68, item 3): a change made from a stale read
+ * (a colleague labelled meanwhile) keeps the colleague's labels, where a whole set would drop them.
+ * The row is locked while the set is read, so two concurrent changes both land. 400 for a label in
+ * both lists or a result past MAX_LABELS; undefined when the conversation is not the project's.
+ */
+export async function changeLabels(pool: pg.Pool, projectId: string, id: bigint, delta: { add?: unknown[]; remove?: unknown[] }, by: Author, now: Date): Promise<LabelsChange | undefined> {
+  const add = normalizeDelta(delta.add ?? [], 'add');
+  const remove = normalizeDelta(delta.remove ?? [], 'remove');
+  const both = add.find((l) => remove.includes(l));
+  if (both !== undefined) {
+    throw new ApiError('invalid_request', `"${both}" is both added and removed.`, { fields: [{ field: 'remove', message: `"${both}" is also in add` }] });
+  }
+  return inTransaction(pool, async (client) => {
+    const { rows } = await client.query<{ labels: string[] }>('SELECT labels FROM conversations WHERE project_id = $1 AND id = $2::bigint FOR UPDATE', [projectId, id.toString()]);
+    if (!rows[0]) return undefined;
+    const next = normalizeLabels([...rows[0].labels.filter((l) => !remove.includes(l)), ...add]);
+    const changed = await setConversationLabels(client, projectId, id, next, now);
+    if (!changed) return undefined;
+    const out: LabelsChange = { id: Number(changed.id), labels: changed.labels, previous_labels: changed.previousLabels };
+    if (out.labels.join('\n') !== out.previous_labels.join('\n')) {
+      await insertEvent(client, projectId, 'conversation.labels_changed', { conversation_id: out.id, labels: out.labels, previous_labels: out.previous_labels, by }, now);
+    }
+    return out;
+  });
+}
+
+/** One list of a delta, normalized; its bad label is named by the list's field. */
+function normalizeDelta(input: unknown[], field: 'add' | 'remove'): string[] {
+  try {
+    return normalizeLabels(input);
+  } catch (e) {
+    if (e instanceof ApiError && e.details && Array.isArray((e.details as { fields?: unknown }).fields)) {
+      const fields = (e.details as { fields: Array<{ field: string; message: string }> }).fields.map((f) => ({ ...f, field: f.field.replace(/^labels/, field) }));
+      throw new ApiError('invalid_request', e.message.replace(/^labels/, field), { fields });
+    }
+    throw e;
+  }
+}
+
 /** The API's caller: the key (its name), or the agent's connection (its name). One read by primary key. */
 export async function credentialAuthor(db: Queryable, auth: AuthContext): Promise<Author> {
   const c = auth.credential;

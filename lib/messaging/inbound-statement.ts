@@ -36,6 +36,8 @@ export interface StoredInbound {
   message: { id: bigint; type: string };
   contact: { phone: string | null; userId: string | null; username: string | null; name: string | null };
   conversation: { id: bigint; state: string };
+  /** The conversation is unassigned and the project assigns automatically (lib/inbox/auto-assign.ts). */
+  autoAssign: boolean;
 }
 
 /** Longest raw text keywordConsent compares with keywords (lib/consent/signals.ts). */
@@ -127,7 +129,9 @@ const TEMPLATE = `WITH seen AS (
             'thread', jsonb_build_object('held_by', CASE WHEN upd.thread_holder IS NULL THEN 'us' ELSE 'other_app' END,
               'app_id', upd.thread_holder, 'since', ${ISO_SQL('upd.thread_holder_since')}),
             -- A customer's conversation (a group's messages take lib/messaging/group-messages.ts).
-            'kind', 'individual', 'group', NULL)),
+            'kind', 'individual', 'group', NULL,
+            -- The customer's message opens it again (issue 68): open, no snooze.
+            'resolution', 'open', 'snoozed_until', NULL)),
         $11::timestamptz, ${dispatchedAtSql('$1', `'message.received'`, '$11::timestamptz')}
       FROM ins JOIN upd ON upd.id = ins.conversation_id CROSS JOIN gate g`)}
     RETURNING project_id, dispatched_at
@@ -138,6 +142,8 @@ const TEMPLATE = `WITH seen AS (
               ELSE 'fallback' END AS outcome,
          ins.id::text AS message_id, upd.id::text AS conversation_id, upd.state,
          g.phone, g.user_id, g.username, g.name,
+         -- Auto-assignment's question (lib/inbox/auto-assign.ts), asked here so that a project without it costs no statement more.
+         (upd.assignee_id IS NULL AND EXISTS (SELECT 1 FROM inbox_settings s WHERE s.project_id = $1 AND s.auto_assign)) AS auto_assign,
          (SELECT pg_notify($15, project_id) FROM ev WHERE dispatched_at IS NULL LIMIT 1) IS NULL AS quiet
     FROM (SELECT 1) one LEFT JOIN gate g ON true LEFT JOIN ins ON true LEFT JOIN upd ON true`;
 
@@ -165,6 +171,7 @@ interface Row {
   user_id: string | null;
   username: string | null;
   name: string | null;
+  auto_assign: boolean | null;
 }
 
 /** A BSUID change or a flow's reply: the transaction's own steps (rekeyContact, flowReplyOf) are needed. */
@@ -215,6 +222,7 @@ export async function storeReturningCustomerMessage(
       message: { id: BigInt(row.message_id!), type },
       contact: { phone: row.phone, userId: row.user_id, username: row.username, name: row.name },
       conversation: { id: BigInt(row.conversation_id!), state: row.state! },
+      autoAssign: row.auto_assign === true,
     },
   };
 }

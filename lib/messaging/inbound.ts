@@ -31,6 +31,7 @@ import { storeReturningCustomerMessage } from './inbound-statement.js';
 import { applyCallEvent, applyCallPermission } from '../calls/calls.js';
 import { applyContactSync, applyEcho, applyHistory, applyThreadControlChange } from './coexistence.js';
 import { applyGroupMessage } from './group-messages.js';
+import { autoAssign, autoAssignOn } from '../inbox/auto-assign.js';
 import { applyGroupEvent } from '../groups/groups.js';
 
 export { STATUS_RANK } from './status-rank.js';
@@ -71,6 +72,8 @@ async function applyMessage(deps: Deps, channel: OpenChannel, m: MessageEvent, n
   // The project's deployed bot handles the message once it is stored and `message.received` raised.
   const { contact } = stored;
   if (opts.standby) return true;
+  // A waiting customer in an unassigned conversation goes to the next available person (when the project turned it on).
+  if (stored.autoAssign) await autoAssign(deps.db.pool, channel.projectId, BigInt(stored.conversation.id), now);
   deps.bot?.onInboundMessage(channel.projectId, stored.message.id, {
     id: m.channelMessageId, from: contact.phone ?? contact.userId!, type: stored.message.type, text: inboundText(stored.message.type, rest as Record<string, unknown>), raw: rest as Record<string, unknown>,
     conversation: { id: Number(stored.conversation.id), state: stored.conversation.state, kind: 'individual' },
@@ -113,6 +116,7 @@ async function storeInTransaction(deps: Deps, channel: OpenChannel, m: MessageEv
     });
     // A consent keyword (the whole message) changes the contact's marketing consent with it.
     const consent = await keywordConsent(tx, channel.projectId, contact.id, type, rest, now);
+    const autoAssign = conversation.assigneeId === null && (await autoAssignOn(tx, channel.projectId));
     // The bot's part commits with the message: a restart before the bot ran cannot drop it.
     if (deps.bot && forBot) await deps.bot.enqueue(tx, channel.projectId, message.id, now);
     await recordEvent(tx, channel.projectId, 'message.received', {
@@ -120,7 +124,7 @@ async function storeInTransaction(deps: Deps, channel: OpenChannel, m: MessageEv
       message: messageView(message, contact),
       conversation: conversationView(conversation, now),
     }, now);
-    return { conversation, message, contact, consent };
+    return { conversation, message, contact, consent, autoAssign };
   });
 }
 

@@ -5,11 +5,12 @@
  * Cloud API's. Templates are kept by name and language; media by id; flows answer without findings.
  */
 import { randomBytes } from 'node:crypto';
+import { Readable } from 'node:stream';
 import { ChannelError } from '../../lib/channel-port/errors.js';
 import type { ChannelEvent } from '../../lib/channel-port/events.js';
 import type {
   ChannelCredentials, ChannelFlow, ChannelPort, ChannelTemplate, CreateTemplateInput, CreateTemplateResult, FlowValidationError,
-  CallActionInput, CreateGroupInput, GroupJoinRequest, GroupSettingsInput, ThreadControlInput, HeaderSampleInput, ListTemplatesInput, MediaInfo, MessagingLimit, OutboundMessage, SendResult, SendRoute, Throughput, UploadMediaInput,
+  CallActionInput, CreateGroupInput, GroupJoinRequest, GroupSettingsInput, ThreadControlInput, HeaderSampleInput, ListTemplatesInput, MediaDownload, MediaInfo, MessagingLimit, OutboundMessage, SendResult, SendRoute, Throughput, UploadMediaInput,
 } from '../../lib/channel-port/port.js';
 
 const id = (prefix: string) => `${prefix}.${randomBytes(8).toString('hex')}`;
@@ -74,6 +75,12 @@ export class MemoryChannel implements ChannelPort {
     const m = this.media.get(mediaId);
     if (!m) throw new ChannelError({ kind: 'rejected', retryable: false, operation: 'getMedia', httpStatus: 404, message: 'no such media' });
     return { id: mediaId, url: `memory://${mediaId}`, mime_type: m.mimeType, sha256: '', file_size: 0 };
+  }
+
+  async downloadMedia(_creds: ChannelCredentials, url: string): Promise<MediaDownload> {
+    const m = this.media.get(url.replace(/^memory:\/\//, ''));
+    if (!m) throw new ChannelError({ kind: 'rejected', retryable: false, operation: 'downloadMedia', httpStatus: 404, message: 'no such media' });
+    return { data: Readable.from([Buffer.alloc(0)]), mimeType: m.mimeType, size: 0 };
   }
 
   async deleteMedia(_creds: ChannelCredentials, mediaId: string): Promise<void> {

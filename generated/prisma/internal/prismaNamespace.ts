@@ -457,7 +457,9 @@ export const ModelName = {
   BlobChunk: 'BlobChunk',
   Call: 'Call',
   Group: 'Group',
-  GroupParticipant: 'GroupParticipant'
+  GroupParticipant: 'GroupParticipant',
+  InboxSettings: 'InboxSettings',
+  InboxMember: 'InboxMember'
 } as const
 
 export type ModelName = (typeof ModelName)[keyof typeof ModelName]
@@ -473,7 +475,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "project" | "apiKey" | "agentConnection" | "connectionProject" | "accessToken" | "oAuthClient" | "oAuthRequest" | "oAuthCode" | "oAuthRefreshToken" | "channelSettings" | "contact" | "conversation" | "conversationNote" | "cannedReply" | "conversationOrder" | "message" | "event" | "idempotencyRecord" | "sendCounter" | "projectApiError" | "template" | "webhookEndpoint" | "webhookDelivery" | "webhookAttempt" | "runtimeToken" | "mediaAsset" | "headerSample" | "segment" | "broadcast" | "broadcastRecipient" | "broadcastPacing" | "contactImport" | "contactImportRow" | "contactImportPhone" | "codeFile" | "deployment" | "botRelease" | "botLog" | "botInbox" | "botCallJournal" | "botSchedule" | "botScheduleRun" | "botSecret" | "botHttpAllowlist" | "projectFile" | "flow" | "flowVersion" | "dashboardAccount" | "dashboardMembership" | "dashboardSession" | "dashboardInvite" | "dashboardAudit" | "rateCard" | "channelMessagingLimit" | "channelThroughput" | "portfolioReach" | "projectTableQuota" | "blobChunk" | "call" | "group" | "groupParticipant"
+    modelProps: "project" | "apiKey" | "agentConnection" | "connectionProject" | "accessToken" | "oAuthClient" | "oAuthRequest" | "oAuthCode" | "oAuthRefreshToken" | "channelSettings" | "contact" | "conversation" | "conversationNote" | "cannedReply" | "conversationOrder" | "message" | "event" | "idempotencyRecord" | "sendCounter" | "projectApiError" | "template" | "webhookEndpoint" | "webhookDelivery" | "webhookAttempt" | "runtimeToken" | "mediaAsset" | "headerSample" | "segment" | "broadcast" | "broadcastRecipient" | "broadcastPacing" | "contactImport" | "contactImportRow" | "contactImportPhone" | "codeFile" | "deployment" | "botRelease" | "botLog" | "botInbox" | "botCallJournal" | "botSchedule" | "botScheduleRun" | "botSecret" | "botHttpAllowlist" | "projectFile" | "flow" | "flowVersion" | "dashboardAccount" | "dashboardMembership" | "dashboardSession" | "dashboardInvite" | "dashboardAudit" | "rateCard" | "channelMessagingLimit" | "channelThroughput" | "portfolioReach" | "projectTableQuota" | "blobChunk" | "call" | "group" | "groupParticipant" | "inboxSettings" | "inboxMember"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -4991,6 +4993,154 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         }
       }
     }
+    InboxSettings: {
+      payload: Prisma.$InboxSettingsPayload<ExtArgs>
+      fields: Prisma.InboxSettingsFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.InboxSettingsFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$InboxSettingsPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.InboxSettingsFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$InboxSettingsPayload>
+        }
+        findFirst: {
+          args: Prisma.InboxSettingsFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$InboxSettingsPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.InboxSettingsFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$InboxSettingsPayload>
+        }
+        findMany: {
+          args: Prisma.InboxSettingsFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$InboxSettingsPayload>[]
+        }
+        create: {
+          args: Prisma.InboxSettingsCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$InboxSettingsPayload>
+        }
+        createMany: {
+          args: Prisma.InboxSettingsCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.InboxSettingsCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$InboxSettingsPayload>[]
+        }
+        delete: {
+          args: Prisma.InboxSettingsDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$InboxSettingsPayload>
+        }
+        update: {
+          args: Prisma.InboxSettingsUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$InboxSettingsPayload>
+        }
+        deleteMany: {
+          args: Prisma.InboxSettingsDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.InboxSettingsUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.InboxSettingsUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$InboxSettingsPayload>[]
+        }
+        upsert: {
+          args: Prisma.InboxSettingsUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$InboxSettingsPayload>
+        }
+        aggregate: {
+          args: Prisma.InboxSettingsAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateInboxSettings>
+        }
+        groupBy: {
+          args: Prisma.InboxSettingsGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.InboxSettingsGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.InboxSettingsCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.InboxSettingsCountAggregateOutputType> | number
+        }
+      }
+    }
+    InboxMember: {
+      payload: Prisma.$InboxMemberPayload<ExtArgs>
+      fields: Prisma.InboxMemberFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.InboxMemberFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$InboxMemberPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.InboxMemberFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$InboxMemberPayload>
+        }
+        findFirst: {
+          args: Prisma.InboxMemberFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$InboxMemberPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.InboxMemberFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$InboxMemberPayload>
+        }
+        findMany: {
+          args: Prisma.InboxMemberFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$InboxMemberPayload>[]
+        }
+        create: {
+          args: Prisma.InboxMemberCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$InboxMemberPayload>
+        }
+        createMany: {
+          args: Prisma.InboxMemberCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.InboxMemberCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$InboxMemberPayload>[]
+        }
+        delete: {
+          args: Prisma.InboxMemberDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$InboxMemberPayload>
+        }
+        update: {
+          args: Prisma.InboxMemberUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$InboxMemberPayload>
+        }
+        deleteMany: {
+          args: Prisma.InboxMemberDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.InboxMemberUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.InboxMemberUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$InboxMemberPayload>[]
+        }
+        upsert: {
+          args: Prisma.InboxMemberUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$InboxMemberPayload>
+        }
+        aggregate: {
+          args: Prisma.InboxMemberAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateInboxMember>
+        }
+        groupBy: {
+          args: Prisma.InboxMemberGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.InboxMemberGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.InboxMemberCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.InboxMemberCountAggregateOutputType> | number
+        }
+      }
+    }
   }
 } & {
   other: {
@@ -5223,6 +5373,8 @@ export const ConversationScalarFieldEnum = {
   labels: 'labels',
   threadHolder: 'threadHolder',
   threadHolderSince: 'threadHolderSince',
+  resolution: 'resolution',
+  snoozedUntil: 'snoozedUntil',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt'
 } as const
@@ -5951,6 +6103,26 @@ export const GroupParticipantScalarFieldEnum = {
 export type GroupParticipantScalarFieldEnum = (typeof GroupParticipantScalarFieldEnum)[keyof typeof GroupParticipantScalarFieldEnum]
 
 
+export const InboxSettingsScalarFieldEnum = {
+  projectId: 'projectId',
+  autoAssign: 'autoAssign',
+  assignCap: 'assignCap',
+  updatedAt: 'updatedAt'
+} as const
+
+export type InboxSettingsScalarFieldEnum = (typeof InboxSettingsScalarFieldEnum)[keyof typeof InboxSettingsScalarFieldEnum]
+
+
+export const InboxMemberScalarFieldEnum = {
+  projectId: 'projectId',
+  accountId: 'accountId',
+  available: 'available',
+  lastAssignedAt: 'lastAssignedAt'
+} as const
+
+export type InboxMemberScalarFieldEnum = (typeof InboxMemberScalarFieldEnum)[keyof typeof InboxMemberScalarFieldEnum]
+
+
 export const SortOrder = {
   asc: 'asc',
   desc: 'desc'
@@ -6349,6 +6521,8 @@ export type GlobalOmitConfig = {
   call?: Prisma.CallOmit
   group?: Prisma.GroupOmit
   groupParticipant?: Prisma.GroupParticipantOmit
+  inboxSettings?: Prisma.InboxSettingsOmit
+  inboxMember?: Prisma.InboxMemberOmit
 }
 
 /* Types for Logging */

@@ -111,7 +111,9 @@ export const ModelName = {
   BlobChunk: 'BlobChunk',
   Call: 'Call',
   Group: 'Group',
-  GroupParticipant: 'GroupParticipant'
+  GroupParticipant: 'GroupParticipant',
+  InboxSettings: 'InboxSettings',
+  InboxMember: 'InboxMember'
 } as const
 
 export type ModelName = (typeof ModelName)[keyof typeof ModelName]
@@ -323,6 +325,8 @@ export const ConversationScalarFieldEnum = {
   labels: 'labels',
   threadHolder: 'threadHolder',
   threadHolderSince: 'threadHolderSince',
+  resolution: 'resolution',
+  snoozedUntil: 'snoozedUntil',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt'
 } as const
@@ -1049,6 +1053,26 @@ export const GroupParticipantScalarFieldEnum = {
 } as const
 
 export type GroupParticipantScalarFieldEnum = (typeof GroupParticipantScalarFieldEnum)[keyof typeof GroupParticipantScalarFieldEnum]
+
+
+export const InboxSettingsScalarFieldEnum = {
+  projectId: 'projectId',
+  autoAssign: 'autoAssign',
+  assignCap: 'assignCap',
+  updatedAt: 'updatedAt'
+} as const
+
+export type InboxSettingsScalarFieldEnum = (typeof InboxSettingsScalarFieldEnum)[keyof typeof InboxSettingsScalarFieldEnum]
+
+
+export const InboxMemberScalarFieldEnum = {
+  projectId: 'projectId',
+  accountId: 'accountId',
+  available: 'available',
+  lastAssignedAt: 'lastAssignedAt'
+} as const
+
+export type InboxMemberScalarFieldEnum = (typeof InboxMemberScalarFieldEnum)[keyof typeof InboxMemberScalarFieldEnum]
 
 
 export const SortOrder = {

@@ -49,6 +49,8 @@ export type ConversationMinAggregateOutputType = {
   assignedAt: Date | null
   threadHolder: string | null
   threadHolderSince: Date | null
+  resolution: string | null
+  snoozedUntil: Date | null
   createdAt: Date | null
   updatedAt: Date | null
 }
@@ -66,6 +68,8 @@ export type ConversationMaxAggregateOutputType = {
   assignedAt: Date | null
   threadHolder: string | null
   threadHolderSince: Date | null
+  resolution: string | null
+  snoozedUntil: Date | null
   createdAt: Date | null
   updatedAt: Date | null
 }
@@ -84,6 +88,8 @@ export type ConversationCountAggregateOutputType = {
   labels: number
   threadHolder: number
   threadHolderSince: number
+  resolution: number
+  snoozedUntil: number
   createdAt: number
   updatedAt: number
   _all: number
@@ -113,6 +119,8 @@ export type ConversationMinAggregateInputType = {
   assignedAt?: true
   threadHolder?: true
   threadHolderSince?: true
+  resolution?: true
+  snoozedUntil?: true
   createdAt?: true
   updatedAt?: true
 }
@@ -130,6 +138,8 @@ export type ConversationMaxAggregateInputType = {
   assignedAt?: true
   threadHolder?: true
   threadHolderSince?: true
+  resolution?: true
+  snoozedUntil?: true
   createdAt?: true
   updatedAt?: true
 }
@@ -148,6 +158,8 @@ export type ConversationCountAggregateInputType = {
   labels?: true
   threadHolder?: true
   threadHolderSince?: true
+  resolution?: true
+  snoozedUntil?: true
   createdAt?: true
   updatedAt?: true
   _all?: true
@@ -253,6 +265,8 @@ export type ConversationGroupByOutputType = {
   labels: string[]
   threadHolder: string | null
   threadHolderSince: Date | null
+  resolution: string
+  snoozedUntil: Date | null
   createdAt: Date
   updatedAt: Date
   _count: ConversationCountAggregateOutputType | null
@@ -294,6 +308,8 @@ export type ConversationWhereInput = {
   labels?: Prisma.StringNullableListFilter<"Conversation">
   threadHolder?: Prisma.StringNullableFilter<"Conversation"> | string | null
   threadHolderSince?: Prisma.DateTimeNullableFilter<"Conversation"> | Date | string | null
+  resolution?: Prisma.StringFilter<"Conversation"> | string
+  snoozedUntil?: Prisma.DateTimeNullableFilter<"Conversation"> | Date | string | null
   createdAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
   project?: Prisma.XOR<Prisma.ProjectScalarRelationFilter, Prisma.ProjectWhereInput>
@@ -319,6 +335,8 @@ export type ConversationOrderByWithRelationInput = {
   labels?: Prisma.SortOrder
   threadHolder?: Prisma.SortOrderInput | Prisma.SortOrder
   threadHolderSince?: Prisma.SortOrderInput | Prisma.SortOrder
+  resolution?: Prisma.SortOrder
+  snoozedUntil?: Prisma.SortOrderInput | Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
   project?: Prisma.ProjectOrderByWithRelationInput
@@ -348,6 +366,8 @@ export type ConversationWhereUniqueInput = Prisma.AtLeast<{
   labels?: Prisma.StringNullableListFilter<"Conversation">
   threadHolder?: Prisma.StringNullableFilter<"Conversation"> | string | null
   threadHolderSince?: Prisma.DateTimeNullableFilter<"Conversation"> | Date | string | null
+  resolution?: Prisma.StringFilter<"Conversation"> | string
+  snoozedUntil?: Prisma.DateTimeNullableFilter<"Conversation"> | Date | string | null
   createdAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
   project?: Prisma.XOR<Prisma.ProjectScalarRelationFilter, Prisma.ProjectWhereInput>
@@ -373,6 +393,8 @@ export type ConversationOrderByWithAggregationInput = {
   labels?: Prisma.SortOrder
   threadHolder?: Prisma.SortOrderInput | Prisma.SortOrder
   threadHolderSince?: Prisma.SortOrderInput | Prisma.SortOrder
+  resolution?: Prisma.SortOrder
+  snoozedUntil?: Prisma.SortOrderInput | Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
   _count?: Prisma.ConversationCountOrderByAggregateInput
@@ -399,6 +421,8 @@ export type ConversationScalarWhereWithAggregatesInput = {
   labels?: Prisma.StringNullableListFilter<"Conversation">
   threadHolder?: Prisma.StringNullableWithAggregatesFilter<"Conversation"> | string | null
   threadHolderSince?: Prisma.DateTimeNullableWithAggregatesFilter<"Conversation"> | Date | string | null
+  resolution?: Prisma.StringWithAggregatesFilter<"Conversation"> | string
+  snoozedUntil?: Prisma.DateTimeNullableWithAggregatesFilter<"Conversation"> | Date | string | null
   createdAt?: Prisma.DateTimeWithAggregatesFilter<"Conversation"> | Date | string
   updatedAt?: Prisma.DateTimeWithAggregatesFilter<"Conversation"> | Date | string
 }
@@ -414,6 +438,8 @@ export type ConversationCreateInput = {
   labels?: Prisma.ConversationCreatelabelsInput | string[]
   threadHolder?: string | null
   threadHolderSince?: Date | string | null
+  resolution?: string
+  snoozedUntil?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   project: Prisma.ProjectCreateNestedOneWithoutConversationsInput
@@ -439,6 +465,8 @@ export type ConversationUncheckedCreateInput = {
   labels?: Prisma.ConversationCreatelabelsInput | string[]
   threadHolder?: string | null
   threadHolderSince?: Date | string | null
+  resolution?: string
+  snoozedUntil?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutConversationInput
@@ -458,6 +486,8 @@ export type ConversationUpdateInput = {
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
   threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  resolution?: Prisma.StringFieldUpdateOperationsInput | string
+  snoozedUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   project?: Prisma.ProjectUpdateOneRequiredWithoutConversationsNestedInput
@@ -483,6 +513,8 @@ export type ConversationUncheckedUpdateInput = {
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
   threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  resolution?: Prisma.StringFieldUpdateOperationsInput | string
+  snoozedUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   messages?: Prisma.MessageUncheckedUpdateManyWithoutConversationNestedInput
@@ -505,6 +537,8 @@ export type ConversationCreateManyInput = {
   labels?: Prisma.ConversationCreatelabelsInput | string[]
   threadHolder?: string | null
   threadHolderSince?: Date | string | null
+  resolution?: string
+  snoozedUntil?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
 }
@@ -520,6 +554,8 @@ export type ConversationUpdateManyMutationInput = {
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
   threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  resolution?: Prisma.StringFieldUpdateOperationsInput | string
+  snoozedUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -538,6 +574,8 @@ export type ConversationUncheckedUpdateManyInput = {
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
   threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  resolution?: Prisma.StringFieldUpdateOperationsInput | string
+  snoozedUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -571,6 +609,8 @@ export type ConversationCountOrderByAggregateInput = {
   labels?: Prisma.SortOrder
   threadHolder?: Prisma.SortOrder
   threadHolderSince?: Prisma.SortOrder
+  resolution?: Prisma.SortOrder
+  snoozedUntil?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -593,6 +633,8 @@ export type ConversationMaxOrderByAggregateInput = {
   assignedAt?: Prisma.SortOrder
   threadHolder?: Prisma.SortOrder
   threadHolderSince?: Prisma.SortOrder
+  resolution?: Prisma.SortOrder
+  snoozedUntil?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -610,6 +652,8 @@ export type ConversationMinOrderByAggregateInput = {
   assignedAt?: Prisma.SortOrder
   threadHolder?: Prisma.SortOrder
   threadHolderSince?: Prisma.SortOrder
+  resolution?: Prisma.SortOrder
+  snoozedUntil?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -826,6 +870,8 @@ export type ConversationCreateWithoutProjectInput = {
   labels?: Prisma.ConversationCreatelabelsInput | string[]
   threadHolder?: string | null
   threadHolderSince?: Date | string | null
+  resolution?: string
+  snoozedUntil?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   contact: Prisma.ContactCreateNestedOneWithoutConversationsInput
@@ -849,6 +895,8 @@ export type ConversationUncheckedCreateWithoutProjectInput = {
   labels?: Prisma.ConversationCreatelabelsInput | string[]
   threadHolder?: string | null
   threadHolderSince?: Date | string | null
+  resolution?: string
+  snoozedUntil?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutConversationInput
@@ -900,6 +948,8 @@ export type ConversationScalarWhereInput = {
   labels?: Prisma.StringNullableListFilter<"Conversation">
   threadHolder?: Prisma.StringNullableFilter<"Conversation"> | string | null
   threadHolderSince?: Prisma.DateTimeNullableFilter<"Conversation"> | Date | string | null
+  resolution?: Prisma.StringFilter<"Conversation"> | string
+  snoozedUntil?: Prisma.DateTimeNullableFilter<"Conversation"> | Date | string | null
   createdAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Conversation"> | Date | string
 }
@@ -915,6 +965,8 @@ export type ConversationCreateWithoutContactInput = {
   labels?: Prisma.ConversationCreatelabelsInput | string[]
   threadHolder?: string | null
   threadHolderSince?: Date | string | null
+  resolution?: string
+  snoozedUntil?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   project: Prisma.ProjectCreateNestedOneWithoutConversationsInput
@@ -938,6 +990,8 @@ export type ConversationUncheckedCreateWithoutContactInput = {
   labels?: Prisma.ConversationCreatelabelsInput | string[]
   threadHolder?: string | null
   threadHolderSince?: Date | string | null
+  resolution?: string
+  snoozedUntil?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutConversationInput
@@ -983,6 +1037,8 @@ export type ConversationCreateWithoutNotesInput = {
   labels?: Prisma.ConversationCreatelabelsInput | string[]
   threadHolder?: string | null
   threadHolderSince?: Date | string | null
+  resolution?: string
+  snoozedUntil?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   project: Prisma.ProjectCreateNestedOneWithoutConversationsInput
@@ -1007,6 +1063,8 @@ export type ConversationUncheckedCreateWithoutNotesInput = {
   labels?: Prisma.ConversationCreatelabelsInput | string[]
   threadHolder?: string | null
   threadHolderSince?: Date | string | null
+  resolution?: string
+  snoozedUntil?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutConversationInput
@@ -1041,6 +1099,8 @@ export type ConversationUpdateWithoutNotesInput = {
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
   threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  resolution?: Prisma.StringFieldUpdateOperationsInput | string
+  snoozedUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   project?: Prisma.ProjectUpdateOneRequiredWithoutConversationsNestedInput
@@ -1065,6 +1125,8 @@ export type ConversationUncheckedUpdateWithoutNotesInput = {
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
   threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  resolution?: Prisma.StringFieldUpdateOperationsInput | string
+  snoozedUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   messages?: Prisma.MessageUncheckedUpdateManyWithoutConversationNestedInput
@@ -1083,6 +1145,8 @@ export type ConversationCreateWithoutOrderInput = {
   labels?: Prisma.ConversationCreatelabelsInput | string[]
   threadHolder?: string | null
   threadHolderSince?: Date | string | null
+  resolution?: string
+  snoozedUntil?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   project: Prisma.ProjectCreateNestedOneWithoutConversationsInput
@@ -1107,6 +1171,8 @@ export type ConversationUncheckedCreateWithoutOrderInput = {
   labels?: Prisma.ConversationCreatelabelsInput | string[]
   threadHolder?: string | null
   threadHolderSince?: Date | string | null
+  resolution?: string
+  snoozedUntil?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutConversationInput
@@ -1141,6 +1207,8 @@ export type ConversationUpdateWithoutOrderInput = {
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
   threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  resolution?: Prisma.StringFieldUpdateOperationsInput | string
+  snoozedUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   project?: Prisma.ProjectUpdateOneRequiredWithoutConversationsNestedInput
@@ -1165,6 +1233,8 @@ export type ConversationUncheckedUpdateWithoutOrderInput = {
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
   threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  resolution?: Prisma.StringFieldUpdateOperationsInput | string
+  snoozedUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   messages?: Prisma.MessageUncheckedUpdateManyWithoutConversationNestedInput
@@ -1183,6 +1253,8 @@ export type ConversationCreateWithoutMessagesInput = {
   labels?: Prisma.ConversationCreatelabelsInput | string[]
   threadHolder?: string | null
   threadHolderSince?: Date | string | null
+  resolution?: string
+  snoozedUntil?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   project: Prisma.ProjectCreateNestedOneWithoutConversationsInput
@@ -1207,6 +1279,8 @@ export type ConversationUncheckedCreateWithoutMessagesInput = {
   labels?: Prisma.ConversationCreatelabelsInput | string[]
   threadHolder?: string | null
   threadHolderSince?: Date | string | null
+  resolution?: string
+  snoozedUntil?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   calls?: Prisma.CallUncheckedCreateNestedManyWithoutConversationInput
@@ -1241,6 +1315,8 @@ export type ConversationUpdateWithoutMessagesInput = {
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
   threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  resolution?: Prisma.StringFieldUpdateOperationsInput | string
+  snoozedUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   project?: Prisma.ProjectUpdateOneRequiredWithoutConversationsNestedInput
@@ -1265,6 +1341,8 @@ export type ConversationUncheckedUpdateWithoutMessagesInput = {
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
   threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  resolution?: Prisma.StringFieldUpdateOperationsInput | string
+  snoozedUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   calls?: Prisma.CallUncheckedUpdateManyWithoutConversationNestedInput
@@ -1283,6 +1361,8 @@ export type ConversationCreateWithoutAssigneeInput = {
   labels?: Prisma.ConversationCreatelabelsInput | string[]
   threadHolder?: string | null
   threadHolderSince?: Date | string | null
+  resolution?: string
+  snoozedUntil?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   project: Prisma.ProjectCreateNestedOneWithoutConversationsInput
@@ -1306,6 +1386,8 @@ export type ConversationUncheckedCreateWithoutAssigneeInput = {
   labels?: Prisma.ConversationCreatelabelsInput | string[]
   threadHolder?: string | null
   threadHolderSince?: Date | string | null
+  resolution?: string
+  snoozedUntil?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutConversationInput
@@ -1351,6 +1433,8 @@ export type ConversationCreateWithoutCallsInput = {
   labels?: Prisma.ConversationCreatelabelsInput | string[]
   threadHolder?: string | null
   threadHolderSince?: Date | string | null
+  resolution?: string
+  snoozedUntil?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   project: Prisma.ProjectCreateNestedOneWithoutConversationsInput
@@ -1375,6 +1459,8 @@ export type ConversationUncheckedCreateWithoutCallsInput = {
   labels?: Prisma.ConversationCreatelabelsInput | string[]
   threadHolder?: string | null
   threadHolderSince?: Date | string | null
+  resolution?: string
+  snoozedUntil?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   messages?: Prisma.MessageUncheckedCreateNestedManyWithoutConversationInput
@@ -1409,6 +1495,8 @@ export type ConversationUpdateWithoutCallsInput = {
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
   threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  resolution?: Prisma.StringFieldUpdateOperationsInput | string
+  snoozedUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   project?: Prisma.ProjectUpdateOneRequiredWithoutConversationsNestedInput
@@ -1433,6 +1521,8 @@ export type ConversationUncheckedUpdateWithoutCallsInput = {
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
   threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  resolution?: Prisma.StringFieldUpdateOperationsInput | string
+  snoozedUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   messages?: Prisma.MessageUncheckedUpdateManyWithoutConversationNestedInput
@@ -1453,6 +1543,8 @@ export type ConversationCreateManyProjectInput = {
   labels?: Prisma.ConversationCreatelabelsInput | string[]
   threadHolder?: string | null
   threadHolderSince?: Date | string | null
+  resolution?: string
+  snoozedUntil?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
 }
@@ -1468,6 +1560,8 @@ export type ConversationUpdateWithoutProjectInput = {
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
   threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  resolution?: Prisma.StringFieldUpdateOperationsInput | string
+  snoozedUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   contact?: Prisma.ContactUpdateOneRequiredWithoutConversationsNestedInput
@@ -1491,6 +1585,8 @@ export type ConversationUncheckedUpdateWithoutProjectInput = {
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
   threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  resolution?: Prisma.StringFieldUpdateOperationsInput | string
+  snoozedUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   messages?: Prisma.MessageUncheckedUpdateManyWithoutConversationNestedInput
@@ -1512,6 +1608,8 @@ export type ConversationUncheckedUpdateManyWithoutProjectInput = {
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
   threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  resolution?: Prisma.StringFieldUpdateOperationsInput | string
+  snoozedUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -1529,6 +1627,8 @@ export type ConversationCreateManyContactInput = {
   labels?: Prisma.ConversationCreatelabelsInput | string[]
   threadHolder?: string | null
   threadHolderSince?: Date | string | null
+  resolution?: string
+  snoozedUntil?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
 }
@@ -1544,6 +1644,8 @@ export type ConversationUpdateWithoutContactInput = {
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
   threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  resolution?: Prisma.StringFieldUpdateOperationsInput | string
+  snoozedUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   project?: Prisma.ProjectUpdateOneRequiredWithoutConversationsNestedInput
@@ -1567,6 +1669,8 @@ export type ConversationUncheckedUpdateWithoutContactInput = {
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
   threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  resolution?: Prisma.StringFieldUpdateOperationsInput | string
+  snoozedUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   messages?: Prisma.MessageUncheckedUpdateManyWithoutConversationNestedInput
@@ -1588,6 +1692,8 @@ export type ConversationUncheckedUpdateManyWithoutContactInput = {
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
   threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  resolution?: Prisma.StringFieldUpdateOperationsInput | string
+  snoozedUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -1605,6 +1711,8 @@ export type ConversationCreateManyAssigneeInput = {
   labels?: Prisma.ConversationCreatelabelsInput | string[]
   threadHolder?: string | null
   threadHolderSince?: Date | string | null
+  resolution?: string
+  snoozedUntil?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
 }
@@ -1620,6 +1728,8 @@ export type ConversationUpdateWithoutAssigneeInput = {
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
   threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  resolution?: Prisma.StringFieldUpdateOperationsInput | string
+  snoozedUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   project?: Prisma.ProjectUpdateOneRequiredWithoutConversationsNestedInput
@@ -1643,6 +1753,8 @@ export type ConversationUncheckedUpdateWithoutAssigneeInput = {
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
   threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  resolution?: Prisma.StringFieldUpdateOperationsInput | string
+  snoozedUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   messages?: Prisma.MessageUncheckedUpdateManyWithoutConversationNestedInput
@@ -1664,6 +1776,8 @@ export type ConversationUncheckedUpdateManyWithoutAssigneeInput = {
   labels?: Prisma.ConversationUpdatelabelsInput | string[]
   threadHolder?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   threadHolderSince?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  resolution?: Prisma.StringFieldUpdateOperationsInput | string
+  snoozedUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -1731,6 +1845,8 @@ export type ConversationSelect<ExtArgs extends runtime.Types.Extensions.Internal
   labels?: boolean
   threadHolder?: boolean
   threadHolderSince?: boolean
+  resolution?: boolean
+  snoozedUntil?: boolean
   createdAt?: boolean
   updatedAt?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
@@ -1757,6 +1873,8 @@ export type ConversationSelectCreateManyAndReturn<ExtArgs extends runtime.Types.
   labels?: boolean
   threadHolder?: boolean
   threadHolderSince?: boolean
+  resolution?: boolean
+  snoozedUntil?: boolean
   createdAt?: boolean
   updatedAt?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
@@ -1778,6 +1896,8 @@ export type ConversationSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.
   labels?: boolean
   threadHolder?: boolean
   threadHolderSince?: boolean
+  resolution?: boolean
+  snoozedUntil?: boolean
   createdAt?: boolean
   updatedAt?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
@@ -1799,11 +1919,13 @@ export type ConversationSelectScalar = {
   labels?: boolean
   threadHolder?: boolean
   threadHolderSince?: boolean
+  resolution?: boolean
+  snoozedUntil?: boolean
   createdAt?: boolean
   updatedAt?: boolean
 }
 
-export type ConversationOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "contactId" | "state" | "lastMessageAt" | "orderAt" | "lastInboundAt" | "seenAt" | "assigneeId" | "assignedAt" | "labels" | "threadHolder" | "threadHolderSince" | "createdAt" | "updatedAt", ExtArgs["result"]["conversation"]>
+export type ConversationOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "projectId" | "contactId" | "state" | "lastMessageAt" | "orderAt" | "lastInboundAt" | "seenAt" | "assigneeId" | "assignedAt" | "labels" | "threadHolder" | "threadHolderSince" | "resolution" | "snoozedUntil" | "createdAt" | "updatedAt", ExtArgs["result"]["conversation"]>
 export type ConversationInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
   contact?: boolean | Prisma.ContactDefaultArgs<ExtArgs>
@@ -1878,6 +2000,13 @@ export type $ConversationPayload<ExtArgs extends runtime.Types.Extensions.Intern
      */
     threadHolder: string | null
     threadHolderSince: Date | null
+    /**
+     * Whether the team is done with it (issue 68): `open`, `resolved` or `snoozed` (until
+     * `snoozedUntil`, read as open once that time has passed); the customer's next message
+     * reopens it (lib/inbox/resolution.ts). Not the bot's `state`.
+     */
+    resolution: string
+    snoozedUntil: Date | null
     createdAt: Date
     updatedAt: Date
   }, ExtArgs["result"]["conversation"]>
@@ -2323,6 +2452,8 @@ export interface ConversationFieldRefs {
   readonly labels: Prisma.FieldRef<"Conversation", 'String[]'>
   readonly threadHolder: Prisma.FieldRef<"Conversation", 'String'>
   readonly threadHolderSince: Prisma.FieldRef<"Conversation", 'DateTime'>
+  readonly resolution: Prisma.FieldRef<"Conversation", 'String'>
+  readonly snoozedUntil: Prisma.FieldRef<"Conversation", 'DateTime'>
   readonly createdAt: Prisma.FieldRef<"Conversation", 'DateTime'>
   readonly updatedAt: Prisma.FieldRef<"Conversation", 'DateTime'>
 }

@@ -194,6 +194,7 @@ export type DashboardAccountWhereInput = {
   sessions?: Prisma.DashboardSessionListRelationFilter
   connections?: Prisma.AgentConnectionListRelationFilter
   assigned?: Prisma.ConversationListRelationFilter
+  inboxMembers?: Prisma.InboxMemberListRelationFilter
 }
 
 export type DashboardAccountOrderByWithRelationInput = {
@@ -207,6 +208,7 @@ export type DashboardAccountOrderByWithRelationInput = {
   sessions?: Prisma.DashboardSessionOrderByRelationAggregateInput
   connections?: Prisma.AgentConnectionOrderByRelationAggregateInput
   assigned?: Prisma.ConversationOrderByRelationAggregateInput
+  inboxMembers?: Prisma.InboxMemberOrderByRelationAggregateInput
 }
 
 export type DashboardAccountWhereUniqueInput = Prisma.AtLeast<{
@@ -223,6 +225,7 @@ export type DashboardAccountWhereUniqueInput = Prisma.AtLeast<{
   sessions?: Prisma.DashboardSessionListRelationFilter
   connections?: Prisma.AgentConnectionListRelationFilter
   assigned?: Prisma.ConversationListRelationFilter
+  inboxMembers?: Prisma.InboxMemberListRelationFilter
 }, "id" | "email" | "setupTokenHash">
 
 export type DashboardAccountOrderByWithAggregationInput = {
@@ -260,6 +263,7 @@ export type DashboardAccountCreateInput = {
   sessions?: Prisma.DashboardSessionCreateNestedManyWithoutAccountInput
   connections?: Prisma.AgentConnectionCreateNestedManyWithoutAccountInput
   assigned?: Prisma.ConversationCreateNestedManyWithoutAssigneeInput
+  inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutAccountInput
 }
 
 export type DashboardAccountUncheckedCreateInput = {
@@ -273,6 +277,7 @@ export type DashboardAccountUncheckedCreateInput = {
   sessions?: Prisma.DashboardSessionUncheckedCreateNestedManyWithoutAccountInput
   connections?: Prisma.AgentConnectionUncheckedCreateNestedManyWithoutAccountInput
   assigned?: Prisma.ConversationUncheckedCreateNestedManyWithoutAssigneeInput
+  inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutAccountInput
 }
 
 export type DashboardAccountUpdateInput = {
@@ -286,6 +291,7 @@ export type DashboardAccountUpdateInput = {
   sessions?: Prisma.DashboardSessionUpdateManyWithoutAccountNestedInput
   connections?: Prisma.AgentConnectionUpdateManyWithoutAccountNestedInput
   assigned?: Prisma.ConversationUpdateManyWithoutAssigneeNestedInput
+  inboxMembers?: Prisma.InboxMemberUpdateManyWithoutAccountNestedInput
 }
 
 export type DashboardAccountUncheckedUpdateInput = {
@@ -299,6 +305,7 @@ export type DashboardAccountUncheckedUpdateInput = {
   sessions?: Prisma.DashboardSessionUncheckedUpdateManyWithoutAccountNestedInput
   connections?: Prisma.AgentConnectionUncheckedUpdateManyWithoutAccountNestedInput
   assigned?: Prisma.ConversationUncheckedUpdateManyWithoutAssigneeNestedInput
+  inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutAccountNestedInput
 }
 
 export type DashboardAccountCreateManyInput = {
@@ -425,6 +432,20 @@ export type DashboardAccountUpdateOneRequiredWithoutSessionsNestedInput = {
   update?: Prisma.XOR<Prisma.XOR<Prisma.DashboardAccountUpdateToOneWithWhereWithoutSessionsInput, Prisma.DashboardAccountUpdateWithoutSessionsInput>, Prisma.DashboardAccountUncheckedUpdateWithoutSessionsInput>
 }
 
+export type DashboardAccountCreateNestedOneWithoutInboxMembersInput = {
+  create?: Prisma.XOR<Prisma.DashboardAccountCreateWithoutInboxMembersInput, Prisma.DashboardAccountUncheckedCreateWithoutInboxMembersInput>
+  connectOrCreate?: Prisma.DashboardAccountCreateOrConnectWithoutInboxMembersInput
+  connect?: Prisma.DashboardAccountWhereUniqueInput
+}
+
+export type DashboardAccountUpdateOneRequiredWithoutInboxMembersNestedInput = {
+  create?: Prisma.XOR<Prisma.DashboardAccountCreateWithoutInboxMembersInput, Prisma.DashboardAccountUncheckedCreateWithoutInboxMembersInput>
+  connectOrCreate?: Prisma.DashboardAccountCreateOrConnectWithoutInboxMembersInput
+  upsert?: Prisma.DashboardAccountUpsertWithoutInboxMembersInput
+  connect?: Prisma.DashboardAccountWhereUniqueInput
+  update?: Prisma.XOR<Prisma.XOR<Prisma.DashboardAccountUpdateToOneWithWhereWithoutInboxMembersInput, Prisma.DashboardAccountUpdateWithoutInboxMembersInput>, Prisma.DashboardAccountUncheckedUpdateWithoutInboxMembersInput>
+}
+
 export type DashboardAccountCreateWithoutConnectionsInput = {
   id: string
   email: string
@@ -435,6 +456,7 @@ export type DashboardAccountCreateWithoutConnectionsInput = {
   memberships?: Prisma.DashboardMembershipCreateNestedManyWithoutAccountInput
   sessions?: Prisma.DashboardSessionCreateNestedManyWithoutAccountInput
   assigned?: Prisma.ConversationCreateNestedManyWithoutAssigneeInput
+  inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutAccountInput
 }
 
 export type DashboardAccountUncheckedCreateWithoutConnectionsInput = {
@@ -447,6 +469,7 @@ export type DashboardAccountUncheckedCreateWithoutConnectionsInput = {
   memberships?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutAccountInput
   sessions?: Prisma.DashboardSessionUncheckedCreateNestedManyWithoutAccountInput
   assigned?: Prisma.ConversationUncheckedCreateNestedManyWithoutAssigneeInput
+  inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutAccountInput
 }
 
 export type DashboardAccountCreateOrConnectWithoutConnectionsInput = {
@@ -475,6 +498,7 @@ export type DashboardAccountUpdateWithoutConnectionsInput = {
   memberships?: Prisma.DashboardMembershipUpdateManyWithoutAccountNestedInput
   sessions?: Prisma.DashboardSessionUpdateManyWithoutAccountNestedInput
   assigned?: Prisma.ConversationUpdateManyWithoutAssigneeNestedInput
+  inboxMembers?: Prisma.InboxMemberUpdateManyWithoutAccountNestedInput
 }
 
 export type DashboardAccountUncheckedUpdateWithoutConnectionsInput = {
@@ -487,6 +511,7 @@ export type DashboardAccountUncheckedUpdateWithoutConnectionsInput = {
   memberships?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutAccountNestedInput
   sessions?: Prisma.DashboardSessionUncheckedUpdateManyWithoutAccountNestedInput
   assigned?: Prisma.ConversationUncheckedUpdateManyWithoutAssigneeNestedInput
+  inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutAccountNestedInput
 }
 
 export type DashboardAccountCreateWithoutAssignedInput = {
@@ -499,6 +524,7 @@ export type DashboardAccountCreateWithoutAssignedInput = {
   memberships?: Prisma.DashboardMembershipCreateNestedManyWithoutAccountInput
   sessions?: Prisma.DashboardSessionCreateNestedManyWithoutAccountInput
   connections?: Prisma.AgentConnectionCreateNestedManyWithoutAccountInput
+  inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutAccountInput
 }
 
 export type DashboardAccountUncheckedCreateWithoutAssignedInput = {
@@ -511,6 +537,7 @@ export type DashboardAccountUncheckedCreateWithoutAssignedInput = {
   memberships?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutAccountInput
   sessions?: Prisma.DashboardSessionUncheckedCreateNestedManyWithoutAccountInput
   connections?: Prisma.AgentConnectionUncheckedCreateNestedManyWithoutAccountInput
+  inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutAccountInput
 }
 
 export type DashboardAccountCreateOrConnectWithoutAssignedInput = {
@@ -539,6 +566,7 @@ export type DashboardAccountUpdateWithoutAssignedInput = {
   memberships?: Prisma.DashboardMembershipUpdateManyWithoutAccountNestedInput
   sessions?: Prisma.DashboardSessionUpdateManyWithoutAccountNestedInput
   connections?: Prisma.AgentConnectionUpdateManyWithoutAccountNestedInput
+  inboxMembers?: Prisma.InboxMemberUpdateManyWithoutAccountNestedInput
 }
 
 export type DashboardAccountUncheckedUpdateWithoutAssignedInput = {
@@ -551,6 +579,7 @@ export type DashboardAccountUncheckedUpdateWithoutAssignedInput = {
   memberships?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutAccountNestedInput
   sessions?: Prisma.DashboardSessionUncheckedUpdateManyWithoutAccountNestedInput
   connections?: Prisma.AgentConnectionUncheckedUpdateManyWithoutAccountNestedInput
+  inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutAccountNestedInput
 }
 
 export type DashboardAccountCreateWithoutMembershipsInput = {
@@ -563,6 +592,7 @@ export type DashboardAccountCreateWithoutMembershipsInput = {
   sessions?: Prisma.DashboardSessionCreateNestedManyWithoutAccountInput
   connections?: Prisma.AgentConnectionCreateNestedManyWithoutAccountInput
   assigned?: Prisma.ConversationCreateNestedManyWithoutAssigneeInput
+  inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutAccountInput
 }
 
 export type DashboardAccountUncheckedCreateWithoutMembershipsInput = {
@@ -575,6 +605,7 @@ export type DashboardAccountUncheckedCreateWithoutMembershipsInput = {
   sessions?: Prisma.DashboardSessionUncheckedCreateNestedManyWithoutAccountInput
   connections?: Prisma.AgentConnectionUncheckedCreateNestedManyWithoutAccountInput
   assigned?: Prisma.ConversationUncheckedCreateNestedManyWithoutAssigneeInput
+  inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutAccountInput
 }
 
 export type DashboardAccountCreateOrConnectWithoutMembershipsInput = {
@@ -603,6 +634,7 @@ export type DashboardAccountUpdateWithoutMembershipsInput = {
   sessions?: Prisma.DashboardSessionUpdateManyWithoutAccountNestedInput
   connections?: Prisma.AgentConnectionUpdateManyWithoutAccountNestedInput
   assigned?: Prisma.ConversationUpdateManyWithoutAssigneeNestedInput
+  inboxMembers?: Prisma.InboxMemberUpdateManyWithoutAccountNestedInput
 }
 
 export type DashboardAccountUncheckedUpdateWithoutMembershipsInput = {
@@ -615,6 +647,7 @@ export type DashboardAccountUncheckedUpdateWithoutMembershipsInput = {
   sessions?: Prisma.DashboardSessionUncheckedUpdateManyWithoutAccountNestedInput
   connections?: Prisma.AgentConnectionUncheckedUpdateManyWithoutAccountNestedInput
   assigned?: Prisma.ConversationUncheckedUpdateManyWithoutAssigneeNestedInput
+  inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutAccountNestedInput
 }
 
 export type DashboardAccountCreateWithoutSessionsInput = {
@@ -627,6 +660,7 @@ export type DashboardAccountCreateWithoutSessionsInput = {
   memberships?: Prisma.DashboardMembershipCreateNestedManyWithoutAccountInput
   connections?: Prisma.AgentConnectionCreateNestedManyWithoutAccountInput
   assigned?: Prisma.ConversationCreateNestedManyWithoutAssigneeInput
+  inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutAccountInput
 }
 
 export type DashboardAccountUncheckedCreateWithoutSessionsInput = {
@@ -639,6 +673,7 @@ export type DashboardAccountUncheckedCreateWithoutSessionsInput = {
   memberships?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutAccountInput
   connections?: Prisma.AgentConnectionUncheckedCreateNestedManyWithoutAccountInput
   assigned?: Prisma.ConversationUncheckedCreateNestedManyWithoutAssigneeInput
+  inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutAccountInput
 }
 
 export type DashboardAccountCreateOrConnectWithoutSessionsInput = {
@@ -667,6 +702,7 @@ export type DashboardAccountUpdateWithoutSessionsInput = {
   memberships?: Prisma.DashboardMembershipUpdateManyWithoutAccountNestedInput
   connections?: Prisma.AgentConnectionUpdateManyWithoutAccountNestedInput
   assigned?: Prisma.ConversationUpdateManyWithoutAssigneeNestedInput
+  inboxMembers?: Prisma.InboxMemberUpdateManyWithoutAccountNestedInput
 }
 
 export type DashboardAccountUncheckedUpdateWithoutSessionsInput = {
@@ -677,6 +713,75 @@ export type DashboardAccountUncheckedUpdateWithoutSessionsInput = {
   setupExpiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   memberships?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutAccountNestedInput
+  connections?: Prisma.AgentConnectionUncheckedUpdateManyWithoutAccountNestedInput
+  assigned?: Prisma.ConversationUncheckedUpdateManyWithoutAssigneeNestedInput
+  inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutAccountNestedInput
+}
+
+export type DashboardAccountCreateWithoutInboxMembersInput = {
+  id: string
+  email: string
+  passwordHash?: string | null
+  setupTokenHash?: string | null
+  setupExpiresAt?: Date | string | null
+  createdAt?: Date | string
+  memberships?: Prisma.DashboardMembershipCreateNestedManyWithoutAccountInput
+  sessions?: Prisma.DashboardSessionCreateNestedManyWithoutAccountInput
+  connections?: Prisma.AgentConnectionCreateNestedManyWithoutAccountInput
+  assigned?: Prisma.ConversationCreateNestedManyWithoutAssigneeInput
+}
+
+export type DashboardAccountUncheckedCreateWithoutInboxMembersInput = {
+  id: string
+  email: string
+  passwordHash?: string | null
+  setupTokenHash?: string | null
+  setupExpiresAt?: Date | string | null
+  createdAt?: Date | string
+  memberships?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutAccountInput
+  sessions?: Prisma.DashboardSessionUncheckedCreateNestedManyWithoutAccountInput
+  connections?: Prisma.AgentConnectionUncheckedCreateNestedManyWithoutAccountInput
+  assigned?: Prisma.ConversationUncheckedCreateNestedManyWithoutAssigneeInput
+}
+
+export type DashboardAccountCreateOrConnectWithoutInboxMembersInput = {
+  where: Prisma.DashboardAccountWhereUniqueInput
+  create: Prisma.XOR<Prisma.DashboardAccountCreateWithoutInboxMembersInput, Prisma.DashboardAccountUncheckedCreateWithoutInboxMembersInput>
+}
+
+export type DashboardAccountUpsertWithoutInboxMembersInput = {
+  update: Prisma.XOR<Prisma.DashboardAccountUpdateWithoutInboxMembersInput, Prisma.DashboardAccountUncheckedUpdateWithoutInboxMembersInput>
+  create: Prisma.XOR<Prisma.DashboardAccountCreateWithoutInboxMembersInput, Prisma.DashboardAccountUncheckedCreateWithoutInboxMembersInput>
+  where?: Prisma.DashboardAccountWhereInput
+}
+
+export type DashboardAccountUpdateToOneWithWhereWithoutInboxMembersInput = {
+  where?: Prisma.DashboardAccountWhereInput
+  data: Prisma.XOR<Prisma.DashboardAccountUpdateWithoutInboxMembersInput, Prisma.DashboardAccountUncheckedUpdateWithoutInboxMembersInput>
+}
+
+export type DashboardAccountUpdateWithoutInboxMembersInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  email?: Prisma.StringFieldUpdateOperationsInput | string
+  passwordHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  setupTokenHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  setupExpiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  memberships?: Prisma.DashboardMembershipUpdateManyWithoutAccountNestedInput
+  sessions?: Prisma.DashboardSessionUpdateManyWithoutAccountNestedInput
+  connections?: Prisma.AgentConnectionUpdateManyWithoutAccountNestedInput
+  assigned?: Prisma.ConversationUpdateManyWithoutAssigneeNestedInput
+}
+
+export type DashboardAccountUncheckedUpdateWithoutInboxMembersInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  email?: Prisma.StringFieldUpdateOperationsInput | string
+  passwordHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  setupTokenHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  setupExpiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  memberships?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutAccountNestedInput
+  sessions?: Prisma.DashboardSessionUncheckedUpdateManyWithoutAccountNestedInput
   connections?: Prisma.AgentConnectionUncheckedUpdateManyWithoutAccountNestedInput
   assigned?: Prisma.ConversationUncheckedUpdateManyWithoutAssigneeNestedInput
 }
@@ -691,6 +796,7 @@ export type DashboardAccountCountOutputType = {
   sessions: number
   connections: number
   assigned: number
+  inboxMembers: number
 }
 
 export type DashboardAccountCountOutputTypeSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
@@ -698,6 +804,7 @@ export type DashboardAccountCountOutputTypeSelect<ExtArgs extends runtime.Types.
   sessions?: boolean | DashboardAccountCountOutputTypeCountSessionsArgs
   connections?: boolean | DashboardAccountCountOutputTypeCountConnectionsArgs
   assigned?: boolean | DashboardAccountCountOutputTypeCountAssignedArgs
+  inboxMembers?: boolean | DashboardAccountCountOutputTypeCountInboxMembersArgs
 }
 
 /**
@@ -738,6 +845,13 @@ export type DashboardAccountCountOutputTypeCountAssignedArgs<ExtArgs extends run
   where?: Prisma.ConversationWhereInput
 }
 
+/**
+ * DashboardAccountCountOutputType without action
+ */
+export type DashboardAccountCountOutputTypeCountInboxMembersArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  where?: Prisma.InboxMemberWhereInput
+}
+
 
 export type DashboardAccountSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
   id?: boolean
@@ -750,6 +864,7 @@ export type DashboardAccountSelect<ExtArgs extends runtime.Types.Extensions.Inte
   sessions?: boolean | Prisma.DashboardAccount$sessionsArgs<ExtArgs>
   connections?: boolean | Prisma.DashboardAccount$connectionsArgs<ExtArgs>
   assigned?: boolean | Prisma.DashboardAccount$assignedArgs<ExtArgs>
+  inboxMembers?: boolean | Prisma.DashboardAccount$inboxMembersArgs<ExtArgs>
   _count?: boolean | Prisma.DashboardAccountCountOutputTypeDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["dashboardAccount"]>
 
@@ -786,6 +901,7 @@ export type DashboardAccountInclude<ExtArgs extends runtime.Types.Extensions.Int
   sessions?: boolean | Prisma.DashboardAccount$sessionsArgs<ExtArgs>
   connections?: boolean | Prisma.DashboardAccount$connectionsArgs<ExtArgs>
   assigned?: boolean | Prisma.DashboardAccount$assignedArgs<ExtArgs>
+  inboxMembers?: boolean | Prisma.DashboardAccount$inboxMembersArgs<ExtArgs>
   _count?: boolean | Prisma.DashboardAccountCountOutputTypeDefaultArgs<ExtArgs>
 }
 export type DashboardAccountIncludeCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {}
@@ -798,6 +914,7 @@ export type $DashboardAccountPayload<ExtArgs extends runtime.Types.Extensions.In
     sessions: Prisma.$DashboardSessionPayload<ExtArgs>[]
     connections: Prisma.$AgentConnectionPayload<ExtArgs>[]
     assigned: Prisma.$ConversationPayload<ExtArgs>[]
+    inboxMembers: Prisma.$InboxMemberPayload<ExtArgs>[]
   }
   scalars: runtime.Types.Extensions.GetPayloadResult<{
     id: string
@@ -1213,6 +1330,7 @@ export interface Prisma__DashboardAccountClient<T, Null = never, ExtArgs extends
   sessions<T extends Prisma.DashboardAccount$sessionsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.DashboardAccount$sessionsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$DashboardSessionPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   connections<T extends Prisma.DashboardAccount$connectionsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.DashboardAccount$connectionsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$AgentConnectionPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   assigned<T extends Prisma.DashboardAccount$assignedArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.DashboardAccount$assignedArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$ConversationPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
+  inboxMembers<T extends Prisma.DashboardAccount$inboxMembersArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.DashboardAccount$inboxMembersArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$InboxMemberPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   /**
    * Attaches callbacks for the resolution and/or rejection of the Promise.
    * @param onfulfilled The callback to execute when the Promise is resolved.
@@ -1734,6 +1852,30 @@ export type DashboardAccount$assignedArgs<ExtArgs extends runtime.Types.Extensio
   take?: number
   skip?: number
   distinct?: Prisma.ConversationScalarFieldEnum | Prisma.ConversationScalarFieldEnum[]
+}
+
+/**
+ * DashboardAccount.inboxMembers
+ */
+export type DashboardAccount$inboxMembersArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  /**
+   * Select specific fields to fetch from the InboxMember
+   */
+  select?: Prisma.InboxMemberSelect<ExtArgs> | null
+  /**
+   * Omit specific fields from the InboxMember
+   */
+  omit?: Prisma.InboxMemberOmit<ExtArgs> | null
+  /**
+   * Choose, which related nodes to fetch as well
+   */
+  include?: Prisma.InboxMemberInclude<ExtArgs> | null
+  where?: Prisma.InboxMemberWhereInput
+  orderBy?: Prisma.InboxMemberOrderByWithRelationInput | Prisma.InboxMemberOrderByWithRelationInput[]
+  cursor?: Prisma.InboxMemberWhereUniqueInput
+  take?: number
+  skip?: number
+  distinct?: Prisma.InboxMemberScalarFieldEnum | Prisma.InboxMemberScalarFieldEnum[]
 }
 
 /**

@@ -274,6 +274,8 @@ export type ProjectWhereInput = {
   dashboardInvites?: Prisma.DashboardInviteListRelationFilter
   conversationNotes?: Prisma.ConversationNoteListRelationFilter
   cannedReplies?: Prisma.CannedReplyListRelationFilter
+  inboxSettings?: Prisma.XOR<Prisma.InboxSettingsNullableScalarRelationFilter, Prisma.InboxSettingsWhereInput> | null
+  inboxMembers?: Prisma.InboxMemberListRelationFilter
 }
 
 export type ProjectOrderByWithRelationInput = {
@@ -312,6 +314,8 @@ export type ProjectOrderByWithRelationInput = {
   dashboardInvites?: Prisma.DashboardInviteOrderByRelationAggregateInput
   conversationNotes?: Prisma.ConversationNoteOrderByRelationAggregateInput
   cannedReplies?: Prisma.CannedReplyOrderByRelationAggregateInput
+  inboxSettings?: Prisma.InboxSettingsOrderByWithRelationInput
+  inboxMembers?: Prisma.InboxMemberOrderByRelationAggregateInput
 }
 
 export type ProjectWhereUniqueInput = Prisma.AtLeast<{
@@ -353,6 +357,8 @@ export type ProjectWhereUniqueInput = Prisma.AtLeast<{
   dashboardInvites?: Prisma.DashboardInviteListRelationFilter
   conversationNotes?: Prisma.ConversationNoteListRelationFilter
   cannedReplies?: Prisma.CannedReplyListRelationFilter
+  inboxSettings?: Prisma.XOR<Prisma.InboxSettingsNullableScalarRelationFilter, Prisma.InboxSettingsWhereInput> | null
+  inboxMembers?: Prisma.InboxMemberListRelationFilter
 }, "id" | "storageKey">
 
 export type ProjectOrderByWithAggregationInput = {
@@ -423,6 +429,8 @@ export type ProjectCreateInput = {
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateInput = {
@@ -461,6 +469,8 @@ export type ProjectUncheckedCreateInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUpdateInput = {
@@ -499,6 +509,8 @@ export type ProjectUpdateInput = {
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateInput = {
@@ -537,6 +549,8 @@ export type ProjectUncheckedUpdateInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateManyInput = {
@@ -1008,6 +1022,34 @@ export type ProjectUpdateOneRequiredWithoutGroupsNestedInput = {
   update?: Prisma.XOR<Prisma.XOR<Prisma.ProjectUpdateToOneWithWhereWithoutGroupsInput, Prisma.ProjectUpdateWithoutGroupsInput>, Prisma.ProjectUncheckedUpdateWithoutGroupsInput>
 }
 
+export type ProjectCreateNestedOneWithoutInboxSettingsInput = {
+  create?: Prisma.XOR<Prisma.ProjectCreateWithoutInboxSettingsInput, Prisma.ProjectUncheckedCreateWithoutInboxSettingsInput>
+  connectOrCreate?: Prisma.ProjectCreateOrConnectWithoutInboxSettingsInput
+  connect?: Prisma.ProjectWhereUniqueInput
+}
+
+export type ProjectUpdateOneRequiredWithoutInboxSettingsNestedInput = {
+  create?: Prisma.XOR<Prisma.ProjectCreateWithoutInboxSettingsInput, Prisma.ProjectUncheckedCreateWithoutInboxSettingsInput>
+  connectOrCreate?: Prisma.ProjectCreateOrConnectWithoutInboxSettingsInput
+  upsert?: Prisma.ProjectUpsertWithoutInboxSettingsInput
+  connect?: Prisma.ProjectWhereUniqueInput
+  update?: Prisma.XOR<Prisma.XOR<Prisma.ProjectUpdateToOneWithWhereWithoutInboxSettingsInput, Prisma.ProjectUpdateWithoutInboxSettingsInput>, Prisma.ProjectUncheckedUpdateWithoutInboxSettingsInput>
+}
+
+export type ProjectCreateNestedOneWithoutInboxMembersInput = {
+  create?: Prisma.XOR<Prisma.ProjectCreateWithoutInboxMembersInput, Prisma.ProjectUncheckedCreateWithoutInboxMembersInput>
+  connectOrCreate?: Prisma.ProjectCreateOrConnectWithoutInboxMembersInput
+  connect?: Prisma.ProjectWhereUniqueInput
+}
+
+export type ProjectUpdateOneRequiredWithoutInboxMembersNestedInput = {
+  create?: Prisma.XOR<Prisma.ProjectCreateWithoutInboxMembersInput, Prisma.ProjectUncheckedCreateWithoutInboxMembersInput>
+  connectOrCreate?: Prisma.ProjectCreateOrConnectWithoutInboxMembersInput
+  upsert?: Prisma.ProjectUpsertWithoutInboxMembersInput
+  connect?: Prisma.ProjectWhereUniqueInput
+  update?: Prisma.XOR<Prisma.XOR<Prisma.ProjectUpdateToOneWithWhereWithoutInboxMembersInput, Prisma.ProjectUpdateWithoutInboxMembersInput>, Prisma.ProjectUncheckedUpdateWithoutInboxMembersInput>
+}
+
 export type ProjectCreateWithoutApiKeysInput = {
   id: string
   name: string
@@ -1043,6 +1085,8 @@ export type ProjectCreateWithoutApiKeysInput = {
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutApiKeysInput = {
@@ -1080,6 +1124,8 @@ export type ProjectUncheckedCreateWithoutApiKeysInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutApiKeysInput = {
@@ -1133,6 +1179,8 @@ export type ProjectUpdateWithoutApiKeysInput = {
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutApiKeysInput = {
@@ -1170,6 +1218,8 @@ export type ProjectUncheckedUpdateWithoutApiKeysInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutConnectionsInput = {
@@ -1207,6 +1257,8 @@ export type ProjectCreateWithoutConnectionsInput = {
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutConnectionsInput = {
@@ -1244,6 +1296,8 @@ export type ProjectUncheckedCreateWithoutConnectionsInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutConnectionsInput = {
@@ -1297,6 +1351,8 @@ export type ProjectUpdateWithoutConnectionsInput = {
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutConnectionsInput = {
@@ -1334,6 +1390,8 @@ export type ProjectUncheckedUpdateWithoutConnectionsInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutChannelInput = {
@@ -1371,6 +1429,8 @@ export type ProjectCreateWithoutChannelInput = {
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutChannelInput = {
@@ -1408,6 +1468,8 @@ export type ProjectUncheckedCreateWithoutChannelInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutChannelInput = {
@@ -1461,6 +1523,8 @@ export type ProjectUpdateWithoutChannelInput = {
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutChannelInput = {
@@ -1498,6 +1562,8 @@ export type ProjectUncheckedUpdateWithoutChannelInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutContactsInput = {
@@ -1535,6 +1601,8 @@ export type ProjectCreateWithoutContactsInput = {
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutContactsInput = {
@@ -1572,6 +1640,8 @@ export type ProjectUncheckedCreateWithoutContactsInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutContactsInput = {
@@ -1625,6 +1695,8 @@ export type ProjectUpdateWithoutContactsInput = {
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutContactsInput = {
@@ -1662,6 +1734,8 @@ export type ProjectUncheckedUpdateWithoutContactsInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutConversationsInput = {
@@ -1699,6 +1773,8 @@ export type ProjectCreateWithoutConversationsInput = {
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutConversationsInput = {
@@ -1736,6 +1812,8 @@ export type ProjectUncheckedCreateWithoutConversationsInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutConversationsInput = {
@@ -1789,6 +1867,8 @@ export type ProjectUpdateWithoutConversationsInput = {
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutConversationsInput = {
@@ -1826,6 +1906,8 @@ export type ProjectUncheckedUpdateWithoutConversationsInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutConversationNotesInput = {
@@ -1863,6 +1945,8 @@ export type ProjectCreateWithoutConversationNotesInput = {
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutConversationNotesInput = {
@@ -1900,6 +1984,8 @@ export type ProjectUncheckedCreateWithoutConversationNotesInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutConversationNotesInput = {
@@ -1953,6 +2039,8 @@ export type ProjectUpdateWithoutConversationNotesInput = {
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutConversationNotesInput = {
@@ -1990,6 +2078,8 @@ export type ProjectUncheckedUpdateWithoutConversationNotesInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutCannedRepliesInput = {
@@ -2027,6 +2117,8 @@ export type ProjectCreateWithoutCannedRepliesInput = {
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutCannedRepliesInput = {
@@ -2064,6 +2156,8 @@ export type ProjectUncheckedCreateWithoutCannedRepliesInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutCannedRepliesInput = {
@@ -2117,6 +2211,8 @@ export type ProjectUpdateWithoutCannedRepliesInput = {
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutCannedRepliesInput = {
@@ -2154,6 +2250,8 @@ export type ProjectUncheckedUpdateWithoutCannedRepliesInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutMessagesInput = {
@@ -2191,6 +2289,8 @@ export type ProjectCreateWithoutMessagesInput = {
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutMessagesInput = {
@@ -2228,6 +2328,8 @@ export type ProjectUncheckedCreateWithoutMessagesInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutMessagesInput = {
@@ -2281,6 +2383,8 @@ export type ProjectUpdateWithoutMessagesInput = {
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutMessagesInput = {
@@ -2318,6 +2422,8 @@ export type ProjectUncheckedUpdateWithoutMessagesInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutEventsInput = {
@@ -2355,6 +2461,8 @@ export type ProjectCreateWithoutEventsInput = {
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutEventsInput = {
@@ -2392,6 +2500,8 @@ export type ProjectUncheckedCreateWithoutEventsInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutEventsInput = {
@@ -2445,6 +2555,8 @@ export type ProjectUpdateWithoutEventsInput = {
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutEventsInput = {
@@ -2482,6 +2594,8 @@ export type ProjectUncheckedUpdateWithoutEventsInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutIdempotencyRecordsInput = {
@@ -2519,6 +2633,8 @@ export type ProjectCreateWithoutIdempotencyRecordsInput = {
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutIdempotencyRecordsInput = {
@@ -2556,6 +2672,8 @@ export type ProjectUncheckedCreateWithoutIdempotencyRecordsInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutIdempotencyRecordsInput = {
@@ -2609,6 +2727,8 @@ export type ProjectUpdateWithoutIdempotencyRecordsInput = {
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutIdempotencyRecordsInput = {
@@ -2646,6 +2766,8 @@ export type ProjectUncheckedUpdateWithoutIdempotencyRecordsInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutSendCountersInput = {
@@ -2683,6 +2805,8 @@ export type ProjectCreateWithoutSendCountersInput = {
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutSendCountersInput = {
@@ -2720,6 +2844,8 @@ export type ProjectUncheckedCreateWithoutSendCountersInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutSendCountersInput = {
@@ -2773,6 +2899,8 @@ export type ProjectUpdateWithoutSendCountersInput = {
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutSendCountersInput = {
@@ -2810,6 +2938,8 @@ export type ProjectUncheckedUpdateWithoutSendCountersInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutApiErrorsInput = {
@@ -2847,6 +2977,8 @@ export type ProjectCreateWithoutApiErrorsInput = {
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutApiErrorsInput = {
@@ -2884,6 +3016,8 @@ export type ProjectUncheckedCreateWithoutApiErrorsInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutApiErrorsInput = {
@@ -2937,6 +3071,8 @@ export type ProjectUpdateWithoutApiErrorsInput = {
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutApiErrorsInput = {
@@ -2974,6 +3110,8 @@ export type ProjectUncheckedUpdateWithoutApiErrorsInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutTemplatesInput = {
@@ -3011,6 +3149,8 @@ export type ProjectCreateWithoutTemplatesInput = {
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutTemplatesInput = {
@@ -3048,6 +3188,8 @@ export type ProjectUncheckedCreateWithoutTemplatesInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutTemplatesInput = {
@@ -3101,6 +3243,8 @@ export type ProjectUpdateWithoutTemplatesInput = {
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutTemplatesInput = {
@@ -3138,6 +3282,8 @@ export type ProjectUncheckedUpdateWithoutTemplatesInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutWebhooksInput = {
@@ -3175,6 +3321,8 @@ export type ProjectCreateWithoutWebhooksInput = {
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutWebhooksInput = {
@@ -3212,6 +3360,8 @@ export type ProjectUncheckedCreateWithoutWebhooksInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutWebhooksInput = {
@@ -3265,6 +3415,8 @@ export type ProjectUpdateWithoutWebhooksInput = {
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutWebhooksInput = {
@@ -3302,6 +3454,8 @@ export type ProjectUncheckedUpdateWithoutWebhooksInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutRuntimeTokensInput = {
@@ -3339,6 +3493,8 @@ export type ProjectCreateWithoutRuntimeTokensInput = {
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutRuntimeTokensInput = {
@@ -3376,6 +3532,8 @@ export type ProjectUncheckedCreateWithoutRuntimeTokensInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutRuntimeTokensInput = {
@@ -3429,6 +3587,8 @@ export type ProjectUpdateWithoutRuntimeTokensInput = {
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutRuntimeTokensInput = {
@@ -3466,6 +3626,8 @@ export type ProjectUncheckedUpdateWithoutRuntimeTokensInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutMediaAssetsInput = {
@@ -3503,6 +3665,8 @@ export type ProjectCreateWithoutMediaAssetsInput = {
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutMediaAssetsInput = {
@@ -3540,6 +3704,8 @@ export type ProjectUncheckedCreateWithoutMediaAssetsInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutMediaAssetsInput = {
@@ -3593,6 +3759,8 @@ export type ProjectUpdateWithoutMediaAssetsInput = {
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutMediaAssetsInput = {
@@ -3630,6 +3798,8 @@ export type ProjectUncheckedUpdateWithoutMediaAssetsInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutHeaderSamplesInput = {
@@ -3667,6 +3837,8 @@ export type ProjectCreateWithoutHeaderSamplesInput = {
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutHeaderSamplesInput = {
@@ -3704,6 +3876,8 @@ export type ProjectUncheckedCreateWithoutHeaderSamplesInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutHeaderSamplesInput = {
@@ -3757,6 +3931,8 @@ export type ProjectUpdateWithoutHeaderSamplesInput = {
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutHeaderSamplesInput = {
@@ -3794,6 +3970,8 @@ export type ProjectUncheckedUpdateWithoutHeaderSamplesInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutSegmentsInput = {
@@ -3831,6 +4009,8 @@ export type ProjectCreateWithoutSegmentsInput = {
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutSegmentsInput = {
@@ -3868,6 +4048,8 @@ export type ProjectUncheckedCreateWithoutSegmentsInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutSegmentsInput = {
@@ -3921,6 +4103,8 @@ export type ProjectUpdateWithoutSegmentsInput = {
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutSegmentsInput = {
@@ -3958,6 +4142,8 @@ export type ProjectUncheckedUpdateWithoutSegmentsInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutBroadcastsInput = {
@@ -3995,6 +4181,8 @@ export type ProjectCreateWithoutBroadcastsInput = {
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutBroadcastsInput = {
@@ -4032,6 +4220,8 @@ export type ProjectUncheckedCreateWithoutBroadcastsInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutBroadcastsInput = {
@@ -4085,6 +4275,8 @@ export type ProjectUpdateWithoutBroadcastsInput = {
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutBroadcastsInput = {
@@ -4122,6 +4314,8 @@ export type ProjectUncheckedUpdateWithoutBroadcastsInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutContactImportsInput = {
@@ -4159,6 +4353,8 @@ export type ProjectCreateWithoutContactImportsInput = {
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutContactImportsInput = {
@@ -4196,6 +4392,8 @@ export type ProjectUncheckedCreateWithoutContactImportsInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutContactImportsInput = {
@@ -4249,6 +4447,8 @@ export type ProjectUpdateWithoutContactImportsInput = {
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutContactImportsInput = {
@@ -4286,6 +4486,8 @@ export type ProjectUncheckedUpdateWithoutContactImportsInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutProjectFilesInput = {
@@ -4323,6 +4525,8 @@ export type ProjectCreateWithoutProjectFilesInput = {
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutProjectFilesInput = {
@@ -4360,6 +4564,8 @@ export type ProjectUncheckedCreateWithoutProjectFilesInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutProjectFilesInput = {
@@ -4413,6 +4619,8 @@ export type ProjectUpdateWithoutProjectFilesInput = {
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutProjectFilesInput = {
@@ -4450,6 +4658,8 @@ export type ProjectUncheckedUpdateWithoutProjectFilesInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutFlowsInput = {
@@ -4487,6 +4697,8 @@ export type ProjectCreateWithoutFlowsInput = {
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutFlowsInput = {
@@ -4524,6 +4736,8 @@ export type ProjectUncheckedCreateWithoutFlowsInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutFlowsInput = {
@@ -4577,6 +4791,8 @@ export type ProjectUpdateWithoutFlowsInput = {
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutFlowsInput = {
@@ -4614,6 +4830,8 @@ export type ProjectUncheckedUpdateWithoutFlowsInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutDashboardMembersInput = {
@@ -4651,6 +4869,8 @@ export type ProjectCreateWithoutDashboardMembersInput = {
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutDashboardMembersInput = {
@@ -4688,6 +4908,8 @@ export type ProjectUncheckedCreateWithoutDashboardMembersInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutDashboardMembersInput = {
@@ -4741,6 +4963,8 @@ export type ProjectUpdateWithoutDashboardMembersInput = {
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutDashboardMembersInput = {
@@ -4778,6 +5002,8 @@ export type ProjectUncheckedUpdateWithoutDashboardMembersInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutDashboardInvitesInput = {
@@ -4815,6 +5041,8 @@ export type ProjectCreateWithoutDashboardInvitesInput = {
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutDashboardInvitesInput = {
@@ -4852,6 +5080,8 @@ export type ProjectUncheckedCreateWithoutDashboardInvitesInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutDashboardInvitesInput = {
@@ -4905,6 +5135,8 @@ export type ProjectUpdateWithoutDashboardInvitesInput = {
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutDashboardInvitesInput = {
@@ -4942,6 +5174,8 @@ export type ProjectUncheckedUpdateWithoutDashboardInvitesInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutCallsInput = {
@@ -4979,6 +5213,8 @@ export type ProjectCreateWithoutCallsInput = {
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutCallsInput = {
@@ -5016,6 +5252,8 @@ export type ProjectUncheckedCreateWithoutCallsInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutCallsInput = {
@@ -5069,6 +5307,8 @@ export type ProjectUpdateWithoutCallsInput = {
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutCallsInput = {
@@ -5106,6 +5346,8 @@ export type ProjectUncheckedUpdateWithoutCallsInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectCreateWithoutGroupsInput = {
@@ -5143,6 +5385,8 @@ export type ProjectCreateWithoutGroupsInput = {
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectUncheckedCreateWithoutGroupsInput = {
@@ -5180,6 +5424,8 @@ export type ProjectUncheckedCreateWithoutGroupsInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
 }
 
 export type ProjectCreateOrConnectWithoutGroupsInput = {
@@ -5233,6 +5479,8 @@ export type ProjectUpdateWithoutGroupsInput = {
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
 }
 
 export type ProjectUncheckedUpdateWithoutGroupsInput = {
@@ -5270,6 +5518,352 @@ export type ProjectUncheckedUpdateWithoutGroupsInput = {
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
+}
+
+export type ProjectCreateWithoutInboxSettingsInput = {
+  id: string
+  name: string
+  status?: $Enums.ProjectStatus
+  dailySendQuota?: number
+  conversationReserve?: number
+  consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
+  createdAt?: Date | string
+  updatedAt?: Date | string
+  apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutProjectInput
+  connections?: Prisma.ConnectionProjectCreateNestedManyWithoutProjectInput
+  channel?: Prisma.ChannelSettingsCreateNestedOneWithoutProjectInput
+  contacts?: Prisma.ContactCreateNestedManyWithoutProjectInput
+  conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
+  messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupCreateNestedManyWithoutProjectInput
+  events?: Prisma.EventCreateNestedManyWithoutProjectInput
+  idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
+  sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorCreateNestedManyWithoutProjectInput
+  templates?: Prisma.TemplateCreateNestedManyWithoutProjectInput
+  webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
+  runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
+  mediaAssets?: Prisma.MediaAssetCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileCreateNestedManyWithoutProjectInput
+  headerSamples?: Prisma.HeaderSampleCreateNestedManyWithoutProjectInput
+  segments?: Prisma.SegmentCreateNestedManyWithoutProjectInput
+  broadcasts?: Prisma.BroadcastCreateNestedManyWithoutProjectInput
+  contactImports?: Prisma.ContactImportCreateNestedManyWithoutProjectInput
+  flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
+  dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
+}
+
+export type ProjectUncheckedCreateWithoutInboxSettingsInput = {
+  id: string
+  name: string
+  status?: $Enums.ProjectStatus
+  dailySendQuota?: number
+  conversationReserve?: number
+  consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
+  createdAt?: Date | string
+  updatedAt?: Date | string
+  apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutProjectInput
+  connections?: Prisma.ConnectionProjectUncheckedCreateNestedManyWithoutProjectInput
+  channel?: Prisma.ChannelSettingsUncheckedCreateNestedOneWithoutProjectInput
+  contacts?: Prisma.ContactUncheckedCreateNestedManyWithoutProjectInput
+  conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
+  messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupUncheckedCreateNestedManyWithoutProjectInput
+  events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
+  idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
+  sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedCreateNestedManyWithoutProjectInput
+  templates?: Prisma.TemplateUncheckedCreateNestedManyWithoutProjectInput
+  webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
+  runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
+  mediaAssets?: Prisma.MediaAssetUncheckedCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileUncheckedCreateNestedManyWithoutProjectInput
+  headerSamples?: Prisma.HeaderSampleUncheckedCreateNestedManyWithoutProjectInput
+  segments?: Prisma.SegmentUncheckedCreateNestedManyWithoutProjectInput
+  broadcasts?: Prisma.BroadcastUncheckedCreateNestedManyWithoutProjectInput
+  contactImports?: Prisma.ContactImportUncheckedCreateNestedManyWithoutProjectInput
+  flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
+  dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
+}
+
+export type ProjectCreateOrConnectWithoutInboxSettingsInput = {
+  where: Prisma.ProjectWhereUniqueInput
+  create: Prisma.XOR<Prisma.ProjectCreateWithoutInboxSettingsInput, Prisma.ProjectUncheckedCreateWithoutInboxSettingsInput>
+}
+
+export type ProjectUpsertWithoutInboxSettingsInput = {
+  update: Prisma.XOR<Prisma.ProjectUpdateWithoutInboxSettingsInput, Prisma.ProjectUncheckedUpdateWithoutInboxSettingsInput>
+  create: Prisma.XOR<Prisma.ProjectCreateWithoutInboxSettingsInput, Prisma.ProjectUncheckedCreateWithoutInboxSettingsInput>
+  where?: Prisma.ProjectWhereInput
+}
+
+export type ProjectUpdateToOneWithWhereWithoutInboxSettingsInput = {
+  where?: Prisma.ProjectWhereInput
+  data: Prisma.XOR<Prisma.ProjectUpdateWithoutInboxSettingsInput, Prisma.ProjectUncheckedUpdateWithoutInboxSettingsInput>
+}
+
+export type ProjectUpdateWithoutInboxSettingsInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  name?: Prisma.StringFieldUpdateOperationsInput | string
+  status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
+  dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
+  consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  apiKeys?: Prisma.ApiKeyUpdateManyWithoutProjectNestedInput
+  connections?: Prisma.ConnectionProjectUpdateManyWithoutProjectNestedInput
+  channel?: Prisma.ChannelSettingsUpdateOneWithoutProjectNestedInput
+  contacts?: Prisma.ContactUpdateManyWithoutProjectNestedInput
+  conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
+  messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUpdateManyWithoutProjectNestedInput
+  events?: Prisma.EventUpdateManyWithoutProjectNestedInput
+  idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
+  sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUpdateManyWithoutProjectNestedInput
+  templates?: Prisma.TemplateUpdateManyWithoutProjectNestedInput
+  webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
+  runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
+  mediaAssets?: Prisma.MediaAssetUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUpdateManyWithoutProjectNestedInput
+  headerSamples?: Prisma.HeaderSampleUpdateManyWithoutProjectNestedInput
+  segments?: Prisma.SegmentUpdateManyWithoutProjectNestedInput
+  broadcasts?: Prisma.BroadcastUpdateManyWithoutProjectNestedInput
+  contactImports?: Prisma.ContactImportUpdateManyWithoutProjectNestedInput
+  flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
+  dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
+}
+
+export type ProjectUncheckedUpdateWithoutInboxSettingsInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  name?: Prisma.StringFieldUpdateOperationsInput | string
+  status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
+  dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
+  consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutProjectNestedInput
+  connections?: Prisma.ConnectionProjectUncheckedUpdateManyWithoutProjectNestedInput
+  channel?: Prisma.ChannelSettingsUncheckedUpdateOneWithoutProjectNestedInput
+  contacts?: Prisma.ContactUncheckedUpdateManyWithoutProjectNestedInput
+  conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
+  messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUncheckedUpdateManyWithoutProjectNestedInput
+  events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
+  idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
+  sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedUpdateManyWithoutProjectNestedInput
+  templates?: Prisma.TemplateUncheckedUpdateManyWithoutProjectNestedInput
+  webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
+  runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
+  mediaAssets?: Prisma.MediaAssetUncheckedUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUncheckedUpdateManyWithoutProjectNestedInput
+  headerSamples?: Prisma.HeaderSampleUncheckedUpdateManyWithoutProjectNestedInput
+  segments?: Prisma.SegmentUncheckedUpdateManyWithoutProjectNestedInput
+  broadcasts?: Prisma.BroadcastUncheckedUpdateManyWithoutProjectNestedInput
+  contactImports?: Prisma.ContactImportUncheckedUpdateManyWithoutProjectNestedInput
+  flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
+  dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
+}
+
+export type ProjectCreateWithoutInboxMembersInput = {
+  id: string
+  name: string
+  status?: $Enums.ProjectStatus
+  dailySendQuota?: number
+  conversationReserve?: number
+  consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
+  createdAt?: Date | string
+  updatedAt?: Date | string
+  apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutProjectInput
+  connections?: Prisma.ConnectionProjectCreateNestedManyWithoutProjectInput
+  channel?: Prisma.ChannelSettingsCreateNestedOneWithoutProjectInput
+  contacts?: Prisma.ContactCreateNestedManyWithoutProjectInput
+  conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
+  messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupCreateNestedManyWithoutProjectInput
+  events?: Prisma.EventCreateNestedManyWithoutProjectInput
+  idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
+  sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorCreateNestedManyWithoutProjectInput
+  templates?: Prisma.TemplateCreateNestedManyWithoutProjectInput
+  webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
+  runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
+  mediaAssets?: Prisma.MediaAssetCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileCreateNestedManyWithoutProjectInput
+  headerSamples?: Prisma.HeaderSampleCreateNestedManyWithoutProjectInput
+  segments?: Prisma.SegmentCreateNestedManyWithoutProjectInput
+  broadcasts?: Prisma.BroadcastCreateNestedManyWithoutProjectInput
+  contactImports?: Prisma.ContactImportCreateNestedManyWithoutProjectInput
+  flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
+  dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
+}
+
+export type ProjectUncheckedCreateWithoutInboxMembersInput = {
+  id: string
+  name: string
+  status?: $Enums.ProjectStatus
+  dailySendQuota?: number
+  conversationReserve?: number
+  consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
+  createdAt?: Date | string
+  updatedAt?: Date | string
+  apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutProjectInput
+  connections?: Prisma.ConnectionProjectUncheckedCreateNestedManyWithoutProjectInput
+  channel?: Prisma.ChannelSettingsUncheckedCreateNestedOneWithoutProjectInput
+  contacts?: Prisma.ContactUncheckedCreateNestedManyWithoutProjectInput
+  conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
+  messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupUncheckedCreateNestedManyWithoutProjectInput
+  events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
+  idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
+  sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedCreateNestedManyWithoutProjectInput
+  templates?: Prisma.TemplateUncheckedCreateNestedManyWithoutProjectInput
+  webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
+  runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
+  mediaAssets?: Prisma.MediaAssetUncheckedCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileUncheckedCreateNestedManyWithoutProjectInput
+  headerSamples?: Prisma.HeaderSampleUncheckedCreateNestedManyWithoutProjectInput
+  segments?: Prisma.SegmentUncheckedCreateNestedManyWithoutProjectInput
+  broadcasts?: Prisma.BroadcastUncheckedCreateNestedManyWithoutProjectInput
+  contactImports?: Prisma.ContactImportUncheckedCreateNestedManyWithoutProjectInput
+  flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
+  dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
+}
+
+export type ProjectCreateOrConnectWithoutInboxMembersInput = {
+  where: Prisma.ProjectWhereUniqueInput
+  create: Prisma.XOR<Prisma.ProjectCreateWithoutInboxMembersInput, Prisma.ProjectUncheckedCreateWithoutInboxMembersInput>
+}
+
+export type ProjectUpsertWithoutInboxMembersInput = {
+  update: Prisma.XOR<Prisma.ProjectUpdateWithoutInboxMembersInput, Prisma.ProjectUncheckedUpdateWithoutInboxMembersInput>
+  create: Prisma.XOR<Prisma.ProjectCreateWithoutInboxMembersInput, Prisma.ProjectUncheckedCreateWithoutInboxMembersInput>
+  where?: Prisma.ProjectWhereInput
+}
+
+export type ProjectUpdateToOneWithWhereWithoutInboxMembersInput = {
+  where?: Prisma.ProjectWhereInput
+  data: Prisma.XOR<Prisma.ProjectUpdateWithoutInboxMembersInput, Prisma.ProjectUncheckedUpdateWithoutInboxMembersInput>
+}
+
+export type ProjectUpdateWithoutInboxMembersInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  name?: Prisma.StringFieldUpdateOperationsInput | string
+  status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
+  dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
+  consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  apiKeys?: Prisma.ApiKeyUpdateManyWithoutProjectNestedInput
+  connections?: Prisma.ConnectionProjectUpdateManyWithoutProjectNestedInput
+  channel?: Prisma.ChannelSettingsUpdateOneWithoutProjectNestedInput
+  contacts?: Prisma.ContactUpdateManyWithoutProjectNestedInput
+  conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
+  messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUpdateManyWithoutProjectNestedInput
+  events?: Prisma.EventUpdateManyWithoutProjectNestedInput
+  idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
+  sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUpdateManyWithoutProjectNestedInput
+  templates?: Prisma.TemplateUpdateManyWithoutProjectNestedInput
+  webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
+  runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
+  mediaAssets?: Prisma.MediaAssetUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUpdateManyWithoutProjectNestedInput
+  headerSamples?: Prisma.HeaderSampleUpdateManyWithoutProjectNestedInput
+  segments?: Prisma.SegmentUpdateManyWithoutProjectNestedInput
+  broadcasts?: Prisma.BroadcastUpdateManyWithoutProjectNestedInput
+  contactImports?: Prisma.ContactImportUpdateManyWithoutProjectNestedInput
+  flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
+  dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
+}
+
+export type ProjectUncheckedUpdateWithoutInboxMembersInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  name?: Prisma.StringFieldUpdateOperationsInput | string
+  status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
+  dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
+  consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutProjectNestedInput
+  connections?: Prisma.ConnectionProjectUncheckedUpdateManyWithoutProjectNestedInput
+  channel?: Prisma.ChannelSettingsUncheckedUpdateOneWithoutProjectNestedInput
+  contacts?: Prisma.ContactUncheckedUpdateManyWithoutProjectNestedInput
+  conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
+  messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUncheckedUpdateManyWithoutProjectNestedInput
+  events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
+  idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
+  sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedUpdateManyWithoutProjectNestedInput
+  templates?: Prisma.TemplateUncheckedUpdateManyWithoutProjectNestedInput
+  webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
+  runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
+  mediaAssets?: Prisma.MediaAssetUncheckedUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUncheckedUpdateManyWithoutProjectNestedInput
+  headerSamples?: Prisma.HeaderSampleUncheckedUpdateManyWithoutProjectNestedInput
+  segments?: Prisma.SegmentUncheckedUpdateManyWithoutProjectNestedInput
+  broadcasts?: Prisma.BroadcastUncheckedUpdateManyWithoutProjectNestedInput
+  contactImports?: Prisma.ContactImportUncheckedUpdateManyWithoutProjectNestedInput
+  flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
+  dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
 }
 
 
@@ -5303,6 +5897,7 @@ export type ProjectCountOutputType = {
   dashboardInvites: number
   conversationNotes: number
   cannedReplies: number
+  inboxMembers: number
 }
 
 export type ProjectCountOutputTypeSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
@@ -5331,6 +5926,7 @@ export type ProjectCountOutputTypeSelect<ExtArgs extends runtime.Types.Extension
   dashboardInvites?: boolean | ProjectCountOutputTypeCountDashboardInvitesArgs
   conversationNotes?: boolean | ProjectCountOutputTypeCountConversationNotesArgs
   cannedReplies?: boolean | ProjectCountOutputTypeCountCannedRepliesArgs
+  inboxMembers?: boolean | ProjectCountOutputTypeCountInboxMembersArgs
 }
 
 /**
@@ -5518,6 +6114,13 @@ export type ProjectCountOutputTypeCountCannedRepliesArgs<ExtArgs extends runtime
   where?: Prisma.CannedReplyWhereInput
 }
 
+/**
+ * ProjectCountOutputType without action
+ */
+export type ProjectCountOutputTypeCountInboxMembersArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  where?: Prisma.InboxMemberWhereInput
+}
+
 
 export type ProjectSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
   id?: boolean
@@ -5555,6 +6158,8 @@ export type ProjectSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs 
   dashboardInvites?: boolean | Prisma.Project$dashboardInvitesArgs<ExtArgs>
   conversationNotes?: boolean | Prisma.Project$conversationNotesArgs<ExtArgs>
   cannedReplies?: boolean | Prisma.Project$cannedRepliesArgs<ExtArgs>
+  inboxSettings?: boolean | Prisma.Project$inboxSettingsArgs<ExtArgs>
+  inboxMembers?: boolean | Prisma.Project$inboxMembersArgs<ExtArgs>
   _count?: boolean | Prisma.ProjectCountOutputTypeDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["project"]>
 
@@ -5622,6 +6227,8 @@ export type ProjectInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs
   dashboardInvites?: boolean | Prisma.Project$dashboardInvitesArgs<ExtArgs>
   conversationNotes?: boolean | Prisma.Project$conversationNotesArgs<ExtArgs>
   cannedReplies?: boolean | Prisma.Project$cannedRepliesArgs<ExtArgs>
+  inboxSettings?: boolean | Prisma.Project$inboxSettingsArgs<ExtArgs>
+  inboxMembers?: boolean | Prisma.Project$inboxMembersArgs<ExtArgs>
   _count?: boolean | Prisma.ProjectCountOutputTypeDefaultArgs<ExtArgs>
 }
 export type ProjectIncludeCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {}
@@ -5656,6 +6263,8 @@ export type $ProjectPayload<ExtArgs extends runtime.Types.Extensions.InternalArg
     dashboardInvites: Prisma.$DashboardInvitePayload<ExtArgs>[]
     conversationNotes: Prisma.$ConversationNotePayload<ExtArgs>[]
     cannedReplies: Prisma.$CannedReplyPayload<ExtArgs>[]
+    inboxSettings: Prisma.$InboxSettingsPayload<ExtArgs> | null
+    inboxMembers: Prisma.$InboxMemberPayload<ExtArgs>[]
   }
   scalars: runtime.Types.Extensions.GetPayloadResult<{
     /**
@@ -6104,6 +6713,8 @@ export interface Prisma__ProjectClient<T, Null = never, ExtArgs extends runtime.
   dashboardInvites<T extends Prisma.Project$dashboardInvitesArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$dashboardInvitesArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$DashboardInvitePayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   conversationNotes<T extends Prisma.Project$conversationNotesArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$conversationNotesArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$ConversationNotePayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   cannedReplies<T extends Prisma.Project$cannedRepliesArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$cannedRepliesArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$CannedReplyPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
+  inboxSettings<T extends Prisma.Project$inboxSettingsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$inboxSettingsArgs<ExtArgs>>): Prisma.Prisma__InboxSettingsClient<runtime.Types.Result.GetResult<Prisma.$InboxSettingsPayload<ExtArgs>, T, "findUniqueOrThrow", GlobalOmitOptions> | null, null, ExtArgs, GlobalOmitOptions>
+  inboxMembers<T extends Prisma.Project$inboxMembersArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$inboxMembersArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$InboxMemberPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   /**
    * Attaches callbacks for the resolution and/or rejection of the Promise.
    * @param onfulfilled The callback to execute when the Promise is resolved.
@@ -7151,6 +7762,49 @@ export type Project$cannedRepliesArgs<ExtArgs extends runtime.Types.Extensions.I
   take?: number
   skip?: number
   distinct?: Prisma.CannedReplyScalarFieldEnum | Prisma.CannedReplyScalarFieldEnum[]
+}
+
+/**
+ * Project.inboxSettings
+ */
+export type Project$inboxSettingsArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  /**
+   * Select specific fields to fetch from the InboxSettings
+   */
+  select?: Prisma.InboxSettingsSelect<ExtArgs> | null
+  /**
+   * Omit specific fields from the InboxSettings
+   */
+  omit?: Prisma.InboxSettingsOmit<ExtArgs> | null
+  /**
+   * Choose, which related nodes to fetch as well
+   */
+  include?: Prisma.InboxSettingsInclude<ExtArgs> | null
+  where?: Prisma.InboxSettingsWhereInput
+}
+
+/**
+ * Project.inboxMembers
+ */
+export type Project$inboxMembersArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  /**
+   * Select specific fields to fetch from the InboxMember
+   */
+  select?: Prisma.InboxMemberSelect<ExtArgs> | null
+  /**
+   * Omit specific fields from the InboxMember
+   */
+  omit?: Prisma.InboxMemberOmit<ExtArgs> | null
+  /**
+   * Choose, which related nodes to fetch as well
+   */
+  include?: Prisma.InboxMemberInclude<ExtArgs> | null
+  where?: Prisma.InboxMemberWhereInput
+  orderBy?: Prisma.InboxMemberOrderByWithRelationInput | Prisma.InboxMemberOrderByWithRelationInput[]
+  cursor?: Prisma.InboxMemberWhereUniqueInput
+  take?: number
+  skip?: number
+  distinct?: Prisma.InboxMemberScalarFieldEnum | Prisma.InboxMemberScalarFieldEnum[]
 }
 
 /**

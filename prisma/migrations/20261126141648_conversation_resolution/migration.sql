@@ -1,0 +1,3 @@
+-- AlterTable
+ALTER TABLE "conversations" ADD COLUMN     "resolution" TEXT NOT NULL DEFAULT 'open',
+ADD COLUMN     "snoozed_until" TIMESTAMPTZ(3);
