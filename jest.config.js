@@ -41,8 +41,6 @@ const PROOFS = [
   'failover',
   // scripts/ha/cluster.sh's status, start, stop and supervisor; etcd's quorum lost; one PostgreSQL node left
   'ha-cluster',
-  // pgBackRest: WAL archived, backups, a cluster restored to a point in time between two writes
-  'pitr',
 ];
 const proofPaths = PROOFS.map((name) => `<rootDir>/tests/${name}.test.ts`);
 
