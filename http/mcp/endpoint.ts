@@ -83,24 +83,7 @@ export function mcpRoutes(deps: AppDeps, app: () => RequestListener): RequestHan
   };
 
   const handle = async (req: Request, res: Response, next: NextFunction): Promise<void> => {
-    if (!origins.allows(req.headers.origin)) {
-      res.status(403).json(rpcError(null, ErrorCode.InvalidRequest, originRefusal(req.headers.origin)));
-      return;
-    }
-    res.setHeader('Access-Control-Allow-Origin', '*');
-    res.setHeader('Access-Control-Expose-Headers', 'WWW-Authenticate, Mcp-Session-Id, Mcp-Protocol-Version, X-Request-Id');
-    if (req.method === 'OPTIONS') {
-      res.setHeader('Access-Control-Allow-Methods', 'POST, OPTIONS');
-      res.setHeader('Access-Control-Allow-Headers', 'Authorization, Content-Type, Accept, Mcp-Protocol-Version, Mcp-Method, Mcp-Name, X-Service-Project, Last-Event-ID');
-      res.status(204).end();
-      return;
-    }
-    if (req.method !== 'POST') {
-      // Stateless: no server-initiated stream to GET, no session to DELETE.
-      res.setHeader('Allow', 'POST, OPTIONS');
-      res.status(405).json(rpcError(null, ErrorCode.ConnectionClosed, 'Method not allowed: this MCP server is stateless and answers POST only.'));
-      return;
-    }
+    if (answeredBeforeAuth(req, res, origins)) return;
     let credential: Credential;
     try {
       credential = await resolve(req);
@@ -134,38 +117,7 @@ export function mcpRoutes(deps: AppDeps, app: () => RequestListener): RequestHan
     });
   };
 
-  /**
-   * A tool call of an OAuth client whose token lacks the operation's scopes on the project it names:
-   * HTTP 403 with the step-up challenge (MCP 2025-11-25, "Scope Challenge Handling"), which the SDK's
-   * client answers by authorizing again for those scopes, instead of a tool error in a 200 that no
-   * client acts on. Operator-issued tokens and `pk_` keys, which no authorization can widen, keep the
-   * tool error `insufficient_scope`. Anything else (the project unknown or ambiguous) is left to the
-   * call, which answers it as over HTTP.
-   */
-  const stepUp = (req: Request, res: Response, credential: Credential): boolean => {
-    const message = req.body as { id?: unknown; method?: unknown; params?: { name?: unknown; arguments?: Record<string, unknown> } } | undefined;
-    if (credential.kind !== 'access_token' || !credential.clientId || message?.method !== 'tools/call') return false;
-    // Through callTool, the tool it names is the one judged: the same challenge as calling it by name.
-    const target = targetOf(message.params?.name, message.params?.arguments);
-    if ('refused' in target) return false;
-    const tool = byName.get(target.name);
-    if (!tool || !tool.operation.projectScoped || tool.operation.requiredScopes.length === 0) return false;
-    const named = (target.arguments as Record<string, unknown> | undefined)?.[PROJECT_ARG];
-    let held: string[];
-    try {
-      held = selectGrant(credential, typeof named === 'string' ? named : req.headers['x-service-project'], tool.operation.method.toUpperCase()).scopes;
-    } catch {
-      return false;
-    }
-    const missing = tool.operation.requiredScopes.filter((s) => !held.includes(s));
-    if (missing.length === 0) return false;
-    const description = `${tool.name} needs the scope ${missing.join(', ')}; authorize again to add it.`;
-    const resourceMetadataUrl = protectedResourceMetadataUrl(reachedBaseUrl(deps.config.publicBaseUrl, req.headers.host));
-    res.setHeader('WWW-Authenticate', bearerChallenge({ resourceMetadataUrl, error: 'insufficient_scope', scope: stepUpScopes(held, tool.operation.requiredScopes), description }));
-    const id = typeof message.id === 'string' || typeof message.id === 'number' ? message.id : null;
-    res.status(403).json({ jsonrpc: '2.0', id, error: { code: ErrorCode.InvalidRequest, message: description, data: { code: 'insufficient_scope', required: tool.operation.requiredScopes, missing } } });
-    return true;
-  };
+  const stepUp = (req: Request, res: Response, credential: Credential) => answerStepUp(deps, byName, req, res, credential);
 
   const listTools = (req: Request, credential: Credential) => ({ tools: toolList(visibleTools(tools, credential, req.headers['x-service-project'])).listed });
 
@@ -240,6 +192,62 @@ export function mcpRoutes(deps: AppDeps, app: () => RequestListener): RequestHan
   };
 
   return (req, res, next) => (req.path === MCP_PATH || req.path === `${MCP_PATH}/` ? void handle(req, res, next).catch(next) : next());
+}
+
+/** The origin check, CORS and the methods other than POST: true when the request is answered here. */
+function answeredBeforeAuth(req: Request, res: Response, origins: ReturnType<typeof originRule>): boolean {
+  if (!origins.allows(req.headers.origin)) {
+    res.status(403).json(rpcError(null, ErrorCode.InvalidRequest, originRefusal(req.headers.origin)));
+    return true;
+  }
+  res.setHeader('Access-Control-Allow-Origin', '*');
+  res.setHeader('Access-Control-Expose-Headers', 'WWW-Authenticate, Mcp-Session-Id, Mcp-Protocol-Version, X-Request-Id');
+  if (req.method === 'OPTIONS') {
+    res.setHeader('Access-Control-Allow-Methods', 'POST, OPTIONS');
+    res.setHeader('Access-Control-Allow-Headers', 'Authorization, Content-Type, Accept, Mcp-Protocol-Version, Mcp-Method, Mcp-Name, X-Service-Project, Last-Event-ID');
+    res.status(204).end();
+    return true;
+  }
+  if (req.method !== 'POST') {
+    // Stateless: no server-initiated stream to GET, no session to DELETE.
+    res.setHeader('Allow', 'POST, OPTIONS');
+    res.status(405).json(rpcError(null, ErrorCode.ConnectionClosed, 'Method not allowed: this MCP server is stateless and answers POST only.'));
+    return true;
+  }
+  return false;
+}
+
+/**
+ * A tool call of an OAuth client whose token lacks the operation's scopes on the project it names:
+ * HTTP 403 with the step-up challenge (MCP 2025-11-25, "Scope Challenge Handling"), which the SDK's
+ * client answers by authorizing again for those scopes, instead of a tool error in a 200 that no
+ * client acts on. Operator-issued tokens and `pk_` keys, which no authorization can widen, keep the
+ * tool error `insufficient_scope`. Anything else (the project unknown or ambiguous) is left to the
+ * call, which answers it as over HTTP.
+ */
+function answerStepUp(deps: AppDeps, byName: Map<string, ToolDef>, req: Request, res: Response, credential: Credential): boolean {
+  const message = req.body as { id?: unknown; method?: unknown; params?: { name?: unknown; arguments?: Record<string, unknown> } } | undefined;
+  if (credential.kind !== 'access_token' || !credential.clientId || message?.method !== 'tools/call') return false;
+  // Through callTool, the tool it names is the one judged: the same challenge as calling it by name.
+  const target = targetOf(message.params?.name, message.params?.arguments);
+  if ('refused' in target) return false;
+  const tool = byName.get(target.name);
+  if (!tool || !tool.operation.projectScoped || tool.operation.requiredScopes.length === 0) return false;
+  const named = (target.arguments as Record<string, unknown> | undefined)?.[PROJECT_ARG];
+  let held: string[];
+  try {
+    held = selectGrant(credential, typeof named === 'string' ? named : req.headers['x-service-project'], tool.operation.method.toUpperCase()).scopes;
+  } catch {
+    return false;
+  }
+  const missing = tool.operation.requiredScopes.filter((s) => !held.includes(s));
+  if (missing.length === 0) return false;
+  const description = `${tool.name} needs the scope ${missing.join(', ')}; authorize again to add it.`;
+  const resourceMetadataUrl = protectedResourceMetadataUrl(reachedBaseUrl(deps.config.publicBaseUrl, req.headers.host));
+  res.setHeader('WWW-Authenticate', bearerChallenge({ resourceMetadataUrl, error: 'insufficient_scope', scope: stepUpScopes(held, tool.operation.requiredScopes), description }));
+  const id = typeof message.id === 'string' || typeof message.id === 'number' ? message.id : null;
+  res.status(403).json({ jsonrpc: '2.0', id, error: { code: ErrorCode.InvalidRequest, message: description, data: { code: 'insufficient_scope', required: tool.operation.requiredScopes, missing } } });
+  return true;
 }
 
 /**
