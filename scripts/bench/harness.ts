@@ -143,29 +143,10 @@ export interface PacedOptions {
  * which measures the burst's queue rather than the service at that rate.
  */
 export async function paced(name: string, opts: PacedOptions): Promise<Result> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: opts.connections ?? 100 });
-  const target = new URL(opts.path, opts.url);
+  const rec = recorder(opts, opts.connections ?? 100);
   const total = Math.round(opts.rate * opts.durationSeconds);
-  const latencies: number[] = [];
-  let errors = 0;
-  let non2xx = 0;
   const started = performance.now();
-  const one = (due: number) =>
-    new Promise<void>((resolve) => {
-      const req = http.request(target, { method: opts.method, agent, headers: opts.headers }, (res) => {
-        res.resume();
-        res.on('end', () => {
-          latencies.push(performance.now() - due);
-          if (res.statusCode! < 200 || res.statusCode! >= 300) non2xx++;
-          resolve();
-        });
-      });
-      req.on('error', () => {
-        errors++;
-        resolve();
-      });
-      req.end(opts.body());
-    });
+  const one = (due: number) => rec.one(due);
   const inFlight: Promise<void>[] = [];
   let sent = 0;
   await new Promise<void>((resolve) => {
@@ -178,11 +159,7 @@ export async function paced(name: string, opts: PacedOptions): Promise<Result> {
     tick();
   });
   await Promise.all(inFlight);
-  const elapsed = (performance.now() - started) / 1000;
-  agent.destroy();
-  latencies.sort((a, b) => a - b);
-  const q = (p: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] ?? NaN);
-  return { name, rps: Math.round(latencies.length / elapsed), p50: q(0.5), p99: q(0.99), errors, non2xx, total: latencies.length };
+  return rec.result(name, (performance.now() - started) / 1000);
 }
 
 /**
@@ -190,20 +167,29 @@ export async function paced(name: string, opts: PacedOptions): Promise<Result> {
  * for `durationSeconds`: what "10 in parallel" costs, beside paced()'s steady rate.
  */
 export async function parallel(name: string, opts: Omit<PacedOptions, 'rate'> & { concurrency: number }): Promise<Result> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: opts.concurrency });
+  const rec = recorder(opts, opts.concurrency);
+  const started = performance.now();
+  const until = started + opts.durationSeconds * 1000;
+  const worker = async () => {
+    while (performance.now() < until) await rec.one(performance.now());
+  };
+  await Promise.all(Array.from({ length: opts.concurrency }, worker));
+  return rec.result(name, (performance.now() - started) / 1000);
+}
+
+/** Requests of `opts` on one keep-alive agent, each timed from a given moment; then their Result. */
+function recorder(opts: Omit<PacedOptions, 'rate' | 'durationSeconds'>, sockets: number) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: sockets });
   const target = new URL(opts.path, opts.url);
   const latencies: number[] = [];
   let errors = 0;
   let non2xx = 0;
-  const started = performance.now();
-  const until = started + opts.durationSeconds * 1000;
-  const one = () =>
+  const one = (from: number) =>
     new Promise<void>((resolve) => {
-      const t0 = performance.now();
       const req = http.request(target, { method: opts.method, agent, headers: opts.headers }, (res) => {
         res.resume();
         res.on('end', () => {
-          latencies.push(performance.now() - t0);
+          latencies.push(performance.now() - from);
           if (res.statusCode! < 200 || res.statusCode! >= 300) non2xx++;
           resolve();
         });
@@ -214,15 +200,13 @@ export async function parallel(name: string, opts: Omit<PacedOptions, 'rate'> & 
       });
       req.end(opts.body());
     });
-  const worker = async () => {
-    while (performance.now() < until) await one();
+  const result = (name: string, elapsed: number): Result => {
+    agent.destroy();
+    latencies.sort((a, b) => a - b);
+    const q = (p: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] ?? NaN);
+    return { name, rps: Math.round(latencies.length / elapsed), p50: q(0.5), p99: q(0.99), errors, non2xx, total: latencies.length };
   };
-  await Promise.all(Array.from({ length: opts.concurrency }, worker));
-  const elapsed = (performance.now() - started) / 1000;
-  agent.destroy();
-  latencies.sort((a, b) => a - b);
-  const q = (p: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] ?? NaN);
-  return { name, rps: Math.round(latencies.length / elapsed), p50: q(0.5), p99: q(0.99), errors, non2xx, total: latencies.length };
+  return { one, result };
 }
 
 export function table(results: Result[]): string {
