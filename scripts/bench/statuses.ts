@@ -1,16 +1,17 @@
 /**
- * Issue 62, item 2: status notifications at three times the send rate. POST /v1/messages (text) at
+ * Issues 62 and 69 (P10): status notifications at three times the send rate. POST /v1/messages (text) at
  * a fixed rate while the simulator answers each send with sent, delivered and read (3 statuses a
  * send, batched as Meta batches them: the statuses raised within 20 ms share one notification).
  * The rate at which the channel webhook absorbs them is the highest of a ladder of send rates (a
- * fraction of the send rate alone, measured first in the same run with the simulator's statuses
- * off) at which:
- * - the channel webhook's answer (the simulator's POST, as Meta would time it) has p50 under 250 ms;
+ * fraction of the send rate alone, from 20% to 100%, measured first in the same run with the
+ * simulator's statuses off) at which:
+ * - the channel webhook's answer (the simulator's POST, as Meta would time it) has p50 under 250 ms
+ *   and p99 under 1 s;
  * - nothing is dropped: every notification answered 2xx at its first attempt, none given up;
  * - nothing is late beyond the bound: every message of the run is `read` in the database within
- *   LATE_BOUND_MS of the moment its read status was raised (checked at the end of the run: a
+ *   LATE_BOUND_MS (1 s) of the moment its read status was raised (checked at the end of the run: a
  *   backlog of notifications is at its longest then).
- * Reported: that rate as a ratio to the send rate alone (the goal line), and per rung the
+ * Reported: that rate as a ratio to the send rate alone (the goal line P10: ≥ 100%), and per rung the
  * notifications, their answer times, the sends' own p50/p99 and the CPU per send of the service
  * and its PostgreSQL.
  */
@@ -21,12 +22,13 @@ import { goal } from './goals.js';
 
 const RECIPIENTS = 200;
 /** The ladder: send rates as fractions of the send rate alone. */
-const RUNGS = [0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9];
+const RUNGS = [0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0];
 const P50_BOUND_MS = 250;
+const P99_BOUND_MS = 1000;
 /** The simulator's automatic statuses in this section: sent at once, delivered after 300 ms, read 1 s later. */
 const DELAYS = { sent: 0, delivered: 300, read: 1000 };
-/** How long after its read status is raised a message may still not be `read` in the database. */
-const LATE_BOUND_MS = 5000;
+/** How long after its read status is raised a message may still not be `read` in the database (issue 69: 1 s). */
+const LATE_BOUND_MS = 1000;
 
 interface Rung {
   fraction: number;
@@ -133,7 +135,7 @@ export const benchStatuses: BenchSection = async (ctx) => {
         cpu: cpu0 && cpu1 && sent > 0 ? { service: ((cpu1.self - cpu0.self) * 1000) / sent, postgres: ((cpu1.descendants - cpu0.descendants) * 1000) / sent } : undefined,
         holds: false,
       };
-      rung.holds = rung.answerP50 < P50_BOUND_MS && rung.failed === 0 && rung.dropped === 0 && rung.unread === 0 && rung.sendErrors === 0;
+      rung.holds = rung.answerP50 < P50_BOUND_MS && rung.answerP99 < P99_BOUND_MS && rung.failed === 0 && rung.dropped === 0 && rung.unread === 0 && rung.sendErrors === 0;
       rungs.push(rung);
       console.log(
         `${(fraction * 100).toFixed(0)}% of alone: ${rate} sends/s (${sent} sent, send p50/p99 ${sends.p50}/${sends.p99} ms, ${rung.sendErrors} errors); ` +
@@ -147,11 +149,11 @@ export const benchStatuses: BenchSection = async (ctx) => {
     }
     const best = rungs.filter((r) => r.holds).at(-1);
     goal({
-      id: 'statuses',
-      what: `send rate whose 3 statuses a send the channel webhook absorbs (p50 < ${P50_BOUND_MS} ms, none dropped, all read within ${LATE_BOUND_MS / 1000} s) vs the send rate alone`,
+      id: 'P10',
+      what: `send rate whose 3 statuses a send the channel webhook absorbs (p50 < ${P50_BOUND_MS} ms, p99 < ${P99_BOUND_MS} ms, none dropped, all read within ${LATE_BOUND_MS / 1000} s) vs the send rate alone`,
       ratio: best ? best.rate / alone.rps : 0,
       op: '>=',
-      target: 0.5,
+      target: 1,
       detail: best ? `${best.rate} / ${alone.rps} sends/s; answer p50 ${best.answerP50} ms, p99 ${best.answerP99} ms` : `none of the ladder holds (alone ${alone.rps}/s)`,
     });
   } finally {
