@@ -15,6 +15,7 @@ import type { Config } from './lib/platform/config.js';
 import { systemClock, type Clock } from './lib/platform/clock.js';
 import type { Logger } from './lib/platform/logger.js';
 import { openDatabase, type Database } from './lib/platform/db/database.js';
+import { writesUnconfirmed } from './lib/platform/db/commit-guard.js';
 import { readReplication } from './lib/platform/db/replication-state.js';
 import { watchHa, type HaWatch } from './lib/platform/ha-watch.js';
 import { readRedisHa } from './lib/platform/redis-ha.js';
@@ -252,14 +253,8 @@ function jobsControl(launch: (opts: JobsOptions) => Promise<Jobs>) {
   };
 }
 
-/** A commit cancelled for want of a synchronous standby keeps the instance unready this long (ms). */
-const RECENT_UNCONFIRMED_MS = 5000;
-
-/** A commit was cancelled for want of a synchronous standby a moment ago. */
-const recentlyUnconfirmed = (db: Database) => {
-  const at = db.commits?.lastUnconfirmedAt() ?? 0;
-  return at > 0 && Date.now() - at < RECENT_UNCONFIRMED_MS;
-};
+/** A commit was cancelled for want of a synchronous standby a moment ago: unready for writes meanwhile. */
+const recentlyUnconfirmed = (db: Database) => writesUnconfirmed(db.commits);
 
 /** What the HA topology lacks (lib/platform/ha-watch.ts), checked every 10 s, logged on change. */
 function haWatch(db: Database, config: ServicesOptions['config'], logger: ServicesOptions['logger'], clock: Clock): HaWatch {

@@ -24,7 +24,7 @@ import { writeJsonText } from '../http/json-response.js';
 import { completeLinkedKey, releaseKey, releaseLinkedKey, type StoredKey } from '../lib/platform/idempotency-store.js';
 import { claimBatched, completeBatched } from '../lib/platform/idempotency-batch.js';
 import { claimOnce, fingerprint } from '../lib/platform/idempotency.js';
-import { releaseFailedClaimLater } from '../lib/platform/idempotency-failed-claims.js';
+import { releaseFailedClaimLater, writesUnconfirmedRefusal } from '../lib/platform/idempotency-failed-claims.js';
 import { isDatabaseUnavailable } from '../lib/platform/db/errors.js';
 
 type Stored = StoredKey;
@@ -97,7 +97,7 @@ export function idempotency(deps: AppDeps) {
       if (held.state === 'mismatch') {
         throw new ApiError('idempotency_key_mismatch', 'This Idempotency-Key was used with a different request; use a new key for a new request.');
       }
-      if (!held.record) throw new ApiError('idempotency_in_progress', 'A request with this Idempotency-Key is being processed; retry shortly.');
+      if (!held.record) throw inProgress(deps, 'A request with this Idempotency-Key is being processed; retry shortly.');
       let record = held.record;
       let pending = 'A request with this Idempotency-Key is still being processed; retry shortly.';
       if (record.state !== 'completed' && record.send_ref && resolver) {
@@ -106,7 +106,7 @@ export function idempotency(deps: AppDeps) {
         else if (answer.state === 'pending') pending = answer.message;
         else record = await completeLinked(deps, projectId, key, record, answer);
       }
-      if (record.state !== 'completed') throw new ApiError('idempotency_in_progress', pending);
+      if (record.state !== 'completed') throw inProgress(deps, pending);
       res.setHeader('Idempotent-Replayed', 'true');
       res.set(replayHeaders(record, now));
       res.status(record.status_code ?? 200).json(record.body);
@@ -151,4 +151,14 @@ async function release(deps: AppDeps, projectId: string, key: string, resolver: 
 async function completeLinked(deps: AppDeps, projectId: string, key: string, record: Stored, answer: { status: number; body: unknown }): Promise<Stored> {
   await completeLinkedKey(deps.db.pool, projectId, key, record.send_ref!, answer.status, answer.body);
   return { ...record, state: 'completed', status_code: answer.status, body: answer.body, headers: null };
+}
+
+/**
+ * A key still in progress: 409, unless the database cannot confirm writes now (a commit was cancelled
+ * for want of a synchronous standby a moment ago). Then the claim is most likely one whose request
+ * already failed that way and whose release waits for the same standby: 503 with Retry-After, the
+ * answer of every write meanwhile, not a 409 that would repeat until a standby returns (issue 71).
+ */
+function inProgress(deps: AppDeps, message: string): ApiError {
+  return writesUnconfirmedRefusal(deps.db.commits) ?? new ApiError('idempotency_in_progress', message);
 }

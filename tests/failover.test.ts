@@ -429,4 +429,58 @@ describeIf('the loss of a machine (HA topology)', () => {
     const words = await apiSendsHeld(outcomes, killedAt);
     figures.push(`${names[0]} SIGKILLed: /readyz 200 naming ${JSON.stringify(missing)} after ${((Date.now() - killedAt) / 1000).toFixed(1)} s at most; sends ${words}`);
   }, 120_000);
+  it('When the second primary is SIGKILLed with one node left, then writes are answered 503 within the bound (never a hang, a reset or a 500) until a node comes back, then resume by themselves; every acknowledged send is delivered once', async () => {
+    const primary = (await Promise.all(nodes().map(async (n) => ((await isPrimary(n.api)) ? n : undefined)))).find(Boolean)!;
+    const running = nodes().filter((n) => n.name !== primary.name && pidOf(n.name) > 0 && (() => { try { process.kill(pidOf(n.name), 0); return true; } catch { return false; } })());
+    expect(running).toHaveLength(1); // the first kill of this file left two nodes
+    const left = running[0];
+    const stream = sendStream('one-left', 240_000);
+    await sleep(2_000);
+    const postmaster = Number(readFileSync(path.join(dir, primary.name, 'data', 'postmaster.pid'), 'utf8').split('\n')[0]);
+    const killedAt = Date.now();
+    killGroup(pidOf(primary.name));
+    killGroup(postmaster);
+    await eventually(() => isPrimary(left.api), (ok) => ok, PG_FAILOVER_BOUND_S * 1000, `${left.name} promoted`, 200);
+    // Alone, strict synchronous replication lets no commit complete: each write is answered 503 within the bound.
+    const probes: Array<{ status: number | string; ms: number }> = [];
+    for (let i = 0; i < 3; i++) {
+      const t0 = Date.now();
+      const r = await request(lbUrl).post('/v1/messages').set('Authorization', `Bearer ${key}`).timeout(15_000)
+        .send({ type: 'text', phone: `+${phones[1]}`, content: `alone probe ${i} ${t0}` }).then((x) => x, (e: Error) => e);
+      probes.push({ status: r instanceof Error ? r.message : r.status, ms: Date.now() - t0 });
+      await sleep(500);
+    }
+    expect(probes.map((p) => p.status)).toEqual([503, 503, 503]);
+    for (const p of probes) expect(p.ms).toBeLessThan(6_000);
+    // A node comes back (as the supervisor or an operator would start it): writes resume by themselves.
+    const back = nodes().find((n) => n.name !== primary.name && n.name !== left.name)!;
+    const restartedAt = Date.now();
+    const started = await runProcess(SCRIPT, ['start', dir, back.name], { timeoutMs: 120_000 });
+    expect(started.code).toBe(0);
+    await eventually(async () => (await request(lbUrl).post('/v1/messages').set('Authorization', `Bearer ${key}`).send({ type: 'text', phone: `+${phones[1]}`, content: `back probe ${Date.now()}` })).status,
+      (st) => st === 200, 120_000, 'a send acknowledged once a standby is back', 500);
+    const resumedS = (Date.now() - restartedAt) / 1000;
+    await sleep(2_000);
+    const outcomes = await stream.stop();
+    const words = await apiSendsHeld(outcomes, killedAt);
+    figures.push(`${primary.name} SIGKILLed with one node left: ${left.name} promoted; writes answered ${JSON.stringify(probes)}; ${back.name} started again, writes acknowledged ${resumedS.toFixed(1)} s later; sends ${words}`);
+  }, 420_000);
+
+  it('When etcd loses its quorum during a stream of sends, then the primary keeps writing (failsafe mode), and when the members return nothing needed a person; every acknowledged send delivered once', async () => {
+    const stream = sendStream('etcd', 120_000);
+    await sleep(2_000);
+    const killedAt = Date.now();
+    killGroup(pidOf('etcd1'));
+    killGroup(pidOf('etcd2'));
+    // Past Patroni's ttl (10 s) without a DCS: failsafe mode keeps the primary.
+    await sleep(15_000);
+    const during = await request(lbUrl).post('/v1/messages').set('Authorization', `Bearer ${key}`).timeout(15_000)
+      .send({ type: 'text', phone: `+${phones[2]}`, content: `quorum lost probe ${Date.now()}` }).then((x) => x.status, (e: Error) => e.message);
+    for (const n of ['etcd1', 'etcd2']) expect((await runProcess(SCRIPT, ['start', dir, n], { timeoutMs: 60_000 })).code).toBe(0);
+    await sleep(5_000);
+    const outcomes = await stream.stop();
+    const words = await apiSendsHeld(outcomes, killedAt);
+    figures.push(`etcd1 and etcd2 SIGKILLed (quorum lost) for 15 s: a send during it answered ${during}; members started again; sends ${words}`);
+    expect(during).toBe(200);
+  }, 240_000);
 });

@@ -107,6 +107,10 @@ describe('commits that cannot complete', () => {
       const keyed = await sendKeyed('stall-1');
       const keyedMs = Date.now() - started;
       expect503(keyed);
+      // Retried with its key at once: 503 with Retry-After again (its claim still stands, its release
+      // waiting for the same standby), never 409 idempotency_in_progress.
+      const again = await sendKeyed('stall-1');
+      expect503(again);
       started = Date.now();
       const renamed = await renameContact('Ada Lovelace');
       const renamedMs = Date.now() - started;

@@ -8,6 +8,8 @@
  */
 import type pg from 'pg';
 import { isDatabaseUnavailable } from './db/errors.js';
+import { writesUnconfirmed, type CommitGuard } from './db/commit-guard.js';
+import { ApiError } from './errors.js';
 import { releaseFailedClaim } from './idempotency-store.js';
 
 /** Shorter than ABANDONED_AFTER_MS: a later takeover's claim is never the one deleted. */
@@ -27,4 +29,10 @@ export function releaseFailedClaimLater(pool: pg.Pool, projectId: string, key: s
     });
   };
   attempt();
+}
+
+/** The 503 a write gets while the database cannot confirm writes (a commit cancelled a moment ago for want of a synchronous standby). */
+export function writesUnconfirmedRefusal(commits: CommitGuard | undefined): ApiError | undefined {
+  if (!writesUnconfirmed(commits)) return undefined;
+  return new ApiError('service_unavailable', "The database cannot confirm writes now (no synchronous standby): this Idempotency-Key's request is not complete. Retry later with the same key.", undefined, { 'Retry-After': '2' });
 }

@@ -44,6 +44,15 @@ export interface CommitGuard {
 type Guarded = pg.PoolClient & { [FLAG]?: boolean; [IN_FLIGHT]?: number; processID?: number | null; connection?: { stream?: { destroy(err?: Error): void } } };
 
 /** The error a COMMIT answers when its wait for a synchronous standby was cancelled. */
+/** A commit cancelled for want of a synchronous standby keeps writes counted as unconfirmed this long (ms). */
+export const RECENT_UNCONFIRMED_MS = 5000;
+
+/** Whether a commit was cancelled for want of a synchronous standby a moment ago (writes cannot be confirmed now). */
+export function writesUnconfirmed(guard: CommitGuard | undefined, now = Date.now()): boolean {
+  const at = guard?.lastUnconfirmedAt() ?? 0;
+  return at > 0 && now - at < RECENT_UNCONFIRMED_MS;
+}
+
 export function unconfirmedCommitError(boundMs: number): Error {
   return Object.assign(
     new Error(`commit not confirmed by a synchronous standby within ${boundMs} ms (no synchronous standby connected?): committed on the primary only; the outcome is unknown until replication resumes`),
