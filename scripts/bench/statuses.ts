@@ -92,10 +92,15 @@ export const benchStatuses: BenchSection = async (ctx) => {
       const since = new Date().toISOString();
       // The simulator keeps its last 1,000 callbacks: read them while the run goes.
       const answers = new Map<string, number>();
+      // The first attempts not answered 2xx, by their answer (status code or error): what failed.
+      const refusals = new Map<string, string>();
       const collect = async () => {
         const { data } = await sim('GET', `/_sim/callbacks?phone_number_id=${phoneNumberId}&kind=status&limit=1000`);
-        for (const c of data as Array<{ at: string; ref: string | null; kind: string; attempt: number; duration_ms: number }>) {
-          if (c.at >= since && c.attempt === 1) answers.set(`${c.at} ${c.kind} ${c.ref} ${c.duration_ms}`, c.duration_ms);
+        for (const c of data as Array<{ at: string; ref: string | null; kind: string; attempt: number; duration_ms: number; status_code: number | null; error: string | null }>) {
+          if (c.at < since || c.attempt !== 1) continue;
+          const id = `${c.at} ${c.kind} ${c.ref} ${c.duration_ms}`;
+          answers.set(id, c.duration_ms);
+          if (c.error) refusals.set(id, c.status_code ? String(c.status_code) : c.error);
         }
       };
       let polling = true;
@@ -140,7 +145,7 @@ export const benchStatuses: BenchSection = async (ctx) => {
       console.log(
         `${(fraction * 100).toFixed(0)}% of alone: ${rate} sends/s (${sent} sent, send p50/p99 ${sends.p50}/${sends.p99} ms, ${rung.sendErrors} errors); ` +
           `${rung.notifications} notifications (≈${(rung.notifications / ctx.duration).toFixed(0)}/s), answer p50 ${rung.answerP50} ms, p99 ${rung.answerP99} ms; ` +
-          `failed ${rung.failed}, dropped ${rung.dropped}; unread ${unread} at ${(LATE_BOUND_MS / 1000).toFixed(0)} s past the last read` +
+          `failed ${rung.failed}${refusals.size ? ` (first attempts: ${JSON.stringify(Object.fromEntries([...refusals.values()].reduce((m, k) => m.set(k, (m.get(k) ?? 0) + 1), new Map<string, number>())))})` : ''}, dropped ${rung.dropped}; unread ${unread} at ${(LATE_BOUND_MS / 1000).toFixed(0)} s past the last read` +
           `${unread === 0 ? ` (all read ${rung.drainMs} ms after the last was raised)` : ''}` +
           `${rung.cpu ? `; CPU per send: service ${rung.cpu.service.toFixed(2)} ms, its PostgreSQL ${rung.cpu.postgres.toFixed(2)} ms` : ''}` +
           ` → ${rung.holds ? 'holds' : 'does not hold'}`,
