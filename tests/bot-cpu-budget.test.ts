@@ -10,7 +10,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
 import { botWorld, until } from './support/bots.js';
-import { sandboxSupervisor } from '../lib/sandbox/supervisor.js';
+import { MOVED_NICE, sandboxSupervisor } from '../lib/sandbox/supervisor.js';
 
 const BUDGET_MS = 1500;
 let t: TestApp;
@@ -53,7 +53,7 @@ export async function onMessage(m: InboundMessage): Promise<void> {
 `;
 
 describe('the CPU budget', () => {
-  it('When a project spends its CPU budget, then its process runs at the lowest priority, its next event waits for the next minute (said in its bot log), and another project is answered meanwhile', async () => {
+  it('When a project spends its CPU budget, then its process runs at the lowest priority (back to that of a moved project when the minute turns), its next event waits for the next minute (said in its bot log), and another project is answered meanwhile', async () => {
     const a = await botProject(BURN);
     const b = await botProject(ECHO);
     // Loops of two seconds until the budget (1.5 s of CPU) is spent: on a loaded machine a loop of
@@ -86,11 +86,11 @@ describe('the CPU budget', () => {
     expect(refused.body.error.code).toBe('rate_limited');
     expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
 
-    // The minute turns: it runs, and the priority is back.
+    // The minute turns: it runs, and the priority is back to a moved project's (below the shared processes').
     t.clock.advance(60_000);
     await until("A's waiting event", async () => (await sentTexts(a.phoneNumberId)).length === burned + 1);
     expect(await t.bot!.cpuExhausted!(a.projectId)).toBeUndefined();
-    if (process.getuid?.() === 0) expect(Math.max(...nices(pid))).toBe(0);
+    if (process.getuid?.() === 0) expect(Math.max(...nices(pid))).toBe(sandboxSupervisor().isDedicated(a.projectId) ? MOVED_NICE : 0);
     await t.bot!.whenIdle();
   }, 120_000);
 

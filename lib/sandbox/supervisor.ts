@@ -94,6 +94,13 @@ const RSS_WATCH_MS = 100;
 export const QUEUE_WAIT_MS = 30_000;
 /** A process's priority (nice) on the machine's cores: its project within its budget, past its burst, past its budget. */
 export type Priority = 0 | 10 | 19;
+/**
+ * A project moved out of the shared processes (its CPU, memory or crashes) never runs above nice
+ * MOVED_NICE there: whatever the reason, its code waits behind the service, its database and the
+ * projects that stayed shared whenever they want the cores (the cores are not held back from it
+ * when they are idle).
+ */
+export const MOVED_NICE: Priority = 10;
 /** Margin over an event's hard limit (or a start-up's limit) before the child is deemed stuck. */
 const STUCK_MARGIN_MS = 10_000;
 /** A child that does not say it is ready within this long is killed. */
@@ -708,7 +715,7 @@ export class SandboxSupervisor {
   }
 
   private spawn(key: string): SandboxProcess {
-    const p = new SandboxProcess(key, false, this.options, this.processEvents, this.priorities.get(key) ?? 0);
+    const p = new SandboxProcess(key, false, this.options, this.processEvents, this.priorityOf(key));
     this.track(p);
     this.byKey.set(key, p);
     return p;
@@ -789,7 +796,13 @@ export class SandboxSupervisor {
       if (this.priorities.size > 10_000) this.priorities.delete(this.priorities.keys().next().value as string);
       if (!this.isDedicated(key)) this.dedicate(key, 'cpu', DEDICATED_MS);
     }
-    this.byKey.get(key)?.setPriority(priority);
+    this.byKey.get(key)?.setPriority(this.priorityOf(key));
+  }
+
+  /** What `key`'s own process runs at: its budget's priority, and never above MOVED_NICE once moved out of the shared processes. */
+  private priorityOf(key: string): Priority {
+    const budget = this.priorities.get(key) ?? 0;
+    return this.sharing ? (Math.max(budget, MOVED_NICE) as Priority) : budget;
   }
 
   /** The live processes: their keys (a project, or `shared:<n>`), ids and resident sets (tests, metrics). */
