@@ -86,4 +86,47 @@ describe('fair shares of the tenant slots', () => {
     await tick();
     expect([x.granted(), again.granted()]).toEqual([2, 2]);
   });
+
+  describe('borrowing (the channel notifications)', () => {
+    it('When many projects are active but one alone has work waiting, then it uses the idle slots up to its cap, not only its share', async () => {
+      const s = new FairShares(10, 5, 2, { borrow: true });
+      // Nine projects hold one slot each for a moment: the share is 1 (10 slots / 10 projects).
+      for (let i = 0; i < 9; i++) void s.acquire(`quiet${i}`, 1000, API);
+      const busy = take(s, 'busy', 8);
+      await tick();
+      expect(s.share()).toBe(1);
+      expect(busy.granted()).toBe(1);
+      for (let i = 0; i < 9; i++) s.release(`quiet${i}`);
+      await tick();
+      // The quiet ones left: alone now, it takes up to its cap (5), not its share of the moment.
+      expect(busy.granted()).toBe(5);
+    });
+
+    it('When a project has borrowed past its share, then each freed slot goes to the other waiting projects first', async () => {
+      const s = new FairShares(6, 5, 0, { borrow: true });
+      void s.acquire('other', 1000, API);
+      const busy = take(s, 'busy', 8);
+      await tick();
+      // Its share is 3 (6 slots / 2 projects); it borrows the rest nobody waits for, up to its cap.
+      expect(busy.granted()).toBe(5);
+      const other = take(s, 'other', 2);
+      const newcomer = take(s, 'new', 1);
+      await tick();
+      expect([other.granted(), newcomer.granted()]).toEqual([0, 0]);
+      s.release('busy');
+      await tick();
+      expect([newcomer.granted(), other.granted(), busy.granted()]).toEqual([1, 0, 5]);
+      s.release('busy');
+      await tick();
+      expect([other.granted(), busy.granted()]).toEqual([1, 5]);
+    });
+
+    it('Without borrowing, a project is held to its share however idle the rest is (the tenant pool)', async () => {
+      const s = new FairShares(10, 5, 2);
+      const q = take(s, 'quiet', 1);
+      const busy = take(s, 'busy', 8);
+      await tick();
+      expect([q.granted(), busy.granted(), s.share()]).toEqual([1, 5, 5]);
+    });
+  });
 });

@@ -64,7 +64,13 @@ export class FairShares {
   private readonly held = new Map<string, number>();
   private readonly queue: Waiter[] = [];
 
-  constructor(readonly total: number, readonly perProject: number, readonly reserve = reserveOf(total)) {}
+  /**
+   * `borrow`: a project may go past its share (up to `perProject`) into slots nobody else can take
+   * now: when no waiter within its share is left. For short holds (a notification's apply), where
+   * a share of 1 among many mostly idle projects would leave slots idle while one busy project
+   * queues; any other project still gets the next freed slot first (fewest held), and the reserve.
+   */
+  constructor(readonly total: number, readonly perProject: number, readonly reserve = reserveOf(total), private readonly opts: { borrow?: boolean } = {}) {}
 
   heldBy(project: string): number {
     return this.held.get(project) ?? 0;
@@ -118,17 +124,24 @@ export class FairShares {
   private dispatch(): void {
     for (;;) {
       const share = this.share();
-      let best = -1;
-      for (let i = 0; i < this.queue.length; i++) {
-        const w = this.queue[i];
-        if (!this.may(w, share)) continue;
-        if (best < 0 || this.heldBy(w.project) < this.heldBy(this.queue[best].project)) best = i;
-      }
+      let best = this.fewestHolding(share);
+      if (best < 0 && this.opts.borrow) best = this.fewestHolding(this.perProject);
       if (best < 0) return;
       const [w] = this.queue.splice(best, 1);
       this.held.set(w.project, this.heldBy(w.project) + 1);
       this.used++;
       w.grant();
     }
+  }
+
+  /** The waiter that may take a slot within `cap` and holds the fewest, or -1. */
+  private fewestHolding(cap: number): number {
+    let best = -1;
+    for (let i = 0; i < this.queue.length; i++) {
+      const w = this.queue[i];
+      if (!this.may(w, cap)) continue;
+      if (best < 0 || this.heldBy(w.project) < this.heldBy(this.queue[best].project)) best = i;
+    }
+    return best;
   }
 }

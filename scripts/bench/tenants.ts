@@ -72,6 +72,28 @@ interface Tenant {
   phoneNumberId: string;
 }
 
+/**
+ * Where in the case the time went, per 4 s of the customers' writing: how long the service took to
+ * accept the notifications (p99) and the replies' p50/p99 from the customer's message.
+ */
+function printTimeline(start: number, written: Map<string, { at: number; acceptMs: number }>, repliesOf: (text: string) => number[] | undefined): void {
+  const buckets = new Map<number, { accept: number[]; reply: number[] }>();
+  for (const [text, w] of written) {
+    const b = Math.max(0, Math.floor((w.at - start) / 4000));
+    const bucket = buckets.get(b) ?? { accept: [], reply: [] };
+    bucket.accept.push(w.acceptMs);
+    const replies = repliesOf(text);
+    if (replies) bucket.reply.push(Math.min(...replies) - w.at);
+    buckets.set(b, bucket);
+  }
+  const line = [...buckets].sort(([a], [b]) => a - b).map(([b, { accept, reply }]) => {
+    accept.sort((x, y) => x - y);
+    reply.sort((x, y) => x - y);
+    return `+${b * 4}s accept p99 ${pct(accept, 99)}, reply p50/p99 ${pct(reply, 50)}/${pct(reply, 99)}`;
+  });
+  console.log(`  timeline (ms): ${line.join('; ')}`);
+}
+
 function envNumber(name: string, fallback: number): number {
   const raw = process.env[name];
   const value = raw === undefined || raw === '' ? fallback : Number(raw);
@@ -402,6 +424,8 @@ async function runCase(ctx: BenchContext, opts: { name: string; tag: string; dep
   const late = new Map<string, number>();
   let refused = 0;
   const refusals = new Map<string, number>();
+  /** Per quiet message: when the customer wrote and how long the service took to accept it (the timeline). */
+  const written = new Map<string, { at: number; acceptMs: number }>();
   const inbound = async (t: Tenant, from: string, text: string) => {
     const r = await call(`${ctx.simulatorUrl}/_sim/inbound`, 'POST', { phone_number_id: t.phoneNumberId, from, text }, {}, INBOUND_TIMEOUT_MS);
     // The simulator answers 200 with the service's own answer in status_code.
@@ -458,7 +482,9 @@ async function runCase(ctx: BenchContext, opts: { name: string; tag: string; dep
     const from = `1555${String(i % 5000).padStart(7, '0')}`;
     jobs.push((async () => {
       const sentAt = Date.now();
-      if (await inbound(t, from, text)) accepted.set(text, Date.now());
+      const ok = await inbound(t, from, text);
+      written.set(text, { at: sentAt, acceptMs: Date.now() - sentAt });
+      if (ok) accepted.set(text, Date.now());
       else {
         refused++;
         // Not accepted in time, but the simulator keeps delivering it (as Meta would): a reply
@@ -491,6 +517,7 @@ async function runCase(ctx: BenchContext, opts: { name: string; tag: string; dep
     }
   }
   latencies.sort((a, b) => a - b);
+  if (opts.hostile) printTimeline(start, written, (text) => collector.byText.get(text));
   if (refusals.size) console.log(`  ${opts.name}: inbound not accepted: ${[...refusals].map(([k, n]) => `${k}: ${n}`).join(', ')}`);
   if (collector.failures) console.log(`  ${opts.name}: ${collector.failures} reads of the simulator's log failed`);
   const hostile = opts.hostile
