@@ -25,11 +25,12 @@ const WRONG_VERIFICATION = 'Verification failed: hub.mode must be subscribe and 
 /**
  * Notifications applied at once, in this process: each holds its payload and, soon, a database
  * connection; more than the pool can serve only wait in memory (during a campaign's statuses,
- * about 200 held 40 MB). So at most half the platform pool's connections apply notifications, a
- * project at most a quarter (shares: lib/platform/fair-shares.ts), and the rest of the pool stays
- * for the API. A project's fair share shrinks as more projects send notifications, but a busy one
- * borrows the slots the others leave idle (up to its quarter): with many projects each sending a
- * few, the one at 50 a second is not held to one notification at a time. A notification over the limit waits before its body is read, so it holds a socket,
+ * about 200 held 40 MB). So at most half the platform pool's connections apply notifications, and
+ * the rest of the pool stays for the API. Between projects (lib/platform/fair-shares.ts): a share
+ * each (at most a quarter of the pool, less as more projects send), the fewest-holding project
+ * first, a reserve for projects holding none; and a busy project borrows the slots the others
+ * leave idle, so with many projects sending a few each, the one at 50 a second is not held to one
+ * notification at a time. A freed slot goes to another project within its share first. A notification over the limit waits before its body is read, so it holds a socket,
  * not a payload. Past the wait, 503 with Retry-After: the channel retries.
  */
 export function notificationShares(poolMax: number): { total: number; perProject: number } {
@@ -55,8 +56,8 @@ export function channelWebhookRouter(deps: AppDeps): Router {
   });
 
   const shares = notificationShares(deps.db.pool.options.max ?? deps.config.databasePoolMax);
-  // Borrowing: a busy project beside many quiet ones uses the slots they leave idle (up to its quarter).
-  const applying = new FairShares(shares.total, shares.perProject, undefined, { borrow: true });
+  // Borrowing: a busy project uses the slots the others leave idle (the reserve stays theirs).
+  const applying = new FairShares(shares.total, shares.perProject, undefined, { borrowUpTo: shares.total });
   router.post(
     '/channel/:projectId/webhook',
     (req, res, next) => {

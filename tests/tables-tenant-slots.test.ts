@@ -89,7 +89,7 @@ describe('fair shares of the tenant slots', () => {
 
   describe('borrowing (the channel notifications)', () => {
     it('When many projects are active but one alone has work waiting, then it uses the idle slots up to its cap, not only its share', async () => {
-      const s = new FairShares(10, 5, 2, { borrow: true });
+      const s = new FairShares(10, 5, 2, { borrowUpTo: 5 });
       // Nine projects hold one slot each for a moment: the share is 1 (10 slots / 10 projects).
       for (let i = 0; i < 9; i++) void s.acquire(`quiet${i}`, 1000, API);
       const busy = take(s, 'busy', 8);
@@ -103,7 +103,7 @@ describe('fair shares of the tenant slots', () => {
     });
 
     it('When a project has borrowed past its share, then each freed slot goes to the other waiting projects first', async () => {
-      const s = new FairShares(6, 5, 0, { borrow: true });
+      const s = new FairShares(6, 5, 0, { borrowUpTo: 5 });
       void s.acquire('other', 1000, API);
       const busy = take(s, 'busy', 8);
       await tick();

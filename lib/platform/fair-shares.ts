@@ -65,12 +65,12 @@ export class FairShares {
   private readonly queue: Waiter[] = [];
 
   /**
-   * `borrow`: a project may go past its share (up to `perProject`) into slots nobody else can take
-   * now: when no waiter within its share is left. For short holds (a notification's apply), where
+   * `borrowUpTo`: a project may go past its share, up to this many, into slots nobody else can take
+   * now (when no waiter within its share is left). For short holds (a notification's apply), where
    * a share of 1 among many mostly idle projects would leave slots idle while one busy project
    * queues; any other project still gets the next freed slot first (fewest held), and the reserve.
    */
-  constructor(readonly total: number, readonly perProject: number, readonly reserve = reserveOf(total), private readonly opts: { borrow?: boolean } = {}) {}
+  constructor(readonly total: number, readonly perProject: number, readonly reserve = reserveOf(total), private readonly opts: { borrowUpTo?: number } = {}) {}
 
   heldBy(project: string): number {
     return this.held.get(project) ?? 0;
@@ -125,7 +125,7 @@ export class FairShares {
     for (;;) {
       const share = this.share();
       let best = this.fewestHolding(share);
-      if (best < 0 && this.opts.borrow) best = this.fewestHolding(this.perProject);
+      if (best < 0 && this.opts.borrowUpTo) best = this.fewestHolding(this.opts.borrowUpTo);
       if (best < 0) return;
       const [w] = this.queue.splice(best, 1);
       this.held.set(w.project, this.heldBy(w.project) + 1);
