@@ -10,7 +10,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
 import { botWorld, until } from './support/bots.js';
-import { MOVED_NICE, sandboxSupervisor } from '../lib/sandbox/supervisor.js';
+import { MOVED_NICE, TENANT_NICE, sandboxSupervisor } from '../lib/sandbox/supervisor.js';
 
 const BUDGET_MS = 1500;
 let t: TestApp;
@@ -90,9 +90,19 @@ describe('the CPU budget', () => {
     t.clock.advance(60_000);
     await until("A's waiting event", async () => (await sentTexts(a.phoneNumberId)).length === burned + 1);
     expect(await t.bot!.cpuExhausted!(a.projectId)).toBeUndefined();
-    if (process.getuid?.() === 0) expect(Math.max(...nices(pid))).toBe(sandboxSupervisor().isDedicated(a.projectId) ? MOVED_NICE : 0);
+    if (process.getuid?.() === 0) expect(Math.max(...nices(pid))).toBe(sandboxSupervisor().isDedicated(a.projectId) ? MOVED_NICE : TENANT_NICE);
     await t.bot!.whenIdle();
   }, 120_000);
+
+  it('When bots run, then every thread of every sandbox process runs below the service (nice 5 or lower priority), so tenant code never competes with it as an equal', async () => {
+    const b = await botProject(ECHO);
+    await inbound(b.phoneNumberId, '14155553009', 'hi');
+    await until("B's answer", async () => (await sentTexts(b.phoneNumberId)).length === 1);
+    const processes = sandboxSupervisor().processes;
+    expect(processes.some((p) => p.shared)).toBe(true);
+    for (const p of processes) expect(Math.min(...nices(p.pid!))).toBeGreaterThanOrEqual(TENANT_NICE);
+    expect(nices(process.pid)).toContain(0);
+  });
 
   it('When a preview is CPU-heavy (start-up and handler), then it runs to its end: nothing of another event stops it', async () => {
     const a = await botProject(`import { sendText, type InboundMessage } from './platform/runtime/index.js';

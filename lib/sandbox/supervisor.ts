@@ -93,7 +93,13 @@ const RSS_WATCH_MS = 100;
 /** Longest wait for a free process before SandboxBusy. */
 export const QUEUE_WAIT_MS = 30_000;
 /** A process's priority (nice) on the machine's cores: its project within its budget, past its burst, past its budget. */
-export type Priority = 0 | 10 | 19;
+export type Priority = 0 | 5 | 10 | 19;
+/**
+ * Every sandbox process runs at nice TENANT_NICE at least: tenants' code never competes as an
+ * equal with the service's own process and its database, which answer the channel's
+ * notifications and every project's requests.
+ */
+export const TENANT_NICE: Priority = 5;
 /**
  * A project moved out of the shared processes (its CPU, memory or crashes) never runs above nice
  * MOVED_NICE there: whatever the reason, its code waits behind the service, its database and the
@@ -198,7 +204,7 @@ class SandboxProcess {
       });
     });
     this.ready.catch(() => {}).finally(() => this.letGo());
-    // A project moved here for its CPU starts at its priority.
+    // Every sandbox process starts below the service (TENANT_NICE); a project moved here lower still.
     if (priority !== 0) void this.ready.then(() => this.applyPriority(), () => {});
     this.child.on('message', (m: ChildMessage) => this.onMessage(m));
     this.child.on('error', () => this.kill());
@@ -701,7 +707,7 @@ export class SandboxSupervisor {
     const i = indexOf(key, this.options.sharedProcesses!);
     const p = this.sharedProcs[i];
     if (p && p.alive && !p.retiring) return p;
-    const fresh = new SandboxProcess(`shared:${i}`, true, this.options, this.processEvents);
+    const fresh = new SandboxProcess(`shared:${i}`, true, this.options, this.processEvents, TENANT_NICE);
     this.track(fresh);
     this.sharedProcs[i] = fresh;
     return fresh;
@@ -799,10 +805,10 @@ export class SandboxSupervisor {
     this.byKey.get(key)?.setPriority(this.priorityOf(key));
   }
 
-  /** What `key`'s own process runs at: its budget's priority, and never above MOVED_NICE once moved out of the shared processes. */
+  /** What `key`'s own process runs at: its budget's priority, never above MOVED_NICE once moved out of the shared processes, never above TENANT_NICE. */
   private priorityOf(key: string): Priority {
     const budget = this.priorities.get(key) ?? 0;
-    return this.sharing ? (Math.max(budget, MOVED_NICE) as Priority) : budget;
+    return Math.max(budget, this.sharing ? MOVED_NICE : TENANT_NICE) as Priority;
   }
 
   /** The live processes: their keys (a project, or `shared:<n>`), ids and resident sets (tests, metrics). */

@@ -517,7 +517,7 @@ async function runCase(ctx: BenchContext, opts: { name: string; tag: string; dep
     }
   }
   latencies.sort((a, b) => a - b);
-  if (opts.hostile) printTimeline(start, written, (text) => collector.byText.get(text));
+  printTimeline(start, written, (text) => collector.byText.get(text));
   if (refusals.size) console.log(`  ${opts.name}: inbound not accepted: ${[...refusals].map(([k, n]) => `${k}: ${n}`).join(', ')}`);
   if (collector.failures) console.log(`  ${opts.name}: ${collector.failures} reads of the simulator's log failed`);
   const hostile = opts.hostile
