@@ -10,7 +10,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
 import { botWorld, until } from './support/bots.js';
-import { MOVED_NICE, TENANT_NICE, sandboxSupervisor } from '../lib/sandbox/supervisor.js';
+import { TENANT_NICE, sandboxSupervisor } from '../lib/sandbox/supervisor.js';
 
 const BUDGET_MS = 1500;
 let t: TestApp;
@@ -53,7 +53,7 @@ export async function onMessage(m: InboundMessage): Promise<void> {
 `;
 
 describe('the CPU budget', () => {
-  it('When a project spends its CPU budget, then its process runs at the lowest priority (back to that of a moved project when the minute turns), its next event waits for the next minute (said in its bot log), and another project is answered meanwhile', async () => {
+  it('When a project spends its CPU budget, then its process runs at the lowest priority (back to the usual sandbox priority when the minute turns), its next event waits for the next minute (said in its bot log), and another project is answered meanwhile', async () => {
     const a = await botProject(BURN);
     const b = await botProject(ECHO);
     // Loops of two seconds until the budget (1.5 s of CPU) is spent: on a loaded machine a loop of
@@ -90,7 +90,7 @@ describe('the CPU budget', () => {
     t.clock.advance(60_000);
     await until("A's waiting event", async () => (await sentTexts(a.phoneNumberId)).length === burned + 1);
     expect(await t.bot!.cpuExhausted!(a.projectId)).toBeUndefined();
-    if (process.getuid?.() === 0) expect(Math.max(...nices(pid))).toBe(sandboxSupervisor().isDedicated(a.projectId) ? MOVED_NICE : TENANT_NICE);
+    if (process.getuid?.() === 0) expect(Math.max(...nices(pid))).toBe(TENANT_NICE);
     await t.bot!.whenIdle();
   }, 120_000);
 

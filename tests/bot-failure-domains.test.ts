@@ -11,7 +11,8 @@ import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
 import { botWorld, p50, until } from './support/bots.js';
-import { SandboxSupervisor, sandboxSupervisor } from '../lib/sandbox/supervisor.js';
+import { MOVED_NICE, SandboxSupervisor, TENANT_NICE, sandboxSupervisor } from '../lib/sandbox/supervisor.js';
+import { nicesOf } from '../lib/platform/process-tree.js';
 import { timingBound } from './support/retry-timing.js';
 
 const LIMITS = { memoryMb: 32, startupTimeoutMs: 1000, eventTimeoutMs: 3000 };
@@ -278,6 +279,34 @@ describe('the cap on sandbox processes', () => {
       expect(outcome).toMatchObject({ status: 'memory_limit', message: expect.stringMatching(/passed its memory bound \(40 MB, BOT_SANDBOX_MAX_RSS_MB\)/), bystanders: 0 });
       // Stopped within the watch's reads, not at the event's end.
       expect(performance.now() - started).toBeLessThan(2000);
+    } finally {
+      sup.close();
+    }
+  });
+});
+
+describe('the sandbox processes\' priorities', () => {
+  const BUNDLE = 'globalThis.__platformDispatch = async () => {};';
+  const host = async () => '{"ok":true,"value":null}';
+
+  it('When a project has a process of its own, then it runs below the service; once its events end at a limit, lower still (nice 10) while its budget alone would not lower it', async () => {
+    // No shared processes: every project in a process of its own, started at its priority.
+    const sup = new SandboxSupervisor({ processes: 2, sharedProcesses: 0, maxRssMb: 512, idleMs: 60_000 });
+    try {
+      const busy = await sup.create('prj_busy', BUNDLE, undefined, host, LIMITS);
+      const rude = await sup.create('prj_rude', BUNDLE, undefined, host, LIMITS);
+      expect((await busy.dispatch('{}')).status).toBe('ok');
+      expect((await rude.dispatch('{}')).status).toBe('ok');
+      const niceOf = (key: string) => Math.min(...nicesOf(sup.processOf(key)!.pid!));
+      expect([niceOf('prj_busy'), niceOf('prj_rude')]).toEqual([TENANT_NICE, TENANT_NICE]);
+      sup.noteOverLimit('prj_rude');
+      expect([niceOf('prj_busy'), niceOf('prj_rude')]).toEqual([TENANT_NICE, MOVED_NICE]);
+      // The budget lowers it further past its budget; back within it, the limit's floor holds.
+      sup.setPriority('prj_rude', 19);
+      expect(niceOf('prj_rude')).toBe(19);
+      sup.setPriority('prj_rude', 0);
+      if (process.getuid?.() === 0) expect(niceOf('prj_rude')).toBe(MOVED_NICE);
+      expect(nicesOf(process.pid)).toContain(0);
     } finally {
       sup.close();
     }

@@ -8,9 +8,10 @@
  *   while anything runs there: lib/sandbox/supervisor.ts), so start-ups, compiles and leftover
  *   work count as much as handlers do, and a loop is charged while it loops, not when it ends.
  * - Past BOT_CPU_BURST_MS in the minute, the project moves out of the shared sandbox processes to
- *   one of its own (lib/sandbox/supervisor.ts), which never runs above nice 10 (MOVED_NICE): below
- *   the service, its database and the shared processes; past half of BOT_CPU_MS_PER_MINUTE at the
- *   lowest priority (nice 19); past BOT_CPU_MS_PER_MINUTE its new events wait for the next minute (lib/bot/runtime.ts, the bot log says so once a minute; a
+ *   one of its own (lib/sandbox/supervisor.ts); past half of BOT_CPU_MS_PER_MINUTE that process
+ *   runs at a lower priority (nice 10); past BOT_CPU_MS_PER_MINUTE at the lowest (nice 19), and its
+ *   new events wait for the next minute. Every sandbox process runs below the service (nice 5 at
+ *   least), and one whose project's events end at their limits at nice 10 at least (the supervisor) (lib/bot/runtime.ts, the bot log says so once a minute; a
  *   preview is answered that it waits). Events already running finish at the lowest priority: the
  *   bound is the budget plus what they spend (each at most its time limit), and none of it ahead of
  *   another project.
@@ -78,8 +79,8 @@ export class CpuBudget {
 
   /**
    * Past the burst, the project leaves the shared sandbox processes (its CPU no longer shares their
-   * threads with other projects'); its own process runs below them (the supervisor's MOVED_NICE),
-   * and past half its budget at the lowest priority: it takes the cores only when nothing else wants them.
+   * threads with other projects'); its own process runs below the others' past half its budget
+   * (nice 10) and past its budget (nice 19): a busy but legitimate bot keeps its pace, a loop does not.
    */
   private shape(projectId: string, ms: number): void {
     if (ms >= this.deps.config.botCpuBurstMs) this.supervisor.dedicate(projectId, 'cpu', DEDICATED_MS);
@@ -87,7 +88,8 @@ export class CpuBudget {
   }
 
   private priorityOf(ms: number): Priority {
-    return ms >= Math.max(this.deps.config.botCpuBurstMs, this.deps.config.botCpuMsPerMinute / 2) ? 19 : 0;
+    if (ms >= this.deps.config.botCpuMsPerMinute) return 19;
+    return ms >= Math.max(this.deps.config.botCpuBurstMs, this.deps.config.botCpuMsPerMinute / 2) ? 10 : 0;
   }
 
   private async hit(projectId: string, ms: number): Promise<{ count: number; resetAt: Date } | undefined> {

@@ -705,6 +705,8 @@ export class BotRuntime implements BotHook {
     const kind = outcome.status === 'crashed' ? 'crash' : outcome.status;
     // Its isolates keep meeting their memory limit: its neighbours' process should not hold them.
     if (outcome.status === 'memory_limit') sandboxSupervisor().noteMemoryLimit(projectId);
+    // An event stopped at a limit (time, memory, its process's end): its project's own process runs lower.
+    if (outcome.status === 'timeout' || outcome.status === 'memory_limit' || outcome.status === 'crashed') sandboxSupervisor().noteOverLimit(projectId);
     // Counted for the operator (bot_event_failures_total) besides the bot log entry below.
     deps.metrics?.botFailure(projectId, kind);
     if (outcome.status === 'error') {

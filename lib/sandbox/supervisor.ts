@@ -101,12 +101,15 @@ export type Priority = 0 | 5 | 10 | 19;
  */
 export const TENANT_NICE: Priority = 5;
 /**
- * A project moved out of the shared processes (its CPU, memory or crashes) never runs above nice
- * MOVED_NICE there: whatever the reason, its code waits behind the service, its database and the
- * projects that stayed shared whenever they want the cores (the cores are not held back from it
- * when they are idle).
+ * A project whose events lately ended at a limit (time, memory, its process's end), or that was
+ * moved for its memory or a process's end, never runs above nice MOVED_NICE in its own process:
+ * its code waits behind the service, its database and the well-behaved projects whenever they
+ * want the cores (the cores are not held back from it when they are idle). A project moved only
+ * for its CPU keeps TENANT_NICE until its budget lowers it: busy is not hostile.
  */
 export const MOVED_NICE: Priority = 10;
+/** How long events ended at a limit keep a project at MOVED_NICE. */
+const OVER_LIMIT_MS = 10 * 60_000;
 /** Margin over an event's hard limit (or a start-up's limit) before the child is deemed stuck. */
 const STUCK_MARGIN_MS = 10_000;
 /** A child that does not say it is ready within this long is killed. */
@@ -585,6 +588,8 @@ export class SandboxSupervisor {
   private readonly memoryLimits = new Map<string, number[]>();
   /** The priority each project's own process should run at (lib/bot/cpu-budget.ts). */
   private readonly priorities = new Map<string, Priority>();
+  /** Projects whose events ended at a limit lately: until when (performance.now()). */
+  private readonly overLimit = new Map<string, number>();
   /** Keys waiting for a process of their own, first come first served. */
   private readonly queue: Array<() => void> = [];
   private readonly reaper: NodeJS.Timeout;
@@ -805,10 +810,24 @@ export class SandboxSupervisor {
     this.byKey.get(key)?.setPriority(this.priorityOf(key));
   }
 
-  /** What `key`'s own process runs at: its budget's priority, never above MOVED_NICE once moved out of the shared processes, never above TENANT_NICE. */
+  /**
+   * An event of `key` ended at a limit (time, memory, its process's end): its own process runs at
+   * MOVED_NICE at best for OVER_LIMIT_MS.
+   */
+  noteOverLimit(key: string): void {
+    this.overLimit.set(key, performance.now() + OVER_LIMIT_MS);
+    if (this.overLimit.size > 10_000) this.overLimit.delete(this.overLimit.keys().next().value as string);
+    this.byKey.get(key)?.setPriority(this.priorityOf(key));
+  }
+
+  /** What `key`'s own process runs at: its budget's priority, never above TENANT_NICE, nor above MOVED_NICE while it misbehaves. */
   private priorityOf(key: string): Priority {
     const budget = this.priorities.get(key) ?? 0;
-    return Math.max(budget, this.sharing ? MOVED_NICE : TENANT_NICE) as Priority;
+    const until = this.overLimit.get(key);
+    if (until !== undefined && until <= performance.now()) this.overLimit.delete(key);
+    const reason = this.dedicated.get(key)?.reason;
+    const misbehaves = (until !== undefined && until > performance.now()) || (this.isDedicated(key) && reason !== undefined && reason !== 'cpu');
+    return Math.max(budget, misbehaves ? MOVED_NICE : TENANT_NICE) as Priority;
   }
 
   /** The live processes: their keys (a project, or `shared:<n>`), ids and resident sets (tests, metrics). */

@@ -94,6 +94,20 @@ function printTimeline(start: number, written: Map<string, { at: number; acceptM
   console.log(`  timeline (ms): ${line.join('; ')}`);
 }
 
+/** Where a few quiet and hostile projects stand at the case's end: CPU this minute, state, process (the operator's capacity view). */
+async function printCapacity(ctx: BenchContext, quiet: Tenant[], hostile: Tenant[]): Promise<void> {
+  const line = async (label: string, t: Tenant) => {
+    try {
+      const c = await ctx.admin('GET', `/admin/projects/${t.id}/bot/capacity`);
+      return `${label} ${c.cpu.spent_ms} ms ${c.cpu.state}, ${c.sandbox.process}${c.sandbox.reason ? ` (${c.sandbox.reason})` : ''}`;
+    } catch (e) {
+      return `${label} ?`;
+    }
+  };
+  const lines = await Promise.all([...quiet.map((t) => line('quiet', t)), ...hostile.map((t) => line('hostile', t))]);
+  console.log(`  capacity at the end: ${lines.join('; ')}`);
+}
+
 function envNumber(name: string, fallback: number): number {
   const raw = process.env[name];
   const value = raw === undefined || raw === '' ? fallback : Number(raw);
@@ -502,6 +516,7 @@ async function runCase(ctx: BenchContext, opts: { name: string; tag: string; dep
     await sleep(500);
   }
   await collector.stop();
+  await printCapacity(ctx, quiet.slice(0, 2), opts.hostile ? Object.values(opts.hostile).map((ts) => ts[0]) : []);
   const { peak } = sample.stop();
   await Promise.all(hostileJobs);
 
