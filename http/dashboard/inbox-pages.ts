@@ -18,7 +18,7 @@ import { canManage } from '../../lib/accounts/roles.js';
 import { ApiError } from '../../lib/platform/errors.js';
 import { HUMAN_STATE, projectLabels } from '../../lib/conversations/conversations.js';
 import {
-  conversationDetail, conversationHistory, conversationsPage, customerQuery, INBOX_DEFAULT_VIEW, markSeen, messageText, waitingCount,
+  conversationDetail, conversationHistory, conversationsPage, customerQuery, INBOX_DEFAULT_VIEW, markSeen, messageText, unreadCount, waitingCount,
   PAST_GAP_HOURS, type ConversationDetail, type ConversationHistory, type ConversationListItem, type CustomerQuery,
 } from '../../lib/dashboard/customer-reads.js';
 import {
@@ -106,14 +106,14 @@ function searchForm(action: string, q: CustomerQuery, labels: string[]): Html {
   return html`<form method="get" action="${action}" class="inbox-filters" role="search">
   <label for="customer-q">Search by name, username, BSUID, phone or words of a message</label>
   <input id="customer-q" name="q" type="text" value="${q.q}" maxlength="100" placeholder="Ada, @ada, +1 415… or “broken box”">
-  <div class="filter-row">
+  <details class="filters-more" open${q.filter || q.assigned || q.label ? html` data-chosen` : ''}><summary>Filters</summary><div class="filter-row">
   <span><label for="customer-filter">Show</label>
   <select id="customer-filter" name="filter">${FILTERS.map(([v, l]) => option(v, l, q.filter ?? INBOX_DEFAULT_VIEW))}</select></span>
   <span><label for="inbox-assigned">Assigned</label>
   <select id="inbox-assigned" name="assigned">${ASSIGNED.map(([v, l]) => option(v, l, q.assigned))}</select></span>
   <span><label for="inbox-label">Label</label>
   <select id="inbox-label" name="label">${option('', 'Any label', q.label)}${[...new Set([...labels, ...(q.label ? [q.label] : [])])].map((l) => option(l, l, q.label))}</select></span>
-  </div>
+  </div></details>
   <button type="submit">Search conversations</button>
 </form>`;
 }
@@ -129,8 +129,9 @@ function listPane(projectId: string, q: CustomerQuery, labels: string[], list: {
   const next = new URLSearchParams(params);
   if (list.nextCursor) next.set('cursor', list.nextCursor);
   return html`<section class="inbox-list" aria-labelledby="list-title"><h2 id="list-title">Conversations</h2>
+<p class="inbox-tools"><button type="button" id="alert-toggle" aria-pressed="false" hidden>Alert for new waiting customers: off</button> <button type="button" id="shortcuts-open" aria-haspopup="dialog">Keyboard shortcuts (?)</button></p>
 ${searchForm(path, q, labels)}
-<div class="table-wrap"><table class="stack" id="conversations" data-live-list="${withQuery(`${path}/list`, params)}"${q.cursor ? html` data-paged="true"` : ''}><thead><tr><th scope="col">Customer</th><th scope="col">Assigned</th><th scope="col">Last message</th></tr></thead><tbody>
+<div class="table-wrap"><table class="stack" id="conversations"${q.cursor ? html` data-paged="true"` : ''}><thead><tr><th scope="col">Customer</th><th scope="col">Assigned</th><th scope="col">Last message</th></tr></thead><tbody${q.cursor ? '' : html` sse-swap="list" hx-target="this" hx-swap="innerHTML"`}>
 ${listRows(projectId, list.conversations, params, now, selected)}
 </tbody></table></div>
 <p class="muted" id="no-conversations"${list.conversations.length ? html` hidden` : ''}>${filtered ? 'No conversation matches.' : 'Nobody is waiting for a reply. Choose “Open” or “All” to see the others.'}</p>
@@ -297,13 +298,63 @@ async function renderInbox(deps: AppDeps, req: Request, res: Response, kept: Kep
   const contact = detail
     ? contactPane(detail, await conversationHistory(deps, ctx.project.id, detail.conversation.id), ctx.project.id)
     : html``;
-  const body = html`${detail ? html`<p class="jump"><a href="#chat-title">Jump to the conversation</a></p>` : ''}<div class="inbox${detail ? ' selected' : ''}">${pane}${chat}${contact}</div>`;
-  const title = detail ? (detail.conversation.kind === 'group' ? `Group conversation: ${detail.conversation.group?.subject ?? detail.contact.name ?? ''}` : `Conversation with ${customerName(detail.contact)}`) : 'Inbox';
   const waiting = await waitingCount(deps, ctx.project.id);
+  const unread = await unreadCount(deps, ctx.project.id);
+  // The page's live stream (inbox-live.ts) for its own list query and conversation; links and forms
+  // inside are fetched by htmx and swapped in place of <main> (no full reload), the URL kept.
+  const events = new URLSearchParams(listParams(q));
+  if (detail) events.set('selected', String(detail.conversation.id));
+  if (q.cursor) events.set('paged', 'true');
+  const live = cursor ? '' : html` hx-ext="sse" sse-connect="${withQuery(projectPath(ctx.project.id, '/conversations/events'), events)}"`;
+  const body = html`${detail ? html`<p class="jump"><a href="#chat-title">Jump to the conversation</a></p>` : ''}<div class="inbox${detail ? ' selected' : ''}"${live} hx-boost="true" hx-target="#main" hx-select="#main" hx-swap="outerHTML">${countsHtml(waiting, unread)}${pane}${chat}${contact}</div>
+${shortcutsDialog()}`;
+  const title = detail ? (detail.conversation.kind === 'group' ? `Group conversation: ${detail.conversation.group?.subject ?? detail.contact.name ?? ''}` : `Conversation with ${customerName(detail.contact)}`) : 'Inbox';
   send(res, kept.status ?? 200, layout(ctx.shell(title, { error: kept.error, tabPrefix: tabPrefix(waiting) }), body));
 }
 
 type Ctx = Awaited<ReturnType<typeof projectContext>>;
+
+/** The counts the tab's title and the opt-in alert read (dashboard.js), pushed as `counts`. */
+function countsHtml(waiting: number, unread: number): Html {
+  return html`<span id="inbox-counts" hidden data-waiting="${String(waiting)}" data-unread="${String(unread)}" sse-swap="counts" hx-target="this" hx-swap="outerHTML"></span>`;
+}
+
+/** The keyboard's shortcuts (dashboard.js acts on them; `?` opens this list). */
+export const SHORTCUTS: Array<[string, string]> = [
+  ['j', 'Next conversation in the list'], ['k', 'Previous conversation in the list'], ['r', 'Write a reply (or a note when your role does not reply)'],
+  ['a', 'Assign the conversation to me'], ['e', 'Resolve the conversation'], ['/', 'Search conversations'], ['?', 'Show or hide this list'],
+];
+
+function shortcutsDialog(): Html {
+  return html`<dialog id="shortcuts" aria-labelledby="shortcuts-title"><h2 id="shortcuts-title">Keyboard shortcuts</h2>
+<dl class="shortcuts">${SHORTCUTS.map(([k, what]) => html`<dt><kbd>${k}</kbd></dt><dd>${what}</dd>`)}</dl>
+<p class="muted">Not while typing in a field; Escape leaves a field. In a reply, a message starting with <kbd>/</kbd> offers the canned replies.</p>
+<form method="dialog"><button type="submit">Close</button></form></dialog>`;
+}
+
+/**
+ * The parts of an inbox page its live stream pushes (inbox-live.ts), drawn as the page draws them:
+ * the list's rows (not for an older page of the list), the counts, and for an open conversation its
+ * chat (newest page) and state line. A person with the conversation open has seen its messages.
+ */
+export async function liveParts(deps: AppDeps, ctx: Ctx, q: CustomerQuery, opts: { selected?: string; paged: boolean }): Promise<Record<string, string | undefined>> {
+  const parts: Record<string, string | undefined> = {};
+  let selected: number | undefined;
+  if (opts.selected) {
+    const d = await conversationDetail(deps, ctx.project.id, opts.selected);
+    await markSeen(deps, ctx.project.id, d.conversation.id);
+    selected = d.conversation.id;
+    const notes = await notesOf(deps, ctx.project.id, d.conversation.id);
+    parts.chat = String(html`${chatItems(d, notes, await chatMediaOf(deps, ctx.project.id, d.conversation.id, d.messages)).map(bubble)}`);
+    parts.facts = String(chatFacts(d.conversation));
+  }
+  if (!opts.paged) {
+    const list = await conversationsPage(deps, ctx.project.id, { ...q, cursor: undefined }, ctx.actor.accountId);
+    parts.list = String(listRows(ctx.project.id, list.conversations, listParams(q), deps.clock.now(), selected));
+  }
+  parts.counts = String(countsHtml(await waitingCount(deps, ctx.project.id), await unreadCount(deps, ctx.project.id)));
+  return parts;
+}
 
 async function chatPane(deps: AppDeps, ctx: Ctx, q: CustomerQuery, d: ConversationDetail, cursor: string | undefined, kept: Kept, template: string | undefined): Promise<Html> {
   const v = d.conversation;
@@ -319,12 +370,12 @@ async function chatPane(deps: AppDeps, ctx: Ctx, q: CustomerQuery, d: Conversati
   const older = new URLSearchParams(params);
   if (d.nextCursor) older.set('before', d.nextCursor);
   return html`<section class="inbox-chat" aria-labelledby="chat-title"><h2 id="chat-title">${customerName(d.contact)}</h2>
-<p class="chat-facts"><span>State: <span class="status" id="conversation-state">${stateWords(v.state)}</span></span> <span>Window: <span id="conversation-window">${windowWords(v)}</span></span> <span>Assigned: <span id="conversation-assignee">${v.assignee ? v.assignee.email : 'nobody'}</span></span> <span>Labels: <span id="conversation-labels">${v.labels?.length ? v.labels.join(', ') : '—'}</span></span> <span>Status: <span id="conversation-resolution">${resolutionWords(v)}</span></span> <span>Thread: <span id="conversation-thread">${threadWords(v)}</span></span></p>
+<p class="chat-facts"${cursor ? '' : html` sse-swap="facts" hx-target="this" hx-swap="innerHTML"`}>${chatFacts(v)}</p>
 ${d.nextCursor ? html`<p class="paging"><a href="${`${path}?${older}`}" rel="prev">Older messages</a></p>` : ''}
 ${cursor ? html`<p class="muted">Older messages (not live). <a href="${withQuery(path, params)}">Newest</a></p>` : ''}
-<section id="conversation-live" aria-label="Messages, oldest first"${cursor ? '' : html` data-live-url="${path}/live"`}>
+<section id="conversation-live" aria-label="Messages, oldest first">
 ${!cursor ? html`<p class="muted" id="live-status" role="status">Live: new messages appear without a reload.</p>` : ''}
-<ol class="chat" id="messages">${items.map(bubble)}</ol>
+<ol class="chat" id="messages" hx-boost="false"${cursor ? '' : html` sse-swap="chat" hx-target="this" hx-swap="innerHTML"`}>${items.map(bubble)}</ol>
 <p class="muted" id="no-messages"${items.length ? html` hidden` : ''}>No messages.</p>
 </section>
 ${manage ? replyCard(ctx, v, path, canned, kept, v.window_open ? [] : await offeredTemplates(deps, ctx.project.id), template) : html`<p class="muted">Your role (${ctx.role}) reads the conversation, assigns it, labels it and writes notes; owners and admins reply and hand it over.</p>`}
@@ -363,6 +414,11 @@ ${canned.length ? html`<ul class="canned">${canned.map((c) => html`<li><strong>$
   <div class="actions"><button type="submit">Save canned reply</button></div>
 </form></details>` : ''}
 </section>`;
+}
+
+/** The conversation's state line (drawn with the page, then pushed live: inbox-live.ts). */
+function chatFacts(v: ConversationDetail['conversation']): Html {
+  return html`<span>State: <span class="status" id="conversation-state">${stateWords(v.state)}</span></span> <span>Window: <span id="conversation-window">${windowWords(v)}</span></span> <span>Assigned: <span id="conversation-assignee">${v.assignee ? v.assignee.email : 'nobody'}</span></span> <span>Labels: <span id="conversation-labels">${v.labels?.length ? v.labels.join(', ') : '—'}</span></span> <span>Status: <span id="conversation-resolution">${resolutionWords(v)}</span></span> <span>Thread: <span id="conversation-thread">${threadWords(v)}</span></span>`;
 }
 
 /** Snoozes the form offers, in hours (the server adds them to its clock: no time zone to guess). */
@@ -410,7 +466,8 @@ function replyCard(ctx: Ctx, v: ConversationDetail['conversation'], path: string
 ${v.window_open
     ? html`<form method="post" action="${path}/reply">${csrfField(ctx.csrf)}${onceField()}<input type="hidden" name="kind" value="text">
   ${canned.length ? html`<label for="canned-pick">Canned reply</label><select id="canned-pick" data-fills="reply-text"><option value="">Choose one to fill the message</option>${canned.map((c) => html`<option value="${c.text}">${c.shortcut}</option>`)}</select>` : ''}
-  <label for="reply-text">Message</label><textarea id="reply-text" name="text" rows="3" maxlength="${MAX_REPLY_CHARS}" required>${kept.text ?? ''}</textarea>
+  <label for="reply-text">Message${canned.length ? ' (type / for a canned reply)' : ''}</label><textarea id="reply-text" name="text" rows="3" maxlength="${MAX_REPLY_CHARS}" required${canned.length ? html` aria-controls="canned-suggest" aria-autocomplete="list"` : ''}>${kept.text ?? ''}</textarea>
+  ${canned.length ? html`<ul id="canned-suggest" role="listbox" aria-label="Canned replies" hidden>${canned.map((c) => html`<li role="option" aria-selected="false" data-shortcut="${c.shortcut}" data-text="${c.text}"><strong>/${c.shortcut}</strong> <span class="muted">${c.text}</span></li>`)}</ul>` : ''}
   <div class="actions"><button type="submit" class="primary">Send reply</button></div>
 </form>`
     : html`<p>${windowWords(v)}.</p>

@@ -141,6 +141,15 @@ export async function waitingCount(deps: ReadDeps, projectId: string, cap = 100)
   return rows[0].n;
 }
 
+/** How many open conversations have a customer's message nobody has opened since (the tab's unread count, capped as waitingCount). */
+export async function unreadCount(deps: ReadDeps, projectId: string, cap = 100): Promise<number> {
+  const { rows } = await deps.db.pool.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM (SELECT 1 FROM conversations v WHERE v.project_id = $1 AND ${conversationConditionSql('v', 'unread', () => '$3')} LIMIT $2) w`,
+    [projectId, cap],
+  );
+  return rows[0].n;
+}
+
 /** The inbox's view when none is chosen (issue 68): what needs a person comes first. */
 export const INBOX_DEFAULT_VIEW = 'needs_reply';
 
