@@ -138,30 +138,43 @@ document.addEventListener('submit', (event) => {
 // newest one waits until the focus leaves it. The chat stays at its end when it was there.
 (function livePartsKept() {
   const waiting = new Map();
-  document.addEventListener('htmx:sseBeforeMessage', (event) => {
-    const elt = event.target;
-    if (elt.id === 'messages') elt.dataset.atEnd = String(elt.scrollHeight - elt.scrollTop - elt.clientHeight < 40);
-    if (!elt.contains(document.activeElement) || elt === document.activeElement) return;
-    event.preventDefault();
-    if (!waiting.has(elt)) elt.addEventListener('focusout', () => setTimeout(() => {
-      if (elt.contains(document.activeElement) || !waiting.has(elt) || !window.htmx) return;
-      const data = waiting.get(elt);
-      waiting.delete(elt);
-      window.htmx.swap(elt, data, { swapStyle: elt.getAttribute('hx-swap') || 'innerHTML' });
+  let chatAtEnd = true;
+  document.addEventListener('htmx:oobBeforeSwap', (event) => {
+    const target = event.detail.target;
+    if (target.id === 'messages') chatAtEnd = target.scrollHeight - target.scrollTop - target.clientHeight < 40;
+    if (!target.contains(document.activeElement) || target === document.activeElement || target.id === 'inbox-counts') return;
+    event.detail.shouldSwap = false;
+    if (!waiting.has(target)) target.addEventListener('focusout', () => setTimeout(() => {
+      if (target.contains(document.activeElement) || !waiting.has(target)) return;
+      target.replaceChildren(waiting.get(target));
+      waiting.delete(target);
+      if (window.htmx) window.htmx.process(target);
     }, 0));
-    waiting.set(elt, event.detail.data);
+    waiting.set(target, event.detail.fragment);
   });
-  document.addEventListener('htmx:sseMessage', (event) => {
-    const elt = event.target;
-    if (elt.id === 'messages' && elt.dataset.atEnd !== 'false') elt.scrollTop = elt.scrollHeight;
-    const none = document.getElementById(elt.id === 'messages' ? 'no-messages' : 'no-conversations');
-    if (none && (elt.id === 'messages' || elt.tagName === 'TBODY')) none.hidden = elt.children.length > 0;
+  document.addEventListener('htmx:sseMessage', () => {
+    const list = document.getElementById('messages');
+    if (list && chatAtEnd) list.scrollTop = list.scrollHeight;
+    const rows = document.querySelector('#conversations > tbody');
+    const none = document.getElementById('no-conversations');
+    if (rows && none && rows.children.length) none.hidden = true;
+    const noMessages = document.getElementById('no-messages');
+    if (list && noMessages) noMessages.hidden = list.children.length > 0;
   });
+  // A stream whose page part is swapped away is closed at once (the service holds a place for each).
+  const sources = new Map();
+  document.addEventListener('htmx:sseOpen', (e) => { if (e.detail && e.detail.source) sources.set(e.target, e.detail.source); });
+  const closeGone = () => { for (const [elt, source] of sources) if (!document.body.contains(elt)) { source.close(); sources.delete(elt); } };
+  document.addEventListener('htmx:afterSwap', closeGone);
+  window.addEventListener('pagehide', () => { for (const source of sources.values()) source.close(); });
   document.addEventListener('htmx:sseOpen', () => { const s = document.getElementById('live-status'); if (s) s.textContent = 'Live: new messages appear without a reload.'; });
   document.addEventListener('htmx:sseError', () => { const s = document.getElementById('live-status'); if (s) s.textContent = 'Live updates interrupted; reconnecting…'; });
   const toEnd = () => { const list = document.getElementById('messages'); if (list) list.scrollTop = list.scrollHeight; };
   document.addEventListener('DOMContentLoaded', toEnd);
-  document.addEventListener('htmx:afterSettle', toEnd);
+  // A page fetched in place (a link, a form) opens at the chat's end; a pushed part does not move it.
+  let fetched = false;
+  document.addEventListener('htmx:beforeRequest', () => { fetched = true; });
+  document.addEventListener('htmx:afterSettle', () => { if (fetched) { fetched = false; toEnd(); } });
 })();
 
 // An answer htmx could not swap (a server error, the network): said in words on the page.
@@ -232,8 +245,7 @@ document.addEventListener('submit', (event) => {
   });
   document.addEventListener('DOMContentLoaded', () => { showToggle(); apply(); });
   document.addEventListener('htmx:afterSettle', () => { showToggle(); apply(); });
-  document.addEventListener('htmx:sseMessage', (e) => { if (e.target.id === 'inbox-counts' || !document.body.contains(e.target)) apply(); });
-  document.addEventListener('htmx:afterSwap', (e) => { if (e.detail.target && e.detail.target.id === 'inbox-counts') apply(); });
+  document.addEventListener('htmx:sseMessage', apply);
 })();
 
 // The inbox's keyboard: j/k next and previous conversation, r reply, a assign to me, e resolve,

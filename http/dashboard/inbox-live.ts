@@ -1,10 +1,10 @@
 /**
  * The inbox pushed to the page (issue 68, item 4): one Server-Sent Events stream per open inbox page
- * (`…/conversations/events`), whose events htmx's SSE extension swaps into the page (dashboard.js
- * loads it): `list` (the list's rows for the page's own search and filters), `chat` and `facts`
- * (the open conversation's messages and its state line), `counts` (waiting and unread, for the tab's
- * title and the opt-in alert). Each event is HTML rendered and escaped by inbox-pages.ts, sent only
- * when it differs from what that page was last sent.
+ * (`…/conversations/events`), whose `update` events htmx's SSE extension swaps into the page: the
+ * parts that changed among the list's rows (for the page's own search and filters), the open
+ * conversation's messages and state line, and the counts (waiting and unread, for the tab's title
+ * and the opt-in alert), each an out-of-band swap rendered and escaped by inbox-pages.ts
+ * (liveParts), sent only when it differs from what that page was last sent.
  *
  * What wakes a page comes from the database, not this process: each instance reads the change
  * cursor (lib/inbox/live-changes.ts) of the projects it has pages open for, in one statement every
@@ -30,6 +30,8 @@ export const LIVE_LIMITS = { TICK_MS: 300, HEARTBEAT_MS: 30_000, MAX_PER_PROJECT
 
 interface Stream {
   refresh(): void;
+  /** Ends the stream when its server stops listening (a shutdown does not wait for open pages). */
+  endIfStopping(): void;
 }
 
 /** The open streams of this instance, by project, and the one loop that wakes them. */
@@ -84,11 +86,14 @@ class LiveHub {
     if (this.reading) return;
     this.reading = true;
     try {
+      for (const set of [...this.streams.values()]) for (const s of [...set]) s.endIfStopping();
+      if (!this.total) return;
       const now = await changeCursors(this.deps.db.pool, [...this.streams.keys()]);
       for (const [projectId, cursor] of now) {
         const before = this.cursors.get(projectId);
         this.cursors.set(projectId, cursor);
-        if (before !== undefined && before !== cursor) for (const s of this.streams.get(projectId) ?? []) s.refresh();
+        // A project's first reading also wakes its pages: a change may have come between their drawing and it.
+        if (before !== cursor) for (const s of this.streams.get(projectId) ?? []) s.refresh();
       }
     } catch (e) {
       this.deps.logger.warn('inbox live: the change cursor could not be read', { error: e instanceof Error ? e.message : String(e) });
@@ -98,11 +103,17 @@ class LiveHub {
   }
 }
 
-const hubs = new WeakMap<AppDeps, LiveHub>();
-export function liveHub(deps: AppDeps): LiveHub {
-  let hub = hubs.get(deps);
-  if (!hub) hubs.set(deps, (hub = new LiveHub(deps)));
+/** One hub per database handle: every router of an app built on it shares the loop. */
+const hubs = new WeakMap<AppDeps['db'], LiveHub>();
+function liveHub(deps: AppDeps): LiveHub {
+  let hub = hubs.get(deps.db);
+  if (!hub) hubs.set(deps.db, (hub = new LiveHub(deps)));
   return hub;
+}
+
+/** How many live inbox pages of a project this process holds open (tests see a closed page let go). */
+export function openLiveStreams(db: AppDeps['db'], projectId: string): number {
+  return hubs.get(db)?.count(projectId) ?? 0;
 }
 
 /** One SSE event; a line break inside the HTML starts another `data:` line (the browser joins them). */
@@ -146,9 +157,9 @@ export const inboxEvents = (deps: AppDeps) => async (req: Request, res: Response
         for (const [name, data] of Object.entries(parts)) {
           if (data === undefined || sent.get(name) === data) continue;
           sent.set(name, data);
-          out += sseEvent(name, data);
+          out += data;
         }
-        if (out && !closed) res.write(out);
+        if (out && !closed) res.write(sseEvent('update', out));
       } while (again && !closed);
     } catch (e) {
       // A conversation deleted, or the database away: the page keeps what it shows; the browser reconnects.
@@ -158,14 +169,17 @@ export const inboxEvents = (deps: AppDeps) => async (req: Request, res: Response
       busy = false;
     }
   };
-  const stream: Stream = { refresh: () => void refresh() };
+  // Node sets the accepting server on the socket; once it stops listening the page reconnects elsewhere.
+  const server = (req.socket as unknown as { server?: { listening?: boolean } }).server;
+  const stream: Stream = { refresh: () => void refresh(), endIfStopping: () => (server && server.listening === false ? close() : undefined) };
 
   if (!hub.add(projectId, stream)) {
     res.status(429).setHeader('Retry-After', '30');
     res.type('text/plain').send('Too many inbox pages of this project are open live; this one will try again shortly.');
     return;
   }
-  req.on('close', close);
+  // The response's 'close' is the connection's end (the browser closed or left the page).
+  res.on('close', close);
   res.on('error', close);
   res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no', Connection: 'keep-alive' });
   // A reconnect after a cut waits 2 s; the first drawing brings the page up to date.

@@ -131,7 +131,7 @@ function listPane(projectId: string, q: CustomerQuery, labels: string[], list: {
   return html`<section class="inbox-list" aria-labelledby="list-title"><h2 id="list-title">Conversations</h2>
 <p class="inbox-tools"><button type="button" id="alert-toggle" aria-pressed="false" hidden>Alert for new waiting customers: off</button> <button type="button" id="shortcuts-open" aria-haspopup="dialog">Keyboard shortcuts (?)</button></p>
 ${searchForm(path, q, labels)}
-<div class="table-wrap"><table class="stack" id="conversations"${q.cursor ? html` data-paged="true"` : ''}><thead><tr><th scope="col">Customer</th><th scope="col">Assigned</th><th scope="col">Last message</th></tr></thead><tbody${q.cursor ? '' : html` sse-swap="list" hx-target="this" hx-swap="innerHTML"`}>
+<div class="table-wrap"><table class="stack" id="conversations"${q.cursor ? html` data-paged="true"` : ''}><thead><tr><th scope="col">Customer</th><th scope="col">Assigned</th><th scope="col">Last message</th></tr></thead><tbody>
 ${listRows(projectId, list.conversations, params, now, selected)}
 </tbody></table></div>
 <p class="muted" id="no-conversations"${list.conversations.length ? html` hidden` : ''}>${filtered ? 'No conversation matches.' : 'Nobody is waiting for a reply. Choose “Open” or “All” to see the others.'}</p>
@@ -306,7 +306,7 @@ async function renderInbox(deps: AppDeps, req: Request, res: Response, kept: Kep
   if (detail) events.set('selected', String(detail.conversation.id));
   if (q.cursor) events.set('paged', 'true');
   const live = cursor ? '' : html` hx-ext="sse" sse-connect="${withQuery(projectPath(ctx.project.id, '/conversations/events'), events)}"`;
-  const body = html`${detail ? html`<p class="jump"><a href="#chat-title">Jump to the conversation</a></p>` : ''}<div class="inbox${detail ? ' selected' : ''}"${live} hx-boost="true" hx-target="#main" hx-select="#main" hx-swap="outerHTML">${countsHtml(waiting, unread)}${pane}${chat}${contact}</div>
+  const body = html`${detail ? html`<p class="jump"><a href="#chat-title">Jump to the conversation</a></p>` : ''}<div class="inbox${detail ? ' selected' : ''}"${live} hx-boost="true" hx-target="#main" hx-select="#main" hx-swap="outerHTML">${live ? html`<div id="live-sink" hidden sse-swap="update" hx-swap="none"></div>` : ''}${countsHtml(waiting, unread)}${pane}${chat}${contact}</div>
 ${shortcutsDialog()}`;
   const title = detail ? (detail.conversation.kind === 'group' ? `Group conversation: ${detail.conversation.group?.subject ?? detail.contact.name ?? ''}` : `Conversation with ${customerName(detail.contact)}`) : 'Inbox';
   send(res, kept.status ?? 200, layout(ctx.shell(title, { error: kept.error, tabPrefix: tabPrefix(waiting) }), body));
@@ -315,8 +315,8 @@ ${shortcutsDialog()}`;
 type Ctx = Awaited<ReturnType<typeof projectContext>>;
 
 /** The counts the tab's title and the opt-in alert read (dashboard.js), pushed as `counts`. */
-function countsHtml(waiting: number, unread: number): Html {
-  return html`<span id="inbox-counts" hidden data-waiting="${String(waiting)}" data-unread="${String(unread)}" sse-swap="counts" hx-target="this" hx-swap="outerHTML"></span>`;
+function countsHtml(waiting: number, unread: number, oob = false): Html {
+  return html`<span id="inbox-counts" hidden data-waiting="${String(waiting)}" data-unread="${String(unread)}"${oob ? html` hx-swap-oob="true"` : ''}></span>`;
 }
 
 /** The keyboard's shortcuts (dashboard.js acts on them; `?` opens this list). */
@@ -336,6 +336,7 @@ function shortcutsDialog(): Html {
  * The parts of an inbox page its live stream pushes (inbox-live.ts), drawn as the page draws them:
  * the list's rows (not for an older page of the list), the counts, and for an open conversation its
  * chat (newest page) and state line. A person with the conversation open has seen its messages.
+ * Each is an out-of-band swap for htmx (`hx-swap-oob`: its content into the part of the page it names).
  */
 export async function liveParts(deps: AppDeps, ctx: Ctx, q: CustomerQuery, opts: { selected?: string; paged: boolean }): Promise<Record<string, string | undefined>> {
   const parts: Record<string, string | undefined> = {};
@@ -345,14 +346,14 @@ export async function liveParts(deps: AppDeps, ctx: Ctx, q: CustomerQuery, opts:
     await markSeen(deps, ctx.project.id, d.conversation.id);
     selected = d.conversation.id;
     const notes = await notesOf(deps, ctx.project.id, d.conversation.id);
-    parts.chat = String(html`${chatItems(d, notes, await chatMediaOf(deps, ctx.project.id, d.conversation.id, d.messages)).map(bubble)}`);
-    parts.facts = String(chatFacts(d.conversation));
+    parts.chat = String(html`<ol hx-swap-oob="innerHTML:#messages">${chatItems(d, notes, await chatMediaOf(deps, ctx.project.id, d.conversation.id, d.messages)).map(bubble)}</ol>`);
+    parts.facts = String(html`<p hx-swap-oob="innerHTML:#chat-facts">${chatFacts(d.conversation)}</p>`);
   }
   if (!opts.paged) {
     const list = await conversationsPage(deps, ctx.project.id, { ...q, cursor: undefined }, ctx.actor.accountId);
-    parts.list = String(listRows(ctx.project.id, list.conversations, listParams(q), deps.clock.now(), selected));
+    parts.list = String(html`<tbody hx-swap-oob="innerHTML:#conversations > tbody">${listRows(ctx.project.id, list.conversations, listParams(q), deps.clock.now(), selected)}</tbody>`);
   }
-  parts.counts = String(countsHtml(await waitingCount(deps, ctx.project.id), await unreadCount(deps, ctx.project.id)));
+  parts.counts = String(countsHtml(await waitingCount(deps, ctx.project.id), await unreadCount(deps, ctx.project.id), true));
   return parts;
 }
 
@@ -370,12 +371,12 @@ async function chatPane(deps: AppDeps, ctx: Ctx, q: CustomerQuery, d: Conversati
   const older = new URLSearchParams(params);
   if (d.nextCursor) older.set('before', d.nextCursor);
   return html`<section class="inbox-chat" aria-labelledby="chat-title"><h2 id="chat-title">${customerName(d.contact)}</h2>
-<p class="chat-facts"${cursor ? '' : html` sse-swap="facts" hx-target="this" hx-swap="innerHTML"`}>${chatFacts(v)}</p>
+<p class="chat-facts" id="chat-facts">${chatFacts(v)}</p>
 ${d.nextCursor ? html`<p class="paging"><a href="${`${path}?${older}`}" rel="prev">Older messages</a></p>` : ''}
 ${cursor ? html`<p class="muted">Older messages (not live). <a href="${withQuery(path, params)}">Newest</a></p>` : ''}
 <section id="conversation-live" aria-label="Messages, oldest first">
 ${!cursor ? html`<p class="muted" id="live-status" role="status">Live: new messages appear without a reload.</p>` : ''}
-<ol class="chat" id="messages" hx-boost="false"${cursor ? '' : html` sse-swap="chat" hx-target="this" hx-swap="innerHTML"`}>${items.map(bubble)}</ol>
+<ol class="chat" id="messages" hx-boost="false">${items.map(bubble)}</ol>
 <p class="muted" id="no-messages"${items.length ? html` hidden` : ''}>No messages.</p>
 </section>
 ${manage ? replyCard(ctx, v, path, canned, kept, v.window_open ? [] : await offeredTemplates(deps, ctx.project.id), template) : html`<p class="muted">Your role (${ctx.role}) reads the conversation, assigns it, labels it and writes notes; owners and admins reply and hand it over.</p>`}
