@@ -372,15 +372,7 @@ async function chatPane(deps: AppDeps, ctx: Ctx, q: CustomerQuery, d: Conversati
   if (d.nextCursor) older.set('before', d.nextCursor);
   return html`<section class="inbox-chat" aria-labelledby="chat-title"><h2 id="chat-title">${customerName(d.contact)}</h2>
 <p class="chat-facts" id="chat-facts">${chatFacts(v)}</p>
-${d.nextCursor ? html`<p class="paging"><a href="${`${path}?${older}`}" rel="prev">Older messages</a></p>` : ''}
-${cursor ? html`<p class="muted">Older messages (not live). <a href="${withQuery(path, params)}">Newest</a></p>` : ''}
-<section id="conversation-live" aria-label="Messages, oldest first">
-${!cursor ? html`<p class="muted" id="live-status" role="status">Live: new messages appear without a reload.</p>` : ''}
-<ol class="chat" id="messages" hx-boost="false">${items.map(bubble)}</ol>
-<p class="muted" id="no-messages"${items.length ? html` hidden` : ''}>No messages.</p>
-</section>
-${manage ? replyCard(ctx, v, path, canned, kept, v.window_open ? [] : await offeredTemplates(deps, ctx.project.id), template) : html`<p class="muted">Your role (${ctx.role}) reads the conversation, assigns it, labels it and writes notes; owners and admins reply and hand it over.</p>`}
-<section class="card" aria-labelledby="team-title"><h3 id="team-title">Team</h3>
+<div class="chat-bar" role="group" aria-labelledby="team-title"><h3 id="team-title" class="visually-hidden">Team</h3>
 ${resolutionCard(ctx, v, path)}
 <form method="post" action="${path}/assign" class="inline-form">${csrfField(ctx.csrf)}${onceField()}${drawnField(v, 'assignee')}
   <label for="assign-email">Assigned to</label>
@@ -388,25 +380,36 @@ ${resolutionCard(ctx, v, path)}
   <button type="submit">Save assignment</button>
 </form>
 ${mine ? '' : html`<form method="post" action="${path}/assign" class="inline">${csrfField(ctx.csrf)}${onceField()}${drawnField(v, 'assignee')}<input type="hidden" name="email" value="${ctx.actor.email}"><button type="submit">Assign to me</button></form>`}
+${v.labels?.length ? html`<p class="chips">${v.labels.map((l) => html`<span class="label">${l}</span> `)}</p>` : ''}
 <form method="post" action="${path}/labels" class="inline-form">${csrfField(ctx.csrf)}${onceField()}${drawnField(v, 'labels')}
   <label for="labels-input">Labels (comma-separated)</label>
   <input id="labels-input" name="labels" type="text" maxlength="900" value="${(v.labels ?? []).join(', ')}" placeholder="vip, refund">
   <button type="submit">Save labels</button>
 </form>
-<form method="post" action="${path}/notes">${csrfField(ctx.csrf)}${onceField()}
-  <label for="note-text">Private note (the team’s; never sent to the customer)</label>
-  <textarea id="note-text" name="note" rows="2" maxlength="${MAX_NOTE_CHARS}" required></textarea>
-  <div class="actions"><button type="submit">Add note</button></div>
-</form>
-</section>
-${manage ? html`<section class="card" aria-labelledby="handover-title"><h3 id="handover-title">Who answers</h3>
+${manage ? html`<section class="bar-item" aria-labelledby="handover-title"><h3 id="handover-title">Who answers</h3>
 ${held
     ? html`<p>A person holds this conversation: the bot is not handed the customer's messages.</p>
 <form method="post" action="${path}/handover" class="inline">${csrfField(ctx.csrf)}${onceField()}${drawnField(v, 'state')}<input type="hidden" name="to" value="bot"><button type="submit">Give back to the bot</button></form>`
     : html`<p>The bot answers this conversation (state ${v.state}).</p>
 <form method="post" action="${path}/handover" class="inline">${csrfField(ctx.csrf)}${onceField()}${drawnField(v, 'state')}<input type="hidden" name="to" value="human"><button type="submit" class="primary">Take over (the bot stops answering)</button></form>`}
+</section>` : ''}
+</div>
+${d.nextCursor ? html`<p class="paging"><a href="${`${path}?${older}`}" rel="prev">Older messages</a></p>` : ''}
+${cursor ? html`<p class="muted">Older messages (not live). <a href="${withQuery(path, params)}">Newest</a></p>` : ''}
+<section id="conversation-live" aria-label="Messages, oldest first">
+${!cursor ? html`<p class="muted" id="live-status" role="status">Live: new messages appear without a reload.</p>` : ''}
+<ol class="chat" id="messages" hx-boost="false">${items.map(bubble)}</ol>
+<p class="muted" id="no-messages"${items.length ? html` hidden` : ''}>No messages.</p>
 </section>
-${threadCard(ctx, v, path)}
+<div class="composer">
+${manage ? replyCard(ctx, v, path, canned, kept, v.window_open ? [] : await offeredTemplates(deps, ctx.project.id), template) : html`<p class="muted">Your role (${ctx.role}) reads the conversation, assigns it, labels it and writes notes; owners and admins reply and hand it over.</p>`}
+</div>
+<form method="post" action="${path}/notes" class="note-form">${csrfField(ctx.csrf)}${onceField()}
+  <label for="note-text">Private note (the team’s; never sent to the customer)</label>
+  <textarea id="note-text" name="note" rows="2" maxlength="${MAX_NOTE_CHARS}" required></textarea>
+  <div class="actions"><button type="submit">Add note</button></div>
+</form>
+${manage ? html`${threadCard(ctx, v, path)}
 <details class="card"><summary>Canned replies (${canned.length})</summary>
 ${canned.length ? html`<ul class="canned">${canned.map((c) => html`<li><strong>${c.shortcut}</strong>: <span class="message-text">${c.text}</span></li>`)}</ul>` : html`<p class="muted">None yet.</p>`}
 <form method="post" action="${projectPath(ctx.project.id, '/conversations/canned-replies')}">${csrfField(ctx.csrf)}${onceField()}<input type="hidden" name="back" value="${v.id}">
@@ -467,7 +470,8 @@ function replyCard(ctx: Ctx, v: ConversationDetail['conversation'], path: string
 ${v.window_open
     ? html`<form method="post" action="${path}/reply">${csrfField(ctx.csrf)}${onceField()}<input type="hidden" name="kind" value="text">
   ${canned.length ? html`<label for="canned-pick">Canned reply</label><select id="canned-pick" data-fills="reply-text"><option value="">Choose one to fill the message</option>${canned.map((c) => html`<option value="${c.text}">${c.shortcut}</option>`)}</select>` : ''}
-  <label for="reply-text">Message${canned.length ? ' (type / for a canned reply)' : ''}</label><textarea id="reply-text" name="text" rows="3" maxlength="${MAX_REPLY_CHARS}" required${canned.length ? html` aria-controls="canned-suggest" aria-autocomplete="list"` : ''}>${kept.text ?? ''}</textarea>
+  <label for="reply-text">Message</label><textarea id="reply-text" name="text" rows="3" maxlength="${MAX_REPLY_CHARS}" required${canned.length ? html` aria-controls="canned-suggest" aria-autocomplete="list" aria-describedby="slash-hint"` : ''}>${kept.text ?? ''}</textarea>
+  ${canned.length ? html`<p class="muted hint" id="slash-hint">Start with / to pick a canned reply.</p>` : ''}
   ${canned.length ? html`<ul id="canned-suggest" role="listbox" aria-label="Canned replies" hidden>${canned.map((c) => html`<li role="option" aria-selected="false" data-shortcut="${c.shortcut}" data-text="${c.text}"><strong>/${c.shortcut}</strong> <span class="muted">${c.text}</span></li>`)}</ul>` : ''}
   <div class="actions"><button type="submit" class="primary">Send reply</button></div>
 </form>`
