@@ -18,7 +18,7 @@ import { canManage } from '../../lib/accounts/roles.js';
 import { ApiError } from '../../lib/platform/errors.js';
 import { HUMAN_STATE, projectLabels } from '../../lib/conversations/conversations.js';
 import {
-  conversationDetail, conversationHistory, conversationsPage, customerQuery, INBOX_DEFAULT_VIEW, markSeen, messageText, unreadCount, waitingCount,
+  conversationDetail, conversationHistory, conversationsPage, customerQuery, INBOX_DEFAULT_VIEW, markSeen, messageText, UNREAD_COUNTED, unreadCount, waitingCount,
   PAST_GAP_HOURS, type ConversationDetail, type ConversationHistory, type ConversationListItem, type CustomerQuery,
 } from '../../lib/dashboard/customer-reads.js';
 import {
@@ -70,9 +70,10 @@ export function waitWords(since: string | null | undefined, now: Date): string |
   return `waiting ${duration(Math.max(0, Math.round((now.getTime() - Date.parse(since)) / 1000)))}`;
 }
 
-export function marks(v: { needs_reply: boolean; unread: boolean; waiting_since?: string | null; resolution?: string; snoozed_until?: string | null }, now?: Date): Html {
+export function marks(v: { needs_reply: boolean; unread: boolean; unread_count?: number; waiting_since?: string | null; resolution?: string; snoozed_until?: string | null }, now?: Date): Html {
   const waiting = now ? waitWords(v.waiting_since, now) : undefined;
-  return html`${v.needs_reply ? html` <span class="badge" data-mark="needs-reply">needs a reply${waiting ? html`, <span data-wait>${waiting}</span>` : ''}</span>` : ''}${v.unread ? html` <span class="badge" data-mark="unread">unread</span>` : ''}${v.resolution && v.resolution !== 'open' ? html` <span class="badge" data-mark="${v.resolution}">${resolutionWords(v)}</span>` : ''}`;
+  const count = v.unread_count ? `${v.unread_count >= UNREAD_COUNTED ? `${UNREAD_COUNTED}+` : v.unread_count} ` : '';
+  return html`${v.needs_reply ? html` <span class="badge" data-mark="needs-reply">needs a reply${waiting ? html`, <span data-wait>${waiting}</span>` : ''}</span>` : ''}${v.unread ? html` <span class="badge" data-mark="unread">${count}unread</span>` : ''}${v.resolution && v.resolution !== 'open' ? html` <span class="badge" data-mark="${v.resolution}">${resolutionWords(v)}</span>` : ''}`;
 }
 
 /** The team's resolution in words. */
