@@ -12,7 +12,6 @@ import type { Queryable } from '../platform/db/transaction.js';
 /**
  * The cursor of each project asked (a string; a different string means something changed). The
  * count of rows at the newest time tells apart two of one millisecond (a test's frozen clock writes many).
- * frozen clock writes many).
  */
 export async function changeCursors(db: Queryable, projectIds: string[]): Promise<Map<string, string>> {
   if (!projectIds.length) return new Map();
