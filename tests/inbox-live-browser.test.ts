@@ -4,7 +4,8 @@
  * the customer sends (through the simulator's signed webhook) appears in both pages within 1 s and
  * a new waiting customer joins the list, without a reload (the page's own window object survives);
  * the tab's title counts who waits; the owner's shortcut "a" assigns the conversation in place and
- * the colleague's page shows it; "j" opens the next conversation in place; "?" lists the shortcuts.
+ * the colleague's page shows it; "r" goes to the reply; "j" opens the next conversation and "e" resolves
+ * it, in place; "?" lists the shortcuts.
  * A page closed lets its stream go. Nothing leaves the service, no dialog, no CSP violation.
  */
 import { beforeAll, describe, expect, it } from '@jest/globals';
@@ -13,6 +14,13 @@ import type { Browser, Page } from 'playwright-core';
 import { describeWithBrowser, browserTestApp, signedInPage, watchPage, fitsWidth, unlabelled } from './support/browser.js';
 import type { TestApp } from './support/app.js';
 import { openLiveStreams } from '../http/dashboard/inbox-live.js';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { PROJECT_ROOT } from '../lib/platform/project-root.js';
+
+/** `UPDATE_SCREENSHOTS=1` writes the inbox's pictures into docs/. */
+const shotsDir = process.env.UPDATE_SCREENSHOTS ? path.join(PROJECT_ROOT, 'docs') : mkdtempSync(path.join(os.tmpdir(), 'inbox-live-shots-'));
 
 /** The bound the issue sets for a live update to reach the other browser. */
 const LIVE_MS = 1000;
@@ -99,6 +107,7 @@ describeWithBrowser(describe)('the inbox pushed live in Chromium', () => {
     await owner.getByRole('button', { name: 'Send reply' }).click();
     await owner.waitForURL('**done=reply_sent');
     await colleague.locator('#messages').getByText('It left our warehouse today.').waitFor({ timeout: 2000 });
+    await owner.screenshot({ path: path.join(shotsDir, 'dashboard-inbox-live.png'), fullPage: false, caret: 'initial' });
 
     // "j" opens the next conversation of the list in place.
     await owner.locator('body').press('Escape');
@@ -106,6 +115,10 @@ describeWithBrowser(describe)('the inbox pushed live in Chromium', () => {
     await owner.waitForFunction((url) => location.href.split('?')[0] !== url, doraUrl);
     await owner.locator('#chat-title').waitFor();
     expect(await owner.textContent('#chat-title')).not.toBe('Dora Diaz');
+    // "e" resolves it in place.
+    await owner.locator('body').press('e');
+    await owner.waitForURL('**done=resolved');
+    expect(await owner.textContent('#conversation-resolution')).toBe('resolved');
 
     for (const p of [owner, colleague]) expect(await kept(p)).toBe(true);
     expect(await unlabelled(owner)).toEqual([]);
@@ -121,6 +134,7 @@ describeWithBrowser(describe)('the inbox pushed live in Chromium', () => {
     expect(await owner.locator('details.filters-more').evaluate((d: HTMLDetailsElement) => d.open)).toBe(false);
     expect(await owner.locator('#conversations tbody tr').first().isVisible()).toBe(true);
     expect(await fitsWidth(owner)).toBe(true);
+    await owner.screenshot({ path: path.join(shotsDir, 'dashboard-inbox-phone.png'), fullPage: false, caret: 'initial' });
 
     // Pages closed: their streams are let go.
     await colleagueContext.close();

@@ -169,12 +169,20 @@ document.addEventListener('submit', (event) => {
   window.addEventListener('pagehide', () => { for (const source of sources.values()) source.close(); });
   document.addEventListener('htmx:sseOpen', () => { const s = document.getElementById('live-status'); if (s) s.textContent = 'Live: new messages appear without a reload.'; });
   document.addEventListener('htmx:sseError', () => { const s = document.getElementById('live-status'); if (s) s.textContent = 'Live updates interrupted; reconnecting…'; });
-  const toEnd = () => { const list = document.getElementById('messages'); if (list) list.scrollTop = list.scrollHeight; };
-  document.addEventListener('DOMContentLoaded', toEnd);
-  // A page fetched in place (a link, a form) opens at the chat's end; a pushed part does not move it.
   let fetched = false;
+  // On a wide screen a conversation takes the window (its panes scroll on their own): the window is
+  // scrolled to it, unless the page says something went wrong above it.
+  const toEnd = () => {
+    const list = document.getElementById('messages');
+    if (list) list.scrollTop = list.scrollHeight;
+    const inbox = document.querySelector('.inbox.selected');
+    if (inbox && window.matchMedia('(min-width: 1001px)').matches && !document.querySelector('#main .error')) inbox.scrollIntoView({ block: 'start' });
+    else if (fetched) window.scrollTo(0, 0);
+  };
+  document.addEventListener('DOMContentLoaded', toEnd);
+  // A page fetched in place (a link, a form) opens at the chat's end, else at its top; a pushed part moves nothing.
   document.addEventListener('htmx:beforeRequest', () => { fetched = true; });
-  document.addEventListener('htmx:afterSettle', () => { if (fetched) { fetched = false; toEnd(); } });
+  document.addEventListener('htmx:afterSettle', () => { if (fetched) { toEnd(); fetched = false; } });
 })();
 
 // An answer htmx could not swap (a server error, the network): said in words on the page.
@@ -252,11 +260,8 @@ document.addEventListener('submit', (event) => {
 // / search, ? the list of shortcuts (a <dialog> the page carries). Never while typing in a field.
 (function inboxKeys() {
   const typing = (el) => el && (el.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(el.tagName));
-  const click = (selector, text) => {
-    const b = [...document.querySelectorAll(selector)].find((x) => x.textContent.trim() === text);
-    if (b) { b.click(); return true; }
-    return false;
-  };
+  // The buttons a key presses carry it (data-key), whatever their words.
+  const press = (key) => { const b = document.querySelector(`#main button[data-key="${key}"]`); if (b) b.click(); };
   const move = (step) => {
     const rows = [...document.querySelectorAll('#conversations tbody tr')];
     if (!rows.length) return;
@@ -275,8 +280,8 @@ document.addEventListener('submit', (event) => {
       j: () => move(1),
       k: () => move(-1),
       r: () => { const t = document.getElementById('reply-text') || document.getElementById('note-text'); if (t) t.focus(); },
-      a: () => click('#main button', 'Assign to me'),
-      e: () => click('#main button', 'Resolve'),
+      a: () => press('a'),
+      e: () => press('e'),
       '/': () => { const q = document.getElementById('customer-q'); if (q) q.focus(); },
     }[event.key];
     if (!act) return;

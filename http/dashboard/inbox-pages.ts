@@ -295,9 +295,10 @@ async function renderInbox(deps: AppDeps, req: Request, res: Response, kept: Kep
   const pane = listPane(ctx.project.id, q, labels, list, deps.clock.now(), detail?.conversation.id, detail ? undefined : await autoAssignCard(deps, ctx));
   // The chosen template rides in the query string (the template chooser is a GET form).
   const template = typeof req.query.template === 'string' ? req.query.template : undefined;
-  const chat = detail ? await chatPane(deps, ctx, q, detail, cursor, kept, template) : html`<section class="inbox-chat" aria-labelledby="chat-title"><h2 id="chat-title">Choose a conversation</h2><p class="muted">Open a conversation from the list to read it as a chat, assign it, label it, write private notes and reply.</p></section>`;
+  const panes = detail ? await chatPane(deps, ctx, q, detail, cursor, kept, template) : undefined;
+  const chat = panes ? panes.chat : html`<section class="inbox-chat" aria-labelledby="chat-title"><h2 id="chat-title">Choose a conversation</h2><p class="muted">Open a conversation from the list to read it as a chat, assign it, label it, write private notes and reply.</p></section>`;
   const contact = detail
-    ? contactPane(detail, await conversationHistory(deps, ctx.project.id, detail.conversation.id), ctx.project.id)
+    ? html`<div class="inbox-side"><div hx-boost="false">${contactPane(detail, await conversationHistory(deps, ctx.project.id, detail.conversation.id), ctx.project.id)}</div>${panes?.side ?? ''}</div>`
     : html``;
   const waiting = await waitingCount(deps, ctx.project.id);
   const unread = await unreadCount(deps, ctx.project.id);
@@ -358,7 +359,8 @@ export async function liveParts(deps: AppDeps, ctx: Ctx, q: CustomerQuery, opts:
   return parts;
 }
 
-async function chatPane(deps: AppDeps, ctx: Ctx, q: CustomerQuery, d: ConversationDetail, cursor: string | undefined, kept: Kept, template: string | undefined): Promise<Html> {
+/** The chat with its actions bar and reply, and what goes beside the customer (the thread, the canned replies). */
+async function chatPane(deps: AppDeps, ctx: Ctx, q: CustomerQuery, d: ConversationDetail, cursor: string | undefined, kept: Kept, template: string | undefined): Promise<{ chat: Html; side: Html }> {
   const v = d.conversation;
   const manage = canManage(ctx.role);
   const path = projectPath(ctx.project.id, `/conversations/${v.id}`);
@@ -371,7 +373,7 @@ async function chatPane(deps: AppDeps, ctx: Ctx, q: CustomerQuery, d: Conversati
   const items = chatItems(d, notes, await chatMediaOf(deps, ctx.project.id, v.id, d.messages));
   const older = new URLSearchParams(params);
   if (d.nextCursor) older.set('before', d.nextCursor);
-  return html`<section class="inbox-chat" aria-labelledby="chat-title"><h2 id="chat-title">${customerName(d.contact)}</h2>
+  const chat = html`<section class="inbox-chat" aria-labelledby="chat-title"><h2 id="chat-title">${customerName(d.contact)}</h2>
 <p class="chat-facts" id="chat-facts">${chatFacts(v)}</p>
 <div class="chat-bar" role="group" aria-labelledby="team-title"><h3 id="team-title" class="visually-hidden">Team</h3>
 ${resolutionCard(ctx, v, path)}
@@ -380,7 +382,7 @@ ${resolutionCard(ctx, v, path)}
   <select id="assign-email" name="email"><option value=""${v.assignee ? '' : html` selected`}>Nobody (unassigned)</option>${members.map((m) => html`<option value="${m.email}"${v.assignee?.id === m.id ? html` selected` : ''}>${m.email}${m.id === ctx.actor.accountId ? ' (me)' : ''}</option>`)}</select>
   <button type="submit">Save assignment</button>
 </form>
-${mine ? '' : html`<form method="post" action="${path}/assign" class="inline">${csrfField(ctx.csrf)}${onceField()}${drawnField(v, 'assignee')}<input type="hidden" name="email" value="${ctx.actor.email}"><button type="submit">Assign to me</button></form>`}
+${mine ? '' : html`<form method="post" action="${path}/assign" class="inline">${csrfField(ctx.csrf)}${onceField()}${drawnField(v, 'assignee')}<input type="hidden" name="email" value="${ctx.actor.email}"><button type="submit" data-key="a">Assign to me</button></form>`}
 ${v.labels?.length ? html`<p class="chips">${v.labels.map((l) => html`<span class="label">${l}</span> `)}</p>` : ''}
 <form method="post" action="${path}/labels" class="inline-form">${csrfField(ctx.csrf)}${onceField()}${drawnField(v, 'labels')}
   <label for="labels-input">Labels (comma-separated)</label>
@@ -404,21 +406,22 @@ ${!cursor ? html`<p class="muted" id="live-status" role="status">Live: new messa
 </section>
 <div class="composer">
 ${manage ? replyCard(ctx, v, path, canned, kept, v.window_open ? [] : await offeredTemplates(deps, ctx.project.id), template) : html`<p class="muted">Your role (${ctx.role}) reads the conversation, assigns it, labels it and writes notes; owners and admins reply and hand it over.</p>`}
-</div>
 <form method="post" action="${path}/notes" class="note-form">${csrfField(ctx.csrf)}${onceField()}
   <label for="note-text">Private note (the team’s; never sent to the customer)</label>
   <textarea id="note-text" name="note" rows="2" maxlength="${MAX_NOTE_CHARS}" required></textarea>
   <div class="actions"><button type="submit">Add note</button></div>
 </form>
-${manage ? html`${threadCard(ctx, v, path)}
+</div>
+</section>`;
+  const side = html`${manage ? html`${threadCard(ctx, v, path)}
 <details class="card"><summary>Canned replies (${canned.length})</summary>
 ${canned.length ? html`<ul class="canned">${canned.map((c) => html`<li><strong>${c.shortcut}</strong>: <span class="message-text">${c.text}</span></li>`)}</ul>` : html`<p class="muted">None yet.</p>`}
 <form method="post" action="${projectPath(ctx.project.id, '/conversations/canned-replies')}">${csrfField(ctx.csrf)}${onceField()}<input type="hidden" name="back" value="${v.id}">
   <label for="canned-shortcut">Shortcut (lower-case letters, digits, _ or -)</label><input id="canned-shortcut" name="shortcut" type="text" maxlength="40" required pattern="[a-z0-9_\\-]+">
   <label for="canned-text">Text</label><textarea id="canned-text" name="text" rows="2" maxlength="${MAX_REPLY_CHARS}" required></textarea>
   <div class="actions"><button type="submit">Save canned reply</button></div>
-</form></details>` : ''}
-</section>`;
+</form></details>` : ''}`;
+  return { chat, side };
 }
 
 /** The conversation's state line (drawn with the page, then pushed live: inbox-live.ts). */
@@ -434,7 +437,7 @@ function resolutionCard(ctx: Ctx, v: ConversationDetail['conversation'], path: s
   const open = (v.resolution ?? 'open') === 'open';
   return html`<div class="resolution" role="group" aria-labelledby="resolution-title"><p id="resolution-title">Status: ${resolutionWords(v)}${open ? '' : ' (the customer’s next message opens it again)'}</p>
 ${open
-    ? html`<form method="post" action="${path}/resolution" class="inline">${csrfField(ctx.csrf)}${onceField()}${drawnField(v, 'resolution')}<input type="hidden" name="resolution" value="resolved"><button type="submit">Resolve</button></form>
+    ? html`<form method="post" action="${path}/resolution" class="inline">${csrfField(ctx.csrf)}${onceField()}${drawnField(v, 'resolution')}<input type="hidden" name="resolution" value="resolved"><button type="submit" data-key="e">Resolve</button></form>
 <form method="post" action="${path}/resolution" class="inline-form">${csrfField(ctx.csrf)}${onceField()}${drawnField(v, 'resolution')}<input type="hidden" name="resolution" value="snoozed">
   <label for="snooze-hours">Snooze for</label><select id="snooze-hours" name="hours">${SNOOZES.map(([h, l]) => html`<option value="${String(h)}">${l}</option>`)}</select>
   <button type="submit">Snooze</button>

@@ -37,11 +37,11 @@ const TABS: Array<{ tab: string; label: string; roles?: Role[] }> = [
 
 /**
  * htmx's settings (docs/dashboard.md): no inline style or eval (the CSP forbids both), no page
- * snapshots in the browser's storage (back reloads), and a refusal's page (4xx, its reason in words)
- * swapped in like any answer; a 5xx is shown by dashboard.js.
+ * snapshots in the browser's storage (back reloads), a refusal's page (4xx, its reason in words)
+ * swapped in like any answer (a 5xx is shown by dashboard.js, which also places the window).
  */
 const HTMX_CONFIG = JSON.stringify({
-  includeIndicatorStyles: false, allowEval: false, allowScriptTags: false, historyCacheSize: 0, refreshOnHistoryMiss: true,
+  includeIndicatorStyles: false, allowEval: false, allowScriptTags: false, historyCacheSize: 0, refreshOnHistoryMiss: true, scrollIntoViewOnBoost: false,
   responseHandling: [{ code: '204', swap: false }, { code: '[23]..', swap: true }, { code: '4..', swap: true, error: false }, { code: '...', swap: false, error: true }],
 });
 
