@@ -3,7 +3,7 @@
  * and a colleague, each in a browser context of their own, with the same customer open. A message
  * the customer sends (through the simulator's signed webhook) appears in both pages within 1 s and
  * a new waiting customer joins the list, without a reload (the page's own window object survives);
- * the tab's title counts who waits; the owner's shortcut "a" assigns the conversation in place and
+ * the tab's title counts who waits and the opt-in alert notifies; the owner's shortcut "a" assigns the conversation in place and
  * the colleague's page shows it; "r" goes to the reply; "j" opens the next conversation and "e" resolves
  * it, in place; "?" lists the shortcuts.
  * A page closed lets its stream go. Nothing leaves the service, no dialog, no CSP violation.
@@ -77,10 +77,26 @@ describeWithBrowser(describe)('the inbox pushed live in Chromium', () => {
     const reachedMs = Date.now() - sentAt;
     expect({ reachedMs, within: reachedMs < LIVE_MS }).toEqual({ reachedMs, within: true });
 
-    // A new customer waits: the colleague's list gains the row and the tab counts three, still without a reload.
+    // The colleague turns the alert on (the browser's notifications allowed, the tab in the background).
+    await colleague.evaluate(() => {
+      const w = window as unknown as { notified: string[]; Notification: unknown };
+      w.notified = [];
+      w.Notification = class {
+        static permission = 'granted';
+        constructor(title: string, o: { body: string }) {
+          w.notified.push(`${title}: ${o.body}`);
+        }
+      };
+      Object.defineProperty(document, 'visibilityState', { get: () => 'hidden' });
+    });
+    await colleague.getByRole('button', { name: 'Alert for new waiting customers: off' }).click();
+    expect(await colleague.getByRole('button', { name: 'Alert for new waiting customers: on' }).getAttribute('aria-pressed')).toBe('true');
+
+    // A new customer waits: the colleague's list gains the row, the tab counts three and the alert goes, still without a reload.
     await inbound('14155550963', 'Flo Grant', 'Do you ship abroad?');
     await colleague.locator('#conversations tbody').getByRole('link', { name: 'Flo Grant' }).waitFor({ timeout: 2000 });
     await colleague.waitForFunction(() => document.title.startsWith('(3 waiting'), undefined, { timeout: 2000 });
+    expect(await colleague.evaluate(() => (window as unknown as { notified: string[] }).notified)).toEqual(['A customer is waiting: 3 waiting for a reply']);
 
     // "?" lists the shortcuts; Escape closes the list.
     await owner.locator('body').press('?');

@@ -193,6 +193,8 @@ export const inboxEvents = (deps: AppDeps) => async (req: Request, res: Response
       } catch {
         return close();
       }
+      // A comment line keeps proxies from closing a quiet stream (and finds a dead connection).
+      if (!closed) res.write(': keep-alive\n\n');
       await refresh();
     })();
   }, LIVE_LIMITS.HEARTBEAT_MS);
