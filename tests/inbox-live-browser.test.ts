@@ -4,7 +4,7 @@
  * the customer sends (through the simulator's signed webhook) appears in both pages within 1 s and
  * a new waiting customer joins the list, without a reload (the page's own window object survives);
  * the tab's title counts who waits and the opt-in alert notifies; the owner's shortcut "a" assigns the conversation in place and
- * the colleague's page shows it; "r" goes to the reply; "j" opens the next conversation and "e" resolves
+ * the colleague's page shows it; "r" goes to the reply, where "/" offers the canned replies; "j" opens the next conversation and "e" resolves
  * it, in place; "?" lists the shortcuts.
  * A page closed lets its stream go. Nothing leaves the service, no dialog, no CSP violation.
  */
@@ -40,6 +40,7 @@ describeWithBrowser(describe)('the inbox pushed live in Chromium', () => {
     const inbound = async (from: string, name: string, text: string) =>
       expect((await sim.post('/_sim/inbound').send({ phone_number_id: channel.phoneNumberId, from, name, text })).body.status_code).toBe(200);
 
+    await t.db.pool.query(`INSERT INTO canned_replies (project_id, shortcut, text, created_at, updated_at) VALUES ($1, 'warehouse', 'It left our warehouse today.', now(), now())`, [project.id]);
     await inbound('14155550961', 'Dora Diaz', 'Is my order on its way?');
     t.clock.advance(60_000);
     await inbound('14155550962', 'Eli Ford', 'Hello?');
@@ -116,10 +117,16 @@ describeWithBrowser(describe)('the inbox pushed live in Chromium', () => {
     await colleague.locator('#conversation-assignee', { hasText: ownerEmail }).waitFor({ timeout: 5000 });
     expect(Date.now() - assignedAt).toBeLessThan(LIVE_MS);
 
-    // "r" goes to the reply; a reply sent from the form updates the page in place.
+    // "r" goes to the reply, where "/" offers the canned replies; a reply sent from the form updates the page in place.
     await owner.locator('body').press('r');
     expect(await owner.evaluate(() => document.activeElement?.id)).toBe('reply-text');
-    await owner.keyboard.type('It left our warehouse today.');
+    // A canned reply typed with "/": the matching one is offered, Enter takes it.
+    await owner.keyboard.type('/ware');
+    const offered = owner.getByRole('listbox', { name: 'Canned replies' });
+    await offered.waitFor();
+    expect(await offered.getByRole('option').filter({ visible: true }).allTextContents()).toEqual(['/warehouse It left our warehouse today.']);
+    await owner.keyboard.press('Enter');
+    expect(await owner.locator('#reply-text').inputValue()).toBe('It left our warehouse today.');
     await owner.getByRole('button', { name: 'Send reply' }).click();
     await owner.waitForURL('**done=reply_sent');
     await colleague.locator('#messages').getByText('It left our warehouse today.').waitFor({ timeout: 2000 });
