@@ -4,8 +4,8 @@
  * conversation as a chat, oldest to newest, each message with its author (the customer, the bot, a
  * named person, an API key, an agent's connection, a schedule, a campaign) and its status, the
  * team's private notes between them (never sent), and the customer beside it (identity, consent,
- * attributes, tags, the conversation's history). Live without a reload: dashboard.js polls the
- * chat's `/live` and the list's `/list` (rendered and escaped here).
+ * attributes, tags, the conversation's history). Live without a reload: the page's stream
+ * (inbox-live.ts) pushes the parts liveParts draws here; `/live` and `/list` answer them as JSON.
  *
  * Who may do what: every role reads, assigns (to anyone of the team, itself included), labels and
  * writes notes (lib/dashboard/conversation-actions.ts, the API's own functions); owners and admins
@@ -506,7 +506,7 @@ function render(deps: AppDeps, req: Request, res: Response, kept: Kept = {}) {
 export const showConversations = (deps: AppDeps) => (req: Request, res: Response) => render(deps, req, res);
 export const showConversation = (deps: AppDeps) => (req: Request, res: Response) => render(deps, req, res);
 
-/** What the chat's live script polls: the state, window, assignee, labels and the newest page of the chat, as JSON. */
+/** The state, window, assignee, labels and the newest page of the chat, as JSON (the page itself is pushed: inbox-live.ts). */
 export const conversationLive = (deps: AppDeps) => async (req: Request, res: Response) => {
   const ctx = await projectContext(deps, req, 'conversations');
   const d = await conversationDetail(deps, ctx.project.id, String(req.params.conversationId));
@@ -529,7 +529,7 @@ function tabPrefix(waiting: number): string {
   return waiting ? `(${waiting >= 100 ? '99+' : waiting}) ` : '';
 }
 
-/** What the list's live script polls: the list's rows for the same query, rendered and escaped here. */
+/** The list's rows for the same query, rendered and escaped here, as JSON (the page itself is pushed: inbox-live.ts). */
 export const conversationList = (deps: AppDeps) => async (req: Request, res: Response) => {
   const ctx = await projectContext(deps, req, 'conversations');
   const q = customerQuery(req.query);
