@@ -14,7 +14,8 @@
  *
  * Bounded: at most MAX_PER_PROJECT open streams per project (one busy team never takes another's
  * share) and MAX_TOTAL per instance; beyond, 429 and the browser's EventSource tries later. A closed
- * connection is dropped at once (its timer, its place in the hub).
+ * connection is dropped at once (its timer, its place in the hub), and so is one whose unread
+ * backlog passes MAX_BACKLOG_BYTES.
  */
 import type { Request, Response } from 'express';
 import type { AppDeps } from '../app-deps.js';
@@ -26,7 +27,7 @@ import { cookie, SESSION_COOKIE } from './request.js';
 import { liveParts } from './inbox-pages.js';
 import type { PageRoute } from './page-routes.js';
 
-export const LIVE_LIMITS = { TICK_MS: 300, HEARTBEAT_MS: 30_000, MAX_PER_PROJECT: 25, MAX_TOTAL: 500 };
+export const LIVE_LIMITS = { TICK_MS: 300, HEARTBEAT_MS: 30_000, MAX_PER_PROJECT: 25, MAX_TOTAL: 500, MAX_BACKLOG_BYTES: 1_000_000 };
 
 interface Stream {
   refresh(): void;
@@ -160,6 +161,8 @@ export const inboxEvents = (deps: AppDeps) => async (req: Request, res: Response
           out += data;
         }
         if (out && !closed) res.write(sseEvent('update', out));
+        // A reader that does not read (a stalled connection) is let go before its backlog grows: it reconnects.
+        if (res.writableLength > LIVE_LIMITS.MAX_BACKLOG_BYTES) close();
       } while (again && !closed);
     } catch (e) {
       // A conversation deleted, or the database away: the page keeps what it shows; the browser reconnects.
