@@ -26,7 +26,7 @@ const PROOFS = [
   // fuzzing
   'contract-fuzz', 'simulator-meta-differential',
   // real browsers
-  'api-reference', 'browser-smoke', 'dashboard-browser', 'oauth-browser', 'console-a11y-browser', 'groups-browser',
+  'api-reference', 'browser-smoke', 'dashboard-browser', 'oauth-browser', 'console-a11y-browser', 'groups-browser', 'inbox-live-browser',
   // two instances on one database; three started at once on an empty one
   'two-instances', 'bot-two-instances', 'fresh-start',
   // the service as a process exporting traces to a collector of the test's own

@@ -32,7 +32,7 @@ const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
  * GET routes that are not pages a person reads: the sign-in flow's pages for people without a
  * session (visited apart), assets, downloads, a conversation's media files (tests/inbox-media.test.ts) and the live progress's JSON (answered as such).
  */
-const NOT_PAGES = [/^\/assets\//, /\/csv$/, /\/progress$/, /\/live$/, /\/tail$/, /\/download$/, /\/media\/:messageId$/, /^\/oauth\/consent$/, /^\/(login|setup|invite)$/];
+const NOT_PAGES = [/^\/assets\//, /\/csv$/, /\/progress$/, /\/live$/, /\/events$/, /\/tail$/, /\/download$/, /\/media\/:messageId$/, /^\/oauth\/consent$/, /^\/(login|setup|invite)$/];
 
 interface Layer { route?: { path: string | string[]; methods: Record<string, boolean> }; handle?: { stack?: Layer[] } }
 

@@ -130,138 +130,215 @@ document.addEventListener('submit', (event) => {
   xhr.send(new FormData(form));
 });
 
-// A conversation's chat follows it without a reload: it reads /live every 3 s (same origin) and
-// rebuilds the chat (oldest to newest: messages with their authors and statuses, and the team's
-// notes), the state, the window, the assignee and the labels from its JSON, as text (textContent).
-(function liveConversation() {
-  const section = document.querySelector('#conversation-live[data-live-url]');
-  if (!section) return;
-  const url = section.getAttribute('data-live-url');
-  const list = section.querySelector('#messages');
-  const set = (id, text) => { const el = document.getElementById(id); if (el && el.textContent !== text) el.textContent = text; };
-  const para = (cls, parts) => {
-    const p = document.createElement('p');
-    if (cls) p.className = cls;
-    for (const [c, text] of parts) {
-      const span = document.createElement('span');
-      if (c) span.className = c;
-      span.textContent = text;
-      if (p.childNodes.length) p.appendChild(document.createTextNode(' '));
-      p.appendChild(span);
-    }
-    return p;
+// The inbox (issue 68): htmx swaps the parts its Server-Sent Events stream pushes (the list's
+// rows, the chat, the state line, the counts; http/dashboard/inbox-live.ts), and fetches its links
+// and forms in place of <main> (hx-boost). What follows is the little htmx does not do itself.
+
+// A part the person is working in (a focused row link) is not swapped under their hands: the
+// newest one waits until the focus leaves it. The chat stays at its end when it was there.
+(function livePartsKept() {
+  const waiting = new Map();
+  let chatAtEnd = true;
+  document.addEventListener('htmx:oobBeforeSwap', (event) => {
+    const target = event.detail.target;
+    if (target.id === 'messages') chatAtEnd = target.scrollHeight - target.scrollTop - target.clientHeight < 40;
+    if (!target.contains(document.activeElement) || target === document.activeElement || target.id === 'inbox-counts') return;
+    event.detail.shouldSwap = false;
+    if (!waiting.has(target)) target.addEventListener('focusout', () => setTimeout(() => {
+      if (target.contains(document.activeElement) || !waiting.has(target)) return;
+      target.replaceChildren(waiting.get(target));
+      waiting.delete(target);
+      if (window.htmx) window.htmx.process(target);
+    }, 0));
+    waiting.set(target, event.detail.fragment);
+  });
+  document.addEventListener('htmx:sseMessage', () => {
+    const list = document.getElementById('messages');
+    if (list && chatAtEnd) list.scrollTop = list.scrollHeight;
+    const rows = document.querySelector('#conversations > tbody');
+    const none = document.getElementById('no-conversations');
+    if (rows && none && rows.children.length) none.hidden = true;
+    const noMessages = document.getElementById('no-messages');
+    if (list && noMessages) noMessages.hidden = list.children.length > 0;
+  });
+  // A stream whose page part is swapped away is closed at once (the service holds a place for each).
+  const sources = new Map();
+  document.addEventListener('htmx:sseOpen', (e) => { if (e.detail && e.detail.source) sources.set(e.target, e.detail.source); });
+  const closeGone = () => { for (const [elt, source] of sources) if (!document.body.contains(elt)) { source.close(); sources.delete(elt); } };
+  document.addEventListener('htmx:afterSwap', closeGone);
+  window.addEventListener('pagehide', () => { for (const source of sources.values()) source.close(); });
+  document.addEventListener('htmx:sseOpen', () => { const s = document.getElementById('live-status'); if (s) s.textContent = 'Live: new messages appear without a reload.'; });
+  document.addEventListener('htmx:sseError', () => { const s = document.getElementById('live-status'); if (s) s.textContent = 'Live updates interrupted; reconnecting…'; });
+  let fetched = false;
+  // On a wide screen a conversation takes the window (its panes scroll on their own): the window is
+  // scrolled to it, unless the page says something went wrong above it.
+  const toEnd = () => {
+    const list = document.getElementById('messages');
+    if (list) list.scrollTop = list.scrollHeight;
+    const inbox = document.querySelector('.inbox.selected');
+    if (inbox && window.matchMedia('(min-width: 1001px)').matches && !document.querySelector('#main .error')) inbox.scrollIntoView({ block: 'start' });
+    else if (fetched) window.scrollTo(0, 0);
   };
-  // A message's media, as http/dashboard/inbox-media.ts mediaHtml draws it (every value set as text or an attribute).
-  const el = (tag, attrs, text) => {
-    const e = document.createElement(tag);
-    for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
-    if (text !== undefined) e.textContent = text;
-    return e;
-  };
-  const fileLink = (m) => {
-    const p = el('p', { class: 'media-file' });
-    if (m.link) p.appendChild(el('a', { href: m.link, target: '_blank', rel: 'noopener noreferrer' }, `${m.name} (sent by link)`));
-    else { p.className = 'media-file muted'; p.textContent = `${m.name} (no copy the service can fetch)`; }
-    return p;
-  };
-  const media = (m, by) => {
-    if (m.kind === 'image' || m.kind === 'sticker') {
-      if (!m.url) return fileLink(m);
-      const a = el('a', { class: 'media-thumb', href: m.url, target: '_blank', rel: 'noopener' });
-      a.appendChild(el('img', { src: m.url, alt: `${m.kind === 'sticker' ? 'Sticker' : 'Photo'} from ${by} (opens the full size)`, loading: 'lazy', class: m.kind }));
-      return a;
-    }
-    if (m.kind === 'video' || m.kind === 'audio') {
-      if (!m.url) return fileLink(m);
-      return el(m.kind, { class: 'media-player', controls: '', preload: m.kind === 'video' ? 'metadata' : 'none', src: m.url, 'aria-label': `${m.kind === 'video' ? 'Video' : 'Audio'} from ${by}` });
-    }
-    if (m.kind === 'document') {
-      if (!m.url) return fileLink(m);
-      const p = el('p', { class: 'media-file' });
-      p.appendChild(el('a', { href: m.url, download: m.name }, m.name));
-      if (m.size) { p.appendChild(document.createTextNode(' ')); p.appendChild(el('span', { class: 'muted' }, `(${m.size})`)); }
-      return p;
-    }
-    if (m.kind === 'location') {
-      const p = el('p', { class: 'media-location' }, `Location: ${m.name} `);
-      p.appendChild(el('a', { href: m.map, target: '_blank', rel: 'noopener noreferrer' }, 'map'));
-      return p;
-    }
-    const ul = el('ul', { class: 'media-contacts' });
-    for (const c of m.contacts || []) ul.appendChild(el('li', {}, c.phones.length ? `${c.name}: ${c.phones.join(', ')}` : c.name));
-    return ul;
-  };
-  const bubble = (i) => {
-    const li = document.createElement('li');
-    li.className = `bubble ${i.kind}`;
-    li.setAttribute('data-item', i.key);
-    li.setAttribute('data-author', i.authorKind);
-    li.appendChild(para('by', [['author', i.author], ['muted', i.when]]));
-    if (i.media) li.appendChild(media(i.media, i.author));
-    const text = document.createElement('p');
-    text.className = 'message-text';
-    text.textContent = i.text;
-    li.appendChild(text);
-    const meta = document.createElement('p');
-    meta.className = 'meta muted';
-    meta.textContent = i.meta;
-    li.appendChild(meta);
-    return li;
-  };
-  let last = '';
-  const tick = () => {
-    fetch(url, { credentials: 'same-origin', headers: { accept: 'application/json' } })
-      .then((r) => (r.ok ? r.json() : Promise.reject(new Error(String(r.status)))))
-      .then((c) => {
-        set('conversation-state', c.state);
-        set('conversation-window', c.window);
-        set('conversation-assignee', c.assignee);
-        set('conversation-labels', c.labels);
-        set('conversation-resolution', c.resolution);
-        const seen = JSON.stringify(c.items);
-        if (seen !== last) {
-          const atEnd = list.scrollHeight - list.scrollTop - list.clientHeight < 40;
-          last = seen;
-          list.replaceChildren(...c.items.map(bubble));
-          if (atEnd) list.scrollTop = list.scrollHeight;
-          const none = document.getElementById('no-messages');
-          if (none) none.hidden = c.items.length > 0;
-        }
-        setTimeout(tick, 3000);
-      })
-      .catch(() => setTimeout(tick, 10000));
-  };
-  list.scrollTop = list.scrollHeight;
-  setTimeout(tick, 3000);
+  document.addEventListener('DOMContentLoaded', toEnd);
+  // A page fetched in place (a link, a form) opens at the chat's end, else at its top; a pushed part moves nothing.
+  document.addEventListener('htmx:beforeRequest', () => { fetched = true; });
+  document.addEventListener('htmx:afterSettle', () => { if (fetched) { toEnd(); fetched = false; } });
 })();
 
-// The inbox's list follows new conversations and marks without a reload (its first page only):
-// rows rendered and escaped by the server for the same search and filters.
-(function liveInboxList() {
-  const table = document.querySelector('table#conversations[data-live-list]:not([data-paged])');
-  if (!table) return;
-  const body = table.tBodies[0];
-  const selected = document.querySelector('#conversations tr.selected');
-  const url = table.getAttribute('data-live-list') + (table.getAttribute('data-live-list').includes('?') ? '&' : '?') + 'selected=' + (selected ? selected.getAttribute('data-conversation') : '');
-  let last = null;
-  const tick = () => {
-    fetch(url, { credentials: 'same-origin', headers: { accept: 'application/json' } })
-      .then((r) => (r.ok ? r.json() : Promise.reject(new Error(String(r.status)))))
-      .then((p) => {
-        if (p.rows !== last && !table.contains(document.activeElement)) {
-          body.innerHTML = p.rows;
-          const none = document.getElementById('no-conversations');
-          if (none) none.hidden = p.count > 0;
-        }
-        if (!table.contains(document.activeElement)) last = p.rows;
-        // The tab's title leads with how many customers wait ("(3) Inbox · Dashboard"), kept current.
-        if (typeof p.tab === 'string') document.title = p.tab + document.title.replace(/^\(\d+\+?\) /, '');
-        setTimeout(tick, 4000);
-      })
-      .catch(() => setTimeout(tick, 12000));
+// An answer htmx could not swap (a server error, the network): said in words on the page.
+(function failedRequests() {
+  const say = (text) => {
+    const main = document.getElementById('main');
+    if (!main) return;
+    let p = document.getElementById('request-failed');
+    if (!p) { p = document.createElement('p'); p.id = 'request-failed'; p.className = 'error'; p.setAttribute('role', 'alert'); main.insertBefore(p, main.children[1] || null); }
+    p.textContent = text;
   };
-  setTimeout(tick, 1000);
+  document.addEventListener('htmx:responseError', (e) => say(`That did not work (the service answered ${e.detail.xhr.status}). Reload the page to see what was saved.`));
+  document.addEventListener('htmx:sendError', () => say('The service could not be reached; nothing was sent. Try again.'));
 })();
+
+// The tab's title leads with who waits and what is unread ("(3 waiting, 5 unread) Inbox"), kept
+// current by the pushed counts. A person who turned the alert on hears a short sound and gets the
+// browser's notification when another customer starts waiting (opt-in, remembered in this browser).
+(function inboxCounts() {
+  let lastWaiting = null;
+  const ALERT = 'inbox-alert';
+  const enabled = () => { try { return localStorage.getItem(ALERT) === 'on'; } catch (_) { return false; } };
+  const button = () => document.getElementById('alert-toggle');
+  const showToggle = () => {
+    const b = button();
+    if (!b) return;
+    b.hidden = false;
+    b.setAttribute('aria-pressed', String(enabled()));
+    b.textContent = enabled() ? 'Alert for new waiting customers: on' : 'Alert for new waiting customers: off';
+  };
+  const beep = () => {
+    try {
+      const Ctx = window.AudioContext || window.webkitAudioContext;
+      if (!Ctx) return;
+      const ctx = new Ctx();
+      const osc = ctx.createOscillator();
+      const gain = ctx.createGain();
+      osc.frequency.value = 880;
+      gain.gain.value = 0.08;
+      osc.connect(gain).connect(ctx.destination);
+      osc.start();
+      osc.stop(ctx.currentTime + 0.18);
+      osc.onended = () => ctx.close();
+    } catch (_) { /* no sound here */ }
+  };
+  const apply = () => {
+    const counts = document.getElementById('inbox-counts');
+    if (!counts) return;
+    const waiting = Number(counts.getAttribute('data-waiting')) || 0;
+    const unread = Number(counts.getAttribute('data-unread')) || 0;
+    const n = (x) => (x >= 100 ? '99+' : String(x));
+    const parts = [waiting ? `${n(waiting)} waiting` : '', unread ? `${n(unread)} unread` : ''].filter(Boolean);
+    document.title = (parts.length ? `(${parts.join(', ')}) ` : '') + document.title.replace(/^\([^)]*\) /, '');
+    if (lastWaiting !== null && waiting > lastWaiting && enabled()) {
+      beep();
+      if (window.Notification && Notification.permission === 'granted' && document.visibilityState !== 'visible') {
+        new Notification('A customer is waiting', { body: `${n(waiting)} waiting for a reply`, tag: 'inbox-waiting' });
+      }
+    }
+    lastWaiting = waiting;
+  };
+  document.addEventListener('click', (event) => {
+    if (!event.target.closest('#alert-toggle')) return;
+    const on = !enabled();
+    try { localStorage.setItem(ALERT, on ? 'on' : 'off'); } catch (_) { /* not remembered */ }
+    if (on && window.Notification && Notification.permission === 'default') Notification.requestPermission();
+    showToggle();
+  });
+  document.addEventListener('DOMContentLoaded', () => { showToggle(); apply(); });
+  document.addEventListener('htmx:afterSettle', () => { showToggle(); apply(); });
+  document.addEventListener('htmx:sseMessage', apply);
+})();
+
+// The inbox's keyboard: j/k next and previous conversation, r reply, a assign to me, e resolve,
+// / search, ? the list of shortcuts (a <dialog> the page carries). Never while typing in a field.
+(function inboxKeys() {
+  const typing = (el) => el && (el.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(el.tagName));
+  // The buttons a key presses carry it (data-key), whatever their words.
+  const press = (key) => { const b = document.querySelector(`#main button[data-key="${key}"]`); if (b) b.click(); };
+  const move = (step) => {
+    const rows = [...document.querySelectorAll('#conversations tbody tr')];
+    if (!rows.length) return;
+    const at = rows.findIndex((r) => r.classList.contains('selected'));
+    const next = rows[at === -1 ? (step > 0 ? 0 : rows.length - 1) : Math.min(rows.length - 1, Math.max(0, at + step))];
+    const link = next && next.querySelector('a');
+    if (link && next !== rows[at]) link.click();
+  };
+  document.addEventListener('keydown', (event) => {
+    if (event.ctrlKey || event.metaKey || event.altKey || event.defaultPrevented) return;
+    const dialog = document.getElementById('shortcuts');
+    if (!dialog || typing(event.target)) return;
+    if (dialog.open && event.key !== '?') return;
+    const act = {
+      '?': () => (dialog.open ? dialog.close() : dialog.showModal()),
+      j: () => move(1),
+      k: () => move(-1),
+      r: () => { const t = document.getElementById('reply-text') || document.getElementById('note-text'); if (t) t.focus(); },
+      a: () => press('a'),
+      e: () => press('e'),
+      '/': () => { const q = document.getElementById('customer-q'); if (q) q.focus(); },
+    }[event.key];
+    if (!act) return;
+    event.preventDefault();
+    act();
+  });
+})();
+
+// Canned replies typed with "/": a reply starting with "/" offers the canned replies whose
+// shortcut begins with what follows; arrows move, Enter or Tab takes one (the text stays editable).
+(function cannedSlash() {
+  const state = { i: 0, shown: [] };
+  const box = () => document.getElementById('canned-suggest');
+  const hide = () => { const b = box(); if (b) b.hidden = true; state.shown = []; };
+  const mark = (b) => b.querySelectorAll('[role="option"]').forEach((o) => o.setAttribute('aria-selected', String(state.shown[state.i] === o)));
+  document.addEventListener('input', (event) => {
+    if (event.target.id !== 'reply-text') return;
+    const b = box();
+    if (!b) return;
+    const m = /^\/([a-z0-9_-]*)$/.exec(event.target.value);
+    if (!m) return hide();
+    const opts = [...b.querySelectorAll('[role="option"]')];
+    opts.forEach((o) => { o.hidden = !o.getAttribute('data-shortcut').startsWith(m[1]); });
+    state.shown = opts.filter((o) => !o.hidden);
+    state.i = 0;
+    b.hidden = state.shown.length === 0;
+    mark(b);
+  });
+  const take = (textarea, option) => { textarea.value = option.getAttribute('data-text'); hide(); textarea.focus(); };
+  document.addEventListener('keydown', (event) => {
+    if (event.target.id !== 'reply-text' || !state.shown.length) return;
+    const b = box();
+    if (event.key === 'ArrowDown' || event.key === 'ArrowUp') {
+      state.i = (state.i + (event.key === 'ArrowDown' ? 1 : state.shown.length - 1)) % state.shown.length;
+      mark(b);
+      event.preventDefault();
+    } else if (event.key === 'Enter' || event.key === 'Tab') {
+      take(event.target, state.shown[state.i]);
+      event.preventDefault();
+    } else if (event.key === 'Escape') hide();
+  });
+  document.addEventListener('click', (event) => {
+    const option = event.target.closest('#canned-suggest [role="option"]');
+    const t = document.getElementById('reply-text');
+    if (option && t) take(t, option);
+  });
+})();
+
+// On a phone the list comes first: its filters start folded (the search stays open).
+document.addEventListener('DOMContentLoaded', () => {
+  const more = document.querySelector('details.filters-more');
+  if (more && window.matchMedia('(max-width: 600px)').matches && !more.hasAttribute('data-chosen')) more.open = false;
+});
+document.addEventListener('htmx:afterSettle', () => {
+  const more = document.querySelector('details.filters-more');
+  if (more && window.matchMedia('(max-width: 600px)').matches && !more.hasAttribute('data-chosen')) more.open = false;
+});
 
 // A canned reply chosen in the reply form fills the message (the person may still edit it).
 document.addEventListener('change', (event) => {
@@ -269,4 +346,11 @@ document.addEventListener('change', (event) => {
   if (!select || !select.value) return;
   const target = document.getElementById(select.getAttribute('data-fills'));
   if (target) { target.value = select.value; target.focus(); }
+});
+
+// The shortcuts' list, opened with its button as well as with "?".
+document.addEventListener('click', (event) => {
+  if (!event.target.closest('#shortcuts-open')) return;
+  const dialog = document.getElementById('shortcuts');
+  if (dialog && !dialog.open) dialog.showModal();
 });

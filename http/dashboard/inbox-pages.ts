@@ -4,8 +4,8 @@
  * conversation as a chat, oldest to newest, each message with its author (the customer, the bot, a
  * named person, an API key, an agent's connection, a schedule, a campaign) and its status, the
  * team's private notes between them (never sent), and the customer beside it (identity, consent,
- * attributes, tags, the conversation's history). Live without a reload: dashboard.js polls the
- * chat's `/live` and the list's `/list` (rendered and escaped here).
+ * attributes, tags, the conversation's history). Live without a reload: the page's stream
+ * (inbox-live.ts) pushes the parts liveParts draws here; `/live` and `/list` answer them as JSON.
  *
  * Who may do what: every role reads, assigns (to anyone of the team, itself included), labels and
  * writes notes (lib/dashboard/conversation-actions.ts, the API's own functions); owners and admins
@@ -18,7 +18,7 @@ import { canManage } from '../../lib/accounts/roles.js';
 import { ApiError } from '../../lib/platform/errors.js';
 import { HUMAN_STATE, projectLabels } from '../../lib/conversations/conversations.js';
 import {
-  conversationDetail, conversationHistory, conversationsPage, customerQuery, INBOX_DEFAULT_VIEW, markSeen, messageText, waitingCount,
+  conversationDetail, conversationHistory, conversationsPage, customerQuery, INBOX_DEFAULT_VIEW, markSeen, messageText, UNREAD_COUNTED, unreadCount, waitingCount,
   PAST_GAP_HOURS, type ConversationDetail, type ConversationHistory, type ConversationListItem, type CustomerQuery,
 } from '../../lib/dashboard/customer-reads.js';
 import {
@@ -70,9 +70,10 @@ export function waitWords(since: string | null | undefined, now: Date): string |
   return `waiting ${duration(Math.max(0, Math.round((now.getTime() - Date.parse(since)) / 1000)))}`;
 }
 
-export function marks(v: { needs_reply: boolean; unread: boolean; waiting_since?: string | null; resolution?: string; snoozed_until?: string | null }, now?: Date): Html {
+export function marks(v: { needs_reply: boolean; unread: boolean; unread_count?: number; waiting_since?: string | null; resolution?: string; snoozed_until?: string | null }, now?: Date): Html {
   const waiting = now ? waitWords(v.waiting_since, now) : undefined;
-  return html`${v.needs_reply ? html` <span class="badge" data-mark="needs-reply">needs a reply${waiting ? html`, <span data-wait>${waiting}</span>` : ''}</span>` : ''}${v.unread ? html` <span class="badge" data-mark="unread">unread</span>` : ''}${v.resolution && v.resolution !== 'open' ? html` <span class="badge" data-mark="${v.resolution}">${resolutionWords(v)}</span>` : ''}`;
+  const count = v.unread_count ? `${v.unread_count >= UNREAD_COUNTED ? `${UNREAD_COUNTED}+` : v.unread_count} ` : '';
+  return html`${v.needs_reply ? html` <span class="badge" data-mark="needs-reply">needs a reply${waiting ? html`, <span data-wait>${waiting}</span>` : ''}</span>` : ''}${v.unread ? html` <span class="badge" data-mark="unread">${count}unread</span>` : ''}${v.resolution && v.resolution !== 'open' ? html` <span class="badge" data-mark="${v.resolution}">${resolutionWords(v)}</span>` : ''}`;
 }
 
 /** The team's resolution in words. */
@@ -106,14 +107,14 @@ function searchForm(action: string, q: CustomerQuery, labels: string[]): Html {
   return html`<form method="get" action="${action}" class="inbox-filters" role="search">
   <label for="customer-q">Search by name, username, BSUID, phone or words of a message</label>
   <input id="customer-q" name="q" type="text" value="${q.q}" maxlength="100" placeholder="Ada, @ada, +1 415… or “broken box”">
-  <div class="filter-row">
+  <details class="filters-more" open${q.filter || q.assigned || q.label ? html` data-chosen` : ''}><summary>Filters</summary><div class="filter-row">
   <span><label for="customer-filter">Show</label>
   <select id="customer-filter" name="filter">${FILTERS.map(([v, l]) => option(v, l, q.filter ?? INBOX_DEFAULT_VIEW))}</select></span>
   <span><label for="inbox-assigned">Assigned</label>
   <select id="inbox-assigned" name="assigned">${ASSIGNED.map(([v, l]) => option(v, l, q.assigned))}</select></span>
   <span><label for="inbox-label">Label</label>
   <select id="inbox-label" name="label">${option('', 'Any label', q.label)}${[...new Set([...labels, ...(q.label ? [q.label] : [])])].map((l) => option(l, l, q.label))}</select></span>
-  </div>
+  </div></details>
   <button type="submit">Search conversations</button>
 </form>`;
 }
@@ -129,8 +130,9 @@ function listPane(projectId: string, q: CustomerQuery, labels: string[], list: {
   const next = new URLSearchParams(params);
   if (list.nextCursor) next.set('cursor', list.nextCursor);
   return html`<section class="inbox-list" aria-labelledby="list-title"><h2 id="list-title">Conversations</h2>
+<p class="inbox-tools"><button type="button" id="alert-toggle" aria-pressed="false" hidden>Alert for new waiting customers: off</button> <button type="button" id="shortcuts-open" aria-haspopup="dialog">Keyboard shortcuts (?)</button></p>
 ${searchForm(path, q, labels)}
-<div class="table-wrap"><table class="stack" id="conversations" data-live-list="${withQuery(`${path}/list`, params)}"${q.cursor ? html` data-paged="true"` : ''}><thead><tr><th scope="col">Customer</th><th scope="col">Assigned</th><th scope="col">Last message</th></tr></thead><tbody>
+<div class="table-wrap"><table class="stack" id="conversations"${q.cursor ? html` data-paged="true"` : ''}><thead><tr><th scope="col">Customer</th><th scope="col">Assigned</th><th scope="col">Last message</th></tr></thead><tbody>
 ${listRows(projectId, list.conversations, params, now, selected)}
 </tbody></table></div>
 <p class="muted" id="no-conversations"${list.conversations.length ? html` hidden` : ''}>${filtered ? 'No conversation matches.' : 'Nobody is waiting for a reply. Choose “Open” or “All” to see the others.'}</p>
@@ -293,19 +295,72 @@ async function renderInbox(deps: AppDeps, req: Request, res: Response, kept: Kep
   const pane = listPane(ctx.project.id, q, labels, list, deps.clock.now(), detail?.conversation.id, detail ? undefined : await autoAssignCard(deps, ctx));
   // The chosen template rides in the query string (the template chooser is a GET form).
   const template = typeof req.query.template === 'string' ? req.query.template : undefined;
-  const chat = detail ? await chatPane(deps, ctx, q, detail, cursor, kept, template) : html`<section class="inbox-chat" aria-labelledby="chat-title"><h2 id="chat-title">Choose a conversation</h2><p class="muted">Open a conversation from the list to read it as a chat, assign it, label it, write private notes and reply.</p></section>`;
+  const panes = detail ? await chatPane(deps, ctx, q, detail, cursor, kept, template) : undefined;
+  const chat = panes ? panes.chat : html`<section class="inbox-chat" aria-labelledby="chat-title"><h2 id="chat-title">Choose a conversation</h2><p class="muted">Open a conversation from the list to read it as a chat, assign it, label it, write private notes and reply.</p></section>`;
   const contact = detail
-    ? contactPane(detail, await conversationHistory(deps, ctx.project.id, detail.conversation.id), ctx.project.id)
+    ? html`<div class="inbox-side"><div hx-boost="false">${contactPane(detail, await conversationHistory(deps, ctx.project.id, detail.conversation.id), ctx.project.id)}</div>${panes?.side ?? ''}</div>`
     : html``;
-  const body = html`${detail ? html`<p class="jump"><a href="#chat-title">Jump to the conversation</a></p>` : ''}<div class="inbox${detail ? ' selected' : ''}">${pane}${chat}${contact}</div>`;
-  const title = detail ? (detail.conversation.kind === 'group' ? `Group conversation: ${detail.conversation.group?.subject ?? detail.contact.name ?? ''}` : `Conversation with ${customerName(detail.contact)}`) : 'Inbox';
   const waiting = await waitingCount(deps, ctx.project.id);
+  const unread = await unreadCount(deps, ctx.project.id);
+  // The page's live stream (inbox-live.ts) for its own list query and conversation; links and forms
+  // inside are fetched by htmx and swapped in place of <main> (no full reload), the URL kept.
+  const events = new URLSearchParams(listParams(q));
+  if (detail) events.set('selected', String(detail.conversation.id));
+  if (q.cursor) events.set('paged', 'true');
+  const live = cursor ? '' : html` hx-ext="sse" sse-connect="${withQuery(projectPath(ctx.project.id, '/conversations/events'), events)}"`;
+  const body = html`${detail ? html`<p class="jump"><a href="#chat-title">Jump to the conversation</a></p>` : ''}<div class="inbox${detail ? ' selected' : ''}"${live} hx-boost="true" hx-target="#main" hx-select="#main" hx-swap="outerHTML">${live ? html`<div id="live-sink" hidden sse-swap="update" hx-swap="none"></div>` : ''}${countsHtml(waiting, unread)}${pane}${chat}${contact}</div>
+${shortcutsDialog()}`;
+  const title = detail ? (detail.conversation.kind === 'group' ? `Group conversation: ${detail.conversation.group?.subject ?? detail.contact.name ?? ''}` : `Conversation with ${customerName(detail.contact)}`) : 'Inbox';
   send(res, kept.status ?? 200, layout(ctx.shell(title, { error: kept.error, tabPrefix: tabPrefix(waiting) }), body));
 }
 
 type Ctx = Awaited<ReturnType<typeof projectContext>>;
 
-async function chatPane(deps: AppDeps, ctx: Ctx, q: CustomerQuery, d: ConversationDetail, cursor: string | undefined, kept: Kept, template: string | undefined): Promise<Html> {
+/** The counts the tab's title and the opt-in alert read (dashboard.js), pushed as `counts`. */
+function countsHtml(waiting: number, unread: number, oob = false): Html {
+  return html`<span id="inbox-counts" hidden data-waiting="${String(waiting)}" data-unread="${String(unread)}"${oob ? html` hx-swap-oob="true"` : ''}></span>`;
+}
+
+/** The keyboard's shortcuts (dashboard.js acts on them; `?` opens this list). */
+export const SHORTCUTS: Array<[string, string]> = [
+  ['j', 'Next conversation in the list'], ['k', 'Previous conversation in the list'], ['r', 'Write a reply (or a note when your role does not reply)'],
+  ['a', 'Assign the conversation to me'], ['e', 'Resolve the conversation'], ['/', 'Search conversations'], ['?', 'Show or hide this list'],
+];
+
+function shortcutsDialog(): Html {
+  return html`<dialog id="shortcuts" aria-labelledby="shortcuts-title"><h2 id="shortcuts-title">Keyboard shortcuts</h2>
+<dl class="shortcuts">${SHORTCUTS.map(([k, what]) => html`<dt><kbd>${k}</kbd></dt><dd>${what}</dd>`)}</dl>
+<p class="muted">Not while typing in a field; Escape leaves a field. In a reply, a message starting with <kbd>/</kbd> offers the canned replies.</p>
+<form method="dialog"><button type="submit">Close</button></form></dialog>`;
+}
+
+/**
+ * The parts of an inbox page its live stream pushes (inbox-live.ts), drawn as the page draws them:
+ * the list's rows (not for an older page of the list), the counts, and for an open conversation its
+ * chat (newest page) and state line. A person with the conversation open has seen its messages.
+ * Each is an out-of-band swap for htmx (`hx-swap-oob`: its content into the part of the page it names).
+ */
+export async function liveParts(deps: AppDeps, ctx: Ctx, q: CustomerQuery, opts: { selected?: string; paged: boolean }): Promise<Record<string, string | undefined>> {
+  const parts: Record<string, string | undefined> = {};
+  let selected: number | undefined;
+  if (opts.selected) {
+    const d = await conversationDetail(deps, ctx.project.id, opts.selected);
+    await markSeen(deps, ctx.project.id, d.conversation.id);
+    selected = d.conversation.id;
+    const notes = await notesOf(deps, ctx.project.id, d.conversation.id);
+    parts.chat = String(html`<ol hx-swap-oob="innerHTML:#messages">${chatItems(d, notes, await chatMediaOf(deps, ctx.project.id, d.conversation.id, d.messages)).map(bubble)}</ol>`);
+    parts.facts = String(html`<p hx-swap-oob="innerHTML:#chat-facts">${chatFacts(d.conversation)}</p>`);
+  }
+  if (!opts.paged) {
+    const list = await conversationsPage(deps, ctx.project.id, { ...q, cursor: undefined }, ctx.actor.accountId);
+    parts.list = String(html`<tbody hx-swap-oob="innerHTML:#conversations > tbody">${listRows(ctx.project.id, list.conversations, listParams(q), deps.clock.now(), selected)}</tbody>`);
+  }
+  parts.counts = String(countsHtml(await waitingCount(deps, ctx.project.id), await unreadCount(deps, ctx.project.id), true));
+  return parts;
+}
+
+/** The chat with its actions bar and reply, and what goes beside the customer (the thread, the canned replies). */
+async function chatPane(deps: AppDeps, ctx: Ctx, q: CustomerQuery, d: ConversationDetail, cursor: string | undefined, kept: Kept, template: string | undefined): Promise<{ chat: Html; side: Html }> {
   const v = d.conversation;
   const manage = canManage(ctx.role);
   const path = projectPath(ctx.project.id, `/conversations/${v.id}`);
@@ -318,51 +373,60 @@ async function chatPane(deps: AppDeps, ctx: Ctx, q: CustomerQuery, d: Conversati
   const items = chatItems(d, notes, await chatMediaOf(deps, ctx.project.id, v.id, d.messages));
   const older = new URLSearchParams(params);
   if (d.nextCursor) older.set('before', d.nextCursor);
-  return html`<section class="inbox-chat" aria-labelledby="chat-title"><h2 id="chat-title">${customerName(d.contact)}</h2>
-<p class="chat-facts"><span>State: <span class="status" id="conversation-state">${stateWords(v.state)}</span></span> <span>Window: <span id="conversation-window">${windowWords(v)}</span></span> <span>Assigned: <span id="conversation-assignee">${v.assignee ? v.assignee.email : 'nobody'}</span></span> <span>Labels: <span id="conversation-labels">${v.labels?.length ? v.labels.join(', ') : '—'}</span></span> <span>Status: <span id="conversation-resolution">${resolutionWords(v)}</span></span> <span>Thread: <span id="conversation-thread">${threadWords(v)}</span></span></p>
-${d.nextCursor ? html`<p class="paging"><a href="${`${path}?${older}`}" rel="prev">Older messages</a></p>` : ''}
-${cursor ? html`<p class="muted">Older messages (not live). <a href="${withQuery(path, params)}">Newest</a></p>` : ''}
-<section id="conversation-live" aria-label="Messages, oldest first"${cursor ? '' : html` data-live-url="${path}/live"`}>
-${!cursor ? html`<p class="muted" id="live-status" role="status">Live: new messages appear without a reload.</p>` : ''}
-<ol class="chat" id="messages">${items.map(bubble)}</ol>
-<p class="muted" id="no-messages"${items.length ? html` hidden` : ''}>No messages.</p>
-</section>
-${manage ? replyCard(ctx, v, path, canned, kept, v.window_open ? [] : await offeredTemplates(deps, ctx.project.id), template) : html`<p class="muted">Your role (${ctx.role}) reads the conversation, assigns it, labels it and writes notes; owners and admins reply and hand it over.</p>`}
-<section class="card" aria-labelledby="team-title"><h3 id="team-title">Team</h3>
+  const chat = html`<section class="inbox-chat" aria-labelledby="chat-title"><h2 id="chat-title">${customerName(d.contact)}</h2>
+<p class="chat-facts" id="chat-facts">${chatFacts(v)}</p>
+<div class="chat-bar" role="group" aria-labelledby="team-title"><h3 id="team-title" class="visually-hidden">Team</h3>
 ${resolutionCard(ctx, v, path)}
 <form method="post" action="${path}/assign" class="inline-form">${csrfField(ctx.csrf)}${onceField()}${drawnField(v, 'assignee')}
   <label for="assign-email">Assigned to</label>
   <select id="assign-email" name="email"><option value=""${v.assignee ? '' : html` selected`}>Nobody (unassigned)</option>${members.map((m) => html`<option value="${m.email}"${v.assignee?.id === m.id ? html` selected` : ''}>${m.email}${m.id === ctx.actor.accountId ? ' (me)' : ''}</option>`)}</select>
   <button type="submit">Save assignment</button>
 </form>
-${mine ? '' : html`<form method="post" action="${path}/assign" class="inline">${csrfField(ctx.csrf)}${onceField()}${drawnField(v, 'assignee')}<input type="hidden" name="email" value="${ctx.actor.email}"><button type="submit">Assign to me</button></form>`}
+${mine ? '' : html`<form method="post" action="${path}/assign" class="inline">${csrfField(ctx.csrf)}${onceField()}${drawnField(v, 'assignee')}<input type="hidden" name="email" value="${ctx.actor.email}"><button type="submit" data-key="a">Assign to me</button></form>`}
+${v.labels?.length ? html`<p class="chips">${v.labels.map((l) => html`<span class="label">${l}</span> `)}</p>` : ''}
 <form method="post" action="${path}/labels" class="inline-form">${csrfField(ctx.csrf)}${onceField()}${drawnField(v, 'labels')}
   <label for="labels-input">Labels (comma-separated)</label>
   <input id="labels-input" name="labels" type="text" maxlength="900" value="${(v.labels ?? []).join(', ')}" placeholder="vip, refund">
   <button type="submit">Save labels</button>
 </form>
-<form method="post" action="${path}/notes">${csrfField(ctx.csrf)}${onceField()}
-  <label for="note-text">Private note (the team’s; never sent to the customer)</label>
-  <textarea id="note-text" name="note" rows="2" maxlength="${MAX_NOTE_CHARS}" required></textarea>
-  <div class="actions"><button type="submit">Add note</button></div>
-</form>
-</section>
-${manage ? html`<section class="card" aria-labelledby="handover-title"><h3 id="handover-title">Who answers</h3>
+${manage ? html`<section class="bar-item" aria-labelledby="handover-title"><h3 id="handover-title">Who answers</h3>
 ${held
     ? html`<p>A person holds this conversation: the bot is not handed the customer's messages.</p>
 <form method="post" action="${path}/handover" class="inline">${csrfField(ctx.csrf)}${onceField()}${drawnField(v, 'state')}<input type="hidden" name="to" value="bot"><button type="submit">Give back to the bot</button></form>`
     : html`<p>The bot answers this conversation (state ${v.state}).</p>
 <form method="post" action="${path}/handover" class="inline">${csrfField(ctx.csrf)}${onceField()}${drawnField(v, 'state')}<input type="hidden" name="to" value="human"><button type="submit" class="primary">Take over (the bot stops answering)</button></form>`}
+</section>` : ''}
+</div>
+${d.nextCursor ? html`<p class="paging"><a href="${`${path}?${older}`}" rel="prev">Older messages</a></p>` : ''}
+${cursor ? html`<p class="muted">Older messages (not live). <a href="${withQuery(path, params)}">Newest</a></p>` : ''}
+<section id="conversation-live" aria-label="Messages, oldest first">
+${!cursor ? html`<p class="muted" id="live-status" role="status">Live: new messages appear without a reload.</p>` : ''}
+<ol class="chat" id="messages" hx-boost="false">${items.map(bubble)}</ol>
+<p class="muted" id="no-messages"${items.length ? html` hidden` : ''}>No messages.</p>
 </section>
-${threadCard(ctx, v, path)}
+<div class="composer">
+${manage ? replyCard(ctx, v, path, canned, kept, v.window_open ? [] : await offeredTemplates(deps, ctx.project.id), template) : html`<p class="muted">Your role (${ctx.role}) reads the conversation, assigns it, labels it and writes notes; owners and admins reply and hand it over.</p>`}
+<form method="post" action="${path}/notes" class="note-form">${csrfField(ctx.csrf)}${onceField()}
+  <label for="note-text">Private note (the team’s; never sent to the customer)</label>
+  <textarea id="note-text" name="note" rows="2" maxlength="${MAX_NOTE_CHARS}" required></textarea>
+  <div class="actions"><button type="submit">Add note</button></div>
+</form>
+</div>
+</section>`;
+  const side = html`${manage ? html`${threadCard(ctx, v, path)}
 <details class="card"><summary>Canned replies (${canned.length})</summary>
 ${canned.length ? html`<ul class="canned">${canned.map((c) => html`<li><strong>${c.shortcut}</strong>: <span class="message-text">${c.text}</span></li>`)}</ul>` : html`<p class="muted">None yet.</p>`}
 <form method="post" action="${projectPath(ctx.project.id, '/conversations/canned-replies')}">${csrfField(ctx.csrf)}${onceField()}<input type="hidden" name="back" value="${v.id}">
   <label for="canned-shortcut">Shortcut (lower-case letters, digits, _ or -)</label><input id="canned-shortcut" name="shortcut" type="text" maxlength="40" required pattern="[a-z0-9_\\-]+">
   <label for="canned-text">Text</label><textarea id="canned-text" name="text" rows="2" maxlength="${MAX_REPLY_CHARS}" required></textarea>
   <div class="actions"><button type="submit">Save canned reply</button></div>
-</form></details>` : ''}
-</section>`;
+</form></details>` : ''}`;
+  return { chat, side };
+}
+
+/** The conversation's state line (drawn with the page, then pushed live: inbox-live.ts). */
+function chatFacts(v: ConversationDetail['conversation']): Html {
+  return html`<span>State: <span class="status" id="conversation-state">${stateWords(v.state)}</span></span> <span>Window: <span id="conversation-window">${windowWords(v)}</span></span> <span>Assigned: <span id="conversation-assignee">${v.assignee ? v.assignee.email : 'nobody'}</span></span> <span>Labels: <span id="conversation-labels">${v.labels?.length ? v.labels.join(', ') : '—'}</span></span> <span>Status: <span id="conversation-resolution">${resolutionWords(v)}</span></span> <span>Thread: <span id="conversation-thread">${threadWords(v)}</span></span>`;
 }
 
 /** Snoozes the form offers, in hours (the server adds them to its clock: no time zone to guess). */
@@ -373,7 +437,7 @@ function resolutionCard(ctx: Ctx, v: ConversationDetail['conversation'], path: s
   const open = (v.resolution ?? 'open') === 'open';
   return html`<div class="resolution" role="group" aria-labelledby="resolution-title"><p id="resolution-title">Status: ${resolutionWords(v)}${open ? '' : ' (the customer’s next message opens it again)'}</p>
 ${open
-    ? html`<form method="post" action="${path}/resolution" class="inline">${csrfField(ctx.csrf)}${onceField()}${drawnField(v, 'resolution')}<input type="hidden" name="resolution" value="resolved"><button type="submit">Resolve</button></form>
+    ? html`<form method="post" action="${path}/resolution" class="inline">${csrfField(ctx.csrf)}${onceField()}${drawnField(v, 'resolution')}<input type="hidden" name="resolution" value="resolved"><button type="submit" data-key="e">Resolve</button></form>
 <form method="post" action="${path}/resolution" class="inline-form">${csrfField(ctx.csrf)}${onceField()}${drawnField(v, 'resolution')}<input type="hidden" name="resolution" value="snoozed">
   <label for="snooze-hours">Snooze for</label><select id="snooze-hours" name="hours">${SNOOZES.map(([h, l]) => html`<option value="${String(h)}">${l}</option>`)}</select>
   <button type="submit">Snooze</button>
@@ -410,7 +474,9 @@ function replyCard(ctx: Ctx, v: ConversationDetail['conversation'], path: string
 ${v.window_open
     ? html`<form method="post" action="${path}/reply">${csrfField(ctx.csrf)}${onceField()}<input type="hidden" name="kind" value="text">
   ${canned.length ? html`<label for="canned-pick">Canned reply</label><select id="canned-pick" data-fills="reply-text"><option value="">Choose one to fill the message</option>${canned.map((c) => html`<option value="${c.text}">${c.shortcut}</option>`)}</select>` : ''}
-  <label for="reply-text">Message</label><textarea id="reply-text" name="text" rows="3" maxlength="${MAX_REPLY_CHARS}" required>${kept.text ?? ''}</textarea>
+  <label for="reply-text">Message</label><textarea id="reply-text" name="text" rows="3" maxlength="${MAX_REPLY_CHARS}" required${canned.length ? html` aria-controls="canned-suggest" aria-autocomplete="list" aria-describedby="slash-hint"` : ''}>${kept.text ?? ''}</textarea>
+  ${canned.length ? html`<p class="muted hint" id="slash-hint">Start with / to pick a canned reply.</p>` : ''}
+  ${canned.length ? html`<ul id="canned-suggest" role="listbox" aria-label="Canned replies" hidden>${canned.map((c) => html`<li role="option" aria-selected="false" data-shortcut="${c.shortcut}" data-text="${c.text}"><strong>/${c.shortcut}</strong> <span class="muted">${c.text}</span></li>`)}</ul>` : ''}
   <div class="actions"><button type="submit" class="primary">Send reply</button></div>
 </form>`
     : html`<p>${windowWords(v)}.</p>
@@ -440,7 +506,7 @@ function render(deps: AppDeps, req: Request, res: Response, kept: Kept = {}) {
 export const showConversations = (deps: AppDeps) => (req: Request, res: Response) => render(deps, req, res);
 export const showConversation = (deps: AppDeps) => (req: Request, res: Response) => render(deps, req, res);
 
-/** What the chat's live script polls: the state, window, assignee, labels and the newest page of the chat, as JSON. */
+/** The state, window, assignee, labels and the newest page of the chat, as JSON (the page itself is pushed: inbox-live.ts). */
 export const conversationLive = (deps: AppDeps) => async (req: Request, res: Response) => {
   const ctx = await projectContext(deps, req, 'conversations');
   const d = await conversationDetail(deps, ctx.project.id, String(req.params.conversationId));
@@ -463,7 +529,7 @@ function tabPrefix(waiting: number): string {
   return waiting ? `(${waiting >= 100 ? '99+' : waiting}) ` : '';
 }
 
-/** What the list's live script polls: the list's rows for the same query, rendered and escaped here. */
+/** The list's rows for the same query, rendered and escaped here, as JSON (the page itself is pushed: inbox-live.ts). */
 export const conversationList = (deps: AppDeps) => async (req: Request, res: Response) => {
   const ctx = await projectContext(deps, req, 'conversations');
   const q = customerQuery(req.query);

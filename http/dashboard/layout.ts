@@ -35,6 +35,16 @@ const TABS: Array<{ tab: string; label: string; roles?: Role[] }> = [
   { tab: 'audit', label: 'Audit trail', roles: ['owner'] },
 ];
 
+/**
+ * htmx's settings (docs/dashboard.md): no inline style or eval (the CSP forbids both), no page
+ * snapshots in the browser's storage (back reloads), a refusal's page (4xx, its reason in words)
+ * swapped in like any answer (a 5xx is shown by dashboard.js, which also places the window).
+ */
+const HTMX_CONFIG = JSON.stringify({
+  includeIndicatorStyles: false, allowEval: false, allowScriptTags: false, historyCacheSize: 0, refreshOnHistoryMiss: true, scrollIntoViewOnBoost: false,
+  responseHandling: [{ code: '204', swap: false }, { code: '[23]..', swap: true }, { code: '4..', swap: true, error: false }, { code: '...', swap: false, error: true }],
+});
+
 export function projectPath(projectId: string, rest = ''): string {
   return `/dashboard/projects/${encodeURIComponent(projectId)}${rest}`;
 }
@@ -53,6 +63,9 @@ export function layout(shell: Shell, body: Html): Html {
 <title>${shell.tabPrefix ?? ''}${shell.title} · Dashboard</title>
 <link rel="icon" href="/favicon.svg" type="image/svg+xml">
 <link rel="stylesheet" href="/dashboard/assets/dashboard.css">
+<meta name="htmx-config" content='${HTMX_CONFIG}'>
+<script src="/dashboard/assets/htmx.min.js" defer></script>
+<script src="/dashboard/assets/htmx-ext-sse.min.js" defer></script>
 <script src="/dashboard/assets/dashboard.js" defer></script>
 </head>
 <body>

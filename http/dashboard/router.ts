@@ -21,6 +21,7 @@ import { keyRoutes } from './key-pages.js';
 import { broadcastRoutes } from './broadcast-pages.js';
 import { customerRoutes } from './customer-pages.js';
 import { inboxRoutes } from './inbox-pages.js';
+import { inboxLiveRoutes } from './inbox-live.js';
 import { groupRoutes } from './group-pages.js';
 import { oauthRoutes, parseConsentForm } from './oauth-pages.js';
 import { databaseRoutes } from './database-pages.js';
@@ -42,12 +43,14 @@ export type { DashboardOptions } from './page-routes.js';
  * before a parameter in the same place: `conversations/list` before `conversations/:conversationId`).
  */
 const ROUTES: PageRoute[] = [
-  ...authRoutes, ...oauthRoutes, ...projectRoutes, ...keyRoutes, ...broadcastRoutes, ...customerRoutes, ...inboxRoutes, ...groupRoutes,
+  ...authRoutes, ...oauthRoutes, ...projectRoutes, ...keyRoutes, ...broadcastRoutes, ...customerRoutes, ...inboxLiveRoutes, ...inboxRoutes, ...groupRoutes,
   ...databaseRoutes, ...tableRoutes, ...secretRoutes, ...logRoutes, ...billingRoutes, ...fileRoutes, ...flowRoutes,
   ...botRoutes, ...scheduleRoutes,
 ];
 
 const asset = (name: string) => readFileSync(path.join(PROJECT_ROOT, 'http', 'dashboard', name), 'utf8');
+/** The libraries the pages load (vendor/, copied from their npm packages; the versions in vendor/README.md). */
+const VENDOR = [['htmx.min.js', asset('vendor/htmx.min.js')], ['htmx-ext-sse.min.js', asset('vendor/htmx-ext-sse.min.js')]] as const;
 
 export function dashboardRouter(deps: AppDeps, opts: DashboardOptions = {}): Router {
   const css = asset('dashboard.css');
@@ -62,6 +65,8 @@ export function dashboardRouter(deps: AppDeps, opts: DashboardOptions = {}): Rou
   });
   r.get('/assets/dashboard.css', (_req, res) => void res.type('text/css').setHeader('Cache-Control', 'public, max-age=300').send(css));
   r.get('/assets/dashboard.js', (_req, res) => void res.type('text/javascript').setHeader('Cache-Control', 'public, max-age=300').send(js));
+  // htmx and its SSE extension, served from here (the CSP allows only this origin's script): http/dashboard/vendor/README.md.
+  for (const [name, text] of VENDOR) r.get(`/assets/${name}`, (_req, res) => void res.type('text/javascript').setHeader('Cache-Control', 'public, max-age=86400').send(text));
   // The consent form carries a checkbox per project and scope: its own, larger, parser (then parseForm finds it read).
   r.use('/oauth/consent', parseConsentForm);
   // The console's data forms (rows, secrets) are larger: their own parser (http/dashboard/request.ts).

@@ -63,21 +63,29 @@ interface Marks {
   id: number;
   needs_reply: boolean;
   unread: boolean;
+  /** The customer's messages after a person last opened it (at most UNREAD_COUNTED). */
+  unread_count: number;
   /** Since when the customer waits for a person (lib/conversations/queue.ts); null when nobody waits. */
   waiting_since: string | null;
 }
 
-/** Whether each conversation (by its id or its contact's) needs a reply, since when, and is unread, in one statement. */
+/** Unread messages counted per conversation at most (the list then says "100+ unread"). */
+export const UNREAD_COUNTED = 100;
+
+/** Whether each conversation (by its id or its contact's) needs a reply, since when, and is unread (how many messages), in one statement. */
 async function marksOf(deps: ReadDeps, projectId: string, by: 'id' | 'contact_id', ids: string[]): Promise<Map<string, Marks>> {
   const out = new Map<string, Marks>();
   if (!ids.length) return out;
-  const { rows } = await deps.db.pool.query<{ key: string; id: string; needs_reply: boolean; unread: boolean; waiting_since: Date | null }>(
+  // The unread count reads the conversation's newest messages through (conversation_id, id), at most UNREAD_COUNTED of them.
+  const { rows } = await deps.db.pool.query<{ key: string; id: string; needs_reply: boolean; unread: boolean; unread_count: number; waiting_since: Date | null }>(
     `SELECT v.${by}::text AS key, v.id::text, ${conversationConditionSql('v', 'needs_reply', '$3')} AS needs_reply, ${conversationConditionSql('v', 'unread', '$3')} AS unread,
+            CASE WHEN ${conversationConditionSql('v', 'unread', '$3')} THEN (SELECT count(*)::int FROM (SELECT 1 FROM messages m WHERE m.conversation_id = v.id AND m.direction = 'inbound' AND NOT m.history
+                 AND m.sent_at > COALESCE(v.seen_at, '-infinity'::timestamptz) ORDER BY m.id DESC LIMIT ${UNREAD_COUNTED}) u) ELSE 0 END AS unread_count,
             CASE WHEN ${conversationConditionSql('v', 'needs_reply', '$3')} THEN ${waitingSinceSql('v')} END AS waiting_since
      FROM conversations v WHERE v.project_id = $1 AND v.${by} = ANY($2::bigint[])`,
     [projectId, ids, deps.clock.now()],
   );
-  for (const r of rows) out.set(r.key, { id: Number(r.id), needs_reply: r.needs_reply, unread: r.unread, waiting_since: r.waiting_since ? r.waiting_since.toISOString() : null });
+  for (const r of rows) out.set(r.key, { id: Number(r.id), needs_reply: r.needs_reply, unread: r.unread, unread_count: r.unread_count, waiting_since: r.waiting_since ? r.waiting_since.toISOString() : null });
   return out;
 }
 
@@ -101,6 +109,7 @@ export async function contactsPage(deps: ReadDeps, projectId: string, query: Cus
 export interface ConversationListItem extends ConversationView {
   needs_reply: boolean;
   unread: boolean;
+  unread_count: number;
   waiting_since: string | null;
   /** The newest message, in words (the list's preview line); null without messages. */
   preview: { direction: string; text: string } | null;
@@ -141,6 +150,15 @@ export async function waitingCount(deps: ReadDeps, projectId: string, cap = 100)
   return rows[0].n;
 }
 
+/** How many open conversations have a customer's message nobody has opened since (the tab's unread count, capped as waitingCount). */
+export async function unreadCount(deps: ReadDeps, projectId: string, cap = 100): Promise<number> {
+  const { rows } = await deps.db.pool.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM (SELECT 1 FROM conversations v WHERE v.project_id = $1 AND ${conversationConditionSql('v', 'unread', () => '$3')} LIMIT $2) w`,
+    [projectId, cap],
+  );
+  return rows[0].n;
+}
+
 /** The inbox's view when none is chosen (issue 68): what needs a person comes first. */
 export const INBOX_DEFAULT_VIEW = 'needs_reply';
 
@@ -164,6 +182,7 @@ export async function conversationsPage(deps: ReadDeps, projectId: string, query
       ...conversationView(r, now),
       needs_reply: marks.get(String(r.id))?.needs_reply ?? false,
       unread: marks.get(String(r.id))?.unread ?? false,
+      unread_count: marks.get(String(r.id))?.unread_count ?? 0,
       waiting_since: marks.get(String(r.id))?.waiting_since ?? null,
       preview: previews.get(String(r.id)) ?? null,
     })),
