@@ -22,7 +22,7 @@ const PROOFS = [
   // a primary that refuses writes (its sessions cut, as a read-only restart or a demotion cuts them)
   'read-only-database',
   // commits that wait for a synchronous standby that is not there (a PostgreSQL of the file's own)
-  'sync-commit-stall',
+  'sync-commit-stall', 'keyed-insert-commit-stall',
   // fuzzing
   'contract-fuzz', 'simulator-meta-differential',
   // real browsers

@@ -217,6 +217,7 @@ async function openDatabases(opts: ServicesOptions): Promise<Database> {
     perProject: config.tablesProjectConcurrency,
     acquireTimeoutMs: config.tablesAcquireTimeoutMs,
     secret: deriveKey(opts.masterKey, 'tenant-login'),
+    commits: db.commits,
   });
   return db;
 }

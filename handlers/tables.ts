@@ -6,6 +6,7 @@ import { readRows } from '../lib/tables/rows.js';
 import { tablesSettingsOf } from '../lib/tables/settings.js';
 import { describeTable } from '../lib/tables/describe.js';
 import { insertRows } from '../lib/tables/inserts.js';
+import { linkKeyToTransaction } from '../lib/platform/idempotency-transactions.js';
 import { deleteRows, updateRows, writeFiltersFromBody, writeFiltersFromQuery } from '../lib/tables/writes.js';
 
 const settings = (deps: AppDeps) => tablesSettingsOf(deps);
@@ -38,6 +39,10 @@ export const insertTableRows: Handler<operations['insertTableRows']> = async (re
     schema: b.schema ?? 'public',
     rows: b.rows,
     dryRun: b.dry_run ?? false,
+    // Keyed: exactly once whatever becomes of the COMMIT (a retry replays this answer if it committed).
+    beforeCommit: req.idempotencyKey
+      ? (client, data) => linkKeyToTransaction(deps.db.pool, client, { projectId: req.auth!.project.id, key: req.idempotencyKey! }, { status: 201, body: { success: true, data } })
+      : undefined,
   });
   return { status: result.dry_run ? 200 : 201, data: result };
 };

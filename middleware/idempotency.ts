@@ -14,7 +14,9 @@
  * (`registerPendingAnswers`): still pending (409), gone (the work certainly did not happen: the key
  * is released for a new attempt), or a final answer, stored and replayed from then on. A claim
  * left by a crashed instance is taken over after a grace period unless such a reference is linked,
- * and a 5xx releases the key only when the operation says its reference is gone.
+ * and a 5xx releases the key only when the operation says its reference is gone. Work done in one
+ * transaction links its key to that transaction with the answer its commit gives
+ * (lib/platform/idempotency-transactions.ts): PostgreSQL's record of the transaction says which.
  */
 import type { NextFunction, Request, Response } from 'express';
 import { ApiError } from '../lib/platform/errors.js';
@@ -26,6 +28,7 @@ import { claimBatched, completeBatched } from '../lib/platform/idempotency-batch
 import { claimOnce, fingerprint } from '../lib/platform/idempotency.js';
 import { releaseFailedClaimLater, writesUnconfirmedRefusal } from '../lib/platform/idempotency-failed-claims.js';
 import { isDatabaseUnavailable } from '../lib/platform/db/errors.js';
+import { isTransactionRef, transactionOutcome } from '../lib/platform/idempotency-transactions.js';
 
 type Stored = StoredKey;
 
@@ -100,7 +103,12 @@ export function idempotency(deps: AppDeps) {
       if (!held.record) throw inProgress(deps, 'A request with this Idempotency-Key is being processed; retry shortly.');
       let record = held.record;
       let pending = 'A request with this Idempotency-Key is still being processed; retry shortly.';
-      if (record.state !== 'completed' && record.send_ref && resolver) {
+      if (record.state !== 'completed' && record.send_ref && isTransactionRef(record.send_ref)) {
+        // Linked to the transaction doing the work (lib/platform/idempotency-transactions.ts): its commit decides.
+        const outcome = await transactionOutcome(deps.db.pool, record.send_ref);
+        if (outcome === 'aborted') await releaseLinkedKey(deps.db.pool, projectId, key, record.send_ref);
+        else if (outcome === 'committed' && record.status_code !== null) record = await completeLinked(deps, projectId, key, record, { status: record.status_code, body: record.body });
+      } else if (record.state !== 'completed' && record.send_ref && resolver) {
         const answer = await resolver(deps, { projectId, ref: record.send_ref, requestId: req.requestId });
         if (answer.state === 'gone') await releaseLinkedKey(deps.db.pool, projectId, key, record.send_ref);
         else if (answer.state === 'pending') pending = answer.message;
@@ -144,6 +152,11 @@ export function idempotency(deps: AppDeps) {
 /** A 5xx: the key is released, unless work linked to it is still open (its operation decides). */
 async function release(deps: AppDeps, projectId: string, key: string, resolver: PendingResolver | undefined, requestId: string): Promise<void> {
   const ref = await releaseKey(deps.db.pool, projectId, key);
+  // Linked to its transaction: released only if that certainly did not commit (committed, a retry replays its answer).
+  if (ref && isTransactionRef(ref)) {
+    if ((await transactionOutcome(deps.db.pool, ref)) === 'aborted') await releaseLinkedKey(deps.db.pool, projectId, key, ref);
+    return;
+  }
   if (ref && resolver && (await resolver(deps, { projectId, ref, requestId })).state === 'gone') await releaseLinkedKey(deps.db.pool, projectId, key, ref);
 }
 

@@ -8,7 +8,7 @@
  */
 import type pg from 'pg';
 import { isDatabaseUnavailable } from './db/errors.js';
-import { writesUnconfirmed, type CommitGuard } from './db/commit-guard.js';
+import { isUnconfirmedCommit, writesUnconfirmed, type CommitGuard } from './db/commit-guard.js';
 import { ApiError } from './errors.js';
 import { releaseFailedClaim } from './idempotency-store.js';
 
@@ -23,7 +23,7 @@ export function releaseFailedClaimLater(pool: pg.Pool, projectId: string, key: s
   const to = new Date(claimedAt.getTime() + BATCH_SPREAD_MS);
   const attempt = () => {
     releaseFailedClaim(pool, projectId, key, fingerprint, claimedAt, to).catch((e: unknown) => {
-      if ((e as { code?: string }).code === '57014' && /not confirmed by a synchronous standby/.test(String((e as Error).message))) return;
+      if (isUnconfirmedCommit(e)) return;
       if (!isDatabaseUnavailable(e) || Date.now() >= until) return onGiveUp(e);
       setTimeout(attempt, EVERY_MS).unref();
     });

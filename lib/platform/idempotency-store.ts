@@ -91,6 +91,23 @@ export async function releaseFailedClaim(db: Queryable, projectId: string, key: 
   });
 }
 
+/**
+ * Links a key still in progress to the transaction doing its work (`ref`) with the answer that
+ * transaction's commit gives: a retry finds the answer if it committed, the key free if not
+ * (idempotency-transactions.ts).
+ */
+export async function linkKeyToWork(db: Queryable, projectId: string, key: string, ref: string, status: number, body: unknown): Promise<void> {
+  await db.query({
+    name: 'idempotency-link-work',
+    // Its commit does not wait for a standby (synchronous_commit local, for this statement's transaction only): the
+    // work's COMMIT follows it in the WAL, so once that is confirmed this is too, and without it this matters to no one.
+    text: `WITH s AS (SELECT pg_catalog.set_config('synchronous_commit', 'local', true))
+           UPDATE idempotency_records SET send_ref = $3, status_code = $4, body = $5
+           WHERE project_id = $1 AND key = $2 AND state = 'in_progress' AND EXISTS (SELECT 1 FROM s)`,
+    values: [projectId, key, ref, status, JSON.stringify(body)],
+  });
+}
+
 /** The linked work certainly did not happen: the key is free for a new attempt. */
 export async function releaseLinkedKey(db: Queryable, projectId: string, key: string, ref: string): Promise<void> {
   await db.query({

@@ -42,6 +42,8 @@ export interface InsertRequest {
   schema: TableSchema;
   rows: unknown[];
   dryRun: boolean;
+  /** The transaction's last step before COMMIT (not for a dry run): an Idempotency-Key linked to it. */
+  beforeCommit?: (client: pg.PoolClient, result: WriteResult) => Promise<void>;
 }
 
 /** Thrown inside the transaction to roll a dry run back; carries its answer out. */
@@ -121,6 +123,7 @@ export async function insertRows(pool: pg.Pool, settings: Pick<TablesSettings, '
       const stored = (res.rows as unknown[][]).map((r) => Object.fromEntries(table.columns.map((c, i) => [c.name, r[i]])));
       const result: WriteResult = { table: table.name, schema: w.schema, dry_run: w.dryRun, affected: stored.length, rows: stored, rows_truncated: false };
       if (w.dryRun) throw new DryRunDone(result);
+      await w.beforeCommit?.(client, result);
       return result;
     });
   } catch (e) {

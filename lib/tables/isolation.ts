@@ -28,6 +28,7 @@ import { ApiError } from '../platform/errors.js';
 import { asStorageKey, isPlatformTable, quoteIdent, roleName, schemaName, TABLE_SCHEMAS, type StorageKey, type TableSchema, PLATFORM_TABLE_PREFIX } from './names.js';
 import { lockForTransaction } from '../platform/db/locks.js';
 import { inTransaction, transactionOn } from '../platform/db/transaction.js';
+import { isUnconfirmedCommit } from '../platform/db/commit-guard.js';
 
 export interface ProjectStorage {
   role: string;
@@ -221,7 +222,8 @@ export async function withProjectTx<T>(
     }, state);
   } catch (e) {
     const code = sqlState(e);
-    if (code === '57014' || code === '55P03') throw queryTimeout(opts.statementTimeoutMs);
+    // A commit not confirmed by a synchronous standby is unavailability (503), not a slow query.
+    if ((code === '57014' && !isUnconfirmedCommit(e)) || code === '55P03') throw queryTimeout(opts.statementTimeoutMs);
     throw e;
   } finally {
     await conn.release(!!state.broken);

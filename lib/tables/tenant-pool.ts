@@ -38,6 +38,7 @@ import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { ApiError } from '../platform/errors.js';
 import { FairShares } from '../platform/fair-shares.js';
+import type { CommitGuard } from '../platform/db/commit-guard.js';
 
 export interface TenantPoolOptions {
   /** Tenant transactions of one project at once (this process). */
@@ -50,6 +51,8 @@ export interface TenantPoolOptions {
   idleMs: number;
   /** Key of the derived login passwords (the master key's derivation); default: the platform password. */
   secret?: Buffer;
+  /** The bound on commits waiting for a synchronous standby (lib/platform/db/commit-guard.ts), applied to tenant commits too. */
+  commits?: Pick<CommitGuard, 'watch'>;
 }
 
 export const DEFAULT_TENANT_POOL: TenantPoolOptions = { perProject: 4, total: 10, acquireTimeoutMs: 5000, idleMs: 10_000 };
@@ -102,6 +105,8 @@ export class TenantPools {
       // An idle connection dropped by the server must not end the process; the pool reconnects.
       pool.on('error', () => undefined);
       pool.on('connect', (c) => c.on('error', () => undefined));
+      // A tenant commit that waits for a synchronous standby answers 503 as a platform one does (issue 71).
+      this.options.commits?.watch(pool);
       this.pools.set(role, pool);
     }
     return pool;

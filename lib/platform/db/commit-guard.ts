@@ -28,6 +28,8 @@ import { createLogThrottle } from '../log-throttle.js';
 const SYNC_CANCELLED = /canceling (the )?wait for synchronous replication/i;
 const FLAG = Symbol('syncWaitCancelled');
 const IN_FLIGHT = Symbol('statementsInFlight');
+const STATEMENT = Symbol('statementText');
+const BY_KEY = Symbol('cancelByBackendKey');
 /** No answer at all, as opposed to a refusal. */
 const NO_ANSWER = /timeout|timed out|Connection terminated/i;
 
@@ -38,10 +40,16 @@ export interface CommitGuardLogger {
 export interface CommitGuard {
   /** When a commit was last cancelled for want of a synchronous standby (epoch ms), else 0. */
   lastUnconfirmedAt(): number;
+  /**
+   * Bounds the commits of another pool too (the tenant pools of lib/tables/tenant-pool.ts). Its
+   * sessions are logins the service may neither see waiting nor signal: a COMMIT of theirs past the
+   * bound is cancelled with the protocol's own cancel request (its backend key), which needs no privilege.
+   */
+  watch(pool: pg.Pool): void;
   close(): Promise<void>;
 }
 
-type Guarded = pg.PoolClient & { [FLAG]?: boolean; [IN_FLIGHT]?: number; processID?: number | null; connection?: { stream?: { destroy(err?: Error): void } } };
+type Guarded = pg.PoolClient & { [FLAG]?: boolean; [IN_FLIGHT]?: number; [STATEMENT]?: string; [BY_KEY]?: boolean; processID?: number | null; host?: string; port?: number; _activeQuery?: unknown; connection?: { stream?: { destroy(err?: Error): void } } };
 
 /** The error a COMMIT answers when its wait for a synchronous standby was cancelled. */
 /** A commit cancelled for want of a synchronous standby keeps writes counted as unconfirmed this long (ms). */
@@ -51,6 +59,11 @@ export const RECENT_UNCONFIRMED_MS = 5000;
 export function writesUnconfirmed(guard: CommitGuard | undefined, now = Date.now()): boolean {
   const at = guard?.lastUnconfirmedAt() ?? 0;
   return at > 0 && now - at < RECENT_UNCONFIRMED_MS;
+}
+
+/** Whether `e` is a commit whose wait for a synchronous standby was cancelled: committed on the primary, outcome unknown. */
+export function isUnconfirmedCommit(e: unknown): boolean {
+  return (e as { code?: string } | null)?.code === '57014' && /not confirmed by a synchronous standby/.test(String((e as Error).message));
 }
 
 export function unconfirmedCommitError(boundMs: number): Error {
@@ -92,8 +105,9 @@ export function guardCommits(pools: pg.Pool[], opts: { url: string; boundMs: num
       try {
         const c = await connectWatchdog();
         const { rows } = await c.query<{ pid: number }>(
-          // OFFSET 0 keeps the filter ahead of the cancel (a cancel of anything but a SyncRep wait would fail a statement).
-          "SELECT pid FROM (SELECT pid FROM pg_catalog.pg_stat_activity WHERE pid = ANY($1::int[]) AND wait_event = 'SyncRep' OFFSET 0) w WHERE pg_catalog.pg_cancel_backend(pid)",
+          // OFFSET 0 keeps the filter ahead of the cancel (a cancel of anything but a SyncRep wait would fail a statement);
+          // only sessions whose role's privileges we have (a tenant login we may not signal would fail the whole statement).
+          "SELECT pid FROM (SELECT pid FROM pg_catalog.pg_stat_activity WHERE pid = ANY($1::int[]) AND wait_event = 'SyncRep' AND pg_catalog.pg_has_role(usesysid, 'USAGE') OFFSET 0) w WHERE pg_catalog.pg_cancel_backend(pid)",
           [pids],
         );
         if (rows.length) warn(`database: ${rows.length} commit(s) waited ${opts.boundMs} ms for a synchronous standby and were cancelled (answered 503); writes cannot be confirmed until a synchronous standby is connected`);
@@ -107,13 +121,21 @@ export function guardCommits(pools: pg.Pool[], opts: { url: string; boundMs: num
       }
     }
   };
+  // The protocol's cancel request, on a connection of its own (pg's Client.cancel); the server closes it.
+  const cancelByKey = (client: Guarded) => {
+    const canceller = new pg.Client({ host: client.host, port: client.port }) as unknown as { connection: { on(e: string, f: () => void): void }; cancel(c: unknown, q: unknown): void };
+    canceller.connection.on('error', () => undefined);
+    canceller.cancel(client, client._activeQuery);
+  };
   const overdue = (client: Guarded) => {
     if (!client.processID) return;
+    if (client[BY_KEY] && /^\s*COMMIT\b/i.test(client[STATEMENT] ?? '')) cancelByKey(client);
     due.set(client.processID, client);
     flushing ??= flush().finally(() => (flushing = undefined));
   };
 
-  const instrument = (client: Guarded) => {
+  const instrument = (client: Guarded, byKey: boolean) => {
+    client[BY_KEY] = byKey;
     client.on('notice', (msg: { message?: string }) => {
       if (SYNC_CANCELLED.test(msg.message ?? '')) client[FLAG] = true;
     });
@@ -129,6 +151,7 @@ export function guardCommits(pools: pg.Pool[], opts: { url: string; boundMs: num
       const config = args[0] as { submit?: unknown } | undefined;
       // Cursors and streams (objects with submit) complete on their own schedule: passed through.
       if (config && typeof config === 'object' && typeof config.submit === 'function') return original(...args);
+      client[STATEMENT] = typeof config === 'string' ? config : (config as { text?: string } | undefined)?.text;
       const timer = setTimeout(() => overdue(client), opts.boundMs);
       timer.unref();
       client[IN_FLIGHT] = (client[IN_FLIGHT] ?? 0) + 1;
@@ -160,10 +183,12 @@ export function guardCommits(pools: pg.Pool[], opts: { url: string; boundMs: num
       );
     };
   };
-  for (const pool of pools) pool.on('connect', (client) => instrument(client as Guarded));
+  for (const pool of pools) pool.on('connect', (client) => instrument(client as Guarded, false));
 
   return {
     lastUnconfirmedAt: () => lastUnconfirmed,
+    watch: (pool: pg.Pool) => pool.on('connect', (client) => instrument(client as Guarded, true)),
+
     async close() {
       closed = true;
       await flushing?.catch(() => undefined);
