@@ -123,7 +123,7 @@ describe('a live campaign in the dashboard', () => {
     const live = await owner.agent.get(`${base}/progress`);
     expect(live.status).toBe(200);
     expect(live.body.hold).toContain('Held by the daily send quota');
-    expect(Object.keys(live.body.parts).sort()).toEqual(['broadcast-cancellations', 'broadcast-facts', 'broadcast-failures', 'broadcast-waves']);
+    expect(Object.keys(live.body.parts).sort()).toEqual(['broadcast-billing', 'broadcast-cancellations', 'broadcast-facts', 'broadcast-failures', 'broadcast-waves']);
     expect(live.body.parts['broadcast-cancellations']).toContain('opted out after approval');
     expect(live.body.parts['broadcast-facts']).toMatch(/<dd id="broadcast-started">\d{4}-\d\d-\d\d \d\d:\d\d UTC<\/dd>/);
     expect(live.body.parts['broadcast-waves']).toMatch(/canceled 1, queued 1/);
