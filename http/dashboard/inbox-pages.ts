@@ -18,7 +18,7 @@ import { canManage } from '../../lib/accounts/roles.js';
 import { ApiError } from '../../lib/platform/errors.js';
 import { HUMAN_STATE, projectLabels } from '../../lib/conversations/conversations.js';
 import {
-  conversationDetail, conversationHistory, conversationsPage, customerQuery, INBOX_DEFAULT_VIEW, markSeen, messageText, waitingCount,
+  conversationDetail, conversationHistory, conversationsPage, customerQuery, INBOX_DEFAULT_VIEW, markSeen, messageKindWords, messageText, waitingCount,
   PAST_GAP_HOURS, type ConversationDetail, type ConversationHistory, type ConversationListItem, type CustomerQuery,
 } from '../../lib/dashboard/customer-reads.js';
 import {
@@ -34,6 +34,7 @@ import { duration, html, plural, when, type Html } from './html.js';
 import { drawnField, drawnOf, drawnValue, isStale } from './inbox-versions.js';
 import { autoAssignCard, autoAssignRoutes } from './inbox-assignment.js';
 import { chatMediaOf, conversationMedia, mediaHtml, type ChatMedia } from './inbox-media.js';
+import { MAX_CAPTION_CHARS, submitAttachment } from './inbox-attachment.js';
 import { csrfField, layout, projectPath } from './layout.js';
 import { field, send } from './request.js';
 import { projectContext } from './context.js';
@@ -84,7 +85,7 @@ export function resolutionWords(v: { resolution?: string; snoozed_until?: string
 
 /** The inbox's views; the first is the default (lib/dashboard/customer-reads.ts INBOX_DEFAULT_VIEW). */
 const FILTERS: Array<[string, string]> = [
-  ['needs_reply', 'Needs a reply'], ['open', 'Open (the customer wrote)'], ['unread', 'Unread'], ['snoozed', 'Snoozed'], ['resolved', 'Resolved'], ['all', 'All (campaign-only too)'],
+  ['needs_reply', 'Needs a reply'], ['open', 'Open (the customer wrote)'], ['unread', 'Unread'], ['snoozed', 'Snoozed'], ['resolved', 'Resolved'], ['missed_call', 'Missed calls'], ['all', 'All (campaign-only too)'],
 ];
 const ASSIGNED: Array<[string, string]> = [['', 'Everyone’s'], ['mine', 'Assigned to me'], ['none', 'Unassigned']];
 
@@ -118,8 +119,11 @@ function searchForm(action: string, q: CustomerQuery, labels: string[]): Html {
 </form>`;
 }
 
+/** The list's call marker (docs/calls.md). */
+const CALL_MARKS = { ringing: 'call ringing', in_progress: 'on a call', missed: 'missed call' } as const;
+
 function listRows(projectId: string, conversations: ConversationListItem[], params: URLSearchParams, now: Date, selected?: number): Html {
-  return html`${conversations.map((v) => html`<tr${v.id === selected ? html` aria-current="true" class="selected"` : ''} data-conversation="${v.id}"><td data-label="Customer"><a href="${withQuery(projectPath(projectId, `/conversations/${v.id}`), params)}">${customerName(v.contact)}</a>${marks(v, now)}${v.state === HUMAN_STATE ? html` <span class="badge" data-mark="handover">a person holds it</span>` : ''}${(v.labels ?? []).map((l) => html` <span class="label">${l}</span>`)}${v.preview ? html`<span class="preview muted">${v.preview.direction === 'inbound' ? '' : 'Sent: '}${v.preview.text}</span>` : ''}</td><td data-label="Assigned">${v.assignee ? v.assignee.email : html`<span class="muted">unassigned</span>`}</td><td data-label="Last message">${when(v.last_message_at)}</td></tr>`)}`;
+  return html`${conversations.map((v) => html`<tr${v.id === selected ? html` aria-current="true" class="selected"` : ''} data-conversation="${v.id}"><td data-label="Customer"><a href="${withQuery(projectPath(projectId, `/conversations/${v.id}`), params)}">${customerName(v.contact)}</a>${marks(v, now)}${v.state === HUMAN_STATE ? html` <span class="badge" data-mark="handover">a person holds it</span>` : ''}${v.call ? html` <span class="badge" data-mark="call-${v.call}">${CALL_MARKS[v.call]}</span>` : ''}${(v.labels ?? []).map((l) => html` <span class="label">${l}</span>`)}${v.preview ? html`<span class="preview muted">${v.preview.direction === 'inbound' ? '' : 'Sent: '}${v.preview.text}</span>` : ''}</td><td data-label="Assigned">${v.assignee ? v.assignee.email : html`<span class="muted">unassigned</span>`}</td><td data-label="Last message">${when(v.last_message_at)}</td></tr>`)}`;
 }
 
 function listPane(projectId: string, q: CustomerQuery, labels: string[], list: { conversations: ConversationListItem[]; nextCursor: string | null }, now: Date, selected?: number, below?: Html): Html {
@@ -143,9 +147,18 @@ function stateWords(state: string): string {
   return state === HUMAN_STATE ? 'handover (a person answers)' : state;
 }
 
-function windowWords(d: ConversationDetail['conversation']): string {
-  if (d.window_open) return `open until ${when(d.window_expires_at)}: any message may be sent`;
-  if (d.window_expires_at) return `closed since ${when(d.window_expires_at)}: only an approved template may be sent`;
+/** Whether any message may be sent now: within the customer's window, or in a group (groups have no window, docs/groups.md). */
+function freeToWrite(v: ConversationDetail['conversation']): boolean {
+  return v.window_open || v.kind === 'group';
+}
+
+function windowWords(d: ConversationDetail): string {
+  const v = d.conversation;
+  if (v.kind === 'group') return 'none (a group has no customer service window): any message may be sent';
+  if (v.window_open) return `open until ${when(v.window_expires_at)}: any message may be sent`;
+  if (v.window_expires_at) return `closed since ${when(v.window_expires_at)}: only an approved template may be sent`;
+  // History from the Business app is a past exchange, not a message to this app: it opens no window.
+  if (d.historyInboundAt) return `closed: the customer last wrote ${when(d.historyInboundAt)} (Business app history, before this app), not to this app; only an approved template may be sent`;
   return 'the customer has never written: only an approved template may be sent';
 }
 
@@ -166,6 +179,8 @@ interface ChatItem {
   at: number;
   /** A photo, video, audio, document, location or contacts (inbox-media.ts). */
   media?: ChatMedia;
+  /** A past message of the Business app's history sync. */
+  history?: boolean;
 }
 
 /** The participant who wrote a group message (docs/groups.md): its name and phone, as stored with it. */
@@ -186,8 +201,9 @@ function messageItem(m: MessageView, media: Map<number, ChatMedia>): ChatItem {
     authorKind: author.kind,
     when: when(m.created_at),
     text: messageText(m) ?? (media.has(m.id) ? '' : '—'),
-    meta: `${m.type} · ${statusWords(m)}`,
+    meta: `${messageKindWords(m)} · ${m.history ? 'history (from the Business app, before this app) · ' : ''}${statusWords(m)}`,
     at: Date.parse(m.created_at),
+    ...(m.history ? { history: true } : {}),
     ...(media.has(m.id) ? { media: media.get(m.id) } : {}),
   };
 }
@@ -218,7 +234,7 @@ function chatItems(d: ConversationDetail, notes: NoteView[], media: Map<number, 
 }
 
 function bubble(i: ChatItem): Html {
-  return html`<li class="bubble ${i.kind}" data-item="${i.key}" data-author="${i.authorKind}"><p class="by"><span class="author">${i.author}</span> <span class="muted">${i.when}</span></p>${i.media ? mediaHtml(i.media, i.author) : ''}<p class="message-text">${i.text}</p><p class="meta muted">${i.meta}</p></li>`;
+  return html`<li class="bubble ${i.kind}${i.history ? ' history' : ''}" data-item="${i.key}" data-author="${i.authorKind}"><p class="by"><span class="author">${i.author}</span> <span class="muted">${i.when}</span></p>${i.media ? mediaHtml(i.media, i.author) : ''}<p class="message-text">${i.text}</p><p class="meta muted">${i.meta}</p></li>`;
 }
 
 interface Kept {
@@ -319,7 +335,7 @@ async function chatPane(deps: AppDeps, ctx: Ctx, q: CustomerQuery, d: Conversati
   const older = new URLSearchParams(params);
   if (d.nextCursor) older.set('before', d.nextCursor);
   return html`<section class="inbox-chat" aria-labelledby="chat-title"><h2 id="chat-title">${customerName(d.contact)}</h2>
-<p class="chat-facts"><span>State: <span class="status" id="conversation-state">${stateWords(v.state)}</span></span> <span>Window: <span id="conversation-window">${windowWords(v)}</span></span> <span>Assigned: <span id="conversation-assignee">${v.assignee ? v.assignee.email : 'nobody'}</span></span> <span>Labels: <span id="conversation-labels">${v.labels?.length ? v.labels.join(', ') : '—'}</span></span> <span>Status: <span id="conversation-resolution">${resolutionWords(v)}</span></span> <span>Thread: <span id="conversation-thread">${threadWords(v)}</span></span></p>
+<p class="chat-facts"><span>State: <span class="status" id="conversation-state">${stateWords(v.state)}</span></span> <span>Window: <span id="conversation-window">${windowWords(d)}</span></span> <span>Assigned: <span id="conversation-assignee">${v.assignee ? v.assignee.email : 'nobody'}</span></span> <span>Labels: <span id="conversation-labels">${v.labels?.length ? v.labels.join(', ') : '—'}</span></span> <span>Status: <span id="conversation-resolution">${resolutionWords(v)}</span></span> ${v.kind === 'group' ? '' : html`<span>Thread: <span id="conversation-thread">${threadWords(v)}</span></span>`}</p>
 ${d.nextCursor ? html`<p class="paging"><a href="${`${path}?${older}`}" rel="prev">Older messages</a></p>` : ''}
 ${cursor ? html`<p class="muted">Older messages (not live). <a href="${withQuery(path, params)}">Newest</a></p>` : ''}
 <section id="conversation-live" aria-label="Messages, oldest first"${cursor ? '' : html` data-live-url="${path}/live"`}>
@@ -327,7 +343,7 @@ ${!cursor ? html`<p class="muted" id="live-status" role="status">Live: new messa
 <ol class="chat" id="messages">${items.map(bubble)}</ol>
 <p class="muted" id="no-messages"${items.length ? html` hidden` : ''}>No messages.</p>
 </section>
-${manage ? replyCard(ctx, v, path, canned, kept, v.window_open ? [] : await offeredTemplates(deps, ctx.project.id), template) : html`<p class="muted">Your role (${ctx.role}) reads the conversation, assigns it, labels it and writes notes; owners and admins reply and hand it over.</p>`}
+${manage ? replyCard(ctx, d, path, canned, kept, freeToWrite(v) ? [] : await offeredTemplates(deps, ctx.project.id), template) : html`<p class="muted">Your role (${ctx.role}) reads the conversation, assigns it, labels it and writes notes; owners and admins reply and hand it over.</p>`}
 <section class="card" aria-labelledby="team-title"><h3 id="team-title">Team</h3>
 ${resolutionCard(ctx, v, path)}
 <form method="post" action="${path}/assign" class="inline-form">${csrfField(ctx.csrf)}${onceField()}${drawnField(v, 'assignee')}
@@ -354,7 +370,7 @@ ${held
     : html`<p>The bot answers this conversation (state ${v.state}).</p>
 <form method="post" action="${path}/handover" class="inline">${csrfField(ctx.csrf)}${onceField()}${drawnField(v, 'state')}<input type="hidden" name="to" value="human"><button type="submit" class="primary">Take over (the bot stops answering)</button></form>`}
 </section>
-${threadCard(ctx, v, path)}
+${v.kind === 'group' ? '' : threadCard(ctx, v, path)}
 <details class="card"><summary>Canned replies (${canned.length})</summary>
 ${canned.length ? html`<ul class="canned">${canned.map((c) => html`<li><strong>${c.shortcut}</strong>: <span class="message-text">${c.text}</span></li>`)}</ul>` : html`<p class="muted">None yet.</p>`}
 <form method="post" action="${projectPath(ctx.project.id, '/conversations/canned-replies')}">${csrfField(ctx.csrf)}${onceField()}<input type="hidden" name="back" value="${v.id}">
@@ -405,18 +421,30 @@ ${elsewhere
 </section>`;
 }
 
-function replyCard(ctx: Ctx, v: ConversationDetail['conversation'], path: string, canned: Array<{ shortcut: string; text: string }>, kept: Kept, templates: Awaited<ReturnType<typeof offeredTemplates>>, chosen: string | undefined): Html {
+function replyCard(ctx: Ctx, d: ConversationDetail, path: string, canned: Array<{ shortcut: string; text: string }>, kept: Kept, templates: Awaited<ReturnType<typeof offeredTemplates>>, chosen: string | undefined): Html {
   return html`<section class="card" aria-labelledby="reply-title"><h3 id="reply-title">Reply</h3>
-${v.window_open
+${freeToWrite(d.conversation)
     ? html`<form method="post" action="${path}/reply">${csrfField(ctx.csrf)}${onceField()}<input type="hidden" name="kind" value="text">
   ${canned.length ? html`<label for="canned-pick">Canned reply</label><select id="canned-pick" data-fills="reply-text"><option value="">Choose one to fill the message</option>${canned.map((c) => html`<option value="${c.text}">${c.shortcut}</option>`)}</select>` : ''}
   <label for="reply-text">Message</label><textarea id="reply-text" name="text" rows="3" maxlength="${MAX_REPLY_CHARS}" required>${kept.text ?? ''}</textarea>
   <div class="actions"><button type="submit" class="primary">Send reply</button></div>
-</form>`
-    : html`<p>${windowWords(v)}.</p>
+</form>
+${attachmentForm(ctx, path)}`
+    : html`<p>${windowWords(d)}.</p>
 ${kept.text ? html`<p>Your message, not sent: <span class="message-text" id="unsent-text">${kept.text}</span></p>` : ''}
 ${templates.length ? templateForms(path, templates, ctx, chosen) : html`<p class="muted">No approved template can be sent from here (templates with a media header are sent through the API).</p>`}`}
 </section>`;
+}
+
+/** A photo or a document with an optional caption (inbox-attachment.ts): the API's media upload, then its send path. */
+function attachmentForm(ctx: Ctx, path: string): Html {
+  return html`<details class="attachment"><summary>Attach a photo or a document</summary>
+<form method="post" action="${path}/attachment" enctype="multipart/form-data">${csrfField(ctx.csrf)}${onceField()}
+  <label for="attachment-file">Photo (JPEG or PNG, up to 5 MB) or document (PDF, Office, text, up to 100 MB)</label>
+  <input id="attachment-file" name="file" type="file" required accept="image/jpeg,image/png,application/pdf,.doc,.docx,.xls,.xlsx,.ppt,.pptx,.txt">
+  <label for="attachment-caption">Caption (optional)</label><input id="attachment-caption" name="caption" type="text" maxlength="${MAX_CAPTION_CHARS}">
+  <div class="actions"><button type="submit">Send attachment</button></div>
+</form></details>`;
 }
 
 function templateForms(path: string, templates: Awaited<ReturnType<typeof offeredTemplates>>, ctx: Ctx, chosen: string | undefined): Html {
@@ -450,7 +478,7 @@ export const conversationLive = (deps: AppDeps) => async (req: Request, res: Res
   res.setHeader('Cache-Control', 'no-store');
   res.json({
     state: stateWords(v.state),
-    window: windowWords(v),
+    window: windowWords(d),
     assignee: v.assignee ? v.assignee.email : 'nobody',
     labels: v.labels?.length ? v.labels.join(', ') : '—',
     resolution: resolutionWords(v),
@@ -658,6 +686,11 @@ export const submitCannedReply = (deps: AppDeps) => async (req: Request, res: Re
 
 /** This module's pages under /dashboard (router.ts mounts them). */
 export const inboxRoutes: PageRoute[] = [
+  // Multipart and streamed: mounted before the form parser; the handler reads the session and checks the CSRF field itself.
+  {
+    method: 'post', path: '/projects/:projectId/conversations/:conversationId/attachment', stage: 'stream',
+    handler: (deps) => (req, res) => submitAttachment(deps)(req, res, (error, status) => render(deps, req, res, { error, status })),
+  },
   { method: 'get', path: '/projects/:projectId/conversations', handler: showConversations },
   // The list's live rows and the canned replies come before the conversation's id.
   { method: 'get', path: '/projects/:projectId/conversations/list', handler: conversationList },

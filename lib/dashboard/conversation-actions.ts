@@ -26,7 +26,9 @@ import { controlThread, parseThreadControl } from '../messaging/thread-control.j
 
 export type Reply =
   | { kind: 'text'; text: string }
-  | { kind: 'template'; name: string; language: string; variables: string[] };
+  | { kind: 'template'; name: string; language: string; variables: string[] }
+  /** A media asset of the project (made by the API's media upload, lib/media/assets.ts), sent by its slug. */
+  | { kind: 'media'; type: 'image' | 'document'; slug: string; filename?: string; caption?: string };
 
 /** Longest text a reply takes (WhatsApp's limit for a text message's body). */
 export const MAX_REPLY_CHARS = 4096;
@@ -82,13 +84,17 @@ export async function sendReply(
   const to = conversation.group ? { group_id: conversation.group.id } : recipientOf(conversation.contact);
   const body = reply.kind === 'text'
     ? { type: 'text', ...to, content: reply.text }
-    : { type: 'template', ...to, template: { name: reply.name, language: reply.language, variables: reply.variables } };
+    : reply.kind === 'media'
+      ? { type: reply.type, ...to, media: { slug: reply.slug, ...(reply.caption ? { caption: reply.caption } : {}), ...(reply.type === 'document' && reply.filename ? { filename: reply.filename } : {}) } }
+      : { type: 'template', ...to, template: { name: reply.name, language: reply.language, variables: reply.variables } };
   const sent = await sendMessage(deps, project, body as Parameters<typeof sendMessage>[2], { ref, author: personAuthor(actor) });
   await recordAuditAfter(deps, actor, {
     projectId: project.id,
     action: 'conversation.reply',
     subject: `conversation ${conversation.id}`,
-    after: reply.kind === 'text' ? { wamid: sent.id, type: 'text', characters: [...reply.text].length } : { wamid: sent.id, type: 'template', template: reply.name, language: reply.language },
+    after: reply.kind === 'text' ? { wamid: sent.id, type: 'text', characters: [...reply.text].length }
+      : reply.kind === 'media' ? { wamid: sent.id, type: reply.type, media: reply.slug }
+        : { wamid: sent.id, type: 'template', template: reply.name, language: reply.language },
   });
   return sent.id;
 }
