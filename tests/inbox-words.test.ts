@@ -6,6 +6,7 @@
  * the API's media upload and send path (the simulator receives it).
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { randomBytes } from 'node:crypto';
 import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
 import { person } from './support/dashboard.js';
@@ -178,5 +179,30 @@ describe('a reply with an attachment', () => {
     const refused = await member.agent.post(f.action).field('_csrf', csrf).field('_once', f.once).attach('file', PNG, { filename: 'a.png', contentType: 'image/png' });
     expect(refused.status).toBe(403);
     expect((await sentTo(s, phone)).filter((m) => m.payload.type !== 'text')).toEqual([]);
+  });
+});
+
+describe('an @mention in a note', () => {
+  it('When an owner @mentions a colleague in a note, then the colleague (and nobody else) is told in their inbox until they open the conversation', async () => {
+    const s = await shop();
+    const anaEmail = email('ana');
+    const ana = await person(t, s.projectId, anaEmail, 'member');
+    const bob = await person(t, s.projectId, email('bob'), 'admin');
+    await sim('/_sim/inbound', { phone_number_id: s.pnid, from: '14155550821', name: 'Ada', text: 'My box is broken' });
+    const id = await conversationOf(s, '14155550821');
+    const csrf = await s.owner.csrf(inboxPath(s, id));
+    const noted = await s.owner.agent.post(`${inboxPath(s, id)}/notes`).type('form').send({ _csrf: csrf, _once: randomBytes(16).toString('hex'), note: `@${anaEmail} can you check the photo? (cc @nobody)` });
+    expect(noted.status).toBe(303);
+
+    const anaInbox = await ana.agent.get(inboxPath(s));
+    expect(anaInbox.text).toContain('<h2 id="mentions-title">Mentioned you <span class="badge" data-mark="mentions">1</span></h2>');
+    expect(anaInbox.text).toContain(`href="/dashboard/projects/${s.projectId}/conversations/${id}"`);
+    expect(anaInbox.text).toContain('can you check the photo?');
+    // Nobody else is told: not the colleague who was not named, not the writer.
+    expect((await bob.agent.get(inboxPath(s))).text).not.toContain('id="mentions"');
+    expect((await s.owner.agent.get(inboxPath(s))).text).not.toContain('id="mentions"');
+    // Opening the conversation is seeing it.
+    expect((await ana.agent.get(inboxPath(s, id))).status).toBe(200);
+    expect((await ana.agent.get(inboxPath(s))).text).not.toContain('id="mentions"');
   });
 });

@@ -8,6 +8,7 @@
  * WhatsApp's error) is said on the group's page, in words. The forms' limits are the contract's
  * (http/contract-limits.ts), as the API's validator has them.
  */
+import { namesByPhone } from '../../lib/conversations/contacts.js';
 import type { Request, Response } from 'express';
 import type { AppDeps } from '../app-deps.js';
 import { canManage } from '../../lib/accounts/roles.js';
@@ -130,22 +131,6 @@ ${canManage(ctx.role) ? html`<form method="post" action="${path}/invite-link" cl
 </section>`;
 }
 
-/**
- * The names the project knows for these phones (its customers' contacts: a profile name or the
- * Business app's contact), so a person sees who asks or takes part, not only a number.
- */
-async function knownNames(deps: AppDeps, projectId: string, phones: string[]): Promise<Map<string, string>> {
-  const digits = [...new Set(phones.map((p) => p.replace(/[^0-9]/g, '')).filter(Boolean))];
-  const out = new Map<string, string>();
-  if (!digits.length) return out;
-  const { rows } = await deps.db.pool.query<{ phone: string; name: string }>(
-    `SELECT phone, name FROM contacts WHERE project_id = $1 AND kind = 'customer' AND phone = ANY($2::text[]) AND name IS NOT NULL`,
-    [projectId, digits],
-  );
-  for (const r of rows) out.set(r.phone, r.name);
-  return out;
-}
-
 /** A phone with its known name: "Ada Lovelace (+15551234567)". */
 function whoWords(phone: string, names: Map<string, string>): string {
   const name = names.get(phone.replace(/[^0-9]/g, ''));
@@ -198,7 +183,7 @@ async function renderGroup(deps: AppDeps, req: Request, res: Response, kept: Kep
   const link = active ? await readInviteLink(deps, ctx.project.id, BigInt(g.id)) : undefined;
   const requests = active && g.join_approval_mode === 'approval_required' ? await readJoinRequests(deps, ctx.project.id, BigInt(g.id)) : undefined;
   const participants = await readParticipants(deps, ctx.project.id, BigInt(g.id));
-  const names = await knownNames(deps, ctx.project.id, [...(requests?.ok ? requests.value.map((r) => r.phone) : []), ...participants.map((p) => p.phone)]);
+  const names = await namesByPhone(deps.db.pool, ctx.project.id, [...(requests?.ok ? requests.value.map((r) => r.phone) : []), ...participants.map((p) => p.phone)]);
   const body = html`<dl class="facts" id="group-facts">
   <dt>Status</dt><dd><span class="status" id="group-status">${g.status}</span>${active ? '' : html` <span class="muted">(${groupStatusWords(g.status)})</span>`}</dd>
   <dt>Description</dt><dd id="group-description-text">${g.description || '—'}</dd>

@@ -27,7 +27,7 @@ import {
 import { authorOf, authorWords, type Author } from '../../lib/conversations/authors.js';
 import type { ContactView, MessageView } from '../../lib/conversations/views.js';
 import { listMembers } from '../../lib/inbox/team.js';
-import { listNotes, noteView, MAX_NOTE_CHARS, type NoteView } from '../../lib/inbox/notes.js';
+import { listNotes, markMentionsSeen, noteView, unseenMentions, MAX_NOTE_CHARS, type NoteView } from '../../lib/inbox/notes.js';
 import { createCannedReply, listCannedReplies } from '../../lib/inbox/canned-replies.js';
 import { DashboardRefusal } from '../../lib/accounts/refusal.js';
 import { duration, html, plural, when, type Html } from './html.js';
@@ -297,13 +297,30 @@ ${history.past.length
 </aside>`;
 }
 
+/** Mentions shown at once; the rest are counted. */
+const MENTIONS_SHOWN = 5;
+
+/** The notes that @mention the person and that they have not opened yet (lib/inbox/notes.ts), above the inbox. */
+async function mentionsNotice(deps: AppDeps, ctx: Ctx): Promise<Html> {
+  const { mentions, count } = await unseenMentions(deps.db.pool, ctx.project.id, ctx.actor.accountId, MENTIONS_SHOWN);
+  if (!count) return html``;
+  return html`<section class="card mentions" id="mentions" aria-labelledby="mentions-title"><h2 id="mentions-title">Mentioned you <span class="badge" data-mark="mentions">${count >= 100 ? '99+' : String(count)}</span></h2>
+<ul>${mentions.map((m) => html`<li><a href="${projectPath(ctx.project.id, `/conversations/${m.conversation_id}`)}">${authorWords(m.author as Author)}</a> <span class="muted">${when(m.created_at)}</span>: <span class="message-text">${[...m.body].length > 140 ? `${[...m.body].slice(0, 139).join('')}…` : m.body}</span></li>`)}</ul>
+${count > mentions.length ? html`<p class="muted">and ${plural(count - mentions.length, 'more note')}</p>` : ''}
+</section>`;
+}
+
 async function renderInbox(deps: AppDeps, req: Request, res: Response, kept: Kept = {}) {
   const ctx = await projectContext(deps, req, 'conversations');
   const q = customerQuery(req.query);
   const selectedId = req.params.conversationId !== undefined ? String(req.params.conversationId) : undefined;
   const cursor = selectedId && typeof req.query.before === 'string' && req.query.before ? req.query.before : undefined;
   const detail = selectedId ? await conversationDetail(deps, ctx.project.id, selectedId, cursor) : undefined;
-  if (detail && !cursor && req.method === 'GET') await markSeen(deps, ctx.project.id, detail.conversation.id);
+  if (detail && !cursor && req.method === 'GET') {
+    await markSeen(deps, ctx.project.id, detail.conversation.id);
+    await markMentionsSeen(deps.db.pool, ctx.project.id, BigInt(detail.conversation.id), ctx.actor.accountId, deps.clock.now());
+  }
+  const mentions = await mentionsNotice(deps, ctx);
   const labels = await projectLabels(deps.db.pool, ctx.project.id);
   const list = await conversationsPage(deps, ctx.project.id, q, ctx.actor.accountId);
   const pane = listPane(ctx.project.id, q, labels, list, deps.clock.now(), detail?.conversation.id, detail ? undefined : await autoAssignCard(deps, ctx));
@@ -313,7 +330,7 @@ async function renderInbox(deps: AppDeps, req: Request, res: Response, kept: Kep
   const contact = detail
     ? contactPane(detail, await conversationHistory(deps, ctx.project.id, detail.conversation.id), ctx.project.id)
     : html``;
-  const body = html`${detail ? html`<p class="jump"><a href="#chat-title">Jump to the conversation</a></p>` : ''}<div class="inbox${detail ? ' selected' : ''}">${pane}${chat}${contact}</div>`;
+  const body = html`${mentions}${detail ? html`<p class="jump"><a href="#chat-title">Jump to the conversation</a></p>` : ''}<div class="inbox${detail ? ' selected' : ''}">${pane}${chat}${contact}</div>`;
   const title = detail ? (detail.conversation.kind === 'group' ? `Group conversation: ${detail.conversation.group?.subject ?? detail.contact.name ?? ''}` : `Conversation with ${customerName(detail.contact)}`) : 'Inbox';
   const waiting = await waitingCount(deps, ctx.project.id);
   send(res, kept.status ?? 200, layout(ctx.shell(title, { error: kept.error, tabPrefix: tabPrefix(waiting) }), body));
@@ -358,7 +375,7 @@ ${mine ? '' : html`<form method="post" action="${path}/assign" class="inline">${
   <button type="submit">Save labels</button>
 </form>
 <form method="post" action="${path}/notes">${csrfField(ctx.csrf)}${onceField()}
-  <label for="note-text">Private note (the team’s; never sent to the customer)</label>
+  <label for="note-text">Private note (the team’s; never sent to the customer): @name or @email tells a colleague</label>
   <textarea id="note-text" name="note" rows="2" maxlength="${MAX_NOTE_CHARS}" required></textarea>
   <div class="actions"><button type="submit">Add note</button></div>
 </form>

@@ -8,6 +8,7 @@
  * conversation is `handover` the bot is not handed its messages (lib/bot/runtime.ts). Each is in
  * the audit trail.
  */
+import { mentionedIn } from '../inbox/mentions.js';
 import type { Deps } from '../deps.js';
 import type { ProjectRef } from '../access/credentials.js';
 import { recordAuditAfter, recordAuditOn, type Actor } from '../accounts/audit.js';
@@ -19,7 +20,7 @@ import { inTransaction } from '../platform/db/transaction.js';
 import type { ContactView } from '../conversations/views.js';
 import { personAuthor } from '../conversations/authors.js';
 import { ApiError } from '../platform/errors.js';
-import { assign, changeLabels, relabel } from '../inbox/team.js';
+import { assign, changeLabels, listMembers, relabel } from '../inbox/team.js';
 import { checkResolution, setResolution, type Resolution } from '../inbox/resolution.js';
 import { addNote } from '../inbox/notes.js';
 import { controlThread, parseThreadControl } from '../messaging/thread-control.js';
@@ -176,10 +177,13 @@ export async function resolveAs(deps: Pick<Deps, 'db' | 'clock'>, actor: Actor, 
   await recordAuditAfter(deps, actor, { projectId, action: 'conversation.resolution', subject: `conversation ${id}`, before: { resolution: changed.previous_resolution }, after: { resolution: changed.resolution, snoozed_until: changed.snoozed_until } });
 }
 
+/** Writes a person's note; the colleagues it @mentions are notified in the inbox until they open the conversation. */
 export async function noteAs(deps: Pick<Deps, 'db' | 'clock'>, actor: Actor, projectId: string, id: number, body: string): Promise<void> {
   let note;
   try {
-    note = await addNote(deps.db.pool, projectId, BigInt(id), body, personAuthor(actor), deps.clock.now());
+    // Colleagues named with @ are told in their inbox (lib/inbox/mentions.ts).
+    const mentions = mentionedIn(body, await listMembers(deps.db.pool, projectId), actor.accountId);
+    note = await addNote(deps.db.pool, projectId, BigInt(id), body, personAuthor(actor), deps.clock.now(), mentions);
   } catch (e) {
     if (e instanceof ApiError && e.status < 500) throw new DashboardRefusal(e.status === 409 ? 409 : 400, `${e.message} The note was not saved.`);
     throw e;
