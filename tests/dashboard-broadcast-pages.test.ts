@@ -128,6 +128,23 @@ describe('a live campaign in the dashboard', () => {
     expect(live.body.parts['broadcast-facts']).toMatch(/<dd id="broadcast-started">\d{4}-\d\d-\d\d \d\d:\d\d UTC<\/dd>/);
     expect(live.body.parts['broadcast-waves']).toMatch(/canceled 1, queued 1/);
   });
+
+  it('When a sending campaign completes, then its open page drops "Cancel the rest" and redraws its cost from the live update, without a reload', async () => {
+    const { base, owner, id } = await campaign();
+    expect((await owner.agent.post(`${base}/approve`).type('form').send({ _csrf: await owner.csrf() })).status).toBe(303);
+    const now = t.clock.now();
+    await t.db.pool.query(`UPDATE broadcasts SET status = 'sending', started_at = $2, status_reason = NULL WHERE id = $1`, [id, now]);
+    const sending = (await owner.agent.get(base)).text;
+    expect(sending).toMatch(/<div id="broadcast-actions">[\s\S]*Cancel the rest[\s\S]*?<\/div>/);
+    expect(sending).toContain('<div id="broadcast-billing"><h2>Cost</h2>');
+    expect((await owner.agent.get(`${base}/progress`)).body.parts['broadcast-actions']).toBeUndefined();
+    await t.db.pool.query(`UPDATE broadcasts SET status = 'completed', completed_at = $2 WHERE id = $1`, [id, now]);
+    const live = await owner.agent.get(`${base}/progress`);
+    // The page's script replaces each part by its id: the actions with nothing, the cost with the channel's figures now.
+    expect(live.body.parts['broadcast-actions']).toBe('');
+    expect(live.body.parts['broadcast-billing']).toContain('<dt>Reported by the channel</dt>');
+    expect((await owner.agent.get(base)).text).not.toContain('Cancel the rest');
+  });
 });
 
 describe('templates, audit trail and overview', () => {

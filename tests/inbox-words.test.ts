@@ -206,3 +206,15 @@ describe('an @mention in a note', () => {
     expect((await ana.agent.get(inboxPath(s))).text).not.toContain('id="mentions"');
   });
 });
+
+describe('a project’s link', () => {
+  it('When a person opens a project from the list, then it lands on its Overview, and the invite form says which roles reply', async () => {
+    const s = await shop();
+    const projects = await s.owner.agent.get('/dashboard/projects');
+    expect(projects.text).toContain(`href="/dashboard/projects/${s.projectId}/overview"`);
+    const bare = await s.owner.agent.get(`/dashboard/projects/${s.projectId}`);
+    expect([bare.status, bare.headers.location]).toEqual([303, `/dashboard/projects/${s.projectId}/overview`]);
+    const people = await s.owner.agent.get(`/dashboard/projects/${s.projectId}/people`);
+    expect(people.text).toContain('Who replies to customers from the inbox: owners and admins.');
+  });
+});
