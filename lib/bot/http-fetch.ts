@@ -40,6 +40,7 @@ import type { Deps } from '../deps.js';
 import { checkUrl, pinnedLookup, resolveTarget, UnsafeTargetError } from '../platform/net/public-address.js';
 import { getAllowlist, hostAllowed } from './http-allowlist.js';
 import { writeBotLog } from './bot-log.js';
+import { addNote } from '../inbox/notes.js';
 import { RATE_WINDOW_MS } from './rates.js';
 import { ok, type Answer, type CallContext, type Invocation } from './host-types.js';
 
@@ -160,6 +161,11 @@ export async function runHttpFetch(deps: FetchDeps, inv: Invocation, args: Fetch
         level: 'warn', kind: 'error', deploymentId: inv.deploymentId ?? null,
         message: `http.fetch ${method} ${host.slice(0, 255)} failed: ${answer.code ?? `status ${answer.status}`} after ${Math.round(seconds * 1000)} ms`,
       }).catch((e: unknown) => deps.logger.warn('bot log not written', { project_id: inv.projectId, error: e instanceof Error ? e.message : String(e) }));
+      // And on the conversation, as the bot's private note: the person reading it sees why the bot's answer may be missing.
+      if (inv.conversationId !== undefined) {
+        await addNote(deps.db.pool, inv.projectId, BigInt(inv.conversationId), `The bot's http.fetch (${method} ${host.slice(0, 255)}) failed: ${answer.code ?? `status ${answer.status}`}. Its answer to the customer may be missing or partial.`, { kind: 'bot', id: null, name: null }, deps.clock.now())
+          .catch((e: unknown) => deps.logger.warn('bot fetch note not written', { project_id: inv.projectId, error: e instanceof Error ? e.message : String(e) }));
+      }
     }
     return answer.code ? refused(answer.code, answer.message ?? answer.code) : ok(answer.value);
   };
