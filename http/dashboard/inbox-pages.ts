@@ -258,7 +258,7 @@ function groupPane(d: ConversationDetail, history: ConversationHistory, projectI
 </dl>
 <h3 id="participants-title">Participants</h3>
 ${d.participants.length
-    ? html`<ul class="history participants" aria-labelledby="participants-title">${d.participants.map((p) => html`<li>${p.phone} <span class="muted">since ${when(p.joinedAt)}</span></li>`)}</ul>`
+    ? html`<ul class="history participants" aria-labelledby="participants-title">${d.participants.map((p) => html`<li>${p.name ? `${p.name} (${p.phone})` : p.phone} <span class="muted">since ${when(p.joinedAt)}</span></li>`)}</ul>`
     : html`<p class="muted">Nobody has joined yet: users join by the group's invite link.</p>`}
 ${g ? html`<p><a href="${projectPath(projectId, `/groups/${g.id}`)}" id="group-page-link">The group's page: invite link, join requests, participants, subject</a></p>` : ''}
 <h3>History</h3>

@@ -201,7 +201,7 @@ export interface ConversationDetail {
   calls: CallView[];
   nextCursor: string | null;
   /** A group conversation's participants (docs/groups.md), oldest member first; empty otherwise. */
-  participants: Array<{ phone: string; joinedAt: Date }>;
+  participants: Array<{ phone: string; joinedAt: Date; name: string | null }>;
   /** The customer's newest message of the Business app's history (coexistence), when any: they wrote before this app. */
   historyInboundAt: string | null;
 }
@@ -240,13 +240,15 @@ export async function conversationDetail(deps: ReadDeps, projectId: string, rawI
 }
 
 /** Who is in the group whose own record is `contactId` (lib/groups/store.ts writes them). */
-async function groupParticipants(deps: ReadDeps, projectId: string, contactId: bigint): Promise<Array<{ phone: string; joinedAt: Date }>> {
-  const { rows } = await deps.db.pool.query<{ wa_id: string; joined_at: Date }>(
-    `SELECT p.wa_id, p.joined_at FROM group_participants p JOIN groups g ON g.id = p.group_row_id
+async function groupParticipants(deps: ReadDeps, projectId: string, contactId: bigint): Promise<Array<{ phone: string; joinedAt: Date; name: string | null }>> {
+  // With the name the project knows for the phone (its customer's contact), when it knows one.
+  const { rows } = await deps.db.pool.query<{ wa_id: string; joined_at: Date; name: string | null }>(
+    `SELECT p.wa_id, p.joined_at, (SELECT c.name FROM contacts c WHERE c.project_id = g.project_id AND c.kind = 'customer' AND c.phone = p.wa_id LIMIT 1) AS name
+       FROM group_participants p JOIN groups g ON g.id = p.group_row_id
       WHERE g.project_id = $1 AND g.contact_id = $2::bigint ORDER BY p.joined_at, p.wa_id LIMIT 1024`,
     [projectId, String(contactId)],
   );
-  return rows.map((r) => ({ phone: `+${r.wa_id}`, joinedAt: r.joined_at }));
+  return rows.map((r) => ({ phone: `+${r.wa_id}`, joinedAt: r.joined_at, name: r.name }));
 }
 
 export interface ConversationHistory {
