@@ -87,9 +87,9 @@ export const listConversationMessages: Handler<operations['listConversationMessa
   const { page, nextCursor } = await keysetPage(req.query, {
     scope: cursorScope('listConversationMessages', projectId, { conversation: id.toString() }),
     secret: cursorSecretOf(deps),
-    decode: positions.id,
-    read: (afterId, take) => listMessageRows(deps.db.pool, projectId, id, afterId, take),
-    encode: (r) => [String(r.id)],
+    decode: positions.timeAndId,
+    read: (after, take) => listMessageRows(deps.db.pool, projectId, id, after, take),
+    encode: (r) => [r.sentAt.getTime(), String(r.id)],
   });
   return { data: { messages: page.map((r) => messageView(r)), nextCursor } };
 };

@@ -56,7 +56,8 @@ export const CAPABILITY_EDGES: Record<string, string[]> = {
   messaging: ['access', 'calls', 'channel-port', 'groups', 'channel-settings', 'consent', 'conversations', 'flows', 'inbox', 'media', 'pricing', 'templates', 'webhooks'],
   broadcasts: ['access', 'channel-port', 'channel-settings', 'conversations', 'messaging', 'pricing'],
   // Calls: a bot acts on a call through the API's one path (lib/bot/ops-calls.ts); calls reach the bot through BotHook.
-  bot: ['access', 'accounts', 'calls', 'channel-port', 'channel-settings', 'code', 'consent', 'conversations', 'deploy', 'messaging', 'project-files', 'sandbox', 'tables', 'webhooks'],
+  // inbox: a bot's failed http.fetch is noted on the event's conversation (lib/bot/http-fetch.ts).
+  bot: ['access', 'accounts', 'calls', 'channel-port', 'channel-settings', 'code', 'consent', 'conversations', 'deploy', 'inbox', 'messaging', 'project-files', 'sandbox', 'tables', 'webhooks'],
   // The team's inbox: assignment, labels, notes and canned replies, each change with its event.
   inbox: ['access', 'conversations', 'webhooks'],
   // The console's customers pages read conversations and send a person's reply through messaging's one send path;

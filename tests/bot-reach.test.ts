@@ -82,6 +82,9 @@ class Shop {
       case '/slow':
         // Never answers; the call's timeout ends it.
         return;
+      case '/down':
+        res.writeHead(503).end('maintenance');
+        return;
       case '/echo-auth':
         this.seenAuthorization.push(req.headers.authorization);
         res.writeHead(200).end(`auth=${req.headers.authorization ?? 'none'}`);
@@ -240,6 +243,38 @@ export async function onMessage(m: InboundMessage): Promise<void> {
     // A replacement without the flag keeps it.
     const again = await setSecret(projectId, 'PROD_ONLY', { value: 'p-value-456' });
     expect(again.body.data.secret.production_only).toBe(true);
+  }, 60_000);
+});
+
+describe('a failed fetch is seen', () => {
+  it('When the bot’s backend answers 503 or times out, then each call is a warn line of the bot log and of the service log (method, host and outcome only) and a note of the bot on the conversation', async () => {
+    const { projectId, key, phoneNumberId } = await botProject(`import { http, sendText, type InboundMessage } from './platform/runtime/index.js';
+export async function onMessage(m: InboundMessage): Promise<void> {
+  const down = await http.fetch('${shop.url}/down?customer=' + m.from);
+  const slow = await http.fetch('${shop.url}/slow', { timeoutMs: 200 });
+  await sendText(m.from, 'down ' + (down.ok ? down.status : down.error.code) + ', slow ' + (slow.ok ? slow.status : slow.error.code));
+}
+`);
+    await deploy(key);
+    const from = serviceLog.length;
+    await inbound(phoneNumberId, '14155550931', 'where is my order');
+    expect(await repliesTo(phoneNumberId, '14155550931')).toEqual(['down 503, slow timeout']);
+    const warns = (await botLogs(projectId)).filter((l) => l.level === 'warn').map((l) => l.message.replace(/\d+ ms/, 'N ms'));
+    expect(warns).toEqual(expect.arrayContaining([
+      expect.stringMatching(/^http\.fetch GET 127\.0\.0\.1:\d+ failed: status 503 after N ms$/),
+      expect.stringMatching(/^http\.fetch GET 127\.0\.0\.1:\d+ failed: timeout after N ms$/),
+    ]));
+    const lines = serviceLog.slice(from).filter((l) => l.includes(projectId) && l.includes('http.fetch'));
+    expect(lines.filter((l) => l.startsWith('warn bot http.fetch failed '))).toHaveLength(2);
+    expect(lines.join('')).not.toMatch(/customer|14155550931|\/down/);
+    // And on the conversation: the bot's private notes, so the person reading it sees why the answer may be missing.
+    const notes = await t.db.pool.query<{ body: string; author: { kind: string } }>(
+      `SELECT n.body, n.author FROM conversation_notes n JOIN conversations v ON v.id = n.conversation_id JOIN contacts c ON c.id = v.contact_id
+        WHERE n.project_id = $1 AND c.phone = '14155550931' ORDER BY n.id`, [projectId]);
+    expect(notes.rows.map((n) => [n.author.kind, n.body.replace(/:\d+/, ':PORT')])).toEqual([
+      ['bot', "The bot's http.fetch (GET 127.0.0.1:PORT) failed: status 503. Its answer to the customer may be missing or partial."],
+      ['bot', "The bot's http.fetch (GET 127.0.0.1:PORT) failed: timeout. Its answer to the customer may be missing or partial."],
+    ]);
   }, 60_000);
 });
 

@@ -105,6 +105,42 @@ describe('approving a broadcast in the dashboard', () => {
   });
 });
 
+describe('a carousel campaign’s test send', () => {
+  it('When an owner sends a test of a carousel campaign, then the test carries the campaign’s cards (header links, the sample’s card variables), as the campaign sends them', async () => {
+    const { project, key } = await projectWithKey(t);
+    const card = (n: number) => ({ components: [{ type: 'HEADER', format: 'IMAGE' }, { type: 'BODY', text: `Plant ${n} for {{1}}` }, { type: 'BUTTONS', buttons: [{ type: 'QUICK_REPLY', text: 'More' }] }] });
+    await t.db.prisma.template.create({
+      data: {
+        id: `tpl_${project.id}_plants`, projectId: project.id, name: 'spring_plants', language: 'en_US', category: 'MARKETING', status: 'APPROVED',
+        components: [{ type: 'BODY', text: 'Our spring plants, {{1}}!' }, { type: 'CAROUSEL', cards: [card(1), card(2)] }],
+      },
+    });
+    await seedContacts(t, project.id, [{ phone: '14155550111', name: 'Ana', optedIn: true }]);
+    const created = await api(t, key).post('/v1/broadcasts', {
+      name: 'Plants', template_name: 'spring_plants', template_language: 'en_US', audience: { filter: { match: 'all', conditions: [] } },
+      template_variables: {
+        body: ['{{contact.name|friend}}'],
+        cards: [{ header: { link: 'https://cdn.example.com/p1.jpg' }, body: ['{{contact.name|friend}}'] }, { header: { link: 'https://cdn.example.com/p2.jpg' }, body: ['you'] }],
+      },
+    });
+    expect(created.status).toBe(201);
+    const owner = await person(t, project.id, `owner-${project.id}@example.com`);
+    const base = `/dashboard/projects/${project.id}/broadcasts/${created.body.data.broadcast.id}`;
+    const page = (await owner.agent.get(`${base}/approve`)).text;
+    const before = (await request(t.sim!.url).get('/_sim/requests?limit=1000')).body.data.length as number;
+    const sent = await owner.agent.post(`${base}/test-send`).type('form').send({ _csrf: await owner.csrf(), _once: onceOf(page), phone: '+1 415 555 0198' });
+    // Whatever the channel answers, the page says it (a redirect, or the refusal in words): never "0 were given (template.cards)".
+    expect(sent.text ?? '').not.toContain('were given (template.cards)');
+    const requests = ((await request(t.sim!.url).get('/_sim/requests?limit=1000')).body.data as Array<{ path: string; body: any }>).slice(before).filter((r) => r.path.endsWith('/messages'));
+    expect(requests).toHaveLength(1);
+    const carousel = requests[0].body.template.components.find((c: { type: string }) => c.type === 'carousel');
+    expect(carousel.cards.map((c: any) => [c.card_index, c.components[0].parameters[0].image.link, c.components[1].parameters.map((p: any) => p.text)])).toEqual([
+      [0, 'https://cdn.example.com/p1.jpg', ['Ana']],
+      [1, 'https://cdn.example.com/p2.jpg', ['you']],
+    ]);
+  });
+});
+
 describe('a live campaign in the dashboard', () => {
   it('When the daily quota holds a campaign and a recipient opted out after approval, then the page and its live updates say which hold, the waves, and the cancellation with its reason', async () => {
     const { base, owner, id } = await campaign();
@@ -123,10 +159,27 @@ describe('a live campaign in the dashboard', () => {
     const live = await owner.agent.get(`${base}/progress`);
     expect(live.status).toBe(200);
     expect(live.body.hold).toContain('Held by the daily send quota');
-    expect(Object.keys(live.body.parts).sort()).toEqual(['broadcast-cancellations', 'broadcast-facts', 'broadcast-failures', 'broadcast-waves']);
+    expect(Object.keys(live.body.parts).sort()).toEqual(['broadcast-billing', 'broadcast-cancellations', 'broadcast-facts', 'broadcast-failures', 'broadcast-waves']);
     expect(live.body.parts['broadcast-cancellations']).toContain('opted out after approval');
     expect(live.body.parts['broadcast-facts']).toMatch(/<dd id="broadcast-started">\d{4}-\d\d-\d\d \d\d:\d\d UTC<\/dd>/);
     expect(live.body.parts['broadcast-waves']).toMatch(/canceled 1, queued 1/);
+  });
+
+  it('When a sending campaign completes, then its open page drops "Cancel the rest" and redraws its cost from the live update, without a reload', async () => {
+    const { base, owner, id } = await campaign();
+    expect((await owner.agent.post(`${base}/approve`).type('form').send({ _csrf: await owner.csrf() })).status).toBe(303);
+    const now = t.clock.now();
+    await t.db.pool.query(`UPDATE broadcasts SET status = 'sending', started_at = $2, status_reason = NULL WHERE id = $1`, [id, now]);
+    const sending = (await owner.agent.get(base)).text;
+    expect(sending).toMatch(/<div id="broadcast-actions">[\s\S]*Cancel the rest[\s\S]*?<\/div>/);
+    expect(sending).toContain('<div id="broadcast-billing"><h2>Cost</h2>');
+    expect((await owner.agent.get(`${base}/progress`)).body.parts['broadcast-actions']).toBeUndefined();
+    await t.db.pool.query(`UPDATE broadcasts SET status = 'completed', completed_at = $2 WHERE id = $1`, [id, now]);
+    const live = await owner.agent.get(`${base}/progress`);
+    // The page's script replaces each part by its id: the actions with nothing, the cost with the channel's figures now.
+    expect(live.body.parts['broadcast-actions']).toBe('');
+    expect(live.body.parts['broadcast-billing']).toContain('<dt>Reported by the channel</dt>');
+    expect((await owner.agent.get(base)).text).not.toContain('Cancel the rest');
   });
 });
 

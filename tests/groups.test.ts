@@ -159,6 +159,12 @@ describe('a group from creation to messages', () => {
     expect(page.text).toContain('Group: Order 42 delivery');
     expect(page.text).toContain('+5511977770002');
     expect(page.text).toContain('Ada (+5511977770001)');
+    // A group has no window (the API sends any message): the page offers the text reply, and no thread control (refused on a group).
+    expect(page.text).toContain('none (a group has no customer service window): any message may be sent');
+    expect(page.text).not.toContain('only an approved template may be sent');
+    expect(page.text).toContain('id="reply-text"');
+    expect(page.text).not.toContain('Pass to app');
+    expect(page.text).not.toContain('id="conversation-thread"');
   });
 });
 

@@ -111,6 +111,12 @@ export type Conversation = Prisma.ConversationModel
  */
 export type ConversationNote = Prisma.ConversationNoteModel
 /**
+ * Model NoteMention
+ * A colleague named in a note (`@ada@example.com` or `@ada`): the mentioned person's notification in
+ * the inbox until they open the conversation (lib/inbox/notes.ts writes it with its note).
+ */
+export type NoteMention = Prisma.NoteMentionModel
+/**
  * Model CannedReply
  * A project's canned replies: a short name and the text a person or an agent sends with it
  * (through the one send path; lib/conversations/canned-replies.ts is its only writer).

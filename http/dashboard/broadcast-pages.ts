@@ -101,12 +101,19 @@ ${manage && pv?.recipient ? html`<form method="post" action="${projectPath(proje
 }
 
 /** What the progress shows, for the page and for its live updates (the same words). */
-export function progressOf(b: BroadcastView) {
+/** How long after completion the page keeps reading the channel's cost reports (they follow the last send). */
+const SETTLING_MS = 24 * 3_600_000;
+
+export function progressOf(b: BroadcastView, now?: Date) {
   const counts = b.counts;
   const total = counts?.total ?? b.recipient_count ?? 0;
   const waiting = counts ? counts.queued + counts.held : total;
   const done = Math.max(0, total - waiting);
-  const live = ['scheduled', 'sending'].includes(b.status);
+  const sending = ['scheduled', 'sending'].includes(b.status);
+  // A completed campaign's cost still moves while the channel reports its sends' pricing: the page keeps up until it is all in.
+  const settling = !sending && now !== undefined && b.status === 'completed' && (b.billing?.unreported ?? 0) > 0
+    && b.completed_at !== null && now.getTime() - Date.parse(b.completed_at) < SETTLING_MS;
+  const live = sending || settling;
   const held = b.status_reason && ['sending', 'failed', 'canceled'].includes(b.status) ? b.status_reason : null;
   // Sends whose outcome is unknown are their own reason, neither "sent" (issue 34) nor "queued":
   // on a completed campaign "queued" would read as still to send (issue 44).
@@ -125,7 +132,7 @@ export function progressOf(b: BroadcastView) {
     reason,
     counts,
     // The number's level now and which limit holds the pace (it follows an upgrade Meta makes mid-campaign).
-    pace: live && b.pacing ? `Pace: ${throughputText(b.pacing)}.` : null,
+    pace: sending && b.pacing ? `Pace: ${throughputText(b.pacing)}.` : null,
   };
 }
 
@@ -147,8 +154,8 @@ function holdOf(b: BroadcastView): string | null {
 /** A recipient status as the pages name it. */
 const statusLabel = (k: string) => (k === 'unknown' ? 'outcome unknown' : k === 'held' ? 'held (wave or limit)' : k);
 
-function progressSection(projectId: string, b: BroadcastView): Html {
-  const p = progressOf(b);
+function progressSection(projectId: string, b: BroadcastView, now: Date): Html {
+  const p = progressOf(b, now);
   const keys = ['total', 'queued', 'held', 'sent', 'delivered', 'read', 'failed', 'canceled', 'unknown'] as const;
   const label = statusLabel;
   return html`<section id="progress" aria-labelledby="progress-title" data-progress-url="${projectPath(projectId, `/broadcasts/${b.id}/progress`)}" data-live="${p.live ? 'true' : 'false'}">
@@ -219,7 +226,15 @@ ${d.cancellations.map((c) => html`<tr><td data-label="Reason">${c.reason}</td><t
 
 /** The parts a live page replaces as the campaign moves (by element id): the same functions as the page. */
 function liveParts(b: BroadcastView, d: Detail): Record<string, Html> {
-  return { 'broadcast-facts': factsPart(b, d), 'broadcast-waves': wavesPart(b, d), 'broadcast-failures': failuresPart(d), 'broadcast-cancellations': cancellationsPart(d) };
+  const parts: Record<string, Html> = { 'broadcast-facts': factsPart(b, d), 'broadcast-billing': billingSection(b), 'broadcast-waves': wavesPart(b, d), 'broadcast-failures': failuresPart(d), 'broadcast-cancellations': cancellationsPart(d) };
+  // A campaign that is over offers no action: "Cancel the rest" goes when it completes, without a reload.
+  if (!isOpen(b)) parts['broadcast-actions'] = html``;
+  return parts;
+}
+
+/** A campaign that can still be approved, rejected or canceled. */
+function isOpen(b: BroadcastView): boolean {
+  return ['pending_approval', 'scheduled', 'sending'].includes(b.status);
 }
 
 export const showBroadcast = (deps: AppDeps) => async (req: Request, res: Response) => {
@@ -227,14 +242,14 @@ export const showBroadcast = (deps: AppDeps) => async (req: Request, res: Respon
   await refreshMessagingLimit(deps, ctx.project.id);
   const d = await broadcastDetail(deps, ctx.project.id, String(req.params.broadcastId));
   const b = d.view;
-  const open = ['pending_approval', 'scheduled', 'sending'].includes(b.status);
+  const open = isOpen(b);
   const manage = canManage(ctx.role);
   const parts = liveParts(b, d);
   const body = html`<div id="broadcast-facts">${parts['broadcast-facts']}</div>
 ${b.status === 'pending_approval' ? html`<h2>Pre-flight report</h2>${preflightReport(b, d.templateStatus)}${previewSection(ctx.project.id, ctx.csrf, b, d, manage)}` : ''}
-${manage && open ? (b.status === 'pending_approval' ? decisionForms(ctx.project.id, ctx.csrf, b) : cancelForm(ctx.project.id, ctx.csrf, b, 'Cancel the rest')) : ''}
-${billingSection(b)}
-${b.status === 'pending_approval' ? '' : progressSection(ctx.project.id, b)}
+<div id="broadcast-actions">${manage && open ? (b.status === 'pending_approval' ? decisionForms(ctx.project.id, ctx.csrf, b) : cancelForm(ctx.project.id, ctx.csrf, b, 'Cancel the rest')) : ''}</div>
+<div id="broadcast-billing">${parts['broadcast-billing']}</div>
+${b.status === 'pending_approval' ? '' : progressSection(ctx.project.id, b, deps.clock.now())}
 <h2>Waves</h2>
 <div id="broadcast-waves">${parts['broadcast-waves']}</div>
 <h2>Failures by reason</h2>
@@ -253,7 +268,7 @@ export const broadcastProgress = (deps: AppDeps) => async (req: Request, res: Re
   const ctx = await projectContext(deps, req, 'broadcasts');
   const d = await broadcastDetail(deps, ctx.project.id, String(req.params.broadcastId));
   const parts = Object.fromEntries(Object.entries(liveParts(d.view, d)).map(([id, h]) => [id, h.value]));
-  res.status(200).setHeader('Cache-Control', 'no-store').json({ ...progressOf(d.view), parts });
+  res.status(200).setHeader('Cache-Control', 'no-store').json({ ...progressOf(d.view, deps.clock.now()), parts });
 };
 
 /**

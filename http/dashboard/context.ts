@@ -27,6 +27,7 @@ const NOTICES: Record<string, string> = {
   secret_deleted: 'Secret deleted: the bot reads null from its next event.',
   redelivered: 'Delivery queued again: it is attempted within the next sweep (about 15 s).',
   reply_sent: 'Reply sent through the same send path as the API (quota, window, consent).',
+  attachment_sent: 'Attachment sent: uploaded as the API’s media upload does, then sent through its send path (quota, window, consent).',
   handed_to_human: 'You hold the conversation now: the bot is not handed the customer’s messages until it is given back.',
   handed_to_bot: 'Given back to the bot: it answers the customer’s next message.',
   thread_pass: 'Thread passed: the other app answers the customer now; their messages are stored here, not answered.',

@@ -43,7 +43,7 @@ export const FILES_PAGE = 50;
 /** Media assets and header samples a page shows (the bounds of /v1/media). */
 const MEDIA_PAGE = 20;
 /** Multipart overhead allowed above the largest file before the rest of a body is no longer read. */
-const FORM_OVERHEAD_BYTES = 64 * 1024;
+export const FORM_OVERHEAD_BYTES = 64 * 1024;
 
 const filesPath = (projectId: string, rest = '') => projectPath(projectId, `/files${rest}`);
 
@@ -216,7 +216,7 @@ const interrupted = () => new DashboardRefusal(400, 'The upload was interrupted 
  * dropped, so the answer reaches the browser), or at once when the body passes `maxBytes` or the
  * client goes away.
  */
-function streamUpload(req: Request, maxBytes: number, onFile: (fields: Record<string, string>, file: Readable, filename: string) => Promise<void>): Promise<Record<string, string>> {
+export function streamUpload(req: Request, maxBytes: number, onFile: (fields: Record<string, string>, file: Readable, filename: string) => Promise<void>): Promise<Record<string, string>> {
   return new Promise((resolve, reject) => {
     let bb: busboy.Busboy;
     try {

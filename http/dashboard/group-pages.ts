@@ -8,6 +8,7 @@
  * WhatsApp's error) is said on the group's page, in words. The forms' limits are the contract's
  * (http/contract-limits.ts), as the API's validator has them.
  */
+import { namesByPhone } from '../../lib/conversations/contacts.js';
 import type { Request, Response } from 'express';
 import type { AppDeps } from '../app-deps.js';
 import { canManage } from '../../lib/accounts/roles.js';
@@ -130,7 +131,13 @@ ${canManage(ctx.role) ? html`<form method="post" action="${path}/invite-link" cl
 </section>`;
 }
 
-function joinRequestsCard(ctx: Ctx, g: GroupView, requests: Awaited<ReturnType<typeof readJoinRequests>> | undefined): Html {
+/** A phone with its known name: "Ada Lovelace (+15551234567)". */
+function whoWords(phone: string, names: Map<string, string>): string {
+  const name = names.get(phone.replace(/[^0-9]/g, ''));
+  return name ? `${name} (${phone})` : phone;
+}
+
+function joinRequestsCard(ctx: Ctx, g: GroupView, requests: Awaited<ReturnType<typeof readJoinRequests>> | undefined, names: Map<string, string>): Html {
   const path = groupsPath(ctx.project.id, `/${g.id}/join-requests`);
   const decide = (id: string, phone: string, decision: 'approve' | 'reject', label: string) => html`<form method="post" action="${path}" class="inline">${csrfField(ctx.csrf)}${onceField()}<input type="hidden" name="join_request_id" value="${id}"><input type="hidden" name="decision" value="${decision}"><button type="submit"${decision === 'approve' ? html` class="primary"` : ''} aria-label="${label} ${phone}">${label}</button></form>`;
   return html`<section class="card" aria-labelledby="requests-title"><h2 id="requests-title">Join requests</h2>
@@ -140,19 +147,19 @@ ${!requests
       ? html`<p class="error-text" id="requests-problem">The join requests could not be read: ${requests.problem}</p>`
       : requests.value.length
         ? html`<div class="table-wrap"><table class="stack" id="join-requests"><thead><tr><th scope="col">Who asks</th><th scope="col">Asked</th>${canManage(ctx.role) ? html`<th scope="col">Decision</th>` : ''}</tr></thead><tbody>
-${requests.value.map((r) => html`<tr data-join-request="${r.id}"><td data-label="Who asks">${r.phone}</td><td data-label="Asked">${when(r.created_at)}</td>${canManage(ctx.role) ? html`<td data-label="Decision">${decide(r.id, r.phone, 'approve', 'Approve')} ${decide(r.id, r.phone, 'reject', 'Reject')}</td>` : ''}</tr>`)}
+${requests.value.map((r) => html`<tr data-join-request="${r.id}"><td data-label="Who asks">${whoWords(r.phone, names)}</td><td data-label="Asked">${when(r.created_at)}</td>${canManage(ctx.role) ? html`<td data-label="Decision">${decide(r.id, whoWords(r.phone, names), 'approve', 'Approve')} ${decide(r.id, whoWords(r.phone, names), 'reject', 'Reject')}</td>` : ''}</tr>`)}
 </tbody></table></div>`
         : html`<p class="muted" id="no-join-requests">No open join requests.</p>`}
 </section>`;
 }
 
-function participantsCard(ctx: Ctx, g: GroupView, participants: Array<{ phone: string; joined_at: string }>): Html {
+function participantsCard(ctx: Ctx, g: GroupView, participants: Array<{ phone: string; joined_at: string }>, names: Map<string, string>): Html {
   const remove = canManage(ctx.role) && g.status === 'active';
   const path = groupsPath(ctx.project.id, `/${g.id}/participants/remove`);
   return html`<section class="card" aria-labelledby="members-title"><h2 id="members-title">Participants (${String(participants.length)})</h2>
 ${participants.length
-    ? html`<div class="table-wrap"><table class="stack" id="participants"><thead><tr><th scope="col">Phone</th><th scope="col">Since</th>${remove ? html`<th scope="col">Remove</th>` : ''}</tr></thead><tbody>
-${participants.map((p) => html`<tr><td data-label="Phone">${p.phone}</td><td data-label="Since">${when(p.joined_at)}</td>${remove ? html`<td data-label="Remove"><form method="post" action="${path}" class="inline" data-confirm="Remove ${p.phone} from “${g.subject}”?">${csrfField(ctx.csrf)}${onceField()}<input type="hidden" name="phone" value="${p.phone}"><button type="submit" class="danger" aria-label="Remove ${p.phone}">Remove</button></form></td>` : ''}</tr>`)}
+    ? html`<div class="table-wrap"><table class="stack" id="participants"><thead><tr><th scope="col">Who</th><th scope="col">Since</th>${remove ? html`<th scope="col">Remove</th>` : ''}</tr></thead><tbody>
+${participants.map((p) => html`<tr><td data-label="Who">${whoWords(p.phone, names)}</td><td data-label="Since">${when(p.joined_at)}</td>${remove ? html`<td data-label="Remove"><form method="post" action="${path}" class="inline" data-confirm="Remove ${p.phone} from “${g.subject}”?">${csrfField(ctx.csrf)}${onceField()}<input type="hidden" name="phone" value="${p.phone}"><button type="submit" class="danger" aria-label="Remove ${p.phone}">Remove</button></form></td>` : ''}</tr>`)}
 </tbody></table></div>`
     : html`<p class="muted">Nobody has joined yet: users join by the group's invite link.</p>`}
 ${remove && participants.length ? html`<p class="muted">WhatsApp is asked to remove a participant; the list changes when WhatsApp confirms it.</p>` : ''}
@@ -176,6 +183,7 @@ async function renderGroup(deps: AppDeps, req: Request, res: Response, kept: Kep
   const link = active ? await readInviteLink(deps, ctx.project.id, BigInt(g.id)) : undefined;
   const requests = active && g.join_approval_mode === 'approval_required' ? await readJoinRequests(deps, ctx.project.id, BigInt(g.id)) : undefined;
   const participants = await readParticipants(deps, ctx.project.id, BigInt(g.id));
+  const names = await namesByPhone(deps.db.pool, ctx.project.id, [...(requests?.ok ? requests.value.map((r) => r.phone) : []), ...participants.map((p) => p.phone)]);
   const body = html`<dl class="facts" id="group-facts">
   <dt>Status</dt><dd><span class="status" id="group-status">${g.status}</span>${active ? '' : html` <span class="muted">(${groupStatusWords(g.status)})</span>`}</dd>
   <dt>Description</dt><dd id="group-description-text">${g.description || '—'}</dd>
@@ -186,8 +194,8 @@ async function renderGroup(deps: AppDeps, req: Request, res: Response, kept: Kep
 </dl>
 ${active ? '' : html`<p id="group-inactive">This group is ${groupStatusWords(g.status)}: its invite link, join requests, subject and participants cannot be changed now.</p>`}
 ${link ? inviteCard(ctx, g, link) : ''}
-${active ? joinRequestsCard(ctx, g, requests) : ''}
-${participantsCard(ctx, g, participants)}
+${active ? joinRequestsCard(ctx, g, requests, names) : ''}
+${participantsCard(ctx, g, participants, names)}
 ${active && manage ? settingsCard(ctx, g, groupLimitsOf(deps.contract), kept) : ''}
 ${active && manage ? html`<section class="card" aria-labelledby="delete-title"><h2 id="delete-title">Delete the group</h2>
 <p>WhatsApp removes every participant and the invite link stops working; the conversation and its messages stay here.</p>

@@ -18,7 +18,7 @@ import { canManage } from '../../lib/accounts/roles.js';
 import { ApiError } from '../../lib/platform/errors.js';
 import { HUMAN_STATE, projectLabels } from '../../lib/conversations/conversations.js';
 import {
-  conversationDetail, conversationHistory, conversationsPage, customerQuery, INBOX_DEFAULT_VIEW, markSeen, messageText, UNREAD_COUNTED, unreadCount, waitingCount,
+  conversationDetail, conversationHistory, conversationsPage, customerQuery, INBOX_DEFAULT_VIEW, markSeen, messageKindWords, messageText, UNREAD_COUNTED, unreadCount, waitingCount,
   PAST_GAP_HOURS, type ConversationDetail, type ConversationHistory, type ConversationListItem, type CustomerQuery,
 } from '../../lib/dashboard/customer-reads.js';
 import {
@@ -27,13 +27,14 @@ import {
 import { authorOf, authorWords, type Author } from '../../lib/conversations/authors.js';
 import type { ContactView, MessageView } from '../../lib/conversations/views.js';
 import { listMembers } from '../../lib/inbox/team.js';
-import { listNotes, noteView, MAX_NOTE_CHARS, type NoteView } from '../../lib/inbox/notes.js';
+import { listNotes, markMentionsSeen, noteView, unseenMentions, MAX_NOTE_CHARS, type NoteView } from '../../lib/inbox/notes.js';
 import { createCannedReply, listCannedReplies } from '../../lib/inbox/canned-replies.js';
 import { DashboardRefusal } from '../../lib/accounts/refusal.js';
 import { duration, html, plural, when, type Html } from './html.js';
 import { drawnField, drawnOf, drawnValue, isStale } from './inbox-versions.js';
 import { autoAssignCard, autoAssignRoutes } from './inbox-assignment.js';
 import { chatMediaOf, conversationMedia, mediaHtml, type ChatMedia } from './inbox-media.js';
+import { MAX_CAPTION_CHARS, submitAttachment } from './inbox-attachment.js';
 import { csrfField, layout, projectPath } from './layout.js';
 import { field, send } from './request.js';
 import { projectContext } from './context.js';
@@ -85,7 +86,7 @@ export function resolutionWords(v: { resolution?: string; snoozed_until?: string
 
 /** The inbox's views; the first is the default (lib/dashboard/customer-reads.ts INBOX_DEFAULT_VIEW). */
 const FILTERS: Array<[string, string]> = [
-  ['needs_reply', 'Needs a reply'], ['open', 'Open (the customer wrote)'], ['unread', 'Unread'], ['snoozed', 'Snoozed'], ['resolved', 'Resolved'], ['all', 'All (campaign-only too)'],
+  ['needs_reply', 'Needs a reply'], ['open', 'Open (the customer wrote)'], ['unread', 'Unread'], ['snoozed', 'Snoozed'], ['resolved', 'Resolved'], ['missed_call', 'Missed calls'], ['all', 'All (campaign-only too)'],
 ];
 const ASSIGNED: Array<[string, string]> = [['', 'Everyone’s'], ['mine', 'Assigned to me'], ['none', 'Unassigned']];
 
@@ -119,8 +120,11 @@ function searchForm(action: string, q: CustomerQuery, labels: string[]): Html {
 </form>`;
 }
 
+/** The list's call marker (docs/calls.md). */
+const CALL_MARKS = { ringing: 'call ringing', in_progress: 'on a call', missed: 'missed call' } as const;
+
 function listRows(projectId: string, conversations: ConversationListItem[], params: URLSearchParams, now: Date, selected?: number): Html {
-  return html`${conversations.map((v) => html`<tr${v.id === selected ? html` aria-current="true" class="selected"` : ''} data-conversation="${v.id}"><td data-label="Customer"><a href="${withQuery(projectPath(projectId, `/conversations/${v.id}`), params)}">${customerName(v.contact)}</a>${marks(v, now)}${v.state === HUMAN_STATE ? html` <span class="badge" data-mark="handover">a person holds it</span>` : ''}${(v.labels ?? []).map((l) => html` <span class="label">${l}</span>`)}${v.preview ? html`<span class="preview muted">${v.preview.direction === 'inbound' ? '' : 'Sent: '}${v.preview.text}</span>` : ''}</td><td data-label="Assigned">${v.assignee ? v.assignee.email : html`<span class="muted">unassigned</span>`}</td><td data-label="Last message">${when(v.last_message_at)}</td></tr>`)}`;
+  return html`${conversations.map((v) => html`<tr${v.id === selected ? html` aria-current="true" class="selected"` : ''} data-conversation="${v.id}"><td data-label="Customer"><a href="${withQuery(projectPath(projectId, `/conversations/${v.id}`), params)}">${customerName(v.contact)}</a>${marks(v, now)}${v.state === HUMAN_STATE ? html` <span class="badge" data-mark="handover">a person holds it</span>` : ''}${v.call ? html` <span class="badge" data-mark="call-${v.call}">${CALL_MARKS[v.call]}</span>` : ''}${(v.labels ?? []).map((l) => html` <span class="label">${l}</span>`)}${v.preview ? html`<span class="preview muted">${v.preview.direction === 'inbound' ? '' : 'Sent: '}${v.preview.text}</span>` : ''}</td><td data-label="Assigned">${v.assignee ? v.assignee.email : html`<span class="muted">unassigned</span>`}</td><td data-label="Last message">${when(v.last_message_at)}</td></tr>`)}`;
 }
 
 function listPane(projectId: string, q: CustomerQuery, labels: string[], list: { conversations: ConversationListItem[]; nextCursor: string | null }, now: Date, selected?: number, below?: Html): Html {
@@ -145,9 +149,18 @@ function stateWords(state: string): string {
   return state === HUMAN_STATE ? 'handover (a person answers)' : state;
 }
 
-function windowWords(d: ConversationDetail['conversation']): string {
-  if (d.window_open) return `open until ${when(d.window_expires_at)}: any message may be sent`;
-  if (d.window_expires_at) return `closed since ${when(d.window_expires_at)}: only an approved template may be sent`;
+/** Whether any message may be sent now: within the customer's window, or in a group (groups have no window, docs/groups.md). */
+function freeToWrite(v: ConversationDetail['conversation']): boolean {
+  return v.window_open || v.kind === 'group';
+}
+
+function windowWords(d: ConversationDetail): string {
+  const v = d.conversation;
+  if (v.kind === 'group') return 'none (a group has no customer service window): any message may be sent';
+  if (v.window_open) return `open until ${when(v.window_expires_at)}: any message may be sent`;
+  if (v.window_expires_at) return `closed since ${when(v.window_expires_at)}: only an approved template may be sent`;
+  // History from the Business app is a past exchange, not a message to this app: it opens no window.
+  if (d.historyInboundAt) return `closed: the customer last wrote ${when(d.historyInboundAt)} (Business app history, before this app), not to this app; only an approved template may be sent`;
   return 'the customer has never written: only an approved template may be sent';
 }
 
@@ -168,6 +181,8 @@ interface ChatItem {
   at: number;
   /** A photo, video, audio, document, location or contacts (inbox-media.ts). */
   media?: ChatMedia;
+  /** A past message of the Business app's history sync. */
+  history?: boolean;
 }
 
 /** The participant who wrote a group message (docs/groups.md): its name and phone, as stored with it. */
@@ -188,8 +203,9 @@ function messageItem(m: MessageView, media: Map<number, ChatMedia>): ChatItem {
     authorKind: author.kind,
     when: when(m.created_at),
     text: messageText(m) ?? (media.has(m.id) ? '' : '—'),
-    meta: `${m.type} · ${statusWords(m)}`,
+    meta: `${messageKindWords(m)} · ${m.history ? 'history (from the Business app, before this app) · ' : ''}${statusWords(m)}`,
     at: Date.parse(m.created_at),
+    ...(m.history ? { history: true } : {}),
     ...(media.has(m.id) ? { media: media.get(m.id) } : {}),
   };
 }
@@ -220,7 +236,7 @@ function chatItems(d: ConversationDetail, notes: NoteView[], media: Map<number, 
 }
 
 function bubble(i: ChatItem): Html {
-  return html`<li class="bubble ${i.kind}" data-item="${i.key}" data-author="${i.authorKind}"><p class="by"><span class="author">${i.author}</span> <span class="muted">${i.when}</span></p>${i.media ? mediaHtml(i.media, i.author) : ''}<p class="message-text">${i.text}</p><p class="meta muted">${i.meta}</p></li>`;
+  return html`<li class="bubble ${i.kind}${i.history ? ' history' : ''}" data-item="${i.key}" data-author="${i.authorKind}"><p class="by"><span class="author">${i.author}</span> <span class="muted">${i.when}</span></p>${i.media ? mediaHtml(i.media, i.author) : ''}<p class="message-text">${i.text}</p><p class="meta muted">${i.meta}</p></li>`;
 }
 
 interface Kept {
@@ -244,7 +260,7 @@ function groupPane(d: ConversationDetail, history: ConversationHistory, projectI
 </dl>
 <h3 id="participants-title">Participants</h3>
 ${d.participants.length
-    ? html`<ul class="history participants" aria-labelledby="participants-title">${d.participants.map((p) => html`<li>${p.phone} <span class="muted">since ${when(p.joinedAt)}</span></li>`)}</ul>`
+    ? html`<ul class="history participants" aria-labelledby="participants-title">${d.participants.map((p) => html`<li>${p.name ? `${p.name} (${p.phone})` : p.phone} <span class="muted">since ${when(p.joinedAt)}</span></li>`)}</ul>`
     : html`<p class="muted">Nobody has joined yet: users join by the group's invite link.</p>`}
 ${g ? html`<p><a href="${projectPath(projectId, `/groups/${g.id}`)}" id="group-page-link">The group's page: invite link, join requests, participants, subject</a></p>` : ''}
 <h3>History</h3>
@@ -283,13 +299,30 @@ ${history.past.length
 </aside>`;
 }
 
+/** Mentions shown at once; the rest are counted. */
+const MENTIONS_SHOWN = 5;
+
+/** The notes that @mention the person and that they have not opened yet (lib/inbox/notes.ts), above the inbox. */
+async function mentionsNotice(deps: AppDeps, ctx: Ctx): Promise<Html> {
+  const { mentions, count } = await unseenMentions(deps.db.pool, ctx.project.id, ctx.actor.accountId, MENTIONS_SHOWN);
+  if (!count) return html``;
+  return html`<section class="card mentions" id="mentions" aria-labelledby="mentions-title"><h2 id="mentions-title">Mentioned you <span class="badge" data-mark="mentions">${count >= 100 ? '99+' : String(count)}</span></h2>
+<ul>${mentions.map((m) => html`<li><a href="${projectPath(ctx.project.id, `/conversations/${m.conversation_id}`)}">${authorWords(m.author as Author)}</a> <span class="muted">${when(m.created_at)}</span>: <span class="message-text">${[...m.body].length > 140 ? `${[...m.body].slice(0, 139).join('')}…` : m.body}</span></li>`)}</ul>
+${count > mentions.length ? html`<p class="muted">and ${plural(count - mentions.length, 'more note')}</p>` : ''}
+</section>`;
+}
+
 async function renderInbox(deps: AppDeps, req: Request, res: Response, kept: Kept = {}) {
   const ctx = await projectContext(deps, req, 'conversations');
   const q = customerQuery(req.query);
   const selectedId = req.params.conversationId !== undefined ? String(req.params.conversationId) : undefined;
   const cursor = selectedId && typeof req.query.before === 'string' && req.query.before ? req.query.before : undefined;
   const detail = selectedId ? await conversationDetail(deps, ctx.project.id, selectedId, cursor) : undefined;
-  if (detail && !cursor && req.method === 'GET') await markSeen(deps, ctx.project.id, detail.conversation.id);
+  if (detail && !cursor && req.method === 'GET') {
+    await markSeen(deps, ctx.project.id, detail.conversation.id);
+    await markMentionsSeen(deps.db.pool, ctx.project.id, BigInt(detail.conversation.id), ctx.actor.accountId, deps.clock.now());
+  }
+  const mentions = await mentionsNotice(deps, ctx);
   const labels = await projectLabels(deps.db.pool, ctx.project.id);
   const list = await conversationsPage(deps, ctx.project.id, q, ctx.actor.accountId);
   const pane = listPane(ctx.project.id, q, labels, list, deps.clock.now(), detail?.conversation.id, detail ? undefined : await autoAssignCard(deps, ctx));
@@ -308,7 +341,7 @@ async function renderInbox(deps: AppDeps, req: Request, res: Response, kept: Kep
   if (detail) events.set('selected', String(detail.conversation.id));
   if (q.cursor) events.set('paged', 'true');
   const live = cursor ? '' : html` hx-ext="sse" sse-connect="${withQuery(projectPath(ctx.project.id, '/conversations/events'), events)}"`;
-  const body = html`${detail ? html`<p class="jump"><a href="#chat-title">Jump to the conversation</a></p>` : ''}<div class="inbox${detail ? ' selected' : ''}"${live} hx-boost="true" hx-target="#main" hx-select="#main" hx-swap="outerHTML">${live ? html`<div id="live-sink" hidden sse-swap="update" hx-swap="none"></div>` : ''}${countsHtml(waiting, unread)}${pane}${chat}${contact}</div>
+  const body = html`${mentions}${detail ? html`<p class="jump"><a href="#chat-title">Jump to the conversation</a></p>` : ''}<div class="inbox${detail ? ' selected' : ''}"${live} hx-boost="true" hx-target="#main" hx-select="#main" hx-swap="outerHTML">${live ? html`<div id="live-sink" hidden sse-swap="update" hx-swap="none"></div>` : ''}${countsHtml(waiting, unread)}${pane}${chat}${contact}</div>
 ${shortcutsDialog()}`;
   const title = detail ? (detail.conversation.kind === 'group' ? `Group conversation: ${detail.conversation.group?.subject ?? detail.contact.name ?? ''}` : `Conversation with ${customerName(detail.contact)}`) : 'Inbox';
   send(res, kept.status ?? 200, layout(ctx.shell(title, { error: kept.error, tabPrefix: tabPrefix(waiting) }), body));
@@ -349,7 +382,7 @@ export async function liveParts(deps: AppDeps, ctx: Ctx, q: CustomerQuery, opts:
     selected = d.conversation.id;
     const notes = await notesOf(deps, ctx.project.id, d.conversation.id);
     parts.chat = String(html`<ol hx-swap-oob="innerHTML:#messages">${chatItems(d, notes, await chatMediaOf(deps, ctx.project.id, d.conversation.id, d.messages)).map(bubble)}</ol>`);
-    parts.facts = String(html`<p hx-swap-oob="innerHTML:#chat-facts">${chatFacts(d.conversation)}</p>`);
+    parts.facts = String(html`<p hx-swap-oob="innerHTML:#chat-facts">${chatFacts(d)}</p>`);
   }
   if (!opts.paged) {
     const list = await conversationsPage(deps, ctx.project.id, { ...q, cursor: undefined }, ctx.actor.accountId);
@@ -374,7 +407,7 @@ async function chatPane(deps: AppDeps, ctx: Ctx, q: CustomerQuery, d: Conversati
   const older = new URLSearchParams(params);
   if (d.nextCursor) older.set('before', d.nextCursor);
   const chat = html`<section class="inbox-chat" aria-labelledby="chat-title"><h2 id="chat-title">${customerName(d.contact)}</h2>
-<p class="chat-facts" id="chat-facts">${chatFacts(v)}</p>
+<p class="chat-facts" id="chat-facts">${chatFacts(d)}</p>
 <div class="chat-bar" role="group" aria-labelledby="team-title"><h3 id="team-title" class="visually-hidden">Team</h3>
 ${resolutionCard(ctx, v, path)}
 <form method="post" action="${path}/assign" class="inline-form">${csrfField(ctx.csrf)}${onceField()}${drawnField(v, 'assignee')}
@@ -405,15 +438,15 @@ ${!cursor ? html`<p class="muted" id="live-status" role="status">Live: new messa
 <p class="muted" id="no-messages"${items.length ? html` hidden` : ''}>No messages.</p>
 </section>
 <div class="composer">
-${manage ? replyCard(ctx, v, path, canned, kept, v.window_open ? [] : await offeredTemplates(deps, ctx.project.id), template) : html`<p class="muted">Your role (${ctx.role}) reads the conversation, assigns it, labels it and writes notes; owners and admins reply and hand it over.</p>`}
+${manage ? replyCard(ctx, d, path, canned, kept, freeToWrite(v) ? [] : await offeredTemplates(deps, ctx.project.id), template) : html`<p class="muted">Your role (${ctx.role}) reads the conversation, assigns it, labels it and writes notes; owners and admins reply and hand it over.</p>`}
 <form method="post" action="${path}/notes" class="note-form">${csrfField(ctx.csrf)}${onceField()}
-  <label for="note-text">Private note (the team’s; never sent to the customer)</label>
+  <label for="note-text">Private note (the team’s; never sent to the customer): @name or @email tells a colleague</label>
   <textarea id="note-text" name="note" rows="2" maxlength="${MAX_NOTE_CHARS}" required></textarea>
   <div class="actions"><button type="submit">Add note</button></div>
 </form>
 </div>
 </section>`;
-  const side = html`${manage ? html`${threadCard(ctx, v, path)}
+  const side = html`${manage ? html`${v.kind === 'group' ? '' : threadCard(ctx, v, path)}
 <details class="card"><summary>Canned replies (${canned.length})</summary>
 ${canned.length ? html`<ul class="canned">${canned.map((c) => html`<li><strong>${c.shortcut}</strong>: <span class="message-text">${c.text}</span></li>`)}</ul>` : html`<p class="muted">None yet.</p>`}
 <form method="post" action="${projectPath(ctx.project.id, '/conversations/canned-replies')}">${csrfField(ctx.csrf)}${onceField()}<input type="hidden" name="back" value="${v.id}">
@@ -425,8 +458,9 @@ ${canned.length ? html`<ul class="canned">${canned.map((c) => html`<li><strong>$
 }
 
 /** The conversation's state line (drawn with the page, then pushed live: inbox-live.ts). */
-function chatFacts(v: ConversationDetail['conversation']): Html {
-  return html`<span>State: <span class="status" id="conversation-state">${stateWords(v.state)}</span></span> <span>Window: <span id="conversation-window">${windowWords(v)}</span></span> <span>Assigned: <span id="conversation-assignee">${v.assignee ? v.assignee.email : 'nobody'}</span></span> <span>Labels: <span id="conversation-labels">${v.labels?.length ? v.labels.join(', ') : '—'}</span></span> <span>Status: <span id="conversation-resolution">${resolutionWords(v)}</span></span> <span>Thread: <span id="conversation-thread">${threadWords(v)}</span></span>`;
+function chatFacts(d: ConversationDetail): Html {
+  const v = d.conversation;
+  return html`<span>State: <span class="status" id="conversation-state">${stateWords(v.state)}</span></span> <span>Window: <span id="conversation-window">${windowWords(d)}</span></span> <span>Assigned: <span id="conversation-assignee">${v.assignee ? v.assignee.email : 'nobody'}</span></span> <span>Labels: <span id="conversation-labels">${v.labels?.length ? v.labels.join(', ') : '—'}</span></span> <span>Status: <span id="conversation-resolution">${resolutionWords(v)}</span></span> ${v.kind === 'group' ? '' : html`<span>Thread: <span id="conversation-thread">${threadWords(v)}</span></span>`}`;
 }
 
 /** Snoozes the form offers, in hours (the server adds them to its clock: no time zone to guess). */
@@ -469,20 +503,32 @@ ${elsewhere
 </section>`;
 }
 
-function replyCard(ctx: Ctx, v: ConversationDetail['conversation'], path: string, canned: Array<{ shortcut: string; text: string }>, kept: Kept, templates: Awaited<ReturnType<typeof offeredTemplates>>, chosen: string | undefined): Html {
+function replyCard(ctx: Ctx, d: ConversationDetail, path: string, canned: Array<{ shortcut: string; text: string }>, kept: Kept, templates: Awaited<ReturnType<typeof offeredTemplates>>, chosen: string | undefined): Html {
   return html`<section class="card" aria-labelledby="reply-title"><h3 id="reply-title">Reply</h3>
-${v.window_open
+${freeToWrite(d.conversation)
     ? html`<form method="post" action="${path}/reply">${csrfField(ctx.csrf)}${onceField()}<input type="hidden" name="kind" value="text">
   ${canned.length ? html`<label for="canned-pick">Canned reply</label><select id="canned-pick" data-fills="reply-text"><option value="">Choose one to fill the message</option>${canned.map((c) => html`<option value="${c.text}">${c.shortcut}</option>`)}</select>` : ''}
   <label for="reply-text">Message</label><textarea id="reply-text" name="text" rows="3" maxlength="${MAX_REPLY_CHARS}" required${canned.length ? html` aria-controls="canned-suggest" aria-autocomplete="list" aria-describedby="slash-hint"` : ''}>${kept.text ?? ''}</textarea>
   ${canned.length ? html`<p class="muted hint" id="slash-hint">Start with / to pick a canned reply.</p>` : ''}
   ${canned.length ? html`<ul id="canned-suggest" role="listbox" aria-label="Canned replies" hidden>${canned.map((c) => html`<li role="option" aria-selected="false" data-shortcut="${c.shortcut}" data-text="${c.text}"><strong>/${c.shortcut}</strong> <span class="muted">${c.text}</span></li>`)}</ul>` : ''}
   <div class="actions"><button type="submit" class="primary">Send reply</button></div>
-</form>`
-    : html`<p>${windowWords(v)}.</p>
+</form>
+${attachmentForm(ctx, path)}`
+    : html`<p>${windowWords(d)}.</p>
 ${kept.text ? html`<p>Your message, not sent: <span class="message-text" id="unsent-text">${kept.text}</span></p>` : ''}
 ${templates.length ? templateForms(path, templates, ctx, chosen) : html`<p class="muted">No approved template can be sent from here (templates with a media header are sent through the API).</p>`}`}
 </section>`;
+}
+
+/** A photo or a document with an optional caption (inbox-attachment.ts): the API's media upload, then its send path. */
+function attachmentForm(ctx: Ctx, path: string): Html {
+  return html`<details class="attachment"><summary>Attach a photo or a document</summary>
+<form method="post" action="${path}/attachment" enctype="multipart/form-data">${csrfField(ctx.csrf)}${onceField()}
+  <label for="attachment-file">Photo (JPEG or PNG, up to 5 MB) or document (PDF, Office, text, up to 100 MB)</label>
+  <input id="attachment-file" name="file" type="file" required accept="image/jpeg,image/png,application/pdf,.doc,.docx,.xls,.xlsx,.ppt,.pptx,.txt">
+  <label for="attachment-caption">Caption (optional)</label><input id="attachment-caption" name="caption" type="text" maxlength="${MAX_CAPTION_CHARS}">
+  <div class="actions"><button type="submit">Send attachment</button></div>
+</form></details>`;
 }
 
 function templateForms(path: string, templates: Awaited<ReturnType<typeof offeredTemplates>>, ctx: Ctx, chosen: string | undefined): Html {
@@ -516,7 +562,7 @@ export const conversationLive = (deps: AppDeps) => async (req: Request, res: Res
   res.setHeader('Cache-Control', 'no-store');
   res.json({
     state: stateWords(v.state),
-    window: windowWords(v),
+    window: windowWords(d),
     assignee: v.assignee ? v.assignee.email : 'nobody',
     labels: v.labels?.length ? v.labels.join(', ') : '—',
     resolution: resolutionWords(v),
@@ -724,6 +770,11 @@ export const submitCannedReply = (deps: AppDeps) => async (req: Request, res: Re
 
 /** This module's pages under /dashboard (router.ts mounts them). */
 export const inboxRoutes: PageRoute[] = [
+  // Multipart and streamed: mounted before the form parser; the handler reads the session and checks the CSRF field itself.
+  {
+    method: 'post', path: '/projects/:projectId/conversations/:conversationId/attachment', stage: 'stream',
+    handler: (deps) => (req, res) => submitAttachment(deps)(req, res, (error, status) => render(deps, req, res, { error, status })),
+  },
   { method: 'get', path: '/projects/:projectId/conversations', handler: showConversations },
   // The list's live rows and the canned replies come before the conversation's id.
   { method: 'get', path: '/projects/:projectId/conversations/list', handler: conversationList },

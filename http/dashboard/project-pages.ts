@@ -32,7 +32,7 @@ export const showProjects = (deps: AppDeps, opts: DashboardOptions) => async (re
 ${list.map(({ project, role }) => {
     const f = figures.get(project.id)!;
     return html`<tr>
-  <td data-label="Project"><a href="${projectPath(project.id, '/broadcasts')}">${project.name}</a> <small class="muted">${project.id}${project.status !== 'active' ? ` · ${project.status}` : ''}</small></td>
+  <td data-label="Project"><a href="${projectPath(project.id, '/overview')}">${project.name}</a> <small class="muted">${project.id}${project.status !== 'active' ? ` · ${project.status}` : ''}</small></td>
   <td data-label="Your role">${role}</td>
   <td data-label="Sent today" data-figure="sent">${f.sent}</td>
   <td data-label="Delivered" data-figure="delivered">${f.delivered}</td>
@@ -120,7 +120,8 @@ ${ctx.role === 'owner' ? html`<h2>Invite someone</h2>
   ${csrfField(ctx.csrf)}
   <label for="invite-email">Email</label><input id="invite-email" name="email" type="email" required>
   <label for="invite-role">Role</label>
-  <select id="invite-role" name="role"><option value="member">member (read-only)</option><option value="admin">admin (keys, approvals)</option><option value="owner">owner (also people and audit)</option></select>
+  <select id="invite-role" name="role"><option value="member">member (the inbox: reads, assigns, labels, notes; does not reply to customers)</option><option value="admin">admin (also replies to customers and hands conversations over; keys, approvals)</option><option value="owner">owner (also replies; people and audit)</option></select>
+  <p class="muted" id="invite-roles">Who replies to customers from the inbox: owners and admins. A member reads conversations, assigns them, labels them and writes notes.</p>
   <div class="actions"><button type="submit" class="primary">Invite</button></div>
 </form>` : ''}`;
   const notice = extra.role && !extra.link ? `${extra.email} is now ${extra.role}.` : undefined;
@@ -179,7 +180,7 @@ ${rows.map((a) => html`<tr><td data-label="When">${when(a.at)}</td><td data-labe
 export const projectRoutes: PageRoute[] = [
   { method: 'get', path: '/', handler: () => async (_req, res) => res.redirect(303, '/dashboard/projects') },
   { method: 'get', path: '/projects', handler: showProjects },
-  { method: 'get', path: '/projects/:projectId', handler: () => async (req, res) => res.redirect(303, `/dashboard/projects/${encodeURIComponent(String(req.params.projectId))}/broadcasts`) },
+  { method: 'get', path: '/projects/:projectId', handler: () => async (req, res) => res.redirect(303, `/dashboard/projects/${encodeURIComponent(String(req.params.projectId))}/overview`) },
   { method: 'get', path: '/projects/:projectId/overview', handler: showProjectOverview },
   { method: 'get', path: '/projects/:projectId/webhooks', handler: showWebhooks },
   { method: 'get', path: '/projects/:projectId/templates', handler: showTemplates },

@@ -21,6 +21,8 @@ export interface Invocation {
   /** The reference of the next send to `recipient` (phone digits or BSUID) in the event now handling that conversation, if any (lib/bot/runtime.ts). */
   sendRef?: (recipient: string) => string | undefined;
   mode: 'production' | 'preview';
+  /** The conversation of the event now running (a message's or a call's), when there is one: a failed fetch is noted on it. */
+  conversationId?: number;
   deploymentId?: string;
   capture?: Capture;
   logLines: number;

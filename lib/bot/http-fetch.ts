@@ -39,6 +39,8 @@ import https from 'node:https';
 import type { Deps } from '../deps.js';
 import { checkUrl, pinnedLookup, resolveTarget, UnsafeTargetError } from '../platform/net/public-address.js';
 import { getAllowlist, hostAllowed } from './http-allowlist.js';
+import { writeBotLog } from './bot-log.js';
+import { addNote } from '../inbox/notes.js';
 import { RATE_WINDOW_MS } from './rates.js';
 import { ok, type Answer, type CallContext, type Invocation } from './host-types.js';
 
@@ -123,6 +125,15 @@ function checkHeaders(raw: Record<string, string> | undefined): Record<string, s
   return out;
 }
 
+/**
+ * A fetch that failed the bot: the backend's 5xx, a time-out, a network error or a refused size
+ * (not the bot's own mistakes, a bad header or URL, nor its rate: those are its to fix and log).
+ */
+function fetchFailed(a: { status?: number; code?: string }): boolean {
+  if (a.code) return ['timeout', 'network_error', 'response_too_large', 'too_many_redirects'].includes(a.code);
+  return (a.status ?? 0) >= 500;
+}
+
 /** The outcome label of a call: the status class, or the error code. */
 const outcomeOf = (a: { status?: number; code?: string }) => (a.code ?? `${Math.floor((a.status ?? 0) / 100)}xx`);
 
@@ -135,12 +146,27 @@ export async function runHttpFetch(deps: FetchDeps, inv: Invocation, args: Fetch
   } catch {
     /* refused below */
   }
-  const finish = (answer: { status?: number; code?: string; message?: string; value?: unknown }): Answer => {
+  const finish = async (answer: { status?: number; code?: string; message?: string; value?: unknown }): Promise<Answer> => {
     const seconds = (performance.now() - started) / 1000;
     const outcome = outcomeOf(answer);
     deps.metrics?.botFetch(inv.projectId, outcome, seconds);
     // Method, host, status and duration only: never headers, bodies, paths or query values.
-    deps.logger.info('bot http.fetch', { project_id: inv.projectId, method, host: host.slice(0, 255), status: answer.status ?? null, outcome, duration_ms: Math.round(seconds * 1000), mode: inv.mode });
+    const line = { project_id: inv.projectId, method, host: host.slice(0, 255), status: answer.status ?? null, outcome, duration_ms: Math.round(seconds * 1000), mode: inv.mode };
+    const failed = fetchFailed(answer);
+    if (failed) deps.logger.warn('bot http.fetch failed', line);
+    else deps.logger.info('bot http.fetch', line);
+    // The project's bot log says it too (a production run's), so the team sees it without the bot logging it.
+    if (failed && inv.mode === 'production') {
+      await writeBotLog(deps, inv.projectId, {
+        level: 'warn', kind: 'error', deploymentId: inv.deploymentId ?? null,
+        message: `http.fetch ${method} ${host.slice(0, 255)} failed: ${answer.code ?? `status ${answer.status}`} after ${Math.round(seconds * 1000)} ms`,
+      }).catch((e: unknown) => deps.logger.warn('bot log not written', { project_id: inv.projectId, error: e instanceof Error ? e.message : String(e) }));
+      // And on the conversation, as the bot's private note: the person reading it sees why the bot's answer may be missing.
+      if (inv.conversationId !== undefined) {
+        await addNote(deps.db.pool, inv.projectId, BigInt(inv.conversationId), `The bot's http.fetch (${method} ${host.slice(0, 255)}) failed: ${answer.code ?? `status ${answer.status}`}. Its answer to the customer may be missing or partial.`, { kind: 'bot', id: null, name: null }, deps.clock.now())
+          .catch((e: unknown) => deps.logger.warn('bot fetch note not written', { project_id: inv.projectId, error: e instanceof Error ? e.message : String(e) }));
+      }
+    }
     return answer.code ? refused(answer.code, answer.message ?? answer.code) : ok(answer.value);
   };
   let headers: Record<string, string>;

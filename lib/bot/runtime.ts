@@ -671,6 +671,7 @@ export class BotRuntime implements BotHook {
         deploymentId: slot.deploymentId,
         logLines: 0,
         sendRef: this.sendRefs(inboxKey, event),
+        ...(conversationId !== undefined ? { conversationId } : {}),
         journal: new EventJournal(deps.db.pool, projectId, inboxKey, started.ranBefore, () => deps.clock.now()),
       };
       pooled.inv = inv;

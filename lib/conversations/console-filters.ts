@@ -6,8 +6,8 @@
 import { needsReplySql, openSql } from './queue.js';
 
 /** Conditions on a contact's conversation. */
-export type ConversationCondition = 'needs_reply' | 'unread' | 'open' | 'snoozed' | 'resolved';
-export const CONVERSATION_CONDITIONS: readonly ConversationCondition[] = ['needs_reply', 'unread', 'open', 'snoozed', 'resolved'];
+export type ConversationCondition = 'needs_reply' | 'unread' | 'open' | 'snoozed' | 'resolved' | 'missed_call';
+export const CONVERSATION_CONDITIONS: readonly ConversationCondition[] = ['needs_reply', 'unread', 'open', 'snoozed', 'resolved', 'missed_call'];
 
 /** `text` as a LIKE pattern that matches it literally anywhere (escape character `\`). */
 export function containsPattern(text: string): string {
@@ -32,7 +32,8 @@ export function contactSearchSql(ct: string, text: string, param: (v: unknown) =
  * snoozes): `needs_reply`, open and the customer's newest message unanswered (queue.ts); `unread`,
  * the customer wrote after a person last opened it in the dashboard (`seen_at`, conversations.ts
  * markConversationSeen); `open` (the customer has written, or a person holds it: a campaign-only
- * conversation is not one until the customer answers), `snoozed`, `resolved`, by the team's resolution.
+ * conversation is not one until the customer answers), `snoozed`, `resolved`, by the team's resolution;
+ * `missed_call`, the customer's latest call was missed (docs/calls.md).
  */
 export function conversationConditionSql(v: string, condition: ConversationCondition, nowParam: string | (() => string)): string {
   // The clock's placeholder is added only where the condition reads it: an unused one has no type for PostgreSQL.
@@ -43,6 +44,8 @@ export function conversationConditionSql(v: string, condition: ConversationCondi
     case 'open': return `(${openSql(v, now())} AND (${v}.last_inbound_at IS NOT NULL OR ${v}.state = 'handover'))`;
     case 'snoozed': return `(${v}.resolution = 'snoozed' AND ${v}.snoozed_until > ${now()}::timestamptz)`;
     case 'resolved': return `(${v}.resolution = 'resolved')`;
+    // The customer's latest call went unanswered (a call back, answered, clears it): a probe of calls (conversation_id, id DESC).
+    case 'missed_call': return `((SELECT k.status FROM calls k WHERE k.conversation_id = ${v}.id AND k.direction = 'user_initiated' ORDER BY k.id DESC LIMIT 1) = 'missed')`;
   }
 }
 

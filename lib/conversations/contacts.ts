@@ -189,3 +189,19 @@ export function parseContactChange(body: unknown, limits: ContactLimits): Contac
   return change;
 }
 
+
+/**
+ * The names the project knows for these phones (its customers' contacts: a profile name or the
+ * Business app's contact), by digits: a group's join requests and participants show who, not only a number.
+ */
+export async function namesByPhone(db: Queryable, projectId: string, phones: string[]): Promise<Map<string, string>> {
+  const digits = [...new Set(phones.map((p) => p.replace(/[^0-9]/g, '')).filter(Boolean))];
+  const out = new Map<string, string>();
+  if (!digits.length) return out;
+  const { rows } = await db.query<{ phone: string; name: string }>(
+    `SELECT phone, name FROM contacts WHERE project_id = $1 AND kind = 'customer' AND phone = ANY($2::text[]) AND name IS NOT NULL`,
+    [projectId, digits],
+  );
+  for (const r of rows) out.set(r.phone, r.name);
+  return out;
+}

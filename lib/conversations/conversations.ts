@@ -219,25 +219,29 @@ const MESSAGE_COLUMNS = `
   m.id::text AS "id", m.wamid, m.conversation_id::text AS "conversationId", m.direction, m.type, m.content,
   m.status, m.error, m.sent_at AS "sentAt", m.status_at AS "statusAt", m.pricing, m.history, ${AUTHOR_COLUMNS}`;
 
-/** One page of a conversation's messages, newest first; `afterId` is the last id of the previous page. */
+/**
+ * One page of a conversation's messages, newest first by their own time (a history sync's past
+ * message arrives after newer ones: it is listed where it was sent, not where it arrived); `after` is
+ * the last message of the previous page.
+ */
 export async function listMessageRows(
   db: Queryable,
   projectId: string,
   conversationId: bigint,
-  afterId: bigint | undefined,
+  after: { at: Date; id: bigint } | undefined,
   take: number,
 ): Promise<MessageRow[]> {
   const values: unknown[] = [conversationId.toString(), projectId, take];
   let keyset = '';
-  if (afterId !== undefined) {
-    values.push(afterId.toString());
-    keyset = 'AND m.id < $4::bigint';
+  if (after !== undefined) {
+    values.push(after.at, after.id.toString());
+    keyset = 'AND (m.sent_at, m.id) < ($4::timestamptz, $5::bigint)';
   }
   const res = await db.query<MessageRow>(
     // ORDER BY names the table's column: the output column "id" is text (id::text).
     `SELECT ${MESSAGE_COLUMNS} FROM messages m
      WHERE m.conversation_id = $1::bigint AND m.project_id = $2 AND m.status <> 'pending' ${keyset}
-     ORDER BY m.id DESC
+     ORDER BY m.sent_at DESC, m.id DESC
      LIMIT $3`,
     values,
   );

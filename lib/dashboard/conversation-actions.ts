@@ -8,6 +8,7 @@
  * conversation is `handover` the bot is not handed its messages (lib/bot/runtime.ts). Each is in
  * the audit trail.
  */
+import { mentionedIn } from '../inbox/mentions.js';
 import type { Deps } from '../deps.js';
 import type { ProjectRef } from '../access/credentials.js';
 import { recordAuditAfter, recordAuditOn, type Actor } from '../accounts/audit.js';
@@ -19,14 +20,16 @@ import { inTransaction } from '../platform/db/transaction.js';
 import type { ContactView } from '../conversations/views.js';
 import { personAuthor } from '../conversations/authors.js';
 import { ApiError } from '../platform/errors.js';
-import { assign, changeLabels, relabel } from '../inbox/team.js';
+import { assign, changeLabels, listMembers, relabel } from '../inbox/team.js';
 import { checkResolution, setResolution, type Resolution } from '../inbox/resolution.js';
 import { addNote } from '../inbox/notes.js';
 import { controlThread, parseThreadControl } from '../messaging/thread-control.js';
 
 export type Reply =
   | { kind: 'text'; text: string }
-  | { kind: 'template'; name: string; language: string; variables: string[] };
+  | { kind: 'template'; name: string; language: string; variables: string[] }
+  /** A media asset of the project (made by the API's media upload, lib/media/assets.ts), sent by its slug. */
+  | { kind: 'media'; type: 'image' | 'document'; slug: string; filename?: string; caption?: string };
 
 /** Longest text a reply takes (WhatsApp's limit for a text message's body). */
 export const MAX_REPLY_CHARS = 4096;
@@ -82,13 +85,17 @@ export async function sendReply(
   const to = conversation.group ? { group_id: conversation.group.id } : recipientOf(conversation.contact);
   const body = reply.kind === 'text'
     ? { type: 'text', ...to, content: reply.text }
-    : { type: 'template', ...to, template: { name: reply.name, language: reply.language, variables: reply.variables } };
+    : reply.kind === 'media'
+      ? { type: reply.type, ...to, media: { slug: reply.slug, ...(reply.caption ? { caption: reply.caption } : {}), ...(reply.type === 'document' && reply.filename ? { filename: reply.filename } : {}) } }
+      : { type: 'template', ...to, template: { name: reply.name, language: reply.language, variables: reply.variables } };
   const sent = await sendMessage(deps, project, body as Parameters<typeof sendMessage>[2], { ref, author: personAuthor(actor) });
   await recordAuditAfter(deps, actor, {
     projectId: project.id,
     action: 'conversation.reply',
     subject: `conversation ${conversation.id}`,
-    after: reply.kind === 'text' ? { wamid: sent.id, type: 'text', characters: [...reply.text].length } : { wamid: sent.id, type: 'template', template: reply.name, language: reply.language },
+    after: reply.kind === 'text' ? { wamid: sent.id, type: 'text', characters: [...reply.text].length }
+      : reply.kind === 'media' ? { wamid: sent.id, type: reply.type, media: reply.slug }
+        : { wamid: sent.id, type: 'template', template: reply.name, language: reply.language },
   });
   return sent.id;
 }
@@ -170,10 +177,13 @@ export async function resolveAs(deps: Pick<Deps, 'db' | 'clock'>, actor: Actor, 
   await recordAuditAfter(deps, actor, { projectId, action: 'conversation.resolution', subject: `conversation ${id}`, before: { resolution: changed.previous_resolution }, after: { resolution: changed.resolution, snoozed_until: changed.snoozed_until } });
 }
 
+/** Writes a person's note; the colleagues it @mentions are notified in the inbox until they open the conversation. */
 export async function noteAs(deps: Pick<Deps, 'db' | 'clock'>, actor: Actor, projectId: string, id: number, body: string): Promise<void> {
   let note;
   try {
-    note = await addNote(deps.db.pool, projectId, BigInt(id), body, personAuthor(actor), deps.clock.now());
+    // Colleagues named with @ are told in their inbox (lib/inbox/mentions.ts).
+    const mentions = mentionedIn(body, await listMembers(deps.db.pool, projectId), actor.accountId);
+    note = await addNote(deps.db.pool, projectId, BigInt(id), body, personAuthor(actor), deps.clock.now(), mentions);
   } catch (e) {
     if (e instanceof ApiError && e.status < 500) throw new DashboardRefusal(e.status === 409 ? 409 : 400, `${e.message} The note was not saved.`);
     throw e;

@@ -113,12 +113,32 @@ export interface ConversationListItem extends ConversationView {
   waiting_since: string | null;
   /** The newest message, in words (the list's preview line); null without messages. */
   preview: { direction: string; text: string } | null;
+  /** The newest call when it asks for attention: ringing or being answered now, or the customer's missed call. */
+  call: 'ringing' | 'in_progress' | 'missed' | null;
+}
+
+/** Each conversation's newest call, when it is ringing, under way, or the customer's and missed (the list's call marker). */
+async function callMarksOf(deps: ReadDeps, projectId: string, ids: string[]): Promise<Map<string, ConversationListItem['call']>> {
+  const out = new Map<string, ConversationListItem['call']>();
+  if (!ids.length) return out;
+  const { rows } = await deps.db.pool.query<{ key: string; status: string; direction: string }>(
+    `SELECT v.id::text AS key, k.status, k.direction FROM conversations v
+       CROSS JOIN LATERAL (SELECT status, direction FROM calls k WHERE k.conversation_id = v.id ORDER BY k.id DESC LIMIT 1) k
+      WHERE v.project_id = $1 AND v.id = ANY($2::bigint[])`,
+    [projectId, ids],
+  );
+  for (const r of rows) {
+    if (r.status === 'ringing' || r.status === 'dialing') out.set(r.key, 'ringing');
+    else if (r.status === 'pre_accepted' || r.status === 'accepted') out.set(r.key, 'in_progress');
+    else if (r.status === 'missed' && r.direction === 'user_initiated') out.set(r.key, 'missed');
+  }
+  return out;
 }
 
 /** Longest preview line of the list. */
 const PREVIEW_CHARS = 90;
 
-/** The newest message of each conversation, in words, one statement (a probe of `(conversation_id, id DESC)` each). */
+/** The newest message of each conversation by its own time, in words, one statement (a probe of `(conversation_id, sent_at DESC, id DESC)` each). */
 async function previewsOf(deps: ReadDeps, projectId: string, ids: string[]): Promise<Map<string, { direction: string; text: string }>> {
   const out = new Map<string, { direction: string; text: string }>();
   if (!ids.length) return out;
@@ -126,7 +146,7 @@ async function previewsOf(deps: ReadDeps, projectId: string, ids: string[]): Pro
     `SELECT v.id::text AS key, m.id::text AS id, m.wamid, m.conversation_id::text AS "conversationId", m.direction, m.type, m.content,
             m.status, m.error, m.sent_at AS "sentAt", m.status_at AS "statusAt"
        FROM conversations v
-       CROSS JOIN LATERAL (SELECT * FROM messages m WHERE m.conversation_id = v.id AND m.status <> 'pending' ORDER BY m.id DESC LIMIT 1) m
+       CROSS JOIN LATERAL (SELECT * FROM messages m WHERE m.conversation_id = v.id AND m.status <> 'pending' ORDER BY m.sent_at DESC, m.id DESC LIMIT 1) m
       WHERE v.project_id = $1 AND v.id = ANY($2::bigint[])`,
     [projectId, ids],
   );
@@ -177,6 +197,7 @@ export async function conversationsPage(deps: ReadDeps, projectId: string, query
   const now = deps.clock.now();
   const marks = await marksOf(deps, projectId, 'id', page.map((r) => String(r.id)));
   const previews = await previewsOf(deps, projectId, page.map((r) => String(r.id)));
+  const calls = await callMarksOf(deps, projectId, page.map((r) => String(r.id)));
   return {
     conversations: page.map((r) => ({
       ...conversationView(r, now),
@@ -185,6 +206,7 @@ export async function conversationsPage(deps: ReadDeps, projectId: string, query
       unread_count: marks.get(String(r.id))?.unread_count ?? 0,
       waiting_since: marks.get(String(r.id))?.waiting_since ?? null,
       preview: previews.get(String(r.id)) ?? null,
+      call: calls.get(String(r.id)) ?? null,
     })),
     nextCursor,
   };
@@ -198,7 +220,9 @@ export interface ConversationDetail {
   calls: CallView[];
   nextCursor: string | null;
   /** A group conversation's participants (docs/groups.md), oldest member first; empty otherwise. */
-  participants: Array<{ phone: string; joinedAt: Date }>;
+  participants: Array<{ phone: string; joinedAt: Date; name: string | null }>;
+  /** The customer's newest message of the Business app's history (coexistence), when any: they wrote before this app. */
+  historyInboundAt: string | null;
 }
 
 function conversationId(id: string): bigint {
@@ -217,23 +241,33 @@ export async function conversationDetail(deps: ReadDeps, projectId: string, rawI
   const { page, nextCursor } = await keysetPage({ cursor, limit: CUSTOMER_PAGE }, {
     scope: cursorScope('dashboardConversationMessages', projectId, { conversation: id.toString() }),
     secret: cursorSecretOf(deps),
-    decode: positions.id,
-    read: (afterId, take) => listMessageRows(deps.db.pool, projectId, id, afterId, take),
-    encode: (r) => [String(r.id)],
+    decode: positions.timeAndId,
+    read: (after, take) => listMessageRows(deps.db.pool, projectId, id, after, take),
+    encode: (r) => [r.sentAt.getTime(), String(r.id)],
   }).catch(refusedCursor);
   const calls = await listCalls(deps, projectId, { conversationId: Number(id), limit: CUSTOMER_PAGE });
   const participants = group ? await groupParticipants(deps, projectId, BigInt(row.contact.id)) : [];
-  return { conversation: conversationView(row, deps.clock.now()), contact: contactView(contact), messages: page.map((m) => messageView(m)), calls, nextCursor, participants };
+  // Only asked when the customer never wrote through this app (rare): one probe of (conversation_id, sent_at DESC, id DESC).
+  const history = row.lastInboundAt || group ? undefined : (await deps.db.pool.query<{ at: Date }>(
+    `SELECT sent_at AS at FROM messages WHERE conversation_id = $1::bigint AND project_id = $2 AND history AND direction = 'inbound' ORDER BY sent_at DESC, id DESC LIMIT 1`,
+    [id.toString(), projectId],
+  )).rows[0]?.at;
+  return {
+    conversation: conversationView(row, deps.clock.now()), contact: contactView(contact), messages: page.map((m) => messageView(m)), calls, nextCursor, participants,
+    historyInboundAt: history ? history.toISOString() : null,
+  };
 }
 
 /** Who is in the group whose own record is `contactId` (lib/groups/store.ts writes them). */
-async function groupParticipants(deps: ReadDeps, projectId: string, contactId: bigint): Promise<Array<{ phone: string; joinedAt: Date }>> {
-  const { rows } = await deps.db.pool.query<{ wa_id: string; joined_at: Date }>(
-    `SELECT p.wa_id, p.joined_at FROM group_participants p JOIN groups g ON g.id = p.group_row_id
+async function groupParticipants(deps: ReadDeps, projectId: string, contactId: bigint): Promise<Array<{ phone: string; joinedAt: Date; name: string | null }>> {
+  // With the name the project knows for the phone (its customer's contact), when it knows one.
+  const { rows } = await deps.db.pool.query<{ wa_id: string; joined_at: Date; name: string | null }>(
+    `SELECT p.wa_id, p.joined_at, (SELECT c.name FROM contacts c WHERE c.project_id = g.project_id AND c.kind = 'customer' AND c.phone = p.wa_id LIMIT 1) AS name
+       FROM group_participants p JOIN groups g ON g.id = p.group_row_id
       WHERE g.project_id = $1 AND g.contact_id = $2::bigint ORDER BY p.joined_at, p.wa_id LIMIT 1024`,
     [projectId, String(contactId)],
   );
-  return rows.map((r) => ({ phone: `+${r.wa_id}`, joinedAt: r.joined_at }));
+  return rows.map((r) => ({ phone: `+${r.wa_id}`, joinedAt: r.joined_at, name: r.name }));
 }
 
 export interface ConversationHistory {
@@ -306,6 +340,21 @@ export function markSeen(deps: ReadDeps, projectId: string, id: number): Promise
  * shape in both directions), a template's name, a caption, an interactive message's body, a
  * reaction's emoji; null for what has no text.
  */
+/** The customer's answer to a call permission request (docs/calls.md), in words. */
+function callPermissionWords(r: Record<string, unknown>): string {
+  if (r.response !== 'accept') return 'Call permission: declined (the business may not call)';
+  if (r.is_permanent === true) return 'Call permission: granted, permanently (the business may call)';
+  const until = Number(r.expiration_timestamp);
+  return `Call permission: granted${Number.isFinite(until) && until > 0 ? ` until ${new Date(until * 1000).toISOString()}` : ''} (the business may call)`;
+}
+
+/** What kind of message it is, in words: an interactive call permission answer is not "interactive". */
+export function messageKindWords(m: MessageView): string {
+  const i = (m.content as { interactive?: { type?: unknown } } | null)?.interactive;
+  if (m.type === 'interactive' && i && typeof i === 'object' && i.type === 'call_permission_reply') return 'call permission answer';
+  return m.type;
+}
+
 export function messageText(m: MessageView): string | null {
   const c = m.content as Record<string, unknown>;
   const obj = (v: unknown) => (typeof v === 'object' && v !== null ? (v as Record<string, unknown>) : undefined);
@@ -328,6 +377,8 @@ export function messageText(m: MessageView): string | null {
   const media = obj(c.media) ?? obj(c[m.type]);
   if (str(media?.caption)) return str(media!.caption)!;
   const interactive = obj(c.interactive);
+  const permission = interactive?.type === 'call_permission_reply' ? obj(interactive.call_permission_reply) : undefined;
+  if (permission) return callPermissionWords(permission);
   const body = str(interactive?.body) ?? str(obj(interactive?.body)?.text) ?? str(obj(obj(interactive?.button_reply))?.title) ?? str(obj(interactive?.list_reply)?.title);
   if (body) return body;
   if (str(obj(c.button)?.text)) return str(obj(c.button)!.text)!;

@@ -14,6 +14,7 @@ import { findProject } from '../access/projects.js';
 import { UUID } from '../platform/ids.js';
 import { recordAuditAfter, type Actor } from '../accounts/audit.js';
 import { DashboardRefusal } from '../accounts/refusal.js';
+import { ApiError } from '../platform/errors.js';
 import { requireRole } from '../accounts/roles.js';
 import { personAuthor } from '../conversations/authors.js';
 
@@ -28,11 +29,25 @@ export async function testSendAs(deps: Deps, actor: Actor, projectId: string, br
   if (!sample) throw new DashboardRefusal(409, 'The audience has no eligible recipient to take the variables from. Nothing was sent.');
   const project = await findProject(deps, projectId);
   const { body = [], header = [] } = sample.variables;
+  const v = row.template_variables;
+  // A carousel's cards (the campaign's header links, the sample's body variables) and a limited-time
+  // offer's expiry, as the campaign sends them (lib/broadcasts/engine.ts): a test of a carousel
+  // without its cards is refused by the channel's rules.
+  const cards = v.cards?.length
+    ? v.cards.map((card, i) => ({ header: { media: { link: card.header?.link } }, variables: sample.variables.cards?.[i]?.body ?? [] }))
+    : undefined;
   const sent = await sendMessage(deps, { id: project.id, name: project.name, status: project.status as 'active' }, {
     phone: phone.trim(),
     type: 'template',
-    template: { name: row.template_name, language: row.template_language, variables: body, ...(header.length ? { header: { variables: header } } : {}) },
-  } as Parameters<typeof sendMessage>[2], { ref: `snd_test_${token}`, author: personAuthor(actor) });
+    template: {
+      name: row.template_name, language: row.template_language, variables: body, ...(header.length ? { header: { variables: header } } : {}),
+      ...(cards ? { cards } : {}), ...(v.limited_time_offer ? { limited_time_offer: v.limited_time_offer } : {}),
+    },
+  } as Parameters<typeof sendMessage>[2], { ref: `snd_test_${token}`, author: personAuthor(actor) }).catch((e: unknown) => {
+    // The send path's refusal in words, on the approval page (not a dead end).
+    if (e instanceof ApiError && e.status < 500) throw new DashboardRefusal(e.status === 429 ? 429 : e.status === 400 || e.status === 422 ? 400 : 409, `The test was not sent: ${e.message} (${e.code}).`);
+    throw e;
+  });
   await recordAuditAfter(deps, actor, {
     projectId, action: 'broadcast.test_send', subject: row.id,
     after: { to: phone.trim(), template: row.template_name, language: row.template_language, variables: sample.variables, message_id: sent.id },

@@ -31,8 +31,11 @@ export function noteView(r: NoteRow): NoteView {
 
 const COLUMNS = `id::text AS "id", conversation_id::text AS "conversationId", body, author, created_at AS "createdAt"`;
 
-/** Writes the note and its event. Undefined when the conversation is not the project's. */
-export async function addNote(pool: pg.Pool, projectId: string, conversationId: bigint, body: string, author: Author, now: Date): Promise<NoteView | undefined> {
+/**
+ * Writes the note, its event and its mentions (the colleagues' account ids it names, mentions.ts),
+ * in one transaction. Undefined when the conversation is not the project's.
+ */
+export async function addNote(pool: pg.Pool, projectId: string, conversationId: bigint, body: string, author: Author, now: Date, mentions: readonly string[] = []): Promise<NoteView | undefined> {
   return inTransaction(pool, async (client) => {
     // The conversation row is locked, so two writers cannot both pass the count at its limit.
     const conv = await client.query('SELECT 1 FROM conversations WHERE project_id = $1 AND id = $2::bigint FOR UPDATE', [projectId, conversationId.toString()]);
@@ -47,6 +50,15 @@ export async function addNote(pool: pg.Pool, projectId: string, conversationId: 
       [projectId, conversationId.toString(), body, JSON.stringify(author), now],
     );
     const note = noteView(rows[0]);
+    if (mentions.length) {
+      // Only the project's members are told (a name typed for someone who left is no notification).
+      await client.query(
+        `INSERT INTO note_mentions (project_id, conversation_id, note_id, account_id, created_at)
+         SELECT $1, $2::bigint, $3::bigint, m.account_id, $5 FROM dashboard_memberships m WHERE m.project_id = $1 AND m.account_id = ANY($4::text[])
+         ON CONFLICT (note_id, account_id) DO NOTHING`,
+        [projectId, conversationId.toString(), String(note.id), [...new Set(mentions)], now],
+      );
+    }
     await insertEvent(client, projectId, 'conversation.note_added', { conversation_id: note.conversation_id, note }, now);
     return note;
   });
@@ -62,4 +74,38 @@ export async function listNotes(db: Queryable, projectId: string, conversationId
     values,
   );
   return rows;
+}
+
+/** A note that names the person, not yet seen by them: the inbox's notification. */
+export interface MentionView {
+  conversation_id: number;
+  note_id: number;
+  body: string;
+  author: Author;
+  created_at: string;
+}
+
+/** The person's unseen mentions in the project, newest first, and how many there are (counted up to `cap`). */
+export async function unseenMentions(db: Queryable, projectId: string, accountId: string, take: number, cap = 100): Promise<{ mentions: MentionView[]; count: number }> {
+  const { rows } = await db.query<{ conversation_id: string; note_id: string; body: string; author: Author; created_at: Date }>(
+    `SELECT m.conversation_id::text, m.note_id::text, n.body, n.author, m.created_at FROM note_mentions m JOIN conversation_notes n ON n.id = m.note_id
+      WHERE m.account_id = $1 AND m.project_id = $2 AND m.seen_at IS NULL ORDER BY m.id DESC LIMIT $3`,
+    [accountId, projectId, take],
+  );
+  const { rows: [c] } = await db.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM (SELECT 1 FROM note_mentions WHERE account_id = $1 AND project_id = $2 AND seen_at IS NULL LIMIT $3) u',
+    [accountId, projectId, cap],
+  );
+  return {
+    mentions: rows.map((r) => ({ conversation_id: Number(r.conversation_id), note_id: Number(r.note_id), body: r.body, author: r.author, created_at: r.created_at.toISOString() })),
+    count: c.n,
+  };
+}
+
+/** The person opened the conversation: its mentions of them are seen. */
+export async function markMentionsSeen(db: Queryable, projectId: string, conversationId: bigint, accountId: string, now: Date): Promise<void> {
+  await db.query(
+    'UPDATE note_mentions SET seen_at = $4 WHERE account_id = $1 AND project_id = $2 AND conversation_id = $3::bigint AND seen_at IS NULL',
+    [accountId, projectId, conversationId.toString(), now],
+  );
 }

@@ -45,6 +45,11 @@ export const positions = {
     if (payload.length !== 1) throw invalidCursor();
     return cursorId(payload[0]);
   },
+  /** `[epoch ms, id]`: a time and a bigint id as a decimal string (a conversation's messages by their own time). */
+  timeAndId(payload: unknown[]): { at: Date; id: bigint } {
+    if (payload.length !== 2) throw invalidCursor();
+    return { at: cursorTime(payload[0]), id: cursorId(payload[1]) };
+  },
   /** `[epoch ms, id]`: a time and a text id (newest first lists of templates, media). */
   timeAndText(payload: unknown[]): { at: Date; id: string } {
     if (payload.length !== 2 || typeof payload[1] !== 'string') throw invalidCursor();

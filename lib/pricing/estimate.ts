@@ -20,7 +20,7 @@ export type CostEstimate = components['schemas']['CostEstimate'];
 /** The pricing category a campaign's template is charged as. */
 export const pricingCategoryOf = (templateCategory: string) => templateCategory.toLowerCase();
 
-export const NO_RATE_CARD = 'No rate card is set, so there is no cost estimate: an operator sets one (PUT /admin/rate-card or `ops rate-card set`).';
+export const NO_RATE_CARD = 'No rate card is set, so there is no cost estimate: an operator sets one (PUT /admin/rate-card or `ops broadcasts rate-card-set`).';
 
 /** The recipients' SQL: `SELECT contact_id, phone …` with its parameters in `p`. */
 export interface RecipientSource {

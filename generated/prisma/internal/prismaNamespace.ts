@@ -410,6 +410,7 @@ export const ModelName = {
   Contact: 'Contact',
   Conversation: 'Conversation',
   ConversationNote: 'ConversationNote',
+  NoteMention: 'NoteMention',
   CannedReply: 'CannedReply',
   ConversationOrder: 'ConversationOrder',
   Message: 'Message',
@@ -475,7 +476,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "project" | "apiKey" | "agentConnection" | "connectionProject" | "accessToken" | "oAuthClient" | "oAuthRequest" | "oAuthCode" | "oAuthRefreshToken" | "channelSettings" | "contact" | "conversation" | "conversationNote" | "cannedReply" | "conversationOrder" | "message" | "event" | "idempotencyRecord" | "sendCounter" | "projectApiError" | "template" | "webhookEndpoint" | "webhookDelivery" | "webhookAttempt" | "runtimeToken" | "mediaAsset" | "headerSample" | "segment" | "broadcast" | "broadcastRecipient" | "broadcastPacing" | "contactImport" | "contactImportRow" | "contactImportPhone" | "codeFile" | "deployment" | "botRelease" | "botLog" | "botInbox" | "botCallJournal" | "botSchedule" | "botScheduleRun" | "botSecret" | "botHttpAllowlist" | "projectFile" | "flow" | "flowVersion" | "dashboardAccount" | "dashboardMembership" | "dashboardSession" | "dashboardInvite" | "dashboardAudit" | "rateCard" | "channelMessagingLimit" | "channelThroughput" | "portfolioReach" | "projectTableQuota" | "blobChunk" | "call" | "group" | "groupParticipant" | "inboxSettings" | "inboxMember"
+    modelProps: "project" | "apiKey" | "agentConnection" | "connectionProject" | "accessToken" | "oAuthClient" | "oAuthRequest" | "oAuthCode" | "oAuthRefreshToken" | "channelSettings" | "contact" | "conversation" | "conversationNote" | "noteMention" | "cannedReply" | "conversationOrder" | "message" | "event" | "idempotencyRecord" | "sendCounter" | "projectApiError" | "template" | "webhookEndpoint" | "webhookDelivery" | "webhookAttempt" | "runtimeToken" | "mediaAsset" | "headerSample" | "segment" | "broadcast" | "broadcastRecipient" | "broadcastPacing" | "contactImport" | "contactImportRow" | "contactImportPhone" | "codeFile" | "deployment" | "botRelease" | "botLog" | "botInbox" | "botCallJournal" | "botSchedule" | "botScheduleRun" | "botSecret" | "botHttpAllowlist" | "projectFile" | "flow" | "flowVersion" | "dashboardAccount" | "dashboardMembership" | "dashboardSession" | "dashboardInvite" | "dashboardAudit" | "rateCard" | "channelMessagingLimit" | "channelThroughput" | "portfolioReach" | "projectTableQuota" | "blobChunk" | "call" | "group" | "groupParticipant" | "inboxSettings" | "inboxMember"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -1438,6 +1439,80 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         count: {
           args: Prisma.ConversationNoteCountArgs<ExtArgs>
           result: runtime.Types.Utils.Optional<Prisma.ConversationNoteCountAggregateOutputType> | number
+        }
+      }
+    }
+    NoteMention: {
+      payload: Prisma.$NoteMentionPayload<ExtArgs>
+      fields: Prisma.NoteMentionFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.NoteMentionFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$NoteMentionPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.NoteMentionFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$NoteMentionPayload>
+        }
+        findFirst: {
+          args: Prisma.NoteMentionFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$NoteMentionPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.NoteMentionFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$NoteMentionPayload>
+        }
+        findMany: {
+          args: Prisma.NoteMentionFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$NoteMentionPayload>[]
+        }
+        create: {
+          args: Prisma.NoteMentionCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$NoteMentionPayload>
+        }
+        createMany: {
+          args: Prisma.NoteMentionCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.NoteMentionCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$NoteMentionPayload>[]
+        }
+        delete: {
+          args: Prisma.NoteMentionDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$NoteMentionPayload>
+        }
+        update: {
+          args: Prisma.NoteMentionUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$NoteMentionPayload>
+        }
+        deleteMany: {
+          args: Prisma.NoteMentionDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.NoteMentionUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.NoteMentionUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$NoteMentionPayload>[]
+        }
+        upsert: {
+          args: Prisma.NoteMentionUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$NoteMentionPayload>
+        }
+        aggregate: {
+          args: Prisma.NoteMentionAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateNoteMention>
+        }
+        groupBy: {
+          args: Prisma.NoteMentionGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.NoteMentionGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.NoteMentionCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.NoteMentionCountAggregateOutputType> | number
         }
       }
     }
@@ -5394,6 +5469,19 @@ export const ConversationNoteScalarFieldEnum = {
 export type ConversationNoteScalarFieldEnum = (typeof ConversationNoteScalarFieldEnum)[keyof typeof ConversationNoteScalarFieldEnum]
 
 
+export const NoteMentionScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  conversationId: 'conversationId',
+  noteId: 'noteId',
+  accountId: 'accountId',
+  createdAt: 'createdAt',
+  seenAt: 'seenAt'
+} as const
+
+export type NoteMentionScalarFieldEnum = (typeof NoteMentionScalarFieldEnum)[keyof typeof NoteMentionScalarFieldEnum]
+
+
 export const CannedReplyScalarFieldEnum = {
   id: 'id',
   projectId: 'projectId',
@@ -6473,6 +6561,7 @@ export type GlobalOmitConfig = {
   contact?: Prisma.ContactOmit
   conversation?: Prisma.ConversationOmit
   conversationNote?: Prisma.ConversationNoteOmit
+  noteMention?: Prisma.NoteMentionOmit
   cannedReply?: Prisma.CannedReplyOmit
   conversationOrder?: Prisma.ConversationOrderOmit
   message?: Prisma.MessageOmit

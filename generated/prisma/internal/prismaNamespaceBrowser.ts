@@ -64,6 +64,7 @@ export const ModelName = {
   Contact: 'Contact',
   Conversation: 'Conversation',
   ConversationNote: 'ConversationNote',
+  NoteMention: 'NoteMention',
   CannedReply: 'CannedReply',
   ConversationOrder: 'ConversationOrder',
   Message: 'Message',
@@ -344,6 +345,19 @@ export const ConversationNoteScalarFieldEnum = {
 } as const
 
 export type ConversationNoteScalarFieldEnum = (typeof ConversationNoteScalarFieldEnum)[keyof typeof ConversationNoteScalarFieldEnum]
+
+
+export const NoteMentionScalarFieldEnum = {
+  id: 'id',
+  projectId: 'projectId',
+  conversationId: 'conversationId',
+  noteId: 'noteId',
+  accountId: 'accountId',
+  createdAt: 'createdAt',
+  seenAt: 'seenAt'
+} as const
+
+export type NoteMentionScalarFieldEnum = (typeof NoteMentionScalarFieldEnum)[keyof typeof NoteMentionScalarFieldEnum]
 
 
 export const CannedReplyScalarFieldEnum = {

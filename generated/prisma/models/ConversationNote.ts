@@ -227,6 +227,7 @@ export type ConversationNoteWhereInput = {
   createdAt?: Prisma.DateTimeFilter<"ConversationNote"> | Date | string
   project?: Prisma.XOR<Prisma.ProjectScalarRelationFilter, Prisma.ProjectWhereInput>
   conversation?: Prisma.XOR<Prisma.ConversationScalarRelationFilter, Prisma.ConversationWhereInput>
+  mentions?: Prisma.NoteMentionListRelationFilter
 }
 
 export type ConversationNoteOrderByWithRelationInput = {
@@ -238,6 +239,7 @@ export type ConversationNoteOrderByWithRelationInput = {
   createdAt?: Prisma.SortOrder
   project?: Prisma.ProjectOrderByWithRelationInput
   conversation?: Prisma.ConversationOrderByWithRelationInput
+  mentions?: Prisma.NoteMentionOrderByRelationAggregateInput
 }
 
 export type ConversationNoteWhereUniqueInput = Prisma.AtLeast<{
@@ -252,6 +254,7 @@ export type ConversationNoteWhereUniqueInput = Prisma.AtLeast<{
   createdAt?: Prisma.DateTimeFilter<"ConversationNote"> | Date | string
   project?: Prisma.XOR<Prisma.ProjectScalarRelationFilter, Prisma.ProjectWhereInput>
   conversation?: Prisma.XOR<Prisma.ConversationScalarRelationFilter, Prisma.ConversationWhereInput>
+  mentions?: Prisma.NoteMentionListRelationFilter
 }, "id">
 
 export type ConversationNoteOrderByWithAggregationInput = {
@@ -287,6 +290,7 @@ export type ConversationNoteCreateInput = {
   createdAt?: Date | string
   project: Prisma.ProjectCreateNestedOneWithoutConversationNotesInput
   conversation: Prisma.ConversationCreateNestedOneWithoutNotesInput
+  mentions?: Prisma.NoteMentionCreateNestedManyWithoutNoteInput
 }
 
 export type ConversationNoteUncheckedCreateInput = {
@@ -296,6 +300,7 @@ export type ConversationNoteUncheckedCreateInput = {
   body: string
   author: Prisma.JsonNullValueInput | runtime.InputJsonValue
   createdAt?: Date | string
+  mentions?: Prisma.NoteMentionUncheckedCreateNestedManyWithoutNoteInput
 }
 
 export type ConversationNoteUpdateInput = {
@@ -305,6 +310,7 @@ export type ConversationNoteUpdateInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   project?: Prisma.ProjectUpdateOneRequiredWithoutConversationNotesNestedInput
   conversation?: Prisma.ConversationUpdateOneRequiredWithoutNotesNestedInput
+  mentions?: Prisma.NoteMentionUpdateManyWithoutNoteNestedInput
 }
 
 export type ConversationNoteUncheckedUpdateInput = {
@@ -314,6 +320,7 @@ export type ConversationNoteUncheckedUpdateInput = {
   body?: Prisma.StringFieldUpdateOperationsInput | string
   author?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  mentions?: Prisma.NoteMentionUncheckedUpdateManyWithoutNoteNestedInput
 }
 
 export type ConversationNoteCreateManyInput = {
@@ -384,6 +391,11 @@ export type ConversationNoteMinOrderByAggregateInput = {
 export type ConversationNoteSumOrderByAggregateInput = {
   id?: Prisma.SortOrder
   conversationId?: Prisma.SortOrder
+}
+
+export type ConversationNoteScalarRelationFilter = {
+  is?: Prisma.ConversationNoteWhereInput
+  isNot?: Prisma.ConversationNoteWhereInput
 }
 
 export type ConversationNoteCreateNestedManyWithoutProjectInput = {
@@ -470,12 +482,27 @@ export type ConversationNoteUncheckedUpdateManyWithoutConversationNestedInput = 
   deleteMany?: Prisma.ConversationNoteScalarWhereInput | Prisma.ConversationNoteScalarWhereInput[]
 }
 
+export type ConversationNoteCreateNestedOneWithoutMentionsInput = {
+  create?: Prisma.XOR<Prisma.ConversationNoteCreateWithoutMentionsInput, Prisma.ConversationNoteUncheckedCreateWithoutMentionsInput>
+  connectOrCreate?: Prisma.ConversationNoteCreateOrConnectWithoutMentionsInput
+  connect?: Prisma.ConversationNoteWhereUniqueInput
+}
+
+export type ConversationNoteUpdateOneRequiredWithoutMentionsNestedInput = {
+  create?: Prisma.XOR<Prisma.ConversationNoteCreateWithoutMentionsInput, Prisma.ConversationNoteUncheckedCreateWithoutMentionsInput>
+  connectOrCreate?: Prisma.ConversationNoteCreateOrConnectWithoutMentionsInput
+  upsert?: Prisma.ConversationNoteUpsertWithoutMentionsInput
+  connect?: Prisma.ConversationNoteWhereUniqueInput
+  update?: Prisma.XOR<Prisma.XOR<Prisma.ConversationNoteUpdateToOneWithWhereWithoutMentionsInput, Prisma.ConversationNoteUpdateWithoutMentionsInput>, Prisma.ConversationNoteUncheckedUpdateWithoutMentionsInput>
+}
+
 export type ConversationNoteCreateWithoutProjectInput = {
   id?: bigint | number
   body: string
   author: Prisma.JsonNullValueInput | runtime.InputJsonValue
   createdAt?: Date | string
   conversation: Prisma.ConversationCreateNestedOneWithoutNotesInput
+  mentions?: Prisma.NoteMentionCreateNestedManyWithoutNoteInput
 }
 
 export type ConversationNoteUncheckedCreateWithoutProjectInput = {
@@ -484,6 +511,7 @@ export type ConversationNoteUncheckedCreateWithoutProjectInput = {
   body: string
   author: Prisma.JsonNullValueInput | runtime.InputJsonValue
   createdAt?: Date | string
+  mentions?: Prisma.NoteMentionUncheckedCreateNestedManyWithoutNoteInput
 }
 
 export type ConversationNoteCreateOrConnectWithoutProjectInput = {
@@ -530,6 +558,7 @@ export type ConversationNoteCreateWithoutConversationInput = {
   author: Prisma.JsonNullValueInput | runtime.InputJsonValue
   createdAt?: Date | string
   project: Prisma.ProjectCreateNestedOneWithoutConversationNotesInput
+  mentions?: Prisma.NoteMentionCreateNestedManyWithoutNoteInput
 }
 
 export type ConversationNoteUncheckedCreateWithoutConversationInput = {
@@ -538,6 +567,7 @@ export type ConversationNoteUncheckedCreateWithoutConversationInput = {
   body: string
   author: Prisma.JsonNullValueInput | runtime.InputJsonValue
   createdAt?: Date | string
+  mentions?: Prisma.NoteMentionUncheckedCreateNestedManyWithoutNoteInput
 }
 
 export type ConversationNoteCreateOrConnectWithoutConversationInput = {
@@ -566,6 +596,58 @@ export type ConversationNoteUpdateManyWithWhereWithoutConversationInput = {
   data: Prisma.XOR<Prisma.ConversationNoteUpdateManyMutationInput, Prisma.ConversationNoteUncheckedUpdateManyWithoutConversationInput>
 }
 
+export type ConversationNoteCreateWithoutMentionsInput = {
+  id?: bigint | number
+  body: string
+  author: Prisma.JsonNullValueInput | runtime.InputJsonValue
+  createdAt?: Date | string
+  project: Prisma.ProjectCreateNestedOneWithoutConversationNotesInput
+  conversation: Prisma.ConversationCreateNestedOneWithoutNotesInput
+}
+
+export type ConversationNoteUncheckedCreateWithoutMentionsInput = {
+  id?: bigint | number
+  projectId: string
+  conversationId: bigint | number
+  body: string
+  author: Prisma.JsonNullValueInput | runtime.InputJsonValue
+  createdAt?: Date | string
+}
+
+export type ConversationNoteCreateOrConnectWithoutMentionsInput = {
+  where: Prisma.ConversationNoteWhereUniqueInput
+  create: Prisma.XOR<Prisma.ConversationNoteCreateWithoutMentionsInput, Prisma.ConversationNoteUncheckedCreateWithoutMentionsInput>
+}
+
+export type ConversationNoteUpsertWithoutMentionsInput = {
+  update: Prisma.XOR<Prisma.ConversationNoteUpdateWithoutMentionsInput, Prisma.ConversationNoteUncheckedUpdateWithoutMentionsInput>
+  create: Prisma.XOR<Prisma.ConversationNoteCreateWithoutMentionsInput, Prisma.ConversationNoteUncheckedCreateWithoutMentionsInput>
+  where?: Prisma.ConversationNoteWhereInput
+}
+
+export type ConversationNoteUpdateToOneWithWhereWithoutMentionsInput = {
+  where?: Prisma.ConversationNoteWhereInput
+  data: Prisma.XOR<Prisma.ConversationNoteUpdateWithoutMentionsInput, Prisma.ConversationNoteUncheckedUpdateWithoutMentionsInput>
+}
+
+export type ConversationNoteUpdateWithoutMentionsInput = {
+  id?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  body?: Prisma.StringFieldUpdateOperationsInput | string
+  author?: Prisma.JsonNullValueInput | runtime.InputJsonValue
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  project?: Prisma.ProjectUpdateOneRequiredWithoutConversationNotesNestedInput
+  conversation?: Prisma.ConversationUpdateOneRequiredWithoutNotesNestedInput
+}
+
+export type ConversationNoteUncheckedUpdateWithoutMentionsInput = {
+  id?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  projectId?: Prisma.StringFieldUpdateOperationsInput | string
+  conversationId?: Prisma.BigIntFieldUpdateOperationsInput | bigint | number
+  body?: Prisma.StringFieldUpdateOperationsInput | string
+  author?: Prisma.JsonNullValueInput | runtime.InputJsonValue
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+}
+
 export type ConversationNoteCreateManyProjectInput = {
   id?: bigint | number
   conversationId: bigint | number
@@ -580,6 +662,7 @@ export type ConversationNoteUpdateWithoutProjectInput = {
   author?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   conversation?: Prisma.ConversationUpdateOneRequiredWithoutNotesNestedInput
+  mentions?: Prisma.NoteMentionUpdateManyWithoutNoteNestedInput
 }
 
 export type ConversationNoteUncheckedUpdateWithoutProjectInput = {
@@ -588,6 +671,7 @@ export type ConversationNoteUncheckedUpdateWithoutProjectInput = {
   body?: Prisma.StringFieldUpdateOperationsInput | string
   author?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  mentions?: Prisma.NoteMentionUncheckedUpdateManyWithoutNoteNestedInput
 }
 
 export type ConversationNoteUncheckedUpdateManyWithoutProjectInput = {
@@ -612,6 +696,7 @@ export type ConversationNoteUpdateWithoutConversationInput = {
   author?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   project?: Prisma.ProjectUpdateOneRequiredWithoutConversationNotesNestedInput
+  mentions?: Prisma.NoteMentionUpdateManyWithoutNoteNestedInput
 }
 
 export type ConversationNoteUncheckedUpdateWithoutConversationInput = {
@@ -620,6 +705,7 @@ export type ConversationNoteUncheckedUpdateWithoutConversationInput = {
   body?: Prisma.StringFieldUpdateOperationsInput | string
   author?: Prisma.JsonNullValueInput | runtime.InputJsonValue
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  mentions?: Prisma.NoteMentionUncheckedUpdateManyWithoutNoteNestedInput
 }
 
 export type ConversationNoteUncheckedUpdateManyWithoutConversationInput = {
@@ -631,6 +717,35 @@ export type ConversationNoteUncheckedUpdateManyWithoutConversationInput = {
 }
 
 
+/**
+ * Count Type ConversationNoteCountOutputType
+ */
+
+export type ConversationNoteCountOutputType = {
+  mentions: number
+}
+
+export type ConversationNoteCountOutputTypeSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  mentions?: boolean | ConversationNoteCountOutputTypeCountMentionsArgs
+}
+
+/**
+ * ConversationNoteCountOutputType without action
+ */
+export type ConversationNoteCountOutputTypeDefaultArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  /**
+   * Select specific fields to fetch from the ConversationNoteCountOutputType
+   */
+  select?: Prisma.ConversationNoteCountOutputTypeSelect<ExtArgs> | null
+}
+
+/**
+ * ConversationNoteCountOutputType without action
+ */
+export type ConversationNoteCountOutputTypeCountMentionsArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  where?: Prisma.NoteMentionWhereInput
+}
+
 
 export type ConversationNoteSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
   id?: boolean
@@ -641,6 +756,8 @@ export type ConversationNoteSelect<ExtArgs extends runtime.Types.Extensions.Inte
   createdAt?: boolean
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
   conversation?: boolean | Prisma.ConversationDefaultArgs<ExtArgs>
+  mentions?: boolean | Prisma.ConversationNote$mentionsArgs<ExtArgs>
+  _count?: boolean | Prisma.ConversationNoteCountOutputTypeDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["conversationNote"]>
 
 export type ConversationNoteSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -678,6 +795,8 @@ export type ConversationNoteOmit<ExtArgs extends runtime.Types.Extensions.Intern
 export type ConversationNoteInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
   conversation?: boolean | Prisma.ConversationDefaultArgs<ExtArgs>
+  mentions?: boolean | Prisma.ConversationNote$mentionsArgs<ExtArgs>
+  _count?: boolean | Prisma.ConversationNoteCountOutputTypeDefaultArgs<ExtArgs>
 }
 export type ConversationNoteIncludeCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
@@ -693,6 +812,7 @@ export type $ConversationNotePayload<ExtArgs extends runtime.Types.Extensions.In
   objects: {
     project: Prisma.$ProjectPayload<ExtArgs>
     conversation: Prisma.$ConversationPayload<ExtArgs>
+    mentions: Prisma.$NoteMentionPayload<ExtArgs>[]
   }
   scalars: runtime.Types.Extensions.GetPayloadResult<{
     id: bigint
@@ -1100,6 +1220,7 @@ export interface Prisma__ConversationNoteClient<T, Null = never, ExtArgs extends
   readonly [Symbol.toStringTag]: "PrismaPromise"
   project<T extends Prisma.ProjectDefaultArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.ProjectDefaultArgs<ExtArgs>>): Prisma.Prisma__ProjectClient<runtime.Types.Result.GetResult<Prisma.$ProjectPayload<ExtArgs>, T, "findUniqueOrThrow", GlobalOmitOptions> | Null, Null, ExtArgs, GlobalOmitOptions>
   conversation<T extends Prisma.ConversationDefaultArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.ConversationDefaultArgs<ExtArgs>>): Prisma.Prisma__ConversationClient<runtime.Types.Result.GetResult<Prisma.$ConversationPayload<ExtArgs>, T, "findUniqueOrThrow", GlobalOmitOptions> | Null, Null, ExtArgs, GlobalOmitOptions>
+  mentions<T extends Prisma.ConversationNote$mentionsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.ConversationNote$mentionsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$NoteMentionPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   /**
    * Attaches callbacks for the resolution and/or rejection of the Promise.
    * @param onfulfilled The callback to execute when the Promise is resolved.
@@ -1533,6 +1654,30 @@ export type ConversationNoteDeleteManyArgs<ExtArgs extends runtime.Types.Extensi
    * Limit how many ConversationNotes to delete.
    */
   limit?: number
+}
+
+/**
+ * ConversationNote.mentions
+ */
+export type ConversationNote$mentionsArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  /**
+   * Select specific fields to fetch from the NoteMention
+   */
+  select?: Prisma.NoteMentionSelect<ExtArgs> | null
+  /**
+   * Omit specific fields from the NoteMention
+   */
+  omit?: Prisma.NoteMentionOmit<ExtArgs> | null
+  /**
+   * Choose, which related nodes to fetch as well
+   */
+  include?: Prisma.NoteMentionInclude<ExtArgs> | null
+  where?: Prisma.NoteMentionWhereInput
+  orderBy?: Prisma.NoteMentionOrderByWithRelationInput | Prisma.NoteMentionOrderByWithRelationInput[]
+  cursor?: Prisma.NoteMentionWhereUniqueInput
+  take?: number
+  skip?: number
+  distinct?: Prisma.NoteMentionScalarFieldEnum | Prisma.NoteMentionScalarFieldEnum[]
 }
 
 /**

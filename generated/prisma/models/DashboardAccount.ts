@@ -195,6 +195,7 @@ export type DashboardAccountWhereInput = {
   connections?: Prisma.AgentConnectionListRelationFilter
   assigned?: Prisma.ConversationListRelationFilter
   inboxMembers?: Prisma.InboxMemberListRelationFilter
+  mentions?: Prisma.NoteMentionListRelationFilter
 }
 
 export type DashboardAccountOrderByWithRelationInput = {
@@ -209,6 +210,7 @@ export type DashboardAccountOrderByWithRelationInput = {
   connections?: Prisma.AgentConnectionOrderByRelationAggregateInput
   assigned?: Prisma.ConversationOrderByRelationAggregateInput
   inboxMembers?: Prisma.InboxMemberOrderByRelationAggregateInput
+  mentions?: Prisma.NoteMentionOrderByRelationAggregateInput
 }
 
 export type DashboardAccountWhereUniqueInput = Prisma.AtLeast<{
@@ -226,6 +228,7 @@ export type DashboardAccountWhereUniqueInput = Prisma.AtLeast<{
   connections?: Prisma.AgentConnectionListRelationFilter
   assigned?: Prisma.ConversationListRelationFilter
   inboxMembers?: Prisma.InboxMemberListRelationFilter
+  mentions?: Prisma.NoteMentionListRelationFilter
 }, "id" | "email" | "setupTokenHash">
 
 export type DashboardAccountOrderByWithAggregationInput = {
@@ -264,6 +267,7 @@ export type DashboardAccountCreateInput = {
   connections?: Prisma.AgentConnectionCreateNestedManyWithoutAccountInput
   assigned?: Prisma.ConversationCreateNestedManyWithoutAssigneeInput
   inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutAccountInput
+  mentions?: Prisma.NoteMentionCreateNestedManyWithoutAccountInput
 }
 
 export type DashboardAccountUncheckedCreateInput = {
@@ -278,6 +282,7 @@ export type DashboardAccountUncheckedCreateInput = {
   connections?: Prisma.AgentConnectionUncheckedCreateNestedManyWithoutAccountInput
   assigned?: Prisma.ConversationUncheckedCreateNestedManyWithoutAssigneeInput
   inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutAccountInput
+  mentions?: Prisma.NoteMentionUncheckedCreateNestedManyWithoutAccountInput
 }
 
 export type DashboardAccountUpdateInput = {
@@ -292,6 +297,7 @@ export type DashboardAccountUpdateInput = {
   connections?: Prisma.AgentConnectionUpdateManyWithoutAccountNestedInput
   assigned?: Prisma.ConversationUpdateManyWithoutAssigneeNestedInput
   inboxMembers?: Prisma.InboxMemberUpdateManyWithoutAccountNestedInput
+  mentions?: Prisma.NoteMentionUpdateManyWithoutAccountNestedInput
 }
 
 export type DashboardAccountUncheckedUpdateInput = {
@@ -306,6 +312,7 @@ export type DashboardAccountUncheckedUpdateInput = {
   connections?: Prisma.AgentConnectionUncheckedUpdateManyWithoutAccountNestedInput
   assigned?: Prisma.ConversationUncheckedUpdateManyWithoutAssigneeNestedInput
   inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutAccountNestedInput
+  mentions?: Prisma.NoteMentionUncheckedUpdateManyWithoutAccountNestedInput
 }
 
 export type DashboardAccountCreateManyInput = {
@@ -340,6 +347,11 @@ export type DashboardAccountNullableScalarRelationFilter = {
   isNot?: Prisma.DashboardAccountWhereInput | null
 }
 
+export type DashboardAccountScalarRelationFilter = {
+  is?: Prisma.DashboardAccountWhereInput
+  isNot?: Prisma.DashboardAccountWhereInput
+}
+
 export type DashboardAccountCountOrderByAggregateInput = {
   id?: Prisma.SortOrder
   email?: Prisma.SortOrder
@@ -365,11 +377,6 @@ export type DashboardAccountMinOrderByAggregateInput = {
   setupTokenHash?: Prisma.SortOrder
   setupExpiresAt?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
-}
-
-export type DashboardAccountScalarRelationFilter = {
-  is?: Prisma.DashboardAccountWhereInput
-  isNot?: Prisma.DashboardAccountWhereInput
 }
 
 export type DashboardAccountCreateNestedOneWithoutConnectionsInput = {
@@ -402,6 +409,20 @@ export type DashboardAccountUpdateOneWithoutAssignedNestedInput = {
   delete?: Prisma.DashboardAccountWhereInput | boolean
   connect?: Prisma.DashboardAccountWhereUniqueInput
   update?: Prisma.XOR<Prisma.XOR<Prisma.DashboardAccountUpdateToOneWithWhereWithoutAssignedInput, Prisma.DashboardAccountUpdateWithoutAssignedInput>, Prisma.DashboardAccountUncheckedUpdateWithoutAssignedInput>
+}
+
+export type DashboardAccountCreateNestedOneWithoutMentionsInput = {
+  create?: Prisma.XOR<Prisma.DashboardAccountCreateWithoutMentionsInput, Prisma.DashboardAccountUncheckedCreateWithoutMentionsInput>
+  connectOrCreate?: Prisma.DashboardAccountCreateOrConnectWithoutMentionsInput
+  connect?: Prisma.DashboardAccountWhereUniqueInput
+}
+
+export type DashboardAccountUpdateOneRequiredWithoutMentionsNestedInput = {
+  create?: Prisma.XOR<Prisma.DashboardAccountCreateWithoutMentionsInput, Prisma.DashboardAccountUncheckedCreateWithoutMentionsInput>
+  connectOrCreate?: Prisma.DashboardAccountCreateOrConnectWithoutMentionsInput
+  upsert?: Prisma.DashboardAccountUpsertWithoutMentionsInput
+  connect?: Prisma.DashboardAccountWhereUniqueInput
+  update?: Prisma.XOR<Prisma.XOR<Prisma.DashboardAccountUpdateToOneWithWhereWithoutMentionsInput, Prisma.DashboardAccountUpdateWithoutMentionsInput>, Prisma.DashboardAccountUncheckedUpdateWithoutMentionsInput>
 }
 
 export type DashboardAccountCreateNestedOneWithoutMembershipsInput = {
@@ -457,6 +478,7 @@ export type DashboardAccountCreateWithoutConnectionsInput = {
   sessions?: Prisma.DashboardSessionCreateNestedManyWithoutAccountInput
   assigned?: Prisma.ConversationCreateNestedManyWithoutAssigneeInput
   inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutAccountInput
+  mentions?: Prisma.NoteMentionCreateNestedManyWithoutAccountInput
 }
 
 export type DashboardAccountUncheckedCreateWithoutConnectionsInput = {
@@ -470,6 +492,7 @@ export type DashboardAccountUncheckedCreateWithoutConnectionsInput = {
   sessions?: Prisma.DashboardSessionUncheckedCreateNestedManyWithoutAccountInput
   assigned?: Prisma.ConversationUncheckedCreateNestedManyWithoutAssigneeInput
   inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutAccountInput
+  mentions?: Prisma.NoteMentionUncheckedCreateNestedManyWithoutAccountInput
 }
 
 export type DashboardAccountCreateOrConnectWithoutConnectionsInput = {
@@ -499,6 +522,7 @@ export type DashboardAccountUpdateWithoutConnectionsInput = {
   sessions?: Prisma.DashboardSessionUpdateManyWithoutAccountNestedInput
   assigned?: Prisma.ConversationUpdateManyWithoutAssigneeNestedInput
   inboxMembers?: Prisma.InboxMemberUpdateManyWithoutAccountNestedInput
+  mentions?: Prisma.NoteMentionUpdateManyWithoutAccountNestedInput
 }
 
 export type DashboardAccountUncheckedUpdateWithoutConnectionsInput = {
@@ -512,6 +536,7 @@ export type DashboardAccountUncheckedUpdateWithoutConnectionsInput = {
   sessions?: Prisma.DashboardSessionUncheckedUpdateManyWithoutAccountNestedInput
   assigned?: Prisma.ConversationUncheckedUpdateManyWithoutAssigneeNestedInput
   inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutAccountNestedInput
+  mentions?: Prisma.NoteMentionUncheckedUpdateManyWithoutAccountNestedInput
 }
 
 export type DashboardAccountCreateWithoutAssignedInput = {
@@ -525,6 +550,7 @@ export type DashboardAccountCreateWithoutAssignedInput = {
   sessions?: Prisma.DashboardSessionCreateNestedManyWithoutAccountInput
   connections?: Prisma.AgentConnectionCreateNestedManyWithoutAccountInput
   inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutAccountInput
+  mentions?: Prisma.NoteMentionCreateNestedManyWithoutAccountInput
 }
 
 export type DashboardAccountUncheckedCreateWithoutAssignedInput = {
@@ -538,6 +564,7 @@ export type DashboardAccountUncheckedCreateWithoutAssignedInput = {
   sessions?: Prisma.DashboardSessionUncheckedCreateNestedManyWithoutAccountInput
   connections?: Prisma.AgentConnectionUncheckedCreateNestedManyWithoutAccountInput
   inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutAccountInput
+  mentions?: Prisma.NoteMentionUncheckedCreateNestedManyWithoutAccountInput
 }
 
 export type DashboardAccountCreateOrConnectWithoutAssignedInput = {
@@ -567,6 +594,7 @@ export type DashboardAccountUpdateWithoutAssignedInput = {
   sessions?: Prisma.DashboardSessionUpdateManyWithoutAccountNestedInput
   connections?: Prisma.AgentConnectionUpdateManyWithoutAccountNestedInput
   inboxMembers?: Prisma.InboxMemberUpdateManyWithoutAccountNestedInput
+  mentions?: Prisma.NoteMentionUpdateManyWithoutAccountNestedInput
 }
 
 export type DashboardAccountUncheckedUpdateWithoutAssignedInput = {
@@ -579,6 +607,79 @@ export type DashboardAccountUncheckedUpdateWithoutAssignedInput = {
   memberships?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutAccountNestedInput
   sessions?: Prisma.DashboardSessionUncheckedUpdateManyWithoutAccountNestedInput
   connections?: Prisma.AgentConnectionUncheckedUpdateManyWithoutAccountNestedInput
+  inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutAccountNestedInput
+  mentions?: Prisma.NoteMentionUncheckedUpdateManyWithoutAccountNestedInput
+}
+
+export type DashboardAccountCreateWithoutMentionsInput = {
+  id: string
+  email: string
+  passwordHash?: string | null
+  setupTokenHash?: string | null
+  setupExpiresAt?: Date | string | null
+  createdAt?: Date | string
+  memberships?: Prisma.DashboardMembershipCreateNestedManyWithoutAccountInput
+  sessions?: Prisma.DashboardSessionCreateNestedManyWithoutAccountInput
+  connections?: Prisma.AgentConnectionCreateNestedManyWithoutAccountInput
+  assigned?: Prisma.ConversationCreateNestedManyWithoutAssigneeInput
+  inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutAccountInput
+}
+
+export type DashboardAccountUncheckedCreateWithoutMentionsInput = {
+  id: string
+  email: string
+  passwordHash?: string | null
+  setupTokenHash?: string | null
+  setupExpiresAt?: Date | string | null
+  createdAt?: Date | string
+  memberships?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutAccountInput
+  sessions?: Prisma.DashboardSessionUncheckedCreateNestedManyWithoutAccountInput
+  connections?: Prisma.AgentConnectionUncheckedCreateNestedManyWithoutAccountInput
+  assigned?: Prisma.ConversationUncheckedCreateNestedManyWithoutAssigneeInput
+  inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutAccountInput
+}
+
+export type DashboardAccountCreateOrConnectWithoutMentionsInput = {
+  where: Prisma.DashboardAccountWhereUniqueInput
+  create: Prisma.XOR<Prisma.DashboardAccountCreateWithoutMentionsInput, Prisma.DashboardAccountUncheckedCreateWithoutMentionsInput>
+}
+
+export type DashboardAccountUpsertWithoutMentionsInput = {
+  update: Prisma.XOR<Prisma.DashboardAccountUpdateWithoutMentionsInput, Prisma.DashboardAccountUncheckedUpdateWithoutMentionsInput>
+  create: Prisma.XOR<Prisma.DashboardAccountCreateWithoutMentionsInput, Prisma.DashboardAccountUncheckedCreateWithoutMentionsInput>
+  where?: Prisma.DashboardAccountWhereInput
+}
+
+export type DashboardAccountUpdateToOneWithWhereWithoutMentionsInput = {
+  where?: Prisma.DashboardAccountWhereInput
+  data: Prisma.XOR<Prisma.DashboardAccountUpdateWithoutMentionsInput, Prisma.DashboardAccountUncheckedUpdateWithoutMentionsInput>
+}
+
+export type DashboardAccountUpdateWithoutMentionsInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  email?: Prisma.StringFieldUpdateOperationsInput | string
+  passwordHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  setupTokenHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  setupExpiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  memberships?: Prisma.DashboardMembershipUpdateManyWithoutAccountNestedInput
+  sessions?: Prisma.DashboardSessionUpdateManyWithoutAccountNestedInput
+  connections?: Prisma.AgentConnectionUpdateManyWithoutAccountNestedInput
+  assigned?: Prisma.ConversationUpdateManyWithoutAssigneeNestedInput
+  inboxMembers?: Prisma.InboxMemberUpdateManyWithoutAccountNestedInput
+}
+
+export type DashboardAccountUncheckedUpdateWithoutMentionsInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  email?: Prisma.StringFieldUpdateOperationsInput | string
+  passwordHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  setupTokenHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  setupExpiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  memberships?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutAccountNestedInput
+  sessions?: Prisma.DashboardSessionUncheckedUpdateManyWithoutAccountNestedInput
+  connections?: Prisma.AgentConnectionUncheckedUpdateManyWithoutAccountNestedInput
+  assigned?: Prisma.ConversationUncheckedUpdateManyWithoutAssigneeNestedInput
   inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutAccountNestedInput
 }
 
@@ -593,6 +694,7 @@ export type DashboardAccountCreateWithoutMembershipsInput = {
   connections?: Prisma.AgentConnectionCreateNestedManyWithoutAccountInput
   assigned?: Prisma.ConversationCreateNestedManyWithoutAssigneeInput
   inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutAccountInput
+  mentions?: Prisma.NoteMentionCreateNestedManyWithoutAccountInput
 }
 
 export type DashboardAccountUncheckedCreateWithoutMembershipsInput = {
@@ -606,6 +708,7 @@ export type DashboardAccountUncheckedCreateWithoutMembershipsInput = {
   connections?: Prisma.AgentConnectionUncheckedCreateNestedManyWithoutAccountInput
   assigned?: Prisma.ConversationUncheckedCreateNestedManyWithoutAssigneeInput
   inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutAccountInput
+  mentions?: Prisma.NoteMentionUncheckedCreateNestedManyWithoutAccountInput
 }
 
 export type DashboardAccountCreateOrConnectWithoutMembershipsInput = {
@@ -635,6 +738,7 @@ export type DashboardAccountUpdateWithoutMembershipsInput = {
   connections?: Prisma.AgentConnectionUpdateManyWithoutAccountNestedInput
   assigned?: Prisma.ConversationUpdateManyWithoutAssigneeNestedInput
   inboxMembers?: Prisma.InboxMemberUpdateManyWithoutAccountNestedInput
+  mentions?: Prisma.NoteMentionUpdateManyWithoutAccountNestedInput
 }
 
 export type DashboardAccountUncheckedUpdateWithoutMembershipsInput = {
@@ -648,6 +752,7 @@ export type DashboardAccountUncheckedUpdateWithoutMembershipsInput = {
   connections?: Prisma.AgentConnectionUncheckedUpdateManyWithoutAccountNestedInput
   assigned?: Prisma.ConversationUncheckedUpdateManyWithoutAssigneeNestedInput
   inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutAccountNestedInput
+  mentions?: Prisma.NoteMentionUncheckedUpdateManyWithoutAccountNestedInput
 }
 
 export type DashboardAccountCreateWithoutSessionsInput = {
@@ -661,6 +766,7 @@ export type DashboardAccountCreateWithoutSessionsInput = {
   connections?: Prisma.AgentConnectionCreateNestedManyWithoutAccountInput
   assigned?: Prisma.ConversationCreateNestedManyWithoutAssigneeInput
   inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutAccountInput
+  mentions?: Prisma.NoteMentionCreateNestedManyWithoutAccountInput
 }
 
 export type DashboardAccountUncheckedCreateWithoutSessionsInput = {
@@ -674,6 +780,7 @@ export type DashboardAccountUncheckedCreateWithoutSessionsInput = {
   connections?: Prisma.AgentConnectionUncheckedCreateNestedManyWithoutAccountInput
   assigned?: Prisma.ConversationUncheckedCreateNestedManyWithoutAssigneeInput
   inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutAccountInput
+  mentions?: Prisma.NoteMentionUncheckedCreateNestedManyWithoutAccountInput
 }
 
 export type DashboardAccountCreateOrConnectWithoutSessionsInput = {
@@ -703,6 +810,7 @@ export type DashboardAccountUpdateWithoutSessionsInput = {
   connections?: Prisma.AgentConnectionUpdateManyWithoutAccountNestedInput
   assigned?: Prisma.ConversationUpdateManyWithoutAssigneeNestedInput
   inboxMembers?: Prisma.InboxMemberUpdateManyWithoutAccountNestedInput
+  mentions?: Prisma.NoteMentionUpdateManyWithoutAccountNestedInput
 }
 
 export type DashboardAccountUncheckedUpdateWithoutSessionsInput = {
@@ -716,6 +824,7 @@ export type DashboardAccountUncheckedUpdateWithoutSessionsInput = {
   connections?: Prisma.AgentConnectionUncheckedUpdateManyWithoutAccountNestedInput
   assigned?: Prisma.ConversationUncheckedUpdateManyWithoutAssigneeNestedInput
   inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutAccountNestedInput
+  mentions?: Prisma.NoteMentionUncheckedUpdateManyWithoutAccountNestedInput
 }
 
 export type DashboardAccountCreateWithoutInboxMembersInput = {
@@ -729,6 +838,7 @@ export type DashboardAccountCreateWithoutInboxMembersInput = {
   sessions?: Prisma.DashboardSessionCreateNestedManyWithoutAccountInput
   connections?: Prisma.AgentConnectionCreateNestedManyWithoutAccountInput
   assigned?: Prisma.ConversationCreateNestedManyWithoutAssigneeInput
+  mentions?: Prisma.NoteMentionCreateNestedManyWithoutAccountInput
 }
 
 export type DashboardAccountUncheckedCreateWithoutInboxMembersInput = {
@@ -742,6 +852,7 @@ export type DashboardAccountUncheckedCreateWithoutInboxMembersInput = {
   sessions?: Prisma.DashboardSessionUncheckedCreateNestedManyWithoutAccountInput
   connections?: Prisma.AgentConnectionUncheckedCreateNestedManyWithoutAccountInput
   assigned?: Prisma.ConversationUncheckedCreateNestedManyWithoutAssigneeInput
+  mentions?: Prisma.NoteMentionUncheckedCreateNestedManyWithoutAccountInput
 }
 
 export type DashboardAccountCreateOrConnectWithoutInboxMembersInput = {
@@ -771,6 +882,7 @@ export type DashboardAccountUpdateWithoutInboxMembersInput = {
   sessions?: Prisma.DashboardSessionUpdateManyWithoutAccountNestedInput
   connections?: Prisma.AgentConnectionUpdateManyWithoutAccountNestedInput
   assigned?: Prisma.ConversationUpdateManyWithoutAssigneeNestedInput
+  mentions?: Prisma.NoteMentionUpdateManyWithoutAccountNestedInput
 }
 
 export type DashboardAccountUncheckedUpdateWithoutInboxMembersInput = {
@@ -784,6 +896,7 @@ export type DashboardAccountUncheckedUpdateWithoutInboxMembersInput = {
   sessions?: Prisma.DashboardSessionUncheckedUpdateManyWithoutAccountNestedInput
   connections?: Prisma.AgentConnectionUncheckedUpdateManyWithoutAccountNestedInput
   assigned?: Prisma.ConversationUncheckedUpdateManyWithoutAssigneeNestedInput
+  mentions?: Prisma.NoteMentionUncheckedUpdateManyWithoutAccountNestedInput
 }
 
 
@@ -797,6 +910,7 @@ export type DashboardAccountCountOutputType = {
   connections: number
   assigned: number
   inboxMembers: number
+  mentions: number
 }
 
 export type DashboardAccountCountOutputTypeSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
@@ -805,6 +919,7 @@ export type DashboardAccountCountOutputTypeSelect<ExtArgs extends runtime.Types.
   connections?: boolean | DashboardAccountCountOutputTypeCountConnectionsArgs
   assigned?: boolean | DashboardAccountCountOutputTypeCountAssignedArgs
   inboxMembers?: boolean | DashboardAccountCountOutputTypeCountInboxMembersArgs
+  mentions?: boolean | DashboardAccountCountOutputTypeCountMentionsArgs
 }
 
 /**
@@ -852,6 +967,13 @@ export type DashboardAccountCountOutputTypeCountInboxMembersArgs<ExtArgs extends
   where?: Prisma.InboxMemberWhereInput
 }
 
+/**
+ * DashboardAccountCountOutputType without action
+ */
+export type DashboardAccountCountOutputTypeCountMentionsArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  where?: Prisma.NoteMentionWhereInput
+}
+
 
 export type DashboardAccountSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
   id?: boolean
@@ -865,6 +987,7 @@ export type DashboardAccountSelect<ExtArgs extends runtime.Types.Extensions.Inte
   connections?: boolean | Prisma.DashboardAccount$connectionsArgs<ExtArgs>
   assigned?: boolean | Prisma.DashboardAccount$assignedArgs<ExtArgs>
   inboxMembers?: boolean | Prisma.DashboardAccount$inboxMembersArgs<ExtArgs>
+  mentions?: boolean | Prisma.DashboardAccount$mentionsArgs<ExtArgs>
   _count?: boolean | Prisma.DashboardAccountCountOutputTypeDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["dashboardAccount"]>
 
@@ -902,6 +1025,7 @@ export type DashboardAccountInclude<ExtArgs extends runtime.Types.Extensions.Int
   connections?: boolean | Prisma.DashboardAccount$connectionsArgs<ExtArgs>
   assigned?: boolean | Prisma.DashboardAccount$assignedArgs<ExtArgs>
   inboxMembers?: boolean | Prisma.DashboardAccount$inboxMembersArgs<ExtArgs>
+  mentions?: boolean | Prisma.DashboardAccount$mentionsArgs<ExtArgs>
   _count?: boolean | Prisma.DashboardAccountCountOutputTypeDefaultArgs<ExtArgs>
 }
 export type DashboardAccountIncludeCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {}
@@ -915,6 +1039,7 @@ export type $DashboardAccountPayload<ExtArgs extends runtime.Types.Extensions.In
     connections: Prisma.$AgentConnectionPayload<ExtArgs>[]
     assigned: Prisma.$ConversationPayload<ExtArgs>[]
     inboxMembers: Prisma.$InboxMemberPayload<ExtArgs>[]
+    mentions: Prisma.$NoteMentionPayload<ExtArgs>[]
   }
   scalars: runtime.Types.Extensions.GetPayloadResult<{
     id: string
@@ -1331,6 +1456,7 @@ export interface Prisma__DashboardAccountClient<T, Null = never, ExtArgs extends
   connections<T extends Prisma.DashboardAccount$connectionsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.DashboardAccount$connectionsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$AgentConnectionPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   assigned<T extends Prisma.DashboardAccount$assignedArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.DashboardAccount$assignedArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$ConversationPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   inboxMembers<T extends Prisma.DashboardAccount$inboxMembersArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.DashboardAccount$inboxMembersArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$InboxMemberPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
+  mentions<T extends Prisma.DashboardAccount$mentionsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.DashboardAccount$mentionsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$NoteMentionPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   /**
    * Attaches callbacks for the resolution and/or rejection of the Promise.
    * @param onfulfilled The callback to execute when the Promise is resolved.
@@ -1876,6 +2002,30 @@ export type DashboardAccount$inboxMembersArgs<ExtArgs extends runtime.Types.Exte
   take?: number
   skip?: number
   distinct?: Prisma.InboxMemberScalarFieldEnum | Prisma.InboxMemberScalarFieldEnum[]
+}
+
+/**
+ * DashboardAccount.mentions
+ */
+export type DashboardAccount$mentionsArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  /**
+   * Select specific fields to fetch from the NoteMention
+   */
+  select?: Prisma.NoteMentionSelect<ExtArgs> | null
+  /**
+   * Omit specific fields from the NoteMention
+   */
+  omit?: Prisma.NoteMentionOmit<ExtArgs> | null
+  /**
+   * Choose, which related nodes to fetch as well
+   */
+  include?: Prisma.NoteMentionInclude<ExtArgs> | null
+  where?: Prisma.NoteMentionWhereInput
+  orderBy?: Prisma.NoteMentionOrderByWithRelationInput | Prisma.NoteMentionOrderByWithRelationInput[]
+  cursor?: Prisma.NoteMentionWhereUniqueInput
+  take?: number
+  skip?: number
+  distinct?: Prisma.NoteMentionScalarFieldEnum | Prisma.NoteMentionScalarFieldEnum[]
 }
 
 /**

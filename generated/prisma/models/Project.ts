@@ -273,6 +273,7 @@ export type ProjectWhereInput = {
   dashboardMembers?: Prisma.DashboardMembershipListRelationFilter
   dashboardInvites?: Prisma.DashboardInviteListRelationFilter
   conversationNotes?: Prisma.ConversationNoteListRelationFilter
+  noteMentions?: Prisma.NoteMentionListRelationFilter
   cannedReplies?: Prisma.CannedReplyListRelationFilter
   inboxSettings?: Prisma.XOR<Prisma.InboxSettingsNullableScalarRelationFilter, Prisma.InboxSettingsWhereInput> | null
   inboxMembers?: Prisma.InboxMemberListRelationFilter
@@ -313,6 +314,7 @@ export type ProjectOrderByWithRelationInput = {
   dashboardMembers?: Prisma.DashboardMembershipOrderByRelationAggregateInput
   dashboardInvites?: Prisma.DashboardInviteOrderByRelationAggregateInput
   conversationNotes?: Prisma.ConversationNoteOrderByRelationAggregateInput
+  noteMentions?: Prisma.NoteMentionOrderByRelationAggregateInput
   cannedReplies?: Prisma.CannedReplyOrderByRelationAggregateInput
   inboxSettings?: Prisma.InboxSettingsOrderByWithRelationInput
   inboxMembers?: Prisma.InboxMemberOrderByRelationAggregateInput
@@ -356,6 +358,7 @@ export type ProjectWhereUniqueInput = Prisma.AtLeast<{
   dashboardMembers?: Prisma.DashboardMembershipListRelationFilter
   dashboardInvites?: Prisma.DashboardInviteListRelationFilter
   conversationNotes?: Prisma.ConversationNoteListRelationFilter
+  noteMentions?: Prisma.NoteMentionListRelationFilter
   cannedReplies?: Prisma.CannedReplyListRelationFilter
   inboxSettings?: Prisma.XOR<Prisma.InboxSettingsNullableScalarRelationFilter, Prisma.InboxSettingsWhereInput> | null
   inboxMembers?: Prisma.InboxMemberListRelationFilter
@@ -428,6 +431,7 @@ export type ProjectCreateInput = {
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
@@ -468,6 +472,7 @@ export type ProjectUncheckedCreateInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
@@ -508,6 +513,7 @@ export type ProjectUpdateInput = {
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
@@ -548,6 +554,7 @@ export type ProjectUncheckedUpdateInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
@@ -740,6 +747,20 @@ export type ProjectUpdateOneRequiredWithoutConversationNotesNestedInput = {
   upsert?: Prisma.ProjectUpsertWithoutConversationNotesInput
   connect?: Prisma.ProjectWhereUniqueInput
   update?: Prisma.XOR<Prisma.XOR<Prisma.ProjectUpdateToOneWithWhereWithoutConversationNotesInput, Prisma.ProjectUpdateWithoutConversationNotesInput>, Prisma.ProjectUncheckedUpdateWithoutConversationNotesInput>
+}
+
+export type ProjectCreateNestedOneWithoutNoteMentionsInput = {
+  create?: Prisma.XOR<Prisma.ProjectCreateWithoutNoteMentionsInput, Prisma.ProjectUncheckedCreateWithoutNoteMentionsInput>
+  connectOrCreate?: Prisma.ProjectCreateOrConnectWithoutNoteMentionsInput
+  connect?: Prisma.ProjectWhereUniqueInput
+}
+
+export type ProjectUpdateOneRequiredWithoutNoteMentionsNestedInput = {
+  create?: Prisma.XOR<Prisma.ProjectCreateWithoutNoteMentionsInput, Prisma.ProjectUncheckedCreateWithoutNoteMentionsInput>
+  connectOrCreate?: Prisma.ProjectCreateOrConnectWithoutNoteMentionsInput
+  upsert?: Prisma.ProjectUpsertWithoutNoteMentionsInput
+  connect?: Prisma.ProjectWhereUniqueInput
+  update?: Prisma.XOR<Prisma.XOR<Prisma.ProjectUpdateToOneWithWhereWithoutNoteMentionsInput, Prisma.ProjectUpdateWithoutNoteMentionsInput>, Prisma.ProjectUncheckedUpdateWithoutNoteMentionsInput>
 }
 
 export type ProjectCreateNestedOneWithoutCannedRepliesInput = {
@@ -1084,6 +1105,7 @@ export type ProjectCreateWithoutApiKeysInput = {
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
@@ -1123,6 +1145,7 @@ export type ProjectUncheckedCreateWithoutApiKeysInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
@@ -1178,6 +1201,7 @@ export type ProjectUpdateWithoutApiKeysInput = {
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
@@ -1217,6 +1241,7 @@ export type ProjectUncheckedUpdateWithoutApiKeysInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
@@ -1256,6 +1281,7 @@ export type ProjectCreateWithoutConnectionsInput = {
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
@@ -1295,6 +1321,7 @@ export type ProjectUncheckedCreateWithoutConnectionsInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
@@ -1350,6 +1377,7 @@ export type ProjectUpdateWithoutConnectionsInput = {
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
@@ -1389,6 +1417,7 @@ export type ProjectUncheckedUpdateWithoutConnectionsInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
@@ -1428,6 +1457,7 @@ export type ProjectCreateWithoutChannelInput = {
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
@@ -1467,6 +1497,7 @@ export type ProjectUncheckedCreateWithoutChannelInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
@@ -1522,6 +1553,7 @@ export type ProjectUpdateWithoutChannelInput = {
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
@@ -1561,6 +1593,7 @@ export type ProjectUncheckedUpdateWithoutChannelInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
@@ -1600,6 +1633,7 @@ export type ProjectCreateWithoutContactsInput = {
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
@@ -1639,6 +1673,7 @@ export type ProjectUncheckedCreateWithoutContactsInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
@@ -1694,6 +1729,7 @@ export type ProjectUpdateWithoutContactsInput = {
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
@@ -1733,6 +1769,7 @@ export type ProjectUncheckedUpdateWithoutContactsInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
@@ -1772,6 +1809,7 @@ export type ProjectCreateWithoutConversationsInput = {
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
@@ -1811,6 +1849,7 @@ export type ProjectUncheckedCreateWithoutConversationsInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
@@ -1866,6 +1905,7 @@ export type ProjectUpdateWithoutConversationsInput = {
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
@@ -1905,6 +1945,7 @@ export type ProjectUncheckedUpdateWithoutConversationsInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
@@ -1944,6 +1985,7 @@ export type ProjectCreateWithoutConversationNotesInput = {
   flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
@@ -1983,6 +2025,7 @@ export type ProjectUncheckedCreateWithoutConversationNotesInput = {
   flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
@@ -2038,6 +2081,7 @@ export type ProjectUpdateWithoutConversationNotesInput = {
   flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
@@ -2077,6 +2121,183 @@ export type ProjectUncheckedUpdateWithoutConversationNotesInput = {
   flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUncheckedUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
+}
+
+export type ProjectCreateWithoutNoteMentionsInput = {
+  id: string
+  name: string
+  status?: $Enums.ProjectStatus
+  dailySendQuota?: number
+  conversationReserve?: number
+  consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
+  createdAt?: Date | string
+  updatedAt?: Date | string
+  apiKeys?: Prisma.ApiKeyCreateNestedManyWithoutProjectInput
+  connections?: Prisma.ConnectionProjectCreateNestedManyWithoutProjectInput
+  channel?: Prisma.ChannelSettingsCreateNestedOneWithoutProjectInput
+  contacts?: Prisma.ContactCreateNestedManyWithoutProjectInput
+  conversations?: Prisma.ConversationCreateNestedManyWithoutProjectInput
+  messages?: Prisma.MessageCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupCreateNestedManyWithoutProjectInput
+  events?: Prisma.EventCreateNestedManyWithoutProjectInput
+  idempotencyRecords?: Prisma.IdempotencyRecordCreateNestedManyWithoutProjectInput
+  sendCounters?: Prisma.SendCounterCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorCreateNestedManyWithoutProjectInput
+  templates?: Prisma.TemplateCreateNestedManyWithoutProjectInput
+  webhooks?: Prisma.WebhookEndpointCreateNestedManyWithoutProjectInput
+  runtimeTokens?: Prisma.RuntimeTokenCreateNestedManyWithoutProjectInput
+  mediaAssets?: Prisma.MediaAssetCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileCreateNestedManyWithoutProjectInput
+  headerSamples?: Prisma.HeaderSampleCreateNestedManyWithoutProjectInput
+  segments?: Prisma.SegmentCreateNestedManyWithoutProjectInput
+  broadcasts?: Prisma.BroadcastCreateNestedManyWithoutProjectInput
+  contactImports?: Prisma.ContactImportCreateNestedManyWithoutProjectInput
+  flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
+  dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
+}
+
+export type ProjectUncheckedCreateWithoutNoteMentionsInput = {
+  id: string
+  name: string
+  status?: $Enums.ProjectStatus
+  dailySendQuota?: number
+  conversationReserve?: number
+  consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: string
+  createdAt?: Date | string
+  updatedAt?: Date | string
+  apiKeys?: Prisma.ApiKeyUncheckedCreateNestedManyWithoutProjectInput
+  connections?: Prisma.ConnectionProjectUncheckedCreateNestedManyWithoutProjectInput
+  channel?: Prisma.ChannelSettingsUncheckedCreateNestedOneWithoutProjectInput
+  contacts?: Prisma.ContactUncheckedCreateNestedManyWithoutProjectInput
+  conversations?: Prisma.ConversationUncheckedCreateNestedManyWithoutProjectInput
+  messages?: Prisma.MessageUncheckedCreateNestedManyWithoutProjectInput
+  calls?: Prisma.CallUncheckedCreateNestedManyWithoutProjectInput
+  groups?: Prisma.GroupUncheckedCreateNestedManyWithoutProjectInput
+  events?: Prisma.EventUncheckedCreateNestedManyWithoutProjectInput
+  idempotencyRecords?: Prisma.IdempotencyRecordUncheckedCreateNestedManyWithoutProjectInput
+  sendCounters?: Prisma.SendCounterUncheckedCreateNestedManyWithoutProjectInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedCreateNestedManyWithoutProjectInput
+  templates?: Prisma.TemplateUncheckedCreateNestedManyWithoutProjectInput
+  webhooks?: Prisma.WebhookEndpointUncheckedCreateNestedManyWithoutProjectInput
+  runtimeTokens?: Prisma.RuntimeTokenUncheckedCreateNestedManyWithoutProjectInput
+  mediaAssets?: Prisma.MediaAssetUncheckedCreateNestedManyWithoutProjectInput
+  projectFiles?: Prisma.ProjectFileUncheckedCreateNestedManyWithoutProjectInput
+  headerSamples?: Prisma.HeaderSampleUncheckedCreateNestedManyWithoutProjectInput
+  segments?: Prisma.SegmentUncheckedCreateNestedManyWithoutProjectInput
+  broadcasts?: Prisma.BroadcastUncheckedCreateNestedManyWithoutProjectInput
+  contactImports?: Prisma.ContactImportUncheckedCreateNestedManyWithoutProjectInput
+  flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
+  dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
+  inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
+  inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
+}
+
+export type ProjectCreateOrConnectWithoutNoteMentionsInput = {
+  where: Prisma.ProjectWhereUniqueInput
+  create: Prisma.XOR<Prisma.ProjectCreateWithoutNoteMentionsInput, Prisma.ProjectUncheckedCreateWithoutNoteMentionsInput>
+}
+
+export type ProjectUpsertWithoutNoteMentionsInput = {
+  update: Prisma.XOR<Prisma.ProjectUpdateWithoutNoteMentionsInput, Prisma.ProjectUncheckedUpdateWithoutNoteMentionsInput>
+  create: Prisma.XOR<Prisma.ProjectCreateWithoutNoteMentionsInput, Prisma.ProjectUncheckedCreateWithoutNoteMentionsInput>
+  where?: Prisma.ProjectWhereInput
+}
+
+export type ProjectUpdateToOneWithWhereWithoutNoteMentionsInput = {
+  where?: Prisma.ProjectWhereInput
+  data: Prisma.XOR<Prisma.ProjectUpdateWithoutNoteMentionsInput, Prisma.ProjectUncheckedUpdateWithoutNoteMentionsInput>
+}
+
+export type ProjectUpdateWithoutNoteMentionsInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  name?: Prisma.StringFieldUpdateOperationsInput | string
+  status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
+  dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
+  consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  apiKeys?: Prisma.ApiKeyUpdateManyWithoutProjectNestedInput
+  connections?: Prisma.ConnectionProjectUpdateManyWithoutProjectNestedInput
+  channel?: Prisma.ChannelSettingsUpdateOneWithoutProjectNestedInput
+  contacts?: Prisma.ContactUpdateManyWithoutProjectNestedInput
+  conversations?: Prisma.ConversationUpdateManyWithoutProjectNestedInput
+  messages?: Prisma.MessageUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUpdateManyWithoutProjectNestedInput
+  events?: Prisma.EventUpdateManyWithoutProjectNestedInput
+  idempotencyRecords?: Prisma.IdempotencyRecordUpdateManyWithoutProjectNestedInput
+  sendCounters?: Prisma.SendCounterUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUpdateManyWithoutProjectNestedInput
+  templates?: Prisma.TemplateUpdateManyWithoutProjectNestedInput
+  webhooks?: Prisma.WebhookEndpointUpdateManyWithoutProjectNestedInput
+  runtimeTokens?: Prisma.RuntimeTokenUpdateManyWithoutProjectNestedInput
+  mediaAssets?: Prisma.MediaAssetUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUpdateManyWithoutProjectNestedInput
+  headerSamples?: Prisma.HeaderSampleUpdateManyWithoutProjectNestedInput
+  segments?: Prisma.SegmentUpdateManyWithoutProjectNestedInput
+  broadcasts?: Prisma.BroadcastUpdateManyWithoutProjectNestedInput
+  contactImports?: Prisma.ContactImportUpdateManyWithoutProjectNestedInput
+  flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
+  dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
+  inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
+  inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
+}
+
+export type ProjectUncheckedUpdateWithoutNoteMentionsInput = {
+  id?: Prisma.StringFieldUpdateOperationsInput | string
+  name?: Prisma.StringFieldUpdateOperationsInput | string
+  status?: Prisma.EnumProjectStatusFieldUpdateOperationsInput | $Enums.ProjectStatus
+  dailySendQuota?: Prisma.IntFieldUpdateOperationsInput | number
+  conversationReserve?: Prisma.IntFieldUpdateOperationsInput | number
+  consentKeywords?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
+  storageKey?: Prisma.StringFieldUpdateOperationsInput | string
+  createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  apiKeys?: Prisma.ApiKeyUncheckedUpdateManyWithoutProjectNestedInput
+  connections?: Prisma.ConnectionProjectUncheckedUpdateManyWithoutProjectNestedInput
+  channel?: Prisma.ChannelSettingsUncheckedUpdateOneWithoutProjectNestedInput
+  contacts?: Prisma.ContactUncheckedUpdateManyWithoutProjectNestedInput
+  conversations?: Prisma.ConversationUncheckedUpdateManyWithoutProjectNestedInput
+  messages?: Prisma.MessageUncheckedUpdateManyWithoutProjectNestedInput
+  calls?: Prisma.CallUncheckedUpdateManyWithoutProjectNestedInput
+  groups?: Prisma.GroupUncheckedUpdateManyWithoutProjectNestedInput
+  events?: Prisma.EventUncheckedUpdateManyWithoutProjectNestedInput
+  idempotencyRecords?: Prisma.IdempotencyRecordUncheckedUpdateManyWithoutProjectNestedInput
+  sendCounters?: Prisma.SendCounterUncheckedUpdateManyWithoutProjectNestedInput
+  apiErrors?: Prisma.ProjectApiErrorUncheckedUpdateManyWithoutProjectNestedInput
+  templates?: Prisma.TemplateUncheckedUpdateManyWithoutProjectNestedInput
+  webhooks?: Prisma.WebhookEndpointUncheckedUpdateManyWithoutProjectNestedInput
+  runtimeTokens?: Prisma.RuntimeTokenUncheckedUpdateManyWithoutProjectNestedInput
+  mediaAssets?: Prisma.MediaAssetUncheckedUpdateManyWithoutProjectNestedInput
+  projectFiles?: Prisma.ProjectFileUncheckedUpdateManyWithoutProjectNestedInput
+  headerSamples?: Prisma.HeaderSampleUncheckedUpdateManyWithoutProjectNestedInput
+  segments?: Prisma.SegmentUncheckedUpdateManyWithoutProjectNestedInput
+  broadcasts?: Prisma.BroadcastUncheckedUpdateManyWithoutProjectNestedInput
+  contactImports?: Prisma.ContactImportUncheckedUpdateManyWithoutProjectNestedInput
+  flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
+  dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
+  dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
+  conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
@@ -2117,6 +2338,7 @@ export type ProjectCreateWithoutCannedRepliesInput = {
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
 }
@@ -2156,6 +2378,7 @@ export type ProjectUncheckedCreateWithoutCannedRepliesInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionUncheckedCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
 }
@@ -2211,6 +2434,7 @@ export type ProjectUpdateWithoutCannedRepliesInput = {
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
 }
@@ -2250,6 +2474,7 @@ export type ProjectUncheckedUpdateWithoutCannedRepliesInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUncheckedUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
 }
@@ -2288,6 +2513,7 @@ export type ProjectCreateWithoutMessagesInput = {
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
@@ -2327,6 +2553,7 @@ export type ProjectUncheckedCreateWithoutMessagesInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
@@ -2382,6 +2609,7 @@ export type ProjectUpdateWithoutMessagesInput = {
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
@@ -2421,6 +2649,7 @@ export type ProjectUncheckedUpdateWithoutMessagesInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
@@ -2460,6 +2689,7 @@ export type ProjectCreateWithoutEventsInput = {
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
@@ -2499,6 +2729,7 @@ export type ProjectUncheckedCreateWithoutEventsInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
@@ -2554,6 +2785,7 @@ export type ProjectUpdateWithoutEventsInput = {
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
@@ -2593,6 +2825,7 @@ export type ProjectUncheckedUpdateWithoutEventsInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
@@ -2632,6 +2865,7 @@ export type ProjectCreateWithoutIdempotencyRecordsInput = {
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
@@ -2671,6 +2905,7 @@ export type ProjectUncheckedCreateWithoutIdempotencyRecordsInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
@@ -2726,6 +2961,7 @@ export type ProjectUpdateWithoutIdempotencyRecordsInput = {
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
@@ -2765,6 +3001,7 @@ export type ProjectUncheckedUpdateWithoutIdempotencyRecordsInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
@@ -2804,6 +3041,7 @@ export type ProjectCreateWithoutSendCountersInput = {
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
@@ -2843,6 +3081,7 @@ export type ProjectUncheckedCreateWithoutSendCountersInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
@@ -2898,6 +3137,7 @@ export type ProjectUpdateWithoutSendCountersInput = {
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
@@ -2937,6 +3177,7 @@ export type ProjectUncheckedUpdateWithoutSendCountersInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
@@ -2976,6 +3217,7 @@ export type ProjectCreateWithoutApiErrorsInput = {
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
@@ -3015,6 +3257,7 @@ export type ProjectUncheckedCreateWithoutApiErrorsInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
@@ -3070,6 +3313,7 @@ export type ProjectUpdateWithoutApiErrorsInput = {
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
@@ -3109,6 +3353,7 @@ export type ProjectUncheckedUpdateWithoutApiErrorsInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
@@ -3148,6 +3393,7 @@ export type ProjectCreateWithoutTemplatesInput = {
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
@@ -3187,6 +3433,7 @@ export type ProjectUncheckedCreateWithoutTemplatesInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
@@ -3242,6 +3489,7 @@ export type ProjectUpdateWithoutTemplatesInput = {
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
@@ -3281,6 +3529,7 @@ export type ProjectUncheckedUpdateWithoutTemplatesInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
@@ -3320,6 +3569,7 @@ export type ProjectCreateWithoutWebhooksInput = {
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
@@ -3359,6 +3609,7 @@ export type ProjectUncheckedCreateWithoutWebhooksInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
@@ -3414,6 +3665,7 @@ export type ProjectUpdateWithoutWebhooksInput = {
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
@@ -3453,6 +3705,7 @@ export type ProjectUncheckedUpdateWithoutWebhooksInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
@@ -3492,6 +3745,7 @@ export type ProjectCreateWithoutRuntimeTokensInput = {
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
@@ -3531,6 +3785,7 @@ export type ProjectUncheckedCreateWithoutRuntimeTokensInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
@@ -3586,6 +3841,7 @@ export type ProjectUpdateWithoutRuntimeTokensInput = {
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
@@ -3625,6 +3881,7 @@ export type ProjectUncheckedUpdateWithoutRuntimeTokensInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
@@ -3664,6 +3921,7 @@ export type ProjectCreateWithoutMediaAssetsInput = {
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
@@ -3703,6 +3961,7 @@ export type ProjectUncheckedCreateWithoutMediaAssetsInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
@@ -3758,6 +4017,7 @@ export type ProjectUpdateWithoutMediaAssetsInput = {
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
@@ -3797,6 +4057,7 @@ export type ProjectUncheckedUpdateWithoutMediaAssetsInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
@@ -3836,6 +4097,7 @@ export type ProjectCreateWithoutHeaderSamplesInput = {
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
@@ -3875,6 +4137,7 @@ export type ProjectUncheckedCreateWithoutHeaderSamplesInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
@@ -3930,6 +4193,7 @@ export type ProjectUpdateWithoutHeaderSamplesInput = {
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
@@ -3969,6 +4233,7 @@ export type ProjectUncheckedUpdateWithoutHeaderSamplesInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
@@ -4008,6 +4273,7 @@ export type ProjectCreateWithoutSegmentsInput = {
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
@@ -4047,6 +4313,7 @@ export type ProjectUncheckedCreateWithoutSegmentsInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
@@ -4102,6 +4369,7 @@ export type ProjectUpdateWithoutSegmentsInput = {
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
@@ -4141,6 +4409,7 @@ export type ProjectUncheckedUpdateWithoutSegmentsInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
@@ -4180,6 +4449,7 @@ export type ProjectCreateWithoutBroadcastsInput = {
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
@@ -4219,6 +4489,7 @@ export type ProjectUncheckedCreateWithoutBroadcastsInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
@@ -4274,6 +4545,7 @@ export type ProjectUpdateWithoutBroadcastsInput = {
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
@@ -4313,6 +4585,7 @@ export type ProjectUncheckedUpdateWithoutBroadcastsInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
@@ -4352,6 +4625,7 @@ export type ProjectCreateWithoutContactImportsInput = {
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
@@ -4391,6 +4665,7 @@ export type ProjectUncheckedCreateWithoutContactImportsInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
@@ -4446,6 +4721,7 @@ export type ProjectUpdateWithoutContactImportsInput = {
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
@@ -4485,6 +4761,7 @@ export type ProjectUncheckedUpdateWithoutContactImportsInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
@@ -4524,6 +4801,7 @@ export type ProjectCreateWithoutProjectFilesInput = {
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
@@ -4563,6 +4841,7 @@ export type ProjectUncheckedCreateWithoutProjectFilesInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
@@ -4618,6 +4897,7 @@ export type ProjectUpdateWithoutProjectFilesInput = {
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
@@ -4657,6 +4937,7 @@ export type ProjectUncheckedUpdateWithoutProjectFilesInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
@@ -4696,6 +4977,7 @@ export type ProjectCreateWithoutFlowsInput = {
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
@@ -4735,6 +5017,7 @@ export type ProjectUncheckedCreateWithoutFlowsInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
@@ -4790,6 +5073,7 @@ export type ProjectUpdateWithoutFlowsInput = {
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
@@ -4829,6 +5113,7 @@ export type ProjectUncheckedUpdateWithoutFlowsInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
@@ -4868,6 +5153,7 @@ export type ProjectCreateWithoutDashboardMembersInput = {
   flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
@@ -4907,6 +5193,7 @@ export type ProjectUncheckedCreateWithoutDashboardMembersInput = {
   flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
@@ -4962,6 +5249,7 @@ export type ProjectUpdateWithoutDashboardMembersInput = {
   flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
@@ -5001,6 +5289,7 @@ export type ProjectUncheckedUpdateWithoutDashboardMembersInput = {
   flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
@@ -5040,6 +5329,7 @@ export type ProjectCreateWithoutDashboardInvitesInput = {
   flows?: Prisma.FlowCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
@@ -5079,6 +5369,7 @@ export type ProjectUncheckedCreateWithoutDashboardInvitesInput = {
   flows?: Prisma.FlowUncheckedCreateNestedManyWithoutProjectInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
@@ -5134,6 +5425,7 @@ export type ProjectUpdateWithoutDashboardInvitesInput = {
   flows?: Prisma.FlowUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
@@ -5173,6 +5465,7 @@ export type ProjectUncheckedUpdateWithoutDashboardInvitesInput = {
   flows?: Prisma.FlowUncheckedUpdateManyWithoutProjectNestedInput
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
@@ -5212,6 +5505,7 @@ export type ProjectCreateWithoutCallsInput = {
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
@@ -5251,6 +5545,7 @@ export type ProjectUncheckedCreateWithoutCallsInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
@@ -5306,6 +5601,7 @@ export type ProjectUpdateWithoutCallsInput = {
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
@@ -5345,6 +5641,7 @@ export type ProjectUncheckedUpdateWithoutCallsInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
@@ -5384,6 +5681,7 @@ export type ProjectCreateWithoutGroupsInput = {
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
@@ -5423,6 +5721,7 @@ export type ProjectUncheckedCreateWithoutGroupsInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
@@ -5478,6 +5777,7 @@ export type ProjectUpdateWithoutGroupsInput = {
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
@@ -5517,6 +5817,7 @@ export type ProjectUncheckedUpdateWithoutGroupsInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
@@ -5557,6 +5858,7 @@ export type ProjectCreateWithoutInboxSettingsInput = {
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberCreateNestedManyWithoutProjectInput
 }
@@ -5596,6 +5898,7 @@ export type ProjectUncheckedCreateWithoutInboxSettingsInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
   inboxMembers?: Prisma.InboxMemberUncheckedCreateNestedManyWithoutProjectInput
 }
@@ -5651,6 +5954,7 @@ export type ProjectUpdateWithoutInboxSettingsInput = {
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUpdateManyWithoutProjectNestedInput
 }
@@ -5690,6 +5994,7 @@ export type ProjectUncheckedUpdateWithoutInboxSettingsInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
   inboxMembers?: Prisma.InboxMemberUncheckedUpdateManyWithoutProjectNestedInput
 }
@@ -5729,6 +6034,7 @@ export type ProjectCreateWithoutInboxMembersInput = {
   dashboardMembers?: Prisma.DashboardMembershipCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsCreateNestedOneWithoutProjectInput
 }
@@ -5768,6 +6074,7 @@ export type ProjectUncheckedCreateWithoutInboxMembersInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedCreateNestedManyWithoutProjectInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedCreateNestedManyWithoutProjectInput
   conversationNotes?: Prisma.ConversationNoteUncheckedCreateNestedManyWithoutProjectInput
+  noteMentions?: Prisma.NoteMentionUncheckedCreateNestedManyWithoutProjectInput
   cannedReplies?: Prisma.CannedReplyUncheckedCreateNestedManyWithoutProjectInput
   inboxSettings?: Prisma.InboxSettingsUncheckedCreateNestedOneWithoutProjectInput
 }
@@ -5823,6 +6130,7 @@ export type ProjectUpdateWithoutInboxMembersInput = {
   dashboardMembers?: Prisma.DashboardMembershipUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUpdateOneWithoutProjectNestedInput
 }
@@ -5862,6 +6170,7 @@ export type ProjectUncheckedUpdateWithoutInboxMembersInput = {
   dashboardMembers?: Prisma.DashboardMembershipUncheckedUpdateManyWithoutProjectNestedInput
   dashboardInvites?: Prisma.DashboardInviteUncheckedUpdateManyWithoutProjectNestedInput
   conversationNotes?: Prisma.ConversationNoteUncheckedUpdateManyWithoutProjectNestedInput
+  noteMentions?: Prisma.NoteMentionUncheckedUpdateManyWithoutProjectNestedInput
   cannedReplies?: Prisma.CannedReplyUncheckedUpdateManyWithoutProjectNestedInput
   inboxSettings?: Prisma.InboxSettingsUncheckedUpdateOneWithoutProjectNestedInput
 }
@@ -5896,6 +6205,7 @@ export type ProjectCountOutputType = {
   dashboardMembers: number
   dashboardInvites: number
   conversationNotes: number
+  noteMentions: number
   cannedReplies: number
   inboxMembers: number
 }
@@ -5925,6 +6235,7 @@ export type ProjectCountOutputTypeSelect<ExtArgs extends runtime.Types.Extension
   dashboardMembers?: boolean | ProjectCountOutputTypeCountDashboardMembersArgs
   dashboardInvites?: boolean | ProjectCountOutputTypeCountDashboardInvitesArgs
   conversationNotes?: boolean | ProjectCountOutputTypeCountConversationNotesArgs
+  noteMentions?: boolean | ProjectCountOutputTypeCountNoteMentionsArgs
   cannedReplies?: boolean | ProjectCountOutputTypeCountCannedRepliesArgs
   inboxMembers?: boolean | ProjectCountOutputTypeCountInboxMembersArgs
 }
@@ -6110,6 +6421,13 @@ export type ProjectCountOutputTypeCountConversationNotesArgs<ExtArgs extends run
 /**
  * ProjectCountOutputType without action
  */
+export type ProjectCountOutputTypeCountNoteMentionsArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  where?: Prisma.NoteMentionWhereInput
+}
+
+/**
+ * ProjectCountOutputType without action
+ */
 export type ProjectCountOutputTypeCountCannedRepliesArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   where?: Prisma.CannedReplyWhereInput
 }
@@ -6157,6 +6475,7 @@ export type ProjectSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs 
   dashboardMembers?: boolean | Prisma.Project$dashboardMembersArgs<ExtArgs>
   dashboardInvites?: boolean | Prisma.Project$dashboardInvitesArgs<ExtArgs>
   conversationNotes?: boolean | Prisma.Project$conversationNotesArgs<ExtArgs>
+  noteMentions?: boolean | Prisma.Project$noteMentionsArgs<ExtArgs>
   cannedReplies?: boolean | Prisma.Project$cannedRepliesArgs<ExtArgs>
   inboxSettings?: boolean | Prisma.Project$inboxSettingsArgs<ExtArgs>
   inboxMembers?: boolean | Prisma.Project$inboxMembersArgs<ExtArgs>
@@ -6226,6 +6545,7 @@ export type ProjectInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs
   dashboardMembers?: boolean | Prisma.Project$dashboardMembersArgs<ExtArgs>
   dashboardInvites?: boolean | Prisma.Project$dashboardInvitesArgs<ExtArgs>
   conversationNotes?: boolean | Prisma.Project$conversationNotesArgs<ExtArgs>
+  noteMentions?: boolean | Prisma.Project$noteMentionsArgs<ExtArgs>
   cannedReplies?: boolean | Prisma.Project$cannedRepliesArgs<ExtArgs>
   inboxSettings?: boolean | Prisma.Project$inboxSettingsArgs<ExtArgs>
   inboxMembers?: boolean | Prisma.Project$inboxMembersArgs<ExtArgs>
@@ -6262,6 +6582,7 @@ export type $ProjectPayload<ExtArgs extends runtime.Types.Extensions.InternalArg
     dashboardMembers: Prisma.$DashboardMembershipPayload<ExtArgs>[]
     dashboardInvites: Prisma.$DashboardInvitePayload<ExtArgs>[]
     conversationNotes: Prisma.$ConversationNotePayload<ExtArgs>[]
+    noteMentions: Prisma.$NoteMentionPayload<ExtArgs>[]
     cannedReplies: Prisma.$CannedReplyPayload<ExtArgs>[]
     inboxSettings: Prisma.$InboxSettingsPayload<ExtArgs> | null
     inboxMembers: Prisma.$InboxMemberPayload<ExtArgs>[]
@@ -6712,6 +7033,7 @@ export interface Prisma__ProjectClient<T, Null = never, ExtArgs extends runtime.
   dashboardMembers<T extends Prisma.Project$dashboardMembersArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$dashboardMembersArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$DashboardMembershipPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   dashboardInvites<T extends Prisma.Project$dashboardInvitesArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$dashboardInvitesArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$DashboardInvitePayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   conversationNotes<T extends Prisma.Project$conversationNotesArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$conversationNotesArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$ConversationNotePayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
+  noteMentions<T extends Prisma.Project$noteMentionsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$noteMentionsArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$NoteMentionPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   cannedReplies<T extends Prisma.Project$cannedRepliesArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$cannedRepliesArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$CannedReplyPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
   inboxSettings<T extends Prisma.Project$inboxSettingsArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$inboxSettingsArgs<ExtArgs>>): Prisma.Prisma__InboxSettingsClient<runtime.Types.Result.GetResult<Prisma.$InboxSettingsPayload<ExtArgs>, T, "findUniqueOrThrow", GlobalOmitOptions> | null, null, ExtArgs, GlobalOmitOptions>
   inboxMembers<T extends Prisma.Project$inboxMembersArgs<ExtArgs> = {}>(args?: Prisma.Subset<T, Prisma.Project$inboxMembersArgs<ExtArgs>>): Prisma.PrismaPromise<runtime.Types.Result.GetResult<Prisma.$InboxMemberPayload<ExtArgs>, T, "findMany", GlobalOmitOptions> | Null>
@@ -7738,6 +8060,30 @@ export type Project$conversationNotesArgs<ExtArgs extends runtime.Types.Extensio
   take?: number
   skip?: number
   distinct?: Prisma.ConversationNoteScalarFieldEnum | Prisma.ConversationNoteScalarFieldEnum[]
+}
+
+/**
+ * Project.noteMentions
+ */
+export type Project$noteMentionsArgs<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
+  /**
+   * Select specific fields to fetch from the NoteMention
+   */
+  select?: Prisma.NoteMentionSelect<ExtArgs> | null
+  /**
+   * Omit specific fields from the NoteMention
+   */
+  omit?: Prisma.NoteMentionOmit<ExtArgs> | null
+  /**
+   * Choose, which related nodes to fetch as well
+   */
+  include?: Prisma.NoteMentionInclude<ExtArgs> | null
+  where?: Prisma.NoteMentionWhereInput
+  orderBy?: Prisma.NoteMentionOrderByWithRelationInput | Prisma.NoteMentionOrderByWithRelationInput[]
+  cursor?: Prisma.NoteMentionWhereUniqueInput
+  take?: number
+  skip?: number
+  distinct?: Prisma.NoteMentionScalarFieldEnum | Prisma.NoteMentionScalarFieldEnum[]
 }
 
 /**
