@@ -75,7 +75,7 @@ describe('the inbox’s words', () => {
     // The chat: oldest first, the history marked, the new message last; the list previews the new one.
     const page = await s.owner.agent.get(inboxPath(s, id));
     expect(page.status).toBe(200);
-    const chat = page.text.slice(page.text.indexOf('<ol class="chat" id="messages">'));
+    const chat = page.text.slice(page.text.indexOf('<ol class="chat" id="messages"'));
     const order = ['Do you have it in blue?', 'Yes, size M and L.', 'Is my order shipped?'].map((x) => chat.indexOf(x));
     expect(order.every((i, k) => i > 0 && (k === 0 || i > order[k - 1]))).toBe(true);
     expect(page.text.match(/history \(from the Business app, before this app\)/g)).toHaveLength(2);
