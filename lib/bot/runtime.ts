@@ -161,6 +161,7 @@ export class BotRuntime implements BotHook {
     supervisor.configure({
       processes: deps.config.botSandboxProcesses,
       sharedProcesses: deps.config.botSandboxSharedProcesses,
+      nice: deps.config.botSandboxNice,
       maxRssMb: deps.config.botSandboxMaxRssMb,
       sharedMaxRssMb: deps.config.botSandboxSharedMaxRssMb,
       inFlight: deps.config.botSandboxInFlight,

@@ -76,6 +76,8 @@ export interface SupervisorOptions {
   idleMs: number;
   /** Told the CPU each process spent (all its threads), in ms, as it runs (lib/bot/cpu-budget.ts). */
   onCpu?: (key: string, ms: number) => void;
+  /** The nice value every sandbox process runs at, at least (default TENANT_NICE). */
+  nice?: number;
 }
 
 export const DEFAULT_SUPERVISOR: SupervisorOptions = { processes: 16, sharedProcesses: 2, maxRssMb: 512, sharedMaxRssMb: 2048, inFlight: 512, idleMs: 60_000 };
@@ -92,12 +94,12 @@ const MEMORY_WINDOW_MS = 10 * 60_000;
 const RSS_WATCH_MS = 100;
 /** Longest wait for a free process before SandboxBusy. */
 export const QUEUE_WAIT_MS = 30_000;
-/** A process's priority (nice) on the machine's cores: its project within its budget, past its burst, past its budget. */
-export type Priority = 0 | 5 | 10 | 19;
+/** A process's priority: its nice value, 0 (the service's) to 19 (the lowest). */
+export type Priority = number;
 /**
- * Every sandbox process runs at nice TENANT_NICE at least: tenants' code never competes as an
- * equal with the service's own process and its database, which answer the channel's
- * notifications and every project's requests.
+ * By default every sandbox process runs at nice TENANT_NICE at least (`nice`, BOT_SANDBOX_NICE):
+ * tenants' code never competes as an equal with the service's own process and its database,
+ * which answer the channel's notifications and every project's requests.
  */
 export const TENANT_NICE: Priority = 5;
 /**
@@ -712,7 +714,7 @@ export class SandboxSupervisor {
     const i = indexOf(key, this.options.sharedProcesses!);
     const p = this.sharedProcs[i];
     if (p && p.alive && !p.retiring) return p;
-    const fresh = new SandboxProcess(`shared:${i}`, true, this.options, this.processEvents, TENANT_NICE);
+    const fresh = new SandboxProcess(`shared:${i}`, true, this.options, this.processEvents, this.tenantNice);
     this.track(fresh);
     this.sharedProcs[i] = fresh;
     return fresh;
@@ -820,14 +822,18 @@ export class SandboxSupervisor {
     this.byKey.get(key)?.setPriority(this.priorityOf(key));
   }
 
-  /** What `key`'s own process runs at: its budget's priority, never above TENANT_NICE, nor above MOVED_NICE while it misbehaves. */
+  /** What `key`'s own process runs at: its budget's priority, never above the sandboxes' nice, nor above MOVED_NICE while it misbehaves. */
   private priorityOf(key: string): Priority {
     const budget = this.priorities.get(key) ?? 0;
     const until = this.overLimit.get(key);
     if (until !== undefined && until <= performance.now()) this.overLimit.delete(key);
     const reason = this.dedicated.get(key)?.reason;
     const misbehaves = (until !== undefined && until > performance.now()) || (this.isDedicated(key) && reason !== undefined && reason !== 'cpu');
-    return Math.max(budget, misbehaves ? MOVED_NICE : TENANT_NICE) as Priority;
+    return Math.max(budget, misbehaves ? MOVED_NICE : 0, this.tenantNice);
+  }
+
+  private get tenantNice(): Priority {
+    return this.options.nice ?? TENANT_NICE;
   }
 
   /** The live processes: their keys (a project, or `shared:<n>`), ids and resident sets (tests, metrics). */
