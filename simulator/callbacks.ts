@@ -54,6 +54,9 @@ function batchKey(pn: PhoneNumber): string {
   return `${pn.callback_url}\n${pn.app_secret}`;
 }
 
+/** How long a callback socket stays open unused when the receiver announces no shorter keep-alive. */
+const IDLE_SOCKET_MS = 30_000;
+
 export class Dispatcher {
   private queue: CallbackJob[] = [];
   /** Automatic statuses waiting (up to `statusBatchMs`) to share a notification, per callback URL and app secret. */
@@ -78,8 +81,12 @@ export class Dispatcher {
     private readonly log: SimLogger,
   ) {
     const maxSockets = state.limits.callbackConcurrency;
-    this.httpAgent = new http.Agent({ keepAlive: true, maxSockets, maxFreeSockets: maxSockets });
-    this.httpsAgent = new https.Agent({ keepAlive: true, maxSockets, maxFreeSockets: maxSockets });
+    // `timeout` makes Node's agent honour the receiver's `Keep-Alive: timeout=N` (it closes an idle
+    // socket a second before); without it an idle socket is reused just as the receiver closes it,
+    // and the callback fails with ECONNRESET (issue 69: a whole pool of them after a quiet spell).
+    const agentOptions = { keepAlive: true, maxSockets, maxFreeSockets: maxSockets, timeout: IDLE_SOCKET_MS };
+    this.httpAgent = new http.Agent(agentOptions);
+    this.httpsAgent = new https.Agent(agentOptions);
   }
 
   get pending(): number {

@@ -179,7 +179,9 @@ export async function parallel(name: string, opts: Omit<PacedOptions, 'rate'> & 
 
 /** Requests of `opts` on one keep-alive agent, each timed from a given moment; then their Result. */
 function recorder(opts: Omit<PacedOptions, 'rate' | 'durationSeconds'>, sockets: number) {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: sockets });
+  // `timeout` lets the agent honour the service's `Keep-Alive: timeout=5` (idle sockets closed a
+  // second early) instead of reusing one the service is closing (ECONNRESET, a send counted as an error).
+  const agent = new http.Agent({ keepAlive: true, maxSockets: sockets, timeout: 30_000 });
   const target = new URL(opts.path, opts.url);
   const latencies: number[] = [];
   let errors = 0;
