@@ -54,7 +54,10 @@ export class AgentPool {
     if (agent) {
       this.agents.delete(key);
     } else {
-      const opts = { keepAlive: true, maxSockets: this.socketsPerAgent, maxFreeSockets: this.socketsPerAgent, scheduling: 'lifo' as const, lookup: pinnedLookup(address, family) };
+      // `timeout` makes the agent honour the receiver's `Keep-Alive: timeout=N` (an idle socket is
+      // closed a second before the receiver would close it); without it, the first delivery after a
+      // quiet spell may reuse a socket just as the receiver closes it (ECONNRESET, a wasted attempt).
+      const opts = { keepAlive: true, timeout: 30_000, maxSockets: this.socketsPerAgent, maxFreeSockets: this.socketsPerAgent, scheduling: 'lifo' as const, lookup: pinnedLookup(address, family) };
       agent = protocol === 'https:' ? new https.Agent(opts) : new http.Agent(opts);
       if (this.agents.size >= this.max) {
         const [oldest, old] = this.agents.entries().next().value as [string, http.Agent];
