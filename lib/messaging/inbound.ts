@@ -19,7 +19,7 @@ import { recordInbound, statusMovesSql } from './ledger.js';
 import { newId } from '../platform/secrets.js';
 import { conversationView, messageView } from '../conversations/views.js';
 import { upsertConversation } from '../conversations/conversations.js';
-import type { ChannelEvent, Customer, MessageEvent, StatusEvent } from '../channel-port/events.js';
+import type { ChannelEvent, ChannelEventKind, Customer, MessageEvent, StatusEvent } from '../channel-port/events.js';
 import { isBsuid, rekeyContact, resolveContact } from '../conversations/identity.js';
 import { applyUserPreferences, fillStatusCustomers, keywordConsent, optOutOnFailedStatuses, statusCustomerIds } from '../consent/signals.js';
 import { sendConsentConfirmation } from './consent-confirmation.js';
@@ -267,64 +267,85 @@ export async function applyWebhook(deps: Deps, channel: OpenChannel, payload: un
   return applyChannelEvents(deps, channel, deps.channel.parseNotification(payload, channel.phoneNumberId));
 }
 
+/** What an event's handler works with: the channel, the moment and the notification's outcome so far. */
+interface Applying {
+  deps: Deps;
+  channel: OpenChannel;
+  now: Date;
+  outcome: WebhookOutcome;
+}
+
 /**
- * The domain's inbound entry point: the channel's events, in order. The statuses that come
- * together (one notification's) are applied together, in one statement per round.
+ * One handler per kind of channel event. The type is exhaustive: a kind added to ChannelEvent that
+ * nothing here handles fails the type check instead of being dropped in silence.
+ */
+const EVENT_HANDLERS: { [K in ChannelEventKind]: (a: Applying, event: Extract<ChannelEvent, { kind: K }>) => Promise<unknown> } = {
+  message: async (a, event) => {
+    // A participant wrote in a group: the group's conversation (docs/groups.md).
+    const stored = event.groupId ? await applyGroupMessage(a.deps, a.channel, event, a.now) : await applyMessage(a.deps, a.channel, event, a.now);
+    if (stored) a.outcome.messages++;
+  },
+  status: (a, event) => applyStatusRun(a, [event]),
+  user_preference: (a, event) => applyUserPreferences(a.deps.db.prisma, a.deps.contactMerge, a.channel.projectId, [event], a.now),
+  messaging_limit: (a, event) => storeAnnouncedLimit(a.deps.db.pool, a.channel.wabaId, event.limit, a.now),
+  // Read the level now: campaigns on the number follow it at their next take (pacing.ts).
+  throughput: (a, event) => refreshChannelThroughput(a.deps, a.channel.projectId, event.why),
+  template_status: async (a, event) => {
+    if (await applyTemplateStatus(a.deps, a.channel.projectId, event, a.now)) a.outcome.templates++;
+  },
+  // A call's change is stored once, with its event (docs/calls.md).
+  call: (a, event) => applyCallEvent(a.deps, a.channel, event, a.now),
+  call_permission: (a, event) => applyCallPermission(a.deps, a.channel, event, a.now),
+  standby_message: async (a, event) => {
+    if (await applyMessage(a.deps, a.channel, { ...event, kind: 'message' }, a.now, { standby: true })) a.outcome.messages++;
+  },
+  message_echo: async (a, event) => {
+    if (await applyEcho(a.deps, a.channel, event, a.now)) a.outcome.messages++;
+  },
+  history: async (a, event) => {
+    if (await applyHistory(a.deps, a.channel, event, a.now)) a.outcome.messages++;
+  },
+  contact_sync: (a, event) => applyContactSync(a.deps, a.channel, event, a.now),
+  thread_control_changed: (a, event) => applyThreadControlChange(a.deps, a.channel, event, a.now),
+  // A group's change is stored once, with its event (docs/groups.md).
+  group_lifecycle: (a, event) => applyGroupEvent(a.deps, a.channel, event, a.now),
+  group_participants: (a, event) => applyGroupEvent(a.deps, a.channel, event, a.now),
+  group_settings: (a, event) => applyGroupEvent(a.deps, a.channel, event, a.now),
+  group_status: (a, event) => applyGroupEvent(a.deps, a.channel, event, a.now),
+};
+
+/** Statuses that came together (one notification's), applied together. */
+async function applyStatusRun(a: Applying, statuses: StatusEvent[]): Promise<void> {
+  // What statuses say about the recipient (BSUID, phone, username) is filled in first, so the
+  // `message.status` events carry it (applyStatuses); a failed marketing send to a user who
+  // stopped marketing opts out.
+  const known = await applyStatuses(a.deps, a.channel, statuses, a.now);
+  statuses.forEach((s, k) => {
+    if (known[k]) a.outcome.statuses++;
+    // `sent` is the state a send is recorded in, so an early `sent` loses nothing.
+    else if (s.status === 'sent') return;
+    else if (!s.timestamp || a.now.getTime() - Number(s.timestamp) * 1000 < UNKNOWN_STATUS_GRACE_MS) a.outcome.retryLater = true;
+  });
+  await optOutOnFailedStatuses(a.deps.db.pool, a.channel.projectId, statuses, a.now);
+}
+
+/**
+ * The domain's inbound entry point: the channel's events, in order (EVENT_HANDLERS). The statuses
+ * that come together (one notification's) are applied together, in one statement per round.
  */
 export async function applyChannelEvents(deps: Deps, channel: OpenChannel, received: readonly ChannelEvent[]): Promise<WebhookOutcome> {
   // Every field within the API's bounds before anything is stored (./inbound-bounds.ts).
   const events = received.map(boundEvent);
-  const outcome: WebhookOutcome = { messages: 0, statuses: 0, templates: 0, retryLater: false };
-  const now = deps.clock.now();
+  const a: Applying = { deps, channel, now: deps.clock.now(), outcome: { messages: 0, statuses: 0, templates: 0, retryLater: false } };
   for (let i = 0; i < events.length; i++) {
     const event = events[i];
-    if (event.kind === 'message' && event.groupId) {
-      // A participant wrote in a group: the group's conversation (docs/groups.md).
-      if (await applyGroupMessage(deps, channel, event, now)) outcome.messages++;
-    } else if (event.kind === 'message') {
-      if (await applyMessage(deps, channel, event, now)) outcome.messages++;
-    } else if (event.kind === 'status') {
+    if (event.kind === 'status') {
       const statuses: StatusEvent[] = [event];
       while (events[i + 1]?.kind === 'status') statuses.push(events[++i] as StatusEvent);
-      // What statuses say about the recipient (BSUID, phone, username) is filled in first, so
-      // the `message.status` events carry it (applyStatuses); a failed marketing send to a user
-      // who stopped marketing opts out.
-      const known = await applyStatuses(deps, channel, statuses, now);
-      statuses.forEach((s, k) => {
-        if (known[k]) outcome.statuses++;
-        // `sent` is the state a send is recorded in, so an early `sent` loses nothing.
-        else if (s.status === 'sent') return;
-        else if (!s.timestamp || now.getTime() - Number(s.timestamp) * 1000 < UNKNOWN_STATUS_GRACE_MS) outcome.retryLater = true;
-      });
-      await optOutOnFailedStatuses(deps.db.pool, channel.projectId, statuses, now);
-    } else if (event.kind === 'user_preference') {
-      await applyUserPreferences(deps.db.prisma, deps.contactMerge, channel.projectId, [event], now);
-    } else if (event.kind === 'messaging_limit') {
-      await storeAnnouncedLimit(deps.db.pool, channel.wabaId, event.limit, now);
-    } else if (event.kind === 'throughput') {
-      // Read the level now: campaigns on the number follow it at their next take (pacing.ts).
-      await refreshChannelThroughput(deps, channel.projectId, event.why);
-    } else if (event.kind === 'template_status') {
-      if (await applyTemplateStatus(deps, channel.projectId, event, now)) outcome.templates++;
-    } else if (event.kind === 'call') {
-      // A call's change is stored once, with its event (docs/calls.md).
-      await applyCallEvent(deps, channel, event, now);
-    } else if (event.kind === 'call_permission') {
-      await applyCallPermission(deps, channel, event, now);
-    } else if (event.kind === 'standby_message') {
-      if (await applyMessage(deps, channel, { ...event, kind: 'message' }, now, { standby: true })) outcome.messages++;
-    } else if (event.kind === 'message_echo') {
-      if (await applyEcho(deps, channel, event, now)) outcome.messages++;
-    } else if (event.kind === 'history') {
-      if (await applyHistory(deps, channel, event, now)) outcome.messages++;
-    } else if (event.kind === 'contact_sync') {
-      await applyContactSync(deps, channel, event, now);
-    } else if (event.kind === 'thread_control_changed') {
-      await applyThreadControlChange(deps, channel, event, now);
-    } else if (event.kind === 'group_lifecycle' || event.kind === 'group_participants' || event.kind === 'group_settings' || event.kind === 'group_status') {
-      // A group's change is stored once, with its event (docs/groups.md).
-      await applyGroupEvent(deps, channel, event, now);
+      await applyStatusRun(a, statuses);
+    } else {
+      await (EVENT_HANDLERS[event.kind] as (a: Applying, e: ChannelEvent) => Promise<unknown>)(a, event);
     }
   }
-  return outcome;
+  return a.outcome;
 }
