@@ -289,7 +289,7 @@ describe('the sandbox processes\' priorities', () => {
   const BUNDLE = 'globalThis.__platformDispatch = async () => {};';
   const host = async () => '{"ok":true,"value":null}';
 
-  it('When a project has a process of its own, then it runs below the service; once its events end at a limit, lower still (nice 10) while its budget alone would not lower it', async () => {
+  it('When a project has a process of its own, then it runs at the sandbox nice; once its events end at a limit, at nice 10 at least, even when its budget alone would not lower it', async () => {
     // No shared processes: every project in a process of its own, started at its priority.
     const sup = new SandboxSupervisor({ processes: 2, sharedProcesses: 0, maxRssMb: 512, idleMs: 60_000 });
     try {

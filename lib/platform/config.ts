@@ -394,7 +394,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     botScheduleSpreadSeconds: int(env, 'BOT_SCHEDULE_SPREAD_SECONDS', 30, 0, 59),
     botSandboxProcesses: int(env, 'BOT_SANDBOX_PROCESSES', 16, 1, 256),
     botSandboxSharedProcesses: int(env, 'BOT_SANDBOX_SHARED_PROCESSES', 2, 0, 64),
-    botSandboxNice: int(env, 'BOT_SANDBOX_NICE', 5, 0, 19),
+    botSandboxNice: int(env, 'BOT_SANDBOX_NICE', 0, 0, 19),
     botSandboxSharedMaxRssMb: int(env, 'BOT_SANDBOX_SHARED_MAX_RSS_MB', 2048, 128, 65536),
     botSandboxInFlight: int(env, 'BOT_SANDBOX_IN_FLIGHT', 512, 1, 100_000),
     botSandboxIdleMs: int(env, 'BOT_SANDBOX_IDLE_MS', 60_000, 1000, 3_600_000),

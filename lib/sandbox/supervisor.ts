@@ -97,11 +97,13 @@ export const QUEUE_WAIT_MS = 30_000;
 /** A process's priority: its nice value, 0 (the service's) to 19 (the lowest). */
 export type Priority = number;
 /**
- * By default every sandbox process runs at nice TENANT_NICE at least (`nice`, BOT_SANDBOX_NICE):
- * tenants' code never competes as an equal with the service's own process and its database,
- * which answer the channel's notifications and every project's requests.
+ * The nice value every sandbox process runs at, at least, unless `nice` (BOT_SANDBOX_NICE) says
+ * otherwise. 0: a well-behaved project's bot runs beside the service. Measured (docs/benchmarks.md,
+ * issue 66): at 5, a busy project's replies fell 10 s behind on a machine shared with other
+ * work, for no gain in how fast the service took the channel's notifications; the projects that
+ * misbehave are lowered instead (MOVED_NICE, the CPU budget).
  */
-export const TENANT_NICE: Priority = 5;
+export const TENANT_NICE: Priority = 0;
 /**
  * A project whose events lately ended at a limit (time, memory, its process's end), or that was
  * moved for its memory or a process's end, never runs above nice MOVED_NICE in its own process:
