@@ -211,8 +211,16 @@ class SandboxProcess {
       });
     });
     this.ready.catch(() => {}).finally(() => this.letGo());
-    // Every sandbox process starts below the service (TENANT_NICE); a project moved here lower still.
-    if (priority !== 0) void this.ready.then(() => this.applyPriority(), () => {});
+    // A process starts at its priority: its main thread at once (the threads Node starts from it
+    // inherit it, so its own start-up runs there too), every thread again once it is ready.
+    if (priority !== 0) {
+      try {
+        if (this.child.pid) os.setPriority(this.child.pid, priority);
+      } catch {
+        // gone already: its exit is handled below
+      }
+      void this.ready.then(() => this.applyPriority(), () => {});
+    }
     this.child.on('message', (m: ChildMessage) => this.onMessage(m));
     this.child.on('error', () => this.kill());
     this.child.on('exit', (code, signal) => this.onExit(code, signal));
