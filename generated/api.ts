@@ -326,6 +326,9 @@ export interface paths {
          * @description A note for the team, kept with the conversation and never sent to the customer (no message,
          *     no quota, no window). `body` is 1 to 4,096 characters (blank is 400 `invalid_request`). A
          *     conversation has at most 1,000 notes (409 `note_limit_reached`). `conversation.note_added` fires.
+         *     A member of the project the note names with `@` (their email, or the part before its `@` when
+         *     only one member's email starts so) is told in the dashboard's inbox until they open the
+         *     conversation; a name that is no member's is plain text.
          */
         post: operations["createConversationNote"];
         delete?: never;

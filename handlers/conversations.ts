@@ -18,7 +18,8 @@ import {
   type ConversationFilters,
 } from '../lib/conversations/conversations.js';
 import { phoneFilter } from '../lib/conversations/contacts.js';
-import { assign, changeLabels, credentialAuthor, relabel } from '../lib/inbox/team.js';
+import { assign, changeLabels, credentialAuthor, listMembers, relabel } from '../lib/inbox/team.js';
+import { mentionedIn } from '../lib/inbox/mentions.js';
 import { checkResolution, setResolution } from '../lib/inbox/resolution.js';
 import { addNote, listNotes, noteView } from '../lib/inbox/notes.js';
 import { controlThread, parseThreadControl } from '../lib/messaging/thread-control.js';
@@ -185,7 +186,9 @@ export const createConversationNote: Handler<operations['createConversationNote'
   const body = typeof req.body?.body === 'string' ? req.body.body.trim() : '';
   if (!body) throw new ApiError('invalid_request', 'body is required: the note\'s text.', { fields: [{ field: 'body', message: 'is required' }] });
   const by = await credentialAuthor(deps.db.pool, req.auth!);
-  const note = await addNote(deps.db.pool, req.auth!.project.id, id, body, by, deps.clock.now());
+  // Colleagues it @mentions are told in their inbox, as for a note written there (the writer is a key or an agent, never a member).
+  const mentions = body.includes('@') ? mentionedIn(body, await listMembers(deps.db.pool, req.auth!.project.id), '') : [];
+  const note = await addNote(deps.db.pool, req.auth!.project.id, id, body, by, deps.clock.now(), mentions);
   if (!note) throw notFound(id);
   return { status: 201, data: { note } };
 };

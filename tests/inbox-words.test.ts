@@ -207,6 +207,23 @@ describe('an @mention in a note', () => {
   });
 });
 
+describe('an @mention in a note written through the API', () => {
+  it('When an API key writes a note that @mentions a colleague, then the colleague is told in their inbox as for a note written there', async () => {
+    const s = await shop();
+    const writer = (await t.admin.key(s.projectId, ['conversations:write'])).secret;
+    const anaEmail = email('ana-api');
+    const ana = await person(t, s.projectId, anaEmail, 'member');
+    await sim('/_sim/inbound', { phone_number_id: s.pnid, from: '14155550822', name: 'Ada', text: 'Where is my parcel?' });
+    const id = await conversationOf(s, '14155550822');
+    const noted = await request(t.app).post(`/v1/conversations/${id}/notes`).set('Authorization', `Bearer ${writer}`).send({ body: `@${anaEmail.split('@')[0]} the carrier says Tuesday` });
+    expect(noted.status).toBe(201);
+    const anaInbox = await ana.agent.get(inboxPath(s));
+    expect(anaInbox.text).toContain('<h2 id="mentions-title">Mentioned you <span class="badge" data-mark="mentions">1</span></h2>');
+    expect(anaInbox.text).toContain('the carrier says Tuesday');
+    expect((await s.owner.agent.get(inboxPath(s))).text).not.toContain('id="mentions"');
+  });
+});
+
 describe('a project’s link', () => {
   it('When a person opens a project from the list, then it lands on its Overview, and the invite form says which roles reply', async () => {
     const s = await shop();
