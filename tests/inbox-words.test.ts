@@ -220,6 +220,8 @@ describe('an @mention in a note written through the API', () => {
     const anaInbox = await ana.agent.get(inboxPath(s));
     expect(anaInbox.text).toContain('<h2 id="mentions-title">Mentioned you <span class="badge" data-mark="mentions">1</span></h2>');
     expect(anaInbox.text).toContain('the carrier says Tuesday');
+    // The tab title counts it too (dashboard.js reads the counts the page carries).
+    expect(anaInbox.text).toContain('data-mentions="1"');
     expect((await s.owner.agent.get(inboxPath(s))).text).not.toContain('id="mentions"');
   });
 });

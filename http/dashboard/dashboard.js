@@ -233,8 +233,9 @@ document.addEventListener('submit', (event) => {
     if (!counts) return;
     const waiting = Number(counts.getAttribute('data-waiting')) || 0;
     const unread = Number(counts.getAttribute('data-unread')) || 0;
+    const mentions = Number(counts.getAttribute('data-mentions')) || 0;
     const n = (x) => (x >= 100 ? '99+' : String(x));
-    const parts = [waiting ? `${n(waiting)} waiting` : '', unread ? `${n(unread)} unread` : ''].filter(Boolean);
+    const parts = [waiting ? `${n(waiting)} waiting` : '', unread ? `${n(unread)} unread` : '', mentions ? `${n(mentions)} mentioning you` : ''].filter(Boolean);
     document.title = (parts.length ? `(${parts.join(', ')}) ` : '') + document.title.replace(/^\([^)]*\) /, '');
     if (lastWaiting !== null && waiting > lastWaiting && enabled()) {
       beep();

@@ -341,7 +341,7 @@ async function renderInbox(deps: AppDeps, req: Request, res: Response, kept: Kep
   if (detail) events.set('selected', String(detail.conversation.id));
   if (q.cursor) events.set('paged', 'true');
   const live = cursor ? '' : html` hx-ext="sse" sse-connect="${withQuery(projectPath(ctx.project.id, '/conversations/events'), events)}"`;
-  const body = html`${mentions}${detail ? html`<p class="jump"><a href="#chat-title">Jump to the conversation</a></p>` : ''}<div class="inbox${detail ? ' selected' : ''}"${live} hx-boost="true" hx-target="#main" hx-select="#main" hx-swap="outerHTML">${live ? html`<div id="live-sink" hidden sse-swap="update" hx-swap="none"></div>` : ''}${countsHtml(waiting, unread)}${pane}${chat}${contact}</div>
+  const body = html`${mentions}${detail ? html`<p class="jump"><a href="#chat-title">Jump to the conversation</a></p>` : ''}<div class="inbox${detail ? ' selected' : ''}"${live} hx-boost="true" hx-target="#main" hx-select="#main" hx-swap="outerHTML">${live ? html`<div id="live-sink" hidden sse-swap="update" hx-swap="none"></div>` : ''}${countsHtml(waiting, unread, await mentionCount(deps, ctx))}${pane}${chat}${contact}</div>
 ${shortcutsDialog()}`;
   const title = detail ? (detail.conversation.kind === 'group' ? `Group conversation: ${detail.conversation.group?.subject ?? detail.contact.name ?? ''}` : `Conversation with ${customerName(detail.contact)}`) : 'Inbox';
   send(res, kept.status ?? 200, layout(ctx.shell(title, { error: kept.error, tabPrefix: tabPrefix(waiting) }), body));
@@ -350,8 +350,13 @@ ${shortcutsDialog()}`;
 type Ctx = Awaited<ReturnType<typeof projectContext>>;
 
 /** The counts the tab's title and the opt-in alert read (dashboard.js), pushed as `counts`. */
-function countsHtml(waiting: number, unread: number, oob = false): Html {
-  return html`<span id="inbox-counts" hidden data-waiting="${String(waiting)}" data-unread="${String(unread)}"${oob ? html` hx-swap-oob="true"` : ''}></span>`;
+function countsHtml(waiting: number, unread: number, mentions: number, oob = false): Html {
+  return html`<span id="inbox-counts" hidden data-waiting="${String(waiting)}" data-unread="${String(unread)}" data-mentions="${String(mentions)}"${oob ? html` hx-swap-oob="true"` : ''}></span>`;
+}
+
+/** The notes naming the person that they have not seen yet (the tab title counts them). */
+async function mentionCount(deps: AppDeps, ctx: Ctx): Promise<number> {
+  return (await unseenMentions(deps.db.pool, ctx.project.id, ctx.actor.accountId, 0)).count;
 }
 
 /** The keyboard's shortcuts (dashboard.js acts on them; `?` opens this list). */
@@ -388,7 +393,7 @@ export async function liveParts(deps: AppDeps, ctx: Ctx, q: CustomerQuery, opts:
     const list = await conversationsPage(deps, ctx.project.id, { ...q, cursor: undefined }, ctx.actor.accountId);
     parts.list = String(html`<tbody hx-swap-oob="innerHTML:#conversations > tbody">${listRows(ctx.project.id, list.conversations, listParams(q), deps.clock.now(), selected)}</tbody>`);
   }
-  parts.counts = String(countsHtml(await waitingCount(deps, ctx.project.id), await unreadCount(deps, ctx.project.id), true));
+  parts.counts = String(countsHtml(await waitingCount(deps, ctx.project.id), await unreadCount(deps, ctx.project.id), await mentionCount(deps, ctx), true));
   return parts;
 }
 
