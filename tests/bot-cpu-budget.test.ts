@@ -10,17 +10,15 @@ import { readFileSync, readdirSync } from 'node:fs';
 import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
 import { botWorld, until } from './support/bots.js';
-import { sandboxSupervisor } from '../lib/sandbox/supervisor.js';
+import { TENANT_NICE, sandboxSupervisor } from '../lib/sandbox/supervisor.js';
 
 const BUDGET_MS = 1500;
-/** BOT_SANDBOX_NICE here: every sandbox process below the service. */
-const SANDBOX_NICE = 5;
 let t: TestApp;
 beforeAll(async () => {
   t = await startTestApp({
     simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null },
     bot: { memoryMb: 32, startupTimeoutMs: 1000, eventTimeoutMs: 3000 },
-    config: { botCpuMsPerMinute: BUDGET_MS, botCpuBurstMs: 300, botSandboxNice: SANDBOX_NICE },
+    config: { botCpuMsPerMinute: BUDGET_MS, botCpuBurstMs: 300 },
   });
   w = botWorld(t);
 });
@@ -92,19 +90,9 @@ describe('the CPU budget', () => {
     t.clock.advance(60_000);
     await until("A's waiting event", async () => (await sentTexts(a.phoneNumberId)).length === burned + 1);
     expect(await t.bot!.cpuExhausted!(a.projectId)).toBeUndefined();
-    if (process.getuid?.() === 0) expect(Math.max(...nices(pid))).toBe(SANDBOX_NICE);
+    if (process.getuid?.() === 0) expect(Math.max(...nices(pid))).toBe(TENANT_NICE);
     await t.bot!.whenIdle();
   }, 120_000);
-
-  it('When BOT_SANDBOX_NICE is 5 and bots run, then every thread of every sandbox process runs at nice 5 or lower priority, below the service', async () => {
-    const b = await botProject(ECHO);
-    await inbound(b.phoneNumberId, '14155553009', 'hi');
-    await until("B's answer", async () => (await sentTexts(b.phoneNumberId)).length === 1);
-    const processes = sandboxSupervisor().processes;
-    expect(processes.some((p) => p.shared)).toBe(true);
-    for (const p of processes) expect(Math.min(...nices(p.pid!))).toBeGreaterThanOrEqual(SANDBOX_NICE);
-    expect(nices(process.pid)).toContain(0);
-  });
 
   it('When a preview is CPU-heavy (start-up and handler), then it runs to its end: nothing of another event stops it', async () => {
     const a = await botProject(`import { sendText, type InboundMessage } from './platform/runtime/index.js';

@@ -311,4 +311,21 @@ describe('the sandbox processes\' priorities', () => {
       sup.close();
     }
   });
+
+  it('When BOT_SANDBOX_NICE is 5, then every thread of every sandbox process, shared or a project\'s own, runs at nice 5 or lower priority, below the service', async () => {
+    const shared = new SandboxSupervisor({ processes: 2, sharedProcesses: 1, maxRssMb: 512, idleMs: 60_000, nice: 5 });
+    const own = new SandboxSupervisor({ processes: 2, sharedProcesses: 0, maxRssMb: 512, idleMs: 60_000, nice: 5 });
+    try {
+      for (const sup of [shared, own]) {
+        const box = await sup.create('prj_nice', BUNDLE, undefined, host, LIMITS);
+        expect((await box.dispatch('{}')).status).toBe('ok');
+        const pid = sup.processOf('prj_nice')!.pid!;
+        expect(Math.min(...nicesOf(pid))).toBeGreaterThanOrEqual(5);
+      }
+      expect(nicesOf(process.pid)).toContain(0);
+    } finally {
+      shared.close();
+      own.close();
+    }
+  });
 });
