@@ -303,13 +303,13 @@ ${history.past.length
 const MENTIONS_SHOWN = 5;
 
 /** The notes that @mention the person and that they have not opened yet (lib/inbox/notes.ts), above the inbox. */
-async function mentionsNotice(deps: AppDeps, ctx: Ctx): Promise<Html> {
+async function mentionsNotice(deps: AppDeps, ctx: Ctx): Promise<{ card: Html; count: number }> {
   const { mentions, count } = await unseenMentions(deps.db.pool, ctx.project.id, ctx.actor.accountId, MENTIONS_SHOWN);
-  if (!count) return html``;
-  return html`<section class="card mentions" id="mentions" aria-labelledby="mentions-title"><h2 id="mentions-title">Mentioned you <span class="badge" data-mark="mentions">${count >= 100 ? '99+' : String(count)}</span></h2>
+  if (!count) return { card: html``, count };
+  return { count, card: html`<section class="card mentions" id="mentions" aria-labelledby="mentions-title"><h2 id="mentions-title">Mentioned you <span class="badge" data-mark="mentions">${count >= 100 ? '99+' : String(count)}</span></h2>
 <ul>${mentions.map((m) => html`<li><a href="${projectPath(ctx.project.id, `/conversations/${m.conversation_id}`)}">${authorWords(m.author as Author)}</a> <span class="muted">${when(m.created_at)}</span>: <span class="message-text">${[...m.body].length > 140 ? `${[...m.body].slice(0, 139).join('')}…` : m.body}</span></li>`)}</ul>
 ${count > mentions.length ? html`<p class="muted">and ${plural(count - mentions.length, 'more note')}</p>` : ''}
-</section>`;
+</section>` };
 }
 
 async function renderInbox(deps: AppDeps, req: Request, res: Response, kept: Kept = {}) {
@@ -341,7 +341,7 @@ async function renderInbox(deps: AppDeps, req: Request, res: Response, kept: Kep
   if (detail) events.set('selected', String(detail.conversation.id));
   if (q.cursor) events.set('paged', 'true');
   const live = cursor ? '' : html` hx-ext="sse" sse-connect="${withQuery(projectPath(ctx.project.id, '/conversations/events'), events)}"`;
-  const body = html`${mentions}${detail ? html`<p class="jump"><a href="#chat-title">Jump to the conversation</a></p>` : ''}<div class="inbox${detail ? ' selected' : ''}"${live} hx-boost="true" hx-target="#main" hx-select="#main" hx-swap="outerHTML">${live ? html`<div id="live-sink" hidden sse-swap="update" hx-swap="none"></div>` : ''}${countsHtml(waiting, unread, await mentionCount(deps, ctx))}${pane}${chat}${contact}</div>
+  const body = html`${mentions.card}${detail ? html`<p class="jump"><a href="#chat-title">Jump to the conversation</a></p>` : ''}<div class="inbox${detail ? ' selected' : ''}"${live} hx-boost="true" hx-target="#main" hx-select="#main" hx-swap="outerHTML">${live ? html`<div id="live-sink" hidden sse-swap="update" hx-swap="none"></div>` : ''}${countsHtml(waiting, unread, mentions.count)}${pane}${chat}${contact}</div>
 ${shortcutsDialog()}`;
   const title = detail ? (detail.conversation.kind === 'group' ? `Group conversation: ${detail.conversation.group?.subject ?? detail.contact.name ?? ''}` : `Conversation with ${customerName(detail.contact)}`) : 'Inbox';
   send(res, kept.status ?? 200, layout(ctx.shell(title, { error: kept.error, tabPrefix: tabPrefix(waiting) }), body));
