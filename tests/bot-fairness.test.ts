@@ -10,6 +10,7 @@ import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
 import { botWorld, until, type BotProject } from './support/bots.js';
 import { sandboxSupervisor } from '../lib/sandbox/supervisor.js';
+import { IsolateGrowth, ISOLATES_FREE, ISOLATES_PER_SECOND } from '../lib/bot/isolate-growth.js';
 import { FairSlots } from '../lib/sandbox/fair-slots.js';
 
 // A long event limit, so every holder's event is still held while the quiet project is measured.
@@ -141,4 +142,24 @@ describe('a busy project on an idle instance', () => {
     expect(sandboxSupervisor().slots.stats).toMatchObject({ inFlight: 64, projects: 1 });
     await t.bot!.whenIdle();
   }, 120_000);
+});
+
+describe('a project pool of isolates grows with its rate, not with its backlog', () => {
+  it('When its events pile up while a few run, then at most ISOLATES_PER_SECOND new isolates are made a second past the first ISOLATES_FREE, and the rest wait for one given back', () => {
+    const growth = new IsolateGrowth();
+    let now = 10_000;
+    // Nothing runs yet: the first ones are made whatever the rate (nothing would be given back).
+    for (let k = 0; k < ISOLATES_PER_SECOND; k++) {
+      expect(growth.mustWait(now, 0, 0)).toBe(false);
+      growth.note(now);
+    }
+    expect(growth.mustWait(now, 0, 0)).toBe(false);
+    // Eight made this second and eight running: the ninth waits.
+    expect(growth.mustWait(now, ISOLATES_PER_SECOND, 0)).toBe(true);
+    // A small pool is never held back (fewer than ISOLATES_FREE live).
+    expect(growth.mustWait(now, ISOLATES_FREE - 1, 0)).toBe(false);
+    // A second later the bound has room again.
+    now += 1001;
+    expect(growth.mustWait(now, ISOLATES_PER_SECOND, 0)).toBe(false);
+  });
 });

@@ -87,9 +87,18 @@ export class CpuBudget {
     this.supervisor.setPriority(projectId, this.priorityOf(ms));
   }
 
+  /**
+   * A ladder, not a step: past the burst 5, past a quarter of the budget 10, past half 15, past the
+   * budget 19. Why: with one step at half the budget (15 s of CPU a minute by default), four
+   * projects looping on the CPU each ran at the service's priority for a quarter of a minute and
+   * the service took 3.5 to 5.6 s to accept a notification (docs/benchmarks.md, issue 66, run 10).
+   */
   private priorityOf(ms: number): Priority {
-    if (ms >= this.deps.config.botCpuMsPerMinute) return 19;
-    return ms >= Math.max(this.deps.config.botCpuBurstMs, this.deps.config.botCpuMsPerMinute / 2) ? 10 : 0;
+    const { botCpuMsPerMinute: budget, botCpuBurstMs: burst } = this.deps.config;
+    if (ms >= budget) return 19;
+    if (ms >= Math.max(burst, budget / 2)) return 15;
+    if (ms >= Math.max(burst, budget / 4)) return 10;
+    return ms >= burst ? 5 : 0;
   }
 
   private async hit(projectId: string, ms: number): Promise<{ count: number; resetAt: Date } | undefined> {

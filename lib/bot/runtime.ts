@@ -58,6 +58,7 @@ import { EventJournal } from './journal.js';
 import { takeBotEvent } from './rates.js';
 import { backoff, runHelper, type Invocation } from './helpers.js';
 import { hostOpBounds } from './host-api.js';
+import { IsolateGrowth } from './isolate-growth.js';
 import { redactedBotLog } from './secrets.js';
 import { consentMarkOf } from '../consent/keywords.js';
 import type { BotCall, BotCapacity, BotEvent, BotHook, BotInboundMessage } from './types.js';
@@ -78,6 +79,8 @@ export const MAX_CONCURRENT_PER_PROJECT = 16;
  */
 export const MAX_BORROWED_PER_PROJECT = 64;
 export const MAX_WARM_SANDBOXES = 200;
+/** How long an event waits for a sandbox given back before the growth bound is asked again (lib/bot/isolate-growth.ts). */
+const ISOLATE_WAIT_MS = 125;
 /** Reruns of an event in this process that was not at fault (stopped for another's leftover work, or its process ended under several events). */
 export const MAX_RERUNS = 3;
 /** After its process ended under several events, a project runs one event at a time for this long, so the culprit is found alone. */
@@ -113,6 +116,10 @@ interface Slot {
   running: number;
   /** Start-up failed for this release: not retried until the next release. */
   broken?: boolean;
+  /** How its pool grows (lib/bot/isolate-growth.ts). */
+  growth: IsolateGrowth;
+  /** Events waiting for a sandbox given back (the growth bound): handed one directly. */
+  waiting: Array<(pooled: Pooled | undefined) => void>;
 }
 
 interface ProjectState {
@@ -512,13 +519,30 @@ export class BotRuntime implements BotHook {
     }
     const release = await loadRelease(deps.db.pool, projectId);
     if (!release) return undefined;
-    const slot: Slot = { deploymentId: release.deploymentId, bundle: release.bundle, sourceMap: release.sourceMap, idle: [], running: 0 };
+    const slot: Slot = { deploymentId: release.deploymentId, bundle: release.bundle, sourceMap: release.sourceMap, idle: [], running: 0, growth: new IsolateGrowth(), waiting: [] };
     this.slots.set(projectId, slot);
     return slot;
   }
 
   private disposeIdle(slot: Slot): void {
     for (const p of slot.idle.splice(0)) p.sandbox.dispose();
+    for (const wake of slot.waiting.splice(0)) wake(undefined);
+  }
+
+  /** A sandbox given back to this slot within ISOLATE_WAIT_MS, or undefined (then the bound is asked again). */
+  private waitForGivenBack(slot: Slot): Promise<Pooled | undefined> {
+    return new Promise((resolve) => {
+      const wake = (pooled: Pooled | undefined) => {
+        clearTimeout(timer);
+        resolve(pooled);
+      };
+      const timer = setTimeout(() => {
+        const at = slot.waiting.indexOf(wake);
+        if (at >= 0) slot.waiting.splice(at, 1);
+        resolve(undefined);
+      }, ISOLATE_WAIT_MS);
+      slot.waiting.push(wake);
+    });
   }
 
   /**
@@ -529,10 +553,16 @@ export class BotRuntime implements BotHook {
   private async takeSandbox(projectId: string, slot: Slot): Promise<Pooled | undefined> {
     for (;;) {
       const ready = slot.idle.pop();
-      if (!ready) break;
-      if (ready.sandbox.usable) return ready;
-      ready.sandbox.dispose();
+      if (ready) {
+        if (ready.sandbox.usable) return ready;
+        ready.sandbox.dispose();
+        continue;
+      }
+      if (this.closed || slot.broken || this.slots.get(projectId) !== slot || !slot.growth.mustWait(performance.now(), slot.running, slot.idle.length)) break;
+      const given = await this.waitForGivenBack(slot);
+      if (given) return given;
     }
+    slot.growth.note(performance.now());
     const deps = this.deps!;
     const pooled: Partial<Pooled> = {};
     try {
@@ -555,6 +585,8 @@ export class BotRuntime implements BotHook {
   private giveBack(projectId: string, slot: Slot, pooled: Pooled): void {
     pooled.inv = undefined;
     pooled.idleSince = performance.now();
+    const waiter = pooled.sandbox.usable && this.slots.get(projectId) === slot && !this.closed ? slot.waiting.shift() : undefined;
+    if (waiter) return waiter(pooled);
     if (pooled.sandbox.usable && this.slots.get(projectId) === slot && !this.closed && slot.idle.length < MAX_CONCURRENT_PER_PROJECT) slot.idle.push(pooled);
     else pooled.sandbox.dispose();
   }

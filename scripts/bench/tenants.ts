@@ -13,10 +13,11 @@
  * messages every 3 s each. The hostile projects are paused between hostile cases so that their
  * retried events (up to BOT_MAX_ABNORMAL_RUNS each) do not spill into the next case's quiet run.
  *
- * Per case: the quiet projects' reply p50/p99 (from the simulator's accepted inbound notification
- * to the reply's arrival at the simulator, both on this machine's clock; for a message whose
- * notification the service did not accept within 15 s, from the moment the customer wrote: the
- * simulator keeps delivering it), answered, not accepted in time, lost (no reply within
+ * Per case: the quiet projects' reply p50/p99 from the moment the customer wrote (the bench asks
+ * the simulator to deliver the message) to the reply's arrival at the simulator, both on this
+ * machine's clock, so the time the service took to accept the notification counts (what the
+ * customer waits for); beside it the p50/p99 from the accepted notification, as runs before
+ * 2026-11-26 23:00 reported it (they hid a service that accepted late); answered, not accepted in time, lost (no reply within
  * BENCH_TENANTS_GRACE seconds after the last message, default 15, accepted or not) and doubled (more than one
  * reply to one message: every message's text is unique); the sandbox processes (the service's
  * descendants whose command line names sandbox/child, through /proc) sampled every second: their
@@ -414,6 +415,9 @@ interface CaseResult {
   doubled: number;
   p50: number;
   p99: number;
+  /** From the accepted notification (the measure of the runs before: the service's acceptance not counted). */
+  afterAcceptP50: number;
+  afterAcceptP99: number;
   sandboxes: number;
   sandboxMb: number;
   serviceMb: number;
@@ -432,8 +436,8 @@ async function runCase(ctx: BenchContext, opts: { name: string; tag: string; dep
   if (backlog) console.log(`  ${opts.name}: starts with ${backlog} notifications of earlier cases still queued in the simulator (waited 30 s)`);
   const collector = replyCollector(ctx, `${tag}-`);
   const sample = sampler(ctx.pids.service);
-  /** Accepted inbound messages: text → the moment the simulator's notification was accepted. */
-  const accepted = new Map<string, number>();
+  /** Accepted inbound messages: text → when the customer wrote and when the notification was accepted. */
+  const accepted = new Map<string, { wrote: number; acceptedAt: number }>();
   /** Messages the service did not accept in time: text → the moment the customer wrote. */
   const late = new Map<string, number>();
   let refused = 0;
@@ -498,7 +502,7 @@ async function runCase(ctx: BenchContext, opts: { name: string; tag: string; dep
       const sentAt = Date.now();
       const ok = await inbound(t, from, text);
       written.set(text, { at: sentAt, acceptMs: Date.now() - sentAt });
-      if (ok) accepted.set(text, Date.now());
+      if (ok) accepted.set(text, { wrote: sentAt, acceptedAt: Date.now() });
       else {
         refused++;
         // Not accepted in time, but the simulator keeps delivering it (as Meta would): a reply
@@ -521,17 +525,22 @@ async function runCase(ctx: BenchContext, opts: { name: string; tag: string; dep
   await Promise.all(hostileJobs);
 
   const latencies: number[] = [];
+  const afterAccept: number[] = [];
   let lost = 0;
   let doubled = 0;
-  for (const [text, t0] of [...accepted, ...late]) {
+  const wrote = [...[...accepted].map(([text, a]) => [text, a.wrote] as const), ...late];
+  for (const [text, t0] of wrote) {
     const replies = collector.byText.get(text);
     if (!replies) lost++;
     else {
       latencies.push(Math.min(...replies) - t0);
+      const a = accepted.get(text);
+      if (a) afterAccept.push(Math.min(...replies) - a.acceptedAt);
       if (replies.length > 1) doubled++;
     }
   }
   latencies.sort((a, b) => a - b);
+  afterAccept.sort((a, b) => a - b);
   printTimeline(start, written, (text) => collector.byText.get(text));
   if (refusals.size) console.log(`  ${opts.name}: inbound not accepted: ${[...refusals].map(([k, n]) => `${k}: ${n}`).join(', ')}`);
   if (collector.failures) console.log(`  ${opts.name}: ${collector.failures} reads of the simulator's log failed`);
@@ -540,7 +549,7 @@ async function runCase(ctx: BenchContext, opts: { name: string; tag: string; dep
     : undefined;
   return {
     name: opts.name, deployed: opts.deployed, active: quiet.length, sent: total, refused, answered: latencies.length, lost, doubled,
-    p50: pct(latencies, 50), p99: pct(latencies, 99),
+    p50: pct(latencies, 50), p99: pct(latencies, 99), afterAcceptP50: pct(afterAccept, 50), afterAcceptP99: pct(afterAccept, 99),
     sandboxes: peak.count, sandboxMb: Math.round(peak.rssMb), serviceMb: Math.round(peak.serviceMb), hostile, load: loadAverage(),
   };
 }
@@ -647,13 +656,13 @@ export const benchTenants: BenchSection = async (ctx) => {
   // The other sections (and the next run) should not find 1,000 deployed bots with work left.
   await pause(ctx, [...tenants.map((t) => t.id), ...(hostile ? Object.values(hostile).flat().map((t) => t.id) : [])]);
 
-  console.log('\n| case | active | sent | answered | lost | doubled | not accepted | p50 ms | p99 ms | sandboxes (peak) | sandboxes RSS MB (peak) | service RSS MB (peak) | load average |');
-  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
-  for (const r of results) console.log(`| ${r.name} | ${r.active} | ${r.sent} | ${r.answered} | ${r.lost} | ${r.doubled} | ${r.refused} | ${r.p50} | ${r.p99} | ${r.sandboxes} | ${r.sandboxMb} | ${r.serviceMb} | ${r.load} |`);
+  console.log('\n| case | active | sent | answered | lost | doubled | not accepted | p50 ms | p99 ms | after acceptance p50/p99 ms | sandboxes (peak) | sandboxes RSS MB (peak) | service RSS MB (peak) | load average |');
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+  for (const r of results) console.log(`| ${r.name} | ${r.active} | ${r.sent} | ${r.answered} | ${r.lost} | ${r.doubled} | ${r.refused} | ${r.p50} | ${r.p99} | ${r.afterAcceptP50}/${r.afterAcceptP99} | ${r.sandboxes} | ${r.sandboxMb} | ${r.serviceMb} | ${r.load} |`);
   console.log(`setup: ${retries.count} deploys refused for a passing reason and retried`);
 
   for (const r of results) {
-    goal({ id: 'T1', what: `quiet reply p99 vs 1 s, ${r.name}`, ratio: r.p99 / 1000, op: '<=', target: 1, detail: `p99 ${r.p99} ms of ${r.answered} replies` });
+    goal({ id: 'T1', what: `quiet reply p99 (from the customer) vs 1 s, ${r.name}`, ratio: r.p99 / 1000, op: '<=', target: 1, detail: `p99 ${r.p99} ms of ${r.answered} replies` });
     // A share of the sent messages, so that the goal reads as one (0% of them).
     goal({ id: 'T2', what: `lost messages, ${r.name}`, ratio: r.lost / r.sent, op: '<=', target: 0, detail: `${r.lost} of ${r.sent}` });
     goal({ id: 'T3', what: `doubled replies, ${r.name}`, ratio: r.doubled / r.sent, op: '<=', target: 0, detail: `${r.doubled} of ${r.sent}` });
@@ -665,5 +674,5 @@ export const benchTenants: BenchSection = async (ctx) => {
 };
 
 function line(r: CaseResult): string {
-  return `${r.name}: ${r.answered} of ${r.sent} answered (${r.refused} not accepted), lost ${r.lost}, doubled ${r.doubled}; p50 ${r.p50} ms, p99 ${r.p99} ms; sandboxes peak ${r.sandboxes} processes, ${r.sandboxMb} MB; service ${r.serviceMb} MB; load ${r.load}`;
+  return `${r.name}: ${r.answered} of ${r.sent} answered (${r.refused} not accepted), lost ${r.lost}, doubled ${r.doubled}; p50 ${r.p50} ms, p99 ${r.p99} ms from the customer's message (${r.afterAcceptP50}/${r.afterAcceptP99} ms from acceptance); sandboxes peak ${r.sandboxes} processes, ${r.sandboxMb} MB; service ${r.serviceMb} MB; load ${r.load}`;
 }

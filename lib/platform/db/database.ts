@@ -27,12 +27,14 @@ export interface Database {
  * Named statements PostgreSQL should plan once per connection, and that it would otherwise plan
  * on every call: with plan_cache_mode auto it keeps custom plans when they look cheaper, which
  * they always do for the ledger's record and its confirm (a custom plan sees the project id and
- * the input's length). Its generic plan was checked to be as good (docs/benchmarks.md, Issue 49), so it runs
+ * the input's length), and for the statuses' statement (its custom plan took 3 ms to make, more
+ * than its run, 150 times a second at 50 replies a second: docs/benchmarks.md, Issue 66). Their
+ * generic plans were checked to be as good (docs/benchmarks.md, Issues 49 and 66), so they run
  * on a few connections of their own with plan_cache_mode=force_generic_plan: a setting that would
  * also apply to every unnamed statement (Prisma's among them) on the main pool. `pool.query`
  * routes them by name, so anything that wraps the pool still sees them.
  */
-export const GENERIC_PLAN_STATEMENTS: ReadonlySet<string> = new Set(['record-intent', 'confirm-sent-many']);
+export const GENERIC_PLAN_STATEMENTS: ReadonlySet<string> = new Set(['record-intent', 'confirm-sent-many', 'apply-statuses']);
 
 export interface DatabaseLogger {
   warn(message: string): void;
