@@ -13,7 +13,7 @@ import request from 'supertest';
 import type { Browser, Page } from 'playwright-core';
 import { describeWithBrowser, browserTestApp, signedInPage, watchPage, fitsWidth, unlabelled } from './support/browser.js';
 import type { TestApp } from './support/app.js';
-import { openLiveStreams } from '../http/dashboard/inbox-live.js';
+import { openLiveStreams } from '../http/dashboard/live-stream.js';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
