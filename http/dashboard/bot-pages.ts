@@ -305,7 +305,7 @@ ${shown.length ? '' : html`<p class="muted" id="log-empty">Nothing logged${level
 };
 
 /** The projects' newest log lines, read for every project with a log page open. */
-export const BOT_LOG_CHANGES: ChangeSource = { name: 'bot-log', read: botLogCursors };
+export const BOT_LOG_CHANGES: ChangeSource = { name: 'bot-log', read: (deps, projectIds) => botLogCursors(deps.db.pool, projectIds) };
 
 /**
  * The live log: the lines after the newest the page was drawn with (`after`), on top of its table,

@@ -24,6 +24,7 @@ import { projectContext } from './context.js';
 import { billingSection, preflightCostRows, throughputText } from './cost-facts.js';
 import { refreshMessagingLimit } from '../../lib/pricing/messaging-limit.js';
 import { campaignCursors } from '../../lib/broadcasts/live-changes.js';
+import { changeCursors } from '../../lib/inbox/live-changes.js';
 import { liveConnector, oobPart, streamLivePage, type ChangeSource } from './live-stream.js';
 import type { PageRoute } from './page-routes.js';
 
@@ -274,8 +275,19 @@ export const broadcastProgress = (deps: AppDeps) => async (req: Request, res: Re
   res.status(200).setHeader('Cache-Control', 'no-store').json({ ...progressOf(d.view, deps.clock.now()), parts });
 };
 
-/** A campaign's changes, read for every campaign with a page open (lib/broadcasts/live-changes.ts). */
-export const CAMPAIGN_CHANGES: ChangeSource = { name: 'campaign', read: campaignCursors };
+/**
+ * A campaign's changes, read for every campaign with a page open: its own cursor
+ * (lib/broadcasts/live-changes.ts) and its project's inbox cursor, which its sends and their
+ * statuses (a delivery, the channel's price) move.
+ */
+export const CAMPAIGN_CHANGES: ChangeSource = {
+  name: 'campaign',
+  read: async (deps, broadcastIds) => {
+    const own = await campaignCursors(deps.db.pool, broadcastIds);
+    const projects = await changeCursors(deps.db.pool, [...new Set([...own.values()].map((c) => c.projectId))]);
+    return new Map([...own].map(([id, c]) => [id, `${c.cursor}|${projects.get(c.projectId) ?? ''}`]));
+  },
+};
 
 /** A campaign's page pushed live: its parts as they change, until it is over and its cost all reported. */
 export const broadcastEvents = (deps: AppDeps) => async (req: Request, res: Response) => {

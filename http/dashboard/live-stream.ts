@@ -19,7 +19,6 @@
  */
 import type { Request, Response } from 'express';
 import type { AppDeps } from '../app-deps.js';
-import type { Queryable } from '../../lib/platform/db/transaction.js';
 import { resolveSession } from '../../lib/accounts/sessions.js';
 import { cookie, SESSION_COOKIE } from './request.js';
 import { html, type Html } from './html.js';
@@ -30,7 +29,7 @@ export const LIVE_LIMITS = { TICK_MS: 300, HEARTBEAT_MS: 30_000, MAX_PER_PROJECT
 export interface ChangeSource {
   readonly name: string;
   /** Each key's cursor (a different string means something changed); a key not answered is gone. */
-  read(db: Queryable, keys: string[]): Promise<Map<string, string>>;
+  read(deps: AppDeps, keys: string[]): Promise<Map<string, string>>;
 }
 
 /** What one drawing of a page sends: its parts by name, the event's id (a reconnect names it), and whether the page is over. */
@@ -129,7 +128,7 @@ class LiveHub {
       for (const w of this.watched.values()) bySource.set(w.source, [...(bySource.get(w.source) ?? []), w.key]);
       await Promise.all([...bySource].map(async ([source, keys]) => {
         try {
-          const now = await source.read(this.deps.db.pool, keys);
+          const now = await source.read(this.deps, keys);
           for (const key of keys) {
             const id = `${source.name}:${key}`;
             const cursor = now.get(key) ?? 'gone';

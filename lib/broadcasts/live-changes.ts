@@ -2,15 +2,15 @@
  * A campaign's change cursor (issue 68, item 4): what its open page is pushed from, read from
  * PostgreSQL as every instance sees it. The campaign's own row (status, reason, start, completion,
  * the next wave), its recipients not yet sent counted by state (an index-only read of
- * (broadcast_id, state, id) that skips the sent ones, the bulk), and its project's inbox cursor
- * (lib/inbox/live-changes.ts): a send is a message, a delivery or the channel's price a status event.
+ * (broadcast_id, state, id) that skips the sent ones, the bulk). Its sends and their statuses (a
+ * delivery, the channel's price) move its project's inbox cursor (lib/inbox/live-changes.ts), which
+ * the page's source adds (http/dashboard/broadcast-pages.ts).
  */
 import type { Queryable } from '../platform/db/transaction.js';
 import { UUID } from '../platform/ids.js';
-import { changeCursors } from '../inbox/live-changes.js';
 
-/** The cursor of each campaign asked (a string; a different string means its page may show something new). */
-export async function campaignCursors(db: Queryable, broadcastIds: string[]): Promise<Map<string, string>> {
+/** Each campaign asked: its project and its own cursor (a different string means its page may show something new). */
+export async function campaignCursors(db: Queryable, broadcastIds: string[]): Promise<Map<string, { projectId: string; cursor: string }>> {
   const ids = broadcastIds.filter((id) => UUID.test(id));
   if (!ids.length) return new Map();
   const { rows } = await db.query<{ id: string; project_id: string; cursor: string }>(
@@ -24,6 +24,5 @@ export async function campaignCursors(db: Queryable, broadcastIds: string[]): Pr
        FROM broadcasts b WHERE b.id = ANY($1::uuid[])`,
     [ids],
   );
-  const projects = await changeCursors(db, [...new Set(rows.map((r) => r.project_id))]);
-  return new Map(rows.map((r) => [r.id, `${r.cursor}|${projects.get(r.project_id) ?? ''}`]));
+  return new Map(rows.map((r) => [r.id, { projectId: r.project_id, cursor: r.cursor }]));
 }
