@@ -4,7 +4,7 @@
  * changed; the trees and a deployment's file with line numbers; rollback and the schedules'
  * pause, resume and run now applied once however often their form is posted, refused without or
  * with a stale CSRF token and for a member (nothing changed); the preview console; the bot log in
- * keyset pages and its live tail; every text a bot sets (files, messages, sends, log lines, run
+ * keyset pages and its live stream (a new line pushed, a reconnect resumed); every text a bot sets (files, messages, sends, log lines, run
  * errors) rendered as text.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -14,6 +14,7 @@ import { csrfOf, person } from './support/dashboard.js';
 import { BOT_LIMITS, botWithTwoDeployments, HOSTILE, putFile, seedBotLines } from './support/bot-console.js';
 import { BotScheduler } from '../lib/bot/scheduler.js';
 import { writeBotLog } from '../lib/bot/bot-log.js';
+import { cookieOf, openStream } from './support/live.js';
 
 let t: TestApp;
 let n = 0;
@@ -189,7 +190,7 @@ describe('Bot page', () => {
 });
 
 describe('Bot log', () => {
-  it('When the bot logged lines, then the log shows them by level with an error linked to its file and line, as text; the live tail answers only newer lines; older lines page by keyset', async () => {
+  it('When the bot logged lines, then the log shows them by level with an error linked to its file and line, as text; the live stream pushes only newer lines; older lines page by keyset', async () => {
     await seedBotLines(t, shop.projectId, shop.second);
     // A line of a deployment no longer kept links to production's file instead.
     await t.db.pool.query(`INSERT INTO bot_logs (project_id, level, kind, message, deployment_id, created_at) VALUES ($1, 'error', 'error', 'old at src/bot.ts:3:1', 'dep_pruned', now())`, [shop.projectId]);
@@ -198,7 +199,7 @@ describe('Bot log', () => {
     expect(page.text).toContain('order 1042 looked up');
     expect(page.text).toContain('no stock feed &lt;script&gt;alert(1)&lt;/script&gt;');
     expect(page.text).toContain(`href="${base}/bot/files?deployment=${shop.second}&amp;path=src%2Fbot.ts&amp;line=11#L11">src/bot.ts line 11</a>`);
-    const tail = /data-live-log="([^"]+)" data-after="(\d+)"/.exec(page.text)!;
+    const tail = /sse-connect="([^"]+\/bot\/log\/events\?after=(\d+))"/.exec(page.text)!;
     expect(tail).not.toBeNull();
     const pruned = await member.agent.get(`${base}/bot/log?level=error`).expect(200);
     expect(pruned.text).toContain(`<code class="log-line">old at src/bot.ts:3:1</code><br><a class="place" href="${base}/bot/files?tree=production&amp;path=src%2Fbot.ts&amp;line=3#L3">`);
@@ -206,19 +207,33 @@ describe('Bot log', () => {
     expect(errors.text).not.toContain('order 1042 looked up');
     expect(errors.text).toContain('no stock feed');
 
-    // The live tail: nothing new, then the new line only, rendered as text.
-    const url = tail[1].replace(/&amp;/g, '&');
-    const none = await member.agent.get(`${url}&after=${tail[2]}`).expect(200);
-    expect(none.body).toEqual({ count: 0, last: tail[2], rows: '' });
+    // The live stream (pushed, not polled): nothing new, then the new line only, on top, as text.
+    const cookie = cookieOf(member.agent);
+    const stream = await openStream(t.baseUrl!, tail[1].replace(/&amp;/g, '&'), cookie);
+    const errorsOnly = await openStream(t.baseUrl!, `${base}/bot/log/events?level=error&after=${tail[2]}`, cookie);
+    expect([stream.status, errorsOnly.status]).toEqual([200, 200]);
+    await stream.until('retry: 2000');
+    expect(stream.text()).not.toContain('event: update');
     await writeBotLog(t.services.deps, shop.projectId, { level: 'warn', kind: 'log', message: `late ${HOSTILE}` });
-    const one = await member.agent.get(`${url}&after=${tail[2]}`).expect(200);
-    expect(one.body.count).toBe(1);
-    expect(Number(one.body.last)).toBeGreaterThan(Number(tail[2]));
-    expect(one.body.rows).toContain('late &lt;script&gt;');
-    expect(one.body.rows).not.toContain('<script>');
-    expect((await member.agent.get(`${url}&after=${one.body.last}`)).body.count).toBe(0);
-    expect((await member.agent.get(`${base}/bot/log/tail?level=error&after=${tail[2]}`)).body.count).toBe(0);
-    expect((await member.agent.get(`${base}/bot/log/tail?after=not-a-number`)).status).toBe(200);
+    const pushed = await stream.until('since the page opened.');
+    expect(pushed).toContain('hx-swap-oob="afterbegin:#bot-log &gt; tbody"');
+    expect(pushed).toContain('late &lt;script&gt;');
+    expect(pushed).not.toContain('<script>');
+    expect(pushed).toContain('Live: 1 new line since the page opened.');
+    expect(pushed).toContain('hx-swap-oob="delete:#log-empty"');
+    const lineId = /^id: (\d+)$/m.exec(pushed)![1];
+    expect(Number(lineId)).toBeGreaterThan(Number(tail[2]));
+    // A reconnect names the last line it got (Last-Event-ID): only what came after, and the count since the page opened.
+    stream.close();
+    const again = await openStream(t.baseUrl!, tail[1].replace(/&amp;/g, '&'), cookie, { 'last-event-id': lineId });
+    await writeBotLog(t.services.deps, shop.projectId, { level: 'info', kind: 'log', message: 'after the reconnect' });
+    const resumed = await again.until('Live: 2 new lines since the page opened.');
+    expect(resumed).toContain('after the reconnect');
+    expect(resumed).not.toContain('late &lt;script&gt;');
+    again.close();
+    // A page of errors only is not woken with lines of other levels.
+    expect(errorsOnly.text()).not.toContain('event: update');
+    errorsOnly.close();
 
     // 60 more lines: a first page of 50, then the older ones by keyset.
     for (let i = 0; i < 60; i++) await writeBotLog(t.services.deps, shop.projectId, { level: 'info', kind: 'log', message: `line ${i}` });
@@ -229,9 +244,9 @@ describe('Bot log', () => {
     const next = await member.agent.get(older).expect(200);
     expect(next.text).toContain('>line 9<');
     expect(next.text).not.toContain('line 59');
-    expect(next.text).not.toContain('data-live-log');
+    expect(next.text).not.toContain('sse-connect');
     // Outside the session: sign in first.
-    expect((await request(t.app).get(`${base}/bot/log/tail?after=0`)).status).toBe(303);
+    expect((await request(t.app).get(`${base}/bot/log/events?after=0`)).status).toBe(303);
   });
 });
 

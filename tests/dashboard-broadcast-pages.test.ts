@@ -9,7 +9,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
-import { api, projectWithKey, seedContacts, template } from './support/broadcasts.js';
+import { api, engineFor, projectWithKey, runUntil, seedContacts, template } from './support/broadcasts.js';
+import { cookieOf, openStream } from './support/live.js';
+import { money } from '../http/dashboard/html.js';
 import { person } from './support/dashboard.js';
 import { HOSTILE, RATE_CARD } from './support/console.js';
 import { quotaHoldReason } from '../lib/broadcasts/quota-hold.js';
@@ -42,7 +44,7 @@ async function campaign() {
   });
   expect(created.status).toBe(201);
   const owner = await person(t, project.id, `owner-${project.id}@example.com`);
-  return { project, phoneNumberId, id: created.body.data.broadcast.id as string, owner, base: `/dashboard/projects/${project.id}/broadcasts/${created.body.data.broadcast.id}` };
+  return { project, key, phoneNumberId, id: created.body.data.broadcast.id as string, owner, base: `/dashboard/projects/${project.id}/broadcasts/${created.body.data.broadcast.id}` };
 }
 
 describe('approving a broadcast in the dashboard', () => {
@@ -139,6 +141,32 @@ describe('a carousel campaign’s test send', () => {
       [1, 'https://cdn.example.com/p2.jpg', ['you']],
     ]);
   });
+
+  it('When an owner sends a test of a campaign whose template has a copy-code button, then the button carries the campaign’s coupon code', async () => {
+    const { project, key } = await projectWithKey(t);
+    await t.db.prisma.template.create({
+      data: {
+        id: `tpl_${project.id}_code`, projectId: project.id, name: 'spring_code', language: 'en_US', category: 'MARKETING', status: 'APPROVED',
+        components: [{ type: 'BODY', text: 'Your spring code, {{1}}' }, { type: 'BUTTONS', buttons: [{ type: 'QUICK_REPLY', text: 'Stop' }, { type: 'COPY_CODE', example: 'SPRING25' }] }],
+      },
+    });
+    await seedContacts(t, project.id, [{ phone: '14155550112', name: 'Ana', optedIn: true }]);
+    const created = await api(t, key).post('/v1/broadcasts', {
+      name: 'Code', template_name: 'spring_code', template_language: 'en_US', audience: { filter: { match: 'all', conditions: [] } },
+      template_variables: { body: ['{{contact.name|friend}}'], coupon_code: 'SPRING25' },
+    });
+    expect(created.status).toBe(201);
+    const owner = await person(t, project.id, `owner-${project.id}@example.com`);
+    const base = `/dashboard/projects/${project.id}/broadcasts/${created.body.data.broadcast.id}`;
+    const page = (await owner.agent.get(`${base}/approve`)).text;
+    const before = (await request(t.sim!.url).get('/_sim/requests?limit=1000')).body.data.length as number;
+    await owner.agent.post(`${base}/test-send`).type('form').send({ _csrf: await owner.csrf(), _once: onceOf(page), phone: '+1 415 555 0197' });
+    const requests = ((await request(t.sim!.url).get('/_sim/requests?limit=1000')).body.data as Array<{ path: string; body: any }>).slice(before).filter((r) => r.path.endsWith('/messages'));
+    expect(requests).toHaveLength(1);
+    expect(requests[0].body.template.components.filter((c: { type: string }) => c.type === 'button')).toEqual([
+      { type: 'button', sub_type: 'copy_code', index: '1', parameters: [{ type: 'coupon_code', coupon_code: 'SPRING25' }] },
+    ]);
+  });
 });
 
 describe('a live campaign in the dashboard', () => {
@@ -180,6 +208,51 @@ describe('a live campaign in the dashboard', () => {
     expect(live.body.parts['broadcast-actions']).toBe('');
     expect(live.body.parts['broadcast-billing']).toContain('<dt>Reported by the channel</dt>');
     expect((await owner.agent.get(base)).text).not.toContain('Cancel the rest');
+  });
+
+  it('When the dashboard script is served, then it polls nothing: the campaign page and the bot log are pushed by their streams', async () => {
+    const js = await request(t.app).get('/dashboard/assets/dashboard.js').expect(200);
+    // The one timer left waits for a focus to leave a part before swapping it (not a poll).
+    expect(js.text).not.toMatch(/setInterval|fetch\(|\/progress|data-live-log|data-every|setTimeout\(tick/);
+    expect(js.text.match(/setTimeout\(/g)).toHaveLength(1);
+  });
+
+  it('When a campaign page is open while it sends and the channel reports its prices, then its stream pushes the progress, drops "Cancel the rest" at completion, pushes the cost the API reports and ends', async () => {
+    const { base, owner, id, project, key } = await campaign();
+    expect((await owner.agent.post(`${base}/approve`).type('form').send({ _csrf: await owner.csrf() })).status).toBe(303);
+    const page = (await owner.agent.get(base)).text;
+    expect(/sse-connect="([^"]+)"/.exec(page)![1]).toBe(`${base}/events`);
+    expect(page).toContain('Cancel the rest');
+    const stream = await openStream(t.baseUrl!, `${base}/events`, cookieOf(owner.agent));
+    expect(stream.status).toBe(200);
+    await stream.until('hx-swap-oob="innerHTML:#progress"');
+    expect(stream.text()).not.toContain('innerHTML:#broadcast-actions');
+    const engine = await engineFor(t);
+    try {
+      expect(await runUntil(t, engine, id, ['completed'])).toBe('completed');
+    } finally {
+      await engine.stop();
+    }
+    // Completed: the progress says so and the actions go; the channel has not priced the sends yet, so the stream stays.
+    await stream.until('2 of 2 recipients handed over or settled');
+    await stream.until('<div hx-swap-oob="innerHTML:#broadcast-actions"></div>');
+    await stream.until('0 charged, 0 free, 2 not reported yet');
+    expect(stream.text()).not.toContain('event: end');
+    // Each delivery comes with its price: the stream pushes the cost the API reports, then ends.
+    const { rows } = await t.db.pool.query<{ wamid: string }>(
+      'SELECT m.wamid FROM broadcast_recipients r JOIN messages m ON m.project_id = $2 AND m.send_ref = r.send_ref WHERE r.broadcast_id = $1', [id, project.id]);
+    expect(rows).toHaveLength(2);
+    for (const r of rows) expect((await request(t.sim!.url).post('/_sim/status').send({ wamid: r.wamid, status: 'delivered' })).body.status_code).toBe(200);
+    await stream.until('event: end', 10_000);
+    await stream.ended;
+    const cost = (await api(t, key).get(`/v1/broadcasts/${id}`)).body.data.broadcast.billing.reported_cost;
+    expect(cost.amount).toBeGreaterThan(0);
+    const billing = stream.text().slice(stream.text().lastIndexOf('innerHTML:#broadcast-billing'));
+    expect(billing).toContain(`2 charged, 0 free, 0 not reported yet; ${money(cost.amount, cost.currency)}`);
+    // Opened once it is over, the page has no stream and no action.
+    const over = (await owner.agent.get(base)).text;
+    expect(over).not.toContain('sse-connect');
+    expect(over).not.toContain('Cancel the rest');
   });
 });
 

@@ -7,13 +7,17 @@
  * the colleague's page shows it; "r" goes to the reply, where "/" offers the canned replies; "j" opens the next conversation and "e" resolves
  * it, in place; "?" lists the shortcuts.
  * A page closed lets its stream go. Nothing leaves the service, no dialog, no CSP violation.
+ * A campaign's page follows its sends and the channel's prices the same way, and ends on the cost.
  */
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import type { Browser, Page } from 'playwright-core';
 import { describeWithBrowser, browserTestApp, signedInPage, watchPage, fitsWidth, unlabelled } from './support/browser.js';
 import type { TestApp } from './support/app.js';
-import { openLiveStreams } from '../http/dashboard/inbox-live.js';
+import { openLiveStreams } from '../http/dashboard/live-stream.js';
+import { money } from '../http/dashboard/html.js';
+import { api, engineFor, projectWithKey, runUntil, seedContacts, template } from './support/broadcasts.js';
+import { RATE_CARD } from './support/console.js';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -163,6 +167,52 @@ describeWithBrowser(describe)('the inbox pushed live in Chromium', () => {
     await colleagueContext.close();
     await ownerContext.close();
     await waitForStreams(project.id, 0);
+  });
+
+  it('When a campaign page is open while it sends and its prices come, then the page shows the progress, drops Cancel the rest and ends on the cost the API reports, without a reload', async () => {
+    await t.admin.call('put', '/admin/rate-card', RATE_CARD);
+    const { project, key } = await projectWithKey(t);
+    await template(t, project.id, 'live_sale', 'Hello {{1}}, our sale starts today', 'MARKETING');
+    await seedContacts(t, project.id, [{ phone: '14155550131', name: 'Ana', optedIn: true }, { phone: '14155550132', name: 'Bo', optedIn: true }]);
+    const created = await api(t, key).post('/v1/broadcasts', {
+      name: 'Live sale', template_name: 'live_sale', template_language: 'en_US',
+      template_variables: { body: ['{{contact.name|friend}}'] }, audience: { filter: { match: 'all', conditions: [] } },
+    });
+    expect(created.status).toBe(201);
+    const id = created.body.data.broadcast.id as string;
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const owner = await signedInPage(t, context, project.id, `campaign.owner.${Math.random().toString(36).slice(2, 8)}@example.com`);
+    const watched = watchPage(owner, t.baseUrl!);
+    const errors: string[] = [];
+    owner.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+    await owner.goto(`${t.baseUrl}/dashboard/projects/${project.id}/broadcasts/${id}/approve`);
+    await owner.getByRole('button', { name: 'Approve and send to 2 recipients' }).click();
+    await owner.waitForURL('**done=approved');
+    expect(await owner.getByRole('button', { name: /^Cancel the rest/ }).count()).toBe(1);
+    await waitForStreams(project.id, 1);
+    await owner.evaluate(() => { (window as unknown as { kept: boolean }).kept = true; });
+
+    const engine = await engineFor(t);
+    try {
+      expect(await runUntil(t, engine, id, ['completed'])).toBe('completed');
+    } finally {
+      await engine.stop();
+    }
+    await owner.locator('#progress-text', { hasText: '2 of 2 recipients' }).waitFor({ timeout: 5000 });
+    await owner.locator('#broadcast-status', { hasText: 'completed' }).waitFor({ timeout: 5000 });
+    expect(await owner.getByRole('button', { name: /^Cancel the rest/ }).count()).toBe(0);
+
+    const { rows } = await t.db.pool.query<{ wamid: string }>(
+      'SELECT m.wamid FROM broadcast_recipients r JOIN messages m ON m.project_id = $2 AND m.send_ref = r.send_ref WHERE r.broadcast_id = $1', [id, project.id]);
+    for (const r of rows) expect((await request(t.sim!.url).post('/_sim/status').send({ wamid: r.wamid, status: 'delivered' })).body.status_code).toBe(200);
+    const cost = (await api(t, key).get(`/v1/broadcasts/${id}`)).body.data.broadcast.billing.reported_cost;
+    await owner.locator('#billing-reported', { hasText: `0 not reported yet; ${money(cost.amount, cost.currency)}` }).waitFor({ timeout: 5000 });
+    // Over: the page closed its stream and was never reloaded.
+    await waitForStreams(project.id, 0);
+    expect(await owner.evaluate(() => (window as unknown as { kept?: boolean }).kept)).toBe(true);
+    expect(watched.foreign).toEqual([]);
+    expect(errors.filter((m) => /Content Security Policy|Refused to/.test(m))).toEqual([]);
+    await context.close();
   });
 
   async function waitForStreams(projectId: string, n: number): Promise<void> {

@@ -9,10 +9,10 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
-import { CookieAccessInfo } from 'cookiejar';
 import { startTestApp, type TestApp } from './support/app.js';
 import { person } from './support/dashboard.js';
-import { LIVE_LIMITS, openLiveStreams } from '../http/dashboard/inbox-live.js';
+import { cookieOf as cookieOfAgent, openStream, type LiveStream as Stream } from './support/live.js';
+import { LIVE_LIMITS, openLiveStreams } from '../http/dashboard/live-stream.js';
 
 let a: TestApp;
 let b: TestApp;
@@ -36,51 +36,10 @@ const email = (who: string) => `${who}-${Date.now()}-${Math.random().toString(36
 
 /** A signed-in person of the project on instance A, as the Cookie header a browser would send. */
 async function cookieOf(projectId: string, role: 'owner' | 'member' = 'owner'): Promise<string> {
-  const { agent } = await person(a, projectId, email(role), role);
-  const jar = (agent as unknown as { jar: { getCookies(info: unknown): Array<{ name: string; value: string }> } }).jar;
-  return jar.getCookies(CookieAccessInfo.All).map((c) => `${c.name}=${c.value}`).join('; ');
+  return cookieOfAgent((await person(a, projectId, email(role), role)).agent);
 }
 
-interface Stream {
-  status: number;
-  /** Resolves with the stream's text once it contains `text` (rejects after `ms`). */
-  until(text: string, ms?: number): Promise<string>;
-  close(): void;
-}
-
-async function open(path: string, cookie: string): Promise<Stream> {
-  const controller = new AbortController();
-  const res = await fetch(`${base}${path}`, { headers: { cookie, accept: 'text/event-stream' }, signal: controller.signal });
-  let text = '';
-  const waiters: Array<() => void> = [];
-  if (res.status === 200 && res.body) {
-    void (async () => {
-      const decoder = new TextDecoder();
-      try {
-        for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-          text += decoder.decode(chunk, { stream: true });
-          for (const w of waiters.splice(0)) w();
-        }
-      } catch {
-        /* aborted */
-      }
-    })();
-  }
-  return {
-    status: res.status,
-    until: (wanted, ms = 5000) => new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no "${wanted}" within ${ms} ms; got: ${text.slice(-500)}`)), ms);
-      const check = () => {
-        if (text.includes(wanted)) {
-          clearTimeout(timer);
-          resolve(text);
-        } else waiters.push(check);
-      };
-      check();
-    }),
-    close: () => controller.abort(),
-  };
-}
+const open = (path: string, cookie: string) => openStream(base, path, cookie);
 
 async function shop() {
   const project = await a.admin.project();

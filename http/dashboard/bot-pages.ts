@@ -9,9 +9,9 @@
  *   send, set, emit and log; nothing leaves;
  * - the development and production trees (lib/code/store.ts listFiles and readFile, as
  *   GET /v1/files), and a kept deployment's file, read-only with line numbers;
- * - the bot log (lib/bot/bot-log.ts), by level, in keyset pages, live: the page's script asks
- *   `log/tail` for lines newer than the last shown (connect-src 'self'), errors linked to the
- *   author's file and line.
+ * - the bot log (lib/bot/bot-log.ts), by level, in keyset pages, live: its first page's stream
+ *   (`log/events`, live-stream.ts) pushes the lines newer than the last shown, on top, errors
+ *   linked to the author's file and line.
  * Every text a bot sets (its files, sends, state, events, log lines) is shown as text.
  */
 import type { Request, Response } from 'express';
@@ -24,21 +24,22 @@ import { rollback } from '../../lib/deploy/deployments.js';
 import { deploymentFile, deploymentHistory, keptDeployments, type DeploymentHistoryEntry } from '../../lib/deploy/changes.js';
 import type { Diagnostic } from '../../lib/deploy/diagnostic.js';
 import { previewBot } from '../../lib/bot/preview.js';
-import { botLogPage, type BotLogRow } from '../../lib/bot/bot-log.js';
+import { botLogCountAfter, botLogCursors, botLogPage, type BotLogRow } from '../../lib/bot/bot-log.js';
 import { listFiles, readFile, type Tree } from '../../lib/code/store.js';
-import { html, when, type Html } from './html.js';
+import { html, plural, when, type Html } from './html.js';
 import { csrfField, layout, projectPath } from './layout.js';
 import { field, send } from './request.js';
 import { projectContext } from './context.js';
 import { bytes, changeOnce, count, onceField } from './console-kit.js';
 import type { PageRoute } from './page-routes.js';
 import { checkForm, type FormSchema } from './form-schema.js';
+import { liveConnector, oobPart, streamLivePage, type ChangeSource } from './live-stream.js';
 
 const MANAGERS = ['owner', 'admin'] as const;
 const LOG_PAGE = 50;
 const LEVELS = ['debug', 'info', 'warn', 'error'];
-/** How often the live log asks for new lines. */
-export const LIVE_LOG_EVERY_MS = 3000;
+/** The project keeps this many lines (lib/bot/bot-log.ts): one read brings every line the page has not got. */
+const LOG_KEPT = 1000;
 
 const botPath = (projectId: string, rest = '') => projectPath(projectId, `/bot${rest}`);
 
@@ -288,13 +289,13 @@ export const showBotLog = (deps: AppDeps) => async (req: Request, res: Response)
     return s ? `${path}?${s}` : path;
   };
   const newest = shown[0]?.id ?? '0';
-  const tail = `${path}/tail?${new URLSearchParams({ ...(level ? { level } : {}) }).toString()}`;
+  const events = `${path}/events?${new URLSearchParams({ ...(level ? { level } : {}), after: newest }).toString()}`;
   // Live on the first page only: older pages stay as they are.
   const live = before === undefined;
-  const body = html`${switcher(projectId, 'log')}
+  const body = html`${live ? liveConnector(events) : ''}${switcher(projectId, 'log')}
 <form method="get" action="${path}" class="inline-form"><label for="log-level">Level</label><select id="log-level" name="level"><option value="">any</option>${LEVELS.map((l) => html`<option${l === level ? html` selected` : ''}>${l}</option>`)}</select> <button type="submit">Show</button></form>
 ${live ? html`<p class="muted" id="live-status" role="status">Live: new lines appear at the top without a reload.</p>` : html`<p class="muted">Older lines (not live). <a href="${link({})}">Newest</a></p>`}
-<div class="table-wrap"><table class="stack" id="bot-log"${live ? html` data-live-log="${tail}" data-after="${newest}" data-every="${LIVE_LOG_EVERY_MS}"` : ''}><thead><tr><th scope="col">When</th><th scope="col">Level</th><th scope="col">Kind</th><th scope="col">Message</th></tr></thead><tbody>
+<div class="table-wrap"><table class="stack" id="bot-log"><thead><tr><th scope="col">When</th><th scope="col">Level</th><th scope="col">Kind</th><th scope="col">Message</th></tr></thead><tbody>
 ${logRows(projectId, shown, kept)}
 </tbody></table></div>
 ${shown.length ? '' : html`<p class="muted" id="log-empty">Nothing logged${level ? ` at level ${level}` : ''} yet.</p>`}
@@ -303,14 +304,42 @@ ${shown.length ? '' : html`<p class="muted" id="log-empty">Nothing logged${level
   send(res, 200, layout(ctx.shell('Bot log'), body));
 };
 
-/** The live log's question: the lines after `after` (at most a page), as table rows, newest first. */
-export const botLogTail = (deps: AppDeps) => async (req: Request, res: Response) => {
+/** The projects' newest log lines, read for every project with a log page open. */
+export const BOT_LOG_CHANGES: ChangeSource = { name: 'bot-log', read: (deps, projectIds) => botLogCursors(deps.db.pool, projectIds) };
+
+/**
+ * The live log: the lines after the newest the page was drawn with (`after`), on top of its table,
+ * each event named by its last line so a reconnect (Last-Event-ID) gets nothing twice; the count
+ * of new lines since the page opened; the "nothing logged" line gone once there is one.
+ */
+export const botLogEvents = (deps: AppDeps) => async (req: Request, res: Response) => {
   const ctx = await projectContext(deps, req, 'bot');
-  const after = idOf(req.query.after) ?? 0n;
-  const rows = await botLogPage(deps, ctx.project.id, { level: levelOf(req.query.level), after, limit: LOG_PAGE });
-  const kept = rows.some((r) => r.deployment_id) ? await keptDeployments(deps.db.pool, ctx.project.id) : new Set<string>();
-  res.setHeader('Cache-Control', 'no-store');
-  res.json({ count: rows.length, last: rows.length ? rows[rows.length - 1].id : after.toString(), rows: logRows(ctx.project.id, [...rows].reverse(), kept).value });
+  const projectId = ctx.project.id;
+  const level = levelOf(req.query.level);
+  const opened = idOf(req.query.after) ?? 0n;
+  const resumed = idOf(req.get('last-event-id'));
+  let last = resumed !== undefined && resumed > opened ? resumed : opened;
+  await streamLivePage(deps, req, res, {
+    projectId,
+    source: BOT_LOG_CHANGES,
+    key: projectId,
+    draw: async () => {
+      const rows = await botLogPage(deps, projectId, { level, after: last, limit: LOG_KEPT });
+      if (!rows.length) return { parts: {} };
+      const kept = rows.some((r) => r.deployment_id) ? await keptDeployments(deps.db.pool, projectId) : new Set<string>();
+      last = BigInt(rows[rows.length - 1].id);
+      const added = await botLogCountAfter(deps, projectId, level, opened);
+      return {
+        id: last.toString(),
+        parts: {
+          rows: oobPart('#bot-log > tbody', logRows(projectId, [...rows].reverse(), kept), { tag: 'tbody', swap: 'afterbegin' }),
+          status: oobPart('#live-status', html`Live: ${plural(added, 'new line')} since the page opened.`),
+          empty: oobPart('#log-empty', html``, { swap: 'delete' }),
+        },
+      };
+    },
+    recheck: () => projectContext(deps, req, 'bot'),
+  });
 };
 
 /** This module's pages under /dashboard (router.ts mounts them). */
@@ -320,5 +349,5 @@ export const botRoutes: PageRoute[] = [
   { method: 'post', path: '/projects/:projectId/bot/deployments/:deploymentId/rollback', handler: submitRollback },
   { method: 'get', path: '/projects/:projectId/bot/files', handler: showBotFiles },
   { method: 'get', path: '/projects/:projectId/bot/log', handler: showBotLog },
-  { method: 'get', path: '/projects/:projectId/bot/log/tail', handler: botLogTail },
+  { method: 'get', path: '/projects/:projectId/bot/log/events', handler: botLogEvents },
 ];

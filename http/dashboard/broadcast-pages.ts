@@ -4,8 +4,8 @@
  * which needs no script) or cancel (owners and admins; members only look), then a campaign's
  * progress: counts by recipient status, which hold keeps it waiting, waves and the next wave's
  * release, failures and cancellations by reason, retargeting. The live parts of a campaign's page
- * (its facts, counts, waves, failures and cancellations) are rendered by the same functions for the
- * page and for its live updates (`/progress`).
+ * (its facts, progress, cost, waves, failures and cancellations) are rendered by the same functions
+ * for the page and for its live stream (`/events`, live-stream.ts; `/progress` answers the same as JSON).
  */
 import type { Request, Response } from 'express';
 import type { AppDeps } from '../app-deps.js';
@@ -23,6 +23,9 @@ import { field, send } from './request.js';
 import { projectContext } from './context.js';
 import { billingSection, preflightCostRows, throughputText } from './cost-facts.js';
 import { refreshMessagingLimit } from '../../lib/pricing/messaging-limit.js';
+import { campaignCursors } from '../../lib/broadcasts/live-changes.js';
+import { changeCursors } from '../../lib/inbox/live-changes.js';
+import { liveConnector, oobPart, streamLivePage, type ChangeSource } from './live-stream.js';
 import type { PageRoute } from './page-routes.js';
 
 const REASONS: Record<string, string> = {
@@ -154,21 +157,19 @@ function holdOf(b: BroadcastView): string | null {
 /** A recipient status as the pages name it. */
 const statusLabel = (k: string) => (k === 'unknown' ? 'outcome unknown' : k === 'held' ? 'held (wave or limit)' : k);
 
-function progressSection(projectId: string, b: BroadcastView, now: Date): Html {
+/** The progress section's content: a live part of its own (`#progress`). */
+function progressPart(b: BroadcastView, now: Date): Html {
   const p = progressOf(b, now);
   const keys = ['total', 'queued', 'held', 'sent', 'delivered', 'read', 'failed', 'canceled', 'unknown'] as const;
-  const label = statusLabel;
-  return html`<section id="progress" aria-labelledby="progress-title" data-progress-url="${projectPath(projectId, `/broadcasts/${b.id}/progress`)}" data-live="${p.live ? 'true' : 'false'}">
-<h2 id="progress-title">Progress</h2>
+  return html`<h2 id="progress-title">Progress</h2>
 <p><progress id="progress-bar" max="${Math.max(1, p.total)}" value="${p.done}" aria-label="Progress of ${b.name}">${p.done} of ${p.total}</progress>
-<span id="progress-text" aria-live="polite">${p.text}</span></p>
+<span id="progress-text">${p.text}</span></p>
 <p id="progress-reason" class="warning"${p.reason ? '' : html` hidden`}>${p.reason ?? ''}</p>
 <p id="progress-hold"${p.hold ? '' : html` hidden`}>${p.hold ?? ''}</p>
 <p id="progress-pace"${p.pace ? '' : html` hidden`}>${p.pace ?? ''}</p>
-<div class="table-wrap"><table><thead><tr>${keys.map((k) => html`<th scope="col">${label(k)}</th>`)}</tr></thead>
+<div class="table-wrap"><table><thead><tr>${keys.map((k) => html`<th scope="col">${statusLabel(k)}</th>`)}</tr></thead>
 <tbody><tr>${keys.map((k) => html`<td data-count="${k}">${p.counts ? p.counts[k] : '—'}</td>`)}</tr></tbody></table></div>
-${p.live ? html`<p class="muted">Updates by itself every few seconds while the campaign is scheduled or sending.</p>` : ''}
-</section>`;
+${p.live ? html`<p class="muted">Updates by itself while the campaign is scheduled or sending, and while the channel still reports its cost.</p>` : ''}`;
 }
 
 export const showBroadcasts = (deps: AppDeps) => async (req: Request, res: Response) => {
@@ -245,11 +246,14 @@ export const showBroadcast = (deps: AppDeps) => async (req: Request, res: Respon
   const open = isOpen(b);
   const manage = canManage(ctx.role);
   const parts = liveParts(b, d);
-  const body = html`<div id="broadcast-facts">${parts['broadcast-facts']}</div>
+  const now = deps.clock.now();
+  // Pushed while it moves (its sends, then the channel's cost reports): the stream ends when nothing more will change.
+  const live = b.status !== 'pending_approval' && progressOf(b, now).live;
+  const body = html`${live ? liveConnector(projectPath(ctx.project.id, `/broadcasts/${b.id}/events`)) : ''}<div id="broadcast-facts">${parts['broadcast-facts']}</div>
 ${b.status === 'pending_approval' ? html`<h2>Pre-flight report</h2>${preflightReport(b, d.templateStatus)}${previewSection(ctx.project.id, ctx.csrf, b, d, manage)}` : ''}
 <div id="broadcast-actions">${manage && open ? (b.status === 'pending_approval' ? decisionForms(ctx.project.id, ctx.csrf, b) : cancelForm(ctx.project.id, ctx.csrf, b, 'Cancel the rest')) : ''}</div>
 <div id="broadcast-billing">${parts['broadcast-billing']}</div>
-${b.status === 'pending_approval' ? '' : progressSection(ctx.project.id, b, deps.clock.now())}
+${b.status === 'pending_approval' ? '' : html`<section id="progress" aria-labelledby="progress-title" aria-live="polite">${progressPart(b, now)}</section>`}
 <h2>Waves</h2>
 <div id="broadcast-waves">${parts['broadcast-waves']}</div>
 <h2>Failures by reason</h2>
@@ -263,12 +267,48 @@ ${d.followUps.length ? html`<ul>${d.followUps.map((f) => html`<li><a href="${pro
   send(res, 200, layout(ctx.shell(`Broadcast: ${b.name}`), body));
 };
 
-/** The progress as JSON for the page's live updates (dashboard.js); same roles as the page. */
+/** The progress as JSON (the live page's words, for a script); same roles as the page. */
 export const broadcastProgress = (deps: AppDeps) => async (req: Request, res: Response) => {
   const ctx = await projectContext(deps, req, 'broadcasts');
   const d = await broadcastDetail(deps, ctx.project.id, String(req.params.broadcastId));
   const parts = Object.fromEntries(Object.entries(liveParts(d.view, d)).map(([id, h]) => [id, h.value]));
   res.status(200).setHeader('Cache-Control', 'no-store').json({ ...progressOf(d.view, deps.clock.now()), parts });
+};
+
+/**
+ * A campaign's changes, read for every campaign with a page open: its own cursor
+ * (lib/broadcasts/live-changes.ts) and its project's inbox cursor, which its sends and their
+ * statuses (a delivery, the channel's price) move.
+ */
+export const CAMPAIGN_CHANGES: ChangeSource = {
+  name: 'campaign',
+  read: async (deps, broadcastIds) => {
+    const own = await campaignCursors(deps.db.pool, broadcastIds);
+    const projects = await changeCursors(deps.db.pool, [...new Set([...own.values()].map((c) => c.projectId))]);
+    return new Map([...own].map(([id, c]) => [id, `${c.cursor}|${projects.get(c.projectId) ?? ''}`]));
+  },
+};
+
+/** A campaign's page pushed live: its parts as they change, until it is over and its cost all reported. */
+export const broadcastEvents = (deps: AppDeps) => async (req: Request, res: Response) => {
+  const ctx = await projectContext(deps, req, 'broadcasts');
+  const id = String(req.params.broadcastId).toLowerCase();
+  // Another project's campaign, or none: the page's refusal, before the stream opens.
+  await broadcastDetail(deps, ctx.project.id, id);
+  await streamLivePage(deps, req, res, {
+    projectId: ctx.project.id,
+    source: CAMPAIGN_CHANGES,
+    key: id,
+    draw: async () => {
+      const d = await broadcastDetail(deps, ctx.project.id, id);
+      const now = deps.clock.now();
+      const parts: Record<string, string> = {};
+      for (const [part, h] of Object.entries(liveParts(d.view, d))) parts[part] = oobPart(`#${part}`, h);
+      if (d.view.status !== 'pending_approval') parts.progress = oobPart('#progress', progressPart(d.view, now));
+      return { parts, end: !progressOf(d.view, now).live };
+    },
+    recheck: () => projectContext(deps, req, 'broadcasts'),
+  });
 };
 
 /**
@@ -320,6 +360,7 @@ export const broadcastRoutes: PageRoute[] = [
   { method: 'get', path: '/projects/:projectId/broadcasts', handler: showBroadcasts },
   { method: 'get', path: '/projects/:projectId/broadcasts/:broadcastId', handler: showBroadcast },
   { method: 'get', path: '/projects/:projectId/broadcasts/:broadcastId/progress', handler: broadcastProgress },
+  { method: 'get', path: '/projects/:projectId/broadcasts/:broadcastId/events', handler: broadcastEvents },
   { method: 'get', path: '/projects/:projectId/broadcasts/:broadcastId/approve', handler: showApprove },
   { method: 'post', path: '/projects/:projectId/broadcasts/:broadcastId/approve', handler: approve },
   { method: 'post', path: '/projects/:projectId/broadcasts/:broadcastId/test-send', handler: testSend },

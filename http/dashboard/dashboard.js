@@ -22,71 +22,6 @@ document.addEventListener('submit', (event) => {
   if (form && !window.confirm(form.getAttribute('data-confirm'))) event.preventDefault();
 });
 
-// A campaign's progress follows the sending without a reload: its page reads /progress every
-// 3 s while the campaign is scheduled or sending, and stops when it is over.
-(function liveProgress() {
-  const section = document.querySelector('[data-progress-url][data-live="true"]');
-  if (!section) return;
-  const url = section.getAttribute('data-progress-url');
-  const set = (id, text) => { const el = document.getElementById(id); if (el) el.textContent = text; };
-  const tick = () => {
-    fetch(url, { credentials: 'same-origin', headers: { accept: 'application/json' } })
-      .then((r) => (r.ok ? r.json() : Promise.reject(new Error(String(r.status)))))
-      .then((p) => {
-        const bar = document.getElementById('progress-bar');
-        if (bar) { bar.max = Math.max(1, p.total); bar.value = p.done; bar.textContent = `${p.done} of ${p.total}`; }
-        set('progress-text', p.text);
-        set('broadcast-status', p.status_line);
-        const reason = document.getElementById('progress-reason');
-        if (reason) { reason.textContent = p.reason || ''; reason.hidden = !p.reason; }
-        const hold = document.getElementById('progress-hold');
-        if (hold) { hold.textContent = p.hold || ''; hold.hidden = !p.hold; }
-        const pace = document.getElementById('progress-pace');
-        if (pace) { pace.textContent = p.pace || ''; pace.hidden = !p.pace; }
-        // The page's other live parts (facts, waves, failures, cancellations), rendered and escaped by the server.
-        for (const [id, part] of Object.entries(p.parts || {})) { const el = document.getElementById(id); if (el) el.innerHTML = part; }
-        if (p.counts) for (const [k, n] of Object.entries(p.counts)) {
-          const cell = section.querySelector(`[data-count="${k}"]`);
-          if (cell) cell.textContent = String(n);
-        }
-        section.setAttribute('data-live', p.live ? 'true' : 'false');
-        if (p.live) setTimeout(tick, 3000);
-      })
-      .catch(() => setTimeout(tick, 10000));
-  };
-  setTimeout(tick, 3000);
-})();
-
-// The bot log follows the bot without a reload: its page asks the table's data-live-log URL for
-// the lines after the newest shown, every data-every ms, and puts them on top (rows rendered and
-// escaped by the server). A failed question waits longer and tries again.
-(function liveBotLog() {
-  const table = document.querySelector('table[data-live-log]');
-  if (!table) return;
-  const body = table.tBodies[0];
-  const status = document.getElementById('live-status');
-  const every = Number(table.getAttribute('data-every')) || 3000;
-  let added = 0;
-  const tick = () => {
-    const url = `${table.getAttribute('data-live-log')}&after=${encodeURIComponent(table.getAttribute('data-after') || '0')}`;
-    fetch(url, { credentials: 'same-origin', headers: { accept: 'application/json' } })
-      .then((r) => (r.ok ? r.json() : Promise.reject(new Error(String(r.status)))))
-      .then((p) => {
-        if (p.count > 0) {
-          body.insertAdjacentHTML('afterbegin', p.rows);
-          table.setAttribute('data-after', p.last);
-          added += p.count;
-          const empty = document.getElementById('log-empty');
-          if (empty) empty.hidden = true;
-          if (status) status.textContent = `Live: ${added} new line${added === 1 ? '' : 's'} since the page opened.`;
-        }
-        setTimeout(tick, every);
-      })
-      .catch(() => setTimeout(tick, every * 3));
-  };
-  setTimeout(tick, every);
-})();
-
 // A file upload shows its progress: the form (which works without script) is sent by
 // XMLHttpRequest, whose upload events move the bar. Success goes where the server sent the page;
 // a refusal's reason (wrong type, quota) is shown under the form; a cut connection says so.
@@ -130,9 +65,10 @@ document.addEventListener('submit', (event) => {
   xhr.send(new FormData(form));
 });
 
-// The inbox (issue 68): htmx swaps the parts its Server-Sent Events stream pushes (the list's
-// rows, the chat, the state line, the counts; http/dashboard/inbox-live.ts), and fetches its links
-// and forms in place of <main> (hx-boost). What follows is the little htmx does not do itself.
+// The live pages (issue 68): htmx swaps the parts their Server-Sent Events stream pushes
+// (http/dashboard/live-stream.ts: the inbox's rows, chat, state line and counts; a campaign's
+// progress, cost and actions; the bot log's new lines), and the inbox fetches its links and forms
+// in place of <main> (hx-boost). What follows is the little htmx does not do itself.
 
 // A part the person is working in (a focused row link) is not swapped under their hands: the
 // newest one waits until the focus leaves it. The chat stays at its end when it was there.
@@ -167,8 +103,19 @@ document.addEventListener('submit', (event) => {
   const closeGone = () => { for (const [elt, source] of sources) if (!document.body.contains(elt)) { source.close(); sources.delete(elt); } };
   document.addEventListener('htmx:afterSwap', closeGone);
   window.addEventListener('pagehide', () => { for (const source of sources.values()) source.close(); });
-  document.addEventListener('htmx:sseOpen', () => { const s = document.getElementById('live-status'); if (s) s.textContent = 'Live: new messages appear without a reload.'; });
-  document.addEventListener('htmx:sseError', () => { const s = document.getElementById('live-status'); if (s) s.textContent = 'Live updates interrupted; reconnecting…'; });
+  // A cut stream is said in the page's live line, and its own words come back when it reconnects.
+  let liveWords = null;
+  document.addEventListener('htmx:sseError', () => {
+    const s = document.getElementById('live-status');
+    if (!s) return;
+    if (liveWords === null) liveWords = s.textContent;
+    s.textContent = 'Live updates interrupted; reconnecting…';
+  });
+  document.addEventListener('htmx:sseOpen', () => {
+    const s = document.getElementById('live-status');
+    if (s && liveWords !== null) s.textContent = liveWords;
+    liveWords = null;
+  });
   let fetched = false;
   // On a wide screen a conversation takes the window (its panes scroll on their own): the window is
   // scrolled to it, unless the page says something went wrong above it.

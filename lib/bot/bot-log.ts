@@ -5,6 +5,7 @@
  */
 import type { Deps } from '../deps.js';
 import { oneLine } from './log-text.js';
+import type { Queryable } from '../platform/db/transaction.js';
 
 export const MAX_LOG_LINE = 2000;
 
@@ -52,4 +53,23 @@ export async function botLogPage(
     [projectId, opts.level ?? null, opts.before?.toString() ?? null, opts.after?.toString() ?? null, opts.limit],
   );
   return res.rows;
+}
+
+/** Each project's newest log line (its id; '' when none): the live log's change cursor, read by every instance alike. */
+export async function botLogCursors(db: Queryable, projectIds: string[]): Promise<Map<string, string>> {
+  if (!projectIds.length) return new Map();
+  const { rows } = await db.query<{ id: string; newest: string | null }>(
+    `SELECT p.id, (SELECT max(l.id) FROM bot_logs l WHERE l.project_id = p.id)::text AS newest FROM unnest($1::text[]) AS p(id)`,
+    [projectIds],
+  );
+  return new Map(rows.map((r) => [r.id, r.newest ?? '']));
+}
+
+/** How many of the project's lines (of a level) are newer than `after`: the live log's "new since the page opened". */
+export async function botLogCountAfter(deps: Pick<Deps, 'db'>, projectId: string, level: string | undefined, after: bigint): Promise<number> {
+  const { rows } = await deps.db.pool.query<{ n: string }>(
+    `SELECT count(*)::bigint AS n FROM bot_logs WHERE project_id = $1 AND ($2::text IS NULL OR level = $2) AND id > $3`,
+    [projectId, level ?? null, after.toString()],
+  );
+  return Number(rows[0].n);
 }

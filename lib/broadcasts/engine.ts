@@ -30,6 +30,7 @@ import {
 } from './recipients.js';
 import type { BroadcastRow } from './store.js';
 import { spawnDueRetargets } from './retarget.js';
+import { templateShapeOf, type TemplateShape } from './template-shape.js';
 import {
   leaseDueCampaigns, markCompleted, markFailed, parkCampaign, releaseLease, renewLease, scheduleNextWave, setStatusReason, startSending,
 } from './campaigns.js';
@@ -68,7 +69,7 @@ export class BroadcastEngine {
   private readonly pool: pg.Pool;
   private readonly unknownLimitLogged = new Set<string>();
   /** Per campaign: its template's card header formats and COPY_CODE button index (newerKindComponents). */
-  private readonly templateShapes = new Map<string, { cardFormats: string[]; copyCodeIndex: number }>();
+  private readonly templateShapes = new Map<string, TemplateShape>();
 
   constructor(private readonly deps: EngineDeps, private readonly opts: EngineOptions) {
     this.leaseMs = opts.leaseMs ?? 30_000;
@@ -283,15 +284,7 @@ export class BroadcastEngine {
     if (!v.cards?.length && !v.limited_time_offer && !v.coupon_code) return [];
     let shape = this.templateShapes.get(b.id);
     if (!shape) {
-      const { rows } = await this.pool.query<{ components: unknown }>('SELECT components FROM templates WHERE project_id = $1 AND name = $2 AND language = $3', [b.project_id, b.template_name, b.template_language]);
-      const of = (components: unknown, type: string): Record<string, any> | undefined =>
-        Array.isArray(components) ? components.find((c) => String(c?.type).toUpperCase() === type) : undefined;
-      const cards: Array<Record<string, any>> = of(rows[0]?.components, 'CAROUSEL')?.cards ?? [];
-      const buttons: Array<Record<string, unknown>> = of(rows[0]?.components, 'BUTTONS')?.buttons ?? [];
-      shape = {
-        cardFormats: cards.map((c) => (String(of(c.components, 'HEADER')?.format ?? 'IMAGE').toLowerCase() === 'video' ? 'video' : 'image')),
-        copyCodeIndex: buttons.findIndex((x) => String(x.type).toUpperCase() === 'COPY_CODE'),
-      };
+      shape = await templateShapeOf(this.pool, b.project_id, b.template_name, b.template_language);
       this.templateShapes.set(b.id, shape);
     }
     const out: Array<Record<string, unknown>> = [];

@@ -17,6 +17,7 @@ import { DashboardRefusal } from '../accounts/refusal.js';
 import { ApiError } from '../platform/errors.js';
 import { requireRole } from '../accounts/roles.js';
 import { personAuthor } from '../conversations/authors.js';
+import { templateShapeOf } from '../broadcasts/template-shape.js';
 
 export async function testSendAs(deps: Deps, actor: Actor, projectId: string, broadcastId: string, phone: string | undefined, token: string): Promise<{ id: string }> {
   await requireRole(deps, actor.accountId, projectId, ['owner', 'admin'], 'send a test of a broadcast');
@@ -30,18 +31,21 @@ export async function testSendAs(deps: Deps, actor: Actor, projectId: string, br
   const project = await findProject(deps, projectId);
   const { body = [], header = [] } = sample.variables;
   const v = row.template_variables;
-  // A carousel's cards (the campaign's header links, the sample's body variables) and a limited-time
-  // offer's expiry, as the campaign sends them (lib/broadcasts/engine.ts): a test of a carousel
-  // without its cards is refused by the channel's rules.
+  // A carousel's cards (the campaign's header links, the sample's body variables), a limited-time
+  // offer's expiry and the COPY_CODE button's coupon, as the campaign sends them
+  // (lib/broadcasts/engine.ts): a test of a carousel without its cards is refused by the channel's
+  // rules, and a copy-code button without its code shows an empty code.
   const cards = v.cards?.length
     ? v.cards.map((card, i) => ({ header: { media: { link: card.header?.link } }, variables: sample.variables.cards?.[i]?.body ?? [] }))
     : undefined;
+  const copyCode = v.coupon_code ? (await templateShapeOf(deps.db.pool, projectId, row.template_name, row.template_language)).copyCodeIndex : -1;
   const sent = await sendMessage(deps, { id: project.id, name: project.name, status: project.status as 'active' }, {
     phone: phone.trim(),
     type: 'template',
     template: {
       name: row.template_name, language: row.template_language, variables: body, ...(header.length ? { header: { variables: header } } : {}),
       ...(cards ? { cards } : {}), ...(v.limited_time_offer ? { limited_time_offer: v.limited_time_offer } : {}),
+      ...(copyCode >= 0 ? { buttons: [{ index: copyCode, sub_type: 'copy_code', payload: v.coupon_code }] } : {}),
     },
   } as Parameters<typeof sendMessage>[2], { ref: `snd_test_${token}`, author: personAuthor(actor) }).catch((e: unknown) => {
     // The send path's refusal in words, on the approval page (not a dead end).
