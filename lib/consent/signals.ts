@@ -11,14 +11,13 @@
  * Also here: what statuses say about the recipient (BSUID, phone, username) fills in its contact.
  */
 import type pg from 'pg';
-import type { Prisma, PrismaClient } from '../../generated/prisma/client.js';
+import type { PrismaClient } from '../../generated/prisma/client.js';
 import type { Customer, StatusEvent, UserPreferenceEvent } from '../channel-port/events.js';
 import type { ConsentStatus } from '../conversations/consent.js';
 import { optOutMessageRecipients, setContactConsent, setPreferenceConsent } from '../conversations/contact-store.js';
 import { keywordCandidates, keywordMatch, keywordsOf } from './keywords.js';
 import { isBsuid, resolveContact, type MergeMoves } from '../conversations/identity.js';
-
-type Tx = Prisma.TransactionClient;
+import { inPrismaTransaction, type PrismaTx as Tx } from '../platform/db/transaction.js';
 
 /** Longest text compared with keywords (longer messages are never one: no keyword read for them). */
 const KEYWORD_MAX = 60;
@@ -48,7 +47,7 @@ export async function applyUserPreferences(prisma: PrismaClient, moves: MergeMov
     if (!ids.phone && !ids.userId) continue;
     const status: ConsentStatus = p.value === 'stop' ? 'opted_out' : 'opted_in';
     const when = p.timestamp ? new Date(p.timestamp * 1000) : at;
-    await prisma.$transaction(async (tx) => {
+    await inPrismaTransaction(prisma, async (tx) => {
       const contact = (await resolveContact(tx, projectId, ids, at, moves))!;
       if (await setPreferenceConsent(tx, projectId, contact.id, status, when)) changed++;
     });
@@ -109,7 +108,7 @@ export async function fillStatusCustomers(prisma: PrismaClient, moves: MergeMove
     const news = (c.userId && !known.user_id) || (c.phone && !known.phone) || (c.username && c.username !== known.username);
     if (!news) continue;
     // The contact is the one the message went to; its own ids lead, the status's complete them.
-    await prisma.$transaction((tx) => resolveContact(tx, projectId, {
+    await inPrismaTransaction(prisma, (tx) => resolveContact(tx, projectId, {
       phone: known.phone ?? c.phone, userId: known.user_id ?? c.userId, parentUserId: c.parentUserId, username: c.username,
     }, at, moves));
     known.user_id ??= c.userId ?? null;

@@ -16,6 +16,7 @@
  * - Rows are selected with camelCase aliases so lib/conversations/views.ts builds the contract shapes from them.
  */
 import type { Queryable } from '../platform/db/transaction.js';
+import { execute, type Tx } from '../platform/db/tx.js';
 import type { Prisma } from '../../generated/prisma/client.js';
 export type { Queryable };
 import type { ConversationRow, MessageCustomerRow, MessageRow } from './views.js';
@@ -388,26 +389,26 @@ export function upsertConversationsSql(select: string): string {
 }
 
 /** A merge's conversation of the gone contact, once its messages moved to the kept one. */
-export async function deleteConversation(tx: Prisma.TransactionClient, id: bigint): Promise<void> {
-  await tx.$executeRawUnsafe(`DELETE FROM conversations WHERE id = $1::bigint`, String(id));
+export async function deleteConversation(tx: Tx, id: bigint): Promise<void> {
+  await execute(tx, `DELETE FROM conversations WHERE id = $1::bigint`, String(id));
 }
 
 /** A merge's kept conversation takes the merged activity and state (identity.ts says which). */
 export async function absorbConversation(
-  tx: Prisma.TransactionClient,
+  tx: Tx,
   id: bigint,
   merged: { state: string; lastMessageAt: Date; lastInboundAt: Date | null; orderAt: Date },
   at: Date,
 ): Promise<void> {
-  await tx.$executeRawUnsafe(
+  await execute(tx, 
     `UPDATE conversations SET state = $2, last_message_at = $3, last_inbound_at = $4, order_at = GREATEST(order_at, $5), updated_at = $6 WHERE id = $1::bigint`,
     String(id), merged.state, merged.lastMessageAt, merged.lastInboundAt, merged.orderAt, at,
   );
 }
 
 /** A merge's only conversation, of the gone contact, moves to the kept contact. */
-export async function moveConversation(tx: Prisma.TransactionClient, id: bigint, toContact: bigint, at: Date): Promise<void> {
-  await tx.$executeRawUnsafe(`UPDATE conversations SET contact_id = $1::bigint, updated_at = $3 WHERE id = $2::bigint`, String(toContact), String(id), at);
+export async function moveConversation(tx: Tx, id: bigint, toContact: bigint, at: Date): Promise<void> {
+  await execute(tx, `UPDATE conversations SET contact_id = $1::bigint, updated_at = $3 WHERE id = $2::bigint`, String(toContact), String(id), at);
 }
 
 /**
