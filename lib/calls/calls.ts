@@ -18,11 +18,11 @@ import { hasReason } from '../channel-port/errors.js';
 import { asApiError } from '../channel-port/api-errors.js';
 import { requireChannel, type OpenChannel } from '../channel-settings/settings.js';
 import { isBsuid, resolveContact } from '../conversations/identity.js';
-import { upsertConversation } from '../conversations/conversations.js';
+import { touchConversation } from '../conversations/conversations.js';
 import { setCallPermission } from '../conversations/contact-store.js';
 import { phoneView } from '../conversations/views.js';
 import { recordEvent } from '../webhooks/events.js';
-import { inPrismaTransaction } from '../platform/db/transaction.js';
+import { inTransaction } from '../platform/db/transaction.js';
 import { type Tx, queryRows } from '../platform/db/tx.js';
 import { callColumns, endCall, insertCall, moveCall, type CallRow } from './store.js';
 
@@ -141,16 +141,16 @@ export async function applyCallEvent(deps: Deps, channel: OpenChannel, e: CallEv
   if (!e.callId || e.callId.length > 256 || (!ids.phone && !ids.userId)) return undefined;
   const projectId = channel.projectId;
   const handovers: BotHandovers = [];
-  const view = await inPrismaTransaction(deps.db.prisma, async (tx) => {
+  const view = await inTransaction(deps.db.pool, async (tx) => {
     const contact = await resolveContact(tx, projectId, ids, now, deps.contactMerge);
     if (!contact) return undefined;
     // A call is activity in the conversation but not a message: it does not open the 24-hour window.
-    const conversation = await upsertConversation(tx, projectId, contact.id, now, { inbound: false });
+    const conversationId = await touchConversation(tx, projectId, contact.id, now);
     const startedAt = seconds(e.startTime) ?? seconds(e.timestamp) ?? now;
     let row: CallRow | undefined;
     if (e.event === 'connect') {
       row = await insertCall(tx, {
-        projectId, conversationId: conversation.id, callId: e.callId, direction: e.direction, status: e.direction === 'user_initiated' ? 'ringing' : 'dialing',
+        projectId, conversationId, callId: e.callId, direction: e.direction, status: e.direction === 'user_initiated' ? 'ringing' : 'dialing',
         offerSdp: e.sdp?.type === 'offer' ? e.sdp.sdp : null, startedAt,
       }, now);
     } else if (e.event === 'status') {
@@ -163,7 +163,7 @@ export async function applyCallEvent(deps: Deps, channel: OpenChannel, e: CallEv
       row = await endCall(tx, projectId, e.callId, failed, endedAt, e.durationSeconds ?? null, now);
       // A terminate of a call we never saw ringing is kept as it ended.
       row ??= await insertCall(tx, {
-        projectId, conversationId: conversation.id, callId: e.callId, direction: e.direction,
+        projectId, conversationId, callId: e.callId, direction: e.direction,
         status: failed ? 'failed' : (e.durationSeconds ?? 0) > 0 ? 'completed' : 'missed', startedAt, endedAt, durationSeconds: e.durationSeconds ?? null,
       }, now);
     }
@@ -177,7 +177,7 @@ export async function applyCallEvent(deps: Deps, channel: OpenChannel, e: CallEv
 export async function applyCallPermission(deps: Deps, channel: OpenChannel, e: CallPermissionEvent, now: Date): Promise<void> {
   const ids = customerIds(e.customer);
   if (!ids.phone && !ids.userId) return;
-  await inPrismaTransaction(deps.db.prisma, async (tx) => {
+  await inTransaction(deps.db.pool, async (tx) => {
     const contact = await resolveContact(tx, channel.projectId, ids, now, deps.contactMerge);
     if (!contact) return;
     await setCallPermission(tx, channel.projectId, contact.id, e.status, e.permanent || !e.expiresAt ? null : new Date(e.expiresAt * 1000), now);
@@ -187,7 +187,7 @@ export async function applyCallPermission(deps: Deps, channel: OpenChannel, e: C
 /** Marks a contact's permission `pending` once a request was sent (a granted permission stays). */
 export async function markPermissionRequested(deps: Deps, projectId: string, contactId: bigint): Promise<void> {
   const now = deps.clock.now();
-  await inPrismaTransaction(deps.db.prisma, async (tx) => {
+  await inTransaction(deps.db.pool, async (tx) => {
     const rows = await queryRows<{ status: string | null; expires: Date | null }>(tx,
       'SELECT call_permission_status AS status, call_permission_expires_at AS expires FROM contacts WHERE project_id = $1 AND id = $2::bigint FOR UPDATE', projectId, String(contactId),
     );
@@ -277,7 +277,7 @@ export async function actOnCall(deps: Deps, projectId: string, id: string, actio
   const moved = action === 'accept' ? 'accepted' : action === 'pre_accept' ? 'pre_accepted' : action === 'reject' ? 'rejected' : undefined;
   if (!moved) return callView(call);
   const handovers: BotHandovers = [];
-  const view = await inPrismaTransaction(deps.db.prisma, async (tx) => {
+  const view = await inTransaction(deps.db.pool, async (tx) => {
     const row = await moveCall(tx, projectId, call.callId, ACTS_ON[action], moved, now);
     return row ? raise(deps, tx, projectId, row, now, handovers) : callView(await withContact(tx, projectId, call.callId));
   });
@@ -306,9 +306,9 @@ export async function startCall(deps: Deps, projectId: string, contactId: number
   if (!permissionGranted(contact.status, contact.expires, now)) throw permissionRequired();
   const channel = await requireChannel(deps, projectId);
   const { callId } = await callChannel(deps, channel, { action: 'connect', to: contact.phone, sdp, reference });
-  return inPrismaTransaction(deps.db.prisma, async (tx) => {
-    const conversation = await upsertConversation(tx, projectId, contact.id, now, { inbound: false });
-    await insertCall(tx, { projectId, conversationId: conversation.id, callId: callId!, direction: 'business_initiated', status: 'dialing', startedAt: now }, now);
+  return inTransaction(deps.db.pool, async (tx) => {
+    const conversationId = await touchConversation(tx, projectId, contact.id, now);
+    await insertCall(tx, { projectId, conversationId, callId: callId!, direction: 'business_initiated', status: 'dialing', startedAt: now }, now);
     return callView(await withContact(tx, projectId, callId!));
   });
 }

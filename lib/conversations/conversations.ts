@@ -16,7 +16,7 @@
  * - Rows are selected with camelCase aliases so lib/conversations/views.ts builds the contract shapes from them.
  */
 import type { Queryable } from '../platform/db/transaction.js';
-import { execute, type Tx } from '../platform/db/tx.js';
+import { execute, queryRows, type Tx } from '../platform/db/tx.js';
 import type { Prisma } from '../../generated/prisma/client.js';
 export type { Queryable };
 import type { ConversationRow, MessageCustomerRow, MessageRow } from './views.js';
@@ -386,6 +386,17 @@ export function upsertConversationsSql(select: string): string {
   return `INSERT INTO conversations (project_id, contact_id, last_message_at, created_at, updated_at)
           ${select}
           ON CONFLICT (project_id, contact_id) DO UPDATE SET ${MESSAGE_ACTIVITY_SET_SQL}`;
+}
+
+/**
+ * A contact's conversation for activity that is not the customer's message (a call, a group's
+ * creation): created when missing, else its activity moved forward to `at` as a send moves it
+ * (upsertConversationsSql); its id. One statement, on either client.
+ */
+export async function touchConversation(tx: Tx, projectId: string, contactId: bigint, at: Date): Promise<bigint> {
+  const [row] = await queryRows<{ id: bigint }>(tx,
+    `${upsertConversationsSql('SELECT $1, $2::bigint, $3::timestamptz, $3::timestamptz, $3::timestamptz')} RETURNING id`, projectId, String(contactId), at);
+  return row.id;
 }
 
 /** A merge's conversation of the gone contact, once its messages moved to the kept one. */

@@ -15,10 +15,10 @@ import type { GroupLifecycleEvent, GroupParticipantsEvent, GroupSettingsEvent, G
 import { asApiError } from '../channel-port/api-errors.js';
 import { requireChannel, type OpenChannel } from '../channel-settings/settings.js';
 import { insertGroupContact, renameGroupContact } from '../conversations/contact-store.js';
-import { upsertConversation } from '../conversations/conversations.js';
+import { touchConversation } from '../conversations/conversations.js';
 import { phoneView } from '../conversations/views.js';
 import { recordEvent } from '../webhooks/events.js';
-import { inPrismaTransaction } from '../platform/db/transaction.js';
+import { inTransaction } from '../platform/db/transaction.js';
 import type { Tx } from '../platform/db/tx.js';
 import {
   addParticipants, confirmGroup, groupByChannelId, groupById, insertPendingGroup, listGroupRows, participantsOf, removeParticipants,
@@ -177,7 +177,7 @@ export async function updateGroup(deps: Deps, projectId: string, id: bigint, inp
   const channel = await requireChannel(deps, projectId);
   await channelCall(() => deps.channel.updateGroupSettings(channel, g.groupId, settings));
   const now = deps.clock.now();
-  await inPrismaTransaction(deps.db.prisma, (tx) => applySettings(tx, projectId, g, settings, now));
+  await inTransaction(deps.db.pool, (tx) => applySettings(tx, projectId, g, settings, now));
   return groupView(await requireGroup(deps, projectId, g.id));
 }
 
@@ -191,7 +191,7 @@ export async function deleteGroup(deps: Deps, projectId: string, id: bigint): Pr
   const channel = await requireChannel(deps, projectId);
   await channelCall(() => deps.channel.deleteGroup(channel, g.groupId));
   const now = deps.clock.now();
-  await inPrismaTransaction(deps.db.prisma, (tx) => applyDeleted(tx, projectId, g, now));
+  await inTransaction(deps.db.pool, (tx) => applyDeleted(tx, projectId, g, now));
   return groupView(await requireGroup(deps, projectId, g.id));
 }
 
@@ -226,7 +226,7 @@ async function applySettings(tx: Tx, projectId: string, g: KnownGroup, s: { subj
 export async function applyGroupEvent(deps: Deps, channel: OpenChannel, e: GroupEvent, now: Date): Promise<void> {
   const projectId = channel.projectId;
   if (!e.groupId || e.groupId.length > 256) return;
-  await inPrismaTransaction(deps.db.prisma, async (tx) => {
+  await inTransaction(deps.db.pool, async (tx) => {
     if (e.kind === 'group_lifecycle' && e.change === 'created') {
       const id = await confirmGroup(tx, projectId, e, now);
       if (id === undefined) return;
@@ -234,7 +234,7 @@ export async function applyGroupEvent(deps: Deps, channel: OpenChannel, e: Group
       // The group's own record and its conversation: its messages are stored there.
       const contactId = await insertGroupContact(tx, projectId, g.subject, now);
       await setGroupContact(tx, id, contactId);
-      await upsertConversation(tx, projectId, contactId, now, { inbound: false });
+      await touchConversation(tx, projectId, contactId, now);
       const added = await addParticipants(tx, projectId, id, (e.added ?? []).map((m) => m.waId), now);
       await raise(tx, projectId, 'group.created', id, now, added.length ? { added_participants: added.map((w) => phoneView(w)) } : {});
       return;
