@@ -18,6 +18,7 @@ import { optOutMessageRecipients, setContactConsent, setPreferenceConsent } from
 import { keywordCandidates, keywordMatch, keywordsOf } from './keywords.js';
 import { isBsuid, resolveContact, type MergeMoves } from '../conversations/identity.js';
 import { inPrismaTransaction, type PrismaTx as Tx } from '../platform/db/transaction.js';
+import { prismaTx, queryRows } from '../platform/db/tx.js';
 
 /** Longest text compared with keywords (longer messages are never one: no keyword read for them). */
 const KEYWORD_MAX = 60;
@@ -28,7 +29,7 @@ export async function keywordConsent(
 ): Promise<{ status: 'opted_out' | 'opted_in'; keyword: string; confirmation: string | null } | undefined> {
   const candidates = keywordCandidates(type, content).filter((c) => c.trim().length > 0 && c.length <= KEYWORD_MAX);
   if (candidates.length === 0) return undefined;
-  const [row] = await tx.$queryRawUnsafe<Array<{ k: unknown }>>('SELECT consent_keywords AS k FROM projects WHERE id = $1', projectId);
+  const [row] = await queryRows<{ k: unknown }>(tx, 'SELECT consent_keywords AS k FROM projects WHERE id = $1', projectId);
   const keywords = keywordsOf(row?.k ?? null);
   const match = keywordMatch(keywords, candidates);
   if (!match) return undefined;
@@ -93,7 +94,7 @@ export function statusCustomerIds(statuses: StatusEvent[]): { wamid: string[]; p
 export async function fillStatusCustomers(prisma: PrismaClient, moves: MergeMoves, projectId: string, statuses: StatusEvent[], at: Date): Promise<void> {
   const given = statusesNamingCustomers(statuses);
   if (given.length === 0) return;
-  const rows = await prisma.$queryRawUnsafe<Array<{ wamid: string; phone: string | null; user_id: string | null; username: string | null }>>(
+  const rows = await queryRows<{ wamid: string; phone: string | null; user_id: string | null; username: string | null }>(prismaTx(prisma),
     `SELECT m.wamid, ct.phone, ct.user_id, ct.username FROM messages m
        JOIN conversations cv ON cv.id = m.conversation_id JOIN contacts ct ON ct.id = cv.contact_id
      WHERE m.project_id = $1 AND m.wamid = ANY($2::text[])`,

@@ -477,8 +477,8 @@ export async function projectLabels(db: Queryable, projectId: string, limit = 50
  * A person removed from a project's team hands on what they held: their conversations of that
  * project are unassigned (inside the removal's transaction). Returns the conversations' ids.
  */
-export async function unassignAccount(tx: Pick<Prisma.TransactionClient, '$queryRawUnsafe'>, projectId: string, accountId: string, at: Date): Promise<string[]> {
-  const rows = await tx.$queryRawUnsafe<Array<{ id: string }>>(
+export async function unassignAccount(tx: Tx, projectId: string, accountId: string, at: Date): Promise<string[]> {
+  const rows = await queryRows<{ id: string }>(tx,
     `UPDATE conversations SET assignee_id = NULL, assigned_at = NULL, updated_at = $3 WHERE project_id = $1 AND assignee_id = $2 RETURNING id::text AS id`,
     projectId, accountId, at,
   );

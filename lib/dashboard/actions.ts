@@ -174,7 +174,7 @@ export async function removeMemberAs(deps: ActionDeps, actor: Actor, projectId: 
     await leaveProject(tx.db.prisma, member.accountId, projectId);
     // The conversations they handled are nobody's now (the inbox's "Unassigned"), each with its event.
     const now = deps.clock.now();
-    const held = await unassignAccount(tx.db.prisma, projectId, member.accountId, now);
+    const held = await unassignAccount(tx.db.sql, projectId, member.accountId, now);
     for (const id of held) {
       await recordEvent(tx.db.sql, projectId, 'conversation.assigned', { conversation_id: Number(id), assignee: null, previous_assignee: { id: member.accountId, email }, by: personAuthor(actor) }, now);
     }
