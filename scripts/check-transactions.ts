@@ -7,8 +7,9 @@
  * transaction only through transaction.ts (its `local` option, setLocal). So a move to another
  * database, or a change of how transactions run, has one folder to change. This fails on a BEGIN,
  * a `$transaction`, an advisory lock, a SET LOCAL, a SKIP LOCKED claim or a LISTEN written in any
- * other file of the service (comments aside). A LISTEN connection is held only through
- * lib/platform/db/notifications.ts (listen).
+ * other file of the service (comments aside), and on SQL sent through Prisma's `$queryRawUnsafe`
+ * (a store runs it on the handle, which either client carries). A LISTEN connection is held only
+ * through lib/platform/db/notifications.ts (listen).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -21,6 +22,7 @@ const ALLOWED = [/^lib\/platform\/db\//, /^scripts\/check-transactions\.ts$/, /^
 const RULES: Array<{ pattern: RegExp; what: string; instead: string }> = [
   { pattern: /(['"`]|;\s*)BEGIN\b/, what: 'a BEGIN', instead: 'inTransaction or transactionOn (lib/platform/db/transaction.ts)' },
   { pattern: /\$transaction\b/, what: 'a Prisma $transaction', instead: 'inPrismaTransaction (lib/platform/db/transaction.ts)' },
+  { pattern: /\$(query|execute)RawUnsafe\b/, what: "Prisma's raw SQL", instead: 'queryRows or execute on the handle (lib/platform/db/tx.ts)' },
   { pattern: /pg_(try_)?advisory_(xact_)?(lock|unlock)/, what: 'an advisory lock', instead: 'lockForTransaction, tryLockSession (lib/platform/db/locks.ts)' },
   { pattern: /\bSET LOCAL\b/, what: 'a SET LOCAL', instead: "inTransaction's `local` option or setLocal (lib/platform/db/transaction.ts)" },
   { pattern: /SKIP LOCKED/, what: 'a SKIP LOCKED claim', instead: 'CLAIM_ROWS (lib/platform/db/claims.ts)' },
@@ -56,5 +58,5 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.a
   const found = transactionViolations(root);
   for (const v of found) console.error(`${v.file}:${v.line}: ${v.message}`);
   if (found.length) process.exit(1);
-  console.log("transactions (pg and Prisma), advisory locks, SET LOCAL, SKIP LOCKED and LISTEN are spelled only in lib/platform/db");
+  console.log("transactions (pg and Prisma), raw SQL through Prisma, advisory locks, SET LOCAL, SKIP LOCKED and LISTEN are spelled only in lib/platform/db");
 }

@@ -165,16 +165,17 @@ describe('listen and notify', () => {
 });
 
 describe('the check', () => {
-  it('When the tree is read, then no BEGIN, Prisma transaction, advisory lock, SET LOCAL, SKIP LOCKED or LISTEN is spelled outside lib/platform/db; one written elsewhere is named with its line', () => {
+  it('When the tree is read, then no BEGIN, Prisma transaction or raw SQL, advisory lock, SET LOCAL, SKIP LOCKED or LISTEN is spelled outside lib/platform/db; one written elsewhere is named with its line', () => {
     const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
     expect(transactionViolations(root)).toEqual([]);
-    expect(violationsIn('lib/x/y.ts', "const a = 1;\nawait client.query('BEGIN');\n// BEGIN in a comment is fine\nawait c.query(`SELECT pg_advisory_xact_lock(1)`);\nawait c.query('SET LOCAL work_mem = 1');\nawait c.query(`LISTEN x`);\nconst q = `SELECT 1 FROM t LIMIT 1 FOR UPDATE SKIP LOCKED`;\nawait deps.db.prisma.$transaction(async (tx) => tx.user.count());")).toEqual([
+    expect(violationsIn('lib/x/y.ts', "const a = 1;\nawait client.query('BEGIN');\n// BEGIN in a comment is fine\nawait c.query(`SELECT pg_advisory_xact_lock(1)`);\nawait c.query('SET LOCAL work_mem = 1');\nawait c.query(`LISTEN x`);\nconst q = `SELECT 1 FROM t LIMIT 1 FOR UPDATE SKIP LOCKED`;\nawait deps.db.prisma.$transaction(async (tx) => tx.user.count());\nawait tx.$queryRawUnsafe('SELECT 1');")).toEqual([
       { file: 'lib/x/y.ts', line: 2, message: expect.stringMatching(/^a BEGIN outside lib\/platform\/db/) },
       { file: 'lib/x/y.ts', line: 4, message: expect.stringMatching(/^an advisory lock outside/) },
       { file: 'lib/x/y.ts', line: 5, message: expect.stringMatching(/^a SET LOCAL outside/) },
       { file: 'lib/x/y.ts', line: 6, message: expect.stringMatching(/^a LISTEN outside/) },
       { file: 'lib/x/y.ts', line: 7, message: expect.stringMatching(/^a SKIP LOCKED claim outside/) },
       { file: 'lib/x/y.ts', line: 8, message: expect.stringMatching(/^a Prisma \$transaction outside .*inPrismaTransaction/) },
+      { file: 'lib/x/y.ts', line: 9, message: expect.stringMatching(/^Prisma's raw SQL outside .*queryRows/) },
     ]);
     expect(violationsIn('lib/platform/db/transaction.ts', "await client.query('BEGIN');")).toEqual([]);
   });
