@@ -1,11 +1,15 @@
 /**
  * `npm run check:transactions` (CI): PostgreSQL's own mechanisms are spelled in one place. A
- * transaction begins only in lib/platform/db/transaction.ts (inTransaction, transactionOn), an
- * advisory lock is taken only through lib/platform/db/locks.ts, a setting is set for a transaction
- * only through transaction.ts (its `local` option, setLocal). So a move to another database, or a
- * change of how transactions run, has one folder to change. This fails on a BEGIN, an advisory
- * lock, a SET LOCAL, a SKIP LOCKED claim or a LISTEN written in any other file of the service (comments aside). A LISTEN
- * connection is held only through lib/platform/db/notifications.ts (listen).
+ * transaction begins only in lib/platform/db/transaction.ts: on pg through inTransaction or
+ * transactionOn, on Prisma through inPrismaTransaction (a `$transaction` of Prisma's is refused
+ * elsewhere, so both clients' transactions take the same options and hand stores the same handle,
+ * Tx). An advisory lock is taken only through lib/platform/db/locks.ts, a setting is set for a
+ * transaction only through transaction.ts (its `local` option, setLocal). So a move to another
+ * database, or a change of how transactions run, has one folder to change. This fails on a BEGIN,
+ * a `$transaction`, an advisory lock, a SET LOCAL, a SKIP LOCKED claim or a LISTEN written in any
+ * other file of the service (comments aside), and on SQL sent through Prisma's `$queryRawUnsafe`
+ * (a store runs it on the handle, which either client carries). A LISTEN connection is held only
+ * through lib/platform/db/notifications.ts (listen).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -17,6 +21,8 @@ const ROOTS = ['lib', 'jobs', 'http', 'handlers', 'middleware', 'channel', 'scri
 const ALLOWED = [/^lib\/platform\/db\//, /^scripts\/check-transactions\.ts$/, /^scripts\/bench\//];
 const RULES: Array<{ pattern: RegExp; what: string; instead: string }> = [
   { pattern: /(['"`]|;\s*)BEGIN\b/, what: 'a BEGIN', instead: 'inTransaction or transactionOn (lib/platform/db/transaction.ts)' },
+  { pattern: /\$transaction\b/, what: 'a Prisma $transaction', instead: 'inPrismaTransaction (lib/platform/db/transaction.ts)' },
+  { pattern: /\$(query|execute)RawUnsafe\b/, what: "Prisma's raw SQL", instead: 'queryRows or execute on the handle (lib/platform/db/tx.ts)' },
   { pattern: /pg_(try_)?advisory_(xact_)?(lock|unlock)/, what: 'an advisory lock', instead: 'lockForTransaction, tryLockSession (lib/platform/db/locks.ts)' },
   { pattern: /\bSET LOCAL\b/, what: 'a SET LOCAL', instead: "inTransaction's `local` option or setLocal (lib/platform/db/transaction.ts)" },
   { pattern: /SKIP LOCKED/, what: 'a SKIP LOCKED claim', instead: 'CLAIM_ROWS (lib/platform/db/claims.ts)' },
@@ -52,5 +58,5 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.a
   const found = transactionViolations(root);
   for (const v of found) console.error(`${v.file}:${v.line}: ${v.message}`);
   if (found.length) process.exit(1);
-  console.log("transactions, advisory locks, SET LOCAL, SKIP LOCKED and LISTEN are spelled only in lib/platform/db");
+  console.log("transactions (pg and Prisma), raw SQL through Prisma, advisory locks, SET LOCAL, SKIP LOCKED and LISTEN are spelled only in lib/platform/db");
 }

@@ -1,26 +1,32 @@
 /**
  * One transaction helper (issue 57, item 2): inTransaction's options against the real PostgreSQL,
  * the named advisory locks, and the check that keeps BEGIN, advisory locks and SET LOCAL in
- * lib/platform/db.
+ * lib/platform/db. One handle (issue 70, item 2): Prisma's transactions take the same options, and
+ * a statement run on the handle (Tx) reads the same whichever client runs it.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { testDatabaseUrl } from './support/db.js';
-import { beginStatement, inTransaction, setLocal } from '../lib/platform/db/transaction.js';
+import { beginStatement, inPrismaTransaction, inTransaction, setLocal } from '../lib/platform/db/transaction.js';
+import { openDatabase, type Database } from '../lib/platform/db/database.js';
+import { execute, queryRows, type Tx } from '../lib/platform/db/tx.js';
 import { lockForTransaction, tryLockSession, unlockSession } from '../lib/platform/db/locks.js';
 import { listen, notify } from '../lib/platform/db/notifications.js';
 import { transactionViolations, violationsIn } from '../scripts/check-transactions.js';
 import { eventually } from './support/eventually.js';
 
 let pool: pg.Pool;
-beforeAll(() => {
+let db: Database;
+beforeAll(async () => {
   pool = new pg.Pool({ connectionString: testDatabaseUrl(), max: 4 });
   pool.on('error', () => undefined);
+  db = await openDatabase(testDatabaseUrl(), { max: 2 });
 });
 afterAll(async () => {
   await pool.end();
+  await db.close();
 });
 
 describe('inTransaction', () => {
@@ -64,6 +70,39 @@ describe('inTransaction', () => {
       throw Object.assign(new Error('unique'), { code: '23505' });
     }, { retryOn: ['40P01'] })).rejects.toThrow('unique');
     expect(tries).toBe(1);
+  });
+});
+
+describe('one handle for both clients', () => {
+  it('When a Prisma transaction is given options, then it runs with that isolation, access mode and settings; with retryOn, a failed try runs again', async () => {
+    const seen = await inPrismaTransaction(db.prisma, (tx) => queryRows<{ iso: string; ro: string; st: string }>(tx,
+      "SELECT current_setting('transaction_isolation') AS iso, current_setting('transaction_read_only') AS ro, current_setting('statement_timeout') AS st",
+    ), { isolation: 'SERIALIZABLE', readOnly: true, local: { statement_timeout: 4321 } });
+    expect(seen).toEqual([{ iso: 'serializable', ro: 'on', st: '4321ms' }]);
+    let tries = 0;
+    const out = await inPrismaTransaction(db.prisma, async () => {
+      if (++tries < 2) throw Object.assign(new Error('serialization failure'), { code: '40001' });
+      return tries;
+    }, { retryOn: ['40001'] });
+    expect(out).toBe(2);
+  });
+
+  it('When the same statement runs on the handle of a pg transaction, of a Prisma transaction and of the pool, then its rows and counts read the same', async () => {
+    await pool.query('CREATE TABLE IF NOT EXISTS tx_handle (id bigint PRIMARY KEY, at timestamp(3) NOT NULL, day date NOT NULL, n int NOT NULL)');
+    await pool.query('TRUNCATE tx_handle');
+    const at = new Date('2026-03-04T05:06:07.089Z');
+    const probe = async (tx: Tx, id: bigint) => {
+      const changed = await execute(tx, 'INSERT INTO tx_handle VALUES ($1::bigint, $2, $3::date, $4)', String(id), at, '2026-03-04', 7);
+      const [row] = await queryRows<Record<string, unknown>>(tx, 'SELECT id, at, day, n, count(*) OVER () AS total, ARRAY[id] AS ids FROM tx_handle WHERE id = $1::bigint', String(id));
+      return { changed, ...row, total: typeof row.total };
+    };
+    const viaPg = await inTransaction(pool, (c) => probe(c, 1n));
+    const viaPrisma = await inPrismaTransaction(db.prisma, (tx) => probe(tx, 2n));
+    const viaPool = await probe(db.sql, 3n);
+    const want = { changed: 1, at, day: new Date('2026-03-04T00:00:00Z'), n: 7, total: 'bigint' };
+    expect(viaPg).toEqual({ ...want, id: 1n, ids: [1n] });
+    expect(viaPrisma).toEqual({ ...want, id: 2n, ids: [2n] });
+    expect(viaPool).toEqual({ ...want, id: 3n, ids: [3n] });
   });
 });
 
@@ -126,15 +165,17 @@ describe('listen and notify', () => {
 });
 
 describe('the check', () => {
-  it('When the tree is read, then no BEGIN, advisory lock, SET LOCAL, SKIP LOCKED or LISTEN is spelled outside lib/platform/db; one written elsewhere is named with its line', () => {
+  it('When the tree is read, then no BEGIN, Prisma transaction or raw SQL, advisory lock, SET LOCAL, SKIP LOCKED or LISTEN is spelled outside lib/platform/db; one written elsewhere is named with its line', () => {
     const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
     expect(transactionViolations(root)).toEqual([]);
-    expect(violationsIn('lib/x/y.ts', "const a = 1;\nawait client.query('BEGIN');\n// BEGIN in a comment is fine\nawait c.query(`SELECT pg_advisory_xact_lock(1)`);\nawait c.query('SET LOCAL work_mem = 1');\nawait c.query(`LISTEN x`);\nconst q = `SELECT 1 FROM t LIMIT 1 FOR UPDATE SKIP LOCKED`;")).toEqual([
+    expect(violationsIn('lib/x/y.ts', "const a = 1;\nawait client.query('BEGIN');\n// BEGIN in a comment is fine\nawait c.query(`SELECT pg_advisory_xact_lock(1)`);\nawait c.query('SET LOCAL work_mem = 1');\nawait c.query(`LISTEN x`);\nconst q = `SELECT 1 FROM t LIMIT 1 FOR UPDATE SKIP LOCKED`;\nawait deps.db.prisma.$transaction(async (tx) => tx.user.count());\nawait tx.$queryRawUnsafe('SELECT 1');")).toEqual([
       { file: 'lib/x/y.ts', line: 2, message: expect.stringMatching(/^a BEGIN outside lib\/platform\/db/) },
       { file: 'lib/x/y.ts', line: 4, message: expect.stringMatching(/^an advisory lock outside/) },
       { file: 'lib/x/y.ts', line: 5, message: expect.stringMatching(/^a SET LOCAL outside/) },
       { file: 'lib/x/y.ts', line: 6, message: expect.stringMatching(/^a LISTEN outside/) },
       { file: 'lib/x/y.ts', line: 7, message: expect.stringMatching(/^a SKIP LOCKED claim outside/) },
+      { file: 'lib/x/y.ts', line: 8, message: expect.stringMatching(/^a Prisma \$transaction outside .*inPrismaTransaction/) },
+      { file: 'lib/x/y.ts', line: 9, message: expect.stringMatching(/^Prisma's raw SQL outside .*queryRows/) },
     ]);
     expect(violationsIn('lib/platform/db/transaction.ts', "await client.query('BEGIN');")).toEqual([]);
   });

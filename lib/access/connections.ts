@@ -11,6 +11,7 @@ import { hashSecret, newId, newSecret, secretHint } from '../platform/secrets.js
 import { TOKEN_PREFIX } from './credentials.js';
 import { findProject } from './projects.js';
 import type { Prisma } from '../../generated/prisma/client.js';
+import { inPrismaTransaction } from '../platform/db/transaction.js';
 
 type DbDeps = Pick<Deps, 'db'>;
 /** A Prisma transaction's client: the OAuth grant writes a connection, its projects and tokens in one transaction with its own rows. */
@@ -47,7 +48,7 @@ export async function deleteConnection(deps: WriteDeps, id: string) {
 export async function attachProject(deps: WriteDeps, connectionId: string, projectId: string, input: { scopes: string[]; isDefault?: boolean }) {
   const connection = await findConnection(deps, connectionId);
   const project = await findProject(deps, projectId);
-  await deps.db.prisma.$transaction((tx) => attachProjectOn(tx, connection.id, project.id, input));
+  await inPrismaTransaction(deps.db.prisma, (tx) => attachProjectOn(tx, connection.id, project.id, input));
   await credentialsChanged(deps);
   return findConnection(deps, connection.id);
 }
@@ -140,7 +141,7 @@ export async function detachProject(deps: WriteDeps, connectionId: string, rawPr
   const projectId = rawProjectId.toLowerCase();
   const attached = connection.projects.find((p) => p.projectId === projectId);
   if (!attached) throw new ApiError('not_found', `Project "${projectId}" is not attached to connection "${connection.id}".`);
-  await deps.db.prisma.$transaction(async (tx) => {
+  await inPrismaTransaction(deps.db.prisma, async (tx) => {
     await tx.connectionProject.delete({ where: { connectionId_projectId: { connectionId: connection.id, projectId } } });
     const next = connection.projects.find((p) => p.projectId !== projectId);
     if (attached.isDefault && next) {

@@ -22,6 +22,7 @@ import { type Role } from './roles.js';
 import { checkLoginAllowed, recordLoginFailure } from './login-throttle.js';
 import { recordAudit } from './audit.js';
 import { createAccount, joinProject } from './accounts.js';
+import { inPrismaTransaction } from '../platform/db/transaction.js';
 
 export const INVITE_TTL_MS = 72 * 3600_000;
 
@@ -86,7 +87,7 @@ export async function acceptInvite(deps: Pick<Deps, 'db' | 'clock' | 'counters' 
     newAccount = { passwordHash: await hashPassword(pw) };
   }
   const now = deps.clock.now();
-  return deps.db.prisma.$transaction(async (tx) => {
+  return inPrismaTransaction(deps.db.prisma, async (tx) => {
     // Spent only if still the same link (two tabs: one wins).
     const { count } = await tx.dashboardInvite.deleteMany({ where: { id: invite.id, tokenHash: hashSecret(token) } });
     if (count !== 1) throw new DashboardRefusal(404, INVALID_INVITE);

@@ -34,8 +34,7 @@
  * - Times come from the service's clock, so tests move leases with a manual clock, not sleeps.
  */
 import type pg from 'pg';
-import type { Prisma } from '../../generated/prisma/client.js';
-import type { RawTx } from '../platform/db/transaction.js';
+import { type Tx, execute, queryRows } from '../platform/db/tx.js';
 import { inboundText, type BotCall, type BotEvent } from './types.js';
 import { CLAIM_ROWS } from '../platform/db/claims.js';
 
@@ -50,8 +49,8 @@ export const runKey = (runId: bigint | string) => `schedule:${runId}`;
 export const callKey = (callRowId: bigint | string, status: BotCall['status']) => `call:${callRowId}:${status}`;
 
 /** Records, in the storing transaction, that the bot has the message `messageId` to handle (leased to this instance). */
-export async function addToInbox(tx: Prisma.TransactionClient, projectId: string, messageId: bigint, now: Date, leaseMs: number): Promise<void> {
-  await tx.$executeRawUnsafe(messageInboxSql('SELECT $1::bigint, $2::text, $3::timestamptz, $4::timestamptz'), messageId, projectId, new Date(now.getTime() + leaseMs), now);
+export async function addToInbox(tx: Tx, projectId: string, messageId: bigint, now: Date, leaseMs: number): Promise<void> {
+  await execute(tx, messageInboxSql('SELECT $1::bigint, $2::text, $3::timestamptz, $4::timestamptz'), messageId, projectId, new Date(now.getTime() + leaseMs), now);
 }
 
 /**
@@ -80,9 +79,9 @@ export async function addRunToInbox(client: pg.PoolClient, projectId: string, ru
  * this instance), when the project has a deployed bot (without one there is nobody to hand it to).
  * The key when it was recorded now; undefined when there is no bot or the change was recorded before.
  */
-export async function addCallToInbox(tx: RawTx, projectId: string, callRowId: bigint, call: BotCall, now: Date, leaseMs: number): Promise<string | undefined> {
+export async function addCallToInbox(tx: Tx, projectId: string, callRowId: bigint, call: BotCall, now: Date, leaseMs: number): Promise<string | undefined> {
   const key = callKey(callRowId, call.status);
-  const rows = await tx.$queryRawUnsafe<{ key: string }[]>(
+  const rows = await queryRows<{ key: string }>(tx,
     `INSERT INTO bot_inbox (key, kind, call_id, payload, project_id, lease_until, created_at)
      SELECT $1, 'call', $2::bigint, $3::jsonb, $4, $5, $6 WHERE EXISTS (SELECT 1 FROM bot_releases WHERE project_id = $4)
      ON CONFLICT (key) DO NOTHING RETURNING key`,

@@ -62,12 +62,11 @@ import { IsolateGrowth } from './isolate-growth.js';
 import { redactedBotLog } from './secrets.js';
 import { consentMarkOf } from '../consent/keywords.js';
 import type { BotCall, BotCapacity, BotEvent, BotHook, BotInboundMessage } from './types.js';
-import type { RawTx } from '../platform/db/transaction.js';
+import type { Tx } from '../platform/db/tx.js';
 import { addCallToInbox, addToInbox, messageInboxSql, markRunStarted, MAX_HANDOVERS, messageKey, reclaimExpired, recordAbnormalRun, releaseWaiting, removeFromInbox, renewLeases, setAside } from './inbox.js';
 import { runEnded, runStarted, type RunOutcome } from './schedules.js';
 import { createHash } from 'node:crypto';
 import { HUMAN_STATE } from '../conversations/conversations.js';
-import type { Prisma } from '../../generated/prisma/client.js';
 import type { InboundEvent } from './event-types.js';
 
 export const MAX_QUEUED_PER_PROJECT = 1000;
@@ -282,13 +281,13 @@ export class BotRuntime implements BotHook {
   }
 
   /** A stored inbound message enters the inbox in the transaction that stores it (BotHook). */
-  async enqueue(tx: Prisma.TransactionClient, projectId: string, messageId: bigint, now: Date): Promise<void> {
+  async enqueue(tx: Tx, projectId: string, messageId: bigint, now: Date): Promise<void> {
     if (!this.deps) throw new Error('the bot runtime is not attached');
     await addToInbox(tx, projectId, messageId, now, this.deps.config.botInboxLeaseMs);
   }
 
   /** A call's change enters the inbox in the transaction that stores it, when the project has a deployed bot (BotHook). */
-  async enqueueCall(tx: RawTx, projectId: string, callRowId: bigint, call: BotCall, now: Date): Promise<string | undefined> {
+  async enqueueCall(tx: Tx, projectId: string, callRowId: bigint, call: BotCall, now: Date): Promise<string | undefined> {
     if (!this.deps) throw new Error('the bot runtime is not attached');
     return addCallToInbox(tx, projectId, callRowId, call, now, this.deps.config.botInboxLeaseMs);
   }

@@ -1,7 +1,6 @@
 /** What the service hands the bot runtime, and what the rest of the service sees of it. */
 import type { SandboxLimits } from '../sandbox/sandbox.js';
-import type { Prisma } from '../../generated/prisma/client.js';
-import type { RawTx } from '../platform/db/transaction.js';
+import type { Tx } from '../platform/db/tx.js';
 import type { CallEventContext, InboundCall, InboundMessage, ScheduleContext } from './event-types.js';
 
 /**
@@ -32,7 +31,7 @@ export interface BotHook {
    * Puts a stored inbound message into the bot's inbox, in the transaction that stores it (a
    * restart before the bot ran cannot drop it). Messaging calls this; it never imports the bot.
    */
-  enqueue(tx: Prisma.TransactionClient, projectId: string, messageId: bigint, now: Date): Promise<void>;
+  enqueue(tx: Tx, projectId: string, messageId: bigint, now: Date): Promise<void>;
   /**
    * enqueue as SQL, for a statement that stores messages itself (lib/messaging/inbound-statement.ts):
    * the insert putting each row of `rows` (message_id, project_id, lease_until, created_at) into the inbox.
@@ -44,7 +43,7 @@ export interface BotHook {
    * there (then hand it over with onEvent once committed), else undefined. Calls call this; they
    * never import the bot.
    */
-  enqueueCall?(tx: RawTx, projectId: string, callRowId: bigint, call: BotCall, now: Date): Promise<string | undefined>;
+  enqueueCall?(tx: Tx, projectId: string, callRowId: bigint, call: BotCall, now: Date): Promise<string | undefined>;
   /** A deploy, rollback or project change: the next message loads the project's release again. */
   releaseChanged(projectId: string): void;
   /** Makes the project's sandbox ready before an event is due (a schedule's run, a moment before its time). */

@@ -15,7 +15,8 @@
  * through moveRecipientsToContact (lib/conversations/identity.ts calls it through Deps.contactMerge).
  */
 import type pg from 'pg';
-import type { Queryable, RawTx } from '../platform/db/transaction.js';
+import type { Queryable } from '../platform/db/transaction.js';
+import { type Tx, execute } from '../platform/db/tx.js';
 import { REACH_KEY_SQL } from '../pricing/portfolio-reach.js';
 import { CLAIM_ROWS } from '../platform/db/claims.js';
 
@@ -254,6 +255,6 @@ export async function cancelOptedOutClaims(db: Queryable, broadcastId: string, i
 }
 
 /** A contact merge's move (lib/conversations/identity.ts): recipient rows of contact `from` now name `to`. */
-export async function moveRecipientsToContact(tx: RawTx, to: bigint, from: bigint): Promise<void> {
-  await tx.$executeRawUnsafe(`UPDATE broadcast_recipients SET contact_id = $1::bigint WHERE contact_id = $2::bigint`, String(to), String(from));
+export async function moveRecipientsToContact(tx: Tx, to: bigint, from: bigint): Promise<void> {
+  await execute(tx, `UPDATE broadcast_recipients SET contact_id = $1::bigint WHERE contact_id = $2::bigint`, String(to), String(from));
 }

@@ -18,11 +18,12 @@ import { hasReason } from '../channel-port/errors.js';
 import { asApiError } from '../channel-port/api-errors.js';
 import { requireChannel, type OpenChannel } from '../channel-settings/settings.js';
 import { isBsuid, resolveContact } from '../conversations/identity.js';
-import { upsertConversation } from '../conversations/conversations.js';
+import { touchConversation } from '../conversations/conversations.js';
 import { setCallPermission } from '../conversations/contact-store.js';
 import { phoneView } from '../conversations/views.js';
 import { recordEvent } from '../webhooks/events.js';
-import type { RawTx } from '../platform/db/transaction.js';
+import { inTransaction } from '../platform/db/transaction.js';
+import { type Tx, queryRows } from '../platform/db/tx.js';
 import { callColumns, endCall, insertCall, moveCall, type CallRow } from './store.js';
 
 export { moveConversationCalls } from './store.js';
@@ -70,8 +71,8 @@ export function callView(c: CallWithContact): CallView {
   };
 }
 
-async function withContact(tx: RawTx, projectId: string, callId: string): Promise<CallWithContact> {
-  const rows = await tx.$queryRawUnsafe<CallWithContact[]>(`${SELECT_CALLS} WHERE c.project_id = $1 AND c.call_id = $2`, projectId, callId);
+async function withContact(tx: Tx, projectId: string, callId: string): Promise<CallWithContact> {
+  const rows = await queryRows<CallWithContact>(tx, `${SELECT_CALLS} WHERE c.project_id = $1 AND c.call_id = $2`, projectId, callId);
   return rows[0];
 }
 
@@ -110,7 +111,7 @@ function handOver(deps: Deps, projectId: string, handovers: BotHandovers): void 
  * Records the call's event for a change (ended calls raise `call.ended`), and puts the change into
  * the deployed bot's inbox in the same transaction (`handovers` says what to hand over after it).
  */
-async function raise(deps: Deps, tx: RawTx, projectId: string, row: CallRow, at: Date, handovers: BotHandovers): Promise<CallView> {
+async function raise(deps: Deps, tx: Tx, projectId: string, row: CallRow, at: Date, handovers: BotHandovers): Promise<CallView> {
   const c = await withContact(tx, projectId, row.callId);
   const view = callView(c);
   const name = row.endedAt ? 'call.ended' : EVENT_OF[row.status];
@@ -140,16 +141,16 @@ export async function applyCallEvent(deps: Deps, channel: OpenChannel, e: CallEv
   if (!e.callId || e.callId.length > 256 || (!ids.phone && !ids.userId)) return undefined;
   const projectId = channel.projectId;
   const handovers: BotHandovers = [];
-  const view = await deps.db.prisma.$transaction(async (tx) => {
+  const view = await inTransaction(deps.db.pool, async (tx) => {
     const contact = await resolveContact(tx, projectId, ids, now, deps.contactMerge);
     if (!contact) return undefined;
     // A call is activity in the conversation but not a message: it does not open the 24-hour window.
-    const conversation = await upsertConversation(tx, projectId, contact.id, now, { inbound: false });
+    const conversationId = await touchConversation(tx, projectId, contact.id, now);
     const startedAt = seconds(e.startTime) ?? seconds(e.timestamp) ?? now;
     let row: CallRow | undefined;
     if (e.event === 'connect') {
       row = await insertCall(tx, {
-        projectId, conversationId: conversation.id, callId: e.callId, direction: e.direction, status: e.direction === 'user_initiated' ? 'ringing' : 'dialing',
+        projectId, conversationId, callId: e.callId, direction: e.direction, status: e.direction === 'user_initiated' ? 'ringing' : 'dialing',
         offerSdp: e.sdp?.type === 'offer' ? e.sdp.sdp : null, startedAt,
       }, now);
     } else if (e.event === 'status') {
@@ -162,7 +163,7 @@ export async function applyCallEvent(deps: Deps, channel: OpenChannel, e: CallEv
       row = await endCall(tx, projectId, e.callId, failed, endedAt, e.durationSeconds ?? null, now);
       // A terminate of a call we never saw ringing is kept as it ended.
       row ??= await insertCall(tx, {
-        projectId, conversationId: conversation.id, callId: e.callId, direction: e.direction,
+        projectId, conversationId, callId: e.callId, direction: e.direction,
         status: failed ? 'failed' : (e.durationSeconds ?? 0) > 0 ? 'completed' : 'missed', startedAt, endedAt, durationSeconds: e.durationSeconds ?? null,
       }, now);
     }
@@ -176,7 +177,7 @@ export async function applyCallEvent(deps: Deps, channel: OpenChannel, e: CallEv
 export async function applyCallPermission(deps: Deps, channel: OpenChannel, e: CallPermissionEvent, now: Date): Promise<void> {
   const ids = customerIds(e.customer);
   if (!ids.phone && !ids.userId) return;
-  await deps.db.prisma.$transaction(async (tx) => {
+  await inTransaction(deps.db.pool, async (tx) => {
     const contact = await resolveContact(tx, channel.projectId, ids, now, deps.contactMerge);
     if (!contact) return;
     await setCallPermission(tx, channel.projectId, contact.id, e.status, e.permanent || !e.expiresAt ? null : new Date(e.expiresAt * 1000), now);
@@ -186,8 +187,8 @@ export async function applyCallPermission(deps: Deps, channel: OpenChannel, e: C
 /** Marks a contact's permission `pending` once a request was sent (a granted permission stays). */
 export async function markPermissionRequested(deps: Deps, projectId: string, contactId: bigint): Promise<void> {
   const now = deps.clock.now();
-  await deps.db.prisma.$transaction(async (tx) => {
-    const rows = await tx.$queryRawUnsafe<{ status: string | null; expires: Date | null }[]>(
+  await inTransaction(deps.db.pool, async (tx) => {
+    const rows = await queryRows<{ status: string | null; expires: Date | null }>(tx,
       'SELECT call_permission_status AS status, call_permission_expires_at AS expires FROM contacts WHERE project_id = $1 AND id = $2::bigint FOR UPDATE', projectId, String(contactId),
     );
     if (rows[0] && !permissionGranted(rows[0].status, rows[0].expires, now)) await setCallPermission(tx, projectId, contactId, 'pending', null, now);
@@ -201,7 +202,7 @@ function permissionGranted(status: string | null, expires: Date | null, now: Dat
 // ------------------------------------------------------------------ reads
 
 export async function listCalls(deps: Pick<Deps, 'db'>, projectId: string, q: { conversationId?: number; limit: number; beforeId?: number }): Promise<CallView[]> {
-  const rows = await deps.db.prisma.$queryRawUnsafe<CallWithContact[]>(
+  const rows = await queryRows<CallWithContact>(deps.db.sql,
     `${SELECT_CALLS} WHERE c.project_id = $1 AND ($2::bigint IS NULL OR c.conversation_id = $2::bigint) AND ($3::bigint IS NULL OR c.id < $3::bigint)
      ORDER BY c.id DESC LIMIT $4`,
     projectId, q.conversationId === undefined ? null : String(q.conversationId), q.beforeId === undefined ? null : String(q.beforeId), q.limit,
@@ -212,7 +213,7 @@ export async function listCalls(deps: Pick<Deps, 'db'>, projectId: string, q: { 
 async function callById(deps: Deps, projectId: string, id: string): Promise<CallWithContact | undefined> {
   // A numeric id is ours, anything else the channel's call id.
   const numeric = /^\d{1,18}$/.test(id);
-  const rows = await deps.db.prisma.$queryRawUnsafe<CallWithContact[]>(
+  const rows = await queryRows<CallWithContact>(deps.db.sql,
     `${SELECT_CALLS} WHERE c.project_id = $1 AND ${numeric ? 'c.id = $2::bigint' : 'c.call_id = $2'}`, projectId, id,
   );
   return rows[0];
@@ -276,7 +277,7 @@ export async function actOnCall(deps: Deps, projectId: string, id: string, actio
   const moved = action === 'accept' ? 'accepted' : action === 'pre_accept' ? 'pre_accepted' : action === 'reject' ? 'rejected' : undefined;
   if (!moved) return callView(call);
   const handovers: BotHandovers = [];
-  const view = await deps.db.prisma.$transaction(async (tx) => {
+  const view = await inTransaction(deps.db.pool, async (tx) => {
     const row = await moveCall(tx, projectId, call.callId, ACTS_ON[action], moved, now);
     return row ? raise(deps, tx, projectId, row, now, handovers) : callView(await withContact(tx, projectId, call.callId));
   });
@@ -290,7 +291,7 @@ export async function actOnCall(deps: Deps, projectId: string, id: string, actio
  * no granted permission (409 `call_permission_required`).
  */
 export async function startCall(deps: Deps, projectId: string, contactId: number, sdp: string, reference?: string): Promise<CallView> {
-  const rows = await deps.db.prisma.$queryRawUnsafe<{ id: bigint; phone: string | null; status: string | null; expires: Date | null }[]>(
+  const rows = await queryRows<{ id: bigint; phone: string | null; status: string | null; expires: Date | null }>(deps.db.sql,
     'SELECT id, phone, call_permission_status AS status, call_permission_expires_at AS expires FROM contacts WHERE project_id = $1 AND id = $2::bigint',
     projectId, String(contactId),
   );
@@ -305,9 +306,9 @@ export async function startCall(deps: Deps, projectId: string, contactId: number
   if (!permissionGranted(contact.status, contact.expires, now)) throw permissionRequired();
   const channel = await requireChannel(deps, projectId);
   const { callId } = await callChannel(deps, channel, { action: 'connect', to: contact.phone, sdp, reference });
-  return deps.db.prisma.$transaction(async (tx) => {
-    const conversation = await upsertConversation(tx, projectId, contact.id, now, { inbound: false });
-    await insertCall(tx, { projectId, conversationId: conversation.id, callId: callId!, direction: 'business_initiated', status: 'dialing', startedAt: now }, now);
+  return inTransaction(deps.db.pool, async (tx) => {
+    const conversationId = await touchConversation(tx, projectId, contact.id, now);
+    await insertCall(tx, { projectId, conversationId, callId: callId!, direction: 'business_initiated', status: 'dialing', startedAt: now }, now);
     return callView(await withContact(tx, projectId, callId!));
   });
 }

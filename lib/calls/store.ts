@@ -3,7 +3,7 @@
  * the channel's call id, so a notification sent twice, or applied by two instances at once,
  * changes a call once: the second insert finds the row, the second move finds it moved.
  */
-import type { RawTx } from '../platform/db/transaction.js';
+import { type Tx, execute, queryRows } from '../platform/db/tx.js';
 
 export interface CallRow {
   id: bigint;
@@ -40,8 +40,8 @@ export interface NewCall {
 }
 
 /** Inserts a call unless its call id is known; the row when it was new. */
-export async function insertCall(tx: RawTx, c: NewCall, at: Date): Promise<CallRow | undefined> {
-  const rows = await tx.$queryRawUnsafe<CallRow[]>(
+export async function insertCall(tx: Tx, c: NewCall, at: Date): Promise<CallRow | undefined> {
+  const rows = await queryRows<CallRow>(tx,
     `INSERT INTO calls (project_id, conversation_id, call_id, direction, status, offer_sdp, started_at, ended_at, duration_seconds, created_at, updated_at)
      VALUES ($1, $2::bigint, $3, $4, $5, $6, $7, $8, $9, $10, $10)
      ON CONFLICT (project_id, call_id) DO NOTHING RETURNING ${CALL_COLUMNS}`,
@@ -51,8 +51,8 @@ export async function insertCall(tx: RawTx, c: NewCall, at: Date): Promise<CallR
 }
 
 /** Moves a live call (not ended) from one of `from` to `to`; the row when it moved. */
-export async function moveCall(tx: RawTx, projectId: string, callId: string, from: string[], to: string, at: Date): Promise<CallRow | undefined> {
-  const rows = await tx.$queryRawUnsafe<CallRow[]>(
+export async function moveCall(tx: Tx, projectId: string, callId: string, from: string[], to: string, at: Date): Promise<CallRow | undefined> {
+  const rows = await queryRows<CallRow>(tx,
     `UPDATE calls SET status = $4, answered_at = CASE WHEN $4 = 'accepted' THEN $5 ELSE answered_at END, updated_at = $5
      WHERE project_id = $1 AND call_id = $2 AND ended_at IS NULL AND status = ANY ($3::text[]) RETURNING ${CALL_COLUMNS}`,
     projectId, callId, from, to, at,
@@ -64,8 +64,8 @@ export async function moveCall(tx: RawTx, projectId: string, callId: string, fro
  * Ends a call once: a rejected call stays `rejected`, `failed` when the channel says so, `completed` when it was
  * answered (or lasted), else `missed`. The row when it ended now.
  */
-export async function endCall(tx: RawTx, projectId: string, callId: string, failed: boolean, endedAt: Date, durationSeconds: number | null, at: Date): Promise<CallRow | undefined> {
-  const rows = await tx.$queryRawUnsafe<CallRow[]>(
+export async function endCall(tx: Tx, projectId: string, callId: string, failed: boolean, endedAt: Date, durationSeconds: number | null, at: Date): Promise<CallRow | undefined> {
+  const rows = await queryRows<CallRow>(tx,
     `UPDATE calls SET status = CASE WHEN status = 'rejected' THEN 'rejected' WHEN $3 THEN 'failed'
                                     WHEN status = 'accepted' OR COALESCE($5, 0) > 0 THEN 'completed' ELSE 'missed' END,
                       ended_at = $4, duration_seconds = $5, updated_at = $6
@@ -76,6 +76,6 @@ export async function endCall(tx: RawTx, projectId: string, callId: string, fail
 }
 
 /** A contact merge: the calls of conversation `from` now belong to `to`. */
-export async function moveConversationCalls(tx: RawTx, to: bigint, from: bigint): Promise<void> {
-  await tx.$executeRawUnsafe('UPDATE calls SET conversation_id = $1::bigint WHERE conversation_id = $2::bigint', String(to), String(from));
+export async function moveConversationCalls(tx: Tx, to: bigint, from: bigint): Promise<void> {
+  await execute(tx, 'UPDATE calls SET conversation_id = $1::bigint WHERE conversation_id = $2::bigint', String(to), String(from));
 }

@@ -11,14 +11,14 @@
  * Also here: what statuses say about the recipient (BSUID, phone, username) fills in its contact.
  */
 import type pg from 'pg';
-import type { Prisma, PrismaClient } from '../../generated/prisma/client.js';
+import type { PrismaClient } from '../../generated/prisma/client.js';
 import type { Customer, StatusEvent, UserPreferenceEvent } from '../channel-port/events.js';
 import type { ConsentStatus } from '../conversations/consent.js';
 import { optOutMessageRecipients, setContactConsent, setPreferenceConsent } from '../conversations/contact-store.js';
 import { keywordCandidates, keywordMatch, keywordsOf } from './keywords.js';
 import { isBsuid, resolveContact, type MergeMoves } from '../conversations/identity.js';
-
-type Tx = Prisma.TransactionClient;
+import { inPrismaTransaction, type PrismaTx as Tx } from '../platform/db/transaction.js';
+import { prismaTx, queryRows } from '../platform/db/tx.js';
 
 /** Longest text compared with keywords (longer messages are never one: no keyword read for them). */
 const KEYWORD_MAX = 60;
@@ -29,7 +29,7 @@ export async function keywordConsent(
 ): Promise<{ status: 'opted_out' | 'opted_in'; keyword: string; confirmation: string | null } | undefined> {
   const candidates = keywordCandidates(type, content).filter((c) => c.trim().length > 0 && c.length <= KEYWORD_MAX);
   if (candidates.length === 0) return undefined;
-  const [row] = await tx.$queryRawUnsafe<Array<{ k: unknown }>>('SELECT consent_keywords AS k FROM projects WHERE id = $1', projectId);
+  const [row] = await queryRows<{ k: unknown }>(tx, 'SELECT consent_keywords AS k FROM projects WHERE id = $1', projectId);
   const keywords = keywordsOf(row?.k ?? null);
   const match = keywordMatch(keywords, candidates);
   if (!match) return undefined;
@@ -48,7 +48,7 @@ export async function applyUserPreferences(prisma: PrismaClient, moves: MergeMov
     if (!ids.phone && !ids.userId) continue;
     const status: ConsentStatus = p.value === 'stop' ? 'opted_out' : 'opted_in';
     const when = p.timestamp ? new Date(p.timestamp * 1000) : at;
-    await prisma.$transaction(async (tx) => {
+    await inPrismaTransaction(prisma, async (tx) => {
       const contact = (await resolveContact(tx, projectId, ids, at, moves))!;
       if (await setPreferenceConsent(tx, projectId, contact.id, status, when)) changed++;
     });
@@ -94,7 +94,7 @@ export function statusCustomerIds(statuses: StatusEvent[]): { wamid: string[]; p
 export async function fillStatusCustomers(prisma: PrismaClient, moves: MergeMoves, projectId: string, statuses: StatusEvent[], at: Date): Promise<void> {
   const given = statusesNamingCustomers(statuses);
   if (given.length === 0) return;
-  const rows = await prisma.$queryRawUnsafe<Array<{ wamid: string; phone: string | null; user_id: string | null; username: string | null }>>(
+  const rows = await queryRows<{ wamid: string; phone: string | null; user_id: string | null; username: string | null }>(prismaTx(prisma),
     `SELECT m.wamid, ct.phone, ct.user_id, ct.username FROM messages m
        JOIN conversations cv ON cv.id = m.conversation_id JOIN contacts ct ON ct.id = cv.contact_id
      WHERE m.project_id = $1 AND m.wamid = ANY($2::text[])`,
@@ -109,7 +109,7 @@ export async function fillStatusCustomers(prisma: PrismaClient, moves: MergeMove
     const news = (c.userId && !known.user_id) || (c.phone && !known.phone) || (c.username && c.username !== known.username);
     if (!news) continue;
     // The contact is the one the message went to; its own ids lead, the status's complete them.
-    await prisma.$transaction((tx) => resolveContact(tx, projectId, {
+    await inPrismaTransaction(prisma, (tx) => resolveContact(tx, projectId, {
       phone: known.phone ?? c.phone, userId: known.user_id ?? c.userId, parentUserId: c.parentUserId, username: c.username,
     }, at, moves));
     known.user_id ??= c.userId ?? null;

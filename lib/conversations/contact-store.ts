@@ -13,7 +13,8 @@
  *   The send ledger creates the contacts of a batch inside its one statement (insertContactsSql).
  */
 import type { ChannelError } from '../channel-port/errors.js';
-import type { Queryable, RawTx } from '../platform/db/transaction.js';
+import type { Queryable } from '../platform/db/transaction.js';
+import { type Tx, execute, queryRows } from '../platform/db/tx.js';
 import { CONTACT_COLUMNS, type ContactChange } from './contacts.js';
 import { consentIsSql, consentSetSql, type ConsentStatus } from './consent.js';
 import type { ContactRow } from './views.js';
@@ -85,8 +86,8 @@ export interface ContactIds {
 }
 
 /** A new contact of these ids; nothing when another writer made it first (the caller reads it back). */
-export async function insertContactIfAbsent(tx: RawTx, projectId: string, ids: ContactIds, at: Date): Promise<void> {
-  await tx.$executeRawUnsafe(
+export async function insertContactIfAbsent(tx: Tx, projectId: string, ids: ContactIds, at: Date): Promise<void> {
+  await execute(tx,
     `INSERT INTO contacts (project_id, phone, user_id, parent_user_id, username, name, created_at, updated_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $7) ON CONFLICT DO NOTHING`,
     projectId, ids.phone, ids.userId, ids.parentUserId, ids.username, ids.name, at,
@@ -94,16 +95,16 @@ export async function insertContactIfAbsent(tx: RawTx, projectId: string, ids: C
 }
 
 /** The contact's ids as given. */
-export async function updateContactIds(tx: RawTx, id: bigint, ids: ContactIds, at: Date): Promise<void> {
-  await tx.$executeRawUnsafe(
+export async function updateContactIds(tx: Tx, id: bigint, ids: ContactIds, at: Date): Promise<void> {
+  await execute(tx,
     `UPDATE contacts SET phone = $2, user_id = $3, parent_user_id = $4, username = $5, name = $6, updated_at = $7 WHERE id = $1::bigint`,
     String(id), ids.phone, ids.userId, ids.parentUserId, ids.username, ids.name, at,
   );
 }
 
 /** The contact is known by `userId` from now on (Meta's BSUID change). */
-export async function setContactUserId(tx: RawTx, id: bigint, userId: string, at: Date): Promise<void> {
-  await tx.$executeRawUnsafe(`UPDATE contacts SET user_id = $2, updated_at = $3 WHERE id = $1::bigint`, String(id), userId, at);
+export async function setContactUserId(tx: Tx, id: bigint, userId: string, at: Date): Promise<void> {
+  await execute(tx, `UPDATE contacts SET user_id = $2, updated_at = $3 WHERE id = $1::bigint`, String(id), userId, at);
 }
 
 /**
@@ -111,9 +112,9 @@ export async function setContactUserId(tx: RawTx, id: bigint, userId: string, at
  * (the kept one's win), consent (an opt-out on either side wins, else an opt-in on either side).
  * The gone contact goes first: its unique ids must be free before the kept one takes them.
  */
-export async function foldContact(tx: RawTx, keep: bigint, gone: bigint, at: Date): Promise<void> {
-  const [old] = await tx.$queryRawUnsafe<Array<Record<string, unknown>>>(`DELETE FROM contacts WHERE id = $1::bigint RETURNING *`, String(gone));
-  await tx.$executeRawUnsafe(
+export async function foldContact(tx: Tx, keep: bigint, gone: bigint, at: Date): Promise<void> {
+  const [old] = await queryRows<Record<string, unknown>>(tx, `DELETE FROM contacts WHERE id = $1::bigint RETURNING *`, String(gone));
+  await execute(tx,
     `UPDATE contacts c SET
        phone = COALESCE(c.phone, $2), user_id = COALESCE(c.user_id, $3), parent_user_id = COALESCE(c.parent_user_id, $4),
        username = COALESCE(c.username, $5), name = COALESCE(c.name, $6),
@@ -148,8 +149,8 @@ export function insertContactsSql(select: string): string {
 // ------------------------------------------------------------------ consent (consent.ts and lib/consent decide)
 
 /** Sets a contact's consent in the caller's transaction; whether it changed. */
-export async function setContactConsent(tx: RawTx, projectId: string, contactId: bigint, status: ConsentStatus, source: string, at: Date): Promise<boolean> {
-  const rows = await tx.$queryRawUnsafe<unknown[]>(
+export async function setContactConsent(tx: Tx, projectId: string, contactId: bigint, status: ConsentStatus, source: string, at: Date): Promise<boolean> {
+  const rows = await queryRows<unknown>(tx,
     `UPDATE contacts SET ${consentSetSql(status, '$3', '$4')} WHERE project_id = $1 AND id = $2::bigint AND NOT ${consentIsSql(status)} RETURNING id`,
     projectId, String(contactId), at, source,
   );
@@ -160,8 +161,8 @@ export async function setContactConsent(tx: RawTx, projectId: string, contactId:
  * Meta's `user_preferences` consent, said at `when`: a stop and a resume can arrive out of order,
  * so an older preference never overrides a newer one. Whether it changed.
  */
-export async function setPreferenceConsent(tx: RawTx, projectId: string, contactId: bigint, status: ConsentStatus, when: Date): Promise<boolean> {
-  const rows = await tx.$queryRawUnsafe<unknown[]>(
+export async function setPreferenceConsent(tx: Tx, projectId: string, contactId: bigint, status: ConsentStatus, when: Date): Promise<boolean> {
+  const rows = await queryRows<unknown>(tx,
     `UPDATE contacts SET ${consentSetSql(status, '$3', `'user_preferences'`)}
      WHERE project_id = $1 AND id = $2::bigint AND NOT ${consentIsSql(status)}
        AND (consent_source IS DISTINCT FROM 'user_preferences' OR consent_at IS NULL OR consent_at < $3)
@@ -234,8 +235,8 @@ const IMPORT_UPSERT = `INSERT INTO contacts AS c (project_id, phone, name, tags,
 // ------------------------------------------------------------------ calls (lib/calls decides)
 
 /** The customer's answer to a call permission request (or `pending` when one was sent); whether it changed. */
-export async function setCallPermission(tx: RawTx, projectId: string, contactId: bigint, status: string, expiresAt: Date | null, at: Date): Promise<boolean> {
-  const rows = await tx.$queryRawUnsafe<unknown[]>(
+export async function setCallPermission(tx: Tx, projectId: string, contactId: bigint, status: string, expiresAt: Date | null, at: Date): Promise<boolean> {
+  const rows = await queryRows<unknown>(tx,
     `UPDATE contacts SET call_permission_status = $3, call_permission_expires_at = $4, updated_at = $5
      WHERE project_id = $1 AND id = $2::bigint
        AND (call_permission_status IS DISTINCT FROM $3 OR call_permission_expires_at IS DISTINCT FROM $4) RETURNING id`,
@@ -262,8 +263,8 @@ export async function syncContactName(db: Queryable, projectId: string, phone: s
  * belongs to, named by the group's subject, with neither phone nor user id. Never listed as a
  * contact nor in an audience (their reads exclude kind `group`).
  */
-export async function insertGroupContact(tx: RawTx, projectId: string, name: string, at: Date): Promise<bigint> {
-  const rows = await tx.$queryRawUnsafe<{ id: bigint }[]>(
+export async function insertGroupContact(tx: Tx, projectId: string, name: string, at: Date): Promise<bigint> {
+  const rows = await queryRows<{ id: bigint }>(tx,
     `INSERT INTO contacts (project_id, kind, name, created_at, updated_at) VALUES ($1, 'group', $2, $3, $3) RETURNING id`,
     projectId, name, at,
   );
@@ -271,8 +272,8 @@ export async function insertGroupContact(tx: RawTx, projectId: string, name: str
 }
 
 /** The group's record follows its subject. */
-export async function renameGroupContact(tx: RawTx, projectId: string, id: bigint, name: string, at: Date): Promise<void> {
-  await tx.$executeRawUnsafe(
+export async function renameGroupContact(tx: Tx, projectId: string, id: bigint, name: string, at: Date): Promise<void> {
+  await execute(tx,
     `UPDATE contacts SET name = $3, updated_at = $4 WHERE project_id = $1 AND id = $2::bigint AND kind = 'group' AND name IS DISTINCT FROM $3`,
     projectId, String(id), name, at,
   );

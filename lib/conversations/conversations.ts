@@ -16,6 +16,7 @@
  * - Rows are selected with camelCase aliases so lib/conversations/views.ts builds the contract shapes from them.
  */
 import type { Queryable } from '../platform/db/transaction.js';
+import { execute, queryRows, type Tx } from '../platform/db/tx.js';
 import type { Prisma } from '../../generated/prisma/client.js';
 export type { Queryable };
 import type { ConversationRow, MessageCustomerRow, MessageRow } from './views.js';
@@ -387,27 +388,38 @@ export function upsertConversationsSql(select: string): string {
           ON CONFLICT (project_id, contact_id) DO UPDATE SET ${MESSAGE_ACTIVITY_SET_SQL}`;
 }
 
+/**
+ * A contact's conversation for activity that is not the customer's message (a call, a group's
+ * creation): created when missing, else its activity moved forward to `at` as a send moves it
+ * (upsertConversationsSql); its id. One statement, on either client.
+ */
+export async function touchConversation(tx: Tx, projectId: string, contactId: bigint, at: Date): Promise<bigint> {
+  const [row] = await queryRows<{ id: bigint }>(tx,
+    `${upsertConversationsSql('SELECT $1, $2::bigint, $3::timestamptz, $3::timestamptz, $3::timestamptz')} RETURNING id`, projectId, String(contactId), at);
+  return row.id;
+}
+
 /** A merge's conversation of the gone contact, once its messages moved to the kept one. */
-export async function deleteConversation(tx: Prisma.TransactionClient, id: bigint): Promise<void> {
-  await tx.$executeRawUnsafe(`DELETE FROM conversations WHERE id = $1::bigint`, String(id));
+export async function deleteConversation(tx: Tx, id: bigint): Promise<void> {
+  await execute(tx, `DELETE FROM conversations WHERE id = $1::bigint`, String(id));
 }
 
 /** A merge's kept conversation takes the merged activity and state (identity.ts says which). */
 export async function absorbConversation(
-  tx: Prisma.TransactionClient,
+  tx: Tx,
   id: bigint,
   merged: { state: string; lastMessageAt: Date; lastInboundAt: Date | null; orderAt: Date },
   at: Date,
 ): Promise<void> {
-  await tx.$executeRawUnsafe(
+  await execute(tx, 
     `UPDATE conversations SET state = $2, last_message_at = $3, last_inbound_at = $4, order_at = GREATEST(order_at, $5), updated_at = $6 WHERE id = $1::bigint`,
     String(id), merged.state, merged.lastMessageAt, merged.lastInboundAt, merged.orderAt, at,
   );
 }
 
 /** A merge's only conversation, of the gone contact, moves to the kept contact. */
-export async function moveConversation(tx: Prisma.TransactionClient, id: bigint, toContact: bigint, at: Date): Promise<void> {
-  await tx.$executeRawUnsafe(`UPDATE conversations SET contact_id = $1::bigint, updated_at = $3 WHERE id = $2::bigint`, String(toContact), String(id), at);
+export async function moveConversation(tx: Tx, id: bigint, toContact: bigint, at: Date): Promise<void> {
+  await execute(tx, `UPDATE conversations SET contact_id = $1::bigint, updated_at = $3 WHERE id = $2::bigint`, String(toContact), String(id), at);
 }
 
 /**
@@ -465,8 +477,8 @@ export async function projectLabels(db: Queryable, projectId: string, limit = 50
  * A person removed from a project's team hands on what they held: their conversations of that
  * project are unassigned (inside the removal's transaction). Returns the conversations' ids.
  */
-export async function unassignAccount(tx: Pick<Prisma.TransactionClient, '$queryRawUnsafe'>, projectId: string, accountId: string, at: Date): Promise<string[]> {
-  const rows = await tx.$queryRawUnsafe<Array<{ id: string }>>(
+export async function unassignAccount(tx: Tx, projectId: string, accountId: string, at: Date): Promise<string[]> {
+  const rows = await queryRows<{ id: string }>(tx,
     `UPDATE conversations SET assignee_id = NULL, assigned_at = NULL, updated_at = $3 WHERE project_id = $1 AND assignee_id = $2 RETURNING id::text AS id`,
     projectId, accountId, at,
   );

@@ -19,11 +19,10 @@
  *   recipients) are moved by their owners, through the MergeMoves the caller passes (Deps.contactMerge,
  *   composed in services.ts): this room never writes another's table.
  */
-import type { Prisma } from '../../generated/prisma/client.js';
 import { absorbConversation, deleteConversation, moveConversation } from './conversations.js';
 import { foldContact, insertContactIfAbsent, setContactUserId, updateContactIds } from './contact-store.js';
+import { queryRows, type Tx } from '../platform/db/tx.js';
 
-type Tx = Prisma.TransactionClient;
 
 /** What other rooms keep under a contact or its conversation, moved to the kept one in a merge's transaction. */
 export interface MergeMoves {
@@ -62,11 +61,11 @@ export interface ContactIdentity {
 const SELECT = `SELECT id, phone, user_id AS "userId", parent_user_id AS "parentUserId", username, name FROM contacts`;
 
 async function byPhone(tx: Tx, projectId: string, phone: string): Promise<ContactIdentity | undefined> {
-  return (await tx.$queryRawUnsafe<ContactIdentity[]>(`${SELECT} WHERE project_id = $1 AND phone = $2 FOR UPDATE`, projectId, phone))[0];
+  return (await queryRows<ContactIdentity>(tx, `${SELECT} WHERE project_id = $1 AND phone = $2 FOR UPDATE`, projectId, phone))[0];
 }
 
 async function byUserId(tx: Tx, projectId: string, userId: string): Promise<ContactIdentity | undefined> {
-  return (await tx.$queryRawUnsafe<ContactIdentity[]>(`${SELECT} WHERE project_id = $1 AND user_id = $2 FOR UPDATE`, projectId, userId))[0];
+  return (await queryRows<ContactIdentity>(tx, `${SELECT} WHERE project_id = $1 AND user_id = $2 FOR UPDATE`, projectId, userId))[0];
 }
 
 /**
@@ -80,7 +79,7 @@ export async function resolveContact(tx: Tx, projectId: string, ids: CustomerIds
   if (p && u && p.id !== u.id) {
     const [keep, gone] = p.id < u.id ? [p, u] : [u, p];
     await mergeContacts(tx, projectId, keep.id, gone.id, at, moves);
-    p = u = (await tx.$queryRawUnsafe<ContactIdentity[]>(`${SELECT} WHERE id = $1::bigint`, String(keep.id)))[0];
+    p = u = (await queryRows<ContactIdentity>(tx, `${SELECT} WHERE id = $1::bigint`, String(keep.id)))[0];
   }
   let contact = p ?? u;
   if (!contact) {
@@ -110,7 +109,7 @@ export async function resolveContact(tx: Tx, projectId: string, ids: CustomerIds
 export async function mergeContacts(tx: Tx, projectId: string, keep: bigint, gone: bigint, at: Date, moves: MergeMoves): Promise<void> {
   const k = String(keep);
   const g = String(gone);
-  const convs = await tx.$queryRawUnsafe<Array<{ id: bigint; contact_id: bigint; state: string; last_message_at: Date; last_inbound_at: Date | null; order_at: Date }>>(
+  const convs = await queryRows<{ id: bigint; contact_id: bigint; state: string; last_message_at: Date; last_inbound_at: Date | null; order_at: Date }>(tx,
     `SELECT id, contact_id, state, last_message_at, last_inbound_at, order_at FROM conversations
      WHERE project_id = $1 AND contact_id IN ($2::bigint, $3::bigint) ORDER BY id FOR UPDATE`,
     projectId, k, g,

@@ -22,6 +22,7 @@ import { isRole, requireRole, type Role } from '../accounts/roles.js';
 import { unassignAccount } from '../conversations/conversations.js';
 import { personAuthor } from '../conversations/authors.js';
 import { recordEvent } from '../webhooks/events.js';
+import { inPrismaTransaction } from '../platform/db/transaction.js';
 
 type ActionDeps = Pick<Deps, 'db' | 'clock' | 'logger' | 'credentialCache'>;
 
@@ -32,15 +33,15 @@ const keyState = (k: KeyRow) => ({ name: k.name, mode: k.mode, scopes: k.scopes,
 
 /**
  * Runs a change made through Prisma and its audit row in one transaction. `change` gets deps whose
- * `db.prisma` is the transaction's client, and returns its result and the entry to record. The
+ * `db.prisma` and `db.sql` are the transaction's, and returns its result and the entry to record. The
  * domain's "credentials changed" (lib/access/credential-cache.ts) is held back until the
  * transaction has committed: announced earlier, a request could cache the old row again.
  */
 async function audited<T>(deps: ActionDeps, actor: Actor, change: (tx: ActionDeps) => Promise<{ result: T; entry: AuditEntry }>): Promise<T> {
   let credentials = false;
   const heldBack = { invalidate: async () => void (credentials = true) } as unknown as CredentialCache;
-  const result = await deps.db.prisma.$transaction(async (tx) => {
-    const { result, entry } = await change({ ...deps, credentialCache: heldBack, db: { ...deps.db, prisma: tx as unknown as PrismaClient } });
+  const result = await inPrismaTransaction(deps.db.prisma, async (tx) => {
+    const { result, entry } = await change({ ...deps, credentialCache: heldBack, db: { ...deps.db, prisma: tx as unknown as PrismaClient, sql: tx } });
     await recordAudit(tx, deps.clock.now(), actor, entry);
     return result;
   });
@@ -173,9 +174,9 @@ export async function removeMemberAs(deps: ActionDeps, actor: Actor, projectId: 
     await leaveProject(tx.db.prisma, member.accountId, projectId);
     // The conversations they handled are nobody's now (the inbox's "Unassigned"), each with its event.
     const now = deps.clock.now();
-    const held = await unassignAccount(tx.db.prisma, projectId, member.accountId, now);
+    const held = await unassignAccount(tx.db.sql, projectId, member.accountId, now);
     for (const id of held) {
-      await recordEvent(tx.db.prisma, projectId, 'conversation.assigned', { conversation_id: Number(id), assignee: null, previous_assignee: { id: member.accountId, email }, by: personAuthor(actor) }, now);
+      await recordEvent(tx.db.sql, projectId, 'conversation.assigned', { conversation_id: Number(id), assignee: null, previous_assignee: { id: member.accountId, email }, by: personAuthor(actor) }, now);
     }
     return { result: undefined, entry: { projectId, action: 'member.remove', subject: email, before: { role: member.role, ...(held.length ? { conversations: held.length } : {}) } } };
   });

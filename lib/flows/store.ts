@@ -21,6 +21,7 @@ import { ApiError } from '../platform/errors.js';
 import { newId } from '../platform/secrets.js';
 import { isUniqueViolation } from '../platform/db/errors.js';
 import type { FlowFinding } from './validator/index.js';
+import { inPrismaTransaction } from '../platform/db/transaction.js';
 
 export type FlowView = components['schemas']['Flow'];
 export type FlowSource = 'generate' | 'update' | 'model_generate' | 'model_update';
@@ -181,7 +182,7 @@ async function writeVersionRows(deps: Pick<Deps, 'db'>, projectId: string, name:
   const sha = sha256Hex(input.text);
   const findings = input.findings.map((f) => ({ ...f })) as object[];
   try {
-    return await deps.db.prisma.$transaction(async (tx) => {
+    return await inPrismaTransaction(deps.db.prisma, async (tx) => {
       const locked = await tx.$queryRaw<{ id: string }[]>`SELECT id FROM flows WHERE project_id = ${projectId} AND name = ${name} FOR UPDATE`;
       if (locked.length === 0) {
         if (input.ifMatch !== undefined) throw preconditionFailed(null);

@@ -15,10 +15,11 @@ import type { GroupLifecycleEvent, GroupParticipantsEvent, GroupSettingsEvent, G
 import { asApiError } from '../channel-port/api-errors.js';
 import { requireChannel, type OpenChannel } from '../channel-settings/settings.js';
 import { insertGroupContact, renameGroupContact } from '../conversations/contact-store.js';
-import { upsertConversation } from '../conversations/conversations.js';
+import { touchConversation } from '../conversations/conversations.js';
 import { phoneView } from '../conversations/views.js';
 import { recordEvent } from '../webhooks/events.js';
-import type { RawTx } from '../platform/db/transaction.js';
+import { inTransaction } from '../platform/db/transaction.js';
+import type { Tx } from '../platform/db/tx.js';
 import {
   addParticipants, confirmGroup, groupByChannelId, groupById, insertPendingGroup, listGroupRows, participantsOf, removeParticipants,
   setGroupContact, setGroupSettings, setGroupStatus, setInviteLink, type GroupRow,
@@ -75,16 +76,16 @@ export async function createGroup(deps: Deps, projectId: string, input: { subjec
   } catch (e) {
     throw asApiError(e);
   }
-  const row = await insertPendingGroup(deps.db.prisma, { projectId, requestId, subject, description: input.description ?? null, joinApprovalMode }, deps.clock.now());
+  const row = await insertPendingGroup(deps.db.sql, { projectId, requestId, subject, description: input.description ?? null, joinApprovalMode }, deps.clock.now());
   return groupView(row);
 }
 
 export async function listGroups(deps: Deps, projectId: string, opts: { limit: number; beforeId?: number }): Promise<GroupView[]> {
-  return (await listGroupRows(deps.db.prisma, projectId, opts.limit, opts.beforeId)).map(groupView);
+  return (await listGroupRows(deps.db.sql, projectId, opts.limit, opts.beforeId)).map(groupView);
 }
 
 async function requireGroup(deps: Deps, projectId: string, id: bigint): Promise<GroupRow> {
-  const g = await groupById(deps.db.prisma, projectId, id);
+  const g = await groupById(deps.db.sql, projectId, id);
   if (!g) throw new ApiError('not_found', `No group ${id} in this project.`);
   return g;
 }
@@ -119,20 +120,20 @@ export async function inviteLink(deps: Deps, projectId: string, id: bigint, rese
   if (!reset && g.inviteLink) return { group_id: Number(g.id), invite_link: g.inviteLink };
   const channel = await requireChannel(deps, projectId);
   const { inviteLink: link } = await channelCall(() => deps.channel.createGroupInviteLink(channel, g.groupId));
-  await setInviteLink(deps.db.prisma, projectId, g.id, link, deps.clock.now());
+  await setInviteLink(deps.db.sql, projectId, g.id, link, deps.clock.now());
   return { group_id: Number(g.id), invite_link: link };
 }
 
 export async function listParticipants(deps: Deps, projectId: string, id: bigint): Promise<Array<{ phone: string; joined_at: string }>> {
   const g = await requireGroup(deps, projectId, id);
-  return (await participantsOf(deps.db.prisma, g.id)).map((p) => ({ phone: phoneView(p.waId), joined_at: p.joinedAt.toISOString() }));
+  return (await participantsOf(deps.db.sql, g.id)).map((p) => ({ phone: phoneView(p.waId), joined_at: p.joinedAt.toISOString() }));
 }
 
 /** Asks WhatsApp to remove a participant; the list changes with WhatsApp's notification. */
 export async function removeParticipant(deps: Deps, projectId: string, id: bigint, phone: string): Promise<{ group_id: number; phone: string; requested: true }> {
   const g = await requireGroup(deps, projectId, id);
   const waId = phone.replace(/\D/g, '');
-  if (!(await participantsOf(deps.db.prisma, g.id)).some((p) => p.waId === waId)) {
+  if (!(await participantsOf(deps.db.sql, g.id)).some((p) => p.waId === waId)) {
     throw new ApiError('not_found', `${phoneView(waId)} is not a participant of group ${g.id}.`);
   }
   if (g.status !== 'active' || !g.groupId) throw notActive(g);
@@ -176,7 +177,7 @@ export async function updateGroup(deps: Deps, projectId: string, id: bigint, inp
   const channel = await requireChannel(deps, projectId);
   await channelCall(() => deps.channel.updateGroupSettings(channel, g.groupId, settings));
   const now = deps.clock.now();
-  await deps.db.prisma.$transaction((tx) => applySettings(tx, projectId, g, settings, now));
+  await inTransaction(deps.db.pool, (tx) => applySettings(tx, projectId, g, settings, now));
   return groupView(await requireGroup(deps, projectId, g.id));
 }
 
@@ -190,7 +191,7 @@ export async function deleteGroup(deps: Deps, projectId: string, id: bigint): Pr
   const channel = await requireChannel(deps, projectId);
   await channelCall(() => deps.channel.deleteGroup(channel, g.groupId));
   const now = deps.clock.now();
-  await deps.db.prisma.$transaction((tx) => applyDeleted(tx, projectId, g, now));
+  await inTransaction(deps.db.pool, (tx) => applyDeleted(tx, projectId, g, now));
   return groupView(await requireGroup(deps, projectId, g.id));
 }
 
@@ -198,7 +199,7 @@ export async function deleteGroup(deps: Deps, projectId: string, id: bigint): Pr
 
 type GroupEvent = GroupLifecycleEvent | GroupParticipantsEvent | GroupSettingsEvent | GroupStatusEvent;
 
-async function raise(tx: RawTx, projectId: string, name: string, id: bigint, at: Date, extra: Record<string, unknown> = {}): Promise<void> {
+async function raise(tx: Tx, projectId: string, name: string, id: bigint, at: Date, extra: Record<string, unknown> = {}): Promise<void> {
   const g = (await groupById(tx, projectId, id))!;
   await recordEvent(tx, projectId, name, { group: groupView(g), ...extra }, at);
 }
@@ -206,12 +207,12 @@ async function raise(tx: RawTx, projectId: string, name: string, id: bigint, at:
 type KnownGroup = Pick<GroupRow, 'id' | 'contactId'> & { groupId: string };
 
 /** The group ended: `deleted` (from any status but deleted) with `group.deleted`, once. */
-async function applyDeleted(tx: RawTx, projectId: string, g: KnownGroup, now: Date): Promise<void> {
+async function applyDeleted(tx: Tx, projectId: string, g: KnownGroup, now: Date): Promise<void> {
   if (await setGroupStatus(tx, projectId, g.groupId, 'deleted', now)) await raise(tx, projectId, 'group.deleted', g.id, now);
 }
 
 /** The subject and/or description, once, with `group.settings_changed`; the group's own record follows the subject. */
-async function applySettings(tx: RawTx, projectId: string, g: KnownGroup, s: { subject?: string; description?: string }, now: Date): Promise<void> {
+async function applySettings(tx: Tx, projectId: string, g: KnownGroup, s: { subject?: string; description?: string }, now: Date): Promise<void> {
   if (await setGroupSettings(tx, projectId, g.groupId, s, now)) {
     if (s.subject && g.contactId !== null) await renameGroupContact(tx, projectId, g.contactId, s.subject, now);
     await raise(tx, projectId, 'group.settings_changed', g.id, now);
@@ -225,7 +226,7 @@ async function applySettings(tx: RawTx, projectId: string, g: KnownGroup, s: { s
 export async function applyGroupEvent(deps: Deps, channel: OpenChannel, e: GroupEvent, now: Date): Promise<void> {
   const projectId = channel.projectId;
   if (!e.groupId || e.groupId.length > 256) return;
-  await deps.db.prisma.$transaction(async (tx) => {
+  await inTransaction(deps.db.pool, async (tx) => {
     if (e.kind === 'group_lifecycle' && e.change === 'created') {
       const id = await confirmGroup(tx, projectId, e, now);
       if (id === undefined) return;
@@ -233,7 +234,7 @@ export async function applyGroupEvent(deps: Deps, channel: OpenChannel, e: Group
       // The group's own record and its conversation: its messages are stored there.
       const contactId = await insertGroupContact(tx, projectId, g.subject, now);
       await setGroupContact(tx, id, contactId);
-      await upsertConversation(tx, projectId, contactId, now, { inbound: false });
+      await touchConversation(tx, projectId, contactId, now);
       const added = await addParticipants(tx, projectId, id, (e.added ?? []).map((m) => m.waId), now);
       await raise(tx, projectId, 'group.created', id, now, added.length ? { added_participants: added.map((w) => phoneView(w)) } : {});
       return;

@@ -22,7 +22,7 @@ import { syncContactName } from '../conversations/contact-store.js';
 import { conversationView, messageView, threadHolderView } from '../conversations/views.js';
 import { recordTold } from './ledger.js';
 import { insertEvent, recordEvent } from '../webhooks/events.js';
-import { inTransaction } from '../platform/db/transaction.js';
+import { inPrismaTransaction, inTransaction } from '../platform/db/transaction.js';
 
 /** History's statuses (Meta's upper-case `history_context.status`) as our delivery statuses. */
 const HISTORY_STATUS: Record<string, string> = { delivered: 'delivered', read: 'read', played: 'read', sent: 'sent', pending: 'sent', error: 'failed' };
@@ -40,7 +40,7 @@ function idsOf(c: { phone?: string; userId?: string }) {
 export async function applyEcho(deps: Deps, channel: OpenChannel, e: MessageEchoEvent, now: Date): Promise<boolean> {
   const ids = idsOf(e.customer);
   if (!e.channelMessageId || (!ids.phone && !ids.userId)) return false;
-  return deps.db.prisma.$transaction(async (tx) => {
+  return inPrismaTransaction(deps.db.prisma, async (tx) => {
     const seen = await tx.message.findUnique({ where: { projectId_wamid: { projectId: channel.projectId, wamid: e.channelMessageId } }, select: { id: true } });
     if (seen) return false;
     const contact = (await resolveContact(tx, channel.projectId, ids, now, deps.contactMerge))!;
@@ -67,7 +67,7 @@ export async function applyHistory(deps: Deps, channel: OpenChannel, e: HistoryE
   const ids = idsOf(e.customer);
   if (!e.channelMessageId || (!ids.phone && !ids.userId)) return false;
   const sentAt = sentAtOf(e.timestamp, now);
-  return deps.db.prisma.$transaction(async (tx) => {
+  return inPrismaTransaction(deps.db.prisma, async (tx) => {
     const seen = await tx.message.findUnique({ where: { projectId_wamid: { projectId: channel.projectId, wamid: e.channelMessageId } }, select: { id: true } });
     if (seen) return false;
     const contact = (await resolveContact(tx, channel.projectId, ids, now, deps.contactMerge))!;

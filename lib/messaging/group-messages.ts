@@ -22,6 +22,7 @@ import { isBsuid } from '../conversations/identity.js';
 import { recordEvent } from '../webhooks/events.js';
 import { recordInbound } from './ledger.js';
 import { inboundText } from './inbound-text.js';
+import { inPrismaTransaction } from '../platform/db/transaction.js';
 
 /** The sender of a group message as stored with it. */
 export interface GroupSender {
@@ -41,7 +42,7 @@ function isUniqueViolation(e: unknown): boolean {
 export async function applyGroupMessage(deps: Deps, channel: OpenChannel, m: MessageEvent, now: Date): Promise<boolean> {
   const projectId = channel.projectId;
   if (typeof m.channelMessageId !== 'string' || !m.channelMessageId || !m.groupId) return false;
-  const group = await groupByChannelId(deps.db.prisma, projectId, m.groupId);
+  const group = await groupByChannelId(deps.db.sql, projectId, m.groupId);
   if (!group || group.contactId === null) return false;
   const sender: GroupSender = {
     phone: m.customer.phone ? `+${m.customer.phone}` : null,
@@ -52,7 +53,7 @@ export async function applyGroupMessage(deps: Deps, channel: OpenChannel, m: Mes
   const type = String(m.type ?? 'unknown').slice(0, 32);
   let stored;
   try {
-    stored = await deps.db.prisma.$transaction(async (tx) => {
+    stored = await inPrismaTransaction(deps.db.prisma, async (tx) => {
       const seen = await tx.message.findUnique({ where: { projectId_wamid: { projectId, wamid: m.channelMessageId } }, select: { id: true } });
       if (seen) return undefined;
       const conversation = await upsertConversation(tx, projectId, group.contactId!, now, { inbound: true });
@@ -94,7 +95,7 @@ export function refuseInGroup(type: unknown): void {
 
 /** The group a send names: the project's, active (confirmed, neither suspended nor deleted). */
 export async function groupForSend(deps: Deps, projectId: string, id: number): Promise<GroupRow & { groupId: string; contactId: bigint }> {
-  const g = await groupById(deps.db.prisma, projectId, BigInt(id));
+  const g = await groupById(deps.db.sql, projectId, BigInt(id));
   if (!g) throw new ApiError('not_found', `No group ${id} in this project.`);
   if (g.status !== 'active' || !g.groupId || g.contactId === null) throw notActive(g);
   return g as GroupRow & { groupId: string; contactId: bigint };

@@ -10,7 +10,7 @@
 import { refreshChannelThroughput } from '../channel-settings/throughput.js';
 import { storeAnnouncedLimit } from '../pricing/messaging-limit.js';
 import { applyTemplateStatus } from '../templates/templates.js';
-import { retryDeadlock } from '../platform/db/transaction.js';
+import { inPrismaTransaction, retryDeadlock } from '../platform/db/transaction.js';
 import type { Deps } from '../deps.js';
 import type { OpenChannel } from '../channel-settings/settings.js';
 import { dispatchedAtSql, EVENTS_CHANNEL, insertEventsSql, recordEvent } from '../webhooks/events.js';
@@ -89,7 +89,7 @@ async function applyMessage(deps: Deps, channel: OpenChannel, m: MessageEvent, n
  * False when the wamid was stored before.
  */
 async function storeInTransaction(deps: Deps, channel: OpenChannel, m: MessageEvent, ids: Customer, rest: Record<string, unknown>, now: Date, forBot = true) {
-  return deps.db.prisma.$transaction(async (tx) => {
+  return inPrismaTransaction(deps.db.prisma, async (tx) => {
     const seen = await tx.message.findUnique({ where: { projectId_wamid: { projectId: channel.projectId, wamid: m.channelMessageId } }, select: { id: true } });
     if (seen) return false;
     // Meta's BSUID change (a system message from the old id naming the new one): re-key first,

@@ -31,7 +31,8 @@ import { SERVICE_WINDOW_MS } from '../conversations/window.js';
 import { dispatchedAtSql, EVENTS_CHANNEL, insertEventsSql } from '../webhooks/events.js';
 import { newId } from '../platform/secrets.js';
 import { linkKeysSql } from '../platform/idempotency-store.js';
-import { retryDeadlock, type RawTx } from '../platform/db/transaction.js';
+import { retryDeadlock } from '../platform/db/transaction.js';
+import { type Tx, execute } from '../platform/db/tx.js';
 import { CLAIM_ROWS } from '../platform/db/claims.js';
 
 type Db = Pick<pg.Pool, 'query'>;
@@ -431,6 +432,6 @@ export function statusMovesSql(input: string, project: string, at: string): stri
 }
 
 /** A contact merge's move (lib/conversations/identity.ts): the messages of conversation `from` now belong to `to`. */
-export async function moveConversationMessages(tx: RawTx, to: bigint, from: bigint): Promise<void> {
-  await tx.$executeRawUnsafe(`UPDATE messages SET conversation_id = $1::bigint WHERE conversation_id = $2::bigint`, String(to), String(from));
+export async function moveConversationMessages(tx: Tx, to: bigint, from: bigint): Promise<void> {
+  await execute(tx, `UPDATE messages SET conversation_id = $1::bigint WHERE conversation_id = $2::bigint`, String(to), String(from));
 }

@@ -11,6 +11,7 @@ import { removeConnectionOn } from '../access/connections.js';
 import { recordAudit, type Actor } from '../accounts/audit.js';
 import { canManage, projectsOf } from '../accounts/roles.js';
 import { DashboardRefusal } from '../accounts/refusal.js';
+import { inPrismaTransaction } from '../platform/db/transaction.js';
 
 type AgentDeps = Pick<Deps, 'db' | 'clock' | 'logger'> & Partial<Pick<Deps, 'credentialCache'>>;
 
@@ -68,7 +69,7 @@ export async function disconnectAgent(deps: AgentDeps, actor: Actor & { accountI
   }
   const now = deps.clock.now();
   const name = connection.client?.name || connection.name;
-  await deps.db.prisma.$transaction(async (tx) => {
+  await inPrismaTransaction(deps.db.prisma, async (tx) => {
     if (!(await removeConnectionOn(tx, connection.id))) throw new DashboardRefusal(409, 'This agent was disconnected already.');
     for (const p of connection.projects) {
       await recordAudit(tx, now, actor, {

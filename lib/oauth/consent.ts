@@ -24,6 +24,7 @@ import { newId } from '../platform/secrets.js';
 import * as store from './store.js';
 import { isMetadataClientId } from './client-metadata.js';
 import { LIMITS, SCOPES_SUPPORTED, appScheme, isReadScope, redirectOrigin, returnHost, scopeList } from './rules.js';
+import { inPrismaTransaction } from '../platform/db/transaction.js';
 
 type ConsentDeps = Pick<Deps, 'db' | 'clock' | 'logger'> & Partial<Pick<Deps, 'credentialCache'>>;
 
@@ -161,7 +162,7 @@ export async function approveConsent(deps: ConsentDeps, actor: Actor & { account
 
   const now = deps.clock.now();
   const client = request.client;
-  const code = await deps.db.prisma.$transaction(async (tx) => {
+  const code = await inPrismaTransaction(deps.db.prisma, async (tx) => {
     if (!(await store.answerRequestOn(tx, request.id, actor.accountId, now))) throw new DashboardRefusal(409, ANSWERED);
     const connection = await connectionForClientOn(tx, { clientId: client.id, accountId: actor.accountId, name: client.name || client.id, now });
     // The default last: attaching it with is_default moves the default there.
@@ -205,7 +206,7 @@ export async function approveConsent(deps: ConsentDeps, actor: Actor & { account
 /** Denies: the request is answered (once) and the client hears `access_denied`. */
 export async function denyConsent(deps: ConsentDeps, accountId: string, requestId: string): Promise<string> {
   const request = await openRequest(deps, requestId);
-  const answered = await deps.db.prisma.$transaction((tx) => store.answerRequestOn(tx, request.id, accountId, deps.clock.now()));
+  const answered = await inPrismaTransaction(deps.db.prisma, (tx) => store.answerRequestOn(tx, request.id, accountId, deps.clock.now()));
   if (!answered) throw new DashboardRefusal(409, ANSWERED);
   return answerUrl(request, { error: 'access_denied', error_description: 'The person denied the request.' });
 }

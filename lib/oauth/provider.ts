@@ -44,6 +44,7 @@ import { hashSecret, safeEqual } from '../platform/secrets.js';
 import * as store from './store.js';
 import { ClientMetadataError, clientMetadataDocuments, isMetadataClientId } from './client-metadata.js';
 import { CODE_CHALLENGE, LIMITS, isKnownScope, redirectUriProblem, sameResource, scopeList } from './rules.js';
+import { inPrismaTransaction } from '../platform/db/transaction.js';
 
 export type OAuthDeps = Pick<Deps, 'db' | 'clock' | 'config' | 'logger' | 'secretBox'> & Partial<Pick<Deps, 'credentialCache'>>;
 
@@ -173,7 +174,7 @@ export function createOAuthProvider(deps: OAuthDeps, opts: OAuthProviderOptions)
       if (resource !== undefined && !sameResource(resource, row.resource)) throw new InvalidTargetError(`The code was granted for ${row.resource}.`);
       const at = now();
       const lifetime = deps.config.oauthAccessTokenSeconds;
-      const issued = await deps.db.prisma.$transaction(async (tx) => {
+      const issued = await inPrismaTransaction(deps.db.prisma, async (tx) => {
         if (!(await store.useCodeOn(tx, row.id, at))) return null;
         return issuePairOn(tx, row, at, []);
       });
@@ -199,7 +200,7 @@ export function createOAuthProvider(deps: OAuthDeps, opts: OAuthProviderOptions)
       if (beyond.length) throw new InvalidScopeError(`Beyond the grant: ${beyond.slice(0, 3).join(', ').slice(0, 200)}.`);
       const narrowed = asked.length > 0 && asked.length < row.scopes.length ? asked : [];
       const lifetime = deps.config.oauthAccessTokenSeconds;
-      const issued = await deps.db.prisma.$transaction(async (tx) => {
+      const issued = await inPrismaTransaction(deps.db.prisma, async (tx) => {
         if (!(await store.useRefreshTokenOn(tx, row.id, at))) return null;
         const { access, refresh } = await issuePairOn(tx, row, at, narrowed);
         const scope = await scopeAnswer(row.connectionId, narrowed, tx);
@@ -329,7 +330,7 @@ function grantOps(deps: OAuthDeps) {
   /** A code or refresh token used twice: every access and refresh token of its grant stops now, on every instance. */
   async function revokeGrant(grantId: string, clientId: string, why: string): Promise<void> {
     const at = now();
-    const [access, refresh] = await deps.db.prisma.$transaction(async (tx) => [
+    const [access, refresh] = await inPrismaTransaction(deps.db.prisma, async (tx) => [
       await revokeGrantTokensOn(tx, grantId, at),
       await store.revokeGrantRefreshTokensOn(tx, grantId, at),
     ]);

@@ -32,6 +32,7 @@ import { hasReason, isChannelError } from '../channel-port/errors.js';
 import { asApiError, invalidTemplateApiError } from '../channel-port/api-errors.js';
 import type { TemplateDefinitionComponent } from '../channel-port/port.js';
 import { cardHeaders, checkTemplateKinds } from './kinds.js';
+import { inPrismaTransaction } from '../platform/db/transaction.js';
 
 type CreateTemplateRequest = components['schemas']['CreateTemplateRequest'];
 export type TemplateView = components['schemas']['Template'];
@@ -207,7 +208,7 @@ export async function applyTemplateStatus(deps: Pick<Deps, 'db'>, projectId: str
   const where = v.templateId !== undefined
     ? { projectId: projectId, OR: [{ channelTemplateId: v.templateId }, { ...byName, channelTemplateId: null }] }
     : { projectId: projectId, ...byName };
-  return deps.db.prisma.$transaction(async (tx) => {
+  return inPrismaTransaction(deps.db.prisma, async (tx) => {
     const template = await tx.template.findFirst({ where });
     if (!template) return true; // a template made outside the service: nothing of ours to update
     if (template.status === status) return true;

@@ -5,7 +5,8 @@
  * This module is the only writer of `events` (inserted, marked dispatched by the fan-out, pruned).
  */
 import { newId } from '../platform/secrets.js';
-import type { Queryable, RawTx } from '../platform/db/transaction.js';
+import type { Queryable } from '../platform/db/transaction.js';
+import { type Tx, execute } from '../platform/db/tx.js';
 import { CLAIM_ROWS } from '../platform/db/claims.js';
 
 export const PLATFORM_EVENTS = [
@@ -57,9 +58,9 @@ const INSERT_EVENT = `
  * Writes an event within the caller's transaction. The wake-up is transactional too: PostgreSQL
  * delivers it when the transaction commits, and never when it rolls back.
  */
-export async function recordEvent(tx: RawTx, projectId: string, name: string, data: unknown, at: Date): Promise<string> {
+export async function recordEvent(tx: Tx, projectId: string, name: string, data: unknown, at: Date): Promise<string> {
   const id = newId('evt', 20);
-  await tx.$executeRawUnsafe(INSERT_EVENT, id, projectId, name, JSON.stringify(data ?? null), at, EVENTS_CHANNEL);
+  await execute(tx, INSERT_EVENT, id, projectId, name, JSON.stringify(data ?? null), at, EVENTS_CHANNEL);
   return id;
 }
 

@@ -18,7 +18,7 @@ import { newId, newSecret } from '../platform/secrets.js';
 import { scopesForEvents, validateSubscription } from './event-names.js';
 import { webhookSecretPlace } from './secret-place.js';
 import { validateWebhookUrl } from './target.js';
-import type { Queryable } from '../platform/db/transaction.js';
+import { inPrismaTransaction, type Queryable } from '../platform/db/transaction.js';
 import type { RecordedOutcome } from './store.js';
 import { cancelPendingOfRegistration } from './store.js';
 
@@ -75,7 +75,7 @@ export async function createWebhook(deps: RegistrationDeps, auth: AuthContext, i
   const url = await validateWebhookUrl(input.url, deps.config.devAllowPrivateTargets);
   const secret = newSecret(SECRET_PREFIX);
   const now = deps.clock.now();
-  const row = await deps.db.prisma.$transaction(async (tx) => {
+  const row = await inPrismaTransaction(deps.db.prisma, async (tx) => {
     // The project row is locked so that concurrent creations cannot both take the last place.
     await tx.$queryRaw`SELECT 1 FROM projects WHERE id = ${auth.project.id} FOR NO KEY UPDATE`;
     const count = await tx.webhookEndpoint.count({ where: { projectId: auth.project.id } });
@@ -116,7 +116,7 @@ export async function updateWebhook(deps: RegistrationDeps, auth: AuthContext, i
   const now = deps.clock.now();
   const reenabling = patch.is_active === true && !current.isActive;
   const disabling = patch.is_active === false && current.isActive;
-  const row = await deps.db.prisma.$transaction(async (tx) => {
+  const row = await inPrismaTransaction(deps.db.prisma, async (tx) => {
     const updated = await tx.webhookEndpoint.update({
       where: { id: current.id },
       data: {
@@ -139,10 +139,10 @@ export async function updateWebhook(deps: RegistrationDeps, auth: AuthContext, i
 export async function deleteWebhook(deps: RegistrationDeps, projectId: string, id: string): Promise<WebhookView> {
   const current = await findWebhook(deps, projectId, id);
   // Deliveries and their attempts go with it (foreign keys cascade); pending timers find nothing.
-  await deps.db.prisma.$transaction([
-    deps.db.prisma.webhookEndpoint.delete({ where: { id: current.id } }),
-    deps.db.prisma.$executeRaw`SELECT pg_notify(${WEBHOOK_CHANGES_CHANNEL}, ${current.id})`,
-  ]);
+  await inPrismaTransaction(deps.db.prisma, async (tx) => {
+    await tx.webhookEndpoint.delete({ where: { id: current.id } });
+    await tx.$executeRaw`SELECT pg_notify(${WEBHOOK_CHANGES_CHANNEL}, ${current.id})`;
+  });
   return webhookView(current);
 }
 

@@ -9,7 +9,8 @@
  * This module is the only writer of `webhook_deliveries` and `webhook_attempts`.
  * Plain SQL: this is the hot path.
  */
-import type { Queryable, RawTx } from '../platform/db/transaction.js';
+import type { Queryable } from '../platform/db/transaction.js';
+import { type Tx, execute } from '../platform/db/tx.js';
 import { MAX_ATTEMPTS } from './policy.js';
 import { CLAIM_ROWS } from '../platform/db/claims.js';
 
@@ -314,8 +315,8 @@ export async function insertClaimedDeliveries(
 }
 
 /** A registration disabled by its owner receives nothing further: its pending deliveries are canceled, in the caller's transaction. */
-export async function cancelPendingOfRegistration(tx: RawTx, webhookId: string, at: Date): Promise<number> {
-  return tx.$executeRawUnsafe(
+export async function cancelPendingOfRegistration(tx: Tx, webhookId: string, at: Date): Promise<number> {
+  return execute(tx,
     `UPDATE webhook_deliveries SET status = 'canceled', completed_at = $2, next_attempt_at = NULL
       WHERE webhook_id = $1 AND status = 'pending'`,
     webhookId, at,

@@ -11,11 +11,14 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { createLogThrottle } from '../counters.js';
 import { guardCommits, type CommitGuard } from './commit-guard.js';
+import { pgTx, type Tx } from './tx.js';
 import { PrismaClient } from '../../../generated/prisma/client.js';
 
 export interface Database {
   pool: pg.Pool;
   prisma: PrismaClient;
+  /** The pool as the one handle stores take (tx.ts), for a statement outside a transaction. */
+  sql: Tx;
   /** The connections that plan GENERIC_PLAN_STATEMENTS once (pool.query routes them here). */
   plansOnce?: pg.Pool;
   /** The bound on commits waiting for a synchronous standby (commit-guard.ts), when set. */
@@ -115,6 +118,7 @@ export async function openDatabase(url: string, opts: OpenDatabaseOptions = {}):
   return {
     pool,
     prisma,
+    sql: pgTx(pool),
     plansOnce,
     commits,
     close() {

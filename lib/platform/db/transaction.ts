@@ -1,18 +1,19 @@
 /**
- * The database's small shared vocabulary: what a statement runs on, one transaction (with its
- * isolation, access mode, settings and retries), and one retry of a deadlocked statement. Every
- * module uses these; none keeps a copy of its own (scripts/check-transactions.ts).
+ * The database's small shared vocabulary: what a statement runs on (tx.ts), one transaction on pg
+ * or on Prisma (with its isolation, access mode, settings and retries), and one retry of a
+ * deadlocked statement. Every module uses these; none keeps a copy of its own
+ * (scripts/check-transactions.ts).
  */
 import type pg from 'pg';
-import type { Prisma } from '../../../generated/prisma/client.js';
+import type { Prisma, PrismaClient } from '../../../generated/prisma/client.js';
+import { pgTx, prismaTx, type Queryable, type Tx } from './tx.js';
 
-/** Anything a statement can run on: the pool, a checked-out client, a transaction's client. */
-export type Queryable = Pick<pg.Pool, 'query'>;
+export type { Queryable, RawTx } from './tx.js';
 
-/** A Prisma client or transaction client, for the raw statements a store makes inside a Prisma transaction. */
-export type RawTx = Pick<Prisma.TransactionClient, '$queryRawUnsafe' | '$executeRawUnsafe'>;
+/** Prisma's transaction (its typed client) that is also the one handle stores take. */
+export type PrismaTx = Prisma.TransactionClient & Tx;
 
-/** How a transaction runs (inTransaction, transactionOn). */
+/** How a transaction runs (inTransaction, transactionOn, inPrismaTransaction). */
 export interface TransactionOptions {
   /** Default READ COMMITTED. */
   isolation?: 'READ COMMITTED' | 'REPEATABLE READ' | 'SERIALIZABLE';
@@ -23,7 +24,7 @@ export interface TransactionOptions {
    * they are, strings as SQL (the caller quotes identifiers and literals). Names are checked.
    */
   local?: Record<string, string | number>;
-  /** SQLSTATEs that run the whole transaction again (40P01 deadlock, 40001 serialization failure); inTransaction only. */
+  /** SQLSTATEs that run the whole transaction again (40P01 deadlock, 40001 serialization failure). */
   retryOn?: string[];
   /** Tries in all when `retryOn` matches (default 5). */
   attempts?: number;
@@ -71,25 +72,62 @@ export async function transactionOn<T>(client: pg.PoolClient, work: (client: pg.
 
 /**
  * One transaction on a pooled connection: BEGIN (with `opts`), the work, COMMIT; ROLLBACK on any
- * error; the connection always given back (destroyed when it could not roll back). With `retryOn`,
- * a transaction that failed with one of those SQLSTATEs runs again from the start, with a short
- * growing pause, up to `attempts` in all. The one way the service runs a transaction on pg
- * (scripts/check-transactions.ts fails on a BEGIN written anywhere else).
+ * error; the connection always given back (destroyed when it could not roll back). The one way the
+ * service runs a transaction on pg (scripts/check-transactions.ts fails on a BEGIN written anywhere
+ * else). The connection is also the handle stores take (Tx).
  */
-export async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>, opts: TransactionOptions = {}): Promise<T> {
-  const attempts = opts.retryOn?.length ? Math.max(1, opts.attempts ?? 5) : 1;
-  for (let i = 1; ; i++) {
+export async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient & Tx) => Promise<T>, opts: TransactionOptions = {}): Promise<T> {
+  return retrying(opts, async () => {
     const client = await pool.connect();
     const state: { broken?: boolean } = {};
     try {
-      return await transactionOn(client, work, opts, state);
-    } catch (e) {
-      if (i >= attempts || !opts.retryOn!.includes((e as { code?: string }).code ?? '')) throw e;
+      return await transactionOn(client, (c) => work(pgTx(c)), opts, state);
     } finally {
       client.release(state.broken);
     }
+  });
+}
+
+const PRISMA_ISOLATION = {
+  'READ COMMITTED': 'ReadCommitted',
+  'REPEATABLE READ': 'RepeatableRead',
+  SERIALIZABLE: 'Serializable',
+} as const satisfies Record<NonNullable<TransactionOptions['isolation']>, Prisma.TransactionIsolationLevel>;
+
+/**
+ * One interactive transaction of Prisma's (its typed client inside), with the same options as
+ * inTransaction: for the rooms that write through Prisma's models (docs/storage.md). The one way
+ * the service runs a Prisma transaction (scripts/check-transactions.ts fails on a `$transaction`
+ * anywhere else). Its client is also the handle stores take (Tx).
+ */
+export async function inPrismaTransaction<T>(prisma: PrismaClient, work: (tx: PrismaTx) => Promise<T>, opts: TransactionOptions = {}): Promise<T> {
+  return retrying(opts, () => prisma.$transaction(async (tx) => {
+    if (opts.readOnly !== undefined) await tx.$executeRawUnsafe(opts.readOnly ? 'SET TRANSACTION READ ONLY' : 'SET TRANSACTION READ WRITE');
+    for (const [name, value] of Object.entries(opts.local ?? {})) await tx.$executeRawUnsafe(settingSql(name, value));
+    return work(prismaTx(tx));
+  }, opts.isolation ? { isolationLevel: PRISMA_ISOLATION[opts.isolation] } : undefined));
+}
+
+/**
+ * With `retryOn`, a transaction that failed with one of those SQLSTATEs runs again from the start,
+ * with a short growing pause, up to `attempts` in all.
+ */
+async function retrying<T>(opts: TransactionOptions, once: () => Promise<T>): Promise<T> {
+  const attempts = opts.retryOn?.length ? Math.max(1, opts.attempts ?? 5) : 1;
+  for (let i = 1; ; i++) {
+    try {
+      return await once();
+    } catch (e) {
+      if (i >= attempts || !opts.retryOn!.includes(sqlState(e))) throw e;
+    }
     await new Promise((r) => setTimeout(r, 10 * i));
   }
+}
+
+/** The SQLSTATE of a failed statement, from pg or from Prisma (which keeps the driver's under `meta`). */
+function sqlState(e: unknown): string {
+  const err = e as { code?: string; meta?: { code?: string; driverAdapterError?: { cause?: { originalCode?: string } } } };
+  return err.meta?.driverAdapterError?.cause?.originalCode ?? err.meta?.code ?? err.code ?? '';
 }
 
 /**
