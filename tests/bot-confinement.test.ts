@@ -15,6 +15,7 @@ import { runHelper, type BotDeps } from '../lib/bot/helpers.js';
 import { RedisCounterStore } from '../lib/platform/counters.js';
 import { takeBotEvent } from '../lib/bot/rates.js';
 import { startTestApp, type TestApp } from './support/app.js';
+import { inbound } from './support/inbound.js';
 import { eventually } from './support/eventually.js';
 
 const LIMITS = { memoryMb: 64, startupTimeoutMs: 1000, eventTimeoutMs: 1500 };
@@ -59,11 +60,6 @@ async function botProject(botSource: string) {
 async function deploy(key: string) {
   const res = await request(t.app).post('/v1/deployments').set(auth(key)).send({});
   expect([200, 201]).toContain(res.status);
-}
-
-async function inbound(phoneNumberId: string, from: string, text: string) {
-  const res = await request(t.sim!.url).post('/_sim/inbound').send({ phone_number_id: phoneNumberId, from, name: 'Ada', text });
-  expect(res.status).toBe(200);
 }
 
 async function sentTexts(phoneNumberId: string, to: string): Promise<string[]> {
@@ -163,10 +159,10 @@ export async function onMessage(m: InboundMessage): Promise<void> {
 }
 `);
     await deploy(key);
-    await inbound(phoneNumberId, '14155550701', 'spin');
+    await inbound(t, phoneNumberId, '14155550701', 'spin');
     await t.bot!.whenIdle();
     // The next message arrives while the loop runs: it waits behind it, then runs on a fresh sandbox.
-    await inbound(phoneNumberId, '14155550702', 'after');
+    await inbound(t, phoneNumberId, '14155550702', 'after');
     await t.bot!.whenIdle();
     // Waited for, not read at once: in one full run nothing had been sent yet when whenIdle returned
     // (the message waits behind the loop until its process is stopped).
@@ -181,7 +177,7 @@ export async function onMessage(m: InboundMessage): Promise<void> {
     const cpuSeconds = (used.user + used.system) / 1e6;
     process.stdout.write(`CPU over ${((performance.now() - started) / 1000).toFixed(1)} s after the loop was started: ${cpuSeconds.toFixed(2)} s\n`);
     expect(cpuSeconds).toBeLessThan(0.5);
-    await inbound(phoneNumberId, '14155550702', 'again');
+    await inbound(t, phoneNumberId, '14155550702', 'again');
     await t.bot!.whenIdle();
     expect(await sentTexts(phoneNumberId, '14155550702')).toEqual(['echo after', 'echo again']);
   }, 60_000);
@@ -203,7 +199,7 @@ export async function onMessage(): Promise<void> {
     const size = () => serviceLog.reduce((n, l) => n + l.length, 0);
     const logBefore = size();
     serviceLog.length = 0;
-    await inbound(phoneNumberId, '14155550801', 'go');
+    await inbound(t, phoneNumberId, '14155550801', 'go');
     await t.bot!.whenIdle();
     const text = serviceLog.join('');
     const lines = text.split('\n');
@@ -243,7 +239,7 @@ export async function onMessage(m: InboundMessage): Promise<void> { await sendTe
     const limit = t.config.botEventsPerMinute;
     t.config.botEventsPerMinute = 2;
     try {
-      for (const text of ['one', 'two', 'three', 'four']) await inbound(phoneNumberId, '14155550901', text);
+      for (const text of ['one', 'two', 'three', 'four']) await inbound(t, phoneNumberId, '14155550901', text);
       await eventually(() => sentTexts(phoneNumberId, '14155550901'), (s) => s.length === 2, 10_000, 'two answers');
       await eventually(() => botLogs(projectId), (l) => l.some((e) => e.message.includes('events a minute (BOT_EVENTS_PER_MINUTE)')), 10_000, 'the wait logged');
       expect((await botLogs(projectId)).map((l) => l.message)).toEqual([expect.stringContaining('events a minute (BOT_EVENTS_PER_MINUTE)')]);
@@ -273,7 +269,7 @@ export async function onMessage(): Promise<void> {
     const limit = t.config.botEmitsPerMinute;
     t.config.botEmitsPerMinute = 4;
     try {
-      await inbound(phoneNumberId, '14155550902', 'go');
+      await inbound(t, phoneNumberId, '14155550902', 'go');
       await t.bot!.whenIdle();
       const messages = (await botLogs(projectId)).map((l) => l.message);
       expect(messages).toContain(JSON.stringify([true, true, true, true, false, false]));

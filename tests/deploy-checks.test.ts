@@ -9,6 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
+import { inbound } from './support/inbound.js';
 import { forgetTreeCache } from '../lib/code/store.js';
 import { consentMarkOf } from '../lib/consent/keywords.js';
 
@@ -39,12 +40,6 @@ async function putBot(key: string, source: string) {
 }
 
 const deploy = (key: string, body: object = {}) => request(t.app).post('/v1/deployments').set(auth(key)).send(body);
-
-async function inbound(phoneNumberId: string, from: string, text: string) {
-  const res = await request(t.sim!.url).post('/_sim/inbound').send({ phone_number_id: phoneNumberId, from, name: 'Ada', text });
-  expect(res.body.status_code).toBe(200);
-  await t.bot!.whenIdle();
-}
 
 async function repliesTo(phoneNumberId: string, to: string): Promise<string[]> {
   const res = await request(t.sim!.url).get(`/_sim/messages?phone_number_id=${phoneNumberId}`);
@@ -102,7 +97,7 @@ describe('a deploy whose bundle fails its sample message is refused', () => {
     const list = await request(t.app).get('/v1/deployments').set(auth(key)).expect(200);
     expect(list.body.data.deployments.map((d: { status: string; active: boolean }) => `${d.status}${d.active ? ' active' : ''}`)).toEqual(['failed', 'succeeded active']);
     expect(list.body.data.deployments[1].id).toBe(first.body.data.deployment.id);
-    await inbound(phoneNumberId, '14155550801', 'hi');
+    await inbound(t, phoneNumberId, '14155550801', 'hi', { botIdle: true });
     expect(await repliesTo(phoneNumberId, '14155550801')).toEqual(['v1: hi']);
 
     const forced = await deploy(key, { force: true });
@@ -166,9 +161,9 @@ describe('a bot that throws in production is counted', () => {
   it('When the deployed bot throws on two messages, then the bot log has an error entry for each at the author\'s line and the metrics count two failures', async () => {
     const { projectId, key, phoneNumberId } = await project(THROWS_ON_CRASH);
     expect((await deploy(key)).status).toBe(201);
-    await inbound(phoneNumberId, '14155550811', 'crash');
-    await inbound(phoneNumberId, '14155550811', 'fine');
-    await inbound(phoneNumberId, '14155550811', 'crash');
+    await inbound(t, phoneNumberId, '14155550811', 'crash', { botIdle: true });
+    await inbound(t, phoneNumberId, '14155550811', 'fine', { botIdle: true });
+    await inbound(t, phoneNumberId, '14155550811', 'crash', { botIdle: true });
     expect(await repliesTo(phoneNumberId, '14155550811')).toEqual(['ok: fine']);
     const errors = (await botLogs(projectId)).filter((l) => l.kind === 'error');
     expect(errors).toHaveLength(2);
@@ -190,9 +185,9 @@ describe('a message that changed consent reaches the bot marked', () => {
   it('When a customer writes STOP and then START, then the bot sees message.consent with the change and keyword, and the scaffold sample bot echoes neither', async () => {
     const marked = await project(CONSENT_LOGGER);
     expect((await deploy(marked.key)).status).toBe(201);
-    await inbound(marked.phoneNumberId, '14155550821', 'STOP');
-    await inbound(marked.phoneNumberId, '14155550821', 'start!');
-    await inbound(marked.phoneNumberId, '14155550821', 'hello');
+    await inbound(t, marked.phoneNumberId, '14155550821', 'STOP', { botIdle: true });
+    await inbound(t, marked.phoneNumberId, '14155550821', 'start!', { botIdle: true });
+    await inbound(t, marked.phoneNumberId, '14155550821', 'hello', { botIdle: true });
     const lines = (await botLogs(marked.projectId)).filter((l) => l.kind === 'log').map((l) => l.message).reverse();
     expect(lines).toEqual([
       'consent={"change":"opted_out","keyword":"STOP"} text=STOP',
@@ -213,9 +208,9 @@ describe('a message that changed consent reaches the bot marked', () => {
     // The scaffold's own sample bot, deployed as it comes.
     const sample = await project();
     expect((await deploy(sample.key)).status).toBe(201);
-    await inbound(sample.phoneNumberId, '14155550822', 'STOP');
-    await inbound(sample.phoneNumberId, '14155550822', 'START');
-    await inbound(sample.phoneNumberId, '14155550822', 'hi');
+    await inbound(t, sample.phoneNumberId, '14155550822', 'STOP', { botIdle: true });
+    await inbound(t, sample.phoneNumberId, '14155550822', 'START', { botIdle: true });
+    await inbound(t, sample.phoneNumberId, '14155550822', 'hi', { botIdle: true });
     const replies = await repliesTo(sample.phoneNumberId, '14155550822');
     expect(replies).toHaveLength(1);
     expect(replies[0]).toMatch(/^You said: hi\./);

@@ -14,6 +14,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { startTestApp, type TestApp } from './support/app.js';
+import { inbound } from './support/inbound.js';
 import { freePort } from './support/local.js';
 import { person, csrfOf } from './support/dashboard.js';
 import { answer, codeOf, REDIRECT } from './support/oauth.js';
@@ -69,17 +70,12 @@ class AgentStorage implements OAuthClientProvider {
   }
 }
 
-async function inbound(phoneNumberId: string, from: string, text: string) {
-  const res = await request(t.sim!.url).post('/_sim/inbound').send({ phone_number_id: phoneNumberId, from, name: 'Ada', text });
-  expect(res.body.status_code).toBe(200);
-}
-
 describe('an agent connects by itself', () => {
   it('When the SDK client runs the whole OAuth flow, then it works the project as consented, refreshes, and stops at once on disconnect', async () => {
     const p = await t.admin.project('Shop');
     const { agent } = await person(t, p.id, `owner-${Date.now()}@example.com`, 'owner');
     const channel = await t.db.prisma.channelSettings.findUniqueOrThrow({ where: { projectId: p.id } });
-    await inbound(channel.phoneNumberId, '14155550188', 'where is my order?');
+    await inbound(t, channel.phoneNumberId, '14155550188', 'where is my order?');
 
     const storage = new AgentStorage();
     const mcpUrl = new URL('/mcp', base);

@@ -6,6 +6,7 @@
 import request from 'supertest';
 import { expect } from '@jest/globals';
 import type { TestApp } from './app.js';
+import { inbound as inboundMessage } from './inbound.js';
 
 export interface BotProject {
   projectId: string;
@@ -42,10 +43,9 @@ export function botWorld(t: TestApp) {
     return { projectId: project.id, key, phoneNumberId: channel.phoneNumberId };
   }
 
-  /** A customer's text message through the simulator. */
+  /** A customer's text message through the simulator (./inbound.ts). */
   async function inbound(phoneNumberId: string, from: string, text: string): Promise<void> {
-    const res = await request(t.sim!.url).post('/_sim/inbound').send({ phone_number_id: phoneNumberId, from, name: 'Ada', text });
-    expect(res.status).toBe(200);
+    await inboundMessage(t, phoneNumberId, from, text);
   }
 
   /** The texts the simulator was asked to send from the number (to `to` only, when given), oldest first. */
