@@ -16,6 +16,7 @@ import { RedisCounterStore } from '../lib/platform/counters.js';
 import { takeBotEvent } from '../lib/bot/rates.js';
 import { startTestApp, type TestApp } from './support/app.js';
 import { inbound } from './support/inbound.js';
+import { botLogsOf, botSourceProject, deployBot, simSent } from './support/bots.js';
 import { eventually } from './support/eventually.js';
 
 const LIMITS = { memoryMb: 64, startupTimeoutMs: 1000, eventTimeoutMs: 1500 };
@@ -48,31 +49,11 @@ afterAll(async () => {
 const auth = (key: string) => ({ Authorization: `Bearer ${key}` });
 const admin = () => ({ Authorization: `Bearer ${t.adminToken}` });
 
-async function botProject(botSource: string) {
-  const project = await t.admin.project();
-  const key = (await t.admin.key(project.id, ['code:read', 'code:write', 'conversations:read', 'webhooks:manage', 'messages:send'])).secret;
-  const channel = await t.db.prisma.channelSettings.findUniqueOrThrow({ where: { projectId: project.id } });
-  const put = await request(t.app).put('/v1/files/src/bot.ts').set(auth(key)).send({ content: botSource });
-  expect(put.status).toBeLessThan(300);
-  return { projectId: project.id, key, phoneNumberId: channel.phoneNumberId };
-}
-
-async function deploy(key: string) {
-  const res = await request(t.app).post('/v1/deployments').set(auth(key)).send({});
-  expect([200, 201]).toContain(res.status);
-}
-
-async function sentTexts(phoneNumberId: string, to: string): Promise<string[]> {
-  const res = await request(t.sim!.url).get(`/_sim/messages?phone_number_id=${phoneNumberId}`);
-  const all: any[] = Array.isArray(res.body) ? res.body : (res.body.messages ?? res.body.data ?? []);
-  return all.filter((m) => JSON.stringify(m).includes(to)).map((m) => JSON.stringify(m).match(/"body":"([^"]*)"/)?.[1] ?? '');
-}
-
-async function botLogs(projectId: string) {
-  const res = await request(t.app).get(`/admin/projects/${projectId}/bot/logs?limit=50`).set(admin());
-  expect(res.status).toBe(200);
-  return res.body.data.logs as Array<{ kind: string; level: string; message: string }>;
-}
+const botProject = (botSource: string) => botSourceProject(t, ['code:read', 'code:write', 'conversations:read', 'webhooks:manage', 'messages:send'], botSource);
+const deploy = (key: string) => deployBot(t, key);
+const sentTexts = async (phoneNumberId: string, to: string) => (await simSent(t, phoneNumberId))
+  .filter((m) => JSON.stringify(m).includes(to)).map((m) => JSON.stringify(m).match(/"body":"([^"]*)"/)?.[1] ?? '');
+const botLogs = (projectId: string) => botLogsOf(t, projectId);
 
 const RAW_HOST = `const host = (globalThis as unknown as { __host: { apply(r: undefined, a: unknown[], o: object): Promise<string> } }).__host;
 const raw = (op: unknown, args: unknown) => host.apply(undefined, [op, args], { arguments: { copy: true }, result: { promise: true, copy: true } });

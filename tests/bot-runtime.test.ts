@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
 import { inbound } from './support/inbound.js';
+import { botSourceProject, deployBot, simSent } from './support/bots.js';
 import { Receiver } from './support/receiver.js';
 import { MAX_HANDOVERS } from '../lib/bot/inbox.js';
 import { timingBound } from './support/retry-timing.js';
@@ -35,28 +36,11 @@ afterAll(async () => {
 const auth = (key: string) => ({ Authorization: `Bearer ${key}` });
 const admin = () => ({ Authorization: `Bearer ${t.adminToken}` });
 
-async function botProject(botSource?: string, scopes: string[] = []) {
-  const project = await t.admin.project();
-  const key = (await t.admin.key(project.id, ['code:read', 'code:write', 'conversations:read', 'conversations:write', 'webhooks:manage', 'tables:read', 'messages:send', ...scopes])).secret;
-  const channel = await t.db.prisma.channelSettings.findUniqueOrThrow({ where: { projectId: project.id } });
-  if (botSource !== undefined) {
-    const put = await request(t.app).put('/v1/files/src/bot.ts').set(auth(key)).send({ content: botSource });
-    expect(put.status).toBeLessThan(300);
-  }
-  return { projectId: project.id, key, phoneNumberId: channel.phoneNumberId };
-}
+const botProject = (botSource?: string, scopes: string[] = []) =>
+  botSourceProject(t, ['code:read', 'code:write', 'conversations:read', 'conversations:write', 'webhooks:manage', 'tables:read', 'messages:send', ...scopes], botSource);
+const deploy = (key: string) => deployBot(t, key);
 
-async function deploy(key: string) {
-  const res = await request(t.app).post('/v1/deployments').set(auth(key)).send({});
-  expect([200, 201]).toContain(res.status);
-  return res.body.data.deployment;
-}
-
-async function sentTo(phoneNumberId: string, to: string): Promise<any[]> {
-  const res = await request(t.sim!.url).get(`/_sim/messages?phone_number_id=${phoneNumberId}`);
-  const all: any[] = Array.isArray(res.body) ? res.body : (res.body.messages ?? res.body.data ?? []);
-  return all.filter((m) => JSON.stringify(m).includes(to));
-}
+const sentTo = async (phoneNumberId: string, to: string) => (await simSent(t, phoneNumberId)).filter((m) => JSON.stringify(m).includes(to));
 
 /** Polls the simulator until `phone` got a message containing `text`; answers the milliseconds it took. */
 async function waitForReply(phoneNumberId: string, phone: string, text: string, withinMs: number): Promise<number> {

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
 import { inbound } from './support/inbound.js';
+import { botLogsOf, botSourceProject, repliesTo } from './support/bots.js';
 import { forgetTreeCache } from '../lib/code/store.js';
 import { consentMarkOf } from '../lib/consent/keywords.js';
 
@@ -26,13 +27,7 @@ afterAll(async () => {
 const admin = () => ({ Authorization: `Bearer ${t.adminToken}` });
 const auth = (key: string) => ({ Authorization: `Bearer ${key}` });
 
-async function project(source?: string) {
-  const p = await t.admin.project();
-  const key = (await t.admin.key(p.id, ['code:read', 'code:write', 'conversations:read', 'messages:send'])).secret;
-  const channel = await t.db.prisma.channelSettings.findUniqueOrThrow({ where: { projectId: p.id } });
-  if (source !== undefined) await putBot(key, source);
-  return { projectId: p.id, key, phoneNumberId: channel.phoneNumberId };
-}
+const project = (source?: string) => botSourceProject(t, ['code:read', 'code:write', 'conversations:read', 'messages:send'], source);
 
 async function putBot(key: string, source: string) {
   const put = await request(t.app).put('/v1/files/src/bot.ts').set(auth(key)).send({ content: source });
@@ -41,16 +36,7 @@ async function putBot(key: string, source: string) {
 
 const deploy = (key: string, body: object = {}) => request(t.app).post('/v1/deployments').set(auth(key)).send(body);
 
-async function repliesTo(phoneNumberId: string, to: string): Promise<string[]> {
-  const res = await request(t.sim!.url).get(`/_sim/messages?phone_number_id=${phoneNumberId}`);
-  const all: any[] = Array.isArray(res.body) ? res.body : (res.body.messages ?? res.body.data ?? []);
-  return all.filter((m) => JSON.stringify(m).includes(to)).map((m) => m.payload?.text?.body ?? '');
-}
-
-async function botLogs(projectId: string) {
-  const res = await request(t.app).get(`/admin/projects/${projectId}/bot/logs?limit=50`).set(admin()).expect(200);
-  return res.body.data.logs as Array<{ kind: string; level: string; message: string }>;
-}
+const botLogs = (projectId: string) => botLogsOf(t, projectId);
 
 const ECHO = `import { sendText, type InboundMessage } from './platform/runtime/index.js';
 export async function onMessage(m: InboundMessage): Promise<void> {
@@ -98,7 +84,7 @@ describe('a deploy whose bundle fails its sample message is refused', () => {
     expect(list.body.data.deployments.map((d: { status: string; active: boolean }) => `${d.status}${d.active ? ' active' : ''}`)).toEqual(['failed', 'succeeded active']);
     expect(list.body.data.deployments[1].id).toBe(first.body.data.deployment.id);
     await inbound(t, phoneNumberId, '14155550801', 'hi', { botIdle: true });
-    expect(await repliesTo(phoneNumberId, '14155550801')).toEqual(['v1: hi']);
+    expect(await repliesTo(t, phoneNumberId, '14155550801')).toEqual(['v1: hi']);
 
     const forced = await deploy(key, { force: true });
     expect(forced.status).toBe(201);
@@ -164,7 +150,7 @@ describe('a bot that throws in production is counted', () => {
     await inbound(t, phoneNumberId, '14155550811', 'crash', { botIdle: true });
     await inbound(t, phoneNumberId, '14155550811', 'fine', { botIdle: true });
     await inbound(t, phoneNumberId, '14155550811', 'crash', { botIdle: true });
-    expect(await repliesTo(phoneNumberId, '14155550811')).toEqual(['ok: fine']);
+    expect(await repliesTo(t, phoneNumberId, '14155550811')).toEqual(['ok: fine']);
     const errors = (await botLogs(projectId)).filter((l) => l.kind === 'error');
     expect(errors).toHaveLength(2);
     for (const e of errors) expect(e).toMatchObject({ level: 'error', message: expect.stringMatching(/cannot handle crash at src\/bot\.ts:5:\d+ \(message wamid\./) });
@@ -194,7 +180,7 @@ describe('a message that changed consent reaches the bot marked', () => {
       'consent={"change":"opted_in","keyword":"START"} text=start!',
       'consent=null text=hello',
     ]);
-    expect(await repliesTo(marked.phoneNumberId, '14155550821')).toEqual(['Echo: hello']);
+    expect(await repliesTo(t, marked.phoneNumberId, '14155550821')).toEqual(['Echo: hello']);
     // A preview of a keyword is marked too (nothing changes).
     const preview = await request(t.app).post('/v1/bot/preview').set(auth(marked.key)).send({ text: 'UNSUBSCRIBE' }).expect(200);
     expect(preview.body.data.logs[0].message).toBe('consent={"change":"opted_out","keyword":"UNSUBSCRIBE"} text=UNSUBSCRIBE');
@@ -211,7 +197,7 @@ describe('a message that changed consent reaches the bot marked', () => {
     await inbound(t, sample.phoneNumberId, '14155550822', 'STOP', { botIdle: true });
     await inbound(t, sample.phoneNumberId, '14155550822', 'START', { botIdle: true });
     await inbound(t, sample.phoneNumberId, '14155550822', 'hi', { botIdle: true });
-    const replies = await repliesTo(sample.phoneNumberId, '14155550822');
+    const replies = await repliesTo(t, sample.phoneNumberId, '14155550822');
     expect(replies).toHaveLength(1);
     expect(replies[0]).toMatch(/^You said: hi\./);
   }, 60_000);

@@ -11,6 +11,7 @@ import path from 'node:path';
 import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
 import { inbound } from './support/inbound.js';
+import { botSourceProject, deployBot, simSent } from './support/bots.js';
 import * as S from './support/samples.js';
 import { main } from '../scripts/ops/main.js';
 
@@ -36,25 +37,10 @@ const auth = (key: string) => ({ Authorization: `Bearer ${key}` });
 const upload = (projectId: string, name: string, bytes: Buffer) =>
   request(t.app).put(`/admin/projects/${projectId}/files/${encodeURIComponent(name)}`).set(admin()).set('Content-Type', 'application/octet-stream').send(bytes);
 
-async function botProject(source: string) {
-  const project = await t.admin.project();
-  const key = (await t.admin.key(project.id, ['code:read', 'code:write', 'conversations:read', 'messages:send'])).secret;
-  const channel = await t.db.prisma.channelSettings.findUniqueOrThrow({ where: { projectId: project.id } });
-  const put = await request(t.app).put('/v1/files/src/bot.ts').set(auth(key)).send({ content: source });
-  expect(put.status).toBeLessThan(300);
-  return { projectId: project.id, key, phoneNumberId: channel.phoneNumberId };
-}
+const botProject = (source: string) => botSourceProject(t, ['code:read', 'code:write', 'conversations:read', 'messages:send'], source);
+const deploy = (key: string) => deployBot(t, key);
 
-async function deploy(key: string) {
-  const res = await request(t.app).post('/v1/deployments').set(auth(key)).send({});
-  if (![200, 201].includes(res.status)) throw new Error(JSON.stringify(res.body));
-}
-
-async function sentTo(phoneNumberId: string, to: string): Promise<any[]> {
-  const res = await request(t.sim!.url).get(`/_sim/messages?phone_number_id=${phoneNumberId}`);
-  const all: any[] = Array.isArray(res.body) ? res.body : (res.body.messages ?? res.body.data ?? []);
-  return all.filter((m) => JSON.stringify(m).includes(to));
-}
+const sentTo = async (phoneNumberId: string, to: string) => (await simSent(t, phoneNumberId)).filter((m) => JSON.stringify(m).includes(to));
 
 const PRICES = '{"coffee": 2.5, "tea": 2}\n';
 
