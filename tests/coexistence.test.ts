@@ -7,20 +7,17 @@
  * was; history is marked, never wakes the bot and never opens the window; the app's address book
  * names contacts and never deletes one.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import request from 'supertest';
-import { startTestApp, type TestApp } from './support/app.js';
+import { type TestApp, useTestApp } from './support/app.js';
 import { inbound } from './support/inbound.js';
 
 let t: TestApp;
-beforeAll(async () => {
-  t = await startTestApp({
-    simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null },
-    bot: { memoryMb: 16, startupTimeoutMs: 1000, eventTimeoutMs: 1500 },
-  });
-});
-afterAll(async () => {
-  await t.close();
+useTestApp({
+  simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null },
+  bot: { memoryMb: 16, startupTimeoutMs: 1000, eventTimeoutMs: 1500 },
+}, (app) => {
+  t = app;
 });
 
 const auth = (key: string) => ({ Authorization: `Bearer ${key}` });

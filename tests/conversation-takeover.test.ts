@@ -5,25 +5,21 @@
  * (a text is refused with the spec's reason), the hand-over to a person keeps the bot silent until
  * the conversation is given back, and every refusal (no or stale CSRF token, a member) sends nothing.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import request from 'supertest';
-import { startTestApp, type TestApp } from './support/app.js';
+import { type TestApp, useTestApp } from './support/app.js';
 import { inbound } from './support/inbound.js';
-import { csrfOf, person } from './support/dashboard.js';
+import { csrfOf, person, uniqueEmail as email } from './support/dashboard.js';
 import { template } from './support/broadcasts.js';
 
 let t: TestApp;
-beforeAll(async () => {
-  t = await startTestApp({
-    simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null },
-    bot: { memoryMb: 16, startupTimeoutMs: 1000, eventTimeoutMs: 1500 },
-  });
-});
-afterAll(async () => {
-  await t.close();
+useTestApp({
+  simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null },
+  bot: { memoryMb: 16, startupTimeoutMs: 1000, eventTimeoutMs: 1500 },
+}, (app) => {
+  t = app;
 });
 
-const email = (who: string) => `${who}-${Date.now()}-${Math.random().toString(36).slice(2, 6)}@example.com`;
 const auth = (key: string) => ({ Authorization: `Bearer ${key}` });
 
 async function shop() {
