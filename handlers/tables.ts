@@ -11,12 +11,14 @@ import { deleteRows, updateRows, writeFiltersFromBody, writeFiltersFromQuery } f
 
 const settings = (deps: AppDeps) => tablesSettingsOf(deps);
 
+/** The table a request names: the caller's project, the path's table, the schema given or public. */
+const tableOf = (req: { auth?: { project: { id: string } }; params: { table: string } }, schema: 'public' | 'preview' | undefined) =>
+  ({ projectId: req.auth!.project.id, table: req.params.table, schema: schema ?? ('public' as const) });
+
 export const listTableRows: Handler<operations['listTableRows']> = async (req, deps) => {
   const q = req.query;
   const page = await readRows(deps.db.pool, settings(deps), {
-    projectId: req.auth!.project.id,
-    table: req.params.table,
-    schema: q.schema ?? 'public',
+    ...tableOf(req, q.schema),
     columns: q.columns,
     filters: q.filters,
     orderBy: q.order_by,
@@ -34,9 +36,7 @@ export const getTableSchema: Handler<operations['getTableSchema']> = async (req,
 export const insertTableRows: Handler<operations['insertTableRows']> = async (req, deps) => {
   const b = req.body;
   const result = await insertRows(deps.db.pool, settings(deps), {
-    projectId: req.auth!.project.id,
-    table: req.params.table,
-    schema: b.schema ?? 'public',
+    ...tableOf(req, b.schema),
     rows: b.rows,
     dryRun: b.dry_run ?? false,
     // Keyed: exactly once whatever becomes of the COMMIT (a retry replays this answer if it committed).
@@ -50,9 +50,7 @@ export const insertTableRows: Handler<operations['insertTableRows']> = async (re
 export const updateTableRows: Handler<operations['updateTableRows']> = async (req, deps) => {
   const b = req.body;
   const result = await updateRows(deps.db.pool, settings(deps), {
-    projectId: req.auth!.project.id,
-    table: req.params.table,
-    schema: b.schema ?? 'public',
+    ...tableOf(req, b.schema),
     filters: writeFiltersFromBody(b.filters),
     set: b.set,
     dryRun: b.dry_run ?? false,
@@ -64,9 +62,7 @@ export const updateTableRows: Handler<operations['updateTableRows']> = async (re
 export const deleteTableRows: Handler<operations['deleteTableRows']> = async (req, deps) => {
   const q = req.query;
   const result = await deleteRows(deps.db.pool, settings(deps), {
-    projectId: req.auth!.project.id,
-    table: req.params.table,
-    schema: q.schema ?? 'public',
+    ...tableOf(req, q.schema),
     filters: writeFiltersFromQuery(q.filters),
     dryRun: q.dry_run ?? false,
     maxAffected: q.max_affected,

@@ -8,9 +8,9 @@
  * the call ring; a bot without `onCall` changes nothing; a bot acting on an unknown or ended call
  * gets a clean refusal.
  */
-import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import { describe, expect, it, jest } from '@jest/globals';
 import request from 'supertest';
-import { startTestApp, type TestApp } from './support/app.js';
+import { type TestApp, useTestApp } from './support/app.js';
 import { botWorld, type BotProject } from './support/bots.js';
 import { eventually } from './support/eventually.js';
 import { template } from './support/broadcasts.js';
@@ -23,13 +23,10 @@ const LIMITS = { memoryMb: 16, startupTimeoutMs: 1000, eventTimeoutMs: 1500 };
 
 let t: TestApp;
 let w: ReturnType<typeof botWorld>;
-beforeAll(async () => {
   // 2026-03-01T12:00Z, a Sunday: the shop below is closed.
-  t = await startTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null }, bot: LIMITS });
+useTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null }, bot: LIMITS }, (app) => {
+  t = app;
   w = botWorld(t);
-});
-afterAll(async () => {
-  await t.close();
 });
 
 /** Open Monday to Friday, 9:00 to 17:00 UTC, judged at the event's time (ctx.received_at). */

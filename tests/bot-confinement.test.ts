@@ -15,6 +15,8 @@ import { runHelper, type BotDeps } from '../lib/bot/helpers.js';
 import { RedisCounterStore } from '../lib/platform/counters.js';
 import { takeBotEvent } from '../lib/bot/rates.js';
 import { startTestApp, type TestApp } from './support/app.js';
+import { inbound } from './support/inbound.js';
+import { botLogsOf, botSourceProject, deployBot, simSent } from './support/bots.js';
 import { eventually } from './support/eventually.js';
 
 const LIMITS = { memoryMb: 64, startupTimeoutMs: 1000, eventTimeoutMs: 1500 };
@@ -47,36 +49,11 @@ afterAll(async () => {
 const auth = (key: string) => ({ Authorization: `Bearer ${key}` });
 const admin = () => ({ Authorization: `Bearer ${t.adminToken}` });
 
-async function botProject(botSource: string) {
-  const project = await t.admin.project();
-  const key = (await t.admin.key(project.id, ['code:read', 'code:write', 'conversations:read', 'webhooks:manage', 'messages:send'])).secret;
-  const channel = await t.db.prisma.channelSettings.findUniqueOrThrow({ where: { projectId: project.id } });
-  const put = await request(t.app).put('/v1/files/src/bot.ts').set(auth(key)).send({ content: botSource });
-  expect(put.status).toBeLessThan(300);
-  return { projectId: project.id, key, phoneNumberId: channel.phoneNumberId };
-}
-
-async function deploy(key: string) {
-  const res = await request(t.app).post('/v1/deployments').set(auth(key)).send({});
-  expect([200, 201]).toContain(res.status);
-}
-
-async function inbound(phoneNumberId: string, from: string, text: string) {
-  const res = await request(t.sim!.url).post('/_sim/inbound').send({ phone_number_id: phoneNumberId, from, name: 'Ada', text });
-  expect(res.status).toBe(200);
-}
-
-async function sentTexts(phoneNumberId: string, to: string): Promise<string[]> {
-  const res = await request(t.sim!.url).get(`/_sim/messages?phone_number_id=${phoneNumberId}`);
-  const all: any[] = Array.isArray(res.body) ? res.body : (res.body.messages ?? res.body.data ?? []);
-  return all.filter((m) => JSON.stringify(m).includes(to)).map((m) => JSON.stringify(m).match(/"body":"([^"]*)"/)?.[1] ?? '');
-}
-
-async function botLogs(projectId: string) {
-  const res = await request(t.app).get(`/admin/projects/${projectId}/bot/logs?limit=50`).set(admin());
-  expect(res.status).toBe(200);
-  return res.body.data.logs as Array<{ kind: string; level: string; message: string }>;
-}
+const botProject = (botSource: string) => botSourceProject(t, ['code:read', 'code:write', 'conversations:read', 'webhooks:manage', 'messages:send'], botSource);
+const deploy = (key: string) => deployBot(t, key);
+const sentTexts = async (phoneNumberId: string, to: string) => (await simSent(t, phoneNumberId))
+  .filter((m) => JSON.stringify(m).includes(to)).map((m) => JSON.stringify(m).match(/"body":"([^"]*)"/)?.[1] ?? '');
+const botLogs = (projectId: string) => botLogsOf(t, projectId);
 
 const RAW_HOST = `const host = (globalThis as unknown as { __host: { apply(r: undefined, a: unknown[], o: object): Promise<string> } }).__host;
 const raw = (op: unknown, args: unknown) => host.apply(undefined, [op, args], { arguments: { copy: true }, result: { promise: true, copy: true } });
@@ -163,10 +140,10 @@ export async function onMessage(m: InboundMessage): Promise<void> {
 }
 `);
     await deploy(key);
-    await inbound(phoneNumberId, '14155550701', 'spin');
+    await inbound(t, phoneNumberId, '14155550701', 'spin');
     await t.bot!.whenIdle();
     // The next message arrives while the loop runs: it waits behind it, then runs on a fresh sandbox.
-    await inbound(phoneNumberId, '14155550702', 'after');
+    await inbound(t, phoneNumberId, '14155550702', 'after');
     await t.bot!.whenIdle();
     // Waited for, not read at once: in one full run nothing had been sent yet when whenIdle returned
     // (the message waits behind the loop until its process is stopped).
@@ -181,7 +158,7 @@ export async function onMessage(m: InboundMessage): Promise<void> {
     const cpuSeconds = (used.user + used.system) / 1e6;
     process.stdout.write(`CPU over ${((performance.now() - started) / 1000).toFixed(1)} s after the loop was started: ${cpuSeconds.toFixed(2)} s\n`);
     expect(cpuSeconds).toBeLessThan(0.5);
-    await inbound(phoneNumberId, '14155550702', 'again');
+    await inbound(t, phoneNumberId, '14155550702', 'again');
     await t.bot!.whenIdle();
     expect(await sentTexts(phoneNumberId, '14155550702')).toEqual(['echo after', 'echo again']);
   }, 60_000);
@@ -203,7 +180,7 @@ export async function onMessage(): Promise<void> {
     const size = () => serviceLog.reduce((n, l) => n + l.length, 0);
     const logBefore = size();
     serviceLog.length = 0;
-    await inbound(phoneNumberId, '14155550801', 'go');
+    await inbound(t, phoneNumberId, '14155550801', 'go');
     await t.bot!.whenIdle();
     const text = serviceLog.join('');
     const lines = text.split('\n');
@@ -243,7 +220,7 @@ export async function onMessage(m: InboundMessage): Promise<void> { await sendTe
     const limit = t.config.botEventsPerMinute;
     t.config.botEventsPerMinute = 2;
     try {
-      for (const text of ['one', 'two', 'three', 'four']) await inbound(phoneNumberId, '14155550901', text);
+      for (const text of ['one', 'two', 'three', 'four']) await inbound(t, phoneNumberId, '14155550901', text);
       await eventually(() => sentTexts(phoneNumberId, '14155550901'), (s) => s.length === 2, 10_000, 'two answers');
       await eventually(() => botLogs(projectId), (l) => l.some((e) => e.message.includes('events a minute (BOT_EVENTS_PER_MINUTE)')), 10_000, 'the wait logged');
       expect((await botLogs(projectId)).map((l) => l.message)).toEqual([expect.stringContaining('events a minute (BOT_EVENTS_PER_MINUTE)')]);
@@ -273,7 +250,7 @@ export async function onMessage(): Promise<void> {
     const limit = t.config.botEmitsPerMinute;
     t.config.botEmitsPerMinute = 4;
     try {
-      await inbound(phoneNumberId, '14155550902', 'go');
+      await inbound(t, phoneNumberId, '14155550902', 'go');
       await t.bot!.whenIdle();
       const messages = (await botLogs(projectId)).map((l) => l.message);
       expect(messages).toContain(JSON.stringify([true, true, true, true, false, false]));

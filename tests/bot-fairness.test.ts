@@ -5,9 +5,9 @@
  * flight first; and a project that burns CPU is moved to a process of its own.
  * Against the real sandbox, PostgreSQL and the simulator.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import request from 'supertest';
-import { startTestApp, type TestApp } from './support/app.js';
+import { type TestApp, useTestApp } from './support/app.js';
 import { botWorld, until, type BotProject } from './support/bots.js';
 import { sandboxSupervisor } from '../lib/sandbox/supervisor.js';
 import { IsolateGrowth, ISOLATES_FREE, ISOLATES_PER_SECOND } from '../lib/bot/isolate-growth.js';
@@ -18,12 +18,9 @@ const LIMITS = { memoryMb: 32, startupTimeoutMs: 1000, eventTimeoutMs: 20_000 };
 
 let t: TestApp;
 let w: ReturnType<typeof botWorld>;
-beforeAll(async () => {
-  t = await startTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null }, bot: LIMITS });
+useTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null }, bot: LIMITS }, (app) => {
+  t = app;
   w = botWorld(t);
-});
-afterAll(async () => {
-  await t.close();
 });
 
 const HOLD = `import { type InboundMessage } from './platform/runtime/index.js';

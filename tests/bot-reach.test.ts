@@ -11,6 +11,8 @@ import { Writable } from 'node:stream';
 import request from 'supertest';
 import winston from 'winston';
 import { startTestApp, type TestApp } from './support/app.js';
+import { inbound } from './support/inbound.js';
+import { botLogsOf, botSourceProject, deployBot, repliesTo } from './support/bots.js';
 import { runHelper, type BotDeps } from '../lib/bot/helpers.js';
 import { main } from '../scripts/ops/main.js';
 import { timingBound } from './support/retry-timing.js';
@@ -128,36 +130,10 @@ afterAll(async () => {
 const auth = (key: string) => ({ Authorization: `Bearer ${key}` });
 const admin = () => ({ Authorization: `Bearer ${t.adminToken}` });
 
-async function botProject(source: string) {
-  const project = await t.admin.project();
-  const key = (await t.admin.key(project.id, ['code:read', 'code:write', 'conversations:read', 'messages:send'])).secret;
-  const channel = await t.db.prisma.channelSettings.findUniqueOrThrow({ where: { projectId: project.id } });
-  const put = await request(t.app).put('/v1/files/src/bot.ts').set(auth(key)).send({ content: source });
-  expect(put.status).toBeLessThan(300);
-  return { projectId: project.id, key, phoneNumberId: channel.phoneNumberId };
-}
+const botProject = (source: string) => botSourceProject(t, ['code:read', 'code:write', 'conversations:read', 'messages:send'], source);
+const deploy = (key: string) => deployBot(t, key);
 
-async function deploy(key: string) {
-  const res = await request(t.app).post('/v1/deployments').set(auth(key)).send({});
-  if (![200, 201].includes(res.status)) throw new Error(JSON.stringify(res.body));
-}
-
-async function inbound(phoneNumberId: string, from: string, text: string) {
-  const res = await request(t.sim!.url).post('/_sim/inbound').send({ phone_number_id: phoneNumberId, from, name: 'Ada', text });
-  expect(res.body.status_code).toBe(200);
-  await t.bot!.whenIdle();
-}
-
-async function repliesTo(phoneNumberId: string, to: string): Promise<string[]> {
-  const res = await request(t.sim!.url).get(`/_sim/messages?phone_number_id=${phoneNumberId}`);
-  const all: any[] = Array.isArray(res.body) ? res.body : (res.body.messages ?? res.body.data ?? []);
-  return all.filter((m) => JSON.stringify(m).includes(to)).map((m) => m.payload?.text?.body ?? '');
-}
-
-async function botLogs(projectId: string) {
-  const res = await request(t.app).get(`/admin/projects/${projectId}/bot/logs?limit=50`).set(admin()).expect(200);
-  return res.body.data.logs as Array<{ kind: string; level: string; message: string }>;
-}
+const botLogs = (projectId: string) => botLogsOf(t, projectId);
 
 const setSecret = (projectId: string, name: string, body: object) => request(t.app).put(`/admin/projects/${projectId}/secrets/${name}`).set(admin()).send(body);
 
@@ -183,8 +159,8 @@ describe('the order-status bot answers from the shop API with a secret token', (
     expect(created.body.data.secret).toEqual({ name: 'SHOP_API_TOKEN', fingerprint: expect.stringMatching(/^[0-9a-f]{8}$/), production_only: false, created_at: expect.any(String), updated_at: expect.any(String) });
     await deploy(key);
 
-    await inbound(phoneNumberId, '14155550901', 'where is my order 1234?');
-    expect(await repliesTo(phoneNumberId, '14155550901')).toEqual(['Order 1234 is shipped']);
+    await inbound(t, phoneNumberId, '14155550901', 'where is my order 1234?', { botIdle: true });
+    expect(await repliesTo(t, phoneNumberId, '14155550901')).toEqual(['Order 1234 is shipped']);
     expect(shop.seenAuthorization.at(-1)).toBe(`Bearer ${TOKEN_1}`);
     // The service names itself; the shop's Set-Cookie is not answered to the bot (no "(cookie)").
     expect(shop.userAgents.at(-1)).toMatch(/^messaging-service-bot\//);
@@ -195,8 +171,8 @@ describe('the order-status bot answers from the shop API with a secret token', (
     expect(replaced.status).toBe(200);
     expect(replaced.body.data.secret.fingerprint).not.toBe(created.body.data.secret.fingerprint);
     shop.validTokens.delete(TOKEN_1);
-    await inbound(phoneNumberId, '14155550901', 'and order 77, leak');
-    expect(await repliesTo(phoneNumberId, '14155550901')).toEqual(['Order 1234 is shipped', 'Order 77 is shipped']);
+    await inbound(t, phoneNumberId, '14155550901', 'and order 77, leak', { botIdle: true });
+    expect(await repliesTo(t, phoneNumberId, '14155550901')).toEqual(['Order 1234 is shipped', 'Order 77 is shipped']);
     expect(shop.seenAuthorization.at(-1)).toBe(`Bearer ${TOKEN_2}`);
 
     // The bot printed and threw its token: the bot log says [secret NAME].
@@ -238,8 +214,8 @@ export async function onMessage(m: InboundMessage): Promise<void> {
     const preview = await request(t.app).post('/v1/bot/preview').set(auth(key)).send({ text: 'x' }).expect(200);
     expect(preview.body.data.sends[0].content).toBe('prod=null unknown=null');
     await deploy(key);
-    await inbound(phoneNumberId, '14155550902', 'x');
-    expect(await repliesTo(phoneNumberId, '14155550902')).toEqual(['prod=set unknown=null']);
+    await inbound(t, phoneNumberId, '14155550902', 'x', { botIdle: true });
+    expect(await repliesTo(t, phoneNumberId, '14155550902')).toEqual(['prod=set unknown=null']);
     // A replacement without the flag keeps it.
     const again = await setSecret(projectId, 'PROD_ONLY', { value: 'p-value-456' });
     expect(again.body.data.secret.production_only).toBe(true);
@@ -257,8 +233,8 @@ export async function onMessage(m: InboundMessage): Promise<void> {
 `);
     await deploy(key);
     const from = serviceLog.length;
-    await inbound(phoneNumberId, '14155550931', 'where is my order');
-    expect(await repliesTo(phoneNumberId, '14155550931')).toEqual(['down 503, slow timeout']);
+    await inbound(t, phoneNumberId, '14155550931', 'where is my order', { botIdle: true });
+    expect(await repliesTo(t, phoneNumberId, '14155550931')).toEqual(['down 503, slow timeout']);
     const warns = (await botLogs(projectId)).filter((l) => l.level === 'warn').map((l) => l.message.replace(/\d+ ms/, 'N ms'));
     expect(warns).toEqual(expect.arrayContaining([
       expect.stringMatching(/^http\.fetch GET 127\.0\.0\.1:\d+ failed: status 503 after N ms$/),

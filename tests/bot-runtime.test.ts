@@ -7,6 +7,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
+import { inbound } from './support/inbound.js';
+import { botSourceProject, deployBot, simSent } from './support/bots.js';
 import { Receiver } from './support/receiver.js';
 import { MAX_HANDOVERS } from '../lib/bot/inbox.js';
 import { timingBound } from './support/retry-timing.js';
@@ -34,34 +36,11 @@ afterAll(async () => {
 const auth = (key: string) => ({ Authorization: `Bearer ${key}` });
 const admin = () => ({ Authorization: `Bearer ${t.adminToken}` });
 
-async function botProject(botSource?: string, scopes: string[] = []) {
-  const project = await t.admin.project();
-  const key = (await t.admin.key(project.id, ['code:read', 'code:write', 'conversations:read', 'conversations:write', 'webhooks:manage', 'tables:read', 'messages:send', ...scopes])).secret;
-  const channel = await t.db.prisma.channelSettings.findUniqueOrThrow({ where: { projectId: project.id } });
-  if (botSource !== undefined) {
-    const put = await request(t.app).put('/v1/files/src/bot.ts').set(auth(key)).send({ content: botSource });
-    expect(put.status).toBeLessThan(300);
-  }
-  return { projectId: project.id, key, phoneNumberId: channel.phoneNumberId };
-}
+const botProject = (botSource?: string, scopes: string[] = []) =>
+  botSourceProject(t, ['code:read', 'code:write', 'conversations:read', 'conversations:write', 'webhooks:manage', 'tables:read', 'messages:send', ...scopes], botSource);
+const deploy = (key: string) => deployBot(t, key);
 
-async function deploy(key: string) {
-  const res = await request(t.app).post('/v1/deployments').set(auth(key)).send({});
-  expect([200, 201]).toContain(res.status);
-  return res.body.data.deployment;
-}
-
-async function inbound(phoneNumberId: string, from: string, text: string) {
-  const res = await request(t.sim!.url).post('/_sim/inbound').send({ phone_number_id: phoneNumberId, from, name: 'Ada', text });
-  expect(res.status).toBe(200);
-  expect(res.body.status_code).toBe(200);
-}
-
-async function sentTo(phoneNumberId: string, to: string): Promise<any[]> {
-  const res = await request(t.sim!.url).get(`/_sim/messages?phone_number_id=${phoneNumberId}`);
-  const all: any[] = Array.isArray(res.body) ? res.body : (res.body.messages ?? res.body.data ?? []);
-  return all.filter((m) => JSON.stringify(m).includes(to));
-}
+const sentTo = async (phoneNumberId: string, to: string) => (await simSent(t, phoneNumberId)).filter((m) => JSON.stringify(m).includes(to));
 
 /** Polls the simulator until `phone` got a message containing `text`; answers the milliseconds it took. */
 async function waitForReply(phoneNumberId: string, phone: string, text: string, withinMs: number): Promise<number> {
@@ -102,7 +81,7 @@ export async function onMessage(message: InboundMessage): Promise<void> {
     const messagesCalls = async () => ((await request(t.sim!.url).get('/_sim/requests?limit=1000')).body.data as Array<{ method: string; path: string; body: any }>)
       .filter((r) => r.method === 'POST' && r.path === `/${mine.phoneNumberId}/messages` && r.body?.type === 'image').length;
     const before = await messagesCalls();
-    await inbound(mine.phoneNumberId, '14155550350', foreign);
+    await inbound(t, mine.phoneNumberId, '14155550350', foreign);
     await t.bot!.whenIdle();
     expect(JSON.stringify(await sentTo(mine.phoneNumberId, '14155550350'))).toContain('refused: not_found');
     expect(await messagesCalls()).toBe(before);
@@ -112,11 +91,11 @@ export async function onMessage(message: InboundMessage): Promise<void> {
 describe('the deployed scaffold bot', () => {
   it('When a customer writes, then the deployed bot answers through the channel; before any deploy nothing answers', async () => {
     const { key, phoneNumberId } = await botProject();
-    await inbound(phoneNumberId, '14155550301', 'hello before deploy');
+    await inbound(t, phoneNumberId, '14155550301', 'hello before deploy');
     await t.bot!.whenIdle();
     expect(await sentTo(phoneNumberId, '14155550301')).toEqual([]);
     await deploy(key);
-    await inbound(phoneNumberId, '14155550301', 'hello');
+    await inbound(t, phoneNumberId, '14155550301', 'hello');
     await t.bot!.whenIdle();
     const sent = await sentTo(phoneNumberId, '14155550301');
     expect(JSON.stringify(sent)).toContain('You said: hello');
@@ -143,11 +122,11 @@ describe('the deployed scaffold bot', () => {
     const { projectId, key, phoneNumberId } = await botProject();
     await deploy(key);
     await request(t.app).patch(`/admin/projects/${projectId}`).set(admin()).send({ status: 'paused' }).expect(200);
-    await inbound(phoneNumberId, '14155550305', 'while paused');
+    await inbound(t, phoneNumberId, '14155550305', 'while paused');
     await t.bot!.whenIdle();
     expect(await sentTo(phoneNumberId, '14155550305')).toEqual([]);
     await request(t.app).patch(`/admin/projects/${projectId}`).set(admin()).send({ status: 'active' }).expect(200);
-    await inbound(phoneNumberId, '14155550305', 'back');
+    await inbound(t, phoneNumberId, '14155550305', 'back');
     await t.bot!.whenIdle();
     expect(JSON.stringify(await sentTo(phoneNumberId, '14155550305'))).toContain('You said: back');
   });
@@ -155,14 +134,14 @@ describe('the deployed scaffold bot', () => {
   it('When the bot sets a state of its own, then PATCH accepts that state afterwards (and refused it before)', async () => {
     const { key, phoneNumberId } = await botProject();
     await deploy(key);
-    await inbound(phoneNumberId, '14155550311', 'hi');
+    await inbound(t, phoneNumberId, '14155550311', 'hi');
     await t.bot!.whenIdle();
     const other = await conversationOf(key, '14155550311');
     const before = await request(t.app).patch(`/v1/conversations/${other.id}`).set(auth(key)).send({ state: 'menu_shown' });
     expect(before.status).toBe(400);
     expect(before.body.error.code).toBe('INVALID_STATE');
 
-    await inbound(phoneNumberId, '14155550312', 'menu');
+    await inbound(t, phoneNumberId, '14155550312', 'menu');
     await t.bot!.whenIdle();
     const menu = await conversationOf(key, '14155550312');
     expect(menu.state).toBe('menu_shown');
@@ -178,7 +157,7 @@ describe('the deployed scaffold bot', () => {
     const hook = await request(t.app).post('/v1/webhooks').set(auth(key)).send({ url: `${rx.url}/bot-events`, events: ['bot.menu_shown'] });
     expect(hook.status).toBe(201);
     await deploy(key);
-    await inbound(phoneNumberId, '14155550321', 'menu');
+    await inbound(t, phoneNumberId, '14155550321', 'menu');
     await t.bot!.whenIdle();
     const [got] = await rx.waitFor('/bot-events', 1);
     expect(got.headers['x-service-event']).toBe('bot.menu_shown');
@@ -198,8 +177,8 @@ export async function onMessage(m: InboundMessage): Promise<void> {
       .send({ name: 'notes', columns: [{ name: 'id', type: 'bigserial', primary_key: true }, { name: 'phone', type: 'text' }, { name: 'body', type: 'text' }] });
     expect(created.status).toBe(201);
     await deploy(key);
-    await inbound(phoneNumberId, '14155550331', 'first');
-    await inbound(phoneNumberId, '14155550331', 'second');
+    await inbound(t, phoneNumberId, '14155550331', 'first');
+    await inbound(t, phoneNumberId, '14155550331', 'second');
     await t.bot!.whenIdle();
     expect(JSON.stringify(await sentTo(phoneNumberId, '14155550331'))).toContain('notes: 2');
     const rows = await request(t.app).get('/v1/tables/notes/rows').set(auth(key));
@@ -212,8 +191,8 @@ describe('ordering', () => {
     const { key, phoneNumberId } = await botProject();
     await deploy(key);
     for (let i = 0; i < 5; i++) {
-      await inbound(phoneNumberId, '14155550601', `a${i}`);
-      await inbound(phoneNumberId, '14155550602', `b${i}`);
+      await inbound(t, phoneNumberId, '14155550601', `a${i}`);
+      await inbound(t, phoneNumberId, '14155550602', `b${i}`);
     }
     await t.bot!.whenIdle();
     for (const [phone, tag] of [['14155550601', 'a'], ['14155550602', 'b']]) {
@@ -241,7 +220,7 @@ describe('the bot inbox', () => {
   it('When the bot has handled a message, then it has left the inbox', async () => {
     const { projectId, key, phoneNumberId } = await botProject();
     await deploy(key);
-    await inbound(phoneNumberId, '14155550701', 'settled');
+    await inbound(t, phoneNumberId, '14155550701', 'settled');
     await t.bot!.whenIdle();
     expect(JSON.stringify(await sentTo(phoneNumberId, '14155550701'))).toContain('You said: settled');
     expect(await inbox(projectId)).toEqual([]);
@@ -250,7 +229,7 @@ describe('the bot inbox', () => {
   it('When a process died holding a message, then no reclaim takes it before its lease runs out, and one after it answers it exactly once', async () => {
     const { projectId, key, phoneNumberId } = await botProject();
     // Stored before any deploy (nothing answered), then left in the inbox as a dead process leaves it.
-    await inbound(phoneNumberId, '14155550702', 'orphaned');
+    await inbound(t, phoneNumberId, '14155550702', 'orphaned');
     await t.bot!.whenIdle();
     await deploy(key);
     await leftByDeadProcess(projectId, '14155550702', 'orphaned');
@@ -267,7 +246,7 @@ describe('the bot inbox', () => {
   it('When a process died after the bot had replied and before the message left the inbox, then the hand-over runs the bot again and the reply is not sent twice', async () => {
     const { projectId, key, phoneNumberId } = await botProject();
     await deploy(key);
-    await inbound(phoneNumberId, '14155550704', 'answered once');
+    await inbound(t, phoneNumberId, '14155550704', 'answered once');
     await t.bot!.whenIdle();
     const reply = (await sentTo(phoneNumberId, '14155550704')).filter((m) => JSON.stringify(m).includes('You said: answered once'));
     expect(reply).toHaveLength(1);
@@ -278,7 +257,7 @@ describe('the bot inbox', () => {
     expect((await sentTo(phoneNumberId, '14155550704')).filter((m) => JSON.stringify(m).includes('You said: answered once'))).toHaveLength(1);
     expect(await inbox(projectId)).toEqual([]);
     // A new message of the same customer is answered as usual (its sends have references of their own).
-    await inbound(phoneNumberId, '14155550704', 'and again');
+    await inbound(t, phoneNumberId, '14155550704', 'and again');
     await t.bot!.whenIdle();
     expect(JSON.stringify(await sentTo(phoneNumberId, '14155550704'))).toContain('You said: and again');
   });
@@ -308,7 +287,7 @@ describe('the bot inbox', () => {
 
   it('When a message has been handed over too many times already, then it is set aside with a bot log entry, not answered, and listed for the operator', async () => {
     const { projectId, key, phoneNumberId } = await botProject();
-    await inbound(phoneNumberId, '14155550703', 'cursed');
+    await inbound(t, phoneNumberId, '14155550703', 'cursed');
     await t.bot!.whenIdle();
     await deploy(key);
     await leftByDeadProcess(projectId, '14155550703', 'cursed', MAX_HANDOVERS);
@@ -345,15 +324,15 @@ describe('containment', () => {
     await deploy(good.key);
     for (const [i, trouble] of ['loop', 'bomb', 'throw', 'never'].entries()) {
       const phone = `1415555034${i}`;
-      await inbound(bad.phoneNumberId, phone, trouble);
+      await inbound(t, bad.phoneNumberId, phone, trouble);
       // The other project is answered while the bad bot is still stuck (well within its time limit).
       const goodPhone = `1415555035${i}`;
-      await inbound(good.phoneNumberId, goodPhone, `ping ${trouble}`);
+      await inbound(t, good.phoneNumberId, goodPhone, `ping ${trouble}`);
       const tookMs = await waitForReply(good.phoneNumberId, goodPhone, `You said: ping ${trouble}`, LIMITS.eventTimeoutMs);
       expect(tookMs).toBeLessThan(LIMITS.eventTimeoutMs);
       await t.bot!.whenIdle();
       // The bad bot gets a fresh sandbox and answers its next message.
-      await inbound(bad.phoneNumberId, phone, 'hi');
+      await inbound(t, bad.phoneNumberId, phone, 'hi');
       await t.bot!.whenIdle();
       expect(JSON.stringify(await sentTo(bad.phoneNumberId, phone))).toContain('unruly alive: hi');
     }

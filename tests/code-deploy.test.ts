@@ -3,17 +3,14 @@
  * operator's rollback (adminRollbackDeployment): a real build, diagnostics in the user's source,
  * production unchanged after a failure, no-op on an equal hash, last 20 kept.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import request from 'supertest';
-import { startTestApp, type TestApp } from './support/app.js';
+import { type TestApp, useTestApp } from './support/app.js';
 import { timingBound } from './support/retry-timing.js';
 
 let t: TestApp;
-beforeAll(async () => {
-  t = await startTestApp();
-});
-afterAll(async () => {
-  await t.close();
+useTestApp({}, (app) => {
+  t = app;
 });
 
 async function projectWithKey(scopes = ['code:read', 'code:write']) {

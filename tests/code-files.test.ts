@@ -2,17 +2,14 @@
  * The bot's code files (listFiles, getFile, putFile): the scaffold, protected paths by every
  * spelling, traversal, ETag preconditions, limits and binary content.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import request from 'supertest';
-import { startTestApp, type TestApp } from './support/app.js';
+import { type TestApp, useTestApp } from './support/app.js';
 import { writeFlowFile } from '../lib/code/store.js';
 
 let t: TestApp;
-beforeAll(async () => {
-  t = await startTestApp();
-});
-afterAll(async () => {
-  await t.close();
+useTestApp({}, (app) => {
+  t = app;
 });
 
 async function projectWithKey(scopes = ['code:read', 'code:write']) {

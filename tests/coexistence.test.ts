@@ -7,19 +7,17 @@
  * was; history is marked, never wakes the bot and never opens the window; the app's address book
  * names contacts and never deletes one.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import request from 'supertest';
-import { startTestApp, type TestApp } from './support/app.js';
+import { type TestApp, useTestApp } from './support/app.js';
+import { inbound } from './support/inbound.js';
 
 let t: TestApp;
-beforeAll(async () => {
-  t = await startTestApp({
-    simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null },
-    bot: { memoryMb: 16, startupTimeoutMs: 1000, eventTimeoutMs: 1500 },
-  });
-});
-afterAll(async () => {
-  await t.close();
+useTestApp({
+  simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null },
+  bot: { memoryMb: 16, startupTimeoutMs: 1000, eventTimeoutMs: 1500 },
+}, (app) => {
+  t = app;
 });
 
 const auth = (key: string) => ({ Authorization: `Bearer ${key}` });
@@ -33,11 +31,6 @@ async function shop(bot = false) {
   const channel = await t.db.prisma.channelSettings.findUniqueOrThrow({ where: { projectId: project.id } });
   if (bot) expect((await request(t.app).post('/v1/deployments').set(auth(key)).send({})).status).toBeLessThan(300);
   return { projectId: project.id, key, pnid: channel.phoneNumberId };
-}
-
-async function inbound(pnid: string, from: string, text: string) {
-  const res = await request(t.sim!.url).post('/_sim/inbound').send({ phone_number_id: pnid, from, name: 'Ada', text });
-  expect(res.status).toBe(200);
 }
 
 async function sim(path: string, body: object) {
@@ -70,7 +63,7 @@ describe('coexistence with the WhatsApp Business app', () => {
   it('When a person replies from the Business app (the echo delivered twice), then one outbound message by business_app is stored, the window is unchanged, and the bot stays quiet for the conversation', async () => {
     const s = await shop(true);
     const phone = '14155550701';
-    await inbound(s.pnid, phone, 'hello');
+    await inbound(t, s.pnid, phone, 'hello');
     await t.bot!.whenIdle();
     expect(await sentTo(s.pnid, phone)).toEqual([said('hello')]);
     const before = await conversationOf(s.key, phone);
@@ -93,7 +86,7 @@ describe('coexistence with the WhatsApp Business app', () => {
     expect([single.status, single.body.data?.author?.kind]).toEqual([200, 'business_app']);
 
     // The customer's next message is stored, and the bot does not answer it.
-    await inbound(s.pnid, phone, 'thanks Sam');
+    await inbound(t, s.pnid, phone, 'thanks Sam');
     await t.bot!.whenIdle();
     expect(await sentTo(s.pnid, phone)).toEqual([said('hello')]);
     expect((await messagesOf(s.key, before.id)).map((m) => m.content.text?.body)).toContain('thanks Sam');
@@ -102,7 +95,7 @@ describe('coexistence with the WhatsApp Business app', () => {
   it('When two deliveries of one echo race (two instances), then it is stored once and raised once', async () => {
     const s = await shop();
     const phone = '14155550711';
-    await inbound(s.pnid, phone, 'hi');
+    await inbound(t, s.pnid, phone, 'hi');
     const id = wamid('RACE');
     await Promise.all([1, 2, 3].map(() => sim(`/_sim/phone-numbers/${s.pnid}/echoes`, { to: phone, text: 'On it.', id })));
     const conv = await conversationOf(s.key, phone);
@@ -142,7 +135,7 @@ describe('coexistence with the WhatsApp Business app', () => {
     expect(await eventCount(s.projectId, 'message.received')).toBe(0);
 
     // The customer writing now is a new message: the bot answers it, and the window opens.
-    await inbound(s.pnid, phone, 'is it still there?');
+    await inbound(t, s.pnid, phone, 'is it still there?');
     await t.bot!.whenIdle();
     expect(await sentTo(s.pnid, phone)).toEqual([said('is it still there?')]);
     const live = await conversationOf(s.key, phone);
@@ -154,7 +147,7 @@ describe('coexistence with the WhatsApp Business app', () => {
   it('When the Business app’s address book changes (twice), then a known contact takes the name, and a removal there deletes nothing', async () => {
     const s = await shop();
     const phone = '14155550731';
-    await inbound(s.pnid, phone, 'hi');
+    await inbound(t, s.pnid, phone, 'hi');
     const sync = { contacts: [{ phone_number: phone, full_name: 'Ada Lovelace', first_name: 'Ada' }, { phone_number: '14155550739', full_name: 'Nobody Here' }] };
     await sim(`/_sim/phone-numbers/${s.pnid}/state-sync`, sync);
     await sim(`/_sim/phone-numbers/${s.pnid}/state-sync`, sync);

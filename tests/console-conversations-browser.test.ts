@@ -16,6 +16,7 @@ import { mkdtempSync } from 'node:fs';
 import type { Browser, Page } from 'playwright-core';
 import { describeWithBrowser, browserTestApp, signedInPage, unlabelled, fitsWidth, watchPage } from './support/browser.js';
 import type { TestApp } from './support/app.js';
+import { inbound } from './support/inbound.js';
 import { template } from './support/broadcasts.js';
 import { PROJECT_ROOT } from '../lib/platform/project-root.js';
 
@@ -36,17 +37,15 @@ describeWithBrowser(describe)('conversations in Chromium', () => {
     const channel = await t.db.prisma.channelSettings.findUniqueOrThrow({ where: { projectId: project.id } });
     const pnid = channel.phoneNumberId;
     const sim = request(t.sim!.url);
-    const inbound = async (who: { from: string } | { user_id: string }, text: string, name?: string) =>
-      expect((await sim.post('/_sim/inbound').send({ phone_number_id: pnid, ...who, ...(name ? { name } : {}), text })).body.status_code).toBe(200);
     const sentTo = async (to: string) => ((await sim.get(`/_sim/messages?phone_number_id=${pnid}`)).body.data as Array<{ to?: string; payload: any }>)
       .filter((m) => JSON.stringify(m).includes(to)).map((m) => m.payload.text?.body ?? `template ${m.payload.template?.name}`);
     await template(t, project.id, 'order_update', 'Hi {{1}}, your order {{2}} is ready for pickup.', 'UTILITY');
 
     // Customers: a phone customer, and a username customer WhatsApp gives no phone for.
-    await inbound({ from: '14155550701' }, 'Do you open on Sunday?', 'Ana Ortiz');
+    await inbound(t, pnid, '14155550701', 'Do you open on Sunday?', { name: 'Ana Ortiz' });
     const user = (await sim.post('/_sim/users').send({ phone_number_id: pnid, username: 'bo.bakes', name: `Bo ${HOSTILE}` }).expect(201)).body;
-    await inbound({ user_id: user.user_id }, `Is my cake ready? ${HOSTILE}`);
-    await inbound({ from: '14155550703' }, 'Thanks!', 'Cy');
+    await inbound(t, pnid, undefined, { user_id: user.user_id, text: `Is my cake ready? ${HOSTILE}` }, { name: null });
+    await inbound(t, pnid, '14155550703', 'Thanks!', { name: 'Cy' });
     // Cy was answered through the API: that conversation no longer needs a reply.
     const key = (await t.admin.key(project.id, ['messages:send'])).secret;
     expect((await request(t.app).post('/v1/messages').set('Authorization', `Bearer ${key}`).send({ type: 'text', phone: '+14155550703', content: 'You are welcome!' })).status).toBe(200);
@@ -113,7 +112,7 @@ describeWithBrowser(describe)('conversations in Chromium', () => {
     page.on('framenavigated', (f) => {
       if (f === page.mainFrame()) navigations++;
     });
-    await inbound({ from: '14155550701' }, `And on holidays? ${HOSTILE}`);
+    await inbound(t, pnid, '14155550701', `And on holidays? ${HOSTILE}`, { name: null });
     await page.locator('#messages li:last-child').filter({ hasText: `And on holidays? ${HOSTILE}` }).waitFor({ timeout: 15_000 });
     expect(navigations).toBe(0);
     await page.screenshot({ path: docs('dashboard-conversation.png'), fullPage: true });

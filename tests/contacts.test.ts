@@ -3,9 +3,9 @@
  * spec's rules (attribute merge, null deletes, value shapes, tags add/remove, at least one member),
  * atomic under concurrent updates, with project isolation and scopes.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import request from 'supertest';
-import { startTestApp, type TestApp } from './support/app.js';
+import { type TestApp, useTestApp } from './support/app.js';
 import { parseContactChange as parseWithLimits } from '../lib/conversations/contacts.js';
 import { contactLimitsOf } from '../http/contract-limits.js';
 import { loadPublicContract } from '../http/contracts.js';
@@ -13,11 +13,8 @@ import { loadPublicContract } from '../http/contracts.js';
 const parseContactChange = (body: unknown) => parseWithLimits(body, contactLimitsOf(loadPublicContract()));
 
 let t: TestApp;
-beforeAll(async () => {
-  t = await startTestApp();
-});
-afterAll(async () => {
-  await t.close();
+useTestApp({}, (app) => {
+  t = app;
 });
 
 const RW = ['contacts:read', 'contacts:write'];

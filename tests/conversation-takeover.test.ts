@@ -5,24 +5,21 @@
  * (a text is refused with the spec's reason), the hand-over to a person keeps the bot silent until
  * the conversation is given back, and every refusal (no or stale CSRF token, a member) sends nothing.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import request from 'supertest';
-import { startTestApp, type TestApp } from './support/app.js';
-import { csrfOf, person } from './support/dashboard.js';
+import { type TestApp, useTestApp } from './support/app.js';
+import { inbound } from './support/inbound.js';
+import { csrfOf, person, uniqueEmail as email } from './support/dashboard.js';
 import { template } from './support/broadcasts.js';
 
 let t: TestApp;
-beforeAll(async () => {
-  t = await startTestApp({
-    simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null },
-    bot: { memoryMb: 16, startupTimeoutMs: 1000, eventTimeoutMs: 1500 },
-  });
-});
-afterAll(async () => {
-  await t.close();
+useTestApp({
+  simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null },
+  bot: { memoryMb: 16, startupTimeoutMs: 1000, eventTimeoutMs: 1500 },
+}, (app) => {
+  t = app;
 });
 
-const email = (who: string) => `${who}-${Date.now()}-${Math.random().toString(36).slice(2, 6)}@example.com`;
 const auth = (key: string) => ({ Authorization: `Bearer ${key}` });
 
 async function shop() {
@@ -30,11 +27,6 @@ async function shop() {
   const key = (await t.admin.key(project.id, ['code:read', 'code:write', 'conversations:read', 'messages:send'])).secret;
   const channel = await t.db.prisma.channelSettings.findUniqueOrThrow({ where: { projectId: project.id } });
   return { projectId: project.id, key, phoneNumberId: channel.phoneNumberId };
-}
-
-async function inbound(phoneNumberId: string, from: string, text: string) {
-  const res = await request(t.sim!.url).post('/_sim/inbound').send({ phone_number_id: phoneNumberId, from, name: 'Ada', text });
-  expect(res.status).toBe(200);
 }
 
 /** The texts the simulated channel received for `to`, in order. */
@@ -64,7 +56,7 @@ function formOf(page: string, action: string): Record<string, string> {
 describe('a person takes over a conversation', () => {
   it('When an owner replies inside the window, then one message goes through the send path however often the form is posted; no or a stale CSRF token and a member send nothing', async () => {
     const s = await shop();
-    await inbound(s.phoneNumberId, '14155550601', 'Where is my order?');
+    await inbound(t, s.phoneNumberId, '14155550601', 'Where is my order?');
     const id = await conversationId(s.projectId, '14155550601');
     const owner = await person(t, s.projectId, email('owner'));
     const base = `/dashboard/projects/${s.projectId}/conversations/${id}`;
@@ -115,7 +107,7 @@ describe('a person takes over a conversation', () => {
   it('When the window has closed, then a text is refused with the spec’s reason and nothing is sent, and an approved template with its variables goes', async () => {
     const s = await shop();
     await template(t, s.projectId, 'order_followup', 'Hi {{1}}, your order {{2}} is on its way.', 'UTILITY');
-    await inbound(s.phoneNumberId, '14155550611', 'hello');
+    await inbound(t, s.phoneNumberId, '14155550611', 'hello');
     const id = await conversationId(s.projectId, '14155550611');
     const owner = await person(t, s.projectId, email('owner'));
     const base = `/dashboard/projects/${s.projectId}/conversations/${id}`;
@@ -149,7 +141,7 @@ describe('a person takes over a conversation', () => {
   it('When a person takes over, then the bot is not handed the customer’s messages until the conversation is given back', async () => {
     const s = await shop();
     expect((await request(t.app).post('/v1/deployments').set(auth(s.key)).send({})).status).toBeLessThan(300);
-    await inbound(s.phoneNumberId, '14155550621', 'hello');
+    await inbound(t, s.phoneNumberId, '14155550621', 'hello');
     await t.bot!.whenIdle();
     const said = (text: string) => `You said: ${text}. Write "menu" for options.`;
     expect(await sentTo(s.phoneNumberId, '14155550621')).toEqual([said('hello')]);
@@ -163,7 +155,7 @@ describe('a person takes over a conversation', () => {
     expect(held.text).toMatch(/id="conversation-state">handover/);
     expect(held.text).toContain('Give back to the bot');
 
-    await inbound(s.phoneNumberId, '14155550621', 'I want a person');
+    await inbound(t, s.phoneNumberId, '14155550621', 'I want a person');
     await t.bot!.whenIdle();
     expect(await sentTo(s.phoneNumberId, '14155550621')).toEqual([said('hello')]);
     const log = await t.db.pool.query(`SELECT message FROM bot_logs WHERE project_id = $1 AND message LIKE '%not handed to the bot%'`, [s.projectId]);
@@ -173,7 +165,7 @@ describe('a person takes over a conversation', () => {
 
     const back = await owner.agent.post(`${base}/handover`).type('form').send(formOf(held.text, `${base}/handover`));
     expect(back.headers.location).toBe(`${base}?done=handed_to_bot`);
-    await inbound(s.phoneNumberId, '14155550621', 'thanks');
+    await inbound(t, s.phoneNumberId, '14155550621', 'thanks');
     await t.bot!.whenIdle();
     expect(await sentTo(s.phoneNumberId, '14155550621')).toEqual([said('hello'), 'Hi, Sam here.', said('thanks')]);
     const audit = await t.db.pool.query(`SELECT before, after FROM dashboard_audit WHERE project_id = $1 AND action = 'conversation.state' ORDER BY id`, [s.projectId]);
@@ -190,7 +182,7 @@ describe('a person takes over a conversation', () => {
 
   it('When the page polls /live, then it gets the state, the window and the newest messages as JSON; a stranger gets 404', async () => {
     const s = await shop();
-    await inbound(s.phoneNumberId, '14155550631', 'first <img src=x onerror=alert(1)>');
+    await inbound(t, s.phoneNumberId, '14155550631', 'first <img src=x onerror=alert(1)>');
     const id = await conversationId(s.projectId, '14155550631');
     const member = await person(t, s.projectId, email('member'), 'member');
     const live = await member.agent.get(`/dashboard/projects/${s.projectId}/conversations/${id}/live`);

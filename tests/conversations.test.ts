@@ -4,17 +4,14 @@
  * isolation and scopes. Data is arranged by inserting rows; every response is validated against
  * the contract by the test app.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import request from 'supertest';
-import { startTestApp, type TestApp } from './support/app.js';
+import { type TestApp, useTestApp } from './support/app.js';
 import { conversationPageQuery } from '../lib/conversations/conversations.js';
 
 let t: TestApp;
-beforeAll(async () => {
-  t = await startTestApp();
-});
-afterAll(async () => {
-  await t.close();
+useTestApp({}, (app) => {
+  t = app;
 });
 
 const HOUR = 3600_000;

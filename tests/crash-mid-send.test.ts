@@ -25,7 +25,7 @@ import { embeddedServiceUrl, readEmbeddedCredentials } from '../lib/platform/db/
 import { embeddedServiceEnv, tempFolder } from './support/local.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { eventually } from './support/eventually.js';
-import { timingBound } from './support/retry-timing.js';
+import { killWindow } from './support/retry-timing.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const SCALE = 0.005; // Meta's 1 s, 5 s, 15 s, 30 s, 1 min, … become 5, 25, 75, 150, 300 ms, …
@@ -105,7 +105,7 @@ describe('kill -9 of the service', () => {
     return req.send({ type: 'text', phone: `+${phone}`, content: `to ${phone}` });
   };
 
-  timingBound('the kill lands within the channel\'s 3 s hold of the two sends').it('When two sends are in flight at the channel (with and without an Idempotency-Key) and the service is killed, then after a restart each was sent once, has its row, and nothing is lost', async () => {
+  killWindow('the kill lands within the channel\'s 3 s hold of the two sends').it('When two sends are in flight at the channel (with and without an Idempotency-Key) and the service is killed, then after a restart each was sent once, has its row, and nothing is lost', async () => {
     admin = (await readFile(path.join(dir, 'data', 'admin-token'), 'utf8')).trim();
     projectId = (await request(base).post('/admin/projects').set('Authorization', `Bearer ${admin}`).send({ name: 'kill -9' }).expect(201)).body.data.project.id;
     key = (await request(base).post(`/admin/projects/${projectId}/keys`).set('Authorization', `Bearer ${admin}`)

@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startTestApp, type TestApp } from './support/app.js';
-import { person } from './support/dashboard.js';
+import { person, uniqueEmail as email } from './support/dashboard.js';
 import { api, projectWithKey, seedContacts } from './support/broadcasts.js';
 
 let t: TestApp;
@@ -18,8 +18,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await t.close();
 });
-
-const email = (who: string) => `${who}-${Date.now()}-${Math.random().toString(36).slice(2, 6)}@example.com`;
 
 async function conversation(projectId: string, phone: string, text: string, at = t.clock.now()) {
   const c = (await t.db.pool.query<{ id: string }>('SELECT id FROM contacts WHERE project_id = $1 AND phone = $2', [projectId, phone])).rows[0];

@@ -9,6 +9,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
+import { inbound } from './support/inbound.js';
+import { botLogsOf, botSourceProject, repliesTo } from './support/bots.js';
 import { forgetTreeCache } from '../lib/code/store.js';
 import { consentMarkOf } from '../lib/consent/keywords.js';
 
@@ -25,13 +27,7 @@ afterAll(async () => {
 const admin = () => ({ Authorization: `Bearer ${t.adminToken}` });
 const auth = (key: string) => ({ Authorization: `Bearer ${key}` });
 
-async function project(source?: string) {
-  const p = await t.admin.project();
-  const key = (await t.admin.key(p.id, ['code:read', 'code:write', 'conversations:read', 'messages:send'])).secret;
-  const channel = await t.db.prisma.channelSettings.findUniqueOrThrow({ where: { projectId: p.id } });
-  if (source !== undefined) await putBot(key, source);
-  return { projectId: p.id, key, phoneNumberId: channel.phoneNumberId };
-}
+const project = (source?: string) => botSourceProject(t, ['code:read', 'code:write', 'conversations:read', 'messages:send'], source);
 
 async function putBot(key: string, source: string) {
   const put = await request(t.app).put('/v1/files/src/bot.ts').set(auth(key)).send({ content: source });
@@ -40,22 +36,7 @@ async function putBot(key: string, source: string) {
 
 const deploy = (key: string, body: object = {}) => request(t.app).post('/v1/deployments').set(auth(key)).send(body);
 
-async function inbound(phoneNumberId: string, from: string, text: string) {
-  const res = await request(t.sim!.url).post('/_sim/inbound').send({ phone_number_id: phoneNumberId, from, name: 'Ada', text });
-  expect(res.body.status_code).toBe(200);
-  await t.bot!.whenIdle();
-}
-
-async function repliesTo(phoneNumberId: string, to: string): Promise<string[]> {
-  const res = await request(t.sim!.url).get(`/_sim/messages?phone_number_id=${phoneNumberId}`);
-  const all: any[] = Array.isArray(res.body) ? res.body : (res.body.messages ?? res.body.data ?? []);
-  return all.filter((m) => JSON.stringify(m).includes(to)).map((m) => m.payload?.text?.body ?? '');
-}
-
-async function botLogs(projectId: string) {
-  const res = await request(t.app).get(`/admin/projects/${projectId}/bot/logs?limit=50`).set(admin()).expect(200);
-  return res.body.data.logs as Array<{ kind: string; level: string; message: string }>;
-}
+const botLogs = (projectId: string) => botLogsOf(t, projectId);
 
 const ECHO = `import { sendText, type InboundMessage } from './platform/runtime/index.js';
 export async function onMessage(m: InboundMessage): Promise<void> {
@@ -102,8 +83,8 @@ describe('a deploy whose bundle fails its sample message is refused', () => {
     const list = await request(t.app).get('/v1/deployments').set(auth(key)).expect(200);
     expect(list.body.data.deployments.map((d: { status: string; active: boolean }) => `${d.status}${d.active ? ' active' : ''}`)).toEqual(['failed', 'succeeded active']);
     expect(list.body.data.deployments[1].id).toBe(first.body.data.deployment.id);
-    await inbound(phoneNumberId, '14155550801', 'hi');
-    expect(await repliesTo(phoneNumberId, '14155550801')).toEqual(['v1: hi']);
+    await inbound(t, phoneNumberId, '14155550801', 'hi', { botIdle: true });
+    expect(await repliesTo(t, phoneNumberId, '14155550801')).toEqual(['v1: hi']);
 
     const forced = await deploy(key, { force: true });
     expect(forced.status).toBe(201);
@@ -166,10 +147,10 @@ describe('a bot that throws in production is counted', () => {
   it('When the deployed bot throws on two messages, then the bot log has an error entry for each at the author\'s line and the metrics count two failures', async () => {
     const { projectId, key, phoneNumberId } = await project(THROWS_ON_CRASH);
     expect((await deploy(key)).status).toBe(201);
-    await inbound(phoneNumberId, '14155550811', 'crash');
-    await inbound(phoneNumberId, '14155550811', 'fine');
-    await inbound(phoneNumberId, '14155550811', 'crash');
-    expect(await repliesTo(phoneNumberId, '14155550811')).toEqual(['ok: fine']);
+    await inbound(t, phoneNumberId, '14155550811', 'crash', { botIdle: true });
+    await inbound(t, phoneNumberId, '14155550811', 'fine', { botIdle: true });
+    await inbound(t, phoneNumberId, '14155550811', 'crash', { botIdle: true });
+    expect(await repliesTo(t, phoneNumberId, '14155550811')).toEqual(['ok: fine']);
     const errors = (await botLogs(projectId)).filter((l) => l.kind === 'error');
     expect(errors).toHaveLength(2);
     for (const e of errors) expect(e).toMatchObject({ level: 'error', message: expect.stringMatching(/cannot handle crash at src\/bot\.ts:5:\d+ \(message wamid\./) });
@@ -190,16 +171,16 @@ describe('a message that changed consent reaches the bot marked', () => {
   it('When a customer writes STOP and then START, then the bot sees message.consent with the change and keyword, and the scaffold sample bot echoes neither', async () => {
     const marked = await project(CONSENT_LOGGER);
     expect((await deploy(marked.key)).status).toBe(201);
-    await inbound(marked.phoneNumberId, '14155550821', 'STOP');
-    await inbound(marked.phoneNumberId, '14155550821', 'start!');
-    await inbound(marked.phoneNumberId, '14155550821', 'hello');
+    await inbound(t, marked.phoneNumberId, '14155550821', 'STOP', { botIdle: true });
+    await inbound(t, marked.phoneNumberId, '14155550821', 'start!', { botIdle: true });
+    await inbound(t, marked.phoneNumberId, '14155550821', 'hello', { botIdle: true });
     const lines = (await botLogs(marked.projectId)).filter((l) => l.kind === 'log').map((l) => l.message).reverse();
     expect(lines).toEqual([
       'consent={"change":"opted_out","keyword":"STOP"} text=STOP',
       'consent={"change":"opted_in","keyword":"START"} text=start!',
       'consent=null text=hello',
     ]);
-    expect(await repliesTo(marked.phoneNumberId, '14155550821')).toEqual(['Echo: hello']);
+    expect(await repliesTo(t, marked.phoneNumberId, '14155550821')).toEqual(['Echo: hello']);
     // A preview of a keyword is marked too (nothing changes).
     const preview = await request(t.app).post('/v1/bot/preview').set(auth(marked.key)).send({ text: 'UNSUBSCRIBE' }).expect(200);
     expect(preview.body.data.logs[0].message).toBe('consent={"change":"opted_out","keyword":"UNSUBSCRIBE"} text=UNSUBSCRIBE');
@@ -213,10 +194,10 @@ describe('a message that changed consent reaches the bot marked', () => {
     // The scaffold's own sample bot, deployed as it comes.
     const sample = await project();
     expect((await deploy(sample.key)).status).toBe(201);
-    await inbound(sample.phoneNumberId, '14155550822', 'STOP');
-    await inbound(sample.phoneNumberId, '14155550822', 'START');
-    await inbound(sample.phoneNumberId, '14155550822', 'hi');
-    const replies = await repliesTo(sample.phoneNumberId, '14155550822');
+    await inbound(t, sample.phoneNumberId, '14155550822', 'STOP', { botIdle: true });
+    await inbound(t, sample.phoneNumberId, '14155550822', 'START', { botIdle: true });
+    await inbound(t, sample.phoneNumberId, '14155550822', 'hi', { botIdle: true });
+    const replies = await repliesTo(t, sample.phoneNumberId, '14155550822');
     expect(replies).toHaveLength(1);
     expect(replies[0]).toMatch(/^You said: hi\./);
   }, 60_000);

@@ -20,7 +20,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -32,27 +32,13 @@ import { createSimulator, type Simulator } from '../simulator/app.js';
 import { withClient, withDatabase } from './support/db.js';
 import { freePort, runProcess } from './support/local.js';
 import { ServiceProcess, eventually, stopAll } from './support/service-process.js';
+import { HA_SCRIPT as SCRIPT, haSkipReason } from './support/ha-cluster.js';
 
 const RECIPIENTS = 500;
 /** Stated bounds (docs/deploy.md): Patroni's ttl is 10 s, loop_wait 2 s; Sentinel's down-after 2 s. */
 const PG_FAILOVER_BOUND_S = 30;
 const REDIS_FAILOVER_BOUND_S = 20;
-const SCRIPT = path.resolve('scripts/ha/cluster.sh');
-
-function skipReason(): string | undefined {
-  if (process.getuid?.() !== 0) return 'not root (PostgreSQL and Patroni run as the user postgres)';
-  const missing = ['patroni', 'etcd', 'redis-sentinel', 'redis-server', 'haproxy', 'psql'].filter((b) => {
-    try {
-      execFileSync('sh', ['-c', `command -v ${b}`], { stdio: 'ignore' });
-      return false;
-    } catch {
-      return true;
-    }
-  });
-  if (!existsSync('/usr/lib/postgresql/15/bin/postgres')) missing.push('PostgreSQL 15');
-  return missing.length ? `missing ${missing.join(', ')} (apt-get install patroni etcd-server redis-sentinel haproxy postgresql)` : undefined;
-}
-const skip = skipReason();
+const skip = haSkipReason();
 if (skip) console.log(`failover: skipped: ${skip}`);
 const describeIf = skip ? describe.skip : describe;
 

@@ -15,31 +15,16 @@
  * otherwise it says why it skipped.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { freePort, runProcess } from './support/local.js';
 import { eventually } from './support/eventually.js';
+import { HA_SCRIPT as SCRIPT, haSkipReason } from './support/ha-cluster.js';
 import { readEtcd } from '../lib/platform/etcd-health.js';
 
-const SCRIPT = path.resolve('scripts/ha/cluster.sh');
-
-function skipReason(): string | undefined {
-  if (process.getuid?.() !== 0) return 'not root (PostgreSQL and Patroni run as the user postgres)';
-  const missing = ['patroni', 'etcd', 'redis-sentinel', 'redis-server', 'haproxy', 'psql'].filter((b) => {
-    try {
-      execFileSync('sh', ['-c', `command -v ${b}`], { stdio: 'ignore' });
-      return false;
-    } catch {
-      return true;
-    }
-  });
-  if (!existsSync('/usr/lib/postgresql/15/bin/postgres')) missing.push('PostgreSQL 15');
-  return missing.length ? `missing ${missing.join(', ')} (apt-get install patroni etcd-server redis-sentinel haproxy postgresql)` : undefined;
-}
-const skip = skipReason();
+const skip = haSkipReason();
 if (skip) console.log(`ha-cluster: skipped: ${skip}`);
 const describeIf = skip ? describe.skip : describe;
 

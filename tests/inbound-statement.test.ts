@@ -5,9 +5,9 @@
  * its event, none losing the conversation's update; with a bot runtime attached, the message
  * enters the bot's inbox as the runtime's enqueue puts it there.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import request from 'supertest';
-import { startTestApp, type TestApp } from './support/app.js';
+import { type TestApp, useTestApp } from './support/app.js';
 import { countStatements, type StatementCounter } from './support/statements.js';
 import { openChannel } from '../lib/channel-settings/settings.js';
 import { applyWebhook } from '../lib/messaging/inbound.js';
@@ -16,12 +16,9 @@ import { messageInboxSql } from '../lib/bot/inbox.js';
 
 let t: TestApp;
 let counter: StatementCounter;
-beforeAll(async () => {
-  t = await startTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } });
+useTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } }, (app) => {
+  t = app;
   counter = countStatements(t.db.pool, t.db.plansOnce);
-});
-afterAll(async () => {
-  await t.close();
 });
 
 let seq = 0;

@@ -4,20 +4,15 @@
  * canned replies, the events each change writes, the author of each message; and their refusals
  * (bad input is a clear 4xx with the spec's envelope, never a 500).
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import request from 'supertest';
-import { startTestApp, type TestApp } from './support/app.js';
-import { grant, person } from './support/dashboard.js';
+import { type TestApp, useTestApp } from './support/app.js';
+import { grant, person, uniqueEmail as email } from './support/dashboard.js';
 
 let t: TestApp;
-beforeAll(async () => {
-  t = await startTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } });
+useTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } }, (app) => {
+  t = app;
 });
-afterAll(async () => {
-  await t.close();
-});
-
-const email = (who: string) => `${who}-${Date.now()}-${Math.random().toString(36).slice(2, 6)}@example.com`;
 
 async function shop(scopes = ['conversations:read', 'conversations:write', 'messages:send', 'webhooks:manage']) {
   const project = await t.admin.project();

@@ -16,6 +16,7 @@ import { mkdtempSync } from 'node:fs';
 import type { Browser, Page } from 'playwright-core';
 import { describeWithBrowser, browserTestApp, signedInPage, unlabelled, fitsWidth, watchPage } from './support/browser.js';
 import type { TestApp } from './support/app.js';
+import { inbound } from './support/inbound.js';
 import { BOT_LIMITS, deploy, putFile } from './support/bot-console.js';
 import { eventually } from './support/eventually.js';
 import { PROJECT_ROOT } from '../lib/platform/project-root.js';
@@ -43,8 +44,6 @@ describeWithBrowser(describe)('the inbox in Chromium', () => {
     const channel = await t.db.prisma.channelSettings.findUniqueOrThrow({ where: { projectId: project.id } });
     const pnid = channel.phoneNumberId;
     const sim = request(t.sim!.url);
-    const inbound = async (from: string, text: string, name: string) =>
-      expect((await sim.post('/_sim/inbound').send({ phone_number_id: pnid, from, name, text })).body.status_code).toBe(200);
     const sentTo = async (to: string): Promise<string[]> => ((await sim.get(`/_sim/messages?phone_number_id=${pnid}&to=${to}`)).body.data as Array<{ payload: any }>)
       .map((m) => m.payload.text?.body ?? `template ${m.payload.template?.name}`);
     const everything = async () => JSON.stringify((await sim.get(`/_sim/messages?phone_number_id=${pnid}`)).body.data);
@@ -53,8 +52,8 @@ describeWithBrowser(describe)('the inbox in Chromium', () => {
     const dev = await t.admin.call('post', `/admin/projects/${project.id}/keys`, { name: 'Shop integration', scopes: ['code:read', 'code:write', 'messages:send'], mode: 'live' });
     await putFile(t, dev.secret, 'src/bot.ts', BOT);
     await deploy(t, dev.secret, 'Answering bot');
-    await inbound('14155550801', 'Is my order ready?', 'Ana Ortiz');
-    await inbound('14155550802', 'Do you deliver?', 'Ben Brown');
+    await inbound(t, pnid, '14155550801', 'Is my order ready?', { name: 'Ana Ortiz' });
+    await inbound(t, pnid, '14155550802', 'Do you deliver?', { name: 'Ben Brown' });
     const answered = (to: string) => eventually(() => sentTo(to), (v) => Array.isArray(v) && v.length === 1, 15_000, `the bot's answer to ${to}`);
     expect(await answered('14155550801')).toEqual(['Bot: we got your message.']);
     expect(await answered('14155550802')).toEqual(['Bot: we got your message.']);
@@ -163,7 +162,7 @@ describeWithBrowser(describe)('the inbox in Chromium', () => {
       if (f === owner.mainFrame()) navigations++;
     });
     later();
-    await inbound('14155550801', `Thanks! ${HOSTILE}`, 'Ana Ortiz');
+    await inbound(t, pnid, '14155550801', `Thanks! ${HOSTILE}`, { name: 'Ana Ortiz' });
     await owner.locator('#messages li:last-child').filter({ hasText: `Thanks! ${HOSTILE}` }).waitFor({ timeout: 15_000 });
     expect(await sentTo('14155550801')).toHaveLength(2); // held by a person: the bot stays silent
     later();
@@ -177,7 +176,7 @@ describeWithBrowser(describe)('the inbox in Chromium', () => {
     const echo = await sim.post(`/_sim/phone-numbers/${pnid}/echoes`).send({ to: '14155550801', text: 'Sent from the shop phone.' });
     expect([echo.status, echo.body.delivered]).toEqual([200, true]);
     await owner.locator('#messages li:last-child').filter({ hasText: 'Sent from the shop phone.' }).waitFor({ timeout: 15_000 });
-    await inbound('14155550803', 'Hello?', 'Cy Cole');
+    await inbound(t, pnid, '14155550803', 'Hello?', { name: 'Cy Cole' });
     await owner.locator('#conversations tbody tr a', { hasText: 'Cy Cole' }).waitFor({ timeout: 15_000 });
     expect(navigations).toBe(0);
 

@@ -10,10 +10,11 @@
  * A campaign's page follows its sends and the channel's prices the same way, and ends on the cost.
  */
 import { beforeAll, describe, expect, it } from '@jest/globals';
-import request from 'supertest';
 import type { Browser, Page } from 'playwright-core';
 import { describeWithBrowser, browserTestApp, signedInPage, watchPage, fitsWidth, unlabelled } from './support/browser.js';
 import type { TestApp } from './support/app.js';
+import request from 'supertest';
+import { inbound } from './support/inbound.js';
 import { openLiveStreams } from '../http/dashboard/live-stream.js';
 import { money } from '../http/dashboard/html.js';
 import { api, engineFor, projectWithKey, runUntil, seedContacts, template } from './support/broadcasts.js';
@@ -40,14 +41,11 @@ describeWithBrowser(describe)('the inbox pushed live in Chromium', () => {
   it('When a customer writes while two people have the inbox open, then both pages show it within 1 s without a reload; shortcuts assign and move in place, and ? lists them', async () => {
     const project = await t.admin.project('Live shop');
     const channel = await t.db.prisma.channelSettings.findUniqueOrThrow({ where: { projectId: project.id } });
-    const sim = request(t.sim!.url);
-    const inbound = async (from: string, name: string, text: string) =>
-      expect((await sim.post('/_sim/inbound').send({ phone_number_id: channel.phoneNumberId, from, name, text })).body.status_code).toBe(200);
 
     await t.db.pool.query(`INSERT INTO canned_replies (project_id, shortcut, text, created_at, updated_at) VALUES ($1, 'warehouse', 'It left our warehouse today.', now(), now())`, [project.id]);
-    await inbound('14155550961', 'Dora Diaz', 'Is my order on its way?');
+    await inbound(t, channel.phoneNumberId, '14155550961', 'Is my order on its way?', { name: 'Dora Diaz' });
     t.clock.advance(60_000);
-    await inbound('14155550962', 'Eli Ford', 'Hello?');
+    await inbound(t, channel.phoneNumberId, '14155550962', 'Hello?', { name: 'Eli Ford' });
 
     const run = Math.random().toString(36).slice(2, 8);
     const ownerEmail = `live.owner.${run}@example.com`;
@@ -77,7 +75,7 @@ describeWithBrowser(describe)('the inbox pushed live in Chromium', () => {
 
     // Dora writes again: the signed webhook has been answered when the simulator returns; both pages show it within 1 s.
     const sentAt = Date.now();
-    await inbound('14155550961', 'Dora Diaz', 'It has been a week');
+    await inbound(t, channel.phoneNumberId, '14155550961', 'It has been a week', { name: 'Dora Diaz' });
     await Promise.all([owner, colleague].map((p) => p.locator('#messages').getByText('It has been a week').waitFor({ timeout: 5000 })));
     const reachedMs = Date.now() - sentAt;
     expect({ reachedMs, within: reachedMs < LIVE_MS }).toEqual({ reachedMs, within: true });
@@ -98,7 +96,7 @@ describeWithBrowser(describe)('the inbox pushed live in Chromium', () => {
     expect(await colleague.getByRole('button', { name: 'Alert for new waiting customers: on' }).getAttribute('aria-pressed')).toBe('true');
 
     // A new customer waits: the colleague's list gains the row, the tab counts three and the alert goes, still without a reload.
-    await inbound('14155550963', 'Flo Grant', 'Do you ship abroad?');
+    await inbound(t, channel.phoneNumberId, '14155550963', 'Do you ship abroad?', { name: 'Flo Grant' });
     await colleague.locator('#conversations tbody').getByRole('link', { name: 'Flo Grant' }).waitFor({ timeout: 2000 });
     await colleague.waitForFunction(() => document.title.startsWith('(3 waiting'), undefined, { timeout: 2000 });
     expect(await colleague.evaluate(() => (window as unknown as { notified: string[] }).notified)).toEqual(['A customer is waiting: 3 waiting for a reply']);

@@ -10,7 +10,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
-import { person } from './support/dashboard.js';
+import { person, uniqueEmail as email } from './support/dashboard.js';
 import { cookieOf as cookieOfAgent, openStream, type LiveStream as Stream } from './support/live.js';
 import { LIVE_LIMITS, openLiveStreams } from '../http/dashboard/live-stream.js';
 
@@ -31,8 +31,6 @@ afterAll(async () => {
   await b.close();
   await a.close();
 });
-
-const email = (who: string) => `${who}-${Date.now()}-${Math.random().toString(36).slice(2, 6)}@example.com`;
 
 /** A signed-in person of the project on instance A, as the Cookie header a browser would send. */
 async function cookieOf(projectId: string, role: 'owner' | 'member' = 'owner'): Promise<string> {

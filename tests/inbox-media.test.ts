@@ -4,31 +4,23 @@
  * with name and size, words), and every file is served by the service's own route, checked by the
  * project's membership and the conversation, never from the channel's URL.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
-import { startTestApp, type TestApp } from './support/app.js';
-import { person } from './support/dashboard.js';
+import { type TestApp, useTestApp } from './support/app.js';
+import { inbound } from './support/inbound.js';
+import { person, uniqueEmail as email } from './support/dashboard.js';
 
 let t: TestApp;
-beforeAll(async () => {
-  t = await startTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } });
-});
-afterAll(async () => {
-  await t.close();
+useTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } }, (app) => {
+  t = app;
 });
 
-const email = (who: string) => `${who}-${Date.now()}-${Math.random().toString(36).slice(2, 6)}@example.com`;
 const PDF = Buffer.from('%PDF-1.4\n1 0 obj <<>> endobj\ntrailer <<>>\n%%EOF\n');
 
 async function shop() {
   const project = await t.admin.project();
   const channel = await t.db.prisma.channelSettings.findUniqueOrThrow({ where: { projectId: project.id } });
   return { projectId: project.id, phoneNumberId: channel.phoneNumberId };
-}
-
-async function inbound(s: { phoneNumberId: string }, from: string, body: Record<string, unknown>) {
-  const res = await request(t.sim!.url).post('/_sim/inbound').send({ phone_number_id: s.phoneNumberId, from, name: 'Ada', ...body });
-  expect(res.status).toBe(200);
 }
 
 async function messagesOf(projectId: string, phone: string): Promise<{ conversation: number; byType: Record<string, number> }> {
@@ -45,13 +37,13 @@ describe('media in the inbox', () => {
     const s = await shop();
     const owner = await person(t, s.projectId, email('owner'), 'owner');
     const phone = '14155550901';
-    await inbound(s, phone, { type: 'image', image: { caption: 'The box arrived broken' } });
-    await inbound(s, phone, { type: 'sticker', sticker: {} });
-    await inbound(s, phone, { type: 'video', video: {} });
-    await inbound(s, phone, { type: 'audio', audio: {} });
-    await inbound(s, phone, { type: 'document', document: { filename: 'receipt <1>.pdf' }, media: { data_base64: PDF.toString('base64'), mime_type: 'application/pdf' } });
-    await inbound(s, phone, { type: 'location', location: { latitude: 52.52, longitude: 13.405, name: 'Shop', address: 'Main St 1' } });
-    await inbound(s, phone, { type: 'contacts', contacts: [{ name: { formatted_name: 'Bob Builder' }, phones: [{ phone: '+1 415 555 0100' }] }] });
+    await inbound(t, s.phoneNumberId, phone, { type: 'image', image: { caption: 'The box arrived broken' } });
+    await inbound(t, s.phoneNumberId, phone, { type: 'sticker', sticker: {} });
+    await inbound(t, s.phoneNumberId, phone, { type: 'video', video: {} });
+    await inbound(t, s.phoneNumberId, phone, { type: 'audio', audio: {} });
+    await inbound(t, s.phoneNumberId, phone, { type: 'document', document: { filename: 'receipt <1>.pdf' }, media: { data_base64: PDF.toString('base64'), mime_type: 'application/pdf' } });
+    await inbound(t, s.phoneNumberId, phone, { type: 'location', location: { latitude: 52.52, longitude: 13.405, name: 'Shop', address: 'Main St 1' } });
+    await inbound(t, s.phoneNumberId, phone, { type: 'contacts', contacts: [{ name: { formatted_name: 'Bob Builder' }, phones: [{ phone: '+1 415 555 0100' }] }] });
     const { conversation, byType } = await messagesOf(s.projectId, phone);
     const base = `/dashboard/projects/${s.projectId}/conversations/${conversation}`;
     const media = (type: string) => `${base}/media/${byType[type]}`;
@@ -92,8 +84,8 @@ describe('media in the inbox', () => {
   it('When a stranger, another project\'s member, another conversation\'s path or a message without a file asks, then 404 and no bytes', async () => {
     const s = await shop();
     const owner = await person(t, s.projectId, email('owner'), 'owner');
-    await inbound(s, '14155550911', { type: 'image', image: {} });
-    await inbound(s, '14155550912', { text: 'Just text' });
+    await inbound(t, s.phoneNumberId, '14155550911', { type: 'image', image: {} });
+    await inbound(t, s.phoneNumberId, '14155550912', { text: 'Just text' });
     const a = await messagesOf(s.projectId, '14155550911');
     const b = await messagesOf(s.projectId, '14155550912');
     const path = `/dashboard/projects/${s.projectId}/conversations/${a.conversation}/media/${a.byType.image}`;
@@ -112,7 +104,7 @@ describe('media in the inbox', () => {
 
   it('When WhatsApp no longer has the media (after its 30 days), then the route answers a 404 page that says so', async () => {
     const s = await shop();
-    await inbound(s, '14155550921', { type: 'document', document: { filename: 'old.pdf' } });
+    await inbound(t, s.phoneNumberId, '14155550921', { type: 'document', document: { filename: 'old.pdf' } });
     const { conversation, byType } = await messagesOf(s.projectId, '14155550921');
     const path = `/dashboard/projects/${s.projectId}/conversations/${conversation}/media/${byType.document}`;
     t.clock.advance(31 * 86_400_000);
@@ -126,7 +118,7 @@ describe('media in the inbox', () => {
   it('When the business sent a document by its media asset, then the inbox serves it from the project\'s own store, not the channel', async () => {
     const s = await shop();
     const key = (await t.admin.key(s.projectId, ['media:write', 'messages:send'])).secret;
-    await inbound(s, '14155550931', { text: 'Can I have the menu?' });
+    await inbound(t, s.phoneNumberId, '14155550931', { text: 'Can I have the menu?' });
     const made = await request(t.app).post('/v1/media').set('Authorization', `Bearer ${key}`).send({ data: PDF.toString('base64'), filename: 'menu.pdf', mime: 'application/pdf', slug: 'menu' });
     expect(made.status).toBe(201);
     const sent = await request(t.app).post('/v1/messages').set('Authorization', `Bearer ${key}`).send({ type: 'document', phone: '+14155550931', media: { slug: 'menu', filename: 'menu.pdf' } });

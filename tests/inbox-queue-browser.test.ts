@@ -12,6 +12,7 @@ import request from 'supertest';
 import type { Browser, Page } from 'playwright-core';
 import { describeWithBrowser, browserTestApp, signedInPage, unlabelled, fitsWidth, watchPage } from './support/browser.js';
 import type { TestApp } from './support/app.js';
+import { inbound } from './support/inbound.js';
 
 describeWithBrowser(describe)('the inbox queue in Chromium', () => {
   const app = browserTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } });
@@ -25,10 +26,7 @@ describeWithBrowser(describe)('the inbox queue in Chromium', () => {
     const project = await t.admin.project('Box shop');
     const channel = await t.db.prisma.channelSettings.findUniqueOrThrow({ where: { projectId: project.id } });
     const pnid = channel.phoneNumberId;
-    const sim = request(t.sim!.url);
     const key = (await t.admin.key(project.id, ['conversations:read', 'conversations:write', 'messages:send'])).secret;
-    const inbound = async (from: string, name: string, body: Record<string, unknown>) =>
-      expect((await sim.post('/_sim/inbound').send({ phone_number_id: pnid, from, name, ...body })).body.status_code).toBe(200);
     const conversationOf = async (phone: string) => Number((await t.db.pool.query<{ id: string }>(
       'SELECT v.id::text FROM conversations v JOIN contacts c ON c.id = v.contact_id WHERE v.project_id = $1 AND c.phone = $2', [project.id, phone])).rows[0].id);
     // The bot's messages, recorded as the bot runtime records them (its send reference): no deployed bot needed here.
@@ -37,12 +35,12 @@ describeWithBrowser(describe)('the inbox queue in Chromium', () => {
        VALUES ($1, $2, $3, $3, 'outbound', 'text', $4, 'delivered', $5, $5)`,
       [project.id, await conversationOf(phone), `snd_bot${phone}${Date.now()}`, JSON.stringify({ type: 'text', content: text }), t.clock.now()]);
 
-    await inbound('14155550951', 'Ana Ortiz', { type: 'image', image: { caption: 'The box arrived broken' } });
+    await inbound(t, pnid, '14155550951', { type: 'image', image: { caption: 'The box arrived broken' } }, { name: 'Ana Ortiz' });
     await botSays('14155550951', 'Menu: 1 orders, 2 opening hours');
     t.clock.advance(60_000);
-    await inbound('14155550952', 'Ben Brown', { text: 'I want to talk to a human' });
+    await inbound(t, pnid, '14155550952', 'I want to talk to a human', { name: 'Ben Brown' });
     await botSays('14155550952', 'A colleague will answer you shortly.');
-    await inbound('14155550953', 'Cy Cole', { text: 'Do you deliver?' });
+    await inbound(t, pnid, '14155550953', 'Do you deliver?', { name: 'Cy Cole' });
     expect((await request(t.app).post('/v1/messages').set('Authorization', `Bearer ${key}`).send({ type: 'text', phone: '+14155550953', content: 'Yes, daily.' })).status).toBe(200);
     t.clock.advance(5 * 60_000);
 

@@ -6,20 +6,15 @@
  * labels changed by deltas; an inbox form drawn from a value a colleague changed since is refused
  * in words, and a stale labels form merges instead of dropping the colleague's label.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import request from 'supertest';
-import { startTestApp, type TestApp } from './support/app.js';
-import { csrfOf, person } from './support/dashboard.js';
+import { type TestApp, useTestApp } from './support/app.js';
+import { csrfOf, person, uniqueEmail as email } from './support/dashboard.js';
 
 let t: TestApp;
-beforeAll(async () => {
-  t = await startTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } });
+useTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } }, (app) => {
+  t = app;
 });
-afterAll(async () => {
-  await t.close();
-});
-
-const email = (who: string) => `${who}-${Date.now()}-${Math.random().toString(36).slice(2, 6)}@example.com`;
 
 async function shop(scopes = ['conversations:read', 'conversations:write', 'messages:send']) {
   const project = await t.admin.project();

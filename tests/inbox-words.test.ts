@@ -5,21 +5,17 @@
  * words, call markers and the missed-call view, and a photo or document sent from the inbox through
  * the API's media upload and send path (the simulator receives it).
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import request from 'supertest';
-import { startTestApp, type TestApp } from './support/app.js';
-import { person } from './support/dashboard.js';
+import { type TestApp, useTestApp } from './support/app.js';
+import { person, uniqueEmail as email } from './support/dashboard.js';
 
 let t: TestApp;
-beforeAll(async () => {
-  t = await startTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } });
-});
-afterAll(async () => {
-  await t.close();
+useTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } }, (app) => {
+  t = app;
 });
 
-const email = (who: string) => `${who}-${Date.now()}-${Math.random().toString(36).slice(2, 6)}@example.com`;
 let seq = 0;
 const wamid = (what: string) => `wamid.${what}${Date.now()}${++seq}`;
 /** A 1×1 PNG. */

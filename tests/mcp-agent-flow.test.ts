@@ -8,78 +8,31 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
-import http from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
-import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { startTestApp, type TestApp } from './support/app.js';
-import { freePort } from './support/local.js';
+import { startListeningApp } from './support/listening.js';
+import { inbound } from './support/inbound.js';
+import { AgentStorage } from './support/mcp-agent.js';
 import { person, csrfOf } from './support/dashboard.js';
-import { answer, codeOf, REDIRECT } from './support/oauth.js';
+import { answer, codeOf } from './support/oauth.js';
 
 let t: TestApp;
-let server: http.Server;
 let base: string;
+let close: () => Promise<void>;
 beforeAll(async () => {
   // The service's public URL is where the agent reaches it: the metadata and the resource name it.
-  const port = await freePort();
-  base = `http://127.0.0.1:${port}`;
-  t = await startTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null }, config: { publicBaseUrl: base } });
-  server = http.createServer(t.app);
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  ({ t, base, close } = await startListeningApp());
 });
-afterAll(async () => {
-  await new Promise((r) => server.close(r));
-  await t.close();
-});
-
-/** What an agent keeps: its registration, its tokens, the PKCE verifier, and where it sent the browser. */
-class AgentStorage implements OAuthClientProvider {
-  info?: OAuthClientInformationMixed;
-  saved?: OAuthTokens;
-  verifier?: string;
-  authorizationUrl?: URL;
-  get redirectUrl() {
-    return REDIRECT;
-  }
-  get clientMetadata(): OAuthClientMetadata {
-    return { client_name: 'Desk agent', redirect_uris: [REDIRECT], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' };
-  }
-  clientInformation() {
-    return this.info;
-  }
-  saveClientInformation(info: OAuthClientInformationMixed) {
-    this.info = info;
-  }
-  tokens() {
-    return this.saved;
-  }
-  saveTokens(tokens: OAuthTokens) {
-    this.saved = tokens;
-  }
-  redirectToAuthorization(url: URL) {
-    this.authorizationUrl = url;
-  }
-  saveCodeVerifier(v: string) {
-    this.verifier = v;
-  }
-  codeVerifier() {
-    return this.verifier!;
-  }
-}
-
-async function inbound(phoneNumberId: string, from: string, text: string) {
-  const res = await request(t.sim!.url).post('/_sim/inbound').send({ phone_number_id: phoneNumberId, from, name: 'Ada', text });
-  expect(res.body.status_code).toBe(200);
-}
+afterAll(() => close());
 
 describe('an agent connects by itself', () => {
   it('When the SDK client runs the whole OAuth flow, then it works the project as consented, refreshes, and stops at once on disconnect', async () => {
     const p = await t.admin.project('Shop');
     const { agent } = await person(t, p.id, `owner-${Date.now()}@example.com`, 'owner');
     const channel = await t.db.prisma.channelSettings.findUniqueOrThrow({ where: { projectId: p.id } });
-    await inbound(channel.phoneNumberId, '14155550188', 'where is my order?');
+    await inbound(t, channel.phoneNumberId, '14155550188', 'where is my order?');
 
     const storage = new AgentStorage();
     const mcpUrl = new URL('/mcp', base);

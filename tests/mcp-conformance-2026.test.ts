@@ -15,6 +15,7 @@ import path from 'node:path';
 import { readdirSync, readFileSync } from 'node:fs';
 import { PROJECT_ROOT } from '../lib/platform/project-root.js';
 import { startTestApp, type TestApp } from './support/app.js';
+import { bearerGateway } from './support/gateway.js';
 import { freePort, runProcess, tempFolder } from './support/local.js';
 
 const BIN = process.env.CONFORMANCE_2026_BIN;
@@ -96,15 +97,8 @@ run('the MCP conformance suite at 2026-07-28', () => {
     const appPort = (app.address() as { port: number }).port;
     const p = await t.admin.project('Conformance 2026');
     const token = (await t.admin.connection([{ projectId: p.id, scopes: ['contacts:read', 'conversations:read'] }])).secret;
-    gateway = http.createServer((req, res) => {
-      const upstream = http.request({ host: '127.0.0.1', port: appPort, method: req.method, path: req.url, headers: { ...req.headers, authorization: `Bearer ${token}` } }, (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      });
-      upstream.on('error', () => res.writeHead(502).end());
-      req.pipe(upstream);
-    });
-    await new Promise<void>((resolve) => gateway.listen(gatewayPort, '127.0.0.1', resolve));
+    // The gateway: every request as it came, with the bearer added.
+    gateway = await bearerGateway(gatewayPort, appPort, token);
     url = `http://127.0.0.1:${gatewayPort}/mcp`;
   });
   afterAll(async () => {

@@ -14,6 +14,7 @@ import path from 'node:path';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { PROJECT_ROOT } from '../lib/platform/project-root.js';
 import { startTestApp, type TestApp } from './support/app.js';
+import { bearerGateway } from './support/gateway.js';
 import { freePort, runProcess, tempFolder } from './support/local.js';
 
 const BIN = process.env.CONFORMANCE_BIN ?? path.join(PROJECT_ROOT, 'node_modules', '@modelcontextprotocol', 'conformance', 'dist', 'index.js');
@@ -66,16 +67,8 @@ beforeAll(async () => {
   const appPort = (app.address() as { port: number }).port;
   const p = await t.admin.project('Conformance');
   token = (await t.admin.connection([{ projectId: p.id, scopes: ['contacts:read', 'conversations:read'] }])).secret;
-  // The gateway: every request as it came (method, path, Host, Origin, body), with the bearer added.
-  gateway = http.createServer((req, res) => {
-    const upstream = http.request({ host: '127.0.0.1', port: appPort, method: req.method, path: req.url, headers: { ...req.headers, authorization: `Bearer ${token}` } }, (answer) => {
-      res.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(res);
-    });
-    upstream.on('error', () => res.writeHead(502).end());
-    req.pipe(upstream);
-  });
-  await new Promise<void>((resolve) => gateway.listen(gatewayPort, '127.0.0.1', resolve));
+  // The gateway: every request as it came, with the bearer added.
+  gateway = await bearerGateway(gatewayPort, appPort, token);
   url = `http://127.0.0.1:${gatewayPort}/mcp`;
 });
 afterAll(async () => {

@@ -8,31 +8,26 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import path from 'node:path';
-import http from 'node:http';
+import type http from 'node:http';
 import { readFileSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { PROJECT_ROOT } from '../lib/platform/project-root.js';
-import { startTestApp, type TestApp } from './support/app.js';
-import { freePort, runProcess } from './support/local.js';
+import type { TestApp } from './support/app.js';
+import { startListeningApp } from './support/listening.js';
+import { runProcess } from './support/local.js';
 import { authorizeQuery, pkce, register } from './support/oauth.js';
 import { loadConfig } from '../lib/platform/config.js';
 
 let t: TestApp;
-let server: http.Server;
 let base: string;
 let port: number;
+let server: http.Server;
+let close: () => Promise<void>;
 beforeAll(async () => {
-  port = await freePort();
-  base = `http://localhost:${port}`;
-  t = await startTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null }, config: { publicBaseUrl: base, mcpAllowedOrigins: ['http://localhost:6274'] } });
-  server = http.createServer(t.app);
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  ({ t, base, port, server, close } = await startListeningApp({ mcpAllowedOrigins: ['http://localhost:6274'] }, 'localhost'));
 });
-afterAll(async () => {
-  await new Promise((r) => server.close(r));
-  await t.close();
-});
+afterAll(() => close());
 
 const LIST = { jsonrpc: '2.0', id: 1, method: 'tools/list' };
 const rpc = (bearer: string, body: unknown, headers: Record<string, string> = {}) =>

@@ -10,6 +10,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import { startTestApp, type TestApp } from './support/app.js';
+import { inbound } from './support/inbound.js';
 
 let t: TestApp;
 let mcpUrl: URL;
@@ -38,11 +39,6 @@ const rpc = (bearer: string | undefined, body: unknown, headers: Record<string, 
   if (bearer) r.set('Authorization', `Bearer ${bearer}`);
   return typeof body === 'string' ? r.set('Content-Type', 'application/json').send(body) : r.send(body as object);
 };
-
-async function inbound(phoneNumberId: string, from: string, text = 'hello') {
-  const res = await request(t.sim!.url).post('/_sim/inbound').send({ phone_number_id: phoneNumberId, from, name: 'Ada', text });
-  expect(res.body.status_code).toBe(200);
-}
 
 describe('discovery and the bearer', () => {
   it('When /mcp is called without a bearer, then 401 names the protected-resource metadata (RFC 9728)', async () => {
@@ -118,7 +114,7 @@ describe('sends through a tool', () => {
     const p = await t.admin.project();
     const key = await t.admin.key(p.id, ['messages:send', 'conversations:read']);
     const channel = await t.db.prisma.channelSettings.findUniqueOrThrow({ where: { projectId: p.id } });
-    await inbound(channel.phoneNumberId, '14155550171');
+    await inbound(t, channel.phoneNumberId, '14155550171', 'hello');
     const client = await connect(key.secret);
     const args = { idempotency_key: 'mcp-order-1', body: { type: 'text', phone: '+14155550171', content: 'Your order shipped' } };
     const first = await client.callTool({ name: 'sendMessage', arguments: args });

@@ -10,6 +10,7 @@ import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startTestApp, type TestApp } from './support/app.js';
+import { inbound } from './support/inbound.js';
 import { startFileServer, type FileServer } from './support/file-server.js';
 import { expectNoTempFiles, projectWithKey } from './support/uploads.js';
 import * as S from './support/samples.js';
@@ -38,11 +39,6 @@ afterAll(async () => {
 
 const auth = (key: string) => ({ Authorization: `Bearer ${key}` });
 const SCOPES = ['media:read', 'media:write', 'messages:send', 'templates:manage', 'templates:read'];
-
-async function inbound(phoneNumberId: string, from: string) {
-  const res = await request(t.sim!.url).post('/_sim/inbound').send({ phone_number_id: phoneNumberId, from, text: 'hi' });
-  expect(res.body.status_code).toBe(200);
-}
 
 async function lastSent(phoneNumberId: string) {
   const res = await request(t.sim!.url).get(`/_sim/messages?phone_number_id=${phoneNumberId}`);
@@ -174,7 +170,7 @@ describe('sending by slug', () => {
   it('When an image is sent by slug, then the channel gets the asset\'s media id', async () => {
     const { key, phoneNumberId } = await projectWithKey(t, SCOPES);
     const up = await request(t.app).post('/v1/media').set(auth(key)).send({ data: S.b64(S.png()), filename: 'x.png', mime: 'image/png', slug: 'photo' });
-    await inbound(phoneNumberId, '14155550301');
+    await inbound(t, phoneNumberId, '14155550301', 'hi', { name: null });
     const res = await request(t.app).post('/v1/messages').set(auth(key)).send({ type: 'image', phone: '+14155550301', media: { slug: 'photo', caption: 'Look' } });
     expect(res.status).toBe(200);
     expect((await lastSent(phoneNumberId)).image).toEqual({ id: up.body.data.media.media_id, caption: 'Look' });
@@ -205,7 +201,7 @@ describe('sending by slug', () => {
   it('When a slug is unknown or of another kind, then 404 not_found or 400, and nothing is sent', async () => {
     const { key, phoneNumberId } = await projectWithKey(t, SCOPES);
     await request(t.app).post('/v1/media').set(auth(key)).send({ data: S.b64(S.pdf()), filename: 'x.pdf', mime: 'application/pdf', slug: 'doc' });
-    await inbound(phoneNumberId, '14155550303');
+    await inbound(t, phoneNumberId, '14155550303', 'hi', { name: null });
     const before = await lastSent(phoneNumberId);
     expect((await request(t.app).post('/v1/messages').set(auth(key)).send({ type: 'image', phone: '+14155550303', media: { slug: 'nope' } })).body.error.code).toBe('not_found');
     const wrongKind = await request(t.app).post('/v1/messages').set(auth(key)).send({ type: 'image', phone: '+14155550303', media: { slug: 'doc' } });
@@ -217,7 +213,7 @@ describe('sending by slug', () => {
   it('When a header-sample handle is sent as media_id, then 400 invalid_media_id (session media and template header)', async () => {
     const { key, phoneNumberId } = await projectWithKey(t, SCOPES);
     const sample = await request(t.app).post('/v1/templates/header-sample').set(auth(key)).send({ format: 'IMAGE', data: S.b64(S.png()), filename: 'x.png', mime: 'image/png' });
-    await inbound(phoneNumberId, '14155550304');
+    await inbound(t, phoneNumberId, '14155550304', 'hi', { name: null });
     const session = await request(t.app).post('/v1/messages').set(auth(key)).send({ type: 'image', phone: '+14155550304', media: { media_id: sample.body.data.handle } });
     expect(session.status).toBe(400);
     expect(session.body.error.code).toBe('invalid_media_id');
@@ -237,7 +233,7 @@ describe('sending by media_id: only this project\'s media', () => {
     const b = await projectWithKey(t, SCOPES);
     const up = await request(t.app).post('/v1/media').set(auth(b.key)).send({ data: S.b64(S.png()), filename: 'b.png', mime: 'image/png', slug: 'b-photo' });
     const bMediaId = up.body.data.media.media_id as string;
-    await inbound(a.phoneNumberId, '14155550306');
+    await inbound(t, a.phoneNumberId, '14155550306', 'hi', { name: null });
     const calls = await messagesCalls();
     const foreign = await request(t.app).post('/v1/messages').set(auth(a.key)).send({ type: 'image', phone: '+14155550306', media: { media_id: bMediaId } });
     const unknown = await request(t.app).post('/v1/messages').set(auth(a.key)).send({ type: 'image', phone: '+14155550306', media: { media_id: '1234567890123456' } });
@@ -252,7 +248,7 @@ describe('sending by media_id: only this project\'s media', () => {
     expect(foreign.body.error.message.replace(bMediaId, 'X')).toBe(unknown.body.error.message.replace('1234567890123456', 'X'));
     expect(await messagesCalls()).toBe(calls);
     // B sends its own id as before.
-    await inbound(b.phoneNumberId, '14155550307');
+    await inbound(t, b.phoneNumberId, '14155550307', 'hi', { name: null });
     const own = await request(t.app).post('/v1/messages').set(auth(b.key)).send({ type: 'image', phone: '+14155550307', media: { media_id: bMediaId } });
     expect(own.status).toBe(200);
     expect((await lastSent(b.phoneNumberId)).image).toEqual({ id: bMediaId });
@@ -269,7 +265,7 @@ describe('MEDIA_EXPIRED (last: moves the clock 30 days)', () => {
     const got = await request(t.app).get('/v1/media/old').set(auth(key));
     expect(got.status).toBe(410);
     expect(got.body.error).toMatchObject({ code: 'MEDIA_EXPIRED', details: { slug: 'old' } });
-    await inbound(phoneNumberId, '14155550305');
+    await inbound(t, phoneNumberId, '14155550305', 'hi', { name: null });
     const send = await request(t.app).post('/v1/messages').set(auth(key)).send({ type: 'image', phone: '+14155550305', media: { slug: 'old' } });
     expect(send.status).toBe(410);
     expect(send.body.error.code).toBe('MEDIA_EXPIRED');

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { createHmac } from 'node:crypto';
 import { startTestApp, type TestApp } from './support/app.js';
+import { inbound } from './support/inbound.js';
 import { openChannel } from '../lib/channel-settings/settings.js';
 
 let t: TestApp;
@@ -22,13 +23,6 @@ async function projectWithKey(scopes = ['messages:send', 'conversations:read']) 
   const key = await t.admin.key(project.id, scopes);
   const channel = await t.db.prisma.channelSettings.findUniqueOrThrow({ where: { projectId: project.id } });
   return { project, key: key.secret, phoneNumberId: channel.phoneNumberId };
-}
-
-async function inbound(phoneNumberId: string, from: string, text = 'hello') {
-  const res = await request(t.sim!.url).post('/_sim/inbound').send({ phone_number_id: phoneNumberId, from, name: 'Ada', text });
-  expect(res.status).toBe(200);
-  expect(res.body.status_code).toBe(200);
-  return res.body.wamid as string;
 }
 
 /** An approved template at the simulated channel (the templates API arrives later). */
@@ -47,7 +41,7 @@ const send = (key: string, body: object, headers: Record<string, string> = {}) =
 describe('sendMessage', () => {
   it('When the customer wrote within 24 hours, then a text send returns the wamid and status sent, and is stored', async () => {
     const { key, phoneNumberId } = await projectWithKey();
-    await inbound(phoneNumberId, '14155550101');
+    await inbound(t, phoneNumberId, '14155550101', 'hello');
     const res = await send(key, { type: 'text', phone: '+1 415 555 0101', content: 'Your order shipped' });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ success: true, data: { id: expect.stringMatching(/^wamid\./), status: 'sent' } });
@@ -69,7 +63,7 @@ describe('sendMessage', () => {
   it('When 24 hours pass after the inbound message, then the window closes; a template is still accepted', async () => {
     const { project, key, phoneNumberId } = await projectWithKey();
     await approvedTemplate(project.id);
-    await inbound(phoneNumberId, '14155550103');
+    await inbound(t, phoneNumberId, '14155550103', 'hello');
     t.clock.advance(24 * 3600_000 - 1000);
     expect((await send(key, { type: 'text', phone: '+14155550103', content: 'still open' })).status).toBe(200);
     t.clock.advance(2000);
@@ -83,7 +77,7 @@ describe('sendMessage', () => {
 
   it('When the customer writes and the API replies, then both text messages carry their text as content.text.body (one shape; outbound keeps content)', async () => {
     const { key, phoneNumberId } = await projectWithKey();
-    await inbound(phoneNumberId, '14155550131', 'Hi <b>there</b>!');
+    await inbound(t, phoneNumberId, '14155550131', 'Hi <b>there</b>!');
     t.clock.advance(1000);
     expect((await send(key, { type: 'text', phone: '+14155550131', content: 'Hello, how can we help?' })).status).toBe(200);
     const conv = await t.db.prisma.conversation.findFirstOrThrow({ where: { contact: { phone: '14155550131' } } });
@@ -99,11 +93,11 @@ describe('sendMessage', () => {
   it('When a template is sent, then its conversation moves to the top of recent activity and keeps its state', async () => {
     const { project, key, phoneNumberId } = await projectWithKey(['messages:send', 'conversations:read', 'conversations:write']);
     await approvedTemplate(project.id);
-    await inbound(phoneNumberId, '14155550104');
+    await inbound(t, phoneNumberId, '14155550104', 'hello');
     const first = await t.db.prisma.conversation.findFirstOrThrow({ where: { contact: { phone: '14155550104' } } });
     await request(t.app).patch(`/v1/conversations/${first.id}`).set('Authorization', `Bearer ${key}`).send({ state: 'handover' });
     t.clock.advance(1000);
-    await inbound(phoneNumberId, '14155550105');
+    await inbound(t, phoneNumberId, '14155550105', 'hello');
     t.clock.advance(1000);
     expect((await send(key, { type: 'template', phone: '+14155550104', template: { name: 'hello_world', language: 'en_US' } })).status).toBe(200);
     const list = await request(t.app).get('/v1/conversations').set('Authorization', `Bearer ${key}`);
@@ -149,7 +143,7 @@ describe('sendMessage', () => {
 describe('upstream failures', () => {
   it('When the channel rejects the credentials (190), then 502 upstream_auth_error and no quota is used', async () => {
     const { project, key, phoneNumberId } = await projectWithKey();
-    await inbound(phoneNumberId, '14155550110');
+    await inbound(t, phoneNumberId, '14155550110', 'hello');
     await request(t.sim!.url).post('/_sim/faults').send({ phone_number_id: phoneNumberId, graph_error: { code: 190, http_status: 401 } });
     const res = await send(key, { type: 'text', phone: '+14155550110', content: 'x' });
     expect(res.status).toBe(502);
@@ -160,7 +154,7 @@ describe('upstream failures', () => {
 
   it('When the channel answers 5xx, then 502 and the message is not recorded as sent', async () => {
     const { project, key, phoneNumberId } = await projectWithKey();
-    await inbound(phoneNumberId, '14155550111');
+    await inbound(t, phoneNumberId, '14155550111', 'hello');
     await request(t.sim!.url).post('/_sim/faults').send({ phone_number_id: phoneNumberId, http_status: 503 });
     const res = await send(key, { type: 'text', phone: '+14155550111', content: 'x' });
     expect(res.status).toBe(502);
@@ -169,7 +163,7 @@ describe('upstream failures', () => {
 
   it('When the channel rejects the message (131026), then 502 with the provider detail', async () => {
     const { key, phoneNumberId } = await projectWithKey();
-    await inbound(phoneNumberId, '14155550112');
+    await inbound(t, phoneNumberId, '14155550112', 'hello');
     await request(t.sim!.url).post('/_sim/faults').send({ phone_number_id: phoneNumberId, graph_error: { code: 131026 } });
     const res = await send(key, { type: 'text', phone: '+14155550112', content: 'x' });
     expect(res.status).toBe(502);
@@ -178,7 +172,7 @@ describe('upstream failures', () => {
 
   it('When the channel says the window is closed (131047), then 409 outside_24h_window', async () => {
     const { key, phoneNumberId } = await projectWithKey();
-    await inbound(phoneNumberId, '14155550113');
+    await inbound(t, phoneNumberId, '14155550113', 'hello');
     await request(t.sim!.url).post('/_sim/faults').send({ phone_number_id: phoneNumberId, graph_error: { code: 131047 } });
     expect((await send(key, { type: 'text', phone: '+14155550113', content: 'x' })).body.error.code).toBe('outside_24h_window');
   });
@@ -187,7 +181,7 @@ describe('upstream failures', () => {
 describe('channel webhook', () => {
   it('When a status arrives, then it attaches by wamid and only moves forward; failed keeps the error', async () => {
     const { key, phoneNumberId } = await projectWithKey();
-    await inbound(phoneNumberId, '14155550120');
+    await inbound(t, phoneNumberId, '14155550120', 'hello');
     const wamid = (await send(key, { type: 'text', phone: '+14155550120', content: 'x' })).body.data.id;
     const status = (s: string, extra: object = {}) => request(t.sim!.url).post('/_sim/status').send({ wamid, status: s, ...extra });
     await status('read');
@@ -200,7 +194,7 @@ describe('channel webhook', () => {
 
   it('When one notification carries several statuses, even two for one message, then each applies in order with its event', async () => {
     const { project, key, phoneNumberId } = await projectWithKey();
-    await inbound(phoneNumberId, '14155550125');
+    await inbound(t, phoneNumberId, '14155550125', 'hello');
     const a = (await send(key, { type: 'text', phone: '+14155550125', content: 'a' })).body.data.id;
     const b = (await send(key, { type: 'text', phone: '+14155550125', content: 'b' })).body.data.id;
     const channel = (await openChannel({ db: t.db, secretBox: t.secretBox }, project.id))!;
@@ -233,7 +227,7 @@ describe('channel webhook', () => {
 
   it('When a notification repeats one message\'s statuses thousands of times among thousands of unknown ones, then each forward move applies once', async () => {
     const { project, key, phoneNumberId } = await projectWithKey();
-    await inbound(phoneNumberId, '14155550126');
+    await inbound(t, phoneNumberId, '14155550126', 'hello');
     const wamid = (await send(key, { type: 'text', phone: '+14155550126', content: 'x' })).body.data.id;
     const channel = (await openChannel({ db: t.db, secretBox: t.secretBox }, project.id))!;
     const old = String(Math.floor(t.clock.now().getTime() / 1000) - 3600); // unknown ids this old are not retried
@@ -255,7 +249,7 @@ describe('channel webhook', () => {
 
   it('When a message fails, then the provider error is kept', async () => {
     const { key, phoneNumberId } = await projectWithKey();
-    await inbound(phoneNumberId, '14155550121');
+    await inbound(t, phoneNumberId, '14155550121', 'hello');
     const wamid = (await send(key, { type: 'text', phone: '+14155550121', content: 'x' })).body.data.id;
     await request(t.sim!.url).post('/_sim/status').send({ wamid, status: 'failed', errors: [{ code: 131026, title: 'Message undeliverable' }] });
     const got = await request(t.app).get(`/v1/messages/${wamid}`).set('Authorization', `Bearer ${key}`);

@@ -5,19 +5,16 @@
  * on one database: a token issued through one works on the other, and a disconnect on one is refused
  * by the other (the credential caches hear of it through PostgreSQL).
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import request from 'supertest';
-import { startTestApp, type TestApp } from './support/app.js';
+import { startTestApp, type TestApp, useTestApp } from './support/app.js';
 import { csrfOf, grant, person } from './support/dashboard.js';
 import { eventually } from './support/eventually.js';
 import { grantFlow, ping, register, token } from './support/oauth.js';
 
 let t: TestApp;
-beforeAll(async () => {
-  t = await startTestApp({ config: { oauthRequestsPerMinute: 100_000 } });
-});
-afterAll(async () => {
-  await t.close();
+useTestApp({ config: { oauthRequestsPerMinute: 100_000 } }, (app) => {
+  t = app;
 });
 
 let n = 0;

@@ -7,18 +7,15 @@
  * twice; also denial, an expired request, a member-only person, the arrival without the session cookie
  * and the sign-in's `next`, and the per-address limit.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import request from 'supertest';
-import { startTestApp, type TestApp } from './support/app.js';
+import { startTestApp, type TestApp, useTestApp } from './support/app.js';
 import { csrfOf, person, PASSWORD } from './support/dashboard.js';
 import { REDIRECT, RESOURCE, answer, authorize, authorizeQuery, codeOf, consentForm, grantFlow, pkce, ping, register, token } from './support/oauth.js';
 
 let t: TestApp;
-beforeAll(async () => {
-  t = await startTestApp({ config: { oauthRequestsPerMinute: 100_000 } });
-});
-afterAll(async () => {
-  await t.close();
+useTestApp({ config: { oauthRequestsPerMinute: 100_000 } }, (app) => {
+  t = app;
 });
 
 let n = 0;

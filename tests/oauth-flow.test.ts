@@ -6,10 +6,10 @@
  * refresh rotation, narrower and wider scopes on refresh, confidential clients' authentication, and
  * revocation (RFC 7009).
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { createHash } from 'node:crypto';
 import request from 'supertest';
-import { startTestApp, type TestApp } from './support/app.js';
+import { startTestApp, type TestApp, useTestApp } from './support/app.js';
 import { grant, person } from './support/dashboard.js';
 import { REDIRECT, RESOURCE, authorize, answer, codeOf, consentForm, grantFlow, pkce, ping, register, token } from './support/oauth.js';
 import { csrfOf } from './support/dashboard.js';
@@ -17,11 +17,8 @@ import { SCOPES } from '../lib/access/scope-catalogue.js';
 import { SCOPE_GROUPS, STARTER_SCOPES, scopeGroup } from '../lib/oauth/rules.js';
 
 let t: TestApp;
-beforeAll(async () => {
-  t = await startTestApp({ config: { oauthRequestsPerMinute: 100_000 } });
-});
-afterAll(async () => {
-  await t.close();
+useTestApp({ config: { oauthRequestsPerMinute: 100_000 } }, (app) => {
+  t = app;
 });
 
 let n = 0;

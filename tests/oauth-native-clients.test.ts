@@ -5,12 +5,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
-import http from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
-import { startTestApp, type TestApp } from './support/app.js';
-import { freePort } from './support/local.js';
+import type { TestApp } from './support/app.js';
+import { startListeningApp } from './support/listening.js';
 import { person } from './support/dashboard.js';
 import { answer, authorizeQuery, codeOf, pkce } from './support/oauth.js';
 import { AgentStorage } from './support/mcp-agent.js';
@@ -21,19 +20,12 @@ const CURSOR_URIS = [CURSOR, 'https://www.cursor.com/agents/mcp/oauth/callback',
 const WINDSURF = 'windsurf://codeium.windsurf/mcp/oauth/callback';
 
 let t: TestApp;
-let server: http.Server;
 let base: string;
+let close: () => Promise<void>;
 beforeAll(async () => {
-  const port = await freePort();
-  base = `http://127.0.0.1:${port}`;
-  t = await startTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null }, config: { publicBaseUrl: base } });
-  server = http.createServer(t.app);
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  ({ t, base, close } = await startListeningApp());
 });
-afterAll(async () => {
-  await new Promise((r) => server.close(r));
-  await t.close();
-});
+afterAll(() => close());
 
 const email = () => `native-${Date.now()}-${Math.random().toString(36).slice(2, 8)}@example.com`;
 

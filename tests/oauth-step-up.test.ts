@@ -7,38 +7,26 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
-import http from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
-import { startTestApp, type TestApp } from './support/app.js';
-import { freePort } from './support/local.js';
+import type { TestApp } from './support/app.js';
+import { startListeningApp } from './support/listening.js';
+import { inbound } from './support/inbound.js';
 import { person } from './support/dashboard.js';
 import { answer, codeOf } from './support/oauth.js';
 import { AgentStorage } from './support/mcp-agent.js';
 
 let t: TestApp;
-let server: http.Server;
 let base: string;
+let close: () => Promise<void>;
 beforeAll(async () => {
-  const port = await freePort();
-  base = `http://127.0.0.1:${port}`;
-  t = await startTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null }, config: { publicBaseUrl: base } });
-  server = http.createServer(t.app);
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  ({ t, base, close } = await startListeningApp());
 });
-afterAll(async () => {
-  await new Promise((r) => server.close(r));
-  await t.close();
-});
+afterAll(() => close());
 
 const STARTER = 'conversations:read contacts:read templates:read';
 const email = () => `stepup-${Date.now()}-${Math.random().toString(36).slice(2, 8)}@example.com`;
-
-async function inbound(phoneNumberId: string, from: string, text: string) {
-  const res = await request(t.sim!.url).post('/_sim/inbound').send({ phone_number_id: phoneNumberId, from, name: 'Ada', text });
-  expect(res.body.status_code).toBe(200);
-}
 
 describe('step-up', () => {
   it('When the SDK client starts, then it asks for the starter scopes the 401 names', async () => {
@@ -54,7 +42,7 @@ describe('step-up', () => {
     const p = await t.admin.project('Step-up');
     const { agent } = await person(t, p.id, email(), 'owner');
     const channel = await t.db.prisma.channelSettings.findUniqueOrThrow({ where: { projectId: p.id } });
-    await inbound(channel.phoneNumberId, '14155550177', 'hello?');
+    await inbound(t, channel.phoneNumberId, '14155550177', 'hello?');
     const storage = new AgentStorage({ keepRefreshToken: false });
     const mcpUrl = new URL('/mcp', base);
 

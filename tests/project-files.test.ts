@@ -10,6 +10,8 @@ import os from 'node:os';
 import path from 'node:path';
 import request from 'supertest';
 import { startTestApp, type TestApp } from './support/app.js';
+import { inbound } from './support/inbound.js';
+import { botSourceProject, deployBot, simSent } from './support/bots.js';
 import * as S from './support/samples.js';
 import { main } from '../scripts/ops/main.js';
 
@@ -35,31 +37,10 @@ const auth = (key: string) => ({ Authorization: `Bearer ${key}` });
 const upload = (projectId: string, name: string, bytes: Buffer) =>
   request(t.app).put(`/admin/projects/${projectId}/files/${encodeURIComponent(name)}`).set(admin()).set('Content-Type', 'application/octet-stream').send(bytes);
 
-async function botProject(source: string) {
-  const project = await t.admin.project();
-  const key = (await t.admin.key(project.id, ['code:read', 'code:write', 'conversations:read', 'messages:send'])).secret;
-  const channel = await t.db.prisma.channelSettings.findUniqueOrThrow({ where: { projectId: project.id } });
-  const put = await request(t.app).put('/v1/files/src/bot.ts').set(auth(key)).send({ content: source });
-  expect(put.status).toBeLessThan(300);
-  return { projectId: project.id, key, phoneNumberId: channel.phoneNumberId };
-}
+const botProject = (source: string) => botSourceProject(t, ['code:read', 'code:write', 'conversations:read', 'messages:send'], source);
+const deploy = (key: string) => deployBot(t, key);
 
-async function deploy(key: string) {
-  const res = await request(t.app).post('/v1/deployments').set(auth(key)).send({});
-  if (![200, 201].includes(res.status)) throw new Error(JSON.stringify(res.body));
-}
-
-async function inbound(phoneNumberId: string, from: string, text: string) {
-  const res = await request(t.sim!.url).post('/_sim/inbound').send({ phone_number_id: phoneNumberId, from, name: 'Ada', text });
-  expect(res.body.status_code).toBe(200);
-  await t.bot!.whenIdle();
-}
-
-async function sentTo(phoneNumberId: string, to: string): Promise<any[]> {
-  const res = await request(t.sim!.url).get(`/_sim/messages?phone_number_id=${phoneNumberId}`);
-  const all: any[] = Array.isArray(res.body) ? res.body : (res.body.messages ?? res.body.data ?? []);
-  return all.filter((m) => JSON.stringify(m).includes(to));
-}
+const sentTo = async (phoneNumberId: string, to: string) => (await simSent(t, phoneNumberId)).filter((m) => JSON.stringify(m).includes(to));
 
 const PRICES = '{"coffee": 2.5, "tea": 2}\n';
 
@@ -186,11 +167,11 @@ describe('the bot reads and sends project files', () => {
     await deploy(key);
 
     const customer = '14155550701';
-    await inbound(phoneNumberId, customer, 'read prices.json');
-    await inbound(phoneNumberId, customer, 'read logo.png');
-    await inbound(phoneNumberId, customer, 'read secret-prices.json');
-    await inbound(phoneNumberId, customer, 'read large.txt');
-    await inbound(phoneNumberId, customer, 'read ../prices.json');
+    await inbound(t, phoneNumberId, customer, 'read prices.json', { botIdle: true });
+    await inbound(t, phoneNumberId, customer, 'read logo.png', { botIdle: true });
+    await inbound(t, phoneNumberId, customer, 'read secret-prices.json', { botIdle: true });
+    await inbound(t, phoneNumberId, customer, 'read large.txt', { botIdle: true });
+    await inbound(t, phoneNumberId, customer, 'read ../prices.json', { botIdle: true });
     const texts = (await sentTo(phoneNumberId, customer)).map((m) => m.payload?.text?.body);
     expect(texts).toEqual([
       'text/plain coffee=2.5',
@@ -200,9 +181,9 @@ describe('the bot reads and sends project files', () => {
       'error invalid_request',
     ]);
 
-    await inbound(phoneNumberId, customer, 'send logo.png');
-    await inbound(phoneNumberId, customer, 'send logo.png');
-    await inbound(phoneNumberId, customer, 'send secret-prices.json');
+    await inbound(t, phoneNumberId, customer, 'send logo.png', { botIdle: true });
+    await inbound(t, phoneNumberId, customer, 'send logo.png', { botIdle: true });
+    await inbound(t, phoneNumberId, customer, 'send secret-prices.json', { botIdle: true });
     const images = (await sentTo(phoneNumberId, customer)).filter((m) => m.payload?.type === 'image');
     expect(images).toHaveLength(2);
     expect(images[0].payload.image).toMatchObject({ id: expect.any(String), caption: 'Here it is' });
@@ -215,7 +196,7 @@ describe('the bot reads and sends project files', () => {
     // An existing media asset is sent by its slug.
     const asset = await request(t.app).post('/v1/media').set(auth((await t.admin.key(projectId, ['media:write'])).secret)).send({ data: S.b64(S.pdf(2000)), filename: 'menu.pdf', mime: 'application/pdf', slug: 'menu' });
     expect(asset.status).toBe(201);
-    await inbound(phoneNumberId, customer, 'asset menu');
+    await inbound(t, phoneNumberId, customer, 'asset menu', { botIdle: true });
     expect((await sentTo(phoneNumberId, customer)).filter((m) => m.payload?.type === 'document')).toHaveLength(1);
   }, 60_000);
 });

@@ -5,17 +5,14 @@
  * Folding the window check into the record must keep its rules: a session send outside the
  * window stores nothing and gives its quota unit back.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import request from 'supertest';
-import { startTestApp, type TestApp } from './support/app.js';
+import { type TestApp, useTestApp } from './support/app.js';
 import { REPLICATION_SQL } from '../lib/platform/db/replication-state.js';
 
 let t: TestApp;
-beforeAll(async () => {
-  t = await startTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } });
-});
-afterAll(async () => {
-  await t.close();
+useTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } }, (app) => {
+  t = app;
 });
 
 let seq = 0;

@@ -8,19 +8,16 @@
  * a returning customer's inbound message one (the message, its conversation, the bot's inbox row, its
  * event); a new customer, a possible consent keyword and the other rarer cases run the transaction.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import request from 'supertest';
-import { startTestApp, type TestApp } from './support/app.js';
+import { type TestApp, useTestApp } from './support/app.js';
 import { countStatements, type StatementCounter } from './support/statements.js';
 
 let t: TestApp;
 let counter: StatementCounter;
-beforeAll(async () => {
-  t = await startTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } });
+useTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } }, (app) => {
+  t = app;
   counter = countStatements(t.db.pool, t.db.plansOnce);
-});
-afterAll(async () => {
-  await t.close();
 });
 
 let seq = 0;

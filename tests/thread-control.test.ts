@@ -6,19 +6,17 @@
  * waking the bot; Meta's `messaging_handovers` notifications (delivered twice, or racing) move the
  * holder once; the conversation shows who holds it.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import request from 'supertest';
-import { startTestApp, type TestApp } from './support/app.js';
+import { type TestApp, useTestApp } from './support/app.js';
+import { inbound } from './support/inbound.js';
 
 let t: TestApp;
-beforeAll(async () => {
-  t = await startTestApp({
-    simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null },
-    bot: { memoryMb: 16, startupTimeoutMs: 1000, eventTimeoutMs: 1500 },
-  });
-});
-afterAll(async () => {
-  await t.close();
+useTestApp({
+  simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null },
+  bot: { memoryMb: 16, startupTimeoutMs: 1000, eventTimeoutMs: 1500 },
+}, (app) => {
+  t = app;
 });
 
 const auth = (key: string) => ({ Authorization: `Bearer ${key}` });
@@ -31,11 +29,6 @@ async function shop(bot = false) {
   const channel = await t.db.prisma.channelSettings.findUniqueOrThrow({ where: { projectId: project.id } });
   if (bot) expect((await request(t.app).post('/v1/deployments').set(auth(key)).send({})).status).toBeLessThan(300);
   return { projectId: project.id, key, pnid: channel.phoneNumberId, appId: channel.appId };
-}
-
-async function inbound(pnid: string, from: string, text: string) {
-  const res = await request(t.sim!.url).post('/_sim/inbound').send({ phone_number_id: pnid, from, name: 'Ada', text });
-  expect(res.status).toBe(200);
 }
 
 async function sentTo(pnid: string, to: string): Promise<string[]> {
@@ -58,7 +51,7 @@ describe('thread control', () => {
   it('When the thread is passed to another app, then sends are refused before the channel, the customer’s messages are stored as standby without the bot, and taking it back restores both', async () => {
     const s = await shop(true);
     const phone = '14155550801';
-    await inbound(s.pnid, phone, 'hello');
+    await inbound(t, s.pnid, phone, 'hello');
     await t.bot!.whenIdle();
     expect(await sentTo(s.pnid, phone)).toEqual([said('hello')]);
     const conv = await conversationOf(s.key, phone);
@@ -80,7 +73,7 @@ describe('thread control', () => {
     expect(await holders(s.pnid)).toEqual([{ wa_id: phone, app_id: AGENT }]);
 
     // The customer writes to the agent: Meta sends it to us as standby; stored, the bot not woken.
-    await inbound(s.pnid, phone, 'I need a refund');
+    await inbound(t, s.pnid, phone, 'I need a refund');
     await t.bot!.whenIdle();
     const messages = (await request(t.app).get(`/v1/conversations/${conv.id}/messages`).set(auth(s.key))).body.data.messages;
     expect(messages[0]).toMatchObject({ direction: 'inbound', content: { text: { body: 'I need a refund' } } });
@@ -91,7 +84,7 @@ describe('thread control', () => {
     expect([taken.status, taken.body.data.thread.held_by, taken.body.data.previous_holder_app_id]).toEqual([200, 'us', AGENT]);
     expect(await holders(s.pnid)).toEqual([]);
     expect((await send(s.key, phone, 'Refund on its way.')).status).toBe(200);
-    await inbound(s.pnid, phone, 'thanks');
+    await inbound(t, s.pnid, phone, 'thanks');
     await t.bot!.whenIdle();
     expect(await sentTo(s.pnid, phone)).toEqual([said('hello'), 'Refund on its way.', said('thanks')]);
     expect((await threadEvents(s.projectId)).map((e) => [e.action, e.by, e.holder.held_by])).toEqual([['pass', 'api', 'other_app'], ['take', 'api', 'us']]);
@@ -100,7 +93,7 @@ describe('thread control', () => {
   it('When the request is wrong, then 400 with the field, 404 for another conversation, and nothing reaches the channel', async () => {
     const s = await shop();
     const phone = '14155550811';
-    await inbound(s.pnid, phone, 'hi');
+    await inbound(t, s.pnid, phone, 'hi');
     const conv = await conversationOf(s.key, phone);
     for (const body of [{}, { action: 'steal' }, { action: 'pass' }, { action: 'take', target_app_id: AGENT }, { action: 'pass', target_app_id: AGENT, metadata: 'x'.repeat(2001) }]) {
       const res = await control(s.key, conv.id, body);
@@ -119,7 +112,7 @@ describe('thread control', () => {
   it('When another app takes and releases the thread (Meta’s handover notifications, each delivered twice and racing), then the conversation shows the holder once per change and standby messages never wake the bot', async () => {
     const s = await shop(true);
     const phone = '14155550821';
-    await inbound(s.pnid, phone, 'hello');
+    await inbound(t, s.pnid, phone, 'hello');
     await t.bot!.whenIdle();
     const conv = await conversationOf(s.key, phone);
     const handover = (body: object) => request(t.sim!.url).post(`/_sim/phone-numbers/${s.pnid}/handovers`).send({ wa_id: phone, ...body });
@@ -128,7 +121,7 @@ describe('thread control', () => {
     expect(answers.map((r) => [r.status, r.body.delivered])).toEqual([[200, true], [200, true]]);
     expect((await conversationOf(s.key, phone)).thread).toMatchObject({ held_by: 'other_app', app_id: AGENT });
 
-    await inbound(s.pnid, phone, 'talking to the agent');
+    await inbound(t, s.pnid, phone, 'talking to the agent');
     await t.bot!.whenIdle();
     expect(await sentTo(s.pnid, phone)).toEqual([said('hello')]);
     expect((await send(s.key, phone, 'hi')).status).toBe(409);
@@ -139,7 +132,7 @@ describe('thread control', () => {
     await handover(release);
     expect((await conversationOf(s.key, phone)).thread).toMatchObject({ held_by: 'us', app_id: null });
     expect((await threadEvents(s.projectId)).map((e) => [e.action, e.by, e.holder.app_id])).toEqual([['take', 'channel', AGENT], ['release', 'channel', null]]);
-    await inbound(s.pnid, phone, 'back');
+    await inbound(t, s.pnid, phone, 'back');
     await t.bot!.whenIdle();
     expect(await sentTo(s.pnid, phone)).toEqual([said('hello'), said('back')]);
   });

@@ -12,21 +12,27 @@ interface Item {
   claim?: { leaseUntil: number };
 }
 
+/** One slot; an item `held` says waits until `release`; `ran` lists the items in the order they ran. */
+function gatedDispatcher(held: (item: Item) => boolean) {
+  const ran: Item[] = [];
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  const d = new Dispatcher<Item>({
+    perWebhook: 1,
+    max: 1,
+    maxQueued: 10,
+    onError: () => undefined,
+    run: async (item) => {
+      if (held(item)) await gate;
+      ran.push(item);
+    },
+  });
+  return { d, ran, release };
+}
+
 describe('delivery queue', () => {
   it('When a claimed item arrives for an id queued unclaimed, then the attempt runs with the claim', async () => {
-    const ran: Item[] = [];
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    const d = new Dispatcher<Item>({
-      perWebhook: 1,
-      max: 1,
-      maxQueued: 10,
-      onError: () => undefined,
-      run: async (item) => {
-        if (item.id === 'busy') await gate; // holds the only slot so the next ones stay queued
-        ran.push(item);
-      },
-    });
+    const { d, ran, release } = gatedDispatcher((item) => item.id === 'busy'); // holds the only slot so the next ones stay queued
     expect(d.enqueue({ id: 'busy', webhookId: 'w' })).toBe(true);
     expect(d.enqueue({ id: 'dlv_1', webhookId: 'w' })).toBe(true); // the sweep's, unclaimed
     expect(d.enqueue({ id: 'dlv_1', webhookId: 'w', claim: { leaseUntil: 1 } })).toBe(true); // the retry job's
@@ -37,19 +43,7 @@ describe('delivery queue', () => {
   });
 
   it('When a claimed item arrives for an id running unclaimed, then it runs after it; stop returns the queued items', async () => {
-    const ran: Item[] = [];
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    const d = new Dispatcher<Item>({
-      perWebhook: 1,
-      max: 1,
-      maxQueued: 10,
-      onError: () => undefined,
-      run: async (item) => {
-        if (!item.claim) await gate;
-        ran.push(item);
-      },
-    });
+    const { d, ran, release } = gatedDispatcher((item) => !item.claim);
     expect(d.enqueue({ id: 'dlv_2', webhookId: 'w' })).toBe(true); // starts at once, unclaimed
     expect(d.enqueue({ id: 'dlv_2', webhookId: 'w' })).toBe(false); // an unclaimed duplicate is refused
     expect(d.enqueue({ id: 'dlv_2', webhookId: 'w', claim: { leaseUntil: 5 } })).toBe(true); // the claim holder runs next

@@ -28,20 +28,21 @@ export interface AuditEntry {
 
 const json = (v: unknown) => (v === undefined || v === null ? undefined : JSON.parse(JSON.stringify(v)));
 
+/** The audit row as Prisma writes it. */
+const auditRow = (at: Date, actor: AuditActor, entry: AuditEntry) => ({
+  projectId: entry.projectId,
+  accountId: actor.accountId,
+  actor: actor.email,
+  action: entry.action,
+  subject: entry.subject,
+  before: json(entry.before),
+  after: json(entry.after),
+  at,
+});
+
 /** Writes the row through a Prisma transaction's client. */
 export async function recordAudit(tx: Pick<Prisma.TransactionClient, 'dashboardAudit'>, now: Date, actor: Actor, entry: AuditEntry): Promise<void> {
-  await tx.dashboardAudit.create({
-    data: {
-      projectId: entry.projectId,
-      accountId: actor.accountId,
-      actor: actor.email,
-      action: entry.action,
-      subject: entry.subject,
-      before: json(entry.before),
-      after: json(entry.after),
-      at: now,
-    },
-  });
+  await tx.dashboardAudit.create({ data: auditRow(now, actor, entry) });
 }
 
 /** Writes the row on a pg connection inside its transaction (changes made with SQL, e.g. broadcasts). */
@@ -60,18 +61,7 @@ export async function recordAuditOn(client: pg.PoolClient, now: Date, actor: Aud
  * is told so (an error page) and the change stands.
  */
 export async function recordAuditAfter(deps: Pick<Deps, 'db' | 'clock'>, actor: AuditActor, entry: AuditEntry): Promise<void> {
-  await deps.db.prisma.dashboardAudit.create({
-    data: {
-      projectId: entry.projectId,
-      accountId: actor.accountId,
-      actor: actor.email,
-      action: entry.action,
-      subject: entry.subject,
-      before: json(entry.before),
-      after: json(entry.after),
-      at: deps.clock.now(),
-    },
-  });
+  await deps.db.prisma.dashboardAudit.create({ data: auditRow(deps.clock.now(), actor, entry) });
 }
 
 export function listAudit(deps: Pick<Deps, 'db'>, projectId: string, limit = 100) {

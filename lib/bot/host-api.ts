@@ -97,6 +97,15 @@ const tableFilter: JsonSchema = { type: 'object', description: 'A filter on one 
 const tableRow: JsonSchema = { type: 'object', description: 'A row: column name to value.', additionalProperties: true, 'x-ts-type': 'TableRow' };
 const filters: JsonSchema = { type: 'array', description: 'Rows matching every filter.', items: tableFilter };
 const tableName = str("A table of the project's (public in production, preview in a preview run).");
+/** What the three row writes (insert, update, delete) share: sizes, preview and journaling. */
+const TABLE_WRITE = {
+  maxArgs: MAX_HELPER_ARGS,
+  maxResult: MAX_HELPER_RESULT,
+  preview: 'preview_schema',
+  previewNote: 'Writes the `preview` schema.',
+  validate: 'runner',
+  journaled: true,
+} as const;
 
 /** The table. Its keys are the operation names a bot calls (`__host` op names). */
 export const HOST_API = {
@@ -194,39 +203,24 @@ export const HOST_API = {
     summary: 'Inserts one row; answers it as stored.',
     args: object({ table: tableName, row: tableRow }, ['table', 'row']),
     result: tableRow,
-    maxArgs: MAX_HELPER_ARGS,
-    maxResult: MAX_HELPER_RESULT,
     limits: "The schema's storage quota.",
-    preview: 'preview_schema',
-    previewNote: 'Writes the `preview` schema.',
-    validate: 'runner',
-    journaled: true,
+    ...TABLE_WRITE,
     run: (deps, inv, args) => runInsert(deps, inv, args),
   },
   'tables.update': {
     summary: 'Updates the rows matching every filter; answers how many changed.',
     args: object({ table: tableName, filters, set: tableRow }, ['table', 'filters', 'set']),
     result: { type: 'integer', minimum: 0 },
-    maxArgs: MAX_HELPER_ARGS,
-    maxResult: MAX_HELPER_RESULT,
     limits: "The tables API's write rules (at least one filter).",
-    preview: 'preview_schema',
-    previewNote: 'Writes the `preview` schema.',
-    validate: 'runner',
-    journaled: true,
+    ...TABLE_WRITE,
     run: (deps, inv, args) => runUpdate(deps, inv, args),
   },
   'tables.delete': {
     summary: 'Deletes the rows matching every filter; answers how many went.',
     args: object({ table: tableName, filters }, ['table', 'filters']),
     result: { type: 'integer', minimum: 0 },
-    maxArgs: MAX_HELPER_ARGS,
-    maxResult: MAX_HELPER_RESULT,
     limits: "The tables API's write rules (at least one filter).",
-    preview: 'preview_schema',
-    previewNote: 'Writes the `preview` schema.',
-    validate: 'runner',
-    journaled: true,
+    ...TABLE_WRITE,
     run: (deps, inv, args) => runDelete(deps, inv, args),
   },
   'secrets.get': {

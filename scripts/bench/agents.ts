@@ -6,7 +6,7 @@
  * reach the simulator; recipients rotate over numbers whose window is open.
  */
 import { cpuSeconds, paced, parallel, table, type Result } from './harness.js';
-import type { BenchSection } from './context.js';
+import { openWindows, type BenchSection } from './context.js';
 import { benchDatabaseUrl, benchPool, quietStart } from './quiet.js';
 import { goal } from './goals.js';
 import { SCOPES } from '../../lib/access/scope-catalogue.js';
@@ -19,14 +19,7 @@ const PARALLEL = 10;
 export const benchAgents: BenchSection = async (ctx) => {
   const { key, phoneNumberId } = await ctx.project(['messages:send']);
   const phones = Array.from({ length: RECIPIENTS }, (_, i) => `1415556${String(i).padStart(4, '0')}`);
-  for (const from of phones) {
-    const res = await fetch(`${ctx.simulatorUrl}/_sim/inbound`, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ phone_number_id: phoneNumberId, from, text: 'hi' }),
-    });
-    if (!res.ok) throw new Error(`inbound failed: ${res.status}`);
-  }
+  await openWindows(ctx, phoneNumberId, phones);
   let n = 0;
   const message = () => ({ type: 'text', phone: `+${phones[n++ % RECIPIENTS]}`, content: `Order ${n} shipped` });
   const http = { url: ctx.base, path: '/v1/messages', method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: () => JSON.stringify(message()) };

@@ -21,3 +21,15 @@ export interface BenchContext {
 
 /** One section of `npm run bench`; it prints its own table and goal lines. */
 export type BenchSection = (ctx: BenchContext) => Promise<void>;
+
+/** Each phone writes "hi" to the number, so that its 24-hour window is open for free-form sends. */
+export async function openWindows(ctx: BenchContext, phoneNumberId: string, phones: string[]): Promise<void> {
+  for (const from of phones) {
+    const res = await fetch(`${ctx.simulatorUrl}/_sim/inbound`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ phone_number_id: phoneNumberId, from, text: 'hi' }),
+    });
+    if (!res.ok) throw new Error(`inbound failed: ${res.status}`);
+  }
+}

@@ -14,7 +14,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { cpuSeconds, load, paced, table, type Result } from './harness.js';
-import type { BenchContext, BenchSection } from './context.js';
+import { openWindows, type BenchContext, type BenchSection } from './context.js';
 import { benchDatabaseUrl, benchPool, quietStart } from './quiet.js';
 import { goal } from './goals.js';
 import { operations } from './pg-stats.js';
@@ -46,14 +46,7 @@ export const benchMessages: BenchSection = async (ctx) => {
   const { key, phoneNumberId } = await ctx.project(['messages:send']);
   if (peer) console.log(`mode: peer (${RECIPIENTS} customers with open windows, 50 connections, the simulator's automatic statuses off)`);
   const phones = Array.from({ length: RECIPIENTS }, (_, i) => `1415555${String(i).padStart(4, '0')}`);
-  for (const from of phones) {
-    const res = await fetch(`${ctx.simulatorUrl}/_sim/inbound`, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ phone_number_id: phoneNumberId, from, text: 'hi' }),
-    });
-    if (!res.ok) throw new Error(`inbound failed: ${res.status}`);
-  }
+  await openWindows(ctx, phoneNumberId, phones);
   let n = 0;
   const body = () => JSON.stringify({ type: 'text', phone: `+${phones[n++ % RECIPIENTS]}`, content: `Order ${n} shipped` });
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };

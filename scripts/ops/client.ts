@@ -119,21 +119,7 @@ export class AdminClient {
   /** Streams a CSV file as the body (never read into memory). */
   async createContactImport(projectId: string, file: NodeJS.ReadableStream, query: Query<'adminCreateContactImport'>): Promise<{ import: { id: string; status: string } }> {
     const url = `${this.config.baseUrl}/admin/projects/${seg(projectId)}/contact-imports${queryString(query)}`;
-    let res: Response;
-    try {
-      res = await fetch(url, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${this.config.token}`, accept: 'application/json', 'content-type': 'text/csv' },
-        body: file as never,
-        duplex: 'half',
-      } as RequestInit);
-    } catch (e) {
-      throw this.transportFailure(e);
-    }
-    const json = parseJson(await res.text());
-    if (json?.success === true) return json.data;
-    if (json?.success === false) throw new OpsFailure(json as FailureEnvelope, res.status);
-    throw failure('bad_response', `POST ${url} answered HTTP ${res.status} without the service's envelope`, res.status);
+    return (await this.streamBody('POST', url, { 'content-type': 'text/csv' }, file)).data;
   }
   listDeployments = (projectId: string) => this.call('adminListDeployments', 'GET', `/admin/projects/${seg(projectId)}/deployments`);
   rollbackDeployment = (projectId: string, deploymentId: string, body: { message?: string }) =>
@@ -161,11 +147,16 @@ export class AdminClient {
   /** Streams a local file as the body (never read into memory); `created` tells a new file from a replacement. */
   async uploadProjectFile(projectId: string, name: string, file: NodeJS.ReadableStream, size: number): Promise<Data<'adminUploadProjectFile'> & { created: boolean }> {
     const url = `${this.config.baseUrl}/admin/projects/${seg(projectId)}/files/${seg(name)}`;
+    const { data, status } = await this.streamBody('PUT', url, { 'content-type': 'application/octet-stream', 'content-length': String(size) }, file);
+    return { ...data, created: status === 201 };
+  }
+  /** Sends `file` as the streamed body (never read into memory); answers the envelope's data and the HTTP status. */
+  private async streamBody(method: string, url: string, headers: Record<string, string>, file: NodeJS.ReadableStream): Promise<{ data: any; status: number }> {
     let res: Response;
     try {
       res = await fetch(url, {
-        method: 'PUT',
-        headers: { authorization: `Bearer ${this.config.token}`, accept: 'application/json', 'content-type': 'application/octet-stream', 'content-length': String(size) },
+        method,
+        headers: { authorization: `Bearer ${this.config.token}`, accept: 'application/json', ...headers },
         body: file as never,
         duplex: 'half',
       } as RequestInit);
@@ -173,9 +164,9 @@ export class AdminClient {
       throw this.transportFailure(e);
     }
     const json = parseJson(await res.text());
-    if (json?.success === true) return { ...json.data, created: res.status === 201 };
+    if (json?.success === true) return { data: json.data, status: res.status };
     if (json?.success === false) throw new OpsFailure(json as FailureEnvelope, res.status);
-    throw failure('bad_response', `PUT ${url} answered HTTP ${res.status} without the service's envelope`, res.status);
+    throw failure('bad_response', `${method} ${url} answered HTTP ${res.status} without the service's envelope`, res.status);
   }
   /** Streams a file's bytes into `out`; resolves with how many were written. */
   async downloadProjectFile(projectId: string, name: string, out: NodeJS.WritableStream): Promise<number> {

@@ -6,6 +6,7 @@
  */
 import type { HandlerMap } from '../../http/handler-types.js';
 import request from 'supertest';
+import { afterAll, beforeAll } from '@jest/globals';
 import type { Express } from 'express';
 import { loadConfig, type Config } from '../../lib/platform/config.js';
 import { createLogger } from '../../lib/platform/logger.js';
@@ -101,6 +102,21 @@ export const TEST_WEBHOOK_OPTIONS = {
 /** The job runner in tests: quick scans, short locks (so a stopped runner's timers end soon), a small pool. */
 // Broadcast tests drive engines of their own (tests/support/broadcasts.ts).
 export const TEST_JOB_OPTIONS = { processEveryMs: 100, lockLifetimeMs: 1000, poolSize: 6, broadcasts: false } satisfies JobsOptions;
+
+/**
+ * A test file's app: started before its tests, closed after them. `started` receives it (the file keeps
+ * it in a variable of its own: \`let t: TestApp; useTestApp({}, (app) => { t = app; });\`).
+ */
+export function useTestApp(opts: TestAppOptions, started: (t: TestApp) => void): void {
+  let app: TestApp | undefined;
+  beforeAll(async () => {
+    app = await startTestApp(opts);
+    started(app);
+  });
+  afterAll(async () => {
+    await app?.close();
+  });
+}
 
 export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> {
   // Tests make many failed authentications (and OAuth registrations) from one address: throttling only where a test asks for it.

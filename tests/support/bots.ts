@@ -6,6 +6,7 @@
 import request from 'supertest';
 import { expect } from '@jest/globals';
 import type { TestApp } from './app.js';
+import { inbound as inboundMessage } from './inbound.js';
 
 export interface BotProject {
   projectId: string;
@@ -42,10 +43,9 @@ export function botWorld(t: TestApp) {
     return { projectId: project.id, key, phoneNumberId: channel.phoneNumberId };
   }
 
-  /** A customer's text message through the simulator. */
+  /** A customer's text message through the simulator (./inbound.ts). */
   async function inbound(phoneNumberId: string, from: string, text: string): Promise<void> {
-    const res = await request(t.sim!.url).post('/_sim/inbound').send({ phone_number_id: phoneNumberId, from, name: 'Ada', text });
-    expect(res.status).toBe(200);
+    await inboundMessage(t, phoneNumberId, from, text);
   }
 
   /** The texts the simulator was asked to send from the number (to `to` only, when given), oldest first. */
@@ -57,9 +57,7 @@ export function botWorld(t: TestApp) {
 
   /** The project's bot log, newest first. */
   async function botLogs(projectId: string): Promise<Array<{ kind: string; level: string; message: string }>> {
-    const res = await request(t.app).get(`/admin/projects/${projectId}/bot/logs?limit=100`).set(admin());
-    expect(res.status).toBe(200);
-    return res.body.data.logs;
+    return botLogsOf(t, projectId, 100);
   }
 
   /** The project's events still in the bot's inbox. */
@@ -92,6 +90,46 @@ export function botWorld(t: TestApp) {
   }
 
   return { auth, admin, botProject, inbound, sentTexts, botLogs, inboxRows, tableRows, settleAll };
+}
+
+/**
+ * A project with a key of these scopes, and its number; with `source`, its src/bot.ts written through
+ * the files API (not deployed: see deployBot).
+ */
+export async function botSourceProject(t: TestApp, scopes: string[], source?: string): Promise<BotProject> {
+  const project = await t.admin.project();
+  const key = (await t.admin.key(project.id, scopes)).secret;
+  const channel = await t.db.prisma.channelSettings.findUniqueOrThrow({ where: { projectId: project.id } });
+  if (source !== undefined) {
+    const put = await request(t.app).put('/v1/files/src/bot.ts').set({ Authorization: `Bearer ${key}` }).send({ content: source });
+    expect(put.status).toBeLessThan(300);
+  }
+  return { projectId: project.id, key, phoneNumberId: channel.phoneNumberId };
+}
+
+/** Deploys the project's files (200 or 201, else the refusal's body in the failure); answers the deployment. */
+export async function deployBot(t: TestApp, key: string): Promise<any> {
+  const res = await request(t.app).post('/v1/deployments').set({ Authorization: `Bearer ${key}` }).send({});
+  if (![200, 201].includes(res.status)) throw new Error(`deploy answered ${res.status}: ${JSON.stringify(res.body)}`);
+  return res.body.data.deployment;
+}
+
+/** Every message the simulator was asked to send from the number, oldest first. */
+export async function simSent(t: TestApp, phoneNumberId: string): Promise<any[]> {
+  const res = await request(t.sim!.url).get(`/_sim/messages?phone_number_id=${phoneNumberId}`);
+  return Array.isArray(res.body) ? res.body : (res.body.messages ?? res.body.data ?? []);
+}
+
+/** The texts sent to `to` (a message naming it anywhere), oldest first; '' for a message without text. */
+export async function repliesTo(t: TestApp, phoneNumberId: string, to: string): Promise<string[]> {
+  return (await simSent(t, phoneNumberId)).filter((m) => JSON.stringify(m).includes(to)).map((m) => m.payload?.text?.body ?? '');
+}
+
+/** The project's bot log, newest first. */
+export async function botLogsOf(t: TestApp, projectId: string, limit = 50): Promise<Array<{ kind: string; level: string; message: string }>> {
+  const res = await request(t.app).get(`/admin/projects/${projectId}/bot/logs?limit=${limit}`).set({ Authorization: `Bearer ${t.adminToken}` });
+  expect(res.status).toBe(200);
+  return res.body.data.logs;
 }
 
 /** Polls `fn` every 10 ms until it answers something truthy; throws naming `what` after `withinMs`. */

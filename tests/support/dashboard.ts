@@ -44,3 +44,5 @@ export async function person(t: TestApp, projectId: string, email: string, role:
   return { agent, csrf };
 }
 
+/** An address no other test (or earlier run) has used: `who`, the time and a random tail. */
+export const uniqueEmail = (who: string) => `${who}-${Date.now()}-${Math.random().toString(36).slice(2, 6)}@example.com`;
