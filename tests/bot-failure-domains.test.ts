@@ -191,6 +191,46 @@ export async function onMessage(m: InboundMessage): Promise<void> {
   });
 });
 
+describe('a shared process that ends under several projects', () => {
+  it("When a shared sandbox process is killed while two projects' events run there, then each runs again uncounted, and the neighbour keeps running several events at once (it is a suspect moved out, not held to one event at a time)", async () => {
+    const HOLD = `import { http, sendText, type InboundMessage } from './platform/runtime/index.js';
+export async function onMessage(m: InboundMessage): Promise<void> {
+  await http.fetch(${JSON.stringify(slowUrl)} + '/hold?ms=1500');
+  await sendText(m.from, 'held ' + m.text);
+}
+`;
+    // Two projects whose isolates share one process (a project's shared process follows its id).
+    const first = await botProject(HOLD);
+    await inbound(first.phoneNumberId, '14155552500', 'warm');
+    await until('the first answer', async () => (await sentTexts(first.phoneNumberId)).length === 1);
+    let second: Awaited<ReturnType<typeof botProject>> | undefined;
+    for (let k = 0; k < 8 && !second; k++) {
+      const p = await botProject(HOLD);
+      await inbound(p.phoneNumberId, '14155552501', 'warm');
+      await until('its first answer', async () => (await sentTexts(p.phoneNumberId)).length === 1);
+      if (pidOf(p.projectId) === pidOf(first.projectId)) second = p;
+    }
+    expect(second).toBeDefined();
+    const neighbour = second!;
+    const pid = pidOf(first.projectId)!;
+    for (let i = 0; i < 2; i++) {
+      await inbound(first.phoneNumberId, `141555526${i}0`, `f${i}`);
+      await inbound(neighbour.phoneNumberId, `141555527${i}0`, `n${i}`);
+    }
+    await until('four events in flight there', async () => (await t.bot!.capacity!(first.projectId)).events.running === 2 && (await t.bot!.capacity!(neighbour.projectId)).events.running === 2);
+    process.kill(pid, 'SIGKILL');
+    await settleAll(neighbour.projectId);
+    await settleAll(first.projectId);
+    expect((await sentTexts(neighbour.phoneNumberId)).filter((x) => x !== 'held warm').sort()).toEqual(['held n0', 'held n1']);
+    expect((await botLogs(neighbour.projectId)).filter((l) => l.kind === 'crash' || l.kind === 'set_aside')).toEqual([]);
+    expect(sandboxSupervisor().placement(neighbour.projectId)).toMatchObject({ process: 'own', reason: 'suspect' });
+    // Four customers at once: the neighbour runs them side by side, as before the crash.
+    for (let c = 0; c < 4; c++) await inbound(neighbour.phoneNumberId, `141555528${c}0`, `after${c}`);
+    await until('several of its events at once', async () => (await t.bot!.capacity!(neighbour.projectId)).events.running >= 2, 10_000);
+    await settleAll(neighbour.projectId);
+  }, 60_000);
+});
+
 describe('a timeout stops only its event', () => {
   it('When one event loops past its limit beside 48 that each write a row, then exactly 48 rows are written, and the looping event is set aside alone', async () => {
     const a = await botProject(`import { tables, type InboundMessage } from './platform/runtime/index.js';
@@ -289,7 +329,7 @@ describe('the sandbox processes\' priorities', () => {
   const BUNDLE = 'globalThis.__platformDispatch = async () => {};';
   const host = async () => '{"ok":true,"value":null}';
 
-  it('When a project has a process of its own, then it runs at the sandbox nice; once its events end at a limit, at nice 10 at least, even when its budget alone would not lower it', async () => {
+  it('When a project has a process of its own, then it runs at the sandbox nice; once its events end at a limit, at the lowest priority (MOVED_NICE), even when its budget alone would not lower it', async () => {
     // No shared processes: every project in a process of its own, started at its priority.
     const sup = new SandboxSupervisor({ processes: 2, sharedProcesses: 0, maxRssMb: 512, idleMs: 60_000 });
     try {

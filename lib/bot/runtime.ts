@@ -31,7 +31,8 @@
  * - Sandboxes run in a supervised child process per project (lib/sandbox/supervisor.ts): a failure
  *   isolated-vm cannot contain ends that project's child only. An event it ended alone is charged
  *   an abnormal run; events it ended together are not (which one ended it is unknown): they run
- *   again, uncounted, one at a time, so the culprit is found alone.
+ *   again, uncounted, one at a time, so the culprit is found alone (in a shared process, its
+ *   projects move out as suspects instead, each still running several events at once).
  * - Effects once: each event's helper calls that take effect are journaled (lib/bot/journal.ts); a
  *   run of the same event again is answered from the journal, so nothing is done twice.
  * - An event whose run ends abnormally (`crashed`, `timeout`, `memory_limit`) goes back to the
@@ -682,7 +683,7 @@ export class BotRuntime implements BotHook {
       }
       pooled = undefined;
       // Its process ended while it started: charged only when no other start-up or event was in flight there.
-      outcome = { status: 'crashed', message: e instanceof Error ? e.message : String(e), durationMs: 0, bystanders: e instanceof SandboxCrashed ? e.bystanders : 0 };
+      outcome = { status: 'crashed', message: e instanceof Error ? e.message : String(e), durationMs: 0, bystanders: e instanceof SandboxCrashed ? e.bystanders : 0, withOtherProjects: e instanceof SandboxCrashed && e.withOtherProjects };
     }
     if (!pooled && slot.broken) {
       await this.ended(event, { outcome: 'skipped', error: 'The bot could not start (see the bot log).' });
@@ -722,9 +723,12 @@ export class BotRuntime implements BotHook {
     // Not this event's fault: stopped for an earlier event's leftover work, or its process ended
     // under several events at once (which one ended it is not known: the project then runs one
     // event at a time, so the culprit is charged alone). It runs again, uncounted; its journal
-    // answers what it had done.
+    // answers what it had done. When other projects' events were in that process too (a shared
+    // one), each project moves out as a suspect (the supervisor) and is not held to one event at a
+    // time: a neighbour of a crashing project would otherwise answer one customer at a time for a
+    // minute. A culprit then ends its own process, under its own events only, and goes solo there.
     const bystander = (outcome.status === 'crashed' || outcome.status === 'memory_limit') && (outcome.bystanders ?? 0) > 0;
-    if (bystander) this.solo.set(projectId, performance.now() + SOLO_MS);
+    if (bystander && !('withOtherProjects' in outcome && outcome.withOtherProjects)) this.solo.set(projectId, performance.now() + SOLO_MS);
     if (outcome.status === 'interrupted' || bystander) {
       if (reruns < MAX_RERUNS && !this.closed) return 'again';
       return 'left';

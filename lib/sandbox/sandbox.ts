@@ -170,6 +170,8 @@ export type Outcome =
       durationMs: number;
       /** When its process ended under it: how many other events were in flight there. */
       bystanders?: number;
+      /** When its process ended under it: other projects' events were in flight there too (a shared process; its projects move out as suspects). */
+      withOtherProjects?: boolean;
     } & Spent);
 
 /** Why an isolate was stopped outside an event's own outcome. */

@@ -144,7 +144,7 @@ function residentMb(pid: number | undefined): number | undefined {
 /** The sandbox's process ended while it started: not the bot's fault, try again later. */
 export class SandboxCrashed extends Error {
   /** Other start-ups and events in flight in the process when it ended (the runtime charges only a start-up that was alone). */
-  constructor(message: string, readonly bystanders = 0) {
+  constructor(message: string, readonly bystanders = 0, readonly withOtherProjects = false) {
     super(message);
     this.name = 'SandboxCrashed';
   }
@@ -417,12 +417,12 @@ class SandboxProcess {
     this.stopIfDone();
   }
 
-  private crashed(started: number, bystanders: number): Outcome {
+  private crashed(started: number, bystanders: number, withOtherProjects: boolean): Outcome {
     const durationMs = Math.round(performance.now() - started);
     if (this.overMemory) {
-      return { status: 'memory_limit', message: `The bot's sandbox process passed its memory bound (${this.maxRssMb} MB, ${this.shared ? 'BOT_SANDBOX_SHARED_MAX_RSS_MB' : 'BOT_SANDBOX_MAX_RSS_MB'}) and was stopped.`, durationMs, bystanders };
+      return { status: 'memory_limit', message: `The bot's sandbox process passed its memory bound (${this.maxRssMb} MB, ${this.shared ? 'BOT_SANDBOX_SHARED_MAX_RSS_MB' : 'BOT_SANDBOX_MAX_RSS_MB'}) and was stopped.`, durationMs, bystanders, withOtherProjects };
     }
-    return { status: 'crashed', message: `The bot's sandbox process ${this.exitText} while the event ran; the service kept running.`, durationMs, bystanders };
+    return { status: 'crashed', message: `The bot's sandbox process ${this.exitText} while the event ran; the service kept running.`, durationMs, bystanders, withOtherProjects };
   }
 
   private onMessage(m: ChildMessage): void {
@@ -503,17 +503,19 @@ class SandboxProcess {
     clearInterval(this.rssWatch);
     this.exitText = signal ? `ended (${signal})` : `ended (exit code ${code})`;
     this.events.onGone(this);
-    this.events.onEnded(this, this.keysInFlight());
+    const keys = this.keysInFlight();
+    this.events.onEnded(this, keys);
     // Start-ups and events in flight together: which one ended the process is unknown.
     const inFlight = this.dispatches.size + this.creates.size;
+    const withOtherProjects = keys.size > 1;
     for (const [, c] of this.creates) {
       clearTimeout(c.timer);
-      c.reject(new SandboxCrashed(`The sandbox process ${this.exitText} while the bot started.`, inFlight - 1));
+      c.reject(new SandboxCrashed(`The sandbox process ${this.exitText} while the bot started.`, inFlight - 1, withOtherProjects));
     }
     this.creates.clear();
     for (const [, d] of this.dispatches) {
       clearTimeout(d.timer);
-      d.resolve(this.crashed(d.started, inFlight - 1));
+      d.resolve(this.crashed(d.started, inFlight - 1, withOtherProjects));
     }
     this.dispatches.clear();
   }
