@@ -272,9 +272,10 @@ export async function actOnCall(deps: Deps, projectId: string, id: string, actio
   const input: CallActionInput = action === 'accept' || action === 'pre_accept'
     ? { action, callId: call.callId, to, sdp: sdp! }
     : { action, callId: call.callId, to };
+  if (action === 'reject') return rejectCall(deps, channel, projectId, call, input);
   await callChannel(deps, channel, input);
   const now = deps.clock.now();
-  const moved = action === 'accept' ? 'accepted' : action === 'pre_accept' ? 'pre_accepted' : action === 'reject' ? 'rejected' : undefined;
+  const moved = action === 'accept' ? 'accepted' : action === 'pre_accept' ? 'pre_accepted' : undefined;
   if (!moved) return callView(call);
   const handovers: BotHandovers = [];
   const view = await inTransaction(deps.db.pool, async (tx) => {
@@ -283,6 +284,23 @@ export async function actOnCall(deps: Deps, projectId: string, id: string, actio
   });
   handOver(deps, projectId, handovers);
   return view;
+}
+
+/**
+ * A reject is recorded before the channel is asked: the channel ends the call at once, and its
+ * terminate notification can arrive before the channel's answer does (the call would end `missed`).
+ * Put back as it was when the channel refuses.
+ */
+async function rejectCall(deps: Deps, channel: OpenChannel, projectId: string, call: CallRow, input: CallActionInput): Promise<CallView> {
+  const row = await inTransaction(deps.db.pool, (tx) => moveCall(tx, projectId, call.callId, ACTS_ON.reject, 'rejected', deps.clock.now()));
+  if (!row) throw new ApiError('conflict', 'The call ended or changed: reject is not possible now.');
+  try {
+    await callChannel(deps, channel, input);
+  } catch (err) {
+    await inTransaction(deps.db.pool, (tx) => moveCall(tx, projectId, call.callId, ['rejected'], call.status, deps.clock.now()));
+    throw err;
+  }
+  return callView(await withContact(deps.db.sql, projectId, call.callId));
 }
 
 /**
