@@ -16,7 +16,7 @@ import * as flows from './flows.js';
 import * as calls from './calls.js';
 import * as groups from './groups.js';
 import { notificationEvents } from './notifications.js';
-import type { ChannelPort } from '../lib/channel-port/port.js';
+import type { ChannelCapabilities, ChannelPort } from '../lib/channel-port/port.js';
 import type { ChannelEvent } from '../lib/channel-port/events.js';
 
 export type { ChannelCredentials, CloudApiClientOptions } from './graph-transport.js';
@@ -25,12 +25,25 @@ export type * from './templates.js';
 export type * from './media.js';
 export type * from './phone-numbers.js';
 
+/** Every outbound type the Cloud API carries beyond text. */
+const MESSAGE_TYPES = new Set(['template', 'image', 'video', 'document', 'audio', 'sticker', 'interactive'] as const);
+
 export class CloudApiClient extends GraphTransport implements ChannelPort {
+  readonly kind = 'whatsapp_cloud';
+  /** WhatsApp's Cloud API offers every capability the port names. */
+  readonly capabilities: Required<ChannelCapabilities> = {
+    messages: MESSAGE_TYPES, templates: this, media: this, flows: this, number_limits: this, calls: this,
+    thread_control: this, groups: this, typing: this, coexistence: true,
+  };
+
   sendMessage(...a: Parameters<typeof messages.sendMessage>) {
     return messages.sendMessage.apply(this, a);
   }
-  markRead(...a: Parameters<typeof messages.markRead>) {
-    return messages.markRead.apply(this, a);
+  markRead(creds: ChannelCredentials, messageId: string) {
+    return messages.markRead.call(this, creds, messageId);
+  }
+  showTyping(creds: ChannelCredentials, messageId: string) {
+    return messages.markRead.call(this, creds, messageId, { typing: true });
   }
   threadControl(...a: Parameters<typeof messages.threadControl>) {
     return messages.threadControl.apply(this, a);

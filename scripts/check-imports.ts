@@ -36,7 +36,7 @@ export const CAPABILITY_EDGES: Record<string, string[]> = {
   sandbox: [],
   // The channel port: what the domain asks of a channel and what a channel tells it (its adapters are in channel/).
   'channel-port': [],
-  'channel-settings': ['access'],
+  'channel-settings': ['access', 'channel-port'],
   webhooks: ['access'],
   templates: ['access', 'channel-port', 'channel-settings', 'webhooks'],
   media: ['access', 'channel-port', 'channel-settings'],
@@ -44,7 +44,7 @@ export const CAPABILITY_EDGES: Record<string, string[]> = {
   'project-files': ['access', 'accounts', 'media'],
   flows: ['channel-port', 'channel-settings', 'code'],
   consent: ['access', 'channel-port', 'conversations'],
-  pricing: ['channel-settings', 'conversations'],
+  pricing: ['channel-port', 'channel-settings', 'conversations'],
   'contacts-import': ['conversations', 'tables'],
   deploy: ['code', 'sandbox'],
   upkeep: ['channel-settings', 'webhooks'],

@@ -43,13 +43,13 @@ describe('the level read from Meta', () => {
   it('Graph answers STANDARD, HIGH and coexistence; the client reads 80, 1,000 and 20 per second', async () => {
     const { project, phoneNumberId } = await projectWithKey(t);
     const channel = (await openChannel(t.services.deps, project.id))!;
-    expect(await t.services.deps.channel.getThroughput(channel)).toEqual({ level: 'STANDARD', coexistence: false, messagesPerSecond: 80 });
+    expect(await t.services.deps.channel.capabilities.number_limits!.getThroughput(channel)).toEqual({ level: 'STANDARD', coexistence: false, messagesPerSecond: 80 });
     const node = await sim().get(`/v26.0/${phoneNumberId}?fields=throughput,is_on_biz_app`).set('Authorization', `Bearer ${channel.accessToken}`).expect(200);
     expect(node.body).toMatchObject({ throughput: { level: 'STANDARD' }, is_on_biz_app: false });
     await sim().patch(`/_sim/phone-numbers/${phoneNumberId}`).send({ throughput_level: 'HIGH' }).expect(200);
-    expect(await t.services.deps.channel.getThroughput(channel)).toEqual({ level: 'HIGH', coexistence: false, messagesPerSecond: 1000 });
+    expect(await t.services.deps.channel.capabilities.number_limits!.getThroughput(channel)).toEqual({ level: 'HIGH', coexistence: false, messagesPerSecond: 1000 });
     await sim().patch(`/_sim/phone-numbers/${phoneNumberId}`).send({ coexistence: true }).expect(200);
-    expect(await t.services.deps.channel.getThroughput(channel)).toEqual({ level: 'HIGH', coexistence: true, messagesPerSecond: 20 });
+    expect(await t.services.deps.channel.capabilities.number_limits!.getThroughput(channel)).toEqual({ level: 'HIGH', coexistence: true, messagesPerSecond: 20 });
   });
 
   it('the notifications that announce a change are recognised (THROUGHPUT_UPGRADE, account_update)', () => {

@@ -26,7 +26,10 @@ export async function showTyping(deps: Pick<Deps, 'db' | 'secretBox' | 'channel'
   const channel = await openChannel(deps, projectId);
   if (!channel) return { ok: false, error: { code: 'channel_not_configured', message: 'This project has no WhatsApp channel configured.' } };
   try {
-    await deps.channel.markRead(channel, messageId, { typing: true });
+    const typing = deps.channel.capabilities.typing;
+    // A channel without a typing indicator still marks the message read.
+    if (typing) await typing.showTyping(channel, messageId);
+    else await deps.channel.markRead(channel, messageId);
     return { ok: true, value: true };
   } catch (e) {
     // The API's code for the same refusal (a refused token is upstream_auth_error here too).

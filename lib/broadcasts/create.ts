@@ -31,6 +31,7 @@ async function creatorOf(db: Queryable, auth: AuthContext): Promise<{ id: string
 }
 
 import { phoneNumberIdOf } from './channel-number.js';
+import { capability } from '../channel-port/capabilities.js';
 
 /**
  * The campaign's route to Meta. Meta's Marketing Messages API carries MARKETING templates only, so
@@ -101,6 +102,8 @@ export async function createBroadcast(deps: Deps, auth: AuthContext, body: Creat
   const pool = deps.db.pool;
   const projectId = auth.project.id;
   const now = deps.clock.now();
+  // A campaign sends a template: a channel without templates has none to send.
+  capability(deps.channel, 'templates');
   const { rows: templates } = await pool.query<{ category: string; components: unknown; status: string }>(
     'SELECT category, components, status FROM templates WHERE project_id = $1 AND name = $2 AND language = $3',
     [projectId, body.template_name, body.template_language],

@@ -25,6 +25,7 @@ import { recordEvent } from '../webhooks/events.js';
 import { inTransaction } from '../platform/db/transaction.js';
 import { type Tx, queryRows } from '../platform/db/tx.js';
 import { callColumns, endCall, insertCall, moveCall, type CallRow } from './store.js';
+import { capability } from '../channel-port/capabilities.js';
 
 export { moveConversationCalls } from './store.js';
 
@@ -239,7 +240,7 @@ const ACTS_ON: Record<CallAction, string[]> = {
 
 async function callChannel(deps: Deps, channel: OpenChannel, input: CallActionInput): Promise<{ callId?: string }> {
   try {
-    return await deps.channel.callAction(channel, input);
+    return await capability(deps.channel, 'calls').callAction(channel, input);
   } catch (e) {
     if (hasReason(e, 'call_permission_required')) throw permissionRequired();
     throw asApiError(e);

@@ -188,18 +188,17 @@ export interface GroupJoinRequest {
 
 // ---------------------------------------------------------------------------------------------
 
-export interface ChannelPort {
-  // Messages
-  sendMessage(creds: ChannelCredentials, message: OutboundMessage, route?: SendRoute): Promise<SendResult>;
-  /** Marks a received message read, optionally showing the business typing. */
-  markRead(creds: ChannelCredentials, channelMessageId: string, opts?: { typing?: boolean }): Promise<void>;
-
-  // Templates
+/** Templates: created, listed and deleted at the channel, with their media header samples. */
+export interface TemplatesCapability {
   createTemplate(creds: ChannelCredentials, input: CreateTemplateInput): Promise<CreateTemplateResult>;
   listTemplates(creds: ChannelCredentials, input?: ListTemplatesInput): Promise<ChannelTemplate[]>;
   deleteTemplate(creds: ChannelCredentials, input: { name: string; hsmId?: string }): Promise<void>;
+  /** Uploads a template's media header example; the handle goes in the template's example. */
+  uploadHeaderSample(creds: ChannelCredentials, input: HeaderSampleInput): Promise<{ handle: string }>;
+}
 
-  // Media
+/** Media kept at the channel: uploaded to be sent by id, read (a customer's photo) and deleted. */
+export interface MediaCapability {
   uploadMedia(creds: ChannelCredentials, input: UploadMediaInput): Promise<{ id: string }>;
   getMedia(creds: ChannelCredentials, mediaId: string): Promise<MediaInfo>;
   /**
@@ -208,29 +207,35 @@ export interface ChannelPort {
    */
   downloadMedia(creds: ChannelCredentials, url: string, maxBytes: number): Promise<MediaDownload>;
   deleteMedia(creds: ChannelCredentials, mediaId: string): Promise<void>;
-  /** Uploads a template's media header example; the handle goes in the template's example. */
-  uploadHeaderSample(creds: ChannelCredentials, input: HeaderSampleInput): Promise<{ handle: string }>;
+}
 
-  // Flows
+export interface FlowsCapability {
   createFlow(creds: ChannelCredentials, input: { name: string; categories: string[] }): Promise<{ id: string }>;
   /** Uploads a flow's definition; the channel's validation errors (empty when none). */
   uploadFlowJson(creds: ChannelCredentials, flowId: string, json: string): Promise<{ validationErrors: FlowValidationError[] }>;
   getFlow(creds: ChannelCredentials, flowId: string): Promise<ChannelFlow>;
   publishFlow(creds: ChannelCredentials, flowId: string): Promise<void>;
   deprecateFlow(creds: ChannelCredentials, flowId: string): Promise<void>;
+}
 
-  // The number
+/** The number's limits as the channel states them. */
+export interface NumberLimitsCapability {
   getMessagingLimit(creds: ChannelCredentials): Promise<MessagingLimit>;
   getThroughput(creds: ChannelCredentials): Promise<Throughput>;
+}
 
-  // Calls
+export interface CallsCapability {
   /** Acts on a call; `connect` answers the new call's id. */
   callAction(creds: ChannelCredentials, input: CallActionInput): Promise<{ callId?: string }>;
-  // Thread control (another app on the number, e.g. Meta's Business Agent, may hold a thread)
-  /** Passes the customer's thread to `targetAppId`, takes it, or releases it (docs/coexistence.md). */
-  threadControl(creds: ChannelCredentials, input: ThreadControlInput): Promise<void>;
+}
 
-  // Groups
+/** Another app on the number (e.g. Meta's Business Agent) may hold a thread (docs/coexistence.md). */
+export interface ThreadControlCapability {
+  /** Passes the customer's thread to `targetAppId`, takes it, or releases it. */
+  threadControl(creds: ChannelCredentials, input: ThreadControlInput): Promise<void>;
+}
+
+export interface GroupsCapability {
   /** Asks the channel to create a group; the group's id comes with its group_lifecycle_update, matched by `requestId`. */
   createGroup(creds: ChannelCredentials, input: CreateGroupInput): Promise<{ requestId: string }>;
   /** A new invite link for the group (the old one stops working). */
@@ -246,8 +251,48 @@ export interface ChannelPort {
   updateGroupSettings(creds: ChannelCredentials, groupId: string, input: GroupSettingsInput): Promise<void>;
   /** Deletes the group (every participant, the business included, leaves); a group_lifecycle `deleted` event follows. */
   deleteGroup(creds: ChannelCredentials, groupId: string): Promise<void>;
+}
 
-  // Notifications
+/** The business shown typing while it answers (cleared by the reply, or after a while). */
+export interface TypingCapability {
+  /** Marks the customer's message read and shows the business typing. */
+  showTyping(creds: ChannelCredentials, channelMessageId: string): Promise<void>;
+}
+
+/**
+ * What a channel may offer beyond its core, each declared by the adapter that has it. `messages`
+ * names the outbound types beyond `text` it carries (a template send also needs `templates`);
+ * `coexistence` says the number may also be used from the channel's own app (its echoes and
+ * history arrive as events). The domain asks with `capability()` (./capabilities.ts), which refuses
+ * what the project's channel lacks with 409 `unsupported_by_channel`.
+ */
+export interface ChannelCapabilities {
+  messages: ReadonlySet<Exclude<OutboundMessage['type'], 'text'>>;
+  templates: TemplatesCapability;
+  media: MediaCapability;
+  flows: FlowsCapability;
+  number_limits: NumberLimitsCapability;
+  calls: CallsCapability;
+  thread_control: ThreadControlCapability;
+  groups: GroupsCapability;
+  typing: TypingCapability;
+  coexistence: true;
+}
+export type Capability = keyof ChannelCapabilities;
+
+/**
+ * The core every channel has: send a text (and whatever else `capabilities.messages` names), mark
+ * a received message read, and read its notifications into events.
+ */
+export interface ChannelPort {
+  /** The channel's kind, e.g. `whatsapp_cloud` (shown in refusals and logs). */
+  readonly kind: string;
+  readonly capabilities: Partial<ChannelCapabilities>;
+
+  sendMessage(creds: ChannelCredentials, message: OutboundMessage, route?: SendRoute): Promise<SendResult>;
+  /** Marks a received message read. */
+  markRead(creds: ChannelCredentials, channelMessageId: string): Promise<void>;
+
   /** The events of one notification the channel posted, those addressed to `phoneNumberId`. Malformed parts are skipped. */
   parseNotification(payload: unknown, phoneNumberId: string): ChannelEvent[];
 

@@ -14,6 +14,7 @@
 import type { Deps } from '../deps.js';
 import type { Queryable } from '../platform/db/transaction.js';
 import { openChannel } from './settings.js';
+import { capability } from '../channel-port/capabilities.js';
 
 export interface ChannelThroughputRow {
   phone_number_id: string;
@@ -44,7 +45,7 @@ export async function refreshChannelThroughput(deps: RefreshDeps, projectId: str
     const now = deps.clock.now();
     const before = await channelThroughputOf(deps.db.pool, channel.phoneNumberId);
     try {
-      const read = await deps.channel.getThroughput(channel);
+      const read = await capability(deps.channel, 'number_limits').getThroughput(channel);
       const changed = !before || before.level !== read.level || before.coexistence !== read.coexistence || before.messages_per_second !== read.messagesPerSecond;
       const { rows } = await deps.db.pool.query<ChannelThroughputRow>(
         `INSERT INTO channel_throughput (phone_number_id, state, level, coexistence, messages_per_second, error, read_at, changed_at)

@@ -33,6 +33,8 @@ import { fetchSource } from './source.js';
 import type { TempFile } from './temp-file.js';
 import { cleanFilename, extensionOf, KIND_RULES, kindOf, MEDIA_MAX_BYTES, MEDIA_TYPES, type MediaKind } from './types.js';
 import { sniffCeiling, verifyContent } from './verify.js';
+import { capability } from '../channel-port/capabilities.js';
+import type { MediaCapability } from '../channel-port/port.js';
 
 export type MediaView = components['schemas']['MediaAsset'];
 type MediaUploadRequest = components['schemas']['MediaUploadRequest'];
@@ -110,6 +112,13 @@ export async function createMediaAsset(deps: Deps, project: ProjectRef, incoming
   const body = incoming.body as { source_url?: string; filename?: string; mime?: string; slug?: string; data?: string };
   const what = 'a media asset';
   const channel = await requireChannel(deps, project.id);
+  let media: MediaCapability;
+  try {
+    media = capability(deps.channel, 'media');
+  } catch (e) {
+    await incoming.file?.remove();
+    throw e;
+  }
   if (body.slug && (await prisma.mediaAsset.findUnique({ where: { projectId_slug: { projectId: project.id, slug: body.slug } }, select: { id: true } }))) {
     await incoming.file?.remove();
     throw new ApiError('conflict', `The slug ${body.slug} is taken in this project.`, { slug: body.slug });
@@ -153,7 +162,7 @@ export async function createMediaAsset(deps: Deps, project: ProjectRef, incoming
     const filename = cleanFilename(name, `${kind}.${extensionOf(mime)}`);
     const slug = body.slug ?? slugFrom(filename);
     try {
-      ({ id: mediaId } = await deps.channel.uploadMedia(channel, { data: createReadStream(file.path), mimeType: mime, filename, size: file.size }));
+      ({ id: mediaId } = await media.uploadMedia(channel, { data: createReadStream(file.path), mimeType: mime, filename, size: file.size }));
     } catch (e) {
       throw asApiError(e);
     }
@@ -182,7 +191,7 @@ export async function createMediaAsset(deps: Deps, project: ProjectRef, incoming
     }
   } catch (e) {
     await blobs.delete(storageKey).catch(() => undefined);
-    if (mediaId) await deps.channel.deleteMedia(channel, mediaId).catch(() => undefined);
+    if (mediaId) await media.deleteMedia(channel, mediaId).catch(() => undefined);
     throw e;
   } finally {
     await file.remove();
@@ -217,7 +226,7 @@ export async function deleteMediaAsset(deps: Deps, project: ProjectRef, slug: st
   if (row.channelMediaId && !isExpired(row, deps.clock.now())) {
     try {
       const channel = await requireChannel(deps, project.id);
-      await deps.channel.deleteMedia(channel, row.channelMediaId);
+      await capability(deps.channel, 'media').deleteMedia(channel, row.channelMediaId);
     } catch (e) {
       deps.logger.warn('media delete at the channel failed; deleted here only', { slug, error: e instanceof Error ? e.message : String(e) });
     }

@@ -25,6 +25,7 @@ import { fetchSource } from './source.js';
 import type { TempFile } from './temp-file.js';
 import { cleanFilename, extensionOf, HEADER_RULES, type HeaderFormat } from './types.js';
 import { verifyContent } from './verify.js';
+import { capability } from '../channel-port/capabilities.js';
 
 type HeaderSampleRequest = components['schemas']['HeaderSampleRequest'];
 type HeaderSample = components['schemas']['HeaderSample'];
@@ -66,7 +67,7 @@ export async function createHeaderSample(
     const filename = cleanFilename(name, `sample.${extensionOf(mime)}`);
     let handle: string;
     try {
-      ({ handle } = await deps.channel.uploadHeaderSample(channel, {
+      ({ handle } = await capability(deps.channel, 'templates').uploadHeaderSample(channel, {
         data: createReadStream(file.path),
         fileName: filename,
         fileType: mime,

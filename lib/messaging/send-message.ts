@@ -14,6 +14,7 @@ import type { Deps } from '../deps.js';
 import type { ProjectRef } from '../access/credentials.js';
 import { ApiError } from '../platform/errors.js';
 import { requireChannel } from '../channel-settings/settings.js';
+import { assertCarries } from '../channel-port/capabilities.js';
 import { bodyPlaceholderCount, composeMessage, type ComposedMessage } from './compose.js';
 import { resolveMediaSlug } from '../media/assets.js';
 import { resolveProjectMediaId } from '../media/media-id.js';
@@ -260,6 +261,7 @@ type Prepared = ReturnType<typeof composeMessage>;
  * phone; no MARKETING template to a contact who opted out): refused before anything is reserved.
  */
 async function prepareMessage(deps: Deps, projectId: string, message: Prepared, opts: { toGroup?: boolean } = {}): Promise<void> {
+  assertCarries(deps.channel, message.payload.type as OutboundMessage['type']);
   let known: { components: unknown; category?: string } | null = null;
   if (message.template) {
     known = await deps.db.prisma.template.findUnique({

@@ -14,6 +14,7 @@ import { asApiError } from '../channel-port/api-errors.js';
 import { holderAfter, recordThreadHolder } from './coexistence.js';
 import { threadHeldElsewhere } from './send-message.js';
 import { threadHolderView } from '../conversations/views.js';
+import { capability } from '../channel-port/capabilities.js';
 
 export const THREAD_ACTIONS = ['pass', 'take', 'release'] as const;
 export type ThreadAction = (typeof THREAD_ACTIONS)[number];
@@ -57,7 +58,7 @@ export async function controlThread(
   if (row.holder !== null && input.action !== 'take') throw threadHeldElsewhere(row.holder);
   const channel = await requireChannel(deps as Deps, projectId);
   try {
-    await deps.channel.threadControl(channel, {
+    await capability(deps.channel, 'thread_control').threadControl(channel, {
       to: row.phone ? { phone: row.phone } : { userId: row.userId! }, action: input.action, targetAppId: input.targetAppId, metadata: input.metadata,
     });
   } catch (e) {

@@ -77,6 +77,7 @@ export const ERROR_STATUS = {
   // Groups (docs/groups.md): a group WhatsApp has not confirmed, or deleted or suspended; a message kind groups do not take.
   group_not_active: 409,
   unsupported_in_group: 400,
+  unsupported_by_channel: 409,
   precondition_failed: 412,
   file_too_large: 413,
   file_quota_exceeded: 413,

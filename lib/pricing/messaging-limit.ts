@@ -22,6 +22,7 @@ import type { Deps } from '../deps.js';
 import type { Queryable } from '../platform/db/transaction.js';
 import { openChannel } from '../channel-settings/settings.js';
 import type { RecipientSource } from './estimate.js';
+import { capability } from '../channel-port/capabilities.js';
 
 export type MessagingLimitReport = components['schemas']['MessagingLimitReport'];
 
@@ -80,7 +81,7 @@ export async function refreshMessagingLimit(deps: RefreshDeps, projectId: string
     const before = await limitRow(deps.db.pool, channel.phoneNumberId);
     if (!force && before && now.getTime() - before.read_at.getTime() < deps.config.messagingLimitRefreshMs) return;
     try {
-      const read = await deps.channel.getMessagingLimit(channel);
+      const read = await capability(deps.channel, 'number_limits').getMessagingLimit(channel);
       await storeLimit(deps.db.pool, { phone_number_id: channel.phoneNumberId, state: 'known', tier: read.tier, user_limit: read.limit, error: null, read_at: now });
     } catch (e) {
       const why = (e instanceof Error ? e.message : String(e)).slice(0, 500);

@@ -33,6 +33,7 @@ import { asApiError, invalidTemplateApiError } from '../channel-port/api-errors.
 import type { TemplateDefinitionComponent } from '../channel-port/port.js';
 import { cardHeaders, checkTemplateKinds } from './kinds.js';
 import { inPrismaTransaction } from '../platform/db/transaction.js';
+import { capability } from '../channel-port/capabilities.js';
 
 type CreateTemplateRequest = components['schemas']['CreateTemplateRequest'];
 export type TemplateView = components['schemas']['Template'];
@@ -113,6 +114,7 @@ function exists(name: string, language: string): ApiError {
 
 export async function createTemplate(deps: Deps, project: ProjectRef, body: CreateTemplateRequest): Promise<TemplateView> {
   const { prisma } = deps.db;
+  const templates = capability(deps.channel, 'templates');
   checkTemplateKinds(body);
   await checkHeaderHandles(deps, project.id, body);
   const channel = await requireChannel(deps, project.id);
@@ -127,7 +129,7 @@ export async function createTemplate(deps: Deps, project: ProjectRef, body: Crea
   }
   let result;
   try {
-    result = await deps.channel.createTemplate(channel, {
+    result = await templates.createTemplate(channel, {
       name: body.name,
       language: body.language,
       category: body.category,
@@ -187,7 +189,7 @@ export async function deleteTemplate(deps: Deps, project: ProjectRef, name: stri
   const one = language ? rows[0] : undefined;
   try {
     // One language: by the channel's id (the name alone would delete every language there).
-    if (!one || one.channelTemplateId) await deps.channel.deleteTemplate(channel, { name, hsmId: one?.channelTemplateId ?? undefined });
+    if (!one || one.channelTemplateId) await capability(deps.channel, 'templates').deleteTemplate(channel, { name, hsmId: one?.channelTemplateId ?? undefined });
   } catch (e) {
     // A 4xx rejection means the channel has no such template any more: ours goes too. Not a
     // refusal of our own configuration (a retired version): the channel still has it.

@@ -9,7 +9,7 @@ import { Readable } from 'node:stream';
 import { ChannelError } from '../../lib/channel-port/errors.js';
 import type { ChannelEvent } from '../../lib/channel-port/events.js';
 import type {
-  ChannelCredentials, ChannelFlow, ChannelPort, ChannelTemplate, CreateTemplateInput, CreateTemplateResult, FlowValidationError,
+  ChannelCapabilities, ChannelCredentials, ChannelFlow, ChannelPort, ChannelTemplate, CreateTemplateInput, CreateTemplateResult, FlowValidationError,
   CallActionInput, CreateGroupInput, GroupJoinRequest, GroupSettingsInput, ThreadControlInput, HeaderSampleInput, ListTemplatesInput, MediaDownload, MediaInfo, MessagingLimit, OutboundMessage, SendResult, SendRoute, Throughput, UploadMediaInput,
 } from '../../lib/channel-port/port.js';
 
@@ -23,6 +23,12 @@ export interface MemorySend {
 }
 
 export class MemoryChannel implements ChannelPort {
+  readonly kind = 'memory';
+  readonly capabilities: Required<ChannelCapabilities> = {
+    messages: new Set(['template', 'image', 'video', 'document', 'audio', 'sticker', 'interactive'] as const),
+    templates: this, media: this, flows: this, number_limits: this, calls: this, thread_control: this, groups: this, coexistence: true,
+    typing: { showTyping: (creds, channelMessageId) => this.markRead(creds, channelMessageId) },
+  };
   readonly sent: MemorySend[] = [];
   readonly read: string[] = [];
   readonly templates = new Map<string, ChannelTemplate>();
