@@ -75,6 +75,8 @@ export interface ServicesOptions {
   channelTimeoutMs?: number;
   /** The channel port's adapter; default the Cloud API client at graphBaseUrl (tests pass one of their own). */
   channel?: ChannelPort;
+  /** Adapters of other channel kinds, by kind: a project whose channel settings name one is served by it (docs/channels.md). */
+  channels?: Readonly<Record<string, ChannelPort>>;
   /** A contract and handlers of the caller's own (tests of the shared policy mechanism). */
   contract?: Contract;
   /** The operator and runtime contracts, already loaded (tests load the shipped ones once: tests/support/contracts.ts). */
@@ -134,11 +136,12 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
     const metrics = createMetrics({ defaultMetrics: opts.processMetrics ?? true, instanceId: metricsInstanceId() });
     const channel = opts.channel ?? createChannel(opts, metrics);
     stops.unshift(async () => channel.close?.());
+    const channels = opts.channels;
     const secretBox = new SecretBox(opts.masterKey);
     let callbackBase = '';
-    const deps = appDeps(opts, { db, clock, counters, channel, secretBox, credentialCache, metrics }, () => callbackBase);
+    const deps = appDeps(opts, { db, clock, counters, channel, channels, secretBox, credentialCache, metrics }, () => callbackBase);
     let draining = false;
-    const jobs = jobsControl((jobOpts) => startJobs({ db, clock, logger, secretBox, config, channel, bot: opts.bot }, withDeliveryMetrics(jobOpts, metrics, clock)));
+    const jobs = jobsControl((jobOpts) => startJobs({ db, clock, logger, secretBox, config, channel, channels, bot: opts.bot }, withDeliveryMetrics(jobOpts, metrics, clock)));
     // The configured Graph version against Meta's end dates: in /readyz, and a warning a day in the log.
     const graphVersion = graphVersionWatch({ version: opts.channelVersion ?? config.graphApiVersion, now: () => clock.now(), warn: (m, f) => logger.warn(m, f) });
     graphVersion.check();
@@ -182,7 +185,7 @@ export async function createServices(opts: ServicesOptions): Promise<Services> {
 /** The domain's and the edge's dependencies, from what createServices made. */
 function appDeps(
   opts: ServicesOptions,
-  made: Pick<AppDeps, 'db' | 'clock' | 'counters' | 'channel' | 'secretBox' | 'credentialCache' | 'metrics'>,
+  made: Pick<AppDeps, 'db' | 'clock' | 'counters' | 'channel' | 'channels' | 'secretBox' | 'credentialCache' | 'metrics'>,
   callbackBase: () => string,
 ): AppDeps {
   const { db, secretBox } = made;

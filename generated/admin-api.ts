@@ -1664,6 +1664,8 @@ export interface components {
         };
         Channel: {
             project_id: string;
+            /** @description The channel's kind (`whatsapp_cloud`, WhatsApp's Cloud API, unless the instance serves others; docs/channels.md). */
+            kind: string;
             phone_number_id: string;
             waba_id: string;
             app_id: string;
@@ -1674,6 +1676,8 @@ export interface components {
             updated_at: string;
         };
         SetChannelRequest: {
+            /** @description The channel's kind; one the instance serves (`whatsapp_cloud` when absent; others are refused with 400 `invalid_request`). It decides what the project's API offers: a capability its channel lacks is 409 `unsupported_by_channel`. */
+            kind?: string;
             phone_number_id: string;
             waba_id: string;
             app_id: string;

@@ -29,7 +29,7 @@ export interface RunningEngine {
   stop(): Promise<void>;
 }
 
-type EngineDeps = Pick<Deps, 'db' | 'clock' | 'logger' | 'secretBox' | 'channel'>;
+type EngineDeps = Pick<Deps, 'db' | 'clock' | 'logger' | 'secretBox' | 'channel' | 'channels'>;
 
 /**
  * A campaign's lease owner names the instance: INSTANCE_NAME when set (compose.yaml sets app1, app2:

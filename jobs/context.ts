@@ -3,7 +3,7 @@ import pg from 'pg';
 import type { Deps } from '../lib/deps.js';
 import type { JobRunner } from './runner.js';
 
-export type JobDeps = Pick<Deps, 'db' | 'clock' | 'logger' | 'secretBox' | 'config' | 'channel'>;
+export type JobDeps = Pick<Deps, 'db' | 'clock' | 'logger' | 'secretBox' | 'config' | 'channel' | 'channels'>;
 
 export interface JobContext {
   deps: JobDeps;

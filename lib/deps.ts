@@ -23,6 +23,8 @@ export interface Deps {
   counters: CounterStore;
   /** The messaging channel (lib/channel-port/port.ts): the WhatsApp Cloud API's adapter, or the simulator behind it, or a test's. */
   channel: ChannelPort;
+  /** Adapters of other channel kinds, by kind (a project's channel settings name its kind; docs/channels.md). */
+  channels?: Readonly<Record<string, ChannelPort>>;
   /** Resolved credentials, invalidated on every operator write (lib/access/credential-cache.ts). */
   credentialCache?: CredentialCache;
   /** Encrypts channel tokens and signing secrets at rest. */

@@ -1,6 +1,7 @@
 /**
  * The domain on a second channel with another capability set: a text-only channel
- * (tests/support/text-only-channel.ts) with a notification format of its own. Through HTTP, a
+ * (tests/support/text-only-channel.ts) with a notification format of its own, served by the same
+ * instance as WhatsApp projects (a project's channel settings name its kind). Through HTTP, a
  * customer's text arrives, the API answers it, the channel's receipts move the reply; and what the
  * channel does not offer (templates, media, groups, campaigns, thread control, any message but
  * text) is refused with 409 `unsupported_by_channel` before anything is stored or sent.
@@ -16,7 +17,7 @@ const APP_SECRET = 'text-only-secret';
 let t: TestApp;
 const channel = new TextOnlyChannel();
 beforeAll(async () => {
-  t = await startTestApp({ channel });
+  t = await startTestApp({ channels: { text_only: channel } });
 });
 afterAll(async () => {
   await t.close();
@@ -26,7 +27,7 @@ async function project() {
   const p = await t.admin.project('Text-only channel');
   const phoneNumberId = String(1e12 + Math.floor(Math.random() * 1e11));
   await t.admin.call('put', `/admin/projects/${p.id}/channel`, {
-    phone_number_id: phoneNumberId, waba_id: '2000300040005', app_id: '3000400050006', access_token: 'text-token', app_secret: APP_SECRET, verify_token: 'text-verify',
+    kind: 'text_only', phone_number_id: phoneNumberId, waba_id: '2000300040005', app_id: '3000400050006', access_token: 'text-token', app_secret: APP_SECRET, verify_token: 'text-verify',
   });
   const key = await t.admin.key(p.id, ['messages:send', 'conversations:read', 'conversations:write', 'templates:manage', 'templates:read', 'media:write', 'broadcasts:manage']);
   return { id: p.id, key: key.secret, phoneNumberId };
@@ -43,6 +44,20 @@ const auth = (key: string) => ({ Authorization: `Bearer ${key}` });
 const at = () => Math.floor(t.clock.now().getTime() / 1000);
 
 describe('the domain on a text-only channel', () => {
+  it('When an operator sets a channel, then its kind is stored and shown, and a kind the instance does not serve is refused with 400', async () => {
+    const p = await project();
+    const read = await t.admin.call('get', `/admin/projects/${p.id}/channel`);
+    expect(read.channel).toMatchObject({ kind: 'text_only', phone_number_id: p.phoneNumberId });
+    const other = await t.admin.project('WhatsApp beside it');
+    await expect(t.admin.call('put', `/admin/projects/${other.id}/channel`, {
+      kind: 'carrier_pigeon', phone_number_id: '5550001', waba_id: '1', app_id: '2', access_token: 'x', app_secret: 'y', verify_token: 'z',
+    })).rejects.toThrow(/→ 400 .*"invalid_request".*whatsapp_cloud, text_only/);
+    await expect(t.admin.call('get', `/admin/projects/${other.id}/channel`)).rejects.toThrow(/→ 404/);
+    // Without a kind, a project's channel is WhatsApp's Cloud API (the instance's default adapter).
+    await t.admin.call('put', `/admin/projects/${other.id}/channel`, { phone_number_id: '5550001', waba_id: '1', app_id: '2', access_token: 'x', app_secret: 'y', verify_token: 'z' });
+    expect((await t.admin.call('get', `/admin/projects/${other.id}/channel`)).channel.kind).toBe('whatsapp_cloud');
+  });
+
   it('When a customer texts and the API answers, then both are stored, the reply goes out as the channel\'s text, and its receipts move it', async () => {
     const p = await project();
     const inbound = await notify(p, { inbound: [{ id: 'txt-in-1', from: '14155550190', text: 'Is the shop open?', at: at() }] });

@@ -4,12 +4,14 @@ import type { Handler } from '../../http/handler-types.js';
 import { ApiError } from '../../lib/platform/errors.js';
 import { findChannel, projectOfNumber, saveChannel, webhookUrl } from '../../lib/channel-settings/settings.js';
 import { findProject } from './projects.js';
+import { servedKinds } from '../../lib/channel-port/capabilities.js';
 
 type Ops = operations;
 
-function view(row: { projectId: string; phoneNumberId: string; wabaId: string; appId: string; displayPhoneNumber: string | null; updatedAt: Date }, baseUrl: string) {
+function view(row: { projectId: string; kind: string; phoneNumberId: string; wabaId: string; appId: string; displayPhoneNumber: string | null; updatedAt: Date }, baseUrl: string) {
   return {
     project_id: row.projectId,
+    kind: row.kind,
     phone_number_id: row.phoneNumberId,
     waba_id: row.wabaId,
     app_id: row.appId,
@@ -30,9 +32,14 @@ export const adminSetChannel: Handler<Ops['adminSetChannel']> = async (req, deps
   const project = await findProject(deps, req.params.projectId);
   if (project.status === 'deleted') throw new ApiError('conflict', `Project "${project.id}" is deleted.`);
   const b = req.body;
+  const kinds = servedKinds(deps);
+  if (b.kind !== undefined && !kinds.includes(b.kind)) {
+    throw new ApiError('invalid_request', `This instance serves channels of kind ${kinds.join(', ')}; not ${b.kind}.`, { fields: [{ field: 'kind', message: `one of ${kinds.join(', ')}` }] });
+  }
   const owner = await projectOfNumber(deps, b.phone_number_id);
   if (owner && owner !== project.id) throw new ApiError('conflict', `Phone number id ${b.phone_number_id} belongs to another project.`);
   const row = await saveChannel(deps, project.id, {
+    kind: b.kind,
     phoneNumberId: b.phone_number_id,
     wabaId: b.waba_id,
     appId: b.app_id,

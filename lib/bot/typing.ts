@@ -11,10 +11,11 @@ import type { Deps } from '../deps.js';
 import { openChannel } from '../channel-settings/settings.js';
 import { isChannelError } from '../channel-port/errors.js';
 import { channelApiError } from '../channel-port/api-errors.js';
+import { portOf } from '../channel-port/capabilities.js';
 
 export type TypingAnswer = { ok: true; value: true } | { ok: false; error: { code: string; message: string } };
 
-export async function showTyping(deps: Pick<Deps, 'db' | 'secretBox' | 'channel'>, projectId: string, args: unknown, preview: boolean): Promise<TypingAnswer> {
+export async function showTyping(deps: Pick<Deps, 'db' | 'secretBox' | 'channel' | 'channels'>, projectId: string, args: unknown, preview: boolean): Promise<TypingAnswer> {
   const messageId = (args as { messageId?: unknown } | null)?.messageId;
   if (typeof messageId !== 'string' || messageId.length < 1 || messageId.length > 256) {
     return { ok: false, error: { code: 'invalid_request', message: 'messageId must be the id of the message the bot is answering (1 to 256 characters).' } };
@@ -26,10 +27,10 @@ export async function showTyping(deps: Pick<Deps, 'db' | 'secretBox' | 'channel'
   const channel = await openChannel(deps, projectId);
   if (!channel) return { ok: false, error: { code: 'channel_not_configured', message: 'This project has no WhatsApp channel configured.' } };
   try {
-    const typing = deps.channel.capabilities.typing;
+    const port = portOf(deps, channel);
     // A channel without a typing indicator still marks the message read.
-    if (typing) await typing.showTyping(channel, messageId);
-    else await deps.channel.markRead(channel, messageId);
+    if (port.capabilities.typing) await port.capabilities.typing.showTyping(channel, messageId);
+    else await port.markRead(channel, messageId);
     return { ok: true, value: true };
   } catch (e) {
     // The API's code for the same refusal (a refused token is upstream_auth_error here too).

@@ -32,6 +32,7 @@ async function creatorOf(db: Queryable, auth: AuthContext): Promise<{ id: string
 
 import { phoneNumberIdOf } from './channel-number.js';
 import { capability } from '../channel-port/capabilities.js';
+import { openChannel } from '../channel-settings/settings.js';
 
 /**
  * The campaign's route to Meta. Meta's Marketing Messages API carries MARKETING templates only, so
@@ -103,7 +104,8 @@ export async function createBroadcast(deps: Deps, auth: AuthContext, body: Creat
   const projectId = auth.project.id;
   const now = deps.clock.now();
   // A campaign sends a template: a channel without templates has none to send.
-  capability(deps.channel, 'templates');
+  const channel = await openChannel(deps, projectId);
+  if (channel) capability(deps, channel, 'templates');
   const { rows: templates } = await pool.query<{ category: string; components: unknown; status: string }>(
     'SELECT category, components, status FROM templates WHERE project_id = $1 AND name = $2 AND language = $3',
     [projectId, body.template_name, body.template_language],

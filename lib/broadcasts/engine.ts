@@ -38,6 +38,7 @@ import { channelRecipient } from '../conversations/recipient.js';
 import { optOutOnSendError } from '../conversations/contact-store.js';
 import { LIMIT_HOLD_PREFIX, limitHoldReason, QUOTA_HOLD_PREFIX, quotaHoldReason } from './quota-hold.js';
 import { portfolioLimit, reachKey, reserveReach } from '../pricing/portfolio-reach.js';
+import { portOf } from '../channel-port/capabilities.js';
 
 export interface EngineOptions {
   owner: string;
@@ -321,7 +322,7 @@ export class BroadcastEngine {
       biz_opaque_callback_data: r.send_ref,
     } as unknown as OutboundMessage;
     try {
-      const { channelMessageId: wamid } = await this.deps.channel.sendMessage(channel, payload, sendRouteOf(b));
+      const { channelMessageId: wamid } = await portOf(this.deps, channel).sendMessage(channel, payload, sendRouteOf(b));
       return { id: r.id, ref: r.send_ref, wamid };
     } catch (e) {
       const t = this.opts.timer.now();

@@ -240,7 +240,7 @@ const ACTS_ON: Record<CallAction, string[]> = {
 
 async function callChannel(deps: Deps, channel: OpenChannel, input: CallActionInput): Promise<{ callId?: string }> {
   try {
-    return await capability(deps.channel, 'calls').callAction(channel, input);
+    return await capability(deps, channel, 'calls').callAction(channel, input);
   } catch (e) {
     if (hasReason(e, 'call_permission_required')) throw permissionRequired();
     throw asApiError(e);

@@ -1,9 +1,28 @@
 /**
- * The domain's one question to a channel about what it can do. A capability the project's channel
- * lacks is refused before anything is stored or sent: 409 `unsupported_by_channel`, naming it.
+ * The domain's one question to a project's channel: which adapter serves it (its kind), and what
+ * it can do. A capability the project's channel lacks is refused before anything is stored or
+ * sent: 409 `unsupported_by_channel`, naming it.
  */
 import { ApiError } from '../platform/errors.js';
 import type { Capability, ChannelCapabilities, ChannelPort, OutboundMessage } from './port.js';
+
+/** The kind of a project's channel unless its settings say otherwise. */
+export const DEFAULT_CHANNEL_KIND = 'whatsapp_cloud';
+
+/** The adapters an instance serves: `channel` for the default kind, `channels` for the others by kind. */
+export interface ChannelPorts {
+  channel: ChannelPort;
+  channels?: Readonly<Record<string, ChannelPort>>;
+}
+
+export const servedKinds = (ports: ChannelPorts): string[] => [DEFAULT_CHANNEL_KIND, ...Object.keys(ports.channels ?? {}).filter((k) => k !== DEFAULT_CHANNEL_KIND)];
+
+/** The adapter of a project's channel; a kind this instance does not serve is a channel not configured here. */
+export function portOf(ports: ChannelPorts, channel: { kind: string }): ChannelPort {
+  const port = ports.channels?.[channel.kind] ?? (channel.kind === DEFAULT_CHANNEL_KIND ? ports.channel : undefined);
+  if (!port) throw new ApiError('channel_not_configured', `This project's channel is of kind ${channel.kind}, which this instance does not serve.`, { channel_kind: channel.kind });
+  return port;
+}
 
 const NAMES: Record<Capability, string> = {
   messages: 'this message type',
@@ -18,22 +37,20 @@ const NAMES: Record<Capability, string> = {
   coexistence: "the channel's own app beside the API",
 };
 
-export function unsupported(channel: ChannelPort, capability: string, what: string): ApiError {
+function unsupported(channel: { kind: string }, capability: string, what: string): ApiError {
   return new ApiError('unsupported_by_channel', `This project's channel (${channel.kind}) does not offer ${what}.`, { capability, channel_kind: channel.kind });
 }
 
-/** The capability, or 409 `unsupported_by_channel` when the channel does not declare it. */
-export function capability<C extends Exclude<Capability, 'messages' | 'coexistence'>>(channel: ChannelPort, name: C): ChannelCapabilities[C] {
-  const offered = channel.capabilities[name];
+/** The capability of the project's channel, or 409 `unsupported_by_channel` when it does not declare it. */
+export function capability<C extends Exclude<Capability, 'messages' | 'coexistence'>>(ports: ChannelPorts, channel: { kind: string }, name: C): ChannelCapabilities[C] {
+  const offered = portOf(ports, channel).capabilities[name];
   if (!offered) throw unsupported(channel, name, NAMES[name]);
   return offered;
 }
 
-export const offers = (channel: ChannelPort, name: Capability): boolean => channel.capabilities[name] !== undefined;
-
-/** Refuses an outbound message of a type the channel does not carry (a template needs `templates` too). */
-export function assertCarries(channel: ChannelPort, type: OutboundMessage['type']): void {
+/** Refuses an outbound message of a type the project's channel does not carry (a template needs `templates` too). */
+export function assertCarries(ports: ChannelPorts, channel: { kind: string }, type: OutboundMessage['type']): void {
   if (type === 'text') return;
-  if (!channel.capabilities.messages?.has(type)) throw unsupported(channel, `messages.${type}`, `${type} messages`);
-  if (type === 'template') capability(channel, 'templates');
+  if (!portOf(ports, channel).capabilities.messages?.has(type)) throw unsupported(channel, `messages.${type}`, `${type} messages`);
+  if (type === 'template') capability(ports, channel, 'templates');
 }

@@ -5,6 +5,7 @@
 import type { Deps } from '../deps.js';
 import { ApiError } from '../platform/errors.js';
 import { credentialsChanged } from '../access/credential-cache.js';
+import { DEFAULT_CHANNEL_KIND } from '../channel-port/capabilities.js';
 
 export interface ChannelCredentials {
   phoneNumberId: string;
@@ -15,12 +16,15 @@ export interface ChannelCredentials {
 
 export interface OpenChannel extends ChannelCredentials {
   projectId: string;
+  /** The adapter that serves it (lib/channel-port/capabilities.ts `portOf`). */
+  kind: string;
   appSecret: string;
   verifyToken: string;
   displayPhoneNumber: string | null;
 }
 
 export interface ChannelInput {
+  kind?: string;
   phoneNumberId: string;
   wabaId: string;
   appId: string;
@@ -39,6 +43,7 @@ export function channelSecretPlace(projectId: string, column: 'access_token' | '
 
 export async function saveChannel(deps: ChannelDeps & Partial<Pick<Deps, 'logger'>>, projectId: string, input: ChannelInput) {
   const data = {
+    kind: input.kind ?? DEFAULT_CHANNEL_KIND,
     phoneNumberId: input.phoneNumberId,
     wabaId: input.wabaId,
     appId: input.appId,
@@ -77,7 +82,7 @@ export async function openChannel(deps: ChannelDeps, projectId: string): Promise
 async function readChannel(deps: ChannelDeps, projectId: string): Promise<OpenChannel | undefined> {
   const { rows } = await deps.db.pool.query({
     name: 'channel-open',
-    text: `SELECT phone_number_id, waba_id, app_id, display_phone_number, access_token_enc, app_secret_enc, verify_token_enc
+    text: `SELECT kind, phone_number_id, waba_id, app_id, display_phone_number, access_token_enc, app_secret_enc, verify_token_enc
            FROM channel_settings WHERE project_id = $1`,
     values: [projectId],
   });
@@ -85,6 +90,7 @@ async function readChannel(deps: ChannelDeps, projectId: string): Promise<OpenCh
   if (!row) return undefined;
   return {
     projectId,
+    kind: row.kind,
     phoneNumberId: row.phone_number_id,
     wabaId: row.waba_id,
     appId: row.app_id,

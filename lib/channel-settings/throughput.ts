@@ -45,7 +45,7 @@ export async function refreshChannelThroughput(deps: RefreshDeps, projectId: str
     const now = deps.clock.now();
     const before = await channelThroughputOf(deps.db.pool, channel.phoneNumberId);
     try {
-      const read = await capability(deps.channel, 'number_limits').getThroughput(channel);
+      const read = await capability(deps, channel, 'number_limits').getThroughput(channel);
       const changed = !before || before.level !== read.level || before.coexistence !== read.coexistence || before.messages_per_second !== read.messagesPerSecond;
       const { rows } = await deps.db.pool.query<ChannelThroughputRow>(
         `INSERT INTO channel_throughput (phone_number_id, state, level, coexistence, messages_per_second, error, read_at, changed_at)

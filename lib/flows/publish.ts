@@ -77,12 +77,12 @@ async function publishLocked(deps: Deps, projectId: string, name: string, opts: 
       // `<name>-v<version>`, and a republish after deprecation gets a time suffix too.
       const first = flow.publishedVersion === null && flow.channelFlowId === null;
       const channelName = first ? name : `${name}-v${version.version}${flow.status === 'DEPRECATED' ? `-${deps.clock.now().getTime().toString(36)}` : ''}`;
-      draftId = (await capability(deps.channel, 'flows').createFlow(channel, { name: channelName, categories: flow.categories })).id;
+      draftId = (await capability(deps, channel, 'flows').createFlow(channel, { name: channelName, categories: flow.categories })).id;
       flow = await recordChannelState(deps, flow.id, { channelDraftId: draftId });
     }
-    const uploaded = await capability(deps.channel, 'flows').uploadFlowJson(channel, draftId, version.definition);
+    const uploaded = await capability(deps, channel, 'flows').uploadFlowJson(channel, draftId, version.definition);
     // Read back what the channel now holds for the flow (its list is the one publishing obeys).
-    const readBack = await capability(deps.channel, 'flows').getFlow(channel, draftId);
+    const readBack = await capability(deps, channel, 'flows').getFlow(channel, draftId);
     const channelFindings = asFindings(readBack.validation_errors?.length ? readBack.validation_errors : uploaded.validationErrors);
     flow = await recordChannelState(deps, flow.id, { channelDraftVersion: version.version, channelFindings: channelFindings as object[] });
     if (channelFindings.length) {
@@ -93,7 +93,7 @@ async function publishLocked(deps: Deps, projectId: string, name: string, opts: 
       );
     }
     if (opts.dryRun) return { flow, published: false, channelFindings };
-    await capability(deps.channel, 'flows').publishFlow(channel, draftId);
+    await capability(deps, channel, 'flows').publishFlow(channel, draftId);
     const previous = flow.channelFlowId;
     flow = await recordChannelState(deps, flow.id, {
       status: 'PUBLISHED',
@@ -104,7 +104,7 @@ async function publishLocked(deps: Deps, projectId: string, name: string, opts: 
       publishedAt: deps.clock.now(),
     });
     if (previous && previous !== draftId) {
-      await capability(deps.channel, 'flows').deprecateFlow(channel, previous).catch((e) =>
+      await capability(deps, channel, 'flows').deprecateFlow(channel, previous).catch((e) =>
         deps.logger.warn('flow publish: the previous channel flow could not be deprecated', { flow: name, channel_flow_id: previous, error: String((e as Error)?.message ?? e) }),
       );
     }
@@ -120,7 +120,7 @@ export async function deprecateFlow(deps: Deps, projectId: string, name: string)
   if (flow.status !== 'PUBLISHED' || !flow.channelFlowId) throw new ApiError('conflict', `Flow "${name}" is ${flow.status}: only a published flow can be deprecated.`);
   const channel = await requireChannel(deps, projectId);
   try {
-    await capability(deps.channel, 'flows').deprecateFlow(channel, flow.channelFlowId);
+    await capability(deps, channel, 'flows').deprecateFlow(channel, flow.channelFlowId);
   } catch (e) {
     throw asApiError(e);
   }

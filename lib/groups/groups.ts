@@ -73,7 +73,7 @@ export async function createGroup(deps: Deps, projectId: string, input: { subjec
   const channel = await requireChannel(deps, projectId);
   let requestId: string;
   try {
-    ({ requestId } = await capability(deps.channel, 'groups').createGroup(channel, { subject, description: input.description, joinApprovalMode }));
+    ({ requestId } = await capability(deps, channel, 'groups').createGroup(channel, { subject, description: input.description, joinApprovalMode }));
   } catch (e) {
     throw asApiError(e);
   }
@@ -120,7 +120,7 @@ export async function inviteLink(deps: Deps, projectId: string, id: bigint, rese
   const g = await requireActive(deps, projectId, id);
   if (!reset && g.inviteLink) return { group_id: Number(g.id), invite_link: g.inviteLink };
   const channel = await requireChannel(deps, projectId);
-  const { inviteLink: link } = await channelCall(() => capability(deps.channel, 'groups').createGroupInviteLink(channel, g.groupId));
+  const { inviteLink: link } = await channelCall(() => capability(deps, channel, 'groups').createGroupInviteLink(channel, g.groupId));
   await setInviteLink(deps.db.sql, projectId, g.id, link, deps.clock.now());
   return { group_id: Number(g.id), invite_link: link };
 }
@@ -139,27 +139,27 @@ export async function removeParticipant(deps: Deps, projectId: string, id: bigin
   }
   if (g.status !== 'active' || !g.groupId) throw notActive(g);
   const channel = await requireChannel(deps, projectId);
-  await channelCall(() => capability(deps.channel, 'groups').removeGroupParticipants(channel, g.groupId!, [waId]));
+  await channelCall(() => capability(deps, channel, 'groups').removeGroupParticipants(channel, g.groupId!, [waId]));
   return { group_id: Number(g.id), phone: phoneView(waId), requested: true };
 }
 
 export async function listJoinRequests(deps: Deps, projectId: string, id: bigint): Promise<Array<{ id: string; phone: string; created_at: string | null }>> {
   const g = await requireActive(deps, projectId, id);
   const channel = await requireChannel(deps, projectId);
-  const open = await channelCall(() => capability(deps.channel, 'groups').listGroupJoinRequests(channel, g.groupId));
+  const open = await channelCall(() => capability(deps, channel, 'groups').listGroupJoinRequests(channel, g.groupId));
   return open.map((r) => ({ id: r.id, phone: phoneView(r.waId), created_at: r.createdAt ? new Date(r.createdAt * 1000).toISOString() : null }));
 }
 
 export async function approveJoinRequests(deps: Deps, projectId: string, id: bigint, ids: string[]): Promise<{ approved: string[]; failed: string[] }> {
   const g = await requireActive(deps, projectId, id);
   const channel = await requireChannel(deps, projectId);
-  return channelCall(() => capability(deps.channel, 'groups').approveGroupJoinRequests(channel, g.groupId, ids));
+  return channelCall(() => capability(deps, channel, 'groups').approveGroupJoinRequests(channel, g.groupId, ids));
 }
 
 export async function rejectJoinRequests(deps: Deps, projectId: string, id: bigint, ids: string[]): Promise<{ rejected: string[]; failed: string[] }> {
   const g = await requireActive(deps, projectId, id);
   const channel = await requireChannel(deps, projectId);
-  return channelCall(() => capability(deps.channel, 'groups').rejectGroupJoinRequests(channel, g.groupId, ids));
+  return channelCall(() => capability(deps, channel, 'groups').rejectGroupJoinRequests(channel, g.groupId, ids));
 }
 
 /**
@@ -176,7 +176,7 @@ export async function updateGroup(deps: Deps, projectId: string, id: bigint, inp
   const settings = { ...(subject !== undefined ? { subject } : {}), ...(input.description !== undefined ? { description: input.description } : {}) };
   const g = await requireActive(deps, projectId, id);
   const channel = await requireChannel(deps, projectId);
-  await channelCall(() => capability(deps.channel, 'groups').updateGroupSettings(channel, g.groupId, settings));
+  await channelCall(() => capability(deps, channel, 'groups').updateGroupSettings(channel, g.groupId, settings));
   const now = deps.clock.now();
   await inTransaction(deps.db.pool, (tx) => applySettings(tx, projectId, g, settings, now));
   return groupView(await requireGroup(deps, projectId, g.id));
@@ -190,7 +190,7 @@ export async function updateGroup(deps: Deps, projectId: string, id: bigint, inp
 export async function deleteGroup(deps: Deps, projectId: string, id: bigint): Promise<GroupView> {
   const g = await requireActive(deps, projectId, id);
   const channel = await requireChannel(deps, projectId);
-  await channelCall(() => capability(deps.channel, 'groups').deleteGroup(channel, g.groupId));
+  await channelCall(() => capability(deps, channel, 'groups').deleteGroup(channel, g.groupId));
   const now = deps.clock.now();
   await inTransaction(deps.db.pool, (tx) => applyDeleted(tx, projectId, g, now));
   return groupView(await requireGroup(deps, projectId, g.id));

@@ -114,7 +114,7 @@ export async function createMediaAsset(deps: Deps, project: ProjectRef, incoming
   const channel = await requireChannel(deps, project.id);
   let media: MediaCapability;
   try {
-    media = capability(deps.channel, 'media');
+    media = capability(deps, channel, 'media');
   } catch (e) {
     await incoming.file?.remove();
     throw e;
@@ -226,7 +226,7 @@ export async function deleteMediaAsset(deps: Deps, project: ProjectRef, slug: st
   if (row.channelMediaId && !isExpired(row, deps.clock.now())) {
     try {
       const channel = await requireChannel(deps, project.id);
-      await capability(deps.channel, 'media').deleteMedia(channel, row.channelMediaId);
+      await capability(deps, channel, 'media').deleteMedia(channel, row.channelMediaId);
     } catch (e) {
       deps.logger.warn('media delete at the channel failed; deleted here only', { slug, error: e instanceof Error ? e.message : String(e) });
     }

@@ -67,7 +67,7 @@ export async function createHeaderSample(
     const filename = cleanFilename(name, `sample.${extensionOf(mime)}`);
     let handle: string;
     try {
-      ({ handle } = await capability(deps.channel, 'templates').uploadHeaderSample(channel, {
+      ({ handle } = await capability(deps, channel, 'templates').uploadHeaderSample(channel, {
         data: createReadStream(file.path),
         fileName: filename,
         fileType: mime,

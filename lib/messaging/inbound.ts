@@ -33,6 +33,7 @@ import { applyContactSync, applyEcho, applyHistory, applyThreadControlChange } f
 import { applyGroupMessage } from './group-messages.js';
 import { autoAssign, autoAssignOn } from '../inbox/auto-assign.js';
 import { applyGroupEvent } from '../groups/groups.js';
+import { portOf } from '../channel-port/capabilities.js';
 
 export { STATUS_RANK } from './status-rank.js';
 
@@ -264,7 +265,7 @@ async function applyStatusRound(
 
 /** One notification the channel posted: its events (the adapter reads them), applied. */
 export async function applyWebhook(deps: Deps, channel: OpenChannel, payload: unknown): Promise<WebhookOutcome> {
-  return applyChannelEvents(deps, channel, deps.channel.parseNotification(payload, channel.phoneNumberId));
+  return applyChannelEvents(deps, channel, portOf(deps, channel).parseNotification(payload, channel.phoneNumberId));
 }
 
 /** What an event's handler works with: the channel, the moment and the notification's outcome so far. */

@@ -91,9 +91,9 @@ export async function openMessageMedia(deps: MediaDeps, projectId: string, conve
   if (!media.id) throw gone();
   const channel = await requireChannel(deps, projectId);
   try {
-    const info = await capability(deps.channel, 'media').getMedia(channel, media.id);
+    const info = await capability(deps, channel, 'media').getMedia(channel, media.id);
     if (info.file_size) rememberSize(media.id, info.file_size);
-    const got = await capability(deps.channel, 'media').downloadMedia(channel, info.url, MAX_MEDIA_BYTES);
+    const got = await capability(deps, channel, 'media').downloadMedia(channel, info.url, MAX_MEDIA_BYTES);
     return { data: got.data, mimeType: media.mimeType ?? info.mime_type ?? got.mimeType, size: got.size, filename: media.filename };
   } catch (e) {
     if (e instanceof ChannelError && e.kind === 'rejected') throw gone();
@@ -118,7 +118,7 @@ export async function documentSizes(deps: MediaDeps, projectId: string, ids: str
   const channel = await requireChannel(deps, projectId).catch(() => undefined);
   if (!channel) return out;
   await Promise.all(missing.slice(0, 10).map(async (id) => {
-    const info = await capability(deps.channel, 'media').getMedia(channel, id).catch(() => undefined);
+    const info = await capability(deps, channel, 'media').getMedia(channel, id).catch(() => undefined);
     if (info?.file_size) {
       rememberSize(id, info.file_size);
       out.set(id, info.file_size);

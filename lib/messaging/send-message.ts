@@ -14,7 +14,7 @@ import type { Deps } from '../deps.js';
 import type { ProjectRef } from '../access/credentials.js';
 import { ApiError } from '../platform/errors.js';
 import { requireChannel } from '../channel-settings/settings.js';
-import { assertCarries } from '../channel-port/capabilities.js';
+import { assertCarries, portOf } from '../channel-port/capabilities.js';
 import { bodyPlaceholderCount, composeMessage, type ComposedMessage } from './compose.js';
 import { resolveMediaSlug } from '../media/assets.js';
 import { resolveProjectMediaId } from '../media/media-id.js';
@@ -211,6 +211,7 @@ async function sendOnce(deps: Deps, project: ProjectRef, body: SendRequest, opts
   }
   await prepareMessage(deps, project.id, message);
   const channel = await requireChannel(deps, project.id);
+  assertCarries(deps, channel, message.payload.type as OutboundMessage['type']);
   const to = { phone: message.phone, userId: message.userId };
   await reserveUnit(pool, project.id, message, to, now);
   const ref = await recordIntent(deps, project.id, message, to, opts, now);
@@ -239,6 +240,7 @@ async function sendToGroup(deps: Deps, project: ProjectRef, body: SendRequest, o
   const group = await groupForSend(deps, project.id, body.group_id!);
   await prepareMessage(deps, project.id, message, { toGroup: true });
   const channel = await requireChannel(deps, project.id);
+  assertCarries(deps, channel, message.payload.type as OutboundMessage['type']);
   await reserveSends(pool, project.id, null, now);
   const ref = opts.ref ?? newSendRef();
   try {
@@ -261,7 +263,6 @@ type Prepared = ReturnType<typeof composeMessage>;
  * phone; no MARKETING template to a contact who opted out): refused before anything is reserved.
  */
 async function prepareMessage(deps: Deps, projectId: string, message: Prepared, opts: { toGroup?: boolean } = {}): Promise<void> {
-  assertCarries(deps.channel, message.payload.type as OutboundMessage['type']);
   let known: { components: unknown; category?: string } | null = null;
   if (message.template) {
     known = await deps.db.prisma.template.findUnique({
@@ -338,7 +339,7 @@ async function callChannel(
       messaging_product: 'whatsapp', ...(group ?? { recipient_type: 'individual', ...channelRecipient(message) }), ...message.payload, biz_opaque_callback_data: ref,
     } as OutboundMessage;
     opts.onChannelCall?.();
-    return (await deps.channel.sendMessage(channel, payload)).channelMessageId;
+    return (await portOf(deps, channel).sendMessage(channel, payload)).channelMessageId;
   } catch (e) {
     if (isChannelError(e) && e.outcomeUnknown) {
       // Maybe sent: the message stays pending and keeps its quota unit until a status names it.

@@ -58,7 +58,7 @@ export async function controlThread(
   if (row.holder !== null && input.action !== 'take') throw threadHeldElsewhere(row.holder);
   const channel = await requireChannel(deps as Deps, projectId);
   try {
-    await capability(deps.channel, 'thread_control').threadControl(channel, {
+    await capability(deps, channel, 'thread_control').threadControl(channel, {
       to: row.phone ? { phone: row.phone } : { userId: row.userId! }, action: input.action, targetAppId: input.targetAppId, metadata: input.metadata,
     });
   } catch (e) {

@@ -81,7 +81,7 @@ export async function refreshMessagingLimit(deps: RefreshDeps, projectId: string
     const before = await limitRow(deps.db.pool, channel.phoneNumberId);
     if (!force && before && now.getTime() - before.read_at.getTime() < deps.config.messagingLimitRefreshMs) return;
     try {
-      const read = await capability(deps.channel, 'number_limits').getMessagingLimit(channel);
+      const read = await capability(deps, channel, 'number_limits').getMessagingLimit(channel);
       await storeLimit(deps.db.pool, { phone_number_id: channel.phoneNumberId, state: 'known', tier: read.tier, user_limit: read.limit, error: null, read_at: now });
     } catch (e) {
       const why = (e instanceof Error ? e.message : String(e)).slice(0, 500);

@@ -114,10 +114,10 @@ function exists(name: string, language: string): ApiError {
 
 export async function createTemplate(deps: Deps, project: ProjectRef, body: CreateTemplateRequest): Promise<TemplateView> {
   const { prisma } = deps.db;
-  const templates = capability(deps.channel, 'templates');
   checkTemplateKinds(body);
   await checkHeaderHandles(deps, project.id, body);
   const channel = await requireChannel(deps, project.id);
+  const templates = capability(deps, channel, 'templates');
   const id = newId('tpl');
   try {
     await prisma.template.create({
@@ -189,7 +189,7 @@ export async function deleteTemplate(deps: Deps, project: ProjectRef, name: stri
   const one = language ? rows[0] : undefined;
   try {
     // One language: by the channel's id (the name alone would delete every language there).
-    if (!one || one.channelTemplateId) await capability(deps.channel, 'templates').deleteTemplate(channel, { name, hsmId: one?.channelTemplateId ?? undefined });
+    if (!one || one.channelTemplateId) await capability(deps, channel, 'templates').deleteTemplate(channel, { name, hsmId: one?.channelTemplateId ?? undefined });
   } catch (e) {
     // A 4xx rejection means the channel has no such template any more: ours goes too. Not a
     // refusal of our own configuration (a retired version): the channel still has it.

@@ -77,6 +77,8 @@ export interface TestAppOptions {
   handlers?: Record<string, unknown>;
   /** A channel port's adapter of the test's own (tests/support/memory-channel.ts) instead of the Cloud API client. */
   channel?: ChannelPort;
+  /** Adapters of other channel kinds, by kind (tests/support/text-only-channel.ts), beside the default one. */
+  channels?: Readonly<Record<string, ChannelPort>>;
   /** Start the Cloud API simulator and connect new projects to it (the app then listens on a port for its callbacks). */
   simulator?: boolean | SimulatorOptions;
   /**
@@ -163,6 +165,7 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
     channelVersion: opts.config?.graphApiVersion ?? 'v26.0',
     channelTimeoutMs: 2000,
     ...(opts.channel ? { channel: opts.channel } : {}),
+    ...(opts.channels ? { channels: opts.channels } : {}),
     ...shippedContracts(),
     ...(opts.contract ? { contract: opts.contract } : {}),
     // Tests pass loosely typed stand-ins; the app's own maps are typed per operation.

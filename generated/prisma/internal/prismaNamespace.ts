@@ -5394,6 +5394,7 @@ export type OAuthRefreshTokenScalarFieldEnum = (typeof OAuthRefreshTokenScalarFi
 
 export const ChannelSettingsScalarFieldEnum = {
   projectId: 'projectId',
+  kind: 'kind',
   phoneNumberId: 'phoneNumberId',
   wabaId: 'wabaId',
   appId: 'appId',

@@ -272,6 +272,7 @@ export type OAuthRefreshTokenScalarFieldEnum = (typeof OAuthRefreshTokenScalarFi
 
 export const ChannelSettingsScalarFieldEnum = {
   projectId: 'projectId',
+  kind: 'kind',
   phoneNumberId: 'phoneNumberId',
   wabaId: 'wabaId',
   appId: 'appId',

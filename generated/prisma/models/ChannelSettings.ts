@@ -26,6 +26,7 @@ export type AggregateChannelSettings = {
 
 export type ChannelSettingsMinAggregateOutputType = {
   projectId: string | null
+  kind: string | null
   phoneNumberId: string | null
   wabaId: string | null
   appId: string | null
@@ -39,6 +40,7 @@ export type ChannelSettingsMinAggregateOutputType = {
 
 export type ChannelSettingsMaxAggregateOutputType = {
   projectId: string | null
+  kind: string | null
   phoneNumberId: string | null
   wabaId: string | null
   appId: string | null
@@ -52,6 +54,7 @@ export type ChannelSettingsMaxAggregateOutputType = {
 
 export type ChannelSettingsCountAggregateOutputType = {
   projectId: number
+  kind: number
   phoneNumberId: number
   wabaId: number
   appId: number
@@ -67,6 +70,7 @@ export type ChannelSettingsCountAggregateOutputType = {
 
 export type ChannelSettingsMinAggregateInputType = {
   projectId?: true
+  kind?: true
   phoneNumberId?: true
   wabaId?: true
   appId?: true
@@ -80,6 +84,7 @@ export type ChannelSettingsMinAggregateInputType = {
 
 export type ChannelSettingsMaxAggregateInputType = {
   projectId?: true
+  kind?: true
   phoneNumberId?: true
   wabaId?: true
   appId?: true
@@ -93,6 +98,7 @@ export type ChannelSettingsMaxAggregateInputType = {
 
 export type ChannelSettingsCountAggregateInputType = {
   projectId?: true
+  kind?: true
   phoneNumberId?: true
   wabaId?: true
   appId?: true
@@ -179,6 +185,7 @@ export type ChannelSettingsGroupByArgs<ExtArgs extends runtime.Types.Extensions.
 
 export type ChannelSettingsGroupByOutputType = {
   projectId: string
+  kind: string
   phoneNumberId: string
   wabaId: string
   appId: string
@@ -213,6 +220,7 @@ export type ChannelSettingsWhereInput = {
   OR?: Prisma.ChannelSettingsWhereInput[]
   NOT?: Prisma.ChannelSettingsWhereInput | Prisma.ChannelSettingsWhereInput[]
   projectId?: Prisma.StringFilter<"ChannelSettings"> | string
+  kind?: Prisma.StringFilter<"ChannelSettings"> | string
   phoneNumberId?: Prisma.StringFilter<"ChannelSettings"> | string
   wabaId?: Prisma.StringFilter<"ChannelSettings"> | string
   appId?: Prisma.StringFilter<"ChannelSettings"> | string
@@ -227,6 +235,7 @@ export type ChannelSettingsWhereInput = {
 
 export type ChannelSettingsOrderByWithRelationInput = {
   projectId?: Prisma.SortOrder
+  kind?: Prisma.SortOrder
   phoneNumberId?: Prisma.SortOrder
   wabaId?: Prisma.SortOrder
   appId?: Prisma.SortOrder
@@ -245,6 +254,7 @@ export type ChannelSettingsWhereUniqueInput = Prisma.AtLeast<{
   AND?: Prisma.ChannelSettingsWhereInput | Prisma.ChannelSettingsWhereInput[]
   OR?: Prisma.ChannelSettingsWhereInput[]
   NOT?: Prisma.ChannelSettingsWhereInput | Prisma.ChannelSettingsWhereInput[]
+  kind?: Prisma.StringFilter<"ChannelSettings"> | string
   wabaId?: Prisma.StringFilter<"ChannelSettings"> | string
   appId?: Prisma.StringFilter<"ChannelSettings"> | string
   displayPhoneNumber?: Prisma.StringNullableFilter<"ChannelSettings"> | string | null
@@ -258,6 +268,7 @@ export type ChannelSettingsWhereUniqueInput = Prisma.AtLeast<{
 
 export type ChannelSettingsOrderByWithAggregationInput = {
   projectId?: Prisma.SortOrder
+  kind?: Prisma.SortOrder
   phoneNumberId?: Prisma.SortOrder
   wabaId?: Prisma.SortOrder
   appId?: Prisma.SortOrder
@@ -277,6 +288,7 @@ export type ChannelSettingsScalarWhereWithAggregatesInput = {
   OR?: Prisma.ChannelSettingsScalarWhereWithAggregatesInput[]
   NOT?: Prisma.ChannelSettingsScalarWhereWithAggregatesInput | Prisma.ChannelSettingsScalarWhereWithAggregatesInput[]
   projectId?: Prisma.StringWithAggregatesFilter<"ChannelSettings"> | string
+  kind?: Prisma.StringWithAggregatesFilter<"ChannelSettings"> | string
   phoneNumberId?: Prisma.StringWithAggregatesFilter<"ChannelSettings"> | string
   wabaId?: Prisma.StringWithAggregatesFilter<"ChannelSettings"> | string
   appId?: Prisma.StringWithAggregatesFilter<"ChannelSettings"> | string
@@ -289,6 +301,7 @@ export type ChannelSettingsScalarWhereWithAggregatesInput = {
 }
 
 export type ChannelSettingsCreateInput = {
+  kind?: string
   phoneNumberId: string
   wabaId: string
   appId: string
@@ -303,6 +316,7 @@ export type ChannelSettingsCreateInput = {
 
 export type ChannelSettingsUncheckedCreateInput = {
   projectId: string
+  kind?: string
   phoneNumberId: string
   wabaId: string
   appId: string
@@ -315,6 +329,7 @@ export type ChannelSettingsUncheckedCreateInput = {
 }
 
 export type ChannelSettingsUpdateInput = {
+  kind?: Prisma.StringFieldUpdateOperationsInput | string
   phoneNumberId?: Prisma.StringFieldUpdateOperationsInput | string
   wabaId?: Prisma.StringFieldUpdateOperationsInput | string
   appId?: Prisma.StringFieldUpdateOperationsInput | string
@@ -329,6 +344,7 @@ export type ChannelSettingsUpdateInput = {
 
 export type ChannelSettingsUncheckedUpdateInput = {
   projectId?: Prisma.StringFieldUpdateOperationsInput | string
+  kind?: Prisma.StringFieldUpdateOperationsInput | string
   phoneNumberId?: Prisma.StringFieldUpdateOperationsInput | string
   wabaId?: Prisma.StringFieldUpdateOperationsInput | string
   appId?: Prisma.StringFieldUpdateOperationsInput | string
@@ -342,6 +358,7 @@ export type ChannelSettingsUncheckedUpdateInput = {
 
 export type ChannelSettingsCreateManyInput = {
   projectId: string
+  kind?: string
   phoneNumberId: string
   wabaId: string
   appId: string
@@ -354,6 +371,7 @@ export type ChannelSettingsCreateManyInput = {
 }
 
 export type ChannelSettingsUpdateManyMutationInput = {
+  kind?: Prisma.StringFieldUpdateOperationsInput | string
   phoneNumberId?: Prisma.StringFieldUpdateOperationsInput | string
   wabaId?: Prisma.StringFieldUpdateOperationsInput | string
   appId?: Prisma.StringFieldUpdateOperationsInput | string
@@ -367,6 +385,7 @@ export type ChannelSettingsUpdateManyMutationInput = {
 
 export type ChannelSettingsUncheckedUpdateManyInput = {
   projectId?: Prisma.StringFieldUpdateOperationsInput | string
+  kind?: Prisma.StringFieldUpdateOperationsInput | string
   phoneNumberId?: Prisma.StringFieldUpdateOperationsInput | string
   wabaId?: Prisma.StringFieldUpdateOperationsInput | string
   appId?: Prisma.StringFieldUpdateOperationsInput | string
@@ -385,6 +404,7 @@ export type ChannelSettingsNullableScalarRelationFilter = {
 
 export type ChannelSettingsCountOrderByAggregateInput = {
   projectId?: Prisma.SortOrder
+  kind?: Prisma.SortOrder
   phoneNumberId?: Prisma.SortOrder
   wabaId?: Prisma.SortOrder
   appId?: Prisma.SortOrder
@@ -398,6 +418,7 @@ export type ChannelSettingsCountOrderByAggregateInput = {
 
 export type ChannelSettingsMaxOrderByAggregateInput = {
   projectId?: Prisma.SortOrder
+  kind?: Prisma.SortOrder
   phoneNumberId?: Prisma.SortOrder
   wabaId?: Prisma.SortOrder
   appId?: Prisma.SortOrder
@@ -411,6 +432,7 @@ export type ChannelSettingsMaxOrderByAggregateInput = {
 
 export type ChannelSettingsMinOrderByAggregateInput = {
   projectId?: Prisma.SortOrder
+  kind?: Prisma.SortOrder
   phoneNumberId?: Prisma.SortOrder
   wabaId?: Prisma.SortOrder
   appId?: Prisma.SortOrder
@@ -455,6 +477,7 @@ export type ChannelSettingsUncheckedUpdateOneWithoutProjectNestedInput = {
 }
 
 export type ChannelSettingsCreateWithoutProjectInput = {
+  kind?: string
   phoneNumberId: string
   wabaId: string
   appId: string
@@ -467,6 +490,7 @@ export type ChannelSettingsCreateWithoutProjectInput = {
 }
 
 export type ChannelSettingsUncheckedCreateWithoutProjectInput = {
+  kind?: string
   phoneNumberId: string
   wabaId: string
   appId: string
@@ -495,6 +519,7 @@ export type ChannelSettingsUpdateToOneWithWhereWithoutProjectInput = {
 }
 
 export type ChannelSettingsUpdateWithoutProjectInput = {
+  kind?: Prisma.StringFieldUpdateOperationsInput | string
   phoneNumberId?: Prisma.StringFieldUpdateOperationsInput | string
   wabaId?: Prisma.StringFieldUpdateOperationsInput | string
   appId?: Prisma.StringFieldUpdateOperationsInput | string
@@ -507,6 +532,7 @@ export type ChannelSettingsUpdateWithoutProjectInput = {
 }
 
 export type ChannelSettingsUncheckedUpdateWithoutProjectInput = {
+  kind?: Prisma.StringFieldUpdateOperationsInput | string
   phoneNumberId?: Prisma.StringFieldUpdateOperationsInput | string
   wabaId?: Prisma.StringFieldUpdateOperationsInput | string
   appId?: Prisma.StringFieldUpdateOperationsInput | string
@@ -522,6 +548,7 @@ export type ChannelSettingsUncheckedUpdateWithoutProjectInput = {
 
 export type ChannelSettingsSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
   projectId?: boolean
+  kind?: boolean
   phoneNumberId?: boolean
   wabaId?: boolean
   appId?: boolean
@@ -536,6 +563,7 @@ export type ChannelSettingsSelect<ExtArgs extends runtime.Types.Extensions.Inter
 
 export type ChannelSettingsSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
   projectId?: boolean
+  kind?: boolean
   phoneNumberId?: boolean
   wabaId?: boolean
   appId?: boolean
@@ -550,6 +578,7 @@ export type ChannelSettingsSelectCreateManyAndReturn<ExtArgs extends runtime.Typ
 
 export type ChannelSettingsSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
   projectId?: boolean
+  kind?: boolean
   phoneNumberId?: boolean
   wabaId?: boolean
   appId?: boolean
@@ -564,6 +593,7 @@ export type ChannelSettingsSelectUpdateManyAndReturn<ExtArgs extends runtime.Typ
 
 export type ChannelSettingsSelectScalar = {
   projectId?: boolean
+  kind?: boolean
   phoneNumberId?: boolean
   wabaId?: boolean
   appId?: boolean
@@ -575,7 +605,7 @@ export type ChannelSettingsSelectScalar = {
   updatedAt?: boolean
 }
 
-export type ChannelSettingsOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"projectId" | "phoneNumberId" | "wabaId" | "appId" | "displayPhoneNumber" | "accessTokenEnc" | "appSecretEnc" | "verifyTokenEnc" | "createdAt" | "updatedAt", ExtArgs["result"]["channelSettings"]>
+export type ChannelSettingsOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"projectId" | "kind" | "phoneNumberId" | "wabaId" | "appId" | "displayPhoneNumber" | "accessTokenEnc" | "appSecretEnc" | "verifyTokenEnc" | "createdAt" | "updatedAt", ExtArgs["result"]["channelSettings"]>
 export type ChannelSettingsInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   project?: boolean | Prisma.ProjectDefaultArgs<ExtArgs>
 }
@@ -593,6 +623,10 @@ export type $ChannelSettingsPayload<ExtArgs extends runtime.Types.Extensions.Int
   }
   scalars: runtime.Types.Extensions.GetPayloadResult<{
     projectId: string
+    /**
+     * The channel's kind: the adapter the domain talks to for this project (docs/channels.md).
+     */
+    kind: string
     phoneNumberId: string
     wabaId: string
     appId: string
@@ -1027,6 +1061,7 @@ export interface Prisma__ChannelSettingsClient<T, Null = never, ExtArgs extends 
  */
 export interface ChannelSettingsFieldRefs {
   readonly projectId: Prisma.FieldRef<"ChannelSettings", 'String'>
+  readonly kind: Prisma.FieldRef<"ChannelSettings", 'String'>
   readonly phoneNumberId: Prisma.FieldRef<"ChannelSettings", 'String'>
   readonly wabaId: Prisma.FieldRef<"ChannelSettings", 'String'>
   readonly appId: Prisma.FieldRef<"ChannelSettings", 'String'>
