@@ -77,6 +77,8 @@ export default {
       testMatch: ['<rootDir>/tests/**/*.test.ts'],
       testPathIgnorePatterns: ['/node_modules/', ...PROOFS.map((name) => `/tests/${name}\\.test\\.ts$`)],
     },
-    { ...base, displayName: 'proofs', testMatch: proofPaths },
+    // A proof kills processes, stops databases or drives a browser: it runs with no other file beside it
+    // (the environment takes the run's exclusive lock, as for `@alone`), while fast files share the workers.
+    { ...base, displayName: 'proofs', testMatch: proofPaths, testEnvironmentOptions: { alone: true } },
   ],
 };

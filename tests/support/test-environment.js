@@ -37,7 +37,7 @@ async function withClient(url, fn) {
 export default class FileDatabaseEnvironment extends TestEnvironment {
   constructor(config, context) {
     super(config, context);
-    this.alone = 'alone' in (context.docblockPragmas ?? {});
+    this.alone = 'alone' in (context.docblockPragmas ?? {}) || config.projectConfig?.testEnvironmentOptions?.alone === true;
   }
 
   async setup() {
