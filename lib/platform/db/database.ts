@@ -37,7 +37,12 @@ export interface Database {
  * also apply to every unnamed statement (Prisma's among them) on the main pool. `pool.query`
  * routes them by name, so anything that wraps the pool still sees them.
  */
-export const GENERIC_PLAN_STATEMENTS: ReadonlySet<string> = new Set(['record-intent', 'confirm-sent-many', 'apply-statuses']);
+export const GENERIC_PLAN_STATEMENTS: ReadonlySet<string> = new Set([
+  'record-intent', 'confirm-sent-many', 'apply-statuses',
+  // The Idempotency-Key's batched claim and answer: an `unnest` join by primary key, custom-planned
+  // on every call before (150 to 210 µs of planning a call: docs/benchmarks.md, Issue 62).
+  'idempotency-claim-many', 'idempotency-complete-many',
+]);
 
 export interface DatabaseLogger {
   warn(message: string): void;
