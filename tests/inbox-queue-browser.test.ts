@@ -68,6 +68,11 @@ describeWithBrowser(describe)('the inbox queue in Chromium', () => {
     const anaUrl = owner.url().split('?')[0];
     const photo = owner.getByRole('img', { name: 'Photo from Customer (opens the full size)' });
     await photo.waitFor();
+    // The element comes before its bytes: wait for the image's load (or error) before judging it.
+    await photo.evaluate((img: HTMLImageElement) => img.complete || new Promise((done) => {
+      img.addEventListener('load', done, { once: true });
+      img.addEventListener('error', done, { once: true });
+    }));
     expect(await photo.evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth > 0)).toBe(true);
     expect(await photo.getAttribute('src')).toMatch(new RegExp(`^/dashboard/projects/${project.id}/conversations/\\d+/media/\\d+$`));
     expect(await owner.textContent('#messages')).toContain('The box arrived broken');
