@@ -1,5 +1,6 @@
 /** What a background job module is given when it registers on the service's one job runner. */
 import pg from 'pg';
+import { routeGenericPlans } from '../lib/platform/db/database.js';
 import type { Deps } from '../lib/deps.js';
 import type { JobRunner } from './runner.js';
 
@@ -26,9 +27,19 @@ export interface JobModule {
 /** A pool of its own for background work, with the API pool's settings and every connection's errors heard. */
 export function backgroundPool(deps: Pick<JobDeps, 'db' | 'logger'>, size: number): pg.Pool {
   const { logger } = deps;
-  const pool = new pg.Pool({ ...(deps.db.pool as unknown as { options: pg.PoolConfig }).options, max: size });
-  pool.on('error', (e) => logger.warn('background pool: idle connection error', { error: e.message }));
-  // Held clients too: a reset between two queries must not be an unheard 'error' event.
-  pool.on('connect', (client) => client.on('error', (e) => logger.warn('background pool: connection lost while in use', { error: e.message })));
+  const options = (deps.db.pool as unknown as { options: pg.PoolConfig }).options;
+  const pool = new pg.Pool({ ...options, max: size });
+  // The statements planned once (the webhook claim, the orphan check) on connections of their own.
+  const { options: _main, ...settings } = options;
+  const plansOnce = routeGenericPlans(pool, { ...settings, max: Math.max(1, Math.ceil(size / 4)) });
+  for (const p of [pool, plansOnce]) {
+    p.on('error', (e) => logger.warn('background pool: idle connection error', { error: e.message }));
+    // Held clients too: a reset between two queries must not be an unheard 'error' event.
+    p.on('connect', (client) => client.on('error', (e) => logger.warn('background pool: connection lost while in use', { error: e.message })));
+  }
+  const end = pool.end.bind(pool);
+  pool.end = (async () => {
+    await Promise.all([end(), plansOnce.end().catch(() => undefined)]);
+  }) as typeof pool.end;
   return pool;
 }

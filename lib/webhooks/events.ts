@@ -6,7 +6,7 @@
  */
 import { newId } from '../platform/secrets.js';
 import type { Queryable } from '../platform/db/transaction.js';
-import { type Tx, execute } from '../platform/db/tx.js';
+import { type Tx, executeNamed } from '../platform/db/tx.js';
 import { CLAIM_ROWS } from '../platform/db/claims.js';
 
 export const PLATFORM_EVENTS = [
@@ -60,7 +60,8 @@ const INSERT_EVENT = `
  */
 export async function recordEvent(tx: Tx, projectId: string, name: string, data: unknown, at: Date): Promise<string> {
   const id = newId('evt', 20);
-  await execute(tx, INSERT_EVENT, id, projectId, name, JSON.stringify(data ?? null), at, EVENTS_CHANNEL);
+  // Every event is this statement (a send's status, a message, a custom event): prepared once per connection.
+  await executeNamed(tx, 'insert-event', INSERT_EVENT, id, projectId, name, JSON.stringify(data ?? null), at, EVENTS_CHANNEL);
   return id;
 }
 
@@ -69,14 +70,14 @@ export async function recordEvent(tx: Tx, projectId: string, name: string, data:
  * one statement, one commit, the notification included.
  */
 export async function insertEvent(
-  db: { query(text: string, values: unknown[]): Promise<unknown> },
+  db: { query(config: { name: string; text: string; values: unknown[] }): Promise<unknown> },
   projectId: string,
   name: string,
   data: unknown,
   at: Date,
 ): Promise<string> {
   const id = newId('evt', 20);
-  await db.query(INSERT_EVENT, [id, projectId, name, JSON.stringify(data ?? null), at, EVENTS_CHANNEL]);
+  await db.query({ name: 'insert-event', text: INSERT_EVENT, values: [id, projectId, name, JSON.stringify(data ?? null), at, EVENTS_CHANNEL] });
   return id;
 }
 

@@ -164,13 +164,15 @@ export async function renewClaim(db: Queryable, id: string, heldUntil: Date, lea
 export async function cancelIfOrphaned(db: Queryable, ids: string | string[], at: Date): Promise<number> {
   const list = Array.isArray(ids) ? ids : [ids];
   if (list.length === 0) return 0;
-  const { rowCount } = await db.query(
-    `UPDATE webhook_deliveries d SET status = 'canceled', completed_at = $2, next_attempt_at = NULL
+  // Before every retry batch's attempts: prepared once per connection (it was planned on every call).
+  const { rowCount } = await db.query({
+    name: 'webhook-cancel-orphaned',
+    text: `UPDATE webhook_deliveries d SET status = 'canceled', completed_at = $2, next_attempt_at = NULL
       WHERE d.id = ANY($1::text[]) AND d.status = 'pending'
         AND (NOT EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = d.webhook_id AND e.is_active)
              OR NOT EXISTS (SELECT 1 FROM events ev WHERE ev.id = d.event_id))`,
-    [list, at],
-  );
+    values: [list, at],
+  });
   return rowCount ?? 0;
 }
 

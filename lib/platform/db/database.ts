@@ -42,7 +42,30 @@ export const GENERIC_PLAN_STATEMENTS: ReadonlySet<string> = new Set([
   // The Idempotency-Key's batched claim and answer: an `unnest` join by primary key, custom-planned
   // on every call before (150 to 210 µs of planning a call: docs/benchmarks.md, Issue 62).
   'idempotency-claim-many', 'idempotency-complete-many',
+  // An event on its own (a custom event, a note, an assignment; inside a transaction it is planned
+  // as PostgreSQL chooses), and the check before every webhook retry batch: each was planned on
+  // every call (118 to 180 µs a plan, thousands a run: docs/benchmarks.md, Issue 69).
+  'insert-event', 'webhook-cancel-orphaned',
+  // The delivery engine's claim: custom-planned on every call at 660 to 930 µs a plan; its generic
+  // plan walks the same due index per registration (execution per call unchanged in the bench).
+  'webhook-claim-due',
 ]);
+
+/**
+ * Gives `pool` a few connections of its own with plan_cache_mode=force_generic_plan, and routes
+ * `pool.query` of a GENERIC_PLAN_STATEMENTS name there. The API pool and the background pools
+ * (jobs/context.ts) are routed alike. The caller ends the returned pool with its own.
+ */
+export function routeGenericPlans(pool: pg.Pool, settings: pg.PoolConfig): pg.Pool {
+  const plansOnce = new pg.Pool({ ...settings, options: '-c plan_cache_mode=force_generic_plan' });
+  const queryMain = pool.query.bind(pool) as (...args: unknown[]) => unknown;
+  const queryOnce = plansOnce.query.bind(plansOnce) as (...args: unknown[]) => unknown;
+  (pool as unknown as { query: (...args: unknown[]) => unknown }).query = (config: unknown, ...rest: unknown[]) => {
+    const name = typeof config === 'object' && config !== null ? (config as { name?: unknown }).name : undefined;
+    return typeof name === 'string' && GENERIC_PLAN_STATEMENTS.has(name) ? queryOnce(config, ...rest) : queryMain(config, ...rest);
+  };
+  return plansOnce;
+}
 
 export interface DatabaseLogger {
   warn(message: string): void;
@@ -82,13 +105,7 @@ export async function openDatabase(url: string, opts: OpenDatabaseOptions = {}):
     ...(opts.statementTimeoutMs ? { statement_timeout: opts.statementTimeoutMs } : {}),
   };
   const pool = new pg.Pool({ ...settings, max: opts.max ?? 10 });
-  const plansOnce = new pg.Pool({ ...settings, max: Math.max(2, Math.ceil((opts.max ?? 10) / 3)), options: '-c plan_cache_mode=force_generic_plan' });
-  const queryMain = pool.query.bind(pool) as (...args: unknown[]) => unknown;
-  const queryOnce = plansOnce.query.bind(plansOnce) as (...args: unknown[]) => unknown;
-  (pool as unknown as { query: (...args: unknown[]) => unknown }).query = (config: unknown, ...rest: unknown[]) => {
-    const name = typeof config === 'object' && config !== null ? (config as { name?: unknown }).name : undefined;
-    return typeof name === 'string' && GENERIC_PLAN_STATEMENTS.has(name) ? queryOnce(config, ...rest) : queryMain(config, ...rest);
-  };
+  const plansOnce = routeGenericPlans(pool, { ...settings, max: Math.max(2, Math.ceil((opts.max ?? 10) / 3)) });
   // Idle connections dropped by a restart all fail at once: one line per interval with a count.
   const throttle = createLogThrottle(10_000);
   // A client checked out of the pool has no pool listener: a connection reset while it is held

@@ -36,6 +36,16 @@ export async function execute(tx: Tx, text: string, ...values: unknown[]): Promi
   return (await (tx as unknown as Queryable).query({ text, values: values.map(utc), types: SAME_AS_PRISMA })).rowCount ?? 0;
 }
 
+/**
+ * `execute` of a statement run often enough to be prepared once per connection under `name`
+ * (parsed once, and planned once when PostgreSQL's generic plan is as good). Prisma runs it unnamed.
+ */
+export async function executeNamed(tx: Tx, name: string, text: string, ...values: unknown[]): Promise<number> {
+  const prisma = asPrisma(tx);
+  if (prisma) return prisma.$executeRawUnsafe(text, ...values);
+  return (await (tx as unknown as Queryable).query({ name, text, values: values.map(utc), types: SAME_AS_PRISMA })).rowCount ?? 0;
+}
+
 /** A pg pool or connection as the handle (inTransaction and Database.sql make them so). */
 export function pgTx<Q extends Queryable>(q: Q): Q & Tx {
   return q as Q & Tx;
