@@ -48,6 +48,9 @@ export function capability<C extends Exclude<Capability, 'messages' | 'coexisten
   return offered;
 }
 
+/** Whether the project's channel declares the capability (background work skips a channel without it). */
+export const offers = (ports: ChannelPorts, channel: { kind: string }, name: Capability): boolean => portOf(ports, channel).capabilities[name] !== undefined;
+
 /** Refuses an outbound message of a type the project's channel does not carry (a template needs `templates` too). */
 export function assertCarries(ports: ChannelPorts, channel: { kind: string }, type: OutboundMessage['type']): void {
   if (type === 'text') return;

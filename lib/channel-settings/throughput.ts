@@ -14,7 +14,7 @@
 import type { Deps } from '../deps.js';
 import type { Queryable } from '../platform/db/transaction.js';
 import { openChannel } from './settings.js';
-import { capability } from '../channel-port/capabilities.js';
+import { capability, offers } from '../channel-port/capabilities.js';
 
 export interface ChannelThroughputRow {
   phone_number_id: string;
@@ -41,7 +41,7 @@ export async function channelThroughputOf(db: Queryable, phoneNumberId: string):
 export async function refreshChannelThroughput(deps: RefreshDeps, projectId: string, why: string): Promise<{ changed: boolean; row?: ChannelThroughputRow }> {
   try {
     const channel = await openChannel(deps, projectId);
-    if (!channel) return { changed: false };
+    if (!channel || !offers(deps, channel, 'number_limits')) return { changed: false };
     const now = deps.clock.now();
     const before = await channelThroughputOf(deps.db.pool, channel.phoneNumberId);
     try {

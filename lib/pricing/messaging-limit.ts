@@ -22,7 +22,7 @@ import type { Deps } from '../deps.js';
 import type { Queryable } from '../platform/db/transaction.js';
 import { openChannel } from '../channel-settings/settings.js';
 import type { RecipientSource } from './estimate.js';
-import { capability } from '../channel-port/capabilities.js';
+import { capability, offers } from '../channel-port/capabilities.js';
 
 export type MessagingLimitReport = components['schemas']['MessagingLimitReport'];
 
@@ -76,7 +76,7 @@ export async function storeAnnouncedLimit(db: Queryable, wabaId: string, read: {
 export async function refreshMessagingLimit(deps: RefreshDeps, projectId: string, force = false): Promise<void> {
   try {
     const channel = await openChannel(deps, projectId);
-    if (!channel) return;
+    if (!channel || !offers(deps, channel, 'number_limits')) return;
     const now = deps.clock.now();
     const before = await limitRow(deps.db.pool, channel.phoneNumberId);
     if (!force && before && now.getTime() - before.read_at.getTime() < deps.config.messagingLimitRefreshMs) return;
