@@ -180,4 +180,22 @@ describe('the domain on an in-memory channel', () => {
     const refused = await request(t.app).post('/v1/messages').set(auth(p.key)).send({ type: 'text', group_id: id, content: 'Still there?' });
     expect([refused.status, refused.body.error.code]).toEqual([409, 'group_not_active']);
   });
+  it('When the channel tells of a rejected call ending before it answers the reject, then the call ends rejected, not missed', async () => {
+    const p = await project();
+    const writer = await t.admin.key(p.id, ['messages:send', 'conversations:read']);
+    const customer = { phone: '14155550188' };
+    await notify(p, [{ kind: 'call', callId: 'mem.call-1', customer, event: 'connect', direction: 'user_initiated', sdp: { type: 'offer', sdp: 'v=0' }, timestamp: seconds() }]);
+    // WhatsApp ends the call at once; its terminate notification reaches the service before the reject's answer.
+    channel.beforeCallAnswer = async (input) => {
+      if (input.action === 'reject') await notify(p, [{ kind: 'call', callId: 'mem.call-1', customer, event: 'terminate', direction: 'user_initiated', status: 'COMPLETED', timestamp: seconds() }]);
+    };
+    try {
+      const rejected = await request(t.app).post('/v1/calls/mem.call-1/actions').set(auth(writer.secret)).send({ action: 'reject' });
+      expect(rejected.status).toBe(200);
+    } finally {
+      channel.beforeCallAnswer = undefined;
+    }
+    const calls = (await request(t.app).get('/v1/calls').set(auth(writer.secret))).body.data.calls;
+    expect(calls.find((c: { call_id: string }) => c.call_id === 'mem.call-1')).toMatchObject({ status: 'rejected', ended_at: expect.any(String) });
+  });
 });

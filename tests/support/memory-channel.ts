@@ -132,8 +132,12 @@ export class MemoryChannel implements ChannelPort {
     return { level: 'STANDARD', coexistence: false, messagesPerSecond: 80 };
   }
 
+  /** Runs before a call action is answered (a channel whose notification overtakes its answer). */
+  beforeCallAnswer?: (input: CallActionInput) => Promise<void>;
+
   async callAction(_creds: ChannelCredentials, input: CallActionInput): Promise<{ callId?: string }> {
     this.callActions.push(input);
+    await this.beforeCallAnswer?.(input);
     return input.action === 'connect' ? { callId: id('call') } : {};
   }
 
