@@ -7,9 +7,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
-import { createHmac } from 'node:crypto';
 import { startTestApp, type TestApp } from './support/app.js';
 import { MemoryChannel } from './support/memory-channel.js';
+import { postNotification, projectOnChannel, type ChannelProject } from './support/channel-project.js';
 import { ChannelError } from '../lib/channel-port/errors.js';
 import type { ChannelEvent } from '../lib/channel-port/events.js';
 
@@ -25,22 +25,12 @@ afterAll(async () => {
 });
 
 /** A project connected to the memory channel on a number of its own. */
-async function project() {
-  const p = await t.admin.project('Memory channel');
-  const phoneNumberId = String(1e12 + Math.floor(Math.random() * 1e11));
-  await t.admin.call('put', `/admin/projects/${p.id}/channel`, {
-    phone_number_id: phoneNumberId, waba_id: '2000300040005', app_id: '3000400050006', access_token: 'memory-token', app_secret: APP_SECRET, verify_token: 'memory-verify',
-  });
-  const key = await t.admin.key(p.id, ['messages:send', 'conversations:read', 'conversations:write', 'templates:manage', 'templates:read']);
-  return { id: p.id, key: key.secret, phoneNumberId };
-}
+const project = () => projectOnChannel(t, {
+  name: 'Memory channel', appSecret: APP_SECRET, scopes: ['messages:send', 'conversations:read', 'conversations:write', 'templates:manage', 'templates:read'],
+});
 
-/** The channel's notification, posted to the project's webhook as a channel would (signed with the app secret). */
-async function notify(p: { id: string; phoneNumberId: string }, events: ChannelEvent[]) {
-  const raw = JSON.stringify({ phone_number_id: p.phoneNumberId, events });
-  const signature = 'sha256=' + createHmac('sha256', APP_SECRET).update(raw).digest('hex');
-  return request(t.app).post(`/channel/${p.id}/webhook`).set('Content-Type', 'application/json').set('X-Hub-Signature-256', signature).send(raw);
-}
+/** The channel's notification: the port's events as they are. */
+const notify = (p: ChannelProject, events: ChannelEvent[]) => postNotification(t, p.id, APP_SECRET, { phone_number_id: p.phoneNumberId, events });
 
 const auth = (key: string) => ({ Authorization: `Bearer ${key}` });
 const seconds = () => String(Math.floor(t.clock.now().getTime() / 1000));

@@ -8,9 +8,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
-import { createHmac } from 'node:crypto';
 import { startTestApp, type TestApp } from './support/app.js';
 import { TextOnlyChannel } from './support/text-only-channel.js';
+import { postNotification, projectOnChannel, type ChannelProject } from './support/channel-project.js';
 
 const APP_SECRET = 'text-only-secret';
 
@@ -23,22 +23,13 @@ afterAll(async () => {
   await t.close();
 });
 
-async function project() {
-  const p = await t.admin.project('Text-only channel');
-  const phoneNumberId = String(1e12 + Math.floor(Math.random() * 1e11));
-  await t.admin.call('put', `/admin/projects/${p.id}/channel`, {
-    kind: 'text_only', phone_number_id: phoneNumberId, waba_id: '2000300040005', app_id: '3000400050006', access_token: 'text-token', app_secret: APP_SECRET, verify_token: 'text-verify',
-  });
-  const key = await t.admin.key(p.id, ['messages:send', 'conversations:read', 'conversations:write', 'templates:manage', 'templates:read', 'media:write', 'broadcasts:manage']);
-  return { id: p.id, key: key.secret, phoneNumberId };
-}
+const project = () => projectOnChannel(t, {
+  name: 'Text-only channel', kind: 'text_only', appSecret: APP_SECRET,
+  scopes: ['messages:send', 'conversations:read', 'conversations:write', 'templates:manage', 'templates:read', 'media:write', 'broadcasts:manage'],
+});
 
-/** The channel's own notification, signed with the app secret as the webhook checks it. */
-async function notify(p: { id: string; phoneNumberId: string }, body: { inbound?: object[]; receipts?: object[] }) {
-  const raw = JSON.stringify({ number: p.phoneNumberId, ...body });
-  const signature = 'sha256=' + createHmac('sha256', APP_SECRET).update(raw).digest('hex');
-  return request(t.app).post(`/channel/${p.id}/webhook`).set('Content-Type', 'application/json').set('X-Hub-Signature-256', signature).send(raw);
-}
+/** The channel's own notification. */
+const notify = (p: ChannelProject, body: { inbound?: object[]; receipts?: object[] }) => postNotification(t, p.id, APP_SECRET, { number: p.phoneNumberId, ...body });
 
 const auth = (key: string) => ({ Authorization: `Bearer ${key}` });
 const at = () => Math.floor(t.clock.now().getTime() / 1000);
