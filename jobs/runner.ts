@@ -24,6 +24,7 @@ import { inTransaction } from '../lib/platform/db/transaction.js';
 import { lockForTransaction } from '../lib/platform/db/locks.js';
 import { withSpan } from '../lib/platform/tracing/spans.js';
 import { releaseListenClientOnFailedConnect } from './listen-client-guard.js';
+import { createRequire } from 'node:module';
 
 export interface JobRunnerOptions {
   pool: pg.Pool;
@@ -118,6 +119,7 @@ export function createJobRunner(opts: JobRunnerOptions): JobRunner {
         opts.logger.warn('job runner: first connection failed (start() tries again)', { error: error instanceof Error ? error.message : String(error) });
       },
     ));
+  quietDebugColors();
   const agenda = new Agenda({
     backend,
     name: opts.name ?? `service-${process.pid}`,
@@ -161,4 +163,20 @@ export function createJobRunner(opts: JobRunnerOptions): JobRunner {
       await new Promise((r) => setTimeout(r, Math.min(processEvery, 2000) + 50));
     },
   };
+}
+
+/**
+ * Agenda makes a `debug` logger for every job it runs, and `debug` asks whether stderr is a
+ * terminal each time (an isatty system call: 3% of the service's CPU under the webhooks bench,
+ * docs/benchmarks.md). Unless DEBUG is set nobody reads those loggers: their colours are decided
+ * once here instead (`DEBUG_COLORS` still decides when it is set).
+ */
+function quietDebugColors(): void {
+  if (process.env.DEBUG) return;
+  try {
+    const debug = createRequire(import.meta.url)('debug') as { inspectOpts?: Record<string, unknown> };
+    if (debug.inspectOpts && !('colors' in debug.inspectOpts)) debug.inspectOpts.colors = false;
+  } catch {
+    // Agenda's `debug` is not where it was: nothing to quiet.
+  }
 }
