@@ -24,8 +24,10 @@ export function portOf(ports: ChannelPorts, channel: { kind: string }): ChannelP
   return port;
 }
 
-const NAMES: Record<Capability, string> = {
-  messages: 'this message type',
+/** The capabilities the domain asks for by name (message types and coexistence are asked otherwise). */
+type Asked = Exclude<Capability, 'messages' | 'coexistence'>;
+
+const NAMES: Record<Asked, string> = {
   templates: 'templates',
   media: 'media',
   flows: 'flows',
@@ -34,7 +36,6 @@ const NAMES: Record<Capability, string> = {
   thread_control: 'thread control',
   groups: 'groups',
   typing: 'the typing indicator',
-  coexistence: "the channel's own app beside the API",
 };
 
 function unsupported(channel: { kind: string }, capability: string, what: string): ApiError {
@@ -42,7 +43,7 @@ function unsupported(channel: { kind: string }, capability: string, what: string
 }
 
 /** The capability of the project's channel, or 409 `unsupported_by_channel` when it does not declare it. */
-export function capability<C extends Exclude<Capability, 'messages' | 'coexistence'>>(ports: ChannelPorts, channel: { kind: string }, name: C): ChannelCapabilities[C] {
+export function capability<C extends Asked>(ports: ChannelPorts, channel: { kind: string }, name: C): ChannelCapabilities[C] {
   const offered = portOf(ports, channel).capabilities[name];
   if (!offered) throw unsupported(channel, name, NAMES[name]);
   return offered;
