@@ -52,8 +52,10 @@ export function decodeCursor(cursor: string, scope: string, secret: Buffer, maxL
   const parts = cursor.split('.');
   if (parts.length !== 2 || !B64URL.test(parts[0]) || !B64URL.test(parts[1])) throw invalidCursor();
   const [payloadPart, macPart] = parts;
-  const given = Buffer.from(macPart, 'base64url');
-  const expected = mac(payloadPart, scope, secret);
+  // Compared as text: base64url decoding ignores a last character's spare bits, so comparing
+  // decoded bytes would accept several spellings of one MAC.
+  const given = Buffer.from(macPart, 'utf8');
+  const expected = Buffer.from(mac(payloadPart, scope, secret).toString('base64url'), 'utf8');
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw invalidCursor();
   let payload: unknown;
   try {
