@@ -1,7 +1,7 @@
 /** Messages (POST /{phone-number-id}/messages): the payloads as Meta documents them, and the send. */
 import type { ChannelCredentials, GraphTransport } from './graph-transport.js';
 import type { ThreadControlInput } from '../lib/channel-port/port.js';
-// The payloads are the port's message shapes, sent as they are (they are Meta's).
+// The port's content shapes are Meta's message objects; this module adds Meta's request around them.
 import type {
   MediaRef,
   CaptionedMedia,
@@ -12,12 +12,14 @@ import type {
   TemplateMessage,
   InteractiveHeader,
   Interactive,
+  MessageContent,
+  MessageRecipient,
   OutboundMessage,
   SendResult,
   SendRoute,
 } from '../lib/channel-port/messages.js';
 
-export type { SendResult, SendRoute };
+export type { OutboundMessage, SendResult, SendRoute };
 // The Graph names of the port's message shapes (this adapter sends them as they are).
 export type GraphMediaRef = MediaRef;
 export type GraphCaptionedMedia = CaptionedMedia;
@@ -28,14 +30,42 @@ export type GraphTemplateComponent = TemplateComponent;
 export type GraphTemplateMessage = TemplateMessage;
 export type GraphInteractiveHeader = InteractiveHeader;
 export type GraphInteractive = Interactive;
-export type GraphMessagePayload = OutboundMessage;
+
+/** Meta's request of a send: the content with the addressing and the reference Meta echoes in statuses. */
+export type GraphMessagePayload = {
+  messaging_product: 'whatsapp';
+  /** `group`: `to` is the group's id (no interactive messages there). */
+  recipient_type: 'individual' | 'group';
+  /** Phone number (international format); or `recipient`, a business-scoped user id, for a customer without a known phone. */
+  to?: string;
+  recipient?: string;
+  context?: { message_id: string };
+  biz_opaque_callback_data?: string;
+} & MessageContent;
+
+/** Meta's addressing of a recipient: `to` for a phone or a group's id, else `recipient` (a BSUID). */
+function graphAddress(r: MessageRecipient): Pick<GraphMessagePayload, 'recipient_type' | 'to' | 'recipient'> {
+  if (r.kind === 'group') return { recipient_type: 'group', to: r.groupId };
+  return r.phone ? { recipient_type: 'individual', to: r.phone } : { recipient_type: 'individual', recipient: r.userId ?? undefined };
+}
+
+/** The port's message as Meta's request. */
+export function graphPayload(message: OutboundMessage): GraphMessagePayload {
+  return {
+    messaging_product: 'whatsapp',
+    ...graphAddress(message.recipient),
+    ...message.content,
+    ...(message.reference !== undefined ? { biz_opaque_callback_data: message.reference } : {}),
+  };
+}
 
 export const MARKETING_TTL_FIELD = 'message_send_ttl_seconds';
 
-/** POST /{version}/{phoneNumberId}/messages (or /marketing_messages, see SendRoute) with the payload as built by the caller. */
+/** POST /{version}/{phoneNumberId}/messages (or /marketing_messages, see SendRoute) of the port's message. */
 export async function sendMessage(
-  this: GraphTransport, creds: ChannelCredentials, payload: GraphMessagePayload, route: SendRoute = { kind: 'cloud_api' },
+  this: GraphTransport, creds: ChannelCredentials, message: OutboundMessage, route: SendRoute = { kind: 'cloud_api' },
 ): Promise<SendResult> {
+  const payload = graphPayload(message);
   const marketing = route.kind === 'marketing_messages';
   const data = marketing && route.ttlSeconds != null ? { ...payload, [MARKETING_TTL_FIELD]: route.ttlSeconds } : payload;
   const body = await this.call(creds, {

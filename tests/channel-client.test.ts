@@ -10,7 +10,8 @@ import { PassThrough, Readable } from 'node:stream';
 import { inspect } from 'node:util';
 import winston from 'winston';
 import { createSimulator, type Simulator } from '../simulator/app.js';
-import { CloudApiClient, type ChannelCredentials, type GraphMessagePayload } from '../channel/cloud-api.js';
+import { CloudApiClient, type ChannelCredentials, type OutboundMessage } from '../channel/cloud-api.js';
+import { graphPayload } from '../channel/messages.js';
 import {
   ChannelError,
   isOutsideWindowError,
@@ -67,7 +68,7 @@ function captureLogger() {
   return { logger, lines };
 }
 
-const text = (body = 'hello'): GraphMessagePayload => ({ messaging_product: 'whatsapp', recipient_type: 'individual', to: TO, type: 'text', text: { body } });
+const text = (body = 'hello'): OutboundMessage => ({ recipient: { kind: 'customer', phone: TO }, content: { type: 'text', text: { body } } });
 
 describe('CloudApiClient against the simulator', () => {
   let simulator: Simulator;
@@ -127,38 +128,24 @@ describe('CloudApiClient against the simulator', () => {
 
     it('sends image (uploaded id, caption) and document (link, filename)', async () => {
       const { id } = await client.uploadMedia(creds, { data: PNG, mimeType: 'image/png', filename: 'dot.png' });
-      const img = await client.sendMessage(creds, { messaging_product: 'whatsapp', recipient_type: 'individual', to: TO, type: 'image', image: { id, caption: 'a dot' } });
+      const img = await client.sendMessage(creds, { recipient: { kind: 'customer', phone: TO }, content: { type: 'image', image: { id, caption: 'a dot' } } });
       expect(img.channelMessageId).toMatch(/^wamid\./);
-      const doc = await client.sendMessage(creds, {
-        messaging_product: 'whatsapp',
-        recipient_type: 'individual',
-        to: TO,
-        type: 'document',
-        document: { link: 'https://example.com/terms.pdf', filename: 'terms.pdf', caption: 'Terms' },
-      });
+      const doc = await client.sendMessage(creds, { recipient: { kind: 'customer', phone: TO }, content: { type: 'document',
+        document: { link: 'https://example.com/terms.pdf', filename: 'terms.pdf', caption: 'Terms' } } });
       expect(doc.channelMessageId).toMatch(/^wamid\./);
     });
 
     it('sends interactive button and list messages', async () => {
-      const buttons = await client.sendMessage(creds, {
-        messaging_product: 'whatsapp',
-        recipient_type: 'individual',
-        to: TO,
-        type: 'interactive',
+      const buttons = await client.sendMessage(creds, { recipient: { kind: 'customer', phone: TO }, content: { type: 'interactive',
         interactive: {
           type: 'button',
           header: { type: 'text', text: 'Order 42' },
           body: { text: 'Confirm the delivery slot?' },
           footer: { text: 'Reply below' },
           action: { buttons: [{ type: 'reply', reply: { id: 'yes', title: 'Yes' } }, { type: 'reply', reply: { id: 'no', title: 'No' } }] },
-        },
-      });
+        } } });
       expect(buttons.channelMessageId).toMatch(/^wamid\./);
-      const list = await client.sendMessage(creds, {
-        messaging_product: 'whatsapp',
-        recipient_type: 'individual',
-        to: TO,
-        type: 'interactive',
+      const list = await client.sendMessage(creds, { recipient: { kind: 'customer', phone: TO }, content: { type: 'interactive',
         interactive: {
           type: 'list',
           body: { text: 'Pick a slot' },
@@ -169,8 +156,7 @@ describe('CloudApiClient against the simulator', () => {
               { title: 'Afternoon', rows: [{ id: 'a1', title: '14:00' }] },
             ],
           },
-        },
-      });
+        } } });
       expect(list.channelMessageId).toMatch(/^wamid\./);
     });
 
@@ -187,11 +173,7 @@ describe('CloudApiClient against the simulator', () => {
         ],
       });
       await sim(base, 'POST', `/_sim/templates/${t.id}/decision`, { decision: 'APPROVED' });
-      const r = await client.sendMessage(creds, {
-        messaging_product: 'whatsapp',
-        recipient_type: 'individual',
-        to: TO,
-        type: 'template',
+      const r = await client.sendMessage(creds, { recipient: { kind: 'customer', phone: TO }, content: { type: 'template',
         template: {
           name,
           language: { policy: 'deterministic', code: 'en_US' },
@@ -200,20 +182,14 @@ describe('CloudApiClient against the simulator', () => {
             { type: 'body', parameters: [{ type: 'text', text: 'Ann' }, { type: 'text', text: 'Monday' }] },
             { type: 'button', sub_type: 'quick_reply', index: '0', parameters: [{ type: 'payload', payload: 'STOP' }] },
           ],
-        },
-      });
+        } } });
       expect(r.channelMessageId).toMatch(/^wamid\./);
       expect(r.messageStatus).toBe('accepted');
 
       // A parameter-count mismatch is a template rejection (400 invalid_template for the service).
       const e = await failure(
-        client.sendMessage(creds, {
-          messaging_product: 'whatsapp',
-          recipient_type: 'individual',
-          to: TO,
-          type: 'template',
-          template: { name, language: { policy: 'deterministic', code: 'en_US' }, components: [{ type: 'header', parameters: [{ type: 'text', text: '42' }] }] },
-        }),
+        client.sendMessage(creds, { recipient: { kind: 'customer', phone: TO }, content: { type: 'template',
+          template: { name, language: { policy: 'deterministic', code: 'en_US' }, components: [{ type: 'header', parameters: [{ type: 'text', text: '42' }] }] } } }),
       );
       expect(e.kind).toBe('rejected');
       expect(e.code).toBe(132000);
@@ -447,7 +423,7 @@ describe('CloudApiClient against the simulator', () => {
         expect(e.message).toMatch(/over the size limit/);
         expect(seen[0]['user-agent']).toMatch(/^messaging-service\//);
         expect(seen[0].accept).toBe('application/json');
-        expect(seen[0]['content-length']).toBe(String(Buffer.byteLength(JSON.stringify(text()))));
+        expect(seen[0]['content-length']).toBe(String(Buffer.byteLength(JSON.stringify(graphPayload(text())))));
       } finally {
         await closeServer(odd);
       }

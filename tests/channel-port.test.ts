@@ -51,7 +51,7 @@ describe('the domain on an in-memory channel', () => {
     expect(sent.status).toBe(200);
     const out = channel.sent.at(-1)!;
     expect(sent.body.data).toEqual({ id: out.channelMessageId, status: 'sent' });
-    expect(out).toMatchObject({ phoneNumberId: p.phoneNumberId, message: { type: 'text', to: '14155550123', text: { body: 'It ships today' } } });
+    expect(out).toMatchObject({ phoneNumberId: p.phoneNumberId, message: { recipient: { kind: 'customer', phone: '14155550123' }, content: { type: 'text', text: { body: 'It ships today' } } } });
 
     const statuses = await notify(p, [
       { kind: 'status', channelMessageId: out.channelMessageId, status: 'delivered', timestamp: seconds(), customer: { phone: '14155550123' } },
@@ -82,7 +82,7 @@ describe('the domain on an in-memory channel', () => {
 
     const sent = await request(t.app).post('/v1/messages').set(auth(p.key)).send({ type: 'template', phone: '+14155550124', template: { name: 'memory_hello', language: 'en_US' } });
     expect(sent.status).toBe(200);
-    expect(channel.sent.at(-1)).toMatchObject({ message: { type: 'template', to: '14155550124', template: { name: 'memory_hello', language: { code: 'en_US' } } } });
+    expect(channel.sent.at(-1)).toMatchObject({ message: { recipient: { kind: 'customer', phone: '14155550124' }, content: { type: 'template', template: { name: 'memory_hello', language: { code: 'en_US' } } } } });
 
     // The adapter's reasons decide: a closed window at the channel is the spec's answer, not a 502.
     channel.refuseNext = new ChannelError({ kind: 'rejected', retryable: false, operation: 'sendMessage', httpStatus: 400, message: 'window closed', reasons: ['window_closed'] });
@@ -140,7 +140,7 @@ describe('the domain on an in-memory channel', () => {
 
     const sent = await request(t.app).post('/v1/messages').set(auth(p.key)).send({ type: 'text', group_id: id, content: 'Bem-vindo' });
     expect(sent.status).toBe(200);
-    expect(channel.sent.at(-1)?.message).toMatchObject({ recipient_type: 'group', to: 'mem.group-1', type: 'text', text: { body: 'Bem-vindo' } });
+    expect(channel.sent.at(-1)?.message).toMatchObject({ recipient: { kind: 'group', groupId: 'mem.group-1' }, content: { type: 'text', text: { body: 'Bem-vindo' } } });
   });
 
   it("When a group's join request is rejected, its subject changed and the group deleted through the API, then the port is asked each, the group follows at once, and the channel's own events of the same changes raise no second event", async () => {

@@ -129,7 +129,7 @@ describe('Graph API versions: readiness, the daily warning, the simulator', () =
     expect((await request(t.sim!.url).get(`/v27.0/${channel.phoneNumberId}`).expect(400)).body.error.code).toBe(2500);
 
     const creds = { phoneNumberId: channel.phoneNumberId, wabaId: channel.wabaId, appId: channel.appId, accessToken: token };
-    const text = { messaging_product: 'whatsapp' as const, recipient_type: 'individual' as const, to: phone, type: 'text' as const, text: { body: 'on v26.0' } };
+    const text = { recipient: { kind: 'customer' as const, phone }, content: { type: 'text' as const, text: { body: 'on v26.0' } } };
     const v26 = new CloudApiClient({ baseUrl: t.sim!.url, version: 'v26.0', timeoutMs: 5000 });
     const old = new CloudApiClient({ baseUrl: t.sim!.url, version: 'v21.0', timeoutMs: 5000 });
     try {

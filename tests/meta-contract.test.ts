@@ -229,9 +229,9 @@ suite("the service's Graph calls, validated against Meta's published schema", ()
     const pn = reg.body;
     const client = new CloudApiClient({ baseUrl: t.sim!.url, version: 'v26.0', timeoutMs: 5000 });
     const creds = { phoneNumberId: pn.phone_number_id, wabaId: pn.waba_id, appId: pn.app_id, accessToken: pn.access_token };
-    const { channelMessageId: wamid } = await client.sendMessage(creds, { messaging_product: 'whatsapp', recipient_type: 'individual', to: '14155550143', type: 'text', text: { body: 'hello' } });
+    const { channelMessageId: wamid } = await client.sendMessage(creds, { recipient: { kind: 'customer', phone: '14155550143' }, content: { type: 'text', text: { body: 'hello' } } });
     for (const status of ['sent', 'delivered', 'read']) expect((await request(t.sim!.url).post('/_sim/status').send({ wamid, status })).body.status_code).toBe(200);
-    const second = await client.sendMessage(creds, { messaging_product: 'whatsapp', recipient_type: 'individual', to: '14155550143', type: 'text', text: { body: 'again' } });
+    const second = await client.sendMessage(creds, { recipient: { kind: 'customer', phone: '14155550143' }, content: { type: 'text', text: { body: 'again' } } });
     const failed = await request(t.sim!.url).post('/_sim/status').send({ wamid: second.channelMessageId, status: 'failed', errors: [{ code: 131026, title: 'Message undeliverable', error_data: { details: 'Unknown recipient' } }] });
     expect(failed.body.status_code).toBe(200);
     const inbound = (b: object) => request(t.sim!.url).post('/_sim/inbound').send({ phone_number_id: pn.phone_number_id, from: '14155550143', ...b }).expect(200);

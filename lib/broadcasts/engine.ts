@@ -21,7 +21,7 @@ import type { Deps } from '../deps.js';
 import type { Clock } from '../platform/clock.js';
 import { openChannel, type OpenChannel } from '../channel-settings/settings.js';
 import { isChannelError } from '../channel-port/errors.js';
-import type { OutboundMessage } from '../channel-port/messages.js';
+import type { OutboundMessage, TemplateComponent } from '../channel-port/messages.js';
 import { abandonIntents, confirmIntents, nextUtcMidnight, recordIntents, releaseUnits, reserveUnits } from '../messaging/ledger.js';
 import { pacingSettings, takeSlots, throttled, type PacingSettings } from './pacing.js';
 import { categoryOf, failureOf, MAX_ATTEMPTS, outcomeOf, sendRouteOf } from './send-errors.js';
@@ -34,7 +34,6 @@ import { templateShapeOf, type TemplateShape } from './template-shape.js';
 import {
   leaseDueCampaigns, markCompleted, markFailed, parkCampaign, releaseLease, renewLease, scheduleNextWave, setStatusReason, startSending,
 } from './campaigns.js';
-import { channelRecipient } from '../conversations/recipient.js';
 import { optOutOnSendError } from '../conversations/contact-store.js';
 import { LIMIT_HOLD_PREFIX, limitHoldReason, QUOTA_HOLD_PREFIX, quotaHoldReason } from './quota-hold.js';
 import { portfolioLimit, reachKey, reserveReach } from '../pricing/portfolio-reach.js';
@@ -316,11 +315,14 @@ export class BroadcastEngine {
     if (r.variables.header?.length) components.push({ type: 'header', parameters: r.variables.header.map((text) => ({ type: 'text', text })) });
     if (r.variables.body?.length) components.push({ type: 'body', parameters: r.variables.body.map((text) => ({ type: 'text', text })) });
     components.push(...(await this.newerKindComponents(b, r)));
-    const payload = {
-      messaging_product: 'whatsapp', recipient_type: 'individual', ...channelRecipient({ phone: r.phone, userId: r.user_id }), type: 'template',
-      template: { name: b.template_name, language: { policy: 'deterministic', code: b.template_language }, ...(components.length ? { components } : {}) },
-      biz_opaque_callback_data: r.send_ref,
-    } as unknown as OutboundMessage;
+    const payload: OutboundMessage = {
+      recipient: { kind: 'customer', phone: r.phone, userId: r.user_id },
+      content: {
+        type: 'template',
+        template: { name: b.template_name, language: { policy: 'deterministic', code: b.template_language }, ...(components.length ? { components: components as unknown as TemplateComponent[] } : {}) },
+      },
+      reference: r.send_ref,
+    };
     try {
       const { channelMessageId: wamid } = await portOf(this.deps, channel).sendMessage(channel, payload, sendRouteOf(b));
       return { id: r.id, ref: r.send_ref, wamid };

@@ -4,7 +4,7 @@
  * sent: 409 `unsupported_by_channel`, naming it.
  */
 import { ApiError } from '../platform/errors.js';
-import type { Capability, ChannelCapabilities, ChannelPort, OutboundMessage } from './port.js';
+import type { Capability, ChannelCapabilities, ChannelPort, ContentType } from './port.js';
 
 /** The kind of a project's channel unless its settings say otherwise. */
 export const DEFAULT_CHANNEL_KIND = 'whatsapp_cloud';
@@ -53,7 +53,7 @@ export function capability<C extends Asked>(ports: ChannelPorts, channel: { kind
 export const offers = (ports: ChannelPorts, channel: { kind: string }, name: Capability): boolean => portOf(ports, channel).capabilities[name] !== undefined;
 
 /** Refuses an outbound message of a type the project's channel does not carry (a template needs `templates` too). */
-export function assertCarries(ports: ChannelPorts, channel: { kind: string }, type: OutboundMessage['type']): void {
+export function assertCarries(ports: ChannelPorts, channel: { kind: string }, type: ContentType): void {
   if (type === 'text') return;
   if (!portOf(ports, channel).capabilities.messages?.has(type)) throw unsupported(channel, `messages.${type}`, `${type} messages`);
   if (type === 'template') capability(ports, channel, 'templates');

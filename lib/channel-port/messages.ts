@@ -1,8 +1,11 @@
 /**
- * What the domain sends through the port: a message to one recipient (text, template, media,
- * interactive), the route it takes, and what the channel answers. The shapes are the ones the
- * service's API takes and stores (WhatsApp's message objects); an adapter to another channel
- * translates them.
+ * What the domain sends through the port: a message's content (text, template, media,
+ * interactive) to one recipient (a customer or a group), with the service's reference of the
+ * send, and what the channel answers. The content shapes are the ones the service's API takes
+ * and stores (the spec's, after WhatsApp's message objects); the request a channel makes of them
+ * (Meta's `messaging_product`, `recipient_type`, `to`, `biz_opaque_callback_data`) is the
+ * adapter's (channel/messages.ts). An adapter to another channel translates the content it
+ * declares it carries (`capabilities.messages`).
  */
 
 /** A media object: an uploaded media id or a public link, never both. */
@@ -77,28 +80,31 @@ export type Interactive =
       action: { name: 'cta_url'; parameters: { display_text: string; url: string } };
     });
 
-interface OutboundMessageBase {
-  messaging_product: 'whatsapp';
-  /** `group`: `to` is the channel's group id (docs/groups.md; no interactive messages there). */
-  recipient_type: 'individual' | 'group';
-  /** Recipient phone number (international format) or WhatsApp id; a group's id with `recipient_type` group. */
-  to: string;
-  /** Reply to a message. */
-  context?: { message_id: string };
-  biz_opaque_callback_data?: string;
-}
+/** Who a message goes to: a customer (by phone, or by the channel's user id when no phone is known), or a group. */
+export type MessageRecipient =
+  | { kind: 'customer'; phone: string | null; userId?: string | null }
+  | { kind: 'group'; groupId: string };
 
-export type OutboundMessage = OutboundMessageBase &
-  (
-    | { type: 'text'; text: { body: string; preview_url?: boolean } }
-    | { type: 'template'; template: TemplateMessage }
-    | { type: 'image'; image: CaptionedMedia }
-    | { type: 'video'; video: CaptionedMedia }
-    | { type: 'document'; document: DocumentMedia }
-    | { type: 'audio'; audio: MediaRef }
-    | { type: 'sticker'; sticker: MediaRef }
-    | { type: 'interactive'; interactive: Interactive }
-  );
+/** A message's content, one type. */
+export type MessageContent =
+  | { type: 'text'; text: { body: string; preview_url?: boolean } }
+  | { type: 'template'; template: TemplateMessage }
+  | { type: 'image'; image: CaptionedMedia }
+  | { type: 'video'; video: CaptionedMedia }
+  | { type: 'document'; document: DocumentMedia }
+  | { type: 'audio'; audio: MediaRef }
+  | { type: 'sticker'; sticker: MediaRef }
+  | { type: 'interactive'; interactive: Interactive };
+
+export type ContentType = MessageContent['type'];
+
+/** One message to send: the port's channel-neutral form. */
+export interface OutboundMessage {
+  recipient: MessageRecipient;
+  content: MessageContent;
+  /** The service's reference of the send; a channel that can echoes it in the message's statuses. */
+  reference?: string;
+}
 
 export interface SendResult {
   /** The channel's id of the message (statuses name it). */

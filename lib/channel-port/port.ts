@@ -9,7 +9,7 @@
  */
 import type { Readable } from 'node:stream';
 import type { ChannelEvent } from './events.js';
-import type { OutboundMessage, SendResult, SendRoute } from './messages.js';
+import type { ContentType, OutboundMessage, SendResult, SendRoute } from './messages.js';
 import type { MessagingLimit, Throughput } from './number.js';
 
 export type * from './messages.js';
@@ -267,7 +267,7 @@ export interface TypingCapability {
  * what the project's channel lacks with 409 `unsupported_by_channel`.
  */
 export interface ChannelCapabilities {
-  messages: ReadonlySet<Exclude<OutboundMessage['type'], 'text'>>;
+  messages: ReadonlySet<Exclude<ContentType, 'text'>>;
   templates: TemplatesCapability;
   media: MediaCapability;
   flows: FlowsCapability;

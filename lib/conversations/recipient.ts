@@ -65,11 +65,6 @@ export async function resolveRecipient(db: Queryable, projectId: string, to: { p
   return { phone: c?.phone ?? to.phone ?? null, userId: c?.user_id ?? to.userId ?? null };
 }
 
-/** The channel's recipient fields: `to` for a phone, else `recipient` (a BSUID). */
-export function channelRecipient(r: { phone: string | null; userId?: string | null }): { to: string } | { recipient: string } {
-  return r.phone ? { to: r.phone } : { recipient: r.userId! };
-}
-
 /** A channel refusal that concerns the recipient: this message needs a phone (Meta's 131062), or the user stopped marketing (131050). */
 export function recipientChannelError(e: ChannelError): ApiError | undefined {
   if (e.reasons.includes('recipient_requires_phone')) {

@@ -26,8 +26,8 @@ import { confirmSends } from './confirm-batch.js';
 import { recordSend } from './record-batch.js';
 import { hasReason, isChannelError } from '../channel-port/errors.js';
 import { asApiError, channelApiError, invalidTemplateApiError } from '../channel-port/api-errors.js';
-import type { OutboundMessage } from '../channel-port/messages.js';
-import { channelRecipient, recipientChannelError, resolveRecipient } from '../conversations/recipient.js';
+import type { ContentType, MessageContent, OutboundMessage } from '../channel-port/messages.js';
+import { recipientChannelError, resolveRecipient } from '../conversations/recipient.js';
 import { optOutOnSendError } from '../conversations/contact-store.js';
 import { groupForSend, refuseInGroup } from './group-messages.js';
 
@@ -211,7 +211,7 @@ async function sendOnce(deps: Deps, project: ProjectRef, body: SendRequest, opts
   }
   await prepareMessage(deps, project.id, message);
   const channel = await requireChannel(deps, project.id);
-  assertCarries(deps, channel, message.payload.type as OutboundMessage['type']);
+  assertCarries(deps, channel, message.payload.type as ContentType);
   const to = { phone: message.phone, userId: message.userId };
   await reserveUnit(pool, project.id, message, to, now);
   const ref = await recordIntent(deps, project.id, message, to, opts, now);
@@ -240,7 +240,7 @@ async function sendToGroup(deps: Deps, project: ProjectRef, body: SendRequest, o
   const group = await groupForSend(deps, project.id, body.group_id!);
   await prepareMessage(deps, project.id, message, { toGroup: true });
   const channel = await requireChannel(deps, project.id);
-  assertCarries(deps, channel, message.payload.type as OutboundMessage['type']);
+  assertCarries(deps, channel, message.payload.type as ContentType);
   await reserveSends(pool, project.id, null, now);
   const ref = opts.ref ?? newSendRef();
   try {
@@ -250,7 +250,7 @@ async function sendToGroup(deps: Deps, project: ProjectRef, body: SendRequest, o
     await release().catch(() => settleLater('giving back the quota unit of a group send not recorded', release, deps.logger, { project_id: project.id }));
     throw e;
   }
-  const wamid = await callChannel(deps, project.id, channel, message, ref, opts, now, { recipient_type: 'group', to: group.groupId });
+  const wamid = await callChannel(deps, project.id, channel, message, ref, opts, now, { groupId: group.groupId });
   await confirmSends(pool, project.id, ref, wamid, now);
   return { id: wamid, status: 'sent' };
 }
@@ -331,13 +331,15 @@ async function recordIntent(deps: Deps, projectId: string, message: Prepared, to
 /** The channel's call; its refusals become the spec's answers, and the ledger gives back what a certain refusal did not use. */
 async function callChannel(
   deps: Deps, projectId: string, channel: Awaited<ReturnType<typeof requireChannel>>, message: Prepared, ref: string, opts: SendOptions, now: Date,
-  group?: { recipient_type: 'group'; to: string },
+  group?: { groupId: string },
 ): Promise<string> {
   const { pool } = deps.db;
   try {
-    const payload = {
-      messaging_product: 'whatsapp', ...(group ?? { recipient_type: 'individual', ...channelRecipient(message) }), ...message.payload, biz_opaque_callback_data: ref,
-    } as OutboundMessage;
+    const payload: OutboundMessage = {
+      recipient: group ? { kind: 'group', groupId: group.groupId } : { kind: 'customer', phone: message.phone, userId: message.userId },
+      content: message.payload as MessageContent,
+      reference: ref,
+    };
     opts.onChannelCall?.();
     return (await portOf(deps, channel).sendMessage(channel, payload)).channelMessageId;
   } catch (e) {

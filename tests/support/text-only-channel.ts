@@ -29,9 +29,12 @@ export class TextOnlyChannel implements ChannelPort {
 
   async sendMessage(creds: ChannelCredentials, message: OutboundMessage): Promise<SendResult> {
     // The domain asked for what the channel carries; anything else reaching here is a domain bug.
-    if (message.type !== 'text') throw new ChannelError({ kind: 'rejected', retryable: false, operation: 'sendMessage', httpStatus: 400, message: `text only, not ${message.type}`, reasons: [] });
+    const { recipient, content } = message;
+    if (content.type !== 'text' || recipient.kind !== 'customer' || !recipient.phone) {
+      throw new ChannelError({ kind: 'rejected', retryable: false, operation: 'sendMessage', httpStatus: 400, message: `text to a phone only, not ${content.type} to a ${recipient.kind}`, reasons: [] });
+    }
     const id = `txt-${randomBytes(6).toString('hex')}`;
-    this.sent.push({ number: creds.phoneNumberId, to: message.to, body: message.text.body, id });
+    this.sent.push({ number: creds.phoneNumberId, to: recipient.phone, body: content.text.body, id });
     return { channelMessageId: id };
   }
 
