@@ -1,48 +1,27 @@
 /**
  * Jest in ESM mode (see ../shared/STACK.md): TypeScript through @swc/jest.
  *
- * Two projects. `proofs` are the tests that prove the service under abuse and cost the most time:
- * kill -9 and restarts of a service process, faults (terminated backends, database outages),
- * fuzzing, real browsers, two instances, `npm start`. `fast` is everything else: the unit and API
- * tests a developer runs many times a day (`npm run test:fast`, three workers). `npm test` runs
- * both (CI). Each test file has a database of its own (tests/support/test-environment.js), so files
- * may run in parallel; one that measures latency or contention is marked `@alone` there.
+ * Tests live by room (docs/testing.md): `tests/<room>/` mirrors a room of lib/ (tests/bot,
+ * tests/broadcasts, …), `tests/<edge>/` an edge around it (tests/http, tests/channel,
+ * tests/simulator, tests/contract, tests/jobs, tests/house), `tests/proofs/` the kills, faults,
+ * fuzzing, real browsers and whole processes. Shared set-up is in tests/support.
+ *
+ * One project per layer: `rooms`, `edges` and `proofs`. `npm run test:fast` runs rooms and edges
+ * (what a developer runs many times a day); `npm test` runs all three (CI). Each test file has a
+ * database of its own (tests/support/test-environment.js), so files may run in parallel; one that
+ * measures latency or contention is marked `@alone` there, and every proof runs alone.
  */
-const PROOFS = [
-  // kill -9, restarts and stops of a service process
-  'crash-mid-send', 'crash-proofs', 'broadcast-crash', 'restart', 'shutdown', 'npm-start', 'embedded-postgres', 'webhook-restart',
-  // a service started in the background by a shell that exits, and one told to stop with its parent
-  'parent-exit',
-  // kill -9 of a standalone simulator process (its owed statuses)
-  'simulator-owed-statuses',
-  // the service started as a user starts it: the README pasted after `npm start`, busy ports at start-up
-  'readme', 'busy-ports',
-  // faults: backends terminated, the database stopped
-  'database-outage', 'job-runner-faults', 'terminate-during-sends',
-  // a primary that refuses writes (its sessions cut, as a read-only restart or a demotion cuts them)
-  'read-only-database',
-  // commits that wait for a synchronous standby that is not there (a PostgreSQL of the file's own)
-  'sync-commit-stall', 'keyed-insert-commit-stall',
-  // fuzzing
-  'contract-fuzz', 'simulator-meta-differential',
-  // real browsers
-  'api-reference', 'browser-smoke', 'dashboard-browser', 'oauth-browser', 'console-a11y-browser', 'groups-browser', 'inbox-live-browser',
-  // two instances on one database; three started at once on an empty one
-  'two-instances', 'bot-two-instances', 'fresh-start',
-  // the service as a process exporting traces to a collector of the test's own
-  'traces',
-  // the container image started, probed and stopped (where Docker runs)
-  'container-image',
-  // a backup of a running instance restored into a new PostgreSQL cluster and served by a new instance
-  'backup-restore',
-  // point-in-time recovery with pgBackRest: a cluster of its own archived, backed up and restored to a named point
-  'pitr',
-  // the HA topology (Patroni, etcd, Sentinel, HAProxy): the PostgreSQL primary and the Redis master killed
-  'failover',
-  // scripts/ha/cluster.sh's status, start, stop and supervisor; etcd's quorum lost; one PostgreSQL node left
-  'ha-cluster',
-];
-const proofPaths = PROOFS.map((name) => `<rootDir>/tests/${name}.test.ts`);
+import { readdirSync } from 'node:fs';
+
+const EDGES = ['http', 'channel', 'simulator', 'contract', 'jobs', 'house'];
+const LIB_ROOMS = readdirSync(new URL('./lib', import.meta.url), { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name);
+// A test outside every layer would never run: a file at tests/'s top or a folder no layer names stops the run.
+const KNOWN = new Set([...LIB_ROOMS, ...EDGES, 'proofs', 'support', 'fixtures']);
+const strays = readdirSync(new URL('./tests', import.meta.url), { withFileTypes: true })
+  .filter((e) => (e.isDirectory() ? !KNOWN.has(e.name) : e.name.endsWith('.test.ts')))
+  .map((e) => `tests/${e.name}`);
+if (strays.length) throw new Error(`jest.config.js: ${strays.join(', ')} belong to no layer: move them under tests/<room>/ (a folder of lib/), an edge (${EDGES.join(', ')}) or tests/proofs/`);
+const under = (dirs) => dirs.map((d) => `<rootDir>/tests/${d}/**/*.test.ts`);
 
 const base = {
   // Node's, with a database of the test file's own (files run in parallel).
@@ -71,14 +50,10 @@ export default {
   globalSetup: '<rootDir>/tests/support/global-setup.ts',
   globalTeardown: '<rootDir>/tests/support/global-teardown.ts',
   projects: [
-    {
-      ...base,
-      displayName: 'fast',
-      testMatch: ['<rootDir>/tests/**/*.test.ts'],
-      testPathIgnorePatterns: ['/node_modules/', ...PROOFS.map((name) => `/tests/${name}\\.test\\.ts$`)],
-    },
+    { ...base, displayName: 'rooms', testMatch: under(LIB_ROOMS) },
+    { ...base, displayName: 'edges', testMatch: under(EDGES) },
     // A proof kills processes, stops databases or drives a browser: it runs with no other file beside it
-    // (the environment takes the run's exclusive lock, as for `@alone`), while fast files share the workers.
-    { ...base, displayName: 'proofs', testMatch: proofPaths, testEnvironmentOptions: { alone: true } },
+    // (the environment takes the run's exclusive lock, as for `@alone`), while the others share the workers.
+    { ...base, displayName: 'proofs', testMatch: under(['proofs']), testEnvironmentOptions: { alone: true } },
   ],
 };

@@ -4,7 +4,7 @@
  * terminated, or PostgreSQL restarting, between the checkout and the LISTEN), `connect()` fails
  * and schedules a reconnect but never gives that client back: each such failure leaks one pool
  * connection for good (the pool shrinks, and `pool.end()` at shutdown waits for ever). Found by
- * tests/terminate-during-sends.test.ts. This wraps `connect()` so a failed attempt destroys the
+ * tests/proofs/terminate-during-sends.test.ts. This wraps `connect()` so a failed attempt destroys the
  * client it checked out.
  */
 import type pg from 'pg';

@@ -80,7 +80,7 @@ const LOG_TABLE = 'agenda_logs';
  * The backend's tables, created or brought up to date once at a time: the backend's own DDL (the
  * repository's `createSchema`: table, added columns, indexes, trigger; and the job logger's table and
  * indexes), in one transaction holding JOB_TABLES_LOCK. An upgrade of @agendajs/postgres-backend
- * that drops `createSchema` fails here, at start, naming it (tests/job-tables.test.ts).
+ * that drops `createSchema` fails here, at start, naming it (tests/jobs/job-tables.test.ts).
  */
 export async function ensureJobTables(pool: pg.Pool, backend: PostgresBackend): Promise<void> {
   const repository = backend.repository as unknown as { createSchema?: (client: pg.PoolClient) => Promise<void> };

@@ -4,7 +4,7 @@
  * - scaffold/src/platform/generated/host-api.ts: the TypeScript types of every operation's
  *   arguments and result, which the scaffold's helpers (src/platform/runtime/*) call `hostCall`
  *   with, so a helper that drifts from the table fails the type check of every deploy and of
- *   tests/host-api.test.ts;
+ *   tests/bot/host-api.test.ts;
  * - the `x-bot-helpers` section of runtime-openapi.yaml (fenced by BEGIN/END comments), the
  *   runtime contract's description of the helpers.
  * With `--check` nothing is written: exit 1 names each stale file.

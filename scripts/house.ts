@@ -1,7 +1,7 @@
 /**
  * The domain floor of the README's house, drawn from the rules it shows: each room of lib/ with
  * what it holds (ROOM_SUMMARIES) and what it may import (CAPABILITY_EDGES, scripts/check-imports.ts).
- * `npm run generate` writes it into README.md; `npm run generate:check` and tests/readme-house.test.ts
+ * `npm run generate` writes it into README.md; `npm run generate:check` and tests/house/readme-house.test.ts
  * fail when the README differs, so the house cannot drift from the rules or the tree.
  */
 import fs from 'node:fs';

@@ -8,7 +8,7 @@
 #      clone, so later runs import it in seconds).
 #   3. The images (Dockerfile targets runtime, postgres, redis, haproxy), Docker's layer cache kept by
 #      the daemon between runs (npm ci is redone only when the lockfile changes).
-#   4. tests/container-image.test.ts on the image just built (start, health, stop; the main jest run
+#   4. tests/proofs/container-image.test.ts on the image just built (start, health, stop; the main jest run
 #      skips it, having no image or no daemon), then scripts/compose-smoke.ts: compose up with the
 #      simulator profile, the smoke test, compose down.
 # Exit status: 0 passed, 3 skipped (the reason printed), anything else failed. Bounded by
@@ -97,9 +97,9 @@ echo "compose: images built in $(( SECONDS - t0 )) s; messaging-service:ci is $(
 # 4. The image's own test (start, health, stop), then the smoke test.
 t0=$SECONDS
 jlog=$(mktemp)
-IMAGE=messaging-service:ci timeout 180 node --no-node-snapshot --experimental-vm-modules node_modules/jest/bin/jest.js tests/container-image.test.ts >"$jlog" 2>&1
+IMAGE=messaging-service:ci timeout 180 node --no-node-snapshot --experimental-vm-modules node_modules/jest/bin/jest.js tests/proofs/container-image.test.ts >"$jlog" 2>&1
 jstatus=$?
 grep -E "container-image:|Tests:" "$jlog"
-[ "$jstatus" = 0 ] || { tail -60 "$jlog"; echo "compose: FAILED: tests/container-image.test.ts"; exit 1; }
-echo "compose: tests/container-image.test.ts passed in $(( SECONDS - t0 )) s"
+[ "$jstatus" = 0 ] || { tail -60 "$jlog"; echo "compose: FAILED: tests/proofs/container-image.test.ts"; exit 1; }
+echo "compose: tests/proofs/container-image.test.ts passed in $(( SECONDS - t0 )) s"
 SMOKE_TIMEOUT_SECONDS=$(( $(left) - 20 )) timeout -k 10 "$(( $(left) - 5 ))" node --import tsx scripts/compose-smoke.ts

@@ -3,7 +3,7 @@
 # The suite's 0.2 line needs Node 22 (it imports fs.globSync) and the service runs on Node 20, so
 # both are installed outside the clone, in $CONFORMANCE_DIR (default /tmp/mcp-conformance, kept
 # between runs): the suite at $CONFORMANCE_VERSION and Node 22 from the npm `node` package. Then
-# tests/mcp-conformance-2026.test.ts starts the service (as the other tests do, on
+# tests/mcp/mcp-conformance-2026.test.ts starts the service (as the other tests do, on
 # TEST_DATABASE_URL/REDIS_TEST_URL), puts a loopback gateway with a bearer in front of it, and runs
 # each applicable scenario; the scenarios and checks that cannot apply are named there with why.
 # Exit status: 0 passed, 3 skipped (the registry unreachable: the reason printed), else failed.
@@ -25,4 +25,4 @@ if ! have; then
     exit 3
   fi
 fi
-CONFORMANCE_2026_BIN="$bin" CONFORMANCE_NODE="$node22" exec npm test -- tests/mcp-conformance-2026.test.ts
+CONFORMANCE_2026_BIN="$bin" CONFORMANCE_NODE="$node22" exec npm test -- tests/mcp/mcp-conformance-2026.test.ts

@@ -1,7 +1,7 @@
 /**
  * Writes simulator/meta/schemas.json from Meta's document (default ../shared/meta/business-messaging-api_v23.0.yaml):
  *   node --import tsx simulator/meta/vendor.ts [path-to-yaml]
- * tests/meta-schema.test.ts checks the committed file matches the document.
+ * tests/channel/meta-schema.test.ts checks the committed file matches the document.
  */
 import fs from 'node:fs';
 import path from 'node:path';

@@ -130,7 +130,7 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
     oauthRegistrationsPerHour: 1_000_000,
     oauthRegistrationBytesPerDay: 1_000_000_000,
     responseCheckSample: 1,
-    // Schedules run on the times their expressions name, unless a test asks for the spread (tests/bot-schedules.test.ts).
+    // Schedules run on the times their expressions name, unless a test asks for the spread (tests/bot/bot-schedules.test.ts).
     botScheduleSpreadSeconds: 0,
     ...opts.config,
   };

@@ -3,7 +3,7 @@
  * at values the schema accepts (best effort: a `pattern` with a length bound may miss, which only
  * makes a valid case an invalid one), `invalid(schema)` at values it refuses (a wrong type, a
  * missing required property, an undeclared property, a bound crossed, a value off the enum).
- * Used by the contract fuzzer (tests/contract-fuzz.test.ts).
+ * Used by the contract fuzzer (tests/proofs/contract-fuzz.test.ts).
  */
 import fc, { type Arbitrary } from 'fast-check';
 

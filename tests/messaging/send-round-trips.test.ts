@@ -1,0 +1,111 @@
+/**
+ * A send costs three statements on the database once the caches are warm: the quota reservation
+ * (which reads the project's quota itself), the window check with the record, and the confirm;
+ * concurrent sends of a project share their reservation and confirm statements.
+ * Folding the window check into the record must keep its rules: a session send outside the
+ * window stores nothing and gives its quota unit back.
+ */
+import { describe, expect, it } from '@jest/globals';
+import request from 'supertest';
+import { type TestApp, useTestApp } from '../support/app.js';
+import { REPLICATION_SQL } from '../../lib/platform/db/replication-state.js';
+
+let t: TestApp;
+useTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } }, (app) => {
+  t = app;
+});
+
+let seq = 0;
+async function setup(quota?: number) {
+  const project = await t.admin.project(`round trips ${++seq}`);
+  if (quota !== undefined) await t.admin.call('patch', `/admin/projects/${project.id}`, { daily_send_quota: quota });
+  const key = (await t.admin.key(project.id, ['messages:send'])).secret;
+  const channel = await t.db.prisma.channelSettings.findUniqueOrThrow({ where: { projectId: project.id } });
+  const phone = `1415888${String(1000 + seq)}`;
+  await request(t.sim!.url).post('/_sim/inbound').send({ phone_number_id: channel.phoneNumberId, from: phone, name: 'Ada', text: 'hi' }).expect(200);
+  const send = (to: string) => request(t.app).post('/v1/messages').set('Authorization', `Bearer ${key}`).send({ type: 'text', phone: `+${to}`, content: 'hello' });
+  return { project, phone, send };
+}
+const quotaUsed = async (projectId: string) =>
+  Number((await t.db.pool.query('SELECT COALESCE(SUM(count), 0) AS n FROM send_counters WHERE project_id = $1', [projectId])).rows[0].n);
+
+/** Counts the statements the service's pool runs while `run` does (not the health watch's periodic read of replication, which runs on its own clock). */
+async function statementsDuring(run: () => Promise<unknown>): Promise<string[]> {
+  const pool = t.db.pool as unknown as { query: (...args: unknown[]) => unknown };
+  const original = pool.query;
+  const seen: string[] = [];
+  pool.query = function (this: unknown, ...args: unknown[]) {
+    const q = args[0] as string | { name?: string; text: string };
+    if (q === REPLICATION_SQL) return original.apply(this, args);
+    seen.push(typeof q === 'string' ? q.slice(0, 40) : q.name ?? q.text.slice(0, 40));
+    return original.apply(this, args);
+  };
+  try {
+    await run();
+  } finally {
+    pool.query = original;
+  }
+  return seen;
+}
+
+describe('round trips of a send', () => {
+  it('When caches are warm, then a text send runs three statements: reserve, record (with the window check), confirm', async () => {
+    const { phone, send } = await setup();
+    expect((await send(phone)).status).toBe(200);
+    const seen = await statementsDuring(async () => expect((await send(phone)).status).toBe(200));
+    expect(seen).toEqual(['quota-reserve', 'record-intent', 'confirm-sent-many']);
+  });
+
+  it('When sends of one project run concurrently, then they share confirm statements, and every message is confirmed with its own wamid', async () => {
+    const { project, phone, send } = await setup();
+    expect((await send(phone)).status).toBe(200);
+    let answers: request.Response[] = [];
+    const seen = await statementsDuring(async () => {
+      answers = await Promise.all(Array.from({ length: 20 }, () => send(phone)));
+    });
+    expect(answers.every((r) => r.status === 200)).toBe(true);
+    expect(seen.filter((s) => s === 'confirm-sent-many').length).toBeLessThan(20);
+    const rows = (await t.db.pool.query(`SELECT wamid, status FROM messages WHERE project_id = $1 AND direction = 'outbound'`, [project.id])).rows;
+    expect(rows).toHaveLength(21);
+    expect(new Set(answers.map((r) => r.body.data.id)).size).toBe(20);
+    for (const a of answers) expect(rows.find((r) => r.wamid === a.body.data.id)?.status).toBe('sent');
+  });
+
+  it('When a session send is outside the window, then 409 outside_24h_window, no contact or message is stored and the quota unit is given back', async () => {
+    const { project, phone, send } = await setup();
+    expect((await send(phone)).status).toBe(200);
+    expect(await quotaUsed(project.id)).toBe(1);
+    const res = await send('14158880999');
+    expect(res.status).toBe(409);
+    expect(res.body.error.code).toBe('outside_24h_window');
+    expect(await quotaUsed(project.id)).toBe(1);
+    expect(await t.db.prisma.contact.count({ where: { projectId: project.id, phone: '14158880999' } })).toBe(0);
+    expect(await t.db.prisma.message.count({ where: { projectId: project.id } })).toBe(2);
+    // The window closes after 24 hours: the unit of that (next) day comes back too.
+    t.clock.advance(24 * 3600_000 + 1000);
+    expect((await send(phone)).body.error.code).toBe('outside_24h_window');
+    expect(await quotaUsed(project.id)).toBe(1);
+  });
+
+  it('When the quota is used up, then 429 quota_exceeded names the project\'s limit read in the reserving statement, and nothing is recorded', async () => {
+    const { project, phone, send } = await setup(1);
+    expect((await send(phone)).status).toBe(200);
+    const res = await send(phone);
+    expect(res.status).toBe(429);
+    expect(res.body.error.code).toBe('quota_exceeded');
+    expect(res.body.error.details.limit).toBe(1);
+    expect(await t.db.prisma.message.count({ where: { projectId: project.id, direction: 'outbound' } })).toBe(1);
+  });
+
+  it('When the quota is used up and the window is closed too, then 409 outside_24h_window (waiting for the reset would not help), nothing recorded', async () => {
+    const { project, phone, send } = await setup(1);
+    expect((await send(phone)).status).toBe(200);
+    const res = await send('14158880998');
+    expect(res.status).toBe(409);
+    expect(res.body.error.code).toBe('outside_24h_window');
+    // Inside the window, the same exhausted quota is 429.
+    expect((await send(phone)).body.error.code).toBe('quota_exceeded');
+    expect(await quotaUsed(project.id)).toBe(1);
+    expect(await t.db.prisma.message.count({ where: { projectId: project.id, direction: 'outbound' } })).toBe(1);
+  });
+});
