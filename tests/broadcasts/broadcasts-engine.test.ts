@@ -104,7 +104,9 @@ describe('engine', () => {
       await engine.stop();
     }
   });
+});
 
+describe('engine', () => {
   it('When an engine dies mid-send with calls in flight, then a second engine resumes: nobody is lost and nobody gets two messages', async () => {
     const { call, id, phoneNumberId } = await campaign(40);
     await t.admin.call('post', `/admin/broadcasts/${id}/approve`, {});
@@ -205,7 +207,9 @@ describe('engine', () => {
       await engine.stop();
     }
   });
+});
 
+describe('engine', () => {
   it('When a campaign has wave_size, then the first wave goes, the rest is held, and the next wave is released at wave_scheduled_at', async () => {
     const { call, id } = await campaign(25, { wave_size: 10, wave_interval_minutes: 60, wave_scheduled_count: 10 });
     const engine = await engineFor(t);

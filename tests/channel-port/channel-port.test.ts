@@ -142,7 +142,9 @@ describe('the domain on an in-memory channel', () => {
     expect(sent.status).toBe(200);
     expect(channel.sent.at(-1)?.message).toMatchObject({ recipient: { kind: 'group', groupId: 'mem.group-1' }, content: { type: 'text', text: { body: 'Bem-vindo' } } });
   });
+});
 
+describe('the domain on an in-memory channel', () => {
   it("When a group's join request is rejected, its subject changed and the group deleted through the API, then the port is asked each, the group follows at once, and the channel's own events of the same changes raise no second event", async () => {
     const p = await project();
     channel.nextRequestId = 'req.mem-2';

@@ -70,50 +70,50 @@ function captureLogger() {
 
 const text = (body = 'hello'): OutboundMessage => ({ recipient: { kind: 'customer', phone: TO }, content: { type: 'text', text: { body } } });
 
+let simulator: Simulator;
+let server: Server;
+let base: string;
+let creds: ChannelCredentials;
+let client: CloudApiClient;
+const log = captureLogger();
+const clients: CloudApiClient[] = [];
+const makeClient = (opts: Partial<ConstructorParameters<typeof CloudApiClient>[0]> = {}) => {
+  const c = new CloudApiClient({ baseUrl: base, version: 'v26.0', timeoutMs: 300, logger: log.logger, ...opts });
+  clients.push(c);
+  return c;
+};
+
+/** No form of the error, nor its API mapping, nor the logs carry the access token. */
+const expectNoToken = (e: ChannelError, token = creds.accessToken) => {
+  const api = toApiError(e);
+  for (const s of [e.message, e.stack ?? '', JSON.stringify(e), inspect(e, { depth: 10 }), api.message, JSON.stringify(api.details ?? {}), inspect(api, { depth: 10 })]) {
+    expect(s).not.toContain(token);
+  }
+  expect(log.lines.join('\n')).not.toContain(token);
+};
+
+const fault = (f: Record<string, unknown>) => sim(base, 'POST', '/_sim/faults', { phone_number_id: creds.phoneNumberId, ...f });
+
+beforeAll(async () => {
+  simulator = createSimulator({ autoStatusDelaysMs: null });
+  server = http.createServer(simulator.app);
+  base = await listen(server);
+  const pn = await sim(base, 'POST', '/_sim/phone-numbers', { callback_url: 'http://127.0.0.1:9/webhook', app_secret: 'secret' });
+  creds = { phoneNumberId: pn.phone_number_id, wabaId: pn.waba_id, appId: pn.app_id, accessToken: pn.access_token };
+  client = makeClient();
+});
+
+afterAll(async () => {
+  for (const c of clients) c.close();
+  await simulator.close();
+  await closeServer(server);
+});
+
+beforeEach(async () => {
+  await sim(base, 'DELETE', '/_sim/faults');
+});
+
 describe('CloudApiClient against the simulator', () => {
-  let simulator: Simulator;
-  let server: Server;
-  let base: string;
-  let creds: ChannelCredentials;
-  let client: CloudApiClient;
-  const log = captureLogger();
-  const clients: CloudApiClient[] = [];
-  const makeClient = (opts: Partial<ConstructorParameters<typeof CloudApiClient>[0]> = {}) => {
-    const c = new CloudApiClient({ baseUrl: base, version: 'v26.0', timeoutMs: 300, logger: log.logger, ...opts });
-    clients.push(c);
-    return c;
-  };
-
-  /** No form of the error, nor its API mapping, nor the logs carry the access token. */
-  const expectNoToken = (e: ChannelError, token = creds.accessToken) => {
-    const api = toApiError(e);
-    for (const s of [e.message, e.stack ?? '', JSON.stringify(e), inspect(e, { depth: 10 }), api.message, JSON.stringify(api.details ?? {}), inspect(api, { depth: 10 })]) {
-      expect(s).not.toContain(token);
-    }
-    expect(log.lines.join('\n')).not.toContain(token);
-  };
-
-  const fault = (f: Record<string, unknown>) => sim(base, 'POST', '/_sim/faults', { phone_number_id: creds.phoneNumberId, ...f });
-
-  beforeAll(async () => {
-    simulator = createSimulator({ autoStatusDelaysMs: null });
-    server = http.createServer(simulator.app);
-    base = await listen(server);
-    const pn = await sim(base, 'POST', '/_sim/phone-numbers', { callback_url: 'http://127.0.0.1:9/webhook', app_secret: 'secret' });
-    creds = { phoneNumberId: pn.phone_number_id, wabaId: pn.waba_id, appId: pn.app_id, accessToken: pn.access_token };
-    client = makeClient();
-  });
-
-  afterAll(async () => {
-    for (const c of clients) c.close();
-    await simulator.close();
-    await closeServer(server);
-  });
-
-  beforeEach(async () => {
-    await sim(base, 'DELETE', '/_sim/faults');
-  });
-
   describe('messages', () => {
     it('sends text: returns a wamid and the simulator recorded the payload', async () => {
       const r = await client.sendMessage(creds, text('hi there'));
@@ -222,7 +222,9 @@ describe('CloudApiClient against the simulator', () => {
       expect(keepAliveCalls).toBe(1);
     });
   });
+});
 
+describe('CloudApiClient against the simulator', () => {
   describe('errors', () => {
     it('a wrong token is kind auth → 502 upstream_auth_error, without the token anywhere', async () => {
       const bad = { ...creds, accessToken: 'EAAwrongtoken' + 'x'.repeat(40) };
@@ -334,7 +336,11 @@ describe('CloudApiClient against the simulator', () => {
       expect(toApiError(e).message).toMatch(/300 ms/);
       expectNoToken(e);
     });
+  });
+});
 
+describe('CloudApiClient against the simulator', () => {
+  describe('errors', () => {
     timingBound('unavailable within 1 s of the timeout').it('no answer at all (held request) → unavailable after the timeout', async () => {
       await fault({ operation: 'templates', timeout: true });
       const t0 = Date.now();
@@ -441,7 +447,9 @@ describe('CloudApiClient against the simulator', () => {
       await expect(client.sendMessage({ ...creds, phoneNumberId: '1/2' }, text())).rejects.toThrow(TypeError);
     });
   });
+});
 
+describe('CloudApiClient against the simulator', () => {
   describe('media', () => {
     it('upload (Buffer) → get → delete round trip', async () => {
       const { id } = await client.uploadMedia(creds, { data: PNG, mimeType: 'image/png', filename: 'dot.png' });
@@ -482,7 +490,9 @@ describe('CloudApiClient against the simulator', () => {
       expect(isTemplateRejection(e)).toBe(false);
     });
   });
+});
 
+describe('CloudApiClient against the simulator', () => {
   describe('resumable upload and templates', () => {
     it('uploadHeaderSample yields a handle a media-header template accepts', async () => {
       const { handle } = await client.uploadHeaderSample(creds, { data: PNG, fileName: 'dot.png', fileType: 'image/png' });

@@ -80,39 +80,39 @@ describe('getFile', () => {
   });
 });
 
-describe('putFile', () => {
-  const PROTECTED_SPELLINGS: Array<[string, string, string]> = [
-    // [spelling, canonical file that must stay unchanged, code]
-    ['package.json', 'package.json', 'protected_file'],
-    ['./package.json', 'package.json', 'protected_file'],
-    ['PACKAGE.JSON', 'package.json', 'protected_file'],
-    ['package.json.', 'package.json', 'protected_file'],
-    ['package.json\u0000', 'package.json', 'protected_file'],
-    ['%70ackage.json', 'package.json', 'protected_file'],
-    ['src/main.ts', 'src/main.ts', 'protected_file'],
-    ['src//main.ts', 'src/main.ts', 'protected_file'],
-    ['src/./main.ts', 'src/main.ts', 'protected_file'],
-    ['src/x/../main.ts', 'src/main.ts', 'protected_file'],
-    ['Src/Main.TS', 'src/main.ts', 'protected_file'],
-    ['src\\main.ts', 'src/main.ts', 'protected_file'],
-    ['src%2Fmain.ts', 'src/main.ts', 'protected_file'],
-    ['src%252Fmain.ts', 'src/main.ts', 'protected_file'],
-    ['/src/main.ts', 'src/main.ts', 'protected_file'],
-    ['src/platform/webhook.ts', 'src/platform/webhook.ts', 'protected_file'],
-    ['src/platform/send.ts', 'src/platform/send.ts', 'protected_file'],
-    ['src/platform/runtime/messaging.ts', 'src/platform/runtime/messaging.ts', 'protected_file'],
-    ['src/platform/runtime/media.ts', 'src/platform/runtime/media.ts', 'protected_file'],
-    ['src/platform/runtime/ids.ts', 'src/platform/runtime/ids.ts', 'protected_file'],
-    ['src/platform/runtime/log.ts', 'src/platform/runtime/log.ts', 'protected_file'],
-    ['SRC/PLATFORM/RUNTIME/connectors.ts', 'src/platform/runtime/connectors.ts', 'protected_file'],
-    ['manifest.json', 'manifest.json', 'protected_file'],
-    ['.platform/project.json', '.platform/project.json', 'protected_file'],
-    ['.PLATFORM//project.json', '.platform/project.json', 'protected_file'],
-    ['flows/order.json', 'flows/order.json', 'flow_file_forbidden'],
-    ['FLOWS/order.json', 'flows/order.json', 'flow_file_forbidden'],
-    ['./flows/../flows/order.json', 'flows/order.json', 'flow_file_forbidden'],
-  ];
+const PROTECTED_SPELLINGS: Array<[string, string, string]> = [
+  // [spelling, canonical file that must stay unchanged, code]
+  ['package.json', 'package.json', 'protected_file'],
+  ['./package.json', 'package.json', 'protected_file'],
+  ['PACKAGE.JSON', 'package.json', 'protected_file'],
+  ['package.json.', 'package.json', 'protected_file'],
+  ['package.json\u0000', 'package.json', 'protected_file'],
+  ['%70ackage.json', 'package.json', 'protected_file'],
+  ['src/main.ts', 'src/main.ts', 'protected_file'],
+  ['src//main.ts', 'src/main.ts', 'protected_file'],
+  ['src/./main.ts', 'src/main.ts', 'protected_file'],
+  ['src/x/../main.ts', 'src/main.ts', 'protected_file'],
+  ['Src/Main.TS', 'src/main.ts', 'protected_file'],
+  ['src\\main.ts', 'src/main.ts', 'protected_file'],
+  ['src%2Fmain.ts', 'src/main.ts', 'protected_file'],
+  ['src%252Fmain.ts', 'src/main.ts', 'protected_file'],
+  ['/src/main.ts', 'src/main.ts', 'protected_file'],
+  ['src/platform/webhook.ts', 'src/platform/webhook.ts', 'protected_file'],
+  ['src/platform/send.ts', 'src/platform/send.ts', 'protected_file'],
+  ['src/platform/runtime/messaging.ts', 'src/platform/runtime/messaging.ts', 'protected_file'],
+  ['src/platform/runtime/media.ts', 'src/platform/runtime/media.ts', 'protected_file'],
+  ['src/platform/runtime/ids.ts', 'src/platform/runtime/ids.ts', 'protected_file'],
+  ['src/platform/runtime/log.ts', 'src/platform/runtime/log.ts', 'protected_file'],
+  ['SRC/PLATFORM/RUNTIME/connectors.ts', 'src/platform/runtime/connectors.ts', 'protected_file'],
+  ['manifest.json', 'manifest.json', 'protected_file'],
+  ['.platform/project.json', '.platform/project.json', 'protected_file'],
+  ['.PLATFORM//project.json', '.platform/project.json', 'protected_file'],
+  ['flows/order.json', 'flows/order.json', 'flow_file_forbidden'],
+  ['FLOWS/order.json', 'flows/order.json', 'flow_file_forbidden'],
+  ['./flows/../flows/order.json', 'flows/order.json', 'flow_file_forbidden'],
+];
 
+describe('putFile', () => {
   it.each(PROTECTED_SPELLINGS)('When %j is written, then 403 and the file is unchanged', async (spelling, canonical, code) => {
     const { projectId, key } = await projectWithKey();
     await writeFlowFile(t.db.pool, projectId, 'order', { version: '7.0', screens: [] }, t.clock.now());
@@ -220,7 +220,9 @@ describe('putFile', () => {
     expect(last!.status).toBe(413);
     expect(last!.body.error.details.limit).toBe(2 * 1024 * 1024);
   });
+});
 
+describe('putFile', () => {
   it('When the content is binary (NUL characters), then 415; when content is missing or not a string, then 400', async () => {
     const { key } = await projectWithKey();
     const bin = await put(key, enc('src/bin.ts'), 'abc\u0000def');

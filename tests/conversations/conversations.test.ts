@@ -196,7 +196,9 @@ describe('GET /v1/conversations', () => {
     const p = await project(READ);
     expectError(await get(`/v1/conversations?limit=${limit}`, p.key), 400, 'invalid_request');
   });
+});
 
+describe('GET /v1/conversations', () => {
   it('When filtered by state, phone (any spelling) and since, then only matching conversations are listed', async () => {
     const p = await project(READ);
     const now = t.clock.now().getTime();

@@ -177,7 +177,9 @@ describe('Files and media page', () => {
     expect(whole.status).toBe(303);
     expect((await storedFiles(p.id)).map((r) => r.name)).toEqual(['cut.png']);
   });
+});
 
+describe('Files and media page', () => {
   it('When an upload or a delete comes without, or with a stale, CSRF token, without a session, or from a member, then it is refused and nothing changes', async () => {
     const { p, who, base, form } = await setup();
     const f = await form();

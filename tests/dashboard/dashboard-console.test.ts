@@ -129,7 +129,9 @@ describe('Database page', () => {
     expect(describe.text).toMatch(/price<\/td><td data-label="Type">numeric/);
     expect((await audit(p.id, 'table.ddl')).map((a) => (a.after as { sql: string }).sql)).toEqual(['ALTER TABLE items ADD COLUMN price numeric']);
   });
+});
 
+describe('Database page', () => {
   it('When an owner edits a row and deletes rows by filter, then each shows its dry run; more rows than the console changes at once, or than the preview showed, are refused before anything changes', async () => {
     const p = await project();
     const owner = await person(t, p.id, email('owner'));
@@ -218,7 +220,9 @@ bye', '{"a":1}'), (1001, '=HYPERLINK("http://x")', NULL)`);
     expect(lines.filter((l) => /^\d+,note \d+,$/.test(l))).toHaveLength(120);
     expect((await member.agent.get(`/dashboard/projects/${p.id}/database/public/nowhere/csv`)).status).toBe(404);
   });
+});
 
+describe('Database page', () => {
   it('When a member or a form without its token tries a change, then it is refused and nothing changes; the member still reads', async () => {
     const p = await project();
     await asProject(t, p.id, 'public', 'CREATE TABLE items (id integer PRIMARY KEY, name text)', "INSERT INTO items VALUES (1, 'one')");

@@ -134,7 +134,9 @@ describe('Contacts and Conversations pages', () => {
     expect(one).toContain('id="no-past"');
     expect(one).not.toContain('class="history past"');
   });
+});
 
+describe('Contacts and Conversations pages', () => {
   it('When there are more than a page, then conversations and contacts page on by keyset with the search and filter kept; a cursor of another search is refused', async () => {
     const { project } = await projectWithKey(t);
     const phones = Array.from({ length: 30 }, (_, i) => `1415555${String(4000 + i)}`);

@@ -249,7 +249,9 @@ describe('ops commands (in process)', () => {
     const row = await t.db.pool.query('SELECT * FROM channel_settings WHERE project_id = $1', [project.project.id]);
     for (const v of Object.values(secrets)) expect(JSON.stringify(row.rows[0])).not.toContain(v);
   });
+});
 
+describe('ops commands (in process)', () => {
   it('When a runtime token is created, listed and revoked, then only create shows the secret and the revoked token is refused', async () => {
     const p = await t.admin.project('With bot');
     const emitWith = (token: string) =>
@@ -296,7 +298,9 @@ describe('ops commands (in process)', () => {
     expect(json.code).toBe(1);
     expect(JSON.parse(json.stderr)).toEqual({ success: false, error: { code: 'not_found', message: expect.any(String) }, request_id: expect.any(String) });
   });
+});
 
+describe('ops commands (in process)', () => {
   it('When a registration has deliveries, then webhooks deliveries prints it and a table of them, newest first, within 120 columns', async () => {
     const p = await t.admin.project('With webhook');
     const key = await t.admin.key(p.id, ['webhooks:manage']);
@@ -385,7 +389,9 @@ describe('ops commands (in process)', () => {
     expect(group.stdout).not.toContain('connections attach');
     expect((await ops(['help', 'tokens', 'issue'])).stdout).toContain('Usage: npm run ops -- tokens issue <connectionId> [--expires-in SECONDS]');
   });
+});
 
+describe('ops commands (in process)', () => {
   it('When the line is wrong, then exit 2 with the reason and the usage, before any request', async () => {
     const cases: Array<[string[], string]> = [
       [[], 'no command given'],

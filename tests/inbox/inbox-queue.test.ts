@@ -156,19 +156,19 @@ describe('changeConversationLabels', () => {
   });
 });
 
+const pageOf = (projectId: string, path = '') => `/dashboard/projects/${projectId}/conversations${path}`;
+
+/** A form's fields as the page drew them (the hidden ones included), from its action. */
+function formFields(html: string, action: string, nth = 0): Record<string, string> {
+  const forms = [...html.matchAll(/<form method="post" action="([^"]+)"[^>]*>([\s\S]*?)<\/form>/g)].filter((m) => m[1].endsWith(action));
+  const form = forms[nth];
+  if (!form) throw new Error(`no form ${action}`);
+  const fields: Record<string, string> = {};
+  for (const m of form[2].matchAll(/<input[^>]*name="([^"]+)"[^>]*value="([^"]*)"/g)) fields[m[1]] = m[2].replace(/&amp;/g, '&').replace(/&#39;/g, "'").replace(/&quot;/g, '"');
+  return fields;
+}
+
 describe('the inbox', () => {
-  const pageOf = (projectId: string, path = '') => `/dashboard/projects/${projectId}/conversations${path}`;
-
-  /** A form's fields as the page drew them (the hidden ones included), from its action. */
-  function formFields(html: string, action: string, nth = 0): Record<string, string> {
-    const forms = [...html.matchAll(/<form method="post" action="([^"]+)"[^>]*>([\s\S]*?)<\/form>/g)].filter((m) => m[1].endsWith(action));
-    const form = forms[nth];
-    if (!form) throw new Error(`no form ${action}`);
-    const fields: Record<string, string> = {};
-    for (const m of form[2].matchAll(/<input[^>]*name="([^"]+)"[^>]*value="([^"]*)"/g)) fields[m[1]] = m[2].replace(/&amp;/g, '&').replace(/&#39;/g, "'").replace(/&quot;/g, '"');
-    return fields;
-  }
-
   it('When the inbox opens, then the default view is who waits, with the wait; a campaign-only conversation is under All only', async () => {
     const s = await shop();
     const owner = await person(t, s.projectId, email('owner'), 'owner');
@@ -265,7 +265,9 @@ describe('the inbox', () => {
     expect(thread.status).toBe(409);
     expect(thread.text).toContain('It is now this app (your page showed app 1234567890)');
   });
+});
 
+describe('the inbox', () => {
   it('When auto-assignment is on, then each waiting customer goes to the available owner or admin with the fewest open conversations, up to the cap; past it the conversation stays unassigned', async () => {
     const s = await shop();
     const ownerEmail = email('owner');

@@ -304,7 +304,9 @@ describe('the consent page', () => {
     expect(res.text).toContain('expired');
     expect(await counts()).toEqual(before);
   });
+});
 
+describe('the consent page', () => {
   it('When the request id is unknown, then 404', async () => {
     const { agent } = await setup();
     expect((await agent.get('/dashboard/oauth/consent?request=oar_nope')).status).toBe(404);

@@ -17,7 +17,7 @@ import os from 'node:os';
 import path from 'node:path';
 import request from 'supertest';
 import type { Browser } from 'playwright-core';
-import { describeWithBrowser, browserTestApp, fitsWidth, signedInPage, unlabelled, watchPage } from '../support/browser.js';
+import { describeWithBrowser, hasChromium, browserTestApp, fitsWidth, signedInPage, unlabelled, watchPage } from '../support/browser.js';
 import type { TestApp } from '../support/app.js';
 import { eventually } from '../support/eventually.js';
 import { PROJECT_ROOT } from '../../lib/platform/project-root.js';
@@ -25,14 +25,25 @@ import { PROJECT_ROOT } from '../../lib/platform/project-root.js';
 // Screenshots go to docs/ only when asked (UPDATE_SCREENSHOTS=1): a test run never changes tracked files.
 const shotsDir = process.env.UPDATE_SCREENSHOTS ? path.join(PROJECT_ROOT, 'docs') : mkdtempSync(path.join(os.tmpdir(), 'group-shots-'));
 
-describeWithBrowser(describe)('a group conversation in Chromium', () => {
-  const app = browserTestApp({ simulator: { autoStatusDelaysMs: { sent: 0, delivered: 0, read: 0 }, templateAutoDecisionMs: null } });
-  let t: TestApp;
-  let browser: Browser;
+const app = browserTestApp({ simulator: { autoStatusDelaysMs: { sent: 0, delivered: 0, read: 0 }, templateAutoDecisionMs: null } });
+let t: TestApp;
+let browser: Browser;
+
+/** The group's row and the simulator's view of it, for waiting on what WhatsApp's notifications change. */
+const groupRow = async (projectId: string, id: number) => (await t.db.pool.query<{ status: string; subject: string; participants: string[] }>(
+  `SELECT g.status, g.subject, coalesce(array(SELECT p.wa_id FROM group_participants p WHERE p.group_row_id = g.id ORDER BY p.wa_id), '{}') AS participants
+     FROM groups g WHERE g.project_id = $1 AND g.id = $2`, [projectId, id])).rows[0];
+const simGroup = async (groupId: string) => ((await request(t.sim!.url).get('/_sim/groups')).body.data as Array<{ id: string; invite_link: string; participants: string[]; join_requests: string[]; deleted: boolean; suspended: boolean }>).find((g) => g.id === groupId)!;
+const auditOf = async (projectId: string) => (await t.db.pool.query<{ action: string; actor: string }>(`SELECT action, actor FROM dashboard_audit WHERE project_id = $1 AND action LIKE 'group.%' ORDER BY id`, [projectId])).rows;
+
+// Only where the suite runs (it is skipped otherwise).
+if (hasChromium()) {
   beforeAll(() => {
     ({ t, browser } = app);
   });
+}
 
+describeWithBrowser(describe)('a group conversation in Chromium', () => {
   it('When a group is written in and answered, then its page names the group, its participants and who wrote each message', async () => {
     const project = await t.admin.project('Group shop');
     const key = (await t.admin.key(project.id, ['conversations:read', 'conversations:write', 'messages:send'])).secret;
@@ -69,14 +80,9 @@ describeWithBrowser(describe)('a group conversation in Chromium', () => {
     expect(foreign).toEqual([]);
     await context.close();
   }, 60_000);
+});
 
-  /** The group's row and the simulator's view of it, for waiting on what WhatsApp's notifications change. */
-  const groupRow = async (projectId: string, id: number) => (await t.db.pool.query<{ status: string; subject: string; participants: string[] }>(
-    `SELECT g.status, g.subject, coalesce(array(SELECT p.wa_id FROM group_participants p WHERE p.group_row_id = g.id ORDER BY p.wa_id), '{}') AS participants
-       FROM groups g WHERE g.project_id = $1 AND g.id = $2`, [projectId, id])).rows[0];
-  const simGroup = async (groupId: string) => ((await request(t.sim!.url).get('/_sim/groups')).body.data as Array<{ id: string; invite_link: string; participants: string[]; join_requests: string[]; deleted: boolean; suspended: boolean }>).find((g) => g.id === groupId)!;
-  const auditOf = async (projectId: string) => (await t.db.pool.query<{ action: string; actor: string }>(`SELECT action, actor FROM dashboard_audit WHERE project_id = $1 AND action LIKE 'group.%' ORDER BY id`, [projectId])).rows;
-
+describeWithBrowser(describe)('a group conversation in Chromium', () => {
   it('When an owner creates a group on the Groups page and answers its join requests, resets its link, changes and deletes it, then WhatsApp is asked each time, refusals are said in words and every action is audited', async () => {
     const project = await t.admin.project('Group actions shop');
     const channel = await t.db.prisma.channelSettings.findUniqueOrThrow({ where: { projectId: project.id } });
@@ -212,7 +218,9 @@ describeWithBrowser(describe)('a group conversation in Chromium', () => {
     expect(foreign).toEqual([]);
     await context.close();
   }, 120_000);
+});
 
+describeWithBrowser(describe)('a group conversation in Chromium', () => {
   it('When a member opens a group, then it reads the group without its actions, and a forged action is refused in words', async () => {
     const project = await t.admin.project('Group readers shop');
     const key = (await t.admin.key(project.id, ['conversations:read', 'conversations:write'])).secret;

@@ -11,7 +11,7 @@
  */
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import type { Browser, Page } from 'playwright-core';
-import { describeWithBrowser, browserTestApp, signedInPage, watchPage, fitsWidth, unlabelled } from '../support/browser.js';
+import { describeWithBrowser, hasChromium, browserTestApp, signedInPage, watchPage, fitsWidth, unlabelled } from '../support/browser.js';
 import type { TestApp } from '../support/app.js';
 import request from 'supertest';
 import { inbound } from '../support/inbound.js';
@@ -30,14 +30,24 @@ const shotsDir = process.env.UPDATE_SCREENSHOTS ? path.join(PROJECT_ROOT, 'docs'
 /** The bound the issue sets for a live update to reach the other browser. */
 const LIVE_MS = 1000;
 
-describeWithBrowser(describe)('the inbox pushed live in Chromium', () => {
-  const app = browserTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } });
-  let t: TestApp;
-  let browser: Browser;
+const app = browserTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } });
+let t: TestApp;
+let browser: Browser;
+
+async function waitForStreams(projectId: string, n: number): Promise<void> {
+  const until = Date.now() + 5000;
+  while (openLiveStreams(t.db, projectId) !== n && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+  expect(openLiveStreams(t.db, projectId)).toBe(n);
+}
+
+// Only where the suite runs (it is skipped otherwise).
+if (hasChromium()) {
   beforeAll(() => {
     ({ t, browser } = app);
   });
+}
 
+describeWithBrowser(describe)('the inbox pushed live in Chromium', () => {
   it('When a customer writes while two people have the inbox open, then both pages show it within 1 s without a reload; shortcuts assign and move in place, and ? lists them', async () => {
     const project = await t.admin.project('Live shop');
     const channel = await t.db.prisma.channelSettings.findUniqueOrThrow({ where: { projectId: project.id } });
@@ -166,7 +176,9 @@ describeWithBrowser(describe)('the inbox pushed live in Chromium', () => {
     await ownerContext.close();
     await waitForStreams(project.id, 0);
   });
+});
 
+describeWithBrowser(describe)('the inbox pushed live in Chromium', () => {
   it('When a campaign page is open while it sends and its prices come, then the page shows the progress, drops Cancel the rest and ends on the cost the API reports, without a reload', async () => {
     await t.admin.call('put', '/admin/rate-card', RATE_CARD);
     const { project, key } = await projectWithKey(t);
@@ -212,10 +224,4 @@ describeWithBrowser(describe)('the inbox pushed live in Chromium', () => {
     expect(errors.filter((m) => /Content Security Policy|Refused to/.test(m))).toEqual([]);
     await context.close();
   });
-
-  async function waitForStreams(projectId: string, n: number): Promise<void> {
-    const until = Date.now() + 5000;
-    while (openLiveStreams(t.db, projectId) !== n && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
-    expect(openLiveStreams(t.db, projectId)).toBe(n);
-  }
 });

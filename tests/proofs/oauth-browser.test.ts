@@ -13,21 +13,22 @@ import http from 'node:http';
 import type { AddressInfo, Server } from 'node:net';
 import request from 'supertest';
 import type { Browser } from 'playwright-core';
-import { describeWithBrowser, launchBrowser } from '../support/browser.js';
+import { describeWithBrowser, hasChromium, launchBrowser } from '../support/browser.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { grant, PASSWORD } from '../support/dashboard.js';
 import { freePort } from '../support/local.js';
 import { pkce } from '../support/oauth.js';
 
-describeWithBrowser(describe)('OAuth consent in Chromium', () => {
-  let t: TestApp;
-  let server: Server;
-  let agentSite: http.Server;
-  let base: string;
-  let agentBase: string;
-  let browser: Browser;
-  const callbacks: URL[] = [];
+let t: TestApp;
+let server: Server;
+let agentSite: http.Server;
+let base: string;
+let agentBase: string;
+let browser: Browser;
+const callbacks: URL[] = [];
 
+// Only where the suite runs (it is skipped otherwise).
+if (hasChromium()) {
   beforeAll(async () => {
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
@@ -56,7 +57,9 @@ describeWithBrowser(describe)('OAuth consent in Chromium', () => {
     await new Promise((r) => server?.close(r));
     await t?.close();
   });
+}
 
+describeWithBrowser(describe)('OAuth consent in Chromium', () => {
   it('When a signed-in owner connects an agent from its site, then Continue, Approve and the code reach the agent, and its token works', async () => {
     const p = await t.admin.project('Shop');
     const email = 'browser-consent@example.test';
@@ -154,7 +157,9 @@ describeWithBrowser(describe)('OAuth consent in Chromium', () => {
     expect(await approve(verifier)).toEqual(['conversations:read', 'messages:send']);
     await context.close();
   }, 60_000);
+});
 
+describeWithBrowser(describe)('OAuth consent in Chromium', () => {
   it('When a person who is not signed in connects, then they sign in and come back to the consent page; Deny tells the agent access_denied', async () => {
     const p = await t.admin.project('Cafe');
     const email = 'browser-consent-2@example.test';

@@ -106,9 +106,9 @@ afterAll(async () => {
   await scratch?.drop().catch(() => undefined);
 }, 60_000);
 
-describeIf('two instances behind a round-robin balancer', () => {
-  let projectId: string;
+let projectId: string;
 
+describeIf('two instances behind a round-robin balancer', () => {
   it('When limit + 100 requests of one key alternate between the instances, then exactly the limit pass and the rest are refused rate_limited', async () => {
     const project = (await admin(a).call('post', '/admin/projects', { name: 'two instances' })).project;
     projectId = project.id;
@@ -197,7 +197,9 @@ describeIf('two instances behind a round-robin balancer', () => {
     expect(ns).toEqual(Array.from({ length: EVENTS }, (_, i) => i));
     expect(new Set(got.map((r) => r.body.id)).size).toBe(EVENTS);
   }, 120_000);
+});
 
+describeIf('two instances behind a round-robin balancer', () => {
   it('When both instances run their broadcast engines on one campaign, then each recipient is sent exactly once', async () => {
     const key = (await admin(a).call('post', `/admin/projects/${projectId}/keys`, { name: 'bc', scopes: ['templates:manage', 'templates:read', 'broadcasts:manage'] })).secret as string;
     await admin(a).call('patch', `/admin/projects/${projectId}`, { daily_send_quota: 100_000 });

@@ -85,57 +85,57 @@ class TestClock {
 
 // ---------------------------------------------------------------------------------------------
 
+let sim: Simulator;
+let server: Server;
+let base: string;
+let rx: Awaited<ReturnType<typeof startReceiver>>;
+const clock = new TestClock();
+let pn: { phone_number_id: string; waba_id: string; app_id: string; access_token: string; display_phone_number: string; webhook_verification: any };
+
+const register = async () =>
+  (await request(base).post('/_sim/phone-numbers').send({ callback_url: rx.url, app_secret: SECRET, verify_token: VERIFY }).expect(201)).body;
+const send = (body: object, token = pn.access_token, id = pn.phone_number_id) =>
+  request(base).post(`/v26.0/${id}/messages`).set('Authorization', `Bearer ${token}`).send(body);
+const text = (to = '+15551230001') => ({ messaging_product: 'whatsapp', recipient_type: 'individual', to, type: 'text', text: { body: 'hello' } });
+
+beforeAll(async () => {
+  rx = await startReceiver();
+  sim = createSimulator({
+    clock,
+    autoStatusDelaysMs: { delivered: 20, read: 20 },
+    limits: { callbackRetryDelaysMs: [50], uploadLimitBytes: 2 * 1024 * 1024 },
+  });
+  server = http.createServer(sim.app);
+  base = await listen(server);
+  pn = await register();
+});
+
+afterAll(async () => {
+  await sim.close();
+  server.closeAllConnections();
+  await new Promise<void>((r) => server.close(() => r()));
+  await rx.close();
+});
+
+beforeEach(async () => {
+  await request(base).delete('/_sim/faults').expect(200);
+  rx.setStatus(200);
+});
+
+/** A batch window no test waits out: closeWindowWhenIn closes it. */
+const HELD_OPEN_MS = 10 * 60_000;
+/** Batches opened from now wait for closeWindowWhenIn; one opened before (an earlier test's statuses, a short window) goes now. */
+const holdWindowsOpen = () => {
+  sim.state.limits.statusBatchMs = HELD_OPEN_MS;
+  sim.flushStatusBatches();
+};
+/** Wait until every message's 'sent' status waits in a batch, then close the windows (the clock of `statusBatchMs`). */
+const closeWindowWhenIn = async (wamids: string[]) => {
+  await waitFor(() => wamids.every((w) => sim.batchedStatuses().some((s) => s.wamid === w && s.status === 'sent')));
+  sim.flushStatusBatches();
+};
+
 describe('WhatsApp Cloud API simulator', () => {
-  let sim: Simulator;
-  let server: Server;
-  let base: string;
-  let rx: Awaited<ReturnType<typeof startReceiver>>;
-  const clock = new TestClock();
-  let pn: { phone_number_id: string; waba_id: string; app_id: string; access_token: string; display_phone_number: string; webhook_verification: any };
-
-  const register = async () =>
-    (await request(base).post('/_sim/phone-numbers').send({ callback_url: rx.url, app_secret: SECRET, verify_token: VERIFY }).expect(201)).body;
-  const send = (body: object, token = pn.access_token, id = pn.phone_number_id) =>
-    request(base).post(`/v26.0/${id}/messages`).set('Authorization', `Bearer ${token}`).send(body);
-  const text = (to = '+15551230001') => ({ messaging_product: 'whatsapp', recipient_type: 'individual', to, type: 'text', text: { body: 'hello' } });
-
-  beforeAll(async () => {
-    rx = await startReceiver();
-    sim = createSimulator({
-      clock,
-      autoStatusDelaysMs: { delivered: 20, read: 20 },
-      limits: { callbackRetryDelaysMs: [50], uploadLimitBytes: 2 * 1024 * 1024 },
-    });
-    server = http.createServer(sim.app);
-    base = await listen(server);
-    pn = await register();
-  });
-
-  afterAll(async () => {
-    await sim.close();
-    server.closeAllConnections();
-    await new Promise<void>((r) => server.close(() => r()));
-    await rx.close();
-  });
-
-  beforeEach(async () => {
-    await request(base).delete('/_sim/faults').expect(200);
-    rx.setStatus(200);
-  });
-
-  /** A batch window no test waits out: closeWindowWhenIn closes it. */
-  const HELD_OPEN_MS = 10 * 60_000;
-  /** Batches opened from now wait for closeWindowWhenIn; one opened before (an earlier test's statuses, a short window) goes now. */
-  const holdWindowsOpen = () => {
-    sim.state.limits.statusBatchMs = HELD_OPEN_MS;
-    sim.flushStatusBatches();
-  };
-  /** Wait until every message's 'sent' status waits in a batch, then close the windows (the clock of `statusBatchMs`). */
-  const closeWindowWhenIn = async (wamids: string[]) => {
-    await waitFor(() => wamids.every((w) => sim.batchedStatuses().some((s) => s.wamid === w && s.status === 'sent')));
-    sim.flushStatusBatches();
-  };
-
   it('batches the automatic statuses of one number raised together into one notification; with statusBatchMs 0 each goes alone', async () => {
     const sendThree = async () => {
       const res = await Promise.all(['+15551230031', '+15551230032', '+15551230033'].map((to) => send(text(to)).expect(200)));
@@ -241,7 +241,9 @@ describe('WhatsApp Cloud API simulator', () => {
     const logged = await request(base).get(`/_sim/messages?phone_number_id=${pn.phone_number_id}&to=15551230002`).expect(200);
     expect(logged.body.data.at(-1)).toMatchObject({ wamid, type: 'text', status: 'read', payload: { text: { body: 'hello' } } });
   });
+});
 
+describe('WhatsApp Cloud API simulator', () => {
   it('refuses a missing, wrong or other number’s token with Graph error 190 (HTTP 401)', async () => {
     const other = await register();
     for (const auth of [undefined, 'Bearer nope', `Bearer ${other.access_token}`]) {
@@ -344,7 +346,9 @@ describe('WhatsApp Cloud API simulator', () => {
     expect((await send({ messaging_product: 'whatsapp', recipient_type: 'individual', recipient: 'US.11111111111111111111', type: 'text', text: { body: 'x' } })).body.error.code).toBe(131026);
     expect((await send({ messaging_product: 'whatsapp', recipient_type: 'individual', recipient: 'nope', type: 'text', text: { body: 'x' } })).body.error.code).toBe(100);
   });
+});
 
+describe('WhatsApp Cloud API simulator', () => {
   it('injects inbound messages with Meta’s payload and reports the callback’s answer', async () => {
     const res = await request(base).post('/_sim/inbound').send({ phone_number_id: pn.phone_number_id, from: '+15557654321', name: 'Ana', text: 'Oi!' }).expect(200);
     expect(res.body).toEqual({ wamid: expect.stringMatching(/^wamid\./), delivered: true, status_code: 200, error: null });
@@ -405,7 +409,9 @@ describe('WhatsApp Cloud API simulator', () => {
       await new Promise<void>((r) => qs.close(() => r()));
     }
   });
+});
 
+describe('WhatsApp Cloud API simulator', () => {
   describe('templates, resumable upload and media', () => {
     const auth = () => ({ Authorization: `Bearer ${pn.access_token}` });
     const body = (name: string, extra: object[] = []) => ({
@@ -512,7 +518,9 @@ describe('WhatsApp Cloud API simulator', () => {
       expect(res.status).toBe(413);
     });
   });
+});
 
+describe('WhatsApp Cloud API simulator', () => {
   it('records a failed handshake without failing registration; enforces the 24 h window when asked', async () => {
     const p = (await request(base).post('/_sim/phone-numbers').send({ callback_url: rx.url, app_secret: SECRET, verify_token: 'wrong', enforce_customer_window: true }).expect(201)).body;
     expect(p.webhook_verification).toMatchObject({ ok: false, status_code: 403 });
