@@ -256,8 +256,11 @@ export class BroadcastEngine {
       const mine = part.filter((r) => sendable.has(r.id));
       await releaseUnits(this.pool, b.project_id, part.length - mine.length, now);
       if (!mine.length) continue;
+      // Built before the intents are recorded: between a record's commit and its call nothing waits
+      // on the database, so a crash there leaves as few recorded-but-never-called sends as it can.
+      const messages = await Promise.all(mine.map((r) => this.messageFor(b, r)));
       await recordIntents(this.pool, b.project_id, mine.map((r) => ({ to: { phone: r.phone, userId: r.user_id }, ref: r.send_ref, type: 'template', content: content(r) })), now);
-      const outcomes = await Promise.all(mine.map((r) => this.sendOne(b, channel, r, now)));
+      const outcomes = await Promise.all(mine.map((r, k) => this.sendOne(b, channel, r, messages[k], now)));
       for (const o of outcomes) {
         if (typeof o === 'string') stop ??= o;
         else if (o) sent.push(o);
@@ -309,13 +312,13 @@ export class BroadcastEngine {
     return out;
   }
 
-  /** One send; answers the accepted send, nothing (handled), or a reason to stop the campaign. */
-  private async sendOne(b: BroadcastRow, channel: OpenChannel, r: ClaimedRecipient, day: Date): Promise<{ id: string; ref: string; wamid: string } | string | undefined> {
+  /** The campaign's template message to one recipient, with the recipient's variables. */
+  private async messageFor(b: BroadcastRow, r: ClaimedRecipient): Promise<OutboundMessage> {
     const components: Array<Record<string, unknown>> = [];
     if (r.variables.header?.length) components.push({ type: 'header', parameters: r.variables.header.map((text) => ({ type: 'text', text })) });
     if (r.variables.body?.length) components.push({ type: 'body', parameters: r.variables.body.map((text) => ({ type: 'text', text })) });
     components.push(...(await this.newerKindComponents(b, r)));
-    const payload: OutboundMessage = {
+    return {
       recipient: { kind: 'customer', phone: r.phone, userId: r.user_id },
       content: {
         type: 'template',
@@ -323,8 +326,14 @@ export class BroadcastEngine {
       },
       reference: r.send_ref,
     };
+  }
+
+  /** One send; answers the accepted send, nothing (handled), or a reason to stop the campaign. */
+  private async sendOne(
+    b: BroadcastRow, channel: OpenChannel, r: ClaimedRecipient, message: OutboundMessage, day: Date,
+  ): Promise<{ id: string; ref: string; wamid: string } | string | undefined> {
     try {
-      const { channelMessageId: wamid } = await portOf(this.deps, channel).sendMessage(channel, payload, sendRouteOf(b));
+      const { channelMessageId: wamid } = await portOf(this.deps, channel).sendMessage(channel, message, sendRouteOf(b));
       return { id: r.id, ref: r.send_ref, wamid };
     } catch (e) {
       const t = this.opts.timer.now();
