@@ -6,13 +6,13 @@
  * conversation, refreshes when the hour is over, and stops at once when the person disconnects it
  * in the dashboard. A token bound to another resource is refused at /mcp.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { startTestApp, type TestApp } from '../support/app.js';
-import { startListeningApp } from '../support/listening.js';
+import { useListeningApp } from '../support/listening.js';
 import { inbound } from '../support/inbound.js';
 import { AgentStorage } from '../support/mcp-agent.js';
 import { person, csrfOf } from '../support/dashboard.js';
@@ -20,12 +20,8 @@ import { answer, codeOf } from '../support/oauth.js';
 
 let t: TestApp;
 let base: string;
-let close: () => Promise<void>;
-beforeAll(async () => {
-  // The service's public URL is where the agent reaches it: the metadata and the resource name it.
-  ({ t, base, close } = await startListeningApp());
-});
-afterAll(() => close());
+// The service's public URL is where the agent reaches it: the metadata and the resource name it.
+useListeningApp((app) => ({ t, base } = app));
 
 describe('an agent connects by itself', () => {
   it('When the SDK client runs the whole OAuth flow, then it works the project as consented, refreshes, and stops at once on disconnect', async () => {

@@ -3,13 +3,13 @@
  * (RFC 8252 §7.1): registered as public clients with PKCE, matched exactly, the scheme named on the
  * consent page. The SDK's client runs the whole flow with Cursor's redirect URI.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { TestApp } from '../support/app.js';
-import { startListeningApp } from '../support/listening.js';
+import { useListeningApp } from '../support/listening.js';
 import { person } from '../support/dashboard.js';
 import { answer, authorizeQuery, codeOf, pkce } from '../support/oauth.js';
 import { AgentStorage } from '../support/mcp-agent.js';
@@ -21,11 +21,7 @@ const WINDSURF = 'windsurf://codeium.windsurf/mcp/oauth/callback';
 
 let t: TestApp;
 let base: string;
-let close: () => Promise<void>;
-beforeAll(async () => {
-  ({ t, base, close } = await startListeningApp());
-});
-afterAll(() => close());
+useListeningApp((app) => ({ t, base } = app));
 
 const email = () => `native-${Date.now()}-${Math.random().toString(36).slice(2, 8)}@example.com`;
 

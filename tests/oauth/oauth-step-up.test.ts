@@ -5,13 +5,13 @@
  * /mcp and on /v1; the SDK's client authorizes again for them; the consent page shows what the
  * client holds already, which the person keeps or drops.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { TestApp } from '../support/app.js';
-import { startListeningApp } from '../support/listening.js';
+import { useListeningApp } from '../support/listening.js';
 import { inbound } from '../support/inbound.js';
 import { person } from '../support/dashboard.js';
 import { answer, codeOf } from '../support/oauth.js';
@@ -19,11 +19,7 @@ import { AgentStorage } from '../support/mcp-agent.js';
 
 let t: TestApp;
 let base: string;
-let close: () => Promise<void>;
-beforeAll(async () => {
-  ({ t, base, close } = await startListeningApp());
-});
-afterAll(() => close());
+useListeningApp((app) => ({ t, base } = app));
 
 const STARTER = 'conversations:read contacts:read templates:read';
 const email = () => `stepup-${Date.now()}-${Math.random().toString(36).slice(2, 8)}@example.com`;

@@ -3,6 +3,7 @@
  * client, OAuth clients) that reach the service over HTTP and are told its URL by its metadata.
  */
 import http from 'node:http';
+import { afterAll, beforeAll } from '@jest/globals';
 import type { Config } from '../../lib/platform/config.js';
 import { startTestApp, type TestApp } from './app.js';
 import { freePort } from './local.js';
@@ -31,4 +32,16 @@ export async function startListeningApp(config: Partial<Config> = {}, host = '12
       await t.close();
     },
   };
+}
+
+/** startListeningApp before the file's tests and closed after them, as useTestApp does for a test app. */
+export function useListeningApp(started: (app: ListeningApp) => void, config: Partial<Config> = {}, host = '127.0.0.1'): void {
+  let app: ListeningApp | undefined;
+  beforeAll(async () => {
+    app = await startListeningApp(config, host);
+    started(app);
+  });
+  afterAll(async () => {
+    await app?.close();
+  });
 }
