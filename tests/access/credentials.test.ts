@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { startTestApp, type TestApp } from '../support/app.js';
+import { expectError } from '../support/expect-error.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -20,12 +21,6 @@ const get = (path: string, bearer?: string, project?: string) => {
   if (project !== undefined) r.set('X-Service-Project', project);
   return r;
 };
-
-function expectError(res: request.Response, status: number, code: string) {
-  expect({ status: res.status, code: res.body?.error?.code }).toEqual({ status, code });
-  expect(res.body.success).toBe(false);
-  expect(res.body.request_id).toBe(res.headers['x-request-id']);
-}
 
 describe('ping with a project API key', () => {
   it('When a pk_live_ key calls ping, then it resolves to its own project and scopes', async () => {

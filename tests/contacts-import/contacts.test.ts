@@ -9,6 +9,7 @@ import { type TestApp, useTestApp } from '../support/app.js';
 import { parseContactChange as parseWithLimits } from '../../lib/conversations/contacts.js';
 import { contactLimitsOf } from '../../http/contract-limits.js';
 import { loadPublicContract } from '../../http/contracts.js';
+import { expectError } from '../support/expect-error.js';
 
 const parseContactChange = (body: unknown) => parseWithLimits(body, contactLimitsOf(loadPublicContract()));
 
@@ -47,11 +48,6 @@ async function contact(
 const get = (path: string, key: string) => request(t.app).get(path).set('Authorization', `Bearer ${key}`);
 const patch = (path: string, key: string, body: unknown) =>
   request(t.app).patch(path).set('Authorization', `Bearer ${key}`).set('Content-Type', 'application/json').send(JSON.stringify(body));
-
-function expectError(res: request.Response, status: number, code: string) {
-  expect({ status: res.status, code: res.body?.error?.code }).toEqual({ status, code });
-  expect(res.body.success).toBe(false);
-}
 
 async function allPages(first: string, key: string, between?: () => Promise<void>) {
   const ids: number[] = [];

@@ -8,6 +8,7 @@ import { describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { type TestApp, useTestApp } from '../support/app.js';
 import { conversationPageQuery } from '../../lib/conversations/conversations.js';
+import { expectError } from '../support/expect-error.js';
 
 let t: TestApp;
 useTestApp({}, (app) => {
@@ -68,11 +69,6 @@ async function message(projectId: string, conversationId: number, extra: { statu
 const get = (path: string, key: string) => request(t.app).get(path).set('Authorization', `Bearer ${key}`);
 const patch = (path: string, key: string, body: unknown) =>
   request(t.app).patch(path).set('Authorization', `Bearer ${key}`).set('Content-Type', 'application/json').send(JSON.stringify(body));
-
-function expectError(res: request.Response, status: number, code: string) {
-  expect({ status: res.status, code: res.body?.error?.code }).toEqual({ status, code });
-  expect(res.body.success).toBe(false);
-}
 
 /** Every page of a list, following nextCursor; `between` runs before each next page. */
 async function allPages(first: string, key: string, field: string, between?: (page: number) => Promise<void>) {

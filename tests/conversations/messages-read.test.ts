@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { startTestApp, type TestApp } from '../support/app.js';
+import { expectError } from '../support/expect-error.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -44,11 +45,6 @@ async function message(projectId: string, extra: { wamid?: string; status?: stri
 }
 
 const get = (path: string, key: string) => request(t.app).get(path).set('Authorization', `Bearer ${key}`);
-
-function expectError(res: request.Response, status: number, code: string) {
-  expect({ status: res.status, code: res.body?.error?.code }).toEqual({ status, code });
-  expect(res.body.success).toBe(false);
-}
 
 describe('GET /v1/messages/{id}', () => {
   it('When looked up by wamid, then the message is returned with its numeric id', async () => {

@@ -8,6 +8,7 @@ import { describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { type TestApp, useTestApp } from '../support/app.js';
 import { grant, person, uniqueEmail as email } from '../support/dashboard.js';
+import { expectError } from '../support/expect-error.js';
 
 let t: TestApp;
 useTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } }, (app) => {
@@ -36,11 +37,6 @@ async function eventsOf(projectId: string, name: string): Promise<any[]> {
   // The test's clock stands still unless moved: the tests move it a second after each change.
   const { rows } = await t.db.pool.query<{ data: any }>('SELECT data FROM events WHERE project_id = $1 AND name = $2 ORDER BY created_at', [projectId, name]);
   return rows.map((r) => r.data);
-}
-
-function refused(res: request.Response, status: number, code: string) {
-  expect({ status: res.status, code: res.body?.error?.code }).toEqual({ status, code });
-  expect(res.body.success).toBe(false);
 }
 
 describe('assignConversation and unassignConversation', () => {
@@ -88,17 +84,17 @@ describe('assignConversation and unassignConversation', () => {
     const outsider = email('outsider');
     await grant(t, other.id, outsider, 'owner'); // a member of another project only
     const id = await conversationWith(s, '14155550703');
-    refused(await s.api('put', `/v1/conversations/${id}/assignee`).send({ email: outsider }), 400, 'unknown_member');
-    refused(await s.api('put', `/v1/conversations/${id}/assignee`).send({ email: 'nobody@example.com' }), 400, 'unknown_member');
-    refused(await s.api('put', `/v1/conversations/${id}/assignee`).send({}), 400, 'invalid_request');
-    refused(await s.api('put', `/v1/conversations/${id}/assignee`).send({ email: 42 }), 400, 'invalid_request');
-    refused(await s.api('put', `/v1/conversations/${id}/assignee`).send({ email: 'a@b.c', extra: 1 }), 400, 'invalid_request');
-    refused(await s.api('put', `/v1/conversations/${id}/assignee`).set('Content-Type', 'application/json').send('{"email":'), 400, 'invalid_json');
+    expectError(await s.api('put', `/v1/conversations/${id}/assignee`).send({ email: outsider }), 400, 'unknown_member');
+    expectError(await s.api('put', `/v1/conversations/${id}/assignee`).send({ email: 'nobody@example.com' }), 400, 'unknown_member');
+    expectError(await s.api('put', `/v1/conversations/${id}/assignee`).send({}), 400, 'invalid_request');
+    expectError(await s.api('put', `/v1/conversations/${id}/assignee`).send({ email: 42 }), 400, 'invalid_request');
+    expectError(await s.api('put', `/v1/conversations/${id}/assignee`).send({ email: 'a@b.c', extra: 1 }), 400, 'invalid_request');
+    expectError(await s.api('put', `/v1/conversations/${id}/assignee`).set('Content-Type', 'application/json').send('{"email":'), 400, 'invalid_json');
     const member = email('member');
     await grant(t, s.projectId, member, 'member');
-    refused(await s.api('put', '/v1/conversations/999999999/assignee').send({ email: member }), 404, 'not_found');
-    refused(await s.api('put', '/v1/conversations/abc/assignee').send({ email: member }), 400, 'invalid_id');
-    refused(await s.api('delete', '/v1/conversations/999999999/assignee'), 404, 'not_found');
+    expectError(await s.api('put', '/v1/conversations/999999999/assignee').send({ email: member }), 404, 'not_found');
+    expectError(await s.api('put', '/v1/conversations/abc/assignee').send({ email: member }), 400, 'invalid_id');
+    expectError(await s.api('delete', '/v1/conversations/999999999/assignee'), 404, 'not_found');
     expect(await eventsOf(s.projectId, 'conversation.assigned')).toEqual([]);
     const { rows } = await t.db.pool.query('SELECT assignee_id FROM conversations WHERE id = $1', [id]);
     expect(rows[0].assignee_id).toBeNull();
@@ -123,11 +119,11 @@ describe('assignConversation and unassignConversation', () => {
   it('When the key may only read conversations, then every change is 403 insufficient_scope and reads still work', async () => {
     const s = await shop(['conversations:read']);
     const id = await conversationWith(s, '14155550704');
-    refused(await s.api('put', `/v1/conversations/${id}/assignee`).send({ email: 'a@example.com' }), 403, 'insufficient_scope');
-    refused(await s.api('delete', `/v1/conversations/${id}/assignee`), 403, 'insufficient_scope');
-    refused(await s.api('put', `/v1/conversations/${id}/labels`).send({ labels: ['x'] }), 403, 'insufficient_scope');
-    refused(await s.api('post', `/v1/conversations/${id}/notes`).send({ body: 'x' }), 403, 'insufficient_scope');
-    refused(await s.api('post', '/v1/canned-replies').send({ shortcut: 'x', text: 'x' }), 403, 'insufficient_scope');
+    expectError(await s.api('put', `/v1/conversations/${id}/assignee`).send({ email: 'a@example.com' }), 403, 'insufficient_scope');
+    expectError(await s.api('delete', `/v1/conversations/${id}/assignee`), 403, 'insufficient_scope');
+    expectError(await s.api('put', `/v1/conversations/${id}/labels`).send({ labels: ['x'] }), 403, 'insufficient_scope');
+    expectError(await s.api('post', `/v1/conversations/${id}/notes`).send({ body: 'x' }), 403, 'insufficient_scope');
+    expectError(await s.api('post', '/v1/canned-replies').send({ shortcut: 'x', text: 'x' }), 403, 'insufficient_scope');
     expect((await s.api('get', `/v1/conversations/${id}/notes`)).status).toBe(200);
     expect((await s.api('get', '/v1/canned-replies')).status).toBe(200);
   });
@@ -160,14 +156,14 @@ describe('setConversationLabels', () => {
   it('When a label is malformed, there are too many, or labels is missing, then 400 names the field and nothing changes', async () => {
     const s = await shop();
     const id = await conversationWith(s, '14155550713');
-    refused(await s.api('put', `/v1/conversations/${id}/labels`).send({ labels: ['!urgent'] }), 400, 'invalid_request');
-    refused(await s.api('put', `/v1/conversations/${id}/labels`).send({ labels: ['x'.repeat(41)] }), 400, 'invalid_request');
-    refused(await s.api('put', `/v1/conversations/${id}/labels`).send({ labels: Array.from({ length: 21 }, (_, i) => `l${i}`) }), 400, 'invalid_request');
-    refused(await s.api('put', `/v1/conversations/${id}/labels`).send({ labels: 'vip' }), 400, 'invalid_request');
-    refused(await s.api('put', `/v1/conversations/${id}/labels`).send({}), 400, 'invalid_request');
-    refused(await s.api('put', `/v1/conversations/${id}/labels`).send({ labels: [null] }), 400, 'invalid_request');
-    refused(await s.api('put', `/v1/conversations/${id}/labels`).send({ labels: [' vip'] }), 400, 'invalid_request');
-    refused(await s.api('put', '/v1/conversations/999999999/labels').send({ labels: ['vip'] }), 404, 'not_found');
+    expectError(await s.api('put', `/v1/conversations/${id}/labels`).send({ labels: ['!urgent'] }), 400, 'invalid_request');
+    expectError(await s.api('put', `/v1/conversations/${id}/labels`).send({ labels: ['x'.repeat(41)] }), 400, 'invalid_request');
+    expectError(await s.api('put', `/v1/conversations/${id}/labels`).send({ labels: Array.from({ length: 21 }, (_, i) => `l${i}`) }), 400, 'invalid_request');
+    expectError(await s.api('put', `/v1/conversations/${id}/labels`).send({ labels: 'vip' }), 400, 'invalid_request');
+    expectError(await s.api('put', `/v1/conversations/${id}/labels`).send({}), 400, 'invalid_request');
+    expectError(await s.api('put', `/v1/conversations/${id}/labels`).send({ labels: [null] }), 400, 'invalid_request');
+    expectError(await s.api('put', `/v1/conversations/${id}/labels`).send({ labels: [' vip'] }), 400, 'invalid_request');
+    expectError(await s.api('put', '/v1/conversations/999999999/labels').send({ labels: ['vip'] }), 404, 'not_found');
     const got = await s.api('get', `/v1/conversations/${id}`);
     expect(got.body.data.conversation.labels).toEqual([]);
   });
@@ -198,15 +194,15 @@ describe('createConversationNote and listConversationNotes', () => {
   it('When the note is blank, too long or not text, or the conversation unknown, then a clear 4xx', async () => {
     const s = await shop();
     const id = await conversationWith(s, '14155550722');
-    refused(await s.api('post', `/v1/conversations/${id}/notes`).send({ body: '   ' }), 400, 'invalid_request');
-    refused(await s.api('post', `/v1/conversations/${id}/notes`).send({ body: '' }), 400, 'invalid_request');
-    refused(await s.api('post', `/v1/conversations/${id}/notes`).send({ body: 'x'.repeat(4097) }), 400, 'invalid_request');
-    refused(await s.api('post', `/v1/conversations/${id}/notes`).send({ body: 7 }), 400, 'invalid_request');
-    refused(await s.api('post', `/v1/conversations/${id}/notes`).send({}), 400, 'invalid_request');
-    refused(await s.api('post', '/v1/conversations/999999999/notes').send({ body: 'x' }), 404, 'not_found');
-    refused(await s.api('get', '/v1/conversations/999999999/notes'), 404, 'not_found');
-    refused(await s.api('get', `/v1/conversations/${id}/notes?cursor=forged`), 400, 'invalid_cursor');
-    refused(await s.api('get', `/v1/conversations/${id}/notes?limit=0`), 400, 'invalid_request');
+    expectError(await s.api('post', `/v1/conversations/${id}/notes`).send({ body: '   ' }), 400, 'invalid_request');
+    expectError(await s.api('post', `/v1/conversations/${id}/notes`).send({ body: '' }), 400, 'invalid_request');
+    expectError(await s.api('post', `/v1/conversations/${id}/notes`).send({ body: 'x'.repeat(4097) }), 400, 'invalid_request');
+    expectError(await s.api('post', `/v1/conversations/${id}/notes`).send({ body: 7 }), 400, 'invalid_request');
+    expectError(await s.api('post', `/v1/conversations/${id}/notes`).send({}), 400, 'invalid_request');
+    expectError(await s.api('post', '/v1/conversations/999999999/notes').send({ body: 'x' }), 404, 'not_found');
+    expectError(await s.api('get', '/v1/conversations/999999999/notes'), 404, 'not_found');
+    expectError(await s.api('get', `/v1/conversations/${id}/notes?cursor=forged`), 400, 'invalid_cursor');
+    expectError(await s.api('get', `/v1/conversations/${id}/notes?limit=0`), 400, 'invalid_request');
   });
 });
 
@@ -217,20 +213,20 @@ describe('canned replies', () => {
     expect(made.status).toBe(201);
     expect(made.body.data.canned_reply).toMatchObject({ shortcut: 'thanks', text: 'Thank you for your order!' });
     await s.api('post', '/v1/canned-replies').send({ shortcut: 'address', text: 'Could you confirm your address?' });
-    refused(await s.api('post', '/v1/canned-replies').send({ shortcut: 'thanks', text: 'again' }), 409, 'canned_reply_exists');
-    refused(await s.api('post', '/v1/canned-replies').send({ shortcut: 'Thanks!', text: 'x' }), 400, 'invalid_request');
-    refused(await s.api('post', '/v1/canned-replies').send({ shortcut: 'blank', text: '  ' }), 400, 'invalid_request');
-    refused(await s.api('post', '/v1/canned-replies').send({ shortcut: 'x' }), 400, 'invalid_request');
+    expectError(await s.api('post', '/v1/canned-replies').send({ shortcut: 'thanks', text: 'again' }), 409, 'canned_reply_exists');
+    expectError(await s.api('post', '/v1/canned-replies').send({ shortcut: 'Thanks!', text: 'x' }), 400, 'invalid_request');
+    expectError(await s.api('post', '/v1/canned-replies').send({ shortcut: 'blank', text: '  ' }), 400, 'invalid_request');
+    expectError(await s.api('post', '/v1/canned-replies').send({ shortcut: 'x' }), 400, 'invalid_request');
     const list = await s.api('get', '/v1/canned-replies');
     expect(list.body.data.canned_replies.map((c: any) => c.shortcut)).toEqual(['address', 'thanks']);
     const id = made.body.data.canned_reply.id;
     expect((await s.api('delete', `/v1/canned-replies/${id}`)).body.data).toEqual({ deleted: id });
-    refused(await s.api('delete', `/v1/canned-replies/${id}`), 404, 'not_found');
-    refused(await s.api('delete', '/v1/canned-replies/zero'), 400, 'invalid_id');
+    expectError(await s.api('delete', `/v1/canned-replies/${id}`), 404, 'not_found');
+    expectError(await s.api('delete', '/v1/canned-replies/zero'), 400, 'invalid_id');
     // Another project's canned reply is not found from here.
     const other = await shop();
     const theirs = await other.api('post', '/v1/canned-replies').send({ shortcut: 'thanks', text: 'Theirs' });
-    refused(await s.api('delete', `/v1/canned-replies/${theirs.body.data.canned_reply.id}`), 404, 'not_found');
+    expectError(await s.api('delete', `/v1/canned-replies/${theirs.body.data.canned_reply.id}`), 404, 'not_found');
   });
 });
 
@@ -252,7 +248,7 @@ describe('authors and conversation events', () => {
   it('When a registration subscribes to conversation events, then it needs conversations:read', async () => {
     const s = await shop(['webhooks:manage']);
     const res = await s.api('post', '/v1/webhooks').send({ url: 'https://example.com/hook', events: ['conversation.assigned'] });
-    refused(res, 403, 'insufficient_scope');
+    expectError(res, 403, 'insufficient_scope');
     const ok = await shop(['webhooks:manage', 'conversations:read']);
     const made = await ok.api('post', '/v1/webhooks').send({ url: 'https://example.com/hook', events: ['conversation.assigned', 'conversation.labels_changed', 'conversation.note_added'] });
     expect([400, 201]).toContain(made.status);

@@ -10,6 +10,7 @@ import { describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { type TestApp, useTestApp } from '../support/app.js';
 import { csrfOf, person, uniqueEmail as email } from '../support/dashboard.js';
+import { expectError } from '../support/expect-error.js';
 
 let t: TestApp;
 useTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } }, (app) => {
@@ -72,11 +73,6 @@ async function queue(s: Shop, extra = ''): Promise<number[]> {
   return res.body.data.conversations.map((c: any) => c.id).sort();
 }
 
-function refused(res: request.Response, status: number, code: string) {
-  expect({ status: res.status, code: res.body?.error?.code }).toEqual({ status, code });
-  expect(res.body.success).toBe(false);
-}
-
 describe('needs a reply', () => {
   it('When the bot hands over or answers with its menu, then the customer still waits; an API key\'s answer takes them out; a campaign-only conversation stays out until the customer writes', async () => {
     const s = await shop();
@@ -126,16 +122,16 @@ describe('needs a reply', () => {
     const id = await customerWrites(s, '14155550821');
     const past = new Date(t.clock.now().getTime() - 1000).toISOString();
     const far = new Date(t.clock.now().getTime() + 91 * 86_400_000).toISOString();
-    refused(await s.api('put', `/v1/conversations/${id}/resolution`).send({ resolution: 'snoozed' }), 400, 'invalid_request');
-    refused(await s.api('put', `/v1/conversations/${id}/resolution`).send({ resolution: 'snoozed', snoozed_until: past }), 400, 'invalid_request');
-    refused(await s.api('put', `/v1/conversations/${id}/resolution`).send({ resolution: 'snoozed', snoozed_until: far }), 400, 'invalid_request');
-    refused(await s.api('put', `/v1/conversations/${id}/resolution`).send({ resolution: 'resolved', snoozed_until: far }), 400, 'invalid_request');
-    refused(await s.api('put', `/v1/conversations/${id}/resolution`).send({ resolution: 'closed' }), 400, 'invalid_request');
-    refused(await s.api('put', `/v1/conversations/${id}/resolution`).send({}), 400, 'invalid_request');
-    refused(await s.api('put', '/v1/conversations/999999999/resolution').send({ resolution: 'resolved' }), 404, 'not_found');
-    refused(await s.api('put', '/v1/conversations/abc/resolution').send({ resolution: 'resolved' }), 400, 'invalid_id');
+    expectError(await s.api('put', `/v1/conversations/${id}/resolution`).send({ resolution: 'snoozed' }), 400, 'invalid_request');
+    expectError(await s.api('put', `/v1/conversations/${id}/resolution`).send({ resolution: 'snoozed', snoozed_until: past }), 400, 'invalid_request');
+    expectError(await s.api('put', `/v1/conversations/${id}/resolution`).send({ resolution: 'snoozed', snoozed_until: far }), 400, 'invalid_request');
+    expectError(await s.api('put', `/v1/conversations/${id}/resolution`).send({ resolution: 'resolved', snoozed_until: far }), 400, 'invalid_request');
+    expectError(await s.api('put', `/v1/conversations/${id}/resolution`).send({ resolution: 'closed' }), 400, 'invalid_request');
+    expectError(await s.api('put', `/v1/conversations/${id}/resolution`).send({}), 400, 'invalid_request');
+    expectError(await s.api('put', '/v1/conversations/999999999/resolution').send({ resolution: 'resolved' }), 404, 'not_found');
+    expectError(await s.api('put', '/v1/conversations/abc/resolution').send({ resolution: 'resolved' }), 400, 'invalid_id');
     const reader = await shop(['conversations:read']);
-    refused(await reader.api('put', `/v1/conversations/${id}/resolution`).send({ resolution: 'resolved' }), 403, 'insufficient_scope');
+    expectError(await reader.api('put', `/v1/conversations/${id}/resolution`).send({ resolution: 'resolved' }), 403, 'insufficient_scope');
     expect(await queue(s)).toEqual([id]);
   });
 });
@@ -149,10 +145,10 @@ describe('changeConversationLabels', () => {
     expect(one.body.data.conversation).toEqual({ id, labels: ['new', 'vip'], previous_labels: ['new'] });
     const two = await s.api('patch', `/v1/conversations/${id}/labels`).send({ add: ['refund'], remove: ['new'] });
     expect(two.body.data.conversation).toEqual({ id, labels: ['refund', 'vip'], previous_labels: ['new', 'vip'] });
-    refused(await s.api('patch', `/v1/conversations/${id}/labels`).send({ add: ['x'], remove: ['x'] }), 400, 'invalid_request');
-    refused(await s.api('patch', `/v1/conversations/${id}/labels`).send({}), 400, 'invalid_request');
-    refused(await s.api('patch', `/v1/conversations/${id}/labels`).send({ add: ['!bad'] }), 400, 'invalid_request');
-    refused(await s.api('patch', '/v1/conversations/999999999/labels').send({ add: ['x'] }), 404, 'not_found');
+    expectError(await s.api('patch', `/v1/conversations/${id}/labels`).send({ add: ['x'], remove: ['x'] }), 400, 'invalid_request');
+    expectError(await s.api('patch', `/v1/conversations/${id}/labels`).send({}), 400, 'invalid_request');
+    expectError(await s.api('patch', `/v1/conversations/${id}/labels`).send({ add: ['!bad'] }), 400, 'invalid_request');
+    expectError(await s.api('patch', '/v1/conversations/999999999/labels').send({ add: ['x'] }), 404, 'not_found');
   });
 });
 
