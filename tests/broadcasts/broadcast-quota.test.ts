@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { startTestApp, type TestApp } from '../support/app.js';
-import { api, engineFor, projectWithKey, runUntil, seedMany, template } from '../support/broadcasts.js';
+import { api, engineFor, runUntil, promoCampaign } from '../support/broadcasts.js';
 import { person } from '../support/dashboard.js';
 import { ManualClock } from '../../lib/platform/clock.js';
 import { main } from '../../scripts/ops/main.js';
@@ -22,18 +22,8 @@ afterAll(async () => {
   await t.close();
 });
 
-async function campaign(n: number, quota: number, extra: object = {}) {
-  const { project, key } = await projectWithKey(t, undefined, { daily_send_quota: quota });
-  await template(t, project.id, 'promo', 'Hi {{1}}');
-  await seedMany(t, project.id, n, 15560000000 + Math.floor(Math.random() * 1e6) * 1000);
-  const call = api(t, key);
-  const res = await call.post('/v1/broadcasts', {
-    name: 'Quota', template_name: 'promo', template_language: 'en_US', audience: { filter: { match: 'all', conditions: [] } },
-    template_variables: { body: ['{{contact.name|friend}}'] }, ...extra,
-  });
-  expect(res.status).toBe(201);
-  return { project, call, id: res.body.data.broadcast.id as string };
-}
+const campaign = (n: number, quota: number, body: object = {}) =>
+  promoCampaign(t, n, { name: 'Quota', base: 15560000000 + Math.floor(Math.random() * 1e6) * 1000, body, projectExtra: { daily_send_quota: quota } });
 
 async function ops(args: string[]) {
   let stdout = '';

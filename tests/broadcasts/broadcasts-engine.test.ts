@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { startTestApp, type TestApp } from '../support/app.js';
-import { api, engineFor, projectWithKey, runUntil, seedMany, template } from '../support/broadcasts.js';
+import { api, engineFor, runUntil, template, promoCampaign } from '../support/broadcasts.js';
 import { ChannelError } from '../../channel/errors.js';
 import type { CloudApiClient } from '../../channel/cloud-api.js';
 import { timingBound } from '../support/retry-timing.js';
@@ -19,19 +19,7 @@ afterAll(async () => {
   await t.close();
 });
 
-async function campaign(n: number, extra: object = {}, projectExtra: object = {}) {
-  const { project, key, phoneNumberId } = await projectWithKey(t, undefined, projectExtra);
-  await template(t, project.id, 'promo', 'Hi {{1}}');
-  const base = 15550000000 + Math.floor(Math.random() * 1e6) * 1000;
-  await seedMany(t, project.id, n, base);
-  const call = api(t, key);
-  const res = await call.post('/v1/broadcasts', {
-    name: 'Spring', template_name: 'promo', template_language: 'en_US', audience: { filter: { match: 'all', conditions: [] } },
-    template_variables: { body: ['{{contact.name|friend}}'] }, ...extra,
-  });
-  expect(res.status).toBe(201);
-  return { project, call, phoneNumberId, id: res.body.data.broadcast.id as string, base };
-}
+const campaign = (n: number, body: object = {}, projectExtra: object = {}) => promoCampaign(t, n, { body, projectExtra });
 
 async function simMessages(phoneNumberId: string): Promise<Array<{ wamid: string; to: string; payload: any }>> {
   return (await request(t.sim!.url).get(`/_sim/messages?phone_number_id=${phoneNumberId}&limit=10000`)).body.data;

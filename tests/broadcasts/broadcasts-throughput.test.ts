@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { startTestApp, type TestApp } from '../support/app.js';
-import { api, engineFor, projectWithKey, seedMany, template } from '../support/broadcasts.js';
+import { engineFor, projectWithKey, promoCampaign } from '../support/broadcasts.js';
 import { openChannel } from '../../lib/channel-settings/settings.js';
 import { channelThroughputOf, refreshChannelThroughput } from '../../lib/channel-settings/throughput.js';
 import { notificationEvents } from '../../channel/notifications.js';
@@ -26,18 +26,7 @@ afterAll(async () => t?.close());
 
 const sim = () => request(t.sim!.url);
 
-async function campaign(n: number) {
-  const { project, key, phoneNumberId } = await projectWithKey(t);
-  await template(t, project.id, 'promo', 'Hi {{1}}');
-  await seedMany(t, project.id, n, 15560000000 + Math.floor(Math.random() * 1e5) * 10_000);
-  const call = api(t, key);
-  const res = await call.post('/v1/broadcasts', {
-    name: 'Launch', template_name: 'promo', template_language: 'en_US', audience: { filter: { match: 'all', conditions: [] } },
-    template_variables: { body: ['{{contact.name|friend}}'] },
-  });
-  expect(res.status).toBe(201);
-  return { project, call, phoneNumberId, id: res.body.data.broadcast.id as string };
-}
+const campaign = (n: number) => promoCampaign(t, n, { name: 'Launch', base: 15560000000 + Math.floor(Math.random() * 1e5) * 10_000 });
 
 describe('the level read from Meta', () => {
   it('Graph answers STANDARD, HIGH and coexistence; the client reads 80, 1,000 and 20 per second', async () => {

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startTestApp, type TestApp } from '../support/app.js';
-import { api, engineFor, projectWithKey, runUntil, seedMany, template } from '../support/broadcasts.js';
+import { engineFor, runUntil, promoCampaign } from '../support/broadcasts.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -30,19 +30,8 @@ async function tableStats(): Promise<Record<string, Stats>> {
   }
 }
 
-async function campaign(n: number, projectExtra: object = {}) {
-  const { project, key } = await projectWithKey(t, undefined, projectExtra);
-  await template(t, project.id, 'promo', 'Hi {{1}}');
-  const base = 15560000000 + Math.floor(Math.random() * 1e6) * 1000;
-  await seedMany(t, project.id, n, base);
-  const call = api(t, key);
-  const res = await call.post('/v1/broadcasts', {
-    name: 'Ledger', template_name: 'promo', template_language: 'en_US', audience: { filter: { match: 'all', conditions: [] } },
-    template_variables: { body: ['{{contact.name|friend}}'] },
-  });
-  expect(res.status).toBe(201);
-  return { project, call, id: res.body.data.broadcast.id as string };
-}
+const campaign = (n: number, projectExtra: object = {}) =>
+  promoCampaign(t, n, { name: 'Ledger', base: 15560000000 + Math.floor(Math.random() * 1e6) * 1000, projectExtra });
 
 describe('send ledger', () => {
   it('When a campaign is sent to existing contacts, then no contact row is updated (0 contact updates), and every message is recorded', async () => {

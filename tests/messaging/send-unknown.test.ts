@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { startTestApp, type TestApp } from '../support/app.js';
-import { api, engineFor, projectWithKey, runUntil, seedMany, template } from '../support/broadcasts.js';
+import { api, engineFor, runUntil, template, promoCampaign } from '../support/broadcasts.js';
 import { eventually } from '../support/eventually.js';
 import { settleLostSends } from '../../jobs/send-settle.js';
 import { recordIntents } from '../../lib/messaging/ledger.js';
@@ -108,19 +108,7 @@ describe('a send whose outcome is never reported', () => {
 });
 
 describe('a campaign send whose outcome is never reported', () => {
-  async function campaign(n: number) {
-    const { project, key, phoneNumberId } = await projectWithKey(t);
-    await template(t, project.id, 'promo', 'Hi {{1}}');
-    const base = 15570000000 + Math.floor(Math.random() * 1e6) * 1000;
-    await seedMany(t, project.id, n, base);
-    const call = api(t, key);
-    const res = await call.post('/v1/broadcasts', {
-      name: 'Lost', template_name: 'promo', template_language: 'en_US', audience: { filter: { match: 'all', conditions: [] } },
-      template_variables: { body: ['{{contact.name|friend}}'] },
-    });
-    expect(res.status).toBe(201);
-    return { project, call, pnid: phoneNumberId, id: res.body.data.broadcast.id as string, base };
-  }
+  const campaign = (n: number) => promoCampaign(t, n, { name: 'Lost', base: 15570000000 + Math.floor(Math.random() * 1e6) * 1000 });
   const counts = async (call: ReturnType<typeof api>, id: string) => (await call.get(`/v1/broadcasts/${id}`)).body.data.broadcast.counts;
 
   it('When one recipient\'s answer is lost and no status comes, then it is unknown at once (neither queued nor sent) and stays so past the bound; a late status still wins', async () => {

@@ -66,6 +66,25 @@ export async function seedMany(t: TestApp, projectId: string, n: number, base = 
   );
 }
 
+/**
+ * A created campaign of `n` opted-in contacts (phones from `base`, random unless given) on a MARKETING
+ * template `promo` ("Hi {{1}}", the contact's name); `body` is added to the create request,
+ * `projectExtra` to the project.
+ */
+export async function promoCampaign(t: TestApp, n: number, opts: { name?: string; base?: number; body?: object; projectExtra?: object } = {}) {
+  const { project, key, phoneNumberId } = await projectWithKey(t, undefined, opts.projectExtra);
+  await template(t, project.id, 'promo', 'Hi {{1}}');
+  const base = opts.base ?? 15550000000 + Math.floor(Math.random() * 1e6) * 1000;
+  await seedMany(t, project.id, n, base);
+  const call = api(t, key);
+  const res = await call.post('/v1/broadcasts', {
+    name: opts.name ?? 'Spring', template_name: 'promo', template_language: 'en_US', audience: { filter: { match: 'all', conditions: [] } },
+    template_variables: { body: ['{{contact.name|friend}}'] }, ...opts.body,
+  });
+  expect(res.status).toBe(201);
+  return { project, call, phoneNumberId, pnid: phoneNumberId, id: res.body.data.broadcast.id as string, base };
+}
+
 export function api(t: TestApp, key: string) {
   const auth = (r: request.Test) => r.set('Authorization', `Bearer ${key}`);
   return {
