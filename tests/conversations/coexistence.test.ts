@@ -10,15 +10,11 @@
 import { describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { type TestApp, useTestApp } from '../support/app.js';
+import { QUICK_BOT_APP } from '../support/bots.js';
 import { inbound } from '../support/inbound.js';
 
 let t: TestApp;
-useTestApp({
-  simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null },
-  bot: { memoryMb: 16, startupTimeoutMs: 1000, eventTimeoutMs: 1500 },
-}, (app) => {
-  t = app;
-});
+useTestApp(QUICK_BOT_APP, (app) => (t = app));
 
 const auth = (key: string) => ({ Authorization: `Bearer ${key}` });
 const said = (text: string) => `You said: ${text}. Write "menu" for options.`;

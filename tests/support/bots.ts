@@ -8,6 +8,12 @@ import { expect } from '@jest/globals';
 import type { TestApp } from './app.js';
 import { inbound as inboundMessage } from './inbound.js';
 
+/** A test app whose simulator sends no statuses or template decisions of its own, with a small, quick bot sandbox. */
+export const QUICK_BOT_APP = {
+  simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null },
+  bot: { memoryMb: 16, startupTimeoutMs: 1000, eventTimeoutMs: 1500 },
+};
+
 export interface BotProject {
   projectId: string;
   key: string;
