@@ -10,7 +10,7 @@ import { startTestApp, type TestApp } from '../support/app.js';
 import { api, engineFor, runUntil, promoCampaign } from '../support/broadcasts.js';
 import { person } from '../support/dashboard.js';
 import { ManualClock } from '../../lib/platform/clock.js';
-import { main } from '../../scripts/ops/main.js';
+import { runOps } from '../support/ops.js';
 
 // 21:30 UTC: the next UTC midnight is 2026-11-24 00:00.
 const NOW = new Date('2026-11-23T21:30:00.000Z');
@@ -25,12 +25,7 @@ afterAll(async () => {
 const campaign = (n: number, quota: number, body: object = {}) =>
   promoCampaign(t, n, { name: 'Quota', base: 15560000000 + Math.floor(Math.random() * 1e6) * 1000, body, projectExtra: { daily_send_quota: quota } });
 
-async function ops(args: string[]) {
-  let stdout = '';
-  let stderr = '';
-  const code = await main(args, { SERVICE_URL: t.baseUrl!, ADMIN_TOKEN: t.adminToken }, { out: (s) => void (stdout += s + '\n'), err: (s) => void (stderr += s + '\n') });
-  return { code, stdout, stderr };
-}
+const ops = (args: string[]) => runOps(t.baseUrl!, t.adminToken, args);
 
 describe('the quota in the pre-flight', () => {
   it('When 12 recipients meet a quota of 5 with 2 used today, then the API, the CLI and the dashboard say 3 are left and 9 would be held until 2026-11-24 00:00 UTC', async () => {

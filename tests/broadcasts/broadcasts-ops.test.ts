@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { api, projectWithKey, seedContacts, template } from '../support/broadcasts.js';
-import { main } from '../../scripts/ops/main.js';
+import { runOps } from '../support/ops.js';
 
 let t: TestApp;
 let server: Server;
@@ -28,12 +28,7 @@ afterAll(async () => {
   await t.close();
 });
 
-async function ops(args: string[]) {
-  let stdout = '';
-  let stderr = '';
-  const code = await main(args, { SERVICE_URL: url, ADMIN_TOKEN: t.adminToken }, { out: (s) => void (stdout += s + '\n'), err: (s) => void (stderr += s + '\n') });
-  return { code, stdout, stderr };
-}
+const ops = (args: string[]) => runOps(url, t.adminToken, args);
 
 describe('ops broadcasts', () => {
   it('When an operator lists the queue, approves at a time, shows and cancels, then each command answers with the campaign', async () => {

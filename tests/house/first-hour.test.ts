@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { startTestApp, type TestApp } from '../support/app.js';
-import { main } from '../../scripts/ops/main.js';
+import { runOps } from '../support/ops.js';
 import { ALL_SCOPES } from '../../scripts/ops/scopes.js';
 import { startupBanner } from '../../http/banner.js';
 
@@ -20,12 +20,7 @@ afterAll(async () => {
   await t.close();
 });
 
-async function ops(args: string[]) {
-  let stdout = '';
-  let stderr = '';
-  const code = await main(args, { SERVICE_URL: t.baseUrl!, ADMIN_TOKEN: t.adminToken }, { out: (s) => void (stdout += s + '\n'), err: (s) => void (stderr += s + '\n') });
-  return { code, stdout, stderr };
-}
+const ops = (args: string[]) => runOps(t.baseUrl!, t.adminToken, args);
 
 describe('scopes in the CLI', () => {
   it.each(['keys create', 'keys scopes', 'connections attach', 'keys', 'connections'])('When `ops %s --help` is asked, then every one of the 21 scopes is listed with what it permits, and "all"', async (words) => {

@@ -8,7 +8,7 @@ import request from 'supertest';
 import type { TestApp } from '../support/app.js';
 import { tablesHarness } from '../support/tables.js';
 import { physicalSchema } from '../../lib/tables/isolation.js';
-import { main } from '../../scripts/ops/main.js';
+import { runOps } from '../support/ops.js';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -29,12 +29,7 @@ function admin(method: 'get' | 'post', path: string, body?: object) {
   return body ? req.send(body) : req;
 }
 
-async function ops(args: string[]) {
-  let stdout = '';
-  let stderr = '';
-  const code = await main(args, { SERVICE_URL: url, ADMIN_TOKEN: t.adminToken }, { out: (s) => void (stdout += s + '\n'), err: (s) => void (stderr += s + '\n') });
-  return { code, stdout, stderr };
-}
+const ops = (args: string[]) => runOps(url, t.adminToken, args);
 
 describe('adminCreateTable', () => {
   it('When an operator creates a table, then the project reads it through /v1 and it is listed', async () => {

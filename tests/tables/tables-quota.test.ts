@@ -10,7 +10,7 @@ import type { TestApp } from '../support/app.js';
 import { tablesHarness } from '../support/tables.js';
 import { physicalSchema } from '../../lib/tables/isolation.js';
 import { runHelper, type BotDeps } from '../../lib/bot/helpers.js';
-import { main } from '../../scripts/ops/main.js';
+import { runOps } from '../support/ops.js';
 
 const h = tablesHarness({ config: { tablesQuotaPreviewRows: 7, tablesQuotaPreviewBytes: 5_000_000 }, listen: true });
 let t: TestApp;
@@ -26,12 +26,7 @@ function admin(method: 'get' | 'post' | 'put', path: string, body?: object) {
   return body ? req.send(body) : req;
 }
 
-async function ops(args: string[]) {
-  let stdout = '';
-  let stderr = '';
-  const code = await main(args, { SERVICE_URL: url, ADMIN_TOKEN: t.adminToken }, { out: (s) => void (stdout += s + '\n'), err: (s) => void (stderr += s + '\n') });
-  return { code, stdout, stderr };
-}
+const ops = (args: string[]) => runOps(url, t.adminToken, args);
 
 async function project() {
   const p = await t.admin.project();

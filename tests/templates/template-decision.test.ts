@@ -10,7 +10,7 @@ import request from 'supertest';
 import { readFileSync } from 'node:fs';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { projectWithKey } from '../support/broadcasts.js';
-import { main } from '../../scripts/ops/main.js';
+import { runOps } from '../support/ops.js';
 import { loadConfig } from '../../lib/platform/config.js';
 import { person } from '../support/dashboard.js';
 
@@ -22,12 +22,7 @@ afterAll(async () => {
   await t.close();
 });
 
-async function ops(args: string[], url = t.baseUrl!, token = t.adminToken) {
-  let stdout = '';
-  let stderr = '';
-  const code = await main(args, { SERVICE_URL: url, ADMIN_TOKEN: token }, { out: (s) => void (stdout += s + '\n'), err: (s) => void (stderr += s + '\n') });
-  return { code, stdout, stderr };
-}
+const ops = (args: string[], url = t.baseUrl!, token = t.adminToken) => runOps(url, token, args);
 
 async function submitted(name: string) {
   const { project, key } = await projectWithKey(t, ['templates:manage', 'templates:read']);
