@@ -7,17 +7,12 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { startTestApp, type TestApp } from '../support/app.js';
-import { dropProjectStorage, physicalSchema, withProjectTx } from '../../lib/tables/isolation.js';
+import { asProject } from '../support/console.js';
+import { dropProjectStorage, physicalSchema } from '../../lib/tables/isolation.js';
 import type { TableSchema } from '../../lib/tables/names.js';
 
 let t: TestApp;
 let p: { id: string; key: string };
-
-async function asProject(projectId: string, schema: TableSchema, ...statements: string[]): Promise<void> {
-  await withProjectTx(t.db.pool, projectId, { readOnly: false, statementTimeoutMs: 20000, schema, ddl: true }, async (c) => {
-    for (const s of statements) await c.query(s);
-  });
-}
 
 async function project(scopes = ['tables:read', 'tables:write']) {
   const pr = await t.admin.project();
@@ -42,7 +37,7 @@ afterAll(async () => {
 
 beforeEach(async () => {
   for (const schema of ['public', 'preview'] as const) {
-    await asProject(
+    await asProject(t, 
       p.id,
       schema,
       'DROP TABLE IF EXISTS opening_hours',

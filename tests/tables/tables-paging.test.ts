@@ -7,8 +7,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { startTestApp, type TestApp } from '../support/app.js';
+import { asProject } from '../support/console.js';
 import { dropProjectStorage, physicalSchema, withProjectTx } from '../../lib/tables/isolation.js';
-import type { TableSchema } from '../../lib/tables/names.js';
 import { readRows, rowsScope } from '../../lib/tables/rows.js';
 import { canonicalFilters, parseFilterText } from '../../lib/tables/filters.js';
 import { encodeCursorUnchecked } from '../../lib/platform/cursor.js';
@@ -18,12 +18,6 @@ import { randomBytes } from 'node:crypto';
 
 let t: TestApp;
 let p: { id: string; key: string };
-
-async function asProject(projectId: string, schema: TableSchema, ...statements: string[]): Promise<void> {
-  await withProjectTx(t.db.pool, projectId, { readOnly: false, statementTimeoutMs: 20000, schema, ddl: true }, async (c) => {
-    for (const s of statements) await c.query(s);
-  });
-}
 
 /** A deterministic pseudo-random sequence (the failure of a seed can be replayed). */
 function rng(seed: number) {
@@ -53,7 +47,7 @@ beforeAll(async () => {
     const label = r() < 0.25 ? 'NULL' : `'${'x'.repeat(150 + Math.floor(r() * 3))}${Math.floor(r() * 3)}'`;
     values.push(`(${a}, ${i}, ${grade}, ${label}, ${r() < 0.5})`);
   }
-  await asProject(
+  await asProject(t, 
     p.id,
     'public',
     'CREATE TABLE items (a integer NOT NULL, b integer NOT NULL, grade integer, label text, flag boolean NOT NULL, PRIMARY KEY (a, b))',
@@ -203,7 +197,7 @@ describe('random tables', () => {
       const n = 5 + Math.floor(r() * 25);
       const values = Array.from({ length: n }, (_, i) => `(${i % 3}, ${i}, ${r() < nullRate ? 'NULL' : Math.floor(r() * distinct)}, ${r() < 0.5})`);
       const table = `rnd_${seed}`;
-      await asProject(p.id, 'public', `CREATE TABLE ${table} (a integer, b integer, v integer, ok boolean NOT NULL, PRIMARY KEY (a, b))`, `INSERT INTO ${table} VALUES ${values.join(', ')}`);
+      await asProject(t, p.id, 'public', `CREATE TABLE ${table} (a integer, b integer, v integer, ok boolean NOT NULL, PRIMARY KEY (a, b))`, `INSERT INTO ${table} VALUES ${values.join(', ')}`);
       const filtered = r() < 0.5;
       for (const direction of ['asc', 'desc'] as const) {
         const order = direction === 'asc' ? 'v ASC NULLS LAST, a, b' : 'v DESC NULLS FIRST, a DESC, b DESC';

@@ -6,8 +6,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { startTestApp, type TestApp } from '../support/app.js';
-import { dropProjectStorage, physicalSchema, withProjectTx } from '../../lib/tables/isolation.js';
-import type { TableSchema } from '../../lib/tables/names.js';
+import { asProject } from '../support/console.js';
+import { dropProjectStorage, physicalSchema } from '../../lib/tables/isolation.js';
 
 let t: TestApp;
 const projects: string[] = [];
@@ -21,12 +21,6 @@ afterAll(async () => {
 });
 
 /** Runs SQL as the project's role in one of its schemas (what the operator DDL endpoint does). */
-async function asProject(projectId: string, schema: TableSchema, ...statements: string[]): Promise<void> {
-  await withProjectTx(t.db.pool, projectId, { readOnly: false, statementTimeoutMs: 20000, schema, ddl: true }, async (c) => {
-    for (const s of statements) await c.query(s);
-  });
-}
-
 async function project(scopes = ['tables:read', 'tables:write']) {
   const p = await t.admin.project();
   projects.push(p.id);
@@ -40,7 +34,7 @@ function rows(key: string, table: string, query: Record<string, string | number>
 let p: { id: string; key: string };
 beforeAll(async () => {
   p = await project();
-  await asProject(
+  await asProject(t, 
     p.id,
     'public',
     `CREATE TABLE orders (id integer PRIMARY KEY, status text NOT NULL, note text, amount numeric(10,2), paid boolean, created_at timestamptz DEFAULT now(), data jsonb)`,
@@ -55,7 +49,7 @@ beforeAll(async () => {
     `CREATE TABLE nopk (v integer)`,
     `INSERT INTO nopk SELECT g % 3 FROM generate_series(1, 7) g`,
   );
-  await asProject(p.id, 'preview', `CREATE TABLE orders (id integer PRIMARY KEY, status text)`, `INSERT INTO orders VALUES (100, 'preview-only')`);
+  await asProject(t, p.id, 'preview', `CREATE TABLE orders (id integer PRIMARY KEY, status text)`, `INSERT INTO orders VALUES (100, 'preview-only')`);
 });
 
 describe('listTableRows', () => {
@@ -163,7 +157,7 @@ describe('listTableRows', () => {
   it('When the page size is out of 1..50, then 400; the default is 20', async () => {
     await rows(p.key, 'orders', { limit: 0 }).expect(400);
     await rows(p.key, 'orders', { limit: 51 }).expect(400);
-    await asProject(p.id, 'public', 'CREATE TABLE many (id integer PRIMARY KEY)', 'INSERT INTO many SELECT generate_series(1, 60)');
+    await asProject(t, p.id, 'public', 'CREATE TABLE many (id integer PRIMARY KEY)', 'INSERT INTO many SELECT generate_series(1, 60)');
     const res = await rows(p.key, 'many').expect(200);
     expect(res.body.data.rows).toHaveLength(20);
     expect(res.body.data.pagination.hasMore).toBe(true);
@@ -206,7 +200,7 @@ describe('table addressing', () => {
 
   it("When another project's table or the service's tables are addressed by any spelling, then a 4xx and nothing leaks", async () => {
     const other = await project();
-    await asProject(other.id, 'public', 'CREATE TABLE secrets (id integer PRIMARY KEY, s text)', "INSERT INTO secrets VALUES (1, 'theirs')");
+    await asProject(t, other.id, 'public', 'CREATE TABLE secrets (id integer PRIMARY KEY, s text)', "INSERT INTO secrets VALUES (1, 'theirs')");
     expect((await rows(other.key, 'secrets').expect(200)).body.data.rows).toHaveLength(1);
     expect((await rows(p.key, 'secrets').expect(404)).body.error.code).toBe('table_not_found');
     for (const name of ['api_keys', 'projects', 'pg_authid', 'pg_class', '_prisma_migrations', 'agenda_jobs']) {
@@ -237,10 +231,10 @@ describe('table addressing', () => {
 
   it('When the project role is used directly, then PostgreSQL itself refuses other projects and the service tables', async () => {
     const other = await project();
-    await asProject(other.id, 'public', 'CREATE TABLE theirs (id integer PRIMARY KEY)');
+    await asProject(t, other.id, 'public', 'CREATE TABLE theirs (id integer PRIMARY KEY)');
     const attempts = [`SELECT * FROM ${await physicalSchema(t.db.pool, other.id, 'public')}.theirs`, 'SELECT * FROM public.api_keys', 'SELECT * FROM public.projects', 'SELECT * FROM _platform_meta'];
     for (const sql of attempts) {
-      await expect(asProject(p.id, 'public', sql)).rejects.toMatchObject({ code: expect.stringMatching(/^(42501|42P01|3F000)$/) });
+      await expect(asProject(t, p.id, 'public', sql)).rejects.toMatchObject({ code: expect.stringMatching(/^(42501|42P01|3F000)$/) });
     }
   });
 

@@ -7,19 +7,14 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { startTestApp, type TestApp } from '../support/app.js';
-import { dropProjectStorage, physicalSchema, withProjectTx } from '../../lib/tables/isolation.js';
+import { asProject } from '../support/console.js';
+import { dropProjectStorage, physicalSchema } from '../../lib/tables/isolation.js';
 import type { TableSchema } from '../../lib/tables/names.js';
 import { timingBound } from '../support/retry-timing.js';
 
 let t: TestApp;
 let p: { id: string; key: string };
 let other: { id: string; key: string };
-
-async function asProject(projectId: string, schema: TableSchema, ...statements: string[]): Promise<void> {
-  await withProjectTx(t.db.pool, projectId, { readOnly: false, statementTimeoutMs: 20000, schema, ddl: true }, async (c) => {
-    for (const s of statements) await c.query(s);
-  });
-}
 
 async function project(scopes = ['tables:read', 'tables:write']) {
   const pr = await t.admin.project();
@@ -30,7 +25,7 @@ beforeAll(async () => {
   t = await startTestApp({ config: { tablesStatementTimeoutMs: 300 } });
   p = await project();
   other = await project();
-  await asProject(other.id, 'public', 'CREATE TABLE people (id integer PRIMARY KEY, name text)', "INSERT INTO people VALUES (1, 'theirs')");
+  await asProject(t, other.id, 'public', 'CREATE TABLE people (id integer PRIMARY KEY, name text)', "INSERT INTO people VALUES (1, 'theirs')");
 });
 afterAll(async () => {
   for (const q of [p, other]) await dropProjectStorage(t.db.pool, q.id).catch(() => undefined);
@@ -38,14 +33,14 @@ afterAll(async () => {
 });
 
 beforeEach(async () => {
-  await asProject(
+  await asProject(t, 
     p.id,
     'public',
     'DROP TABLE IF EXISTS people',
     'CREATE TABLE people (id integer PRIMARY KEY, name text NOT NULL, age integer CHECK (age >= 0), email text UNIQUE)',
     "INSERT INTO people SELECT g, 'n' || g, g % 5, 'e' || g || '@x' FROM generate_series(1, 80) g",
   );
-  await asProject(p.id, 'preview', 'DROP TABLE IF EXISTS people', 'CREATE TABLE people (id integer PRIMARY KEY, name text NOT NULL)', "INSERT INTO people VALUES (1, 'preview')");
+  await asProject(t, p.id, 'preview', 'DROP TABLE IF EXISTS people', 'CREATE TABLE people (id integer PRIMARY KEY, name text NOT NULL)', "INSERT INTO people VALUES (1, 'preview')");
 });
 
 async function snapshot(projectId = p.id, schema: TableSchema = 'public') {
@@ -167,7 +162,7 @@ describe('deleteTableRows', () => {
   });
 
   it('When a platform table, a view, or another project\'s table is the target, then 403/404 and nothing changes', async () => {
-    await asProject(p.id, 'public', 'CREATE OR REPLACE VIEW people_view AS SELECT * FROM people');
+    await asProject(t, p.id, 'public', 'CREATE OR REPLACE VIEW people_view AS SELECT * FROM people');
     expect((await del({ filters: f({ column: 'key', op: 'neq', value: 'x' }) }, p.key, '_platform_meta').expect(403)).body.error.code).toBe('platform_table_forbidden');
     expect((await del({ filters: f({ column: 'id', op: 'gt', value: 0 }) }, p.key, 'people_view').expect(404)).body.error.code).toBe('table_not_found');
     expect((await del({ filters: f({ column: 'id', op: 'gt', value: 0 }) }, p.key, 'api_keys').expect(404)).body.error.code).toBe('table_not_found');
@@ -175,14 +170,14 @@ describe('deleteTableRows', () => {
     expect(await snapshot(other.id)).toHaveLength(1);
     const meta = await t.db.pool.query(`SELECT count(*)::int AS n FROM ${await physicalSchema(t.db.pool, p.id, 'public')}._platform_meta`);
     expect(meta.rows[0].n).toBeGreaterThan(0);
-    await asProject(p.id, 'public', 'DROP VIEW people_view');
+    await asProject(t, p.id, 'public', 'DROP VIEW people_view');
   });
 });
 
 describe('statement timeout', () => {
   beforeAll(async () => {
     // A domain whose check sleeps: any comparison that casts to it outlasts the 300 ms timeout.
-    await asProject(
+    await asProject(t, 
       p.id,
       'public',
       'CREATE FUNCTION slow_ok(integer) RETURNS boolean LANGUAGE sql AS $$ SELECT pg_sleep(1) IS NOT NULL $$',
