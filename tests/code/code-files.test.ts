@@ -4,19 +4,13 @@
  */
 import { describe, expect, it } from '@jest/globals';
 import request from 'supertest';
-import { type TestApp, useTestApp } from '../support/app.js';
+import { keyedProject, type TestApp, useTestApp } from '../support/app.js';
 import { writeFlowFile } from '../../lib/code/store.js';
 
 let t: TestApp;
-useTestApp({}, (app) => {
-  t = app;
-});
+useTestApp({}, (app) => (t = app));
 
-async function projectWithKey(scopes = ['code:read', 'code:write']) {
-  const project = await t.admin.project();
-  const key = await t.admin.key(project.id, scopes);
-  return { projectId: project.id, key: key.secret };
-}
+const projectWithKey = (scopes = ['code:read', 'code:write']) => keyedProject(t, scopes);
 
 const enc = (p: string) => '/v1/files/' + encodeURIComponent(p);
 const get = (key: string, url: string) => request(t.app).get(url).set('Authorization', `Bearer ${key}`);

@@ -120,6 +120,12 @@ export function useTestApp(opts: TestAppOptions, started: (t: TestApp) => void):
   });
 }
 
+/** A new project of `t` and a key of it with `scopes`. */
+export async function keyedProject(t: TestApp, scopes: string[]): Promise<{ projectId: string; key: string }> {
+  const project = await t.admin.project();
+  return { projectId: project.id, key: (await t.admin.key(project.id, scopes)).secret };
+}
+
 export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> {
   // Tests make many failed authentications (and OAuth registrations) from one address: throttling only where a test asks for it.
   // Every response is checked against the contract (a violation fails the test: response-violations.ts).
