@@ -12,8 +12,8 @@ import path from 'node:path';
 import os from 'node:os';
 import { mkdtempSync } from 'node:fs';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { describeWithBrowser, launchBrowser, unlabelled, fitsWidth, signedInPage, watchPage } from '../support/browser.js';
-import { startTestApp, type TestApp } from '../support/app.js';
+import { browserTestApp, describeWithBrowser, unlabelled, fitsWidth, signedInPage, watchPage } from '../support/browser.js';
+import type { TestApp } from '../support/app.js';
 import { HOSTILE, RATE_CARD, seedBotLog, seedDeliveries, seedSpend } from '../support/console.js';
 import { dropProjectStorage } from '../../lib/tables/isolation.js';
 import { PROJECT_ROOT } from '../../lib/platform/project-root.js';
@@ -22,19 +22,15 @@ const shotsDir = process.env.UPDATE_SCREENSHOTS ? path.join(PROJECT_ROOT, 'docs'
 const docs = (name: string) => path.join(shotsDir, name);
 
 describeWithBrowser(describe)('console in Chromium', () => {
+  let projectId: string;
+  const app = browserTestApp({
+    simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null },
+    beforeClose: async (t) => projectId && dropProjectStorage(t.db.pool, projectId).catch(() => undefined),
+  });
   let t: TestApp;
   let browser: Browser;
-  let projectId: string;
-
-  beforeAll(async () => {
-    t = await startTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } });
-    browser = await launchBrowser();
-  }, 60_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    if (projectId) await dropProjectStorage(t.db.pool, projectId).catch(() => undefined);
-    await t?.close();
+  beforeAll(() => {
+    ({ t, browser } = app);
   });
 
   const signedIn = (context: BrowserContext, email: string, role: 'owner' | 'member') => signedInPage(t, context, projectId, email, role);

@@ -12,8 +12,8 @@ import { createRequire } from 'node:module';
 import request from 'supertest';
 import type { Express } from 'express';
 import type { Browser, Page } from 'playwright-core';
-import { describeWithBrowser, launchBrowser, signedInPage } from '../support/browser.js';
-import { startTestApp, type TestApp } from '../support/app.js';
+import { browserTestApp, describeWithBrowser, signedInPage } from '../support/browser.js';
+import type { TestApp } from '../support/app.js';
 import { api, projectWithKey, seedContacts, template } from '../support/broadcasts.js';
 import { eventually } from '../support/eventually.js';
 import { asProject, RATE_CARD, seedBotLog, seedDeliveries, seedSpend } from '../support/console.js';
@@ -79,19 +79,15 @@ async function audit(page: Page, url: string, width: number): Promise<Finding> {
 }
 
 describeWithBrowser(describe)('every dashboard page: axe-core and a phone’s width', () => {
+  let projectId: string;
+  const app = browserTestApp({
+    simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null },
+    beforeClose: async (t) => projectId && dropProjectStorage(t.db.pool, projectId).catch(() => undefined),
+  });
   let t: TestApp;
   let browser: Browser;
-  let projectId: string;
-
-  beforeAll(async () => {
-    t = await startTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } });
-    browser = await launchBrowser();
-  }, 60_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    if (projectId) await dropProjectStorage(t.db.pool, projectId).catch(() => undefined);
-    await t?.close();
+  beforeAll(() => {
+    ({ t, browser } = app);
   });
 
   it('When an owner opens every page of the router at 375 px and 1280 px, then axe-core finds no serious or critical violation, nothing scrolls sideways and every time reads YYYY-MM-DD HH:MM UTC', async () => {

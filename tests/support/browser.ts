@@ -90,17 +90,21 @@ export function watchPage(page: Page, baseUrl: string): { foreign: string[]; dia
 
 /**
  * The set-up the page tests share: the file's app and one Chromium, started before its tests and
- * closed after them. Read `t` and `browser` inside a test or hook.
+ * closed after them (`beforeClose` first, with the app). Read `t` and `browser` inside a test or hook.
  */
-export function browserTestApp(options: TestAppOptions = {}): { readonly t: TestApp; readonly browser: Browser } {
+export function browserTestApp(
+  options: TestAppOptions & { beforeClose?: (t: TestApp) => Promise<unknown> } = {},
+): { readonly t: TestApp; readonly browser: Browser } {
+  const { beforeClose, ...appOptions } = options;
   let t: TestApp | undefined;
   let browser: Browser | undefined;
   beforeAll(async () => {
-    t = await startTestApp(options);
+    t = await startTestApp(appOptions);
     browser = await launchBrowser();
   }, 60_000);
   afterAll(async () => {
     await browser?.close();
+    if (t) await beforeClose?.(t);
     await t?.close();
   });
   const started = <T>(v: T | undefined): T => {
