@@ -10,13 +10,11 @@
  * check passing, each check that cannot apply named in NOT_TESTABLE_CHECKS) or named with why not.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import http from 'node:http';
 import path from 'node:path';
 import { readdirSync, readFileSync } from 'node:fs';
 import { PROJECT_ROOT } from '../../lib/platform/project-root.js';
-import { startTestApp, type TestApp } from '../support/app.js';
-import { bearerGateway } from '../support/gateway.js';
-import { freePort, runProcess, tempFolder } from '../support/local.js';
+import { mcpBehindGateway } from '../support/gateway.js';
+import { runProcess, tempFolder } from '../support/local.js';
 
 const BIN = process.env.CONFORMANCE_2026_BIN;
 const NODE = process.env.CONFORMANCE_NODE ?? process.execPath;
@@ -83,29 +81,14 @@ export const NOT_APPLICABLE_2026: Record<string, string> = {
 
 const run = BIN ? describe : describe.skip;
 
-let t: TestApp;
-let app: http.Server;
-let gateway: http.Server;
 let url: string;
+let close: () => Promise<void>;
 
 run('the MCP conformance suite at 2026-07-28', () => {
   beforeAll(async () => {
-    const gatewayPort = await freePort();
-    t = await startTestApp({ config: { publicBaseUrl: `http://localhost:${gatewayPort}` } });
-    app = http.createServer(t.app);
-    await new Promise<void>((resolve) => app.listen(0, '127.0.0.1', resolve));
-    const appPort = (app.address() as { port: number }).port;
-    const p = await t.admin.project('Conformance 2026');
-    const token = (await t.admin.connection([{ projectId: p.id, scopes: ['contacts:read', 'conversations:read'] }])).secret;
-    // The gateway: every request as it came, with the bearer added.
-    gateway = await bearerGateway(gatewayPort, appPort, token);
-    url = `http://127.0.0.1:${gatewayPort}/mcp`;
+    ({ url, close } = await mcpBehindGateway('Conformance 2026'));
   });
-  afterAll(async () => {
-    await new Promise((r) => gateway.close(r));
-    await new Promise((r) => app.close(r));
-    await t.close();
-  });
+  afterAll(() => close());
 
   interface Check { id: string; status: string; errorMessage?: string }
 

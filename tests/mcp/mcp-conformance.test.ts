@@ -9,13 +9,11 @@
  * not (NOT_APPLICABLE), are listed below; each applicable one must pass every check.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import http from 'node:http';
 import path from 'node:path';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { PROJECT_ROOT } from '../../lib/platform/project-root.js';
-import { startTestApp, type TestApp } from '../support/app.js';
-import { bearerGateway } from '../support/gateway.js';
-import { freePort, runProcess, tempFolder } from '../support/local.js';
+import { mcpBehindGateway } from '../support/gateway.js';
+import { runProcess, tempFolder } from '../support/local.js';
 
 const BIN = process.env.CONFORMANCE_BIN ?? path.join(PROJECT_ROOT, 'node_modules', '@modelcontextprotocol', 'conformance', 'dist', 'index.js');
 
@@ -53,29 +51,13 @@ export const NOT_APPLICABLE: Record<string, string> = {
   'prompts-get-with-image': 'no prompts',
 };
 
-let t: TestApp;
-let app: http.Server;
-let gateway: http.Server;
 let url: string;
-let token: string;
+let close: () => Promise<void>;
 
 beforeAll(async () => {
-  const gatewayPort = await freePort();
-  t = await startTestApp({ config: { publicBaseUrl: `http://localhost:${gatewayPort}` } });
-  app = http.createServer(t.app);
-  await new Promise<void>((resolve) => app.listen(0, '127.0.0.1', resolve));
-  const appPort = (app.address() as { port: number }).port;
-  const p = await t.admin.project('Conformance');
-  token = (await t.admin.connection([{ projectId: p.id, scopes: ['contacts:read', 'conversations:read'] }])).secret;
-  // The gateway: every request as it came, with the bearer added.
-  gateway = await bearerGateway(gatewayPort, appPort, token);
-  url = `http://127.0.0.1:${gatewayPort}/mcp`;
+  ({ url, close } = await mcpBehindGateway('Conformance'));
 });
-afterAll(async () => {
-  await new Promise((r) => gateway.close(r));
-  await new Promise((r) => app.close(r));
-  await t.close();
-});
+afterAll(() => close());
 
 interface Check {
   id: string;

@@ -3,6 +3,8 @@
  * conformance suites) that connect without credentials.
  */
 import http from 'node:http';
+import { startTestApp } from './app.js';
+import { freePort } from './local.js';
 
 /** Listens on `port` and forwards every request as it came (method, path, Host, Origin, body) to `appPort`, with `token` as its bearer. */
 export async function bearerGateway(port: number, appPort: number, token: string): Promise<http.Server> {
@@ -16,4 +18,28 @@ export async function bearerGateway(port: number, appPort: number, token: string
   });
   await new Promise<void>((resolve) => gateway.listen(port, '127.0.0.1', resolve));
   return gateway;
+}
+
+/**
+ * A test app whose public URL is a bearer gateway, and a connection of a project of its own (reads
+ * of contacts and conversations) as that bearer: `url` is its MCP endpoint as an outside client,
+ * configured with the token, reaches it.
+ */
+export async function mcpBehindGateway(projectName: string): Promise<{ url: string; close(): Promise<void> }> {
+  const gatewayPort = await freePort();
+  const t = await startTestApp({ config: { publicBaseUrl: `http://localhost:${gatewayPort}` } });
+  const app = http.createServer(t.app);
+  await new Promise<void>((resolve) => app.listen(0, '127.0.0.1', resolve));
+  const appPort = (app.address() as { port: number }).port;
+  const p = await t.admin.project(projectName);
+  const token = (await t.admin.connection([{ projectId: p.id, scopes: ['contacts:read', 'conversations:read'] }])).secret;
+  const gateway = await bearerGateway(gatewayPort, appPort, token);
+  return {
+    url: `http://127.0.0.1:${gatewayPort}/mcp`,
+    async close() {
+      await new Promise((r) => gateway.close(r));
+      await new Promise((r) => app.close(r));
+      await t.close();
+    },
+  };
 }
