@@ -4,19 +4,16 @@
  * held by a person; the owner passes the thread to another app, sees who holds it, takes it back.
  * Every control is labelled and no request leaves the service.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import type { Browser } from 'playwright-core';
 import { describeWithBrowser, browserTestApp, signedInPage, unlabelled, watchPage } from '../support/browser.js';
 import type { TestApp } from '../support/app.js';
 
 describeWithBrowser(describe)('the Business app and thread control in Chromium', () => {
-  const app = browserTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } });
   let t: TestApp;
   let browser: Browser;
-  beforeAll(() => {
-    ({ t, browser } = app);
-  });
+  browserTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } }, (app) => ({ t, browser } = app));
 
   it('When a person answered from the Business app and the owner passes and takes back the thread, then the page shows the echo’s author and who holds the thread', async () => {
     const project = await t.admin.project('Shared number shop');

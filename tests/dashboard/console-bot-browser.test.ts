@@ -8,7 +8,7 @@
  * no dialog opens but the confirmations, no request leaves the service.
  * Screenshots: docs/ with UPDATE_SCREENSHOTS=1, as the other browser tests.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import path from 'node:path';
 import os from 'node:os';
 import { mkdtempSync } from 'node:fs';
@@ -42,12 +42,9 @@ async function axeFindings(page: Page): Promise<string[]> {
 }
 
 describeWithBrowser(describe)('Bot and Scheduled tasks in Chromium', () => {
-  const app = browserTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null }, bot: BOT_LIMITS });
   let t: TestApp;
   let browser: Browser;
-  beforeAll(() => {
-    ({ t, browser } = app);
-  });
+  browserTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null }, bot: BOT_LIMITS }, (app) => ({ t, browser } = app));
 
   const signedIn = (context: BrowserContext, projectId: string, email: string, role: 'owner' | 'member') => signedInPage(t, context, projectId, email, role);
 

@@ -7,7 +7,7 @@
  * Every control is labelled, the pages fit a phone's width, no request leaves the service.
  * Screenshots: docs/ with UPDATE_SCREENSHOTS=1, as the other browser tests.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import path from 'node:path';
 import os from 'node:os';
 import { mkdtempSync } from 'node:fs';
@@ -23,15 +23,12 @@ const docs = (name: string) => path.join(shotsDir, name);
 
 describeWithBrowser(describe)('console in Chromium', () => {
   let projectId: string;
-  const app = browserTestApp({
-    simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null },
-    beforeClose: async (t) => projectId && dropProjectStorage(t.db.pool, projectId).catch(() => undefined),
-  });
   let t: TestApp;
   let browser: Browser;
-  beforeAll(() => {
-    ({ t, browser } = app);
-  });
+  browserTestApp({
+    simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null },
+    beforeClose: async (t) => projectId && dropProjectStorage(t.db.pool, projectId).catch(() => undefined),
+  }, (app) => ({ t, browser } = app));
 
   const signedIn = (context: BrowserContext, email: string, role: 'owner' | 'member') => signedInPage(t, context, projectId, email, role);
 

@@ -8,7 +8,7 @@
  * usernames and messages stay text (no dialog), every control is labelled, the pages fit 375 px and
  * no request leaves the service. Screenshots: docs/ with UPDATE_SCREENSHOTS=1.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import path from 'node:path';
 import os from 'node:os';
@@ -25,12 +25,9 @@ const docs = (name: string) => path.join(shotsDir, name);
 const HOSTILE = '<img src=x onerror=alert(1)>';
 
 describeWithBrowser(describe)('conversations in Chromium', () => {
-  const app = browserTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } });
   let t: TestApp;
   let browser: Browser;
-  beforeAll(() => {
-    ({ t, browser } = app);
-  });
+  browserTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } }, (app) => ({ t, browser } = app));
 
   it('When an owner finds a customer, replies, takes over and follows the conversation live, then each send happens once through the send path, hostile text stays text, and a member reads without forms', async () => {
     const project = await t.admin.project('Corner shop');

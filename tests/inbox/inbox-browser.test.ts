@@ -8,7 +8,7 @@
  * schedule, the WhatsApp Business app). Every control is labelled, the page works from the keyboard and at 375 px, and no
  * request leaves the service. Screenshot: docs/dashboard-inbox.png with UPDATE_SCREENSHOTS=1.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import path from 'node:path';
 import os from 'node:os';
@@ -220,12 +220,9 @@ async function authorsAndPhoneWidth({ ownerEmail, owner, base, anaUrl }: InboxRu
 }
 
 describeWithBrowser(describe)('the inbox in Chromium', () => {
-  const app = browserTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null }, bot: BOT_LIMITS });
   let t: TestApp;
   let browser: Browser;
-  beforeAll(() => {
-    ({ t, browser } = app);
-  });
+  browserTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null }, bot: BOT_LIMITS }, (app) => ({ t, browser } = app));
 
   it('When an owner and a member split the inbox, then assignment, a private note, a canned reply, a label filter, live arrival and every author show as they should', async () => {
     const shop = await shopWithBot(t);

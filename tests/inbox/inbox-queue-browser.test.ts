@@ -7,7 +7,7 @@
  * colleague's label, and a stale assignment is refused in words; a resolved conversation leaves the
  * queue. Every control labelled, 375 px wide, no request leaves the service.
  */
-import { beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import type { Browser, Page } from 'playwright-core';
 import { describeWithBrowser, browserTestApp, signedInPage, unlabelled, fitsWidth, watchPage } from '../support/browser.js';
@@ -15,12 +15,9 @@ import type { TestApp } from '../support/app.js';
 import { inbound } from '../support/inbound.js';
 
 describeWithBrowser(describe)('the inbox queue in Chromium', () => {
-  const app = browserTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } });
   let t: TestApp;
   let browser: Browser;
-  beforeAll(() => {
-    ({ t, browser } = app);
-  });
+  browserTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } }, (app) => ({ t, browser } = app));
 
   it('When two people work the inbox, then the waiting customers come first with their wait, the photo is seen, a stale label merges, a stale assignment is refused and a resolved conversation leaves the queue', async () => {
     const project = await t.admin.project('Box shop');

@@ -7,7 +7,7 @@
  * file: a route's parameters are filled from the seeded project (or from the links of the pages
  * already visited), and a route no link reaches fails the test by name.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { createRequire } from 'node:module';
 import request from 'supertest';
 import type { Express } from 'express';
@@ -80,15 +80,12 @@ async function audit(page: Page, url: string, width: number): Promise<Finding> {
 
 describeWithBrowser(describe)('every dashboard page: axe-core and a phone’s width', () => {
   let projectId: string;
-  const app = browserTestApp({
-    simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null },
-    beforeClose: async (t) => projectId && dropProjectStorage(t.db.pool, projectId).catch(() => undefined),
-  });
   let t: TestApp;
   let browser: Browser;
-  beforeAll(() => {
-    ({ t, browser } = app);
-  });
+  browserTestApp({
+    simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null },
+    beforeClose: async (t) => projectId && dropProjectStorage(t.db.pool, projectId).catch(() => undefined),
+  }, (app) => ({ t, browser } = app));
 
   it('When an owner opens every page of the router at 375 px and 1280 px, then axe-core finds no serious or critical violation, nothing scrolls sideways and every time reads YYYY-MM-DD HH:MM UTC', async () => {
     const { project, key } = await projectWithKey(t, ['broadcasts:read', 'broadcasts:manage', 'contacts:write', 'flows:write', 'conversations:read', 'conversations:write']);

@@ -4,7 +4,7 @@
  * and approves a broadcast (whose sends then reach the simulator). Every control has a label,
  * the pages fit a phone's width, and keyboard alone can sign in. Screenshots: docs/ with UPDATE_SCREENSHOTS=1.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import path from 'node:path';
 import os from 'node:os';
@@ -232,12 +232,9 @@ async function auditAndPhoneWidth(t: TestApp, page: Page, { project, broadcastId
 }
 
 describeWithBrowser(describe)('dashboard in Chromium', () => {
-  const app = browserTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } });
   let t: TestApp;
   let browser: Browser;
-  beforeAll(() => {
-    ({ t, browser } = app);
-  });
+  browserTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } }, (app) => ({ t, browser } = app));
 
   it('When an owner signs in, mints a key and approves a broadcast, then the key works and the simulator receives the sends', async () => {
     const s = await campaignAwaitingApproval(t);

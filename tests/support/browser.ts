@@ -90,10 +90,12 @@ export function watchPage(page: Page, baseUrl: string): { foreign: string[]; dia
 
 /**
  * The set-up the page tests share: the file's app and one Chromium, started before its tests and
- * closed after them (`beforeClose` first, with the app). Read `t` and `browser` inside a test or hook.
+ * closed after them (`beforeClose` first, with the app). `onStart` receives them once started; or
+ * read `t` and `browser` of the answer inside a test or hook.
  */
 export function browserTestApp(
   options: TestAppOptions & { beforeClose?: (t: TestApp) => Promise<unknown> } = {},
+  onStart?: (app: { t: TestApp; browser: Browser }) => void,
 ): { readonly t: TestApp; readonly browser: Browser } {
   const { beforeClose, ...appOptions } = options;
   let t: TestApp | undefined;
@@ -101,6 +103,7 @@ export function browserTestApp(
   beforeAll(async () => {
     t = await startTestApp(appOptions);
     browser = await launchBrowser();
+    onStart?.({ t, browser });
   }, 60_000);
   afterAll(async () => {
     await browser?.close();
