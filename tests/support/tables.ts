@@ -25,7 +25,10 @@ export interface TablesHarness {
   ddl(projectId: string, sql: string, schema?: string): request.Test;
 }
 
-export function tablesHarness(options: TestAppOptions & { listen?: boolean; beforeClose?: () => Promise<unknown> } = {}): TablesHarness {
+export function tablesHarness(
+  options: TestAppOptions & { listen?: boolean; beforeClose?: () => Promise<unknown> } = {},
+  onStart?: (started: { t: TestApp; url: string }) => void,
+): TablesHarness {
   const { listen, beforeClose, ...appOptions } = options;
   let t: TestApp | undefined;
   let server: Server | undefined;
@@ -48,6 +51,7 @@ export function tablesHarness(options: TestAppOptions & { listen?: boolean; befo
       });
       url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     }
+    onStart?.({ t: app(), url });
   });
   afterAll(async () => {
     if (!t) return;

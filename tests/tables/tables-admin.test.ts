@@ -3,7 +3,7 @@
  * through the operator API and the CLI, and copy preview's structure to public. Statements that
  * could leave the project's role (SET, RESET, DO, functions, several statements) are refused.
  */
-import { beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import type { TestApp } from '../support/app.js';
 import { tablesHarness } from '../support/tables.js';
@@ -13,14 +13,10 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 
-const h = tablesHarness({ listen: true });
 let t: TestApp;
 let url: string;
+const h = tablesHarness({ listen: true }, (started) => ({ t, url } = started));
 const made = h.made;
-beforeAll(() => {
-  t = h.t;
-  url = h.url;
-});
 
 const project = () => h.project();
 

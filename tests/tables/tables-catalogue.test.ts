@@ -5,19 +5,16 @@
  * API or the bot; and every name is judged on the parse tree, where `U&"\005f…"` escapes are
  * already decoded, so a platform name cannot be created or renamed to.
  */
-import { beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import type { TestApp } from '../support/app.js';
 import { tablesHarness } from '../support/tables.js';
 import { physicalSchema, withProjectTx } from '../../lib/tables/isolation.js';
 import { runHelper, type BotDeps } from '../../lib/bot/helpers.js';
 
-const h = tablesHarness();
 let t: TestApp;
+const h = tablesHarness({}, (started) => (t = started.t));
 const made = h.made;
-beforeAll(() => {
-  t = h.t;
-});
 
 const project = () => h.project();
 

@@ -5,19 +5,16 @@
  * become another role, read another project's rows or the platform's tables, or leave session
  * state on a pooled connection.
  */
-import { beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import type { TestApp } from '../support/app.js';
 import { tablesHarness } from '../support/tables.js';
 import { ensureProjectStorage, physicalSchema, storageNames, withProjectTx } from '../../lib/tables/isolation.js';
 import { insertRow } from '../../lib/bot/table-insert.js';
 
-const h = tablesHarness();
 let t: TestApp;
+const h = tablesHarness({}, (started) => (t = started.t));
 const made = h.made;
-beforeAll(() => {
-  t = h.t;
-});
 
 const project = () => h.project();
 

@@ -4,7 +4,7 @@
  * what it would write before it writes, so a refused one leaves the measured usage where it was.
  * Usage is read as the operator reads it (`GET /admin/projects/{id}/tables/quota`).
  */
-import { beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { randomBytes } from 'node:crypto';
 import type { TestApp } from '../support/app.js';
@@ -12,12 +12,9 @@ import { tablesHarness } from '../support/tables.js';
 import { runHelper, type BotDeps } from '../../lib/bot/helpers.js';
 import { timingBound } from '../support/retry-timing.js';
 
-const h = tablesHarness();
 let t: TestApp;
+const h = tablesHarness({}, (started) => (t = started.t));
 const made = h.made;
-beforeAll(() => {
-  t = h.t;
-});
 
 function admin(method: 'get' | 'post' | 'put', path: string, body?: object) {
   const req = request(t.app)[method](path).set('Authorization', `Bearer ${t.adminToken}`);

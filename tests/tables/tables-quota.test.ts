@@ -3,7 +3,7 @@
  * config, a per-project override by the operator API and the CLI, visible to the operator, and
  * 409 `table_quota_exceeded` (nothing written) from the API's updates and the bot's inserts alike.
  */
-import { beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { randomBytes } from 'node:crypto';
 import type { TestApp } from '../support/app.js';
@@ -12,14 +12,10 @@ import { physicalSchema } from '../../lib/tables/isolation.js';
 import { runHelper, type BotDeps } from '../../lib/bot/helpers.js';
 import { runOps } from '../support/ops.js';
 
-const h = tablesHarness({ config: { tablesQuotaPreviewRows: 7, tablesQuotaPreviewBytes: 5_000_000 }, listen: true });
 let t: TestApp;
 let url: string;
+const h = tablesHarness({ config: { tablesQuotaPreviewRows: 7, tablesQuotaPreviewBytes: 5_000_000 }, listen: true }, (started) => ({ t, url } = started));
 const made = h.made;
-beforeAll(() => {
-  t = h.t;
-  url = h.url;
-});
 
 function admin(method: 'get' | 'post' | 'put', path: string, body?: object) {
   const req = request(t.app)[method](path).set('Authorization', `Bearer ${t.adminToken}`);

@@ -5,7 +5,7 @@
  * created with the id `h` + 24 hex digits of sha256("proj-c") shared `proj-c`'s schemas and role.
  * Existing projects keep their names (migration storage_key).
  */
-import { beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
@@ -15,12 +15,9 @@ import { tablesHarness } from '../support/tables.js';
 import { createScratchDatabase, withClient } from '../support/db.js';
 import { storageNames } from '../../lib/tables/isolation.js';
 
-const h = tablesHarness();
 let t: TestApp;
+const h = tablesHarness({}, (started) => (t = started.t));
 const made = h.made;
-beforeAll(() => {
-  t = h.t;
-});
 
 /** The name the old code gave an id's storage (lib/tables/names.ts before storage_key). */
 function legacyStem(id: string): string {
