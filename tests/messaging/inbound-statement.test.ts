@@ -7,8 +7,8 @@
  */
 import { describe, expect, it } from '@jest/globals';
 import request from 'supertest';
-import { type TestApp, useTestApp } from '../support/app.js';
-import { countStatements, type StatementCounter } from '../support/statements.js';
+import type { TestApp } from '../support/app.js';
+import { type StatementCounter, useCountedTestApp } from '../support/statements.js';
 import { openChannel } from '../../lib/channel-settings/settings.js';
 import { applyWebhook } from '../../lib/messaging/inbound.js';
 import { storeReturningCustomerMessage } from '../../lib/messaging/inbound-statement.js';
@@ -16,10 +16,7 @@ import { messageInboxSql } from '../../lib/bot/inbox.js';
 
 let t: TestApp;
 let counter: StatementCounter;
-useTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } }, (app) => {
-  t = app;
-  counter = countStatements(t.db.pool, t.db.plansOnce);
-});
+useCountedTestApp((app, c) => ([t, counter] = [app, c]));
 
 let seq = 0;
 /** A project whose customer wrote once (so is known), and a notification of that customer's message `wamid`. */

@@ -10,15 +10,12 @@
  */
 import { describe, expect, it } from '@jest/globals';
 import request from 'supertest';
-import { type TestApp, useTestApp } from '../support/app.js';
-import { countStatements, type StatementCounter } from '../support/statements.js';
+import type { TestApp } from '../support/app.js';
+import { type StatementCounter, useCountedTestApp } from '../support/statements.js';
 
 let t: TestApp;
 let counter: StatementCounter;
-useTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } }, (app) => {
-  t = app;
-  counter = countStatements(t.db.pool, t.db.plansOnce);
-});
+useCountedTestApp((app, c) => ([t, counter] = [app, c]));
 
 let seq = 0;
 async function setup() {

@@ -5,6 +5,7 @@
  * statements are listed by name, others by their first 60 characters.
  */
 import type pg from 'pg';
+import { type TestApp, useTestApp } from './app.js';
 
 type Query = (...args: unknown[]) => unknown;
 const WRAPPED = Symbol('statement counter');
@@ -51,4 +52,9 @@ export function countStatements(...pools: Array<pg.Pool | undefined>): Statement
       return mine;
     },
   };
+}
+
+/** A test app for the file (a simulator that sends nothing of its own) whose pools' statements `counter` sees. */
+export function useCountedTestApp(started: (t: TestApp, counter: StatementCounter) => void): void {
+  useTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } }, (t) => started(t, countStatements(t.db.pool, t.db.plansOnce)));
 }
