@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { startTestApp, type TestApp } from '../support/app.js';
+import { connectedProject, startTestApp, type TestApp } from '../support/app.js';
 import { SCOPES } from '../../lib/access/scope-catalogue.js';
 import { runHelper } from '../../lib/bot/helpers.js';
 import type { BotDeps } from '../../lib/bot/host-types.js';
@@ -22,10 +22,9 @@ let contactId: number;
 let projectId: string;
 beforeAll(async () => {
   t = await startTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } });
-  const project = await t.admin.project('Call SDP paths');
-  projectId = project.id;
-  const secret = (await t.admin.connection([{ projectId: project.id, scopes: [...SCOPES] }])).secret;
-  const channel = await t.db.prisma.channelSettings.findUniqueOrThrow({ where: { projectId: project.id } });
+  const { projectId: id, secret } = await connectedProject(t, 'Call SDP paths', [...SCOPES]);
+  projectId = id;
+  const channel = await t.db.prisma.channelSettings.findUniqueOrThrow({ where: { projectId } });
   const ring = await request(t.sim!.url).post('/_sim/calls').send({ phone_number_id: channel.phoneNumberId, from: '5511944440001', name: 'Ada' });
   expect(ring.status).toBe(200);
   const call = await t.db.pool.query<{ id: string; contact_id: string }>(

@@ -5,24 +5,19 @@
  * and the request's id in every error about a request that had one. Bad input is a JSON-RPC error
  * with a 4xx, never a 500.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { startTestApp, type TestApp } from '../support/app.js';
+import { connectedProject, type TestApp, useTestApp } from '../support/app.js';
 import { decodeHeaderValue } from '../../http/mcp/modern.js';
 
 let t: TestApp;
 let bearer: string;
 let projectId: string;
+useTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } }, (app) => (t = app));
 beforeAll(async () => {
-  t = await startTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } });
-  const p = await t.admin.project('Modern');
-  projectId = p.id;
-  bearer = (await t.admin.connection([{ projectId: p.id, scopes: ['contacts:read', 'conversations:read'] }])).secret;
-});
-afterAll(async () => {
-  await t.close();
+  ({ projectId, secret: bearer } = await connectedProject(t, 'Modern', ['contacts:read', 'conversations:read']));
 });
 
 const V = '2026-07-28';

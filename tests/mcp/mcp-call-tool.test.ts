@@ -3,23 +3,18 @@
  * long list carries `callTool`, which calls a tool left out by name with the same checks, scopes,
  * errors and result as calling that tool directly.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { startTestApp, type TestApp } from '../support/app.js';
+import { connectedProject, type TestApp, useTestApp } from '../support/app.js';
 import { SCOPES } from '../../lib/access/scope-catalogue.js';
 
 let t: TestApp;
 let everything: string;
 let projectId: string;
+useTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } }, (app) => (t = app));
 beforeAll(async () => {
-  t = await startTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } });
-  const p = await t.admin.project('Call tool');
-  projectId = p.id;
-  everything = (await t.admin.connection([{ projectId: p.id, scopes: [...SCOPES] }])).secret;
-});
-afterAll(async () => {
-  await t.close();
+  ({ projectId, secret: everything } = await connectedProject(t, 'Call tool', [...SCOPES]));
 });
 
 async function connect(bearer: string) {

@@ -126,6 +126,12 @@ export async function keyedProject(t: TestApp, scopes: string[]): Promise<{ proj
   return { projectId: project.id, key: (await t.admin.key(project.id, scopes)).secret };
 }
 
+/** A new project `name` of `t` and an agent connection to it with `scopes` (its bearer secret). */
+export async function connectedProject(t: TestApp, name: string, scopes: string[]): Promise<{ projectId: string; secret: string }> {
+  const project = await t.admin.project(name);
+  return { projectId: project.id, secret: (await t.admin.connection([{ projectId: project.id, scopes }])).secret };
+}
+
 export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> {
   // Tests make many failed authentications (and OAuth registrations) from one address: throttling only where a test asks for it.
   // Every response is checked against the contract (a violation fails the test: response-violations.ts).
