@@ -19,6 +19,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { tmpdir } from 'node:os';
 import net from 'node:net';
+import { freePort } from '../support/local.js';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -36,14 +37,6 @@ const version = await run(HAPROXY, ['-v'], process.env);
 const skipReason = version.code === 0 ? undefined : `no haproxy here (${HAPROXY}; apt-get install haproxy)`;
 if (skipReason) console.log(`balancer: skipped: ${skipReason}`);
 const describeIf = skipReason ? describe.skip : describe;
-
-async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
-  const port = (s.address() as net.AddressInfo).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
 
 /** One stand-in instance: counts what reaches it by request id; /readyz takes `readyDelayMs`. */
 class Instance {

@@ -13,7 +13,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import net from 'node:net';
+import { freePort } from '../support/local.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createScratchDatabase } from '../support/db.js';
 import { latePostgres } from '../support/late-postgres.js';
@@ -42,14 +42,6 @@ const describeIf = skipReason ? describe.skip : describe;
 
 const names: string[] = [];
 let scratch: { url: string; drop(): Promise<void> } | undefined;
-
-async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
-  const port = (s.address() as net.AddressInfo).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
 
 /** Starts the image detached; returns the container's name. */
 async function start(env: Record<string, string>): Promise<string> {
