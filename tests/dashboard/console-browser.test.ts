@@ -12,10 +12,9 @@ import path from 'node:path';
 import os from 'node:os';
 import { mkdtempSync } from 'node:fs';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { browserTestApp, describeWithBrowser, unlabelled, fitsWidth, signedInPage, watchPage } from '../support/browser.js';
+import { describeWithBrowser, unlabelled, fitsWidth, signedInPage, watchPage } from '../support/browser.js';
 import type { TestApp } from '../support/app.js';
-import { HOSTILE, RATE_CARD, seedBotLog, seedDeliveries, seedSpend } from '../support/console.js';
-import { dropProjectStorage } from '../../lib/tables/isolation.js';
+import { consoleBrowserApp, HOSTILE, RATE_CARD, seedBotLog, seedDeliveries, seedSpend } from '../support/console.js';
 import { PROJECT_ROOT } from '../../lib/platform/project-root.js';
 
 const shotsDir = process.env.UPDATE_SCREENSHOTS ? path.join(PROJECT_ROOT, 'docs') : mkdtempSync(path.join(os.tmpdir(), 'console-shots-'));
@@ -25,10 +24,7 @@ describeWithBrowser(describe)('console in Chromium', () => {
   let projectId: string;
   let t: TestApp;
   let browser: Browser;
-  browserTestApp({
-    simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null },
-    beforeClose: async (t) => projectId && dropProjectStorage(t.db.pool, projectId).catch(() => undefined),
-  }, (app) => ({ t, browser } = app));
+  consoleBrowserApp(() => projectId, (app) => ({ t, browser } = app));
 
   const signedIn = (context: BrowserContext, email: string, role: 'owner' | 'member') => signedInPage(t, context, projectId, email, role);
 

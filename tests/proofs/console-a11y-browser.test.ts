@@ -12,12 +12,11 @@ import { createRequire } from 'node:module';
 import request from 'supertest';
 import type { Express } from 'express';
 import type { Browser, Page } from 'playwright-core';
-import { browserTestApp, describeWithBrowser, signedInPage } from '../support/browser.js';
+import { describeWithBrowser, signedInPage } from '../support/browser.js';
 import type { TestApp } from '../support/app.js';
 import { api, projectWithKey, seedContacts, template } from '../support/broadcasts.js';
 import { eventually } from '../support/eventually.js';
-import { asProject, RATE_CARD, seedBotLog, seedDeliveries, seedSpend } from '../support/console.js';
-import { dropProjectStorage } from '../../lib/tables/isolation.js';
+import { consoleBrowserApp, asProject, RATE_CARD, seedBotLog, seedDeliveries, seedSpend } from '../support/console.js';
 import path from 'node:path';
 import os from 'node:os';
 import { mkdtempSync } from 'node:fs';
@@ -82,10 +81,7 @@ describeWithBrowser(describe)('every dashboard page: axe-core and a phone’s wi
   let projectId: string;
   let t: TestApp;
   let browser: Browser;
-  browserTestApp({
-    simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null },
-    beforeClose: async (t) => projectId && dropProjectStorage(t.db.pool, projectId).catch(() => undefined),
-  }, (app) => ({ t, browser } = app));
+  consoleBrowserApp(() => projectId, (app) => ({ t, browser } = app));
 
   it('When an owner opens every page of the router at 375 px and 1280 px, then axe-core finds no serious or critical violation, nothing scrolls sideways and every time reads YYYY-MM-DD HH:MM UTC', async () => {
     const { project, key } = await projectWithKey(t, ['broadcasts:read', 'broadcasts:manage', 'contacts:write', 'flows:write', 'conversations:read', 'conversations:write']);

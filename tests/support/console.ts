@@ -1,7 +1,20 @@
 /** Seeds for the console's pages (database, logs, billing): a table, webhook deliveries, bot log lines and priced messages, written as the service would have. */
 import type { TestApp } from './app.js';
-import { withProjectTx } from '../../lib/tables/isolation.js';
+import type { Browser } from 'playwright-core';
+import { browserTestApp } from './browser.js';
+import { dropProjectStorage, withProjectTx } from '../../lib/tables/isolation.js';
 import type { TableSchema } from '../../lib/tables/names.js';
+
+/** The console's Chromium files' app and browser; the project they made (`projectId()`) has its storage dropped before the app closes. */
+export function consoleBrowserApp(projectId: () => string | undefined, onStart: (app: { t: TestApp; browser: Browser }) => void): void {
+  browserTestApp({
+    simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null },
+    beforeClose: async (t) => {
+      const id = projectId();
+      if (id) await dropProjectStorage(t.db.pool, id).catch(() => undefined);
+    },
+  }, onStart);
+}
 
 export const HOSTILE = '<script>alert(1)</script><img src=x onerror=alert(2)>';
 
