@@ -6,25 +6,20 @@
  * nothing run), an edit that matches more rows than the console changes at once (refused before
  * anything changes), and hostile text from tables, logs and names rendered as text.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import request from 'supertest';
-import { startTestApp, type TestApp } from '../support/app.js';
+import type { TestApp } from '../support/app.js';
+import { useStorageTestApp } from '../support/tables.js';
 import { csrfOf, person } from '../support/dashboard.js';
 import { asProject, HOSTILE, RATE_CARD, seedBotLog, seedDeliveries, seedSpend } from '../support/console.js';
-import { dropProjectStorage, physicalSchema } from '../../lib/tables/isolation.js';
+import { physicalSchema } from '../../lib/tables/isolation.js';
 
 let t: TestApp;
 let n = 0;
 const email = (who: string) => `${who}.console${++n}.${Date.now()}@example.com`;
 const projects: string[] = [];
 
-beforeAll(async () => {
-  t = await startTestApp();
-});
-afterAll(async () => {
-  for (const id of projects) await dropProjectStorage(t.db.pool, id).catch(() => undefined);
-  await t.close();
-});
+useStorageTestApp(projects, (app) => (t = app));
 
 async function project(name = 'Console') {
   const p = await t.admin.project(name);

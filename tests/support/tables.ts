@@ -77,3 +77,17 @@ export function tablesHarness(
     ddl: (projectId, sql, schema) => admin('post', `/admin/projects/${projectId}/tables/ddl`, schema ? { schema, sql } : { sql }),
   };
 }
+
+/** A test app for the file; each project in `projects` (filled by the tests) has its storage dropped before the app closes. */
+export function useStorageTestApp(projects: string[], started: (t: TestApp) => void): void {
+  let t: TestApp | undefined;
+  beforeAll(async () => {
+    t = await startTestApp();
+    started(t);
+  });
+  afterAll(async () => {
+    if (!t) return;
+    for (const id of projects) await dropProjectStorage(t.db.pool, id).catch(() => undefined);
+    await t.close();
+  });
+}

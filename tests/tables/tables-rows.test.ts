@@ -3,22 +3,17 @@
  * with every filter rule, ordering, exact keyset paging and the isolation between projects,
  * between preview and public, and from the service's own tables.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
-import { startTestApp, type TestApp } from '../support/app.js';
+import type { TestApp } from '../support/app.js';
+import { useStorageTestApp } from '../support/tables.js';
 import { asProject } from '../support/console.js';
-import { dropProjectStorage, physicalSchema } from '../../lib/tables/isolation.js';
+import { physicalSchema } from '../../lib/tables/isolation.js';
 
 let t: TestApp;
 const projects: string[] = [];
 
-beforeAll(async () => {
-  t = await startTestApp();
-});
-afterAll(async () => {
-  for (const id of projects) await dropProjectStorage(t.db.pool, id).catch(() => undefined);
-  await t.close();
-});
+useStorageTestApp(projects, (app) => (t = app));
 
 /** Runs SQL as the project's role in one of its schemas (what the operator DDL endpoint does). */
 async function project(scopes = ['tables:read', 'tables:write']) {
