@@ -18,6 +18,7 @@ import { applyMigrations } from '../../lib/platform/db/migrate.js';
 import { physicalSchema, withProjectTx } from '../../lib/tables/isolation.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { freePort, tempFolder } from '../support/local.js';
+import { setSyncStandbys } from '../support/sync-standby.js';
 import { eventually } from '../support/eventually.js';
 
 const quiet = { info: () => undefined, warn: () => undefined };
@@ -31,10 +32,7 @@ let projectId: string;
 let key: string;
 let table: string;
 
-async function syncStandby(names: string | null): Promise<void> {
-  await admin.query(names === null ? 'ALTER SYSTEM RESET synchronous_standby_names' : `ALTER SYSTEM SET synchronous_standby_names = '${names}'`);
-  await admin.query('SELECT pg_catalog.pg_reload_conf()');
-}
+const syncStandby = (names: string | null) => setSyncStandbys(admin, names);
 
 beforeAll(async () => {
   dataDir = await tempFolder('svc-keyedstall-');

@@ -22,6 +22,7 @@ import { startEmbeddedPostgres, type EmbeddedPostgres } from '../../lib/platform
 import { applyMigrations } from '../../lib/platform/db/migrate.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { freePort, tempFolder } from '../support/local.js';
+import { setSyncStandbys } from '../support/sync-standby.js';
 import { eventually } from '../support/eventually.js';
 import { timingBound } from '../support/retry-timing.js';
 
@@ -51,10 +52,7 @@ function postgresProcesses(): number[] {
 let stopped: number[] = [];
 const signal = (pids: number[], sig: NodeJS.Signals) => pids.forEach((pid) => { try { process.kill(pid, sig); } catch { /* gone */ } });
 
-async function syncStandby(names: string | null): Promise<void> {
-  await admin.query(names === null ? 'ALTER SYSTEM RESET synchronous_standby_names' : `ALTER SYSTEM SET synchronous_standby_names = '${names}'`);
-  await admin.query('SELECT pg_catalog.pg_reload_conf()');
-}
+const syncStandby = (names: string | null) => setSyncStandbys(admin, names);
 
 beforeAll(async () => {
   dataDir = await tempFolder('svc-syncstall-');
