@@ -11,14 +11,13 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
-import { rm } from 'node:fs/promises';
 import pg from 'pg';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../../lib/platform/db/embedded.js';
 import { applyMigrations } from '../../lib/platform/db/migrate.js';
 import { physicalSchema, withProjectTx } from '../../lib/tables/isolation.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { freePort, tempFolder } from '../support/local.js';
-import { setSyncStandbys } from '../support/sync-standby.js';
+import { endStallCluster, setSyncStandbys } from '../support/sync-standby.js';
 import { eventually } from '../support/eventually.js';
 
 const quiet = { info: () => undefined, warn: () => undefined };
@@ -55,11 +54,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  await syncStandby(null).catch(() => undefined);
-  await admin?.end().catch(() => undefined);
-  await t?.close().catch(() => undefined);
-  await server?.stop();
-  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  await endStallCluster({ admin, t, server, dataDir });
 }, 30_000);
 
 const insert = () =>

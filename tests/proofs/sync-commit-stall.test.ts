@@ -14,7 +14,6 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
-import { rm } from 'node:fs/promises';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
@@ -22,7 +21,7 @@ import { startEmbeddedPostgres, type EmbeddedPostgres } from '../../lib/platform
 import { applyMigrations } from '../../lib/platform/db/migrate.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { freePort, tempFolder } from '../support/local.js';
-import { setSyncStandbys } from '../support/sync-standby.js';
+import { endStallCluster, setSyncStandbys } from '../support/sync-standby.js';
 import { eventually } from '../support/eventually.js';
 import { timingBound } from '../support/retry-timing.js';
 
@@ -70,11 +69,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   signal(stopped, 'SIGCONT');
-  await syncStandby(null).catch(() => undefined);
-  await admin?.end().catch(() => undefined);
-  await t?.close().catch(() => undefined);
-  await server?.stop();
-  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  await endStallCluster({ admin, t, server, dataDir });
 }, 30_000);
 
 const auth = () => ({ Authorization: `Bearer ${key}` });
