@@ -111,6 +111,7 @@ STOPSIGNAL SIGTERM
 # background threads from holding an allocator arena each (docs/benchmarks.md, issue 49 item 3).
 # --liftoff-only: WebAssembly (Prisma's query compiler) stays in V8's baseline code, not also
 # recompiled by its optimising tier, which held about 60 MB; --max-semi-space-size=8: a 16 MB young
-# generation instead of 32 (docs/benchmarks.md, issue 62).
+# generation instead of 32 (docs/benchmarks.md, issue 62). Source maps are off: Node keeps every
+# loaded module's map, about 17 MB; NODE_OPTIONS=--enable-source-maps turns them on (docs/operations.md).
 ENV MALLOC_ARENA_MAX=2
-CMD ["node", "--no-node-snapshot", "--max-old-space-size=512", "--max-semi-space-size=8", "--liftoff-only", "--enable-source-maps", "--import", "./dist/lib/platform/tracing/preload.js", "dist/server.js"]
+CMD ["node", "--no-node-snapshot", "--max-old-space-size=512", "--max-semi-space-size=8", "--liftoff-only", "--import", "./dist/lib/platform/tracing/preload.js", "dist/server.js"]

@@ -17,6 +17,7 @@ import https, { request as httpsRequest } from 'node:https';
 import type { Duplex } from 'node:stream';
 import { Readable } from 'node:stream';
 import type { Logger } from '../lib/platform/logger.js';
+import { callDeadline } from '../lib/platform/net/call-deadline.js';
 import { withSpan } from '../lib/platform/tracing/spans.js';
 import {
   ChannelError,
@@ -387,19 +388,14 @@ export class GraphTransport {
     for (const [k, v] of Object.entries(spec.params ?? {})) if (v !== undefined && v !== '') (params ??= {})[k] = v;
     const secrets = [creds.accessToken];
     const deadlineMs = spec.upload ? this.uploadTimeoutMs : this.timeoutMs;
-    const ac = new AbortController();
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      ac.abort();
-    }, deadlineMs);
+    const deadline = callDeadline(deadlineMs);
     const started = Date.now();
     let res: { status: number; headers: Record<string, unknown>; data: unknown };
     try {
       // A JSON call (no upload, no query, no headers of its own: a send among them) goes straight
       // onto Node's HTTP client with the same keep-alive agents (jsonCall); the others through axios.
       res = this.direct(spec)
-        ? await this.jsonCall(spec.method, path, spec.data, `${spec.scheme ?? 'Bearer'} ${creds.accessToken}`, ac.signal)
+        ? await this.jsonCall(spec.method, path, spec.data, `${spec.scheme ?? 'Bearer'} ${creds.accessToken}`, deadline.signal)
         : await this.http.request<string>({
             method: spec.method,
             url: path,
@@ -407,13 +403,13 @@ export class GraphTransport {
             data: spec.data,
             headers: { ...spec.headers, Authorization: `${spec.scheme ?? 'Bearer'} ${creds.accessToken}` },
             timeout: deadlineMs,
-            signal: ac.signal,
+            signal: deadline.signal,
           });
     } catch (err) {
-      clearTimeout(timer);
+      deadline.clear();
       if (guard?.mismatch) throw new TypeError(`CloudApiClient: ${spec.op} data length differs from the declared size`);
       if (guard?.sourceError) throw guard.sourceError;
-      const e = channelErrorFromTransport(err, { operation: spec.op, messageType: spec.messageType, secrets, timedOut, timeoutMs: deadlineMs });
+      const e = channelErrorFromTransport(err, { operation: spec.op, messageType: spec.messageType, secrets, timedOut: deadline.timedOut, timeoutMs: deadlineMs });
       this.onCall?.(spec.op, e.networkCode ?? e.kind, Date.now() - started);
       this.logger?.warn('cloud api call failed', {
         op: spec.op,
@@ -426,7 +422,7 @@ export class GraphTransport {
       });
       throw e;
     }
-    clearTimeout(timer);
+    deadline.clear();
     const ms = Date.now() - started;
     const text = typeof res.data === 'string' ? res.data : res.data === undefined || res.data === null ? '' : String(res.data);
     let body: unknown;

@@ -1,10 +1,13 @@
 /** Conversations: the recent-activity list, one conversation, its messages, and the state change. */
 import type { operations } from '../generated/api.js';
 import type { Handler } from '../http/handler-types.js';
+import type { AppDeps } from '../http/app-deps.js';
+import type { AuthContext } from '../lib/access/types.js';
+import type { Author } from '../lib/conversations/authors.js';
 import { ApiError } from '../lib/platform/errors.js';
 import { positiveId as pathId } from '../http/path-ids.js';
 import { cursorScope, cursorSecretOf, pageSize } from '../lib/platform/cursor.js';
-import { keysetPage, positions } from '../lib/platform/keyset-page.js';
+import { keysetPage, positions, type KeysetList, type KeysetPage } from '../lib/platform/keyset-page.js';
 import { conversationView, messageView } from '../lib/conversations/views.js';
 import {
   conversationExists,
@@ -80,14 +83,27 @@ export const getConversation: Handler<operations['getConversation']> = async (re
   return { data: { conversation: conversationView(row, deps.clock.now()) } };
 };
 
+/**
+ * A page of what one conversation holds (its messages, its notes), listed by `operation`: a bad
+ * limit is refused before the conversation is looked up, and one not in the project is 404.
+ */
+async function pageOfConversation<Row, Position>(
+  deps: AppDeps,
+  projectId: string,
+  id: bigint,
+  query: { cursor?: unknown; limit?: unknown },
+  operation: string,
+  list: Pick<KeysetList<Row, Position>, 'decode' | 'read' | 'encode'>,
+): Promise<KeysetPage<Row>> {
+  pageSize(query.limit);
+  if (!(await conversationExists(deps.db.pool, projectId, id))) throw notFound(id);
+  return keysetPage(query, { scope: cursorScope(operation, projectId, { conversation: id.toString() }), secret: cursorSecretOf(deps), ...list });
+}
+
 export const listConversationMessages: Handler<operations['listConversationMessages']> = async (req, deps) => {
   const projectId = req.auth!.project.id;
   const id = pathId(req.params.id);
-  pageSize(req.query.limit); // a bad limit is refused before the conversation is looked up
-  if (!(await conversationExists(deps.db.pool, projectId, id))) throw notFound(id);
-  const { page, nextCursor } = await keysetPage(req.query, {
-    scope: cursorScope('listConversationMessages', projectId, { conversation: id.toString() }),
-    secret: cursorSecretOf(deps),
+  const { page, nextCursor } = await pageOfConversation(deps, projectId, id, req.query, 'listConversationMessages', {
     decode: positions.timeAndId,
     read: (after, take) => listMessageRows(deps.db.pool, projectId, id, after, take),
     encode: (r) => [r.sentAt.getTime(), String(r.id)],
@@ -127,24 +143,26 @@ export const controlConversationThread: Handler<operations['controlConversationT
 
 // The team's operations (issue 60): assignment, labels and private notes, named by who made them.
 
+/** A change to the team's hold made in the credential's name; answers the conversation as changed. */
+async function changeByCredential<T>(deps: AppDeps, auth: AuthContext, id: bigint, change: (by: Author, now: Date) => Promise<T | undefined>) {
+  const by = await credentialAuthor(deps.db.pool, auth);
+  const changed = await change(by, deps.clock.now());
+  if (!changed) throw notFound(id);
+  return { data: { conversation: changed } };
+}
+
 export const assignConversation: Handler<operations['assignConversation']> = async (req, deps) => {
   const id = pathId(req.params.id);
   const email = req.body?.email;
   if (typeof email !== 'string' || !email.trim()) {
     throw new ApiError('invalid_request', 'email is required.', { fields: [{ field: 'email', message: 'is required' }] });
   }
-  const by = await credentialAuthor(deps.db.pool, req.auth!);
-  const changed = await assign(deps.db.pool, req.auth!.project.id, id, email, by, deps.clock.now());
-  if (!changed) throw notFound(id);
-  return { data: { conversation: changed } };
+  return changeByCredential(deps, req.auth!, id, (by, now) => assign(deps.db.pool, req.auth!.project.id, id, email, by, now));
 };
 
 export const unassignConversation: Handler<operations['unassignConversation']> = async (req, deps) => {
   const id = pathId(req.params.id);
-  const by = await credentialAuthor(deps.db.pool, req.auth!);
-  const changed = await assign(deps.db.pool, req.auth!.project.id, id, null, by, deps.clock.now());
-  if (!changed) throw notFound(id);
-  return { data: { conversation: changed } };
+  return changeByCredential(deps, req.auth!, id, (by, now) => assign(deps.db.pool, req.auth!.project.id, id, null, by, now));
 };
 
 export const setConversationLabels: Handler<operations['setConversationLabels']> = async (req, deps) => {
@@ -153,10 +171,7 @@ export const setConversationLabels: Handler<operations['setConversationLabels']>
   if (!Array.isArray(labels)) {
     throw new ApiError('invalid_request', 'labels is required (a list; empty removes them all).', { fields: [{ field: 'labels', message: 'is required' }] });
   }
-  const by = await credentialAuthor(deps.db.pool, req.auth!);
-  const changed = await relabel(deps.db.pool, req.auth!.project.id, id, labels, by, deps.clock.now());
-  if (!changed) throw notFound(id);
-  return { data: { conversation: changed } };
+  return changeByCredential(deps, req.auth!, id, (by, now) => relabel(deps.db.pool, req.auth!.project.id, id, labels, by, now));
 };
 
 export const changeConversationLabels: Handler<operations['changeConversationLabels']> = async (req, deps) => {
@@ -165,10 +180,7 @@ export const changeConversationLabels: Handler<operations['changeConversationLab
   if (body.add === undefined && body.remove === undefined) {
     throw new ApiError('invalid_request', 'add or remove is required (lists of labels).', { fields: [{ field: 'add', message: 'add or remove is required' }] });
   }
-  const by = await credentialAuthor(deps.db.pool, req.auth!);
-  const changed = await changeLabels(deps.db.pool, req.auth!.project.id, id, { add: body.add, remove: body.remove }, by, deps.clock.now());
-  if (!changed) throw notFound(id);
-  return { data: { conversation: changed } };
+  return changeByCredential(deps, req.auth!, id, (by, now) => changeLabels(deps.db.pool, req.auth!.project.id, id, { add: body.add, remove: body.remove }, by, now));
 };
 
 /** Resolve, snooze or reopen (lib/inbox/resolution.ts); the customer's next message reopens it. */
@@ -196,11 +208,7 @@ export const createConversationNote: Handler<operations['createConversationNote'
 export const listConversationNotes: Handler<operations['listConversationNotes']> = async (req, deps) => {
   const projectId = req.auth!.project.id;
   const id = pathId(req.params.id);
-  pageSize(req.query.limit);
-  if (!(await conversationExists(deps.db.pool, projectId, id))) throw notFound(id);
-  const { page, nextCursor } = await keysetPage(req.query, {
-    scope: cursorScope('listConversationNotes', projectId, { conversation: id.toString() }),
-    secret: cursorSecretOf(deps),
+  const { page, nextCursor } = await pageOfConversation(deps, projectId, id, req.query, 'listConversationNotes', {
     decode: positions.id,
     read: (afterId, take) => listNotes(deps.db.pool, projectId, id, afterId, take),
     encode: (r) => [String(r.id)],

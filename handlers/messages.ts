@@ -14,7 +14,9 @@ registerPendingAnswers('sendMessage', (deps, linked) => answerForPendingKey(deps
 export const sendMessage: Handler<operations['sendMessage']> = async (req, deps) => {
   // The key (validated and claimed by middleware/idempotency.ts) is linked to the send's record.
   // The caller (an API key, or an agent's connection) is recorded as the message's author, by id.
-  return { data: await send(deps, req.auth!.project, req.body, { idempotencyKey: req.idempotencyKey, author: credentialRef(req.auth!.credential) }) };
+  // A keyed send's confirm stores the key's answer (lib/messaging/send-message.ts), so it is not stored twice.
+  const data = await send(deps, req.auth!.project, req.body, { idempotencyKey: req.idempotencyKey, author: credentialRef(req.auth!.credential) });
+  return { data, keyAnswered: req.idempotencyKey !== undefined };
 };
 
 /**

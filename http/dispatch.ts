@@ -152,6 +152,7 @@ export function contractPipeline(opts: PipelineOptions): RequestHandler {
       });
     } else {
       if (reply.headers) res.set(reply.headers);
+      if (reply.keyAnswered) req.idempotencyAnswered = true;
       sendJson(req, res, reply.status ?? 200, { success: true, data: reply.data });
     }
   };

@@ -38,7 +38,13 @@ export interface HandlerRequest<Op> {
 }
 
 export type Reply<Op> =
-  | { status?: Extract<keyof Responses<Op>, SuccessCode>; data: DataOf<Op>; headers?: Record<string, string> }
+  | {
+      status?: Extract<keyof Responses<Op>, SuccessCode>;
+      data: DataOf<Op>;
+      headers?: Record<string, string>;
+      /** The operation stored this answer for the request's Idempotency-Key itself, in its own statement (middleware/idempotency.ts does not store it again). */
+      keyAnswered?: boolean;
+    }
   /** A body sent as is, without the envelope (the OpenAPI document itself). */
   | { status?: number; raw: unknown }
   /** Bytes streamed as they are read (a file download), never held whole; `headers` name their type. */

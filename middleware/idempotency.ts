@@ -17,6 +17,8 @@
  * and a 5xx releases the key only when the operation says its reference is gone. Work done in one
  * transaction links its key to that transaction with the answer its commit gives
  * (lib/platform/idempotency-transactions.ts): PostgreSQL's record of the transaction says which.
+ * An operation that stores its 2xx answer in its own last statement (a send's confirm) says so in
+ * its reply (`keyAnswered`), and the answer is not stored a second time.
  */
 import type { NextFunction, Request, Response } from 'express';
 import { ApiError } from '../lib/platform/errors.js';
@@ -51,6 +53,8 @@ declare module 'express-serve-static-core' {
   interface Request {
     /** The request's Idempotency-Key, validated and claimed here (operations marked x-idempotent). */
     idempotencyKey?: string;
+    /** Its 2xx answer was stored by the operation's own statement (a send's confirm): not stored again here. */
+    idempotencyAnswered?: boolean;
   }
 }
 
@@ -138,7 +142,9 @@ export function idempotency(deps: AppDeps) {
       const settle =
         status >= 500
           ? release(deps, projectId, key, resolver, req.requestId)
-          : completeBatched(deps.db.pool, projectId, key, status, body, Object.keys(headers).length ? headers : null, text);
+          : status < 300 && req.idempotencyAnswered
+            ? Promise.resolve()
+            : completeBatched(deps.db.pool, projectId, key, status, body, Object.keys(headers).length ? headers : null, text);
       settle
         .catch((e) => deps.logger.error('idempotency: could not settle key', { request_id: req.requestId, error: String(e) }))
         .finally(() => (text === undefined ? send(body) : writeJsonText(req, res, status, text)));

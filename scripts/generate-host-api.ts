@@ -9,10 +9,11 @@
  *   runtime contract's description of the helpers.
  * With `--check` nothing is written: exit 1 names each stale file.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import YAML from 'yaml';
+import { putGenerated } from './generated-file.js';
 import { HOST_API, type HostOperation, type JsonSchema } from '../lib/bot/host-api.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -133,27 +134,7 @@ function main(): number {
     [TYPES_FILE, typesSource()],
     [CONTRACT_FILE, contractSource(readFileSync(contractPath, 'utf8'))],
   ];
-  let stale = 0;
-  for (const [file, content] of wanted) {
-    const full = path.join(root, file);
-    let current: string | undefined;
-    try {
-      current = readFileSync(full, 'utf8');
-    } catch {
-      current = undefined;
-    }
-    if (current === content) {
-      if (check) console.log(`${file} is up to date with lib/bot/host-api.ts.`);
-      continue;
-    }
-    if (check) {
-      console.error(`${file} is stale against lib/bot/host-api.ts: run \`npm run generate\` and commit it.`);
-      stale++;
-    } else {
-      writeFileSync(full, content);
-      console.log(`wrote ${file}`);
-    }
-  }
+  const stale = wanted.filter(([file, content]) => !putGenerated(root, file, content, 'lib/bot/host-api.ts', check)).length;
   return stale === 0 ? 0 : 1;
 }
 

@@ -92,6 +92,14 @@ function logNotification(g: SimGroup, field: string, body: string): void {
 
 const member = (waId: string) => ({ input: waId, wa_id: waId });
 
+/** The group_participants_update notification: who joined (`add`) or left (`remove`). */
+function participantsChanged(ctx: SimContext, g: SimGroup, change: 'add' | 'remove', waIds: string[], deliveries = 1): Promise<void> {
+  const entry = change === 'add'
+    ? { type: 'group_add_participants', added_participants: waIds.map(member) }
+    : { type: 'group_remove_participants', removed_participants: waIds.map(member) };
+  return deliver(ctx, g, 'group_participants_update', entry, deliveries);
+}
+
 // ------------------------------------------------------------------ Graph
 
 /** POST /:phoneNumberId/groups: answered with the request id; `group_create` follows. */
@@ -135,7 +143,7 @@ export function removeParticipants(ctx: SimContext) {
     const users = ((req.body as Obj).participants as Obj[]).map((p) => String(p.user).replace(/\D/g, ''));
     const removed = users.filter((u) => g.participants.delete(u));
     res.json({ success: true });
-    if (removed.length) setImmediate(() => void deliver(ctx, g, 'group_participants_update', { type: 'group_remove_participants', removed_participants: removed.map(member) }).catch(() => undefined));
+    if (removed.length) setImmediate(() => void participantsChanged(ctx, g, 'remove', removed).catch(() => undefined));
   };
 }
 
@@ -173,7 +181,7 @@ export function approveJoinRequests(ctx: SimContext) {
       }
     }
     res.json({ messaging_product: 'whatsapp', approved_join_requests: approved, failed_join_requests: failed });
-    if (joined.length) setImmediate(() => void deliver(ctx, g, 'group_participants_update', { type: 'group_add_participants', added_participants: joined.map(member) }).catch(() => undefined));
+    if (joined.length) setImmediate(() => void participantsChanged(ctx, g, 'add', joined).catch(() => undefined));
   };
 }
 
@@ -277,7 +285,7 @@ export async function userJoins(ctx: SimContext, id: string, b: Obj): Promise<Ob
     return { group_id: g.id, joined: false, join_request_id: requestId };
   }
   g.participants.add(waId);
-  await deliver(ctx, g, 'group_participants_update', { type: 'group_add_participants', added_participants: [member(waId)] }, deliveriesOf(b));
+  await participantsChanged(ctx, g, 'add', [waId], deliveriesOf(b));
   return { group_id: g.id, joined: true };
 }
 
@@ -286,7 +294,7 @@ export async function userLeaves(ctx: SimContext, id: string, b: Obj): Promise<O
   const g = groupOr404(ctx, id);
   const waId = phoneOf(b);
   if (!g.participants.delete(waId)) throw new ControlError(409, 'not a participant');
-  await deliver(ctx, g, 'group_participants_update', { type: 'group_remove_participants', removed_participants: [member(waId)] }, deliveriesOf(b));
+  await participantsChanged(ctx, g, 'remove', [waId], deliveriesOf(b));
   return { group_id: g.id, left: true };
 }
 

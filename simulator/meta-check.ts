@@ -6,6 +6,7 @@
  */
 import { paramError, waError, type GraphError } from './errors.js';
 import { metaSchemas, type MetaIssue } from './meta/validator.js';
+import type { Operation } from './meta/repair.js';
 
 const SEND = 'POST /{Version}/{Phone-Number-ID}/messages' as const;
 
@@ -60,16 +61,17 @@ export function checkSendBody(body: unknown, route: 'messages' | 'marketing_mess
 
 /** Null when Meta's schema of template creation accepts the body, else code 100 naming the field. */
 export function checkTemplateCreateBody(body: unknown): GraphError | null {
-  const issues = metaSchemas().request('POST /{Version}/{WABA-ID}/message_templates', body, 'application/json');
-  if (!issues.length) return null;
-  const i = mainIssue(issues);
-  const field = i.keyword === 'required' ? fieldName(i.instancePath, String(i.params.missingProperty)) : fieldName(i.instancePath);
-  return paramError('Invalid parameter', `Param ${field} ${i.message}.`);
+  return checkParams('POST /{Version}/{WABA-ID}/message_templates', body);
 }
 
 /** Null when Meta's schema of POST /{pnid}/calls accepts the body, else code 100 naming the field. */
 export function checkCallBody(body: unknown): GraphError | null {
-  const issues = metaSchemas().request('POST /{Version}/{Phone-Number-ID}/calls', body, 'application/json');
+  return checkParams('POST /{Version}/{Phone-Number-ID}/calls', body);
+}
+
+/** Outside a send, Graph answers any refused field with code 100, naming it. */
+function checkParams(op: Operation, body: unknown): GraphError | null {
+  const issues = metaSchemas().request(op, body, 'application/json');
   if (!issues.length) return null;
   const i = mainIssue(issues);
   const field = i.keyword === 'required' ? fieldName(i.instancePath, String(i.params.missingProperty)) : fieldName(i.instancePath);

@@ -61,17 +61,6 @@ function conversationAndPricing(state: SimState, meta: MessageMeta, withExpiry: 
   };
 }
 
-export function statusWebhook(
-  state: SimState,
-  pn: PhoneNumber,
-  wamid: string,
-  meta: MessageMeta,
-  status: 'sent' | 'delivered' | 'read' | 'failed',
-  errors?: StatusError[],
-): Record<string, unknown> {
-  return statusesWebhook(pn, [statusObject(state, wamid, meta, status, errors)], state);
-}
-
 /** One notification carrying several statuses of one number, as Meta sends them under load. */
 export function statusesWebhook(pn: PhoneNumber, statuses: Record<string, unknown>[], state?: SimState): Record<string, unknown> {
   // Delivered and read statuses name the user's username in `contacts` (Meta, since 2026).

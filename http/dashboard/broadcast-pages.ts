@@ -26,7 +26,7 @@ import { refreshMessagingLimit } from '../../lib/pricing/messaging-limit.js';
 import { campaignCursors } from '../../lib/broadcasts/live-changes.js';
 import { changeCursors } from '../../lib/inbox/live-changes.js';
 import { liveConnector, oobPart, streamLivePage, type ChangeSource } from './live-stream.js';
-import type { PageRoute } from './page-routes.js';
+import { projectPages } from './page-routes.js';
 
 const REASONS: Record<string, string> = {
   opted_out: 'Opted out', invalid_phone: 'Invalid phone', not_opted_in: 'Not opted in',
@@ -356,13 +356,12 @@ export const cancel = (deps: AppDeps) => async (req: Request, res: Response) => 
 };
 
 /** This module's pages under /dashboard (router.ts mounts them). */
-export const broadcastRoutes: PageRoute[] = [
-  { method: 'get', path: '/projects/:projectId/broadcasts', handler: showBroadcasts },
-  { method: 'get', path: '/projects/:projectId/broadcasts/:broadcastId', handler: showBroadcast },
-  { method: 'get', path: '/projects/:projectId/broadcasts/:broadcastId/progress', handler: broadcastProgress },
-  { method: 'get', path: '/projects/:projectId/broadcasts/:broadcastId/events', handler: broadcastEvents },
-  { method: 'get', path: '/projects/:projectId/broadcasts/:broadcastId/approve', handler: showApprove },
-  { method: 'post', path: '/projects/:projectId/broadcasts/:broadcastId/approve', handler: approve },
-  { method: 'post', path: '/projects/:projectId/broadcasts/:broadcastId/test-send', handler: testSend },
-  { method: 'post', path: '/projects/:projectId/broadcasts/:broadcastId/cancel', handler: cancel },
-];
+export const broadcastRoutes = projectPages('broadcasts', {
+  '': { get: showBroadcasts },
+  '/:broadcastId': { get: showBroadcast },
+  '/:broadcastId/progress': { get: broadcastProgress },
+  '/:broadcastId/events': { get: broadcastEvents },
+  '/:broadcastId/approve': { get: showApprove, post: approve },
+  '/:broadcastId/test-send': { post: testSend },
+  '/:broadcastId/cancel': { post: cancel },
+});

@@ -25,7 +25,7 @@ import { field, send } from './request.js';
 import { projectContext } from './context.js';
 import { changeOnce, onceField } from './console-kit.js';
 import { readForm, type FormSchema, type FormValues } from './form-schema.js';
-import type { PageRoute } from './page-routes.js';
+import { projectPages } from './page-routes.js';
 
 const MANAGERS = ['owner', 'admin'] as const;
 /** Groups a page of the list shows, newest first. */
@@ -286,14 +286,12 @@ export const submitDeleteGroup = groupAction('delete groups', () => ({
 });
 
 /** This module's pages under /dashboard (router.ts mounts them); each POST reads its form's fields with readForm, limits from the contract. */
-export const groupRoutes: PageRoute[] = [
-  { method: 'get', path: '/projects/:projectId/groups', handler: showGroups },
-  { method: 'post', path: '/projects/:projectId/groups', handler: submitCreateGroup },
-  { method: 'get', path: '/projects/:projectId/groups/:groupId', handler: showGroup },
-  { method: 'post', path: '/projects/:projectId/groups/:groupId/invite-link', handler: submitResetInviteLink },
-  { method: 'post', path: '/projects/:projectId/groups/:groupId/join-requests', handler: submitJoinRequest },
-  { method: 'post', path: '/projects/:projectId/groups/:groupId/participants/remove', handler: submitRemoveParticipant },
-  { method: 'post', path: '/projects/:projectId/groups/:groupId/settings', handler: submitGroupSettings },
-  { method: 'get', path: '/projects/:projectId/groups/:groupId/delete', handler: showDeleteGroup },
-  { method: 'post', path: '/projects/:projectId/groups/:groupId/delete', handler: submitDeleteGroup },
-];
+export const groupRoutes = projectPages('groups', {
+  '': { get: showGroups, post: submitCreateGroup },
+  '/:groupId': { get: showGroup },
+  '/:groupId/invite-link': { post: submitResetInviteLink },
+  '/:groupId/join-requests': { post: submitJoinRequest },
+  '/:groupId/participants/remove': { post: submitRemoveParticipant },
+  '/:groupId/settings': { post: submitGroupSettings },
+  '/:groupId/delete': { get: showDeleteGroup, post: submitDeleteGroup },
+});

@@ -9,7 +9,7 @@ import { html, when, type Html } from './html.js';
 import { csrfField, layout, projectPath } from './layout.js';
 import { field, send } from './request.js';
 import { projectContext } from './context.js';
-import type { PageRoute } from './page-routes.js';
+import { projectPages } from './page-routes.js';
 
 const MANAGERS = ['owner', 'admin'] as const;
 type Key = Awaited<ReturnType<typeof keysOf>>[number];
@@ -117,10 +117,9 @@ export const updateScopes = (deps: AppDeps) => (req: Request, res: Response) =>
   });
 
 /** This module's pages under /dashboard (router.ts mounts them). */
-export const keyRoutes: PageRoute[] = [
-  { method: 'get', path: '/projects/:projectId/keys', handler: showKeys },
-  { method: 'post', path: '/projects/:projectId/keys', handler: createKey },
-  { method: 'post', path: '/projects/:projectId/keys/:keyId/rotate', handler: rotateKey },
-  { method: 'post', path: '/projects/:projectId/keys/:keyId/revoke', handler: revokeKey },
-  { method: 'post', path: '/projects/:projectId/keys/:keyId/scopes', handler: updateScopes },
-];
+export const keyRoutes = projectPages('keys', {
+  '': { get: showKeys, post: createKey },
+  '/:keyId/rotate': { post: rotateKey },
+  '/:keyId/revoke': { post: revokeKey },
+  '/:keyId/scopes': { post: updateScopes },
+});

@@ -25,3 +25,18 @@ export interface PageRoute {
   /** The fields of a POST form, checked by `readForm` where the handler reads them (form-schema.ts). */
   form?: FormSchema;
 }
+
+/** A page's handlers by method, as one path answers a GET (the page) and a POST (its form). */
+export type PageMethods = Partial<Record<PageRoute['method'], PageRoute['handler']>>;
+
+/**
+ * The pages of one part of a project, under `/projects/:projectId/<part>`: keyed by the path below
+ * it ('' for the part's own page) in the order they are mounted, GET before POST on one path.
+ */
+export function projectPages(part: string, pages: Record<string, PageMethods>): PageRoute[] {
+  return Object.entries(pages).flatMap(([below, methods]) =>
+    (['get', 'post'] as const).flatMap((method) => {
+      const handler = methods[method];
+      return handler ? [{ method, path: `/projects/:projectId/${part}${below}`, handler }] : [];
+    }));
+}

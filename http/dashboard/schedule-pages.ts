@@ -17,7 +17,7 @@ import { field, send } from './request.js';
 import { projectContext } from './context.js';
 import { changeOnce, onceField } from './console-kit.js';
 import { fileHref } from './bot-pages.js';
-import type { PageRoute } from './page-routes.js';
+import { projectPages } from './page-routes.js';
 
 const MANAGERS = ['owner', 'admin'] as const;
 const RUNS_PAGE = 20;
@@ -120,10 +120,10 @@ export const submitResume = change('resume');
 export const submitRunNow = change('run');
 
 /** This module's pages under /dashboard (router.ts mounts them). */
-export const scheduleRoutes: PageRoute[] = [
-  { method: 'get', path: '/projects/:projectId/schedules', handler: showSchedules },
-  { method: 'get', path: '/projects/:projectId/schedules/:name', handler: showSchedule },
-  { method: 'post', path: '/projects/:projectId/schedules/:name/pause', handler: submitPause },
-  { method: 'post', path: '/projects/:projectId/schedules/:name/resume', handler: submitResume },
-  { method: 'post', path: '/projects/:projectId/schedules/:name/run', handler: submitRunNow },
-];
+export const scheduleRoutes = projectPages('schedules', {
+  '': { get: showSchedules },
+  '/:name': { get: showSchedule },
+  '/:name/pause': { post: submitPause },
+  '/:name/resume': { post: submitResume },
+  '/:name/run': { post: submitRunNow },
+});

@@ -28,7 +28,7 @@ import { field, send } from './request.js';
 import { projectContext } from './context.js';
 import { cell, changeOnce, fieldText, onceField } from './console-kit.js';
 import { databasePath, MANAGERS, schemaOf, tablePath } from './database-pages.js';
-import type { PageRoute } from './page-routes.js';
+import { projectPages } from './page-routes.js';
 
 /** The most rows one edit or delete of the console may change. */
 export const CONSOLE_MAX_AFFECTED = 100;
@@ -350,11 +350,11 @@ export const submitDelete = (deps: AppDeps) => async (req: Request, res: Respons
 };
 
 /** This module's pages under /dashboard (router.ts mounts them). */
-export const tableRoutes: PageRoute[] = [
-  { method: 'get', path: '/projects/:projectId/database/:schema/:table', handler: showTable },
-  { method: 'get', path: '/projects/:projectId/database/:schema/:table/csv', handler: exportCsv },
-  { method: 'get', path: '/projects/:projectId/database/:schema/:table/edit', handler: showEdit },
-  { method: 'post', path: '/projects/:projectId/database/:schema/:table/rows', handler: submitInsert },
-  { method: 'post', path: '/projects/:projectId/database/:schema/:table/update', handler: submitUpdate },
-  { method: 'post', path: '/projects/:projectId/database/:schema/:table/delete', handler: submitDelete },
-];
+export const tableRoutes = projectPages('database/:schema/:table', {
+  '': { get: showTable },
+  '/csv': { get: exportCsv },
+  '/edit': { get: showEdit },
+  '/rows': { post: submitInsert },
+  '/update': { post: submitUpdate },
+  '/delete': { post: submitDelete },
+});

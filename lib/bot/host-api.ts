@@ -106,6 +106,12 @@ const TABLE_WRITE = {
   validate: 'runner',
   journaled: true,
 } as const;
+/** What update and delete share besides: each changes the rows matching every filter and answers how many. */
+const FILTERED_TABLE_WRITE = {
+  ...TABLE_WRITE,
+  result: { type: 'integer', minimum: 0 },
+  limits: "The tables API's write rules (at least one filter).",
+} as const;
 
 /** The table. Its keys are the operation names a bot calls (`__host` op names). */
 export const HOST_API = {
@@ -210,17 +216,13 @@ export const HOST_API = {
   'tables.update': {
     summary: 'Updates the rows matching every filter; answers how many changed.',
     args: object({ table: tableName, filters, set: tableRow }, ['table', 'filters', 'set']),
-    result: { type: 'integer', minimum: 0 },
-    limits: "The tables API's write rules (at least one filter).",
-    ...TABLE_WRITE,
+    ...FILTERED_TABLE_WRITE,
     run: (deps, inv, args) => runUpdate(deps, inv, args),
   },
   'tables.delete': {
     summary: 'Deletes the rows matching every filter; answers how many went.',
     args: object({ table: tableName, filters }, ['table', 'filters']),
-    result: { type: 'integer', minimum: 0 },
-    limits: "The tables API's write rules (at least one filter).",
-    ...TABLE_WRITE,
+    ...FILTERED_TABLE_WRITE,
     run: (deps, inv, args) => runDelete(deps, inv, args),
   },
   'secrets.get': {

@@ -38,6 +38,7 @@ import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import type { Deps } from '../deps.js';
 import { checkUrl, pinnedLookup, resolveTarget, UnsafeTargetError } from '../platform/net/public-address.js';
+import { callDeadline } from '../platform/net/call-deadline.js';
 import { getAllowlist, hostAllowed } from './http-allowlist.js';
 import { writeBotLog } from './bot-log.js';
 import { addNote } from '../inbox/notes.js';
@@ -211,12 +212,7 @@ interface Hop {
 }
 
 async function fetchWithRedirects(deps: FetchDeps, projectId: string, first: Hop, timeoutMs: number, maxBody: number, onHost: (host: string) => void) {
-  const ac = new AbortController();
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    ac.abort();
-  }, timeoutMs);
+  const deadline = callDeadline(timeoutMs);
   const allowlist = await getAllowlist(deps, projectId);
   const dev = deps.config.devAllowPrivateTargets;
   try {
@@ -238,8 +234,8 @@ async function fetchWithRedirects(deps: FetchDeps, projectId: string, first: Hop
         }
         throw e;
       }
-      const res = await send(url, target, hop, ac.signal).catch((e) => {
-        if (timedOut) throw new FetchError('timeout', `No answer within ${timeoutMs} ms.`);
+      const res = await send(url, target, hop, deadline.signal).catch((e) => {
+        if (deadline.timedOut) throw new FetchError('timeout', `No answer within ${timeoutMs} ms.`);
         throw new FetchError('network_error', `Could not reach ${url.host}${where}: ${(e as NodeJS.ErrnoException).code ?? 'the connection failed'}.`);
       });
       const status = res.statusCode ?? 0;
@@ -283,7 +279,7 @@ async function fetchWithRedirects(deps: FetchDeps, projectId: string, first: Hop
         }
       } catch (e) {
         if (e instanceof FetchError) throw e;
-        if (timedOut) throw new FetchError('timeout', `The answer did not arrive within ${timeoutMs} ms.`);
+        if (deadline.timedOut) throw new FetchError('timeout', `The answer did not arrive within ${timeoutMs} ms.`);
         throw new FetchError('network_error', `The answer from ${url.host} broke off.`);
       }
       const headers: Record<string, string> = {};
@@ -294,7 +290,7 @@ async function fetchWithRedirects(deps: FetchDeps, projectId: string, first: Hop
       return { status, headers, body: Buffer.concat(chunks).toString('utf8') };
     }
   } finally {
-    clearTimeout(timer);
+    deadline.clear();
   }
 }
 

@@ -64,6 +64,7 @@ import { redactedBotLog } from './secrets.js';
 import { consentMarkOf } from '../consent/keywords.js';
 import type { BotCall, BotCapacity, BotEvent, BotHook, BotInboundMessage } from './types.js';
 import type { Tx } from '../platform/db/tx.js';
+import { waitInLine } from '../platform/wait-in-line.js';
 import { addCallToInbox, addToInbox, messageInboxSql, markRunStarted, MAX_HANDOVERS, messageKey, reclaimExpired, recordAbnormalRun, releaseWaiting, removeFromInbox, renewLeases, setAside } from './inbox.js';
 import { runEnded, runStarted, type RunOutcome } from './schedules.js';
 import { createHash } from 'node:crypto';
@@ -531,18 +532,7 @@ export class BotRuntime implements BotHook {
 
   /** A sandbox given back to this slot within ISOLATE_WAIT_MS, or undefined (then the bound is asked again). */
   private waitForGivenBack(slot: Slot): Promise<Pooled | undefined> {
-    return new Promise((resolve) => {
-      const wake = (pooled: Pooled | undefined) => {
-        clearTimeout(timer);
-        resolve(pooled);
-      };
-      const timer = setTimeout(() => {
-        const at = slot.waiting.indexOf(wake);
-        if (at >= 0) slot.waiting.splice(at, 1);
-        resolve(undefined);
-      }, ISOLATE_WAIT_MS);
-      slot.waiting.push(wake);
-    });
+    return waitInLine(slot.waiting, ISOLATE_WAIT_MS, undefined);
   }
 
   /**

@@ -15,6 +15,7 @@
  * - Every statement carries `project_id = $project`: a row of another project is simply absent.
  * - Rows are selected with camelCase aliases so lib/conversations/views.ts builds the contract shapes from them.
  */
+import type { QueryResultRow } from 'pg';
 import type { Queryable } from '../platform/db/transaction.js';
 import { execute, queryRows, type Tx } from '../platform/db/tx.js';
 import type { Prisma } from '../../generated/prisma/client.js';
@@ -277,6 +278,29 @@ export async function knownStates(db: Queryable, projectId: string): Promise<str
 }
 
 /**
+ * One statement that changes a project's conversation and answers what it replaced: the row is
+ * locked while its `old` columns are read, so two concurrent changes each report the value they
+ * replaced. `set` takes its values from $3 on; `returning` reads `c.` (now) and `old.` (before).
+ * Undefined when the conversation is not the project's.
+ */
+async function changeLockedRow<R extends QueryResultRow>(
+  db: Queryable,
+  projectId: string,
+  id: bigint,
+  change: { set: string; old: string; returning: string },
+  values: unknown[],
+): Promise<R | undefined> {
+  const res = await db.query<R>(
+    `UPDATE conversations c SET ${change.set}
+     FROM (SELECT id, ${change.old} FROM conversations WHERE project_id = $1 AND id = $2::bigint FOR UPDATE) old
+     WHERE c.id = old.id
+     RETURNING ${change.returning}`,
+    [projectId, id.toString(), ...values],
+  );
+  return res.rows[0];
+}
+
+/**
  * Sets the state and returns it with the one it replaced, in one statement: the row is locked
  * while the previous value is read, so two concurrent changes each report the state they replaced.
  * Undefined when the conversation is not the project's.
@@ -288,14 +312,11 @@ export async function setConversationState(
   state: string,
   now: Date,
 ): Promise<{ id: string; state: string; previousState: string } | undefined> {
-  const res = await db.query<{ id: string; state: string; previousState: string }>(
-    `UPDATE conversations c SET state = $3, updated_at = $4
-     FROM (SELECT id, state FROM conversations WHERE project_id = $1 AND id = $2::bigint FOR UPDATE) old
-     WHERE c.id = old.id
-     RETURNING c.id::text AS "id", c.state AS "state", old.state AS "previousState"`,
-    [projectId, id.toString(), state, now],
-  );
-  return res.rows[0];
+  return changeLockedRow<{ id: string; state: string; previousState: string }>(db, projectId, id, {
+    set: 'state = $3, updated_at = $4',
+    old: 'state',
+    returning: 'c.id::text AS "id", c.state AS "state", old.state AS "previousState"',
+  }, [state, now]);
 }
 
 const MAX_BIGINT = 9223372036854775807n;
@@ -434,14 +455,11 @@ export async function setConversationAssignee(
   accountId: string | null,
   now: Date,
 ): Promise<{ id: string; assigneeId: string | null; previousAssigneeId: string | null } | undefined> {
-  const res = await db.query<{ id: string; assigneeId: string | null; previousAssigneeId: string | null }>(
-    `UPDATE conversations c SET assignee_id = $3, assigned_at = CASE WHEN $3::text IS NULL THEN NULL ELSE $4::timestamptz END, updated_at = $4
-     FROM (SELECT id, assignee_id FROM conversations WHERE project_id = $1 AND id = $2::bigint FOR UPDATE) old
-     WHERE c.id = old.id
-     RETURNING c.id::text AS "id", c.assignee_id AS "assigneeId", old.assignee_id AS "previousAssigneeId"`,
-    [projectId, id.toString(), accountId, now],
-  );
-  return res.rows[0];
+  return changeLockedRow<{ id: string; assigneeId: string | null; previousAssigneeId: string | null }>(db, projectId, id, {
+    set: 'assignee_id = $3, assigned_at = CASE WHEN $3::text IS NULL THEN NULL ELSE $4::timestamptz END, updated_at = $4',
+    old: 'assignee_id',
+    returning: 'c.id::text AS "id", c.assignee_id AS "assigneeId", old.assignee_id AS "previousAssigneeId"',
+  }, [accountId, now]);
 }
 
 /** Replaces the conversation's labels, returning them with the ones they replaced (as setConversationAssignee). */
@@ -452,14 +470,11 @@ export async function setConversationLabels(
   labels: string[],
   now: Date,
 ): Promise<{ id: string; labels: string[]; previousLabels: string[] } | undefined> {
-  const res = await db.query<{ id: string; labels: string[]; previousLabels: string[] | null }>(
-    `UPDATE conversations c SET labels = $3::text[], updated_at = $4
-     FROM (SELECT id, labels FROM conversations WHERE project_id = $1 AND id = $2::bigint FOR UPDATE) old
-     WHERE c.id = old.id
-     RETURNING c.id::text AS "id", c.labels AS "labels", old.labels AS "previousLabels"`,
-    [projectId, id.toString(), labels, now],
-  );
-  const r = res.rows[0];
+  const r = await changeLockedRow<{ id: string; labels: string[]; previousLabels: string[] | null }>(db, projectId, id, {
+    set: 'labels = $3::text[], updated_at = $4',
+    old: 'labels',
+    returning: 'c.id::text AS "id", c.labels AS "labels", old.labels AS "previousLabels"',
+  }, [labels, now]);
   return r && { id: r.id, labels: r.labels, previousLabels: r.previousLabels ?? [] };
 }
 
@@ -501,14 +516,11 @@ export async function holdForPerson(tx: Prisma.TransactionClient, id: bigint, no
  * is not the project's. The row is locked while the previous holder is read.
  */
 export async function setThreadHolder(db: Queryable, projectId: string, id: bigint, holder: string | null, now: Date): Promise<{ previous: string | null; since: Date } | undefined> {
-  const res = await db.query<{ previous: string | null; since: Date }>(
-    `UPDATE conversations c SET thread_holder = $3, thread_holder_since = $4, updated_at = $4
-     FROM (SELECT id, thread_holder FROM conversations WHERE project_id = $1 AND id = $2::bigint FOR UPDATE) old
-     WHERE c.id = old.id
-     RETURNING old.thread_holder AS "previous", c.thread_holder_since AS "since"`,
-    [projectId, id.toString(), holder, now],
-  );
-  return res.rows[0];
+  return changeLockedRow<{ previous: string | null; since: Date }>(db, projectId, id, {
+    set: 'thread_holder = $3, thread_holder_since = $4, updated_at = $4',
+    old: 'thread_holder',
+    returning: 'old.thread_holder AS "previous", c.thread_holder_since AS "since"',
+  }, [holder, now]);
 }
 
 /**
@@ -524,14 +536,11 @@ export async function setConversationResolution(
   until: Date | null,
   now: Date,
 ): Promise<{ id: string; previousResolution: string; previousUntil: Date | null } | undefined> {
-  const res = await db.query<{ id: string; previousResolution: string; previousUntil: Date | null }>(
-    `UPDATE conversations c SET resolution = $3, snoozed_until = $4, updated_at = $5
-     FROM (SELECT id, resolution, snoozed_until FROM conversations WHERE project_id = $1 AND id = $2::bigint FOR UPDATE) old
-     WHERE c.id = old.id
-     RETURNING c.id::text AS "id", old.resolution AS "previousResolution", old.snoozed_until AS "previousUntil"`,
-    [projectId, id.toString(), resolution, until, now],
-  );
-  return res.rows[0];
+  return changeLockedRow<{ id: string; previousResolution: string; previousUntil: Date | null }>(db, projectId, id, {
+    set: 'resolution = $3, snoozed_until = $4, updated_at = $5',
+    old: 'resolution, snoozed_until',
+    returning: 'c.id::text AS "id", old.resolution AS "previousResolution", old.snoozed_until AS "previousUntil"',
+  }, [resolution, until, now]);
 }
 
 /** Assigns an unassigned conversation (auto-assignment, lib/inbox/auto-assign.ts); false when someone holds it already or it is not the project's. */

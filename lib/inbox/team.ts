@@ -103,15 +103,18 @@ export interface LabelsChange {
 /** Replaces the labels (normalizeLabels); undefined when the conversation is not the project's. */
 export async function relabel(pool: pg.Pool, projectId: string, id: bigint, labels: unknown[], by: Author, now: Date): Promise<LabelsChange | undefined> {
   const wanted = normalizeLabels(labels);
-  return inTransaction(pool, async (client) => {
-    const changed = await setConversationLabels(client, projectId, id, wanted, now);
-    if (!changed) return undefined;
-    const out: LabelsChange = { id: Number(changed.id), labels: changed.labels, previous_labels: changed.previousLabels };
-    if (out.labels.join('\n') !== out.previous_labels.join('\n')) {
-      await insertEvent(client, projectId, 'conversation.labels_changed', { conversation_id: out.id, labels: out.labels, previous_labels: out.previous_labels, by }, now);
-    }
-    return out;
-  });
+  return inTransaction(pool, (client) => writeLabels(client, projectId, id, wanted, by, now));
+}
+
+/** Writes the labels in the caller's transaction; the event goes only when the set changed. */
+async function writeLabels(client: Queryable, projectId: string, id: bigint, labels: string[], by: Author, now: Date): Promise<LabelsChange | undefined> {
+  const changed = await setConversationLabels(client, projectId, id, labels, now);
+  if (!changed) return undefined;
+  const out: LabelsChange = { id: Number(changed.id), labels: changed.labels, previous_labels: changed.previousLabels };
+  if (out.labels.join('\n') !== out.previous_labels.join('\n')) {
+    await insertEvent(client, projectId, 'conversation.labels_changed', { conversation_id: out.id, labels: out.labels, previous_labels: out.previous_labels, by }, now);
+  }
+  return out;
 }
 
 /**
@@ -131,13 +134,7 @@ export async function changeLabels(pool: pg.Pool, projectId: string, id: bigint,
     const { rows } = await client.query<{ labels: string[] }>('SELECT labels FROM conversations WHERE project_id = $1 AND id = $2::bigint FOR UPDATE', [projectId, id.toString()]);
     if (!rows[0]) return undefined;
     const next = normalizeLabels([...rows[0].labels.filter((l) => !remove.includes(l)), ...add]);
-    const changed = await setConversationLabels(client, projectId, id, next, now);
-    if (!changed) return undefined;
-    const out: LabelsChange = { id: Number(changed.id), labels: changed.labels, previous_labels: changed.previousLabels };
-    if (out.labels.join('\n') !== out.previous_labels.join('\n')) {
-      await insertEvent(client, projectId, 'conversation.labels_changed', { conversation_id: out.id, labels: out.labels, previous_labels: out.previous_labels, by }, now);
-    }
-    return out;
+    return writeLabels(client, projectId, id, next, by, now);
   });
 }
 

@@ -15,12 +15,18 @@ interface Accepted {
   ref: string;
   wamid: string;
   at: Date;
+  /** The send's Idempotency-Key and the answer stored for it (JSON), written by the confirm. */
+  key?: string;
+  answer?: string;
 }
 
 const batchers = new WeakMap<pg.Pool, Batcher<Accepted, void>>();
 
-/** Confirms one accepted send through this instance's batcher (see the module's note). */
-export function confirmSends(pool: pg.Pool, projectId: string, ref: string, wamid: string, at: Date): Promise<void> {
+/**
+ * Confirms one accepted send through this instance's batcher (see the module's note); with `keyed`,
+ * the send's Idempotency-Key is answered in the same statement.
+ */
+export function confirmSends(pool: pg.Pool, projectId: string, ref: string, wamid: string, at: Date, keyed?: { key: string; answer: string }): Promise<void> {
   let batcher = batchers.get(pool);
   if (!batcher) {
     batcher = new Batcher<Accepted, void>(async (project, items) => {
@@ -29,5 +35,5 @@ export function confirmSends(pool: pg.Pool, projectId: string, ref: string, wami
     });
     batchers.set(pool, batcher);
   }
-  return batcher.add(projectId, { ref, wamid, at });
+  return batcher.add(projectId, { ref, wamid, at, key: keyed?.key, answer: keyed?.answer });
 }

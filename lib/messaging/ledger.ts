@@ -3,7 +3,8 @@
  * send (POST /v1/messages as a batch of one, the broadcast engine per batch, the bot through
  * POST's send) goes through the same five steps, each one statement for a whole batch:
  *
- * 1. reserve   quota units for today (a partial grant when the quota is nearly used);
+ * 1. reserve   quota units for today (a partial grant when the quota is nearly used); a send
+ *              of the API reserves in its record's statement (reserveAndRecord);
  * 2. record    the intents: `pending` messages under our references, before the channel is
  *              called (window gate, contact and conversation in the same statement; an
  *              existing contact is only read, never rewritten);
@@ -30,7 +31,7 @@ import { upsertConversationsSql } from '../conversations/conversations.js';
 import { SERVICE_WINDOW_MS } from '../conversations/window.js';
 import { dispatchedAtSql, EVENTS_CHANNEL, insertEventsSql } from '../webhooks/events.js';
 import { newId } from '../platform/secrets.js';
-import { linkKeysSql } from '../platform/idempotency-store.js';
+import { completeLinkedKeysSql, linkKeysSql } from '../platform/idempotency-store.js';
 import { retryDeadlock } from '../platform/db/transaction.js';
 import { type Tx, execute } from '../platform/db/tx.js';
 import { CLAIM_ROWS } from '../platform/db/claims.js';
@@ -127,23 +128,6 @@ export async function releaseUnits(db: Db, projectId: string, units: number, res
   });
 }
 
-/**
- * Whether a session message to `to` may be sent now (its 24-hour window is open). Read only on
- * the rare path where the quota is used up, so that a send the window forbids anyway is answered
- * 409 (waiting for the quota's reset would not help it).
- */
-export async function sessionWindowOpen(db: Db, projectId: string, to: Recipient, at: Date): Promise<boolean> {
-  const { rows } = await db.query<{ open: boolean }>(
-    `SELECT EXISTS (
-       SELECT 1 FROM contacts c JOIN conversations w ON w.project_id = c.project_id AND w.contact_id = c.id
-       WHERE c.project_id = $1 AND (c.phone = $2 OR ($2::text IS NULL AND c.user_id = $4))
-         AND w.last_inbound_at > $3::timestamptz - interval '${SERVICE_WINDOW_MS} milliseconds'
-     ) AS open`,
-    [projectId, to.phone, at, to.userId ?? null],
-  );
-  return rows[0].open;
-}
-
 /** The app holding the customer's thread when another app does (docs/coexistence.md): read on a refused send's path only. */
 export async function threadHeldBy(db: Db, projectId: string, to: Recipient): Promise<string | null> {
   const { rows } = await db.query<{ holder: string }>(
@@ -163,22 +147,64 @@ export async function threadHeldBy(db: Db, projectId: string, to: Recipient): Pr
  * a message to a customer whose thread another app holds (docs/coexistence.md); nothing written).
  */
 export async function recordIntents(db: Db, projectId: string, intents: Intent[], at: Date, opts: { refuseHeld?: boolean } = {}): Promise<boolean[]> {
-  const result = intents.map(() => false);
+  const { outcomes } = await recordWith(db, projectId, intents, at, { refuseHeld: opts.refuseHeld === true, reserve: false });
+  return outcomes.map((o) => o === 'recorded');
+}
+
+/** What became of an intent given to `reserveAndRecord`. */
+export type RecordOutcome = 'recorded' | 'closed' | 'over_quota';
+
+/**
+ * 1 and 2 in one statement, for the API's sends (issue 69): the intents whose window is open take
+ * units of the project's daily quota in order (the counter row locked and read in the statement
+ * that raises it, so the count stays exact under any concurrency) and only those that got one are
+ * recorded. A closed window is answered `closed` whatever the quota (the spec's 409 comes first);
+ * an open one past the quota `over_quota`, with the limit that applied. A recorded intent's unit
+ * is given back by abandonIntents. The day's first send creates the counter row (a second
+ * statement, once a day).
+ */
+export async function reserveAndRecord(db: Db, projectId: string, intents: Intent[], at: Date, opts: { refuseHeld?: boolean } = {}): Promise<{ outcomes: RecordOutcome[]; limit: number }> {
+  for (;;) {
+    const r = await recordWith(db, projectId, intents, at, { refuseHeld: opts.refuseHeld === true, reserve: true });
+    if (r.counted || r.limit <= 0) return r;
+    await db.query({
+      name: 'quota-counter-first',
+      text: 'INSERT INTO send_counters (project_id, day, count) VALUES ($1, $2::date, 0) ON CONFLICT DO NOTHING',
+      values: [projectId, utcDay(at)],
+    });
+  }
+}
+
+interface RecordResult {
+  outcomes: RecordOutcome[];
+  /** The daily quota that applied (with `reserve`). */
+  limit: number;
+  /** Whether today's counter row existed (with `reserve`; without it, nothing was reserved or recorded). */
+  counted: boolean;
+}
+
+async function recordWith(db: Db, projectId: string, intents: Intent[], at: Date, opts: { refuseHeld: boolean; reserve: boolean }): Promise<RecordResult> {
+  const outcomes: RecordOutcome[] = intents.map(() => 'closed');
+  let limit = 0;
   let todo = intents.map((_, i) => i);
   // A contact inserted by a concurrent transaction after the statement's snapshot is neither seen
   // nor inserted (ON CONFLICT DO NOTHING), so its intent is not recorded: the next try sees it.
   for (let attempt = 1; todo.length; attempt++) {
     const batch = todo.map((i) => intents[i]);
-    const { rows } = await db.query<{ ord: string; open: boolean; recorded: boolean }>({
+    const { rows } = await db.query<{ ord: string; open: boolean; granted: boolean; recorded: boolean; q: number | null; counted: boolean }>({
       name: 'record-intent',
       text: `WITH input AS (
                SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::jsonb[], $6::boolean[], $7::text[], $9::text[], $10::jsonb[])
                  WITH ORDINALITY AS i(phone, ref, type, content, session, ikey, user_id, author, ord)
+             ), lim AS (
+               SELECT GREATEST(0, daily_send_quota) AS q FROM projects WHERE $12::boolean AND id = $1
+             ), old AS (
+               SELECT count FROM send_counters WHERE $12::boolean AND project_id = $1 AND day = $13::date FOR UPDATE
              ), found AS (
                -- By phone, else by business-scoped user id.
                SELECT i.ord, c.id FROM input i JOIN contacts c ON c.project_id = $1
                  AND (c.phone = i.phone OR (i.phone IS NULL AND c.user_id = i.user_id))
-             ), gate AS (
+             ), opened AS (
                SELECT i.*, (NOT i.session OR EXISTS (
                  SELECT 1 FROM found f JOIN conversations w ON w.project_id = $1 AND w.contact_id = f.id
                  WHERE f.ord = i.ord AND w.last_inbound_at > $8::timestamptz - interval '${SERVICE_WINDOW_MS} milliseconds'
@@ -186,28 +212,39 @@ export async function recordIntents(db: Db, projectId: string, intents: Intent[]
                  SELECT 1 FROM found f JOIN conversations w ON w.project_id = $1 AND w.contact_id = f.id
                  WHERE f.ord = i.ord AND w.thread_holder IS NOT NULL
                ))) AS open FROM input i
+             ), gate AS (
+               -- With $12, the open intents take the units left today in their order.
+               SELECT o.*, o.open AND (NOT $12::boolean OR
+                 row_number() OVER (PARTITION BY o.open ORDER BY o.ord) <= COALESCE((SELECT q FROM lim) - (SELECT count FROM old), 0)) AS granted
+               FROM opened o
              ), created AS (
                -- Either unique key (phone, user id) may conflict: DO NOTHING names neither.
                ${insertContactsSql(`SELECT DISTINCT $1, g.phone, CASE WHEN g.phone IS NULL THEN g.user_id END, $8::timestamptz, $8::timestamptz FROM gate g
-               WHERE g.open AND NOT EXISTS (SELECT 1 FROM found f WHERE f.ord = g.ord)`)}
+               WHERE g.granted AND NOT EXISTS (SELECT 1 FROM found f WHERE f.ord = g.ord)`)}
                RETURNING id, phone, user_id
              ), ct AS (
                SELECT g.ord, COALESCE(f.id, c.id) AS contact_id FROM gate g
                LEFT JOIN found f ON f.ord = g.ord
                LEFT JOIN created c ON (c.phone = g.phone OR (g.phone IS NULL AND c.user_id = g.user_id))
-               WHERE g.open AND COALESCE(f.id, c.id) IS NOT NULL
+               WHERE g.granted AND COALESCE(f.id, c.id) IS NOT NULL
              ), cv AS (
                ${upsertConversationsSql('SELECT DISTINCT $1, contact_id, $8::timestamptz, $8::timestamptz, $8::timestamptz FROM ct')}
                RETURNING id, contact_id
              ), ik AS (
-               ${linkKeysSql('SELECT $1::text AS project_id, g.ikey, g.ref FROM gate g WHERE g.ikey IS NOT NULL AND g.open')}
+               ${linkKeysSql('SELECT $1::text AS project_id, g.ikey, g.ref FROM gate g WHERE g.ikey IS NOT NULL AND g.granted')}
              ), ins AS (
                INSERT INTO messages (project_id, conversation_id, wamid, send_ref, direction, type, content, status, sent_at, status_at, author)
                SELECT $1, cv.id, g.ref, g.ref, 'outbound', g.type, g.content, 'pending', $8, $8, g.author
                FROM gate g JOIN ct ON ct.ord = g.ord JOIN cv ON cv.contact_id = ct.contact_id
                RETURNING send_ref
+             ), units AS (
+               -- A unit for each message recorded, no more (an intent lost to a contact race takes none).
+               UPDATE send_counters s SET count = s.count + (SELECT count(*) FROM ins)
+               WHERE $12::boolean AND s.project_id = $1 AND s.day = $13::date AND EXISTS (SELECT 1 FROM ins)
              )
-             SELECT g.ord::text AS ord, g.open, EXISTS (SELECT 1 FROM ins WHERE ins.send_ref = g.ref) AS recorded FROM gate g`,
+             SELECT g.ord::text AS ord, g.open, g.granted, EXISTS (SELECT 1 FROM ins WHERE ins.send_ref = g.ref) AS recorded,
+                    (SELECT q FROM lim) AS q, EXISTS (SELECT 1 FROM old) AS counted
+             FROM gate g`,
       values: [
         projectId,
         batch.map((b) => b.to.phone),
@@ -219,21 +256,27 @@ export async function recordIntents(db: Db, projectId: string, intents: Intent[]
         at,
         batch.map((b) => b.to.userId ?? null),
         batch.map((b) => (b.author === undefined ? null : JSON.stringify(b.author))),
-        opts.refuseHeld === true,
+        opts.refuseHeld,
+        opts.reserve,
+        utcDay(at),
       ],
     });
+    limit = rows[0]?.q ?? 0;
     const retry: number[] = [];
     for (const r of rows) {
       const i = todo[Number(r.ord) - 1];
-      if (r.recorded) result[i] = true;
-      else if (r.open) retry.push(i);
+      if (r.recorded) outcomes[i] = 'recorded';
+      else if (r.granted) retry.push(i);
+      else if (r.open) outcomes[i] = 'over_quota';
     }
+    // No counter row today: nothing was granted; the caller creates it and tries again.
+    if (opts.reserve && !(rows[0]?.counted ?? false)) return { outcomes, limit, counted: false };
     if (retry.length && attempt >= 3) {
       throw new Error(`recording ${retry.length} send(s) inserted no message (contacts raced ${attempt} times; first ref ${intents[retry[0]].ref})`);
     }
     todo = retry;
   }
-  return result;
+  return { outcomes, limit, counted: true };
 }
 
 /**
@@ -264,13 +307,17 @@ export async function recordGroupIntent(db: Db, projectId: string, contactId: bi
  * 3. The channel accepted these sends: each message gets its wamid (unless a status already gave
  * it one) and leaves `pending` (or `unknown`); a message a status already settled is left alone
  * (no write that changes nothing). Its rows are locked in id order first, as the status side
- * locks them (statusMovesSql), so the two never deadlock.
+ * locks them (statusMovesSql), so the two never deadlock. A send made with an Idempotency-Key
+ * (`key`) stores the key's answer (`answer`, JSON) in the same statement.
  */
-export async function confirmIntents(db: Db, projectId: string, accepted: Array<{ ref: string; wamid: string; at: Date }>): Promise<void> {
+export async function confirmIntents(db: Db, projectId: string, accepted: Array<{ ref: string; wamid: string; at: Date; key?: string; answer?: string }>): Promise<void> {
   if (!accepted.length) return;
   await retryDeadlock(() => db.query({
     name: 'confirm-sent-many',
-    text: `WITH i AS (SELECT * FROM unnest($2::text[], $3::text[], $4::timestamptz[]) AS i(ref, wamid, at)),
+    text: `WITH i AS (SELECT * FROM unnest($2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::jsonb[]) AS i(ref, wamid, at, ikey, answer)),
+           answered AS (
+             ${completeLinkedKeysSql('SELECT $1::text AS project_id, i.ikey, i.ref, i.answer AS body FROM i WHERE i.ikey IS NOT NULL')}
+           ),
            locked AS (
              SELECT m.id FROM messages m JOIN i ON m.project_id = $1 AND m.send_ref = i.ref
              WHERE m.status IN ('pending', 'unknown') OR m.wamid IS DISTINCT FROM i.wamid
@@ -282,15 +329,16 @@ export async function confirmIntents(db: Db, projectId: string, accepted: Array<
            FROM i, locked
            WHERE m.id = locked.id AND m.project_id = $1 AND m.send_ref = i.ref
              AND (m.status IN ('pending', 'unknown') OR m.wamid IS DISTINCT FROM i.wamid)`,
-    values: [projectId, accepted.map((w) => w.ref), accepted.map((w) => w.wamid), accepted.map((w) => w.at)],
+    values: [projectId, accepted.map((w) => w.ref), accepted.map((w) => w.wamid), accepted.map((w) => w.at), accepted.map((w) => w.key ?? null), accepted.map((w) => w.answer ?? null)],
   }));
 }
 
 /**
  * 4. The channel certainly did not send these: their pending messages go and their quota units
  * come back, in one statement, so the quota never keeps a unit for a send that did not happen.
- * `withdraw`: the intents may not have been recorded at all (recording failed, or committed with
- * its answer lost): the units come back whether a message was found or not.
+ * `withdraw`: the intents' record failed (or committed with its answer lost); the unit came with
+ * the record (reserveAndRecord), so what it recorded goes with its units, and nothing else (the
+ * statement's other name lets the fault tests refuse each point of the send path).
  */
 export async function abandonIntents(db: Db, projectId: string, refs: string[], reservedAt: Date, opts: { withdraw?: boolean } = {}): Promise<void> {
   if (!refs.length) return;
@@ -298,10 +346,10 @@ export async function abandonIntents(db: Db, projectId: string, refs: string[], 
     // One text, two names: the fault tests refuse each point of the send path by name.
     name: opts.withdraw ? 'withdraw-send' : 'abandon-intent',
     text: `WITH gone AS (DELETE FROM messages WHERE project_id = $1 AND send_ref = ANY($2::text[]) AND status = 'pending' RETURNING 1),
-           n AS (SELECT CASE WHEN $4::boolean THEN $5::int ELSE (SELECT count(*)::int FROM gone) END AS units)
+           n AS (SELECT count(*)::int AS units FROM gone)
            UPDATE send_counters SET count = GREATEST(0, count - (SELECT units FROM n))
            WHERE project_id = $1 AND day = $3::date AND count > 0 AND (SELECT units FROM n) > 0`,
-    values: [projectId, refs, utcDay(reservedAt), opts.withdraw === true, refs.length],
+    values: [projectId, refs, utcDay(reservedAt)],
   }));
 }
 

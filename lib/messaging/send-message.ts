@@ -21,9 +21,9 @@ import { resolveProjectMediaId } from '../media/media-id.js';
 import { resolveFlowSend } from '../flows/send.js';
 import { reserveSends } from './quota.js';
 import { settleLater } from './send-cleanup.js';
-import { abandonIntents, newSendRef, recordGroupIntent, releaseUnits, sendState, sessionWindowOpen, threadHeldBy, type Intent } from './ledger.js';
+import { abandonIntents, newSendRef, quotaExceeded, recordGroupIntent, releaseUnits, sendState, threadHeldBy, type Intent } from './ledger.js';
 import { confirmSends } from './confirm-batch.js';
-import { recordSend } from './record-batch.js';
+import { recordSend, type SendRecorded } from './record-batch.js';
 import { hasReason, isChannelError } from '../channel-port/errors.js';
 import { asApiError, channelApiError, invalidTemplateApiError } from '../channel-port/api-errors.js';
 import type { ContentType, MessageContent, OutboundMessage } from '../channel-port/messages.js';
@@ -137,7 +137,10 @@ function outsideWindow(): ApiError {
 }
 
 export interface SendOptions {
-  /** The request's Idempotency-Key, linked to the send before the channel is called. */
+  /**
+   * The request's Idempotency-Key, linked to the send before the channel is called; a send that
+   * succeeds stores the key's answer in its confirm (the caller need not store it again).
+   */
   idempotencyKey?: string;
   /** Called just before the channel is: a failure before it sent nothing, so a caller may try again. */
   onChannelCall?: () => void;
@@ -179,7 +182,17 @@ export async function answerForPendingKey(db: Deps['db'], { projectId, ref, requ
     );
     return { state: 'final', status: error.status, body: { success: false, error: { code: error.code, message: error.message, details: error.details }, request_id: requestId } };
   }
-  return { state: 'final', status: 200, body: { success: true, data: { id: message.wamid, status: 'sent' } } };
+  return { state: 'final', status: 200, body: sentAnswer(message.wamid) };
+}
+
+/** The API's answer to a send (POST /v1/messages' 200 body), as a retry with its Idempotency-Key replays it. */
+function sentAnswer(wamid: string): { success: true; data: { id: string; status: 'sent' } } {
+  return { success: true, data: { id: wamid, status: 'sent' } };
+}
+
+/** A keyed send's answer, stored by its confirm (SendOptions.idempotencyKey). */
+function keyedAnswer(opts: SendOptions, wamid: string): { key: string; answer: string } | undefined {
+  return opts.idempotencyKey === undefined ? undefined : { key: opts.idempotencyKey, answer: JSON.stringify(sentAnswer(wamid)) };
 }
 
 /** Message types a metric label may carry (anything else is `other`: labels stay bounded). */
@@ -213,10 +226,9 @@ async function sendOnce(deps: Deps, project: ProjectRef, body: SendRequest, opts
   const channel = await requireChannel(deps, project.id);
   assertCarries(deps, channel, message.payload.type as ContentType);
   const to = { phone: message.phone, userId: message.userId };
-  await reserveUnit(pool, project.id, message, to, now);
   const ref = await recordIntent(deps, project.id, message, to, opts, now);
   const wamid = await callChannel(deps, project.id, channel, message, ref, opts, now);
-  await confirmSends(pool, project.id, ref, wamid, now);
+  await confirmSends(pool, project.id, ref, wamid, now, keyedAnswer(opts, wamid));
   return { id: wamid, status: 'sent' };
 }
 
@@ -251,7 +263,7 @@ async function sendToGroup(deps: Deps, project: ProjectRef, body: SendRequest, o
     throw e;
   }
   const wamid = await callChannel(deps, project.id, channel, message, ref, opts, now, { groupId: group.groupId });
-  await confirmSends(pool, project.id, ref, wamid, now);
+  await confirmSends(pool, project.id, ref, wamid, now, keyedAnswer(opts, wamid));
   return { id: wamid, status: 'sent' };
 }
 
@@ -284,43 +296,27 @@ async function prepareMessage(deps: Deps, projectId: string, message: Prepared, 
 }
 
 /**
- * The quota unit, before the channel is called (batched per project, the limit read in the
- * statement). The spec's order stands when both refuse: outside the window is 409, whatever the
- * quota (checked only on that rare path).
- */
-async function reserveUnit(pool: Deps['db']['pool'], projectId: string, message: Prepared, to: Intent['to'], now: Date): Promise<void> {
-  try {
-    await reserveSends(pool, projectId, null, now);
-  } catch (e) {
-    if (e instanceof ApiError && e.code === 'quota_exceeded' && message.session && !(await sessionWindowOpen(pool, projectId, to, now))) {
-      throw outsideWindow();
-    }
-    throw e;
-  }
-}
-
-/**
- * The intent is stored before the channel is called (the send ledger, as a batch of one), with
- * the window check in the same statement (a closed window gives the unit back): a crash or an
- * outage after the call can leave a `pending` message, never a sent message without a row. Meta
- * echoes the reference as biz_opaque_callback_data in the message's statuses, which resolve a
- * pending message.
+ * The quota unit and the intent, in one statement before the channel is called (the send ledger,
+ * batched per project), with the window check: a crash or an outage after the call can leave a
+ * `pending` message, never a sent message without a row. Meta echoes the reference as
+ * biz_opaque_callback_data in the message's statuses, which resolve a pending message. The spec's
+ * order stands when both refuse: outside the window is 409, whatever the quota.
  */
 async function recordIntent(deps: Deps, projectId: string, message: Prepared, to: Intent['to'], opts: SendOptions, now: Date): Promise<string> {
   const { pool } = deps.db;
   const ref = opts.ref ?? newSendRef();
   const intent: Intent = { to, ref, type: message.type, content: message.content, session: message.session, idempotencyKey: opts.idempotencyKey, author: opts.author };
-  let recorded: boolean;
+  let recorded: SendRecorded;
   try {
     recorded = await recordSend(pool, projectId, intent, now, { refuseHeld: true });
   } catch (e) {
+    // The statement may have committed before its answer was lost: what it recorded goes, with its unit.
     const withdraw = () => abandonIntents(pool, projectId, [ref], now, { withdraw: true });
     await withdraw().catch(() => settleLater('withdrawing a send not recorded', withdraw, deps.logger, { project_id: projectId, ref }));
     throw e;
   }
-  if (!recorded) {
-    const release = () => releaseUnits(pool, projectId, 1, now);
-    await release().catch(() => settleLater('giving back the quota unit of a send outside the window', release, deps.logger, { project_id: projectId }));
+  if (recorded.outcome === 'over_quota') throw quotaExceeded(recorded.limit, now);
+  if (recorded.outcome === 'closed') {
     const holder = await threadHeldBy(pool, projectId, to);
     if (holder !== null) throw threadHeldElsewhere(holder);
     throw outsideWindow();

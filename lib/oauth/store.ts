@@ -18,6 +18,9 @@ const KEEP_EXPIRED_MS = 24 * 3600_000;
 export const CODE_PREFIX = 'mcp_ac_';
 export const REFRESH_PREFIX = 'mcp_rt_';
 
+/** When a row made at `now` with this lifetime expires. */
+const expiresAfter = (now: Date, ttlSeconds: number) => new Date(now.getTime() + ttlSeconds * 1000);
+
 // ---------------------------------------------------------------- clients
 
 export interface NewClient {
@@ -75,7 +78,7 @@ export async function createRequest(db: Db, r: NewRequest): Promise<string> {
       scopes: r.scopes,
       resource: r.resource,
       createdAt: r.now,
-      expiresAt: new Date(r.now.getTime() + r.ttlSeconds * 1000),
+      expiresAt: expiresAfter(r.now, r.ttlSeconds),
     },
   });
   await sweep(db, r.now);
@@ -101,39 +104,50 @@ export async function answerRequestOn(tx: Pick<Tx, 'oAuthRequest'>, id: string, 
   return count === 1;
 }
 
-// ---------------------------------------------------------------- authorization codes
+// ---------------------------------------------------------------- what codes and refresh tokens share
 
-export interface NewCode {
+/** A secret issued under a grant: a code and a refresh token both stand for one, with its resource and scopes. */
+export interface GrantedSecret {
   clientId: string;
   connectionId: string;
   grantId: string;
-  codeChallenge: string;
-  redirectUri: string;
   resource: string;
   scopes: string[];
   now: Date;
   ttlSeconds: number;
 }
 
+/** A new secret under `prefix`; `keep` writes the row that holds only its digest. Answers the secret, for the caller to hand on once. */
+async function issueSecret(prefix: string, keep: (digest: string) => Promise<unknown>): Promise<string> {
+  const secret = newSecret(prefix);
+  await keep(hashSecret(secret));
+  return secret;
+}
+
+/** The columns a code's row and a refresh token's row share: the grant, and when the secret lapses. */
+function grantedColumns(g: GrantedSecret) {
+  return {
+    clientId: g.clientId,
+    connectionId: g.connectionId,
+    grantId: g.grantId,
+    resource: g.resource,
+    scopes: g.scopes,
+    createdAt: g.now,
+    expiresAt: expiresAfter(g.now, g.ttlSeconds),
+  };
+}
+
+// ---------------------------------------------------------------- authorization codes
+
+export interface NewCode extends GrantedSecret {
+  codeChallenge: string;
+  redirectUri: string;
+}
+
 /** A new single-use code; returns the code (only its digest is kept). */
-export async function createCodeOn(tx: Pick<Tx, 'oAuthCode'>, c: NewCode): Promise<string> {
-  const code = newSecret(CODE_PREFIX);
-  await tx.oAuthCode.create({
-    data: {
-      id: newId('oac', 16),
-      codeHash: hashSecret(code),
-      clientId: c.clientId,
-      connectionId: c.connectionId,
-      grantId: c.grantId,
-      codeChallenge: c.codeChallenge,
-      redirectUri: c.redirectUri,
-      resource: c.resource,
-      scopes: c.scopes,
-      createdAt: c.now,
-      expiresAt: new Date(c.now.getTime() + c.ttlSeconds * 1000),
-    },
-  });
-  return code;
+export function createCodeOn(tx: Pick<Tx, 'oAuthCode'>, c: NewCode): Promise<string> {
+  return issueSecret(CODE_PREFIX, (codeHash) =>
+    tx.oAuthCode.create({ data: { id: newId('oac', 16), codeHash, codeChallenge: c.codeChallenge, redirectUri: c.redirectUri, ...grantedColumns(c) } }));
 }
 
 export function findCode(db: Db, code: string) {
@@ -151,32 +165,11 @@ export async function useCodeOn(tx: Pick<Tx, 'oAuthCode'>, id: string, now: Date
 
 // ---------------------------------------------------------------- refresh tokens
 
-export interface NewRefreshToken {
-  clientId: string;
-  connectionId: string;
-  grantId: string;
-  resource: string;
-  scopes: string[];
-  now: Date;
-  ttlSeconds: number;
-}
+export type NewRefreshToken = GrantedSecret;
 
-export async function createRefreshTokenOn(tx: Pick<Tx, 'oAuthRefreshToken'>, r: NewRefreshToken): Promise<string> {
-  const secret = newSecret(REFRESH_PREFIX);
-  await tx.oAuthRefreshToken.create({
-    data: {
-      id: newId('ort', 16),
-      secretHash: hashSecret(secret),
-      clientId: r.clientId,
-      connectionId: r.connectionId,
-      grantId: r.grantId,
-      resource: r.resource,
-      scopes: r.scopes,
-      createdAt: r.now,
-      expiresAt: new Date(r.now.getTime() + r.ttlSeconds * 1000),
-    },
-  });
-  return secret;
+/** A new refresh token; returns it (only its digest is kept). */
+export function createRefreshTokenOn(tx: Pick<Tx, 'oAuthRefreshToken'>, r: NewRefreshToken): Promise<string> {
+  return issueSecret(REFRESH_PREFIX, (secretHash) => tx.oAuthRefreshToken.create({ data: { id: newId('ort', 16), secretHash, ...grantedColumns(r) } }));
 }
 
 export function findRefreshToken(db: Db, secret: string) {

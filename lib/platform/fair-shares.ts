@@ -5,6 +5,7 @@
  * fewest-holding waiter first, a reserve for projects holding none, and waiters that give up after
  * a timeout. The policy in full: lib/tables/tenant-pool.ts.
  */
+import { waitInLine } from './wait-in-line.js';
 
 /** Slots kept for projects that hold none: a fifth of the total, at least 1 (none when total is 1). */
 export function reserveOf(total: number): number {
@@ -14,7 +15,7 @@ export function reserveOf(total: number): number {
 /** A FIFO counting semaphore whose waiters give up after a timeout. */
 export class Slots {
   private used = 0;
-  private readonly waiters: Array<() => void> = [];
+  private readonly waiters: Array<(granted: boolean) => void> = [];
   constructor(readonly max: number) {}
 
   get busy(): number {
@@ -26,23 +27,12 @@ export class Slots {
       this.used++;
       return Promise.resolve(true);
     }
-    return new Promise((resolve) => {
-      const grant = () => {
-        clearTimeout(timer);
-        resolve(true);
-      };
-      const timer = setTimeout(() => {
-        const i = this.waiters.indexOf(grant);
-        if (i >= 0) this.waiters.splice(i, 1);
-        resolve(false);
-      }, timeoutMs);
-      this.waiters.push(grant);
-    });
+    return waitInLine(this.waiters, timeoutMs, false);
   }
 
   release(): void {
     const next = this.waiters.shift();
-    if (next) next(); // the slot passes to the next waiter
+    if (next) next(true); // the slot passes to the next waiter
     else this.used--;
   }
 }

@@ -117,6 +117,16 @@ export async function releaseLinkedKey(db: Queryable, projectId: string, key: st
   });
 }
 
+/**
+ * The answers of keys whose work finished in the caller's statement (a send's confirm: issue 69,
+ * one statement fewer a keyed send): `source` yields project_id, ikey, ref and body (jsonb); a key
+ * is answered 200 with its body only while still linked to that ref and not yet answered.
+ */
+export function completeLinkedKeysSql(source: string): string {
+  return `UPDATE idempotency_records r SET state = 'completed', status_code = 200, body = s.body, headers = NULL FROM (${source}) s
+           WHERE r.project_id = s.project_id AND r.key = s.ikey AND r.send_ref = s.ref AND r.state <> 'completed'`;
+}
+
 /** The linked work has a final answer: stored, and replayed from now on. */
 export async function completeLinkedKey(db: Queryable, projectId: string, key: string, ref: string, status: number, body: unknown): Promise<void> {
   await db.query({

@@ -78,40 +78,20 @@ export function createMetrics(opts: { defaultMetrics?: boolean; instanceId?: str
   let pending: Promise<CollectedGauges> | undefined;
   // One collection per scrape, shared by the gauges below.
   const collectOnce = () => (pending ??= gather().finally(() => setTimeout(() => (pending = undefined), 0)));
-  new client.Gauge({
-    name: 'service_ready', help: '1 when PostgreSQL, migrations, jobs and Redis (when configured) are ready', registers: [registry],
-    async collect() {
-      this.set((await collectOnce()).ready ? 1 : 0);
-    },
-  });
-  new client.Gauge({
-    name: 'event_outbox_pending', help: 'Events waiting for their webhook fan-out', registers: [registry],
-    async collect() {
-      const v = (await collectOnce()).outboxPending;
-      if (v !== undefined) this.set(v);
-    },
-  });
-  new client.Gauge({
-    name: 'jobs_due', help: 'Background jobs due and not yet running', registers: [registry],
-    async collect() {
-      const v = (await collectOnce()).jobsDue;
-      if (v !== undefined) this.set(v);
-    },
-  });
-  new client.Gauge({
-    name: 'ha_missing', help: 'Pieces the high-availability topology lacks (no synchronous standby, a lagging standby, a sentinel down, a Redis master without replica; /readyz names them)', registers: [registry],
-    async collect() {
-      const v = (await collectOnce()).haMissing;
-      if (v !== undefined) this.set(v);
-    },
-  });
-  new client.Gauge({
-    name: 'replication_lag_seconds', help: "The largest replay lag of the primary's standbys", registers: [registry],
-    async collect() {
-      const v = (await collectOnce()).replicationLagSeconds;
-      if (v !== undefined) this.set(v);
-    },
-  });
+  // A gauge read from that collection at each scrape; left as it was when no collector answered for it.
+  const collectedGauge = (name: string, help: string, read: (g: CollectedGauges) => number | undefined) =>
+    new client.Gauge({
+      name, help, registers: [registry],
+      async collect() {
+        const v = read(await collectOnce());
+        if (v !== undefined) this.set(v);
+      },
+    });
+  collectedGauge('service_ready', '1 when PostgreSQL, migrations, jobs and Redis (when configured) are ready', (g) => (g.ready ? 1 : 0));
+  collectedGauge('event_outbox_pending', 'Events waiting for their webhook fan-out', (g) => g.outboxPending);
+  collectedGauge('jobs_due', 'Background jobs due and not yet running', (g) => g.jobsDue);
+  collectedGauge('ha_missing', 'Pieces the high-availability topology lacks (no synchronous standby, a lagging standby, a sentinel down, a Redis master without replica; /readyz names them)', (g) => g.haMissing);
+  collectedGauge('replication_lag_seconds', "The largest replay lag of the primary's standbys", (g) => g.replicationLagSeconds);
   // Each request's labelled series, looked up once per operation and status: prom-client
   // otherwise hashes a label object on every increment and observation.
   const perOperation = new Map<string, { latency: ReturnType<typeof latency.labels>; byStatus: Map<number, ReturnType<typeof requests.labels>> }>();

@@ -248,10 +248,12 @@ export function resultTooLarge(limit: number, what: string): string {
 export const ANSWER_HEADROOM_BYTES = 1024 * 1024;
 
 /** The answer the bot gets instead of one its heap has no room for; undefined when it fits. */
-export function heapShortfall(isolate: ivm.Isolate, chars: number, memoryMb: number): string | undefined {
+export async function heapShortfall(isolate: ivm.Isolate, chars: number, memoryMb: number): Promise<string | undefined> {
   let free: number;
   try {
-    const h = isolate.getHeapStatisticsSync();
+    // Never the Sync form: it takes the isolate's lock, so a bot looping there would block this
+    // process's thread, with it every timer that stops the loop (the process was killed instead).
+    const h = await isolate.getHeapStatistics();
     free = h.heap_size_limit - h.used_heap_size - (h.externally_allocated_size ?? 0);
   } catch {
     return undefined;
@@ -330,18 +332,15 @@ export class Sandbox {
       const effect = isEffect(options.ops, op);
       if (s && effect && s.copiedIn >= budget) return resultTooLarge(MAX_EVENT_RESULTS, "the event's limit of answers (checked before the helper ran, so nothing was done)");
       if (s) s.hostPending++;
+      let answer: string | undefined;
       try {
-        const answer = await host(op, args, s?.callContext() ?? {});
+        answer = await host(op, args, s?.callContext() ?? {});
         if (typeof answer !== 'string') return answer;
         if (answer.length > maxResult) return resultTooLarge(maxResult, 'the limit of one answer');
         if (s) {
           if (!effect && s.copiedIn + answer.length > budget) return resultTooLarge(MAX_EVENT_RESULTS, "the event's limit of answers");
           s.copiedIn += answer.length;
         }
-        // Copied in only when the isolate's heap has room for it: a copy into a full heap ends the process.
-        const tight = heapShortfall(isolate, answer.length, limits.memoryMb);
-        if (tight) return tight;
-        return answer;
       } finally {
         if (s) {
           s.hostPending--;
@@ -349,6 +348,9 @@ export class Sandbox {
           if (s.events === 0) s.watchLeftover();
         }
       }
+      // Copied in only when the isolate's heap has room for it: a copy into a full heap ends the process.
+      // The helper is done: an event's deadline is not held off while the heap is read.
+      return (await heapShortfall(isolate, answer.length, limits.memoryMb)) ?? answer;
     };
     try {
       const context = await isolate.createContext();

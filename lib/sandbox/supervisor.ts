@@ -150,6 +150,15 @@ export class SandboxCrashed extends Error {
   }
 }
 
+/** Takes a call the child answered off its waiting list and stops its deadline; undefined when none waits. */
+function takeAnswered<T extends { timer: NodeJS.Timeout }>(waiting: Map<number, T>, id: number): T | undefined {
+  const w = waiting.get(id);
+  if (!w) return undefined;
+  waiting.delete(id);
+  clearTimeout(w.timer);
+  return w;
+}
+
 const here = fileURLToPath(import.meta.url);
 const fromSource = here.endsWith('.ts');
 const CHILD_ENTRY = path.join(path.dirname(here), fromSource ? 'child.ts' : 'child.js');
@@ -431,19 +440,15 @@ class SandboxProcess {
         this.rssMb = m.rssMb;
         return;
       case 'created': {
-        const c = this.creates.get(m.sid);
+        const c = takeAnswered(this.creates, m.sid);
         if (!c) return;
-        this.creates.delete(m.sid);
-        clearTimeout(c.timer);
         if (m.error) c.reject(new StartupError(m.error.message, m.error.kind, m.error.location));
         else c.resolve(m.declared);
         return;
       }
       case 'outcome': {
-        const d = this.dispatches.get(m.did);
+        const d = takeAnswered(this.dispatches, m.did);
         if (!d) return;
-        this.dispatches.delete(m.did);
-        clearTimeout(d.timer);
         const sandbox = this.sandboxes.get(m.sid);
         if (sandbox && !m.usable) sandbox.isolateGone = true;
         this.rssMb = m.rssMb;

@@ -68,19 +68,25 @@ const storageKeys = new WeakMap<pg.Pool, Map<string, Promise<StorageKey>>>();
  * each is read once per process; an unknown project is 404 and is not remembered.
  */
 export function storageKeyOf(pool: pg.Pool, projectId: string): Promise<StorageKey> {
-  let byProject = storageKeys.get(pool);
-  if (!byProject) storageKeys.set(pool, (byProject = new Map()));
-  const id = projectId.toLowerCase();
-  let key = byProject.get(id);
-  if (!key) {
-    key = pool.query<{ key: string }>('SELECT storage_key AS key FROM projects WHERE id = $1', [id]).then((r) => {
+  return oncePerProject(storageKeys, pool, projectId, (id) =>
+    pool.query<{ key: string }>('SELECT storage_key AS key FROM projects WHERE id = $1', [id]).then((r) => {
       if (!r.rows[0]) throw new ApiError('PROJECT_NOT_FOUND', `No project "${projectId}".`);
       return asStorageKey(r.rows[0].key);
-    });
-    key.catch(() => byProject!.delete(id));
-    byProject.set(id, key);
+    }));
+}
+
+/** What is made once per process, pool and project (by its lower-cased id); a failure is forgotten, so the next call tries again. */
+function oncePerProject<T>(made: WeakMap<pg.Pool, Map<string, Promise<T>>>, pool: pg.Pool, projectId: string, make: (id: string) => Promise<T>): Promise<T> {
+  let byProject = made.get(pool);
+  if (!byProject) made.set(pool, (byProject = new Map()));
+  const id = projectId.toLowerCase();
+  let p = byProject.get(id);
+  if (!p) {
+    p = make(id);
+    p.catch(() => byProject!.delete(id));
+    byProject.set(id, p);
   }
-  return key;
+  return p;
 }
 
 export async function storageNames(pool: pg.Pool, projectId: string): Promise<ProjectStorage> {
@@ -165,16 +171,7 @@ async function provision(pool: pg.Pool, projectId: string): Promise<ProjectStora
 
 /** Creates the project's role and schemas when missing (once per process and project). */
 export function ensureProjectStorage(pool: pg.Pool, projectId: string): Promise<ProjectStorage> {
-  let byProject = ensured.get(pool);
-  if (!byProject) ensured.set(pool, (byProject = new Map()));
-  const key = projectId.toLowerCase();
-  let p = byProject.get(key);
-  if (!p) {
-    p = provision(pool, key);
-    p.catch(() => byProject!.delete(key));
-    byProject.set(key, p);
-  }
-  return p;
+  return oncePerProject(ensured, pool, projectId, (id) => provision(pool, id));
 }
 
 /** Drops a project's schemas and role (tests, and operators removing a project for good). */

@@ -12,9 +12,10 @@
  *   registrations is claimed in one statement for all of them (store.ts claimDue, on the index of
  *   due deliveries), oldest first. A queued claim thus starts well within its lease: no claim per
  *   delivery and, but for a receiver that slows down suddenly, no extension.
- * - Retries are durable: the retries of a batch are handed to `scheduleRetry` at their backoff
- *   time (grouped per `retryBucketMs`), carrying ids only; the job runner calls `retry()` then,
- *   which marks their registrations and claims their due work as above.
+ * - Retries are durable: they are pending and due in the database, and handed to `scheduleRetry`
+ *   at their backoff time, gathered per `retryBucketMs` for as long again (retry-buckets.ts: one
+ *   job per bucket, not per failed attempt), carrying ids only; the job runner calls `retry()`
+ *   then, which marks their registrations and claims their due work as above.
  * - `sweep()` (one runner at a time, every `sweepEveryMs`) is the safety net: it fans out events
  *   whose notification was missed, finds the registrations with work overdue by `overdueGraceMs`
  *   (a lost timer or claim: a crash, another instance's parked work) and claims it as above,
@@ -38,15 +39,15 @@ import { Dispatcher } from './dispatcher.js';
 import { AgentPool } from './http-post.js';
 import { attemptDelivery, type AttemptInfo, type DeliveryItem } from './attempt.js';
 import { OutcomeWriter } from './outcomes.js';
+import { RetryBuckets, type DeliveryPairs } from './retry-buckets.js';
 import { fanOutBatch } from './fanout.js';
-import { cancelIfOrphaned, claimDue, extendClaims, interruptedLastAttempts, lanesWithDue, pruneLog, releaseClaims, type ClaimedDelivery, type RecordedOutcome } from './store.js';
+import { cancelIfOrphaned, claimDue, extendClaims, interruptedLastAttempts, lanesWithDue, pruneLog, releaseClaims, type ClaimedDelivery } from './store.js';
 import { interruptedOutcome } from './claims.js';
 import { listen, type Listener } from '../platform/db/notifications.js';
 import { WEBHOOK_CHANGES_CHANNEL } from './registrations.js';
 import { inTransaction } from '../platform/db/transaction.js';
 
-/** [delivery id, webhook id] pairs. */
-export type DeliveryPairs = Array<[string, string]>;
+export type { DeliveryPairs };
 
 export interface DeliveryEngineContext {
   deps: Pick<Deps, 'clock' | 'logger' | 'secretBox' | 'config'>;
@@ -72,6 +73,7 @@ export class WebhookDeliveryEngine {
   private readonly unsettled = new Set<string>();
   private readonly shutdown = new AbortController();
   private readonly outcomes: OutcomeWriter;
+  private readonly retryBuckets: RetryBuckets;
   private readonly dispatcher: Dispatcher<DeliveryItem>;
   private stopped = false;
   private fanning: Promise<void> | undefined;
@@ -97,11 +99,18 @@ export class WebhookDeliveryEngine {
   constructor(private readonly ctx: DeliveryEngineContext) {
     this.policy = ctx.policy;
     setMaxListeners(0, this.shutdown.signal); // one listener per attempt in flight
+    this.retryBuckets = new RetryBuckets({
+      bucketMs: ctx.policy.retryBucketMs,
+      holdMs: ctx.policy.retryBucketMs,
+      now: () => ctx.timer.now().getTime(),
+      schedule: ctx.scheduleRetry,
+      onError: (e, count) => ctx.deps.logger.warn('could not schedule webhook retries; the sweep will pick them up', { error: String(e), count }),
+    });
     this.outcomes = new OutcomeWriter({
       pool: ctx.pool,
       logger: ctx.deps.logger,
       disableAfter: ctx.policy.disableAfterFailedEvents,
-      onRetries: (retries) => this.scheduleRetries(retries),
+      onRetries: (retries) => this.retryBuckets.add(retries),
       onCommitted: (recorded, disabled) => {
         for (const r of recorded) if (r.kind !== 'retry') this.touched.add(r.webhookId);
         // Disabled registrations receive nothing further: their queued work is dropped (already canceled in the database).
@@ -164,6 +173,7 @@ export class WebhookDeliveryEngine {
     this.shutdown.abort();
     await drained;
     await this.outcomes.flush();
+    await this.retryBuckets.flush();
     this.agents.destroy();
   }
 
@@ -351,18 +361,6 @@ export class WebhookDeliveryEngine {
       // is written for it here; were the outcome lost, the claim lapses and counts, as a crash's would.
       await this.take(claims.filter((c) => !this.unsettled.has(c.id)));
     } while (this.pullAgain && !this.stopped);
-  }
-
-  private async scheduleRetries(retries: RecordedOutcome[]): Promise<void> {
-    const bucketMs = this.policy.retryBucketMs;
-    const buckets = new Map<number, DeliveryPairs>();
-    for (const r of retries) {
-      const due = Math.ceil(r.nextAttemptAt!.getTime() / bucketMs) * bucketMs;
-      const bucket = buckets.get(due) ?? [];
-      bucket.push([r.deliveryId, r.webhookId]);
-      buckets.set(due, bucket);
-    }
-    for (const [due, deliveries] of buckets) await this.ctx.scheduleRetry(new Date(due), deliveries);
   }
 
   /** Gives back claims that will not be posted here (uncounted, due at once), and asks a runner to retake them now. */

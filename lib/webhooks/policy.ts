@@ -45,7 +45,12 @@ export interface DeliveryPolicy {
   eventRetentionMs: number;
   /** Events fanned out per transaction. */
   fanOutBatch: number;
-  /** Retries due within this window are scheduled as one job (rounded up: never early). */
+  /**
+   * Retries due within this window are scheduled as one job (rounded up: never early, at most this
+   * late), gathered for as long before it is scheduled (retry-buckets.ts), off the outcome
+   * writer's path (issue 69). 1 s buckets made fewer jobs but were no faster overall in the bench,
+   * and retry a little later (docs/benchmarks.md, Issue 69, third round).
+   */
   retryBucketMs: number;
   /** At shutdown, how long attempts in flight may take to finish before they are cut off. */
   stopGraceMs: number;

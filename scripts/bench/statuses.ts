@@ -92,15 +92,23 @@ export const benchStatuses: BenchSection = async (ctx) => {
       const since = new Date().toISOString();
       // The simulator keeps its last 1,000 callbacks: read them while the run goes.
       const answers = new Map<string, number>();
-      // The first attempts not answered 2xx, by their answer (status code or error): what failed.
+      // The attempts not answered 2xx, by their answer (status code or error): what failed. The rung
+      // judges its own number's; the simulator's retries to the numbers of earlier phases (whose
+      // receivers are gone: ECONNREFUSED) are named, not counted (issue 69: they failed two runs).
       const refusals = new Map<string, string>();
+      let ownFailed = 0;
+      // Every number's and kind's attempts, so that any refusal is named.
       const collect = async () => {
-        const { data } = await sim('GET', `/_sim/callbacks?phone_number_id=${phoneNumberId}&kind=status&limit=1000`);
-        for (const c of data as Array<{ at: string; ref: string | null; kind: string; attempt: number; duration_ms: number; status_code: number | null; error: string | null }>) {
-          if (c.at < since || c.attempt !== 1) continue;
-          const id = `${c.at} ${c.kind} ${c.ref} ${c.duration_ms}`;
-          answers.set(id, c.duration_ms);
-          if (c.error) refusals.set(id, c.status_code ? String(c.status_code) : c.error);
+        const { data } = await sim('GET', `/_sim/callbacks?limit=1000`);
+        for (const c of data as Array<{ at: string; ref: string | null; kind: string; phone_number_id: string; attempt: number; duration_ms: number; status_code: number | null; error: string | null }>) {
+          if (c.at < since) continue;
+          const id = `${c.at} ${c.kind} ${c.ref} ${c.duration_ms} ${c.attempt}`;
+          if (c.error && !refusals.has(id)) {
+            refusals.set(id, `${c.kind} attempt ${c.attempt}${c.phone_number_id === phoneNumberId ? '' : ' (another number)'}: ${c.status_code ? String(c.status_code) : c.error}`);
+            if (c.phone_number_id === phoneNumberId) ownFailed++;
+          }
+          if (c.attempt !== 1 || c.phone_number_id !== phoneNumberId) continue;
+          if (c.kind.startsWith('status')) answers.set(id, c.duration_ms);
         }
       };
       let polling = true;
@@ -134,7 +142,7 @@ export const benchStatuses: BenchSection = async (ctx) => {
         fraction, rate, sends: sent, sendP50: sends.p50, sendP99: sends.p99, sendErrors: sends.errors + sends.non2xx,
         notifications: durations.length,
         answerP50: quantile(durations, 0.5), answerP99: quantile(durations, 0.99),
-        failed: stats1.callbacks_failed - stats0.callbacks_failed,
+        failed: ownFailed,
         dropped: stats1.callbacks_dropped - stats0.callbacks_dropped,
         unread, drainMs: Math.max(0, drainMs),
         cpu: cpu0 && cpu1 && sent > 0 ? { service: ((cpu1.self - cpu0.self) * 1000) / sent, postgres: ((cpu1.descendants - cpu0.descendants) * 1000) / sent } : undefined,
@@ -145,7 +153,7 @@ export const benchStatuses: BenchSection = async (ctx) => {
       console.log(
         `${(fraction * 100).toFixed(0)}% of alone: ${rate} sends/s (${sent} sent, send p50/p99 ${sends.p50}/${sends.p99} ms, ${rung.sendErrors} errors); ` +
           `${rung.notifications} notifications (≈${(rung.notifications / ctx.duration).toFixed(0)}/s), answer p50 ${rung.answerP50} ms, p99 ${rung.answerP99} ms; ` +
-          `failed ${rung.failed}${refusals.size ? ` (first attempts: ${JSON.stringify(Object.fromEntries([...refusals.values()].reduce((m, k) => m.set(k, (m.get(k) ?? 0) + 1), new Map<string, number>())))})` : ''}, dropped ${rung.dropped}; unread ${unread} at ${(LATE_BOUND_MS / 1000).toFixed(0)} s past the last read` +
+          `failed ${rung.failed}${refusals.size ? ` (refused attempts: ${JSON.stringify(Object.fromEntries([...refusals.values()].reduce((m, k) => m.set(k, (m.get(k) ?? 0) + 1), new Map<string, number>())))})` : ''}, dropped ${rung.dropped}; unread ${unread} at ${(LATE_BOUND_MS / 1000).toFixed(0)} s past the last read` +
           `${unread === 0 ? ` (all read ${rung.drainMs} ms after the last was raised)` : ''}` +
           `${rung.cpu ? `; CPU per send: service ${rung.cpu.service.toFixed(2)} ms, its PostgreSQL ${rung.cpu.postgres.toFixed(2)} ms` : ''}` +
           ` → ${rung.holds ? 'holds' : 'does not hold'}`,

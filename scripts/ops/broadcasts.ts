@@ -5,6 +5,7 @@
 import { createReadStream, statSync } from 'node:fs';
 import { flagValue, parseChoice, parseInteger, UsageError, type ParsedArgs } from './args.js';
 import type { Command } from './command.js';
+import { fromLocalFile } from './local-file.js';
 import * as f from './format.js';
 import { billingLine, preflightCostLines } from './rate-card.js';
 
@@ -102,12 +103,7 @@ export const BROADCAST_COMMANDS: Command[] = [
     group: 'contacts', name: 'import', args: ['<projectId>', '<file.csv>'], options: '[--country CALLING-CODE]', flags: ['country'],
     summary: 'Import contacts from a CSV file (number, name, tags, opted_in), showing progress and the line report',
     async run(api, [projectId, file], args) {
-      let size: number;
-      try {
-        size = statSync(file).size;
-      } catch (e) {
-        throw new UsageError(`cannot read ${file}: ${(e as Error).message}`, 'usage_error', false);
-      }
+      const size = fromLocalFile(file, () => statSync(file).size);
       const started = await api.createContactImport(projectId, createReadStream(file), { default_country: flagValue(args, 'country'), filename: file.split('/').pop() });
       let data = await api.getContactImport(started.import.id);
       const tty = process.stderr.isTTY;

@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { flagSet, flagValue, parseChoice, UsageError, type ParsedArgs } from './args.js';
 import type { Command } from './command.js';
+import { fromLocalFile } from './local-file.js';
 import * as f from './format.js';
 
 const SCHEMAS = ['public', 'preview'] as const;
@@ -21,11 +22,7 @@ function sqlOf(args: ParsedArgs): string {
   const file = flagValue(args, 'file');
   if ((sql === undefined) === (file === undefined)) throw new UsageError('tables ddl needs exactly one of --sql or --file');
   if (sql !== undefined) return sql;
-  try {
-    return readFileSync(file!, 'utf8');
-  } catch (e) {
-    throw new UsageError(`cannot read --file ${file}: ${(e as Error).message}`, 'usage_error', false);
-  }
+  return fromLocalFile(`--file ${file}`, () => readFileSync(file!, 'utf8'));
 }
 
 const list = (items: string[]) => (items.length ? items.map((s) => `  ${s}`).join('\n') : '  (none)');
@@ -73,12 +70,7 @@ TABLE_COMMANDS.splice(1, 0, {
   async run(api, [projectId], args) {
     const file = flagValue(args, 'file');
     if (file === undefined) throw new UsageError('tables create needs --file');
-    let spec: { name?: unknown; columns?: unknown };
-    try {
-      spec = JSON.parse(readFileSync(file, 'utf8'));
-    } catch (e) {
-      throw new UsageError(`cannot read a JSON table description from ${file}: ${(e as Error).message}`, 'usage_error', false);
-    }
+    const spec: { name?: unknown; columns?: unknown } = fromLocalFile(`a JSON table description from ${file}`, () => JSON.parse(readFileSync(file, 'utf8')));
     const data = await api.createTable(projectId, { schema: schemaOf(args), name: spec.name as string, columns: spec.columns as never });
     const rows = data.columns.map((c) => [c.name, c.type, c.nullable ? 'yes' : 'no', c.is_primary_key ? 'pk' : '', c.default_value ?? '']);
     return { data, human: `Created table ${data.table} in the ${data.schema} schema.\n\n${f.table(['COLUMN', 'TYPE', 'NULL', 'KEY', 'DEFAULT'], rows, '')}` };

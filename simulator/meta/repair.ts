@@ -202,6 +202,24 @@ export function overlappingOneOfs(doc: Doc): Doc {
   return out;
 }
 
+/**
+ * A template component the document lacks, of the shape both supplemented ones share:
+ * `{ type, <list>: [min..max closed objects, every property of `item` required] }`.
+ */
+function listComponent(type: string, list: string, [minItems, maxItems]: [number, number], item: Schema): Schema {
+  return {
+    type: 'object',
+    required: ['type', list],
+    properties: {
+      type: { type: 'string', enum: [type] },
+      [list]: {
+        type: 'array', minItems, maxItems,
+        items: { type: 'object', required: Object.keys(item), additionalProperties: false, properties: item },
+      },
+    },
+  };
+}
+
 /** The SUPPLEMENTS, applied to the document as published (the repairs then carry them through). */
 export function applySupplements(doc: Doc): Doc {
   const out = clone(doc);
@@ -222,37 +240,14 @@ export function applySupplements(doc: Doc): Doc {
   const tc = s.TemplateComponent;
   if (isObj(tc) && isObj(tc.properties) && isObj(tc.properties.type) && Array.isArray(tc.properties.type.enum)) {
     tc.properties.type.enum = [...tc.properties.type.enum, 'carousel', 'limited_time_offer'];
-    s.CarouselComponent = {
-      type: 'object',
-      required: ['type', 'cards'],
-      properties: {
-        type: { type: 'string', enum: ['carousel'] },
-        cards: {
-          type: 'array', minItems: 1, maxItems: 10,
-          items: {
-            type: 'object', required: ['card_index', 'components'], additionalProperties: false,
-            properties: { card_index: { type: 'integer', minimum: 0, maximum: 9 }, components: { type: 'array', items: { $ref: REF + 'TemplateComponent' } } },
-          },
-        },
-      },
-    };
-    s.LimitedTimeOfferComponent = {
-      type: 'object',
-      required: ['type', 'parameters'],
-      properties: {
-        type: { type: 'string', enum: ['limited_time_offer'] },
-        parameters: {
-          type: 'array', minItems: 1, maxItems: 1,
-          items: {
-            type: 'object', required: ['type', 'limited_time_offer'], additionalProperties: false,
-            properties: {
-              type: { type: 'string', enum: ['limited_time_offer'] },
-              limited_time_offer: { type: 'object', required: ['expiration_time_ms'], additionalProperties: false, properties: { expiration_time_ms: { type: 'integer', minimum: 0 } } },
-            },
-          },
-        },
-      },
-    };
+    s.CarouselComponent = listComponent('carousel', 'cards', [1, 10], {
+      card_index: { type: 'integer', minimum: 0, maximum: 9 },
+      components: { type: 'array', items: { $ref: REF + 'TemplateComponent' } },
+    });
+    s.LimitedTimeOfferComponent = listComponent('limited_time_offer', 'parameters', [1, 1], {
+      type: { type: 'string', enum: ['limited_time_offer'] },
+      limited_time_offer: { type: 'object', required: ['expiration_time_ms'], additionalProperties: false, properties: { expiration_time_ms: { type: 'integer', minimum: 0 } } },
+    });
     if (isObj(tc.discriminator) && isObj(tc.discriminator.mapping)) {
       tc.discriminator.mapping.carousel = REF + 'CarouselComponent';
       tc.discriminator.mapping.limited_time_offer = REF + 'LimitedTimeOfferComponent';

@@ -116,11 +116,12 @@ export async function onMessage(m: InboundMessage): Promise<void> {
     await t.bot!.whenIdle();
 
     // Each of A's events got the answer, or was refused with the reason, or ran out of its own
-    // heap while filling it (its isolate's memory_limit); A's process never aborted.
+    // heap while filling it (its isolate's memory_limit); A's process never aborted. On a loaded
+    // machine the helper call may be refused for its time first (`refused timeout`): a refusal too.
     const aSaid = (await sentTexts(a.phoneNumberId)).slice(1);
     const logs = (await botLogs(a.projectId)).map((l) => l.message);
     console.log(`A's answers by fill (MB ${fills.join(', ')}): ${JSON.stringify(aSaid)}; memory_limit runs: ${logs.filter((m) => /memory limit/.test(m)).length}`);
-    expect(aSaid.every((said) => /^(file 1000000|body 1040000|refused memory_limit)$/.test(said))).toBe(true);
+    expect(aSaid.every((said) => /^(file 1000000|body 1040000|refused memory_limit|refused timeout)$/.test(said))).toBe(true);
     expect(aSaid).toContain('refused memory_limit');
     expect((await botLogs(a.projectId)).filter((l) => l.kind === 'crash')).toEqual([]);
     // The process A started in never ended (A itself may have been moved to one of its own, for its repeated memory limits).

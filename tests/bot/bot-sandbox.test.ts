@@ -88,6 +88,35 @@ export async function onMessage(m: InboundMessage): Promise<void> {
     expect({ status: hang.status, message: (hang as { message?: string }).message }).toEqual({ status: 'timeout', message: expect.stringContaining('did not finish') });
     expect(hang.durationMs).toBeLessThan(limits.eventTimeoutMs * 6);
   });
+
+  it('When a helper\'s answer arrives while the bot loops on another answer, then the event is stopped at its deadline and the process\'s timers keep running', async () => {
+    // The loop starts on the quick answer; the slow one's copy-in must not wait on the looping isolate
+    // on this thread (it did: the process froze and its supervisor killed it).
+    const files = scaffoldFiles();
+    files.set('src/bot.ts', `import { emit, sendText, type InboundMessage } from './platform/runtime/index.js';
+export async function onMessage(m: InboundMessage): Promise<void> {
+  void emit('quick').then(() => { for (;;) {} });
+  await sendText(m.from, 'slow');
+}
+`);
+    const built = await buildTree(files);
+    if (!built.ok) throw new Error('build');
+    const host = async (op: string) => {
+      await new Promise((r) => setTimeout(r, op === 'send' ? 300 : 10));
+      return JSON.stringify({ ok: true, value: op === 'send' ? { ok: true, id: 'wamid.1' } : true });
+    };
+    const limits = { memoryMb: 16, startupTimeoutMs: 500, eventTimeoutMs: 1000 };
+    const sandbox = await Sandbox.create(built.bundle, built.sourceMap, host, limits);
+    let ticks = 0;
+    const ticker = setInterval(() => ticks++, 50);
+    const outcome = await sandbox.dispatch(EVENT);
+    clearInterval(ticker);
+    sandbox.dispose();
+    expect({ status: outcome.status, message: (outcome as { message?: string }).message }).toEqual({ status: 'timeout', message: expect.stringContaining('did not finish') });
+    expect(outcome.durationMs).toBeLessThan(limits.eventTimeoutMs * 3);
+    // A frozen thread fires no timer: about 20 ticks in a second, none while frozen.
+    expect(ticks).toBeGreaterThanOrEqual(Math.floor(outcome.durationMs / 50 / 2));
+  });
 });
 
 describe('adminListBotLogs', () => {

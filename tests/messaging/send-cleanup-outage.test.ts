@@ -2,7 +2,7 @@
  * Fault: the database drops out exactly when a send cleans up after itself. The app's pool refuses
  * chosen statements (by their prepared-statement name) as an outage would (ECONNREFUSED), so the
  * fault lands at one precise point of the send path:
- * - the intent cannot be recorded and the quota unit cannot be given back at once;
+ * - the intent and its quota unit are recorded but the answer is lost, and they cannot be withdrawn at once;
  * - the channel certainly refused the send and the intent cannot be abandoned at once.
  * In both the answer is an envelope, and once the database answers again the quota is exact and no
  * message is left pending (its Idempotency-Key is then free for a new attempt), without a restart.
@@ -15,6 +15,8 @@ import { eventually } from '../support/eventually.js';
 let t: TestApp;
 /** Statement names the "outage" refuses, with how many more times each. */
 const refuse = new Map<string, number>();
+/** Statement names whose answer the "outage" loses after they ran, with how many more times each. */
+const lose = new Map<string, number>();
 beforeAll(async () => {
   t = await startTestApp({ simulator: { autoStatusDelaysMs: { sent: 0, delivered: null, read: null } as any, templateAutoDecisionMs: null } });
   const pool = t.db.pool as unknown as { query: (...args: unknown[]) => Promise<unknown> };
@@ -25,6 +27,11 @@ beforeAll(async () => {
     if (left > 0) {
       refuse.set(name!, left - 1);
       return Promise.reject(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }));
+    }
+    const lost = name ? lose.get(name) ?? 0 : 0;
+    if (lost > 0) {
+      lose.set(name!, lost - 1);
+      return (query(config, ...rest) as Promise<unknown>).then(() => Promise.reject(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' })));
     }
     return query(config, ...rest);
   };
@@ -50,17 +57,16 @@ async function setup() {
 }
 
 describe('clean-up of a send during an outage', () => {
-  it('When the intent cannot be recorded and the quota unit cannot be given back at once, then the answer is 503 and the unit comes back once the database answers', async () => {
-    const { send, quota, simSends } = await setup();
-    refuse.set('record-intent', 1);
-    refuse.set('withdraw-send', 2); // the first give-back and its first retry fail too
+  it('When the record (with its quota unit) commits but its answer is lost and the withdrawal cannot run at once, then the answer is 503 and the message and its unit go once the database answers', async () => {
+    const { send, quota, pending, simSends } = await setup();
+    lose.set('record-intent', 1);
+    refuse.set('withdraw-send', 2); // the first withdrawal and its first retry fail too
     const res = await send('cleanup-1');
     expect(res.status).toBe(503);
     expect(res.body).toMatchObject({ success: false, error: { code: 'service_unavailable' } });
     expect(res.headers['retry-after']).toBeDefined();
     expect(await simSends()).toBe(0);
-    expect(await quota()).toBe(1); // still taken while the outage lasts
-    await eventually(quota, (n) => n === 0, 10_000, 'the quota unit given back');
+    await eventually(async () => [await quota(), await pending()], ([q, p]) => q === 0 && p === 0, 10_000, 'the message and its quota unit withdrawn');
     // The key was released (5xx, no send behind it): a new attempt sends once.
     const again = await send('cleanup-1');
     expect(again.status).toBe(200);

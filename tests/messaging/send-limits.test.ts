@@ -10,6 +10,7 @@ import request from 'supertest';
 import { startTestApp, type TestApp } from '../support/app.js';
 import pg from 'pg';
 import { releaseSend, reserveSend, reserveSends } from '../../lib/messaging/quota.js';
+import { recordSend } from '../../lib/messaging/record-batch.js';
 import { testDatabaseUrl } from '../support/db.js';
 import { ApiError } from '../../lib/platform/errors.js';
 
@@ -65,6 +66,24 @@ describe('daily send quota', () => {
       expect(rejected.every((o) => o.reason instanceof ApiError && o.reason.code === 'quota_exceeded')).toBe(true);
       const { rows } = await t.db.pool.query('SELECT count FROM send_counters WHERE project_id = $1', [project.id]);
       expect(rows).toEqual([{ count: 1000 }]);
+    } finally {
+      await other.end();
+    }
+  });
+
+  it('When 1,200 sends race through the record statements of two instances (each taking its unit as it records) for a quota of 1,000, then exactly 1,000 are recorded, each with one unit', async () => {
+    const { project } = await setup(1000);
+    const now = t.clock.now();
+    const other = new pg.Pool({ connectionString: testDatabaseUrl(), max: 10 });
+    try {
+      const outcomes = await Promise.all(Array.from({ length: 1200 }, (_, i) =>
+        recordSend(i % 2 ? other : t.db.pool, project.id, { to: { phone: `1415600${String(i % 40).padStart(4, '0')}` }, ref: `race-${i}`, type: 'text', content: { body: 'hi' } }, now)));
+      expect(outcomes.filter((o) => o.outcome === 'recorded')).toHaveLength(1000);
+      expect(outcomes.filter((o) => o.outcome === 'over_quota').map((o) => o.limit)).toEqual(Array(200).fill(1000));
+      const { rows } = await t.db.pool.query('SELECT count FROM send_counters WHERE project_id = $1', [project.id]);
+      expect(rows).toEqual([{ count: 1000 }]);
+      const messages = await t.db.pool.query(`SELECT count(*)::int AS n FROM messages WHERE project_id = $1 AND status = 'pending'`, [project.id]);
+      expect(messages.rows[0].n).toBe(1000);
     } finally {
       await other.end();
     }

@@ -1,9 +1,9 @@
 /**
- * A send costs three statements on the database once the caches are warm: the quota reservation
- * (which reads the project's quota itself), the window check with the record, and the confirm;
- * concurrent sends of a project share their reservation and confirm statements.
- * Folding the window check into the record must keep its rules: a session send outside the
- * window stores nothing and gives its quota unit back.
+ * A send costs two statements on the database once the caches are warm: the record, with the
+ * window check and the quota unit (which reads the project's quota itself), and the confirm;
+ * concurrent sends of a project share their record and confirm statements (issue 69).
+ * Folding the window check and the quota into the record must keep their rules: a session send
+ * outside the window stores nothing and takes no unit, whatever the quota.
  */
 import { describe, expect, it } from '@jest/globals';
 import request from 'supertest';
@@ -23,7 +23,8 @@ async function setup(quota?: number) {
   const channel = await t.db.prisma.channelSettings.findUniqueOrThrow({ where: { projectId: project.id } });
   const phone = `1415888${String(1000 + seq)}`;
   await request(t.sim!.url).post('/_sim/inbound').send({ phone_number_id: channel.phoneNumberId, from: phone, name: 'Ada', text: 'hi' }).expect(200);
-  const send = (to: string) => request(t.app).post('/v1/messages').set('Authorization', `Bearer ${key}`).send({ type: 'text', phone: `+${to}`, content: 'hello' });
+  const send = (to: string, headers: Record<string, string> = {}) =>
+    request(t.app).post('/v1/messages').set('Authorization', `Bearer ${key}`).set(headers).send({ type: 'text', phone: `+${to}`, content: 'hello' });
   return { project, phone, send };
 }
 const quotaUsed = async (projectId: string) =>
@@ -49,11 +50,24 @@ async function statementsDuring(run: () => Promise<unknown>): Promise<string[]> 
 }
 
 describe('round trips of a send', () => {
-  it('When caches are warm, then a text send runs three statements: reserve, record (with the window check), confirm', async () => {
+  it('When caches are warm, then a text send runs two statements: record (with the window check and the quota unit), confirm', async () => {
     const { phone, send } = await setup();
     expect((await send(phone)).status).toBe(200);
     const seen = await statementsDuring(async () => expect((await send(phone)).status).toBe(200));
-    expect(seen).toEqual(['quota-reserve', 'record-intent', 'confirm-sent-many']);
+    expect(seen).toEqual(['record-intent', 'confirm-sent-many']);
+  });
+
+  it('When a send carries an Idempotency-Key, then it runs three statements (claim, record, confirm storing the key\'s answer) and a retry with the key replays that answer', async () => {
+    const { phone, send } = await setup();
+    expect((await send(phone)).status).toBe(200);
+    let first: request.Response | undefined;
+    const seen = await statementsDuring(async () => (first = await send(phone, { 'Idempotency-Key': 'rt-1' })));
+    expect(first!.status).toBe(200);
+    expect(seen).toEqual(['idempotency-claim-many', 'record-intent', 'confirm-sent-many']);
+    const again = await send(phone, { 'Idempotency-Key': 'rt-1' });
+    expect(again.status).toBe(200);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body).toEqual(first!.body);
   });
 
   it('When sends of one project run concurrently, then they share confirm statements, and every message is confirmed with its own wamid', async () => {
@@ -71,7 +85,7 @@ describe('round trips of a send', () => {
     for (const a of answers) expect(rows.find((r) => r.wamid === a.body.data.id)?.status).toBe('sent');
   });
 
-  it('When a session send is outside the window, then 409 outside_24h_window, no contact or message is stored and the quota unit is given back', async () => {
+  it('When a session send is outside the window, then 409 outside_24h_window, no contact or message is stored and no quota unit is taken', async () => {
     const { project, phone, send } = await setup();
     expect((await send(phone)).status).toBe(200);
     expect(await quotaUsed(project.id)).toBe(1);
@@ -81,13 +95,13 @@ describe('round trips of a send', () => {
     expect(await quotaUsed(project.id)).toBe(1);
     expect(await t.db.prisma.contact.count({ where: { projectId: project.id, phone: '14158880999' } })).toBe(0);
     expect(await t.db.prisma.message.count({ where: { projectId: project.id } })).toBe(2);
-    // The window closes after 24 hours: the unit of that (next) day comes back too.
+    // The window closes after 24 hours: that (next) day's send takes no unit either.
     t.clock.advance(24 * 3600_000 + 1000);
     expect((await send(phone)).body.error.code).toBe('outside_24h_window');
     expect(await quotaUsed(project.id)).toBe(1);
   });
 
-  it('When the quota is used up, then 429 quota_exceeded names the project\'s limit read in the reserving statement, and nothing is recorded', async () => {
+  it('When the quota is used up, then 429 quota_exceeded names the project\'s limit read in the recording statement, and nothing is recorded', async () => {
     const { project, phone, send } = await setup(1);
     expect((await send(phone)).status).toBe(200);
     const res = await send(phone);

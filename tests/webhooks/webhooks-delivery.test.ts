@@ -454,7 +454,9 @@ describe('changes to a registration with deliveries queued', () => {
     const { key, runtime } = await setup();
     const { webhook } = await register(key, path, ['busy.event']);
     rx.on(path, { kind: 'hang' });
-    for (let i = 0; i < 20; i++) await emitEvent(runtime, 'busy.event', { i });
+    // Emitted at once: one after another they took over 2 s on a loaded machine, and the first
+    // attempts' 2 s deadline freed slots for the queued ones before the change under test.
+    await Promise.all(Array.from({ length: 20 }, (_, i) => emitEvent(runtime, 'busy.event', { i })));
     await rx.waitFor(path, 16);
     await sleep(100);
     expect(rx.at(path)).toHaveLength(16);

@@ -64,6 +64,27 @@ class Scanner {
     }
   }
 
+  /**
+   * Reads an object's or an array's members (the cursor is past its opening bracket) through its
+   * closing one; `member` reads the n-th, and false stops where the text is not a member.
+   */
+  members(close: '}' | ']', member: (n: number) => boolean): void {
+    const t = this.text;
+    this.ws();
+    if (t[this.i] === close) {
+      this.i++;
+      return;
+    }
+    for (let n = 0; member(n); n++) {
+      this.ws();
+      if (t[this.i] !== ',') {
+        this.i++; // the closing bracket
+        return;
+      }
+      this.i++;
+    }
+  }
+
   value(ptr: string): void {
     this.ws();
     const start = this.i;
@@ -72,41 +93,21 @@ class Scanner {
     const track = this.wanted.has(ptr);
     if (c === '{') {
       this.i++;
-      this.ws();
-      if (t[this.i] === '}') this.i++;
-      else {
-        for (;;) {
-          this.ws();
-          if (t[this.i] !== '"') break;
-          const key = this.string();
-          this.ws();
-          this.i++; // ':'
-          this.value(`${ptr}/${escapePointer(key)}`);
-          this.ws();
-          if (t[this.i] === ',') {
-            this.i++;
-            continue;
-          }
-          this.i++; // '}'
-          break;
-        }
-      }
+      this.members('}', () => {
+        this.ws();
+        if (t[this.i] !== '"') return false;
+        const key = this.string();
+        this.ws();
+        this.i++; // ':'
+        this.value(`${ptr}/${escapePointer(key)}`);
+        return true;
+      });
     } else if (c === '[') {
       this.i++;
-      this.ws();
-      if (t[this.i] === ']') this.i++;
-      else {
-        for (let n = 0; ; n++) {
-          this.value(`${ptr}/${n}`);
-          this.ws();
-          if (t[this.i] === ',') {
-            this.i++;
-            continue;
-          }
-          this.i++; // ']'
-          break;
-        }
-      }
+      this.members(']', (n) => {
+        this.value(`${ptr}/${n}`);
+        return true;
+      });
     } else if (c === '"') {
       this.string();
     } else {

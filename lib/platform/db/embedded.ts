@@ -20,7 +20,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { existsSync, promises as fs } from 'node:fs';
+import { appendFileSync, existsSync, promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -422,6 +422,8 @@ async function createServer(o: {
     initdbFlags: ['--encoding=UTF8', '--locale=C', '--locale-provider=builtin', '--builtin-locale=C.UTF-8'],
     postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
     onLog: (message: string) => {
+      // For diagnosis (docs/benchmarks.md, issue 69): the server's whole log, auto_explain's plans included.
+      if (process.env.EMBEDDED_PG_LOG_FILE) appendFileSync(process.env.EMBEDDED_PG_LOG_FILE, String(message) + '\n');
       for (const line of String(message).split('\n')) {
         if (!line.trim()) continue;
         o.log.push(line);

@@ -22,6 +22,7 @@ import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import tls from 'node:tls';
 import { checkUrl, pinnedLookup, resolveTarget, UnsafeTargetError } from './public-address.js';
+import { callDeadline } from './call-deadline.js';
 
 export type DownloadFailure = 'forbidden' | 'unresolvable' | 'too_many_redirects' | 'http_status' | 'timeout' | 'network' | 'length_mismatch';
 
@@ -96,14 +97,9 @@ function filenameOf(res: IncomingMessage, url: URL): string | undefined {
 export async function safeDownload(rawUrl: string, opts: DownloadOptions): Promise<DownloadResult> {
   const maxRedirects = opts.maxRedirects ?? DEFAULT_MAX_REDIRECTS;
   const resolve = opts.resolve ?? resolveTarget;
-  const ac = new AbortController();
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    ac.abort();
-  }, opts.timeoutMs);
+  const deadline = callDeadline(opts.timeoutMs);
   const fail = (e: unknown): never => {
-    if (timedOut) throw new DownloadError('timeout', `The download did not complete within ${opts.timeoutMs} ms.`);
+    if (deadline.timedOut) throw new DownloadError('timeout', `The download did not complete within ${opts.timeoutMs} ms.`);
     throw e;
   };
   try {
@@ -121,8 +117,8 @@ export async function safeDownload(rawUrl: string, opts: DownloadOptions): Promi
         }
         throw e;
       }
-      if (ac.signal.aborted) fail(new Error('aborted'));
-      const res = await request(url, target, opts, ac.signal).catch(fail);
+      if (deadline.timedOut) fail(new Error('aborted'));
+      const res = await request(url, target, opts, deadline.signal).catch(fail);
       if (REDIRECTS.has(res.statusCode ?? 0)) {
         res.destroy();
         const location = res.headers.location;
@@ -169,13 +165,13 @@ export async function safeDownload(rawUrl: string, opts: DownloadOptions): Promi
       } catch (e) {
         res.destroy();
         if (e instanceof DownloadError || (e as Error)?.name === 'LimitExceeded') throw e;
-        if (timedOut) fail(e);
+        if (deadline.timedOut) fail(e);
         if (overflowed.has(res)) throw new DownloadError('length_mismatch', 'The server sent more bytes than its Content-Length.');
         throw new DownloadError('network', `The download broke off: ${(e as Error)?.message ?? String(e)}`);
       }
     }
   } finally {
-    clearTimeout(timer);
+    deadline.clear();
   }
 }
 
