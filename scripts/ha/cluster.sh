@@ -220,11 +220,12 @@ mkdir -p "$dir"; chmod 755 "$dir"
 : > "$dir/pids"; rm -rf "$dir/stopped"
 trap 'status=$?; if [ $status != 0 ]; then echo "scripts/ha/cluster.sh: up failed; logs in $dir" >&2; down; fi' EXIT
 
-# Free ports for those not set, all chosen at once (each held until all are, so none repeats).
-read -r -a P <<<"$(node -e '
-const net = require("net"); const ss = [];
-(async () => { for (let i = 0; i < 18; i++) { const s = net.createServer(); await new Promise((r) => s.listen(0, "127.0.0.1", r)); ss.push(s); }
-  console.log(ss.map((s) => s.address().port).join(" ")); ss.forEach((s) => s.close()); })();')"
+# Free ports for those not set, all chosen at once (each held until all are, so none repeats), and
+# none of those that are set (a caller's free port is not held while these are chosen).
+read -r -a P <<<"$(TAKEN="${ETCD_CLIENT_PORTS:-} ${ETCD_PEER_PORTS:-} ${PG_PORTS:-} ${PATRONI_API_PORTS:-} ${PG_LB_PORT:-} ${REDIS_MASTER_PORT:-} ${REDIS_REPLICA_PORT:-} ${SENTINEL_PORTS:-}" node -e '
+const net = require("net"); const ss = []; const taken = new Set(process.env.TAKEN.split(/\s+/).filter(Boolean).map(Number));
+(async () => { while (ss.filter((s) => !taken.has(s.address().port)).length < 18) { const s = net.createServer(); await new Promise((r) => s.listen(0, "127.0.0.1", r)); ss.push(s); }
+  console.log(ss.map((s) => s.address().port).filter((p) => !taken.has(p)).slice(0, 18).join(" ")); ss.forEach((s) => s.close()); })();')"
 secret() { node -e 'console.log(require("crypto").randomBytes(16).toString("hex"))'; }
 cat > "$dir/cluster.env" <<ENV
 ETCD_CLIENT_PORTS="${ETCD_CLIENT_PORTS:-${P[0]} ${P[1]} ${P[2]}}"
@@ -298,7 +299,11 @@ for n in sentinel1 sentinel2 sentinel3; do launch "$n"; done
 sentinels_ready() { for p in "${SENTINEL_PORT[@]}"; do
   redis-cli -p "$p" sentinel master "$NAME" 2>/dev/null | grep -A1 -x num-other-sentinels | tail -1 | grep -qx 2 || return 1
   redis-cli -p "$p" sentinel master "$NAME" 2>/dev/null | grep -A1 -x num-slaves | tail -1 | grep -qx 1 || return 1; done; }
-wait_for "the sentinels (each seeing the 2 others and the replica)" 60 sentinels_ready
+# What each sentinel saw, and its log's tail, when they did not agree in time (the dir is removed after).
+sentinels_report() { for i in 0 1 2; do local p="${SENTINEL_PORT[$i]}"
+  echo "sentinel$((i + 1)) (port $p): $(redis-cli -p "$p" sentinel master "$NAME" 2>&1 | paste -sd ' ' | grep -oE '(ip|port|flags|num-slaves|num-other-sentinels|quorum) [^ ]+' | paste -sd ' ')"
+  tail -8 "$dir/sentinel$((i + 1)).log" | sed 's/^/    /'; done >&2; }
+wait_for "the sentinels (each seeing the 2 others and the replica)" 60 sentinels_ready || { sentinels_report; exit 1; }
 
 # The first full backup, so that the archive has a base to recover from.
 if backups_on; then backup full >> "$dir/backup.log" 2>&1 || { echo "scripts/ha/cluster.sh: the first backup failed (see $dir/backup.log)" >&2; exit 1; }; fi

@@ -32,7 +32,7 @@ import { createSimulator, type Simulator } from '../../simulator/app.js';
 import { withClient, withDatabase } from '../support/db.js';
 import { freePort, runProcess } from '../support/local.js';
 import { ServiceProcess, eventually, stopAll } from '../support/service-process.js';
-import { HA_SCRIPT as SCRIPT, haSkipReason } from '../support/ha-cluster.js';
+import { HA_SCRIPT as SCRIPT, haSkipReason, haUp } from '../support/ha-cluster.js';
 
 const RECIPIENTS = 500;
 /** Stated bounds (docs/deploy.md): Patroni's ttl is 10 s, loop_wait 2 s; Sentinel's down-after 2 s. */
@@ -144,9 +144,7 @@ beforeAll(async () => {
   dir = mkdtempSync(path.join(tmpdir(), 'ha-'));
   // No supervisor: a killed primary restarted at once would keep its leader key, and the failover
   // this file measures would not happen (tests/proofs/ha-cluster.test.ts proves the supervisor).
-  const up = await runProcess(SCRIPT, ['up', dir], { timeoutMs: 240_000, env: { ...process.env, HA_SUPERVISE: '0' } });
-  if (up.code !== 0) throw new Error(`scripts/ha/cluster.sh up failed (${up.code}): ${up.stderr.slice(-2000)}`);
-  figures.push(up.stdout.trim());
+  figures.push(await haUp(dir, { HA_SUPERVISE: '0' }));
   for (const line of readFileSync(path.join(dir, 'cluster.env'), 'utf8').split('\n')) {
     const m = /^([A-Z0-9_]+)=(.*)$/.exec(line);
     if (m) env[m[1]] = m[2].replace(/^"(.*)"$/, '$1');

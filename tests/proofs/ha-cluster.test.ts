@@ -21,7 +21,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { freePort, runProcess } from '../support/local.js';
 import { eventually } from '../support/eventually.js';
-import { HA_SCRIPT as SCRIPT, haSkipReason } from '../support/ha-cluster.js';
+import { HA_SCRIPT as SCRIPT, haSkipReason, haUp } from '../support/ha-cluster.js';
 import { readEtcd } from '../../lib/platform/etcd-health.js';
 
 const skip = haSkipReason();
@@ -59,9 +59,7 @@ describeIf('the native HA tooling', () => {
   beforeAll(async () => {
     dir = mkdtempSync(path.join(tmpdir(), 'ha-tooling-'));
     const ports = { PG_LB_PORT: String(await freePort()), SENTINEL_PORTS: [await freePort(), await freePort(), await freePort()].join(' ') };
-    const up = await runProcess(SCRIPT, ['up', dir], { timeoutMs: 240_000, env: { ...process.env, ...ports, HA_PG_REPLICATION_PASSWORD: 'test-replication-secret' } });
-    if (up.code !== 0) throw new Error(`scripts/ha/cluster.sh up failed (${up.code}): ${up.stderr.slice(-2000)}`);
-    console.log(`ha-cluster: ${up.stdout.trim()}`);
+    console.log(`ha-cluster: ${await haUp(dir, { ...ports, HA_PG_REPLICATION_PASSWORD: 'test-replication-secret' })}`);
     for (const line of readFileSync(path.join(dir, 'cluster.env'), 'utf8').split('\n')) {
       const m = /^([A-Z0-9_]+)=(.*)$/.exec(line);
       if (m) env[m[1]] = m[2].replace(/^"(.*)"$/, '$1');
