@@ -27,7 +27,9 @@ describe('installs', () => {
   });
 
   it('When CI runs, then it proves the lockfile for darwin-arm64, darwin-x64, linux-arm64 and linux-x64', () => {
-    expect(read('.ci/run')).toMatch(/^scripts\/ci\/platforms\.sh \|\| fail/m);
+    // Started beside the installs and checks, awaited before the tests: its failure fails CI.
+    expect(read('.ci/run')).toMatch(/^scripts\/ci\/platforms\.sh >"\$platforms_log" 2>&1 &\nplatforms_pid=\$!$/m);
+    expect(read('.ci/run')).toMatch(/^wait "\$platforms_pid"; platforms_status=\$\?\ncat "\$platforms_log"\n\[ "\$platforms_status" = 0 \] \|\| fail /m);
     expect(read('scripts/ci/platforms.sh')).toContain('platforms=(darwin-arm64 darwin-x64 linux-arm64 linux-x64)');
     expect(read('scripts/ci/platforms.sh')).toContain('npm install --os "$os" --cpu "$cpu" --ignore-scripts');
   });
