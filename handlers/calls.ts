@@ -31,13 +31,13 @@ export const actOnCall: Handler<operations['actOnCall']> = async (req, deps) => 
 export const requestCallPermission: Handler<operations['requestCallPermission']> = async (req, deps) => {
   const projectId = req.auth!.project.id;
   const id = pathId(req.params.id);
-  const contact = await findContactRow(deps.db.pool, projectId, id);
+  const contact = await findContactRow(deps.db.sql, projectId, id);
   if (!contact) throw new ApiError('not_found', `No contact ${id} in this project.`);
   const to = contact.phone ? { phone: `+${contact.phone}` } : { user_id: contact.userId! };
   const sent = await sendMessage(deps, req.auth!.project, { type: 'interactive', ...to, interactive: { body: req.body.body, call_permission_request: true } }, {
     author: credentialRef(req.auth!.credential),
   });
   await markPermissionRequested(deps, projectId, BigInt(contact.id));
-  const after = await findContactRow(deps.db.pool, projectId, id);
+  const after = await findContactRow(deps.db.sql, projectId, id);
   return { data: { id: sent.id, status: 'sent', call_permission_status: after?.callPermissionStatus ?? 'pending' } };
 };

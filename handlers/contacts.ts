@@ -28,7 +28,7 @@ export const listContacts: Handler<operations['listContacts']> = async (req, dep
     scope: cursorScope('listContacts', projectId, { ...filters }),
     secret: cursorSecretOf(deps),
     decode: positions.id,
-    read: (afterId, take) => listContactRows(deps.db.pool, projectId, filters, afterId, take),
+    read: (afterId, take) => listContactRows(deps.db.sql, projectId, filters, afterId, take),
     encode: (r) => [String(r.id)],
   });
   return { data: { contacts: page.map(contactView), nextCursor } };
@@ -36,7 +36,7 @@ export const listContacts: Handler<operations['listContacts']> = async (req, dep
 
 export const getContact: Handler<operations['getContact']> = async (req, deps) => {
   const id = pathId(req.params.id);
-  const row = await findContactRow(deps.db.pool, req.auth!.project.id, id);
+  const row = await findContactRow(deps.db.sql, req.auth!.project.id, id);
   if (!row) throw notFound(id);
   return { data: { contact: contactView(row) } };
 };

@@ -70,7 +70,7 @@ export const listConversations: Handler<operations['listConversations']> = async
     scope,
     secret: cursorSecretOf(deps),
     decode: conversationPosition.decode,
-    read: (after, take) => listConversationRows(deps.db.pool, projectId, filters, after, take),
+    read: (after, take) => listConversationRows(deps.db.sql, projectId, filters, after, take),
     encode: conversationPosition.encode,
   });
   return { data: { conversations: page.map((r) => conversationView(r, now)), nextCursor } };
@@ -78,7 +78,7 @@ export const listConversations: Handler<operations['listConversations']> = async
 
 export const getConversation: Handler<operations['getConversation']> = async (req, deps) => {
   const id = pathId(req.params.id);
-  const row = await findConversationRow(deps.db.pool, req.auth!.project.id, id);
+  const row = await findConversationRow(deps.db.sql, req.auth!.project.id, id);
   if (!row) throw notFound(id);
   return { data: { conversation: conversationView(row, deps.clock.now()) } };
 };
@@ -96,7 +96,7 @@ async function pageOfConversation<Row, Position>(
   list: Pick<KeysetList<Row, Position>, 'decode' | 'read' | 'encode'>,
 ): Promise<KeysetPage<Row>> {
   pageSize(query.limit);
-  if (!(await conversationExists(deps.db.pool, projectId, id))) throw notFound(id);
+  if (!(await conversationExists(deps.db.sql, projectId, id))) throw notFound(id);
   return keysetPage(query, { scope: cursorScope(operation, projectId, { conversation: id.toString() }), secret: cursorSecretOf(deps), ...list });
 }
 
@@ -105,7 +105,7 @@ export const listConversationMessages: Handler<operations['listConversationMessa
   const id = pathId(req.params.id);
   const { page, nextCursor } = await pageOfConversation(deps, projectId, id, req.query, 'listConversationMessages', {
     decode: positions.timeAndId,
-    read: (after, take) => listMessageRows(deps.db.pool, projectId, id, after, take),
+    read: (after, take) => listMessageRows(deps.db.sql, projectId, id, after, take),
     encode: (r) => [r.sentAt.getTime(), String(r.id)],
   });
   return { data: { messages: page.map((r) => messageView(r)), nextCursor } };
@@ -122,14 +122,14 @@ export const updateConversationState: Handler<operations['updateConversationStat
   if (typeof state !== 'string' || state.length === 0) {
     throw new ApiError('invalid_request', 'state is required.', { fields: [{ field: 'state', message: 'is required' }] });
   }
-  const pool = deps.db.pool;
-  if (!(await conversationExists(pool, projectId, id))) throw notFound(id);
-  if (!(await isKnownState(pool, projectId, state))) {
-    const known = await knownStates(pool, projectId);
+  const sql = deps.db.sql;
+  if (!(await conversationExists(sql, projectId, id))) throw notFound(id);
+  if (!(await isKnownState(sql, projectId, state))) {
+    const known = await knownStates(sql, projectId);
     const listed = known.slice(0, LISTED_STATES).join(', ') + (known.length > LISTED_STATES ? `, … (${known.length - LISTED_STATES} more)` : '');
     throw new ApiError('INVALID_STATE', `Unknown state "${state}". Known values: ${listed}.`, { known_states: known });
   }
-  const changed = await setConversationState(pool, projectId, id, state, deps.clock.now());
+  const changed = await setConversationState(sql, projectId, id, state, deps.clock.now());
   if (!changed) throw notFound(id); // deleted meanwhile
   return { data: { conversation: { id: Number(changed.id), state: changed.state, previous_state: changed.previousState } } };
 };
@@ -145,7 +145,7 @@ export const controlConversationThread: Handler<operations['controlConversationT
 
 /** A change to the team's hold made in the credential's name; answers the conversation as changed. */
 async function changeByCredential<T>(deps: AppDeps, auth: AuthContext, id: bigint, change: (by: Author, now: Date) => Promise<T | undefined>) {
-  const by = await credentialAuthor(deps.db.pool, auth);
+  const by = await credentialAuthor(deps.db.sql, auth);
   const changed = await change(by, deps.clock.now());
   if (!changed) throw notFound(id);
   return { data: { conversation: changed } };
@@ -157,12 +157,12 @@ export const assignConversation: Handler<operations['assignConversation']> = asy
   if (typeof email !== 'string' || !email.trim()) {
     throw new ApiError('invalid_request', 'email is required.', { fields: [{ field: 'email', message: 'is required' }] });
   }
-  return changeByCredential(deps, req.auth!, id, (by, now) => assign(deps.db.pool, req.auth!.project.id, id, email, by, now));
+  return changeByCredential(deps, req.auth!, id, (by, now) => assign(deps.db, req.auth!.project.id, id, email, by, now));
 };
 
 export const unassignConversation: Handler<operations['unassignConversation']> = async (req, deps) => {
   const id = pathId(req.params.id);
-  return changeByCredential(deps, req.auth!, id, (by, now) => assign(deps.db.pool, req.auth!.project.id, id, null, by, now));
+  return changeByCredential(deps, req.auth!, id, (by, now) => assign(deps.db, req.auth!.project.id, id, null, by, now));
 };
 
 export const setConversationLabels: Handler<operations['setConversationLabels']> = async (req, deps) => {
@@ -171,7 +171,7 @@ export const setConversationLabels: Handler<operations['setConversationLabels']>
   if (!Array.isArray(labels)) {
     throw new ApiError('invalid_request', 'labels is required (a list; empty removes them all).', { fields: [{ field: 'labels', message: 'is required' }] });
   }
-  return changeByCredential(deps, req.auth!, id, (by, now) => relabel(deps.db.pool, req.auth!.project.id, id, labels, by, now));
+  return changeByCredential(deps, req.auth!, id, (by, now) => relabel(deps.db, req.auth!.project.id, id, labels, by, now));
 };
 
 export const changeConversationLabels: Handler<operations['changeConversationLabels']> = async (req, deps) => {
@@ -180,7 +180,7 @@ export const changeConversationLabels: Handler<operations['changeConversationLab
   if (body.add === undefined && body.remove === undefined) {
     throw new ApiError('invalid_request', 'add or remove is required (lists of labels).', { fields: [{ field: 'add', message: 'add or remove is required' }] });
   }
-  return changeByCredential(deps, req.auth!, id, (by, now) => changeLabels(deps.db.pool, req.auth!.project.id, id, { add: body.add, remove: body.remove }, by, now));
+  return changeByCredential(deps, req.auth!, id, (by, now) => changeLabels(deps.db, req.auth!.project.id, id, { add: body.add, remove: body.remove }, by, now));
 };
 
 /** Resolve, snooze or reopen (lib/inbox/resolution.ts); the customer's next message reopens it. */
@@ -188,7 +188,7 @@ export const setConversationResolution: Handler<operations['setConversationResol
   const id = pathId(req.params.id);
   const now = deps.clock.now();
   const input = checkResolution(req.body ?? {}, now);
-  const changed = await setResolution(deps.db.pool, req.auth!.project.id, id, input, now);
+  const changed = await setResolution(deps.db.sql, req.auth!.project.id, id, input, now);
   if (!changed) throw notFound(id);
   return { data: { conversation: changed } };
 };
@@ -197,10 +197,10 @@ export const createConversationNote: Handler<operations['createConversationNote'
   const id = pathId(req.params.id);
   const body = typeof req.body?.body === 'string' ? req.body.body.trim() : '';
   if (!body) throw new ApiError('invalid_request', 'body is required: the note\'s text.', { fields: [{ field: 'body', message: 'is required' }] });
-  const by = await credentialAuthor(deps.db.pool, req.auth!);
+  const by = await credentialAuthor(deps.db.sql, req.auth!);
   // Colleagues it @mentions are told in their inbox, as for a note written there (the writer is a key or an agent, never a member).
-  const mentions = body.includes('@') ? mentionedIn(body, await listMembers(deps.db.pool, req.auth!.project.id), '') : [];
-  const note = await addNote(deps.db.pool, req.auth!.project.id, id, body, by, deps.clock.now(), mentions);
+  const mentions = body.includes('@') ? mentionedIn(body, await listMembers(deps.db.sql, req.auth!.project.id), '') : [];
+  const note = await addNote(deps.db, req.auth!.project.id, id, body, by, deps.clock.now(), mentions);
   if (!note) throw notFound(id);
   return { status: 201, data: { note } };
 };
@@ -210,7 +210,7 @@ export const listConversationNotes: Handler<operations['listConversationNotes']>
   const id = pathId(req.params.id);
   const { page, nextCursor } = await pageOfConversation(deps, projectId, id, req.query, 'listConversationNotes', {
     decode: positions.id,
-    read: (afterId, take) => listNotes(deps.db.pool, projectId, id, afterId, take),
+    read: (afterId, take) => listNotes(deps.db.sql, projectId, id, afterId, take),
     encode: (r) => [String(r.id)],
   });
   return { data: { notes: page.map(noteView), nextCursor } };

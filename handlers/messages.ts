@@ -24,7 +24,7 @@ export const sendMessage: Handler<operations['sendMessage']> = async (req, deps)
  * the response `id` is always the numeric id, with the current delivery status.
  */
 export const getMessage: Handler<operations['getMessage']> = async (req, deps) => {
-  const row = await findMessageRow(deps.db.pool, req.auth!.project.id, req.params.id);
+  const row = await findMessageRow(deps.db.sql, req.auth!.project.id, req.params.id);
   if (!row) throw new ApiError('not_found', `No message "${req.params.id}" in this project.`);
   return { data: messageView(row) };
 };

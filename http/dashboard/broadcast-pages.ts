@@ -284,7 +284,7 @@ export const CAMPAIGN_CHANGES: ChangeSource = {
   name: 'campaign',
   read: async (deps, broadcastIds) => {
     const own = await campaignCursors(deps.db.pool, broadcastIds);
-    const projects = await changeCursors(deps.db.pool, [...new Set([...own.values()].map((c) => c.projectId))]);
+    const projects = await changeCursors(deps.db.sql, [...new Set([...own.values()].map((c) => c.projectId))]);
     return new Map([...own].map(([id, c]) => [id, `${c.cursor}|${projects.get(c.projectId) ?? ''}`]));
   },
 };

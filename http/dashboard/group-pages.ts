@@ -183,7 +183,7 @@ async function renderGroup(deps: AppDeps, req: Request, res: Response, kept: Kep
   const link = active ? await readInviteLink(deps, ctx.project.id, BigInt(g.id)) : undefined;
   const requests = active && g.join_approval_mode === 'approval_required' ? await readJoinRequests(deps, ctx.project.id, BigInt(g.id)) : undefined;
   const participants = await readParticipants(deps, ctx.project.id, BigInt(g.id));
-  const names = await namesByPhone(deps.db.pool, ctx.project.id, [...(requests?.ok ? requests.value.map((r) => r.phone) : []), ...participants.map((p) => p.phone)]);
+  const names = await namesByPhone(deps.db.sql, ctx.project.id, [...(requests?.ok ? requests.value.map((r) => r.phone) : []), ...participants.map((p) => p.phone)]);
   const body = html`<dl class="facts" id="group-facts">
   <dt>Status</dt><dd><span class="status" id="group-status">${g.status}</span>${active ? '' : html` <span class="muted">(${groupStatusWords(g.status)})</span>`}</dd>
   <dt>Description</dt><dd id="group-description-text">${g.description || '—'}</dd>

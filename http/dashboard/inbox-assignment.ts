@@ -19,10 +19,10 @@ import type { PageRoute } from './page-routes.js';
 const MANAGERS = ['owner', 'admin'] as const;
 
 export async function autoAssignCard(deps: AppDeps, ctx: { project: { id: string }; role: Role; actor: { accountId: string }; csrf: string }): Promise<Html> {
-  const settings = await inboxSettings(deps.db.pool, ctx.project.id);
+  const settings = await inboxSettings(deps.db.sql, ctx.project.id);
   const manage = canManage(ctx.role);
   const path = projectPath(ctx.project.id, '/conversations');
-  const available = manage ? await isAvailable(deps.db.pool, ctx.project.id, ctx.actor.accountId) : false;
+  const available = manage ? await isAvailable(deps.db.sql, ctx.project.id, ctx.actor.accountId) : false;
   return html`<details class="card auto-assign"><summary>Auto-assignment: ${settings.autoAssign ? `on, at most ${settings.cap} open per person` : 'off'}${manage ? (available ? ' · you take new conversations' : ' · you are not taking new conversations') : ''}</summary>
 <p class="muted">When it is on, a customer who writes in an unassigned conversation goes to the available owner or admin with the fewest open conversations, below the cap (the one given a conversation longest ago first). Nobody available: it stays under “Unassigned”, for everyone.</p>
 ${manage ? html`<form method="post" action="${path}/availability" class="inline">${csrfField(ctx.csrf)}${onceField()}<input type="hidden" name="available" value="${available ? '0' : '1'}"><button type="submit">${available ? 'Stop taking new conversations' : 'Take new conversations'}</button></form>

@@ -16,7 +16,7 @@ import { streamLivePage, type ChangeSource } from './live-stream.js';
 import type { PageRoute } from './page-routes.js';
 
 /** A project's inbox changes, read for every project with an inbox page open. */
-export const INBOX_CHANGES: ChangeSource = { name: 'inbox', read: (deps, projectIds) => changeCursors(deps.db.pool, projectIds) };
+export const INBOX_CHANGES: ChangeSource = { name: 'inbox', read: (deps, projectIds) => changeCursors(deps.db.sql, projectIds) };
 
 export const inboxEvents = (deps: AppDeps) => async (req: Request, res: Response) => {
   const ctx = await projectContext(deps, req, 'conversations');

@@ -246,7 +246,7 @@ interface Kept {
 }
 
 async function notesOf(deps: AppDeps, projectId: string, id: number): Promise<NoteView[]> {
-  return (await listNotes(deps.db.pool, projectId, BigInt(id), undefined, NOTES_SHOWN)).map(noteView);
+  return (await listNotes(deps.db.sql, projectId, BigInt(id), undefined, NOTES_SHOWN)).map(noteView);
 }
 
 /** A group conversation's pane (docs/groups.md): the group, its status and its participants; its page has the group's actions. */
@@ -304,7 +304,7 @@ const MENTIONS_SHOWN = 5;
 
 /** The notes that @mention the person and that they have not opened yet (lib/inbox/notes.ts), above the inbox. */
 async function mentionsNotice(deps: AppDeps, ctx: Ctx): Promise<{ card: Html; count: number }> {
-  const { mentions, count } = await unseenMentions(deps.db.pool, ctx.project.id, ctx.actor.accountId, MENTIONS_SHOWN);
+  const { mentions, count } = await unseenMentions(deps.db.sql, ctx.project.id, ctx.actor.accountId, MENTIONS_SHOWN);
   if (!count) return { card: html``, count };
   return { count, card: html`<section class="card mentions" id="mentions" aria-labelledby="mentions-title"><h2 id="mentions-title">Mentioned you <span class="badge" data-mark="mentions">${count >= 100 ? '99+' : String(count)}</span></h2>
 <ul>${mentions.map((m) => html`<li><a href="${projectPath(ctx.project.id, `/conversations/${m.conversation_id}`)}">${authorWords(m.author as Author)}</a> <span class="muted">${when(m.created_at)}</span>: <span class="message-text">${[...m.body].length > 140 ? `${[...m.body].slice(0, 139).join('')}…` : m.body}</span></li>`)}</ul>
@@ -320,10 +320,10 @@ async function renderInbox(deps: AppDeps, req: Request, res: Response, kept: Kep
   const detail = selectedId ? await conversationDetail(deps, ctx.project.id, selectedId, cursor) : undefined;
   if (detail && !cursor && req.method === 'GET') {
     await markSeen(deps, ctx.project.id, detail.conversation.id);
-    await markMentionsSeen(deps.db.pool, ctx.project.id, BigInt(detail.conversation.id), ctx.actor.accountId, deps.clock.now());
+    await markMentionsSeen(deps.db.sql, ctx.project.id, BigInt(detail.conversation.id), ctx.actor.accountId, deps.clock.now());
   }
   const mentions = await mentionsNotice(deps, ctx);
-  const labels = await projectLabels(deps.db.pool, ctx.project.id);
+  const labels = await projectLabels(deps.db.sql, ctx.project.id);
   const list = await conversationsPage(deps, ctx.project.id, q, ctx.actor.accountId);
   const pane = listPane(ctx.project.id, q, labels, list, deps.clock.now(), detail?.conversation.id, detail ? undefined : await autoAssignCard(deps, ctx));
   // The chosen template rides in the query string (the template chooser is a GET form).
@@ -356,7 +356,7 @@ function countsHtml(waiting: number, unread: number, mentions: number, oob = fal
 
 /** The notes naming the person that they have not seen yet (the tab title counts them). */
 async function mentionCount(deps: AppDeps, ctx: Ctx): Promise<number> {
-  return (await unseenMentions(deps.db.pool, ctx.project.id, ctx.actor.accountId, 0)).count;
+  return (await unseenMentions(deps.db.sql, ctx.project.id, ctx.actor.accountId, 0)).count;
 }
 
 /** The keyboard's shortcuts (dashboard.js acts on them; `?` opens this list). */
@@ -404,8 +404,8 @@ async function chatPane(deps: AppDeps, ctx: Ctx, q: CustomerQuery, d: Conversati
   const path = projectPath(ctx.project.id, `/conversations/${v.id}`);
   const params = listParams(q);
   const notes = await notesOf(deps, ctx.project.id, v.id);
-  const members = await listMembers(deps.db.pool, ctx.project.id);
-  const canned = manage ? await listCannedReplies(deps.db.pool, ctx.project.id) : [];
+  const members = await listMembers(deps.db.sql, ctx.project.id);
+  const canned = manage ? await listCannedReplies(deps.db.sql, ctx.project.id) : [];
   const held = v.state === HUMAN_STATE;
   const mine = v.assignee?.id === ctx.actor.accountId;
   const items = chatItems(d, notes, await chatMediaOf(deps, ctx.project.id, v.id, d.messages));
@@ -764,7 +764,7 @@ export const submitCannedReply = (deps: AppDeps) => async (req: Request, res: Re
   const { shortcut, text, back = '' } = readForm(req, CANNED_REPLY_FORM);
   await changeOnce(deps, req, res, project.id, async () => {
     try {
-      await createCannedReply(deps.db.pool, project.id, shortcut, text, deps.clock.now());
+      await createCannedReply(deps.db.sql, project.id, shortcut, text, deps.clock.now());
     } catch (e) {
       if (e instanceof ApiError && e.status === 409) throw new DashboardRefusal(409, `${e.message} Nothing was saved.`);
       throw e;

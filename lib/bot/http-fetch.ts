@@ -164,7 +164,7 @@ export async function runHttpFetch(deps: FetchDeps, inv: Invocation, args: Fetch
       }).catch((e: unknown) => deps.logger.warn('bot log not written', { project_id: inv.projectId, error: e instanceof Error ? e.message : String(e) }));
       // And on the conversation, as the bot's private note: the person reading it sees why the bot's answer may be missing.
       if (inv.conversationId !== undefined) {
-        await addNote(deps.db.pool, inv.projectId, BigInt(inv.conversationId), `The bot's http.fetch (${method} ${host.slice(0, 255)}) failed: ${answer.code ?? `status ${answer.status}`}. Its answer to the customer may be missing or partial.`, { kind: 'bot', id: null, name: null }, deps.clock.now())
+        await addNote(deps.db, inv.projectId, BigInt(inv.conversationId), `The bot's http.fetch (${method} ${host.slice(0, 255)}) failed: ${answer.code ?? `status ${answer.status}`}. Its answer to the customer may be missing or partial.`, { kind: 'bot', id: null, name: null }, deps.clock.now())
           .catch((e: unknown) => deps.logger.warn('bot fetch note not written', { project_id: inv.projectId, error: e instanceof Error ? e.message : String(e) }));
       }
     }

@@ -118,7 +118,7 @@ export async function runSetState(deps: BotDeps, inv: Invocation, args: any): Pr
     inv.capture.state = state;
     return ok(true);
   }
-  const changed = await setConversationState(deps.db.pool, inv.projectId, BigInt(id), state, deps.clock.now());
+  const changed = await setConversationState(deps.db.sql, inv.projectId, BigInt(id), state, deps.clock.now());
   return changed ? ok(true) : fail('not_found', `No conversation ${id} in this project.`);
 }
 

@@ -6,7 +6,6 @@
  * not change: opted out is `opted_out_at IS NOT NULL`; opted in is `opted_in AND opted_out_at IS NULL`.
  * A consent set by an import before the source was recorded reads as source `import`.
  */
-import type { Queryable } from '../platform/db/transaction.js';
 
 
 export type ConsentStatus = 'opted_in' | 'opted_out' | 'unknown';
@@ -45,14 +44,4 @@ export function consentIsSql(status: ConsentStatus): string {
   return status === 'opted_out' ? 'opted_out_at IS NOT NULL'
     : status === 'opted_in' ? '(opted_in AND opted_out_at IS NULL)'
     : '(NOT opted_in AND opted_out_at IS NULL)';
-}
-
-/** Whether a contact (by phone or BSUID) has opted out of marketing. */
-export async function isOptedOut(db: Queryable, projectId: string, to: { phone?: string | null; userId?: string | null }): Promise<boolean> {
-  const res = await db.query<{ out: boolean }>(
-    `SELECT EXISTS (SELECT 1 FROM contacts WHERE project_id = $1 AND opted_out_at IS NOT NULL
-       AND (($2::text IS NOT NULL AND phone = $2) OR ($3::text IS NOT NULL AND user_id = $3))) AS out`,
-    [projectId, to.phone ?? null, to.userId ?? null],
-  );
-  return res.rows[0].out;
 }

@@ -4,7 +4,7 @@
  *
  * Policy and why: the list is newest first, keyset-paged by `id DESC` on `(project_id, id)`.
  */
-import type { Queryable } from './conversations.js';
+import { queryRows, type Tx } from '../platform/db/tx.js';
 import { containsPattern, contactSearchSql, conversationConditionSql, type ConversationCondition } from './console-filters.js';
 import type { ContactRow } from './views.js';
 import { normalizePhone } from './phone.js';
@@ -49,7 +49,7 @@ export const CONTACT_COLUMNS = `
   created_at AS "createdAt", updated_at AS "updatedAt"`;
 
 export async function listContactRows(
-  db: Queryable,
+  tx: Tx,
   projectId: string,
   filters: ContactFilters,
   afterId: bigint | undefined,
@@ -72,21 +72,15 @@ export async function listContactRows(
   }
   if (afterId !== undefined) where.push(`id < ${param(afterId.toString())}::bigint`);
   // ORDER BY names the table's column: the output column "id" is text (id::text).
-  const res = await db.query<ContactRow>(
-    `SELECT ${CONTACT_COLUMNS} FROM contacts WHERE ${where.join(' AND ')} ORDER BY contacts.id DESC LIMIT ${param(take)}`,
-    values,
-  );
-  return res.rows;
+  const limit = param(take);
+  return queryRows<ContactRow>(tx, `SELECT ${CONTACT_COLUMNS} FROM contacts WHERE ${where.join(' AND ')} ORDER BY contacts.id DESC LIMIT ${limit}`, ...values);
 }
 
 /** A contact; `withGroups`: also a WhatsApp group's own record (the dashboard's group conversation, docs/groups.md). */
-export async function findContactRow(db: Queryable, projectId: string, id: bigint, opts: { withGroups?: boolean } = {}): Promise<ContactRow | undefined> {
-  const res = await db.query<ContactRow>(`SELECT ${CONTACT_COLUMNS} FROM contacts WHERE project_id = $1 AND id = $2::bigint AND (kind = 'customer' OR $3::boolean)`, [
-    projectId,
-    id.toString(),
-    opts.withGroups === true,
-  ]);
-  return res.rows[0];
+export async function findContactRow(tx: Tx, projectId: string, id: bigint, opts: { withGroups?: boolean } = {}): Promise<ContactRow | undefined> {
+  const rows = await queryRows<ContactRow>(tx, `SELECT ${CONTACT_COLUMNS} FROM contacts WHERE project_id = $1 AND id = $2::bigint AND (kind = 'customer' OR $3::boolean)`,
+    projectId, id.toString(), opts.withGroups === true);
+  return rows[0];
 }
 
 export type AttributeValue = string | number | boolean | null;
@@ -194,13 +188,13 @@ export function parseContactChange(body: unknown, limits: ContactLimits): Contac
  * The names the project knows for these phones (its customers' contacts: a profile name or the
  * Business app's contact), by digits: a group's join requests and participants show who, not only a number.
  */
-export async function namesByPhone(db: Queryable, projectId: string, phones: string[]): Promise<Map<string, string>> {
+export async function namesByPhone(tx: Tx, projectId: string, phones: string[]): Promise<Map<string, string>> {
   const digits = [...new Set(phones.map((p) => p.replace(/[^0-9]/g, '')).filter(Boolean))];
   const out = new Map<string, string>();
   if (!digits.length) return out;
-  const { rows } = await db.query<{ phone: string; name: string }>(
+  const rows = await queryRows<{ phone: string; name: string }>(tx,
     `SELECT phone, name FROM contacts WHERE project_id = $1 AND kind = 'customer' AND phone = ANY($2::text[]) AND name IS NOT NULL`,
-    [projectId, digits],
+    projectId, digits,
   );
   for (const r of rows) out.set(r.phone, r.name);
   return out;

@@ -16,10 +16,8 @@
  * - Rows are selected with camelCase aliases so lib/conversations/views.ts builds the contract shapes from them.
  */
 import type { QueryResultRow } from 'pg';
-import type { Queryable } from '../platform/db/transaction.js';
 import { execute, queryRows, type Tx } from '../platform/db/tx.js';
 import type { Prisma } from '../../generated/prisma/client.js';
-export type { Queryable };
 import type { ConversationRow, MessageCustomerRow, MessageRow } from './views.js';
 import { MESSAGE_ACTIVITY_SET_SQL } from './order.js';
 import { cursorId, cursorTime, invalidCursor } from '../platform/cursor.js';
@@ -64,10 +62,10 @@ export interface ConversationFilters {
 }
 
 /** A person opened the conversation in the dashboard: what the customer wrote until now is read. */
-export async function markConversationSeen(db: Queryable, projectId: string, id: bigint, now: Date): Promise<void> {
-  await db.query(
+export async function markConversationSeen(tx: Tx, projectId: string, id: bigint, now: Date): Promise<void> {
+  await execute(tx,
     `UPDATE conversations SET seen_at = $3 WHERE project_id = $1 AND id = $2::bigint AND last_inbound_at IS NOT NULL AND (seen_at IS NULL OR seen_at < last_inbound_at)`,
-    [projectId, id.toString(), now],
+    projectId, id.toString(), now,
   );
 }
 
@@ -190,31 +188,29 @@ export function conversationPageQuery(
 }
 
 export async function listConversationRows(
-  db: Queryable,
+  tx: Tx,
   projectId: string,
   filters: ConversationFilters,
   after: ConversationKey | undefined,
   take: number,
 ): Promise<ConversationRow[]> {
   const q = conversationPageQuery(projectId, filters, after, take);
-  const res = await db.query<ConversationSqlRow>(q.text, q.values);
-  return res.rows.map(toConversationRow);
+  return (await queryRows<ConversationSqlRow>(tx, q.text, ...q.values)).map(toConversationRow);
 }
 
-export async function findConversationRow(db: Queryable, projectId: string, id: bigint): Promise<ConversationRow | undefined> {
-  const res = await db.query<ConversationSqlRow>(
+export async function findConversationRow(tx: Tx, projectId: string, id: bigint): Promise<ConversationRow | undefined> {
+  const rows = await queryRows<ConversationSqlRow>(tx,
     `SELECT ${CONVERSATION_COLUMNS}
      FROM conversations c
      JOIN contacts ct ON ct.id = c.contact_id AND ct.project_id = c.project_id
      WHERE c.project_id = $1 AND c.id = $2::bigint`,
-    [projectId, id.toString()],
+    projectId, id.toString(),
   );
-  return res.rows[0] ? toConversationRow(res.rows[0]) : undefined;
+  return rows[0] ? toConversationRow(rows[0]) : undefined;
 }
 
-export async function conversationExists(db: Queryable, projectId: string, id: bigint): Promise<boolean> {
-  const res = await db.query('SELECT 1 FROM conversations WHERE project_id = $1 AND id = $2::bigint', [projectId, id.toString()]);
-  return res.rowCount === 1;
+export async function conversationExists(tx: Tx, projectId: string, id: bigint): Promise<boolean> {
+  return (await queryRows(tx, 'SELECT 1 FROM conversations WHERE project_id = $1 AND id = $2::bigint', projectId, id.toString())).length === 1;
 }
 
 const MESSAGE_COLUMNS = `
@@ -227,7 +223,7 @@ const MESSAGE_COLUMNS = `
  * the last message of the previous page.
  */
 export async function listMessageRows(
-  db: Queryable,
+  tx: Tx,
   projectId: string,
   conversationId: bigint,
   after: { at: Date; id: bigint } | undefined,
@@ -239,22 +235,20 @@ export async function listMessageRows(
     values.push(after.at, after.id.toString());
     keyset = 'AND (m.sent_at, m.id) < ($4::timestamptz, $5::bigint)';
   }
-  const res = await db.query<MessageRow>(
+  return queryRows<MessageRow>(tx,
     // ORDER BY names the table's column: the output column "id" is text (id::text).
     `SELECT ${MESSAGE_COLUMNS} FROM messages m
      WHERE m.conversation_id = $1::bigint AND m.project_id = $2 AND m.status <> 'pending' ${keyset}
      ORDER BY m.sent_at DESC, m.id DESC
      LIMIT $3`,
-    values,
+    ...values,
   );
-  return res.rows;
 }
 
 /** Whether `state` is one the project knows: a platform state or one its conversations have. */
-export async function isKnownState(db: Queryable, projectId: string, state: string): Promise<boolean> {
+export async function isKnownState(tx: Tx, projectId: string, state: string): Promise<boolean> {
   if ((PLATFORM_STATES as readonly string[]).includes(state)) return true;
-  const res = await db.query('SELECT 1 FROM conversations WHERE project_id = $1 AND state = $2 LIMIT 1', [projectId, state]);
-  return res.rowCount === 1;
+  return (await queryRows(tx, 'SELECT 1 FROM conversations WHERE project_id = $1 AND state = $2 LIMIT 1', projectId, state)).length === 1;
 }
 
 /**
@@ -262,8 +256,8 @@ export async function isKnownState(db: Queryable, projectId: string, state: stri
  * loose index scan over `(project_id, state)`: one index probe per distinct value, not one per
  * conversation.
  */
-export async function knownStates(db: Queryable, projectId: string): Promise<string[]> {
-  const res = await db.query<{ state: string }>(
+export async function knownStates(tx: Tx, projectId: string): Promise<string[]> {
+  const rows = await queryRows<{ state: string }>(tx,
     `WITH RECURSIVE s(state) AS (
        (SELECT state FROM conversations WHERE project_id = $1 ORDER BY state LIMIT 1)
        UNION ALL
@@ -271,9 +265,9 @@ export async function knownStates(db: Queryable, projectId: string): Promise<str
        FROM s WHERE s.state IS NOT NULL
      )
      SELECT state FROM s WHERE state IS NOT NULL`,
-    [projectId],
+    projectId,
   );
-  const own = res.rows.map((r) => r.state).filter((s) => !(PLATFORM_STATES as readonly string[]).includes(s));
+  const own = rows.map((r) => r.state).filter((s) => !(PLATFORM_STATES as readonly string[]).includes(s));
   return [...PLATFORM_STATES, ...own];
 }
 
@@ -284,20 +278,20 @@ export async function knownStates(db: Queryable, projectId: string): Promise<str
  * Undefined when the conversation is not the project's.
  */
 async function changeLockedRow<R extends QueryResultRow>(
-  db: Queryable,
+  tx: Tx,
   projectId: string,
   id: bigint,
   change: { set: string; old: string; returning: string },
   values: unknown[],
 ): Promise<R | undefined> {
-  const res = await db.query<R>(
+  const rows = await queryRows<R>(tx,
     `UPDATE conversations c SET ${change.set}
      FROM (SELECT id, ${change.old} FROM conversations WHERE project_id = $1 AND id = $2::bigint FOR UPDATE) old
      WHERE c.id = old.id
      RETURNING ${change.returning}`,
-    [projectId, id.toString(), ...values],
+    projectId, id.toString(), ...values,
   );
-  return res.rows[0];
+  return rows[0];
 }
 
 /**
@@ -306,13 +300,13 @@ async function changeLockedRow<R extends QueryResultRow>(
  * Undefined when the conversation is not the project's.
  */
 export async function setConversationState(
-  db: Queryable,
+  tx: Tx,
   projectId: string,
   id: bigint,
   state: string,
   now: Date,
 ): Promise<{ id: string; state: string; previousState: string } | undefined> {
-  return changeLockedRow<{ id: string; state: string; previousState: string }>(db, projectId, id, {
+  return changeLockedRow<{ id: string; state: string; previousState: string }>(tx, projectId, id, {
     set: 'state = $3, updated_at = $4',
     old: 'state',
     returning: 'c.id::text AS "id", c.state AS "state", old.state AS "previousState"',
@@ -327,7 +321,7 @@ const MAX_BIGINT = 9223372036854775807n;
  */
 // A `pending` message (its send's outcome not known yet, lib/messaging/send-message.ts) is not
 // shown: it has no wamid yet, and it may turn out never to have been sent.
-export async function findMessageRow(db: Queryable, projectId: string, idOrWamid: string): Promise<(MessageRow & MessageCustomerRow) | undefined> {
+export async function findMessageRow(tx: Tx, projectId: string, idOrWamid: string): Promise<(MessageRow & MessageCustomerRow) | undefined> {
   // The message's customer: its conversation's contact as it is now.
   const withCustomer = (where: string) => `SELECT ${MESSAGE_COLUMNS},
       ct.phone AS "customerPhone", ct.user_id AS "customerUserId", ct.username AS "customerUsername"
@@ -337,11 +331,9 @@ export async function findMessageRow(db: Queryable, projectId: string, idOrWamid
   if (/^[0-9]+$/.test(idOrWamid)) {
     const id = BigInt(idOrWamid);
     if (id < 1n || id > MAX_BIGINT) return undefined;
-    const res = await db.query<MessageRow & MessageCustomerRow>(withCustomer('id = $2::bigint'), [projectId, id.toString()]);
-    return res.rows[0];
+    return (await queryRows<MessageRow & MessageCustomerRow>(tx, withCustomer('id = $2::bigint'), projectId, id.toString()))[0];
   }
-  const res = await db.query<MessageRow & MessageCustomerRow>(withCustomer('wamid = $2'), [projectId, idOrWamid]);
-  return res.rows[0];
+  return (await queryRows<MessageRow & MessageCustomerRow>(tx, withCustomer('wamid = $2'), projectId, idOrWamid))[0];
 }
 
 /**
@@ -449,13 +441,13 @@ export async function moveConversation(tx: Tx, id: bigint, toContact: bigint, at
  * replaced). Undefined when the conversation is not the project's.
  */
 export async function setConversationAssignee(
-  db: Queryable,
+  tx: Tx,
   projectId: string,
   id: bigint,
   accountId: string | null,
   now: Date,
 ): Promise<{ id: string; assigneeId: string | null; previousAssigneeId: string | null } | undefined> {
-  return changeLockedRow<{ id: string; assigneeId: string | null; previousAssigneeId: string | null }>(db, projectId, id, {
+  return changeLockedRow<{ id: string; assigneeId: string | null; previousAssigneeId: string | null }>(tx, projectId, id, {
     set: 'assignee_id = $3, assigned_at = CASE WHEN $3::text IS NULL THEN NULL ELSE $4::timestamptz END, updated_at = $4',
     old: 'assignee_id',
     returning: 'c.id::text AS "id", c.assignee_id AS "assigneeId", old.assignee_id AS "previousAssigneeId"',
@@ -464,13 +456,13 @@ export async function setConversationAssignee(
 
 /** Replaces the conversation's labels, returning them with the ones they replaced (as setConversationAssignee). */
 export async function setConversationLabels(
-  db: Queryable,
+  tx: Tx,
   projectId: string,
   id: bigint,
   labels: string[],
   now: Date,
 ): Promise<{ id: string; labels: string[]; previousLabels: string[] } | undefined> {
-  const r = await changeLockedRow<{ id: string; labels: string[]; previousLabels: string[] | null }>(db, projectId, id, {
+  const r = await changeLockedRow<{ id: string; labels: string[]; previousLabels: string[] | null }>(tx, projectId, id, {
     set: 'labels = $3::text[], updated_at = $4',
     old: 'labels',
     returning: 'c.id::text AS "id", c.labels AS "labels", old.labels AS "previousLabels"',
@@ -479,13 +471,13 @@ export async function setConversationLabels(
 }
 
 /** The labels in use in the project, most used first (the inbox's label filter). */
-export async function projectLabels(db: Queryable, projectId: string, limit = 50): Promise<string[]> {
-  const res = await db.query<{ label: string }>(
+export async function projectLabels(tx: Tx, projectId: string, limit = 50): Promise<string[]> {
+  const rows = await queryRows<{ label: string }>(tx,
     `SELECT l AS label FROM conversations c, unnest(c.labels) l WHERE c.project_id = $1 AND c.labels <> '{}'
      GROUP BY l ORDER BY count(*) DESC, l LIMIT $2`,
-    [projectId, limit],
+    projectId, limit,
   );
-  return res.rows.map((r) => r.label);
+  return rows.map((r) => r.label);
 }
 
 /**
@@ -515,8 +507,8 @@ export async function holdForPerson(tx: Prisma.TransactionClient, id: bigint, no
  * app, else the other app's id. Returns the holder it replaced; undefined when the conversation
  * is not the project's. The row is locked while the previous holder is read.
  */
-export async function setThreadHolder(db: Queryable, projectId: string, id: bigint, holder: string | null, now: Date): Promise<{ previous: string | null; since: Date } | undefined> {
-  return changeLockedRow<{ previous: string | null; since: Date }>(db, projectId, id, {
+export async function setThreadHolder(tx: Tx, projectId: string, id: bigint, holder: string | null, now: Date): Promise<{ previous: string | null; since: Date } | undefined> {
+  return changeLockedRow<{ previous: string | null; since: Date }>(tx, projectId, id, {
     set: 'thread_holder = $3, thread_holder_since = $4, updated_at = $4',
     old: 'thread_holder',
     returning: 'old.thread_holder AS "previous", c.thread_holder_since AS "since"',
@@ -529,14 +521,14 @@ export async function setThreadHolder(db: Queryable, projectId: string, id: bigi
  * undefined when the conversation is not the project's.
  */
 export async function setConversationResolution(
-  db: Queryable,
+  tx: Tx,
   projectId: string,
   id: bigint,
   resolution: 'open' | 'resolved' | 'snoozed',
   until: Date | null,
   now: Date,
 ): Promise<{ id: string; previousResolution: string; previousUntil: Date | null } | undefined> {
-  return changeLockedRow<{ id: string; previousResolution: string; previousUntil: Date | null }>(db, projectId, id, {
+  return changeLockedRow<{ id: string; previousResolution: string; previousUntil: Date | null }>(tx, projectId, id, {
     set: 'resolution = $3, snoozed_until = $4, updated_at = $5',
     old: 'resolution, snoozed_until',
     returning: 'c.id::text AS "id", old.resolution AS "previousResolution", old.snoozed_until AS "previousUntil"',
@@ -544,10 +536,10 @@ export async function setConversationResolution(
 }
 
 /** Assigns an unassigned conversation (auto-assignment, lib/inbox/auto-assign.ts); false when someone holds it already or it is not the project's. */
-export async function assignIfUnassigned(db: Queryable, projectId: string, id: bigint, accountId: string, now: Date): Promise<boolean> {
-  const res = await db.query(
+export async function assignIfUnassigned(tx: Tx, projectId: string, id: bigint, accountId: string, now: Date): Promise<boolean> {
+  const changed = await execute(tx,
     `UPDATE conversations SET assignee_id = $3, assigned_at = $4, updated_at = $4 WHERE project_id = $1 AND id = $2::bigint AND assignee_id IS NULL`,
-    [projectId, id.toString(), accountId, now],
+    projectId, id.toString(), accountId, now,
   );
-  return res.rowCount === 1;
+  return changed === 1;
 }

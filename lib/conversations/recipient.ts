@@ -5,7 +5,7 @@
  * out is refused here, before the channel is called (WhatsApp's policy: honour opt-outs).
  */
 import type { ChannelError } from '../channel-port/errors.js';
-import type { Queryable } from '../platform/db/transaction.js';
+import { queryRows, type Tx } from '../platform/db/tx.js';
 import { ApiError } from '../platform/errors.js';
 import { normalizePhone } from './phone.js';
 import { isBsuid } from './identity.js';
@@ -51,14 +51,14 @@ export function optedOut(): ApiError {
  * The recipient as the contact knows it (a BSUID send to a contact with a phone goes to the
  * phone), refusing a MARKETING template to an opted-out contact. One read.
  */
-export async function resolveRecipient(db: Queryable, projectId: string, to: { phone: string | null; userId?: string | null }, category: string | undefined): Promise<ResolvedRecipient> {
+export async function resolveRecipient(tx: Tx, projectId: string, to: { phone: string | null; userId?: string | null }, category: string | undefined): Promise<ResolvedRecipient> {
   const marketing = String(category ?? '').toUpperCase() === 'MARKETING';
   // A send by phone that is no MARKETING template needs nothing from the contact: no statement.
   if (to.phone && !marketing) return { phone: to.phone, userId: to.userId ?? null };
-  const { rows } = await db.query<{ phone: string | null; user_id: string | null; out: boolean }>(
+  const rows = await queryRows<{ phone: string | null; user_id: string | null; out: boolean }>(tx,
     `SELECT phone, user_id, opted_out_at IS NOT NULL AS out FROM contacts
      WHERE project_id = $1 AND (phone = $2 OR user_id = $3) LIMIT 1`,
-    [projectId, to.phone, to.userId ?? null],
+    projectId, to.phone, to.userId ?? null,
   );
   const c = rows[0];
   if (c?.out && marketing) throw optedOut();

@@ -120,7 +120,7 @@ export async function handConversation(deps: Pick<Deps, 'db' | 'clock'>, actor: 
 export async function assignAs(deps: Pick<Deps, 'db' | 'clock'>, actor: Actor, projectId: string, id: number, email: string | null): Promise<void> {
   let changed;
   try {
-    changed = await assign(deps.db.pool, projectId, BigInt(id), email, personAuthor(actor), deps.clock.now());
+    changed = await assign(deps.db, projectId, BigInt(id), email, personAuthor(actor), deps.clock.now());
   } catch (e) {
     if (e instanceof ApiError && e.code === 'unknown_member') throw new DashboardRefusal(400, 'That person is not in this project’s team; nothing was changed.');
     throw e;
@@ -132,7 +132,7 @@ export async function assignAs(deps: Pick<Deps, 'db' | 'clock'>, actor: Actor, p
 export async function labelAs(deps: Pick<Deps, 'db' | 'clock'>, actor: Actor, projectId: string, id: number, labels: string[]): Promise<void> {
   let changed;
   try {
-    changed = await relabel(deps.db.pool, projectId, BigInt(id), labels, personAuthor(actor), deps.clock.now());
+    changed = await relabel(deps.db, projectId, BigInt(id), labels, personAuthor(actor), deps.clock.now());
   } catch (e) {
     if (e instanceof ApiError && e.status === 400) throw new DashboardRefusal(400, `${e.message} Nothing was changed.`);
     throw e;
@@ -152,7 +152,7 @@ export async function labelDeltaAs(deps: Pick<Deps, 'db' | 'clock'>, actor: Acto
   const after = lower(wanted);
   let changed;
   try {
-    changed = await changeLabels(deps.db.pool, projectId, BigInt(id), { add: after.filter((l) => !before.includes(l)), remove: before.filter((l) => !after.includes(l)) }, personAuthor(actor), deps.clock.now());
+    changed = await changeLabels(deps.db, projectId, BigInt(id), { add: after.filter((l) => !before.includes(l)), remove: before.filter((l) => !after.includes(l)) }, personAuthor(actor), deps.clock.now());
   } catch (e) {
     if (e instanceof ApiError && e.status === 400) throw new DashboardRefusal(400, `${e.message.replace(/^(add|remove)\[\d+\] /, 'A label ')} Nothing was changed.`);
     throw e;
@@ -172,7 +172,7 @@ export async function resolveAs(deps: Pick<Deps, 'db' | 'clock'>, actor: Actor, 
     if (e instanceof ApiError && e.status === 400) throw new DashboardRefusal(400, `${e.message} Nothing was changed.`);
     throw e;
   }
-  const changed = await setResolution(deps.db.pool, projectId, BigInt(id), input, now);
+  const changed = await setResolution(deps.db.sql, projectId, BigInt(id), input, now);
   if (!changed) throw new DashboardRefusal(404, 'No such conversation in this project.');
   await recordAuditAfter(deps, actor, { projectId, action: 'conversation.resolution', subject: `conversation ${id}`, before: { resolution: changed.previous_resolution }, after: { resolution: changed.resolution, snoozed_until: changed.snoozed_until } });
 }
@@ -182,8 +182,8 @@ export async function noteAs(deps: Pick<Deps, 'db' | 'clock'>, actor: Actor, pro
   let note;
   try {
     // Colleagues named with @ are told in their inbox (lib/inbox/mentions.ts).
-    const mentions = mentionedIn(body, await listMembers(deps.db.pool, projectId), actor.accountId);
-    note = await addNote(deps.db.pool, projectId, BigInt(id), body, personAuthor(actor), deps.clock.now(), mentions);
+    const mentions = mentionedIn(body, await listMembers(deps.db.sql, projectId), actor.accountId);
+    note = await addNote(deps.db, projectId, BigInt(id), body, personAuthor(actor), deps.clock.now(), mentions);
   } catch (e) {
     if (e instanceof ApiError && e.status < 500) throw new DashboardRefusal(e.status === 409 ? 409 : 400, `${e.message} The note was not saved.`);
     throw e;

@@ -99,7 +99,7 @@ export async function contactsPage(deps: ReadDeps, projectId: string, query: Cus
     scope: cursorScope('dashboardContacts', projectId, { q: query.q, filter: query.filter }),
     secret: cursorSecretOf(deps),
     decode: positions.id,
-    read: (afterId, take) => listContactRows(deps.db.pool, projectId, filters, afterId, take),
+    read: (afterId, take) => listContactRows(deps.db.sql, projectId, filters, afterId, take),
     encode: (r) => [String(r.id)],
   }).catch(refusedCursor);
   const conversations = await marksOf(deps, projectId, 'contact_id', page.map((r) => String(r.id)));
@@ -191,7 +191,7 @@ export async function conversationsPage(deps: ReadDeps, projectId: string, query
     scope: cursorScope('dashboardConversations', projectId, { q: query.q, filter: view, assigned: query.assigned, label: query.label, who: query.assigned === 'mine' ? accountId : undefined }),
     secret: cursorSecretOf(deps),
     decode: conversationPosition.decode,
-    read: (after, take) => listConversationRows(deps.db.pool, projectId, filters, after, take),
+    read: (after, take) => listConversationRows(deps.db.sql, projectId, filters, after, take),
     encode: conversationPosition.encode,
   }).catch(refusedCursor);
   const now = deps.clock.now();
@@ -233,16 +233,16 @@ function conversationId(id: string): bigint {
 /** One conversation, its customer and a page of its messages (newest first). */
 export async function conversationDetail(deps: ReadDeps, projectId: string, rawId: string, cursor?: string): Promise<ConversationDetail> {
   const id = conversationId(rawId);
-  const row = await findConversationRow(deps.db.pool, projectId, id);
+  const row = await findConversationRow(deps.db.sql, projectId, id);
   if (!row) throw new DashboardRefusal(404, 'No such conversation in this project.');
   const group = row.kind === 'group';
-  const contact = await findContactRow(deps.db.pool, projectId, BigInt(row.contact.id), { withGroups: group });
+  const contact = await findContactRow(deps.db.sql, projectId, BigInt(row.contact.id), { withGroups: group });
   if (!contact) throw new DashboardRefusal(404, 'No such conversation in this project.');
   const { page, nextCursor } = await keysetPage({ cursor, limit: CUSTOMER_PAGE }, {
     scope: cursorScope('dashboardConversationMessages', projectId, { conversation: id.toString() }),
     secret: cursorSecretOf(deps),
     decode: positions.timeAndId,
-    read: (after, take) => listMessageRows(deps.db.pool, projectId, id, after, take),
+    read: (after, take) => listMessageRows(deps.db.sql, projectId, id, after, take),
     encode: (r) => [r.sentAt.getTime(), String(r.id)],
   }).catch(refusedCursor);
   const calls = await listCalls(deps, projectId, { conversationId: Number(id), limit: CUSTOMER_PAGE });
@@ -332,7 +332,7 @@ function pastRows(rows: Array<{ started: Date; ended: Date; messages: number; fi
 
 /** A person opened the conversation: its customer's messages until now are read. */
 export function markSeen(deps: ReadDeps, projectId: string, id: number): Promise<void> {
-  return markConversationSeen(deps.db.pool, projectId, BigInt(id), deps.clock.now());
+  return markConversationSeen(deps.db.sql, projectId, BigInt(id), deps.clock.now());
 }
 
 /**

@@ -7,9 +7,9 @@ import { inboxSettings, saveInboxSettings, setAvailable, type InboxSettingsView 
 
 /** An owner or admin turns auto-assignment on or off, with the cap per person. */
 export async function saveAutoAssignAs(deps: Pick<Deps, 'db' | 'clock'>, actor: Actor, projectId: string, next: InboxSettingsView): Promise<void> {
-  const before = await inboxSettings(deps.db.pool, projectId);
+  const before = await inboxSettings(deps.db.sql, projectId);
   try {
-    await saveInboxSettings(deps.db.pool, projectId, next, deps.clock.now());
+    await saveInboxSettings(deps.db.sql, projectId, next, deps.clock.now());
   } catch (e) {
     if (e instanceof ApiError && e.status === 400) throw new DashboardRefusal(400, `${e.message} Nothing was changed.`);
     throw e;
@@ -19,6 +19,6 @@ export async function saveAutoAssignAs(deps: Pick<Deps, 'db' | 'clock'>, actor: 
 
 /** A person says whether they take new conversations automatically. */
 export async function setAvailabilityAs(deps: Pick<Deps, 'db' | 'clock'>, actor: Actor, projectId: string, available: boolean): Promise<void> {
-  await setAvailable(deps.db.pool, projectId, actor.accountId, available);
+  await setAvailable(deps.db.sql, projectId, actor.accountId, available);
   await recordAuditAfter(deps, actor, { projectId, action: 'inbox.availability', subject: actor.email, after: { available } });
 }

@@ -5,7 +5,8 @@
  */
 import type { components } from '../../generated/api.js';
 import { ApiError } from '../platform/errors.js';
-import type { Queryable } from '../platform/db/transaction.js';
+import { execute, queryRows, type Tx } from '../platform/db/tx.js';
+import { isUniqueViolation } from '../platform/db/errors.js';
 
 export type CannedReplyView = components['schemas']['CannedReply'];
 
@@ -26,8 +27,8 @@ function view(r: Row): CannedReplyView {
   return { id: Number(r.id), shortcut: r.shortcut, text: r.text, created_at: r.createdAt.toISOString() };
 }
 
-export async function listCannedReplies(db: Queryable, projectId: string): Promise<CannedReplyView[]> {
-  const { rows } = await db.query<Row>(`SELECT ${COLUMNS} FROM canned_replies WHERE project_id = $1 ORDER BY shortcut LIMIT ${MAX_CANNED_REPLIES}`, [projectId]);
+export async function listCannedReplies(tx: Tx, projectId: string): Promise<CannedReplyView[]> {
+  const rows = await queryRows<Row>(tx, `SELECT ${COLUMNS} FROM canned_replies WHERE project_id = $1 ORDER BY shortcut LIMIT ${MAX_CANNED_REPLIES}`, projectId);
   return rows.map(view);
 }
 
@@ -36,20 +37,20 @@ export async function listCannedReplies(db: Queryable, projectId: string): Promi
  * the limit. One statement: the count and the insert see the same rows, and the unique index
  * answers a race on the shortcut.
  */
-export async function createCannedReply(db: Queryable, projectId: string, shortcut: string, text: string, now: Date): Promise<CannedReplyView> {
+export async function createCannedReply(tx: Tx, projectId: string, shortcut: string, text: string, now: Date): Promise<CannedReplyView> {
   try {
-    const { rows } = await db.query<Row & { full: boolean }>(
+    const rows = await queryRows<Row>(tx,
       `INSERT INTO canned_replies (project_id, shortcut, text, created_at, updated_at)
        SELECT $1, $2, $3, $4, $4 WHERE (SELECT count(*) FROM canned_replies WHERE project_id = $1) < ${MAX_CANNED_REPLIES}
        RETURNING ${COLUMNS}`,
-      [projectId, shortcut, text, now],
+      projectId, shortcut, text, now,
     );
     if (!rows[0]) {
       throw new ApiError('canned_reply_limit_reached', `This project already has ${MAX_CANNED_REPLIES} canned replies; delete one to make room.`, { limit: MAX_CANNED_REPLIES });
     }
     return view(rows[0]);
   } catch (e) {
-    if ((e as { code?: string }).code === '23505') {
+    if (isUniqueViolation(e)) {
       throw new ApiError('canned_reply_exists', `A canned reply "${shortcut}" already exists in this project.`, { shortcut });
     }
     throw e;
@@ -57,7 +58,6 @@ export async function createCannedReply(db: Queryable, projectId: string, shortc
 }
 
 /** Deletes one; false when the project has no such canned reply. */
-export async function deleteCannedReply(db: Queryable, projectId: string, id: bigint): Promise<boolean> {
-  const { rowCount } = await db.query('DELETE FROM canned_replies WHERE project_id = $1 AND id = $2::bigint', [projectId, id.toString()]);
-  return rowCount === 1;
+export async function deleteCannedReply(tx: Tx, projectId: string, id: bigint): Promise<boolean> {
+  return (await execute(tx, 'DELETE FROM canned_replies WHERE project_id = $1 AND id = $2::bigint', projectId, id.toString())) === 1;
 }

@@ -4,7 +4,7 @@
  * every inbound write), and a snooze ends when its time passes, read by the service's clock
  * (lib/conversations/queue.ts): no job has to run. The same function serves the API and the inbox.
  */
-import type { Queryable } from '../platform/db/transaction.js';
+import type { Tx } from '../platform/db/tx.js';
 import { ApiError } from '../platform/errors.js';
 import { setConversationResolution } from '../conversations/conversations.js';
 import { resolutionView } from '../conversations/views.js';
@@ -45,8 +45,8 @@ export function checkResolution(input: { resolution?: unknown; snoozed_until?: u
 }
 
 /** Sets the resolution; undefined when the conversation is not the project's. */
-export async function setResolution(db: Queryable, projectId: string, id: bigint, input: ResolutionInput, now: Date): Promise<ResolutionChange | undefined> {
-  const changed = await setConversationResolution(db, projectId, id, input.resolution, input.snoozedUntil ?? null, now);
+export async function setResolution(tx: Tx, projectId: string, id: bigint, input: ResolutionInput, now: Date): Promise<ResolutionChange | undefined> {
+  const changed = await setConversationResolution(tx, projectId, id, input.resolution, input.snoozedUntil ?? null, now);
   if (!changed) return undefined;
   return {
     id: Number(changed.id),

@@ -7,11 +7,12 @@
  *
  * Assigning is not taking over: the state (`handover`, which silences the bot) is its own change.
  */
-import type pg from 'pg';
 import type { components } from '../../generated/api.js';
 import { ApiError } from '../platform/errors.js';
-import { inTransaction, type Queryable } from '../platform/db/transaction.js';
-import { insertEvent } from '../webhooks/events.js';
+import { inTransaction } from '../platform/db/transaction.js';
+import { queryRows, type Tx } from '../platform/db/tx.js';
+import type { Database } from '../platform/db/database.js';
+import { recordEvent } from '../webhooks/events.js';
 import { setConversationAssignee, setConversationLabels } from '../conversations/conversations.js';
 import type { Author } from '../conversations/authors.js';
 import type { AuthContext } from '../access/types.js';
@@ -22,26 +23,25 @@ export const MAX_LABELS = 20;
 const LABEL = /^[a-z0-9][a-z0-9 ._-]{0,39}$/;
 
 /** The project's members by email (any case); undefined when the email is not one of them. */
-export async function findMember(db: Queryable, projectId: string, email: string): Promise<MemberView | undefined> {
-  const { rows } = await db.query<MemberView>(
+export async function findMember(tx: Tx, projectId: string, email: string): Promise<MemberView | undefined> {
+  const rows = await queryRows<MemberView>(tx,
     `SELECT a.id, a.email FROM dashboard_accounts a JOIN dashboard_memberships m ON m.account_id = a.id AND m.project_id = $1 WHERE a.email = lower($2)`,
-    [projectId, email.trim()],
+    projectId, email.trim(),
   );
   return rows[0];
 }
 
 /** Every member of the project, by email (the inbox's assign menu). */
-export async function listMembers(db: Queryable, projectId: string): Promise<MemberView[]> {
-  const { rows } = await db.query<MemberView>(
+export async function listMembers(tx: Tx, projectId: string): Promise<MemberView[]> {
+  return queryRows<MemberView>(tx,
     `SELECT a.id, a.email FROM dashboard_accounts a JOIN dashboard_memberships m ON m.account_id = a.id AND m.project_id = $1 ORDER BY a.email`,
-    [projectId],
+    projectId,
   );
-  return rows;
 }
 
-async function memberById(db: Queryable, id: string | null): Promise<MemberView | null> {
+async function memberById(tx: Tx, id: string | null): Promise<MemberView | null> {
   if (!id) return null;
-  const { rows } = await db.query<MemberView>('SELECT id, email FROM dashboard_accounts WHERE id = $1', [id]);
+  const rows = await queryRows<MemberView>(tx, 'SELECT id, email FROM dashboard_accounts WHERE id = $1', id);
   return rows[0] ?? null;
 }
 
@@ -55,20 +55,20 @@ export interface AssignmentChange {
  * Assigns the conversation to the member `email` (null: unassigns it). 400 `unknown_member` for
  * an email that is not a member of the project; undefined when the conversation is not the project's.
  */
-export async function assign(pool: pg.Pool, projectId: string, id: bigint, email: string | null, by: Author, now: Date): Promise<AssignmentChange | undefined> {
-  const member = email === null ? null : await findMember(pool, projectId, email);
+export async function assign(db: Pick<Database, 'pool' | 'sql'>, projectId: string, id: bigint, email: string | null, by: Author, now: Date): Promise<AssignmentChange | undefined> {
+  const member = email === null ? null : await findMember(db.sql, projectId, email);
   if (member === undefined) {
     throw new ApiError('unknown_member', `${email} is not a member of this project's team; invite them on the dashboard's People page first.`, {
       fields: [{ field: 'email', message: 'is not a member of the project' }],
     });
   }
-  return inTransaction(pool, async (client) => {
-    const changed = await setConversationAssignee(client, projectId, id, member?.id ?? null, now);
+  return inTransaction(db.pool, async (tx) => {
+    const changed = await setConversationAssignee(tx, projectId, id, member?.id ?? null, now);
     if (!changed) return undefined;
-    const previous = changed.previousAssigneeId === member?.id ? member : await memberById(client, changed.previousAssigneeId);
+    const previous = changed.previousAssigneeId === member?.id ? member : await memberById(tx, changed.previousAssigneeId);
     const out: AssignmentChange = { id: Number(changed.id), assignee: member, previous_assignee: previous };
     if (changed.previousAssigneeId !== (member?.id ?? null)) {
-      await insertEvent(client, projectId, 'conversation.assigned', { conversation_id: out.id, assignee: out.assignee, previous_assignee: out.previous_assignee, by }, now);
+      await recordEvent(tx, projectId, 'conversation.assigned', { conversation_id: out.id, assignee: out.assignee, previous_assignee: out.previous_assignee, by }, now);
     }
     return out;
   });
@@ -101,18 +101,18 @@ export interface LabelsChange {
 }
 
 /** Replaces the labels (normalizeLabels); undefined when the conversation is not the project's. */
-export async function relabel(pool: pg.Pool, projectId: string, id: bigint, labels: unknown[], by: Author, now: Date): Promise<LabelsChange | undefined> {
+export async function relabel(db: Pick<Database, 'pool'>, projectId: string, id: bigint, labels: unknown[], by: Author, now: Date): Promise<LabelsChange | undefined> {
   const wanted = normalizeLabels(labels);
-  return inTransaction(pool, (client) => writeLabels(client, projectId, id, wanted, by, now));
+  return inTransaction(db.pool, (tx) => writeLabels(tx, projectId, id, wanted, by, now));
 }
 
 /** Writes the labels in the caller's transaction; the event goes only when the set changed. */
-async function writeLabels(client: Queryable, projectId: string, id: bigint, labels: string[], by: Author, now: Date): Promise<LabelsChange | undefined> {
-  const changed = await setConversationLabels(client, projectId, id, labels, now);
+async function writeLabels(tx: Tx, projectId: string, id: bigint, labels: string[], by: Author, now: Date): Promise<LabelsChange | undefined> {
+  const changed = await setConversationLabels(tx, projectId, id, labels, now);
   if (!changed) return undefined;
   const out: LabelsChange = { id: Number(changed.id), labels: changed.labels, previous_labels: changed.previousLabels };
   if (out.labels.join('\n') !== out.previous_labels.join('\n')) {
-    await insertEvent(client, projectId, 'conversation.labels_changed', { conversation_id: out.id, labels: out.labels, previous_labels: out.previous_labels, by }, now);
+    await recordEvent(tx, projectId, 'conversation.labels_changed', { conversation_id: out.id, labels: out.labels, previous_labels: out.previous_labels, by }, now);
   }
   return out;
 }
@@ -123,18 +123,18 @@ async function writeLabels(client: Queryable, projectId: string, id: bigint, lab
  * The row is locked while the set is read, so two concurrent changes both land. 400 for a label in
  * both lists or a result past MAX_LABELS; undefined when the conversation is not the project's.
  */
-export async function changeLabels(pool: pg.Pool, projectId: string, id: bigint, delta: { add?: unknown[]; remove?: unknown[] }, by: Author, now: Date): Promise<LabelsChange | undefined> {
+export async function changeLabels(db: Pick<Database, 'pool'>, projectId: string, id: bigint, delta: { add?: unknown[]; remove?: unknown[] }, by: Author, now: Date): Promise<LabelsChange | undefined> {
   const add = normalizeDelta(delta.add ?? [], 'add');
   const remove = normalizeDelta(delta.remove ?? [], 'remove');
   const both = add.find((l) => remove.includes(l));
   if (both !== undefined) {
     throw new ApiError('invalid_request', `"${both}" is both added and removed.`, { fields: [{ field: 'remove', message: `"${both}" is also in add` }] });
   }
-  return inTransaction(pool, async (client) => {
-    const { rows } = await client.query<{ labels: string[] }>('SELECT labels FROM conversations WHERE project_id = $1 AND id = $2::bigint FOR UPDATE', [projectId, id.toString()]);
+  return inTransaction(db.pool, async (tx) => {
+    const rows = await queryRows<{ labels: string[] }>(tx, 'SELECT labels FROM conversations WHERE project_id = $1 AND id = $2::bigint FOR UPDATE', projectId, id.toString());
     if (!rows[0]) return undefined;
     const next = normalizeLabels([...rows[0].labels.filter((l) => !remove.includes(l)), ...add]);
-    return writeLabels(client, projectId, id, next, by, now);
+    return writeLabels(tx, projectId, id, next, by, now);
   });
 }
 
@@ -152,12 +152,12 @@ function normalizeDelta(input: unknown[], field: 'add' | 'remove'): string[] {
 }
 
 /** The API's caller: the key (its name), or the agent's connection (its name). One read by primary key. */
-export async function credentialAuthor(db: Queryable, auth: AuthContext): Promise<Author> {
+export async function credentialAuthor(tx: Tx, auth: AuthContext): Promise<Author> {
   const c = auth.credential;
   if (c.kind === 'api_key') {
-    const { rows } = await db.query<{ name: string }>('SELECT name FROM api_keys WHERE id = $1', [c.id]);
+    const rows = await queryRows<{ name: string }>(tx, 'SELECT name FROM api_keys WHERE id = $1', c.id);
     return { kind: 'api_key', id: c.id, name: rows[0]?.name ?? null };
   }
-  const { rows } = await db.query<{ name: string }>('SELECT name FROM agent_connections WHERE id = $1', [c.connectionId]);
+  const rows = await queryRows<{ name: string }>(tx, 'SELECT name FROM agent_connections WHERE id = $1', c.connectionId);
   return { kind: 'agent', id: c.connectionId, name: rows[0]?.name ?? null };
 }

@@ -74,7 +74,7 @@ async function applyMessage(deps: Deps, channel: OpenChannel, m: MessageEvent, n
   const { contact } = stored;
   if (opts.standby) return true;
   // A waiting customer in an unassigned conversation goes to the next available person (when the project turned it on).
-  if (stored.autoAssign) await autoAssign(deps.db.pool, channel.projectId, BigInt(stored.conversation.id), now);
+  if (stored.autoAssign) await autoAssign(deps.db, channel.projectId, BigInt(stored.conversation.id), now);
   deps.bot?.onInboundMessage(channel.projectId, stored.message.id, {
     id: m.channelMessageId, from: contact.phone ?? contact.userId!, type: stored.message.type, text: inboundText(stored.message.type, rest as Record<string, unknown>), raw: rest as Record<string, unknown>,
     conversation: { id: Number(stored.conversation.id), state: stored.conversation.state, kind: 'individual' },

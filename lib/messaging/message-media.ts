@@ -83,7 +83,7 @@ function gone(): ApiError {
  * 410 `MEDIA_EXPIRED` when the channel no longer has it; 502 `upstream_error` when it failed.
  */
 export async function openMessageMedia(deps: MediaDeps, projectId: string, conversationId: bigint, messageId: string): Promise<MediaBytes> {
-  const row = /^[0-9]{1,18}$/.test(messageId) ? await findMessageRow(deps.db.pool, projectId, messageId) : undefined;
+  const row = /^[0-9]{1,18}$/.test(messageId) ? await findMessageRow(deps.db.sql, projectId, messageId) : undefined;
   const media = row && String(row.conversationId) === conversationId.toString() ? mediaOf(row.type, row.content) : undefined;
   if (!media || !('id' in media) || (!media.id && !media.slug)) throw new ApiError('not_found', 'No such media in this conversation.');
   const stored = media.slug ? await openStoredMediaBySlug(deps, projectId, media.slug) : await openStoredMedia(deps, projectId, media.id!);

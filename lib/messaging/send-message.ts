@@ -292,7 +292,7 @@ async function prepareMessage(deps: Deps, projectId: string, message: Prepared, 
   if (message.media) await resolveMedia(deps, projectId, message, known?.components);
   if (message.template) await prepareNewerKinds(deps, projectId, message, known?.components);
   if (message.flow) await resolveFlowSend(deps, projectId, message.flow);
-  if (!opts.toGroup) Object.assign(message, await resolveRecipient(deps.db.pool, projectId, message, known?.category));
+  if (!opts.toGroup) Object.assign(message, await resolveRecipient(deps.db.sql, projectId, message, known?.category));
 }
 
 /**
