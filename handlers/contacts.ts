@@ -50,12 +50,12 @@ export const updateContact: Handler<operations['updateContact']> = async (req, d
 };
 
 export const getConsentKeywords: Handler<operations['getConsentKeywords']> = async (req, deps) => {
-  return { data: { keywords: await readKeywords(deps.db.pool, req.auth!.project.id) } };
+  return { data: { keywords: await readKeywords(deps.db.sql, req.auth!.project.id) } };
 };
 
 export const setConsentKeywords: Handler<operations['setConsentKeywords']> = async (req, deps) => {
   const body = req.body;
-  const keywords = await writeKeywords(deps.db.pool, req.auth!.project.id, {
+  const keywords = await writeKeywords(deps.db.sql, req.auth!.project.id, {
     opt_out: body.opt_out,
     opt_in: body.opt_in,
     opt_out_confirmation: body.opt_out_confirmation ?? null,

@@ -4,7 +4,7 @@ import { credentialsChanged } from './credential-cache.js';
 import { ApiError } from '../platform/errors.js';
 import { newId } from '../platform/secrets.js';
 import { isUniqueViolation } from '../platform/db/errors.js';
-import type { Queryable } from '../platform/db/transaction.js';
+import { execute, type Tx } from '../platform/db/tx.js';
 
 type ProjectDeps = Pick<Deps, 'db' | 'logger' | 'provisionChannel'>;
 
@@ -62,6 +62,6 @@ export async function deleteProject(deps: WriteDeps, id: string) {
 }
 
 /** A project's consent keywords (lib/consent/keywords.ts validates and reads them). */
-export async function storeConsentKeywords(db: Queryable, projectId: string, keywords: unknown): Promise<void> {
-  await db.query('UPDATE projects SET consent_keywords = $2::jsonb WHERE id = $1', [projectId, JSON.stringify(keywords)]);
+export async function storeConsentKeywords(tx: Tx, projectId: string, keywords: unknown): Promise<void> {
+  await execute(tx, 'UPDATE projects SET consent_keywords = $2::jsonb WHERE id = $1', projectId, JSON.stringify(keywords));
 }

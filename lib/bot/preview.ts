@@ -42,7 +42,7 @@ export async function simulatedMessage(deps: BotDeps, projectId: string, input: 
     conversation: { id: 1, state: input.state ?? 'unstructured' },
     contact: { phone: from, name: null },
     received_at: now.toISOString(),
-    consent: await consentMarkOf(deps.db.pool, projectId, 'text', raw),
+    consent: await consentMarkOf(deps.db.sql, projectId, 'text', raw),
   };
 }
 

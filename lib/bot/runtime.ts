@@ -647,7 +647,7 @@ export class BotRuntime implements BotHook {
     // A message rebuilt from the inbox (after a restart) has lost its consent mark: judged again
     // from its content and the project's keywords, so the bot still sees STOP as such.
     if (event.kind === 'message' && event.message.consent === undefined) {
-      event.message.consent = await consentMarkOf(deps.db.pool, projectId, event.message.type, event.message.raw).catch(() => null);
+      event.message.consent = await consentMarkOf(deps.db.sql, projectId, event.message.type, event.message.raw).catch(() => null);
     }
     // A conversation a person holds (state `handover`, the dashboard's take-over) is not the bot's:
     // its messages are stored and raised as events, the bot is not handed them. Read as it is now.

@@ -6,7 +6,7 @@
  * its payload or its text (Meta's "Stop promotions" button arrives as a button reply).
  */
 import { storeConsentKeywords } from '../access/projects.js';
-import type { Queryable } from '../platform/db/transaction.js';
+import { queryRows, type Tx } from '../platform/db/tx.js';
 
 
 export interface ConsentKeywords {
@@ -43,14 +43,14 @@ export function keywordsOf(stored: unknown): ConsentKeywords {
   };
 }
 
-export async function readKeywords(db: Queryable, projectId: string): Promise<ConsentKeywords> {
-  const { rows } = await db.query<{ k: unknown }>('SELECT consent_keywords AS k FROM projects WHERE id = $1', [projectId]);
+export async function readKeywords(tx: Tx, projectId: string): Promise<ConsentKeywords> {
+  const rows = await queryRows<{ k: unknown }>(tx, 'SELECT consent_keywords AS k FROM projects WHERE id = $1', projectId);
   return keywordsOf(rows[0]?.k ?? null);
 }
 
-export async function writeKeywords(db: Queryable, projectId: string, keywords: ConsentKeywords): Promise<ConsentKeywords> {
+export async function writeKeywords(tx: Tx, projectId: string, keywords: ConsentKeywords): Promise<ConsentKeywords> {
   const value = keywordsOf(keywords);
-  await storeConsentKeywords(db, projectId, value);
+  await storeConsentKeywords(tx, projectId, value);
   return value;
 }
 
@@ -98,8 +98,8 @@ export function keywordIntent(keywords: ConsentKeywords, candidates: string[]): 
  * The consent mark of a stored message, judged again from its content and the project's keywords
  * now (for a message handed to the bot again after a restart, whose mark was not kept).
  */
-export async function consentMarkOf(db: Queryable, projectId: string, type: string, content: Record<string, unknown>): Promise<ConsentMark | null> {
+export async function consentMarkOf(tx: Tx, projectId: string, type: string, content: Record<string, unknown>): Promise<ConsentMark | null> {
   const candidates = keywordCandidates(type, content).filter((c) => c.trim().length > 0 && c.length <= 60);
   if (candidates.length === 0) return null;
-  return keywordMatch(await readKeywords(db, projectId), candidates) ?? null;
+  return keywordMatch(await readKeywords(tx, projectId), candidates) ?? null;
 }

@@ -187,9 +187,9 @@ describe('a message that changed consent reaches the bot marked', () => {
     expect(preview.body.data.sends).toEqual([]);
 
     // A message rebuilt from the inbox after a restart is judged again from its content and the keywords.
-    expect(await consentMarkOf(t.db.pool, marked.projectId, 'text', { text: { body: ' stop. ' } })).toEqual({ change: 'opted_out', keyword: 'STOP' });
-    expect(await consentMarkOf(t.db.pool, marked.projectId, 'interactive', { interactive: { button_reply: { id: 'x', title: 'Stop promotions' } } })).toEqual({ change: 'opted_out', keyword: 'Stop promotions' });
-    expect(await consentMarkOf(t.db.pool, marked.projectId, 'text', { text: { body: 'please stop sending offers' } })).toBeNull();
+    expect(await consentMarkOf(t.db.sql, marked.projectId, 'text', { text: { body: ' stop. ' } })).toEqual({ change: 'opted_out', keyword: 'STOP' });
+    expect(await consentMarkOf(t.db.sql, marked.projectId, 'interactive', { interactive: { button_reply: { id: 'x', title: 'Stop promotions' } } })).toEqual({ change: 'opted_out', keyword: 'Stop promotions' });
+    expect(await consentMarkOf(t.db.sql, marked.projectId, 'text', { text: { body: 'please stop sending offers' } })).toBeNull();
 
     // The scaffold's own sample bot, deployed as it comes.
     const sample = await project();
