@@ -23,7 +23,7 @@ import type { Logger } from '../lib/platform/logger.js';
 import { inTransaction } from '../lib/platform/db/transaction.js';
 import { lockForTransaction } from '../lib/platform/db/locks.js';
 import { withSpan } from '../lib/platform/tracing/spans.js';
-import { releaseListenClientOnFailedConnect } from './listen-client-guard.js';
+import { guardListenClient } from './listen-client-guard.js';
 import { createRequire } from 'node:module';
 
 export interface JobRunnerOptions {
@@ -66,7 +66,7 @@ function watchNotifications(backend: PostgresBackend, logger: Logger): void {
     | undefined;
   if (!channel) return;
   if (channel.config?.reconnect) channel.config.reconnect.maxAttempts = Number.POSITIVE_INFINITY;
-  releaseListenClientOnFailedConnect(channel);
+  guardListenClient(channel);
   channel.on('error', (e: Error) => {
     logger.warn('job runner: notification channel error (reconnecting)', { error: e.message });
   });

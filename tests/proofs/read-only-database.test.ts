@@ -22,11 +22,10 @@ let key: string;
 let contactId: number;
 const warnings: Array<{ message: string; meta: unknown }> = [];
 
-/** Sets the file database's default for new sessions and (unless told not to) cuts every session but ours. */
-async function readOnly(on: boolean, opts: { cut?: boolean } = {}): Promise<void> {
+/** Sets the file database's default for new sessions and cuts every session but ours. */
+async function readOnly(on: boolean): Promise<void> {
   const db = admin.escapeIdentifier((await admin.query<{ d: string }>('SELECT current_database() AS d')).rows[0].d);
   await admin.query(on ? `ALTER DATABASE ${db} SET default_transaction_read_only = on` : `ALTER DATABASE ${db} RESET default_transaction_read_only`);
-  if (opts.cut === false) return;
   await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()');
 }
 
@@ -49,13 +48,14 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  // The database is dropped with the file; writable again first, so nothing else ever meets it
-  // read-only. Its sessions are not cut again: the app closing over sessions just ended took over
-  // 90 s in a CI run (the test itself has already cut them once and seen the app recover).
-  await readOnly(false, { cut: false }).catch(() => undefined);
+  // The database is dropped with the file; writable again first, so nothing else ever meets it read-only.
+  await readOnly(false).catch(() => undefined);
   await admin?.end().catch(() => undefined);
-  await t?.close().catch(() => undefined);
-}, 90_000);
+  // The app closes over sessions the reset just cut. Its job runner's LISTEN connection was then
+  // reconnecting, and the reconnect kept a pool client after the runner stopped: the close waited
+  // for ever (past 90 s in a CI run; jobs/listen-client-guard.ts). Now it takes well under a second.
+  await t?.close();
+}, 30_000);
 
 const registerWebhook = () =>
   request(t.app).post('/v1/webhooks').set('Authorization', `Bearer ${key}`).send({ url: 'http://127.0.0.1:9/read-only', events: ['read_only.check'] });
