@@ -134,6 +134,7 @@ describe('fair shares between projects', () => {
     const locker = new pg.Client({ connectionString: testDatabaseUrl() });
     await locker.connect();
     await locker.query(`BEGIN; ${busy.map((p) => `LOCK TABLE "${p.schema}".slow IN ACCESS EXCLUSIVE MODE;`).join(' ')}`);
+    const lockedAt = Date.now();
     const outcome = (r: request.Response) => ({ status: r.status, code: r.body.error?.code as string | undefined });
     const held: Array<Promise<{ status: number; code?: string }>> = [];
     for (const p of busy) {
@@ -143,18 +144,23 @@ describe('fair shares between projects', () => {
     const bAnswers: Array<{ status: number; code?: string; ms: number }> = [];
     let sessions: Record<string, number> = {};
     try {
-      await new Promise((r) => setTimeout(r, 300)); // every request is in flight, holding what it can
+      // Every request in flight holds what it can: sampled until the busy projects hold their share
+      // (a fixed 300 ms saw 5 sessions of 6 on a loaded CI machine), for at most 2 s of the lock's 2.5.
       const roles = await Promise.all(busy.map(async (p) => (await storageNames(t.db.pool, p.id)).role));
-      const active = await t.db.pool.query<{ usename: string; n: number }>(
-        "SELECT usename, count(*)::int AS n FROM pg_stat_activity WHERE usename = ANY ($1) AND state <> 'idle' GROUP BY usename", [roles]);
-      sessions = Object.fromEntries(active.rows.map((r) => [busy[roles.indexOf(r.usename)].id, r.n]));
+      for (;;) {
+        const active = await t.db.pool.query<{ usename: string; n: number }>(
+          "SELECT usename, count(*)::int AS n FROM pg_stat_activity WHERE usename = ANY ($1) AND state <> 'idle' GROUP BY usename", [roles]);
+        sessions = Object.fromEntries(active.rows.map((r) => [busy[roles.indexOf(r.usename)].id, r.n]));
+        if (Object.values(sessions).reduce((x, y) => x + y, 0) >= 6 || Date.now() - lockedAt > 2000) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
       for (let i = 0; i < 3; i++) {
         const started = Date.now();
         const res = await readB();
         bAnswers.push({ ...outcome(res), ms: Date.now() - started });
       }
     } finally {
-      await new Promise((r) => setTimeout(r, Math.max(0, 2500 - 300 - bAnswers.reduce((s, a) => s + a.ms, 0))));
+      await new Promise((r) => setTimeout(r, Math.max(0, 2500 - (Date.now() - lockedAt))));
       await locker.query('ROLLBACK');
       await locker.end();
     }
