@@ -6,6 +6,7 @@
 import type { components } from '../../generated/api.js';
 import { ApiError } from '../platform/errors.js';
 import { execute, queryRows, type Tx } from '../platform/db/tx.js';
+import { isUniqueViolation } from '../platform/db/errors.js';
 
 export type CannedReplyView = components['schemas']['CannedReply'];
 
@@ -49,8 +50,7 @@ export async function createCannedReply(tx: Tx, projectId: string, shortcut: str
     }
     return view(rows[0]);
   } catch (e) {
-    // pg's SQLSTATE (the pool runs this store's statements; isUniqueViolation knows Prisma's P2002 only).
-    if ((e as { code?: string }).code === '23505') {
+    if (isUniqueViolation(e)) {
       throw new ApiError('canned_reply_exists', `A canned reply "${shortcut}" already exists in this project.`, { shortcut });
     }
     throw e;

@@ -23,16 +23,13 @@ import { recordEvent } from '../webhooks/events.js';
 import { recordInbound } from './ledger.js';
 import { inboundText } from './inbound-text.js';
 import { inPrismaTransaction } from '../platform/db/transaction.js';
+import { isUniqueViolation } from '../platform/db/errors.js';
 
 /** The sender of a group message as stored with it. */
 export interface GroupSender {
   phone: string | null;
   user_id: string | null;
   name: string | null;
-}
-
-function isUniqueViolation(e: unknown): boolean {
-  return (e as { code?: unknown })?.code === 'P2002';
 }
 
 /**

@@ -1,6 +1,10 @@
-/** Prisma 7 error shapes (see ../shared/STACK.md): a unique violation is P2002. */
+/**
+ * A unique violation from either client a store's handle may run on (tx.ts): Prisma 7's P2002 (see
+ * ../shared/STACK.md) or pg's SQLSTATE 23505.
+ */
 export function isUniqueViolation(e: unknown): boolean {
-  return typeof e === 'object' && e !== null && (e as { code?: string }).code === 'P2002';
+  const code = typeof e === 'object' && e !== null ? (e as { code?: unknown }).code : undefined;
+  return code === 'P2002' || code === '23505';
 }
 
 /**
