@@ -21,7 +21,7 @@ import { isBsuid, resolveContact } from '../conversations/identity.js';
 import { syncContactName } from '../conversations/contact-store.js';
 import { conversationView, messageView, threadHolderView } from '../conversations/views.js';
 import { recordTold } from './ledger.js';
-import { insertEvent, recordEvent } from '../webhooks/events.js';
+import { recordEvent } from '../webhooks/events.js';
 import { inPrismaTransaction, inTransaction } from '../platform/db/transaction.js';
 
 /** History's statuses (Meta's upper-case `history_context.status`) as our delivery statuses. */
@@ -122,7 +122,7 @@ export async function recordThreadHolder(deps: Pick<Deps, 'db'>, projectId: stri
     const changed = await setThreadHolder(client, projectId, id, holder, now);
     if (!changed) return false;
     if (changed.previous !== holder) {
-      await insertEvent(client, projectId, 'conversation.thread_control', {
+      await recordEvent(client, projectId, 'conversation.thread_control', {
         conversation_id: Number(id), action, by, holder: threadHolderView(holder, changed.since), previous_holder_app_id: changed.previous,
       }, now);
     }

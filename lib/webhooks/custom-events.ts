@@ -6,7 +6,7 @@
  */
 import type { Deps } from '../deps.js';
 import { ApiError } from '../platform/errors.js';
-import { insertEvent } from './events.js';
+import { recordEvent } from './events.js';
 import { validateCustomEventName } from './event-names.js';
 
 export async function emitCustomEvent(deps: Pick<Deps, 'db' | 'clock'>, projectId: string, body: unknown) {
@@ -22,6 +22,6 @@ export async function emitCustomEvent(deps: Pick<Deps, 'db' | 'clock'>, projectI
   const { name, payload } = body as { name?: unknown; payload?: unknown };
   const checked = validateCustomEventName(name);
   const at = deps.clock.now();
-  const id = await insertEvent(deps.db.pool, projectId, checked, payload ?? null, at);
+  const id = await recordEvent(deps.db.sql, projectId, checked, payload ?? null, at);
   return { id, name: checked, created_at: at.toISOString() };
 }

@@ -55,29 +55,14 @@ const INSERT_EVENT = `
   SELECT pg_notify($6, project_id) FROM e WHERE dispatched_at IS NULL`;
 
 /**
- * Writes an event within the caller's transaction. The wake-up is transactional too: PostgreSQL
- * delivers it when the transaction commits, and never when it rolls back.
+ * Writes an event within the caller's transaction (or on its own on `deps.db.sql`: one statement,
+ * one commit). The wake-up is transactional too: PostgreSQL delivers it when the transaction
+ * commits, and never when it rolls back.
  */
 export async function recordEvent(tx: Tx, projectId: string, name: string, data: unknown, at: Date): Promise<string> {
   const id = newId('evt', 20);
   // Every event is this statement (a send's status, a message, a custom event): prepared once per connection.
   await executeNamed(tx, 'insert-event', INSERT_EVENT, id, projectId, name, JSON.stringify(data ?? null), at, EVENTS_CHANNEL);
-  return id;
-}
-
-/**
- * Writes an event on its own (not part of a larger change, e.g. a custom event from the bot):
- * one statement, one commit, the notification included.
- */
-export async function insertEvent(
-  db: { query(config: { name: string; text: string; values: unknown[] }): Promise<unknown> },
-  projectId: string,
-  name: string,
-  data: unknown,
-  at: Date,
-): Promise<string> {
-  const id = newId('evt', 20);
-  await db.query({ name: 'insert-event', text: INSERT_EVENT, values: [id, projectId, name, JSON.stringify(data ?? null), at, EVENTS_CHANNEL] });
   return id;
 }
 
