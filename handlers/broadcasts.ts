@@ -8,32 +8,32 @@ import { refreshMessagingLimit } from '../lib/pricing/messaging-limit.js';
 export const createBroadcast: Handler<operations['createBroadcast']> = async (req, deps) => {
   const row = await create(deps, req.auth!, req.body);
   await refreshMessagingLimit(deps, row.project_id);
-  return { status: 201, data: { broadcast: await broadcastView(deps.db.pool, row, deps.clock.now(), true) } };
+  return { status: 201, data: { broadcast: await broadcastView(deps.db.sql, row, deps.clock.now(), true) } };
 };
 
 export const listBroadcasts: Handler<operations['listBroadcasts']> = async (req, deps) => {
   const limit = Number(req.query.limit ?? 50);
   const offset = Number(req.query.offset ?? 0);
-  const { rows, total } = await listBroadcastRows(deps.db.pool, req.auth!.project.id, req.query.status, limit, offset);
+  const { rows, total } = await listBroadcastRows(deps.db.sql, req.auth!.project.id, req.query.status, limit, offset);
   const now = deps.clock.now();
-  const broadcasts = await Promise.all(rows.map((r) => broadcastView(deps.db.pool, r, now, false)));
+  const broadcasts = await Promise.all(rows.map((r) => broadcastView(deps.db.sql, r, now, false)));
   return { data: { broadcasts, total, limit, offset } };
 };
 
 export const getBroadcast: Handler<operations['getBroadcast']> = async (req, deps) => {
   const id = broadcastId(req.params.id);
-  const row = await findBroadcast(deps.db.pool, id, req.auth!.project.id);
+  const row = await findBroadcast(deps.db.sql, id, req.auth!.project.id);
   if (!row) throw broadcastNotFound(id);
   if (row.status === 'pending_approval') await refreshMessagingLimit(deps, row.project_id);
-  return { data: { broadcast: await broadcastView(deps.db.pool, row, deps.clock.now(), true) } };
+  return { data: { broadcast: await broadcastView(deps.db.sql, row, deps.clock.now(), true) } };
 };
 
 export const listBroadcastRecipients: Handler<operations['listBroadcastRecipients']> = async (req, deps) => {
   const id = broadcastId(req.params.id);
-  const row = await findBroadcast(deps.db.pool, id, req.auth!.project.id);
+  const row = await findBroadcast(deps.db.sql, id, req.auth!.project.id);
   if (!row) throw broadcastNotFound(id);
   const limit = Number(req.query.limit ?? 50);
   const offset = Number(req.query.offset ?? 0);
-  const page = await listRecipients(deps.db.pool, id, { status: req.query.status, errorCategory: req.query.error_category }, limit, offset);
+  const page = await listRecipients(deps.db.sql, id, { status: req.query.status, errorCategory: req.query.error_category }, limit, offset);
   return { data: { ...page, limit, offset } };
 };

@@ -10,7 +10,7 @@ import type { Deps } from '../lib/deps.js';
 import { systemClock, type Clock } from '../lib/platform/clock.js';
 import { BroadcastEngine, type EngineOptions } from '../lib/broadcasts/engine.js';
 import { failInterrupted } from '../lib/contacts-import/imports.js';
-import { backgroundPool, type JobContext, type JobModule } from './context.js';
+import { backgroundPool, onPool, type JobContext, type JobModule } from './context.js';
 
 export const BROADCAST_TICK_JOB = 'broadcast-tick';
 
@@ -43,7 +43,7 @@ function engineOwner(): string {
 export function registerBroadcastEngine(ctx: JobContext & { deps: EngineDeps }, opts: BroadcastEngineOptions = {}): RunningEngine & JobModule {
   const { deps, runner, pool } = ctx;
   const engine = new BroadcastEngine(
-    { ...deps, db: { ...deps.db, pool } },
+    { ...deps, db: onPool(deps.db, pool) },
     { owner: opts.owner ?? engineOwner(), timer: opts.timer ?? systemClock, ...opts },
   );
   // Imports cut short by a crash are failed on the same tick (one recurring job for both).
@@ -73,7 +73,7 @@ export function registerBroadcastEngine(ctx: JobContext & { deps: EngineDeps }, 
 export async function startBroadcastEngine(deps: EngineDeps, opts: BroadcastEngineOptions = {}): Promise<RunningEngine> {
   const pool = backgroundPool(deps, opts.poolSize ?? 8);
   const engine = new BroadcastEngine(
-    { ...deps, db: { ...deps.db, pool } },
+    { ...deps, db: onPool(deps.db, pool) },
     { owner: opts.owner ?? engineOwner(), timer: opts.timer ?? systemClock, ...opts },
   );
   return {

@@ -5,13 +5,13 @@
  * at once, outside this job (lib/messaging/inbound.ts). The stored level is the truth every
  * instance paces by; a run missed or made twice changes nothing.
  */
-import type { JobContext, JobModule } from './context.js';
+import { onPool, type JobContext, type JobModule } from './context.js';
 import { refreshAllChannelThroughput } from '../lib/channel-settings/throughput.js';
 
 export const CHANNEL_THROUGHPUT_JOB = 'channel-throughput-refresh';
 
 export function registerChannelThroughput(ctx: JobContext): JobModule {
-  const deps = { ...ctx.deps, db: { ...ctx.deps.db, pool: ctx.pool } };
+  const deps = { ...ctx.deps, db: onPool(ctx.deps.db, ctx.pool) };
   let starting: Promise<void> | undefined;
   ctx.runner.define(CHANNEL_THROUGHPUT_JOB, async () => {
     await refreshAllChannelThroughput(deps, 'periodic read');

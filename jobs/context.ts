@@ -1,6 +1,7 @@
 /** What a background job module is given when it registers on the service's one job runner. */
 import pg from 'pg';
-import { routeGenericPlans } from '../lib/platform/db/database.js';
+import { routeGenericPlans, type Database } from '../lib/platform/db/database.js';
+import { pgTx } from '../lib/platform/db/tx.js';
 import type { Deps } from '../lib/deps.js';
 import type { JobRunner } from './runner.js';
 
@@ -22,6 +23,11 @@ export interface JobModule {
   stopIntake?(): Promise<void>;
   /** After the runner stopped: finish or cut off work in flight. */
   drain?(): Promise<void>;
+}
+
+/** The database as a background module sees it: its pool, and the handle (`sql`) on that pool, not the API's. */
+export function onPool(db: Database, pool: pg.Pool): Database {
+  return { ...db, pool, sql: pgTx(pool) };
 }
 
 /** A pool of its own for background work, with the API pool's settings and every connection's errors heard. */

@@ -5,7 +5,7 @@
  * are the truth: a run can be missed, repeated or made by another instance; each message is
  * settled once (its status moves from `pending` only).
  */
-import type { JobContext, JobDeps, JobModule } from './context.js';
+import { onPool, type JobContext, type JobDeps, type JobModule } from './context.js';
 import { settleUnknown } from '../lib/messaging/ledger.js';
 
 export const SEND_SETTLE_JOB = 'send-settle';
@@ -22,7 +22,7 @@ export async function settleLostSends(deps: Pick<JobDeps, 'db' | 'clock' | 'conf
 }
 
 export function registerSendSettle(ctx: JobContext): JobModule {
-  const deps = { ...ctx.deps, db: { ...ctx.deps.db, pool: ctx.pool } };
+  const deps = { ...ctx.deps, db: onPool(ctx.deps.db, ctx.pool) };
   ctx.runner.define(SEND_SETTLE_JOB, async () => {
     const n = await settleLostSends(deps);
     if (n > 0) ctx.deps.logger.warn('sends settled as unknown: no status came within the bound', { count: n, bound_s: ctx.deps.config.sendUnknownAfterMs / 1000 });

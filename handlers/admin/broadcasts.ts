@@ -14,19 +14,19 @@ import { refreshMessagingLimit } from '../../lib/pricing/messaging-limit.js';
 type Ops = operations;
 
 async function view(deps: AppDeps, row: BroadcastRow, live = true) {
-  const v = await broadcastView(deps.db.pool, row, deps.clock.now(), live);
+  const v = await broadcastView(deps.db.sql, row, deps.clock.now(), live);
   return { ...v, approved_by: (row as unknown as { approved_by: string | null }).approved_by ?? null };
 }
 
 export const adminListBroadcasts: Handler<Ops['adminListBroadcasts']> = async (req, deps) => {
   const limit = Number(req.query.limit ?? 50);
   const offset = Number(req.query.offset ?? 0);
-  const { rows, total } = await listBroadcastRows(deps.db.pool, req.query.project_id?.toLowerCase(), req.query.status, limit, offset);
+  const { rows, total } = await listBroadcastRows(deps.db.sql, req.query.project_id?.toLowerCase(), req.query.status, limit, offset);
   return { data: { broadcasts: await Promise.all(rows.map((r) => view(deps, r, false))), total, limit, offset } };
 };
 
 export const adminGetBroadcast: Handler<Ops['adminGetBroadcast']> = async (req, deps) => {
-  const row = await requireBroadcast(deps.db.pool, broadcastId(req.params.broadcastId));
+  const row = await requireBroadcast(deps.db.sql, broadcastId(req.params.broadcastId));
   // The approver sees the portfolio's messaging limit as the channel reports it now (lib/pricing/messaging-limit.ts).
   if (row.status === 'pending_approval') await refreshMessagingLimit(deps, row.project_id);
   return { data: { broadcast: await view(deps, row) } };
@@ -36,7 +36,7 @@ export const adminApproveBroadcast: Handler<Ops['adminApproveBroadcast']> = asyn
   const body = req.body ?? {};
   const scheduledAt = body.scheduled_at ? new Date(body.scheduled_at) : undefined;
   if (scheduledAt && Number.isNaN(scheduledAt.getTime())) throw new ApiError('invalid_request', 'scheduled_at is not a timestamp.');
-  const pending = await requireBroadcast(deps.db.pool, broadcastId(req.params.broadcastId));
+  const pending = await requireBroadcast(deps.db.sql, broadcastId(req.params.broadcastId));
   await refreshMessagingLimit(deps, pending.project_id);
   const row = await approveBroadcast(deps.db.pool, broadcastId(req.params.broadcastId), { scheduledAt, approvedBy: body.approved_by }, deps.clock.now());
   return { data: { broadcast: await view(deps, row) } };
@@ -49,11 +49,11 @@ export const adminCancelBroadcast: Handler<Ops['adminCancelBroadcast']> = async 
 
 export const adminSetBroadcastThroughput: Handler<Ops['adminSetBroadcastThroughput']> = async (req, deps) => {
   const project = await findProject(deps, req.params.projectId);
-  const pnid = await phoneNumberIdOf(deps.db.pool, project.id);
+  const pnid = await phoneNumberIdOf(deps.db.sql, project.id);
   if (!pnid) throw new ApiError('channel_not_configured', `Project ${project.id} has no channel number.`);
   const settings = pacingSettings();
-  await setThroughput(deps.db.pool, pnid, req.body.messages_per_second, settings, deps.clock.now());
-  return { data: { phone_number_id: pnid, messages_per_second: req.body.messages_per_second, broadcast_rate: await broadcastRate(deps.db.pool, pnid, settings) } };
+  await setThroughput(deps.db.sql, pnid, req.body.messages_per_second, settings, deps.clock.now());
+  return { data: { phone_number_id: pnid, messages_per_second: req.body.messages_per_second, broadcast_rate: await broadcastRate(deps.db.sql, pnid, settings) } };
 };
 
 export const adminCreateContactImport: Handler<Ops['adminCreateContactImport']> = async (req, deps) => {

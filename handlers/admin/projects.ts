@@ -27,7 +27,7 @@ export const adminUpdateProject: Handler<Ops['adminUpdateProject']> = async (req
   const project = await projects.updateProject(deps, req.params.projectId, { name, status, dailySendQuota: daily_send_quota, conversationReserve: conversation_reserve });
   deps.bot?.releaseChanged(project.id); // a paused project's bot stops at once
   // Campaigns parked on the used quota resume at the engine's next tick, not at midnight.
-  if (daily_send_quota !== undefined || conversation_reserve !== undefined) await wakeQuotaHeld(deps.db.pool, project.id);
+  if (daily_send_quota !== undefined || conversation_reserve !== undefined) await wakeQuotaHeld(deps.db.sql, project.id);
   return { data: { project: projectView(project) } };
 };
 

@@ -7,16 +7,16 @@ import { deleteRateCard, getRateCard, rateCardView, setRateCard, validateRateCar
 type Ops = operations;
 
 export const adminGetRateCard: Handler<Ops['adminGetRateCard']> = async (_req, deps) => {
-  const card = await getRateCard(deps.db.pool);
+  const card = await getRateCard(deps.db.sql);
   if (!card) throw new ApiError('not_found', 'No rate card is set: campaign pre-flights give no cost estimate.');
   return { data: { rate_card: rateCardView(card) } };
 };
 
 export const adminSetRateCard: Handler<Ops['adminSetRateCard']> = async (req, deps) => {
-  const card = await setRateCard(deps.db.pool, validateRateCard(req.body), deps.clock.now());
+  const card = await setRateCard(deps.db.sql, validateRateCard(req.body), deps.clock.now());
   return { data: { rate_card: rateCardView(card) } };
 };
 
 export const adminDeleteRateCard: Handler<Ops['adminDeleteRateCard']> = async (_req, deps) => ({
-  data: { deleted: await deleteRateCard(deps.db.pool) },
+  data: { deleted: await deleteRateCard(deps.db.sql) },
 });

@@ -61,10 +61,10 @@ export const showBilling = (deps: AppDeps) => async (req: Request, res: Response
   const firstMonth = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - (MONTHS_SHOWN - 1), 1));
   const nextMonth = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
   const [report, months, limit, quota] = await Promise.all([
-    spendReport(deps.db.pool, projectId, from, to, { by: 'day' }),
-    spendReport(deps.db.pool, projectId, firstMonth, nextMonth, { by: 'month' }),
-    messagingLimitNow(deps.db.pool, projectId, now),
-    quotaOutlook(deps.db.pool, projectId, 0, now, now),
+    spendReport(deps.db.sql, projectId, from, to, { by: 'day' }),
+    spendReport(deps.db.sql, projectId, firstMonth, nextMonth, { by: 'month' }),
+    messagingLimitNow(deps.db.sql, projectId, now),
+    quotaOutlook(deps.db.sql, projectId, 0, now, now),
   ]);
   const days = daysOf(report, from, to);
   const path = projectPath(projectId, '/billing');
@@ -103,7 +103,7 @@ ${months.byDay.slice().reverse().map((m) => html`<tr><td data-label="Month"><a h
 export const exportBilling = (deps: AppDeps) => async (req: Request, res: Response) => {
   const ctx = await projectContext(deps, req, 'billing');
   const { month, from, to } = monthOf(req.query.month, deps.clock.now());
-  const report = await spendReport(deps.db.pool, ctx.project.id, from, to, { by: 'day' });
+  const report = await spendReport(deps.db.sql, ctx.project.id, from, to, { by: 'day' });
   let out = csvLine(['section', 'key', 'type', 'messages', 'charged', 'free', 'not_priced', 'estimate', 'currency']);
   const line = (section: string, key: string, type: string, l: SpendLine) => csvLine([section, key, type, l.messages, l.billable, l.free, l.unpriced, report.currency ? l.amount : '', report.currency ?? '']);
   for (const d of report.byDay) out += line('day', d.day, '', d);

@@ -8,6 +8,7 @@
 import type pg from 'pg';
 import { ApiError } from '../platform/errors.js';
 import { inTransaction } from '../platform/db/transaction.js';
+import type { Tx } from '../platform/db/tx.js';
 import { computePreflight, freezeAudience, audienceFilter, preflightOf, type Preflight } from './audience.js';
 import { broadcastNotFound, findBroadcast, type BroadcastRow } from './store.js';
 import { broadcastRate, pacingSettings } from './pacing.js';
@@ -80,8 +81,8 @@ export async function cancelBroadcast(pool: pg.Pool, id: string, reason: string 
   });
 }
 
-export async function requireBroadcast(pool: pg.Pool, id: string): Promise<BroadcastRow> {
-  const row = await findBroadcast(pool, id);
+export async function requireBroadcast(db: Tx, id: string): Promise<BroadcastRow> {
+  const row = await findBroadcast(db, id);
   if (!row) throw broadcastNotFound(id);
   return row;
 }

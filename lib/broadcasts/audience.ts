@@ -8,8 +8,7 @@
  */
 import { UUID } from '../platform/ids.js';
 export { UUID };
-import type { Queryable } from '../platform/db/transaction.js';
-export type { Queryable };
+import { execute, queryRows, type Tx } from '../platform/db/tx.js';
 import type { PreflightQuota } from './quota-hold.js';
 import { ApiError } from '../platform/errors.js';
 import { compileFilter, Params, parseFilter, type FilterGroup } from './filter.js';
@@ -30,18 +29,18 @@ export interface AudienceSpec {
 }
 
 /** The filter an audience stands for now; null when its segment is gone. */
-export async function audienceFilter(db: Queryable, projectId: string, audience: AudienceSpec): Promise<FilterGroup | null> {
+export async function audienceFilter(db: Tx, projectId: string, audience: AudienceSpec): Promise<FilterGroup | null> {
   if (audience.retarget_of !== undefined) return null;
   if (audience.segment_id !== undefined) {
     if (!UUID.test(audience.segment_id)) return null;
-    const { rows } = await db.query<{ filter: unknown }>('SELECT filter FROM segments WHERE id = $1 AND project_id = $2', [audience.segment_id, projectId]);
-    return rows[0] ? parseFilter(rows[0].filter) : null;
+    const [row] = await queryRows<{ filter: unknown }>(db, 'SELECT filter FROM segments WHERE id = $1 AND project_id = $2', audience.segment_id, projectId);
+    return row ? parseFilter(row.filter) : null;
   }
   return parseFilter(audience.filter, 'audience.filter');
 }
 
 /** Like audienceFilter, for a caller naming the audience: an unknown or foreign segment is 404 SEGMENT_NOT_FOUND. */
-export async function requireAudienceFilter(db: Queryable, projectId: string, audience: AudienceSpec): Promise<FilterGroup> {
+export async function requireAudienceFilter(db: Tx, projectId: string, audience: AudienceSpec): Promise<FilterGroup> {
   const filter = await audienceFilter(db, projectId, audience);
   if (!filter) throw segmentNotFound(String(audience.segment_id));
   return filter;
@@ -90,12 +89,13 @@ export interface Preflight {
   quota?: PreflightQuota | null;
 }
 
-export async function computePreflight(db: Queryable, rule: AudienceRule, ratePerSecond: number): Promise<Preflight> {
+export async function computePreflight(db: Tx, rule: AudienceRule, ratePerSecond: number): Promise<Preflight> {
   const p = new Params();
   const { where, reason } = classified(rule, p);
-  const { rows } = await db.query<{ reason: string | null; n: string }>(
+  const rows = await queryRows<{ reason: string | null; n: bigint }>(
+    db,
     `SELECT reason, count(*)::bigint AS n FROM (SELECT ${reason} AS reason FROM contacts c WHERE ${where}) x GROUP BY reason`,
-    p.values,
+    ...p.values,
   );
   const excluded = { opted_out: 0, invalid_phone: 0, not_opted_in: 0, recent_marketing_limit: 0, missing_variable: 0, duplicate: 0 };
   let eligible = 0;
@@ -123,26 +123,27 @@ export function eligibleContactsSql(rule: AudienceRule, p: Params): string {
 }
 
 /** Eligible contacts matching now (the live `recipient_count`). */
-export async function countEligible(db: Queryable, rule: AudienceRule): Promise<number> {
+export async function countEligible(db: Tx, rule: AudienceRule): Promise<number> {
   const p = new Params();
   const { where, reason } = classified(rule, p);
-  const { rows } = await db.query<{ n: string }>(`SELECT count(*)::bigint AS n FROM contacts c WHERE ${where} AND (${reason}) IS NULL`, p.values);
-  return Number(rows[0].n);
+  const [row] = await queryRows<{ n: bigint }>(db, `SELECT count(*)::bigint AS n FROM contacts c WHERE ${where} AND (${reason}) IS NULL`, ...p.values);
+  return Number(row.n);
 }
 
 /**
  * The first recipient approval would freeze (contact order, as freezeAudience numbers its waves)
  * with its variables resolved by the same SQL: the approval page shows the message it would get.
  */
-export async function sampleRecipient(db: Queryable, rule: AudienceRule): Promise<{ name: string | null; phone: string | null; variables: BroadcastVariables } | null> {
+export async function sampleRecipient(db: Tx, rule: AudienceRule): Promise<{ name: string | null; phone: string | null; variables: BroadcastVariables } | null> {
   const p = new Params();
   const { where, reason } = classified(rule, p);
   const vars = resolvedVariablesSql(rule.variables, p);
-  const { rows } = await db.query<{ name: string | null; phone: string | null; vars: BroadcastVariables }>(
+  const [row] = await queryRows<{ name: string | null; phone: string | null; vars: BroadcastVariables }>(
+    db,
     `SELECT c.name, c.phone, ${vars} AS vars FROM contacts c WHERE ${where} AND (${reason}) IS NULL ORDER BY c.id LIMIT 1`,
-    p.values,
+    ...p.values,
   );
-  return rows[0] ? { name: rows[0].name, phone: rows[0].phone, variables: rows[0].vars } : null;
+  return row ? { name: row.name, phone: row.phone, variables: row.vars } : null;
 }
 
 /**
@@ -150,19 +151,19 @@ export async function sampleRecipient(db: Queryable, rule: AudienceRule): Promis
  * approval's transaction. With a wave size, the first `waveSize` rows (in contact order) are
  * queued and the rest held. Returns how many rows were written.
  */
-export async function freezeAudience(tx: Queryable, broadcastId: string, rule: AudienceRule, waveSize: number | null): Promise<number> {
+export async function freezeAudience(tx: Tx, broadcastId: string, rule: AudienceRule, waveSize: number | null): Promise<number> {
   const p = new Params();
   const { where, reason } = classified(rule, p);
   const vars = resolvedVariablesSql(rule.variables, p);
   const id = p.add(broadcastId);
   const now = p.add(rule.now);
   const wave = waveSize === null ? `1` : `CASE WHEN row_number() OVER (ORDER BY c.id) <= ${p.add(waveSize)} THEN 1 ELSE 2 END`;
-  const { rowCount } = await tx.query(
+  return execute(
+    tx,
     insertRecipientsSql(
       `SELECT ${id}::uuid, x.id, x.phone, x.user_id, x.vars, CASE WHEN x.wave = 1 THEN 'queued' ELSE 'held' END, x.wave, ${now}
        FROM (SELECT c.id, c.phone, c.user_id, ${vars} AS vars, ${wave} AS wave FROM contacts c WHERE ${where} AND (${reason}) IS NULL) x`,
     ),
-    p.values,
+    ...p.values,
   );
-  return rowCount ?? 0;
 }

@@ -4,7 +4,7 @@
  * beside the estimate the pre-flight froze at approval.
  */
 import type { components } from '../../generated/api.js';
-import type { Queryable } from '../platform/db/transaction.js';
+import { queryRows, type Tx } from '../platform/db/tx.js';
 import { BILLABLE_TYPE } from '../pricing/status-pricing.js';
 import { getRateCard, money } from '../pricing/rate-card.js';
 import type { CostEstimate } from '../pricing/estimate.js';
@@ -14,9 +14,10 @@ export type CampaignBilling = components['schemas']['CampaignBilling'];
 /** A category or type the statuses did not give is counted under this name. */
 const UNKNOWN = 'unknown';
 
-export async function campaignBilling(db: Queryable, broadcastId: string, estimate: CostEstimate | null): Promise<CampaignBilling> {
+export async function campaignBilling(db: Tx, broadcastId: string, estimate: CostEstimate | null): Promise<CampaignBilling> {
   const card = await getRateCard(db);
-  const { rows } = await db.query<{ category: string | null; type: string | null; code: string | null; priced: boolean; n: string }>(
+  const rows = await queryRows<{ category: string | null; type: string | null; code: string | null; priced: boolean; n: bigint }>(
+    db,
     // The recipient's message is found by our reference of its send (as the broadcast's counts find it, store.ts).
     `SELECT m.pricing ->> 'category' AS category, m.pricing ->> 'type' AS type,
             (SELECT k FROM unnest($2::text[]) k WHERE r.phone LIKE k || '%' ORDER BY length(k) DESC LIMIT 1) AS code,
@@ -25,7 +26,7 @@ export async function campaignBilling(db: Queryable, broadcastId: string, estima
      JOIN messages m ON m.project_id = b.project_id AND m.send_ref = r.send_ref
      WHERE r.broadcast_id = $1 AND m.status IN ('sent', 'delivered', 'read', 'failed')
      GROUP BY 1, 2, 3, 4`,
-    [broadcastId, card ? Object.keys(card.prices) : []],
+    broadcastId, card ? Object.keys(card.prices) : [],
   );
   const byCategory: Record<string, Record<string, number>> = {};
   let billable = 0;

@@ -11,7 +11,8 @@ import type { Deps } from '../deps.js';
 import type { AuthContext } from '../access/types.js';
 import { ApiError } from '../platform/errors.js';
 import { bodyPlaceholderCount } from '../messaging/compose.js';
-import { computePreflight, requireAudienceFilter, type Queryable } from './audience.js';
+import { computePreflight, requireAudienceFilter } from './audience.js';
+import { queryRows, type Tx } from '../platform/db/tx.js';
 import { broadcastRate, pacingSettings } from './pacing.js';
 import type { BroadcastRow } from './store.js';
 import { parseVariable, type BroadcastVariables } from './variables.js';
@@ -20,14 +21,14 @@ type CreateRequest = components['schemas']['CreateBroadcastRequest'];
 type BroadcastRoute = components['schemas']['BroadcastRoute'];
 
 /** Who created it, from the credential: the key or connection id and its name. */
-async function creatorOf(db: Queryable, auth: AuthContext): Promise<{ id: string; name: string | null }> {
+async function creatorOf(db: Tx, auth: AuthContext): Promise<{ id: string; name: string | null }> {
   const c = auth.credential;
   if (c.kind === 'api_key') {
-    const { rows } = await db.query<{ name: string }>('SELECT name FROM api_keys WHERE id = $1', [c.id]);
-    return { id: c.id, name: rows[0]?.name ?? null };
+    const [row] = await queryRows<{ name: string }>(db, 'SELECT name FROM api_keys WHERE id = $1', c.id);
+    return { id: c.id, name: row?.name ?? null };
   }
-  const { rows } = await db.query<{ name: string }>('SELECT name FROM agent_connections WHERE id = $1', [c.connectionId]);
-  return { id: c.connectionId, name: rows[0]?.name ?? null };
+  const [row] = await queryRows<{ name: string }>(db, 'SELECT name FROM agent_connections WHERE id = $1', c.connectionId);
+  return { id: c.connectionId, name: row?.name ?? null };
 }
 
 import { phoneNumberIdOf } from './channel-number.js';
@@ -100,17 +101,17 @@ function checkNewerKinds(components: unknown, v: BroadcastVariables, name: strin
 }
 
 export async function createBroadcast(deps: Deps, auth: AuthContext, body: CreateRequest): Promise<BroadcastRow> {
-  const pool = deps.db.pool;
+  const { sql } = deps.db;
   const projectId = auth.project.id;
   const now = deps.clock.now();
   // A campaign sends a template: a channel without templates has none to send.
   const channel = await openChannel(deps, projectId);
   if (channel) capability(deps, channel, 'templates');
-  const { rows: templates } = await pool.query<{ category: string; components: unknown; status: string }>(
+  const [template] = await queryRows<{ category: string; components: unknown; status: string }>(
+    sql,
     'SELECT category, components, status FROM templates WHERE project_id = $1 AND name = $2 AND language = $3',
-    [projectId, body.template_name, body.template_language],
+    projectId, body.template_name, body.template_language,
   );
-  const template = templates[0];
   if (!template) {
     throw new ApiError('invalid_template', `No template ${body.template_name.slice(0, 100)} (${body.template_language}) in this project.`, {
       fields: [{ field: 'template_name', message: 'unknown template name and language' }],
@@ -143,14 +144,14 @@ export async function createBroadcast(deps: Deps, auth: AuthContext, body: Creat
   }
 
   const audience = body.audience as { segment_id?: string; filter?: unknown };
-  const filter = await requireAudienceFilter(pool, projectId, audience);
-  const rate = await broadcastRate(pool, await phoneNumberIdOf(pool, projectId), pacingSettings());
-  const preflight = await computePreflight(pool, { projectId, filter, category, variables, now }, rate);
+  const filter = await requireAudienceFilter(sql, projectId, audience);
+  const rate = await broadcastRate(sql, await phoneNumberIdOf(sql, projectId), pacingSettings());
+  const preflight = await computePreflight(sql, { projectId, filter, category, variables, now }, rate);
   if (preflight.eligible === 0) {
     throw new ApiError('empty_audience', 'The audience has no eligible recipient: nothing would be sent.', { preflight });
   }
-  const creator = await creatorOf(pool, auth);
-  return insertCampaign(pool, {
+  const creator = await creatorOf(sql, auth);
+  return insertCampaign(sql, {
     id: randomUUID(), projectId, name: body.name, templateName: body.template_name, templateLanguage: body.template_language, category,
     audience: audience.segment_id !== undefined ? { segment_id: audience.segment_id.toLowerCase() } : { filter },
     variables, scheduledAt: body.scheduled_at ? new Date(body.scheduled_at) : null, creator,

@@ -17,6 +17,7 @@
  * and backoffs from `timer` (wall clock), so tests can move business time without sleeping.
  */
 import type pg from 'pg';
+import { queryRows, type Tx } from '../platform/db/tx.js';
 import type { Deps } from '../deps.js';
 import type { Clock } from '../platform/clock.js';
 import { openChannel, type OpenChannel } from '../channel-settings/settings.js';
@@ -67,6 +68,8 @@ export class BroadcastEngine {
   readonly leaseMs: number;
   readonly settings: PacingSettings;
   private readonly pool: pg.Pool;
+  /** The same pool as the one handle (pacing and the portfolio's reach take it). */
+  private readonly sql: Tx;
   private readonly unknownLimitLogged = new Set<string>();
   /** Per campaign: its template's card header formats and COPY_CODE button index (newerKindComponents). */
   private readonly templateShapes = new Map<string, TemplateShape>();
@@ -75,6 +78,7 @@ export class BroadcastEngine {
     this.leaseMs = opts.leaseMs ?? 30_000;
     this.settings = pacingSettings(opts.pacing);
     this.pool = deps.db.pool;
+    this.sql = deps.db.sql;
   }
 
   /** Campaigns running in this engine now. */
@@ -87,7 +91,7 @@ export class BroadcastEngine {
     if (this.stopped) return;
     const now = this.deps.clock.now();
     const t = this.opts.timer.now();
-    const ids = await leaseDueCampaigns(this.pool, this.opts.owner, now, t, new Date(t.getTime() + this.leaseMs));
+    const ids = await leaseDueCampaigns(this.sql, this.opts.owner, now, t, new Date(t.getTime() + this.leaseMs));
     for (const id of ids) {
       if (this.running.has(id)) continue;
       const run = this.run(id)
@@ -97,7 +101,7 @@ export class BroadcastEngine {
         .finally(() => this.running.delete(id));
       this.running.set(id, run);
     }
-    await spawnDueRetargets(this.pool, now);
+    await spawnDueRetargets(this.deps.db, now);
   }
 
   /** Stops taking work; runners finish their batch in flight and release their leases. */
@@ -112,11 +116,11 @@ export class BroadcastEngine {
   }
 
   private renew(id: string): Promise<BroadcastRow | undefined> {
-    return renewLease(this.pool, id, this.opts.owner, new Date(this.opts.timer.now().getTime() + this.leaseMs));
+    return renewLease(this.sql, id, this.opts.owner, new Date(this.opts.timer.now().getTime() + this.leaseMs));
   }
 
   private release(id: string): Promise<void> {
-    return releaseLease(this.pool, id, this.opts.owner);
+    return releaseLease(this.sql, id, this.opts.owner);
   }
 
   private async run(id: string): Promise<void> {
@@ -131,9 +135,9 @@ export class BroadcastEngine {
         if (b.status === 'scheduled') b = await this.start(b, now);
         if (b.wave_scheduled_at && b.wave_scheduled_at <= now) await this.releaseWave(b, now);
         if (b.status_reason?.startsWith(QUOTA_HOLD_PREFIX)) {
-          await setStatusReason(this.pool, id, null);
+          await setStatusReason(this.sql, id, null);
         }
-        await recoverStale(this.pool, id, b.project_id, this.opts.timer.now());
+        await recoverStale(this.sql, id, b.project_id, this.opts.timer.now());
         channel ??= await openChannel(this.deps, b.project_id);
         if (!channel) {
           await this.fail(b, 'The project has no channel configured.', now);
@@ -172,22 +176,22 @@ export class BroadcastEngine {
   }
 
   private async start(b: BroadcastRow, now: Date): Promise<BroadcastRow> {
-    const started = await startSending(this.pool, b.id, now);
-    if (started) await cancelOptedOutWaiting(this.pool, b.id, now);
+    const started = await startSending(this.sql, b.id, now);
+    if (started) await cancelOptedOutWaiting(this.sql, b.id, now);
     return started ?? b;
   }
 
   /** Queues the next wave of held recipients; schedules the one after while any stay held. */
   async releaseWave(b: BroadcastRow, now: Date): Promise<void> {
-    const stillHeld = await queueNextWave(this.pool, b.id, b.wave_scheduled_count, now);
-    await scheduleNextWave(this.pool, b.id, stillHeld, now);
-    await cancelOptedOutWaiting(this.pool, b.id, now);
+    const stillHeld = await queueNextWave(this.sql, b.id, b.wave_scheduled_count, now);
+    await scheduleNextWave(this.sql, b.id, stillHeld, now);
+    await cancelOptedOutWaiting(this.sql, b.id, now);
   }
 
   /** The campaign stops as failed with the reason (status first, so no engine takes up its rows), then its unsent recipients are canceled. */
   private async fail(b: BroadcastRow, reason: string, now: Date): Promise<void> {
-    await markFailed(this.pool, b.id, reason, now);
-    await cancelUnsent(this.pool, b.id, now);
+    await markFailed(this.sql, b.id, reason, now);
+    await cancelUnsent(this.sql, b.id, now);
   }
 
   /**
@@ -196,24 +200,25 @@ export class BroadcastEngine {
    * quota) or finished.
    */
   private async batch(b: BroadcastRow, channel: OpenChannel): Promise<(() => Promise<boolean>) | 'idle' | 'parked' | 'finished'> {
-    const rate = (await this.pool.query<{ rate: number }>(
+    const rate = (await queryRows<{ rate: number }>(
+      this.sql,
       'SELECT LEAST(throughput * $2::float8, current_rate) AS rate FROM broadcast_pacing WHERE phone_number_id = $1',
-      [channel.phoneNumberId, this.settings.share],
-    )).rows[0]?.rate ?? this.settings.defaultThroughput * this.settings.share;
+      channel.phoneNumberId, this.settings.share,
+    ))[0]?.rate ?? this.settings.defaultThroughput * this.settings.share;
     const size = Math.max(1, Math.min(this.opts.maxBatch ?? 500, Math.ceil(Number(rate) / 2)));
     const t = this.opts.timer.now();
     const now = this.deps.clock.now();
-    const claimed = await claimBatch(this.pool, b.id, this.opts.owner, size, t, new Date(t.getTime() + this.leaseMs), now);
+    const claimed = await claimBatch(this.sql, b.id, this.opts.owner, size, t, new Date(t.getTime() + this.leaseMs), now);
     if (claimed.length === 0) return this.whenEmpty(b, now);
 
     const { granted } = await reserveUnits(this.pool, b.project_id, claimed.length, now, null, true);
     if (granted < claimed.length) {
       const held = claimed.splice(granted);
-      await unclaim(this.pool, held.map((r) => r.id), this.opts.owner, t, null);
+      await unclaim(this.sql, held.map((r) => r.id), this.opts.owner, t, null);
       if (granted === 0) {
         // The daily quota is used: the rest waits (queued, not failed) for the next UTC day.
         const resume = nextUtcMidnight(now);
-        await parkCampaign(this.pool, b.id, new Date(t.getTime() + (resume.getTime() - now.getTime())), { reason: quotaHoldReason(resume) });
+        await parkCampaign(this.sql, b.id, new Date(t.getTime() + (resume.getTime() - now.getTime())), { reason: quotaHoldReason(resume) });
         return 'parked';
       }
     }
@@ -225,7 +230,7 @@ export class BroadcastEngine {
       template: { name: b.template_name, language: b.template_language, variables: r.variables.body ?? [] },
       broadcast_id: b.id,
     });
-    const slots = await takeSlots(this.pool, channel.phoneNumberId, claimed.length, this.opts.timer.now(), this.settings);
+    const slots = await takeSlots(this.sql, channel.phoneNumberId, claimed.length, this.opts.timer.now(), this.settings);
     return async () => this.sendBatch(b, channel, claimed, content, now, slots);
   }
 
@@ -245,14 +250,14 @@ export class BroadcastEngine {
       await sleep(slots.at.getTime() + (i / slots.rate) * 1000 - this.opts.timer.now().getTime());
       if (stop) {
         // Never called and never recorded: back to the queue; the verdict below cancels them.
-        await unclaim(this.pool, part.map((r) => r.id), this.opts.owner, this.opts.timer.now(), null);
+        await unclaim(this.sql, part.map((r) => r.id), this.opts.owner, this.opts.timer.now(), null);
         await releaseUnits(this.pool, b.project_id, part.length, now);
         continue;
       }
       // Still ours? An engine that stalled past its lease (another took the rows over) sends nothing more.
-      const held = await extendClaims(this.pool, part.map((r) => ({ id: r.id, ref: r.send_ref })), this.opts.owner, new Date(this.opts.timer.now().getTime() + this.leaseMs));
+      const held = await extendClaims(this.sql, part.map((r) => ({ id: r.id, ref: r.send_ref })), this.opts.owner, new Date(this.opts.timer.now().getTime() + this.leaseMs));
       // A contact who opted out since approval is skipped (canceled with the reason), never sent.
-      const sendable = await cancelOptedOutClaims(this.pool, b.id, part.filter((r) => held.has(r.id)).map((r) => r.id), this.opts.owner, now);
+      const sendable = await cancelOptedOutClaims(this.sql, b.id, part.filter((r) => held.has(r.id)).map((r) => r.id), this.opts.owner, now);
       const mine = part.filter((r) => sendable.has(r.id));
       await releaseUnits(this.pool, b.project_id, part.length - mine.length, now);
       if (!mine.length) continue;
@@ -268,7 +273,7 @@ export class BroadcastEngine {
     }
     const at = this.deps.clock.now();
     await confirmIntents(this.pool, b.project_id, sent.map((s) => ({ ref: s.ref, wamid: s.wamid, at })));
-    await markSent(this.pool, this.opts.owner, sent, at);
+    await markSent(this.sql, this.opts.owner, sent, at);
     if (stop) {
       await this.fail(b, stop, this.deps.clock.now());
       return true;
@@ -287,7 +292,7 @@ export class BroadcastEngine {
     if (!v.cards?.length && !v.limited_time_offer && !v.coupon_code) return [];
     let shape = this.templateShapes.get(b.id);
     if (!shape) {
-      shape = await templateShapeOf(this.pool, b.project_id, b.template_name, b.template_language);
+      shape = await templateShapeOf(this.sql, b.project_id, b.template_name, b.template_language);
       this.templateShapes.set(b.id, shape);
     }
     const out: Array<Record<string, unknown>> = [];
@@ -340,7 +345,7 @@ export class BroadcastEngine {
       if (!isChannelError(e)) throw e;
       if (e.outcomeUnknown) {
         // Maybe sent: never sent again; its statuses (which echo the reference) settle it.
-        await markUnknown(this.pool, { id: r.id, ref: r.send_ref }, this.opts.owner, t);
+        await markUnknown(this.sql, { id: r.id, ref: r.send_ref }, this.opts.owner, t);
         return undefined;
       }
       // The user stopped marketing messages: the contact opts out (never retried).
@@ -352,15 +357,15 @@ export class BroadcastEngine {
       await abandonIntents(this.pool, b.project_id, [r.send_ref], day);
       const claim = { id: r.id, ref: r.send_ref };
       const fail = (category: string) =>
-        settleFailure(this.pool, this.opts.owner, claim, t, { code: failure.code, category, title: failure.title, reason: failure.reason });
+        settleFailure(this.sql, this.opts.owner, claim, t, { code: failure.code, category, title: failure.title, reason: failure.reason });
       if (outcome === 'throttle') {
-        await throttled(this.pool, channel.phoneNumberId, t);
-        await settleFailure(this.pool, this.opts.owner, claim, t, { retryAt: new Date(t.getTime() + 1000) });
+        await throttled(this.sql, channel.phoneNumberId, t);
+        await settleFailure(this.sql, this.opts.owner, claim, t, { retryAt: new Date(t.getTime() + 1000) });
       } else if (outcome === 'pair' || outcome === 'retry') {
         if (r.attempts >= MAX_ATTEMPTS) await fail('retryable');
         else {
           const base = outcome === 'pair' ? 6000 : 1000;
-          await settleFailure(this.pool, this.opts.owner, claim, t, { retryAt: new Date(t.getTime() + base * 2 ** (r.attempts - 1)) });
+          await settleFailure(this.sql, this.opts.owner, claim, t, { retryAt: new Date(t.getTime() + base * 2 ** (r.attempts - 1)) });
         }
       } else if (outcome === 'stop') {
         await fail(categoryOf(outcome));
@@ -379,7 +384,7 @@ export class BroadcastEngine {
    * claim is left to send. An unknown limit leaves pacing alone in charge (logged once per number).
    */
   private async withinLimit(b: BroadcastRow, channel: OpenChannel, claimed: ClaimedRecipient[], now: Date): Promise<boolean> {
-    const limit = await portfolioLimit(this.pool, channel.phoneNumberId);
+    const limit = await portfolioLimit(this.sql, channel.phoneNumberId);
     if (limit.state === 'unknown') {
       if (!this.unknownLimitLogged.has(channel.phoneNumberId)) {
         this.unknownLimitLogged.add(channel.phoneNumberId);
@@ -389,7 +394,7 @@ export class BroadcastEngine {
     }
     this.unknownLimitLogged.delete(channel.phoneNumberId);
     if (limit.limit === null) return true;
-    const { granted, releaseAt } = await reserveReach(this.pool, channel.wabaId, limit.limit, claimed.map(reachKey), now);
+    const { granted, releaseAt } = await reserveReach(this.deps.db, channel.wabaId, limit.limit, claimed.map(reachKey), now);
     const over = claimed.filter((r) => !granted.has(reachKey(r)));
     if (!over.length) {
       // The reason goes once nothing of the campaign waits for the window any more.
@@ -397,30 +402,32 @@ export class BroadcastEngine {
       return true;
     }
     await releaseUnits(this.pool, b.project_id, over.length, now);
-    await holdForLimit(this.pool, b.id, over.map((r) => r.id), this.opts.owner, channel.wabaId, releaseAt!, now, this.opts.timer.now());
+    await holdForLimit(this.sql, b.id, over.map((r) => r.id), this.opts.owner, channel.wabaId, releaseAt!, now, this.opts.timer.now());
     await this.setReason(b.id, limitHoldReason(limit.limit, releaseAt!));
     claimed.splice(0, claimed.length, ...claimed.filter((r) => granted.has(reachKey(r))));
     return claimed.length > 0;
   }
 
   private async limitHeld(id: string, now: Date): Promise<boolean> {
-    const { rows } = await this.pool.query(
+    const rows = await queryRows(
+      this.sql,
       `SELECT 1 FROM broadcast_recipients WHERE broadcast_id = $1 AND state = 'queued' AND limit_held_until > $2 LIMIT 1`,
-      [id, now],
+      id, now,
     );
     return rows.length > 0;
   }
 
   private setReason(id: string, reason: string | null): Promise<void> {
-    return setStatusReason(this.pool, id, reason);
+    return setStatusReason(this.sql, id, reason);
   }
 
   private async whenEmpty(b: BroadcastRow, now: Date): Promise<'idle' | 'parked' | 'finished'> {
-    const { rows } = await this.pool.query<{ state: string; n: string; until: Date | null }>(
+    const rows = await queryRows<{ state: string; n: bigint; until: Date | null }>(
+      this.sql,
       `SELECT CASE WHEN state = 'queued' AND limit_held_until > $2 THEN 'limit_held' ELSE state END AS state, count(*)::bigint AS n,
               min(limit_held_until) AS until
        FROM broadcast_recipients WHERE broadcast_id = $1 AND state IN ('queued', 'sending', 'held') GROUP BY 1`,
-      [b.id, now],
+      b.id, now,
     );
     const n = Object.fromEntries(rows.map((r) => [r.state, Number(r.n)]));
     if ((n.queued ?? 0) > 0 || (n.sending ?? 0) > 0) return 'idle';
@@ -429,11 +436,11 @@ export class BroadcastEngine {
       // Parked without an owner until the window may have room: the tick takes it up again then
       // (or sooner, to see a raised limit or a wave that came due).
       const wait = Math.min(limitHeld.until!.getTime() - now.getTime(), this.opts.limitRecheckMs ?? 30_000);
-      await parkCampaign(this.pool, b.id, new Date(this.opts.timer.now().getTime() + Math.max(0, wait)), { owner: this.opts.owner });
+      await parkCampaign(this.sql, b.id, new Date(this.opts.timer.now().getTime() + Math.max(0, wait)), { owner: this.opts.owner });
       return 'parked';
     }
     if ((n.held ?? 0) > 0) return 'parked';
-    await markCompleted(this.pool, b.id, now, LIMIT_HOLD_PREFIX);
+    await markCompleted(this.sql, b.id, now, LIMIT_HOLD_PREFIX);
     return 'finished';
   }
 }

@@ -18,7 +18,7 @@
  * - On the channel's throughput error (130429) the rate in force halves (at least 1/s); each
  *   quiet `recoverEveryMs` it climbs back by a tenth of the ceiling (AIMD).
  */
-import type { Queryable } from './audience.js';
+import { execute, executeNamed, queryRows, queryRowsNamed, type Tx } from '../platform/db/tx.js';
 
 export interface PacingSettings {
   /** Throughput of a number without an operator setting (messages per second). */
@@ -72,20 +72,20 @@ const ceilingSql = (operator: string, defaultParam: string) =>
   `LEAST(${MAX_THROUGHPUT}, COALESCE(${operator}, ${MAX_THROUGHPUT}), COALESCE((SELECT ct.messages_per_second FROM channel_throughput ct WHERE ct.phone_number_id = $1), ${defaultParam}))::int`;
 
 /** Where a number's broadcasts stand: its level, the caps, the rate in force and what holds it. */
-export async function pacingReport(db: Queryable, phoneNumberId: string | undefined, s: PacingSettings): Promise<PacingReport> {
+export async function pacingReport(db: Tx, phoneNumberId: string | undefined, s: PacingSettings): Promise<PacingReport> {
   const fallback: PacingReport = {
     tier: null, channel_messages_per_second: null, operator_messages_per_second: null, messages_per_second: s.defaultThroughput,
     broadcast_rate: s.defaultThroughput * s.share, limited_by: 'default', read_at: null,
   };
   if (!phoneNumberId) return fallback;
-  const { rows } = await db.query<{ level: string | null; coexistence: boolean | null; mps: number | null; read_at: Date | null; operator: number | null; current_rate: number | null; throttled_at: Date | null }>(
+  const [r] = await queryRows<{ level: string | null; coexistence: boolean | null; mps: number | null; read_at: Date | null; operator: number | null; current_rate: number | null; throttled_at: Date | null }>(
+    db,
     `SELECT ct.level, ct.coexistence, ct.messages_per_second AS mps, ct.read_at, b.operator_throughput AS operator, b.current_rate, b.throttled_at
      FROM (SELECT $1::text AS pnid) k
      LEFT JOIN channel_throughput ct ON ct.phone_number_id = k.pnid
      LEFT JOIN broadcast_pacing b ON b.phone_number_id = k.pnid`,
-    [phoneNumberId],
+    phoneNumberId,
   );
-  const r = rows[0];
   const channel = r?.mps ?? null;
   const operator = r?.operator ?? null;
   const base = Math.min(MAX_THROUGHPUT, channel ?? s.defaultThroughput);
@@ -106,18 +106,19 @@ export async function pacingReport(db: Queryable, phoneNumberId: string | undefi
 }
 
 /** The broadcast rate of a number now (messages per second). */
-export async function broadcastRate(db: Queryable, phoneNumberId: string | undefined, s: PacingSettings): Promise<number> {
+export async function broadcastRate(db: Tx, phoneNumberId: string | undefined, s: PacingSettings): Promise<number> {
   return (await pacingReport(db, phoneNumberId, s)).broadcast_rate;
 }
 
 /** Sets the operator's cap on a number's throughput (1 to 1,000); the ceiling is the smaller of it and the channel's level. */
-export async function setThroughput(db: Queryable, phoneNumberId: string, throughput: number, s: PacingSettings, now: Date): Promise<void> {
+export async function setThroughput(db: Tx, phoneNumberId: string, throughput: number, s: PacingSettings, now: Date): Promise<void> {
   const t = Math.max(1, Math.min(MAX_THROUGHPUT, Math.floor(throughput)));
-  await db.query(
+  await execute(
+    db,
     `INSERT INTO broadcast_pacing AS b (phone_number_id, throughput, operator_throughput, current_rate, next_slot_at)
      SELECT $1, c.t, $2, c.t * $4::float8, $3 FROM (SELECT ${ceilingSql('$2::int', '$5::int')} AS t) c
      ON CONFLICT (phone_number_id) DO UPDATE SET throughput = EXCLUDED.throughput, operator_throughput = $2, current_rate = EXCLUDED.current_rate`,
-    [phoneNumberId, t, now, s.share, s.defaultThroughput],
+    phoneNumberId, t, now, s.share, s.defaultThroughput,
   );
 }
 
@@ -126,34 +127,37 @@ export async function setThroughput(db: Queryable, phoneNumberId: string, throug
  * is): a raise takes effect at once unless a 130429 slow-down is recovering (it then climbs back
  * by its steps), a cut at once.
  */
-export async function syncCeiling(db: Queryable, phoneNumberId: string, s: PacingSettings): Promise<void> {
-  await db.query({
-    name: 'broadcast-pacing-ceiling',
-    text: `UPDATE broadcast_pacing b SET throughput = x.t,
+export async function syncCeiling(db: Tx, phoneNumberId: string, s: PacingSettings): Promise<void> {
+  await executeNamed(
+    db,
+    'broadcast-pacing-ceiling',
+    `UPDATE broadcast_pacing b SET throughput = x.t,
              current_rate = CASE WHEN b.throttled_at IS NULL THEN x.t * $2::float8 ELSE LEAST(b.current_rate, x.t * $2::float8) END
            FROM (SELECT ${ceilingSql('(SELECT operator_throughput FROM broadcast_pacing WHERE phone_number_id = $1)', '$3::int')} AS t) x
            WHERE b.phone_number_id = $1 AND b.throughput <> x.t`,
-    values: [phoneNumberId, s.share, s.defaultThroughput],
-  });
+    phoneNumberId, s.share, s.defaultThroughput,
+  );
 }
 
 /**
  * Takes `n` sending slots; answers the time at which they may be used (now or later). The rate
  * recovers here too: a bucket not throttled for `recoverEveryMs` climbs a step.
  */
-export async function takeSlots(db: Queryable, phoneNumberId: string, n: number, now: Date, s: PacingSettings): Promise<{ at: Date; rate: number }> {
+export async function takeSlots(db: Tx, phoneNumberId: string, n: number, now: Date, s: PacingSettings): Promise<{ at: Date; rate: number }> {
   // Recovery: a step up per quiet period, until the ceiling is back.
-  await db.query({
-    name: 'broadcast-pacing-recover',
-    text: `UPDATE broadcast_pacing SET current_rate = LEAST(throughput * $3::float8, current_rate + throughput * $3::float8 / 10),
+  await executeNamed(
+    db,
+    'broadcast-pacing-recover',
+    `UPDATE broadcast_pacing SET current_rate = LEAST(throughput * $3::float8, current_rate + throughput * $3::float8 / 10),
              throttled_at = CASE WHEN current_rate + throughput * $3::float8 / 10 >= throughput * $3::float8 THEN NULL ELSE $2::timestamptz END
            WHERE phone_number_id = $1 AND throttled_at IS NOT NULL AND throttled_at < $2::timestamptz - make_interval(secs => $4::float8 / 1000)`,
-    values: [phoneNumberId, now, s.share, s.recoverEveryMs],
-  });
+    phoneNumberId, now, s.share, s.recoverEveryMs,
+  );
   await syncCeiling(db, phoneNumberId, s);
-  const { rows } = await db.query<{ at: Date; rate: number }>({
-    name: 'broadcast-take-slots',
-    text: `INSERT INTO broadcast_pacing AS b (phone_number_id, throughput, current_rate, next_slot_at)
+  const rows = await queryRowsNamed<{ at: Date; rate: number }>(
+    db,
+    'broadcast-take-slots',
+    `INSERT INTO broadcast_pacing AS b (phone_number_id, throughput, current_rate, next_slot_at)
            SELECT $1, c.t, c.t * $6::float8, $2::timestamptz + make_interval(secs => $3::float8 / (c.t * $6::float8))
            FROM (SELECT ${ceilingSql('NULL::int', '$5::int')} AS t) c
            ON CONFLICT (phone_number_id) DO UPDATE SET
@@ -161,18 +165,19 @@ export async function takeSlots(db: Queryable, phoneNumberId: string, n: number,
                             + make_interval(secs => $3::float8 / LEAST(b.throughput * $6::float8, b.current_rate))
            RETURNING next_slot_at - make_interval(secs => $3::float8 / LEAST(b.throughput * $6::float8, b.current_rate)) AS at,
                      LEAST(b.throughput * $6::float8, b.current_rate) AS rate`,
-    values: [phoneNumberId, now, n, s.burstSeconds, s.defaultThroughput, s.share],
-  });
+    phoneNumberId, now, n, s.burstSeconds, s.defaultThroughput, s.share,
+  );
   const at = rows[0].at < now ? now : rows[0].at;
   return { at, rate: Number(rows[0].rate) };
 }
 
 /** The channel said 130429: halve the rate in force (at least 1 per second). */
-export async function throttled(db: Queryable, phoneNumberId: string, now: Date): Promise<void> {
-  await db.query(
+export async function throttled(db: Tx, phoneNumberId: string, now: Date): Promise<void> {
+  await execute(
+    db,
     `UPDATE broadcast_pacing SET current_rate = GREATEST(1, current_rate / 2), throttled_at = $2,
             next_slot_at = GREATEST(next_slot_at, $2::timestamptz + interval '1 second')
      WHERE phone_number_id = $1 AND (throttled_at IS NULL OR throttled_at < $2::timestamptz - interval '1 second')`,
-    [phoneNumberId, now],
+    phoneNumberId, now,
   );
 }

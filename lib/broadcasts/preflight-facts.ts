@@ -4,7 +4,8 @@
  * (messaging-limit.ts). Live recipients before approval (the eligible contacts), the frozen
  * recipient rows at approval.
  */
-import type { AudienceRule, Preflight, Queryable } from './audience.js';
+import type { AudienceRule, Preflight } from './audience.js';
+import type { Tx } from '../platform/db/tx.js';
 import { eligibleContactsSql } from './audience.js';
 import { Params } from './filter.js';
 import { estimateCost, type RecipientSource } from '../pricing/estimate.js';
@@ -30,7 +31,7 @@ export const frozenRecipients = (broadcastId: string) => (): RecipientSource => 
 
 /** Adds `cost_estimate`, `messaging_limit` and `throughput` (the number's level and what holds the pace) to the pre-flight (in place) and returns it. */
 export async function addChannelFacts<T extends Preflight>(
-  db: Queryable,
+  db: Tx,
   preflight: T,
   projectId: string,
   templateCategory: string,

@@ -6,7 +6,7 @@
  * reason of a campaign the portfolio's messaging limit holds (lib/pricing/portfolio-reach.ts) is
  * worded here too.
  */
-import type { Queryable } from '../platform/db/transaction.js';
+import { queryRows, type Tx } from '../platform/db/tx.js';
 import { nextUtcMidnight, utcDay } from '../messaging/quota.js';
 
 
@@ -47,11 +47,12 @@ export function limitHoldReason(limit: number, releaseAt: Date): string {
  * lib/messaging/quota.ts), for any number of projects in one statement: the pre-flight's outlook
  * and the dashboard's overview read it.
  */
-export async function quotaUsage(db: Queryable, projectIds: string[], day: string): Promise<Map<string, { limit: number | null; used: number; reserve: number }>> {
-  const { rows } = await db.query<{ id: string; q: number | null; used: string | null; reserve: number | null }>(
+export async function quotaUsage(db: Tx, projectIds: string[], day: string): Promise<Map<string, { limit: number | null; used: number; reserve: number }>> {
+  const rows = await queryRows<{ id: string; q: number | null; used: number | bigint | null; reserve: number | null }>(
+    db,
     `SELECT p.id, p.daily_send_quota AS q, s.count AS used, p.conversation_reserve AS reserve FROM projects p
      LEFT JOIN send_counters s ON s.project_id = p.id AND s.day = $2::date WHERE p.id = ANY($1)`,
-    [projectIds, day],
+    projectIds, day,
   );
   return new Map(rows.map((r) => [r.id, { limit: r.q, used: Number(r.used ?? 0), reserve: Math.max(0, r.reserve ?? 0) }]));
 }
@@ -60,7 +61,7 @@ export async function quotaUsage(db: Queryable, projectIds: string[], day: strin
  * The quota on the UTC day sending starts (`startsAt`: the scheduled time, or now) for `eligible`
  * recipients. Other campaigns' future sends are not counted: they are not decided yet.
  */
-export async function quotaOutlook(db: Queryable, projectId: string, eligible: number, startsAt: Date, now: Date): Promise<PreflightQuota> {
+export async function quotaOutlook(db: Tx, projectId: string, eligible: number, startsAt: Date, now: Date): Promise<PreflightQuota> {
   const at = startsAt > now ? startsAt : now;
   const day = utcDay(at);
   const usage = (await quotaUsage(db, [projectId], day)).get(projectId);

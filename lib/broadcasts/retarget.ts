@@ -9,18 +9,19 @@
  * index on `retarget_parent_id` makes a second one impossible, even from two engines at once.
  */
 import { randomUUID } from 'node:crypto';
-import type pg from 'pg';
+import type { Database } from '../platform/db/database.js';
+import { execute, queryRows } from '../platform/db/tx.js';
 import { RECIPIENT_ERROR_CODE_SQL } from './store.js';
 import { preflightOf } from './audience.js';
 import { insertRetargetChild, lockDueRetargetParent, settleRetarget } from './campaigns.js';
 import { insertRecipientsSql } from './recipients.js';
 import { inTransaction } from '../platform/db/transaction.js';
 
-export async function spawnDueRetargets(pool: pg.Pool, now: Date): Promise<string[]> {
+export async function spawnDueRetargets(db: Pick<Database, 'pool'>, now: Date): Promise<string[]> {
   const spawned: string[] = [];
   for (;;) {
     // One parent per transaction: 'none' when no parent is due, else the child made (or null).
-    const step = await inTransaction(pool, async (client): Promise<string | null | 'none'> => {
+    const step = await inTransaction(db.pool, async (client): Promise<string | null | 'none'> => {
       const parent = await lockDueRetargetParent(client, now);
       if (!parent) return 'none';
       const childId = randomUUID();
@@ -32,17 +33,18 @@ export async function spawnDueRetargets(pool: pg.Pool, now: Date): Promise<strin
         WHERE r.broadcast_id = $1 AND ${RECIPIENT_ERROR_CODE_SQL} = 131049
           AND c.opted_out_at IS NULL AND ($2 <> 'MARKETING' OR c.opted_in)
           AND (cv.last_inbound_at IS NULL OR cv.last_inbound_at < $3)`;
-      const { rows: count } = await client.query<{ n: string }>(`SELECT count(*)::bigint AS n FROM (${candidates}) x`, [parent.id, parent.category, parent.started_at]);
-      const n = Number(count[0].n);
+      const [count] = await queryRows<{ n: bigint }>(client, `SELECT count(*)::bigint AS n FROM (${candidates}) x`, parent.id, parent.category, parent.started_at);
+      const n = Number(count.n);
       if (n === 0) {
         await settleRetarget(client, parent.id, false);
         return null;
       }
       const preflight = preflightOf(n, { opted_out: 0, invalid_phone: 0, not_opted_in: 0, recent_marketing_limit: 0, missing_variable: 0, duplicate: 0 }, 0, now);
       await insertRetargetChild(client, parent.id, childId, preflight, now);
-      await client.query(
+      await execute(
+        client,
         insertRecipientsSql(`SELECT $4::uuid, x.contact_id, x.phone, x.user_id, x.variables, 'queued', 1, $5 FROM (${candidates}) x`),
-        [parent.id, parent.category, parent.started_at, childId, now],
+        parent.id, parent.category, parent.started_at, childId, now,
       );
       await settleRetarget(client, parent.id, true);
       return childId;

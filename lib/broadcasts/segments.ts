@@ -3,7 +3,8 @@ import { randomUUID } from 'node:crypto';
 import type { components } from '../../generated/api.js';
 import { ApiError } from '../platform/errors.js';
 import { compileFilter, Params, parseFilter } from './filter.js';
-import { segmentNotFound, UUID, type Queryable } from './audience.js';
+import { segmentNotFound, UUID } from './audience.js';
+import { execute, queryRows, type Tx } from '../platform/db/tx.js';
 
 export type SegmentView = components['schemas']['Segment'];
 
@@ -21,11 +22,11 @@ export function segmentId(raw: string): string {
   return raw.toLowerCase();
 }
 
-async function liveCount(db: Queryable, projectId: string, filter: unknown): Promise<number> {
+async function liveCount(db: Tx, projectId: string, filter: unknown): Promise<number> {
   const p = new Params([projectId]);
   const where = compileFilter(parseFilter(filter), p);
-  const { rows } = await db.query<{ n: string }>(`SELECT count(*)::bigint AS n FROM contacts c WHERE c.project_id = $1 AND c.kind = 'customer' AND ${where}`, p.values);
-  return Number(rows[0].n);
+  const [row] = await queryRows<{ n: bigint }>(db, `SELECT count(*)::bigint AS n FROM contacts c WHERE c.project_id = $1 AND c.kind = 'customer' AND ${where}`, ...p.values);
+  return Number(row.n);
 }
 
 function view(row: SegmentRow, count: number | null): SegmentView {
@@ -40,42 +41,44 @@ function view(row: SegmentRow, count: number | null): SegmentView {
   };
 }
 
-export async function createSegment(db: Queryable, projectId: string, name: string, filter: unknown, now: Date): Promise<SegmentView> {
+export async function createSegment(db: Tx, projectId: string, name: string, filter: unknown, now: Date): Promise<SegmentView> {
   const parsed = parseFilter(filter);
-  const { rows } = await db.query<SegmentRow>(
-    `INSERT INTO segments (id, project_id, name, filter, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $5) RETURNING *`,
-    [randomUUID(), projectId, name, JSON.stringify(parsed), now],
+  const rows = await queryRows<SegmentRow>(
+    db,
+    `INSERT INTO segments (id, project_id, name, filter, created_at, updated_at) VALUES ($1, $2, $3, $4::jsonb, $5, $5) RETURNING *`,
+    randomUUID(), projectId, name, JSON.stringify(parsed), now,
   );
   return view(rows[0], await liveCount(db, projectId, parsed));
 }
 
-export async function getSegment(db: Queryable, projectId: string, id: string): Promise<SegmentView> {
-  const { rows } = await db.query<SegmentRow>('SELECT * FROM segments WHERE id = $1 AND project_id = $2', [id, projectId]);
+export async function getSegment(db: Tx, projectId: string, id: string): Promise<SegmentView> {
+  const rows = await queryRows<SegmentRow>(db, 'SELECT * FROM segments WHERE id = $1 AND project_id = $2', id, projectId);
   if (!rows[0]) throw segmentNotFound(id);
   return view(rows[0], await liveCount(db, projectId, rows[0].filter));
 }
 
-export async function listSegments(db: Queryable, projectId: string, limit: number, offset: number) {
-  const total = await db.query<{ n: string }>('SELECT count(*)::bigint AS n FROM segments WHERE project_id = $1', [projectId]);
-  const { rows } = await db.query<SegmentRow>(
+export async function listSegments(db: Tx, projectId: string, limit: number, offset: number) {
+  const [total] = await queryRows<{ n: bigint }>(db, 'SELECT count(*)::bigint AS n FROM segments WHERE project_id = $1', projectId);
+  const rows = await queryRows<SegmentRow>(
+    db,
     'SELECT * FROM segments WHERE project_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3',
-    [projectId, limit, offset],
+    projectId, limit, offset,
   );
-  return { segments: rows.map((r) => view(r, null)), total: Number(total.rows[0].n) };
+  return { segments: rows.map((r) => view(r, null)), total: Number(total.n) };
 }
 
-export async function updateSegment(db: Queryable, projectId: string, id: string, change: { name?: string; filter?: unknown }, now: Date): Promise<SegmentView> {
+export async function updateSegment(db: Tx, projectId: string, id: string, change: { name?: string; filter?: unknown }, now: Date): Promise<SegmentView> {
   const filter = change.filter === undefined ? null : JSON.stringify(parseFilter(change.filter));
-  const { rows } = await db.query<SegmentRow>(
+  const rows = await queryRows<SegmentRow>(
+    db,
     `UPDATE segments SET name = COALESCE($3, name), filter = COALESCE($4::jsonb, filter), updated_at = $5
      WHERE id = $1 AND project_id = $2 RETURNING *`,
-    [id, projectId, change.name ?? null, filter, now],
+    id, projectId, change.name ?? null, filter, now,
   );
   if (!rows[0]) throw segmentNotFound(id);
   return view(rows[0], await liveCount(db, projectId, rows[0].filter));
 }
 
-export async function deleteSegment(db: Queryable, projectId: string, id: string): Promise<void> {
-  const { rowCount } = await db.query('DELETE FROM segments WHERE id = $1 AND project_id = $2', [id, projectId]);
-  if (!rowCount) throw segmentNotFound(id);
+export async function deleteSegment(db: Tx, projectId: string, id: string): Promise<void> {
+  if (!(await execute(db, 'DELETE FROM segments WHERE id = $1 AND project_id = $2', id, projectId))) throw segmentNotFound(id);
 }

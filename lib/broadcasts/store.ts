@@ -9,7 +9,8 @@
 import { quotaOutlook } from './quota-hold.js';
 import type { components } from '../../generated/api.js';
 import { ApiError } from '../platform/errors.js';
-import { audienceFilter, computePreflight, UUID, type Queryable, type Preflight } from './audience.js';
+import { audienceFilter, computePreflight, UUID, type Preflight } from './audience.js';
+import { queryRows, type Tx } from '../platform/db/tx.js';
 import { broadcastRate, pacingReport, pacingSettings } from './pacing.js';
 import { phoneNumberIdOf } from './channel-number.js';
 import type { BroadcastVariables } from './variables.js';
@@ -62,12 +63,13 @@ export function broadcastId(raw: string): string {
   return raw.toLowerCase();
 }
 
-export async function findBroadcast(db: Queryable, id: string, projectId?: string): Promise<BroadcastRow | undefined> {
-  const { rows } = await db.query<BroadcastRow>(
+export async function findBroadcast(db: Tx, id: string, projectId?: string): Promise<BroadcastRow | undefined> {
+  const [row] = await queryRows<BroadcastRow>(
+    db,
     `SELECT * FROM broadcasts WHERE id = $1 ${projectId !== undefined ? 'AND project_id = $2' : ''}`,
-    projectId !== undefined ? [id, projectId] : [id],
+    ...(projectId !== undefined ? [id, projectId] : [id]),
   );
-  return rows[0];
+  return row;
 }
 
 /**
@@ -97,12 +99,13 @@ const JOIN_MESSAGE = `LEFT JOIN messages m ON m.project_id = b.project_id AND m.
 
 export type Counts = NonNullable<BroadcastView['counts']>;
 
-export async function broadcastCounts(db: Queryable, id: string): Promise<Counts> {
-  const { rows } = await db.query<{ status: string; n: string }>(
+export async function broadcastCounts(db: Tx, id: string): Promise<Counts> {
+  const rows = await queryRows<{ status: string; n: bigint }>(
+    db,
     `SELECT ${RECIPIENT_STATUS_SQL} AS status, count(*)::bigint AS n
      FROM broadcast_recipients r JOIN broadcasts b ON b.id = r.broadcast_id ${JOIN_MESSAGE}
      WHERE r.broadcast_id = $1 GROUP BY 1`,
-    [id],
+    id,
   );
   const counts: Counts = { total: 0, queued: 0, sent: 0, delivered: 0, read: 0, failed: 0, canceled: 0, held: 0, unknown: 0 };
   for (const r of rows) {
@@ -115,7 +118,7 @@ export async function broadcastCounts(db: Queryable, id: string): Promise<Counts
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
 /** The Broadcast resource. `live` resolves `counts` and `recipient_count` (reads of one broadcast). */
-export async function broadcastView(db: Queryable, row: BroadcastRow, now: Date, live: boolean): Promise<BroadcastView> {
+export async function broadcastView(db: Tx, row: BroadcastRow, now: Date, live: boolean): Promise<BroadcastView> {
   let counts: Counts | null = null;
   let recipientCount: number | null = null;
   let preflight = row.preflight;
@@ -181,18 +184,19 @@ export async function broadcastView(db: Queryable, row: BroadcastRow, now: Date,
   };
 }
 
-export async function listBroadcastRows(db: Queryable, projectId: string | undefined, status: string | undefined, limit: number, offset: number) {
+export async function listBroadcastRows(db: Tx, projectId: string | undefined, status: string | undefined, limit: number, offset: number) {
   const where: string[] = [];
   const values: unknown[] = [];
   if (projectId !== undefined) where.push(`project_id = $${values.push(projectId)}`);
   if (status !== undefined) where.push(`status = $${values.push(status)}`);
   const w = where.length ? `WHERE ${where.join(' AND ')}` : '';
-  const total = await db.query<{ n: string }>(`SELECT count(*)::bigint AS n FROM broadcasts ${w}`, values);
-  const { rows } = await db.query<BroadcastRow>(
+  const [total] = await queryRows<{ n: bigint }>(db, `SELECT count(*)::bigint AS n FROM broadcasts ${w}`, ...values);
+  const rows = await queryRows<BroadcastRow>(
+    db,
     `SELECT * FROM broadcasts ${w} ORDER BY created_at DESC, id DESC LIMIT $${values.length + 1} OFFSET $${values.length + 2}`,
-    [...values, limit, offset],
+    ...values, limit, offset,
   );
-  return { rows, total: Number(total.rows[0].n) };
+  return { rows, total: Number(total.n) };
 }
 
 export const ERROR_CATEGORY_SQL = `COALESCE(r.error_category, CASE WHEN m.status = 'failed' THEN
@@ -200,8 +204,26 @@ export const ERROR_CATEGORY_SQL = `COALESCE(r.error_category, CASE WHEN m.status
          WHEN (m.error ->> 'code') IN ('130429', '131056', '131000', '1', '2') THEN 'retryable'
          ELSE 'permanent' END END)`;
 
+interface RecipientRow {
+  id: string;
+  phone: string | null;
+  user_id: string | null;
+  contact_id: string | null;
+  status: RecipientView['status'];
+  wave: number;
+  variables: RecipientView['variables'];
+  wamid: string | null;
+  attempts: number;
+  error_code: number | null;
+  error_title: string | null;
+  error_category: NonNullable<RecipientView['error']>['category'] | null;
+  error_reason: string | null;
+  sent_at: Date | null;
+  updated_at: Date;
+}
+
 export async function listRecipients(
-  db: Queryable,
+  db: Tx,
   id: string,
   filters: { status?: string; errorCategory?: string },
   limit: number,
@@ -212,8 +234,9 @@ export async function listRecipients(
   if (filters.status !== undefined) where.push(`(${RECIPIENT_STATUS_SQL}) = $${values.push(filters.status)}`);
   if (filters.errorCategory !== undefined) where.push(`(${ERROR_CATEGORY_SQL}) = $${values.push(filters.errorCategory)}`);
   const from = `FROM broadcast_recipients r JOIN broadcasts b ON b.id = r.broadcast_id ${JOIN_MESSAGE} WHERE ${where.join(' AND ')}`;
-  const total = await db.query<{ n: string }>(`SELECT count(*)::bigint AS n ${from}`, values);
-  const { rows } = await db.query(
+  const [total] = await queryRows<{ n: bigint }>(db, `SELECT count(*)::bigint AS n ${from}`, ...values);
+  const rows = await queryRows<RecipientRow>(
+    db,
     `SELECT r.id::text AS id, r.phone, r.user_id, r.contact_id::text AS contact_id, ${RECIPIENT_STATUS_SQL} AS status, r.wave, r.variables,
             ${RECIPIENT_WAMID_SQL} AS wamid, r.attempts,
             ${RECIPIENT_ERROR_CODE_SQL} AS error_code,
@@ -221,10 +244,10 @@ export async function listRecipients(
             ${ERROR_CATEGORY_SQL} AS error_category, r.error_reason,
             r.sent_at, GREATEST(r.updated_at, m.status_at) AS updated_at
      ${from} ORDER BY r.id LIMIT $${values.length + 1} OFFSET $${values.length + 2}`,
-    [...values, limit, offset],
+    ...values, limit, offset,
   );
   return {
-    total: Number(total.rows[0].n),
+    total: Number(total.n),
     recipients: rows.map((r) => ({
       id: Number(r.id),
       phone: r.phone === null ? null : `+${r.phone}`,

@@ -4,7 +4,7 @@
  * campaign's coupon goes to that button). Read by the campaign's sends (engine.ts) and by its test
  * send (lib/dashboard/test-send.ts), so a test goes out as the campaign does.
  */
-import type { Queryable } from '../platform/db/transaction.js';
+import { queryRows, type Tx } from '../platform/db/tx.js';
 
 export interface TemplateShape {
   cardFormats: Array<'image' | 'video'>;
@@ -12,8 +12,8 @@ export interface TemplateShape {
   copyCodeIndex: number;
 }
 
-export async function templateShapeOf(db: Queryable, projectId: string, name: string, language: string): Promise<TemplateShape> {
-  const { rows } = await db.query<{ components: unknown }>('SELECT components FROM templates WHERE project_id = $1 AND name = $2 AND language = $3', [projectId, name, language]);
+export async function templateShapeOf(db: Tx, projectId: string, name: string, language: string): Promise<TemplateShape> {
+  const rows = await queryRows<{ components: unknown }>(db, 'SELECT components FROM templates WHERE project_id = $1 AND name = $2 AND language = $3', projectId, name, language);
   const of = (components: unknown, type: string): Record<string, any> | undefined =>
     Array.isArray(components) ? components.find((c) => String(c?.type).toUpperCase() === type) : undefined;
   const cards: Array<Record<string, any>> = of(rows[0]?.components, 'CAROUSEL')?.cards ?? [];

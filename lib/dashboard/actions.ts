@@ -102,7 +102,7 @@ export async function updateKeyScopesAs(deps: ActionDeps, actor: Actor, projectI
 }
 
 async function broadcastOfProject(deps: ActionDeps, projectId: string, id: string) {
-  const row = UUID.test(id) ? await findBroadcast(deps.db.pool, id.toLowerCase(), projectId) : undefined;
+  const row = UUID.test(id) ? await findBroadcast(deps.db.sql, id.toLowerCase(), projectId) : undefined;
   if (!row) throw new DashboardRefusal(404, 'No such broadcast in this project.');
   return row;
 }

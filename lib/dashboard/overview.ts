@@ -37,7 +37,7 @@ export async function projectFigures(deps: Pick<Deps, 'db' | 'clock'>, projectId
        FROM messages WHERE project_id = ANY($1) AND direction = 'outbound' AND sent_at >= $2 GROUP BY project_id`,
       [projectIds, midnight],
     ),
-    quotaUsage(pool, projectIds, day),
+    quotaUsage(deps.db.sql, projectIds, day),
     pool.query<{ project_id: string; n: string }>(
       `SELECT v.project_id, count(*)::bigint AS n FROM conversations v
        WHERE v.project_id = ANY($1) AND ${conversationConditionSql('v', 'needs_reply', '$3')} AND v.last_inbound_at > $2 GROUP BY v.project_id`,

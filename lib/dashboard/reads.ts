@@ -19,21 +19,21 @@ export const keysOf = (deps: ReadDeps, projectId: string) => listKeys(deps, proj
 
 export async function broadcastsOf(deps: ReadDeps, projectId: string) {
   const now = deps.clock.now();
-  const pending = await listBroadcastRows(deps.db.pool, projectId, 'pending_approval', 50, 0);
-  const recent = await listBroadcastRows(deps.db.pool, projectId, undefined, 50, 0);
+  const pending = await listBroadcastRows(deps.db.sql, projectId, 'pending_approval', 50, 0);
+  const recent = await listBroadcastRows(deps.db.sql, projectId, undefined, 50, 0);
   const templates = await deps.db.prisma.template.findMany({ where: { projectId }, select: { name: true, language: true, status: true } });
   const templateStatus = (name: string, language: string) => templates.find((t) => t.name === name && t.language === language)?.status ?? 'unknown here';
   return {
     // Pending ones with their live pre-flight report (it follows the contacts until approval).
-    pending: await Promise.all(pending.rows.map(async (row) => ({ view: await broadcastView(deps.db.pool, row, now, true), templateStatus: templateStatus(row.template_name, row.template_language) }))),
-    others: (await Promise.all(recent.rows.filter((r) => r.status !== 'pending_approval').map((row) => broadcastView(deps.db.pool, row, now, false)))),
+    pending: await Promise.all(pending.rows.map(async (row) => ({ view: await broadcastView(deps.db.sql, row, now, true), templateStatus: templateStatus(row.template_name, row.template_language) }))),
+    others: (await Promise.all(recent.rows.filter((r) => r.status !== 'pending_approval').map((row) => broadcastView(deps.db.sql, row, now, false)))),
   };
 }
 
 export async function broadcastDetail(deps: ReadDeps, projectId: string, id: string) {
-  const row = UUID.test(id) ? await findBroadcast(deps.db.pool, id.toLowerCase(), projectId) : undefined;
+  const row = UUID.test(id) ? await findBroadcast(deps.db.sql, id.toLowerCase(), projectId) : undefined;
   if (!row) throw new DashboardRefusal(404, 'No such broadcast in this project.');
-  const view = await broadcastView(deps.db.pool, row, deps.clock.now(), true);
+  const view = await broadcastView(deps.db.sql, row, deps.clock.now(), true);
   const join = `FROM broadcast_recipients r JOIN broadcasts b ON b.id = r.broadcast_id
     LEFT JOIN messages m ON m.project_id = b.project_id AND m.send_ref = r.send_ref WHERE r.broadcast_id = $1`;
   const waves = await deps.db.pool.query<{ wave: number; status: string; n: string }>(
@@ -94,8 +94,8 @@ export async function membersOf(deps: ReadDeps, projectId: string) {
  */
 async function approvalPreview(deps: ReadDeps, row: NonNullable<Awaited<ReturnType<typeof findBroadcast>>>, components: unknown) {
   if (!components) return null;
-  const filter = await audienceFilter(deps.db.pool, row.project_id, row.audience).catch(() => null);
-  const sample = filter && await sampleRecipient(deps.db.pool, { projectId: row.project_id, filter, category: row.category, variables: row.template_variables, now: deps.clock.now() });
+  const filter = await audienceFilter(deps.db.sql, row.project_id, row.audience).catch(() => null);
+  const sample = filter && await sampleRecipient(deps.db.sql, { projectId: row.project_id, filter, category: row.category, variables: row.template_variables, now: deps.clock.now() });
   if (!sample) return { recipient: null, message: renderTemplate(components), variables: null };
   return { recipient: { name: sample.name, phone: sample.phone }, message: renderTemplate(components, sample.variables), variables: sample.variables };
 }

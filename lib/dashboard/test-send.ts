@@ -21,12 +21,12 @@ import { templateShapeOf } from '../broadcasts/template-shape.js';
 
 export async function testSendAs(deps: Deps, actor: Actor, projectId: string, broadcastId: string, phone: string | undefined, token: string): Promise<{ id: string }> {
   await requireRole(deps, actor.accountId, projectId, ['owner', 'admin'], 'send a test of a broadcast');
-  const row = UUID.test(broadcastId) ? await findBroadcast(deps.db.pool, broadcastId.toLowerCase(), projectId) : undefined;
+  const row = UUID.test(broadcastId) ? await findBroadcast(deps.db.sql, broadcastId.toLowerCase(), projectId) : undefined;
   if (!row) throw new DashboardRefusal(404, 'No such broadcast in this project.');
   if (row.status !== 'pending_approval') throw new DashboardRefusal(409, `This broadcast is ${row.status}: a test is sent before approval. Nothing was sent.`);
   if (!phone?.trim()) throw new DashboardRefusal(400, 'Type your own number in international form (e.g. +1 415 555 0101). Nothing was sent.');
-  const filter = await audienceFilter(deps.db.pool, projectId, row.audience).catch(() => null);
-  const sample = filter && await sampleRecipient(deps.db.pool, { projectId, filter, category: row.category, variables: row.template_variables, now: deps.clock.now() });
+  const filter = await audienceFilter(deps.db.sql, projectId, row.audience).catch(() => null);
+  const sample = filter && await sampleRecipient(deps.db.sql, { projectId, filter, category: row.category, variables: row.template_variables, now: deps.clock.now() });
   if (!sample) throw new DashboardRefusal(409, 'The audience has no eligible recipient to take the variables from. Nothing was sent.');
   const project = await findProject(deps, projectId);
   const { body = [], header = [] } = sample.variables;
@@ -38,7 +38,7 @@ export async function testSendAs(deps: Deps, actor: Actor, projectId: string, br
   const cards = v.cards?.length
     ? v.cards.map((card, i) => ({ header: { media: { link: card.header?.link } }, variables: sample.variables.cards?.[i]?.body ?? [] }))
     : undefined;
-  const copyCode = v.coupon_code ? (await templateShapeOf(deps.db.pool, projectId, row.template_name, row.template_language)).copyCodeIndex : -1;
+  const copyCode = v.coupon_code ? (await templateShapeOf(deps.db.sql, projectId, row.template_name, row.template_language)).copyCodeIndex : -1;
   const sent = await sendMessage(deps, { id: project.id, name: project.name, status: project.status as 'active' }, {
     phone: phone.trim(),
     type: 'template',

@@ -288,7 +288,7 @@ const EVENT_HANDLERS: { [K in ChannelEventKind]: (a: Applying, event: Extract<Ch
   },
   status: (a, event) => applyStatusRun(a, [event]),
   user_preference: (a, event) => applyUserPreferences(a.deps.db.prisma, a.deps.contactMerge, a.channel.projectId, [event], a.now),
-  messaging_limit: (a, event) => storeAnnouncedLimit(a.deps.db.pool, a.channel.wabaId, event.limit, a.now),
+  messaging_limit: (a, event) => storeAnnouncedLimit(a.deps.db.sql, a.channel.wabaId, event.limit, a.now),
   // Read the level now: campaigns on the number follow it at their next take (pacing.ts).
   throughput: (a, event) => refreshChannelThroughput(a.deps, a.channel.projectId, event.why),
   template_status: async (a, event) => {

@@ -10,7 +10,7 @@
  * `authentication`.
  */
 import type { components } from '../../generated/api.js';
-import type { Queryable } from '../platform/db/transaction.js';
+import { queryRows, type Tx } from '../platform/db/tx.js';
 import type { Params } from '../platform/db/params.js';
 import { SERVICE_WINDOW_MS } from '../conversations/window.js';
 import { getRateCard, money, type RateCard } from './rate-card.js';
@@ -36,7 +36,7 @@ export function unavailable(category: string, recipients: number, reason: string
 }
 
 export async function estimateCost(
-  db: Queryable,
+  db: Tx,
   projectId: string,
   templateCategory: string,
   source: RecipientSource,
@@ -50,11 +50,12 @@ export async function estimateCost(
   const windowFree = category === 'utility'
     ? `EXISTS (SELECT 1 FROM conversations cv WHERE cv.project_id = ${p.add(projectId)} AND cv.contact_id = x.contact_id AND cv.last_inbound_at > ${p.add(new Date(now.getTime() - SERVICE_WINDOW_MS))})`
     : 'false';
-  const { rows } = await db.query<{ code: string | null; free: boolean; n: string }>(
+  const rows = await queryRows<{ code: string | null; free: boolean; n: bigint }>(
+    db,
     `SELECT (SELECT k FROM unnest(${codes}::text[]) k WHERE x.phone LIKE k || '%' ORDER BY length(k) DESC LIMIT 1) AS code,
             ${windowFree} AS free, count(*)::bigint AS n
      FROM (${source.sql}) x GROUP BY 1, 2`,
-    p.values,
+    ...p.values,
   );
   const recipients = rows.reduce((a, r) => a + Number(r.n), 0);
   if (!card) return unavailable(category, recipients, NO_RATE_CARD);

@@ -19,7 +19,7 @@
  */
 import type { components } from '../../generated/api.js';
 import type { Deps } from '../deps.js';
-import type { Queryable } from '../platform/db/transaction.js';
+import { execute, queryRows, type Tx } from '../platform/db/tx.js';
 import { openChannel } from '../channel-settings/settings.js';
 import type { RecipientSource } from './estimate.js';
 import { capability, offers } from '../channel-port/capabilities.js';
@@ -39,17 +39,18 @@ interface LimitRow {
 
 type RefreshDeps = Pick<Deps, 'db' | 'secretBox' | 'channel' | 'clock' | 'logger' | 'config'>;
 
-async function limitRow(db: Queryable, phoneNumberId: string): Promise<LimitRow | undefined> {
-  const { rows } = await db.query<LimitRow>('SELECT * FROM channel_messaging_limits WHERE phone_number_id = $1', [phoneNumberId]);
-  return rows[0];
+async function limitRow(db: Tx, phoneNumberId: string): Promise<LimitRow | undefined> {
+  const [row] = await queryRows<LimitRow>(db, 'SELECT * FROM channel_messaging_limits WHERE phone_number_id = $1', phoneNumberId);
+  return row;
 }
 
-async function storeLimit(db: Queryable, row: LimitRow): Promise<void> {
-  await db.query(
+async function storeLimit(db: Tx, row: LimitRow): Promise<void> {
+  await execute(
+    db,
     `INSERT INTO channel_messaging_limits (phone_number_id, state, tier, user_limit, error, read_at) VALUES ($1, $2, $3, $4, $5, $6)
      ON CONFLICT (phone_number_id) DO UPDATE SET state = EXCLUDED.state, tier = EXCLUDED.tier, user_limit = EXCLUDED.user_limit,
        error = EXCLUDED.error, read_at = EXCLUDED.read_at`,
-    [row.phone_number_id, row.state, row.tier, row.user_limit, row.error, row.read_at],
+    row.phone_number_id, row.state, row.tier, row.user_limit, row.error, row.read_at,
   );
 }
 
@@ -58,15 +59,15 @@ async function storeLimit(db: Queryable, row: LimitRow): Promise<void> {
  * stored, as read now, for every number of that account we serve. Campaigns held by the limit see
  * it at their next look (lib/broadcasts/engine.ts).
  */
-export async function storeAnnouncedLimit(db: Queryable, wabaId: string, read: { tier: string; limit: number | null }, at: Date): Promise<number> {
-  const { rowCount } = await db.query(
+export async function storeAnnouncedLimit(db: Tx, wabaId: string, read: { tier: string; limit: number | null }, at: Date): Promise<number> {
+  return execute(
+    db,
     `INSERT INTO channel_messaging_limits (phone_number_id, state, tier, user_limit, error, read_at)
      SELECT phone_number_id, 'known', $2, $3, NULL, $4 FROM channel_settings WHERE waba_id = $1
      ON CONFLICT (phone_number_id) DO UPDATE SET state = 'known', tier = EXCLUDED.tier, user_limit = EXCLUDED.user_limit,
        error = NULL, read_at = EXCLUDED.read_at`,
-    [wabaId, read.tier.slice(0, 64), read.limit, at],
+    wabaId, read.tier.slice(0, 64), read.limit, at,
   );
-  return rowCount ?? 0;
 }
 
 /**
@@ -78,14 +79,14 @@ export async function refreshMessagingLimit(deps: RefreshDeps, projectId: string
     const channel = await openChannel(deps, projectId);
     if (!channel || !offers(deps, channel, 'number_limits')) return;
     const now = deps.clock.now();
-    const before = await limitRow(deps.db.pool, channel.phoneNumberId);
+    const before = await limitRow(deps.db.sql, channel.phoneNumberId);
     if (!force && before && now.getTime() - before.read_at.getTime() < deps.config.messagingLimitRefreshMs) return;
     try {
       const read = await capability(deps, channel, 'number_limits').getMessagingLimit(channel);
-      await storeLimit(deps.db.pool, { phone_number_id: channel.phoneNumberId, state: 'known', tier: read.tier, user_limit: read.limit, error: null, read_at: now });
+      await storeLimit(deps.db.sql, { phone_number_id: channel.phoneNumberId, state: 'known', tier: read.tier, user_limit: read.limit, error: null, read_at: now });
     } catch (e) {
       const why = (e instanceof Error ? e.message : String(e)).slice(0, 500);
-      await storeLimit(deps.db.pool, { phone_number_id: channel.phoneNumberId, state: 'unknown', tier: null, user_limit: null, error: why, read_at: now });
+      await storeLimit(deps.db.sql, { phone_number_id: channel.phoneNumberId, state: 'unknown', tier: null, user_limit: null, error: why, read_at: now });
       // Once per turn to unknown: a channel that keeps failing does not fill the log at every pre-flight.
       if (before?.state !== 'unknown') deps.logger.warn(`messaging limit of number ${channel.phoneNumberId} could not be read (pre-flights say unknown): ${why}`);
     }
@@ -98,11 +99,12 @@ export async function refreshMessagingLimit(deps: RefreshDeps, projectId: string
  * The limit, its use in the moving 24 hours, and how many of the recipients (`source`, counted
  * `eligible`) fit now: those already reached in the window cost nothing more.
  */
-export async function messagingLimitReport(db: Queryable, projectId: string, source: RecipientSource, eligible: number, now: Date): Promise<MessagingLimitReport> {
+export async function messagingLimitReport(db: Tx, projectId: string, source: RecipientSource, eligible: number, now: Date): Promise<MessagingLimitReport> {
   const { p } = source;
   const project = p.add(projectId);
   const since = p.add(new Date(now.getTime() - WINDOW_MS));
-  const { rows } = await db.query<{ reached: string; reached_eligible: string; next_release: Date | null; pnid: string | null }>(
+  const rows = await queryRows<{ reached: bigint; reached_eligible: bigint; next_release: Date | null; pnid: string | null }>(
+    db,
     `WITH siblings AS (
        SELECT s.project_id FROM channel_settings s
        WHERE s.waba_id = (SELECT waba_id FROM channel_settings WHERE project_id = ${project})
@@ -118,7 +120,7 @@ export async function messagingLimitReport(db: Queryable, projectId: string, sou
             (SELECT count(*) FROM (${source.sql}) x WHERE x.phone IN (SELECT phone FROM reached))::bigint AS reached_eligible,
             (SELECT min(last_at) FROM reached) AS next_release,
             (SELECT phone_number_id FROM channel_settings WHERE project_id = ${project}) AS pnid`,
-    p.values,
+    ...p.values,
   );
   const r = rows[0];
   const reached = Number(r.reached);

@@ -13,9 +13,9 @@
  * counts campaign sends; a single template sent through POST /v1/messages is seen by the
  * pre-flight's report (from the messages table) but reserves nothing here.
  */
-import type pg from 'pg';
-import type { Queryable } from '../platform/db/transaction.js';
+import type { Database } from '../platform/db/database.js';
 import { inTransaction } from '../platform/db/transaction.js';
+import { executeNamed, queryRowsNamed, type Tx } from '../platform/db/tx.js';
 import { lockForTransaction } from '../platform/db/locks.js';
 
 export const REACH_WINDOW_MS = 24 * 3600_000;
@@ -31,13 +31,10 @@ export const REACH_KEY_SQL = `COALESCE(r.phone, 'u:' || r.user_id)`;
 export type PortfolioLimit = { state: 'unknown' } | { state: 'known'; limit: number | null };
 
 /** The limit the channel last reported for a number (null: unlimited); unknown when never read or the read failed. */
-export async function portfolioLimit(db: Queryable, phoneNumberId: string): Promise<PortfolioLimit> {
-  const { rows } = await db.query<{ state: string; user_limit: number | null }>({
-    name: 'portfolio-limit',
-    text: 'SELECT state, user_limit FROM channel_messaging_limits WHERE phone_number_id = $1',
-    values: [phoneNumberId],
-  });
-  const row = rows[0];
+export async function portfolioLimit(db: Tx, phoneNumberId: string): Promise<PortfolioLimit> {
+  const [row] = await queryRowsNamed<{ state: string; user_limit: number | null }>(
+    db, 'portfolio-limit', 'SELECT state, user_limit FROM channel_messaging_limits WHERE phone_number_id = $1', phoneNumberId,
+  );
   return row?.state === 'known' ? { state: 'known', limit: row.user_limit } : { state: 'unknown' };
 }
 
@@ -49,15 +46,16 @@ export interface Reservation {
 }
 
 /** Reserves reach for `keys` (in their order of priority) under `limit` unique users per moving 24 hours. */
-export async function reserveReach(pool: pg.Pool, wabaId: string, limit: number, keys: string[], now: Date): Promise<Reservation> {
+export async function reserveReach(db: Pick<Database, 'pool'>, wabaId: string, limit: number, keys: string[], now: Date): Promise<Reservation> {
   const since = new Date(now.getTime() - REACH_WINDOW_MS);
-  return inTransaction(pool, async (tx) => {
+  return inTransaction(db.pool, async (tx) => {
     await lockForTransaction(tx, `portfolio_reach:${wabaId}`, 'text', { prepared: true });
     // Users whose 24 hours are over leave the budget (and the table).
-    await tx.query({ name: 'reach-prune', text: 'DELETE FROM portfolio_reach WHERE waba_id = $1 AND reached_at <= $2', values: [wabaId, since] });
-    const { rows } = await tx.query<{ user_key: string; granted: boolean; oldest: Date | null }>({
-      name: 'reach-reserve',
-      text: `WITH input AS (
+    await executeNamed(tx, 'reach-prune', 'DELETE FROM portfolio_reach WHERE waba_id = $1 AND reached_at <= $2', wabaId, since);
+    const rows = await queryRowsNamed<{ user_key: string; granted: boolean; oldest: Date | null }>(
+      tx,
+      'reach-reserve',
+      `WITH input AS (
                SELECT * FROM unnest($2::text[]) WITH ORDINALITY AS i(user_key, ord)
              ), used AS (
                SELECT count(*)::int AS n, min(reached_at) AS oldest FROM portfolio_reach WHERE waba_id = $1
@@ -73,8 +71,8 @@ export async function reserveReach(pool: pg.Pool, wabaId: string, limit: number,
                ON CONFLICT (waba_id, user_key) DO UPDATE SET reached_at = EXCLUDED.reached_at
              )
              SELECT d.user_key, d.granted, (SELECT oldest FROM used) AS oldest FROM decided d ORDER BY d.ord`,
-      values: [wabaId, keys, now, limit],
-    });
+      wabaId, keys, now, limit,
+    );
     const granted = new Set(rows.filter((r) => r.granted).map((r) => r.user_key));
     const full = rows.some((r) => !r.granted);
     const oldest = rows[0]?.oldest ?? now;

@@ -7,7 +7,7 @@
  * Unlike statuses (stored as given), a card is checked strictly: a category we do not know would
  * never match a message, and a negative price would make an estimate lie, so both are 400.
  */
-import type { Queryable } from '../platform/db/transaction.js';
+import { execute, queryRows, type Tx } from '../platform/db/tx.js';
 import { ApiError } from '../platform/errors.js';
 
 /** Meta's pricing categories (its status notifications may add more; a card names these only). */
@@ -58,23 +58,23 @@ export function validateRateCard(input: { currency?: unknown; prices?: unknown }
   return { currency, prices: out };
 }
 
-export async function getRateCard(db: Queryable): Promise<RateCard | null> {
-  const { rows } = await db.query<{ currency: string; prices: Prices; updated_at: Date }>(`SELECT currency, prices, updated_at FROM rate_cards WHERE id = 'default'`);
+export async function getRateCard(db: Tx): Promise<RateCard | null> {
+  const rows = await queryRows<{ currency: string; prices: Prices; updated_at: Date }>(db, `SELECT currency, prices, updated_at FROM rate_cards WHERE id = 'default'`);
   return rows[0] ? { currency: rows[0].currency, prices: rows[0].prices, updatedAt: rows[0].updated_at } : null;
 }
 
-export async function setRateCard(db: Queryable, card: { currency: string; prices: Prices }, now: Date): Promise<RateCard> {
-  await db.query(
-    `INSERT INTO rate_cards (id, currency, prices, updated_at) VALUES ('default', $1, $2, $3)
+export async function setRateCard(db: Tx, card: { currency: string; prices: Prices }, now: Date): Promise<RateCard> {
+  await execute(
+    db,
+    `INSERT INTO rate_cards (id, currency, prices, updated_at) VALUES ('default', $1, $2::jsonb, $3)
      ON CONFLICT (id) DO UPDATE SET currency = EXCLUDED.currency, prices = EXCLUDED.prices, updated_at = EXCLUDED.updated_at`,
-    [card.currency, JSON.stringify(card.prices), now],
+    card.currency, JSON.stringify(card.prices), now,
   );
   return { ...card, updatedAt: now };
 }
 
-export async function deleteRateCard(db: Queryable): Promise<boolean> {
-  const { rowCount } = await db.query(`DELETE FROM rate_cards WHERE id = 'default'`);
-  return (rowCount ?? 0) > 0;
+export async function deleteRateCard(db: Tx): Promise<boolean> {
+  return (await execute(db, `DELETE FROM rate_cards WHERE id = 'default'`)) > 0;
 }
 
 /** The card's calling code for a number (digits): the longest code it starts with, or null. */

@@ -12,7 +12,7 @@
  * - Days and months are UTC, by when the message was sent. A message belongs to the campaign whose
  *   recipient it was sent to (broadcast_recipients.send_ref), else to none ("not a campaign").
  */
-import type { Queryable } from '../platform/db/transaction.js';
+import { queryRows, type Tx } from '../platform/db/tx.js';
 import { BILLABLE_TYPE } from './status-pricing.js';
 import { getRateCard, money, type RateCard } from './rate-card.js';
 import { messagingLimitReport, type MessagingLimitReport } from './messaging-limit.js';
@@ -58,10 +58,11 @@ function add(line: SpendLine, n: number, type: string, unit: number | undefined)
 const rounded = <T extends SpendLine>(l: T): T => ({ ...l, amount: money(l.amount) });
 
 /** Spend of the project's outbound messages sent in [from, to), by UTC day (or month), category and type, and campaign. */
-export async function spendReport(db: Queryable, projectId: string, from: Date, to: Date, opts: { by?: 'day' | 'month'; card?: RateCard | null } = {}): Promise<SpendReport> {
+export async function spendReport(db: Tx, projectId: string, from: Date, to: Date, opts: { by?: 'day' | 'month'; card?: RateCard | null } = {}): Promise<SpendReport> {
   const card = opts.card === undefined ? await getRateCard(db) : opts.card;
   const unit = opts.by === 'month' ? 'month' : 'day';
-  const { rows } = await db.query<{ period: string; category: string | null; type: string | null; code: string | null; broadcast_id: string | null; name: string | null; n: string }>(
+  const rows = await queryRows<{ period: string; category: string | null; type: string | null; code: string | null; broadcast_id: string | null; name: string | null; n: bigint }>(
+    db,
     `SELECT to_char(date_trunc('${unit}', m.sent_at AT TIME ZONE 'UTC'), '${unit === 'day' ? 'YYYY-MM-DD' : 'YYYY-MM'}') AS period,
             m.pricing ->> 'category' AS category, m.pricing ->> 'type' AS type,
             (SELECT k FROM unnest($4::text[]) k WHERE ct.phone LIKE k || '%' ORDER BY length(k) DESC LIMIT 1) AS code,
@@ -72,12 +73,13 @@ export async function spendReport(db: Queryable, projectId: string, from: Date, 
        LEFT JOIN broadcasts b ON b.id = r.broadcast_id AND b.project_id = m.project_id
       WHERE m.project_id = $1 AND m.direction = 'outbound' AND m.sent_at >= $2 AND m.sent_at < $3 AND m.pricing IS NOT NULL
       GROUP BY 1, 2, 3, 4, 5, 6`,
-    [projectId, from, to, card ? Object.keys(card.prices) : []],
+    projectId, from, to, card ? Object.keys(card.prices) : [],
   );
-  const unreported = await db.query<{ n: string }>(
+  const [unreported] = await queryRows<{ n: bigint }>(
+    db,
     `SELECT count(*)::bigint AS n FROM messages WHERE project_id = $1 AND direction = 'outbound' AND sent_at >= $2 AND sent_at < $3
         AND pricing IS NULL AND status IN ('sent', 'delivered', 'read')`,
-    [projectId, from, to],
+    projectId, from, to,
   );
   const total = empty();
   const days = new Map<string, SpendLine>();
@@ -106,7 +108,7 @@ export async function spendReport(db: Queryable, projectId: string, from: Date, 
     from,
     to,
     total: rounded(total),
-    unreported: Number(unreported.rows[0]?.n ?? 0),
+    unreported: Number(unreported?.n ?? 0),
     byDay: [...days.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([day, l]) => ({ day, ...rounded(l) })),
     byCategory: [...categories.values()].sort(byAmount).map(rounded),
     byCampaign: [...campaigns.values()].sort(byAmount).map(rounded),
@@ -114,6 +116,6 @@ export async function spendReport(db: Queryable, projectId: string, from: Date, 
 }
 
 /** The portfolio's messaging limit and its use in the moving 24 hours, with no campaign in view. */
-export function messagingLimitNow(db: Queryable, projectId: string, now: Date): Promise<MessagingLimitReport> {
+export function messagingLimitNow(db: Tx, projectId: string, now: Date): Promise<MessagingLimitReport> {
   return messagingLimitReport(db, projectId, { sql: 'SELECT NULL::text AS phone, NULL::text AS contact_id WHERE false', p: new Params() }, 0, now);
 }

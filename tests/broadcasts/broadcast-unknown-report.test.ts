@@ -48,7 +48,7 @@ describe('a campaign killed mid-send', () => {
     // The dead engine's work: two claims whose lease ran out, their messages recorded; the first
     // call reached the channel (it holds the message), the second never left.
     const past = new Date(Date.now() - 60_000);
-    const dead = await claimBatch(t.db.pool, id, 'dead-engine', 2, past, past, past);
+    const dead = await claimBatch(t.db.sql, id, 'dead-engine', 2, past, past, past);
     expect(dead).toHaveLength(2);
     await recordIntents(t.db.pool, project.id, dead.map((r) => ({ to: { phone: r.phone }, ref: r.send_ref, type: 'template', content: { type: 'template' } })), t.clock.now());
     const channel = (await openChannel({ db: t.db, secretBox: t.secretBox }, project.id))!;

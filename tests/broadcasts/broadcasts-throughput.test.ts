@@ -90,18 +90,18 @@ describe('an upgrade mid-campaign', () => {
     const t0 = new Date('2026-11-25T10:00:00Z');
     const at = (ms: number) => new Date(t0.getTime() + ms);
     // Two takers (two instances) drawing 72 each: the second waits a second.
-    await takeSlots(t.db.pool, phoneNumberId, 72, t0, s);
-    const second = await takeSlots(t.db.pool, phoneNumberId, 72, t0, s);
-    const third72 = await takeSlots(t.db.pool, phoneNumberId, 72, t0, s);
+    await takeSlots(t.db.sql, phoneNumberId, 72, t0, s);
+    const second = await takeSlots(t.db.sql, phoneNumberId, 72, t0, s);
+    const third72 = await takeSlots(t.db.sql, phoneNumberId, 72, t0, s);
     expect(second.rate).toBe(72);
     expect(third72.at.getTime() - second.at.getTime()).toBeCloseTo(1000, -1);
     await sim().patch(`/_sim/phone-numbers/${phoneNumberId}`).send({ throughput_level: 'HIGH' }).expect(200);
     const t1 = at(5000);
-    const first = await takeSlots(t.db.pool, phoneNumberId, 900, t1, s);
+    const first = await takeSlots(t.db.sql, phoneNumberId, 900, t1, s);
     expect(first.rate).toBe(900);
     // 900 slots a second: a batch of 900 after another starts a second after it (the first may use the half-second burst).
-    const next = await takeSlots(t.db.pool, phoneNumberId, 900, t1, s);
-    const third = await takeSlots(t.db.pool, phoneNumberId, 900, t1, s);
+    const next = await takeSlots(t.db.sql, phoneNumberId, 900, t1, s);
+    const third = await takeSlots(t.db.sql, phoneNumberId, 900, t1, s);
     expect(third.at.getTime() - next.at.getTime()).toBeCloseTo(1000, -1);
   });
 

@@ -46,6 +46,13 @@ export async function executeNamed(tx: Tx, name: string, text: string, ...values
   return (await (tx as unknown as Queryable).query({ name, text, values: values.map(utc), types: SAME_AS_PRISMA })).rowCount ?? 0;
 }
 
+/** `queryRows` of a statement prepared once per connection under `name` (see executeNamed). */
+export function queryRowsNamed<R>(tx: Tx, name: string, text: string, ...values: unknown[]): Promise<R[]> {
+  const prisma = asPrisma(tx);
+  if (prisma) return prisma.$queryRawUnsafe<R[]>(text, ...values);
+  return (tx as unknown as Queryable).query({ name, text, values: values.map(utc), types: SAME_AS_PRISMA }).then((r) => r.rows as R[]);
+}
+
 /** A pg pool or connection as the handle (inTransaction and Database.sql make them so). */
 export function pgTx<Q extends Queryable>(q: Q): Q & Tx {
   return q as Q & Tx;
