@@ -16,6 +16,8 @@
  *
  * Plain JavaScript: jest loads the environment outside its transform of the tests.
  */
+import { appendFileSync } from 'node:fs';
+import { relative } from 'node:path';
 import { TestEnvironment } from 'jest-environment-node';
 import pg from 'pg';
 
@@ -38,6 +40,7 @@ export default class FileDatabaseEnvironment extends TestEnvironment {
   constructor(config, context) {
     super(config, context);
     this.alone = 'alone' in (context.docblockPragmas ?? {}) || config.projectConfig?.testEnvironmentOptions?.alone === true;
+    this.file = relative(config.projectConfig?.rootDir ?? process.cwd(), context.testPath);
   }
 
   async setup() {
@@ -50,7 +53,10 @@ export default class FileDatabaseEnvironment extends TestEnvironment {
     lock.on('error', () => undefined);
     await lock.connect();
     this.lock = lock;
+    const asked = Date.now();
     await lock.query(`SELECT ${this.alone ? 'pg_advisory_lock' : 'pg_advisory_lock_shared'}(hashtext($1))`, [template]);
+    // CI's table of file times (.ci/run) tells the wait for the run's lock from the file's own time.
+    if (process.env.TEST_LOCK_WAITS) appendFileSync(process.env.TEST_LOCK_WAITS, `${this.file}\t${Date.now() - asked}\n`);
     const name = `${template.replace(/_tpl$/, '')}_f${process.pid}_${++serial}`;
     await withClient(runUrl, (c) => c.query(`CREATE DATABASE ${c.escapeIdentifier(name)} TEMPLATE ${c.escapeIdentifier(template)}`));
     const url = new URL(runUrl);

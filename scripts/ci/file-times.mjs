@@ -1,0 +1,43 @@
+/**
+ * Each test file's time in CI, from jest's --json results and the test environment's record of
+ * how long each file waited for the run's lock (tests/support/test-environment.js): a proof or an
+ * `@alone` file waits for the others to finish, so its wall time alone would overstate it.
+ * `node scripts/ci/file-times.mjs <results.json> <lock-waits.tsv>`: every file, slowest first,
+ * then the totals per layer (jest project) and the tests' wall time.
+ */
+import { readFileSync } from 'node:fs';
+
+const [resultsFile, waitsFile] = process.argv.slice(2);
+const results = JSON.parse(readFileSync(resultsFile, 'utf8'));
+const waits = new Map();
+for (const line of (waitsFile ? readFileSync(waitsFile, 'utf8') : '').split('\n')) {
+  const [file, ms] = line.split('\t');
+  if (file && ms) waits.set(file, Number(ms));
+}
+const EDGES = new Set(['http', 'channel', 'simulator', 'contract', 'jobs', 'house']);
+const layerOf = (file) => {
+  const dir = file.split('/')[1];
+  return dir === 'proofs' ? 'proofs' : EDGES.has(dir) ? 'edges' : 'rooms';
+};
+const rows = results.testResults.map((r) => {
+  const file = r.name.replace(process.cwd() + '/', '');
+  const wait = (waits.get(file) ?? 0) / 1000;
+  const wall = (r.endTime - r.startTime) / 1000;
+  return { file, layer: layerOf(file), wait, own: Math.max(0, wall - wait) };
+});
+rows.sort((a, b) => b.own - a.own);
+const s = (n) => n.toFixed(1).padStart(6);
+console.log('file times (seconds of its own, then waiting for the run\'s lock; slowest first):');
+for (const r of rows) console.log(`  ${s(r.own)} ${s(r.wait)}  ${r.layer.padEnd(6)} ${r.file}`);
+const layers = new Map();
+for (const r of rows) {
+  const l = layers.get(r.layer) ?? { files: 0, own: 0, wait: 0 };
+  l.files += 1;
+  l.own += r.own;
+  l.wait += r.wait;
+  layers.set(r.layer, l);
+}
+const starts = results.testResults.map((r) => r.startTime);
+const ends = results.testResults.map((r) => r.endTime);
+const wallAll = starts.length ? (Math.max(...ends) - Math.min(...starts)) / 1000 : 0;
+console.log(`by layer: ${[...layers].map(([name, l]) => `${name} ${l.files} files, ${l.own.toFixed(0)} s of their own (${l.wait.toFixed(0)} s waiting)`).join('; ')}; the tests' wall time ${wallAll.toFixed(0)} s`);
