@@ -35,6 +35,7 @@ import {
   leaseDueCampaigns, markCompleted, markFailed, parkCampaign, releaseLease, renewLease, scheduleNextWave, setStatusReason, startSending,
 } from './campaigns.js';
 import { optOutOnSendError } from '../conversations/contact-store.js';
+import { pgTx } from '../platform/db/tx.js';
 import { LIMIT_HOLD_PREFIX, limitHoldReason, QUOTA_HOLD_PREFIX, quotaHoldReason } from './quota-hold.js';
 import { portfolioLimit, reachKey, reserveReach } from '../pricing/portfolio-reach.js';
 import { portOf } from '../channel-port/capabilities.js';
@@ -344,7 +345,7 @@ export class BroadcastEngine {
         return undefined;
       }
       // The user stopped marketing messages: the contact opts out (never retried).
-      await optOutOnSendError(this.pool, b.project_id, { phone: r.phone, userId: r.user_id }, e, t);
+      await optOutOnSendError(pgTx(this.pool), b.project_id, { phone: r.phone, userId: r.user_id }, e, t);
       const outcome = outcomeOf(e, b.route);
       const failure = failureOf(e, b.route);
       // Certainly not sent: the ledger drops the message and gives its unit back, then the
