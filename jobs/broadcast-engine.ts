@@ -10,6 +10,7 @@ import type { Deps } from '../lib/deps.js';
 import { systemClock, type Clock } from '../lib/platform/clock.js';
 import { BroadcastEngine, type EngineOptions } from '../lib/broadcasts/engine.js';
 import { failInterrupted } from '../lib/contacts-import/imports.js';
+import { pgTx } from '../lib/platform/db/tx.js';
 import { backgroundPool, type JobContext, type JobModule } from './context.js';
 
 export const BROADCAST_TICK_JOB = 'broadcast-tick';
@@ -49,14 +50,14 @@ export function registerBroadcastEngine(ctx: JobContext & { deps: EngineDeps }, 
   // Imports cut short by a crash are failed on the same tick (one recurring job for both).
   const tick = async () => {
     await engine.tick();
-    await failInterrupted(pool, deps.clock.now());
+    await failInterrupted(pgTx(pool), deps.clock.now());
   };
   runner.define(BROADCAST_TICK_JOB, async () => tick(), { concurrency: 1, removeOnComplete: false });
   return {
     engine,
     tick,
     async start() {
-      await failInterrupted(pool, deps.clock.now());
+      await failInterrupted(pgTx(pool), deps.clock.now());
       await runner.every(opts.tickEveryMs ?? 1000, BROADCAST_TICK_JOB);
     },
     async drain() {
