@@ -12,13 +12,13 @@ export const createContactImport: Handler<operations['createContactImport']> = a
 };
 
 export const getContactImport: Handler<operations['getContactImport']> = async (req, deps) => ({
-  data: { import: await getImport(deps.db.pool, req.auth!.project.id, importId(req.params.id)) },
+  data: { import: await getImport(deps.db.sql, req.auth!.project.id, importId(req.params.id)) },
 });
 
 export const listContactImportRows: Handler<operations['listContactImportRows']> = async (req, deps) => {
   const limit = Number(req.query.limit ?? 50);
   const offset = Number(req.query.offset ?? 0);
   const id = importId(req.params.id);
-  await getImport(deps.db.pool, req.auth!.project.id, id);
-  return { data: { ...(await listImportRows(deps.db.pool, id, limit, offset)), limit, offset } };
+  await getImport(deps.db.sql, req.auth!.project.id, id);
+  return { data: { ...(await listImportRows(deps.db.sql, id, limit, offset)), limit, offset } };
 };

@@ -44,7 +44,7 @@ export const getContact: Handler<operations['getContact']> = async (req, deps) =
 export const updateContact: Handler<operations['updateContact']> = async (req, deps) => {
   const id = pathId(req.params.id);
   const change = parseContactChange(req.body, contactLimitsOf(deps.contract));
-  const row = await updateContactRow(deps.db.pool, req.auth!.project.id, id, change, deps.clock.now());
+  const row = await updateContactRow(deps.db.sql, req.auth!.project.id, id, change, deps.clock.now());
   if (!row) throw notFound(id);
   return { data: { contact: contactView(row) } };
 };

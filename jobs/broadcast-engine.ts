@@ -41,22 +41,23 @@ function engineOwner(): string {
 
 /** The engine on the service's job runner: the tick is defined now and scheduled when the runner starts. */
 export function registerBroadcastEngine(ctx: JobContext & { deps: EngineDeps }, opts: BroadcastEngineOptions = {}): RunningEngine & JobModule {
-  const { deps, runner, pool } = ctx;
+  const { deps, runner } = ctx;
+  const db = onPool(deps.db, ctx.pool);
   const engine = new BroadcastEngine(
-    { ...deps, db: onPool(deps.db, pool) },
+    { ...deps, db },
     { owner: opts.owner ?? engineOwner(), timer: opts.timer ?? systemClock, ...opts },
   );
   // Imports cut short by a crash are failed on the same tick (one recurring job for both).
   const tick = async () => {
     await engine.tick();
-    await failInterrupted(pool, deps.clock.now());
+    await failInterrupted(db.sql, deps.clock.now());
   };
   runner.define(BROADCAST_TICK_JOB, async () => tick(), { concurrency: 1, removeOnComplete: false });
   return {
     engine,
     tick,
     async start() {
-      await failInterrupted(pool, deps.clock.now());
+      await failInterrupted(db.sql, deps.clock.now());
       await runner.every(opts.tickEveryMs ?? 1000, BROADCAST_TICK_JOB);
     },
     async drain() {

@@ -64,6 +64,6 @@ export const adminCreateContactImport: Handler<Ops['adminCreateContactImport']> 
 
 export const adminGetContactImport: Handler<Ops['adminGetContactImport']> = async (req, deps) => {
   const id = importId(req.params.importId);
-  const imp = await getImportAnyProject(deps.db.pool, id);
-  return { data: { import: imp, rows: (await listImportRows(deps.db.pool, id, 100, 0)).rows } };
+  const imp = await getImportAnyProject(deps.db.sql, id);
+  return { data: { import: imp, rows: (await listImportRows(deps.db.sql, id, 100, 0)).rows } };
 };

@@ -349,7 +349,7 @@ export class BroadcastEngine {
         return undefined;
       }
       // The user stopped marketing messages: the contact opts out (never retried).
-      await optOutOnSendError(this.pool, b.project_id, { phone: r.phone, userId: r.user_id }, e, t);
+      await optOutOnSendError(this.sql, b.project_id, { phone: r.phone, userId: r.user_id }, e, t);
       const outcome = outcomeOf(e, b.route);
       const failure = failureOf(e, b.route);
       // Certainly not sent: the ledger drops the message and gives its unit back, then the

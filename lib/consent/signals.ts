@@ -10,15 +10,14 @@
  * Each is a no-op when the contact already has that consent, so replayed notifications change nothing.
  * Also here: what statuses say about the recipient (BSUID, phone, username) fills in its contact.
  */
-import type pg from 'pg';
-import type { PrismaClient } from '../../generated/prisma/client.js';
 import type { Customer, StatusEvent, UserPreferenceEvent } from '../channel-port/events.js';
 import type { ConsentStatus } from '../conversations/consent.js';
 import { optOutMessageRecipients, setContactConsent, setPreferenceConsent } from '../conversations/contact-store.js';
 import { keywordCandidates, keywordMatch, keywordsOf } from './keywords.js';
 import { isBsuid, resolveContact, type MergeMoves } from '../conversations/identity.js';
-import { inPrismaTransaction, type PrismaTx as Tx } from '../platform/db/transaction.js';
-import { prismaTx, queryRows } from '../platform/db/tx.js';
+import type { Database } from '../platform/db/database.js';
+import { inPrismaTransaction } from '../platform/db/transaction.js';
+import { queryRows, type Tx } from '../platform/db/tx.js';
 
 /** Longest text compared with keywords (longer messages are never one: no keyword read for them). */
 const KEYWORD_MAX = 60;
@@ -40,7 +39,7 @@ export async function keywordConsent(
 }
 
 /** Meta's `user_preferences`: `stop` opts out, `resume` opts in (marketing messages only). */
-export async function applyUserPreferences(prisma: PrismaClient, moves: MergeMoves, projectId: string, preferences: UserPreferenceEvent[], at: Date): Promise<number> {
+export async function applyUserPreferences(db: Pick<Database, 'prisma' | 'sql'>, moves: MergeMoves, projectId: string, preferences: UserPreferenceEvent[], at: Date): Promise<number> {
   let changed = 0;
   for (const p of preferences) {
     if (p.category !== 'marketing_messages' || (p.value !== 'stop' && p.value !== 'resume')) continue;
@@ -48,7 +47,7 @@ export async function applyUserPreferences(prisma: PrismaClient, moves: MergeMov
     if (!ids.phone && !ids.userId) continue;
     const status: ConsentStatus = p.value === 'stop' ? 'opted_out' : 'opted_in';
     const when = p.timestamp ? new Date(p.timestamp * 1000) : at;
-    await inPrismaTransaction(prisma, async (tx) => {
+    await inPrismaTransaction(db.prisma, async (tx) => {
       const contact = (await resolveContact(tx, projectId, ids, at, moves))!;
       if (await setPreferenceConsent(tx, projectId, contact.id, status, when)) changed++;
     });
@@ -91,10 +90,10 @@ export function statusCustomerIds(statuses: StatusEvent[]): { wamid: string[]; p
  * username): one read for the notification; a contact is written only when something is new.
  * The statuses' statement checks first (statusCustomerIds) and calls this only when there is news.
  */
-export async function fillStatusCustomers(prisma: PrismaClient, moves: MergeMoves, projectId: string, statuses: StatusEvent[], at: Date): Promise<void> {
+export async function fillStatusCustomers(db: Pick<Database, 'prisma' | 'sql'>, moves: MergeMoves, projectId: string, statuses: StatusEvent[], at: Date): Promise<void> {
   const given = statusesNamingCustomers(statuses);
   if (given.length === 0) return;
-  const rows = await queryRows<{ wamid: string; phone: string | null; user_id: string | null; username: string | null }>(prismaTx(prisma),
+  const rows = await queryRows<{ wamid: string; phone: string | null; user_id: string | null; username: string | null }>(db.sql,
     `SELECT m.wamid, ct.phone, ct.user_id, ct.username FROM messages m
        JOIN conversations cv ON cv.id = m.conversation_id JOIN contacts ct ON ct.id = cv.contact_id
      WHERE m.project_id = $1 AND m.wamid = ANY($2::text[])`,
@@ -109,7 +108,7 @@ export async function fillStatusCustomers(prisma: PrismaClient, moves: MergeMove
     const news = (c.userId && !known.user_id) || (c.phone && !known.phone) || (c.username && c.username !== known.username);
     if (!news) continue;
     // The contact is the one the message went to; its own ids lead, the status's complete them.
-    await inPrismaTransaction(prisma, (tx) => resolveContact(tx, projectId, {
+    await inPrismaTransaction(db.prisma, (tx) => resolveContact(tx, projectId, {
       phone: known.phone ?? c.phone, userId: known.user_id ?? c.userId, parentUserId: c.parentUserId, username: c.username,
     }, at, moves));
     known.user_id ??= c.userId ?? null;
@@ -119,8 +118,8 @@ export async function fillStatusCustomers(prisma: PrismaClient, moves: MergeMove
 }
 
 /** Failed statuses saying the user stopped marketing messages (Meta's 131050) opt their contacts out. */
-export async function optOutOnFailedStatuses(pool: pg.Pool, projectId: string, statuses: StatusEvent[], at: Date): Promise<void> {
+export async function optOutOnFailedStatuses(tx: Tx, projectId: string, statuses: StatusEvent[], at: Date): Promise<void> {
   const wamids = statuses.filter((s) => s.status === 'failed' && s.recipientOptedOut && s.channelMessageId).map((s) => s.channelMessageId);
   if (wamids.length === 0) return;
-  await optOutMessageRecipients(pool, projectId, wamids, at);
+  await optOutMessageRecipients(tx, projectId, wamids, at);
 }

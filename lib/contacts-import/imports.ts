@@ -31,11 +31,12 @@ import type { Deps } from '../deps.js';
 import { ApiError } from '../platform/errors.js';
 import { readCsv, type CsvRecord } from './csv.js';
 import { classifyNumber, csvReason, type ImportRowCode, type RowReason } from './reasons.js';
-import type { Queryable } from '../platform/db/transaction.js';
 import { UUID } from '../platform/ids.js';
 import { Slots } from '../platform/fair-shares.js';
 import { upsertImportedContacts } from '../conversations/contact-store.js';
+import type { Database } from '../platform/db/database.js';
 import { inTransaction } from '../platform/db/transaction.js';
+import { execute, queryRows, type Tx } from '../platform/db/tx.js';
 
 export type ImportView = components['schemas']['ContactImport'];
 
@@ -124,10 +125,10 @@ export async function startImport(
     if (!header) throw invalidCsv('The file has no header line.');
     if (!dataLine) throw invalidCsv('The file has a header but no data lines.');
     const now = deps.clock.now();
-    await deps.db.pool.query(
+    await execute(deps.db.sql,
       `INSERT INTO contact_imports (id, project_id, status, default_country, filename, bytes_total, ignored_columns, created_at, heartbeat_at)
        VALUES ($1, $2, 'queued', $3, $4, $5, $6, $7, now())`,
-      [id, projectId, opts.defaultCountry ?? null, opts.filename ?? null, bytes, header.ignored, now],
+      id, projectId, opts.defaultCountry ?? null, opts.filename ?? null, bytes, header.ignored, now,
     );
   } catch (e) {
     await fs.rm(file, { force: true });
@@ -135,7 +136,7 @@ export async function startImport(
   }
   const job = runImport(deps, id, file).finally(() => running.delete(job));
   running.add(job);
-  return getImport(deps.db.pool, projectId, id);
+  return getImport(deps.db.sql, projectId, id);
 }
 
 /** Waits for the imports running in this process (tests, shutdown). */
@@ -153,11 +154,11 @@ interface Line {
 }
 
 async function runImport(deps: Deps, id: string, file: string): Promise<void> {
-  const pool = deps.db.pool;
+  const { sql } = deps.db;
   try {
-    const { rows } = await pool.query<{ project_id: string; default_country: string | null }>(
+    const rows = await queryRows<{ project_id: string; default_country: string | null }>(sql,
       `UPDATE contact_imports SET status = 'running', started_at = $2, heartbeat_at = now() WHERE id = $1 RETURNING project_id, default_country`,
-      [id, deps.clock.now()],
+      id, deps.clock.now(),
     );
     const { project_id: projectId, default_country: country } = rows[0];
     let header: Header | undefined;
@@ -171,7 +172,7 @@ async function runImport(deps: Deps, id: string, file: string): Promise<void> {
     const flush = async () => {
       if (!(await turns!.acquire(BATCH_TURN_WAIT_MS))) throw new Error('the project\'s other imports kept the database busy; re-send the file');
       try {
-        await applyBatch(pool, id, projectId, batch, rejects, rowsRead, counter.bytes, deps.clock.now());
+        await applyBatch(deps.db, id, projectId, batch, rejects, rowsRead, counter.bytes, deps.clock.now());
       } finally {
         turns!.release();
       }
@@ -205,14 +206,14 @@ async function runImport(deps: Deps, id: string, file: string): Promise<void> {
       if (batch.length + rejects.length >= BATCH) await flush();
     }
     await flush();
-    await pool.query(`UPDATE contact_imports SET status = 'completed', completed_at = $2, bytes_read = bytes_total WHERE id = $1`, [id, deps.clock.now()]);
+    await execute(sql, `UPDATE contact_imports SET status = 'completed', completed_at = $2, bytes_read = bytes_total WHERE id = $1`, id, deps.clock.now());
   } catch (e) {
     deps.logger.warn('contact import failed', { import_id: id, error: e instanceof Error ? e.message : String(e) });
     await persistently(() =>
-      pool.query(`UPDATE contact_imports SET status = 'failed', error = $2, completed_at = $3 WHERE id = $1`, [id, e instanceof Error ? e.message.slice(0, 500) : 'failed', deps.clock.now()]),
+      execute(sql, `UPDATE contact_imports SET status = 'failed', error = $2, completed_at = $3 WHERE id = $1`, id, e instanceof Error ? e.message.slice(0, 500) : 'failed', deps.clock.now()),
     );
   } finally {
-    await persistently(() => pool.query('DELETE FROM contact_import_phones WHERE import_id = $1', [id]));
+    await persistently(() => execute(sql, 'DELETE FROM contact_import_phones WHERE import_id = $1', id));
     await fs.rm(file, { force: true }).catch(() => undefined);
   }
 }
@@ -235,10 +236,11 @@ async function persistently(fn: () => Promise<unknown>): Promise<void> {
 
 /**
  * One batch in one transaction: numbers seen on an earlier line merge (reported), the rest are
- * upserted, and counts and progress move together with them.
+ * upserted, and counts and progress move together with them. Takes the Database to open that
+ * transaction (its pool named only for that).
  */
 async function applyBatch(
-  pool: Deps['db']['pool'],
+  db: Pick<Database, 'pool'>,
   id: string,
   projectId: string,
   batch: Line[],
@@ -247,7 +249,7 @@ async function applyBatch(
   bytesRead: number,
   now: Date,
 ): Promise<void> {
-  await inTransaction(pool, async (client) => {
+  await inTransaction(db.pool, async (tx) => {
     // In-batch duplicates merge into their first line; earlier batches' numbers are in contact_import_phones.
     const first = new Map<string, Line>();
     const merged: ReportRow[] = [];
@@ -264,41 +266,41 @@ async function applyBatch(
       merged.push([l.line, 'duplicate', `duplicate of line ${f.line}: merged into the same contact`, l.raw.slice(0, 64)]);
     }
     const uniques = [...first.values()];
-    const seen = await client.query<{ phone: string }>(
+    const seen = await queryRows<{ phone: string }>(tx,
       `INSERT INTO contact_import_phones (import_id, phone, first_line)
        SELECT $1, p, l FROM unnest($2::text[], $3::int[]) AS u(p, l) ON CONFLICT DO NOTHING RETURNING phone`,
-      [id, uniques.map((u) => u.phone), uniques.map((u) => u.line)],
+      id, uniques.map((u) => u.phone), uniques.map((u) => u.line),
     );
-    const fresh = new Set(seen.rows.map((r) => r.phone));
+    const fresh = new Set(seen.map((r) => r.phone));
     const later = uniques.filter((u) => !fresh.has(u.phone));
     if (later.length) {
-      const earlier = await client.query<{ phone: string; first_line: number }>(
+      const earlier = await queryRows<{ phone: string; first_line: number }>(tx,
         'SELECT phone, first_line FROM contact_import_phones WHERE import_id = $1 AND phone = ANY($2::text[])',
-        [id, later.map((u) => u.phone)],
+        id, later.map((u) => u.phone),
       );
-      const lineOf = new Map(earlier.rows.map((r) => [r.phone, r.first_line]));
+      const lineOf = new Map(earlier.map((r) => [r.phone, r.first_line]));
       for (const u of later) merged.push([u.line, 'duplicate', `duplicate of line ${lineOf.get(u.phone)}: merged into the same contact`, u.raw.slice(0, 64)]);
     }
     const asJson = (ls: Line[], opt: (l: Line) => boolean | null) => JSON.stringify(ls.map((u) => ({ phone: u.phone, name: u.name ?? null, tags: u.tags, opt: opt(u) })));
-    const rows = await upsertImportedContacts(client, projectId, id, now, asJson(uniques.filter((u) => fresh.has(u.phone)), (u) => u.optIn ?? null));
+    const rows = await upsertImportedContacts(tx, projectId, id, now, asJson(uniques.filter((u) => fresh.has(u.phone)), (u) => u.optIn ?? null));
     // Lines repeating a number of an earlier batch merge into the contact too (tags added, a name
     // filled); of their opted_in only an opt-out counts, as within a batch an opt-out is kept.
-    if (later.length) await upsertImportedContacts(client, projectId, id, now, asJson(later, (u) => (u.optIn === false ? false : null)));
+    if (later.length) await upsertImportedContacts(tx, projectId, id, now, asJson(later, (u) => (u.optIn === false ? false : null)));
     const created = rows.filter((r) => r.created).length;
     const updated = rows.length - created;
     const unchanged = fresh.size - rows.length;
     const report = [...rejects.map((r) => [...r, 'rejected'] as const), ...merged.map((r) => [...r, 'merged'] as const)];
     if (report.length) {
-      await client.query(
+      await execute(tx,
         `INSERT INTO contact_import_rows (import_id, line, code, reason, number, outcome)
          SELECT $1, l, c, r, n, o FROM unnest($2::int[], $3::text[], $4::text[], $5::text[], $6::text[]) AS u(l, c, r, n, o) ON CONFLICT DO NOTHING`,
-        [id, report.map((r) => r[0]), report.map((r) => r[1]), report.map((r) => r[2]), report.map((r) => r[3]), report.map((r) => r[4])],
+        id, report.map((r) => r[0]), report.map((r) => r[1]), report.map((r) => r[2]), report.map((r) => r[3]), report.map((r) => r[4]),
       );
     }
-    await client.query(
+    await execute(tx,
       `UPDATE contact_imports SET rows_total = $2, created = created + $3, updated = updated + $4, unchanged = unchanged + $5,
               merged = merged + $6, rejected = rejected + $7, bytes_read = LEAST(bytes_total, $8), heartbeat_at = now() WHERE id = $1`,
-      [id, rowsRead, created, updated, unchanged, merged.length, rejects.length, bytesRead],
+      id, rowsRead, created, updated, unchanged, merged.length, rejects.length, bytesRead,
     );
   });
 }
@@ -309,8 +311,9 @@ interface ImportRow {
   status: string;
   default_country: string | null;
   filename: string | null;
-  bytes_total: string;
-  bytes_read: string;
+  /** int8: a bigint on the handle. */
+  bytes_total: bigint;
+  bytes_read: bigint;
   rows_total: number;
   created: number;
   updated: number;
@@ -324,9 +327,8 @@ interface ImportRow {
   completed_at: Date | null;
 }
 
-export async function getImport(db: Queryable, projectId: string, id: string): Promise<ImportView> {
-  const { rows } = await db.query<ImportRow>('SELECT * FROM contact_imports WHERE id = $1 AND project_id = $2', [id, projectId]);
-  const r = rows[0];
+export async function getImport(tx: Tx, projectId: string, id: string): Promise<ImportView> {
+  const [r] = await queryRows<ImportRow>(tx, 'SELECT * FROM contact_imports WHERE id = $1 AND project_id = $2', id, projectId);
   if (!r) throw new ApiError('not_found', `No contact import ${id} in this project.`);
   const total = Number(r.bytes_total);
   const read = Number(r.bytes_read);
@@ -347,19 +349,19 @@ export async function getImport(db: Queryable, projectId: string, id: string): P
 }
 
 /** The operator's read of an import by id alone (any project); 404 when unknown. */
-export async function getImportAnyProject(db: Queryable, id: string): Promise<ImportView> {
-  const { rows } = await db.query<{ project_id: string }>('SELECT project_id FROM contact_imports WHERE id = $1', [id]);
+export async function getImportAnyProject(tx: Tx, id: string): Promise<ImportView> {
+  const rows = await queryRows<{ project_id: string }>(tx, 'SELECT project_id FROM contact_imports WHERE id = $1', id);
   if (!rows[0]) throw new ApiError('not_found', `No contact import ${id}.`);
-  return getImport(db, rows[0].project_id, id);
+  return getImport(tx, rows[0].project_id, id);
 }
 
-export async function listImportRows(db: Queryable, id: string, limit: number, offset: number) {
-  const total = await db.query<{ n: string }>('SELECT count(*)::bigint AS n FROM contact_import_rows WHERE import_id = $1', [id]);
-  const { rows } = await db.query<{ line: number; outcome: 'rejected' | 'merged'; code: ImportRowCode; reason: string; number: string | null }>(
+export async function listImportRows(tx: Tx, id: string, limit: number, offset: number) {
+  const [total] = await queryRows<{ n: bigint }>(tx, 'SELECT count(*)::bigint AS n FROM contact_import_rows WHERE import_id = $1', id);
+  const rows = await queryRows<{ line: number; outcome: 'rejected' | 'merged'; code: ImportRowCode; reason: string; number: string | null }>(tx,
     'SELECT line, outcome, code, reason, number FROM contact_import_rows WHERE import_id = $1 ORDER BY line LIMIT $2 OFFSET $3',
-    [id, limit, offset],
+    id, limit, offset,
   );
-  return { rows, total: Number(total.rows[0].n) };
+  return { rows, total: Number(total.n) };
 }
 
 /**
@@ -367,10 +369,10 @@ export async function listImportRows(db: Queryable, id: string, limit: number, o
  * clock, is older than `staleMs`) are failed with a reason: re-sending the file is safe.
  * Called at start-up and by the broadcast tick job, so another instance's running import is never touched.
  */
-export async function failInterrupted(db: Queryable, now: Date, staleMs = 120_000): Promise<void> {
-  await db.query(
+export async function failInterrupted(tx: Tx, now: Date, staleMs = 120_000): Promise<void> {
+  await execute(tx,
     `UPDATE contact_imports SET status = 'failed', error = 'interrupted (the service stopped while importing); import the file again (imports are idempotent)', completed_at = $1
      WHERE status IN ('queued', 'running') AND heartbeat_at < now() - make_interval(secs => $2::float8 / 1000)`,
-    [now, staleMs],
+    now, staleMs,
   );
 }

@@ -9,11 +9,11 @@
  *   (PostgreSQL re-evaluates the SET expressions on the newest row version after waiting).
  * - Consent changes are no-ops when the contact already has that consent, so replayed signals
  *   change nothing (consent.ts holds the SET list and the condition).
- * - Callers in a Prisma transaction (identity, consent signals) pass it; the others a pg Queryable.
+ * - Every statement runs on the one handle (Tx): the caller's transaction, pg's or Prisma's
+ *   (identity, consent signals, the import's batch), or `deps.db.sql` for a change on its own.
  *   The send ledger creates the contacts of a batch inside its one statement (insertContactsSql).
  */
 import type { ChannelError } from '../channel-port/errors.js';
-import type { Queryable } from '../platform/db/transaction.js';
 import { type Tx, execute, queryRows } from '../platform/db/tx.js';
 import { CONTACT_COLUMNS, type ContactChange } from './contacts.js';
 import { consentIsSql, consentSetSql, type ConsentStatus } from './consent.js';
@@ -25,7 +25,7 @@ import type { ContactRow } from './views.js';
  * tag both added and removed in one request ends up removed).
  */
 export async function updateContactRow(
-  db: Queryable,
+  tx: Tx,
   projectId: string,
   id: bigint,
   change: ContactChange,
@@ -38,7 +38,7 @@ export async function updateContactRow(
     else set[k] = v;
   }
   const changeTags = change.tags !== undefined;
-  const res = await db.query<ContactRow>(
+  const rows = await queryRows<ContactRow>(tx,
     `UPDATE contacts SET
        name = COALESCE($3::text, name),
        tags = CASE WHEN $4::boolean THEN ARRAY(
@@ -58,20 +58,18 @@ export async function updateContactRow(
        updated_at = $9
      WHERE project_id = $1 AND id = $2::bigint AND kind = 'customer'
      RETURNING ${CONTACT_COLUMNS}`,
-    [
-      projectId,
-      id.toString(),
-      change.name ?? null,
-      changeTags,
-      change.tags?.add ?? [],
-      change.tags?.remove ?? [],
-      JSON.stringify(set),
-      deleted,
-      now,
-      change.consent ?? null,
-    ],
+    projectId,
+    id.toString(),
+    change.name ?? null,
+    changeTags,
+    change.tags?.add ?? [],
+    change.tags?.remove ?? [],
+    JSON.stringify(set),
+    deleted,
+    now,
+    change.consent ?? null,
   );
-  return res.rows[0];
+  return rows[0];
 }
 
 // ------------------------------------------------------------------ identity (identity.ts decides)
@@ -173,24 +171,24 @@ export async function setPreferenceConsent(tx: Tx, projectId: string, contactId:
 }
 
 /** A send refused because the user stopped marketing messages (Meta's 131050): the recipient's contact, by phone or BSUID, opts out. */
-export async function optOutOnSendError(db: Queryable, projectId: string, to: { phone?: string | null; userId?: string | null }, e: ChannelError, at: Date): Promise<void> {
+export async function optOutOnSendError(tx: Tx, projectId: string, to: { phone?: string | null; userId?: string | null }, e: ChannelError, at: Date): Promise<void> {
   if (!e.reasons.includes('recipient_opted_out')) return;
-  await db.query(
+  await execute(tx,
     `UPDATE contacts SET ${consentSetSql('opted_out', '$4', `'error_131050'`)}
      WHERE project_id = $1 AND opted_out_at IS NULL
        AND (($2::text IS NOT NULL AND phone = $2) OR ($3::text IS NOT NULL AND user_id = $3))`,
-    [projectId, to.phone ?? null, to.userId ?? null, at],
+    projectId, to.phone ?? null, to.userId ?? null, at,
   );
 }
 
 /** Error 131050 in failed statuses: the contacts of those messages opt out. */
-export async function optOutMessageRecipients(db: Queryable, projectId: string, wamids: string[], at: Date): Promise<void> {
-  await db.query(
+export async function optOutMessageRecipients(tx: Tx, projectId: string, wamids: string[], at: Date): Promise<void> {
+  await execute(tx,
     `UPDATE contacts SET ${consentSetSql('opted_out', '$3', `'error_131050'`)}
      WHERE opted_out_at IS NULL AND id IN (
        SELECT cv.contact_id FROM messages m JOIN conversations cv ON cv.id = m.conversation_id
        WHERE m.project_id = $1 AND m.wamid = ANY($2::text[]))`,
-    [projectId, wamids, at],
+    projectId, wamids, at,
   );
 }
 
@@ -201,9 +199,8 @@ export async function optOutMessageRecipients(db: Queryable, projectId: string, 
  * without one (never replaces one), tags are added, opt-in and opt-out as lib/contacts-import's
  * header says. A row comes back only when something changed, so `unchanged` is exact.
  */
-export async function upsertImportedContacts(db: Queryable, projectId: string, importId: string, now: Date, lines: string): Promise<Array<{ created: boolean }>> {
-  const { rows } = await db.query<{ created: boolean }>(IMPORT_UPSERT, [projectId, importId, now, lines]);
-  return rows;
+export async function upsertImportedContacts(tx: Tx, projectId: string, importId: string, now: Date, lines: string): Promise<Array<{ created: boolean }>> {
+  return queryRows<{ created: boolean }>(tx, IMPORT_UPSERT, projectId, importId, now, lines);
 }
 
 const IMPORT_UPSERT = `INSERT INTO contacts AS c (project_id, phone, name, tags, opted_in, opted_in_at, opt_in_import_id, opted_out_at, consent_source, consent_at, created_at, updated_at)
@@ -250,12 +247,12 @@ export async function setCallPermission(tx: Tx, projectId: string, contactId: bi
  * of that phone takes the name. A removal there never deletes a contact here (its conversations
  * and consent stay). False when no contact has the phone or the name is unchanged.
  */
-export async function syncContactName(db: Queryable, projectId: string, phone: string, name: string, at: Date): Promise<boolean> {
-  const res = await db.query(
+export async function syncContactName(tx: Tx, projectId: string, phone: string, name: string, at: Date): Promise<boolean> {
+  const changed = await execute(tx,
     `UPDATE contacts SET name = $3, updated_at = $4 WHERE project_id = $1 AND phone = $2 AND name IS DISTINCT FROM $3`,
-    [projectId, phone, name, at],
+    projectId, phone, name, at,
   );
-  return (res.rowCount ?? 0) > 0;
+  return changed > 0;
 }
 
 /**

@@ -86,7 +86,7 @@ export async function applyHistory(deps: Deps, channel: OpenChannel, e: HistoryE
 export async function applyContactSync(deps: Deps, channel: OpenChannel, e: ContactSyncEvent, now: Date): Promise<boolean> {
   const name = e.fullName ?? e.firstName;
   if (e.action === 'remove' || !name || !e.customer.phone) return false;
-  return syncContactName(deps.db.pool, channel.projectId, e.customer.phone, name, now);
+  return syncContactName(deps.db.sql, channel.projectId, e.customer.phone, name, now);
 }
 
 /** The customer's conversation, by phone or BSUID. */

@@ -174,13 +174,13 @@ async function applyStatuses(deps: Deps, channel: OpenChannel, statuses: StatusE
   });
   let check = statusCustomerIds(statuses);
   if (check.wamid.length && !rounds.length) {
-    await fillStatusCustomers(deps.db.prisma, deps.contactMerge, channel.projectId, statuses, now);
+    await fillStatusCustomers(deps.db, deps.contactMerge, channel.projectId, statuses, now);
   }
   for (let r = 0; r < rounds.length; r++) {
     const round = rounds[r];
     const { known: rows, news } = await applyStatusRound(deps, channel.projectId, round.map(({ s }) => s), now, check);
     if (news) {
-      await fillStatusCustomers(deps.db.prisma, deps.contactMerge, channel.projectId, statuses, now);
+      await fillStatusCustomers(deps.db, deps.contactMerge, channel.projectId, statuses, now);
       check = NO_CHECK;
       r--;
       continue;
@@ -287,7 +287,7 @@ const EVENT_HANDLERS: { [K in ChannelEventKind]: (a: Applying, event: Extract<Ch
     if (stored) a.outcome.messages++;
   },
   status: (a, event) => applyStatusRun(a, [event]),
-  user_preference: (a, event) => applyUserPreferences(a.deps.db.prisma, a.deps.contactMerge, a.channel.projectId, [event], a.now),
+  user_preference: (a, event) => applyUserPreferences(a.deps.db, a.deps.contactMerge, a.channel.projectId, [event], a.now),
   messaging_limit: (a, event) => storeAnnouncedLimit(a.deps.db.sql, a.channel.wabaId, event.limit, a.now),
   // Read the level now: campaigns on the number follow it at their next take (pacing.ts).
   throughput: (a, event) => refreshChannelThroughput(a.deps, a.channel.projectId, event.why),
@@ -327,7 +327,7 @@ async function applyStatusRun(a: Applying, statuses: StatusEvent[]): Promise<voi
     else if (s.status === 'sent') return;
     else if (!s.timestamp || a.now.getTime() - Number(s.timestamp) * 1000 < UNKNOWN_STATUS_GRACE_MS) a.outcome.retryLater = true;
   });
-  await optOutOnFailedStatuses(a.deps.db.pool, a.channel.projectId, statuses, a.now);
+  await optOutOnFailedStatuses(a.deps.db.sql, a.channel.projectId, statuses, a.now);
 }
 
 /**

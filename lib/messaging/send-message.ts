@@ -350,7 +350,7 @@ async function callChannel(
     if (hasReason(e, 'window_closed')) throw outsideWindow();
     // A user who stopped marketing opts out; that and a message that needs a phone are the recipient's.
     if (isChannelError(e) && !group) {
-      await optOutOnSendError(pool, projectId, message, e, now).catch(() => undefined);
+      await optOutOnSendError(deps.db.sql, projectId, message, e, now).catch(() => undefined);
       const refused = recipientChannelError(e);
       if (refused) throw refused;
     }

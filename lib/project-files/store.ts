@@ -26,7 +26,8 @@ import type { Readable } from 'node:stream';
 import type { Deps } from '../deps.js';
 import { ApiError } from '../platform/errors.js';
 import { newId } from '../platform/secrets.js';
-import { inTransaction, type Queryable } from '../platform/db/transaction.js';
+import { inTransaction } from '../platform/db/transaction.js';
+import { execute, queryRows, type Tx } from '../platform/db/tx.js';
 import { blobStoreOf } from '../platform/storage/store-of.js';
 import { recordAuditOn, type AuditActor } from '../accounts/audit.js';
 import { findProject } from '../access/projects.js';
@@ -97,20 +98,21 @@ function quotaError(quota: 'files' | 'bytes', limit: number, used: number): ApiE
   );
 }
 
-async function usage(db: Queryable, projectId: string): Promise<{ files: number; bytes: number }> {
-  const r = (await db.query<{ n: string; b: string }>('SELECT count(*) AS n, coalesce(sum(size), 0) AS b FROM project_files WHERE project_id = $1', [projectId])).rows[0];
+async function usage(tx: Tx, projectId: string): Promise<{ files: number; bytes: number }> {
+  // count(*) and the sum of an int4 are int8: bigints on the handle.
+  const [r] = await queryRows<{ n: bigint; b: bigint }>(tx, 'SELECT count(*) AS n, coalesce(sum(size), 0) AS b FROM project_files WHERE project_id = $1', projectId);
   return { files: Number(r.n), bytes: Number(r.b) };
 }
 
-async function findRow(db: Queryable, projectId: string, name: string): Promise<Row | undefined> {
-  return (await db.query<Row>(`SELECT ${COLUMNS} FROM project_files WHERE project_id = $1 AND name = $2`, [projectId, name])).rows[0];
+async function findRow(tx: Tx, projectId: string, name: string): Promise<Row | undefined> {
+  return (await queryRows<Row>(tx, `SELECT ${COLUMNS} FROM project_files WHERE project_id = $1 AND name = $2`, projectId, name))[0];
 }
 
 /** The project's files by name, and its quota. */
 export async function listProjectFiles(deps: Pick<Deps, 'db' | 'config'>, projectId: string): Promise<{ files: ProjectFileView[]; usage: FilesUsage }> {
-  const res = await deps.db.pool.query<Row>(`SELECT ${COLUMNS} FROM project_files WHERE project_id = $1 ORDER BY name COLLATE "C"`, [projectId]);
-  const bytes = res.rows.reduce((n, r) => n + r.size, 0);
-  return { files: res.rows.map(view), usage: { files: res.rows.length, bytes, max_files: deps.config.projectFilesMax, max_bytes: deps.config.projectFilesMaxBytes } };
+  const rows = await queryRows<Row>(deps.db.sql, `SELECT ${COLUMNS} FROM project_files WHERE project_id = $1 ORDER BY name COLLATE "C"`, projectId);
+  const bytes = rows.reduce((n, r) => n + r.size, 0);
+  return { files: rows.map(view), usage: { files: rows.length, bytes, max_files: deps.config.projectFilesMax, max_bytes: deps.config.projectFilesMaxBytes } };
 }
 
 /**
@@ -120,8 +122,8 @@ export async function listProjectFiles(deps: Pick<Deps, 'db' | 'config'>, projec
 export async function saveProjectFile(deps: FileDeps, actor: AuditActor, projectId: string, rawName: unknown, body: Readable): Promise<{ file: ProjectFileView; created: boolean }> {
   const name = checkFileName(rawName);
   const { projectFilesMax: maxFiles, projectFilesMaxBytes: maxBytes } = deps.config;
-  const before = await findRow(deps.db.pool, projectId, name);
-  const used = await usage(deps.db.pool, projectId);
+  const before = await findRow(deps.db.sql, projectId, name);
+  const used = await usage(deps.db.sql, projectId);
   if (!before && used.files >= maxFiles) throw quotaError('files', maxFiles, used.files);
   const room = maxBytes - (used.bytes - (before?.size ?? 0));
   // A file is at most the largest media (100 MB), and at most what the quota leaves.
@@ -152,26 +154,26 @@ async function store(deps: FileDeps, actor: AuditActor, projectId: string, name:
   const now = deps.clock.now();
   let replaced: Row | undefined;
   try {
-    const result = await inTransaction(deps.db.pool, async (client) => {
+    const result = await inTransaction(deps.db.pool, async (tx) => {
       // One writer at a time per project: the quota holds under concurrent uploads.
-      await lockForTransaction(client, `project_files:${projectId}`);
-      replaced = await findRow(client, projectId, name);
-      const used = await usage(client, projectId);
+      await lockForTransaction(tx, `project_files:${projectId}`);
+      replaced = await findRow(tx, projectId, name);
+      const used = await usage(tx, projectId);
       if (!replaced && used.files >= deps.config.projectFilesMax) throw quotaError('files', deps.config.projectFilesMax, used.files);
       const others = used.bytes - (replaced?.size ?? 0);
       if (others + file.size > deps.config.projectFilesMaxBytes) throw quotaError('bytes', deps.config.projectFilesMaxBytes, others);
       const saved = replaced
-        ? (await client.query<Row>(
+        ? (await queryRows<Row>(tx,
             `UPDATE project_files SET id = $3, content_type = $4, size = $5, sha256 = $6, storage_key = $7, media_slug = NULL, updated_at = $8
               WHERE project_id = $1 AND name = $2 RETURNING ${COLUMNS}`,
-            [projectId, name, id, contentType, file.size, file.sha256, storageKey, now],
-          )).rows[0]
-        : (await client.query<Row>(
+            projectId, name, id, contentType, file.size, file.sha256, storageKey, now,
+          ))[0]
+        : (await queryRows<Row>(tx,
             `INSERT INTO project_files (id, project_id, name, content_type, size, sha256, storage_key, created_at, updated_at)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) RETURNING ${COLUMNS}`,
-            [id, projectId, name, contentType, file.size, file.sha256, storageKey, now],
-          )).rows[0];
-      await recordAuditOn(client, now, actor, {
+            id, projectId, name, contentType, file.size, file.sha256, storageKey, now,
+          ))[0];
+      await recordAuditOn(tx, now, actor, {
         projectId,
         action: replaced ? 'file.replace' : 'file.upload',
         subject: name,
@@ -191,7 +193,7 @@ async function store(deps: FileDeps, actor: AuditActor, projectId: string, name:
 /** The file's row and its bytes as a stream; 404 when the project has no such file. */
 export async function openProjectFile(deps: Pick<Deps, 'db' | 'config' | 'blobStore'>, projectId: string, rawName: unknown): Promise<{ file: ProjectFileView; stream: Readable }> {
   const name = checkFileName(rawName);
-  const row = await findRow(deps.db.pool, projectId, name);
+  const row = await findRow(deps.db.sql, projectId, name);
   if (!row) throw notFound(name);
   return { file: view(row), stream: await blobStoreOf(deps).open(row.storage_key) };
 }
@@ -200,10 +202,10 @@ export async function openProjectFile(deps: Pick<Deps, 'db' | 'config' | 'blobSt
 export async function deleteProjectFile(deps: FileDeps, actor: AuditActor, projectId: string, rawName: unknown): Promise<ProjectFileView> {
   const name = checkFileName(rawName);
   const now = deps.clock.now();
-  const gone = await inTransaction(deps.db.pool, async (client) => {
-    const row = (await client.query<Row>(`DELETE FROM project_files WHERE project_id = $1 AND name = $2 RETURNING ${COLUMNS}`, [projectId, name])).rows[0];
+  const gone = await inTransaction(deps.db.pool, async (tx) => {
+    const [row] = await queryRows<Row>(tx, `DELETE FROM project_files WHERE project_id = $1 AND name = $2 RETURNING ${COLUMNS}`, projectId, name);
     if (!row) throw notFound(name);
-    await recordAuditOn(client, now, actor, { projectId, action: 'file.delete', subject: name, before: { content_type: row.content_type, size: row.size, sha256: row.sha256 } });
+    await recordAuditOn(tx, now, actor, { projectId, action: 'file.delete', subject: name, before: { content_type: row.content_type, size: row.size, sha256: row.sha256 } });
     return row;
   });
   await blobStoreOf(deps).delete(gone.storage_key).catch(() => undefined);
@@ -219,7 +221,7 @@ export type BotFileRead =
 /** A file's content for the bot, at most `maxBytes` (a larger file is `file_too_large`, never a part of it). */
 export async function readProjectFileForBot(deps: Pick<Deps, 'db' | 'config' | 'blobStore'>, projectId: string, name: string, maxBytes: number): Promise<BotFileRead> {
   if (!FILE_NAME.test(name) || name.includes('..')) return { ok: false, error: { code: 'invalid_request', message: `"${name.slice(0, 140)}" is not a file name (letters, digits, ".", "_", "-"; never a path).` } };
-  const row = await findRow(deps.db.pool, projectId, name);
+  const row = await findRow(deps.db.sql, projectId, name);
   if (!row) return { ok: false, error: { code: 'not_found', message: `No file "${name}" in this project.` } };
   if (row.size > maxBytes) return { ok: false, error: { code: 'file_too_large', message: `${name} is ${row.size} bytes; the bot reads files of at most ${maxBytes} bytes (BOT_FILE_READ_MAX_BYTES).` } };
   const chunks: Buffer[] = [];
@@ -240,7 +242,7 @@ export async function readProjectFileForBot(deps: Pick<Deps, 'db' | 'config' | '
  */
 export async function projectFileAsMedia(deps: Deps, projectId: string, rawName: unknown): Promise<{ slug: string; mediaId: string | null; kind: MediaKind }> {
   const name = checkFileName(rawName);
-  const row = await findRow(deps.db.pool, projectId, name);
+  const row = await findRow(deps.db.sql, projectId, name);
   if (!row) throw notFound(name);
   const kind = kindOf(row.content_type) ?? 'document';
   if (row.media_slug) {
@@ -259,6 +261,6 @@ export async function projectFileAsMedia(deps: Deps, projectId: string, rawName:
   const project = await findProject(deps, projectId);
   const media = await createMediaAsset(deps, { id: project.id, name: project.name, status: project.status as 'active' }, { body: { filename: name }, file: sink, multipart: false }, undefined);
   // Remembered only if the file is still the one read (a replacement clears it).
-  await deps.db.pool.query('UPDATE project_files SET media_slug = $3 WHERE project_id = $1 AND id = $2', [projectId, row.id, media.slug]);
+  await execute(deps.db.sql, 'UPDATE project_files SET media_slug = $3 WHERE project_id = $1 AND id = $2', projectId, row.id, media.slug);
   return { slug: media.slug, mediaId: media.media_id, kind };
 }
