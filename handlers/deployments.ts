@@ -6,7 +6,7 @@ import { previewBot as preview } from '../lib/bot/preview.js';
 import { sampleTrial } from '../lib/bot/deploy-trial.js';
 
 export const listDeployments: Handler<operations['listDeployments']> = async (req, deps) => ({
-  data: { deployments: await list(deps.db.pool, req.auth!.project.id) },
+  data: { deployments: await list(deps.db.sql, req.auth!.project.id) },
 });
 
 export const deployCode: Handler<operations['deployCode']> = async (req, deps) => {

@@ -12,18 +12,18 @@ type HandlerReqLike = { http: Request };
 
 export const listFiles: Handler<operations['listFiles']> = async (req, deps) => {
   const tree = req.query.tree ?? 'development';
-  const { files, totalSize } = await list(deps.db.pool, req.auth!.project.id, tree, deps.clock.now());
+  const { files, totalSize } = await list(deps.db, req.auth!.project.id, tree, deps.clock.now());
   return { data: { tree, files, total_size: totalSize, limits: { file_bytes: CODE_LIMITS.fileBytes, tree_bytes: CODE_LIMITS.treeBytes, files: CODE_LIMITS.files } } };
 };
 
 export const getFile: Handler<operations['getFile']> = async (req, deps) => {
   const tree = req.query.tree ?? 'development';
-  const file = await readFile(deps.db.pool, req.auth!.project.id, tree, req.params.path, deps.clock.now());
+  const file = await readFile(deps.db, req.auth!.project.id, tree, req.params.path, deps.clock.now());
   return { data: { tree, file }, headers: { ETag: file.etag } };
 };
 
 export const putFile: Handler<operations['putFile']> = async (req, deps) => {
-  const { file, created } = await put(deps.db.pool, req.auth!.project.id, req.params.path, req.body.content, {
+  const { file, created } = await put(deps.db, req.auth!.project.id, req.params.path, req.body.content, {
     ifMatch: header(req, 'if-match'),
     ifNoneMatch: header(req, 'if-none-match'),
   }, deps.clock.now());

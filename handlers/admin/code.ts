@@ -13,7 +13,7 @@ async function projectId(deps: Parameters<Handler<any>>[1], raw: string): Promis
 }
 
 export const adminListDeployments: Handler<operations['adminListDeployments']> = async (req, deps) => ({
-  data: { deployments: await listDeployments(deps.db.pool, await projectId(deps, req.params.projectId)) },
+  data: { deployments: await listDeployments(deps.db.sql, await projectId(deps, req.params.projectId)) },
 });
 
 export const adminRollbackDeployment: Handler<operations['adminRollbackDeployment']> = async (req, deps) => {

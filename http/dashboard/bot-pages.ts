@@ -145,7 +145,7 @@ ${r.outcome.message ? html`<dt>Error</dt><dd><code class="log-line">${r.outcome.
 async function renderBot(deps: AppDeps, req: Request, res: Response, kept: Kept = {}) {
   const ctx = await projectContext(deps, req, 'bot');
   const projectId = ctx.project.id;
-  const [history, dev] = await Promise.all([deploymentHistory(deps.db.pool, projectId), listFiles(deps.db.pool, projectId, 'development', deps.clock.now())]);
+  const [history, dev] = await Promise.all([deploymentHistory(deps.db.sql, projectId), listFiles(deps.db, projectId, 'development', deps.clock.now())]);
   const manage = canManage(ctx.role);
   const active = history.find((d) => d.active);
   const input = kept.input ?? { text: '' };
@@ -233,13 +233,13 @@ export const showBotFiles = (deps: AppDeps) => async (req: Request, res: Respons
   const now = deps.clock.now();
   if (deployment) {
     if (!path) throw new DashboardRefusal(400, 'Name a file of the deployment.');
-    const content = await deploymentFile(deps.db.pool, projectId, deployment, path);
+    const content = await deploymentFile(deps.db.sql, projectId, deployment, path);
     const body = html`${switcher(projectId, 'files')}<p>${path} as deployment <code>${deployment}</code> promoted it (read-only). <a href="${fileHref(projectId, { tree: 'production' }, path, line)}">The same file in production now</a>.</p>
 <section aria-label="${path}">${codeView(content, line)}</section>`;
     return send(res, 200, layout(ctx.shell(`Bot file ${path}`), body));
   }
   const tree: Tree = q.tree === 'production' ? 'production' : 'development';
-  const [listed, file] = await Promise.all([listFiles(deps.db.pool, projectId, tree, now), path ? readFile(deps.db.pool, projectId, tree, path, now) : undefined]);
+  const [listed, file] = await Promise.all([listFiles(deps.db, projectId, tree, now), path ? readFile(deps.db, projectId, tree, path, now) : undefined]);
   const treeSwitch = html`<nav class="switch" aria-label="Tree"><ul>${(['development', 'production'] as const).map((t) => html`<li><a href="${botPath(projectId, `/files?tree=${t}`)}"${t === tree ? html` aria-current="page"` : ''}>${t}</a></li>`)}</ul></nav>`;
   const list = listed.files.length
     ? html`<div class="table-wrap"><table class="stack" id="files"><caption>The ${tree} tree: ${count(listed.files.length)} files, ${bytes(listed.totalSize)}</caption><thead><tr><th scope="col">File</th><th scope="col">Size</th><th scope="col">Changed</th></tr></thead><tbody>
@@ -278,7 +278,7 @@ export const showBotLog = (deps: AppDeps) => async (req: Request, res: Response)
   const projectId = ctx.project.id;
   const level = levelOf(req.query.level);
   const before = idOf(req.query.before);
-  const [rows, kept] = await Promise.all([botLogPage(deps, projectId, { level, before, limit: LOG_PAGE + 1 }), keptDeployments(deps.db.pool, projectId)]);
+  const [rows, kept] = await Promise.all([botLogPage(deps, projectId, { level, before, limit: LOG_PAGE + 1 }), keptDeployments(deps.db.sql, projectId)]);
   const shown = rows.slice(0, LOG_PAGE);
   const more = rows.length > LOG_PAGE;
   const path = botPath(projectId, '/log');
@@ -326,7 +326,7 @@ export const botLogEvents = (deps: AppDeps) => async (req: Request, res: Respons
     draw: async () => {
       const rows = await botLogPage(deps, projectId, { level, after: last, limit: LOG_KEPT });
       if (!rows.length) return { parts: {} };
-      const kept = rows.some((r) => r.deployment_id) ? await keptDeployments(deps.db.pool, projectId) : new Set<string>();
+      const kept = rows.some((r) => r.deployment_id) ? await keptDeployments(deps.db.sql, projectId) : new Set<string>();
       last = BigInt(rows[rows.length - 1].id);
       const added = await botLogCountAfter(deps, projectId, level, opened);
       return {

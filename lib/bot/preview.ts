@@ -99,8 +99,8 @@ export async function previewBot(deps: BotDeps, projectId: string, input: Previe
     const retry = Math.max(1, Math.ceil((cpuUntil.getTime() - now.getTime()) / 1000));
     throw new ApiError('rate_limited', `The project's bots used their CPU budget of ${deps.config.botCpuMsPerMinute} ms this minute (BOT_CPU_MS_PER_MINUTE); preview again in ${retry} seconds.`, { budget: 'bot_cpu', limit: deps.config.botCpuMsPerMinute }, { 'Retry-After': String(retry) });
   }
-  await ensureTree(deps.db.pool, projectId, now);
-  const files = await readTree(deps.db.pool, projectId, 'development');
+  await ensureTree(deps.db, projectId, now);
+  const files = await readTree(deps.db.sql, projectId, 'development');
   const built = await buildArtifact(files, { projectId });
   if (!built.ok) throw buildFailed(built.diagnostics);
   const message = await simulatedMessage(deps, projectId, input, now);

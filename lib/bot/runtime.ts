@@ -518,7 +518,7 @@ export class BotRuntime implements BotHook {
       this.disposeIdle(s);
       this.slots.delete(id);
     }
-    const release = await loadRelease(deps.db.pool, projectId);
+    const release = await loadRelease(deps.db.sql, projectId);
     if (!release) return undefined;
     const slot: Slot = { deploymentId: release.deploymentId, bundle: release.bundle, sourceMap: release.sourceMap, idle: [], running: 0, growth: new IsolateGrowth(), waiting: [] };
     this.slots.set(projectId, slot);

@@ -9,6 +9,9 @@
  *   and two editors never silently overwrite each other.
  * - Writes to one project's tree are serialised by a transaction-scoped advisory lock, so the
  *   tree limits and the ETag comparison see a stable tree.
+ * - Reads and single statements take the one handle (`Tx`: `deps.db.sql`, or the caller's
+ *   transaction, as a deploy's promotion); a change that opens a transaction (a file's write, the
+ *   scaffold's refresh) takes the `Database` and names its pool only to open it.
  * - Limits: 256 KiB per file, 2 MiB and 200 files per tree (413 `payload_too_large`).
  */
 import { createHash } from 'node:crypto';
@@ -17,7 +20,9 @@ import { ApiError } from '../platform/errors.js';
 import { scaffoldFiles } from './scaffold.js';
 import { canonicalPath, FLOWS_DIR, protectionOf, type ProtectedReason } from './paths.js';
 import { lockForTransaction } from '../platform/db/locks.js';
+import type { Database } from '../platform/db/database.js';
 import { inTransaction } from '../platform/db/transaction.js';
+import { execute, queryRows, type Tx } from '../platform/db/tx.js';
 
 export const CODE_LIMITS = { fileBytes: 256 * 1024, treeBytes: 2 * 1024 * 1024, files: 200 } as const;
 
@@ -85,26 +90,26 @@ const isPlatformFile = (path: string) => PLATFORM_REASONS.has(protectionOf(path)
  * them), so no author's change is lost; the author's files and flow definitions are never touched.
  * Production keeps what it was deployed with until the next deploy, which builds the refreshed tree.
  */
-async function refreshPlatformFiles(pool: pg.Pool, projectId: string, now: Date): Promise<void> {
+async function refreshPlatformFiles(db: Pick<Database, 'pool' | 'sql'>, projectId: string, now: Date): Promise<void> {
   const wanted = new Map([...scaffoldFiles()].filter(([path]) => isPlatformFile(path)));
-  const res = await pool.query<{ path: string; sha256: string }>(`SELECT path, sha256 FROM code_files WHERE project_id = $1 AND tree = 'development'`, [projectId]);
-  const have = new Map(res.rows.filter((r) => isPlatformFile(r.path)).map((r) => [r.path, r.sha256]));
+  const rows = await queryRows<{ path: string; sha256: string }>(db.sql, `SELECT path, sha256 FROM code_files WHERE project_id = $1 AND tree = 'development'`, projectId);
+  const have = new Map(rows.filter((r) => isPlatformFile(r.path)).map((r) => [r.path, r.sha256]));
   const stale = [...wanted].filter(([path, content]) => have.get(path) !== sha256(content)).map(([path]) => path);
   const gone = [...have.keys()].filter((path) => path.startsWith('src/platform/') && !wanted.has(path));
   if (!stale.length && !gone.length) return;
-  await inTransaction(pool, async (client) => {
-    await lockTree(client, projectId);
+  await inTransaction(db.pool, async (tx) => {
+    await lockTree(tx, projectId);
     const contents = stale.map((p) => wanted.get(p)!);
-    await client.query(
+    await execute(tx,
       `INSERT INTO code_files (project_id, tree, path, content, sha256, size, version, updated_at)
        SELECT $1, 'development', p, c, s, z, 1, $6 FROM unnest($2::text[], $3::text[], $4::text[], $5::int[]) AS t(p, c, s, z)
        ON CONFLICT (project_id, tree, path) DO UPDATE
          SET content = EXCLUDED.content, sha256 = EXCLUDED.sha256, size = EXCLUDED.size,
              version = code_files.version + 1, updated_at = EXCLUDED.updated_at
          WHERE code_files.sha256 <> EXCLUDED.sha256`,
-      [projectId, stale, contents, contents.map(sha256), contents.map((c) => Buffer.byteLength(c)), now],
+      projectId, stale, contents, contents.map(sha256), contents.map((c) => Buffer.byteLength(c)), now,
     );
-    if (gone.length) await client.query(`DELETE FROM code_files WHERE project_id = $1 AND tree = 'development' AND path = ANY($2::text[])`, [projectId, gone]);
+    if (gone.length) await execute(tx, `DELETE FROM code_files WHERE project_id = $1 AND tree = 'development' AND path = ANY($2::text[])`, projectId, gone);
   });
 }
 
@@ -112,49 +117,50 @@ async function refreshPlatformFiles(pool: pg.Pool, projectId: string, now: Date)
  * Creates the development tree from the scaffold if the project has none yet; an existing tree's
  * platform files are brought to this version's scaffold (refreshPlatformFiles), once per process.
  */
-export async function ensureTree(pool: pg.Pool, projectId: string, now: Date): Promise<void> {
+export async function ensureTree(db: Pick<Database, 'pool' | 'sql'>, projectId: string, now: Date): Promise<void> {
   if (seeded.has(projectId)) return;
-  const has = await pool.query(`SELECT 1 FROM code_files WHERE project_id = $1 AND tree = 'development' LIMIT 1`, [projectId]);
-  if (has.rowCount !== 0) await refreshPlatformFiles(pool, projectId, now);
-  if (has.rowCount === 0) {
+  const has = await queryRows(db.sql, `SELECT 1 FROM code_files WHERE project_id = $1 AND tree = 'development' LIMIT 1`, projectId);
+  if (has.length !== 0) await refreshPlatformFiles(db, projectId, now);
+  if (has.length === 0) {
     const files = scaffoldFiles();
     const paths = [...files.keys()];
     const contents = paths.map((p) => files.get(p)!);
-    await pool.query(
+    await execute(db.sql,
       `INSERT INTO code_files (project_id, tree, path, content, sha256, size, version, updated_at)
        SELECT $1, 'development', p, c, s, z, 1, $6 FROM unnest($2::text[], $3::text[], $4::text[], $5::int[]) AS t(p, c, s, z)
        ON CONFLICT DO NOTHING`,
-      [projectId, paths, contents, contents.map(sha256), contents.map((c) => Buffer.byteLength(c)), now],
+      projectId, paths, contents, contents.map(sha256), contents.map((c) => Buffer.byteLength(c)), now,
     );
   }
   seeded.add(projectId);
 }
 
-export async function listFiles(pool: pg.Pool, projectId: string, tree: Tree, now: Date): Promise<{ files: FileInfo[]; totalSize: number }> {
-  await ensureTree(pool, projectId, now);
-  const res = await pool.query<Row>(
+/** The tree's files (the development tree created or refreshed first: ensureTree). */
+export async function listFiles(db: Pick<Database, 'pool' | 'sql'>, projectId: string, tree: Tree, now: Date): Promise<{ files: FileInfo[]; totalSize: number }> {
+  await ensureTree(db, projectId, now);
+  const rows = await queryRows<Row>(db.sql,
     `SELECT path, sha256, size, version, updated_at FROM code_files WHERE project_id = $1 AND tree = $2 ORDER BY path COLLATE "C"`,
-    [projectId, tree],
+    projectId, tree,
   );
-  return { files: res.rows.map(view), totalSize: res.rows.reduce((n, r) => n + r.size, 0) };
+  return { files: rows.map(view), totalSize: rows.reduce((n, r) => n + r.size, 0) };
 }
 
-export async function readFile(pool: pg.Pool, projectId: string, tree: Tree, rawPath: string, now: Date): Promise<FileWithContent> {
+export async function readFile(db: Pick<Database, 'pool' | 'sql'>, projectId: string, tree: Tree, rawPath: string, now: Date): Promise<FileWithContent> {
   const path = canonicalPath(rawPath, { forWrite: false });
-  await ensureTree(pool, projectId, now);
-  const res = await pool.query<Row>(
+  await ensureTree(db, projectId, now);
+  const rows = await queryRows<Row>(db.sql,
     `SELECT path, content, sha256, size, version, updated_at FROM code_files WHERE project_id = $1 AND tree = $2 AND path = $3`,
-    [projectId, tree, path],
+    projectId, tree, path,
   );
-  const row = res.rows[0];
+  const row = rows[0];
   if (!row) throw new ApiError('not_found', `No file "${path}" in the ${tree} tree.`);
   return { ...view(row), content: row.content! };
 }
 
 /** Every file of a tree, path → content. */
-export async function readTree(pool: pg.Pool | pg.PoolClient, projectId: string, tree: Tree): Promise<Map<string, string>> {
-  const res = await pool.query<{ path: string; content: string }>(`SELECT path, content FROM code_files WHERE project_id = $1 AND tree = $2`, [projectId, tree]);
-  return new Map(res.rows.map((r) => [r.path, r.content]));
+export async function readTree(tx: Tx, projectId: string, tree: Tree): Promise<Map<string, string>> {
+  const rows = await queryRows<{ path: string; content: string }>(tx, `SELECT path, content FROM code_files WHERE project_id = $1 AND tree = $2`, projectId, tree);
+  return new Map(rows.map((r) => [r.path, r.content]));
 }
 
 export interface Preconditions {
@@ -179,6 +185,7 @@ function checkContent(content: string): number {
   return size;
 }
 
+/** The tree's lock, held until the transaction on the pg connection `client` ends (advisory locks are pg's). */
 async function lockTree(client: pg.PoolClient, projectId: string): Promise<void> {
   await lockForTransaction(client, `code:${projectId}`);
 }
@@ -187,16 +194,16 @@ async function lockTree(client: pg.PoolClient, projectId: string): Promise<void>
  * Writes one file of the development tree at a canonical path, under the tree lock, with the
  * limits and preconditions. Protection is the caller's business (see putFile / writeFlowFile).
  */
-async function writeDevFile(pool: pg.Pool, projectId: string, path: string, content: string, pre: Preconditions, now: Date): Promise<{ file: FileWithContent; created: boolean }> {
+async function writeDevFile(db: Pick<Database, 'pool' | 'sql'>, projectId: string, path: string, content: string, pre: Preconditions, now: Date): Promise<{ file: FileWithContent; created: boolean }> {
   const size = checkContent(content);
-  await ensureTree(pool, projectId, now);
-  return inTransaction(pool, async (client) => {
-    await lockTree(client, projectId);
-    const rows = await client.query<Row>(
+  await ensureTree(db, projectId, now);
+  return inTransaction(db.pool, async (tx) => {
+    await lockTree(tx, projectId);
+    const rows = await queryRows<Row>(tx,
       `SELECT path, sha256, size, version, updated_at FROM code_files WHERE project_id = $1 AND tree = 'development'`,
-      [projectId],
+      projectId,
     );
-    const current = rows.rows.find((r) => r.path === path);
+    const current = rows.find((r) => r.path === path);
     const currentTag = current ? etagOf(current.sha256) : null;
     if (pre.ifNoneMatch !== undefined) {
       const tags = tagsOf(pre.ifNoneMatch);
@@ -208,51 +215,51 @@ async function writeDevFile(pool: pg.Pool, projectId: string, path: string, cont
       if (!tags.includes('*') && !tags.includes(currentTag!)) throw preconditionFailed(currentTag, `${path} changed since you read it: its ETag is now ${currentTag}. Read it again and reapply your change.`);
     }
     if (!current) {
-      const twin = rows.rows.find((r) => r.path.toLowerCase() === path.toLowerCase());
+      const twin = rows.find((r) => r.path.toLowerCase() === path.toLowerCase());
       if (twin) throw new ApiError('conflict', `${path} differs only in case from the existing ${twin.path}.`, { existing: twin.path });
-      if (rows.rows.length + 1 > CODE_LIMITS.files) throw new ApiError('payload_too_large', `A tree may hold at most ${CODE_LIMITS.files} files.`, { limit: CODE_LIMITS.files });
+      if (rows.length + 1 > CODE_LIMITS.files) throw new ApiError('payload_too_large', `A tree may hold at most ${CODE_LIMITS.files} files.`, { limit: CODE_LIMITS.files });
     }
-    const total = rows.rows.reduce((n, r) => n + (r.path === path ? 0 : r.size), 0) + size;
+    const total = rows.reduce((n, r) => n + (r.path === path ? 0 : r.size), 0) + size;
     if (total > CODE_LIMITS.treeBytes) {
       throw new ApiError('payload_too_large', `The tree would hold ${total} bytes; at most ${CODE_LIMITS.treeBytes}.`, { limit: CODE_LIMITS.treeBytes, size: total });
     }
     const sha = sha256(content);
-    const written = await client.query<Row>(
+    const written = await queryRows<Row>(tx,
       `INSERT INTO code_files (project_id, tree, path, content, sha256, size, version, updated_at)
        VALUES ($1, 'development', $2, $3, $4, $5, 1, $6)
        ON CONFLICT (project_id, tree, path) DO UPDATE
          SET content = EXCLUDED.content, sha256 = EXCLUDED.sha256, size = EXCLUDED.size,
              version = code_files.version + 1, updated_at = EXCLUDED.updated_at
        RETURNING path, sha256, size, version, updated_at`,
-      [projectId, path, content, sha, size, now],
+      projectId, path, content, sha, size, now,
     );
-    return { file: { ...view(written.rows[0]), content }, created: !current };
+    return { file: { ...view(written[0]), content }, created: !current };
   });
 }
 
 /** PUT /v1/files/{path}: protected paths (any spelling) and flow definitions are refused. */
-export function putFile(pool: pg.Pool, projectId: string, rawPath: string, content: string, pre: Preconditions, now: Date) {
+export function putFile(db: Pick<Database, 'pool' | 'sql'>, projectId: string, rawPath: string, content: string, pre: Preconditions, now: Date) {
   const path = canonicalPath(rawPath, { forWrite: true });
-  return writeDevFile(pool, projectId, path, content, pre, now);
+  return writeDevFile(db, projectId, path, content, pre, now);
 }
 
 /**
  * For the flow endpoints only: writes `flows/<name>.json` of the development tree, which
  * PUT /v1/files refuses. `name` is a flow name of letters, digits, `_` and `-`.
  */
-export async function writeFlowFile(pool: pg.Pool, projectId: string, name: string, definition: unknown, now: Date, pre: Preconditions = {}) {
+export async function writeFlowFile(db: Pick<Database, 'pool' | 'sql'>, projectId: string, name: string, definition: unknown, now: Date, pre: Preconditions = {}) {
   if (!/^[A-Za-z0-9_-]{1,100}$/.test(name)) throw new ApiError('invalid_request', 'A flow name has 1 to 100 letters, digits, "_" or "-".');
-  return writeDevFile(pool, projectId, `${FLOWS_DIR}${name}.json`, JSON.stringify(definition, null, 2) + '\n', pre, now);
+  return writeDevFile(db, projectId, `${FLOWS_DIR}${name}.json`, JSON.stringify(definition, null, 2) + '\n', pre, now);
 }
 
 /** For the flow endpoints: the flow definitions of a tree, name → parsed JSON (unparsable ones as null). */
-export async function listFlowFiles(pool: pg.Pool, projectId: string, tree: Tree = 'development'): Promise<Map<string, unknown>> {
-  const res = await pool.query<{ path: string; content: string }>(
+export async function listFlowFiles(tx: Tx, projectId: string, tree: Tree = 'development'): Promise<Map<string, unknown>> {
+  const rows = await queryRows<{ path: string; content: string }>(tx,
     `SELECT path, content FROM code_files WHERE project_id = $1 AND tree = $2 AND path LIKE 'flows/%' ORDER BY path`,
-    [projectId, tree],
+    projectId, tree,
   );
   const out = new Map<string, unknown>();
-  for (const r of res.rows) {
+  for (const r of rows) {
     const name = r.path.slice(FLOWS_DIR.length).replace(/\.json$/, '');
     try {
       out.set(name, JSON.parse(r.content));
@@ -264,20 +271,19 @@ export async function listFlowFiles(pool: pg.Pool, projectId: string, tree: Tree
 }
 
 /** For the flow endpoints only: removes `flows/<name>.json` from the development tree. */
-export async function deleteFlowFile(pool: pg.Pool, projectId: string, name: string): Promise<boolean> {
-  const res = await pool.query(`DELETE FROM code_files WHERE project_id = $1 AND tree = 'development' AND path = $2`, [projectId, `${FLOWS_DIR}${name}.json`]);
-  return (res.rowCount ?? 0) > 0;
+export async function deleteFlowFile(tx: Tx, projectId: string, name: string): Promise<boolean> {
+  return (await execute(tx, `DELETE FROM code_files WHERE project_id = $1 AND tree = 'development' AND path = $2`, projectId, `${FLOWS_DIR}${name}.json`)) > 0;
 }
 
 /** Replaces the production tree with `files`, inside the caller's transaction (atomic promotion). */
-export async function replaceProductionTree(client: pg.PoolClient, projectId: string, files: Map<string, string>, now: Date): Promise<void> {
-  await client.query(`DELETE FROM code_files WHERE project_id = $1 AND tree = 'production'`, [projectId]);
+export async function replaceProductionTree(tx: Tx, projectId: string, files: Map<string, string>, now: Date): Promise<void> {
+  await execute(tx, `DELETE FROM code_files WHERE project_id = $1 AND tree = 'production'`, projectId);
   const paths = [...files.keys()];
   const contents = paths.map((p) => files.get(p)!);
-  await client.query(
+  await execute(tx,
     `INSERT INTO code_files (project_id, tree, path, content, sha256, size, version, updated_at)
      SELECT $1, 'production', p, c, s, z, 1, $6 FROM unnest($2::text[], $3::text[], $4::text[], $5::int[]) AS t(p, c, s, z)`,
-    [projectId, paths, contents, contents.map(sha256), contents.map((c) => Buffer.byteLength(c)), now],
+    projectId, paths, contents, contents.map(sha256), contents.map((c) => Buffer.byteLength(c)), now,
   );
 }
 

@@ -11,9 +11,10 @@
  *   kept one is compared with nothing (every file "added", marked as such).
  * - "Who": `created_by` holds an API key's id for a deploy through the API (shown with the key's
  *   name), `operator` for the operator API, or a person's email for a rollback of the console.
+ * - Reads only, on the one handle (`Tx`: `deps.db.sql`).
  */
-import type pg from 'pg';
 import { ApiError } from '../platform/errors.js';
+import { queryRows, type Tx } from '../platform/db/tx.js';
 import { canonicalPath } from '../code/paths.js';
 import { listDeployments, type DeploymentView } from './deployments.js';
 
@@ -34,22 +35,22 @@ export interface DeploymentHistoryEntry extends DeploymentView {
   kept: boolean;
 }
 
-export async function deploymentHistory(pool: pg.Pool, projectId: string): Promise<DeploymentHistoryEntry[]> {
-  const deployments = await listDeployments(pool, projectId);
-  const hashes = await pool.query<{ id: string; path: string; h: string }>(
+export async function deploymentHistory(tx: Tx, projectId: string): Promise<DeploymentHistoryEntry[]> {
+  const deployments = await listDeployments(tx, projectId);
+  const hashes = await queryRows<{ id: string; path: string; h: string }>(tx,
     `SELECT d.id, f.key AS path, md5(f.value) AS h FROM deployments d, jsonb_each_text(d.files) f
       WHERE d.project_id = $1 AND d.status = 'succeeded' AND d.files IS NOT NULL`,
-    [projectId],
+    projectId,
   );
   const trees = new Map<string, Map<string, string>>();
-  for (const r of hashes.rows) {
+  for (const r of hashes) {
     let tree = trees.get(r.id);
     if (!tree) trees.set(r.id, (tree = new Map()));
     tree.set(r.path, r.h);
   }
   const keyIds = [...new Set(deployments.map((d) => d.created_by).filter((c): c is string => !!c))];
   const keys = keyIds.length
-    ? new Map((await pool.query<{ id: string; name: string }>('SELECT id, name FROM api_keys WHERE project_id = $1 AND id = ANY($2::text[])', [projectId, keyIds])).rows.map((k) => [k.id, k.name]))
+    ? new Map((await queryRows<{ id: string; name: string }>(tx, 'SELECT id, name FROM api_keys WHERE project_id = $1 AND id = ANY($2::text[])', projectId, keyIds)).map((k) => [k.id, k.name]))
     : new Map<string, string>();
   // Newest first: each succeeded deployment is compared with the next succeeded one in the list.
   return deployments.map((d, i) => {
@@ -76,19 +77,19 @@ function compare(before: Map<string, string>, after: Map<string, string>, first:
 }
 
 /** The ids of the project's kept deployments whose files can be read (deploymentFile). */
-export async function keptDeployments(pool: pg.Pool, projectId: string): Promise<Set<string>> {
-  const res = await pool.query<{ id: string }>(`SELECT id FROM deployments WHERE project_id = $1 AND status = 'succeeded' AND files IS NOT NULL`, [projectId]);
-  return new Set(res.rows.map((r) => r.id));
+export async function keptDeployments(tx: Tx, projectId: string): Promise<Set<string>> {
+  const rows = await queryRows<{ id: string }>(tx, `SELECT id FROM deployments WHERE project_id = $1 AND status = 'succeeded' AND files IS NOT NULL`, projectId);
+  return new Set(rows.map((r) => r.id));
 }
 
 /** One file as a kept deployment promoted it (the bot log's errors point into it). */
-export async function deploymentFile(pool: pg.Pool, projectId: string, deploymentId: string, rawPath: string): Promise<string> {
+export async function deploymentFile(tx: Tx, projectId: string, deploymentId: string, rawPath: string): Promise<string> {
   const path = canonicalPath(rawPath, { forWrite: false });
-  const res = await pool.query<{ content: string | null }>(
+  const rows = await queryRows<{ content: string | null }>(tx,
     `SELECT files ->> $3 AS content FROM deployments WHERE project_id = $1 AND id = $2 AND status = 'succeeded'`,
-    [projectId, deploymentId, path],
+    projectId, deploymentId, path,
   );
-  const content = res.rows[0]?.content;
+  const content = rows[0]?.content;
   if (content === null || content === undefined) throw new ApiError('not_found', `No file "${path}" in deployment "${deploymentId.slice(0, 40)}" (the last 20 deployments are kept).`);
   return content;
 }

@@ -15,10 +15,14 @@
  *   promotes a kept deployment's bundle and files again, without rebuilding, as a new record
  *   with `rollback_of`.
  * - Deploys and rollbacks of one project are serialised by an advisory lock.
+ * - Reads take the one handle (`Tx`: `deps.db.sql`, or the deploy lock's transaction); a deploy or
+ *   a rollback takes the `Database` and names its pool only to open that transaction.
  */
 import type pg from 'pg';
 import type { Deps } from '../deps.js';
+import type { Database } from '../platform/db/database.js';
 import { inTransaction } from '../platform/db/transaction.js';
+import { execute, queryRows, type Tx } from '../platform/db/tx.js';
 import { ApiError } from '../platform/errors.js';
 import { newId } from '../platform/secrets.js';
 import { ensureTree, readTree, replaceProductionTree, treeHash } from '../code/store.js';
@@ -71,36 +75,37 @@ function view(r: Row): DeploymentView {
   };
 }
 
-export async function listDeployments(pool: pg.Pool, projectId: string): Promise<DeploymentView[]> {
-  const res = await pool.query<Row>(`SELECT ${COLUMNS} FROM deployments d WHERE d.project_id = $1 ORDER BY d.seq DESC LIMIT ${KEPT_DEPLOYMENTS}`, [projectId]);
-  return res.rows.map(view);
+export async function listDeployments(tx: Tx, projectId: string): Promise<DeploymentView[]> {
+  const rows = await queryRows<Row>(tx, `SELECT ${COLUMNS} FROM deployments d WHERE d.project_id = $1 ORDER BY d.seq DESC LIMIT ${KEPT_DEPLOYMENTS}`, projectId);
+  return rows.map(view);
 }
 
-async function findDeployment(db: pg.Pool | pg.PoolClient, projectId: string, id: string): Promise<DeploymentView | undefined> {
-  const res = await db.query<Row>(`SELECT ${COLUMNS} FROM deployments d WHERE d.project_id = $1 AND d.id = $2`, [projectId, id]);
-  return res.rows[0] ? view(res.rows[0]) : undefined;
+async function findDeployment(tx: Tx, projectId: string, id: string): Promise<DeploymentView | undefined> {
+  const rows = await queryRows<Row>(tx, `SELECT ${COLUMNS} FROM deployments d WHERE d.project_id = $1 AND d.id = $2`, projectId, id);
+  return rows[0] ? view(rows[0]) : undefined;
 }
 
-async function activeRelease(db: pg.Pool | pg.PoolClient, projectId: string): Promise<{ deploymentId: string; contentHash: string } | undefined> {
-  const res = await db.query<{ deployment_id: string; content_hash: string }>(`SELECT deployment_id, content_hash FROM bot_releases WHERE project_id = $1`, [projectId]);
-  const r = res.rows[0];
+async function activeRelease(tx: Tx, projectId: string): Promise<{ deploymentId: string; contentHash: string } | undefined> {
+  const rows = await queryRows<{ deployment_id: string; content_hash: string }>(tx, `SELECT deployment_id, content_hash FROM bot_releases WHERE project_id = $1`, projectId);
+  const r = rows[0];
   return r ? { deploymentId: r.deployment_id, contentHash: r.content_hash } : undefined;
 }
 
 /** Keeps the newest KEPT_DEPLOYMENTS records, and always the active one. */
-async function prune(db: pg.Pool | pg.PoolClient, projectId: string): Promise<void> {
-  await db.query(
+async function prune(tx: Tx, projectId: string): Promise<void> {
+  await execute(tx,
     `DELETE FROM deployments d WHERE d.project_id = $1
        AND d.id NOT IN (SELECT id FROM deployments WHERE project_id = $1 ORDER BY seq DESC LIMIT ${KEPT_DEPLOYMENTS})
        AND NOT EXISTS (SELECT 1 FROM bot_releases r WHERE r.project_id = d.project_id AND r.deployment_id = d.id)`,
-    [projectId],
+    projectId,
   );
 }
 
-async function withDeployLock<T>(pool: pg.Pool, projectId: string, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  return inTransaction(pool, async (client) => {
-    await lockForTransaction(client, `deploy:${projectId}`);
-    return fn(client);
+/** One transaction on pg under the project's deploy lock (advisory locks are pg's). */
+async function withDeployLock<T>(db: Pick<Database, 'pool'>, projectId: string, fn: (tx: pg.PoolClient & Tx) => Promise<T>): Promise<T> {
+  return inTransaction(db.pool, async (tx) => {
+    await lockForTransaction(tx, `deploy:${projectId}`);
+    return fn(tx);
   });
 }
 
@@ -114,20 +119,20 @@ interface Artifact {
 }
 
 /** Inside the deploy lock: record, replace the production tree, switch the release, prune. */
-async function promote(client: pg.PoolClient, projectId: string, a: Artifact, meta: { message: string | null; createdBy: string | null; rollbackOf: string | null }, now: Date): Promise<string> {
+async function promote(tx: Tx, projectId: string, a: Artifact, meta: { message: string | null; createdBy: string | null; rollbackOf: string | null }, now: Date): Promise<string> {
   const id = newId('dep', 20);
-  await client.query(
+  await execute(tx,
     `INSERT INTO deployments (id, project_id, status, content_hash, bundle, source_map, files, diagnostics, message, created_by, rollback_of, created_at, schedules)
      VALUES ($1, $2, 'succeeded', $3, $4, $5, $6, '[]', $7, $8, $9, $10, $11)`,
-    [id, projectId, a.contentHash, a.bundle, a.sourceMap, JSON.stringify(Object.fromEntries(a.files)), meta.message, meta.createdBy, meta.rollbackOf, now, JSON.stringify(a.schedules)],
+    id, projectId, a.contentHash, a.bundle, a.sourceMap, JSON.stringify(Object.fromEntries(a.files)), meta.message, meta.createdBy, meta.rollbackOf, now, JSON.stringify(a.schedules),
   );
-  await replaceProductionTree(client, projectId, a.files, now);
-  await client.query(
+  await replaceProductionTree(tx, projectId, a.files, now);
+  await execute(tx,
     `INSERT INTO bot_releases (project_id, deployment_id, content_hash, promoted_at) VALUES ($1, $2, $3, $4)
      ON CONFLICT (project_id) DO UPDATE SET deployment_id = EXCLUDED.deployment_id, content_hash = EXCLUDED.content_hash, promoted_at = EXCLUDED.promoted_at`,
-    [projectId, id, a.contentHash, now],
+    projectId, id, a.contentHash, now,
   );
-  await prune(client, projectId);
+  await prune(tx, projectId);
   return id;
 }
 
@@ -191,18 +196,21 @@ export interface DeployOptions {
   trial?: (bundle: string, sourceMap: string) => Promise<Diagnostic[]>;
   /** Promote without the trial run. */
   force?: boolean;
-  /** A rollback's: runs inside its promotion's transaction with the new deployment's id (the console's audit row). */
-  withinPromotion?: (client: pg.PoolClient, deploymentId: string) => Promise<void>;
+  /**
+   * A rollback's: runs inside its promotion's transaction with the new deployment's id (the
+   * console's audit row). That transaction is on pg (the deploy lock is an advisory lock).
+   */
+  withinPromotion?: (client: pg.PoolClient & Tx, deploymentId: string) => Promise<void>;
 }
 
 export async function deploy(deps: Pick<Deps, 'db' | 'clock'> & { config?: Pick<Deps['config'], 'scheduleMinPeriodSeconds'> }, projectId: string, opts: DeployOptions = {}): Promise<{ deployment: DeploymentView; noOp: boolean }> {
-  const pool = deps.db.pool;
-  await ensureTree(pool, projectId, deps.clock.now());
-  const files = await readTree(pool, projectId, 'development');
+  const sql = deps.db.sql;
+  await ensureTree(deps.db, projectId, deps.clock.now());
+  const files = await readTree(sql, projectId, 'development');
   const contentHash = treeHash(files);
-  const release = await activeRelease(pool, projectId);
+  const release = await activeRelease(sql, projectId);
   if (release?.contentHash === contentHash) {
-    const active = await findDeployment(pool, projectId, release.deploymentId);
+    const active = await findDeployment(sql, projectId, release.deploymentId);
     if (active) return { deployment: active, noOp: true };
   }
   const built = await buildArtifact(files, { minPeriodSeconds: deps.config?.scheduleMinPeriodSeconds, projectId });
@@ -211,60 +219,60 @@ export async function deploy(deps: Pick<Deps, 'db' | 'clock'> & { config?: Pick<
   const refused = !built.ok ? built.diagnostics : opts.trial && !opts.force ? await opts.trial(built.bundle, built.sourceMap) : [];
   if (!built.ok || refused.length) {
     const id = newId('dep', 20);
-    await pool.query(
+    await execute(sql,
       `INSERT INTO deployments (id, project_id, status, content_hash, diagnostics, message, created_by, created_at) VALUES ($1, $2, 'failed', $3, $4, $5, $6, $7)`,
-      [id, projectId, contentHash, JSON.stringify(refused), meta.message, meta.createdBy, deps.clock.now()],
+      id, projectId, contentHash, JSON.stringify(refused), meta.message, meta.createdBy, deps.clock.now(),
     );
-    await prune(pool, projectId);
+    await prune(sql, projectId);
     throw buildFailed(refused, id);
   }
-  return withDeployLock(pool, projectId, async (client) => {
+  return withDeployLock(deps.db, projectId, async (tx) => {
     // A concurrent deploy of the same content won the lock first: answer its record.
-    const now = await activeRelease(client, projectId);
+    const now = await activeRelease(tx, projectId);
     if (now?.contentHash === contentHash) {
-      const active = await findDeployment(client, projectId, now.deploymentId);
+      const active = await findDeployment(tx, projectId, now.deploymentId);
       if (active) return { deployment: active, noOp: true };
     }
-    const id = await promote(client, projectId, { contentHash, bundle: built.bundle, sourceMap: built.sourceMap, files, schedules: built.schedules }, meta, deps.clock.now());
-    return { deployment: (await findDeployment(client, projectId, id))!, noOp: false };
+    const id = await promote(tx, projectId, { contentHash, bundle: built.bundle, sourceMap: built.sourceMap, files, schedules: built.schedules }, meta, deps.clock.now());
+    return { deployment: (await findDeployment(tx, projectId, id))!, noOp: false };
   });
 }
 
 export async function rollback(deps: Pick<Deps, 'db' | 'clock'>, projectId: string, deploymentId: string, opts: DeployOptions = {}): Promise<{ deployment: DeploymentView; noOp: boolean }> {
-  return withDeployLock(deps.db.pool, projectId, async (client) => {
-    const res = await client.query<{ status: string; content_hash: string; bundle: string | null; source_map: string | null; files: Record<string, string> | null; schedules: Record<string, DeclaredSchedule> | null }>(
+  return withDeployLock(deps.db, projectId, async (tx) => {
+    const rows = await queryRows<{ status: string; content_hash: string; bundle: string | null; source_map: string | null; files: Record<string, string> | null; schedules: Record<string, DeclaredSchedule> | null }>(tx,
       `SELECT status, content_hash, bundle, source_map, files, schedules FROM deployments WHERE project_id = $1 AND id = $2`,
-      [projectId, deploymentId],
+      projectId, deploymentId,
     );
-    const target = res.rows[0];
+    const target = rows[0];
     if (!target || target.status !== 'succeeded' || target.bundle === null || target.files === null) {
       throw new ApiError('not_found', `No succeeded deployment "${deploymentId}" is kept for this project (the last ${KEPT_DEPLOYMENTS} are).`);
     }
-    const release = await activeRelease(client, projectId);
-    if (release?.deploymentId === deploymentId) return { deployment: (await findDeployment(client, projectId, deploymentId))!, noOp: true };
+    const release = await activeRelease(tx, projectId);
+    if (release?.deploymentId === deploymentId) return { deployment: (await findDeployment(tx, projectId, deploymentId))!, noOp: true };
     const files = new Map(Object.entries(target.files));
     const id = await promote(
-      client,
+      tx,
       projectId,
       { contentHash: target.content_hash, bundle: target.bundle, sourceMap: target.source_map ?? '', files, schedules: target.schedules ?? {} },
       { message: opts.message ?? null, createdBy: opts.createdBy ?? 'operator', rollbackOf: deploymentId },
       deps.clock.now(),
     );
-    await opts.withinPromotion?.(client, id);
-    return { deployment: (await findDeployment(client, projectId, id))!, noOp: false };
+    await opts.withinPromotion?.(tx, id);
+    return { deployment: (await findDeployment(tx, projectId, id))!, noOp: false };
   });
 }
 
 /** The bundle production runs for a project, if any. */
-export async function loadRelease(pool: pg.Pool, projectId: string): Promise<{ deploymentId: string; bundle: string; sourceMap: string } | undefined> {
-  const res = await pool.query<{ id: string; bundle: string; source_map: string | null }>(
+export async function loadRelease(tx: Tx, projectId: string): Promise<{ deploymentId: string; bundle: string; sourceMap: string } | undefined> {
+  const rows = await queryRows<{ id: string; bundle: string; source_map: string | null }>(tx,
     `SELECT d.id, d.bundle, d.source_map FROM bot_releases r JOIN deployments d ON d.id = r.deployment_id WHERE r.project_id = $1`,
-    [projectId],
+    projectId,
   );
-  const r = res.rows[0];
+  const r = rows[0];
   return r ? { deploymentId: r.id, bundle: r.bundle, sourceMap: r.source_map ?? '' } : undefined;
 }
 
-export async function releaseId(pool: pg.Pool, projectId: string): Promise<string | undefined> {
-  return (await activeRelease(pool, projectId))?.deploymentId;
+export async function releaseId(tx: Tx, projectId: string): Promise<string | undefined> {
+  return (await activeRelease(tx, projectId))?.deploymentId;
 }

@@ -170,7 +170,7 @@ export async function writeFlowVersion(deps: Pick<Deps, 'db'> & Partial<Pick<Dep
       definition = null;
     }
     if (definition !== null) {
-      await writeFlowFile(deps.db.pool, projectId, name, definition, deps.clock?.now() ?? new Date()).catch((e) =>
+      await writeFlowFile(deps.db, projectId, name, definition, deps.clock?.now() ?? new Date()).catch((e) =>
         deps.logger?.warn('flow definition not mirrored into the code tree', { project_id: projectId, flow: name, error: e instanceof Error ? e.message : String(e) }),
       );
     }

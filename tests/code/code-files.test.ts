@@ -109,7 +109,7 @@ const PROTECTED_SPELLINGS: Array<[string, string, string]> = [
 describe('putFile', () => {
   it.each(PROTECTED_SPELLINGS)('When %j is written, then 403 and the file is unchanged', async (spelling, canonical, code) => {
     const { projectId, key } = await projectWithKey();
-    await writeFlowFile(t.db.pool, projectId, 'order', { version: '7.0', screens: [] }, t.clock.now());
+    await writeFlowFile(t.db, projectId, 'order', { version: '7.0', screens: [] }, t.clock.now());
     const before = await get(key, enc(canonical));
     expect(before.status).toBe(200);
     const res = await put(key, enc(spelling), 'export const hacked = true;\n');
@@ -239,7 +239,7 @@ describe('putFile', () => {
 describe('writeFlowFile (for the flow endpoints)', () => {
   it('When the flow endpoints write a definition, then it is in the tree, marked flow_definition', async () => {
     const { projectId, key } = await projectWithKey(['code:read']);
-    await writeFlowFile(t.db.pool, projectId, 'signup', { version: '7.0', screens: [] }, t.clock.now());
+    await writeFlowFile(t.db, projectId, 'signup', { version: '7.0', screens: [] }, t.clock.now());
     const res = await get(key, enc('flows/signup.json'));
     expect(res.status).toBe(200);
     expect(res.body.data.file).toMatchObject({ protected: true, protected_reason: 'flow_definition' });
