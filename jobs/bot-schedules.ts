@@ -11,6 +11,7 @@
  */
 import type { BotHook } from '../lib/bot/types.js';
 import { BotScheduler } from '../lib/bot/scheduler.js';
+import { pgTx } from '../lib/platform/db/tx.js';
 import { stableHash } from '../lib/platform/stable-hash.js';
 import type { JobContext, JobModule } from './context.js';
 
@@ -30,7 +31,7 @@ export function registerBotSchedules(ctx: JobContext, bot: BotHook, everyMs = SW
   const { deps, runner, pool } = ctx;
   // A timer wakes WAKE_EARLY_MS plus a stable part of a second early: due times fall on whole
   // seconds, and timers of one phase would be locked by one instance's poll (jobs/runner.ts).
-  const scheduler = new BotScheduler({ ...deps, bot }, pool, (at, projectId, name) =>
+  const scheduler = new BotScheduler({ ...deps, bot }, { pool, sql: pgTx(pool) }, (at, projectId, name) =>
     runner.schedule<DueJobData>(new Date(at.getTime() - WAKE_EARLY_MS - (stableHash(`${projectId}\n${name}`) % 1000)), BOT_SCHEDULE_DUE_JOB, { projectId, name, dueAt: at.toISOString() }));
   // A deploy or rollback in this process: its schedules (and their timers) at once.
   bot.onReleaseChanged?.((projectId) => {
