@@ -12,7 +12,7 @@
 import type { BotHook } from '../lib/bot/types.js';
 import { BotScheduler } from '../lib/bot/scheduler.js';
 import { stableHash } from '../lib/platform/stable-hash.js';
-import type { JobContext, JobModule } from './context.js';
+import { onPool, type JobContext, type JobModule } from './context.js';
 
 export const BOT_SCHEDULE_DUE_JOB = 'bot-schedule-due';
 export const BOT_SCHEDULES_SWEEP_JOB = 'bot-schedules-sweep';
@@ -27,10 +27,10 @@ interface DueJobData {
 }
 
 export function registerBotSchedules(ctx: JobContext, bot: BotHook, everyMs = SWEEP_EVERY_MS): { scheduler: BotScheduler } & JobModule {
-  const { deps, runner, pool } = ctx;
+  const { deps, runner } = ctx;
   // A timer wakes WAKE_EARLY_MS plus a stable part of a second early: due times fall on whole
   // seconds, and timers of one phase would be locked by one instance's poll (jobs/runner.ts).
-  const scheduler = new BotScheduler({ ...deps, bot }, pool, (at, projectId, name) =>
+  const scheduler = new BotScheduler({ ...deps, bot }, onPool(deps.db, ctx.pool), (at, projectId, name) =>
     runner.schedule<DueJobData>(new Date(at.getTime() - WAKE_EARLY_MS - (stableHash(`${projectId}\n${name}`) % 1000)), BOT_SCHEDULE_DUE_JOB, { projectId, name, dueAt: at.toISOString() }));
   // A deploy or rollback in this process: its schedules (and their timers) at once.
   bot.onReleaseChanged?.((projectId) => {

@@ -26,7 +26,7 @@ export const adminRollbackDeployment: Handler<operations['adminRollbackDeploymen
 export const adminListBotLogs: Handler<operations['adminListBotLogs']> = async (req, deps) => {
   const id = await projectId(deps, req.params.projectId);
   const limit = req.query.limit ?? 50;
-  const rows = await listBotLogs(deps, id, req.query.level, limit);
+  const rows = await listBotLogs(deps.db.sql, id, req.query.level, limit);
   return {
     data: {
       logs: rows.map((r) => ({ id: Number(r.id), level: r.level as 'info', kind: r.kind as 'log', message: r.message, deployment_id: r.deployment_id, created_at: r.created_at.toISOString() })),
@@ -36,7 +36,7 @@ export const adminListBotLogs: Handler<operations['adminListBotLogs']> = async (
 
 export const adminListSetAsideEvents: Handler<operations['adminListSetAsideEvents']> = async (req, deps) => {
   const id = await projectId(deps, req.params.projectId);
-  const rows = await listSetAside(deps.db.pool, id, req.query.limit ?? 50);
+  const rows = await listSetAside(deps.db.sql, id, req.query.limit ?? 50);
   return {
     data: {
       events: rows.map((r) => ({ message_id: r.message_id, abnormal_runs: r.abnormal_runs, reason: r.reason, set_aside_at: r.set_aside_at.toISOString(), received_at: r.received_at.toISOString() })),

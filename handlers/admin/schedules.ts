@@ -9,7 +9,7 @@ type Ops = operations;
 
 export const adminListSchedules: Handler<Ops['adminListSchedules']> = async (req, deps) => {
   const project = await findProject(deps, req.params.projectId);
-  return { data: { schedules: await listSchedules(deps.db.pool, project.id) } };
+  return { data: { schedules: await listSchedules(deps.db.sql, project.id) } };
 };
 
 export const adminPauseSchedule: Handler<Ops['adminPauseSchedule']> = async (req, deps) => {
@@ -32,5 +32,5 @@ export const adminRunSchedule: Handler<Ops['adminRunSchedule']> = async (req, de
 
 export const adminListScheduleRuns: Handler<Ops['adminListScheduleRuns']> = async (req, deps) => {
   const project = await findProject(deps, req.params.projectId);
-  return { data: { runs: await listRuns(deps.db.pool, project.id, req.params.name, req.query.limit ?? 20) } };
+  return { data: { runs: await listRuns(deps.db.sql, project.id, req.params.name, req.query.limit ?? 20) } };
 };

@@ -278,7 +278,7 @@ export const showBotLog = (deps: AppDeps) => async (req: Request, res: Response)
   const projectId = ctx.project.id;
   const level = levelOf(req.query.level);
   const before = idOf(req.query.before);
-  const [rows, kept] = await Promise.all([botLogPage(deps, projectId, { level, before, limit: LOG_PAGE + 1 }), keptDeployments(deps.db.sql, projectId)]);
+  const [rows, kept] = await Promise.all([botLogPage(deps.db.sql, projectId, { level, before, limit: LOG_PAGE + 1 }), keptDeployments(deps.db.sql, projectId)]);
   const shown = rows.slice(0, LOG_PAGE);
   const more = rows.length > LOG_PAGE;
   const path = botPath(projectId, '/log');
@@ -305,7 +305,7 @@ ${shown.length ? '' : html`<p class="muted" id="log-empty">Nothing logged${level
 };
 
 /** The projects' newest log lines, read for every project with a log page open. */
-export const BOT_LOG_CHANGES: ChangeSource = { name: 'bot-log', read: (deps, projectIds) => botLogCursors(deps.db.pool, projectIds) };
+export const BOT_LOG_CHANGES: ChangeSource = { name: 'bot-log', read: (deps, projectIds) => botLogCursors(deps.db.sql, projectIds) };
 
 /**
  * The live log: the lines after the newest the page was drawn with (`after`), on top of its table,
@@ -324,11 +324,11 @@ export const botLogEvents = (deps: AppDeps) => async (req: Request, res: Respons
     source: BOT_LOG_CHANGES,
     key: projectId,
     draw: async () => {
-      const rows = await botLogPage(deps, projectId, { level, after: last, limit: LOG_KEPT });
+      const rows = await botLogPage(deps.db.sql, projectId, { level, after: last, limit: LOG_KEPT });
       if (!rows.length) return { parts: {} };
       const kept = rows.some((r) => r.deployment_id) ? await keptDeployments(deps.db.sql, projectId) : new Set<string>();
       last = BigInt(rows[rows.length - 1].id);
-      const added = await botLogCountAfter(deps, projectId, level, opened);
+      const added = await botLogCountAfter(deps.db.sql, projectId, level, opened);
       return {
         id: last.toString(),
         parts: {

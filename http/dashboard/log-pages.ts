@@ -52,7 +52,7 @@ export const showLogs = (deps: AppDeps) => async (req: Request, res: Response) =
   const deliveries = log?.deliveries.slice(0, DELIVERY_PAGE) ?? [];
   const more = (log?.deliveries.length ?? 0) > DELIVERY_PAGE;
   const level = LEVELS.includes(str(q.level) ?? '') ? str(q.level) : undefined;
-  const botLog = await listBotLogs(deps, projectId, level, BOT_LOG_LINES);
+  const botLog = await listBotLogs(deps.db.sql, projectId, level, BOT_LOG_LINES);
   const errors = await recentApiErrors(deps, projectId, ERROR_DAYS);
   const manage = canManage(ctx.role);
   const path = projectPath(projectId, '/logs');

@@ -52,7 +52,7 @@ function actions(projectId: string, csrf: string, s: ScheduleView, fromOne = fal
 async function renderSchedules(deps: AppDeps, req: Request, res: Response, kept: { error?: string; status?: number } = {}) {
   const ctx = await projectContext(deps, req, 'schedules');
   const projectId = ctx.project.id;
-  const schedules = await listSchedules(deps.db.pool, projectId);
+  const schedules = await listSchedules(deps.db.sql, projectId);
   const manage = canManage(ctx.role);
   const body = html`<p class="muted">The schedules the bot in production declares (<code>export const schedules</code>, read at each deploy); each due time runs <code>onSchedule</code> once. Times are the service's, in UTC; each schedule's cron is read in its own zone.</p>
 ${schedules.length ? html`<div class="table-wrap"><table class="stack" id="schedules"><thead><tr><th scope="col">Schedule</th><th scope="col">When</th><th scope="col">Next run</th><th scope="col">Last run</th>${manage ? html`<th scope="col">Change</th>` : ''}</tr></thead><tbody>
@@ -73,8 +73,8 @@ export const showSchedule = (deps: AppDeps) => async (req: Request, res: Respons
   const projectId = ctx.project.id;
   const name = String(req.params.name);
   const before = typeof req.query.before === 'string' && /^\d{1,18}$/.test(req.query.before) ? BigInt(req.query.before) : undefined;
-  const s = await getSchedule(deps.db.pool, projectId, name);
-  const runs = await listRuns(deps.db.pool, projectId, name, RUNS_PAGE + 1, before);
+  const s = await getSchedule(deps.db.sql, projectId, name);
+  const runs = await listRuns(deps.db.sql, projectId, name, RUNS_PAGE + 1, before);
   const shown = runs.slice(0, RUNS_PAGE);
   const more = runs.length > RUNS_PAGE;
   const body = html`<p><a href="${schedulesPath(projectId)}">All scheduled tasks</a></p>

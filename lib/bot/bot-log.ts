@@ -5,17 +5,17 @@
  */
 import type { Deps } from '../deps.js';
 import { oneLine } from './log-text.js';
-import type { Queryable } from '../platform/db/transaction.js';
+import { execute, queryRows, type Tx } from '../platform/db/tx.js';
 
 export const MAX_LOG_LINE = 2000;
 
 export async function writeBotLog(deps: Pick<Deps, 'db' | 'clock'>, projectId: string, entry: { level: string; kind: string; message: string; deploymentId?: string | null }): Promise<void> {
-  await deps.db.pool.query(
+  await execute(deps.db.sql,
     // The project's 1,000 newest entries are kept (the new one is not visible to the DELETE yet).
-    `WITH ins AS (INSERT INTO bot_logs (project_id, level, kind, message, deployment_id, created_at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id)
+    `WITH ins AS (INSERT INTO bot_logs (project_id, level, kind, message, deployment_id, created_at) VALUES ($1, $2, $3, $4, $5, $6::timestamptz) RETURNING id)
      DELETE FROM bot_logs WHERE project_id = $1
        AND id < (SELECT id FROM bot_logs WHERE project_id = $1 ORDER BY id DESC OFFSET 998 LIMIT 1)`,
-    [projectId, entry.level, entry.kind, oneLine(entry.message, MAX_LOG_LINE), entry.deploymentId ?? null, deps.clock.now()],
+    projectId, entry.level, entry.kind, oneLine(entry.message, MAX_LOG_LINE), entry.deploymentId ?? null, deps.clock.now(),
   );
 }
 
@@ -29,13 +29,12 @@ export interface BotLogRow {
 }
 
 /** A project's newest log entries first, optionally of one level. */
-export async function listBotLogs(deps: Pick<Deps, 'db'>, projectId: string, level: string | undefined, limit: number): Promise<BotLogRow[]> {
-  const res = await deps.db.pool.query<BotLogRow>(
+export async function listBotLogs(sql: Tx, projectId: string, level: string | undefined, limit: number): Promise<BotLogRow[]> {
+  return queryRows<BotLogRow>(sql,
     `SELECT id::text, level, kind, message, deployment_id, created_at FROM bot_logs
      WHERE project_id = $1 AND ($2::text IS NULL OR level = $2) ORDER BY bot_logs.id DESC LIMIT $3`,
-    [projectId, level ?? null, limit],
+    projectId, level ?? null, limit,
   );
-  return res.rows;
 }
 
 /**
@@ -44,32 +43,31 @@ export async function listBotLogs(deps: Pick<Deps, 'db'>, projectId: string, lev
  * first (a live view appends them in order and asks again from the last one).
  */
 export async function botLogPage(
-  deps: Pick<Deps, 'db'>, projectId: string, opts: { level?: string; before?: bigint; after?: bigint; limit: number },
+  sql: Tx, projectId: string, opts: { level?: string; before?: bigint; after?: bigint; limit: number },
 ): Promise<BotLogRow[]> {
-  const res = await deps.db.pool.query<BotLogRow>(
+  return queryRows<BotLogRow>(sql,
     `SELECT id::text, level, kind, message, deployment_id, created_at FROM bot_logs
      WHERE project_id = $1 AND ($2::text IS NULL OR level = $2) AND ($3::bigint IS NULL OR id < $3) AND ($4::bigint IS NULL OR id > $4)
      ORDER BY CASE WHEN $4::bigint IS NULL THEN -id ELSE id END LIMIT $5`,
-    [projectId, opts.level ?? null, opts.before?.toString() ?? null, opts.after?.toString() ?? null, opts.limit],
+    projectId, opts.level ?? null, opts.before?.toString() ?? null, opts.after?.toString() ?? null, opts.limit,
   );
-  return res.rows;
 }
 
 /** Each project's newest log line (its id; '' when none): the live log's change cursor, read by every instance alike. */
-export async function botLogCursors(db: Queryable, projectIds: string[]): Promise<Map<string, string>> {
+export async function botLogCursors(sql: Tx, projectIds: string[]): Promise<Map<string, string>> {
   if (!projectIds.length) return new Map();
-  const { rows } = await db.query<{ id: string; newest: string | null }>(
+  const rows = await queryRows<{ id: string; newest: string | null }>(sql,
     `SELECT p.id, (SELECT max(l.id) FROM bot_logs l WHERE l.project_id = p.id)::text AS newest FROM unnest($1::text[]) AS p(id)`,
-    [projectIds],
+    projectIds,
   );
   return new Map(rows.map((r) => [r.id, r.newest ?? '']));
 }
 
 /** How many of the project's lines (of a level) are newer than `after`: the live log's "new since the page opened". */
-export async function botLogCountAfter(deps: Pick<Deps, 'db'>, projectId: string, level: string | undefined, after: bigint): Promise<number> {
-  const { rows } = await deps.db.pool.query<{ n: string }>(
-    `SELECT count(*)::bigint AS n FROM bot_logs WHERE project_id = $1 AND ($2::text IS NULL OR level = $2) AND id > $3`,
-    [projectId, level ?? null, after.toString()],
+export async function botLogCountAfter(sql: Tx, projectId: string, level: string | undefined, after: bigint): Promise<number> {
+  const rows = await queryRows<{ n: number }>(sql,
+    `SELECT count(*)::int AS n FROM bot_logs WHERE project_id = $1 AND ($2::text IS NULL OR level = $2) AND id > $3::bigint`,
+    projectId, level ?? null, after.toString(),
   );
-  return Number(rows[0].n);
+  return rows[0].n;
 }

@@ -74,7 +74,7 @@ export async function runHelper(deps: BotDeps, inv: Invocation | undefined, op: 
       answer = await run();
     }
   } catch (caught) {
-    const e = inv?.mode === 'preview' ? await explainPreviewTable(deps.db.pool, inv.projectId, caught) : caught;
+    const e = inv?.mode === 'preview' ? await explainPreviewTable(deps.db, inv.projectId, caught) : caught;
     answer = asAnswer(e);
     // Both texts are the bot's to choose (the name, and a JSON error quoting its arguments).
     if (!(e instanceof ApiError)) {

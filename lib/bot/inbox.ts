@@ -33,7 +33,6 @@
  *   waiting (not started) are given back at once (releaseWaiting), one more hand-over each.
  * - Times come from the service's clock, so tests move leases with a manual clock, not sleeps.
  */
-import type pg from 'pg';
 import { type Tx, execute, queryRows } from '../platform/db/tx.js';
 import { inboundText, type BotCall, type BotEvent } from './types.js';
 import { CLAIM_ROWS } from '../platform/db/claims.js';
@@ -65,11 +64,11 @@ export function messageInboxSql(rows: string): string {
 }
 
 /** Records, in the transaction that fires a schedule's run, that the bot has the run to handle (leased to this instance). */
-export async function addRunToInbox(client: pg.PoolClient, projectId: string, runId: bigint, now: Date, leaseMs: number): Promise<string> {
+export async function addRunToInbox(tx: Tx, projectId: string, runId: bigint, now: Date, leaseMs: number): Promise<string> {
   const key = runKey(runId);
-  await client.query(
-    `INSERT INTO bot_inbox (key, kind, run_id, project_id, lease_until, created_at) VALUES ($1, 'schedule', $2, $3, $4, $5)`,
-    [key, runId.toString(), projectId, new Date(now.getTime() + leaseMs), now],
+  await execute(tx,
+    `INSERT INTO bot_inbox (key, kind, run_id, project_id, lease_until, created_at) VALUES ($1, 'schedule', $2::bigint, $3, $4::timestamptz, $5::timestamptz)`,
+    key, runId.toString(), projectId, new Date(now.getTime() + leaseMs), now,
   );
   return key;
 }
@@ -91,34 +90,33 @@ export async function addCallToInbox(tx: Tx, projectId: string, callRowId: bigin
 }
 
 /** Whether an earlier run of the schedule is still in the inbox (waiting, running or to be tried again). */
-export async function scheduleRunPending(client: pg.PoolClient | pg.Pool, projectId: string, schedule: string): Promise<boolean> {
-  const res = await client.query(
-    `SELECT 1 FROM bot_inbox i JOIN bot_schedule_runs r ON r.id = i.run_id
+export async function scheduleRunPending(tx: Tx, projectId: string, schedule: string): Promise<boolean> {
+  const rows = await queryRows<{ pending: number }>(tx,
+    `SELECT 1 AS pending FROM bot_inbox i JOIN bot_schedule_runs r ON r.id = i.run_id
       WHERE r.project_id = $1 AND r.schedule = $2 AND i.set_aside_at IS NULL LIMIT 1`,
-    [projectId, schedule],
+    projectId, schedule,
   );
-  return (res.rowCount ?? 0) > 0;
+  return rows.length > 0;
 }
 
 /** The bot handled the event (or it is gone): it leaves the inbox. A set-aside event stays. */
-export async function removeFromInbox(pool: pg.Pool, key: string): Promise<void> {
-  await pool.query('DELETE FROM bot_inbox WHERE key = $1 AND set_aside_at IS NULL', [key]);
+export async function removeFromInbox(tx: Tx, key: string): Promise<void> {
+  await execute(tx, 'DELETE FROM bot_inbox WHERE key = $1 AND set_aside_at IS NULL', key);
 }
 
 /**
  * A run of the bot on the event begins; undefined when the event is no longer this holder's to run
  * (gone, set aside, or handed over to another instance since `handovers` was read).
  */
-export async function markRunStarted(pool: pg.Pool, key: string, handovers: number, now: Date): Promise<{ ranBefore: boolean } | undefined> {
+export async function markRunStarted(tx: Tx, key: string, handovers: number, now: Date): Promise<{ ranBefore: boolean } | undefined> {
   // `o` is the row as it was: a run started before (and not ended), an abnormal run or a hand-over
   // means an earlier run may have taken effects (its journal answers them: lib/bot/journal.ts).
-  const res = await pool.query<{ ran_before: boolean }>(
-    `UPDATE bot_inbox b SET run_started_at = $2 FROM bot_inbox o
-      WHERE b.key = $1 AND o.key = b.key AND b.set_aside_at IS NULL AND b.attempts = $3
+  const [row] = await queryRows<{ ran_before: boolean }>(tx,
+    `UPDATE bot_inbox b SET run_started_at = $2::timestamptz FROM bot_inbox o
+      WHERE b.key = $1 AND o.key = b.key AND b.set_aside_at IS NULL AND b.attempts = $3::int
       RETURNING (o.run_started_at IS NOT NULL OR o.abnormal_runs > 0 OR o.attempts > 0) AS ran_before`,
-    [key, now, handovers],
+    key, now, handovers,
   );
-  const row = res.rows[0];
   return row && { ranBefore: row.ran_before };
 }
 
@@ -126,22 +124,21 @@ export async function markRunStarted(pool: pg.Pool, key: string, handovers: numb
  * A run ended abnormally: counted, and the event is either set aside (at `max`) or given back to
  * the inbox at once for a reclaim pass to try again. Undefined when it is no longer there.
  */
-export async function recordAbnormalRun(pool: pg.Pool, key: string, reason: string, now: Date, max: number): Promise<{ runs: number; setAside: boolean } | undefined> {
-  const res = await pool.query<{ abnormal_runs: number; set_aside: boolean }>(
+export async function recordAbnormalRun(tx: Tx, key: string, reason: string, now: Date, max: number): Promise<{ runs: number; setAside: boolean } | undefined> {
+  const [row] = await queryRows<{ abnormal_runs: number; set_aside: boolean }>(tx,
     `UPDATE bot_inbox SET abnormal_runs = abnormal_runs + 1, run_started_at = NULL, lease_until = $2::timestamptz,
             set_aside_at = CASE WHEN abnormal_runs + 1 >= $3::int THEN $2::timestamptz END,
             set_aside_reason = CASE WHEN abnormal_runs + 1 >= $3::int THEN $4::text END
       WHERE key = $1 AND set_aside_at IS NULL
       RETURNING abnormal_runs, set_aside_at IS NOT NULL AS set_aside`,
-    [key, now, max, reason],
+    key, now, max, reason,
   );
-  const row = res.rows[0];
   return row && { runs: row.abnormal_runs, setAside: row.set_aside };
 }
 
 /** Sets the event aside for good (kept with its reason; never handed to the bot again). */
-export async function setAside(pool: pg.Pool, key: string, reason: string, now: Date): Promise<void> {
-  await pool.query('UPDATE bot_inbox SET set_aside_at = $2, set_aside_reason = $3, run_started_at = NULL WHERE key = $1 AND set_aside_at IS NULL', [key, now, reason]);
+export async function setAside(tx: Tx, key: string, reason: string, now: Date): Promise<void> {
+  await execute(tx, 'UPDATE bot_inbox SET set_aside_at = $2::timestamptz, set_aside_reason = $3, run_started_at = NULL WHERE key = $1 AND set_aside_at IS NULL', key, now, reason);
 }
 
 export interface SetAsideEvent {
@@ -153,14 +150,13 @@ export interface SetAsideEvent {
 }
 
 /** A project's set-aside messages, newest first (a set-aside schedule run is in its schedule's runs). */
-export async function listSetAside(pool: pg.Pool, projectId: string, limit: number): Promise<SetAsideEvent[]> {
-  const res = await pool.query<SetAsideEvent>(
+export async function listSetAside(tx: Tx, projectId: string, limit: number): Promise<SetAsideEvent[]> {
+  return queryRows<SetAsideEvent>(tx,
     `SELECT m.wamid AS message_id, b.abnormal_runs, b.set_aside_reason AS reason, b.set_aside_at, b.created_at AS received_at
        FROM bot_inbox b JOIN messages m ON m.id = b.message_id
       WHERE b.project_id = $1 AND b.kind = 'message' AND b.set_aside_at IS NOT NULL ORDER BY b.set_aside_at DESC, b.message_id DESC LIMIT $2`,
-    [projectId, limit],
+    projectId, limit,
   );
-  return res.rows;
 }
 
 /**
@@ -168,15 +164,15 @@ export async function listSetAside(pool: pg.Pool, projectId: string, limit: numb
  * `held` maps each key to its hand-overs when this instance took it: a row handed over since (its
  * lease ran out here, another instance's reclaim took it) is not renewed, and is returned as lost.
  */
-export async function renewLeases(pool: pg.Pool, held: ReadonlyMap<string, number>, now: Date, leaseMs: number): Promise<string[]> {
+export async function renewLeases(tx: Tx, held: ReadonlyMap<string, number>, now: Date, leaseMs: number): Promise<string[]> {
   if (!held.size) return [];
   const keys = [...held.keys()];
-  const res = await pool.query<{ key: string }>(
-    `UPDATE bot_inbox b SET lease_until = $3 FROM unnest($1::text[], $2::int[]) AS h(key, attempts)
+  const rows = await queryRows<{ key: string }>(tx,
+    `UPDATE bot_inbox b SET lease_until = $3::timestamptz FROM unnest($1::text[], $2::int[]) AS h(key, attempts)
       WHERE b.key = h.key AND b.attempts = h.attempts RETURNING b.key`,
-    [keys, keys.map((k) => held.get(k)!), new Date(now.getTime() + leaseMs)],
+    keys, keys.map((k) => held.get(k)!), new Date(now.getTime() + leaseMs),
   );
-  const renewed = new Set(res.rows.map((r) => r.key));
+  const renewed = new Set(rows.map((r) => r.key));
   return keys.filter((k) => !renewed.has(k));
 }
 
@@ -186,15 +182,14 @@ export async function renewLeases(pool: pg.Pool, held: ReadonlyMap<string, numbe
  * still of the generation held here and not running; one that starts here after this is refused
  * its run (markRunStarted), so none runs twice. The number given back.
  */
-export async function releaseWaiting(pool: pg.Pool, held: ReadonlyMap<string, number>, now: Date): Promise<number> {
+export async function releaseWaiting(tx: Tx, held: ReadonlyMap<string, number>, now: Date): Promise<number> {
   if (!held.size) return 0;
   const keys = [...held.keys()];
-  const res = await pool.query(
-    `UPDATE bot_inbox b SET lease_until = $3, attempts = b.attempts + 1 FROM unnest($1::text[], $2::int[]) AS h(key, attempts)
+  return execute(tx,
+    `UPDATE bot_inbox b SET lease_until = $3::timestamptz, attempts = b.attempts + 1 FROM unnest($1::text[], $2::int[]) AS h(key, attempts)
       WHERE b.key = h.key AND b.attempts = h.attempts AND b.run_started_at IS NULL AND b.set_aside_at IS NULL`,
-    [keys, keys.map((k) => held.get(k)!), now],
+    keys, keys.map((k) => held.get(k)!), now,
   );
-  return res.rowCount ?? 0;
 }
 
 export interface ReclaimedEvent {
@@ -211,27 +206,28 @@ export interface ReclaimedEvent {
 }
 
 /** Takes up to RECLAIM_BATCH events whose lease ran out, oldest first, leased to the caller. */
-export async function reclaimExpired(pool: pg.Pool, now: Date, leaseMs: number): Promise<ReclaimedEvent[]> {
-  const { rows } = await pool.query<{
+export async function reclaimExpired(tx: Tx, now: Date, leaseMs: number): Promise<ReclaimedEvent[]> {
+  // Ids the event carries are read as text (a run's id is a string in it); conversation_id is an int8 (bigint).
+  const rows = await queryRows<{
     key: string; kind: string; project_id: string; attempts: number; abnormal_runs: number; died_mid_run: boolean; created_at: Date;
     wamid: string | null; type: string | null; content: Record<string, unknown> | null;
-    conversation_id: string | null; state: string | null; phone: string | null; user_id: string | null; username: string | null; name: string | null;
+    conversation_id: bigint | null; state: string | null; phone: string | null; user_id: string | null; username: string | null; name: string | null;
     contact_kind: string | null; group_row_id: string | null;
     run_id: string | null; schedule: string | null; due_at: Date | null; trigger: string | null; cron: string | null; time_zone: string | null;
     call_payload: BotCall | null;
-  }>(
+  }>(tx,
     `WITH due AS (
        SELECT key, run_started_at IS NOT NULL AS died_mid_run FROM bot_inbox
-        WHERE lease_until <= $1 AND set_aside_at IS NULL ORDER BY created_at, key LIMIT $3 ${CLAIM_ROWS}
+        WHERE lease_until <= $1::timestamptz AND set_aside_at IS NULL ORDER BY created_at, key LIMIT $3 ${CLAIM_ROWS}
      ), taken AS (
-       UPDATE bot_inbox b SET lease_until = $2, attempts = b.attempts + 1,
+       UPDATE bot_inbox b SET lease_until = $2::timestamptz, attempts = b.attempts + 1,
               abnormal_runs = b.abnormal_runs + due.died_mid_run::int, run_started_at = NULL
          FROM due WHERE b.key = due.key
        RETURNING b.key, b.kind, b.message_id, b.run_id, b.call_id, b.payload, b.project_id, b.attempts, b.abnormal_runs, due.died_mid_run, b.created_at
      )
      SELECT t.key, t.kind, t.project_id, t.attempts, t.abnormal_runs, t.died_mid_run, t.created_at, m.wamid, m.type, m.content, c.id AS conversation_id, c.state, k.phone, k.user_id, k.username, k.name,
             k.kind AS contact_kind, (SELECT g.id::text FROM groups g WHERE g.contact_id = k.id) AS group_row_id,
-            r.id AS run_id, r.schedule, r.due_at, r.trigger, s.cron, s.time_zone, CASE WHEN t.call_id IS NOT NULL THEN t.payload END AS call_payload
+            r.id::text AS run_id, r.schedule, r.due_at, r.trigger, s.cron, s.time_zone, CASE WHEN t.call_id IS NOT NULL THEN t.payload END AS call_payload
        FROM taken t
        LEFT JOIN messages m ON m.id = t.message_id
        LEFT JOIN conversations c ON c.id = m.conversation_id
@@ -239,7 +235,7 @@ export async function reclaimExpired(pool: pg.Pool, now: Date, leaseMs: number):
        LEFT JOIN bot_schedule_runs r ON r.id = t.run_id
        LEFT JOIN bot_schedules s ON s.project_id = r.project_id AND s.name = r.schedule
       ORDER BY t.created_at, t.key`,
-    [now, new Date(now.getTime() + leaseMs), RECLAIM_BATCH],
+    now, new Date(now.getTime() + leaseMs), RECLAIM_BATCH,
   );
   return rows.map((r) => {
     let event: BotEvent | undefined;

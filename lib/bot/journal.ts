@@ -23,7 +23,7 @@
  *   their references there (lib/bot/runtime.ts, sendRef), so a reply is still not sent twice.
  */
 import { createHash } from 'node:crypto';
-import type pg from 'pg';
+import { execute, queryRows, type Tx } from '../platform/db/tx.js';
 
 export class EventJournal {
   private seq = 0;
@@ -32,7 +32,7 @@ export class EventJournal {
 
   /** `replay`: the event ran before, so its recorded calls are read (once) and answered from. */
   constructor(
-    private readonly pool: pg.Pool,
+    private readonly sql: Tx,
     readonly projectId: string,
     readonly eventKey: string,
     private readonly replay: boolean,
@@ -55,22 +55,20 @@ export class EventJournal {
   }
 
   private async load(): Promise<void> {
-    const { rows } = await this.pool.query<{ seq: number; op: string; args_hash: string; answer: string }>(
+    const rows = await queryRows<{ seq: number; op: string; args_hash: string; answer: string }>(this.sql,
       'SELECT seq, op, args_hash, answer FROM bot_call_journal WHERE event_key = $1 AND project_id = $2',
-      [this.eventKey, this.projectId],
+      this.eventKey, this.projectId,
     );
     this.recorded = new Map(rows.map((r) => [r.seq, { op: r.op, argsHash: r.args_hash, answer: r.answer }]));
   }
 
   /** Best effort: an event already settled (its inbox row gone) has nothing to record. */
   private async record(seq: number, op: string, argsHash: string, answer: string): Promise<void> {
-    await this.pool
-      .query(
-        `INSERT INTO bot_call_journal (event_key, seq, project_id, op, args_hash, answer, created_at)
-         SELECT key, $2, $3, $4, $5, $6, $7 FROM bot_inbox WHERE key = $1 AND project_id = $3
-         ON CONFLICT (event_key, seq) DO NOTHING`,
-        [this.eventKey, seq, this.projectId, op, argsHash, answer, this.now()],
-      )
-      .catch(() => undefined);
+    await execute(this.sql,
+      `INSERT INTO bot_call_journal (event_key, seq, project_id, op, args_hash, answer, created_at)
+       SELECT key, $2::int, $3, $4, $5, $6, $7::timestamptz FROM bot_inbox WHERE key = $1 AND project_id = $3
+       ON CONFLICT (event_key, seq) DO NOTHING`,
+      this.eventKey, seq, this.projectId, op, argsHash, answer, this.now(),
+    ).catch(() => undefined);
   }
 }

@@ -34,7 +34,7 @@ export async function runSelect(deps: BotDeps, inv: Invocation, args: any): Prom
 }
 
 export async function runInsert(deps: BotDeps, inv: Invocation, args: any): Promise<Answer> {
-  return ok(await insertRow(deps.db.pool, deps.config.tablesStatementTimeoutMs, inv.projectId, schemaOf(inv), args?.table, args?.row, quotaDefaultsOf(deps.config)));
+  return ok(await insertRow(deps.db, deps.config.tablesStatementTimeoutMs, inv.projectId, schemaOf(inv), args?.table, args?.row, quotaDefaultsOf(deps.config)));
 }
 
 export async function runUpdate(deps: BotDeps, inv: Invocation, args: any): Promise<Answer> {

@@ -343,19 +343,19 @@ export class BotRuntime implements BotHook {
   async reclaim(): Promise<number> {
     const deps = this.deps;
     if (this.closed || !deps) return 0;
-    const taken = await reclaimExpired(deps.db.pool, deps.clock.now(), deps.config.botInboxLeaseMs);
+    const taken = await reclaimExpired(deps.db.sql, deps.clock.now(), deps.config.botInboxLeaseMs);
     const max = deps.config.botMaxAbnormalRuns;
     for (const e of taken) {
       if (!e.event) {
-        await removeFromInbox(deps.db.pool, e.key);
+        await removeFromInbox(deps.db.sql, e.key);
         continue;
       }
       const reason = e.abnormalRuns >= max
         ? `its bot runs ended abnormally ${e.abnormalRuns} times (the last one ended with the process running it)`
         : e.handovers > MAX_HANDOVERS ? `it was handed over ${MAX_HANDOVERS} times without being handled` : undefined;
       if (reason) {
-        await setAside(deps.db.pool, e.key, reason, deps.clock.now());
-        if (e.event.kind === 'schedule') await runEnded(deps.db.pool, e.event.schedule.run_id, deps.clock.now(), { outcome: 'set_aside', error: `Set aside: ${reason}.` });
+        await setAside(deps.db.sql, e.key, reason, deps.clock.now());
+        if (e.event.kind === 'schedule') await runEnded(deps.db.sql, e.event.schedule.run_id, deps.clock.now(), { outcome: 'set_aside', error: `Set aside: ${reason}.` });
         await this.log(e.projectId, { level: 'error', kind: 'set_aside', message: `${labelOf(e.event)} was set aside and will not be handed to the bot again: ${reason}.` });
         continue;
       }
@@ -367,7 +367,7 @@ export class BotRuntime implements BotHook {
   private async renew(): Promise<void> {
     if (!this.held.size || !this.deps) return;
     const mine = new Map([...this.held].filter(([, handovers]) => handovers !== LOST));
-    const lost = await renewLeases(this.deps.db.pool, mine, this.deps.clock.now(), this.deps.config.botInboxLeaseMs).catch((e) => {
+    const lost = await renewLeases(this.deps.db.sql, mine, this.deps.clock.now(), this.deps.config.botInboxLeaseMs).catch((e) => {
       this.deps?.logger.warn(`bot runtime: inbox leases not renewed: ${e instanceof Error ? e.message : String(e)}`);
       return [];
     });
@@ -381,7 +381,7 @@ export class BotRuntime implements BotHook {
   private async settle(inboxKey: string): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await removeFromInbox(this.deps!.db.pool, inboxKey);
+        return await removeFromInbox(this.deps!.db.sql, inboxKey);
       } catch (e) {
         if (attempt >= SETTLE_ATTEMPTS) {
           this.deps?.logger.warn(`bot runtime: a handled message stays in the inbox and may be handled again: ${e instanceof Error ? e.message : String(e)}`);
@@ -415,7 +415,7 @@ export class BotRuntime implements BotHook {
     // Events waiting here go to another instance's next reclaim pass at once, not after their lease.
     const mine = new Map([...this.held].filter(([, handovers]) => handovers !== LOST));
     if (this.deps && mine.size) {
-      const given = await releaseWaiting(this.deps.db.pool, mine, this.deps.clock.now()).catch(() => 0);
+      const given = await releaseWaiting(this.deps.db.sql, mine, this.deps.clock.now()).catch(() => 0);
       if (given) this.deps.logger.info('bot runtime: events waiting here given back to the inbox at shutdown', { events: given });
     }
     await this.whenIdle();
@@ -627,7 +627,7 @@ export class BotRuntime implements BotHook {
   /** A schedule run's outcome, written to its run; a message's is in the bot log only. */
   private async ended(event: BotEvent, end: { outcome: RunOutcome; durationMs?: number; error?: string; location?: { file: string; line: number; column: number } }): Promise<void> {
     if (event.kind !== 'schedule') return;
-    await runEnded(this.deps!.db.pool, event.schedule.run_id, this.deps!.clock.now(), end).catch((e) => {
+    await runEnded(this.deps!.db.sql, event.schedule.run_id, this.deps!.clock.now(), end).catch((e) => {
       this.deps?.logger.warn(`bot runtime: a schedule run's outcome was not recorded: ${e instanceof Error ? e.message : String(e)}`);
     });
   }
@@ -680,13 +680,13 @@ export class BotRuntime implements BotHook {
       return 'done';
     }
     // Recorded before it runs, so that a run its process does not survive is counted (reclaim).
-    const started = await markRunStarted(deps.db.pool, inboxKey, this.held.get(inboxKey) ?? 0, deps.clock.now());
+    const started = await markRunStarted(deps.db.sql, inboxKey, this.held.get(inboxKey) ?? 0, deps.clock.now());
     if (!started) {
       if (pooled) this.giveBack(projectId, slot, pooled);
       return 'left';
     }
     deps.metrics?.botRun(event.kind);
-    if (event.kind === 'schedule') await runStarted(deps.db.pool, event.schedule.run_id, deps.clock.now(), slot.deploymentId);
+    if (event.kind === 'schedule') await runStarted(deps.db.sql, event.schedule.run_id, deps.clock.now(), slot.deploymentId);
     if (pooled) {
       const inv: Invocation = {
         projectId,
@@ -695,7 +695,7 @@ export class BotRuntime implements BotHook {
         logLines: 0,
         sendRef: this.sendRefs(inboxKey, event),
         ...(conversationId !== undefined ? { conversationId } : {}),
-        journal: new EventJournal(deps.db.pool, projectId, inboxKey, started.ranBefore, () => deps.clock.now()),
+        journal: new EventJournal(deps.db.sql, projectId, inboxKey, started.ranBefore, () => deps.clock.now()),
       };
       pooled.inv = inv;
       slot.running++;
@@ -744,7 +744,7 @@ export class BotRuntime implements BotHook {
     // Abnormal, and this event's own (it ran alone, or its own isolate's limit): tried again by a
     // reclaim pass, or set aside at the limit.
     const max = deps.config.botMaxAbnormalRuns;
-    const counted = await recordAbnormalRun(deps.db.pool, inboxKey, `${outcome.message}${where}`, deps.clock.now(), max);
+    const counted = await recordAbnormalRun(deps.db.sql, inboxKey, `${outcome.message}${where}`, deps.clock.now(), max);
     const next = !counted ? '' : counted.setAside
       ? ` It was set aside after ${counted.runs} abnormal runs and will not be handed to the bot again.`
       : ` It will be tried again (abnormal run ${counted.runs} of ${max}).`;

@@ -212,7 +212,7 @@ describe('tenant connections', () => {
     expect((await ddl(a.id, 'CREATE TABLE loot (id int PRIMARY KEY, x text)')).status).toBe(200);
     // As the service (superuser): what an old, unparsed DDL could have written.
     await t.db.pool.query(`ALTER TABLE ${await physicalSchema(t.db.pool, a.id, 'public')}.loot ALTER COLUMN x SET DEFAULT (set_config('role', 'none', true) || query_to_xml('select * from ${bSchema}.t', true, false, '')::text)`);
-    await expect(insertRow(t.db.pool, 5000, a.id, 'public', 'loot', { id: 1 })).rejects.toBeTruthy();
+    await expect(insertRow(t.db, 5000, a.id, 'public', 'loot', { id: 1 })).rejects.toBeTruthy();
     const left = await t.db.pool.query(`SELECT count(*)::int AS n FROM ${await physicalSchema(t.db.pool, a.id, 'public')}.loot`);
     expect(left.rows[0].n).toBe(0);
   });
