@@ -149,7 +149,7 @@ async function main(): Promise<void> {
   drainServices = () => services.drain();
   stops.unshift(() => services.close());
   // Re-sealing skips what is sealed already, so a try cut off by a connect failure is simply run again.
-  const sealing = await whileStarting('re-seal stored secrets', () => resealLegacySecrets(services.db.pool, services.deps.secretBox), connectDeadline);
+  const sealing = await whileStarting('re-seal stored secrets', () => resealLegacySecrets(services.db, services.deps.secretBox), connectDeadline);
   if (sealing.resealed) logger.info(`re-sealed ${sealing.resealed} stored secrets bound to their rows`);
   if (sealing.failed) logger.warn(`${sealing.failed} stored secrets do not open with this ENCRYPTION_KEY; left unchanged`);
   // Background jobs (webhook delivery) start once stored secrets are sealed as they should be.

@@ -4,7 +4,7 @@
  * value that was read, so a concurrent write (another instance, an operator) is never overwritten
  * and nothing is lost; a value that does not open is left as it is and reported.
  */
-import type pg from 'pg';
+import type { Database } from '../platform/db/database.js';
 import { SecretBox } from '../platform/crypto-box.js';
 import { channelSecretPlace, replaceSealedChannelSecret } from '../channel-settings/settings.js';
 import { replaceSealedWebhookSecret } from '../webhooks/registrations.js';
@@ -12,7 +12,8 @@ import { webhookSecretPlace } from '../webhooks/secret-place.js';
 
 const CHANNEL_COLUMNS = ['access_token', 'app_secret', 'verify_token'] as const;
 
-export async function resealLegacySecrets(pool: pg.Pool, box: SecretBox): Promise<{ resealed: number; failed: number }> {
+export async function resealLegacySecrets(db: Pick<Database, 'pool' | 'sql'>, box: SecretBox): Promise<{ resealed: number; failed: number }> {
+  const { pool } = db;
   let resealed = 0;
   let failed = 0;
   const reseal = (sealed: string, place: string): string | undefined => {
@@ -35,7 +36,7 @@ export async function resealLegacySecrets(pool: pg.Pool, box: SecretBox): Promis
   for (const row of rows) {
     const next = reseal(row.v, webhookSecretPlace(row.id));
     if (!next) continue;
-    resealed += await replaceSealedWebhookSecret(pool, row.id, row.v, next);
+    resealed += await replaceSealedWebhookSecret(db.sql, row.id, row.v, next);
   }
   return { resealed, failed };
 }

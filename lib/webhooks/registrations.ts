@@ -18,7 +18,8 @@ import { newId, newSecret } from '../platform/secrets.js';
 import { scopesForEvents, validateSubscription } from './event-names.js';
 import { webhookSecretPlace } from './secret-place.js';
 import { validateWebhookUrl } from './target.js';
-import { inPrismaTransaction, type Queryable } from '../platform/db/transaction.js';
+import { inPrismaTransaction } from '../platform/db/transaction.js';
+import { type Tx, execute, queryRows } from '../platform/db/tx.js';
 import type { RecordedOutcome } from './store.js';
 import { cancelPendingOfRegistration } from './store.js';
 
@@ -77,7 +78,7 @@ export async function createWebhook(deps: RegistrationDeps, auth: AuthContext, i
   const now = deps.clock.now();
   const row = await inPrismaTransaction(deps.db.prisma, async (tx) => {
     // The project row is locked so that concurrent creations cannot both take the last place.
-    await tx.$queryRaw`SELECT 1 FROM projects WHERE id = ${auth.project.id} FOR NO KEY UPDATE`;
+    await queryRows(tx, `SELECT 1 FROM projects WHERE id = $1 FOR NO KEY UPDATE`, auth.project.id);
     const count = await tx.webhookEndpoint.count({ where: { projectId: auth.project.id } });
     if (count >= MAX_WEBHOOKS_PER_PROJECT) {
       throw new ApiError('webhook_limit_reached', `A project has at most ${MAX_WEBHOOKS_PER_PROJECT} webhook registrations; delete one to make room.`, { limit: MAX_WEBHOOKS_PER_PROJECT });
@@ -130,7 +131,7 @@ export async function updateWebhook(deps: RegistrationDeps, auth: AuthContext, i
     if (disabling) {
       await cancelPendingOfRegistration(tx, current.id, now);
     }
-    await tx.$executeRaw`SELECT pg_notify(${WEBHOOK_CHANGES_CHANNEL}, ${current.id})`;
+    await execute(tx, `SELECT pg_notify($1, $2)`, WEBHOOK_CHANGES_CHANNEL, current.id);
     return updated;
   });
   return webhookView(row);
@@ -141,12 +142,12 @@ export async function deleteWebhook(deps: RegistrationDeps, projectId: string, i
   // Deliveries and their attempts go with it (foreign keys cascade); pending timers find nothing.
   await inPrismaTransaction(deps.db.prisma, async (tx) => {
     await tx.webhookEndpoint.delete({ where: { id: current.id } });
-    await tx.$executeRaw`SELECT pg_notify(${WEBHOOK_CHANGES_CHANNEL}, ${current.id})`;
+    await execute(tx, `SELECT pg_notify($1, $2)`, WEBHOOK_CHANGES_CHANNEL, current.id);
   });
   return webhookView(current);
 }
 
-// The delivery engine's writes to registrations (hot path, plain SQL, in the outcome writer's transaction).
+// The delivery engine's writes to registrations (hot path, plain SQL on the outcome writer's transaction handle).
 
 export interface EndpointChange {
   webhookId: string;
@@ -158,8 +159,8 @@ export interface EndpointChange {
 }
 
 /** Locks the registrations of a batch, in id order: every writer takes them before delivery rows, so writers never deadlock. */
-export async function lockEndpoints(db: Queryable, webhookIds: string[]): Promise<void> {
-  await db.query(`SELECT id FROM webhook_endpoints WHERE id = ANY($1::text[]) ORDER BY id FOR NO KEY UPDATE`, [[...new Set(webhookIds)]]);
+export async function lockEndpoints(tx: Tx, webhookIds: string[]): Promise<void> {
+  await execute(tx, `SELECT id FROM webhook_endpoints WHERE id = ANY($1::text[]) ORDER BY id FOR NO KEY UPDATE`, [...new Set(webhookIds)]);
 }
 
 /** Sums a batch of outcomes (in completion order) per registration. */
@@ -180,9 +181,10 @@ export function endpointChanges(recorded: RecordedOutcome[]): EndpointChange[] {
 }
 
 /** Applies the changes; returns the registrations this batch disabled. */
-export async function applyEndpointChanges(db: Queryable, changes: EndpointChange[], disableAfter: number): Promise<string[]> {
+export async function applyEndpointChanges(tx: Tx, changes: EndpointChange[], disableAfter: number): Promise<string[]> {
   if (changes.length === 0) return [];
-  const { rows } = await db.query<{ id: string; failure_count: number; is_active: boolean; reset: boolean; failed: number }>(
+  const rows = await queryRows<{ id: string; failure_count: number; is_active: boolean; reset: boolean; failed: number }>(
+    tx,
     `WITH u AS (
        SELECT * FROM unnest($1::text[], $2::bool[], $3::int[], $4::timestamptz[]) AS u(id, reset, failed, at)
      )
@@ -195,7 +197,7 @@ export async function applyEndpointChanges(db: Queryable, changes: EndpointChang
                          THEN u.at ELSE e.updated_at END
       FROM u WHERE e.id = u.id
       RETURNING e.id, e.failure_count, e.is_active, u.reset, u.failed`,
-    [changes.map((c) => c.webhookId), changes.map((c) => c.reset), changes.map((c) => c.failedEvents), changes.map((c) => c.lastAt), disableAfter],
+    changes.map((c) => c.webhookId), changes.map((c) => c.reset), changes.map((c) => c.failedEvents), changes.map((c) => c.lastAt), disableAfter,
   );
   // Disabled by this batch: the count crossed the threshold within it.
   return rows
@@ -204,7 +206,6 @@ export async function applyEndpointChanges(db: Queryable, changes: EndpointChang
 }
 
 /** Replaces a registration's sealed signing secret, only if it is still `from` (the start-up re-seal, lib/upkeep/secret-reseal.ts). */
-export async function replaceSealedWebhookSecret(db: Queryable, id: string, from: string, to: string): Promise<number> {
-  const res = await db.query(`UPDATE webhook_endpoints SET secret_enc = $1 WHERE id = $2 AND secret_enc = $3`, [to, id, from]);
-  return res.rowCount ?? 0;
+export async function replaceSealedWebhookSecret(db: Tx, id: string, from: string, to: string): Promise<number> {
+  return execute(db, `UPDATE webhook_endpoints SET secret_enc = $1 WHERE id = $2 AND secret_enc = $3`, to, id, from);
 }

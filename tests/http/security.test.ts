@@ -163,7 +163,7 @@ describe('sealed secrets', () => {
     await t.db.prisma.channelSettings.update({ where: { projectId: project.id }, data: { accessTokenEnc: v1 } });
     expect(t.secretBox.open(v1, channelSecretPlace(project.id, 'access_token'))).toBe('legacy-token');
 
-    const { resealed, failed } = await resealLegacySecrets(t.db.pool, t.secretBox);
+    const { resealed, failed } = await resealLegacySecrets(t.db, t.secretBox);
     expect(resealed).toBeGreaterThanOrEqual(1);
     expect(failed).toBe(0);
     const row = await t.db.prisma.channelSettings.findUniqueOrThrow({ where: { projectId: project.id } });
