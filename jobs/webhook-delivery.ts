@@ -3,13 +3,14 @@
  * (lib/webhooks/delivery-engine.ts) does the work; this module gives it its durable timers.
  * - `webhook-retry` jobs carry the ids of deliveries due at the job's time (grouped per `retryBucketMs`);
  * - `webhook-sweep` (one runner at a time, every `sweepEveryMs`) is the engine's safety net.
- * It works on the background pool, so a delivery burst cannot starve API requests.
+ * It works on the background pool (its Database built by onPool: `sql` and `pool` both that pool),
+ * so a delivery burst cannot starve API requests.
  */
 import { systemClock, type Clock } from '../lib/platform/clock.js';
 import { deliveryPolicy, type DeliveryPolicy } from '../lib/webhooks/policy.js';
 import type { AttemptInfo } from '../lib/webhooks/attempt.js';
 import { WebhookDeliveryEngine, type DeliveryPairs } from '../lib/webhooks/delivery-engine.js';
-import type { JobContext, JobModule } from './context.js';
+import { onPool, type JobContext, type JobModule } from './context.js';
 
 export const WEBHOOK_RETRY_JOB = 'webhook-retry';
 export const WEBHOOK_SWEEP_JOB = 'webhook-sweep';
@@ -44,7 +45,7 @@ export function registerWebhookDelivery(ctx: JobContext, opts: WebhookDeliveryOp
   const { deps, runner, pool } = ctx;
   const engine = new WebhookDeliveryEngine({
     deps,
-    pool,
+    db: onPool(deps.db, pool),
     policy: deliveryPolicy(opts.policy),
     timer: opts.timer ?? systemClock,
     onAttempt: opts.onAttempt,

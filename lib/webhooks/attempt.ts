@@ -9,7 +9,6 @@
  * The attempt was counted when the delivery was claimed (claims.ts): at shutdown, a claim not yet
  * posted is given back uncounted, and an attempt cut off in flight is recorded as a failure.
  */
-import type pg from 'pg';
 import type { Clock } from '../platform/clock.js';
 import type { Logger } from '../platform/logger.js';
 import type { SecretBox } from '../platform/crypto-box.js';
@@ -21,6 +20,7 @@ import { cancelIfOrphaned, claimDelivery, releaseClaims, renewClaim, type Claime
 import type { OutcomeWriter } from './outcomes.js';
 import type { WorkItem } from './dispatcher.js';
 import { CUT_AT_SHUTDOWN } from './claims.js';
+import type { Tx } from '../platform/db/tx.js';
 
 export const USER_AGENT = 'Service-Webhooks/1.0';
 
@@ -39,7 +39,8 @@ export interface AttemptInfo extends AttemptResult {
 }
 
 export interface AttemptContext {
-  pool: pg.Pool;
+  /** The engine's background pool as the handle: claims, renewals and give-backs are one statement each. */
+  sql: Tx;
   /** Stamps records and signatures. */
   clock: Clock;
   /** Schedules: leases and retry times (wall-clock time, as the job runner's). */
@@ -90,9 +91,9 @@ async function hold(ctx: AttemptContext, item: DeliveryItem): Promise<ClaimedDel
     const changedAt = ctx.changes.get(item.webhookId);
     const stale = item.claim.extended === true || (changedAt !== undefined && changedAt >= claimedAt);
     const spare = item.claim.leaseUntil.getTime() - now.getTime();
-    return !stale && spare > ctx.policy.attemptTimeoutMs + 2000 ? item.claim : renewClaim(ctx.pool, item.id, item.claim.leaseUntil, leaseUntil);
+    return !stale && spare > ctx.policy.attemptTimeoutMs + 2000 ? item.claim : renewClaim(ctx.sql, item.id, item.claim.leaseUntil, leaseUntil);
   }
-  return claimDelivery(ctx.pool, item.id, now, leaseUntil);
+  return claimDelivery(ctx.sql, item.id, now, leaseUntil);
 }
 
 /**
@@ -104,13 +105,13 @@ export async function attemptDelivery(ctx: AttemptContext, item: DeliveryItem): 
   const claimed = await hold(ctx, item);
   if (!claimed) {
     // Not due, taken by another worker, finished, or its registration is gone or disabled.
-    await cancelIfOrphaned(ctx.pool, item.id, ctx.clock.now());
+    await cancelIfOrphaned(ctx.sql, item.id, ctx.clock.now());
     return undefined;
   }
   const attempt = claimed.attempt;
   if (ctx.signal?.aborted) {
     // Stopping before the POST: the attempt was not made, so it does not count.
-    await releaseClaims(ctx.pool, [claimed], ctx.timer.now()).catch((e) =>
+    await releaseClaims(ctx.sql, [claimed], ctx.timer.now()).catch((e) =>
       ctx.logger.warn('webhook claim could not be given back; it is retaken after its lease', { delivery_id: item.id, error: String(e) }),
     );
     return undefined;

@@ -30,7 +30,6 @@
  * The engine knows no job runner: jobs/webhook-delivery.ts wires it to the service's one runner.
  */
 import { setMaxListeners } from 'node:events';
-import type pg from 'pg';
 import type { Deps } from '../deps.js';
 import type { Clock } from '../platform/clock.js';
 import { EVENTS_CHANNEL, pruneEvents } from './events.js';
@@ -46,13 +45,18 @@ import { interruptedOutcome } from './claims.js';
 import { listen, type Listener } from '../platform/db/notifications.js';
 import { WEBHOOK_CHANGES_CHANNEL } from './registrations.js';
 import { inTransaction } from '../platform/db/transaction.js';
+import type { Database } from '../platform/db/database.js';
 
 export type { DeliveryPairs };
 
 export interface DeliveryEngineContext {
   deps: Pick<Deps, 'clock' | 'logger' | 'secretBox' | 'config'>;
-  /** The background pool: a delivery burst cannot starve API requests. */
-  pool: pg.Pool;
+  /**
+   * The background pool's Database (jobs/context.ts onPool), so a delivery burst cannot starve API
+   * requests: statements run on its handle (`sql`); `pool` is named only to open a transaction
+   * (fan-out, outcomes, pruning) and for the listener's connection settings.
+   */
+  db: Pick<Database, 'pool' | 'sql'>;
   policy: DeliveryPolicy;
   /** Wall-clock time for leases and retry times (the job runner's own timers are wall-clock). */
   timer: Clock;
@@ -107,7 +111,7 @@ export class WebhookDeliveryEngine {
       onError: (e, count) => ctx.deps.logger.warn('could not schedule webhook retries; the sweep will pick them up', { error: String(e), count }),
     });
     this.outcomes = new OutcomeWriter({
-      pool: ctx.pool,
+      db: ctx.db,
       logger: ctx.deps.logger,
       disableAfter: ctx.policy.disableAfterFailedEvents,
       onRetries: (retries) => this.retryBuckets.add(retries),
@@ -137,8 +141,8 @@ export class WebhookDeliveryEngine {
 
   /** Starts listening for committed events and registration changes; overdue deliveries resume at once. */
   async start(): Promise<void> {
-    const { pool, deps, timer } = this.ctx;
-    this.listener = await listen(pool, {
+    const { db, deps, timer } = this.ctx;
+    this.listener = await listen(db.pool, {
       [EVENTS_CHANNEL]: () => this.kick(),
       [WEBHOOK_CHANGES_CHANNEL]: (webhookId) => {
         const now = timer.now().getTime();
@@ -189,7 +193,7 @@ export class WebhookDeliveryEngine {
     const floor = dueAt ? new Date(dueAt.getTime() - this.policy.retryBucketMs - 1) : undefined;
     for (const [, webhookId] of pairs) this.markParked(webhookId, floor ?? null);
     await this.pullNow();
-    await cancelIfOrphaned(this.ctx.pool, pairs.map(([id]) => id), this.ctx.deps.clock.now());
+    await cancelIfOrphaned(this.ctx.db.sql, pairs.map(([id]) => id), this.ctx.deps.clock.now());
   }
 
   /** One sweep: fan-out, claims kept alive, overdue work retaken, the log and old events pruned. */
@@ -217,10 +221,10 @@ export class WebhookDeliveryEngine {
   }
 
   private async attempt(item: DeliveryItem): Promise<void> {
-    const { pool, deps, timer } = this.ctx;
+    const { db, deps, timer } = this.ctx;
     const attempted = await attemptDelivery(
       {
-        pool, clock: deps.clock, timer, secretBox: deps.secretBox, policy: this.policy, agents: this.agents,
+        sql: db.sql, clock: deps.clock, timer, secretBox: deps.secretBox, policy: this.policy, agents: this.agents,
         logger: deps.logger, outcomes: this.outcomes,
         allowPrivate: deps.config.devAllowPrivateTargets,
         signal: this.shutdown.signal,
@@ -316,7 +320,7 @@ export class WebhookDeliveryEngine {
   }
 
   private async pullLoop(): Promise<void> {
-    const { pool, timer } = this.ctx;
+    const { db, timer } = this.ctx;
     do {
       this.pullAgain = false;
       let total = this.policy.maxQueued - this.load();
@@ -338,7 +342,7 @@ export class WebhookDeliveryEngine {
       }
       if (wants.length === 0) return;
       const now = timer.now();
-      const claims = await claimDue(pool, wants, now, new Date(now.getTime() + this.policy.leaseMs));
+      const claims = await claimDue(db.sql, wants, now, new Date(now.getTime() + this.policy.leaseMs));
       const got = new Map<string, number>();
       for (const c of claims) {
         got.set(c.webhookId, (got.get(c.webhookId) ?? 0) + 1);
@@ -366,9 +370,9 @@ export class WebhookDeliveryEngine {
   /** Gives back claims that will not be posted here (uncounted, due at once), and asks a runner to retake them now. */
   private async giveBack(claims: ClaimedDelivery[]): Promise<void> {
     if (claims.length === 0) return;
-    const { pool, timer, deps } = this.ctx;
+    const { db, timer, deps } = this.ctx;
     try {
-      const released = await releaseClaims(pool, claims, timer.now());
+      const released = await releaseClaims(db.sql, claims, timer.now());
       const byId = new Map(claims.map((c) => [c.id, c.webhookId]));
       if (released.length > 0) await this.ctx.scheduleRetry(timer.now(), released.map((id) => [id, byId.get(id)!]));
     } catch (e) {
@@ -389,17 +393,17 @@ export class WebhookDeliveryEngine {
    */
   private async retakeOverdue(graceMs: number): Promise<void> {
     if (this.stopped) return;
-    const { pool, deps, timer } = this.ctx;
+    const { db, deps, timer } = this.ctx;
     const before = new Date(timer.now().getTime() - graceMs);
     // A registration already being claimed here keeps its scan start, but for one sweep in four
     // (work due before it, e.g. a dead instance's lapsed claims, is found within four sweeps).
     const rescan = this.sweeps++ % 4 === 0;
-    for (const webhookId of await lanesWithDue(pool, before)) this.markParked(webhookId, rescan || !this.parked.has(webhookId) ? null : undefined);
+    for (const webhookId of await lanesWithDue(db.sql, before)) this.markParked(webhookId, rescan || !this.parked.has(webhookId) ? null : undefined);
     await this.pullNow();
     // Ids queued, running or being settled here are ours already (their claims are kept alive): never counted twice.
-    const exhausted = (await interruptedLastAttempts(pool, before, 1000)).filter((d) => !this.dispatcher.has(d.id) && !this.unsettled.has(d.id));
+    const exhausted = (await interruptedLastAttempts(db.sql, before, 1000)).filter((d) => !this.dispatcher.has(d.id) && !this.unsettled.has(d.id));
     if (exhausted.length > 0) {
-      await cancelIfOrphaned(pool, exhausted.map((d) => d.id), deps.clock.now());
+      await cancelIfOrphaned(db.sql, exhausted.map((d) => d.id), deps.clock.now());
       await this.outcomes.room();
       await Promise.all(exhausted.map((d) => this.outcomes.record(interruptedOutcome(d, deps.clock.now())).catch(() => undefined)));
     }
@@ -416,7 +420,7 @@ export class WebhookDeliveryEngine {
     const extending = (async () => {
       for (let at = 0; at < lapsing.length; at += 1000) {
         const chunk = lapsing.slice(at, at + 1000);
-        const extended = new Set(await extendClaims(this.ctx.pool, chunk, leaseUntil));
+        const extended = new Set(await extendClaims(this.ctx.db.sql, chunk, leaseUntil));
         for (const c of chunk) {
           if (!extended.has(c.id)) continue;
           c.claimedAt ??= new Date(c.leaseUntil.getTime() - this.policy.leaseMs);
@@ -434,7 +438,7 @@ export class WebhookDeliveryEngine {
   }
 
   private async fanOutLoop(): Promise<void> {
-    const { pool, deps, timer } = this.ctx;
+    const { db, deps, timer } = this.ctx;
     do {
       this.again = false;
       while (!this.stopped) {
@@ -453,7 +457,7 @@ export class WebhookDeliveryEngine {
           return n > 0;
         };
         const wall = timer.now();
-        const batch = await fanOutBatch(pool, limit, deps.clock.now(), new Date(wall.getTime() + this.policy.leaseMs), { admit, dueAt: wall });
+        const batch = await fanOutBatch(db, limit, deps.clock.now(), new Date(wall.getTime() + this.policy.leaseMs), { admit, dueAt: wall });
         if (batch.events > 0) this.fanOutRatio = Math.max(1, batch.deliveries.length / batch.events);
         for (const webhookId of batch.parked) this.markParked(webhookId);
         // Already claimed by us: queued even past the bound (by at most one batch).
@@ -481,12 +485,12 @@ export class WebhookDeliveryEngine {
   }
 
   private async pruneLogs(budget: { rows: number; until: number }): Promise<void> {
-    const { pool, deps } = this.ctx;
+    const { db, deps } = this.ctx;
     for (const webhookId of [...this.touched]) {
       if (budget.rows <= 0 || this.stopped || Date.now() > budget.until) break;
       const chunk = Math.min(budget.rows, 500);
       try {
-        const { deliveries } = await inTransaction(pool, (client) => pruneLog(client, webhookId, this.policy.keepDeliveriesPerWebhook, chunk));
+        const { deliveries } = await inTransaction(db.pool, (client) => pruneLog(client, webhookId, this.policy.keepDeliveriesPerWebhook, chunk));
         budget.rows -= deliveries;
         if (deliveries < chunk) this.touched.delete(webhookId); // nothing more to prune there
       } catch (e) {
@@ -496,11 +500,11 @@ export class WebhookDeliveryEngine {
   }
 
   private async pruneOldEvents(budget: { rows: number; until: number }): Promise<void> {
-    const { pool, deps } = this.ctx;
+    const { db, deps } = this.ctx;
     const before = new Date(deps.clock.now().getTime() - this.policy.eventRetentionMs);
     while (budget.rows > 0 && !this.stopped && Date.now() <= budget.until) {
       const chunk = Math.min(budget.rows, 2000);
-      const deleted = await pruneEvents(pool, before, chunk).catch((e) => {
+      const deleted = await pruneEvents(db.sql, before, chunk).catch((e) => {
         deps.logger.warn('event retention: pruning failed', { error: String(e) });
         return 0;
       });

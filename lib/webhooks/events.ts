@@ -5,8 +5,7 @@
  * This module is the only writer of `events` (inserted, marked dispatched by the fan-out, pruned).
  */
 import { newId } from '../platform/secrets.js';
-import type { Queryable } from '../platform/db/transaction.js';
-import { type Tx, executeNamed } from '../platform/db/tx.js';
+import { type Tx, execute, executeNamed, queryRowsNamed } from '../platform/db/tx.js';
 import { CLAIM_ROWS } from '../platform/db/claims.js';
 
 export const PLATFORM_EVENTS = [
@@ -84,10 +83,11 @@ export interface FanOutPair {
  * holds), marks them dispatched at `now`, and pairs each with the active registrations subscribed
  * to its name. Run inside the fan-out's transaction, which writes the deliveries.
  */
-export async function takeEventsForFanOut(db: Queryable, limit: number, now: Date): Promise<FanOutPair[]> {
-  const { rows } = await db.query<FanOutPair>({
-    name: 'webhook-take-events',
-    text: `WITH ev AS (
+export async function takeEventsForFanOut(tx: Tx, limit: number, now: Date): Promise<FanOutPair[]> {
+  return queryRowsNamed<FanOutPair>(
+    tx,
+    'webhook-take-events',
+    `WITH ev AS (
        SELECT id, project_id, name, data, created_at FROM events
         WHERE dispatched_at IS NULL ORDER BY created_at, id LIMIT $1 ${CLAIM_ROWS}
      ), upd AS (
@@ -100,23 +100,22 @@ export async function takeEventsForFanOut(db: Queryable, limit: number, now: Dat
                 w.id AS webhook_id, w.url, w.secret_enc
            FROM ev JOIN webhook_endpoints w ON w.project_id = ev.project_id AND w.is_active AND ev.name = ANY(w.events)
        ) p ON true`,
-    values: [limit, now],
-  });
-  return rows;
+    limit, now,
+  );
 }
 
 /**
  * Deletes up to `limit` events fanned out before `before`, oldest first, except those a pending
  * delivery still needs (its retries read the event's data). Uses the (dispatched_at, created_at) index.
  */
-export async function pruneEvents(db: Queryable, before: Date, limit: number): Promise<number> {
-  const { rowCount } = await db.query(
+export async function pruneEvents(db: Tx, before: Date, limit: number): Promise<number> {
+  return execute(
+    db,
     `DELETE FROM events WHERE id IN (
        SELECT e.id FROM events e
         WHERE e.dispatched_at < $1
           AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.status = 'pending')
         ORDER BY e.dispatched_at LIMIT $2)`,
-    [before, limit],
+    before, limit,
   );
-  return rowCount ?? 0;
 }

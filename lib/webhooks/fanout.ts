@@ -7,8 +7,8 @@
  * do not receive it. A delivery is born claimed by the caller when `admit` says its registration
  * has room there, else parked (due, unclaimed) for claimDue (delivery-engine.ts).
  */
-import type pg from 'pg';
 import { inTransaction } from '../platform/db/transaction.js';
+import type { Database } from '../platform/db/database.js';
 import { newId } from '../platform/secrets.js';
 import { takeEventsForFanOut } from './events.js';
 import { insertClaimedDeliveries, type ClaimedDelivery } from './store.js';
@@ -32,10 +32,11 @@ export interface FanOutOptions {
  * Fans out up to `limit` events, oldest first. `now` stamps `dispatched_at` and the deliveries'
  * `created_at`. The deliveries are born claimed by the caller until `leaseUntil`, their first
  * attempt already counted (attempts = 1), so it needs no claim of its own; if the caller dies, the
- * sweep retakes them after the lease (for their second attempt).
+ * sweep retakes them after the lease (for their second attempt). `db` names its pool only to open
+ * the transaction; both statements run on its handle.
  */
-export async function fanOutBatch(pool: pg.Pool, limit: number, now: Date, leaseUntil: Date, opts: FanOutOptions = {}): Promise<FanOutResult> {
-  return inTransaction(pool, async (client) => {
+export async function fanOutBatch(db: Pick<Database, 'pool'>, limit: number, now: Date, leaseUntil: Date, opts: FanOutOptions = {}): Promise<FanOutResult> {
+  return inTransaction(db.pool, async (client) => {
     const rows = await takeEventsForFanOut(client, limit, now);
     const events = rows[0]?.events ?? 0;
     // Oldest events first, so a registration's claimed deliveries precede its parked ones.

@@ -8,14 +8,15 @@
  * After a commit: retries are handed to the scheduler, grouped by due time, and registrations the
  * batch disabled have their pending deliveries canceled.
  */
-import type pg from 'pg';
 import type { Logger } from '../platform/logger.js';
 import { applyEndpointChanges, endpointChanges, lockEndpoints, WEBHOOK_CHANGES_CHANNEL } from './registrations.js';
 import { cancelPending, recordOutcomes, type Outcome, type RecordedOutcome } from './store.js';
 import { inTransaction } from '../platform/db/transaction.js';
+import type { Database } from '../platform/db/database.js';
 
 export interface OutcomeWriterOptions {
-  pool: pg.Pool;
+  /** The engine's background pool, named only to open each batch's transaction (its statements run on the transaction's handle). */
+  db: Pick<Database, 'pool'>;
   logger: Logger;
   disableAfter: number;
   maxBatch?: number;
@@ -80,7 +81,7 @@ export class OutcomeWriter {
   /** One transaction; retried when PostgreSQL picks it as a deadlock or serialization victim. */
   private async transact(outcomes: Outcome[], at: Date): Promise<{ recorded: RecordedOutcome[]; disabled: string[] }> {
     return inTransaction(
-      this.opts.pool,
+      this.opts.db.pool,
       async (client) => {
         await lockEndpoints(client, outcomes.map((o) => o.webhookId));
         const recorded = await recordOutcomes(client, outcomes);

@@ -7,10 +7,11 @@
  * Outcomes are written in batches: one statement records the attempts and moves the deliveries
  * (registrations.ts then updates each registration once, in the same transaction).
  * This module is the only writer of `webhook_deliveries` and `webhook_attempts`.
- * Plain SQL: this is the hot path.
+ * Plain SQL on the one handle (Tx): the engine's background pool (`sql`) or the transaction that
+ * holds it. This is the hot path: a statement run per attempt or per batch stays a named prepared
+ * statement (queryRowsNamed, executeNamed) under its name, which database.ts routes by.
  */
-import type { Queryable } from '../platform/db/transaction.js';
-import { type Tx, execute } from '../platform/db/tx.js';
+import { type Tx, execute, executeNamed, queryRows, queryRowsNamed } from '../platform/db/tx.js';
 import { MAX_ATTEMPTS } from './policy.js';
 import { CLAIM_ROWS } from '../platform/db/claims.js';
 
@@ -43,7 +44,20 @@ export interface ClaimedDelivery {
 const CLAIM_RETURNING = `RETURNING d.id, d.webhook_id, d.attempts, d.event, e.url, e.secret_enc,
   COALESCE(ev.data::text, 'null') AS data_json, ev.created_at, d.next_attempt_at`;
 
-function claimed(r: any): ClaimedDelivery {
+/** A row of CLAIM_RETURNING. */
+interface ClaimRow {
+  id: string;
+  webhook_id: string;
+  attempts: number;
+  event: string;
+  url: string;
+  secret_enc: string;
+  data_json: string;
+  created_at: Date;
+  next_attempt_at: Date;
+}
+
+function claimed(r: ClaimRow): ClaimedDelivery {
   return {
     id: r.id, webhookId: r.webhook_id, attempt: r.attempts, event: r.event, url: r.url, secretEnc: r.secret_enc,
     dataJson: r.data_json, eventCreatedAt: r.created_at, leaseUntil: r.next_attempt_at,
@@ -51,31 +65,33 @@ function claimed(r: any): ClaimedDelivery {
 }
 
 /** Claims a due delivery of an active registration, reserving (counting) its next attempt; none past the fifth. */
-export async function claimDelivery(db: Queryable, id: string, now: Date, leaseUntil: Date): Promise<ClaimedDelivery | undefined> {
-  const { rows } = await db.query({
-    name: 'webhook-claim',
-    text: `UPDATE webhook_deliveries d SET next_attempt_at = $3, attempts = d.attempts + 1
+export async function claimDelivery(db: Tx, id: string, now: Date, leaseUntil: Date): Promise<ClaimedDelivery | undefined> {
+  const rows = await queryRowsNamed<ClaimRow>(
+    db,
+    'webhook-claim',
+    `UPDATE webhook_deliveries d SET next_attempt_at = $3, attempts = d.attempts + 1
        FROM webhook_endpoints e, events ev
       WHERE d.id = $1 AND d.status = 'pending' AND d.next_attempt_at <= $2 AND d.attempts < ${MAX_ATTEMPTS}
         AND e.id = d.webhook_id AND e.is_active AND ev.id = d.event_id
       ${CLAIM_RETURNING}`,
-    values: [id, now, leaseUntil],
-  });
+    id, now, leaseUntil,
+  );
   return rows[0] ? claimed(rows[0]) : undefined;
 }
 
 /** Claims those of `ids` that are due, reserving their next attempts (one statement for a whole retry job or sweep). */
-export async function claimDeliveries(db: Queryable, ids: string[], now: Date, leaseUntil: Date): Promise<ClaimedDelivery[]> {
+export async function claimDeliveries(db: Tx, ids: string[], now: Date, leaseUntil: Date): Promise<ClaimedDelivery[]> {
   if (ids.length === 0) return [];
-  const { rows } = await db.query({
-    name: 'webhook-claim-many',
-    text: `UPDATE webhook_deliveries d SET next_attempt_at = $3, attempts = d.attempts + 1
+  const rows = await queryRowsNamed<ClaimRow>(
+    db,
+    'webhook-claim-many',
+    `UPDATE webhook_deliveries d SET next_attempt_at = $3, attempts = d.attempts + 1
        FROM webhook_endpoints e, events ev
       WHERE d.id = ANY($1::text[]) AND d.status = 'pending' AND d.next_attempt_at <= $2 AND d.attempts < ${MAX_ATTEMPTS}
         AND e.id = d.webhook_id AND e.is_active AND ev.id = d.event_id
       ${CLAIM_RETURNING}`,
-    values: [ids, now, leaseUntil],
-  });
+    ids, now, leaseUntil,
+  );
   return rows.map(claimed);
 }
 
@@ -91,12 +107,13 @@ export async function claimDeliveries(db: Queryable, ids: string[], now: Date, l
  * stays until VACUUM; without `from`, every claim would step again over all the entries of the
  * rows claimed before it.
  */
-export async function claimDue(db: Queryable, wants: Array<[string, number, Date | null]>, now: Date, leaseUntil: Date): Promise<Array<ClaimedDelivery & { dueAt: Date }>> {
+export async function claimDue(db: Tx, wants: Array<[string, number, Date | null]>, now: Date, leaseUntil: Date): Promise<Array<ClaimedDelivery & { dueAt: Date }>> {
   const lanes = wants.filter(([, n]) => n > 0);
   if (lanes.length === 0) return [];
-  const { rows } = await db.query({
-    name: 'webhook-claim-due',
-    text: `WITH c AS (
+  const rows = await queryRowsNamed<ClaimRow & { due_at: Date }>(
+    db,
+    'webhook-claim-due',
+    `WITH c AS (
        SELECT due.id, due.next_attempt_at AS due_at
          FROM unnest($1::text[], $2::int[], $5::timestamptz[]) AS w(webhook_id, n, from_at)
          CROSS JOIN LATERAL (
@@ -110,9 +127,9 @@ export async function claimDue(db: Queryable, wants: Array<[string, number, Date
        FROM c, webhook_endpoints e, events ev
       WHERE d.id = c.id AND e.id = d.webhook_id AND e.is_active AND ev.id = d.event_id
       ${CLAIM_RETURNING}, c.due_at`,
-    values: [lanes.map(([w]) => w), lanes.map(([, n]) => n), now, leaseUntil, lanes.map(([, , from]) => from)],
-  });
-  return rows.sort((a, b) => a.due_at - b.due_at).map((r) => ({ ...claimed(r), dueAt: r.due_at }));
+    lanes.map(([w]) => w), lanes.map(([, n]) => n), now, leaseUntil, lanes.map(([, , from]) => from),
+  );
+  return rows.sort((a, b) => a.due_at.getTime() - b.due_at.getTime()).map((r) => ({ ...claimed(r), dueAt: r.due_at }));
 }
 
 /**
@@ -120,15 +137,16 @@ export async function claimDue(db: Queryable, wants: Array<[string, number, Date
  * probe of the due index per active registration): the sweep's way to find work no timer of this
  * instance knows (another instance crashed, a retry job was lost).
  */
-export async function lanesWithDue(db: Queryable, before: Date): Promise<string[]> {
-  const { rows } = await db.query<{ id: string }>({
-    name: 'webhook-lanes-with-due',
-    text: `SELECT w.id FROM webhook_endpoints w
+export async function lanesWithDue(db: Tx, before: Date): Promise<string[]> {
+  const rows = await queryRowsNamed<{ id: string }>(
+    db,
+    'webhook-lanes-with-due',
+    `SELECT w.id FROM webhook_endpoints w
       WHERE w.is_active AND EXISTS (
         SELECT 1 FROM webhook_deliveries d
          WHERE d.webhook_id = w.id AND d.status = 'pending' AND d.next_attempt_at <= $1 AND d.attempts < ${MAX_ATTEMPTS})`,
-    values: [before],
-  });
+    before,
+  );
   return rows.map((r) => r.id);
 }
 
@@ -136,44 +154,46 @@ export async function lanesWithDue(db: Queryable, before: Date): Promise<string[
  * Pending deliveries whose last (fifth) attempt was claimed and whose claim lapsed before `before`
  * without an outcome (a crash): the sweep drops them (claims.ts).
  */
-export async function interruptedLastAttempts(db: Queryable, before: Date, limit: number): Promise<Array<{ id: string; webhookId: string; attempts: number }>> {
-  const { rows } = await db.query(
+export async function interruptedLastAttempts(db: Tx, before: Date, limit: number): Promise<Array<{ id: string; webhookId: string; attempts: number }>> {
+  const rows = await queryRows<{ id: string; webhook_id: string; attempts: number }>(
+    db,
     `SELECT id, webhook_id, attempts FROM webhook_deliveries
       WHERE status = 'pending' AND attempts >= ${MAX_ATTEMPTS} AND next_attempt_at <= $1
       ORDER BY next_attempt_at LIMIT $2`,
-    [before, limit],
+    before, limit,
   );
   return rows.map((r) => ({ id: r.id, webhookId: r.webhook_id, attempts: r.attempts }));
 }
 
 /** Extends a claim we hold (lease `heldUntil`, attempt already reserved), re-reading the registration; undefined if it is no longer ours or active. */
-export async function renewClaim(db: Queryable, id: string, heldUntil: Date, leaseUntil: Date): Promise<ClaimedDelivery | undefined> {
-  const { rows } = await db.query({
-    name: 'webhook-renew-claim',
-    text: `UPDATE webhook_deliveries d SET next_attempt_at = $3
+export async function renewClaim(db: Tx, id: string, heldUntil: Date, leaseUntil: Date): Promise<ClaimedDelivery | undefined> {
+  const rows = await queryRowsNamed<ClaimRow>(
+    db,
+    'webhook-renew-claim',
+    `UPDATE webhook_deliveries d SET next_attempt_at = $3
        FROM webhook_endpoints e, events ev
       WHERE d.id = $1 AND d.status = 'pending' AND d.next_attempt_at = $2
         AND e.id = d.webhook_id AND e.is_active AND ev.id = d.event_id
       ${CLAIM_RETURNING}`,
-    values: [id, heldUntil, leaseUntil],
-  });
+    id, heldUntil, leaseUntil,
+  );
   return rows[0] ? claimed(rows[0]) : undefined;
 }
 
 /** Pending deliveries whose registration is inactive or gone, or whose event is gone, are canceled. */
-export async function cancelIfOrphaned(db: Queryable, ids: string | string[], at: Date): Promise<number> {
+export async function cancelIfOrphaned(db: Tx, ids: string | string[], at: Date): Promise<number> {
   const list = Array.isArray(ids) ? ids : [ids];
   if (list.length === 0) return 0;
   // Before every retry batch's attempts: prepared once per connection (it was planned on every call).
-  const { rowCount } = await db.query({
-    name: 'webhook-cancel-orphaned',
-    text: `UPDATE webhook_deliveries d SET status = 'canceled', completed_at = $2, next_attempt_at = NULL
+  return executeNamed(
+    db,
+    'webhook-cancel-orphaned',
+    `UPDATE webhook_deliveries d SET status = 'canceled', completed_at = $2, next_attempt_at = NULL
       WHERE d.id = ANY($1::text[]) AND d.status = 'pending'
         AND (NOT EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = d.webhook_id AND e.is_active)
              OR NOT EXISTS (SELECT 1 FROM events ev WHERE ev.id = d.event_id))`,
-    values: [list, at],
-  });
-  return rowCount ?? 0;
+    list, at,
+  );
 }
 
 export type OutcomeKind = 'success' | 'retry' | 'dropped';
@@ -200,11 +220,12 @@ const STATUS_OF: Record<OutcomeKind, string> = { success: 'succeeded', retry: 'p
  * Records attempts and moves their deliveries (only those still pending: a delivery canceled or
  * deleted meanwhile is left alone). Returns the outcomes recorded, in the given order.
  */
-export async function recordOutcomes(db: Queryable, outcomes: Outcome[]): Promise<RecordedOutcome[]> {
+export async function recordOutcomes(db: Tx, outcomes: Outcome[]): Promise<RecordedOutcome[]> {
   if (outcomes.length === 0) return [];
-  const { rows } = await db.query<{ id: string; webhook_id: string; ord: number }>({
-    name: 'webhook-record-outcomes',
-    text: `WITH o AS (
+  const rows = await queryRowsNamed<{ id: string; webhook_id: string; ord: number }>(
+    db,
+    'webhook-record-outcomes',
+    `WITH o AS (
        SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::timestamptz[], $5::int[], $6::text[], $7::int[], $8::timestamptz[], $9::int[], $10::text[])
          AS o(delivery_id, attempt, status, next_attempt_at, status_code, error, duration_ms, at, ord, response_excerpt)
      ), d AS (
@@ -217,19 +238,17 @@ export async function recordOutcomes(db: Queryable, outcomes: Outcome[]): Promis
        SELECT id, webhook_id, attempt, status_code, error, duration_ms, at, response_excerpt FROM d ORDER BY ord
      )
      SELECT id, webhook_id, ord FROM d`,
-    values: [
-      outcomes.map((o) => o.deliveryId),
-      outcomes.map((o) => o.attempt),
-      outcomes.map((o) => STATUS_OF[o.kind]),
-      outcomes.map((o) => o.nextAttemptAt),
-      outcomes.map((o) => o.statusCode),
-      outcomes.map((o) => o.error),
-      outcomes.map((o) => o.durationMs),
-      outcomes.map((o) => o.at),
-      outcomes.map((_, i) => i),
-      outcomes.map((o) => o.responseExcerpt ?? null),
-    ],
-  });
+    outcomes.map((o) => o.deliveryId),
+    outcomes.map((o) => o.attempt),
+    outcomes.map((o) => STATUS_OF[o.kind]),
+    outcomes.map((o) => o.nextAttemptAt),
+    outcomes.map((o) => o.statusCode),
+    outcomes.map((o) => o.error),
+    outcomes.map((o) => o.durationMs),
+    outcomes.map((o) => o.at),
+    outcomes.map((_, i) => i),
+    outcomes.map((o) => o.responseExcerpt ?? null),
+  );
   return rows.sort((a, b) => a.ord - b.ord).map((r) => outcomes[r.ord]);
 }
 
@@ -240,14 +259,15 @@ export async function recordOutcomes(db: Queryable, outcomes: Outcome[]): Promis
  * event id, body and signature scheme. Its past attempts stay in the log. Returns false when the
  * delivery is not the project's, still pending, or its registration is inactive or gone.
  */
-export async function redeliver(db: Queryable, projectId: string, deliveryId: string, now: Date): Promise<{ id: string; webhookId: string; status: string } | undefined> {
-  const { rows } = await db.query<{ id: string; webhook_id: string; before: string }>(
+export async function redeliver(db: Tx, projectId: string, deliveryId: string, now: Date): Promise<{ id: string; webhookId: string; status: string } | undefined> {
+  const rows = await queryRows<{ id: string; webhook_id: string; before: string }>(
+    db,
     `UPDATE webhook_deliveries d SET status = 'pending', attempts = 0, next_attempt_at = $3, completed_at = NULL
        FROM webhook_deliveries old, webhook_endpoints e
       WHERE d.id = $2 AND d.project_id = $1 AND old.id = d.id AND d.status <> 'pending'
         AND e.id = d.webhook_id AND e.is_active AND EXISTS (SELECT 1 FROM events ev WHERE ev.id = d.event_id)
       RETURNING d.id, d.webhook_id, old.status AS before`,
-    [projectId, deliveryId, now],
+    projectId, deliveryId, now,
   );
   return rows[0] ? { id: rows[0].id, webhookId: rows[0].webhook_id, status: rows[0].before } : undefined;
 }
@@ -256,16 +276,17 @@ export async function redeliver(db: Queryable, projectId: string, deliveryId: st
  * Gives back claims we hold and will not post: each is uncounted and due at `dueAt`. Only a claim
  * still ours (same lease, still pending) is touched. Returns the ids given back.
  */
-export async function releaseClaims(db: Queryable, claims: Array<{ id: string; leaseUntil: Date }>, dueAt: Date): Promise<string[]> {
+export async function releaseClaims(db: Tx, claims: Array<{ id: string; leaseUntil: Date }>, dueAt: Date): Promise<string[]> {
   if (claims.length === 0) return [];
-  const { rows } = await db.query<{ id: string }>({
-    name: 'webhook-release-claims',
-    text: `UPDATE webhook_deliveries d SET attempts = d.attempts - 1, next_attempt_at = $3
+  const rows = await queryRowsNamed<{ id: string }>(
+    db,
+    'webhook-release-claims',
+    `UPDATE webhook_deliveries d SET attempts = d.attempts - 1, next_attempt_at = $3
        FROM unnest($1::text[], $2::timestamptz[]) AS c(id, lease_until)
       WHERE d.id = c.id AND d.status = 'pending' AND d.next_attempt_at = c.lease_until AND d.attempts > 0
       RETURNING d.id`,
-    values: [claims.map((c) => c.id), claims.map((c) => c.leaseUntil), dueAt],
-  });
+    claims.map((c) => c.id), claims.map((c) => c.leaseUntil), dueAt,
+  );
   return rows.map((r) => r.id);
 }
 
@@ -274,16 +295,17 @@ export async function releaseClaims(db: Queryable, claims: Array<{ id: string; l
  * it a lapsed claim would be retaken and counted again, unposted. Each claim still ours (same lease)
  * gets `leaseUntil`; returns the ids extended.
  */
-export async function extendClaims(db: Queryable, claims: Array<{ id: string; leaseUntil: Date }>, leaseUntil: Date): Promise<string[]> {
+export async function extendClaims(db: Tx, claims: Array<{ id: string; leaseUntil: Date }>, leaseUntil: Date): Promise<string[]> {
   if (claims.length === 0) return [];
-  const { rows } = await db.query<{ id: string }>({
-    name: 'webhook-extend-claims',
-    text: `UPDATE webhook_deliveries d SET next_attempt_at = $3
+  const rows = await queryRowsNamed<{ id: string }>(
+    db,
+    'webhook-extend-claims',
+    `UPDATE webhook_deliveries d SET next_attempt_at = $3
        FROM unnest($1::text[], $2::timestamptz[]) AS c(id, lease_until)
       WHERE d.id = c.id AND d.status = 'pending' AND d.next_attempt_at = c.lease_until
       RETURNING d.id`,
-    values: [claims.map((c) => c.id), claims.map((c) => c.leaseUntil), leaseUntil],
-  });
+    claims.map((c) => c.id), claims.map((c) => c.leaseUntil), leaseUntil,
+  );
   return rows.map((r) => r.id);
 }
 
@@ -294,25 +316,24 @@ export async function extendClaims(db: Queryable, claims: Array<{ id: string; le
  * event and registration) is skipped. Returns the ids written.
  */
 export async function insertClaimedDeliveries(
-  db: Queryable,
+  db: Tx,
   rows: Array<{ id: string; projectId: string; webhookId: string; eventId: string; event: string; claimed?: boolean }>,
   leaseUntil: Date,
   now: Date,
   dueAt: Date = now,
 ): Promise<Set<string>> {
-  const { rows: inserted } = await db.query<{ id: string }>({
-    name: 'webhook-fanout-insert',
-    text: `INSERT INTO webhook_deliveries (id, project_id, webhook_id, event_id, event, status, attempts, next_attempt_at, created_at)
+  const inserted = await queryRowsNamed<{ id: string }>(
+    db,
+    'webhook-fanout-insert',
+    `INSERT INTO webhook_deliveries (id, project_id, webhook_id, event_id, event, status, attempts, next_attempt_at, created_at)
      SELECT d.id, d.project_id, d.webhook_id, d.event_id, d.event, 'pending',
             CASE WHEN d.claimed THEN 1 ELSE 0 END, CASE WHEN d.claimed THEN $6::timestamptz ELSE $8::timestamptz END, $7
        FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $9::boolean[]) AS d(id, project_id, webhook_id, event_id, event, claimed)
      ON CONFLICT (event_id, webhook_id) DO NOTHING
      RETURNING id`,
-    values: [
-      rows.map((r) => r.id), rows.map((r) => r.projectId), rows.map((r) => r.webhookId), rows.map((r) => r.eventId), rows.map((r) => r.event),
-      leaseUntil, now, dueAt, rows.map((r) => r.claimed !== false),
-    ],
-  });
+    rows.map((r) => r.id), rows.map((r) => r.projectId), rows.map((r) => r.webhookId), rows.map((r) => r.eventId), rows.map((r) => r.event),
+    leaseUntil, now, dueAt, rows.map((r) => r.claimed !== false),
+  );
   return new Set(inserted.map((r) => r.id));
 }
 
@@ -326,27 +347,29 @@ export async function cancelPendingOfRegistration(tx: Tx, webhookId: string, at:
 }
 
 /** After an auto-disable: the registrations receive nothing further (and other instances hear of it on `channel`). */
-export async function cancelPending(db: Queryable, webhookIds: string[], at: Date, channel: string): Promise<number> {
+export async function cancelPending(db: Tx, webhookIds: string[], at: Date, channel: string): Promise<number> {
   if (webhookIds.length === 0) return 0;
-  const { rowCount } = await db.query(
+  const canceled = await execute(
+    db,
     `UPDATE webhook_deliveries SET status = 'canceled', completed_at = $2, next_attempt_at = NULL
       WHERE webhook_id = ANY($1::text[]) AND status = 'pending'`,
-    [webhookIds, at],
+    webhookIds, at,
   );
-  await db.query(`SELECT pg_notify($2, id) FROM unnest($1::text[]) AS id`, [webhookIds, channel]);
-  return rowCount ?? 0;
+  await execute(db, `SELECT pg_notify($2, id) FROM unnest($1::text[]) AS id`, webhookIds, channel);
+  return canceled;
 }
 
 /**
  * Pending deliveries due before `before` (their timer or claim was lost, e.g. in a crash, or a
  * graceful stop released them), oldest first, with their ids and the attempts counted so far.
  */
-export async function overdueDeliveries(db: Queryable, before: Date, limit: number): Promise<Array<{ id: string; webhookId: string; attempts: number }>> {
-  const { rows } = await db.query(
+export async function overdueDeliveries(db: Tx, before: Date, limit: number): Promise<Array<{ id: string; webhookId: string; attempts: number }>> {
+  const rows = await queryRows<{ id: string; webhook_id: string; attempts: number }>(
+    db,
     `SELECT id, webhook_id, attempts FROM webhook_deliveries
       WHERE status = 'pending' AND next_attempt_at <= $1
       ORDER BY next_attempt_at LIMIT $2`,
-    [before, limit],
+    before, limit,
   );
   return rows.map((r) => ({ id: r.id, webhookId: r.webhook_id, attempts: r.attempts }));
 }
@@ -356,19 +379,21 @@ export async function overdueDeliveries(db: Queryable, before: Date, limit: numb
  * attempts, deleting at most `budget` deliveries per call (the sweep meters its work). Attempts go
  * first, through their (webhook_id, id) index; the deliveries' cascade then finds little to do.
  */
-export async function pruneLog(db: Queryable, webhookId: string, keep: number, budget: number): Promise<{ attempts: number; deliveries: number }> {
+export async function pruneLog(tx: Tx, webhookId: string, keep: number, budget: number): Promise<{ attempts: number; deliveries: number }> {
   // The registration first, as every writer does, so a concurrent delete of it cannot deadlock with us.
-  await db.query(`SELECT 1 FROM webhook_endpoints WHERE id = $1 FOR KEY SHARE`, [webhookId]);
-  const attempts = await db.query(
+  await execute(tx, `SELECT 1 FROM webhook_endpoints WHERE id = $1 FOR KEY SHARE`, webhookId);
+  const attempts = await execute(
+    tx,
     `DELETE FROM webhook_attempts WHERE webhook_id = $1
         AND id < (SELECT id FROM webhook_attempts WHERE webhook_id = $1 ORDER BY id DESC OFFSET $2 LIMIT 1)`,
-    [webhookId, keep * 5],
+    webhookId, keep * 5,
   );
-  const deliveries = await db.query(
+  const deliveries = await execute(
+    tx,
     `DELETE FROM webhook_deliveries WHERE id IN (
        SELECT id FROM webhook_deliveries WHERE webhook_id = $1 AND status <> 'pending'
         ORDER BY created_at DESC, id DESC OFFSET $2 LIMIT $3)`,
-    [webhookId, keep, budget],
+    webhookId, keep, budget,
   );
-  return { attempts: attempts.rowCount ?? 0, deliveries: deliveries.rowCount ?? 0 };
+  return { attempts, deliveries };
 }

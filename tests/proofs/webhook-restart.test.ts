@@ -66,7 +66,7 @@ const failureCount = async (webhookId: string) =>
 function crashingWorker(): AttemptContext {
   const lost = { room: async () => undefined, record: () => new Promise<never>(() => undefined) } as unknown as OutcomeWriter;
   return {
-    pool: t.db.pool, clock: t.clock, timer: systemClock, secretBox: t.secretBox,
+    sql: t.db.sql, clock: t.clock, timer: systemClock, secretBox: t.secretBox,
     policy: deliveryPolicy({ attemptTimeoutMs: 2000, leaseMs: 30_000 }),
     allowPrivate: true, agents, logger: createLogger({ silent: true }), outcomes: lost, changes: new Map(),
   };
@@ -74,7 +74,7 @@ function crashingWorker(): AttemptContext {
 
 /** Fans out (as the dead instance did: the first attempt claimed and counted) with no delivery running. */
 async function fanOutByHand(webhookId: string) {
-  const { deliveries } = await fanOutBatch(t.db.pool, 100, t.clock.now(), new Date(Date.now() + 30_000));
+  const { deliveries } = await fanOutBatch(t.db, 100, t.clock.now(), new Date(Date.now() + 30_000));
   const mine = deliveries.find((d) => d.webhookId === webhookId)!;
   expect(mine.attempt).toBe(1);
   return mine;
@@ -209,12 +209,12 @@ describe('a claim kept alive while its attempt starts', () => {
     await t.stopWebhooks();
     await emit();
     // A claim about to lapse (under the attempt timeout plus 2 s): the attempt must renew it.
-    const { deliveries } = await fanOutBatch(t.db.pool, 100, t.clock.now(), new Date(Date.now() + 3000));
+    const { deliveries } = await fanOutBatch(t.db, 100, t.clock.now(), new Date(Date.now() + 3000));
     const claim = deliveries.find((d) => d.webhookId === webhookId)!;
     // The sweep's extension is committed, but the in-memory claim learns of it a moment later.
     const { extendClaims } = await import('../../lib/webhooks/store.js');
     const leaseUntil = new Date(Date.now() + 30_000);
-    expect(await extendClaims(t.db.pool, [{ id: claim.id, leaseUntil: claim.leaseUntil }], leaseUntil)).toEqual([claim.id]);
+    expect(await extendClaims(t.db.sql, [{ id: claim.id, leaseUntil: claim.leaseUntil }], leaseUntil)).toEqual([claim.id]);
     claim.extending = sleep(100).then(() => {
       claim.leaseUntil = leaseUntil;
       claim.extended = true;

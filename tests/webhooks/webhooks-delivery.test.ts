@@ -357,7 +357,7 @@ describe('retries and disable', () => {
     await emitEvent(runtime, 'orphan.event');
     // Fan out by hand and leave the delivery as a crashed worker would: claimed, lease running.
     const { fanOutBatch } = await import('../../lib/webhooks/fanout.js');
-    const { deliveries } = await fanOutBatch(t.db.pool, 100, t.clock.now(), new Date());
+    const { deliveries } = await fanOutBatch(t.db, 100, t.clock.now(), new Date());
     const mine = deliveries.find((d) => d.webhookId === webhook.id)!;
     await t.db.pool.query(`UPDATE webhook_deliveries SET next_attempt_at = now() + interval '500 milliseconds' WHERE id = $1`, [mine.id]);
     await t.restartWebhooks();
