@@ -17,7 +17,7 @@ const tableOf = (req: { auth?: { project: { id: string } }; params: { table: str
 
 export const listTableRows: Handler<operations['listTableRows']> = async (req, deps) => {
   const q = req.query;
-  const page = await readRows(deps.db.pool, settings(deps), {
+  const page = await readRows(deps.db, settings(deps), {
     ...tableOf(req, q.schema),
     columns: q.columns,
     filters: q.filters,
@@ -30,12 +30,12 @@ export const listTableRows: Handler<operations['listTableRows']> = async (req, d
 };
 
 export const getTableSchema: Handler<operations['getTableSchema']> = async (req, deps) => ({
-  data: await describeTable(deps.db.pool, settings(deps), req.auth!.project.id, req.query.schema ?? 'public', req.params.table),
+  data: await describeTable(deps.db, settings(deps), req.auth!.project.id, req.query.schema ?? 'public', req.params.table),
 });
 
 export const insertTableRows: Handler<operations['insertTableRows']> = async (req, deps) => {
   const b = req.body;
-  const result = await insertRows(deps.db.pool, settings(deps), {
+  const result = await insertRows(deps.db, settings(deps), {
     ...tableOf(req, b.schema),
     rows: b.rows,
     dryRun: b.dry_run ?? false,
@@ -49,7 +49,7 @@ export const insertTableRows: Handler<operations['insertTableRows']> = async (re
 
 export const updateTableRows: Handler<operations['updateTableRows']> = async (req, deps) => {
   const b = req.body;
-  const result = await updateRows(deps.db.pool, settings(deps), {
+  const result = await updateRows(deps.db, settings(deps), {
     ...tableOf(req, b.schema),
     filters: writeFiltersFromBody(b.filters),
     set: b.set,
@@ -61,7 +61,7 @@ export const updateTableRows: Handler<operations['updateTableRows']> = async (re
 
 export const deleteTableRows: Handler<operations['deleteTableRows']> = async (req, deps) => {
   const q = req.query;
-  const result = await deleteRows(deps.db.pool, settings(deps), {
+  const result = await deleteRows(deps.db, settings(deps), {
     ...tableOf(req, q.schema),
     filters: writeFiltersFromQuery(q.filters),
     dryRun: q.dry_run ?? false,

@@ -9,33 +9,33 @@ type Ops = operations;
 
 export const adminListTables: Handler<Ops['adminListTables']> = async (req, deps) => {
   const project = await findProject(deps, req.params.projectId);
-  return { data: await listTables(deps.db.pool, project.id, req.query.schema ?? 'public') };
+  return { data: await listTables(deps.db, project.id, req.query.schema ?? 'public') };
 };
 
 export const adminCreateTable: Handler<Ops['adminCreateTable']> = async (req, deps) => {
   const project = await findProject(deps, req.params.projectId);
   const b = req.body;
-  return { status: 201, data: await createTable(deps.db.pool, project.id, b.schema ?? 'public', b.name, b.columns) };
+  return { status: 201, data: await createTable(deps.db, project.id, b.schema ?? 'public', b.name, b.columns) };
 };
 
 export const adminRunTableDdl: Handler<Ops['adminRunTableDdl']> = async (req, deps) => {
   const project = await findProject(deps, req.params.projectId);
-  return { data: await runDdl(deps.db.pool, project.id, req.body.schema ?? 'public', req.body.sql, quotaDefaultsOf(deps.config)) };
+  return { data: await runDdl(deps.db, project.id, req.body.schema ?? 'public', req.body.sql, quotaDefaultsOf(deps.config)) };
 };
 
 export const adminCopyPreviewSchema: Handler<Ops['adminCopyPreviewSchema']> = async (req, deps) => {
   const project = await findProject(deps, req.params.projectId);
-  return { data: await copyPreviewToPublic(deps.db.pool, project.id, req.body?.dry_run ?? false) };
+  return { data: await copyPreviewToPublic(deps.db, project.id, req.body?.dry_run ?? false) };
 };
 
 export const adminGetTableQuota: Handler<Ops['adminGetTableQuota']> = async (req, deps) => {
   const project = await findProject(deps, req.params.projectId);
-  return { data: await quotaReport(deps.db.pool, quotaDefaultsOf(deps.config), project.id) };
+  return { data: await quotaReport(deps.db.sql, quotaDefaultsOf(deps.config), project.id) };
 };
 
 export const adminSetTableQuota: Handler<Ops['adminSetTableQuota']> = async (req, deps) => {
   const project = await findProject(deps, req.params.projectId);
   const b = req.body;
-  await setQuota(deps.db.pool, project.id, b.schema, { max_rows: b.max_rows, max_bytes: b.max_bytes }, deps.clock.now());
-  return { data: await quotaReport(deps.db.pool, quotaDefaultsOf(deps.config), project.id) };
+  await setQuota(deps.db.sql, project.id, b.schema, { max_rows: b.max_rows, max_bytes: b.max_bytes }, deps.clock.now());
+  return { data: await quotaReport(deps.db.sql, quotaDefaultsOf(deps.config), project.id) };
 };

@@ -51,9 +51,9 @@ async function renderDatabase(deps: AppDeps, req: Request, res: Response, kept: 
   const ctx = await projectContext(deps, req, 'database');
   const schema = schemaOf(req.query.schema ?? (req.body as Record<string, unknown> | undefined)?.schema);
   const [listed, sizes, quota] = await Promise.all([
-    listTables(deps.db.pool, ctx.project.id, schema),
-    tableSizes(deps.db.pool, ctx.project.id, schema),
-    quotaReport(deps.db.pool, quotaDefaultsOf(deps.config), ctx.project.id),
+    listTables(deps.db, ctx.project.id, schema),
+    tableSizes(deps.db.sql, ctx.project.id, schema),
+    quotaReport(deps.db.sql, quotaDefaultsOf(deps.config), ctx.project.id),
   ]);
   const q = quota.schemas.find((s) => s.schema === schema)!;
   const manage = canManage(ctx.role);
@@ -128,7 +128,7 @@ export const submitCreateTable = (deps: AppDeps) => async (req: Request, res: Re
   try {
     if (columns.length === 0) throw new ApiError('invalid_request', 'Give the table at least one column.');
     await changeOnce(deps, req, res, project.id, async () => {
-      const made = await createTable(deps.db.pool, project.id, schema, name, columns);
+      const made = await createTable(deps.db, project.id, schema, name, columns);
       await recordAuditAfter(deps, actor, { projectId: project.id, action: 'table.create', subject: `${schema}.${made.table}`, after: { columns: made.columns } });
       return tablePath(project.id, schema, made.table, '?done=table_created');
     });
@@ -145,7 +145,7 @@ export const submitDdl = (deps: AppDeps) => async (req: Request, res: Response) 
   const sql = field(req, 'sql') ?? '';
   try {
     await changeOnce(deps, req, res, project.id, async () => {
-      const ran = await runDdl(deps.db.pool, project.id, schema, sql, quotaDefaultsOf(deps.config));
+      const ran = await runDdl(deps.db, project.id, schema, sql, quotaDefaultsOf(deps.config));
       await recordAuditAfter(deps, actor, { projectId: project.id, action: 'table.ddl', subject: schema, after: { command: ran.command, sql } });
       return databasePath(project.id, schema, '?done=ddl_ran');
     });
@@ -166,13 +166,13 @@ export const submitCopyPreview = (deps: AppDeps) => async (req: Request, res: Re
   const ctx = await projectContext(deps, req, 'database', MANAGERS, 'copy preview to public');
   const projectId = ctx.project.id;
   if (field(req, 'step') !== 'apply') {
-    const diff = await copyPreviewToPublic(deps.db.pool, projectId, true);
+    const diff = await copyPreviewToPublic(deps.db, projectId, true);
     const body = html`<p>This is a dry run: nothing has changed yet.</p>${copyDiff(diff)}
 ${diff.statements.length ? html`<form method="post" action="${projectPath(projectId, '/database/copy-preview')}" data-confirm="Apply these ${diff.statements.length} statements to public?">${csrfField(ctx.csrf)}${onceField()}<input type="hidden" name="step" value="apply"><input type="hidden" name="expect" value="${diff.statements.length}"><div class="actions"><button type="submit" class="primary">Apply to public</button> <a href="${databasePath(projectId, 'public')}">Back</a></div></form>` : html`<p><a href="${databasePath(projectId, 'public')}">Back</a></p>`}`;
     return send(res, 200, layout(ctx.shell('Copy preview to public: what would change'), body));
   }
   await changeOnce(deps, req, res, projectId, async () => {
-    const done = await copyPreviewToPublic(deps.db.pool, projectId, false);
+    const done = await copyPreviewToPublic(deps.db, projectId, false);
     await recordAuditAfter(deps, ctx.actor, { projectId, action: 'table.copy_preview', subject: 'preview → public', after: { statements: done.statements, differences: done.differences } });
     return databasePath(projectId, 'public', '?done=copied');
   });

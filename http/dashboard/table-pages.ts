@@ -112,7 +112,7 @@ export const showTable = (deps: AppDeps) => async (req: Request, res: Response) 
   const ctx = await projectContext(deps, req, 'database');
   const t = targetOf(req, ctx.project.id);
   const settings = tablesSettingsOf(deps);
-  const described = await describeTable(deps.db.pool, settings, t.projectId, t.schema, t.table);
+  const described = await describeTable(deps.db, settings, t.projectId, t.schema, t.table);
   const columns = described.columns;
   const q = req.query as Record<string, unknown>;
   const filters = filtersOf(q);
@@ -123,7 +123,7 @@ export const showTable = (deps: AppDeps) => async (req: Request, res: Response) 
   let error: string | undefined;
   let status = 200;
   try {
-    page = await readRows(deps.db.pool, settings, { projectId: t.projectId, table: t.table, schema: t.schema, filters: filters.length ? JSON.stringify(filters) : undefined, orderBy, direction, limit: PAGE_ROWS, cursor });
+    page = await readRows(deps.db, settings, { projectId: t.projectId, table: t.table, schema: t.schema, filters: filters.length ? JSON.stringify(filters) : undefined, orderBy, direction, limit: PAGE_ROWS, cursor });
   } catch (e) {
     if (!(e instanceof ApiError) || e.status >= 500) throw e;
     error = e.message;
@@ -191,7 +191,7 @@ export const exportCsv = (deps: AppDeps) => async (req: Request, res: Response) 
   const t = targetOf(req, ctx.project.id);
   const q = req.query as Record<string, unknown>;
   const filters = filtersOf(q);
-  const lines = tableCsv(deps.db.pool, tablesSettingsOf(deps), {
+  const lines = tableCsv(deps.db, tablesSettingsOf(deps), {
     projectId: t.projectId, schema: t.schema, table: t.table,
     filters: filters.length ? JSON.stringify(filters) : undefined,
     orderBy: str(q.order_by) || undefined,
@@ -215,10 +215,10 @@ export const showEdit = (deps: AppDeps) => async (req: Request, res: Response) =
   const ctx = await projectContext(deps, req, 'database', MANAGERS, 'edit rows');
   const t = targetOf(req, ctx.project.id);
   const settings = tablesSettingsOf(deps);
-  const columns = (await describeTable(deps.db.pool, settings, t.projectId, t.schema, t.table)).columns;
+  const columns = (await describeTable(deps.db, settings, t.projectId, t.schema, t.table)).columns;
   const key = str(req.query.key) ?? '';
   const filters = writeFiltersFromBody(parseJson(key));
-  const page = await readRows(deps.db.pool, settings, { projectId: t.projectId, table: t.table, schema: t.schema, filters: JSON.stringify(filters), limit: 2 });
+  const page = await readRows(deps.db, settings, { projectId: t.projectId, table: t.table, schema: t.schema, filters: JSON.stringify(filters), limit: 2 });
   if (page.rows.length !== 1) throw new DashboardRefusal(404, 'That row is no longer there (or its key now matches more than one row).');
   const row = page.rows[0];
   const base = tablePath(t.projectId, t.schema, t.table);
@@ -263,9 +263,9 @@ export const submitInsert = (deps: AppDeps) => async (req: Request, res: Respons
   const ctx = await projectContext(deps, req, 'database', MANAGERS, 'add rows');
   const t = targetOf(req, ctx.project.id);
   const settings = tablesSettingsOf(deps);
-  const columns = (await describeTable(deps.db.pool, settings, t.projectId, t.schema, t.table)).columns;
+  const columns = (await describeTable(deps.db, settings, t.projectId, t.schema, t.table)).columns;
   const row = rowOfForm(columns, req.body as Record<string, unknown>);
-  const insert = (dryRun: boolean) => insertRows(deps.db.pool, settings, { projectId: t.projectId, table: t.table, schema: t.schema, rows: [row], dryRun });
+  const insert = (dryRun: boolean) => insertRows(deps.db, settings, { projectId: t.projectId, table: t.table, schema: t.schema, rows: [row], dryRun });
   if (field(req, 'step') !== 'apply') {
     const result = await insert(true);
     return previewPage(deps, req, res, ctx, t, { title: `Add a row to ${t.schema}.${t.table}`, lead: 'the row as it would be stored.', result, action: 'rows', button: 'Add this row' });
@@ -314,11 +314,11 @@ export const submitUpdate = (deps: AppDeps) => async (req: Request, res: Respons
   const ctx = await projectContext(deps, req, 'database', MANAGERS, 'edit rows');
   const t = targetOf(req, ctx.project.id);
   const settings = tablesSettingsOf(deps);
-  const columns = (await describeTable(deps.db.pool, settings, t.projectId, t.schema, t.table)).columns;
+  const columns = (await describeTable(deps.db, settings, t.projectId, t.schema, t.table)).columns;
   const filters = writeFiltersFromBody(parseJson(field(req, 'filters') ?? ''));
   const set = setOfForm(columns, req.body as Record<string, unknown>);
   const update = (dryRun: boolean, maxAffected: number) =>
-    updateRows(deps.db.pool, settings, { projectId: t.projectId, table: t.table, schema: t.schema, filters, set, dryRun, maxAffected }).catch(overLimit);
+    updateRows(deps.db, settings, { projectId: t.projectId, table: t.table, schema: t.schema, filters, set, dryRun, maxAffected }).catch(overLimit);
   if (field(req, 'step') !== 'apply') {
     const result = await update(true, CONSOLE_MAX_AFFECTED);
     const change = Object.entries(set).map(([k, v]) => `${k} = ${v === null ? 'NULL' : JSON.stringify(v)}`).join(', ');
@@ -337,7 +337,7 @@ export const submitDelete = (deps: AppDeps) => async (req: Request, res: Respons
   const settings = tablesSettingsOf(deps);
   const filters = writeFiltersFromBody(parseJson(field(req, 'filters') ?? ''));
   const remove = (dryRun: boolean, maxAffected: number) =>
-    deleteRows(deps.db.pool, settings, { projectId: t.projectId, table: t.table, schema: t.schema, filters, dryRun, maxAffected }).catch(overLimit);
+    deleteRows(deps.db, settings, { projectId: t.projectId, table: t.table, schema: t.schema, filters, dryRun, maxAffected }).catch(overLimit);
   if (field(req, 'step') !== 'apply') {
     const result = await remove(true, CONSOLE_MAX_AFFECTED);
     return previewPage(deps, req, res, ctx, t, { title: `Delete rows of ${t.schema}.${t.table}`, lead: `${result.affected} row(s) would be deleted.`, result, action: 'delete', button: `Delete ${result.affected} row(s)`, danger: true, extra: { confirmed: String(result.affected) } });

@@ -19,7 +19,7 @@ function tableSettings(deps: BotDeps) {
 
 export async function runSelect(deps: BotDeps, inv: Invocation, args: any): Promise<Answer> {
   const limit = Number.isInteger(args?.limit) ? Math.min(50, Math.max(1, args.limit)) : 20;
-  const page = await readRows(deps.db.pool, tableSettings(deps), {
+  const page = await readRows(deps.db, tableSettings(deps), {
     projectId: inv.projectId,
     table: String(args?.table ?? ''),
     schema: schemaOf(inv),
@@ -38,14 +38,14 @@ export async function runInsert(deps: BotDeps, inv: Invocation, args: any): Prom
 }
 
 export async function runUpdate(deps: BotDeps, inv: Invocation, args: any): Promise<Answer> {
-  const r = await updateRows(deps.db.pool, tableSettings(deps), {
+  const r = await updateRows(deps.db, tableSettings(deps), {
     projectId: inv.projectId, table: String(args?.table ?? ''), schema: schemaOf(inv), filters: writeFiltersFromBody(args?.filters), set: args?.set ?? {}, dryRun: false, maxAffected: undefined,
   });
   return ok(r.affected);
 }
 
 export async function runDelete(deps: BotDeps, inv: Invocation, args: any): Promise<Answer> {
-  const r = await deleteRows(deps.db.pool, tableSettings(deps), {
+  const r = await deleteRows(deps.db, tableSettings(deps), {
     projectId: inv.projectId, table: String(args?.table ?? ''), schema: schemaOf(inv), filters: writeFiltersFromBody(args?.filters), dryRun: false, maxAffected: undefined,
   });
   return ok(r.affected);

@@ -11,12 +11,12 @@ import { physicalSchema } from '../tables/isolation.js';
 /** What the explanation says of a table production has and the preview schema lacks (a deploy's sample run reads it). */
 export const PUBLIC_ONLY = 'it exists in production (public) only';
 
-/** `db`: the catalog is read on its handle; its pool only for physicalSchema (lib/tables/isolation.ts takes the pool). */
-export async function explainPreviewTable(db: Pick<Database, 'pool' | 'sql'>, projectId: string, e: unknown): Promise<unknown> {
+/** `db`: the catalog and the schema's name are read on its handle. */
+export async function explainPreviewTable(db: Pick<Database, 'sql'>, projectId: string, e: unknown): Promise<unknown> {
   if (!(e instanceof ApiError) || e.code !== 'table_not_found') return e;
   const table = (e.details as { table?: unknown } | undefined)?.table;
   if (typeof table !== 'string') return e;
-  const found = await queryRows(db.sql, 'SELECT 1 AS found FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2', await physicalSchema(db.pool, projectId, 'public'), table)
+  const found = await queryRows(db.sql, 'SELECT 1 AS found FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2', await physicalSchema(db.sql, projectId, 'public'), table)
     .then((rows) => rows.length > 0, () => false);
   const fix = `create it there: \`npm run ops -- tables ddl ${projectId} --schema preview --sql "CREATE TABLE ${table} (…)"\`, or \`tables create ${projectId} --schema preview --file TABLE.json\` (POST /admin/projects/${projectId}/tables with "schema": "preview")`;
   const message = found

@@ -10,9 +10,9 @@
  * Operator DDL refuses those types (lib/tables/ddl-check.ts); only a table from before can have one,
  * and the operator's listing still shows it so that it can be dropped or changed.
  */
-import type pg from 'pg';
 import { ApiError } from '../platform/errors.js';
 import { isPlatformTable, type TableSchema } from './names.js';
+import { queryRows, type Tx } from '../platform/db/tx.js';
 
 /** pg_catalog's types whose values name catalogue objects (oid itself only prints numbers). */
 const CATALOGUE_TYPE_NAMES = ['regclass', 'regrole', 'regnamespace', 'regproc', 'regprocedure', 'regoper', 'regoperator', 'regtype', 'regconfig', 'regdictionary', 'regcollation'];
@@ -70,17 +70,18 @@ export function unknownColumn(column: string, table: TableInfo, where: string): 
  * The base table `table` of the project's `schema`; 403 for platform tables, 404 for anything else,
  * 400 for a table with a column of a catalogue type unless `opts.catalogueTypes` (operators' listing).
  */
-export async function loadTable(client: pg.PoolClient, physicalSchema: string, schema: TableSchema, table: string, opts: { catalogueTypes?: boolean } = {}): Promise<TableInfo> {
+export async function loadTable(tx: Tx, physicalSchema: string, schema: TableSchema, table: string, opts: { catalogueTypes?: boolean } = {}): Promise<TableInfo> {
   if (isPlatformTable(table)) throw platformTableForbidden(table);
-  const rel = await client.query<{ oid: number; relkind: string }>(
+  const [r] = await queryRows<{ oid: number; relkind: string }>(
+    tx,
     `SELECT c.oid, c.relkind FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
       WHERE n.nspname = $1 AND c.relname = $2`,
-    [physicalSchema, table],
+    physicalSchema,
+    table,
   );
-  const r = rel.rows[0];
   // Ordinary and partitioned tables only: views, materialized views, sequences, indexes, foreign tables are 404.
   if (!r || (r.relkind !== 'r' && r.relkind !== 'p')) throw tableNotFound(table, schema);
-  const cols = await client.query<{
+  const cols = await queryRows<{
     name: string;
     type: string;
     cast_type: string;
@@ -90,6 +91,7 @@ export async function loadTable(client: pg.PoolClient, physicalSchema: string, s
     category: string;
     catalogue: boolean;
   }>(
+    tx,
     `SELECT a.attname AS name,
             pg_catalog.format_type(a.atttypid, a.atttypmod) AS type,
             pg_catalog.format_type(a.atttypid, NULL) AS cast_type,
@@ -107,9 +109,10 @@ export async function loadTable(client: pg.PoolClient, physicalSchema: string, s
        LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
       WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped
       ORDER BY a.attnum`,
-    [r.oid, CATALOGUE_TYPE_NAMES],
+    r.oid,
+    CATALOGUE_TYPE_NAMES,
   );
-  const columns: ColumnInfo[] = cols.rows.map((c) => ({
+  const columns: ColumnInfo[] = cols.map((c) => ({
     name: c.name,
     type: c.type,
     castType: c.cast_type,
@@ -119,7 +122,7 @@ export async function loadTable(client: pg.PoolClient, physicalSchema: string, s
     category: c.category,
   }));
   if (!opts.catalogueTypes) {
-    const bad = cols.rows.findIndex((c) => c.catalogue);
+    const bad = cols.findIndex((c) => c.catalogue);
     if (bad >= 0) throw catalogueColumn(table, columns[bad]);
   }
   return {

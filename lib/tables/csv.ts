@@ -8,7 +8,7 @@
  * that starts with =, +, -, @, tab or CR is prefixed with a quote mark (') so a spreadsheet shows it
  * as text instead of running it as a formula (OWASP, "CSV injection").
  */
-import type pg from 'pg';
+import type { PlatformDb } from './isolation.js';
 import { readRows, type TablesSettings } from './rows.js';
 import { describeTable } from './describe.js';
 import type { TableSchema } from './names.js';
@@ -34,13 +34,13 @@ export interface CsvRequest {
 }
 
 /** The CSV's lines; the table is checked (404, 403) before the first line is yielded. */
-export async function* tableCsv(pool: pg.Pool, settings: TablesSettings, r: CsvRequest): AsyncGenerator<string> {
-  const described = await describeTable(pool, settings, r.projectId, r.schema, r.table);
+export async function* tableCsv(db: PlatformDb, settings: TablesSettings, r: CsvRequest): AsyncGenerator<string> {
+  const described = await describeTable(db, settings, r.projectId, r.schema, r.table);
   const names = described.columns.map((c) => c.name);
   yield csvLine(names);
   let cursor: string | undefined;
   do {
-    const page = await readRows(pool, settings, { projectId: r.projectId, table: r.table, schema: r.schema, filters: r.filters, orderBy: r.orderBy, direction: r.direction, limit: PAGE, cursor });
+    const page = await readRows(db, settings, { projectId: r.projectId, table: r.table, schema: r.schema, filters: r.filters, orderBy: r.orderBy, direction: r.direction, limit: PAGE, cursor });
     let chunk = '';
     for (const row of page.rows) chunk += csvLine(names.map((n) => (row as Record<string, unknown>)[n]));
     if (chunk) yield chunk;

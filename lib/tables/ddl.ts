@@ -39,13 +39,14 @@
 import type pg from 'pg';
 import { randomBytes } from 'node:crypto';
 import { ApiError } from '../platform/errors.js';
-import { withProjectTx } from './isolation.js';
+import { withProjectTx, type PlatformDb, type TenantTx } from './isolation.js';
 import { loadTable } from './catalogue.js';
 import { checkDdl, ddlParser, loadDdlParser } from './ddl-check.js';
 import { IDENT_PATTERN, quoteIdent, isPlatformTable, type TableSchema } from './names.js';
 import { queryTimeout, sqlState } from './pg-errors.js';
 import { enforceQuota, limitsOf, usageOf, type QuotaDefaults, type QuotaLimit, type Usage } from './quota.js';
 import { setLocal } from '../platform/db/transaction.js';
+import { execute, executeNamed, queryRows, type Tx } from '../platform/db/tx.js';
 import { isDatabaseUnavailable } from '../platform/db/errors.js';
 
 export const DDL_TIMEOUT_MS = 30000;
@@ -66,17 +67,18 @@ function ddlError(e: unknown, timeoutMs: number): unknown {
   return e;
 }
 
-function ddlTx<T>(pool: pg.Pool, projectId: string, schema: TableSchema, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
-  return withProjectTx(pool, projectId, { readOnly: false, statementTimeoutMs: DDL_TIMEOUT_MS, schema, ddl: true }, fn).catch((e) => {
+/** `db`: the project's transaction is opened through its pool (lib/tables/isolation.ts, DDL mode). */
+function ddlTx<T>(db: PlatformDb, projectId: string, schema: TableSchema, fn: (c: TenantTx) => Promise<T>): Promise<T> {
+  return withProjectTx(db, projectId, { readOnly: false, statementTimeoutMs: DDL_TIMEOUT_MS, schema, ddl: true }, fn).catch((e) => {
     throw ddlError(e, DDL_TIMEOUT_MS);
   });
 }
 
 /** One statement through the extended protocol (a named, unprepared-after statement). */
-async function runOne(c: pg.PoolClient, sql: string): Promise<void> {
+async function runOne(c: Tx, sql: string): Promise<void> {
   const name = `ddl_${randomBytes(6).toString('hex')}`;
-  await c.query({ name, text: sql });
-  await c.query(`DEALLOCATE ${name}`).catch(() => undefined);
+  await executeNamed(c, name, sql);
+  await execute(c, `DEALLOCATE ${name}`).catch(() => undefined);
 }
 
 /**
@@ -132,13 +134,13 @@ function ddlOverQuota(schema: TableSchema, limit: QuotaLimit, usage: Usage, what
   );
 }
 
-export async function runDdl(pool: pg.Pool, projectId: string, schema: TableSchema, sql: string, quota?: QuotaDefaults): Promise<{ schema: TableSchema; command: string }> {
+export async function runDdl(db: PlatformDb, projectId: string, schema: TableSchema, sql: string, quota?: QuotaDefaults): Promise<{ schema: TableSchema; command: string }> {
   await loadDdlParser();
   const text = checkDdl(sql);
   const ctas = createTableAsParts(text);
-  const limit = await limitsOf(pool, quota, projectId, schema);
-  return ddlTx(pool, projectId, schema, async (c) => {
-    const physical = (await c.query<{ s: string }>('SELECT (current_schemas(false))[1] AS s')).rows[0].s;
+  const limit = await limitsOf(db.sql, quota, projectId, schema);
+  return ddlTx(db, projectId, schema, async (c) => {
+    const physical = (await queryRows<{ s: string }>(c, 'SELECT (current_schemas(false))[1] AS s'))[0].s;
     const before = await usageOf(c, physical);
     const marker = `table_quota_${randomBytes(8).toString('hex')}`;
     try {
@@ -156,16 +158,17 @@ export async function runDdl(pool: pg.Pool, projectId: string, schema: TableSche
 
 // ------------------------------------------------------------------ listing
 
-export async function listTables(pool: pg.Pool, projectId: string, schema: TableSchema) {
-  return ddlTx(pool, projectId, schema, async (c) => {
-    const physical = (await c.query<{ s: string }>('SELECT (current_schemas(false))[1] AS s')).rows[0].s;
-    const names = await c.query<{ name: string }>(
+export async function listTables(db: PlatformDb, projectId: string, schema: TableSchema) {
+  return ddlTx(db, projectId, schema, async (c) => {
+    const physical = (await queryRows<{ s: string }>(c, 'SELECT (current_schemas(false))[1] AS s'))[0].s;
+    const names = await queryRows<{ name: string }>(
+      c,
       `SELECT c.relname AS name FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
         WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') ORDER BY c.relname`,
-      [physical],
+      physical,
     );
     const tables = [];
-    for (const { name } of names.rows) {
+    for (const { name } of names) {
       if (isPlatformTable(name)) continue;
       const t = await loadTable(c, physical, schema, name, { catalogueTypes: true });
       tables.push({
@@ -190,7 +193,7 @@ export interface ColumnSpec {
 /** A type name: words, an optional (n) or (p,s) modifier, optional []. No quotes, no semicolons. */
 const TYPE_PATTERN = /^[a-z][a-z0-9_ ]{0,62}(\(\s*\d{1,4}\s*(,\s*\d{1,4}\s*)?\))?( with(out)? time zone)?(\[\])?$/i;
 
-export async function createTable(pool: pg.Pool, projectId: string, schema: TableSchema, name: string, columns: ColumnSpec[]) {
+export async function createTable(db: PlatformDb, projectId: string, schema: TableSchema, name: string, columns: ColumnSpec[]) {
   if (!IDENT_PATTERN.test(name)) throw new ApiError('invalid_request', `Table name "${name}" must match ${IDENT_PATTERN}.`);
   if (isPlatformTable(name)) throw new ApiError('platform_table_forbidden', `"${name}" is a platform table name.`);
   const seen = new Set<string>();
@@ -212,9 +215,9 @@ export async function createTable(pool: pg.Pool, projectId: string, schema: Tabl
   // Held to the same rules as operator DDL (default expressions are free text).
   await loadDdlParser();
   const sql = checkDdl(`CREATE TABLE ${quoteIdent(name)} (${defs.join(', ')})`);
-  return ddlTx(pool, projectId, schema, async (c) => {
+  return ddlTx(db, projectId, schema, async (c) => {
     await runOne(c, sql);
-    const physical = (await c.query<{ s: string }>('SELECT (current_schemas(false))[1] AS s')).rows[0].s;
+    const physical = (await queryRows<{ s: string }>(c, 'SELECT (current_schemas(false))[1] AS s'))[0].s;
     const t = await loadTable(c, physical, schema, name);
     return {
       schema,
@@ -239,8 +242,9 @@ async function setPath(c: pg.PoolClient, physical: string): Promise<void> {
   await setLocal(c, 'search_path', `${quoteIdent(physical)}, pg_catalog`);
 }
 
-async function columnsOf(c: pg.PoolClient, physical: string): Promise<ColumnRow[]> {
-  const r = await c.query<ColumnRow>(
+async function columnsOf(c: Tx, physical: string): Promise<ColumnRow[]> {
+  const rows = await queryRows<ColumnRow>(
+    c,
     `SELECT cl.relname AS table, a.attname AS name, pg_catalog.format_type(a.atttypid, a.atttypmod) AS type, a.attnotnull AS notnull,
             pg_catalog.pg_get_expr(d.adbin, d.adrelid) AS default_value, a.attidentity AS identity
        FROM pg_catalog.pg_attribute a
@@ -249,9 +253,9 @@ async function columnsOf(c: pg.PoolClient, physical: string): Promise<ColumnRow[
        LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
       WHERE n.nspname = $1 AND cl.relkind IN ('r', 'p') AND a.attnum > 0 AND NOT a.attisdropped
       ORDER BY cl.relname, a.attnum`,
-    [physical],
+    physical,
   );
-  return r.rows.filter((row) => !isPlatformTable(row.table));
+  return rows.filter((row) => !isPlatformTable(row.table));
 }
 
 export interface CopyResult {
@@ -264,9 +268,9 @@ export interface CopyResult {
   differences: string[];
 }
 
-export async function copyPreviewToPublic(pool: pg.Pool, projectId: string, dryRun: boolean): Promise<CopyResult> {
-  return ddlTx(pool, projectId, 'public', async (c) => {
-    const [pub] = (await c.query<{ s: string }>('SELECT (current_schemas(false))[1] AS s')).rows.map((r) => r.s);
+export async function copyPreviewToPublic(db: PlatformDb, projectId: string, dryRun: boolean): Promise<CopyResult> {
+  return ddlTx(db, projectId, 'public', async (c) => {
+    const [pub] = (await queryRows<{ s: string }>(c, 'SELECT (current_schemas(false))[1] AS s')).map((r) => r.s);
     const prev = pub.replace(/_public$/, '_preview');
     // Definitions are read with preview on the search path, so they print without its schema name
     // and apply unchanged in public.
@@ -275,38 +279,44 @@ export async function copyPreviewToPublic(pool: pg.Pool, projectId: string, dryR
     const qcols = await columnsOf(c, pub);
     const pubTables = new Set(qcols.map((r) => r.table));
     const prevTables = [...new Set(pcols.map((r) => r.table))];
-    const indexes = await c.query<{ table: string; name: string; def: string; constraint: boolean }>(
+    const indexes = await queryRows<{ table: string; name: string; def: string; constraint: boolean }>(
+      c,
       `SELECT t.relname AS table, i.relname AS name, pg_catalog.pg_get_indexdef(i.oid) AS def,
               EXISTS (SELECT 1 FROM pg_catalog.pg_constraint k WHERE k.conindid = i.oid) AS constraint
          FROM pg_catalog.pg_index x JOIN pg_catalog.pg_class i ON i.oid = x.indexrelid JOIN pg_catalog.pg_class t ON t.oid = x.indrelid
          JOIN pg_catalog.pg_namespace n ON n.oid = t.relnamespace WHERE n.nspname = $1 ORDER BY t.relname, i.relname`,
-      [prev],
+      prev,
     );
-    const pubIndexes = await c.query<{ name: string }>(
+    const pubIndexes = await queryRows<{ name: string }>(
+      c,
       `SELECT i.relname AS name FROM pg_catalog.pg_class i JOIN pg_catalog.pg_namespace n ON n.oid = i.relnamespace WHERE n.nspname = $1 AND i.relkind IN ('i', 'I')`,
-      [pub],
+      pub,
     );
-    const constraints = await c.query<{ table: string; name: string; def: string; type: string }>(
+    const constraints = await queryRows<{ table: string; name: string; def: string; type: string }>(
+      c,
       `SELECT t.relname AS table, k.conname AS name, pg_catalog.pg_get_constraintdef(k.oid) AS def, k.contype AS type
          FROM pg_catalog.pg_constraint k JOIN pg_catalog.pg_class t ON t.oid = k.conrelid JOIN pg_catalog.pg_namespace n ON n.oid = t.relnamespace
         WHERE n.nspname = $1 AND k.contype IN ('f', 'u', 'c') ORDER BY k.contype DESC, t.relname, k.conname`,
-      [prev],
+      prev,
     );
     // Index and constraint definitions may name preview's schema: make them apply to public's tables.
     const local = (def: string) => def.split(` ON ${prev}.`).join(' ON ').split(` ON ONLY ${prev}.`).join(' ON ONLY ').split(`REFERENCES ${prev}.`).join('REFERENCES ');
-    const pubConstraints = await c.query<{ table: string; name: string }>(
+    const pubConstraints = await queryRows<{ table: string; name: string }>(
+      c,
       `SELECT t.relname AS table, k.conname AS name FROM pg_catalog.pg_constraint k JOIN pg_catalog.pg_class t ON t.oid = k.conrelid
          JOIN pg_catalog.pg_namespace n ON n.oid = t.relnamespace WHERE n.nspname = $1`,
-      [pub],
+      pub,
     );
-    const views = await c.query<{ name: string; def: string }>(
+    const views = await queryRows<{ name: string; def: string }>(
+      c,
       `SELECT v.relname AS name, pg_catalog.pg_get_viewdef(v.oid) AS def FROM pg_catalog.pg_class v
          JOIN pg_catalog.pg_namespace n ON n.oid = v.relnamespace WHERE n.nspname = $1 AND v.relkind = 'v' ORDER BY v.oid`,
-      [prev],
+      prev,
     );
-    const pubViews = await c.query<{ name: string }>(
+    const pubViews = await queryRows<{ name: string }>(
+      c,
       `SELECT v.relname AS name FROM pg_catalog.pg_class v JOIN pg_catalog.pg_namespace n ON n.oid = v.relnamespace WHERE n.nspname = $1 AND v.relkind = 'v'`,
-      [pub],
+      pub,
     );
     const result: CopyResult = { dry_run: dryRun, statements: [], created_tables: [], added_columns: [], added_indexes: [], added_views: [], differences: [] };
     const q = quoteIdent;
@@ -345,8 +355,8 @@ export async function copyPreviewToPublic(pool: pg.Pool, projectId: string, dryR
         }
       }
       for (const name of have.keys()) if (!cols.some((col) => col.name === name)) result.differences.push(`${table}.${name}: only in public (kept)`);
-      const pubIndexNames = new Set(pubIndexes.rows.map((r) => r.name));
-      for (const ix of indexes.rows.filter((r) => r.table === table && !r.constraint)) {
+      const pubIndexNames = new Set(pubIndexes.map((r) => r.name));
+      for (const ix of indexes.filter((r) => r.table === table && !r.constraint)) {
         if (pubIndexNames.has(ix.name)) continue;
         result.added_indexes.push(ix.name);
         result.statements.push(local(ix.def));
@@ -355,15 +365,15 @@ export async function copyPreviewToPublic(pool: pg.Pool, projectId: string, dryR
     for (const t of [...pubTables].filter((name) => !prevTables.includes(name))) result.differences.push(`${t}: only in public (kept)`);
     // Foreign keys last (their targets exist by then); unique and check constraints only for tables
     // that existed (LIKE … INCLUDING ALL brought them along for the new ones).
-    const have = new Set(pubConstraints.rows.map((r) => `${r.table}.${r.name}`));
-    for (const k of constraints.rows) {
+    const have = new Set(pubConstraints.map((r) => `${r.table}.${r.name}`));
+    for (const k of constraints) {
       if (have.has(`${k.table}.${k.name}`) || isPlatformTable(k.table)) continue;
       if (k.type !== 'f' && result.created_tables.includes(k.table)) continue;
       result.statements.push(`ALTER TABLE ${q(k.table)} ADD CONSTRAINT ${q(k.name)} ${local(k.def)}`);
     }
     // Views last, in creation order (a view may read an earlier one); existing ones are left alone.
-    const havePubViews = new Set(pubViews.rows.map((v) => v.name));
-    for (const v of views.rows) {
+    const havePubViews = new Set(pubViews.map((v) => v.name));
+    for (const v of views) {
       if (havePubViews.has(v.name)) continue;
       result.added_views.push(v.name);
       result.statements.push(`CREATE VIEW ${q(v.name)} AS ${v.def.trim().replace(/;$/, '').split(`${prev}.`).join('')}`);

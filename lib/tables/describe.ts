@@ -1,7 +1,6 @@
 /** The schema endpoint: a table's columns as the spec's column descriptors. */
-import type pg from 'pg';
 import { loadTable } from './catalogue.js';
-import { withProjectTx } from './isolation.js';
+import { withProjectTx, type PlatformDb } from './isolation.js';
 import type { TableSchema } from './names.js';
 import type { TablesSettings } from './rows.js';
 
@@ -13,8 +12,9 @@ export interface ColumnDescriptor {
   is_primary_key: boolean;
 }
 
-export function describeTable(pool: pg.Pool, settings: TablesSettings, projectId: string, schema: TableSchema, table: string) {
-  return withProjectTx(pool, projectId, { readOnly: true, statementTimeoutMs: settings.statementTimeoutMs, schema }, async (client, storage) => {
+/** `db`: the project's transaction is opened through its pool (lib/tables/isolation.ts). */
+export function describeTable(db: PlatformDb, settings: TablesSettings, projectId: string, schema: TableSchema, table: string) {
+  return withProjectTx(db, projectId, { readOnly: true, statementTimeoutMs: settings.statementTimeoutMs, schema }, async (client, storage) => {
     const t = await loadTable(client, storage.schemas[schema], schema, table);
     const columns: ColumnDescriptor[] = t.columns.map((c) => ({
       name: c.name,

@@ -20,7 +20,8 @@
 import type pg from 'pg';
 import { ApiError } from '../platform/errors.js';
 import { columnOf, loadTable, platformTableForbidden, type ColumnInfo } from './catalogue.js';
-import { physicalSchema, withProjectTx } from './isolation.js';
+import { physicalSchema, withProjectTx, type PlatformDb } from './isolation.js';
+import { queryRows } from '../platform/db/tx.js';
 import { isPlatformTable, quoteIdent, type TableSchema } from './names.js';
 import { mapQueryErrors } from './pg-errors.js';
 import { col, Params, valueText } from './sql.js';
@@ -65,14 +66,19 @@ function checkRows(rows: unknown): Record<string, unknown>[] {
   });
 }
 
-export async function insertRows(pool: pg.Pool, settings: Pick<TablesSettings, 'statementTimeoutMs' | 'quota'>, w: InsertRequest): Promise<WriteResult> {
+/**
+ * `db`: the project's transaction is opened through its pool (lib/tables/isolation.ts), the
+ * service's reads (schema name, quota) run on its handle. The insert itself stays on the tenant
+ * client (`rowMode: 'array'`, the room's parsers: the stored rows come back as they always did).
+ */
+export async function insertRows(db: PlatformDb, settings: Pick<TablesSettings, 'statementTimeoutMs' | 'quota'>, w: InsertRequest): Promise<WriteResult> {
   if (isPlatformTable(w.table)) throw platformTableForbidden(w.table);
   const rows = checkRows(w.rows);
-  const physical = await physicalSchema(pool, w.projectId, w.schema);
-  const limit = await limitsOf(pool, settings.quota, w.projectId, w.schema);
+  const physical = await physicalSchema(db.sql, w.projectId, w.schema);
+  const limit = await limitsOf(db.sql, settings.quota, w.projectId, w.schema);
   const timeoutMs = settings.statementTimeoutMs;
   try {
-    return await withProjectTx(pool, w.projectId, { readOnly: false, statementTimeoutMs: timeoutMs, schema: w.schema }, async (client) => {
+    return await withProjectTx(db, w.projectId, { readOnly: false, statementTimeoutMs: timeoutMs, schema: w.schema }, async (client) => {
       const table = await loadTable(client, physical, w.schema, w.table);
       // The columns any row names, in table order; the others take their defaults.
       const named = new Set<string>();
@@ -105,11 +111,14 @@ export async function insertRows(pool: pg.Pool, settings: Pick<TablesSettings, '
         // A row that names no column: the first column's default stands for "all defaults".
         return `(${cells.length ? cells.join(', ') : 'DEFAULT'})`;
       });
-      const indexes = Number((await client.query<{ n: string }>(
+      // count(*) is int8: bigint on the handle, read with Number.
+      const indexes = Number((await queryRows<{ n: bigint }>(
+        client,
         `SELECT count(*) AS n FROM pg_catalog.pg_index i JOIN pg_catalog.pg_class c ON c.oid = i.indrelid
            JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2`,
-        [physical, table.name],
-      )).rows[0].n);
+        physical,
+        table.name,
+      ))[0].n);
       bytes += rows.length * INDEX_ENTRY_OVERHEAD * indexes;
       const target = columns.length ? columns.map(col).join(', ') : col(table.columns[0]);
       const from = `${quoteIdent(physical)}.${quoteIdent(table.name)}`;

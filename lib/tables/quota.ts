@@ -34,6 +34,7 @@ import { sqlState } from './pg-errors.js';
 import { PLATFORM_TABLE_PREFIX, TABLE_SCHEMAS, type TableSchema } from './names.js';
 import { physicalSchema } from './isolation.js';
 import { lockForTransaction } from '../platform/db/locks.js';
+import { execute, queryRows, type Tx } from '../platform/db/tx.js';
 
 export interface QuotaLimit {
   rows: number;
@@ -57,14 +58,15 @@ export function quotaDefaultsOf(config: { tablesQuotaPublicRows: number; tablesQ
 
 interface OverrideRow {
   schema: TableSchema;
-  max_rows: string | null;
-  max_bytes: string | null;
+  /** int8: bigint on the handle (read with Number). */
+  max_rows: bigint | null;
+  max_bytes: bigint | null;
 }
 
-async function overrides(pool: pg.Pool, projectId: string): Promise<Map<TableSchema, OverrideRow>> {
+async function overrides(sql: Tx, projectId: string): Promise<Map<TableSchema, OverrideRow>> {
   try {
-    const r = await pool.query<OverrideRow>('SELECT schema, max_rows, max_bytes FROM project_table_quotas WHERE project_id = $1', [projectId]);
-    return new Map(r.rows.map((x) => [x.schema, x]));
+    const rows = await queryRows<OverrideRow>(sql, 'SELECT schema, max_rows, max_bytes FROM project_table_quotas WHERE project_id = $1', projectId);
+    return new Map(rows.map((x) => [x.schema, x]));
   } catch (e) {
     // lib/tables on a database without the platform's migrations (its own tests): the defaults.
     if (sqlState(e) === '42P01') return new Map();
@@ -72,10 +74,10 @@ async function overrides(pool: pg.Pool, projectId: string): Promise<Map<TableSch
   }
 }
 
-/** The limits in force for one schema of a project. */
-export async function limitsOf(pool: pg.Pool, defaults: QuotaDefaults | undefined, projectId: string, schema: TableSchema): Promise<QuotaLimit> {
+/** The limits in force for one schema of a project (read on the platform's handle, `deps.db.sql`). */
+export async function limitsOf(sql: Tx, defaults: QuotaDefaults | undefined, projectId: string, schema: TableSchema): Promise<QuotaLimit> {
   const d = (defaults ?? DEFAULT_QUOTAS)[schema];
-  const o = (await overrides(pool, projectId)).get(schema);
+  const o = (await overrides(sql, projectId)).get(schema);
   return { rows: o?.max_rows != null ? Number(o.max_rows) : d.rows, bytes: o?.max_bytes != null ? Number(o.max_bytes) : d.bytes };
 }
 
@@ -92,10 +94,10 @@ export interface Usage {
   bytes: number;
 }
 
-/** Rows and bytes of a physical schema (on any connection; a transaction's own writes included). */
-export async function usageOf(client: pg.PoolClient | pg.Pool, physicalSchema: string): Promise<Usage> {
-  const r = await client.query<{ rows: string; bytes: string }>(USAGE_SQL, [physicalSchema]);
-  return { rows: Number(r.rows[0]?.rows ?? 0), bytes: Number(r.rows[0]?.bytes ?? 0) };
+/** Rows and bytes of a physical schema (on any handle; a transaction's own writes included). */
+export async function usageOf(tx: Tx, physicalSchema: string): Promise<Usage> {
+  const [r] = await queryRows<{ rows: bigint; bytes: bigint }>(tx, USAGE_SQL, physicalSchema);
+  return { rows: Number(r?.rows ?? 0), bytes: Number(r?.bytes ?? 0) };
 }
 
 export function quotaExceeded(schema: TableSchema, limit: QuotaLimit, usage: Usage, what: 'rows' | 'bytes'): ApiError {
@@ -111,6 +113,7 @@ export function quotaExceeded(schema: TableSchema, limit: QuotaLimit, usage: Usa
  * judged and written one at a time (waits are bounded by the transaction's lock timeout).
  */
 export async function lockQuota(client: pg.PoolClient, physicalSchema: string): Promise<void> {
+  // A pg connection: advisory locks are pg's (lib/platform/db/locks.ts takes the client).
   await lockForTransaction(client, `tables-quota:${physicalSchema}`, 'text');
 }
 
@@ -149,8 +152,8 @@ export function growthSlack(judgedBytes: number): number {
  * growth beyond the judgement and its page slack is refused: a safety net for what the judgement
  * could not foresee, not the rule. `addsRows` is false for updates.
  */
-export async function enforceQuota(client: pg.PoolClient, physicalSchema: string, schema: TableSchema, limit: QuotaLimit, before: Usage, addsRows: boolean, judgedBytes?: number): Promise<void> {
-  const usage = await usageOf(client, physicalSchema);
+export async function enforceQuota(tx: Tx, physicalSchema: string, schema: TableSchema, limit: QuotaLimit, before: Usage, addsRows: boolean, judgedBytes?: number): Promise<void> {
+  const usage = await usageOf(tx, physicalSchema);
   if (addsRows && usage.rows > limit.rows && usage.rows > before.rows) throw quotaExceeded(schema, limit, usage, 'rows');
   const allowed = judgedBytes === undefined ? 0 : judgedBytes + growthSlack(judgedBytes);
   if (usage.bytes > limit.bytes && usage.bytes > before.bytes + allowed) throw quotaExceeded(schema, limit, usage, 'bytes');
@@ -167,13 +170,13 @@ export interface QuotaReportEntry {
 }
 
 /** Limits and usage of both schemas, for operators (read as the service: catalogs and statistics only). */
-export async function quotaReport(pool: pg.Pool, defaults: QuotaDefaults | undefined, projectId: string): Promise<{ schemas: QuotaReportEntry[] }> {
-  const o = await overrides(pool, projectId);
+export async function quotaReport(sql: Tx, defaults: QuotaDefaults | undefined, projectId: string): Promise<{ schemas: QuotaReportEntry[] }> {
+  const o = await overrides(sql, projectId);
   const d = defaults ?? DEFAULT_QUOTAS;
   const schemas: QuotaReportEntry[] = [];
   for (const s of TABLE_SCHEMAS) {
     const row = o.get(s);
-    const usage = await usageOf(pool, await physicalSchema(pool, projectId, s));
+    const usage = await usageOf(sql, await physicalSchema(sql, projectId, s));
     schemas.push({
       schema: s,
       max_rows: row?.max_rows != null ? Number(row.max_rows) : d[s].rows,
@@ -187,15 +190,16 @@ export async function quotaReport(pool: pg.Pool, defaults: QuotaDefaults | undef
 }
 
 /** Sets (a number) or clears (null) a project's override; an absent field is left as it is. */
-export async function setQuota(pool: pg.Pool, projectId: string, schema: TableSchema, change: { max_rows?: number | null; max_bytes?: number | null }, now: Date): Promise<void> {
+export async function setQuota(sql: Tx, projectId: string, schema: TableSchema, change: { max_rows?: number | null; max_bytes?: number | null }, now: Date): Promise<void> {
   const rows = change.max_rows === undefined ? null : change.max_rows;
   const bytes = change.max_bytes === undefined ? null : change.max_bytes;
-  await pool.query(
+  await execute(
+    sql,
     `INSERT INTO project_table_quotas (project_id, schema, max_rows, max_bytes, updated_at) VALUES ($1, $2, $3, $4, $5)
      ON CONFLICT (project_id, schema) DO UPDATE SET
        max_rows = CASE WHEN $6 THEN project_table_quotas.max_rows ELSE EXCLUDED.max_rows END,
        max_bytes = CASE WHEN $7 THEN project_table_quotas.max_bytes ELSE EXCLUDED.max_bytes END,
        updated_at = EXCLUDED.updated_at`,
-    [projectId, schema, rows, bytes, now, change.max_rows === undefined, change.max_bytes === undefined],
+    projectId, schema, rows, bytes, now, change.max_rows === undefined, change.max_bytes === undefined,
   );
 }

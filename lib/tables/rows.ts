@@ -13,12 +13,11 @@
  * cap is refused, 400 `row_too_large` naming the cap and the row's size, because no page can hold
  * it: fewer columns (`columns`) can.
  */
-import type pg from 'pg';
 import { ApiError } from '../platform/errors.js';
 import { invalidCursor } from '../platform/cursor.js';
 import { columnOf, loadTable, platformTableForbidden, type ColumnInfo, type TableInfo } from './catalogue.js';
 import { canonicalFilters, compileFilters, parseFilterText } from './filters.js';
-import { ensureProjectStorage, physicalSchema, withProjectTx } from './isolation.js';
+import { ensureProjectStorage, physicalSchema, withProjectTx, type PlatformDb } from './isolation.js';
 import { segmentsAfter, type Direction, type Key, type Position } from './keyset.js';
 import { decodeTableCursor, encodeTableCursor } from './cursor.js';
 import { mapQueryErrors } from './pg-errors.js';
@@ -117,17 +116,22 @@ function toObjects(columns: ColumnInfo[], rows: unknown[][]): Record<string, unk
   return rows.map((r) => Object.fromEntries(columns.map((c, i) => [c.name, r[i]])));
 }
 
-export async function readRows(pool: pg.Pool, settings: TablesSettings, r: RowsRequest): Promise<RowsPage> {
+/**
+ * `db`: the project's transaction is opened through its pool (lib/tables/isolation.ts), the
+ * service's statements run on its handle. The page's own statement stays on the tenant client
+ * (`rowMode: 'array'`, the room's parsers: users' values come back as they always did).
+ */
+export async function readRows(db: PlatformDb, settings: TablesSettings, r: RowsRequest): Promise<RowsPage> {
   const preds = parseFilterText(r.filters);
   const dir: Direction = r.direction ?? 'asc';
   const scope = rowsScope(r, canonicalFilters(preds));
-  const physical = await physicalSchema(pool, r.projectId, r.schema);
+  const physical = await physicalSchema(db.sql, r.projectId, r.schema);
   // A platform table is refused before anything else (a cursor is not even looked at).
   if (isPlatformTable(r.table)) throw platformTableForbidden(r.table);
   // Cursor positions are read before and stored after the transaction (never two connections at once).
-  await ensureProjectStorage(pool, r.projectId);
-  const cursorPosition = r.cursor === undefined ? undefined : await decodeTableCursor(pool, settings.statementTimeoutMs, physical, r.cursor, scope, settings.cursorSecret);
-  const page = await withProjectTx(pool, r.projectId, { readOnly: true, statementTimeoutMs: settings.statementTimeoutMs, schema: r.schema }, async (client) => {
+  await ensureProjectStorage(db, r.projectId);
+  const cursorPosition = r.cursor === undefined ? undefined : await decodeTableCursor(db, settings.statementTimeoutMs, physical, r.cursor, scope, settings.cursorSecret);
+  const page = await withProjectTx(db, r.projectId, { readOnly: true, statementTimeoutMs: settings.statementTimeoutMs, schema: r.schema }, async (client) => {
     const table = await loadTable(client, physical, r.schema, r.table);
     const cols = projection(table, r.columns);
     const params = new Params();
@@ -195,6 +199,6 @@ export async function readRows(pool: pg.Pool, settings: TablesSettings, r: RowsR
       ordered,
     };
   });
-  const nextCursor = page.next ? await encodeTableCursor(pool, settings.statementTimeoutMs, physical, scope, settings.cursorSecret, page.next) : null;
+  const nextCursor = page.next ? await encodeTableCursor(db, settings.statementTimeoutMs, physical, scope, settings.cursorSecret, page.next) : null;
   return { table: page.table, schema: r.schema, rows: page.rows, pagination: { hasMore: page.next !== undefined, nextCursor, ordered: page.ordered } };
 }

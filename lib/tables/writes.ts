@@ -19,16 +19,16 @@
  *   in the heap (a TOASTed value only its pointer: an update keeps the old value's chunks). A
  *   larger change than `max_affected` is refused before it runs as well. Deletes are never refused.
  */
-import type pg from 'pg';
 import { ApiError } from '../platform/errors.js';
 import { columnOf, loadTable, type ColumnInfo, type TableInfo } from './catalogue.js';
 import { compileFilters, parseFilterText, parsePredicates, type Predicate } from './filters.js';
-import { physicalSchema, withProjectTx } from './isolation.js';
+import { physicalSchema, withProjectTx, type PlatformDb } from './isolation.js';
 import { firstBadCast, mapQueryErrors } from './pg-errors.js';
 import { col, Params, valueText } from './sql.js';
 import { rowTypes } from './values.js';
 import { quoteIdent, type TableSchema } from './names.js';
 import type { TablesSettings } from './rows.js';
+import { queryRows, type Tx } from '../platform/db/tx.js';
 import { enforceQuota, judgeGrowth, limitsOf, lockQuota, ROW_VERSION_OVERHEAD, usageOf, type Usage } from './quota.js';
 
 export const MAX_RETURNED_ROWS = 50;
@@ -115,15 +115,17 @@ function maxAffectedExceeded(affected: number, max: number): ApiError {
 }
 
 /** The table's indexes, each as the columns it holds (null: an expression index, which may hold any). */
-async function indexesOf(client: pg.PoolClient, physical: string, table: string): Promise<(string[] | null)[]> {
-  const r = await client.query<{ cols: string[]; expr: boolean }>(
+async function indexesOf(tx: Tx, physical: string, table: string): Promise<(string[] | null)[]> {
+  const rows = await queryRows<{ cols: string[]; expr: boolean }>(
+    tx,
     `SELECT ARRAY(SELECT a.attname::text FROM unnest(i.indkey) AS k(n) JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.n) AS cols,
             i.indexprs IS NOT NULL AS expr
        FROM pg_catalog.pg_index i JOIN pg_catalog.pg_class c ON c.oid = i.indrelid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
       WHERE n.nspname = $1 AND c.relname = $2`,
-    [physical, table],
+    physical,
+    table,
   );
-  return r.rows.map((x) => (x.expr ? null : x.cols));
+  return rows.map((x) => (x.expr ? null : x.cols));
 }
 
 /** An index entry's header and heap pointer, per index (a non-HOT update adds one to every index). */
@@ -152,17 +154,22 @@ function rowVersionBytes(table: TableInfo, sets: { column: ColumnInfo; bytes: st
   return parts.join(' + ');
 }
 
+/**
+ * `db`: the project's transaction is opened through its pool (lib/tables/isolation.ts), the
+ * service's reads (schema name, quota) run on its handle. The write itself stays on the tenant
+ * client (`rowMode: 'array'`, the room's parsers: the changed rows come back as they always did).
+ */
 async function runWrite(
-  pool: pg.Pool,
+  db: PlatformDb,
   settings: TablesSettings,
   w: WriteRequest,
   grows: boolean,
   statement: (table: TableInfo, from: string, where: string, params: Params) => Statement,
 ): Promise<WriteResult> {
-  const physical = await physicalSchema(pool, w.projectId, w.schema);
+  const physical = await physicalSchema(db.sql, w.projectId, w.schema);
   // An update may grow the schema past its byte quota (judged before it, in its transaction).
-  const quotaLimit = grows && !w.dryRun ? await limitsOf(pool, settings.quota, w.projectId, w.schema) : undefined;
-  return withProjectTx(pool, w.projectId, { readOnly: w.dryRun, statementTimeoutMs: settings.statementTimeoutMs, schema: w.schema }, async (client) => {
+  const quotaLimit = grows && !w.dryRun ? await limitsOf(db.sql, settings.quota, w.projectId, w.schema) : undefined;
+  return withProjectTx(db, w.projectId, { readOnly: w.dryRun, statementTimeoutMs: settings.statementTimeoutMs, schema: w.schema }, async (client) => {
     const table = await loadTable(client, physical, w.schema, w.table);
     const params = new Params();
     const filter = compileFilters(w.filters, table, params);
@@ -196,11 +203,13 @@ async function runWrite(
       const estParams = filterParams.clone();
       const est = statement(table, from, filter.sql, estParams);
       const growth = await mapQueryErrors(client, { timeoutMs: settings.statementTimeoutMs, casts }, async () => {
-        const r = await client.query<{ n: string; b: number }>({
-          text: `SELECT count(*) AS n, coalesce(sum(${rowVersionBytes(table, est.sets ?? [], await indexesOf(client, physical, table.name))}), 0)::float8 AS b FROM ${from} WHERE ${filter.sql}`,
-          values: estParams.values,
-        });
-        return { affected: Number(r.rows[0].n), bytes: Math.ceil(r.rows[0].b) };
+        // count(*) is int8: bigint on the handle, read with Number.
+        const [r] = await queryRows<{ n: bigint; b: number }>(
+          client,
+          `SELECT count(*) AS n, coalesce(sum(${rowVersionBytes(table, est.sets ?? [], await indexesOf(client, physical, table.name))}), 0)::float8 AS b FROM ${from} WHERE ${filter.sql}`,
+          ...estParams.values,
+        );
+        return { affected: Number(r.n), bytes: Math.ceil(r.b) };
       });
       if (w.maxAffected !== undefined && growth.affected > w.maxAffected) throw maxAffectedExceeded(growth.affected, w.maxAffected);
       if (growth.affected > 0) judgeGrowth(w.schema, quotaLimit, before, { rows: 0, bytes: growth.bytes });
@@ -220,8 +229,8 @@ async function runWrite(
   });
 }
 
-export function updateRows(pool: pg.Pool, settings: TablesSettings, w: WriteRequest & { set: Record<string, unknown> }): Promise<WriteResult> {
-  return runWrite(pool, settings, w, true, (table, from, where, params) => {
+export function updateRows(db: PlatformDb, settings: TablesSettings, w: WriteRequest & { set: Record<string, unknown> }): Promise<WriteResult> {
+  return runWrite(db, settings, w, true, (table, from, where, params) => {
     const sets = assignments(table, w.set);
     if (sets.length === 0) throw new ApiError('invalid_request', '"set" needs at least one column.', { fields: [{ field: 'body.set', message: 'empty' }] });
     const casts: { value: string; column: ColumnInfo }[] = [];
@@ -241,6 +250,6 @@ export function updateRows(pool: pg.Pool, settings: TablesSettings, w: WriteRequ
   });
 }
 
-export function deleteRows(pool: pg.Pool, settings: TablesSettings, w: WriteRequest): Promise<WriteResult> {
-  return runWrite(pool, settings, w, false, (_table, from, where) => ({ sql: `DELETE FROM ${from} WHERE ${where}`, casts: [] }));
+export function deleteRows(db: PlatformDb, settings: TablesSettings, w: WriteRequest): Promise<WriteResult> {
+  return runWrite(db, settings, w, false, (_table, from, where) => ({ sql: `DELETE FROM ${from} WHERE ${where}`, casts: [] }));
 }

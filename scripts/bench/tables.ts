@@ -15,6 +15,7 @@ import { performance } from 'node:perf_hooks';
 import type { BenchSection } from './context.js';
 import { goal, type Goal } from './goals.js';
 import { physicalSchema, withProjectTx } from '../../lib/tables/isolation.js';
+import { pgTx } from '../../lib/platform/db/tx.js';
 import { rowsScope } from '../../lib/tables/rows.js';
 import { canonicalFilters, parseFilterText } from '../../lib/tables/filters.js';
 import { encodeCursorUnchecked } from '../../lib/platform/cursor.js';
@@ -42,12 +43,14 @@ export const benchTables: BenchSection = async (ctx) => {
   const { id: projectId, key } = await ctx.project(['tables:read']);
   const pool = new pg.Pool({ connectionString: await databaseUrl(), max: 2 });
   pool.on('error', () => undefined);
+  // The tables room takes the platform's database as its pool and its handle.
+  const db = { pool, sql: pgTx(pool) };
   try {
     await ctx.admin('POST', `/admin/projects/${projectId}/tables/ddl`, {
       sql: 'CREATE TABLE bench_rows (id bigint PRIMARY KEY, grp integer, cat integer NOT NULL, label text NOT NULL)',
     });
     const fillStarted = performance.now();
-    await withProjectTx(pool, projectId, { readOnly: false, statementTimeoutMs: 600_000, schema: 'public', ddl: true }, async (c) => {
+    await withProjectTx(db, projectId, { readOnly: false, statementTimeoutMs: 600_000, schema: 'public', ddl: true }, async (c) => {
       await c.query(
         `INSERT INTO bench_rows SELECT g, CASE WHEN g % 10 = 0 THEN NULL ELSE (g::bigint * 7919) % 1000 END, (g / 7) % 10, md5(g::text) FROM generate_series(1, ${ROWS}) g`,
       );
@@ -58,7 +61,7 @@ export const benchTables: BenchSection = async (ctx) => {
     console.log(`filled ${ROWS} rows in ${((performance.now() - fillStarted) / 1000).toFixed(1)} s`);
 
     const secret = deriveKey(await loadOrCreateMasterKey(process.env.DATA_DIR ?? '.data/bench', process.env.ENCRYPTION_KEY), 'cursor');
-    const table = `${await physicalSchema(pool, projectId, 'public')}.bench_rows`;
+    const table = `${await physicalSchema(db.sql, projectId, 'public')}.bench_rows`;
     const filterText = JSON.stringify([{ column: 'cat', op: 'eq', value: 3 }]);
     const results: Array<{ name: string; p50: number; p95: number }> = [];
     const goals: Goal[] = [];
@@ -67,7 +70,7 @@ export const benchTables: BenchSection = async (ctx) => {
       const order = orderBy ? 'grp ASC, id ASC' : 'id ASC';
       const keys = orderBy ? 'CAST(grp AS text), CAST(id AS text)' : 'CAST(id AS text)';
       // Read as the project's role: the service's own role has no rights on a project's tables.
-      const pos = (await withProjectTx(pool, projectId, { readOnly: true, statementTimeoutMs: 600_000, schema: 'public' }, (c) =>
+      const pos = (await withProjectTx(db, projectId, { readOnly: true, statementTimeoutMs: 600_000, schema: 'public' }, (c) =>
         c.query({ text: `SELECT ${keys} FROM ${table} ORDER BY ${order} OFFSET ${DEEP - 1} LIMIT 1`, rowMode: 'array' }),
       )).rows[0] as (string | null)[];
       for (const filters of [undefined, filterText]) {

@@ -45,7 +45,7 @@ function formFields(page: string, action: string): Record<string, string> {
 }
 
 async function rows(projectId: string, table: string, schema: 'public' | 'preview' = 'public') {
-  return (await t.db.pool.query(`SELECT * FROM ${await physicalSchema(t.db.pool, projectId, schema)}.${table} ORDER BY 1`)).rows;
+  return (await t.db.pool.query(`SELECT * FROM ${await physicalSchema(t.db.sql, projectId, schema)}.${table} ORDER BY 1`)).rows;
 }
 const audit = (projectId: string, action: string) => t.db.prisma.dashboardAudit.findMany({ where: { projectId, action }, orderBy: { id: 'asc' } });
 
@@ -115,11 +115,11 @@ describe('Database page', () => {
       expect(refused.text).toContain(sql.replace(/'/g, '&#39;'));
     }
     expect(await rows(p.id, 'items')).toEqual([]);
-    const tables = await t.db.pool.query('SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = $1', [await physicalSchema(t.db.pool, p.id, 'public')]);
+    const tables = await t.db.pool.query('SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = $1', [await physicalSchema(t.db.sql, p.id, 'public')]);
     const ran = await send('ALTER TABLE items ADD COLUMN price numeric');
     expect(ran.status).toBe(303);
     expect(ran.headers.location).toContain('done=ddl_ran');
-    expect((await t.db.pool.query('SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = $1', [await physicalSchema(t.db.pool, p.id, 'public')])).rows[0].n).toBe(tables.rows[0].n);
+    expect((await t.db.pool.query('SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = $1', [await physicalSchema(t.db.sql, p.id, 'public')])).rows[0].n).toBe(tables.rows[0].n);
     const describe = await owner.agent.get(`${base}/public/items`).expect(200);
     expect(describe.text).toMatch(/price<\/td><td data-label="Type">numeric/);
     expect((await audit(p.id, 'table.ddl')).map((a) => (a.after as { sql: string }).sql)).toEqual(['ALTER TABLE items ADD COLUMN price numeric']);

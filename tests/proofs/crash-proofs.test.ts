@@ -25,6 +25,7 @@ import { createSimulator, type Simulator } from '../../simulator/app.js';
 import { metaCallbackRetryDelaysMs } from '../../simulator/state.js';
 import { createScratchDatabase } from '../support/db.js';
 import { physicalSchema, withProjectTx } from '../../lib/tables/isolation.js';
+import { pgTx } from '../../lib/platform/db/tx.js';
 import { ServiceProcess, crashSeed, eventually, operatorCalls, stopAll, type ServiceOptions } from '../support/service-process.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -149,14 +150,14 @@ describe('kill -9 in the middle of long work', () => {
   }, 240_000);
 
   it('When the service is killed while it updates 100,000 table rows, then afterwards every row has the new value or none has', async () => {
-    await withProjectTx(db, projectId, { readOnly: false, statementTimeoutMs: 60_000, schema: 'public', ddl: true }, async (c) => {
+    await withProjectTx({ pool: db, sql: pgTx(db) }, projectId, { readOnly: false, statementTimeoutMs: 60_000, schema: 'public', ddl: true }, async (c) => {
       await c.query('CREATE TABLE big (id integer PRIMARY KEY, v integer NOT NULL, note text)');
       await c.query(`INSERT INTO big SELECT g, 0, repeat('x', 50) FROM generate_series(1, ${TABLE_ROWS}) g`);
       // The statement holds 2 s after changing every row, so that the kill falls inside it, not after it.
       await c.query(`CREATE FUNCTION hold() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(2); RETURN NULL; END $$`);
       await c.query('CREATE TRIGGER hold AFTER UPDATE ON big FOR EACH STATEMENT EXECUTE FUNCTION hold()');
     });
-    const table = `${await physicalSchema(db, projectId, 'public')}.big`;
+    const table = `${await physicalSchema(pgTx(db), projectId, 'public')}.big`;
     const update = request(service.url).patch('/v1/tables/big/rows').set('Authorization', `Bearer ${key}`)
       .send({ filters: [{ column: 'id', op: 'gte', value: 1 }], set: { v: 1, note: 'updated' } }).then((r) => r, (e) => e);
     let settled: unknown;

@@ -47,10 +47,10 @@ beforeAll(async () => {
   await admin.connect();
   projectId = (await t.admin.project('keyed-stall')).id;
   key = (await t.admin.key(projectId, ['tables:read', 'tables:write'])).secret;
-  await withProjectTx(t.db.pool, projectId, { readOnly: false, statementTimeoutMs: 20000, schema: 'public', ddl: true }, async (c) => {
+  await withProjectTx(t.db, projectId, { readOnly: false, statementTimeoutMs: 20000, schema: 'public', ddl: true }, async (c) => {
     await c.query('CREATE TABLE orders (id serial PRIMARY KEY, item text NOT NULL)');
   });
-  table = `${await physicalSchema(t.db.pool, projectId, 'public')}.orders`;
+  table = `${await physicalSchema(t.db.sql, projectId, 'public')}.orders`;
 }, 120_000);
 
 afterAll(async () => {

@@ -11,7 +11,7 @@ export function consoleBrowserApp(projectId: () => string | undefined, onStart: 
     simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null },
     beforeClose: async (t) => {
       const id = projectId();
-      if (id) await dropProjectStorage(t.db.pool, id).catch(() => undefined);
+      if (id) await dropProjectStorage(t.db, id).catch(() => undefined);
     },
   }, onStart);
 }
@@ -20,7 +20,7 @@ export const HOSTILE = '<script>alert(1)</script><img src=x onerror=alert(2)>';
 
 /** Runs DDL or SQL as the project's role (the test's own shortcut around the console). */
 export async function asProject(t: TestApp, projectId: string, schema: TableSchema, ...statements: string[]): Promise<void> {
-  await withProjectTx(t.db.pool, projectId, { readOnly: false, statementTimeoutMs: 20000, schema, ddl: true }, async (c) => {
+  await withProjectTx(t.db, projectId, { readOnly: false, statementTimeoutMs: 20000, schema, ddl: true }, async (c) => {
     for (const s of statements) await c.query(s);
   });
 }

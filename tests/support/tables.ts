@@ -56,7 +56,7 @@ export function tablesHarness(
   afterAll(async () => {
     if (!t) return;
     await beforeClose?.();
-    for (const id of made) await dropProjectStorage(t.db.pool, id).catch(() => undefined);
+    for (const id of made) await dropProjectStorage(t.db, id).catch(() => undefined);
     if (server) {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server!.close(() => resolve()));
@@ -87,7 +87,7 @@ export function useStorageTestApp(projects: string[], started: (t: TestApp) => v
   });
   afterAll(async () => {
     if (!t) return;
-    for (const id of projects) await dropProjectStorage(t.db.pool, id).catch(() => undefined);
+    for (const id of projects) await dropProjectStorage(t.db, id).catch(() => undefined);
     await t.close();
   });
 }

@@ -80,7 +80,7 @@ describe('adminRunTableDdl', () => {
     expect(res.body.data).toEqual({ schema: 'public', command: 'ALTER TABLE' });
     const schema = await request(t.app).get('/v1/tables/notes/schema').set('Authorization', `Bearer ${p.key}`).expect(200);
     expect(schema.body.data.columns.map((c: any) => c.name)).toEqual(['id', 'body', 'pinned']);
-    const owner = await t.db.pool.query(`SELECT tableowner FROM pg_tables WHERE schemaname = $1 AND tablename = 'notes'`, [await physicalSchema(t.db.pool, p.id, 'public')]);
+    const owner = await t.db.pool.query(`SELECT tableowner FROM pg_tables WHERE schemaname = $1 AND tablename = 'notes'`, [await physicalSchema(t.db.sql, p.id, 'public')]);
     expect(owner.rows[0].tableowner).toMatch(/^t[0-9a-f]{8}_/);
   });
 
@@ -98,8 +98,8 @@ describe('adminRunTableDdl', () => {
       ['CREATE TABLE a (id int); RESET ROLE; DROP TABLE api_keys', 400],
       ['CREATE TABLE b (id int); DROP TABLE b', 400],
       ['CREATE TABLE public.evil (id int)', 400],
-      [`CREATE TABLE ${await physicalSchema(t.db.pool, other.id, 'public')}.evil (id int)`, 400],
-      [`DROP TABLE ${await physicalSchema(t.db.pool, other.id, 'public')}.theirs`, 400],
+      [`CREATE TABLE ${await physicalSchema(t.db.sql, other.id, 'public')}.evil (id int)`, 400],
+      [`DROP TABLE ${await physicalSchema(t.db.sql, other.id, 'public')}.theirs`, 400],
       ['DROP TABLE api_keys', 400],
       ['DROP TABLE _platform_meta', 403],
       ['CREATE TABLE oops (id int', 400],
@@ -126,7 +126,7 @@ describe('adminCopyPreviewSchema', () => {
     await ddl('preview', 'CREATE TABLE tags (id serial PRIMARY KEY, label text)');
     await ddl('preview', 'CREATE VIEW big_orders AS SELECT o.id, c.name FROM orders o JOIN customers c ON c.id = o.customer_id WHERE o.total > 100');
     await ddl('public', 'CREATE TABLE customers (id serial PRIMARY KEY, nickname text)');
-    await t.db.pool.query(`INSERT INTO ${await physicalSchema(t.db.pool, p.id, 'public')}.customers (nickname) VALUES ('kept')`);
+    await t.db.pool.query(`INSERT INTO ${await physicalSchema(t.db.sql, p.id, 'public')}.customers (nickname) VALUES ('kept')`);
 
     const dry = await admin('post', `/admin/projects/${p.id}/tables/copy-preview`, { dry_run: true }).expect(200);
     expect(dry.body.data).toMatchObject({ dry_run: true, created_tables: ['orders', 'tags'], added_columns: ['customers.name', 'customers.email'], added_indexes: ['customers_name_idx'], added_views: ['big_orders'] });
@@ -141,11 +141,11 @@ describe('adminCopyPreviewSchema', () => {
     // A serial column gets public's own sequence: public and preview number independently.
     const tagDefault = tables[2].columns[0].default_value;
     expect(tagDefault).toMatch(/^nextval\('tags_id_seq'::regclass\)$/);
-    await t.db.pool.query(`INSERT INTO ${await physicalSchema(t.db.pool, p.id, 'preview')}.tags (label) VALUES ('p1'), ('p2')`);
-    const tag = await t.db.pool.query(`INSERT INTO ${await physicalSchema(t.db.pool, p.id, 'public')}.tags (label) VALUES ('first') RETURNING id`);
+    await t.db.pool.query(`INSERT INTO ${await physicalSchema(t.db.sql, p.id, 'preview')}.tags (label) VALUES ('p1'), ('p2')`);
+    const tag = await t.db.pool.query(`INSERT INTO ${await physicalSchema(t.db.sql, p.id, 'public')}.tags (label) VALUES ('first') RETURNING id`);
     expect(tag.rows[0].id).toBe(1);
     expect(tables[0].columns.map((c: any) => c.name)).toEqual(['id', 'nickname', 'name', 'email']);
-    const pub = (await physicalSchema(t.db.pool, p.id, 'public'));
+    const pub = (await physicalSchema(t.db.sql, p.id, 'public'));
     await t.db.pool.query(`INSERT INTO ${pub}.orders (customer_id, total) VALUES (1, 9.5)`);
     await expect(t.db.pool.query(`INSERT INTO ${pub}.orders (customer_id, total) VALUES (999, 1)`)).rejects.toMatchObject({ code: '23503' });
     await t.db.pool.query(`UPDATE ${pub}.customers SET email = 'a@x'`);
@@ -180,7 +180,7 @@ describe('ops tables', () => {
     await fs.rm(file, { force: true });
     expect(created.code).toBe(0);
     expect(created.stdout).toMatch(/^Created table weird in the public schema\./);
-    await t.db.pool.query(`INSERT INTO ${await physicalSchema(t.db.pool, p.id, 'public')}.weird VALUES (1, 'not a prototype')`);
+    await t.db.pool.query(`INSERT INTO ${await physicalSchema(t.db.sql, p.id, 'public')}.weird VALUES (1, 'not a prototype')`);
     const weird = await request(t.app).get('/v1/tables/weird/rows').set('Authorization', `Bearer ${p.key}`).expect(200);
     expect(weird.text).toContain('"__proto__":"not a prototype"');
     expect((await ops(['tables', 'create', p.id])).code).toBe(2);

@@ -26,7 +26,7 @@ const ddl = (projectId: string, sql: string) => admin('post', `/admin/projects/$
 
 /** Names of the project's objects in its public schema: relations, types and constraints. */
 async function objectNames(projectId: string): Promise<string[]> {
-  const schema = await physicalSchema(t.db.pool, projectId, 'public');
+  const schema = await physicalSchema(t.db.sql, projectId, 'public');
   const r = await t.db.pool.query<{ name: string }>(
     `SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1
      UNION ALL SELECT y.typname FROM pg_type y JOIN pg_namespace n ON n.oid = y.typnamespace WHERE n.nspname = $1
@@ -112,7 +112,7 @@ describe('casts to the catalogue types', () => {
   it('When a table from before has a catalogue-typed column, then the tables API and the bot refuse it (no names leak), the operator sees it and can drop the column', async () => {
     const a = await project();
     // What an older, unjudged DDL could have left (run as the project, past the parser).
-    await withProjectTx(t.db.pool, a.id, { readOnly: false, statementTimeoutMs: 5000, schema: 'public', ddl: true }, async (c) => {
+    await withProjectTx(t.db, a.id, { readOnly: false, statementTimeoutMs: 5000, schema: 'public', ddl: true }, async (c) => {
       await c.query('CREATE TABLE legacy (id int PRIMARY KEY, r regclass)');
       await c.query("INSERT INTO legacy VALUES (1, 'pg_class'::regclass)");
       await c.query('CREATE DOMAIN roles AS regrole[]');
@@ -146,7 +146,7 @@ describe('casts to the catalogue types', () => {
       expect(JSON.stringify(answer)).not.toMatch(/pg_class|pg_authid/);
     }
     // Nothing was written through any of them.
-    const left = await t.db.pool.query(`SELECT id, r::oid::bigint AS r FROM ${await physicalSchema(t.db.pool, a.id, 'public')}.legacy`);
+    const left = await t.db.pool.query(`SELECT id, r::oid::bigint AS r FROM ${await physicalSchema(t.db.sql, a.id, 'public')}.legacy`);
     expect(left.rows).toEqual([{ id: 1, r: '1259' }]);
     // The operator still sees the table, and fixes it.
     const listed = await admin('get', `/admin/projects/${a.id}/tables`).expect(200);

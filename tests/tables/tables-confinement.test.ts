@@ -23,16 +23,16 @@ const ddl = (projectId: string, sql: string, schema = 'public') =>
 
 /** Raw SQL on a tenant connection of the project (what the parser would never let through). */
 const raw = <T = any>(projectId: string, sql: string) =>
-  withProjectTx(t.db.pool, projectId, { readOnly: false, statementTimeoutMs: 5000, schema: 'public', ddl: true }, async (c) => (await c.query(sql)).rows as T[]);
+  withProjectTx(t.db, projectId, { readOnly: false, statementTimeoutMs: 5000, schema: 'public', ddl: true }, async (c) => (await c.query(sql)).rows as T[]);
 
 /** Two projects: B holds a secret row; A tries to reach it. */
 async function pair() {
   const a = await project();
   const b = await project();
   expect((await ddl(b.id, 'CREATE TABLE t (id int PRIMARY KEY, secret text)')).status).toBe(200);
-  await t.db.pool.query(`INSERT INTO ${await physicalSchema(t.db.pool, b.id, 'public')}.t VALUES (1, 'b-secret')`);
-  const bRole = (await storageNames(t.db.pool, b.id)).role;
-  return { a, b, bRole, bSchema: await physicalSchema(t.db.pool, b.id, 'public') };
+  await t.db.pool.query(`INSERT INTO ${await physicalSchema(t.db.sql, b.id, 'public')}.t VALUES (1, 'b-secret')`);
+  const bRole = (await storageNames(t.db.sql, b.id)).role;
+  return { a, b, bRole, bSchema: await physicalSchema(t.db.sql, b.id, 'public') };
 }
 
 describe('operator DDL', () => {
@@ -64,8 +64,8 @@ describe('operator DDL', () => {
       const res = await ddl(a.id, sql);
       expect({ sql, status: res.status, code: res.body.error?.code }).toEqual({ sql, status: 400, code: 'invalid_request' });
     }
-    await ensureProjectStorage(t.db.pool, a.id);
-    const tables = await t.db.pool.query("SELECT count(*)::int AS n FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname NOT LIKE '\\_platform\\_%'", [await physicalSchema(t.db.pool, a.id, 'public')]);
+    await ensureProjectStorage(t.db, a.id);
+    const tables = await t.db.pool.query("SELECT count(*)::int AS n FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname NOT LIKE '\\_platform\\_%'", [await physicalSchema(t.db.sql, a.id, 'public')]);
     expect(tables.rows[0].n).toBe(0);
   });
 
@@ -132,7 +132,7 @@ describe('operator DDL', () => {
       if (res.status !== 400 || res.body.error?.code !== 'invalid_request') accepted.push(`structured default ${d} → ${res.status}`);
     }
     expect(accepted).toEqual([]);
-    const schema = await physicalSchema(t.db.pool, a.id, 'public');
+    const schema = await physicalSchema(t.db.sql, a.id, 'public');
     const rels = await t.db.pool.query("SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname NOT LIKE '\\_platform\\_%' ORDER BY 1", [schema]);
     expect(rels.rows.map((r) => r.relname)).toEqual(['base', 'base_pkey', 'parts']);
     const cols = await t.db.pool.query("SELECT a.attname, pg_get_expr(d.adbin, d.adrelid) AS def FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum WHERE n.nspname = $1 AND c.relname = 'base' AND a.attnum > 0 ORDER BY a.attnum", [schema]);
@@ -195,7 +195,7 @@ describe('tenant connections', () => {
     }
     // Resetting the role lands on the project's own role, never the service's.
     const [me] = await raw(a.id, "SELECT set_config('role', 'none', true) AS r, current_user AS u, session_user AS s");
-    const aRole = (await storageNames(t.db.pool, a.id)).role;
+    const aRole = (await storageNames(t.db.sql, a.id)).role;
     expect(me).toEqual({ r: 'none', u: aRole, s: aRole });
     await expect(raw(a.id, "SELECT set_config('role', 'none', true), (SELECT count(*) FROM public.api_keys)")).rejects.toMatchObject({ code: '42501' });
     // The role logs in, is a member of no role, and the server holds only a SCRAM verifier of its password.
@@ -211,15 +211,15 @@ describe('tenant connections', () => {
     const { a, bSchema } = await pair();
     expect((await ddl(a.id, 'CREATE TABLE loot (id int PRIMARY KEY, x text)')).status).toBe(200);
     // As the service (superuser): what an old, unparsed DDL could have written.
-    await t.db.pool.query(`ALTER TABLE ${await physicalSchema(t.db.pool, a.id, 'public')}.loot ALTER COLUMN x SET DEFAULT (set_config('role', 'none', true) || query_to_xml('select * from ${bSchema}.t', true, false, '')::text)`);
+    await t.db.pool.query(`ALTER TABLE ${await physicalSchema(t.db.sql, a.id, 'public')}.loot ALTER COLUMN x SET DEFAULT (set_config('role', 'none', true) || query_to_xml('select * from ${bSchema}.t', true, false, '')::text)`);
     await expect(insertRow(t.db, 5000, a.id, 'public', 'loot', { id: 1 })).rejects.toBeTruthy();
-    const left = await t.db.pool.query(`SELECT count(*)::int AS n FROM ${await physicalSchema(t.db.pool, a.id, 'public')}.loot`);
+    const left = await t.db.pool.query(`SELECT count(*)::int AS n FROM ${await physicalSchema(t.db.sql, a.id, 'public')}.loot`);
     expect(left.rows[0].n).toBe(0);
   });
 
   it('When a tenant session changes its settings or makes a temp table, then the next transaction on that connection starts clean', async () => {
     const { a } = await project().then((p) => ({ a: p }));
-    await ensureProjectStorage(t.db.pool, a.id);
+    await ensureProjectStorage(t.db, a.id);
     const [first] = await raw(a.id, "SELECT pg_backend_pid() AS pid, set_config('search_path', 'public', false) AS s, set_config('app.left', 'behind', false) AS l");
     await raw(a.id, 'CREATE TEMP TABLE lingering (id int)');
     let sameConnection = 0;
@@ -228,7 +228,7 @@ describe('tenant connections', () => {
       if (next.pid === first.pid) sameConnection++;
       expect(next.l === null || next.l === '').toBe(true);
       expect(next.tmp).toBeNull();
-      expect(next.path).toContain(await physicalSchema(t.db.pool, a.id, 'public'));
+      expect(next.path).toContain(await physicalSchema(t.db.sql, a.id, 'public'));
     }
     expect(sameConnection).toBeGreaterThan(0);
   });

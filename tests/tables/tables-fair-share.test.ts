@@ -67,7 +67,7 @@ describe('tenant work and platform work', () => {
     // holding A's connections finish once it is released, never racing the timeout on a slow machine).
     const locker = new pg.Client({ connectionString: testDatabaseUrl() });
     await locker.connect();
-    await locker.query(`BEGIN; LOCK TABLE "${await physicalSchema(t.db.pool, a.id, 'public')}".slow IN ACCESS EXCLUSIVE MODE`);
+    await locker.query(`BEGIN; LOCK TABLE "${await physicalSchema(t.db.sql, a.id, 'public')}".slow IN ACCESS EXCLUSIVE MODE`);
     const reads = Array.from({ length: 100 }, () => request(t.baseUrl!).get('/v1/tables/slow/rows').set('Authorization', `Bearer ${aKey}`)
       .then((r) => ({ status: r.status, code: r.body.error?.code, retryAfter: r.headers['retry-after'] })));
     const latencies: number[] = [];
@@ -77,7 +77,7 @@ describe('tenant work and platform work', () => {
     try {
       await new Promise((r) => setTimeout(r, 300)); // the reads are in flight and holding what they can
       // A holds at most its own share of tenant connections; another project's table read still goes through.
-      const aRole = (await storageNames(t.db.pool, a.id)).role;
+      const aRole = (await storageNames(t.db.sql, a.id)).role;
       aSessions = (await t.db.pool.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE usename = $1 AND state <> 'idle'", [aRole])).rows[0].n;
       const cStarted = Date.now();
       expect((await request(t.baseUrl!).get('/v1/tables/fine/rows').set('Authorization', `Bearer ${cKey}`)).status).toBe(200);
@@ -122,7 +122,7 @@ describe('fair shares between projects', () => {
       const p = await t.admin.project(name);
       made.push(p.id);
       expect((await admin('post', `/admin/projects/${p.id}/tables/ddl`, { sql: 'CREATE TABLE slow (id int PRIMARY KEY)' })).status).toBe(200);
-      busy.push({ id: p.id, key: (await t.admin.key(p.id, ['tables:read'])).secret, schema: await physicalSchema(t.db.pool, p.id, 'public') });
+      busy.push({ id: p.id, key: (await t.admin.key(p.id, ['tables:read'])).secret, schema: await physicalSchema(t.db.sql, p.id, 'public') });
     }
     const b = await t.admin.project('B3');
     made.push(b.id);
@@ -146,7 +146,7 @@ describe('fair shares between projects', () => {
     try {
       // Every request in flight holds what it can: sampled until the busy projects hold their share
       // (a fixed 300 ms saw 5 sessions of 6 on a loaded CI machine), for at most 2 s of the lock's 2.5.
-      const roles = await Promise.all(busy.map(async (p) => (await storageNames(t.db.pool, p.id)).role));
+      const roles = await Promise.all(busy.map(async (p) => (await storageNames(t.db.sql, p.id)).role));
       for (;;) {
         const active = await t.db.pool.query<{ usename: string; n: number }>(
           "SELECT usename, count(*)::int AS n FROM pg_stat_activity WHERE usename = ANY ($1) AND state <> 'idle' GROUP BY usename", [roles]);
@@ -204,7 +204,7 @@ describe('tenant work and the bot', () => {
 
     const locker = new pg.Client({ connectionString: testDatabaseUrl() });
     await locker.connect();
-    await locker.query(`BEGIN; LOCK TABLE "${await physicalSchema(t.db.pool, a.id, 'public')}".slow IN ACCESS EXCLUSIVE MODE`);
+    await locker.query(`BEGIN; LOCK TABLE "${await physicalSchema(t.db.sql, a.id, 'public')}".slow IN ACCESS EXCLUSIVE MODE`);
     const reads = Array.from({ length: 100 }, () => request(t.baseUrl!).get('/v1/tables/slow/rows').set('Authorization', `Bearer ${aKey}`).then((r) => r.status));
     const during: number[] = [];
     try {

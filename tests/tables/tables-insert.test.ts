@@ -23,7 +23,7 @@ const post = (body: object, key = p.key, table = 'opening_hours') =>
   request(t.app).post(`/v1/tables/${table}/rows`).set('Authorization', `Bearer ${key}`).send(body);
 
 async function stored(schema: TableSchema = 'public') {
-  return (await t.db.pool.query(`SELECT * FROM ${await physicalSchema(t.db.pool, p.id, schema)}.opening_hours ORDER BY id`)).rows;
+  return (await t.db.pool.query(`SELECT * FROM ${await physicalSchema(t.db.sql, p.id, schema)}.opening_hours ORDER BY id`)).rows;
 }
 
 beforeAll(async () => {
@@ -31,7 +31,7 @@ beforeAll(async () => {
   p = await project();
 });
 afterAll(async () => {
-  await dropProjectStorage(t.db.pool, p.id).catch(() => undefined);
+  await dropProjectStorage(t.db, p.id).catch(() => undefined);
   await t.close();
 });
 

@@ -27,7 +27,7 @@ async function fatProject() {
   const key = (await t.admin.key(p.id, ['tables:read'])).secret;
   await request(t.app).post(`/admin/projects/${p.id}/tables/ddl`).set('Authorization', `Bearer ${t.adminToken}`)
     .send({ sql: 'CREATE TABLE fat (id int PRIMARY KEY, note text, body text)' }).expect(200);
-  const schema = await physicalSchema(t.db.pool, p.id, 'public');
+  const schema = await physicalSchema(t.db.sql, p.id, 'public');
   await t.db.pool.query(`INSERT INTO ${schema}.fat SELECT n, 'note ' || n, repeat('x', ${MB}) FROM generate_series(1, 60) AS n`);
   return { id: p.id, key, schema };
 }
@@ -94,7 +94,7 @@ describe('a page of table rows has a byte cap', () => {
     const key = (await t.admin.key(p.id, ['tables:read'])).secret;
     await request(t.app).post(`/admin/projects/${p.id}/tables/ddl`).set('Authorization', `Bearer ${t.adminToken}`)
       .send({ sql: 'CREATE TABLE odd (n int PRIMARY KEY, run int, sz text, v0 text)' }).expect(200);
-    const schema = await physicalSchema(t.db.pool, p.id, 'public');
+    const schema = await physicalSchema(t.db.sql, p.id, 'public');
     await t.db.pool.query(`INSERT INTO ${schema}.odd SELECT g, g % 3, 's' || g, 'v' || g FROM generate_series(1, 9) AS g`);
     for (const [order_by, direction] of [['n', 'desc'], ['run', 'desc'], ['run', 'asc']] as const) {
       const seen: number[] = [];
@@ -136,7 +136,7 @@ describe('a configured cap', () => {
     const key = (await small.admin.key(p.id, ['tables:read'])).secret;
     await request(small.app).post(`/admin/projects/${p.id}/tables/ddl`).set('Authorization', `Bearer ${small.adminToken}`)
       .send({ sql: 'CREATE TABLE t (id int PRIMARY KEY, v text)' }).expect(200);
-    const schema = await physicalSchema(small.db.pool, p.id, 'public');
+    const schema = await physicalSchema(small.db.sql, p.id, 'public');
     // Each row: id (1 or 2 digits) twice (value and key) and 1000 bytes of v.
     await small.db.pool.query(`INSERT INTO ${schema}.t SELECT n, repeat('v', 1000) FROM generate_series(1, 10) AS n`);
     const page = await request(small.app).get('/v1/tables/t/rows').query({ limit: 10 }).set('Authorization', `Bearer ${key}`).expect(200);

@@ -10,6 +10,7 @@ import { startTestApp, type TestApp } from '../support/app.js';
 import { asProject } from '../support/console.js';
 import { dropProjectStorage, physicalSchema, withProjectTx } from '../../lib/tables/isolation.js';
 import { readRows, rowsScope } from '../../lib/tables/rows.js';
+import { pgTx } from '../../lib/platform/db/tx.js';
 import { canonicalFilters, parseFilterText } from '../../lib/tables/filters.js';
 import { encodeCursorUnchecked } from '../../lib/platform/cursor.js';
 import { testDatabaseUrl } from '../support/db.js';
@@ -68,7 +69,7 @@ beforeAll(async () => {
   );
 });
 afterAll(async () => {
-  await dropProjectStorage(t.db.pool, p.id).catch(() => undefined);
+  await dropProjectStorage(t.db, p.id).catch(() => undefined);
   await t.close();
 });
 
@@ -96,7 +97,7 @@ async function pageAll(table: string, query: Record<string, string | number>, li
 }
 
 async function expected(table: string, orderSql: string, whereSql = 'TRUE') {
-  const r = await t.db.pool.query(`SELECT * FROM ${await physicalSchema(t.db.pool, p.id, 'public')}.${table} WHERE ${whereSql} ORDER BY ${orderSql}`);
+  const r = await t.db.pool.query(`SELECT * FROM ${await physicalSchema(t.db.sql, p.id, 'public')}.${table} WHERE ${whereSql} ORDER BY ${orderSql}`);
   return r.rows;
 }
 
@@ -173,7 +174,7 @@ describe('connections', () => {
       const seen: string[] = [];
       let cursor: string | undefined;
       for (let i = 0; i < 20; i++) {
-        const page = await readRows(pool, settings, { projectId: p.id, table: 'longkeys', schema: 'public', limit: 4, cursor });
+        const page = await readRows({ pool, sql: pgTx(pool) }, settings, { projectId: p.id, table: 'longkeys', schema: 'public', limit: 4, cursor });
         seen.push(...page.rows.map((r) => String(r.k)));
         if (!page.pagination.nextCursor) break;
         expect(page.pagination.nextCursor.length).toBeLessThanOrEqual(200);
@@ -206,7 +207,7 @@ describe('random tables', () => {
           const got: string[] = [];
           let cursor: string | undefined;
           for (let i = 0; i < 100; i++) {
-            const page = await readRows(t.db.pool, settings, {
+            const page = await readRows(t.db, settings, {
               projectId: p.id, table, schema: 'public', orderBy: 'v', direction, limit: size, cursor,
               filters: filtered ? JSON.stringify([{ column: 'ok', op: 'is', value: true }]) : undefined,
             });
@@ -226,7 +227,7 @@ describe('cursor format', () => {
     const secret = randomBytes(32);
     const settings = { statementTimeoutMs: 5000, cursorSecret: secret };
     const request = { projectId: p.id, table: 'items', schema: 'public' as const, orderBy: 'grade', limit: 3, filters: JSON.stringify([{ column: 'flag', op: 'eq', value: true }]) };
-    const page = await readRows(t.db.pool, settings, request);
+    const page = await readRows(t.db, settings, request);
     const last = page.rows[page.rows.length - 1];
     const position = [last.grade === null ? null : String(last.grade), String(last.a), String(last.b)];
     const scope = rowsScope(request, canonicalFilters(parseFilterText(request.filters)));
@@ -289,11 +290,11 @@ describe('table cursors', () => {
     const cursor = await firstCursor({});
     const q = await t.admin.project();
     const key = (await t.admin.key(q.id, ['tables:read'])).secret;
-    await withProjectTx(t.db.pool, q.id, { readOnly: false, statementTimeoutMs: 5000, schema: 'public', ddl: true }, (c) =>
+    await withProjectTx(t.db, q.id, { readOnly: false, statementTimeoutMs: 5000, schema: 'public', ddl: true }, (c) =>
       c.query('CREATE TABLE items (a integer NOT NULL, b integer NOT NULL, PRIMARY KEY (a, b))'),
     );
     const res = await request(t.app).get('/v1/tables/items/rows').query({ cursor }).set('Authorization', `Bearer ${key}`).expect(400);
     expect(res.body.error.code).toBe('invalid_cursor');
-    await dropProjectStorage(t.db.pool, q.id);
+    await dropProjectStorage(t.db, q.id);
   });
 });

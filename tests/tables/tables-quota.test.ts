@@ -38,7 +38,7 @@ async function botInsert(projectId: string, row: object) {
   return JSON.parse(await runHelper(deps, { projectId, mode: 'production', logLines: 0 }, 'tables.insert', JSON.stringify({ table: 'notes', row })));
 }
 
-const count = async (projectId: string) => (await t.db.pool.query(`SELECT count(*)::int AS n FROM ${await physicalSchema(t.db.pool, projectId, 'public')}.notes`)).rows[0].n;
+const count = async (projectId: string) => (await t.db.pool.query(`SELECT count(*)::int AS n FROM ${await physicalSchema(t.db.sql, projectId, 'public')}.notes`)).rows[0].n;
 
 describe('table storage quotas', () => {
   it('When the operator looks, then both schemas show their limits (config defaults) and usage', async () => {
@@ -78,7 +78,7 @@ describe('table storage quotas', () => {
     expect(api.status).toBe(409);
     expect(api.body.error).toMatchObject({ code: 'table_quota_exceeded', details: { schema: 'public', max_bytes: before + 16384, bytes: expect.any(Number) } });
     expect(api.body.error.details.bytes).toBeGreaterThan(before + 16384);
-    const row = await t.db.pool.query(`SELECT body FROM ${await physicalSchema(t.db.pool, p.id, 'public')}.notes`);
+    const row = await t.db.pool.query(`SELECT body FROM ${await physicalSchema(t.db.sql, p.id, 'public')}.notes`);
     expect(row.rows).toEqual([{ body: 'small' }]);
     // A small update within the limit still works; deletes are never refused.
     await request(t.app).patch('/v1/tables/notes/rows').set('Authorization', `Bearer ${p.key}`)

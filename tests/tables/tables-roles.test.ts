@@ -14,6 +14,7 @@ import { randomBytes } from 'node:crypto';
 import { testDatabaseUrl, withClient, withDatabase } from '../support/db.js';
 import { dropProjectStorage, ensureProjectStorage, physicalSchema, withProjectTx } from '../../lib/tables/isolation.js';
 import { readRows } from '../../lib/tables/rows.js';
+import { pgTx } from '../../lib/platform/db/tx.js';
 import { deleteRows, updateRows } from '../../lib/tables/writes.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../../lib/platform/db/embedded.js';
 
@@ -46,6 +47,7 @@ async function serviceRole(adminUrl: string) {
 async function scenario(url: string): Promise<void> {
   const pool = new pg.Pool({ connectionString: url, max: 4 });
   pool.on('error', () => undefined);
+  const db = { pool, sql: pgTx(pool) };
   const a = `prj_a${randomBytes(4).toString('hex')}`;
   const b = `prj_b${randomBytes(4).toString('hex')}`;
   let aKey = a;
@@ -58,37 +60,37 @@ async function scenario(url: string): Promise<void> {
     await pool.query("CREATE TABLE projects (id text PRIMARY KEY, storage_key text NOT NULL UNIQUE DEFAULT 'k' || substr(md5(random()::text), 1, 24))");
     await pool.query('INSERT INTO projects (id) VALUES ($1), ($2)', [a, b]);
     aKey = (await pool.query('SELECT storage_key FROM projects WHERE id = $1', [a])).rows[0].storage_key as string;
-    await ensureProjectStorage(pool, a);
-    await ensureProjectStorage(pool, b);
+    await ensureProjectStorage(db, a);
+    await ensureProjectStorage(db, b);
     const ddl = (id: string, ...sql: string[]) =>
-      withProjectTx(pool, id, { readOnly: false, statementTimeoutMs: 5000, schema: 'public', ddl: true }, async (c) => {
+      withProjectTx(db, id, { readOnly: false, statementTimeoutMs: 5000, schema: 'public', ddl: true }, async (c) => {
         for (const s of sql) await c.query(s);
       });
     await ddl(a, 'CREATE TABLE items (id int PRIMARY KEY, v text)', "INSERT INTO items SELECT g, 'v' || g FROM generate_series(1, 5) g");
     await ddl(b, 'CREATE TABLE theirs (id int PRIMARY KEY)');
 
-    const page = await readRows(pool, settings, { projectId: a, table: 'items', schema: 'public', limit: 2 });
+    const page = await readRows(db, settings, { projectId: a, table: 'items', schema: 'public', limit: 2 });
     expect(page.rows).toEqual([{ id: 1, v: 'v1' }, { id: 2, v: 'v2' }]);
-    const next = await readRows(pool, settings, { projectId: a, table: 'items', schema: 'public', limit: 50, cursor: page.pagination.nextCursor! });
+    const next = await readRows(db, settings, { projectId: a, table: 'items', schema: 'public', limit: 50, cursor: page.pagination.nextCursor! });
     expect(next.rows.map((r) => r.id)).toEqual([3, 4, 5]);
-    const up = await updateRows(pool, settings, { projectId: a, table: 'items', schema: 'public', filters: [{ column: 'id', op: 'eq', value: 1 }], set: { v: 'x' }, dryRun: false });
+    const up = await updateRows(db, settings, { projectId: a, table: 'items', schema: 'public', filters: [{ column: 'id', op: 'eq', value: 1 }], set: { v: 'x' }, dryRun: false });
     expect(up.affected).toBe(1);
-    const del = await deleteRows(pool, settings, { projectId: a, table: 'items', schema: 'public', filters: [{ column: 'id', op: 'gt', value: 3 }], dryRun: false });
+    const del = await deleteRows(db, settings, { projectId: a, table: 'items', schema: 'public', filters: [{ column: 'id', op: 'gt', value: 3 }], dryRun: false });
     expect(del.affected).toBe(2);
 
-    for (const sql of [`SELECT * FROM ${await physicalSchema(pool, b, 'public')}.theirs`, 'SELECT * FROM public.service_secret', 'SELECT * FROM _platform_meta']) {
+    for (const sql of [`SELECT * FROM ${await physicalSchema(db.sql, b, 'public')}.theirs`, 'SELECT * FROM public.service_secret', 'SELECT * FROM _platform_meta']) {
       await expect(ddl(a, sql)).rejects.toMatchObject({ code: expect.stringMatching(/^(42501|42P01)$/) });
     }
     // Provisioning is idempotent (a second process, the same project).
     const second = new pg.Pool({ connectionString: url, max: 1 });
     try {
-      await ensureProjectStorage(second, a);
+      await ensureProjectStorage({ pool: second, sql: pgTx(second) }, a);
     } finally {
       await second.end();
     }
   } finally {
-    await dropProjectStorage(pool, a).catch(() => undefined);
-    await dropProjectStorage(pool, b).catch(() => undefined);
+    await dropProjectStorage(db, a).catch(() => undefined);
+    await dropProjectStorage(db, b).catch(() => undefined);
     const left = await pool.query("SELECT count(*)::int AS n FROM pg_roles WHERE rolname LIKE $1", [`%${aKey}`]);
     await pool.end();
     expect(left.rows[0].n).toBe(0);

@@ -205,7 +205,7 @@ describe('table addressing', () => {
       '"secrets"',
       'SECRETS',
       'Secrets',
-      `${await physicalSchema(t.db.pool, other.id, 'public')}.secrets`,
+      `${await physicalSchema(t.db.sql, other.id, 'public')}.secrets`,
       'public.api_keys',
       'pg_catalog.pg_authid',
       'pg_catalog.pg_class',
@@ -227,7 +227,7 @@ describe('table addressing', () => {
   it('When the project role is used directly, then PostgreSQL itself refuses other projects and the service tables', async () => {
     const other = await project();
     await asProject(t, other.id, 'public', 'CREATE TABLE theirs (id integer PRIMARY KEY)');
-    const attempts = [`SELECT * FROM ${await physicalSchema(t.db.pool, other.id, 'public')}.theirs`, 'SELECT * FROM public.api_keys', 'SELECT * FROM public.projects', 'SELECT * FROM _platform_meta'];
+    const attempts = [`SELECT * FROM ${await physicalSchema(t.db.sql, other.id, 'public')}.theirs`, 'SELECT * FROM public.api_keys', 'SELECT * FROM public.projects', 'SELECT * FROM _platform_meta'];
     for (const sql of attempts) {
       await expect(asProject(t, p.id, 'public', sql)).rejects.toMatchObject({ code: expect.stringMatching(/^(42501|42P01|3F000)$/) });
     }
@@ -245,7 +245,7 @@ describe('table addressing', () => {
     for (const direction of ['sideways', 'asc; drop table orders']) {
       expect((await rows(p.key, 'orders', { direction }).expect(400)).body.error.code).toBe('invalid_request');
     }
-    for (const schema of ['private', 'pg_catalog', 'public; drop table orders', await physicalSchema(t.db.pool, p.id, 'public')]) {
+    for (const schema of ['private', 'pg_catalog', 'public; drop table orders', await physicalSchema(t.db.sql, p.id, 'public')]) {
       expect((await rows(p.key, 'orders', { schema }).expect(400)).body.error.code).toBe('invalid_request');
     }
     const res = await rows(p.key, 'orders', { columns: 'id', filters: JSON.stringify([{ column: 'status', op: 'eq', value: "paid' OR '1'='1" }]) }).expect(200);

@@ -69,7 +69,7 @@ describe('projects whose ids named one storage', () => {
       expect((await rows(b.key, 'notes')).body.data.rows).toEqual([{ id: 1, body: `secret of ${second}` }]);
       expect((await rows(a.key, 'notes')).body.data.rows).toEqual([{ id: 1, body: `secret of ${first}` }]);
 
-      const [na, nb] = [await storageNames(t.db.pool, a.id), await storageNames(t.db.pool, b.id)];
+      const [na, nb] = [await storageNames(t.db.sql, a.id), await storageNames(t.db.sql, b.id)];
       expect(na.role).not.toBe(nb.role);
       expect(new Set([na.schemas.public, na.schemas.preview, nb.schemas.public, nb.schemas.preview]).size).toBe(4);
     });
@@ -79,7 +79,7 @@ describe('projects whose ids named one storage', () => {
     const p = await create('key-holder');
     const row = await t.db.pool.query<{ storage_key: string }>('SELECT storage_key FROM projects WHERE id = $1', [p.id]);
     expect(row.rows[0].storage_key).toMatch(/^k[0-9a-f]{24}$/);
-    expect((await storageNames(t.db.pool, p.id)).schemas.public).toBe(`p_${row.rows[0].storage_key}_public`);
+    expect((await storageNames(t.db.sql, p.id)).schemas.public).toBe(`p_${row.rows[0].storage_key}_public`);
     await expect(t.db.pool.query("UPDATE projects SET storage_key = 'proj_c' WHERE id = $1", [p.id])).rejects.toThrow(/never changes/);
     await expect(t.db.pool.query("UPDATE projects SET storage_key = 'Bad-Key' WHERE id = $1", [p.id])).rejects.toThrow();
   });

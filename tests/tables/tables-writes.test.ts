@@ -28,7 +28,7 @@ beforeAll(async () => {
   await asProject(t, other.id, 'public', 'CREATE TABLE people (id integer PRIMARY KEY, name text)', "INSERT INTO people VALUES (1, 'theirs')");
 });
 afterAll(async () => {
-  for (const q of [p, other]) await dropProjectStorage(t.db.pool, q.id).catch(() => undefined);
+  for (const q of [p, other]) await dropProjectStorage(t.db, q.id).catch(() => undefined);
   await t.close();
 });
 
@@ -44,7 +44,7 @@ beforeEach(async () => {
 });
 
 async function snapshot(projectId = p.id, schema: TableSchema = 'public') {
-  return (await t.db.pool.query(`SELECT * FROM ${await physicalSchema(t.db.pool, projectId, schema)}.people ORDER BY id`)).rows;
+  return (await t.db.pool.query(`SELECT * FROM ${await physicalSchema(t.db.sql, projectId, schema)}.people ORDER BY id`)).rows;
 }
 
 function patch(body: object, key = p.key) {
@@ -168,7 +168,7 @@ describe('deleteTableRows', () => {
     expect((await del({ filters: f({ column: 'id', op: 'gt', value: 0 }) }, p.key, 'api_keys').expect(404)).body.error.code).toBe('table_not_found');
     expect(await snapshot()).toHaveLength(80);
     expect(await snapshot(other.id)).toHaveLength(1);
-    const meta = await t.db.pool.query(`SELECT count(*)::int AS n FROM ${await physicalSchema(t.db.pool, p.id, 'public')}._platform_meta`);
+    const meta = await t.db.pool.query(`SELECT count(*)::int AS n FROM ${await physicalSchema(t.db.sql, p.id, 'public')}._platform_meta`);
     expect(meta.rows[0].n).toBeGreaterThan(0);
     await asProject(t, p.id, 'public', 'DROP VIEW people_view');
   });
@@ -184,7 +184,7 @@ describe('statement timeout', () => {
       'CREATE DOMAIN slow_int AS integer CHECK (slow_ok(VALUE))',
       'CREATE TABLE sleepy (id integer PRIMARY KEY, v slow_int)',
     );
-    await t.db.pool.query(`INSERT INTO ${await physicalSchema(t.db.pool, p.id, 'public')}.sleepy VALUES (1, 1)`);
+    await t.db.pool.query(`INSERT INTO ${await physicalSchema(t.db.sql, p.id, 'public')}.sleepy VALUES (1, 1)`);
   }, 20000);
 
   timingBound('query_timeout within 900 ms').it('When a read outlasts the statement timeout, then 503 query_timeout, quickly', async () => {
@@ -205,7 +205,7 @@ describe('statement timeout', () => {
       .send({ filters: [{ column: 'id', op: 'eq', value: 1 }], set: { v: 2 } })
       .expect(503);
     expect(res.body.error.code).toBe('query_timeout');
-    const r = await t.db.pool.query(`SELECT v FROM ${await physicalSchema(t.db.pool, p.id, 'public')}.sleepy`);
+    const r = await t.db.pool.query(`SELECT v FROM ${await physicalSchema(t.db.sql, p.id, 'public')}.sleepy`);
     expect(r.rows).toEqual([{ v: 1 }]);
   });
 
@@ -213,7 +213,7 @@ describe('statement timeout', () => {
     const c = await t.db.pool.connect();
     try {
       await c.query('BEGIN');
-      await c.query(`SELECT * FROM ${await physicalSchema(t.db.pool, p.id, 'public')}.people WHERE id = 1 FOR UPDATE`);
+      await c.query(`SELECT * FROM ${await physicalSchema(t.db.sql, p.id, 'public')}.people WHERE id = 1 FOR UPDATE`);
       const res = await patch({ filters: [{ column: 'id', op: 'eq', value: 1 }], set: { name: 'x' } }).expect(503);
       expect(res.body.error.code).toBe('query_timeout');
     } finally {
