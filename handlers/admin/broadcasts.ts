@@ -38,12 +38,12 @@ export const adminApproveBroadcast: Handler<Ops['adminApproveBroadcast']> = asyn
   if (scheduledAt && Number.isNaN(scheduledAt.getTime())) throw new ApiError('invalid_request', 'scheduled_at is not a timestamp.');
   const pending = await requireBroadcast(deps.db.sql, broadcastId(req.params.broadcastId));
   await refreshMessagingLimit(deps, pending.project_id);
-  const row = await approveBroadcast(deps.db.pool, broadcastId(req.params.broadcastId), { scheduledAt, approvedBy: body.approved_by }, deps.clock.now());
+  const row = await approveBroadcast(deps.db, broadcastId(req.params.broadcastId), { scheduledAt, approvedBy: body.approved_by }, deps.clock.now());
   return { data: { broadcast: await view(deps, row) } };
 };
 
 export const adminCancelBroadcast: Handler<Ops['adminCancelBroadcast']> = async (req, deps) => {
-  const row = await cancelBroadcast(deps.db.pool, broadcastId(req.params.broadcastId), req.body?.reason, deps.clock.now());
+  const row = await cancelBroadcast(deps.db, broadcastId(req.params.broadcastId), req.body?.reason, deps.clock.now());
   return { data: { broadcast: await view(deps, row) } };
 };
 

@@ -283,7 +283,7 @@ export const broadcastProgress = (deps: AppDeps) => async (req: Request, res: Re
 export const CAMPAIGN_CHANGES: ChangeSource = {
   name: 'campaign',
   read: async (deps, broadcastIds) => {
-    const own = await campaignCursors(deps.db.pool, broadcastIds);
+    const own = await campaignCursors(deps.db.sql, broadcastIds);
     const projects = await changeCursors(deps.db.sql, [...new Set([...own.values()].map((c) => c.projectId))]);
     return new Map([...own].map(([id, c]) => [id, `${c.cursor}|${projects.get(c.projectId) ?? ''}`]));
   },

@@ -8,7 +8,8 @@
 import type pg from 'pg';
 import { ApiError } from '../platform/errors.js';
 import { inTransaction } from '../platform/db/transaction.js';
-import type { Tx } from '../platform/db/tx.js';
+import { queryRows, type Tx } from '../platform/db/tx.js';
+import type { Database } from '../platform/db/database.js';
 import { computePreflight, freezeAudience, audienceFilter, preflightOf, type Preflight } from './audience.js';
 import { broadcastNotFound, findBroadcast, type BroadcastRow } from './store.js';
 import { broadcastRate, pacingSettings } from './pacing.js';
@@ -30,8 +31,8 @@ export interface ApproveInput {
 /** `inside` runs in the same transaction once the change is made (the dashboard's audit row): its failure undoes the change. */
 export type InsideTransaction = (client: pg.PoolClient, after: BroadcastRow, before: BroadcastRow) => Promise<void>;
 
-export async function approveBroadcast(pool: pg.Pool, id: string, input: ApproveInput, now: Date, inside?: InsideTransaction): Promise<BroadcastRow> {
-  return inTransaction(pool, async (client) => {
+export async function approveBroadcast(db: Pick<Database, 'pool'>, id: string, input: ApproveInput, now: Date, inside?: InsideTransaction): Promise<BroadcastRow> {
+  return inTransaction(db.pool, async (client) => {
     const row = await lockCampaign(client, id);
     if (!row) throw broadcastNotFound(id);
     if (row.status !== 'pending_approval') throw wrongState(row, 'approved');
@@ -40,8 +41,8 @@ export async function approveBroadcast(pool: pg.Pool, id: string, input: Approve
     let frozen: number;
     if (row.audience.retarget_of !== undefined) {
       // A retarget follow-up was frozen when it was spawned.
-      const { rows: n } = await client.query<{ n: string }>('SELECT count(*)::bigint AS n FROM broadcast_recipients WHERE broadcast_id = $1', [id]);
-      frozen = Number(n[0].n);
+      const [n] = await queryRows<{ n: bigint }>(client, 'SELECT count(*)::bigint AS n FROM broadcast_recipients WHERE broadcast_id = $1', id);
+      frozen = Number(n.n);
       preflight = preflightOf(frozen, row.preflight?.excluded ?? { opted_out: 0, invalid_phone: 0, not_opted_in: 0, recent_marketing_limit: 0, missing_variable: 0, duplicate: 0 }, rate, now);
     } else {
       const filter = await audienceFilter(client, row.project_id, row.audience);
@@ -69,8 +70,8 @@ export async function approveBroadcast(pool: pg.Pool, id: string, input: Approve
  * `canceled`; one being sent at this instant finishes its send (the engine checks the status
  * before each batch, so at most one batch is in flight).
  */
-export async function cancelBroadcast(pool: pg.Pool, id: string, reason: string | undefined, now: Date, inside?: InsideTransaction): Promise<BroadcastRow> {
-  return inTransaction(pool, async (client) => {
+export async function cancelBroadcast(db: Pick<Database, 'pool'>, id: string, reason: string | undefined, now: Date, inside?: InsideTransaction): Promise<BroadcastRow> {
+  return inTransaction(db.pool, async (client) => {
     const row = await lockCampaign(client, id);
     if (!row) throw broadcastNotFound(id);
     if (!['pending_approval', 'scheduled', 'sending'].includes(row.status)) throw wrongState(row, 'canceled');

@@ -6,14 +6,15 @@
  * delivery, the channel's price) move its project's inbox cursor (lib/inbox/live-changes.ts), which
  * the page's source adds (http/dashboard/broadcast-pages.ts).
  */
-import type { Queryable } from '../platform/db/transaction.js';
+import { queryRows, type Tx } from '../platform/db/tx.js';
 import { UUID } from '../platform/ids.js';
 
 /** Each campaign asked: its project and its own cursor (a different string means its page may show something new). */
-export async function campaignCursors(db: Queryable, broadcastIds: string[]): Promise<Map<string, { projectId: string; cursor: string }>> {
+export async function campaignCursors(db: Tx, broadcastIds: string[]): Promise<Map<string, { projectId: string; cursor: string }>> {
   const ids = broadcastIds.filter((id) => UUID.test(id));
   if (!ids.length) return new Map();
-  const { rows } = await db.query<{ id: string; project_id: string; cursor: string }>(
+  const rows = await queryRows<{ id: string; project_id: string; cursor: string }>(
+    db,
     `SELECT b.id::text, b.project_id,
             concat_ws('/', b.status, b.status_reason, b.started_at::text, b.completed_at::text, b.wave_scheduled_at::text,
                       b.wave_scheduled_count::text, b.retarget_due_at::text,
@@ -22,7 +23,7 @@ export async function campaignCursors(db: Queryable, broadcastIds: string[]): Pr
                                WHERE broadcast_id = b.id AND state IN ('held', 'queued', 'sending', 'unknown', 'failed', 'canceled')
                                GROUP BY state) r)) AS cursor
        FROM broadcasts b WHERE b.id = ANY($1::uuid[])`,
-    [ids],
+    ids,
   );
   return new Map(rows.map((r) => [r.id, { projectId: r.project_id, cursor: r.cursor }]));
 }

@@ -12,7 +12,7 @@
  * `unknown` records the failure; pacing keeps using the level), logged once when it turns unknown.
  */
 import type { Deps } from '../deps.js';
-import type { Queryable } from '../platform/db/transaction.js';
+import { execute, queryRows, queryRowsNamed, type Tx } from '../platform/db/tx.js';
 import { openChannel } from './settings.js';
 import { capability, offers } from '../channel-port/capabilities.js';
 
@@ -29,9 +29,9 @@ export interface ChannelThroughputRow {
 
 type RefreshDeps = Pick<Deps, 'db' | 'secretBox' | 'channel' | 'clock' | 'logger' | 'credentialCache'>;
 
-export async function channelThroughputOf(db: Queryable, phoneNumberId: string): Promise<ChannelThroughputRow | undefined> {
-  const { rows } = await db.query<ChannelThroughputRow>({ name: 'channel-throughput-of', text: 'SELECT * FROM channel_throughput WHERE phone_number_id = $1', values: [phoneNumberId] });
-  return rows[0];
+export async function channelThroughputOf(db: Tx, phoneNumberId: string): Promise<ChannelThroughputRow | undefined> {
+  const [row] = await queryRowsNamed<ChannelThroughputRow>(db, 'channel-throughput-of', 'SELECT * FROM channel_throughput WHERE phone_number_id = $1', phoneNumberId);
+  return row;
 }
 
 /**
@@ -43,11 +43,12 @@ export async function refreshChannelThroughput(deps: RefreshDeps, projectId: str
     const channel = await openChannel(deps, projectId);
     if (!channel || !offers(deps, channel, 'number_limits')) return { changed: false };
     const now = deps.clock.now();
-    const before = await channelThroughputOf(deps.db.pool, channel.phoneNumberId);
+    const before = await channelThroughputOf(deps.db.sql, channel.phoneNumberId);
     try {
       const read = await capability(deps, channel, 'number_limits').getThroughput(channel);
       const changed = !before || before.level !== read.level || before.coexistence !== read.coexistence || before.messages_per_second !== read.messagesPerSecond;
-      const { rows } = await deps.db.pool.query<ChannelThroughputRow>(
+      const rows = await queryRows<ChannelThroughputRow>(
+        deps.db.sql,
         `INSERT INTO channel_throughput (phone_number_id, state, level, coexistence, messages_per_second, error, read_at, changed_at)
          VALUES ($1, 'known', $2, $3, $4, NULL, $5, NULL)
          ON CONFLICT (phone_number_id) DO UPDATE SET state = 'known', level = EXCLUDED.level, coexistence = EXCLUDED.coexistence,
@@ -56,7 +57,7 @@ export async function refreshChannelThroughput(deps: RefreshDeps, projectId: str
                              OR channel_throughput.messages_per_second IS DISTINCT FROM EXCLUDED.messages_per_second
                              THEN EXCLUDED.read_at ELSE channel_throughput.changed_at END
          RETURNING *`,
-        [channel.phoneNumberId, read.level.slice(0, 32), read.coexistence, read.messagesPerSecond, now],
+        channel.phoneNumberId, read.level.slice(0, 32), read.coexistence, read.messagesPerSecond, now,
       );
       if (before && changed) {
         deps.logger.info(`throughput of number ${channel.phoneNumberId} is now ${read.level}${read.coexistence ? ' (coexistence)' : ''}: ${read.messagesPerSecond ?? 'unknown'} messages per second (was ${before.level ?? 'unknown'}, ${before.messages_per_second ?? 'unknown'}; ${why})`);
@@ -65,10 +66,11 @@ export async function refreshChannelThroughput(deps: RefreshDeps, projectId: str
     } catch (e) {
       const error = (e instanceof Error ? e.message : String(e)).slice(0, 500);
       // The level read before stays in force: a failed read does not slow a HIGH number down.
-      await deps.db.pool.query(
+      await execute(
+        deps.db.sql,
         `INSERT INTO channel_throughput (phone_number_id, state, error, read_at) VALUES ($1, 'unknown', $2, $3)
          ON CONFLICT (phone_number_id) DO UPDATE SET state = 'unknown', error = EXCLUDED.error, read_at = EXCLUDED.read_at`,
-        [channel.phoneNumberId, error, now],
+        channel.phoneNumberId, error, now,
       );
       if (before?.state !== 'unknown') deps.logger.warn(`throughput of number ${channel.phoneNumberId} could not be read (pacing keeps ${before?.messages_per_second ?? 'the default'}): ${error}`);
       return { changed: false };
@@ -82,7 +84,8 @@ export async function refreshChannelThroughput(deps: RefreshDeps, projectId: str
 /** Every configured number's level (the periodic refresh and the one at start). */
 export async function refreshAllChannelThroughput(deps: RefreshDeps, why: string): Promise<number> {
   // Active projects' numbers (a paused or deleted project sends nothing).
-  const { rows } = await deps.db.pool.query<{ project_id: string }>(
+  const rows = await queryRows<{ project_id: string }>(
+    deps.db.sql,
     `SELECT s.project_id FROM channel_settings s JOIN projects p ON p.id = s.project_id WHERE p.status = 'active' ORDER BY s.project_id`,
   );
   let changed = 0;

@@ -115,7 +115,7 @@ export async function approveBroadcastAs(deps: ActionDeps, actor: Actor, project
   await requireRole(deps, actor.accountId, projectId, MANAGERS, 'approve broadcasts');
   const before = await broadcastOfProject(deps, projectId, id);
   const now = deps.clock.now();
-  return approveBroadcast(deps.db.pool, before.id, { approvedBy: actor.email }, now, (client, after, locked) =>
+  return approveBroadcast(deps.db, before.id, { approvedBy: actor.email }, now, (client, after, locked) =>
     recordAuditOn(client, now, actor, { projectId, action: 'broadcast.approve', subject: before.id, before: broadcastState(locked), after: { ...broadcastState(after), approved_by: actor.email, preflight: after.preflight } }),
   );
 }
@@ -125,7 +125,7 @@ export async function cancelBroadcastAs(deps: ActionDeps, actor: Actor, projectI
   const before = await broadcastOfProject(deps, projectId, id);
   const why = typeof reason === 'string' && reason.trim() ? reason.trim().slice(0, 500) : `canceled by ${actor.email}`;
   const now = deps.clock.now();
-  return cancelBroadcast(deps.db.pool, before.id, why, now, (client, after, locked) =>
+  return cancelBroadcast(deps.db, before.id, why, now, (client, after, locked) =>
     recordAuditOn(client, now, actor, { projectId, action: 'broadcast.cancel', subject: before.id, before: broadcastState(locked), after: broadcastState(after) }),
   );
 }

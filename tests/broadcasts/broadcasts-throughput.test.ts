@@ -67,7 +67,7 @@ describe('the level read from Meta', () => {
     expect(await throughput()).toMatchObject({ tier: 'HIGH', channel_messages_per_second: 1000, messages_per_second: 500, broadcast_rate: 450, limited_by: 'operator' });
     await sim().patch(`/_sim/phone-numbers/${phoneNumberId}`).send({ coexistence: true }).expect(200);
     expect(await throughput()).toMatchObject({ tier: 'COEXISTENCE', channel_messages_per_second: 20, messages_per_second: 20, broadcast_rate: 18, limited_by: 'channel' });
-    expect((await channelThroughputOf(t.db.pool, phoneNumberId))).toMatchObject({ state: 'known', level: 'HIGH', coexistence: true, messages_per_second: 20 });
+    expect((await channelThroughputOf(t.db.sql, phoneNumberId))).toMatchObject({ state: 'known', level: 'HIGH', coexistence: true, messages_per_second: 20 });
     // The dashboard's pre-flight says it in words.
     expect(throughputText(await throughput())).toBe('coexistence number (Meta allows 20/s, operator cap 500/s); campaigns send up to 18 messages/s, held by the number\'s level at Meta');
   });
@@ -78,7 +78,7 @@ describe('the level read from Meta', () => {
     await refreshChannelThroughput(t.services.deps, project.id, 'test');
     await sim().post('/_sim/faults').send({ phone_number_id: phoneNumberId, operation: 'other', count: 1, http_status: 500 }).expect(201);
     expect((await refreshChannelThroughput(t.services.deps, project.id, 'test')).changed).toBe(false);
-    expect(await channelThroughputOf(t.db.pool, phoneNumberId)).toMatchObject({ state: 'unknown', level: 'HIGH', messages_per_second: 1000, error: expect.stringMatching(/500/) });
+    expect(await channelThroughputOf(t.db.sql, phoneNumberId)).toMatchObject({ state: 'unknown', level: 'HIGH', messages_per_second: 1000, error: expect.stringMatching(/500/) });
   });
 });
 
@@ -145,7 +145,7 @@ describe('an upgrade mid-campaign', () => {
       expect(live.pacing).toMatchObject({ tier: 'HIGH', channel_messages_per_second: 1000, messages_per_second: 1000, broadcast_rate: 900, limited_by: 'channel' });
       // The live page says the tier and what holds the pace.
       expect(progressOf(live).pace).toBe('Pace: HIGH at Meta (Meta allows 1000/s); campaigns send up to 900 messages/s, held by the number\'s level at Meta.');
-      expect(await channelThroughputOf(t.db.pool, phoneNumberId)).toMatchObject({ level: 'HIGH', messages_per_second: 1000 });
+      expect(await channelThroughputOf(t.db.sql, phoneNumberId)).toMatchObject({ level: 'HIGH', messages_per_second: 1000 });
 
       const sent = await sim().get(`/_sim/messages?phone_number_id=${phoneNumberId}&limit=10000`);
       expect(sent.body.data).toHaveLength(N);
