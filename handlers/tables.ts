@@ -41,7 +41,7 @@ export const insertTableRows: Handler<operations['insertTableRows']> = async (re
     dryRun: b.dry_run ?? false,
     // Keyed: exactly once whatever becomes of the COMMIT (a retry replays this answer if it committed).
     beforeCommit: req.idempotencyKey
-      ? (client, data) => linkKeyToTransaction(deps.db.pool, client, { projectId: req.auth!.project.id, key: req.idempotencyKey! }, { status: 201, body: { success: true, data } })
+      ? (client, data) => linkKeyToTransaction(deps.db.sql, client, { projectId: req.auth!.project.id, key: req.idempotencyKey! }, { status: 201, body: { success: true, data } })
       : undefined,
   });
   return { status: result.dry_run ? 200 : 201, data: result };

@@ -88,13 +88,13 @@ export function idempotency(deps: AppDeps) {
 
     // Claim the key: insert, or take over a record that expired or was abandoned (lib/platform/idempotency.ts).
     // Batched with the project's other claims in flight (lib/platform/idempotency-batch.ts).
-    const held = await claimOnce(deps.db.pool, projectId, key, print, now, async () => {
+    const held = await claimOnce(deps.db.sql, projectId, key, print, now, async () => {
       try {
-        return await claimBatched(deps.db.pool, projectId, key, print, now);
+        return await claimBatched(deps.db.sql, projectId, key, print, now);
       } catch (e) {
         // Answered 503, and the handler never runs: a claim committed all the same is deleted (not left to block retries).
         if (isDatabaseUnavailable(e)) {
-          releaseFailedClaimLater(deps.db.pool, projectId, key, print, now, (err) =>
+          releaseFailedClaimLater(deps.db.sql, projectId, key, print, now, (err) =>
             deps.logger.warn('idempotency: could not release a claim whose statement failed; the key is taken over once abandoned', { request_id: req.requestId, error: String(err) }));
         }
         throw e;
@@ -109,12 +109,12 @@ export function idempotency(deps: AppDeps) {
       let pending = 'A request with this Idempotency-Key is still being processed; retry shortly.';
       if (record.state !== 'completed' && record.send_ref && isTransactionRef(record.send_ref)) {
         // Linked to the transaction doing the work (lib/platform/idempotency-transactions.ts): its commit decides.
-        const outcome = await transactionOutcome(deps.db.pool, record.send_ref);
-        if (outcome === 'aborted') await releaseLinkedKey(deps.db.pool, projectId, key, record.send_ref);
+        const outcome = await transactionOutcome(deps.db.sql, record.send_ref);
+        if (outcome === 'aborted') await releaseLinkedKey(deps.db.sql, projectId, key, record.send_ref);
         else if (outcome === 'committed' && record.status_code !== null) record = await completeLinked(deps, projectId, key, record, { status: record.status_code, body: record.body });
       } else if (record.state !== 'completed' && record.send_ref && resolver) {
         const answer = await resolver(deps, { projectId, ref: record.send_ref, requestId: req.requestId });
-        if (answer.state === 'gone') await releaseLinkedKey(deps.db.pool, projectId, key, record.send_ref);
+        if (answer.state === 'gone') await releaseLinkedKey(deps.db.sql, projectId, key, record.send_ref);
         else if (answer.state === 'pending') pending = answer.message;
         else record = await completeLinked(deps, projectId, key, record, answer);
       }
@@ -144,7 +144,7 @@ export function idempotency(deps: AppDeps) {
           ? release(deps, projectId, key, resolver, req.requestId)
           : status < 300 && req.idempotencyAnswered
             ? Promise.resolve()
-            : completeBatched(deps.db.pool, projectId, key, status, body, Object.keys(headers).length ? headers : null, text);
+            : completeBatched(deps.db.sql, projectId, key, status, body, Object.keys(headers).length ? headers : null, text);
       settle
         .catch((e) => deps.logger.error('idempotency: could not settle key', { request_id: req.requestId, error: String(e) }))
         .finally(() => (text === undefined ? send(body) : writeJsonText(req, res, status, text)));
@@ -157,18 +157,18 @@ export function idempotency(deps: AppDeps) {
 
 /** A 5xx: the key is released, unless work linked to it is still open (its operation decides). */
 async function release(deps: AppDeps, projectId: string, key: string, resolver: PendingResolver | undefined, requestId: string): Promise<void> {
-  const ref = await releaseKey(deps.db.pool, projectId, key);
+  const ref = await releaseKey(deps.db.sql, projectId, key);
   // Linked to its transaction: released only if that certainly did not commit (committed, a retry replays its answer).
   if (ref && isTransactionRef(ref)) {
-    if ((await transactionOutcome(deps.db.pool, ref)) === 'aborted') await releaseLinkedKey(deps.db.pool, projectId, key, ref);
+    if ((await transactionOutcome(deps.db.sql, ref)) === 'aborted') await releaseLinkedKey(deps.db.sql, projectId, key, ref);
     return;
   }
-  if (ref && resolver && (await resolver(deps, { projectId, ref, requestId })).state === 'gone') await releaseLinkedKey(deps.db.pool, projectId, key, ref);
+  if (ref && resolver && (await resolver(deps, { projectId, ref, requestId })).state === 'gone') await releaseLinkedKey(deps.db.sql, projectId, key, ref);
 }
 
 /** The linked work has a final answer: stored, and replayed from now on. */
 async function completeLinked(deps: AppDeps, projectId: string, key: string, record: Stored, answer: { status: number; body: unknown }): Promise<Stored> {
-  await completeLinkedKey(deps.db.pool, projectId, key, record.send_ref!, answer.status, answer.body);
+  await completeLinkedKey(deps.db.sql, projectId, key, record.send_ref!, answer.status, answer.body);
   return { ...record, state: 'completed', status_code: answer.status, body: answer.body, headers: null };
 }
 

@@ -43,7 +43,7 @@ export async function once(
     throw new DashboardRefusal(400, 'This form is out of date (it has no one-time token). Reload the page and send it again; nothing was changed.');
   }
   const key = `dashboard:${token}`;
-  const held = await claimOnce(deps.db.pool, projectId, key, fingerprintOf(form.path, form.fields), deps.clock.now());
+  const held = await claimOnce(deps.db.sql, projectId, key, fingerprintOf(form.path, form.fields), deps.clock.now());
   if (held.state === 'mismatch') throw new DashboardRefusal(409, 'This form was already used for another change. Reload the page; nothing was changed.');
   if (held.state !== 'claimed') {
     const location = held.state === 'completed' ? (held.record.body as { location?: unknown } | null)?.location : undefined;
@@ -54,9 +54,9 @@ export async function once(
   try {
     location = await change();
   } catch (e) {
-    await releaseKey(deps.db.pool, projectId, key).catch(() => undefined);
+    await releaseKey(deps.db.sql, projectId, key).catch(() => undefined);
     throw e;
   }
-  await completeKey(deps.db.pool, projectId, key, 303, { location }, null);
+  await completeKey(deps.db.sql, projectId, key, 303, { location }, null);
   return { location, repeated: false };
 }

@@ -10,7 +10,7 @@
  * with a key already in the batch waits for the next one, where it finds the key held, as it would
  * have one statement later. What a key that was not claimed holds is read as before (claimOnce).
  */
-import type pg from 'pg';
+import type { Tx } from './db/tx.js';
 import { claimKeys, completeKeys } from './idempotency-store.js';
 import { ABANDONED_AFTER_MS, RETENTION_MS } from './idempotency.js';
 import { Batcher, newest } from './batcher.js';
@@ -31,39 +31,40 @@ interface Answer {
   bodyJson?: string;
 }
 
-const claimers = new WeakMap<pg.Pool, Batcher<Claim, boolean>>();
-const completers = new WeakMap<pg.Pool, Batcher<Answer, void>>();
+// One batcher per handle: `deps.db.sql` is the pool itself, so one per pool as before.
+const claimers = new WeakMap<Tx, Batcher<Claim, boolean>>();
+const completers = new WeakMap<Tx, Batcher<Answer, void>>();
 
 /**
  * Claims the key (claimKey's rule), batched with the project's other claims in flight: true when
  * this request holds it now. A batch is judged at its newest `now`.
  */
-export function claimBatched(pool: pg.Pool, projectId: string, key: string, fingerprint: string, now: Date): Promise<boolean> {
-  let b = claimers.get(pool);
+export function claimBatched(db: Tx, projectId: string, key: string, fingerprint: string, now: Date): Promise<boolean> {
+  let b = claimers.get(db);
   if (!b) {
     b = new Batcher<Claim, boolean>(async (project, items) => {
       const at = newest(items, (c) => c.now);
-      const claimed = await claimKeys(pool, project, items, {
+      const claimed = await claimKeys(db, project, items, {
         now: at,
         expiresAt: new Date(at.getTime() + RETENTION_MS),
         abandonedBefore: new Date(at.getTime() - ABANDONED_AFTER_MS),
       });
       return items.map((c) => claimed.has(c.key));
     }, (c) => c.key);
-    claimers.set(pool, b);
+    claimers.set(db, b);
   }
   return b.add(projectId, { key, fingerprint, now });
 }
 
 /** Stores the key's answer (completeKey's write), batched with the project's other completions in flight. */
-export function completeBatched(pool: pg.Pool, projectId: string, key: string, status: number, body: unknown, headers: Record<string, string> | null, bodyJson?: string): Promise<void> {
-  let b = completers.get(pool);
+export function completeBatched(db: Tx, projectId: string, key: string, status: number, body: unknown, headers: Record<string, string> | null, bodyJson?: string): Promise<void> {
+  let b = completers.get(db);
   if (!b) {
     b = new Batcher<Answer, void>(async (project, items) => {
-      await completeKeys(pool, project, items);
+      await completeKeys(db, project, items);
       return items.map(() => undefined);
     }, (a) => a.key);
-    completers.set(pool, b);
+    completers.set(db, b);
   }
   return b.add(projectId, { key, status, body, headers, bodyJson });
 }

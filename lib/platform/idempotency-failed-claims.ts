@@ -6,10 +6,10 @@
  * in the background, tried every second until the database takes it, for up to RELEASE_FOR_MS.
  * A deletion whose own commit is unconfirmed has happened on the primary: that counts as done.
  */
-import type pg from 'pg';
 import { isDatabaseUnavailable } from './db/errors.js';
 import { isUnconfirmedCommit, writesUnconfirmed, type CommitGuard } from './db/commit-guard.js';
 import { ApiError } from './errors.js';
+import type { Tx } from './db/tx.js';
 import { releaseFailedClaim } from './idempotency-store.js';
 
 /** Shorter than ABANDONED_AFTER_MS: a later takeover's claim is never the one deleted. */
@@ -18,11 +18,11 @@ const RELEASE_FOR_MS = 60_000;
 const BATCH_SPREAD_MS = 5_000;
 const EVERY_MS = 1000;
 
-export function releaseFailedClaimLater(pool: pg.Pool, projectId: string, key: string, fingerprint: string, claimedAt: Date, onGiveUp: (e: unknown) => void): void {
+export function releaseFailedClaimLater(db: Tx, projectId: string, key: string, fingerprint: string, claimedAt: Date, onGiveUp: (e: unknown) => void): void {
   const until = Date.now() + RELEASE_FOR_MS;
   const to = new Date(claimedAt.getTime() + BATCH_SPREAD_MS);
   const attempt = () => {
-    releaseFailedClaim(pool, projectId, key, fingerprint, claimedAt, to).catch((e: unknown) => {
+    releaseFailedClaim(db, projectId, key, fingerprint, claimedAt, to).catch((e: unknown) => {
       if (isUnconfirmedCommit(e)) return;
       if (!isDatabaseUnavailable(e) || Date.now() >= until) return onGiveUp(e);
       setTimeout(attempt, EVERY_MS).unref();

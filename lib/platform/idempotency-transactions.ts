@@ -11,8 +11,7 @@
  * aborted (or never reached this server, after a failover), the key is free; in progress, 409.
  * The link's own commit does not wait for a standby (idempotency-store.ts, linkKeyToWork).
  */
-import type pg from 'pg';
-import type { Queryable } from './db/transaction.js';
+import { queryRows, queryRowsNamed, type Tx } from './db/tx.js';
 import { linkKeyToWork } from './idempotency-store.js';
 
 /** A key's link to a transaction: `tx:` and its full transaction id (xid8). */
@@ -26,15 +25,16 @@ export function isTransactionRef(ref: string): boolean {
  * In the work's transaction `tx`, after its last write: links the key to this transaction with
  * the answer its commit gives (`body` as the client receives it).
  */
-export async function linkKeyToTransaction(pool: Queryable, tx: Queryable, key: { projectId: string; key: string }, answer: { status: number; body: unknown }): Promise<void> {
-  const { rows } = await tx.query<{ xid: string }>('SELECT pg_catalog.pg_current_xact_id()::text AS xid');
-  await linkKeyToWork(pool, key.projectId, key.key, PREFIX + rows[0].xid, answer.status, answer.body);
+export async function linkKeyToTransaction(db: Tx, tx: Tx, key: { projectId: string; key: string }, answer: { status: number; body: unknown }): Promise<void> {
+  const rows = await queryRows<{ xid: string }>(tx, 'SELECT pg_catalog.pg_current_xact_id()::text AS xid');
+  // `db` (the pool, not `tx`): the link is its own transaction, committed before the work's.
+  await linkKeyToWork(db, key.projectId, key.key, PREFIX + rows[0].xid, answer.status, answer.body);
 }
 
 /** What became of the linked transaction, by PostgreSQL's record of it. */
-export async function transactionOutcome(pool: pg.Pool, ref: string): Promise<'committed' | 'aborted' | 'in progress' | 'unknown'> {
+export async function transactionOutcome(db: Tx, ref: string): Promise<'committed' | 'aborted' | 'in progress' | 'unknown'> {
   try {
-    const { rows } = await pool.query<{ status: string | null }>({ name: 'idempotency-xact-status', text: 'SELECT pg_catalog.pg_xact_status($1::xid8) AS status', values: [ref.slice(PREFIX.length)] });
+    const rows = await queryRowsNamed<{ status: string | null }>(db, 'idempotency-xact-status', 'SELECT pg_catalog.pg_xact_status($1::xid8) AS status', ref.slice(PREFIX.length));
     const status = rows[0]?.status;
     return status === 'committed' || status === 'aborted' || status === 'in progress' ? status : 'unknown';
   } catch (e) {

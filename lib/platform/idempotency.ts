@@ -8,7 +8,7 @@
  * (its stored answer is replayed by the caller, each in its own words).
  */
 import { createHash } from 'node:crypto';
-import type { Queryable } from './db/transaction.js';
+import type { Tx } from './db/tx.js';
 import { claimKey, readKey, type StoredKey } from './idempotency-store.js';
 
 export const RETENTION_MS = 24 * 60 * 60 * 1000;
@@ -43,7 +43,7 @@ export type Held =
   | { state: 'completed'; record: StoredKey };
 
 /** Claims the key for the request with this fingerprint, or says what already holds it. */
-export async function claimOnce(db: Queryable, projectId: string, key: string, print: string, now: Date, claim?: () => Promise<boolean>): Promise<Held> {
+export async function claimOnce(db: Tx, projectId: string, key: string, print: string, now: Date, claim?: () => Promise<boolean>): Promise<Held> {
   // `claim`: the same claim made another way (the API's requests batch theirs: idempotency-batch.ts).
   const claimed = claim
     ? await claim()

@@ -17,11 +17,10 @@
  *   sequences are not transactional).
  * - The answer is the update/delete shape (lib/tables/writes.ts): `affected` and the rows as stored.
  */
-import type pg from 'pg';
 import { ApiError } from '../platform/errors.js';
 import { columnOf, loadTable, platformTableForbidden, type ColumnInfo } from './catalogue.js';
 import { physicalSchema, withProjectTx, type PlatformDb } from './isolation.js';
-import { queryRows } from '../platform/db/tx.js';
+import { queryRows, type Tx } from '../platform/db/tx.js';
 import { isPlatformTable, quoteIdent, type TableSchema } from './names.js';
 import { mapQueryErrors } from './pg-errors.js';
 import { col, Params, valueText } from './sql.js';
@@ -44,7 +43,7 @@ export interface InsertRequest {
   rows: unknown[];
   dryRun: boolean;
   /** The transaction's last step before COMMIT (not for a dry run): an Idempotency-Key linked to it. */
-  beforeCommit?: (client: pg.PoolClient, result: WriteResult) => Promise<void>;
+  beforeCommit?: (client: Tx, result: WriteResult) => Promise<void>;
 }
 
 /** Thrown inside the transaction to roll a dry run back; carries its answer out. */
