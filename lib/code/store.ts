@@ -252,29 +252,6 @@ export async function writeFlowFile(db: Pick<Database, 'pool' | 'sql'>, projectI
   return writeDevFile(db, projectId, `${FLOWS_DIR}${name}.json`, JSON.stringify(definition, null, 2) + '\n', pre, now);
 }
 
-/** For the flow endpoints: the flow definitions of a tree, name → parsed JSON (unparsable ones as null). */
-export async function listFlowFiles(tx: Tx, projectId: string, tree: Tree = 'development'): Promise<Map<string, unknown>> {
-  const rows = await queryRows<{ path: string; content: string }>(tx,
-    `SELECT path, content FROM code_files WHERE project_id = $1 AND tree = $2 AND path LIKE 'flows/%' ORDER BY path`,
-    projectId, tree,
-  );
-  const out = new Map<string, unknown>();
-  for (const r of rows) {
-    const name = r.path.slice(FLOWS_DIR.length).replace(/\.json$/, '');
-    try {
-      out.set(name, JSON.parse(r.content));
-    } catch {
-      out.set(name, null);
-    }
-  }
-  return out;
-}
-
-/** For the flow endpoints only: removes `flows/<name>.json` from the development tree. */
-export async function deleteFlowFile(tx: Tx, projectId: string, name: string): Promise<boolean> {
-  return (await execute(tx, `DELETE FROM code_files WHERE project_id = $1 AND tree = 'development' AND path = $2`, projectId, `${FLOWS_DIR}${name}.json`)) > 0;
-}
-
 /** Replaces the production tree with `files`, inside the caller's transaction (atomic promotion). */
 export async function replaceProductionTree(tx: Tx, projectId: string, files: Map<string, string>, now: Date): Promise<void> {
   await execute(tx, `DELETE FROM code_files WHERE project_id = $1 AND tree = 'production'`, projectId);
@@ -287,4 +264,3 @@ export async function replaceProductionTree(tx: Tx, projectId: string, files: Ma
   );
 }
 
-export { lockTree };

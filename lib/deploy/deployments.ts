@@ -272,7 +272,3 @@ export async function loadRelease(tx: Tx, projectId: string): Promise<{ deployme
   const r = rows[0];
   return r ? { deploymentId: r.id, bundle: r.bundle, sourceMap: r.source_map ?? '' } : undefined;
 }
-
-export async function releaseId(tx: Tx, projectId: string): Promise<string | undefined> {
-  return (await activeRelease(tx, projectId))?.deploymentId;
-}
