@@ -64,6 +64,12 @@ export const HARD_LIMIT_FACTOR = 6;
 /** CPU milliseconds of work left running after the events ended, before the isolate is stopped. */
 export const LEFTOVER_CPU_MS = 250;
 export { MAX_EVENT_RESULTS, MAX_HELPER_RESULT, MAX_HOST_CALLS, MAX_OP_NAME };
+/**
+ * After a helper's answer, the milliseconds an event past its deadline is still given: the answer
+ * is checked against the heap, copied in and resumed by the service's own machinery, which a busy
+ * machine can stretch past one 50 ms re-check (the event was then stopped for the service's delay).
+ */
+const ANSWER_GRACE_MS = 250;
 /** How often the leftover watch reads the isolate's CPU counter. */
 const WATCH_MS = 25;
 /** Reads in a row with (almost) no CPU spent after which the isolate counts as quiet again. */
@@ -289,6 +295,8 @@ export class Sandbox {
   private disposedFor?: 'timeout' | 'memory_limit' | 'moved' | StopReason;
   /** Helper calls in progress (the bot waits for the service). */
   private hostPending = 0;
+  /** When the last helper call ended (performance.now() milliseconds). */
+  private lastAnswerAt = -Infinity;
   /** Events in flight. */
   private events = 0;
   /** Characters of helper answers copied in since the sandbox was last idle. */
@@ -344,6 +352,7 @@ export class Sandbox {
       } finally {
         if (s) {
           s.hostPending--;
+          s.lastAnswerAt = performance.now();
           // The answer's continuation runs in the isolate with no event in flight: watch its CPU.
           if (s.events === 0) s.watchLeftover();
         }
@@ -475,10 +484,11 @@ export class Sandbox {
     }
     const hardLimit = this.limits.eventTimeoutMs * HARD_LIMIT_FACTOR;
     let timer: NodeJS.Timeout;
-    // Past the deadline the event is stopped, unless the bot is waiting for a helper right then
-    // (checked again shortly), and in any case at the hard limit.
+    // Past the deadline the event is stopped, unless the bot is waiting for a helper right then or
+    // its answer came within ANSWER_GRACE_MS (checked again shortly), and in any case at the hard limit.
     const check = () => {
-      if (this.hostPending > 0 && performance.now() - started < hardLimit) {
+      const now = performance.now();
+      if ((this.hostPending > 0 || now - this.lastAnswerAt < ANSWER_GRACE_MS) && now - started < hardLimit) {
         timer = setTimeout(check, 50);
         return;
       }
