@@ -221,10 +221,14 @@ mkdir -p "$dir"; chmod 755 "$dir"
 trap 'status=$?; if [ $status != 0 ]; then echo "scripts/ha/cluster.sh: up failed; logs in $dir" >&2; down; fi' EXIT
 
 # Free ports for those not set, all chosen at once (each held until all are, so none repeats), and
-# none of those that are set (a caller's free port is not held while these are chosen).
+# none of those that are set (a caller's free port is not held while these are chosen). They are
+# drawn from 10000-19999, below the kernel's ephemeral range: a node stopped and started again takes
+# its port back, and in between an outgoing connection could have been given an ephemeral one.
 read -r -a P <<<"$(TAKEN="${ETCD_CLIENT_PORTS:-} ${ETCD_PEER_PORTS:-} ${PG_PORTS:-} ${PATRONI_API_PORTS:-} ${PG_LB_PORT:-} ${REDIS_MASTER_PORT:-} ${REDIS_REPLICA_PORT:-} ${SENTINEL_PORTS:-}" node -e '
 const net = require("net"); const ss = []; const taken = new Set(process.env.TAKEN.split(/\s+/).filter(Boolean).map(Number));
-(async () => { while (ss.filter((s) => !taken.has(s.address().port)).length < 18) { const s = net.createServer(); await new Promise((r) => s.listen(0, "127.0.0.1", r)); ss.push(s); }
+(async () => { while (ss.filter((s) => !taken.has(s.address().port)).length < 18) { const s = net.createServer(); const port = 10000 + Math.floor(Math.random() * 10000);
+    if (taken.has(port) || ss.some((x) => x.address().port === port)) continue;
+    if (await new Promise((r) => { s.once("error", () => r(false)); s.listen(port, "0.0.0.0", () => r(true)); })) ss.push(s); }
   console.log(ss.map((s) => s.address().port).filter((p) => !taken.has(p)).slice(0, 18).join(" ")); ss.forEach((s) => s.close()); })();')"
 secret() { node -e 'console.log(require("crypto").randomBytes(16).toString("hex"))'; }
 cat > "$dir/cluster.env" <<ENV

@@ -10,15 +10,31 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * A port free now, below the kernel's ephemeral range (32768-60999): a port the kernel hands out
+ * for an outgoing connection can be taken by any client between this check and the server's
+ * bind (CI saw a service's own port taken while its embedded PostgreSQL started). Each jest worker
+ * draws from a slice of its own, so two files running side by side never get the same port.
+ */
+const SLICE = 1500;
+const FIRST = 20000;
+const slice = FIRST + ((Number(process.env.JEST_WORKER_ID ?? 1) - 1) % 8) * SLICE;
+let next = Math.floor(Math.random() * SLICE);
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
+    s.once('error', () => resolve(false));
+    s.listen(port, '0.0.0.0', () => s.close(() => resolve(true)));
   });
+}
+
+export async function freePort(): Promise<number> {
+  for (let tries = 0; tries < SLICE; tries++) {
+    const port = slice + (next++ % SLICE);
+    if (await canListen(port)) return port;
+  }
+  throw new Error(`freePort: no free port in ${slice}-${slice + SLICE - 1}`);
 }
 
 /** A new folder under the system temp folder, mode 0755. */
