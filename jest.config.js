@@ -47,13 +47,16 @@ export default {
   workerIdleMemoryLimit: '1500MB',
   // CI's progress: which file runs, and the tallies so far (tests/support/progress-reporter.js).
   reporters: ['default', '<rootDir>/tests/support/progress-reporter.js'],
+  // The files that run alone first, then the rest longest first (tests/support/sequencer.js).
+  testSequencer: '<rootDir>/tests/support/sequencer.js',
   globalSetup: '<rootDir>/tests/support/global-setup.ts',
   globalTeardown: '<rootDir>/tests/support/global-teardown.ts',
   projects: [
     { ...base, displayName: 'rooms', testMatch: under(LIB_ROOMS) },
     { ...base, displayName: 'edges', testMatch: under(EDGES) },
     // A proof kills processes, stops databases or drives a browser: it runs with no other file beside it
-    // (the environment takes the run's exclusive lock, as for `@alone`), while the others share the workers.
+    // (the environment takes the run's exclusive lock, as for `@alone`), while the others share the
+    // workers; a proof that does none of that says `@shared` and shares them too.
     { ...base, displayName: 'proofs', testMatch: under(['proofs']), testEnvironmentOptions: { alone: true } },
   ],
 };

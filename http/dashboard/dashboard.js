@@ -208,15 +208,18 @@ document.addEventListener('submit', (event) => {
 // / search, ? the list of shortcuts (a <dialog> the page carries). Never while typing in a field.
 (function inboxKeys() {
   const typing = (el) => el && (el.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(el.tagName));
+  // A part the live stream has just swapped in is boosted by htmx only once it settles; a click
+  // before then would load the whole page. So what a key clicks is processed first (idempotent).
+  const boosted = (el) => { if (window.htmx) window.htmx.process(el); return el; };
   // The buttons a key presses carry it (data-key), whatever their words.
-  const press = (key) => { const b = document.querySelector(`#main button[data-key="${key}"]`); if (b) b.click(); };
+  const press = (key) => { const b = document.querySelector(`#main button[data-key="${key}"]`); if (b) { boosted(b.form || b); b.click(); } };
   const move = (step) => {
     const rows = [...document.querySelectorAll('#conversations tbody tr')];
     if (!rows.length) return;
     const at = rows.findIndex((r) => r.classList.contains('selected'));
     const next = rows[at === -1 ? (step > 0 ? 0 : rows.length - 1) : Math.min(rows.length - 1, Math.max(0, at + step))];
     const link = next && next.querySelector('a');
-    if (link && next !== rows[at]) link.click();
+    if (link && next !== rows[at]) boosted(link).click();
   };
   document.addEventListener('keydown', (event) => {
     if (event.ctrlKey || event.metaKey || event.altKey || event.defaultPrevented) return;

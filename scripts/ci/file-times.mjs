@@ -3,11 +3,15 @@
  * how long each file waited for the run's lock (tests/support/test-environment.js): a proof or an
  * `@alone` file waits for the others to finish, so its wall time alone would overstate it.
  * `node scripts/ci/file-times.mjs <results.json> <lock-waits.tsv>`: every file, slowest first,
- * then the totals per layer (jest project) and the tests' wall time.
+ * then the totals per layer (jest project) and the tests' wall time. With `--write`, each file's
+ * own seconds also go to tests/support/file-times.json, the order of the next runs
+ * (tests/support/sequencer.js): commit it after a CI-like run when files were added or grew.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 
-const [resultsFile, waitsFile] = process.argv.slice(2);
+const args = process.argv.slice(2);
+const write = args.includes('--write');
+const [resultsFile, waitsFile] = args.filter((a) => a !== '--write');
 const results = JSON.parse(readFileSync(resultsFile, 'utf8'));
 const waits = new Map();
 for (const line of (waitsFile ? readFileSync(waitsFile, 'utf8') : '').split('\n')) {
@@ -41,3 +45,7 @@ const starts = results.testResults.map((r) => r.startTime);
 const ends = results.testResults.map((r) => r.endTime);
 const wallAll = starts.length ? (Math.max(...ends) - Math.min(...starts)) / 1000 : 0;
 console.log(`by layer: ${[...layers].map(([name, l]) => `${name} ${l.files} files, ${l.own.toFixed(0)} s of their own (${l.wait.toFixed(0)} s waiting)`).join('; ')}; the tests' wall time ${wallAll.toFixed(0)} s`);
+if (write) {
+  const times = Object.fromEntries(rows.map((r) => [r.file, Math.round(r.own * 10) / 10]).sort(([a], [b]) => a.localeCompare(b)));
+  writeFileSync(new URL('../../tests/support/file-times.json', import.meta.url), `${JSON.stringify(times, null, 2)}\n`);
+}

@@ -51,18 +51,18 @@ async function tickUntil(engines: RunningEngine[], read: () => Promise<Read>, ph
 }
 
 describe('portfolio messaging limit in the engine', () => {
-  it('When two campaigns of 3,000 and 2,000 meet a 2,000-user limit on two engines, then 2,000 are sent and 3,000 held with the reason, and the rest go out as the window moves, none refused by the channel', async () => {
+  it('When two campaigns of 375 and 300 meet a 250-user limit (Meta’s first tier) on two engines, then 250 are sent and 425 held with the reason, and the rest go out as the window moves, none refused by the channel', async () => {
     const { project, key, phoneNumberId } = await projectWithKey(t, ALL_SCOPES, { daily_send_quota: 100_000 });
     await template(t, project.id, 'promo', 'Hi');
     const base = 16000000000 + Math.floor(Math.random() * 1e5) * 10_000;
-    await seedMany(t, project.id, 3000, base, ['a']);
-    await seedMany(t, project.id, 2000, base + 5000, ['b']);
-    expect((await request(t.sim!.url).patch(`/_sim/phone-numbers/${phoneNumberId}`).send({ messaging_limit: 'TIER_2K' })).status).toBe(200);
+    await seedMany(t, project.id, 375, base, ['a']);
+    await seedMany(t, project.id, 300, base + 5000, ['b']);
+    expect((await request(t.sim!.url).patch(`/_sim/phone-numbers/${phoneNumberId}`).send({ messaging_limit: 'TIER_250' })).status).toBe(200);
     const call = api(t, key);
     const a = await campaign(call, 'a');
     const b = await campaign(call, 'b');
     // The pre-flight says what fits now (each campaign alone).
-    expect(a.preflight.messaging_limit).toMatchObject({ state: 'known', tier: 'TIER_2K', limit: 2000, fits_now: 2000 });
+    expect(a.preflight.messaging_limit).toMatchObject({ state: 'known', tier: 'TIER_250', limit: 250, fits_now: 250 });
     for (const c of [a, b]) expect((await t.admin.call('post', `/admin/broadcasts/${c.id}/approve`, {})).broadcast.status).toBe('scheduled');
 
     const engines = await Promise.all(['one', 'two'].map((owner) => engineFor(t, { owner, leaseMs: 15_000, pacing: { defaultThroughput: 1000 }, limitRecheckMs: 50 })));
@@ -70,24 +70,24 @@ describe('portfolio messaging limit in the engine', () => {
     const sum = (bs: Array<{ counts: Counts | null }>, k: keyof Counts) => bs.reduce((n, x) => n + (x.counts?.[k] ?? 0), 0);
     try {
       // Day one: the budget is shared; what does not fit is held, queued nowhere, with the reason.
-      let now = await tickUntil(engines, read, phoneNumberId, (bs, got) => sum(bs, 'held') === 3000 && got === 2000);
+      let now = await tickUntil(engines, read, phoneNumberId, (bs, got) => sum(bs, 'held') === 425 && got === 250);
       await new Promise((r) => setTimeout(r, 300));
       now = await read();
-      expect(sum(now, 'held')).toBe(3000);
+      expect(sum(now, 'held')).toBe(425);
       expect(sum(now, 'failed') + sum(now, 'canceled')).toBe(0);
-      expect(await channelGot(phoneNumberId)).toHaveLength(2000);
+      expect(await channelGot(phoneNumberId)).toHaveLength(250);
       for (const c of now) {
         expect(c.status).toBe('sending');
-        if (c.counts!.held > 0) expect(c.status_reason).toMatch(/^messaging limit reached \(2000 unique users in 24 hours\); held recipients go out as the window frees room, from \d{4}-\d\d-\d\d \d\d:\d\d UTC$/);
+        if (c.counts!.held > 0) expect(c.status_reason).toMatch(/^messaging limit reached \(250 unique users in 24 hours\); held recipients go out as the window frees room, from \d{4}-\d\d-\d\d \d\d:\d\d UTC$/);
       }
       // The approver's read shows the same.
       const approver = (await t.admin.call('get', `/admin/broadcasts/${a.id}`)).broadcast;
       expect(approver.counts.held).toBe(now[0].counts!.held);
       expect(approver.status_reason).toBe(now[0].status_reason);
 
-      // The window moves: a day later the first 2,000 leave it, 2,000 more go out.
+      // The window moves: a day later the first 250 leave it, 250 more go out.
       t.clock.advance(24 * 3600_000 + 1000);
-      await tickUntil(engines, read, phoneNumberId, (bs, got) => sum(bs, 'held') === 1000 && got === 4000);
+      await tickUntil(engines, read, phoneNumberId, (bs, got) => sum(bs, 'held') === 175 && got === 500);
       t.clock.advance(24 * 3600_000 + 1000);
       now = await tickUntil(engines, read, phoneNumberId, (bs) => bs.every((x) => x.status === 'completed'));
       expect(sum(now, 'held') + sum(now, 'failed') + sum(now, 'canceled')).toBe(0);
@@ -97,8 +97,8 @@ describe('portfolio messaging limit in the engine', () => {
     }
     // The channel, which enforces the same limit, refused none of them, and each customer got one message.
     const sim = await channelGot(phoneNumberId);
-    expect(sim).toHaveLength(5000);
-    expect(new Set(sim.map((m) => m.to)).size).toBe(5000);
+    expect(sim).toHaveLength(675);
+    expect(new Set(sim.map((m) => m.to)).size).toBe(675);
     expect(sim.filter((m) => m.status === 'failed')).toEqual([]);
   }, 180_000);
 

@@ -2,6 +2,8 @@
  * What a newcomer meets in the first hour when a port is taken (moved from first-hour.test.ts: it
  * starts the service, so it runs with the process proofs): each busy port (HTTP, simulator,
  * embedded PostgreSQL) stops start-up with one line naming its setting.
+ *
+ * @shared It starts the service on ports of its own and reads its refusal: it kills nothing and measures no time.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import net from 'node:net';

@@ -11,6 +11,8 @@
  * sets the total budget (default 60 s; at least 1 s per operation), FUZZ_OPS=op1,op2 narrows it to some operations. Ids from
  * successful answers are fed back into path parameters, so the fuzzer also reaches existing
  * resources, not only 404s.
+ *
+ * @shared Its budget is time, not a bound: on a loaded machine it tries fewer requests, each still checked.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import fc, { type Arbitrary } from 'fast-check';

@@ -7,6 +7,8 @@
  * becomes ready, none logs a failure to start, and the job tables are there once. Without the
  * lock around the job tables' DDL this failed one run in two here ("duplicate key value violates
  * unique constraint pg_type_typname_nsp_index"); tests/jobs/job-tables.test.ts meets the race every time.
+ *
+ * @shared Its instances run on a scratch database of its own: it kills nothing and measures no time.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';

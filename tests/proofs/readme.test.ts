@@ -10,6 +10,8 @@
  * folders of the test's own). Each
  * output line of a block (a comment starting with `{`, `…` or `→`) must appear in its output (`…` stands for anything). The start-up
  * banner is checked on the real start, and the time to ready is printed.
+ *
+ * @shared It runs the README's commands on ports and data of its own, stopping only what it started, and measures no time.
  */
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { spawn, type ChildProcess } from 'node:child_process';

@@ -8,6 +8,8 @@
  * 131009; the field named). A refused body is not logged as sent and no status callback follows it.
  * The same for template creation (Meta's schema there is loose: the simulator refuses what it
  * refuses, and accepts the valid corpus). Known differences: simulator/README.md.
+ *
+ * @shared The simulator in process against Meta's schema: it kills nothing and measures no time.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';

@@ -4,6 +4,8 @@
  * is one trace: the request's server span, the PostgreSQL statements under it, and the Graph call
  * (our span by operation, with the HTTP client call to the simulator inside it); its log lines name
  * the request id and the trace id, also one written deep under the request (the Graph client's). An endpoint that is not a URL stops the start, naming the setting.
+ *
+ * @shared The service and a collector of its own: it kills nothing and measures no time.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';

@@ -11,6 +11,9 @@
  *
  * A file whose first docblock has the pragma `@alone` measures latency or contention on this
  * machine's CPU or storage (tables-fair-share, send-limits, hot-updates, auth-throttle): it runs with no other file of the run beside it.
+ * Every proof runs alone too (the `proofs` project's option), but for one whose docblock says
+ * `@shared`: it neither kills, stops a database, drives a browser nor measures time, so it shares
+ * the workers (contract-fuzz, traces, the README's and the reference's checks, …).
  * Every other file holds a shared advisory lock of the run while it runs, an `@alone` file the
  * exclusive one (PostgreSQL queues later shared requests behind a waiting exclusive one).
  *
@@ -39,7 +42,8 @@ async function withClient(url, fn) {
 export default class FileDatabaseEnvironment extends TestEnvironment {
   constructor(config, context) {
     super(config, context);
-    this.alone = 'alone' in (context.docblockPragmas ?? {}) || config.projectConfig?.testEnvironmentOptions?.alone === true;
+    const pragmas = context.docblockPragmas ?? {};
+    this.alone = 'alone' in pragmas || (config.projectConfig?.testEnvironmentOptions?.alone === true && !('shared' in pragmas));
     this.file = relative(config.projectConfig?.rootDir ?? process.cwd(), context.testPath);
   }
 
