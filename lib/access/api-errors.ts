@@ -15,6 +15,7 @@
  * - Days older than RETENTION_DAYS are deleted by the flush, for the projects it wrote.
  */
 import type { Deps } from '../deps.js';
+import { execute, queryRows } from '../platform/db/tx.js';
 
 export const RETENTION_DAYS = 30;
 const FLUSH_MS = 2000;
@@ -73,15 +74,16 @@ export class ApiErrorLog {
     }
     if (rows.length === 0) return;
     try {
-      await this.deps.db.pool.query(
+      await execute(
+        this.deps.db.sql,
         `INSERT INTO project_api_errors AS e (project_id, day, operation, status, code, count, last_at)
          SELECT * FROM unnest($1::text[], $2::date[], $3::text[], $4::int[], $5::text[], $6::int[], $7::timestamptz[])
          ON CONFLICT (project_id, day, operation, status, code)
          DO UPDATE SET count = e.count + EXCLUDED.count, last_at = greatest(e.last_at, EXCLUDED.last_at)`,
-        [rows.map((r) => r.projectId), rows.map((r) => r.day), rows.map((r) => r.operation), rows.map((r) => r.status), rows.map((r) => r.code), rows.map((r) => r.count), rows.map((r) => r.lastAt)],
+        rows.map((r) => r.projectId), rows.map((r) => r.day), rows.map((r) => r.operation), rows.map((r) => r.status), rows.map((r) => r.code), rows.map((r) => r.count), rows.map((r) => r.lastAt),
       );
       const oldest = new Date(this.deps.clock.now().getTime() - RETENTION_DAYS * 86_400_000).toISOString().slice(0, 10);
-      await this.deps.db.pool.query('DELETE FROM project_api_errors WHERE project_id = ANY($1::text[]) AND day < $2::date', [[...new Set(rows.map((r) => r.projectId))], oldest]);
+      await execute(this.deps.db.sql, 'DELETE FROM project_api_errors WHERE project_id = ANY($1::text[]) AND day < $2::date', [...new Set(rows.map((r) => r.projectId))], oldest);
     } catch (e) {
       // A project deleted meanwhile, or the database away: these counts are lost, the service goes on.
       this.deps.logger.warn('api error counts could not be written', { error: e instanceof Error ? e.message : String(e), keys: rows.length });
@@ -110,10 +112,11 @@ export interface ApiErrorCount {
 export async function recentApiErrors(deps: LogDeps, projectId: string, days = 7): Promise<ApiErrorCount[]> {
   await apiErrorLogOf(deps).flush();
   const since = new Date(deps.clock.now().getTime() - (days - 1) * 86_400_000).toISOString().slice(0, 10);
-  const r = await deps.db.pool.query<{ operation: string; status: number; code: string; n: string; last_at: Date }>(
+  const rows = await queryRows<{ operation: string; status: number; code: string; n: bigint; last_at: Date }>(
+    deps.db.sql,
     `SELECT operation, status, code, sum(count)::bigint AS n, max(last_at) AS last_at FROM project_api_errors
       WHERE project_id = $1 AND day >= $2::date GROUP BY 1, 2, 3 ORDER BY 4 DESC, 5 DESC LIMIT 200`,
-    [projectId, since],
+    projectId, since,
   );
-  return r.rows.map((x) => ({ operation: x.operation, status: x.status, code: x.code, count: Number(x.n), last_at: x.last_at }));
+  return rows.map((x) => ({ operation: x.operation, status: x.status, code: x.code, count: Number(x.n), last_at: x.last_at }));
 }

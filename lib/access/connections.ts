@@ -12,6 +12,7 @@ import { TOKEN_PREFIX } from './credentials.js';
 import { findProject } from './projects.js';
 import type { Prisma } from '../../generated/prisma/client.js';
 import { inPrismaTransaction } from '../platform/db/transaction.js';
+import { execute } from '../platform/db/tx.js';
 
 type DbDeps = Pick<Deps, 'db'>;
 /** A Prisma transaction's client: the OAuth grant writes a connection, its projects and tokens in one transaction with its own rows. */
@@ -214,8 +215,8 @@ export async function revokeClientTokenOn(tx: Pick<Tx, 'accessToken'>, clientId:
 }
 
 /** An access token authenticated a request at `now`: its last-used time moves forward only (lib/access/key-usage.ts says how often). */
-export async function recordTokenUse(db: Pick<Deps['db'], 'pool'>, tokenId: string, now: Date): Promise<void> {
-  await db.pool.query('UPDATE access_tokens SET last_used_at = $2 WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $2)', [tokenId, now]);
+export async function recordTokenUse(db: Pick<Deps['db'], 'sql'>, tokenId: string, now: Date): Promise<void> {
+  await execute(db.sql, 'UPDATE access_tokens SET last_used_at = $2 WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $2)', tokenId, now);
 }
 
 export async function revokeToken(deps: WriteDeps & Pick<Deps, 'clock'>, id: string) {

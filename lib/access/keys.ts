@@ -5,6 +5,7 @@ import { ApiError } from '../platform/errors.js';
 import { hashSecret, newId, newSecret, secretHint } from '../platform/secrets.js';
 import { KEY_PREFIXES } from './credentials.js';
 import { findProject } from './projects.js';
+import { execute } from '../platform/db/tx.js';
 
 type KeyDeps = Pick<Deps, 'db' | 'clock'> & Partial<Pick<Deps, 'credentialCache' | 'logger'>>;
 
@@ -69,6 +70,6 @@ export async function revokeKey(deps: KeyDeps, id: string) {
 }
 
 /** A key authenticated a request at `now`: its last-used time moves forward only (lib/access/key-usage.ts says how often). */
-export async function recordKeyUse(db: Pick<Deps['db'], 'pool'>, keyId: string, now: Date): Promise<void> {
-  await db.pool.query('UPDATE api_keys SET last_used_at = $2 WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $2)', [keyId, now]);
+export async function recordKeyUse(db: Pick<Deps['db'], 'sql'>, keyId: string, now: Date): Promise<void> {
+  await execute(db.sql, 'UPDATE api_keys SET last_used_at = $2 WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $2)', keyId, now);
 }

@@ -3,8 +3,8 @@
  * An audit row is written in the same transaction as the change it records (lib/dashboard/actions.ts),
  * so either both are kept or neither: a failure of the audit write undoes the action.
  */
-import type pg from 'pg';
 import type { Deps } from '../deps.js';
+import { type Tx, execute } from '../platform/db/tx.js';
 import type { Prisma } from '../../generated/prisma/client.js';
 
 export interface Actor {
@@ -46,11 +46,12 @@ export async function recordAudit(tx: Pick<Prisma.TransactionClient, 'dashboardA
 }
 
 /** Writes the row on a pg connection inside its transaction (changes made with SQL, e.g. broadcasts). */
-export async function recordAuditOn(client: pg.PoolClient, now: Date, actor: AuditActor, entry: AuditEntry): Promise<void> {
+export async function recordAuditOn(tx: Tx, now: Date, actor: AuditActor, entry: AuditEntry): Promise<void> {
   const text = (v: unknown) => (v === undefined || v === null ? null : JSON.stringify(v));
-  await client.query(
+  await execute(
+    tx,
     'INSERT INTO dashboard_audit (project_id, account_id, actor, action, subject, before, after, at) VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8)',
-    [entry.projectId, actor.accountId, actor.email, entry.action, entry.subject, text(entry.before), text(entry.after), now],
+    entry.projectId, actor.accountId, actor.email, entry.action, entry.subject, text(entry.before), text(entry.after), now,
   );
 }
 

@@ -14,6 +14,7 @@
  */
 import { isIP } from 'node:net';
 import type { Deps } from '../deps.js';
+import { execute, queryRows } from '../platform/db/tx.js';
 import { ApiError } from '../platform/errors.js';
 import { inTransaction } from '../platform/db/transaction.js';
 import { recordAuditOn, type AuditActor } from '../accounts/audit.js';
@@ -33,8 +34,8 @@ function normalizeEntry(raw: unknown): string {
 
 /** The project's list, or null when any public host is allowed. */
 export async function getAllowlist(deps: Pick<Deps, 'db'>, projectId: string): Promise<string[] | null> {
-  const res = await deps.db.pool.query<{ hosts: string[] }>('SELECT hosts FROM bot_http_allowlists WHERE project_id = $1', [projectId]);
-  return res.rows[0]?.hosts ?? null;
+  const [row] = await queryRows<{ hosts: string[] }>(deps.db.sql, 'SELECT hosts FROM bot_http_allowlists WHERE project_id = $1', projectId);
+  return row?.hosts ?? null;
 }
 
 /** Sets the list (null removes it: any public host); answers the list as stored. */
@@ -46,13 +47,14 @@ export async function setAllowlist(deps: Pick<Deps, 'db' | 'clock'>, actor: Audi
   }
   const now = deps.clock.now();
   return inTransaction(deps.db.pool, async (client) => {
-    const before = (await client.query<{ hosts: string[] }>('SELECT hosts FROM bot_http_allowlists WHERE project_id = $1 FOR UPDATE', [projectId])).rows[0]?.hosts ?? null;
-    if (list === null) await client.query('DELETE FROM bot_http_allowlists WHERE project_id = $1', [projectId]);
+    const before = (await queryRows<{ hosts: string[] }>(client, 'SELECT hosts FROM bot_http_allowlists WHERE project_id = $1 FOR UPDATE', projectId))[0]?.hosts ?? null;
+    if (list === null) await execute(client, 'DELETE FROM bot_http_allowlists WHERE project_id = $1', projectId);
     else {
-      await client.query(
+      await execute(
+        client,
         `INSERT INTO bot_http_allowlists (project_id, hosts, updated_at) VALUES ($1, $2, $3)
          ON CONFLICT (project_id) DO UPDATE SET hosts = EXCLUDED.hosts, updated_at = EXCLUDED.updated_at`,
-        [projectId, list, now],
+        projectId, list, now,
       );
     }
     await recordAuditOn(client, now, actor, { projectId, action: 'http_allowlist.set', subject: 'http.fetch', before: { hosts: before }, after: { hosts: list } });

@@ -21,6 +21,7 @@
  *   each occurrence becomes `[secret NAME]`.
  */
 import type { Deps } from '../deps.js';
+import { queryRows } from '../platform/db/tx.js';
 import { ApiError } from '../platform/errors.js';
 import { inTransaction } from '../platform/db/transaction.js';
 import { recordAuditOn, type AuditActor } from '../accounts/audit.js';
@@ -69,11 +70,12 @@ export function checkSecretName(name: unknown): string {
 
 /** The project's secrets, by name; never their values. */
 export async function listSecrets(deps: Pick<Deps, 'db'>, projectId: string): Promise<SecretView[]> {
-  const res = await deps.db.pool.query<Row>(
+  const rows = await queryRows<Row>(
+    deps.db.sql,
     `SELECT name, value_enc, fingerprint, production_only, created_at, updated_at FROM bot_secrets WHERE project_id = $1 ORDER BY name COLLATE "C"`,
-    [projectId],
+    projectId,
   );
-  return res.rows.map(view);
+  return rows.map(view);
 }
 
 /** Creates or replaces a secret; `created` tells which. The audit row is written with it. */
@@ -96,19 +98,20 @@ export async function setSecret(
   const result = await inTransaction(deps.db.pool, async (client) => {
     // One writer at a time per project: the count limit holds under concurrent sets.
     await lockForTransaction(client, `bot_secrets:${projectId}`);
-    const before = (await client.query<Row>('SELECT name, value_enc, fingerprint, production_only, created_at, updated_at FROM bot_secrets WHERE project_id = $1 AND name = $2', [projectId, name])).rows[0];
+    const [before] = await queryRows<Row>(client, 'SELECT name, value_enc, fingerprint, production_only, created_at, updated_at FROM bot_secrets WHERE project_id = $1 AND name = $2', projectId, name);
     if (!before) {
       const max = deps.config.botSecretsMax;
-      const count = Number((await client.query<{ n: string }>('SELECT count(*) AS n FROM bot_secrets WHERE project_id = $1', [projectId])).rows[0].n);
+      const count = Number((await queryRows<{ n: bigint }>(client, 'SELECT count(*) AS n FROM bot_secrets WHERE project_id = $1', projectId))[0].n);
       if (count >= max) throw new ApiError('secret_limit_reached', `A project has at most ${max} secrets; delete one first.`, { limit: max, count });
     }
     const productionOnly = input.productionOnly ?? before?.production_only ?? false;
-    const saved = (await client.query<Row>(
+    const [saved] = await queryRows<Row>(
+      client,
       `INSERT INTO bot_secrets (project_id, name, value_enc, fingerprint, production_only, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $6)
        ON CONFLICT (project_id, name) DO UPDATE SET value_enc = EXCLUDED.value_enc, fingerprint = EXCLUDED.fingerprint, production_only = EXCLUDED.production_only, updated_at = EXCLUDED.updated_at
        RETURNING name, value_enc, fingerprint, production_only, created_at, updated_at`,
-      [projectId, name, sealed, fingerprint, productionOnly, now],
-    )).rows[0];
+      projectId, name, sealed, fingerprint, productionOnly, now,
+    );
     await recordAuditOn(client, now, actor, {
       projectId,
       action: before ? 'secret.replace' : 'secret.set',
@@ -129,10 +132,11 @@ export async function deleteSecret(deps: Pick<Deps, 'db' | 'clock'>, actor: Audi
   const name = checkSecretName(rawName);
   const now = deps.clock.now();
   const gone = await inTransaction(deps.db.pool, async (client) => {
-    const row = (await client.query<Row>(
+    const [row] = await queryRows<Row>(
+      client,
       'DELETE FROM bot_secrets WHERE project_id = $1 AND name = $2 RETURNING name, value_enc, fingerprint, production_only, created_at, updated_at',
-      [projectId, name],
-    )).rows[0];
+      projectId, name,
+    );
     if (!row) throw new ApiError('not_found', `No secret ${name} in this project.`);
     await recordAuditOn(client, now, actor, { projectId, action: 'secret.delete', subject: name, before: { fingerprint: row.fingerprint, production_only: row.production_only } });
     return row;
@@ -143,7 +147,7 @@ export async function deleteSecret(deps: Pick<Deps, 'db' | 'clock'>, actor: Audi
 
 /** The value of one secret as the bot reads it: null when unknown, or production-only in a preview. */
 export async function readSecret(deps: Pick<Deps, 'db' | 'secretBox'>, projectId: string, name: string, mode: 'production' | 'preview'): Promise<string | null> {
-  const row = (await deps.db.pool.query<Row>('SELECT name, value_enc, production_only FROM bot_secrets WHERE project_id = $1 AND name = $2', [projectId, name])).rows[0];
+  const [row] = await queryRows<Row>(deps.db.sql, 'SELECT name, value_enc, production_only FROM bot_secrets WHERE project_id = $1 AND name = $2', projectId, name);
   if (!row || (mode === 'preview' && row.production_only)) return null;
   const value = deps.secretBox.open(row.value_enc, placeOf(projectId, name));
   rememberValue(projectId, name, value);
@@ -174,9 +178,9 @@ function rememberValue(projectId: string, name: string, value: string): void {
 async function currentValues(deps: Pick<Deps, 'db' | 'secretBox'>, projectId: string): Promise<Map<string, string>> {
   const cached = redactionCache.get(projectId);
   if (cached && performance.now() - cached.at < REDACTION_TTL_MS) return cached.values;
-  const res = await deps.db.pool.query<Row>('SELECT name, value_enc FROM bot_secrets WHERE project_id = $1', [projectId]);
+  const rows = await queryRows<Row>(deps.db.sql, 'SELECT name, value_enc FROM bot_secrets WHERE project_id = $1', projectId);
   const values = new Map<string, string>();
-  for (const r of res.rows) {
+  for (const r of rows) {
     try {
       values.set(deps.secretBox.open(r.value_enc, placeOf(projectId, r.name)), r.name);
     } catch {

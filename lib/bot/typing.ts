@@ -12,6 +12,7 @@ import { openChannel } from '../channel-settings/settings.js';
 import { isChannelError } from '../channel-port/errors.js';
 import { channelApiError } from '../channel-port/api-errors.js';
 import { portOf } from '../channel-port/capabilities.js';
+import { queryRows } from '../platform/db/tx.js';
 
 export type TypingAnswer = { ok: true; value: true } | { ok: false; error: { code: string; message: string } };
 
@@ -22,7 +23,7 @@ export async function showTyping(deps: Pick<Deps, 'db' | 'secretBox' | 'channel'
   }
   // A preview reaches no customer.
   if (preview) return { ok: true, value: true };
-  const { rows } = await deps.db.pool.query('SELECT 1 FROM messages WHERE project_id = $1 AND wamid = $2 AND direction = $3', [projectId, messageId, 'inbound']);
+  const rows = await queryRows(deps.db.sql, 'SELECT 1 FROM messages WHERE project_id = $1 AND wamid = $2 AND direction = $3', projectId, messageId, 'inbound');
   if (!rows[0]) return { ok: false, error: { code: 'not_found', message: `No received message ${messageId.slice(0, 64)} in this project.` } };
   const channel = await openChannel(deps, projectId);
   if (!channel) return { ok: false, error: { code: 'channel_not_configured', message: 'This project has no WhatsApp channel configured.' } };

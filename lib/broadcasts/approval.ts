@@ -5,7 +5,6 @@
  * the contacts can change without changing who gets the campaign. The engine picks a scheduled
  * campaign up when it is due (engine.ts).
  */
-import type pg from 'pg';
 import { ApiError } from '../platform/errors.js';
 import { inTransaction } from '../platform/db/transaction.js';
 import { queryRows, type Tx } from '../platform/db/tx.js';
@@ -29,7 +28,7 @@ export interface ApproveInput {
 }
 
 /** `inside` runs in the same transaction once the change is made (the dashboard's audit row): its failure undoes the change. */
-export type InsideTransaction = (client: pg.PoolClient, after: BroadcastRow, before: BroadcastRow) => Promise<void>;
+export type InsideTransaction = (tx: Tx, after: BroadcastRow, before: BroadcastRow) => Promise<void>;
 
 export async function approveBroadcast(db: Pick<Database, 'pool'>, id: string, input: ApproveInput, now: Date, inside?: InsideTransaction): Promise<BroadcastRow> {
   return inTransaction(db.pool, async (client) => {

@@ -6,6 +6,7 @@ import type { Deps } from '../deps.js';
 import { ApiError } from '../platform/errors.js';
 import { credentialsChanged } from '../access/credential-cache.js';
 import { DEFAULT_CHANNEL_KIND } from '../channel-port/capabilities.js';
+import { type Tx, execute, queryRowsNamed } from '../platform/db/tx.js';
 
 export interface ChannelCredentials {
   phoneNumberId: string;
@@ -80,13 +81,13 @@ export async function openChannel(deps: ChannelDeps, projectId: string): Promise
 }
 
 async function readChannel(deps: ChannelDeps, projectId: string): Promise<OpenChannel | undefined> {
-  const { rows } = await deps.db.pool.query({
-    name: 'channel-open',
-    text: `SELECT kind, phone_number_id, waba_id, app_id, display_phone_number, access_token_enc, app_secret_enc, verify_token_enc
-           FROM channel_settings WHERE project_id = $1`,
-    values: [projectId],
-  });
-  const row = rows[0];
+  const [row] = await queryRowsNamed<Record<string, string>>(
+    deps.db.sql,
+    'channel-open',
+    `SELECT kind, phone_number_id, waba_id, app_id, display_phone_number, access_token_enc, app_secret_enc, verify_token_enc
+       FROM channel_settings WHERE project_id = $1`,
+    projectId,
+  );
   if (!row) return undefined;
   return {
     projectId,
@@ -113,8 +114,7 @@ export function webhookUrl(publicBaseUrl: string, projectId: string): string {
 
 /** Replaces a sealed channel secret, only if it is still `from` (the start-up re-seal, lib/upkeep/secret-reseal.ts). */
 export async function replaceSealedChannelSecret(
-  db: Pick<Deps['db'], 'pool'>, projectId: string, column: 'access_token' | 'app_secret' | 'verify_token', from: string, to: string,
+  db: Tx, projectId: string, column: 'access_token' | 'app_secret' | 'verify_token', from: string, to: string,
 ): Promise<number> {
-  const res = await db.pool.query(`UPDATE channel_settings SET ${column}_enc = $1 WHERE project_id = $2 AND ${column}_enc = $3`, [to, projectId, from]);
-  return res.rowCount ?? 0;
+  return execute(db, `UPDATE channel_settings SET ${column}_enc = $1 WHERE project_id = $2 AND ${column}_enc = $3`, to, projectId, from);
 }

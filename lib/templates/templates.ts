@@ -34,6 +34,7 @@ import type { TemplateDefinitionComponent } from '../channel-port/port.js';
 import { cardHeaders, checkTemplateKinds } from './kinds.js';
 import { inPrismaTransaction } from '../platform/db/transaction.js';
 import { capability } from '../channel-port/capabilities.js';
+import { queryRows } from '../platform/db/tx.js';
 
 type CreateTemplateRequest = components['schemas']['CreateTemplateRequest'];
 export type TemplateView = components['schemas']['Template'];
@@ -98,12 +99,13 @@ async function checkHeaderHandles(deps: Deps, projectId: string, body: CreateTem
     }
     if (sample.format !== format) throw badHandle(`The handle is a ${sample.format} sample; this header is ${format}.`, field);
     // Anywhere in a template's components: a card's header is nested.
-    const used = await deps.db.pool.query(
+    const used = await queryRows<{ name: string; language: string }>(
+      deps.db.sql,
       `SELECT name, language FROM templates WHERE project_id = $1 AND jsonb_path_exists(components, '$.**.header_handle[*] ? (@ == $h)', jsonb_build_object('h', $2::text)) LIMIT 1`,
-      [projectId, handle],
+      projectId, handle,
     );
-    if (used.rowCount) {
-      throw badHandle(`The handle was already used by template ${used.rows[0].name} (${used.rows[0].language}); a handle serves one template.`, field);
+    if (used[0]) {
+      throw badHandle(`The handle was already used by template ${used[0].name} (${used[0].language}); a handle serves one template.`, field);
     }
   }
 }
