@@ -6,6 +6,7 @@
 import type { Deps } from '../deps.js';
 import { broadcastView, listBroadcastRows, RECIPIENT_STATUS_SQL, RECIPIENT_ERROR_CODE_SQL, ERROR_CATEGORY_SQL, findBroadcast } from '../broadcasts/store.js';
 import { UUID } from '../platform/ids.js';
+import { queryRows } from '../platform/db/tx.js';
 import { templateView } from '../templates/templates.js';
 import { webhookView } from '../webhooks/registrations.js';
 import { listKeys } from '../access/keys.js';
@@ -36,20 +37,20 @@ export async function broadcastDetail(deps: ReadDeps, projectId: string, id: str
   const view = await broadcastView(deps.db.sql, row, deps.clock.now(), true);
   const join = `FROM broadcast_recipients r JOIN broadcasts b ON b.id = r.broadcast_id
     LEFT JOIN messages m ON m.project_id = b.project_id AND m.send_ref = r.send_ref WHERE r.broadcast_id = $1`;
-  const waves = await deps.db.pool.query<{ wave: number; status: string; n: string }>(
-    `SELECT r.wave, ${RECIPIENT_STATUS_SQL} AS status, count(*)::bigint AS n ${join} GROUP BY 1, 2 ORDER BY 1, 2`, [row.id]);
-  const failures = await deps.db.pool.query<{ code: number | null; category: string | null; title: string | null; n: string }>(
+  const waves = await queryRows<{ wave: number; status: string; n: bigint }>(deps.db.sql,
+    `SELECT r.wave, ${RECIPIENT_STATUS_SQL} AS status, count(*)::bigint AS n ${join} GROUP BY 1, 2 ORDER BY 1, 2`, row.id);
+  const failures = await queryRows<{ code: number | null; category: string | null; title: string | null; n: bigint }>(deps.db.sql,
     `SELECT ${RECIPIENT_ERROR_CODE_SQL} AS code, ${ERROR_CATEGORY_SQL} AS category,
             min(COALESCE(r.error_title, m.error ->> 'title', m.error ->> 'message')) AS title, count(*)::bigint AS n
-     ${join} AND (${RECIPIENT_STATUS_SQL}) = 'failed' GROUP BY 1, 2 ORDER BY 4 DESC`, [row.id]);
+     ${join} AND (${RECIPIENT_STATUS_SQL}) = 'failed' GROUP BY 1, 2 ORDER BY 4 DESC`, row.id);
   // Recipients not sent to: opted out after approval (the engine's consent check), or left when the campaign stopped.
-  const cancellations = await deps.db.pool.query<{ reason: string | null; n: string }>(
-    `SELECT r.error_title AS reason, count(*)::bigint AS n FROM broadcast_recipients r WHERE r.broadcast_id = $1 AND r.state = 'canceled' GROUP BY 1 ORDER BY 2 DESC`, [row.id]);
+  const cancellations = await queryRows<{ reason: string | null; n: bigint }>(deps.db.sql,
+    `SELECT r.error_title AS reason, count(*)::bigint AS n FROM broadcast_recipients r WHERE r.broadcast_id = $1 AND r.state = 'canceled' GROUP BY 1 ORDER BY 2 DESC`, row.id);
   const byWave = new Map<number, Record<string, number>>();
-  for (const w of waves.rows) byWave.set(w.wave, { ...byWave.get(w.wave), [w.status]: Number(w.n) });
+  for (const w of waves) byWave.set(w.wave, { ...byWave.get(w.wave), [w.status]: Number(w.n) });
   const template = await deps.db.prisma.template.findFirst({ where: { projectId, name: row.template_name, language: row.template_language }, select: { status: true, components: true } });
-  const followUps = await deps.db.pool.query<{ id: string; status: string; name: string }>(
-    'SELECT id, status, name FROM broadcasts WHERE retarget_parent_id = $1 ORDER BY created_at', [row.id]);
+  const followUps = await queryRows<{ id: string; status: string; name: string }>(deps.db.sql,
+    'SELECT id, status, name FROM broadcasts WHERE retarget_parent_id = $1 ORDER BY created_at', row.id);
   return {
     view,
     approvedBy: (row as unknown as { approved_by: string | null }).approved_by ?? null,
@@ -57,10 +58,10 @@ export async function broadcastDetail(deps: ReadDeps, projectId: string, id: str
     retargetDueAt: row.retarget_due_at,
     templateStatus: template?.status ?? 'unknown here',
     waves: [...byWave.entries()].map(([wave, counts]) => ({ wave, counts })),
-    failures: failures.rows.map((f) => ({ code: f.code, category: f.category, title: f.title, count: Number(f.n) })),
-    cancellations: cancellations.rows.map((c) => ({ reason: c.reason ?? (row.status_reason ? `campaign stopped: ${row.status_reason}` : 'campaign stopped before they were sent'), count: Number(c.n) })),
+    failures: failures.map((f) => ({ code: f.code, category: f.category, title: f.title, count: Number(f.n) })),
+    cancellations: cancellations.map((c) => ({ reason: c.reason ?? (row.status_reason ? `campaign stopped: ${row.status_reason}` : 'campaign stopped before they were sent'), count: Number(c.n) })),
     preview: row.status === 'pending_approval' ? await approvalPreview(deps, row, template?.components) : null,
-    followUps: followUps.rows,
+    followUps,
   };
 }
 
