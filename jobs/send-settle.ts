@@ -15,7 +15,7 @@ const BATCH = 1000;
 export async function settleLostSends(deps: Pick<JobDeps, 'db' | 'clock' | 'config'>): Promise<number> {
   let total = 0;
   for (;;) {
-    const n = await settleUnknown(deps.db.pool, { boundMs: deps.config.sendUnknownAfterMs, now: deps.clock.now(), limit: BATCH });
+    const n = await settleUnknown(deps.db.sql, { boundMs: deps.config.sendUnknownAfterMs, now: deps.clock.now(), limit: BATCH });
     total += n;
     if (n < BATCH) return total;
   }

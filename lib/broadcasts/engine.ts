@@ -16,7 +16,6 @@
  * Business times (started_at, waves, retarget, the quota's day) come from `clock`; leases, pacing
  * and backoffs from `timer` (wall clock), so tests can move business time without sleeping.
  */
-import type pg from 'pg';
 import { queryRows, type Tx } from '../platform/db/tx.js';
 import type { Deps } from '../deps.js';
 import type { Clock } from '../platform/clock.js';
@@ -67,8 +66,7 @@ export class BroadcastEngine {
   private stopped = false;
   readonly leaseMs: number;
   readonly settings: PacingSettings;
-  private readonly pool: pg.Pool;
-  /** The same pool as the one handle (pacing and the portfolio's reach take it). */
+  /** The pool as the one handle (the ledger, pacing and the portfolio's reach take it). */
   private readonly sql: Tx;
   private readonly unknownLimitLogged = new Set<string>();
   /** Per campaign: its template's card header formats and COPY_CODE button index (newerKindComponents). */
@@ -77,7 +75,6 @@ export class BroadcastEngine {
   constructor(private readonly deps: EngineDeps, private readonly opts: EngineOptions) {
     this.leaseMs = opts.leaseMs ?? 30_000;
     this.settings = pacingSettings(opts.pacing);
-    this.pool = deps.db.pool;
     this.sql = deps.db.sql;
   }
 
@@ -211,7 +208,7 @@ export class BroadcastEngine {
     const claimed = await claimBatch(this.sql, b.id, this.opts.owner, size, t, new Date(t.getTime() + this.leaseMs), now);
     if (claimed.length === 0) return this.whenEmpty(b, now);
 
-    const { granted } = await reserveUnits(this.pool, b.project_id, claimed.length, now, null, true);
+    const { granted } = await reserveUnits(this.sql, b.project_id, claimed.length, now, null, true);
     if (granted < claimed.length) {
       const held = claimed.splice(granted);
       await unclaim(this.sql, held.map((r) => r.id), this.opts.owner, t, null);
@@ -251,7 +248,7 @@ export class BroadcastEngine {
       if (stop) {
         // Never called and never recorded: back to the queue; the verdict below cancels them.
         await unclaim(this.sql, part.map((r) => r.id), this.opts.owner, this.opts.timer.now(), null);
-        await releaseUnits(this.pool, b.project_id, part.length, now);
+        await releaseUnits(this.sql, b.project_id, part.length, now);
         continue;
       }
       // Still ours? An engine that stalled past its lease (another took the rows over) sends nothing more.
@@ -259,12 +256,12 @@ export class BroadcastEngine {
       // A contact who opted out since approval is skipped (canceled with the reason), never sent.
       const sendable = await cancelOptedOutClaims(this.sql, b.id, part.filter((r) => held.has(r.id)).map((r) => r.id), this.opts.owner, now);
       const mine = part.filter((r) => sendable.has(r.id));
-      await releaseUnits(this.pool, b.project_id, part.length - mine.length, now);
+      await releaseUnits(this.sql, b.project_id, part.length - mine.length, now);
       if (!mine.length) continue;
       // Built before the intents are recorded: between a record's commit and its call nothing waits
       // on the database, so a crash there leaves as few recorded-but-never-called sends as it can.
       const messages = await Promise.all(mine.map((r) => this.messageFor(b, r)));
-      await recordIntents(this.pool, b.project_id, mine.map((r) => ({ to: { phone: r.phone, userId: r.user_id }, ref: r.send_ref, type: 'template', content: content(r) })), now);
+      await recordIntents(this.sql, b.project_id, mine.map((r) => ({ to: { phone: r.phone, userId: r.user_id }, ref: r.send_ref, type: 'template', content: content(r) })), now);
       const outcomes = await Promise.all(mine.map((r, k) => this.sendOne(b, channel, r, messages[k], now)));
       for (const o of outcomes) {
         if (typeof o === 'string') stop ??= o;
@@ -272,7 +269,7 @@ export class BroadcastEngine {
       }
     }
     const at = this.deps.clock.now();
-    await confirmIntents(this.pool, b.project_id, sent.map((s) => ({ ref: s.ref, wamid: s.wamid, at })));
+    await confirmIntents(this.sql, b.project_id, sent.map((s) => ({ ref: s.ref, wamid: s.wamid, at })));
     await markSent(this.sql, this.opts.owner, sent, at);
     if (stop) {
       await this.fail(b, stop, this.deps.clock.now());
@@ -354,7 +351,7 @@ export class BroadcastEngine {
       const failure = failureOf(e, b.route);
       // Certainly not sent: the ledger drops the message and gives its unit back, then the
       // recipient is queued again or failed.
-      await abandonIntents(this.pool, b.project_id, [r.send_ref], day);
+      await abandonIntents(this.sql, b.project_id, [r.send_ref], day);
       const claim = { id: r.id, ref: r.send_ref };
       const fail = (category: string) =>
         settleFailure(this.sql, this.opts.owner, claim, t, { code: failure.code, category, title: failure.title, reason: failure.reason });
@@ -401,7 +398,7 @@ export class BroadcastEngine {
       if (b.status_reason?.startsWith(LIMIT_HOLD_PREFIX) && !(await this.limitHeld(b.id, now))) await this.setReason(b.id, null);
       return true;
     }
-    await releaseUnits(this.pool, b.project_id, over.length, now);
+    await releaseUnits(this.sql, b.project_id, over.length, now);
     await holdForLimit(this.sql, b.id, over.map((r) => r.id), this.opts.owner, channel.wabaId, releaseAt!, now, this.opts.timer.now());
     await this.setReason(b.id, limitHoldReason(limit.limit, releaseAt!));
     claimed.splice(0, claimed.length, ...claimed.filter((r) => granted.has(reachKey(r))));

@@ -7,7 +7,7 @@
  * confirm (ledger.ts) has committed, so a read of the message right after the answer finds its wamid; alone,
  * a send pays what it did before (one statement).
  */
-import type pg from 'pg';
+import type { Tx } from '../platform/db/tx.js';
 import { confirmIntents } from './ledger.js';
 import { Batcher } from '../platform/batcher.js';
 
@@ -20,20 +20,20 @@ interface Accepted {
   answer?: string;
 }
 
-const batchers = new WeakMap<pg.Pool, Batcher<Accepted, void>>();
+const batchers = new WeakMap<Tx, Batcher<Accepted, void>>();
 
 /**
  * Confirms one accepted send through this instance's batcher (see the module's note); with `keyed`,
  * the send's Idempotency-Key is answered in the same statement.
  */
-export function confirmSends(pool: pg.Pool, projectId: string, ref: string, wamid: string, at: Date, keyed?: { key: string; answer: string }): Promise<void> {
-  let batcher = batchers.get(pool);
+export function confirmSends(db: Tx, projectId: string, ref: string, wamid: string, at: Date, keyed?: { key: string; answer: string }): Promise<void> {
+  let batcher = batchers.get(db);
   if (!batcher) {
     batcher = new Batcher<Accepted, void>(async (project, items) => {
-      await confirmIntents(pool, project, items);
+      await confirmIntents(db, project, items);
       return items.map(() => undefined);
     });
-    batchers.set(pool, batcher);
+    batchers.set(db, batcher);
   }
   return batcher.add(projectId, { ref, wamid, at, key: keyed?.key, answer: keyed?.answer });
 }

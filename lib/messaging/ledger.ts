@@ -22,7 +22,6 @@
  * The recipient of an intent is a `Recipient`, not a bare phone, so that another way to name a
  * customer can join without touching the callers.
  */
-import type pg from 'pg';
 import type { Prisma } from '../../generated/prisma/client.js';
 import { statusRankSql } from './status-rank.js';
 import { ApiError } from '../platform/errors.js';
@@ -33,10 +32,10 @@ import { dispatchedAtSql, EVENTS_CHANNEL, insertEventsSql } from '../webhooks/ev
 import { newId } from '../platform/secrets.js';
 import { completeLinkedKeysSql, linkKeysSql } from '../platform/idempotency-store.js';
 import { retryDeadlock } from '../platform/db/transaction.js';
-import { type Tx, execute } from '../platform/db/tx.js';
+import { type Tx, execute, executeNamed, queryRows, queryRowsNamed } from '../platform/db/tx.js';
 import { CLAIM_ROWS } from '../platform/db/claims.js';
 
-type Db = Pick<pg.Pool, 'query'>;
+type Db = Tx;
 
 /**
  * Who a send goes to: by phone when known (digits, no +), else by the business-scoped user id
@@ -92,9 +91,10 @@ export async function reserveUnits(db: Db, projectId: string, wanted: number, no
   if (limit !== null && limit <= 0) return { granted: 0, limit };
   const day = utcDay(now);
   for (;;) {
-    const { rows } = await db.query<{ q: number | null; granted: number | null }>({
-      name: 'quota-reserve',
-      text: `WITH lim AS (SELECT GREATEST(0, COALESCE($4::int, (SELECT daily_send_quota - CASE WHEN $5::boolean THEN conversation_reserve ELSE 0 END FROM projects WHERE id = $1), 0)) AS q),
+    const rows = await queryRowsNamed<{ q: number | null; granted: number | null }>(
+      db,
+      'quota-reserve',
+      `WITH lim AS (SELECT GREATEST(0, COALESCE($4::int, (SELECT daily_send_quota - CASE WHEN $5::boolean THEN conversation_reserve ELSE 0 END FROM projects WHERE id = $1), 0)) AS q),
              old AS (SELECT count FROM send_counters WHERE project_id = $1 AND day = $2::date FOR UPDATE),
              upd AS (
                UPDATE send_counters s SET count = s.count + LEAST($3::int, (SELECT q FROM lim) - s.count)
@@ -103,37 +103,40 @@ export async function reserveUnits(db: Db, projectId: string, wanted: number, no
              )
              SELECT (SELECT q FROM lim) AS q,
                     CASE WHEN EXISTS (SELECT 1 FROM old) THEN COALESCE((SELECT granted FROM upd), 0) END AS granted`,
-      values: [projectId, day, wanted, limit, forCampaign],
-    });
+      projectId, day, wanted, limit, forCampaign,
+    );
     const q = rows[0].q ?? 0;
     if (rows[0].granted !== null) return { granted: rows[0].granted, limit: q };
     if (q <= 0) return { granted: 0, limit: q };
     // No counter row yet today: the first reservation creates it with its grant.
-    const created = await db.query<{ count: number }>({
-      name: 'quota-reserve-first',
-      text: 'INSERT INTO send_counters (project_id, day, count) VALUES ($1, $2::date, $3) ON CONFLICT DO NOTHING RETURNING count',
-      values: [projectId, day, Math.min(wanted, q)],
-    });
-    if (created.rows[0]) return { granted: created.rows[0].count, limit: q };
+    const created = await queryRowsNamed<{ count: number }>(
+      db,
+      'quota-reserve-first',
+      'INSERT INTO send_counters (project_id, day, count) VALUES ($1, $2::date, $3) ON CONFLICT DO NOTHING RETURNING count',
+      projectId, day, Math.min(wanted, q),
+    );
+    if (created[0]) return { granted: created[0].count, limit: q };
   }
 }
 
 /** Gives back `units` reserved and not used (never below zero). */
 export async function releaseUnits(db: Db, projectId: string, units: number, reservedAt: Date): Promise<void> {
   if (units <= 0) return;
-  await db.query({
-    name: 'quota-release',
-    text: 'UPDATE send_counters SET count = GREATEST(0, count - $3) WHERE project_id = $1 AND day = $2::date AND count > 0',
-    values: [projectId, utcDay(reservedAt), units],
-  });
+  await executeNamed(
+    db,
+    'quota-release',
+    'UPDATE send_counters SET count = GREATEST(0, count - $3) WHERE project_id = $1 AND day = $2::date AND count > 0',
+    projectId, utcDay(reservedAt), units,
+  );
 }
 
 /** The app holding the customer's thread when another app does (docs/coexistence.md): read on a refused send's path only. */
 export async function threadHeldBy(db: Db, projectId: string, to: Recipient): Promise<string | null> {
-  const { rows } = await db.query<{ holder: string }>(
+  const rows = await queryRows<{ holder: string }>(
+    db,
     `SELECT w.thread_holder AS holder FROM contacts c JOIN conversations w ON w.project_id = c.project_id AND w.contact_id = c.id
      WHERE c.project_id = $1 AND (c.phone = $2 OR ($2::text IS NULL AND c.user_id = $3)) AND w.thread_holder IS NOT NULL LIMIT 1`,
-    [projectId, to.phone, to.userId ?? null],
+    projectId, to.phone, to.userId ?? null,
   );
   return rows[0]?.holder ?? null;
 }
@@ -167,11 +170,12 @@ export async function reserveAndRecord(db: Db, projectId: string, intents: Inten
   for (;;) {
     const r = await recordWith(db, projectId, intents, at, { refuseHeld: opts.refuseHeld === true, reserve: true });
     if (r.counted || r.limit <= 0) return r;
-    await db.query({
-      name: 'quota-counter-first',
-      text: 'INSERT INTO send_counters (project_id, day, count) VALUES ($1, $2::date, 0) ON CONFLICT DO NOTHING',
-      values: [projectId, utcDay(at)],
-    });
+    await executeNamed(
+      db,
+      'quota-counter-first',
+      'INSERT INTO send_counters (project_id, day, count) VALUES ($1, $2::date, 0) ON CONFLICT DO NOTHING',
+      projectId, utcDay(at),
+    );
   }
 }
 
@@ -191,9 +195,10 @@ async function recordWith(db: Db, projectId: string, intents: Intent[], at: Date
   // nor inserted (ON CONFLICT DO NOTHING), so its intent is not recorded: the next try sees it.
   for (let attempt = 1; todo.length; attempt++) {
     const batch = todo.map((i) => intents[i]);
-    const { rows } = await db.query<{ ord: string; open: boolean; granted: boolean; recorded: boolean; q: number | null; counted: boolean }>({
-      name: 'record-intent',
-      text: `WITH input AS (
+    const rows = await queryRowsNamed<{ ord: string; open: boolean; granted: boolean; recorded: boolean; q: number | null; counted: boolean }>(
+      db,
+      'record-intent',
+      `WITH input AS (
                SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::jsonb[], $6::boolean[], $7::text[], $9::text[], $10::jsonb[])
                  WITH ORDINALITY AS i(phone, ref, type, content, session, ikey, user_id, author, ord)
              ), lim AS (
@@ -245,7 +250,7 @@ async function recordWith(db: Db, projectId: string, intents: Intent[], at: Date
              SELECT g.ord::text AS ord, g.open, g.granted, EXISTS (SELECT 1 FROM ins WHERE ins.send_ref = g.ref) AS recorded,
                     (SELECT q FROM lim) AS q, EXISTS (SELECT 1 FROM old) AS counted
              FROM gate g`,
-      values: [
+      ...[
         projectId,
         batch.map((b) => b.to.phone),
         batch.map((b) => b.ref),
@@ -260,7 +265,7 @@ async function recordWith(db: Db, projectId: string, intents: Intent[], at: Date
         opts.reserve,
         utcDay(at),
       ],
-    });
+    );
     limit = rows[0]?.q ?? 0;
     const retry: number[] = [];
     for (const r of rows) {
@@ -286,9 +291,10 @@ async function recordWith(db: Db, projectId: string, intents: Intent[], at: Date
  * gate: a group is not a customer's 24-hour window (docs/groups.md).
  */
 export async function recordGroupIntent(db: Db, projectId: string, contactId: bigint, intent: Omit<Intent, 'to' | 'session'>, at: Date): Promise<void> {
-  await db.query({
-    name: 'record-group-intent',
-    text: `WITH cv AS (
+  await executeNamed(
+    db,
+    'record-group-intent',
+    `WITH cv AS (
              ${upsertConversationsSql('SELECT $1, $2::bigint, $3::timestamptz, $3::timestamptz, $3::timestamptz')}
              RETURNING id
            ), ik AS (
@@ -296,11 +302,11 @@ export async function recordGroupIntent(db: Db, projectId: string, contactId: bi
            )
            INSERT INTO messages (project_id, conversation_id, wamid, send_ref, direction, type, content, status, sent_at, status_at, author)
            SELECT $1, cv.id, $4, $4, 'outbound', $5, $6::jsonb, 'pending', $3, $3, $8::jsonb FROM cv`,
-    values: [
+    ...[
       projectId, String(contactId), at, intent.ref, intent.type, JSON.stringify(intent.content), intent.idempotencyKey ?? null,
       intent.author === undefined ? null : JSON.stringify(intent.author),
     ],
-  });
+  );
 }
 
 /**
@@ -312,9 +318,10 @@ export async function recordGroupIntent(db: Db, projectId: string, contactId: bi
  */
 export async function confirmIntents(db: Db, projectId: string, accepted: Array<{ ref: string; wamid: string; at: Date; key?: string; answer?: string }>): Promise<void> {
   if (!accepted.length) return;
-  await retryDeadlock(() => db.query({
-    name: 'confirm-sent-many',
-    text: `WITH i AS (SELECT * FROM unnest($2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::jsonb[]) AS i(ref, wamid, at, ikey, answer)),
+  await retryDeadlock(() => executeNamed(
+    db,
+    'confirm-sent-many',
+    `WITH i AS (SELECT * FROM unnest($2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::jsonb[]) AS i(ref, wamid, at, ikey, answer)),
            answered AS (
              ${completeLinkedKeysSql('SELECT $1::text AS project_id, i.ikey, i.ref, i.answer AS body FROM i WHERE i.ikey IS NOT NULL')}
            ),
@@ -329,8 +336,8 @@ export async function confirmIntents(db: Db, projectId: string, accepted: Array<
            FROM i, locked
            WHERE m.id = locked.id AND m.project_id = $1 AND m.send_ref = i.ref
              AND (m.status IN ('pending', 'unknown') OR m.wamid IS DISTINCT FROM i.wamid)`,
-    values: [projectId, accepted.map((w) => w.ref), accepted.map((w) => w.wamid), accepted.map((w) => w.at), accepted.map((w) => w.key ?? null), accepted.map((w) => w.answer ?? null)],
-  }));
+    projectId, accepted.map((w) => w.ref), accepted.map((w) => w.wamid), accepted.map((w) => w.at), accepted.map((w) => w.key ?? null), accepted.map((w) => w.answer ?? null),
+  ));
 }
 
 /**
@@ -342,15 +349,16 @@ export async function confirmIntents(db: Db, projectId: string, accepted: Array<
  */
 export async function abandonIntents(db: Db, projectId: string, refs: string[], reservedAt: Date, opts: { withdraw?: boolean } = {}): Promise<void> {
   if (!refs.length) return;
-  await retryDeadlock(() => db.query({
+  await retryDeadlock(() => executeNamed(
+    db,
     // One text, two names: the fault tests refuse each point of the send path by name.
-    name: opts.withdraw ? 'withdraw-send' : 'abandon-intent',
-    text: `WITH gone AS (DELETE FROM messages WHERE project_id = $1 AND send_ref = ANY($2::text[]) AND status = 'pending' RETURNING 1),
+    opts.withdraw ? 'withdraw-send' : 'abandon-intent',
+    `WITH gone AS (DELETE FROM messages WHERE project_id = $1 AND send_ref = ANY($2::text[]) AND status = 'pending' RETURNING 1),
            n AS (SELECT count(*)::int AS units FROM gone)
            UPDATE send_counters SET count = GREATEST(0, count - (SELECT units FROM n))
            WHERE project_id = $1 AND day = $3::date AND count > 0 AND (SELECT units FROM n) > 0`,
-    values: [projectId, refs, utcDay(reservedAt)],
-  }));
+    projectId, refs, utcDay(reservedAt),
+  ));
 }
 
 /**
@@ -364,9 +372,10 @@ export async function abandonIntents(db: Db, projectId: string, refs: string[], 
  * settled; a caller repeats while a batch comes back full.
  */
 export async function settleUnknown(db: Db, opts: { boundMs: number; now: Date; limit?: number }): Promise<number> {
-  const { rows } = await db.query<{ settled: number }>({
-    name: 'settle-unknown',
-    text: `WITH due AS (
+  const rows = await queryRowsNamed<{ settled: number }>(
+    db,
+    'settle-unknown',
+    `WITH due AS (
              SELECT id FROM messages WHERE wamid = send_ref AND sent_at <= $1 AND status = 'pending'
              ORDER BY sent_at LIMIT $3 ${CLAIM_ROWS}
            ), upd AS (
@@ -382,18 +391,19 @@ export async function settleUnknown(db: Db, opts: { boundMs: number; now: Date; 
            )
            SELECT (SELECT count(*)::int FROM upd) AS settled,
                   (SELECT count(*) FROM (SELECT pg_notify($4, d.project_id) FROM (SELECT DISTINCT project_id FROM ev WHERE dispatched_at IS NULL) d) n) AS woken`,
-    values: [new Date(opts.now.getTime() - opts.boundMs), opts.now, opts.limit ?? 1000, EVENTS_CHANNEL],
-  });
+    new Date(opts.now.getTime() - opts.boundMs), opts.now, opts.limit ?? 1000, EVENTS_CHANNEL,
+  );
   return rows[0].settled;
 }
 
 /** What the ledger knows of a send by its reference: nothing (never recorded, or abandoned), or its message's status and wamid. */
 export async function sendState(db: Db, projectId: string, ref: string): Promise<{ status: string; wamid: string } | undefined> {
-  const { rows } = await db.query<{ status: string; wamid: string }>({
-    name: 'idempotency-send-outcome',
-    text: 'SELECT wamid, status FROM messages WHERE project_id = $1 AND send_ref = $2',
-    values: [projectId, ref],
-  });
+  const rows = await queryRowsNamed<{ status: string; wamid: string }>(
+    db,
+    'idempotency-send-outcome',
+    'SELECT wamid, status FROM messages WHERE project_id = $1 AND send_ref = $2',
+    projectId, ref,
+  );
   return rows[0];
 }
 

@@ -7,7 +7,7 @@
  * instance are batched (see `reserveSends`) so that they do not queue on the counter row commit
  * by commit.
  */
-import type pg from 'pg';
+import type { Tx } from '../platform/db/tx.js';
 import { nextUtcMidnight, quotaExceeded, releaseUnits, reserveUnits, utcDay } from './ledger.js';
 
 export { nextUtcMidnight, quotaExceeded, utcDay };
@@ -16,14 +16,14 @@ export { nextUtcMidnight, quotaExceeded, utcDay };
  * Reserves one send for today, or throws 429 quota_exceeded. `limit` null: the project's own
  * daily quota, read in the same statement.
  */
-export async function reserveSend(pool: pg.Pool, projectId: string, limit: number | null, now: Date): Promise<void> {
-  const r = await reserveUnits(pool, projectId, 1, now, limit);
+export async function reserveSend(db: Tx, projectId: string, limit: number | null, now: Date): Promise<void> {
+  const r = await reserveUnits(db, projectId, 1, now, limit);
   if (r.granted < 1) throw quotaExceeded(r.limit, now);
 }
 
 /** Gives back a reservation whose send did not happen. */
-export async function releaseSend(pool: pg.Pool, projectId: string, reservedAt: Date): Promise<void> {
-  await releaseUnits(pool, projectId, 1, reservedAt);
+export async function releaseSend(db: Tx, projectId: string, reservedAt: Date): Promise<void> {
+  await releaseUnits(db, projectId, 1, reservedAt);
 }
 
 interface Waiter {
@@ -44,7 +44,7 @@ class ReservationBatcher {
   private readonly waiting = new Map<string, Waiter[]>();
   private readonly draining = new Set<string>();
 
-  constructor(private readonly pool: pg.Pool) {}
+  constructor(private readonly db: Tx) {}
 
   reserve(projectId: string, limit: number | null, now: Date): Promise<void> {
     if (limit !== null && limit <= 0) return Promise.reject(quotaExceeded(limit, now));
@@ -74,7 +74,7 @@ class ReservationBatcher {
 
   private async grant(projectId: string, limit: number | null, batch: Waiter[]): Promise<void> {
     try {
-      const { granted, limit: applied } = await reserveUnits(this.pool, projectId, batch.length, batch[0].now, limit);
+      const { granted, limit: applied } = await reserveUnits(this.db, projectId, batch.length, batch[0].now, limit);
       batch.forEach((w, i) => (i < granted ? w.resolve() : w.reject(quotaExceeded(applied, w.now))));
     } catch (e) {
       for (const w of batch) w.reject(e);
@@ -82,14 +82,14 @@ class ReservationBatcher {
   }
 }
 
-const batchers = new WeakMap<pg.Pool, ReservationBatcher>();
+const batchers = new WeakMap<Tx, ReservationBatcher>();
 
 /**
  * Reserves one send for today through this instance's batcher, or throws 429 quota_exceeded;
  * `limit` null: the project's own daily quota, read in the reserving statement.
  */
-export function reserveSends(pool: pg.Pool, projectId: string, limit: number | null, now: Date): Promise<void> {
-  let batcher = batchers.get(pool);
-  if (!batcher) batchers.set(pool, (batcher = new ReservationBatcher(pool)));
+export function reserveSends(db: Tx, projectId: string, limit: number | null, now: Date): Promise<void> {
+  let batcher = batchers.get(db);
+  if (!batcher) batchers.set(db, (batcher = new ReservationBatcher(db)));
   return batcher.reserve(projectId, limit, now);
 }

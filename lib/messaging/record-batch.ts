@@ -13,7 +13,7 @@
  * batch is recorded at the newest `at` of its sends (a waiting send's time moves forward by at most
  * one statement's duration; its window is judged then, never earlier).
  */
-import type pg from 'pg';
+import type { Tx } from '../platform/db/tx.js';
 import { reserveAndRecord, type Intent, type RecordOutcome } from './ledger.js';
 import { Batcher, newest } from '../platform/batcher.js';
 
@@ -30,20 +30,20 @@ export interface SendRecorded {
   limit: number;
 }
 
-const batchers = new WeakMap<pg.Pool, Batcher<SendRecord, SendRecorded>>();
+const batchers = new WeakMap<Tx, Batcher<SendRecord, SendRecorded>>();
 
 /**
  * Reserves one send's quota unit and records its intent, in one statement shared with the
  * project's other sends waiting meanwhile (see the module's note and reserveAndRecord).
  */
-export function recordSend(pool: pg.Pool, projectId: string, intent: Intent, at: Date, opts: { refuseHeld?: boolean } = {}): Promise<SendRecorded> {
-  let batcher = batchers.get(pool);
+export function recordSend(db: Tx, projectId: string, intent: Intent, at: Date, opts: { refuseHeld?: boolean } = {}): Promise<SendRecorded> {
+  let batcher = batchers.get(db);
   if (!batcher) {
     batcher = new Batcher<SendRecord, SendRecorded>(async (_group, items) => {
-      const { outcomes, limit } = await reserveAndRecord(pool, items[0].projectId, items.map((r) => r.intent), newest(items, (r) => r.at), { refuseHeld: items[0].refuseHeld });
+      const { outcomes, limit } = await reserveAndRecord(db, items[0].projectId, items.map((r) => r.intent), newest(items, (r) => r.at), { refuseHeld: items[0].refuseHeld });
       return outcomes.map((outcome) => ({ outcome, limit }));
     });
-    batchers.set(pool, batcher);
+    batchers.set(db, batcher);
   }
   const refuseHeld = opts.refuseHeld === true;
   // Sends that refuse a held thread and those that do not are recorded by different statements.

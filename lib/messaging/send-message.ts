@@ -169,7 +169,7 @@ export function isOutcomeUnknown(e: unknown): boolean {
 export async function answerForPendingKey(db: Deps['db'], { projectId, ref, requestId }: { projectId: string; ref: string; requestId: string }): Promise<
   { state: 'pending'; message: string } | { state: 'gone' } | { state: 'final'; status: number; body: unknown }
 > {
-  const message = await sendState(db.pool, projectId, ref);
+  const message = await sendState(db.sql, projectId, ref);
   if (!message) return { state: 'gone' };
   if (message.status === 'pending') {
     return { state: 'pending', message: 'The send started with this Idempotency-Key has no known outcome yet (the channel has not reported it); retry later: it is never sent twice.' };
@@ -228,7 +228,7 @@ async function sendOnce(deps: Deps, project: ProjectRef, body: SendRequest, opts
   const to = { phone: message.phone, userId: message.userId };
   const ref = await recordIntent(deps, project.id, message, to, opts, now);
   const wamid = await callChannel(deps, project.id, channel, message, ref, opts, now);
-  await confirmSends(pool, project.id, ref, wamid, now, keyedAnswer(opts, wamid));
+  await confirmSends(deps.db.sql, project.id, ref, wamid, now, keyedAnswer(opts, wamid));
   return { id: wamid, status: 'sent' };
 }
 
@@ -253,17 +253,17 @@ async function sendToGroup(deps: Deps, project: ProjectRef, body: SendRequest, o
   await prepareMessage(deps, project.id, message, { toGroup: true });
   const channel = await requireChannel(deps, project.id);
   assertCarries(deps, channel, message.payload.type as ContentType);
-  await reserveSends(pool, project.id, null, now);
+  await reserveSends(deps.db.sql, project.id, null, now);
   const ref = opts.ref ?? newSendRef();
   try {
-    await recordGroupIntent(pool, project.id, group.contactId, { ref, type: message.type, content: message.content, idempotencyKey: opts.idempotencyKey, author: opts.author }, now);
+    await recordGroupIntent(deps.db.sql, project.id, group.contactId, { ref, type: message.type, content: message.content, idempotencyKey: opts.idempotencyKey, author: opts.author }, now);
   } catch (e) {
-    const release = () => releaseUnits(pool, project.id, 1, now);
+    const release = () => releaseUnits(deps.db.sql, project.id, 1, now);
     await release().catch(() => settleLater('giving back the quota unit of a group send not recorded', release, deps.logger, { project_id: project.id }));
     throw e;
   }
   const wamid = await callChannel(deps, project.id, channel, message, ref, opts, now, { groupId: group.groupId });
-  await confirmSends(pool, project.id, ref, wamid, now, keyedAnswer(opts, wamid));
+  await confirmSends(deps.db.sql, project.id, ref, wamid, now, keyedAnswer(opts, wamid));
   return { id: wamid, status: 'sent' };
 }
 
@@ -303,21 +303,20 @@ async function prepareMessage(deps: Deps, projectId: string, message: Prepared, 
  * order stands when both refuse: outside the window is 409, whatever the quota.
  */
 async function recordIntent(deps: Deps, projectId: string, message: Prepared, to: Intent['to'], opts: SendOptions, now: Date): Promise<string> {
-  const { pool } = deps.db;
   const ref = opts.ref ?? newSendRef();
   const intent: Intent = { to, ref, type: message.type, content: message.content, session: message.session, idempotencyKey: opts.idempotencyKey, author: opts.author };
   let recorded: SendRecorded;
   try {
-    recorded = await recordSend(pool, projectId, intent, now, { refuseHeld: true });
+    recorded = await recordSend(deps.db.sql, projectId, intent, now, { refuseHeld: true });
   } catch (e) {
     // The statement may have committed before its answer was lost: what it recorded goes, with its unit.
-    const withdraw = () => abandonIntents(pool, projectId, [ref], now, { withdraw: true });
+    const withdraw = () => abandonIntents(deps.db.sql, projectId, [ref], now, { withdraw: true });
     await withdraw().catch(() => settleLater('withdrawing a send not recorded', withdraw, deps.logger, { project_id: projectId, ref }));
     throw e;
   }
   if (recorded.outcome === 'over_quota') throw quotaExceeded(recorded.limit, now);
   if (recorded.outcome === 'closed') {
-    const holder = await threadHeldBy(pool, projectId, to);
+    const holder = await threadHeldBy(deps.db.sql, projectId, to);
     if (holder !== null) throw threadHeldElsewhere(holder);
     throw outsideWindow();
   }
@@ -329,7 +328,6 @@ async function callChannel(
   deps: Deps, projectId: string, channel: Awaited<ReturnType<typeof requireChannel>>, message: Prepared, ref: string, opts: SendOptions, now: Date,
   group?: { groupId: string },
 ): Promise<string> {
-  const { pool } = deps.db;
   try {
     const payload: OutboundMessage = {
       recipient: group ? { kind: 'group', groupId: group.groupId } : { kind: 'customer', phone: message.phone, userId: message.userId },
@@ -345,7 +343,7 @@ async function callChannel(
       const api = channelApiError(e);
       throw new ApiError(api.code, `${api.message}. The outcome is unknown: the message may have been sent; its status will settle it (do not resend; a retry with the same Idempotency-Key answers once it is known).`, { ...(api.details ?? {}), outcome: 'unknown', ref });
     }
-    const abandon = () => abandonIntents(pool, projectId, [ref], now);
+    const abandon = () => abandonIntents(deps.db.sql, projectId, [ref], now);
     await abandon().catch(() => settleLater('abandoning a send the channel refused', abandon, deps.logger, { project_id: projectId, ref }));
     if (hasReason(e, 'window_closed')) throw outsideWindow();
     // A user who stopped marketing opts out; that and a message that needs a phone are the recipient's.

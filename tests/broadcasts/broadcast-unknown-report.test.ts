@@ -50,7 +50,7 @@ describe('a campaign killed mid-send', () => {
     const past = new Date(Date.now() - 60_000);
     const dead = await claimBatch(t.db.sql, id, 'dead-engine', 2, past, past, past);
     expect(dead).toHaveLength(2);
-    await recordIntents(t.db.pool, project.id, dead.map((r) => ({ to: { phone: r.phone }, ref: r.send_ref, type: 'template', content: { type: 'template' } })), t.clock.now());
+    await recordIntents(t.db.sql, project.id, dead.map((r) => ({ to: { phone: r.phone }, ref: r.send_ref, type: 'template', content: { type: 'template' } })), t.clock.now());
     const channel = (await openChannel({ db: t.db, secretBox: t.secretBox }, project.id))!;
     const reached = await request(t.sim!.url).post(`/v26.0/${channel.phoneNumberId}/messages`).set('Authorization', `Bearer ${channel.accessToken}`)
       .send({ messaging_product: 'whatsapp', recipient_type: 'individual', to: dead[0].phone, type: 'template', template: { name: 'notice', language: { policy: 'deterministic', code: 'en_US' } }, biz_opaque_callback_data: dead[0].send_ref });

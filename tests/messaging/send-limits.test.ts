@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { startTestApp, type TestApp } from '../support/app.js';
 import pg from 'pg';
+import { pgTx } from '../../lib/platform/db/tx.js';
 import { releaseSend, reserveSend, reserveSends } from '../../lib/messaging/quota.js';
 import { recordSend } from '../../lib/messaging/record-batch.js';
 import { testDatabaseUrl } from '../support/db.js';
@@ -48,7 +49,7 @@ describe('daily send quota', () => {
   it('When 1,200 sends race for a quota of 1,000, then exactly 1,000 are reserved', async () => {
     const { project } = await setup();
     const now = t.clock.now();
-    const outcomes = await Promise.allSettled(Array.from({ length: 1200 }, () => reserveSend(t.db.pool, project.id, 1000, now)));
+    const outcomes = await Promise.allSettled(Array.from({ length: 1200 }, () => reserveSend(t.db.sql, project.id, 1000, now)));
     expect(outcomes.filter((o) => o.status === 'fulfilled').length).toBe(1000);
     const rejected = outcomes.filter((o): o is PromiseRejectedResult => o.status === 'rejected');
     expect(rejected.every((o) => o.reason instanceof ApiError && o.reason.code === 'quota_exceeded')).toBe(true);
@@ -60,7 +61,7 @@ describe('daily send quota', () => {
     // Another pool is another instance: its own batcher, the same counter row.
     const other = new pg.Pool({ connectionString: testDatabaseUrl(), max: 10 });
     try {
-      const outcomes = await Promise.allSettled(Array.from({ length: 1200 }, (_, i) => reserveSends(i % 2 ? other : t.db.pool, project.id, 1000, now)));
+      const outcomes = await Promise.allSettled(Array.from({ length: 1200 }, (_, i) => reserveSends(i % 2 ? pgTx(other) : t.db.sql, project.id, 1000, now)));
       expect(outcomes.filter((o) => o.status === 'fulfilled').length).toBe(1000);
       const rejected = outcomes.filter((o): o is PromiseRejectedResult => o.status === 'rejected');
       expect(rejected.every((o) => o.reason instanceof ApiError && o.reason.code === 'quota_exceeded')).toBe(true);
@@ -77,7 +78,7 @@ describe('daily send quota', () => {
     const other = new pg.Pool({ connectionString: testDatabaseUrl(), max: 10 });
     try {
       const outcomes = await Promise.all(Array.from({ length: 1200 }, (_, i) =>
-        recordSend(i % 2 ? other : t.db.pool, project.id, { to: { phone: `1415600${String(i % 40).padStart(4, '0')}` }, ref: `race-${i}`, type: 'text', content: { body: 'hi' } }, now)));
+        recordSend(i % 2 ? pgTx(other) : t.db.sql, project.id, { to: { phone: `1415600${String(i % 40).padStart(4, '0')}` }, ref: `race-${i}`, type: 'text', content: { body: 'hi' } }, now)));
       expect(outcomes.filter((o) => o.outcome === 'recorded')).toHaveLength(1000);
       expect(outcomes.filter((o) => o.outcome === 'over_quota').map((o) => o.limit)).toEqual(Array(200).fill(1000));
       const { rows } = await t.db.pool.query('SELECT count FROM send_counters WHERE project_id = $1', [project.id]);
@@ -123,7 +124,7 @@ describe('daily send quota', () => {
 
   it('When a reservation is released, then the count never goes below zero', async () => {
     const { project } = await setup();
-    await releaseSend(t.db.pool, project.id, t.clock.now());
+    await releaseSend(t.db.sql, project.id, t.clock.now());
     const rows = await t.db.pool.query('SELECT count FROM send_counters WHERE project_id = $1', [project.id]);
     expect(rows.rows.length === 0 || rows.rows[0].count === 0).toBe(true);
   });

@@ -151,7 +151,7 @@ describe('a campaign send whose outcome is never reported', () => {
     // A dead engine's work: one recipient claimed, its intent recorded, the call never made.
     const past = new Date(Date.now() - 60_000);
     const [r] = await claimBatch(t.db.sql, c.id, 'dead-engine', 1, past, past, past);
-    await recordIntents(t.db.pool, c.project.id, [{ to: { phone: r.phone }, ref: r.send_ref, type: 'template', content: { type: 'template' } }], t.clock.now());
+    await recordIntents(t.db.sql, c.project.id, [{ to: { phone: r.phone }, ref: r.send_ref, type: 'template', content: { type: 'template' } }], t.clock.now());
     const sentAt = t.clock.now().getTime();
     const engine = await engineFor(t);
     try {

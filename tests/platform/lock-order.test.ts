@@ -40,7 +40,7 @@ describe('lock order of the message writers', () => {
     const blocker = await t.db.pool.connect();
     await blocker.query('BEGIN');
     await blocker.query('SELECT 1 FROM messages WHERE id = $1 FOR UPDATE', [rows[0].id]);
-    const confirm = confirmIntents(t.db.pool, project.id, rows.map((r) => ({ ref: r.send_ref, wamid: r.wamid, at: t.clock.now() })));
+    const confirm = confirmIntents(t.db.sql, project.id, rows.map((r) => ({ ref: r.send_ref, wamid: r.wamid, at: t.clock.now() })));
     const ts = String(Math.floor(t.clock.now().getTime() / 1000));
     const body = JSON.stringify({ object: 'whatsapp_business_account', entry: [{ id: channel.wabaId, changes: [{ field: 'messages', value: {
       messaging_product: 'whatsapp', metadata: { phone_number_id: channel.phoneNumberId },
