@@ -7,6 +7,7 @@
  * by id as `GET /v1/conversations/{id}/messages`. Always scoped by the project.
  */
 import type { Deps } from '../deps.js';
+import { queryRows } from '../platform/db/tx.js';
 import { DashboardRefusal } from '../accounts/refusal.js';
 import { ApiError } from '../platform/errors.js';
 import { cursorScope, cursorSecretOf } from '../platform/cursor.js';
@@ -77,13 +78,14 @@ async function marksOf(deps: ReadDeps, projectId: string, by: 'id' | 'contact_id
   const out = new Map<string, Marks>();
   if (!ids.length) return out;
   // The unread count reads the conversation's newest messages through (conversation_id, id), at most UNREAD_COUNTED of them.
-  const { rows } = await deps.db.pool.query<{ key: string; id: string; needs_reply: boolean; unread: boolean; unread_count: number; waiting_since: Date | null }>(
+  const rows = await queryRows<{ key: string; id: string; needs_reply: boolean; unread: boolean; unread_count: number; waiting_since: Date | null }>(
+    deps.db.sql,
     `SELECT v.${by}::text AS key, v.id::text, ${conversationConditionSql('v', 'needs_reply', '$3')} AS needs_reply, ${conversationConditionSql('v', 'unread', '$3')} AS unread,
             CASE WHEN ${conversationConditionSql('v', 'unread', '$3')} THEN (SELECT count(*)::int FROM (SELECT 1 FROM messages m WHERE m.conversation_id = v.id AND m.direction = 'inbound' AND NOT m.history
                  AND m.sent_at > COALESCE(v.seen_at, '-infinity'::timestamptz) ORDER BY m.id DESC LIMIT ${UNREAD_COUNTED}) u) ELSE 0 END AS unread_count,
             CASE WHEN ${conversationConditionSql('v', 'needs_reply', '$3')} THEN ${waitingSinceSql('v')} END AS waiting_since
      FROM conversations v WHERE v.project_id = $1 AND v.${by} = ANY($2::bigint[])`,
-    [projectId, ids, deps.clock.now()],
+    projectId, ids, deps.clock.now(),
   );
   for (const r of rows) out.set(r.key, { id: Number(r.id), needs_reply: r.needs_reply, unread: r.unread, unread_count: r.unread_count, waiting_since: r.waiting_since ? r.waiting_since.toISOString() : null });
   return out;
@@ -121,11 +123,12 @@ export interface ConversationListItem extends ConversationView {
 async function callMarksOf(deps: ReadDeps, projectId: string, ids: string[]): Promise<Map<string, ConversationListItem['call']>> {
   const out = new Map<string, ConversationListItem['call']>();
   if (!ids.length) return out;
-  const { rows } = await deps.db.pool.query<{ key: string; status: string; direction: string }>(
+  const rows = await queryRows<{ key: string; status: string; direction: string }>(
+    deps.db.sql,
     `SELECT v.id::text AS key, k.status, k.direction FROM conversations v
        CROSS JOIN LATERAL (SELECT status, direction FROM calls k WHERE k.conversation_id = v.id ORDER BY k.id DESC LIMIT 1) k
       WHERE v.project_id = $1 AND v.id = ANY($2::bigint[])`,
-    [projectId, ids],
+    projectId, ids,
   );
   for (const r of rows) {
     if (r.status === 'ringing' || r.status === 'dialing') out.set(r.key, 'ringing');
@@ -142,13 +145,14 @@ const PREVIEW_CHARS = 90;
 async function previewsOf(deps: ReadDeps, projectId: string, ids: string[]): Promise<Map<string, { direction: string; text: string }>> {
   const out = new Map<string, { direction: string; text: string }>();
   if (!ids.length) return out;
-  const { rows } = await deps.db.pool.query<MessageRow & { key: string }>(
+  const rows = await queryRows<MessageRow & { key: string }>(
+    deps.db.sql,
     `SELECT v.id::text AS key, m.id::text AS id, m.wamid, m.conversation_id::text AS "conversationId", m.direction, m.type, m.content,
             m.status, m.error, m.sent_at AS "sentAt", m.status_at AS "statusAt"
        FROM conversations v
        CROSS JOIN LATERAL (SELECT * FROM messages m WHERE m.conversation_id = v.id AND m.status <> 'pending' ORDER BY m.sent_at DESC, m.id DESC LIMIT 1) m
       WHERE v.project_id = $1 AND v.id = ANY($2::bigint[])`,
-    [projectId, ids],
+    projectId, ids,
   );
   for (const r of rows) {
     const view = messageView(r);
@@ -163,18 +167,20 @@ async function previewsOf(deps: ReadDeps, projectId: string, ids: string[]): Pro
  * "99+" past it): a bounded read however many conversations the project has.
  */
 export async function waitingCount(deps: ReadDeps, projectId: string, cap = 100): Promise<number> {
-  const { rows } = await deps.db.pool.query<{ n: number }>(
+  const rows = await queryRows<{ n: number }>(
+    deps.db.sql,
     `SELECT count(*)::int AS n FROM (SELECT 1 FROM conversations v WHERE v.project_id = $1 AND ${conversationConditionSql('v', 'needs_reply', '$2')} LIMIT $3) w`,
-    [projectId, deps.clock.now(), cap],
+    projectId, deps.clock.now(), cap,
   );
   return rows[0].n;
 }
 
 /** How many open conversations have a customer's message nobody has opened since (the tab's unread count, capped as waitingCount). */
 export async function unreadCount(deps: ReadDeps, projectId: string, cap = 100): Promise<number> {
-  const { rows } = await deps.db.pool.query<{ n: number }>(
+  const rows = await queryRows<{ n: number }>(
+    deps.db.sql,
     `SELECT count(*)::int AS n FROM (SELECT 1 FROM conversations v WHERE v.project_id = $1 AND ${conversationConditionSql('v', 'unread', () => '$3')} LIMIT $2) w`,
-    [projectId, cap],
+    projectId, cap,
   );
   return rows[0].n;
 }
@@ -248,10 +254,11 @@ export async function conversationDetail(deps: ReadDeps, projectId: string, rawI
   const calls = await listCalls(deps, projectId, { conversationId: Number(id), limit: CUSTOMER_PAGE });
   const participants = group ? await groupParticipants(deps, projectId, BigInt(row.contact.id)) : [];
   // Only asked when the customer never wrote through this app (rare): one probe of (conversation_id, sent_at DESC, id DESC).
-  const history = row.lastInboundAt || group ? undefined : (await deps.db.pool.query<{ at: Date }>(
+  const history = row.lastInboundAt || group ? undefined : (await queryRows<{ at: Date }>(
+    deps.db.sql,
     `SELECT sent_at AS at FROM messages WHERE conversation_id = $1::bigint AND project_id = $2 AND history AND direction = 'inbound' ORDER BY sent_at DESC, id DESC LIMIT 1`,
-    [id.toString(), projectId],
-  )).rows[0]?.at;
+    id.toString(), projectId,
+  ))[0]?.at;
   return {
     conversation: conversationView(row, deps.clock.now()), contact: contactView(contact), messages: page.map((m) => messageView(m)), calls, nextCursor, participants,
     historyInboundAt: history ? history.toISOString() : null,
@@ -261,11 +268,12 @@ export async function conversationDetail(deps: ReadDeps, projectId: string, rawI
 /** Who is in the group whose own record is `contactId` (lib/groups/store.ts writes them). */
 async function groupParticipants(deps: ReadDeps, projectId: string, contactId: bigint): Promise<Array<{ phone: string; joinedAt: Date; name: string | null }>> {
   // With the name the project knows for the phone (its customer's contact), when it knows one.
-  const { rows } = await deps.db.pool.query<{ wa_id: string; joined_at: Date; name: string | null }>(
+  const rows = await queryRows<{ wa_id: string; joined_at: Date; name: string | null }>(
+    deps.db.sql,
     `SELECT p.wa_id, p.joined_at, (SELECT c.name FROM contacts c WHERE c.project_id = g.project_id AND c.kind = 'customer' AND c.phone = p.wa_id LIMIT 1) AS name
        FROM group_participants p JOIN groups g ON g.id = p.group_row_id
       WHERE g.project_id = $1 AND g.contact_id = $2::bigint ORDER BY p.joined_at, p.wa_id LIMIT 1024`,
-    [projectId, String(contactId)],
+    projectId, String(contactId),
   );
   return rows.map((r) => ({ phone: `+${r.wa_id}`, joinedAt: r.joined_at, name: r.name }));
 }
@@ -299,14 +307,16 @@ export interface PastConversation {
 
 /** The conversation's history beside the chat: how many messages and notes, since when, and its past exchanges. */
 export async function conversationHistory(deps: ReadDeps, projectId: string, id: number): Promise<ConversationHistory> {
-  const [{ rows }, exchanges] = await Promise.all([
-    deps.db.pool.query<Omit<ConversationHistory, 'past'>>(
+  const [rows, exchanges] = await Promise.all([
+    queryRows<Omit<ConversationHistory, 'past'>>(
+      deps.db.sql,
       `SELECT (SELECT count(*)::int FROM messages WHERE conversation_id = $2::bigint AND project_id = $1 AND status <> 'pending') AS messages,
               (SELECT count(*)::int FROM conversation_notes WHERE conversation_id = $2::bigint AND project_id = $1) AS notes,
               (SELECT min(sent_at) FROM messages WHERE conversation_id = $2::bigint AND project_id = $1) AS first`,
-      [projectId, String(id)],
+      projectId, String(id),
     ),
-    deps.db.pool.query<{ started: Date; ended: Date; messages: number; first_id: string }>(
+    queryRows<{ started: Date; ended: Date; messages: number; first_id: string }>(
+      deps.db.sql,
       `WITH recent AS (
          SELECT id, sent_at FROM messages WHERE conversation_id = $2::bigint AND project_id = $1 AND status <> 'pending'
           ORDER BY sent_at DESC, id DESC LIMIT $4
@@ -318,11 +328,11 @@ export async function conversationHistory(deps: ReadDeps, projectId: string, id:
        )
        SELECT min(sent_at) AS started, max(sent_at) AS ended, count(*)::int AS messages, (array_agg(id ORDER BY sent_at, id))[1]::text AS first_id
          FROM numbered GROUP BY exchange ORDER BY exchange DESC LIMIT $5`,
-      [projectId, String(id), PAST_GAP_HOURS, PAST_SCAN, PAST_SHOWN + 1],
+      projectId, String(id), PAST_GAP_HOURS, PAST_SCAN, PAST_SHOWN + 1,
     ),
   ]);
   // The newest exchange is the one the chat shows; the rest are past.
-  const past = pastRows(exchanges.rows).slice(1);
+  const past = pastRows(exchanges).slice(1);
   return { ...rows[0], past };
 }
 

@@ -13,6 +13,7 @@ import type { components } from '../../generated/api.js';
 import type { Deps } from '../deps.js';
 import type { ProjectRef } from '../access/credentials.js';
 import { ApiError } from '../platform/errors.js';
+import { queryRows } from '../platform/db/tx.js';
 import { requireChannel } from '../channel-settings/settings.js';
 import { assertCarries, portOf } from '../channel-port/capabilities.js';
 import { bodyPlaceholderCount, composeMessage, type ComposedMessage } from './compose.js';
@@ -216,11 +217,10 @@ export async function sendMessage(deps: Deps, project: ProjectRef, body: SendReq
 async function sendOnce(deps: Deps, project: ProjectRef, body: SendRequest, opts: SendOptions): Promise<{ id: string; status: 'sent' }> {
   if (body.group_id !== undefined) return sendToGroup(deps, project, body, opts);
   const message = composeMessage(body);
-  const { pool } = deps.db;
   const now = deps.clock.now();
   if (opts.ref) {
-    const { rows } = await pool.query<{ wamid: string }>('SELECT wamid FROM messages WHERE project_id = $1 AND send_ref = $2', [project.id, opts.ref]);
-    if (rows[0]) return { id: rows[0].wamid, status: 'sent' };
+    const [sent] = await queryRows<{ wamid: string }>(deps.db.sql, 'SELECT wamid FROM messages WHERE project_id = $1 AND send_ref = $2', project.id, opts.ref);
+    if (sent) return { id: sent.wamid, status: 'sent' };
   }
   await prepareMessage(deps, project.id, message);
   const channel = await requireChannel(deps, project.id);
@@ -243,11 +243,10 @@ async function sendToGroup(deps: Deps, project: ProjectRef, body: SendRequest, o
   }
   refuseInGroup(body.type);
   const message = composeMessage(body, { toGroup: true });
-  const { pool } = deps.db;
   const now = deps.clock.now();
   if (opts.ref) {
-    const { rows } = await pool.query<{ wamid: string }>('SELECT wamid FROM messages WHERE project_id = $1 AND send_ref = $2', [project.id, opts.ref]);
-    if (rows[0]) return { id: rows[0].wamid, status: 'sent' };
+    const [sent] = await queryRows<{ wamid: string }>(deps.db.sql, 'SELECT wamid FROM messages WHERE project_id = $1 AND send_ref = $2', project.id, opts.ref);
+    if (sent) return { id: sent.wamid, status: 'sent' };
   }
   const group = await groupForSend(deps, project.id, body.group_id!);
   await prepareMessage(deps, project.id, message, { toGroup: true });
