@@ -35,8 +35,6 @@ import { retryDeadlock } from '../platform/db/transaction.js';
 import { type Tx, execute, executeNamed, queryRows, queryRowsNamed } from '../platform/db/tx.js';
 import { CLAIM_ROWS } from '../platform/db/claims.js';
 
-type Db = Tx;
-
 /**
  * Who a send goes to: by phone when known (digits, no +), else by the business-scoped user id
  * (lib/conversations/identity.ts). At least one of the two.
@@ -87,7 +85,7 @@ export function quotaExceeded(limit: number, now: Date): ApiError {
  * exact under any concurrency; the day's first reservation creates the row (a second statement,
  * once a day).
  */
-export async function reserveUnits(db: Db, projectId: string, wanted: number, now: Date, limit: number | null = null, forCampaign = false): Promise<{ granted: number; limit: number }> {
+export async function reserveUnits(db: Tx, projectId: string, wanted: number, now: Date, limit: number | null = null, forCampaign = false): Promise<{ granted: number; limit: number }> {
   if (limit !== null && limit <= 0) return { granted: 0, limit };
   const day = utcDay(now);
   for (;;) {
@@ -120,7 +118,7 @@ export async function reserveUnits(db: Db, projectId: string, wanted: number, no
 }
 
 /** Gives back `units` reserved and not used (never below zero). */
-export async function releaseUnits(db: Db, projectId: string, units: number, reservedAt: Date): Promise<void> {
+export async function releaseUnits(db: Tx, projectId: string, units: number, reservedAt: Date): Promise<void> {
   if (units <= 0) return;
   await executeNamed(
     db,
@@ -131,7 +129,7 @@ export async function releaseUnits(db: Db, projectId: string, units: number, res
 }
 
 /** The app holding the customer's thread when another app does (docs/coexistence.md): read on a refused send's path only. */
-export async function threadHeldBy(db: Db, projectId: string, to: Recipient): Promise<string | null> {
+export async function threadHeldBy(db: Tx, projectId: string, to: Recipient): Promise<string | null> {
   const rows = await queryRows<{ holder: string }>(
     db,
     `SELECT w.thread_holder AS holder FROM contacts c JOIN conversations w ON w.project_id = c.project_id AND w.contact_id = c.id
@@ -149,7 +147,7 @@ export async function threadHeldBy(db: Db, projectId: string, to: Recipient): Pr
  * whether it was recorded (false: a session message whose window is closed, or with `refuseHeld`
  * a message to a customer whose thread another app holds (docs/coexistence.md); nothing written).
  */
-export async function recordIntents(db: Db, projectId: string, intents: Intent[], at: Date, opts: { refuseHeld?: boolean } = {}): Promise<boolean[]> {
+export async function recordIntents(db: Tx, projectId: string, intents: Intent[], at: Date, opts: { refuseHeld?: boolean } = {}): Promise<boolean[]> {
   const { outcomes } = await recordWith(db, projectId, intents, at, { refuseHeld: opts.refuseHeld === true, reserve: false });
   return outcomes.map((o) => o === 'recorded');
 }
@@ -166,7 +164,7 @@ export type RecordOutcome = 'recorded' | 'closed' | 'over_quota';
  * is given back by abandonIntents. The day's first send creates the counter row (a second
  * statement, once a day).
  */
-export async function reserveAndRecord(db: Db, projectId: string, intents: Intent[], at: Date, opts: { refuseHeld?: boolean } = {}): Promise<{ outcomes: RecordOutcome[]; limit: number }> {
+export async function reserveAndRecord(db: Tx, projectId: string, intents: Intent[], at: Date, opts: { refuseHeld?: boolean } = {}): Promise<{ outcomes: RecordOutcome[]; limit: number }> {
   for (;;) {
     const r = await recordWith(db, projectId, intents, at, { refuseHeld: opts.refuseHeld === true, reserve: true });
     if (r.counted || r.limit <= 0) return r;
@@ -187,7 +185,7 @@ interface RecordResult {
   counted: boolean;
 }
 
-async function recordWith(db: Db, projectId: string, intents: Intent[], at: Date, opts: { refuseHeld: boolean; reserve: boolean }): Promise<RecordResult> {
+async function recordWith(db: Tx, projectId: string, intents: Intent[], at: Date, opts: { refuseHeld: boolean; reserve: boolean }): Promise<RecordResult> {
   const outcomes: RecordOutcome[] = intents.map(() => 'closed');
   let limit = 0;
   let todo = intents.map((_, i) => i);
@@ -250,21 +248,19 @@ async function recordWith(db: Db, projectId: string, intents: Intent[], at: Date
              SELECT g.ord::text AS ord, g.open, g.granted, EXISTS (SELECT 1 FROM ins WHERE ins.send_ref = g.ref) AS recorded,
                     (SELECT q FROM lim) AS q, EXISTS (SELECT 1 FROM old) AS counted
              FROM gate g`,
-      ...[
-        projectId,
-        batch.map((b) => b.to.phone),
-        batch.map((b) => b.ref),
-        batch.map((b) => b.type),
-        batch.map((b) => JSON.stringify(b.content)),
-        batch.map((b) => b.session === true),
-        batch.map((b) => b.idempotencyKey ?? null),
-        at,
-        batch.map((b) => b.to.userId ?? null),
-        batch.map((b) => (b.author === undefined ? null : JSON.stringify(b.author))),
-        opts.refuseHeld,
-        opts.reserve,
-        utcDay(at),
-      ],
+      projectId,
+      batch.map((b) => b.to.phone),
+      batch.map((b) => b.ref),
+      batch.map((b) => b.type),
+      batch.map((b) => JSON.stringify(b.content)),
+      batch.map((b) => b.session === true),
+      batch.map((b) => b.idempotencyKey ?? null),
+      at,
+      batch.map((b) => b.to.userId ?? null),
+      batch.map((b) => (b.author === undefined ? null : JSON.stringify(b.author))),
+      opts.refuseHeld,
+      opts.reserve,
+      utcDay(at),
     );
     limit = rows[0]?.q ?? 0;
     const retry: number[] = [];
@@ -290,7 +286,7 @@ async function recordWith(db: Db, projectId: string, intents: Intent[], at: Date
  * conversation's activity and the Idempotency-Key's link, before the channel is called. No window
  * gate: a group is not a customer's 24-hour window (docs/groups.md).
  */
-export async function recordGroupIntent(db: Db, projectId: string, contactId: bigint, intent: Omit<Intent, 'to' | 'session'>, at: Date): Promise<void> {
+export async function recordGroupIntent(db: Tx, projectId: string, contactId: bigint, intent: Omit<Intent, 'to' | 'session'>, at: Date): Promise<void> {
   await executeNamed(
     db,
     'record-group-intent',
@@ -316,7 +312,7 @@ export async function recordGroupIntent(db: Db, projectId: string, contactId: bi
  * locks them (statusMovesSql), so the two never deadlock. A send made with an Idempotency-Key
  * (`key`) stores the key's answer (`answer`, JSON) in the same statement.
  */
-export async function confirmIntents(db: Db, projectId: string, accepted: Array<{ ref: string; wamid: string; at: Date; key?: string; answer?: string }>): Promise<void> {
+export async function confirmIntents(db: Tx, projectId: string, accepted: Array<{ ref: string; wamid: string; at: Date; key?: string; answer?: string }>): Promise<void> {
   if (!accepted.length) return;
   await retryDeadlock(() => executeNamed(
     db,
@@ -347,7 +343,7 @@ export async function confirmIntents(db: Db, projectId: string, accepted: Array<
  * the record (reserveAndRecord), so what it recorded goes with its units, and nothing else (the
  * statement's other name lets the fault tests refuse each point of the send path).
  */
-export async function abandonIntents(db: Db, projectId: string, refs: string[], reservedAt: Date, opts: { withdraw?: boolean } = {}): Promise<void> {
+export async function abandonIntents(db: Tx, projectId: string, refs: string[], reservedAt: Date, opts: { withdraw?: boolean } = {}): Promise<void> {
   if (!refs.length) return;
   await retryDeadlock(() => executeNamed(
     db,
@@ -371,7 +367,7 @@ export async function abandonIntents(db: Db, projectId: string, refs: string[], 
  * wamid is not known are found by a partial index (migration send_settle). Answers how many it
  * settled; a caller repeats while a batch comes back full.
  */
-export async function settleUnknown(db: Db, opts: { boundMs: number; now: Date; limit?: number }): Promise<number> {
+export async function settleUnknown(db: Tx, opts: { boundMs: number; now: Date; limit?: number }): Promise<number> {
   const rows = await queryRowsNamed<{ settled: number }>(
     db,
     'settle-unknown',
@@ -397,7 +393,7 @@ export async function settleUnknown(db: Db, opts: { boundMs: number; now: Date; 
 }
 
 /** What the ledger knows of a send by its reference: nothing (never recorded, or abandoned), or its message's status and wamid. */
-export async function sendState(db: Db, projectId: string, ref: string): Promise<{ status: string; wamid: string } | undefined> {
+export async function sendState(db: Tx, projectId: string, ref: string): Promise<{ status: string; wamid: string } | undefined> {
   const rows = await queryRowsNamed<{ status: string; wamid: string }>(
     db,
     'idempotency-send-outcome',
