@@ -15,15 +15,11 @@ import { readFileSync } from 'node:fs';
 import { relative } from 'node:path';
 import SequencerModule from '@jest/test-sequencer';
 import { extract, parse } from 'jest-docblock';
+import { runsAlone } from './alone.js';
 
 const TIMES = JSON.parse(readFileSync(new URL('./file-times.json', import.meta.url), 'utf8'));
 
-/** Whether the file runs alone: the test environment's own rule, read from the same places. */
-export function runsAlone(path, projectConfig) {
-  const pragmas = parse(extract(readFileSync(path, 'utf8')));
-  if ('alone' in pragmas) return true;
-  return projectConfig?.testEnvironmentOptions?.alone === true && !('shared' in pragmas);
-}
+const pragmasOf = (path) => parse(extract(readFileSync(path, 'utf8')));
 
 const Sequencer = SequencerModule.default ?? SequencerModule;
 
@@ -36,7 +32,7 @@ export default class AloneFirstSequencer extends Sequencer {
       if (cached !== undefined) return cached / 1000;
       return (test.context.hasteFS.getSize(test.path) ?? 0) / 1000; // about a second per kilobyte
     };
-    const keyed = tests.map((test) => ({ test, alone: runsAlone(test.path, test.context.config), s: seconds(test) }));
+    const keyed = tests.map((test) => ({ test, alone: runsAlone(pragmasOf(test.path), test.context.config), s: seconds(test) }));
     keyed.sort((a, b) => (a.alone !== b.alone ? (a.alone ? -1 : 1) : b.s - a.s));
     return keyed.map((k) => k.test);
   }

@@ -13,7 +13,7 @@
  * machine's CPU or storage (tables-fair-share, send-limits, hot-updates, auth-throttle): it runs with no other file of the run beside it.
  * Every proof runs alone too (the `proofs` project's option), but for one whose docblock says
  * `@shared`: it neither kills, stops a database, drives a browser nor measures time, so it shares
- * the workers (contract-fuzz, traces, the README's and the reference's checks, …).
+ * the workers (contract-fuzz, traces, the README's check, …). The rule is tests/support/alone.js.
  * Every other file holds a shared advisory lock of the run while it runs, an `@alone` file the
  * exclusive one (PostgreSQL queues later shared requests behind a waiting exclusive one).
  *
@@ -23,6 +23,7 @@ import { appendFileSync } from 'node:fs';
 import { relative } from 'node:path';
 import { TestEnvironment } from 'jest-environment-node';
 import pg from 'pg';
+import { runsAlone } from './alone.js';
 
 const RESOLVED_ENV = 'TEST_DATABASE_URL_RESOLVED';
 const TEMPLATE_ENV = 'TEST_DATABASE_TEMPLATE';
@@ -42,8 +43,7 @@ async function withClient(url, fn) {
 export default class FileDatabaseEnvironment extends TestEnvironment {
   constructor(config, context) {
     super(config, context);
-    const pragmas = context.docblockPragmas ?? {};
-    this.alone = 'alone' in pragmas || (config.projectConfig?.testEnvironmentOptions?.alone === true && !('shared' in pragmas));
+    this.alone = runsAlone(context.docblockPragmas ?? {}, config.projectConfig);
     this.file = relative(config.projectConfig?.rootDir ?? process.cwd(), context.testPath);
   }
 
