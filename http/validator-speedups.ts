@@ -225,3 +225,90 @@ if (!schemaValidatorModule.__memoised) {
   } as unknown as typeof Original;
   schemaValidatorModule.__memoised = true;
 }
+
+/**
+ * The validator compiles each operation's request schemas (parameters, body) as a schema that
+ * carries the contract's whole `paths` and `components` beside them, so that a `$ref` inside can
+ * resolve; ajv walks all of it on every add (getSchemaRefs), twice an operation. A reference into
+ * `#/paths` is the only reason to carry `paths`, and the contracts have none, so a schema without
+ * one is compiled with `components` alone: the same validation, half the walk.
+ */
+const util = require(path.join(validatorDir, 'middlewares', 'util.js')) as {
+  useAjvCache: (ajv: unknown, schema: Record<string, unknown>, key: string) => unknown;
+  __trimmed?: boolean;
+};
+if (!util.__trimmed) {
+  const useAjvCache = util.useAjvCache;
+  const refersToPaths = new WeakMap<object, boolean>();
+  const refersInto = (node: unknown): boolean => JSON.stringify(node ?? null).includes('"#/paths');
+  util.useAjvCache = (ajv, schema, key) => {
+    const { paths, components, ...rest } = schema;
+    if (paths === undefined || components === undefined || typeof components !== 'object') return useAjvCache(ajv, schema, key);
+    let viaComponents = refersToPaths.get(components as object);
+    if (viaComponents === undefined) refersToPaths.set(components as object, (viaComponents = refersInto(components)));
+    if (viaComponents || refersInto(rest)) return useAjvCache(ajv, schema, key);
+    return useAjvCache(ajv, { components, ...rest }, key);
+  };
+  util.__trimmed = true;
+}
+
+/**
+ * At start the validator's preprocessor resolves each `$ref` it meets with `ajv.getSchema(ref)`
+ * and keeps only `.schema`: the object at that pointer. getSchema compiles a validator to return
+ * it, and the preprocessor's ajv is dropped afterwards, so every component and response schema was
+ * compiled once for nothing (about a second a start). Here the object is looked up by its pointer,
+ * the same object getSchema returned (ajv keeps the object it was given); refs that are not local
+ * pointers take the validator's own path.
+ */
+type Preprocessor = { apiDoc: Record<string, unknown>; resolvedSchemaCache: Map<string, unknown>; resolveSchema(schema: unknown): unknown };
+const preprocessorModule = require(path.join(validatorDir, 'middlewares', 'parsers', 'schema.preprocessor.js')) as {
+  SchemaPreprocessor: { prototype: Preprocessor & { __byPointer?: boolean } };
+};
+const preprocessor = preprocessorModule.SchemaPreprocessor.prototype;
+if (!preprocessor.__byPointer) {
+  const resolveSchema = preprocessor.resolveSchema;
+  preprocessor.resolveSchema = function (this: Preprocessor, schema: unknown) {
+    const ref = (schema as { $ref?: unknown } | null | undefined)?.$ref;
+    if (typeof ref !== 'string' || !ref.startsWith('#/')) return resolveSchema.call(this, schema);
+    if (this.resolvedSchemaCache.has(ref)) return this.resolvedSchemaCache.get(ref);
+    let node: unknown = this.apiDoc;
+    for (const segment of ref.slice(2).split('/')) {
+      node = node && typeof node === 'object' ? (node as Record<string, unknown>)[segment.replace(/~1/g, '/').replace(/~0/g, '~')] : undefined;
+    }
+    if (node === undefined) return resolveSchema.call(this, schema);
+    this.resolvedSchemaCache.set(ref, node);
+    return node;
+  };
+  preprocessor.__byPointer = true;
+}
+
+/**
+ * The validator bundles the contract it is given with json-schema-ref-parser (framework/index.js,
+ * loadSpec), which crawls the whole document to bring external references in. The contracts are
+ * one document whose every `$ref` is a local pointer (`#/…`), for which bundling returns the same
+ * document (tests/http/validator-speedups.test.ts checks it of each shipped contract), so such a
+ * document is used as given; one with any other reference is bundled as before.
+ */
+const frameworkModule = require(path.join(validatorDir, 'framework', 'index.js')) as {
+  OpenAPIFramework: { prototype: { loadSpec(spec: unknown, refParser?: unknown): unknown; __localOnly?: boolean } };
+};
+const framework = frameworkModule.OpenAPIFramework.prototype;
+if (!framework.__localOnly) {
+  const loadSpec = framework.loadSpec;
+  framework.loadSpec = function (this: unknown, spec: unknown, refParser?: unknown) {
+    const dereference = (refParser as { mode?: string } | undefined)?.mode === 'dereference';
+    if (!dereference && spec && typeof spec === 'object' && onlyLocalRefs(spec)) return Promise.resolve(spec);
+    return loadSpec.call(this, spec, refParser);
+  };
+  framework.__localOnly = true;
+}
+
+/** True when every `$ref` in the document is a pointer into the document itself. */
+export function onlyLocalRefs(node: unknown): boolean {
+  if (Array.isArray(node)) return node.every(onlyLocalRefs);
+  if (!node || typeof node !== 'object') return true;
+  for (const [key, value] of Object.entries(node)) {
+    if (key === '$ref' ? typeof value !== 'string' || !value.startsWith('#/') : !onlyLocalRefs(value)) return false;
+  }
+  return true;
+}

@@ -13,7 +13,9 @@ import { takeViolations } from '../support/response-violations.js';
 let t: TestApp;
 beforeAll(async () => {
   const contract = loadContract(fileURLToPath(new URL('../fixtures/policy-contract.yaml', import.meta.url)), { requireScopes: true });
+  // The validator's own response validation, which turns a violation into a 500 (tested below).
   t = await startTestApp({
+    validateResponses: true,
     contract,
     handlers: {
       readThings: async (req: any) => ({ data: { projectId: req.auth.project.id } }),
