@@ -17,16 +17,15 @@ import { fork, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ENTRY, type BuildReply, type BuildRequest, type BuildResult } from './build-protocol.js';
+import { childEntry } from '../platform/child-entry.js';
 import { treeCpuMs } from '../platform/process-tree.js';
 
 /** A child that does not say it is ready within this long is killed. */
 const SPAWN_TIMEOUT_MS = 30_000;
 
-// From the sources under tsx (npm test, npm run dev), from dist/ as compiled JavaScript (npm start).
+// From dist/ as compiled JavaScript (npm start), from the sources as one bundle (lib/platform/child-entry.ts).
 const here = fileURLToPath(import.meta.url);
-const fromSource = here.endsWith('.ts');
-const CHILD_ENTRY = path.join(path.dirname(here), fromSource ? 'build-child.ts' : 'build-child.js');
-const CHILD_ARGS = fromSource ? ['--import', 'tsx'] : ['--enable-source-maps'];
+const CHILD_SOURCE = path.join(path.dirname(here), here.endsWith('.ts') ? 'build-child.ts' : 'build-child.js');
 
 /** A build that could not be carried out: a diagnostic at the entry, as the API reports any failed build. */
 export function buildNotDone(message: string): BuildResult {
@@ -108,8 +107,9 @@ export class BuildProcess {
 
   private start(): ChildProcess {
     if (this.child) return this.child;
-    const child = fork(CHILD_ENTRY, [], {
-      execArgv: CHILD_ARGS,
+    const entry = childEntry(CHILD_SOURCE);
+    const child = fork(entry.file, [], {
+      execArgv: entry.execArgv,
       serialization: 'advanced',
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       // esbuild's process uses one core at most: a build never takes both of a small machine's.

@@ -41,6 +41,7 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { childEntry } from '../platform/child-entry.js';
 import { cpuMsOf, threadsOf } from '../platform/process-tree.js';
 import { stableHash } from '../platform/stable-hash.js';
 import os from 'node:os';
@@ -160,9 +161,8 @@ function takeAnswered<T extends { timer: NodeJS.Timeout }>(waiting: Map<number, 
 }
 
 const here = fileURLToPath(import.meta.url);
-const fromSource = here.endsWith('.ts');
-const CHILD_ENTRY = path.join(path.dirname(here), fromSource ? 'child.ts' : 'child.js');
-const CHILD_ARGS = ['--no-node-snapshot', ...(fromSource ? ['--import', 'tsx'] : ['--enable-source-maps'])];
+// From dist/ as compiled JavaScript (npm start), from the sources as one bundle (lib/platform/child-entry.ts).
+const CHILD_SOURCE = path.join(path.dirname(here), here.endsWith('.ts') ? 'child.ts' : 'child.js');
 
 class SandboxProcess {
   readonly child: ChildProcess;
@@ -195,8 +195,9 @@ class SandboxProcess {
     priority: Priority = 0,
   ) {
     this.priority = priority;
-    this.child = fork(CHILD_ENTRY, [], {
-      execArgv: CHILD_ARGS,
+    const entry = childEntry(CHILD_SOURCE);
+    this.child = fork(entry.file, [], {
+      execArgv: ['--no-node-snapshot', ...entry.execArgv],
       serialization: 'advanced',
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       // glibc's per-thread arenas hold freed copies of every isolate thread; two keep RSS near use.

@@ -3,9 +3,9 @@
 #   1. Docker: the CLI, the daemon (started here when none runs, without its bridge: see
 #      shared STACK.md "Containers"), docker-compose and debootstrap, installed from Debian's
 #      packages when missing. Where none of it can run, the step is skipped with a line saying why.
-#   2. The base image debian:trixie-slim: pulled where a registry answers, else made once with
-#      debootstrap from Debian's packages and kept as a tarball in $CONTAINER_CACHE_DIR (outside the
-#      clone, so later runs import it in seconds).
+#   2. The base image debian:trixie-slim: imported from the tarball in $CONTAINER_CACHE_DIR when
+#      there (outside the clone; scripts/ci/packages.sh makes it with debootstrap while CI installs),
+#      else pulled where a registry answers, else made here with debootstrap and kept there.
 #   3. The images (Dockerfile targets runtime, postgres, redis, haproxy), Docker's layer cache kept by
 #      the daemon between runs (npm ci is redone only when the lockfile changes).
 #   4. tests/proofs/container-image.test.ts on the image just built (start, health, stop; the main jest run
@@ -55,11 +55,13 @@ fi
 
 # 2. The base image.
 if ! docker image inspect debian:trixie-slim >/dev/null 2>&1; then
-  if timeout 60 docker pull -q debian:trixie-slim >/dev/null 2>&1; then
-    echo "compose: pulled debian:trixie-slim"
-  elif [ -s "$cache/debian-trixie-base.tar" ]; then
+  # The tarball first when it is there (scripts/ci/packages.sh makes it beside the install): a pull
+  # where no registry answers can spend its whole minute failing.
+  if [ -s "$cache/debian-trixie-base.tar" ]; then
     docker import "$cache/debian-trixie-base.tar" debian:trixie-slim >/dev/null || skip "could not import $cache/debian-trixie-base.tar"
     echo "compose: imported debian:trixie-slim from $cache/debian-trixie-base.tar"
+  elif timeout 60 docker pull -q debian:trixie-slim >/dev/null 2>&1; then
+    echo "compose: pulled debian:trixie-slim"
   else
     command -v debootstrap >/dev/null || { [ "$(id -u)" = 0 ] && DEBIAN_FRONTEND=noninteractive timeout 300 apt-get install -y -q debootstrap >/dev/null 2>&1; }
     command -v debootstrap >/dev/null || skip "debian:trixie-slim cannot be pulled and debootstrap is missing"
