@@ -8,6 +8,7 @@
 import { ApiError } from '../platform/errors.js';
 import { hashSecret, safeEqual } from '../platform/secrets.js';
 import type { Database } from '../platform/db/database.js';
+import { queryRowsNamed } from '../platform/db/tx.js';
 import type { CredentialCache } from './credential-cache.js';
 import type { Credential, Grant, ProjectRef } from './types.js';
 
@@ -119,7 +120,7 @@ async function lookupCredential(
 ): Promise<Credential | 'invalid_api_key' | 'invalid_token'> {
   // One prepared statement per credential kind: this runs on every request.
   if (isKey) {
-    const { rows } = await db.pool.query<KeyRow>({ name: 'credential-key', text: KEY_SQL, values: [digest] });
+    const rows = await queryRowsNamed<KeyRow>(db.sql, 'credential-key', KEY_SQL, digest);
     const key = rows[0];
     if (!key || key.revoked_at || !safeEqual(key.secret_hash, digest)) {
       cache?.markBad(digest, 'invalid_api_key');
@@ -136,7 +137,7 @@ async function lookupCredential(
   }
 
   {
-    const { rows } = await db.pool.query<TokenRow>({ name: 'credential-token', text: TOKEN_SQL, values: [digest] });
+    const rows = await queryRowsNamed<TokenRow>(db.sql, 'credential-token', TOKEN_SQL, digest);
     const token = rows[0];
     if (!token || token.revoked_at || token.expires_at <= now || !safeEqual(token.secret_hash, digest)) {
       cache?.markBad(digest, 'invalid_token');

@@ -6,6 +6,7 @@
 import { credentialsChanged, type CredentialCache } from './credential-cache.js';
 import type { Deps } from '../deps.js';
 import type { Database } from '../platform/db/database.js';
+import { queryRowsNamed } from '../platform/db/tx.js';
 import { ApiError } from '../platform/errors.js';
 import { hashSecret, newId, newSecret, safeEqual, secretHint } from '../platform/secrets.js';
 
@@ -72,12 +73,13 @@ export async function resolveRuntimeToken(
   const now = at.getTime();
   let row = cache?.lookup(`rt:${digest}`, now) as TokenRow | undefined;
   if (!row) {
-    const { rows } = await db.pool.query<TokenRow>({
-      name: 'runtime-token',
-      text: `SELECT t.id, t.project_id, t.secret_hash, t.revoked_at, p.status::text AS status
+    const rows = await queryRowsNamed<TokenRow>(
+      db.sql,
+      'runtime-token',
+      `SELECT t.id, t.project_id, t.secret_hash, t.revoked_at, p.status::text AS status
                FROM runtime_tokens t JOIN projects p ON p.id = t.project_id WHERE t.secret_hash = $1`,
-      values: [digest],
-    });
+      digest,
+    );
     row = rows[0];
     if (row) cache?.store(`rt:${digest}`, row, now);
   }

@@ -20,6 +20,7 @@
  */
 import { ApiError } from '../platform/errors.js';
 import { isDatabaseUnavailable } from '../platform/db/errors.js';
+import { queryRows } from '../platform/db/tx.js';
 import { normalizePhone } from '../conversations/phone.js';
 import { isBsuid } from '../conversations/identity.js';
 import { sendMessage } from '../messaging/send-message.js';
@@ -52,9 +53,9 @@ export function asAnswer(e: unknown): Answer {
 
 async function projectOf(deps: BotDeps, inv: Invocation): Promise<ProjectRef> {
   if (!inv.project) {
-    const res = await deps.db.pool.query<{ id: string; name: string; status: ProjectRef['status'] }>('SELECT id, name, status FROM projects WHERE id = $1', [inv.projectId]);
-    if (!res.rows[0]) throw new ApiError('PROJECT_NOT_FOUND', 'The project no longer exists.');
-    inv.project = res.rows[0];
+    const rows = await queryRows<{ id: string; name: string; status: ProjectRef['status'] }>(deps.db.sql, 'SELECT id, name, status FROM projects WHERE id = $1', inv.projectId);
+    if (!rows[0]) throw new ApiError('PROJECT_NOT_FOUND', 'The project no longer exists.');
+    inv.project = rows[0];
   }
   return inv.project;
 }

@@ -63,7 +63,7 @@ import { IsolateGrowth } from './isolate-growth.js';
 import { redactedBotLog } from './secrets.js';
 import { consentMarkOf } from '../consent/keywords.js';
 import type { BotCall, BotCapacity, BotEvent, BotHook, BotInboundMessage } from './types.js';
-import type { Tx } from '../platform/db/tx.js';
+import { queryRows, type Tx } from '../platform/db/tx.js';
 import { waitInLine } from '../platform/wait-in-line.js';
 import { addCallToInbox, addToInbox, messageInboxSql, markRunStarted, MAX_HANDOVERS, messageKey, reclaimExpired, recordAbnormalRun, releaseWaiting, removeFromInbox, renewLeases, setAside } from './inbox.js';
 import { runEnded, runStarted, type RunOutcome } from './schedules.js';
@@ -323,11 +323,12 @@ export class BotRuntime implements BotHook {
     const now = performance.now();
     if (known && now - known.at < RELEASE_CHECK_MS) return known.id;
     // A paused or deleted project's bot does not run (its keys are refused too).
-    const res = await this.deps!.db.pool.query<{ deployment_id: string | null; status: string }>(
+    const rows = await queryRows<{ deployment_id: string | null; status: string }>(
+      this.deps!.db.sql,
       `SELECT r.deployment_id, p.status FROM projects p LEFT JOIN bot_releases r ON r.project_id = p.id WHERE p.id = $1`,
-      [projectId],
+      projectId,
     );
-    const row = res.rows[0];
+    const row = rows[0];
     const id = row && row.status === 'active' ? (row.deployment_id ?? undefined) : undefined;
     this.releases.set(projectId, { id, at: now });
     if (this.releases.size > 10 * MAX_WARM_SANDBOXES) this.releases.delete(this.releases.keys().next().value as string);
@@ -633,7 +634,7 @@ export class BotRuntime implements BotHook {
   }
 
   private async heldByPerson(projectId: string, conversationId: number): Promise<boolean> {
-    const { rows } = await this.deps!.db.pool.query<{ state: string }>('SELECT state FROM conversations WHERE project_id = $1 AND id = $2::bigint', [projectId, String(conversationId)]);
+    const rows = await queryRows<{ state: string }>(this.deps!.db.sql, 'SELECT state FROM conversations WHERE project_id = $1 AND id = $2::bigint', projectId, String(conversationId));
     return rows[0]?.state === HUMAN_STATE;
   }
 

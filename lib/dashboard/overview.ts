@@ -10,6 +10,7 @@ import type { Deps } from '../deps.js';
 import { utcDay } from '../messaging/quota.js';
 import { quotaUsage } from '../broadcasts/quota-hold.js';
 import { conversationConditionSql } from '../conversations/console-filters.js';
+import { queryRows } from '../platform/db/tx.js';
 
 export interface ProjectFigures {
   sent: number;
@@ -28,24 +29,25 @@ export async function projectFigures(deps: Pick<Deps, 'db' | 'clock'>, projectId
   const now = deps.clock.now();
   const day = utcDay(now);
   const midnight = new Date(`${day}T00:00:00Z`);
-  const pool = deps.db.pool;
   const [messages, quota, waiting] = await Promise.all([
-    pool.query<{ project_id: string; sent: string; delivered: string; failed: string }>(
+    queryRows<{ project_id: string; sent: bigint; delivered: bigint; failed: bigint }>(
+      deps.db.sql,
       `SELECT project_id, count(*)::bigint AS sent,
               count(*) FILTER (WHERE status IN ('delivered', 'read'))::bigint AS delivered,
               count(*) FILTER (WHERE status = 'failed')::bigint AS failed
        FROM messages WHERE project_id = ANY($1) AND direction = 'outbound' AND sent_at >= $2 GROUP BY project_id`,
-      [projectIds, midnight],
+      projectIds, midnight,
     ),
     quotaUsage(deps.db.sql, projectIds, day),
-    pool.query<{ project_id: string; n: string }>(
+    queryRows<{ project_id: string; n: bigint }>(
+      deps.db.sql,
       `SELECT v.project_id, count(*)::bigint AS n FROM conversations v
        WHERE v.project_id = ANY($1) AND ${conversationConditionSql('v', 'needs_reply', '$3')} AND v.last_inbound_at > $2 GROUP BY v.project_id`,
-      [projectIds, new Date(now.getTime() - WINDOW_MS), now],
+      projectIds, new Date(now.getTime() - WINDOW_MS), now,
     ),
   ]);
-  for (const r of messages.rows) Object.assign(out.get(r.project_id)!, { sent: Number(r.sent), delivered: Number(r.delivered), failed: Number(r.failed) });
+  for (const r of messages) Object.assign(out.get(r.project_id)!, { sent: Number(r.sent), delivered: Number(r.delivered), failed: Number(r.failed) });
   for (const [id, q] of quota) Object.assign(out.get(id)!, { quotaUsed: q.used, quotaLimit: q.limit });
-  for (const r of waiting.rows) out.get(r.project_id)!.waiting = Number(r.n);
+  for (const r of waiting) out.get(r.project_id)!.waiting = Number(r.n);
   return out;
 }

@@ -20,6 +20,7 @@ import type { Database } from '../platform/db/database.js';
 import { ApiError } from '../platform/errors.js';
 import { newId } from '../platform/secrets.js';
 import { isUniqueViolation } from '../platform/db/errors.js';
+import { queryRows } from '../platform/db/tx.js';
 import type { FlowFinding } from './validator/index.js';
 import { inPrismaTransaction } from '../platform/db/transaction.js';
 
@@ -229,14 +230,15 @@ async function writeVersionRows(deps: Pick<Deps, 'db'>, projectId: string, name:
  */
 export async function listFlowFiles(db: Database, projectId: string, tree: 'development' | 'production' = 'development'): Promise<{ path: string; content: string; updatedAt: Date }[]> {
   const published = tree === 'production';
-  const r = await db.pool.query<{ name: string; definition: string; created_at: Date }>(
+  const rows = await queryRows<{ name: string; definition: string; created_at: Date }>(
+    db.sql,
     `SELECT f.name, v.definition, v.created_at
        FROM flows f JOIN flow_versions v ON v.flow_id = f.id AND v.version = ${published ? 'f.published_version' : 'f.current_version'}
       WHERE f.project_id = $1
       ORDER BY f.name`,
-    [projectId],
+    projectId,
   );
-  return r.rows.map((row) => ({ path: flowFilePath(row.name), content: row.definition, updatedAt: row.created_at }));
+  return rows.map((row) => ({ path: flowFilePath(row.name), content: row.definition, updatedAt: row.created_at }));
 }
 
 /** True for a code-tree path that is a flow definition (refused by PUT /v1/files). */

@@ -4,6 +4,7 @@
  */
 import type { Readable } from 'node:stream';
 import type { Deps } from '../deps.js';
+import { queryRows } from '../platform/db/tx.js';
 import { blobStoreOf } from '../platform/storage/store-of.js';
 
 export interface StoredMedia {
@@ -14,9 +15,10 @@ export interface StoredMedia {
 }
 
 export async function openStoredMedia(deps: Pick<Deps, 'db' | 'config' | 'blobStore'>, projectId: string, channelMediaId: string): Promise<StoredMedia | undefined> {
-  const { rows } = await deps.db.pool.query<{ storage_key: string; mime_type: string; size: number; filename: string }>(
+  const rows = await queryRows<{ storage_key: string; mime_type: string; size: number; filename: string }>(
+    deps.db.sql,
     'SELECT storage_key, mime_type, size, filename FROM media_assets WHERE project_id = $1 AND channel_media_id = $2 LIMIT 1',
-    [projectId, channelMediaId],
+    projectId, channelMediaId,
   );
   const row = rows[0];
   if (!row) return undefined;
@@ -26,6 +28,6 @@ export async function openStoredMedia(deps: Pick<Deps, 'db' | 'config' | 'blobSt
 
 /** The same by the asset's slug (a send by slug records the slug). */
 export async function openStoredMediaBySlug(deps: Pick<Deps, 'db' | 'config' | 'blobStore'>, projectId: string, slug: string): Promise<StoredMedia | undefined> {
-  const { rows } = await deps.db.pool.query<{ channel_media_id: string | null }>('SELECT channel_media_id FROM media_assets WHERE project_id = $1 AND slug = $2', [projectId, slug]);
+  const rows = await queryRows<{ channel_media_id: string | null }>(deps.db.sql, 'SELECT channel_media_id FROM media_assets WHERE project_id = $1 AND slug = $2', projectId, slug);
   return rows[0]?.channel_media_id ? openStoredMedia(deps, projectId, rows[0].channel_media_id) : undefined;
 }

@@ -23,6 +23,7 @@ import { conversationView, messageView, threadHolderView } from '../conversation
 import { recordTold } from './ledger.js';
 import { recordEvent } from '../webhooks/events.js';
 import { inPrismaTransaction, inTransaction } from '../platform/db/transaction.js';
+import { queryRows } from '../platform/db/tx.js';
 
 /** History's statuses (Meta's upper-case `history_context.status`) as our delivery statuses. */
 const HISTORY_STATUS: Record<string, string> = { delivered: 'delivered', read: 'read', played: 'read', sent: 'sent', pending: 'sent', error: 'failed' };
@@ -91,10 +92,11 @@ export async function applyContactSync(deps: Deps, channel: OpenChannel, e: Cont
 
 /** The customer's conversation, by phone or BSUID. */
 async function conversationOf(deps: Deps, projectId: string, c: { phone?: string; userId?: string }): Promise<bigint | undefined> {
-  const { rows } = await deps.db.pool.query<{ id: string }>(
+  const rows = await queryRows<{ id: string }>(
+    deps.db.sql,
     `SELECT v.id::text FROM conversations v JOIN contacts ct ON ct.id = v.contact_id
      WHERE v.project_id = $1 AND (ct.phone = $2 OR ct.user_id = $3) ORDER BY v.id LIMIT 1`,
-    [projectId, c.phone ?? null, c.userId ?? null],
+    projectId, c.phone ?? null, c.userId ?? null,
   );
   return rows[0] ? BigInt(rows[0].id) : undefined;
 }

@@ -20,7 +20,6 @@
  * insert failed on the unique key). The conversation's update is computed from its locked row, so
  * a concurrent send's update of it is not lost.
  */
-import type pg from 'pg';
 import type { Customer, MessageEvent } from '../channel-port/events.js';
 import { inboundActivityUpdateSql } from '../conversations/conversations.js';
 import { messageView } from '../conversations/views.js';
@@ -29,6 +28,7 @@ import { DEFAULT_CONSENT_KEYWORDS, keywordCandidates } from '../consent/keywords
 import { dispatchedAtSql, EVENTS_CHANNEL, insertEventsSql } from '../webhooks/events.js';
 import { newId } from '../platform/secrets.js';
 import { retryDeadlock } from '../platform/db/transaction.js';
+import { queryRowsNamed, type Tx } from '../platform/db/tx.js';
 import { insertInboundSql } from './ledger.js';
 
 /** What the caller needs once the message is stored (the bot's hand-off). */
@@ -187,7 +187,7 @@ function needsTransaction(m: MessageEvent): boolean {
  * undefined, this is not the fast path's case and nothing was written: run the transaction.
  */
 export async function storeReturningCustomerMessage(
-  db: Pick<pg.Pool, 'query'>,
+  db: Tx,
   opts: { projectId: string; message: MessageEvent; ids: Customer; content: Record<string, unknown>; now: Date; bot?: { leaseMs: number; enqueueSql: (rows: string) => string } },
 ): Promise<{ stored: StoredInbound } | 'not stored' | undefined> {
   const { projectId, message: m, ids, now } = opts;
@@ -200,19 +200,18 @@ export async function storeReturningCustomerMessage(
   const view = messageView({ id: 0, wamid: m.channelMessageId, conversationId: 0, direction: 'inbound', type, content, status: 'received', error: null, sentAt, statusAt: now });
   const candidates = keywordCandidates(type, content).filter((c) => c.trim().length > 0 && c.length <= KEYWORD_MAX).map(looseKey);
   const defaults = [...DEFAULT_CONSENT_KEYWORDS.opt_out, ...DEFAULT_CONSENT_KEYWORDS.opt_in];
-  const { rows } = await retryDeadlock(() =>
-    db.query<Row>({
-      ...statement(opts.bot?.enqueueSql),
-      values: [
-        projectId, m.channelMessageId, ids.phone ?? null, ids.userId ?? null, ids.parentUserId ?? null, ids.username ?? null, ids.profileName ?? null,
-        type, JSON.stringify(content), sentAt, now,
-        // The conversation's updated_at is the wall clock's, as Prisma's @updatedAt writes it in the transaction.
-        new Date(),
-        JSON.stringify(view), newId('evt', 20), EVENTS_CHANNEL, SERVICE_WINDOW_MS,
-        opts.bot ? new Date(now.getTime() + opts.bot.leaseMs) : null,
-        candidates, defaults, opts.bot !== undefined,
-      ],
-    }),
+  const { name, text } = statement(opts.bot?.enqueueSql);
+  const rows = await retryDeadlock(() =>
+    queryRowsNamed<Row>(
+      db, name, text,
+      projectId, m.channelMessageId, ids.phone ?? null, ids.userId ?? null, ids.parentUserId ?? null, ids.username ?? null, ids.profileName ?? null,
+      type, JSON.stringify(content), sentAt, now,
+      // The conversation's updated_at is the wall clock's, as Prisma's @updatedAt writes it in the transaction.
+      new Date(),
+      JSON.stringify(view), newId('evt', 20), EVENTS_CHANNEL, SERVICE_WINDOW_MS,
+      opts.bot ? new Date(now.getTime() + opts.bot.leaseMs) : null,
+      candidates, defaults, opts.bot !== undefined,
+    ),
   );
   const row = rows[0];
   if (row.outcome === 'fallback') return undefined;

@@ -11,6 +11,7 @@ import { refreshChannelThroughput } from '../channel-settings/throughput.js';
 import { storeAnnouncedLimit } from '../pricing/messaging-limit.js';
 import { applyTemplateStatus } from '../templates/templates.js';
 import { inPrismaTransaction, retryDeadlock } from '../platform/db/transaction.js';
+import { queryRowsNamed } from '../platform/db/tx.js';
 import type { Deps } from '../deps.js';
 import type { OpenChannel } from '../channel-settings/settings.js';
 import { dispatchedAtSql, EVENTS_CHANNEL, insertEventsSql, recordEvent } from '../webhooks/events.js';
@@ -60,7 +61,7 @@ async function applyMessage(deps: Deps, channel: OpenChannel, m: MessageEvent, n
   // The content is stored as it came; a flow's reply is added to this copy.
   const rest: Record<string, unknown> = { ...m.content };
   // A returning customer's message is one statement; any other case (and a standby one) runs the transaction.
-  const fast = opts.standby ? undefined : await storeReturningCustomerMessage(deps.db.pool, {
+  const fast = opts.standby ? undefined : await storeReturningCustomerMessage(deps.db.sql, {
     projectId: channel.projectId, message: m, ids, content: rest, now, bot: deps.bot ? { leaseMs: deps.config.botInboxLeaseMs, enqueueSql: (rows) => deps.bot!.enqueueSql(rows) } : undefined,
   });
   if (fast === 'not stored') return false;
@@ -203,10 +204,11 @@ async function applyStatusRound(
   deps: Deps, projectId: string, statuses: StatusEvent[], now: Date, check: ReturnType<typeof statusCustomerIds>,
 ): Promise<{ known: boolean[]; news: boolean }> {
   const errors = statuses.map((s) => (s.status === 'failed' ? JSON.stringify(s.errors?.[0] ?? { message: 'failed without detail' }) : null));
-  const { rows } = await retryDeadlock(() =>
-    deps.db.pool.query<{ ord: number; known: boolean; news: boolean }>({
-      name: 'apply-statuses',
-      text: `WITH input AS (
+  const rows = await retryDeadlock(() =>
+    queryRowsNamed<{ ord: number; known: boolean; news: boolean }>(
+      deps.db.sql,
+      'apply-statuses',
+      `WITH input AS (
                SELECT * FROM unnest($2::text[], $3::text[], $4::int[], $5::jsonb[], $6::text[], $9::text[], $10::jsonb[]) WITH ORDINALITY
                  AS i(wamid, status, rank, error, event_id, ref, pricing, ord)
              ), news AS (
@@ -239,26 +241,24 @@ async function applyStatusRound(
                     (SELECT pg_notify($8, project_id) FROM ev WHERE dispatched_at IS NULL LIMIT 1) IS NULL AS quiet,
                     EXISTS (SELECT 1 FROM news) AS news
              FROM input i ORDER BY i.ord`,
-      values: [
-        projectId,
-        statuses.map((s) => s.channelMessageId),
-        statuses.map((s) => s.status),
-        statuses.map((s) => STATUS_RANK[s.status]),
-        errors,
-        statuses.map(() => newId('evt', 20)),
-        now,
-        EVENTS_CHANNEL,
-        statuses.map((s) => (s.reference?.startsWith('snd_') ? s.reference : null)),
-        statuses.map((s) => {
-          const pricing = pricingOf(s);
-          return pricing ? JSON.stringify(pricing) : null;
-        }),
-        check.wamid,
-        check.phone,
-        check.userId,
-        check.username,
-      ],
-    }),
+      projectId,
+      statuses.map((s) => s.channelMessageId),
+      statuses.map((s) => s.status),
+      statuses.map((s) => STATUS_RANK[s.status]),
+      errors,
+      statuses.map(() => newId('evt', 20)),
+      now,
+      EVENTS_CHANNEL,
+      statuses.map((s) => (s.reference?.startsWith('snd_') ? s.reference : null)),
+      statuses.map((s) => {
+        const pricing = pricingOf(s);
+        return pricing ? JSON.stringify(pricing) : null;
+      }),
+      check.wamid,
+      check.phone,
+      check.userId,
+      check.username,
+    ),
   );
   return { known: rows.map((r) => r.known), news: rows.some((r) => r.news) };
 }

@@ -9,6 +9,7 @@
  */
 import type { Deps } from '../deps.js';
 import { ApiError } from '../platform/errors.js';
+import { queryRows } from '../platform/db/tx.js';
 import { requireChannel } from '../channel-settings/settings.js';
 import { asApiError } from '../channel-port/api-errors.js';
 import { holderAfter, recordThreadHolder } from './coexistence.js';
@@ -46,10 +47,11 @@ export function parseThreadControl(body: ThreadControlRequest | undefined): { ac
 export async function controlThread(
   deps: Pick<Deps, 'db' | 'clock' | 'channel' | 'config' | 'logger'>, projectId: string, id: bigint, input: ReturnType<typeof parseThreadControl>, by: 'api' | 'dashboard',
 ) {
-  const { rows } = await deps.db.pool.query<{ phone: string | null; userId: string | null; holder: string | null }>(
+  const rows = await queryRows<{ phone: string | null; userId: string | null; holder: string | null }>(
+    deps.db.sql,
     `SELECT ct.phone, ct.user_id AS "userId", v.thread_holder AS holder FROM conversations v JOIN contacts ct ON ct.id = v.contact_id
      WHERE v.project_id = $1 AND v.id = $2::bigint`,
-    [projectId, id.toString()],
+    projectId, id.toString(),
   );
   const row = rows[0];
   if (!row) throw new ApiError('not_found', `No conversation ${id} in this project.`);

@@ -78,7 +78,7 @@ describe('a returning customer\'s message in one statement', () => {
     const timestamp = String(Math.floor(now.getTime() / 1000));
     const content = { timestamp, type: 'text', text: { body: 'hello bot' } };
     const message = { kind: 'message' as const, channelMessageId: 'wamid.for-the-bot', customer: { phone: c.contact.phone }, type: 'text', timestamp, content };
-    const result = await storeReturningCustomerMessage(t.db.pool, {
+    const result = await storeReturningCustomerMessage(t.db.sql, {
       projectId: c.project.id, message, ids: { phone: c.contact.phone, userId: c.contact.user_id, profileName: 'Ada' },
       content, now, bot: { leaseMs: 60_000, enqueueSql: messageInboxSql },
     });
