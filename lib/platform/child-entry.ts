@@ -33,8 +33,17 @@ export function childEntry(source: string): ChildEntry {
 
 function bundled(source: string): ChildEntry | undefined {
   try {
-    // Loaded only here: production never runs from the sources.
-    const esbuild = createRequire(import.meta.url)('esbuild') as typeof import('esbuild');
+    // Loaded only here: production never runs from the sources. Without worker threads its sync
+    // call runs esbuild once and lets it end; with them it kept a service process for later calls.
+    const threads = process.env.ESBUILD_WORKER_THREADS;
+    process.env.ESBUILD_WORKER_THREADS = '0';
+    let esbuild: typeof import('esbuild');
+    try {
+      esbuild = createRequire(import.meta.url)('esbuild') as typeof import('esbuild');
+    } finally {
+      if (threads === undefined) delete process.env.ESBUILD_WORKER_THREADS;
+      else process.env.ESBUILD_WORKER_THREADS = threads;
+    }
     const out = esbuild.buildSync({
       entryPoints: [source], bundle: true, platform: 'node', format: 'esm', target: 'node20',
       packages: 'external', sourcemap: 'inline', write: false, logLevel: 'silent',

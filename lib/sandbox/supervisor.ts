@@ -884,3 +884,13 @@ export function sandboxSupervisor(): SandboxSupervisor {
   shared ??= new SandboxSupervisor(DEFAULT_SUPERVISOR);
   return shared;
 }
+
+/**
+ * Ends the process's supervisor and its sandbox processes; the next use makes a new one. For a
+ * process that outlives its apps (a jest worker runs file after file): a sandbox process ends when
+ * its parent does, so without this each file's sandboxes idled on until the worker ended.
+ */
+export function closeSandboxSupervisor(): void {
+  shared?.close();
+  shared = undefined;
+}

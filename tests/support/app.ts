@@ -28,6 +28,7 @@ import type { SandboxLimits } from '../../lib/sandbox/sandbox.js';
 import type { Logger } from '../../lib/platform/logger.js';
 import type { ChannelPort } from '../../lib/channel-port/port.js';
 import { recordViolations } from './response-violations.js';
+import { closeSandboxSupervisor } from '../../lib/sandbox/supervisor.js';
 import { shippedContracts } from './contracts.js';
 
 function listen(app: { listen(port: number, host: string, cb: () => void): Server }): Promise<Server> {
@@ -136,6 +137,9 @@ export async function connectedProject(t: TestApp, name: string, scopes: string[
   return { projectId: project.id, secret: (await t.admin.connection([{ projectId: project.id, scopes }])).secret };
 }
 
+/** This file's apps not yet closed. */
+let openApps = 0;
+
 export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> {
   // Tests make many failed authentications (and OAuth registrations) from one address: throttling only where a test asks for it.
   // Every response is checked against the contract (a violation fails the test: response-violations.ts).
@@ -206,6 +210,8 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
   };
   const startJobs = async () => (await services.startJobs({ ...TEST_JOB_OPTIONS, webhooks: webhookOptions })).webhooks;
   if (opts.webhooks) await startJobs();
+  openApps++;
+  let closed = false;
   return {
     app, db, clock, config, adminToken, sim, baseUrl, secretBox: services.deps.secretBox, services, bot,
     get webhooks() {
@@ -215,8 +221,12 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
     restartWebhooks: startJobs,
     admin: new OperatorClient(app, adminToken),
     close: async () => {
+      if (closed) return;
+      closed = true;
       for (const stop of stops) await stop();
       await services.close();
+      // The sandbox processes are the process's, shared by a file's apps: ended with the last of them.
+      if (--openApps === 0) closeSandboxSupervisor();
     },
   };
 }
