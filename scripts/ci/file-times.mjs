@@ -2,6 +2,8 @@
  * Each test file's time in CI, from jest's --json results and the test environment's record of
  * how long each file waited for the run's lock (tests/support/test-environment.js): a proof or an
  * `@alone` file waits for the others to finish, so its wall time alone would overstate it.
+ * The same record gives the machine's busy CPU seconds (all cores, all processes) while the file ran:
+ * for a file that ran alone, what it costs the machine, and so whether it could share the workers.
  * `node scripts/ci/file-times.mjs <results.json> <lock-waits.tsv>`: every file, slowest first,
  * then the totals per layer (jest project) and the tests' wall time. With `--write`, each file's
  * own seconds also go to tests/support/file-times.json, the order of the next runs
@@ -14,9 +16,11 @@ const write = args.includes('--write');
 const [resultsFile, waitsFile] = args.filter((a) => a !== '--write');
 const results = JSON.parse(readFileSync(resultsFile, 'utf8'));
 const waits = new Map();
+const busy = new Map();
 for (const line of (waitsFile ? readFileSync(waitsFile, 'utf8') : '').split('\n')) {
-  const [file, ms] = line.split('\t');
+  const [file, ms, cpu] = line.split('\t');
   if (file && ms) waits.set(file, Number(ms));
+  if (file && cpu) busy.set(file, Number(cpu));
 }
 const EDGES = new Set(['http', 'channel', 'simulator', 'contract', 'jobs', 'house']);
 const layerOf = (file) => {
@@ -27,12 +31,12 @@ const rows = results.testResults.map((r) => {
   const file = r.name.replace(process.cwd() + '/', '');
   const wait = (waits.get(file) ?? 0) / 1000;
   const wall = (r.endTime - r.startTime) / 1000;
-  return { file, layer: layerOf(file), wait, own: Math.max(0, wall - wait) };
+  return { file, layer: layerOf(file), wait, own: Math.max(0, wall - wait), cpu: busy.get(file) };
 });
 rows.sort((a, b) => b.own - a.own);
 const s = (n) => n.toFixed(1).padStart(6);
-console.log('file times (seconds of its own, then waiting for the run\'s lock; slowest first):');
-for (const r of rows) console.log(`  ${s(r.own)} ${s(r.wait)}  ${r.layer.padEnd(6)} ${r.file}`);
+console.log('file times (seconds of its own, waiting for the run\'s lock, the machine\'s busy CPU seconds meanwhile; slowest first):');
+for (const r of rows) console.log(`  ${s(r.own)} ${s(r.wait)} ${r.cpu === undefined ? '     -' : s(r.cpu)}  ${r.layer.padEnd(6)} ${r.file}`);
 const layers = new Map();
 for (const r of rows) {
   const l = layers.get(r.layer) ?? { files: 0, own: 0, wait: 0 };

@@ -19,7 +19,7 @@
  *
  * Plain JavaScript: jest loads the environment outside its transform of the tests.
  */
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, readFileSync } from 'node:fs';
 import { relative } from 'node:path';
 import { TestEnvironment } from 'jest-environment-node';
 import pg from 'pg';
@@ -28,6 +28,17 @@ import { runsAlone } from './alone.js';
 const RESOLVED_ENV = 'TEST_DATABASE_URL_RESOLVED';
 const TEMPLATE_ENV = 'TEST_DATABASE_TEMPLATE';
 let serial = 0;
+
+/** The machine's busy CPU seconds so far (every core, every process: /proc/stat in USER_HZ, 100 a second); 0 where there is none. */
+function machineBusySeconds() {
+  try {
+    const [, ...ticks] = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).map(Number);
+    const idle = ticks[3] + (ticks[4] ?? 0);
+    return (ticks.slice(0, 8).reduce((a, b) => a + b, 0) - idle) / 100;
+  } catch {
+    return 0;
+  }
+}
 
 async function withClient(url, fn) {
   const client = new pg.Client({ connectionString: url });
@@ -59,8 +70,8 @@ export default class FileDatabaseEnvironment extends TestEnvironment {
     this.lock = lock;
     const asked = Date.now();
     await lock.query(`SELECT ${this.alone ? 'pg_advisory_lock' : 'pg_advisory_lock_shared'}(hashtext($1))`, [template]);
-    // CI's table of file times (.ci/run) tells the wait for the run's lock from the file's own time.
-    if (process.env.TEST_LOCK_WAITS) appendFileSync(process.env.TEST_LOCK_WAITS, `${this.file}\t${Date.now() - asked}\n`);
+    this.waitedMs = Date.now() - asked;
+    this.busyAt = machineBusySeconds();
     const name = `${template.replace(/_tpl$/, '')}_f${process.pid}_${++serial}`;
     await withClient(runUrl, (c) => c.query(`CREATE DATABASE ${c.escapeIdentifier(name)} TEMPLATE ${c.escapeIdentifier(template)}`));
     const url = new URL(runUrl);
@@ -75,6 +86,11 @@ export default class FileDatabaseEnvironment extends TestEnvironment {
     if (db) {
       // Not forced: a connection a test left open keeps it until the run's teardown (test-database.ts).
       await withClient(db.runUrl, (c) => c.query(`DROP DATABASE IF EXISTS ${c.escapeIdentifier(db.name)}`)).catch(() => undefined);
+    }
+    // CI's table of file times (.ci/run) tells the wait for the run's lock from the file's own time,
+    // and for a file that ran alone, the machine's CPU it used: what running it beside others would cost.
+    if (process.env.TEST_LOCK_WAITS && this.waitedMs !== undefined) {
+      appendFileSync(process.env.TEST_LOCK_WAITS, `${this.file}\t${this.waitedMs}\t${(machineBusySeconds() - this.busyAt).toFixed(1)}\n`);
     }
     // Ending the session releases its lock.
     await this.lock?.end().catch(() => undefined);
