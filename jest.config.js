@@ -9,7 +9,8 @@
  * One project per layer: `rooms`, `edges` and `proofs`. `npm run test:fast` runs rooms and edges
  * (what a developer runs many times a day); `npm test` runs all three (CI). Each test file has a
  * database of its own (tests/support/test-environment.js), so files may run in parallel; one that
- * measures latency or contention is marked `@alone` there, and every proof runs alone.
+ * measures latency, contention or a time bound is marked `@alone` there, and proofs run one at a
+ * time beside the others (tests/support/alone.js).
  */
 import { readdirSync } from 'node:fs';
 
@@ -54,9 +55,9 @@ export default {
   projects: [
     { ...base, displayName: 'rooms', testMatch: under(LIB_ROOMS) },
     { ...base, displayName: 'edges', testMatch: under(EDGES) },
-    // A proof kills processes, stops databases or drives a browser: it runs with no other file beside it
-    // (the environment takes the run's exclusive lock, as for `@alone`), while the others share the
-    // workers; a proof that does none of that says `@shared` and shares them too.
-    { ...base, displayName: 'proofs', testMatch: under(['proofs']), testEnvironmentOptions: { alone: true } },
+    // A proof kills its own processes, stops its own databases or drives a browser: one proof runs
+    // at a time, beside the shared files; one that measures a time bound says `@alone` and runs with
+    // nothing beside it, one that does none of that says `@shared` (tests/support/alone.js).
+    { ...base, displayName: 'proofs', testMatch: under(['proofs']), testEnvironmentOptions: { lane: 'proof' } },
   ],
 };

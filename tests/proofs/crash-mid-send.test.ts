@@ -8,6 +8,9 @@
  * the simulator's log shows each message sent once, the database has a row for each (settled by
  * the status that echoes our reference), a retry with the key gets the one send, no status and no
  * inbound message is lost, and the daily quota counts each send once.
+ *
+ * @alone its kill lands inside a measured window of the send (killWindow), which another file's
+ * load beside it would move.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn, type ChildProcess } from 'node:child_process';

@@ -8,6 +8,9 @@
  * it, in place; "?" lists the shortcuts.
  * A page closed lets its stream go. Nothing leaves the service, no dialog, no CSP violation.
  * A campaign's page follows its sends and the channel's prices the same way, and ends on the cost.
+ *
+ * @alone both pages must show a message within 1 s, in a real browser whose CPU another file's load
+ * would take.
  */
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import type { Browser, Page } from 'playwright-core';

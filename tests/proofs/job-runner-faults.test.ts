@@ -3,6 +3,8 @@
  * channel is reconnecting. Afterwards the runner still runs jobs, holds no pool connection it lost
  * (each failed reconnect used to keep its checked-out client for good: the pool shrank and
  * `pool.end()` at shutdown waited for ever), and stops promptly.
+ *
+ * @alone jobs must run again within 8 s of its backends' termination (timingBound).
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';

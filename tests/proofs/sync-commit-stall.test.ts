@@ -11,6 +11,9 @@
  * `synchronous_standby_names` naming a standby that does not exist, which is what strict
  * synchronous mode leaves when no standby is left, then the setting is cleared. A stalled primary
  * is the same server with every one of its processes stopped (SIGSTOP), then continued.
+ *
+ * @alone its writes must answer 503 within a stated bound (timingBound), which another file's load
+ * beside it would stretch.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';

@@ -11,6 +11,9 @@
  * - Redis stopped: both let requests through promptly (fail-open, no 5xx); Redis started again:
  *   both count exactly again, without a restart.
  * The figures are printed.
+ *
+ * @alone a revocation must be seen within 1 s and each request answered within 1 s while Redis is
+ * stopped (timingBound).
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';

@@ -9,6 +9,8 @@
  * crashed worker here is the real attempt code with an outcome writer that never writes. Leases
  * and the sweep's grace are 30 s in this file, so a delivery that waited for either would miss
  * every bound below.
+ *
+ * @alone due retries must be redelivered within 3 s of a restart (timingBound).
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';

@@ -1,11 +1,19 @@
 /**
- * Which test files run alone, in one place: the test environment takes the run's exclusive lock
- * for them (test-environment.js) and the sequencer starts them first (sequencer.js).
+ * How a test file shares the run, in one place: the test environment takes the run's locks for it
+ * (test-environment.js) and the sequencer orders the files by it (sequencer.js).
+ * - `alone`: nothing else runs beside it. A file that measures latency, contention or a time bound
+ *   on this machine's CPU (its first docblock says `@alone`).
+ * - `proof`: a proof (the `proofs` project's files) kills its own processes, stops its own
+ *   databases or drives a browser. One proof runs at a time, beside the shared files: none of them
+ *   touches what another made, and one proof's load is what the machine's other core can carry.
+ * - `shared`: every other file, and a proof whose docblock says `@shared` (it neither kills,
+ *   stops a database, drives a browser nor measures time).
  * Plain JavaScript: both load outside jest's transform of the tests.
  */
 
-/** `@alone` in the file's first docblock, or a project that runs its files alone (proofs) unless the file says `@shared`. */
-export function runsAlone(pragmas, projectConfig) {
-  if ('alone' in pragmas) return true;
-  return projectConfig?.testEnvironmentOptions?.alone === true && !('shared' in pragmas);
+/** The file's lane: `@alone` in its first docblock, a proof unless it says `@shared`, else shared. */
+export function laneOf(pragmas, projectConfig) {
+  if ('alone' in pragmas) return 'alone';
+  if (projectConfig?.testEnvironmentOptions?.lane === 'proof' && !('shared' in pragmas)) return 'proof';
+  return 'shared';
 }

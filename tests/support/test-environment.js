@@ -9,13 +9,14 @@
  * published to the file as TEST_DATABASE_URL_RESOLVED (read it with testDatabaseUrl()). It is
  * dropped when the file ends; one still in use then (a leaked connection) is dropped with the run's.
  *
- * A file whose first docblock has the pragma `@alone` measures latency or contention on this
- * machine's CPU or storage (tables-fair-share, send-limits, hot-updates, auth-throttle): it runs with no other file of the run beside it.
- * Every proof runs alone too (the `proofs` project's option), but for one whose docblock says
- * `@shared`: it neither kills, stops a database, drives a browser nor measures time, so it shares
- * the workers (contract-fuzz, traces, the README's check, …). The rule is tests/support/alone.js.
- * Every other file holds a shared advisory lock of the run while it runs, an `@alone` file the
- * exclusive one (PostgreSQL queues later shared requests behind a waiting exclusive one).
+ * A file whose first docblock has the pragma `@alone` measures latency, contention or a time bound
+ * on this machine's CPU or storage (tables-fair-share, send-limits, hot-updates, the
+ * proofs with a timing bound): it runs with no other file of the run beside it. A proof runs one
+ * at a time beside the shared files; one whose docblock says `@shared` shares the workers like any
+ * file (contract-fuzz, traces, the README's check, …). The rule is tests/support/alone.js.
+ * Every file holds a shared advisory lock of the run while it runs, an `@alone` file the exclusive
+ * one (PostgreSQL queues later shared requests behind a waiting exclusive one); a proof first takes
+ * the proofs' own exclusive lock.
  *
  * Plain JavaScript: jest loads the environment outside its transform of the tests.
  */
@@ -23,7 +24,7 @@ import { appendFileSync, readFileSync } from 'node:fs';
 import { relative } from 'node:path';
 import { TestEnvironment } from 'jest-environment-node';
 import pg from 'pg';
-import { runsAlone } from './alone.js';
+import { laneOf } from './alone.js';
 
 const RESOLVED_ENV = 'TEST_DATABASE_URL_RESOLVED';
 const TEMPLATE_ENV = 'TEST_DATABASE_TEMPLATE';
@@ -54,7 +55,7 @@ async function withClient(url, fn) {
 export default class FileDatabaseEnvironment extends TestEnvironment {
   constructor(config, context) {
     super(config, context);
-    this.alone = runsAlone(context.docblockPragmas ?? {}, config.projectConfig);
+    this.lane = laneOf(context.docblockPragmas ?? {}, config.projectConfig);
     this.file = relative(config.projectConfig?.rootDir ?? process.cwd(), context.testPath);
   }
 
@@ -69,7 +70,9 @@ export default class FileDatabaseEnvironment extends TestEnvironment {
     await lock.connect();
     this.lock = lock;
     const asked = Date.now();
-    await lock.query(`SELECT ${this.alone ? 'pg_advisory_lock' : 'pg_advisory_lock_shared'}(hashtext($1))`, [template]);
+    // A proof first takes the proofs' own lock (one at a time), then the run's shared one like any file.
+    if (this.lane === 'proof') await lock.query('SELECT pg_advisory_lock(hashtext($1))', [`${template}:proofs`]);
+    await lock.query(`SELECT ${this.lane === 'alone' ? 'pg_advisory_lock' : 'pg_advisory_lock_shared'}(hashtext($1))`, [template]);
     this.waitedMs = Date.now() - asked;
     this.busyAt = machineBusySeconds();
     const name = `${template.replace(/_tpl$/, '')}_f${process.pid}_${++serial}`;
