@@ -1,7 +1,8 @@
 /**
  * Each test file's time in CI, from jest's --json results and the test environment's record of
- * how long each file waited for the run's lock (tests/support/test-environment.js): a proof or an
- * `@alone` file waits for the others to finish, so its wall time alone would overstate it.
+ * how long each file waited for the run's locks (tests/support/test-environment.js): an `@alone`
+ * file waits for the others to finish and a proof for the proof before it, so its wall time alone
+ * would overstate it.
  * The same record gives the machine's busy CPU seconds (all cores, all processes) while the file ran:
  * for a file that ran alone, what it costs the machine, and so whether it could share the workers.
  * `node scripts/ci/file-times.mjs <results.json> <lock-waits.tsv>`: every file, slowest first,
