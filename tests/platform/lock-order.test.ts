@@ -9,6 +9,7 @@ import request from 'supertest';
 import { createHmac } from 'node:crypto';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { confirmIntents } from '../../lib/messaging/ledger.js';
+import { lockWaiters } from '../support/db.js';
 import { openChannel } from '../../lib/channel-settings/settings.js';
 
 let t: TestApp;
@@ -50,7 +51,7 @@ describe('lock order of the message writers', () => {
     let waiting = 0;
     for (let i = 0; i < 100 && waiting < 2; i++) {
       await new Promise((r) => setTimeout(r, 50));
-      waiting = Number((await blocker.query<{ n: string }>(`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)).rows[0].n);
+      waiting = await lockWaiters(blocker);
     }
     expect(waiting).toBe(2);
     const probe = await t.db.pool.connect();

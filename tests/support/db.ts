@@ -70,3 +70,14 @@ export async function createScratchDatabase(label = 'scratch'): Promise<{ url: s
   const url = await createDatabase(adminUrl, name);
   return { url, drop: () => dropDatabase(adminUrl, name) };
 }
+
+/**
+ * How many sessions of this database wait on a lock now. A session inside a transaction sees
+ * pg_stat_activity as it was at its first read there, so each read clears that snapshot first:
+ * a blocker polling for the sessions it holds up would otherwise count what its first look saw.
+ */
+export async function lockWaiters(client: pg.ClientBase): Promise<number> {
+  await client.query('SELECT pg_stat_clear_snapshot()');
+  const { rows } = await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`);
+  return rows[0].n;
+}
