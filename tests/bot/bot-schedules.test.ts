@@ -214,6 +214,8 @@ describe('runs', () => {
     t.clock.set(new Date('2026-03-01T12:04:00Z'));
     expect(await sched.tick()).toBe(1);
     await t.bot!.whenIdle();
+    // The run's record first: where the line is missing, its outcome and error say why.
+    expect((await runs(p.projectId, 'everyMinute')).map((r) => [r.due_at, r.outcome, r.error])).toEqual([['2026-03-01T12:04:00.000Z', 'ok', null]]);
     expect(await ranLines(p.projectId)).toEqual(['ran everyMinute 2026-03-01T12:04:00.000Z cron']);
   });
 
