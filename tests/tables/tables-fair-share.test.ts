@@ -14,7 +14,7 @@ import pg from 'pg';
 import type { TestApp } from '../support/app.js';
 import { tablesHarness } from '../support/tables.js';
 import { physicalSchema, storageNames } from '../../lib/tables/isolation.js';
-import { testDatabaseUrl } from '../support/db.js';
+import { lockWaiters, testDatabaseUrl } from '../support/db.js';
 import { importsSettled } from '../../lib/contacts-import/imports.js';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
@@ -243,7 +243,7 @@ describe('contact imports', () => {
         ids.push(res.body.data.import.id);
       }
       await new Promise((r) => setTimeout(r, 500));
-      waiting = (await locker.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database() AND pid <> pg_backend_pid()")).rows[0].n;
+      waiting = await lockWaiters(locker);
     } finally {
       await locker.query('ROLLBACK');
       await locker.end();
