@@ -34,6 +34,7 @@ const base = {
   },
   // A response that breaks the contract fails the test that caused it, naming operation, path and rule.
   setupFilesAfterEnv: ['<rootDir>/tests/support/response-violations-hook.ts'],
+  runtime: '<rootDir>/tests/support/runtime.cjs',
 };
 
 export default {

@@ -84,6 +84,8 @@ export interface ServicesOptions {
   runtimeContract?: Contract;
   handlers?: HandlerMap;
   validateResponses?: boolean;
+  /** See AppDeps.checkContracts (default on). */
+  checkContracts?: boolean;
   /** Told of responses that break the contract (tests fail on them; production only logs). */
   onResponseViolation?: AppDeps['onResponseViolation'];
   /** The deployed bots' runtime (lib/bot/runtime.ts); closed with the services. Without it no bot answers. */
@@ -201,6 +203,7 @@ function appDeps(
       ? (projectId: string) => simulatedChannelProvisioner({ db, secretBox, logger }, simulatorUrl, callbackBase())(projectId)
       : undefined,
     validateResponses: opts.validateResponses ?? false,
+    checkContracts: opts.checkContracts ?? true,
     onResponseViolation: opts.onResponseViolation,
   };
 }

@@ -10,6 +10,12 @@ export interface AppDeps extends Deps {
   adminContract: Contract;
   /** The bot's runtime contract (runtime-openapi.yaml). */
   runtimeContract: Contract;
+  /**
+   * Check each contract against the OpenAPI schema as the app is built (default on). Test apps that
+   * serve the shipped contracts turn it off: tests/contract/contract-schema.test.ts checks those
+   * once, where every test file would compile the OpenAPI schema again.
+   */
+  checkContracts?: boolean;
   /** Validate responses against the contract (on in tests). */
   validateResponses: boolean;
   /** Told of every response that breaks the contract (config.responseCheckSample of them are checked). */

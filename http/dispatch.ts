@@ -85,7 +85,7 @@ export function contractPipeline(opts: PipelineOptions): RequestHandler {
     validateResponses: deps.validateResponses ? { removeAdditional: false } : false,
     validateSecurity: false,
     ignorePaths: (path: string) => !path.startsWith(pathPrefix),
-    validateApiSpec: true,
+    validateApiSpec: deps.checkContracts ?? true,
     // No multer: it would buffer multipart files in memory. Upload operations stream their own
     // bodies (middleware/upload-body.ts) and the validator checks the fields they leave in req.body.
     fileUploader: false,

@@ -6,7 +6,17 @@
  * commands are refused at once while disconnected, bounded in time, and the client reconnects by
  * itself. Callers see one small interface whichever it is.
  */
-import { createClient, createSentinel } from 'redis';
+import { createRequire } from 'node:module';
+import type * as Redis from 'redis';
+
+let loaded: typeof Redis | undefined;
+/**
+ * The redis package, loaded on first use: it is some 650 modules, and a service without Redis
+ * (the single-instance default) never needs them.
+ */
+export function redisPackage(): typeof Redis {
+  return (loaded ??= createRequire(import.meta.url)('redis') as typeof Redis);
+}
 
 /** Where Redis is: one server, or a master found through its sentinels. */
 export type RedisTarget =
@@ -64,6 +74,7 @@ function backoff(maxDelayMs: number) {
 
 export function createRedisConnection(target: RedisTarget, opts: RedisConnectionOptions): RedisConnection {
   const socket = { connectTimeout: Math.max(opts.timeoutMs, 1_000), reconnectStrategy: backoff(opts.maxReconnectDelayMs) };
+  const { createClient, createSentinel } = redisPackage();
   if (target.kind === 'url') {
     const client = createClient({
       url: target.url,

@@ -5,7 +5,8 @@
  * fault would be one: it is reported, never a reason to be unready. Each sentinel is asked over a
  * short connection of its own, bounded by `timeoutMs`.
  */
-import { createClient } from 'redis';
+
+import { redisPackage } from './redis-client.js';
 
 export interface RedisHaReport {
   sentinels: number;
@@ -34,7 +35,7 @@ function pairs(reply: unknown): Record<string, string> {
 const DOWN = /(^|,)(s_down|o_down|disconnected)(,|$)/;
 
 async function askSentinel(host: string, port: number, master: string, timeoutMs: number, password?: string): Promise<{ master: string; replicas: number }> {
-  const client = createClient({ socket: { host, port, connectTimeout: timeoutMs, reconnectStrategy: false }, password, disableOfflineQueue: true });
+  const client = redisPackage().createClient({ socket: { host, port, connectTimeout: timeoutMs, reconnectStrategy: false }, password, disableOfflineQueue: true });
   client.on('error', () => undefined);
   const bounded = <T>(p: Promise<T>) => Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timed out')), timeoutMs).unref())]);
   try {

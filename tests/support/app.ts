@@ -191,6 +191,8 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
     // Tests pass loosely typed stand-ins; the app's own maps are typed per operation.
     handlers: opts.handlers as HandlerMap | undefined,
     validateResponses: opts.validateResponses ?? false,
+    // The shipped contracts are checked against the OpenAPI schema once (tests/contract/contract-schema.test.ts); a test's own is checked here.
+    checkContracts: !!opts.contract,
     onResponseViolation: recordViolations,
     processMetrics: false,
     jobs: false,

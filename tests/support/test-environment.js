@@ -41,6 +41,16 @@ function machineBusySeconds() {
   }
 }
 
+/** CPU seconds of this process's child processes that have ended and been waited for (/proc/self/stat); 0 where there is none. */
+function reapedChildrenSeconds() {
+  try {
+    const fields = readFileSync('/proc/self/stat', 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[13]) + Number(fields[14])) / 100;
+  } catch {
+    return 0;
+  }
+}
+
 async function withClient(url, fn) {
   const client = new pg.Client({ connectionString: url });
   client.on('error', () => undefined);
@@ -75,6 +85,8 @@ export default class FileDatabaseEnvironment extends TestEnvironment {
     await lock.query(`SELECT ${this.lane === 'alone' ? 'pg_advisory_lock' : 'pg_advisory_lock_shared'}(hashtext($1))`, [template]);
     this.waitedMs = Date.now() - asked;
     this.busyAt = machineBusySeconds();
+    this.cpuAt = process.cpuUsage();
+    this.childrenAt = reapedChildrenSeconds();
     const name = `${template.replace(/_tpl$/, '')}_f${process.pid}_${++serial}`;
     await withClient(runUrl, (c) => c.query(`CREATE DATABASE ${c.escapeIdentifier(name)} TEMPLATE ${c.escapeIdentifier(template)}`));
     const url = new URL(runUrl);
@@ -93,7 +105,10 @@ export default class FileDatabaseEnvironment extends TestEnvironment {
     // CI's table of file times (.ci/run) tells the wait for the run's lock from the file's own time,
     // and for a file that ran alone, the machine's CPU it used: what running it beside others would cost.
     if (process.env.TEST_LOCK_WAITS && this.waitedMs !== undefined) {
-      appendFileSync(process.env.TEST_LOCK_WAITS, `${this.file}\t${this.waitedMs}\t${(machineBusySeconds() - this.busyAt).toFixed(1)}\n`);
+      // Then this worker's own CPU for the file, and its ended child processes' (sandboxes, builds).
+      const own = process.cpuUsage(this.cpuAt);
+      const children = reapedChildrenSeconds() - this.childrenAt;
+      appendFileSync(process.env.TEST_LOCK_WAITS, `${this.file}\t${this.waitedMs}\t${(machineBusySeconds() - this.busyAt).toFixed(1)}\t${((own.user + own.system) / 1e6).toFixed(1)}\t${children.toFixed(1)}\n`);
     }
     // Ending the session releases its lock.
     await this.lock?.end().catch(() => undefined);
