@@ -206,7 +206,8 @@ if (!metadata.__compiled) {
  * The validator builds an OpenAPISchemaValidator for every contract it loads, compiling the whole
  * OpenAPI meta-schema with ajv each time (framework/index.js, initialize), although it depends only
  * on the OpenAPI version and on whether the spec is validated. Compiled once per such pair here and
- * shared: its `validate` is synchronous and its errors are read right after the call.
+ * shared: its `validate` is synchronous and its errors are read right after the call. Without
+ * `validateApiSpec` the validator never calls it, so nothing is compiled.
  */
 type SchemaValidator = { validate(doc: unknown): { errors: unknown[] } };
 const schemaValidatorModule = require(path.join(validatorDir, 'framework', 'openapi.schema.validator.js')) as {
@@ -216,8 +217,14 @@ const schemaValidatorModule = require(path.join(validatorDir, 'framework', 'open
 if (!schemaValidatorModule.__memoised) {
   const Original = schemaValidatorModule.OpenAPISchemaValidator;
   const built = new Map<string, SchemaValidator>();
+  const UNUSED: SchemaValidator = {
+    validate() {
+      throw new Error('express-openapi-validator changed: it validates the spec although validateApiSpec is off');
+    },
+  };
   // Called with `new`: a constructor that returns an object makes that object the result.
   schemaValidatorModule.OpenAPISchemaValidator = function OpenAPISchemaValidator(opts: { version: string; validateApiSpec: boolean }) {
+    if (!opts.validateApiSpec) return UNUSED;
     const key = `${opts.version}\u0000${!!opts.validateApiSpec}`;
     let validator = built.get(key);
     if (!validator) built.set(key, (validator = new Original(opts)));
