@@ -116,7 +116,7 @@ describe('tools follow the contract', () => {
 });
 
 describe('two instances on one database', () => {
-  it('When a token is used on both instances and then revoked on one, then both refuse it at once', async () => {
+  it('When a token is used on both instances and then revoked on one, then that one refuses it at once and the other as soon as the notification arrives, within a second, not its hour-long cache', async () => {
     const b = await startTestApp({ config: { credentialCacheTtlMs: 3_600_000 } });
     try {
       const p = await t.admin.project();
@@ -127,11 +127,17 @@ describe('two instances on one database', () => {
       expect((await call(t)).body.result.structuredContent.projectId).toBe(p.id);
       expect((await call(b)).body.result.structuredContent.projectId).toBe(p.id);
       await t.admin.call('post', `/admin/tokens/${con.tokenId}/revoke`);
-      for (const app of [t, b]) {
-        const res = await call(app);
-        expect(res.status).toBe(401);
-        expect(res.body.error.code).toBe('invalid_token');
+      const refused = await call(t);
+      expect(refused.status).toBe(401);
+      expect(refused.body.error.code).toBe('invalid_token');
+      // The other instance hears of it through PostgreSQL (NOTIFY), a hop that can trail this request on a busy machine.
+      let res = await call(b);
+      for (let i = 0; i < 50 && res.status === 200; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        res = await call(b);
       }
+      expect(res.status).toBe(401);
+      expect(res.body.error.code).toBe('invalid_token');
     } finally {
       await b.close();
     }
