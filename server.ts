@@ -24,7 +24,6 @@ import { resealLegacySecrets } from './lib/upkeep/secret-reseal.js';
 import { createServices } from './services.js';
 import { BotRuntime } from './lib/bot/runtime.js';
 import { createSimulator } from './simulator/app.js';
-import { warmSendCheck } from './simulator/meta-check.js';
 import { metaCallbackRetryDelaysMs } from './simulator/state.js';
 
 /** What has started, in the order it stops (the last started first; PostgreSQL last). */
@@ -132,7 +131,6 @@ async function main(): Promise<void> {
   let simulatorUrl = config.simulatorUrl;
   let graphBaseUrl = config.graphBaseUrl ?? simulatorUrl;
   if (!graphBaseUrl) {
-    warmSendCheck();
     const sim = createSimulator({ logger, dataDir: path.join(config.dataDir, 'simulator'), templateAutoDecisionMs: config.simulatorTemplateAutoApproveMs, limits: { callbackRetryDelaysMs: metaCallbackRetryDelaysMs(config.simulatorCallbackRetryScale) } });
     const simServer = await listenOn(createServer(sim.app), config.simulatorPort, '127.0.0.1', 'Cloud API simulator', 'SIMULATOR_PORT');
     stopSimulator = async () => {

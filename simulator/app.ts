@@ -17,6 +17,7 @@ import { StatusEngine } from './progression.js';
 import { DEFAULT_LIMITS, SimState, type AutoStatusDelays, type Clock, type SimLimits, type SimLogger, type Template } from './state.js';
 import { templateWebhook } from './webhooks.js';
 import { requestLog } from './request-log.js';
+import { warmSendCheck } from './meta-check.js';
 
 export type { AutoStatusDelays, Clock, SimLimits, SimLogger } from './state.js';
 export { signBody } from './callbacks.js';
@@ -60,6 +61,7 @@ export function createSimulator(opts: SimulatorOptions = {}): Simulator {
   const dispatcher = new Dispatcher(state, log);
   const delays = opts.autoStatusDelaysMs === undefined ? DEFAULT_AUTO_STATUS_DELAYS : opts.autoStatusDelaysMs;
   const held = new Set<Response>();
+  warmSendCheck();
   const persistence = opts.dataDir ? persistState(state, opts.dataDir) : undefined;
   // After the numbers are loaded: owed statuses go to their number's webhook.
   const owed = opts.dataDir ? openOwedStatuses(state, opts.dataDir) : undefined;

@@ -10,7 +10,6 @@
  *   SIMULATOR_DATA_DIR (default .data/simulator: numbers, templates, media and owed statuses survive a restart; "off" keeps nothing),
  *   SIMULATOR_LOG=debug|info|warn|error (default info).
  */
-import { warmSendCheck } from './meta-check.js';
 import { createSimulator, DEFAULT_AUTO_STATUS_DELAYS, type AutoStatusDelays, type SimLogger } from './app.js';
 import { metaCallbackRetryDelaysMs } from './state.js';
 
@@ -38,7 +37,6 @@ const host = process.env.SIMULATOR_HOST ?? '127.0.0.1';
 const approve = process.env.SIMULATOR_TEMPLATE_AUTO_APPROVE_MS ?? '3000';
 const logger = makeLogger(process.env.SIMULATOR_LOG ?? 'info');
 
-warmSendCheck();
 const sim = createSimulator({
   autoStatusDelaysMs: parseDelays(process.env.SIMULATOR_AUTO_STATUS),
   templateAutoDecisionMs: approve === 'off' ? null : Number(approve),

@@ -78,11 +78,7 @@ function checkParams(op: Operation, body: unknown): GraphError | null {
   return paramError('Invalid parameter', `Param ${field} ${i.message}.`);
 }
 
-/**
- * Compiles the send schemas now (about 150 ms, once per process) rather than during the first send:
- * the simulator's processes call it as they start (simulator/main.ts, server.ts). An instance made
- * in a test compiles what it checks when it first checks it.
- */
+/** Compiles the send schema now (about 150 ms, once per process) rather than during the first send. */
 export function warmSendCheck(): void {
   metaSchemas().request(SEND, null);
   metaSchemas().request(MARKETING_SEND, null);
