@@ -236,27 +236,52 @@ if (!schemaValidatorModule.__memoised) {
 /**
  * The validator compiles each operation's request schemas (parameters, body) as a schema that
  * carries the contract's whole `paths` and `components` beside them, so that a `$ref` inside can
- * resolve; ajv walks all of it on every add (getSchemaRefs), twice an operation. A reference into
- * `#/paths` is the only reason to carry `paths`, and the contracts have none, so a schema without
- * one is compiled with `components` alone: the same validation, half the walk.
+ * resolve; ajv walked all of it on every add (getSchemaRefs), twice an operation, and compiled the
+ * components an operation refers to again under each operation's root. A reference into `#/paths`
+ * is the only reason to carry `paths`, and the contracts have none. So here `components` is added
+ * to each of the validator's ajv instances once, under an id of its own, and an operation's
+ * schema is compiled alone, its `#/components/…` references pointing into that id: the same
+ * schemas and the same validation, each walked once per instance.
  */
 const util = require(path.join(validatorDir, 'middlewares', 'util.js')) as {
-  useAjvCache: (ajv: unknown, schema: Record<string, unknown>, key: string) => unknown;
+  useAjvCache: (ajv: AjvLike, schema: Record<string, unknown>, key: string) => unknown;
   __trimmed?: boolean;
 };
+type AjvLike = { getSchema(key: string): unknown; addSchema(schema: object, key: string): unknown };
+// An absolute URI: the validator's keys (`POST-/path-type`) are the base a relative reference resolves against.
+const COMPONENTS_ID = 'urn:eov:components';
 if (!util.__trimmed) {
   const useAjvCache = util.useAjvCache;
   const refersToPaths = new WeakMap<object, boolean>();
   const refersInto = (node: unknown): boolean => JSON.stringify(node ?? null).includes('"#/paths');
+  // The components each ajv instance holds (an instance serves one contract).
+  const added = new WeakMap<object, object>();
   util.useAjvCache = (ajv, schema, key) => {
     const { paths, components, ...rest } = schema;
-    if (paths === undefined || components === undefined || typeof components !== 'object') return useAjvCache(ajv, schema, key);
-    let viaComponents = refersToPaths.get(components as object);
-    if (viaComponents === undefined) refersToPaths.set(components as object, (viaComponents = refersInto(components)));
+    if (paths === undefined || components === undefined || components === null || typeof components !== 'object') return useAjvCache(ajv, schema, key);
+    let viaComponents = refersToPaths.get(components);
+    if (viaComponents === undefined) refersToPaths.set(components, (viaComponents = refersInto(components)));
     if (viaComponents || refersInto(rest)) return useAjvCache(ajv, schema, key);
-    return useAjvCache(ajv, { components, ...rest }, key);
+    const held = added.get(ajv);
+    if (held !== undefined && held !== components) return useAjvCache(ajv, { components, ...rest }, key);
+    if (held === undefined) {
+      ajv.addSchema({ components }, COMPONENTS_ID);
+      added.set(ajv, components);
+    }
+    return useAjvCache(ajv, rebaseRefs(rest, `${COMPONENTS_ID}#/components/`) as Record<string, unknown>, key);
   };
   util.__trimmed = true;
+}
+
+/** A copy of `node` whose `#/components/…` references start with `prefix` instead; everything else is kept as is. */
+export function rebaseRefs(node: unknown, prefix: string): unknown {
+  if (Array.isArray(node)) return node.map((n) => rebaseRefs(n, prefix));
+  if (Object.prototype.toString.call(node) !== '[object Object]') return node;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(node as object)) {
+    out[k] = k === '$ref' && typeof v === 'string' && v.startsWith('#/components/') ? prefix + v.slice('#/components/'.length) : rebaseRefs(v, prefix);
+  }
+  return out;
 }
 
 /**

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import { parse } from 'yaml';
 import { SHIPPED_CONTRACTS } from '../../http/contracts.js';
-import { onlyLocalRefs } from '../../http/validator-speedups.js';
+import { onlyLocalRefs, rebaseRefs } from '../../http/validator-speedups.js';
 import { PROJECT_ROOT } from '../../lib/platform/project-root.js';
 
 const require = createRequire(import.meta.url);
@@ -38,5 +38,17 @@ describe('the validator shortcuts hold for the contracts', () => {
     expect(onlyLocalRefs({ components: { schemas: { A: { $ref: 'other.yaml#/A' } } } })).toBe(false);
     expect(onlyLocalRefs({ paths: { '/a': { get: { responses: { 200: { $ref: 42 } } } } } })).toBe(false);
     expect(onlyLocalRefs({ components: { schemas: { A: { items: [{ $ref: '#/components/schemas/B' }] } } } })).toBe(true);
+  });
+
+  it("When an operation's schema is compiled apart from the components, then only its references into #/components move to their id; the rest is copied as it was", () => {
+    const schema = { type: 'object', properties: { a: { $ref: '#/components/schemas/A' }, b: { items: [{ $ref: '#/components/schemas/B' }] }, c: { $ref: 'other#/x' }, $ref: { type: 'string' } }, default: { $ref: 7 } };
+    const out = rebaseRefs(schema, 'urn:x#/components/') as any;
+    expect(out.properties.a.$ref).toBe('urn:x#/components/schemas/A');
+    expect(out.properties.b.items[0].$ref).toBe('urn:x#/components/schemas/B');
+    expect(out.properties.c.$ref).toBe('other#/x');
+    expect(out.properties.$ref).toEqual({ type: 'string' });
+    expect(out.default).toEqual({ $ref: 7 });
+    // The validator's schemas are left as they were.
+    expect(schema.properties.a.$ref).toBe('#/components/schemas/A');
   });
 });
