@@ -13,6 +13,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { runProcess } from '../support/local.js';
+import { until } from '../support/bots.js';
 import { PROJECT_ROOT } from '../../lib/platform/project-root.js';
 import { contractOf } from '../../http/contract.js';
 import { handlers } from '../../handlers/index.js';
@@ -131,11 +132,10 @@ describe('two instances on one database', () => {
       expect(refused.status).toBe(401);
       expect(refused.body.error.code).toBe('invalid_token');
       // The other instance hears of it through PostgreSQL (NOTIFY), a hop that can trail this request on a busy machine.
-      let res = await call(b);
-      for (let i = 0; i < 50 && res.status === 200; i++) {
-        await new Promise((r) => setTimeout(r, 20));
-        res = await call(b);
-      }
+      const res = await until('the other instance to refuse the revoked token', async () => {
+        const r = await call(b);
+        return r.status !== 200 && r;
+      }, 1000);
       expect(res.status).toBe(401);
       expect(res.body.error.code).toBe('invalid_token');
     } finally {
