@@ -9,6 +9,7 @@ import { describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { type TestApp, useTestApp } from '../support/app.js';
 import { REPLICATION_SQL } from '../../lib/platform/db/replication-state.js';
+import { until } from '../support/bots.js';
 
 let t: TestApp;
 useTestApp({ simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null } }, (app) => {
@@ -30,16 +31,21 @@ async function setup(quota?: number) {
 const quotaUsed = async (projectId: string) =>
   Number((await t.db.pool.query('SELECT COALESCE(SUM(count), 0) AS n FROM send_counters WHERE project_id = $1', [projectId])).rows[0].n);
 
-/** Counts the statements the service's pool runs while `run` does (not the health watch's periodic read of replication, which runs on its own clock). */
-async function statementsDuring(run: () => Promise<unknown>): Promise<string[]> {
+/**
+ * Counts the statements the service's pool runs while `run` does (not the health watch's periodic
+ * read of replication, which runs on its own clock). `hold` may make a statement wait before it goes.
+ */
+async function statementsDuring(run: () => Promise<unknown>, hold?: (name: string) => Promise<void> | undefined): Promise<string[]> {
   const pool = t.db.pool as unknown as { query: (...args: unknown[]) => unknown };
   const original = pool.query;
   const seen: string[] = [];
   pool.query = function (this: unknown, ...args: unknown[]) {
     const q = args[0] as string | { name?: string; text: string };
     if (q === REPLICATION_SQL) return original.apply(this, args);
-    seen.push(typeof q === 'string' ? q.slice(0, 40) : q.name ?? q.text.slice(0, 40));
-    return original.apply(this, args);
+    const name = typeof q === 'string' ? q.slice(0, 40) : q.name ?? q.text.slice(0, 40);
+    seen.push(name);
+    const held = hold?.(name);
+    return held ? held.then(() => original.apply(this, args)) : original.apply(this, args);
   };
   try {
     await run();
@@ -70,15 +76,35 @@ describe('round trips of a send', () => {
     expect(again.body).toEqual(first!.body);
   });
 
-  it('When sends of one project run concurrently, then they share confirm statements, and every message is confirmed with its own wamid', async () => {
+  it('When sends of one project finish while a confirm is in flight, then they wait and share the next confirm statement, and every message is confirmed with its own wamid', async () => {
     const { project, phone, send } = await setup();
     expect((await send(phone)).status).toBe(200);
+    // The first confirm is held until the channel has answered all 20 sends, so the overlap the
+    // batcher serves happens on any machine (a loaded one may otherwise finish each send alone).
+    const channel = t.services.deps.channel;
+    const sendMessage = channel.sendMessage;
+    let answered = 0;
+    channel.sendMessage = async (...args) => {
+      const r = await sendMessage.apply(channel, args);
+      answered++;
+      return r;
+    };
+    let firstConfirm = true;
+    const hold = (name: string) => {
+      if (name !== 'confirm-sent-many' || !firstConfirm) return undefined;
+      firstConfirm = false;
+      return until('the channel to answer every send', async () => answered === 20).then(() => undefined);
+    };
     let answers: request.Response[] = [];
-    const seen = await statementsDuring(async () => {
-      answers = await Promise.all(Array.from({ length: 20 }, () => send(phone)));
-    });
-    expect(answers.every((r) => r.status === 200)).toBe(true);
-    expect(seen.filter((s) => s === 'confirm-sent-many').length).toBeLessThan(20);
+    try {
+      const seen = await statementsDuring(async () => {
+        answers = await Promise.all(Array.from({ length: 20 }, () => send(phone)));
+      }, hold);
+      expect(answers.every((r) => r.status === 200)).toBe(true);
+      expect(seen.filter((s) => s === 'confirm-sent-many')).toHaveLength(2);
+    } finally {
+      channel.sendMessage = sendMessage;
+    }
     const rows = (await t.db.pool.query(`SELECT wamid, status FROM messages WHERE project_id = $1 AND direction = 'outbound'`, [project.id])).rows;
     expect(rows).toHaveLength(21);
     expect(new Set(answers.map((r) => r.body.data.id)).size).toBe(20);
