@@ -16,7 +16,7 @@ import { DEFAULT_GRAPH_VERSION, GRAPH_VERSIONS, graphVersionEndsAt, graphVersion
 import { SIM_LATEST_VERSION, SIM_VERSION_ENDS, versionState } from '../../simulator/versions.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { channelSecretPlace } from '../../lib/channel-settings/settings.js';
-import { loadAdminContract } from '../../http/contracts.js';
+import { shippedContract } from '../support/contracts.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 
 function captureLogger() {
@@ -72,7 +72,7 @@ describe('Graph API versions: readiness, the daily warning, the simulator', () =
   afterAll(async () => t?.close());
 
   it('/readyz stays ready and reports v21.0 ending within 90 days; the log warns once a day', async () => {
-    const validate = new Ajv2020({ strict: false, allErrors: true }).addSchema(loadAdminContract().document as object, 'admin')
+    const validate = new Ajv2020({ strict: false, allErrors: true }).addSchema(shippedContract('admin').document as object, 'admin')
       .compile({ $ref: 'admin#/components/schemas/Readiness' });
     // 93 days before the end: supported, no warning.
     let res = await request(t.app).get('/readyz').expect(200);

@@ -8,10 +8,10 @@ import request from 'supertest';
 import { type TestApp, useTestApp } from '../support/app.js';
 import { parseContactChange as parseWithLimits } from '../../lib/conversations/contacts.js';
 import { contactLimitsOf } from '../../http/contract-limits.js';
-import { loadPublicContract } from '../../http/contracts.js';
+import { shippedContract } from '../support/contracts.js';
 import { expectError } from '../support/expect-error.js';
 
-const parseContactChange = (body: unknown) => parseWithLimits(body, contactLimitsOf(loadPublicContract()));
+const parseContactChange = (body: unknown) => parseWithLimits(body, contactLimitsOf(shippedContract('public')));
 
 let t: TestApp;
 useTestApp({}, (app) => {

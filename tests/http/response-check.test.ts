@@ -13,7 +13,7 @@ import { promisify } from 'node:util';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { handlers } from '../../handlers/index.js';
-import { loadPublicContract } from '../../http/contracts.js';
+import { shippedContract } from '../support/contracts.js';
 import { loadConfig } from '../../lib/platform/config.js';
 import type { Logger } from '../../lib/platform/logger.js';
 import { ResponseChecker, responseCheck, type ResponseViolation } from '../../http/contract-checks/response-check.js';
@@ -63,21 +63,21 @@ async function appWith(ping: unknown, opts: Parameters<typeof startTestApp>[0] =
 
 describe('the shipped contracts close the objects the service sends', () => {
   it('When a body carries a property the schema does not declare, then the checker refuses it (additionalProperties)', () => {
-    const checker = new ResponseChecker(loadPublicContract());
+    const checker = new ResponseChecker(shippedContract('public'));
     expect(checker.check('ping', 200, { success: true, data: { ok: true, projectId: 'p', scopes: [] } })).toEqual([]);
     const [v] = checker.check('ping', 200, { success: true, data: { ok: true, projectId: 'p', scopes: [], extra: 1 } });
     expect(v).toMatchObject({ operationId: 'ping', operation: 'GET /v1/ping', status: 200, path: '/data/extra', rule: 'additionalProperties' });
   });
 
   it('When an error envelope carries an extra member, then it is refused too', () => {
-    const checker = new ResponseChecker(loadPublicContract());
+    const checker = new ResponseChecker(shippedContract('public'));
     const envelope = { success: false, error: { code: 'not_found', message: 'x' }, request_id: 'r' };
     expect(checker.check('getContact', 404, envelope)).toEqual([]);
     expect(checker.check('getContact', 404, { ...envelope, stack: 'at …' })[0]).toMatchObject({ path: '/stack', rule: 'additionalProperties' });
   });
 
   it('When a webhook payload composed with allOf carries an extra member, then unevaluatedProperties refuses it', () => {
-    const contract = loadPublicContract();
+    const contract = shippedContract('public');
     const checker = new ResponseChecker(contract);
     const ajvCheck = (body: unknown) => (checker as any).ajv.validate({ $ref: 'contract:root#/components/schemas/MessageStatusDelivery' }, body);
     const delivery = { id: 'dlv_1', event: 'message.status', created_at: '2026-03-01T12:00:00Z', webhook_id: 'whk_1', data: { message_id: 'wamid.1', status: 'sent' } };
@@ -86,7 +86,7 @@ describe('the shipped contracts close the objects the service sends', () => {
   });
 
   it('When the status is not declared by the operation, then that is a violation of rule status', () => {
-    const checker = new ResponseChecker(loadPublicContract());
+    const checker = new ResponseChecker(shippedContract('public'));
     expect(checker.check('ping', 418, {})[0]).toMatchObject({ rule: 'status', status: 418 });
   });
 });
@@ -152,7 +152,7 @@ describe('in production, RESPONSE_CHECK_SAMPLE checks a fraction of responses an
   });
 
   it('When the sample is 0.25, then about that fraction of responses is checked', async () => {
-    const contract = loadPublicContract();
+    const contract = shippedContract('public');
     const seen: ResponseViolation[][] = [];
     let i = 0;
     const app = express();
@@ -175,7 +175,7 @@ describe('in production, RESPONSE_CHECK_SAMPLE checks a fraction of responses an
       (req as any).openapi = { schema: { operationId: 'ping' } };
       next();
     });
-    const broken = { ...loadPublicContract(), operations: { get: () => { throw new Error('boom'); } } } as any;
+    const broken = { ...shippedContract('public'), operations: { get: () => { throw new Error('boom'); } } } as any;
     app.use(responseCheck({ contract: broken, sample: 1, logger, pathPrefix: '/' }));
     app.get('/v1/ping', (_req, res) => void res.json({ fine: true }));
     const res = await request(app).get('/v1/ping');

@@ -14,7 +14,7 @@ import { startTestApp, type TestApp } from '../support/app.js';
 import { SCOPES } from '../../lib/access/scope-catalogue.js';
 import { TOOL_LIST_BUDGET } from '../../http/mcp/endpoint.js';
 import { toolsFromContract } from '../../http/mcp/tools.js';
-import { loadPublicContract } from '../../http/contracts.js';
+import { shippedContract } from '../support/contracts.js';
 
 let t: TestApp;
 let everything: string;
@@ -61,7 +61,7 @@ describe('tools/list for a key holding every scope', () => {
     // The core groups (messages, conversations, contacts), then what fits (templates first: a send outside the 24 hours needs one).
     expect(names).toEqual(expect.arrayContaining(['ping', 'sendMessage', 'listConversations', 'updateConversationState', 'listContacts', 'listTemplates', 'describeTools']));
     const describe = tools.find((x) => x.name === 'describeTools')!;
-    for (const op of toolsFromContract(loadPublicContract())) {
+    for (const op of toolsFromContract(shippedContract('public'))) {
       expect({ op: op.name, reachable: names.includes(op.name) || describe.description.includes(op.name) }).toEqual({ op: op.name, reachable: true });
     }
     expect(tools.every((x) => x.outputSchema === undefined)).toBe(true);
@@ -122,14 +122,14 @@ describe('schemas an agent can afford', () => {
     const res = await list(everything, { 'Accept-Encoding': 'identity' });
     expect(Buffer.byteLength(res.text)).toBeLessThanOrEqual(40_000);
     const listed = res.body.result.tools as Array<{ name: string; inputSchema: Record<string, any> }>;
-    const described = toolsFromContract(loadPublicContract());
+    const described = toolsFromContract(shippedContract('public'));
     for (const x of [...listed, ...described]) expect({ name: x.name, unreached: unreachedDefs(x.inputSchema) }).toEqual({ name: x.name, unreached: [] });
     const send = described.find((x) => x.name === 'sendMessage')!;
     process.stdout.write(`sendMessage input schema: ${Buffer.byteLength(JSON.stringify(send.inputSchema))} bytes, $defs ${Object.keys((send.inputSchema as any).$defs ?? {}).join(', ')}\n`);
   });
 
   it('When a tool takes `project`, then its schema says what it is and where to find one', () => {
-    for (const x of toolsFromContract(loadPublicContract())) {
+    for (const x of toolsFromContract(shippedContract('public'))) {
       const project = (x.inputSchema.properties as Record<string, { description?: string }>).project;
       expect({ name: x.name, said: project.description }).toEqual({ name: x.name, said: expect.stringContaining('listProjects') });
     }
@@ -150,13 +150,13 @@ describe('what the tools say', () => {
   });
 
   it('When a schema is shared by several tools, then it is spelled out in one of them only', () => {
-    const tools = toolsFromContract(loadPublicContract());
+    const tools = toolsFromContract(shippedContract('public'));
     const full = tools.filter((x) => JSON.stringify((x.inputSchema as any).$defs?.TemplateSend ?? {}).includes('"properties"'));
     expect(full.map((x) => x.name)).toHaveLength(1);
   });
 
   it('When annotated, then sends and broadcasts are open world, a send is not idempotent, reads are read-only and removals destructive', () => {
-    const tools = toolsFromContract(loadPublicContract());
+    const tools = toolsFromContract(shippedContract('public'));
     const a = (name: string) => tools.find((x) => x.name === name)!.annotations;
     expect(a('sendMessage')).toEqual({ readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true });
     expect(a('createBroadcast')).toMatchObject({ openWorldHint: true, idempotentHint: false, destructiveHint: false });

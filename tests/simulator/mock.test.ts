@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../support/local.js';
-import { loadPublicContract } from '../../http/contracts.js';
+import { shippedContract } from '../support/contracts.js';
 import { ResponseChecker } from '../../http/contract-checks/response-check.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -38,7 +38,7 @@ describe('npm run mock', () => {
     const res = await fetch(`http://127.0.0.1:${port}/v1/ping`, { headers: { Authorization: 'Bearer pk_test_mock' } });
     expect(res.status).toBe(200);
     const body = await res.json();
-    expect(new ResponseChecker(loadPublicContract()).check('ping', 200, body)).toEqual([]);
+    expect(new ResponseChecker(shippedContract('public')).check('ping', 200, body)).toEqual([]);
     const anonymous = await fetch(`http://127.0.0.1:${port}/v1/ping`);
     expect(anonymous.status).toBe(401);
   }, 60_000);

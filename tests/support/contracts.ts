@@ -47,9 +47,12 @@ const load = ({ file, requireScopes }: { file: string; requireScopes: boolean })
   return contractOf(parsedDocument(full), full, { requireScopes });
 };
 
+/** One shipped contract, a fresh copy each call (what http/contracts.ts's loaders give, without the YAML parse). */
+export const shippedContract = (which: keyof typeof SHIPPED_CONTRACTS): Contract => load(SHIPPED_CONTRACTS[which]);
+
 /** The three shipped contracts, as createServices takes them. */
 export const shippedContracts = () => ({
-  contract: load(SHIPPED_CONTRACTS.public),
-  adminContract: load(SHIPPED_CONTRACTS.admin),
-  runtimeContract: load(SHIPPED_CONTRACTS.runtime),
+  contract: shippedContract('public'),
+  adminContract: shippedContract('admin'),
+  runtimeContract: shippedContract('runtime'),
 });
