@@ -12,6 +12,10 @@
  * - What a build cost is measured, not estimated: the CPU of the process and of its children
  *   (esbuild's service process) from /proc, before and after the build. One build at a time makes
  *   the difference that build's alone.
+ * - A process's start-up (loading the compiler, parsing the standard library's declarations) costs
+ *   about 2 s of CPU. Where one process builds for one BuildProcess after another (a test worker's
+ *   files, each with its own modules), a `keeper` may hold a ready, idle process when one stops and
+ *   hand it to the next: it carries nothing of a build over (each build sends its whole tree).
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
@@ -32,6 +36,14 @@ export function buildNotDone(message: string): BuildResult {
   return { ok: false, diagnostics: [{ file: ENTRY, line: 1, column: 1, message, source: 'bundle' }] };
 }
 
+/** Holds a ready, idle build process between two BuildProcess instances of one process (tests/support/test-environment.js). */
+export interface BuildProcessKeeper {
+  /** A process kept earlier, still running, or undefined. */
+  take(): ChildProcess | undefined;
+  /** Keeps `child` (ready, no build in flight) for the next taker. */
+  keep(child: ChildProcess): void;
+}
+
 interface InFlight {
   id: number;
   child: ChildProcess;
@@ -45,6 +57,10 @@ export class BuildProcess {
   private isReady = false;
   private current?: InFlight;
   private nextId = 1;
+  /** Removes this instance's listeners from its child (before the child is kept for another). */
+  private detach?: () => void;
+  /** Where stop() leaves a ready, idle process instead of killing it (unset in the service). */
+  keeper?: BuildProcessKeeper;
 
   get pid(): number | undefined {
     return this.child?.pid;
@@ -107,54 +123,73 @@ export class BuildProcess {
 
   private start(): ChildProcess {
     if (this.child) return this.child;
-    const entry = childEntry(CHILD_SOURCE);
-    const child = fork(entry.file, [], {
-      execArgv: entry.execArgv,
-      serialization: 'advanced',
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-      // esbuild's process uses one core at most: a build never takes both of a small machine's.
-      env: { ...process.env, GOMAXPROCS: '1' },
-    });
+    const kept = this.keeper?.take();
+    const child = kept ?? this.spawn();
     this.child = child;
     this.isReady = false;
     child.unref();
     this.unrefChannel(child);
     let exitText = 'ended';
+    let started!: () => void;
+    let startExit!: (code: number | null, signal: NodeJS.Signals | null) => void;
     this.ready = new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
         reject(new Error(`The build process did not start within ${SPAWN_TIMEOUT_MS / 1000} s; nothing was built. Try again.`));
         this.retire(child);
       }, SPAWN_TIMEOUT_MS);
       timer.unref();
-      child.on('message', (m: BuildReply) => {
-        if (m.t === 'ready') {
-          clearTimeout(timer);
-          if (this.child === child) this.isReady = true;
-          resolve();
-          return;
-        }
-        const current = this.current;
-        if (!current || current.id !== m.id) return;
-        if (m.t === 'built') current.finish(m.result);
-        else current.fail(new Error(`build failed: ${m.error}`));
-      });
-      child.once('exit', (code, signal) => {
+      started = () => {
+        clearTimeout(timer);
+        if (this.child === child) this.isReady = true;
+        resolve();
+      };
+      startExit = (code, signal) => {
         clearTimeout(timer);
         exitText = signal ? `ended (${signal})` : `exited (code ${code})`;
         reject(new Error(`The build process ${exitText} while starting; nothing was built. Try again.`));
-      });
+      };
+      child.once('exit', startExit);
     });
     this.ready.catch(() => {});
-    child.on('error', () => this.retire(child));
-    child.on('exit', () => {
+    const onMessage = (m: BuildReply) => {
+      if (m.t === 'ready') return started();
+      const current = this.current;
+      if (!current || current.id !== m.id) return;
+      if (m.t === 'built') current.finish(m.result);
+      else current.fail(new Error(`build failed: ${m.error}`));
+    };
+    const onError = () => this.retire(child);
+    const onExit = () => {
       if (this.child === child) {
         this.child = undefined;
         this.isReady = false;
       }
       const current = this.current;
       if (current?.child === child) current.finish(buildNotDone(`The build process ${exitText} during the build; nothing was built. Try again.`));
-    });
+    };
+    child.on('message', onMessage);
+    child.on('error', onError);
+    child.on('exit', onExit);
+    this.detach = () => {
+      child.off('message', onMessage);
+      child.off('error', onError);
+      child.off('exit', onExit);
+      child.off('exit', startExit);
+    };
+    // A kept process said it was ready to the instance that started it.
+    if (kept) started();
     return child;
+  }
+
+  private spawn(): ChildProcess {
+    const entry = childEntry(CHILD_SOURCE);
+    return fork(entry.file, [], {
+      execArgv: entry.execArgv,
+      serialization: 'advanced',
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      // esbuild's process uses one core at most: a build never takes both of a small machine's.
+      env: { ...process.env, GOMAXPROCS: '1' },
+    });
   }
 
   // One build (or one wait for the start) at a time holds the channel: nothing to count.
@@ -179,10 +214,20 @@ export class BuildProcess {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   }
 
-  /** Stops the process (shutdown, tests); a build in flight fails with a diagnostic, the next starts a new one. */
+  /**
+   * Stops the process (shutdown, tests); a build in flight fails with a diagnostic, the next starts a
+   * new one. With a keeper, a ready process with no build in flight is handed to it instead.
+   */
   async stop(): Promise<void> {
     const child = this.child;
     if (!child) return;
+    if (this.keeper && this.isReady && !this.current && child.connected && child.exitCode === null && child.signalCode === null) {
+      this.detach?.();
+      this.child = undefined;
+      this.isReady = false;
+      this.keeper.keep(child);
+      return;
+    }
     const gone = child.exitCode === null && child.signalCode === null ? new Promise<void>((resolve) => child.once('exit', () => resolve())) : Promise.resolve();
     this.retire(child);
     await gone;

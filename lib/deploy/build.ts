@@ -22,7 +22,7 @@
  *   replaced) and fails with a diagnostic, as does a build whose process ends under it.
  */
 import { ApiError } from '../platform/errors.js';
-import { BuildProcess } from './build-process.js';
+import { BuildProcess, type BuildProcessKeeper } from './build-process.js';
 import { BuildQueue, QueueFull } from './build-queue.js';
 import { ENTRY, type BuildResult } from './build-protocol.js';
 
@@ -40,10 +40,14 @@ const queue = new BuildQueue({ concurrency: BUILD_CONCURRENCY, maxWaitingPerProj
 /** A build's usual length (moving average, ms): the Retry-After of a refusal. */
 let usualMs = 2000;
 
-/** Sets who is told each build's CPU (the bot runtime: the project's CPU budget), and the time bound (tests). */
-export function configureBuilds(options: { onCpu?: (projectId: string, ms: number) => void; timeoutMs?: number }): void {
+/**
+ * Sets who is told each build's CPU (the bot runtime: the project's CPU budget), the time bound
+ * (tests), and where a stopped build process is kept warm (tests' workers: lib/deploy/build-process.ts).
+ */
+export function configureBuilds(options: { onCpu?: (projectId: string, ms: number) => void; timeoutMs?: number; keeper?: BuildProcessKeeper }): void {
   if (options.onCpu) onCpu = options.onCpu;
   if (options.timeoutMs !== undefined) timeoutMs = options.timeoutMs;
+  if (options.keeper) buildProcess().keeper = options.keeper;
 }
 
 function buildProcess(): BuildProcess {

@@ -15,6 +15,8 @@ import { childrenOf, nicesOf, treeCpuMs } from '../../lib/platform/process-tree.
 import { CpuBudget } from '../../lib/bot/cpu-budget.js';
 import { ApiError } from '../../lib/platform/errors.js';
 import { BuildQueue, QueueFull } from '../../lib/deploy/build-queue.js';
+import { BuildProcess } from '../../lib/deploy/build-process.js';
+import type { ChildProcess } from 'node:child_process';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -60,6 +62,15 @@ const buildPid = () => {
   const pid = buildsState().pid;
   if (!pid) throw new Error('no build process');
   return pid;
+};
+/** True once no process has this id. */
+const ended = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch {
+    return true;
+  }
 };
 /** Resolves to the label when `p` settles, so the order builds end in can be compared. */
 const settled = (order: string[], label: string, p: Promise<unknown>) => p.then((r) => (order.push(label), r), (e) => (order.push(`${label}!`), Promise.reject(e)));
@@ -216,14 +227,7 @@ describe('a build never hangs on its process', () => {
     } finally {
       configureBuilds({ timeoutMs: BUILD_TIMEOUT_MS });
     }
-    await until('the paused process ended', async () => {
-      try {
-        process.kill(pid, 0);
-        return false;
-      } catch {
-        return true;
-      }
-    });
+    await until('the paused process ended', async () => ended(pid));
     expect((await buildTree(tree(6), { projectId: 'prj_slow' })).ok).toBe(true);
     expect(buildsState().pid).not.toBe(pid);
   }, 60_000);
@@ -245,5 +249,67 @@ describe('a build never hangs on its process', () => {
       process.kill(pid, 'SIGCONT');
     }
     for (const p of await Promise.all(pending)) expect((p as { ok: boolean }).ok).toBe(true);
+  }, 60_000);
+});
+
+describe('A build process kept between instances (BuildProcessKeeper: a test worker keeps one warm between its files)', () => {
+  const keeperOf = () => {
+    const kept: ChildProcess[] = [];
+    let spare: ChildProcess | undefined;
+    return {
+      kept,
+      take: () => {
+        const c = spare;
+        spare = undefined;
+        return c;
+      },
+      keep: (c: ChildProcess) => {
+        kept.push(c);
+        spare = c;
+      },
+    };
+  };
+
+  it('When an instance with a keeper stops idle, then its process is kept running and the next instance builds in it without starting another', async () => {
+    const keeper = keeperOf();
+    const first = new BuildProcess();
+    first.keeper = keeper;
+    expect((await first.build(tree(1), 30_000)).result.ok).toBe(true);
+    const pid = first.pid!;
+    await first.stop();
+    expect(keeper.kept.map((c) => c.pid)).toEqual([pid]);
+    expect(() => process.kill(pid, 0)).not.toThrow();
+
+    const second = new BuildProcess();
+    second.keeper = keeper;
+    const { result, cpuMs } = await second.build(tree(2), 30_000);
+    expect(result.ok).toBe(true);
+    expect(second.pid).toBe(pid);
+    expect(cpuMs).toBeGreaterThan(0);
+    // A broken tree is still answered with its diagnostics: nothing of the first build is carried over.
+    const broken = await second.build(new Map([['src/main.ts', 'export const n: number = "text";\n']]), 30_000);
+    expect(broken.result.ok).toBe(false);
+    second.keeper = undefined;
+    await second.stop();
+    await until('the process ends once stopped without a keeper', async () => ended(pid));
+  }, 60_000);
+
+  it('When a kept process has ended, then the next instance starts a new one and builds', async () => {
+    const keeper = keeperOf();
+    const first = new BuildProcess();
+    first.keeper = keeper;
+    expect((await first.build(tree(3), 30_000)).result.ok).toBe(true);
+    await first.stop();
+    const [child] = keeper.kept;
+    const gone = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGKILL');
+    await gone;
+    // What the test environment's keeper does: an ended process is not handed out.
+    const second = new BuildProcess();
+    second.keeper = { take: () => (child.exitCode === null && child.signalCode === null ? child : undefined), keep: () => undefined };
+    expect((await second.build(tree(4), 30_000)).result.ok).toBe(true);
+    expect(second.pid).not.toBe(child.pid);
+    second.keeper = undefined;
+    await second.stop();
   }, 60_000);
 });

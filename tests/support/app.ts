@@ -29,6 +29,8 @@ import type { Logger } from '../../lib/platform/logger.js';
 import type { ChannelPort } from '../../lib/channel-port/port.js';
 import { recordViolations } from './response-violations.js';
 import { closeSandboxSupervisor } from '../../lib/sandbox/supervisor.js';
+import { configureBuilds } from '../../lib/deploy/build.js';
+import type { BuildProcessKeeper } from '../../lib/deploy/build-process.js';
 import { shippedContracts } from './contracts.js';
 
 function listen(app: { listen(port: number, host: string, cb: () => void): Server }): Promise<Server> {
@@ -169,6 +171,9 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
     });
     sim = { simulator, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
   }
+  // The worker's build process outlives a file's apps (tests/support/test-environment.js): the next file skips its 2 s start.
+  const keeper = (globalThis as { buildProcessKeeper?: BuildProcessKeeper }).buildProcessKeeper;
+  if (keeper) configureBuilds({ keeper });
   const bot = opts.bot ? new BotRuntime(typeof opts.bot === 'object' ? opts.bot : undefined) : undefined;
   const services = await createServices({
     bot,

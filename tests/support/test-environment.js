@@ -62,6 +62,25 @@ async function withClient(url, fn) {
   }
 }
 
+/**
+ * The worker's build process, kept ready between its files (lib/deploy/build-process.ts,
+ * BuildProcessKeeper): each file's modules are its own, so each file's apps used to start one and
+ * pay its 2 s of CPU for the compiler's start-up. A file's app hands it here when it stops; the next
+ * file's first build takes it. It ends with the worker (it exits when its channel closes).
+ */
+let keptBuildProcess;
+const buildProcessKeeper = {
+  take() {
+    const child = keptBuildProcess;
+    keptBuildProcess = undefined;
+    return child && child.connected && child.exitCode === null && child.signalCode === null ? child : undefined;
+  },
+  keep(child) {
+    if (keptBuildProcess && keptBuildProcess !== child) keptBuildProcess.kill('SIGKILL');
+    keptBuildProcess = child;
+  },
+};
+
 export default class FileDatabaseEnvironment extends TestEnvironment {
   constructor(config, context) {
     super(config, context);
@@ -71,6 +90,7 @@ export default class FileDatabaseEnvironment extends TestEnvironment {
 
   async setup() {
     await super.setup();
+    this.global.buildProcessKeeper = buildProcessKeeper;
     const runUrl = process.env[RESOLVED_ENV];
     const template = process.env[TEMPLATE_ENV];
     // Without the global setup testDatabaseUrl() explains what is missing.
