@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { until } from '../support/bots.js';
+import { processAlive } from '../support/local.js';
 import { buildTree, buildsState, configureBuilds, BUILD_NICE, BUILD_TIMEOUT_MS, MAX_WAITING_BUILDS } from '../../lib/deploy/build.js';
 import { childrenOf, nicesOf, treeCpuMs } from '../../lib/platform/process-tree.js';
 import { CpuBudget } from '../../lib/bot/cpu-budget.js';
@@ -64,14 +65,7 @@ const buildPid = () => {
   return pid;
 };
 /** True once no process has this id. */
-const ended = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return false;
-  } catch {
-    return true;
-  }
-};
+const ended = (pid: number) => !processAlive(pid);
 /** Resolves to the label when `p` settles, so the order builds end in can be compared. */
 const settled = (order: string[], label: string, p: Promise<unknown>) => p.then((r) => (order.push(label), r), (e) => (order.push(`${label}!`), Promise.reject(e)));
 

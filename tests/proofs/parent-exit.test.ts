@@ -15,7 +15,7 @@ import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { freePort, tempFolder } from '../support/local.js';
+import { freePort, processAlive as alive, tempFolder } from '../support/local.js';
 import { testDatabaseUrl } from '../support/db.js';
 import { eventually } from '../support/eventually.js';
 
@@ -36,14 +36,6 @@ afterAll(async () => {
 });
 
 const healthz = (base: string) => fetch(`${base}/healthz`).then((r) => r.status, () => 0);
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 /** The parent pid of `pid` (field 4 of /proc/<pid>/stat, after the command's parenthesis). */
 const parentOf = async (pid: number) => Number((await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1].split(' ')[1]);
 

@@ -2,7 +2,7 @@
  * Helpers for tests that run real servers on this machine: a free port, a temporary folder the
  * `postgres` OS user can enter (PostgreSQL runs as that user when the tests run as root), and the
  * environment of `npm start` on the embedded defaults in such a folder, and a process run to its end
- * with its output collected.
+ * with its output collected, and whether a process still runs.
  */
 import { spawn, type SpawnOptions } from 'node:child_process';
 import { chmod, mkdtemp } from 'node:fs/promises';
@@ -27,6 +27,16 @@ function canListen(port: number): Promise<boolean> {
     s.once('error', () => resolve(false));
     s.listen(port, '0.0.0.0', () => s.close(() => resolve(true)));
   });
+}
+
+/** Whether a process with this id still runs (signal 0 checks without sending anything). */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 export async function freePort(): Promise<number> {
