@@ -58,7 +58,8 @@ export default {
     { ...base, displayName: 'edges', testMatch: under(EDGES) },
     // A proof kills its own processes, stops its own databases or drives a browser: one proof runs
     // at a time, beside the shared files; one that measures a time bound says `@alone` and runs with
-    // nothing beside it, one that does none of that says `@shared` (tests/support/alone.js).
+    // nothing beside it; one that kills only its own app's processes (a bot's sandbox, the build
+    // process) and measures nothing another file's load could break says `@shared` (tests/support/alone.js).
     { ...base, displayName: 'proofs', testMatch: under(['proofs']), testEnvironmentOptions: { lane: 'proof' } },
   ],
 };

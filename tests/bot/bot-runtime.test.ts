@@ -22,7 +22,7 @@ beforeAll(async () => {
     simulator: { autoStatusDelaysMs: null, templateAutoDecisionMs: null },
     webhooks: true,
     bot: LIMITS,
-    // Containment of each runaway here, not the CPU shaping (tests/bot-cpu-budget, tests/bot-fairness):
+    // Containment of each runaway here, not the CPU shaping (tests/bot/bot-cpu-budget, tests/proofs/bot-fairness):
     // a burst this file's loops do not reach, so a memory bomb after a loop is not slowed to a timeout.
     config: { devAllowPrivateTargets: true, botCpuBurstMs: 60_000 },
   });

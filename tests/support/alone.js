@@ -3,11 +3,13 @@
  * (test-environment.js) and the sequencer orders the files by it (sequencer.js).
  * - `alone`: nothing else runs beside it. A file that measures latency, contention or a time bound
  *   on this machine's CPU (its first docblock says `@alone`).
- * - `proof`: a proof (the `proofs` project's files) kills its own processes, stops its own
+ * - `proof`: a proof (the `proofs` project's files) kills a service process, stops its own
  *   databases or drives a browser. One proof runs at a time, beside the shared files: none of them
  *   touches what another made, and one proof's load is what the machine's other core can carry.
- * - `shared`: every other file, and a proof whose docblock says `@shared` (it neither kills,
- *   stops a database, drives a browser nor measures time).
+ * - `shared`: every other file, and a proof whose docblock says `@shared`: it kills nothing but
+ *   the processes of its own app (a bot's sandbox, the build process, a server of its own), stops
+ *   no database, drives no browser, and measures no time another file's load could break; its
+ *   docblock says why.
  * Plain JavaScript: both load outside jest's transform of the tests.
  */
 

@@ -1,7 +1,7 @@
 /**
  * The tenant pool's fair shares (lib/tables/tenant-pool.ts, issue 44 item 5), without a database:
  * shares shrink as projects come, the fewest-holding waiter goes first, and the reserve is kept for
- * API and bot work of projects holding nothing. tests/tables/tables-fair-share.test.ts shows it through
+ * API and bot work of projects holding nothing. tests/proofs/tables-fair-share.test.ts shows it through
  * HTTP against PostgreSQL.
  */
 import { describe, expect, it } from '@jest/globals';

@@ -2,6 +2,8 @@
  * No bot can end or stall the service (issue 44): answers too large to copy into an isolate are
  * refused before the copy, the sandboxes run in supervised child processes whose end costs the
  * events they ran, and an event whose runs keep ending abnormally is set aside, never replayed.
+ * @shared What it ends and exhausts are its own app's sandbox processes, and its bounds are
+ *   declared (timingBound, memoryBound); so it shares the workers.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';

@@ -4,6 +4,8 @@
  * host. Every step of the start that connects (the first check, the migrations, the pools) waits
  * through connect timeouts within DATABASE_WAIT_SECONDS, goes on once the server answers, and fails
  * with the reason past the deadline; an error that is not about connecting fails at once.
+ * @shared Its PostgreSQL that never answers is a port of its own, and its time bounds are declared
+ *   (timingBound); so it shares the workers.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import net from 'node:net';

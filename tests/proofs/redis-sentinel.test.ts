@@ -10,6 +10,8 @@
  * - what is missing (issue 71 item 5): a sentinel that does not answer and a master without a
  *   replica are named, and the dead sentinel's error (repeated every 2 s by the client) is logged
  *   once, not once per 10 s for ever.
+ * @shared Its sentinels and Redis are processes of its own on ports of its own, and it measures no
+ *   time; so it shares the workers.
  */
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { spawn, type ChildProcess } from 'node:child_process';

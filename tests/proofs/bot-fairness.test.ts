@@ -4,6 +4,8 @@
  * work in flight is shared between projects in turn (lib/sandbox/fair-slots.ts), the fewest in
  * flight first; and a project that burns CPU is moved to a process of its own.
  * Against the real sandbox, PostgreSQL and the simulator.
+ * @shared Its load is its own app's sandboxes, and its one bound (a quiet project answered within
+ *   5 s while 16 projects hold their events) is wide enough for another file beside it; so it shares the workers.
  */
 import { describe, expect, it } from '@jest/globals';
 import request from 'supertest';

@@ -4,6 +4,8 @@
  * event, never another project's; all of a bot's memory is counted; and an event that runs again
  * (a crash, a timeout, its process ended) takes its effects once, answered from its journal.
  * Against the real sandbox, PostgreSQL and the simulator.
+ * @shared What it kills and exhausts are its own app's sandbox processes; its two time bounds are
+ *   declared (timingBound), one a pace against its own baseline; so it shares the workers.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import http from 'node:http';

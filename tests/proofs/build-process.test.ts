@@ -5,6 +5,8 @@
  * bound on what one project may have waiting, and a build whose process dies or hangs fails with
  * a clear diagnostic while the next one works. The build process is paused (SIGSTOP) where a test
  * needs builds to stay waiting: nothing here depends on how fast the machine builds.
+ * @shared What it kills and pauses is its own build process, and nothing here depends on how
+ *   fast the machine builds; so it shares the workers.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
