@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { inbound } from '../support/inbound.js';
+import { until } from '../support/bots.js';
 import { sandboxSupervisor } from '../../lib/sandbox/supervisor.js';
 import { MAX_HELPER_RESULT } from '../../lib/sandbox/limits.js';
 import { memoryBound, timingBound } from '../support/retry-timing.js';
@@ -47,16 +48,6 @@ async function sentTexts(phoneNumberId: string, to: string): Promise<string[]> {
   const res = await request(t.sim!.url).get(`/_sim/messages?phone_number_id=${phoneNumberId}`);
   const all: any[] = Array.isArray(res.body) ? res.body : (res.body.messages ?? res.body.data ?? []);
   return all.filter((m) => JSON.stringify(m).includes(to)).map((m) => m.payload?.text?.body as string);
-}
-
-async function until<T>(what: string, fn: () => Promise<T | undefined | false>, withinMs = 10_000): Promise<T> {
-  const started = Date.now();
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() - started > withinMs) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
 }
 
 async function botLogs(projectId: string) {
