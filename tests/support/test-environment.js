@@ -20,6 +20,7 @@
  *
  * Plain JavaScript: jest loads the environment outside its transform of the tests.
  */
+import asyncHooks from 'node:async_hooks';
 import { appendFileSync, readFileSync } from 'node:fs';
 import { relative } from 'node:path';
 import { TestEnvironment } from 'jest-environment-node';
@@ -69,6 +70,24 @@ async function withClient(url, fn) {
  * file's first build takes it. It ends with the worker (it exits when its channel closes).
  */
 let keptBuildProcess;
+
+/**
+ * The AsyncLocalStorage instances made while a file runs, disabled when it ends. jest-circus makes
+ * one per test file (its test execution context) in the worker's own node:async_hooks, and Node 20
+ * never lets one go: every promise the worker made afterwards ran each earlier file's store too,
+ * so a worker got slower with every file it ran (a property per store on every promise).
+ */
+const storesOfThisFile = [];
+if (!asyncHooks.AsyncLocalStorage.__perFile) {
+  const Base = asyncHooks.AsyncLocalStorage;
+  asyncHooks.AsyncLocalStorage = class AsyncLocalStorage extends Base {
+    static __perFile = true;
+    constructor(...args) {
+      super(...args);
+      storesOfThisFile.push(this);
+    }
+  };
+}
 const buildProcessKeeper = {
   take() {
     const child = keptBuildProcess;
@@ -89,6 +108,7 @@ export default class FileDatabaseEnvironment extends TestEnvironment {
   }
 
   async setup() {
+    storesOfThisFile.length = 0;
     await super.setup();
     this.global.buildProcessKeeper = buildProcessKeeper;
     const runUrl = process.env[RESOLVED_ENV];
@@ -133,6 +153,7 @@ export default class FileDatabaseEnvironment extends TestEnvironment {
     // Ending the session releases its lock.
     await this.lock?.end().catch(() => undefined);
     this.lock = undefined;
+    for (const store of storesOfThisFile.splice(0)) store.disable();
     await super.teardown();
   }
 }
