@@ -46,7 +46,7 @@ export default {
   // One process running every file in band grew past 5 GB by the end of CI: Node 20 never collects
   // an ESM test file's modules (nodejs/node#59118), and its collector's pauses broke timing-bound
   // tests late in the run. A worker is replaced by a fresh one whenever a file leaves it above this
-  // (at 1.5 GB each major GC still marked some thirty files' retained graphs: docs/testing.md).
+  // (at 1.5 GB each major GC still marked tens of files' retained graphs: docs/testing.md).
   workerIdleMemoryLimit: '700MB',
   // CI's progress: which file runs, and the tallies so far (tests/support/progress-reporter.js).
   reporters: ['default', '<rootDir>/tests/support/progress-reporter.js'],

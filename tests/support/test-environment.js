@@ -64,14 +64,6 @@ async function withClient(url, fn) {
 }
 
 /**
- * The worker's build process, kept ready between its files (lib/deploy/build-process.ts,
- * BuildProcessKeeper): each file's modules are its own, so each file's apps used to start one and
- * pay its 2 s of CPU for the compiler's start-up. A file's app hands it here when it stops; the next
- * file's first build takes it. It ends with the worker (it exits when its channel closes).
- */
-let keptBuildProcess;
-
-/**
  * The AsyncLocalStorage instances made while a file runs, disabled when it ends. jest-circus makes
  * one per test file (its test execution context) in the worker's own node:async_hooks, and Node 20
  * never lets one go: every promise the worker made afterwards ran each earlier file's store too,
@@ -88,6 +80,14 @@ if (!asyncHooks.AsyncLocalStorage.__perFile) {
     }
   };
 }
+
+/**
+ * The worker's build process, kept ready between its files (lib/deploy/build-process.ts,
+ * BuildProcessKeeper): each file's modules are its own, so each file's apps used to start one and
+ * pay its 2 s of CPU for the compiler's start-up. A file's app hands it here when it stops; the next
+ * file's first build takes it. It ends with the worker (it exits when its channel closes).
+ */
+let keptBuildProcess;
 const buildProcessKeeper = {
   take() {
     const child = keptBuildProcess;
