@@ -49,13 +49,20 @@ export interface EngineOptions {
   /** Largest batch claimed at once. */
   maxBatch?: number;
   pacing?: Partial<PacingSettings>;
-  /** Batches claimed ahead while earlier ones are still sending (default 3). */
+  /** Batches claimed ahead while earlier ones are still sending (default DEFAULT_PIPELINE). */
   pipeline?: number;
   /** Waits between checks while a campaign waits for backoffs (ms). */
   idleMs?: number;
   /** How often a campaign held by the portfolio's messaging limit looks again (wall clock; default 30 s). */
   limitRecheckMs?: number;
 }
+
+/**
+ * Batches in flight per campaign. Each sends its chunks in turn, so a crash leaves at most one chunk
+ * per batch in flight recorded but never called (when the engine runs behind its pace, the batches'
+ * chunks overlap).
+ */
+export const DEFAULT_PIPELINE = 3;
 
 type EngineDeps = Pick<Deps, 'db' | 'clock' | 'logger' | 'secretBox' | 'channel'>;
 
@@ -154,7 +161,7 @@ export class BroadcastEngine {
             },
           ).finally(() => inflight.delete(p));
           inflight.add(p);
-          if (inflight.size >= (this.opts.pipeline ?? 3)) await Promise.race(inflight);
+          if (inflight.size >= (this.opts.pipeline ?? DEFAULT_PIPELINE)) await Promise.race(inflight);
           if (halted) break;
           continue;
         }
