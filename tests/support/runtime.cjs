@@ -1,10 +1,9 @@
 /**
  * jest's module runtime, with what a jest worker can keep from one test file to the next without
- * sharing a module instance: the bytes of each file it reads, each transform's output, and V8's
- * code cache of each module it compiles. Every test file still loads and evaluates every module
- * afresh in its own context (jest's isolation); it no longer reads, transforms and parses the same
- * unchanged sources again. The keys are the file's path and its exact source: a changed file is
- * read, transformed and compiled anew.
+ * sharing a module instance: each transform's output, and V8's code cache of each module it
+ * compiles. Every test file still reads, loads and evaluates every module afresh in its own context
+ * (jest's isolation); it no longer transforms and parses the same unchanged sources again. The keys
+ * are the file's path and its exact source: a changed file is transformed and compiled anew.
  *
  * CommonJS: jest loads this with require (jest.config.js names it as `runtime`).
  */
@@ -47,9 +46,9 @@ if (vm.SourceTextModule && !vm.SourceTextModule.__codeCached) {
   };
 }
 
-// A file's bytes, and a transform's output by file and options with the source it was made from:
-// unchanged during a run.
-const files = new Map();
+// A transform's output by file and options, with the source it was made from: unchanged during a
+// run. (Not the files' bytes: jest empties a runtime's file cache when its file ends, and keeping
+// them across files measured no difference: docs/testing.md.)
 const transforms = new Map();
 const memo = (transformer) => {
   if (transformer.__memoised) return transformer;
@@ -81,7 +80,6 @@ const memo = (transformer) => {
 class Runtime extends JestRuntime {
   constructor(config, environment, resolver, transformer, cacheFS, ...rest) {
     super(config, environment, resolver, memo(transformer), cacheFS, ...rest);
-    this.fileCache.buffers = files;
   }
 }
 
